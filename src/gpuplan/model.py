@@ -1,0 +1,203 @@
+"""``ModelSpec``: what a model is, read from its Hugging Face ``config.json``.
+
+Everything is exact and derived from the layer list that :mod:`gpuplan.architectures` builds: parameter
+counts (equal to ``transformers`` on the meta device), the parameters one token activates in a mixture
+of experts, the KV-cache elements per token of each layer kind, and the bytes of the weights as the
+checkpoint ships them (``quantization_config`` wins over ``torch_dtype``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from .architectures import read_architecture
+from .errors import GpuplanError
+from .layers import Layer, Linear
+from .quant import DTYPE_BYTES, Format, checkpoint_format
+
+# The dtype checkpoints ship in when their config.json does not say (the repos' safetensors headers).
+SHIPPED_DTYPE = {"gpt2": "float32", "bloom": "bfloat16", "gpt_oss": "bfloat16", "phi3": "bfloat16"}
+
+PARTS = ("embeddings", "attention", "mlp", "experts", "norms", "lm_head", "vision")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelSpec:
+    """A normalized decoder-only LLM. Build it with :meth:`ModelSpec.from_config`."""
+
+    name: str
+    family: str
+    architecture: str
+    vocab_size: int
+    hidden_size: int
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    intermediate_size: int
+    max_context: int | None
+    tie_word_embeddings: bool
+    embedding_dim: int
+    position_params: int = 0
+    projection_params: int = 0
+    final_norm_params: int
+    vision_params: int = 0
+    layers: tuple[Layer, ...]
+    gated_mlp: bool = True
+    parallel_residual: bool = False
+    activation: str = "silu"
+    num_experts: int = 0
+    experts_per_token: int = 0
+    mla: dict[str, int | None] | None = field(default=None, hash=False)
+    dtype: str
+    dtype_assumed: bool = False
+    quantization: dict[str, Any] | None = field(default=None, hash=False, compare=False)
+    notes: tuple[str, ...] = ()
+    config: dict[str, Any] = field(default_factory=dict, repr=False, hash=False, compare=False)
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any], name: str | None = None) -> ModelSpec:
+        """Read a ``config.json`` dict. Raises :class:`GpuplanError` when it cannot describe a decoder."""
+        if not isinstance(config, dict):
+            raise GpuplanError(f"a config.json must hold a JSON object, got {type(config).__name__}")
+        config = {k: v for k, v in config.items() if not k.startswith("_transcription")}
+        arch, notes = read_architecture(config)
+        text = config.get("text_config") or config
+        tie = config.get("tie_word_embeddings", text.get("tie_word_embeddings"))
+        if tie is None:
+            tie = arch.pop("tie_default", False)
+        arch.pop("tie_default", None)
+        dtype = config.get("torch_dtype") or config.get("dtype") or text.get("torch_dtype")
+        assumed = dtype is None
+        if assumed:
+            dtype = SHIPPED_DTYPE.get(str(config.get("model_type")), "bfloat16")
+            notes.append(f"config.json has no torch_dtype: assuming {dtype} weights")
+        if dtype not in DTYPE_BYTES:
+            raise GpuplanError(f"torch_dtype {dtype!r} is not supported; use float32, bfloat16 or float16")
+        layers = tuple(arch.pop("layers"))
+        if not layers:
+            raise GpuplanError("the config declares zero decoder layers (num_hidden_layers must be >= 1)")
+        context = text.get("max_position_embeddings") or arch.pop("max_context", None)
+        arch.pop("max_context", None)
+        if config.get("model_type") == "bloom":
+            context = config.get("seq_length")
+        return cls(
+            name=name or config.get("_name_or_path") or (config.get("architectures") or ["model"])[0],
+            family=str(config.get("model_type")),
+            architecture=(config.get("architectures") or ["?"])[0],
+            max_context=context,
+            tie_word_embeddings=bool(tie),
+            embedding_dim=arch.pop("embedding_dim", arch["hidden_size"]),
+            layers=layers,
+            activation=str(text.get("hidden_act") or text.get("hidden_activation") or text.get("activation_function")
+                           or "gelu"),
+            dtype=str(dtype),
+            dtype_assumed=assumed,
+            quantization=config.get("quantization_config"),
+            notes=tuple(notes),
+            config=config,
+            **arch,
+        )
+
+    # ---- structure -------------------------------------------------------------------------------
+    @property
+    def num_layers(self) -> int:
+        return len(self.layers)
+
+    @property
+    def is_moe(self) -> bool:
+        return any(layer.moe for layer in self.layers)
+
+    def layer_kinds(self) -> list[tuple[Layer, int]]:
+        """Distinct layers with how many times each occurs, in order of first appearance."""
+        return list(Counter(self.layers).items())
+
+    @property
+    def lm_head(self) -> Linear | None:
+        if self.tie_word_embeddings:
+            return None
+        return Linear(name="lm_head", in_features=self.embedding_dim, out_features=self.vocab_size, group="mlp")
+
+    # ---- parameters -----------------------------------------------------------------------------
+    def params_breakdown(self) -> dict[str, int]:
+        """Parameters by part; tied embeddings are counted once (under ``embeddings``)."""
+        parts = dict.fromkeys(PARTS, 0)
+        parts["embeddings"] = self.vocab_size * self.embedding_dim + self.position_params + self.projection_params
+        parts["lm_head"] = self.lm_head.params if self.lm_head else 0
+        parts["norms"] = self.final_norm_params
+        parts["vision"] = self.vision_params
+        for layer, count in self.layer_kinds():
+            parts["attention"] += count * (layer.params_in("attention") + layer.attention_extra)
+            parts["mlp"] += count * layer.params_in("mlp", "shared_experts")
+            parts["experts"] += count * (layer.params_in("experts", "router"))
+            parts["norms"] += count * layer.norm_params
+        return parts
+
+    @property
+    def params_total(self) -> int:
+        return sum(self.params_breakdown().values())
+
+    @property
+    def params_active(self) -> int:
+        """Parameters used per token: everything but the routed experts a token does not visit.
+
+        Counts the embedding table and lm_head, as Mistral's 12.9B for Mixtral-8x7B does (OpenAI's 3.6B for
+        gpt-oss-20b leaves the input embedding out).
+        """
+        routed_saving = sum(count * (layer.params - layer.params_active) for layer, count in self.layer_kinds())
+        return self.params_total - routed_saving
+
+    # ---- KV cache -------------------------------------------------------------------------------
+    def kv_bytes_per_token(self, dtype_bytes: float = 2) -> dict[str, float]:
+        """KV-cache bytes per token, per layer kind summed over that kind's layers (no window cap).
+
+        ``2 · kv_heads · head_dim · bytes`` per attention layer (GQA), ``(kv_lora_rank + qk_rope_head_dim)
+        · bytes`` per MLA layer (vLLM's MLA cache spec). Sliding-window layers store at most ``window``
+        tokens; the estimator applies that cap.
+        """
+        out: dict[str, float] = {}
+        for layer, count in self.layer_kinds():
+            key = layer.kind.removesuffix("+moe")
+            out[key] = out.get(key, 0) + count * layer.kv_dims * dtype_bytes
+        return out
+
+    def kv_bytes(self, tokens: int, dtype_bytes: float = 2) -> float:
+        """KV-cache bytes of one sequence of ``tokens`` tokens, sliding windows capped at their size."""
+        return sum(count * layer.kv_dims * dtype_bytes * min(tokens, layer.window or tokens)
+                   for layer, count in self.layer_kinds())
+
+    # ---- weight bytes ---------------------------------------------------------------------------
+    @property
+    def dtype_bytes(self) -> int:
+        return DTYPE_BYTES[self.dtype]
+
+    def weight_bytes(self, fmt: Format | None = None, skip: tuple[str, ...] = ("router",)) -> dict[str, float]:
+        """Bytes of the weights by part when linear weights are stored in ``fmt`` (default: as shipped).
+
+        Embeddings, lm_head, norms, biases and the linears in ``skip`` groups stay at ``fmt.high_bytes``.
+        """
+        if fmt is None:
+            fmt, shipped_skip = self.shipped_format()
+            skip = tuple(set(skip) | set(shipped_skip))
+        params = self.params_breakdown()
+        high = fmt.high_bytes
+        out = dict.fromkeys(PARTS, 0.0)
+        out["embeddings"] = fmt.embedding_bytes(self.vocab_size * self.embedding_dim) + high * (
+            self.position_params + self.projection_params)
+        if self.lm_head:
+            out["lm_head"] = fmt.embedding_bytes(self.lm_head.weight_params)
+        out["norms"] = params["norms"] * high
+        out["vision"] = params["vision"] * high
+        for layer, count in self.layer_kinds():
+            for lin in layer.linears:
+                part = {"attention": "attention", "mlp": "mlp", "shared_experts": "mlp"}.get(lin.group, "experts")
+                stored = lin.weight_params * high if lin.group in skip else fmt.linear_weight_bytes(lin)
+                out[part] += count * (stored + lin.bias_params * high)
+            out["attention"] += count * layer.attention_extra * high
+        return out
+
+    def shipped_format(self) -> tuple[Format, tuple[str, ...]]:
+        """The checkpoint's weight format and the groups its quantization leaves at high precision."""
+        high = 2 if self.quantization and self.dtype_bytes == 4 else self.dtype_bytes
+        return checkpoint_format(self.quantization, high)

@@ -1,0 +1,142 @@
+"""Bytes of weights in each storage format: plain dtypes and the quantizers people use.
+
+Each format stores the weight matrix of a linear layer; the modules libraries keep in high precision
+(embeddings, lm_head, norms, MoE routers, biases) stay at the compute dtype. Byte counts, per
+``in x out`` weight with ``n = in·out``:
+
+- ``int8``: bitsandbytes LLM.int8 (Dettmers et al. 2022): int8 matrix + one fp32 scale per output row.
+- ``nf4`` / ``fp4``: bitsandbytes 4-bit, blocksize 64. Packed 4-bit values ``n/2``; absmax per block as
+  fp32 (``4·n/64``) or, with double quantization (QLoRA paper, section 3), as 8 bits plus one fp32 per
+  256 blocks: ``n/64 + 4·n/(64·256)``, i.e. 0.127 bit/param instead of 0.5.
+- ``gptq-int4`` / ``gptq-int8``: AutoGPTQ layout, group 128: packed int32 qweight, qzeros (bits per group
+  and column), fp16 scales per group and column, int32 ``g_idx`` per input row.
+- ``awq-int4``: AutoAWQ GEMM layout, group 128: as GPTQ without ``g_idx``.
+- ``fp8``: one byte per weight, plus an fp32 scale per tensor or per ``128 x 128`` block (DeepSeek-V3).
+- ``mxfp4``: OCP microscaling, 32 fp4 values share one e8m0 scale: 17 bytes per 32 weights (4.25 bits).
+- ``gguf-<type>``: llama.cpp block formats by their bits per weight (ggml-common.h block structs);
+  llama.cpp also quantizes the token embedding and output matrices.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .errors import GpuplanError, UnknownNameError
+from .layers import Linear
+
+DTYPE_BYTES = {"float32": 4, "fp32": 4, "bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2, "float8": 1,
+               "fp8": 1, "int8": 1}
+
+# llama.cpp block formats: bits per weight = block bytes * 8 / block size (ggml-common.h).
+GGUF_BITS = {
+    "f32": 32.0, "f16": 16.0, "bf16": 16.0, "q8_0": 8.5, "q6_k": 6.5625, "q5_k": 5.5, "q5_1": 6.0, "q5_0": 5.5,
+    "q4_k": 4.5, "q4_1": 5.0, "q4_0": 4.5, "q3_k": 3.4375, "q2_k": 2.625, "iq4_xs": 4.25, "iq4_nl": 4.5,
+    "iq3_xxs": 3.0625, "iq2_xxs": 2.0625,
+    # mixes: the per-tensor recipe of llama.cpp's quantize tool; effective bits measured on Llama-2/3
+    # files listed in llama.cpp's quantize README (see bench/accuracy.py for the check).
+    "q4_k_m": 4.89, "q4_k_s": 4.58, "q5_k_m": 5.70, "q5_k_s": 5.54, "q3_k_m": 3.91, "q3_k_s": 3.50,
+    "q3_k_l": 4.27, "q2_k_s": 2.96,
+}
+
+QUANT_FORMATS = ("none", "int8", "nf4", "fp4", "gptq-int4", "gptq-int8", "awq-int4", "fp8", "mxfp4",
+                 *(f"gguf-{t}" for t in GGUF_BITS))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Format:
+    """How linear weights are stored. ``high_bytes`` is the dtype of everything kept unquantized."""
+
+    name: str = "none"
+    high_bytes: int = 2
+    double_quant: bool = True
+    group_size: int = 128
+    fp8_block: tuple[int, int] | None = None
+
+    @property
+    def quantizes_embeddings(self) -> bool:
+        return self.name.startswith("gguf-")
+
+    def linear_weight_bytes(self, lin: Linear) -> float:
+        """Bytes of the weight matrices of ``lin`` (biases are counted apart, at ``high_bytes``)."""
+        i, o, n = lin.in_features, lin.out_features, lin.in_features * lin.out_features
+        name = self.name
+        if name == "none":
+            per = n * self.high_bytes
+        elif name == "int8":
+            per = n + 4 * o
+        elif name in ("nf4", "fp4"):
+            blocks = math.ceil(n / 64)
+            per = n / 2 + (blocks + 4 * math.ceil(blocks / 256) if self.double_quant else 4 * blocks)
+        elif name.startswith(("gptq-", "awq-")):
+            bits = 4 if name.endswith("int4") else 8
+            groups = math.ceil(i / self.group_size)
+            per = n * bits / 8 + groups * o * bits / 8 + 2 * groups * o + (4 * i if name.startswith("gptq") else 0)
+        elif name == "fp8":
+            bi, bo = self.fp8_block or (i, o)
+            per = n + 4 * math.ceil(o / bo) * math.ceil(i / bi)
+        elif name == "mxfp4":
+            per = math.ceil(n / 32) * 17
+        elif name.startswith("gguf-"):
+            per = n * GGUF_BITS[name[5:]] / 8
+        else:  # validated in make_format
+            raise AssertionError(name)
+        return per * lin.count
+
+    def embedding_bytes(self, params: int) -> float:
+        if self.quantizes_embeddings:
+            return params * GGUF_BITS[self.name[5:]] / 8
+        return params * self.high_bytes
+
+
+def make_format(name: str, *, high_bytes: int = 2, double_quant: bool = True, group_size: int = 128,
+                fp8_block: tuple[int, int] | None = None) -> Format:
+    """A :class:`Format` from a scenario's ``quant`` name, with a clear error for unknown names."""
+    key = name.strip().lower()
+    if key not in QUANT_FORMATS:
+        hint = f"choose one of: {', '.join(QUANT_FORMATS[:9])}, gguf-<type>"
+        raise UnknownNameError("quant format", name, QUANT_FORMATS, hint=hint)
+    if group_size <= 0:
+        raise GpuplanError(f"quantization group size must be positive, got {group_size}")
+    return Format(name=key, high_bytes=high_bytes, double_quant=double_quant, group_size=group_size,
+                  fp8_block=fp8_block)
+
+
+def checkpoint_format(quantization: dict | None, high_bytes: int) -> tuple[Format, tuple[str, ...]]:
+    """The format a checkpoint ships in, from its ``quantization_config``, and the groups it leaves alone.
+
+    Returns the format and the layer groups (``attention``, ``router``, ``experts``...) that stay at the
+    high-precision dtype according to ``modules_to_not_convert``.
+    """
+    if not quantization:
+        return Format(name="none", high_bytes=high_bytes), ()
+    method = str(quantization.get("quant_method", "")).lower()
+    skip = _groups_named(quantization.get("modules_to_not_convert") or [])
+    if method == "fp8":
+        block = quantization.get("weight_block_size")
+        return Format(name="fp8", high_bytes=high_bytes, fp8_block=tuple(block) if block else None), skip
+    if method == "mxfp4":
+        return Format(name="mxfp4", high_bytes=high_bytes), skip
+    if method == "bitsandbytes":
+        if quantization.get("load_in_4bit"):
+            kind = quantization.get("bnb_4bit_quant_type", "nf4")
+            return Format(name=kind, high_bytes=high_bytes,
+                          double_quant=bool(quantization.get("bnb_4bit_use_double_quant", False))), skip
+        return Format(name="int8", high_bytes=high_bytes), skip
+    if method in ("gptq", "awq"):
+        bits = int(quantization.get("bits", 4))
+        if method == "awq" and bits != 4:
+            raise GpuplanError(f"AWQ checkpoints with {bits} bits are not supported; AWQ ships 4-bit weights")
+        return Format(name=f"{method}-int{bits}", high_bytes=high_bytes,
+                      group_size=int(quantization.get("group_size", 128))), skip
+    raise GpuplanError(f"quantization_config quant_method {method!r} is not supported; "
+                       "supported: fp8, mxfp4, bitsandbytes, gptq, awq")
+
+
+def _groups_named(patterns: list[str]) -> tuple[str, ...]:
+    """Layer groups that ``modules_to_not_convert`` patterns name, by their last dotted part
+    (``model.layers.*.self_attn`` -> attention, ``model.layers.*.mlp.router`` -> router)."""
+    groups = {"self_attn": "attention", "attention": "attention", "router": "router", "gate": "router",
+              "shared_expert": "shared_experts", "shared_experts": "shared_experts", "experts": "experts",
+              "mlp": "mlp"}
+    return tuple(sorted({groups[p.rsplit(".", 1)[-1]] for p in patterns if p.rsplit(".", 1)[-1] in groups}))

@@ -1,0 +1,83 @@
+"""Plain-data views of domain objects for ``--json`` output and for the rich tables of the CLI.
+
+Pure functions from objects to dicts of numbers and strings; nothing here prints.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .model import ModelSpec
+from .quant import make_format
+
+GIB = 2**30
+
+
+def human_count(n: float) -> str:
+    """8030261248 -> '8.03B', 124439808 -> '124.4M'."""
+    for unit, size in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
+        if abs(n) >= size:
+            value = n / size
+            return f"{value:.3g}{unit}" if value < 100 else f"{value:.1f}{unit}"
+    return str(int(n))
+
+
+def model_summary(spec: ModelSpec, repo: str | None = None) -> dict[str, Any]:
+    """One row of ``gpuplan models``."""
+    return {
+        "name": repo or spec.name,
+        "family": spec.family,
+        "params_total": spec.params_total,
+        "params_active": spec.params_active,
+        "num_layers": spec.num_layers,
+        "hidden_size": spec.hidden_size,
+        "num_heads": spec.num_heads,
+        "num_kv_heads": spec.num_kv_heads,
+        "max_context": spec.max_context,
+        "dtype": spec.dtype,
+        "quantization": (spec.quantization or {}).get("quant_method"),
+        "moe": spec.is_moe,
+    }
+
+
+def model_facts(spec: ModelSpec) -> dict[str, Any]:
+    """Everything ``gpuplan model NAME`` shows."""
+    shipped, _ = spec.shipped_format()
+    weights = {
+        "as_shipped": sum(spec.weight_bytes().values()),
+        "bf16": sum(spec.weight_bytes(make_format("none")).values()),
+        "int8": sum(spec.weight_bytes(make_format("int8")).values()),
+        "int4": sum(spec.weight_bytes(make_format("nf4")).values()),
+    }
+    return {
+        "name": spec.name,
+        "family": spec.family,
+        "architecture": spec.architecture,
+        "params_total": spec.params_total,
+        "params_active": spec.params_active,
+        "params_breakdown": spec.params_breakdown(),
+        "num_layers": spec.num_layers,
+        "hidden_size": spec.hidden_size,
+        "intermediate_size": spec.intermediate_size,
+        "num_heads": spec.num_heads,
+        "num_kv_heads": spec.num_kv_heads,
+        "head_dim": spec.head_dim,
+        "vocab_size": spec.vocab_size,
+        "max_context": spec.max_context,
+        "tie_word_embeddings": spec.tie_word_embeddings,
+        "num_experts": spec.num_experts,
+        "experts_per_token": spec.experts_per_token,
+        "mla": spec.mla,
+        "layer_kinds": [{"kind": layer.kind, "count": count, "window": layer.window,
+                         "params_per_layer": layer.params, "kv_elements_per_token": layer.kv_dims}
+                        for layer, count in spec.layer_kinds()],
+        "kv_bytes_per_token_bf16": spec.kv_bytes_per_token(2),
+        "kv_bytes_per_token_bf16_total": sum(spec.kv_bytes_per_token(2).values()),
+        "dtype": spec.dtype,
+        "dtype_assumed": spec.dtype_assumed,
+        "quantization": spec.quantization,
+        "shipped_format": shipped.name if shipped.name != "none" else spec.dtype,
+        "weight_bytes": weights,
+        "weight_gib": {k: v / GIB for k, v in weights.items()},
+        "notes": list(spec.notes),
+    }

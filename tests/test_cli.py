@@ -1,0 +1,66 @@
+"""The CLI end to end, as a person or a script calls it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+
+def gpuplan(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "gpuplan.cli", *args], capture_output=True, text=True)
+
+
+def test_model_json_reports_exact_params():
+    proc = gpuplan("model", "llama-3.1-8b", "--json")
+    assert proc.returncode == 0, proc.stderr
+    facts = json.loads(proc.stdout)
+    assert facts["params_total"] == 8_030_261_248
+    assert facts["kv_bytes_per_token_bf16_total"] == 131_072
+    assert facts["weight_bytes"]["bf16"] == 8_030_261_248 * 2
+
+
+def test_model_table():
+    proc = gpuplan("model", "gpt-oss-20b")
+    assert proc.returncode == 0
+    assert "20,914,757,184 parameters" in proc.stdout and "mxfp4" in proc.stdout
+
+
+def test_models_filters_and_json():
+    proc = gpuplan("models", "--moe", "--json", "--sort", "params")
+    rows = json.loads(proc.stdout)
+    assert [r["moe"] for r in rows] == [True] * 8
+    assert [r["params_total"] for r in rows] == sorted(r["params_total"] for r in rows)
+    rows = json.loads(gpuplan("models", "--family", "qwen2", "--max-params", "2", "--json").stdout)
+    assert {r["name"] for r in rows} == {"Qwen/Qwen2.5-0.5B", "Qwen/Qwen2.5-1.5B",
+                                        "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B"}
+
+
+def test_version():
+    assert gpuplan("--version").stdout.startswith("gpuplan ")
+
+
+@pytest.mark.parametrize("args, text", [
+    (("model", "lama-3.1-8b"), "did you mean"),
+    (("model", "./missing/config.json"), "no such file"),
+    (("models", "--sort", "size"), "--sort must be one of"),
+])
+def test_bad_input_is_one_red_line_exit_2(args, text):
+    proc = gpuplan(*args)
+    assert proc.returncode == 2
+    assert text in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.strip().count("\n") == 0
+
+
+def test_usage_error_exit_2():
+    proc = gpuplan("model", "llama-3.1-8b", "--bogus")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("command", [(), ("models",), ("model",)])
+def test_help_teaches(command):
+    proc = gpuplan(*command, "--help")
+    assert proc.returncode == 0 and "Usage" in proc.stdout

@@ -1,0 +1,157 @@
+"""ModelSpec against hand arithmetic and published counts. Each expected value is written out."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpuplan import load_model
+from gpuplan.model import ModelSpec
+
+# Published exact counts (INDEX.md of the shared model configs: model cards and HF safetensors totals).
+OFFICIAL = {
+    "meta-llama/Llama-3.1-8B": 8_030_261_248,
+    "meta-llama/Llama-3.2-1B": 1_235_814_400,
+    "meta-llama/Llama-3.2-3B": 3_212_749_824,
+    "Qwen/Qwen2.5-0.5B": 494_032_768,
+    "bigscience/bloom": 176_247_271_424,
+    "microsoft/Phi-3-mini-4k-instruct": 3_821_079_552,
+    "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B": 32_763_876_352,
+    "openai-community/gpt2": 124_439_808,
+    "meta-llama/Llama-2-7b-hf": 6_738_417_664 - 2_048,  # safetensors total minus 2,048 fp32 rotary buffers
+}
+
+
+@pytest.mark.parametrize("repo", sorted(OFFICIAL))
+def test_official_parameter_counts(repo):
+    assert load_model(repo).params_total == OFFICIAL[repo]
+
+
+def test_llama_3_1_8b_by_hand():
+    m = load_model("llama-3.1-8b")
+    h, i, V, L, kv, d = 4096, 14336, 128256, 32, 8, 128
+    attention = h * h + 2 * h * kv * d + h * h  # q, k, v, o
+    mlp = 3 * h * i
+    per_layer = attention + mlp + 2 * h
+    assert m.params_total == 2 * V * h + L * per_layer + h == 8_030_261_248
+    assert m.params_breakdown()["lm_head"] == V * h  # untied
+    # KV: 2 (K and V) x 8 heads x 128 dims x 2 bytes x 32 layers
+    assert sum(m.kv_bytes_per_token(2).values()) == 2 * kv * d * 2 * L == 131_072
+    assert m.head_dim == 128 and m.num_kv_heads == 8
+
+
+def test_tied_embeddings_counted_once():
+    m = load_model("llama-3.2-1b")
+    assert m.tie_word_embeddings and m.params_breakdown()["lm_head"] == 0
+    assert m.params_breakdown()["embeddings"] == 128256 * 2048
+
+
+def test_mixtral_8x7b_active_by_hand():
+    m = load_model("mixtral-8x7b")
+    h, V, L = 4096, 32000, 32
+    attention = h * 4096 + 2 * h * 1024 + 4096 * h
+    expert = 3 * h * 14336
+    router = 8 * h
+    active_layer = attention + router + 2 * expert + 2 * h  # top-2 of 8
+    assert m.params_active == 2 * V * h + h + L * active_layer == 12_879_925_248  # Mistral: "12.9B active"
+    assert m.params_total == 2 * V * h + h + L * (attention + router + 8 * expert + 2 * h) == 46_702_792_704
+
+
+def test_qwen3_30b_a3b_active_by_hand():
+    m = load_model("qwen3-30b-a3b")
+    h, V, L, d = 2048, 151936, 48, 128
+    attention = h * 32 * d + 2 * h * 4 * d + 32 * d * h
+    norms = 2 * h + 2 * d  # input + post-attention RMSNorm, q_norm and k_norm per head
+    active_layer = attention + norms + 128 * h + 8 * 3 * h * 768  # router + top-8 of 128 experts
+    assert m.params_active == 2 * V * h + h + L * active_layer == 3_353_032_704  # Qwen: "3.3B activated"
+
+
+def test_deepseek_v3_active_by_hand():
+    m = load_model("deepseek-v3")
+    h, V, a = 7168, 129280, 128
+    mla = (h * 1536 + 1536 * a * (128 + 64)  # q_a, q_b (nope 128 + rope 64 per head)
+           + h * (512 + 64) + 512 * a * (128 + 128)  # kv_a with the shared rope key, kv_b (k_nope + v)
+           + a * 128 * h)  # o_proj
+    norms = 2 * h + 1536 + 512  # layer norms + q_a and kv_a norms
+    dense_mlp = 3 * h * 18432
+    moe_active = 256 * h + 8 * 3 * h * 2048 + 3 * h * 2048  # router, top-8 routed, 1 shared expert
+    expected = 2 * V * h + h + 61 * (mla + norms) + 3 * dense_mlp + 58 * moe_active
+    assert m.params_active == expected == 37_552_282_624  # DeepSeek: "37B activated"
+    assert m.params_total == 671_026_404_352
+    # MLA caches the compressed latent plus the shared rope key: (512 + 64) x 2 B x 61 layers
+    assert m.kv_bytes_per_token(2) == {"mla": (512 + 64) * 2 * 61}
+
+
+def test_gpt_oss_20b_active_by_hand():
+    m = load_model("gpt-oss-20b")
+    h, V, L, E, i = 2880, 201088, 24, 32, 2880
+    attention = (h * 4096 + 4096) + 2 * (h * 512 + 512) + (4096 * h + h) + 64  # biased q,k,v,o + 64 sinks
+    expert = (h * 2 * i + 2 * i) + (i * h + h)  # fused gate_up and down, with biases
+    router = E * h + E
+    active = 2 * V * h + h + L * (attention + router + 4 * expert + 2 * h)
+    assert m.params_active == active == 4_187_440_704
+    # OpenAI's "3.6B active" is the same count without the input embedding table (a lookup, not a matmul)
+    assert m.params_active - V * h == 3_608_307_264
+    assert m.params_total == 20_914_757_184
+
+
+def test_mistral_sliding_window_caps_kv():
+    m = load_model("mistral-7b-v0.1")
+    per_token = 2 * 8 * 128 * 2 * 32
+    assert m.kv_bytes_per_token(2) == {"sliding(4096)": per_token}
+    assert m.kv_bytes(2048) == 2048 * per_token
+    assert m.kv_bytes(8192) == 4096 * per_token  # the window holds 4096 tokens
+    assert load_model("mistral-7b-v0.3").kv_bytes(8192) == 8192 * per_token  # v0.3 has no window
+
+
+def test_gemma2_alternating_windows():
+    m = load_model("gemma-2-9b")
+    per_layer = 2 * 8 * 256 * 2  # head_dim 256 from the config, not 3584 / 16 = 224
+    kinds = [layer.kind for layer in m.layers]
+    assert kinds[:4] == ["sliding(4096)", "full", "sliding(4096)", "full"]
+    assert m.kv_bytes_per_token(2) == {"sliding(4096)": 21 * per_layer, "full": 21 * per_layer}
+    assert m.kv_bytes(8192) == 21 * per_layer * 8192 + 21 * per_layer * 4096
+
+
+def test_gemma3_text_config_and_pattern():
+    m = load_model("gemma-3-27b")
+    assert m.num_layers == 62 and m.vocab_size == 262_208 and m.head_dim == 128
+    globals_ = [k for k, layer in enumerate(m.layers) if layer.attention == "full"]
+    assert globals_ == list(range(5, 62, 6))  # 5 local : 1 global
+    assert m.params_total - m.vision_params == 27_009_346_304  # the language model alone (INDEX.md)
+
+
+def test_gpt_oss_layers_and_mxfp4_bytes():
+    m = load_model("gpt-oss-20b")
+    assert [layer.kind for layer in m.layers[:2]] == ["sliding(128)+moe", "full+moe"]
+    wb = m.weight_bytes()
+    expert_weights = 24 * 32 * (2880 * 5760 + 2880 * 2880)
+    expert_biases = 24 * 32 * (5760 + 2880)
+    assert wb["experts"] == expert_weights * 17 / 32 + (expert_biases + 24 * (32 * 2880 + 32)) * 2
+    assert wb["attention"] == m.params_breakdown()["attention"] * 2  # attention stays bf16
+
+
+def test_deepseek_fp8_block_scales():
+    m = load_model("deepseek-v3")
+    fmt, skip = m.shipped_format()
+    assert fmt.name == "fp8" and fmt.fp8_block == (128, 128) and skip == ()
+    wb = m.weight_bytes()
+    # o_proj 16384 -> 7168: one byte per weight + fp32 scale per 128x128 block
+    o_proj = next(lin for lin in m.layers[0].linears if lin.name == "o_proj")
+    assert fmt.linear_weight_bytes(o_proj) == 16384 * 7168 + 4 * 128 * 56 == 117_469_184
+    assert wb["lm_head"] == 129280 * 7168 * 2  # lm_head is not quantized
+
+
+def test_families_and_keys():
+    assert load_model("falcon-40b").num_kv_heads == 8  # legacy RefinedWeb keys n_head_kv
+    assert load_model("falcon-7b").num_kv_heads == 1  # multi-query
+    assert load_model("gpt2").max_context == 1024
+    assert load_model("bloom").tie_word_embeddings
+    assert load_model("opt-6.7b").position_params == (2048 + 2) * 4096
+
+
+def test_generic_family_gets_a_note():
+    config = {"model_type": "my_llama", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2,
+              "vocab_size": 100, "intermediate_size": 128, "torch_dtype": "bfloat16"}
+    m = ModelSpec.from_config(config)
+    assert any("not a known family" in n for n in m.notes)
+    assert m.params_total == 2 * 100 * 64 + 2 * (4 * 64 * 64 + 3 * 64 * 128 + 2 * 64) + 64
