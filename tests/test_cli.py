@@ -64,3 +64,33 @@ def test_usage_error_exit_2():
 def test_help_teaches(command):
     proc = gpuplan(*command, "--help")
     assert proc.returncode == 0 and "Usage" in proc.stdout
+
+
+def test_estimate_json_and_flags_override_file(tmp_path):
+    job = tmp_path / "job.yaml"
+    job.write_text("model: llama-3.1-8b\ntask: infer\nbatch_size: 4\nprompt_tokens: 2048\noutput_tokens: 0\n")
+    proc = gpuplan("estimate", str(job), "--batch-size", "1", "--json")
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["scenario"]["batch_size"] == 1
+    mem = result["memory"]
+    assert mem["kv_cache_gib"] == pytest.approx(2048 * 131_072 / 2**30)
+    assert mem["allocated_peak_gib"] <= mem["reserved_peak_gib"] <= mem["device_peak_gib"]
+
+
+def test_estimate_table_names_parts_and_phase():
+    proc = gpuplan("estimate", "--model", "qwen2.5-0.5b", "--task", "train", "--method", "lora",
+                   "--lora-targets", "q_proj,v_proj", "--seq-len", "512")
+    assert proc.returncode == 0, proc.stderr
+    assert "allocated peak" in proc.stdout and "optimizer states" in proc.stdout
+
+
+@pytest.mark.parametrize("args, text", [
+    (("estimate", "--model", "llama-3.1-8b", "--task", "train", "--micro-batch-size", "x"), "micro_batch_size"),
+    (("estimate", "--model", "llama-3.1-8b", "--task", "train", "--strategy", "zero3"), "num_gpus >= 2"),
+    (("estimate", "--model", "llama-3.1-8b"), "'task' is required"),
+    (("estimate", "missing.yaml"), "no scenario file"),
+])
+def test_estimate_bad_input(args, text):
+    proc = gpuplan(*args)
+    assert proc.returncode == 2 and text in proc.stderr and "Traceback" not in proc.stderr

@@ -4,9 +4,13 @@ The Python API mirrors the CLI. ``import gpuplan`` stays light: it loads only th
 pydantic and PyYAML; torch, transformers, huggingface_hub, pynvml, rich and typer load on demand.
 """
 
+__version__ = "0.1.0"
+
 from .catalog import load_model
 from .errors import GpuplanError
+from .estimate import Result, estimate
 from .model import ModelSpec
+from .scenario import Scenario, load_scenario
 
-__version__ = "0.1.0"
-__all__ = ["GpuplanError", "ModelSpec", "__version__", "load_model"]
+__all__ = ["GpuplanError", "ModelSpec", "Result", "Scenario", "__version__", "estimate", "load_model",
+           "load_scenario"]

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import sys
+import typing
 from typing import Annotated, Any
 
 import typer
@@ -14,6 +16,7 @@ from . import __version__
 from .catalog import bundled, load_model
 from .errors import GpuplanError
 from .report import human_count, model_facts, model_summary
+from .scenario import load_scenario
 
 app = typer.Typer(
     name="gpuplan",
@@ -142,6 +145,113 @@ def model_cmd(
               f"int8 {w['int8']:.2f} GiB, int4 (nf4) {w['int4']:.2f} GiB  [GiB = 2^30 B]")
     if facts["dtype_assumed"]:
         out.print("[yellow]the config does not state its dtype; the shipped size is an assumption[/]")
+
+
+def _scenario_options() -> list[inspect.Parameter]:
+    """One ``--field-name`` option per scenario field, typed as text and validated by the scenario model."""
+    from .scenario import Scenario
+
+    params = []
+    for name, info in Scenario.model_fields.items():
+        choices = typing.get_args(info.annotation)
+        literals = [a for arg in choices or (info.annotation,) for a in typing.get_args(arg)
+                    if isinstance(a, str)] or [a for a in choices if isinstance(a, str)]
+        helptext = info.description or ""
+        if literals:
+            helptext = (helptext + "; " if helptext else "") + " | ".join(literals)
+        if name == "lora_targets":
+            helptext = "all-linear, or modules separated by commas: q_proj,v_proj"
+        default = None if info.is_required() else info.default
+        if default is not None:
+            helptext += f" [default: {default}]"
+        params.append(inspect.Parameter(
+            name, inspect.Parameter.KEYWORD_ONLY, default=None,
+            annotation=Annotated[str | None, typer.Option(f"--{name.replace('_', '-')}", help=helptext,
+                                                          show_default=False, rich_help_panel="Scenario fields")]))
+    return params
+
+
+def _overrides(fields: dict[str, str | None]) -> dict[str, Any]:
+    out: dict[str, Any] = {k: v for k, v in fields.items() if v is not None}
+    if "lora_targets" in out and out["lora_targets"] != "all-linear":
+        out["lora_targets"] = [t.strip() for t in out["lora_targets"].split(",") if t.strip()]
+    return out
+
+
+def estimate_cmd(scenario: str | None = None, as_json: bool = False, **fields: str | None) -> None:
+    """Does it fit, and where does the memory go? Per GPU: weights, gradients, optimizer states, activations,
+    KV cache and named extras; three peak levels (allocated = torch max_memory_allocated, reserved = + caching
+    allocator slack, device = + CUDA context and NCCL, what nvidia-smi shows); the peak phase; and, on a named
+    GPU, fit, headroom, the largest batch and context that fit, and what to change when it does not fit.
+
+    Examples:
+      gpuplan estimate --model llama-3.1-8b --task train --method qlora --gpu rtx-4090
+      gpuplan estimate job.yaml --micro-batch-size 8 --json
+    """
+    from .estimate import estimate
+
+    result = estimate(load_scenario(scenario, _overrides(fields)))
+    if as_json:
+        _print_json(result.model_dump())
+        return
+    render_estimate(result)
+
+
+def render_estimate(result) -> None:
+    mem = result.memory
+    s = result.scenario
+    what = (f"{s['task']} {result.model.name}" + (f" ({s['method']})" if s["task"] == "train" else "")
+            + (f" on {result.gpu['name']}" if result.gpu else ""))
+    table = Table(title=f"memory per GPU: {what}", title_justify="left")
+    for col, justify in (("part", "left"), ("GiB", "right"), ("share", "right")):
+        table.add_column(col, justify=justify)
+    parts = [("weights", mem.weights_gib), ("gradients", mem.gradients_gib), ("optimizer states", mem.optimizer_gib),
+             ("activations", mem.activations_gib), ("KV cache", mem.kv_cache_gib),
+             *((f"other: {k}", v) for k, v in mem.other.items())]
+    total = mem.allocated_peak_gib or 1.0
+    for name, gib in parts:
+        if gib > 0.0005:
+            table.add_row(name, f"{gib:.2f}", f"{100 * gib / total:.1f}%")
+    table.add_section()
+    table.add_row(f"[bold]allocated peak[/] ({mem.peak_phase})", f"[bold]{mem.allocated_peak_gib:.2f}[/]", "")
+    table.add_row("reserved peak (+ allocator slack)", f"{mem.reserved_peak_gib:.2f}", "")
+    table.add_row("device peak (+ " + ", ".join(mem.device_overheads) + ")", f"{mem.device_peak_gib:.2f}", "")
+    out.print(table)
+    if mem.cpu_gib:
+        out.print(f"CPU memory for offloaded states: {mem.cpu_gib:.1f} GiB")
+    if mem.max_concurrency is not None:
+        out.print(f"vLLM KV pool {mem.kv_cache_pool_gib:.1f} GiB: up to {mem.max_concurrency} concurrent requests "
+                  f"of {s['prompt_tokens'] + s['output_tokens']:,} tokens, or {mem.max_context_tokens:,} tokens total")
+    if mem.gpu_layers is not None:
+        out.print(f"llama.cpp: {mem.gpu_layers} of {result.model.num_layers} layers on the GPU"
+                  + (f", {mem.offloaded_layers} offloaded to the CPU" if mem.offloaded_layers else ""))
+    if mem.fits is not None:
+        verdict = "[green]fits[/]" if mem.fits else "[red]does not fit[/]"
+        out.print(f"{verdict} on {result.gpu['name']}: {mem.device_peak_gib:.1f} of {mem.capacity_gib:.1f} GiB "
+                  f"usable, headroom {mem.headroom_gib:+.1f} GiB")
+        batch = "micro_batch_size" if s["task"] == "train" else "batch_size"
+        length = "seq_len" if s["task"] == "train" else "prompt_tokens"
+        out.print(f"largest {batch} that fits: {mem.max_batch_size or 'none'}; longest {length}: "
+                  f"{mem.max_seq_len if mem.max_seq_len else 'none'}")
+    if result.suggestions:
+        out.print("[bold]changes that would make it fit[/] (or save the most):")
+        for sug in result.suggestions[:10]:
+            mark = "[green]fits[/]" if sug.fits else "[yellow]still too big[/]"
+            out.print(f"  - {sug.change} ({mark}; {sug.cost})")
+    for line in result.assumptions:
+        out.print(f"[dim]assumed: {line}[/]")
+    for line in result.warnings:
+        err.print(f"[yellow]warning:[/] {line}")
+
+
+estimate_cmd.__signature__ = inspect.Signature([
+    inspect.Parameter("scenario", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None,
+                      annotation=Annotated[str | None, typer.Argument(
+                          help="Scenario YAML/JSON file; flags override it.", show_default=False)]),
+    inspect.Parameter("as_json", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=JsonFlag),
+    *_scenario_options(),
+])
+app.command("estimate")(estimate_cmd)
 
 
 def main() -> None:

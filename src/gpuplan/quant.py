@@ -33,10 +33,11 @@ GGUF_BITS = {
     "f32": 32.0, "f16": 16.0, "bf16": 16.0, "q8_0": 8.5, "q6_k": 6.5625, "q5_k": 5.5, "q5_1": 6.0, "q5_0": 5.5,
     "q4_k": 4.5, "q4_1": 5.0, "q4_0": 4.5, "q3_k": 3.4375, "q2_k": 2.625, "iq4_xs": 4.25, "iq4_nl": 4.5,
     "iq3_xxs": 3.0625, "iq2_xxs": 2.0625,
-    # mixes: the per-tensor recipe of llama.cpp's quantize tool; effective bits measured on Llama-2/3
-    # files listed in llama.cpp's quantize README (see bench/accuracy.py for the check).
-    "q4_k_m": 4.89, "q4_k_s": 4.58, "q5_k_m": 5.70, "q5_k_s": 5.54, "q3_k_m": 3.91, "q3_k_s": 3.50,
-    "q3_k_l": 4.27, "q2_k_s": 2.96,
+    # mixes: llama.cpp's quantize tool picks a type per tensor; these are the effective bits per weight of
+    # its published Llama-3.1-8B files (tools/quantize/README.md table). They are calibration, not an
+    # independent check: bench/accuracy.py marks the GGUF rows so.
+    "q4_k_m": 4.89, "q4_k_s": 4.67, "q5_k_m": 5.70, "q5_k_s": 5.57, "q3_k_m": 4.00, "q3_k_s": 3.64,
+    "q3_k_l": 4.30, "q2_k_s": 2.96,
 }
 
 QUANT_FORMATS = ("none", "int8", "nf4", "fp4", "gptq-int4", "gptq-int8", "awq-int4", "fp8", "mxfp4",

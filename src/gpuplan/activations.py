@@ -1,0 +1,176 @@
+"""Activation memory, counted from the tensors autograd saves and the temporaries ops allocate.
+
+Per decoder layer of ``T`` tokens (micro-batch x sequence, divided by TP when sequence parallel), at
+``c`` bytes per element of the compute dtype, as the Hugging Face implementations run:
+
+- each norm saves its fp32 upcast input (``4·T·h``; HF RMSNorm computes in fp32), and its normalized
+  output when its weight trains;
+- a linear saves its input when its weight trains or a LoRA adapter sits on it (frozen weights need no
+  input: autograd saves only what a required gradient uses); under torch autocast with fp32 weights every
+  linear casts its input separately, so q, k and v each save a bf16 copy;
+- attention with SDPA / FlashAttention saves q, k, v, the output and the fp32 log-sum-exp (``4·T·a``);
+  eager attention materializes the ``b·a·s²`` scores: fp32 softmax output + its cast to the compute dtype;
+- a SwiGLU MLP saves gate, act(gate) and up (``3·c·T·i``) plus the product when down_proj trains; a GELU MLP
+  saves fc1's output;
+- MoE layers save the routed copies (top-k per token) through the experts, and the fp32 router softmax;
+- logits: the fp32 log-softmax output stays saved (``4·T·V``); the forward makes a bf16 logits tensor and
+  its fp32 copy (HF ``ForCausalLMLoss`` upcasts), the backward an fp32 and a bf16 gradient.
+
+These follow Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large Transformer Models",
+section 4.1) in spirit, but count the tensors of the HF code rather than Megatron's fused kernels; the
+fake-tensor simulation (``gpuplan simulate``) is the oracle that checks them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .layers import Layer, Linear
+
+# Which input a linear reads, by module name: linears with the same key share one input tensor.
+INPUT_OF = {
+    "q_proj": "attn_in", "k_proj": "attn_in", "v_proj": "attn_in", "qkv_proj": "attn_in",
+    "query_key_value": "attn_in", "c_attn": "attn_in", "q_a_proj": "attn_in", "kv_a_proj_with_mqa": "attn_in",
+    "q_b_proj": "q_latent", "kv_b_proj": "kv_latent",
+    "o_proj": "attn_out", "dense": "attn_out", "c_proj": "attn_out",
+    "gate_proj": "mlp_in", "up_proj": "mlp_in", "gate_up_proj": "mlp_in", "fc1": "mlp_in", "c_fc": "mlp_in",
+    "dense_h_to_4h": "mlp_in", "w1": "mlp_in", "w3": "mlp_in", "gate": "mlp_in", "router": "mlp_in",
+    "shared_expert_gate": "mlp_in",
+    "down_proj": "mlp_mid", "fc2": "mlp_mid", "dense_4h_to_h": "mlp_mid", "mlp.c_proj": "mlp_mid", "w2": "mlp_mid",
+}
+CAST_FROM_FP32 = {"attn_in", "mlp_in"}  # inputs that come straight from an fp32 norm under autocast
+
+
+@dataclass(frozen=True, kw_only=True)
+class ActivationSetup:
+    """How a layer runs: what trains, in which dtype, with which attention kernel."""
+
+    tokens: int  # T = micro_batch x seq_len on this rank
+    batch: int
+    seq: int
+    compute_bytes: int = 2
+    autocast_fp32_weights: bool = False  # torch AMP over fp32 weights (full fine-tuning, single/DDP)
+    base_trainable: bool = True
+    lora_targets: frozenset[str] = frozenset()
+    attention: str = "sdpa"
+    tp: int = 1
+    recompute_attention: bool = False  # selective checkpointing: recompute the attention core
+
+
+def trains(lin: Linear, setup: ActivationSetup) -> bool:
+    return setup.base_trainable or lin.name in setup.lora_targets
+
+
+def saved_bytes(layer: Layer, model, setup: ActivationSetup) -> float:
+    """Bytes one layer keeps for its backward (no checkpointing)."""
+    T, c, t = setup.tokens, setup.compute_bytes, setup.tp
+    Ts = T / t  # sequence-parallel: h-wide tensors are split over TP ranks (Korthikanti et al. 2022)
+    h = model.hidden_size
+    residual = 4 if setup.autocast_fp32_weights else c
+    total = 0.0
+    # norms: fp32 upcast input (or the fp32 residual itself), plus the normalized output if the weight trains
+    n_norms = 1 if model.parallel_residual else 2
+    if model.family in ("gemma2", "gemma3", "gemma3_text"):
+        n_norms = 4
+    total += n_norms * (4 * Ts * h + (residual * Ts * h if setup.base_trainable else 0))
+    # linear inputs
+    seen: set[str] = set()
+    for lin in layer.linears:
+        if lin.group == "experts" or not trains(lin, setup):
+            continue
+        key = INPUT_OF.get(lin.name, lin.name)
+        row_parallel = key in ("attn_out", "mlp_mid")
+        size = (T * lin.in_features / t) if row_parallel else Ts * lin.in_features
+        if setup.autocast_fp32_weights and key in CAST_FROM_FP32:
+            total += c * size  # one bf16 cast per linear
+        elif key not in seen:
+            total += c * size
+        seen.add(key)
+    total += attention_saved(layer, model, setup)
+    total += mlp_saved(layer, model, setup)
+    return total
+
+
+def attention_saved(layer: Layer, model, setup: ActivationSetup) -> float:
+    T, c, t = setup.tokens, setup.compute_bytes, setup.tp
+    a = max(model.num_heads // t, 1)
+    if layer.attention == "mla":
+        mla = model.mla
+        qk = a * (mla["qk_nope_head_dim"] + mla["qk_rope_head_dim"])
+        v = a * mla["v_head_dim"]
+        qkv, out = c * T * (2 * qk + v), c * T * v
+    else:
+        d = model.head_dim
+        kv = max(model.num_kv_heads // t, 1)
+        kv_saved = a if setup.attention == "eager" else kv  # eager repeats KV heads before the matmuls
+        qkv, out = c * T * d * (a + 2 * kv_saved), c * T * a * d
+    if setup.attention == "eager" and not setup.recompute_attention:
+        scores = setup.batch * a * setup.seq * setup.seq  # full s x s, even for sliding-window layers
+        return qkv + out + (4 + c) * scores
+    return qkv + out + 4 * T * a
+
+
+def mlp_saved(layer: Layer, model, setup: ActivationSetup) -> float:
+    T, c, t = setup.tokens, setup.compute_bytes, setup.tp
+    total = 0.0
+    dense = [lin for lin in layer.linears if lin.group in ("mlp", "shared_experts")]
+    widths = {INPUT_OF.get(lin.name): lin.in_features for lin in dense}
+    if "mlp_mid" in widths:
+        i = widths["mlp_mid"] / t
+        n_shared = sum(1 for lin in dense if INPUT_OF.get(lin.name) == "mlp_mid")
+        total += n_shared * (3 if model.gated_mlp else 1) * c * T * i
+    if layer.moe:
+        k, E = layer.experts_per_token, model.num_experts
+        experts = [lin for lin in layer.linears if lin.group == "experts"]
+        i_e = next((lin.in_features for lin in experts if INPUT_OF.get(lin.name) == "mlp_mid"), 0)
+        routed = T * k
+        total += 8 * T * E  # router logits and fp32 softmax
+        total += c * routed * (3 * i_e if model.gated_mlp else i_e) + c * routed * model.hidden_size  # internals, out
+        if any(trains(lin, setup) for lin in experts):
+            total += c * routed * (model.hidden_size + i_e)  # gathered inputs and down_proj inputs
+    return total
+
+
+def boundary_bytes(model, setup: ActivationSetup) -> float:
+    """What full checkpointing keeps per layer: the layer's input (the residual stream)."""
+    residual = 4 if setup.autocast_fp32_weights else setup.compute_bytes
+    return residual * setup.tokens / setup.tp * model.hidden_size
+
+
+def backward_transient(layer: Layer, model, setup: ActivationSetup) -> float:
+    """Gradients of activations alive while one layer runs backward: the MLP's intermediate gradients
+    (two of width ``i``) and two of width ``h``; eager attention adds its score gradients."""
+    T, c, t = setup.tokens, setup.compute_bytes, setup.tp
+    h = model.hidden_size
+    widths = [lin.in_features for lin in layer.linears if INPUT_OF.get(lin.name) == "mlp_mid"
+              and lin.group != "experts"]
+    i = max(widths, default=0) / t
+    total = c * T * (2 * i + 2 * h)
+    if layer.moe:
+        experts = [lin for lin in layer.linears if lin.group == "experts" and INPUT_OF.get(lin.name) == "mlp_mid"]
+        i_e = max((lin.in_features for lin in experts), default=0)
+        total += c * T * layer.experts_per_token * (2 * i_e + 2 * h)
+    if setup.attention == "eager":
+        a = max(model.num_heads // t, 1)
+        total += (4 + 4 + c) * setup.batch * a * setup.seq * setup.seq
+    return total
+
+
+def forward_transient(layer: Layer, model, setup: ActivationSetup) -> float:
+    """Temporaries of one layer's forward that are not saved: eager attention's raw and masked scores."""
+    if setup.attention != "eager":
+        return 0.0
+    a = max(model.num_heads // setup.tp, 1)
+    return 2 * setup.compute_bytes * setup.batch * a * setup.seq * setup.seq
+
+
+def logits_bytes(model, setup: ActivationSetup) -> tuple[float, float, float]:
+    """(saved, forward transient, backward transient) bytes of the logits and the loss.
+
+    Saved: the fp32 log-softmax output. Forward: the logits in the compute dtype and their fp32 copy.
+    Backward: the fp32 gradient and its cast to the compute dtype. Vocabulary-parallel over TP.
+    """
+    TV = setup.tokens * model.vocab_size / setup.tp
+    c = setup.compute_bytes
+    upcast = 4 if c < 4 else 0
+    return 4 * TV, (c + upcast) * TV, (4 + (c if c < 4 else 0)) * TV

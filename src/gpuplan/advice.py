@@ -1,0 +1,116 @@
+"""What to change when a scenario does not fit, and the largest batch and context that do.
+
+Each suggestion is one change to the scenario, re-estimated with the same functions, with what it
+costs in speed. Speed costs are rules of thumb with their source: full recomputation adds one forward
+pass, i.e. 8/6 of the step FLOPs (Chen et al. 2016; Korthikanti et al. 2022, section 5); 4-bit base
+weights dequantize on every matmul (QLoRA paper, section 4: slower than LoRA); ZeRO-3 all-gathers the
+weights twice per step (Rajbhandari et al. 2020, section 7).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .hardware import GpuSpec
+from .model import ModelSpec
+from .scenario import Scenario
+
+
+def _largest(ok: Callable[[int], bool], hi: int) -> int | None:
+    """Largest n in [1, hi] with ok(n), assuming ok is monotone (True then False); None if ok(1) fails."""
+    if not ok(1):
+        return None
+    lo = 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if ok(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def largest_fitting(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> tuple[int | None, int | None]:
+    """(largest batch, longest context) that fit on ``gpu``, all else equal. Training varies
+    ``micro_batch_size`` and ``seq_len``; inference ``batch_size`` and ``prompt_tokens``."""
+    from .estimate import fits_only
+
+    def fits(**change) -> bool:
+        return fits_only(s.model_copy(update=change), m, gpu)[0]
+
+    limit = max(m.max_context or 0, 131_072)
+    if s.task == "train":
+        return (_largest(lambda n: fits(micro_batch_size=n), 4096),
+                _largest(lambda n: fits(seq_len=n), limit))
+    return (_largest(lambda n: fits(batch_size=n), 4096),
+            _largest(lambda n: fits(prompt_tokens=n), limit))
+
+
+def _candidates(s: Scenario, m: ModelSpec) -> list[tuple[str, dict, str]]:
+    out: list[tuple[str, dict, str]] = []
+    if s.task == "train":
+        if s.grad_checkpointing != "full":
+            out.append(("enable gradient checkpointing", {"grad_checkpointing": "full"},
+                        "about 33% more compute (one extra forward pass)"))
+        if s.micro_batch_size > 1:
+            out.append((f"micro-batch 1 x {s.grad_accum_steps * s.micro_batch_size} accumulation steps "
+                        "(same global batch)", {"micro_batch_size": 1,
+                                                "grad_accum_steps": s.grad_accum_steps * s.micro_batch_size},
+                        "same tokens per step, lower GPU utilization"))
+        if s.attention == "eager":
+            out.append(("use sdpa attention", {"attention": "sdpa"}, "faster, same result"))
+        if s.optimizer in ("adamw", "lion", "sgd-momentum"):
+            out.append(("8-bit AdamW (bitsandbytes)", {"optimizer": "adamw-8bit"}, "about the same speed"))
+            out.append(("paged 8-bit AdamW", {"optimizer": "paged-adamw-8bit"},
+                        "about the same speed; pages states to CPU under pressure"))
+        if s.method == "full":
+            out.append(("LoRA instead of full fine-tuning", {"method": "lora"},
+                        "about 1/3 less compute per step; trains adapters only"))
+        if s.method != "qlora":
+            out.append(("QLoRA (4-bit base)", {"method": "qlora", "quant": None,
+                                               "precision": "bf16-mixed" if s.precision == "fp32" else s.precision},
+                        "slower than LoRA (dequantization on every matmul); small quality cost"))
+        if s.offload == "none":
+            out.append(("offload the optimizer to CPU", {"offload": "optimizer"},
+                        "the step runs on the CPU: often 2-5x slower steps; needs CPU RAM"))
+        for n in (2, 4, 8):
+            if n > s.num_gpus:
+                out.append((f"ZeRO-3 over {n} GPUs", {"num_gpus": n, "strategy": "zero3"},
+                            "all-gathers weights each step: NVLink recommended"))
+        if s.seq_len > 512:
+            out.append((f"shorter sequences ({s.seq_len // 2:,} tokens)", {"seq_len": s.seq_len // 2},
+                        "less context per sample"))
+    else:
+        if (s.quant or "none") == "none" and s.engine != "llama.cpp":
+            out.append(("8-bit weights (int8)", {"quant": "int8"}, "LLM.int8 is slower than bf16; small quality cost"))
+            out.append(("4-bit weights (AWQ)", {"quant": "awq-int4"}, "fast kernels; small quality cost"))
+        if s.kv_cache_dtype in ("auto", "fp16", "bf16") and s.engine != "llama.cpp":
+            out.append(("fp8 KV cache", {"kv_cache_dtype": "fp8"}, "half the KV memory; tiny quality cost"))
+        if s.batch_size > 1:
+            out.append((f"batch {max(s.batch_size // 2, 1)}", {"batch_size": max(s.batch_size // 2, 1)},
+                        "fewer concurrent requests"))
+        if s.prompt_tokens > 512:
+            out.append((f"shorter prompts ({s.prompt_tokens // 2:,} tokens)", {"prompt_tokens": s.prompt_tokens // 2},
+                        "less context"))
+        for n in (2, 4, 8):
+            if n > s.num_gpus and m.num_heads % n == 0:
+                out.append((f"tensor parallel over {n} GPUs", {"num_gpus": n, "tp": n},
+                            "all-reduce per layer: NVLink recommended"))
+    return out
+
+
+def suggestions(s: Scenario, m: ModelSpec, gpu: GpuSpec, report) -> list:
+    """Every single change from :func:`_candidates` that lowers the device peak, fitting ones first."""
+    from .estimate import Suggestion, fits_only
+
+    found = []
+    for label, change, cost in _candidates(s, m):
+        changed = s.model_copy(update=change)
+        ok, peak = fits_only(changed, m, gpu)
+        if peak >= report.device_peak_gib and not ok:
+            continue
+        found.append(Suggestion(change=f"{label}: {report.device_peak_gib:.1f} -> {peak:.1f} GiB",
+                                fields={k: v for k, v in change.items() if v is not None}, device_peak_gib=peak,
+                                fits=ok, cost=cost))
+    found.sort(key=lambda x: (not x.fits, x.device_peak_gib))
+    return found

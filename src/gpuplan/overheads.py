@@ -1,0 +1,53 @@
+"""Empirical constants of the memory estimate, each with its source. Calibration changes this file only.
+
+Everything else in :mod:`gpuplan.memory` is counted from tensor shapes; these are the parts that are not
+tensors of the model (CUDA context, library workspaces, communication buffers) or that depend on the
+allocator's behaviour (slack between reserved and allocated).
+"""
+
+from __future__ import annotations
+
+GIB = 2**30
+
+# CUDA context + kernels loaded for PyTorch, in GiB, by GPU generation: what nvidia-smi shows beyond
+# torch.cuda.memory_reserved(). Sources: measured.md ("nvidia-smi adds the CUDA context, ~0.3-0.6 GB");
+# formulas.md section 8 (gpu_poor 650 MB; vLLM non-torch memory 0.13 GiB at TP1). With CUDA >= 11.7 lazy
+# module loading the context of a PyTorch process is ~0.3-0.5 GiB; Hopper/Blackwell images load more.
+CUDA_CONTEXT_GIB = {"Volta": 0.30, "Turing": 0.30, "Ampere": 0.40, "Ada": 0.40, "Hopper": 0.50, "Blackwell": 0.55}
+CUDA_CONTEXT_DEFAULT_GIB = 0.45
+
+# cuBLAS/cuBLASLt workspace per stream, allocated through the caching allocator (PyTorch default
+# CUBLAS_WORKSPACE_CONFIG ":4096:8" = 4 MiB x 8 = 32 MiB; Hopper gets 32 MiB for cuBLASLt too).
+CUBLAS_WORKSPACE_GIB = 64 / 1024
+
+# NCCL communicator buffers once more than one GPU talks: aiconfigurator measures 342-392 MB at TP >= 2
+# (formulas.md section 8). Counted outside PyTorch's allocator (nvidia-smi only).
+NCCL_GIB = 0.36
+
+# Caching-allocator slack: reserved / allocated - 1 at the peak. measured.md: "max_memory_reserved is
+# typically 3-15 % above allocated". Training churns many differently-sized blocks (activations and
+# their gradients), inference mostly reuses the same shapes.
+ALLOCATOR_SLACK_TRAIN = 0.08
+ALLOCATOR_SLACK_INFER = 0.04
+ALLOCATOR_ROUND_BYTES = 512  # every block is rounded up to 512 B (c10/cuda/CUDACachingAllocator.cpp)
+
+# DeepSpeed bucket defaults as the HF integration sets them ("auto"): reduce_bucket_size = hidden^2,
+# stage3_prefetch_bucket_size = 0.9 hidden^2 (transformers/integrations/deepspeed.py), in elements.
+def deepspeed_bucket_elements(hidden: int) -> int:
+    return hidden * hidden
+
+
+# 8-bit optimizers (bitsandbytes): block-wise quantized states, blocksize 256, one fp32 absmax per block
+# and state (Dettmers et al. 2022, "8-bit Optimizers via Block-wise Quantization"). Tensors smaller than
+# min_8bit_size = 4096 elements keep 32-bit states.
+BNB_STATE_BLOCK = 256
+BNB_MIN_8BIT_SIZE = 4096
+
+# llama.cpp: compute buffer for the micro-batch (n_ubatch = 512 by default, llama.cpp common/arg.cpp).
+LLAMA_CPP_UBATCH = 512
+
+# vLLM: default block size of the paged KV cache (tokens), max_num_batched_tokens when unset
+# (vLLM V1 engine defaults: 16 and 8192) and max_num_seqs (256).
+VLLM_BLOCK_TOKENS = 16
+VLLM_MAX_BATCHED_TOKENS = 8192
+VLLM_MAX_NUM_SEQS = 256

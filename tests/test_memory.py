@@ -1,0 +1,229 @@
+"""The memory estimator against hand arithmetic, and the physical properties every estimate must have."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gpuplan import estimate
+from gpuplan.catalog import load_model
+
+GIB = 2**30
+P8 = 8_030_261_248  # Llama-3.1-8B
+
+
+def mem(**fields):
+    return estimate(fields, advise=False).memory
+
+
+def test_llama_8b_bf16_weights_and_kv():
+    m = mem(model="llama-3.1-8b", task="infer", batch_size=1, prompt_tokens=1024, output_tokens=0)
+    assert m.weights_gib == pytest.approx(P8 * 2 / GIB)  # 14.96 GiB
+    assert round(m.weights_gib, 2) == 14.96
+    # 128 KiB per token: 2 (K, V) x 8 KV heads x 128 dims x 2 bytes x 32 layers
+    assert m.kv_cache_gib == pytest.approx(1024 * 131_072 / GIB)
+
+
+def test_kv_cache_scales_with_batch_and_tokens():
+    m = mem(model="llama-3.1-8b", task="infer", batch_size=8, prompt_tokens=512, output_tokens=8192)
+    # long generations: decode is the peak phase, with the whole cache of 8 x 8704 tokens live
+    assert m.peak_phase == "decode"
+    assert m.kv_cache_gib == pytest.approx(8 * 8704 * 131_072 / GIB)
+    # long prompts: the prefill of 8 x 4096 tokens at once is the peak (its MLP temporaries exceed the
+    # 512 extra tokens of cache that decoding adds)
+    assert mem(model="llama-3.1-8b", task="infer", batch_size=8, prompt_tokens=4096,
+               output_tokens=512).peak_phase == "prefill"
+
+
+def test_fp8_kv_cache_halves_it():
+    a = mem(model="llama-3.1-8b", task="infer", batch_size=8, prompt_tokens=4096)
+    b = mem(model="llama-3.1-8b", task="infer", batch_size=8, prompt_tokens=4096, kv_cache_dtype="fp8")
+    assert b.kv_cache_gib == pytest.approx(a.kv_cache_gib / 2)
+
+
+def test_bf16_mixed_adamw_is_16_bytes_per_parameter():
+    m = mem(model="llama-3.1-8b", task="train", micro_batch_size=1, seq_len=128)
+    # fp32 weights (4) + fp32 Adam moments (8) persist; fp32 gradients (4) are live at the optimizer step
+    assert m.weights_gib + m.optimizer_gib == pytest.approx(12 * P8 / GIB)
+    cublas = m.other["cuBLAS workspace"]
+    assert m.phases_gib["optimizer_step"] == pytest.approx(16 * P8 / GIB + cublas)
+
+
+def test_bf16_true_adamw_is_8_bytes_per_parameter():
+    m = mem(model="llama-3.1-8b", task="train", precision="bf16-true", seq_len=128)
+    assert m.weights_gib + m.optimizer_gib == pytest.approx(6 * P8 / GIB)
+
+
+def test_qlora_base_of_llama_70b():
+    m = mem(model="llama-3.1-70b", task="train", method="qlora", lora_rank=16, seq_len=128)
+    h, i, kv = 8192, 28672, 1024
+    matrices = [h * h, h * kv, h * kv, h * h, h * i, h * i, i * h]  # q, k, v, o, gate, up, down
+
+    def nf4(n):  # 4-bit values + 8-bit absmax per 64 + fp32 absmax-of-absmax per 256 blocks (QLoRA paper 3)
+        blocks = math.ceil(n / 64)
+        return n / 2 + blocks + 4 * math.ceil(blocks / 256)
+
+    quantized = 80 * sum(matrices)
+    assert quantized == 68_451_041_280
+    base = 80 * sum(nf4(n) for n in matrices) + (70_553_706_496 - quantized) * 4  # the rest upcast to fp32
+    adapters = 80 * 16 * sum(a + b for a, b in [(h, h), (h, kv), (h, kv), (h, h), (h, i), (h, i), (i, h)])
+    assert m.weights_gib == pytest.approx((base + 4 * adapters) / GIB)
+
+
+def test_lora_adapter_count_by_hand():
+    r = estimate(dict(model="llama-3.1-8b", task="train", method="lora", lora_rank=8,
+                      lora_targets=["q_proj", "v_proj"], seq_len=128), advise=False)
+    assert r.model.params_trainable == 32 * 8 * ((4096 + 4096) + (4096 + 1024)) == 3_407_872
+
+
+def test_foreach_adamw_step_temporary():
+    fused = mem(model="llama-3.2-1b", task="train", seq_len=128)
+    foreach = mem(model="llama-3.2-1b", task="train", seq_len=128, optimizer_impl="foreach")
+    P = 1_235_814_400
+    # foreach computes sqrt(v) for the whole group: one fp32 copy of every parameter
+    assert foreach.phases_gib["optimizer_step"] - fused.phases_gib["optimizer_step"] == pytest.approx(4 * P / GIB)
+
+
+def test_eager_attention_materializes_scores():
+    sdpa = mem(model="llama-3.2-1b", task="train", method="lora", seq_len=4096)
+    eager = mem(model="llama-3.2-1b", task="train", method="lora", seq_len=4096, attention="eager")
+    # fp32 softmax + its bf16 copy: 6 bytes x 32 heads x 4096^2 per layer, 16 layers
+    assert eager.activations_gib - sdpa.activations_gib >= 16 * 6 * 32 * 4096**2 / GIB * 0.95
+
+
+def test_parts_add_up():
+    for fields in (dict(model="mixtral-8x7b", task="train", method="qlora", seq_len=1024),
+                   dict(model="qwen2.5-7b", task="train", num_gpus=4, strategy="zero3", seq_len=2048),
+                   dict(model="gemma-2-9b", task="infer", batch_size=4, prompt_tokens=8192)):
+        m = mem(**fields)
+        parts = m.weights_gib + m.gradients_gib + m.optimizer_gib + m.activations_gib + m.kv_cache_gib + m.other_gib
+        assert parts == pytest.approx(m.allocated_peak_gib)
+        assert m.other_gib == pytest.approx(sum(m.other.values()))
+        assert m.allocated_peak_gib < m.reserved_peak_gib < m.device_peak_gib
+
+
+# ---- properties --------------------------------------------------------------------------------------
+MODELS = ["llama-3.2-1b", "qwen2.5-0.5b", "gemma-2-9b", "mistral-7b-v0.1", "qwen3-30b-a3b", "phi-3-mini"]
+settings.register_profile("ci", max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("ci")
+
+train = st.fixed_dictionaries({
+    "model": st.sampled_from(MODELS), "task": st.just("train"),
+    "method": st.sampled_from(["full", "lora", "qlora"]),
+    "micro_batch_size": st.integers(1, 8), "seq_len": st.sampled_from([128, 512, 2048, 4096]),
+    "grad_checkpointing": st.sampled_from(["none", "selective", "full"]),
+    "attention": st.sampled_from(["sdpa", "eager"]),
+    "optimizer": st.sampled_from(["adamw", "adamw-8bit", "sgd", "adafactor", "lion"]),
+    "grad_accum_steps": st.sampled_from([1, 4]),
+})
+
+
+@given(train, st.integers(1, 4))
+def test_peak_grows_with_batch(s, more):
+    a = mem(**s).allocated_peak_gib
+    b = mem(**{**s, "micro_batch_size": s["micro_batch_size"] + more}).allocated_peak_gib
+    assert b >= a
+
+
+@given(train)
+def test_peak_grows_with_sequence(s):
+    a = mem(**s).allocated_peak_gib
+    b = mem(**{**s, "seq_len": s["seq_len"] * 2}).allocated_peak_gib
+    assert b >= a
+
+
+@given(train)
+def test_checkpointing_never_raises_peak(s):
+    full = mem(**{**s, "grad_checkpointing": "full"}).allocated_peak_gib
+    selective = mem(**{**s, "grad_checkpointing": "selective"}).allocated_peak_gib
+    none = mem(**{**s, "grad_checkpointing": "none"}).allocated_peak_gib
+    assert full <= none + 1e-9 and selective <= none + 1e-9
+
+
+@given(train)
+def test_qlora_below_lora_below_full(s):
+    peaks = [mem(**{**s, "method": method}).allocated_peak_gib for method in ("qlora", "lora", "full")]
+    assert peaks[0] < peaks[1] < peaks[2]
+
+
+@given(train.filter(lambda s: s["method"] == "full"), st.sampled_from([2, 4]))
+def test_zero3_per_gpu_memory_falls_with_more_gpus(s, n):
+    fewer = mem(**s, num_gpus=n, strategy="zero3")
+    more = mem(**s, num_gpus=2 * n, strategy="zero3")
+    assert more.allocated_peak_gib < fewer.allocated_peak_gib
+    assert more.weights_gib + more.optimizer_gib < fewer.weights_gib + fewer.optimizer_gib
+
+
+infer = st.fixed_dictionaries({
+    "model": st.sampled_from(MODELS), "task": st.just("infer"), "batch_size": st.integers(1, 16),
+    "prompt_tokens": st.integers(1, 8192), "output_tokens": st.integers(0, 1024),
+    "quant": st.sampled_from([None, "int8", "nf4", "awq-int4"]), "attention": st.sampled_from(["sdpa", "eager"]),
+})
+
+
+@given(infer, st.integers(1, 8))
+def test_inference_peak_grows_with_batch_and_prompt(s, more):
+    a = mem(**s).allocated_peak_gib
+    assert mem(**{**s, "batch_size": s["batch_size"] + more}).allocated_peak_gib >= a
+    assert mem(**{**s, "prompt_tokens": s["prompt_tokens"] + 64 * more}).allocated_peak_gib >= a
+
+
+def test_moe_and_mla_families_estimate():
+    for name in ("deepseek-v3", "gpt-oss-20b", "qwen3-30b-a3b"):
+        assert load_model(name).is_moe
+        m = mem(model=name, task="infer", batch_size=1, prompt_tokens=2048)
+        assert m.allocated_peak_gib > m.weights_gib
+
+
+# ---- on a named GPU: fit, solvers, suggestions, engines --------------------------------------------------
+def test_gpu_precision_errors():
+    with pytest.raises(Exception, match="fp8"):
+        estimate(dict(model="llama-3.1-8b", task="train", precision="fp8-mixed", gpu="a100-sxm4-80gb"))
+    with pytest.raises(Exception, match="fp16-mixed"):
+        estimate(dict(model="llama-3.1-8b", task="train", method="lora", gpu="t4"))
+
+
+def test_full_finetune_8b_does_not_fit_24gb_and_says_what_does():
+    r = estimate(dict(model="llama-3.1-8b", task="train", micro_batch_size=1, seq_len=2048,
+                      grad_checkpointing="full", gpu="4090"))
+    # 16 bytes/parameter of model state alone is 120 GiB > 24 GiB
+    assert r.memory.fits is False and r.memory.device_peak_gib > 120
+    fitting = [s for s in r.suggestions if s.fits]
+    assert any(s.fields.get("method") == "qlora" for s in fitting)
+    assert r.memory.max_batch_size is None  # not even one sequence fits
+
+
+def test_solvers_are_consistent():
+    base = dict(model="qwen2.5-7b", task="infer", prompt_tokens=4096, output_tokens=512, gpu="l40s")
+    r = estimate(base)
+    n = r.memory.max_batch_size
+    assert n and estimate({**base, "batch_size": n}, advise=False).memory.fits
+    assert not estimate({**base, "batch_size": n + 1}, advise=False).memory.fits
+
+
+def test_vllm_reports_concurrency():
+    r = estimate(dict(model="llama-3.1-8b", task="infer", engine="vllm", prompt_tokens=3584, output_tokens=512,
+                      gpu="h100-sxm"))
+    m = r.memory
+    per_request = 4096 * 131_072 / GIB  # 4096 tokens (multiple of the 16-token block) x 128 KiB
+    assert m.max_concurrency == int(m.kv_cache_pool_gib // per_request)
+    # budget = 0.9 x usable: weights 14.96 GiB + activations leave ~50 GiB of KV (vLLM logs ~51 GiB on H100)
+    assert 45 < m.kv_cache_pool_gib < 56
+
+
+def test_llama_cpp_offloads_layers_that_do_not_fit():
+    r = estimate(dict(model="llama-3.1-70b", task="infer", engine="llama.cpp", quant="gguf-q4_k_m",
+                      prompt_tokens=4096, output_tokens=0, gpu="4090"))
+    assert 0 < r.memory.gpu_layers < 80 and r.memory.offloaded_layers == 80 - r.memory.gpu_layers
+    assert r.memory.fits is False
+
+
+def test_serving_70b_32x4k_needs_more_than_one_80gb_card():
+    r = estimate(dict(model="llama-3.1-70b", task="infer", batch_size=32, prompt_tokens=4096, output_tokens=0,
+                      gpu="h100-sxm"))
+    # weights alone: 70.55e9 x 2 B = 131 GiB
+    assert r.memory.weights_gib == pytest.approx(70_553_706_496 * 2 / GIB) and not r.memory.fits
+    assert any(s.fields.get("tp") for s in r.suggestions)

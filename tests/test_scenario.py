@@ -1,0 +1,71 @@
+"""Scenario parsing and validation: every bad input is one sentence naming the field and the fix."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gpuplan import GpuplanError, estimate, load_scenario
+from gpuplan.scenario import FIELDS, scenario_from
+
+
+def test_file_and_overrides(tmp_path):
+    f = tmp_path / "job.yaml"
+    f.write_text("model: llama-3.1-8b\ntask: train\nmethod: lora\nmicro_batch_size: 2\n")
+    s = load_scenario(f, {"micro_batch_size": "8", "seq_len": None})
+    assert (s.method, s.micro_batch_size, s.seq_len) == ("lora", 8, 2048)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("model: [unclosed", "not valid YAML"),
+    ("- a\n- b\n", "must hold a mapping"),
+])
+def test_bad_files(tmp_path, text, message):
+    f = tmp_path / "bad.yaml"
+    f.write_text(text)
+    with pytest.raises(GpuplanError, match=message):
+        load_scenario(f)
+
+
+@pytest.mark.parametrize("fields, message", [
+    ({"model": "llama-3.1-8b", "task": "train", "micro_batch": 4}, "did you mean 'micro_batch_size'"),
+    ({"model": "llama-3.1-8b"}, "'task' is required"),
+    ({"model": "llama-3.1-8b", "task": "train", "micro_batch_size": -1}, "micro_batch_size"),
+    ({"model": "llama-3.1-8b", "task": "train", "seq_len": 10**9}, "seq_len"),
+    ({"model": "llama-3.1-8b", "task": "train", "precision": "bf17"}, "precision"),
+    ({"model": "llama-3.1-8b", "task": "infer", "quant": "nf5"}, "did you mean"),
+    ({"model": "llama-3.1-8b", "task": "train", "method": "qlora", "precision": "fp32"}, "QLoRA"),
+    ({"model": "llama-3.1-8b", "task": "train", "strategy": "zero3"}, "num_gpus >= 2"),
+    ({"model": "llama-3.1-8b", "task": "infer", "num_gpus": 3, "tp": 3}, "does not divide the 32 attention heads"),
+    ({"model": "qwen2.5-7b", "task": "infer", "num_gpus": 14, "tp": 14}, "exceeds the 4 KV heads"),
+    ({"model": "llama-3.1-8b", "task": "train", "num_gpus": 2, "tp": 4}, "must divide"),
+    ({"model": "llama-3.1-8b", "task": "train", "offload": "optimizer+params"}, "needs ZeRO-3"),
+    ({"model": "llama-3.1-8b", "task": "train", "method": "lora", "lora_targets": ["c_attn"]}, "q_proj"),
+])
+def test_bad_scenarios(fields, message):
+    with pytest.raises(GpuplanError, match=message):
+        estimate(fields)
+
+
+keys = st.sampled_from([*FIELDS, "micro_batch", "gpu_count", "x", ""])
+values = st.one_of(st.none(), st.booleans(), st.integers(-10**12, 10**12), st.floats(allow_nan=True),
+                   st.text(max_size=20), st.lists(st.text(max_size=5), max_size=3),
+                   st.sampled_from(["train", "infer", "lora", "qlora", "bf16-mixed", "llama-3.2-1b", "zero3"]))
+
+
+@given(st.dictionaries(keys, values, max_size=8))
+def test_fuzz_parser_raises_only_clear_errors(data):
+    try:
+        scenario_from(data)
+    except GpuplanError as err:
+        assert str(err) and "\n" not in str(err)
+
+
+@given(st.dictionaries(keys, values, max_size=6))
+def test_fuzz_estimate_raises_only_clear_errors(data):
+    data = {"model": "llama-3.2-1b", "task": "train", **data}
+    try:
+        estimate(data, advise=False)
+    except GpuplanError as err:
+        assert str(err)
