@@ -41,6 +41,7 @@ class Estimate:
     slack: float = oh.ALLOCATOR_SLACK_TRAIN
     outside_allocator: dict[str, float] = field(default_factory=dict)  # counted at device level only
     preallocated: float | None = None  # vLLM: the device level is its budget, whatever the tensors
+    fragmentation: float = 0.0  # reserved beyond the slack: blocks the allocator holds but cannot reuse
     extra: dict[str, object] = field(default_factory=dict)
     assumptions: list[str] = field(default_factory=list)
 
@@ -53,7 +54,7 @@ class Estimate:
     def reserved(self) -> float:
         if self.preallocated is not None:
             return self.preallocated
-        return self.allocated * (1 + self.slack)
+        return self.allocated * (1 + self.slack) + self.fragmentation
 
     @property
     def device(self) -> float:
@@ -146,17 +147,19 @@ def training(s: Scenario, m: ModelSpec) -> Estimate:
         trainable = P
         if deepspeed:
             e.assumptions.append(f"{strategy.upper()} as DeepSpeed runs it: bf16 working weights and gradients, "
-                                 "fp32 master weights, fp32 gradient partition and optimizer states")
-            master, fp32_grads = 4 * P * shard / N, 4 * P * shard / N
+                                 "fp32 master weights and optimizer states sharded; the fp32 gradient partition "
+                                 "exists during the step (ZeRO paper section 5; DeepSpeed stage_1_and_2.py, stage3.py)")
             w16, g16 = 2 * P * shard, 2 * P * shard
             if strategy in ("zero2", "zero3"):
                 g16 /= N
             if strategy == "zero3":
                 w16 /= N
-            e.weights = w16 + master
-            e.gradients = g16 + fp32_grads
+            e.weights = w16 + 4 * P * shard / N  # + fp32 master
+            e.gradients = g16
             state_bytes = 4
             e.optimizer = optimizer_state_bytes(s, m, trainable, state_bytes) * shard / N
+            # fp32 copy of the gradient partition, made per sub-group (stage3 sub_group_size 1e9) at the step
+            step_fp32_grads = 4 * min(P * shard / N, 1e9 if strategy == "zero3" else P)
         else:
             wbytes = 4 if (mixed or s.precision == "fp32") else 2
             state_bytes = wbytes
@@ -267,6 +270,8 @@ def training(s: Scenario, m: ModelSpec) -> Estimate:
         remaining -= kept[j] + kept_casts[j]
     largest_param = max(lin.weight_params / lin.count for layer in m.layers for lin in layer.linears)
     step = grads_total + optimizer_step_temporaries(s, trainable, state_bytes, int(largest_param * shard))
+    if deepspeed and s.method == "full":
+        step += step_fp32_grads
     if s.offload != "none":
         step = grads_total
 
@@ -363,6 +368,11 @@ def inference(s: Scenario, m: ModelSpec, capacity_gib: float | None) -> Estimate
     decode_work = prefill_working_set(s, m, s.batch_size, s.batch_size)
     decode = e.kv_cache + decode_work + logits + kv_bytes_per_sequence(s, m, tokens, layers[:1]) * s.batch_size
     e.phases = {"prefill": (e.weights + prefill) / GIB, "decode": (e.weights + decode) / GIB}
+    # transformers grows each layer's cache with torch.cat every step: the freed, one-token-smaller blocks
+    # cannot serve the next, larger request, so the caching allocator holds extra segments (reserved only)
+    # (counted when the decode phase with those segments exceeds the allocated peak)
+    fragmented = e.weights + decode + oh.KV_GROWTH_FRAGMENTATION * e.kv_cache
+    e.fragmentation = max(0.0, fragmented - e.weights - max(prefill, decode))
     if prefill > decode:
         e.peak_phase, e.kv_cache, e.activations = "prefill", prompt_kv, work + logits
     else:

@@ -29,7 +29,12 @@ NCCL_GIB = 0.36
 # their gradients), inference mostly reuses the same shapes.
 ALLOCATOR_SLACK_TRAIN = 0.08
 ALLOCATOR_SLACK_INFER = 0.04
-ALLOCATOR_ROUND_BYTES = 512  # every block is rounded up to 512 B (c10/cuda/CUDACachingAllocator.cpp)
+ALLOCATOR_ROUND_BYTES = 512
+# transformers' DynamicCache appends each token with torch.cat: every step frees a layer's cache and asks
+# for one a token larger, which no freed block can serve; the caching allocator keeps the old segments.
+# Half the final cache held in such segments is the middle of what Qwen's KV-cache profile shows at 1-32
+# sequences of 1-8k tokens (reserved - allocated = 0 to 0.85 x KV; measured-public.csv M0519-M0540).
+KV_GROWTH_FRAGMENTATION = 0.5  # every block is rounded up to 512 B (c10/cuda/CUDACachingAllocator.cpp)
 
 # DeepSpeed bucket defaults as the HF integration sets them ("auto"): reduce_bucket_size = hidden^2,
 # stage3_prefetch_bucket_size = 0.9 hidden^2 (transformers/integrations/deepspeed.py), in elements.

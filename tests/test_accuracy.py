@@ -1,0 +1,38 @@
+"""The estimator against published measurements (bench/accuracy_cases.yaml, made by bench/make_cases.py).
+
+Tolerances: fixed-length rows measured with torch's own counters (allocated) must stay within a 10% median
+error, the goal the memory issue sets; every case must be expressible (no scenario rejected); OOM rows must
+be predicted not to fit.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from pathlib import Path
+
+import yaml
+
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+sys.path.insert(0, str(BENCH))
+
+import accuracy  # noqa: E402
+
+
+def test_cases_file_is_what_make_cases_builds():
+    import make_cases
+
+    built = make_cases.build(make_cases.DEFAULT_CSV)
+    stored = yaml.safe_load((BENCH / "accuracy_cases.yaml").read_text())
+    assert built == stored
+
+
+def test_measured_memory_within_tolerance():
+    cases = yaml.safe_load((BENCH / "accuracy_cases.yaml").read_text())["cases"]
+    scored, ooms, rejected = accuracy.run(cases)
+    assert not rejected, rejected
+    assert ooms and all(o["predicted_fit"] is False for o in ooms)
+    allocated = [abs(c["error_pct"]) for c in scored if c["level"] == "allocated" and c["fixed_length"]]
+    assert len(allocated) >= 50 and statistics.median(allocated) < 10
+    fixed = [abs(c["error_pct"]) for c in scored if c["fixed_length"]]
+    assert statistics.median(fixed) < 10
