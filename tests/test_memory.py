@@ -227,3 +227,12 @@ def test_serving_70b_32x4k_needs_more_than_one_80gb_card():
     # weights alone: 70.55e9 x 2 B = 131 GiB
     assert r.memory.weights_gib == pytest.approx(70_553_706_496 * 2 / GIB) and not r.memory.fits
     assert any(s.fields.get("tp") for s in r.suggestions)
+
+
+def test_lora_dropout_keeps_a_copy_of_each_adapted_input():
+    base = dict(model="llama-3.2-1b", task="train", method="lora", lora_rank=8, lora_targets=["q_proj", "v_proj"],
+                seq_len=512)
+    without = mem(**base).allocated_peak_gib
+    with_dropout = mem(**base, lora_dropout=0.1).allocated_peak_gib
+    # per layer and adapter: a bf16 dropped copy of the 2048-wide input plus a one-byte mask, for 512 tokens
+    assert (with_dropout - without) * GIB == pytest.approx(16 * 2 * (2 + 1) * 512 * 2048)

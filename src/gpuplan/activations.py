@@ -13,6 +13,8 @@ Per decoder layer of ``T`` tokens (micro-batch x sequence, divided by TP when se
 - a SwiGLU MLP saves gate, act(gate) and up (``3·c·T·i``) plus the product when down_proj trains; a GELU MLP
   saves fc1's output;
 - MoE layers save the routed copies (top-k per token) through the experts, and the fp32 router softmax;
+- LoRA adapters save their rank-``r`` intermediate, and with dropout a dropped copy of the input and the mask
+  (huggingface/transformers #25572 gives ``2·(4·s·b·(r+h) + s·b·h)`` per adapted linear for fp32 adapters);
 - logits: the fp32 log-softmax output stays saved (``4·T·V``); the forward makes a bf16 logits tensor and
   its fp32 copy (HF ``ForCausalLMLoss`` upcasts), the backward an fp32 and a bf16 gradient.
 
@@ -55,6 +57,8 @@ class ActivationSetup:
     attention: str = "sdpa"
     tp: int = 1
     recompute_attention: bool = False  # selective checkpointing: recompute the attention core
+    lora_rank: int = 0
+    lora_dropout: float = 0.0
 
 
 def trains(lin: Linear, setup: ActivationSetup) -> bool:
@@ -88,6 +92,23 @@ def saved_bytes(layer: Layer, model, setup: ActivationSetup) -> float:
         seen.add(key)
     total += attention_saved(layer, model, setup)
     total += mlp_saved(layer, model, setup)
+    total += lora_saved(layer, setup)
+    return total
+
+
+def lora_saved(layer: Layer, setup: ActivationSetup) -> float:
+    """LoRA's own activations per adapted linear (peft ``lora.Linear``): lora_B saves lora_A's ``T x r``
+    output; with ``lora_dropout > 0`` each adapter also keeps its dropped copy of the input and the
+    dropout mask (one byte per element), since peft applies a separate dropout per adapter."""
+    if not setup.lora_rank:
+        return 0.0
+    T, c = setup.tokens, setup.compute_bytes
+    total = 0.0
+    for lin in layer.linears:
+        if lin.name in setup.lora_targets and lin.count == 1:
+            total += c * T * setup.lora_rank
+            if setup.lora_dropout > 0:
+                total += (c + 1) * T * lin.in_features
     return total
 
 

@@ -218,7 +218,8 @@ def training(s: Scenario, m: ModelSpec) -> Estimate:
         tokens=s.micro_batch_size * s.seq_len, batch=s.micro_batch_size, seq=s.seq_len, compute_bytes=c,
         autocast_fp32_weights=autocast_fp32, base_trainable=s.method == "full",
         lora_targets=lora_targets(s, m) if s.method != "full" else frozenset(), attention=s.attention, tp=t,
-        recompute_attention=s.grad_checkpointing == "selective")
+        recompute_attention=s.grad_checkpointing == "selective",
+        lora_rank=s.lora_rank if s.method != "full" else 0, lora_dropout=s.lora_dropout)
     saved = [act.saved_bytes(layer, m, setup) for layer in stage_layers]
     if autocast_fp32:  # bf16 copies of the weights, cached by autocast and saved for the backward
         casts = [2 * sum(lin.weight_params for lin in layer.linears) * shard * pp for layer in stage_layers]
