@@ -76,6 +76,8 @@ class Result(BaseModel):
     gpu: dict[str, Any] | None
     memory: MemoryReport
     suggestions: list[Suggestion] = []
+    speed: dict[str, Any] | None = None
+    cost: dict[str, Any] | None = None
     assumptions: list[str] = []
     warnings: list[str] = []
 
@@ -197,7 +199,33 @@ def estimate(scenario: Scenario | dict[str, Any], *, advise: bool = True) -> Res
         report.max_batch_size, report.max_seq_len = largest_fitting(s, m, gpu)
         if not report.fits:
             result.suggestions = suggestions(s, m, gpu, report)
+    if gpu and gpu.peak_tflops("fp16"):
+        _speed_and_cost(result, s, m, gpu, int(e.extra.get("params_trainable", 0)))
     return result
+
+
+def _speed_and_cost(result: Result, s: Scenario, m: ModelSpec, gpu: GpuSpec, trainable: int) -> None:
+    """Speed on the named GPU; cost on the cheapest matching offer when the catalog has one."""
+    from dataclasses import asdict
+
+    from .offers import load_offers
+    from .pricing import matching, price, speed_of
+
+    speed = speed_of(s, m, gpu)
+    result.speed = {k: v for k, v in asdict(speed).items() if k != "assumptions"}
+    result.assumptions += speed.assumptions
+    offers = load_offers()
+    candidates = matching(offers, s, gpu.id)
+    if not candidates:
+        if s.provider or s.pricing != "on_demand":
+            result.warnings.append(f"no {s.pricing.replace('_', '-')} offer for {gpu.id}"
+                                   + (f" at {s.provider}" if s.provider else "") + " in the price catalog")
+        return
+    costs = [price(s, m, o, trainable, offers) for o in candidates]
+    best = min(costs, key=lambda c: c.usd_total if s.task == "train" and c.usd_total else c.usd_per_hour)
+    result.cost = asdict(best)
+    if best.stale:
+        result.warnings.append(f"the price of {best.offer} is {best.price_age_days} days old")
 
 
 def fits_only(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> tuple[bool, float]:

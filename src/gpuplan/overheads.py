@@ -56,3 +56,45 @@ LLAMA_CPP_UBATCH = 512
 VLLM_BLOCK_TOKENS = 16
 VLLM_MAX_BATCHED_TOKENS = 8192
 VLLM_MAX_NUM_SEQS = 256
+
+
+# ---- efficiencies (speed) ---------------------------------------------------------------------------
+# Model FLOPs utilization for training with the HF stack (eager PyTorch, no compile), by GPU segment.
+# Published anchors: Megatron-LM reaches 0.44-0.52 on A100 at scale (Narayanan et al. SC'21, table 1);
+# torchtitan 0.38-0.45 on H100 with compile and FSDP2 (torchtitan benchmarks, Dec 2024); MosaicML's MPT
+# runs 0.40-0.55 on A100/H100 (llm-foundry throughput table). An unfused HF Trainer run sits below them.
+MFU_TRAIN = {"datacenter": 0.40, "workstation": 0.38, "consumer": 0.35}
+MFU_SOURCE = "HF Trainer default below Megatron-LM 0.44-0.52 (SC'21) and torchtitan 0.38-0.45 (H100)"
+# LoRA leaves the GPU idle during tiny adapter ops; QLoRA dequantizes every 4-bit weight twice per step
+# (QLoRA paper section 4 and peft/bnb benchmarks: roughly 30-40 % slower than LoRA).
+MFU_METHOD = {"full": 1.0, "lora": 0.9, "qlora": 0.6}
+MFU_MULTINODE = 0.9  # cross-node stragglers and pipeline bubbles (Megatron SC'21 scaling curves)
+
+
+def mfu(gpu, s) -> float:
+    value = MFU_TRAIN.get(gpu.segment, 0.35) * MFU_METHOD[s.method]
+    return value * (MFU_MULTINODE if s.num_nodes > 1 else 1.0)
+
+
+def mfu_source(gpu, s) -> str:
+    return f"{gpu.segment} x {s.method}: {MFU_SOURCE}"
+
+
+# Inference roofline efficiencies (PyTorch roofline practice eta_c = 0.75, aiconfigurator bandwidth 0.8;
+# formulas.md section 10). Prefill reaches a lower fraction of peak at small batch.
+PREFILL_EFFICIENCY = 0.6
+DECODE_BW_EFFICIENCY = 0.8
+COLLECTIVE_LATENCY_S = 8e-6  # per small all-reduce (NCCL ring latency on NVLink, aiconfigurator 3-10 us)
+
+# Links: PCIe x16 per direction by generation (GB/s), reached at ~80 %; inter-node default 400 Gb/s
+# InfiniBand per node = 50 GB/s (NDR, the common H100 fabric), override in a later version.
+PCIE_X16_GBS = {3: 16.0, 4: 32.0, 5: 64.0, 6: 128.0}
+PCIE_EFFICIENCY = 0.8
+INTER_NODE_GBS = 50.0
+
+# ---- checkpointing and spot (cost) --------------------------------------------------------------------
+CHECKPOINT_WRITE_GBS = 1.0  # sustained write to network/local storage, GB/s (override: --disk-gbs)
+RESTART_MINUTES = 10.0  # reprovision + load checkpoint + warm up after an interruption
+POWER_USD_PER_KWH = 0.15  # US average commercial electricity 2025 (EIA); override
+PUE = 1.4  # data-centre / home cooling overhead (Uptime Institute 2024 average PUE ~1.5)
+UTILIZATION = 0.8  # share of TDP drawn on average under training load

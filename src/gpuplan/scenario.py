@@ -60,6 +60,11 @@ class Scenario(BaseModel):
     tp: int = Field(default=1, ge=1, le=1024)
     pp: int = Field(default=1, ge=1, le=1024)
     offload: Literal["none", "optimizer", "optimizer+params"] = "none"
+    # pricing (speed and cost sections need a gpu)
+    provider: str | None = Field(default=None, description="price on this provider's offers (e.g. runpod)")
+    pricing: Literal["on_demand", "spot", "any"] = "on_demand"
+    mtbi_hours: float | None = Field(default=None, gt=0, description="mean hours between spot interruptions")
+    disk_gbs: float = Field(default=1.0, gt=0, description="checkpoint write speed, GB/s")
 
     @field_validator("quant")
     @classmethod
@@ -111,6 +116,8 @@ def scenario_from(data: dict[str, Any] | Scenario) -> Scenario:
     if not isinstance(data, dict):
         raise GpuplanError(f"a scenario must be a mapping of fields, got {type(data).__name__}")
     data = {str(k).replace("-", "_"): v for k, v in data.items()}
+    if isinstance(data.get("pricing"), str):
+        data["pricing"] = data["pricing"].replace("-", "_")  # on-demand and on_demand alike
     try:
         return Scenario(**data)
     except ValidationError as err:

@@ -1,0 +1,70 @@
+"""A scenario priced across offers: keep the GPUs it fits on, estimate speed there, then cost.
+
+The same memory, speed and cost functions as ``gpuplan estimate``; this module only enumerates offers.
+"""
+
+from __future__ import annotations
+
+from .cost import Cost, price_job
+from .estimate import fits_only
+from .hardware import gpus
+from .model import ModelSpec
+from .offers import Offer
+from .scenario import Scenario
+from .speed import Speed, inference_speed, training_speed
+
+
+def speed_of(s: Scenario, m: ModelSpec, gpu, intra_node: str = "") -> Speed:
+    return training_speed(s, m, gpu, intra_node) if s.task == "train" else inference_speed(s, m, gpu, intra_node)
+
+
+def matching(offers: list[Offer], s: Scenario, gpu_id: str | None = None) -> list[Offer]:
+    """Offers for ``gpu_id`` (any GPU when None) allowed by the scenario's provider and pricing."""
+    out = []
+    for o in offers:
+        if gpu_id and o.gpu_id != gpu_id:
+            continue
+        if s.provider and o.provider != s.provider:
+            continue
+        if s.pricing == "on_demand" and o.pricing != "on_demand":
+            continue
+        if s.pricing == "spot" and not o.interruptible:
+            continue
+        out.append(o)
+    return out
+
+
+def on_demand_price(offers: list[Offer], o: Offer) -> float | None:
+    """The on-demand price of the same provider, tier and GPU, to express a spot price as a multiplier."""
+    same = [x.usd_per_gpu_hour for x in offers if x.pricing == "on_demand" and
+            (x.provider, x.tier, x.gpu_id) == (o.provider, o.tier, o.gpu_id)]
+    return min(same) if same else None
+
+
+def price(s: Scenario, m: ModelSpec, offer: Offer, trainable: int, all_offers: list[Offer], today=None) -> Cost:
+    gpu = gpus()[offer.gpu_id]
+    scenario = replace_gpu(s, offer.gpu_id)
+    speed = speed_of(scenario, m, gpu, offer.intra_node)
+    return price_job(scenario, m, speed, offer, trainable, today=today, mtbi_h=s.mtbi_hours, disk_gbs=s.disk_gbs,
+                     on_demand_price=on_demand_price(all_offers, offer))
+
+
+def replace_gpu(s: Scenario, gpu_id: str) -> Scenario:
+    return s.model_copy(update={"gpu": gpu_id})
+
+
+def compare(s: Scenario, m: ModelSpec, offers: list[Offer], trainable: int, today=None) -> list[tuple[Cost, float]]:
+    """Every matching offer whose GPU fits the scenario, with its cost and device peak, cheapest first."""
+    rows = []
+    fit_cache: dict[str, tuple[bool, float]] = {}
+    for offer in matching(offers, s):
+        gpu = gpus()[offer.gpu_id]
+        if offer.gpu_id not in fit_cache:
+            fit_cache[offer.gpu_id] = fits_only(replace_gpu(s, offer.gpu_id), m, gpu)
+        ok, peak = fit_cache[offer.gpu_id]
+        if ok:
+            rows.append((price(s, m, offer, trainable, offers, today), peak))
+    key = (lambda r: r[0].usd_per_million_tokens) if s.task == "infer" else (
+        lambda r: (r[0].usd_total or r[0].usd_per_hour))
+    return sorted(rows, key=key)
+
