@@ -94,3 +94,21 @@ def test_estimate_table_names_parts_and_phase():
 def test_estimate_bad_input(args, text):
     proc = gpuplan(*args)
     assert proc.returncode == 2 and text in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_gpus_list_filter_and_compare():
+    rows = json.loads(gpuplan("gpus", "--nvlink", "--min-memory", "80", "--json").stdout)
+    assert rows and all(r["nvlink_gbs"] and r["memory_gib"] >= 80 for r in rows)
+    proc = gpuplan("gpus", "compare", "4090", "a6000", "rtx 6000 ada")
+    assert proc.returncode == 0 and "165.2" in proc.stdout and "accumulates in FP32" in proc.stdout
+    assert gpuplan("gpus", "compare", "H100", "4090").returncode == 2  # ambiguous name
+
+
+def test_cost_json_sorted_by_total():
+    proc = gpuplan("cost", "--model", "llama-3.2-1b", "--task", "train", "--method", "lora",
+                   "--train-tokens", "1e8", "--json")
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(proc.stdout)
+    totals = [r["usd_total"] for r in rows]
+    assert rows and totals == sorted(totals)
+    assert all(r["pricing"] == "on_demand" for r in rows)

@@ -1,0 +1,120 @@
+"""Offers, speed and cost: catalog validation, Daly's check values, FLOP and roofline arithmetic."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+
+import pytest
+
+from gpuplan import GpuplanError, estimate
+from gpuplan.catalog import load_model
+from gpuplan.cost import buy_vs_rent, daly_interval_h, daly_wall_time_h, young_interval_h
+from gpuplan.hardware import load_gpu
+from gpuplan.offers import bundled_offers, load_offers, read_offers
+from gpuplan.scenario import scenario_from
+from gpuplan.speed import inference_speed, training_flops_per_token
+
+HEADER = "provider,tier,gpu_id,gpu_count,pricing,price_usd_per_gpu_hour,region,intra_node,observed_at,source,notes\n"
+
+
+def write(tmp_path, rows: str):
+    path = tmp_path / "offers.csv"
+    path.write_text(HEADER + rows)
+    return path
+
+
+def test_bundled_offers_are_valid_and_dated():
+    offers = bundled_offers()
+    assert len(offers) == 60
+    today = dt.date(2026, 11, 22)
+    stale = [o for o in offers if o.stale(today)]
+    assert stale and all(o.age_days(today) > 30 for o in stale)
+
+
+@pytest.mark.parametrize("row, message", [
+    ("x,neocloud,nvidia-h100-sxm,1,on_demand,2.0,,,2026-11-01,s,\n", "did you mean"),
+    ("x,neocloud,nvidia-h100-sxm5-80gb,1,on_demand,0,,,2026-11-01,s,\n", "positive"),
+    ("x,neocloud,nvidia-h100-sxm5-80gb,1,on_demand,2.0,,,yesterday,s,\n", "line 2"),
+    ("x,neocloud,nvidia-h100-sxm5-80gb,1,cheap,2.0,,,2026-11-01,s,\n", "pricing"),
+])
+def test_bad_rows(tmp_path, row, message):
+    with pytest.raises(GpuplanError, match=message):
+        read_offers(write(tmp_path, row))
+
+
+def test_spot_above_on_demand_is_an_error(tmp_path):
+    path = write(tmp_path, "runpod,community,nvidia-geforce-rtx-4090,1,spot,0.50,,pcie,2026-11-01,s,\n")
+    with pytest.raises(GpuplanError, match="above its on-demand price"):
+        load_offers((str(path),))
+
+
+def test_user_file_overrides_and_says_so(tmp_path, monkeypatch):
+    monkeypatch.setenv("GPUPLAN_CONFIG_DIR", str(tmp_path / "cfg"))
+    path = write(tmp_path, "runpod,community,nvidia-geforce-rtx-4090,1,on_demand,0.30,,pcie,2026-11-20,me,\n")
+    offers = load_offers((str(path),), {"vast": 0.5})
+    mine = [o for o in offers if o.key == ("runpod", "community", "nvidia-geforce-rtx-4090", 1, "on_demand", "")]
+    assert len(mine) == 1 and mine[0].price_usd_per_gpu_hour == 0.30 and mine[0].origin == str(path)
+    vast = next(o for o in offers if o.provider == "vast" and o.gpu_id == "nvidia-geforce-rtx-4090"
+                and o.pricing == "on_demand")
+    assert vast.usd_per_gpu_hour == pytest.approx(0.24 * 0.5)
+
+
+def test_daly_check_values_from_providers_yaml():
+    d, R = 5 / 60, 10 / 60  # 5 min checkpoint write, 10 min restart
+    assert daly_interval_h(d, 24) * 60 == pytest.approx(117, abs=0.5)
+    assert daly_interval_h(d, 6) * 60 == pytest.approx(57, abs=0.5)
+    assert daly_interval_h(d, 0.25) * 60 == pytest.approx(9.1, abs=0.05)
+    assert young_interval_h(d, 24) * 60 == pytest.approx(120)  # sqrt(2 x 5 min x 24 h)
+    # no interruptions in sight (M >> work): wall time tends to work + checkpoint writes
+    work, tau = 10.0, daly_interval_h(d, 1e6)
+    assert daly_wall_time_h(work, tau, d, R, 1e6) == pytest.approx(work * (tau + d) / tau, rel=1e-3)
+
+
+def test_training_flops_per_token_by_hand():
+    m = load_model("llama-3.1-8b")
+    s = scenario_from(dict(model="llama-3.1-8b", task="train", seq_len=2048))
+    n = 8_030_261_248 - 128_256 * 4096  # the input embedding is a lookup, lm_head a matmul
+    attention = 12 * 32 * 32 * 128 * 2048  # 12 x layers x heads x head_dim x seq (PaLM appendix B)
+    assert training_flops_per_token(s, m) == pytest.approx(6 * n + attention)
+    lora = scenario_from(dict(model="llama-3.1-8b", task="train", method="lora", seq_len=2048,
+                              grad_checkpointing="full"))
+    assert training_flops_per_token(lora, m) == pytest.approx(6 * n + attention * 16 / 12)  # 4N + 2N recompute
+
+
+def test_decode_is_bandwidth_bound_by_hand():
+    m = load_model("llama-3.1-8b")
+    gpu = load_gpu("h100-sxm")
+    s = scenario_from(dict(model="llama-3.1-8b", task="infer", batch_size=1, prompt_tokens=1, output_tokens=2))
+    speed = inference_speed(s, m, gpu)
+    # one step reads 16.06 GB of bf16 weights (+ a 2-token cache) at 80 % of 3,350 GB/s
+    step = (8_030_261_248 * 2 + 2 * 131_072) / (3350e9 * 0.8)
+    assert speed.bound == "memory" and speed.step_time_s == pytest.approx(step, rel=1e-3)
+    assert speed.tokens_per_s == pytest.approx(1 / step, rel=1e-3)  # ~167 tokens/s
+
+
+def test_buy_vs_rent_arithmetic():
+    b = buy_vs_rent(1599, 450, 1, rent_usd_per_hour=0.34, horizon_hours=5000, usd_per_kwh=0.15, pue=1.4,
+                    utilization=0.8)
+    power = 0.450 * 0.8 * 1.4 * 0.15  # kW x utilization x PUE x $/kWh = $0.0756/h
+    assert b.power_usd_per_hour == pytest.approx(power)
+    assert b.break_even_hours == pytest.approx(1599 / (0.34 - power))  # ~6,060 h
+    assert b.buy_total_usd == pytest.approx(1599 + power * 5000)
+    assert buy_vs_rent(1599, 450, 1, rent_usd_per_hour=0.05, horizon_hours=1).break_even_hours is None
+
+
+def test_estimate_prices_on_the_cheapest_offer():
+    r = estimate(dict(model="llama-3.1-8b", task="train", method="lora", gpu="h100-sxm", train_tokens=1e8))
+    assert r.speed["bound"] == "compute" and r.cost["usd_per_hour"] > 0
+    hours = 1e8 / r.speed["tokens_per_s"] / 3600
+    assert r.cost["hours"] == pytest.approx(hours) and r.cost["usd_total"] == pytest.approx(hours * r.cost[
+        "usd_per_hour"])
+
+
+def test_spot_costs_more_hours_than_on_demand():
+    base = dict(model="llama-3.2-1b", task="train", gpu="rtx-a6000", train_tokens=5e8, provider="runpod")
+    od = estimate({**base, "pricing": "on_demand"}).cost
+    spot = estimate({**base, "pricing": "spot"}).cost
+    assert spot["hours"] > od["hours"] and spot["spot"]["interval_h"] > 0
+    assert spot["spot_multiplier"] == pytest.approx(spot["usd_total"] / od["usd_total"])
+    assert math.isclose(spot["spot_multiplier"], spot["spot"]["overhead"] * 0.232 / 0.491, rel_tol=1e-9)
