@@ -145,7 +145,7 @@ def training(s: Scenario, m: ModelSpec) -> Estimate:
 
     if s.method == "full":
         trainable = P
-        if deepspeed:
+        if deepspeed and mixed:
             e.assumptions.append(f"{strategy.upper()} as DeepSpeed runs it: bf16 working weights and gradients, "
                                  "fp32 master weights and optimizer states sharded; the fp32 gradient partition "
                                  "exists during the step (ZeRO paper section 5; DeepSpeed stage_1_and_2.py, stage3.py)")
@@ -160,6 +160,15 @@ def training(s: Scenario, m: ModelSpec) -> Estimate:
             e.optimizer = optimizer_state_bytes(s, m, trainable, state_bytes) * shard / N
             # fp32 copy of the gradient partition, made per sub-group (stage3 sub_group_size 1e9) at the step
             step_fp32_grads = 4 * min(P * shard / N, 1e9 if strategy == "zero3" else P)
+        elif deepspeed:  # one dtype throughout (bf16-true, fp32): FSDP / ZeRO shard weights, grads and states
+            wbytes = 4 if s.precision == "fp32" else 2
+            state_bytes = wbytes
+            e.weights = wbytes * P * shard / (N if strategy == "zero3" else 1)
+            e.gradients = wbytes * P * shard / (N if strategy in ("zero2", "zero3") else 1)
+            e.optimizer = optimizer_state_bytes(s, m, trainable, state_bytes) * shard / N
+            step_fp32_grads = 0.0
+            e.assumptions.append(f"{strategy.upper()} in {s.precision}: weights, gradients and optimizer states "
+                                 f"in one dtype, sharded over {N} ranks")
         else:
             wbytes = 4 if (mixed or s.precision == "fp32") else 2
             state_bytes = wbytes
@@ -270,7 +279,9 @@ def training(s: Scenario, m: ModelSpec) -> Estimate:
         backward = max(backward, live + lsaved * (j == n - 1))
         remaining -= kept[j] + kept_casts[j]
     largest_param = max(lin.weight_params / lin.count for layer in m.layers for lin in layer.linears)
-    step = grads_total + optimizer_step_temporaries(s, trainable, state_bytes, int(largest_param * shard))
+    # the optimizer steps over this rank's share: its TP/PP shard, and its ZeRO partition
+    local_trainable = trainable * shard / (N if deepspeed else 1)
+    step = grads_total + optimizer_step_temporaries(s, local_trainable, state_bytes, int(largest_param * shard))
     if deepspeed and s.method == "full":
         step += step_fp32_grads
     if s.offload != "none":

@@ -1,0 +1,238 @@
+"""Turn the throughput rows of ../shared/reference/measured-public.csv into scenarios for the speed estimator.
+
+    python bench/make_throughput_cases.py [--csv PATH]   # writes bench/throughput_cases.yaml
+
+Same scenario mapping as bench/make_cases.py (its rules are reused for the sources both files share), plus
+rules for the sources that publish only throughput: llm-foundry's MPT benchmarks, the Megatron-LM paper and
+NVIDIA NeMo's performance summary. Each case keeps the row's ``metric``, ``value`` and ``unit`` as published
+(MFU in notes are the authors' own; recompute them with the project's FLOP formula before comparing). Rows
+that cannot be expressed are listed under ``skipped`` with the reason.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import re
+from pathlib import Path
+
+import yaml
+
+import make_cases as mc
+
+HERE = Path(__file__).resolve().parent
+THROUGHPUT_METRICS = ("train_tokens_per_s_per_gpu", "train_tokens_per_s", "step_time_s", "iteration_time",
+                      "achieved_TFLOPs_per_GPU", "decode_tokens_per_s", "prefill_tokens_per_s",
+                      "serving_output_tokens_per_s_total", "MFU", "layer_fwd_bwd_time_ms")
+GPUS = {"H100-SXM-80GB": "nvidia-h100-sxm5-80gb", "H100-SXM-80GB (DGX-H100)": "nvidia-h100-sxm5-80gb",
+        "A100-SXM-80GB": "nvidia-a100-sxm4-80gb", "A100-SXM-40GB": "nvidia-a100-sxm4-40gb",
+        "A100-SXM-80GB (Selene)": "nvidia-a100-sxm4-80gb", "A100-SXM4-80GB": "nvidia-a100-sxm4-80gb",
+        "A100-80GB": "nvidia-a100-sxm4-80gb", "L40S-48GB": "nvidia-l40s"}
+
+
+def _nodes(n: int) -> dict:
+    return dict(num_gpus=8, num_nodes=n // 8) if n >= 8 and n % 8 == 0 else dict(num_gpus=n)
+
+
+def qwen25(row):
+    case, why = mc.qwen25(row)
+    if case is None:
+        return None, why
+    case.pop("measured_gib", None)
+    s = case["scenario"]
+    n = int(row["n_gpus"] or 1)
+    if "vLLM" in row["notes"]:
+        s.update(engine="vllm", gpu_memory_utilization=0.9)
+        case["assumptions"] += "vLLM offline, gpu_memory_utilization 0.9, max_model_len 32768 (YaRN beyond); "
+        if n > 1:
+            s.update(num_gpus=n, tp=n)
+    elif n > 1:
+        s.update(num_gpus=n, pp=n)
+        case["assumptions"] += f"device_map=auto over {n} GPUs = naive pipeline (pp={n}, one micro-batch); "
+    s["gpu"] = "nvidia-a100-sxm4-80gb"
+    s["precision"] = "fp16-true" if "quant" in s else "bf16-true"
+    case["assumptions"] += "speed = 2048 generated tokens / total time including prefill; A100-80GB taken as SXM4"
+    return case, None
+
+
+def qwen1_finetune(row):
+    case, why = mc.qwen1_finetune(row)
+    if case is None:
+        return None, why
+    case["scenario"]["gpu"] = "nvidia-a100-sxm4-80gb"
+    case["assumptions"] = (case["assumptions"].split("memory tool not stated")[0]
+                           + "one iteration = 8 micro-steps of batch 1")
+    return case, None
+
+
+def qwen1_inference(row):
+    case, why = mc.qwen1_inference(row)
+    if case is None:
+        return None, why
+    case.pop("measured_gib", None)
+    case.pop("level", None)
+    s = case["scenario"]
+    s["gpu"] = "nvidia-a100-sxm4-80gb"
+    n = int(row["n_gpus"] or 1)
+    if n > 1:
+        s.update(num_gpus=n, pp=n)
+    case["assumptions"] = ("profile.py: 1-token context, 2048 generated, FlashAttention; speed averaged over the "
+                           "encoded and generated tokens" + ("; device_map=auto = naive pipeline" if n > 1 else ""))
+    return case, None
+
+
+def peft_metamath(row):
+    case, why = mc.peft_metamath(row)
+    if case is not None:
+        case["scenario"]["gpu"] = "nvidia-l40s"
+    return case, why
+
+
+def torchtune(row):
+    case, why = mc.torchtune(row)
+    if case is not None:
+        case.pop("level", None)
+        case["assumptions"] = ("tutorial prompt 'Hello, my name is' (6 tokens with BOS); 206 tokens = 10.88 s x "
+                               "18.94 tok/s; eager decode (no torch.compile), static KV cache of 8192 positions; "
+                               "GPU not stated: a sanity check only")
+    return case, why
+
+
+def torchtitan(row):
+    return mc.torchtitan(row)
+
+
+def mpt(row):
+    """llm-foundry MPT benchmarks (scripts/train/benchmarking): FSDP, bf16 AMP (or TransformerEngine fp8),
+    FlashAttention, decoupled AdamW; grad_accum and global batch from the row's notes."""
+    m = re.match(r"MPT-(\w+) ", row["model"])
+    size = m.group(1).lower()
+    n = int(row["n_gpus"])
+    accum = int(re.search(r"grad_accum=(\d+)", row["notes"]).group(1))
+    fp8 = "fp8" in row["precision"]
+    scenario = dict(model=f"bench/models/mpt-{size}.json", task="train", method="full",
+                    precision="fp8-mixed" if fp8 else "bf16-mixed", optimizer="adamw", optimizer_impl="foreach",
+                    micro_batch_size=int(row["micro_batch"]), seq_len=int(row["seq_len"]), grad_accum_steps=accum,
+                    grad_checkpointing="full" if row["grad_ckpt"] == "full" else "none", attention="flash",
+                    strategy="zero2" if "SHARD_GRAD_OP" in row["parallelism"] else "fsdp",
+                    gpu=GPUS[row["gpu"]], **_nodes(n))
+    extra = int(row["seq_len"]) - 2048
+    notes = [f"MPT written as gpt2 layout (bench/models/mpt-{size}.json, n_positions 2048"
+             + (f"; at seq {row['seq_len']} the learned position table has {extra}*d_model more parameters)"
+                if extra > 0 else ")"),
+             "Composer DecoupledAdamW (torch AdamW subclass, foreach assumed)"]
+    if "PURE" in row["precision"]:
+        notes.append("FSDP mixed_precision PURE: bf16 params, grads and reductions (fp32 master shard kept)")
+    if fp8:
+        notes.append("TransformerEngine fp8 linears")
+    if "SHARD_GRAD_OP" in row["parallelism"]:
+        notes.append("FSDP SHARD_GRAD_OP taken as ZeRO-2")
+    return dict(scenario=scenario, assumptions="; ".join(notes)), None
+
+
+MEGATRON_GPT = {3072: "megatron-gpt-3.6b", 8192: "megatron-gpt-39.1b", 16384: "megatron-gpt-310b",
+                20480: "megatron-gpt-530b"}
+
+
+def megatron_lm(row):
+    """Narayanan et al. SC'21, Table 1: GPT models with TP x PP x DP, interleaved 1F1B, full recomputation."""
+    h = int(re.search(r"h=(\d+)", row["model"]).group(1))
+    par = row["parallelism"]
+    tp, pp, dp = (int(re.search(rf"{k}(\d+)", par).group(1)) for k in ("TP", "PP", "DP"))
+    gbs = int(re.search(r"global batch (\d+)", par).group(1))
+    n = int(row["n_gpus"])
+    scenario = dict(model=f"bench/models/{MEGATRON_GPT[h]}.json", task="train", method="full",
+                    precision="fp16-mixed", optimizer="adamw", micro_batch_size=1, seq_len=2048,
+                    grad_accum_steps=gbs // dp, grad_checkpointing="full", attention="eager", strategy="ddp",
+                    tp=tp, pp=pp, gpu=GPUS[row["gpu"]], **_nodes(n))
+    return dict(scenario=scenario, assumptions=f"micro-batch not in the table: 1 assumed, so {gbs // dp} "
+                "micro-batches per step; interleaved schedule not a field; achieved TFLOP/s count the recompute "
+                "(paper Eq. 3)"), None
+
+
+NEMO_MODELS = {"GPT3-175B": "bench/models/gpt3-175b.json", "LLAMA2-7B": "llama-2-7b", "LLAMA2-13B": "llama-2-13b",
+               "LLAMA2-70B": "llama-2-70b"}
+
+
+def nemo(row):
+    """NVIDIA NeMo 24.07 performance summary: fp8 (Transformer Engine), distributed Adam, DGX-H100."""
+    model = NEMO_MODELS.get(row["model"])
+    if model is None:
+        return None, f"{row['model']}: architecture not transcribed (no config in bench/models)"
+    par = row["parallelism"]
+    n = int(row["n_gpus"])
+    tp = int(re.search(r"TP(\d+)", par).group(1))
+    pp = int(re.search(r"PP(\d+)", par).group(1))
+    dp = int(m.group(1)) if (m := re.search(r"DP=(\d+)", par)) else n // (tp * pp)
+    gbs = int(re.search(r"GBS=(\d+)", par).group(1))
+    mbs = int(row["micro_batch"])
+    scenario = dict(model=model, task="train", precision="fp8-mixed", optimizer="adamw", micro_batch_size=mbs,
+                    seq_len=int(row["seq_len"].split()[0]), grad_accum_steps=max(gbs // (dp * mbs), 1),
+                    attention="flash", strategy="zero1" if dp > 1 else "single", tp=tp, pp=pp,
+                    gpu=GPUS[row["gpu"]], **_nodes(n))
+    notes = ["distributed Adam = ZeRO-1", "activation recompute not stated: none assumed"]
+    if "VP" in par and not re.search(r"VP1\b", par):
+        notes.append("virtual pipeline (interleaved) stages not a field")
+    if row["workload"] == "LoRA":
+        scenario.update(method="lora", lora_rank=32, lora_targets=["q_proj", "k_proj", "v_proj"])
+        notes.append("NeMo LoRA defaults assumed: rank 32 on the fused QKV projection")
+    else:
+        scenario["method"] = "full"
+    if "packed" in row["seq_len"]:
+        notes.append("packed SQuAD (fixed length)")
+    return dict(scenario=scenario, assumptions="; ".join(notes)), None
+
+
+RULES = {
+    "Qwen2.5 docs speed benchmark": qwen25,
+    "Qwen (v1) README finetuning profiling": qwen1_finetune,
+    "Qwen (v1) README inference profiling": qwen1_inference,
+    "huggingface/peft MetaMathQA method-comparison benchmark": peft_metamath,
+    "torchtune docs Llama3 tutorial": torchtune,
+    "torchtitan benchmarks (Dec 2024)": torchtitan,
+    "MosaicML llm-foundry MPT training benchmarks": mpt,
+    "Megatron-LM paper (Narayanan et al., SC'21)": megatron_lm,
+    "NVIDIA NeMo performance summary (24.07)": nemo,
+}
+SKIP = {
+    "layer_fwd_bwd_time_ms": "time of one transformer layer, not a whole-model scenario",
+    "Korthikanti": "global batch (hence pipeline micro-batches per step) not transcribed from the paper's Table 3",
+}
+
+
+def build(csv_path: Path) -> dict:
+    cases, skipped = [], []
+    for row in csv.DictReader(csv_path.open(encoding="utf-8")):
+        if row["metric"] not in THROUGHPUT_METRICS:
+            continue
+        reason = next((why for key, why in SKIP.items() if key in row["metric"] or key in row["source"]), None)
+        rule = RULES.get(row["source"])
+        if reason is None and rule is None:
+            reason = "source not expressible"
+        if reason is None:
+            case, reason = rule(row)
+        if reason is not None:
+            skipped.append({"id": row["id"], "why": reason})
+            continue
+        case.pop("level", None)
+        case.pop("calibration", None)
+        cases.append({"id": row["id"], "source": row["source"], "workload": row["workload"],
+                      "metric": row["metric"], "value": float(row["value"]), "unit": row["unit"],
+                      "fixed_length": case.pop("fixed_length", True), **case})
+    return {"cases": cases, "skipped": skipped}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--csv", type=Path, default=mc.DEFAULT_CSV)
+    parser.add_argument("--out", type=Path, default=HERE / "throughput_cases.yaml")
+    args = parser.parse_args()
+    data = build(args.csv)
+    header = ("# Generated by bench/make_throughput_cases.py from measured-public.csv; edit the rules there, "
+              "not this file.\n")
+    args.out.write_text(header + yaml.safe_dump(data, sort_keys=False, width=120, allow_unicode=True))
+    print(f"{len(data['cases'])} cases, {len(data['skipped'])} skipped -> {args.out}")
+
+
+if __name__ == "__main__":
+    main()
