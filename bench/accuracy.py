@@ -60,10 +60,7 @@ def measure(result, lvl: str) -> float:
 
 
 def _estimate(scenario: dict):
-    try:
-        return estimate(scenario, advise=False)
-    except TypeError:  # an estimate() without the advise keyword
-        return estimate(scenario)
+    return estimate(scenario, advise=False)
 
 
 def run(cases: list[dict]) -> tuple[list[dict], list[dict], list[dict]]:
@@ -219,6 +216,10 @@ def main() -> None:
         parser.exit(2, f"no cases with a source containing {args.source!r} in {args.cases}\n")
     scored, ooms, rejected = run(cases)
     text = report(scored, ooms, rejected)
+    if not args.source:  # the speed model against the throughput rows
+        import throughput
+
+        text += "\n" + throughput.report(*throughput.run(load_cases(HERE / "throughput_cases.yaml")))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text)
     print(text.split("## Fixed-length")[0].rstrip())

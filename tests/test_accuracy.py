@@ -36,3 +36,17 @@ def test_measured_memory_within_tolerance():
     assert len(allocated) >= 50 and statistics.median(allocated) < 10
     fixed = [abs(c["error_pct"]) for c in scored if c["fixed_length"]]
     assert statistics.median(fixed) < 10
+
+
+def test_throughput_within_the_issue_goal():
+    """Speed model vs measured throughput: the median over sources of each source's median error stays under
+    the 20% the speed issue aims for."""
+    import throughput
+
+    cases = yaml.safe_load((BENCH / "throughput_cases.yaml").read_text())["cases"]
+    scored, _ = throughput.run(cases)
+    by_source: dict[str, list[float]] = {}
+    for c in scored:
+        by_source.setdefault(c["source"], []).append(abs(c["error_pct"]))
+    assert len(scored) >= 150
+    assert statistics.median(statistics.median(v) for v in by_source.values()) < 20

@@ -112,3 +112,12 @@ def test_cost_json_sorted_by_total():
     totals = [r["usd_total"] for r in rows]
     assert rows and totals == sorted(totals)
     assert all(r["pricing"] == "on_demand" for r in rows)
+
+
+def test_buy_vs_rent_break_even():
+    proc = gpuplan("buy", "4090", "--hours", "8000", "--json")
+    assert proc.returncode == 0, proc.stderr
+    b = json.loads(proc.stdout)
+    power = 0.450 * 0.8 * 1.4 * 0.15
+    assert b["break_even_hours"] == pytest.approx(1599 / (b["rent_usd_per_hour"] - power))
+    assert gpuplan("buy", "h100-sxm").returncode == 2  # no public MSRP

@@ -451,6 +451,49 @@ cost_cmd.__signature__ = inspect.Signature([
 app.command("cost")(cost_cmd)
 
 
+@app.command("buy")
+def buy_cmd(
+    gpu: Annotated[str, typer.Argument(help="The card to buy: 4090, a6000, 'rtx 6000 ada'...")],
+    count: Annotated[int, typer.Option(help="How many cards.", min=1)] = 1,
+    hours: Annotated[float, typer.Option(help="Hours of use over the horizon (e.g. 2 years at 30% = 5256).",
+                                         min=1)] = 5000.0,
+    usd_per_kwh: Annotated[float, typer.Option(help="Electricity price.")] = 0.15,
+    pue: Annotated[float, typer.Option(help="Cooling overhead (power usage effectiveness).")] = 1.4,
+    utilization: Annotated[float, typer.Option(help="Average share of TDP drawn.")] = 0.8,
+    as_json: JsonFlag = False,
+) -> None:
+    """Buy or rent? Launch MSRP + power (TDP x utilization x PUE x $/kWh) over the hours you will use it,
+    against the cheapest rental of the same card in the price catalog; prints the break-even hours."""
+    from dataclasses import asdict
+
+    from .cost import buy_vs_rent
+    from .hardware import load_gpu
+    from .offers import load_offers
+
+    card = load_gpu(gpu)
+    if not card.msrp_usd or not card.tdp_w:
+        raise GpuplanError(f"{card.name} has no public launch price or TDP in the catalog (data-center cards are "
+                           "sold through vendors): compare rentals with `gpuplan cost`")
+    rentals = [o for o in load_offers() if o.gpu_id == card.id and o.pricing == "on_demand"]
+    if not rentals:
+        raise GpuplanError(f"no on-demand rental of {card.name} in the price catalog to compare with")
+    cheapest = min(rentals, key=lambda o: o.usd_per_gpu_hour)
+    b = buy_vs_rent(card.msrp_usd, card.tdp_w, count, cheapest.usd_per_gpu_hour * count, hours,
+                    usd_per_kwh=usd_per_kwh, pue=pue, utilization=utilization)
+    if as_json:
+        _print_json({**asdict(b), "rental": cheapest.label, "gpu_id": card.id})
+        return
+    out.print(f"buy {count}x {card.name}: ${b.purchase_usd:,.0f} + ${b.power_usd_per_hour:.3f}/h of power "
+              f"({card.tdp_w:.0f} W x {utilization:.0%} x PUE {pue} x ${usd_per_kwh}/kWh)")
+    out.print(f"rent: {cheapest.label} at ${b.rent_usd_per_hour:.2f}/h (price {cheapest.age_days()} days old)")
+    if b.break_even_hours:
+        out.print(f"break-even after {b.break_even_hours:,.0f} hours of use; over {hours:,.0f} h: buy "
+                  f"${b.buy_total_usd:,.0f} vs rent ${b.rent_total_usd:,.0f} -> "
+                  f"[bold]{'buy' if b.buy_total_usd < b.rent_total_usd else 'rent'}[/]")
+    else:
+        out.print("renting costs less per hour than the power to run your own card: rent")
+
+
 def main() -> None:
     """Entry point: bad input (a :class:`GpuplanError`) prints one red line and exits with code 2;
     usage errors are click's, also exit code 2."""

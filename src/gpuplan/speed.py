@@ -159,9 +159,14 @@ def inference_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, intra_node: str = "
         link_bw, _ = link_bandwidth_gbs(gpu, s, intra_node)
         per_layer = 2 * 2 * (s.tp - 1) / s.tp * 2 * s.batch_size * m.hidden_size
         comm = m.num_layers * (per_layer / (link_bw * 1e9) + 2 * oh.COLLECTIVE_LATENCY_S)
-    step = max(mem_time, flop_time) + comm
+    host = (m.num_layers / s.pp * oh.EAGER_OPS_PER_LAYER * oh.EAGER_OP_OVERHEAD_S + oh.GENERATE_STEP_OVERHEAD_S
+            if s.engine == "transformers" else 0.0)
+    engine_loop = oh.VLLM_STEP_OVERHEAD_S if s.engine == "vllm" else 0.0
+    step = max(mem_time, flop_time, host) + comm + engine_loop
     bound = "memory" if mem_time >= flop_time else "compute"
-    if comm > max(mem_time, flop_time):
+    if host > max(mem_time, flop_time):
+        bound = "host (kernel launches)"
+    if comm > max(mem_time, flop_time, host):
         bound = "communication"
     speed = Speed(tokens_per_s=s.batch_size / step, step_time_s=step, mfu_assumed=None, bound=bound,
                   compute_s=prefill, communication_s=comm, ttft_s=prefill, tokens_per_s_per_sequence=1 / step)
