@@ -66,6 +66,9 @@ def _candidates(s: Scenario, m: ModelSpec) -> list[tuple[str, dict, str]]:
         if s.method == "full":
             out.append(("LoRA instead of full fine-tuning", {"method": "lora"},
                         "about 1/3 less compute per step; trains adapters only"))
+        if s.method == "qlora" and s.qlora_fp32_upcast and (s.quant or "nf4") in ("nf4", "fp4"):
+            out.append(("keep embeddings and norms in bf16 (no fp32 upcast by prepare_model_for_kbit_training)",
+                        {"qlora_fp32_upcast": False}, "same speed; as Unsloth and torchtune run QLoRA"))
         if s.method != "qlora":
             out.append(("QLoRA (4-bit base)", {"method": "qlora", "quant": None,
                                                "precision": "bf16-mixed" if s.precision == "fp32" else s.precision},

@@ -60,7 +60,7 @@ def load_model(name: str) -> ModelSpec:
         raise GpuplanError("no model given: pass a bundled name (see `gpuplan models`), a repo id or a path")
     repo = bundled_repo(name)
     if repo:
-        return _spec_from_file(bundled()[repo], repo)
+        return _bundled_spec(repo)
     path = Path(name).expanduser()
     if path.exists():
         return _spec_from_file(path / "config.json" if path.is_dir() else path, None)
@@ -71,6 +71,11 @@ def load_model(name: str) -> ModelSpec:
     raise UnknownNameError("model", name, [*bundled(), *aliases()],
                            hint="Run `gpuplan models` for the bundled list, or pass a Hugging Face repo id "
                                 "(org/name) or a path to a config.json.")
+
+
+@cache
+def _bundled_spec(repo: str) -> ModelSpec:
+    return _spec_from_file(bundled()[repo], repo)
 
 
 def _spec_from_file(path: Path, name: str | None) -> ModelSpec:

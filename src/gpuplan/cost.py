@@ -120,6 +120,8 @@ def price_job(s: Scenario, m: ModelSpec, speed: Speed, offer: Offer, trainable: 
         if on_demand_price:
             cost.spot_multiplier = plan.overhead * offer.usd_per_gpu_hour / on_demand_price
     cost.usd_total = cost.hours * per_hour
+    overhead = cost.spot.overhead if cost.spot else 1.0
+    cost.usd_per_million_tokens = per_hour * overhead / (speed.tokens_per_s * 3600) * 1e6
     if not tokens:
         cost.notes.append("set train_tokens for job hours and total cost")
     return cost

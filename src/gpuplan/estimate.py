@@ -205,24 +205,27 @@ def estimate(scenario: Scenario | dict[str, Any], *, advise: bool = True) -> Res
 
 
 def _speed_and_cost(result: Result, s: Scenario, m: ModelSpec, gpu: GpuSpec, trainable: int) -> None:
-    """Speed on the named GPU; cost on the cheapest matching offer when the catalog has one."""
+    """Cost on the matching offer with the lowest $ per million tokens (the order ``recommend`` ranks by), and
+    speed on that offer's interconnect; without an offer, speed with the GPU's own links."""
     from dataclasses import asdict
 
     from .offers import load_offers
-    from .pricing import matching, price, speed_of
+    from .pricing import matching, price
+    from .speed import speed_of
 
-    speed = speed_of(s, m, gpu)
-    result.speed = {k: v for k, v in asdict(speed).items() if k != "assumptions"}
-    result.assumptions += speed.assumptions
     offers = load_offers()
     candidates = matching(offers, s, gpu.id)
-    if not candidates:
+    costs = sorted(((price(s, m, o, trainable, offers), o) for o in candidates),
+                   key=lambda pair: pair[0].usd_per_million_tokens)
+    speed = speed_of(s, m, gpu, costs[0][1].intra_node if costs else "")  # the interconnect of the offer priced
+    result.speed = {k: v for k, v in asdict(speed).items() if k != "assumptions"}
+    result.assumptions += speed.assumptions
+    if not costs:
         if s.provider or s.pricing != "on_demand":
             result.warnings.append(f"no {s.pricing.replace('_', '-')} offer for {gpu.id}"
                                    + (f" at {s.provider}" if s.provider else "") + " in the price catalog")
         return
-    costs = [price(s, m, o, trainable, offers) for o in candidates]
-    best = min(costs, key=lambda c: c.usd_total if s.task == "train" and c.usd_total else c.usd_per_hour)
+    best = costs[0][0]
     result.cost = asdict(best)
     if best.stale:
         result.warnings.append(f"the price of {best.offer} is {best.price_age_days} days old")

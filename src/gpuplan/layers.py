@@ -9,7 +9,8 @@ gathers the largest layer at once.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
+from functools import cached_property
 from typing import Literal
 
 Group = Literal["attention", "mlp", "shared_experts", "experts", "router"]
@@ -58,6 +59,13 @@ class Layer:
     attention_extra: int = 0
     kv_dims: int
     experts_per_token: int = 0
+
+    def __hash__(self) -> int:  # estimators key dicts by layer, once per layer of the model
+        return self._hash
+
+    @cached_property
+    def _hash(self) -> int:
+        return hash(astuple(self))
 
     @property
     def params(self) -> int:

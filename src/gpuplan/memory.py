@@ -77,7 +77,7 @@ def weight_format(s: Scenario, m: ModelSpec) -> tuple[Format, tuple[str, ...]]:
 def lora_targets(s: Scenario, m: ModelSpec) -> frozenset[str]:
     """Module names LoRA adapts. ``all-linear`` = every linear of the decoder layers except the output
     head (peft's rule); fused 3-D expert weights are not ``nn.Linear`` in transformers 5 and stay untouched."""
-    names = {lin.name for layer in m.layers for lin in layer.linears if lin.count == 1}
+    names = {lin.name for layer, _ in m.layer_kinds() for lin in layer.linears if lin.count == 1}
     if s.lora_targets == "all-linear":
         return frozenset(names)
     return frozenset(s.lora_targets)
@@ -85,8 +85,8 @@ def lora_targets(s: Scenario, m: ModelSpec) -> frozenset[str]:
 
 def lora_params(m: ModelSpec, targets: frozenset[str], rank: int) -> int:
     """Trainable LoRA parameters: ``r·(in + out)`` per adapted linear (Hu et al. 2021, section 4)."""
-    return sum(rank * (lin.in_features + lin.out_features) * lin.count
-               for layer in m.layers for lin in layer.linears if lin.name in targets)
+    return sum(count * rank * (lin.in_features + lin.out_features) * lin.count
+               for layer, count in m.layer_kinds() for lin in layer.linears if lin.name in targets)
 
 
 # ---- optimizer -------------------------------------------------------------------------------------
@@ -193,7 +193,7 @@ def training(s: Scenario, m: ModelSpec) -> Estimate:
         state_bytes = adapter_bytes
         fmt, skip = weight_format(s, m) if s.method == "qlora" else (make_format("none", high_bytes=c), ("router",))
         base = sum(m.weight_bytes(fmt, skip=skip).values())
-        if s.method == "qlora" and fmt.name in ("nf4", "fp4"):
+        if s.method == "qlora" and fmt.name in ("nf4", "fp4") and s.qlora_fp32_upcast:
             # peft's prepare_model_for_kbit_training casts every non-4-bit parameter of a bitsandbytes model
             # to fp32 (it leaves GPTQ/AWQ models alone)
             high_params = P - sum(count * sum(lin.weight_params for lin in layer.linears if lin.group not in skip)
@@ -202,7 +202,7 @@ def training(s: Scenario, m: ModelSpec) -> Estimate:
             e.assumptions.append(f"QLoRA: {fmt.name} base (blocksize 64, double quantization), other parameters "
                                  "in fp32 (peft prepare_model_for_kbit_training)")
         elif s.method == "qlora":
-            e.assumptions.append(f"QLoRA on a {fmt.name} base (group size {fmt.group_size})")
+            e.assumptions.append(f"QLoRA on a {fmt.name} base; embeddings, lm_head and norms in {c}-byte precision")
         base_shard = shard / (N if strategy == "zero3" else 1)
         e.weights = base * base_shard + adapter_bytes * trainable * shard
         opt_shard = shard / (N if deepspeed else 1)
@@ -229,7 +229,8 @@ def training(s: Scenario, m: ModelSpec) -> Estimate:
         lora_targets=lora_targets(s, m) if s.method != "full" else frozenset(), attention=s.attention, tp=t,
         recompute_attention=s.grad_checkpointing == "selective",
         lora_rank=s.lora_rank if s.method != "full" else 0, lora_dropout=s.lora_dropout)
-    saved = [act.saved_bytes(layer, m, setup) for layer in stage_layers]
+    kinds = {layer: act.saved_bytes(layer, m, setup) for layer, _ in m.layer_kinds()}  # layers repeat
+    saved = [kinds[layer] for layer in stage_layers]
     if autocast_fp32:  # bf16 copies of the weights, cached by autocast and saved for the backward
         casts = [2 * sum(lin.weight_params for lin in layer.linears) * shard * pp for layer in stage_layers]
     else:
@@ -243,7 +244,9 @@ def training(s: Scenario, m: ModelSpec) -> Estimate:
     A_all = in_flight * (sum(kept) + sum(kept_casts))
     last_stage = pp == 1  # logits live on the last stage; with PP the first stage is the busiest
     lsaved, lfwd, lbwd = act.logits_bytes(m, setup) if last_stage else (0.0, 0.0, 0.0)
-    fwd_tmp = max(act.forward_transient(layer, m, setup) for layer in stage_layers)
+    fwd_kinds = {layer: act.forward_transient(layer, m, setup) for layer in kinds}
+    bwd_kinds = {layer: act.backward_transient(layer, m, setup) for layer in kinds}
+    fwd_tmp = max(fwd_kinds[layer] for layer in stage_layers)
     grads_prev = grads_total if s.grad_accum_steps > 1 else 0.0
 
     other: dict[str, float] = {}
@@ -252,10 +255,10 @@ def training(s: Scenario, m: ModelSpec) -> Estimate:
     if deepspeed:
         other["ZeRO communication buckets"] = 2 * 2 * oh.deepspeed_bucket_elements(m.hidden_size)
     if strategy == "zero3":
-        largest = max(layer.params for layer in m.layers) * shard
+        largest = max(layer.params for layer, _ in m.layer_kinds()) * shard
         other["ZeRO-3 gathered layers"] = 2 * 2 * largest + 2 * largest  # current + prefetched, one layer's grads
     if s.method == "qlora":
-        largest_linear = max(lin.weight_params / lin.count for layer in m.layers for lin in layer.linears)
+        largest_linear = max(lin.weight_params / lin.count for layer, _ in m.layer_kinds() for lin in layer.linears)
         other["dequantized 4-bit weight"] = c * largest_linear * shard
     other["cuBLAS workspace"] = oh.CUBLAS_WORKSPACE_GIB * GIB
     persistent_other = sum(other.values())
@@ -272,13 +275,13 @@ def training(s: Scenario, m: ModelSpec) -> Estimate:
         # full checkpointing recomputes this layer's saved set from its kept input (counted in ``remaining``);
         # the recompute's own temporaries are gone before the layer's backward makes its gradients
         recompute = saved[j] + casts[j] - kept[j] if s.grad_checkpointing == "full" else 0.0
-        transient = act.backward_transient(layer, m, setup)
+        transient = bwd_kinds[layer]
         if s.grad_checkpointing == "full":
-            transient = max(transient, act.forward_transient(layer, m, setup))
+            transient = max(transient, fwd_kinds[layer])
         live = grads_prev + remaining + g_layer * (n - j) + recompute + transient
         backward = max(backward, live + lsaved * (j == n - 1))
         remaining -= kept[j] + kept_casts[j]
-    largest_param = max(lin.weight_params / lin.count for layer in m.layers for lin in layer.linears)
+    largest_param = max(lin.weight_params / lin.count for layer, _ in m.layer_kinds() for lin in layer.linears)
     # the optimizer steps over this rank's share: its TP/PP shard, and its ZeRO partition
     local_trainable = trainable * shard / (N if deepspeed else 1)
     step = grads_total + optimizer_step_temporaries(s, local_trainable, state_bytes, int(largest_param * shard))

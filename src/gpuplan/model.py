@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from .architectures import read_architecture
@@ -75,7 +76,8 @@ class ModelSpec:
             notes.append(f"config.json has no torch_dtype: assuming {dtype} weights")
         if dtype not in DTYPE_BYTES:
             raise GpuplanError(f"torch_dtype {dtype!r} is not supported; use float32, bfloat16 or float16")
-        layers = tuple(arch.pop("layers"))
+        distinct: dict[Layer, Layer] = {}  # identical layers share one object: lookups by layer stay cheap
+        layers = tuple(distinct.setdefault(layer, layer) for layer in arch.pop("layers"))
         if not layers:
             raise GpuplanError("the config declares zero decoder layers (num_hidden_layers must be >= 1)")
         context = text.get("max_position_embeddings") or arch.pop("max_context", None)
@@ -111,6 +113,10 @@ class ModelSpec:
 
     def layer_kinds(self) -> list[tuple[Layer, int]]:
         """Distinct layers with how many times each occurs, in order of first appearance."""
+        return self._kinds
+
+    @cached_property
+    def _kinds(self) -> list[tuple[Layer, int]]:
         return list(Counter(self.layers).items())
 
     @property
@@ -122,6 +128,10 @@ class ModelSpec:
     # ---- parameters -----------------------------------------------------------------------------
     def params_breakdown(self) -> dict[str, int]:
         """Parameters by part; tied embeddings are counted once (under ``embeddings``)."""
+        return dict(self._breakdown)
+
+    @cached_property
+    def _breakdown(self) -> dict[str, int]:
         parts = dict.fromkeys(PARTS, 0)
         parts["embeddings"] = self.vocab_size * self.embedding_dim + self.position_params + self.projection_params
         parts["lm_head"] = self.lm_head.params if self.lm_head else 0
@@ -134,11 +144,11 @@ class ModelSpec:
             parts["norms"] += count * layer.norm_params
         return parts
 
-    @property
+    @cached_property
     def params_total(self) -> int:
-        return sum(self.params_breakdown().values())
+        return sum(self._breakdown.values())
 
-    @property
+    @cached_property
     def params_active(self) -> int:
         """Parameters used per token: everything but the routed experts a token does not visit.
 

@@ -158,6 +158,13 @@ def providers() -> dict[str, dict[str, Any]]:
     return {p["id"]: p for p in yaml.safe_load(path.read_text(encoding="utf-8"))["providers"]}
 
 
+def max_per_node(offer: Offer) -> int:
+    """GPUs one node of this offer can hold: the instance's size, or up to 8 where the provider rents pods of
+    any size at the per-GPU price (``gpus_per_instance: any`` in data/providers.yaml)."""
+    scalable = providers().get(offer.provider, {}).get("gpus_per_instance") == "any"
+    return max(offer.gpu_count, 8) if scalable else offer.gpu_count
+
+
 @cache
 def interruption_priors() -> list[dict[str, Any]]:
     path = resources.files("gpuplan") / "data" / "providers.yaml"

@@ -9,20 +9,19 @@ from .cost import Cost, price_job
 from .estimate import fits_only
 from .hardware import gpus
 from .model import ModelSpec
-from .offers import Offer
+from .offers import Offer, max_per_node
 from .scenario import Scenario
-from .speed import Speed, inference_speed, training_speed
-
-
-def speed_of(s: Scenario, m: ModelSpec, gpu, intra_node: str = "") -> Speed:
-    return training_speed(s, m, gpu, intra_node) if s.task == "train" else inference_speed(s, m, gpu, intra_node)
+from .speed import speed_of
 
 
 def matching(offers: list[Offer], s: Scenario, gpu_id: str | None = None) -> list[Offer]:
-    """Offers for ``gpu_id`` (any GPU when None) allowed by the scenario's provider and pricing."""
+    """Offers for ``gpu_id`` (any GPU when None) allowed by the scenario's provider and pricing, whose nodes
+    hold the scenario's GPUs per node (tensor parallelism and NVLink do not span instances)."""
     out = []
     for o in offers:
         if gpu_id and o.gpu_id != gpu_id:
+            continue
+        if s.num_gpus > max_per_node(o):
             continue
         if s.provider and o.provider != s.provider:
             continue
@@ -64,7 +63,5 @@ def compare(s: Scenario, m: ModelSpec, offers: list[Offer], trainable: int, toda
         ok, peak = fit_cache[offer.gpu_id]
         if ok:
             rows.append((price(s, m, offer, trainable, offers, today), peak))
-    key = (lambda r: r[0].usd_per_million_tokens) if s.task == "infer" else (
-        lambda r: (r[0].usd_total or r[0].usd_per_hour))
-    return sorted(rows, key=key)
+    return sorted(rows, key=lambda r: r[0].usd_per_million_tokens)
 

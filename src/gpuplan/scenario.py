@@ -38,6 +38,9 @@ class Scenario(BaseModel):
     lora_rank: int = Field(default=16, ge=1, le=4096)
     lora_targets: Literal["all-linear"] | list[str] = "all-linear"
     lora_dropout: float = Field(default=0.0, ge=0.0, lt=1.0)
+    qlora_fp32_upcast: bool = Field(
+        default=True, description="peft prepare_model_for_kbit_training casts non-4-bit weights to fp32; false for "
+        "Unsloth, torchtune or TRL without it")
     micro_batch_size: int = Field(default=1, ge=1, le=65_536)
     seq_len: int = Field(default=2048, ge=1, le=10_000_000)
     grad_accum_steps: int = Field(default=1, ge=1, le=1_000_000)

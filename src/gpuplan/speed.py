@@ -174,3 +174,8 @@ def inference_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, intra_node: str = "
                              f"step at {oh.DECODE_BW_EFFICIENCY:.0%} of {gpu.bandwidth_gbs:.0f} GB/s; prefill at "
                              f"{oh.PREFILL_EFFICIENCY:.0%} of the {dtype} peak")
     return speed
+
+
+def speed_of(s: Scenario, m: ModelSpec, gpu: GpuSpec, intra_node: str = "") -> Speed:
+    """Training or inference speed of ``s`` on ``gpu`` (``intra_node``: the offer's link, e.g. ``pcie``)."""
+    return training_speed(s, m, gpu, intra_node) if s.task == "train" else inference_speed(s, m, gpu, intra_node)

@@ -1,0 +1,5 @@
+"""``python -m gpuplan``: the command line."""
+
+from .cli import main
+
+main()

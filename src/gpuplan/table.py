@@ -1,0 +1,146 @@
+"""The GPU guide's model table (``../shared/guides/000_*.txt``, "Requisitos de GPU para Despliegue Local"),
+recomputed: memory to serve each model at bf16 / 8-bit / 4-bit with a 4k context, to fine-tune it with LoRA and
+QLoRA, and the cheapest setup that fits, each from ``estimate`` and ``recommend``; with footnotes where the
+guide's figures are off.
+
+Settings (stated in the table's caption, so that every number can be re-run with ``gpuplan estimate``):
+inference is one sequence of 4,096 tokens (3,584 prompt + 512 output) in transformers; 8-bit is LLM.int8
+(bitsandbytes), 4-bit is AWQ (group 128); fine-tuning is rank-16 adapters on all linear layers, micro-batch 1
+x 4,096 tokens, full gradient checkpointing, AdamW for LoRA (bf16 base) and paged 8-bit AdamW for QLoRA
+(NF4 base). Memory is the device peak (what nvidia-smi shows), in GiB.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .catalog import load_model
+from .estimate import estimate
+from .recommend import Constraints, Recommendation, recommend
+from .scenario import Scenario
+
+PROMPT, OUTPUT = 3584, 512
+INFER = {"task": "infer", "batch_size": 1, "prompt_tokens": PROMPT, "output_tokens": OUTPUT}
+TRAIN = {"task": "train", "micro_batch_size": 1, "seq_len": PROMPT + OUTPUT, "grad_checkpointing": "full",
+         "lora_rank": 16, "lora_targets": "all-linear"}
+QUANTS = {"bf16": "none", "8-bit": "int8", "4-bit": "awq-int4"}
+METHODS = {"LoRA": {"method": "lora", "optimizer": "adamw"},
+           "QLoRA": {"method": "qlora", "quant": "nf4", "optimizer": "paged-adamw-8bit"}}
+
+
+@dataclass(frozen=True, kw_only=True)
+class GuideRow:
+    """One row of the guide's table as printed there (Spanish kept), and the bundled model it names."""
+
+    model: str
+    guide_name: str
+    guide_params: str
+    guide_vram: str
+    guide_gpu: str
+
+
+GUIDE = (
+    GuideRow(model="deepseek-r1", guide_name="DeepSeek R1", guide_params="671B", guide_vram="~1,342GB",
+             guide_gpu="NVIDIA A100 80GB x16"),
+    GuideRow(model="r1-distill-qwen-1.5b", guide_name="DeepSeek-R1-Distill-Qwen-1.5B", guide_params="1.5B",
+             guide_vram="~0.7GB", guide_gpu="NVIDIA RTX 3060 12GB+"),
+    GuideRow(model="r1-distill-qwen-7b", guide_name="DeepSeek-R1-Distill-Qwen-7B", guide_params="7B",
+             guide_vram="~3.3GB", guide_gpu="NVIDIA RTX 3070 8GB+"),
+    GuideRow(model="r1-distill-llama-8b", guide_name="DeepSeek-R1-Distill-Llama-8B", guide_params="8B",
+             guide_vram="~3.7GB", guide_gpu="NVIDIA RTX 3070 8GB+"),
+    GuideRow(model="r1-distill-qwen-14b", guide_name="DeepSeek-R1-Distill-Qwen-14B", guide_params="14B",
+             guide_vram="~6.5GB", guide_gpu="NVIDIA RTX 3080 10GB+"),
+    GuideRow(model="r1-distill-qwen-32b", guide_name="DeepSeek-R1-Distill-Qwen-32B", guide_params="32B",
+             guide_vram="~14.9GB", guide_gpu="NVIDIA RTX 4090 24GB"),
+    GuideRow(model="r1-distill-llama-70b", guide_name="DeepSeek-R1-Distill-Llama-70B", guide_params="70B",
+             guide_vram="~32.7GB", guide_gpu="NVIDIA RTX 4090 24GB x2"),
+    GuideRow(model="llama-3-70b", guide_name="Llama 3 70B", guide_params="70B", guide_vram="~140GB (estimado)",
+             guide_gpu="NVIDIA 3000 series, 32GB RAM minimo"),
+    GuideRow(model="llama-3.3-70b", guide_name="Llama 3.3", guide_params="Varia",
+             guide_vram="Al menos 12GB / 24GB VRAM", guide_gpu="NVIDIA RTX 3000 series"),
+    GuideRow(model="gpt-neox-20b", guide_name="GPT-NeoX", guide_params="20B", guide_vram="48GB+ VRAM total",
+             guide_gpu="Dos NVIDIA RTX 3090 (24GB cada una)"),
+    GuideRow(model="bloom", guide_name="BLOOM", guide_params="176B", guide_vram="40GB+ VRAM para entrenamiento",
+             guide_gpu="NVIDIA A100 o H100"),
+)
+
+
+@dataclass(kw_only=True)
+class TableRow:
+    guide: GuideRow
+    name: str
+    params_total: int
+    shipped_dtype: str
+    shipped_gib: float  # weights as the checkpoint ships them
+    weights_gib: dict[str, float]  # by precision: weights alone
+    infer_gib: dict[str, float]  # by precision: device peak for one 4k sequence
+    kv_cache_gib: float  # at bf16, for the 4k sequence
+    train_gib: dict[str, float]  # LoRA / QLoRA device peak on one GPU
+    serve: Recommendation | None = None  # cheapest setup serving at bf16
+    qlora: Recommendation | None = None  # cheapest setup for QLoRA
+    notes: list[str] = field(default_factory=list)
+
+
+def guide_table(*, catalogs: tuple[str, ...] = (), cheapest: bool = True) -> list[TableRow]:
+    """Recompute every row of the guide's table (``cheapest`` adds the recommendation searches)."""
+    rows = []
+    for g in GUIDE:
+        m = load_model(g.model)
+        infer = {label: estimate({"model": g.model, **INFER, "quant": q}, advise=False).memory
+                 for label, q in QUANTS.items()}
+        train = {label: estimate({"model": g.model, **TRAIN, **fields}, advise=False).memory.device_peak_gib
+                 for label, fields in METHODS.items()}
+        row = TableRow(guide=g, name=m.name, params_total=m.params_total,
+                       shipped_dtype=m.quantization.get("quant_method", m.dtype) if m.quantization else m.dtype,
+                       shipped_gib=sum(m.weight_bytes().values()) / 2**30,
+                       weights_gib={k: v.weights_gib for k, v in infer.items()},
+                       infer_gib={k: v.device_peak_gib for k, v in infer.items()},
+                       kv_cache_gib=infer["bf16"].kv_cache_gib, train_gib=train)
+        if cheapest:
+            c = Constraints(catalogs=catalogs, top=1)
+            serve = Scenario.model_validate({"model": g.model, **INFER, "quant": "none"})
+            tune = Scenario.model_validate({"model": g.model, **TRAIN, **METHODS["QLoRA"]})
+            row.serve, row.qlora = recommend(serve, m, c, explain=False), recommend(tune, m, c, explain=False)
+        row.notes = footnotes(row)
+        rows.append(row)
+    return rows
+
+
+def footnotes(r: TableRow) -> list[str]:
+    """Where the guide's figure or GPU is off, say how, with the recomputed numbers."""
+    gb = 1.073741824  # GB per GiB: the guide writes GB
+    w, peak = r.weights_gib, r.infer_gib
+    notes = []
+    if r.guide.model == "deepseek-r1":
+        latent = load_model(r.guide.model).kv_bytes(PROMPT + OUTPUT) / 2**30
+        notes.append(f"~1,342 GB is {r.params_total / 1e9:,.0f}B parameters x 2 bytes (bf16), more than the 16 x 80 "
+                     f"GB = 1,280 GB it recommends. DeepSeek ships R1 in FP8 (128x128 block scales): "
+                     f"{r.shipped_gib * gb:,.0f} GB of weights as shipped ({peak['8-bit'] * gb:,.0f} GB with a 4k "
+                     f"sequence at 8-bit), which 8 x 141 GB H200 hold; A100s have no FP8 tensor cores. transformers "
+                     f"caches R1's full keys and values ({r.kv_cache_gib * gb:.1f} GB per 4k sequence); vLLM caches "
+                     f"the MLA latents ({latent * gb:.2f} GB).")
+    elif r.guide.model.startswith("r1-distill") or r.guide.model == "llama-3-70b":
+        figure = float(r.guide.guide_vram.strip("~GB (estimado)").replace(",", ""))
+        precision = "bf16" if r.guide.model == "llama-3-70b" else "4-bit"
+        bits = 16 if precision == "bf16" else 4
+        nominal = figure / (r.params_total / 1e9) * 8
+        notes.append(f"{r.guide.guide_vram} is about {bits}-bit weights alone ({nominal:.1f} bits per parameter): "
+                     f"with the {precision} weights ({w[precision] * gb:.1f} GB, embeddings kept in bf16), a 4k KV "
+                     f"cache and the CUDA context the GPU holds {peak[precision] * gb:.1f} GB"
+                     + ("" if precision == "bf16" else f"; at bf16, {peak['bf16'] * gb:.1f} GB") + ".")
+        if r.guide.model == "llama-3-70b":
+            notes.append("an RTX 3000 card (24 GB at most) and 32 GB of system RAM cannot hold it: offloading to "
+                         "the CPU runs at PCIe speed, a few tokens per minute")
+    elif r.guide.model == "llama-3.3-70b":
+        notes.append(f"Llama 3.3 comes in one size, 70B: {peak['bf16'] * gb:.0f} GB at bf16 and "
+                     f"{peak['4-bit'] * gb:.0f} GB at 4-bit, so neither 12 GB nor 24 GB holds it (the smaller "
+                     "Llama 3.x models are 3.1 8B and 3.2 1B/3B)")
+    elif r.guide.model == "gpt-neox-20b":
+        notes.append(f"48 GB over two RTX 3090 holds inference ({peak['bf16'] * gb:.0f} GB at bf16, split by tensor "
+                     f"parallelism) and QLoRA ({r.train_gib['QLoRA'] * gb:.0f} GB), not full fine-tuning "
+                     f"(~{r.params_total * 16 / 1e9:,.0f} GB of weights, gradients and AdamW states)")
+    elif r.guide.model == "bloom":
+        notes.append(f"40 GB is far from training BLOOM: full training holds ~{r.params_total * 16 / 1e12:.1f} TB "
+                     f"of weights, gradients and AdamW states; even QLoRA needs {r.train_gib['QLoRA'] * gb:.0f} GB "
+                     f"and serving at bf16 {peak['bf16'] * gb:.0f} GB")
+    return notes

@@ -1,0 +1,247 @@
+"""``recommend`` and ``table``: golden cases with the reasoning written out, constraints, the Pareto front,
+and the promise that every recommended setup is exactly what ``estimate`` says about it."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+
+from gpuplan import GpuplanError, estimate
+from gpuplan.catalog import load_model
+from gpuplan.recommend import Constraints, parse_have, recommend
+from gpuplan.scenario import Scenario
+
+GIB = 2**30
+A6000, RTX4090, H100, A100 = "nvidia-rtx-a6000", "nvidia-geforce-rtx-4090", "nvidia-h100-sxm5-80gb", \
+    "nvidia-a100-sxm4-80gb"
+
+
+def run(fields: dict, **constraints):
+    s = Scenario.model_validate(fields)
+    return recommend(s, load_model(s.model), Constraints(**constraints))
+
+
+# ---- golden cases ----------------------------------------------------------------------------------------
+def test_qlora_llama_70b_fits_one_48gb_card():
+    """Llama-3.1-70B has 80 layers of q,o 8192x8192, k,v 8192x1024 and gate/up/down 8192x28672:
+    855,638,016 linear weights per layer, 68,451,041,280 in all. NF4 with double quantization stores
+    4 + 8/64 + 32/(64*256) = 4.127 bits each: 35.31e9 B = 32.89 GiB. Embeddings and lm_head (2 x 128256 x 8192)
+    stay 16-bit when the fp32 upcast is off: 3.91 GiB. Rank-16 adapters on all 7 linears hold
+    16*(2*(8192+8192) + 2*(8192+1024) + 3*(8192+28672)) = 2,588,672 parameters per layer, 207,093,760 in fp32:
+    0.77 GiB. Weights: 37.57 GiB. Checkpointing keeps one bf16 hidden state per layer (80 x 2048 x 8192 x 2 B =
+    2.5 GiB) plus one layer's working set and the logits: the peak stays under the 47.76 GiB an RTX A6000
+    offers. With the fp32 upcast of embeddings peft does by default, the same run is 3.91 GiB over."""
+    linear = 80 * (2 * 8192 * 8192 + 2 * 8192 * 1024 + 3 * 8192 * 28672)
+    assert linear == 68_451_041_280
+    nf4 = linear * (4 + 8 / 64 + 32 / (64 * 256)) / 8 / GIB
+    embeddings = 2 * 128256 * 8192 * 2 / GIB
+    adapters = 80 * 16 * (2 * 16384 + 2 * 9216 + 3 * 36864) * 4 / GIB
+    fields = dict(model="llama-3.1-70b", task="train", method="qlora", seq_len=2048, train_tokens=1e7)
+    result = run(fields, gpus=(A6000,), max_gpus=1)
+    assert result.setups, result.changes
+    best = result.setups[0]
+    assert best.num_gpus == 1 and best.gpu_id == A6000
+    assert best.device_peak_gib <= 47.76 and "bf16 embeddings" in best.techniques
+    again = estimate(best.scenario.model_dump(), advise=False).memory
+    assert again.weights_gib == pytest.approx(nf4 + embeddings + adapters, rel=0.005)
+    assert again.fits
+    upcast = estimate({**best.scenario.model_dump(), "qlora_fp32_upcast": True}, advise=False).memory
+    assert upcast.weights_gib - again.weights_gib == pytest.approx(embeddings, rel=0.01)
+    assert not upcast.fits
+
+
+def test_full_finetune_8b_does_not_fit_24gb_and_the_way_out_is_named():
+    """bf16-mixed AdamW holds 4 (fp32 weights) + 4 (fp32 gradients) + 8 (two fp32 moments) = 16 bytes per
+    parameter: 8,030,261,248 x 16 B = 119.7 GiB before any activation, five times a 24 GB card, so no
+    micro-batch or checkpointing saves it. The recommendation has no setup on one RTX 4090 and names what
+    does fit: LoRA/QLoRA on that card, or ZeRO-3 over several of them (8 x 23.9 GiB > 119.7 / 8 per card)."""
+    states = 8_030_261_248 * 16 / GIB
+    assert states == pytest.approx(119.66, abs=0.01)
+    fields = dict(model="llama-3.1-8b", task="train", method="full", precision="bf16-mixed", optimizer="adamw",
+                  micro_batch_size=1, grad_checkpointing="full", train_tokens=1e8)
+    mem = estimate({**fields, "gpu": RTX4090}, advise=False).memory
+    assert mem.weights_gib + mem.gradients_gib + mem.optimizer_gib >= states * 0.999
+    result = run(fields, gpus=(RTX4090,), max_gpus=1)
+    assert not result.setups and result.fitting == 0
+    assert any("--any-method" in c and "1x nvidia-geforce-rtx-4090" in c for c in result.changes)
+    more = [c for c in result.changes if "--max-gpus" in c]
+    assert more and "zero3" in more[0]
+
+
+def test_serving_llama_70b_32x4k_needs_four_80gb_cards():
+    """bf16 weights: 70,553,706,496 x 2 B = 131.4 GiB, more than an 80 GB card. KV cache: 32 sequences x
+    4,096 tokens x 80 layers x 2 (K, V) x 8 KV heads x 128 x 2 B = 40.0 GiB. Two cards hold 65.7 + 20.0 =
+    85.7 GiB each, over 79.6; three do not divide the 64 heads; four hold 42.9 GiB each."""
+    weights = 70_553_706_496 * 2 / GIB
+    kv = 32 * 4096 * 80 * 2 * 8 * 128 * 2 / GIB
+    assert kv == pytest.approx(40.0)
+    assert weights / 2 + kv / 2 > 79.6 > weights / 4 + kv / 4
+    for engine in ("transformers", "vllm"):
+        fields = dict(model="llama-3.1-70b", task="infer", batch_size=32, prompt_tokens=3584, output_tokens=512,
+                      engine=engine)
+        result = run(fields, gpus=(H100, A100), top=50)
+        assert result.setups
+        assert min(x.num_gpus for x in result.setups) == 4, engine
+
+
+# ---- recommend == estimate -------------------------------------------------------------------------------
+JOBS = [
+    (dict(model="llama-3.1-8b", task="train", train_tokens=1e8), {}),
+    (dict(model="llama-3.1-8b", task="train", micro_batch_size=4, train_tokens=5e7), {"any_method": True}),
+    (dict(model="qwen2.5-72b", task="train", method="qlora", train_tokens=1e7), {"pricing": "spot"}),
+    (dict(model="llama-3.1-70b", task="train", train_tokens=1e9), {"max_gpus": 32, "pricing": "any"}),
+    (dict(model="llama-3.1-70b", task="infer", engine="vllm", batch_size=32, prompt_tokens=4096), {}),
+    (dict(model="mixtral-8x7b", task="infer", batch_size=8, prompt_tokens=2048), {"any_quant": True}),
+]
+
+
+@pytest.mark.parametrize("fields, constraints", JOBS)
+def test_each_recommended_setup_is_what_estimate_says(fields, constraints):
+    result = run(fields, top=6, **constraints)
+    assert len(result.setups) >= 3
+    for x in result.setups:
+        again = estimate(x.scenario.model_dump())
+        assert again.memory.device_peak_gib == pytest.approx(x.device_peak_gib, rel=1e-9)
+        assert again.memory.fits
+        assert again.speed["tokens_per_s"] == pytest.approx(x.tokens_per_s, rel=1e-9)
+        assert again.cost["offer"] == x.offer.removesuffix(" (per-GPU price)").replace(
+            f"{x.num_gpus // x.scenario.num_nodes}x", f"{again.cost['num_gpus'] // again.cost['instances']}x")
+        assert again.cost["usd_per_hour"] == pytest.approx(x.usd_per_hour, rel=1e-9)
+        assert again.cost["usd_per_million_tokens"] == pytest.approx(x.usd_per_million_tokens, rel=1e-9)
+        if x.usd_total is not None:
+            assert again.cost["usd_total"] == pytest.approx(x.usd_total, rel=1e-9)
+
+
+# ---- constraints -----------------------------------------------------------------------------------------
+TRAIN_8B = dict(model="llama-3.1-8b", task="train", train_tokens=1e8)
+
+
+def test_ranked_by_objective_with_the_pareto_front_marked():
+    cost = run(TRAIN_8B, top=30).setups
+    per_mtok = [x.usd_per_million_tokens for x in cost]
+    assert per_mtok == sorted(per_mtok)
+    fast = run(TRAIN_8B, top=30, objective="time").setups
+    speeds = [x.tokens_per_s for x in fast]
+    assert speeds == sorted(speeds, reverse=True)
+    assert cost[0].pareto and fast[0].pareto  # the cheapest and the fastest are never dominated
+    for x in cost:
+        dominated = any(y.usd_per_million_tokens < x.usd_per_million_tokens and y.tokens_per_s > x.tokens_per_s
+                        for y in cost)
+        assert not (x.pareto and dominated)
+
+
+def test_budget_and_deadline_filter_and_explain():
+    cheapest = run(TRAIN_8B).setups[0]
+    within = run(TRAIN_8B, budget_usd=cheapest.usd_total * 1.5, top=50).setups
+    assert within and all(x.usd_total <= cheapest.usd_total * 1.5 for x in within)
+    broke = run(TRAIN_8B, budget_usd=cheapest.usd_total * 0.5)
+    assert not broke.setups and broke.fitting > 0
+    assert broke.changes[0].startswith(f"raise the budget to ${math.ceil(cheapest.usd_total):,}")
+    fastest = run(TRAIN_8B, objective="time").setups[0]
+    late = run(TRAIN_8B, deadline_hours=fastest.hours * 0.5)
+    assert not late.setups and any(c.startswith("extend the deadline") for c in late.changes)
+
+
+def test_allow_lists_pricing_and_headroom():
+    only = run(TRAIN_8B, providers=("runpod",), gpus=(H100, A100), top=50).setups
+    assert only and {x.provider for x in only} == {"runpod"} and {x.gpu_id for x in only} <= {H100, A100}
+    spot = run(TRAIN_8B, pricing="spot", top=50).setups
+    assert spot and all(x.pricing in ("spot", "interruptible") for x in spot)
+    roomy = run(TRAIN_8B, min_headroom=0.25, top=50).setups
+    assert roomy and all(x.headroom_pct >= 25 for x in roomy)
+
+
+def test_owned_hardware_is_priced_by_power():
+    """Two RTX 3090 (350 W TDP) at 80 % average draw, PUE 1.4 and $0.15/kWh: 2 x 0.35 x 0.8 x 1.4 x 0.15 =
+    $0.1176 per hour; QLoRA of an 8B model fits a 24 GB card, so the owned pair beats every on-demand
+    offer (marketplace spot 4090s can undercut it: ``pricing="any"`` lists both)."""
+    assert parse_have("2x3090") == ("nvidia-geforce-rtx-3090", 2)
+    fields = dict(model="llama-3.1-8b", task="train", method="qlora", train_tokens=1e7)
+    best = run(fields, have=(parse_have("2x3090"),)).setups[0]
+    assert best.owned and best.gpu_id == "nvidia-geforce-rtx-3090" and best.num_gpus <= 2
+    assert best.usd_per_hour == pytest.approx(best.num_gpus * 0.35 * 0.8 * 1.4 * 0.15)
+    anywhere = run(fields, have=(parse_have("2x3090"),), pricing="any", top=50).setups
+    assert any(x.owned for x in anywhere) and any(x.pricing == "interruptible" for x in anywhere)
+    with pytest.raises(GpuplanError, match="did you mean"):
+        parse_have("2x3909ti")
+
+
+def test_nothing_fits_lists_changes_best_first():
+    result = run(dict(model="llama-3.1-405b", task="train", train_tokens=1e8), max_gpus=1)
+    assert not result.setups and result.changes
+    assert "--max-gpus" in result.changes[0]
+    serve = run(dict(model="llama-3.1-70b", task="infer", batch_size=32, prompt_tokens=4096), max_gpus=1)
+    assert any("--any-quant" in c for c in serve.changes)
+    assert any("--prompt-tokens" in c for c in serve.changes)
+
+
+# ---- the guide's table -----------------------------------------------------------------------------------
+def test_guide_table_numbers_and_footnotes():
+    from gpuplan.table import guide_table
+
+    rows = {r.guide.model: r for r in guide_table(cheapest=False)}
+    assert len(rows) == 11
+    r1 = rows["deepseek-r1"]
+    # FP8 experts and attention (1 B each) + bf16 embeddings and lm_head (2 x 129280 x 7168 x 2 B) + one fp32
+    # scale per 128 x 128 block: about 673 GB, half the guide's 1,342 GB.
+    hand = (671_026_404_352 - 2 * 129280 * 7168) * (1 + 4 / 128**2) + 2 * 129280 * 7168 * 2
+    assert r1.shipped_gib * GIB == pytest.approx(hand, rel=0.005)
+    assert "FP8" in r1.notes[0] and "1,280 GB" in r1.notes[0]
+    assert r1.infer_gib["8-bit"] * GIB / 1e9 < 8 * 141  # 8 x H200 hold R1 as shipped
+    q7 = rows["r1-distill-qwen-7b"]
+    # 7.62B x 4 bits = 3.8 GB: the guide's 3.3 GB counts 4-bit weights and nothing else
+    assert q7.params_total * 0.5 / 1e9 == pytest.approx(3.8, abs=0.1)
+    assert q7.infer_gib["4-bit"] * GIB / 1e9 > 2 * 3.3
+    assert "4-bit weights alone" in q7.notes[0]
+    assert rows["bloom"].train_gib["QLoRA"] * GIB / 1e9 > 40 * 3
+    for r in rows.values():
+        assert r.infer_gib["bf16"] > r.infer_gib["8-bit"] > r.infer_gib["4-bit"]
+        assert r.train_gib["LoRA"] > r.train_gib["QLoRA"]
+
+
+def test_guide_table_cheapest_setups_hold_the_model():
+    from gpuplan.table import guide_table
+
+    for r in guide_table():
+        best = r.serve.setups[0]
+        assert best.num_gpus * best.capacity_gib >= r.weights_gib["bf16"]
+        assert r.qlora.setups, r.guide.model
+
+
+# ---- CLI -------------------------------------------------------------------------------------------------
+def gpuplan(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "COLUMNS": "200"}
+    return subprocess.run([sys.executable, "-m", "gpuplan", *args], capture_output=True, text=True, env=env)
+
+
+def test_recommend_cli_json_and_table():
+    done = gpuplan("recommend", "--model", "llama-3.1-8b", "--task", "train", "--method", "qlora",
+                   "--train-tokens", "1e7", "--top", "3", "--json")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert len(data["setups"]) == 3 and data["evaluated"] >= data["fitting"] > 0
+    assert data["setups"][0]["scenario"]["gpu"] == data["setups"][0]["gpu_id"]
+    table = gpuplan("recommend", "--model", "llama-3.1-8b", "--task", "train", "--train-tokens", "1e7")
+    assert table.returncode == 0 and "Pareto" in table.stdout and "headroom" in table.stdout
+
+
+@pytest.mark.parametrize("args, text", [
+    (["--objective", "fastest"], "cost, time or balanced"),
+    (["--min-headroom", "lots"], "percentage"),
+    (["--gpus", "h100-sxm,rtx-9090"], "did you mean"),
+    (["--have", "2xa7000"], "did you mean"),
+])
+def test_recommend_bad_input(args, text):
+    done = gpuplan("recommend", "--model", "llama-3.1-8b", "--task", "train", *args)
+    assert done.returncode == 2 and text in done.stderr and "Traceback" not in done.stderr
+
+
+def test_table_cli_prints_footnotes():
+    done = gpuplan("table", "--no-cheapest")
+    assert done.returncode == 0, done.stderr
+    assert "[1]" in done.stdout and "FP8" in done.stdout and "R1-Distill-Qwen-7B" in done.stdout
