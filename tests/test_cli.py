@@ -60,10 +60,13 @@ def test_usage_error_exit_2():
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
 
 
-@pytest.mark.parametrize("command", [(), ("models",), ("model",)])
+@pytest.mark.parametrize("command", [(), ("models",), ("model",), ("estimate",), ("recommend",), ("table",),
+                                     ("cost",), ("gpus",), ("buy",)])
 def test_help_teaches(command):
     proc = gpuplan(*command, "--help")
     assert proc.returncode == 0 and "Usage" in proc.stdout
+    if command in (("recommend",), ("estimate",)):
+        assert "Example" in proc.stdout  # the help shows a command to copy
 
 
 def test_estimate_json_and_flags_override_file(tmp_path):

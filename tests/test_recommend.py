@@ -199,6 +199,10 @@ def test_guide_table_numbers_and_footnotes():
     assert q7.infer_gib["4-bit"] * GIB / 1e9 > 2 * 3.3
     assert "4-bit weights alone" in q7.notes[0]
     assert rows["bloom"].train_gib["QLoRA"] * GIB / 1e9 > 40 * 3
+    # GPT-NeoX at bf16: 20.55B x 2 B = 41.1 GB of weights, 20.6 GB per RTX 3090 under TP=2, plus the 4k KV
+    # cache, the embeddings' logits and ~0.5 GB of CUDA context per card: over 24 GB. 8-bit halves the weights.
+    neox = rows["gpt-neox-20b"].notes[0]
+    assert "hold inference at 8-bit, 4-bit but not at bf16" in neox
     for r in rows.values():
         assert r.infer_gib["bf16"] > r.infer_gib["8-bit"] > r.infer_gib["4-bit"]
         assert r.train_gib["LoRA"] > r.train_gib["QLoRA"]

@@ -500,6 +500,10 @@ def recommend_cmd(scenario: str | None = None, as_json: bool = False, budget_usd
     render_recommendation(s, result)
 
 
+def _usd(x: float) -> str:
+    return f"{x:,.0f}" if x >= 100 else f"{x:,.2f}" if x >= 1 else f"{x:.3f}"
+
+
 def render_recommendation(s, result) -> None:
     out.print(f"[dim]{result.evaluated:,} setups evaluated ({result.evaluated / max(result.elapsed_s, 1e-9):,.0f}/s), "
               f"{result.fitting:,} fit[/]")
@@ -520,8 +524,8 @@ def render_recommendation(s, result) -> None:
         row = [f"{i}{'*' if x.pareto else ''}", setup, offer, f"{x.device_peak_gib:.0f}/{x.capacity_gib:.0f}",
                f"{x.tokens_per_s:,.0f}"]
         if train:
-            row += [f"{x.hours:,.1f}", f"{x.usd_total:,.0f}"]
-        table.add_row(*row, f"{x.usd_per_million_tokens:,.2f}")
+            row += [f"{x.hours:,.1f}", _usd(x.usd_total)]
+        table.add_row(*row, _usd(x.usd_per_million_tokens))
     out.print(table)
     for i, x in enumerate(result.setups[:3], 1):
         out.print(f"{i}. {x.num_gpus}x {x.gpu_id} ({x.offer}): {x.rationale}")
@@ -559,6 +563,7 @@ def table_cmd(
     cheapest: Annotated[bool, typer.Option("--cheapest/--no-cheapest",
                                            help="Search the cheapest setups (about a second more).")] = True,
     catalog: Annotated[list[str] | None, typer.Option(help="Extra offers CSV overriding bundled prices.")] = None,
+    markdown: Annotated[bool, typer.Option("--markdown", help="Print a Markdown table and numbered notes.")] = False,
     as_json: JsonFlag = False,
 ) -> None:
     """The GPU guide's model table recomputed: serving memory at bf16 / 8-bit / 4-bit with a 4k context,
@@ -587,23 +592,33 @@ def table_cmd(
         _print_json(data)
         return
     gb = 2**30 / 1e9
-    table = Table(title="The guide's table, recomputed (GB = 10^9 bytes; 4k tokens; \\[n] = footnote)",
-                  title_justify="left", padding=(0, 1))
-    for col in ("model", "params", "guide says", "bf16", "8-bit", "4-bit", "LoRA", "QLoRA", "cheapest to serve bf16",
-                "cheapest QLoRA"):
-        table.add_column(col, justify="left" if col in ("model", "guide says") or col.startswith("cheap") else
-                         "right")
+    columns = ("model", "params", "guide says", "bf16", "8-bit", "4-bit", "LoRA", "QLoRA", "cheapest to serve bf16",
+               "cheapest QLoRA")
     notes: list[str] = []
+    cells = []
     for r in rows:
         marks = ""
         for note in r.notes:
             notes.append(note)
-            marks += f" \\[{len(notes)}]"
-        table.add_row(r.guide.guide_name.removeprefix("DeepSeek-") + marks, human_count(r.params_total),
-                      r.guide.guide_vram,
-                      *(f"{r.infer_gib[k] * gb:,.1f}" for k in ("bf16", "8-bit", "4-bit")),
-                      *(f"{r.train_gib[k] * gb:,.1f}" for k in ("LoRA", "QLoRA")),
-                      _cheapest(r.serve), _cheapest(r.qlora))
+            marks += f" [{len(notes)}]"
+        cells.append([r.guide.guide_name.removeprefix("DeepSeek-") + marks, human_count(r.params_total),
+                      r.guide.guide_vram, *(f"{r.infer_gib[k] * gb:,.1f}" for k in ("bf16", "8-bit", "4-bit")),
+                      *(f"{r.train_gib[k] * gb:,.1f}" for k in ("LoRA", "QLoRA")), _cheapest(r.serve),
+                      _cheapest(r.qlora)])
+    if markdown:
+        right = ("params", "bf16", "8-bit", "4-bit", "LoRA", "QLoRA")
+        lines = ["| " + " | ".join(columns) + " |", "|" + "|".join("---:" if c in right else "---" for c in columns)
+                 + "|", *("| " + " | ".join(row) + " |" for row in cells), ""]
+        lines += [f"{i}. {note}" for i, note in enumerate(notes, 1)]
+        sys.stdout.write("\n".join(lines) + "\n")
+        return
+    table = Table(title="The guide's table, recomputed (GB = 10^9 bytes; 4k tokens; \\[n] = footnote)",
+                  title_justify="left", padding=(0, 1))
+    for col in columns:
+        table.add_column(col, justify="left" if col in ("model", "guide says") or col.startswith("cheap") else
+                         "right")
+    for row in cells:
+        table.add_row(*(cell.replace("[", "\\[") for cell in row))
     out.print(table)
     for i, note in enumerate(notes, 1):
         out.print(f"\\[{i}] {note}", highlight=False)

@@ -256,7 +256,7 @@ def _rationale(x: Setup, gpu: GpuSpec, speed) -> str:
                      ("NVLink helps little" if gpu.nvlink_bandwidth_gbs else "PCIe is enough"))
     if speed.bound.startswith("host"):
         parts.append("eager decoding: a serving engine (--engine vllm) is several times faster")
-    parts.append(f"${x.usd_per_million_tokens:,.2f} per million tokens at {x.tokens_per_s:,.0f} tokens/s")
+    parts.append(f"${x.usd_per_million_tokens:,.3g} per million tokens at {x.tokens_per_s:,.0f} tokens/s")
     return "; ".join(parts)
 
 

@@ -106,6 +106,12 @@ def guide_table(*, catalogs: tuple[str, ...] = (), cheapest: bool = True) -> lis
     return rows
 
 
+def fits_on(model: str, gpu: str, n: int, fields: dict) -> bool:
+    """Whether ``model`` fits ``n`` x ``gpu`` (tensor parallel for inference) with these scenario fields."""
+    layout = {"num_gpus": n, "tp": n} if fields["task"] == "infer" else {"num_gpus": n}
+    return bool(estimate({"model": model, "gpu": gpu, **fields, **layout}, advise=False).memory.fits)
+
+
 def footnotes(r: TableRow) -> list[str]:
     """Where the guide's figure or GPU is off, say how, with the recomputed numbers."""
     gb = 1.073741824  # GB per GiB: the guide writes GB
@@ -124,21 +130,27 @@ def footnotes(r: TableRow) -> list[str]:
         precision = "bf16" if r.guide.model == "llama-3-70b" else "4-bit"
         bits = 16 if precision == "bf16" else 4
         nominal = figure / (r.params_total / 1e9) * 8
+        kept = "" if precision == "bf16" else ", embeddings kept in bf16"
         notes.append(f"{r.guide.guide_vram} is about {bits}-bit weights alone ({nominal:.1f} bits per parameter): "
-                     f"with the {precision} weights ({w[precision] * gb:.1f} GB, embeddings kept in bf16), a 4k KV "
-                     f"cache and the CUDA context the GPU holds {peak[precision] * gb:.1f} GB"
+                     f"with the {precision} weights ({w[precision] * gb:.1f} GB{kept}), a 4k KV cache and the CUDA "
+                     f"context the GPU holds {peak[precision] * gb:.1f} GB"
                      + ("" if precision == "bf16" else f"; at bf16, {peak['bf16'] * gb:.1f} GB") + ".")
         if r.guide.model == "llama-3-70b":
-            notes.append("an RTX 3000 card (24 GB at most) and 32 GB of system RAM cannot hold it: offloading to "
-                         "the CPU runs at PCIe speed, a few tokens per minute")
+            notes.append(f"an RTX 3000 card (24 GB at most) and 32 GB of system RAM cannot even hold the "
+                         f"{w['bf16'] * gb:.0f} GB of bf16 weights; at 4-bit it takes {peak['4-bit'] * gb:.0f} GB, "
+                         "two 24 GB cards")
     elif r.guide.model == "llama-3.3-70b":
         notes.append(f"Llama 3.3 comes in one size, 70B: {peak['bf16'] * gb:.0f} GB at bf16 and "
                      f"{peak['4-bit'] * gb:.0f} GB at 4-bit, so neither 12 GB nor 24 GB holds it (the smaller "
                      "Llama 3.x models are 3.1 8B and 3.2 1B/3B)")
     elif r.guide.model == "gpt-neox-20b":
-        notes.append(f"48 GB over two RTX 3090 holds inference ({peak['bf16'] * gb:.0f} GB at bf16, split by tensor "
-                     f"parallelism) and QLoRA ({r.train_gib['QLoRA'] * gb:.0f} GB), not full fine-tuning "
-                     f"(~{r.params_total * 16 / 1e9:,.0f} GB of weights, gradients and AdamW states)")
+        pair = {label: fits_on(r.guide.model, "rtx-3090", 2, {**INFER, "quant": q}) for label, q in QUANTS.items()}
+        holds = [label for label, ok in pair.items() if ok]
+        notes.append(f"two RTX 3090 (tensor parallel) hold inference at {', '.join(holds) or 'no precision'} but "
+                     f"not at {', '.join(k for k in pair if k not in holds) or '-'} ({peak['bf16'] * gb:.0f} GB at "
+                     f"bf16 is more than 2 x 24 GB once each card keeps its CUDA context); QLoRA takes "
+                     f"{r.train_gib['QLoRA'] * gb:.0f} GB on one card; full fine-tuning holds ~"
+                     f"{r.params_total * 16 / 1e9:,.0f} GB of weights, gradients and AdamW states")
     elif r.guide.model == "bloom":
         notes.append(f"40 GB is far from training BLOOM: full training holds ~{r.params_total * 16 / 1e12:.1f} TB "
                      f"of weights, gradients and AdamW states; even QLoRA needs {r.train_gib['QLoRA'] * gb:.0f} GB "
