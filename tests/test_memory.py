@@ -145,6 +145,14 @@ def test_checkpointing_never_raises_peak(s):
 
 @given(train)
 def test_qlora_below_lora_below_full(s):
+    """QLoRA saves 1.5 bytes per layer weight (16 -> ~4.1 bits), but peft's fp32 upcast doubles the embeddings
+    and autocast keeps a 16-bit copy of the fp32 lm_head for the backward: where the embedding is a large share
+    of the model (Qwen2.5-0.5B: 27 %), QLoRA with the upcast takes more than LoRA. The fake-tensor simulation
+    agrees (1.49 vs 1.43 GiB at 128 tokens), so the order is asserted where layers dominate, or without the
+    upcast."""
+    m = load_model(s["model"])
+    if m.params_breakdown()["embeddings"] + m.params_breakdown()["lm_head"] > 0.2 * m.params_total:
+        s = {**s, "qlora_fp32_upcast": False}
     peaks = [mem(**{**s, "method": method}).allocated_peak_gib for method in ("qlora", "lora", "full")]
     assert peaks[0] < peaks[1] < peaks[2]
 
@@ -234,5 +242,12 @@ def test_lora_dropout_keeps_a_copy_of_each_adapted_input():
                 seq_len=512)
     without = mem(**base).allocated_peak_gib
     with_dropout = mem(**base, lora_dropout=0.1).allocated_peak_gib
-    # per layer and adapter: a bf16 dropped copy of the 2048-wide input plus a one-byte mask, for 512 tokens
-    assert (with_dropout - without) * GIB == pytest.approx(16 * 2 * (2 + 1) * 512 * 2048)
+    # bf16-mixed with fp32 adapters: peft casts each adapter's input to fp32 and autocast casts the dropped
+    # copy back to bf16 for lora_A; that bf16 copy is saved with or without dropout. Dropout adds its one-byte
+    # mask (CUDA native_dropout): 16 layers x 2 adapters x 512 tokens x 2048 wide. The simulator agrees.
+    assert (with_dropout - without) * GIB == pytest.approx(16 * 2 * 1 * 512 * 2048)
+    # bf16-true, adapters in bf16, no casts: q and v adapters share one saved input without dropout; with it,
+    # each keeps its dropped bf16 copy and its mask: 16 x (2 x (2 + 1) - 2) bytes per token and width.
+    true = dict(base, precision="bf16-true")
+    extra = mem(**true, lora_dropout=0.1).allocated_peak_gib - mem(**true).allocated_peak_gib
+    assert extra * GIB == pytest.approx(16 * (2 * (2 + 1) - 2) * 512 * 2048)

@@ -33,15 +33,16 @@ def test_qlora_llama_70b_fits_one_48gb_card():
     4 + 8/64 + 32/(64*256) = 4.127 bits each: 35.31e9 B = 32.89 GiB. Embeddings and lm_head (2 x 128256 x 8192)
     stay 16-bit when the fp32 upcast is off: 3.91 GiB. Rank-16 adapters on all 7 linears hold
     16*(2*(8192+8192) + 2*(8192+1024) + 3*(8192+28672)) = 2,588,672 parameters per layer, 207,093,760 in fp32:
-    0.77 GiB. Weights: 37.57 GiB. Checkpointing keeps one bf16 hidden state per layer (80 x 2048 x 8192 x 2 B =
-    2.5 GiB) plus one layer's working set and the logits: the peak stays under the 47.76 GiB an RTX A6000
-    offers. With the fp32 upcast of embeddings peft does by default, the same run is 3.91 GiB over."""
+    0.77 GiB. Weights: 37.57 GiB. At 1,024 tokens, checkpointing keeps one bf16 hidden state per layer (80 x
+    1024 x 8192 x 2 B = 1.25 GiB) plus one layer's working set and the logits (3 fp32 copies of 1024 x 128256 in
+    the loss backward: 1.5 GiB): the peak stays under the 47.76 GiB an RTX A6000 offers. With the fp32 upcast of
+    embeddings peft does by default, the same run is 3.91 GiB over; at 2,048 tokens it no longer fits."""
     linear = 80 * (2 * 8192 * 8192 + 2 * 8192 * 1024 + 3 * 8192 * 28672)
     assert linear == 68_451_041_280
     nf4 = linear * (4 + 8 / 64 + 32 / (64 * 256)) / 8 / GIB
     embeddings = 2 * 128256 * 8192 * 2 / GIB
     adapters = 80 * 16 * (2 * 16384 + 2 * 9216 + 3 * 36864) * 4 / GIB
-    fields = dict(model="llama-3.1-70b", task="train", method="qlora", seq_len=2048, train_tokens=1e7)
+    fields = dict(model="llama-3.1-70b", task="train", method="qlora", seq_len=1024, train_tokens=1e7)
     result = run(fields, gpus=(A6000,), max_gpus=1)
     assert result.setups, result.changes
     best = result.setups[0]

@@ -59,6 +59,8 @@ class ActivationSetup:
     recompute_attention: bool = False  # selective checkpointing: recompute the attention core
     lora_rank: int = 0
     lora_dropout: float = 0.0
+    lora_input_casts: bool = False  # fp32 adapters under autocast: peft casts each adapter's input separately
+    lora_experts: bool = False  # peft ParamWrapper on fused MoE experts: W + B@A materialized per forward
 
 
 def trains(lin: Linear, setup: ActivationSetup) -> bool:
@@ -82,10 +84,14 @@ def saved_bytes(layer: Layer, model, setup: ActivationSetup) -> float:
     for lin in layer.linears:
         if lin.group == "experts" or not trains(lin, setup):
             continue
+        if (not setup.base_trainable and setup.lora_dropout > 0 and not setup.lora_input_casts
+                and lin.name in setup.lora_targets):
+            continue  # the adapter saves its own dropped copy instead of the shared input (lora_saved)
         key = INPUT_OF.get(lin.name, lin.name)
         row_parallel = key in ("attn_out", "mlp_mid")
         size = (T * lin.in_features / t) if row_parallel else Ts * lin.in_features
-        if setup.autocast_fp32_weights and key in CAST_FROM_FP32:
+        if (setup.autocast_fp32_weights and key in CAST_FROM_FP32) or (
+                setup.lora_input_casts and lin.name in setup.lora_targets):
             total += c * size  # one bf16 cast per linear
         elif key not in seen:
             total += c * size
@@ -99,7 +105,9 @@ def saved_bytes(layer: Layer, model, setup: ActivationSetup) -> float:
 def lora_saved(layer: Layer, setup: ActivationSetup) -> float:
     """LoRA's own activations per adapted linear (peft ``lora.Linear``): lora_B saves lora_A's ``T x r``
     output; with ``lora_dropout > 0`` each adapter also keeps its dropped copy of the input and the
-    dropout mask (one byte per element), since peft applies a separate dropout per adapter."""
+    dropout mask (one byte per element), since peft applies a separate dropout per adapter. Under autocast
+    with fp32 adapters, peft casts the input to fp32 (``_cast_input_dtype``) and autocast casts it back for
+    ``lora_A``: that 16-bit copy, counted with the linear inputs, is the one the adapter saves."""
     if not setup.lora_rank:
         return 0.0
     T, c = setup.tokens, setup.compute_bytes
@@ -108,7 +116,7 @@ def lora_saved(layer: Layer, setup: ActivationSetup) -> float:
         if lin.name in setup.lora_targets and lin.count == 1:
             total += c * T * setup.lora_rank
             if setup.lora_dropout > 0:
-                total += (c + 1) * T * lin.in_features
+                total += (1 + (0 if setup.lora_input_casts else c)) * T * lin.in_features
     return total
 
 
@@ -127,7 +135,8 @@ def attention_saved(layer: Layer, model, setup: ActivationSetup) -> float:
         qkv, out = c * T * d * (a + 2 * kv_saved), c * T * a * d
     if setup.attention == "eager" and not setup.recompute_attention:
         scores = setup.batch * a * setup.seq * setup.seq  # full s x s, even for sliding-window layers
-        return qkv + out + (4 + c) * scores
+        softcap = c if softcapping(model, "attn_logit_softcapping") else 0  # Gemma-2 saves tanh(scores / cap)
+        return qkv + out + (4 + c + softcap) * scores
     return qkv + out + 4 * T * a
 
 
@@ -147,8 +156,10 @@ def mlp_saved(layer: Layer, model, setup: ActivationSetup) -> float:
         routed = T * k
         total += 8 * T * E  # router logits and fp32 softmax
         total += c * routed * (3 * i_e if model.gated_mlp else i_e) + c * routed * model.hidden_size  # internals, out
-        if any(trains(lin, setup) for lin in experts):
+        if any(trains(lin, setup) for lin in experts) or setup.lora_experts:
             total += c * routed * (model.hidden_size + i_e)  # gathered inputs and down_proj inputs
+        if setup.lora_experts:  # the adapted expert weights W + scaling·B@A, saved for the input gradient
+            total += c * sum(lin.weight_params for lin in experts)
     return total
 
 
@@ -185,13 +196,27 @@ def forward_transient(layer: Layer, model, setup: ActivationSetup) -> float:
     return 2 * setup.compute_bytes * setup.batch * a * setup.seq * setup.seq
 
 
-def logits_bytes(model, setup: ActivationSetup) -> tuple[float, float, float]:
+def softcapping(model, key: str) -> bool:
+    """Whether the config soft-caps logits (Gemma-2: ``final_logit_softcapping``, ``attn_logit_softcapping``):
+    ``cap · tanh(x / cap)`` saves the tanh output for the backward."""
+    config = model.config.get("text_config") or model.config
+    return bool(config.get(key))
+
+
+def logits_bytes(model, setup: ActivationSetup, lm_head_cast: bool = False) -> tuple[float, float, float]:
     """(saved, forward transient, backward transient) bytes of the logits and the loss.
 
-    Saved: the fp32 log-softmax output. Forward: the logits in the compute dtype and their fp32 copy.
-    Backward: the fp32 gradient and its cast to the compute dtype. Vocabulary-parallel over TP.
+    Saved: the fp32 log-softmax output (``F.cross_entropy`` = log_softmax + nll_loss, HF ``ForCausalLMLoss``),
+    and, when autocast runs an fp32 lm_head in 16 bits (full fine-tuning in ``-mixed`` precision, QLoRA after
+    peft's fp32 upcast), the 16-bit copy of its weight that the matmul saves for the input gradient.
+    Forward: the logits in the compute dtype (the model's output keeps them alive) and their fp32 copy.
+    Backward: ``nll_loss_backward`` makes a full fp32 gradient, ``_log_softmax_backward_data`` another while the
+    first and the saved output are alive; the cast back to the compute dtype comes after both are freed.
+    Soft-capped logits (Gemma-2) also keep the tanh output. Vocabulary-parallel over TP.
     """
     TV = setup.tokens * model.vocab_size / setup.tp
     c = setup.compute_bytes
     upcast = 4 if c < 4 else 0
-    return 4 * TV, (c + upcast) * TV, (4 + (c if c < 4 else 0)) * TV
+    cast = c * model.vocab_size * model.embedding_dim / setup.tp if lm_head_cast else 0.0
+    softcap = c * TV if softcapping(model, "final_logit_softcapping") else 0.0
+    return 4 * TV + cast + softcap, (c + upcast) * TV, 8 * TV

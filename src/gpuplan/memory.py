@@ -74,6 +74,11 @@ def weight_format(s: Scenario, m: ModelSpec) -> tuple[Format, tuple[str, ...]]:
     return make_format(s.quant, high_bytes=high), ("router",)
 
 
+def adapts_experts(s: Scenario, m: ModelSpec) -> bool:
+    """peft's ``all-linear`` adapts the fused expert weights of a mixture of experts (peft >= 0.17)."""
+    return s.method != "full" and s.lora_targets == "all-linear" and m.is_moe
+
+
 def lora_targets(s: Scenario, m: ModelSpec) -> frozenset[str]:
     """Module names LoRA adapts. ``all-linear`` = every linear of the decoder layers except the output
     head (peft's rule); fused 3-D expert weights are not ``nn.Linear`` in transformers 5 and stay untouched."""
@@ -83,10 +88,45 @@ def lora_targets(s: Scenario, m: ModelSpec) -> frozenset[str]:
     return frozenset(s.lora_targets)
 
 
-def lora_params(m: ModelSpec, targets: frozenset[str], rank: int) -> int:
-    """Trainable LoRA parameters: ``r·(in + out)`` per adapted linear (Hu et al. 2021, section 4)."""
-    return sum(count * rank * (lin.in_features + lin.out_features) * lin.count
-               for layer, count in m.layer_kinds() for lin in layer.linears if lin.name in targets)
+def lora_params(m: ModelSpec, targets: frozenset[str], rank: int, experts: bool = False) -> int:
+    """Trainable LoRA parameters: ``r·(in + out)`` per adapted linear (Hu et al. 2021, section 4). With
+    ``experts`` (``all-linear`` on a mixture of experts), peft's ``ParamWrapper`` adapts the fused 3-D expert
+    weights of transformers 5 too: ``r·E`` rows per expert matrix, doubled for the fused gate/up projection
+    (peft ``lora.ParamWrapper``: ``lora_A = Linear(in, r·E)``, ``lora_B = Linear(r·E, out)``)."""
+    total = sum(count * rank * (lin.in_features + lin.out_features) * lin.count
+                for layer, count in m.layer_kinds() for lin in layer.linears if lin.name in targets)
+    if experts:
+        total += sum(count * expert_lora_params(layer, rank) for layer, count in m.layer_kinds() if layer.moe)
+    return total
+
+
+def expert_lora_params(layer, rank: int) -> int:
+    """peft ``ParamWrapper`` parameters of one MoE layer: gate/up fused (``2·r·E·(h + 2i)``), down
+    (``r·E·(i + h)``)."""
+    from .activations import INPUT_OF
+
+    experts = [lin for lin in layer.linears if lin.group == "experts"]
+    if not experts:
+        return 0
+    E = experts[0].count
+    fused_in = [lin for lin in experts if INPUT_OF.get(lin.name) == "mlp_in"]
+    down = [lin for lin in experts if INPUT_OF.get(lin.name) == "mlp_mid"]
+    total = 0
+    if fused_in:
+        total += 2 * rank * E * (fused_in[0].in_features + sum(lin.out_features for lin in fused_in))
+    for lin in down:
+        total += rank * E * (lin.in_features + lin.out_features)
+    return total
+
+
+# Families transformers runs only with eager attention when SDPA is asked for: Gemma-2's attention logit
+# soft-capping has no SDPA path (modeling_gemma2: ``_supports_sdpa = False``); FlashAttention-2 supports it.
+EAGER_ONLY = frozenset({"gemma2"})
+
+
+def attention_kernel(s: Scenario, m: ModelSpec) -> str:
+    """The attention implementation transformers will run for ``s.attention`` on this model."""
+    return "eager" if s.attention == "sdpa" and m.family in EAGER_ONLY else s.attention
 
 
 # ---- optimizer -------------------------------------------------------------------------------------
@@ -132,6 +172,9 @@ def optimizer_step_temporaries(s: Scenario, trainable: int, state_bytes: int, la
 # ---- training --------------------------------------------------------------------------------------
 def training(s: Scenario, m: ModelSpec) -> Estimate:
     e = Estimate()
+    if attention_kernel(s, m) != s.attention:
+        e.assumptions.append(f"{m.family} runs eager attention in transformers (no SDPA support): the s x s "
+                             "scores are materialized; attention flash (FlashAttention-2) avoids them")
     strategy, N, t, pp = s.resolved_strategy, s.dp, s.tp, s.pp
     mixed = s.precision.endswith("-mixed")
     c = s.compute_bytes
@@ -188,7 +231,7 @@ def training(s: Scenario, m: ModelSpec) -> Estimate:
             names = sorted({lin.name for layer in m.layers for lin in layer.linears})
             raise GpuplanError(f"lora_targets {sorted(unknown)} are not modules of {m.name}; "
                                f"its linear layers are: {', '.join(names)}")
-        trainable = lora_params(m, targets, s.lora_rank)
+        trainable = lora_params(m, targets, s.lora_rank, experts=adapts_experts(s, m))
         adapter_bytes = 4 if (mixed or s.precision == "fp32") else 2
         state_bytes = adapter_bytes
         fmt, skip = weight_format(s, m) if s.method == "qlora" else (make_format("none", high_bytes=c), ("router",))
@@ -204,7 +247,7 @@ def training(s: Scenario, m: ModelSpec) -> Estimate:
         elif s.method == "qlora":
             e.assumptions.append(f"QLoRA on a {fmt.name} base; embeddings, lm_head and norms in {c}-byte precision")
         base_shard = shard / (N if strategy == "zero3" else 1)
-        e.weights = base * base_shard + adapter_bytes * trainable * shard
+        e.weights = (base + adapter_bytes * trainable) * base_shard
         opt_shard = shard / (N if deepspeed else 1)
         e.optimizer = optimizer_state_bytes(s, m, trainable, state_bytes) * opt_shard
         e.gradients = adapter_bytes * trainable * shard / (N if strategy in ("zero2", "zero3") else 1)
@@ -226,9 +269,10 @@ def training(s: Scenario, m: ModelSpec) -> Estimate:
     setup = act.ActivationSetup(
         tokens=s.micro_batch_size * s.seq_len, batch=s.micro_batch_size, seq=s.seq_len, compute_bytes=c,
         autocast_fp32_weights=autocast_fp32, base_trainable=s.method == "full",
-        lora_targets=lora_targets(s, m) if s.method != "full" else frozenset(), attention=s.attention, tp=t,
+        lora_targets=lora_targets(s, m) if s.method != "full" else frozenset(), attention=attention_kernel(s, m), tp=t,
         recompute_attention=s.grad_checkpointing == "selective",
-        lora_rank=s.lora_rank if s.method != "full" else 0, lora_dropout=s.lora_dropout)
+        lora_rank=s.lora_rank if s.method != "full" else 0, lora_dropout=s.lora_dropout,
+        lora_input_casts=mixed and s.method != "full", lora_experts=adapts_experts(s, m))
     kinds = {layer: act.saved_bytes(layer, m, setup) for layer, _ in m.layer_kinds()}  # layers repeat
     saved = [kinds[layer] for layer in stage_layers]
     if autocast_fp32:  # bf16 copies of the weights, cached by autocast and saved for the backward
@@ -243,7 +287,8 @@ def training(s: Scenario, m: ModelSpec) -> Estimate:
     in_flight = min(pp, s.grad_accum_steps) if pp > 1 else 1  # 1F1B: first stage holds pp micro-batches
     A_all = in_flight * (sum(kept) + sum(kept_casts))
     last_stage = pp == 1  # logits live on the last stage; with PP the first stage is the busiest
-    lsaved, lfwd, lbwd = act.logits_bytes(m, setup) if last_stage else (0.0, 0.0, 0.0)
+    lm_head_cast = mixed and (autocast_fp32 or (s.method == "qlora" and s.qlora_fp32_upcast))
+    lsaved, lfwd, lbwd = act.logits_bytes(m, setup, lm_head_cast) if last_stage else (0.0, 0.0, 0.0)
     fwd_kinds = {layer: act.forward_transient(layer, m, setup) for layer in kinds}
     bwd_kinds = {layer: act.backward_transient(layer, m, setup) for layer in kinds}
     fwd_tmp = max(fwd_kinds[layer] for layer in stage_layers)
@@ -254,9 +299,16 @@ def training(s: Scenario, m: ModelSpec) -> Estimate:
         other["DDP gradient buckets"] = grads_total  # PyTorch DDP keeps flat bucket copies of the gradients
     if deepspeed:
         other["ZeRO communication buckets"] = 2 * 2 * oh.deepspeed_bucket_elements(m.hidden_size)
-    if strategy == "zero3":
+    if strategy == "zero3" and s.method == "full":
         largest = max(layer.params for layer, _ in m.layer_kinds()) * shard
         other["ZeRO-3 gathered layers"] = 2 * 2 * largest + 2 * largest  # current + prefetched, one layer's grads
+    elif strategy == "zero3":  # a frozen base is gathered in its own format; adapter gradients are small
+        fmt_g, skip_g = weight_format(s, m) if s.method == "qlora" else (make_format("none", high_bytes=c),
+                                                                          ("router",))
+        largest = max(sum(lin.weight_params * (fmt_g.high_bytes if lin.group in skip_g else
+                                               fmt_g.linear_weight_bytes(lin) / max(lin.weight_params, 1))
+                          for lin in layer.linears) for layer, _ in m.layer_kinds()) * shard
+        other["ZeRO-3 gathered layers"] = 2 * largest  # current + prefetched
     if s.method == "qlora":
         largest_linear = max(lin.weight_params / lin.count for layer, _ in m.layer_kinds() for lin in layer.linears)
         other["dequantized 4-bit weight"] = c * largest_linear * shard
@@ -281,6 +333,11 @@ def training(s: Scenario, m: ModelSpec) -> Estimate:
         live = grads_prev + remaining + g_layer * (n - j) + recompute + transient
         backward = max(backward, live + lsaved * (j == n - 1))
         remaining -= kept[j] + kept_casts[j]
+    if s.method == "full" and m.tie_word_embeddings and s.grad_accum_steps == 1:
+        # tied embeddings: the lm_head's gradient waits in autograd's input buffer until the embedding's
+        # arrives, and the two are summed out of place (what the fake-tensor simulation runs)
+        tied = m.vocab_size * m.embedding_dim * shard * grads_total / max(trainable * shard, 1)
+        backward = max(backward, grads_total + 2 * tied)
     largest_param = max(lin.weight_params / lin.count for layer, _ in m.layer_kinds() for lin in layer.linears)
     # the optimizer steps over this rank's share: its TP/PP shard, and its ZeRO partition
     local_trainable = trainable * shard / (N if deepspeed else 1)
@@ -351,7 +408,7 @@ def prefill_working_set(s: Scenario, m: ModelSpec, tokens: int, seqs: int) -> fl
         mlp = max(mlp, c * tokens * m.experts_per_token * (3 * i_e + 2 * m.hidden_size) + 8 * tokens * m.num_experts)
     heads = max(m.num_heads // t, 1)
     attn = c * tokens * (heads * m.head_dim * 3 + 2 * m.hidden_size) + 4 * tokens * m.hidden_size
-    if s.attention == "eager":
+    if attention_kernel(s, m) == "eager":
         seq = tokens // max(seqs, 1)
         attn += (4 + 2 * c) * seqs * heads * seq * seq
     return max(mlp, attn)
@@ -359,6 +416,9 @@ def prefill_working_set(s: Scenario, m: ModelSpec, tokens: int, seqs: int) -> fl
 
 def inference(s: Scenario, m: ModelSpec, capacity_gib: float | None) -> Estimate:
     e = Estimate(slack=oh.ALLOCATOR_SLACK_INFER)
+    if attention_kernel(s, m) != s.attention:
+        e.assumptions.append(f"{m.family} runs eager attention in transformers (no SDPA support): the s x s "
+                             "scores are materialized; attention flash (FlashAttention-2) avoids them")
     fmt, skip = weight_format(s, m)
     t, pp = s.tp, s.pp
     weights = sum(m.weight_bytes(fmt, skip=skip).values())

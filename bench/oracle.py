@@ -1,0 +1,123 @@
+"""The simulator as the estimator's oracle: a matrix of scenarios on narrowed copies of real configs, each
+simulated on fake tensors and estimated analytically; tests/test_simulate.py asserts every row within 5 %.
+
+    python bench/oracle.py            # prints the table (markdown) for the README and the issue note
+
+Narrowed: the real config (vocabulary, head layout, norms, MLP kind, sliding windows, experts) with a smaller
+width and 4 layers, so a row takes about a second on two CPU cores. The logits keep their real vocabulary:
+at these widths they are much of the memory, as they are for small models.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from gpuplan import estimate
+from gpuplan.catalog import bundled, bundled_repo
+
+NARROW = {"hidden_size": 512, "intermediate_size": 1536, "num_attention_heads": 8, "num_hidden_layers": 4}
+
+
+def narrowed(model: str, folder: Path, **overrides) -> str:
+    """Write a narrowed copy of a bundled config to ``folder`` and return its path."""
+    config = json.loads(bundled()[bundled_repo(model)].read_text())
+    config = {k: v for k, v in config.items() if not k.startswith("_transcription")}
+    kv = max(1, config.get("num_key_value_heads", config["num_attention_heads"]) * 8
+             // config["num_attention_heads"])
+    config.update(NARROW, num_key_value_heads=kv, head_dim=64)
+    if config.get("moe_intermediate_size"):
+        config.update(moe_intermediate_size=256, num_experts=16, num_experts_per_tok=4)
+    if config.get("num_local_experts"):
+        config.update(num_local_experts=4, num_experts_per_tok=2)
+    if config.get("sliding_window") and config.get("sliding_window") < 100_000:
+        config["sliding_window"] = 256  # shorter than the sequences below, so the window matters
+    config.update(overrides)
+    path = folder / f"{model}-narrow.json"
+    path.write_text(json.dumps(config))
+    return str(path)
+
+
+INFER, TRAIN = "infer", "train"
+# (model, fields): the matrix. Families x tasks x checkpointing x attention x shapes.
+CASES = [
+    ("llama-3.1-8b", dict(task=INFER, batch_size=1, prompt_tokens=512, output_tokens=16)),
+    ("llama-3.1-8b", dict(task=INFER, batch_size=4, prompt_tokens=256, output_tokens=8, attention="eager")),
+    ("llama-3.1-8b", dict(task=TRAIN, method="full", micro_batch_size=2, seq_len=512)),
+    ("llama-3.1-8b", dict(task=TRAIN, method="full", seq_len=1024, grad_checkpointing="full")),
+    ("llama-3.1-8b", dict(task=TRAIN, method="full", seq_len=512, precision="bf16-true", optimizer_impl="foreach")),
+    ("llama-3.1-8b", dict(task=TRAIN, method="full", seq_len=512, optimizer="sgd-momentum")),
+    ("llama-3.1-8b", dict(task=TRAIN, method="full", seq_len=512, optimizer="adafactor", grad_accum_steps=4)),
+    ("llama-3.1-8b", dict(task=TRAIN, method="lora", micro_batch_size=2, seq_len=512)),
+    ("llama-3.1-8b", dict(task=TRAIN, method="lora", seq_len=512, attention="eager", lora_dropout=0.05)),
+    ("llama-3.1-8b", dict(task=TRAIN, method="qlora", seq_len=1024, grad_checkpointing="full")),
+    ("llama-3.1-8b", dict(task=TRAIN, method="qlora", seq_len=1024, optimizer="paged-adamw-8bit",
+                          qlora_fp32_upcast=False)),
+    ("qwen2.5-7b", dict(task=INFER, batch_size=2, prompt_tokens=512, output_tokens=8)),
+    ("qwen2.5-7b", dict(task=TRAIN, method="full", seq_len=512)),
+    ("qwen2.5-7b", dict(task=TRAIN, method="lora", micro_batch_size=2, seq_len=512, grad_checkpointing="full")),
+    ("qwen2.5-7b", dict(task=TRAIN, method="qlora", seq_len=512)),
+    ("qwen3-8b", dict(task=INFER, batch_size=1, prompt_tokens=1024, output_tokens=8)),
+    ("qwen3-8b", dict(task=TRAIN, method="full", micro_batch_size=2, seq_len=512, grad_checkpointing="full")),
+    ("qwen3-8b", dict(task=TRAIN, method="lora", micro_batch_size=2, seq_len=256, attention="eager")),
+    ("qwen3-8b", dict(task=TRAIN, method="qlora", seq_len=512)),
+    ("mistral-7b-v0.1", dict(task=INFER, batch_size=2, prompt_tokens=512, output_tokens=8)),
+    ("mistral-7b-v0.1", dict(task=TRAIN, method="lora", seq_len=512)),
+    ("mistral-7b-v0.1", dict(task=TRAIN, method="full", seq_len=512, grad_checkpointing="full")),
+    ("gemma-2-9b", dict(task=INFER, batch_size=1, prompt_tokens=512, output_tokens=8)),
+    ("gemma-2-9b", dict(task=TRAIN, method="lora", seq_len=512)),
+    ("gemma-2-9b", dict(task=TRAIN, method="full", seq_len=256, attention="eager")),
+    ("gemma-2-9b", dict(task=TRAIN, method="qlora", seq_len=512, grad_checkpointing="full")),
+    ("mixtral-8x7b", dict(task=INFER, batch_size=2, prompt_tokens=256, output_tokens=8)),
+    ("mixtral-8x7b", dict(task=TRAIN, method="lora", seq_len=256)),
+    ("mixtral-8x7b", dict(task=TRAIN, method="full", seq_len=256, grad_checkpointing="full", precision="bf16-true")),
+    ("qwen3-30b-a3b", dict(task=INFER, batch_size=1, prompt_tokens=512, output_tokens=8)),
+    ("qwen3-30b-a3b", dict(task=TRAIN, method="lora", seq_len=512)),
+]
+
+
+def case_id(model: str, fields: dict) -> str:
+    extra = ",".join(f"{k}={v}" for k, v in fields.items() if k not in ("task", "method"))
+    return f"{model}:{fields['task']}:{fields.get('method', '')}:{extra}"
+
+
+def compare(model: str, fields: dict, folder: Path) -> dict:
+    """Simulated and estimated allocated peak (GiB) of one case. The estimate's cuBLAS workspace is left out:
+    it is a CUDA allocation that has no counterpart on the CPU."""
+    from gpuplan.simulate import simulate
+
+    scenario = {"model": narrowed(model, folder), **fields}
+    started = time.perf_counter()
+    sim = simulate(scenario)
+    seconds = time.perf_counter() - started
+    mem = estimate(scenario, advise=False).memory
+    analytic = mem.allocated_peak_gib - mem.other.get("cuBLAS workspace", 0.0)
+    return {"case": case_id(model, fields), "simulated_gib": sim.allocated_peak_gib, "estimated_gib": analytic,
+            "error_pct": 100 * (analytic / sim.allocated_peak_gib - 1), "sim_phase": sim.peak_phase,
+            "estimate_phase": mem.peak_phase, "seconds": seconds}
+
+
+def main() -> None:
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for model, fields in CASES:
+            rows.append(compare(model, fields, Path(tmp)))
+            r = rows[-1]
+            print(f"{r['case']:90s} sim {r['simulated_gib']:7.3f} est {r['estimated_gib']:7.3f} "
+                  f"{r['error_pct']:+6.1f}% {r['sim_phase']:>14s}/{r['estimate_phase']:<14s} {r['seconds']:.1f}s",
+                  file=sys.stderr)
+    print("| case | simulated GiB | estimated GiB | error % | peak phase (sim / estimate) |")
+    print("|---|---:|---:|---:|---|")
+    for r in rows:
+        print(f"| {r['case']} | {r['simulated_gib']:.3f} | {r['estimated_gib']:.3f} | {r['error_pct']:+.1f} | "
+              f"{r['sim_phase']} / {r['estimate_phase']} |")
+    errors = sorted(abs(r["error_pct"]) for r in rows)
+    print(f"\n{len(rows)} cases; median |error| {errors[len(errors) // 2]:.1f} %, worst {errors[-1]:.1f} %; "
+          f"{sum(r['seconds'] for r in rows):.0f} s of simulation")
+
+
+if __name__ == "__main__":
+    main()

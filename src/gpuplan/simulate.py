@@ -1,0 +1,479 @@
+"""``simulate(scenario)``: the scenario's step run by the real ``transformers`` code on fake tensors, with the
+tensor memory of every op counted; no GPU, no weights, no data.
+
+The model is built from its config on the meta device, materialized as ``FakeTensor``s on the CPU
+(``FakeTensorMode``: shapes, dtypes and storages without bytes), set up as the scenario says (peft LoRA on the
+targets, ``gradient_checkpointing_enable``, the attention implementation, the optimizer class), and stepped as the
+Hugging Face Trainer steps: forward with labels, loss, backward, ``optimizer.step()``, ``zero_grad(set_to_none)``;
+two optimizer steps, so that the second runs with the optimizer states the first created (and, with gradient
+accumulation, with gradients from an earlier micro-batch alive). Inference runs ``generate``'s loop: a prefill
+that keeps the last position's logits, then one decode step per output token with a ``DynamicCache``.
+:mod:`gpuplan.tracker` counts storages as the CUDA caching allocator does (512-byte blocks).
+
+Depth: identical decoder layers make memory affine in their number, so a model is simulated with a base of few
+layers and once more with one more layer of each kind (full, sliding, MLA, dense or MoE), and each phase's peak is
+extrapolated exactly to the full depth: ``peak(n) = peak(base) + sum_k (n_k - base_k) * delta_k``.
+
+Emulated where fake CPU tensors cannot run the real kernels, with the same byte counts and said in the notes:
+4-bit NF4 weights (bitsandbytes ``Params4bit``: packed uint8 pairs, uint8 absmax per 64 values with double
+quantization, an fp32 scale per 256 absmax; dequantized to a full compute-dtype weight per matmul, as
+``MatMul4Bit`` does in forward and backward) and 8-bit / paged 8-bit AdamW and Lion (one or two states of the
+bitsandbytes sizes: uint8 moments plus an fp32 absmax per 256 values). Everything else is the real code.
+CUDA-only allocations (cuBLAS workspace, NCCL buffers, the CUDA context) do not exist on the CPU: compare with
+the estimate's allocated peak without its cuBLAS workspace.
+
+Needs the ``sim`` extra (transformers, peft; torch installed with ``pip install torch==2.13.0`` first).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from .catalog import load_model
+from .errors import GpuplanError
+from .model import ModelSpec
+from .scenario import Scenario, scenario_from
+
+GIB = 2**30
+NF4_BLOCK, NF4_DQ_BLOCK, BNB_OPT_BLOCK = 64, 256, 256
+
+
+@dataclass(kw_only=True)
+class Simulation:
+    """What a simulated step allocated, extrapolated to the model's full depth. Bytes are GiB."""
+
+    model: str
+    scenario: dict[str, Any]
+    allocated_peak_gib: float
+    peak_phase: str
+    peak_op: str
+    parts_gib: dict[str, float]  # categories at the peak
+    phases_gib: dict[str, float]  # each phase's peak
+    runs: list[dict[str, Any]]  # layer counts simulated, with their peaks
+    notes: list[str] = field(default_factory=list)
+    timeline: list[tuple[int, float, str]] = field(default_factory=list)  # of the largest run: (event, GiB, phase)
+    elapsed_s: float = 0.0
+
+
+def simulate(scenario: Scenario | dict[str, Any], *, timeline: bool = False, layers: int | None = None) -> Simulation:
+    """Simulate ``scenario``. ``layers`` runs that many decoder layers once, without extrapolation (for tests
+    and small models); by default the base + one-more-of-each-kind runs are extrapolated to the full depth."""
+    torch = _require()
+    s = scenario_from(scenario)
+    m = load_model(s.model)
+    _check(s, m)
+    started = time.perf_counter()
+    torch.manual_seed(0)
+    kinds = _kinds(m)
+    if layers is not None:
+        runs = [_counts_for_depth(kinds, layers)]
+    else:
+        base = [min(n, 2 if len(kinds) == 1 else 1) for _, n in kinds]
+        runs = [base] + [[b + (i == k) for i, b in enumerate(base)] for k in range(len(kinds))]
+    results = []
+    notes: list[str] = []
+    for i, counts in enumerate(runs):
+        tracker, run_notes = _run(s, m, kinds, counts, timeline=timeline and i == len(runs) - 1)
+        results.append((counts, tracker))
+        notes += [n for n in run_notes if n not in notes]
+    target = [n for _, n in kinds] if layers is None else runs[0]
+    phases, parts, ops = _extrapolate(results, target)
+    phase = max(phases, key=phases.get)
+    sim = Simulation(model=m.name, scenario=s.model_dump(), allocated_peak_gib=phases[phase] / GIB,
+                     peak_phase=phase, peak_op=ops[phase], parts_gib={k: v / GIB for k, v in parts[phase].items()},
+                     phases_gib={k: v / GIB for k, v in phases.items()},
+                     runs=[{"layers": dict(zip([_kind_name(k) for k, _ in kinds], counts, strict=True)),
+                            "peak_gib": t.peak.bytes / GIB} for counts, t in results], notes=notes,
+                     elapsed_s=time.perf_counter() - started)
+    if layers is None and len(runs) > 1:
+        sim.notes.append(f"extrapolated from {len(runs)} runs of {', '.join(str(sum(c)) for c in runs)} layers "
+                         f"to {sum(target)} (memory is affine in the number of identical layers)")
+    last = results[-1][1]
+    if timeline:
+        sim.timeline = [(event, b / GIB, ph) for event, b, ph in last.timeline]
+    return sim
+
+
+def _require():
+    try:
+        import torch
+        import transformers  # noqa: F401
+    except ImportError:
+        raise GpuplanError("simulate needs the sim extra: pip install torch==2.13.0 && pip install "
+                           "'gpuplan[sim]'") from None
+    return torch
+
+
+# ---- what can be simulated -----------------------------------------------------------------------------
+def _check(s: Scenario, m: ModelSpec) -> None:
+    if s.world_size > 1 or s.tp > 1 or s.pp > 1:
+        raise GpuplanError("simulate runs one GPU's step: set num_gpus 1 (sharded and parallel layouts are "
+                           "estimated by gpuplan estimate)")
+    if s.offload != "none":
+        raise GpuplanError("simulate does not model CPU offload: set offload none")
+    if s.task == "infer" and s.engine != "transformers":
+        raise GpuplanError(f"simulate runs transformers; {s.engine}'s memory is its allocation policy, which "
+                           "gpuplan estimate models: set engine transformers")
+    if s.task == "train" and s.grad_checkpointing == "selective":
+        raise GpuplanError("transformers has no selective checkpointing to run: set grad_checkpointing none or full")
+    if s.precision == "fp8-mixed":
+        raise GpuplanError("fp8 training needs CUDA fp8 kernels that fake CPU tensors cannot run: use bf16-mixed")
+    quant = s.quant if s.quant not in (None, "none") else None
+    if s.task == "train" and s.method == "qlora":
+        quant = None if quant in (None, "nf4", "fp4") else quant
+    if quant is not None and not (s.task == "infer" and quant in ("nf4", "fp4")):
+        raise GpuplanError(f"simulate emulates 4-bit bitsandbytes weights (nf4/fp4), not {s.quant!r}: drop quant "
+                           "or use gpuplan estimate")
+    if m.quantization and s.quant is None:
+        raise GpuplanError(f"{m.name} ships quantized weights ({m.quantization.get('quant_method')}) that "
+                           "simulate cannot build: set quant none to simulate it in the compute dtype")
+    if m.is_moe and s.task == "train" and s.method == "full" and s.precision.endswith("-mixed"):
+        raise GpuplanError("transformers runs MoE experts with grouped_mm, which takes 16-bit weights, not the fp32 "
+                           "master weights of -mixed precision: simulate with precision bf16-true")
+    if m.vision_params:
+        raise GpuplanError(f"{m.name} has a vision tower; simulate runs text-only decoders")
+
+
+def _kinds(m: ModelSpec) -> list[tuple[Any, int]]:
+    return list(m.layer_kinds())
+
+
+def _kind_name(layer) -> str:
+    return layer.attention + ("-moe" if layer.moe else "")
+
+
+def _counts_for_depth(kinds: list[tuple[Any, int]], depth: int) -> list[int]:
+    """``depth`` layers split over the kinds in the model's proportions (at least one of each)."""
+    total = sum(n for _, n in kinds)
+    counts = [max(1, round(depth * n / total)) for _, n in kinds]
+    counts[0] += depth - sum(counts)
+    if counts[0] < 1:
+        raise GpuplanError(f"simulate needs at least {len(kinds)} layers for {len(kinds)} layer kinds")
+    return counts
+
+
+def sized_config(m: ModelSpec, kinds: list[tuple[Any, int]], counts: list[int]) -> dict[str, Any]:
+    """The model's config.json with ``counts[i]`` decoder layers of kind ``i``."""
+    config = {k: v for k, v in m.config.items() if not k.startswith("_")}
+    config.pop("quantization_config", None)
+    if "text_config" in config:
+        config["text_config"] = dict(config["text_config"])
+    text = config.get("text_config", config)
+    depth = sum(counts)
+    if config.get("model_type") == "RefinedWeb":
+        text["n_layer"] = depth
+    else:
+        text["num_hidden_layers"] = depth
+    if len(kinds) == 1:
+        if "layer_types" in text:
+            text["layer_types"] = [text["layer_types"][0]] * depth
+        return config
+    if m.family == "deepseek_v3":
+        dense = sum(c for (layer, _), c in zip(kinds, counts, strict=True) if not layer.moe)
+        text["first_k_dense_replace"] = dense
+        return config
+    names = {"full": "full_attention", "sliding": "sliding_attention"}
+    if all(layer.attention in names for layer, _ in kinds) and len({layer.attention for layer, _ in kinds}) == len(
+            kinds):
+        text["layer_types"] = [names[layer.attention] for (layer, _), c in zip(kinds, counts, strict=True)
+                               for _ in range(c)]
+        return config
+    raise GpuplanError(f"simulate cannot vary the layers of {m.name} ({m.family}); pass --layers N to run N "
+                       "layers without extrapolation")
+
+
+# ---- one run -------------------------------------------------------------------------------------------
+def _run(s: Scenario, m: ModelSpec, kinds, counts, *, timeline: bool):
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from .tracker import MemoryTracker
+
+    notes: list[str] = []
+    model = _build(s, m, sized_config(m, kinds, counts), notes)
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        model = model.to_empty(device="cpu")
+        model.tie_weights()  # to_empty gives every module its own tensor: tie embeddings again
+        tracker = MemoryTracker(timeline=timeline)
+        for tensor in [*model.parameters(), *model.buffers()]:
+            tracker.relabel(tensor, "parameters")
+        with tracker, _cuda_dropout():
+            if s.task == "train":
+                _train(s, m, model, tracker, notes)
+            else:
+                _infer(s, m, model, tracker)
+        del model
+    torch.set_grad_enabled(True)
+    return tracker, notes
+
+
+@contextlib.contextmanager
+def _cuda_dropout():
+    """Dropout as CUDA runs it: ``native_dropout`` saves a one-byte mask. The CPU's ``F.dropout`` multiplies by
+    a noise tensor of the input's dtype and saves that instead (4 bytes per element for fp32 adapters)."""
+    import torch
+
+    functional = torch.nn.functional
+    original = functional.dropout
+
+    def dropout(x, p=0.5, training=True, inplace=False):
+        if not training or p == 0:
+            return x
+        return torch.native_dropout(x, p, True)[0]
+
+    functional.dropout = dropout
+    try:
+        yield
+    finally:
+        functional.dropout = original
+
+
+def _dtype(name: str):
+    import torch
+
+    return {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[name]
+
+
+def _build(s: Scenario, m: ModelSpec, config: dict[str, Any], notes: list[str]):
+    """The model on the meta device, set up as the scenario says (nothing is materialized yet)."""
+    import warnings
+
+    import torch
+    import transformers
+
+    compute = _dtype("fp32" if s.precision == "fp32" else s.precision.split("-")[0])
+    mixed = s.precision.endswith("-mixed")
+    full = s.task == "train" and s.method == "full"
+    dtype = torch.float32 if (full and mixed) else compute
+    from .memory import attention_kernel
+
+    attention = {"flash": "sdpa"}.get(attention_kernel(s, m), attention_kernel(s, m))
+    if s.attention == "flash":
+        notes.append("attention flash runs as sdpa on the CPU (both keep O(s) memory)")
+    elif attention != s.attention:
+        notes.append(f"{m.family} has no SDPA attention in transformers: it runs eager")
+    cfg = transformers.AutoConfig.for_model(**config)
+    with warnings.catch_warnings(), torch.device("meta"):
+        warnings.simplefilter("ignore")
+        model = transformers.AutoModelForCausalLM.from_config(cfg, dtype=dtype, attn_implementation=attention)
+    if s.task == "infer":
+        if s.quant in ("nf4", "fp4"):
+            _quantize_4bit(model, compute, skip=("lm_head",))
+            notes.append("4-bit weights emulated with bitsandbytes' byte counts (packed NF4, double-quantized absmax)")
+        return model.eval()
+    model.train()
+    if s.grad_checkpointing == "full":
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    if s.method == "full":
+        return model
+    from peft import LoraConfig, get_peft_model
+
+    targets = "all-linear" if s.lora_targets == "all-linear" else list(s.lora_targets)
+    lora = LoraConfig(r=s.lora_rank, lora_alpha=2 * s.lora_rank, lora_dropout=s.lora_dropout,
+                      target_modules=targets, task_type="CAUSAL_LM")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = get_peft_model(model, lora, autocast_adapter_dtype=mixed or s.precision == "fp32")
+    if s.method == "qlora":
+        _quantize_4bit(model, compute, skip=("lm_head", "lora_"))
+        notes.append("QLoRA: NF4 base emulated with bitsandbytes' byte counts (packed 4-bit pairs, uint8 absmax "
+                     "per 64, fp32 scale per 256 absmax); dequantized per matmul as MatMul4Bit does")
+        if s.qlora_fp32_upcast:  # peft prepare_model_for_kbit_training
+            for name, p in model.named_parameters():
+                if p.dtype in (torch.bfloat16, torch.float16) and "lora_" not in name:
+                    p.data = p.data.to(torch.float32)
+    return model
+
+
+def _quantize_4bit(model, compute, skip: tuple[str, ...]) -> None:
+    """Swap every ``nn.Linear`` weight (but ``skip``) for bitsandbytes' NF4 storage, on the meta device."""
+    import types
+
+    import torch
+
+    for name, module in list(model.named_modules()):
+        if type(module) is not torch.nn.Linear or any(part in name for part in skip):
+            continue
+        out_f, in_f = module.weight.shape
+        n = out_f * in_f
+        del module.weight
+        blocks = math.ceil(n / NF4_BLOCK)
+        module.register_buffer("weight_packed", torch.empty(math.ceil(n / 2), dtype=torch.uint8, device="meta"))
+        module.register_buffer("weight_absmax", torch.empty(blocks, dtype=torch.uint8, device="meta"))
+        module.register_buffer("weight_absmax_scale", torch.empty(math.ceil(blocks / NF4_DQ_BLOCK),
+                                                                  dtype=torch.float32, device="meta"))
+        module.weight_shape, module.compute_dtype = (out_f, in_f), compute
+        module.forward = types.MethodType(_forward_4bit, module)
+
+
+def _forward_4bit(self, x):
+    return _matmul_4bit().apply(x.to(self.compute_dtype), self.weight_packed, self.weight_shape, self.bias)
+
+
+_MATMUL_4BIT = None
+
+
+def _matmul_4bit():
+    """bitsandbytes ``MatMul4Bit``'s memory: the weight dequantized to the input's dtype for the matmul (and
+    again for the input gradient), the input saved when a gradient is needed."""
+    global _MATMUL_4BIT
+    if _MATMUL_4BIT is None:
+        import torch
+
+        class MatMul4Bit(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, packed, shape, bias):
+                weight = torch.empty(shape, dtype=x.dtype, device=x.device)
+                ctx.shape = shape
+                if ctx.needs_input_grad[0]:
+                    ctx.save_for_backward(x)
+                return torch.nn.functional.linear(x, weight, bias)
+
+            @staticmethod
+            def backward(ctx, grad):
+                weight = torch.empty(ctx.shape, dtype=grad.dtype, device=grad.device)
+                return grad @ weight, None, None, None
+
+        _MATMUL_4BIT = MatMul4Bit
+    return _MATMUL_4BIT
+
+
+# ---- optimizers ----------------------------------------------------------------------------------------
+def _optimizer(s: Scenario, params: list, notes: list[str]):
+    import torch
+
+    if s.optimizer == "adamw":
+        impl = {"fused": {"fused": True}, "foreach": {"foreach": True}}.get(s.optimizer_impl, {"fused": True})
+        return torch.optim.AdamW(params, lr=1e-5, **impl)
+    if s.optimizer == "sgd":
+        return torch.optim.SGD(params, lr=1e-3, foreach=True)
+    if s.optimizer == "sgd-momentum":
+        return torch.optim.SGD(params, lr=1e-3, momentum=0.9, foreach=True)
+    if s.optimizer == "adafactor":
+        from transformers.optimization import Adafactor
+
+        return Adafactor(params, lr=1e-3, scale_parameter=False, relative_step=False)  # the Trainer's settings
+    notes.append(f"{s.optimizer} is a stand-in with bitsandbytes' state sizes (its CUDA kernels cannot run on "
+                 "fake tensors)" if "8bit" in s.optimizer else "lion is a stand-in with one momentum state")
+    return _StandIn(params, eight_bit="8bit" in s.optimizer, states=1 if s.optimizer == "lion" else 2)
+
+
+class _StandIn:
+    """An optimizer with the state sizes of bitsandbytes' blockwise 8-bit AdamW (two uint8 moments, fp32
+    absmax per 256) or of Lion (one state in the parameter's dtype); it updates in place, as their kernels do."""
+
+    def __init__(self, params: list, *, eight_bit: bool, states: int) -> None:
+        self.params, self.eight_bit, self.states = params, eight_bit, states
+        self.state: dict[Any, dict[str, Any]] = {}
+
+    def step(self) -> None:
+        import torch
+
+        for p in self.params:
+            if p.grad is None:
+                continue
+            if p not in self.state:
+                if self.eight_bit:
+                    n = p.numel()
+                    blocks = math.ceil(n / BNB_OPT_BLOCK)
+                    self.state[p] = {f"state{i}": torch.zeros(n, dtype=torch.uint8) for i in (1, 2)} | {
+                        f"absmax{i}": torch.zeros(blocks, dtype=torch.float32) for i in (1, 2)}
+                else:
+                    self.state[p] = {"exp_avg": torch.zeros_like(p)}
+            p.data.add_(p.grad.sign(), alpha=-1e-5) if not self.eight_bit else p.data.add_(p.grad, alpha=-1e-5)
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for p in self.params:
+            p.grad = None
+
+
+# ---- steps ---------------------------------------------------------------------------------------------
+def _train(s: Scenario, m: ModelSpec, model, tracker, notes: list[str]) -> None:
+    import torch
+
+    params = [p for p in model.parameters() if p.requires_grad]
+    for p in params:
+        p.register_post_accumulate_grad_hook(lambda p: tracker.relabel(p.grad, "gradients"))
+    opt = _optimizer(s, params, notes)
+    mixed = s.precision.endswith("-mixed")
+    compute = _dtype(s.precision.split("-")[0]) if mixed else None
+    autocast = (lambda: torch.autocast("cpu", dtype=compute)) if mixed else contextlib.nullcontext
+    for step in range(2):
+        for _ in range(1 if step == 0 else min(s.grad_accum_steps, 2)):
+            ids = torch.randint(0, m.vocab_size, (s.micro_batch_size, s.seq_len))
+            tracker.phase = "forward"
+            with autocast():
+                loss = model(input_ids=ids, labels=ids).loss / s.grad_accum_steps
+            tracker.phase = "backward"
+            loss.backward()
+            del loss, ids
+        tracker.phase = "optimizer_step"
+        opt.step()
+        for state in opt.state.values():
+            for value in state.values():
+                if isinstance(value, torch.Tensor):
+                    tracker.relabel(value, "optimizer")
+        tracker.phase = "zero_grad"
+        opt.zero_grad(set_to_none=True)
+
+
+def _infer(s: Scenario, m: ModelSpec, model, tracker) -> None:
+    """``generate``'s loop: prefill keeping the last position's logits (``logits_to_keep=1``), the fp32 copy of
+    the next-token logits, one decode step per further output token."""
+    import inspect
+
+    import torch
+    from transformers import DynamicCache
+
+    keep = {"logits_to_keep": 1} if "logits_to_keep" in inspect.signature(model.forward).parameters else {}
+    torch.set_grad_enabled(False)
+    cache = DynamicCache(config=model.config)
+    ids = torch.randint(0, m.vocab_size, (s.batch_size, s.prompt_tokens))
+    tracker.phase = "prefill"
+    out = model(input_ids=ids, past_key_values=cache, use_cache=True, **keep)
+    next_ids = ids[:, -1:]  # a view: no allocation
+    for step in range(s.output_tokens):
+        if step:
+            tracker.phase = "decode"
+            out = model(input_ids=next_ids, past_key_values=cache, use_cache=True, **keep)
+        logits = out.logits[:, -1, :].to(dtype=torch.float32, copy=True)
+        del out
+        _relabel_cache(cache, tracker)
+        next_ids = logits.argmax(-1, keepdim=True)
+        ids = torch.cat([ids, next_ids], dim=-1)
+        del logits
+
+
+def _relabel_cache(cache, tracker) -> None:
+    for layer in getattr(cache, "layers", []):
+        for name in ("keys", "values"):
+            value = getattr(layer, name, None)
+            if value is not None and hasattr(value, "untyped_storage"):
+                tracker.relabel(value, "kv_cache")
+
+
+# ---- extrapolation -------------------------------------------------------------------------------------
+def _extrapolate(results, target: list[int]):
+    """Each phase's peak (and its parts) at ``target`` layers, from the base run and one more of each kind."""
+    (base_counts, base), *more = results
+    phases, parts, ops = {}, {}, {}
+    for phase, peak in base.peaks.items():
+        if phase in ("setup", "zero_grad"):
+            continue
+        total = float(peak.bytes)
+        split = {k: float(v) for k, v in peak.parts.items()}
+        for counts, tracker in more:
+            k = next(i for i, (a, b) in enumerate(zip(counts, base_counts, strict=True)) if a != b)
+            other = tracker.peaks.get(phase)
+            if other is None:
+                continue
+            steps = target[k] - base_counts[k]
+            total += steps * (other.bytes - peak.bytes)
+            for name in split:
+                split[name] += steps * (other.parts.get(name, 0) - peak.parts.get(name, 0))
+        phases[phase], parts[phase], ops[phase] = total, split, peak.op
+    return phases, parts, ops
