@@ -1,0 +1,5 @@
+"""``python -m gpuplan.cli``."""
+
+from . import main
+
+main()

@@ -1,0 +1,111 @@
+"""``gpuplan models`` and ``gpuplan model``: the bundled models and one model's facts."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from ..catalog import bundled, load_model
+from ..errors import GpuplanError
+from ..report import human_count, model_facts, model_summary
+from .app import JsonFlag, app, err, out, print_json
+
+SORT_KEYS = ("name", "params", "active", "layers", "hidden", "context", "family")
+
+
+@app.command("models")
+def models_cmd(
+    family: Annotated[str | None, typer.Option(help="Only this family (model_type): llama, qwen2, gemma2...")] = None,
+    search: Annotated[str | None, typer.Option("--search", "-s", help="Only names containing this text.")] = None,
+    moe: Annotated[bool | None, typer.Option("--moe/--dense", help="Only mixture-of-experts / only dense models.",
+                                             show_default=False)] = None,
+    min_params: Annotated[float, typer.Option(help="At least this many parameters, in billions.")] = 0.0,
+    max_params: Annotated[float | None, typer.Option(help="At most this many parameters, in billions.")] = None,
+    sort: Annotated[str, typer.Option(help=f"Sort by one of: {', '.join(SORT_KEYS)}.")] = "params",
+    reverse: Annotated[bool, typer.Option("--reverse", help="Largest first.")] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """List the bundled models: parameters (total and active), layers, width, KV heads, context, dtype.
+
+    Any of these names works wherever a model is asked for, as do Hugging Face repo ids and paths to a
+    config.json. Example: gpuplan models --family qwen2 --sort params
+    """
+    if sort not in SORT_KEYS:
+        raise GpuplanError(f"--sort must be one of {', '.join(SORT_KEYS)}, got {sort!r}")
+    rows = [model_summary(load_model(repo), repo) for repo in bundled()]
+    if family:
+        rows = [r for r in rows if r["family"].lower() == family.lower()]
+    if search:
+        rows = [r for r in rows if search.lower() in r["name"].lower()]
+    if moe is not None:
+        rows = [r for r in rows if r["moe"] == moe]
+    rows = [r for r in rows if r["params_total"] >= min_params * 1e9
+            and (max_params is None or r["params_total"] <= max_params * 1e9)]
+    field = {"params": "params_total", "active": "params_active", "layers": "num_layers", "hidden": "hidden_size",
+             "context": "max_context"}.get(sort, sort)
+    rows.sort(key=lambda r: (r[field] is None, r[field] or 0) if field not in ("name", "family")
+              else str(r[field]).lower(), reverse=reverse)
+    if as_json:
+        print_json(rows)
+        return
+    table = Table(title=f"{len(rows)} bundled models", title_justify="left")
+    for col, justify in (("model", "left"), ("family", "left"), ("params", "right"), ("active", "right"),
+                         ("layers", "right"), ("hidden", "right"), ("heads/kv", "right"), ("context", "right"),
+                         ("dtype", "left")):
+        table.add_column(col, justify=justify)
+    for r in rows:
+        table.add_row(r["name"], r["family"], human_count(r["params_total"]),
+                      human_count(r["params_active"]) if r["moe"] else "", str(r["num_layers"]),
+                      str(r["hidden_size"]), f"{r['num_heads']}/{r['num_kv_heads']}",
+                      f"{r['max_context']:,}" if r["max_context"] else "?",
+                      r["quantization"] or r["dtype"])
+    out.print(table)
+
+
+@app.command("model")
+def model_cmd(
+    name: Annotated[str, typer.Argument(help="Bundled name or alias, Hugging Face repo id, or path to a "
+                                        "config.json / model folder.")],
+    as_json: JsonFlag = False,
+) -> None:
+    """Show one model: parameter breakdown, layer kinds, KV-cache bytes per token, and weight sizes as
+    shipped and at bf16 / int8 / int4.
+
+    Example: gpuplan model llama-3.1-8b --json
+    """
+    facts = model_facts(load_model(name))
+    if as_json:
+        print_json(facts)
+        return
+    for note in facts["notes"]:
+        err.print(f"[yellow]note:[/] {note}")
+    out.print(f"[bold]{facts['name']}[/]  ({facts['family']}, {facts['architecture']})")
+    out.print(f"{facts['params_total']:,} parameters" + (
+        f", {facts['params_active']:,} active per token ({facts['experts_per_token']} of {facts['num_experts']} "
+        "experts)" if facts["num_experts"] else ""))
+    parts = Table(title="parameters by part", title_justify="left")
+    parts.add_column("part")
+    parts.add_column("params", justify="right")
+    parts.add_column("share", justify="right")
+    for part, n in facts["params_breakdown"].items():
+        if n:
+            parts.add_row(part, f"{n:,}", f"{100 * n / facts['params_total']:.1f}%")
+    out.print(parts)
+    kinds = Table(title="layer kinds", title_justify="left")
+    for col in ("kind", "layers", "params/layer", "KV B/token/layer (bf16)"):
+        kinds.add_column(col, justify="left" if col == "kind" else "right")
+    for k in facts["layer_kinds"]:
+        kinds.add_row(k["kind"], str(k["count"]), f"{k['params_per_layer']:,}", f"{2 * k['kv_elements_per_token']:,}")
+    out.print(kinds)
+    out.print(f"KV cache per token, all layers, bf16: {facts['kv_bytes_per_token_bf16_total']:,.0f} B "
+              f"({facts['kv_bytes_per_token_bf16_total'] / 1024:,.1f} KiB; sliding-window layers stop growing "
+              "at their window)")
+    w = facts["weight_gib"]
+    out.print(f"weights as shipped ({facts['shipped_format']}): {w['as_shipped']:.2f} GiB;  bf16 {w['bf16']:.2f} GiB, "
+              f"int8 {w['int8']:.2f} GiB, int4 (nf4) {w['int4']:.2f} GiB  [GiB = 2^30 B]")
+    if facts["dtype_assumed"]:
+        out.print("[yellow]the config does not state its dtype; the shipped size is an assumption[/]")
+
+

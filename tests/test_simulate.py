@@ -1,0 +1,146 @@
+"""The fake-tensor simulator: its tracker counted by hand, its extrapolation against direct runs, and the
+analytic estimator checked against it on the oracle matrix (bench/oracle.py), each case within 5 %.
+
+The 5 % is the tolerance the issue sets for an estimate against the tensors a step allocates; the matrix runs
+at a median error of 0.2 % (worst 3 %), so a regression of the analytic model shows here first."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import require
+
+pytestmark = pytest.mark.sim
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+sys.path.insert(0, str(BENCH))
+
+import oracle  # noqa: E402
+
+GIB = 2**30
+
+
+# ---- the tracker, by hand ------------------------------------------------------------------------------
+def test_tracker_counts_blocks_views_and_frees():
+    torch = require("torch")
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from gpuplan.tracker import MemoryTracker
+
+    with FakeTensorMode():
+        tracker = MemoryTracker()
+        with tracker:
+            tracker.phase = "forward"
+            a = torch.empty(1000, dtype=torch.float32)  # 4,000 B -> 4,096 (eight 512-B blocks)
+            assert tracker.current == 4096
+            view = a[10:20].view(2, 5)  # a view shares its base's storage: nothing new
+            assert tracker.current == 4096
+            b = torch.empty(3, dtype=torch.bfloat16)  # 6 B -> one block
+            assert tracker.current == 4096 + 512
+            c = a * 2  # a new 4,000-B result
+            assert tracker.current == 2 * 4096 + 512
+            del c
+            assert tracker.current == 4096 + 512
+            tracker.phase = "backward"
+            d = torch.empty(256, dtype=torch.float64)  # exactly 2,048 B
+            tracker.relabel(d, "gradients")
+            assert tracker.parts["gradients"] == 2048 and tracker.parts["activations"] == 4096 + 512
+        assert tracker.peaks["forward"].bytes == 2 * 4096 + 512
+        assert tracker.peaks["backward"].bytes == 4096 + 512 + 2048
+        del a, view, b, d
+
+
+def test_parameters_of_a_tiny_llama_are_counted_exactly(tmp_path):
+    """Llama-3.2-1B narrowed to 2 layers of width 512: the tracker's parameters equal the exact count x 2 bytes,
+    each tensor rounded to 512 bytes (every shape here is already a multiple)."""
+    require("transformers")
+    from gpuplan.catalog import load_model
+    from gpuplan.simulate import simulate
+
+    path = oracle.narrowed("llama-3.2-1b", tmp_path, num_hidden_layers=2)
+    sim = simulate({"model": path, "task": "infer", "batch_size": 1, "prompt_tokens": 64, "output_tokens": 2},
+                   layers=2)
+    m = load_model(path)
+    rotary = 512  # inv_freq: 32 fp32 values, one block
+    assert sim.parts_gib["parameters"] * GIB == m.params_total * 2 + rotary
+
+
+# ---- extrapolation -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("model, fields", [
+    ("llama-3.1-8b", dict(task="train", method="full", seq_len=512)),
+    ("llama-3.1-8b", dict(task="train", method="qlora", seq_len=512, grad_checkpointing="full")),
+    ("qwen3-8b", dict(task="infer", batch_size=2, prompt_tokens=256, output_tokens=4)),
+    ("gemma-2-9b", dict(task="train", method="lora", seq_len=512)),  # two layer kinds: sliding and global
+])
+def test_extrapolation_from_few_layers_equals_a_direct_run(tmp_path, model, fields):
+    require("transformers")
+    from gpuplan.simulate import simulate
+
+    scenario = {"model": oracle.narrowed(model, tmp_path, num_hidden_layers=4), **fields}
+    extrapolated = simulate(scenario)  # runs of 2 and 3 layers (1+1, 2+1, 1+2 for two kinds)
+    direct = simulate(scenario, layers=4)
+    assert sum(sum(r["layers"].values()) for r in extrapolated.runs) < 4 * len(extrapolated.runs)
+    assert extrapolated.allocated_peak_gib == pytest.approx(direct.allocated_peak_gib, rel=0.005)
+    assert extrapolated.peak_phase == direct.peak_phase
+
+
+# ---- the oracle matrix ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("model, fields", oracle.CASES, ids=[oracle.case_id(m, f) for m, f in oracle.CASES])
+def test_estimate_within_5_percent_of_the_simulation(tmp_path, model, fields):
+    require("transformers")
+    require("peft")
+    row = oracle.compare(model, fields, tmp_path)
+    assert abs(row["error_pct"]) < 5, row
+
+
+def test_the_matrix_covers_what_the_issue_asks():
+    families = {m for m, _ in oracle.CASES}
+    assert {"llama-3.1-8b", "qwen2.5-7b", "qwen3-8b", "mistral-7b-v0.1", "gemma-2-9b"} <= families
+    assert {"mixtral-8x7b", "qwen3-30b-a3b"} & families
+    kinds = {(f["task"], f.get("method")) for _, f in oracle.CASES}
+    assert {("infer", None), ("train", "full"), ("train", "lora"), ("train", "qlora")} <= kinds
+    assert {f.get("grad_checkpointing", "none") for _, f in oracle.CASES} == {"none", "full"}
+    assert {f.get("attention", "sdpa") for _, f in oracle.CASES} == {"sdpa", "eager"}
+    assert len({f.get("seq_len", f.get("prompt_tokens")) for _, f in oracle.CASES}) >= 3
+    assert len(oracle.CASES) >= 24
+
+
+# ---- what cannot be simulated, and the CLI -------------------------------------------------------------
+@pytest.mark.parametrize("fields, text", [
+    (dict(task="train", num_gpus=2, strategy="ddp"), "one GPU"),
+    (dict(task="infer", engine="vllm"), "transformers"),
+    (dict(task="train", grad_checkpointing="selective"), "selective"),
+    (dict(task="infer", quant="awq-int4"), "nf4"),
+])
+def test_unsupported_scenarios_say_why(fields, text):
+    from gpuplan import GpuplanError
+    from gpuplan.simulate import simulate
+
+    with pytest.raises(GpuplanError, match=text):
+        simulate({"model": "llama-3.2-1b", **fields})
+
+
+def gpuplan(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "gpuplan", *args], capture_output=True, text=True,
+                          env={**__import__("os").environ, "COLUMNS": "160"})
+
+
+def test_simulate_cli_json_compare_and_plot(tmp_path):
+    require("transformers")
+    path = oracle.narrowed("qwen2.5-7b", tmp_path)
+    common = ["--model", path, "--task", "train", "--method", "lora", "--seq-len", "256"]
+    done = gpuplan("simulate", *common, "--json")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["allocated_peak_gib"] > 0 and data["peak_phase"] in ("forward", "backward", "optimizer_step")
+    assert set(data["parts_gib"]) >= {"parameters", "activations", "optimizer"}
+    plot = tmp_path / "memory.png"
+    table = gpuplan("simulate", *common, "--compare", "--plot", str(plot))
+    assert table.returncode == 0, table.stderr
+    assert "estimate" in table.stdout and "simulated" in table.stdout and plot.stat().st_size > 1000
+    bad = gpuplan("simulate", "--model", "llama-3.2-1b", "--task", "train", "--num-gpus", "2", "--strategy", "ddp")
+    assert bad.returncode == 2 and "one GPU" in bad.stderr and "Traceback" not in bad.stderr
