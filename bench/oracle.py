@@ -22,10 +22,16 @@ from gpuplan.catalog import bundled, bundled_repo
 NARROW = {"hidden_size": 512, "intermediate_size": 1536, "num_attention_heads": 8, "num_hidden_layers": 4}
 
 
-def narrowed(model: str, folder: Path, **overrides) -> str:
-    """Write a narrowed copy of a bundled config to ``folder`` and return its path."""
+def narrowed(model: str, folder: Path, real_width: bool = False, **overrides) -> str:
+    """Write a narrowed copy of a bundled config to ``folder`` and return its path (``real_width``: only the
+    depth is cut to 4 layers)."""
     config = json.loads(bundled()[bundled_repo(model)].read_text())
     config = {k: v for k, v in config.items() if not k.startswith("_transcription")}
+    if real_width:
+        config.update(num_hidden_layers=4, **overrides)
+        path = folder / f"{model}-4-layers.json"
+        path.write_text(json.dumps(config))
+        return str(path)
     kv = max(1, config.get("num_key_value_heads", config["num_attention_heads"]) * 8
              // config["num_attention_heads"])
     config.update(NARROW, num_key_value_heads=kv, head_dim=64)
@@ -76,35 +82,40 @@ CASES = [
     ("mixtral-8x7b", dict(task=TRAIN, method="full", seq_len=256, grad_checkpointing="full", precision="bf16-true")),
     ("qwen3-30b-a3b", dict(task=INFER, batch_size=1, prompt_tokens=512, output_tokens=8)),
     ("qwen3-30b-a3b", dict(task=TRAIN, method="lora", seq_len=512)),
+    # real widths (4 layers): the per-layer activations outweigh the logits here
+    ("llama-3.1-8b", dict(task=TRAIN, method="qlora", seq_len=1024), True),
+    ("qwen3-8b", dict(task=TRAIN, method="qlora", seq_len=1024, qlora_fp32_upcast=False), True),
+    ("mistral-7b-v0.1", dict(task=TRAIN, method="lora", micro_batch_size=2, seq_len=1024), True),
+    ("qwen2.5-7b", dict(task=TRAIN, method="full", seq_len=1024, precision="bf16-true"), True),
 ]
 
 
-def case_id(model: str, fields: dict) -> str:
+def case_id(model: str, fields: dict, real_width: bool = False) -> str:
     extra = ",".join(f"{k}={v}" for k, v in fields.items() if k not in ("task", "method"))
-    return f"{model}:{fields['task']}:{fields.get('method', '')}:{extra}"
+    return f"{model}{'(real width)' if real_width else ''}:{fields['task']}:{fields.get('method', '')}:{extra}"
 
 
-def compare(model: str, fields: dict, folder: Path) -> dict:
+def compare(model: str, fields: dict, folder: Path, real_width: bool = False) -> dict:
     """Simulated and estimated allocated peak (GiB) of one case. The estimate's cuBLAS workspace is left out:
     it is a CUDA allocation that has no counterpart on the CPU."""
     from gpuplan.simulate import simulate
 
-    scenario = {"model": narrowed(model, folder), **fields}
+    scenario = {"model": narrowed(model, folder, real_width), **fields}
     started = time.perf_counter()
     sim = simulate(scenario)
     seconds = time.perf_counter() - started
     mem = estimate(scenario, advise=False).memory
     analytic = mem.allocated_peak_gib - mem.other.get("cuBLAS workspace", 0.0)
-    return {"case": case_id(model, fields), "simulated_gib": sim.allocated_peak_gib, "estimated_gib": analytic,
-            "error_pct": 100 * (analytic / sim.allocated_peak_gib - 1), "sim_phase": sim.peak_phase,
-            "estimate_phase": mem.peak_phase, "seconds": seconds}
+    return {"case": case_id(model, fields, real_width), "simulated_gib": sim.allocated_peak_gib,
+            "estimated_gib": analytic, "error_pct": 100 * (analytic / sim.allocated_peak_gib - 1),
+            "sim_phase": sim.peak_phase, "estimate_phase": mem.peak_phase, "seconds": seconds}
 
 
 def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for model, fields in CASES:
-            rows.append(compare(model, fields, Path(tmp)))
+        for model, fields, *real in CASES:
+            rows.append(compare(model, fields, Path(tmp), *real))
             r = rows[-1]
             print(f"{r['case']:90s} sim {r['simulated_gib']:7.3f} est {r['estimated_gib']:7.3f} "
                   f"{r['error_pct']:+6.1f}% {r['sim_phase']:>14s}/{r['estimate_phase']:<14s} {r['seconds']:.1f}s",

@@ -65,7 +65,7 @@ def test_parameters_of_a_tiny_llama_are_counted_exactly(tmp_path):
     sim = simulate({"model": path, "task": "infer", "batch_size": 1, "prompt_tokens": 64, "output_tokens": 2},
                    layers=2)
     m = load_model(path)
-    rotary = 512  # inv_freq: 32 fp32 values, one block
+    rotary = 2 * 512  # inv_freq and original_inv_freq (llama3 rope scaling): 32 fp32 values each, one block each
     assert sim.parts_gib["parameters"] * GIB == m.params_total * 2 + rotary
 
 
@@ -89,23 +89,24 @@ def test_extrapolation_from_few_layers_equals_a_direct_run(tmp_path, model, fiel
 
 
 # ---- the oracle matrix ---------------------------------------------------------------------------------
-@pytest.mark.parametrize("model, fields", oracle.CASES, ids=[oracle.case_id(m, f) for m, f in oracle.CASES])
-def test_estimate_within_5_percent_of_the_simulation(tmp_path, model, fields):
+@pytest.mark.parametrize("case", oracle.CASES, ids=[oracle.case_id(*c) for c in oracle.CASES])
+def test_estimate_within_5_percent_of_the_simulation(tmp_path, case):
     require("transformers")
     require("peft")
-    row = oracle.compare(model, fields, tmp_path)
+    row = oracle.compare(*case[:2], tmp_path, *case[2:])
     assert abs(row["error_pct"]) < 5, row
 
 
 def test_the_matrix_covers_what_the_issue_asks():
-    families = {m for m, _ in oracle.CASES}
+    families = {m for m, *_ in oracle.CASES}
     assert {"llama-3.1-8b", "qwen2.5-7b", "qwen3-8b", "mistral-7b-v0.1", "gemma-2-9b"} <= families
     assert {"mixtral-8x7b", "qwen3-30b-a3b"} & families
-    kinds = {(f["task"], f.get("method")) for _, f in oracle.CASES}
+    cases = [f for _, f, *_ in oracle.CASES]
+    kinds = {(f["task"], f.get("method")) for f in cases}
     assert {("infer", None), ("train", "full"), ("train", "lora"), ("train", "qlora")} <= kinds
-    assert {f.get("grad_checkpointing", "none") for _, f in oracle.CASES} == {"none", "full"}
-    assert {f.get("attention", "sdpa") for _, f in oracle.CASES} == {"sdpa", "eager"}
-    assert len({f.get("seq_len", f.get("prompt_tokens")) for _, f in oracle.CASES}) >= 3
+    assert {f.get("grad_checkpointing", "none") for f in cases} == {"none", "full"}
+    assert {f.get("attention", "sdpa") for f in cases} == {"sdpa", "eager"}
+    assert len({f.get("seq_len", f.get("prompt_tokens")) for f in cases}) >= 3
     assert len(oracle.CASES) >= 24
 
 

@@ -41,6 +41,7 @@ INPUT_OF = {
     "down_proj": "mlp_mid", "fc2": "mlp_mid", "dense_4h_to_h": "mlp_mid", "mlp.c_proj": "mlp_mid", "w2": "mlp_mid",
 }
 CAST_FROM_FP32 = {"attn_in", "mlp_in"}  # inputs that come straight from an fp32 norm under autocast
+QK_NORM = frozenset({"qwen3", "qwen3_moe", "olmo2", "gemma3", "gemma3_text"})  # families that norm q and k
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,6 +62,8 @@ class ActivationSetup:
     lora_dropout: float = 0.0
     lora_input_casts: bool = False  # fp32 adapters under autocast: peft casts each adapter's input separately
     lora_experts: bool = False  # peft ParamWrapper on fused MoE experts: W + B@A materialized per forward
+    fp32_residual_4bit: bool = False  # QLoRA after peft's fp32 upcast: the residual stream runs in fp32
+    base_4bit: bool = False  # bitsandbytes 4-bit base linears: MatMul4Bit saves its input for the backward
 
 
 def trains(lin: Linear, setup: ActivationSetup) -> bool:
@@ -79,6 +82,9 @@ def saved_bytes(layer: Layer, model, setup: ActivationSetup) -> float:
     if model.family in ("gemma2", "gemma3", "gemma3_text"):
         n_norms = 4
     total += n_norms * (4 * Ts * h + (residual * Ts * h if setup.base_trainable else 0))
+    if model.family in QK_NORM and layer.attention != "mla":  # RMSNorm on queries and keys: fp32 inputs saved
+        qk = T * (max(model.num_heads // t, 1) + max(model.num_kv_heads // t, 1)) * model.head_dim
+        total += 4 * qk + (c * qk if setup.base_trainable else 0)
     # linear inputs
     seen: set[str] = set()
     for lin in layer.linears:
@@ -96,9 +102,45 @@ def saved_bytes(layer: Layer, model, setup: ActivationSetup) -> float:
         elif key not in seen:
             total += c * size
         seen.add(key)
+    if setup.base_4bit:
+        total += base_4bit_saved(layer, setup)
+    if setup.fp32_residual_4bit:
+        total += upcast_4bit_saved(layer, model, setup)
     total += attention_saved(layer, model, setup)
     total += mlp_saved(layer, model, setup)
     total += lora_saved(layer, setup)
+    return total
+
+
+def base_4bit_saved(layer: Layer, setup: ActivationSetup) -> float:
+    """bitsandbytes ``MatMul4Bit`` saves its input whenever it needs an input gradient (``ctx.tensors = (A,
+    B)``), though a frozen weight needs none for itself: each distinct input of the 4-bit base linears is
+    kept once (the attention output is saved by attention already)."""
+    T, c, t = setup.tokens, setup.compute_bytes, setup.tp
+    sizes: dict[str, float] = {}
+    for lin in layer.linears:
+        key = INPUT_OF.get(lin.name, lin.name)
+        if lin.group in ("experts", "router") or key == "attn_out":
+            continue
+        sizes[key] = T / t * lin.in_features
+    return c * sum(sizes.values())
+
+
+def upcast_4bit_saved(layer: Layer, model, setup: ActivationSetup) -> float:
+    """QLoRA after ``prepare_model_for_kbit_training`` casts embeddings and norms to fp32: the residual stream
+    and the norms' outputs are fp32, so each bitsandbytes ``Linear4bit`` reading a norm casts it to its compute
+    dtype itself and ``MatMul4Bit`` saves that copy (q, k and v keep three copies, gate and up two, where one
+    shared input sufficed), and the keys and values leave their LoRA sum in fp32 (the rotary tables follow
+    the fp32 hidden states). Counted against the fake-tensor simulation of Llama, Qwen2.5 and Mistral."""
+    T, c, t = setup.tokens, setup.compute_bytes, setup.tp
+    groups: dict[str, int] = {}
+    for lin in layer.linears:
+        key = INPUT_OF.get(lin.name, lin.name)
+        if key in CAST_FROM_FP32 and lin.group not in ("experts", "router"):
+            groups[key] = groups.get(key, 0) + 1
+    total = sum(c * T / t * model.hidden_size * (n - 1) for n in groups.values())
+    if layer.attention != "mla":
+        total += 2 * 4 * T * max(model.num_kv_heads // t, 1) * model.head_dim
     return total
 
 

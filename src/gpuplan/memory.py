@@ -266,13 +266,15 @@ def training(s: Scenario, m: ModelSpec) -> Estimate:
         e.assumptions.append(f"offload {s.offload}: those states live in CPU memory and the step runs there")
 
     # -- activations
+    bnb_4bit = s.method == "qlora" and (s.quant or "nf4") in ("nf4", "fp4")
     setup = act.ActivationSetup(
         tokens=s.micro_batch_size * s.seq_len, batch=s.micro_batch_size, seq=s.seq_len, compute_bytes=c,
         autocast_fp32_weights=autocast_fp32, base_trainable=s.method == "full",
         lora_targets=lora_targets(s, m) if s.method != "full" else frozenset(), attention=attention_kernel(s, m), tp=t,
         recompute_attention=s.grad_checkpointing == "selective",
         lora_rank=s.lora_rank if s.method != "full" else 0, lora_dropout=s.lora_dropout,
-        lora_input_casts=mixed and s.method != "full", lora_experts=adapts_experts(s, m))
+        lora_input_casts=mixed and s.method != "full", lora_experts=adapts_experts(s, m),
+        base_4bit=bnb_4bit, fp32_residual_4bit=bnb_4bit and mixed and s.qlora_fp32_upcast)
     kinds = {layer: act.saved_bytes(layer, m, setup) for layer, _ in m.layer_kinds()}  # layers repeat
     saved = [kinds[layer] for layer in stage_layers]
     if autocast_fp32:  # bf16 copies of the weights, cached by autocast and saved for the backward

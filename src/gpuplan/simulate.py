@@ -194,7 +194,7 @@ def _run(s: Scenario, m: ModelSpec, kinds, counts, *, timeline: bool):
     from .tracker import MemoryTracker
 
     notes: list[str] = []
-    model = _build(s, m, sized_config(m, kinds, counts), notes)
+    model = build(s, m, sized_config(m, kinds, counts), notes)
     with FakeTensorMode(allow_non_fake_inputs=True):
         model = model.to_empty(device="cpu")
         model.tie_weights()  # to_empty gives every module its own tensor: tie embeddings again
@@ -203,9 +203,9 @@ def _run(s: Scenario, m: ModelSpec, kinds, counts, *, timeline: bool):
             tracker.relabel(tensor, "parameters")
         with tracker, _cuda_dropout():
             if s.task == "train":
-                _train(s, m, model, tracker, notes)
+                train_steps(s, m, model, tracker, notes)
             else:
-                _infer(s, m, model, tracker)
+                generate_steps(s, m, model, tracker)
         del model
     torch.set_grad_enabled(True)
     return tracker, notes
@@ -238,7 +238,7 @@ def _dtype(name: str):
     return {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[name]
 
 
-def _build(s: Scenario, m: ModelSpec, config: dict[str, Any], notes: list[str]):
+def build(s: Scenario, m: ModelSpec, config: dict[str, Any], notes: list[str]):
     """The model on the meta device, set up as the scenario says (nothing is materialized yet)."""
     import warnings
 
@@ -380,8 +380,9 @@ class _StandIn:
                 if self.eight_bit:
                     n = p.numel()
                     blocks = math.ceil(n / BNB_OPT_BLOCK)
-                    self.state[p] = {f"state{i}": torch.zeros(n, dtype=torch.uint8) for i in (1, 2)} | {
-                        f"absmax{i}": torch.zeros(blocks, dtype=torch.float32) for i in (1, 2)}
+                    self.state[p] = {f"state{i}": torch.zeros(n, dtype=torch.uint8, device=p.device)
+                                     for i in (1, 2)} | {
+                        f"absmax{i}": torch.zeros(blocks, dtype=torch.float32, device=p.device) for i in (1, 2)}
                 else:
                     self.state[p] = {"exp_avg": torch.zeros_like(p)}
             p.data.add_(p.grad.sign(), alpha=-1e-5) if not self.eight_bit else p.data.add_(p.grad, alpha=-1e-5)
@@ -392,7 +393,9 @@ class _StandIn:
 
 
 # ---- steps ---------------------------------------------------------------------------------------------
-def _train(s: Scenario, m: ModelSpec, model, tracker, notes: list[str]) -> None:
+def train_steps(s: Scenario, m: ModelSpec, model, tracker, notes: list[str], device: str = "cpu") -> int:
+    """Two Trainer-shaped optimizer steps (the second with up to two accumulated micro-batches); returns the
+    tokens processed. ``tracker`` needs a ``phase`` attribute and ``relabel``; :class:`Phases` is a silent one."""
     import torch
 
     params = [p for p in model.parameters() if p.requires_grad]
@@ -401,11 +404,13 @@ def _train(s: Scenario, m: ModelSpec, model, tracker, notes: list[str]) -> None:
     opt = _optimizer(s, params, notes)
     mixed = s.precision.endswith("-mixed")
     compute = _dtype(s.precision.split("-")[0]) if mixed else None
-    autocast = (lambda: torch.autocast("cpu", dtype=compute)) if mixed else contextlib.nullcontext
+    autocast = (lambda: torch.autocast(device, dtype=compute)) if mixed else contextlib.nullcontext
+    tokens = 0
     for step in range(2):
         for _ in range(1 if step == 0 else min(s.grad_accum_steps, 2)):
-            ids = torch.randint(0, m.vocab_size, (s.micro_batch_size, s.seq_len))
             tracker.phase = "forward"
+            ids = torch.randint(0, m.vocab_size, (s.micro_batch_size, s.seq_len), device=device)
+            tokens += ids.numel()
             with autocast():
                 loss = model(input_ids=ids, labels=ids).loss / s.grad_accum_steps
             tracker.phase = "backward"
@@ -419,9 +424,10 @@ def _train(s: Scenario, m: ModelSpec, model, tracker, notes: list[str]) -> None:
                     tracker.relabel(value, "optimizer")
         tracker.phase = "zero_grad"
         opt.zero_grad(set_to_none=True)
+    return tokens
 
 
-def _infer(s: Scenario, m: ModelSpec, model, tracker) -> None:
+def generate_steps(s: Scenario, m: ModelSpec, model, tracker, device: str = "cpu") -> int:
     """``generate``'s loop: prefill keeping the last position's logits (``logits_to_keep=1``), the fp32 copy of
     the next-token logits, one decode step per further output token."""
     import inspect
@@ -431,9 +437,9 @@ def _infer(s: Scenario, m: ModelSpec, model, tracker) -> None:
 
     keep = {"logits_to_keep": 1} if "logits_to_keep" in inspect.signature(model.forward).parameters else {}
     torch.set_grad_enabled(False)
-    cache = DynamicCache(config=model.config)
-    ids = torch.randint(0, m.vocab_size, (s.batch_size, s.prompt_tokens))
     tracker.phase = "prefill"
+    cache = DynamicCache(config=model.config)
+    ids = torch.randint(0, m.vocab_size, (s.batch_size, s.prompt_tokens), device=device)
     out = model(input_ids=ids, past_key_values=cache, use_cache=True, **keep)
     next_ids = ids[:, -1:]  # a view: no allocation
     for step in range(s.output_tokens):
@@ -446,6 +452,16 @@ def _infer(s: Scenario, m: ModelSpec, model, tracker) -> None:
         next_ids = logits.argmax(-1, keepdim=True)
         ids = torch.cat([ids, next_ids], dim=-1)
         del logits
+    return s.batch_size * s.output_tokens
+
+
+class Phases:
+    """A tracker that only takes the phase names: what the steps run with on a real GPU."""
+
+    phase = ""
+
+    def relabel(self, tensor, category: str) -> None:
+        pass
 
 
 def _relabel_cache(cache, tracker) -> None:

@@ -1,0 +1,200 @@
+"""``gpuplan simulate``, ``probe`` and ``calibrate``: check a plan against the real code, on fake tensors or a GPU."""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from ..errors import GpuplanError
+from ..scenario import load_scenario
+from .app import JsonFlag, app, out, overrides, print_json, scenario_options
+
+# simulated categories -> the estimate's parts they correspond to
+PARTS = (("parameters", ("weights_gib",)), ("gradients", ("gradients_gib",)), ("optimizer", ("optimizer_gib",)),
+         ("activations + temporaries", ("activations_gib", "other_gib")), ("kv_cache", ("kv_cache_gib",)))
+
+
+def simulate_cmd(scenario: str | None = None, as_json: bool = False, compare: bool = False,
+                 plot: str | None = None, layers: int | None = None, **fields: str | None) -> None:
+    """Run the scenario's step with the real transformers / peft code on fake tensors (no GPU, no download) and
+    count every tensor as the CUDA caching allocator would: allocated peak, its phase and op, memory by category.
+    Memory is affine in the number of identical layers, so a few layers are run and extrapolated to the full
+    depth. Needs the sim extra (torch, transformers, peft).
+
+    Examples:
+      gpuplan simulate --model llama-3.1-8b --task train --method qlora --seq-len 2048 --compare
+      gpuplan simulate job.yaml --plot memory.png
+    """
+    from ..simulate import simulate
+
+    s = load_scenario(scenario, overrides(fields))
+    sim = simulate(s, timeline=plot is not None, layers=layers)
+    est = None
+    if compare:
+        from ..estimate import estimate
+
+        est = estimate(s, advise=False).memory
+    if plot:
+        _plot(sim, Path(plot))
+    if as_json:
+        data = {k: v for k, v in sim.__dict__.items() if k != "timeline"}
+        if est is not None:
+            data["estimate"] = est.model_dump()
+        print_json(data)
+        return
+    cuda_only = est.other.get("cuBLAS workspace", 0.0) if est else 0.0
+    table = Table(title=f"{sim.model}: simulated step ({sim.elapsed_s:.1f} s on the CPU)", title_justify="left")
+    table.add_column("part")
+    table.add_column("simulated GiB", justify="right")
+    if est:
+        table.add_column("estimate GiB", justify="right")
+        table.add_column("difference", justify="right")
+    for name, keys in PARTS:
+        simulated = sum(sim.parts_gib.get(k, 0.0) for k in name.replace(" ", "").split("+"))
+        row = [name, f"{simulated:.3f}"]
+        if est:
+            estimated = sum(getattr(est, k) for k in keys) - (cuda_only if "other_gib" in keys else 0.0)
+            row += [f"{estimated:.3f}", f"{estimated - simulated:+.3f}"]
+        table.add_row(*row)
+    total = [f"[bold]allocated peak[/] ({sim.peak_phase}, {sim.peak_op or '-'})", f"{sim.allocated_peak_gib:.3f}"]
+    if est:
+        estimated = est.allocated_peak_gib - cuda_only
+        total += [f"{estimated:.3f}", f"{100 * (estimated / sim.allocated_peak_gib - 1):+.1f}%"]
+    table.add_row(*total)
+    out.print(table)
+    out.print("phases: " + ", ".join(f"{k} {v:.3f} GiB" for k, v in sim.phases_gib.items()))
+    if est:
+        out.print(f"the estimate's peak is in {est.peak_phase}; its cuBLAS workspace ({cuda_only:.3f} GiB) is "
+                  "CUDA-only and left out; parts at the peak are split as each side sees them, the totals compare")
+    for note in sim.notes:
+        out.print(f"[dim]- {note}[/]")
+    if plot:
+        out.print(f"timeline written to {plot}")
+
+
+def _plot(sim, path: Path) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise GpuplanError("--plot needs matplotlib: pip install 'gpuplan[sim]'") from None
+    fig, ax = plt.subplots(figsize=(9, 4))
+    phases = sorted({phase for _, _, phase in sim.timeline}, key=[p for _, _, p in sim.timeline].index)
+    for phase in phases:
+        xs = [event for event, _, p in sim.timeline if p == phase]
+        ys = [gib for _, gib, p in sim.timeline if p == phase]
+        ax.plot(xs, ys, ".", markersize=1.5, label=phase)
+    layers = sum(sim.runs[-1]["layers"].values())
+    ax.set(xlabel="allocation / release event", ylabel="live tensors, GiB",
+           title=f"{sim.model}: {layers}-layer run (the full depth is extrapolated)")
+    ax.legend(markerscale=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+simulate_cmd.__signature__ = inspect.Signature([
+    inspect.Parameter("scenario", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None,
+                      annotation=Annotated[str | None, typer.Argument(
+                          help="Scenario YAML/JSON file; flags override it.", show_default=False)]),
+    inspect.Parameter("as_json", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=JsonFlag),
+    inspect.Parameter("compare", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=Annotated[
+        bool, typer.Option("--compare", help="Print the analytic estimate beside the simulation, part by part.")]),
+    inspect.Parameter("plot", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[
+        str | None, typer.Option("--plot", help="Draw memory over the step to this PNG (matplotlib).")]),
+    inspect.Parameter("layers", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[
+        int | None, typer.Option("--layers", help="Run this many layers as they are, without extrapolating.")]),
+    *scenario_options(),
+])
+app.command("simulate")(simulate_cmd)
+
+
+def probe_cmd(scenario: str | None = None, as_json: bool = False, steps: int = 2, out_dir: str = "probes",
+              no_simulate: bool = False, **fields: str | None) -> None:
+    """Run the scenario's step for real on the visible CUDA GPU (random weights from the config, no download)
+    and measure max_memory_allocated / reserved, device memory in use, step time and tokens/s. Writes a JSON
+    record with the estimate and the simulation of the same scenario, for gpuplan calibrate.
+
+    Examples:
+      CUDA_VISIBLE_DEVICES=0 gpuplan probe --model llama-3.1-8b --task train --method lora --seq-len 2048
+    """
+    from ..probe import probe, write_record
+
+    record = probe(load_scenario(scenario, overrides(fields)), steps=steps, simulate_too=not no_simulate)
+    path = write_record(record, Path(out_dir))
+    if as_json:
+        print_json(record)
+        return
+    p, e = record["probe"], record["estimate"]
+    if p.get("oom"):
+        out.print(f"[red]out of memory[/] on {record['gpu']} after {p['allocated_peak_gib']:.2f} GiB allocated "
+                  f"(the estimate said {e['device_peak_gib']:.2f} GiB at the device level)")
+    else:
+        out.print(f"{record['gpu']}: allocated {p['allocated_peak_gib']:.3f} GiB (estimate "
+                  f"{e['allocated_peak_gib']:.3f}), reserved {p['reserved_peak_gib']:.3f} (estimate "
+                  f"{e['reserved_peak_gib']:.3f}), device {p['device_used_gib']:.3f} (estimate "
+                  f"{e['device_peak_gib']:.3f}); {p['step_time_s']:.3f} s per step, {p['tokens_per_s']:,.0f} tokens/s")
+    out.print(f"record written to {path}")
+
+
+probe_cmd.__signature__ = inspect.Signature([
+    inspect.Parameter("scenario", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None,
+                      annotation=Annotated[str | None, typer.Argument(
+                          help="Scenario YAML/JSON file; flags override it.", show_default=False)]),
+    inspect.Parameter("as_json", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=JsonFlag),
+    inspect.Parameter("steps", inspect.Parameter.KEYWORD_ONLY, default=2, annotation=Annotated[
+        int, typer.Option("--steps", help="Timed steps after one warm-up.")]),
+    inspect.Parameter("out_dir", inspect.Parameter.KEYWORD_ONLY, default="probes", annotation=Annotated[
+        str, typer.Option("--out-dir", help="Folder for the JSON record.")]),
+    inspect.Parameter("no_simulate", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=Annotated[
+        bool, typer.Option("--no-simulate", help="Skip the fake-tensor simulation in the record.")]),
+    *scenario_options(),
+])
+app.command("probe")(probe_cmd)
+
+
+@app.command("calibrate")
+def calibrate_cmd(
+    records: Annotated[list[str], typer.Argument(help="Probe records (JSON) written by gpuplan probe.")],
+    as_json: JsonFlag = False,
+) -> None:
+    """How far the estimate was from real runs: error per level (allocated, reserved, device) for each probe
+    record, the simulation's error, and the allocator slack and CUDA overheads the measurements imply next to
+    the ones the estimator assumes.
+
+    Examples:
+      gpuplan calibrate probes/*.json
+    """
+    from ..probe import calibrate, read_record
+
+    report = calibrate([read_record(path) for path in records])
+    if as_json:
+        print_json(report)
+        return
+    table = Table(title="estimate vs probe (error = estimate / measured - 1)", title_justify="left")
+    for col in ("model", "task", "gpu", "allocated", "reserved", "device", "simulation"):
+        table.add_column(col, justify="left" if col in ("model", "task", "gpu") else "right")
+    for r in report["records"]:
+        cells = [str(r["model"]), str(r["task"]), str(r["gpu"])]
+        for level in ("allocated", "reserved", "device"):
+            err_pct = r.get(f"{level}_error_pct")
+            cells.append("OOM" if r.get("oom") else "-" if err_pct is None else
+                         f"{r[f'{level}_measured_gib']:.2f} GiB {err_pct:+.1f}%")
+        sim = r.get("simulation_error_pct")
+        cells.append("-" if sim is None else f"{sim:+.1f}%")
+        table.add_row(*cells)
+    out.print(table)
+    slack = report["allocator_slack"]
+    if slack["measured_median"] is not None:
+        out.print(f"allocator slack: measured median {100 * slack['measured_median']:.1f}%, assumed "
+                  f"{100 * slack['assumed']['train']:.0f}% (train) / {100 * slack['assumed']['infer']:.0f}% (infer)")
+    outside = report["outside_allocator_gib"]["measured_median"]
+    if outside is not None:
+        out.print(f"outside the allocator (CUDA context, cuBLAS, NCCL, other processes): measured median "
+                  f"{outside:.2f} GiB")
