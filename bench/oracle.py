@@ -87,6 +87,7 @@ CASES = [
     ("qwen3-8b", dict(task=TRAIN, method="qlora", seq_len=1024, qlora_fp32_upcast=False), True),
     ("mistral-7b-v0.1", dict(task=TRAIN, method="lora", micro_batch_size=2, seq_len=1024), True),
     ("qwen2.5-7b", dict(task=TRAIN, method="full", seq_len=1024, precision="bf16-true"), True),
+    ("llama-3.1-70b", dict(task=TRAIN, method="qlora", seq_len=1024, grad_checkpointing="full"), True),
 ]
 
 

@@ -206,8 +206,9 @@ def mlp_saved(layer: Layer, model, setup: ActivationSetup) -> float:
 
 
 def boundary_bytes(model, setup: ActivationSetup) -> float:
-    """What full checkpointing keeps per layer: the layer's input (the residual stream)."""
-    residual = 4 if setup.autocast_fp32_weights else setup.compute_bytes
+    """What full checkpointing keeps per layer: the layer's input (the residual stream, fp32 when the weights
+    or, after QLoRA's upcast, the embeddings are fp32)."""
+    residual = 4 if setup.autocast_fp32_weights or setup.fp32_residual_4bit else setup.compute_bytes
     return residual * setup.tokens / setup.tp * model.hidden_size
 
 

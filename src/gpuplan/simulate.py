@@ -266,8 +266,11 @@ def build(s: Scenario, m: ModelSpec, config: dict[str, Any], notes: list[str]):
             notes.append("4-bit weights emulated with bitsandbytes' byte counts (packed NF4, double-quantized absmax)")
         return model.eval()
     model.train()
-    if s.grad_checkpointing == "full":
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    if s.grad_checkpointing == "full":  # gradient_checkpointing_enable, renamed in transformers 5
+        if hasattr(model, "activation_checkpointing_enable"):
+            model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+        else:
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     if s.method == "full":
         return model
     from peft import LoraConfig, get_peft_model
@@ -412,7 +415,7 @@ def train_steps(s: Scenario, m: ModelSpec, model, tracker, notes: list[str], dev
             ids = torch.randint(0, m.vocab_size, (s.micro_batch_size, s.seq_len), device=device)
             tokens += ids.numel()
             with autocast():
-                loss = model(input_ids=ids, labels=ids).loss / s.grad_accum_steps
+                loss = model(input_ids=ids, labels=ids, use_cache=False).loss / s.grad_accum_steps
             tracker.phase = "backward"
             loss.backward()
             del loss, ids
