@@ -82,3 +82,22 @@ def short(gpu_id: str) -> str:
     return gpu_id.removeprefix("nvidia-").removeprefix("geforce-").removeprefix("amd-instinct-")
 
 
+def option(name: str, kind: Any, default: Any, text: str, panel: str | None = None) -> inspect.Parameter:
+    """A keyword-only ``--name`` option for a command whose signature is built at import."""
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=Annotated[
+        kind, typer.Option(f"--{name.replace('_', '-')}", help=text, rich_help_panel=panel)])
+
+
+def scenario_command(name: str, fn, *extra: inspect.Parameter, skip: tuple[str, ...] = ()) -> None:
+    """Register ``fn`` as command ``name`` taking a scenario file, ``--json``, ``extra`` options and one
+    option per scenario field (but ``skip``); typer reads the signature set here."""
+    fn.__signature__ = inspect.Signature([
+        inspect.Parameter("scenario", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None,
+                          annotation=Annotated[str | None, typer.Argument(
+                              help="Scenario YAML/JSON file; flags override it.", show_default=False)]),
+        inspect.Parameter("as_json", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=JsonFlag),
+        *extra,
+        *[p for p in scenario_options() if p.name not in skip],
+    ])
+    app.command(name)(fn)
+

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 from pathlib import Path
 from typing import Annotated
 
@@ -11,7 +10,7 @@ from rich.table import Table
 
 from ..errors import GpuplanError
 from ..scenario import load_scenario
-from .app import JsonFlag, app, out, overrides, print_json, scenario_options
+from .app import JsonFlag, app, option, out, overrides, print_json, scenario_command
 
 # simulated categories -> the estimate's parts they correspond to
 PARTS = (("parameters", ("weights_gib",)), ("gradients", ("gradients_gib",)), ("optimizer", ("optimizer_gib",)),
@@ -99,20 +98,11 @@ def _plot(sim, path: Path) -> None:
     plt.close(fig)
 
 
-simulate_cmd.__signature__ = inspect.Signature([
-    inspect.Parameter("scenario", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None,
-                      annotation=Annotated[str | None, typer.Argument(
-                          help="Scenario YAML/JSON file; flags override it.", show_default=False)]),
-    inspect.Parameter("as_json", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=JsonFlag),
-    inspect.Parameter("compare", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=Annotated[
-        bool, typer.Option("--compare", help="Print the analytic estimate beside the simulation, part by part.")]),
-    inspect.Parameter("plot", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[
-        str | None, typer.Option("--plot", help="Draw memory over the step to this PNG (matplotlib).")]),
-    inspect.Parameter("layers", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[
-        int | None, typer.Option("--layers", help="Run this many layers as they are, without extrapolating.")]),
-    *scenario_options(),
-])
-app.command("simulate")(simulate_cmd)
+scenario_command(
+    "simulate", simulate_cmd,
+    option("compare", bool, False, "Print the analytic estimate beside the simulation, part by part."),
+    option("plot", str | None, None, "Draw memory over the step to this PNG (matplotlib)."),
+    option("layers", int | None, None, "Run this many layers as they are, without extrapolating."))
 
 
 def probe_cmd(scenario: str | None = None, as_json: bool = False, steps: int = 2, out_dir: str = "probes",
@@ -143,20 +133,11 @@ def probe_cmd(scenario: str | None = None, as_json: bool = False, steps: int = 2
     out.print(f"record written to {path}")
 
 
-probe_cmd.__signature__ = inspect.Signature([
-    inspect.Parameter("scenario", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None,
-                      annotation=Annotated[str | None, typer.Argument(
-                          help="Scenario YAML/JSON file; flags override it.", show_default=False)]),
-    inspect.Parameter("as_json", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=JsonFlag),
-    inspect.Parameter("steps", inspect.Parameter.KEYWORD_ONLY, default=2, annotation=Annotated[
-        int, typer.Option("--steps", help="Timed steps after one warm-up.")]),
-    inspect.Parameter("out_dir", inspect.Parameter.KEYWORD_ONLY, default="probes", annotation=Annotated[
-        str, typer.Option("--out-dir", help="Folder for the JSON record.")]),
-    inspect.Parameter("no_simulate", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=Annotated[
-        bool, typer.Option("--no-simulate", help="Skip the fake-tensor simulation in the record.")]),
-    *scenario_options(),
-])
-app.command("probe")(probe_cmd)
+scenario_command(
+    "probe", probe_cmd,
+    option("steps", int, 2, "Timed steps after one warm-up."),
+    option("out_dir", str, "probes", "Folder for the JSON record."),
+    option("no_simulate", bool, False, "Skip the fake-tensor simulation in the record."))
 
 
 @app.command("calibrate")

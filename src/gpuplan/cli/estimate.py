@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import inspect
-from typing import Annotated
-
-import typer
 from rich.table import Table
 
 from ..scenario import load_scenario
-from .app import JsonFlag, app, err, out, overrides, print_json, scenario_options
+from .app import err, out, overrides, print_json, scenario_command
 
 
 def estimate_cmd(scenario: str | None = None, as_json: bool = False, **fields: str | None) -> None:
@@ -102,13 +98,6 @@ def render_estimate(result) -> None:
         err.print(f"[yellow]warning:[/] {line}")
 
 
-estimate_cmd.__signature__ = inspect.Signature([
-    inspect.Parameter("scenario", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None,
-                      annotation=Annotated[str | None, typer.Argument(
-                          help="Scenario YAML/JSON file; flags override it.", show_default=False)]),
-    inspect.Parameter("as_json", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=JsonFlag),
-    *scenario_options(),
-])
-app.command("estimate")(estimate_cmd)
+scenario_command("estimate", estimate_cmd)
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 from typing import Annotated, Any
 
 import typer
@@ -10,7 +9,7 @@ from rich.table import Table
 
 from ..errors import GpuplanError
 from ..scenario import load_scenario
-from .app import JsonFlag, app, out, overrides, print_json, scenario_options, short
+from .app import JsonFlag, app, option, out, overrides, print_json, scenario_command, short
 
 # ---- GPUs -------------------------------------------------------------------------------------------
 gpus_app = typer.Typer(help="The GPU catalog: dense TFLOPS, memory, bandwidth, NVLink, power, price.",
@@ -163,21 +162,13 @@ def cost_cmd(scenario: str | None = None, as_json: bool = False, catalog: list[s
         out.print("[yellow]set --train-tokens to get hours and totals[/]")
 
 
-cost_cmd.__signature__ = inspect.Signature([
-    inspect.Parameter("scenario", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None,
-                      annotation=Annotated[str | None, typer.Argument(
-                          help="Scenario YAML/JSON file; flags override it.", show_default=False)]),
-    inspect.Parameter("as_json", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=JsonFlag),
-    inspect.Parameter("catalog", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[
-        list[str] | None, typer.Option("--catalog", help="A CSV of offers (same columns as data/offers.csv) that "
-                                       "overrides the bundled rows; repeatable.")]),
-    inspect.Parameter("discount", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[
-        list[str] | None, typer.Option("--discount", help="Negotiated price multiplier: provider=0.85; repeatable.")]),
-    inspect.Parameter("top", inspect.Parameter.KEYWORD_ONLY, default=20, annotation=Annotated[
-        int, typer.Option("--top", help="Show this many offers.")]),
-    *[p for p in scenario_options() if p.name != "gpu"],
-])
-app.command("cost")(cost_cmd)
+scenario_command(
+    "cost", cost_cmd,
+    option("catalog", list[str] | None, None, "A CSV of offers (same columns as data/offers.csv) that overrides "
+           "the bundled rows; repeatable."),
+    option("discount", list[str] | None, None, "Negotiated price multiplier: provider=0.85; repeatable."),
+    option("top", int, 20, "Show this many offers."),
+    skip=("gpu",))
 
 
 @app.command("buy")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import sys
 from typing import Annotated
 
@@ -12,7 +11,7 @@ from rich.table import Table
 from ..errors import GpuplanError
 from ..report import human_count
 from ..scenario import load_scenario
-from .app import JsonFlag, app, out, overrides, print_json, scenario_options, short
+from .app import JsonFlag, app, option, out, overrides, print_json, scenario_command, short
 
 
 # ---- recommend --------------------------------------------------------------------------------------
@@ -97,29 +96,22 @@ def render_recommendation(s, result) -> None:
         out.print("[yellow]set --train-tokens for hours and totals; ranked by $ per million tokens[/]")
 
 
-recommend_cmd.__signature__ = inspect.Signature([
-    inspect.Parameter("scenario", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None,
-                      annotation=Annotated[str | None, typer.Argument(
-                          help="Scenario YAML/JSON file; flags override it.", show_default=False)]),
-    inspect.Parameter("as_json", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=JsonFlag),
-    *[inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=Annotated[
-        kind, typer.Option(f"--{name.replace('_', '-')}", help=text, rich_help_panel="Constraints")])
-      for name, kind, default, text in (
-          ("budget_usd", float | None, None, "Most the job may cost, USD."),
-          ("deadline_hours", float | None, None, "Longest the job may take, hours."),
-          ("max_gpus", int, 8, "Most GPUs in a setup (above 8: several nodes)."),
-          ("gpus", str | None, None, "Only these GPUs, comma-separated: h100-sxm,l40s."),
-          ("providers", str | None, None, "Only these providers, comma-separated: runpod,vast."),
-          ("have", list[str] | None, None, "Hardware you own, priced by power only: 2x3090 (repeatable)."),
-          ("min_headroom", str, "0%", "Leave this share of GPU memory free: 10%."),
-          ("objective", str, "cost", "Rank by cost, time or balanced."),
-          ("top", int, 10, "Show this many setups."),
-          ("any_method", bool, False, "Allow LoRA / QLoRA instead of the scenario's method."),
-          ("any_quant", bool, False, "Allow quantized weights and an fp8 KV cache for serving."),
-          ("catalog", list[str] | None, None, "Extra offers CSV overriding bundled prices (repeatable)."))],
-    *[p for p in scenario_options() if p.name not in ("gpu", "num_gpus", "num_nodes", "tp", "pp", "strategy")],
-])
-app.command("recommend")(recommend_cmd)
+scenario_command(
+    "recommend", recommend_cmd,
+    *[option(name, kind, default, text, "Constraints") for name, kind, default, text in (
+        ("budget_usd", float | None, None, "Most the job may cost, USD."),
+        ("deadline_hours", float | None, None, "Longest the job may take, hours."),
+        ("max_gpus", int, 8, "Most GPUs in a setup (above 8: several nodes)."),
+        ("gpus", str | None, None, "Only these GPUs, comma-separated: h100-sxm,l40s."),
+        ("providers", str | None, None, "Only these providers, comma-separated: runpod,vast."),
+        ("have", list[str] | None, None, "Hardware you own, priced by power only: 2x3090 (repeatable)."),
+        ("min_headroom", str, "0%", "Leave this share of GPU memory free: 10%."),
+        ("objective", str, "cost", "Rank by cost, time or balanced."),
+        ("top", int, 10, "Show this many setups."),
+        ("any_method", bool, False, "Allow LoRA / QLoRA instead of the scenario's method."),
+        ("any_quant", bool, False, "Allow quantized weights and an fp8 KV cache for serving."),
+        ("catalog", list[str] | None, None, "Extra offers CSV overriding bundled prices (repeatable)."))],
+    skip=("gpu", "num_gpus", "num_nodes", "tp", "pp", "strategy"))
 
 
 @app.command("table")
