@@ -97,6 +97,31 @@ def test_estimate_within_5_percent_of_the_simulation(tmp_path, case):
     assert abs(row["error_pct"]) < 5, row
 
 
+FAMILIES = [  # the other families, at full size: inference in bf16, or LoRA at 256 tokens
+    ("deepseek-v3", dict(task="infer", batch_size=1, prompt_tokens=256, output_tokens=4, quant="none")),
+    ("gpt-oss-20b", dict(task="train", method="lora", seq_len=256, quant="none")),
+    ("phi-3-mini", dict(task="train", method="lora", seq_len=256)),
+    ("falcon-40b", dict(task="train", method="lora", seq_len=256)),
+    ("gpt2", dict(task="train", method="lora", seq_len=256)),
+    ("opt-6.7b", dict(task="train", method="lora", seq_len=256)),
+    ("bloom", dict(task="infer", batch_size=1, prompt_tokens=256, output_tokens=4)),
+    ("olmo-2-7b", dict(task="train", method="lora", seq_len=256)),
+    ("command-r", dict(task="train", method="lora", seq_len=256)),
+]
+
+
+@pytest.mark.parametrize("model, fields", FAMILIES, ids=[m for m, _ in FAMILIES])
+def test_other_families_simulate_and_agree(model, fields):
+    require("peft")
+    from gpuplan import estimate
+    from gpuplan.simulate import simulate
+
+    sim = simulate({"model": model, **fields})
+    mem = estimate({"model": model, **fields}, advise=False).memory
+    analytic = mem.allocated_peak_gib - mem.other.get("cuBLAS workspace", 0.0)
+    assert analytic == pytest.approx(sim.allocated_peak_gib, rel=0.05)
+
+
 def test_the_matrix_covers_what_the_issue_asks():
     families = {m for m, *_ in oracle.CASES}
     assert {"llama-3.1-8b", "qwen2.5-7b", "qwen3-8b", "mistral-7b-v0.1", "gemma-2-9b"} <= families

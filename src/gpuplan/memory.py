@@ -74,15 +74,22 @@ def weight_format(s: Scenario, m: ModelSpec) -> tuple[Format, tuple[str, ...]]:
     return make_format(s.quant, high_bytes=high), ("router",)
 
 
+# peft's ``all-linear`` on transformers 5 MoE models (checked with the fake-tensor simulation): fused expert
+# weights get a ``ParamWrapper`` LoRA in these families; gpt-oss's experts and router are custom modules it skips.
+PEFT_ADAPTS_EXPERTS = frozenset({"mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3"})
+CUSTOM_ROUTER = frozenset({"gpt_oss"})
+
+
 def adapts_experts(s: Scenario, m: ModelSpec) -> bool:
-    """peft's ``all-linear`` adapts the fused expert weights of a mixture of experts (peft >= 0.17)."""
-    return s.method != "full" and s.lora_targets == "all-linear" and m.is_moe
+    """Whether peft's ``all-linear`` adapts this model's fused expert weights (peft >= 0.17)."""
+    return s.method != "full" and s.lora_targets == "all-linear" and m.is_moe and m.family in PEFT_ADAPTS_EXPERTS
 
 
 def lora_targets(s: Scenario, m: ModelSpec) -> frozenset[str]:
-    """Module names LoRA adapts. ``all-linear`` = every linear of the decoder layers except the output
-    head (peft's rule); fused 3-D expert weights are not ``nn.Linear`` in transformers 5 and stay untouched."""
-    names = {lin.name for layer, _ in m.layer_kinds() for lin in layer.linears if lin.count == 1}
+    """Module names LoRA adapts. ``all-linear`` = every ``nn.Linear`` of the decoder layers except the output
+    head (peft's rule); fused 3-D expert weights are counted apart (:func:`adapts_experts`)."""
+    names = {lin.name for layer, _ in m.layer_kinds() for lin in layer.linears if lin.count == 1
+             and not (lin.group == "router" and m.family in CUSTOM_ROUTER)}
     if s.lora_targets == "all-linear":
         return frozenset(names)
     return frozenset(s.lora_targets)
@@ -119,9 +126,10 @@ def expert_lora_params(layer, rank: int) -> int:
     return total
 
 
-# Families transformers runs only with eager attention when SDPA is asked for: Gemma-2's attention logit
-# soft-capping has no SDPA path (modeling_gemma2: ``_supports_sdpa = False``); FlashAttention-2 supports it.
-EAGER_ONLY = frozenset({"gemma2"})
+# Families transformers runs only with eager attention when SDPA is asked for (``_supports_sdpa = False``):
+# Gemma-2's attention logit soft-capping, BLOOM's ALiBi, gpt-oss's attention sinks. FlashAttention kernels
+# (attention flash) cover Gemma-2 and gpt-oss.
+EAGER_ONLY = frozenset({"gemma2", "bloom", "gpt_oss"})
 
 
 def attention_kernel(s: Scenario, m: ModelSpec) -> str:

@@ -39,6 +39,7 @@ from .model import ModelSpec
 from .scenario import Scenario, scenario_from
 
 GIB = 2**30
+ATTENTION_DROPOUT = ("attn_pdrop", "attention_dropout")
 NF4_BLOCK, NF4_DQ_BLOCK, BNB_OPT_BLOCK = 64, 256, 256
 
 
@@ -160,14 +161,18 @@ def sized_config(m: ModelSpec, kinds: list[tuple[Any, int]], counts: list[int]) 
     """The model's config.json with ``counts[i]`` decoder layers of kind ``i``."""
     config = {k: v for k, v in m.config.items() if not k.startswith("_")}
     config.pop("quantization_config", None)
+    if config.get("model_type") == "RefinedWeb":  # falcon-40b's legacy keys, as transformers' falcon names them
+        config = {k: v for k, v in config.items() if k not in ("n_head", "n_head_kv", "n_layer", "auto_map")} | {
+            "model_type": "falcon", "num_attention_heads": m.config["n_head"],
+            "num_kv_heads": m.config["n_head_kv"], "new_decoder_architecture": True}
+    for key in ATTENTION_DROPOUT:  # CUDA's fused SDPA applies it in-kernel; the CPU falls back to s x s math
+        if config.get(key):
+            config[key] = 0.0
     if "text_config" in config:
         config["text_config"] = dict(config["text_config"])
     text = config.get("text_config", config)
     depth = sum(counts)
-    if config.get("model_type") == "RefinedWeb":
-        text["n_layer"] = depth
-    else:
-        text["num_hidden_layers"] = depth
+    text["num_hidden_layers"] = depth
     if len(kinds) == 1:
         if "layer_types" in text:
             text["layer_types"] = [text["layer_types"][0]] * depth
