@@ -240,6 +240,7 @@ def test_recommend_cli_json_and_table():
     (["--min-headroom", "lots"], "percentage"),
     (["--gpus", "h100-sxm,rtx-9090"], "did you mean"),
     (["--have", "2xa7000"], "did you mean"),
+    (["--providers", "runpd"], "did you mean 'runpod'"),
 ])
 def test_recommend_bad_input(args, text):
     done = gpuplan("recommend", "--model", "llama-3.1-8b", "--task", "train", *args)

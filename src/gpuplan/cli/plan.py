@@ -47,7 +47,7 @@ def recommend_cmd(scenario: str | None = None, as_json: bool = False, budget_usd
     s = load_scenario(scenario, overrides(fields))
     c = Constraints(budget_usd=budget_usd, deadline_hours=deadline_hours, max_gpus=max_gpus,
                     gpus=tuple(load_gpu(g).id for g in (gpus or "").split(",") if g.strip()),
-                    providers=tuple(p.strip() for p in (providers or "").split(",") if p.strip()),
+                    providers=tuple(_provider(p) for p in (providers or "").split(",") if p.strip()),
                     pricing=s.pricing, have=tuple(parse_have(h) for h in have or ()), min_headroom=headroom,
                     objective=objective, top=top, any_method=any_method, any_quant=any_quant,
                     catalogs=tuple(catalog or ()))
@@ -61,6 +61,17 @@ def recommend_cmd(scenario: str | None = None, as_json: bool = False, budget_usd
         print_json(data)
         return
     render_recommendation(s, result)
+
+
+def _provider(name: str) -> str:
+    from ..errors import UnknownNameError
+    from ..offers import load_offers
+
+    known = sorted({o.provider for o in load_offers()})
+    if name.strip() not in known:
+        raise UnknownNameError("provider", name.strip(), known, f"(providers in the price catalog: "
+                               f"{', '.join(known)})")
+    return name.strip()
 
 
 def _usd(x: float) -> str:
