@@ -255,3 +255,17 @@ def test_lora_dropout_keeps_a_copy_of_each_adapted_input():
     true = dict(base, precision="bf16-true")
     extra = mem(**true, lora_dropout=0.1).allocated_peak_gib - mem(**true).allocated_peak_gib
     assert extra * GIB == pytest.approx(16 * (2 * (2 + 1) - 2) * 512 * 2048)
+
+
+def test_zero3_qlora_shards_base_and_adapters_and_gathers_4bit_layers():
+    """Llama-3.1-8B QLoRA over ZeRO-3 on 4 GPUs. Per layer: q, o 4096^2, k, v 4096x1024, gate/up/down
+    4096x14336 = 218,103,808 weights, 6,979,321,856 in 32 layers, stored NF4 at 4 + 8/64 + 32/(64*256) bits.
+    The rest (embeddings, lm_head, norms: 1,050,939,392) in fp32 after peft's upcast. Rank-16 adapters on all
+    seven linears: 16 x (2 x 8192 + 2 x 5120 + 3 x 18432) = 1,310,720 per layer in fp32. All of it sharded 4 ways;
+    the gathered buffer holds one 4-bit layer, current and prefetched."""
+    nf4 = (4 + 8 / 64 + 32 / (64 * 256)) / 8
+    base = 6_979_321_856 * nf4 + (8_030_261_248 - 6_979_321_856) * 4
+    adapters = 32 * 16 * (2 * 8192 + 2 * 5120 + 3 * 18432) * 4
+    e = mem(model="llama-3.1-8b", task="train", method="qlora", num_gpus=4, strategy="zero3")
+    assert e.weights_gib * GIB == pytest.approx((base + adapters) / 4, rel=1e-6)
+    assert e.other["ZeRO-3 gathered layers"] * GIB == pytest.approx(2 * 218_103_808 * nf4, rel=1e-6)

@@ -170,3 +170,26 @@ def test_simulate_cli_json_compare_and_plot(tmp_path):
     assert "estimate" in table.stdout and "simulated" in table.stdout and plot.stat().st_size > 1000
     bad = gpuplan("simulate", "--model", "llama-3.2-1b", "--task", "train", "--num-gpus", "2", "--strategy", "ddp")
     assert bad.returncode == 2 and "one GPU" in bad.stderr and "Traceback" not in bad.stderr
+
+
+@pytest.mark.parametrize("model", ["mixtral-8x7b", "qwen3-30b-a3b"])
+def test_moe_lora_parameters_equal_peft_count(tmp_path, model):
+    """peft's own count of trainable LoRA parameters on a transformers 5 MoE (fused experts wrapped by
+    ParamWrapper, the router an nn.Linear) equals the estimator's."""
+    torch = require("torch")
+    transformers = require("transformers")
+    peft = require("peft")
+    from gpuplan.catalog import load_model
+    from gpuplan.memory import adapts_experts, lora_params, lora_targets
+    from gpuplan.scenario import Scenario
+
+    path = oracle.narrowed(model, tmp_path)
+    cfg = transformers.AutoConfig.for_model(**json.loads(Path(path).read_text()))
+    with torch.device("meta"):
+        net = transformers.AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16)
+    net = peft.get_peft_model(net, peft.LoraConfig(r=16, target_modules="all-linear", task_type="CAUSAL_LM"))
+    counted = sum(p.numel() for p in net.parameters() if p.requires_grad)
+    s = Scenario.model_validate({"model": path, "task": "train", "method": "lora"})
+    m = load_model(path)
+    assert adapts_experts(s, m)
+    assert lora_params(m, lora_targets(s, m), 16, experts=True) == counted

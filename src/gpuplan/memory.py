@@ -110,14 +110,12 @@ def lora_params(m: ModelSpec, targets: frozenset[str], rank: int, experts: bool 
 def expert_lora_params(layer, rank: int) -> int:
     """peft ``ParamWrapper`` parameters of one MoE layer: gate/up fused (``2·r·E·(h + 2i)``), down
     (``r·E·(i + h)``)."""
-    from .activations import INPUT_OF
-
     experts = [lin for lin in layer.linears if lin.group == "experts"]
     if not experts:
         return 0
     E = experts[0].count
-    fused_in = [lin for lin in experts if INPUT_OF.get(lin.name) == "mlp_in"]
-    down = [lin for lin in experts if INPUT_OF.get(lin.name) == "mlp_mid"]
+    fused_in = [lin for lin in experts if act.INPUT_OF.get(lin.name) == "mlp_in"]
+    down = [lin for lin in experts if act.INPUT_OF.get(lin.name) == "mlp_mid"]
     total = 0
     if fused_in:
         total += 2 * rank * E * (fused_in[0].in_features + sum(lin.out_features for lin in fused_in))
@@ -313,10 +311,7 @@ def training(s: Scenario, m: ModelSpec) -> Estimate:
         largest = max(layer.params for layer, _ in m.layer_kinds()) * shard
         other["ZeRO-3 gathered layers"] = 2 * 2 * largest + 2 * largest  # current + prefetched, one layer's grads
     elif strategy == "zero3":  # a frozen base is gathered in its own format; adapter gradients are small
-        fmt_g, skip_g = weight_format(s, m) if s.method == "qlora" else (make_format("none", high_bytes=c),
-                                                                          ("router",))
-        largest = max(sum(lin.weight_params * (fmt_g.high_bytes if lin.group in skip_g else
-                                               fmt_g.linear_weight_bytes(lin) / max(lin.weight_params, 1))
+        largest = max(sum(lin.weight_params * fmt.high_bytes if lin.group in skip else fmt.linear_weight_bytes(lin)
                           for lin in layer.linears) for layer, _ in m.layer_kinds()) * shard
         other["ZeRO-3 gathered layers"] = 2 * largest  # current + prefetched
     if s.method == "qlora":

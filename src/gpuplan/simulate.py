@@ -69,7 +69,7 @@ def simulate(scenario: Scenario | dict[str, Any], *, timeline: bool = False, lay
     _check(s, m)
     started = time.perf_counter()
     torch.manual_seed(0)
-    kinds = _kinds(m)
+    kinds = list(m.layer_kinds())
     if layers is not None:
         runs = [_counts_for_depth(kinds, layers)]
     else:
@@ -137,10 +137,6 @@ def _check(s: Scenario, m: ModelSpec) -> None:
                            "master weights of -mixed precision: simulate with precision bf16-true")
     if m.vision_params:
         raise GpuplanError(f"{m.name} has a vision tower; simulate runs text-only decoders")
-
-
-def _kinds(m: ModelSpec) -> list[tuple[Any, int]]:
-    return list(m.layer_kinds())
 
 
 def _kind_name(layer) -> str:

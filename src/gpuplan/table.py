@@ -15,7 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .catalog import load_model
-from .estimate import estimate
+from .estimate import estimate, fits_only
+from .hardware import load_gpu
 from .recommend import Constraints, Recommendation, recommend
 from .scenario import Scenario
 
@@ -39,30 +40,20 @@ class GuideRow:
     guide_gpu: str
 
 
-GUIDE = (
-    GuideRow(model="deepseek-r1", guide_name="DeepSeek R1", guide_params="671B", guide_vram="~1,342GB",
-             guide_gpu="NVIDIA A100 80GB x16"),
-    GuideRow(model="r1-distill-qwen-1.5b", guide_name="DeepSeek-R1-Distill-Qwen-1.5B", guide_params="1.5B",
-             guide_vram="~0.7GB", guide_gpu="NVIDIA RTX 3060 12GB+"),
-    GuideRow(model="r1-distill-qwen-7b", guide_name="DeepSeek-R1-Distill-Qwen-7B", guide_params="7B",
-             guide_vram="~3.3GB", guide_gpu="NVIDIA RTX 3070 8GB+"),
-    GuideRow(model="r1-distill-llama-8b", guide_name="DeepSeek-R1-Distill-Llama-8B", guide_params="8B",
-             guide_vram="~3.7GB", guide_gpu="NVIDIA RTX 3070 8GB+"),
-    GuideRow(model="r1-distill-qwen-14b", guide_name="DeepSeek-R1-Distill-Qwen-14B", guide_params="14B",
-             guide_vram="~6.5GB", guide_gpu="NVIDIA RTX 3080 10GB+"),
-    GuideRow(model="r1-distill-qwen-32b", guide_name="DeepSeek-R1-Distill-Qwen-32B", guide_params="32B",
-             guide_vram="~14.9GB", guide_gpu="NVIDIA RTX 4090 24GB"),
-    GuideRow(model="r1-distill-llama-70b", guide_name="DeepSeek-R1-Distill-Llama-70B", guide_params="70B",
-             guide_vram="~32.7GB", guide_gpu="NVIDIA RTX 4090 24GB x2"),
-    GuideRow(model="llama-3-70b", guide_name="Llama 3 70B", guide_params="70B", guide_vram="~140GB (estimado)",
-             guide_gpu="NVIDIA 3000 series, 32GB RAM minimo"),
-    GuideRow(model="llama-3.3-70b", guide_name="Llama 3.3", guide_params="Varia",
-             guide_vram="Al menos 12GB / 24GB VRAM", guide_gpu="NVIDIA RTX 3000 series"),
-    GuideRow(model="gpt-neox-20b", guide_name="GPT-NeoX", guide_params="20B", guide_vram="48GB+ VRAM total",
-             guide_gpu="Dos NVIDIA RTX 3090 (24GB cada una)"),
-    GuideRow(model="bloom", guide_name="BLOOM", guide_params="176B", guide_vram="40GB+ VRAM para entrenamiento",
-             guide_gpu="NVIDIA A100 o H100"),
-)
+GUIDE = tuple(GuideRow(model=model, guide_name=name, guide_params=params, guide_vram=vram, guide_gpu=gpu)
+              for model, name, params, vram, gpu in (
+    ("deepseek-r1", "DeepSeek R1", "671B", "~1,342GB", "NVIDIA A100 80GB x16"),
+    ("r1-distill-qwen-1.5b", "DeepSeek-R1-Distill-Qwen-1.5B", "1.5B", "~0.7GB", "NVIDIA RTX 3060 12GB+"),
+    ("r1-distill-qwen-7b", "DeepSeek-R1-Distill-Qwen-7B", "7B", "~3.3GB", "NVIDIA RTX 3070 8GB+"),
+    ("r1-distill-llama-8b", "DeepSeek-R1-Distill-Llama-8B", "8B", "~3.7GB", "NVIDIA RTX 3070 8GB+"),
+    ("r1-distill-qwen-14b", "DeepSeek-R1-Distill-Qwen-14B", "14B", "~6.5GB", "NVIDIA RTX 3080 10GB+"),
+    ("r1-distill-qwen-32b", "DeepSeek-R1-Distill-Qwen-32B", "32B", "~14.9GB", "NVIDIA RTX 4090 24GB"),
+    ("r1-distill-llama-70b", "DeepSeek-R1-Distill-Llama-70B", "70B", "~32.7GB", "NVIDIA RTX 4090 24GB x2"),
+    ("llama-3-70b", "Llama 3 70B", "70B", "~140GB (estimado)", "NVIDIA 3000 series, 32GB RAM minimo"),
+    ("llama-3.3-70b", "Llama 3.3", "Varia", "Al menos 12GB / 24GB VRAM", "NVIDIA RTX 3000 series"),
+    ("gpt-neox-20b", "GPT-NeoX", "20B", "48GB+ VRAM total", "Dos NVIDIA RTX 3090 (24GB cada una)"),
+    ("bloom", "BLOOM", "176B", "40GB+ VRAM para entrenamiento", "NVIDIA A100 o H100"),
+))
 
 
 @dataclass(kw_only=True)
@@ -109,7 +100,8 @@ def guide_table(*, catalogs: tuple[str, ...] = (), cheapest: bool = True) -> lis
 def fits_on(model: str, gpu: str, n: int, fields: dict) -> bool:
     """Whether ``model`` fits ``n`` x ``gpu`` (tensor parallel for inference) with these scenario fields."""
     layout = {"num_gpus": n, "tp": n} if fields["task"] == "infer" else {"num_gpus": n}
-    return bool(estimate({"model": model, "gpu": gpu, **fields, **layout}, advise=False).memory.fits)
+    s = Scenario.model_validate({"model": model, "gpu": gpu, **fields, **layout})
+    return fits_only(s, load_model(model), load_gpu(gpu))[0]
 
 
 def footnotes(r: TableRow) -> list[str]:

@@ -12,9 +12,11 @@ from ..errors import GpuplanError
 from ..scenario import load_scenario
 from .app import JsonFlag, app, option, out, overrides, print_json, scenario_command
 
-# simulated categories -> the estimate's parts they correspond to
-PARTS = (("parameters", ("weights_gib",)), ("gradients", ("gradients_gib",)), ("optimizer", ("optimizer_gib",)),
-         ("activations + temporaries", ("activations_gib", "other_gib")), ("kv_cache", ("kv_cache_gib",)))
+# (row, simulated categories, the estimate's parts they correspond to)
+PARTS = (("parameters", ("parameters",), ("weights_gib",)), ("gradients", ("gradients",), ("gradients_gib",)),
+         ("optimizer", ("optimizer",), ("optimizer_gib",)),
+         ("activations + temporaries", ("activations", "temporaries"), ("activations_gib", "other_gib")),
+         ("kv_cache", ("kv_cache",), ("kv_cache_gib",)))
 
 
 def simulate_cmd(scenario: str | None = None, as_json: bool = False, compare: bool = False,
@@ -52,8 +54,8 @@ def simulate_cmd(scenario: str | None = None, as_json: bool = False, compare: bo
     if est:
         table.add_column("estimate GiB", justify="right")
         table.add_column("difference", justify="right")
-    for name, keys in PARTS:
-        simulated = sum(sim.parts_gib.get(k, 0.0) for k in name.replace(" ", "").split("+"))
+    for name, categories, keys in PARTS:
+        simulated = sum(sim.parts_gib.get(k, 0.0) for k in categories)
         row = [name, f"{simulated:.3f}"]
         if est:
             estimated = sum(getattr(est, k) for k in keys) - (cuda_only if "other_gib" in keys else 0.0)
