@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from gpuplan import estimate
-from gpuplan.catalog import bundled, bundled_repo
+from gpuplan.model.catalog import bundled, bundled_repo
 
 NARROW = {"hidden_size": 512, "intermediate_size": 1536, "num_attention_heads": 8, "num_hidden_layers": 4}
 
@@ -99,7 +99,7 @@ def case_id(model: str, fields: dict, real_width: bool = False) -> str:
 def compare(model: str, fields: dict, folder: Path, real_width: bool = False) -> dict:
     """Simulated and estimated allocated peak (GiB) of one case. The estimate's cuBLAS workspace is left out:
     it is a CUDA allocation that has no counterpart on the CPU."""
-    from gpuplan.simulate import simulate
+    from gpuplan.sim.simulate import simulate
 
     scenario = {"model": narrowed(model, folder, real_width), **fields}
     started = time.perf_counter()

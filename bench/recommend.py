@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import time
 
-from gpuplan.catalog import load_model
-from gpuplan.recommend import Constraints, recommend
+from gpuplan.model.catalog import load_model
+from gpuplan.plan.recommend import Constraints, recommend
 from gpuplan.scenario import Scenario
 
 JOBS = {

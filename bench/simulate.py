@@ -9,7 +9,7 @@ import time
 import warnings
 
 from gpuplan import estimate
-from gpuplan.simulate import simulate
+from gpuplan.sim.simulate import simulate
 
 JOBS = {
     "Llama-3.1-70B QLoRA, seq 4096": dict(model="llama-3.1-70b", task="train", method="qlora", seq_len=4096,

@@ -10,8 +10,8 @@ import sys
 import pytest
 
 from gpuplan import GpuplanError, load_model
-from gpuplan.catalog import aliases, bundled
 from gpuplan.errors import UnknownNameError
+from gpuplan.model.catalog import aliases, bundled
 
 
 def test_48_configs_bundled_without_transcription_keys():

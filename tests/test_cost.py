@@ -8,10 +8,10 @@ import math
 import pytest
 
 from gpuplan import GpuplanError, estimate
-from gpuplan.catalog import load_model
-from gpuplan.cost import buy_vs_rent, daly_interval_h, daly_wall_time_h, young_interval_h
 from gpuplan.hardware import load_gpu
-from gpuplan.offers import bundled_offers, load_offers, read_offers
+from gpuplan.market.cost import buy_vs_rent, daly_interval_h, daly_wall_time_h, young_interval_h
+from gpuplan.market.offers import bundled_offers, load_offers, read_offers
+from gpuplan.model.catalog import load_model
 from gpuplan.scenario import scenario_from
 from gpuplan.speed import inference_speed, training_flops_per_token
 

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpuplan import estimate
-from gpuplan.catalog import load_model
+from gpuplan.model.catalog import load_model
 
 GIB = 2**30
 P8 = 8_030_261_248  # Llama-3.1-8B

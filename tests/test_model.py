@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gpuplan import load_model
-from gpuplan.model import ModelSpec
+from gpuplan.model.spec import ModelSpec
 
 # Published exact counts (INDEX.md of the shared model configs: model cards and HF safetensors totals).
 OFFICIAL = {

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from conftest import require
-from gpuplan.catalog import bundled, load_model
+from gpuplan.model.catalog import bundled, load_model
 
 pytestmark = pytest.mark.sim
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from gpuplan import GpuplanError
-from gpuplan.probe import calibrate, read_record
+from gpuplan.sim.probe import calibrate, read_record
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 import oracle
@@ -87,7 +87,7 @@ def test_probe_without_cuda_is_one_sentence():
 def test_probe_on_cuda_matches_the_simulation(tmp_path):
     """On a CUDA GPU: the measured max_memory_allocated of a small LoRA step is within 5 % of the simulation
     (both count the same tensors; CUDA adds cuBLAS workspace and kernels' scratch)."""
-    from gpuplan.probe import probe
+    from gpuplan.sim.probe import probe
 
     path = oracle.narrowed("llama-3.1-8b", tmp_path, real_width=True)
     rec = probe({"model": path, "task": "train", "method": "lora", "seq_len": 1024})

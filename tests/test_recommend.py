@@ -12,8 +12,8 @@ import sys
 import pytest
 
 from gpuplan import GpuplanError, estimate
-from gpuplan.catalog import load_model
-from gpuplan.recommend import Constraints, parse_have, recommend
+from gpuplan.model.catalog import load_model
+from gpuplan.plan.recommend import Constraints, parse_have, recommend
 from gpuplan.scenario import Scenario
 
 GIB = 2**30

@@ -29,7 +29,7 @@ def test_tracker_counts_blocks_views_and_frees():
     torch = require("torch")
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    from gpuplan.tracker import MemoryTracker
+    from gpuplan.sim.tracker import MemoryTracker
 
     with FakeTensorMode():
         tracker = MemoryTracker()
@@ -58,8 +58,8 @@ def test_parameters_of_a_tiny_llama_are_counted_exactly(tmp_path):
     """Llama-3.2-1B narrowed to 2 layers of width 512: the tracker's parameters equal the exact count x 2 bytes,
     each tensor rounded to 512 bytes (every shape here is already a multiple)."""
     require("transformers")
-    from gpuplan.catalog import load_model
-    from gpuplan.simulate import simulate
+    from gpuplan.model.catalog import load_model
+    from gpuplan.sim.simulate import simulate
 
     path = oracle.narrowed("llama-3.2-1b", tmp_path, num_hidden_layers=2)
     sim = simulate({"model": path, "task": "infer", "batch_size": 1, "prompt_tokens": 64, "output_tokens": 2},
@@ -78,7 +78,7 @@ def test_parameters_of_a_tiny_llama_are_counted_exactly(tmp_path):
 ])
 def test_extrapolation_from_few_layers_equals_a_direct_run(tmp_path, model, fields):
     require("transformers")
-    from gpuplan.simulate import simulate
+    from gpuplan.sim.simulate import simulate
 
     scenario = {"model": oracle.narrowed(model, tmp_path, num_hidden_layers=4), **fields}
     extrapolated = simulate(scenario)  # runs of 2 and 3 layers (1+1, 2+1, 1+2 for two kinds)
@@ -114,7 +114,7 @@ FAMILIES = [  # the other families, at full size: inference in bf16, or LoRA at 
 def test_other_families_simulate_and_agree(model, fields):
     require("peft")
     from gpuplan import estimate
-    from gpuplan.simulate import simulate
+    from gpuplan.sim.simulate import simulate
 
     sim = simulate({"model": model, **fields})
     mem = estimate({"model": model, **fields}, advise=False).memory
@@ -144,7 +144,7 @@ def test_the_matrix_covers_what_the_issue_asks():
 ])
 def test_unsupported_scenarios_say_why(fields, text):
     from gpuplan import GpuplanError
-    from gpuplan.simulate import simulate
+    from gpuplan.sim.simulate import simulate
 
     with pytest.raises(GpuplanError, match=text):
         simulate({"model": "llama-3.2-1b", **fields})
@@ -179,8 +179,8 @@ def test_moe_lora_parameters_equal_peft_count(tmp_path, model):
     torch = require("torch")
     transformers = require("transformers")
     peft = require("peft")
-    from gpuplan.catalog import load_model
     from gpuplan.memory import adapts_experts, lora_params, lora_targets
+    from gpuplan.model.catalog import load_model
     from gpuplan.scenario import Scenario
 
     path = oracle.narrowed(model, tmp_path)

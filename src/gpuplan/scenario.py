@@ -15,7 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .errors import GpuplanError, did_you_mean
-from .quant import QUANT_FORMATS
+from .model.quant import QUANT_FORMATS
 
 Precision = Literal["bf16-mixed", "fp16-mixed", "bf16-true", "fp16-true", "fp32", "fp8-mixed"]
 Optimizer = Literal["adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "sgd-momentum", "adafactor", "lion"]

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from . import overheads as oh
 from .hardware import GpuSpec
 from .memory import kv_bytes_per_sequence, weight_format
-from .model import ModelSpec
+from .model.spec import ModelSpec
 from .scenario import Scenario
 
 

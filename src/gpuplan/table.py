@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .catalog import load_model
-from .estimate import estimate, fits_only
+from .estimate import estimate
 from .hardware import load_gpu
-from .recommend import Constraints, Recommendation, recommend
+from .memory import fits_only
+from .model.catalog import load_model
+from .plan.recommend import Constraints, Recommendation, recommend
 from .scenario import Scenario
 
 PROMPT, OUTPUT = 3584, 512

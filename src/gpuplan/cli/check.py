@@ -30,7 +30,7 @@ def simulate_cmd(scenario: str | None = None, as_json: bool = False, compare: bo
       gpuplan simulate --model llama-3.1-8b --task train --method qlora --seq-len 2048 --compare
       gpuplan simulate job.yaml --plot memory.png
     """
-    from ..simulate import simulate
+    from ..sim.simulate import simulate
 
     s = load_scenario(scenario, overrides(fields))
     sim = simulate(s, timeline=plot is not None, layers=layers)
@@ -116,7 +116,7 @@ def probe_cmd(scenario: str | None = None, as_json: bool = False, steps: int = 2
     Examples:
       CUDA_VISIBLE_DEVICES=0 gpuplan probe --model llama-3.1-8b --task train --method lora --seq-len 2048
     """
-    from ..probe import probe, write_record
+    from ..sim.probe import probe, write_record
 
     record = probe(load_scenario(scenario, overrides(fields)), steps=steps, simulate_too=not no_simulate)
     path = write_record(record, Path(out_dir))
@@ -154,7 +154,7 @@ def calibrate_cmd(
     Examples:
       gpuplan calibrate probes/*.json
     """
-    from ..probe import calibrate, read_record
+    from ..sim.probe import calibrate, read_record
 
     report = calibrate([read_record(path) for path in records])
     if as_json:

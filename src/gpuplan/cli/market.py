@@ -122,10 +122,10 @@ def cost_cmd(scenario: str | None = None, as_json: bool = False, catalog: list[s
       gpuplan cost --model llama-3.1-8b --task train --method lora --train-tokens 2e8
       gpuplan cost job.yaml --pricing any --catalog my-prices.csv --discount runpod=0.85
     """
-    from ..catalog import load_model
     from ..estimate import estimate
-    from ..offers import load_offers
-    from ..pricing import compare
+    from ..market.offers import load_offers
+    from ..model.catalog import load_model
+    from ..plan.pricing import compare
 
     s = load_scenario(scenario, overrides(fields))
     discounts = {}
@@ -186,9 +186,9 @@ def buy_cmd(
     against the cheapest rental of the same card in the price catalog; prints the break-even hours."""
     from dataclasses import asdict
 
-    from ..cost import buy_vs_rent
     from ..hardware import load_gpu
-    from ..offers import load_offers
+    from ..market.cost import buy_vs_rent
+    from ..market.offers import load_offers
 
     card = load_gpu(gpu)
     if not card.msrp_usd or not card.tdp_w:

@@ -7,9 +7,9 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from ..catalog import bundled, load_model
 from ..errors import GpuplanError
-from ..report import human_count, model_facts, model_summary
+from ..model.catalog import bundled, load_model
+from ..model.report import human_count, model_facts, model_summary
 from .app import JsonFlag, app, err, out, print_json
 
 SORT_KEYS = ("name", "params", "active", "layers", "hidden", "context", "family")

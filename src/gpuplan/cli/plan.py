@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from ..errors import GpuplanError
-from ..report import human_count
+from ..model.report import human_count
 from ..scenario import load_scenario
 from .app import JsonFlag, app, option, out, overrides, print_json, scenario_command, short
 
@@ -31,9 +31,9 @@ def recommend_cmd(scenario: str | None = None, as_json: bool = False, budget_usd
       gpuplan recommend --model llama-3.1-70b --task infer --batch-size 32 --prompt-tokens 4096 --objective time
       gpuplan recommend job.yaml --have 2x3090 --budget-usd 50 --pricing any
     """
-    from ..catalog import load_model
     from ..hardware import load_gpu
-    from ..recommend import Constraints, parse_have, recommend
+    from ..model.catalog import load_model
+    from ..plan.recommend import Constraints, parse_have, recommend
 
     if objective not in ("cost", "time", "balanced"):
         raise GpuplanError(f"--objective must be cost, time or balanced, got {objective!r}")
@@ -65,7 +65,7 @@ def recommend_cmd(scenario: str | None = None, as_json: bool = False, budget_usd
 
 def _provider(name: str) -> str:
     from ..errors import UnknownNameError
-    from ..offers import load_offers
+    from ..market.offers import load_offers
 
     known = sorted({o.provider for o in load_offers()})
     if name.strip() not in known:

@@ -22,11 +22,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import overheads as oh
-from .catalog import load_model
-from .errors import GpuplanError
-from .estimate import estimate
-from .scenario import Scenario, scenario_from
+from .. import overheads as oh
+from ..errors import GpuplanError
+from ..estimate import estimate
+from ..model.catalog import load_model
+from ..scenario import Scenario, scenario_from
 
 GIB = 2**30
 

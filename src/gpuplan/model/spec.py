@@ -1,6 +1,6 @@
 """``ModelSpec``: what a model is, read from its Hugging Face ``config.json``.
 
-Everything is exact and derived from the layer list that :mod:`gpuplan.architectures` builds: parameter
+Everything is exact and derived from the layer list that :mod:`gpuplan.model.architectures` builds: parameter
 counts (equal to ``transformers`` on the meta device), the parameters one token activates in a mixture
 of experts, the KV-cache elements per token of each layer kind, and the bytes of the weights as the
 checkpoint ships them (``quantization_config`` wins over ``torch_dtype``).
@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from ..errors import GpuplanError
 from .architectures import read_architecture
-from .errors import GpuplanError
 from .layers import Layer, Linear
 from .quant import DTYPE_BYTES, Format, checkpoint_format
 

@@ -8,7 +8,7 @@ Hugging Face Trainer steps: forward with labels, loss, backward, ``optimizer.ste
 two optimizer steps, so that the second runs with the optimizer states the first created (and, with gradient
 accumulation, with gradients from an earlier micro-batch alive). Inference runs ``generate``'s loop: a prefill
 that keeps the last position's logits, then one decode step per output token with a ``DynamicCache``.
-:mod:`gpuplan.tracker` counts storages as the CUDA caching allocator does (512-byte blocks).
+:mod:`gpuplan.sim.tracker` counts storages as the CUDA caching allocator does (512-byte blocks).
 
 Depth: identical decoder layers make memory affine in their number, so a model is simulated with a base of few
 layers and once more with one more layer of each kind (full, sliding, MLA, dense or MoE), and each phase's peak is
@@ -33,10 +33,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from .catalog import load_model
-from .errors import GpuplanError
-from .model import ModelSpec
-from .scenario import Scenario, scenario_from
+from ..errors import GpuplanError
+from ..model.catalog import load_model
+from ..model.spec import ModelSpec
+from ..scenario import Scenario, scenario_from
 
 GIB = 2**30
 ATTENTION_DROPOUT = ("attn_pdrop", "attention_dropout")
@@ -250,7 +250,7 @@ def build(s: Scenario, m: ModelSpec, config: dict[str, Any], notes: list[str]):
     mixed = s.precision.endswith("-mixed")
     full = s.task == "train" and s.method == "full"
     dtype = torch.float32 if (full and mixed) else compute
-    from .memory import attention_kernel
+    from ..memory import attention_kernel
 
     attention = {"flash": "sdpa"}.get(attention_kernel(s, m), attention_kernel(s, m))
     if s.attention == "flash":

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .layers import Layer, Linear
+from ..model.layers import Layer, Linear
 
 # Which input a linear reads, by module name: linears with the same key share one input tensor.
 INPUT_OF = {

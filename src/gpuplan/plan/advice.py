@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .hardware import GpuSpec
-from .model import ModelSpec
-from .scenario import Scenario
+from ..hardware import GpuSpec
+from ..memory import fits_only
+from ..model.spec import ModelSpec
+from ..result import Suggestion
+from ..scenario import Scenario
 
 
 def _largest(ok: Callable[[int], bool], hi: int) -> int | None:
@@ -33,8 +35,6 @@ def _largest(ok: Callable[[int], bool], hi: int) -> int | None:
 def largest_fitting(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> tuple[int | None, int | None]:
     """(largest batch, longest context) that fit on ``gpu``, all else equal. Training varies
     ``micro_batch_size`` and ``seq_len``; inference ``batch_size`` and ``prompt_tokens``."""
-    from .estimate import fits_only
-
     def fits(**change) -> bool:
         return fits_only(s.model_copy(update=change), m, gpu)[0]
 
@@ -104,8 +104,6 @@ def _candidates(s: Scenario, m: ModelSpec) -> list[tuple[str, dict, str]]:
 
 def suggestions(s: Scenario, m: ModelSpec, gpu: GpuSpec, report) -> list:
     """Every single change from :func:`_candidates` that lowers the device peak, fitting ones first."""
-    from .estimate import Suggestion, fits_only
-
     found = []
     for label, change, cost in _candidates(s, m):
         changed = s.model_copy(update=change)

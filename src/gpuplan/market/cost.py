@@ -13,11 +13,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from . import overheads as oh
-from .model import ModelSpec
+from .. import overheads as oh
+from ..model.spec import ModelSpec
+from ..scenario import Scenario
+from ..speed import Speed
 from .offers import Offer, interruption_priors
-from .scenario import Scenario
-from .speed import Speed
 
 
 def young_interval_h(write_h: float, mtbi_h: float) -> float:

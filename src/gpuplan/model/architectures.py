@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .errors import GpuplanError
+from ..errors import GpuplanError
 from .layers import Layer, Linear
 
 STANDARD_KEYS = ("hidden_size", "num_attention_heads", "num_hidden_layers", "vocab_size", "intermediate_size")

@@ -5,13 +5,13 @@ The same memory, speed and cost functions as ``gpuplan estimate``; this module o
 
 from __future__ import annotations
 
-from .cost import Cost, price_job
-from .estimate import fits_only
-from .hardware import gpus
-from .model import ModelSpec
-from .offers import Offer, max_per_node
-from .scenario import Scenario
-from .speed import speed_of
+from ..hardware import gpus
+from ..market.cost import Cost, price_job
+from ..market.offers import Offer, max_per_node
+from ..memory import fits_only
+from ..model.spec import ModelSpec
+from ..scenario import Scenario
+from ..speed import speed_of
 
 
 def matching(offers: list[Offer], s: Scenario, gpu_id: str | None = None) -> list[Offer]:

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import yaml
 
-from .errors import GpuplanError, UnknownNameError, did_you_mean, normalize_name
-from .model import ModelSpec
+from ..errors import GpuplanError, UnknownNameError, did_you_mean, normalize_name
+from .spec import ModelSpec
 
 REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 

@@ -14,17 +14,17 @@ import math
 import time
 from dataclasses import dataclass, field
 
-from . import memory
-from . import overheads as oh
-from .cost import price_job
-from .errors import GpuplanError
-from .estimate import _memory, check
-from .hardware import GpuSpec, gpus, load_gpu
-from .model import ModelSpec
-from .offers import Offer, load_offers, max_per_node
+from .. import memory
+from .. import overheads as oh
+from ..errors import GpuplanError
+from ..hardware import GpuSpec, gpus, load_gpu
+from ..market.cost import price_job
+from ..market.offers import Offer, load_offers, max_per_node
+from ..memory import check, memory_report
+from ..model.spec import ModelSpec
+from ..scenario import Scenario
+from ..speed import speed_of
 from .pricing import on_demand_price
-from .scenario import Scenario
-from .speed import speed_of
 
 COUNTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 GIB = 2**30
@@ -176,7 +176,7 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
             except GpuplanError:
                 continue
             shared = None if scenario.task == "infer" and scenario.engine != "transformers" else \
-                _memory(scenario, m, None)[0]
+                memory_report(scenario, m, None)[0]
             trainable = int(shared.extra.get("params_trainable", 0)) if shared else 0
             for gpu in cards.values():
                 evaluated += 1
@@ -200,7 +200,7 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
 
 def _fit(s: Scenario, m: ModelSpec, gpu: GpuSpec, shared, c: Constraints) -> tuple[bool, float]:
     if shared is None:  # vLLM / llama.cpp: memory depends on the card's capacity
-        _e, report = _memory(s, m, gpu)
+        _e, report = memory_report(s, m, gpu)
         return bool(report.fits) and report.device_peak_gib <= gpu.usable_gib * (1 - c.min_headroom), \
             report.device_peak_gib
     device = (shared.reserved + sum(memory.device_overheads(s, gpu.generation).values())) / GIB

@@ -20,8 +20,8 @@ from typing import Any
 
 import yaml
 
-from .errors import GpuplanError, UnknownNameError
-from .hardware import gpus
+from ..errors import GpuplanError, UnknownNameError
+from ..hardware import gpus
 
 STALE_DAYS = 30
 PRICINGS = ("on_demand", "spot", "interruptible", "reserved")

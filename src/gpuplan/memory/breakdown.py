@@ -1,0 +1,60 @@
+"""The memory breakdown every estimator returns: bytes per GPU by part, at three levels.
+
+- ``allocated``: live tensors (``torch.cuda.max_memory_allocated``), counted from shapes;
+- ``reserved``: + the caching allocator's slack (``max_memory_reserved``), see :mod:`gpuplan.overheads`;
+- ``device``: + CUDA context, cuBLAS workspace and NCCL buffers (what nvidia-smi shows).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .. import overheads as oh
+from ..scenario import Scenario
+
+GIB = 2**30
+
+
+@dataclass(kw_only=True)
+class Estimate:
+    """Bytes per GPU at the peak phase, by part; ``other`` holds named extras. Parts add up to allocated."""
+
+    weights: float = 0.0
+    gradients: float = 0.0
+    optimizer: float = 0.0
+    activations: float = 0.0
+    kv_cache: float = 0.0
+    other: dict[str, float] = field(default_factory=dict)
+    peak_phase: str = ""
+    phases: dict[str, float] = field(default_factory=dict)
+    cpu: float = 0.0
+    slack: float = oh.ALLOCATOR_SLACK_TRAIN
+    outside_allocator: dict[str, float] = field(default_factory=dict)  # counted at device level only
+    preallocated: float | None = None  # vLLM: the device level is its budget, whatever the tensors
+    fragmentation: float = 0.0  # reserved beyond the slack: blocks the allocator holds but cannot reuse
+    extra: dict[str, object] = field(default_factory=dict)
+    assumptions: list[str] = field(default_factory=list)
+
+    @property
+    def allocated(self) -> float:
+        return self.weights + self.gradients + self.optimizer + self.activations + self.kv_cache + sum(
+            self.other.values())
+
+    @property
+    def reserved(self) -> float:
+        if self.preallocated is not None:
+            return self.preallocated
+        return self.allocated * (1 + self.slack) + self.fragmentation
+
+    @property
+    def device(self) -> float:
+        return self.reserved + sum(self.outside_allocator.values())
+
+
+def device_overheads(s: Scenario, generation: str | None) -> dict[str, float]:
+    """Memory outside PyTorch's allocator: CUDA context, and NCCL buffers when several GPUs talk."""
+    out = {"CUDA context": oh.CUDA_CONTEXT_GIB.get(generation or "", oh.CUDA_CONTEXT_DEFAULT_GIB) * GIB}
+    if s.world_size > 1:
+        out["NCCL buffers"] = oh.NCCL_GIB * GIB
+    return out
+

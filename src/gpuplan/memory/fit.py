@@ -1,0 +1,122 @@
+"""Whether a scenario can run, and whether it fits: the checks, and the memory report on a GPU.
+
+:func:`check` raises one sentence for combinations that cannot run; :func:`memory_report` estimates the peak
+and compares it with the card (vLLM by its KV pool, llama.cpp by the layers it places).
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..errors import GpuplanError
+from ..hardware import GpuSpec
+from ..model.spec import ModelSpec
+from ..result import MemoryReport
+from ..scenario import Scenario
+from .breakdown import GIB, Estimate, device_overheads
+from .inference import inference_memory
+from .training import training_memory
+
+
+def check(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> list[str]:
+    """Combinations that cannot run raise :class:`GpuplanError` (one sentence: what, and the fix); doubtful
+    ones return warnings."""
+    warnings: list[str] = []
+    if s.task == "train" and s.method == "qlora":
+        if s.precision in ("fp32", "fp8-mixed"):
+            raise GpuplanError(f"precision {s.precision!r} does not work with QLoRA: its 4-bit base computes in "
+                               "bf16 or fp16; set precision to bf16-mixed (or fp16-mixed on GPUs without bf16)")
+        if s.quant not in (None, "nf4", "fp4", "gptq-int4", "awq-int4"):
+            raise GpuplanError(f"QLoRA trains adapters on a 4-bit base (nf4, fp4, gptq-int4 or awq-int4), not "
+                               f"{s.quant!r}: set quant to nf4 or drop it")
+    if s.world_size % (s.tp * s.pp):
+        raise GpuplanError(f"tp x pp = {s.tp * s.pp} must divide the {s.world_size} GPUs (num_gpus x num_nodes)")
+    strategy = s.resolved_strategy
+    if s.task == "train" and strategy != "single" and s.dp == 1:
+        raise GpuplanError(f"strategy {s.strategy!r} shards or replicates over data-parallel GPUs, but there is "
+                           "one: set num_gpus >= 2, or use strategy single (with offload to save memory)")
+    if s.task == "train" and strategy == "single" and s.dp > 1:
+        raise GpuplanError(f"strategy 'single' uses one GPU but the scenario has {s.dp} data-parallel GPUs: "
+                           "choose ddp, zero1, zero2, zero3 or fsdp")
+    if m.num_heads % s.tp:
+        raise GpuplanError(f"tp={s.tp} does not divide the {m.num_heads} attention heads of {m.name}; "
+                           f"use a divisor of {m.num_heads}")
+    if s.tp > m.num_kv_heads and s.tp % m.num_kv_heads and not m.mla:
+        raise GpuplanError(f"tp={s.tp} exceeds the {m.num_kv_heads} KV heads of {m.name} and is not a multiple of "
+                           "them, so KV heads cannot be replicated evenly; use tp <= "
+                           f"{m.num_kv_heads} or a multiple of it")
+    if s.tp > m.num_kv_heads and not m.mla:
+        warnings.append(f"tp={s.tp} > {m.num_kv_heads} KV heads: each rank replicates KV heads")
+    if s.pp > m.num_layers:
+        raise GpuplanError(f"pp={s.pp} is more pipeline stages than {m.name}'s {m.num_layers} layers")
+    if s.offload != "none" and s.task == "infer":
+        raise GpuplanError("offload applies to training states; for inference use quant or a llama.cpp engine")
+    if s.offload == "optimizer+params" and strategy != "zero3":
+        raise GpuplanError("offloading parameters needs ZeRO-3 (strategy zero3 or fsdp) to fetch them layer by "
+                           "layer; use offload optimizer, or strategy zero3")
+    if s.engine != "transformers" and s.task == "train":
+        raise GpuplanError(f"engine {s.engine!r} serves models; training runs on transformers (drop engine)")
+    if s.engine == "llama.cpp" and s.quant and not s.quant.startswith("gguf-") and s.quant != "none":
+        raise GpuplanError(f"llama.cpp runs GGUF files: set quant to a gguf type (gguf-q4_k_m, gguf-q8_0...), "
+                           f"not {s.quant!r}")
+    if gpu is not None:
+        _check_gpu(s, m, gpu)
+    tokens = s.seq_len if s.task == "train" else s.prompt_tokens + s.output_tokens
+    if m.max_context and tokens > m.max_context:
+        warnings.append(f"{tokens:,} tokens exceed {m.name}'s max_position_embeddings {m.max_context:,}: quality "
+                        "degrades unless the context is extended (RoPE scaling)")
+    return warnings
+
+
+def _check_gpu(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> None:
+    dtype = s.precision.split("-")[0]
+    if dtype in ("bf16", "fp8") and not gpu.supports_dtype(dtype):
+        fix = "fp16-mixed" if dtype == "bf16" else "bf16-mixed"
+        raise GpuplanError(f"{gpu.name} has no {dtype} tensor cores ({gpu.architecture}): set precision {fix}")
+    if s.kv_cache_dtype == "bf16" and not gpu.supports_dtype("bf16"):
+        raise GpuplanError(f"{gpu.name} has no bf16: set kv_cache_dtype fp16")
+    if s.quant == "fp8" and s.engine == "transformers" and not gpu.supports_dtype("fp8"):
+        raise GpuplanError(f"{gpu.name} ({gpu.architecture}) has no fp8 tensor cores: choose int8, a 4-bit quant, "
+                           "or engine vllm (weight-only fp8)")
+    if s.precision.startswith("bf16") and s.task == "infer" and not gpu.supports_dtype("bf16"):
+        raise GpuplanError(f"{gpu.name} has no bf16: set precision fp16-true for inference")
+
+
+def memory_report(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> tuple[Estimate, MemoryReport]:
+    capacity = gpu.usable_gib if gpu else None
+    e = training_memory(s, m) if s.task == "train" else inference_memory(s, m, capacity)
+    e.outside_allocator = device_overheads(s, gpu.generation if gpu else None)
+    other = {k: v / GIB for k, v in e.other.items()}
+    device = e.device / GIB
+    report = MemoryReport(
+        weights_gib=e.weights / GIB, gradients_gib=e.gradients / GIB, optimizer_gib=e.optimizer / GIB,
+        activations_gib=e.activations / GIB, kv_cache_gib=e.kv_cache / GIB, other_gib=sum(other.values()),
+        other=other, allocated_peak_gib=e.allocated / GIB, reserved_peak_gib=e.reserved / GIB,
+        device_peak_gib=device, device_overheads={k: v / GIB for k, v in e.outside_allocator.items()},
+        capacity_gib=capacity, peak_phase=e.peak_phase, phases_gib=e.phases, cpu_gib=e.cpu / GIB,
+        max_concurrency=e.extra.get("max_concurrency"), max_context_tokens=e.extra.get("max_context_tokens"),
+        kv_cache_pool_gib=e.extra.get("kv_cache_pool_gib"), gpu_layers=e.extra.get("gpu_layers"),
+        offloaded_layers=e.extra.get("offloaded_layers"))
+    if capacity is not None:
+        report.fits = _fits(s, e, report, capacity)
+        report.headroom_gib = capacity - device
+    return e, report
+
+
+def _fits(s: Scenario, e: Estimate, r: MemoryReport, capacity: float) -> bool:
+    if s.engine == "vllm":
+        return (r.max_concurrency or 0) >= s.batch_size
+    if s.engine == "llama.cpp":
+        return r.offloaded_layers == 0
+    return r.device_peak_gib <= capacity
+
+
+def fits_only(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> tuple[bool, float]:
+    """Whether ``s`` fits on ``gpu`` and its device peak in GiB, skipping solvers (for search loops)."""
+    try:
+        check(s, m, gpu)
+    except GpuplanError:
+        return False, math.inf
+    _, report = memory_report(s, m, gpu)
+    return bool(report.fits), report.device_peak_gib
+

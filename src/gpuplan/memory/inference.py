@@ -1,0 +1,154 @@
+"""Peak GPU memory of inference: weights, the KV cache and the working set of prefill and decode, per engine.
+
+transformers grows its cache per step; vLLM preallocates ``gpu_memory_utilization`` of the card
+(formulas.md section 3); llama.cpp places as many layers as fit and keeps the rest in system memory.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .. import overheads as oh
+from ..model.quant import Format
+from ..model.spec import ModelSpec
+from ..scenario import Scenario
+from . import activations as act
+from .breakdown import GIB, Estimate
+from .state import attention_kernel, weight_format
+
+
+def kv_dtype_bytes(s: Scenario) -> float:
+    return {"auto": s.compute_bytes, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1}[s.kv_cache_dtype]
+
+
+def kv_bytes_per_sequence(s: Scenario, m: ModelSpec, tokens: int, layers=None) -> float:
+    """KV bytes of one sequence on one GPU: per layer ``kv_dims`` elements per token, sliding windows capped,
+    KV heads split over TP (replicated when TP exceeds them); MLA's latent in vLLM, while transformers
+    caches the decompressed per-head keys and values."""
+    b = kv_dtype_bytes(s)
+    total = 0.0
+    for layer in layers if layers is not None else m.layers:
+        cached = min(tokens, layer.window) if layer.window else tokens
+        if s.engine == "vllm":
+            cached = math.ceil(cached / oh.VLLM_BLOCK_TOKENS) * oh.VLLM_BLOCK_TOKENS
+        if layer.attention == "mla":
+            mla = m.mla
+            dims = layer.kv_dims if s.engine != "transformers" else \
+                m.num_heads * (mla["qk_nope_head_dim"] + mla["qk_rope_head_dim"] + mla["v_head_dim"]) // s.tp
+        else:
+            dims = layer.kv_dims * math.ceil(m.num_kv_heads / s.tp) / m.num_kv_heads
+        total += cached * dims * b
+        if s.kv_cache_dtype == "int8":
+            total += cached * 2 * math.ceil(m.num_kv_heads / s.tp) * 4  # per-token-head fp32 scales
+    return total
+
+
+def prefill_working_set(s: Scenario, m: ModelSpec, tokens: int, seqs: int) -> float:
+    """Largest set of temporaries of one layer's forward without autograd, for ``tokens`` tokens at once:
+    the MLP holds act(gate), up and their product (``3·i``) plus the residual and its norm (``2·h``); eager
+    attention holds the fp32 softmax of ``seqs·heads·s²`` scores."""
+    c = s.compute_bytes
+    t = s.tp
+    i = max((lin.in_features for layer in m.layers for lin in layer.linears
+             if act.INPUT_OF.get(lin.name) == "mlp_mid" and lin.group != "experts"), default=0) / t
+    mlp = c * tokens * (3 * i + 2 * m.hidden_size)
+    if m.is_moe:
+        i_e = max((lin.in_features for layer in m.layers for lin in layer.linears if lin.group == "experts"),
+                  default=0)
+        mlp = max(mlp, c * tokens * m.experts_per_token * (3 * i_e + 2 * m.hidden_size) + 8 * tokens * m.num_experts)
+    heads = max(m.num_heads // t, 1)
+    attn = c * tokens * (heads * m.head_dim * 3 + 2 * m.hidden_size) + 4 * tokens * m.hidden_size
+    if attention_kernel(s, m) == "eager":
+        seq = tokens // max(seqs, 1)
+        attn += (4 + 2 * c) * seqs * heads * seq * seq
+    return max(mlp, attn)
+
+
+def inference_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None) -> Estimate:
+    e = Estimate(slack=oh.ALLOCATOR_SLACK_INFER)
+    if attention_kernel(s, m) != s.attention:
+        e.assumptions.append(f"{m.family} runs eager attention in transformers (no SDPA support): the s x s "
+                             "scores are materialized; attention flash (FlashAttention-2) avoids them")
+    fmt, skip = weight_format(s, m)
+    t, pp = s.tp, s.pp
+    weights = sum(m.weight_bytes(fmt, skip=skip).values())
+    e.weights = weights / (t * pp)
+    layers = m.layers[: math.ceil(m.num_layers / pp)]
+    tokens = s.prompt_tokens + s.output_tokens
+    c = s.compute_bytes
+    if fmt.name != "none":
+        e.assumptions.append(f"weights stored as {fmt.name}; embeddings, lm_head and norms at {c} bytes")
+
+    if s.engine == "vllm":
+        return _vllm(s, m, e, layers, tokens, capacity_gib)
+    if s.engine == "llama.cpp":
+        return _llama_cpp(s, m, e, fmt, tokens, capacity_gib)
+
+    e.kv_cache = s.batch_size * kv_bytes_per_sequence(s, m, tokens, layers)
+    prefill_tokens = s.batch_size * s.prompt_tokens
+    work = prefill_working_set(s, m, prefill_tokens, s.batch_size)
+    logits = s.batch_size * m.vocab_size * (c + 4) / t  # last position only (generate's logits_to_keep=1)
+    prompt_kv = s.batch_size * kv_bytes_per_sequence(s, m, s.prompt_tokens, layers)
+    prefill = prompt_kv + work + logits
+    decode_work = prefill_working_set(s, m, s.batch_size, s.batch_size)
+    decode = e.kv_cache + decode_work + logits + kv_bytes_per_sequence(s, m, tokens, layers[:1]) * s.batch_size
+    e.phases = {"prefill": (e.weights + prefill) / GIB, "decode": (e.weights + decode) / GIB}
+    # transformers grows each layer's cache with torch.cat every step: the freed, one-token-smaller blocks
+    # cannot serve the next, larger request, so the caching allocator holds extra segments (reserved only)
+    # (counted when the decode phase with those segments exceeds the allocated peak)
+    fragmented = e.weights + decode + oh.KV_GROWTH_FRAGMENTATION * e.kv_cache
+    e.fragmentation = max(0.0, fragmented - e.weights - max(prefill, decode))
+    if prefill > decode:
+        e.peak_phase, e.kv_cache, e.activations = "prefill", prompt_kv, work + logits
+    else:
+        e.peak_phase, e.activations = "decode", decode - e.kv_cache
+    return e
+
+
+def _vllm(s: Scenario, m: ModelSpec, e: Estimate, layers, tokens: int, capacity_gib: float | None) -> Estimate:
+    """vLLM preallocates ``gpu_memory_utilization`` of the card and gives the rest to the KV cache
+    (vLLM ``determine_num_available_blocks``; formulas.md section 3)."""
+    batched = s.max_num_batched_tokens or oh.VLLM_MAX_BATCHED_TOKENS
+    c = s.compute_bytes
+    sampler = oh.VLLM_MAX_NUM_SEQS * m.vocab_size * 4 * 2 / s.tp  # fp32 logits and probabilities
+    e.activations = prefill_working_set(s, m, batched, 1) + sampler
+    per_seq = kv_bytes_per_sequence(s, m, tokens, layers)
+    e.kv_cache = s.batch_size * per_seq
+    e.peak_phase = "serving"
+    e.assumptions.append(f"vLLM: max_num_batched_tokens {batched}, block size {oh.VLLM_BLOCK_TOKENS}, "
+                         f"gpu_memory_utilization {s.gpu_memory_utilization}")
+    if capacity_gib is not None:
+        budget = s.gpu_memory_utilization * capacity_gib * GIB
+        context = oh.CUDA_CONTEXT_DEFAULT_GIB * GIB
+        free_kv = budget - context - e.weights - e.activations
+        e.preallocated = budget - context
+        e.extra["kv_cache_pool_gib"] = max(free_kv, 0) / GIB
+        e.extra["max_concurrency"] = max(int(free_kv // per_seq), 0) if per_seq else None
+        per_token = kv_bytes_per_sequence(s, m, oh.VLLM_BLOCK_TOKENS, layers) / oh.VLLM_BLOCK_TOKENS
+        e.extra["max_context_tokens"] = max(int(free_kv // per_token), 0) if per_token else None
+    _ = c
+    return e
+
+
+def _llama_cpp(s: Scenario, m: ModelSpec, e: Estimate, fmt: Format, tokens: int, capacity_gib) -> Estimate:
+    """llama.cpp: GGUF weights, an f16 KV cache for the whole context (q8_0 with an 8-bit KV dtype), and a
+    compute buffer sized by the micro-batch (n_ubatch 512): logits ``n_ubatch·V`` and the ``n_ubatch·n_ctx``
+    attention scores per head, in fp32."""
+    kv_b = 2 if s.kv_cache_dtype in ("auto", "fp16", "bf16") else 8.5 / 8
+    per_layer_kv = [layer.kv_dims * kv_b * (min(tokens, layer.window) if layer.window else tokens)
+                    for layer in m.layers]
+    e.kv_cache = s.batch_size * sum(per_layer_kv)
+    ub = oh.LLAMA_CPP_UBATCH
+    e.activations = 4 * ub * (m.vocab_size + m.num_heads * tokens * s.batch_size)
+    e.peak_phase = "prefill"
+    if capacity_gib is not None:
+        budget = capacity_gib * GIB - oh.CUDA_CONTEXT_DEFAULT_GIB * GIB - e.activations
+        non_layer = m.weight_bytes(fmt)["lm_head"] + m.weight_bytes(fmt)["norms"]
+        per_layer_w = (e.weights - sum(m.weight_bytes(fmt)[p] for p in ("embeddings", "lm_head", "norms"))) \
+            / m.num_layers
+        per_layer = per_layer_w + e.kv_cache / m.num_layers
+        fit = int(max(budget - non_layer, 0) // per_layer) if per_layer else m.num_layers
+        e.extra["gpu_layers"] = min(fit, m.num_layers)
+        e.extra["offloaded_layers"] = m.num_layers - e.extra["gpu_layers"]
+    return e
+

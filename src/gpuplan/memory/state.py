@@ -1,0 +1,128 @@
+"""Model state: weight formats, LoRA adapters, optimizer states and the attention kernel transformers runs.
+
+Model-state bytes follow ZeRO (Rajbhandari et al. 2020, section 3) and DeepSpeed's
+``estimate_zero*_model_states_mem_needs``; LoRA counts follow peft; optimizer states follow each optimizer's code.
+"""
+
+from __future__ import annotations
+
+from .. import overheads as oh
+from ..model.quant import Format, make_format
+from ..model.spec import ModelSpec
+from ..scenario import Scenario
+from . import activations as act
+
+
+# ---- weights ---------------------------------------------------------------------------------------
+def weight_format(s: Scenario, m: ModelSpec) -> tuple[Format, tuple[str, ...]]:
+    """The storage of the model's linear weights for this scenario, and the groups left unquantized."""
+    high = s.compute_bytes
+    if s.task == "train" and s.method == "qlora":
+        return make_format(s.quant or "nf4", high_bytes=high), ("router",)
+    if s.quant is None:
+        fmt, skip = m.shipped_format()
+        return make_format(fmt.name, high_bytes=high, double_quant=fmt.double_quant, group_size=fmt.group_size,
+                           fp8_block=fmt.fp8_block), (*skip, "router")
+    return make_format(s.quant, high_bytes=high), ("router",)
+
+
+# peft's ``all-linear`` on transformers 5 MoE models (checked with the fake-tensor simulation): fused expert
+# weights get a ``ParamWrapper`` LoRA in these families; gpt-oss's experts and router are custom modules it skips.
+PEFT_ADAPTS_EXPERTS = frozenset({"mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3"})
+CUSTOM_ROUTER = frozenset({"gpt_oss"})
+
+
+def adapts_experts(s: Scenario, m: ModelSpec) -> bool:
+    """Whether peft's ``all-linear`` adapts this model's fused expert weights (peft >= 0.17)."""
+    return s.method != "full" and s.lora_targets == "all-linear" and m.is_moe and m.family in PEFT_ADAPTS_EXPERTS
+
+
+def lora_targets(s: Scenario, m: ModelSpec) -> frozenset[str]:
+    """Module names LoRA adapts. ``all-linear`` = every ``nn.Linear`` of the decoder layers except the output
+    head (peft's rule); fused 3-D expert weights are counted apart (:func:`adapts_experts`)."""
+    names = {lin.name for layer, _ in m.layer_kinds() for lin in layer.linears if lin.count == 1
+             and not (lin.group == "router" and m.family in CUSTOM_ROUTER)}
+    if s.lora_targets == "all-linear":
+        return frozenset(names)
+    return frozenset(s.lora_targets)
+
+
+def lora_params(m: ModelSpec, targets: frozenset[str], rank: int, experts: bool = False) -> int:
+    """Trainable LoRA parameters: ``r·(in + out)`` per adapted linear (Hu et al. 2021, section 4). With
+    ``experts`` (``all-linear`` on a mixture of experts), peft's ``ParamWrapper`` adapts the fused 3-D expert
+    weights of transformers 5 too: ``r·E`` rows per expert matrix, doubled for the fused gate/up projection
+    (peft ``lora.ParamWrapper``: ``lora_A = Linear(in, r·E)``, ``lora_B = Linear(r·E, out)``)."""
+    total = sum(count * rank * (lin.in_features + lin.out_features) * lin.count
+                for layer, count in m.layer_kinds() for lin in layer.linears if lin.name in targets)
+    if experts:
+        total += sum(count * expert_lora_params(layer, rank) for layer, count in m.layer_kinds() if layer.moe)
+    return total
+
+
+def expert_lora_params(layer, rank: int) -> int:
+    """peft ``ParamWrapper`` parameters of one MoE layer: gate/up fused (``2·r·E·(h + 2i)``), down
+    (``r·E·(i + h)``)."""
+    experts = [lin for lin in layer.linears if lin.group == "experts"]
+    if not experts:
+        return 0
+    E = experts[0].count
+    fused_in = [lin for lin in experts if act.INPUT_OF.get(lin.name) == "mlp_in"]
+    down = [lin for lin in experts if act.INPUT_OF.get(lin.name) == "mlp_mid"]
+    total = 0
+    if fused_in:
+        total += 2 * rank * E * (fused_in[0].in_features + sum(lin.out_features for lin in fused_in))
+    for lin in down:
+        total += rank * E * (lin.in_features + lin.out_features)
+    return total
+
+
+# Families transformers runs only with eager attention when SDPA is asked for (``_supports_sdpa = False``):
+# Gemma-2's attention logit soft-capping, BLOOM's ALiBi, gpt-oss's attention sinks. FlashAttention kernels
+# (attention flash) cover Gemma-2 and gpt-oss.
+EAGER_ONLY = frozenset({"gemma2", "bloom", "gpt_oss"})
+
+
+def attention_kernel(s: Scenario, m: ModelSpec) -> str:
+    """The attention implementation transformers will run for ``s.attention`` on this model."""
+    return "eager" if s.attention == "sdpa" and m.family in EAGER_ONLY else s.attention
+
+
+# ---- optimizer -------------------------------------------------------------------------------------
+def optimizer_state_bytes(s: Scenario, m: ModelSpec, trainable: int, state_bytes: int) -> float:
+    """Bytes of optimizer state for ``trainable`` parameters whose states are ``state_bytes`` wide.
+
+    AdamW: two moments; Lion and SGD with momentum: one; SGD: none; Adafactor (HF defaults, beta1=None):
+    row + column second-moment factors per matrix (Shazeer & Stern 2018); 8-bit AdamW: one byte per moment
+    plus an fp32 absmax per 256-element block (Dettmers et al. 2022).
+    """
+    opt = s.optimizer
+    if opt == "adamw":
+        return 2 * state_bytes * trainable
+    if opt in ("adamw-8bit", "paged-adamw-8bit"):
+        return trainable * (2 + 2 * 4 / oh.BNB_STATE_BLOCK)
+    if opt in ("lion", "sgd-momentum"):
+        return state_bytes * trainable
+    if opt == "sgd":
+        return 0.0
+    # adafactor: factored second moment for matrices, full for vectors
+    if s.method == "full":
+        factored = sum(count * sum((lin.in_features + lin.out_features) * lin.count for lin in layer.linears)
+                       for layer, count in m.layer_kinds())
+        vectors = trainable - sum(count * sum(lin.weight_params for lin in layer.linears)
+                                  for layer, count in m.layer_kinds()) - m.vocab_size * m.embedding_dim * (
+            1 if m.tie_word_embeddings else 2)
+        embeddings = (m.vocab_size + m.embedding_dim) * (1 if m.tie_word_embeddings else 2)
+        return state_bytes * (factored + max(vectors, 0) + embeddings)
+    return state_bytes * trainable * 0.05  # LoRA matrices are thin: r + d per (r x d) factor
+
+
+def optimizer_step_temporaries(s: Scenario, trainable: int, state_bytes: int, largest: int) -> float:
+    """Transient bytes of ``optimizer.step()``: torch's foreach AdamW computes ``sqrt(v)`` for the whole
+    parameter group at once (``torch/optim/adamw.py`` ``_multi_tensor_adamw``); fused AdamW and the
+    bitsandbytes kernels update in place; Adafactor and Lion make a few update-sized temporaries per tensor."""
+    if s.optimizer == "adamw" and s.optimizer_impl == "foreach":
+        return state_bytes * trainable
+    if s.optimizer in ("adafactor", "lion"):
+        return 3 * state_bytes * largest
+    return 0.0
+

@@ -1,0 +1,1 @@
+"""Planning: the changes that make a job fit (advice), pricing across offers, and ``recommend``."""

@@ -1,0 +1,72 @@
+"""The result: what every estimate returns and ``--json`` prints (design.md, "The result").
+
+Plain pydantic models with units in their field names; the CLI, the web page and scripts read the same fields.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+
+class MemoryReport(BaseModel):
+    weights_gib: float
+    gradients_gib: float
+    optimizer_gib: float
+    activations_gib: float
+    kv_cache_gib: float
+    other_gib: float
+    other: dict[str, float]
+    allocated_peak_gib: float
+    reserved_peak_gib: float
+    device_peak_gib: float
+    device_overheads: dict[str, float]
+    capacity_gib: float | None = None
+    fits: bool | None = None
+    headroom_gib: float | None = None
+    peak_phase: str
+    phases_gib: dict[str, float]
+    cpu_gib: float = 0.0
+    max_batch_size: int | None = None
+    max_seq_len: int | None = None
+    max_concurrency: int | None = None
+    max_context_tokens: int | None = None
+    kv_cache_pool_gib: float | None = None
+    gpu_layers: int | None = None
+    offloaded_layers: int | None = None
+
+
+class ModelFacts(BaseModel):
+    name: str
+    family: str
+    params_total: int
+    params_active: int
+    params_trainable: int
+    num_layers: int
+    hidden_size: int
+    num_kv_heads: int
+    head_dim: int
+    vocab_size: int
+    layer_kinds: dict[str, int]
+
+
+class Suggestion(BaseModel):
+    change: str
+    fields: dict[str, Any]
+    device_peak_gib: float
+    fits: bool | None
+    cost: str
+
+
+class Result(BaseModel):
+    scenario: dict[str, Any]
+    model: ModelFacts
+    gpu: dict[str, Any] | None
+    memory: MemoryReport
+    suggestions: list[Suggestion] = []
+    speed: dict[str, Any] | None = None
+    cost: dict[str, Any] | None = None
+    assumptions: list[str] = []
+    warnings: list[str] = []
+

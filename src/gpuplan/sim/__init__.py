@@ -1,0 +1,1 @@
+"""Checking: the real step on fake tensors (``simulate``), on a CUDA GPU (``probe``), and calibration."""
