@@ -1,0 +1,49 @@
+"""FLOPs per token (PaLM, Chowdhery et al. 2022, appendix B) and the compute dtype a scenario runs in.
+
+Training FLOPs per token: ``6·N + 12·L·a·d·s`` where ``N`` counts the parameters a token multiplies (active
+parameters without the input embedding lookup) and the second term is attention's score and value matmuls over
+``s`` keys (a sliding window caps ``s``). Full recomputation adds one forward (``+2·N + 4·L·a·d·s``, i.e. 8/6).
+LoRA/QLoRA skip the weight gradients of the frozen base: the backward is ``2·N`` instead of ``4·N`` (Hu et al.
+2021: "no gradients for most parameters"), so ``4·N``.
+"""
+
+from __future__ import annotations
+
+from ..model import ModelSpec
+from ..scenario import Scenario
+
+
+def matmul_params(m: ModelSpec) -> int:
+    """Parameters a token multiplies: the active ones less the input embedding lookup (kept when tied,
+    since the same matrix is the output head)."""
+    lookup = 0 if m.tie_word_embeddings else m.vocab_size * m.embedding_dim
+    return m.params_active - lookup - m.position_params - m.vision_params
+
+
+def attention_flops_per_token(m: ModelSpec, seq: int) -> float:
+    """Forward + backward attention FLOPs per token: ``12 · a · d · s_eff`` summed over layers."""
+    total = 0.0
+    for layer in m.layers:
+        keys = min(seq, layer.window) if layer.window else seq
+        total += 12 * m.num_heads * m.head_dim * keys
+    return total
+
+
+def training_flops_per_token(s: Scenario, m: ModelSpec) -> float:
+    n = matmul_params(m)
+    attention = attention_flops_per_token(m, s.seq_len)
+    dense = 6 * n if s.method == "full" else 4 * n
+    if s.grad_checkpointing == "full":
+        dense += 2 * n
+        attention *= 16 / 12
+    elif s.grad_checkpointing == "selective":
+        attention *= 16 / 12
+    return dense + attention
+
+
+def compute_dtype(s: Scenario) -> str:
+    if s.precision.startswith("fp8"):
+        return "fp8"
+    if s.precision == "fp32":
+        return "tf32"
+    return s.precision.split("-")[0]
