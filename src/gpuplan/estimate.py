@@ -58,7 +58,7 @@ def _speed_and_cost(result: Result, s: Scenario, m: ModelSpec, gpu: GpuSpec, tra
     candidates = matching(offers, s, gpu.id)
     costs = sorted(((price(s, m, o, trainable, offers), o) for o in candidates),
                    key=lambda pair: pair[0].usd_per_million_tokens)
-    speed = speed_of(s, m, gpu, costs[0][1].intra_node if costs else "")  # the interconnect of the offer priced
+    speed = speed_of(s, m, gpu, costs[0][1].network if costs else None)  # the interconnect of the offer priced
     result.speed = {k: v for k, v in asdict(speed).items() if k != "assumptions"}
     result.assumptions += speed.assumptions
     if not costs:

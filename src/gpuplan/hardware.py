@@ -150,3 +150,19 @@ def load_gpu(name: str) -> GpuSpec:
     if len(ids) > 1:
         raise GpuplanError(f"{name} could be {', '.join(ids[:-1])} or {ids[-1]}; name one")
     return gpus()[ids[0]]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Network:
+    """How the GPUs of one setup talk: within a node and between nodes (an offer's or the user's own).
+
+    ``intra_node``: ``nvlink`` | ``pcie`` (P2P over PCIe) | ``pcie-no-p2p`` (through host memory, GeForce cards)
+    | ``""`` (unknown: the card's own links decide). ``inter_node``: ``infiniband`` | ``roce`` | ``ethernet`` |
+    ``none`` (the provider sells no multi-node fabric) | ``""`` (unknown); ``inter_node_gbps``: the node's
+    aggregate network bandwidth in Gbit/s when known.
+    """
+
+    intra_node: str = ""
+    inter_node: str = ""
+    inter_node_gbps: float | None = None
+

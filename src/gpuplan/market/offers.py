@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
-import os
 from dataclasses import dataclass, replace
 from functools import cache
 from importlib import resources
@@ -21,12 +20,13 @@ from typing import Any
 import yaml
 
 from ..errors import GpuplanError, UnknownNameError
-from ..hardware import gpus
+from ..hardware import Network, gpus
+from ..userdirs import config_dir
 
 STALE_DAYS = 30
 PRICINGS = ("on_demand", "spot", "interruptible", "reserved")
 COLUMNS = ("provider", "tier", "gpu_id", "gpu_count", "pricing", "price_usd_per_gpu_hour", "region", "intra_node",
-           "observed_at", "source", "notes")
+           "observed_at", "source", "notes")  # optional: inter_node, inter_node_gbps (see hardware.Network)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -46,6 +46,12 @@ class Offer:
     notes: str
     origin: str  # the file the price came from
     discount: float = 1.0
+    inter_node: str = ""  # infiniband | roce | ethernet | none | "" (unknown)
+    inter_node_gbps: float | None = None
+
+    @property
+    def network(self) -> Network:
+        return Network(intra_node=self.intra_node, inter_node=self.inter_node, inter_node_gbps=self.inter_node_gbps)
 
     @property
     def key(self) -> tuple:
@@ -112,7 +118,7 @@ def check_spot_below_on_demand(offers: list[Offer]) -> None:
 
 
 def user_config_dir() -> Path:
-    return Path(os.environ.get("GPUPLAN_CONFIG_DIR", Path.home() / ".config" / "gpuplan"))
+    return config_dir()
 
 
 @cache

@@ -43,7 +43,7 @@ def on_demand_price(offers: list[Offer], o: Offer) -> float | None:
 def price(s: Scenario, m: ModelSpec, offer: Offer, trainable: int, all_offers: list[Offer], today=None) -> Cost:
     gpu = gpus()[offer.gpu_id]
     scenario = replace_gpu(s, offer.gpu_id)
-    speed = speed_of(scenario, m, gpu, offer.intra_node)
+    speed = speed_of(scenario, m, gpu, offer.network)
     return price_job(scenario, m, speed, offer, trainable, today=today, mtbi_h=s.mtbi_hours, disk_gbs=s.disk_gbs,
                      on_demand_price=on_demand_price(all_offers, offer))
 

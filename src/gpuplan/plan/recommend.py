@@ -217,9 +217,9 @@ def _priced(s: Scenario, m: ModelSpec, gpu: GpuSpec, labels: list[str], peak: fl
             continue
         if offer.pricing == "owned" and offer.gpu_count < s.world_size:
             continue
-        if offer.intra_node not in speeds:
-            speeds[offer.intra_node] = speed_of(s, m, gpu, offer.intra_node)
-        speed = speeds[offer.intra_node]
+        if offer.network not in speeds:
+            speeds[offer.network] = speed_of(s, m, gpu, offer.network)
+        speed = speeds[offer.network]
         cost = price_job(s, m, speed, offer, trainable, mtbi_h=s.mtbi_hours, disk_gbs=s.disk_gbs,
                          on_demand_price=on_demand_price(all_offers, offer))
         hours = cost.hours if s.task == "train" and s.train_tokens else None

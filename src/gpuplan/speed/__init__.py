@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from ..hardware import GpuSpec
+from ..hardware import GpuSpec, Network
 from ..model import ModelSpec
 from ..scenario import Scenario
 from .breakdown import Speed
@@ -17,9 +17,10 @@ from .inference import inference_speed
 from .training import training_speed
 
 
-def speed_of(s: Scenario, m: ModelSpec, gpu: GpuSpec, intra_node: str = "") -> Speed:
-    """Training or inference speed of ``s`` on ``gpu`` (``intra_node``: the offer's link, e.g. ``pcie``)."""
-    return training_speed(s, m, gpu, intra_node) if s.task == "train" else inference_speed(s, m, gpu, intra_node)
+def speed_of(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None = None) -> Speed:
+    """Training or inference speed of ``s`` on ``gpu`` over ``network`` (the offer's links; None: the card's own)."""
+    network = network or Network()
+    return training_speed(s, m, gpu, network) if s.task == "train" else inference_speed(s, m, gpu, network)
 
 
 __all__ = ["Speed", "compute_dtype", "inference_speed", "matmul_params", "speed_of", "training_flops_per_token",

@@ -7,18 +7,18 @@ reduce-scatter ``(n-1)/n``.
 from __future__ import annotations
 
 from .. import overheads as oh
-from ..hardware import GpuSpec
+from ..hardware import GpuSpec, Network
 from ..model import ModelSpec
 from ..scenario import Scenario
 
 
-def link_bandwidth_gbs(gpu: GpuSpec, s: Scenario, intra_node: str = "") -> tuple[float, str]:
+def link_bandwidth_gbs(gpu: GpuSpec, s: Scenario, network: Network) -> tuple[float, str]:
     """Unidirectional GB/s between GPUs: NVLink (half the bidirectional catalog figure) when the card has
     it and the offer does not say PCIe; else PCIe (x16: 2 GB/s per lane-gen step); across nodes the
     inter-node network."""
     if s.num_nodes > 1:
         return oh.INTER_NODE_GBS, "inter-node network"
-    if gpu.nvlink_bandwidth_gbs and intra_node != "pcie" and "PCIe" not in gpu.form_factor:
+    if gpu.nvlink_bandwidth_gbs and not network.intra_node.startswith("pcie") and "PCIe" not in gpu.form_factor:
         return gpu.nvlink_bandwidth_gbs / 2, "NVLink"
     gen = gpu.pcie_generation or 4
     return oh.PCIE_X16_GBS.get(gen, 32.0) * oh.PCIE_EFFICIENCY, f"PCIe gen{gen}"

@@ -8,7 +8,7 @@ host's per-step overheads (eager PyTorch kernel launches, the serving engine's l
 from __future__ import annotations
 
 from .. import overheads as oh
-from ..hardware import GpuSpec
+from ..hardware import GpuSpec, Network
 from ..memory import kv_bytes_per_sequence, weight_format
 from ..model import ModelSpec
 from ..scenario import Scenario
@@ -17,7 +17,7 @@ from .comms import link_bandwidth_gbs
 from .flops import matmul_params
 
 
-def inference_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, intra_node: str = "") -> Speed:
+def inference_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None = None) -> Speed:
     """Prefill time (time to first token) and decode tokens/s at ``batch_size`` concurrent sequences."""
     dtype = "fp16" if not gpu.supports_dtype("bf16") else ("fp8" if s.quant == "fp8" and gpu.supports_dtype("fp8")
                                                            else "bf16")
@@ -43,7 +43,7 @@ def inference_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, intra_node: str = "
     flop_time = s.batch_size * 2 * n / (gpus_ * peak * oh.PREFILL_EFFICIENCY)
     comm = 0.0
     if s.tp > 1:
-        link_bw, _ = link_bandwidth_gbs(gpu, s, intra_node)
+        link_bw, _ = link_bandwidth_gbs(gpu, s, network or Network())
         per_layer = 2 * 2 * (s.tp - 1) / s.tp * 2 * s.batch_size * m.hidden_size
         comm = m.num_layers * (per_layer / (link_bw * 1e9) + 2 * oh.COLLECTIVE_LATENCY_S)
     host = (m.num_layers / s.pp * oh.EAGER_OPS_PER_LAYER * oh.EAGER_OP_OVERHEAD_S + oh.GENERATE_STEP_OVERHEAD_S

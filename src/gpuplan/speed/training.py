@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 from .. import overheads as oh
-from ..hardware import GpuSpec
+from ..hardware import GpuSpec, Network
 from ..model import ModelSpec
 from ..scenario import Scenario
 from .breakdown import Speed
@@ -16,14 +16,14 @@ from .comms import link_bandwidth_gbs, training_comm_bytes
 from .flops import compute_dtype, training_flops_per_token
 
 
-def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, intra_node: str = "") -> Speed:
+def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None = None) -> Speed:
     dtype = compute_dtype(s)
     peak = (gpu.peak_tflops(dtype) or gpu.peak_tflops("bf16") or gpu.peak_tflops("fp16") or 0) * 1e12
     mfu = oh.mfu(gpu, s)
     fpt = training_flops_per_token(s, m)
     tokens_step = s.micro_batch_size * s.seq_len * s.grad_accum_steps * s.dp
     compute = tokens_step * fpt / (s.world_size * peak * mfu) if peak else math.inf
-    bw, link = link_bandwidth_gbs(gpu, s, intra_node)
+    bw, link = link_bandwidth_gbs(gpu, s, network or Network())
     comm = training_comm_bytes(s, m) / (bw * 1e9) if s.world_size > 1 else 0.0
     step = max(compute, comm)
     speed = Speed(tokens_per_s=tokens_step / step, step_time_s=step, mfu_assumed=mfu,
