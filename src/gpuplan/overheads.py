@@ -118,3 +118,8 @@ RESTART_MINUTES = 10.0  # reprovision + load checkpoint + warm up after an inter
 POWER_USD_PER_KWH = 0.15  # US average commercial electricity 2025 (EIA); override
 PUE = 1.4  # data-centre / home cooling overhead (Uptime Institute 2024 average PUE ~1.5)
 UTILIZATION = 0.8  # share of TDP drawn on average under training load
+
+# ---- launch: the disk a cloud job asks for (gpuplan launch) -------------------------------------------
+CHECKPOINTS_KEPT = 2  # Trainer save_total_limit: the newest checkpoint may be torn by an interruption
+LAUNCH_SOFTWARE_GB = 50.0  # an allowance, not a measurement: the OS image, a CUDA PyTorch stack (torch and the
+# NVIDIA libraries are several GB unpacked), DeepSpeed/vLLM and the pip and Hugging Face caches
