@@ -44,6 +44,23 @@ def launch_cmd(scenario: str | None = None, as_json: bool = False, target: list[
     write_launch(plan, target, opts, output, force, as_json)
 
 
+def launch_setup(setups: list, n: int, have: tuple[tuple[str, int], ...], output: str, as_json: bool) -> None:
+    """``recommend --launch N``: the files of the N-th setup, on its offer (or the user's own cards)."""
+    from ..launch import launch_plan
+
+    if not 1 <= n <= len(setups):
+        raise GpuplanError(f"--launch {n}: the recommendation lists {len(setups)} setup(s); pick one of 1 to "
+                           f"{len(setups)}" if setups else "--launch: no setup fits, so there is nothing to launch")
+    x = setups[n - 1]
+    if x.owned:
+        owned = dict(have).get(x.gpu_id, x.num_gpus)
+        plan = launch_plan(x.scenario, command=command_line(), owned_usd_per_hour=x.usd_per_hour,
+                           visible_devices=tuple(range(x.num_gpus)) if owned > x.num_gpus else None)
+    else:
+        plan = launch_plan(x.scenario, command=command_line(), offer_label=x.offer)
+    write_launch(plan, None, launch_options(), output, False, as_json)
+
+
 def command_line() -> str:
     return shlex.join(["gpuplan", *sys.argv[1:]])
 

@@ -55,8 +55,10 @@ def command(plan: LaunchPlan, opts: LaunchOptions, *, multinode_env: bool = Fals
             argv += ["--machine_rank", Raw("$SKYPILOT_NODE_RANK"), "--main_process_ip",
                      Raw('"$(echo "$SKYPILOT_NODE_IPS" | head -n1)"')]
         else:
-            argv += ["--machine_rank", Raw('"${MACHINE_RANK:?set MACHINE_RANK to this node\'s rank (0 = main)}"'),
-                     "--main_process_ip", Raw('"${MAIN_PROCESS_IP:?set MAIN_PROCESS_IP to the main node\'s address}"')]
+            argv += ["--machine_rank", Raw('"${MACHINE_RANK:?set MACHINE_RANK to the rank of this machine, 0 on the '
+                                           'main one}"'),
+                     "--main_process_ip", Raw('"${MAIN_PROCESS_IP:?set MAIN_PROCESS_IP to the address of the main '
+                                              'machine}"')]
         argv += ["--main_process_port", "29500"]
     return [*argv, *opts.script, "--config", TRAINER_FILE]
 

@@ -95,8 +95,8 @@ class LaunchPlan:
 
     def disk_gb(self, dataset_gb: float) -> int:
         """Disk to ask for: the downloaded weights, ``CHECKPOINTS_KEPT`` resumable checkpoints and the final
-        save, the dataset, and an allowance for the software (:data:`gpuplan.overheads.LAUNCH_SOFTWARE_GB`),
-        rounded up to 10 GB."""
+        save (counted as one more checkpoint, an upper bound), the dataset, and an allowance for the software
+        (:data:`gpuplan.overheads.LAUNCH_SOFTWARE_GB`), rounded up to 10 GB."""
         need = self.weights_gb + oh.LAUNCH_SOFTWARE_GB + dataset_gb
         if self.train:
             need += (oh.CHECKPOINTS_KEPT + 1) * self.checkpoint_gb

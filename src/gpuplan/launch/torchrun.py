@@ -26,9 +26,9 @@ def command(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
     if plan.num_nodes == 1:
         argv.append("--standalone")
     else:
-        argv += ["--node-rank", Raw('"${NODE_RANK:?set NODE_RANK to this node\'s rank (0 = main)}"'),
+        argv += ["--node-rank", Raw('"${NODE_RANK:?set NODE_RANK to the rank of this node, 0 on the main one}"'),
                  "--rdzv-backend", "c10d",
-                 "--rdzv-endpoint", Raw(f'"${{MASTER_ADDR:?set MASTER_ADDR to the main node\'s address}}:{PORT}"'),
+                 "--rdzv-endpoint", Raw(f'"${{MASTER_ADDR:?set MASTER_ADDR to the address of the main node}}:{PORT}"'),
                  "--rdzv-id", "gpuplan"]
     return [*argv, *opts.script, "--config", TRAINER_FILE]
 
