@@ -362,6 +362,15 @@ def test_recommend_launch_writes_the_setup(tmp_path):
     assert plan["predicted"]["usd_per_hour"] == round(ranked["usd_per_hour"], 4)
     assert plan["scenario"]["gpu"] == ranked["gpu_id"]
     assert gpuplan_cli(*args, "--launch", "99").returncode == 2
+    again = shlex.split(plan["again"])  # the same plan as `gpuplan launch` flags
+    assert gpuplan_cli(*again[1:], "-o", str(tmp_path / "again")).returncode == 0
+    assert json.loads((tmp_path / "again" / "plan.json").read_text())["predicted"] == plan["predicted"]
+
+
+def test_help_teaches():
+    proc = gpuplan_cli("launch", "--help")
+    assert proc.returncode == 0 and "Example" in proc.stdout and "--target" in proc.stdout
+    assert "--launch" in gpuplan_cli("recommend", "--help").stdout
 
 
 def test_launch_is_the_top_layer():

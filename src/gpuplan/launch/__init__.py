@@ -53,7 +53,8 @@ def launch_files(plan: LaunchPlan, names: list[str] | None = None,
     """Every file of the chosen targets, then ``plan.json`` (the scenario and the predictions)."""
     options = options or LaunchOptions()
     files = [f for name in targets_for(plan, names) for f in TARGETS[name].files(plan, options)]
-    summary = {"written_by": plan.header()[0], "setup": plan.setup_label, "predicted": plan.predictions(),
+    summary = {"written_by": plan.header()[0], "setup": plan.setup_label, "again": plan.launch_command(),
+               "predicted": plan.predictions(),
                "scenario": plan.result.scenario, "offer": plan.offer.label if plan.offer else None,
                "region": plan.offer.region if plan.offer else None, "files": {f.name: f.reader for f in files}}
     files.append(LaunchFile(name=PLAN_FILE, target="plan", text=json.dumps(summary, indent=2, default=str) + "\n",

@@ -117,6 +117,21 @@ class LaunchPlan:
             what += ", your own cards"
         return what
 
+    def launch_command(self) -> str:
+        """``gpuplan launch`` with the plan's scenario as flags (the fields that differ from the defaults), to
+        write the files again with other targets or options."""
+        import shlex
+
+        defaults = Scenario(model=self.scenario.model, task=self.scenario.task)
+        argv = ["gpuplan", "launch"]
+        for name, value in self.scenario.model_dump().items():
+            if value is None or (value == getattr(defaults, name) and name not in ("model", "task")):
+                continue
+            text = ",".join(value) if isinstance(value, list) else f"{value:g}" if isinstance(value, float) else \
+                str(value)
+            argv += [f"--{name.replace('_', '-')}", text]
+        return shlex.join(argv)
+
     def predictions(self) -> dict[str, float | int | str | None]:
         """What gpuplan predicted, with units in the names, for the header of every file and ``plan.json``."""
         mem = self.result.memory
