@@ -384,3 +384,18 @@ def test_launch_is_the_top_layer():
     out = subprocess.run([sys.executable, "-c", "import gpuplan, sys; print('gpuplan.launch' in sys.modules)"],
                          capture_output=True, text=True).stdout
     assert out.strip() == "False"
+
+
+def test_recommend_launch_on_some_of_your_cards(tmp_path):
+    """Two of four owned 3090s: the scripts pin CUDA_VISIBLE_DEVICES=0,1 and no cloud task is written."""
+    args = ("recommend", "--model", "qwen2.5-7b", "--task", "train", "--method", "qlora", "--train-tokens", "2e7",
+            "--have", "4x3090", "--gpus", "rtx-3090", "--max-gpus", "2")
+    first = json.loads(gpuplan_cli(*args, "--json").stdout)["setups"][0]
+    assert first["owned"] and first["num_gpus"] == 2
+    proc = gpuplan_cli(*args, "--launch", "1", "--launch-dir", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert command_of((tmp_path / "torchrun.sh").read_text())[0] == "CUDA_VISIBLE_DEVICES=0,1"
+    assert body((tmp_path / "accelerate.yaml").read_text())["gpu_ids"] == "0,1"
+    assert not (tmp_path / "sky.yaml").exists()
+    plan = json.loads((tmp_path / "plan.json").read_text())
+    assert plan["predicted"]["usd_per_hour"] == round(first["usd_per_hour"], 4)  # power only

@@ -59,7 +59,7 @@ def launch_setup(setups: list, n: int, have: tuple[tuple[str, int], ...], output
     else:
         plan = launch_plan(x.scenario, command=command_line(), offer_label=x.offer)
     write_launch(plan, None, launch_options(), output, False, as_json)
-    if not as_json:
+    if not as_json and not plan.owned:
         out.print(f"[dim]other targets or options (--target, --bucket, --dataset): {plan.launch_command()}[/]",
                   highlight=False, soft_wrap=True)
 

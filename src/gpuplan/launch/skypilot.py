@@ -36,6 +36,8 @@ def names() -> dict[str, Any]:
 
 
 def applies(plan: LaunchPlan) -> str | None:
+    if plan.owned:
+        return "the plan runs on your own cards; SkyPilot rents cloud ones (use accelerate-launch.sh or torchrun.sh)"
     target = accelerate if plan.train else vllm
     return target.applies(plan)
 
