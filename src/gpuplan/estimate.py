@@ -32,8 +32,12 @@ def estimate(scenario: Scenario | dict[str, Any], *, advise: bool = True) -> Res
     gpu = load_gpu(s.gpu) if s.gpu else None
     warnings = check(s, m, gpu)
     e, report = memory_report(s, m, gpu)
+    from .stacks import defaults_in_force
+
+    stack_defaults = defaults_in_force(s)
     result = Result(scenario=_normalized(s), model=_model_facts(m, int(e.extra.get("params_trainable", 0))),
-                    gpu=_gpu_facts(gpu), memory=report, assumptions=e.assumptions, warnings=warnings)
+                    gpu=_gpu_facts(gpu), memory=report,
+                    assumptions=([stack_defaults] if stack_defaults else []) + e.assumptions, warnings=warnings)
     if gpu and advise:
         from .plan.advice import largest_fitting, suggestions
 
@@ -74,10 +78,12 @@ def _speed_and_cost(result: Result, s: Scenario, m: ModelSpec, gpu: GpuSpec, tra
 
 def _normalized(s: Scenario) -> dict[str, Any]:
     data = s.model_dump()
-    data["strategy"] = s.resolved_strategy
+    data["strategy"] = s.sharding_engine if s.sharding_engine.startswith("fsdp") else s.resolved_strategy
     if s.task == "infer":
         for key in ("method", "optimizer", "optimizer_impl", "lora_rank", "lora_targets", "lora_dropout",
-                    "micro_batch_size", "seq_len", "grad_accum_steps", "grad_checkpointing", "train_tokens"):
+                    "micro_batch_size", "seq_len", "grad_accum_steps", "grad_checkpointing", "train_tokens",
+                    "qlora_fp32_upcast", "loss", "loss_chunks", "activation_offload", "compile",
+                    "optimizer_in_backward", "adapter_dtype", "checkpoint_every"):
             data.pop(key, None)
     else:
         for key in ("batch_size", "prompt_tokens", "output_tokens", "kv_cache_dtype", "engine",
