@@ -89,7 +89,7 @@ def test_estimate_table_names_parts_and_phase():
 
 
 @pytest.mark.parametrize("args, text", [
-    (("estimate", "--model", "llama-3.1-8b", "--task", "train", "--micro-batch-size", "x"), "micro_batch_size"),
+    (("estimate", "--model", "llama-3.1-8b", "--task", "train", "--micro-batch-size", "x"), "--micro-batch-size"),
     (("estimate", "--model", "llama-3.1-8b", "--task", "train", "--strategy", "zero3"), "num_gpus >= 2"),
     (("estimate", "--model", "llama-3.1-8b"), "'task' is required"),
     (("estimate", "missing.yaml"), "no scenario file"),

@@ -13,7 +13,7 @@ from .app import JsonFlag, app, option, out, overrides, print_json, scenario_com
 
 # ---- GPUs -------------------------------------------------------------------------------------------
 gpus_app = typer.Typer(help="The GPU catalog: dense TFLOPS, memory, bandwidth, NVLink, power, price.",
-                       no_args_is_help=False, pretty_exceptions_enable=False)
+                       rich_markup_mode=None, no_args_is_help=False, pretty_exceptions_enable=False)
 app.add_typer(gpus_app, name="gpus")
 GPU_SORT = ("memory", "bandwidth", "bf16", "fp8", "tdp", "msrp", "usd_per_gb", "usd_per_tflop", "name")
 
