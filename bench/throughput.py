@@ -16,38 +16,49 @@ import yaml
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "src"))
 
-from gpuplan import GpuplanError, estimate  # noqa: E402
+from gpuplan import GpuplanError, load_model  # noqa: E402
+from gpuplan.hardware import Network, load_gpu  # noqa: E402
+from gpuplan.memory import check  # noqa: E402
+from gpuplan.scenario import scenario_from  # noqa: E402
+from gpuplan.speed import speed_of  # noqa: E402
 
 
-def predicted(result, metric: str) -> float | None:
-    sp = result.speed
-    if not sp:
-        return None
-    world = result.scenario.get("num_gpus", 1) * result.scenario.get("num_nodes", 1)
+def predicted(speed, scenario, metric: str) -> float | None:
+    """The estimate in the unit the source published."""
+    world = scenario.world_size
     return {
-        "train_tokens_per_s_per_gpu": sp["tokens_per_s"] / world,
-        "train_tokens_per_s": sp["tokens_per_s"],
-        "step_time_s": sp["step_time_s"],
-        "decode_tokens_per_s": sp.get("tokens_per_s_per_sequence"),
-        "achieved_TFLOPs_per_GPU": (sp["flops_per_token"] or 0) * sp["tokens_per_s"] / world / 1e12,
+        "train_tokens_per_s_per_gpu": speed.tokens_per_s / world,
+        "train_tokens_per_s": speed.tokens_per_s,
+        "step_time_s": speed.step_time_s,
+        "decode_tokens_per_s": speed.tokens_per_s_per_sequence,  # output tokens / (prefill + decode)
+        "achieved_TFLOPs_per_GPU": (speed.flops_per_token or 0) * speed.tokens_per_s / world / 1e12,
     }.get(metric)
 
 
 def run(cases: list[dict]) -> tuple[list[dict], list[dict]]:
+    """Speed of each case on the measured cluster's own network (the case's ``network``: the fabric the source
+    ran on, not an offer's), scored against the published value."""
     scored, rejected = [], []
     for case in cases:
-        scenario = dict(case["scenario"])
-        if str(scenario["model"]).startswith("bench/"):
-            scenario["model"] = str(HERE.parent / scenario["model"])
+        data = dict(case["scenario"])
+        if str(data["model"]).startswith("bench/"):
+            data["model"] = str(HERE.parent / data["model"])
+        if not data.get("gpu"):
+            rejected.append({**case, "error": "no GPU named: no speed estimate"})
+            continue
         try:
-            value = predicted(estimate(scenario, advise=False), case["metric"])
+            s = scenario_from(data)
+            m = load_model(s.model)
+            gpu = load_gpu(s.gpu)
+            check(s, m, gpu)
+            speed = speed_of(s, m, gpu, Network(**case.get("network", {})))
         except GpuplanError as err:
             rejected.append({**case, "error": str(err)})
             continue
-        if value is None:
-            rejected.append({**case, "error": "no GPU named: no speed estimate"})
-            continue
-        scored.append({**case, "estimated": value, "error_pct": 100 * (value - case["value"]) / case["value"]})
+        value = predicted(speed, s, case["metric"])
+        scored.append({**case, "estimated": value, "error_pct": 100 * (value - case["value"]) / case["value"],
+                       "range": (speed.tokens_per_s_low / speed.tokens_per_s, speed.tokens_per_s_high /
+                                 speed.tokens_per_s)})
     return scored, rejected
 
 
