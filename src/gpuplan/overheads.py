@@ -92,23 +92,34 @@ BANDWIDTH_FRACTION = 0.80  # achievable HBM/GDDR bandwidth (aiconfigurator 0.8; 
 GEMM_ROOFLINE_SHARPNESS = 3.0  # p of (compute^p + memory^p)^(1/p): 1 adds them, infinity takes the max
 GEMM_KERNEL_LATENCY_S = 5e-6  # fixed GPU time per kernel: launch latency + ramp + tail (calibrated)
 
-# Attention kernels reach a lower fraction of the peak than GEMMs. FlashAttention-2 (Dao 2023, section 4.1):
-# 50-73 % of the A100 peak forward, lower backward; on H100 it reaches ~35-40 % (FlashAttention-3, Shah et al.
-# 2024, figure 4: FA2 ~ 330-370 of 989 TFLOPS), FA3 up to 75 %. The backward does 5 matmuls to the forward's 2
-# (x 2.5 FLOPs). Causal kernels skip the masked half.
-ATTENTION_PEAK_FRACTION = {"Volta": 0.35, "Turing": 0.40, "Ampere": 0.55, "Ada": 0.50, "Hopper": 0.35,
+# Attention kernels reach a lower fraction of the peak than GEMMs. Kernel benchmarks: FlashAttention-2 (Dao
+# 2023, section 4.1) 50-73 % of the A100 peak forward, less backward; on H100 ~35-40 % (FlashAttention-3, Shah
+# et al. 2024, figure 4: FA2 ~330-370 of 989 TFLOPS), FA3 up to 75 %. End to end, with the layout copies,
+# masks and position biases around the kernel, less: calibrated on llm-foundry's 8k-65k-token rows (Triton
+# flash attention with ALiBi) and Qwen-1's FlashAttention-2 rows. The backward does 5 matmuls to the forward's
+# 2 (x 2.5 FLOPs); causal kernels skip the masked half.
+ATTENTION_PEAK_FRACTION = {"Volta": 0.25, "Turing": 0.25, "Ampere": 0.30, "Ada": 0.30, "Hopper": 0.35,
                            "Blackwell": 0.35}
-ATTENTION_PEAK_FRACTION_DEFAULT = 0.35
+ATTENTION_PEAK_FRACTION_DEFAULT = 0.30
 ATTENTION_BACKWARD_FLOP_RATIO = 2.5
-EAGER_SCORE_BYTES = 16  # eager attention moves each score ~16 bytes per pass: bf16 write, fp32 softmax, cast
+# Eager attention moves each score through memory: HF's fp32 softmax ~16-24 bytes per score and pass (bf16
+# write, fp32 upcast, softmax, cast back), Megatron's fused scale-mask-softmax ~4: the middle is taken.
+EAGER_SCORE_BYTES = 10
 
 # Element-wise work (norms, residual adds, rotary, activation and gating, dropout, casts) is memory-bound:
 # bytes moved per token per layer in the forward, per element of the hidden size and of the MLP width, with
 # unfused HF modules (RMSNorm upcasts to fp32 and back). The backward moves about twice the forward.
 # Calibrated on the Qwen-1 fine-tuning and llm-foundry rows (README, "Speed").
 ELEMENTWISE_BYTES_PER_HIDDEN = 60
-ELEMENTWISE_BYTES_PER_MLP = 8
+ELEMENTWISE_BYTES_PER_MLP = 15
 ELEMENTWISE_BACKWARD_RATIO = 2.0
+# peft's LoRA path per adapted linear moves the output through the scaling and the add (~8 bytes per output
+# element) and, with lora_dropout > 0, the input through a dropout with its mask (~5 bytes per input element).
+LORA_BYTES_PER_OUTPUT = 8
+LORA_DROPOUT_BYTES_PER_INPUT = 5
+# fp8 stacks (Transformer Engine's LayerNormLinear / LayerNormMLP, torchao with compile) fuse the norms and the
+# fp8 casts into their linears: about half the element-wise traffic of unfused bf16 modules remains.
+FP8_ELEMENTWISE_FACTOR = 0.5
 LOSS_BYTES_PER_LOGIT = 20  # cross-entropy over fp32 logits: upcast, log-softmax, gradient (forward + backward)
 
 # Host side of an eager PyTorch step: each op costs ~10-20 us of Python + dispatcher + launch (PyTorch
@@ -117,13 +128,13 @@ LOSS_BYTES_PER_LOGIT = 20  # cross-entropy over fp32 logits: upcast, log-softmax
 # in C++ at about half the cost. GPU work and host work overlap: the step takes their smooth maximum.
 EAGER_OPS_PER_LAYER = 40
 LORA_OPS_PER_LINEAR = 5
-EAGER_OP_OVERHEAD_S = 20e-6
+EAGER_OP_OVERHEAD_S = 18e-6
 BACKWARD_OPS_RATIO = 1.5
 AUTOGRAD_OP_OVERHEAD_S = 10e-6
 HOST_GPU_OVERLAP_SHARPNESS = 2.0  # p of the smooth max of host and GPU time
 # DeepSpeed ZeRO-3 runs Python hooks per module on every forward, recomputation and backward (fetch,
 # release, partition bookkeeping): calibrated on the Qwen-1 ZeRO-3 rows. torch FSDP's per-unit cost is small.
-ZERO3_HOOK_S_PER_LAYER_PASS = 2e-3
+ZERO3_HOOK_S_PER_LAYER_PASS = 4e-3
 # Per optimizer step: the HF Trainer's loop (gradient clipping's norm, scheduler, zero_grad, logging) and the
 # dataloader's collation per micro-batch (num_workers 0, pinned copies).
 TRAINER_STEP_OVERHEAD_S = 0.02
@@ -136,23 +147,28 @@ DATALOADER_S_PER_MICRO_STEP = 2e-3
 # PyTorch's CPU Adam; the absolute rate is an assumption, said in the output).
 CPU_ADAM_PARAMS_PER_S = 1.0e9
 QLORA_DEQUANT_BYTES_PER_PARAM = 4.5  # read 0.5 B of 4-bit codes + scales, write 2 B bf16, read 2 B in the GEMM
-QLORA_DEQUANT_BANDWIDTH_FRACTION = 0.5  # bitsandbytes / AutoGPTQ dequant kernels: small, strided blocks
+# AutoGPTQ's dequantize-then-matmul path in training reaches ~20 % of the bandwidth (small strided blocks,
+# separate kernels): calibrated on Qwen-1's GPTQ QLoRA rows; bitsandbytes NF4 is assumed alike.
+QLORA_DEQUANT_BANDWIDTH_FRACTION = 0.2
 
 # Pipeline parallelism: Megatron's 1F1B bubble (Narayanan et al. SC'21, section 2.2.1): (p-1)/m of the ideal
 # time for m micro-batches, divided by v with the interleaved schedule (not a scenario field: v=1).
 # transformers' device_map="auto" places layers on GPUs one after another: one GPU works at a time.
 
 # Inference. Decode and prefill on CUDA-graph engines (vLLM) pay a per-kernel floor: a decoder layer runs ~14
-# kernels (norms, QKV, rotary, cache write, attention, output, MLP), a MoE layer ~8 more (router, top-k, align,
-# two grouped GEMMs, activation, sum), MLA ~6 more; each costs at least the kernel latency at small batch.
+# kernels (norms, QKV, rotary, cache write, attention, output, MLP: vLLM's LlamaDecoderLayer), a MoE layer ~16
+# more (DeepSeek's grouped top-k is ~8 small torch ops, then align, two grouped GEMMs, activation, sum and the
+# shared experts' adds: vLLM fused_moe), MLA ~10 more (two low-rank norms, rotary, the absorbed up-projections'
+# batched matmuls, cache write); each costs at least the kernel latency at small batch.
 DECODE_KERNELS_PER_LAYER = 14
-MOE_KERNELS_PER_LAYER = 8
-MLA_KERNELS_PER_LAYER = 6
-# MoE expert GEMMs at small batch read a few experts through grouped kernels that reach a fraction of the
-# bandwidth (vLLM fused_moe at M < 16 tokens per expert).
+MOE_KERNELS_PER_LAYER = 16
+MLA_KERNELS_PER_LAYER = 10
+# MoE expert GEMMs at small batch read the few experts the batch touches through one grouped kernel with few
+# thread blocks: half the bandwidth at a handful of experts, rising to all of it once ~64 experts are read.
 MOE_SMALL_BATCH_BANDWIDTH_FRACTION = 0.5
+MOE_FULL_BANDWIDTH_EXPERTS = 64
 LLAMA_CPP_STEP_OVERHEAD_S = 1e-3  # llama.cpp's C++ loop: sampling, graph build and launch per token
-GENERATE_STEP_OVERHEAD_S = 3e-3  # transformers generate: inputs, mask update, logits processors, sampling
+GENERATE_STEP_OVERHEAD_S = 2e-3  # transformers generate: inputs, mask update, logits processors, sampling
 # vLLM's engine loop (scheduler, sampler, detokenizer in Python) between GPU steps: ~3 ms per decode step at
 # low concurrency (a 0.5B model decodes at ~300 tokens/s on an A100 in the Qwen2.5 vLLM benchmark, where its
 # weights alone would allow ~1,500).
@@ -188,9 +204,9 @@ INTER_NODE_EFFICIENCY = {"infiniband": 0.9, "roce": 0.85, "ethernet": 0.6}
 COLLECTIVE_LATENCY_S = {"nvlink": 12e-6, "pcie": 20e-6, "pcie-no-p2p": 40e-6, "infiniband": 30e-6, "roce": 35e-6,
                         "ethernet": 100e-6}
 # Share of the data-parallel collectives hidden behind compute where the engine overlaps them (DDP buckets,
-# ZeRO prefetch, FSDP2 prefetch); Megatron TP all-reduces sit on the critical path.
+# ZeRO prefetch, FSDP2 prefetch); TP all-reduces sit in the layer's dependency chain, half hidden on average.
 DP_OVERLAP = 0.8
-TP_OVERLAP = 0.0
+TP_OVERLAP = 0.5  # NeMo overlaps TP communication with GEMMs (userbuffers); Megatron 2021 did not
 MULTINODE_STRAGGLER = 0.97  # cross-node jitter: the slowest rank sets the step
 
 # Uncertainty: the speed range is the 10th-90th percentile of the signed error of the bench sources after

@@ -139,8 +139,8 @@ class StepTimer:
         return total
 
     def _experts_decode_s(self, batch: int) -> float:
-        """Routed experts at decode: the batch touches ``E·(1-(1-k/E)^B)`` experts per layer, each read once
-        through a grouped kernel that reaches a fraction of the bandwidth at a few rows per expert."""
+        """Routed experts at decode: the batch touches ``E·(1-(1-k/E)^B)`` experts per layer (uniform routing),
+        each read once through one grouped kernel that reaches a fraction of the bandwidth when few are read."""
         total = 0.0
         for layer, count in self.m.layer_kinds():
             for lin in layer.linears:
@@ -148,8 +148,8 @@ class StepTimer:
                     k, e = layer.experts_per_token, lin.count
                     touched = e * (1 - (1 - k / e) ** batch)
                     nbytes = touched * lin.in_features * lin.out_features / self.s.tp * self.weight_bytes_per_param
-                    rows = batch * k / max(touched, 1)
-                    frac = oh.MOE_SMALL_BATCH_BANDWIDTH_FRACTION if rows < 16 else 1.0
+                    small = oh.MOE_SMALL_BATCH_BANDWIDTH_FRACTION
+                    frac = small + (1 - small) * min(1.0, touched / oh.MOE_FULL_BANDWIDTH_EXPERTS)
                     flops = 2 * batch * k * lin.in_features * lin.out_features / self.s.tp
                     total += count * max(nbytes / (bandwidth(self.gpu) * frac),
                                          flops / peak_flops(self.gpu, self.dtype))

@@ -97,11 +97,14 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
     head = lm_head_s(m, gpu, "bf16" if dtype == "fp8" else dtype, tokens, tp=tp) * share
     gemm = forward * (2 + recompute + full) + head * (2 + full)
     targets = lora_targets(s, m) if not full else frozenset()
-    lora = lora_s(m, gpu, tokens, s.lora_rank, targets, tp=tp, layers=share) * (3 + recompute) if targets else 0.0
+    lora = lora_s(m, gpu, tokens, s.lora_rank, targets, tp=tp, layers=share, dropout=s.lora_dropout > 0) \
+        * (3 + recompute) if targets else 0.0
     attention = attention_s(m, gpu, "bf16" if dtype == "fp8" else dtype, s.micro_batch_size, s.seq_len,
                             kernel=kernel, tp=tp, layers=share)
     attention *= 1 + recompute + (oh.ATTENTION_BACKWARD_FLOP_RATIO if kernel != "eager" else 2)
     elementwise = elementwise_s(m, gpu, tokens, tp=tp, layers=share) * (1 + recompute + oh.ELEMENTWISE_BACKWARD_RATIO)
+    if dtype == "fp8":  # Transformer Engine fuses the norms and casts into its linears
+        elementwise *= oh.FP8_ELEMENTWISE_FACTOR
     elementwise += loss_s(m, gpu, tokens, tp=tp) * share
     extra = 0.0
     if s.method == "qlora":  # dequantize every 4-bit weight each pass that multiplies by it

@@ -55,15 +55,20 @@ def lm_head_s(m: ModelSpec, gpu: GpuSpec, dtype: str, tokens: float, *, tp: int 
 
 
 def lora_s(m: ModelSpec, gpu: GpuSpec, tokens: float, rank: int, targets: frozenset[str], *, tp: int = 1,
-           layers: float = 1.0) -> float:
-    """peft's adapter path forward, per adapted linear: ``x @ A`` then ``(xA) @ B``: tiny in FLOPs, but each
-    re-reads the input and writes the output (memory- and latency-bound)."""
+           layers: float = 1.0, dropout: bool = False) -> float:
+    """peft's adapter path forward, per adapted linear: ``x @ A`` then ``(xA) @ B``, scaled and added to the
+    base output (peft ``lora.Linear.forward``): tiny in FLOPs, but each re-reads the input and writes the
+    output, the scale and the add move the output again, and a dropout (``lora_dropout > 0``) copies the
+    input with its mask (memory- and latency-bound)."""
     total = 0.0
     for layer, count in m.layer_kinds():
         for lin in layer.linears:
             if lin.name in targets and lin.count == 1:
+                out = lin.out_features / tp
+                traffic = tokens * (out * oh.LORA_BYTES_PER_OUTPUT
+                                    + (lin.in_features * oh.LORA_DROPOUT_BYTES_PER_INPUT if dropout else 0))
                 total += count * (gemm_time_s(gpu, "bf16", tokens, lin.in_features, rank)
-                                  + gemm_time_s(gpu, "bf16", tokens, rank, lin.out_features / tp))
+                                  + gemm_time_s(gpu, "bf16", tokens, rank, out) + traffic / bandwidth(gpu))
     return total * layers
 
 
@@ -71,26 +76,23 @@ def attention_s(m: ModelSpec, gpu: GpuSpec, dtype: str, seqs: float, seq: int, *
                 layers: float = 1.0, context: int = 0) -> float:
     """Attention score and value matmuls forward for ``seqs`` sequences of ``seq`` new tokens after ``context``
     cached ones. Flash/SDPA kernels skip the causal mask's upper half and run at the generation's attention
-    efficiency; eager attention computes every score at GEMM rates and moves the score matrix through
-    memory (~:data:`~gpuplan.overheads.EAGER_SCORE_BYTES` per score)."""
+    efficiency; eager attention computes every score as batched GEMMs (``[s x d] @ [d x s]`` and back, per
+    head) and moves the score matrix through memory (~:data:`~gpuplan.overheads.EAGER_SCORE_BYTES` per score)."""
     heads = max(m.num_heads / tp, 1)
-    flops = traffic = 0.0
+    total = flops = 0.0
     for layer, count in m.layer_kinds():
-        keys_full = seq + context
+        keys = seq + context
         if layer.window:
-            keys_full = min(keys_full, layer.window)
+            keys = min(keys, layer.window)
         d = layer_head_dim(m, layer)
         if kernel == "eager":
-            pairs = seq * keys_full
-            traffic += count * seqs * heads * pairs * oh.EAGER_SCORE_BYTES
+            total += count * (2 * gemm_time_s(gpu, dtype, seq, d, keys, count=seqs * heads, kernels=2)
+                              + seqs * heads * seq * keys * oh.EAGER_SCORE_BYTES / bandwidth(gpu))
         else:  # causal: query i sees context + i keys (capped by the window)
-            pairs = seq * min(context + (seq + 1) / 2, keys_full)
-        flops += count * seqs * 4 * heads * d * pairs
-    if kernel == "eager":
-        rate = peak_flops(gpu, dtype) * 0.5
-        return layers * (flops / rate + traffic / bandwidth(gpu))
+            flops += count * seqs * 4 * heads * d * seq * min(context + (seq + 1) / 2, keys)
     fraction = oh.ATTENTION_PEAK_FRACTION.get(gpu.generation, oh.ATTENTION_PEAK_FRACTION_DEFAULT)
-    return layers * flops / (peak_flops(gpu, "bf16" if dtype == "fp8" else dtype) * fraction)
+    total += flops / (peak_flops(gpu, "bf16" if dtype == "fp8" else dtype) * fraction)
+    return layers * total
 
 
 def layer_head_dim(m: ModelSpec, layer: Layer) -> float:
