@@ -17,8 +17,7 @@ One optimizer step is ``grad_accum_steps`` micro-steps plus the step's own fixed
 - **per step**: DDP's all-reduce (or ZeRO-1's reduce-scatter) behind the last backward, the 16-bit weights'
   all-gather after a ZeRO-1/2 step, the optimizer (states, master weights and gradients read and written
   once, memory-bound; DeepSpeed CPU Adam plus the PCIe round trip when offloaded), the trainer loop and the
-  dataloader; Megatron's 1F1B pipeline bubble ``(p-1)/m``; transformers' ``device_map`` splits run one GPU
-  at a time.
+  dataloader; Megatron's 1F1B pipeline bubble (``p-1`` micro-steps of fill and drain per step).
 
 ``parts_s`` of the result adds up to the step. The training stack's own factor (torch.compile, fused
 kernels) multiplies the micro-steps' busy time: :func:`stack_factor`.
