@@ -8,12 +8,11 @@ import math
 import pytest
 
 from gpuplan import GpuplanError, estimate
-from gpuplan.hardware import load_gpu
 from gpuplan.market.cost import buy_vs_rent, daly_interval_h, daly_wall_time_h, young_interval_h
 from gpuplan.market.offers import bundled_offers, load_offers, read_offers
 from gpuplan.model.catalog import load_model
 from gpuplan.scenario import scenario_from
-from gpuplan.speed import inference_speed, training_flops_per_token
+from gpuplan.speed import training_flops_per_token
 
 HEADER = "provider,tier,gpu_id,gpu_count,pricing,price_usd_per_gpu_hour,region,intra_node,observed_at,source,notes\n"
 
@@ -82,23 +81,6 @@ def test_training_flops_per_token_by_hand():
     assert training_flops_per_token(lora, m) == pytest.approx(6 * n + attention * 16 / 12)  # 4N + 2N recompute
 
 
-def test_decode_roofline_and_host_overhead_by_hand():
-    m = load_model("llama-3.1-8b")
-    gpu = load_gpu("h100-sxm")
-    vllm = scenario_from(dict(model="llama-3.1-8b", task="infer", engine="vllm", batch_size=1, prompt_tokens=1,
-                              output_tokens=30))
-    speed = inference_speed(vllm, m, gpu)
-    # one step reads 16.06 GB of bf16 weights (+ a 16-token cache block) at 80 % of 3,350 GB/s, then vLLM's
-    # ~3 ms engine loop
-    step = (8_030_261_248 * 2 + 16 * 131_072) / (3350e9 * 0.8) + 3e-3
-    assert speed.bound == "memory" and speed.step_time_s == pytest.approx(step, rel=1e-3)
-    assert speed.tokens_per_s == pytest.approx(1 / step, rel=1e-3)  # ~110 tokens/s
-    eager = scenario_from(dict(model="llama-3.1-8b", task="infer", batch_size=1, prompt_tokens=1, output_tokens=2))
-    host = inference_speed(eager, m, gpu)
-    # transformers: 32 layers x ~40 eager ops x 20 us + 3 ms of generate loop exceed the 6 ms of HBM reads
-    assert host.bound.startswith("host") and host.step_time_s == pytest.approx(32 * 40 * 20e-6 + 3e-3)
-
-
 def test_buy_vs_rent_arithmetic():
     b = buy_vs_rent(1599, 450, 1, rent_usd_per_hour=0.34, horizon_hours=5000, usd_per_kwh=0.15, pue=1.4,
                     utilization=0.8)
@@ -112,6 +94,7 @@ def test_buy_vs_rent_arithmetic():
 def test_estimate_prices_on_the_cheapest_offer():
     r = estimate(dict(model="llama-3.1-8b", task="train", method="lora", gpu="h100-sxm", train_tokens=1e8))
     assert r.speed["bound"] == "compute" and r.cost["usd_per_hour"] > 0
+    assert r.speed["tokens_per_s_low"] < r.speed["tokens_per_s"] < r.speed["tokens_per_s_high"]
     hours = 1e8 / r.speed["tokens_per_s"] / 3600
     assert r.cost["hours"] == pytest.approx(hours) and r.cost["usd_total"] == pytest.approx(hours * r.cost[
         "usd_per_hour"])

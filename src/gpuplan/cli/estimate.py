@@ -70,13 +70,20 @@ def render_estimate(result) -> None:
             out.print(f"  - {sug.change} ({mark}; {sug.cost})")
     if result.speed:
         sp = result.speed
+        rng = f"likely {sp['tokens_per_s_low']:,.0f}-{sp['tokens_per_s_high']:,.0f}"
         if s["task"] == "train":
-            out.print(f"[bold]speed[/]: {sp['tokens_per_s']:,.0f} tokens/s, {sp['step_time_s']:.2f} s per optimizer "
-                      f"step (MFU {sp['mfu_assumed']:.2f}, {sp['bound']}-bound)")
+            mfu = f", MFU {sp['mfu']:.2f}" if sp.get("mfu") else ""
+            out.print(f"[bold]speed[/]: {sp['tokens_per_s']:,.0f} tokens/s ({rng}), {sp['step_time_s']:.2f} s per "
+                      f"optimizer step ({sp['bound']}-bound{mfu})")
         else:
-            out.print(f"[bold]speed[/]: {sp['tokens_per_s']:,.0f} output tokens/s in aggregate, "
-                      f"{sp['tokens_per_s_per_sequence']:,.1f} per sequence, time to first token "
-                      f"{sp['ttft_s']:.2f} s ({sp['bound']}-bound decode)")
+            out.print(f"[bold]speed[/]: {sp['tokens_per_s']:,.0f} output tokens/s in aggregate ({rng}), "
+                      f"{sp['tokens_per_s_per_sequence']:,.1f} per user, {sp['requests_per_s']:,.3g} requests/s; "
+                      f"decode step {1e3 * sp['step_time_s']:.1f} ms ({sp['bound']}-bound)")
+            out.print(f"  time to first token: {sp['ttft_s']:.2f} s for one request alone, "
+                      f"{sp['ttft_burst_s']:.2f} s for the last of {s['batch_size']} arriving together")
+        top = sorted(sp["parts_s"].items(), key=lambda kv: -kv[1])[:5]
+        out.print("  [dim]" + ("step" if s["task"] == "train" else "decode step") + ": " + ", ".join(
+            f"{k.replace('_', ' ')} {100 * v / sp['step_time_s']:.0f}%" for k, v in top) + "[/]")
     if result.cost:
         c = result.cost
         stale = f" [yellow](price {c['price_age_days']} days old)[/]" if c["stale"] else ""

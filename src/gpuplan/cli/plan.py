@@ -96,11 +96,13 @@ def render_recommendation(s, result) -> None:
         setup = f"{x.num_gpus}x {short(x.gpu_id)} " + "+".join([x.strategy, *x.techniques])
         offer = f"{x.provider} {x.pricing.replace('_', '-')}" + (" [yellow](old)[/]" if x.stale else "")
         row = [f"{i}{'*' if x.pareto else ''}", setup, offer, f"{x.device_peak_gib:.0f}/{x.capacity_gib:.0f}",
-               f"{x.tokens_per_s:,.0f}"]
+               f"{x.tokens_per_s:,.0f} ±{50 * (x.tokens_per_s_high - x.tokens_per_s_low) / x.tokens_per_s:.0f}%"]
         if train:
             row += [f"{x.hours:,.1f}", _usd(x.usd_total)]
         table.add_row(*row, _usd(x.usd_per_million_tokens))
     out.print(table)
+    out.print("[dim]tok/s ± the speed model's calibration spread (bench/throughput.py); ranked on the central "
+              "value[/]")
     for i, x in enumerate(result.setups[:3], 1):
         out.print(f"{i}. {x.num_gpus}x {x.gpu_id} ({x.offer}): {x.rationale}")
     if s.task == "train" and not s.train_tokens:

@@ -23,6 +23,8 @@ def matching(offers: list[Offer], s: Scenario, gpu_id: str | None = None) -> lis
             continue
         if s.num_gpus > max_per_node(o):
             continue
+        if s.num_nodes > 1 and o.inter_node == "none":  # the provider sells no multi-node fabric
+            continue
         if s.provider and o.provider != s.provider:
             continue
         if s.pricing == "on_demand" and o.pricing != "on_demand":

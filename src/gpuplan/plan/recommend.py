@@ -62,6 +62,8 @@ class Setup:
     capacity_gib: float
     headroom_pct: float
     tokens_per_s: float
+    tokens_per_s_low: float
+    tokens_per_s_high: float
     bound: str
     usd_per_hour: float
     hours: float | None
@@ -217,6 +219,8 @@ def _priced(s: Scenario, m: ModelSpec, gpu: GpuSpec, labels: list[str], peak: fl
             continue
         if offer.pricing == "owned" and offer.gpu_count < s.world_size:
             continue
+        if s.num_nodes > 1 and offer.inter_node == "none":  # no multi-node fabric at this provider
+            continue
         if offer.network not in speeds:
             speeds[offer.network] = speed_of(s, m, gpu, offer.network)
         speed = speeds[offer.network]
@@ -232,6 +236,7 @@ def _priced(s: Scenario, m: ModelSpec, gpu: GpuSpec, labels: list[str], peak: fl
                       provider=offer.provider, pricing=offer.pricing, owned=offer.pricing == "owned",
                       device_peak_gib=peak, capacity_gib=gpu.usable_gib,
                       headroom_pct=100 * (1 - peak / gpu.usable_gib), tokens_per_s=speed.tokens_per_s,
+                      tokens_per_s_low=speed.tokens_per_s_low, tokens_per_s_high=speed.tokens_per_s_high,
                       bound=speed.bound, usd_per_hour=cost.usd_per_hour, hours=hours,
                       usd_total=cost.usd_total if hours is not None else None,
                       usd_per_million_tokens=cost.usd_per_million_tokens,
@@ -256,7 +261,8 @@ def _rationale(x: Setup, gpu: GpuSpec, speed) -> str:
                      ("NVLink helps little" if gpu.nvlink_bandwidth_gbs else "PCIe is enough"))
     if speed.bound.startswith("host"):
         parts.append("eager decoding: a serving engine (--engine vllm) is several times faster")
-    parts.append(f"${x.usd_per_million_tokens:,.3g} per million tokens at {x.tokens_per_s:,.0f} tokens/s")
+    parts.append(f"${x.usd_per_million_tokens:,.3g} per million tokens at {x.tokens_per_s:,.0f} tokens/s "
+                 f"(likely {x.tokens_per_s_low:,.0f}-{x.tokens_per_s_high:,.0f}: ranked on the central value)")
     return "; ".join(parts)
 
 
