@@ -123,7 +123,7 @@ def cost_cmd(scenario: str | None = None, as_json: bool = False, catalog: list[s
       gpuplan cost job.yaml --pricing any --catalog my-prices.csv --discount runpod=0.85
     """
     from ..estimate import estimate
-    from ..market.offers import load_offers
+    from ..market.store import load_offers
     from ..model.catalog import load_model
     from ..plan.pricing import compare
 
@@ -188,7 +188,7 @@ def buy_cmd(
 
     from ..hardware import load_gpu
     from ..market.cost import buy_vs_rent
-    from ..market.offers import load_offers
+    from ..market.store import load_offers
 
     card = load_gpu(gpu)
     if not card.msrp_usd or not card.tdp_w:

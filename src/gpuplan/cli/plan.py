@@ -65,7 +65,7 @@ def recommend_cmd(scenario: str | None = None, as_json: bool = False, budget_usd
 
 def _provider(name: str) -> str:
     from ..errors import UnknownNameError
-    from ..market.offers import load_offers
+    from ..market.store import load_offers
 
     known = sorted({o.provider for o in load_offers()})
     if name.strip() not in known:
