@@ -50,7 +50,7 @@ def _speed_and_cost(result: Result, s: Scenario, m: ModelSpec, gpu: GpuSpec, tra
     speed on that offer's interconnect; without an offer, speed with the GPU's own links."""
     from dataclasses import asdict
 
-    from .market.store import load_offers, price_origin
+    from .market.store import load_offers
     from .plan.pricing import matching, price
     from .speed import speed_of
 
@@ -69,7 +69,7 @@ def _speed_and_cost(result: Result, s: Scenario, m: ModelSpec, gpu: GpuSpec, tra
                                "older or low-confidence rows need --max-price-age-days / --include-low-confidence")
         return
     best, offer = costs[0]
-    result.cost = {**asdict(best), "price_origin": price_origin(offer), "label": best.label}
+    result.cost = {**asdict(best), "label": best.label}
     if best.stale:
         result.warnings.append(f"the price of {best.offer} is {best.price_age_days} days old")
     if best.price_confidence == "low":

@@ -18,7 +18,7 @@ from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from ..speed import Speed
 from .bill import BillLine, bill_lines
-from .offers import Offer, interruption_priors, max_per_node, providers
+from .offers import Offer, interruption_priors, max_per_node, price_origin, providers
 
 
 def young_interval_h(write_h: float, mtbi_h: float) -> float:
@@ -143,7 +143,7 @@ def price_job(s: Scenario, m: ModelSpec, speed: Speed, offer: Offer, trainable: 
     per_hour = rented * offer.usd_per_gpu_hour
     cost = Cost(offer=offer_label(offer, shape), provider=offer.provider, gpu_id=offer.gpu_id, pricing=offer.pricing,
                 num_gpus=rented, instances=instances, usd_per_hour=per_hour, hours=0.0, usd_total=0.0,
-                price_origin=offer.origin, price_age_days=offer.age_days(today), stale=offer.age_days(today) > 30,
+                price_origin=price_origin(offer, today), price_age_days=offer.age_days(today), stale=offer.age_days(today) > 30,
                 price_confidence=offer.confidence, observed_at=offer.observed_at.isoformat(),
                 usd_per_gpu_hour=offer.usd_per_gpu_hour, gpus_per_instance=shape, instance=offer.instance,
                 region=offer.region)
@@ -213,13 +213,14 @@ class BuyVsRent:
     rent_total_usd: float
 
 
-def buy_vs_rent(msrp_usd: float, tdp_w: float, num_gpus: int, rent_usd_per_hour: float, horizon_hours: float, *,
-                usd_per_kwh: float = oh.POWER_USD_PER_KWH, pue: float = oh.PUE,
-                utilization: float = oh.UTILIZATION) -> BuyVsRent:
-    """Owning = MSRP + power (TDP x utilization x PUE x $/kWh) for the hours used; renting = the hours at the
-    cheapest rental. Break-even: the hours at which both cost the same (none if power costs more than rent)."""
-    purchase = msrp_usd * num_gpus
-    power = num_gpus * tdp_w / 1000 * utilization * pue * usd_per_kwh
+def buy_vs_rent(card_usd: float, tdp_w: float, num_gpus: int, rent_usd_per_hour: float, horizon_hours: float, *,
+                usd_per_kwh: float = oh.POWER_USD_PER_KWH, pue: float = oh.HOME_PUE,
+                utilization: float = oh.UTILIZATION, host_usd: float = 0.0, host_w: float = 0.0) -> BuyVsRent:
+    """Owning = cards (what you pay, new or used) + host + power ((cards' TDP x utilization + host watts) x PUE x
+    $/kWh) for the hours used; renting = the hours at the cheapest rental. Break-even: the hours at which both cost
+    the same (none if power costs more than rent). PUE defaults to 1.0 (a PC at home, no cooling plant)."""
+    purchase = card_usd * num_gpus + host_usd
+    power = (num_gpus * tdp_w * utilization + host_w) / 1000 * pue * usd_per_kwh
     margin = rent_usd_per_hour - power
     return BuyVsRent(purchase_usd=purchase, power_usd_per_hour=power, rent_usd_per_hour=rent_usd_per_hour,
                      break_even_hours=purchase / margin if margin > 0 else None, horizon_hours=horizon_hours,

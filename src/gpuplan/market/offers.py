@@ -95,6 +95,12 @@ class Offer:
         return {c: ("" if data[c] is None else data[c]) for c in COLUMNS}
 
 
+def price_origin(o: Offer, today: dt.date | None = None) -> str:
+    """Where a price came from and how old it is, in one line."""
+    return f"{o.origin}: {o.source or 'no source given'}, observed {o.observed_at} ({o.age_days(today)} days old, " \
+           f"{o.confidence} confidence)"
+
+
 def _number(value: str, where: str, name: str, kind=float):
     try:
         x = kind(value)

@@ -29,7 +29,7 @@ import yaml
 
 from ..errors import GpuplanError, UnknownNameError
 from ..userdirs import cache_dir, config_dir
-from .offers import Offer, check_spot_below_on_demand, read_offers, write_offers
+from .offers import Offer, check_spot_below_on_demand, price_origin, read_offers, write_offers  # noqa: F401
 
 MAX_PRICE_AGE_DAYS = 90
 BUNDLED = "bundled data/offers.csv"
@@ -161,12 +161,6 @@ def load_discounts() -> dict[str, float]:
         return {str(k): float(v) for k, v in data.items()}
     except (TypeError, ValueError):
         raise GpuplanError(f"{path}: every discount must be a number like 0.85") from None
-
-
-def price_origin(o: Offer, today: dt.date | None = None) -> str:
-    """Where a price came from and how old it is, in one line."""
-    return f"{o.origin}: {o.source or 'no source given'}, observed {o.observed_at} ({o.age_days(today)} days old, " \
-           f"{o.confidence} confidence)"
 
 
 def status() -> dict[str, Any]:
