@@ -170,8 +170,7 @@ def cost_cmd(scenario: str | None = None, as_json: bool = False, catalog: list[s
     if as_json:
         from dataclasses import asdict
 
-        print_json({"offers": [{**asdict(c), "label": c.label, "device_peak_gib": peak} for c, peak in rows],
-                    "left_out": skipped})
+        print_json([{**asdict(c), "label": c.label, "device_peak_gib": peak} for c, peak in rows])
         return
     render_costs(s, rows, skipped)
 
