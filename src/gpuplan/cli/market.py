@@ -138,7 +138,7 @@ def gpus_compare(
 # ---- cost -------------------------------------------------------------------------------------------
 def cost_cmd(scenario: str | None = None, as_json: bool = False, catalog: list[str] | None = None,
              discount: list[str] | None = None, top: int = 20, **fields: str | None) -> None:
-    """What the job costs on every offer that fits it: GPUs rented, $/hour, hours (spot: with interruptions
+    """What the job costs on every offer that fits it (--gpu: that GPU only): GPUs rented, $/hour, hours (spot: with interruptions
     and Daly checkpointing), GPU total and the whole bill (idle GPUs of the instance shape, billing increments,
     storage for checkpoint, dataset and result, egress), or $ per million output tokens for serving. Only prices
     at most --max-price-age-days old (default 90) and not low confidence are used unless asked; each row shows
@@ -224,8 +224,7 @@ scenario_command(
     option("catalog", list[str] | None, None, "A CSV of offers (same columns as data/offers.csv) that overrides "
            "the bundled rows; repeatable."),
     option("discount", list[str] | None, None, "Negotiated price multiplier: provider=0.85; repeatable."),
-    option("top", int, 20, "Show this many offers."),
-    skip=("gpu",))
+    option("top", int, 20, "Show this many offers."))
 
 
 def _finite(name: str, value: float, low: float, high: float) -> float:

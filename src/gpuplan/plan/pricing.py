@@ -75,7 +75,12 @@ def compare(s: Scenario, m: ModelSpec, offers: list[Offer], trainable: int, toda
     million tokens, spot with its interruption overhead)."""
     rows = []
     fit_cache: dict[str, tuple[bool, float]] = {}
-    for offer in matching(offers, s):
+    gpu_id = None
+    if s.gpu:
+        from ..hardware import load_gpu
+
+        gpu_id = load_gpu(s.gpu).id
+    for offer in matching(offers, s, gpu_id):
         gpu = gpus()[offer.gpu_id]
         if offer.gpu_id not in fit_cache:
             fit_cache[offer.gpu_id] = fits_only(replace_gpu(s, offer.gpu_id), m, gpu)

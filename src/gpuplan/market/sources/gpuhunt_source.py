@@ -11,6 +11,7 @@ their cheapest shape, with the instance name, vCPUs and RAM.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -66,12 +67,17 @@ class GpuhuntSource:
         run = self._query or _default_query()
         reverse = {v: k for k, v in PROVIDERS.items()}
         kwargs = {"provider": [reverse.get(query.provider, query.provider)]} if query.provider else {}
+        quiet = logging.getLogger("gpuhunt")  # gpuhunt logs a traceback per unreachable provider
+        was = quiet.level
+        quiet.setLevel(logging.CRITICAL + 1)
         try:
             items = list(run(min_gpu_count=1, **kwargs))
         except SourceError:
             raise
         except Exception as err:  # network, provider API or catalog download failures, whatever their class
             raise SourceError(f"gpuhunt could not fetch offers ({type(err).__name__}: {str(err)[:120]})") from None
+        finally:
+            quiet.setLevel(was)
         version = ""
         if self._query is None:
             import gpuhunt.version
