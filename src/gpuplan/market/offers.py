@@ -145,10 +145,10 @@ def parse_row(row: dict[str, str], origin: str, line: int, today: dt.date | None
 
 def read_offers(path: Path | str, origin: str | None = None) -> list[Offer]:
     """The offers of a CSV file with the columns of data/offers.csv (only :data:`REQUIRED` are mandatory)."""
-    path = Path(path)
-    if not str(path).strip() or not path.is_file():
+    if not str(path).strip() or not Path(path).is_file():
         raise GpuplanError(f"no offers file {str(path)!r}: give the path of a CSV with the columns of "
                            "data/offers.csv")
+    path = Path(path)
     try:
         with path.open(encoding="utf-8", newline="") as f:
             rows = list(csv.DictReader(f))
