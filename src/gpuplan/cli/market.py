@@ -86,7 +86,8 @@ def gpus_cmd(
                       fmt(r["fp8_tflops"], "{:,.1f}"), fmt(r["nvlink_gbs"]), fmt(r["tdp_w"]), fmt(r["msrp_usd"]),
                       fmt(r["rent_usd_per_hour"], "{:,.2f}"), fmt(r["usd_per_tflop_hour"], "{:.4f}"))
     out.print(table)
-    out.print("[dim]rent: the cheapest on-demand offer in force (<= 90 days old, not low confidence; `gpuplan prices`); "
+    out.print("[dim]rent: the cheapest on-demand offer in force (<= 90 days old, not low confidence; "
+              "`gpuplan prices`); "
               "$/TFLOP-h = rent / dense bf16 TFLOPS[/]", highlight=False)
 
 
@@ -138,7 +139,8 @@ def gpus_compare(
 # ---- cost -------------------------------------------------------------------------------------------
 def cost_cmd(scenario: str | None = None, as_json: bool = False, catalog: list[str] | None = None,
              discount: list[str] | None = None, top: int = 20, **fields: str | None) -> None:
-    """What the job costs on every offer that fits it (--gpu: that GPU only): GPUs rented, $/hour, hours (spot: with interruptions
+    """What the job costs on every offer that fits it (--gpu: that GPU only): GPUs rented, $/hour, hours (spot: with
+    interruptions
     and Daly checkpointing), GPU total and the whole bill (idle GPUs of the instance shape, billing increments,
     storage for checkpoint, dataset and result, egress), or $ per million output tokens for serving. Only prices
     at most --max-price-age-days old (default 90) and not low confidence are used unless asked; each row shows
@@ -296,7 +298,8 @@ def buy_cmd(
               + (f" + host ${host_usd:,.0f}" if host_usd else "") + f") + ${b.power_usd_per_hour:.3f}/h of power "
               f"({n} x {card.tdp_w:.0f} W x {utilization:.0%}" + (f" + {host_w:.0f} W" if host_w else "")
               + f", PUE {pue}, ${usd_per_kwh}/kWh)", highlight=False)
-    out.print(f"rent: {cheapest.provider} {n}x at ${b.rent_usd_per_hour:.2f}/h ({n} x ${cheapest.usd_per_gpu_hour:.2f}; "
+    out.print(f"rent: {cheapest.provider} {n}x at ${b.rent_usd_per_hour:.2f}/h "
+              f"({n} x ${cheapest.usd_per_gpu_hour:.2f}; "
               f"price {cheapest.age_days()} days old, {cheapest.confidence} confidence)", highlight=False)
     if b.break_even_hours:
         out.print(f"break-even after {b.break_even_hours:,.0f} hours of use; over {hours:,.0f} h: buy "

@@ -143,7 +143,8 @@ def price_job(s: Scenario, m: ModelSpec, speed: Speed, offer: Offer, trainable: 
     per_hour = rented * offer.usd_per_gpu_hour
     cost = Cost(offer=offer_label(offer, shape), provider=offer.provider, gpu_id=offer.gpu_id, pricing=offer.pricing,
                 num_gpus=rented, instances=instances, usd_per_hour=per_hour, hours=0.0, usd_total=0.0,
-                price_origin=price_origin(offer, today), price_age_days=offer.age_days(today), stale=offer.age_days(today) > 30,
+                price_origin=price_origin(offer, today), price_age_days=offer.age_days(today),
+                stale=offer.age_days(today) > 30,
                 price_confidence=offer.confidence, observed_at=offer.observed_at.isoformat(),
                 usd_per_gpu_hour=offer.usd_per_gpu_hour, gpus_per_instance=shape, instance=offer.instance,
                 region=offer.region)
