@@ -139,12 +139,11 @@ def gpus_compare(
 # ---- cost -------------------------------------------------------------------------------------------
 def cost_cmd(scenario: str | None = None, as_json: bool = False, catalog: list[str] | None = None,
              discount: list[str] | None = None, top: int = 20, **fields: str | None) -> None:
-    """What the job costs on every offer that fits it (--gpu: that GPU only): GPUs rented, $/hour, hours (spot: with
-    interruptions
-    and Daly checkpointing), GPU total and the whole bill (idle GPUs of the instance shape, billing increments,
-    storage for checkpoint, dataset and result, egress), or $ per million output tokens for serving. Only prices
-    at most --max-price-age-days old (default 90) and not low confidence are used unless asked; each row shows
-    its age and confidence, and the first offer's bill is itemized.
+    """What the job costs on every offer that fits it (--gpu: that GPU only): GPUs rented, $/hour, hours
+    (spot: with interruptions and Daly checkpointing), GPU total and the whole bill (idle GPUs of the instance
+    shape, billing increments, storage for checkpoint, dataset and result, egress), or $ per million output
+    tokens for serving. Only prices at most --max-price-age-days old (default 90) and not low confidence are used
+    unless asked; each row shows its age and confidence, and the first offer's bill is itemized.
 
     Examples:
       gpuplan cost --model llama-3.1-8b --task train --method lora --train-tokens 2e8
