@@ -174,6 +174,7 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
     all_offers = load_offers(c.catalogs)
     offers = _offers(s, c, all_offers)
     cards = {o.gpu_id: gpus()[o.gpu_id] for o in offers}
+    references = {g: best_on_demand(all_offers, g, price_filter(s)) for g in cards}
     evaluated, setups, fitting = 0, [], 0
     biggest = max(cards.values(), key=lambda g: g.usable_gib, default=None)
     for labels, change in _variants(s, c):
@@ -197,7 +198,7 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
                 if not ok:
                     continue
                 fitting += 1
-                setups += _priced(placed, m, gpu, labels, peak, offers, all_offers, trainable)
+                setups += _priced(placed, m, gpu, labels, peak, offers, references[gpu.id], trainable)
     setups = _filter_rank(setups, c)
     result = Recommendation(setups=setups[: c.top], evaluated=evaluated, fitting=fitting,
                             elapsed_s=time.perf_counter() - started)
@@ -225,11 +226,11 @@ def _fit(s: Scenario, m: ModelSpec, gpu: GpuSpec, shared, c: Constraints) -> tup
 
 
 def _priced(s: Scenario, m: ModelSpec, gpu: GpuSpec, labels: list[str], peak: float, offers: list[Offer],
-            all_offers: list[Offer], trainable: int) -> list[Setup]:
+            reference: tuple[float, str] | None, trainable: int) -> list[Setup]:
+    """``s`` on every offer of ``gpu``; spot compared with ``reference``, the cheapest on-demand price anywhere."""
     out = []
     speeds: dict[str, object] = {}
     per_node = s.world_size // s.num_nodes if s.task == "train" else s.tp * s.pp
-    reference = best_on_demand(all_offers, gpu.id, price_filter(s))
     for offer in offers:
         if offer.gpu_id != gpu.id or per_node > max_per_node(offer):
             continue
