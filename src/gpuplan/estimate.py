@@ -54,26 +54,34 @@ def _speed_and_cost(result: Result, s: Scenario, m: ModelSpec, gpu: GpuSpec, tra
     speed on that offer's interconnect; without an offer, speed with the GPU's own links."""
     from dataclasses import asdict
 
-    from .market.offers import load_offers
+    from .market.store import load_offers
     from .plan.pricing import matching, price
     from .speed import speed_of
 
     offers = load_offers()
     candidates = matching(offers, s, gpu.id)
-    costs = sorted(((price(s, m, o, trainable, offers), o) for o in candidates),
+    costs = sorted(((c, o) for o in candidates if (c := price(s, m, o, trainable, offers)).finishes),
                    key=lambda pair: pair[0].usd_per_million_tokens)
     speed = speed_of(s, m, gpu, costs[0][1].network if costs else None)  # the interconnect of the offer priced
     result.speed = {k: v for k, v in asdict(speed).items() if k != "assumptions"}
     result.assumptions += speed.assumptions
     if not costs:
-        if s.provider or s.pricing != "on_demand":
-            result.warnings.append(f"no {s.pricing.replace('_', '-')} offer for {gpu.id}"
-                                   + (f" at {s.provider}" if s.provider else "") + " in the price catalog")
+        known = [o for o in offers if o.gpu_id == gpu.id]
+        why = "" if known else " (no offer of it at all)"
+        result.warnings.append(f"no price for {gpu.name}: no {s.pricing.replace('_', '-')} offer"
+                               + (f" at {s.provider}" if s.provider else "") + f" in force{why}; "
+                               "older or low-confidence rows need --max-price-age-days / --include-low-confidence")
         return
-    best = costs[0][0]
-    result.cost = asdict(best)
+    best, offer = costs[0]
+    result.cost = {**asdict(best), "label": best.label}
     if best.stale:
         result.warnings.append(f"the price of {best.offer} is {best.price_age_days} days old")
+    if best.price_confidence == "low":
+        result.warnings.append(f"the price of {best.offer} is marked low confidence in {offer.origin}")
+    if best.spot_multiplier and best.spot_multiplier > 1:
+        result.warnings.append(f"spot at {best.provider} costs {best.spot_multiplier:.2f}x the cheapest on-demand "
+                               f"{gpu.name} ({best.best_on_demand_offer} at ${best.best_on_demand_usd_per_gpu_hour:.2f}"
+                               "/GPU-h) once interruptions are counted: --pricing any picks the cheaper")
 
 
 def _normalized(s: Scenario) -> dict[str, Any]:

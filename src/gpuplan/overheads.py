@@ -222,3 +222,12 @@ RESTART_MINUTES = 10.0  # reprovision + load checkpoint + warm up after an inter
 POWER_USD_PER_KWH = 0.15  # US average commercial electricity 2025 (EIA); override
 PUE = 1.4  # data-centre / home cooling overhead (Uptime Institute 2024 average PUE ~1.5)
 UTILIZATION = 0.8  # share of TDP drawn on average under training load
+HOME_PUE = 1.0  # a PC at home has no data-centre cooling plant; air-conditioning the room is the user's to add
+# The whole bill (market/bill.py): defaults where data/providers.yaml gives no figure for a provider, each said as
+# an assumption. 730 h per month is the cloud providers' billing convention (AWS, GCP price pages).
+HOURS_PER_MONTH = 730.0
+STORAGE_USD_PER_GB_MONTH = 0.10  # block storage (AWS gp3 $0.08, GCP pd-balanced $0.10, RunPod volume $0.07)
+EGRESS_USD_PER_GB = 0.09  # internet egress, first tier (AWS $0.09, GCP $0.12; many neoclouds charge none)
+BILLING_INCREMENT_S = 60.0  # per-minute billing where a provider's increment is not recorded
+BILLING_MINIMUM_S = 60.0
+DATASET_BYTES_PER_TOKEN = 4.0  # UTF-8 text per BPE token (~4 characters per token, OpenAI tokenizer guidance)

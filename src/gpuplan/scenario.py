@@ -77,7 +77,7 @@ class Scenario(BaseModel):
         "(default: none; full for torchtune, unsloth, axolotl and hf QLoRA (prepare_model_for_kbit_training); "
         "selective for torchtitan)")
     attention: Literal["eager", "sdpa", "flash"] = "sdpa"
-    train_tokens: float | None = Field(default=None, gt=0)
+    train_tokens: float | None = Field(default=None, gt=0, le=1e16, allow_inf_nan=False)
     # inference
     batch_size: int = Field(default=1, ge=1, le=65_536)
     prompt_tokens: int = Field(default=1024, ge=1, le=10_000_000)
@@ -99,8 +99,15 @@ class Scenario(BaseModel):
     # pricing (speed and cost sections need a gpu)
     provider: str | None = Field(default=None, description="price on this provider's offers (e.g. runpod)")
     pricing: Literal["on_demand", "spot", "any"] = "on_demand"
-    mtbi_hours: float | None = Field(default=None, gt=0, description="mean hours between spot interruptions")
-    disk_gbs: float = Field(default=1.0, gt=0, description="checkpoint write speed, GB/s")
+    mtbi_hours: float | None = Field(default=None, gt=0, le=1e6, allow_inf_nan=False,
+                                     description="mean hours between spot interruptions")
+    disk_gbs: float = Field(default=1.0, ge=0.001, le=1000, allow_inf_nan=False,
+                            description="checkpoint write speed, GB/s")
+    max_price_age_days: int = Field(default=90, ge=0, le=100_000,
+                                    description="leave out prices observed longer ago than this")
+    include_low_confidence: bool = Field(default=False, description="also rank prices marked low confidence")
+    dataset_gb: float | None = Field(default=None, ge=0, le=1e7, allow_inf_nan=False,
+                                     description="training data on disk, GB (default: 4 bytes per train token)")
 
     @field_validator("quant")
     @classmethod

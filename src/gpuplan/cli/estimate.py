@@ -87,7 +87,7 @@ def render_estimate(result) -> None:
     if result.cost:
         c = result.cost
         stale = f" [yellow](price {c['price_age_days']} days old)[/]" if c["stale"] else ""
-        line = f"[bold]cost[/]: {c['offer']} {c['gpu_id']} at ${c['usd_per_hour']:.2f}/h{stale}"
+        line = f"[bold]cost[/]: {c['gpu_id']} on {c['label']}{stale}"
         if c["usd_per_million_tokens"] is not None:
             line += f": ${c['usd_per_million_tokens']:.2f} per million output tokens"
         elif c["hours"]:
@@ -98,7 +98,8 @@ def render_estimate(result) -> None:
             out.print(f"  spot: checkpoint every {sp['interval_h'] * 60:.0f} min (Daly), interruptions every "
                       f"{sp['mtbi_h']:.1f} h on average: wall time x{sp['overhead']:.2f}"
                       + (f", {c['spot_multiplier']:.2f}x the on-demand cost" if c["spot_multiplier"] else ""))
-        out.print(f"  [dim]price from {c['price_origin']}; `gpuplan cost` compares every offer[/]")
+        out.print(f"  [dim]price from {c['price_origin']}; `gpuplan cost` compares every offer and shows the "
+                  "whole bill[/]", highlight=False)
     for line in result.assumptions:
         out.print(f"[dim]assumed: {line}[/]")
     for line in result.warnings:
