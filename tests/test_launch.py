@@ -24,11 +24,11 @@ from gpuplan.launch import skypilot as sky_target
 from gpuplan.launch import vllm as vllm_target
 from gpuplan.launch.stack import LaunchOptions, model_dtype
 from gpuplan.market.cost import daly_interval_h
-from gpuplan.market.offers import load_offers
+from gpuplan.market.store import load_offers
 from gpuplan.scenario import scenario_from
 
 DATA = Path(__file__).parent / "data"
-QLORA_SPOT = dict(model="llama-3.1-8b", task="train", method="qlora", gpu="rtx-4090", micro_batch_size=2,
+QLORA_SPOT = dict(model="llama-3.1-8b", task="train", method="qlora", gpu="l40s", micro_batch_size=2,
                   grad_accum_steps=8, grad_checkpointing="full", optimizer="paged-adamw-8bit", train_tokens=5e7,
                   pricing="spot", seq_len=2048)
 ZERO3 = dict(model="llama-3.1-8b", task="train", gpu="nvidia-a100-sxm4-80gb", num_gpus=4, strategy="zero3",
@@ -60,7 +60,8 @@ def test_plan_numbers_are_estimates():
     result = gpuplan.estimate(QLORA_SPOT)
     assert plan.result.memory.device_peak_gib == result.memory.device_peak_gib
     assert plan.speed.tokens_per_s == pytest.approx(result.speed["tokens_per_s"], rel=1e-12)
-    assert plan.usd_per_hour == result.cost["usd_per_hour"] == 0.12  # vast's interruptible 4090, data/offers.csv
+    assert plan.offer_label == result.cost["offer"] == "verda 1x spot"
+    assert plan.usd_per_hour == result.cost["usd_per_hour"] == 0.94  # verda's spot L40S, data/offers.csv
     assert plan.hours == pytest.approx(result.cost["hours"], rel=1e-12)
     assert plan.spot.interval_h == pytest.approx(result.cost["spot"]["interval_h"], rel=1e-12)
 
@@ -91,7 +92,9 @@ def test_disk_by_hand():
     assert params == 8_030_261_248
     need = params * 2 / 1e9 + 3 * params * 14 / 1e9 + 5.0 + 50.0
     assert need == pytest.approx(408.33, abs=0.01)
-    assert plan.disk_gb(5.0) == 410
+    assert launch_plan({**ZERO3, "dataset_gb": 5.0}).disk_gb == 410
+    # without dataset_gb: 4 bytes per train token, 1e8 tokens = 0.4 GB (gpuplan.market.cost.dataset_gb)
+    assert plan.disk_gb == math.ceil((need - 5.0 + 0.4) / 10) * 10 == 410
 
 
 # ---- what each file carries ---------------------------------------------------------------------------
@@ -155,9 +158,13 @@ def test_accelerate_config():
     assert cfg["deepspeed_config"] == {"deepspeed_config_file": "ds_config.json", "zero3_init_flag": True,
                                        "deepspeed_multinode_launcher": "standard"}
     assert "mixed_precision" not in cfg  # accelerate refuses it beside a deepspeed_config_file
+    # strategy fsdp is FSDP1 in the HF stack (gpuplan.stacks), fsdp2 when asked
     fsdp = body(files_of({**ZERO3, "strategy": "fsdp", "offload": "optimizer+params"})["accelerate.yaml"])
     assert fsdp["distributed_type"] == "FSDP" and fsdp["mixed_precision"] == "bf16"
-    assert fsdp["fsdp_config"]["fsdp_version"] == 2 and fsdp["fsdp_config"]["fsdp_offload_params"] is True
+    assert fsdp["fsdp_config"]["fsdp_version"] == 1 and fsdp["fsdp_config"]["fsdp_offload_params"] is True
+    assert fsdp["fsdp_config"]["fsdp_sharding_strategy"] == "FULL_SHARD"
+    fsdp2 = body(files_of({**ZERO3, "strategy": "fsdp2"})["accelerate.yaml"])
+    assert fsdp2["fsdp_config"]["fsdp_version"] == 2 and fsdp2["fsdp_config"]["fsdp_reshard_after_forward"] is True
     single = body(files_of(QLORA_SPOT)["accelerate.yaml"])
     assert single["distributed_type"] == "NO" and single["num_processes"] == 1
 
@@ -178,10 +185,10 @@ def test_multinode_and_visible_devices():
 def test_skypilot_task():
     """RunPod calls the H100 SXM ``H100-SXM`` (SkyPilot catalog v8); AWS is ``infra: aws/us-east-1``."""
     s = {**ZERO3, "gpu": "h100-sxm5", "provider": "runpod", "strategy": "zero3"}
-    task = body(files_of(s, ["skypilot"], dataset_gb=5.0)["sky.yaml"])
+    task = body(files_of({**s, "dataset_gb": 5.0}, ["skypilot"])["sky.yaml"])
     assert task["resources"]["accelerators"] == "H100-SXM:4" and task["resources"]["infra"] == "runpod"
     assert task["resources"]["use_spot"] is False and task["num_nodes"] == 1 and task["workdir"] == "."
-    assert task["resources"]["disk_size"] == launch_plan(s).disk_gb(5.0)
+    assert task["resources"]["disk_size"] == launch_plan({**s, "dataset_gb": 5.0}).disk_gb
     assert "deepspeed" in task["setup"] and "accelerate launch" in task["run"]
     aws = {**QLORA_SPOT, "gpu": "h100-sxm5", "num_gpus": 8, "strategy": "zero2", "provider": "aws"}
     task = body(files_of(aws, ["skypilot"], bucket="ckpt")["sky.yaml"])
@@ -293,11 +300,24 @@ def test_vllm_max_model_len_fits_the_pool():
     ({**SERVE, "engine": "transformers", "quant": None, "kv_cache_dtype": "auto"}, "vllm", "engine transformers"),
     ({**SERVE, "quant": "nf4"}, "vllm", "cannot load nf4"),
     ({**ZERO3, "tp": 2}, "torchrun", "tensor/pipeline parallel"),
+    ({**SMALL, "framework": "axolotl"}, "accelerate", "framework axolotl"),
     (ZERO3, "torchrum", "did you mean torchrun"),
 ])
 def test_targets_that_do_not_apply(scenario, target, text):
     with pytest.raises(GpuplanError, match=text):
         targets_for(launch_plan(scenario), [target])
+
+
+def test_no_target_for_other_frameworks_yet():
+    s = {**SMALL, "framework": "torchtune", "precision": "bf16-true", "qlora_fp32_upcast": False}
+    with pytest.raises(GpuplanError, match="no launch target applies to this plan: framework torchtune"):
+        targets_for(launch_plan(s))
+
+
+def test_liger_and_compile():
+    t = body(files_of({**SMALL, "loss": "fused-linear", "compile": True}, ["trainer"])["trainer.yaml"])
+    assert t["use_liger_kernel"] is True and t["torch_compile"] is True
+    assert "liger-kernel" in files_of({**SMALL, "loss": "fused-linear"}, ["skypilot"])["sky.yaml"]
 
 
 def test_default_targets():
@@ -311,6 +331,7 @@ def test_default_targets():
     ({**ZERO3, "gpu": None}, "launch needs a GPU"),
     ({**ZERO3, "num_gpus": 1, "strategy": None, "micro_batch_size": 16}, "does not fit"),
     ({**ZERO3, "strategy": "fsdp", "offload": "optimizer"}, "FSDP offloads parameters"),
+    ({**ZERO3, "strategy": "fsdp2", "offload": "optimizer"}, "FSDP offloads parameters"),
 ])
 def test_plans_that_cannot_launch(scenario, text):
     with pytest.raises(GpuplanError, match=text):
@@ -344,7 +365,7 @@ def test_cli_prints_with_dash_and_errors_exit_2():
     proc = gpuplan_cli("launch", *flags(SERVE), "--target", "vllm", "-o", "-")
     assert proc.returncode == 0 and "vllm serve meta-llama/Llama-3.1-8B" in proc.stdout
     for args, text in ((("--target", "deepspeed"), "does not apply"), (("--visible-devices", "0,x"), "indices"),
-                       (("--dataset-gb", "nan"), "finite")):
+                       (("--dataset-gb", "nan"), "dataset_gb")):
         bad = gpuplan_cli("launch", *flags(SERVE), *args, "-o", "-")
         assert bad.returncode == 2 and text in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
 

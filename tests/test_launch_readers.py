@@ -48,6 +48,8 @@ PLANS = {  # the layouts a launch writes: one GPU, DDP, ZeRO-2/3 (offload, bf16-
                       micro_batch_size=4, optimizer_impl="foreach"),
     "fsdp-offload": dict(model="qwen2.5-1.5b", task="train", gpu="l40s", num_gpus=2, strategy="fsdp",
                          offload="optimizer+params", grad_checkpointing="full"),
+    "fsdp2-lora-liger": dict(model="qwen2.5-7b", task="train", method="lora", gpu="l40s", num_gpus=2,
+                             strategy="fsdp2", loss="fused-linear", compile=True, attention="flash"),
     "zero3-bf16-true-offload": dict(model="qwen2.5-7b", task="train", gpu="l40s", num_gpus=2, strategy="zero3",
                                     precision="bf16-true", offload="optimizer", grad_checkpointing="full"),
     "lora-2-nodes": dict(model="llama-3.1-8b", task="train", method="lora", gpu="h100-sxm5", num_gpus=8,
@@ -121,6 +123,7 @@ def test_trainer_yaml_through_trl(written, monkeypatch):
     assert args.gradient_checkpointing == (s.grad_checkpointing != "none")
     assert model.model_name_or_path == plan.model.name and script.dataset_name == "trl-lib/Capybara"
     assert args.max_steps == (plan.max_steps or -1)
+    assert args.use_liger_kernel == (s.loss == "fused-linear") and args.torch_compile == bool(s.compile)
     if plan.save_steps is not None:
         assert args.save_steps == plan.save_steps
     if args.deepspeed:  # the Trainer's own check of ds_config.json against its arguments: no mismatch
@@ -219,12 +222,23 @@ def test_accelerate_config_and_launch(written, monkeypatch):
         assert plugin.zero_stage == json.loads((folder / "ds_config.json").read_text())["zero_optimization"]["stage"]
         assert plugin.deepspeed_config["train_micro_batch_size_per_gpu"] == s.micro_batch_size
     elif args.use_fsdp:
+        import torch
         from accelerate.utils import FullyShardedDataParallelPlugin
+        from accelerate.utils import dataclasses as acc_dataclasses
 
+        # FSDP1 syncs module states from the current CUDA device: emulate the GPU the plan runs on
+        monkeypatch.setattr(acc_dataclasses, "is_cuda_available", lambda: True)
+        monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
         plugin = FullyShardedDataParallelPlugin()
-        assert plugin.fsdp_version == 2 and plugin.reshard_after_forward is True
-        # FSDP2 offload policies (torch.distributed.fsdp): CPUOffloadPolicy moves parameters, gradients and the step
-        assert type(plugin.cpu_offload).__name__ == ("CPUOffloadPolicy" if s.offload != "none" else "OffloadPolicy")
+        version = 2 if s.sharding_engine == "fsdp2" else 1
+        assert plugin.fsdp_version == version
+        if version == 2:  # torch.distributed.fsdp offload policies: CPUOffloadPolicy moves params, grads, the step
+            assert plugin.reshard_after_forward is True
+            assert type(plugin.cpu_offload).__name__ == ("CPUOffloadPolicy" if s.offload != "none" else
+                                                         "OffloadPolicy")
+        else:
+            assert plugin.sharding_strategy.name == "FULL_SHARD"
+            assert plugin.cpu_offload.offload_params == (s.offload != "none")
         assert env["ACCELERATE_MIXED_PRECISION"] == "bf16"
     else:
         assert args.multi_gpu == (s.world_size > 1)
@@ -270,7 +284,7 @@ def test_sky_yaml_through_skypilot(written, monkeypatch):
     assert task.num_nodes == plan.num_nodes and task.workdir == "."
     assert list(res.accelerators.values()) == [plan.gpus_per_node]
     assert res.use_spot == (plan.spot is not None)
-    assert res.disk_size == plan.disk_gb(LaunchOptions().dataset_gb)
+    assert res.disk_size == plan.disk_gb
     if plan.offer and plan.offer.provider == "aws":
         assert str(res.cloud) == "AWS" and res.region == "us-east-1"
     assert "accelerate launch" in task.run and "pip install" in task.setup
@@ -330,7 +344,8 @@ def read_back(folder: Path, monkeypatch, world_size: int) -> dict:
            "grad_checkpointing": "full" if args.gradient_checkpointing else "none", "optimizer": optim,
            "optimizer_impl": impl, "attention": {"flash_attention_2": "flash"}.get(model.attn_implementation,
                                                                                   model.attn_implementation),
-           "num_nodes": cfg.num_machines, "num_gpus": cfg.num_processes // cfg.num_machines}
+           "num_nodes": cfg.num_machines, "num_gpus": cfg.num_processes // cfg.num_machines,
+           "loss": "fused-linear" if args.use_liger_kernel else "full", "compile": args.torch_compile}
     out["method"] = "qlora" if model.load_in_4bit else "lora" if model.use_peft else "full"
     if model.use_peft:
         out.update(lora_rank=model.lora_r, lora_targets=model.lora_target_modules)
@@ -349,8 +364,9 @@ def read_back(folder: Path, monkeypatch, world_size: int) -> dict:
             if bf16.get("enabled") else "fp16-mixed" if ds.get("fp16", {}).get("enabled") else "fp32"
     else:
         out["strategy"] = {"NO": "single", "MULTI_GPU": "ddp", "FSDP": "fsdp"}[kind]
-        if kind == "FSDP" and cfg.fsdp_config["fsdp_offload_params"]:
-            offload = "optimizer+params"
+        if kind == "FSDP":
+            out["strategy"] = f"fsdp{cfg.fsdp_config['fsdp_version']}"
+            offload = "optimizer+params" if cfg.fsdp_config["fsdp_offload_params"] else "none"
         half = "bf16" if args.bf16 else "fp16" if args.fp16 else None
         mixed = model.dtype == "float32" or out["method"] != "full"
         out["precision"] = "fp32" if half is None and model.dtype == "float32" else \
@@ -360,7 +376,8 @@ def read_back(folder: Path, monkeypatch, world_size: int) -> dict:
 
 
 MEMORY_FIELDS = ("model", "micro_batch_size", "grad_accum_steps", "seq_len", "grad_checkpointing", "method",
-                 "optimizer", "optimizer_impl", "attention", "num_gpus", "num_nodes", "offload", "precision")
+                 "optimizer", "optimizer_impl", "attention", "num_gpus", "num_nodes", "offload", "precision", "loss",
+                 "compile")
 
 
 def test_round_trip(written, monkeypatch):

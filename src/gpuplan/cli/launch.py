@@ -19,7 +19,7 @@ DEFAULT_DIR = "gpuplan-launch"
 
 
 def launch_cmd(scenario: str | None = None, as_json: bool = False, target: list[str] | None = None,
-               output: str = DEFAULT_DIR, force: bool = False, dataset: str | None = None, dataset_gb: float = 1.0,
+               output: str = DEFAULT_DIR, force: bool = False, dataset: str | None = None,
                script: str | None = None, bucket: str | None = None, visible_devices: str | None = None,
                **fields: str | None) -> None:
     """Write the files that run the plan, with the plan's settings intact: a SkyPilot task (rent the cards),
@@ -39,7 +39,7 @@ def launch_cmd(scenario: str | None = None, as_json: bool = False, target: list[
     from ..launch import launch_plan
 
     s = load_scenario(scenario, overrides(fields))
-    opts = launch_options(dataset, dataset_gb, script, bucket)
+    opts = launch_options(dataset, script, bucket)
     plan = launch_plan(s, command=command_line(), visible_devices=parse_devices(visible_devices, s.num_gpus))
     write_launch(plan, target, opts, output, force, as_json)
 
@@ -81,15 +81,10 @@ def parse_devices(text: str | None, num_gpus: int) -> tuple[int, ...] | None:
     return devices
 
 
-def launch_options(dataset: str | None = None, dataset_gb: float = 1.0, script: str | None = None,
-                   bucket: str | None = None):
-    import math
-
+def launch_options(dataset: str | None = None, script: str | None = None, bucket: str | None = None):
     from ..launch import LaunchOptions
 
-    if not math.isfinite(dataset_gb) or dataset_gb < 0:
-        raise GpuplanError(f"--dataset-gb must be a finite size in GB, got {dataset_gb}")
-    kwargs = {"dataset_gb": dataset_gb, "bucket": bucket}
+    kwargs = {"bucket": bucket}
     if dataset:
         kwargs["dataset"] = dataset
     if script:
@@ -147,7 +142,6 @@ def launch_params() -> list[inspect.Parameter]:
         opt("force", bool, False, "--force", text="Overwrite files already in the folder."),
         opt("dataset", str | None, None, "--dataset",
             text="Hugging Face dataset the trainer loads [default: trl-lib/Capybara, TRL's SFT example]."),
-        opt("dataset_gb", float, 1.0, "--dataset-gb", text="Dataset size in GB, for the cloud disk."),
         opt("script", str | None, None, "--script",
             text="Training entry point instead of `-m trl.scripts.sft`; it must read --config trainer.yaml."),
         opt("bucket", str | None, None, "--bucket",

@@ -30,7 +30,11 @@ def targets_for(plan: LaunchPlan, names: list[str] | None = None) -> list[str]:
     """The targets to write: ``names`` (each must apply to the plan, else one clear error), or every target
     that applies."""
     if not names:
-        return [name for name, module in TARGETS.items() if module.applies(plan) is None]
+        chosen = [name for name, module in TARGETS.items() if module.applies(plan) is None]
+        if not chosen:
+            main = TARGETS["trainer" if plan.train else "vllm"]
+            raise GpuplanError(f"no launch target applies to this plan: {main.applies(plan)}")
+        return chosen
     chosen = []
     for name in names:
         key = name.strip().lower()

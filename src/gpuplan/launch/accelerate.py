@@ -4,7 +4,8 @@
 ``num_processes`` counts every GPU of every machine (accelerate's convention). Under DeepSpeed the config only
 points at ``ds_config.json``: accelerate refuses ``mixed_precision`` and the ZeRO keys beside a
 ``deepspeed_config_file`` (``DeepSpeedPlugin._deepspeed_config_checks``), so they live in that one file. FSDP is
-FSDP2 (``fully_shard``; transformers deprecates FSDP1), fully sharded, with CPU offload when the plan offloads.
+the plan's version (``strategy fsdp`` is FSDP1 in the HF stack, as the memory estimate assumes; fsdp2 for
+``fully_shard``), fully sharded, with CPU offload when the plan offloads.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from .trainer import applies as trainer_applies
 NAME = "accelerate"
 FILE = "accelerate.yaml"
 SCRIPT = "accelerate-launch.sh"
-DISTRIBUTED = {"none": "NO", "ddp": "MULTI_GPU", "deepspeed": "DEEPSPEED", "fsdp": "FSDP"}
+DISTRIBUTED = {"none": "NO", "ddp": "MULTI_GPU", "deepspeed": "DEEPSPEED", "fsdp1": "FSDP", "fsdp2": "FSDP"}
 
 
 def applies(plan: LaunchPlan) -> str | None:
@@ -41,7 +42,7 @@ def config(plan: LaunchPlan) -> dict[str, Any]:
         data["deepspeed_config"] = {"deepspeed_config_file": "ds_config.json",
                                     "zero3_init_flag": zero_stage(s) == 3,
                                     "deepspeed_multinode_launcher": "standard"}
-    elif kind == "fsdp":
+    elif kind.startswith("fsdp"):
         data["fsdp_config"] = {f"fsdp_{k}": v for k, v in fsdp_settings(s, accelerate_names=True).items()}
     return data
 

@@ -37,7 +37,7 @@ def applies(plan: LaunchPlan) -> str | None:
     except ValueError as err:
         return str(err)
     if kind != "deepspeed":
-        what = {"none": "a single GPU without ZeRO or offload", "ddp": "plain DDP", "fsdp": "FSDP"}[kind]
+        what = {"none": "a single GPU without ZeRO or offload", "ddp": "plain DDP"}.get(kind, kind.upper())
         return (f"the plan runs {what}, not DeepSpeed: use --target accelerate or torchrun, or plan with strategy "
                 "zero1/zero2/zero3 (or offload on one GPU)")
     if s.precision in ("fp16-true", "fp8-mixed"):

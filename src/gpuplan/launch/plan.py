@@ -17,8 +17,9 @@ from .. import overheads as oh
 from ..errors import GpuplanError
 from ..estimate import estimate
 from ..hardware import GpuSpec, load_gpu
-from ..market.cost import Cost, SpotPlan, checkpoint_bytes, spot_plan
-from ..market.offers import Offer, load_offers
+from ..market.cost import Cost, SpotPlan, checkpoint_bytes, dataset_gb, spot_plan
+from ..market.offers import Offer
+from ..market.store import load_offers
 from ..model.catalog import load_model
 from ..model.spec import ModelSpec
 from ..plan.pricing import matching, price
@@ -40,6 +41,7 @@ class LaunchPlan:
     gpu: GpuSpec
     speed: Speed
     offer: Offer | None  # None: the user's own cards, or no matching offer in the price catalog
+    offer_label: str | None = None  # as `estimate` and `recommend` print it: ``vast 2x interruptible``
     owned: bool = False  # the user's own cards, priced by power alone
     usd_per_hour: float | None
     hours: float | None  # wall-clock hours, spot restarts included
@@ -93,11 +95,13 @@ class LaunchPlan:
         """The checkpoint as downloaded from the hub, GB."""
         return sum(self.model.weight_bytes().values()) / GB
 
-    def disk_gb(self, dataset_gb: float) -> int:
+    @property
+    def disk_gb(self) -> int:
         """Disk to ask for: the downloaded weights, ``CHECKPOINTS_KEPT`` resumable checkpoints and the final
-        save (counted as one more checkpoint, an upper bound), the dataset, and an allowance for the software
+        save (counted as one more checkpoint, an upper bound), the dataset (``dataset_gb``, else 4 bytes per
+        train token: :func:`gpuplan.market.cost.dataset_gb`), and an allowance for the software
         (:data:`gpuplan.overheads.LAUNCH_SOFTWARE_GB`), rounded up to 10 GB."""
-        need = self.weights_gb + oh.LAUNCH_SOFTWARE_GB + dataset_gb
+        need = self.weights_gb + oh.LAUNCH_SOFTWARE_GB + dataset_gb(self.scenario)
         if self.train:
             need += (oh.CHECKPOINTS_KEPT + 1) * self.checkpoint_gb
         return int(math.ceil(need / 10) * 10)
@@ -111,8 +115,7 @@ class LaunchPlan:
         else:
             what += f", {s.engine} tp{s.tp}" + (f" pp{s.pp}" if s.pp > 1 else "")
         if self.offer is not None:
-            what += f", {offer_label(self.offer, self.gpus_per_node)}" + \
-                (f" {self.offer.region}" if self.offer.region else "")
+            what += f", {self.offer_label}" + (f" {self.offer.region}" if self.offer.region else "")
         elif self.owned:
             what += ", your own cards"
         return what
@@ -221,31 +224,21 @@ def launch_plan(scenario: Scenario | dict, *, command: str = "gpuplan.launch.lau
     if cost is None and per_hour is not None and hours is not None:
         usd = per_hour * hours
     return LaunchPlan(scenario=s, command=command, result=result, model=m, gpu=gpu, speed=speed, offer=offer,
-                      owned=owned_usd_per_hour is not None, usd_per_hour=per_hour, hours=hours, usd_total=usd,
+                      offer_label=cost.offer if cost else None, owned=owned_usd_per_hour is not None,
+                      usd_per_hour=per_hour, hours=hours, usd_total=usd,
                       spot=spot, visible_devices=visible_devices, written_on=today or dt.date.today())
 
 
 def _offer(s: Scenario, m: ModelSpec, gpu: GpuSpec, result: Result,
            label: str | None) -> tuple[Offer | None, Cost | None]:
+    """The offer ``estimate`` prices (lowest $ per million tokens among those that finish), or the one
+    ``recommend`` labelled ``label``."""
     offers = load_offers()
-    candidates = matching(offers, s, gpu.id)
-    if label is not None:
-        named = [o for o in candidates if _same_label(o, label, s)]
-        if not named:
-            raise GpuplanError(f"no offer {label!r} for {gpu.id} in the price catalog")
-        candidates = named
     trainable = result.model.params_trainable
-    costs = sorted(((price(s, m, o, trainable, offers), o) for o in candidates),
+    costs = sorted(((c, o) for o in matching(offers, s, gpu.id) if (c := price(s, m, o, trainable, offers)).finishes),
                    key=lambda pair: pair[0].usd_per_million_tokens)
+    if label is not None:
+        costs = [(c, o) for c, o in costs if c.offer == label]
+        if not costs:
+            raise GpuplanError(f"no offer {label!r} for {gpu.id} in the price catalog")
     return (costs[0][1], costs[0][0]) if costs else (None, None)
-
-
-def offer_label(o: Offer, per_node: int) -> str:
-    """The offer as ``recommend`` labels it: an offer rented per GPU carries the setup's count, ``runpod
-    community 4x spot (per-GPU price)`` for the 1-GPU row."""
-    return o.label if o.gpu_count == per_node else \
-        f"{o.label.replace(f'{o.gpu_count}x', f'{per_node}x')} (per-GPU price)"
-
-
-def _same_label(o: Offer, label: str, s: Scenario) -> bool:
-    return label in (o.label, offer_label(o, s.num_gpus if s.task == "train" else s.tp * s.pp))

@@ -64,7 +64,7 @@ def task(plan: LaunchPlan, opts: LaunchOptions) -> dict[str, Any]:
     if cloud(plan):
         res["infra"] = cloud(plan) + (f"/{plan.offer.region}" if plan.offer.region else "")
     res["use_spot"] = spot(plan)
-    res["disk_size"] = plan.disk_gb(opts.dataset_gb if plan.train else 0.0)
+    res["disk_size"] = plan.disk_gb
     if not plan.train:
         res["ports"] = opts.port
     data: dict[str, Any] = {"name": _slug(f"gpuplan-{plan.model.name.split('/')[-1]}-"

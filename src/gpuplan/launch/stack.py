@@ -23,7 +23,6 @@ class LaunchOptions:
     """How to run the plan, beyond what the scenario holds."""
 
     dataset: str = "trl-lib/Capybara"  # TRL's own SFT example; replace with yours
-    dataset_gb: float = 1.0  # for the disk size
     script: tuple[str, ...] = ("-m", "trl.scripts.sft")  # the training entry point; reads trainer.yaml
     bucket: str | None = None  # SkyPilot storage for checkpoints that survive spot interruptions
     output_dir: str = "checkpoints"
@@ -31,29 +30,43 @@ class LaunchOptions:
 
 
 def backend(s: Scenario) -> str:
-    """``none`` (one process), ``ddp``, ``deepspeed`` (ZeRO stages, or CPU offload) or ``fsdp``."""
-    if s.strategy == "fsdp":
+    """``none`` (one process), ``ddp``, ``deepspeed`` (ZeRO stages, or CPU offload on one GPU), ``fsdp1`` or
+    ``fsdp2`` (the scenario's sharding engine: ``strategy fsdp`` is FSDP1 in the HF stack)."""
+    engine = s.sharding_engine
+    if engine in ("fsdp1", "fsdp2"):
         if s.offload == "optimizer":
             raise GpuplanError("FSDP offloads parameters, gradients and optimizer states together: set offload "
                                "optimizer+params, or strategy zero3 to offload the optimizer alone")
-        return "fsdp"
-    strategy = s.resolved_strategy
-    if strategy.startswith("zero") or (strategy == "single" and s.offload != "none"):
+        return engine
+    if engine == "deepspeed" or (engine == "single" and s.offload != "none"):
         return "deepspeed"
     if s.offload != "none":
         raise GpuplanError("offloading with DDP needs DeepSpeed ZeRO: set strategy zero1 or zero2 (same memory per "
                            "GPU, optimizer on the CPU)")
-    return "ddp" if strategy == "ddp" else "none"
+    return "ddp" if engine == "ddp" else "none"
 
 
 def fsdp_settings(s: Scenario, *, accelerate_names: bool = False) -> dict[str, Any]:
-    """FSDP2 (``fully_shard``) fully sharded, as transformers' ``fsdp_config`` names the keys
-    (``_process_fsdp_args``); accelerate's config prefixes them with ``fsdp_`` and calls CPU offload
-    ``offload_params``. FSDP offloads parameters, gradients and optimizer states together."""
+    """FULL_SHARD FSDP of the plan's version, keyed as transformers' ``fsdp_config`` names them
+    (``TrainingArguments._process_fsdp_args``); accelerate's config prefixes them with ``fsdp_`` and calls CPU
+    offload ``offload_params``. FSDP offloads parameters, gradients and optimizer states together. FSDP1 takes
+    accelerate's defaults for a transformers model (BACKWARD_PRE prefetch, ``use_orig_params``, synced module
+    states); FSDP2 (``fully_shard``) reshards after forward."""
     offload = s.offload == "optimizer+params"
-    return {"version": 2, "auto_wrap_policy": "TRANSFORMER_BASED_WRAP", "reshard_after_forward": True,
-            "offload_params" if accelerate_names else "cpu_offload": offload, "cpu_ram_efficient_loading": True,
-            "state_dict_type": "SHARDED_STATE_DICT", "activation_checkpointing": False}
+    version = 2 if backend(s) == "fsdp2" else 1
+    out: dict[str, Any] = {"version": version, "auto_wrap_policy": "TRANSFORMER_BASED_WRAP",
+                           "offload_params" if accelerate_names else "cpu_offload": offload,
+                           "cpu_ram_efficient_loading": True, "state_dict_type": "SHARDED_STATE_DICT",
+                           "activation_checkpointing": False}
+    if version == 2:
+        out["reshard_after_forward"] = True
+    elif accelerate_names:
+        out.update({"sharding_strategy": "FULL_SHARD", "backward_prefetch": "BACKWARD_PRE",
+                    "forward_prefetch": False, "use_orig_params": True, "sync_module_states": True})
+    else:
+        out.update({"reshard_after_forward": "full_shard", "backward_prefetch": "backward_pre",
+                    "forward_prefetch": False, "use_orig_params": True, "sync_module_states": True})
+    return out
 
 
 def zero_stage(s: Scenario) -> int:
@@ -69,7 +82,7 @@ def model_dtype(s: Scenario) -> str:
         return "float32"
     half = "bfloat16" if s.precision.startswith("bf16") or s.precision == "fp8-mixed" else "float16"
     if s.precision.endswith("-mixed") and s.method == "full" and backend(s) != "deepspeed":
-        return "float32"
+        return "float32"  # autocast over fp32 weights (DDP) or fp32 shards cast for compute (FSDP mixed precision)
     return half
 
 
@@ -100,4 +113,6 @@ def pip_packages(plan: LaunchPlan) -> list[str]:
         packages.append("bitsandbytes>=0.45")
     if backend(s) == "deepspeed":
         packages.append("deepspeed>=0.19")
+    if s.loss == "fused-linear":
+        packages.append("liger-kernel")
     return packages

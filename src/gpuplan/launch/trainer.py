@@ -5,7 +5,8 @@
 What carries the plan: ``per_device_train_batch_size`` and ``gradient_accumulation_steps`` (the micro-batch and
 accumulation), ``max_length`` with ``packing`` (every micro-batch holds ``seq_len`` tokens, as the estimate
 assumes), ``gradient_checkpointing``, ``dtype`` and ``bf16``/``fp16`` (see :mod:`.stack`), ``optim``, the LoRA
-rank and targets, ``load_in_4bit`` with nf4 double quantization, ``attn_implementation``, ``max_steps`` from
+rank and targets, ``load_in_4bit`` with nf4 double quantization, ``attn_implementation``, ``use_liger_kernel``
+(loss fused-linear), ``torch_compile``, ``max_steps`` from
 ``train_tokens``, and ``save_steps`` from the spot plan's checkpoint interval. The ZeRO/FSDP settings point at
 the same files ``accelerate launch`` reads, so ``torchrun`` alone runs the same plan.
 """
@@ -30,6 +31,9 @@ def applies(plan: LaunchPlan) -> str | None:
     if not plan.train:
         return "trainer arguments are for training; serve with --target vllm"
     s = plan.scenario
+    if s.framework != "hf":
+        return (f"framework {s.framework}: gpuplan launch writes the Hugging Face Trainer stack (framework hf); a "
+                f"{s.framework} writer is not built yet")
     if s.tp > 1 or s.pp > 1:
         return (f"tensor/pipeline parallel training (tp={s.tp}, pp={s.pp}) is not a Trainer setting: "
                 "gpuplan launch writes data-parallel, ZeRO and FSDP plans (set tp and pp to 1)")
@@ -58,6 +62,10 @@ def fields(plan: LaunchPlan, opts: LaunchOptions) -> dict[str, Any]:
     if optim_args:
         data["optim_args"] = optim_args
     data["max_grad_norm"] = 1.0
+    if s.loss == "fused-linear":
+        data["use_liger_kernel"] = True  # the Trainer's switch for Liger's fused linear cross-entropy
+    if s.compile:
+        data["torch_compile"] = True
     if plan.max_steps is not None:
         data["max_steps"] = plan.max_steps
     data["save_strategy"] = "steps"
@@ -69,7 +77,7 @@ def fields(plan: LaunchPlan, opts: LaunchOptions) -> dict[str, Any]:
     kind = backend(s)
     if kind == "deepspeed":
         data["deepspeed"] = "ds_config.json"
-    elif kind == "fsdp":
+    elif kind.startswith("fsdp"):
         data["fsdp"] = True
         data["fsdp_config"] = fsdp_settings(s)
     if s.method != "full":
@@ -87,7 +95,7 @@ def _quantized_base(plan: LaunchPlan) -> dict[str, Any]:
     if s.method == "qlora" and s.quant in (None, "nf4", "fp4"):
         out: dict[str, Any] = {"load_in_4bit": True, "bnb_4bit_quant_type": s.quant or "nf4",
                                "use_bnb_nested_quant": True}
-        if backend(s) in ("deepspeed", "fsdp") and s.resolved_strategy == "zero3":
+        if s.resolved_strategy == "zero3":
             out["bnb_4bit_quant_storage"] = model_dtype(s)  # ZeRO-3/FSDP shard 4-bit weights stored as this dtype
         return out
     if s.method == "lora" and s.quant == "int8":
@@ -102,14 +110,14 @@ def notes(plan: LaunchPlan) -> list[str]:
     s = plan.scenario
     out = ["run: bash accelerate-launch.sh or torchrun.sh; TRL's SFT script (python -m trl.scripts.sft --config "
            "trainer.yaml) reads every field below"]
-    if s.grad_checkpointing == "selective":
-        out.append("selective checkpointing has no Trainer switch: full checkpointing is written (less memory, "
-                   "slower than planned)")
     if plan.save_steps is None:
         out.append("no spot plan (on-demand or own cards): save_steps is left at the Trainer's default")
     if s.method == "qlora" and not s.qlora_fp32_upcast:
-        out.append("the plan assumes no fp32 upcast of the non-4-bit weights (Unsloth, torchtune): TRL's peft "
-                   "preparation upcasts them and uses more memory")
+        out.append("the plan assumes no fp32 upcast of the non-4-bit weights: TRL's peft preparation upcasts them "
+                   "and uses more memory than planned")
+    if s.method != "full" and s.adapter_dtype != "fp32":
+        out.append(f"the plan keeps LoRA adapters in {s.adapter_dtype}; TRL has no switch for it and peft makes them "
+                   "fp32 (autocast_adapter_dtype), a little more memory than planned")
     return out
 
 
