@@ -420,3 +420,41 @@ def test_recommend_launch_on_some_of_your_cards(tmp_path):
     assert not (tmp_path / "sky.yaml").exists()
     plan = json.loads((tmp_path / "plan.json").read_text())
     assert plan["predicted"]["usd_per_hour"] == round(first["usd_per_hour"], 4)  # power only
+
+
+# ---- torchtune --------------------------------------------------------------------------------------------
+TUNE = dict(model="llama-3.1-8b", task="train", method="lora", gpu="l40s", framework="torchtune",
+            qlora_fp32_upcast=False, micro_batch_size=2, grad_accum_steps=4, seq_len=4096, train_tokens=1e7)
+
+
+def test_torchtune_config():
+    """torchtune's defaults (bf16, whole-layer checkpointing, 8-chunk loss) and the plan's batch, in its keys."""
+    cfg = body(files_of(TUNE, ["torchtune"])["torchtune.yaml"])
+    assert cfg["model"]["_component_"] == "torchtune.models.llama3_1.lora_llama3_1_8b"
+    assert cfg["model"]["lora_attn_modules"] == ["q_proj", "k_proj", "v_proj", "output_proj"]
+    assert (cfg["model"]["apply_lora_to_mlp"], cfg["model"]["apply_lora_to_output"]) == (True, False)
+    assert (cfg["batch_size"], cfg["gradient_accumulation_steps"], cfg["tokenizer"]["max_seq_len"]) == (2, 4, 4096)
+    assert cfg["dataset"]["packed"] is True and cfg["dtype"] == "bf16"
+    assert cfg["enable_activation_checkpointing"] is True and cfg["enable_activation_offloading"] is False
+    assert cfg["loss"] == {"_component_": "torchtune.modules.loss.CEWithChunkedOutputLoss", "num_output_chunks": 8}
+    assert cfg["max_steps_per_epoch"] == math.ceil(1e7 / (2 * 4 * 4096)) == 306
+    assert cfg["checkpointer"]["checkpoint_files"][-1] == "model-00004-of-00004.safetensors"
+    script = files_of(TUNE, ["torchtune"])["tune-run.sh"]
+    assert "tune run lora_finetune_single_device" in script.replace(" \\\n    ", " ")
+    distributed = body(files_of({**TUNE, "num_gpus": 2, "strategy": "fsdp", "offload": "optimizer+params",
+                                 "lora_targets": ["q_proj", "v_proj"]}, ["torchtune"])["torchtune.yaml"])
+    assert distributed["fsdp_cpu_offload"] is True
+    assert distributed["model"]["lora_attn_modules"] == ["q_proj", "v_proj"]
+    assert distributed["model"]["apply_lora_to_mlp"] is False
+    assert targets_for(launch_plan(TUNE)) == ["torchtune", "skypilot"]
+    assert "tune run" in body(files_of(TUNE, ["skypilot"])["sky.yaml"])["run"]
+
+
+@pytest.mark.parametrize("change, text", [
+    ({"model": "qwen2.5-7b", "method": "qlora"}, "no qlora builder"),
+    ({"model": "gpt2"}, "ships no recipe config"),
+    ({"lora_targets": ["q_proj", "gate_proj"]}, "whole MLP"),
+])
+def test_torchtune_refusals(change, text):
+    with pytest.raises(GpuplanError, match=text):
+        targets_for(launch_plan({**TUNE, **change}), ["torchtune"])

@@ -121,14 +121,13 @@ class LaunchPlan:
         return what
 
     def launch_command(self) -> str:
-        """``gpuplan launch`` with the plan's scenario as flags (the fields that differ from the defaults), to
-        write the files again with other targets or options."""
+        """``gpuplan launch`` with the plan's scenario as flags (the fields given explicitly; the framework fills
+        the rest again), to write the files again with other targets or options."""
         import shlex
 
-        defaults = Scenario(model=self.scenario.model, task=self.scenario.task)
         argv = ["gpuplan", "launch"]
         for name, value in self.scenario.model_dump().items():
-            if value is None or (value == getattr(defaults, name) and name not in ("model", "task")):
+            if value is None or name not in self.scenario.model_fields_set:
                 continue
             text = ",".join(value) if isinstance(value, list) else f"{value:g}" if isinstance(value, float) else \
                 str(value)

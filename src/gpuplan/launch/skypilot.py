@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from . import accelerate, vllm
+from . import accelerate, torchtune, vllm
 from .files import LaunchFile, Raw, command_text, yaml_text
 from .plan import LaunchPlan
 from .stack import LaunchOptions, pip_packages
@@ -38,8 +38,14 @@ def names() -> dict[str, Any]:
 def applies(plan: LaunchPlan) -> str | None:
     if plan.owned:
         return "the plan runs on your own cards; SkyPilot rents cloud ones (use accelerate-launch.sh or torchrun.sh)"
-    target = accelerate if plan.train else vllm
-    return target.applies(plan)
+    return runner(plan).applies(plan)
+
+
+def runner(plan: LaunchPlan):
+    """The target whose command the task runs: vLLM to serve, torchtune's recipe or accelerate to train."""
+    if not plan.train:
+        return vllm
+    return torchtune if plan.scenario.framework == "torchtune" else accelerate
 
 
 def cloud(plan: LaunchPlan) -> str | None:
@@ -73,7 +79,7 @@ def task(plan: LaunchPlan, opts: LaunchOptions) -> dict[str, Any]:
     if plan.train and spot(plan) and opts.bucket:
         data["file_mounts"] = {CHECKPOINTS: {"name": opts.bucket, "mode": "MOUNT_CACHED"}}
     data["setup"] = "pip install " + " ".join(f'"{p}"' for p in pip_packages(plan)) + "\n"
-    if plan.train and plan.scenario.attention == "flash":
+    if plan.train and plan.scenario.attention == "flash" and runner(plan) is accelerate:
         data["setup"] += "pip install flash-attn --no-build-isolation\n"
     data["run"] = run(plan, opts)
     return data
@@ -82,6 +88,8 @@ def task(plan: LaunchPlan, opts: LaunchOptions) -> dict[str, Any]:
 def run(plan: LaunchPlan, opts: LaunchOptions) -> str:
     if not plan.train:
         return command_text(vllm.command(plan, opts))
+    if runner(plan) is torchtune:
+        return command_text(torchtune.download(plan)) + command_text(torchtune.command(plan, multinode_env=True))
     argv = accelerate.command(plan, opts, multinode_env=True)
     if not spot(plan):
         return command_text(argv)
@@ -99,7 +107,7 @@ def notes(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
         out.append(f"SkyPilot's catalog has no {plan.gpu.name}: {name!r} only matches a Kubernetes node labelled so")
     if plan.offer and not cloud(plan):
         out.append(f"{plan.offer.provider} is not a SkyPilot cloud: the task lets SkyPilot choose among your clouds")
-    if plan.train and spot(plan) and not opts.bucket:
+    if plan.train and spot(plan) and not opts.bucket and runner(plan) is accelerate:
         out.append("spot without --bucket: checkpoints stay on the node and are lost with it; pass --bucket NAME to "
                    "keep them in cloud storage")
     return out

@@ -106,6 +106,9 @@ def pip_packages(plan: LaunchPlan) -> list[str]:
     s = plan.scenario
     if not plan.train:
         return ["vllm>=0.32"]
+    if s.framework == "torchtune":  # torchtune 0.6.1 imports torchao APIs that torchao 0.16 removed
+        return ["torch>=2.6", "torchtune>=0.6", "torchao>=0.13,<0.16"] + \
+            (["bitsandbytes>=0.45"] if "8bit" in s.optimizer else [])
     packages = ["torch>=2.8", "transformers>=5.0", "accelerate>=1.10", "trl>=1.0", "datasets"]
     if s.method != "full":
         packages.append("peft>=0.17")
