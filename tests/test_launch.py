@@ -309,8 +309,8 @@ def test_targets_that_do_not_apply(scenario, target, text):
 
 
 def test_no_target_for_other_frameworks_yet():
-    s = {**SMALL, "framework": "torchtune", "precision": "bf16-true", "qlora_fp32_upcast": False}
-    with pytest.raises(GpuplanError, match="no launch target applies to this plan: framework torchtune"):
+    s = {**SMALL, "framework": "axolotl"}
+    with pytest.raises(GpuplanError, match="no launch target applies to this plan: framework axolotl"):
         targets_for(launch_plan(s))
 
 
@@ -324,7 +324,7 @@ def test_default_targets():
     assert targets_for(launch_plan(ZERO3)) == ["trainer", "deepspeed", "accelerate", "torchrun", "skypilot"]
     assert targets_for(launch_plan(QLORA_SPOT)) == ["trainer", "accelerate", "torchrun", "skypilot"]
     assert targets_for(launch_plan(SERVE)) == ["vllm", "skypilot"]
-    assert set(TARGETS) == {"trainer", "deepspeed", "accelerate", "torchrun", "vllm", "skypilot"}
+    assert set(TARGETS) == {"trainer", "deepspeed", "accelerate", "torchrun", "torchtune", "vllm", "skypilot"}
 
 
 @pytest.mark.parametrize("scenario, text", [
