@@ -458,3 +458,19 @@ def test_torchtune_config():
 def test_torchtune_refusals(change, text):
     with pytest.raises(GpuplanError, match=text):
         targets_for(launch_plan({**TUNE, **change}), ["torchtune"])
+
+
+def test_help_examples_run(tmp_path):
+    """Every example in `gpuplan launch --help` works as written (output sent to a temporary folder)."""
+    from gpuplan.cli.launch import launch_cmd
+
+    examples = [line.strip() for line in launch_cmd.__doc__.splitlines() if line.strip().startswith("gpuplan ")]
+    assert len(examples) == 3
+    for i, line in enumerate(examples):
+        argv = shlex.split(line)[1:]
+        if "-o" in argv:
+            argv[argv.index("-o") + 1] = str(tmp_path / str(i)) if argv[argv.index("-o") + 1] != "-" else "-"
+        else:
+            argv += ["-o", str(tmp_path / str(i))]
+        proc = gpuplan_cli(*argv)
+        assert proc.returncode == 0, (line, proc.stderr)

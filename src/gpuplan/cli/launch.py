@@ -24,17 +24,18 @@ def launch_cmd(scenario: str | None = None, as_json: bool = False, target: list[
                **fields: str | None) -> None:
     """Write the files that run the plan, with the plan's settings intact: a SkyPilot task (rent the cards),
     an accelerate config and its launch command, a DeepSpeed JSON (ZeRO plans), a torchrun command, the
-    trainer's arguments (Hugging Face Trainer / TRL SFTConfig, read by `trl sft --config`), or the `vllm serve`
-    command of a serving plan. Every file opens with the command that wrote it and what gpuplan predicted (peak
-    memory per GPU, tokens/s, hours, dollars); plan.json holds the same numbers for scripts.
+    trainer's arguments (Hugging Face Trainer / TRL SFTConfig, read by `trl sft --config`), a torchtune recipe
+    config (framework torchtune), or the `vllm serve` command of a serving plan. Every file opens with the
+    command that wrote it and what gpuplan predicted (peak memory per GPU, tokens/s, hours, dollars); plan.json
+    holds the same numbers for scripts.
 
     The scenario must name the GPU and the layout (--gpu, --num-gpus, --strategy; --engine vllm --tp for
     serving); `gpuplan recommend ... --launch N` writes the files of its N-th setup instead.
 
     Examples:
-      gpuplan launch examples/full-llama-8b-zero3.yaml -o run/
+      gpuplan launch --model llama-3.1-8b --task train --gpu a100-sxm4-80gb --num-gpus 4 --strategy zero3 -o run/
       gpuplan launch --model llama-3.1-8b --task train --method qlora --gpu rtx-4090 --target trainer --target torchrun
-      gpuplan launch examples/serve-llama-70b-vllm.yaml --target vllm -o -
+      gpuplan launch --model llama-3.1-8b --task infer --engine vllm --gpu l40s --batch-size 16 --target vllm -o -
     """
     from ..launch import launch_plan
 
@@ -130,24 +131,29 @@ def write_launch(plan, names, opts, output: str, force: bool, as_json: bool) -> 
 
 def launch_params() -> list[inspect.Parameter]:
     """The options ``launch`` adds to the scenario's (``recommend --launch`` shares the output ones)."""
-    def opt(name, kind, default, *flags, text):
+    def opt(name, kind, default, *flags, text, metavar=None):
         return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=Annotated[
-            kind, typer.Option(*flags, help=text, rich_help_panel="Launch")])
+            kind, typer.Option(*flags, help=text, rich_help_panel="Launch", metavar=metavar)])
 
     return [
         opt("target", list[str] | None, None, "--target", "-t",
-            text="skypilot, accelerate, deepspeed, torchrun, trainer, vllm, or all (repeatable or comma-separated; "
-                 "default: every target that applies)"),
-        opt("output", str, DEFAULT_DIR, "--output", "-o", text="Folder to write into; - prints the files."),
+            text="skypilot, accelerate, deepspeed, torchrun, trainer, torchtune, vllm, or all (repeatable or "
+                 "comma-separated; "
+                 "default: every target that applies)", metavar="TARGET"),
+        opt("output", str, DEFAULT_DIR, "--output", "-o", text="Folder to write into; - prints the files.",
+            metavar="DIR"),
         opt("force", bool, False, "--force", text="Overwrite files already in the folder."),
         opt("dataset", str | None, None, "--dataset",
-            text="Hugging Face dataset the trainer loads [default: trl-lib/Capybara, TRL's SFT example]."),
+            text="Hugging Face dataset the trainer loads [default: trl-lib/Capybara, TRL's SFT example].",
+            metavar="NAME"),
         opt("script", str | None, None, "--script",
-            text="Training entry point instead of `-m trl.scripts.sft`; it must read --config trainer.yaml."),
+            text="Training entry point instead of `-m trl.scripts.sft`; it must read --config trainer.yaml.",
+            metavar="COMMAND"),
         opt("bucket", str | None, None, "--bucket",
-            text="Cloud bucket SkyPilot mounts at /checkpoints, so spot checkpoints survive interruptions."),
+            text="Cloud bucket SkyPilot mounts at /checkpoints, so spot checkpoints survive interruptions.",
+            metavar="NAME"),
         opt("visible_devices", str | None, None, "--visible-devices",
-            text="Your own cards to use, as CUDA_VISIBLE_DEVICES: 0,2."),
+            text="Your own cards to use, as CUDA_VISIBLE_DEVICES: 0,2.", metavar="INDICES"),
     ]
 
 

@@ -145,6 +145,9 @@ class LaunchPlan:
             "peak_phase": mem.peak_phase,
             "tokens_per_s": round(self.speed.tokens_per_s, 1),
         }
+        if self.speed.tokens_per_s_low and self.speed.tokens_per_s_high:  # the calibration spread
+            out["tokens_per_s_low"] = round(self.speed.tokens_per_s_low, 1)
+            out["tokens_per_s_high"] = round(self.speed.tokens_per_s_high, 1)
         if self.train:
             out["step_time_s"] = round(self.speed.step_time_s, 3)
             out["max_steps"] = self.max_steps
@@ -174,6 +177,8 @@ class LaunchPlan:
                      f"(reserved {mem.reserved_peak_gib:.1f}, allocated {mem.allocated_peak_gib:.1f}; "
                      f"torch.cuda.max_memory_reserved / max_memory_allocated), peak in {mem.peak_phase}")
         speed = f"predicted: {self.speed.tokens_per_s:,.0f} tokens/s"
+        if self.speed.tokens_per_s_low and self.speed.tokens_per_s_high:
+            speed += f" ({self.speed.tokens_per_s_low:,.0f}-{self.speed.tokens_per_s_high:,.0f})"
         if self.train:
             speed += f", {self.speed.step_time_s:.2f} s per optimizer step"
         if self.hours is not None and self.train and self.scenario.train_tokens:

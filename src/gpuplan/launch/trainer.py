@@ -39,7 +39,7 @@ def applies(plan: LaunchPlan) -> str | None:
                 "gpuplan launch writes data-parallel, ZeRO and FSDP plans (set tp and pp to 1)")
     if s.precision == "fp16-true" and s.method == "full":
         return "the Trainer cannot train fp16 weights without fp32 master weights: use fp16-mixed or bf16-true"
-    if s.quant is not None and s.method == "full":
+    if s.quant not in (None, "none") and s.method == "full":
         return f"full fine-tuning of {s.quant} weights does not train: use method lora or qlora"
     return None
 
@@ -100,7 +100,7 @@ def _quantized_base(plan: LaunchPlan) -> dict[str, Any]:
         return out
     if s.method == "lora" and s.quant == "int8":
         return {"load_in_8bit": True}
-    if s.method != "full" and s.quant not in (None, "gptq-int4", "gptq-int8", "awq-int4"):
+    if s.method != "full" and s.quant not in (None, "none", "gptq-int4", "gptq-int8", "awq-int4"):
         raise GpuplanError(f"quant {s.quant!r} has no Trainer loading switch: use nf4/fp4 (QLoRA), int8 (LoRA) or "
                            "a GPTQ/AWQ checkpoint")
     return {}
