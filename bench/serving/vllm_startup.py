@@ -55,7 +55,8 @@ def main() -> None:
     lines = ["| case | vLLM | role | pool logged GiB | gpuplan GiB | err % | tokens logged | gpuplan tokens | err % |",
              "|---|---|---|---:|---:|---:|---:|---:|---:|"]
     for cid, ver, kv_real, kv, e_kv, tok_real, tok, e_tok, derived, role, why in rows:
-        lines.append(f"| {cid} | {ver} | {role}{': ' + why if why else ''} | {'' if kv_real is None else f'{kv_real:.2f}' + ('*' if derived else '')} | "
+        logged = "" if kv_real is None else f"{kv_real:.2f}" + ("*" if derived else "")
+        lines.append(f"| {cid} | {ver} | {role}{': ' + why if why else ''} | {logged} | "
                      f"{kv:.2f} | {'' if e_kv is None else f'{e_kv:+.1f}'} | "
                      f"{'' if tok_real is None else f'{tok_real:,}'} | {tok:,} | "
                      f"{'' if e_tok is None else f'{e_tok:+.1f}'} |")

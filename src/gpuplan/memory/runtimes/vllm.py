@@ -58,7 +58,7 @@ def version_tuple(text: str | None) -> tuple[int, int, int]:
     """``"0.6.3.post1"`` -> ``(0, 6, 3)``; None: the current release."""
     parts = (text or CURRENT_VERSION).split(".")
     nums = [int(p) for p in parts[:3] if p.isdigit()]
-    return tuple((nums + [0, 0, 0])[:3])  # type: ignore[return-value]
+    return tuple([*nums, 0, 0, 0][:3])  # type: ignore[return-value]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -243,8 +243,9 @@ def capture_sizes(max_num_seqs: int, gpu: GpuSpec | None) -> list[int]:
 def cudagraph_estimate(m: ModelSpec, lim: Limits, tp: int, gpu: GpuSpec | None) -> float:
     """vLLM's CUDA-graph estimate (``profile_cudagraph_memory``): the first capture of each mode at the largest
     size, then the second capture's increment times the remaining sizes; FULL (decode) and PIECEWISE graphs share
-    one pool, so the larger first capture counts once. The increment per graph and layer (``VLLM_CUDAGRAPH_PER_GRAPH_LAYER_MIB``)
-    is calibrated on the 0.84 GiB vLLM estimated for Llama-3.1-8B on an H100 (llm-d-planner logs, vLLM 0.19)."""
+    one pool, so the larger first capture counts once. The increment per graph and layer
+    (``VLLM_CUDAGRAPH_PER_GRAPH_LAYER_MIB``) is calibrated on the 0.84 GiB vLLM estimated for Llama-3.1-8B on
+    an H100 (llm-d-planner logs, vLLM 0.19)."""
     sizes = capture_sizes(lim.max_num_seqs, gpu)
     first = forward_peak(m, sizes[-1], tp)
     decode = [x for x in sizes if x <= lim.max_num_seqs]
