@@ -143,3 +143,8 @@ RESTART_MINUTES = 10.0  # reprovision + load checkpoint + warm up after an inter
 POWER_USD_PER_KWH = 0.15  # US average commercial electricity 2025 (EIA); override
 PUE = 1.4  # data-centre / home cooling overhead (Uptime Institute 2024 average PUE ~1.5)
 UTILIZATION = 0.8  # share of TDP drawn on average under training load
+
+# ---- serving ------------------------------------------------------------------------------------------
+# Relative band on a setup's highest SLO-meeting rate: the throughput-at-saturation error of the serving
+# accuracy table (bench/serving/serving_accuracy.py; README "Serving" section). Updated with that table.
+SERVING_RATE_BAND = 0.15
