@@ -11,14 +11,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
-from gpuplan.hardware import load_gpu  # noqa: E402
-from gpuplan.memory.runtimes import vllm  # noqa: E402
-from gpuplan.model.catalog import load_model  # noqa: E402
-from gpuplan.scenario import scenario_from  # noqa: E402
-from gpuplan.serving.capacity import capacity, evaluate  # noqa: E402
-from gpuplan.serving.simulate import Engine  # noqa: E402
-from gpuplan.serving.steptime import step_model  # noqa: E402
-from gpuplan.serving.workload import load_workload  # noqa: E402
+from gpuplan.hardware import load_gpu
+from gpuplan.memory.runtimes import vllm
+from gpuplan.model.catalog import load_model
+from gpuplan.scenario import scenario_from
+from gpuplan.serving.capacity import capacity, evaluate
+from gpuplan.serving.simulate import Engine
+from gpuplan.serving.steptime import step_model
+from gpuplan.serving.workload import load_workload
 
 
 def main() -> None:

@@ -54,6 +54,7 @@ def capacity_cmd(
     from ..serving.capacity import capacity
     from ..serving.workload import load_workload
 
+    _need_numpy()
     if model is None:
         raise GpuplanError("name the model: --model llama-3.1-8b (or a HF repo id / config.json path)")
     if not 1 <= max_gpus <= 64 or not 1 <= top <= 100:
@@ -138,6 +139,7 @@ def calibrate_serving_cmd(
     from ..serving.simulate import Engine
     from ..serving.steptime import step_model
 
+    _need_numpy()
     runs = [r for path in results for r in read_results(path)]
     g = load_gpu(gpu)
     m = load_model(model)
@@ -163,3 +165,10 @@ def calibrate_serving_cmd(
     out.print(table)
     if save:
         out.print(f"saved to {save}: pass --calibration {save} to gpuplan capacity")
+
+
+def _need_numpy() -> None:
+    try:
+        import numpy  # noqa: F401
+    except ImportError:
+        raise GpuplanError("the serving simulation needs numpy: pip install 'gpuplan[serving]'") from None

@@ -10,12 +10,11 @@ import math
 
 from .. import overheads as oh
 from ..hardware import GpuSpec
-from ..model.quant import Format
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from . import activations as act
 from .breakdown import GIB, Estimate
-from .runtimes import vllm
+from .runtimes import llama_cpp, vllm
 from .state import attention_kernel, weight_format
 
 
@@ -84,7 +83,7 @@ def inference_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None, gpu:
     if s.engine == "vllm":
         return _vllm(s, m, e, gpu)
     if s.engine == "llama.cpp":
-        return _llama_cpp(s, m, e, fmt, tokens, capacity_gib)
+        return llama_cpp.llama_cpp_memory(s, m, e, fmt, capacity_gib)
 
     e.kv_cache = s.batch_size * kv_bytes_per_sequence(s, m, tokens, layers)
     prefill_tokens = s.batch_size * s.prompt_tokens
@@ -148,27 +147,3 @@ def _vllm(s: Scenario, m: ModelSpec, e: Estimate, gpu: GpuSpec | None) -> Estima
         e.warnings.append(f"vLLM will refuse to start with max_model_len {sm.limits.max_model_len:,}: its KV pool "
                           f"holds {sm.kv_tokens:,} tokens, one request of up to {sm.max_model_len_fit:,}; {fix}")
     return e
-
-
-def _llama_cpp(s: Scenario, m: ModelSpec, e: Estimate, fmt: Format, tokens: int, capacity_gib) -> Estimate:
-    """llama.cpp: GGUF weights, an f16 KV cache for the whole context (q8_0 with an 8-bit KV dtype), and a
-    compute buffer sized by the micro-batch (n_ubatch 512): logits ``n_ubatch·V`` and the ``n_ubatch·n_ctx``
-    attention scores per head, in fp32."""
-    kv_b = 2 if s.kv_cache_dtype in ("auto", "fp16", "bf16") else 8.5 / 8
-    per_layer_kv = [layer.kv_dims * kv_b * (min(tokens, layer.window) if layer.window else tokens)
-                    for layer in m.layers]
-    e.kv_cache = s.batch_size * sum(per_layer_kv)
-    ub = oh.LLAMA_CPP_UBATCH
-    e.activations = 4 * ub * (m.vocab_size + m.num_heads * tokens * s.batch_size)
-    e.peak_phase = "prefill"
-    if capacity_gib is not None:
-        budget = capacity_gib * GIB - oh.CUDA_CONTEXT_DEFAULT_GIB * GIB - e.activations
-        non_layer = m.weight_bytes(fmt)["lm_head"] + m.weight_bytes(fmt)["norms"]
-        per_layer_w = (e.weights - sum(m.weight_bytes(fmt)[p] for p in ("embeddings", "lm_head", "norms"))) \
-            / m.num_layers
-        per_layer = per_layer_w + e.kv_cache / m.num_layers
-        fit = int(max(budget - non_layer, 0) // per_layer) if per_layer else m.num_layers
-        e.extra["gpu_layers"] = min(fit, m.num_layers)
-        e.extra["offloaded_layers"] = m.num_layers - e.extra["gpu_layers"]
-    return e
-
