@@ -37,7 +37,8 @@ def estimate(scenario: Scenario | dict[str, Any], *, advise: bool = True) -> Res
     stack_defaults = defaults_in_force(s)
     result = Result(scenario=_normalized(s), model=_model_facts(m, int(e.extra.get("params_trainable", 0))),
                     gpu=_gpu_facts(gpu), memory=report,
-                    assumptions=([stack_defaults] if stack_defaults else []) + e.assumptions, warnings=warnings)
+                    assumptions=([stack_defaults] if stack_defaults else []) + e.assumptions,
+                    warnings=warnings + e.warnings)
     if gpu and advise:
         from .plan.advice import largest_fitting, suggestions
 
@@ -95,7 +96,8 @@ def _normalized(s: Scenario) -> dict[str, Any]:
             data.pop(key, None)
     else:
         for key in ("batch_size", "prompt_tokens", "output_tokens", "kv_cache_dtype", "engine",
-                    "gpu_memory_utilization", "max_num_batched_tokens"):
+                    "gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs", "max_model_len",
+                    "engine_version", "entry_point", "enforce_eager", "ubatch_tokens", "flash_attention"):
             data.pop(key, None)
     return data
 
