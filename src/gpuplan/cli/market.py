@@ -19,13 +19,9 @@ GPU_SORT = ("memory", "bandwidth", "bf16", "fp8", "tdp", "msrp", "usd_per_gb", "
 
 
 def _gpu_row(g) -> dict[str, Any]:
-    bf16 = g.peak_tflops("bf16") or g.peak_tflops("fp16")
-    return {"id": g.id, "name": g.name, "vendor": g.vendor, "architecture": g.architecture, "segment": g.segment,
-            "memory_gib": g.memory_gib, "usable_gib": round(g.usable_gib, 2), "bandwidth_gbs": g.bandwidth_gbs,
-            "bf16_tflops": bf16, "fp8_tflops": g.peak_tflops("fp8"), "fp4_tflops": g.peak_tflops("fp4"),
-            "nvlink_gbs": g.nvlink_bandwidth_gbs, "tdp_w": g.tdp_w, "msrp_usd": g.msrp_usd,
-            "usd_per_gb": round(g.msrp_usd / g.memory_gib, 1) if g.msrp_usd else None,
-            "usd_per_tflop": round(g.msrp_usd / bf16, 1) if g.msrp_usd and bf16 else None}
+    from ..hardware import gpu_summary
+
+    return gpu_summary(g)
 
 
 @gpus_app.callback(invoke_without_command=True)
