@@ -156,4 +156,6 @@ def readme_html() -> str:
     for i, token in enumerate(tokens):
         if token.type == "heading_open":
             token.attrSet("id", slug(tokens[i + 1].content))
+        if token.children:  # images point into the repository, which the server does not serve
+            token.children = [c for c in token.children if c.type != "image"]
     return md.renderer.render(tokens, md.options, {})

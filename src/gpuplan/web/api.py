@@ -123,7 +123,8 @@ def _recommend(req: RecommendRequest, hub: bool) -> Recommendation:
     check_model(s.model, hub)
     known = sorted({x.provider for x in load_offers()})
     c = Constraints(budget_usd=o.budget_usd, deadline_hours=o.deadline_hours, max_gpus=o.max_gpus,
-                    gpus=tuple(load_gpu(g).id for g in o.gpus), providers=tuple(_provider(p, known) for p in o.providers),
+                    gpus=tuple(load_gpu(g).id for g in o.gpus),
+                    providers=tuple(_provider(p, known) for p in o.providers),
                     pricing=s.pricing, have=tuple(parse_have(h) for h in o.have), min_headroom=o.min_headroom,
                     objective=o.objective, top=o.top, any_method=o.any_method, any_quant=o.any_quant)
     return recommend(s, load_model(s.model), c)

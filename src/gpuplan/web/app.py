@@ -85,7 +85,7 @@ def validation_sentence(exc: RequestValidationError, path: str) -> str:
     loc = [str(p) for p in first.get("loc", ())]
     body = exc.body
     if loc[:1] == ["body"]:
-        if body is None or first.get("type") == "missing" and len(loc) == 1:
+        if body is None or (first.get("type") == "missing" and len(loc) == 1):
             return "the request has no JSON body: send a scenario such as {\"model\": \"llama-3.1-8b\", \"task\": " \
                    "\"train\"}"
         if first.get("type") == "json_invalid":

@@ -69,7 +69,8 @@ def markdown(s: Scenario, r: Result, link: str = "") -> str:
              ("activations", mem.activations_gib), ("KV cache", mem.kv_cache_gib), *mem.other.items()]
     lines += [f"| {name} | {gib:.2f} |" for name, gib in parts if gib > 0.0005]
     lines += [f"| **allocated peak** ({mem.peak_phase}) | **{mem.allocated_peak_gib:.2f}** |",
-              f"| reserved peak | {mem.reserved_peak_gib:.2f} |", f"| device peak (nvidia-smi) | {mem.device_peak_gib:.2f} |",
+              f"| reserved peak | {mem.reserved_peak_gib:.2f} |",
+              f"| device peak (nvidia-smi) | {mem.device_peak_gib:.2f} |",
               ""]
     if r.suggestions:
         lines += ["Changes that would make it fit:", ""]

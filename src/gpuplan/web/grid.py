@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from ..errors import GpuplanError
-from ..hardware import gpus
+from ..hardware import gpus, load_gpu
 from ..memory import check, fits_only, memory_report
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
@@ -92,7 +92,7 @@ def _curve(s: Scenario, m: ModelSpec, field: str) -> list[CurvePoint]:
     top = max(m.max_context or 0, getattr(s, field), 4096)
     points = sorted({*(512 * 2**k for k in range(int(math.log2(top / 512)) + 1)), getattr(s, field), top})
     out = []
-    gpu = gpus().get(s.gpu) if s.gpu else None
+    gpu = load_gpu(s.gpu) if s.gpu else None
     for tokens in points:
         changed = s.model_copy(update={field: tokens, "gpu": None})
         try:
@@ -127,5 +127,6 @@ def fit_grid(s: Scenario, m: ModelSpec, axis: Axis = "auto") -> FitGrid:
         note += (" " if note else "") + f"per GPU, {s.num_gpus} GPUs of each kind"
     return FitGrid(axis=axis, field=field, columns=columns, changes=changes, rows=rows, curve_field=curve_field,
                    curve=_curve(s, m, curve_field),
-                   capacities=[Capacity(capacity_gib=c, gpus=sorted(names)) for c, names in sorted(by_capacity.items())],
+                   capacities=[Capacity(capacity_gib=c, gpus=sorted(names))
+                               for c, names in sorted(by_capacity.items())],
                    note=note)

@@ -73,10 +73,11 @@ def _in_slot(fn: Callable[..., T], *args: Any) -> T:
         return fn(*args)
 
 
-async def run_limited(fn: Callable[..., T], *args: Any, timeout_s: float = TIMEOUT_S) -> T:
+async def run_limited(fn: Callable[..., T], *args: Any, timeout_s: float | None = None) -> T:
     """``fn(*args)`` in a worker thread, at most :data:`WORKERS` at once; :class:`TooSlow` when it is not done
     within ``timeout_s`` (the thread is left to finish and keeps its slot until then, so slow requests cannot
     pile up)."""
+    timeout_s = TIMEOUT_S if timeout_s is None else timeout_s
     try:
         with anyio.fail_after(timeout_s):
             return await anyio.to_thread.run_sync(_in_slot, fn, *args, abandon_on_cancel=True)

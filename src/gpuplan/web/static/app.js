@@ -8,7 +8,7 @@ const COLORS = {weights: "#4c78a8", gradients: "#f58518", optimizer: "#e45756", 
 const GROUP_TITLES = {training: "Training options", inference: "Inference options",
   parallelism: "Parallelism and offload", pricing: "Pricing", more: "More"};
 const DEFAULT_SCENARIO = {model: "llama-3.1-8b", task: "train", method: "qlora", gpu: "rtx-4090"};
-const state = {fields: [], seq: 0, heavySeq: 0, timer: null, result: null, explanation: null, scenario: null};
+const state = {fields: [], seq: 0, timer: null, result: null, explanation: null, scenario: null};
 
 const $ = (sel) => document.querySelector(sel);
 
@@ -137,6 +137,7 @@ function schedule() {
 
 // ---- one round: estimate, formulas, exports; then the heavier searches ------------------------------------
 async function update() {
+  state.timer = null;
   const seq = ++state.seq;
   const scenario = readForm();
   showTaskFields(scenario.task);
@@ -214,7 +215,7 @@ function fillFormulas() {
       return;
     }
     const off = f.computed !== null && Math.abs(f.computed - f.value) > 0.005 * Math.max(Math.abs(f.value), 1e-6);
-    box.replaceChildren(
+    box.replaceChildren(...[
       h("p", {class: "rule"}, f.formula),
       h("p", {class: "with-values"}, f.substituted),
       (off || f.computed === null) && (f.note || off)
@@ -223,7 +224,8 @@ function fillFormulas() {
         h("th", {}, "source")), f.constants.map((c) => h("tr", {}, h("td", {}, c.name), h("td", {}, c.value),
         h("td", {}, c.source)))) : null,
       f.accuracy ? h("p", {class: "accuracy"}, "measured accuracy: ", f.accuracy.summary, " ",
-        h("a", {href: f.accuracy.link, target: "_blank", rel: "noopener"}, "README table")) : null);
+        h("a", {href: f.accuracy.link, target: "_blank", rel: "noopener"}, "README table")) : null,
+    ].filter(Boolean));
   });
 }
 
