@@ -301,6 +301,17 @@ def test_fit_grid_is_fits_only_on_every_card(client):
     assert peaks == sorted(peaks)  # memory grows with the context
 
 
+def test_fit_grid_counts_vllm_requests_and_llama_cpp_layers(client):
+    for fields in (SCENARIOS[6], SCENARIOS[8]):
+        r = gpuplan.estimate(fields)
+        grid = client.post("/api/fit-grid", json={"scenario": fields}).json()
+        row = next(x for x in grid["rows"] if x["gpu_id"] == r.gpu["id"])
+        column = grid["changes"].index({"quant": fields.get("quant", "none")})
+        cell = row["cells"][column]
+        assert (cell["fits"], cell["max_concurrency"], cell["gpu_layers"]) == \
+            (r.memory.fits, r.memory.max_concurrency, r.memory.gpu_layers)
+
+
 def test_fit_grid_context_axis_and_training_methods(client):
     grid = client.post("/api/fit-grid", json={"scenario": SCENARIOS[0], "axis": "auto"}).json()
     assert grid["columns"] == ["full", "LoRA", "QLoRA"]

@@ -156,6 +156,20 @@ def test_page_matches_the_estimate(server, page):
     assert "prompt_tokens=8192" in page.url and "gpu=l40s" in page.url
 
 
+def test_nothing_is_fetched_from_elsewhere(server, page):
+    """The page and the API docs load only from the server (the machine may be offline)."""
+    urls: list[str] = []
+    page.on("request", lambda request: urls.append(request.url))
+    page.goto(server + "/")
+    settle(page)
+    page.goto(server + "/docs")
+    page.wait_for_selector(".swagger-ui .info", timeout=30_000)
+    assert "gpuplan" in page.text_content(".swagger-ui .info")
+    page.goto(server + "/readme#accuracy-against-published-measurements")
+    assert page.locator("#accuracy-against-published-measurements").count() == 1
+    assert len(urls) > 10 and all(u.startswith((server, "data:", "blob:")) for u in urls), urls
+
+
 def test_permalink_reopens_the_same_plan(server, page, browser):
     query = "model=llama-3.1-70b&task=infer&engine=vllm&num_gpus=2&tp=2&gpu=h100-sxm&batch_size=32"
     page.goto(f"{server}/?{query}")

@@ -49,7 +49,7 @@ def test_serves_on_localhost_by_default():
 
 
 def test_binding_elsewhere_warns():
-    proc, port = _serve("--host", "0.0.0.0")
+    proc, _ = _serve("--host", "0.0.0.0")
     proc.terminate()
     _, err = proc.communicate(timeout=10)
     assert "warning: binding 0.0.0.0 exposes gpuplan to your network" in " ".join(err.split())

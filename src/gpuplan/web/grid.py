@@ -1,8 +1,8 @@
 """The fit across the whole GPU catalog at once: a GPU x quantization (or method, or context) grid, and the
 device memory against the context length next to every card's capacity.
 
-Every cell is ``fits_only`` of the scenario with that card and that change: the same check and memory
-report ``gpuplan estimate`` runs, without its solvers.
+Every cell is the check and memory report ``gpuplan estimate`` runs for the scenario with that card and that
+change (what ``fits_only`` decides), without its solvers.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 from ..errors import GpuplanError
 from ..hardware import gpus, load_gpu
-from ..memory import check, fits_only, memory_report
+from ..memory import check, memory_report
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
 
@@ -28,6 +28,8 @@ class Cell(BaseModel):
     fits: bool | None  # None: the combination cannot run on this card (``reason`` says why)
     device_peak_gib: float | None = None
     headroom_gib: float | None = None
+    max_concurrency: int | None = None  # vLLM: requests its KV pool holds (fits when >= batch_size)
+    gpu_layers: int | None = None  # llama.cpp: layers placed on the GPU (fits when all are)
     reason: str = ""
 
 
@@ -83,8 +85,9 @@ def _cell(s: Scenario, m: ModelSpec, gpu_id: str) -> Cell:
         check(s, m, gpu)
     except GpuplanError as err:
         return Cell(fits=None, reason=str(err))
-    ok, peak = fits_only(s, m, gpu)
-    return Cell(fits=ok, device_peak_gib=peak, headroom_gib=gpu.usable_gib - peak)
+    _, report = memory_report(s, m, gpu)  # what fits_only reads, with the engine's own measures kept
+    return Cell(fits=bool(report.fits), device_peak_gib=report.device_peak_gib, headroom_gib=report.headroom_gib,
+                max_concurrency=report.max_concurrency, gpu_layers=report.gpu_layers)
 
 
 def _curve(s: Scenario, m: ModelSpec, field: str) -> list[CurvePoint]:

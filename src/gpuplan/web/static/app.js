@@ -240,7 +240,11 @@ function renderVerdict(r) {
   } else {
     v.className = m.fits ? "ok" : "bad";
     v.dataset.fits = String(m.fits);
-    v.replaceChildren(h("strong", {id: "verdict-word"}, m.fits ? "Fits" : "Does not fit"), ` on ${where}: `,
+    const engine = m.max_concurrency !== null
+      ? [`: vLLM's KV pool holds ${m.max_concurrency} of the ${r.scenario.batch_size} concurrent requests; it takes `]
+      : m.gpu_layers !== null ? [`: llama.cpp places ${m.gpu_layers} of ${r.model.num_layers} layers on the GPU; `]
+        : [": "];
+    v.replaceChildren(h("strong", {id: "verdict-word"}, m.fits ? "Fits" : "Does not fit"), ` on ${where}`, ...engine,
       h("span", {id: "verdict-peak", "data-value": m.device_peak_gib}, num(m.device_peak_gib)), " of ",
       h("span", {id: "verdict-capacity", "data-value": m.capacity_gib}, num(m.capacity_gib)),
       " GiB usable per GPU, headroom ",
@@ -252,7 +256,6 @@ function renderVerdict(r) {
     lines.push(`vLLM KV pool ${num(m.kv_cache_pool_gib, 1)} GiB: up to ${m.max_concurrency} concurrent requests, ` +
       `${m.max_context_tokens.toLocaleString()} tokens in all.`);
   }
-  if (m.gpu_layers !== null) lines.push(`llama.cpp: ${m.gpu_layers} of ${r.model.num_layers} layers on the GPU.`);
   if (m.fits !== null) {
     const t = r.scenario.task === "train";
     lines.push(`Largest ${t ? "micro-batch" : "batch"} that fits: ${m.max_batch_size ?? "none"}; longest ` +
@@ -396,6 +399,12 @@ function renderSetups(rec, scenario) {
     `${usd(x.usd_per_million_tokens)}/M tokens`);
 }
 
+function cellText(c, r) {
+  if (c.max_concurrency !== null) return `${c.max_concurrency.toLocaleString()} req`;
+  if (c.gpu_layers !== null) return `${c.gpu_layers}/${r.model.num_layers} layers`;
+  return (c.headroom_gib >= 0 ? "+" : "") + num(c.headroom_gib, 1);
+}
+
 function renderGrid(grid, r, scenario) {
   const mine = r.gpu ? r.gpu.id : null;
   $("#grid-note").textContent = grid.note;
@@ -406,8 +415,7 @@ function renderGrid(grid, r, scenario) {
       row.cells.map((c) => c.fits === null
         ? h("td", {class: "na", title: c.reason}, "n/a")
         : h("td", {class: c.fits ? "fit" : "nofit", "data-headroom": c.headroom_gib,
-          title: `device ${num(c.device_peak_gib, 1)} GiB, headroom ${num(c.headroom_gib, 1)} GiB`},
-        (c.headroom_gib >= 0 ? "+" : "") + num(c.headroom_gib, 1))))));
+          title: `device ${num(c.device_peak_gib, 1)} GiB, headroom ${num(c.headroom_gib, 1)} GiB`}, cellText(c, r))))));
   const tokens = scenario[grid.curve_field] ?? (grid.curve_field === "seq_len" ? 2048 : 1024);
   curve($("#curve"), grid.curve, grid.capacities,
     {tokens, capacity: r.memory.capacity_gib, gpus: r.gpu ? [r.gpu.name] : []}, grid.curve_field);

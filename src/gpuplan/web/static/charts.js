@@ -38,7 +38,7 @@ function shortNumber(v) {
 function stackedBar(host, parts, levels, capacity) {
   host.replaceChildren();
   const W = 1000, H = 130, x0 = 10, barY = 34, barH = 34;
-  const top = Math.max(levels.device, capacity || 0) * 1.04 || 1;
+  const top = Math.max(levels.allocated, levels.device, capacity || 0) * 1.04 || 1;
   const sx = (g) => x0 + (g / top) * (W - 2 * x0);
   const root = svg("svg", {viewBox: `0 0 ${W} ${H}`, role: "img", class: "chart bar",
     "aria-label": `memory per GPU: device peak ${fmtGiB(levels.device)} GiB` +
