@@ -260,7 +260,8 @@ def test_formula_accuracy_links_point_at_readme_tables(client):
 
 def test_defaults_in_force_are_said(client):
     defaults = client.post("/api/explain", json={"model": "llama-3.1-8b", "task": "train"}).json()["defaults"]
-    assert "optimizer adamw (default)" in defaults and "strategy single (from the GPU count) (default)" in defaults
+    assert "optimizer adamw (default)" in defaults and "strategy single (from the GPU count)" in defaults
+    assert "precision bf16-mixed (the hf recipe's default)" in defaults
     assert not any(d.startswith(("batch size", "engine")) for d in defaults)  # inference fields do not apply
 
 
@@ -331,6 +332,10 @@ def test_form_lists_every_scenario_field(client):
     assert fields["strategy"]["optional"] and "zero3" in fields["strategy"]["choices"]
     assert (fields["micro_batch_size"]["kind"], fields["micro_batch_size"]["minimum"]) == ("int", 1)
     assert fields["lora_dropout"]["exclusive_maximum"] and fields["train_tokens"]["kind"] == "float"
-    assert fields["lora_targets"]["kind"] == "list" and fields["qlora_fp32_upcast"]["kind"] == "bool"
+    assert fields["lora_targets"]["kind"] == "list" and fields["include_low_confidence"]["kind"] == "bool"
+    # unset, true or false: a framework default stays expressible
+    upcast = fields["qlora_fp32_upcast"]
+    assert (upcast["kind"], upcast["choices"], upcast["optional"]) == ("choice", ["true", "false"], True)
+    assert fields["framework"]["group"] == "main" and "torchtune" in fields["framework"]["choices"]
     assert fields["batch_size"]["task"] == "infer" and fields["seq_len"]["task"] == "train"
     assert "nf4" in form["quants"] and "runpod" in form["providers"]

@@ -189,11 +189,11 @@ def test_permalink_reopens_the_same_plan(server, page, browser):
 
 
 def test_fixes_apply_and_refit(server, page):
-    """The opening plan (QLoRA Llama-3.1-8B on an RTX 4090 at 2,048 tokens) does not fit; each fix shows its new
-    peak; applying gradient checkpointing re-estimates to what ``gpuplan.estimate`` says for that change."""
-    page.goto(server + "/")
+    """LoRA on Llama-3.1-8B at 2,048 tokens does not fit an RTX 4090; each fix shows its new peak; applying
+    gradient checkpointing re-estimates to what ``gpuplan.estimate`` says for that change."""
+    base = {"model": "llama-3.1-8b", "task": "train", "method": "lora", "gpu": "rtx-4090"}
+    page.goto(server + "/?" + "&".join(f"{k}={v}" for k, v in base.items()))
     settle(page)
-    base = {"model": "llama-3.1-8b", "task": "train", "method": "qlora", "gpu": "rtx-4090"}
     r = gpuplan.estimate(base)
     assert page.get_attribute("#verdict", "data-fits") == str(r.memory.fits).lower() == "false"
     rows = page.locator("#fixes-table tr")
@@ -220,6 +220,8 @@ def test_fixes_apply_and_refit(server, page):
 def test_bad_input_shows_the_cli_sentence(server, page):
     page.goto(server + "/")
     settle(page)
+    r = gpuplan.estimate({"model": "llama-3.1-8b", "task": "train", "method": "qlora", "gpu": "rtx-4090"})
+    assert page.get_attribute("#verdict", "data-fits") == str(r.memory.fits).lower()  # the opening plan
     fill(page, {"model": "lama-3.1-8b"})
     status, reply = post(server, "/api/estimate", {"model": "lama-3.1-8b", "task": "train", "method": "qlora",
                                                    "gpu": "rtx-4090"})

@@ -32,8 +32,12 @@ def estimate(scenario: Scenario | dict[str, Any], *, advise: bool = True) -> Res
     gpu = load_gpu(s.gpu) if s.gpu else None
     warnings = check(s, m, gpu)
     e, report = memory_report(s, m, gpu)
+    from .stacks import defaults_in_force
+
+    stack_defaults = defaults_in_force(s)
     result = Result(scenario=_normalized(s), model=_model_facts(m, int(e.extra.get("params_trainable", 0))),
-                    gpu=_gpu_facts(gpu), memory=report, assumptions=e.assumptions, warnings=warnings)
+                    gpu=_gpu_facts(gpu), memory=report,
+                    assumptions=([stack_defaults] if stack_defaults else []) + e.assumptions, warnings=warnings)
     if gpu and advise:
         from .plan.advice import largest_fitting, suggestions
 
@@ -50,34 +54,44 @@ def _speed_and_cost(result: Result, s: Scenario, m: ModelSpec, gpu: GpuSpec, tra
     speed on that offer's interconnect; without an offer, speed with the GPU's own links."""
     from dataclasses import asdict
 
-    from .market.offers import load_offers
+    from .market.store import load_offers
     from .plan.pricing import matching, price
     from .speed import speed_of
 
     offers = load_offers()
     candidates = matching(offers, s, gpu.id)
-    costs = sorted(((price(s, m, o, trainable, offers), o) for o in candidates),
+    costs = sorted(((c, o) for o in candidates if (c := price(s, m, o, trainable, offers)).finishes),
                    key=lambda pair: pair[0].usd_per_million_tokens)
     speed = speed_of(s, m, gpu, costs[0][1].network if costs else None)  # the interconnect of the offer priced
     result.speed = {k: v for k, v in asdict(speed).items() if k != "assumptions"}
     result.assumptions += speed.assumptions
     if not costs:
-        if s.provider or s.pricing != "on_demand":
-            result.warnings.append(f"no {s.pricing.replace('_', '-')} offer for {gpu.id}"
-                                   + (f" at {s.provider}" if s.provider else "") + " in the price catalog")
+        known = [o for o in offers if o.gpu_id == gpu.id]
+        why = "" if known else " (no offer of it at all)"
+        result.warnings.append(f"no price for {gpu.name}: no {s.pricing.replace('_', '-')} offer"
+                               + (f" at {s.provider}" if s.provider else "") + f" in force{why}; "
+                               "older or low-confidence rows need --max-price-age-days / --include-low-confidence")
         return
-    best = costs[0][0]
-    result.cost = asdict(best)
+    best, offer = costs[0]
+    result.cost = {**asdict(best), "label": best.label}
     if best.stale:
         result.warnings.append(f"the price of {best.offer} is {best.price_age_days} days old")
+    if best.price_confidence == "low":
+        result.warnings.append(f"the price of {best.offer} is marked low confidence in {offer.origin}")
+    if best.spot_multiplier and best.spot_multiplier > 1:
+        result.warnings.append(f"spot at {best.provider} costs {best.spot_multiplier:.2f}x the cheapest on-demand "
+                               f"{gpu.name} ({best.best_on_demand_offer} at ${best.best_on_demand_usd_per_gpu_hour:.2f}"
+                               "/GPU-h) once interruptions are counted: --pricing any picks the cheaper")
 
 
 def _normalized(s: Scenario) -> dict[str, Any]:
     data = s.model_dump()
-    data["strategy"] = s.resolved_strategy
+    data["strategy"] = s.sharding_engine if s.sharding_engine.startswith("fsdp") else s.resolved_strategy
     if s.task == "infer":
         for key in ("method", "optimizer", "optimizer_impl", "lora_rank", "lora_targets", "lora_dropout",
-                    "micro_batch_size", "seq_len", "grad_accum_steps", "grad_checkpointing", "train_tokens"):
+                    "micro_batch_size", "seq_len", "grad_accum_steps", "grad_checkpointing", "train_tokens",
+                    "qlora_fp32_upcast", "loss", "loss_chunks", "activation_offload", "compile",
+                    "optimizer_in_backward", "adapter_dtype", "checkpoint_every"):
             data.pop(key, None)
     else:
         for key in ("batch_size", "prompt_tokens", "output_tokens", "kv_cache_dtype", "engine",

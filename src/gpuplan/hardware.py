@@ -152,17 +152,6 @@ def load_gpu(name: str) -> GpuSpec:
     return gpus()[ids[0]]
 
 
-def gpu_summary(g: GpuSpec) -> dict[str, Any]:
-    """One row of ``gpuplan gpus --json`` and ``GET /api/gpus``: the catalog facts as plain numbers."""
-    bf16 = g.peak_tflops("bf16") or g.peak_tflops("fp16")
-    return {"id": g.id, "name": g.name, "vendor": g.vendor, "architecture": g.architecture, "segment": g.segment,
-            "memory_gib": g.memory_gib, "usable_gib": round(g.usable_gib, 2), "bandwidth_gbs": g.bandwidth_gbs,
-            "bf16_tflops": bf16, "fp8_tflops": g.peak_tflops("fp8"), "fp4_tflops": g.peak_tflops("fp4"),
-            "nvlink_gbs": g.nvlink_bandwidth_gbs, "tdp_w": g.tdp_w, "msrp_usd": g.msrp_usd,
-            "usd_per_gb": round(g.msrp_usd / g.memory_gib, 1) if g.msrp_usd else None,
-            "usd_per_tflop": round(g.msrp_usd / bf16, 1) if g.msrp_usd and bf16 else None}
-
-
 @dataclass(frozen=True, kw_only=True)
 class Network:
     """How the GPUs of one setup talk: within a node and between nodes (an offer's or the user's own).

@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from . import stacks
 from .errors import GpuplanError, did_you_mean
 from .model.quant import QUANT_FORMATS
 
@@ -22,15 +23,42 @@ Optimizer = Literal["adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "sgd-momen
 
 
 class Scenario(BaseModel):
-    """What the user wants to run, on what. Defaults follow the Hugging Face Trainer and vLLM."""
+    """What the user wants to run, on what. Defaults follow the training stack named by ``framework`` (the Hugging
+    Face Trainer unless set; :mod:`gpuplan.stacks`) and vLLM. A technique field left unset (``None``) takes the
+    stack's default when the scenario is built; ``model_fields_set`` keeps what was given explicitly."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     model: str = Field(min_length=1, description="catalog alias, HF repo id, or path to a config.json")
     task: Literal["train", "infer"]
+    # the training stack and its techniques (None: the stack's default)
+    framework: Literal["hf", "torchtune", "torchtitan", "unsloth", "axolotl", "pytorch"] = Field(
+        default="hf", description="training stack; its recipes set the defaults below (pytorch: your own loop "
+        "over a transformers model, e.g. Answer.AI fsdp_qlora)")
+    loss: Literal["full", "chunked", "fused-linear"] | None = Field(
+        default=None, description="full: fp32 logits as transformers computes them; chunked: torchtune/torchtitan/"
+        "axolotl chunked cross-entropy; fused-linear: Liger, Unsloth or Cut Cross-Entropy (no logits) "
+        "(default: the framework's: full; torchtune chunked; unsloth, axolotl fused-linear)")
+    loss_chunks: int | None = Field(default=None, ge=1, le=4096, description="chunks of loss chunked "
+                                    "(default: torchtune's 8)")
+    activation_offload: bool | None = Field(
+        default=None, description="saved activations / checkpoints to pinned CPU memory (torchtune "
+        "enable_activation_offloading, Unsloth's 'unsloth' checkpointing) (default: unsloth true, others false)")
+    compile: bool | None = Field(default=None, description="torch.compile of the layers and the loss "
+                                 "(default: false)")
+    optimizer_in_backward: bool | None = Field(
+        default=None, description="step each parameter as its gradient is ready (torchtune optimizer_in_bwd); "
+        "needs grad_accum_steps 1 (default: false)")
+    adapter_dtype: Literal["auto", "bf16", "fp16", "fp32"] = Field(
+        default="auto", description="LoRA adapter dtype; auto: peft's autocast_adapter_dtype (fp32) for hf, "
+        "axolotl, unsloth and pytorch, the model dtype for torchtune")
+    checkpoint_every: int = Field(default=1, ge=1, le=1000, description="with grad_checkpointing full: "
+                                  "checkpoint one decoder layer in N (torchtitan's layer-selective AC)")
     # training
     method: Literal["full", "lora", "qlora"] = "full"
-    precision: Precision = "bf16-mixed"
+    precision: Precision | None = Field(
+        default=None, description="-mixed: fp32 master weights + autocast; -true: one dtype throughout "
+        "(default: bf16-mixed; torchtune and pytorch bf16-true)")
     quant: str | None = Field(default=None, description="default: the checkpoint's own quantization_config")
     optimizer: Optimizer = "adamw"
     optimizer_impl: Literal["fused", "foreach"] = Field(
@@ -38,15 +66,18 @@ class Scenario(BaseModel):
     lora_rank: int = Field(default=16, ge=1, le=4096)
     lora_targets: Literal["all-linear"] | list[str] = "all-linear"
     lora_dropout: float = Field(default=0.0, ge=0.0, lt=1.0)
-    qlora_fp32_upcast: bool = Field(
-        default=True, description="peft prepare_model_for_kbit_training casts non-4-bit weights to fp32; false for "
-        "Unsloth, torchtune or TRL without it")
+    qlora_fp32_upcast: bool | None = Field(
+        default=None, description="peft prepare_model_for_kbit_training casts non-4-bit weights to fp32 "
+        "(default: true for hf and axolotl; false for unsloth, torchtune and pytorch)")
     micro_batch_size: int = Field(default=1, ge=1, le=65_536)
     seq_len: int = Field(default=2048, ge=1, le=10_000_000)
     grad_accum_steps: int = Field(default=1, ge=1, le=1_000_000)
-    grad_checkpointing: Literal["none", "selective", "full"] = "none"
+    grad_checkpointing: Literal["none", "selective", "full"] | None = Field(
+        default=None, description="selective: the stack's per-op policy (torchtitan, torchtune) "
+        "(default: none; full for torchtune, unsloth, axolotl and hf QLoRA (prepare_model_for_kbit_training); "
+        "selective for torchtitan)")
     attention: Literal["eager", "sdpa", "flash"] = "sdpa"
-    train_tokens: float | None = Field(default=None, gt=0)
+    train_tokens: float | None = Field(default=None, gt=0, le=1e16, allow_inf_nan=False)
     # inference
     batch_size: int = Field(default=1, ge=1, le=65_536)
     prompt_tokens: int = Field(default=1024, ge=1, le=10_000_000)
@@ -59,15 +90,24 @@ class Scenario(BaseModel):
     gpu: str | None = None
     num_gpus: int = Field(default=1, ge=1, le=1024)
     num_nodes: int = Field(default=1, ge=1, le=4096)
-    strategy: Literal["single", "ddp", "zero1", "zero2", "zero3", "fsdp"] | None = None
+    strategy: Literal["single", "ddp", "zero1", "zero2", "zero3", "fsdp", "fsdp1", "fsdp2"] | None = Field(
+        default=None, description="zero*: DeepSpeed; fsdp: the framework's FSDP (fsdp1 for hf, axolotl and "
+        "pytorch, fsdp2 for torchtune and torchtitan) (default: single on one GPU, else ddp)")
     tp: int = Field(default=1, ge=1, le=1024)
     pp: int = Field(default=1, ge=1, le=1024)
     offload: Literal["none", "optimizer", "optimizer+params"] = "none"
     # pricing (speed and cost sections need a gpu)
     provider: str | None = Field(default=None, description="price on this provider's offers (e.g. runpod)")
     pricing: Literal["on_demand", "spot", "any"] = "on_demand"
-    mtbi_hours: float | None = Field(default=None, gt=0, description="mean hours between spot interruptions")
-    disk_gbs: float = Field(default=1.0, gt=0, description="checkpoint write speed, GB/s")
+    mtbi_hours: float | None = Field(default=None, gt=0, le=1e6, allow_inf_nan=False,
+                                     description="mean hours between spot interruptions")
+    disk_gbs: float = Field(default=1.0, ge=0.001, le=1000, allow_inf_nan=False,
+                            description="checkpoint write speed, GB/s")
+    max_price_age_days: int = Field(default=90, ge=0, le=100_000,
+                                    description="leave out prices observed longer ago than this")
+    include_low_confidence: bool = Field(default=False, description="also rank prices marked low confidence")
+    dataset_gb: float | None = Field(default=None, ge=0, le=1e7, allow_inf_nan=False,
+                                     description="training data on disk, GB (default: 4 bytes per train token)")
 
     @field_validator("quant")
     @classmethod
@@ -85,8 +125,29 @@ class Scenario(BaseModel):
     @classmethod
     def _targets(cls, value):
         if isinstance(value, list) and not value:
-            raise ValueError("lora_targets is empty: use all-linear or name modules like [q_proj, v_proj]")
+            raise ValueError("lora_targets is empty: use all-linear or name modules like [q_proj, v_proj)")
         return value
+
+    @model_validator(mode="after")
+    def _stack_defaults(self) -> Scenario:
+        """Fill the fields left unset with the framework's defaults, then refuse what the framework cannot run."""
+        # the model is frozen: defaults go straight into the instance dict; model_fields_set stays the explicit set
+        self.__dict__.update(stacks.resolve(self.__dict__))
+        why = stacks.refusal(self)
+        if why:
+            raise ValueError(why)
+        return self
+
+    def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> Scenario:
+        """A copy with ``update`` applied to the fields given explicitly, validated again, so that the framework's
+        defaults follow the change (changing ``method`` to qlora turns the HF QLoRA recipe's checkpointing on)."""
+        if not update:
+            return super().model_copy(deep=deep)
+        return scenario_from({**{k: getattr(self, k) for k in self.model_fields_set}, **update})
+
+    @property
+    def stack(self) -> stacks.Stack:
+        return stacks.STACKS[self.framework]
 
     @property
     def world_size(self) -> int:
@@ -99,14 +160,30 @@ class Scenario(BaseModel):
 
     @property
     def resolved_strategy(self) -> str:
-        """``single`` on one data-parallel rank, else ``ddp``, unless set; ``fsdp`` is ZeRO-3."""
+        """The sharding stage: ``single`` on one data-parallel rank, else ``ddp``, unless set; FSDP's FULL_SHARD
+        (fsdp, fsdp1, fsdp2) shards as ZeRO-3 does. :attr:`sharding_engine` tells the engines apart."""
         if self.strategy is None:
             return "single" if self.dp == 1 else "ddp"
-        return "zero3" if self.strategy == "fsdp" else self.strategy
+        return "zero3" if self.strategy.startswith("fsdp") else self.strategy
+
+    @property
+    def sharding_engine(self) -> str:
+        """Who shards or replicates: ``single``, ``ddp``, ``deepspeed`` (zero1-3), ``fsdp1`` or ``fsdp2``."""
+        strategy = self.resolved_strategy
+        if strategy.startswith("zero") and not (self.strategy or "").startswith("fsdp"):
+            return "deepspeed"
+        if (self.strategy or "").startswith("fsdp"):
+            return self.strategy if self.strategy != "fsdp" else (self.stack.fsdp or "fsdp1")
+        return strategy
 
     @property
     def compute_bytes(self) -> int:
         return 4 if self.precision == "fp32" else 2
+
+    @property
+    def adapter_bytes(self) -> int:
+        """Bytes per LoRA adapter parameter (and its gradient and optimizer-state element)."""
+        return {"bf16": 2, "fp16": 2, "fp32": 4}.get(self.adapter_dtype, self.compute_bytes)
 
 
 FIELDS = tuple(Scenario.model_fields)
@@ -131,7 +208,9 @@ def scenario_from(data: dict[str, Any] | Scenario) -> Scenario:
 
 def _one_sentence(err: ValidationError) -> str:
     first = err.errors()[0]
-    field = ".".join(str(p) for p in first["loc"]) or "scenario"
+    if not first["loc"]:  # a rule across fields (the framework's refusals): the message is the sentence
+        return first["msg"].removeprefix("Value error, ")
+    field = ".".join(str(p) for p in first["loc"])
     if first["type"] == "extra_forbidden":
         close = did_you_mean(field, FIELDS)
         hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else \

@@ -106,8 +106,8 @@ def memory_report(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> tuple[Estim
 def _fits(s: Scenario, e: Estimate, r: MemoryReport, capacity: float) -> bool:
     if s.engine == "vllm":
         return (r.max_concurrency or 0) >= s.batch_size
-    if s.engine == "llama.cpp":
-        return r.offloaded_layers == 0
+    if s.engine == "llama.cpp":  # it places what fits and runs the rest on the CPU: slow, not out of memory
+        return r.device_peak_gib <= capacity
     return r.device_peak_gib <= capacity
 
 

@@ -142,13 +142,21 @@ def _llama_cpp(s: Scenario, m: ModelSpec, e: Estimate, fmt: Format, tokens: int,
     e.activations = 4 * ub * (m.vocab_size + m.num_heads * tokens * s.batch_size)
     e.peak_phase = "prefill"
     if capacity_gib is not None:
-        budget = capacity_gib * GIB - oh.CUDA_CONTEXT_DEFAULT_GIB * GIB - e.activations
+        # what the device peak will count: context outside, the allocator's slack on top of the tensors
+        budget = (capacity_gib - oh.CUDA_CONTEXT_DEFAULT_GIB - oh.CUBLAS_WORKSPACE_GIB) * GIB / (1 + e.slack) \
+            - e.activations - m.weight_bytes(fmt)["embeddings"]
         non_layer = m.weight_bytes(fmt)["lm_head"] + m.weight_bytes(fmt)["norms"]
         per_layer_w = (e.weights - sum(m.weight_bytes(fmt)[p] for p in ("embeddings", "lm_head", "norms"))) \
             / m.num_layers
         per_layer = per_layer_w + e.kv_cache / m.num_layers
         fit = int(max(budget - non_layer, 0) // per_layer) if per_layer else m.num_layers
         e.extra["gpu_layers"] = min(fit, m.num_layers)
-        e.extra["offloaded_layers"] = m.num_layers - e.extra["gpu_layers"]
+        e.extra["offloaded_layers"] = offloaded = m.num_layers - e.extra["gpu_layers"]
+        if offloaded:  # those layers' weights and KV live in system RAM and run on the CPU (slow, but it runs)
+            e.cpu = offloaded * per_layer
+            e.weights -= offloaded * per_layer_w
+            e.kv_cache -= offloaded * e.kv_cache / m.num_layers
+            e.assumptions.append(f"llama.cpp keeps {offloaded} of {m.num_layers} layers ({e.cpu / GIB:.1f} GiB) in "
+                                 "system RAM and runs them on the CPU: it runs, at the RAM's speed")
     return e
 

@@ -15,9 +15,6 @@ from pathlib import Path
 from markdown_it import MarkdownIt
 from pydantic import BaseModel
 
-MEMORY_ANCHOR = "accuracy-against-published-measurements"
-ORACLE_ANCHOR = "exact-without-a-gpu-gpuplan-simulate-measured-with-one-gpuplan-probe"
-SPEED_ANCHOR = "what-will-it-cost-gpuplan-gpus-gpuplan-cost-gpuplan-buy"
 WORKLOAD = {"infer": "inference", "full": "full-FT", "lora": "LoRA", "qlora": "QLoRA"}
 TRAIN_METRICS = ("train_tokens_per_s", "train_tokens_per_s_per_gpu", "achieved_TFLOPs_per_GPU", "step_time_s")
 DECODE_METRICS = ("decode_tokens_per_s",)
@@ -57,18 +54,25 @@ def slug(heading: str) -> str:
     return text.replace(" ", "-")
 
 
-def _tables(text: str) -> list[list[dict[str, str]]]:
-    """Every Markdown table of ``text`` as a list of rows keyed by the header."""
-    tables, block = [], []
+def _tables(text: str) -> list[tuple[str, list[dict[str, str]]]]:
+    """Every Markdown table of ``text`` as (anchor of the heading above it, rows keyed by the header)."""
+    tables, block, anchor = [], [], ""
     for line in [*text.splitlines(), ""]:
         if line.startswith("|"):
             block.append([cell.strip() for cell in line.strip().strip("|").split("|")])
             continue
         if len(block) > 2:
             header = block[0]
-            tables.append([dict(zip(header, row, strict=False)) for row in block[2:]])
+            tables.append((anchor, [dict(zip(header, row, strict=False)) for row in block[2:]]))
         block = []
+        if line.startswith("#"):
+            anchor = slug(line.lstrip("#"))
     return tables
+
+
+def _anchor_before(text: str, position: int) -> str:
+    headings = [line for line in text[:position].splitlines() if line.startswith("#")]
+    return slug(headings[-1].lstrip("#")) if headings else ""
 
 
 def _number(text: str) -> float | None:
@@ -91,19 +95,22 @@ def _rows(table: list[dict[str, str]], what_key: str, keep) -> list[AccuracyRow]
 @cache
 def _readme_facts() -> dict:
     text = readme_text()
-    facts: dict = {"memory": [], "speed": [], "headline": None, "oracle": None}
-    for table in _tables(text):
+    facts: dict = {"memory": [], "speed": [], "headline": None, "oracle": None, "memory_anchor": "",
+                   "speed_anchor": "", "oracle_anchor": ""}
+    for anchor, table in _tables(text):
         header = set(table[0]) if table else set()
         if {"workload", "median abs %"} <= header:
-            facts["memory"] = _rows(table, "workload", lambda r: True)
+            facts["memory"], facts["memory_anchor"] = _rows(table, "workload", lambda r: True), anchor
         elif {"metric", "median abs %"} <= header:
-            facts["speed"] = _rows(table, "metric", lambda r: True)
+            facts["speed"], facts["speed_anchor"] = _rows(table, "metric", lambda r: True), anchor
     head = re.search(r"Median error on fixed-length data: \*\*([\d.]+) ?%\*\* over ([\d,]+) rows", text)
     if head:
         facts["headline"] = (float(head.group(1)), int(head.group(2).replace(",", "")))
+        facts["memory_anchor"] = facts["memory_anchor"] or _anchor_before(text, head.start())
     oracle = re.search(r"(\d+) cases \(.*?median \|error\| ([\d.]+) ?%, worst ([\d.]+) ?%", text, re.S)
     if oracle:
         facts["oracle"] = (int(oracle.group(1)), float(oracle.group(2)), float(oracle.group(3)))
+        facts["oracle_anchor"] = _anchor_before(text, oracle.start())
     return facts
 
 
@@ -130,23 +137,25 @@ def memory_accuracy(task: str, method: str | None, part: bool = False) -> Accura
         n, median, worst = facts["oracle"]
         return Accuracy(summary=f"against the fake-tensor simulation of the real code: median {median:.1f} %, worst "
                         f"{worst:.1f} % over {n} cases; " + "; ".join(sentences), rows=rows,
-                        link=f"/readme#{ORACLE_ANCHOR}")
+                        link=f"/readme#{facts['oracle_anchor']}")
     return Accuracy(summary="; ".join(sentences) or "see the README's accuracy tables", rows=rows,
-                    link=f"/readme#{MEMORY_ANCHOR}")
+                    link=f"/readme#{facts['memory_anchor']}")
 
 
 def speed_accuracy(task: str) -> Accuracy:
     """Error of throughput estimates against published measurements (training or decoding)."""
     metrics = DECODE_METRICS if task == "infer" else TRAIN_METRICS
-    rows = [r for r in _readme_facts()["speed"] if r.what in metrics]
+    facts = _readme_facts()
+    rows = [r for r in facts["speed"] if r.what in metrics]
     if not rows:
-        return Accuracy(summary="see the README's throughput table", link=f"/readme#{SPEED_ANCHOR}")
-    return Accuracy(summary=_span(rows), rows=rows, link=f"/readme#{SPEED_ANCHOR}")
+        return Accuracy(summary="see the README's throughput table", link=f"/readme#{facts['speed_anchor']}")
+    return Accuracy(summary=_span(rows), rows=rows, link=f"/readme#{facts['speed_anchor']}")
 
 
 def price_accuracy() -> Accuracy:
     return Accuracy(summary="prices are dated quotes, not estimates: their error is their age (shown with the "
-                    "offer); the hours and $ per token inherit the speed's error", link=f"/readme#{SPEED_ANCHOR}")
+                    "offer); the hours and $ per token inherit the speed's error",
+                    link=f"/readme#{_readme_facts()['speed_anchor']}")
 
 
 def readme_html() -> str:

@@ -16,10 +16,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import UnknownNameError
 from ..estimate import estimate
-from ..hardware import gpu_summary, gpus, load_gpu
+from ..hardware import gpus, load_gpu
 from ..model.catalog import bundled, load_model
 from ..model.quant import QUANT_FORMATS
 from ..model.report import model_summary
+from ..plan.gpus import cheapest_rentals, gpu_row
 from ..plan.recommend import Constraints, Recommendation, parse_have, recommend
 from ..result import Result
 from ..scenario import Scenario
@@ -63,7 +64,10 @@ class GpuRow(BaseModel):
     tdp_w: float | None
     msrp_usd: float | None
     usd_per_gb: float | None
-    usd_per_tflop: float | None
+    msrp_usd_per_tflop: float | None
+    rent_usd_per_hour: float | None
+    rent_offer: str | None
+    usd_per_tflop_hour: float | None
 
 
 class RecommendOptions(BaseModel):
@@ -117,7 +121,7 @@ def _provider(name: str, known: list[str]) -> str:
 
 
 def _recommend(req: RecommendRequest, hub: bool) -> Recommendation:
-    from ..market.offers import load_offers
+    from ..market.store import load_offers
 
     s, o = req.scenario, req.constraints
     check_model(s.model, hub)
@@ -171,17 +175,23 @@ async def models_route(search: str | None = Query(default=None, max_length=100),
     return await run_limited(_models, search, family)
 
 
+def _gpus() -> list[dict[str, Any]]:
+    rentals = cheapest_rentals()
+    rows = [gpu_row(g, rentals.get(g.id)) for g in gpus().values()]
+    return sorted(rows, key=lambda r: r["memory_gib"])
+
+
 @router.get("/gpus", response_model=list[GpuRow], summary="The GPU catalog")
 async def gpus_route() -> list[dict[str, Any]]:
-    """The rows of `gpuplan gpus --json`: dense TFLOPS, memory (marketed and usable), bandwidth, NVLink, price."""
-    rows = [gpu_summary(g) for g in gpus().values()]
-    return sorted(rows, key=lambda r: r["memory_gib"])
+    """The rows of `gpuplan gpus --json`: dense TFLOPS, memory (marketed and usable), bandwidth, NVLink, launch
+    price, and the cheapest rental in force per hour and per TFLOP-hour."""
+    return await run_limited(_gpus)
 
 
 @router.get("/form", response_model=Form, summary="The scenario form")
 async def form_route(request: Request) -> Form:
     """One input per scenario field (choices, bounds, defaults, hints), read from the Scenario model."""
-    from ..market.offers import load_offers
+    from ..market.store import load_offers
 
     return Form(fields=field_specs(), quants=list(QUANT_FORMATS), hub=request.app.state.hub,
                 providers=sorted({o.provider for o in load_offers()}))

@@ -57,21 +57,26 @@ def explain(result: Result, s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> E
 
 
 def defaults_in_force(s: Scenario) -> list[str]:
-    """The fields the user left at their defaults, in words ("optimizer adamw (default)")."""
+    """The fields the user left out, in words: "optimizer adamw (default)", "grad checkpointing full (the hf
+    recipe's default)" where the framework chose it."""
     skip = INFER_ONLY if s.task == "train" else TRAIN_ONLY
     out = []
     for name, info in Scenario.model_fields.items():
         if name in s.model_fields_set or name in skip or info.is_required():
             continue
         value = getattr(s, name)
-        hint = f": {info.description}" if info.description else ""
+        label = name.replace("_", " ")
         if name == "strategy":
-            value = f"{s.resolved_strategy} (from the GPU count)"
+            out.append(f"{label} {s.resolved_strategy} (from the GPU count)")
         elif value is None:
-            hint = ""
-            value = {"quant": "the checkpoint's own format", "gpu": "none named (no fit, speed or cost)",
-                     "provider": "any", "train_tokens": "not set (no job hours or total)",
-                     "mtbi_hours": "the provider's interruption rate",
-                     "max_num_batched_tokens": f"{oh.VLLM_MAX_BATCHED_TOKENS} (vLLM's)"}.get(name, "not set")
-        out.append(f"{name.replace('_', ' ')} {value} (default){hint}")
+            said = {"quant": "the checkpoint's own format", "gpu": "none named (no fit, speed or cost)",
+                    "provider": "any", "train_tokens": "not set (no job hours or total)",
+                    "mtbi_hours": "the provider's interruption rate",
+                    "max_num_batched_tokens": f"{oh.VLLM_MAX_BATCHED_TOKENS} (vLLM's)",
+                    "dataset_gb": "4 bytes per train token"}.get(name, "not set")
+            out.append(f"{label}: {said}")
+        elif info.default is None and s.task == "train":
+            out.append(f"{label} {value} (the {s.framework} recipe's default)")
+        else:
+            out.append(f"{label} {value} (default)")
     return out

@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from ..result import Result
 from ..scenario import Scenario
-from .forms import non_defaults
+from .forms import given
 
 
 class Export(BaseModel):
@@ -23,7 +23,8 @@ class Export(BaseModel):
 
 
 def _fields(s: Scenario) -> dict[str, Any]:
-    return non_defaults(s.model_dump())
+    """The fields the user gave, in the model's order: the framework fills the others in the same way again."""
+    return given(s)
 
 
 def scenario_yaml(s: Scenario) -> str:

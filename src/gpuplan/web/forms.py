@@ -22,15 +22,19 @@ PRIMARY = ("model", "task", "method", "framework", "precision", "quant", "seq_le
            "grad_checkpointing", "batch_size", "prompt_tokens", "output_tokens", "engine", "gpu", "num_gpus")
 GROUPS = {
     "training": ("optimizer", "optimizer_impl", "lora_rank", "lora_targets", "lora_dropout", "qlora_fp32_upcast",
-                 "grad_accum_steps", "attention", "train_tokens"),
+                 "adapter_dtype", "grad_accum_steps", "attention", "train_tokens", "dataset_gb"),
+    "techniques": ("loss", "loss_chunks", "activation_offload", "compile", "optimizer_in_backward",
+                   "checkpoint_every"),
     "inference": ("kv_cache_dtype", "gpu_memory_utilization", "max_num_batched_tokens"),
     "parallelism": ("num_nodes", "strategy", "tp", "pp", "offload"),
-    "pricing": ("provider", "pricing", "mtbi_hours", "disk_gbs"),
+    "pricing": ("provider", "pricing", "mtbi_hours", "disk_gbs", "max_price_age_days", "include_low_confidence"),
 }
 # Fields that only mean something for one task (the others are dropped from the normalized result too).
 TRAIN_ONLY = frozenset({"method", "optimizer", "optimizer_impl", "lora_rank", "lora_targets", "lora_dropout",
                         "qlora_fp32_upcast", "micro_batch_size", "seq_len", "grad_accum_steps", "grad_checkpointing",
-                        "train_tokens", "num_nodes", "strategy", "pp", "offload"})
+                        "train_tokens", "num_nodes", "strategy", "pp", "offload", "framework", "loss", "loss_chunks",
+                        "activation_offload", "compile", "optimizer_in_backward", "adapter_dtype",
+                        "checkpoint_every", "dataset_gb"})
 INFER_ONLY = frozenset({"batch_size", "prompt_tokens", "output_tokens", "kv_cache_dtype", "engine",
                         "gpu_memory_utilization", "max_num_batched_tokens"})
 # Free-text fields whose values the page offers from a catalog.
@@ -87,6 +91,8 @@ def field_specs() -> list[FieldSpec]:
             kind = "list"
         elif choices and not other:
             kind = "choice"
+        elif other == {bool} and optional:  # unset, true or false: the framework decides when unset
+            kind, choices = "choice", ["true", "false"]
         elif bool in other:
             kind = "bool"
         elif int in other:
@@ -114,12 +120,9 @@ def field_specs() -> list[FieldSpec]:
     return sorted(specs, key=lambda f: (f.group != "main", order.get(f.name, len(order))))
 
 
-def non_defaults(data: dict[str, Any]) -> dict[str, Any]:
-    """The fields of a scenario that differ from their defaults, in the model's order (model and task always)."""
-    out = {}
-    for name, info in Scenario.model_fields.items():
-        if name not in data:
-            continue
-        if info.is_required() or data[name] != info.default:
-            out[name] = data[name]
-    return out
+def given(s: Scenario) -> dict[str, Any]:
+    """The fields of a scenario given explicitly (model and task always), in the model's order; the fields left out
+    take the framework's defaults again when the scenario is read back."""
+    data = s.model_dump()
+    return {name: data[name] for name, info in Scenario.model_fields.items()
+            if name in s.model_fields_set or info.is_required()}

@@ -5,7 +5,7 @@
 const {stackedBar, scatter, curve, fmtGiB} = window.gpuplanCharts;
 const COLORS = {weights: "#4c78a8", gradients: "#f58518", optimizer: "#e45756", activations: "#72b7b2",
   kv: "#54a24b", other: "#b279a2"};
-const GROUP_TITLES = {training: "Training options", inference: "Inference options",
+const GROUP_TITLES = {training: "Training options", techniques: "Training techniques", inference: "Inference options",
   parallelism: "Parallelism and offload", pricing: "Pricing", more: "More"};
 const DEFAULT_SCENARIO = {model: "llama-3.1-8b", task: "train", method: "qlora", gpu: "rtx-4090"};
 const state = {fields: [], seq: 0, timer: null, result: null, explanation: null, scenario: null};
@@ -116,6 +116,16 @@ function readForm() {
   return out;
 }
 
+// "(auto)" choices say what the framework or the GPU count resolved them to
+function showResolved(normalized) {
+  for (const f of state.fields) {
+    const el = document.getElementById("f-" + f.name);
+    if (f.kind !== "choice" || !f.optional || !el.options.length) continue;
+    const v = normalized[f.name];
+    el.options[0].textContent = v === undefined || v === null ? "(auto)" : `(auto: ${v})`;
+  }
+}
+
 function showTaskFields(task) {
   document.querySelectorAll("[data-task]").forEach((el) => {
     el.hidden = el.dataset.task !== "both" && el.dataset.task !== task;
@@ -149,6 +159,7 @@ async function update() {
     if (seq !== state.seq) return;
     Object.assign(state, {result, explanation, scenario});
     clearError();
+    showResolved(result.scenario);
     renderVerdict(result);
     renderMemory(result);
     renderFixes(result);
@@ -337,8 +348,9 @@ function renderSpeedCost(r) {
     return;
   }
   const train = r.scenario.task === "train";
+  const range = sp.tokens_per_s_high ? ` (${num(sp.tokens_per_s_low, 0)} to ${num(sp.tokens_per_s_high, 0)})` : "";
   rows.push(numberRow("speed.tokens_per_s", train ? "training tokens/s" : "output tokens/s (all sequences)",
-    num(sp.tokens_per_s, 0), sp.tokens_per_s));
+    num(sp.tokens_per_s, 0) + range, sp.tokens_per_s));
   rows.push(numberRow("speed.step_time_s", train ? "optimizer step" : "decode step",
     train ? num(sp.step_time_s, 2) + " s" : num(sp.step_time_s * 1000, 1) + " ms", sp.step_time_s));
   if (train) {
@@ -347,7 +359,8 @@ function renderSpeedCost(r) {
   } else {
     rows.push(numberRow("speed.ttft_s", "time to first token", num(sp.ttft_s, 2) + " s", sp.ttft_s));
   }
-  rows.push(h("p", {class: "hint"}, `${sp.bound}-bound` + (sp.mfu_assumed ? `; MFU ${num(sp.mfu_assumed, 2)} assumed` : "")));
+  if (sp.mfu) rows.push(numberRow("speed.mfu", "implied MFU", num(sp.mfu, 3), sp.mfu));
+  rows.push(h("p", {class: "hint"}, `${sp.bound}-bound; the range is the calibration spread of this kind of estimate`));
   if (c) {
     rows.push(h("p", {class: "offer"}, `best offer: ${c.offer} (${c.gpu_id}), price from ${c.price_origin}, ` +
       `${c.price_age_days} days old`, c.stale ? h("span", {class: "stale"}, " (stale)") : null));
@@ -358,7 +371,9 @@ function renderSpeedCost(r) {
     }
     if (train && r.scenario.train_tokens) {
       rows.push(numberRow("cost.hours", "hours", num(c.hours, 1) + " h", c.hours));
-      rows.push(numberRow("cost.usd_total", "total", usd(c.usd_total), c.usd_total));
+      rows.push(numberRow("cost.usd_total", "GPU time", usd(c.usd_total), c.usd_total));
+      if (c.bill_usd) rows.push(numberRow("cost.bill_usd", "the whole bill (storage, egress, billing rounding)",
+        usd(c.bill_usd), c.bill_usd));
     } else if (train) {
       rows.push(h("p", {class: "hint"}, "Set train tokens (training options) for the job's hours and total."));
     }
