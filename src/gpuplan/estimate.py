@@ -13,7 +13,7 @@ from .memory import check, memory_report
 from .model.catalog import load_model
 from .model.spec import ModelSpec
 from .result import ModelFacts, Result
-from .scenario import Scenario, scenario_from
+from .scenario import INFER_ONLY, TRAIN_ONLY, Scenario, scenario_from
 
 
 def _model_facts(m: ModelSpec, trainable: int) -> ModelFacts:
@@ -88,17 +88,8 @@ def _speed_and_cost(result: Result, s: Scenario, m: ModelSpec, gpu: GpuSpec, tra
 def _normalized(s: Scenario) -> dict[str, Any]:
     data = s.model_dump()
     data["strategy"] = s.sharding_engine if s.sharding_engine.startswith("fsdp") else s.resolved_strategy
-    if s.task == "infer":
-        for key in ("method", "optimizer", "optimizer_impl", "lora_rank", "lora_targets", "lora_dropout",
-                    "micro_batch_size", "seq_len", "grad_accum_steps", "grad_checkpointing", "train_tokens",
-                    "qlora_fp32_upcast", "loss", "loss_chunks", "activation_offload", "compile",
-                    "optimizer_in_backward", "adapter_dtype", "checkpoint_every"):
-            data.pop(key, None)
-    else:
-        for key in ("batch_size", "prompt_tokens", "output_tokens", "kv_cache_dtype", "engine",
-                    "gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs", "max_model_len",
-                    "engine_version", "entry_point", "enforce_eager", "ubatch_tokens", "flash_attention"):
-            data.pop(key, None)
+    for key in TRAIN_ONLY if s.task == "infer" else INFER_ONLY:
+        data.pop(key, None)
     return data
 
 

@@ -214,6 +214,14 @@ class Scenario(BaseModel):
 
 
 FIELDS = tuple(Scenario.model_fields)
+# Fields that mean something for one task only: the normalized result drops the other task's.
+TRAIN_ONLY = frozenset({"method", "optimizer", "optimizer_impl", "lora_rank", "lora_targets", "lora_dropout",
+                        "micro_batch_size", "seq_len", "grad_accum_steps", "grad_checkpointing", "train_tokens",
+                        "qlora_fp32_upcast", "loss", "loss_chunks", "activation_offload", "compile",
+                        "optimizer_in_backward", "adapter_dtype", "checkpoint_every"})
+INFER_ONLY = frozenset({"batch_size", "prompt_tokens", "output_tokens", "kv_cache_dtype", "engine",
+                        "gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs", "max_model_len",
+                        "engine_version", "entry_point", "enforce_eager", "ubatch_tokens", "flash_attention"})
 
 
 def scenario_from(data: dict[str, Any] | Scenario) -> Scenario:
