@@ -13,7 +13,7 @@ from .memory import check, memory_report
 from .model.catalog import load_model
 from .model.spec import ModelSpec
 from .result import ModelFacts, Result
-from .scenario import Scenario, scenario_from
+from .scenario import INFER_ONLY, TRAIN_ONLY, Scenario, scenario_from
 
 
 def _model_facts(m: ModelSpec, trainable: int) -> ModelFacts:
@@ -37,7 +37,8 @@ def estimate(scenario: Scenario | dict[str, Any], *, advise: bool = True) -> Res
     stack_defaults = defaults_in_force(s)
     result = Result(scenario=_normalized(s), model=_model_facts(m, int(e.extra.get("params_trainable", 0))),
                     gpu=_gpu_facts(gpu), memory=report,
-                    assumptions=([stack_defaults] if stack_defaults else []) + e.assumptions, warnings=warnings)
+                    assumptions=([stack_defaults] if stack_defaults else []) + e.assumptions,
+                    warnings=warnings + e.warnings)
     if gpu and advise:
         from .plan.advice import largest_fitting, suggestions
 
@@ -87,16 +88,8 @@ def _speed_and_cost(result: Result, s: Scenario, m: ModelSpec, gpu: GpuSpec, tra
 def _normalized(s: Scenario) -> dict[str, Any]:
     data = s.model_dump()
     data["strategy"] = s.sharding_engine if s.sharding_engine.startswith("fsdp") else s.resolved_strategy
-    if s.task == "infer":
-        for key in ("method", "optimizer", "optimizer_impl", "lora_rank", "lora_targets", "lora_dropout",
-                    "micro_batch_size", "seq_len", "grad_accum_steps", "grad_checkpointing", "train_tokens",
-                    "qlora_fp32_upcast", "loss", "loss_chunks", "activation_offload", "compile",
-                    "optimizer_in_backward", "adapter_dtype", "checkpoint_every"):
-            data.pop(key, None)
-    else:
-        for key in ("batch_size", "prompt_tokens", "output_tokens", "kv_cache_dtype", "engine",
-                    "gpu_memory_utilization", "max_num_batched_tokens"):
-            data.pop(key, None)
+    for key in TRAIN_ONLY if s.task == "infer" else INFER_ONLY:
+        data.pop(key, None)
     return data
 
 

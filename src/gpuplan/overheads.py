@@ -52,11 +52,36 @@ BNB_MIN_8BIT_SIZE = 4096
 # llama.cpp: compute buffer for the micro-batch (n_ubatch = 512 by default, llama.cpp common/arg.cpp).
 LLAMA_CPP_UBATCH = 512
 
-# vLLM: default block size of the paged KV cache (tokens), max_num_batched_tokens when unset
-# (vLLM V1 engine defaults: 16 and 8192) and max_num_seqs (256).
+# vLLM: default block size of the paged KV cache in tokens (vllm/config/cache.py CacheConfig.DEFAULT_BLOCK_SIZE).
+# The rules that change by release are in memory/runtimes/vllm.py; these are their measured constants.
 VLLM_BLOCK_TOKENS = 16
-VLLM_MAX_BATCHED_TOKENS = 8192
-VLLM_MAX_NUM_SEQS = 256
+# cudaMemGetInfo's total sits below the usable memory nvidia-smi shows: H100 80GB 79.19 GiB in vLLM's logs
+# (llm-d-planner accuracy runs, vLLM 0.19; vLLM PR #10511: 79.22 GiB) against 79.6 GiB usable.
+CUDA_TOTAL_BELOW_USABLE_GIB = 0.41
+# Non-torch memory the profiling run counts, in GiB. V0 (vLLM PR #10511 H100 logs, Dec 2024): 1.79 on one GPU,
+# 3.58 at TP 2. V1 up to 0.17: 0.13, 0.55 with TP (formulas.md section 8; llm-d-planner Qwen3-14B 0.15-0.17).
+# From 0.18 (llm-d-planner vLLM 0.18/0.19 H100 runs): 0.25 on one GPU; 2.07 at TP 2 and 2.13-2.17 at TP 4 (NCCL
+# and custom all-reduce buffers allocated during profiling): 2.0 + 0.035 per rank; 0.07 per pipeline stage.
+VLLM_V0_NON_TORCH_GIB = 1.79
+VLLM_V1_EARLY_NON_TORCH_GIB = 0.13
+VLLM_V1_EARLY_NON_TORCH_TP_GIB = 0.55
+VLLM_NON_TORCH_GIB = 0.25
+VLLM_NON_TORCH_TP_GIB = 2.0
+VLLM_NON_TORCH_PER_TP_RANK_GIB = 0.035
+VLLM_NON_TORCH_PP_GIB = 0.07
+# The profiling run's transient peak (llm-d-planner vLLM 0.15-0.19 H100 runs at 8,192 tokens / 1,024 sequences):
+# forward temporaries per batched token (bytes x hidden, bytes x MLP width per TP rank): CodeLlama-7B 0.77 GiB,
+# Llama-3.1-8B's first pipeline stage 1.10 GiB (no sampler there). The sampler from 0.17: 15.2 bytes per
+# sequence x vocab entry (fp32 logits + fp32 sorted values + int64 indices of top-k/top-p): Llama-3.1-8B 1.89,
+# Qwen2.5-7B 2.21, Gemma-2 3.62-3.66, gpt-oss 2.87 GiB. Up to 0.16: 4.86 bytes per batched token x vocab entry
+# (Llama-3.1-8B 4.76 GiB, Qwen3-14B 5.64 GiB: the ratio of their vocabularies).
+VLLM_FWD_HIDDEN_BYTES = 12
+VLLM_FWD_MLP_BYTES = 6
+VLLM_SAMPLER_BYTES = 15.2
+VLLM_LOGITS_ALL_BYTES = 4.86
+# CUDA-graph estimate: each captured graph after the first adds ~8 MiB for a 32-layer model (vLLM's estimate of
+# 0.84 GiB for ~100 graphs of an 8B model, llm-d-planner vLLM 0.19 logs), i.e. 0.25 MiB per layer.
+VLLM_CUDAGRAPH_PER_GRAPH_LAYER_MIB = 0.25
 
 
 # ---- speed: the work each step does, at what each kind of work achieves ---------------------------------
@@ -231,6 +256,11 @@ EGRESS_USD_PER_GB = 0.09  # internet egress, first tier (AWS $0.09, GCP $0.12; m
 BILLING_INCREMENT_S = 60.0  # per-minute billing where a provider's increment is not recorded
 BILLING_MINIMUM_S = 60.0
 DATASET_BYTES_PER_TOKEN = 4.0  # UTF-8 text per BPE token (~4 characters per token, OpenAI tokenizer guidance)
+
+# ---- serving ------------------------------------------------------------------------------------------
+# Relative band on a setup's highest SLO-meeting rate: the throughput-at-saturation error of the serving
+# accuracy table (bench/serving/serving_accuracy.py; README "Serving" section). Updated with that table.
+SERVING_RATE_BAND = 0.15
 
 # ---- launch: the disk a cloud job asks for (gpuplan launch) -------------------------------------------
 CHECKPOINTS_KEPT = 2  # Trainer save_total_limit: the newest checkpoint may be torn by an interruption

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from .. import overheads as oh
 from ..hardware import GpuSpec, Network
 from ..memory import attention_kernel, inference_memory, kv_bytes_per_sequence, weight_format
+from ..memory.runtimes import vllm
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from .breakdown import Speed
@@ -113,7 +114,7 @@ class StepTimer:
         total = prompt_tokens * requests
         if self.s.engine != "vllm":
             return self.prefill_s(total, seqs=requests)
-        chunk = self.s.max_num_batched_tokens or oh.VLLM_MAX_BATCHED_TOKENS
+        chunk = vllm.scheduler_limits(self.s, self.m, self.gpu).max_num_batched_tokens
         full, rest = divmod(total, chunk)
         seqs_per_chunk = max(chunk / max(prompt_tokens, 1), 1)
         t = full * self.prefill_s(chunk, seqs=max(int(seqs_per_chunk), 1)) if full else 0.0
