@@ -242,14 +242,22 @@ def _number(text: str) -> int | str:
     return int(text) if text.isdigit() else text
 
 
-def captured_vllm() -> tuple[argparse.ArgumentParser, dict]:
-    """vLLM 0.32's `vllm serve` options, rebuilt from the capture of its own parser (tests/data/vllm)."""
-    data = json.loads((DATA / "vllm" / "serve-args-0.32.0.json").read_text())
+VLLM_RELEASES = ("0.32.0", "0.33.0")
+# 0.33's parser no longer lists the cache dtypes as choices; 0.32's did (vllm/config/cache.py CacheDType)
+VLLM_032_KV_CHOICES = next(a["choices"] for a in json.loads((DATA / "vllm" / "serve-args-0.32.0.json").read_text())
+                           ["actions"] if a["dest"] == "kv_cache_dtype")
+
+
+def captured_vllm(release: str = "0.33.0") -> tuple[argparse.ArgumentParser, dict]:
+    """vLLM's `vllm serve` options, rebuilt from the capture of its own parser (tests/data/vllm)."""
+    data = json.loads((DATA / "vllm" / f"serve-args-{release}.json").read_text())
+    assert data["vllm_version"] == release
     parser = argparse.ArgumentParser(add_help=False)
     types = {"int": int, "float": float, "human_readable_int": _number, "human_readable_int_or_auto": _number}
     for a in data["actions"]:
         kwargs = {"dest": a["dest"]}
-        if a["action"] in ("_StoreTrueAction", "_StoreFalseAction", "BooleanOptionalAction"):
+        if a["nargs"] == 0 or a["action"] in ("_StoreTrueAction", "_StoreFalseAction", "BooleanOptionalAction"):
+            # flags (0.33's EnableDisableAction pairs included): the tests use only their positive form
             kwargs["action"] = "store_true" if a["action"] != "_StoreFalseAction" else "store_false"
         else:
             kwargs.update(type=types.get(a["type"], str), choices=a["choices"], nargs=a["nargs"])
@@ -260,34 +268,46 @@ def captured_vllm() -> tuple[argparse.ArgumentParser, dict]:
     return parser, data
 
 
-def test_vllm_command_against_captured_parser():
+@pytest.mark.parametrize("release", VLLM_RELEASES)
+def test_vllm_command_against_captured_parser(release):
     """vLLM pulls a CUDA torch, so it is not a test dependency: its options, choices and types come from
-    tests/data/vllm/serve-args-0.32.0.json, captured from vLLM's parser by tests/data/vllm/capture.py
-    (test_launch_readers.py runs the real parser where vLLM imports)."""
+    tests/data/vllm/serve-args-<release>.json, captured from vLLM's parser by tests/data/vllm/capture.py
+    (test_launch_readers.py runs the real parser where vLLM imports). 0.33.0 is the release whose memory rules
+    the estimate follows by default."""
     plan = launch_plan(SERVE)
     argv = command_of({f.name: f.text for f in launch_files(plan, ["vllm"])}["vllm-serve.sh"])
     assert argv[:2] == ["vllm", "serve"]
-    parser, data = captured_vllm()
+    parser, data = captured_vllm(release)
     args = parser.parse_args(argv[2:])
-    mem = plan.result.memory
+    engine = plan.result.memory.engine  # the scheduler limits the memory estimate assumed
     assert args.model_tag == "meta-llama/Llama-3.1-8B"
     assert args.tensor_parallel_size == 1 and args.gpu_memory_utilization == 0.9
-    assert args.max_model_len == min(mem.max_context_tokens, 131_072)
-    assert args.max_num_seqs == 16 and args.kv_cache_dtype == "fp8" and args.dtype == "bfloat16"
+    assert args.max_model_len == engine["max_model_len"] == 131_072  # the model's context fits the pool
+    assert (args.max_num_seqs, args.max_num_batched_tokens) == (engine["max_num_seqs"],
+                                                                engine["max_num_batched_tokens"])
+    assert args.kv_cache_dtype == "fp8" and args.dtype == "bfloat16"
     assert args.quantization == "fp8" and args.quantization in data["quantization_methods"]
     assert set(vllm_target.QUANTIZATION.values()) <= set(data["quantization_methods"])
+    eager = vllm_target.command(launch_plan({**SERVE, "enforce_eager": True}), LaunchOptions())
+    assert parser.parse_args(eager[2:]).enforce_eager is True
     kv_choices = next(a["choices"] for a in data["actions"] if a["dest"] == "kv_cache_dtype")
-    assert set(vllm_target.KV_CACHE_DTYPE.values()) <= set(kv_choices)
+    assert set(vllm_target.KV_CACHE_DTYPE.values()) <= set(kv_choices or VLLM_032_KV_CHOICES)
 
 
 def test_vllm_max_model_len_fits_the_pool():
-    """A 70B at tp 4 on H100s: the pool holds fewer tokens than the 131,072 context, so max-model-len is the pool."""
-    s = {**SERVE, "model": "llama-3.1-70b", "gpu": "h100-sxm5", "num_gpus": 4, "tp": 4, "quant": None,
-         "kv_cache_dtype": "auto", "batch_size": 8}
+    """Llama-3.1-8B in bf16 on a 4090: vLLM would refuse the 131,072-token context (the estimate warns so), so the
+    plan takes the longest request the pool holds, and its estimate no longer warns."""
+    s = {**SERVE, "gpu": "rtx-4090", "quant": None, "kv_cache_dtype": "auto", "batch_size": 4,
+         "prompt_tokens": 1024, "output_tokens": 256}
+    before = gpuplan.estimate(s)
+    fit = before.memory.engine["max_model_len_that_fits"]
+    assert 1280 <= fit < 131_072 and any("refuse to start" in w for w in before.warnings)
     plan = launch_plan(s)
-    assert vllm_target.max_model_len(plan) == min(plan.result.memory.max_context_tokens, 131_072)
+    assert plan.scenario.max_model_len == fit == vllm_target.max_model_len(plan)
+    assert not any("refuse to start" in w for w in plan.result.warnings)
     args, _ = captured_vllm()[0].parse_known_args(vllm_target.command(plan, LaunchOptions())[2:])
-    assert args.tensor_parallel_size == 4 and args.quantization is None
+    assert args.max_model_len == fit and args.quantization is None
+    assert f"--max-model-len {fit:,}: the longest request" in launch_files(plan, ["vllm"])[0].text
 
 
 # ---- errors ----------------------------------------------------------------------------------------------
@@ -299,6 +319,7 @@ def test_vllm_max_model_len_fits_the_pool():
     (SERVE, "trainer", "for training"),
     ({**SERVE, "engine": "transformers", "quant": None, "kv_cache_dtype": "auto"}, "vllm", "engine transformers"),
     ({**SERVE, "quant": "nf4"}, "vllm", "cannot load nf4"),
+    ({**SERVE, "entry_point": "offline"}, "vllm", "offline entry point"),
     ({**ZERO3, "tp": 2}, "torchrun", "tensor/pipeline parallel"),
     ({**SMALL, "framework": "axolotl"}, "accelerate", "framework axolotl"),
     (ZERO3, "torchrum", "did you mean torchrun"),

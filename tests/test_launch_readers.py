@@ -309,20 +309,22 @@ def test_vllm_serve_through_vllm(tmp_path):
     write(launch_files(plan, ["vllm"]), tmp_path)
     argv = argv_of(tmp_path / "vllm-serve.sh")
     code = ("import json, sys\n"
-            "from vllm.entrypoints.launchers.cli_args import make_arg_parser\n"
+            "try:\n    from vllm.entrypoints.common.cli_args import make_arg_parser\n"
+            "except ImportError:\n    from vllm.entrypoints.launchers.cli_args import make_arg_parser\n"
             "from vllm.utils.argparse_utils import FlexibleArgumentParser\n"
             "a = make_arg_parser(FlexibleArgumentParser()).parse_args(sys.argv[1:])\n"
             "print(json.dumps({k: getattr(a, k) for k in ('model_tag', 'tensor_parallel_size', 'max_model_len', "
-            "'gpu_memory_utilization', 'kv_cache_dtype', 'quantization', 'max_num_seqs', 'dtype', 'port')}))\n")
+            "'gpu_memory_utilization', 'kv_cache_dtype', 'quantization', 'max_num_seqs', 'max_num_batched_tokens', "
+            "'dtype', 'port')}))\n")
     proc = subprocess.run([sys.executable, "-c", code, *argv[2:]], capture_output=True, text=True,
                           env={**os.environ, "VLLM_TARGET_DEVICE": "cpu"}, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     got = json.loads(proc.stdout.strip().splitlines()[-1])
-    mem = plan.result.memory
+    engine = plan.result.memory.engine
     assert got == {"model_tag": "meta-llama/Llama-3.1-8B", "tensor_parallel_size": 1,
-                   "max_model_len": min(mem.max_context_tokens, 131_072), "gpu_memory_utilization": 0.9,
-                   "kv_cache_dtype": "fp8", "quantization": "fp8", "max_num_seqs": 16, "dtype": "bfloat16",
-                   "port": 8000}
+                   "max_model_len": engine["max_model_len"], "gpu_memory_utilization": 0.9,
+                   "kv_cache_dtype": "fp8", "quantization": "fp8", "max_num_seqs": engine["max_num_seqs"],
+                   "max_num_batched_tokens": engine["max_num_batched_tokens"], "dtype": "bfloat16", "port": 8000}
 
 
 # ---- torchtune ----------------------------------------------------------------------------------------------

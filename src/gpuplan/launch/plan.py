@@ -206,6 +206,12 @@ def launch_plan(scenario: Scenario | dict, *, command: str = "gpuplan.launch.lau
         raise GpuplanError("launch needs a GPU: set --gpu (and --num-gpus), or pick a setup with "
                            "`gpuplan recommend ... --launch N`")
     result = estimate(s, advise=False)
+    fit = (result.memory.engine or {}).get("max_model_len_that_fits")
+    if s.engine == "vllm" and s.max_model_len is None and fit is not None and \
+            s.prompt_tokens + s.output_tokens <= fit < result.memory.engine["max_model_len"]:
+        # vLLM refuses to start when one request of max_model_len does not fit its pool: plan the longest that does
+        s = s.model_copy(update={"max_model_len": fit})
+        result = estimate(s, advise=False)
     if result.memory.fits is False:
         raise GpuplanError(f"the plan does not fit: {result.memory.device_peak_gib:.1f} GiB per GPU on "
                            f"{result.gpu['name']} ({result.memory.capacity_gib:.1f} usable); run `gpuplan estimate` "

@@ -104,8 +104,8 @@ def pip_packages(plan: LaunchPlan) -> list[str]:
     """What ``pip install`` needs for the plan; lower bounds are the versions gpuplan's rules follow and its
     launch tests read the files with."""
     s = plan.scenario
-    if not plan.train:
-        return ["vllm>=0.32"]
+    if not plan.train:  # the release whose memory rules the estimate followed
+        return [f"vllm=={plan.result.memory.engine['version']}"]
     if s.framework == "torchtune":  # torchtune 0.6.1 imports torchao APIs that torchao 0.16 removed
         return ["torch>=2.6", "torchtune>=0.6", "torchao>=0.13,<0.16"] + \
             (["bitsandbytes>=0.45"] if "8bit" in s.optimizer else [])

@@ -1,13 +1,16 @@
 """``vllm-serve.sh``: the ``vllm serve`` command of a serving plan (engine vllm).
 
-The memory-relevant flags carry the estimate: ``--gpu-memory-utilization`` (the share vLLM preallocates),
-``--tensor-parallel-size`` / ``--pipeline-parallel-size``, ``--dtype``, ``--kv-cache-dtype``, ``--quantization`` when
-the plan quantizes a checkpoint that is not already quantized, ``--max-num-seqs`` (the planned concurrency) and
-``--max-model-len``: the longest sequence the predicted KV pool holds (``max_context_tokens`` of the estimate),
-capped by the model's ``max_position_embeddings``; vLLM refuses to start when one sequence of ``max_model_len``
-does not fit its pool. Option names and choices are those of vLLM 0.32's parser
-(``vllm/entrypoints/launchers/cli_args.py`` ``make_arg_parser``, ``vllm/config/cache.py`` ``CacheDType``,
-``vllm/model_executor/layers/quantization/__init__.py`` ``QuantizationMethods``).
+The flags are the settings the memory estimate assumed (``gpuplan.memory.runtimes.vllm``, the release it names),
+written out rather than left to vLLM's defaults, so the server starts with the pool gpuplan predicted:
+``--gpu-memory-utilization``, ``--tensor-parallel-size`` / ``--pipeline-parallel-size``, ``--dtype``,
+``--kv-cache-dtype``, ``--quantization`` when the plan quantizes a checkpoint that is not already quantized,
+``--max-num-seqs`` and ``--max-num-batched-tokens`` (the scheduler limits of the profiling run), ``--enforce-eager``,
+and ``--max-model-len``: the scenario's, else the model's context when one request of it fits the predicted KV
+pool, else the longest that fits (:func:`gpuplan.launch.plan.launch_plan` re-plans with it; vLLM refuses to start
+otherwise). Option names and choices are those of vLLM 0.32's and 0.33's parsers
+(``make_arg_parser`` in ``vllm/entrypoints/launchers/cli_args.py``, in 0.33 ``entrypoints/common/cli_args.py``;
+``vllm/config/cache.py`` ``CacheDType``; ``vllm/model_executor/layers/quantization`` ``QuantizationMethods``;
+captured in tests/data/vllm).
 """
 
 from __future__ import annotations
@@ -32,13 +35,16 @@ def applies(plan: LaunchPlan) -> str | None:
     if s.engine != "vllm":
         return (f"the plan is for engine {s.engine}, whose memory differs from vLLM's preallocated pool: plan "
                 "again with --engine vllm")
+    if s.entry_point != "serve":
+        return (f"the plan is for vLLM's {s.entry_point} entry point, whose defaults differ from `vllm serve`: plan "
+                "with entry_point serve")
     if s.precision == "fp8-mixed":
         return "vLLM serves fp8 as weight quantization: set quant fp8 and precision bf16-true"
     if _quant(plan) is not None and _quant(plan) not in QUANTIZATION:
-        return (f"vLLM 0.32 cannot load {s.quant} weights (no bitsandbytes or GGUF loading in its quantization "
+        return (f"vLLM (0.32, 0.33) cannot load {s.quant} weights (no bitsandbytes or GGUF loading in its quantization "
                 "methods): choose awq-int4, gptq-int4, fp8 or int8")
-    if plan.result.memory.max_context_tokens is None:
-        return "the estimate has no KV pool for this plan (a GPU is needed)"
+    if not plan.result.memory.engine:
+        return "the estimate has no vLLM startup for this plan (a GPU is needed)"
     return None
 
 
@@ -55,13 +61,13 @@ def _quant(plan: LaunchPlan) -> str | None:
 
 
 def max_model_len(plan: LaunchPlan) -> int:
-    """The predicted KV pool in tokens, capped by the model's context length."""
-    pool = plan.result.memory.max_context_tokens or 0
-    s = plan.scenario
-    if pool < s.prompt_tokens + s.output_tokens:
-        raise GpuplanError(f"the predicted KV pool holds {pool:,} tokens, less than one request of "
-                           f"{s.prompt_tokens + s.output_tokens:,}: lower the context or add GPUs")
-    return min(pool, plan.model.max_context) if plan.model.max_context else pool
+    """The ``max_model_len`` of the estimate, which one request of fits the predicted KV pool."""
+    engine, s = plan.result.memory.engine, plan.scenario
+    if engine["max_model_len_that_fits"] < s.prompt_tokens + s.output_tokens:
+        raise GpuplanError(f"the predicted KV pool holds one request of up to {engine['max_model_len_that_fits']:,} "
+                           f"tokens, less than the {s.prompt_tokens + s.output_tokens:,} planned: lower the context, "
+                           "quantize or add GPUs")
+    return engine["max_model_len"]
 
 
 def command(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
@@ -69,13 +75,15 @@ def command(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
     argv = ["vllm", "serve", plan.model.name, "--tensor-parallel-size", str(s.tp)]
     if s.pp > 1:
         argv += ["--pipeline-parallel-size", str(s.pp)]
+    engine = plan.result.memory.engine
     argv += ["--dtype", DTYPE[s.precision.split("-")[0]], "--gpu-memory-utilization", f"{s.gpu_memory_utilization:g}",
-             "--max-model-len", str(max_model_len(plan)), "--max-num-seqs", str(s.batch_size),
+             "--max-model-len", str(max_model_len(plan)), "--max-num-seqs", str(engine["max_num_seqs"]),
+             "--max-num-batched-tokens", str(engine["max_num_batched_tokens"]),
              "--kv-cache-dtype", KV_CACHE_DTYPE[s.kv_cache_dtype]]
     if _quant(plan) is not None:
         argv += ["--quantization", QUANTIZATION[_quant(plan)]]
-    if s.max_num_batched_tokens:
-        argv += ["--max-num-batched-tokens", str(s.max_num_batched_tokens)]
+    if s.enforce_eager:
+        argv.append("--enforce-eager")
     return [*argv, "--port", str(opts.port)]
 
 
@@ -83,8 +91,11 @@ def notes(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
     s, mem = plan.scenario, plan.result.memory
     out = [f"run: bash {SCRIPT}; the OpenAI-compatible server listens on port {opts.port}",
            f"KV pool {mem.kv_cache_pool_gib:.1f} GiB per GPU: {mem.max_context_tokens:,} tokens, up to "
-           f"{mem.max_concurrency} concurrent requests of {s.prompt_tokens + s.output_tokens:,} tokens "
-           f"(--max-num-seqs is the planned {s.batch_size})"]
+           f"{mem.max_concurrency} concurrent requests of {s.prompt_tokens + s.output_tokens:,} tokens (the plan: "
+           f"{s.batch_size}); memory rules of vLLM {mem.engine['version']}"]
+    if plan.model.max_context and max_model_len(plan) < plan.model.max_context:
+        out.append(f"--max-model-len {max_model_len(plan):,}: the longest request the predicted KV pool holds (vLLM "
+                   f"would refuse to start at the model's {plan.model.max_context:,})")
     if _quant(plan) in ("awq-int4", "gptq-int4", "gptq-int8"):
         out.append(f"--quantization {QUANTIZATION[s.quant]} needs a checkpoint quantized that way: replace "
                    f"{plan.model.name} with its {s.quant} version")

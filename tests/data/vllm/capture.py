@@ -11,7 +11,10 @@ import json
 import sys
 from importlib.metadata import version
 
-from vllm.entrypoints.launchers.cli_args import make_arg_parser
+try:  # vLLM 0.33 moved the parser
+    from vllm.entrypoints.common.cli_args import make_arg_parser
+except ImportError:  # vLLM 0.32
+    from vllm.entrypoints.launchers.cli_args import make_arg_parser
 from vllm.model_executor.layers.quantization import QUANTIZATION_METHODS
 from vllm.utils.argparse_utils import FlexibleArgumentParser
 
@@ -27,7 +30,7 @@ def describe(action) -> dict:
 def main() -> None:
     parser = make_arg_parser(FlexibleArgumentParser())
     actions = [describe(a) for a in parser._actions if a.dest != "help"]
-    json.dump({"source": "vllm.entrypoints.launchers.cli_args.make_arg_parser (the parser of `vllm serve`); "
+    json.dump({"source": f"{make_arg_parser.__module__}.make_arg_parser (the parser of `vllm serve`); "
                          "quantization methods: vllm.model_executor.layers.quantization.QUANTIZATION_METHODS",
                "vllm_version": version("vllm"), "actions": actions,
                "quantization_methods": list(QUANTIZATION_METHODS)}, sys.stdout, indent=1)
