@@ -471,6 +471,42 @@ def test_torchtune_config():
     assert "tune run" in body(files_of(TUNE, ["skypilot"])["sky.yaml"])["run"]
 
 
+TUNE_SIGNATURES = json.loads((DATA / "torchtune" / "signatures-0.6.1.json").read_text())
+
+
+@pytest.mark.parametrize("change", [{}, {"model": "llama-3.2-1b", "lora_rank": 8, "lora_targets": ["q_proj", "v_proj"],
+                                         "num_gpus": 2, "strategy": "fsdp"},
+                                    {"model": "qwen2.5-0.5b", "method": "full", "optimizer_in_backward": True,
+                                     "grad_accum_steps": 1, "loss": "full"},
+                                    {"method": "qlora", "gpu": "rtx-4090"}])
+def test_torchtune_config_against_captured_signatures(change):
+    """torchtune's ``config.validate`` as it runs, on the component signatures of torchtune 0.6.1 captured in
+    tests/data/torchtune (torchtune itself is outside `.[all]`, see pyproject.toml): every key of every
+    ``_component_`` node is a parameter of that component, and the recipe is one torchtune ships."""
+    plan = launch_plan({**TUNE, **change})
+    cfg = body(files_of({**TUNE, **change}, ["torchtune"])["torchtune.yaml"])
+    components = TUNE_SIGNATURES["components"]
+    for key, node in cfg.items():
+        if isinstance(node, dict) and "_component_" in node:
+            sig = components[node["_component_"]]
+            extra = set(node) - {"_component_"} - set(sig["parameters"])
+            assert sig["var_keyword"] or not extra, (key, extra)
+    from gpuplan.launch import torchtune as tune_target
+
+    assert tune_target.recipe(plan) in TUNE_SIGNATURES["recipes"]
+
+
+def test_torchtune_lora_count_equals_gpuplans():
+    """The trainable parameters of torchtune's LoRA models (built on the meta device by torchtune 0.6.1, captured)
+    equal gpuplan's count for the same rank and modules."""
+    for name, counts in TUNE_SIGNATURES["lora_trainable"].items():
+        for key, count in counts.items():
+            targets = "all-linear" if key.startswith("all-linear") else ["q_proj", "v_proj"]
+            rank = TUNE_SIGNATURES["lora"][key]["lora_rank"]
+            s = {**TUNE, "model": name, "lora_rank": rank, "lora_targets": targets}
+            assert gpuplan.estimate(s, advise=False).model.params_trainable == count, (name, key)
+
+
 @pytest.mark.parametrize("change, text", [
     ({"model": "qwen2.5-7b", "method": "qlora"}, "no qlora builder"),
     ({"model": "gpt2"}, "ships no recipe config"),

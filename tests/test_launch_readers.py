@@ -34,6 +34,9 @@ from gpuplan.launch.stack import LaunchOptions
 DATA = Path(__file__).parent / "data"
 SKY_REASON = ("SkyPilot is not installed: its click<8.2 pin conflicts with the click>=8.4 of huggingface_hub, which "
               "transformers 5 needs, so it is the `skypilot` extra, outside `.[all]`; the captured schema test runs")
+TUNE_REASON = ("torchtune is not installed: torchtune 0.6.1 needs a torchao below 0.16 and peft 0.21 refuses one, "
+               "so it is the `torchtune` extra, outside `.[all]`; test_launch.py checks the config against "
+               "torchtune's captured signatures")
 VLLM_REASON = ("vLLM is not installed (it pulls a CUDA build of torch); test_launch.py checks the command against "
                "vLLM 0.32's parser captured in tests/data/vllm")
 
@@ -352,7 +355,7 @@ def test_torchtune_config_through_torchtune(tuned):
     """torchtune's own checks: every component's arguments bind (``torchtune.config.validate``), the model
     builds (on the meta device: no memory) with exactly the trainable parameters gpuplan counted, the recipe is
     one torchtune ships, and ``tune run`` parses the command."""
-    require("torchtune")
+    pytest.importorskip("torchtune", reason=TUNE_REASON)
     import torch
     from omegaconf import OmegaConf
     from torchtune import config
