@@ -84,7 +84,7 @@ def _check_gpu(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> None:
 
 def memory_report(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> tuple[Estimate, MemoryReport]:
     capacity = gpu.usable_gib if gpu else None
-    e = training_memory(s, m) if s.task == "train" else inference_memory(s, m, capacity)
+    e = training_memory(s, m, capacity) if s.task == "train" else inference_memory(s, m, capacity)
     e.outside_allocator = device_overheads(s, gpu.generation if gpu else None)
     other = {k: v / GIB for k, v in e.other.items()}
     device = e.device / GIB
@@ -92,7 +92,7 @@ def memory_report(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> tuple[Estim
         weights_gib=e.weights / GIB, gradients_gib=e.gradients / GIB, optimizer_gib=e.optimizer / GIB,
         activations_gib=e.activations / GIB, kv_cache_gib=e.kv_cache / GIB, other_gib=sum(other.values()),
         other=other, allocated_peak_gib=e.allocated / GIB, reserved_peak_gib=e.reserved / GIB,
-        device_peak_gib=device, device_overheads={k: v / GIB for k, v in e.outside_allocator.items()},
+        device_peak_gib=device, device_overheads={k: v / GIB for k, v in {**e.managed, **e.outside_allocator}.items()},
         capacity_gib=capacity, peak_phase=e.peak_phase, phases_gib=e.phases, cpu_gib=e.cpu / GIB,
         max_concurrency=e.extra.get("max_concurrency"), max_context_tokens=e.extra.get("max_context_tokens"),
         kv_cache_pool_gib=e.extra.get("kv_cache_pool_gib"), gpu_layers=e.extra.get("gpu_layers"),

@@ -203,7 +203,8 @@ def _fit(s: Scenario, m: ModelSpec, gpu: GpuSpec, shared, c: Constraints) -> tup
         _e, report = memory_report(s, m, gpu)
         return bool(report.fits) and report.device_peak_gib <= gpu.usable_gib * (1 - c.min_headroom), \
             report.device_peak_gib
-    device = (shared.reserved + sum(memory.device_overheads(s, gpu.generation).values())) / GIB
+    outside = sum(shared.managed.values()) + sum(memory.device_overheads(s, gpu.generation).values())
+    device = (shared.reserved + outside) / GIB
     return device <= gpu.usable_gib * (1 - c.min_headroom), device
 
 

@@ -281,7 +281,12 @@ def build(s: Scenario, m: ModelSpec, config: dict[str, Any], notes: list[str]):
                       target_modules=targets, task_type="CAUSAL_LM")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = get_peft_model(model, lora, autocast_adapter_dtype=mixed or s.precision == "fp32")
+        # peft's default autocast_adapter_dtype=True makes the adapters fp32 whatever the base (adapter_dtype fp32)
+        model = get_peft_model(model, lora, autocast_adapter_dtype=s.adapter_dtype == "fp32")
+    if s.adapter_dtype in ("bf16", "fp16") and _dtype(s.adapter_dtype) != compute:
+        for name, p in model.named_parameters():
+            if "lora_" in name:
+                p.data = p.data.to(_dtype(s.adapter_dtype))
     if s.method == "qlora":
         _quantize_4bit(model, compute, skip=("lm_head", "lora_"))
         notes.append("QLoRA: NF4 base emulated with bitsandbytes' byte counts (packed 4-bit pairs, uint8 absmax "
