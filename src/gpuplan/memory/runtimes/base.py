@@ -108,7 +108,7 @@ class Runtime:
         (``Trainer(torch_compile=True)`` compiles the forward with its loss), inductor fuses the fp32 upcast into
         the cross-entropy kernels: the 16-bit logits are saved and the backward makes one 16-bit gradient."""
         if s.loss == "fused-linear":
-            return liger_fused_linear(s, m, setup)
+            return liger_fused_linear(s, m, setup, lm_head_cast)
         saved, fwd, bwd = act.logits_bytes(m, setup, lm_head_cast)
         if s.compile:
             TV = setup.tokens * m.vocab_size / setup.tp
@@ -137,13 +137,22 @@ class Runtime:
         return []
 
 
-def liger_fused_linear(s: Scenario, m: ModelSpec, setup: act.ActivationSetup) -> LossBytes:
+def residual_bytes(setup: act.ActivationSetup) -> int:
+    """Bytes per element of the hidden states entering the head: fp32 when autocast runs over fp32 weights or
+    after QLoRA's fp32 upcast of the embeddings, else the compute dtype."""
+    return 4 if setup.autocast_fp32_weights or setup.fp32_residual_4bit else setup.compute_bytes
+
+
+def liger_fused_linear(s: Scenario, m: ModelSpec, setup: act.ActivationSetup, lm_head_cast: bool) -> LossBytes:
     """Liger's fused linear cross-entropy (linkedin/Liger-Kernel ``ops/fused_linear_cross_entropy.py``
-    ``fused_linear_cross_entropy_forward``): no logits tensor. It allocates ``grad_input`` (``T x h``, kept to the
-    backward, which only rescales it) and, if the head trains, ``grad_weight``; the logits exist one chunk at a
-    time, ``chunk = next_power_of_2(ceil(T / ceil(V / h)))`` rows of ``V`` in the input dtype, overwritten by
-    their gradient in place; the per-token loss is fp32."""
+    ``fused_linear_cross_entropy_forward``): no logits tensor. It allocates ``grad_input`` (``T x h`` like the
+    hidden states, kept to the backward, which only rescales it) and, if the head trains, ``grad_weight``; the
+    logits exist one chunk at a time, ``chunk = next_power_of_2(ceil(T / ceil(V / h)))`` rows of ``V`` in the
+    compute dtype, overwritten by their gradient in place; the per-token loss is fp32. Under autocast an fp32 head
+    (QLoRA's upcast) is cast to 16 bits for each chunk's matmul: a transient copy, not saved."""
     T, c, h, V = setup.tokens, setup.compute_bytes, m.embedding_dim, m.vocab_size / setup.tp
     chunk = 1 << max(0, (-(-T // -(-int(V) // h)) - 1).bit_length())
     head_grad = c * V * h if s.method == "full" else 0.0
-    return LossBytes(saved=c * T * h + 4 * T + head_grad, forward=c * min(chunk, T) * V, backward=0.0)
+    cast = c * V * h if lm_head_cast else 0.0
+    return LossBytes(saved=residual_bytes(setup) * T * h + 4 * T + head_grad, forward=c * min(chunk, T) * V + cast,
+                     backward=0.0)

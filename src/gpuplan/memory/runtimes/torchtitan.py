@@ -49,10 +49,13 @@ class Torchtitan(Runtime):
              capacity: float | None) -> LossBytes:
         TV = setup.tokens * m.vocab_size / setup.tp
         c = setup.compute_bytes
+        # on one GPU (no FSDP) torchtitan runs autocast over fp32 weights: the head's 16-bit copy is saved
+        cast = c * m.vocab_size * m.embedding_dim / setup.tp if lm_head_cast else 0.0
         if s.loss == "chunked":
             from .torchtune import chunked_loss
 
-            return chunked_loss(m, setup, s.loss_chunks or 8, compiled=bool(s.compile))
+            loss = chunked_loss(m, setup, s.loss_chunks or 8, compiled=bool(s.compile))
+            return LossBytes(saved=loss.saved + cast, forward=loss.forward, backward=loss.backward)
         if s.compile:
-            return LossBytes(saved=c * TV, forward=0.0, backward=c * TV)
-        return LossBytes(saved=4 * TV, forward=(c + 4) * TV, backward=8 * TV)
+            return LossBytes(saved=c * TV + cast, forward=0.0, backward=c * TV)
+        return LossBytes(saved=4 * TV + cast, forward=(c + 4) * TV, backward=8 * TV)

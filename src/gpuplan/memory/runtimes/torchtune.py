@@ -32,12 +32,24 @@ def chunked_loss(m: ModelSpec, setup: act.ActivationSetup, chunks: int, *, compi
     """``CEWithChunkedOutputLoss``: each of ``chunks`` sequence chunks is projected to 16-bit logits (all alive as
     the model's output until the recipe's ``del logits``) and upcast one at a time. Eager, each chunk's fp32
     log-softmax is saved (4 bytes per logit) and the backward makes two fp32 gradients and a 16-bit one per chunk;
-    compiled (``compile_loss``), inductor fuses the upcast into the kernel and saves the 16-bit chunk instead."""
+    compiled (``compile_loss``), inductor fuses the upcast into the kernel and saves the 16-bit chunk instead.
+    When the head trains, each chunk's matmul makes a whole ``V x h`` weight gradient that autograd sums out of
+    place into the previous chunks' (the simulation shows three alive at once), next to the chunk's logit
+    gradient."""
     TV = setup.tokens * m.vocab_size / setup.tp
     c = setup.compute_bytes
+    saved = c * TV if compiled else 4 * TV
+    # the loss backward runs chunk by chunk, then the chunks' matmul backwards: by then the saved tensors are
+    # freed and every chunk's 16-bit logit gradient waits; the head's weight gradients pile up, three at once
+    # when the second chunk's is summed into the first's, with the other chunks' logit gradients still waiting
+    per_chunk = ((4 + c) if compiled else (8 + c)) * TV / chunks
+    backward = per_chunk
+    if setup.base_trainable and chunks > 1:
+        head = 3 * c * m.vocab_size * m.embedding_dim / setup.tp
+        backward = max(per_chunk, c * TV * (chunks - 2) / chunks + head - saved)
     if compiled:
-        return LossBytes(saved=c * TV, forward=0.0, backward=(4 + c) * TV / chunks)
-    return LossBytes(saved=4 * TV, forward=c * TV + 4 * TV / chunks, backward=(8 + c) * TV / chunks)
+        return LossBytes(saved=saved, forward=0.0, backward=backward)
+    return LossBytes(saved=saved, forward=c * TV + 4 * TV / chunks, backward=backward)
 
 
 class Torchtune(Runtime):
