@@ -17,6 +17,7 @@ from ..scenario import Scenario
 from . import activations as act
 from .breakdown import GIB, Estimate
 from .runtimes import engine_for, runtime_for
+from .runtimes.base import head_inputs
 from .state import attention_kernel, lora_targets, optimizer_step_temporaries
 
 
@@ -62,7 +63,8 @@ def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None
     A_all = in_flight * sum(resident)
     lm_head_cast = mixed and (autocast_fp32 or rt.head_upcast(s))
     loss = rt.loss(s, m, setup, lm_head_cast, capacity_gib * GIB if capacity_gib else None) if pp == 1 else None
-    lsaved, lfwd, lbwd = (loss.saved, loss.forward, loss.backward) if loss else (0.0, 0.0, 0.0)
+    lsaved, lfwd, lbwd = (loss.saved + head_inputs(s, m, setup), loss.forward, loss.backward) if loss else (
+        0.0, 0.0, 0.0)
     fwd_kinds = {layer: act.forward_transient(layer, m, setup) for layer in kinds}
     bwd_kinds = {layer: act.backward_transient(layer, m, setup) for layer in kinds}
     fwd_tmp = max(fwd_kinds[layer] for layer in stage_layers)

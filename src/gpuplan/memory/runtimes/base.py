@@ -137,6 +137,21 @@ class Runtime:
         return []
 
 
+def head_inputs(s: Scenario, m: ModelSpec, setup: act.ActivationSetup) -> float:
+    """What the final norm and the output head keep for the backward: the norm's fp32 upcast input (a fused norm
+    keeps its input and an fp32 rstd per row instead), its normalized output when its weight trains, and the head's
+    input when the head trains (whole sequence under TP: the column-parallel head all-gathers it); a fused linear
+    cross-entropy computes the head's gradients in the forward and keeps none."""
+    T, t, h, c = setup.tokens, setup.tp, m.hidden_size, setup.compute_bytes
+    r = residual_bytes(setup)
+    if setup.fused_norm:
+        norm = r * T / t * h + 4 * T / t
+    else:
+        norm = 4 * T / t * h + (r * T / t * h if setup.base_trainable else 0.0)
+    head = c * T * h if setup.base_trainable and s.loss != "fused-linear" else 0.0
+    return norm + head
+
+
 def residual_bytes(setup: act.ActivationSetup) -> int:
     """Bytes per element of the hidden states entering the head: fp32 when autocast runs over fp32 weights or
     after QLoRA's fp32 upcast of the embeddings, else the compute dtype."""

@@ -22,7 +22,19 @@ class Fsdp2(Fsdp):
 
     def buffers(self, s: Scenario, m: ModelSpec, rt: Runtime, st: State) -> dict[str, float]:
         self.reduce_bytes = 4 if s.precision.endswith("-mixed") else 0
-        return super().buffers(s, m, rt, st)
+        out = super().buffers(s, m, rt, st)
+        if s.pp > 1:
+            # with pipeline parallelism torchtitan keeps every block of the stage unsharded after the forward
+            # (apply_fsdp: "do not reshard after forward to avoid per-microbatch all-gathers"), and the pipeline
+            # schedule turns gradient sync and resharding off but for the last micro-batch
+            # (torch.distributed.pipelining.stage ``backward_maybe_with_nosync``): the stage's parameters and
+            # gradients stay unsharded in the compute dtype
+            stage = sum(layer.params for layer in m.layers[:-(-m.num_layers // s.pp)]) / s.tp
+            out.pop(next(k for k in out if "units in flight" in k))
+            out["FSDP2 stage parameters kept unsharded (PP)"] = s.compute_bytes * stage
+            if s.method == "full":
+                out["FSDP2 stage gradients accumulated unsharded over micro-batches (PP)"] = s.compute_bytes * stage
+        return out
 
     def root_grad_params(self, m: ModelSpec) -> int:
         """Per-parameter gradients: at the backward's peak only the head's exists (the embeddings' comes last)."""

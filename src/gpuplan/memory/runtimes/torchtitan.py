@@ -58,4 +58,10 @@ class Torchtitan(Runtime):
             return LossBytes(saved=loss.saved + cast, forward=loss.forward, backward=loss.backward)
         if s.compile:
             return LossBytes(saved=c * TV + cast, forward=0.0, backward=c * TV)
+        if setup.tp > 1:
+            # loss_parallel (the default with TP): DTensor's vocabulary-parallel log-softmax and its fused backward
+            # (torch/distributed/tensor/parallel/loss.py ``_log_softmax``: the fp32 input, its shifted copy and
+            # the result alive at once; ``_nll_loss_and_log_softmax_backward``: ``(zeros_like(x) + exp(x)) * grad``
+            # keeps three fp32 copies next to the saved output)
+            return LossBytes(saved=4 * TV + cast, forward=(c + 8) * TV, backward=12 * TV)
         return LossBytes(saved=4 * TV + cast, forward=(c + 4) * TV, backward=8 * TV)
