@@ -276,6 +276,19 @@ def torchtitan(row):
     return dict(scenario=scenario, assumptions="; ".join(notes)), None
 
 
+def unsloth_readme(row):
+    """Unsloth README 'Context length benchmarks': the longest sequence that fits on an 80 GB card, Llama-3.1-8B
+    QLoRA rank 32 on all linear layers, batch 1, sequences padded to length. The row is the Hugging Face +
+    FlashAttention-2 baseline: the HF stack with checkpointing (the QLoRA recipe's default), NF4, fp32 upcast."""
+    scenario = dict(model="llama-3.1-8b", task="train", framework="hf", method="qlora", quant="nf4", lora_rank=32,
+                    lora_targets="all-linear", micro_batch_size=1, seq_len=2048, grad_checkpointing="full",
+                    attention="flash", gpu="a100-sxm4-80gb")
+    return dict(scenario=scenario, level="max_seq_len", measured_gib=float(row["value"]),
+                assumptions="HF + FA2 baseline: checkpointing on (prepare_model_for_kbit_training), AdamW (8-bit "
+                            "not stated), A100 80GB taken for the unnamed 80 GB card; compared as the longest "
+                            "seq_len that fits (the value is tokens)"), None
+
+
 def llama_cpp(row):
     kind = row["quant"].replace("GGUF ", "").lower()
     scenario = dict(model="llama-3.1-8b", task="infer", engine="llama.cpp", quant=f"gguf-{kind}")
@@ -300,11 +313,11 @@ RULES = {
     "torchtune docs QLoRA tutorial": torchtune,
     "torchtitan benchmarks (Dec 2024)": torchtitan,
     "llama.cpp quantize README": llama_cpp,
+    "Unsloth README max-context benchmark": unsloth_readme,
 }
 SKIP_SOURCES = {
     "huggingface/peft README memory table": "T5/BLOOMZ rows with batch and length not stated",
     "HF accelerate big-model-inference benchmark": "encoder-decoder T0pp (not a decoder-only model)",
-    "Unsloth README max-context benchmark": "Unsloth's own offloaded checkpointing and kernels",
 }
 MEMORY_METRICS = ("mem", "gguf_model_size", "oom_flag", "max_seq_len_that_fits")
 

@@ -97,6 +97,10 @@ def memory_report(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> tuple[Estim
         max_concurrency=e.extra.get("max_concurrency"), max_context_tokens=e.extra.get("max_context_tokens"),
         kv_cache_pool_gib=e.extra.get("kv_cache_pool_gib"), gpu_layers=e.extra.get("gpu_layers"),
         offloaded_layers=e.extra.get("offloaded_layers"))
+    if s.task == "train":
+        report.logged_statistic = f"{s.framework}: {s.stack.logs}"
+        report.logged_gib = report.allocated_peak_gib if s.stack.logs_level == "allocated" else \
+            report.reserved_peak_gib
     if capacity is not None:
         report.fits = _fits(s, e, report, capacity)
         report.headroom_gib = capacity - device
