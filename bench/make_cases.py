@@ -1,4 +1,5 @@
-"""Turn the memory rows of ../shared/reference/measured-public.csv into estimator scenarios.
+"""Turn the memory rows of ../shared/reference/measured-public.csv (and bench/measured-stacks.csv, published rows
+of the training stacks it lacks) into estimator scenarios.
 
     python bench/make_cases.py [--csv PATH]   # writes bench/accuracy_cases.yaml
 
@@ -289,6 +290,31 @@ def unsloth_readme(row):
                             "seq_len that fits (the value is tokens)"), None
 
 
+def answerai(row):
+    """Answer.AI fsdp_qlora ``train.py`` (benchmarks_03_2024.md): a plain PyTorch loop (framework pytorch) over
+    transformers' Llama with peft, FSDP1 ``full_shard`` over 2 GPUs (``ddp`` = NO_SHARD), pure bf16 (its default
+    ``precision bf16``: params, grads and AdamW states), reentrant checkpointing, LoRA r=64, dropout 0.1 on k, q, v,
+    up, down, gate; the dummy dataset makes every sample exactly ``context_length`` tokens. peft of March 2024
+    (before ``autocast_adapter_dtype``, 0.12) kept the adapters in the base dtype: bf16. The tables report
+    max_memory_reserved over epoch 0 (and the text two max_memory_allocated values)."""
+    model = {"meta-llama/Llama-2-7b-hf": "llama-2-7b", "01-ai/Yi-34B": "yi-34b",
+             "meta-llama/Llama-2-70b-hf": "llama-2-70b"}[row["model"]]
+    par = row["parallelism"]
+    scenario = dict(model=model, task="train", framework="pytorch", method=row["workload"].lower(),
+                    precision="bf16-true", adapter_dtype="bf16", lora_rank=64, lora_dropout=0.1,
+                    lora_targets=["q_proj", "k_proj", "v_proj", "gate_proj", "up_proj", "down_proj"],
+                    micro_batch_size=int(row["micro_batch"]), seq_len=int(row["seq_len"]), grad_checkpointing="full",
+                    attention="sdpa", optimizer="adamw", optimizer_impl="foreach", num_gpus=2,
+                    strategy="ddp" if "no_shard" in par else "fsdp1")
+    notes = ["FSDP1 (FullyShardedDataParallel) as fsdp_qlora wraps it; adapters bf16 (peft < 0.12)"]
+    if "offload" in par:
+        scenario["offload"] = "optimizer+params"
+        notes.append("CPUOffload(offload_params=True): parameters, gradients and the step on the CPU")
+    if "no_shard" in par:
+        notes.append("sharding_strategy ddp (FSDP NO_SHARD) taken as DDP")
+    return dict(scenario=scenario, assumptions="; ".join(notes)), None
+
+
 def llama_cpp(row):
     kind = row["quant"].replace("GGUF ", "").lower()
     scenario = dict(model="llama-3.1-8b", task="infer", engine="llama.cpp", quant=f"gguf-{kind}")
@@ -314,7 +340,10 @@ RULES = {
     "torchtitan benchmarks (Dec 2024)": torchtitan,
     "llama.cpp quantize README": llama_cpp,
     "Unsloth README max-context benchmark": unsloth_readme,
+    "Answer.AI fsdp_qlora benchmarks (Mar 2024)": answerai,
 }
+# published rows of the training stacks that measured-public.csv does not hold, transcribed with their locators
+EXTRA_CSV = HERE / "measured-stacks.csv"
 SKIP_SOURCES = {
     "huggingface/peft README memory table": "T5/BLOOMZ rows with batch and length not stated",
     "HF accelerate big-model-inference benchmark": "encoder-decoder T0pp (not a decoder-only model)",
@@ -324,7 +353,8 @@ MEMORY_METRICS = ("mem", "gguf_model_size", "oom_flag", "max_seq_len_that_fits")
 
 def build(csv_path: Path) -> dict:
     cases, skipped = [], []
-    for row in csv.DictReader(csv_path.open(encoding="utf-8")):
+    rows = [*csv.DictReader(csv_path.open(encoding="utf-8")), *csv.DictReader(EXTRA_CSV.open(encoding="utf-8"))]
+    for row in rows:
         if not any(k in row["metric"] for k in MEMORY_METRICS):
             continue
         rule = RULES.get(row["source"])
