@@ -142,7 +142,7 @@ def test_budget_and_deadline_filter_and_explain():
     assert within and all(x.usd_total <= cheapest.usd_total * 1.5 for x in within)
     broke = run(TRAIN_8B, budget_usd=cheapest.usd_total * 0.5)
     assert not broke.setups and broke.fitting > 0
-    assert broke.changes[0].startswith(f"raise the budget to ${math.ceil(cheapest.usd_total):,}")
+    assert any(c.startswith(f"raise the budget to ${math.ceil(cheapest.usd_total):,}") for c in broke.changes)
     fastest = run(TRAIN_8B, objective="time").setups[0]
     late = run(TRAIN_8B, deadline_hours=fastest.hours * 0.5)
     assert not late.setups and any(c.startswith("extend the deadline") for c in late.changes)
@@ -159,15 +159,16 @@ def test_allow_lists_pricing_and_headroom():
 
 def test_owned_hardware_is_priced_by_power():
     """Two RTX 3090 (350 W TDP) at 80 % average draw, PUE 1.4 and $0.15/kWh: 2 x 0.35 x 0.8 x 1.4 x 0.15 =
-    $0.1176 per hour; QLoRA of an 8B model fits a 24 GB card, so the owned pair beats every on-demand
-    offer (marketplace spot 4090s can undercut it: ``pricing="any"`` lists both)."""
+    $0.1176 per hour; QLoRA of an 8B model fits a 24 GB card. Per token the owned pair is among the cheapest,
+    behind only H100-class rentals at $1.29-1.49/h that run ~8x faster (``pricing="any"`` adds spot)."""
     assert parse_have("2x3090") == ("nvidia-geforce-rtx-3090", 2)
     fields = dict(model="llama-3.1-8b", task="train", method="qlora", train_tokens=1e7)
-    best = run(fields, have=(parse_have("2x3090"),)).setups[0]
-    assert best.owned and best.gpu_id == "nvidia-geforce-rtx-3090" and best.num_gpus <= 2
+    setups = run(fields, have=(parse_have("2x3090"),)).setups
+    best = next(x for x in setups if x.owned)
+    assert setups.index(best) < 3 and best.gpu_id == "nvidia-geforce-rtx-3090" and best.num_gpus <= 2
     assert best.usd_per_hour == pytest.approx(best.num_gpus * 0.35 * 0.8 * 1.4 * 0.15)
     anywhere = run(fields, have=(parse_have("2x3090"),), pricing="any", top=50).setups
-    assert any(x.owned for x in anywhere) and any(x.pricing == "interruptible" for x in anywhere)
+    assert any(x.owned for x in anywhere) and any(x.pricing in ("spot", "interruptible") for x in anywhere)
     with pytest.raises(GpuplanError, match="did you mean"):
         parse_have("2x3909ti")
 

@@ -177,8 +177,10 @@ def test_stack_speed_factors_come_from_the_published_benchmarks():
     """Same FLOPs (checkpointing set alike): Unsloth's LoRA step is its README's 2x faster, offloading adds the
     torchtune flags table's 0.1 %; compile is the flags table's 7,075 -> 8,998 tokens/s."""
     common = {**BASE, "method": "lora", "gpu": "h100-sxm", "grad_checkpointing": "full"}
-    hf = estimate(common, advise=False).speed["tokens_per_s"]
-    fast = estimate({**common, "framework": "unsloth"}, advise=False).speed["tokens_per_s"]
-    assert fast / hf == pytest.approx(2.0 * 7301 / 7309, rel=1e-6)
-    compiled = estimate({**common, "compile": True}, advise=False).speed["tokens_per_s"]
-    assert compiled / hf == pytest.approx(8998 / 7075, rel=1e-6)
+    hf = estimate(common, advise=False).speed
+    fast = estimate({**common, "framework": "unsloth"}, advise=False).speed
+    # the factor scales the micro-steps' GPU and host work (compute_s); the optimizer step and the loop stay
+    assert hf["compute_s"] / fast["compute_s"] == pytest.approx(2.0 * 7301 / 7309, rel=1e-3)
+    assert fast["tokens_per_s"] > 1.8 * hf["tokens_per_s"]
+    compiled = estimate({**common, "compile": True}, advise=False).speed
+    assert hf["compute_s"] / compiled["compute_s"] == pytest.approx(8998 / 7075, rel=1e-3)

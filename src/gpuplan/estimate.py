@@ -13,7 +13,7 @@ from .memory import check, memory_report
 from .model.catalog import load_model
 from .model.spec import ModelSpec
 from .result import ModelFacts, Result
-from .scenario import Scenario, scenario_from
+from .scenario import INFER_ONLY, TRAIN_ONLY, Scenario, scenario_from
 
 
 def _model_facts(m: ModelSpec, trainable: int) -> ModelFacts:
@@ -37,7 +37,8 @@ def estimate(scenario: Scenario | dict[str, Any], *, advise: bool = True) -> Res
     stack_defaults = defaults_in_force(s)
     result = Result(scenario=_normalized(s), model=_model_facts(m, int(e.extra.get("params_trainable", 0))),
                     gpu=_gpu_facts(gpu), memory=report,
-                    assumptions=([stack_defaults] if stack_defaults else []) + e.assumptions, warnings=warnings)
+                    assumptions=([stack_defaults] if stack_defaults else []) + e.assumptions,
+                    warnings=warnings + e.warnings)
     if gpu and advise:
         from .plan.advice import largest_fitting, suggestions
 
@@ -54,41 +55,41 @@ def _speed_and_cost(result: Result, s: Scenario, m: ModelSpec, gpu: GpuSpec, tra
     speed on that offer's interconnect; without an offer, speed with the GPU's own links."""
     from dataclasses import asdict
 
-    from .market.offers import load_offers
+    from .market.store import load_offers
     from .plan.pricing import matching, price
     from .speed import speed_of
 
     offers = load_offers()
     candidates = matching(offers, s, gpu.id)
-    costs = sorted(((price(s, m, o, trainable, offers), o) for o in candidates),
+    costs = sorted(((c, o) for o in candidates if (c := price(s, m, o, trainable, offers)).finishes),
                    key=lambda pair: pair[0].usd_per_million_tokens)
     speed = speed_of(s, m, gpu, costs[0][1].network if costs else None)  # the interconnect of the offer priced
     result.speed = {k: v for k, v in asdict(speed).items() if k != "assumptions"}
     result.assumptions += speed.assumptions
     if not costs:
-        if s.provider or s.pricing != "on_demand":
-            result.warnings.append(f"no {s.pricing.replace('_', '-')} offer for {gpu.id}"
-                                   + (f" at {s.provider}" if s.provider else "") + " in the price catalog")
+        known = [o for o in offers if o.gpu_id == gpu.id]
+        why = "" if known else " (no offer of it at all)"
+        result.warnings.append(f"no price for {gpu.name}: no {s.pricing.replace('_', '-')} offer"
+                               + (f" at {s.provider}" if s.provider else "") + f" in force{why}; "
+                               "older or low-confidence rows need --max-price-age-days / --include-low-confidence")
         return
-    best = costs[0][0]
-    result.cost = asdict(best)
+    best, offer = costs[0]
+    result.cost = {**asdict(best), "label": best.label}
     if best.stale:
         result.warnings.append(f"the price of {best.offer} is {best.price_age_days} days old")
+    if best.price_confidence == "low":
+        result.warnings.append(f"the price of {best.offer} is marked low confidence in {offer.origin}")
+    if best.spot_multiplier and best.spot_multiplier > 1:
+        result.warnings.append(f"spot at {best.provider} costs {best.spot_multiplier:.2f}x the cheapest on-demand "
+                               f"{gpu.name} ({best.best_on_demand_offer} at ${best.best_on_demand_usd_per_gpu_hour:.2f}"
+                               "/GPU-h) once interruptions are counted: --pricing any picks the cheaper")
 
 
 def _normalized(s: Scenario) -> dict[str, Any]:
     data = s.model_dump()
     data["strategy"] = s.sharding_engine if s.sharding_engine.startswith("fsdp") else s.resolved_strategy
-    if s.task == "infer":
-        for key in ("method", "optimizer", "optimizer_impl", "lora_rank", "lora_targets", "lora_dropout",
-                    "micro_batch_size", "seq_len", "grad_accum_steps", "grad_checkpointing", "train_tokens",
-                    "qlora_fp32_upcast", "loss", "loss_chunks", "activation_offload", "compile",
-                    "optimizer_in_backward", "adapter_dtype", "checkpoint_every"):
-            data.pop(key, None)
-    else:
-        for key in ("batch_size", "prompt_tokens", "output_tokens", "kv_cache_dtype", "engine",
-                    "gpu_memory_utilization", "max_num_batched_tokens"):
-            data.pop(key, None)
+    for key in TRAIN_ONLY if s.task == "infer" else INFER_ONLY:
+        data.pop(key, None)
     return data
 
 

@@ -8,6 +8,7 @@ Every error names the field and the fix, as one sentence.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -77,7 +78,7 @@ class Scenario(BaseModel):
         "(default: none; full for torchtune, unsloth, axolotl and hf QLoRA (prepare_model_for_kbit_training); "
         "selective for torchtitan)")
     attention: Literal["eager", "sdpa", "flash"] = "sdpa"
-    train_tokens: float | None = Field(default=None, gt=0)
+    train_tokens: float | None = Field(default=None, gt=0, le=1e16, allow_inf_nan=False)
     # inference
     batch_size: int = Field(default=1, ge=1, le=65_536)
     prompt_tokens: int = Field(default=1024, ge=1, le=10_000_000)
@@ -85,7 +86,23 @@ class Scenario(BaseModel):
     kv_cache_dtype: Literal["auto", "fp16", "bf16", "fp8", "int8"] = "auto"
     engine: Literal["transformers", "vllm", "llama.cpp"] = "transformers"
     gpu_memory_utilization: float = Field(default=0.9, gt=0.0, le=1.0)
-    max_num_batched_tokens: int | None = Field(default=None, ge=1, le=10_000_000)
+    max_num_batched_tokens: int | None = Field(default=None, ge=1, le=10_000_000,
+                                               description="vLLM scheduler token budget per step; default: "
+                                               "vLLM's own for the GPU and entry point")
+    max_num_seqs: int | None = Field(default=None, ge=1, le=65_536,
+                                     description="vLLM's cap on running sequences; default: vLLM's own")
+    max_model_len: int | None = Field(default=None, ge=16, le=10_000_000,
+                                      description="vLLM --max-model-len; default: the model's context")
+    engine_version: str | None = Field(default=None, description="the engine release whose memory rules apply "
+                                       "(vLLM 0.6.3 ... 0.33.0); default: the current release")
+    entry_point: Literal["serve", "offline"] = Field(
+        default="serve", description="vLLM entry point: `vllm serve` or the offline LLM class (their defaults "
+        "differ)")
+    enforce_eager: bool = Field(default=False, description="vLLM --enforce-eager: no CUDA graphs")
+    ubatch_tokens: int | None = Field(default=None, ge=1, le=1_000_000,
+                                      description="llama.cpp --ubatch-size (default 512)")
+    flash_attention: Literal["auto", "on", "off"] = Field(
+        default="auto", description="llama.cpp --flash-attn (auto: on where the backend supports it)")
     # hardware and parallelism
     gpu: str | None = None
     num_gpus: int = Field(default=1, ge=1, le=1024)
@@ -99,8 +116,15 @@ class Scenario(BaseModel):
     # pricing (speed and cost sections need a gpu)
     provider: str | None = Field(default=None, description="price on this provider's offers (e.g. runpod)")
     pricing: Literal["on_demand", "spot", "any"] = "on_demand"
-    mtbi_hours: float | None = Field(default=None, gt=0, description="mean hours between spot interruptions")
-    disk_gbs: float = Field(default=1.0, gt=0, description="checkpoint write speed, GB/s")
+    mtbi_hours: float | None = Field(default=None, gt=0, le=1e6, allow_inf_nan=False,
+                                     description="mean hours between spot interruptions")
+    disk_gbs: float = Field(default=1.0, ge=0.001, le=1000, allow_inf_nan=False,
+                            description="checkpoint write speed, GB/s")
+    max_price_age_days: int = Field(default=90, ge=0, le=100_000,
+                                    description="leave out prices observed longer ago than this")
+    include_low_confidence: bool = Field(default=False, description="also rank prices marked low confidence")
+    dataset_gb: float | None = Field(default=None, ge=0, le=1e7, allow_inf_nan=False,
+                                     description="training data on disk, GB (default: 4 bytes per train token)")
 
     @field_validator("quant")
     @classmethod
@@ -113,6 +137,16 @@ class Scenario(BaseModel):
             raise ValueError(f"unknown quant {value!r}" + (f"; did you mean {' or '.join(close)}?" if close else
                              f"; choose one of {', '.join(QUANT_FORMATS[:9])} or gguf-<type>"))
         return key
+
+    @field_validator("engine_version")
+    @classmethod
+    def _version(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        text = str(value).strip().lstrip("v")
+        if not re.fullmatch(r"\d+(\.\d+){1,2}(\.post\d+)?", text):
+            raise ValueError(f"engine_version takes a release number like 0.33.0 or 0.6.3, not {value!r}")
+        return text
 
     @field_validator("lora_targets")
     @classmethod
@@ -180,6 +214,14 @@ class Scenario(BaseModel):
 
 
 FIELDS = tuple(Scenario.model_fields)
+# Fields that mean something for one task only: the normalized result drops the other task's.
+TRAIN_ONLY = frozenset({"method", "optimizer", "optimizer_impl", "lora_rank", "lora_targets", "lora_dropout",
+                        "micro_batch_size", "seq_len", "grad_accum_steps", "grad_checkpointing", "train_tokens",
+                        "qlora_fp32_upcast", "loss", "loss_chunks", "activation_offload", "compile",
+                        "optimizer_in_backward", "adapter_dtype", "checkpoint_every"})
+INFER_ONLY = frozenset({"batch_size", "prompt_tokens", "output_tokens", "kv_cache_dtype", "engine",
+                        "gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs", "max_model_len",
+                        "engine_version", "entry_point", "enforce_eager", "ubatch_tokens", "flash_attention"})
 
 
 def scenario_from(data: dict[str, Any] | Scenario) -> Scenario:

@@ -1,4 +1,4 @@
-"""The ``gpuplan`` command line (typer + rich). Bad input prints one red line and exits with code 2.
+"""The ``gpuplan`` command line (typer + rich). Bad input prints one line and exits with code 2.
 
 One module per group of commands; importing them registers their commands on :data:`app`.
 """
@@ -8,15 +8,43 @@ from __future__ import annotations
 import sys
 
 from ..errors import GpuplanError
-from . import check, estimate, market, models, plan  # noqa: F401  (registers the commands)
+from . import capacity, check, estimate, market, models, plan, prices, serve  # noqa: F401  (registers the commands)
 from .app import app, err
+
+try:  # typer >= 0.24 vendors click
+    from typer._click.exceptions import ClickException
+except ImportError:  # pragma: no cover - older typer on click
+    from click.exceptions import ClickException
+from typer import Abort
+
+
+def error_line(message: str) -> str:
+    """One line, as printed: newlines folded, nothing read as markup (``pip install 'gpuplan[sim]'`` survives)."""
+    return "error: " + " ".join(str(message).split())
+
+
+def run(args: list[str] | None = None) -> int:
+    """Run the CLI on ``args`` (default: sys.argv) and return the exit code: 0, 2 for bad input or usage
+    (one line on stderr), 3 for ``estimate --check`` when the job does not fit."""
+    try:
+        code = app(args=args, standalone_mode=False, prog_name="gpuplan")
+    except GpuplanError as e:
+        err.print(error_line(str(e)), markup=False, highlight=False, soft_wrap=True)
+        return 2
+    except ClickException as e:
+        ctx = getattr(e, "ctx", None)
+        if type(e).__name__ == "NoArgsIsHelpError" and ctx is not None:  # `gpuplan` alone: the help
+            err.print(ctx.get_help(), markup=False, highlight=False)
+            return 0
+        where = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
+        err.print(error_line(e.format_message()) + where, markup=False, highlight=False, soft_wrap=True)
+        return e.exit_code
+    except Abort:
+        err.print("aborted", markup=False)
+        return 130
+    return code if isinstance(code, int) else 0
 
 
 def main() -> None:
-    """Entry point: bad input (a :class:`GpuplanError`) prints one red line and exits with code 2;
-    usage errors are click's, also exit code 2."""
-    try:
-        app()
-    except GpuplanError as e:
-        err.print(f"[red]error:[/] {e}", highlight=False, soft_wrap=True)
-        sys.exit(2)
+    """Entry point of the ``gpuplan`` script."""
+    sys.exit(run())

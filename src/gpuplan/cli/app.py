@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import inspect
-import json
-import sys
+import types
 import typing
 from typing import Annotated, Any
 
@@ -12,6 +11,7 @@ import typer
 from rich.console import Console
 
 from .. import __version__
+from .render import write_json
 
 app = typer.Typer(
     name="gpuplan",
@@ -20,15 +20,18 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # click's help: reflows paragraphs to the terminal, never cuts an option's name
+    context_settings={"max_content_width": 120, "help_option_names": ["-h", "--help"]},
 )
-out = Console()
-err = Console(stderr=True)
+out = Console(highlight=False)
+err = Console(stderr=True, highlight=False)
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON instead of a table.")]
 
 
 def print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+    """Strict JSON on stdout (NaN and Infinity never reach it)."""
+    write_json(data)
 
 
 def _version(value: bool) -> None:
@@ -45,36 +48,68 @@ def _root(
     """gpuplan: plan GPU memory, speed and cost for LLM inference and training."""
 
 
+class BoolText:
+    """Marker type for a scenario flag that takes true/false as its value (``--qlora-fp32-upcast false``)."""
+
+
+def boolean(text: str) -> bool:
+    key = str(text).strip().lower()
+    if key in ("true", "1", "yes", "on"):
+        return True
+    if key in ("false", "0", "no", "off"):
+        return False
+    raise typer.BadParameter(f"{text!r} is not true or false")
+
+
+def _kind(annotation: Any) -> tuple[Any, str | None, dict[str, Any]]:
+    """(CLI type, metavar, extra Option arguments) for a scenario field's annotation: int, float, true/false,
+    a choice (validated by the scenario, which suggests the closest value), or text."""
+    union = typing.get_origin(annotation) in (typing.Union, types.UnionType)
+    args = [a for a in typing.get_args(annotation) if a is not type(None)] if union else [annotation]
+    literals = [v for a in args for v in (typing.get_args(a) if typing.get_origin(a) is typing.Literal else ())]
+    if literals and all(typing.get_origin(a) is typing.Literal for a in args):
+        return str, "CHOICE", {"choices": literals}
+    if args == [bool]:
+        return BoolText, "BOOL", {"parser": boolean}
+    if args == [int]:
+        return int, "INTEGER", {}
+    if args == [float]:
+        return float, "FLOAT", {}
+    return str, "TEXT", {}
+
+
 def scenario_options() -> list[inspect.Parameter]:
-    """One ``--field-name`` option per scenario field, typed as text and validated by the scenario model."""
+    """One ``--field-name`` option per scenario field, typed as the field is (int, float, true/false, a choice or
+    text), with the scenario's default in the help; ranges and choices are checked by the scenario model, which
+    names the field and the fix."""
     from ..scenario import Scenario
 
     params = []
     for name, info in Scenario.model_fields.items():
-        choices = typing.get_args(info.annotation)
-        literals = [a for arg in choices or (info.annotation,) for a in typing.get_args(arg)
-                    if isinstance(a, str)] or [a for a in choices if isinstance(a, str)]
-        helptext = info.description or ""
-        if literals:
-            helptext = (helptext + "; " if helptext else "") + " | ".join(literals)
+        kind, metavar, extra = _kind(info.annotation)
+        choices = extra.pop("choices", None)
+        helptext = (info.description or "") + (("; " if info.description else "") + " | ".join(choices)
+                                               if choices else "")
         if name == "lora_targets":
-            helptext = "all-linear, or modules separated by commas: q_proj,v_proj"
+            helptext, metavar = "all-linear, or modules separated by commas: q_proj,v_proj", "TEXT"
         default = None if info.is_required() else info.default
-        if default is not None:
+        if info.is_required():
+            helptext += " [required]"
+        elif default is not None:
             helptext += f" [default: {default}]"
         params.append(inspect.Parameter(
             name, inspect.Parameter.KEYWORD_ONLY, default=None,
-            annotation=Annotated[str | None, typer.Option(f"--{name.replace('_', '-')}", help=helptext,
-                                                          show_default=False, rich_help_panel="Scenario fields")]))
+            annotation=Annotated[kind | None, typer.Option(  # type: ignore[operator]
+                f"--{name.replace('_', '-')}", help=helptext.strip(), metavar=metavar, show_default=False,
+                rich_help_panel="Scenario fields", **extra)]))
     return params
 
 
-def overrides(fields: dict[str, str | None]) -> dict[str, Any]:
+def overrides(fields: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {k: v for k, v in fields.items() if v is not None}
     if "lora_targets" in out and out["lora_targets"] != "all-linear":
         out["lora_targets"] = [t.strip() for t in out["lora_targets"].split(",") if t.strip()]
     return out
-
 
 
 def short(gpu_id: str) -> str:
@@ -82,10 +117,10 @@ def short(gpu_id: str) -> str:
     return gpu_id.removeprefix("nvidia-").removeprefix("geforce-").removeprefix("amd-instinct-")
 
 
-def option(name: str, kind: Any, default: Any, text: str, panel: str | None = None) -> inspect.Parameter:
+def option(name: str, kind: Any, default: Any, text: str, panel: str | None = None, **extra: Any) -> inspect.Parameter:
     """A keyword-only ``--name`` option for a command whose signature is built at import."""
     return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=Annotated[
-        kind, typer.Option(f"--{name.replace('_', '-')}", help=text, rich_help_panel=panel)])
+        kind, typer.Option(f"--{name.replace('_', '-')}", help=text, rich_help_panel=panel, **extra)])
 
 
 def scenario_command(name: str, fn, *extra: inspect.Parameter, skip: tuple[str, ...] = ()) -> None:
@@ -100,4 +135,3 @@ def scenario_command(name: str, fn, *extra: inspect.Parameter, skip: tuple[str, 
         *[p for p in scenario_options() if p.name not in skip],
     ])
     app.command(name)(fn)
-

@@ -72,17 +72,24 @@ def render_estimate(result) -> None:
             out.print(f"  - {sug.change} ({mark}; {sug.cost})")
     if result.speed:
         sp = result.speed
+        rng = f"likely {sp['tokens_per_s_low']:,.0f}-{sp['tokens_per_s_high']:,.0f}"
         if s["task"] == "train":
-            out.print(f"[bold]speed[/]: {sp['tokens_per_s']:,.0f} tokens/s, {sp['step_time_s']:.2f} s per optimizer "
-                      f"step (MFU {sp['mfu_assumed']:.2f}, {sp['bound']}-bound)")
+            mfu = f", MFU {sp['mfu']:.2f}" if sp.get("mfu") else ""
+            out.print(f"[bold]speed[/]: {sp['tokens_per_s']:,.0f} tokens/s ({rng}), {sp['step_time_s']:.2f} s per "
+                      f"optimizer step ({sp['bound']}-bound{mfu})")
         else:
-            out.print(f"[bold]speed[/]: {sp['tokens_per_s']:,.0f} output tokens/s in aggregate, "
-                      f"{sp['tokens_per_s_per_sequence']:,.1f} per sequence, time to first token "
-                      f"{sp['ttft_s']:.2f} s ({sp['bound']}-bound decode)")
+            out.print(f"[bold]speed[/]: {sp['tokens_per_s']:,.0f} output tokens/s in aggregate ({rng}), "
+                      f"{sp['tokens_per_s_per_sequence']:,.1f} per user, {sp['requests_per_s']:,.3g} requests/s; "
+                      f"decode step {1e3 * sp['step_time_s']:.1f} ms ({sp['bound']}-bound)")
+            out.print(f"  time to first token: {sp['ttft_s']:.2f} s for one request alone, "
+                      f"{sp['ttft_burst_s']:.2f} s for the last of {s['batch_size']} arriving together")
+        top = sorted(sp["parts_s"].items(), key=lambda kv: -kv[1])[:5]
+        out.print("  [dim]" + ("step" if s["task"] == "train" else "decode step") + ": " + ", ".join(
+            f"{k.replace('_', ' ')} {100 * v / sp['step_time_s']:.0f}%" for k, v in top) + "[/]")
     if result.cost:
         c = result.cost
         stale = f" [yellow](price {c['price_age_days']} days old)[/]" if c["stale"] else ""
-        line = f"[bold]cost[/]: {c['offer']} {c['gpu_id']} at ${c['usd_per_hour']:.2f}/h{stale}"
+        line = f"[bold]cost[/]: {c['gpu_id']} on {c['label']}{stale}"
         if c["usd_per_million_tokens"] is not None:
             line += f": ${c['usd_per_million_tokens']:.2f} per million output tokens"
         elif c["hours"]:
@@ -93,7 +100,8 @@ def render_estimate(result) -> None:
             out.print(f"  spot: checkpoint every {sp['interval_h'] * 60:.0f} min (Daly), interruptions every "
                       f"{sp['mtbi_h']:.1f} h on average: wall time x{sp['overhead']:.2f}"
                       + (f", {c['spot_multiplier']:.2f}x the on-demand cost" if c["spot_multiplier"] else ""))
-        out.print(f"  [dim]price from {c['price_origin']}; `gpuplan cost` compares every offer[/]")
+        out.print(f"  [dim]price from {c['price_origin']}; `gpuplan cost` compares every offer and shows the "
+                  "whole bill[/]", highlight=False)
     for line in result.assumptions:
         out.print(f"[dim]assumed: {line}[/]")
     for line in result.warnings:

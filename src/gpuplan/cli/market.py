@@ -2,30 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.table import Table
 
 from ..errors import GpuplanError
+from ..plan.gpus import cheapest_rentals
+from ..plan.gpus import gpu_row as _gpu_row
 from ..scenario import load_scenario
 from .app import JsonFlag, app, option, out, overrides, print_json, scenario_command, short
 
 # ---- GPUs -------------------------------------------------------------------------------------------
 gpus_app = typer.Typer(help="The GPU catalog: dense TFLOPS, memory, bandwidth, NVLink, power, price.",
-                       no_args_is_help=False, pretty_exceptions_enable=False)
+                       rich_markup_mode=None, no_args_is_help=False, pretty_exceptions_enable=False)
 app.add_typer(gpus_app, name="gpus")
-GPU_SORT = ("memory", "bandwidth", "bf16", "fp8", "tdp", "msrp", "usd_per_gb", "usd_per_tflop", "name")
-
-
-def _gpu_row(g) -> dict[str, Any]:
-    bf16 = g.peak_tflops("bf16") or g.peak_tflops("fp16")
-    return {"id": g.id, "name": g.name, "vendor": g.vendor, "architecture": g.architecture, "segment": g.segment,
-            "memory_gib": g.memory_gib, "usable_gib": round(g.usable_gib, 2), "bandwidth_gbs": g.bandwidth_gbs,
-            "bf16_tflops": bf16, "fp8_tflops": g.peak_tflops("fp8"), "fp4_tflops": g.peak_tflops("fp4"),
-            "nvlink_gbs": g.nvlink_bandwidth_gbs, "tdp_w": g.tdp_w, "msrp_usd": g.msrp_usd,
-            "usd_per_gb": round(g.msrp_usd / g.memory_gib, 1) if g.msrp_usd else None,
-            "usd_per_tflop": round(g.msrp_usd / bf16, 1) if g.msrp_usd and bf16 else None}
+GPU_SORT = ("memory", "bandwidth", "bf16", "fp8", "tdp", "msrp", "usd_per_gb", "rent", "usd_per_tflop", "name")
 
 
 @gpus_app.callback(invoke_without_command=True)
@@ -47,26 +39,33 @@ def gpus_cmd(
 
     if sort not in GPU_SORT:
         raise GpuplanError(f"--sort must be one of {', '.join(GPU_SORT)}, got {sort!r}")
-    rows = [_gpu_row(g) for g in gpus().values()]
+    if min_memory != min_memory or min_memory < 0:
+        raise GpuplanError(f"--min-memory must be a number of GiB >= 0, got {min_memory}")
+    rentals = cheapest_rentals()
+    rows = [_gpu_row(g, rentals.get(g.id)) for g in gpus().values()]
     rows = [r for r in rows if r["memory_gib"] >= min_memory and (not nvlink or r["nvlink_gbs"])
             and (not vendor or r["vendor"].lower() == vendor.lower())
             and (not segment or r["segment"] == segment.lower())]
     field = {"memory": "memory_gib", "bandwidth": "bandwidth_gbs", "bf16": "bf16_tflops", "fp8": "fp8_tflops",
-             "tdp": "tdp_w", "msrp": "msrp_usd"}.get(sort, sort)
+             "tdp": "tdp_w", "msrp": "msrp_usd", "rent": "rent_usd_per_hour",
+             "usd_per_tflop": "usd_per_tflop_hour"}.get(sort, sort)
     rows.sort(key=lambda r: (r[field] is None, r[field] or 0) if field != "name" else (False, r["id"]),
               reverse=reverse)
     if as_json:
         print_json(rows)
         return
     table = Table(title=f"{len(rows)} GPUs (dense TFLOPS)", title_justify="left")
-    for col in ("id", "GiB", "GB/s", "bf16", "fp8", "NVLink GB/s", "TDP W", "MSRP $", "$/GB", "$/TFLOP"):
+    for col in ("id", "GiB", "GB/s", "bf16", "fp8", "NVLink GB/s", "TDP W", "MSRP $", "rent $/h", "$/TFLOP-h"):
         table.add_column(col, justify="left" if col == "id" else "right")
     fmt = lambda v, spec="{:,.0f}": "" if v is None else spec.format(v)  # noqa: E731
     for r in rows:
         table.add_row(short(r["id"]), fmt(r["memory_gib"]), fmt(r["bandwidth_gbs"]), fmt(r["bf16_tflops"], "{:,.1f}"),
                       fmt(r["fp8_tflops"], "{:,.1f}"), fmt(r["nvlink_gbs"]), fmt(r["tdp_w"]), fmt(r["msrp_usd"]),
-                      fmt(r["usd_per_gb"], "{:,.1f}"), fmt(r["usd_per_tflop"], "{:,.1f}"))
+                      fmt(r["rent_usd_per_hour"], "{:,.2f}"), fmt(r["usd_per_tflop_hour"], "{:.4f}"))
     out.print(table)
+    out.print("[dim]rent: the cheapest on-demand offer in force (<= 90 days old, not low confidence; "
+              "`gpuplan prices`); "
+              "$/TFLOP-h = rent / dense bf16 TFLOPS[/]", highlight=False)
 
 
 @gpus_app.command("compare")
@@ -79,7 +78,8 @@ def gpus_compare(
     from ..hardware import load_gpu
 
     cards = [load_gpu(n) for n in names]
-    rows = [_gpu_row(g) for g in cards]
+    rentals = cheapest_rentals()
+    rows = [_gpu_row(g, rentals.get(g.id)) for g in cards]
     notes = {}
     for g in cards:
         half = g.dense_tflops.get("fp16_tensor_fp16acc")
@@ -102,7 +102,9 @@ def gpus_compare(
               ("fp8 dense TFLOPS", "fp8_tflops", "{:,.1f}"), ("fp4 dense TFLOPS", "fp4_tflops", "{:,.1f}"),
               ("NVLink (GB/s, both ways)", "nvlink_gbs", "{:,.0f}"), ("TDP (W)", "tdp_w", "{:,.0f}"),
               ("launch MSRP ($)", "msrp_usd", "{:,.0f}"), ("$ per GB", "usd_per_gb", "{:,.1f}"),
-              ("$ per bf16 TFLOP", "usd_per_tflop", "{:,.1f}")]
+              ("$ per bf16 TFLOP (MSRP)", "msrp_usd_per_tflop", "{:,.1f}"),
+              ("cheapest rental ($/h)", "rent_usd_per_hour", "{:,.2f}"),
+              ("$ per TFLOP-hour (rental)", "usd_per_tflop_hour", "{:.4f}")]
     for label, key, spec in labels:
         table.add_row(label, *["-" if r[key] is None else spec.format(r[key]) for r in rows])
     out.print(table)
@@ -114,19 +116,23 @@ def gpus_compare(
 # ---- cost -------------------------------------------------------------------------------------------
 def cost_cmd(scenario: str | None = None, as_json: bool = False, catalog: list[str] | None = None,
              discount: list[str] | None = None, top: int = 20, **fields: str | None) -> None:
-    """What the job costs on every offer that fits it: GPUs rented, $/hour, hours (spot: with interruptions
-    and Daly checkpointing) and total, or $ per million output tokens for serving. Prices are dated; rows older
-    than 30 days say so.
+    """What the job costs on every offer that fits it (--gpu: that GPU only): GPUs rented, $/hour, hours
+    (spot: with interruptions and Daly checkpointing), GPU total and the whole bill (idle GPUs of the instance
+    shape, billing increments, storage for checkpoint, dataset and result, egress), or $ per million output
+    tokens for serving. Only prices at most --max-price-age-days old (default 90) and not low confidence are used
+    unless asked; each row shows its age and confidence, and the first offer's bill is itemized.
 
     Examples:
       gpuplan cost --model llama-3.1-8b --task train --method lora --train-tokens 2e8
       gpuplan cost job.yaml --pricing any --catalog my-prices.csv --discount runpod=0.85
     """
     from ..estimate import estimate
-    from ..market.offers import load_offers
+    from ..market.store import load_offers
     from ..model.catalog import load_model
-    from ..plan.pricing import compare
+    from ..plan.pricing import compare, left_out
 
+    if top < 1:
+        raise GpuplanError(f"--top must be at least 1, got {top}")
     s = load_scenario(scenario, overrides(fields))
     discounts = {}
     for item in discount or []:
@@ -136,30 +142,59 @@ def cost_cmd(scenario: str | None = None, as_json: bool = False, catalog: list[s
         except ValueError:
             raise GpuplanError(f"--discount takes provider=multiplier (runpod=0.85), got {item!r}") from None
     base = estimate(s.model_copy(update={"gpu": None}), advise=False)
-    rows = compare(s, load_model(s.model), load_offers(tuple(catalog or ()), discounts),
-                   base.model.params_trainable)[:top]
+    offers = load_offers(tuple(catalog or ()), discounts)
+    rows = compare(s, load_model(s.model), offers, base.model.params_trainable)[:top]
+    skipped = {k: v for k, v in left_out(offers, s).items() if v}
     if as_json:
         from dataclasses import asdict
 
-        print_json([{**asdict(c), "device_peak_gib": peak} for c, peak in rows])
+        print_json([{**asdict(c), "label": c.label, "device_peak_gib": peak} for c, peak in rows])
         return
+    render_costs(s, rows, skipped)
+
+
+def render_costs(s, rows, skipped: dict[str, int]) -> None:
     if not rows:
-        out.print("[yellow]no offer in the catalog fits this scenario[/] (try --pricing any, more GPUs, or QLoRA)")
+        out.print("[yellow]no offer in force fits this scenario[/] (try --pricing any, more GPUs, QLoRA, "
+                  "--max-price-age-days or --include-low-confidence)")
         return
     infer = s.task == "infer"
-    table = Table(title=f"{len(rows)} offers that fit, cheapest first", title_justify="left")
-    cols = ["offer", "GPU", "GPUs", "$/h", "peak GiB"] + (["$/M tokens"] if infer else ["hours", "total $"]) + [
-        "price age"]
+    table = Table(title=f"{len(rows)} offers that fit, cheapest first", title_justify="left", padding=(0, 1))
+    cols = ["offer", "GPU", "GPUs", "$/h", "peak GiB"] + (["$/M tokens"] if infer else ["hours", "GPU $", "bill $"]) \
+        + ["age", "conf."]
     for col in cols:
-        table.add_column(col, justify="left" if col in ("offer", "GPU") else "right")
+        table.add_column(col, justify="left" if col in ("offer", "GPU", "conf.") else "right", no_wrap=col != "offer")
     for c, peak in rows:
-        age = f"{c.price_age_days} d" + (" [yellow]stale[/]" if c.stale else "")
-        tail = [f"{c.usd_per_million_tokens:,.3f}"] if infer else [f"{c.hours:,.1f}", f"{c.usd_total:,.0f}"]
+        age = f"[yellow]{c.price_age_days} d[/]" if c.stale else f"{c.price_age_days} d"
+        tail = [f"{c.usd_per_million_tokens:,.3f}"] if infer else [f"{c.hours:,.1f}", _usd(c.usd_total),
+                                                                  _usd(c.bill_usd)]
         table.add_row(c.offer.replace("_", "-"), short(c.gpu_id), str(c.num_gpus), f"{c.usd_per_hour:,.2f}",
-                      f"{peak:,.1f}", *tail, age)
+                      f"{peak:,.1f}", *tail, age, c.price_confidence)
     out.print(table)
+    first = rows[0][0]
+    if not infer and s.train_tokens:
+        render_bill(first)
+    out.print(f"[dim]{first.offer}: price from {first.price_origin}[/]", highlight=False)
+    for why, n in skipped.items():
+        out.print(f"[dim]{n} offers left out: {why} (--max-price-age-days, --include-low-confidence)[/]")
     if not infer and not s.train_tokens:
-        out.print("[yellow]set --train-tokens to get hours and totals[/]")
+        out.print("[yellow]set --train-tokens to get hours, totals and the bill[/]")
+
+
+def _usd(x: float) -> str:
+    return f"{x:,.0f}" if x >= 100 else f"{x:,.2f}"
+
+
+def render_bill(c) -> None:
+    """The itemized bill of one offer: lines that add up to its total."""
+    table = Table(title=f"the whole bill on {c.label}", title_justify="left", padding=(0, 1))
+    for col in ("item", "quantity", "unit", "$/unit", "$"):
+        table.add_column(col, justify="left" if col in ("item", "unit") else "right")
+    for line in c.bill:
+        item = line.item + (f" [dim]({line.note})[/]" if line.note else "")
+        table.add_row(item, f"{line.quantity:,.2f}", line.unit, f"{line.usd_per_unit:,.3f}", f"{line.usd:,.2f}")
+    table.add_row("[bold]total[/]", "", "", "", f"[bold]{c.bill_usd:,.2f}[/]")
+    out.print(table)
 
 
 scenario_command(
@@ -167,50 +202,86 @@ scenario_command(
     option("catalog", list[str] | None, None, "A CSV of offers (same columns as data/offers.csv) that overrides "
            "the bundled rows; repeatable."),
     option("discount", list[str] | None, None, "Negotiated price multiplier: provider=0.85; repeatable."),
-    option("top", int, 20, "Show this many offers."),
-    skip=("gpu",))
+    option("top", int, 20, "Show this many offers."))
+
+
+def _finite(name: str, value: float, low: float, high: float) -> float:
+    if not (value == value and low <= value <= high):
+        raise GpuplanError(f"--{name.replace('_', '-')} must be between {low:g} and {high:g}, got {value}")
+    return value
 
 
 @app.command("buy")
 def buy_cmd(
-    gpu: Annotated[str, typer.Argument(help="The card to buy: 4090, a6000, 'rtx 6000 ada'...")],
-    count: Annotated[int, typer.Option(help="How many cards.", min=1)] = 1,
-    hours: Annotated[float, typer.Option(help="Hours of use over the horizon (e.g. 2 years at 30% = 5256).",
-                                         min=1)] = 5000.0,
+    gpu: Annotated[str, typer.Argument(help="The card(s) to buy: 4090, 2x4090, a6000, 'rtx 6000 ada'...")],
+    count: Annotated[int | None, typer.Option(help="How many cards (or write 2x4090).", min=1)] = None,
+    price: Annotated[float | None, typer.Option(help="What you pay per card, new or used (default: launch MSRP).")]
+    = None,
+    host_usd: Annotated[float, typer.Option(help="The PC around the cards (CPU, board, RAM, PSU), USD.")] = 0.0,
+    host_w: Annotated[float, typer.Option(help="Its average power draw, W.")] = 0.0,
+    hours: Annotated[float, typer.Option(help="Hours of use over the horizon (e.g. 2 years at 30% = 5256).")]
+    = 5000.0,
     usd_per_kwh: Annotated[float, typer.Option(help="Electricity price.")] = 0.15,
-    pue: Annotated[float, typer.Option(help="Cooling overhead (power usage effectiveness).")] = 1.4,
+    pue: Annotated[float, typer.Option(help="Cooling overhead (power usage effectiveness): 1.0 at home, ~1.4 in a "
+                                            "data centre.")] = 1.0,
     utilization: Annotated[float, typer.Option(help="Average share of TDP drawn.")] = 0.8,
     as_json: JsonFlag = False,
 ) -> None:
-    """Buy or rent? Launch MSRP + power (TDP x utilization x PUE x $/kWh) over the hours you will use it,
-    against the cheapest rental of the same card in the price catalog; prints the break-even hours."""
+    """Buy or rent? What you pay for the cards (--price, new or used; launch MSRP otherwise) and the host, plus
+    power (TDP x utilization x PUE x $/kWh) over the hours you will use them, against the cheapest current
+    on-demand rental of the same cards (<= 90 days old, not low confidence); prints the break-even hours.
+
+    Examples:
+      gpuplan buy 2x4090 --price 1800 --host-usd 1200 --host-w 150 --hours 3000
+      gpuplan buy 3090 --price 700 --hours 500
+    """
     from dataclasses import asdict
 
     from ..hardware import load_gpu
     from ..market.cost import buy_vs_rent
-    from ..market.offers import load_offers
+    from ..plan.recommend import parse_have
 
-    card = load_gpu(gpu)
-    if not card.msrp_usd or not card.tdp_w:
-        raise GpuplanError(f"{card.name} has no public launch price or TDP in the catalog (data-center cards are "
-                           "sold through vendors): compare rentals with `gpuplan cost`")
-    rentals = [o for o in load_offers() if o.gpu_id == card.id and o.pricing == "on_demand"]
-    if not rentals:
-        raise GpuplanError(f"no on-demand rental of {card.name} in the price catalog to compare with")
-    cheapest = min(rentals, key=lambda o: o.usd_per_gpu_hour)
-    b = buy_vs_rent(card.msrp_usd, card.tdp_w, count, cheapest.usd_per_gpu_hour * count, hours,
-                    usd_per_kwh=usd_per_kwh, pue=pue, utilization=utilization)
+    gpu_id, parsed = parse_have(gpu)
+    card = load_gpu(gpu_id)
+    n = count or parsed
+    for name, value, low, high in (("hours", hours, 1, 1e6), ("usd_per_kwh", usd_per_kwh, 0, 10), ("pue", pue, 1, 3),
+                                   ("utilization", utilization, 0.01, 1), ("host_usd", host_usd, 0, 1e7),
+                                   ("host_w", host_w, 0, 1e5)):
+        _finite(name, value, low, high)
+    if price is not None:
+        _finite("price", price, 1, 1e7)
+    per_card = price if price is not None else card.msrp_usd
+    if not per_card or not card.tdp_w:
+        raise GpuplanError(f"{card.name} has no public launch price in the catalog: give what you would pay with "
+                           "--price USD (per card)")
+    rentals = cheapest_rentals()
+    if card.id not in rentals:
+        raise GpuplanError(f"no recent on-demand rental of {card.name} in force to compare with (`gpuplan prices "
+                           f"--gpu {short(card.id)}`; `gpuplan prices update`)")
+    cheapest = rentals[card.id]
+    b = buy_vs_rent(per_card, card.tdp_w, n, cheapest.usd_per_gpu_hour * n, hours, usd_per_kwh=usd_per_kwh, pue=pue,
+                    utilization=utilization, host_usd=host_usd, host_w=host_w)
+    notes = [] if price is not None else [f"priced at launch MSRP ${per_card:,.0f}; pass --price for today's "
+                                          "new or used price"]
+    if pue == 1.0:
+        notes.append("PUE 1.0: a PC at home has no cooling plant; pass --pue 1.4 for a rack in a data centre")
     if as_json:
-        print_json({**asdict(b), "rental": cheapest.label, "gpu_id": card.id})
+        print_json({**asdict(b), "rental": f"{cheapest.provider} {cheapest.gpu_count}x on_demand", "gpu_id": card.id,
+                    "num_gpus": n, "card_usd": per_card, "rental_observed_at": str(cheapest.observed_at),
+                    "notes": notes})
         return
-    out.print(f"buy {count}x {card.name}: ${b.purchase_usd:,.0f} + ${b.power_usd_per_hour:.3f}/h of power "
-              f"({card.tdp_w:.0f} W x {utilization:.0%} x PUE {pue} x ${usd_per_kwh}/kWh)")
-    out.print(f"rent: {cheapest.label} at ${b.rent_usd_per_hour:.2f}/h (price {cheapest.age_days()} days old)")
+    out.print(f"buy {n}x {card.name}: ${b.purchase_usd:,.0f} (cards ${per_card:,.0f} each"
+              + (f" + host ${host_usd:,.0f}" if host_usd else "") + f") + ${b.power_usd_per_hour:.3f}/h of power "
+              f"({n} x {card.tdp_w:.0f} W x {utilization:.0%}" + (f" + {host_w:.0f} W" if host_w else "")
+              + f", PUE {pue}, ${usd_per_kwh}/kWh)", highlight=False)
+    out.print(f"rent: {cheapest.provider} {n}x at ${b.rent_usd_per_hour:.2f}/h "
+              f"({n} x ${cheapest.usd_per_gpu_hour:.2f}; "
+              f"price {cheapest.age_days()} days old, {cheapest.confidence} confidence)", highlight=False)
     if b.break_even_hours:
         out.print(f"break-even after {b.break_even_hours:,.0f} hours of use; over {hours:,.0f} h: buy "
                   f"${b.buy_total_usd:,.0f} vs rent ${b.rent_total_usd:,.0f} -> "
                   f"[bold]{'buy' if b.buy_total_usd < b.rent_total_usd else 'rent'}[/]")
     else:
-        out.print("renting costs less per hour than the power to run your own card: rent")
-
-
+        out.print("renting costs less per hour than the power to run your own cards: rent")
+    for note in notes:
+        out.print(f"[dim]{note}[/]", highlight=False)

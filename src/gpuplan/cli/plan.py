@@ -67,7 +67,7 @@ def recommend_cmd(scenario: str | None = None, as_json: bool = False, budget_usd
 
 def _provider(name: str) -> str:
     from ..errors import UnknownNameError
-    from ..market.offers import load_offers
+    from ..market.store import load_offers
 
     known = sorted({o.provider for o in load_offers()})
     if name.strip() not in known:
@@ -96,17 +96,23 @@ def render_recommendation(s, result) -> None:
         table.add_column(col, justify="left" if col in ("setup", "offer") else "right")
     for i, x in enumerate(result.setups, 1):
         setup = f"{x.num_gpus}x {short(x.gpu_id)} " + "+".join([x.strategy, *x.techniques])
-        offer = f"{x.provider} {x.pricing.replace('_', '-')}" + (" [yellow](old)[/]" if x.stale else "")
+        offer = f"{x.provider} {x.pricing.replace('_', '-')} " + (f"[yellow]{x.price_age_days}d[/]" if x.stale else
+                                                                  f"{x.price_age_days}d") \
+            + (" [yellow]low conf.[/]" if x.price_confidence == "low" else "")
         row = [f"{i}{'*' if x.pareto else ''}", setup, offer, f"{x.device_peak_gib:.0f}/{x.capacity_gib:.0f}",
-               f"{x.tokens_per_s:,.0f}"]
+               f"{x.tokens_per_s:,.0f} ±{50 * (x.tokens_per_s_high - x.tokens_per_s_low) / x.tokens_per_s:.0f}%"]
         if train:
             row += [f"{x.hours:,.1f}", _usd(x.usd_total)]
         table.add_row(*row, _usd(x.usd_per_million_tokens))
     out.print(table)
+    out.print("[dim]tok/s ± the speed model's calibration spread (bench/throughput.py); ranked on the central "
+              "value[/]")
     for i, x in enumerate(result.setups[:3], 1):
         out.print(f"{i}. {x.num_gpus}x {x.gpu_id} ({x.offer}): {x.rationale}")
     if s.task == "train" and not s.train_tokens:
         out.print("[yellow]set --train-tokens for hours and totals; ranked by $ per million tokens[/]")
+    for note in result.notes:
+        out.print(f"[dim]{note}[/]", highlight=False)
 
 
 scenario_command(

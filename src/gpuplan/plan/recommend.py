@@ -19,13 +19,14 @@ from .. import overheads as oh
 from ..errors import GpuplanError
 from ..hardware import GpuSpec, gpus, load_gpu
 from ..market.cost import price_job
-from ..market.offers import Offer, load_offers, max_per_node
+from ..market.offers import Offer, max_per_node, multi_node
+from ..market.store import load_offers, price_filter
 from ..memory import check, memory_report
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from ..speed import speed_of
 from ..stacks import FRAMEWORKS
-from .pricing import on_demand_price
+from .pricing import best_on_demand, in_force, left_out
 
 COUNTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 GIB = 2**30
@@ -64,6 +65,8 @@ class Setup:
     capacity_gib: float
     headroom_pct: float
     tokens_per_s: float
+    tokens_per_s_low: float
+    tokens_per_s_high: float
     bound: str
     usd_per_hour: float
     hours: float | None
@@ -71,6 +74,12 @@ class Setup:
     usd_per_million_tokens: float
     price_age_days: int = 0
     stale: bool = False
+    price_confidence: str = "medium"
+    observed_at: str = ""
+    price_origin: str = ""
+    usd_per_gpu_hour: float = 0.0
+    gpus_per_instance: int = 1
+    bill_usd: float | None = None
     pareto: bool = False
     rationale: str = ""
     change: str = ""  # what the techniques or the stack change save and cost against the scenario as given
@@ -162,8 +171,9 @@ def _owned_offers(c: Constraints) -> list[Offer]:
     return out
 
 
-def _offers(s: Scenario, c: Constraints) -> list[Offer]:
-    offers = [o for o in load_offers(c.catalogs)
+def _offers(s: Scenario, c: Constraints, all_offers: list[Offer]) -> list[Offer]:
+    """The offers in force that pass the price filter and the allow-lists, and the user's own cards."""
+    offers = [o for o in in_force(all_offers, price_filter(s))
               if (c.pricing == "any" or (o.interruptible if c.pricing == "spot" else o.pricing == "on_demand"))
               and (not c.providers or o.provider in c.providers) and (not c.gpus or o.gpu_id in c.gpus)]
     return offers + _owned_offers(c)
@@ -173,9 +183,10 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
     """Every setup that fits ``s`` under ``c``, ranked; with ``explain``, the changes that would make one fit
     when none does."""
     started = time.perf_counter()
-    offers = _offers(s, c)
     all_offers = load_offers(c.catalogs)
+    offers = _offers(s, c, all_offers)
     cards = {o.gpu_id: gpus()[o.gpu_id] for o in offers}
+    references = {g: best_on_demand(all_offers, g, price_filter(s)) for g in cards}
     evaluated, setups, fitting = 0, [], 0
     biggest = max(cards.values(), key=lambda g: g.usable_gib, default=None)
     as_given: dict[tuple, tuple] = {}  # layout -> (scenario as given on it, its allocator-level bytes)
@@ -204,13 +215,22 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
                 if not ok:
                     continue
                 fitting += 1
-                setups += _priced(placed, m, gpu, labels, peak, offers, all_offers, trainable, note)
+                setups += _priced(placed, m, gpu, labels, peak, offers, references[gpu.id], trainable, note)
     setups = _filter_rank(setups, c)
     result = Recommendation(setups=setups[: c.top], evaluated=evaluated, fitting=fitting,
                             elapsed_s=time.perf_counter() - started)
+    result.notes = _price_notes(s, c, all_offers, cards)
     if not setups and explain:
-        result.changes = _what_would_fit(s, m, c, biggest, fitting)
+        result.changes = _what_would_fit(s, m, c, biggest, fitting, all_offers)
     return result
+
+
+def _price_notes(s: Scenario, c: Constraints, all_offers: list[Offer], cards: dict) -> list[str]:
+    """What the price filter left out, and the GPUs asked for that have no price at all."""
+    notes = [f"{n} offers left out: {why} (--max-price-age-days, --include-low-confidence)"
+             for why, n in left_out(all_offers, s).items() if n]
+    notes += [f"no price for {gpus()[g].name} in the offers in force" for g in c.gpus if g not in cards]
+    return notes
 
 
 def _fit(s: Scenario, m: ModelSpec, gpu: GpuSpec, shared, c: Constraints) -> tuple[bool, float]:
@@ -236,7 +256,9 @@ def _change_note(labels: list[str], given, scenario: Scenario, shared) -> str:
 
 
 def _priced(s: Scenario, m: ModelSpec, gpu: GpuSpec, labels: list[str], peak: float, offers: list[Offer],
-            all_offers: list[Offer], trainable: int, note: str = "") -> list[Setup]:
+            reference: tuple[float, str] | None, trainable: int, note: str = "") -> list[Setup]:
+    """``s`` on every offer of ``gpu``; spot compared with ``reference``, the cheapest on-demand price anywhere;
+    ``note`` says what the variant's techniques or stack save and cost."""
     out = []
     speeds: dict[str, object] = {}
     per_node = s.world_size // s.num_nodes if s.task == "train" else s.tp * s.pp
@@ -245,14 +267,17 @@ def _priced(s: Scenario, m: ModelSpec, gpu: GpuSpec, labels: list[str], peak: fl
             continue
         if offer.pricing == "owned" and offer.gpu_count < s.world_size:
             continue
+        if s.num_nodes > 1 and not multi_node(offer):
+            continue  # the provider sells no fabric between machines
         if offer.network not in speeds:
             speeds[offer.network] = speed_of(s, m, gpu, offer.network)
         speed = speeds[offer.network]
         cost = price_job(s, m, speed, offer, trainable, mtbi_h=s.mtbi_hours, disk_gbs=s.disk_gbs,
-                         on_demand_price=on_demand_price(all_offers, offer))
+                         best_on_demand=reference)
+        if not cost.finishes:
+            continue
         hours = cost.hours if s.task == "train" and s.train_tokens else None
-        offer_label = offer.label if offer.gpu_count == per_node else \
-            f"{offer.label.replace(f'{offer.gpu_count}x', f'{per_node}x')} (per-GPU price)"
+        offer_label = cost.offer
         priced = s if offer.pricing == "owned" else s.model_copy(update={
             "provider": offer.provider, "pricing": "spot" if offer.interruptible else "on_demand"})
         setup = Setup(scenario=priced, gpu_id=gpu.id, num_gpus=s.world_size, strategy=s.resolved_strategy if
@@ -260,13 +285,30 @@ def _priced(s: Scenario, m: ModelSpec, gpu: GpuSpec, labels: list[str], peak: fl
                       provider=offer.provider, pricing=offer.pricing, owned=offer.pricing == "owned",
                       device_peak_gib=peak, capacity_gib=gpu.usable_gib,
                       headroom_pct=100 * (1 - peak / gpu.usable_gib), tokens_per_s=speed.tokens_per_s,
+                      tokens_per_s_low=speed.tokens_per_s_low, tokens_per_s_high=speed.tokens_per_s_high,
                       bound=speed.bound, usd_per_hour=cost.usd_per_hour, hours=hours,
                       usd_total=cost.usd_total if hours is not None else None,
                       usd_per_million_tokens=cost.usd_per_million_tokens,
-                      price_age_days=cost.price_age_days, stale=cost.stale, change=note)
+                      price_age_days=cost.price_age_days, stale=cost.stale, price_confidence=cost.price_confidence,
+                      observed_at=cost.observed_at, price_origin=cost.price_origin,
+                      usd_per_gpu_hour=cost.usd_per_gpu_hour, gpus_per_instance=cost.gpus_per_instance,
+                      bill_usd=cost.bill_usd if hours is not None else None, change=note)
         setup.rationale = _rationale(setup, gpu, speed)
         out.append(setup)
     return out
+
+
+def _no_price(s: Scenario, c: Constraints, all_offers: list[Offer]) -> str:
+    """Why no offer is left: the GPUs asked for have no price (at all, or none recent and confident enough)."""
+    names = ", ".join(gpus()[g].name for g in c.gpus) or "the GPUs asked for"
+    rows = [o for o in all_offers if (not c.gpus or o.gpu_id in c.gpus) and (not c.providers or o.provider in
+                                                                              c.providers)]
+    if c.gpus and not rows:
+        return f"no price for {names}: no offer of it is in force (`gpuplan prices update` or --catalog FILE)"
+    if rows and not in_force(rows, price_filter(s)):
+        return (f"no price for {names} recent and confident enough: its {len(rows)} offers are older than "
+                f"{s.max_price_age_days} days or low confidence (--max-price-age-days, --include-low-confidence)")
+    return f"no {c.pricing.replace('_', '-')} offer for {names} matches --providers / --pricing: widen them"
 
 
 def _rationale(x: Setup, gpu: GpuSpec, speed) -> str:
@@ -286,7 +328,8 @@ def _rationale(x: Setup, gpu: GpuSpec, speed) -> str:
                      ("NVLink helps little" if gpu.nvlink_bandwidth_gbs else "PCIe is enough"))
     if speed.bound.startswith("host"):
         parts.append("eager decoding: a serving engine (--engine vllm) is several times faster")
-    parts.append(f"${x.usd_per_million_tokens:,.3g} per million tokens at {x.tokens_per_s:,.0f} tokens/s")
+    parts.append(f"${x.usd_per_million_tokens:,.3g} per million tokens at {x.tokens_per_s:,.0f} tokens/s "
+                 f"(likely {x.tokens_per_s_low:,.0f}-{x.tokens_per_s_high:,.0f}: ranked on the central value)")
     return "; ".join(parts)
 
 
@@ -312,12 +355,13 @@ def _filter_rank(setups: list[Setup], c: Constraints) -> list[Setup]:
     return ranked
 
 
-def _what_would_fit(s: Scenario, m: ModelSpec, c: Constraints, biggest: GpuSpec | None, fitting: int) -> list[str]:
+def _what_would_fit(s: Scenario, m: ModelSpec, c: Constraints, biggest: GpuSpec | None, fitting: int,
+                    all_offers: list[Offer] = ()) -> list[str]:
     """When nothing is left: each single relaxation that yields a setup (a bigger budget or a later deadline,
     LoRA/QLoRA, quantization, more GPUs, shorter sequences), with the best setup it gives, best first. Of the
     GPU counts and sequence lengths, only the smallest change that works is listed."""
     if biggest is None:
-        return ["no GPU in the catalog matches the allow-lists: widen --gpus / --providers / --pricing"]
+        return [_no_price(s, c, all_offers)]
     base = {**c.__dict__, "top": 1}
     tries: list[tuple[str, str, Scenario, Constraints]] = []  # (group, label, scenario, constraints)
     if fitting and c.budget_usd is not None:

@@ -1,4 +1,5 @@
-"""One profile per training stack and per sharding engine, which :mod:`gpuplan.memory.training` consults.
+"""One profile per stack (design.md, estimation layer): the training stacks and sharding engines here, which
+:mod:`gpuplan.memory.training` consults; the serving engines in :mod:`.vllm` and :mod:`.llama_cpp`.
 
 A stack profile (:class:`Runtime`) says what its code saves for backward, what its selective checkpointing keeps,
 what its loss materializes, what stays on the GPU under activation offloading, which buffers it adds, and how its

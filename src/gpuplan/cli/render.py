@@ -1,0 +1,220 @@
+"""Listings for people and for scripts: one description of the columns, five formats.
+
+A listing is rows of raw values (dicts) and :class:`Column` s that say how to show each value. ``table`` draws a
+rich table sized to the terminal: the identifying columns (priority 0: model, GPU, setup) are never cut or
+wrapped, and when the table is wider than the terminal the columns with the highest priority number drop first
+(a dim line names them). ``plain`` aligns every column with spaces (for grep and awk), ``csv`` writes raw values,
+``markdown`` a pipe table, ``json`` the rows as they are. Cells never go through rich markup, so text in square
+brackets survives; a column may give a cell a style instead.
+
+Usage::
+
+    cols = [Column("name", "model", priority=0), Column("params", "params", fmt=human, align="right")]
+    show(rows, cols, fmt="table", title="48 bundled models")
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import sys
+import textwrap
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+FORMATS = ("table", "plain", "csv", "markdown", "json")
+Format = Literal["table", "plain", "csv", "markdown", "json"]
+
+FormatOption = Annotated[Format | None, typer.Option(
+    "--format", help="table (sized to the terminal), plain (aligned text, every column), csv, markdown or json. "
+    "[default: table]", show_default=False)]
+
+
+@dataclass(frozen=True)
+class Column:
+    """How one field of the rows is shown.
+
+    ``priority`` 0 identifies a row (never dropped, never cut); 1 is shown whenever it can be (it may wrap);
+    2 and up drop first on narrow terminals, highest number first.
+    """
+
+    key: str
+    header: str
+    fmt: Callable[[Any], str] | None = None
+    align: Literal["left", "right"] = "left"
+    priority: int = 1
+    style: Callable[[dict[str, Any]], str | None] | None = None
+
+    def cell(self, row: dict[str, Any]) -> str:
+        value = row.get(self.key)
+        if value is None:
+            return ""
+        return self.fmt(value) if self.fmt is not None else str(value)
+
+
+def num(spec: str = "{:,.0f}", empty: str = "") -> Callable[[Any], str]:
+    """A formatter for numbers: ``num("{:,.1f}")``; None and non-finite values print ``empty``."""
+
+    def fmt(value: Any) -> str:
+        if value is None or (isinstance(value, float) and not math.isfinite(value)):
+            return empty
+        return spec.format(value)
+
+    return fmt
+
+
+def usd(value: float | None) -> str:
+    """Dollars with the precision that matters: $1,234 / $12.35 / $0.123."""
+    if value is None or not math.isfinite(value):
+        return ""
+    return f"{value:,.0f}" if value >= 100 else f"{value:,.2f}" if value >= 1 else f"{value:.3f}"
+
+
+def resolve_format(fmt: str | None, as_json: bool = False, markdown: bool = False) -> str:
+    """The format asked for, with the older ``--json`` / ``--markdown`` flags as shorthands."""
+    if fmt is not None:
+        return fmt
+    return "json" if as_json else "markdown" if markdown else "table"
+
+
+def console() -> Console:
+    from .app import out
+
+    return out
+
+
+def fit_columns(rows: list[dict[str, Any]], columns: Sequence[Column], width: int) -> tuple[list[Column], list[Column]]:
+    """The columns that fit ``width`` (rich's box: 3 characters per column + 1), and those dropped.
+
+    Columns of priority >= 2 drop, highest number first, rightmost first among equals, until the natural width
+    (the longest cell of each column) fits; priority 0 and 1 always stay.
+    """
+    natural = {c.key: max([len(c.header), *(len(c.cell(r)) for r in rows)]) for c in columns}
+    kept = list(columns)
+    dropped: list[Column] = []
+    order = sorted((c for c in columns if c.priority >= 2), key=lambda c: (-c.priority, -columns.index(c)))
+
+    def total(cols: list[Column]) -> int:
+        return sum(natural[c.key] + 3 for c in cols) + 1
+
+    for col in order:
+        if total(kept) <= width:
+            break
+        kept.remove(col)
+        dropped.append(col)
+    return kept, dropped
+
+
+def table(rows: list[dict[str, Any]], columns: Sequence[Column], *, title: str | None = None,
+          width: int | None = None) -> tuple[Table, list[Column]]:
+    """A rich table sized to ``width`` (the console's by default) and the columns it left out."""
+    width = width or console().width
+    kept, dropped = fit_columns(rows, columns, width)
+    t = Table(title=title, title_justify="left", padding=(0, 1))
+    for c in kept:
+        natural = max([len(c.header), *(len(c.cell(r)) for r in rows)])
+        if c.priority == 0:
+            t.add_column(c.header, justify=c.align, no_wrap=True, min_width=natural)
+        else:
+            t.add_column(c.header, justify=c.align, overflow="fold")
+    for r in rows:
+        t.add_row(*(Text(c.cell(r), style=(c.style(r) if c.style else None) or "") for c in kept))
+    return t, dropped
+
+
+def plain(rows: list[dict[str, Any]], columns: Sequence[Column]) -> str:
+    """Every column, aligned with two spaces, no box: one line per row."""
+    cells = [[c.header for c in columns], *([c.cell(r) for c in columns] for r in rows)]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(columns))]
+    lines = []
+    for line in cells:
+        parts = [cell.rjust(w) if c.align == "right" else cell.ljust(w)
+                 for cell, w, c in zip(line, widths, columns, strict=True)]
+        lines.append("  ".join(parts).rstrip())
+    return "\n".join(lines)
+
+
+def markdown(rows: list[dict[str, Any]], columns: Sequence[Column]) -> str:
+    """A pipe table; ``|`` in cells is escaped."""
+    esc = lambda s: s.replace("|", "\\|")  # noqa: E731
+    lines = ["| " + " | ".join(esc(c.header) for c in columns) + " |",
+             "|" + "|".join("---:" if c.align == "right" else "---" for c in columns) + "|"]
+    lines += ["| " + " | ".join(esc(c.cell(r)) for c in columns) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def to_csv(rows: list[dict[str, Any]], columns: Sequence[Column]) -> str:
+    """Raw values (numbers unformatted, None empty) under the column headers."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow([c.header for c in columns])
+    for r in rows:
+        writer.writerow(["" if r.get(c.key) is None else _raw(r.get(c.key)) for c in columns])
+    return buf.getvalue().rstrip("\n")
+
+
+def _raw(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return ""
+    if isinstance(value, (list, tuple)):
+        return "+".join(str(v) for v in value)
+    return value
+
+
+def finite(data: Any) -> Any:
+    """``data`` with every non-finite float replaced by None, so that the JSON is strict (no NaN/Infinity)."""
+    if isinstance(data, float):
+        return data if math.isfinite(data) else None
+    if isinstance(data, dict):
+        return {str(k): finite(v) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [finite(v) for v in data]
+    return data
+
+
+def write_json(data: Any) -> None:
+    """Strict JSON on stdout: non-finite numbers become null; objects json cannot encode become strings."""
+    sys.stdout.write(json.dumps(finite(data), indent=2, default=str, allow_nan=False) + "\n")
+
+
+def show(rows: list[dict[str, Any]], columns: Sequence[Column], fmt: str = "table", *, title: str | None = None,
+         notes: Sequence[str] = (), json_data: Any = None) -> None:
+    """Print a listing in ``fmt``. ``notes`` follow the table (not in csv or json); ``json_data`` replaces the
+    rows in json (a command's fuller records)."""
+    if fmt == "json":
+        write_json(rows if json_data is None else json_data)
+        return
+    if fmt == "csv":
+        sys.stdout.write(to_csv(rows, columns) + "\n")
+        return
+    if fmt in ("plain", "markdown"):
+        body = plain(rows, columns) if fmt == "plain" else markdown(rows, columns)
+        head = [title, ""] if title and fmt == "plain" else [f"**{title}**", ""] if title else []
+        sys.stdout.write("\n".join([*head, body, *([""] if notes else []), *notes]) + "\n")
+        return
+    t, dropped = table(rows, columns, title=title)
+    out = console()
+    out.print(t)
+    if dropped:
+        out.print(Text(f"(narrow terminal: {', '.join(c.header for c in dropped)} hidden; --format plain shows "
+                       "every column)", style="dim"))
+    for note in notes:
+        bullet(note, prefix="")
+
+
+def bullet(text: str, prefix: str = "  - ", style: str | None = None, stream: Console | None = None) -> None:
+    """One item, wrapped to the terminal with a hanging indent under its first word."""
+    out = stream or console()
+    width = max(out.width, 40)
+    indent = " " * (len(prefix) if prefix.strip() else len(prefix) + 2)
+    wrapped = textwrap.fill(text, width=width, initial_indent=prefix, subsequent_indent=indent,
+                            break_long_words=False, break_on_hyphens=False)
+    out.print(Text(wrapped, style=style or ""), soft_wrap=True)
