@@ -132,17 +132,25 @@ def _variants(s: Scenario, c: Constraints) -> list[tuple[list[str], dict]]:
             out.append(([*label, "gradient checkpointing", "bf16 embeddings"],
                         {**base, "grad_checkpointing": "full", "optimizer": "paged-adamw-8bit",
                          "qlora_fp32_upcast": False}))
-        if c.any_framework:  # every other stack with its recipe defaults, and with its leanest techniques
+        if c.any_framework:  # every other stack with its recipe defaults, and with activation offloading
             for name in FRAMEWORKS:
-                if name != s.framework:
-                    out.append(([*label, name], {**base, "framework": name}))
+                if name == s.framework:
+                    continue
+                out.append(([*label, name], {**base, "framework": name}))
+                if name in OFFLOADS:
                     out.append(([*label, name, "activation offload"], {**base, "framework": name,
                                                                        "grad_checkpointing": "full",
                                                                        "activation_offload": True}))
     return out
 
 
-def _layouts(s: Scenario, m: ModelSpec, c: Constraints) -> list[dict]:
+# what each stack shards with (stacks.py refuses the others) and which add activation offloading to their defaults
+SHARDING = {"hf": ("ddp", "zero2", "zero3"), "axolotl": ("ddp", "zero2", "zero3"), "torchtune": ("fsdp",),
+            "torchtitan": ("ddp", "fsdp"), "unsloth": ("ddp",), "pytorch": ("ddp", "fsdp")}
+OFFLOADS = ("torchtune", "axolotl", "pytorch")  # Unsloth offloads by default; torchtitan and the Trainer cannot
+
+
+def _layouts(s: Scenario, m: ModelSpec, c: Constraints, framework: str = "hf") -> list[dict]:
     """GPU counts and parallel strategies: data parallel / ZeRO for training, tensor parallel for serving."""
     out = []
     for n in COUNTS:
@@ -153,7 +161,7 @@ def _layouts(s: Scenario, m: ModelSpec, c: Constraints) -> list[dict]:
             if n <= 8 and m.num_heads % n == 0 and (n <= m.num_kv_heads or n % m.num_kv_heads == 0 or m.mla):
                 out.append({"num_gpus": n, "num_nodes": 1, "tp": n, "pp": 1, "strategy": None})
             continue
-        strategies = ["single"] if n == 1 else ["ddp", "zero2", "zero3", "fsdp"]
+        strategies = ["single"] if n == 1 else list(SHARDING[framework])
         out += [{"num_gpus": per_node, "num_nodes": nodes, "tp": 1, "pp": 1, "strategy": st} for st in strategies]
     return out
 
@@ -191,7 +199,7 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
     biggest = max(cards.values(), key=lambda g: g.usable_gib, default=None)
     as_given: dict[tuple, tuple] = {}  # layout -> (scenario as given on it, its allocator-level bytes)
     for labels, change in _variants(s, c):
-        for layout in _layouts(s, m, c):
+        for layout in _layouts(s, m, c, change.get("framework", s.framework)):
             try:  # a stack refuses what it cannot run (torchtune with ZeRO, Unsloth over FSDP...)
                 scenario = s.model_copy(update={**change, **layout, "gpu": None})
                 check(scenario, m, None)
