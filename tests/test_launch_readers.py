@@ -9,8 +9,8 @@ hands the processes, and the ``DeepSpeedPlugin`` / ``FullyShardedDataParallelPlu
 
 Where a test needs a GPU machine's answer it says so and emulates only that: a bf16-capable GPU for
 ``TrainingArguments`` (it refuses bf16 on a CPU) and the data-parallel world size for DeepSpeed and the Trainer
-(one process here). SkyPilot and vLLM are not in ``.[all]`` (see pyproject.toml); without them their tests skip
-and the captured schema / parser checks (here and in test_launch.py) still run.
+(one process here). SkyPilot is not in ``.[all]`` (see pyproject.toml): its tests run it in a virtual environment
+of its own; vLLM pulls a CUDA torch, so without it its test skips and the captured parser check (test_launch.py) runs.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ from gpuplan.launch import launch_files, launch_plan, write
 from gpuplan.launch.stack import LaunchOptions
 
 DATA = Path(__file__).parent / "data"
-SKY_REASON = ("SkyPilot is not installed: its click<8.2 pin conflicts with the click>=8.4 of huggingface_hub, which "
-              "transformers 5 needs, so it is the `skypilot` extra, outside `.[all]`; the captured schema test runs")
+SKY_REASON = ("SkyPilot cannot share this environment (its click<8.2 pin conflicts with the click>=8.4 of "
+              "huggingface_hub, which transformers 5 needs): it is the `skypilot` extra, outside `.[all]`")
 VLLM_REASON = ("vLLM is not installed (it pulls a CUDA build of torch); test_launch.py checks the command against "
                "vLLM 0.32's parser captured in tests/data/vllm")
 
@@ -275,28 +275,66 @@ def test_sky_yaml_against_captured_schema(written):
     jsonschema.validate(task["resources"], schemas["resources"])
 
 
-def test_sky_yaml_through_skypilot(written, monkeypatch):
-    sky = pytest.importorskip("sky", reason=SKY_REASON)
+SKY_VERSION = "0.14.1"
+SKY_READ = """import json, sys
+import sky
+task = sky.Task.from_yaml(sys.argv[1])
+(res,) = list(task.resources)
+print(json.dumps({"num_nodes": task.num_nodes, "workdir": task.workdir, "accelerators": res.accelerators,
+                  "use_spot": res.use_spot, "disk_size": res.disk_size, "cloud": str(res.cloud),
+                  "region": res.region, "ports": res.ports, "run": task.run, "setup": task.setup}))
+"""
+
+
+@pytest.fixture(scope="session")
+def sky_python() -> str:
+    """A Python that imports SkyPilot: this one if it does, else a virtual environment of its own, made once in
+    the user's cache (``pip install skypilot==0.14.1``, ~1 minute): SkyPilot pins click<8.2 while transformers'
+    huggingface_hub needs click>=8.4, so it cannot share the test environment. Skips (saying why) only when
+    PyPI cannot be reached."""
+    if importlib.util.find_spec("sky") is not None:
+        return sys.executable
+    root = Path(os.environ.get("GPUPLAN_TEST_CACHE", Path.home() / ".cache" / "gpuplan-tests"))
+    venv = root / f"skypilot-{SKY_VERSION}"
+    python = venv / "bin" / "python"
+    if not (venv / "ok").is_file():
+        root.mkdir(parents=True, exist_ok=True)
+        subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True, timeout=120)
+        proc = subprocess.run([str(python), "-m", "pip", "install", "-q", f"skypilot=={SKY_VERSION}"],
+                              capture_output=True, text=True, timeout=900)
+        if proc.returncode:
+            pytest.skip(f"{SKY_REASON}; installing it in its own environment failed: {proc.stderr.strip()[-300:]}")
+        (venv / "ok").write_text(SKY_VERSION)
+    return str(python)
+
+
+def sky_read(python: str, folder: Path) -> dict:
+    """The task as ``sky.Task.from_yaml`` reads ``folder/sky.yaml``, in SkyPilot's own Python."""
+    proc = subprocess.run([python, "-c", SKY_READ, "sky.yaml"], cwd=folder, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.slow
+def test_sky_yaml_through_skypilot(written, sky_python):
     plan, folder = written
-    monkeypatch.chdir(folder)
-    task = sky.Task.from_yaml("sky.yaml")
-    (res,) = list(task.resources)
-    assert task.num_nodes == plan.num_nodes and task.workdir == "."
-    assert list(res.accelerators.values()) == [plan.gpus_per_node]
-    assert res.use_spot == (plan.spot is not None)
-    assert res.disk_size == plan.disk_gb
+    task = sky_read(sky_python, folder)
+    assert task["num_nodes"] == plan.num_nodes and task["workdir"] == "."
+    assert list(task["accelerators"].values()) == [plan.gpus_per_node]
+    assert task["use_spot"] == (plan.spot is not None)
+    assert task["disk_size"] == plan.disk_gb
     if plan.offer and plan.offer.provider == "aws":
-        assert str(res.cloud) == "AWS" and res.region == "us-east-1"
-    assert "accelerate launch" in task.run and "pip install" in task.setup
+        assert task["cloud"] == "AWS" and task["region"] == "us-east-1"
+    assert "accelerate launch" in task["run"] and "pip install" in task["setup"]
 
 
-def test_sky_serving_task(tmp_path, monkeypatch):
-    sky = pytest.importorskip("sky", reason=SKY_REASON)
+@pytest.mark.slow
+def test_sky_serving_task(tmp_path, sky_python):
     plan = launch_plan(SERVE)
     write(launch_files(plan, ["skypilot"]), tmp_path)
-    monkeypatch.chdir(tmp_path)
-    (res,) = list(sky.Task.from_yaml("sky.yaml").resources)
-    assert res.accelerators == {"L40S": 1} and res.ports == ["8000"]
+    task = sky_read(sky_python, tmp_path)
+    assert task["accelerators"] == {"L40S": 1} and task["ports"] == ["8000"]
 
 
 # ---- vLLM ------------------------------------------------------------------------------------------------
