@@ -24,6 +24,7 @@ from .stack import LaunchOptions, autocast, backend, fsdp_settings, hf_optim, mo
 NAME = "trainer"
 FILE = "trainer.yaml"
 ATTENTION = {"eager": "eager", "sdpa": "sdpa", "flash": "flash_attention_2"}
+OWN_CONFIG = ("torchtune", "torchtitan", "axolotl")  # frameworks with a target of that name
 
 
 def applies(plan: LaunchPlan) -> str | None:
@@ -31,6 +32,8 @@ def applies(plan: LaunchPlan) -> str | None:
     if not plan.train:
         return "trainer arguments are for training; serve with --target vllm"
     s = plan.scenario
+    if s.framework in OWN_CONFIG:
+        return f"framework {s.framework} runs from its own config, not the Trainer's: use --target {s.framework}"
     if s.framework != "hf":
         return (f"framework {s.framework}: gpuplan launch writes the Hugging Face Trainer stack (framework hf); a "
                 f"{s.framework} writer is not built yet")

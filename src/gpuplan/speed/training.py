@@ -204,7 +204,7 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
     bound = max(("compute", accum * gpu_busy), ("host (kernel launches)", accum * (busy - gpu_busy)),
                 ("communication", comm + parts.get("offload", 0)), key=lambda kv: kv[1])[0]
     fpt = training_flops_per_token(s, m)
-    model_fpt = training_flops_per_token(s.model_copy(update={"grad_checkpointing": "none"}), m)
+    model_fpt = training_flops_per_token(s.model_copy(update={"grad_checkpointing": "none", "checkpoint_every": 1}), m)
     tokens_per_s = tokens_step / step
     speed = Speed(tokens_per_s=tokens_per_s, step_time_s=step, bound=bound, parts_s=parts,
                   mfu=model_fpt * tokens_per_s / (s.world_size * peak_flops(gpu, dtype)) if peak_flops(gpu, dtype)
