@@ -330,7 +330,7 @@ def test_targets_that_do_not_apply(scenario, target, text):
 
 
 def test_no_target_for_other_frameworks_yet():
-    s = {**SMALL, "framework": "pytorch"}
+    s = {**SMALL, "framework": "pytorch"}  # a loop of your own: nothing to write for it
     with pytest.raises(GpuplanError, match="no launch target applies to this plan: framework pytorch"):
         targets_for(launch_plan(s))
     # a framework with its own target says why that target does not apply
@@ -349,7 +349,7 @@ def test_default_targets():
     assert targets_for(launch_plan(QLORA_SPOT)) == ["trainer", "accelerate", "torchrun", "skypilot"]
     assert targets_for(launch_plan(SERVE)) == ["vllm", "skypilot"]
     assert set(TARGETS) == {"trainer", "deepspeed", "accelerate", "torchrun", "torchtune", "torchtitan", "axolotl",
-                            "vllm", "skypilot"}
+                            "unsloth", "vllm", "skypilot"}
 
 
 @pytest.mark.parametrize("scenario, text", [
@@ -721,3 +721,40 @@ def test_axolotl_against_captured_schema(change):
     assert cfg["optimizer"] in {o.value for o in OptimizerNames} | set(schema["custom_optimizers"])
     argv = command_of(files["axolotl-train.sh"])
     assert argv[argv.index("--launcher") + 1] in schema["train_launchers"]
+
+
+# ---- Unsloth ----------------------------------------------------------------------------------------------
+UNSLOTH = dict(model="llama-3.1-8b", task="train", framework="unsloth", method="qlora", gpu="l40s",
+               micro_batch_size=2, grad_accum_steps=4, train_tokens=1e7, pricing="spot")
+
+
+def test_unsloth_script_by_hand():
+    """Unsloth's defaults as the plan resolves them: 4-bit base, checkpoints offloaded ("unsloth"), its fused loss
+    (no UNSLOTH_RETURN_LOGITS), every linear layer; 16-bit LoRA says load_in_4bit False (Unsloth's default is
+    True); DDP runs under torchrun."""
+    text = files_of(UNSLOTH, ["unsloth"])["unsloth_train.py"]
+    assert "LOAD = {\n    'model_name': 'meta-llama/Llama-3.1-8B',\n    'max_seq_length': 2048,\n" \
+           "    'load_in_4bit': True," in text
+    assert "'use_gradient_checkpointing': 'unsloth'," in text and "UNSLOTH_RETURN_LOGITS" not in text
+    assert "'target_modules': ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj']," in text
+    assert f"'save_steps': {launch_plan(UNSLOTH).save_steps}," in text and "'max_steps': 611," in text
+    ddp = files_of({**UNSLOTH, "method": "lora", "model": "qwen2.5-7b", "num_gpus": 2, "strategy": "ddp",
+                    "loss": "full"}, ["unsloth"])
+    assert "'load_in_4bit': False," in ddp["unsloth_train.py"]
+    assert 'os.environ["UNSLOTH_RETURN_LOGITS"] = "1"' in ddp["unsloth_train.py"]
+    assert command_of(ddp["unsloth-run.sh"]) == ["torchrun", "--nproc-per-node", "2", "--nnodes", "1", "--standalone",
+                                                 "unsloth_train.py"]
+    task = body(files_of(UNSLOTH, ["skypilot"], bucket="ckpt")["sky.yaml"])
+    assert task["run"].strip() == "OUTPUT_DIR=/checkpoints python unsloth_train.py"
+    assert '"unsloth==2026.10.9"' in task["setup"]
+
+
+@pytest.mark.parametrize("change, text", [
+    ({"method": "full", "model": "qwen2.5-0.5b"}, "LoRA and QLoRA runs"),
+    ({"method": "lora", "quant": "gptq-int4"}, "set quant int8 or none"),
+    ({"grad_checkpointing": "none", "activation_offload": True}, "set grad_checkpointing full"),
+    ({"adapter_dtype": "bf16"}, "adapters are fp32"),
+])
+def test_unsloth_refusals(change, text):
+    with pytest.raises(GpuplanError, match=text):
+        targets_for(launch_plan({**UNSLOTH, **change}), ["unsloth"])

@@ -31,8 +31,8 @@ import gpuplan
 from conftest import require
 from gpuplan.launch import launch_files, launch_plan, write
 from gpuplan.launch import torchtitan as titan
-from gpuplan.launch.stack import AXOLOTL_VERSION
-from test_launch_readers import OPTIM, argv_of
+from gpuplan.launch.stack import AXOLOTL_VERSION, UNSLOTH_VERSION, LaunchOptions
+from test_launch_readers import OPTIM, argv_of, sky_python, sky_read  # noqa: F401 (sky_python: a fixture)
 
 
 def cached_packages(name: str, requirements: list[str]) -> Path:
@@ -524,3 +524,127 @@ def test_torchtune_config_through_torchtune(name, tune_validated):
         assert value == (list(want) if isinstance(want, tuple) else want), field
     again = gpuplan.estimate({**back, "gpu": s.gpu}, advise=False)
     assert again.memory.device_peak_gib == pytest.approx(plan.result.memory.device_peak_gib, rel=1e-12)
+
+
+# ---- Unsloth ----------------------------------------------------------------------------------------------
+UNSLOTH_PLANS = {  # QLoRA on spot (offloaded checkpoints, fused loss), 16-bit LoRA over DDP with the full loss,
+    # 8-bit LoRA with plain checkpointing and an 8-bit optimizer
+    "qlora-spot": dict(model="llama-3.1-8b", task="train", framework="unsloth", method="qlora", gpu="l40s",
+                       micro_batch_size=2, grad_accum_steps=4, train_tokens=1e7, pricing="spot"),
+    "lora-ddp-full-loss": dict(model="qwen2.5-7b", task="train", framework="unsloth", method="lora", gpu="l40s",
+                               num_gpus=2, strategy="ddp", loss="full", lora_targets=["q_proj", "v_proj"],
+                               lora_rank=32),
+    "lora-int8": dict(model="qwen2.5-1.5b", task="train", framework="unsloth", method="lora", quant="int8",
+                      gpu="rtx-4090", grad_checkpointing="full", activation_offload=False,
+                      optimizer="adamw-8bit", lora_dropout=0.05),
+}
+UNSLOTH_SIGNATURES = json.loads((Path(__file__).parent / "data" / "unsloth" /
+                                 f"signatures-{UNSLOTH_VERSION}.json").read_text())
+
+
+def read_unsloth(folder: Path) -> dict:
+    """The script's literals (``LOAD``, ``PEFT``, ``TRAIN``, ``DTYPE``, ``DATASET``), after checking that it
+    compiles, that it calls from_pretrained, get_peft_model and SFTConfig with them, and sets
+    ``UNSLOTH_RETURN_LOGITS`` (if it does) before importing Unsloth."""
+    import ast
+
+    source = (folder / "unsloth_train.py").read_text()
+    tree = ast.parse(source)
+    compile(tree, "unsloth_train.py", "exec")
+    out = {t.id: ast.literal_eval(node.value) for node in tree.body if isinstance(node, ast.Assign)
+           for t in node.targets if isinstance(t, ast.Name) and t.id.isupper()}
+    calls = {ast.unparse(n.func): [ast.unparse(k.value) for k in n.keywords if k.arg is None]
+             for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    assert calls["FastLanguageModel.from_pretrained"] == ["LOAD"]
+    assert calls["FastLanguageModel.get_peft_model"] == ["PEFT"] and calls["SFTConfig"] == ["TRAIN"]
+    lines = source.splitlines()
+    logits = [i for i, line in enumerate(lines) if line.startswith('os.environ["UNSLOTH_RETURN_LOGITS"] = "1"')]
+    out["return_logits"] = bool(logits)
+    assert all(i < lines.index(next(x for x in lines if x.startswith("from unsloth import"))) for i in logits)
+    return out
+
+
+@pytest.fixture(params=sorted(UNSLOTH_PLANS))
+def unsloth_written(request, tmp_path):
+    plan = launch_plan(UNSLOTH_PLANS[request.param])
+    write(launch_files(plan, ["unsloth"]), tmp_path)
+    return plan, tmp_path
+
+
+def test_unsloth_script_against_signatures(unsloth_written, monkeypatch):
+    """Every argument is a named parameter of Unsloth's from_pretrained / get_peft_model (unsloth 2026.10.9,
+    captured from its source: both also take **kwargs, which would swallow a misspelt one), the SFTConfig
+    fields build TRL's own SFTConfig, and the values are the plan's."""
+    require("trl")
+    import transformers.training_args as ta
+    from transformers import TrainingArguments
+    from trl import SFTConfig
+
+    plan, folder = unsloth_written
+    s = plan.scenario
+    read = read_unsloth(folder)
+    assert UNSLOTH_SIGNATURES["unsloth_version"] == UNSLOTH_VERSION
+    assert set(read["LOAD"]) | {"dtype"} <= set(UNSLOTH_SIGNATURES["from_pretrained"]["parameters"])
+    assert set(read["PEFT"]) <= set(UNSLOTH_SIGNATURES["get_peft_model"]["parameters"])
+    monkeypatch.setattr(ta, "is_torch_bf16_gpu_available", lambda: True)  # the plan's GPU, emulated
+    monkeypatch.setattr(TrainingArguments, "world_size", property(lambda self: s.dp))
+    monkeypatch.chdir(folder)
+    args = SFTConfig(**read["TRAIN"])
+    assert (args.per_device_train_batch_size, args.gradient_accumulation_steps, args.max_length) == (
+        s.micro_batch_size, s.grad_accum_steps, s.seq_len)
+    assert args.packing and args.bf16 and args.max_steps == (plan.max_steps or -1)
+    if plan.save_steps is not None:
+        assert args.save_steps == plan.save_steps
+    assert read["LOAD"]["load_in_4bit"] == (s.method == "qlora") and read["LOAD"]["max_seq_length"] == s.seq_len
+    assert read["PEFT"]["r"] == s.lora_rank and read["return_logits"] == (s.loss == "full")
+
+
+def test_unsloth_round_trip(unsloth_written, monkeypatch):
+    plan, folder = unsloth_written
+    s = plan.scenario
+    read = read_unsloth(folder)
+    load, peft, train = read["LOAD"], read["PEFT"], read["TRAIN"]
+    argv = argv_of(folder / "unsloth-run.sh")
+    gpus = int(argv[argv.index("--nproc-per-node") + 1]) if argv[0] == "torchrun" else 1
+    checkpointing = peft["use_gradient_checkpointing"]
+    optim, impl = OPTIM[train["optim"]]
+    back = {"model": load["model_name"], "task": "train", "framework": "unsloth",
+            "method": "qlora" if load["load_in_4bit"] else "lora", "seq_len": load["max_seq_length"],
+            "micro_batch_size": train["per_device_train_batch_size"],
+            "grad_accum_steps": train["gradient_accumulation_steps"], "optimizer": optim, "optimizer_impl": impl,
+            "lora_rank": peft["r"], "lora_dropout": peft["lora_dropout"],
+            "lora_targets": "all-linear" if peft["target_modules"] == UNSLOTH_SIGNATURES["default_target_modules"]
+            else peft["target_modules"], "grad_checkpointing": "full" if checkpointing else "none",
+            "activation_offload": checkpointing == "unsloth", "loss": "full" if read["return_logits"] else
+            "fused-linear", "precision": "bf16-mixed" if train["bf16"] else "fp16-mixed", "num_gpus": gpus,
+            "strategy": "ddp" if gpus > 1 else "single"}
+    if load["load_in_8bit"]:
+        back["quant"] = "int8"
+    for field, value in back.items():
+        want = plan.model.name if field == "model" else (s.strategy or s.resolved_strategy) if field == "strategy" \
+            else getattr(s, field)
+        assert value == (list(want) if isinstance(want, tuple) else want), field
+    again = gpuplan.estimate({**back, "gpu": s.gpu}, advise=False)
+    assert again.memory.device_peak_gib == pytest.approx(plan.result.memory.device_peak_gib, rel=1e-12)
+
+
+# ---- SkyPilot running the stacks ----------------------------------------------------------------------------
+STACK_TASKS = {"torchtitan": TITAN_PLANS["fsdp-8b-spot"], "axolotl": AXOLOTL_PLANS["lora-2-nodes"],
+               "torchtune": TUNE_PLANS["lora-8b-all-linear"], "unsloth": UNSLOTH_PLANS["qlora-spot"]}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stack", sorted(STACK_TASKS))
+def test_sky_task_runs_the_stack(stack, tmp_path, sky_python):  # noqa: F811 (the fixture imported above)
+    """``sky.Task.from_yaml`` reads the task that rents the cards for each stack's plan; it installs the stack and
+    runs the stack's own command (on spot with a bucket, checkpoints to /checkpoints for those that resume)."""
+    plan = launch_plan(STACK_TASKS[stack])
+    write(launch_files(plan, ["skypilot"], LaunchOptions(bucket="ckpt")), tmp_path)
+    task = sky_read(sky_python, tmp_path)
+    assert task["num_nodes"] == plan.num_nodes and list(task["accelerators"].values()) == [plan.gpus_per_node]
+    run = task["run"].replace(" \\\n    ", " ")
+    command = {"torchtitan": "-m torchtitan.train --job.config_file torchtitan.toml --job.dump_folder /checkpoints",
+               "axolotl": "axolotl train axolotl.yaml --output-dir /checkpoints --launcher torchrun --",
+               "torchtune": "tune run lora_finetune_single_device --config torchtune.yaml",
+               "unsloth": "OUTPUT_DIR=/checkpoints python unsloth_train.py"}[stack]
+    assert command in run and stack in task["setup"]

@@ -6,10 +6,11 @@ plan's cards and runs it (SkyPilot ``sky/task.py`` ``Task.from_yaml``; schema ``
 interruptible offers, ``disk_size`` from the weights, the checkpoints, the dataset and the software
 (:meth:`LaunchPlan.disk_gb`), and the serving port. ``num_nodes``; ``workdir: .`` syncs this folder (the configs)
 to every node; ``setup`` installs the stack; ``run`` is the training command (accelerate launch, tune run,
-torchrun torchtitan.train or axolotl train) or vllm serve. On spot, the trainer saves every ``save_steps`` (the
-Daly interval) into ``/checkpoints``, a bucket mounted with ``MOUNT_CACHED`` when ``--bucket`` names one, and
-resumes from the newest checkpoint after an interruption (the Trainer with ``--resume_from_checkpoint``, torchtitan
-from its dump folder, Axolotl with ``auto_resume_from_checkpoints``).
+torchrun torchtitan.train, axolotl train, the Unsloth script) or vllm serve. On spot, the trainer saves every
+``save_steps`` (the Daly interval) into ``/checkpoints``, a bucket mounted with ``MOUNT_CACHED`` when ``--bucket``
+names one, and resumes from the newest checkpoint after an interruption (the Trainer with
+``--resume_from_checkpoint``, torchtitan from its dump folder, Axolotl with ``auto_resume_from_checkpoints``, the
+Unsloth script by itself).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from . import accelerate, axolotl, torchtitan, torchtune, vllm
+from . import accelerate, axolotl, torchtitan, torchtune, unsloth, vllm
 from .files import LaunchFile, Raw, command_text, yaml_text
 from .plan import LaunchPlan
 from .stack import LaunchOptions, pip_packages
@@ -48,8 +49,8 @@ def runner(plan: LaunchPlan):
     torchtitan, Axolotl), else accelerate with the Trainer's arguments."""
     if not plan.train:
         return vllm
-    return {"torchtune": torchtune, "torchtitan": torchtitan, "axolotl": axolotl}.get(plan.scenario.framework,
-                                                                                     accelerate)
+    return {"torchtune": torchtune, "torchtitan": torchtitan, "axolotl": axolotl,
+            "unsloth": unsloth}.get(plan.scenario.framework, accelerate)
 
 
 def cloud(plan: LaunchPlan) -> str | None:
@@ -103,6 +104,8 @@ def run(plan: LaunchPlan, opts: LaunchOptions) -> str:
                                                                                else []))
     if runner(plan) is axolotl:  # auto_resume_from_checkpoints on spot
         return command_text(axolotl.command(plan, multinode_env=True, output_dir=out))
+    if runner(plan) is unsloth:  # the script resumes from the newest checkpoint in its output folder
+        return command_text(unsloth.command(plan, multinode_env=True), {"OUTPUT_DIR": out} if out else None)
     argv = accelerate.command(plan, opts, multinode_env=True)
     if not spot(plan):
         return command_text(argv)

@@ -17,9 +17,10 @@ from ..errors import GpuplanError
 from ..scenario import Scenario
 from .plan import LaunchPlan
 
-# the releases whose config schemas the torchtitan and axolotl files follow (the launch tests read them with these)
+# the releases whose config schemas (Unsloth: signatures) the files follow; the launch tests read them with these
 TORCHTITAN_VERSION = "0.1.0"
 AXOLOTL_VERSION = "0.18.0"
+UNSLOTH_VERSION = "2026.10.9"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -116,6 +117,8 @@ def pip_packages(plan: LaunchPlan) -> list[str]:
     if s.framework == "torchtitan":  # its config_manager imports tyro and its metrics tensorboard, undeclared
         return ["torch>=2.7", f"torchtitan=={TORCHTITAN_VERSION}", "tyro", "tensorboard"] + \
             (["torchao>=0.9"] if s.precision == "fp8-mixed" else [])
+    if s.framework == "unsloth":  # it brings TRL, peft and bitsandbytes
+        return [f"unsloth=={UNSLOTH_VERSION}", "datasets"]
     if s.framework == "axolotl":  # liger-kernel and bitsandbytes come with it
         extras = [e for e, used in (("deepspeed", backend(s) == "deepspeed"), ("flash-attn", s.attention == "flash"))
                   if used]

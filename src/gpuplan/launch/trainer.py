@@ -24,7 +24,7 @@ from .stack import LaunchOptions, autocast, backend, fsdp_settings, hf_optim, mo
 NAME = "trainer"
 FILE = "trainer.yaml"
 ATTENTION = {"eager": "eager", "sdpa": "sdpa", "flash": "flash_attention_2"}
-OWN_CONFIG = ("torchtune", "torchtitan", "axolotl")  # frameworks with a target of that name
+OWN_CONFIG = ("torchtune", "torchtitan", "axolotl", "unsloth")  # frameworks with a target of that name
 
 
 def applies(plan: LaunchPlan) -> str | None:
