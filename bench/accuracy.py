@@ -47,10 +47,12 @@ WHY = {  # first matching key (a substring of the source) wins
                   "1F1B schedule are not modelled (the 405B 3D rows come out 17-24 % low, the 70B 2D row 11 %)",
     "Unsloth README": "HF + FlashAttention-2 baseline of Unsloth's table; transformers of 2024 also kept a shifted "
                       "fp32 copy of the logits, which today's ForCausalLMLoss (modelled) does not",
-    "Answer.AI": "the allocated rows agree (+0.4, +1.4 %); the large-batch reserved rows come out low: March-2024 "
-                 "transformers (4.38) returned fp32 logits and made a shifted fp32 copy, held by fsdp_qlora's loop "
-                 "through the backward (about 4 bytes per logit more than today's bf16 logits); at batch 1 x 512 "
-                 "the reserved level is the FSDP1 wrapping's leftovers (3.72 GiB after wrap for 7B QLoRA)",
+    "Answer.AI": "modelled: March-2024 transformers' fp32 logits and shifted copy, held by train.py's `output` to "
+                 "the optimizer step; quant_state whole on every GPU; FSDP1's side-stream pools (pre-unshard shard "
+                 "copies under CPU offload). Left: at batch 1 x 512 the reserved level is the init floor "
+                 "(3.72 GiB reserved after wrap for 7B QLoRA, sync_module_states and flattening leftovers, not "
+                 "modelled); the card-filling LoRA rows (21-23 GiB reserved on 24 GB cards) keep fragmentation "
+                 "the allocator frees only on OOM",
     "llama.cpp": "mix bits/weight taken from llama.cpp's own table: calibration, not a check",
     "Qwen2.5": "AWQ rows at a 1-token prompt measure 0.2-0.4 GiB above the GPTQ-Int4 rows of the same size",
 }

@@ -305,8 +305,10 @@ def answerai(row):
                     lora_targets=["q_proj", "k_proj", "v_proj", "gate_proj", "up_proj", "down_proj"],
                     micro_batch_size=int(row["micro_batch"]), seq_len=int(row["seq_len"]), grad_checkpointing="full",
                     attention="sdpa", optimizer="adamw", optimizer_impl="foreach", num_gpus=2,
-                    strategy="ddp" if "no_shard" in par else "fsdp1")
-    notes = ["FSDP1 (FullyShardedDataParallel) as fsdp_qlora wraps it; adapters bf16 (peft < 0.12)"]
+                    strategy="ddp" if "no_shard" in par else "fsdp1", transformers_version="4.39")
+    notes = ["FSDP1 (FullyShardedDataParallel) as fsdp_qlora wraps it; adapters bf16 (peft < 0.12)",
+             "transformers of March 2024 (4.39 taken; 4.37.2-4.45 share the loss code): fp32 logits returned by "
+             "the model and a shifted fp32 copy in the loss; train.py keeps `output` to the optimizer step"]
     if "offload" in par:
         scenario["offload"] = "optimizer+params"
         notes.append("CPUOffload(offload_params=True): parameters, gradients and the step on the CPU")

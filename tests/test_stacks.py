@@ -92,6 +92,8 @@ def test_a_change_of_framework_or_method_reapplies_the_defaults():
     (dict(framework="torchtitan", checkpoint_every=2), "grad_checkpointing full"),
     (dict(framework="unsloth", task="infer"), "training stack"),
     (dict(framework="tourchtune"), "framework"),
+    (dict(framework="torchtune", transformers_version="4.39"), "its own code"),
+    (dict(transformers_version="4.39-dev"), "transformers_version takes a release number like 4.38.2"),
 ])
 def test_what_a_framework_cannot_run_is_one_sentence(fields, message):
     with pytest.raises(GpuplanError, match=message) as info:
@@ -228,7 +230,12 @@ def test_fsdp1_keeps_bitsandbytes_quant_state_whole():
     for n in [4096 * 4096] * 4 + [4096 * 11008] * 3:
         blocks = -(-n // 64)
         per_layer += blocks + 4 * -(-blocks // 256)
-    assert r["bitsandbytes quant_state (FSDP1 does not shard it)"] * GIB == pytest.approx(32 * per_layer / 2)
+    key = "bitsandbytes quant_state (FSDP1 does not shard or offload it)"
+    assert r[key] * GIB == pytest.approx(32 * per_layer / 2)
+    # CPU offload moves the packed shards away, not the quant_state: all of it stays on the GPU
+    offloaded = estimate({"model": "llama-2-7b", "task": "train", "method": "qlora", "framework": "pytorch",
+                          "num_gpus": 2, "strategy": "fsdp1", "offload": "optimizer+params"}, advise=False).memory
+    assert offloaded.other[key] * GIB == pytest.approx(32 * per_layer) and offloaded.weights_gib == 0
     fsdp2 = estimate({"model": "llama-2-7b", "task": "train", "method": "qlora", "framework": "pytorch",
                       "num_gpus": 2, "strategy": "fsdp2"}, advise=False).memory.other
     assert not any("quant_state" in k for k in fsdp2)
@@ -257,3 +264,50 @@ def test_every_stack_breakdown_adds_up(framework, method):
     parts = m.weights_gib + m.gradients_gib + m.optimizer_gib + m.activations_gib + m.kv_cache_gib + m.other_gib
     assert parts == pytest.approx(m.allocated_peak_gib)
     assert m.allocated_peak_gib < m.reserved_peak_gib < m.device_peak_gib
+
+
+def test_transformers_loss_by_release_by_hand():
+    """Llama-2-7B, one sequence of 2,048 tokens, vocabulary 32,000, bf16: TV = 65.5 M logits. Before 4.46 the model
+    returns fp32 logits and the loss shifts an fp32 copy (4 + 4 bytes per logit at the log-softmax, whose output,
+    4 more, is saved); 4.46-4.48 return bf16 logits, upcast (4) and shift (4) them in the loss; from 4.49 the labels
+    are padded instead (bf16 2 + fp32 4). A loop that keeps ``output`` (framework pytorch) holds the output logits
+    to the end of the optimizer step instead of dropping them when the loss returns."""
+    from gpuplan.memory import activations as act
+    from gpuplan.memory.runtimes.base import release, transformers_logits
+    from gpuplan.model.catalog import load_model
+
+    m = load_model("llama-2-7b")
+    setup = act.ActivationSetup(tokens=2048, batch=1, seq=2048, base_trainable=False)
+    TV = 2048 * 32_000
+    got = {(v, held): transformers_logits(m, setup, False, release(v), held)
+           for v in ("4.39", "4.47", None) for held in (False, True)}
+    assert all(b.saved == 4 * TV and b.backward == 8 * TV for b in got.values())
+    assert [(got[v, False].forward / TV, got[v, False].held) for v in ("4.39", "4.47", None)] == [
+        (8, 0), (10, 0), (6, 0)]
+    assert [(got[v, True].forward / TV, got[v, True].held / TV) for v in ("4.39", "4.47", None)] == [
+        (4, 4), (8, 2), (4, 2)]
+    assert release("4.45.2") == (4, 45) and release(None) > release("5.23")
+    assert scenario(method="lora").transformers_version is None  # the current release unless given
+    # in the estimate: the held fp32 logits are still there at the optimizer step (LoRA, no offload)
+    old = dict(model="llama-2-7b", method="lora", lora_rank=64, seq_len=2048, transformers_version="4.39")
+    step = {fw: estimate({**BASE, **old, "framework": fw}, advise=False).memory.phases_gib["optimizer_step"]
+            for fw in ("hf", "pytorch")}
+    assert (step["pytorch"] - step["hf"]) * GIB == pytest.approx(4 * TV)
+
+
+def test_fsdp1_offload_adds_the_pre_unshard_streams_shards_by_hand():
+    """FSDP1 CPU offload copies each shard to the GPU on the pre-unshard stream before its all-gather: that stream's
+    pool keeps the root's shard and one decoder unit's. Llama-2-7B LoRA over 2 GPUs, bf16 frozen base: a unit is
+    2 x (4 x 4096^2 + 3 x 4096 x 11008) bytes, the root 2 x (2 x 32000 x 4096 + 4096) (embeddings, head, norm)."""
+    from gpuplan.memory.breakdown import Estimate
+    from gpuplan.memory.runtimes import ENGINES, RUNTIMES
+    from gpuplan.model.catalog import load_model
+
+    m = load_model("llama-2-7b")
+    fields = dict(model="llama-2-7b", framework="pytorch", method="lora", num_gpus=2, strategy="fsdp1")
+    pools = {off: ENGINES["fsdp1"].fragmentation(scenario(**fields, offload=off), m, RUNTIMES["pytorch"], Estimate())
+             for off in ("none", "optimizer+params")}
+    unit = 2 * (4 * 4096**2 + 3 * 4096 * 11008)
+    root = 2 * (2 * 32000 * 4096 + 4096)
+    assert pools["none"] == pytest.approx(unit)  # one more unit than in flight on the all-gather stream
+    assert pools["optimizer+params"] - pools["none"] == pytest.approx((root + unit) / 2)

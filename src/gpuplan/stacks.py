@@ -220,6 +220,9 @@ def refusal(s) -> str | None:
     if s.optimizer_in_backward and s.grad_accum_steps > 1:
         return ("optimizer_in_backward steps each parameter as its gradient is ready, so gradients cannot "
                 "accumulate: set grad_accum_steps 1")
+    if s.transformers_version is not None and s.framework in ("torchtune", "torchtitan", "unsloth"):
+        return (f"framework {s.framework} computes the loss with its own code, not transformers': drop "
+                "transformers_version (it applies to hf, axolotl and pytorch)")
     if s.strategy == "fsdp" and STACKS[s.framework].fsdp is None:
         return f"framework {s.framework} does not shard with FSDP: use strategy single or ddp"
     return STACKS[s.framework].refuse(s)

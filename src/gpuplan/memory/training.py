@@ -63,8 +63,8 @@ def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None
     A_all = in_flight * sum(resident)
     lm_head_cast = mixed and (autocast_fp32 or rt.head_upcast(s))
     loss = rt.loss(s, m, setup, lm_head_cast, capacity_gib * GIB if capacity_gib else None) if pp == 1 else None
-    lsaved, lfwd, lbwd = (loss.saved + head_inputs(s, m, setup), loss.forward, loss.backward) if loss else (
-        0.0, 0.0, 0.0)
+    lsaved, lfwd, lbwd, held = (loss.saved + head_inputs(s, m, setup), loss.forward, loss.backward,
+                                loss.held) if loss else (0.0, 0.0, 0.0, 0.0)
     fwd_kinds = {layer: act.forward_transient(layer, m, setup) for layer in kinds}
     bwd_kinds = {layer: act.backward_transient(layer, m, setup) for layer in kinds}
     fwd_tmp = max(fwd_kinds[layer] for layer in stage_layers)
@@ -73,12 +73,12 @@ def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None
     other = {**engine.buffers(s, m, rt, st), **rt.extras(s, m, shard)}
     persistent_other = sum(other.values())
 
-    # forward: all kept activations + the logits and loss at the end
-    forward = grads_prev + A_all + max(fwd_tmp, lsaved + lfwd)
+    # forward: all kept activations + the logits and loss at the end (and the output the loop keeps)
+    forward = grads_prev + A_all + max(fwd_tmp, lsaved + lfwd + held)
     # backward, layer by layer from the last: activations still kept + gradients made so far + transients
     n = len(stage_layers)
     g_layer = (grads_total - grads_prev) / max(n, 1) if s.grad_accum_steps == 1 else 0.0
-    backward = grads_prev + A_all + lsaved + lbwd
+    backward = grads_prev + A_all + lsaved + lbwd + held
     remaining = A_all
     for j in range(n - 1, -1, -1):
         layer = stage_layers[j]
@@ -88,14 +88,14 @@ def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None
         if recomputed[j]:
             transient = max(transient, fwd_kinds[layer])
         made = g_layer if s.optimizer_in_backward else g_layer * (n - j)  # stepped and freed as they come
-        live = grads_prev + remaining + made + recomputed[j] + transient
+        live = grads_prev + remaining + made + recomputed[j] + transient + held
         backward = max(backward, live + lsaved * (j == n - 1))
         remaining -= in_flight * resident[j]
     if s.method == "full" and m.tie_word_embeddings and s.grad_accum_steps == 1:
         # tied embeddings: the lm_head's gradient waits in autograd's input buffer until the embedding's
         # arrives, and the two are summed out of place (what the fake-tensor simulation runs)
         tied = m.vocab_size * m.embedding_dim * shard * grads_total / max(st.trainable * shard, 1)
-        backward = max(backward, (tied if s.optimizer_in_backward else grads_total) + 2 * tied)
+        backward = max(backward, (tied if s.optimizer_in_backward else grads_total) + 2 * tied + held)
     largest_param = max(lin.weight_params / lin.count for layer, _ in m.layer_kinds() for lin in layer.linears)
     # the optimizer steps over this rank's share: its TP/PP shard, and its ZeRO / FSDP partition
     local_trainable = st.trainable * shard / engine.shards(s)[2]
@@ -103,6 +103,7 @@ def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None
     step += st.step_extra
     if s.offload != "none":
         step = grads_total
+    step += held
     phases = {"forward": forward, "backward": backward}
     if not s.optimizer_in_backward:
         phases["optimizer_step"] = step
@@ -114,7 +115,9 @@ def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None
     if e.peak_phase == "optimizer_step":
         e.gradients = grads_total
         e.activations = 0.0
-        other["optimizer step temporaries"] = peak - grads_total
+        other["optimizer step temporaries"] = peak - grads_total - held
+        if held:
+            other["model output kept by the loop (logits)"] = held
     else:
         A_total = sum(resident) * in_flight
         live_grads = grads_prev if e.peak_phase == "forward" else min(grads_total, max(peak - A_total, grads_prev))
