@@ -93,6 +93,7 @@ def test_a_change_of_framework_or_method_reapplies_the_defaults():
     (dict(framework="unsloth", task="infer"), "training stack"),
     (dict(framework="tourchtune"), "framework"),
     (dict(framework="torchtune", transformers_version="4.39"), "its own code"),
+    (dict(framework="pytorch", grad_checkpointing="selective"), "no selective checkpointing policy"),
     (dict(transformers_version="4.39-dev"), "transformers_version takes a release number like 4.38.2"),
 ])
 def test_what_a_framework_cannot_run_is_one_sentence(fields, message):
@@ -311,3 +312,94 @@ def test_fsdp1_offload_adds_the_pre_unshard_streams_shards_by_hand():
     root = 2 * (2 * 32000 * 4096 + 4096)
     assert pools["none"] == pytest.approx(unit)  # one more unit than in flight on the all-gather stream
     assert pools["optimizer+params"] - pools["none"] == pytest.approx((root + unit) / 2)
+
+
+# ---- the techniques in the speed model, by hand ------------------------------------------------------------------
+def test_op_sac_recomputes_every_second_matmul_and_no_attention():
+    """torchtitan's per-op policy re-runs the unsaved matmuls (wk, wo, w3 of a Llama block: the 2nd, 4th and 6th
+    ``aten.mm``) and every element-wise op, not SDPA: against no checkpointing the step's GEMMs grow by exactly
+    those three linears' forward, the element-wise part by one forward, attention not at all; FLOPs per token by
+    2 x 32 x 4096 x (1024 + 4096 + 14336)."""
+    from gpuplan.hardware import load_gpu
+    from gpuplan.model.catalog import load_model
+    from gpuplan.speed import training_flops_per_token
+    from gpuplan.speed.work import elementwise_s, linears_s
+
+    m, gpu = load_model("llama-3.1-8b"), load_gpu("h100-sxm")
+    common = {**BASE, "framework": "torchtitan", "gpu": "h100-sxm", "seq_len": 4096}
+    none, sac = (estimate({**common, "grad_checkpointing": g}, advise=False).speed for g in ("none", "selective"))
+    again = linears_s(m, gpu, "bf16", 4096, targets=frozenset({"k_proj", "o_proj", "up_proj"}))
+    assert sac["parts_s"]["gemm"] - none["parts_s"]["gemm"] == pytest.approx(again, rel=1e-9)
+    assert sac["parts_s"]["attention"] == pytest.approx(none["parts_s"]["attention"], rel=1e-12)
+    assert sac["parts_s"]["elementwise"] - none["parts_s"]["elementwise"] == pytest.approx(
+        elementwise_s(m, gpu, 4096), rel=1e-9)
+    flops = {g: training_flops_per_token(scenario(framework="torchtitan", seq_len=4096, grad_checkpointing=g), m)
+             for g in ("none", "selective")}
+    assert flops["selective"] - flops["none"] == 2 * 32 * 4096 * (1024 + 4096 + 14336)
+
+
+def test_checkpoint_every_recomputes_one_layer_in_n():
+    """Full checkpointing of one layer in 4 (torchtitan ``selective_ac_option = '4'``): 8 of Llama-3.1-8B's 32
+    layers re-run their forward, a quarter of full recomputation's 2N + 4/12 of attention per token."""
+    from gpuplan.hardware import load_gpu
+    from gpuplan.model.catalog import load_model
+    from gpuplan.speed import matmul_params, training_flops_per_token
+    from gpuplan.speed.flops import attention_flops_per_token
+    from gpuplan.speed.work import linears_s
+
+    m, gpu = load_model("llama-3.1-8b"), load_gpu("h100-sxm")
+    common = {**BASE, "framework": "torchtitan", "gpu": "h100-sxm", "seq_len": 4096}
+    none = estimate({**common, "grad_checkpointing": "none"}, advise=False).speed
+    every4 = estimate({**common, "grad_checkpointing": "full", "checkpoint_every": 4}, advise=False).speed
+    assert every4["parts_s"]["gemm"] - none["parts_s"]["gemm"] == pytest.approx(
+        linears_s(m, gpu, "bf16", 4096) / 4, rel=1e-9)
+    s = scenario(framework="torchtitan", seq_len=4096, grad_checkpointing="full", checkpoint_every=4)
+    n, attention = matmul_params(m), attention_flops_per_token(m, 4096)
+    assert training_flops_per_token(s, m) == pytest.approx(6 * n + 2 * n / 4 + attention * (12 + 4 / 4) / 12)
+
+
+def test_activation_offload_pcie_round_trip_by_hand():
+    """torchtune's OffloadActivations keeps the last 5 layers' checkpoints on the GPU and sends the others to
+    pinned CPU memory: Llama-3.2-1B at 2,048 tokens, (16 - 5) x 2048 x 2048 x 2 B = 92 MB each way, 3.6 ms over
+    the RTX 4090's PCIe link, hidden behind the forward. Without checkpointing every saved tensor goes: the
+    copies outlast the forward (a third of the micro-step's work) and only the excess shows."""
+    from gpuplan.hardware import Network, load_gpu
+    from gpuplan.memory.training import offloaded_activation_bytes
+    from gpuplan.model.catalog import load_model
+    from gpuplan.speed.comms import intra_node_link
+
+    m, gpu = load_model("llama-3.2-1b"), load_gpu("rtx-4090")
+    pcie = intra_node_link(gpu, Network(intra_node="pcie")).bytes_per_s
+    common = {"model": "llama-3.2-1b", "task": "train", "framework": "torchtune", "gpu": "rtx-4090",
+              "seq_len": 2048, "activation_offload": True}
+    ckpt = scenario_from({**common, "grad_checkpointing": "full"})
+    assert offloaded_activation_bytes(ckpt, m) == (16 - 5) * 2048 * 2048 * 2
+    sp = estimate({**common, "grad_checkpointing": "full"}, advise=False).speed
+    assert (16 - 5) * 2048 * 2048 * 2 / pcie < sp["compute_s"] / 4 and "activation_offload" not in sp["parts_s"]
+    plain = scenario_from({**common, "grad_checkpointing": "none"})
+    copy = offloaded_activation_bytes(plain, m) / pcie
+    sp = estimate({**common, "grad_checkpointing": "none"}, advise=False).speed
+    forward = sp["compute_s"] / 3
+    assert copy > forward
+    assert sp["parts_s"]["activation_offload"] == pytest.approx(max(0, copy - forward) + max(0, copy - 2 * forward))
+    assert sum(sp["parts_s"].values()) == pytest.approx(sp["step_time_s"], rel=1e-12)
+
+
+def test_advice_speed_cost_is_the_speed_models_ratio():
+    """A suggestion's speed cost is the ratio of the speed model's time per token on the card with and without
+    the change: checkpointing's recomputation, a stack's factors."""
+    import re
+
+    from gpuplan.hardware import load_gpu
+    from gpuplan.model.catalog import load_model
+    from gpuplan.speed import training_speed
+
+    fields = {**BASE, "method": "lora", "seq_len": 8192, "gpu": "rtx-4090"}
+    r = estimate(fields)
+    m, gpu, s = load_model("llama-3.1-8b"), load_gpu("rtx-4090"), scenario_from(fields)
+    for change in ({"grad_checkpointing": "full"}, {"framework": "unsloth"}, {"loss": "fused-linear"}):
+        cost = next(x.cost for x in r.suggestions if x.fields == change)
+        ratio = training_speed(s, m, gpu).tokens_per_s / training_speed(s.model_copy(update=change), m,
+                                                                        gpu).tokens_per_s
+        pct, word = re.match(r"(\d+)% (slower|faster) steps", cost).groups()
+        assert int(pct) == round(abs(ratio - 1) * 100) and word == ("slower" if ratio > 1 else "faster")

@@ -141,7 +141,11 @@ def _refuse_torchtitan(s) -> str | None:
 
 
 def _refuse_pytorch(s) -> str | None:
-    return None  # your own loop: anything PyTorch can do
+    if s.grad_checkpointing == "selective":  # your own loop: anything PyTorch can do, with no policy of its own
+        return ("a plain PyTorch loop has no selective checkpointing policy of its own: use grad_checkpointing full "
+                "(checkpoint_every N for one layer in N), or framework torchtitan or torchtune for per-op selective "
+                "checkpointing")
+    return None
 
 
 BASE = {"precision": "bf16-mixed", "grad_checkpointing": "none", "qlora_fp32_upcast": False, "loss": "full",

@@ -50,14 +50,7 @@ def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None
     # -- activations: what each layer keeps under the checkpointing policy, on the GPU
     mixed = s.precision.endswith("-mixed")
     autocast_fp32 = mixed and s.method == "full" and engine.autocasts_fp32_weights
-    setup = rt.setup(s, m, autocast_fp32)
-    kinds = {layer: rt.saved(layer, m, setup) for layer, _ in m.layer_kinds()}  # layers repeat
-    saved = [kinds[layer] for layer in stage_layers]
-    if autocast_fp32:  # bf16 copies of the weights, cached by autocast and saved for the backward
-        casts = [2 * sum(lin.weight_params for lin in layer.linears) * shard * pp for layer in stage_layers]
-    else:
-        casts = [0.0] * len(stage_layers)
-    kept, kept_casts, recomputed = _checkpointed(s, m, rt, setup, stage_layers, saved, casts)
+    setup, kinds, kept, kept_casts, recomputed = _kept(s, m, rt, autocast_fp32, stage_layers)
     resident = _offloaded(s, rt, e, kept, kept_casts)
     in_flight = min(pp, s.grad_accum_steps) if pp > 1 else 1  # 1F1B: first stage holds pp micro-batches
     A_all = in_flight * sum(resident)
@@ -129,6 +122,35 @@ def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None
     e.extra["params_trainable"] = st.trainable
     e.assumptions += rt.notes(s)
     return e
+
+
+def _kept(s: Scenario, m: ModelSpec, rt, autocast_fp32: bool, stage_layers):
+    """The layers' setup, what each layer kind saves, and per layer of the stage what the checkpointing policy
+    keeps (:func:`_checkpointed`): saved tensors, autocast's 16-bit weight copies (kept when a layer is not
+    checkpointed) and what a checkpointed layer recomputes."""
+    setup = rt.setup(s, m, autocast_fp32)
+    kinds = {layer: rt.saved(layer, m, setup) for layer, _ in m.layer_kinds()}  # layers repeat
+    saved = [kinds[layer] for layer in stage_layers]
+    if autocast_fp32:  # bf16 copies of the weights, cached by autocast and saved for the backward
+        casts = [2 * sum(lin.weight_params for lin in layer.linears) / s.tp for layer in stage_layers]
+    else:
+        casts = [0.0] * len(stage_layers)
+    return (setup, kinds, *_checkpointed(s, m, rt, setup, stage_layers, saved, casts))
+
+
+def offloaded_activation_bytes(s: Scenario, m: ModelSpec) -> float:
+    """Bytes of saved activations one micro-step moves to pinned CPU memory in the forward and brings back in the
+    backward under ``activation_offload`` (what the stage's layers keep, less the stack's resident last layers:
+    :func:`_offloaded`); 0 without it. The speed model prices their PCIe round trip."""
+    if not s.activation_offload:
+        return 0.0
+    rt, engine = runtime_for(s), engine_for(s)
+    autocast_fp32 = s.precision.endswith("-mixed") and s.method == "full" and engine.autocasts_fp32_weights
+    stage_layers = m.layers[:math.ceil(m.num_layers / s.pp)]
+    _, _, kept, kept_casts, _ = _kept(s, m, rt, autocast_fp32, stage_layers)
+    resident = [k + c for k, c in zip(kept, kept_casts, strict=True)]
+    stay = rt.offload_resident_layers
+    return sum(resident[:-stay]) if len(resident) > stay else 0.0
 
 
 def _check_targets(s: Scenario, m: ModelSpec) -> None:

@@ -9,9 +9,11 @@ it gathers, and how far the caching allocator's reserved memory runs above the a
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ... import overheads as oh
+from ...model.layers import Layer
 from ...model.quant import Format, make_format
 from ...model.spec import ModelSpec
 from ...scenario import Scenario
@@ -29,6 +31,21 @@ class LossBytes:
     forward: float
     backward: float
     held: float = 0.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Recompute:
+    """What a checkpointing policy runs again in the backward (the speed model's extra forward work): the share of
+    the decoder layers whose whole forward is re-run (full checkpointing of one layer in N: ``(L // N) / L``), or,
+    under a selective policy, the linears each layer kind re-runs (``linears``); a selective policy keeps the
+    attention kernel's output and re-runs every element-wise op."""
+
+    layers: float = 0.0
+    linears: Mapping[Layer, frozenset[str]] | None = None
+
+    @property
+    def selective(self) -> bool:
+        return self.linears is not None
 
 
 @dataclass(kw_only=True)
@@ -105,6 +122,20 @@ class Runtime:
     def selective(self, layer, m: ModelSpec, setup: act.ActivationSetup) -> float:
         """Bytes one layer keeps under the stack's own selective checkpointing (stacks without one refuse it)."""
         raise NotImplementedError(f"{self.name} has no selective checkpointing")
+
+    def selective_recomputed(self, layer) -> frozenset[str]:
+        """The linears of ``layer`` the stack's selective checkpointing runs again in the backward."""
+        raise NotImplementedError(f"{self.name} has no selective checkpointing")
+
+    def recompute(self, s: Scenario, m: ModelSpec) -> Recompute:
+        """What the scenario's checkpointing runs again in the backward: every layer's forward under ``full``
+        (one layer in ``checkpoint_every``: the memory model checkpoints layers N, 2N, ..., as torchtitan's
+        ``selective_ac_option = 'N'`` wraps every N-th block), the stack's own choice under ``selective``."""
+        if s.grad_checkpointing == "full":
+            return Recompute(layers=(m.num_layers // s.checkpoint_every) / m.num_layers)
+        if s.grad_checkpointing == "selective":
+            return Recompute(linears={layer: self.selective_recomputed(layer) for layer, _ in m.layer_kinds()})
+        return Recompute()
 
     # -- what it materializes in the loss --------------------------------------------------------------
     def loss(self, s: Scenario, m: ModelSpec, setup: act.ActivationSetup, lm_head_cast: bool,
