@@ -45,8 +45,9 @@ WHY = {  # first matching key (a substring of the source) wins
                             "KV; AutoGPTQ (Int8/Int4) kernel buffers not modelled",
     "torchtitan": "2D/3D rows: async TP, float8 TP all-gathers, pipeline send/receive buffers and the interleaved "
                   "1F1B schedule are not modelled (the 405B 3D rows come out 17-24 % low, the 70B 2D row 11 %)",
-    "Unsloth README": "HF + FlashAttention-2 baseline of Unsloth's table; transformers of 2024 also kept a shifted "
-                      "fp32 copy of the logits, which today's ForCausalLMLoss (modelled) does not",
+    "Unsloth README": "HF + FlashAttention-2 baseline of Unsloth's table (December 2024: transformers 4.46-4.48, "
+                      "whose ForCausalLMLoss shifted an fp32 copy of the logits, modelled); the smaller cards' rows "
+                      "are linear in VRAM (likely extrapolated), only the 80 GB row is used",
     "Answer.AI": "modelled: March-2024 transformers' fp32 logits and shifted copy, held by train.py's `output` to "
                  "the optimizer step; quant_state whole on every GPU; FSDP1's side-stream pools (pre-unshard shard "
                  "copies under CPU offload). Left: at batch 1 x 512 the reserved level is the init floor "
