@@ -43,8 +43,10 @@ WHY = {  # first matching key (a substring of the source) wins
                            "code grows the KV cache by torch.cat",
     "Qwen (v1) README inf": "profile.py's max_memory_allocated in GiB: bf16 rows sit 0.4-2.2 GiB above weights + "
                             "KV; AutoGPTQ (Int8/Int4) kernel buffers not modelled",
-    "torchtitan": "2D/3D rows: async TP, float8 TP all-gathers, pipeline send/receive buffers and the interleaved "
-                  "1F1B schedule are not modelled (the 405B 3D rows come out 17-24 % low, the 70B 2D row 11 %)",
+    "torchtitan": "2D/3D rows: async TP, float8 TP all-gathers and pipeline send/receive buffers are not modelled "
+                  "(the 70B 2D row 11 % low, its async-TP twin 6 %, which measures 4.3 GiB less); the two 405B 3D "
+                  "rows put the same tokens through the same layout and 1F1B schedule (4 x 8,192 vs 1 x 32,768 per "
+                  "micro-batch) yet measure 82.5 and 75.3 GiB: no per-token rule tells them apart",
     "Unsloth README": "HF + FlashAttention-2 baseline of Unsloth's table (December 2024: transformers 4.46-4.48, "
                       "whose ForCausalLMLoss shifted an fp32 copy of the logits, modelled); the smaller cards' rows "
                       "are linear in VRAM (likely extrapolated), only the 80 GB row is used",
