@@ -47,7 +47,6 @@ WHY = {  # first matching key (a substring of the source) wins
     "torchtitan": "1D FSDP rows (+91-99%): torchtitan's per-op selective AC with torch.compile saves far fewer "
                   "tensors than the HF layer gpuplan models; 2D/4D rows (-21 to -54%): TP/SP/PP and float8 buffers "
                   "of torchtitan (async TP, 1F1B schedules) that gpuplan's TP/PP accounting does not hold",
-    "llama.cpp": "mix bits/weight taken from llama.cpp's own table: calibration, not a check",
     "Qwen2.5": "AWQ rows at a 1-token prompt measure 0.2-0.4 GiB above the GPTQ-Int4 rows of the same size",
 }
 
@@ -56,6 +55,8 @@ LEVELS = {"allocated": "allocated_peak_gib", "reserved": "reserved_peak_gib", "d
 
 
 def measure(result, lvl: str) -> float:
+    if lvl == "file":  # a GGUF file: what llama.cpp puts on the GPU plus the token embedding it keeps in RAM
+        return result.memory.weights_gib + (result.memory.engine or {}).get("host_model_buffer_gib", 0.0)
     return getattr(result.memory, LEVELS[lvl])
 
 

@@ -263,13 +263,9 @@ def torchtitan(row):
 def llama_cpp(row):
     kind = row["quant"].replace("GGUF ", "").lower()
     scenario = dict(model="llama-3.1-8b", task="infer", engine="llama.cpp", quant=f"gguf-{kind}")
-    mix = bool(re.fullmatch(r"q\d_k_[sml]", kind))  # quantize's per-tensor mixes: bits/weight from this table
-    case = dict(scenario=scenario, level="weights", assumptions="file size = all weights" + (
-        "; mix: gpuplan's bits/weight for it come from this same table (calibration, not an independent check)"
-        if mix else "; block format: bits/weight from ggml-common.h block structs"))
-    if mix:
-        case["calibration"] = True
-    return case, None
+    return dict(scenario=scenario, level="file", assumptions="file size = all weights (llama.cpp's GPU model buffer "
+                "+ the token embedding it keeps in RAM); a type per tensor by llama-quantize's rules for the file type "
+                "(src/llama-quant.cpp), no importance matrix"), None
 
 
 RULES = {

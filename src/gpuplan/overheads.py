@@ -51,6 +51,15 @@ BNB_MIN_8BIT_SIZE = 4096
 
 # llama.cpp: compute buffer for the micro-batch (n_ubatch = 512 by default, llama.cpp common/arg.cpp).
 LLAMA_CPP_UBATCH = 512
+# The compute buffer is the graph allocator's high-water mark at n_ubatch tokens (memory/runtimes/llama_cpp.py):
+# besides the logits (or, without flash attention, the KQ scores) and the KQ mask, a few n_ubatch x n_embd fp32
+# activations are live: 5 at the output (the token embeddings copied in, the last layer's residual and its
+# row-selected copies, the final norm), 4 beside the scores. Set on two load logs of Llama-3.1-8B (CUDA, 8,192
+# cells, n_ubatch 512, no flash attention: 560.00 MiB; Vulkan, 16,384 cells, n_ubatch 1024, flash attention:
+# 613.01 MiB); the mask pads n_ubatch to GGML_KQ_MASK_PAD (64).
+LLAMA_CPP_OUTPUT_STAGE_ACTIVATIONS = 5
+LLAMA_CPP_KQ_STAGE_ACTIVATIONS = 4
+LLAMA_CPP_KQ_MASK_PAD = 64
 
 # vLLM: default block size of the paged KV cache in tokens (vllm/config/cache.py CacheConfig.DEFAULT_BLOCK_SIZE).
 # The rules that change by release are in memory/runtimes/vllm.py; these are their measured constants.

@@ -31,6 +31,7 @@ from .. import overheads as oh
 from ..hardware import GpuSpec, Network
 from ..memory import attention_kernel, inference_memory, kv_bytes_per_sequence, weight_format
 from ..memory.runtimes import vllm
+from ..model import gguf
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from .breakdown import Speed
@@ -219,6 +220,8 @@ def step_timer(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None 
     fmt, skip = weight_format(s, m)
     sample = next((lin for layer in m.layers for lin in layer.linears if lin.group not in skip), None)
     per_param = fmt.linear_weight_bytes(sample) / sample.weight_params if sample else 2.0
+    if fmt.name.startswith("gguf-"):  # a GGUF mixes types by tensor: the average over the decoder's linears
+        per_param = gguf.linear_bytes_per_param(m, fmt.name[5:])
     cpu_share = 0.0
     if s.engine == "llama.cpp":
         e = inference_memory(s, m, gpu.usable_gib)
