@@ -297,3 +297,8 @@ DATASET_BYTES_PER_TOKEN = 4.0  # UTF-8 text per BPE token (~4 characters per tok
 # that table. It bounds throughput-limited rates; where a TPOT target binds, the rate errs low as well (TPOT is
 # over-estimated by a median 18% on the check runs).
 SERVING_RATE_BAND = (0.98, 1.17)
+
+# ---- launch: the disk a cloud job asks for (gpuplan launch) -------------------------------------------
+CHECKPOINTS_KEPT = 2  # Trainer save_total_limit: the newest checkpoint may be torn by an interruption
+LAUNCH_SOFTWARE_GB = 50.0  # an allowance, not a measurement: the OS image, a CUDA PyTorch stack (torch and the
+# NVIDIA libraries are several GB unpacked), DeepSpeed/vLLM and the pip and Hugging Face caches

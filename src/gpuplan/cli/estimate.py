@@ -47,6 +47,8 @@ def render_estimate(result) -> None:
     table.add_row("reserved peak (+ allocator slack)", f"{mem.reserved_peak_gib:.2f}", "")
     table.add_row("device peak (+ " + ", ".join(mem.device_overheads) + ")", f"{mem.device_peak_gib:.2f}", "")
     out.print(table)
+    if mem.logged_statistic:
+        out.print(f"[dim]its own log: {mem.logged_statistic}; compare with {mem.logged_gib:.2f} GiB[/]")
     if mem.cpu_gib:
         out.print(f"CPU memory for offloaded states: {mem.cpu_gib:.1f} GiB")
     if mem.max_concurrency is not None:

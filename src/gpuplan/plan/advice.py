@@ -11,11 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..errors import GpuplanError
 from ..hardware import GpuSpec
 from ..memory import fits_only
+from ..memory.runtimes import runtime_for
 from ..model.spec import ModelSpec
 from ..result import Suggestion
 from ..scenario import Scenario
+from ..stacks import FRAMEWORKS, STACKS
 
 
 def _largest(ok: Callable[[int], bool], hi: int) -> int | None:
@@ -80,6 +83,7 @@ def _candidates(s: Scenario, m: ModelSpec) -> list[tuple[str, dict, str]]:
             if n > s.num_gpus:
                 out.append((f"ZeRO-3 over {n} GPUs", {"num_gpus": n, "strategy": "zero3"},
                             "all-gathers weights each step: NVLink recommended"))
+        out += _stack_candidates(s)
         if s.seq_len > 512:
             out.append((f"shorter sequences ({s.seq_len // 2:,} tokens)", {"seq_len": s.seq_len // 2},
                         "less context per sample"))
@@ -102,11 +106,57 @@ def _candidates(s: Scenario, m: ModelSpec) -> list[tuple[str, dict, str]]:
     return out
 
 
+def _stack_candidates(s: Scenario) -> list[tuple[str, dict, str]]:
+    """The training stacks' techniques (each kept only where the scenario's framework runs it), then the other
+    stacks themselves with their recipe defaults. Their speed cost is filled in by :func:`speed_change`."""
+    out: list[tuple[str, dict, str]] = []
+    if s.loss != "fused-linear":
+        out.append(("fused linear cross-entropy, no logits (Liger; Trainer use_liger_kernel=True)",
+                    {"loss": "fused-linear"}, ""))
+    if s.loss == "full":
+        out.append(("chunked cross-entropy (8 chunks)", {"loss": "chunked"}, ""))
+    if not s.activation_offload and s.grad_checkpointing != "none":
+        out.append(("offload checkpointed activations to CPU", {"activation_offload": True}, ""))
+    if not s.optimizer_in_backward and s.method == "full":
+        out.append((f"optimizer step in backward (grad accumulation 1, micro-batch x{s.grad_accum_steps})",
+                    {"optimizer_in_backward": True, "grad_accum_steps": 1,
+                     "micro_batch_size": s.micro_batch_size * s.grad_accum_steps}, ""))
+    if not s.compile:
+        out.append(("torch.compile", {"compile": True}, ""))
+    if s.grad_checkpointing == "none":
+        out.append(("selective (per-op) checkpointing", {"grad_checkpointing": "selective"}, ""))
+    for name in FRAMEWORKS:
+        if name != s.framework:
+            out.append((f"switch to {STACKS[name].title}, with its defaults", {"framework": name}, ""))
+    return out
+
+
+def speed_change(s: Scenario, changed: Scenario) -> str:
+    """How a change of stack or technique changes the step time, from the stacks' published benchmarks
+    (:mod:`gpuplan.memory.runtimes.speed`); recomputation's extra forward where checkpointing changes."""
+    before, _ = runtime_for(s).step_time_factor(s)
+    after, why = runtime_for(changed).step_time_factor(changed)
+    ratio = after / before
+    recompute = {"none": 1.0, "selective": 7 / 6, "full": 8 / 6}
+    ratio *= recompute[changed.grad_checkpointing] / recompute[s.grad_checkpointing]
+    if abs(ratio - 1) < 0.005:
+        text = "about the same step time"
+    else:
+        text = f"{abs(1 - ratio) * 100:.0f}% {'slower' if ratio > 1 else 'faster'} steps"
+    return f"{text} ({why})" if why else text
+
+
 def suggestions(s: Scenario, m: ModelSpec, gpu: GpuSpec, report) -> list:
-    """Every single change from :func:`_candidates` that lowers the device peak, fitting ones first."""
+    """Every single change from :func:`_candidates` that lowers the device peak, fitting ones first; a change the
+    scenario's framework cannot run is left out."""
     found = []
     for label, change, cost in _candidates(s, m):
-        changed = s.model_copy(update=change)
+        try:
+            changed = s.model_copy(update=change)
+        except GpuplanError:
+            continue
+        if not cost:
+            cost = speed_change(s, changed)
         ok, peak = fits_only(changed, m, gpu)
         if peak >= report.device_peak_gib and not ok:
             continue
