@@ -8,7 +8,8 @@ be expressed are listed with the reason under ``skipped``. The rules read the ro
 is chosen to flatter the estimator. Levels: ``allocated`` (torch max_memory_allocated; torchtune's peak
 *active* bytes count here, being allocated blocks), ``reserved`` (max_memory_reserved, torchtitan's
 max_reserved, mean reserved), ``device`` (method not stated: the comparison assumes nvidia-smi), ``weights``
-(a GGUF file size, or memory right after model init), ``oom`` (the run did not fit). Cases with
+(memory right after model init), ``file`` (a GGUF file: llama.cpp's GPU model buffer + the token embedding it maps
+in RAM), ``oom`` (the run did not fit). Cases with
 ``calibration: true`` are rows a gpuplan constant was read from; the runner shows them apart.
 """
 
@@ -323,13 +324,9 @@ def answerai(row):
 def llama_cpp(row):
     kind = row["quant"].replace("GGUF ", "").lower()
     scenario = dict(model="llama-3.1-8b", task="infer", engine="llama.cpp", quant=f"gguf-{kind}")
-    mix = bool(re.fullmatch(r"q\d_k_[sml]", kind))  # quantize's per-tensor mixes: bits/weight from this table
-    case = dict(scenario=scenario, level="weights", assumptions="file size = all weights" + (
-        "; mix: gpuplan's bits/weight for it come from this same table (calibration, not an independent check)"
-        if mix else "; block format: bits/weight from ggml-common.h block structs"))
-    if mix:
-        case["calibration"] = True
-    return case, None
+    return dict(scenario=scenario, level="file", assumptions="file size = all weights (llama.cpp's GPU model buffer "
+                "+ the token embedding it keeps in RAM); a type per tensor by llama-quantize's rules for the file type "
+                "(src/llama-quant.cpp), no importance matrix"), None
 
 
 RULES = {

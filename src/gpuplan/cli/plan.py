@@ -19,7 +19,8 @@ def recommend_cmd(scenario: str | None = None, as_json: bool = False, budget_usd
                   deadline_hours: float | None = None, max_gpus: int = 8, gpus: str | None = None,
                   providers: str | None = None, have: list[str] | None = None, min_headroom: str = "0%",
                   objective: str = "cost", top: int = 10, any_method: bool = False, any_quant: bool = False,
-                  any_framework: bool = False, catalog: list[str] | None = None, **fields: str | None) -> None:
+                  any_framework: bool = False, catalog: list[str] | None = None, launch: int | None = None,
+                  launch_dir: str = "gpuplan-launch", **fields: str | None) -> None:
     """The setups that fit the job, ranked: memory first, then communication, then cost, then headroom.
     Searches GPU type x count (1-8, multi-node for training) x strategy (single, DDP, ZeRO-2, ZeRO-3; TP for
     serving) x techniques (checkpointing, micro-batch 1 with accumulation, 8-bit AdamW; LoRA/QLoRA with
@@ -32,6 +33,7 @@ def recommend_cmd(scenario: str | None = None, as_json: bool = False, budget_usd
       gpuplan recommend --model llama-3.1-8b --task train --train-tokens 2e8 --any-method
       gpuplan recommend --model llama-3.1-70b --task infer --batch-size 32 --prompt-tokens 4096 --objective time
       gpuplan recommend job.yaml --have 2x3090 --budget-usd 50 --pricing any
+      gpuplan recommend job.yaml --pricing spot --launch 1 --launch-dir run/   # write the files that run setup 1
     """
     from ..hardware import load_gpu
     from ..model.catalog import load_model
@@ -54,6 +56,13 @@ def recommend_cmd(scenario: str | None = None, as_json: bool = False, budget_usd
                     objective=objective, top=top, any_method=any_method, any_quant=any_quant,
                     any_framework=any_framework, catalogs=tuple(catalog or ()))
     result = recommend(s, load_model(s.model), c)
+    if launch is not None:
+        from .launch import launch_setup
+
+        if not as_json:
+            render_recommendation(s, result)
+        launch_setup(result.setups, launch, c.have, launch_dir, as_json)
+        return
     if as_json:
         from dataclasses import asdict
 
@@ -132,6 +141,8 @@ scenario_command(
         ("any_framework", bool, False, "Allow every training stack (torchtune, torchtitan, Unsloth, axolotl, a "
          "plain PyTorch loop) with its defaults: which stack for this job on this card?"),
         ("catalog", list[str] | None, None, "Extra offers CSV overriding bundled prices (repeatable)."))],
+    option("launch", int | None, None, "Write the files that run the N-th setup (as gpuplan launch does).", "Launch"),
+    option("launch_dir", str, "gpuplan-launch", "Folder --launch writes into.", "Launch"),
     skip=("gpu", "num_gpus", "num_nodes", "tp", "pp", "strategy"))
 
 
