@@ -43,14 +43,19 @@ WHY = {  # first matching key (a substring of the source) wins
                            "code grows the KV cache by torch.cat",
     "Qwen (v1) README inf": "profile.py's max_memory_allocated in GiB: bf16 rows sit 0.4-2.2 GiB above weights + "
                             "KV; AutoGPTQ (Int8/Int4) kernel buffers not modelled",
-    "torchtitan": "2D/3D rows: async TP, float8 TP all-gathers, pipeline send/receive buffers and the interleaved "
-                  "1F1B schedule are not modelled (the 405B 3D rows come out 17-24 % low, the 70B 2D row 11 %)",
-    "Unsloth README": "HF + FlashAttention-2 baseline of Unsloth's table; transformers of 2024 also kept a shifted "
-                      "fp32 copy of the logits, which today's ForCausalLMLoss (modelled) does not",
-    "Answer.AI": "the allocated rows agree (+0.4, +1.4 %); the large-batch reserved rows come out low: March-2024 "
-                 "transformers (4.38) returned fp32 logits and made a shifted fp32 copy, held by fsdp_qlora's loop "
-                 "through the backward (about 4 bytes per logit more than today's bf16 logits); at batch 1 x 512 "
-                 "the reserved level is the FSDP1 wrapping's leftovers (3.72 GiB after wrap for 7B QLoRA)",
+    "torchtitan": "2D/3D rows: async TP, float8 TP all-gathers and pipeline send/receive buffers are not modelled "
+                  "(the 70B 2D row 11 % low, its async-TP twin 6 %, which measures 4.3 GiB less); the two 405B 3D "
+                  "rows put the same tokens through the same layout and 1F1B schedule (4 x 8,192 vs 1 x 32,768 per "
+                  "micro-batch) yet measure 82.5 and 75.3 GiB: no per-token rule tells them apart",
+    "Unsloth README": "HF + FlashAttention-2 baseline of Unsloth's table (December 2024: transformers 4.46-4.48, "
+                      "whose ForCausalLMLoss shifted an fp32 copy of the logits, modelled); the smaller cards' rows "
+                      "are linear in VRAM (likely extrapolated), only the 80 GB row is used",
+    "Answer.AI": "modelled: March-2024 transformers' fp32 logits and shifted copy, held by train.py's `output` to "
+                 "the optimizer step; quant_state whole on every GPU; FSDP1's side-stream pools (pre-unshard shard "
+                 "copies under CPU offload). Left: at batch 1 x 512 the reserved level is the init floor "
+                 "(3.72 GiB reserved after wrap for 7B QLoRA, sync_module_states and flattening leftovers, not "
+                 "modelled); the card-filling LoRA rows (21-23 GiB reserved on 24 GB cards) keep fragmentation "
+                 "the allocator frees only on OOM",
     "Qwen2.5": "AWQ rows at a 1-token prompt measure 0.2-0.4 GiB above the GPTQ-Int4 rows of the same size",
 }
 

@@ -281,14 +281,17 @@ def torchtitan(row):
 def unsloth_readme(row):
     """Unsloth README 'Context length benchmarks': the longest sequence that fits on an 80 GB card, Llama-3.1-8B
     QLoRA rank 32 on all linear layers, batch 1, sequences padded to length. The row is the Hugging Face +
-    FlashAttention-2 baseline: the HF stack with checkpointing (the QLoRA recipe's default), NF4, fp32 upcast."""
+    FlashAttention-2 baseline: the HF stack with checkpointing (the QLoRA recipe's default), NF4, fp32 upcast. The
+    table came into the README on 2025-01-14 (unslothai/unsloth e3162dc5bf) with the Llama 3.3 rows of December
+    2024: transformers 4.46-4.48 then, whose ``ForCausalLMLoss`` shifted an fp32 copy of the logits."""
     scenario = dict(model="llama-3.1-8b", task="train", framework="hf", method="qlora", quant="nf4", lora_rank=32,
                     lora_targets="all-linear", micro_batch_size=1, seq_len=2048, grad_checkpointing="full",
-                    attention="flash", gpu="a100-sxm4-80gb")
+                    attention="flash", gpu="a100-sxm4-80gb", transformers_version="4.47")
     return dict(scenario=scenario, level="max_seq_len", measured_gib=float(row["value"]),
                 assumptions="HF + FA2 baseline: checkpointing on (prepare_model_for_kbit_training), AdamW (8-bit "
                             "not stated), A100 80GB taken for the unnamed 80 GB card; compared as the longest "
-                            "seq_len that fits (the value is tokens)"), None
+                            "seq_len that fits (the value is tokens); transformers of December 2024 (4.47 taken; "
+                            "4.46-4.48 share the shifted fp32 copy in the loss)"), None
 
 
 def answerai(row):
@@ -306,8 +309,10 @@ def answerai(row):
                     lora_targets=["q_proj", "k_proj", "v_proj", "gate_proj", "up_proj", "down_proj"],
                     micro_batch_size=int(row["micro_batch"]), seq_len=int(row["seq_len"]), grad_checkpointing="full",
                     attention="sdpa", optimizer="adamw", optimizer_impl="foreach", num_gpus=2,
-                    strategy="ddp" if "no_shard" in par else "fsdp1")
-    notes = ["FSDP1 (FullyShardedDataParallel) as fsdp_qlora wraps it; adapters bf16 (peft < 0.12)"]
+                    strategy="ddp" if "no_shard" in par else "fsdp1", transformers_version="4.39")
+    notes = ["FSDP1 (FullyShardedDataParallel) as fsdp_qlora wraps it; adapters bf16 (peft < 0.12)",
+             "transformers of March 2024 (4.39 taken; 4.37.2-4.45 share the loss code): fp32 logits returned by "
+             "the model and a shifted fp32 copy in the loss; train.py keeps `output` to the optimizer step"]
     if "offload" in par:
         scenario["offload"] = "optimizer+params"
         notes.append("CPUOffload(offload_params=True): parameters, gradients and the step on the CPU")
