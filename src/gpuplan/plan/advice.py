@@ -1,10 +1,11 @@
 """What to change when a scenario does not fit, and the largest batch and context that do.
 
 Each suggestion is one change to the scenario, re-estimated with the same functions, with what it
-costs in speed. Speed costs are rules of thumb with their source: full recomputation adds one forward
-pass, i.e. 8/6 of the step FLOPs (Chen et al. 2016; Korthikanti et al. 2022, section 5); 4-bit base
-weights dequantize on every matmul (QLoRA paper, section 4: slower than LoRA); ZeRO-3 all-gathers the
-weights twice per step (Rajbhandari et al. 2020, section 7).
+costs in speed. For checkpointing and the training stacks' techniques (loss, activation offloading, compile,
+optimizer in backward, another stack) the cost is the speed model's: the ratio of the time per token with and
+without the change on the card (:func:`speed_change`). The other changes keep a rule of thumb with its source:
+4-bit base weights dequantize on every matmul (QLoRA paper, section 4: slower than LoRA); ZeRO-3 all-gathers
+the weights twice per step (Rajbhandari et al. 2020, section 7).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from ..memory.runtimes import runtime_for
 from ..model.spec import ModelSpec
 from ..result import Suggestion
 from ..scenario import Scenario
+from ..speed import training_speed
 from ..stacks import FRAMEWORKS, STACKS
 
 
@@ -53,8 +55,7 @@ def _candidates(s: Scenario, m: ModelSpec) -> list[tuple[str, dict, str]]:
     out: list[tuple[str, dict, str]] = []
     if s.task == "train":
         if s.grad_checkpointing != "full":
-            out.append(("enable gradient checkpointing", {"grad_checkpointing": "full"},
-                        "about 33% more compute (one extra forward pass)"))
+            out.append(("enable gradient checkpointing", {"grad_checkpointing": "full"}, ""))
         if s.micro_batch_size > 1:
             out.append((f"micro-batch 1 x {s.grad_accum_steps * s.micro_batch_size} accumulation steps "
                         "(same global batch)", {"micro_batch_size": 1,
@@ -131,19 +132,33 @@ def _stack_candidates(s: Scenario) -> list[tuple[str, dict, str]]:
     return out
 
 
-def speed_change(s: Scenario, changed: Scenario) -> str:
-    """How a change of stack or technique changes the step time, from the stacks' published benchmarks
-    (:mod:`gpuplan.memory.runtimes.speed`); recomputation's extra forward where checkpointing changes."""
-    before, _ = runtime_for(s).step_time_factor(s)
-    after, why = runtime_for(changed).step_time_factor(changed)
-    ratio = after / before
-    recompute = {"none": 1.0, "selective": 7 / 6, "full": 8 / 6}
-    ratio *= recompute[changed.grad_checkpointing] / recompute[s.grad_checkpointing]
+def speed_change(s: Scenario, changed: Scenario, m: ModelSpec, gpu: GpuSpec) -> str:
+    """How a change of stack or technique changes the time per token on ``gpu``: the ratio of the speed model's
+    times with and without it (:func:`gpuplan.speed.training_speed`: recomputation's extra work as the stack's
+    checkpointing runs it, the PCIe time activation offloading leaves exposed, the stacks' published factors for
+    compile and fused kernels), with the parts of the step that moved most and the stack factor's source."""
+    before, after = training_speed(s, m, gpu), training_speed(changed, m, gpu)
+    ratio = before.tokens_per_s / after.tokens_per_s  # time per token, after over before
+    same_tokens = s.micro_batch_size * s.seq_len * s.grad_accum_steps == \
+        changed.micro_batch_size * changed.seq_len * changed.grad_accum_steps
+    unit = "steps" if same_tokens else "per token"
     if abs(ratio - 1) < 0.005:
-        text = "about the same step time"
+        text = "about the same step time" if same_tokens else "about the same time per token"
     else:
-        text = f"{abs(1 - ratio) * 100:.0f}% {'slower' if ratio > 1 else 'faster'} steps"
-    return f"{text} ({why})" if why else text
+        text = f"{abs(1 - ratio) * 100:.0f}% {'slower' if ratio > 1 else 'faster'} {unit}"
+    # each part's time per token, as a share of the time per token before the change
+    def shares(sp) -> dict[str, float]:
+        return {k: v / (sp.tokens_per_s * sp.step_time_s) * before.tokens_per_s for k, v in sp.parts_s.items()}
+
+    old, new = shares(before), shares(after)
+    moved = {k: new.get(k, 0.0) - old.get(k, 0.0) for k in {*old, *new}}
+    big = sorted((k for k in moved if abs(moved[k]) >= 0.01), key=lambda k: -abs(moved[k]))[:2]
+    why = [", ".join(f"{k.replace('_', ' ')} {moved[k]:+.0%}" for k in big)] if big else []
+    factor_before, _ = runtime_for(s).step_time_factor(s)
+    factor_after, factor_why = runtime_for(changed).step_time_factor(changed)
+    if factor_why and abs(factor_after / factor_before - 1) >= 0.005:
+        why.append(factor_why)
+    return f"{text} ({'; '.join(why)})" if why else text
 
 
 def suggestions(s: Scenario, m: ModelSpec, gpu: GpuSpec, report) -> list:
@@ -156,7 +171,7 @@ def suggestions(s: Scenario, m: ModelSpec, gpu: GpuSpec, report) -> list:
         except GpuplanError:
             continue
         if not cost:
-            cost = speed_change(s, changed)
+            cost = speed_change(s, changed, m, gpu)
         ok, peak = fits_only(changed, m, gpu)
         if peak >= report.device_peak_gib and not ok:
             continue
