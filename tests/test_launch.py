@@ -758,3 +758,16 @@ def test_unsloth_script_by_hand():
 def test_unsloth_refusals(change, text):
     with pytest.raises(GpuplanError, match=text):
         targets_for(launch_plan({**UNSLOTH, **change}), ["unsloth"])
+
+
+def test_old_transformers_plans_say_what_runs():
+    """A plan of transformers 4.44's loss (fp32 logits and a shifted copy) is written for the current stack: the
+    files say so, and the estimate of the current release is no higher at the peak and lower in the forward."""
+    old = {**SMALL, "gpu": "l40s", "transformers_version": "4.44", "seq_len": 2048, "micro_batch_size": 4}
+    then = gpuplan.estimate(old).memory
+    now = gpuplan.estimate({k: v for k, v in old.items() if k != "transformers_version"}).memory
+    assert now.device_peak_gib <= then.device_peak_gib and now.phases_gib["forward"] < then.phases_gib["forward"]
+    note = "the plan's loss follows transformers 4.44"
+    assert note in files_of(old, ["trainer"])["trainer.yaml"]
+    axolotl = {**old, "framework": "axolotl", "method": "lora", "loss": "full"}
+    assert note in files_of(axolotl, ["axolotl"])["axolotl.yaml"]

@@ -152,6 +152,10 @@ def notes(plan: LaunchPlan) -> list[str]:
     if s.attention == "sdpa" and dtype_flags(s)["bf16"] and plan.gpu.compute_capability != "9.0":
         out.append("axolotl warns that sample packing under SDPA in bf16 may give a zero loss except on sm_90 "
                    "(check_sample_packing_w_sdpa_bf16): plan attention flash if it does")
+    if s.transformers_version and s.loss == "full":
+        out.append(f"the plan's loss follows transformers {s.transformers_version}; axolotl {VERSION} runs "
+                   "transformers 5, whose loss keeps compute-dtype logits and no shifted copy: no more memory than "
+                   "planned, less in the forward")
     if s.method == "qlora" and s.qlora_fp32_upcast:
         out.append("the plan upcasts the non-4-bit weights to fp32; axolotl casts the embeddings and norms back to "
                    "bf16 after prepare_model_for_kbit_training (loaders/model.py): a little less memory than planned")
