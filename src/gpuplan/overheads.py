@@ -197,6 +197,22 @@ QLORA_DEQUANT_BANDWIDTH_FRACTION = 0.2
 DECODE_KERNELS_PER_LAYER = 14
 MOE_KERNELS_PER_LAYER = 16
 MLA_KERNELS_PER_LAYER = 10
+# A routed-only MoE layer (Mixtral, Qwen3-MoE, gpt-oss: softmax top-k, no shared experts) in vLLM's fused_moe
+# (vllm/model_executor/layers/fused_moe/fused_moe.py fused_experts_impl) runs topk_softmax, moe_align_block_size
+# (and the fill of its output), the two grouped expert GEMMs and moe_sum: 6 kernels beside the dense layer's;
+# MOE_KERNELS_PER_LAYER stays for layers with grouped top-k routing and shared experts (DeepSeek, Qwen2-MoE).
+MOE_ROUTED_ONLY_KERNELS_PER_LAYER = 6
+# vLLM runs the projections that read the same input as one GEMM (packed_modules_mapping of its model classes,
+# e.g. vllm/model_executor/models/llama.py LlamaForCausalLM: qkv_proj = q, k, v; gate_up_proj = gate, up;
+# fused_moe's w13 = w1, w3; DeepSeek's fused_qkv_a_proj): one kernel, one kernel latency, for each group.
+VLLM_PACKED_LINEARS = (("q_proj", "k_proj", "v_proj"), ("gate_proj", "up_proj"), ("w1", "w3"),
+                       ("q_a_proj", "kv_a_proj_with_mqa"))
+# Kernels that stream weights or the KV cache once (decode GEMVs, paged attention) on cards whose per-operation
+# times are published: Vidur's H100 profile (microsoft/vidur data/profiling/compute/h100, mlp.csv, medians at
+# 1-64 tokens) moves Llama-2-7B/70B's and CodeLlama-34B's projections at 2.7-2.9 TB/s, 86 % of the datasheet on
+# the large matrices (bench/serving/decode_ops.py, calibration rows); its A100 and A40 profiles stay at
+# BANDWIDTH_FRACTION (the check rows of the same table).
+STREAMING_BANDWIDTH_FRACTION = {"nvidia-h100-sxm5-80gb": 0.86}
 # MoE expert GEMMs at small batch read the experts the batch touches through one grouped kernel: half the
 # bandwidth when it streams a few MB (a handful of DeepSeek/Qwen3-MoE experts: tens of MB per layer), all of it
 # from ~256 MB per linear (Mixtral's 2-8 experts of 117-470 MB at TP 2: the inference-sim Mixtral serving runs
@@ -221,9 +237,9 @@ VLLM_STEP_OVERHEAD_S = 3e-3
 #   streamed chunk): the median, over the lowest-rate stage of each of the 7 configurations scored, of
 #   measured less simulated TTFT.
 # Every other serving row checks them (README, "Serving": accuracy).
-VLLM_V1_STEP_OVERHEAD_S = 0.12e-3
-VLLM_V1_HOST_S_PER_SEQ = 32e-6
-VLLM_V1_REQUEST_S = 21.6e-3
+VLLM_V1_STEP_OVERHEAD_S = 0.77e-3
+VLLM_V1_HOST_S_PER_SEQ = 31.5e-6
+VLLM_V1_REQUEST_S = 14.7e-3
 # vLLM V1 replays each decode step as one CUDA graph: kernels run back to back, each costing its ramp and tail
 # but no launch; the speed layer's GEMM_KERNEL_LATENCY_S (calibrated on eager and V0 rows) is for launched ones.
 GRAPH_KERNEL_LATENCY_S = 3e-6

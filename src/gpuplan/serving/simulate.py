@@ -10,8 +10,11 @@ budget, ``max_num_seqs`` and free blocks allow (chunked prefill: a long prompt t
 prompt, plus the model's per-request latency outside the engine (``request_s``). Shared-prefix tokens hit the
 prefix cache after the first request (no compute, blocks shared). A client with ``max_concurrency`` (``vllm
 bench serve --max-concurrency``, inference-perf's workers) sends a request only while fewer are in flight;
-latencies count from the send. Runs of pure-decode steps with no arrival in between are advanced together
-(their step times summed at the mid-point context), which keeps light loads fast.
+latencies count from the send. With vLLM's async scheduling (``StepModel.async_host``, 0.14+) the engine core
+schedules step N+1 while the GPU runs step N (``vllm/v1/engine/core.py`` ``step_with_batch_queue``), so a request
+arriving during step N first runs in step N+2: one step later than the synchronous loop, unless the engine was
+idle. Runs of pure-decode steps with no arrival in between are advanced together (their step times summed at
+the mid-point context), which keeps light loads fast.
 """
 
 from __future__ import annotations
@@ -97,9 +100,11 @@ def simulate(model: StepModel, engine: Engine, arrive: np.ndarray, prompt: np.nd
     waiting: list[int] = []
     running: list[int] = []
     nxt, t, steps, preempt = 0, 0.0, 0, 0
+    lag, busy, scheduled_at = model.async_host, False, 0.0  # async: this step was scheduled when the last began
     finished = int(too_big.sum())
     while finished < n and steps < max_steps:
-        while nxt < n and arrive[nxt] <= t and in_flight < cap:
+        cutoff = scheduled_at if lag and busy else t
+        while nxt < n and arrive[nxt] <= cutoff and in_flight < cap:
             if not too_big[nxt]:
                 sent[nxt] = max(arrive[nxt], full_until)
                 waiting.append(nxt)
@@ -108,7 +113,7 @@ def simulate(model: StepModel, engine: Engine, arrive: np.ndarray, prompt: np.nd
         if not running and not waiting:
             if nxt >= n:
                 break
-            t = max(t, float(arrive[nxt]))
+            t, busy = max(t, float(arrive[nxt])), False
             continue
         budget = engine.max_num_batched_tokens
         sched_idx: list[int] = []
@@ -147,7 +152,7 @@ def simulate(model: StepModel, engine: Engine, arrive: np.ndarray, prompt: np.nd
         if not sched_idx:  # nothing fits: wait for the next arrival (cannot happen with requests running)
             if nxt >= n:
                 break
-            t = max(t, float(arrive[nxt]))
+            t, busy = max(t, float(arrive[nxt])), False
             continue
         idx = np.asarray(sched_idx, dtype=np.int64)
         take = np.asarray(sched_take, dtype=np.int64)
@@ -176,6 +181,7 @@ def simulate(model: StepModel, engine: Engine, arrive: np.ndarray, prompt: np.nd
             dt = dt1 + (k - 1) * dt_mid
         else:
             dt = dt1
+        scheduled_at, busy = t + dt - (dt_mid if k > 1 else dt1), True  # the last step's start
         t += dt
         steps += k
         done_tokens[idx] += np.where(prefilling, take, k)

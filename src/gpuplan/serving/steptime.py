@@ -68,6 +68,7 @@ class StepModel:
     step_host_s: float
     seq_host_s: float
     request_s: float = 0.0  # per request outside the engine loop (HTTP, tokenizing, streaming): TTFT and E2E
+    async_host: bool = False  # vLLM async scheduling: the host work overlaps the GPU's, the longer one shows
     calibration: Calibration = Calibration()
 
     def time(self, prefill_tokens: float, decode_seqs: float, decode_context: float, prefill_pairs: float = 0.0,
@@ -86,7 +87,8 @@ class StepModel:
         c = self.calibration
         share = prefill_tokens / tokens
         gpu *= c.memory + (c.compute - c.memory) * share
-        return gpu + (self.step_host_s + self.seq_host_s * (decode_seqs + pseqs)) * c.overhead
+        host = (self.step_host_s + self.seq_host_s * (decode_seqs + pseqs)) * c.overhead
+        return max(gpu, host) if self.async_host else gpu + host
 
     def prefill_time(self, prompt_tokens: float) -> float:
         """One prompt alone (its time to first token on an idle engine, chunking aside)."""
@@ -131,11 +133,11 @@ def sample(timer: StepTimer, calibration: Calibration | None = None) -> StepMode
         / ((b * b - a * a) / 2)
     context = 1024
     kv = timer.decode_parts(1, context).get("kv_cache", 0.0) / context
-    one, two = timer.decode_parts(1, 0).get("host", 0.0), timer.decode_parts(2, 0).get("host", 0.0)
+    one, two = timer.host_s(prefill=False, seqs=1), timer.host_s(prefill=False, seqs=2)
     request = oh.VLLM_V1_REQUEST_S if timer.s.engine == "vllm" else 0.0
     return StepModel(grid_tokens=tuple(float(t) for t in GRID_TOKENS), dense_s=tuple(dense), lm_head_s=tuple(heads),
                      attention_s_per_pair=attn, kv_s_per_token=kv, step_host_s=2 * one - two, seq_host_s=two - one,
-                     request_s=request, calibration=calibration or Calibration())
+                     request_s=request, async_host=timer.async_host, calibration=calibration or Calibration())
 
 
 def step_model(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None = None,
