@@ -7,10 +7,11 @@ import pytest
 
 from gpuplan.errors import GpuplanError
 from gpuplan.hardware import load_gpu
+from gpuplan.memory.runtimes import vllm
 from gpuplan.model.catalog import load_model
 from gpuplan.scenario import scenario_from
 from gpuplan.serving.calibrate import fit, read_results, replay
-from gpuplan.serving.simulate import Engine, arrivals, simulate
+from gpuplan.serving.simulate import Engine, arrivals, simulate, vllm_engine
 from gpuplan.serving.steptime import sample, step_model
 from gpuplan.serving.workload import load_workload, read_trace, sample_lengths
 from gpuplan.speed.inference import step_timer
@@ -195,6 +196,31 @@ def test_a_small_pool_preempts_and_still_finishes_everything():
     assert out.completed == n and out.preemptions > 0
     roomy = simulate(sm, Engine(kv_blocks=10_000, max_num_seqs=64), np.zeros(n), np.full(n, 200), np.full(n, 200))
     assert roomy.preemptions == 0 and roomy.duration_s < out.duration_s
+
+
+def test_a_preempted_request_keeps_its_tokens_and_recomputes_them_when_it_resumes():
+    """Two requests of 16 + 64 tokens in a 6-block pool: at 48 tokens each the pool is full, the second is
+    preempted with 32 tokens generated, resumes when the first finishes (64 steps), recomputes its 48 tokens in
+    one step and generates the 32 left: ~96 decode-sized steps, not the ~128 of starting over."""
+    sm = step_model(S.model_copy(update={"engine_version": "0.13.0"}), M, H100)
+    out = simulate(sm, Engine(kv_blocks=6), np.zeros(2), np.array([16, 16]), np.array([64, 64]))
+    assert out.preemptions == 1 and out.completed == 2
+    steps = (out.e2e_s[1] - sm.request_s) / sm.time(0, 1, 50)
+    assert steps == pytest.approx(96, rel=0.03)
+
+
+def test_from_vllm_0_19_a_waiting_prompt_is_admitted_only_when_it_fits_whole():
+    """A 96-token prompt behind a running 64 + 60 request in a 10-block pool, 64 tokens per step: admitted by its
+    first chunk it is preempted again and again as the first request grows (vLLM PR #37307's thrash); admitted
+    whole it waits and nothing is preempted."""
+    sm = step_model(S, M, H100)
+    args = np.zeros(2), np.array([64, 96]), np.array([60, 4])
+    chunk = simulate(sm, Engine(kv_blocks=10, max_num_batched_tokens=64), *args)
+    whole = simulate(sm, Engine(kv_blocks=10, max_num_batched_tokens=64, reserve_full_sequence=True), *args)
+    assert chunk.preemptions > 5 and whole.preemptions == 0 and whole.duration_s < chunk.duration_s
+    s19, s18 = (S.model_copy(update={"engine_version": v}) for v in ("0.19.0", "0.18.0"))
+    mem = vllm.startup_memory(s19, M, H100)
+    assert vllm_engine(s19, mem).reserve_full_sequence and not vllm_engine(s18, mem).reserve_full_sequence
 
 
 def test_latency_grows_with_rate():

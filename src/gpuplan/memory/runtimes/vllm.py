@@ -90,6 +90,13 @@ def async_scheduling(s: Scenario) -> bool:
     return version_tuple(s.engine_version) >= (0, 14, 0) and s.pp == 1
 
 
+def reserve_full_sequence(s: Scenario) -> bool:
+    """Whether the scheduler admits a waiting request only when its whole known sequence fits the free KV blocks
+    (``SchedulerConfig.scheduler_reserve_full_isl``, vLLM PR #37307 of March 2026; on in 0.19.0's resolved
+    configuration as casys-kaist/LLMServingSim's bench records it), rather than its first chunk."""
+    return version_tuple(s.engine_version) >= (0, 19, 0)
+
+
 def _non_torch_gib(v: tuple[int, int, int], s: Scenario) -> float:
     """Memory outside torch that the profiling run counts (NCCL, custom all-reduce, cuBLAS workspaces)."""
     if v < (0, 8, 0):
