@@ -64,6 +64,14 @@ LLAMA_CPP_KQ_MASK_PAD = 64
 # vLLM: default block size of the paged KV cache in tokens (vllm/config/cache.py CacheConfig.DEFAULT_BLOCK_SIZE).
 # The rules that change by release are in memory/runtimes/vllm.py; these are their measured constants.
 VLLM_BLOCK_TOKENS = 16
+# SGLang (memory/runtimes/sglang.py), calibrated on the 2025-01-23 log of SGLang's docs (Llama-3.1-8B, one 80 GB
+# GPU; bench/serving/sglang_startup_cases.yaml): free at start 78.81 GiB against cudaMemGetInfo's 79.19 (the CUDA
+# context and torch's start-up), the weights' 14.96 GiB loaded as 15.09 (loader buffers left allocated). Before
+# SGLang PR #10975 the default mem_fraction_static was 0.88 on one GPU (the public one-GPU logs of January-July 2025
+# all size their pool with it).
+SGLANG_START_GIB = 0.38
+SGLANG_LOAD_EXTRA_GIB = 0.13
+SGLANG_EARLY_MEM_FRACTION_STATIC = 0.88
 # cudaMemGetInfo's total sits below the usable memory nvidia-smi shows: H100 80GB 79.19 GiB in vLLM's logs
 # (llm-d-planner accuracy runs, vLLM 0.19; vLLM PR #10511: 79.22 GiB) against 79.6 GiB usable.
 CUDA_TOTAL_BELOW_USABLE_GIB = 0.41
