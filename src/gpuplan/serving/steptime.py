@@ -17,7 +17,9 @@ closed form of it::
 - ``attention``: prompt attention per (query, key) pair, the slope of ``prefill_parts``' attention term;
 - ``kv_read``: every cached K and V of the decoding sequences read once (``decode_parts``' KV term per token;
   exact for full attention, an upper bound for sliding-window layers);
-- the host: vLLM's engine loop per step and per scheduled sequence ``S`` (``StepTimer``'s host term).
+- the host: vLLM's engine loop per step and per scheduled sequence ``S`` (``StepTimer``'s host term), added to the
+  GPU's time in the synchronous loop; with async scheduling (vLLM 0.14+) it runs beside the GPU's step, so the
+  step takes the longer of the two (``max(gpu, host)``).
 
 Outside the steps, each request pays ``request_s`` once before its first token (the API server: HTTP, tokenizing,
 handing the request to the engine core and streaming the token back): it adds to TTFT and end-to-end latency,
