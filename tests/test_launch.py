@@ -333,9 +333,10 @@ def test_no_target_for_other_frameworks_yet():
     s = {**SMALL, "framework": "pytorch"}  # a loop of your own: nothing to write for it
     with pytest.raises(GpuplanError, match="no launch target applies to this plan: framework pytorch"):
         targets_for(launch_plan(s))
-    # a framework with its own target says why that target does not apply
+    # a framework with its own target says why that target does not apply (axolotl's own default is bf16-true)
     with pytest.raises(GpuplanError, match="no launch target applies to this plan: axolotl loads the weights in bf16"):
-        targets_for(launch_plan({**SMALL, "framework": "axolotl"}))
+        targets_for(launch_plan({**SMALL, "framework": "axolotl", "precision": "bf16-mixed"}))
+    assert "axolotl" in targets_for(launch_plan({**SMALL, "framework": "axolotl"}))
 
 
 def test_liger_and_compile():
@@ -671,7 +672,7 @@ def test_axolotl_precision_and_layouts(change, bf16, extra):
 
 
 @pytest.mark.parametrize("change, text", [
-    ({"method": "full", "model": "qwen2.5-0.5b"}, "plan precision bf16-true"),  # bf16-mixed, one GPU
+    ({"method": "full", "model": "qwen2.5-0.5b", "precision": "bf16-mixed"}, "plan precision bf16-true"),  # one GPU
     ({"method": "full", "model": "qwen2.5-1.5b", "num_gpus": 2, "strategy": "fsdp", "precision": "bf16-true"},
      "upcasts the shards to fp32"),
     ({"method": "qlora", "quant": "gptq-int4"}, "set quant nf4 or fp4"),
