@@ -26,8 +26,8 @@ Sources of the defaults (the recipes people run):
   ``liger_rms_norm``, ``liger_glu_activation``, ``liger_fused_linear_cross_entropy``) and
   ``gradient_checkpointing: true``; QLoRA through ``prepare_model_for_kbit_training``. ``bf16: true`` loads the
   weights in bf16 (``utils/config`` sets ``cfg.torch_dtype``, ``loaders/model.py`` passes it to
-  ``from_pretrained``): a full fine-tune holds bf16 weights and states (``bf16-true``) unless DeepSpeed, whose bf16
-  optimizer keeps fp32 masters, runs it; with an adapter, ``ModelLoader._configure_embedding_dtypes`` casts the
+  ``from_pretrained``): a full fine-tune holds bf16 weights and states (``bf16-true``) on one GPU or DDP; DeepSpeed's bf16
+  optimizer keeps fp32 masters and accelerate upcasts FSDP shards to fp32 (``bf16-mixed``); with an adapter, ``ModelLoader._configure_embedding_dtypes`` casts the
   norms and embeddings that peft's kbit preparation made fp32 back to bf16 (no fp32 upcast, except QLoRA under FSDP).
 - ``pytorch``: your own PyTorch loop over a transformers model (Answer.AI's ``fsdp_qlora`` ``train.py`` is the
   model): one dtype throughout (``bf16``), FSDP1 ``FullyShardedDataParallel``, peft adapters, nothing else on
@@ -201,9 +201,9 @@ def resolve(data: Mapping[str, Any]) -> dict[str, Any]:
             and get("qlora_fp32_upcast")):
         # peft prepare_model_for_kbit_training(use_gradient_checkpointing=True): the HF QLoRA recipe checkpoints
         out["grad_checkpointing"] = "full"
-    if stack.name == "axolotl":  # see the module docstring: bf16 weights unless DeepSpeed, upcast undone but FSDP
-        deepspeed = str(data.get("strategy") or "").startswith("zero")
-        if data.get("precision") is None and get("method") == "full" and not deepspeed:
+    if stack.name == "axolotl":  # see the module docstring: bf16 weights unless sharded, upcast undone but FSDP
+        sharded = str(data.get("strategy") or "").startswith(("zero", "fsdp"))
+        if data.get("precision") is None and get("method") == "full" and not sharded:
             out["precision"] = "bf16-true"
         if data.get("qlora_fp32_upcast") is None and str(data.get("strategy") or "").startswith("fsdp"):
             out["qlora_fp32_upcast"] = True
