@@ -1,17 +1,22 @@
 """``estimate(scenario) -> Result``: validate, estimate memory per GPU, say what fits and what would.
 
-The result is the one output of design.md: the scenario as normalized, model facts, the memory breakdown
-with three peak levels, and, when it does not fit, each single change that would (with its new peak).
+The result is the one output of design.md: the scenario as resolved (the card- and count-dependent defaults of
+:mod:`gpuplan.resolve` filled in, and said in one line), model facts, the memory breakdown with three peak levels,
+and, when it does not fit, the changes that would (single ones, and the smallest combination when none is enough).
+A job that does not fit is not priced.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-from .hardware import GpuSpec, load_gpu
+from .errors import UnknownNameError
+from .hardware import GpuSpec, resolve_gpu
 from .memory import check, memory_report
 from .model.catalog import load_model
 from .model.spec import ModelSpec
+from .resolve import describe, resolve
 from .result import ModelFacts, Result
 from .scenario import Scenario, scenario_from
 
@@ -29,40 +34,58 @@ def estimate(scenario: Scenario | dict[str, Any], *, advise: bool = True) -> Res
     """Estimate memory for a scenario. ``advise`` adds solvers and fixes (they re-run the estimate)."""
     s = scenario_from(scenario)
     m = load_model(s.model)
-    gpu = load_gpu(s.gpu) if s.gpu else None
+    gpu, gpu_note = resolve_gpu(s.gpu) if s.gpu else (None, None)
+    if gpu is not None:
+        s = s.model_copy(update={"gpu": gpu.id})
+    s, defaults = resolve(s, m, gpu)
     warnings = check(s, m, gpu)
     e, report = memory_report(s, m, gpu)
-    result = Result(scenario=_normalized(s), model=_model_facts(m, int(e.extra.get("params_trainable", 0))),
-                    gpu=_gpu_facts(gpu), memory=report, assumptions=e.assumptions, warnings=warnings)
+    result = Result(scenario=_normalized(s), resolved=describe(s, m), model=_model_facts(
+        m, int(e.extra.get("params_trainable", 0))), gpu=_gpu_facts(gpu), memory=report,
+        defaults=[*([gpu_note] if gpu_note else []), *m.notes, *defaults], assumptions=e.assumptions,
+        warnings=warnings)
     if gpu and advise:
         from .plan.advice import largest_fitting, suggestions
 
         report.max_batch_size, report.max_seq_len = largest_fitting(s, m, gpu)
         if not report.fits:
             result.suggestions = suggestions(s, m, gpu, report)
-    if gpu and gpu.peak_tflops("fp16"):
-        _speed_and_cost(result, s, m, gpu, int(e.extra.get("params_trainable", 0)))
+    runs = report.fits or (s.engine == "llama.cpp" and (report.gpu_layers or 0) > 0)  # llama.cpp offloads the rest
+    if gpu and gpu.peak_tflops("fp16") and runs:
+        _speed_and_cost(result, s, m, gpu, int(e.extra.get("params_trainable", 0)), price=bool(report.fits))
     return result
 
 
-def _speed_and_cost(result: Result, s: Scenario, m: ModelSpec, gpu: GpuSpec, trainable: int) -> None:
+def _speed_and_cost(result: Result, s: Scenario, m: ModelSpec, gpu: GpuSpec, trainable: int, price: bool) -> None:
     """Cost on the matching offer with the lowest $ per million tokens (the order ``recommend`` ranks by), and
-    speed on that offer's interconnect; without an offer, speed with the GPU's own links."""
+    speed on that offer's interconnect; without an offer, speed with the GPU's own links. ``price`` False (the
+    job does not fit): speed only."""
     from dataclasses import asdict
 
     from .market.offers import load_offers
-    from .plan.pricing import matching, price
+    from .plan.pricing import matching
+    from .plan.pricing import price as price_on
     from .speed import speed_of
 
     offers = load_offers()
-    candidates = matching(offers, s, gpu.id)
-    costs = sorted(((price(s, m, o, trainable, offers), o) for o in candidates),
-                   key=lambda pair: pair[0].usd_per_million_tokens)
+    if s.provider and s.provider not in {o.provider for o in offers}:
+        known = sorted({o.provider for o in offers})
+        raise UnknownNameError("provider", s.provider, known, f"(providers in the price catalog: {', '.join(known)})")
+    candidates = matching(offers, s, gpu.id) if price else []
+    priced = ((price_on(s, m, o, trainable, offers), o) for o in candidates)
+    costs = sorted(((c, o) for c, o in priced if math.isfinite(c.usd_per_million_tokens or 0.0)
+                    and math.isfinite(c.usd_total)), key=lambda pair: pair[0].usd_per_million_tokens)
     speed = speed_of(s, m, gpu, costs[0][1].network if costs else None)  # the interconnect of the offer priced
     result.speed = {k: v for k, v in asdict(speed).items() if k != "assumptions"}
     result.assumptions += speed.assumptions
+    if not price:
+        return
     if not costs:
-        if s.provider or s.pricing != "on_demand":
+        if candidates:
+            result.warnings.append("on spot, checkpoints and restarts take longer than the time between "
+                                   "interruptions: the job would not finish; use on-demand or faster storage "
+                                   "(disk_gbs)")
+        elif s.provider or s.pricing != "on_demand":
             result.warnings.append(f"no {s.pricing.replace('_', '-')} offer for {gpu.id}"
                                    + (f" at {s.provider}" if s.provider else "") + " in the price catalog")
         return

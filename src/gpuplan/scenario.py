@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .errors import GpuplanError, did_you_mean
 from .model.quant import QUANT_FORMATS
@@ -24,7 +24,7 @@ Optimizer = Literal["adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "sgd-momen
 class Scenario(BaseModel):
     """What the user wants to run, on what. Defaults follow the Hugging Face Trainer and vLLM."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     model: str = Field(min_length=1, description="catalog alias, HF repo id, or path to a config.json")
     task: Literal["train", "infer"]
@@ -46,7 +46,7 @@ class Scenario(BaseModel):
     grad_accum_steps: int = Field(default=1, ge=1, le=1_000_000)
     grad_checkpointing: Literal["none", "selective", "full"] = "none"
     attention: Literal["eager", "sdpa", "flash"] = "sdpa"
-    train_tokens: float | None = Field(default=None, gt=0)
+    train_tokens: float | None = Field(default=None, gt=0, le=1e15)
     # inference
     batch_size: int = Field(default=1, ge=1, le=65_536)
     prompt_tokens: int = Field(default=1024, ge=1, le=10_000_000)
@@ -66,8 +66,9 @@ class Scenario(BaseModel):
     # pricing (speed and cost sections need a gpu)
     provider: str | None = Field(default=None, description="price on this provider's offers (e.g. runpod)")
     pricing: Literal["on_demand", "spot", "any"] = "on_demand"
-    mtbi_hours: float | None = Field(default=None, gt=0, description="mean hours between spot interruptions")
-    disk_gbs: float = Field(default=1.0, gt=0, description="checkpoint write speed, GB/s")
+    mtbi_hours: float | None = Field(default=None, ge=0.05, le=100_000,
+                                     description="mean hours between spot interruptions")
+    disk_gbs: float = Field(default=1.0, ge=0.001, le=10_000, description="checkpoint write speed, GB/s")
 
     @field_validator("quant")
     @classmethod
@@ -75,6 +76,8 @@ class Scenario(BaseModel):
         if value is None:
             return None
         key = value.strip().lower()
+        if key not in QUANT_FORMATS and f"gguf-{key}" in QUANT_FORMATS:
+            key = f"gguf-{key}"  # q4_k_m is a GGUF type: llama.cpp's own name for it
         if key not in QUANT_FORMATS:
             close = did_you_mean(key, QUANT_FORMATS)
             raise ValueError(f"unknown quant {value!r}" + (f"; did you mean {' or '.join(close)}?" if close else
@@ -87,6 +90,15 @@ class Scenario(BaseModel):
         if isinstance(value, list) and not value:
             raise ValueError("lora_targets is empty: use all-linear or name modules like [q_proj, v_proj]")
         return value
+
+    @model_validator(mode="after")
+    def _serving_strategy(self) -> Scenario:
+        """Serving splits a model with tensor or pipeline parallelism (tp, pp) or replicates it (ddp); ZeRO and
+        FSDP shard training states and do not apply."""
+        if self.task == "infer" and self.strategy not in (None, "single", "ddp"):
+            raise ValueError(f"strategy {self.strategy!r} shards training states and does not apply to serving: "
+                             "to split a model over GPUs set tp (vLLM) or pp, or leave strategy unset")
+        return self
 
     @property
     def world_size(self) -> int:
@@ -130,17 +142,24 @@ def scenario_from(data: dict[str, Any] | Scenario) -> Scenario:
 
 
 def _one_sentence(err: ValidationError) -> str:
-    first = err.errors()[0]
+    errors = err.errors()
+    nested = [e for e in errors if e["type"] == "extra_forbidden" and isinstance(e.get("input"), dict)]
+    first = (nested or errors)[0]
     field = ".".join(str(p) for p in first["loc"]) or "scenario"
     if first["type"] == "extra_forbidden":
+        if isinstance(first.get("input"), dict):
+            return (f"scenario fields go at the top level of the file, not under {field!r}: (model:, task:, ... "
+                    "each on its own line)")
         close = did_you_mean(field, FIELDS)
         hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else \
-            f"; known fields: {', '.join(FIELDS)}"
+            "; `gpuplan estimate --help` lists the fields"
         return f"unknown scenario field {field!r}{hint}"
     if first["type"] == "missing":
         return f"scenario field {field!r} is required (e.g. {field}: {'train' if field == 'task' else '...'})"
     value = first.get("input")
     msg = first["msg"].removeprefix("Value error, ")
+    if not first["loc"]:  # a check across fields: its message names them
+        return msg
     more = f" (and {len(err.errors()) - 1} more)" if len(err.errors()) > 1 else ""
     return f"scenario field {field!r}: {msg} (got {value!r}){more}"
 

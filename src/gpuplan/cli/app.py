@@ -114,13 +114,17 @@ def overrides(fields: dict[str, Any]) -> dict[str, Any]:
 
 def short(gpu_id: str) -> str:
     """nvidia-geforce-rtx-4090 -> rtx-4090: table cells stay narrow; the JSON keeps full ids."""
-    return gpu_id.removeprefix("nvidia-").removeprefix("geforce-").removeprefix("amd-instinct-")
+    from ..hardware import short_id
+
+    return short_id(gpu_id)
 
 
-def option(name: str, kind: Any, default: Any, text: str, panel: str | None = None, **extra: Any) -> inspect.Parameter:
+def option(name: str, kind: Any, default: Any, text: str, panel: str | None = None,
+           param_decls: tuple[str, ...] | None = None, **extra: Any) -> inspect.Parameter:
     """A keyword-only ``--name`` option for a command whose signature is built at import."""
+    decls = param_decls or (f"--{name.replace('_', '-')}",)
     return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=Annotated[
-        kind, typer.Option(f"--{name.replace('_', '-')}", help=text, rich_help_panel=panel, **extra)])
+        kind, typer.Option(*decls, help=text, rich_help_panel=panel, **extra)])
 
 
 def scenario_command(name: str, fn, *extra: inspect.Parameter, skip: tuple[str, ...] = ()) -> None:

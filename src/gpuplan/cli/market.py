@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import math
+import re
+from dataclasses import asdict
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
 from ..errors import GpuplanError
 from ..scenario import load_scenario
-from .app import JsonFlag, app, option, out, overrides, print_json, scenario_command, short
+from .app import JsonFlag, app, err, option, out, overrides, print_json, scenario_command, short
+from .render import FORMAT_HELP, Column, FormatOption, FormatValue, bullet, num, resolve_format, show, usd
 
 # ---- GPUs -------------------------------------------------------------------------------------------
 gpus_app = typer.Typer(help="The GPU catalog: dense TFLOPS, memory, bandwidth, NVLink, power, price.",
@@ -37,6 +40,7 @@ def gpus_cmd(
     nvlink: Annotated[bool, typer.Option("--nvlink", help="Only cards with NVLink.")] = False,
     sort: Annotated[str, typer.Option(help=f"Sort by: {', '.join(GPU_SORT)}.")] = "memory",
     reverse: Annotated[bool, typer.Option("--reverse", help="Largest first.")] = False,
+    fmt: FormatOption = None,
     as_json: JsonFlag = False,
 ) -> None:
     """List the GPU catalog (dense TFLOPS: no 2:4 sparsity, FP32 accumulate). `gpuplan gpus compare A B` puts
@@ -47,6 +51,8 @@ def gpus_cmd(
 
     if sort not in GPU_SORT:
         raise GpuplanError(f"--sort must be one of {', '.join(GPU_SORT)}, got {sort!r}")
+    if not (math.isfinite(min_memory) and min_memory >= 0):
+        raise GpuplanError(f"--min-memory takes GiB >= 0, got {min_memory}")
     rows = [_gpu_row(g) for g in gpus().values()]
     rows = [r for r in rows if r["memory_gib"] >= min_memory and (not nvlink or r["nvlink_gbs"])
             and (not vendor or r["vendor"].lower() == vendor.lower())
@@ -55,30 +61,39 @@ def gpus_cmd(
              "tdp": "tdp_w", "msrp": "msrp_usd"}.get(sort, sort)
     rows.sort(key=lambda r: (r[field] is None, r[field] or 0) if field != "name" else (False, r["id"]),
               reverse=reverse)
-    if as_json:
-        print_json(rows)
-        return
-    table = Table(title=f"{len(rows)} GPUs (dense TFLOPS)", title_justify="left")
-    for col in ("id", "GiB", "GB/s", "bf16", "fp8", "NVLink GB/s", "TDP W", "MSRP $", "$/GB", "$/TFLOP"):
-        table.add_column(col, justify="left" if col == "id" else "right")
-    fmt = lambda v, spec="{:,.0f}": "" if v is None else spec.format(v)  # noqa: E731
     for r in rows:
-        table.add_row(short(r["id"]), fmt(r["memory_gib"]), fmt(r["bandwidth_gbs"]), fmt(r["bf16_tflops"], "{:,.1f}"),
-                      fmt(r["fp8_tflops"], "{:,.1f}"), fmt(r["nvlink_gbs"]), fmt(r["tdp_w"]), fmt(r["msrp_usd"]),
-                      fmt(r["usd_per_gb"], "{:,.1f}"), fmt(r["usd_per_tflop"], "{:,.1f}"))
-    out.print(table)
+        r["short"] = short(r["id"])
+    f0, f1 = num(), num("{:,.1f}")
+    columns = [Column("short", "id", priority=0), Column("memory_gib", "GiB", fmt=f0, align="right"),
+               Column("usable_gib", "usable", fmt=f1, align="right", priority=3),
+               Column("bandwidth_gbs", "GB/s", fmt=f0, align="right", priority=2),
+               Column("bf16_tflops", "bf16", fmt=f1, align="right"),
+               Column("fp8_tflops", "fp8", fmt=f1, align="right", priority=2),
+               Column("nvlink_gbs", "NVLink GB/s", fmt=f0, align="right", priority=4),
+               Column("tdp_w", "TDP W", fmt=f0, align="right", priority=4),
+               Column("msrp_usd", "MSRP $", fmt=f0, align="right", priority=3),
+               Column("usd_per_gb", "$/GB", fmt=f1, align="right", priority=5),
+               Column("usd_per_tflop", "$/TFLOP", fmt=f1, align="right", priority=5)]
+    show(rows, columns, resolve_format(fmt, as_json), title=f"{len(rows)} GPUs (dense TFLOPS; GiB as sold, usable "
+         "as the driver reports)", json_data=[{k: v for k, v in r.items() if k != "short"} for r in rows])
 
 
 @gpus_app.command("compare")
 def gpus_compare(
     names: Annotated[list[str], typer.Argument(help="Two or more GPU names or ids: 4090 a6000 'rtx 6000 ada'.")],
+    fmt: FormatOption = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Side by side, with dense figures, and where the usual marketing numbers differ (2:4 sparsity doubles
     them; GeForce FP16 with FP16 accumulate runs at twice the FP32-accumulate rate frameworks use)."""
-    from ..hardware import load_gpu
+    from ..hardware import resolve_gpu
 
-    cards = [load_gpu(n) for n in names]
+    cards = []
+    for n in names:
+        card, note = resolve_gpu(n)
+        if note:
+            bullet(note, prefix="note: ", style="yellow", stream=err)
+        cards.append(card)
     rows = [_gpu_row(g) for g in cards]
     notes = {}
     for g in cards:
@@ -90,76 +105,98 @@ def gpus_compare(
         if half:
             text.append(f"FP16 with FP16 accumulate {half:,.0f}, but PyTorch accumulates in FP32: {bf16:,.0f}")
         notes[g.id] = "; ".join(text)
-    if as_json:
-        print_json([{**r, "marketing_note": notes[r["id"]]} for r in rows])
-        return
-    table = Table(title="dense figures (TFLOPS = 1e12 FLOP/s, no sparsity)", title_justify="left")
-    table.add_column("")
-    for g in cards:
-        table.add_column(g.name, justify="right")
     labels = [("memory (GiB)", "memory_gib", "{:,.0f}"), ("usable (GiB)", "usable_gib", "{:,.1f}"),
               ("bandwidth (GB/s)", "bandwidth_gbs", "{:,.0f}"), ("bf16 dense TFLOPS", "bf16_tflops", "{:,.1f}"),
               ("fp8 dense TFLOPS", "fp8_tflops", "{:,.1f}"), ("fp4 dense TFLOPS", "fp4_tflops", "{:,.1f}"),
               ("NVLink (GB/s, both ways)", "nvlink_gbs", "{:,.0f}"), ("TDP (W)", "tdp_w", "{:,.0f}"),
               ("launch MSRP ($)", "msrp_usd", "{:,.0f}"), ("$ per GB", "usd_per_gb", "{:,.1f}"),
               ("$ per bf16 TFLOP", "usd_per_tflop", "{:,.1f}")]
-    for label, key, spec in labels:
-        table.add_row(label, *["-" if r[key] is None else spec.format(r[key]) for r in rows])
-    out.print(table)
-    for g in cards:
-        if notes[g.id]:
-            out.print(f"[dim]{g.name}: {notes[g.id]}[/]")
+    table_rows = [{"figure": label, **{f"c{i}": None if r[key] is None else spec.format(r[key])
+                                       for i, r in enumerate(rows)}} for label, key, spec in labels]
+    columns = [Column("figure", "", priority=0),
+               *(Column(f"c{i}", short(g.id), align="right", priority=0) for i, g in enumerate(cards))]
+    show(table_rows, columns, resolve_format(fmt, as_json), title="dense figures (TFLOPS = 1e12 FLOP/s, no sparsity)",
+         notes=[f"{g.name}: {notes[g.id]}" for g in cards if notes[g.id]],
+         json_data=[{**r, "marketing_note": notes[r["id"]]} for r in rows])
 
 
 # ---- cost -------------------------------------------------------------------------------------------
 def cost_cmd(scenario: str | None = None, as_json: bool = False, catalog: list[str] | None = None,
-             discount: list[str] | None = None, top: int = 20, **fields: str | None) -> None:
-    """What the job costs on every offer that fits it: GPUs rented, $/hour, hours (spot: with interruptions
-    and Daly checkpointing) and total, or $ per million output tokens for serving. Prices are dated; rows older
-    than 30 days say so.
+             discount: list[str] | None = None, top: int | None = None, fmt: str | None = None,
+             **fields: Any) -> None:
+    """What the job costs on every offer that fits it.
+
+    GPUs rented, $/hour, hours (spot: with interruptions and Daly checkpointing) and total, $ per million training
+    tokens, or $ per million output tokens for serving. Prices are dated; rows older than 30 days say so. The
+    first line says what was assumed.
 
     Examples:
+
+    \b
       gpuplan cost --model llama-3.1-8b --task train --method lora --train-tokens 2e8
-      gpuplan cost job.yaml --pricing any --catalog my-prices.csv --discount runpod=0.85
+      gpuplan cost examples/lora-llama-8b.yaml --pricing any --format csv
+      gpuplan cost --model qwen2.5-7b --task infer --engine vllm --discount runpod=0.85
     """
     from ..estimate import estimate
     from ..market.offers import load_offers
     from ..model.catalog import load_model
     from ..plan.pricing import compare
+    from ..resolve import describe, resolve
 
+    if top is not None and top < 1:
+        raise GpuplanError(f"--top must be 1 or more, got {top}")
     s = load_scenario(scenario, overrides(fields))
     discounts = {}
     for item in discount or []:
         provider, _, factor = item.partition("=")
         try:
-            discounts[provider] = float(factor)
+            discounts[provider.strip()] = float(factor)
         except ValueError:
             raise GpuplanError(f"--discount takes provider=multiplier (runpod=0.85), got {item!r}") from None
-    base = estimate(s.model_copy(update={"gpu": None}), advise=False)
-    rows = compare(s, load_model(s.model), load_offers(tuple(catalog or ()), discounts),
-                   base.model.params_trainable)[:top]
-    if as_json:
-        from dataclasses import asdict
-
-        print_json([{**asdict(c), "device_peak_gib": peak} for c, peak in rows])
-        return
-    if not rows:
-        out.print("[yellow]no offer in the catalog fits this scenario[/] (try --pricing any, more GPUs, or QLoRA)")
-        return
+    m = load_model(s.model)
+    s, defaults = resolve(s.model_copy(update={"gpu": None}), m, None)
+    base = estimate(s, advise=False)
+    rows = compare(s, m, load_offers(tuple(catalog or ()), discounts), base.model.params_trainable)
+    fmt = resolve_format(fmt, as_json)
+    if fmt != "json":
+        rows = rows[: top or 20]
+    elif top:
+        rows = rows[:top]
     infer = s.task == "infer"
-    table = Table(title=f"{len(rows)} offers that fit, cheapest first", title_justify="left")
-    cols = ["offer", "GPU", "GPUs", "$/h", "peak GiB"] + (["$/M tokens"] if infer else ["hours", "total $"]) + [
-        "price age"]
-    for col in cols:
-        table.add_column(col, justify="left" if col in ("offer", "GPU") else "right")
+    data = []
     for c, peak in rows:
-        age = f"{c.price_age_days} d" + (" [yellow]stale[/]" if c.stale else "")
-        tail = [f"{c.usd_per_million_tokens:,.3f}"] if infer else [f"{c.hours:,.1f}", f"{c.usd_total:,.0f}"]
-        table.add_row(c.offer.replace("_", "-"), short(c.gpu_id), str(c.num_gpus), f"{c.usd_per_hour:,.2f}",
-                      f"{peak:,.1f}", *tail, age)
-    out.print(table)
+        per_gpu = c.usd_per_hour / max(c.num_gpus, 1)
+        data.append({**asdict(c), "device_peak_gib": peak, "usd_per_gpu_hour": per_gpu,
+                     "label": re.sub(r" \d+x ", " ", c.offer).replace("_", "-"), "gpu": short(c.gpu_id)})
+    if fmt in ("table", "plain", "markdown"):
+        bullet(describe(s, m, gpu_id="each offer's GPU"), prefix="", style="bold")
+        for note in [*m.notes, *defaults]:
+            bullet(note, prefix="note: ", style="yellow")
+    if not rows:
+        if fmt == "json":
+            print_json([])
+        else:
+            out.print("no offer in the catalog fits this scenario (try --pricing any, more GPUs, or QLoRA)")
+        return
+    age_style = lambda r: "yellow" if r["stale"] else None  # noqa: E731
+    tokens = "output" if infer else "training"
+    columns = [Column("label", "offer", priority=0, style=age_style), Column("gpu", "GPU", priority=0),
+               Column("num_gpus", "GPUs", align="right"),
+               Column("usd_per_gpu_hour", "$/GPU/h", fmt=num("{:,.2f}"), align="right", priority=3),
+               Column("usd_per_hour", "$/h", fmt=num("{:,.2f}"), align="right"),
+               Column("device_peak_gib", "peak GiB", fmt=num("{:,.1f}"), align="right", priority=4)]
+    if not infer:
+        columns += [Column("hours", "hours", fmt=num("{:,.1f}"), align="right"),
+                    Column("usd_total", "total $", fmt=usd, align="right")]
+    columns += [Column("usd_per_million_tokens", f"$/M {tokens} tok", fmt=usd, align="right",
+                       priority=1 if infer else 2),
+                Column("price_age_days", "price age", fmt=lambda d: f"{d} d", align="right", priority=2,
+                       style=age_style)]
     if not infer and not s.train_tokens:
-        out.print("[yellow]set --train-tokens to get hours and totals[/]")
+        columns = [c for c in columns if c.key not in ("hours", "usd_total")]
+    show(data, columns, fmt, title=f"{len(rows)} offers that fit, cheapest first (yellow: price over 30 days old)",
+         notes=["set --train-tokens to get hours and totals"] if not infer and not s.train_tokens else [],
+         json_data=[{k: v for k, v in r.items() if k not in ("label", "gpu")} for r in data])
 
 
 scenario_command(
@@ -167,7 +204,8 @@ scenario_command(
     option("catalog", list[str] | None, None, "A CSV of offers (same columns as data/offers.csv) that overrides "
            "the bundled rows; repeatable."),
     option("discount", list[str] | None, None, "Negotiated price multiplier: provider=0.85; repeatable."),
-    option("top", int, 20, "Show this many offers."),
+    option("top", int | None, None, "Show this many offers [default: 20 in tables, all in JSON]."),
+    option("fmt", FormatValue, None, FORMAT_HELP, param_decls=("--format",)),
     skip=("gpu",))
 
 

@@ -33,8 +33,13 @@ def daly_interval_h(write_h: float, mtbi_h: float) -> float:
 
 
 def daly_wall_time_h(work_h: float, interval_h: float, write_h: float, restart_h: float, mtbi_h: float) -> float:
-    """Expected wall-clock hours to finish ``work_h`` of work with checkpoints every ``interval_h``."""
-    return mtbi_h * math.exp(restart_h / mtbi_h) * (math.exp((interval_h + write_h) / mtbi_h) - 1) * work_h / interval_h
+    """Expected wall-clock hours to finish ``work_h`` of work with checkpoints every ``interval_h``; infinite
+    when checkpoints and restarts take so much longer than the time between interruptions that the job never
+    finishes (the exponent beyond what a float holds)."""
+    exponent = restart_h / mtbi_h + (interval_h + write_h) / mtbi_h
+    if exponent > 700:
+        return math.inf
+    return mtbi_h * math.exp(restart_h / mtbi_h) * math.expm1((interval_h + write_h) / mtbi_h) * work_h / interval_h
 
 
 def default_mtbi_h(num_gpus: int) -> float:

@@ -92,8 +92,11 @@ def _parse(row: dict[str, str], origin: str, line: int) -> Offer:
         observed = dt.date.fromisoformat(row["observed_at"])
     except ValueError as err:
         raise GpuplanError(f"{where}: {err}") from None
-    if price <= 0 or count <= 0:
-        raise GpuplanError(f"{where}: price and gpu_count must be positive (got {price}, {count})")
+    if not (0 < price < 10_000) or not 0 < count <= 1024:
+        raise GpuplanError(f"{where}: price_usd_per_gpu_hour must be a positive number below 10,000 and gpu_count "
+                           f"positive (got {price}, {count})")
+    if observed > dt.date.today() + dt.timedelta(days=1):
+        raise GpuplanError(f"{where}: observed_at {observed} is in the future; give the date the price was seen")
     return Offer(provider=row["provider"], tier=row.get("tier") or "", gpu_id=row["gpu_id"], gpu_count=count,
                  pricing=row["pricing"], price_usd_per_gpu_hour=price, region=row.get("region") or "",
                  intra_node=row.get("intra_node") or "", observed_at=observed, source=row.get("source") or "",
@@ -104,8 +107,12 @@ def read_offers(path: Path | str, origin: str | None = None) -> list[Offer]:
     path = Path(path)
     if not path.is_file():
         raise GpuplanError(f"no offers file {str(path)!r}")
-    with path.open(encoding="utf-8", newline="") as f:
-        return [_parse(row, origin or str(path), n) for n, row in enumerate(csv.DictReader(f), start=2)]
+    try:
+        with path.open(encoding="utf-8", newline="") as f:
+            return [_parse(row, origin or str(path), n) for n, row in enumerate(csv.DictReader(f), start=2)]
+    except (UnicodeDecodeError, csv.Error) as err:
+        raise GpuplanError(f"{path} is not a UTF-8 CSV of offers ({err.__class__.__name__}); columns as in "
+                           "data/offers.csv") from None
 
 
 def check_spot_below_on_demand(offers: list[Offer]) -> None:
@@ -131,6 +138,8 @@ def load_offers(catalogs: tuple[str, ...] = (), discounts: dict[str, float] | No
     """Bundled offers, overridden by the user's ``offers.csv`` and then by each ``catalogs`` file."""
     table = {o.key: o for o in bundled_offers()}
     user = user_config_dir() / "offers.csv"
+    if any(not str(c).strip() for c in catalogs):
+        raise GpuplanError("--catalog needs the path of an offers CSV, got an empty string")
     for path in ([user] if user.is_file() else []) + [Path(c) for c in catalogs]:
         for offer in read_offers(path):
             table[offer.key] = offer
@@ -154,7 +163,10 @@ def load_discounts() -> dict[str, float]:
     data = yaml.safe_load(path.read_text()) or {}
     if not isinstance(data, dict):
         raise GpuplanError(f"{path} must map provider ids to price multipliers")
-    return {str(k): float(v) for k, v in data.items()}
+    try:
+        return {str(k): float(v) for k, v in data.items()}
+    except (TypeError, ValueError):
+        raise GpuplanError(f"{path} must map provider ids to numbers (runpod: 0.85)") from None
 
 
 @cache

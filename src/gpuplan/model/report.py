@@ -22,11 +22,16 @@ def human_count(n: float) -> str:
     return str(int(n))
 
 
-def model_summary(spec: ModelSpec, repo: str | None = None) -> dict[str, Any]:
-    """One row of ``gpuplan models``."""
+# model_type values that name a family by an older or internal name
+FAMILY_NAMES = {"RefinedWeb": "falcon", "RefinedWebModel": "falcon", "gemma3_text": "gemma3"}
+
+
+def model_summary(spec: ModelSpec, repo: str | None = None, names: list[str] | None = None) -> dict[str, Any]:
+    """One row of ``gpuplan models``; ``names`` are the short names people type for it."""
     return {
         "name": repo or spec.name,
-        "family": spec.family,
+        "names": list(names or []),
+        "family": FAMILY_NAMES.get(spec.family, spec.family),
         "params_total": spec.params_total,
         "params_active": spec.params_active,
         "num_layers": spec.num_layers,

@@ -17,6 +17,7 @@ from ..errors import GpuplanError
 from .architectures import read_architecture
 from .layers import Layer, Linear
 from .quant import DTYPE_BYTES, Format, checkpoint_format
+from .validate import checked_config
 
 # The dtype checkpoints ship in when their config.json does not say (the repos' safetensors headers).
 SHIPPED_DTYPE = {"gpt2": "float32", "bloom": "bfloat16", "gpt_oss": "bfloat16", "phi3": "bfloat16"}
@@ -62,7 +63,8 @@ class ModelSpec:
         """Read a ``config.json`` dict. Raises :class:`GpuplanError` when it cannot describe a decoder."""
         if not isinstance(config, dict):
             raise GpuplanError(f"a config.json must hold a JSON object, got {type(config).__name__}")
-        config = {k: v for k, v in config.items() if not k.startswith("_transcription")}
+        config = checked_config({k: v for k, v in config.items() if not k.startswith("_transcription")},
+                                f"config.json of {name}" if name else "config.json")
         arch, notes = read_architecture(config)
         text = config.get("text_config") or config
         tie = config.get("tie_word_embeddings", text.get("tie_word_embeddings"))

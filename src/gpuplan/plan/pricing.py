@@ -5,6 +5,8 @@ The same memory, speed and cost functions as ``gpuplan estimate``; this module o
 
 from __future__ import annotations
 
+import math
+
 from ..hardware import gpus
 from ..market.cost import Cost, price_job
 from ..market.offers import Offer, max_per_node
@@ -62,6 +64,8 @@ def compare(s: Scenario, m: ModelSpec, offers: list[Offer], trainable: int, toda
             fit_cache[offer.gpu_id] = fits_only(replace_gpu(s, offer.gpu_id), m, gpu)
         ok, peak = fit_cache[offer.gpu_id]
         if ok:
-            rows.append((price(s, m, offer, trainable, offers, today), peak))
+            cost = price(s, m, offer, trainable, offers, today)
+            if math.isfinite(cost.usd_per_million_tokens or 0.0) and math.isfinite(cost.usd_total):
+                rows.append((cost, peak))  # a spot job that never finishes is not an offer
     return sorted(rows, key=lambda r: r[0].usd_per_million_tokens)
 
