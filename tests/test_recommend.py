@@ -3,6 +3,7 @@ and the promise that every recommended setup is exactly what ``estimate`` says a
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
@@ -126,7 +127,7 @@ def test_ranked_by_objective_with_the_pareto_front_marked():
     cost = run(TRAIN_8B, top=30).setups
     per_mtok = [float(f"{x.usd_per_million_tokens:.3g}") for x in cost]  # equal to 3 significant digits: a tie
     assert per_mtok == sorted(per_mtok)
-    for a, b in zip(cost, cost[1:], strict=False):  # within a tie, the faster first
+    for a, b in itertools.pairwise(cost):  # within a tie, the faster first
         if f"{a.usd_per_million_tokens:.3g}" == f"{b.usd_per_million_tokens:.3g}":
             assert a.tokens_per_s >= b.tokens_per_s
     fast = run(TRAIN_8B, top=30, objective="time").setups

@@ -228,6 +228,11 @@ def buy_cmd(
     from ..market.cost import buy_vs_rent
     from ..market.offers import load_offers
 
+    for name, value, low, high in (("--hours", hours, 1, 1e6), ("--usd-per-kwh", usd_per_kwh, 0, 10),
+                                   ("--pue", pue, 1, 3), ("--utilization", utilization, 0.01, 1),
+                                   ("--count", count, 1, 1024)):
+        if not (math.isfinite(value) and low <= value <= high):
+            raise GpuplanError(f"{name} must be between {low:g} and {high:g}, got {value:g}")
     card = load_gpu(gpu)
     if not card.msrp_usd or not card.tdp_w:
         raise GpuplanError(f"{card.name} has no public launch price or TDP in the catalog (data-center cards are "

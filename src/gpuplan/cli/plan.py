@@ -253,3 +253,89 @@ def _cheapest(rec) -> str:
         return "no fit on 8 GPUs"
     x = rec.setups[0]
     return f"{x.num_gpus}x {short(x.gpu_id)} ${x.usd_per_hour:,.2f}/h {x.provider}"
+
+
+# ---- fit ----------------------------------------------------------------------------------------------
+def fit_cmd(scenario: str | None = None, as_json: bool = False, gpu: str = "", show_all: bool = False,
+            fmt: str | None = None, **fields: Any) -> None:
+    """What can my hardware do? Every bundled model on your cards: does the job fit, with which change, and the
+    largest batch and longest context that then fit.
+
+    The job is the scenario's (serving by default; --task train --method lora for fine-tuning), each model in
+    turn. Several cards split a served model (tensor parallel with vLLM, layers with transformers) and shard
+    training (DDP, then ZeRO-2, then ZeRO-3: the first that fits). When a model does not fit as asked, the
+    smallest change on the same cards that makes it fit is named (checkpointing, micro-batch 1 with
+    accumulation, 8-bit AdamW, QLoRA, 4-bit weights, ...).
+
+    Examples:
+
+    \b
+      gpuplan fit --gpu 2x3090 --task train --method lora
+      gpuplan fit --gpu rtx-4090 --engine vllm --prompt-tokens 8192
+      gpuplan fit --gpu 8xh100-sxm --task train --method full --seq-len 4096 --format csv
+    """
+    from ..model.catalog import short_names
+    from ..plan.capability import what_fits
+    from ..plan.recommend import parse_have
+    from ..resolve import describe
+
+    if not gpu.strip():
+        raise GpuplanError("fit needs your cards: --gpu 2x3090 (count x name, or a name for one card)")
+    gpu_id, count = parse_have(gpu)
+    card, note = _resolve_card(gpu)
+    if count > 8:
+        raise GpuplanError(f"fit looks at one machine: --gpu takes up to 8 cards, got {count}")
+    template = overrides(fields)
+    if scenario is not None:
+        template = {**load_scenario(scenario).model_dump(exclude_unset=True), **template}
+    template.pop("model", None)
+    template.setdefault("task", "infer")
+    example = load_scenario(None, {**template, "model": "each bundled model", "gpu": gpu_id, "num_gpus": count})
+    rows = what_fits(template, card, count)
+    fmt = resolve_format(fmt, as_json)
+    if fmt == "json":
+        from dataclasses import asdict
+
+        print_json([asdict(r) for r in rows])
+        return
+    shown = rows if show_all or fmt != "table" else [r for r in rows if r.fits]
+    names = short_names()
+    data = []
+    for r in shown:
+        data.append({**r.__dict__, "name": (names.get(r.model) or [r.model.split("/", 1)[-1]])[0],
+                     "params": human_count(r.params_total),
+                     "verdict": ("yes" if not r.change else f"with {r.change}") if r.fits else
+                     f"no: {r.reason}"})
+    if fmt == "table":
+        bullet(describe(example), prefix="", style="bold")
+        if note:
+            bullet(note, prefix="note: ", style="yellow")
+    train = example.task == "train"
+    columns = [Column("name", "model", priority=0), Column("params", "params", align="right", priority=2),
+               Column("verdict", "fits", priority=1),
+               Column("device_peak_gib", "GiB/card", fmt=num("{:,.1f}"), align="right", priority=3),
+               Column("strategy", "strategy", priority=4) if train else None,
+               Column("max_batch_size", "max micro-batch" if train else "max batch", fmt=num(), align="right"),
+               Column("max_seq_len", "max seq_len" if train else "max prompt", fmt=num(), align="right")]
+    for c in columns:  # the batch and the context are the answer: they stay at any width
+        if c is not None and c.key in ("max_batch_size", "max_seq_len"):
+            object.__setattr__(c, "priority", 0)
+    hidden = len(rows) - len(shown)
+    show(data, [c for c in columns if c], fmt,
+         title=f"{sum(r.fits for r in rows)} of {len(rows)} bundled models fit {count} x {card.name}",
+         notes=[f"{hidden} more do not fit even with changes on these cards; --all lists them"] if hidden else [])
+
+
+def _resolve_card(text: str):
+    from ..hardware import resolve_gpu
+
+    count, sep, name = text.strip().partition("x")
+    return resolve_gpu(name.strip() if sep and count.strip().isdigit() else text.strip())
+
+
+scenario_command(
+    "fit", fit_cmd,
+    option("gpu", str, "", "Your cards: 2x3090, rtx-4090, 8xh100-sxm.", param_decls=("--gpu",)),
+    option("show_all", bool, False, "Also list the models that do not fit.", param_decls=("--all",)),
+    option("fmt", FormatValue, None, FORMAT_HELP, param_decls=("--format",)),
+    skip=("model", "gpu", "num_gpus", "num_nodes"))

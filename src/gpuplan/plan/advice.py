@@ -114,6 +114,11 @@ def _training_fixes(s: Scenario, m: ModelSpec) -> list[Fix]:
             "method": "qlora", "quant": None, "precision": "bf16-mixed" if s.precision == "fp32" else s.precision},
             cost="slower than LoRA (dequantization on every matmul); small quality cost", group="method",
             slowdown=1.5))
+        out.append(Fix(label="QLoRA with embeddings and norms in bf16 (as Unsloth and torchtune run it)", change={
+            "method": "qlora", "quant": None, "qlora_fp32_upcast": False,
+            "precision": "bf16-mixed" if s.precision == "fp32" else s.precision},
+            cost="slower than LoRA (dequantization on every matmul); small quality cost", group="method",
+            slowdown=1.5))
     if s.world_size > 1 and s.resolved_strategy not in ("zero3",) and s.tp * s.pp == 1:
         out.append(Fix(label=f"ZeRO-3 over your {s.world_size} GPUs", change={"strategy": "zero3"},
                        cost="all-gathers weights each step: NVLink recommended", group="gpus", slowdown=1.2))
@@ -121,6 +126,11 @@ def _training_fixes(s: Scenario, m: ModelSpec) -> list[Fix]:
         out.append(Fix(label="offload the optimizer to CPU", change={"offload": "optimizer"},
                        cost="the step runs on the CPU: often 2-5x slower steps; needs CPU RAM", group="offload",
                        slowdown=3.0))
+    if s.offload != "optimizer+params" and s.world_size > 1 and s.tp * s.pp == 1:
+        out.append(Fix(label="offload optimizer and parameters to CPU (ZeRO-3 offload)",
+                       change={"offload": "optimizer+params", "strategy": "zero3"},
+                       cost="weights stream over PCIe every step: several times slower; needs CPU RAM",
+                       group="offload", slowdown=5.0))
     for n in (2, 4, 8):
         if n > s.num_gpus:
             out.append(Fix(label=f"ZeRO-3 over {n} GPUs", change={"num_gpus": n, "strategy": "zero3", "tp": 1,
@@ -203,7 +213,12 @@ def smallest_combination(s: Scenario, m: ModelSpec, gpu: GpuSpec, fixes: list[Fi
     order = {f.label: i for i, f in enumerate(candidate_fixes(s, m))}
     fixes = sorted(fixes, key=lambda f: order.get(f.label, len(order)))
     same = [f for f in fixes if not f.more_gpus]
-    best = _search(s, m, gpu, same) or _search(s, m, gpu, fixes)
+    best = None
+    for pool in (same, fixes):
+        if pool and _all_at_once(s, m, gpu, pool):  # hopeless when even every group's best fix together fails
+            best = _search(s, m, gpu, pool)
+            if best:
+                break
     if best is None:
         return None
     combo, peak = best
@@ -231,6 +246,21 @@ def smallest_combination(s: Scenario, m: ModelSpec, gpu: GpuSpec, fixes: list[Fi
 
 def _peak(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> float:
     return fits_only(s, m, gpu)[1]
+
+
+def _all_at_once(s: Scenario, m: ModelSpec, gpu: GpuSpec, fixes: list[Fix]) -> bool:
+    """Whether one fix of every group, all applied together, fits for some choice within the groups: if none
+    does, no combination of fewer fixes will. Every fix lowers memory or leaves it, given the others, except a
+    change of method or weight format (QLoRA's fp32 residual can exceed LoRA's activations): those groups may
+    also stay as they are."""
+    groups: dict[str, list[Fix | None]] = {}
+    for fix in fixes:
+        groups.setdefault(fix.group, []).append(fix)
+    for name in ("method", "weights"):
+        if name in groups:
+            groups[name].append(None)
+    return any(fits_only(_apply(s, tuple(f for f in choice if f)), m, gpu)[0]
+               for choice in itertools.product(*groups.values()))
 
 
 def _search(s: Scenario, m: ModelSpec, gpu: GpuSpec, fixes: list[Fix]) -> tuple[tuple[Fix, ...], float] | None:
