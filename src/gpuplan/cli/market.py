@@ -88,12 +88,11 @@ def gpus_compare(
     them; GeForce FP16 with FP16 accumulate runs at twice the FP32-accumulate rate frameworks use)."""
     from ..hardware import resolve_gpu
 
-    cards = []
-    for n in names:
-        card, note = resolve_gpu(n)
+    resolved = [resolve_gpu(n) for n in names]  # every name checked before anything is printed
+    cards = [card for card, _ in resolved]
+    for _, note in resolved:
         if note:
             bullet(note, prefix="note: ", style="yellow", stream=err)
-        cards.append(card)
     rows = [_gpu_row(g) for g in cards]
     notes = {}
     for g in cards:

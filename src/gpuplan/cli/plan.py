@@ -51,12 +51,15 @@ def recommend_cmd(scenario: str | None = None, as_json: bool = False, budget_usd
     s = load_scenario(scenario, overrides(fields))
     m = load_model(s.model)
     owned = tuple(parse_have(h) for h in have or ())
+    notes: list[str] = []
     c = Constraints(budget_usd=budget_usd, deadline_hours=deadline_hours, max_gpus=max_gpus,
-                    gpus=tuple(_gpu(g) for g in (gpus or "").split(",") if g.strip()),
+                    gpus=tuple(_gpu(g, notes) for g in (gpus or "").split(",") if g.strip()),
                     providers=tuple(_provider(p) for p in (providers or "").split(",") if p.strip()),
                     pricing=s.pricing, have=owned, min_headroom=headroom, objective=objective, top=top,
                     any_method=any_method, any_quant=any_quant, catalogs=tuple(catalog or ()))
     result = recommend(s, m, c)
+    for note in notes:  # after every input was checked: an error stays one line
+        bullet(note, prefix="note: ", style="yellow", stream=err)
     fmt = resolve_format(fmt, as_json)
     if fmt == "json":
         from dataclasses import asdict
@@ -75,12 +78,12 @@ def recommend_cmd(scenario: str | None = None, as_json: bool = False, budget_usd
     render_recommendation(s, result, fmt)
 
 
-def _gpu(name: str) -> str:
+def _gpu(name: str, notes: list[str]) -> str:
     from ..hardware import resolve_gpu
 
     gpu, note = resolve_gpu(name.strip())
     if note:
-        bullet(note, prefix="note: ", style="yellow", stream=err)
+        notes.append(note)
     return gpu.id
 
 

@@ -28,6 +28,8 @@ NON_NEGATIVE = ("n_shared_experts", "first_k_dense_replace", "max_window_layers"
                 "sliding_window")
 MAPPINGS = ("text_config", "vision_config", "quantization_config", "rope_scaling")
 LISTS = ("layer_types", "architectures", "mlp_only_layers")
+TEXTS = ("model_type", "torch_dtype", "dtype", "hidden_act", "hidden_activation", "activation_function",
+         "_name_or_path")
 LARGEST = 2**31  # no real size comes near; keeps products of sizes far from overflow in float arithmetic
 
 
@@ -38,6 +40,9 @@ def checked_config(config: dict[str, Any], where: str = "config.json") -> dict[s
         if out.get(key) is not None and not isinstance(out[key], dict):
             raise GpuplanError(f"{where}: {key} must be a JSON object, got {type(out[key]).__name__}; fix the file "
                                "or pass the model's original config.json")
+    for key in TEXTS:
+        if out.get(key) is not None and not isinstance(out[key], str):
+            raise GpuplanError(f"{where}: {key} must be text, got {out[key]!r}")
     for key in LISTS:
         if out.get(key) is not None and not isinstance(out[key], list):
             raise GpuplanError(f"{where}: {key} must be a JSON list, got {type(out[key]).__name__}")
