@@ -50,8 +50,7 @@ def estimate(scenario: Scenario | dict[str, Any], *, advise: bool = True) -> Res
         report.max_batch_size, report.max_seq_len = largest_fitting(s, m, gpu)
         if not report.fits:
             result.suggestions = suggestions(s, m, gpu, report)
-    runs = report.fits or (s.engine == "llama.cpp" and (report.gpu_layers or 0) > 0)  # llama.cpp offloads the rest
-    if gpu and gpu.peak_tflops("fp16") and runs:
+    if gpu and gpu.peak_tflops("fp16"):  # speed always (what it would run at); cost only for a job that fits
         _speed_and_cost(result, s, m, gpu, int(e.extra.get("params_trainable", 0)), price=bool(report.fits))
     return result
 

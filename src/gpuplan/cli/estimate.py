@@ -107,12 +107,13 @@ def _speed(result, s: dict) -> None:
     sp = result.speed
     if not sp:
         return
+    head = "speed" if result.memory.fits is not False else "speed, were it to fit"
     if s["task"] == "train":
-        line = (f"speed: {sp['tokens_per_s']:,.0f} tokens/s, {sp['step_time_s']:.2f} s per optimizer step "
+        line = (f"{head}: {sp['tokens_per_s']:,.0f} tokens/s, {sp['step_time_s']:.2f} s per optimizer step "
                 f"(MFU {sp['mfu_assumed']:.2f}, {sp['bound']}-bound)")
     else:
         per_user = sp.get("tokens_per_s_per_sequence")
-        line = (f"speed: {sp['tokens_per_s']:,.0f} output tokens/s in all"
+        line = (f"{head}: {sp['tokens_per_s']:,.0f} output tokens/s in all"
                 + (f", {per_user:,.1f} per user" if per_user else "")
                 + (f"; first token after {sp['ttft_s']:.2f} s for one request" if sp.get("ttft_s") is not None
                    else ""))

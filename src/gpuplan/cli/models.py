@@ -116,7 +116,12 @@ def model_cmd(
     out.print(kinds)
     out.print(f"KV cache per token, all layers, bf16: {facts['kv_bytes_per_token_bf16_total']:,.0f} B "
               f"({facts['kv_bytes_per_token_bf16_total'] / 1024:,.1f} KiB; sliding-window layers stop growing "
-              "at their window)")
+              "at their window)" + (" as vLLM caches MLA's latent" if facts["kv_bytes_per_token_bf16_transformers"]
+                                    else ""))
+    if facts["kv_bytes_per_token_bf16_transformers"]:
+        full = facts["kv_bytes_per_token_bf16_transformers"]
+        out.print(f"  transformers caches the decompressed keys and values: {full:,.0f} B per token ({full / 1024:,.1f}"
+                  f" KiB, {full / facts['kv_bytes_per_token_bf16_total']:.0f}x)")
     w = facts["weight_gib"]
     out.print(f"weights as shipped ({facts['shipped_format']}): {w['as_shipped']:.2f} GiB;  bf16 {w['bf16']:.2f} GiB, "
               f"int8 {w['int8']:.2f} GiB, int4 (nf4) {w['int4']:.2f} GiB  [GiB = 2^30 B]")
