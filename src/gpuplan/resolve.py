@@ -70,26 +70,33 @@ def resolve(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> tuple[Scenario, l
     return (s.model_copy(update=update) if update else s), notes
 
 
-def describe(s: Scenario, m: ModelSpec | None = None, gpu_id: str | None = None) -> str:
+def describe(s: Scenario, m: ModelSpec | None = None, gpu_id: str | None = None, *, engine: str | None = None,
+             hardware: str | None = None) -> str:
     """The scenario as resolved, in one line: model, task, method and rank, lengths and batch, checkpointing,
-    precision, engine, framework, GPUs and strategy."""
+    precision, engine, framework, GPUs and strategy. ``engine`` and ``hardware`` replace those parts where a
+    search tries several (``recommend``, ``cost``)."""
     model = m.name if m is not None else s.model
     framework = getattr(s, "framework", None)
+    shipped = None  # the checkpoint's own quantization, which a scenario without quant keeps
+    if s.quant is None and m is not None and m.quantization:
+        shipped = m.shipped_format()[0].name
     if s.task == "train":
         method = {"full": "full fine-tuning", "lora": f"LoRA r{s.lora_rank}",
                   "qlora": f"QLoRA r{s.lora_rank} ({s.quant or 'nf4'} base)"}[s.method]
-        if s.method == "full" and s.quant:
-            method += f" ({s.quant} weights)"
+        if s.method == "full" and (s.quant or shipped):
+            method += f" ({s.quant or shipped} weights{' as shipped' if shipped else ''})"
         parts = [f"train {method}", f"seq {s.seq_len:,} x micro-batch {s.micro_batch_size} x {s.grad_accum_steps} "
                  "accumulation", "no checkpointing" if s.grad_checkpointing == "none" else
                  f"{s.grad_checkpointing} checkpointing", s.precision, s.optimizer, s.attention]
         if s.offload != "none":
             parts.append(f"{s.offload} offloaded to CPU")
     else:
-        weights = s.quant or ("fp16" if s.precision.startswith("fp16") else
-                              "fp32" if s.precision == "fp32" else "bf16")
-        parts = [f"serve with {s.engine}", f"{s.batch_size:,} x ({s.prompt_tokens:,} prompt + {s.output_tokens:,} "
-                 "output tokens)", f"{weights} weights",
+        dense = "fp16" if s.precision.startswith("fp16") else "fp32" if s.precision == "fp32" else "bf16"
+        weights = (dense if s.quant == "none" else s.quant) if s.quant else \
+            f"{shipped} (as shipped)" if shipped else dense
+        parts = [f"serve with {engine or s.engine}",
+                 f"{s.batch_size:,} x ({s.prompt_tokens:,} prompt + {s.output_tokens:,} output tokens)",
+                 f"{weights} weights",
                  f"KV cache {'as weights' if s.kv_cache_dtype == 'auto' else s.kv_cache_dtype}"]
     if framework:
         parts.append(str(framework))
@@ -104,4 +111,4 @@ def describe(s: Scenario, m: ModelSpec | None = None, gpu_id: str | None = None)
         layout.append(f"{s.pp} pipeline stages" if s.task == "train" else f"layers split over {s.pp} GPUs")
     if s.task == "infer" and s.world_size == 1:
         layout.append("single GPU")
-    return f"{model}: {', '.join(parts)}; {where}, {', '.join(x for x in layout if x)}"
+    return f"{model}: {', '.join(parts)}; {hardware or where + ', ' + ', '.join(x for x in layout if x)}"

@@ -166,7 +166,8 @@ def cost_cmd(scenario: str | None = None, as_json: bool = False, catalog: list[s
     for c, peak in rows:
         per_gpu = c.usd_per_hour / max(c.num_gpus, 1)
         data.append({**asdict(c), "device_peak_gib": peak, "usd_per_gpu_hour": per_gpu,
-                     "label": re.sub(r" \d+x ", " ", c.offer).replace("_", "-"), "gpu": short(c.gpu_id)})
+                     "label": re.sub(r" \d+x ", " ", c.offer).removesuffix(" on_demand").replace("_", "-"),
+                     "gpu": short(c.gpu_id)})
     if fmt in ("table", "plain", "markdown"):
         bullet(describe(s, m, gpu_id="each offer's GPU"), prefix="", style="bold")
         for note in [*m.notes, *defaults]:
@@ -193,7 +194,8 @@ def cost_cmd(scenario: str | None = None, as_json: bool = False, catalog: list[s
                        style=age_style)]
     if not infer and not s.train_tokens:
         columns = [c for c in columns if c.key not in ("hours", "usd_total")]
-    show(data, columns, fmt, title=f"{len(rows)} offers that fit, cheapest first (yellow: price over 30 days old)",
+    show(data, columns, fmt, title=f"{len(rows)} offers that fit, cheapest first (on-demand unless marked; yellow: "
+         "price over 30 days old)",
          notes=["set --train-tokens to get hours and totals"] if not infer and not s.train_tokens else [],
          json_data=[{k: v for k, v in r.items() if k not in ("label", "gpu")} for r in data])
 

@@ -20,7 +20,8 @@ def recommend_cmd(scenario: str | None = None, as_json: bool = False, budget_usd
                   deadline_hours: float | None = None, max_gpus: int = 8, gpus: str | None = None,
                   providers: str | None = None, have: list[str] | None = None, min_headroom: str = "0%",
                   objective: str = "cost", top: int = 10, any_method: bool = False, any_quant: bool = False,
-                  catalog: list[str] | None = None, fmt: str | None = None, **fields: Any) -> None:
+                  catalog: list[str] | None = None, per_gpu: bool = False, fmt: str | None = None,
+                  **fields: Any) -> None:
     """The setups that fit the job, ranked: memory first, then communication, then cost, then headroom.
 
     Searches GPU type x count (1-8, multi-node for training) x strategy (single, DDP, ZeRO-2, ZeRO-3; tensor
@@ -36,10 +37,10 @@ def recommend_cmd(scenario: str | None = None, as_json: bool = False, budget_usd
       gpuplan recommend --model llama-3.1-8b --task train --train-tokens 2e8 --any-method
       gpuplan recommend --model llama-3.1-70b --task infer --batch-size 32 --prompt-tokens 4096 --objective time
       gpuplan recommend examples/lora-llama-8b.yaml --have 2x3090 --budget-usd 50 --pricing any
+      gpuplan recommend examples/lora-llama-8b.yaml --gpus a100-80gb,h100,l40s --max-gpus 1 --per-gpu
     """
     from ..model.catalog import load_model
     from ..plan.recommend import Constraints, parse_have, recommend
-    from ..resolve import describe
 
     try:
         headroom = float(min_headroom.rstrip("%")) / (100 if min_headroom.endswith("%") or
@@ -56,7 +57,7 @@ def recommend_cmd(scenario: str | None = None, as_json: bool = False, budget_usd
                     gpus=tuple(_gpu(g, notes) for g in (gpus or "").split(",") if g.strip()),
                     providers=tuple(_provider(p) for p in (providers or "").split(",") if p.strip()),
                     pricing=s.pricing, have=owned, min_headroom=headroom, objective=objective, top=top,
-                    any_method=any_method, any_quant=any_quant, catalogs=tuple(catalog or ()))
+                    any_method=any_method, any_quant=any_quant, catalogs=tuple(catalog or ()), per_gpu=per_gpu)
     result = recommend(s, m, c)
     for note in notes:  # after every input was checked: an error stays one line
         bullet(note, prefix="note: ", style="yellow", stream=err)
@@ -68,14 +69,25 @@ def recommend_cmd(scenario: str | None = None, as_json: bool = False, budget_usd
         for setups, raw in ((result.setups, data["setups"]), (result.owned, data["owned"])):
             for setup, item in zip(setups, raw, strict=True):
                 item["scenario"] = setup.scenario.model_dump()
-        data["resolved"] = describe(s, m, gpu_id="each GPU searched")
+        data["resolved"] = _searched(s, m, c)
         print_json(data)
         return
     if fmt == "table":
-        bullet(describe(s, m, gpu_id="each GPU searched"), prefix="", style="bold")
+        bullet(_searched(s, m, c), prefix="", style="bold")
         for note in m.notes:
             bullet(note, prefix="note: ", style="yellow")
     render_recommendation(s, result, fmt)
+
+
+def _searched(s, m, c) -> str:
+    """The resolved line of a search: the engines and the GPU counts it tries."""
+    from ..resolve import describe
+
+    engine = None if s.task == "train" or "engine" in s.model_fields_set else "vLLM or transformers"
+    counts = f"1-{c.max_gpus}" if c.max_gpus > 1 else "1"
+    cards = "the GPUs of --gpus" if c.gpus else "every GPU type with a price"
+    layout = "data parallel or ZeRO" if s.task == "train" else "tensor parallel"
+    return describe(s, m, engine=engine, hardware=f"{counts} x {cards} ({layout})")
 
 
 def _gpu(name: str, notes: list[str]) -> str:
@@ -108,11 +120,18 @@ def _rows(s, setups) -> list[dict[str, Any]]:
     rows = []
     for i, x in enumerate(setups, 1):
         techniques = [TECHNIQUE_CELLS.get(t, t) for t in x.techniques]
+        tags = techniques if s.task == "infer" else [x.strategy, *techniques]  # serving: tensor parallel over all
         rows.append({**x.__dict__, "rank": f"{i}{'*' if x.pareto else ''}",
-                     "setup": f"{x.num_gpus}x {short(x.gpu_id)} " + "+".join([x.strategy, *techniques]),
-                     "where": x.offer if x.owned else f"{x.provider} {x.pricing.replace('_', '-')}",
-                     "memory": f"{x.device_peak_gib:.0f}/{x.capacity_gib:.0f}"})
+                     "setup": f"{x.num_gpus}x {short(x.gpu_id)}" + (f" {'+'.join(tags)}" if tags else ""),
+                     "where": _where(x), "memory": f"{x.device_peak_gib:.0f}/{x.capacity_gib:.0f}"})
     return rows
+
+
+def _where(x) -> str:
+    """The offer in a cell: the provider, and the pricing when it is not on-demand."""
+    if x.owned:
+        return "power only"
+    return x.provider if x.pricing == "on_demand" else f"{x.provider} {x.pricing.replace('_', '-')}"
 
 
 def _columns(s, train: bool) -> list[Column]:
@@ -122,14 +141,12 @@ def _columns(s, train: bool) -> list[Column]:
             Column("memory", "GiB", align="right", priority=4),
             Column("tokens_per_s", "tok/s", fmt=num(), align="right", priority=2)]
     if s.task == "infer":
-        cols += [Column("tokens_per_s_per_user", "tok/s/user", fmt=num("{:,.1f}"), align="right", priority=3),
-                 Column("ttft_s", "TTFT s", fmt=num("{:,.2f}"), align="right", priority=5)]
+        cols += [Column("tokens_per_s_per_user", "tok/s/user", fmt=num("{:,.1f}"), align="right", priority=1),
+                 Column("ttft_s", "TTFT s", fmt=num("{:,.2f}"), align="right", priority=3)]
     if train:
         cols += [Column("hours", "hours", fmt=num("{:,.1f}"), align="right"),
                  Column("usd_total", "$", fmt=usd, align="right")]
-    tokens = "out" if s.task == "infer" else "train"
-    cols.append(Column("usd_per_million_tokens", f"$/M {tokens} tok", fmt=usd, align="right",
-                       priority=2 if train else 1))
+    cols.append(Column("usd_per_million_tokens", "$/M tok", fmt=usd, align="right", priority=2 if train else 1))
     return cols
 
 
@@ -155,10 +172,11 @@ def render_recommendation(s, result, fmt: str = "table") -> None:
             for change in result.changes:
                 bullet(change)
         return
-    show(_rows(s, result.setups), columns, title="rented setups that fit, best first (* Pareto front of cost vs "
-         "speed; yellow: price over 30 days old)")
+    tokens = "output" if s.task == "infer" else "training"
+    show(_rows(s, result.setups), columns, title=f"rented setups that fit, best first (on-demand unless marked; $/M "
+         f"tok: per million {tokens} tokens; * Pareto front of cost vs speed; yellow: price over 30 days old)")
     for i, x in enumerate(result.setups[:3], 1):
-        bullet(f"{x.num_gpus}x {x.gpu_id} ({x.offer}): {x.rationale}", prefix=f"{i}. ")
+        bullet(f"{x.num_gpus}x {short(x.gpu_id)} on {_where(x)}: {x.rationale}", prefix=f"{i}. ")
     if s.task == "train" and not s.train_tokens:
         bullet("set --train-tokens for hours and totals; ranked by $ per million training tokens", prefix="",
                style="yellow")
@@ -179,7 +197,8 @@ scenario_command(
         ("top", int, 10, "Show this many setups."),
         ("any_method", bool, False, "Allow LoRA / QLoRA instead of the scenario's method."),
         ("any_quant", bool, False, "Allow int8, fp8 and AWQ weights and an fp8 KV cache for serving."),
-        ("catalog", list[str] | None, None, "Extra offers CSV overriding bundled prices (repeatable)."))],
+        ("catalog", list[str] | None, None, "Extra offers CSV overriding bundled prices (repeatable)."),
+        ("per_gpu", bool, False, "One row per GPU type, its best setup: to compare cards."))],
     option("fmt", FormatValue, None, FORMAT_HELP, param_decls=("--format",)),
     skip=("gpu", "num_gpus", "num_nodes", "tp", "pp", "strategy"))
 

@@ -38,9 +38,10 @@ class FitRow:
 
 
 def what_fits(template: dict[str, Any], gpu: GpuSpec, count: int, models: list[str] | None = None) -> list[FitRow]:
-    """One row per model (default: every bundled one), fitting ones first, largest first."""
+    """One row per model (default: every bundled one): those that fit as asked, then with a change on the GPU
+    alone, then with CPU offload (slow), then the rest; largest first in each group."""
     rows = [_row(template, repo, gpu, count) for repo in (models or list(bundled()))]
-    rows.sort(key=lambda r: (not r.fits, bool(r.change), -r.params_total))
+    rows.sort(key=lambda r: (not r.fits, bool(r.change), r.cpu_gib > 0, -r.params_total))
     return rows
 
 
@@ -87,7 +88,7 @@ def _row(template: dict[str, Any], repo: str, gpu: GpuSpec, count: int) -> FitRo
     row.fits, row.change, row.fields = True, change_words(best.fields, s), best.fields
     row.cpu_gib = memory_report(s.model_copy(update=best.fields), m, gpu)[1].cpu_gib
     if row.cpu_gib:
-        row.change += f" ({row.cpu_gib:,.0f} GiB of CPU memory)"
+        row.change += f" ({row.cpu_gib:,.0f} GiB of RAM)"
     row.device_peak_gib, row.strategy = best.device_peak_gib, fixed.resolved_strategy
     row.max_batch_size, row.max_seq_len = (best.max_batch_size, best.max_seq_len) if best.combination else \
         largest_fitting(fixed, m, gpu)
@@ -124,7 +125,7 @@ def change_words(fields: dict[str, Any], s: Scenario) -> str:
     if fields.get("tp", 1) > 1 and fields.get("tp") != s.tp:
         words.append(f"tensor parallel {fields['tp']}")
     if fields.get("offload"):
-        words.append(f"{fields['offload']} offload")
+        words.append({"optimizer": "optimizer offload", "optimizer+params": "CPU offload"}[fields["offload"]])
     if fields.get("attention"):
         words.append(f"{fields['attention']} attention")
     return " + ".join(words) or "a change"

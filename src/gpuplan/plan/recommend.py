@@ -52,6 +52,7 @@ class Constraints:
     any_quant: bool = False  # weight quantization and an fp8 KV cache may be used for inference
     top: int = 10
     catalogs: tuple[str, ...] = ()
+    per_gpu: bool = False  # one setup per GPU type (its best), to compare cards
 
     def __post_init__(self) -> None:
         for name, value in (("budget_usd", self.budget_usd), ("deadline_hours", self.deadline_hours)):
@@ -356,7 +357,7 @@ def _filter_rank(setups: list[Setup], c: Constraints) -> list[Setup]:
             and (c.deadline_hours is None or x.hours is None or x.hours <= c.deadline_hours)]
     best: dict[tuple, Setup] = {}  # one per (GPU, count, provider, pricing): its best offer, techniques, strategy
     for x in kept:
-        k = (x.gpu_id, x.num_gpus, x.provider, x.pricing)
+        k = (x.gpu_id,) if c.per_gpu else (x.gpu_id, x.num_gpus, x.provider, x.pricing)
         if k not in best or _key(x, c.objective) < _key(best[k], c.objective):
             best[k] = x
     # equal cost (3 significant digits): the faster first, then the fewer GPUs, then the roomier
