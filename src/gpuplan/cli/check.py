@@ -23,14 +23,18 @@ PARTS = (("parameters", ("parameters",), ("weights_gib",)), ("gradients", ("grad
 
 def simulate_cmd(scenario: str | None = None, as_json: bool = False, compare: bool = False,
                  plot: str | None = None, layers: int | None = None, **fields: str | None) -> None:
-    """Run the scenario's step with the real transformers / peft code on fake tensors (no GPU, no download) and
-    count every tensor as the CUDA caching allocator would: allocated peak, its phase and op, memory by category.
+    """The real training or serving step on fake tensors: exact memory, no GPU.
+
+    Runs the scenario's step with the real transformers / peft code on fake tensors (no GPU, no download) and
+    counts every tensor as the CUDA caching allocator would: allocated peak, its phase and op, memory by category.
     Memory is affine in the number of identical layers, so a few layers are run and extrapolated to the full
     depth. Needs the sim extra (torch, transformers, peft).
 
     Examples:
+
+    \b
       gpuplan simulate --model llama-3.1-8b --task train --method qlora --seq-len 2048 --compare
-      gpuplan simulate job.yaml --plot memory.png
+      gpuplan simulate examples/lora-llama-8b.yaml --plot memory.png
     """
     from ..model.catalog import load_model
     from ..resolve import describe
@@ -135,11 +139,15 @@ scenario_command(
 
 def probe_cmd(scenario: str | None = None, as_json: bool = False, steps: int = 2, out_dir: str = "probes",
               no_simulate: bool = False, **fields: str | None) -> None:
-    """Run the scenario's step for real on the visible CUDA GPU (random weights from the config, no download)
-    and measure max_memory_allocated / reserved, device memory in use, step time and tokens/s. Writes a JSON
+    """Measure the step on this machine's CUDA GPU, for calibrate.
+
+    Runs the scenario's step for real on the visible CUDA GPU (random weights from the config, no download)
+    and measures max_memory_allocated / reserved, device memory in use, step time and tokens/s. Writes a JSON
     record with the estimate and the simulation of the same scenario, for gpuplan calibrate.
 
     Examples:
+
+    \b
       CUDA_VISIBLE_DEVICES=0 gpuplan probe --model llama-3.1-8b --task train --method lora --seq-len 2048
     """
     from ..sim.probe import probe, write_record

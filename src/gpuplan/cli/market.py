@@ -15,7 +15,7 @@ from .app import JsonFlag, app, err, option, out, overrides, print_json, scenari
 from .render import FORMAT_HELP, Column, FormatOption, FormatValue, bullet, num, resolve_format, show, usd
 
 # ---- GPUs -------------------------------------------------------------------------------------------
-gpus_app = typer.Typer(help="The GPU catalog: dense TFLOPS, memory, bandwidth, NVLink, power, price.",
+gpus_app = typer.Typer(help="The GPU catalog: dense TFLOPS, memory, bandwidth, NVLink, power.",
                        rich_markup_mode=None, no_args_is_help=False, pretty_exceptions_enable=False)
 app.add_typer(gpus_app, name="gpus")
 GPU_SORT = ("memory", "bandwidth", "bf16", "fp8", "tdp", "msrp", "usd_per_gb", "usd_per_tflop", "name")
@@ -221,7 +221,9 @@ def buy_cmd(
     utilization: Annotated[float, typer.Option(help="Average share of TDP drawn.")] = 0.8,
     as_json: JsonFlag = False,
 ) -> None:
-    """Buy or rent? Launch MSRP + power (TDP x utilization x PUE x $/kWh) over the hours you will use it,
+    """Buy or rent? The break-even hours of owning a card.
+
+    Launch MSRP + power (TDP x utilization x PUE x $/kWh) over the hours you will use it,
     against the cheapest rental of the same card in the price catalog; prints the break-even hours."""
     from dataclasses import asdict
 

@@ -30,7 +30,9 @@ def models_cmd(
     fmt: FormatOption = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """List the bundled models: parameters (total and active), layers, width, KV heads, context, dtype.
+    """The bundled models: parameters, layers, KV heads, context.
+
+    Parameters (total and active), layers, width, KV heads, context, dtype.
 
     Any of these names works wherever a model is asked for (the repo id, the part after the slash, or a short
     name), as do Hugging Face repo ids, their -Instruct / -Chat variants and paths to a config.json.
@@ -85,10 +87,13 @@ def model_cmd(
                                         "config.json / model folder.")],
     as_json: JsonFlag = False,
 ) -> None:
-    """Show one model: parameter breakdown, layer kinds, KV-cache bytes per token, and weight sizes as
+    """One model: parameters by part, KV bytes per token, weight sizes.
+
+    Parameter breakdown, layer kinds, KV-cache bytes per token, and weight sizes as
     shipped and at bf16 / int8 / int4.
 
-    Example: gpuplan model llama-3.1-8b --json
+    Example: gpuplan model llama-3.1-8b --json (also: gpuplan model meta-llama/Llama-3.1-8B-Instruct, or the
+    path of a config.json)
     """
     facts = model_facts(load_model(name))
     if as_json:

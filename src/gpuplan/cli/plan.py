@@ -22,7 +22,9 @@ def recommend_cmd(scenario: str | None = None, as_json: bool = False, budget_usd
                   objective: str = "cost", top: int = 10, any_method: bool = False, any_quant: bool = False,
                   catalog: list[str] | None = None, per_gpu: bool = False, fmt: str | None = None,
                   **fields: Any) -> None:
-    """The setups that fit the job, ranked: memory first, then communication, then cost, then headroom.
+    """Which GPUs, how many, where: the setups that fit, ranked.
+
+    Memory first, then communication, then cost, then headroom.
 
     Searches GPU type x count (1-8, multi-node for training) x strategy (single, DDP, ZeRO-2, ZeRO-3; tensor
     parallel for serving, with vLLM and transformers unless --engine is given) x techniques (checkpointing,
@@ -280,8 +282,10 @@ def _cheapest(rec) -> str:
 # ---- fit ----------------------------------------------------------------------------------------------
 def fit_cmd(scenario: str | None = None, as_json: bool = False, gpu: str = "", show_all: bool = False,
             fmt: str | None = None, **fields: Any) -> None:
-    """What can my hardware do? Every bundled model on your cards: does the job fit, with which change, and the
-    largest batch and longest context that then fit.
+    """What can my hardware do? Every bundled model on your cards.
+
+    For each model: does the job fit, with which change, and the largest batch and longest context that then
+    fit.
 
     The job is the scenario's (serving by default; --task train --method lora for fine-tuning), each model in
     turn. Several cards split a served model (tensor parallel with vLLM, layers with transformers) and shard
