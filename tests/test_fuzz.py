@@ -31,7 +31,8 @@ SEED = os.environ.get("GPUPLAN_FUZZ_SEED")
 
 
 def fuzz_settings(examples: int):
-    decorated = settings(max_examples=max(1, int(examples * SCALE)), deadline=None, derandomize=SEED is None,
+    # a case may take 20 s at most: far above the slowest answer (fit, ~1 s), so only a hang or a blow-up fails
+    decorated = settings(max_examples=max(1, int(examples * SCALE)), deadline=20_000, derandomize=SEED is None,
                          database=None, suppress_health_check=list(HealthCheck))
 
     def wrap(fn):

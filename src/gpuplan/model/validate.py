@@ -31,6 +31,10 @@ LISTS = ("layer_types", "architectures", "mlp_only_layers")
 TEXTS = ("model_type", "torch_dtype", "dtype", "hidden_act", "hidden_activation", "activation_function",
          "_name_or_path")
 LARGEST = 2**31  # no real size comes near; keeps products of sizes far from overflow in float arithmetic
+# Counts the readers build one object per unit of (layers, experts): bounded so a typo cannot exhaust memory.
+# The deepest released decoders have ~130 layers; the most routed experts, 384 (Kimi K2).
+BUILT = {"num_hidden_layers": 10_000, "n_layer": 10_000, "num_layers": 10_000, "num_local_experts": 65_536,
+         "num_experts": 65_536, "n_routed_experts": 65_536, "n_shared_experts": 65_536}
 
 
 def checked_config(config: dict[str, Any], where: str = "config.json") -> dict[str, Any]:
@@ -50,7 +54,7 @@ def checked_config(config: dict[str, Any], where: str = "config.json") -> dict[s
         raise GpuplanError(f"{where}: layer_types must list layer kinds as text (full_attention, sliding_attention)")
     for key in (*POSITIVE, *NON_NEGATIVE):
         if out.get(key) is not None:
-            out[key] = _whole(out[key], key, where, 1 if key in POSITIVE else 0)
+            out[key] = _whole(out[key], key, where, 1 if key in POSITIVE else 0, BUILT.get(key, LARGEST))
     experts = next((out[k] for k in ("num_local_experts", "num_experts", "n_routed_experts") if out.get(k)), None)
     per_token = out.get("num_experts_per_tok") or out.get("experts_per_token")
     if experts and per_token and per_token > experts:
@@ -62,13 +66,13 @@ def checked_config(config: dict[str, Any], where: str = "config.json") -> dict[s
     return out
 
 
-def _whole(value: Any, key: str, where: str, least: int) -> int:
+def _whole(value: Any, key: str, where: str, least: int, most: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise GpuplanError(f"{where}: {key} must be a number, got {value!r}; write it without quotes")
     if isinstance(value, float):
         if not math.isfinite(value) or not value.is_integer():
             raise GpuplanError(f"{where}: {key} must be a whole number, got {value!r}")
         value = int(value)
-    if not least <= value <= LARGEST:
-        raise GpuplanError(f"{where}: {key} must be between {least} and {LARGEST:,}, got {value:,}")
+    if not least <= value <= most:
+        raise GpuplanError(f"{where}: {key} must be between {least} and {most:,}, got {value:,}")
     return value
