@@ -139,8 +139,9 @@ TINY = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_si
     ({"num_key_value_heads": 0}, "num_key_value_heads must be between 1 and"),
     ({"model_type": ["llama"]}, "model_type must be text"),
     ({"num_hidden_layers": True}, "num_hidden_layers must be a number"),
-    ({"num_hidden_layers": 2_000_000_000}, "num_hidden_layers must be between 1 and 10,000"),  # found by the fuzz:
-])                                                                 # it built two billion layer objects
+    # found by the fuzz: it built two billion layer objects
+    ({"num_hidden_layers": 2_000_000_000}, "num_hidden_layers must be between 1 and 10,000"),
+])
 def test_broken_configs_are_refused_in_one_sentence(tmp_path, change, message):
     """The fuzz report's configs (a tiny Llama with one field broken): one sentence naming the key, not a
     traceback deep in the arithmetic."""
