@@ -191,7 +191,8 @@ def torchtune(row):
                                 "cache for 8192 positions is not modelled"), None
     packed = "packed from" in row["seq_len"]  # the flags table packs to 4096 from its '+Packed' row on
     seq = 4096 if row["seq_len"].startswith("4096") else 512
-    scenario = dict(model=model, task="train", micro_batch_size=int(row["micro_batch"].split()[0]), seq_len=seq,
+    scenario = dict(model=model, task="train", framework="torchtune",
+                    micro_batch_size=int(row["micro_batch"].split()[0]), seq_len=seq,
                     grad_checkpointing="full" if row["grad_ckpt"].startswith("on") else "none",
                     precision="bf16-true", attention="sdpa", optimizer="adamw")
     notes = []
@@ -238,7 +239,8 @@ def torchtitan(row):
     local = int(row["micro_batch"].split()[0])
     model = {"meta-llama/Llama-3.1-8B": "llama-3.1-8b", "meta-llama/Llama-3.1-70B": "llama-3.1-70b",
              "meta-llama/Llama-3.1-405B": "llama-3.1-405b"}[row["model"]]
-    scenario = dict(model=model, task="train", micro_batch_size=local // pp if pp > 1 else local,
+    scenario = dict(model=model, task="train", framework="torchtitan",
+                    micro_batch_size=local // pp if pp > 1 else local,
                     grad_accum_steps=pp, seq_len=int(row["seq_len"].split()[0]),
                     grad_checkpointing="selective" if row["grad_ckpt"].startswith("selective") else "full",
                     attention="flash", precision="fp8-mixed" if "float8" in row["precision"] else "bf16-mixed",

@@ -200,6 +200,24 @@ SKIP = {
 }
 
 
+# The fabric each source's cluster ran on (bench/throughput.py passes it to the speed model instead of an
+# offer's): DGX A100 nodes (Selene, MosaicML's A100 clusters) carry 8 x 200 Gb/s HDR InfiniBand, DGX H100 nodes
+# 8 x 400 Gb/s NDR (NVIDIA DGX user guides; one NIC per GPU). MosaicML does not name its fabric: the DGX
+# reference one is assumed. Sources on one node need none.
+NETWORKS = {
+    "Megatron-LM paper (Narayanan et al., SC'21)": {"A100": ("infiniband", 1600)},
+    "MosaicML llm-foundry MPT training benchmarks": {"A100": ("infiniband", 1600), "H100": ("infiniband", 3200)},
+    "NVIDIA NeMo performance summary (24.07)": {"H100": ("infiniband", 3200)},
+}
+
+
+def network(row) -> dict:
+    for card, (kind, gbps) in NETWORKS.get(row["source"], {}).items():
+        if card in row["gpu"]:
+            return {"network": {"intra_node": "nvlink", "inter_node": kind, "inter_node_gbps": gbps}}
+    return {}
+
+
 def build(csv_path: Path) -> dict:
     cases, skipped = [], []
     for row in csv.DictReader(csv_path.open(encoding="utf-8")):
@@ -218,7 +236,7 @@ def build(csv_path: Path) -> dict:
         case.pop("calibration", None)
         cases.append({"id": row["id"], "source": row["source"], "workload": row["workload"],
                       "metric": row["metric"], "value": float(row["value"]), "unit": row["unit"],
-                      "fixed_length": case.pop("fixed_length", True), **case})
+                      "fixed_length": case.pop("fixed_length", True), **case, **network(row)})
     return {"cases": cases, "skipped": skipped}
 
 

@@ -26,3 +26,18 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords and not has_cuda:
             item.add_marker(pytest.mark.skip(reason="needs a CUDA GPU"))
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _isolated_user_dirs(tmp_path_factory):
+    """Tests never read or write the developer's own cache or configuration (refreshed prices, discounts)."""
+    root = tmp_path_factory.mktemp("userdirs")
+    old = {k: os.environ.get(k) for k in ("GPUPLAN_CACHE_DIR", "GPUPLAN_CONFIG_DIR")}
+    os.environ["GPUPLAN_CACHE_DIR"] = str(root / "cache")
+    os.environ["GPUPLAN_CONFIG_DIR"] = str(root / "config")
+    yield root
+    for k, v in old.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v

@@ -119,9 +119,21 @@ def test_cost_json_sorted_by_total():
 
 
 def test_buy_vs_rent_break_even():
+    """Home PUE 1.0 by default: 450 W x 0.8 x 1.0 x $0.15/kWh = $0.054/h against the cheapest recent 4090 rental
+    (Hyperbolic $0.23/h in the bundled snapshot); launch MSRP $1,599 unless --price."""
     proc = gpuplan("buy", "4090", "--hours", "8000", "--json")
     assert proc.returncode == 0, proc.stderr
     b = json.loads(proc.stdout)
-    power = 0.450 * 0.8 * 1.4 * 0.15
-    assert b["break_even_hours"] == pytest.approx(1599 / (b["rent_usd_per_hour"] - power))
-    assert gpuplan("buy", "h100-sxm").returncode == 2  # no public MSRP
+    power = 0.450 * 0.8 * 1.0 * 0.15
+    assert b["rent_usd_per_hour"] == pytest.approx(0.23)
+    assert b["break_even_hours"] == pytest.approx(1599 / (0.23 - power))
+    two = json.loads(gpuplan("buy", "2x4090", "--price", "1800", "--host-usd", "1200", "--host-w", "150",
+                             "--pue", "1.4", "--json").stdout)
+    power2 = (2 * 450 * 0.8 + 150) / 1000 * 1.4 * 0.15  # cards and host, data-centre PUE
+    assert two["num_gpus"] == 2 and two["purchase_usd"] == 2 * 1800 + 1200
+    assert two["power_usd_per_hour"] == pytest.approx(power2)
+    assert two["break_even_hours"] == pytest.approx(4800 / (2 * 0.23 - power2))
+    assert gpuplan("buy", "h100-sxm").returncode == 2  # no public MSRP: --price needed
+    assert json.loads(gpuplan("buy", "h100-sxm", "--price", "25000", "--json").stdout)["purchase_usd"] == 25000
+    for bad in (("--hours", "inf"), ("--pue", "nan"), ("--usd-per-kwh", "-1"), ("--utilization", "-5")):
+        assert gpuplan("buy", "4090", *bad).returncode == 2

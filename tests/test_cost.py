@@ -8,12 +8,12 @@ import math
 import pytest
 
 from gpuplan import GpuplanError, estimate
-from gpuplan.hardware import load_gpu
 from gpuplan.market.cost import buy_vs_rent, daly_interval_h, daly_wall_time_h, young_interval_h
-from gpuplan.market.offers import bundled_offers, load_offers, read_offers
+from gpuplan.market.offers import read_offers
+from gpuplan.market.store import bundled_offers, load_offers
 from gpuplan.model.catalog import load_model
 from gpuplan.scenario import scenario_from
-from gpuplan.speed import inference_speed, training_flops_per_token
+from gpuplan.speed import training_flops_per_token
 
 HEADER = "provider,tier,gpu_id,gpu_count,pricing,price_usd_per_gpu_hour,region,intra_node,observed_at,source,notes\n"
 
@@ -26,10 +26,10 @@ def write(tmp_path, rows: str):
 
 def test_bundled_offers_are_valid_and_dated():
     offers = bundled_offers()
-    assert len(offers) == 60
-    today = dt.date(2026, 11, 22)
-    stale = [o for o in offers if o.stale(today)]
-    assert stale and all(o.age_days(today) > 30 for o in stale)
+    assert len(offers) == 96 and all(o.observed_at <= dt.date(2026, 11, 23) and o.source for o in offers)
+    today = dt.date(2026, 11, 23)
+    assert sorted(o.age_days(today) for o in offers)[-1] == 601  # the 2025-04-01 RunPod A6000 rows
+    assert {o.confidence for o in offers} == {"high", "medium", "low"}
 
 
 @pytest.mark.parametrize("row, message", [
@@ -82,23 +82,6 @@ def test_training_flops_per_token_by_hand():
     assert training_flops_per_token(lora, m) == pytest.approx(6 * n + attention * 16 / 12)  # 4N + 2N recompute
 
 
-def test_decode_roofline_and_host_overhead_by_hand():
-    m = load_model("llama-3.1-8b")
-    gpu = load_gpu("h100-sxm")
-    vllm = scenario_from(dict(model="llama-3.1-8b", task="infer", engine="vllm", batch_size=1, prompt_tokens=1,
-                              output_tokens=30))
-    speed = inference_speed(vllm, m, gpu)
-    # one step reads 16.06 GB of bf16 weights (+ a 16-token cache block) at 80 % of 3,350 GB/s, then vLLM's
-    # ~3 ms engine loop
-    step = (8_030_261_248 * 2 + 16 * 131_072) / (3350e9 * 0.8) + 3e-3
-    assert speed.bound == "memory" and speed.step_time_s == pytest.approx(step, rel=1e-3)
-    assert speed.tokens_per_s == pytest.approx(1 / step, rel=1e-3)  # ~110 tokens/s
-    eager = scenario_from(dict(model="llama-3.1-8b", task="infer", batch_size=1, prompt_tokens=1, output_tokens=2))
-    host = inference_speed(eager, m, gpu)
-    # transformers: 32 layers x ~40 eager ops x 20 us + 3 ms of generate loop exceed the 6 ms of HBM reads
-    assert host.bound.startswith("host") and host.step_time_s == pytest.approx(32 * 40 * 20e-6 + 3e-3)
-
-
 def test_buy_vs_rent_arithmetic():
     b = buy_vs_rent(1599, 450, 1, rent_usd_per_hour=0.34, horizon_hours=5000, usd_per_kwh=0.15, pue=1.4,
                     utilization=0.8)
@@ -112,15 +95,21 @@ def test_buy_vs_rent_arithmetic():
 def test_estimate_prices_on_the_cheapest_offer():
     r = estimate(dict(model="llama-3.1-8b", task="train", method="lora", gpu="h100-sxm", train_tokens=1e8))
     assert r.speed["bound"] == "compute" and r.cost["usd_per_hour"] > 0
+    assert r.speed["tokens_per_s_low"] < r.speed["tokens_per_s"] < r.speed["tokens_per_s_high"]
     hours = 1e8 / r.speed["tokens_per_s"] / 3600
     assert r.cost["hours"] == pytest.approx(hours) and r.cost["usd_total"] == pytest.approx(hours * r.cost[
         "usd_per_hour"])
 
 
 def test_spot_costs_more_hours_than_on_demand():
-    base = dict(model="llama-3.2-1b", task="train", gpu="rtx-a6000", train_tokens=5e8, provider="runpod")
+    """RunPod's A6000 rows are 601 days old and low confidence: asked for explicitly. The spot multiplier compares
+    the effective spot price (x Daly's overhead) with the cheapest on-demand A6000 anywhere ($0.425 at Vast, also
+    admitted here), not with RunPod's own $0.491."""
+    base = dict(model="llama-3.2-1b", task="train", gpu="rtx-a6000", train_tokens=5e8, provider="runpod",
+                max_price_age_days=1000, include_low_confidence=True)
     od = estimate({**base, "pricing": "on_demand"}).cost
     spot = estimate({**base, "pricing": "spot"}).cost
     assert spot["hours"] > od["hours"] and spot["spot"]["interval_h"] > 0
-    assert spot["spot_multiplier"] == pytest.approx(spot["usd_total"] / od["usd_total"])
-    assert math.isclose(spot["spot_multiplier"], spot["spot"]["overhead"] * 0.232 / 0.491, rel_tol=1e-9)
+    assert spot["best_on_demand_usd_per_gpu_hour"] == 0.425
+    assert math.isclose(spot["spot_multiplier"], spot["spot"]["overhead"] * 0.232 / 0.425, rel_tol=1e-9)
+    assert spot["usd_total"] == pytest.approx(spot["hours"] * 0.232)

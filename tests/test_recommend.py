@@ -146,7 +146,7 @@ def test_budget_and_deadline_filter_and_explain():
     assert within and all(x.usd_total <= cheapest.usd_total * 1.5 for x in within)
     broke = run(TRAIN_8B, budget_usd=cheapest.usd_total * 0.5)
     assert not broke.setups and broke.fitting > 0
-    assert broke.changes[0].startswith(f"raise the budget to ${math.ceil(cheapest.usd_total):,}")
+    assert any(c.startswith(f"raise the budget to ${math.ceil(cheapest.usd_total):,}") for c in broke.changes)
     fastest = run(TRAIN_8B, objective="time").setups[0]
     late = run(TRAIN_8B, deadline_hours=fastest.hours * 0.5)
     assert not late.setups and any(c.startswith("extend the deadline") for c in late.changes)
@@ -162,10 +162,11 @@ def test_allow_lists_pricing_and_headroom():
 
 
 def test_equal_cost_ranks_the_faster_setup_first():
-    """LoRA of an 8B on L40S scales linearly from 1 to 8 cards on one offer (compute-bound, PCIe enough): the
-    job costs the same, so 8 cards (an eighth of the time) rank before 1."""
+    """LoRA of an 8B on L40S scales about linearly from 1 to 8 cards on one provider's per-GPU price
+    (compute-bound, PCIe enough): the job costs the same to 3 significant digits, so the most cards (the
+    shortest time) rank first."""
     setups = run(dict(model="llama-3.1-8b", task="train", method="lora", train_tokens=1e8), gpus=("nvidia-l40s",),
-                 providers=("vast",), top=20).setups
+                 providers=("runpod",), top=20).setups
     same = [x for x in setups if f"{x.usd_per_million_tokens:.3g}" == f"{setups[0].usd_per_million_tokens:.3g}"]
     assert len(same) >= 2
     assert [x.tokens_per_s for x in same] == sorted((x.tokens_per_s for x in same), reverse=True)
@@ -174,8 +175,8 @@ def test_equal_cost_ranks_the_faster_setup_first():
 
 def test_owned_hardware_is_priced_by_power():
     """Two RTX 3090 (350 W TDP) at 80 % average draw, PUE 1.4 and $0.15/kWh: 2 x 0.35 x 0.8 x 1.4 x 0.15 =
-    $0.1176 per hour; QLoRA of an 8B model fits a 24 GB card, so the owned pair beats every on-demand
-    offer (marketplace spot 4090s can undercut it: ``pricing="any"`` lists both)."""
+    $0.1176 per hour; QLoRA of an 8B model fits a 24 GB card. Per token the owned pair is among the cheapest,
+    behind only H100-class rentals at $1.29-1.49/h that run ~8x faster (``pricing="any"`` adds spot)."""
     assert parse_have("2x3090") == ("nvidia-geforce-rtx-3090", 2)
     fields = dict(model="llama-3.1-8b", task="train", method="qlora", train_tokens=1e7)
     result = run(fields, have=(parse_have("2x3090"),))
@@ -185,7 +186,7 @@ def test_owned_hardware_is_priced_by_power():
     assert best.offer == "your 2x rtx-3090 (power only)"
     assert result.setups and not any(x.owned for x in result.setups)  # rentals: the alternatives
     anywhere = run(fields, have=(parse_have("2x3090"),), pricing="any", top=50)
-    assert anywhere.owned and any(x.pricing == "interruptible" for x in anywhere.setups)
+    assert anywhere.owned and any(x.pricing in ("spot", "interruptible") for x in anywhere.setups)
     with pytest.raises(GpuplanError, match="did you mean"):
         parse_have("2x3909ti")
     with pytest.raises(GpuplanError, match="at least one card"):

@@ -16,11 +16,11 @@ GIB = 2**30
 def test_the_resolved_line_names_every_default():
     r = estimate({"model": "llama-3.1-8b", "task": "train", "method": "qlora", "gpu": "rtx-4090"}, advise=False)
     assert r.resolved == ("meta-llama/Llama-3.1-8B: train QLoRA r16 (nf4 base), seq 2,048 x micro-batch 1 x 1 "
-                          "accumulation, no checkpointing, bf16-mixed, adamw, sdpa; 1 x rtx-4090, single GPU")
+                          "accumulation, full checkpointing, bf16-mixed, adamw, sdpa, hf; 1 x rtx-4090, single GPU")
     r = estimate({"model": "llama-3.1-70b", "task": "infer", "engine": "vllm", "batch_size": 32,
                   "prompt_tokens": 3584, "output_tokens": 512, "gpu": "h100-sxm", "num_gpus": 2}, advise=False)
     assert r.resolved == ("meta-llama/Llama-3.1-70B: serve with vllm, 32 x (3,584 prompt + 512 output tokens), bf16 "
-                          "weights, KV cache as weights; 2 x h100-sxm, tensor parallel 2")
+                          "weights, KV cache as weights, hf; 2 x h100-sxm, tensor parallel 2")
     r = estimate({"model": "deepseek-r1", "task": "infer"}, advise=False)
     assert "fp8 (as shipped) weights" in r.resolved
 
@@ -37,15 +37,18 @@ def test_every_answer_opens_with_it():
 
 
 def test_several_gpus_serving_one_model_split_it():
-    """Llama-3.1-70B's bf16 weights are 70,553,706,496 x 2 B = 131.4 GiB: two H100s each hold half of them
-    when the model is split (vLLM: tensor parallel; transformers: layers placed on each card), not a copy."""
+    """Two cards serving one model hold half of its weights each when it is split (vLLM: tensor parallel;
+    transformers: layers placed on each card), not a copy each. Llama-3.1-70B's bf16 weights are
+    70,553,706,496 x 2 B = 131.4 GiB: 65.7 GiB on each of two H100s with transformers; Qwen2.5-14B's
+    29.5 GB are split the same way by vLLM over two L40S."""
     weights = 70_553_706_496 * 2 / GIB
-    for engine, field in (("vllm", "tp"), ("transformers", "pp")):
-        r = estimate({"model": "llama-3.1-70b", "task": "infer", "engine": engine, "gpu": "h100-sxm",
-                      "num_gpus": 2})
-        assert r.scenario[field] == 2
-        assert r.memory.weights_gib == pytest.approx(weights / 2, rel=0.01)
-        assert r.memory.fits and any("2 GPUs" in d for d in r.defaults)
+    r = estimate({"model": "llama-3.1-70b", "task": "infer", "gpu": "h100-sxm", "num_gpus": 2})
+    assert r.scenario["pp"] == 2 and r.memory.weights_gib == pytest.approx(weights / 2, rel=0.01)
+    assert r.memory.fits and any("2 GPUs" in d and 'device_map="auto"' in d for d in r.defaults)
+    one = estimate({"model": "qwen2.5-14b", "task": "infer", "engine": "vllm", "gpu": "l40s"}, advise=False)
+    two = estimate({"model": "qwen2.5-14b", "task": "infer", "engine": "vllm", "gpu": "l40s", "num_gpus": 2})
+    assert two.scenario["tp"] == 2 and two.memory.weights_gib == pytest.approx(one.memory.weights_gib / 2, rel=0.01)
+    assert any("--tensor-parallel-size 2" in d for d in two.defaults)
     replicas = estimate({"model": "llama-3.1-70b", "task": "infer", "gpu": "h100-sxm", "num_gpus": 2,
                          "strategy": "ddp"}, advise=False)
     assert replicas.memory.weights_gib == pytest.approx(weights, rel=0.01) and not replicas.memory.fits

@@ -8,7 +8,6 @@ A job that does not fit is not priced.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from .errors import UnknownNameError
@@ -18,7 +17,7 @@ from .model.catalog import load_model
 from .model.spec import ModelSpec
 from .resolve import describe, resolve
 from .result import ModelFacts, Result
-from .scenario import Scenario, scenario_from
+from .scenario import INFER_ONLY, TRAIN_ONLY, Scenario, scenario_from
 
 
 def _model_facts(m: ModelSpec, trainable: int) -> ModelFacts:
@@ -35,15 +34,18 @@ def estimate(scenario: Scenario | dict[str, Any], *, advise: bool = True) -> Res
     s = scenario_from(scenario)
     m = load_model(s.model)
     gpu, gpu_note = resolve_gpu(s.gpu) if s.gpu else (None, None)
-    if gpu is not None:
+    if gpu is not None and s.gpu != gpu.id:
         s = s.model_copy(update={"gpu": gpu.id})
     s, defaults = resolve(s, m, gpu)
     warnings = check(s, m, gpu)
     e, report = memory_report(s, m, gpu)
+    from .stacks import defaults_in_force
+
+    stack_defaults = defaults_in_force(s)
     result = Result(scenario=_normalized(s), resolved=describe(s, m), model=_model_facts(
         m, int(e.extra.get("params_trainable", 0))), gpu=_gpu_facts(gpu), memory=report,
-        defaults=[*([gpu_note] if gpu_note else []), *m.notes, *defaults], assumptions=e.assumptions,
-        warnings=warnings)
+        defaults=[*([gpu_note] if gpu_note else []), *m.notes, *defaults],
+        assumptions=([stack_defaults] if stack_defaults else []) + e.assumptions, warnings=warnings + e.warnings)
     if gpu and advise:
         from .plan.advice import largest_fitting, suggestions
 
@@ -51,60 +53,57 @@ def estimate(scenario: Scenario | dict[str, Any], *, advise: bool = True) -> Res
         if not report.fits:
             result.suggestions = suggestions(s, m, gpu, report)
     if gpu and gpu.peak_tflops("fp16"):  # speed always (what it would run at); cost only for a job that fits
-        _speed_and_cost(result, s, m, gpu, int(e.extra.get("params_trainable", 0)), price=bool(report.fits))
+        _speed_and_cost(result, s, m, gpu, int(e.extra.get("params_trainable", 0)), price_it=report.fits is not False)
     return result
 
 
-def _speed_and_cost(result: Result, s: Scenario, m: ModelSpec, gpu: GpuSpec, trainable: int, price: bool) -> None:
+def _speed_and_cost(result: Result, s: Scenario, m: ModelSpec, gpu: GpuSpec, trainable: int,
+                    price_it: bool = True) -> None:
     """Cost on the matching offer with the lowest $ per million tokens (the order ``recommend`` ranks by), and
-    speed on that offer's interconnect; without an offer, speed with the GPU's own links. ``price`` False (the
+    speed on that offer's interconnect; without an offer, speed with the GPU's own links. ``price_it`` False (the
     job does not fit): speed only."""
     from dataclasses import asdict
 
-    from .market.offers import load_offers
-    from .plan.pricing import matching
-    from .plan.pricing import price as price_on
+    from .market.store import load_offers
+    from .plan.pricing import matching, price
     from .speed import speed_of
 
     offers = load_offers()
     if s.provider and s.provider not in {o.provider for o in offers}:
         known = sorted({o.provider for o in offers})
         raise UnknownNameError("provider", s.provider, known, f"(providers in the price catalog: {', '.join(known)})")
-    candidates = matching(offers, s, gpu.id) if price else []
-    priced = ((price_on(s, m, o, trainable, offers), o) for o in candidates)
-    costs = sorted(((c, o) for c, o in priced if math.isfinite(c.usd_per_million_tokens or 0.0)
-                    and math.isfinite(c.usd_total)), key=lambda pair: pair[0].usd_per_million_tokens)
+    candidates = matching(offers, s, gpu.id)
+    costs = sorted(((c, o) for o in candidates if (c := price(s, m, o, trainable, offers)).finishes),
+                   key=lambda pair: pair[0].usd_per_million_tokens)
     speed = speed_of(s, m, gpu, costs[0][1].network if costs else None)  # the interconnect of the offer priced
     result.speed = {k: v for k, v in asdict(speed).items() if k != "assumptions"}
     result.assumptions += speed.assumptions
-    if not price:
+    if not price_it:
         return
     if not costs:
-        if candidates:
-            result.warnings.append("on spot, checkpoints and restarts take longer than the time between "
-                                   "interruptions: the job would not finish; use on-demand or faster storage "
-                                   "(disk_gbs)")
-        elif s.provider or s.pricing != "on_demand":
-            result.warnings.append(f"no {s.pricing.replace('_', '-')} offer for {gpu.id}"
-                                   + (f" at {s.provider}" if s.provider else "") + " in the price catalog")
+        known = [o for o in offers if o.gpu_id == gpu.id]
+        why = "" if known else " (no offer of it at all)"
+        result.warnings.append(f"no price for {gpu.name}: no {s.pricing.replace('_', '-')} offer"
+                               + (f" at {s.provider}" if s.provider else "") + f" in force{why}; "
+                               "older or low-confidence rows need --max-price-age-days / --include-low-confidence")
         return
-    best = costs[0][0]
-    result.cost = asdict(best)
+    best, offer = costs[0]
+    result.cost = {**asdict(best), "label": best.label}
     if best.stale:
         result.warnings.append(f"the price of {best.offer} is {best.price_age_days} days old")
+    if best.price_confidence == "low":
+        result.warnings.append(f"the price of {best.offer} is marked low confidence in {offer.origin}")
+    if best.spot_multiplier and best.spot_multiplier > 1:
+        result.warnings.append(f"spot at {best.provider} costs {best.spot_multiplier:.2f}x the cheapest on-demand "
+                               f"{gpu.name} ({best.best_on_demand_offer} at ${best.best_on_demand_usd_per_gpu_hour:.2f}"
+                               "/GPU-h) once interruptions are counted: --pricing any picks the cheaper")
 
 
 def _normalized(s: Scenario) -> dict[str, Any]:
     data = s.model_dump()
-    data["strategy"] = s.resolved_strategy
-    if s.task == "infer":
-        for key in ("method", "optimizer", "optimizer_impl", "lora_rank", "lora_targets", "lora_dropout",
-                    "micro_batch_size", "seq_len", "grad_accum_steps", "grad_checkpointing", "train_tokens"):
-            data.pop(key, None)
-    else:
-        for key in ("batch_size", "prompt_tokens", "output_tokens", "kv_cache_dtype", "engine",
-                    "gpu_memory_utilization", "max_num_batched_tokens"):
-            data.pop(key, None)
+    data["strategy"] = s.sharding_engine if s.sharding_engine.startswith("fsdp") else s.resolved_strategy
+    for key in TRAIN_ONLY if s.task == "infer" else INFER_ONLY:
+        data.pop(key, None)
     return data
 
 

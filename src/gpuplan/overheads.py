@@ -1,4 +1,5 @@
-"""Empirical constants of the memory estimate, each with its source. Calibration changes this file only.
+"""Empirical constants of the memory, speed and cost estimates, each with its source. Calibration changes this
+file only.
 
 Everything else in :mod:`gpuplan.memory` is counted from tensor shapes; these are the parts that are not
 tensors of the model (CUDA context, library workspaces, communication buffers) or that depend on the
@@ -51,66 +52,194 @@ BNB_MIN_8BIT_SIZE = 4096
 # llama.cpp: compute buffer for the micro-batch (n_ubatch = 512 by default, llama.cpp common/arg.cpp).
 LLAMA_CPP_UBATCH = 512
 
-# vLLM: default block size of the paged KV cache (tokens), max_num_batched_tokens when unset
-# (vLLM V1 engine defaults: 16 and 8192) and max_num_seqs (256).
+# vLLM: default block size of the paged KV cache in tokens (vllm/config/cache.py CacheConfig.DEFAULT_BLOCK_SIZE).
+# The rules that change by release are in memory/runtimes/vllm.py; these are their measured constants.
 VLLM_BLOCK_TOKENS = 16
-VLLM_MAX_BATCHED_TOKENS = 8192
-VLLM_MAX_NUM_SEQS = 256
+# cudaMemGetInfo's total sits below the usable memory nvidia-smi shows: H100 80GB 79.19 GiB in vLLM's logs
+# (llm-d-planner accuracy runs, vLLM 0.19; vLLM PR #10511: 79.22 GiB) against 79.6 GiB usable.
+CUDA_TOTAL_BELOW_USABLE_GIB = 0.41
+# Non-torch memory the profiling run counts, in GiB. V0 (vLLM PR #10511 H100 logs, Dec 2024): 1.79 on one GPU,
+# 3.58 at TP 2. V1 up to 0.17: 0.13, 0.55 with TP (formulas.md section 8; llm-d-planner Qwen3-14B 0.15-0.17).
+# From 0.18 (llm-d-planner vLLM 0.18/0.19 H100 runs): 0.25 on one GPU; 2.07 at TP 2 and 2.13-2.17 at TP 4 (NCCL
+# and custom all-reduce buffers allocated during profiling): 2.0 + 0.035 per rank; 0.07 per pipeline stage.
+VLLM_V0_NON_TORCH_GIB = 1.79
+VLLM_V1_EARLY_NON_TORCH_GIB = 0.13
+VLLM_V1_EARLY_NON_TORCH_TP_GIB = 0.55
+VLLM_NON_TORCH_GIB = 0.25
+VLLM_NON_TORCH_TP_GIB = 2.0
+VLLM_NON_TORCH_PER_TP_RANK_GIB = 0.035
+VLLM_NON_TORCH_PP_GIB = 0.07
+# The profiling run's transient peak (llm-d-planner vLLM 0.15-0.19 H100 runs at 8,192 tokens / 1,024 sequences):
+# forward temporaries per batched token (bytes x hidden, bytes x MLP width per TP rank): CodeLlama-7B 0.77 GiB,
+# Llama-3.1-8B's first pipeline stage 1.10 GiB (no sampler there). The sampler from 0.17: 15.2 bytes per
+# sequence x vocab entry (fp32 logits + fp32 sorted values + int64 indices of top-k/top-p): Llama-3.1-8B 1.89,
+# Qwen2.5-7B 2.21, Gemma-2 3.62-3.66, gpt-oss 2.87 GiB. Up to 0.16: 4.86 bytes per batched token x vocab entry
+# (Llama-3.1-8B 4.76 GiB, Qwen3-14B 5.64 GiB: the ratio of their vocabularies).
+VLLM_FWD_HIDDEN_BYTES = 12
+VLLM_FWD_MLP_BYTES = 6
+VLLM_SAMPLER_BYTES = 15.2
+VLLM_LOGITS_ALL_BYTES = 4.86
+# CUDA-graph estimate: each captured graph after the first adds ~8 MiB for a 32-layer model (vLLM's estimate of
+# 0.84 GiB for ~100 graphs of an 8B model, llm-d-planner vLLM 0.19 logs), i.e. 0.25 MiB per layer.
+VLLM_CUDAGRAPH_PER_GRAPH_LAYER_MIB = 0.25
 
 
-# ---- efficiencies (speed) ---------------------------------------------------------------------------
-# Model FLOPs utilization for training with the HF stack (eager PyTorch, no compile), by GPU segment.
-# Published anchors: Megatron-LM reaches 0.44-0.52 on A100 at scale (Narayanan et al. SC'21, table 1);
-# torchtitan 0.38-0.45 on H100 with compile and FSDP2 (torchtitan benchmarks, Dec 2024); MosaicML's MPT
-# runs 0.40-0.55 on A100/H100 (llm-foundry throughput table). An unfused HF Trainer run sits below them.
-MFU_TRAIN = {"datacenter": 0.45, "workstation": 0.40, "consumer": 0.35}
-MFU_SOURCE = "mid-range of Megatron-LM 0.44-0.52 (SC'21), MosaicML 0.40-0.55, torchtitan 0.38-0.45"
-# LoRA leaves the GPU idle during tiny adapter ops; QLoRA dequantizes every 4-bit weight twice per step
-# (QLoRA paper section 4 and peft/bnb benchmarks: roughly 30-40 % slower than LoRA).
-MFU_METHOD = {"full": 1.0, "lora": 0.9, "qlora": 0.6}
-MFU_MULTINODE = 0.9  # cross-node stragglers and pipeline bubbles (Megatron SC'21 scaling curves)
-# The anchors above are NVIDIA runs. On ROCm, SemiAnalysis' training benchmark ("MI300X vs H100 vs H200,
-# Part 1: Training", Dec 2024) measured MI300X BF16 GEMMs at roughly 45-50 % of peak against ~70 % on H100,
-# and end-to-end training below H100 despite 1.3x the peak: so other vendors' peaks are discounted. No
-# comparable public figure exists for Gaudi; the same factor is assumed and said.
-MFU_VENDOR = {"NVIDIA": 1.0}
-MFU_OTHER_VENDOR = 0.65
+# ---- speed: the work each step does, at what each kind of work achieves ---------------------------------
+# Step time is the sum of the work a step does (GEMMs, attention, element-wise traffic, optimizer, collectives,
+# host-side launches), each at the rate that kind of work reaches on the card. The constants below are those
+# rates; bench/throughput.py scores the result against published measurements (README, "Speed").
 
+# GEMMs. A GEMM [M x K] @ [K x N] is a smooth roofline of its compute (2MKN at the card's achievable matmul
+# rate) and its traffic (M·K + K·N + M·N elements at the achievable bandwidth), plus a fixed GPU-side cost per
+# kernel (launch latency, ramp-up and tail wave). Small micro-batches therefore run at a fraction of what
+# 8k-token ones reach, and a card with little bandwidth per FLOP (L40S, RTX) is not credited its full peak.
+# Achievable matmul rate: the Maximum Achievable Matmul FLOPS (MAMF) that stas00/ml-engineering measured
+# (compute/accelerator/README.md, "Maximum Achievable Matmul FLOPS comparison table", BF16, best shape):
+# A100 SXM 267.9/312 = 85.9 %, A100 PCIe 82.2 %, H100 SXM 792.1/989 = 80.1 %, GH200 83.0 %, MI250X 76.7 %,
+# MI300X 60.1 % (ROCm 6.2). Cards without a published MAMF take their generation's value; GDDR cards held by a
+# low power cap (L40S 350 W for 362 TFLOPS) throttle their clocks under dense tensor work (their datasheet
+# peak is at boost clock), which the calibrated default for power-capped cards expresses.
+MATMUL_PEAK_FRACTION = {
+    "nvidia-a100-sxm4-80gb": 0.859, "nvidia-a100-sxm4-40gb": 0.859, "nvidia-a100-pcie-80gb": 0.822,
+    "nvidia-a100-pcie-40gb": 0.822, "nvidia-h100-sxm5-80gb": 0.801, "nvidia-h200-sxm-141gb": 0.801,
+    "nvidia-gh200-144gb": 0.830, "nvidia-gh200-96gb": 0.830, "amd-instinct-mi250x": 0.767,
+    "amd-instinct-mi300x": 0.601, "amd-instinct-mi325x": 0.601,
+}
+MATMUL_PEAK_FRACTION_DEFAULT = 0.80  # NVIDIA cards without a MAMF row: the H100/A100 range
+MATMUL_PEAK_FRACTION_OTHER_VENDOR = 0.60  # MI300X's figure for other vendors' software stacks
+# Peak TFLOPS per watt above which a card cannot hold its boost clock under dense tensor work; its sustained
+# rate is scaled by (POWER_CAPPED_TFLOPS_PER_W / its ratio) ** POWER_CAP_EXPONENT. H100 SXM: 989/700 = 1.41,
+# A100 SXM: 0.78, RTX 4090: 165/450 = 0.37 sit below; L40S (362/350 = 1.03) and RTX 6000 Ada (364/300 = 1.21)
+# above. Set against the A100-vs-L40S fine-tuning reports of the new-user review (N5) and the peft L40S row.
+POWER_CAPPED_TFLOPS_PER_W = 0.8
+POWER_CAP_EXPONENT = 0.5
+BANDWIDTH_FRACTION = 0.80  # achievable HBM/GDDR bandwidth (aiconfigurator 0.8; STREAM-like copies reach 0.9)
+GEMM_ROOFLINE_SHARPNESS = 3.0  # p of (compute^p + memory^p)^(1/p): 1 adds them, infinity takes the max
+GEMM_KERNEL_LATENCY_S = 5e-6  # fixed GPU time per kernel: launch latency + ramp + tail (calibrated)
 
-def mfu(gpu, s) -> float:
-    value = MFU_TRAIN.get(gpu.segment, 0.35) * MFU_METHOD[s.method] * MFU_VENDOR.get(gpu.vendor, MFU_OTHER_VENDOR)
-    return value * (MFU_MULTINODE if s.num_nodes > 1 else 1.0)
+# Attention kernels reach a lower fraction of the peak than GEMMs. Kernel benchmarks: FlashAttention-2 (Dao
+# 2023, section 4.1) 50-73 % of the A100 peak forward, less backward; on H100 ~35-40 % (FlashAttention-3, Shah
+# et al. 2024, figure 4: FA2 ~330-370 of 989 TFLOPS), FA3 up to 75 %. End to end, with the layout copies,
+# masks and position biases around the kernel, less: calibrated on llm-foundry's 8k-65k-token rows (Triton
+# flash attention with ALiBi) and Qwen-1's FlashAttention-2 rows. The backward does 5 matmuls to the forward's
+# 2 (x 2.5 FLOPs); causal kernels skip the masked half.
+ATTENTION_PEAK_FRACTION = {"Volta": 0.25, "Turing": 0.25, "Ampere": 0.30, "Ada": 0.30, "Hopper": 0.35,
+                           "Blackwell": 0.35}
+ATTENTION_PEAK_FRACTION_DEFAULT = 0.30
+ATTENTION_BACKWARD_FLOP_RATIO = 2.5
+# Eager attention moves each score through memory: HF's fp32 softmax ~16-24 bytes per score and pass (bf16
+# write, fp32 upcast, softmax, cast back), Megatron's fused scale-mask-softmax ~4: the middle is taken.
+EAGER_SCORE_BYTES = 10
 
+# Element-wise work (norms, residual adds, rotary, activation and gating, dropout, casts) is memory-bound:
+# bytes moved per token per layer in the forward, per element of the hidden size and of the MLP width, with
+# unfused HF modules (RMSNorm upcasts to fp32 and back). The backward moves about twice the forward.
+# Calibrated on the Qwen-1 fine-tuning and llm-foundry rows (README, "Speed").
+ELEMENTWISE_BYTES_PER_HIDDEN = 60
+ELEMENTWISE_BYTES_PER_MLP = 15
+ELEMENTWISE_BACKWARD_RATIO = 2.0
+# peft's LoRA path per adapted linear moves the output through the scaling and the add (~8 bytes per output
+# element) and, with lora_dropout > 0, the input through a dropout with its mask (~5 bytes per input element).
+LORA_BYTES_PER_OUTPUT = 8
+LORA_DROPOUT_BYTES_PER_INPUT = 5
+# fp8 stacks (Transformer Engine's LayerNormLinear / LayerNormMLP, torchao with compile) fuse the norms and the
+# fp8 casts into their linears: about half the element-wise traffic of unfused bf16 modules remains.
+FP8_ELEMENTWISE_FACTOR = 0.5
+LOSS_BYTES_PER_LOGIT = 20  # cross-entropy over fp32 logits: upcast, log-softmax, gradient (forward + backward)
 
-def mfu_source(gpu, s) -> str:
-    vendor = "" if gpu.vendor in MFU_VENDOR else f" x {MFU_OTHER_VENDOR} for {gpu.vendor} software (SemiAnalysis 2024)"
-    return f"{gpu.segment} x {s.method}: {MFU_SOURCE}{vendor}"
-
-
-# Inference roofline efficiencies (PyTorch roofline practice eta_c = 0.75, aiconfigurator bandwidth 0.8;
-# formulas.md section 10). Prefill reaches a lower fraction of peak at small batch.
-PREFILL_EFFICIENCY = 0.6
-DECODE_BW_EFFICIENCY = 0.8
-COLLECTIVE_LATENCY_S = 8e-6
-# Eager PyTorch decoding (transformers generate) is bound by the CPU at small batch: a Llama-style decoder
-# layer dispatches ~40 ops (norms, projections, rotary, SDPA, cache concatenation, MLP, residuals) at
-# ~20 us of Python module call + dispatcher + launch each, and the generate loop adds input preparation,
-# mask update, logits processors and sampling per step. Order of magnitude from PyTorch's own profiling
-# guidance (~10-20 us per eager op); the two values are set against the Qwen2.5 HF benchmark (calibration:
-# the Qwen-1 inference rows are the check). vLLM and llama.cpp replay CUDA graphs and avoid most of it.
+# Host side of an eager PyTorch step: each op costs ~10-20 us of Python + dispatcher + launch (PyTorch
+# performance tuning guide; the GPU idles when its kernels are shorter). A Llama-style decoder layer runs ~40
+# ops forward; peft's LoRA adds ~5 per adapted linear (dropout, A, B, scale, add); autograd's backward ops run
+# in C++ at about half the cost. GPU work and host work overlap: the step takes their smooth maximum.
 EAGER_OPS_PER_LAYER = 40
-EAGER_OP_OVERHEAD_S = 20e-6
-GENERATE_STEP_OVERHEAD_S = 3e-3
-# vLLM's engine loop (scheduler, sampler, detokenizer in Python) runs between GPU steps: ~3 ms per decode
-# step at low concurrency (a 0.5B model decodes at ~300 tokens/s on an A100 in the Qwen2.5 vLLM benchmark,
-# where its weights alone would allow ~1,500).
-VLLM_STEP_OVERHEAD_S = 3e-3  # per small all-reduce (NCCL ring latency on NVLink, aiconfigurator 3-10 us)
+LORA_OPS_PER_LINEAR = 5
+EAGER_OP_OVERHEAD_S = 18e-6
+BACKWARD_OPS_RATIO = 1.5
+AUTOGRAD_OP_OVERHEAD_S = 10e-6
+HOST_GPU_OVERLAP_SHARPNESS = 2.0  # p of the smooth max of host and GPU time
+# DeepSpeed ZeRO-3 runs Python hooks per module on every forward, recomputation and backward (fetch,
+# release, partition bookkeeping): calibrated on the Qwen-1 ZeRO-3 rows. torch FSDP's per-unit cost is small.
+ZERO3_HOOK_S_PER_LAYER_PASS = 4e-3
+# Per optimizer step: the HF Trainer's loop (gradient clipping's norm, scheduler, zero_grad, logging) and the
+# dataloader's collation per micro-batch (num_workers 0, pinned copies).
+TRAINER_STEP_OVERHEAD_S = 0.02
+DATALOADER_S_PER_MICRO_STEP = 2e-3
+# Optimizer: states, master weights and gradients read and written once per step, memory-bound. AdamW mixed
+# precision: read fp32 master, grad, m, v; write master, m, v and the 16-bit copy.
+# DeepSpeed's CPU Adam when the optimizer is offloaded: memory-bound on the host like the GPU's step (16 B of
+# states + 4 B of gradient read, 12 B written per parameter); ~1e9 parameters/s is a many-core server's
+# ~30 GB/s of effective traffic (ZeRO-Offload, Ren et al. ATC'21, reports CPU-Adam 5-7x faster than
+# PyTorch's CPU Adam; the absolute rate is an assumption, said in the output).
+CPU_ADAM_PARAMS_PER_S = 1.0e9
+QLORA_DEQUANT_BYTES_PER_PARAM = 4.5  # read 0.5 B of 4-bit codes + scales, write 2 B bf16, read 2 B in the GEMM
+# AutoGPTQ's dequantize-then-matmul path in training reaches ~20 % of the bandwidth (small strided blocks,
+# separate kernels): calibrated on Qwen-1's GPTQ QLoRA rows; bitsandbytes NF4 is assumed alike.
+QLORA_DEQUANT_BANDWIDTH_FRACTION = 0.2
 
-# Links: PCIe x16 per direction by generation (GB/s), reached at ~80 %; inter-node default 400 Gb/s
-# InfiniBand per node = 50 GB/s (NDR, the common H100 fabric), override in a later version.
+# Pipeline parallelism: Megatron's 1F1B bubble (Narayanan et al. SC'21, section 2.2.1): (p-1)/m of the ideal
+# time for m micro-batches, divided by v with the interleaved schedule (not a scenario field: v=1).
+# transformers' device_map="auto" places layers on GPUs one after another: one GPU works at a time.
+
+# Inference. Decode and prefill on CUDA-graph engines (vLLM) pay a per-kernel floor: a decoder layer runs ~14
+# kernels (norms, QKV, rotary, cache write, attention, output, MLP: vLLM's LlamaDecoderLayer), a MoE layer ~16
+# more (DeepSeek's grouped top-k is ~8 small torch ops, then align, two grouped GEMMs, activation, sum and the
+# shared experts' adds: vLLM fused_moe), MLA ~10 more (two low-rank norms, rotary, the absorbed up-projections'
+# batched matmuls, cache write); each costs at least the kernel latency at small batch.
+DECODE_KERNELS_PER_LAYER = 14
+MOE_KERNELS_PER_LAYER = 16
+MLA_KERNELS_PER_LAYER = 10
+# MoE expert GEMMs at small batch read the few experts the batch touches through one grouped kernel with few
+# thread blocks: half the bandwidth at a handful of experts, rising to all of it once ~64 experts are read.
+MOE_SMALL_BATCH_BANDWIDTH_FRACTION = 0.5
+MOE_FULL_BANDWIDTH_EXPERTS = 64
+LLAMA_CPP_STEP_OVERHEAD_S = 1e-3  # llama.cpp's C++ loop: sampling, graph build and launch per token
+GENERATE_STEP_OVERHEAD_S = 2e-3  # transformers generate: inputs, mask update, logits processors, sampling
+# vLLM's engine loop (scheduler, sampler, detokenizer in Python) between GPU steps: ~3 ms per decode step at
+# low concurrency (a 0.5B model decodes at ~300 tokens/s on an A100 in the Qwen2.5 vLLM benchmark, where its
+# weights alone would allow ~1,500).
+VLLM_STEP_OVERHEAD_S = 3e-3
+# Eager decode in transformers: the host cost grows with the context (attention-mask and cache bookkeeping,
+# DynamicCache concatenation): calibrated on the Qwen2.5 transformers rows at 6k-30k prompt tokens.
+EAGER_DECODE_S_PER_CONTEXT_TOKEN = 0.0
+# llama.cpp layers kept in system RAM run on the CPU, where token generation reads each weight once per token
+# at the RAM's bandwidth: dual-channel DDR5-5600 is 89.6 GB/s peak (2 x 64 bit x 5600 MT/s), DDR4-3200
+# 51.2 GB/s, of which CPU streaming reaches ~60 %; servers with 8-12 channels reach several times more.
+CPU_MEMORY_GBS = 80.0
+CPU_BANDWIDTH_FRACTION = 0.6
+CPU_PREFILL_TFLOPS = 1.0  # AVX2/AVX512 matmul of a desktop CPU, when prompt batches stay on the CPU
+# ggml-backend's op offload (ggml/src/ggml-backend.cpp, GGML_OP_OFFLOAD_MIN_BATCH = 32): a batch of 32 tokens
+# or more copies CPU-held weights to the GPU over PCIe and multiplies there (prompt processing).
+LLAMA_CPP_OFFLOAD_MIN_BATCH = 32
+
+# Links. PCIe x16 per direction by generation (GB/s), reached at ~80 %. GeForce cards have no peer-to-peer:
+# NCCL routes through host memory (SHM transport), at about half the PCIe rate and higher latency.
 PCIE_X16_GBS = {3: 16.0, 4: 32.0, 5: 64.0, 6: 128.0}
 PCIE_EFFICIENCY = 0.8
-INTER_NODE_GBS = 50.0
+PCIE_NO_P2P_FACTOR = 0.5
+NVLINK_EFFICIENCY = 0.8  # NCCL bus bandwidth of all-reduce on NVLink reaches ~80 % of the link (nccl-tests)
+# Between nodes: Gbit/s per node. Defaults when the offer does not say: HGX/SXM nodes sold for multi-node run
+# one 200-400 Gb/s NIC per GPU (DGX A100: 8x 200 Gb/s HDR; DGX H100: 8x 400 Gb/s NDR); other cards get a
+# single 100 Gb/s Ethernet port, the common marketplace/community-cloud machine. NCCL over TCP sockets
+# reaches ~60 % of an Ethernet link; over InfiniBand/RoCE (GPUDirect RDMA) ~90 %.
+INTER_NODE_DEFAULT_GBPS = {"sxm": 1600.0, "other": 100.0}
+INTER_NODE_EFFICIENCY = {"infiniband": 0.9, "roce": 0.85, "ethernet": 0.6}
+# Collective latency per call (alpha of the alpha-beta model): NCCL small all-reduce on NVLink 8-20 us
+# (vLLM custom all-reduce ~10 us; aiconfigurator 3-10 us per hop), PCIe ~20 us, through host memory ~40 us,
+# across nodes over InfiniBand ~30 us, over TCP Ethernet ~100 us.
+COLLECTIVE_LATENCY_S = {"nvlink": 12e-6, "pcie": 20e-6, "pcie-no-p2p": 40e-6, "infiniband": 30e-6, "roce": 35e-6,
+                        "ethernet": 100e-6}
+# Share of the data-parallel collectives hidden behind compute where the engine overlaps them (DDP buckets,
+# ZeRO prefetch, FSDP2 prefetch); TP all-reduces sit in the layer's dependency chain, half hidden on average.
+DP_OVERLAP = 0.8
+TP_OVERLAP = 0.5  # NeMo overlaps TP communication with GEMMs (userbuffers); Megatron 2021 did not
+MULTINODE_STRAGGLER = 0.97  # cross-node jitter: the slowest rank sets the step
+
+# Uncertainty: the range of the true rate around the estimate, from the 10th-90th percentile of the ratio
+# estimate / measured over the fixed-shape bench rows after calibration (bench/throughput.py): training
+# estimates ran 8 % low to 40 % high (142 rows), inference 20 % low to 12 % high (41 rows); widened where the
+# estimate rests on a default (another vendor's software, a fabric the offer does not state, CPU-held layers).
+SPEED_SPREAD = {"train": (-0.29, 0.09), "decode": (-0.10, 0.25)}
+SPEED_SPREAD_WIDENING = {"other vendor": 1.5, "no fabric data": 1.5, "cpu layers": 1.5}
 
 # ---- checkpointing and spot (cost) --------------------------------------------------------------------
 CHECKPOINT_WRITE_GBS = 1.0  # sustained write to network/local storage, GB/s (override: --disk-gbs)
@@ -118,3 +247,17 @@ RESTART_MINUTES = 10.0  # reprovision + load checkpoint + warm up after an inter
 POWER_USD_PER_KWH = 0.15  # US average commercial electricity 2025 (EIA); override
 PUE = 1.4  # data-centre / home cooling overhead (Uptime Institute 2024 average PUE ~1.5)
 UTILIZATION = 0.8  # share of TDP drawn on average under training load
+HOME_PUE = 1.0  # a PC at home has no data-centre cooling plant; air-conditioning the room is the user's to add
+# The whole bill (market/bill.py): defaults where data/providers.yaml gives no figure for a provider, each said as
+# an assumption. 730 h per month is the cloud providers' billing convention (AWS, GCP price pages).
+HOURS_PER_MONTH = 730.0
+STORAGE_USD_PER_GB_MONTH = 0.10  # block storage (AWS gp3 $0.08, GCP pd-balanced $0.10, RunPod volume $0.07)
+EGRESS_USD_PER_GB = 0.09  # internet egress, first tier (AWS $0.09, GCP $0.12; many neoclouds charge none)
+BILLING_INCREMENT_S = 60.0  # per-minute billing where a provider's increment is not recorded
+BILLING_MINIMUM_S = 60.0
+DATASET_BYTES_PER_TOKEN = 4.0  # UTF-8 text per BPE token (~4 characters per token, OpenAI tokenizer guidance)
+
+# ---- serving ------------------------------------------------------------------------------------------
+# Relative band on a setup's highest SLO-meeting rate: the throughput-at-saturation error of the serving
+# accuracy table (bench/serving/serving_accuracy.py; README "Serving" section). Updated with that table.
+SERVING_RATE_BAND = 0.15

@@ -35,6 +35,7 @@ class MemoryReport(BaseModel):
     kv_cache_pool_gib: float | None = None
     gpu_layers: int | None = None
     offloaded_layers: int | None = None
+    engine: dict[str, Any] | None = None  # what the serving engine's startup log prints (vLLM, llama.cpp)
 
 
 class ModelFacts(BaseModel):

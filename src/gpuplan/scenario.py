@@ -8,12 +8,14 @@ Every error names the field and the fix, as one sentence.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from . import stacks
 from .errors import GpuplanError, did_you_mean
 from .model.quant import QUANT_FORMATS
 
@@ -22,15 +24,42 @@ Optimizer = Literal["adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "sgd-momen
 
 
 class Scenario(BaseModel):
-    """What the user wants to run, on what. Defaults follow the Hugging Face Trainer and vLLM."""
+    """What the user wants to run, on what. Defaults follow the training stack named by ``framework`` (the Hugging
+    Face Trainer unless set; :mod:`gpuplan.stacks`) and vLLM. A technique field left unset (``None``) takes the
+    stack's default when the scenario is built; ``model_fields_set`` keeps what was given explicitly."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     model: str = Field(min_length=1, description="catalog alias, HF repo id, or path to a config.json")
     task: Literal["train", "infer"]
+    # the training stack and its techniques (None: the stack's default)
+    framework: Literal["hf", "torchtune", "torchtitan", "unsloth", "axolotl", "pytorch"] = Field(
+        default="hf", description="training stack; its recipes set the defaults below (pytorch: your own loop "
+        "over a transformers model, e.g. Answer.AI fsdp_qlora)")
+    loss: Literal["full", "chunked", "fused-linear"] | None = Field(
+        default=None, description="full: fp32 logits as transformers computes them; chunked: torchtune/torchtitan/"
+        "axolotl chunked cross-entropy; fused-linear: Liger, Unsloth or Cut Cross-Entropy (no logits) "
+        "(default: the framework's: full; torchtune chunked; unsloth, axolotl fused-linear)")
+    loss_chunks: int | None = Field(default=None, ge=1, le=4096, description="chunks of loss chunked "
+                                    "(default: torchtune's 8)")
+    activation_offload: bool | None = Field(
+        default=None, description="saved activations / checkpoints to pinned CPU memory (torchtune "
+        "enable_activation_offloading, Unsloth's 'unsloth' checkpointing) (default: unsloth true, others false)")
+    compile: bool | None = Field(default=None, description="torch.compile of the layers and the loss "
+                                 "(default: false)")
+    optimizer_in_backward: bool | None = Field(
+        default=None, description="step each parameter as its gradient is ready (torchtune optimizer_in_bwd); "
+        "needs grad_accum_steps 1 (default: false)")
+    adapter_dtype: Literal["auto", "bf16", "fp16", "fp32"] = Field(
+        default="auto", description="LoRA adapter dtype; auto: peft's autocast_adapter_dtype (fp32) for hf, "
+        "axolotl, unsloth and pytorch, the model dtype for torchtune")
+    checkpoint_every: int = Field(default=1, ge=1, le=1000, description="with grad_checkpointing full: "
+                                  "checkpoint one decoder layer in N (torchtitan's layer-selective AC)")
     # training
     method: Literal["full", "lora", "qlora"] = "full"
-    precision: Precision = "bf16-mixed"
+    precision: Precision | None = Field(
+        default=None, description="-mixed: fp32 master weights + autocast; -true: one dtype throughout "
+        "(default: bf16-mixed; torchtune and pytorch bf16-true)")
     quant: str | None = Field(default=None, description="default: the checkpoint's own quantization_config")
     optimizer: Optimizer = "adamw"
     optimizer_impl: Literal["fused", "foreach"] = Field(
@@ -38,15 +67,18 @@ class Scenario(BaseModel):
     lora_rank: int = Field(default=16, ge=1, le=4096)
     lora_targets: Literal["all-linear"] | list[str] = "all-linear"
     lora_dropout: float = Field(default=0.0, ge=0.0, lt=1.0)
-    qlora_fp32_upcast: bool = Field(
-        default=True, description="peft prepare_model_for_kbit_training casts non-4-bit weights to fp32; false for "
-        "Unsloth, torchtune or TRL without it")
+    qlora_fp32_upcast: bool | None = Field(
+        default=None, description="peft prepare_model_for_kbit_training casts non-4-bit weights to fp32 "
+        "(default: true for hf and axolotl; false for unsloth, torchtune and pytorch)")
     micro_batch_size: int = Field(default=1, ge=1, le=65_536)
     seq_len: int = Field(default=2048, ge=1, le=10_000_000)
     grad_accum_steps: int = Field(default=1, ge=1, le=1_000_000)
-    grad_checkpointing: Literal["none", "selective", "full"] = "none"
+    grad_checkpointing: Literal["none", "selective", "full"] | None = Field(
+        default=None, description="selective: the stack's per-op policy (torchtitan, torchtune) "
+        "(default: none; full for torchtune, unsloth, axolotl and hf QLoRA (prepare_model_for_kbit_training); "
+        "selective for torchtitan)")
     attention: Literal["eager", "sdpa", "flash"] = "sdpa"
-    train_tokens: float | None = Field(default=None, gt=0, le=1e15)
+    train_tokens: float | None = Field(default=None, gt=0, le=1e16, allow_inf_nan=False)
     # inference
     batch_size: int = Field(default=1, ge=1, le=65_536)
     prompt_tokens: int = Field(default=1024, ge=1, le=10_000_000)
@@ -54,21 +86,45 @@ class Scenario(BaseModel):
     kv_cache_dtype: Literal["auto", "fp16", "bf16", "fp8", "int8"] = "auto"
     engine: Literal["transformers", "vllm", "llama.cpp"] = "transformers"
     gpu_memory_utilization: float = Field(default=0.9, gt=0.0, le=1.0)
-    max_num_batched_tokens: int | None = Field(default=None, ge=1, le=10_000_000)
+    max_num_batched_tokens: int | None = Field(default=None, ge=1, le=10_000_000,
+                                               description="vLLM scheduler token budget per step; default: "
+                                               "vLLM's own for the GPU and entry point")
+    max_num_seqs: int | None = Field(default=None, ge=1, le=65_536,
+                                     description="vLLM's cap on running sequences; default: vLLM's own")
+    max_model_len: int | None = Field(default=None, ge=16, le=10_000_000,
+                                      description="vLLM --max-model-len; default: the model's context")
+    engine_version: str | None = Field(default=None, description="the engine release whose memory rules apply "
+                                       "(vLLM 0.6.3 ... 0.33.0); default: the current release")
+    entry_point: Literal["serve", "offline"] = Field(
+        default="serve", description="vLLM entry point: `vllm serve` or the offline LLM class (their defaults "
+        "differ)")
+    enforce_eager: bool = Field(default=False, description="vLLM --enforce-eager: no CUDA graphs")
+    ubatch_tokens: int | None = Field(default=None, ge=1, le=1_000_000,
+                                      description="llama.cpp --ubatch-size (default 512)")
+    flash_attention: Literal["auto", "on", "off"] = Field(
+        default="auto", description="llama.cpp --flash-attn (auto: on where the backend supports it)")
     # hardware and parallelism
     gpu: str | None = None
     num_gpus: int = Field(default=1, ge=1, le=1024)
     num_nodes: int = Field(default=1, ge=1, le=4096)
-    strategy: Literal["single", "ddp", "zero1", "zero2", "zero3", "fsdp"] | None = None
+    strategy: Literal["single", "ddp", "zero1", "zero2", "zero3", "fsdp", "fsdp1", "fsdp2"] | None = Field(
+        default=None, description="zero*: DeepSpeed; fsdp: the framework's FSDP (fsdp1 for hf, axolotl and "
+        "pytorch, fsdp2 for torchtune and torchtitan) (default: single on one GPU, else ddp)")
     tp: int = Field(default=1, ge=1, le=1024)
     pp: int = Field(default=1, ge=1, le=1024)
     offload: Literal["none", "optimizer", "optimizer+params"] = "none"
     # pricing (speed and cost sections need a gpu)
     provider: str | None = Field(default=None, description="price on this provider's offers (e.g. runpod)")
     pricing: Literal["on_demand", "spot", "any"] = "on_demand"
-    mtbi_hours: float | None = Field(default=None, ge=0.05, le=100_000,
+    mtbi_hours: float | None = Field(default=None, gt=0, le=1e6, allow_inf_nan=False,
                                      description="mean hours between spot interruptions")
-    disk_gbs: float = Field(default=1.0, ge=0.001, le=10_000, description="checkpoint write speed, GB/s")
+    disk_gbs: float = Field(default=1.0, ge=0.001, le=1000, allow_inf_nan=False,
+                            description="checkpoint write speed, GB/s")
+    max_price_age_days: int = Field(default=90, ge=0, le=100_000,
+                                    description="leave out prices observed longer ago than this")
+    include_low_confidence: bool = Field(default=False, description="also rank prices marked low confidence")
+    dataset_gb: float | None = Field(default=None, ge=0, le=1e7, allow_inf_nan=False,
+                                     description="training data on disk, GB (default: 4 bytes per train token)")
 
     @field_validator("quant")
     @classmethod
@@ -84,12 +140,32 @@ class Scenario(BaseModel):
                              f"; choose one of {', '.join(QUANT_FORMATS[:9])} or gguf-<type>"))
         return key
 
+    @field_validator("engine_version")
+    @classmethod
+    def _version(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        text = str(value).strip().lstrip("v")
+        if not re.fullmatch(r"\d+(\.\d+){1,2}(\.post\d+)?", text):
+            raise ValueError(f"engine_version takes a release number like 0.33.0 or 0.6.3, not {value!r}")
+        return text
+
     @field_validator("lora_targets")
     @classmethod
     def _targets(cls, value):
         if isinstance(value, list) and not value:
             raise ValueError("lora_targets is empty: use all-linear or name modules like [q_proj, v_proj]")
         return value
+
+    @model_validator(mode="after")
+    def _stack_defaults(self) -> Scenario:
+        """Fill the fields left unset with the framework's defaults, then refuse what the framework cannot run."""
+        # the model is frozen: defaults go straight into the instance dict; model_fields_set stays the explicit set
+        self.__dict__.update(stacks.resolve(self.__dict__))
+        why = stacks.refusal(self)
+        if why:
+            raise ValueError(why)
+        return self
 
     @model_validator(mode="after")
     def _serving_strategy(self) -> Scenario:
@@ -99,6 +175,17 @@ class Scenario(BaseModel):
             raise ValueError(f"strategy {self.strategy!r} shards training states and does not apply to serving: "
                              "to split a model over GPUs set tp (vLLM) or pp, or leave strategy unset")
         return self
+
+    def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> Scenario:
+        """A copy with ``update`` applied to the fields given explicitly, validated again, so that the framework's
+        defaults follow the change (changing ``method`` to qlora turns the HF QLoRA recipe's checkpointing on)."""
+        if not update:
+            return super().model_copy(deep=deep)
+        return scenario_from({**{k: getattr(self, k) for k in self.model_fields_set}, **update})
+
+    @property
+    def stack(self) -> stacks.Stack:
+        return stacks.STACKS[self.framework]
 
     @property
     def world_size(self) -> int:
@@ -111,17 +198,41 @@ class Scenario(BaseModel):
 
     @property
     def resolved_strategy(self) -> str:
-        """``single`` on one data-parallel rank, else ``ddp``, unless set; ``fsdp`` is ZeRO-3."""
+        """The sharding stage: ``single`` on one data-parallel rank, else ``ddp``, unless set; FSDP's FULL_SHARD
+        (fsdp, fsdp1, fsdp2) shards as ZeRO-3 does. :attr:`sharding_engine` tells the engines apart."""
         if self.strategy is None:
             return "single" if self.dp == 1 else "ddp"
-        return "zero3" if self.strategy == "fsdp" else self.strategy
+        return "zero3" if self.strategy.startswith("fsdp") else self.strategy
+
+    @property
+    def sharding_engine(self) -> str:
+        """Who shards or replicates: ``single``, ``ddp``, ``deepspeed`` (zero1-3), ``fsdp1`` or ``fsdp2``."""
+        strategy = self.resolved_strategy
+        if strategy.startswith("zero") and not (self.strategy or "").startswith("fsdp"):
+            return "deepspeed"
+        if (self.strategy or "").startswith("fsdp"):
+            return self.strategy if self.strategy != "fsdp" else (self.stack.fsdp or "fsdp1")
+        return strategy
 
     @property
     def compute_bytes(self) -> int:
         return 4 if self.precision == "fp32" else 2
 
+    @property
+    def adapter_bytes(self) -> int:
+        """Bytes per LoRA adapter parameter (and its gradient and optimizer-state element)."""
+        return {"bf16": 2, "fp16": 2, "fp32": 4}.get(self.adapter_dtype, self.compute_bytes)
+
 
 FIELDS = tuple(Scenario.model_fields)
+# Fields that mean something for one task only: the normalized result drops the other task's.
+TRAIN_ONLY = frozenset({"method", "optimizer", "optimizer_impl", "lora_rank", "lora_targets", "lora_dropout",
+                        "micro_batch_size", "seq_len", "grad_accum_steps", "grad_checkpointing", "train_tokens",
+                        "qlora_fp32_upcast", "loss", "loss_chunks", "activation_offload", "compile",
+                        "optimizer_in_backward", "adapter_dtype", "checkpoint_every"})
+INFER_ONLY = frozenset({"batch_size", "prompt_tokens", "output_tokens", "kv_cache_dtype", "engine",
+                        "gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs", "max_model_len",
+                        "engine_version", "entry_point", "enforce_eager", "ubatch_tokens", "flash_attention"})
 
 
 def scenario_from(data: dict[str, Any] | Scenario) -> Scenario:
@@ -145,7 +256,9 @@ def _one_sentence(err: ValidationError) -> str:
     errors = err.errors()
     nested = [e for e in errors if e["type"] == "extra_forbidden" and isinstance(e.get("input"), dict)]
     first = (nested or errors)[0]
-    field = ".".join(str(p) for p in first["loc"]) or "scenario"
+    if not first["loc"]:  # a rule across fields (the framework's refusals): the message is the sentence
+        return first["msg"].removeprefix("Value error, ")
+    field = ".".join(str(p) for p in first["loc"])
     if first["type"] == "extra_forbidden":
         if isinstance(first.get("input"), dict):
             return (f"scenario fields go at the top level of the file, not under {field!r}: (model:, task:, ... "
@@ -158,8 +271,6 @@ def _one_sentence(err: ValidationError) -> str:
         return f"scenario field {field!r} is required (e.g. {field}: {'train' if field == 'task' else '...'})"
     value = first.get("input")
     msg = first["msg"].removeprefix("Value error, ")
-    if not first["loc"]:  # a check across fields: its message names them
-        return msg
     more = f" (and {len(err.errors()) - 1} more)" if len(err.errors()) > 1 else ""
     return f"scenario field {field!r}: {msg} (got {value!r}){more}"
 

@@ -108,20 +108,30 @@ def _speed(result, s: dict) -> None:
     if not sp:
         return
     head = "speed" if result.memory.fits is not False else "speed, were it to fit"
+    low, high = sp.get("tokens_per_s_low"), sp.get("tokens_per_s_high")
+    likely = f" (likely {low:,.0f}-{high:,.0f})" if low is not None and high is not None else ""
     if s["task"] == "train":
-        line = (f"{head}: {sp['tokens_per_s']:,.0f} tokens/s, {sp['step_time_s']:.2f} s per optimizer step "
-                f"(MFU {sp['mfu_assumed']:.2f}, {sp['bound']}-bound)")
+        mfu = sp.get("mfu") or sp.get("mfu_assumed")
+        line = (f"{head}: {sp['tokens_per_s']:,.0f} tokens/s{likely}, {sp['step_time_s']:.2f} s per optimizer step "
+                f"({sp['bound']}-bound" + (f", MFU {mfu:.2f}" if mfu else "") + ")")
+        bullet(line, prefix="")
     else:
-        per_user = sp.get("tokens_per_s_per_sequence")
-        line = (f"{head}: {sp['tokens_per_s']:,.0f} output tokens/s in all"
+        per_user, rate = sp.get("tokens_per_s_per_sequence"), sp.get("requests_per_s")
+        line = (f"{head}: {sp['tokens_per_s']:,.0f} output tokens/s in all{likely}"
                 + (f", {per_user:,.1f} per user" if per_user else "")
-                + (f"; first token after {sp['ttft_s']:.2f} s for one request" if sp.get("ttft_s") is not None
-                   else ""))
-        burst = sp.get("ttft_burst_s")
-        if burst is not None and s["batch_size"] > 1:
-            line += f", {burst:.2f} s for the last of {s['batch_size']} arriving together"
-        line += f" ({sp['bound']}-bound decode)"
-    bullet(line, prefix="")
+                + (f", {rate:,.3g} requests/s" if rate else "")
+                + f"; decode step {1e3 * sp['step_time_s']:.1f} ms ({sp['bound']}-bound)")
+        bullet(line, prefix="")
+        if sp.get("ttft_s") is not None:
+            burst = sp.get("ttft_burst_s")
+            bullet(f"time to first token: {sp['ttft_s']:.2f} s for one request alone"
+                   + (f", {burst:.2f} s for the last of {s['batch_size']} arriving together"
+                      if burst is not None and s["batch_size"] > 1 else ""), prefix="  ")
+    parts = sp.get("parts_s") or {}
+    if parts and sp.get("step_time_s"):
+        top = sorted(parts.items(), key=lambda kv: -kv[1])[:5]
+        bullet(("step" if s["task"] == "train" else "decode step") + ": " + ", ".join(
+            f"{k.replace('_', ' ')} {100 * v / sp['step_time_s']:.0f}%" for k, v in top), prefix="  ", style="dim")
 
 
 def _cost(result, s: dict) -> None:
@@ -132,10 +142,8 @@ def _cost(result, s: dict) -> None:
         return
     if not c:
         return
-    per_gpu = c["usd_per_hour"] / max(c["num_gpus"], 1)
-    count = f"{c['num_gpus']} x ${per_gpu:,.2f}/h = ${c['usd_per_hour']:,.2f}/h" if c["num_gpus"] > 1 else \
-        f"${c['usd_per_hour']:,.2f}/h"
-    line = f"cost: {c['provider']} {c['pricing'].replace('_', '-')} {short(c['gpu_id'])}, {count}"
+    label = c.get("label") or f"{c['offer']} at ${c['usd_per_hour']:,.2f}/h"
+    line = f"cost: {short(c['gpu_id'])} on {label}"
     if c["stale"]:
         line += f" (price {c['price_age_days']} days old)"
     tokens = "output" if s["task"] == "infer" else "training"
@@ -148,11 +156,12 @@ def _cost(result, s: dict) -> None:
         sp = c["spot"]
         bullet(f"spot: checkpoint every {sp['interval_h'] * 60:.0f} min (Daly), interruptions every "
                f"{sp['mtbi_h']:.1f} h on average: wall time x{sp['overhead']:.2f}"
-               + (f", {c['spot_multiplier']:.2f}x the same provider's on-demand cost" if c["spot_multiplier"] else ""),
+               + (f", {c['spot_multiplier']:.2f}x the cheapest on-demand cost" if c["spot_multiplier"] else ""),
                prefix="  ")
     if s["task"] == "train" and not c["hours"]:
         bullet("set --train-tokens for hours and the total", prefix="  ", style="dim")
-    bullet(f"price from {c['price_origin']}; `gpuplan cost` compares every offer", prefix="  ", style="dim")
+    bullet(f"price from {c['price_origin']}; `gpuplan cost` compares every offer and shows the whole bill",
+           prefix="  ", style="dim")
 
 
 scenario_command("estimate", estimate_cmd,

@@ -3,32 +3,23 @@
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import asdict
 from typing import Annotated, Any
 
 import typer
 
 from ..errors import GpuplanError
+from ..plan.gpus import cheapest_rentals
+from ..plan.gpus import gpu_row as _gpu_row
 from ..scenario import load_scenario
 from .app import JsonFlag, app, err, option, out, overrides, print_json, scenario_command, short
 from .render import FORMAT_HELP, Column, FormatOption, FormatValue, bullet, num, resolve_format, show, usd
 
 # ---- GPUs -------------------------------------------------------------------------------------------
-gpus_app = typer.Typer(help="The GPU catalog: dense TFLOPS, memory, bandwidth, NVLink, power.",
+gpus_app = typer.Typer(help="The GPU catalog: dense TFLOPS, memory, bandwidth, NVLink, power, rental price.",
                        rich_markup_mode=None, no_args_is_help=False, pretty_exceptions_enable=False)
 app.add_typer(gpus_app, name="gpus")
-GPU_SORT = ("memory", "bandwidth", "bf16", "fp8", "tdp", "msrp", "usd_per_gb", "usd_per_tflop", "name")
-
-
-def _gpu_row(g) -> dict[str, Any]:
-    bf16 = g.peak_tflops("bf16") or g.peak_tflops("fp16")
-    return {"id": g.id, "name": g.name, "vendor": g.vendor, "architecture": g.architecture, "segment": g.segment,
-            "memory_gib": g.memory_gib, "usable_gib": round(g.usable_gib, 2), "bandwidth_gbs": g.bandwidth_gbs,
-            "bf16_tflops": bf16, "fp8_tflops": g.peak_tflops("fp8"), "fp4_tflops": g.peak_tflops("fp4"),
-            "nvlink_gbs": g.nvlink_bandwidth_gbs, "tdp_w": g.tdp_w, "msrp_usd": g.msrp_usd,
-            "usd_per_gb": round(g.msrp_usd / g.memory_gib, 1) if g.msrp_usd else None,
-            "usd_per_tflop": round(g.msrp_usd / bf16, 1) if g.msrp_usd and bf16 else None}
+GPU_SORT = ("memory", "bandwidth", "bf16", "fp8", "tdp", "msrp", "usd_per_gb", "rent", "usd_per_tflop", "name")
 
 
 @gpus_app.callback(invoke_without_command=True)
@@ -51,31 +42,35 @@ def gpus_cmd(
 
     if sort not in GPU_SORT:
         raise GpuplanError(f"--sort must be one of {', '.join(GPU_SORT)}, got {sort!r}")
-    if not (math.isfinite(min_memory) and min_memory >= 0):
-        raise GpuplanError(f"--min-memory takes GiB >= 0, got {min_memory}")
-    rows = [_gpu_row(g) for g in gpus().values()]
+    if not math.isfinite(min_memory) or min_memory < 0:
+        raise GpuplanError(f"--min-memory must be a number of GiB >= 0, got {min_memory}")
+    rentals = cheapest_rentals()
+    rows = [_gpu_row(g, rentals.get(g.id)) for g in gpus().values()]
     rows = [r for r in rows if r["memory_gib"] >= min_memory and (not nvlink or r["nvlink_gbs"])
             and (not vendor or r["vendor"].lower() == vendor.lower())
             and (not segment or r["segment"] == segment.lower())]
     field = {"memory": "memory_gib", "bandwidth": "bandwidth_gbs", "bf16": "bf16_tflops", "fp8": "fp8_tflops",
-             "tdp": "tdp_w", "msrp": "msrp_usd"}.get(sort, sort)
+             "tdp": "tdp_w", "msrp": "msrp_usd", "rent": "rent_usd_per_hour",
+             "usd_per_tflop": "usd_per_tflop_hour"}.get(sort, sort)
     rows.sort(key=lambda r: (r[field] is None, r[field] or 0) if field != "name" else (False, r["id"]),
               reverse=reverse)
     for r in rows:
         r["short"] = short(r["id"])
     f0, f1 = num(), num("{:,.1f}")
     columns = [Column("short", "id", priority=0), Column("memory_gib", "GiB", fmt=f0, align="right"),
-               Column("usable_gib", "usable", fmt=f1, align="right", priority=3),
-               Column("bandwidth_gbs", "GB/s", fmt=f0, align="right", priority=2),
+               Column("usable_gib", "usable", fmt=f1, align="right", priority=4),
+               Column("bandwidth_gbs", "GB/s", fmt=f0, align="right", priority=3),
                Column("bf16_tflops", "bf16", fmt=f1, align="right"),
-               Column("fp8_tflops", "fp8", fmt=f1, align="right", priority=2),
-               Column("nvlink_gbs", "NVLink GB/s", fmt=f0, align="right", priority=4),
-               Column("tdp_w", "TDP W", fmt=f0, align="right", priority=4),
-               Column("msrp_usd", "MSRP $", fmt=f0, align="right", priority=3),
-               Column("usd_per_gb", "$/GB", fmt=f1, align="right", priority=5),
-               Column("usd_per_tflop", "$/TFLOP", fmt=f1, align="right", priority=5)]
+               Column("fp8_tflops", "fp8", fmt=f1, align="right", priority=3),
+               Column("nvlink_gbs", "NVLink GB/s", fmt=f0, align="right", priority=5),
+               Column("tdp_w", "TDP W", fmt=f0, align="right", priority=5),
+               Column("msrp_usd", "MSRP $", fmt=f0, align="right", priority=4),
+               Column("rent_usd_per_hour", "rent $/h", fmt=num("{:,.2f}"), align="right", priority=2),
+               Column("usd_per_tflop_hour", "$/TFLOP-h", fmt=num("{:.4f}"), align="right", priority=2)]
     show(rows, columns, resolve_format(fmt, as_json), title=f"{len(rows)} GPUs (dense TFLOPS; GiB as sold, usable "
-         "as the driver reports)", json_data=[{k: v for k, v in r.items() if k != "short"} for r in rows])
+         "as the driver reports)", notes=["rent: the cheapest on-demand offer in force (<= 90 days old, not low "
+                                          "confidence; `gpuplan prices`); $/TFLOP-h = rent / dense bf16 TFLOPS"],
+         json_data=[{k: v for k, v in r.items() if k != "short"} for r in rows])
 
 
 @gpus_app.command("compare")
@@ -93,7 +88,8 @@ def gpus_compare(
     for _, note in resolved:
         if note:
             bullet(note, prefix="note: ", style="yellow", stream=err)
-    rows = [_gpu_row(g) for g in cards]
+    rentals = cheapest_rentals()
+    rows = [_gpu_row(g, rentals.get(g.id)) for g in cards]
     notes = {}
     for g in cards:
         half = g.dense_tflops.get("fp16_tensor_fp16acc")
@@ -109,7 +105,9 @@ def gpus_compare(
               ("fp8 dense TFLOPS", "fp8_tflops", "{:,.1f}"), ("fp4 dense TFLOPS", "fp4_tflops", "{:,.1f}"),
               ("NVLink (GB/s, both ways)", "nvlink_gbs", "{:,.0f}"), ("TDP (W)", "tdp_w", "{:,.0f}"),
               ("launch MSRP ($)", "msrp_usd", "{:,.0f}"), ("$ per GB", "usd_per_gb", "{:,.1f}"),
-              ("$ per bf16 TFLOP", "usd_per_tflop", "{:,.1f}")]
+              ("$ per bf16 TFLOP (MSRP)", "msrp_usd_per_tflop", "{:,.1f}"),
+              ("cheapest rental ($/h)", "rent_usd_per_hour", "{:,.2f}"),
+              ("$ per TFLOP-hour (rental)", "usd_per_tflop_hour", "{:.4f}")]
     table_rows = [{"figure": label, **{f"c{i}": None if r[key] is None else spec.format(r[key])
                                        for i, r in enumerate(rows)}} for label, key, spec in labels]
     columns = [Column("figure", "", priority=0),
@@ -125,9 +123,11 @@ def cost_cmd(scenario: str | None = None, as_json: bool = False, catalog: list[s
              **fields: Any) -> None:
     """What the job costs on every offer that fits it.
 
-    GPUs rented, $/hour, hours (spot: with interruptions and Daly checkpointing) and total, $ per million training
-    tokens, or $ per million output tokens for serving. Prices are dated; rows older than 30 days say so. The
-    first line says what was assumed.
+    With --gpu, that GPU only. GPUs rented, $/hour, hours (spot: with interruptions and Daly checkpointing), GPU
+    total and the whole bill (idle GPUs of the instance shape, billing increments, storage for checkpoint, dataset
+    and result, egress), $ per million training tokens, or $ per million output tokens for serving. Only prices at
+    most --max-price-age-days old (default 90) and not low confidence are used unless asked; each row shows its
+    age and confidence, and the first offer's bill is itemized. The first line says what was assumed.
 
     Examples:
 
@@ -137,9 +137,9 @@ def cost_cmd(scenario: str | None = None, as_json: bool = False, catalog: list[s
       gpuplan cost --model qwen2.5-7b --task infer --engine vllm --discount runpod=0.85
     """
     from ..estimate import estimate
-    from ..market.offers import load_offers
+    from ..market.store import load_offers
     from ..model.catalog import load_model
-    from ..plan.pricing import compare
+    from ..plan.pricing import compare, left_out
     from ..resolve import describe, resolve
 
     if top is not None and top < 1:
@@ -153,51 +153,79 @@ def cost_cmd(scenario: str | None = None, as_json: bool = False, catalog: list[s
         except ValueError:
             raise GpuplanError(f"--discount takes provider=multiplier (runpod=0.85), got {item!r}") from None
     m = load_model(s.model)
-    s, defaults = resolve(s.model_copy(update={"gpu": None}), m, None)
-    base = estimate(s, advise=False)
-    rows = compare(s, m, load_offers(tuple(catalog or ()), discounts), base.model.params_trainable)
+    if s.gpu:  # one GPU: its name resolved (an ambiguous one takes its common variant)
+        from ..hardware import resolve_gpu
+
+        s = s.model_copy(update={"gpu": resolve_gpu(s.gpu)[0].id})
+    s, defaults = resolve(s, m, None)
+    base = estimate(s.model_copy(update={"gpu": None}), advise=False)
+    offers = load_offers(tuple(catalog or ()), discounts)
+    rows = compare(s, m, offers, base.model.params_trainable)
     fmt = resolve_format(fmt, as_json)
-    if fmt != "json":
-        rows = rows[: top or 20]
-    elif top:
-        rows = rows[:top]
-    infer = s.task == "infer"
-    data = []
-    for c, peak in rows:
-        per_gpu = c.usd_per_hour / max(c.num_gpus, 1)
-        data.append({**asdict(c), "device_peak_gib": peak, "usd_per_gpu_hour": per_gpu,
-                     "label": re.sub(r" \d+x ", " ", c.offer).removesuffix(" on_demand").replace("_", "-"),
-                     "gpu": short(c.gpu_id)})
-    if fmt in ("table", "plain", "markdown"):
-        bullet(describe(s, m, gpu_id="each offer's GPU"), prefix="", style="bold")
+    rows = rows[: top or 20] if fmt != "json" or top else rows
+    skipped = {k: v for k, v in left_out(offers, s).items() if v}
+    if fmt == "json":
+        print_json([{**asdict(c), "label": c.label, "device_peak_gib": peak} for c, peak in rows])
+        return
+    if fmt == "table":
+        bullet(describe(s, m, hardware=f"on each offer's GPUs ({s.world_size} per job)" if not s.gpu else None),
+               prefix="", style="bold")
         for note in [*m.notes, *defaults]:
             bullet(note, prefix="note: ", style="yellow")
+    render_costs(s, rows, skipped, fmt)
+
+
+def _offer_cell(c) -> str:
+    """The offer in a cell: provider and tier, and the pricing when it is not on-demand (the GPUs column holds
+    the count)."""
+    parts = c.offer.replace("_", "-").split()
+    return " ".join(p for p in parts if not (p.endswith("x") and p[:-1].isdigit()) and p != "on-demand")
+
+
+def render_costs(s, rows, skipped: dict[str, int], fmt: str = "table") -> None:
     if not rows:
-        if fmt == "json":
-            print_json([])
-        else:
-            out.print("no offer in the catalog fits this scenario (try --pricing any, more GPUs, or QLoRA)")
+        out.print("no offer in force fits this scenario (try --pricing any, more GPUs, QLoRA, --max-price-age-days "
+                  "or --include-low-confidence)")
         return
-    age_style = lambda r: "yellow" if r["stale"] else None  # noqa: E731
-    tokens = "output" if infer else "training"
-    columns = [Column("label", "offer", priority=0, style=age_style), Column("gpu", "GPU", priority=0),
+    infer = s.task == "infer"
+    data = [{**asdict(c), "cell": _offer_cell(c), "gpu": short(c.gpu_id), "device_peak_gib": peak}
+            for c, peak in rows]
+    old = lambda r: "yellow" if r["stale"] else None  # noqa: E731
+    columns = [Column("cell", "offer", priority=0, style=old), Column("gpu", "GPU", priority=0),
                Column("num_gpus", "GPUs", align="right"),
-               Column("usd_per_gpu_hour", "$/GPU/h", fmt=num("{:,.2f}"), align="right", priority=3),
+               Column("usd_per_gpu_hour", "$/GPU/h", fmt=num("{:,.2f}"), align="right", priority=4),
                Column("usd_per_hour", "$/h", fmt=num("{:,.2f}"), align="right"),
-               Column("device_peak_gib", "peak GiB", fmt=num("{:,.1f}"), align="right", priority=4)]
-    if not infer:
+               Column("device_peak_gib", "peak GiB", fmt=num("{:,.1f}"), align="right", priority=5)]
+    if not infer and s.train_tokens:
         columns += [Column("hours", "hours", fmt=num("{:,.1f}"), align="right"),
-                    Column("usd_total", "total $", fmt=usd, align="right")]
-    columns += [Column("usd_per_million_tokens", f"$/M {tokens} tok", fmt=usd, align="right",
-                       priority=1 if infer else 2),
-                Column("price_age_days", "price age", fmt=lambda d: f"{d} d", align="right", priority=2,
-                       style=age_style)]
+                    Column("usd_total", "GPU $", fmt=usd, align="right"),
+                    Column("bill_usd", "bill $", fmt=usd, align="right", priority=2)]
+    columns += [Column("usd_per_million_tokens", "$/M tok", fmt=usd, align="right", priority=1 if infer else 3),
+                Column("price_age_days", "age", fmt=lambda d: f"{d} d", align="right", priority=2, style=old),
+                Column("price_confidence", "conf.", priority=3)]
+    tokens = "output" if infer else "training"
+    notes = [f"{n} offers left out: {why} (--max-price-age-days, --include-low-confidence)"
+             for why, n in skipped.items()]
     if not infer and not s.train_tokens:
-        columns = [c for c in columns if c.key not in ("hours", "usd_total")]
-    show(data, columns, fmt, title=f"{len(rows)} offers that fit, cheapest first (on-demand unless marked; yellow: "
-         "price over 30 days old)",
-         notes=["set --train-tokens to get hours and totals"] if not infer and not s.train_tokens else [],
-         json_data=[{k: v for k, v in r.items() if k not in ("label", "gpu")} for r in data])
+        notes.append("set --train-tokens to get hours, totals and the bill")
+    show(data, columns, fmt, title=f"{len(rows)} offers that fit, cheapest first (on-demand unless marked; $/M tok: "
+         f"per million {tokens} tokens; yellow: price over 30 days old)", notes=notes)
+    first = rows[0][0]
+    if fmt == "table":
+        if not infer and s.train_tokens:
+            render_bill(first)
+        bullet(f"{first.offer}: price from {first.price_origin}", prefix="", style="dim")
+
+
+def render_bill(c) -> None:
+    """The itemized bill of one offer: lines that add up to its total."""
+    rows = [{"item": line.item + (f" ({line.note})" if line.note else ""), "quantity": line.quantity,
+             "unit": line.unit, "price": line.usd_per_unit, "usd": line.usd} for line in c.bill]
+    rows.append({"item": "total", "usd": c.bill_usd})
+    show(rows, [Column("item", "item", priority=1), Column("quantity", "quantity", fmt=num("{:,.2f}"), align="right"),
+                Column("unit", "unit", priority=2), Column("price", "$/unit", fmt=num("{:,.3f}"), align="right",
+                                                           priority=2),
+                Column("usd", "$", fmt=num("{:,.2f}"), align="right")], "table", title=f"the whole bill on {c.label}")
 
 
 scenario_command(
@@ -206,57 +234,92 @@ scenario_command(
            "the bundled rows; repeatable."),
     option("discount", list[str] | None, None, "Negotiated price multiplier: provider=0.85; repeatable."),
     option("top", int | None, None, "Show this many offers [default: 20 in tables, all in JSON]."),
-    option("fmt", FormatValue, None, FORMAT_HELP, param_decls=("--format",)),
-    skip=("gpu",))
+    option("fmt", FormatValue, None, FORMAT_HELP, param_decls=("--format",)))
+
+
+def _finite(name: str, value: float, low: float, high: float) -> float:
+    if not (value == value and low <= value <= high):
+        raise GpuplanError(f"--{name.replace('_', '-')} must be between {low:g} and {high:g}, got {value}")
+    return value
 
 
 @app.command("buy")
 def buy_cmd(
-    gpu: Annotated[str, typer.Argument(help="The card to buy: 4090, a6000, 'rtx 6000 ada'...")],
-    count: Annotated[int, typer.Option(help="How many cards.", min=1)] = 1,
-    hours: Annotated[float, typer.Option(help="Hours of use over the horizon (e.g. 2 years at 30% = 5256).",
-                                         min=1)] = 5000.0,
+    gpu: Annotated[str, typer.Argument(help="The card(s) to buy: 4090, 2x4090, a6000, 'rtx 6000 ada'...")],
+    count: Annotated[int | None, typer.Option(help="How many cards (or write 2x4090).", min=1)] = None,
+    price: Annotated[float | None, typer.Option(help="What you pay per card, new or used (default: launch MSRP).")]
+    = None,
+    host_usd: Annotated[float, typer.Option(help="The PC around the cards (CPU, board, RAM, PSU), USD.")] = 0.0,
+    host_w: Annotated[float, typer.Option(help="Its average power draw, W.")] = 0.0,
+    hours: Annotated[float, typer.Option(help="Hours of use over the horizon (e.g. 2 years at 30% = 5256).")]
+    = 5000.0,
     usd_per_kwh: Annotated[float, typer.Option(help="Electricity price.")] = 0.15,
-    pue: Annotated[float, typer.Option(help="Cooling overhead (power usage effectiveness).")] = 1.4,
+    pue: Annotated[float, typer.Option(help="Cooling overhead (power usage effectiveness): 1.0 at home, ~1.4 in a "
+                                            "data centre.")] = 1.0,
     utilization: Annotated[float, typer.Option(help="Average share of TDP drawn.")] = 0.8,
     as_json: JsonFlag = False,
 ) -> None:
     """Buy or rent? The break-even hours of owning a card.
 
-    Launch MSRP + power (TDP x utilization x PUE x $/kWh) over the hours you will use it,
-    against the cheapest rental of the same card in the price catalog; prints the break-even hours."""
+    What you pay for the cards (--price, new or used; launch MSRP otherwise) and the host, plus
+    power (TDP x utilization x PUE x $/kWh) over the hours you will use them, against the cheapest current
+    on-demand rental of the same cards (<= 90 days old, not low confidence); prints the break-even hours.
+
+    Examples:
+
+    \b
+      gpuplan buy 2x4090 --price 1800 --host-usd 1200 --host-w 150 --hours 3000
+      gpuplan buy 3090 --price 700 --hours 500
+    """
     from dataclasses import asdict
 
     from ..hardware import load_gpu
     from ..market.cost import buy_vs_rent
-    from ..market.offers import load_offers
+    from ..plan.recommend import parse_have
 
-    for name, value, low, high in (("--hours", hours, 1, 1e6), ("--usd-per-kwh", usd_per_kwh, 0, 10),
-                                   ("--pue", pue, 1, 3), ("--utilization", utilization, 0.01, 1),
-                                   ("--count", count, 1, 1024)):
-        if not (math.isfinite(value) and low <= value <= high):
-            raise GpuplanError(f"{name} must be between {low:g} and {high:g}, got {value:g}")
-    card = load_gpu(gpu)
-    if not card.msrp_usd or not card.tdp_w:
-        raise GpuplanError(f"{card.name} has no public launch price or TDP in the catalog (data-center cards are "
-                           "sold through vendors): compare rentals with `gpuplan cost`")
-    rentals = [o for o in load_offers() if o.gpu_id == card.id and o.pricing == "on_demand"]
-    if not rentals:
-        raise GpuplanError(f"no on-demand rental of {card.name} in the price catalog to compare with")
-    cheapest = min(rentals, key=lambda o: o.usd_per_gpu_hour)
-    b = buy_vs_rent(card.msrp_usd, card.tdp_w, count, cheapest.usd_per_gpu_hour * count, hours,
-                    usd_per_kwh=usd_per_kwh, pue=pue, utilization=utilization)
+    gpu_id, parsed = parse_have(gpu)
+    card = load_gpu(gpu_id)
+    if count is not None and count > 1024:
+        raise GpuplanError(f"--count must be between 1 and 1,024, got {count}")
+    n = count or parsed
+    for name, value, low, high in (("hours", hours, 1, 1e6), ("usd_per_kwh", usd_per_kwh, 0, 10), ("pue", pue, 1, 3),
+                                   ("utilization", utilization, 0.01, 1), ("host_usd", host_usd, 0, 1e7),
+                                   ("host_w", host_w, 0, 1e5)):
+        _finite(name, value, low, high)
+    if price is not None:
+        _finite("price", price, 1, 1e7)
+    per_card = price if price is not None else card.msrp_usd
+    if not per_card or not card.tdp_w:
+        raise GpuplanError(f"{card.name} has no public launch price in the catalog: give what you would pay with "
+                           "--price USD (per card)")
+    rentals = cheapest_rentals()
+    if card.id not in rentals:
+        raise GpuplanError(f"no recent on-demand rental of {card.name} in force to compare with (`gpuplan prices "
+                           f"--gpu {short(card.id)}`; `gpuplan prices update`)")
+    cheapest = rentals[card.id]
+    b = buy_vs_rent(per_card, card.tdp_w, n, cheapest.usd_per_gpu_hour * n, hours, usd_per_kwh=usd_per_kwh, pue=pue,
+                    utilization=utilization, host_usd=host_usd, host_w=host_w)
+    notes = [] if price is not None else [f"priced at launch MSRP ${per_card:,.0f}; pass --price for today's "
+                                          "new or used price"]
+    if pue == 1.0:
+        notes.append("PUE 1.0: a PC at home has no cooling plant; pass --pue 1.4 for a rack in a data centre")
     if as_json:
-        print_json({**asdict(b), "rental": cheapest.label, "gpu_id": card.id})
+        print_json({**asdict(b), "rental": f"{cheapest.provider} {cheapest.gpu_count}x on_demand", "gpu_id": card.id,
+                    "num_gpus": n, "card_usd": per_card, "rental_observed_at": str(cheapest.observed_at),
+                    "notes": notes})
         return
-    out.print(f"buy {count}x {card.name}: ${b.purchase_usd:,.0f} + ${b.power_usd_per_hour:.3f}/h of power "
-              f"({card.tdp_w:.0f} W x {utilization:.0%} x PUE {pue} x ${usd_per_kwh}/kWh)")
-    out.print(f"rent: {cheapest.label} at ${b.rent_usd_per_hour:.2f}/h (price {cheapest.age_days()} days old)")
+    out.print(f"buy {n}x {card.name}: ${b.purchase_usd:,.0f} (cards ${per_card:,.0f} each"
+              + (f" + host ${host_usd:,.0f}" if host_usd else "") + f") + ${b.power_usd_per_hour:.3f}/h of power "
+              f"({n} x {card.tdp_w:.0f} W x {utilization:.0%}" + (f" + {host_w:.0f} W" if host_w else "")
+              + f", PUE {pue}, ${usd_per_kwh}/kWh)", highlight=False)
+    out.print(f"rent: {cheapest.provider} {n}x at ${b.rent_usd_per_hour:.2f}/h "
+              f"({n} x ${cheapest.usd_per_gpu_hour:.2f}; "
+              f"price {cheapest.age_days()} days old, {cheapest.confidence} confidence)", highlight=False)
     if b.break_even_hours:
         out.print(f"break-even after {b.break_even_hours:,.0f} hours of use; over {hours:,.0f} h: buy "
                   f"${b.buy_total_usd:,.0f} vs rent ${b.rent_total_usd:,.0f} -> "
                   f"[bold]{'buy' if b.buy_total_usd < b.rent_total_usd else 'rent'}[/]")
     else:
-        out.print("renting costs less per hour than the power to run your own card: rent")
-
-
+        out.print("renting costs less per hour than the power to run your own cards: rent")
+    for note in notes:
+        out.print(f"[dim]{note}[/]", highlight=False)

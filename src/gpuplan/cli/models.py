@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from ..errors import GpuplanError
-from ..model.catalog import bundled, load_model, short_names
+from ..model.catalog import bundled, load_model
 from ..model.report import human_count, model_facts, model_summary
 from .app import JsonFlag, app, err, out, print_json
 from .render import Column, FormatOption, num, resolve_format, show
@@ -48,8 +48,7 @@ def models_cmd(
     for name, value in (("--min-params", min_params), ("--max-params", max_params)):
         if value is not None and not (math.isfinite(value) and value >= 0):
             raise GpuplanError(f"{name} takes a number of billions >= 0, got {value}")
-    names = short_names()
-    rows = [model_summary(load_model(repo), repo, names.get(repo)) for repo in bundled()]
+    rows = [model_summary(load_model(repo), repo) for repo in bundled()]
     if family:
         rows = [r for r in rows if r["family"].lower() == family.lower()]
     if search:

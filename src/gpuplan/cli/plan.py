@@ -71,25 +71,13 @@ def recommend_cmd(scenario: str | None = None, as_json: bool = False, budget_usd
         for setups, raw in ((result.setups, data["setups"]), (result.owned, data["owned"])):
             for setup, item in zip(setups, raw, strict=True):
                 item["scenario"] = setup.scenario.model_dump()
-        data["resolved"] = _searched(s, m, c)
         print_json(data)
         return
     if fmt == "table":
-        bullet(_searched(s, m, c), prefix="", style="bold")
+        bullet(result.resolved, prefix="", style="bold")
         for note in m.notes:
             bullet(note, prefix="note: ", style="yellow")
     render_recommendation(s, result, fmt)
-
-
-def _searched(s, m, c) -> str:
-    """The resolved line of a search: the engines and the GPU counts it tries."""
-    from ..resolve import describe
-
-    engine = None if s.task == "train" or "engine" in s.model_fields_set else "vLLM or transformers"
-    counts = f"1-{c.max_gpus}" if c.max_gpus > 1 else "1"
-    cards = "the GPUs of --gpus" if c.gpus else "every GPU type with a price"
-    layout = "data parallel or ZeRO" if s.task == "train" else "tensor parallel"
-    return describe(s, m, engine=engine, hardware=f"{counts} x {cards} ({layout})")
 
 
 def _gpu(name: str, notes: list[str]) -> str:
@@ -103,7 +91,7 @@ def _gpu(name: str, notes: list[str]) -> str:
 
 def _provider(name: str) -> str:
     from ..errors import UnknownNameError
-    from ..market.offers import load_offers
+    from ..market.store import load_offers
 
     known = sorted({o.provider for o in load_offers()})
     if name.strip() not in known:
@@ -123,9 +111,13 @@ def _rows(s, setups) -> list[dict[str, Any]]:
     for i, x in enumerate(setups, 1):
         techniques = [TECHNIQUE_CELLS.get(t, t) for t in x.techniques]
         tags = techniques if s.task == "infer" else [x.strategy, *techniques]  # serving: tensor parallel over all
+        spread = 50 * (x.tokens_per_s_high - x.tokens_per_s_low) / x.tokens_per_s if x.tokens_per_s else 0.0
         rows.append({**x.__dict__, "rank": f"{i}{'*' if x.pareto else ''}",
                      "setup": f"{x.num_gpus}x {short(x.gpu_id)}" + (f" {'+'.join(tags)}" if tags else ""),
-                     "where": _where(x), "memory": f"{x.device_peak_gib:.0f}/{x.capacity_gib:.0f}"})
+                     "where": _where(x), "memory": f"{x.device_peak_gib:.0f}/{x.capacity_gib:.0f}",
+                     "speed": f"{x.tokens_per_s:,.0f} ±{spread:.0f}%",
+                     "age": None if x.owned else f"{x.price_age_days} d" + (" low" if x.price_confidence == "low"
+                                                                           else "")})
     return rows
 
 
@@ -137,11 +129,12 @@ def _where(x) -> str:
 
 
 def _columns(s, train: bool) -> list[Column]:
-    old = lambda r: "yellow" if r["stale"] else None  # noqa: E731
+    old = lambda r: "yellow" if r["stale"] or r["price_confidence"] == "low" else None  # noqa: E731
     cols = [Column("rank", "#", align="right", priority=0), Column("setup", "setup", priority=0),
             Column("where", "offer", priority=1, style=old),
-            Column("memory", "GiB", align="right", priority=4),
-            Column("tokens_per_s", "tok/s", fmt=num(), align="right", priority=2)]
+            Column("age", "price age", align="right", priority=3, style=old),
+            Column("memory", "GiB", align="right", priority=5),
+            Column("speed", "tok/s", align="right", priority=2)]
     if s.task == "infer":
         cols += [Column("tokens_per_s_per_user", "tok/s/user", fmt=num("{:,.1f}"), align="right", priority=1),
                  Column("ttft_s", "TTFT s", fmt=num("{:,.2f}"), align="right", priority=3)]
@@ -176,12 +169,15 @@ def render_recommendation(s, result, fmt: str = "table") -> None:
         return
     tokens = "output" if s.task == "infer" else "training"
     show(_rows(s, result.setups), columns, title=f"rented setups that fit, best first (on-demand unless marked; $/M "
-         f"tok: per million {tokens} tokens; * Pareto front of cost vs speed; yellow: price over 30 days old)")
+         f"tok: per million {tokens} tokens; * Pareto front of cost vs speed; tok/s ± the speed model's spread; "
+         "yellow: price over 30 days old or low confidence)")
     for i, x in enumerate(result.setups[:3], 1):
         bullet(f"{x.num_gpus}x {short(x.gpu_id)} on {_where(x)}: {x.rationale}", prefix=f"{i}. ")
     if s.task == "train" and not s.train_tokens:
         bullet("set --train-tokens for hours and totals; ranked by $ per million training tokens", prefix="",
                style="yellow")
+    for note in result.notes:
+        bullet(note, prefix="", style="dim")
 
 
 scenario_command(

@@ -17,7 +17,8 @@ from .. import overheads as oh
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from ..speed import Speed
-from .offers import Offer, interruption_priors
+from .bill import BillLine, bill_lines
+from .offers import Offer, interruption_priors, max_per_node, price_origin, providers
 
 
 def young_interval_h(write_h: float, mtbi_h: float) -> float:
@@ -33,11 +34,10 @@ def daly_interval_h(write_h: float, mtbi_h: float) -> float:
 
 
 def daly_wall_time_h(work_h: float, interval_h: float, write_h: float, restart_h: float, mtbi_h: float) -> float:
-    """Expected wall-clock hours to finish ``work_h`` of work with checkpoints every ``interval_h``; infinite
-    when checkpoints and restarts take so much longer than the time between interruptions that the job never
-    finishes (the exponent beyond what a float holds)."""
-    exponent = restart_h / mtbi_h + (interval_h + write_h) / mtbi_h
-    if exponent > 700:
+    """Expected wall-clock hours to finish ``work_h`` of work with checkpoints every ``interval_h``; ``inf`` when
+    a checkpoint takes so long against the interruption rate that the job never finishes (exp overflow)."""
+    exponent = (restart_h + interval_h + write_h) / mtbi_h
+    if interval_h <= 0 or exponent > 700:
         return math.inf
     return mtbi_h * math.exp(restart_h / mtbi_h) * math.expm1((interval_h + write_h) / mtbi_h) * work_h / interval_h
 
@@ -97,39 +97,110 @@ class Cost:
     price_origin: str = ""
     price_age_days: int = 0
     stale: bool = False
+    price_confidence: str = "medium"
+    observed_at: str = ""
+    usd_per_gpu_hour: float = 0.0
+    gpus_per_instance: int = 1
+    instance: str = ""
+    region: str = ""
+    best_on_demand_usd_per_gpu_hour: float | None = None  # the cheapest on-demand price of this GPU anywhere
+    best_on_demand_offer: str = ""
+    finishes: bool = True  # False: spot interruptions outpace checkpoints, the job never completes
+    bill: list[BillLine] = field(default_factory=list)
+    bill_usd: float = 0.0
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        """``2x vast on_demand at $4.80/h (2 x $2.40)``."""
+        return f"{self.offer} at ${self.usd_per_hour:,.2f}/h ({self.num_gpus} x ${self.usd_per_gpu_hour:,.2f})"
+
+
+def instance_shape(offer: Offer, per_node: int) -> int:
+    """GPUs per rented instance: the job's GPUs per node where the provider rents pods of any size, else the
+    offer's fixed instance size (a 1-GPU job on an 8-GPU-only shape pays for 8)."""
+    if max_per_node(offer) > offer.gpu_count and per_node <= max_per_node(offer):
+        return per_node
+    return offer.gpu_count
+
+
+def offer_label(offer: Offer, gpus_per_instance: int) -> str:
+    tier = f" {offer.tier}" if offer.tier not in ("neocloud", "hyperscaler", "marketplace", "") else ""
+    return f"{offer.provider}{tier} {gpus_per_instance}x {offer.pricing}"
 
 
 def price_job(s: Scenario, m: ModelSpec, speed: Speed, offer: Offer, trainable: int, *, today=None,
               mtbi_h: float | None = None, disk_gbs: float = oh.CHECKPOINT_WRITE_GBS,
-              on_demand_price: float | None = None) -> Cost:
-    """Price the scenario on ``offer``: GPUs rented in whole instances of ``offer.gpu_count``."""
+              best_on_demand: tuple[float, str] | None = None) -> Cost:
+    """Price the scenario on ``offer``: GPUs rented in whole instances; spot with Daly's expected wall time,
+    its effective price compared with ``best_on_demand`` (the cheapest on-demand $/GPU-hour of this GPU
+    anywhere, and its label); the whole bill (:mod:`.bill`) alongside."""
     gpus_needed = s.world_size if s.task == "train" else s.tp * s.pp
-    instances = math.ceil(gpus_needed / offer.gpu_count)
-    rented = instances * offer.gpu_count
+    per_node = gpus_needed // s.num_nodes if s.task == "train" else gpus_needed
+    shape = instance_shape(offer, per_node)
+    instances = math.ceil(gpus_needed / shape)
+    rented = instances * shape
     per_hour = rented * offer.usd_per_gpu_hour
-    cost = Cost(offer=offer.label, provider=offer.provider, gpu_id=offer.gpu_id, pricing=offer.pricing,
+    cost = Cost(offer=offer_label(offer, shape), provider=offer.provider, gpu_id=offer.gpu_id, pricing=offer.pricing,
                 num_gpus=rented, instances=instances, usd_per_hour=per_hour, hours=0.0, usd_total=0.0,
-                price_origin=offer.origin, price_age_days=offer.age_days(today), stale=offer.stale(today))
+                price_origin=price_origin(offer, today), price_age_days=offer.age_days(today),
+                stale=offer.age_days(today) > 30,
+                price_confidence=offer.confidence, observed_at=offer.observed_at.isoformat(),
+                usd_per_gpu_hour=offer.usd_per_gpu_hour, gpus_per_instance=shape, instance=offer.instance,
+                region=offer.region)
+    if best_on_demand:
+        cost.best_on_demand_usd_per_gpu_hour, cost.best_on_demand_offer = best_on_demand
     if s.task == "infer":
         cost.usd_per_million_tokens = per_hour / (speed.tokens_per_s * 3600) * 1e6
         cost.hours = 1.0
         cost.usd_total = per_hour
+        _bill(cost, s, m, offer, trainable, gpus_needed, work_h=1.0)
         return cost
     tokens = s.train_tokens or 0.0
     work_h = tokens / speed.tokens_per_s / 3600 if tokens else 0.0
     cost.hours = work_h
+    overhead = 1.0
     if offer.interruptible:
-        plan = spot_plan(work_h, checkpoint_bytes(s, m, trainable), rented, mtbi_h=mtbi_h, disk_gbs=disk_gbs)
-        cost.spot, cost.hours = plan, plan.wall_h
-        if on_demand_price:
-            cost.spot_multiplier = plan.overhead * offer.usd_per_gpu_hour / on_demand_price
+        plan = spot_plan(work_h or 1.0, checkpoint_bytes(s, m, trainable), rented, mtbi_h=mtbi_h, disk_gbs=disk_gbs)
+        cost.spot, overhead = plan, plan.overhead
+        cost.hours = work_h * overhead
+        if not math.isfinite(overhead):
+            cost.finishes = False
+            cost.notes.append(f"spot: a checkpoint takes {plan.write_h:,.1f} h against an interruption every "
+                              f"{plan.mtbi_h:,.1f} h, so the job never finishes; use on-demand or faster storage")
+            cost.hours, cost.usd_total, cost.usd_per_million_tokens = 0.0, 0.0, math.inf
+            return cost
+        if cost.best_on_demand_usd_per_gpu_hour:
+            cost.spot_multiplier = overhead * offer.usd_per_gpu_hour / cost.best_on_demand_usd_per_gpu_hour
     cost.usd_total = cost.hours * per_hour
-    overhead = cost.spot.overhead if cost.spot else 1.0
     cost.usd_per_million_tokens = per_hour * overhead / (speed.tokens_per_s * 3600) * 1e6
     if not tokens:
         cost.notes.append("set train_tokens for job hours and total cost")
+    _bill(cost, s, m, offer, trainable, gpus_needed, work_h=work_h)
     return cost
+
+
+def _bill(cost: Cost, s: Scenario, m: ModelSpec, offer: Offer, trainable: int, gpus_needed: int,
+          work_h: float) -> None:
+    facts = providers().get(offer.provider, {}).get("bill") or {}
+    result = m.params_total * 2 if s.task == "infer" or s.method == "full" else trainable * 4
+    cost.bill = bill_lines(
+        per_gpu_hour=offer.usd_per_gpu_hour, gpus_used=gpus_needed, gpus_rented=cost.num_gpus, work_h=work_h,
+        wall_h=cost.hours, instance=offer.instance, vcpus=offer.vcpus, memory_gib=offer.memory_gib,
+        checkpoint_gb=checkpoint_bytes(s, m, trainable) / 1e9 if s.task == "train" else 0.0,
+        dataset_gb=dataset_gb(s), result_gb=result / 1e9 if s.task == "train" else 0.0, facts=facts,
+        serving=s.task == "infer")
+    cost.bill_usd = sum(line.usd for line in cost.bill)
+
+
+def dataset_gb(s: Scenario) -> float:
+    """The training data on disk: ``dataset_gb`` when given, else ~4 bytes of UTF-8 text per token (the usual
+    ~4 characters per BPE token of English text, OpenAI tokenizer guidance); 0 for serving."""
+    if s.task != "train":
+        return 0.0
+    if getattr(s, "dataset_gb", None) is not None:
+        return s.dataset_gb
+    return (s.train_tokens or 0.0) * oh.DATASET_BYTES_PER_TOKEN / 1e9
 
 
 @dataclass(kw_only=True)
@@ -143,13 +214,14 @@ class BuyVsRent:
     rent_total_usd: float
 
 
-def buy_vs_rent(msrp_usd: float, tdp_w: float, num_gpus: int, rent_usd_per_hour: float, horizon_hours: float, *,
-                usd_per_kwh: float = oh.POWER_USD_PER_KWH, pue: float = oh.PUE,
-                utilization: float = oh.UTILIZATION) -> BuyVsRent:
-    """Owning = MSRP + power (TDP x utilization x PUE x $/kWh) for the hours used; renting = the hours at the
-    cheapest rental. Break-even: the hours at which both cost the same (none if power costs more than rent)."""
-    purchase = msrp_usd * num_gpus
-    power = num_gpus * tdp_w / 1000 * utilization * pue * usd_per_kwh
+def buy_vs_rent(card_usd: float, tdp_w: float, num_gpus: int, rent_usd_per_hour: float, horizon_hours: float, *,
+                usd_per_kwh: float = oh.POWER_USD_PER_KWH, pue: float = oh.HOME_PUE,
+                utilization: float = oh.UTILIZATION, host_usd: float = 0.0, host_w: float = 0.0) -> BuyVsRent:
+    """Owning = cards (what you pay, new or used) + host + power ((cards' TDP x utilization + host watts) x PUE x
+    $/kWh) for the hours used; renting = the hours at the cheapest rental. Break-even: the hours at which both cost
+    the same (none if power costs more than rent). PUE defaults to 1.0 (a PC at home, no cooling plant)."""
+    purchase = card_usd * num_gpus + host_usd
+    power = (num_gpus * tdp_w * utilization + host_w) / 1000 * pue * usd_per_kwh
     margin = rent_usd_per_hour - power
     return BuyVsRent(purchase_usd=purchase, power_usd_per_hour=power, rent_usd_per_hour=rent_usd_per_hour,
                      break_even_hours=purchase / margin if margin > 0 else None, horizon_hours=horizon_hours,

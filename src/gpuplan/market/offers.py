@@ -1,17 +1,23 @@
-"""Dated cloud prices (``data/offers.csv``) and provider facts (``data/providers.yaml``).
+"""Dated cloud prices: the :class:`Offer`, its CSV form (``data/offers.csv``) and provider facts
+(``data/providers.yaml``).
 
-Rows are validated on load: unknown GPU ids, non-positive prices and spot prices above the matching
-on-demand price are errors. A row older than :data:`STALE_DAYS` is marked stale and carries its age into
-every output. User files override bundled rows with the same key (provider, tier, GPU, count, pricing,
-region): ``~/.config/gpuplan/offers.csv`` and any ``--catalog PATH``, the later winning; each offer says
-which file its price came from. Negotiated prices: a per-provider discount multiplier.
+Rows are validated on load: unknown GPU ids, non-positive or non-finite prices, dates in the future, spot prices
+above the matching on-demand price and unknown link kinds are errors naming the file and line. Every offer
+carries its date, source, confidence (high | medium | low) and the file it came from; its network (links within
+a node and between nodes) is the row's own, or else the provider's from providers.yaml.
+
+Which offers are in force (bundled snapshot, refreshed caches, the user's files) is :mod:`.store`'s business;
+this module only reads, writes and describes rows.
 """
 
 from __future__ import annotations
 
 import csv
 import datetime as dt
-from dataclasses import dataclass, replace
+import math
+import os
+import tempfile
+from dataclasses import asdict, dataclass, fields
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -21,17 +27,21 @@ import yaml
 
 from ..errors import GpuplanError, UnknownNameError
 from ..hardware import Network, gpus
-from ..userdirs import config_dir
 
-STALE_DAYS = 30
 PRICINGS = ("on_demand", "spot", "interruptible", "reserved")
-COLUMNS = ("provider", "tier", "gpu_id", "gpu_count", "pricing", "price_usd_per_gpu_hour", "region", "intra_node",
-           "observed_at", "source", "notes")  # optional: inter_node, inter_node_gbps (see hardware.Network)
+CONFIDENCES = ("high", "medium", "low")
+INTRA_NODE = ("nvlink", "pcie", "pcie-no-p2p")
+INTER_NODE = ("infiniband", "roce", "ethernet", "none")
+COLUMNS = ("provider", "tier", "gpu_id", "gpu_count", "pricing", "price_usd_per_gpu_hour", "region", "instance",
+           "vcpus", "memory_gib", "intra_node", "inter_node", "inter_node_gbps", "observed_at", "source",
+           "confidence", "notes")
+REQUIRED = ("provider", "gpu_id", "pricing", "price_usd_per_gpu_hour", "observed_at")
 
 
 @dataclass(frozen=True, kw_only=True)
 class Offer:
-    """One price: ``gpu_count`` GPUs of ``gpu_id`` at ``price_usd_per_gpu_hour`` each."""
+    """One price: instances of ``gpu_count`` GPUs of ``gpu_id`` at ``price_usd_per_gpu_hour`` each (the instance's
+    price divided by its GPUs: host vCPU and RAM included where the provider sells them together)."""
 
     provider: str
     tier: str
@@ -45,6 +55,10 @@ class Offer:
     source: str
     notes: str
     origin: str  # the file the price came from
+    confidence: str = "medium"
+    instance: str = ""
+    vcpus: float | None = None
+    memory_gib: float | None = None
     discount: float = 1.0
     inter_node: str = ""  # infiniband | roce | ethernet | none | "" (unknown)
     inter_node_gbps: float | None = None
@@ -66,53 +80,97 @@ class Offer:
         return self.price_usd_per_gpu_hour * self.discount
 
     def age_days(self, today: dt.date | None = None) -> int:
-        return ((today or dt.date.today()) - self.observed_at).days
-
-    def stale(self, today: dt.date | None = None) -> bool:
-        return self.age_days(today) > STALE_DAYS
+        return max(((today or dt.date.today()) - self.observed_at).days, 0)
 
     @property
     def label(self) -> str:
-        tier = f" {self.tier}" if self.tier not in ("neocloud", "hyperscaler", "marketplace") else ""
+        """``runpod community 1x on_demand``: provider, tier where it names a product line, instance size."""
+        tier = f" {self.tier}" if self.tier not in ("neocloud", "hyperscaler", "marketplace", "") else ""
         return f"{self.provider}{tier} {self.gpu_count}x {self.pricing}"
 
+    def row(self) -> dict[str, Any]:
+        """The CSV/JSON row: the columns of offers.csv (discount and origin left out)."""
+        data = asdict(self)
+        data["observed_at"] = self.observed_at.isoformat()
+        return {c: ("" if data[c] is None else data[c]) for c in COLUMNS}
 
-def _parse(row: dict[str, str], origin: str, line: int) -> Offer:
+
+def price_origin(o: Offer, today: dt.date | None = None) -> str:
+    """Where a price came from and how old it is, in one line."""
+    return f"{o.origin}: {o.source or 'no source given'}, observed {o.observed_at} ({o.age_days(today)} days old, " \
+           f"{o.confidence} confidence)"
+
+
+def _number(value: str, where: str, name: str, kind=float):
+    try:
+        x = kind(value)
+    except ValueError:
+        raise GpuplanError(f"{where}: {name} must be a number, got {value!r}") from None
+    if not math.isfinite(x) or x <= 0:
+        raise GpuplanError(f"{where}: {name} must be positive and finite, got {value!r}")
+    return x
+
+
+def parse_row(row: dict[str, str], origin: str, line: int, today: dt.date | None = None) -> Offer:
+    """One CSV row as an :class:`Offer`; every problem is one sentence naming ``origin`` and ``line``."""
     where = f"{origin} line {line}"
-    missing = [c for c in ("provider", "gpu_id", "pricing", "price_usd_per_gpu_hour", "observed_at") if not row.get(c)]
+    row = {k.strip(): (v or "").strip() for k, v in row.items() if k}
+    missing = [c for c in REQUIRED if not row.get(c)]
     if missing:
-        raise GpuplanError(f"{where}: missing {', '.join(missing)}")
+        raise GpuplanError(f"{where}: missing {', '.join(missing)} (columns as in data/offers.csv)")
     if row["gpu_id"] not in gpus():
         raise UnknownNameError("GPU id", row["gpu_id"], gpus(), hint=f"({where}; ids as in `gpuplan gpus`)")
     if row["pricing"] not in PRICINGS:
         raise GpuplanError(f"{where}: pricing {row['pricing']!r} must be one of {', '.join(PRICINGS)}")
+    for name, allowed in (("confidence", CONFIDENCES), ("intra_node", INTRA_NODE), ("inter_node", INTER_NODE)):
+        if row.get(name) and row[name] not in allowed:
+            raise GpuplanError(f"{where}: {name} {row[name]!r} must be one of {', '.join(allowed)} or empty")
     try:
-        price = float(row["price_usd_per_gpu_hour"])
-        count = int(row.get("gpu_count") or 1)
         observed = dt.date.fromisoformat(row["observed_at"])
-    except ValueError as err:
-        raise GpuplanError(f"{where}: {err}") from None
-    if not (0 < price < 10_000) or not 0 < count <= 1024:
-        raise GpuplanError(f"{where}: price_usd_per_gpu_hour must be a positive number below 10,000 and gpu_count "
-                           f"positive (got {price}, {count})")
-    if observed > dt.date.today() + dt.timedelta(days=1):
-        raise GpuplanError(f"{where}: observed_at {observed} is in the future; give the date the price was seen")
-    return Offer(provider=row["provider"], tier=row.get("tier") or "", gpu_id=row["gpu_id"], gpu_count=count,
-                 pricing=row["pricing"], price_usd_per_gpu_hour=price, region=row.get("region") or "",
-                 intra_node=row.get("intra_node") or "", observed_at=observed, source=row.get("source") or "",
-                 notes=row.get("notes") or "", origin=origin)
+    except ValueError:
+        raise GpuplanError(f"{where}: observed_at must be a date like 2026-11-23, got {row['observed_at']!r}") \
+            from None
+    if observed > (today or dt.date.today()):
+        raise GpuplanError(f"{where}: observed_at {observed} is in the future; give the day the price was seen")
+    price = _number(row["price_usd_per_gpu_hour"], where, "price_usd_per_gpu_hour")
+    count = _number(row.get("gpu_count") or "1", where, "gpu_count", int)
+    optional = {name: _number(row[name], where, name) for name in ("vcpus", "memory_gib", "inter_node_gbps")
+                if row.get(name)}
+    return Offer(provider=row["provider"], tier=row.get("tier", ""), gpu_id=row["gpu_id"], gpu_count=count,
+                 pricing=row["pricing"], price_usd_per_gpu_hour=price, region=row.get("region", ""),
+                 intra_node=row.get("intra_node", ""), observed_at=observed, source=row.get("source", ""),
+                 notes=row.get("notes", ""), origin=origin, confidence=row.get("confidence") or "medium",
+                 instance=row.get("instance", ""), inter_node=row.get("inter_node", ""), **optional)
 
 
 def read_offers(path: Path | str, origin: str | None = None) -> list[Offer]:
+    """The offers of a CSV file with the columns of data/offers.csv (only :data:`REQUIRED` are mandatory)."""
+    if not str(path).strip() or not Path(path).is_file():
+        raise GpuplanError(f"no offers file {str(path)!r}: give the path of a CSV with the columns of "
+                           "data/offers.csv")
     path = Path(path)
-    if not path.is_file():
-        raise GpuplanError(f"no offers file {str(path)!r}")
     try:
         with path.open(encoding="utf-8", newline="") as f:
-            return [_parse(row, origin or str(path), n) for n, row in enumerate(csv.DictReader(f), start=2)]
+            rows = list(csv.DictReader(f))
     except (UnicodeDecodeError, csv.Error) as err:
-        raise GpuplanError(f"{path} is not a UTF-8 CSV of offers ({err.__class__.__name__}); columns as in "
-                           "data/offers.csv") from None
+        raise GpuplanError(f"{path} is not a readable CSV file ({err})") from None
+    return [with_network(parse_row(row, origin or str(path), n)) for n, row in enumerate(rows, start=2)]
+
+
+def write_offers(path: Path, offers: list[Offer]) -> None:
+    """Write ``offers`` as CSV atomically: a temporary file in the same folder, then a rename, so that a failed
+    or interrupted refresh never leaves half a file in force."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=COLUMNS)
+            writer.writeheader()
+            writer.writerows(o.row() for o in offers)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def check_spot_below_on_demand(offers: list[Offer]) -> None:
@@ -124,56 +182,44 @@ def check_spot_below_on_demand(offers: list[Offer]) -> None:
                                f"{o.gpu_id} is above its on-demand price {base.price_usd_per_gpu_hour}")
 
 
-def user_config_dir() -> Path:
-    return config_dir()
-
-
+# ---- provider facts ---------------------------------------------------------------------------------------
 @cache
-def bundled_offers() -> tuple[Offer, ...]:
-    path = resources.files("gpuplan") / "data" / "offers.csv"
-    return tuple(read_offers(Path(str(path)), origin="bundled data/offers.csv"))
-
-
-def load_offers(catalogs: tuple[str, ...] = (), discounts: dict[str, float] | None = None) -> list[Offer]:
-    """Bundled offers, overridden by the user's ``offers.csv`` and then by each ``catalogs`` file."""
-    table = {o.key: o for o in bundled_offers()}
-    user = user_config_dir() / "offers.csv"
-    if any(not str(c).strip() for c in catalogs):
-        raise GpuplanError("--catalog needs the path of an offers CSV, got an empty string")
-    for path in ([user] if user.is_file() else []) + [Path(c) for c in catalogs]:
-        for offer in read_offers(path):
-            table[offer.key] = offer
-    offers = list(table.values())
-    check_spot_below_on_demand(offers)
-    discounts = {**load_discounts(), **(discounts or {})}
-    unknown = set(discounts) - {o.provider for o in offers}
-    if unknown:
-        raise UnknownNameError("provider", sorted(unknown)[0], {o.provider for o in offers})
-    for provider, factor in discounts.items():
-        if not 0 < factor <= 1.5:
-            raise GpuplanError(f"discount for {provider} must be a price multiplier in (0, 1.5], got {factor}")
-    return [replace(o, discount=discounts.get(o.provider, 1.0)) for o in offers]
-
-
-def load_discounts() -> dict[str, float]:
-    """``~/.config/gpuplan/discounts.yaml``: ``{provider: multiplier}``, e.g. ``runpod: 0.85``."""
-    path = user_config_dir() / "discounts.yaml"
-    if not path.is_file():
-        return {}
-    data = yaml.safe_load(path.read_text()) or {}
-    if not isinstance(data, dict):
-        raise GpuplanError(f"{path} must map provider ids to price multipliers")
-    try:
-        return {str(k): float(v) for k, v in data.items()}
-    except (TypeError, ValueError):
-        raise GpuplanError(f"{path} must map provider ids to numbers (runpod: 0.85)") from None
-
-
-@cache
-def providers() -> dict[str, dict[str, Any]]:
-    """Provider facts by id (spot semantics, interruption notice), from data/providers.yaml."""
+def _providers_yaml() -> dict[str, Any]:
     path = resources.files("gpuplan") / "data" / "providers.yaml"
-    return {p["id"]: p for p in yaml.safe_load(path.read_text(encoding="utf-8"))["providers"]}
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
+
+
+def providers() -> dict[str, dict[str, Any]]:
+    """Provider facts by id (spot semantics, interruption notice, network, storage, egress, billing)."""
+    return {p["id"]: p for p in _providers_yaml()["providers"]}
+
+
+def interruption_priors() -> list[dict[str, Any]]:
+    return _providers_yaml()["interruption_priors"]
+
+
+def provider_network(provider: str, tier: str) -> dict[str, Any]:
+    """The provider's links (``intra_node``, ``inter_node``, ``inter_node_gbps``), its tier's entry overriding."""
+    facts = providers().get(provider, {})
+    net = dict(facts.get("network") or {})
+    net.update((facts.get("tiers") or {}).get(tier, {}).get("network") or {})
+    return net
+
+
+def with_network(o: Offer) -> Offer:
+    """The offer with its links filled from providers.yaml where the row leaves them empty."""
+    net = provider_network(o.provider, o.tier)
+    updates: dict[str, Any] = {}
+    if not o.inter_node and net.get("inter_node"):
+        updates["inter_node"] = net["inter_node"]
+        if o.inter_node_gbps is None and net.get("inter_node_gbps"):
+            updates["inter_node_gbps"] = float(net["inter_node_gbps"])
+    if not o.intra_node:
+        consumer = gpus()[o.gpu_id].segment == "consumer"
+        intra = net.get("intra_node_consumer" if consumer else "intra_node")
+        if intra:
+            updates["intra_node"] = intra
+    return o if not updates else Offer(**{**{f.name: getattr(o, f.name) for f in fields(o)}, **updates})
 
 
 def max_per_node(offer: Offer) -> int:
@@ -183,7 +229,7 @@ def max_per_node(offer: Offer) -> int:
     return max(offer.gpu_count, 8) if scalable else offer.gpu_count
 
 
-@cache
-def interruption_priors() -> list[dict[str, Any]]:
-    path = resources.files("gpuplan") / "data" / "providers.yaml"
-    return yaml.safe_load(path.read_text(encoding="utf-8"))["interruption_priors"]
+def multi_node(offer: Offer) -> bool:
+    """Whether several nodes of this offer can form one job: not where the provider sells no fabric
+    (``inter_node: none``)."""
+    return offer.inter_node != "none"

@@ -34,6 +34,7 @@ class Estimate:
     fragmentation: float = 0.0  # reserved beyond the slack: blocks the allocator holds but cannot reuse
     extra: dict[str, object] = field(default_factory=dict)
     assumptions: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def allocated(self) -> float:

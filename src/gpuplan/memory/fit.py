@@ -88,8 +88,9 @@ def _check_gpu(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> None:
 
 def memory_report(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> tuple[Estimate, MemoryReport]:
     capacity = gpu.usable_gib if gpu else None
-    e = training_memory(s, m) if s.task == "train" else inference_memory(s, m, capacity)
+    e = training_memory(s, m) if s.task == "train" else inference_memory(s, m, capacity, gpu)
     e.outside_allocator = device_overheads(s, gpu.generation if gpu else None)
+    e.outside_allocator.update(e.extra.pop("outside", {}))
     other = {k: v / GIB for k, v in e.other.items()}
     device = e.device / GIB
     report = MemoryReport(
@@ -100,7 +101,7 @@ def memory_report(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> tuple[Estim
         capacity_gib=capacity, peak_phase=e.peak_phase, phases_gib=e.phases, cpu_gib=e.cpu / GIB,
         max_concurrency=e.extra.get("max_concurrency"), max_context_tokens=e.extra.get("max_context_tokens"),
         kv_cache_pool_gib=e.extra.get("kv_cache_pool_gib"), gpu_layers=e.extra.get("gpu_layers"),
-        offloaded_layers=e.extra.get("offloaded_layers"))
+        offloaded_layers=e.extra.get("offloaded_layers"), engine=e.extra.get("engine"))
     if capacity is not None:
         report.fits = _fits(s, e, report, capacity)
         report.headroom_gib = capacity - device
@@ -110,8 +111,8 @@ def memory_report(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> tuple[Estim
 def _fits(s: Scenario, e: Estimate, r: MemoryReport, capacity: float) -> bool:
     if s.engine == "vllm":
         return (r.max_concurrency or 0) >= s.batch_size
-    if s.engine == "llama.cpp":
-        return r.offloaded_layers == 0
+    if s.engine == "llama.cpp":  # it places what fits and runs the rest on the CPU: slow, not out of memory
+        return r.device_peak_gib <= capacity
     return r.device_peak_gib <= capacity
 
 

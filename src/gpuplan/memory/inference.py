@@ -9,11 +9,12 @@ from __future__ import annotations
 import math
 
 from .. import overheads as oh
-from ..model.quant import Format
+from ..hardware import GpuSpec
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from . import activations as act
 from .breakdown import GIB, Estimate
+from .runtimes import llama_cpp, vllm
 from .state import attention_kernel, weight_format
 
 
@@ -64,7 +65,7 @@ def prefill_working_set(s: Scenario, m: ModelSpec, tokens: int, seqs: int) -> fl
     return max(mlp, attn)
 
 
-def inference_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None) -> Estimate:
+def inference_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None, gpu: GpuSpec | None = None) -> Estimate:
     e = Estimate(slack=oh.ALLOCATOR_SLACK_INFER)
     if attention_kernel(s, m) != s.attention:
         e.assumptions.append(f"{m.family} runs eager attention in transformers (no SDPA support): the s x s "
@@ -80,9 +81,9 @@ def inference_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None) -> E
         e.assumptions.append(f"weights stored as {fmt.name}; embeddings, lm_head and norms at {c} bytes")
 
     if s.engine == "vllm":
-        return _vllm(s, m, e, layers, tokens, capacity_gib)
+        return _vllm(s, m, e, gpu)
     if s.engine == "llama.cpp":
-        return _llama_cpp(s, m, e, fmt, tokens, capacity_gib)
+        return llama_cpp.llama_cpp_memory(s, m, e, fmt, capacity_gib)
 
     e.kv_cache = s.batch_size * kv_bytes_per_sequence(s, m, tokens, layers)
     prefill_tokens = s.batch_size * s.prompt_tokens
@@ -105,50 +106,44 @@ def inference_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None) -> E
     return e
 
 
-def _vllm(s: Scenario, m: ModelSpec, e: Estimate, layers, tokens: int, capacity_gib: float | None) -> Estimate:
-    """vLLM preallocates ``gpu_memory_utilization`` of the card and gives the rest to the KV cache
-    (vLLM ``determine_num_available_blocks``; formulas.md section 3)."""
-    batched = s.max_num_batched_tokens or oh.VLLM_MAX_BATCHED_TOKENS
-    c = s.compute_bytes
-    sampler = oh.VLLM_MAX_NUM_SEQS * m.vocab_size * 4 * 2 / s.tp  # fp32 logits and probabilities
-    e.activations = prefill_working_set(s, m, batched, 1) + sampler
-    per_seq = kv_bytes_per_sequence(s, m, tokens, layers)
-    e.kv_cache = s.batch_size * per_seq
+def _vllm(s: Scenario, m: ModelSpec, e: Estimate, gpu: GpuSpec | None) -> Estimate:
+    """vLLM preallocates its budget and gives what the profiling run leaves to the KV cache, by the rules of
+    the release named (:mod:`.runtimes.vllm`). Without a GPU, the working set of one step and the KV cache of
+    ``batch_size`` requests."""
     e.peak_phase = "serving"
-    e.assumptions.append(f"vLLM: max_num_batched_tokens {batched}, block size {oh.VLLM_BLOCK_TOKENS}, "
-                         f"gpu_memory_utilization {s.gpu_memory_utilization}")
-    if capacity_gib is not None:
-        budget = s.gpu_memory_utilization * capacity_gib * GIB
-        context = oh.CUDA_CONTEXT_DEFAULT_GIB * GIB
-        free_kv = budget - context - e.weights - e.activations
-        e.preallocated = budget - context
-        e.extra["kv_cache_pool_gib"] = max(free_kv, 0) / GIB
-        e.extra["max_concurrency"] = max(int(free_kv // per_seq), 0) if per_seq else None
-        per_token = kv_bytes_per_sequence(s, m, oh.VLLM_BLOCK_TOKENS, layers) / oh.VLLM_BLOCK_TOKENS
-        e.extra["max_context_tokens"] = max(int(free_kv // per_token), 0) if per_token else None
-    _ = c
+    tokens = s.prompt_tokens + s.output_tokens
+    if gpu is None:
+        lim = vllm.scheduler_limits(s, m, None)
+        stage = vllm.stages(m, s.pp)[0]
+        fwd, sampler = vllm.profile_peak(vllm.rules(s), m, lim, stage, s.tp)
+        e.activations = max(fwd, sampler)
+        e.kv_cache = s.batch_size * kv_bytes_per_sequence(s, m, tokens, stage.layers)
+        return e
+    sm = vllm.startup_memory(s, m, gpu)
+    e.weights, e.activations, e.kv_cache = sm.weights, sm.activation, sm.kv_pool
+    e.other["non-torch (NCCL, workspaces)"] = sm.non_torch
+    if sm.rules.cudagraphs_in_budget:
+        e.other["CUDA graphs (estimate)"] = sm.cuda_graphs
+    elif not s.enforce_eager:
+        e.extra["outside"] = {"CUDA graphs": vllm.cudagraph_estimate(m, sm.limits, s.tp, gpu)}
+    e.preallocated = sm.requested
+    e.assumptions += sm.assumptions
+    stage_blocks = [(st, sm.num_blocks) for st in vllm.stages(m, s.pp)]
+    per_request = max(vllm.kv_geometry(s, m, st, sm.limits, max_len=tokens)[1] for st, _ in stage_blocks)
+    e.extra["max_concurrency"] = sm.num_blocks // per_request if per_request else None
+    e.extra["max_context_tokens"] = sm.kv_tokens
+    e.extra["kv_cache_pool_gib"] = sm.kv_pool / GIB
+    e.extra["engine"] = {
+        "engine": "vllm", "version": sm.rules.version, "max_num_batched_tokens": sm.limits.max_num_batched_tokens,
+        "max_num_seqs": sm.limits.max_num_seqs, "max_model_len": sm.limits.max_model_len,
+        "max_model_len_that_fits": sm.max_model_len_fit, "available_kv_cache_gib": sm.kv_pool / GIB,
+        "kv_cache_tokens": sm.kv_tokens, "num_gpu_blocks": sm.num_blocks,
+        "max_concurrency_at_max_model_len": round(sm.max_concurrency, 2), "requested_gib": sm.requested / GIB,
+        "forward_peak_gib": sm.forward_peak / GIB, "sampler_peak_gib": sm.sampler_peak / GIB}
+    if not sm.fits_max_model_len:
+        fix = (f"set --max-model-len {sm.max_model_len_fit:,} or less" if sm.max_model_len_fit >= tokens else
+               "the KV pool cannot hold one request of this length: use more GPUs (tp), quantization, or a "
+               "shorter context")
+        e.warnings.append(f"vLLM will refuse to start with max_model_len {sm.limits.max_model_len:,}: its KV pool "
+                          f"holds {sm.kv_tokens:,} tokens, one request of up to {sm.max_model_len_fit:,}; {fix}")
     return e
-
-
-def _llama_cpp(s: Scenario, m: ModelSpec, e: Estimate, fmt: Format, tokens: int, capacity_gib) -> Estimate:
-    """llama.cpp: GGUF weights, an f16 KV cache for the whole context (q8_0 with an 8-bit KV dtype), and a
-    compute buffer sized by the micro-batch (n_ubatch 512): logits ``n_ubatch·V`` and the ``n_ubatch·n_ctx``
-    attention scores per head, in fp32."""
-    kv_b = 2 if s.kv_cache_dtype in ("auto", "fp16", "bf16") else 8.5 / 8
-    per_layer_kv = [layer.kv_dims * kv_b * (min(tokens, layer.window) if layer.window else tokens)
-                    for layer in m.layers]
-    e.kv_cache = s.batch_size * sum(per_layer_kv)
-    ub = oh.LLAMA_CPP_UBATCH
-    e.activations = 4 * ub * (m.vocab_size + m.num_heads * tokens * s.batch_size)
-    e.peak_phase = "prefill"
-    if capacity_gib is not None:
-        budget = capacity_gib * GIB - oh.CUDA_CONTEXT_DEFAULT_GIB * GIB - e.activations
-        non_layer = m.weight_bytes(fmt)["lm_head"] + m.weight_bytes(fmt)["norms"]
-        per_layer_w = (e.weights - sum(m.weight_bytes(fmt)[p] for p in ("embeddings", "lm_head", "norms"))) \
-            / m.num_layers
-        per_layer = per_layer_w + e.kv_cache / m.num_layers
-        fit = int(max(budget - non_layer, 0) // per_layer) if per_layer else m.num_layers
-        e.extra["gpu_layers"] = min(fit, m.num_layers)
-        e.extra["offloaded_layers"] = m.num_layers - e.extra["gpu_layers"]
-    return e
-

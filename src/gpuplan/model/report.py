@@ -26,11 +26,13 @@ def human_count(n: float) -> str:
 FAMILY_NAMES = {"RefinedWeb": "falcon", "RefinedWebModel": "falcon", "gemma3_text": "gemma3"}
 
 
-def model_summary(spec: ModelSpec, repo: str | None = None, names: list[str] | None = None) -> dict[str, Any]:
-    """One row of ``gpuplan models``; ``names`` are the short names people type for it."""
+def model_summary(spec: ModelSpec, repo: str | None = None) -> dict[str, Any]:
+    """One row of ``gpuplan models``, with the short names people type for a bundled model."""
+    from .catalog import short_names
+
     return {
         "name": repo or spec.name,
-        "names": list(names or []),
+        "names": short_names().get(repo, []) if repo else [],
         "family": FAMILY_NAMES.get(spec.family, spec.family),
         "params_total": spec.params_total,
         "params_active": spec.params_active,

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import GpuplanError
 from ..hardware import GpuSpec
 from ..memory import fits_only
 from ..model.spec import ModelSpec
@@ -66,7 +67,7 @@ def largest_fitting(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> tuple[int | None
     """(largest batch, longest context) that fit on ``gpu``, all else equal. Training varies
     ``micro_batch_size`` and ``seq_len``; inference ``batch_size`` and ``prompt_tokens``."""
     def fits(**change) -> bool:
-        return fits_only(s.model_copy(update=change), m, gpu)[0]
+        return _fits_with(s, m, gpu, change)
 
     limit = max(m.max_context or 0, 131_072)
     if s.task == "train":
@@ -177,27 +178,58 @@ def _serving_fixes(s: Scenario, m: ModelSpec) -> list[Fix]:
     return out
 
 
-def _apply(s: Scenario, fixes: tuple[Fix, ...]) -> Scenario:
+def _apply(s: Scenario, fixes: tuple[Fix, ...]) -> Scenario | None:
+    """``s`` with the fixes' changes, validated again (the framework's defaults follow, e.g. QLoRA's recipe turns
+    checkpointing on); None when the stack refuses the result."""
     change: dict[str, Any] = {}
     for fix in fixes:
         change.update(fix.change)
-    return s.model_copy(update=change)
+    try:
+        return s.model_copy(update=change)
+    except GpuplanError:
+        return None
+
+
+def _fits_with(s: Scenario, m: ModelSpec, gpu: GpuSpec, change: dict[str, Any]) -> bool:
+    """Whether ``s`` with ``change`` fits (False when the change is refused)."""
+    try:
+        return fits_only(s.model_copy(update=change), m, gpu)[0]
+    except GpuplanError:
+        return False
+
+
+def _fits(s: Scenario | None, m: ModelSpec, gpu: GpuSpec) -> tuple[bool, float]:
+    return (False, math.inf) if s is None else fits_only(s, m, gpu)
+
+
+def _implied(s: Scenario, changed: Scenario, given: dict[str, Any]) -> dict[str, Any]:
+    """Fields a change moved without naming them (the framework's defaults following it)."""
+    return {k: getattr(changed, k) for k in type(s).model_fields if k not in given and k != "gpu"
+            and getattr(changed, k) != getattr(s, k)}
+
+
+def _with_implied(label: str, implied: dict[str, Any]) -> str:
+    if not implied:
+        return label
+    return f"{label} (and, as the framework's recipe then sets, " + ", ".join(
+        f"{k.replace('_', ' ')} {str(v).lower() if isinstance(v, bool) else v}" for k, v in implied.items()) + ")"
 
 
 def suggestions(s: Scenario, m: ModelSpec, gpu: GpuSpec, report) -> list[Suggestion]:
     """When ``s`` does not fit: the smallest combination that fits (when no single fix does), then every single
     fix that lowers the device peak, fitting ones first, on the GPUs named before more GPUs."""
-    singles: list[tuple[Fix, bool, float]] = []
+    singles: list[tuple[Fix, bool, float, dict[str, Any]]] = []
     for fix in candidate_fixes(s, m):
-        ok, peak = fits_only(_apply(s, (fix,)), m, gpu)
-        if ok or peak < report.device_peak_gib:
-            singles.append((fix, ok, peak))
+        changed = _apply(s, (fix,))
+        ok, peak = _fits(changed, m, gpu)
+        if changed is not None and (ok or peak < report.device_peak_gib):
+            singles.append((fix, ok, peak, _implied(s, changed, fix.change)))
     # fitting fixes: on the GPUs named, keeping the job, gentlest first; the others: the biggest saving first
     singles.sort(key=lambda x: (not x[1], x[0].more_gpus, not x[0].keeps_job, x[0].slowdown if x[1] else x[2]))
-    found = [Suggestion(change=f"{fix.label}: {report.device_peak_gib:.1f} -> {peak:.1f} GiB",
-                        fields={k: v for k, v in fix.change.items() if v is not None}, device_peak_gib=peak, fits=ok,
-                        cost=fix.cost) for fix, ok, peak in singles]
-    if not any(ok and fix.keeps_job and not fix.more_gpus for fix, ok, _ in singles):
+    found = [Suggestion(change=f"{_with_implied(fix.label, implied)}: {report.device_peak_gib:.1f} -> {peak:.1f} GiB",
+                        fields={**{k: v for k, v in fix.change.items() if v is not None}, **implied},
+                        device_peak_gib=peak, fits=ok, cost=fix.cost) for fix, ok, peak, implied in singles]
+    if not any(ok and fix.keeps_job and not fix.more_gpus for fix, ok, _, _ in singles):
         # every fix that keeps the job: one that saves nothing alone (QLoRA when activations dominate) may be the
         # one a combination needs
         combo = smallest_combination(s, m, gpu, [fix for fix in candidate_fixes(s, m) if fix.keeps_job])
@@ -225,15 +257,18 @@ def smallest_combination(s: Scenario, m: ModelSpec, gpu: GpuSpec, fixes: list[Fi
     fitted = _apply(s, combo)
     max_batch, max_len = _room(s, fitted, m, gpu, combo)
     parts = [f.label.split(" (")[0] if f.group != "micro-batch" else "micro-batch 1 with accumulation" for f in combo]
-    label = " + ".join(parts)
+    given: dict[str, Any] = {}
+    for f in combo:
+        given.update(f.change)
+    implied = _implied(s, fitted, given)
+    label = _with_implied(" + ".join(parts), implied)
     room = []
     if max_batch and max_batch > 1:
         room.append(f"micro-batch up to {max_batch}" if s.task == "train" else f"batch up to {max_batch}")
     if max_len:
         room.append(f"{'seq_len' if s.task == 'train' else 'prompts'} up to {max_len:,} tokens")
-    fields: dict[str, Any] = {}
-    for f in combo:
-        fields.update({k: v for k, v in f.change.items() if v is not None})
+    fields: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
+    fields.update(implied)
     if max_batch and s.task == "train" and "micro_batch_size" in fields:  # exact global batch: a divisor of it
         total = s.micro_batch_size * s.grad_accum_steps
         fields.update(_accumulated(s, max(d for d in range(1, max_batch + 1) if total % d == 0)))
@@ -259,7 +294,7 @@ def _all_at_once(s: Scenario, m: ModelSpec, gpu: GpuSpec, fixes: list[Fix]) -> b
     for name in ("method", "weights"):
         if name in groups:
             groups[name].append(None)
-    return any(fits_only(_apply(s, tuple(f for f in choice if f)), m, gpu)[0]
+    return any(_fits(_apply(s, tuple(f for f in choice if f)), m, gpu)[0]
                for choice in itertools.product(*groups.values()))
 
 
@@ -273,7 +308,7 @@ def _search(s: Scenario, m: ModelSpec, gpu: GpuSpec, fixes: list[Fix]) -> tuple[
             tries += 1
             if tries > MAX_TRIES:
                 return None
-            ok, peak = fits_only(_apply(s, combo), m, gpu)
+            ok, peak = _fits(_apply(s, combo), m, gpu)
             if ok:
                 return combo, peak
     return None
@@ -290,7 +325,7 @@ def _room(s: Scenario, fitted: Scenario, m: ModelSpec, gpu: GpuSpec, combo: tupl
     """The largest micro-batch (up to the one asked for when the combination shrank it) and the longest context
     that still fit with the combination."""
     def fits(**change) -> bool:
-        return fits_only(fitted.model_copy(update=change), m, gpu)[0]
+        return _fits_with(fitted, m, gpu, change)
 
     if s.task == "train":
         shrunk = any(f.group == "micro-batch" for f in combo)
@@ -298,7 +333,7 @@ def _room(s: Scenario, fitted: Scenario, m: ModelSpec, gpu: GpuSpec, combo: tupl
             _largest(lambda n: fits(micro_batch_size=n), 4096)
         best = fitted.model_copy(update=_accumulated(s, batch)) if shrunk and batch else fitted
         limit = max(m.max_context or 0, 131_072)
-        length = _largest(lambda n: fits_only(best.model_copy(update={"seq_len": n}), m, gpu)[0], limit)
+        length = _largest(lambda n: _fits_with(best, m, gpu, {"seq_len": n}), limit)
         return batch, length
     return (_largest(lambda n: fits(batch_size=n), 4096),
             _largest(lambda n: fits(prompt_tokens=n), max(m.max_context or 0, 131_072)))

@@ -23,13 +23,14 @@ from .. import overheads as oh
 from ..errors import GpuplanError
 from ..hardware import GpuSpec, gpus, load_gpu, short_id
 from ..market.cost import price_job
-from ..market.offers import Offer, load_offers, max_per_node
+from ..market.offers import Offer, max_per_node, multi_node
+from ..market.store import load_offers, price_filter
 from ..memory import check, memory_report
 from ..model.spec import ModelSpec
 from ..resolve import card_precision, resolve
 from ..scenario import Scenario
 from ..speed import speed_of
-from .pricing import on_demand_price
+from .pricing import best_on_demand, in_force, left_out
 
 COUNTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 GIB = 2**30
@@ -90,6 +91,8 @@ class Setup:
     tokens_per_s: float
     tokens_per_s_per_user: float | None = None
     ttft_s: float | None = None
+    tokens_per_s_low: float
+    tokens_per_s_high: float
     bound: str
     usd_per_hour: float
     hours: float | None
@@ -97,6 +100,12 @@ class Setup:
     usd_per_million_tokens: float
     price_age_days: int = 0
     stale: bool = False
+    price_confidence: str = "medium"
+    observed_at: str = ""
+    price_origin: str = ""
+    usd_per_gpu_hour: float = 0.0
+    gpus_per_instance: int = 1
+    bill_usd: float | None = None
     pareto: bool = False
     rationale: str = ""
 
@@ -111,6 +120,7 @@ class Recommendation:
     notes: list[str] = field(default_factory=list)
     owned: list[Setup] = field(default_factory=list)  # on the user's own cards (``have``), best first
     owned_changes: list[str] = field(default_factory=list)  # when nothing fits them: what would
+    resolved: str = ""  # the scenario as searched, in one line: what every answer prints first
 
 
 def parse_have(text: str) -> tuple[str, int]:
@@ -192,8 +202,9 @@ def _owned_offers(c: Constraints) -> list[Offer]:
     return out
 
 
-def _offers(s: Scenario, c: Constraints) -> list[Offer]:
-    offers = [o for o in load_offers(c.catalogs)
+def _offers(s: Scenario, c: Constraints, all_offers: list[Offer]) -> list[Offer]:
+    """The offers in force that pass the price filter and the allow-lists, and the user's own cards."""
+    offers = [o for o in in_force(all_offers, price_filter(s))
               if (c.pricing == "any" or (o.interruptible if c.pricing == "spot" else o.pricing == "on_demand"))
               and (not c.providers or o.provider in c.providers) and (not c.gpus or o.gpu_id in c.gpus)]
     return offers + _owned_offers(c)
@@ -203,9 +214,10 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
     """Every setup that fits ``s`` under ``c``, ranked; with ``explain``, the changes that would make one fit
     when none does."""
     started = time.perf_counter()
-    offers = _offers(s, c)
     all_offers = load_offers(c.catalogs)
+    offers = _offers(s, c, all_offers)
     cards = {o.gpu_id: gpus()[o.gpu_id] for o in offers}
+    references = {g: best_on_demand(all_offers, g, price_filter(s)) for g in cards}
     evaluated, setups, fitting = 0, [], 0
     biggest = max(cards.values(), key=lambda g: g.usable_gib, default=None)
     for labels, change in _variants(s, c):
@@ -231,16 +243,29 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
                 if not ok:
                     continue
                 fitting += 1
-                setups += _priced(placed, m, gpu, labels, peak, offers, all_offers, trainable)
+                setups += _priced(placed, m, gpu, labels, peak, offers, references[gpu.id], trainable)
     owned = _filter_rank([x for x in setups if x.owned], c)
     setups = _filter_rank([x for x in setups if not x.owned], c)
     result = Recommendation(setups=setups[: c.top], evaluated=evaluated, fitting=fitting,
                             elapsed_s=time.perf_counter() - started, owned=owned[: c.top])
+    result.notes = _price_notes(s, c, all_offers, cards)
+    result.resolved = searched(s, m, c)
     if explain and c.have and not owned:
         result.owned_changes = _what_fits_owned(s, m, c)
     if not setups and explain:
-        result.changes = _what_would_fit(s, m, c, biggest, fitting)
+        result.changes = _what_would_fit(s, m, c, biggest, fitting, all_offers)
     return result
+
+
+def searched(s: Scenario, m: ModelSpec, c: Constraints) -> str:
+    """The resolved line of a search: the scenario, and the engines and GPU counts it tries."""
+    from ..resolve import describe
+
+    engine = None if s.task == "train" or "engine" in s.model_fields_set else "vLLM or transformers"
+    counts = f"1-{c.max_gpus}" if c.max_gpus > 1 else "1"
+    cards = "the GPUs of --gpus" if c.gpus else "every GPU type with a price"
+    layout = "data parallel or ZeRO" if s.task == "train" else "tensor parallel"
+    return describe(s, m, engine=engine, hardware=f"{counts} x {cards} ({layout})")
 
 
 def _what_fits_owned(s: Scenario, m: ModelSpec, c: Constraints) -> list[str]:
@@ -277,6 +302,14 @@ def _what_fits_owned(s: Scenario, m: ModelSpec, c: Constraints) -> list[str]:
     return out
 
 
+def _price_notes(s: Scenario, c: Constraints, all_offers: list[Offer], cards: dict) -> list[str]:
+    """What the price filter left out, and the GPUs asked for that have no price at all."""
+    notes = [f"{n} offers left out: {why} (--max-price-age-days, --include-low-confidence)"
+             for why, n in left_out(all_offers, s).items() if n]
+    notes += [f"no price for {gpus()[g].name} in the offers in force" for g in c.gpus if g not in cards]
+    return notes
+
+
 def _fit(s: Scenario, m: ModelSpec, gpu: GpuSpec, shared, c: Constraints) -> tuple[bool, float]:
     if shared is None:  # vLLM / llama.cpp: memory depends on the card's capacity
         _e, report = memory_report(s, m, gpu)
@@ -287,7 +320,8 @@ def _fit(s: Scenario, m: ModelSpec, gpu: GpuSpec, shared, c: Constraints) -> tup
 
 
 def _priced(s: Scenario, m: ModelSpec, gpu: GpuSpec, labels: list[str], peak: float, offers: list[Offer],
-            all_offers: list[Offer], trainable: int) -> list[Setup]:
+            reference: tuple[float, str] | None, trainable: int) -> list[Setup]:
+    """``s`` on every offer of ``gpu``; spot compared with ``reference``, the cheapest on-demand price anywhere."""
     out = []
     speeds: dict[str, object] = {}
     per_node = s.world_size // s.num_nodes if s.task == "train" else s.tp * s.pp
@@ -296,20 +330,18 @@ def _priced(s: Scenario, m: ModelSpec, gpu: GpuSpec, labels: list[str], peak: fl
             continue
         if offer.pricing == "owned" and offer.gpu_count < s.world_size:
             continue
+        if s.num_nodes > 1 and not multi_node(offer):
+            continue  # the provider sells no fabric between machines
         if offer.network not in speeds:
             speeds[offer.network] = speed_of(s, m, gpu, offer.network)
         speed = speeds[offer.network]
         cost = price_job(s, m, speed, offer, trainable, mtbi_h=s.mtbi_hours, disk_gbs=s.disk_gbs,
-                         on_demand_price=on_demand_price(all_offers, offer))
-        if not (math.isfinite(cost.usd_per_million_tokens or 0.0) and math.isfinite(cost.usd_total)):
-            continue  # a spot job whose checkpoints outlast the interruptions never finishes
+                         best_on_demand=reference)
+        if not cost.finishes:
+            continue
         hours = cost.hours if s.task == "train" and s.train_tokens else None
-        if offer.pricing == "owned":
-            offer_label = f"your {offer.gpu_count}x {short_id(offer.gpu_id)} (power only)"
-        elif offer.gpu_count == per_node:
-            offer_label = offer.label
-        else:
-            offer_label = f"{offer.label.replace(f'{offer.gpu_count}x', f'{per_node}x')} (per-GPU price)"
+        offer_label = f"your {offer.gpu_count}x {short_id(offer.gpu_id)} (power only)" if offer.pricing == "owned" \
+            else cost.offer
         priced = s if offer.pricing == "owned" else s.model_copy(update={
             "provider": offer.provider, "pricing": "spot" if offer.interruptible else "on_demand"})
         setup = Setup(scenario=priced, gpu_id=gpu.id, num_gpus=s.world_size, strategy=s.resolved_strategy if
@@ -318,13 +350,30 @@ def _priced(s: Scenario, m: ModelSpec, gpu: GpuSpec, labels: list[str], peak: fl
                       device_peak_gib=peak, capacity_gib=gpu.usable_gib,
                       headroom_pct=100 * (1 - peak / gpu.usable_gib), tokens_per_s=speed.tokens_per_s,
                       tokens_per_s_per_user=speed.tokens_per_s_per_sequence, ttft_s=speed.ttft_s,
+                      tokens_per_s_low=speed.tokens_per_s_low, tokens_per_s_high=speed.tokens_per_s_high,
                       bound=speed.bound, usd_per_hour=cost.usd_per_hour, hours=hours,
                       usd_total=cost.usd_total if hours is not None else None,
                       usd_per_million_tokens=cost.usd_per_million_tokens,
-                      price_age_days=cost.price_age_days, stale=cost.stale)
+                      price_age_days=cost.price_age_days, stale=cost.stale, price_confidence=cost.price_confidence,
+                      observed_at=cost.observed_at, price_origin=cost.price_origin,
+                      usd_per_gpu_hour=cost.usd_per_gpu_hour, gpus_per_instance=cost.gpus_per_instance,
+                      bill_usd=cost.bill_usd if hours is not None else None)
         setup.rationale = _rationale(setup, gpu, speed)
         out.append(setup)
     return out
+
+
+def _no_price(s: Scenario, c: Constraints, all_offers: list[Offer]) -> str:
+    """Why no offer is left: the GPUs asked for have no price (at all, or none recent and confident enough)."""
+    names = ", ".join(gpus()[g].name for g in c.gpus) or "the GPUs asked for"
+    rows = [o for o in all_offers if (not c.gpus or o.gpu_id in c.gpus) and (not c.providers or o.provider in
+                                                                              c.providers)]
+    if c.gpus and not rows:
+        return f"no price for {names}: no offer of it is in force (`gpuplan prices update` or --catalog FILE)"
+    if rows and not in_force(rows, price_filter(s)):
+        return (f"no price for {names} recent and confident enough: its {len(rows)} offers are older than "
+                f"{s.max_price_age_days} days or low confidence (--max-price-age-days, --include-low-confidence)")
+    return f"no {c.pricing.replace('_', '-')} offer for {names} matches --providers / --pricing: widen them"
 
 
 def _rationale(x: Setup, gpu: GpuSpec, speed) -> str:
@@ -342,7 +391,8 @@ def _rationale(x: Setup, gpu: GpuSpec, speed) -> str:
                      ("NVLink helps little" if gpu.nvlink_bandwidth_gbs else "PCIe is enough"))
     if speed.bound.startswith("host"):
         parts.append("eager decoding: a serving engine (--engine vllm) is several times faster")
-    parts.append(f"${x.usd_per_million_tokens:,.3g} per million tokens at {x.tokens_per_s:,.0f} tokens/s")
+    parts.append(f"${x.usd_per_million_tokens:,.3g} per million tokens at {x.tokens_per_s:,.0f} tokens/s "
+                 f"(likely {x.tokens_per_s_low:,.0f}-{x.tokens_per_s_high:,.0f}: ranked on the central value)")
     return "; ".join(parts)
 
 
@@ -370,12 +420,13 @@ def _filter_rank(setups: list[Setup], c: Constraints) -> list[Setup]:
     return ranked
 
 
-def _what_would_fit(s: Scenario, m: ModelSpec, c: Constraints, biggest: GpuSpec | None, fitting: int) -> list[str]:
+def _what_would_fit(s: Scenario, m: ModelSpec, c: Constraints, biggest: GpuSpec | None, fitting: int,
+                    all_offers: list[Offer] = ()) -> list[str]:
     """When nothing is left: each single relaxation that yields a setup (a bigger budget or a later deadline,
     LoRA/QLoRA, quantization, more GPUs, shorter sequences), with the best setup it gives, best first. Of the
     GPU counts and sequence lengths, only the smallest change that works is listed."""
     if biggest is None:
-        return ["no GPU in the catalog matches the allow-lists: widen --gpus / --providers / --pricing"]
+        return [_no_price(s, c, all_offers)]
     base = {**c.__dict__, "top": 1}
     tries: list[tuple[str, str, Scenario, Constraints]] = []  # (group, label, scenario, constraints)
     if fitting and c.budget_usd is not None:

@@ -1,9 +1,14 @@
-"""How fast a scenario runs: training step time and tokens/s, inference prefill and decode, communication.
+"""How fast a scenario runs, from the work each step does: training step time and tokens/s, inference prefill,
+decode and time to first token, communication.
 
+- :mod:`.gemm`: one GEMM's time from its shape and the card (achieved fraction of peak);
+- :mod:`.work`: the GPU and host work of one pass over the model;
 - :mod:`.flops`: FLOPs per token (PaLM appendix B) and the compute dtype;
-- :mod:`.comms`: link bandwidths and the bytes collectives move;
-- :mod:`.training` / :mod:`.inference`: step time per task;
-- :mod:`.breakdown`: the ``Speed`` result.
+- :mod:`.comms`: the setup's links (from the offer's network) and collective times;
+- :mod:`.training`: step time of a training scenario;
+- :mod:`.inference`: the reusable step-time primitives (:class:`StepTimer`: prefill, decode step, time to first
+  token alone and in a burst; :func:`serving_rates` for continuous batching) and the speed of a scenario;
+- :mod:`.breakdown`: the ``Speed`` result (parts that add up, a range).
 """
 
 from __future__ import annotations
@@ -13,7 +18,8 @@ from ..model import ModelSpec
 from ..scenario import Scenario
 from .breakdown import Speed
 from .flops import compute_dtype, matmul_params, training_flops_per_token
-from .inference import inference_speed
+from .gemm import gemm_efficiency, gemm_time_s
+from .inference import ServingRates, StepTimer, inference_speed, serving_rates, step_timer
 from .training import training_speed
 
 
@@ -23,5 +29,6 @@ def speed_of(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None = 
     return training_speed(s, m, gpu, network) if s.task == "train" else inference_speed(s, m, gpu, network)
 
 
-__all__ = ["Speed", "compute_dtype", "inference_speed", "matmul_params", "speed_of", "training_flops_per_token",
+__all__ = ["ServingRates", "Speed", "StepTimer", "compute_dtype", "gemm_efficiency", "gemm_time_s",
+           "inference_speed", "matmul_params", "serving_rates", "speed_of", "step_timer", "training_flops_per_token",
            "training_speed"]

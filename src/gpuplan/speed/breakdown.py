@@ -1,19 +1,53 @@
-"""The speed result every speed model returns."""
+"""The speed result every speed model returns: a step time that is the sum of its parts, the rates it
+implies, and the range the calibration spread gives them."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .. import overheads as oh
+
 
 @dataclass(kw_only=True)
 class Speed:
+    """Training: ``step_time_s`` is one optimizer step, ``tokens_per_s`` over all GPUs. Inference:
+    ``step_time_s`` is one decode step of the whole batch, ``tokens_per_s`` the output tokens/s of all
+    sequences together; ``ttft_s`` one request's prefill alone, ``ttft_burst_s`` the last of ``batch_size``
+    prompts arriving at once.
+
+    ``parts_s`` adds up to ``step_time_s`` (seconds per step by kind of work). ``tokens_per_s_low`` and
+    ``_high`` bracket the estimate with the calibration spread of this kind of estimate.
+    """
+
     tokens_per_s: float
     step_time_s: float
-    mfu_assumed: float | None
     bound: str
+    parts_s: dict[str, float] = field(default_factory=dict)
+    tokens_per_s_low: float = 0.0
+    tokens_per_s_high: float = 0.0
+    mfu: float | None = None
     compute_s: float = 0.0
     communication_s: float = 0.0
-    ttft_s: float | None = None
-    tokens_per_s_per_sequence: float | None = None
     flops_per_token: float | None = None
+    ttft_s: float | None = None
+    ttft_burst_s: float | None = None
+    tokens_per_s_per_sequence: float | None = None
+    request_latency_s: float | None = None
+    requests_per_s: float | None = None
     assumptions: list[str] = field(default_factory=list)
+
+    def with_range(self, kind: str, *widen: str) -> Speed:
+        """Set the low/high rates from the spread of ``kind`` (train | decode | prefill), widened for each
+        named weakness of this estimate (a default fabric, another vendor's software, CPU-held layers)."""
+        low, high = oh.SPEED_SPREAD[kind]
+        factor = 1.0
+        for reason in widen:
+            factor *= oh.SPEED_SPREAD_WIDENING[reason]
+        self.tokens_per_s_low = self.tokens_per_s * max(1 + low * factor, 0.05)
+        self.tokens_per_s_high = self.tokens_per_s * (1 + high * factor)
+        return self
+
+    @property
+    def spread_pct(self) -> float:
+        """Half the width of the range, in percent of the central value."""
+        return 50 * (self.tokens_per_s_high - self.tokens_per_s_low) / self.tokens_per_s if self.tokens_per_s else 0

@@ -1,44 +1,89 @@
-"""Communication: link bandwidth between GPUs and the bytes collectives move.
+"""Communication: the links of a setup (from the offer's :class:`~gpuplan.hardware.Network`, else the card's own)
+and the time of ring collectives over them.
 
-Ring collectives (Patarasuk & Yuan 2009): all-reduce moves ``2·(n-1)/n`` of the buffer per GPU, all-gather and
-reduce-scatter ``(n-1)/n``.
+Ring collectives (Patarasuk & Yuan 2009) move ``2·(n-1)/n`` of the buffer per GPU for an all-reduce and
+``(n-1)/n`` for an all-gather or reduce-scatter; each call also pays a latency (the alpha of the alpha-beta
+model, :data:`~gpuplan.overheads.COLLECTIVE_LATENCY_S`). Across nodes the ring runs through each node's
+network: every GPU gets ``node Gbit/s / GPUs per node`` (one NIC per GPU on HGX nodes), and a node without a
+fabric (``inter_node = "none"``) cannot join a multi-node job at all.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .. import overheads as oh
 from ..hardware import GpuSpec, Network
-from ..model import ModelSpec
-from ..scenario import Scenario
 
 
-def link_bandwidth_gbs(gpu: GpuSpec, s: Scenario, network: Network) -> tuple[float, str]:
-    """Unidirectional GB/s between GPUs: NVLink (half the bidirectional catalog figure) when the card has
-    it and the offer does not say PCIe; else PCIe (x16: 2 GB/s per lane-gen step); across nodes the
-    inter-node network."""
-    if s.num_nodes > 1:
-        return oh.INTER_NODE_GBS, "inter-node network"
-    if gpu.nvlink_bandwidth_gbs and not network.intra_node.startswith("pcie") and "PCIe" not in gpu.form_factor:
-        return gpu.nvlink_bandwidth_gbs / 2, "NVLink"
+@dataclass(frozen=True, kw_only=True)
+class Link:
+    """Achievable bandwidth per GPU and direction (bytes/s), per-call latency, and what it is, in words."""
+
+    bytes_per_s: float
+    latency_s: float
+    kind: str
+    label: str
+
+
+def _is_sxm(gpu: GpuSpec) -> bool:
+    return bool(gpu.nvlink_bandwidth_gbs) and "PCIe" not in gpu.form_factor
+
+
+def intra_node_link(gpu: GpuSpec, network: Network) -> Link:
+    """Within a node: NVLink (half the bidirectional catalog figure) where the offer says so, or the card is an
+    SXM/OAM module and the offer does not say otherwise; PCIe x16 of the card's generation with peer-to-peer;
+    through host memory without it (GeForce cards: NCCL's SHM transport)."""
+    kind = network.intra_node or ("nvlink" if _is_sxm(gpu) else "pcie-no-p2p" if gpu.segment == "consumer"
+                                  else "pcie")
+    if kind == "nvlink" and gpu.nvlink_bandwidth_gbs:
+        bw = gpu.nvlink_bandwidth_gbs / 2 * 1e9 * oh.NVLINK_EFFICIENCY
+        return Link(bytes_per_s=bw, latency_s=oh.COLLECTIVE_LATENCY_S["nvlink"], kind="nvlink",
+                    label=f"NVLink {gpu.nvlink_bandwidth_gbs / 2:.0f} GB/s")
     gen = gpu.pcie_generation or 4
-    return oh.PCIE_X16_GBS.get(gen, 32.0) * oh.PCIE_EFFICIENCY, f"PCIe gen{gen}"
+    bw = oh.PCIE_X16_GBS.get(gen, 32.0) * 1e9 * oh.PCIE_EFFICIENCY
+    if kind == "pcie-no-p2p":
+        return Link(bytes_per_s=bw * oh.PCIE_NO_P2P_FACTOR, latency_s=oh.COLLECTIVE_LATENCY_S["pcie-no-p2p"],
+                    kind=kind, label=f"PCIe gen{gen} without peer-to-peer (through host memory)")
+    return Link(bytes_per_s=bw, latency_s=oh.COLLECTIVE_LATENCY_S["pcie"], kind="pcie", label=f"PCIe gen{gen}")
 
 
-def training_comm_bytes(s: Scenario, m: ModelSpec) -> float:
-    """Bytes each GPU sends per optimizer step (ring collectives)."""
-    strategy, n, t = s.resolved_strategy, s.dp, s.tp
-    trainable = m.params_total if s.method == "full" else 0.01 * m.params_total
-    grad_bytes = (4 if s.precision.endswith("mixed") and strategy in ("ddp", "single") else 2) * trainable / (t * s.pp)
-    total = 0.0
-    if n > 1:
-        ring = (n - 1) / n
-        if strategy == "zero3":  # all-gather weights for forward and backward, reduce-scatter gradients
-            total += ring * (2 * 2 * m.params_total / (t * s.pp) + grad_bytes)
-        elif strategy in ("zero1", "zero2"):
-            total += ring * (grad_bytes + 2 * trainable / (t * s.pp))  # reduce-scatter + all-gather
-        else:
-            total += 2 * ring * grad_bytes  # all-reduce
-    if t > 1:  # Megatron TP: 4 all-reduces of b·s·h per layer (2 forward, 2 backward), per micro-batch
-        act = 2 * s.micro_batch_size * s.seq_len * m.hidden_size
-        total += s.grad_accum_steps * m.num_layers / s.pp * 4 * 2 * (t - 1) / t * act
-    return total
+def inter_node_link(gpu: GpuSpec, network: Network, gpus_per_node: int) -> Link | None:
+    """Between nodes, per GPU: the node's fabric shared by its GPUs. ``None`` when the provider sells no
+    multi-node fabric. Unknown fabrics take the default of the card's class (HGX: one 200 Gb/s NIC per GPU;
+    others: one 100 Gb/s Ethernet port per node), said in the assumptions."""
+    kind = network.inter_node
+    if kind == "none":
+        return None
+    if not kind:
+        kind = "infiniband" if _is_sxm(gpu) else "ethernet"
+    gbps = network.inter_node_gbps or oh.INTER_NODE_DEFAULT_GBPS["sxm" if _is_sxm(gpu) else "other"]
+    per_gpu = gbps / 8 * 1e9 / max(gpus_per_node, 1) * oh.INTER_NODE_EFFICIENCY.get(kind, 0.6)
+    return Link(bytes_per_s=per_gpu, latency_s=oh.COLLECTIVE_LATENCY_S.get(kind, 100e-6), kind=kind,
+                label=f"{kind} {gbps:.0f} Gb/s per node{'' if network.inter_node else ' (assumed)'}")
+
+
+def slowest_link(gpu: GpuSpec, network: Network, num_nodes: int, gpus_per_node: int) -> Link | None:
+    """The link a collective over all ranks is bound by: the inter-node share per GPU once the group spans
+    nodes (``None`` if there is no fabric), else the node's own links."""
+    intra = intra_node_link(gpu, network)
+    if num_nodes <= 1:
+        return intra
+    inter = inter_node_link(gpu, network, gpus_per_node)
+    if inter is None:
+        return None
+    return inter if inter.bytes_per_s < intra.bytes_per_s else intra
+
+
+def all_reduce_s(nbytes: float, ranks: int, link: Link) -> float:
+    """Ring all-reduce of an ``nbytes`` buffer over ``ranks`` GPUs."""
+    if ranks <= 1 or nbytes <= 0:
+        return 0.0
+    return 2 * (ranks - 1) / ranks * nbytes / link.bytes_per_s + link.latency_s
+
+
+def all_gather_s(nbytes: float, ranks: int, link: Link) -> float:
+    """Ring all-gather (or reduce-scatter) whose full, unsharded buffer is ``nbytes``."""
+    if ranks <= 1 or nbytes <= 0:
+        return 0.0
+    return (ranks - 1) / ranks * nbytes / link.bytes_per_s + link.latency_s

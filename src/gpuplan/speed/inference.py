@@ -1,63 +1,268 @@
-"""Inference speed: a roofline per phase (Williams et al. 2009; LLM-Viewer, formulas.md section 10).
+"""Inference time from the work of each step: reusable primitives, and the speed of a scenario built on them.
 
-Prefill is compute-bound (``2·N`` per token plus attention); decode reads the active weights and the KV cache
-once per step, so its time is ``max(bytes / (bandwidth x eta_mem), FLOPs / (peak x eta_compute))``, plus the
-host's per-step overheads (eager PyTorch kernel launches, the serving engine's loop) and TP all-reduces.
+The primitives (:class:`StepTimer`, built once per scenario x GPU x network by :func:`step_timer`) answer in
+microseconds and are what a serving scheduler calls per iteration:
+
+- ``timer.prefill_s(tokens, context=0)``: run ``tokens`` new prompt tokens (one sequence, or several summed)
+  after ``context`` cached ones: every linear at the GEMM efficiency of ``tokens`` rows, causal attention,
+  element-wise traffic, two TP all-reduces per layer, the engine's per-step cost;
+- ``timer.decode_s(batch, context)``: one decode iteration of ``batch`` sequences holding ``context`` tokens
+  each: the linears read every weight once (GEMMs of ``batch`` rows, so a roofline between weight traffic and
+  compute), routed experts only those the batch touches, the whole KV cache is read (the step grows with the
+  context), per-layer latency floors (kernel latency, TP all-reduces, MoE dispatch) and the host: eager
+  transformers launches every op from Python, vLLM and llama.cpp replay CUDA graphs but run an engine loop;
+- ``timer.ttft_s(prompt_tokens)``: one request alone; ``timer.burst_ttft_s(prompt_tokens, n)``: the last of
+  ``n`` prompts arriving at once (vLLM prefills them in chunks of ``max_num_batched_tokens``);
+- :func:`serving_rates`: continuous batching in steady state (vLLM/TGI-like): requests/s, output tokens/s and
+  each user's tokens/s at a concurrency.
+
+Layers split over GPUs by pipeline stages run one after another for one request (transformers'
+``device_map="auto"`` is not a pipeline): the time is the sum over stages. llama.cpp layers that do not fit
+run on the CPU at system-memory bandwidth; prompt batches of 32+ tokens copy those weights to the GPU over PCIe
+(ggml's op offload).
 """
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+
 from .. import overheads as oh
 from ..hardware import GpuSpec, Network
-from ..memory import kv_bytes_per_sequence, weight_format
-from ..model import ModelSpec
+from ..memory import attention_kernel, inference_memory, kv_bytes_per_sequence, weight_format
+from ..memory.runtimes import vllm
+from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from .breakdown import Speed
-from .comms import link_bandwidth_gbs
-from .flops import matmul_params
+from .comms import Link, all_reduce_s, intra_node_link
+from .gemm import bandwidth, gemm_time_s, peak_flops
+from .work import attention_s, eager_ops_per_layer, elementwise_s, lm_head_s, smooth_max
+
+
+@dataclass(frozen=True, kw_only=True)
+class StepTimer:
+    """Step-time primitives of one serving setup (see the module docstring). Build with :func:`step_timer`."""
+
+    s: Scenario
+    m: ModelSpec
+    gpu: GpuSpec
+    link: Link
+    dtype: str
+    weight_bytes_per_param: float  # of the quantized linears as stored (dequantized in the GEMM's read)
+    skip: tuple[str, ...]
+    kernel: str
+    cpu_layer_share: float  # llama.cpp: share of the decoder layers held in system RAM
+
+    # ---- prefill ----------------------------------------------------------------------------------------
+    def prefill_parts(self, tokens: int, *, context: int = 0, seqs: int = 1) -> dict[str, float]:
+        """Seconds by kind of work to prefill ``tokens`` new tokens (in ``seqs`` equal sequences)."""
+        m, gpu, tp = self.m, self.gpu, self.s.tp
+        if tokens <= 0:
+            return {}
+        gemm = self._linears_s(tokens) + lm_head_s(m, gpu, self.dtype, seqs, tp=tp)
+        attention = attention_s(m, gpu, self.dtype, seqs, math.ceil(tokens / seqs), kernel=self.kernel, tp=tp,
+                                context=context)
+        parts = {"gemm": gemm, "attention": attention, "elementwise": elementwise_s(m, gpu, tokens, tp=tp),
+                 "tensor_parallel": self._tp_s(tokens), "host": self._host_s(prefill=True)}
+        if self.cpu_layer_share:  # op offload: CPU-held weights cross PCIe once per 512-token micro-batch
+            pcie = intra_node_link(gpu, Network(intra_node="pcie")).bytes_per_s
+            ubatches = math.ceil(tokens / oh.LLAMA_CPP_UBATCH)
+            parts["cpu_layers_over_pcie"] = ubatches * self._layer_weight_bytes() * self.cpu_layer_share / pcie
+        return {k: v for k, v in parts.items() if v > 0}
+
+    def prefill_s(self, tokens: int, *, context: int = 0, seqs: int = 1) -> float:
+        """Seconds to prefill ``tokens`` new tokens after ``context`` cached ones."""
+        return sum(self.prefill_parts(tokens, context=context, seqs=seqs).values())
+
+    # ---- decode -----------------------------------------------------------------------------------------
+    def decode_parts(self, batch: int, context: float) -> dict[str, float]:
+        """Seconds by kind of work of one decode step of ``batch`` sequences of ``context`` tokens each."""
+        s, m, gpu, tp = self.s, self.m, self.gpu, self.s.tp
+        gpu_share = 1 - self.cpu_layer_share
+        weights = (self._linears_s(batch, dense_only=True) + self._experts_decode_s(batch)) * gpu_share
+        weights += lm_head_s(m, gpu, self.dtype, batch, tp=tp)
+        kv = batch * kv_bytes_per_sequence(s.model_copy(update={"engine": "vllm"}), m, int(context)) * gpu_share
+        kv_s = kv / bandwidth(gpu)
+        kernels = self._kernels_per_layer() * m.num_layers * gpu_share * oh.GEMM_KERNEL_LATENCY_S
+        gpu_s = weights + kv_s + kernels + elementwise_s(m, gpu, batch, tp=tp) * gpu_share
+        parts = {"weights": weights, "kv_cache": kv_s, "kernel_latency": kernels,
+                 "elementwise": elementwise_s(m, gpu, batch, tp=tp) * gpu_share}
+        if self.cpu_layer_share:
+            cpu_bw = oh.CPU_MEMORY_GBS * 1e9 * oh.CPU_BANDWIDTH_FRACTION
+            cpu_kv = batch * kv_bytes_per_sequence(s, m, int(context)) * self.cpu_layer_share
+            parts["cpu_layers"] = (self._layer_weight_bytes() * self.cpu_layer_share + cpu_kv) / cpu_bw
+        host = self._host_s(prefill=False, context=context)
+        if s.engine == "transformers":  # eager: the GPU waits on Python unless its kernels are longer
+            parts["host"] = smooth_max(gpu_s, host, oh.HOST_GPU_OVERLAP_SHARPNESS) - gpu_s
+        else:
+            parts["host"] = host
+        parts["tensor_parallel"] = self._tp_s(batch)
+        return {k: v for k, v in parts.items() if v > 0}
+
+    def decode_s(self, batch: int, context: float) -> float:
+        """Seconds of one decode step of ``batch`` sequences holding ``context`` tokens each."""
+        return sum(self.decode_parts(batch, context).values())
+
+    # ---- time to first token -----------------------------------------------------------------------------
+    def ttft_s(self, prompt_tokens: int) -> float:
+        """Time to first token of one request alone: its prefill (which yields the first token)."""
+        return self.prefill_s(prompt_tokens)
+
+    def burst_ttft_s(self, prompt_tokens: int, requests: int) -> float:
+        """Time to first token of the last of ``requests`` prompts arriving together: transformers prefills
+        them as one batch; vLLM in chunks of ``max_num_batched_tokens`` per iteration, one after another."""
+        total = prompt_tokens * requests
+        if self.s.engine != "vllm":
+            return self.prefill_s(total, seqs=requests)
+        chunk = vllm.scheduler_limits(self.s, self.m, self.gpu).max_num_batched_tokens
+        full, rest = divmod(total, chunk)
+        seqs_per_chunk = max(chunk / max(prompt_tokens, 1), 1)
+        t = full * self.prefill_s(chunk, seqs=max(int(seqs_per_chunk), 1)) if full else 0.0
+        return t + (self.prefill_s(rest, seqs=max(int(rest / prompt_tokens), 1)) if rest else 0.0)
+
+    # ---- pieces -------------------------------------------------------------------------------------------
+    def _linears_s(self, tokens: float, *, dense_only: bool = False) -> float:
+        """Every decoder linear for ``tokens`` rows (experts spread over the batch unless ``dense_only``)."""
+        m, gpu, tp = self.m, self.gpu, self.s.tp
+        total = 0.0
+        for layer, count in m.layer_kinds():
+            for lin in layer.linears:
+                w = 2.0 if lin.group in self.skip else self.weight_bytes_per_param
+                if lin.group == "experts" and lin.count > 1:
+                    if dense_only:
+                        continue
+                    rows = tokens * layer.experts_per_token / lin.count
+                    total += count * gemm_time_s(gpu, self.dtype, rows, lin.in_features, lin.out_features / tp,
+                                                 count=lin.count, weight_bytes=w, kernels=1)
+                else:
+                    n = lin.out_features / tp if lin.group != "router" else lin.out_features
+                    total += count * gemm_time_s(gpu, self.dtype, tokens, lin.in_features, n, weight_bytes=w)
+        return total
+
+    def _experts_decode_s(self, batch: int) -> float:
+        """Routed experts at decode: the batch touches ``E·(1-(1-k/E)^B)`` experts per layer (uniform routing),
+        each read once through one grouped kernel that reaches a fraction of the bandwidth when few are read."""
+        total = 0.0
+        for layer, count in self.m.layer_kinds():
+            for lin in layer.linears:
+                if lin.group == "experts" and lin.count > 1:
+                    k, e = layer.experts_per_token, lin.count
+                    touched = e * (1 - (1 - k / e) ** batch)
+                    nbytes = touched * lin.in_features * lin.out_features / self.s.tp * self.weight_bytes_per_param
+                    small = oh.MOE_SMALL_BATCH_BANDWIDTH_FRACTION
+                    frac = small + (1 - small) * min(1.0, touched / oh.MOE_FULL_BANDWIDTH_EXPERTS)
+                    flops = 2 * batch * k * lin.in_features * lin.out_features / self.s.tp
+                    total += count * max(nbytes / (bandwidth(self.gpu) * frac),
+                                         flops / peak_flops(self.gpu, self.dtype))
+        return total
+
+    def _layer_weight_bytes(self) -> float:
+        """Bytes of all decoder layers' weights on one GPU as stored."""
+        return sum(count * sum(lin.weight_params * (2.0 if lin.group in self.skip else self.weight_bytes_per_param)
+                               for lin in layer.linears) for layer, count in self.m.layer_kinds()) / self.s.tp
+
+    def _kernels_per_layer(self) -> float:
+        """Non-GEMM kernels of one decoder layer (norms, rotary, cache write, attention, activation...)."""
+        per = oh.DECODE_KERNELS_PER_LAYER - 7  # the 7 linears pay their own latency in gemm_time_s
+        moe = self.m.is_moe and any(layer.moe for layer in self.m.layers)
+        mla = any(layer.attention == "mla" for layer in self.m.layers)
+        return per + (oh.MOE_KERNELS_PER_LAYER if moe else 0) + (oh.MLA_KERNELS_PER_LAYER if mla else 0)
+
+    def _tp_s(self, tokens: float) -> float:
+        """Two all-reduces of ``tokens x hidden`` 16-bit activations per layer (Megatron row-parallel outputs),
+        each paying the link's latency: the per-layer floor of tensor parallelism at small batch."""
+        if self.s.tp <= 1:
+            return 0.0
+        return 2 * self.m.num_layers * all_reduce_s(tokens * self.m.hidden_size * 2, self.s.tp, self.link)
+
+    def _host_s(self, *, prefill: bool, context: float = 0) -> float:
+        """Host time of one step: eager transformers launches every op from Python; vLLM and llama.cpp replay
+        CUDA graphs and run their engine loop between steps."""
+        s, m = self.s, self.m
+        if s.engine == "transformers":
+            ops = eager_ops_per_layer() * m.num_layers * oh.EAGER_OP_OVERHEAD_S
+            return ops + oh.GENERATE_STEP_OVERHEAD_S + oh.EAGER_DECODE_S_PER_CONTEXT_TOKEN * context
+        if s.engine == "vllm":
+            return oh.VLLM_STEP_OVERHEAD_S
+        return oh.LLAMA_CPP_STEP_OVERHEAD_S
+
+
+def step_timer(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None = None) -> StepTimer:
+    """The step-time primitives of ``s`` (engine, quantization, TP) on ``gpu`` over ``network``."""
+    network = network or Network()
+    dtype = "fp16" if not gpu.supports_dtype("bf16") else ("fp8" if s.quant == "fp8" and gpu.supports_dtype("fp8")
+                                                           else "bf16")
+    fmt, skip = weight_format(s, m)
+    sample = next((lin for layer in m.layers for lin in layer.linears if lin.group not in skip), None)
+    per_param = fmt.linear_weight_bytes(sample) / sample.weight_params if sample else 2.0
+    cpu_share = 0.0
+    if s.engine == "llama.cpp":
+        e = inference_memory(s, m, gpu.usable_gib)
+        cpu_share = e.extra.get("offloaded_layers", 0) / m.num_layers
+    return StepTimer(s=s, m=m, gpu=gpu, link=intra_node_link(gpu, network), dtype=dtype,
+                     weight_bytes_per_param=per_param, skip=skip, kernel=attention_kernel(s, m),
+                     cpu_layer_share=cpu_share)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServingRates:
+    """Continuous batching in steady state at ``concurrency`` requests in flight."""
+
+    concurrency: int
+    requests_per_s: float
+    output_tokens_per_s: float
+    tokens_per_s_per_user: float
+    request_latency_s: float
+    decode_step_s: float
+
+
+def serving_rates(timer: StepTimer, *, concurrency: int, prompt_tokens: int, output_tokens: int) -> ServingRates:
+    """vLLM/TGI-like continuous batching: while ``concurrency`` requests decode together, each one finishing is
+    replaced by a new one whose prompt is prefilled between decode iterations. Per cycle of
+    ``output_tokens`` iterations the engine decodes the batch at the mean context (``prompt + output/2``) and
+    prefills ``concurrency`` new prompts: requests/s = ``concurrency / cycle``, each user's tokens/s =
+    ``output / cycle``. Transformers' static batching is the same cycle with every prompt prefilled at once.
+    """
+    decode = timer.decode_s(concurrency, prompt_tokens + output_tokens / 2)
+    prefill = timer.burst_ttft_s(prompt_tokens, concurrency) if concurrency > 1 else timer.prefill_s(prompt_tokens)
+    cycle = output_tokens * decode + prefill
+    return ServingRates(concurrency=concurrency, requests_per_s=concurrency / cycle,
+                        output_tokens_per_s=concurrency * output_tokens / cycle,
+                        tokens_per_s_per_user=output_tokens / cycle, request_latency_s=cycle, decode_step_s=decode)
 
 
 def inference_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None = None) -> Speed:
-    """Prefill time (time to first token) and decode tokens/s at ``batch_size`` concurrent sequences."""
-    dtype = "fp16" if not gpu.supports_dtype("bf16") else ("fp8" if s.quant == "fp8" and gpu.supports_dtype("fp8")
-                                                           else "bf16")
-    peak = (gpu.peak_tflops(dtype) or gpu.peak_tflops("fp16") or 0) * 1e12
-    bw = gpu.bandwidth_gbs * 1e9
-    gpus_ = s.tp * s.pp
-    n = matmul_params(m)
-    # prefill: 2N per token + causal attention (2 matmuls x 2 FLOP x a·d x s/2 average keys)
-    prompt = s.batch_size * s.prompt_tokens
-    attn = sum(4 * m.num_heads * m.head_dim * min(s.prompt_tokens, layer.window or s.prompt_tokens) / 2
-               for layer in m.layers)
-    prefill = prompt * (2 * n + attn) / (gpus_ * peak * oh.PREFILL_EFFICIENCY)
-    # decode: read active weights (experts touched by the batch) + the KV cache, once per step
-    fmt, skip = weight_format(s, m)
-    weights = sum(m.weight_bytes(fmt, skip=skip).values())
-    if m.is_moe:
-        expert_bytes = m.weight_bytes(fmt, skip=skip)["experts"]
-        touched = 1 - (1 - m.experts_per_token / m.num_experts) ** s.batch_size
-        weights -= expert_bytes * (1 - touched)
-    context = s.prompt_tokens + s.output_tokens / 2
-    kv = s.batch_size * kv_bytes_per_sequence(s.model_copy(update={"engine": "vllm", "tp": 1}), m, int(context))
-    mem_time = (weights + kv) / (gpus_ * bw * oh.DECODE_BW_EFFICIENCY)
-    flop_time = s.batch_size * 2 * n / (gpus_ * peak * oh.PREFILL_EFFICIENCY)
-    comm = 0.0
-    if s.tp > 1:
-        link_bw, _ = link_bandwidth_gbs(gpu, s, network or Network())
-        per_layer = 2 * 2 * (s.tp - 1) / s.tp * 2 * s.batch_size * m.hidden_size
-        comm = m.num_layers * (per_layer / (link_bw * 1e9) + 2 * oh.COLLECTIVE_LATENCY_S)
-    host = (m.num_layers / s.pp * oh.EAGER_OPS_PER_LAYER * oh.EAGER_OP_OVERHEAD_S + oh.GENERATE_STEP_OVERHEAD_S
-            if s.engine == "transformers" else 0.0)
-    engine_loop = oh.VLLM_STEP_OVERHEAD_S if s.engine == "vllm" else 0.0
-    step = max(mem_time, flop_time, host) + comm + engine_loop
-    bound = "memory" if mem_time >= flop_time else "compute"
-    if host > max(mem_time, flop_time):
-        bound = "host (kernel launches)"
-    if comm > max(mem_time, flop_time, host):
-        bound = "communication"
-    speed = Speed(tokens_per_s=s.batch_size / step, step_time_s=step, mfu_assumed=None, bound=bound,
-                  compute_s=prefill, communication_s=comm, ttft_s=prefill, tokens_per_s_per_sequence=1 / step)
-    speed.assumptions.append(f"decode reads {weights / 2**30:.1f} GiB of weights + {kv / 2**30:.2f} GiB of KV per "
-                             f"step at {oh.DECODE_BW_EFFICIENCY:.0%} of {gpu.bandwidth_gbs:.0f} GB/s; prefill at "
-                             f"{oh.PREFILL_EFFICIENCY:.0%} of the {dtype} peak")
-    return speed
+    """Decode step, aggregate and per-user output tokens/s, and time to first token (alone and in a burst)
+    of ``batch_size`` concurrent requests of ``prompt_tokens`` + ``output_tokens``."""
+    timer = step_timer(s, m, gpu, network)
+    b, p, o = s.batch_size, s.prompt_tokens, s.output_tokens
+    context = p + o / 2
+    parts = timer.decode_parts(b, context)
+    step = sum(parts.values())
+    rates = serving_rates(timer, concurrency=b, prompt_tokens=p, output_tokens=max(o, 1))
+    single = timer.ttft_s(p)
+    burst = timer.burst_ttft_s(p, b)
+    gpu_side = parts.get("weights", 0) + parts.get("kv_cache", 0) + parts.get("elementwise", 0)
+    latency = parts.get("kernel_latency", 0) + parts.get("tensor_parallel", 0)
+    bound = max(("memory", gpu_side), ("host (kernel launches)" if s.engine == "transformers" else "host (engine loop)",
+                                       parts.get("host", 0)),
+                ("latency (per-layer kernels and all-reduces)", latency),
+                ("system memory (CPU layers)", parts.get("cpu_layers", 0)), key=lambda kv: kv[1])[0]
+    speed = Speed(tokens_per_s=rates.output_tokens_per_s, step_time_s=step, bound=bound, parts_s=parts,
+                  compute_s=burst, communication_s=parts.get("tensor_parallel", 0.0), ttft_s=single,
+                  ttft_burst_s=burst, tokens_per_s_per_sequence=rates.tokens_per_s_per_user,
+                  request_latency_s=rates.request_latency_s, requests_per_s=rates.requests_per_s)
+    shares = ", ".join(f"{k.replace('_', ' ')} {1e3 * v:.2f} ms" for k, v in
+                       sorted(parts.items(), key=lambda kv: -kv[1])[:4])
+    speed.assumptions.append(f"decode step of {b} sequence(s) at {context:,.0f} tokens of context: {shares}; "
+                             f"every weight and the whole KV cache read once per step")
+    speed.assumptions.append(f"time to first token {single:.2f} s for one {p:,}-token prompt alone, "
+                             f"{burst:.2f} s for the last of {b} arriving together")
+    if timer.cpu_layer_share:
+        speed.assumptions.append(f"llama.cpp: {timer.cpu_layer_share:.0%} of the layers run on the CPU from system "
+                                 f"RAM at ~{oh.CPU_MEMORY_GBS * oh.CPU_BANDWIDTH_FRACTION:.0f} GB/s (assumed "
+                                 "dual-channel DDR5)")
+    widen = ["cpu layers"] if timer.cpu_layer_share else []
+    if gpu.vendor != "NVIDIA":
+        widen.append("other vendor")
+    return speed.with_range("decode", *widen)

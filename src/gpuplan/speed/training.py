@@ -1,6 +1,26 @@
-"""Training step time: FLOPs / (GPUs x dense peak x MFU), with collectives overlapped up to the compute time.
+"""Training step time from the work each step does (per GPU), not one efficiency constant.
 
-MFU defaults live in :mod:`gpuplan.overheads`; we report which bound (compute or communication) dominates.
+One optimizer step is ``grad_accum_steps`` micro-steps plus the step's own fixed costs:
+
+- **micro-step, GPU work** (:mod:`.work`): every linear's GEMMs at the efficiency of its shape (forward,
+  input gradient, weight gradient for trained weights, the forward again under full recomputation), peft's
+  adapter GEMMs, attention, element-wise traffic, the loss, QLoRA's dequantization of every 4-bit weight each
+  time a pass uses it (memory-bound), fp8 casts of the linears' inputs (fp8 runs the linears only: attention
+  and the rest stay 16-bit);
+- **micro-step, host work**: eager PyTorch launches ~40 ops per layer forward (+5 per LoRA linear) at
+  ~20 us each and the backward's autograd ops at ~10 us; DeepSpeed ZeRO-3 adds its module hooks. Host and
+  GPU overlap: the micro-step takes their smooth maximum;
+- **micro-step, communication**: Megatron TP's 4 all-reduces per layer (6 with recomputation) on the critical
+  path; ZeRO-3/FSDP all-gathers the weights once per micro-batch in the forward and again in the backward,
+  prefetched behind compute where it fits; ZeRO-2/3 reduce-scatter gradients every micro-batch behind the
+  backward; CPU parameter offload streams the weights over PCIe on every pass;
+- **per step**: DDP's all-reduce (or ZeRO-1's reduce-scatter) behind the last backward, the 16-bit weights'
+  all-gather after a ZeRO-1/2 step, the optimizer (states, master weights and gradients read and written
+  once, memory-bound; DeepSpeed CPU Adam plus the PCIe round trip when offloaded), the trainer loop and the
+  dataloader; Megatron's 1F1B pipeline bubble (``p-1`` micro-steps of fill and drain per step).
+
+``parts_s`` of the result adds up to the step. The training stack's own factor (torch.compile, fused
+kernels) multiplies the micro-steps' busy time: :func:`stack_factor`.
 """
 
 from __future__ import annotations
@@ -9,28 +29,202 @@ import math
 
 from .. import overheads as oh
 from ..hardware import GpuSpec, Network
-from ..model import ModelSpec
+from ..memory import attention_kernel, lora_targets, weight_format
+from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from .breakdown import Speed
-from .comms import link_bandwidth_gbs, training_comm_bytes
+from .comms import all_gather_s, all_reduce_s, intra_node_link, slowest_link
 from .flops import compute_dtype, training_flops_per_token
+from .gemm import bandwidth, peak_flops
+from .work import attention_s, eager_ops_per_layer, elementwise_s, linears_s, lm_head_s, lora_s, loss_s, smooth_max
+
+
+def stack_factor(s: Scenario) -> tuple[float, str]:
+    """The training stack's multiplier on the micro-steps' busy time (compile, fused kernels), and why.
+
+    The HF Trainer + peft stack is the baseline (1.0): every constant of this model was set against it and
+    against plain-PyTorch stacks of the same eager kind (llm-foundry, Megatron). Stacks that compile or fuse
+    (torchtitan, Unsloth, Liger) return their measured ratio here.
+    """
+    return 1.0, ""
+
+
+def _trainable(s: Scenario, m: ModelSpec) -> float:
+    """Parameters with gradients and optimizer states (LoRA: the adapters, ~1 % of the base or fewer)."""
+    if s.method == "full":
+        return float(m.params_total)
+    from ..memory import adapts_experts, lora_params
+
+    return float(lora_params(m, lora_targets(s, m), s.lora_rank, adapts_experts(s, m)))
+
+
+def _optimizer_bytes_per_param(s: Scenario) -> float:
+    """Bytes the optimizer step reads and writes per trained parameter (memory-bound update)."""
+    mixed = s.precision.endswith("mixed") or s.method != "full"
+    master = 4 if mixed else 2
+    grad = 4 if mixed else 2
+    state = {"adamw": 2 * master, "adamw-8bit": 2 + 8 / 256, "paged-adamw-8bit": 2 + 8 / 256, "lion": master,
+             "sgd-momentum": master, "sgd": 0.0, "adafactor": 0.1}[s.optimizer]
+    low_copy = 2 if mixed else 0
+    return 2 * (master + state) + grad + low_copy  # read master+states+grad, write master+states (+16-bit copy)
+
+
+def _sharded_weight_bytes(s: Scenario, m: ModelSpec) -> float:
+    """Bytes of one pipeline stage's weights as ZeRO-3 gathers them: 16-bit, or the frozen base's storage
+    format under LoRA/QLoRA (the gather moves what is stored)."""
+    if s.method == "full":
+        return 2.0 * m.params_total / (s.tp * s.pp)
+    fmt, skip = weight_format(s, m)
+    return sum(m.weight_bytes(fmt, skip=skip).values()) / (s.tp * s.pp)
 
 
 def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None = None) -> Speed:
+    """Step time and tokens/s of ``s`` on ``gpu`` over ``network`` (see the module docstring)."""
+    network = network or Network()
     dtype = compute_dtype(s)
-    peak = (gpu.peak_tflops(dtype) or gpu.peak_tflops("bf16") or gpu.peak_tflops("fp16") or 0) * 1e12
-    mfu = oh.mfu(gpu, s)
+    tp, pp, dp, accum = s.tp, s.pp, s.dp, s.grad_accum_steps
+    share = 1 / pp  # each pipeline stage holds this share of the layers
+    tokens = s.micro_batch_size * s.seq_len
+    recompute = 1 if s.grad_checkpointing == "full" else 0
+    full = s.method == "full"
+    kernel = attention_kernel(s, m)
+    assumptions: list[str] = []
+
+    # ---- GPU work of one micro-step ------------------------------------------------------------------
+    act_bytes = 1.0 if dtype == "fp8" else (4.0 if dtype == "tf32" else 2.0)
+    forward = linears_s(m, gpu, dtype, tokens, tp=tp, layers=share, act_bytes=act_bytes, weight_bytes=act_bytes)
+    head = lm_head_s(m, gpu, "bf16" if dtype == "fp8" else dtype, tokens, tp=tp) * share
+    gemm = forward * (2 + recompute + full) + head * (2 + full)
+    targets = lora_targets(s, m) if not full else frozenset()
+    lora = lora_s(m, gpu, tokens, s.lora_rank, targets, tp=tp, layers=share, dropout=s.lora_dropout > 0) \
+        * (3 + recompute) if targets else 0.0
+    attention = attention_s(m, gpu, "bf16" if dtype == "fp8" else dtype, s.micro_batch_size, s.seq_len,
+                            kernel=kernel, tp=tp, layers=share)
+    attention *= 1 + recompute + (oh.ATTENTION_BACKWARD_FLOP_RATIO if kernel != "eager" else 2)
+    elementwise = elementwise_s(m, gpu, tokens, tp=tp, layers=share) * (1 + recompute + oh.ELEMENTWISE_BACKWARD_RATIO)
+    if dtype == "fp8":  # Transformer Engine fuses the norms and casts into its linears
+        elementwise *= oh.FP8_ELEMENTWISE_FACTOR
+    elementwise += loss_s(m, gpu, tokens, tp=tp) * share
+    extra = 0.0
+    if s.method == "qlora":  # dequantize every 4-bit weight each pass that multiplies by it
+        _, skip = weight_format(s, m)
+        params = sum(c * lin.weight_params for layer, c in m.layer_kinds() for lin in layer.linears
+                     if lin.group not in skip)
+        per_pass = params / (tp * pp) * oh.QLORA_DEQUANT_BYTES_PER_PARAM / (
+            bandwidth(gpu) * oh.QLORA_DEQUANT_BANDWIDTH_FRACTION)
+        extra += per_pass * (2 + recompute)
+        assumptions.append(f"QLoRA dequantizes the 4-bit base on each of {2 + recompute} passes per micro-step "
+                           f"({per_pass * 1e3:.1f} ms each, memory-bound)")
+    if dtype == "fp8":  # Transformer Engine / torchao cast the linears' inputs to fp8 each pass
+        cast = tokens * sum(c * sum(lin.in_features for lin in layer.linears) for layer, c in m.layer_kinds())
+        extra += cast * share / tp * 3 / bandwidth(gpu) * (2 + recompute + full)
+        assumptions.append("fp8 on the linear layers only; attention, norms and the loss stay 16-bit")
+    gpu_busy = gemm + lora + attention + elementwise + extra
+
+    # ---- host work of one micro-step (eager PyTorch) --------------------------------------------------
+    layers_here = m.num_layers * share
+    n_lora = len({lin.name for layer, _ in m.layer_kinds() for lin in layer.linears if lin.name in targets})
+    ops = eager_ops_per_layer(n_lora) * layers_here
+    host = ops * oh.EAGER_OP_OVERHEAD_S * (1 + recompute) + ops * oh.BACKWARD_OPS_RATIO * oh.AUTOGRAD_OP_OVERHEAD_S
+    deepspeed_zero3 = s.resolved_strategy == "zero3" and s.strategy != "fsdp"
+    if deepspeed_zero3:
+        host += layers_here * (2 + recompute) * oh.ZERO3_HOOK_S_PER_LAYER_PASS
+    factor, why = stack_factor(s)
+    busy = smooth_max(gpu_busy, host, oh.HOST_GPU_OVERLAP_SHARPNESS) * factor
+    if why:
+        assumptions.append(why)
+
+    # ---- communication of one micro-step ---------------------------------------------------------------
+    intra = intra_node_link(gpu, network)
+    per_node = s.num_gpus
+    dp_link = slowest_link(gpu, network, s.num_nodes, per_node)
+    if dp_link is None:
+        dp_link = intra
+        assumptions.append("the offer's provider sells no multi-node fabric: this setup cannot span nodes")
+    tp_comm = 0.0
+    if tp > 1:
+        act = tokens * m.hidden_size * 2
+        tp_comm = layers_here * (4 + 2 * recompute) * all_reduce_s(act, tp, intra) * (1 - oh.TP_OVERLAP)
+    forward_time = busy / (3 + recompute)  # forward share of the micro-step; the backward is about twice it
+    backward_time = 2 * forward_time
+    strategy = s.resolved_strategy
+    trainable = _trainable(s, m)
+    grad_bytes = 2.0 if strategy in ("zero1", "zero2", "zero3") and s.strategy != "fsdp" else (
+        4.0 if s.precision.endswith("mixed") else 2.0)
+    grads = trainable * grad_bytes / (tp * pp)
+    gather = reduce = 0.0
+    if strategy == "zero3" and dp > 1:
+        g = all_gather_s(_sharded_weight_bytes(s, m), dp, dp_link)
+        gather = max(0.0, g - oh.DP_OVERLAP * forward_time) + max(0.0, g - oh.DP_OVERLAP * backward_time)
+    if strategy in ("zero2", "zero3") and dp > 1:
+        reduce = max(0.0, all_gather_s(grads, dp, dp_link) - oh.DP_OVERLAP * backward_time)
+    offload = 0.0
+    pcie = intra_node_link(gpu, Network(intra_node="pcie")).bytes_per_s
+    if s.offload == "optimizer+params":  # every pass fetches this rank's shard from host memory
+        offload += (2 + recompute) * _sharded_weight_bytes(s, m) / dp / pcie
+        assumptions.append("parameter offload: each forward, recomputation and backward streams the weights "
+                           "over PCIe")
+    micro = busy + tp_comm + gather + reduce + offload
+
+    # ---- per step --------------------------------------------------------------------------------------
+    sync = 0.0
+    if dp > 1 and strategy in ("ddp", "single"):
+        sync = max(0.0, all_reduce_s(grads, dp, dp_link) - oh.DP_OVERLAP * backward_time)
+    elif dp > 1 and strategy == "zero1":
+        sync = max(0.0, all_gather_s(grads, dp, dp_link) - oh.DP_OVERLAP * backward_time)
+    if dp > 1 and strategy in ("zero1", "zero2"):  # updated 16-bit weights gathered after the step
+        sync += max(0.0, all_gather_s(2.0 * trainable / (tp * pp), dp, dp_link) - oh.DP_OVERLAP * forward_time)
+    shard = trainable / (tp * pp) / (dp if strategy in ("zero1", "zero2", "zero3") else 1)
+    if s.offload != "none":
+        optimizer = shard / oh.CPU_ADAM_PARAMS_PER_S + 2 * 2 * shard / pcie  # CPU Adam + grads down, weights up
+        assumptions.append(f"optimizer offloaded: DeepSpeed CPU Adam at ~{oh.CPU_ADAM_PARAMS_PER_S:.0e} "
+                           "parameters/s (assumed) plus the PCIe round trip of gradients and weights")
+    else:
+        optimizer = shard * _optimizer_bytes_per_param(s) / bandwidth(gpu)
+    loop = oh.TRAINER_STEP_OVERHEAD_S + accum * oh.DATALOADER_S_PER_MICRO_STEP
+    bubble = (pp - 1) * micro  # 1F1B: p-1 micro-steps of fill and drain per step
+    step = accum * micro + bubble + sync + optimizer + loop
+    if s.num_nodes > 1:
+        straggle = step * (1 / oh.MULTINODE_STRAGGLER - 1)
+        step += straggle
+    else:
+        straggle = 0.0
+
+    parts = {"gemm": accum * gemm, "attention": accum * attention, "elementwise": accum * elementwise,
+             "lora_adapters": accum * lora, "dequant_and_casts": accum * extra,
+             "host_overhead": accum * (busy - gpu_busy), "tensor_parallel": accum * tp_comm,
+             "zero3_gathers": accum * gather, "gradient_sync": accum * reduce + sync, "offload": accum * offload,
+             "pipeline_bubble": bubble, "optimizer": optimizer, "trainer_loop": loop, "stragglers": straggle}
+    parts = {k: v for k, v in parts.items() if v > 0}
+    tokens_step = tokens * accum * dp
+    comm = parts.get("tensor_parallel", 0) + parts.get("zero3_gathers", 0) + parts.get("gradient_sync", 0)
+    bound = max(("compute", accum * gpu_busy), ("host (kernel launches)", accum * (busy - gpu_busy)),
+                ("communication", comm + parts.get("offload", 0)), key=lambda kv: kv[1])[0]
     fpt = training_flops_per_token(s, m)
-    tokens_step = s.micro_batch_size * s.seq_len * s.grad_accum_steps * s.dp
-    compute = tokens_step * fpt / (s.world_size * peak * mfu) if peak else math.inf
-    bw, link = link_bandwidth_gbs(gpu, s, network or Network())
-    comm = training_comm_bytes(s, m) / (bw * 1e9) if s.world_size > 1 else 0.0
-    step = max(compute, comm)
-    speed = Speed(tokens_per_s=tokens_step / step, step_time_s=step, mfu_assumed=mfu,
-                  bound="communication" if comm > compute else "compute", compute_s=compute, communication_s=comm,
-                  flops_per_token=fpt)
-    speed.assumptions.append(f"MFU {mfu:.2f} ({oh.mfu_source(gpu, s)}); {fpt / 1e9:.1f} GFLOP/token "
-                             f"(6N + attention, PaLM appendix B{'; LoRA backward 2N' if s.method != 'full' else ''})")
+    model_fpt = training_flops_per_token(s.model_copy(update={"grad_checkpointing": "none"}), m)
+    tokens_per_s = tokens_step / step
+    speed = Speed(tokens_per_s=tokens_per_s, step_time_s=step, bound=bound, parts_s=parts,
+                  mfu=model_fpt * tokens_per_s / (s.world_size * peak_flops(gpu, dtype)) if peak_flops(gpu, dtype)
+                  else None, compute_s=accum * busy, communication_s=comm, flops_per_token=fpt,
+                  assumptions=assumptions)
+    speed.assumptions.insert(0, _summary(s, gpu, dtype, tokens, speed))
     if s.world_size > 1:
-        speed.assumptions.append(f"collectives over {link} at {bw:.0f} GB/s per direction, overlapped with compute")
-    return speed
+        speed.assumptions.append(f"collectives over {dp_link.label if s.num_nodes > 1 else intra.label}"
+                                 + ("; DeepSpeed ZeRO-3 module hooks on every pass" if deepspeed_zero3 else ""))
+    widen = []
+    if gpu.vendor != "NVIDIA":
+        widen.append("other vendor")
+    if s.num_nodes > 1 and not network.inter_node:
+        widen.append("no fabric data")
+    return speed.with_range("train", *widen)
+
+
+def _summary(s: Scenario, gpu: GpuSpec, dtype: str, tokens: int, speed: Speed) -> str:
+    from .gemm import gemm_efficiency
+
+    eff = gemm_efficiency(gpu, dtype, tokens, 4096, 4096)
+    top = sorted(speed.parts_s.items(), key=lambda kv: -kv[1])[:3]
+    shares = ", ".join(f"{k.replace('_', ' ')} {100 * v / speed.step_time_s:.0f}%" for k, v in top)
+    return (f"step = work per micro-step x {s.grad_accum_steps} + per-step costs ({shares}); a {tokens:,}-token "
+            f"micro-step's 4096x4096 GEMM reaches {eff:.0%} of the {dtype} peak on {gpu.name}; implied MFU "
+            f"{speed.mfu or math.nan:.2f}")

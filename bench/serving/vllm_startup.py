@@ -1,0 +1,77 @@
+"""Score gpuplan's vLLM startup memory against public vLLM logs (bench/serving/vllm_startup_cases.yaml).
+
+    python bench/serving/vllm_startup.py [--out bench/results/vllm_startup.md]
+
+For each case: the KV pool (GiB) and KV tokens gpuplan predicts against what vLLM printed. Positive error =
+gpuplan more generous than vLLM (the unsafe direction). Prints the table, the median absolute error and the most
+generous row of each column, and writes them as markdown.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+import yaml
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+sys.path.insert(0, str(ROOT / "src"))
+
+from gpuplan import estimate  # noqa: E402
+
+
+def predict(scenario: dict) -> tuple[float, int]:
+    scenario = {"task": "infer", "engine": "vllm", **scenario}
+    if str(scenario["model"]).startswith("bench/"):
+        scenario["model"] = str(ROOT / scenario["model"])
+    engine = estimate(scenario, advise=False).memory.engine
+    return engine["available_kv_cache_gib"], engine["kv_cache_tokens"]
+
+
+def pct(pred: float, real: float) -> float:
+    return 100 * (pred - real) / real
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=str(ROOT / "bench/results/vllm_startup.md"))
+    args = ap.parse_args()
+    cases = yaml.safe_load((HERE / "vllm_startup_cases.yaml").read_text())
+    rows = []
+    errors: dict[tuple[str, str], list[float]] = {}
+    for c in cases:
+        kv, tokens = predict(c["scenario"])
+        e_kv = pct(kv, c["kv_gib"]) if "kv_gib" in c else None
+        e_tok = pct(tokens, c["kv_tokens"]) if "kv_tokens" in c else None
+        role = "excluded" if c.get("excluded") else c.get("role", "check")
+        for what, err in (("KV pool", e_kv), ("KV tokens", e_tok)):
+            if err is not None:
+                errors.setdefault((what, role), []).append(err)
+        rows.append((c["id"], c["scenario"].get("engine_version"), c.get("kv_gib"), kv, e_kv, c.get("kv_tokens"),
+                     tokens, e_tok, c.get("derived", False), role, c.get("excluded", "")))
+    lines = ["| case | vLLM | role | pool logged GiB | gpuplan GiB | err % | tokens logged | gpuplan tokens | err % |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|"]
+    for cid, ver, kv_real, kv, e_kv, tok_real, tok, e_tok, derived, role, why in rows:
+        logged = "" if kv_real is None else f"{kv_real:.2f}" + ("*" if derived else "")
+        lines.append(f"| {cid} | {ver} | {role}{': ' + why if why else ''} | {logged} | "
+                     f"{kv:.2f} | {'' if e_kv is None else f'{e_kv:+.1f}'} | "
+                     f"{'' if tok_real is None else f'{tok_real:,}'} | {tok:,} | "
+                     f"{'' if e_tok is None else f'{e_tok:+.1f}'} |")
+    summary = ["| quantity | rows | n | median abs error | most generous | most conservative |",
+               "|---|---|---:|---:|---:|---:|"]
+    for (what, role), errs in sorted(errors.items()):
+        summary.append(f"| {what} | {role} | {len(errs)} | {statistics.median(map(abs, errs)):.1f}% | "
+                       f"{max(errs):+.1f}% | {min(errs):+.1f}% |")
+    summary += ["", "Calibration rows set the constants in overheads.py (they check the arithmetic, not the model); "
+                "check rows are independent. * pool derived from the logged parts: requested - weights - peak - "
+                "non-torch."]
+    text = "\n".join(["# vLLM startup memory: gpuplan against public logs", "", *lines, "", *summary]) + "\n"
+    Path(args.out).write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,152 @@
+"""``gpuplan prices``: the offers in force, and ``prices update`` to refresh them from gpuhunt, a SkyPilot catalog or
+the user's own file (kept, dated, in the user's cache)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from ..errors import GpuplanError
+from .app import JsonFlag, app, err, out, print_json, short
+
+prices_app = typer.Typer(help="The prices in force (bundled snapshot, refreshed caches, your files); "
+                         "`prices update` refreshes them.", pretty_exceptions_enable=False)
+app.add_typer(prices_app, name="prices")
+SOURCES = ("gpuhunt", "skypilot", "file", "bundled")
+
+
+def _rows(gpu: str | None, provider: str | None, spot: bool, max_age: int | None, low: bool):
+    from ..hardware import load_gpu
+    from ..market.store import PriceFilter, load_offers, matches
+
+    gpu_id = load_gpu(gpu).id if gpu else None
+    offers = load_offers()
+    if provider and provider not in {o.provider for o in offers}:
+        from ..errors import UnknownNameError
+
+        raise UnknownNameError("provider", provider, sorted({o.provider for o in offers}))
+    f = PriceFilter(max_age_days=max_age, include_low_confidence=low)
+    rows = [o for o in offers if matches(o, f) and (not gpu_id or o.gpu_id == gpu_id)
+            and (not provider or o.provider == provider) and (o.interruptible if spot else True)]
+    return sorted(rows, key=lambda o: (o.gpu_id, o.usd_per_gpu_hour)), gpu_id
+
+
+@prices_app.callback(invoke_without_command=True)
+def prices_cmd(
+    ctx: typer.Context,
+    gpu: Annotated[str | None, typer.Option(help="Only this GPU: t4, l4, h100-sxm...")] = None,
+    provider: Annotated[str | None, typer.Option(help="Only this provider: aws, runpod...")] = None,
+    spot: Annotated[bool, typer.Option("--spot", help="Only spot / interruptible offers.")] = False,
+    max_age: Annotated[int | None, typer.Option(help="Only prices observed at most this many days ago.",
+                                                min=0)] = None,
+    low_confidence: Annotated[bool, typer.Option("--low-confidence/--no-low-confidence",
+                                                 help="List low-confidence rows too.")] = True,
+    as_json: JsonFlag = False,
+) -> None:
+    """List the offers in force, cheapest first per GPU, each with its date, age, source and confidence.
+    Rankings (cost, recommend, estimate) leave out rows older than 90 days and low-confidence rows unless asked
+    (--max-price-age-days, --include-low-confidence).
+
+    Examples:
+      gpuplan prices --gpu l4
+      gpuplan prices --provider aws --spot --json
+      gpuplan prices update --source skypilot --file vms.csv --provider aws
+    """
+    if ctx.invoked_subcommand:
+        return
+    from ..market.store import price_origin, status
+
+    rows, _ = _rows(gpu, provider, spot, max_age, low_confidence)
+    if as_json:
+        print_json([{**o.row(), "age_days": o.age_days(), "price_origin": price_origin(o)} for o in rows])
+        return
+    render_prices(rows, status())
+
+
+def render_prices(rows, state) -> None:
+    """The table of offers and one line on what is in force."""
+    if not rows:
+        out.print("[yellow]no offer matches[/] (drop a filter, or `gpuplan prices update`)")
+        return
+    table = Table(title=f"{len(rows)} offers, {len({o.gpu_id for o in rows})} GPU types, "
+                  f"{len({o.provider for o in rows})} providers", title_justify="left", padding=(0, 1))
+    for col in ("GPU", "provider", "region", "instance", "GPUs", "$/GPU-h", "spot", "observed", "age", "conf.",
+                "source"):
+        table.add_column(col, justify="right" if col in ("GPUs", "$/GPU-h", "age") else "left",
+                         no_wrap=col != "source", overflow="ellipsis")
+    for o in rows:
+        age = o.age_days()
+        table.add_row(short(o.gpu_id), o.provider, o.region[:14], o.instance[:20],
+                      str(o.gpu_count), f"{o.usd_per_gpu_hour:,.3f}", "spot" if o.interruptible else "",
+                      str(o.observed_at), f"[yellow]{age} d[/]" if age > 90 else f"{age} d",
+                      "[yellow]low[/]" if o.confidence == "low" else o.confidence, _short_source(o.source))
+    out.print(table)
+    refreshed = state["refreshes"]
+    where = "; ".join(f"{r['source']} {r['fetched_at'][:10]} ({r['rows']} rows)" for r in refreshed)
+    out.print(f"[dim]in force: bundled snapshot (observed until {state['bundled_observed_until']})"
+              + (f" + refreshes: {where}" if where else "; refresh with `gpuplan prices update`") + "[/]",
+              highlight=False)
+
+
+def _short_source(text: str) -> str:
+    """The source without its parenthesised detail (the JSON keeps it whole)."""
+    return text.split(" (")[0].replace("SkyPilot catalog catalogs/v7/", "SkyPilot ")[:40]
+
+
+@prices_app.command("update")
+def update_cmd(
+    source: Annotated[str, typer.Option(help=f"Where from: {', '.join(SOURCES)} (bundled: drop every refresh).")]
+    = "gpuhunt",
+    file: Annotated[Path | None, typer.Option(help="A SkyPilot vms.csv (or its folder), or your own offers CSV.")]
+    = None,
+    provider: Annotated[str | None, typer.Option(help="The provider the prices are for (aws, gcp, runpod...).")]
+    = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Refresh the offers into your cache (GPUPLAN_CACHE_DIR or the platform's cache folder); every later command
+    prices on the newest data and says where each price came from. On any failure the prices in force stay as
+    they were, and one line says so.
+
+    Examples:
+      gpuplan prices update                                   # gpuhunt (pip install 'gpuplan[live]')
+      gpuplan prices update --source skypilot --file vms.csv --provider aws
+      gpuplan prices update --source skypilot                 # SkyPilot's own ~/.sky/catalogs
+      gpuplan prices update --source file --file my-offers.csv
+      gpuplan prices update --source bundled                  # back to the bundled snapshot
+    """
+    from ..market.sources import Query, SourceError, fetch
+    from ..market.store import bundled_date, clear_refreshes, save_refresh
+
+    if source not in SOURCES:
+        raise GpuplanError(f"--source must be one of {', '.join(SOURCES)}, got {source!r}")
+    if source == "file" and file is None:
+        raise GpuplanError("--source file needs --file PATH: a CSV with the columns of data/offers.csv")
+    if file is not None and source == "gpuhunt":
+        source = "file"  # `prices update --file my-offers.csv`: the user's own prices
+    if source == "bundled":
+        gone = clear_refreshes()
+        out.print(f"dropped {gone} refreshed file(s): the bundled snapshot (observed until {bundled_date()}) is in "
+                  "force")
+        return
+    try:
+        fetched = fetch(source, Query(provider=provider, path=file))
+        name = f"{source}-{provider or (file.stem if source == 'file' and file else 'all')}"
+        saved = save_refresh(name, source, fetched.origin, fetched.offers)
+    except (SourceError, GpuplanError, OSError) as e:
+        err.print(f"[yellow]prices not updated:[/] {e}. The prices in force stay as they were (bundled snapshot "
+                  f"observed until {bundled_date()}).", highlight=False, soft_wrap=True)
+        raise typer.Exit(1) from None
+    summary = {"source": source, "rows": saved.rows, "gpu_types": len({o.gpu_id for o in fetched.offers}),
+               "path": str(saved.path), "fetched_at": saved.fetched_at, "origin": fetched.origin,
+               "unmapped_gpu_names": fetched.unmapped}
+    if as_json:
+        print_json(summary)
+        return
+    out.print(f"saved {saved.rows} offers for {summary['gpu_types']} GPU types from {source} ({fetched.origin}) to "
+              f"{saved.path}; later commands price on them", highlight=False)
+    if fetched.unmapped:
+        names = ", ".join(f"{k} ({v})" for k, v in sorted(fetched.unmapped.items()))
+        out.print(f"[dim]not in the GPU catalog, skipped: {names}[/]", highlight=False)

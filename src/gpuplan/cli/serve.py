@@ -1,0 +1,53 @@
+"""``gpuplan serve``: the calculator page and JSON API on a local port."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ..errors import GpuplanError
+from .app import app, err, out
+
+LOCAL = ("127.0.0.1", "localhost", "::1")
+
+
+@app.command("serve")
+def serve_cmd(
+    host: Annotated[str, typer.Option(help="Address to bind. Anything but 127.0.0.1 exposes the page to your "
+                                      "network (there is no login).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.", min=1, max=65535)] = 8000,
+    open_browser: Annotated[bool, typer.Option("--open", help="Open the page in a web browser.")] = False,
+    hub: Annotated[bool, typer.Option("--hub", help="Resolve Hugging Face repo ids the page is given (fetches "
+                                      "their config.json only; no code from a repo is ever run).")] = False,
+) -> None:
+    """A local web page to size a job as you type: the verdict and the memory as a bar against the card, the
+    fixes, speed and cost, the ranked setups with their cost-vs-speed front, the fit on every card, every
+    number as its formula, a permalink and exports (scenario.yaml, the command, Markdown). The JSON API is at
+    /api (POST /api/estimate, /api/recommend; GET /api/models, /api/gpus) with its docs at /docs.
+
+    Examples:
+      gpuplan serve --open
+      gpuplan serve --port 9000 --hub
+    """
+    try:
+        import uvicorn
+
+        from ..web.app import create_app
+    except ImportError as e:
+        raise GpuplanError(f"gpuplan serve needs the web extra ({e.name} is missing): pip install 'gpuplan[web]'") \
+            from None
+    if host not in LOCAL:
+        err.print(f"[yellow]warning:[/] binding {host} exposes gpuplan to your network: anyone who reaches port "
+                  f"{port} can use it (there is no login); bind 127.0.0.1 to keep it on this machine",
+                  highlight=False, soft_wrap=True)
+    shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+    url = f"http://{'[' + shown + ']' if ':' in shown else shown}:{port}/"
+    out.print(f"gpuplan serving {url} (API docs: {url}docs); Ctrl+C stops it", highlight=False)
+    if open_browser:
+        import threading
+        import webbrowser
+
+        threading.Timer(1.0, webbrowser.open, args=(url,)).start()
+    uvicorn.run(create_app(hub=hub, host=host), host=host, port=port, log_level="warning",
+                timeout_graceful_shutdown=2)

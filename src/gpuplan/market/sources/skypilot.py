@@ -1,0 +1,127 @@
+"""SkyPilot's catalog CSVs (``vms.csv`` per cloud), read by column name.
+
+Format (SkyPilot ``sky/catalog/common.py`` and the published ``skypilot-org/skypilot-catalog`` repository,
+``catalogs/v7/<cloud>/vms.csv``): one row per instance type, region and zone with ``InstanceType``,
+``AcceleratorName``, ``AcceleratorCount``, ``vCPUs``, ``MemoryGiB``, ``Price`` and ``SpotPrice`` (USD per
+*instance* hour), ``Region``, optional ``AvailabilityZone`` and ``GpuInfo``. Rows without an accelerator are CPU
+instances and skipped. Per instance and region, the cheapest zone's price is kept (what SkyPilot's optimizer
+picks); per GPU, GPUs per instance, pricing and region, the cheapest instance shape is kept and its name, vCPUs
+and RAM recorded. Spot prices at or above the on-demand price (seen in a RunPod catalog with the two columns
+swapped) are dropped. The date is the file's modification time: when SkyPilot (or the user) fetched it.
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import datetime as dt
+from pathlib import Path
+
+from ...hardware import gpus
+from ..offers import Offer, providers, with_network
+from . import Fetched, Query, SourceError
+from .names import gpu_id_for
+
+NEEDED = ("InstanceType", "AcceleratorName", "AcceleratorCount", "Price", "Region")
+CLOUDS = {"lambda": "lambda", "lambdalabs": "lambda", "vast": "vast", "do": "digitalocean"}
+
+
+def local_catalogs() -> Path:
+    """SkyPilot's own cache of catalogs (``~/.sky/catalogs/<version>/<cloud>/vms.csv``)."""
+    return Path.home() / ".sky" / "catalogs"
+
+
+def _catalog_files(query: Query) -> list[tuple[Path, str]]:
+    """(file, provider) pairs: the given file, a folder of ``<cloud>/vms.csv``, or SkyPilot's local cache."""
+    path = query.path or local_catalogs()
+    if path.is_file():
+        if not query.provider:
+            provider = CLOUDS.get(path.parent.name, path.parent.name)
+            if provider not in providers():
+                raise SourceError(f"say which cloud {path} prices with --provider (aws, gcp, lambda...)")
+            return [(path, provider)]
+        return [(path, query.provider)]
+    if not path.is_dir():
+        raise SourceError(f"no SkyPilot catalog at {path}: give --file PATH/vms.csv (a file of the "
+                          "skypilot-catalog repository) or install SkyPilot, whose catalogs live there")
+    found = sorted(path.glob("**/vms.csv"))
+    pairs = [(f, CLOUDS.get(f.parent.name, f.parent.name)) for f in found]
+    pairs = [(f, p) for f, p in pairs if not query.provider or p == query.provider]
+    if not pairs:
+        raise SourceError(f"no vms.csv under {path}" + (f" for {query.provider}" if query.provider else ""))
+    return pairs
+
+
+def _memory_gib(gpu_info: str) -> float | None:
+    """Per-GPU memory from the GpuInfo column (a Python dict literal in SkyPilot's files), if it holds one."""
+    try:
+        info = ast.literal_eval(gpu_info) if gpu_info.strip().startswith("{") else None
+        return float(info["Gpus"][0]["MemoryInfo"]["SizeInMiB"]) / 1024 if info else None
+    except (ValueError, SyntaxError, KeyError, IndexError, TypeError):
+        return None
+
+
+def _price(text: str | None) -> float | None:
+    try:
+        x = float(text) if text not in (None, "") else None
+    except ValueError:
+        return None
+    return x if x and x > 0 and x < 1e6 else None
+
+
+def read_catalog(path: Path, provider: str, today: dt.date | None = None) -> Fetched:
+    """Offers from one SkyPilot ``vms.csv`` for ``provider``."""
+    try:
+        with path.open(encoding="utf-8", newline="") as f:
+            rows = list(csv.DictReader(f))
+    except (OSError, UnicodeDecodeError, csv.Error) as err:
+        raise SourceError(f"cannot read {path} as a SkyPilot catalog ({err})") from None
+    header = set(rows[0]) if rows else set()
+    missing = [c for c in NEEDED if c not in header]
+    if missing:
+        raise SourceError(f"{path} is not a SkyPilot vms.csv: no column {', '.join(missing)}")
+    observed = min(dt.date.fromtimestamp(path.stat().st_mtime), today or dt.date.today())
+    tier = providers().get(provider, {}).get("tier", "")
+    best: dict[tuple, Offer] = {}
+    unmapped: dict[str, int] = {}
+    for row in rows:
+        name, instance = (row.get("AcceleratorName") or "").strip(), row["InstanceType"].strip()
+        count = _price(row.get("AcceleratorCount"))
+        if not name or not count:
+            continue
+        gpu_id = gpu_id_for(name, memory_gib=_memory_gib(row.get("GpuInfo") or ""), instance=instance,
+                            provider=provider)
+        if gpu_id is None or gpu_id not in gpus():
+            unmapped[name] = unmapped.get(name, 0) + 1
+            continue
+        on_demand, spot = _price(row.get("Price")), _price(row.get("SpotPrice"))
+        if on_demand and spot and spot >= on_demand:
+            spot = None
+        row_tier = "secure" if instance.endswith("_SECURE") else "community" if instance.endswith("_COMMUNITY") \
+            else tier
+        for pricing, price in (("on_demand", on_demand), ("spot", spot)):
+            if price is None:
+                continue
+            offer = Offer(provider=provider, tier=row_tier, gpu_id=gpu_id, gpu_count=int(count), pricing=pricing,
+                          price_usd_per_gpu_hour=round(price / count, 6), region=row["Region"].strip(),
+                          instance=instance, vcpus=_price(row.get("vCPUs")), memory_gib=_price(row.get("MemoryGiB")),
+                          intra_node="", observed_at=observed, source=f"SkyPilot catalog {path.name}",
+                          notes="", origin=str(path), confidence="medium")
+            key = offer.key
+            if key not in best or offer.price_usd_per_gpu_hour < best[key].price_usd_per_gpu_hour:
+                best[key] = offer
+    return Fetched(offers=[with_network(o) for o in best.values()], origin=str(path), unmapped=unmapped)
+
+
+class SkyPilotSource:
+    name = "skypilot"
+
+    def get(self, query: Query) -> Fetched:
+        offers, unmapped, origins = [], {}, []
+        for path, provider in _catalog_files(query):
+            got = read_catalog(path, provider, query.today)
+            offers += got.offers
+            origins.append(got.origin)
+            for k, v in got.unmapped.items():
+                unmapped[k] = unmapped.get(k, 0) + v
+        return Fetched(offers=offers, origin=", ".join(origins), unmapped=unmapped)

@@ -1,0 +1,75 @@
+"""llama.cpp's buffers as its load log prints them: model (GPU), KV and compute (``llama_context``).
+
+- **Model buffer**: the GGUF tensors of the offloaded layers and the output head; the token embedding stays in
+  host memory (``src/llama-model.cpp`` ``load_tensors``: ``tok_embd`` is created on the input buffer type, the
+  CPU, because ``get_rows`` runs there); a tied output reuses it on the GPU.
+- **KV buffer**: f16 K and V for ``n_ctx`` cells (``--cache-type-k/v``; q8_0 is 8.5 bits), sliding-window layers
+  capped at their window only for architectures whose ``llama_model`` builds an SWA cache (``LLAMA_SWA_TYPE``:
+  Gemma 2/3, Mistral-style sliding windows, gpt-oss).
+- **Compute buffer**: the graph allocator (``ggml-alloc.c``) reuses memory across the graph's stages, so the
+  buffer is the largest live set at ``n_ubatch`` tokens, not a sum: the fp32 logits ``n_ubatch x vocab`` at the
+  output, and without flash attention the fp32 ``KQ`` scores ``n_ubatch x n_ctx x heads``. Flash attention is
+  ``auto`` (on where the backend supports it) since ``--flash-attn auto`` became the default.
+"""
+
+from __future__ import annotations
+
+from ... import overheads as oh
+from ...model.quant import Format
+from ...model.spec import ModelSpec
+from ...scenario import Scenario
+from ..breakdown import GIB, Estimate
+
+SWA_FAMILIES = frozenset({"gemma2", "gemma3", "gemma3_text", "mistral", "gpt_oss", "cohere2"})
+
+
+def kv_bytes(s: Scenario, m: ModelSpec, n_ctx: int, seqs: int) -> float:
+    """KV cache bytes for ``seqs`` sequences of ``n_ctx`` cells (f16, or q8_0 with an 8-bit KV dtype)."""
+    per = 2 if s.kv_cache_dtype in ("auto", "fp16", "bf16") else 8.5 / 8
+    swa = m.family in SWA_FAMILIES
+    return seqs * sum(layer.kv_dims * per * (min(n_ctx, layer.window) if layer.window and swa else n_ctx)
+                      for layer in m.layers)
+
+
+def compute_buffer(s: Scenario, m: ModelSpec, n_ctx: int, seqs: int) -> float:
+    """The largest live set of one ``n_ubatch`` graph (see the module docstring)."""
+    ub = s.ubatch_tokens or oh.LLAMA_CPP_UBATCH
+    logits = 4.0 * ub * m.vocab_size
+    if s.flash_attention == "off":
+        return max(logits, 4.0 * ub * n_ctx * seqs * m.num_heads)
+    return logits
+
+
+def llama_cpp_memory(s: Scenario, m: ModelSpec, e: Estimate, fmt: Format, capacity_gib: float | None) -> Estimate:
+    tokens = s.prompt_tokens + s.output_tokens
+    parts = m.weight_bytes(fmt)
+    host_embedding = 0.0 if m.tie_word_embeddings else parts["embeddings"]
+    e.weights -= host_embedding
+    e.cpu += host_embedding
+    e.kv_cache = kv_bytes(s, m, tokens, s.batch_size)
+    e.activations = compute_buffer(s, m, tokens, s.batch_size)
+    e.peak_phase = "prefill"
+    e.assumptions.append(f"llama.cpp: token embedding in host memory ({host_embedding / GIB:.2f} GiB), compute "
+                         f"buffer at n_ubatch {s.ubatch_tokens or oh.LLAMA_CPP_UBATCH}, flash attention "
+                         f"{s.flash_attention}")
+    e.extra["engine"] = {"engine": "llama.cpp", "model_buffer_gib": e.weights / GIB, "kv_buffer_gib":
+                         e.kv_cache / GIB, "compute_buffer_gib": e.activations / GIB,
+                         "host_model_buffer_gib": host_embedding / GIB}
+    if capacity_gib is not None:
+        # what the device peak will count: context and cuBLAS outside, the allocator's slack on top of the tensors
+        budget = (capacity_gib - oh.CUDA_CONTEXT_DEFAULT_GIB - oh.CUBLAS_WORKSPACE_GIB) * GIB / (1 + e.slack) \
+            - e.activations
+        head = parts["lm_head"] + parts["norms"]
+        per_layer_w = (e.weights - head) / m.num_layers
+        per_layer = per_layer_w + e.kv_cache / m.num_layers
+        fit = int(max(budget - head, 0) // per_layer) if per_layer else m.num_layers
+        e.extra["gpu_layers"] = min(fit, m.num_layers)
+        e.extra["offloaded_layers"] = offloaded = m.num_layers - e.extra["gpu_layers"]
+        if offloaded:  # those layers' weights and KV live in system RAM and run on the CPU (slow, but it runs)
+            held = offloaded * per_layer
+            e.cpu += held
+            e.weights -= offloaded * per_layer_w
+            e.kv_cache -= offloaded * e.kv_cache / m.num_layers
+            e.assumptions.append(f"llama.cpp keeps {offloaded} of {m.num_layers} layers ({held / GIB:.1f} GiB) in "
+                                 "system RAM and runs them on the CPU: it runs, at the RAM's speed")
+    return e

@@ -1,0 +1,369 @@
+"""vLLM's memory at startup, as the release the user names computes it: the KV pool, its tokens and concurrency.
+
+vLLM preallocates a budget and gives what its profiling run leaves to the paged KV cache. In the current
+release (0.33.0, ``vllm/v1/worker/gpu_worker.py`` ``Worker.determine_available_memory``)::
+
+    requested  = ceil(total_memory x gpu_memory_utilization)              (vllm/v1/worker/utils.py request_memory)
+    kv_pool    = requested - non_kv_cache_memory - cudagraph_estimate
+    non_kv     = weights + non-torch increase + transient torch peak      (vllm/utils/mem_utils.py memory_profiling)
+
+``total_memory`` is what ``cudaMemGetInfo`` reports (H100 80GB: 79.19 GiB, not the 80 GB of the datasheet). The
+profiling run (``gpu_model_runner.py`` ``GPUModelRunner.profile_run``) pushes ``max_num_batched_tokens`` tokens
+through the model in ``max_num_seqs`` requests and samples one token per request (``_dummy_sampler_run``); the
+CUDA-graph estimate (``profile_cudagraph_memory``) is subtracted since 0.21 (``VLLM_MEMORY_PROFILER_ESTIMATE_
+CUDAGRAPHS`` defaults to 1: ``vllm/envs.py``; the worker logs "CUDA graph memory profiling is enabled (default
+since v0.21.0)"). Blocks hold ``block_size`` (16) tokens of every layer of a KV-cache group; the printed "GPU KV
+cache size" is ``int(max_concurrency x max_model_len)`` and the concurrency counts whole blocks per request of
+``max_model_len`` tokens (``vllm/v1/core/kv_cache_utils.py`` ``get_kv_cache_capacity``,
+``get_max_concurrency_for_kv_cache_config``).
+
+Rules by release (each dated by the log or source it comes from; :func:`rules` picks them):
+
+- V0 engine (< 0.8): the profiling run takes the whole ``max_model_len`` at once when chunked prefill is off
+  (``max_num_batched_tokens = max(max_model_len, 2048)``), its peak is the forward of those tokens plus fp32
+  logits of ``max_num_seqs`` rows; non-torch memory 1.79 GiB on one GPU and 3.58 GiB at TP 2 (vLLM PR #10511's
+  H100 logs, Dec 2024).
+- V1 up to 0.16: the peak scales with ``max_num_batched_tokens x vocab`` (4.86 bytes per element: Llama-3.1-8B
+  4.76 GiB, Qwen3-14B 5.64 GiB at 8,192 tokens, llm-d-planner's vLLM 0.15/0.16 H100 runs); non-torch 0.13 GiB,
+  0.55 GiB with TP.
+- V1 from 0.17: the peak is the larger of the forward and the sampler's ``max_num_seqs x vocab`` sort (15.2
+  bytes per element: Llama-3.1-8B 1.89 GiB, Qwen2.5-7B 2.21 GiB, Gemma-2 3.64 GiB at 1,024 sequences, llm-d-planner
+  vLLM 0.17-0.19 runs); non-torch 0.25 GiB on one GPU, ~2.1 GiB at TP >= 2 (NCCL and custom all-reduce buffers
+  allocated in the profiling run), 0.07 GiB per pipeline stage.
+- From 0.21: the CUDA-graph estimate comes out of the KV budget.
+
+Scheduler defaults (``vllm/engine/arg_utils.py`` ``EngineArgs.get_batch_defaults`` and
+``_set_default_max_num_seqs_and_batched_tokens_args``): from 0.9 (vLLM PR #17885) GPUs with >= 70 GiB other
+than A100 get 8,192 tokens (``vllm serve``) / 16,384 (offline ``LLM``) and 1,024 sequences, others 2,048 / 8,192
+and 256; cards with >= 160 GiB get 16,384 and 1,024 for both (read in 0.33.0, applied here from 0.21).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from ... import overheads as oh
+from ...hardware import GpuSpec
+from ...model.layers import Layer
+from ...model.spec import ModelSpec
+from ...scenario import Scenario
+from ..breakdown import GIB
+from ..state import weight_format
+
+CURRENT_VERSION = "0.33.0"
+
+
+def version_tuple(text: str | None) -> tuple[int, int, int]:
+    """``"0.6.3.post1"`` -> ``(0, 6, 3)``; None: the current release."""
+    parts = (text or CURRENT_VERSION).split(".")
+    nums = [int(p) for p in parts[:3] if p.isdigit()]
+    return tuple([*nums, 0, 0, 0][:3])  # type: ignore[return-value]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Rules:
+    """What one vLLM release does at startup (see the module docstring for the sources)."""
+
+    version: str
+    engine: str  # v0 | v1
+    logits_all_tokens: bool  # V1 <= 0.16: the peak scales with batched tokens x vocab
+    cudagraphs_in_budget: bool  # >= 0.21
+    non_torch_gib: float
+
+    @property
+    def label(self) -> str:
+        return f"vLLM {self.version} ({self.engine.upper()} engine)"
+
+
+def rules(s: Scenario) -> Rules:
+    v = version_tuple(s.engine_version)
+    text = s.engine_version or CURRENT_VERSION
+    return Rules(version=text, engine="v0" if v < (0, 8, 0) else "v1", logits_all_tokens=(0, 8, 0) <= v < (0, 17, 0),
+                 cudagraphs_in_budget=v >= (0, 21, 0) and not s.enforce_eager, non_torch_gib=_non_torch_gib(v, s))
+
+
+def _non_torch_gib(v: tuple[int, int, int], s: Scenario) -> float:
+    """Memory outside torch that the profiling run counts (NCCL, custom all-reduce, cuBLAS workspaces)."""
+    if v < (0, 8, 0):
+        return oh.VLLM_V0_NON_TORCH_GIB * (2 if s.tp > 1 else 1)
+    if v < (0, 18, 0):
+        return oh.VLLM_V1_EARLY_NON_TORCH_TP_GIB if s.tp > 1 else oh.VLLM_V1_EARLY_NON_TORCH_GIB
+    if s.tp > 1:
+        return oh.VLLM_NON_TORCH_TP_GIB + oh.VLLM_NON_TORCH_PER_TP_RANK_GIB * s.tp
+    return oh.VLLM_NON_TORCH_PP_GIB if s.pp > 1 else oh.VLLM_NON_TORCH_GIB
+
+
+# ---- scheduler limits ------------------------------------------------------------------------------
+@dataclass(frozen=True, kw_only=True)
+class Limits:
+    max_num_batched_tokens: int
+    max_num_seqs: int
+    max_model_len: int
+    chunked_prefill: bool
+    defaults: bool  # both token and sequence limits are vLLM's defaults
+
+
+def cuda_total_gib(gpu: GpuSpec) -> float:
+    """What ``cudaMemGetInfo`` reports as total: the usable memory less the driver's own reserve
+    (H100 80GB: 79.19 GiB in vLLM's logs against 79.6 GiB usable)."""
+    return gpu.usable_gib - oh.CUDA_TOTAL_BELOW_USABLE_GIB
+
+
+def scheduler_limits(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> Limits:
+    """``max_num_batched_tokens`` and ``max_num_seqs`` as the release sets them when the user does not."""
+    v = version_tuple(s.engine_version)
+    max_len = s.max_model_len or m.max_context or (s.prompt_tokens + s.output_tokens)
+    serve = s.entry_point == "serve"
+    total = cuda_total_gib(gpu) if gpu else 0.0
+    big = gpu is not None and total >= 70 and "a100" not in gpu.id
+    if v < (0, 8, 0):  # V0: SchedulerConfig.__post_init__ (vllm/config.py)
+        chunked = max_len > 32_768
+        tokens, seqs = (2048 if chunked else max(max_len, 2048)), 256
+    else:
+        chunked = True
+        if v >= (0, 21, 0) and total >= 160:
+            tokens, seqs = 16_384, 1024
+        elif v >= (0, 9, 0) and big:
+            tokens, seqs = (8192 if serve else 16_384), 1024
+        else:
+            tokens, seqs = (2048 if serve else 8192), 256
+        tokens = min(seqs * max_len, tokens)
+    tokens = s.max_num_batched_tokens or tokens
+    seqs = s.max_num_seqs or min(seqs, tokens)
+    return Limits(max_num_batched_tokens=tokens, max_num_seqs=seqs, max_model_len=max_len, chunked_prefill=chunked,
+                  defaults=s.max_num_batched_tokens is None and s.max_num_seqs is None)
+
+
+# ---- pipeline stages and their weights -------------------------------------------------------------
+@dataclass(frozen=True, kw_only=True)
+class Stage:
+    layers: tuple[Layer, ...]
+    first: bool
+    last: bool
+
+
+def stages(m: ModelSpec, pp: int) -> list[Stage]:
+    """Layers per pipeline stage as vLLM splits them: ``L // pp`` each, the remainder to the stages before the
+    last (``vllm/distributed/utils.py`` ``get_pp_indices``)."""
+    sizes = [m.num_layers // pp] * pp
+    for i in range(2, m.num_layers % pp + 2):
+        sizes[-i] += 1
+    out, start = [], 0
+    for i, n in enumerate(sizes):
+        out.append(Stage(layers=m.layers[start:start + n], first=i == 0, last=i == pp - 1))
+        start += n
+    return out
+
+
+def stage_weights(s: Scenario, m: ModelSpec, stage: Stage, gpu: GpuSpec | None) -> float:
+    """Weight bytes one GPU of ``stage`` loads: its layers, the embedding on the first stage, the output head
+    (and final norm) on the last, all split over TP (vocab-parallel embedding and head)."""
+    fmt, skip = weight_format(s, m)
+    parts = m.weight_bytes(fmt, skip=skip)
+    head = parts["lm_head"] if parts["lm_head"] else (parts["embeddings"] if s.pp > 1 else 0.0)
+    norm_bytes = m.final_norm_params * fmt.high_bytes
+    per_layer = (sum(parts.values()) - parts["embeddings"] - parts["lm_head"] - parts["vision"] - norm_bytes) \
+        / m.num_layers
+    experts_share = parts["experts"] / m.num_layers
+    pad = mxfp4_padding(m, s.tp, gpu) if fmt.name == "mxfp4" else 1.0
+    total = len(stage.layers) * (per_layer + experts_share * (pad - 1))
+    if stage.first:
+        total += parts["embeddings"] + parts["vision"]
+    if stage.last:
+        total += head + norm_bytes
+    return total / s.tp
+
+
+def mxfp4_padding(m: ModelSpec, tp: int, gpu: GpuSpec | None) -> float:
+    """Expert bytes after vLLM pads MXFP4 experts for its kernel (``vllm/model_executor/layers/fused_moe/oracle/
+    mxfp4.py`` ``mxfp4_round_up_hidden_size_and_intermediate_size``): Marlin (Ampere, Ada) rounds the hidden size
+    up to 256 and the per-rank intermediate size to 128; the Triton default (Hopper, Blackwell) rounds the
+    intermediate size to 64."""
+    h = m.hidden_size
+    inter = max((lin.in_features for layer in m.layers for lin in layer.linears if lin.group == "experts"
+                 and lin.out_features == h), default=0)
+    if not inter:
+        return 1.0
+    part = inter / tp
+    if gpu is not None and gpu.generation in ("Ampere", "Ada", "Turing", "Volta"):
+        hp, ip = math.ceil(h / 256) * 256, math.ceil(part / 128) * 128
+    else:
+        hp, ip = h, math.ceil(part / 64) * 64
+    return (hp * ip) / (h * part)
+
+
+# ---- the profiling run -----------------------------------------------------------------------------
+def forward_peak(m: ModelSpec, tokens: int, tp: int) -> float:
+    """Peak temporaries of one layer's forward for ``tokens`` batched tokens (torch.compile'd vLLM model):
+    the residual stream, norms and attention in/out (``VLLM_FWD_HIDDEN_BYTES·h`` per token) beside the larger of
+    the MLP (gate/up output and activation: ``VLLM_FWD_MLP_BYTES·i/t``) and the fused-MoE caches (top-k copies
+    of the ``2·i_e`` gate/up output, its activation and the ``h`` output, in chunks of 32,768 tokens:
+    ``VLLM_FUSED_MOE_CHUNK_SIZE``). Calibrated on llm-d-planner's vLLM 0.19 logs (Llama-3.1-8B first pipeline
+    stage 1.10 GiB, CodeLlama-7B 0.77 GiB at 8,192 tokens)."""
+    h = m.hidden_size
+    dense = max((lin.in_features for layer in m.layers for lin in layer.linears
+                 if lin.group in ("mlp", "shared_experts") and lin.out_features == h and lin.name != "o_proj"),
+                default=0)
+    mlp = tokens * oh.VLLM_FWD_MLP_BYTES * dense / tp
+    if m.is_moe:
+        inter = max((lin.in_features for layer in m.layers for lin in layer.linears
+                     if lin.group == "experts" and lin.out_features == h), default=0)
+        chunk = min(tokens, 32_768)
+        moe = chunk * m.experts_per_token * (3 * inter / tp + h) * 2 + tokens * m.num_experts * 4
+        mlp = max(mlp, moe)
+    return tokens * oh.VLLM_FWD_HIDDEN_BYTES * h + mlp
+
+
+def profile_peak(r: Rules, m: ModelSpec, lim: Limits, stage: Stage, tp: int) -> tuple[float, float]:
+    """(forward, sampler) peaks of the profiling run on one GPU of ``stage``; the worker's peak is the larger
+    (V0: their sum, logits of ``max_num_seqs`` rows in fp32)."""
+    tokens = lim.max_num_batched_tokens
+    fwd = forward_peak(m, tokens, tp)
+    if not stage.last:
+        return fwd, 0.0
+    rows = min(lim.max_num_seqs, tokens)
+    if r.engine == "v0":
+        return fwd, rows * m.vocab_size * 4.0
+    if r.logits_all_tokens:
+        return fwd, oh.VLLM_LOGITS_ALL_BYTES * tokens * m.vocab_size
+    return fwd, oh.VLLM_SAMPLER_BYTES * rows * m.vocab_size
+
+
+def capture_sizes(max_num_seqs: int, gpu: GpuSpec | None) -> list[int]:
+    """Default CUDA-graph batch sizes: 1, 2, 4, then every 8 to 248, then every 16 up to
+    ``min(2·max_num_seqs, 512)`` (1,024 on Blackwell B200/B300) (``vllm/config/vllm.py``
+    ``VllmConfig._set_cudagraph_sizes``)."""
+    ceiling = 1024 if gpu is not None and (gpu.compute_capability or "").startswith("10") else 512
+    top = min(2 * max_num_seqs, ceiling)
+    sizes = [1, 2, 4, *range(8, 256, 8), *range(256, top + 1, 16)]
+    return [x for x in sizes if x <= top]
+
+
+def cudagraph_estimate(m: ModelSpec, lim: Limits, tp: int, gpu: GpuSpec | None) -> float:
+    """vLLM's CUDA-graph estimate (``profile_cudagraph_memory``): the first capture of each mode at the largest
+    size, then the second capture's increment times the remaining sizes; FULL (decode) and PIECEWISE graphs share
+    one pool, so the larger first capture counts once. The increment per graph and layer
+    (``VLLM_CUDAGRAPH_PER_GRAPH_LAYER_MIB``) is calibrated on the 0.84 GiB vLLM estimated for Llama-3.1-8B on
+    an H100 (llm-d-planner logs, vLLM 0.19)."""
+    sizes = capture_sizes(lim.max_num_seqs, gpu)
+    first = forward_peak(m, sizes[-1], tp)
+    decode = [x for x in sizes if x <= lim.max_num_seqs]
+    graphs = (len(sizes) - 1) + max(len(decode) - 1, 0)
+    return first + graphs * oh.VLLM_CUDAGRAPH_PER_GRAPH_LAYER_MIB * m.num_layers * 2**20
+
+
+# ---- the KV pool -----------------------------------------------------------------------------------
+def layer_page_bytes(s: Scenario, m: ModelSpec, layer: Layer, block: int) -> float:
+    """Bytes of one block of one layer on one GPU, from the per-layer cache function (KV heads split over TP,
+    MLA latent replicated, fp8 / int8 KV with their scales)."""
+    from ..inference import kv_bytes_per_sequence
+
+    return kv_bytes_per_sequence(s, m, block, layers=(layer,))
+
+
+def _layer_tokens(layer: Layer, lim: Limits) -> int:
+    """Tokens one request keeps in ``layer`` at ``max_model_len``: all of them, or for a sliding window
+    ``window - 1 + max_num_batched_tokens`` (``SlidingWindowSpec.max_memory_usage_bytes``)."""
+    if layer.window:
+        return min(lim.max_model_len, layer.window - 1 + lim.max_num_batched_tokens)
+    return lim.max_model_len
+
+
+def kv_geometry(s: Scenario, m: ModelSpec, stage: Stage, lim: Limits, max_len: int | None = None
+                ) -> tuple[float, int]:
+    """(bytes of one block id across the stage's layers, block ids one request of ``max_len`` tokens takes).
+
+    Layers of one kind form one KV-cache group; hybrid models split kinds into groups of equal size (the
+    smallest kind's count) that draw block ids from one shared pool (``vllm/v1/core/kv_cache_utils.py``
+    ``_get_kv_cache_groups_uniform_page_size``); a request takes whole blocks in every group."""
+    block = oh.VLLM_BLOCK_TOKENS
+    lim = lim if max_len is None else Limits(**{**lim.__dict__, "max_model_len": max_len})
+    kinds: dict[tuple, list[Layer]] = {}
+    for layer in stage.layers:
+        kinds.setdefault((layer.attention, layer.window), []).append(layer)
+    group = min(len(v) for v in kinds.values())
+    page = max(layer_page_bytes(s, m, layer, block) for layer in stage.layers)
+    per_request = 0
+    for layers in kinds.values():
+        per_request += math.ceil(len(layers) / group) * math.ceil(_layer_tokens(layers[0], lim) / block)
+    return page * group, per_request
+
+
+@dataclass(kw_only=True)
+class StartupMemory:
+    """One GPU of the first pipeline stage (what rank 0 logs), bytes; tokens and concurrency for the engine
+    (the smallest over stages)."""
+
+    rules: Rules
+    limits: Limits
+    requested: float
+    weights: float
+    activation: float
+    forward_peak: float
+    sampler_peak: float
+    non_torch: float
+    cuda_graphs: float
+    kv_pool: float
+    num_blocks: int
+    kv_tokens: int
+    max_concurrency: float
+    max_model_len_fit: int
+    assumptions: list[str] = field(default_factory=list)
+
+    @property
+    def fits_max_model_len(self) -> bool:
+        return self.max_model_len_fit >= self.limits.max_model_len
+
+
+def startup_memory(s: Scenario, m: ModelSpec, gpu: GpuSpec, total_gib: float | None = None) -> StartupMemory:
+    """The budget, the profiled non-KV memory and the KV pool vLLM computes at startup on ``gpu``."""
+    r = rules(s)
+    lim = scheduler_limits(s, m, gpu)
+    total = (total_gib if total_gib is not None else cuda_total_gib(gpu)) * GIB
+    requested = math.ceil(total * s.gpu_memory_utilization)
+    per_stage = []
+    for st in stages(m, s.pp):
+        weights = stage_weights(s, m, st, gpu)
+        fwd, sampler = profile_peak(r, m, lim, st, s.tp)
+        act = fwd + sampler if r.engine == "v0" else max(fwd, sampler)
+        graphs = cudagraph_estimate(m, lim, s.tp, gpu) if r.cudagraphs_in_budget else 0.0
+        pool = requested - weights - act - r.non_torch_gib * GIB - graphs
+        block_bytes, per_request = kv_geometry(s, m, st, lim)
+        blocks = max(int(pool // block_bytes), 0) if block_bytes else 0
+        per_stage.append((st, weights, fwd, sampler, act, graphs, pool, block_bytes, blocks, per_request))
+    first = per_stage[0]
+    blocks = min(p[8] for p in per_stage)
+    per_request = max(p[9] for p in per_stage)
+    concurrency = blocks / per_request if per_request else 0.0
+    fit = max_model_len_that_fits(s, m, [(p[0], p[8]) for p in per_stage], lim)
+    out = StartupMemory(rules=r, limits=lim, requested=requested, weights=first[1], activation=first[4],
+                        forward_peak=first[2], sampler_peak=first[3], non_torch=r.non_torch_gib * GIB,
+                        cuda_graphs=first[5], kv_pool=max(first[6], 0.0), num_blocks=blocks,
+                        kv_tokens=int(concurrency * lim.max_model_len), max_concurrency=concurrency,
+                        max_model_len_fit=fit)
+    out.assumptions.append(
+        f"{r.label}: max_num_batched_tokens {lim.max_num_batched_tokens:,}, max_num_seqs {lim.max_num_seqs}"
+        f"{' (its defaults for this GPU and `vllm ' + s.entry_point + '`)' if lim.defaults else ''}, max_model_len "
+        f"{lim.max_model_len:,}, block size {oh.VLLM_BLOCK_TOKENS}, gpu_memory_utilization "
+        f"{s.gpu_memory_utilization} of {total / GIB:.2f} GiB; "
+        + ("CUDA-graph estimate taken from the KV budget" if r.cudagraphs_in_budget else
+           "CUDA graphs outside the KV budget"))
+    return out
+
+
+def max_model_len_that_fits(s: Scenario, m: ModelSpec, stage_blocks, lim: Limits) -> int:
+    """The longest ``--max-model-len`` for which one request fits the pool of every stage (vLLM's
+    ``estimate_max_model_len``: a binary search on the same per-request block count)."""
+    def fits(n: int) -> bool:
+        return all(kv_geometry(s, m, st, lim, max_len=n)[1] <= blocks for st, blocks in stage_blocks)
+
+    if not fits(oh.VLLM_BLOCK_TOKENS):
+        return 0
+    lo, hi = oh.VLLM_BLOCK_TOKENS, max(lim.max_model_len, 16) * 64
+    if fits(hi):
+        return hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return lo

@@ -1,0 +1,33 @@
+"""The latency-vs-rate curve of each plan (the knee), as a PNG; matplotlib is optional (``pip install
+'gpuplan[plot]'``)."""
+
+from __future__ import annotations
+
+from ..errors import GpuplanError
+
+
+def plot_curves(plans, workload, path: str) -> None:
+    """p-th percentile TTFT and TPOT against the arrival rate, one line per plan, SLOs dashed."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise GpuplanError("--plot needs matplotlib: pip install 'gpuplan[plot]'") from None
+    q = workload.slo.percentile
+    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4))
+    for p in plans:
+        pts = sorted(p.curve, key=lambda x: x.rate_rps)
+        a.plot([x.rate_rps for x in pts], [x.ttft_s for x in pts], marker="o", label=p.setup)
+        b.plot([x.rate_rps for x in pts], [x.tpot_s * 1000 for x in pts], marker="o", label=p.setup)
+    if workload.slo.ttft_s:
+        a.axhline(workload.slo.ttft_s, ls="--", c="k")
+    if workload.slo.tpot_s:
+        b.axhline(workload.slo.tpot_s * 1000, ls="--", c="k")
+    a.set(xlabel="arrival rate (req/s)", ylabel=f"p{q} TTFT (s)", yscale="log", title="time to first token")
+    b.set(xlabel="arrival rate (req/s)", ylabel=f"p{q} TPOT (ms)", title="time per output token")
+    b.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

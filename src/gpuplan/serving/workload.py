@@ -1,0 +1,216 @@
+"""A serving workload: how requests arrive, how long they are, what they share, and the latency targets.
+
+A YAML file or CLI flags; validated here (finite, in range, one sentence per error). Lengths are fixed, drawn
+from a distribution, a named preset, or read from a trace:
+
+- ``vllm bench serve --save-result --save-detailed`` JSON (its ``input_lens`` and ``output_lens``);
+- JSON lines / JSON lists of requests with ``input_len`` / ``prompt_len`` / ``input_length`` and ``output_len`` /
+  ``output_tokens`` / ``output_length`` (and optionally ``timestamp`` in ms or ``arrival_s``: Mooncake and
+  Azure LLM traces use ``timestamp``, ``input_length``, ``output_length``);
+- ShareGPT JSON (vLLM's default benchmark set): lengths from the text at 4 characters per token (no tokenizer
+  offline; said in the assumptions).
+
+Arrivals follow ``vllm bench serve``: Poisson at ``rate_rps`` (burstiness 1), or gamma inter-arrival times with
+shape ``burstiness`` and the same mean (``vllm/benchmarks/serve.py`` ``get_request``): below 1 burstier.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from ..errors import GpuplanError, did_you_mean
+
+# (mean input, mean output) tokens: chat from ShareGPT as vLLM's benchmarks sample it (~230 in, ~200 out:
+# vLLM PR #18566's run: 229,711 input and 203,068 output tokens over 1,000 requests); the others are the
+# shapes NVIDIA's NIM and TensorRT-LLM performance tables use (input/output 128/2048, 2048/128, 1000/1000...).
+PRESETS: dict[str, tuple[int, int, str]] = {
+    "chat": (230, 203, "ShareGPT as vLLM's benchmarks sample it"),
+    "summarize": (2048, 128, "long prompt, short answer (NIM/TensorRT-LLM 2048/128)"),
+    "generate": (128, 2048, "short prompt, long answer (NIM/TensorRT-LLM 128/2048)"),
+    "balanced": (1000, 1000, "NIM/TensorRT-LLM 1000/1000"),
+    "rag": (4000, 300, "retrieval-augmented: long context, short answer"),
+    "code": (1500, 400, "code completion with file context"),
+}
+
+
+class Lengths(BaseModel):
+    """A length distribution in tokens: ``fixed``, ``uniform`` (min..max), ``normal`` (mean, std) or
+    ``lognormal`` (mean, std of the tokens), clipped to ``[min, max]``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    kind: Literal["fixed", "uniform", "normal", "lognormal"] = "fixed"
+    mean: float = Field(gt=0, le=10_000_000, allow_inf_nan=False)
+    std: float = Field(default=0.0, ge=0, le=10_000_000, allow_inf_nan=False)
+    min: int = Field(default=1, ge=1)
+    max: int = Field(default=10_000_000, ge=1)
+
+
+class Slo(BaseModel):
+    """Latency targets at a percentile of requests; unset targets do not constrain."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    ttft_s: float | None = Field(default=None, gt=0, le=3600, allow_inf_nan=False,
+                                 description="time to first token")
+    tpot_s: float | None = Field(default=None, gt=0, le=60, allow_inf_nan=False,
+                                 description="time per output token after the first (mean over a request)")
+    e2e_s: float | None = Field(default=None, gt=0, le=86_400, allow_inf_nan=False, description="end to end")
+    percentile: Literal[50, 90, 95, 99] = 95
+
+
+class Workload(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    rate_rps: float | None = Field(default=None, gt=0, le=100_000, allow_inf_nan=False,
+                                   description="the expected arrival rate, requests/s")
+    burstiness: float = Field(default=1.0, gt=0, le=100, allow_inf_nan=False,
+                              description="gamma shape of inter-arrival times (1: Poisson; < 1: bursty)")
+    preset: str | None = None
+    prompt: Lengths | None = None
+    output: Lengths | None = None
+    shared_prefix_tokens: int = Field(default=0, ge=0, le=10_000_000,
+                                      description="tokens every prompt starts with (prefix cache hits)")
+    trace: str | None = Field(default=None, description="a trace file (vLLM bench formats)")
+    slo: Slo = Slo()
+    num_requests: int = Field(default=600, ge=20, le=200_000, description="requests per simulated rate point")
+    seed: int = 0
+
+    @model_validator(mode="after")
+    def _lengths_known(self) -> Workload:
+        if self.preset is not None and self.preset not in PRESETS:
+            close = did_you_mean(self.preset, PRESETS)
+            raise ValueError(f"unknown preset {self.preset!r}" + (f"; did you mean {close[0]!r}?" if close else
+                             f"; choose one of {', '.join(PRESETS)}"))
+        if self.prompt is None and self.preset is None and self.trace is None:
+            raise ValueError("say how long requests are: prompt and output lengths, a preset "
+                             f"({', '.join(PRESETS)}) or a trace file")
+        return self
+
+    def prompt_lengths(self) -> Lengths:
+        return self.prompt or Lengths(mean=PRESETS[self.preset or "chat"][0])
+
+    def output_lengths(self) -> Lengths:
+        return self.output or Lengths(mean=PRESETS[self.preset or "chat"][1])
+
+    @property
+    def mean_prompt_tokens(self) -> float:
+        return _clipped_mean(self.prompt_lengths())
+
+    @property
+    def mean_output_tokens(self) -> float:
+        return _clipped_mean(self.output_lengths())
+
+
+def _clipped_mean(d: Lengths) -> float:
+    return min(max(d.mean, d.min), d.max)
+
+
+def sample_lengths(d: Lengths, n: int, rng) -> Any:
+    """``n`` integer lengths from ``d`` (numpy ``rng``)."""
+    import numpy as np
+
+    if d.kind == "fixed":
+        x = np.full(n, d.mean)
+    elif d.kind == "uniform":
+        x = rng.uniform(d.min, d.max, n)
+    elif d.kind == "normal":
+        x = rng.normal(d.mean, d.std, n)
+    else:
+        sigma2 = math.log(1 + (d.std / d.mean) ** 2)
+        x = rng.lognormal(math.log(d.mean) - sigma2 / 2, math.sqrt(sigma2), n)
+    return np.clip(np.rint(x), d.min, d.max).astype(np.int64)
+
+
+def read_trace(path: str | Path) -> tuple[list[int], list[int], list[float] | None, str]:
+    """(input lengths, output lengths, arrival offsets in seconds or None, how they were read)."""
+    p = Path(path)
+    if not p.is_file():
+        raise GpuplanError(f"no trace file {str(path)!r}")
+    text = p.read_text(encoding="utf-8")
+    try:
+        data = json.loads(text)
+        records = data if isinstance(data, list) else [data]
+    except json.JSONDecodeError:
+        try:
+            records = [json.loads(line) for line in text.splitlines() if line.strip()]
+        except json.JSONDecodeError as err:
+            raise GpuplanError(f"{path} is neither JSON nor JSON lines: {err}") from None
+    if len(records) == 1 and isinstance(records[0], dict) and "input_lens" in records[0]:
+        r = records[0]
+        return [int(x) for x in r["input_lens"]], [int(x) for x in r["output_lens"]], None, \
+            "vllm bench serve result (input_lens, output_lens)"
+    ins, outs, times = [], [], []
+    how = "request records"
+    for i, r in enumerate(records):
+        if not isinstance(r, dict):
+            raise GpuplanError(f"{path}: record {i} is not an object")
+        if "conversations" in r:
+            turns = [t.get("value", "") for t in r["conversations"]]
+            if len(turns) < 2:
+                continue
+            ins.append(max(1, len(turns[0]) // 4))
+            outs.append(max(1, len(turns[1]) // 4))
+            how = "ShareGPT conversations, 4 characters per token"
+            continue
+        a = _first(r, ("input_len", "prompt_len", "input_length", "prompt_tokens", "input_tokens"))
+        b = _first(r, ("output_len", "output_tokens", "output_length", "completion_tokens"))
+        if a is None or b is None:
+            raise GpuplanError(f"{path}: record {i} has no input/output lengths (input_len and output_len, or "
+                               "input_length and output_length)")
+        ins.append(int(a))
+        outs.append(int(b))
+        t = r.get("arrival_s", r.get("timestamp"))
+        times.append(None if t is None else float(t) / (1000 if "timestamp" in r else 1))
+    if not ins:
+        raise GpuplanError(f"{path} holds no requests")
+    if any(x <= 0 for x in ins) or any(x < 0 for x in outs):
+        raise GpuplanError(f"{path}: lengths must be positive")
+    arrivals = None if any(t is None for t in times) or not times else [t - min(times) for t in times]
+    return ins, outs, arrivals, how
+
+
+def _first(r: dict, keys: tuple[str, ...]):
+    return next((r[k] for k in keys if r.get(k) is not None), None)
+
+
+def load_workload(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> Workload:
+    """A workload from a YAML file (keys as :class:`Workload`), with flat CLI overrides on top: ``rate_rps``,
+    ``preset``, ``prompt_tokens``, ``output_tokens``, ``ttft_s``, ``tpot_s``, ``e2e_s``, ``percentile``..."""
+    data: dict[str, Any] = {}
+    if path is not None:
+        p = Path(path)
+        if not p.is_file():
+            raise GpuplanError(f"no workload file {str(path)!r}")
+        try:
+            loaded = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError as err:
+            raise GpuplanError(f"{path} is not valid YAML: {err}") from None
+        if not isinstance(loaded, dict):
+            raise GpuplanError(f"{path} must hold a mapping of workload fields")
+        data.update(loaded)
+    flat = {k: v for k, v in (overrides or {}).items() if v is not None}
+    slo = dict(data.pop("slo", None) or {})
+    for key in ("ttft_s", "tpot_s", "e2e_s", "percentile"):
+        if key in flat:
+            slo[key] = flat.pop(key)
+    for key, field in (("prompt_tokens", "prompt"), ("output_tokens", "output")):
+        if key in flat:
+            data[field] = {"mean": flat.pop(key)}
+    data.update(flat)
+    if slo:
+        data["slo"] = slo
+    try:
+        return Workload(**data)
+    except ValidationError as err:
+        first = err.errors()[0]
+        field = ".".join(str(x) for x in first["loc"]) or "workload"
+        msg = first["msg"].removeprefix("Value error, ")
+        if first["type"] == "extra_forbidden":
+            close = did_you_mean(field.split(".")[-1], Workload.model_fields)
+            msg = "unknown field" + (f"; did you mean {close[0]!r}?" if close else "")
+        raise GpuplanError(f"workload {field}: {msg}" + (f" (got {first.get('input')!r})"
+                                                          if first["type"] != "extra_forbidden" else "")) from None

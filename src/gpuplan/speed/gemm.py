@@ -1,0 +1,65 @@
+"""What one GEMM costs on one card: a smooth roofline of its compute and its memory traffic, plus a fixed
+GPU-side latency per kernel.
+
+For ``[M x K] @ [K x N]`` (``M`` tokens in the micro-step, ``K`` input width, ``N`` output width):
+
+- compute: ``2·M·K·N / (peak x f_matmul)``, ``f_matmul`` the card's achievable fraction of its datasheet peak
+  (the Maximum Achievable Matmul FLOPS that stas00/ml-engineering measured; power-capped cards lower);
+- traffic: ``(M·K + M·N)·a + K·N·w`` bytes (``a``, ``w`` bytes per activation and weight element) at the
+  achievable bandwidth;
+- time: ``(compute^p + traffic^p)^(1/p) + latency``: the roofline of Williams et al. (2009) with a smooth
+  corner (``p`` = :data:`~gpuplan.overheads.GEMM_ROOFLINE_SHARPNESS`), plus the launch/ramp/tail latency that
+  dominates small kernels.
+
+The achieved fraction of peak therefore rises with ``M``: a 256-token micro-batch through a 2048-wide layer
+reaches a fraction of what 8k tokens do, and a card whose peak FLOPS are high for its bandwidth (L40S,
+GeForce) falls further below its datasheet at a given shape. What this leaves out: tile and wave quantization
+(cuBLAS picks tiles per shape; the smooth curve averages them), L2 reuse between consecutive kernels.
+"""
+
+from __future__ import annotations
+
+from .. import overheads as oh
+from ..hardware import GpuSpec
+
+
+def matmul_fraction(gpu: GpuSpec) -> float:
+    """Achievable share of the datasheet matmul peak: the measured MAMF where published, else the vendor's
+    default, lowered for cards whose datasheet TFLOPS per watt exceed what their power cap sustains."""
+    if gpu.id in oh.MATMUL_PEAK_FRACTION:
+        return oh.MATMUL_PEAK_FRACTION[gpu.id]
+    base = oh.MATMUL_PEAK_FRACTION_DEFAULT if gpu.vendor == "NVIDIA" else oh.MATMUL_PEAK_FRACTION_OTHER_VENDOR
+    peak = gpu.peak_tflops("bf16") or gpu.peak_tflops("fp16") or 0.0
+    per_watt = peak / gpu.tdp_w if gpu.tdp_w else 0.0
+    if per_watt > oh.POWER_CAPPED_TFLOPS_PER_W:
+        base *= (oh.POWER_CAPPED_TFLOPS_PER_W / per_watt) ** oh.POWER_CAP_EXPONENT
+    return base
+
+
+def peak_flops(gpu: GpuSpec, dtype: str) -> float:
+    """Dense datasheet FLOP/s for ``dtype``, falling back to bf16 then fp16 where the card lacks it."""
+    return (gpu.peak_tflops(dtype) or gpu.peak_tflops("bf16") or gpu.peak_tflops("fp16") or 0.0) * 1e12
+
+
+def bandwidth(gpu: GpuSpec) -> float:
+    """Achievable memory bandwidth in bytes/s."""
+    return gpu.bandwidth_gbs * 1e9 * oh.BANDWIDTH_FRACTION
+
+
+def gemm_time_s(gpu: GpuSpec, dtype: str, m: float, k: float, n: float, *, count: float = 1,
+                act_bytes: float = 2.0, weight_bytes: float = 2.0, kernels: float | None = None) -> float:
+    """Seconds for ``count`` GEMMs of ``[m x k] @ [k x n]`` in ``dtype`` on ``gpu`` (see the module docstring),
+    launched as ``kernels`` kernels (default ``count``; a grouped MoE kernel runs every expert in one)."""
+    if m <= 0 or count <= 0:
+        return 0.0
+    compute = 2 * m * k * n / (peak_flops(gpu, dtype) * matmul_fraction(gpu))
+    traffic = ((m * k + m * n) * act_bytes + k * n * weight_bytes) / bandwidth(gpu)
+    p = oh.GEMM_ROOFLINE_SHARPNESS
+    kernels = count if kernels is None else kernels
+    return count * (compute**p + traffic**p) ** (1 / p) + kernels * oh.GEMM_KERNEL_LATENCY_S
+
+
+def gemm_efficiency(gpu: GpuSpec, dtype: str, m: float, k: float, n: float) -> float:
+    """Achieved fraction of the datasheet peak for one such GEMM (what an MFU counter would report for it)."""
+    t = gemm_time_s(gpu, dtype, m, k, n)
+    return 2 * m * k * n / (peak_flops(gpu, dtype) * t) if t else 0.0

@@ -1,0 +1,136 @@
+"""The GPU work of one pass over the model for ``tokens`` tokens on one GPU: GEMMs at their shape's
+efficiency, attention, element-wise traffic, the loss, and the host-side launches of eager PyTorch.
+
+Each function returns seconds for ``tokens`` tokens of ``seqs`` sequences of ``seq`` tokens on one GPU of a
+tensor-parallel group of ``tp`` (Megatron splits every linear's FLOPs ``tp`` ways; Shoeybi et al. 2019).
+Forward GEMMs use the shapes of the model's linears (``[tokens x in] @ [in x out]``); routed experts see
+``tokens·k/E`` tokens each (Fedus et al. 2021: top-k routing, uniform load assumed). Passes:
+
+- ``forward``: ``2·M·K·N`` per linear; ``backward`` adds the input gradient (same shape) and, for trained
+  weights, the weight gradient (``[K x M] @ [M x N]``): PaLM appendix B's ``6N`` with frozen weights at ``4N``;
+- attention: ``4·a·d`` FLOPs per (query, key) pair forward, causal kernels skip the masked half, the
+  backward does 2.5x the forward (FlashAttention-2: 5 matmuls to 2);
+- element-wise: bytes per token per layer from :mod:`gpuplan.overheads`, backward twice the forward.
+"""
+
+from __future__ import annotations
+
+from .. import overheads as oh
+from ..hardware import GpuSpec
+from ..model.layers import Layer, Linear
+from ..model.spec import ModelSpec
+from .gemm import bandwidth, gemm_time_s, peak_flops
+
+
+def _tokens_per_matrix(layer: Layer, lin: Linear, tokens: float) -> float:
+    """Tokens each copy of ``lin`` multiplies: routed experts share the batch ``k`` of ``count`` ways."""
+    if lin.group == "experts" and lin.count > 1:
+        return tokens * layer.experts_per_token / lin.count
+    return tokens
+
+
+def _linear_s(gpu: GpuSpec, dtype: str, layer: Layer, lin: Linear, tokens: float, tp: int, act_bytes: float,
+              weight_bytes: float) -> float:
+    m = _tokens_per_matrix(layer, lin, tokens)
+    n = lin.out_features / tp if lin.group != "router" else lin.out_features
+    return gemm_time_s(gpu, dtype, m, lin.in_features, n, count=lin.count, act_bytes=act_bytes,
+                       weight_bytes=weight_bytes, kernels=1)
+
+
+def linears_s(m: ModelSpec, gpu: GpuSpec, dtype: str, tokens: float, *, tp: int = 1, layers: float = 1.0,
+              targets: frozenset[str] | None = None, act_bytes: float = 2.0, weight_bytes: float = 2.0) -> float:
+    """One forward pass of every decoder linear (or only those named in ``targets``), for ``tokens`` tokens,
+    over the share ``layers`` of the model this GPU holds (``1/pp``)."""
+    total = 0.0
+    for layer, count in m.layer_kinds():
+        for lin in layer.linears:
+            if targets is None or lin.name in targets:
+                total += count * _linear_s(gpu, dtype, layer, lin, tokens, tp, act_bytes, weight_bytes)
+    return total * layers
+
+
+def lm_head_s(m: ModelSpec, gpu: GpuSpec, dtype: str, tokens: float, *, tp: int = 1) -> float:
+    """The output projection ``[tokens x d] @ [d x V/tp]`` (tied or not, it is a matmul)."""
+    return gemm_time_s(gpu, dtype, tokens, m.embedding_dim, m.vocab_size / tp)
+
+
+def lora_s(m: ModelSpec, gpu: GpuSpec, tokens: float, rank: int, targets: frozenset[str], *, tp: int = 1,
+           layers: float = 1.0, dropout: bool = False) -> float:
+    """peft's adapter path forward, per adapted linear: ``x @ A`` then ``(xA) @ B``, scaled and added to the
+    base output (peft ``lora.Linear.forward``): tiny in FLOPs, but each re-reads the input and writes the
+    output, the scale and the add move the output again, and a dropout (``lora_dropout > 0``) copies the
+    input with its mask (memory- and latency-bound)."""
+    total = 0.0
+    for layer, count in m.layer_kinds():
+        for lin in layer.linears:
+            if lin.name in targets and lin.count == 1:
+                out = lin.out_features / tp
+                traffic = tokens * (out * oh.LORA_BYTES_PER_OUTPUT
+                                    + (lin.in_features * oh.LORA_DROPOUT_BYTES_PER_INPUT if dropout else 0))
+                total += count * (gemm_time_s(gpu, "bf16", tokens, lin.in_features, rank)
+                                  + gemm_time_s(gpu, "bf16", tokens, rank, out) + traffic / bandwidth(gpu))
+    return total * layers
+
+
+def attention_s(m: ModelSpec, gpu: GpuSpec, dtype: str, seqs: float, seq: int, *, kernel: str, tp: int = 1,
+                layers: float = 1.0, context: int = 0) -> float:
+    """Attention score and value matmuls forward for ``seqs`` sequences of ``seq`` new tokens after ``context``
+    cached ones. Flash/SDPA kernels skip the causal mask's upper half and run at the generation's attention
+    efficiency; eager attention computes every score as batched GEMMs (``[s x d] @ [d x s]`` and back, per
+    head) and moves the score matrix through memory (~:data:`~gpuplan.overheads.EAGER_SCORE_BYTES` per score)."""
+    heads = max(m.num_heads / tp, 1)
+    total = flops = 0.0
+    for layer, count in m.layer_kinds():
+        keys = seq + context
+        if layer.window:
+            keys = min(keys, layer.window)
+        d = layer_head_dim(m, layer)
+        if kernel == "eager":
+            total += count * (2 * gemm_time_s(gpu, dtype, seq, d, keys, count=seqs * heads, kernels=2)
+                              + seqs * heads * seq * keys * oh.EAGER_SCORE_BYTES / bandwidth(gpu))
+        else:  # causal: query i sees context + i keys (capped by the window)
+            flops += count * seqs * 4 * heads * d * seq * min(context + (seq + 1) / 2, keys)
+    fraction = oh.ATTENTION_PEAK_FRACTION.get(gpu.generation, oh.ATTENTION_PEAK_FRACTION_DEFAULT)
+    total += flops / (peak_flops(gpu, "bf16" if dtype == "fp8" else dtype) * fraction)
+    return layers * total
+
+
+def layer_head_dim(m: ModelSpec, layer: Layer) -> float:
+    """Per-head width of the score and value products (MLA: nope + rope for scores, v for values, averaged)."""
+    if layer.attention == "mla" and m.mla:
+        qk = (m.mla.get("qk_nope_head_dim") or 0) + (m.mla.get("qk_rope_head_dim") or 0)
+        return (qk + (m.mla.get("v_head_dim") or qk)) / 2
+    return m.head_dim
+
+
+def mlp_width(m: ModelSpec, layer: Layer, tp: int) -> float:
+    """Elements of the MLP's intermediate activation per token: the input width of the projections back to the
+    hidden size (routed experts: ``k`` of them)."""
+    width = 0.0
+    for lin in layer.linears:
+        if lin.group in ("mlp", "experts", "shared_experts") and lin.out_features == m.hidden_size:
+            width += lin.in_features * (layer.experts_per_token if lin.group == "experts" and lin.count > 1 else 1)
+    return (width or m.intermediate_size) / tp
+
+
+def elementwise_s(m: ModelSpec, gpu: GpuSpec, tokens: float, *, tp: int = 1, layers: float = 1.0) -> float:
+    """Memory-bound element-wise traffic of one forward pass (norms, residuals, rotary, activations)."""
+    per_token = sum(count * (oh.ELEMENTWISE_BYTES_PER_HIDDEN * m.hidden_size
+                             + oh.ELEMENTWISE_BYTES_PER_MLP * mlp_width(m, layer, tp))
+                    for layer, count in m.layer_kinds())
+    return layers * tokens * per_token / bandwidth(gpu)
+
+
+def loss_s(m: ModelSpec, gpu: GpuSpec, tokens: float, *, tp: int = 1) -> float:
+    """Cross-entropy over fp32 logits, forward and backward (memory-bound)."""
+    return tokens * m.vocab_size / tp * oh.LOSS_BYTES_PER_LOGIT / bandwidth(gpu)
+
+
+def eager_ops_per_layer(num_lora: int = 0) -> float:
+    """Kernels one eager forward of a decoder layer launches (peft adds a few per adapted linear)."""
+    return oh.EAGER_OPS_PER_LAYER + oh.LORA_OPS_PER_LINEAR * num_lora
+
+
+def smooth_max(a: float, b: float, p: float) -> float:
+    """``(a^p + b^p)^(1/p)``: the larger of two partly overlapping times, with a smooth corner."""
+    return (a**p + b**p) ** (1 / p) if a > 0 or b > 0 else 0.0

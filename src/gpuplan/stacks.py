@@ -1,0 +1,255 @@
+"""The training stacks a scenario names with ``framework``: what each one's recipes default to, what it cannot
+run, and which memory statistic its own logs print.
+
+A field left unset takes the stack's default; a field set explicitly wins, unless the stack cannot run it, in
+which case the scenario is refused with one sentence. How each stack spends memory (what it stores, shards, saves
+for backward and materializes in the loss) is in :mod:`gpuplan.memory.runtimes`; this module is the interface.
+
+Sources of the defaults (the recipes people run):
+
+- ``hf``: transformers ``Trainer`` + peft + accelerate/DeepSpeed. peft ``get_peft_model(autocast_adapter_dtype=True)``
+  makes adapters fp32 (``peft/tuners/tuners_utils.py`` ``cast_adapter_dtype``); QLoRA goes through
+  ``prepare_model_for_kbit_training(use_gradient_checkpointing=True)`` (``peft/utils/other.py``), which casts the
+  non-4-bit parameters to fp32 and turns gradient checkpointing on. accelerate's FSDP plugin is FSDP1 unless
+  ``fsdp_version: 2``. ``use_liger_kernel=True`` is the Trainer's switch for Liger's fused linear cross-entropy.
+- ``torchtune``: the recipe configs (``recipes/configs/llama3_1/*.yaml``): ``dtype: bf16`` with no mixed precision,
+  ``enable_activation_checkpointing: True``, ``CEWithChunkedOutputLoss`` (8 chunks), ``compile: False``,
+  ``enable_activation_offloading: False``, adapters in the model dtype (``validate_expected_param_dtype``), FSDP2
+  (``training.shard_model``).
+- ``torchtitan``: ``train_configs/llama3_8b.toml``: FSDP2 with bf16 parameters for compute and fp32 master weights
+  and reductions (``MixedPrecisionPolicy``), ``activation_checkpoint.mode = 'selective'`` with
+  ``selective_ac_option = 'op'``, ``compile = false``; pre-training and full fine-tuning only.
+- ``unsloth``: ``FastLanguageModel.get_peft_model(use_gradient_checkpointing="unsloth", lora_dropout=0)`` (checkpoints
+  offloaded to CPU), its fused linear cross-entropy (``unsloth_fused_ce_loss``), fp32 adapters from peft, bf16
+  embeddings (no fp32 upcast); one GPU.
+- ``axolotl``: the HF Trainer with axolotl's Liger plugin as its example configs enable it (``liger_rope``,
+  ``liger_rms_norm``, ``liger_glu_activation``, ``liger_fused_linear_cross_entropy``) and
+  ``gradient_checkpointing: true``; QLoRA through ``prepare_model_for_kbit_training``.
+- ``pytorch``: your own PyTorch loop over a transformers model (Answer.AI's ``fsdp_qlora`` ``train.py`` is the
+  model): one dtype throughout (``bf16``), FSDP1 ``FullyShardedDataParallel``, peft adapters, nothing else on
+  unless asked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+FRAMEWORKS = ("hf", "torchtune", "torchtitan", "unsloth", "axolotl", "pytorch")
+# Technique fields whose ``None`` means "the stack's default"; resolved on every scenario.
+TECHNIQUES = ("precision", "grad_checkpointing", "qlora_fp32_upcast", "loss", "loss_chunks", "activation_offload",
+              "compile", "optimizer_in_backward", "adapter_dtype")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Stack:
+    """One training stack: its defaults, what ``strategy: fsdp`` means in it, the statistic its logs print."""
+
+    name: str
+    title: str
+    defaults: Mapping[str, Any]
+    fsdp: str | None  # the engine ``strategy: fsdp`` selects (fsdp1 | fsdp2); None: the stack does not shard
+    logs: str  # which allocator statistic the stack's own memory log prints, in words
+    logs_level: str  # the estimate level to compare it with: allocated | reserved
+    peft_adapters: bool  # adapters built by peft's get_peft_model (autocast_adapter_dtype=True: fp32)
+    refuse: Callable[[Any], str | None]
+
+
+# ---- what each stack cannot run ---------------------------------------------------------------------------
+def _hf_like(s, name: str, *, chunked: bool, offload: bool) -> str | None:
+    if s.loss == "chunked" and not chunked:
+        return (f"{name} computes the loss on the full logits; chunked cross-entropy is torchtune's, torchtitan's "
+                "or axolotl's: use loss fused-linear (Liger, use_liger_kernel) or framework torchtune")
+    if s.activation_offload and not offload:
+        return (f"{name} has no activation offloading: use framework axolotl, torchtune or unsloth, or pytorch for "
+                "your own loop (torch.autograd.graph.save_on_cpu)")
+    if s.optimizer_in_backward:
+        return (f"{name}'s Trainer steps the optimizer after backward: optimizer_in_backward needs framework "
+                "torchtune, torchtitan or pytorch")
+    if s.grad_checkpointing == "selective":
+        return (f"transformers has no selective checkpointing ({name}): use grad_checkpointing none or full, or "
+                "framework torchtitan / torchtune for per-op selective checkpointing")
+    if s.checkpoint_every > 1:
+        return (f"transformers checkpoints every decoder layer ({name}): drop checkpoint_every, or use framework "
+                "torchtitan, torchtune or pytorch to checkpoint one layer in N")
+    return None
+
+
+def _refuse_hf(s) -> str | None:
+    return _hf_like(s, "the HF Trainer", chunked=False, offload=False)
+
+
+def _refuse_axolotl(s) -> str | None:
+    return _hf_like(s, "axolotl", chunked=True, offload=True)
+
+
+def _refuse_unsloth(s) -> str | None:
+    if s.resolved_strategy not in ("single", "ddp") or s.tp > 1 or s.pp > 1:
+        return ("Unsloth trains on one GPU (or DDP replicas): for sharded training use framework hf or axolotl "
+                "with strategy fsdp or zero3, or framework torchtune")
+    if s.precision not in ("bf16-mixed", "fp16-mixed"):
+        return f"Unsloth trains a bf16 or fp16 model under autocast: use precision bf16-mixed, not {s.precision}"
+    if s.method == "qlora" and (s.quant or "nf4") not in ("nf4", "fp4"):
+        return f"Unsloth's QLoRA runs bitsandbytes 4-bit weights: set quant nf4, not {s.quant}"
+    if s.loss == "chunked":
+        return "Unsloth's loss is its fused linear cross-entropy (loss fused-linear) or full logits: not chunked"
+    return _hf_like(s, "Unsloth", chunked=False, offload=True)
+
+
+def _refuse_torchtune(s) -> str | None:
+    if s.precision not in ("bf16-true", "fp32"):
+        return (f"torchtune trains in one dtype (no autocast, no fp32 master weights): use precision bf16-true or "
+                f"fp32, not {s.precision}")
+    if s.strategy not in (None, "single", "fsdp2"):
+        return f"torchtune shards with FSDP2 only: use strategy fsdp (or fsdp2), not {s.strategy}"
+    if s.pp > 1:
+        return "torchtune has no pipeline parallelism: set pp 1"
+    if s.method == "qlora" and (s.quant or "nf4") != "nf4":
+        return f"torchtune's QLoRA quantizes to torchao NF4: set quant nf4, not {s.quant}"
+    if s.loss == "fused-linear":
+        return ("torchtune has no fused linear cross-entropy kernel; its chunked losses (CEWithChunkedOutputLoss, "
+                "LinearCrossEntropyLoss) keep each chunk's logits: use loss chunked")
+    if s.method != "full" and s.adapter_dtype != s.precision.split("-")[0]:
+        return (f"torchtune keeps LoRA adapters in the model dtype ({s.precision}): drop adapter_dtype or set it to "
+                f"{s.precision.split('-')[0]}")
+    if s.qlora_fp32_upcast:
+        return "torchtune keeps embeddings and norms in the model dtype: set qlora_fp32_upcast false"
+    if s.optimizer_in_backward and s.method != "full":
+        return "torchtune fuses the optimizer into backward in its full fine-tuning recipes only: use method full"
+    return None
+
+
+def _refuse_torchtitan(s) -> str | None:
+    if s.method != "full":
+        return "torchtitan pre-trains and fully fine-tunes (no LoRA): use method full, or framework torchtune"
+    if s.precision not in ("bf16-mixed", "fp8-mixed", "fp32"):
+        return (f"torchtitan keeps fp32 parameters and computes in bf16 (FSDP2 MixedPrecisionPolicy) or float8: use "
+                f"precision bf16-mixed or fp8-mixed, not {s.precision}")
+    if s.strategy not in (None, "single", "ddp", "fsdp2"):
+        return f"torchtitan shards with FSDP2: use strategy fsdp (or fsdp2), not {s.strategy}"
+    if s.optimizer != "adamw":
+        return f"torchtitan builds torch AdamW: use optimizer adamw, not {s.optimizer}"
+    if s.loss == "fused-linear":
+        return "torchtitan's loss is cross-entropy on full logits (compiled with compile true) or chunked"
+    if s.activation_offload:
+        return "torchtitan has no activation offloading: use grad_checkpointing full or selective"
+    if s.offload == "optimizer":
+        return "torchtitan offloads parameters, gradients and optimizer together (FSDP2 CPUOffloadPolicy): use " \
+               "offload optimizer+params"
+    return None
+
+
+def _refuse_pytorch(s) -> str | None:
+    return None  # your own loop: anything PyTorch can do
+
+
+BASE = {"precision": "bf16-mixed", "grad_checkpointing": "none", "qlora_fp32_upcast": False, "loss": "full",
+        "activation_offload": False, "compile": False, "optimizer_in_backward": False}
+
+STACKS: dict[str, Stack] = {s.name: s for s in (
+    Stack(name="hf", title="Hugging Face Trainer + peft + accelerate/DeepSpeed",
+          defaults={**BASE, "qlora_fp32_upcast": True}, fsdp="fsdp1",
+          logs="none by default (torch.cuda.max_memory_allocated / max_memory_reserved if you log them)",
+          logs_level="reserved", peft_adapters=True, refuse=_refuse_hf),
+    Stack(name="torchtune", title="torchtune recipes (pytorch/torchtune)",
+          defaults={**BASE, "precision": "bf16-true", "grad_checkpointing": "full", "loss": "chunked"},
+          fsdp="fsdp2", logs="peak_memory_active, peak_memory_alloc and peak_memory_reserved per log "
+          "(training.get_memory_stats, reset after each log)", logs_level="allocated", peft_adapters=False,
+          refuse=_refuse_torchtune),
+    Stack(name="torchtitan", title="torchtitan (pytorch/torchtitan)",
+          defaults={**BASE, "grad_checkpointing": "selective"}, fsdp="fsdp2",
+          logs="max reserved GiB per log window (DeviceMemoryMonitor, peak reset after each log)",
+          logs_level="reserved", peft_adapters=False, refuse=_refuse_torchtitan),
+    Stack(name="unsloth", title="Unsloth (FastLanguageModel + TRL/HF Trainer)",
+          defaults={**BASE, "grad_checkpointing": "full", "activation_offload": True, "loss": "fused-linear"},
+          fsdp=None, logs="torch.cuda.max_memory_reserved in its notebooks ('Peak reserved memory')",
+          logs_level="reserved", peft_adapters=True, refuse=_refuse_unsloth),
+    Stack(name="axolotl", title="axolotl (HF Trainer + its Liger plugin)",
+          defaults={**BASE, "qlora_fp32_upcast": True, "grad_checkpointing": "full", "loss": "fused-linear"},
+          fsdp="fsdp1", logs="memory/max_mem_active, max_mem_allocated and device_mem_reserved per log step",
+          logs_level="allocated", peft_adapters=True, refuse=_refuse_axolotl),
+    Stack(name="pytorch", title="a plain PyTorch loop over a transformers model (e.g. Answer.AI fsdp_qlora)",
+          defaults={**BASE, "precision": "bf16-true"}, fsdp="fsdp1",
+          logs="whatever your loop prints (Answer.AI fsdp_qlora: max_memory_reserved over epoch 0)",
+          logs_level="reserved", peft_adapters=True, refuse=_refuse_pytorch),
+)}
+
+
+def resolve(data: Mapping[str, Any]) -> dict[str, Any]:
+    """Values for the technique fields ``data`` leaves unset (``None``), from its framework's recipes.
+
+    ``data`` holds the scenario's validated fields; the result holds only the fields to fill in.
+    """
+    stack = STACKS[data["framework"]]
+    out: dict[str, Any] = {}
+    for name, value in stack.defaults.items():
+        if data.get(name) is None:
+            out[name] = value
+    get = {**data, **out}.get
+    if data["task"] == "infer":
+        out["precision"] = data.get("precision") or "bf16-mixed"
+    if (data.get("grad_checkpointing") is None and stack.name == "hf" and get("method") == "qlora"
+            and get("qlora_fp32_upcast")):
+        # peft prepare_model_for_kbit_training(use_gradient_checkpointing=True): the HF QLoRA recipe checkpoints
+        out["grad_checkpointing"] = "full"
+    if data.get("activation_offload") is None and stack.name == "unsloth":
+        # unsloth _utils.apply_unsloth_gradient_checkpointing: plain checkpointing below 512 tokens
+        out["activation_offload"] = get("grad_checkpointing") == "full" and data.get("seq_len", 2048) >= 512
+    if get("loss") == "chunked" and data.get("loss_chunks") is None:
+        out["loss_chunks"] = 8  # torchtune CEWithChunkedOutputLoss(num_output_chunks=8); axolotl's and torchtitan's 8
+    if data.get("adapter_dtype") in (None, "auto"):
+        compute = "fp32" if get("precision") == "fp32" else get("precision").split("-")[0]
+        out["adapter_dtype"] = "fp32" if stack.peft_adapters else compute
+    if data.get("strategy") == "fsdp" and stack.fsdp:
+        out["strategy"] = stack.fsdp
+    return out
+
+
+def refusal(s) -> str | None:
+    """The sentence that refuses scenario ``s`` (resolved), or None. Rules shared by every stack come first."""
+    if s.task == "infer":
+        if s.framework != "hf":
+            return (f"framework {s.framework} is a training stack; for inference leave framework hf and choose engine "
+                    "transformers, vllm or llama.cpp")
+        return None
+    if s.loss_chunks is not None and s.loss != "chunked":
+        return f"loss_chunks applies to loss chunked, not {s.loss}: drop it or set loss chunked"
+    if s.checkpoint_every > 1 and s.grad_checkpointing != "full":
+        return "checkpoint_every picks one layer in N for full checkpointing: set grad_checkpointing full"
+    if s.optimizer_in_backward and s.grad_accum_steps > 1:
+        return ("optimizer_in_backward steps each parameter as its gradient is ready, so gradients cannot "
+                "accumulate: set grad_accum_steps 1")
+    if s.strategy == "fsdp" and STACKS[s.framework].fsdp is None:
+        return f"framework {s.framework} does not shard with FSDP: use strategy single or ddp"
+    return STACKS[s.framework].refuse(s)
+
+
+WHY = {  # the reason behind a default worth saying, by (framework, field, value)
+    ("hf", "grad_checkpointing", "full"): "peft's prepare_model_for_kbit_training(use_gradient_checkpointing=True) "
+                                          "turns it on for QLoRA",
+    ("hf", "adapter_dtype", "fp32"): "peft's get_peft_model(autocast_adapter_dtype=True) upcasts adapters",
+    ("hf", "qlora_fp32_upcast", True): "prepare_model_for_kbit_training casts the non-4-bit weights to fp32",
+    ("unsloth", "activation_offload", True): "use_gradient_checkpointing='unsloth' offloads checkpoints to CPU",
+    ("torchtune", "loss", "chunked"): "CEWithChunkedOutputLoss",
+}
+
+
+def defaults_in_force(s) -> str | None:
+    """One sentence naming the technique fields the scenario left to its framework, with their values."""
+    if s.task != "train":
+        return None
+    parts = []
+    for name in TECHNIQUES:
+        if name in s.model_fields_set and (name != "adapter_dtype" or s.adapter_dtype != "auto"):
+            continue
+        value = getattr(s, name)
+        if value is None or (name == "adapter_dtype" and s.method == "full") or (
+                name == "qlora_fp32_upcast" and s.method != "qlora"):
+            continue
+        why = WHY.get((s.framework, name, value))
+        text = f"{name} {str(value).lower()}" + (f" ({why})" if why else "")
+        parts.append(text)
+    if not parts:
+        return None
+    return f"framework {s.framework} ({STACKS[s.framework].title}) sets the fields not given: " + ", ".join(parts)

@@ -1,0 +1,220 @@
+"""The JSON API: the Python API's inputs and outputs over HTTP (``--json`` prints the same objects).
+
+``POST /api/estimate`` takes a scenario and returns :class:`~gpuplan.result.Result`; ``POST /api/recommend`` a
+scenario and constraints, returning what ``gpuplan recommend --json`` prints; ``GET /api/models`` and
+``GET /api/gpus`` the rows of ``gpuplan models --json`` and ``gpuplan gpus --json``. The page also reads the
+form (``/api/form``), the formulas (``/api/explain``), the exports (``/api/export``) and the catalog grid
+(``/api/fit-grid``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from fastapi import APIRouter, Query, Request
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..errors import UnknownNameError
+from ..estimate import estimate
+from ..hardware import gpus, load_gpu
+from ..model.catalog import bundled, load_model
+from ..model.quant import QUANT_FORMATS
+from ..model.report import model_summary
+from ..plan.gpus import cheapest_rentals, gpu_row
+from ..plan.recommend import Constraints, Recommendation, parse_have, recommend
+from ..result import Result
+from ..scenario import Scenario
+from .explain import Explanation, explain
+from .export import Export, export
+from .forms import FieldSpec, field_specs
+from .grid import Axis, FitGrid, fit_grid
+from .guard import MAX_ITEMS, check_model, run_limited
+
+router = APIRouter(prefix="/api")
+
+
+class ModelRow(BaseModel):
+    name: str
+    names: list[str] = []
+    family: str
+    params_total: int
+    params_active: int
+    num_layers: int
+    hidden_size: int
+    num_heads: int
+    num_kv_heads: int
+    max_context: int | None
+    dtype: str
+    quantization: str | None
+    moe: bool
+
+
+class GpuRow(BaseModel):
+    id: str
+    name: str
+    vendor: str
+    architecture: str
+    segment: str
+    memory_gib: float
+    usable_gib: float
+    bandwidth_gbs: float
+    bf16_tflops: float | None
+    fp8_tflops: float | None
+    fp4_tflops: float | None
+    nvlink_gbs: float | None
+    tdp_w: float | None
+    msrp_usd: float | None
+    usd_per_gb: float | None
+    msrp_usd_per_tflop: float | None
+    rent_usd_per_hour: float | None
+    rent_offer: str | None
+    usd_per_tflop_hour: float | None
+
+
+class RecommendOptions(BaseModel):
+    """The constraints of ``gpuplan recommend`` (its ``--catalog`` files are a command-line matter)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    budget_usd: float | None = Field(default=None, gt=0, le=1e9, description="most the job may cost, USD")
+    deadline_hours: float | None = Field(default=None, gt=0, le=1e6, description="longest the job may take")
+    max_gpus: int = Field(default=8, ge=1, le=64, description="most GPUs in a setup (above 8: several nodes)")
+    gpus: list[str] = Field(default=[], max_length=MAX_ITEMS, description="only these GPUs (ids or aliases)")
+    providers: list[str] = Field(default=[], max_length=MAX_ITEMS, description="only these providers")
+    have: list[str] = Field(default=[], max_length=8, description="hardware you own, priced by power: 2x3090")
+    min_headroom: float = Field(default=0.0, ge=0.0, lt=1.0, description="share of GPU memory left free: 0.1")
+    objective: Literal["cost", "time", "balanced"] = "cost"
+    top: int = Field(default=10, ge=1, le=50)
+    any_method: bool = Field(default=False, description="allow LoRA / QLoRA instead of the scenario's method")
+    any_quant: bool = Field(default=False, description="allow quantized weights and an fp8 KV cache for serving")
+
+
+class RecommendRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    scenario: Scenario
+    constraints: RecommendOptions = RecommendOptions()
+
+
+class GridRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    scenario: Scenario
+    axis: Axis = "auto"
+
+
+class Form(BaseModel):
+    fields: list[FieldSpec]
+    quants: list[str]
+    providers: list[str]
+    hub: bool
+
+
+def _estimate(s: Scenario, hub: bool) -> Result:
+    check_model(s.model, hub)
+    return estimate(s)
+
+
+def _provider(name: str, known: list[str]) -> str:
+    if name not in known:
+        raise UnknownNameError("provider", name, known, f"(providers in the price catalog: {', '.join(known)})")
+    return name
+
+
+def _recommend(req: RecommendRequest, hub: bool) -> Recommendation:
+    from ..market.store import load_offers
+
+    s, o = req.scenario, req.constraints
+    check_model(s.model, hub)
+    known = sorted({x.provider for x in load_offers()})
+    c = Constraints(budget_usd=o.budget_usd, deadline_hours=o.deadline_hours, max_gpus=o.max_gpus,
+                    gpus=tuple(load_gpu(g).id for g in o.gpus),
+                    providers=tuple(_provider(p, known) for p in o.providers),
+                    pricing=s.pricing, have=tuple(parse_have(h) for h in o.have), min_headroom=o.min_headroom,
+                    objective=o.objective, top=o.top, any_method=o.any_method, any_quant=o.any_quant)
+    return recommend(s, load_model(s.model), c)
+
+
+def _explain(s: Scenario, hub: bool) -> Explanation:
+    result = _estimate(s, hub)
+    return explain(result, s, load_model(s.model), load_gpu(s.gpu) if s.gpu else None)
+
+
+def _grid(req: GridRequest, hub: bool) -> FitGrid:
+    check_model(req.scenario.model, hub)
+    return fit_grid(req.scenario, load_model(req.scenario.model), req.axis)
+
+
+def _models(search: str | None, family: str | None) -> list[dict[str, Any]]:
+    rows = [model_summary(load_model(repo), repo) for repo in bundled()]
+    if family:
+        rows = [r for r in rows if r["family"].lower() == family.lower()]
+    if search:
+        rows = [r for r in rows if search.lower() in r["name"].lower()]
+    return sorted(rows, key=lambda r: r["params_total"])
+
+
+@router.post("/estimate", response_model=Result, summary="Does it fit, and where does the memory go")
+async def estimate_route(scenario: Scenario, request: Request) -> Result:
+    """`gpuplan.estimate(scenario)`: memory per GPU at three levels, fit and headroom on a named GPU, the changes
+    that would make it fit, speed and cost on the best offer (what `gpuplan estimate --json` prints)."""
+    return await run_limited(_estimate, scenario, request.app.state.hub)
+
+
+@router.post("/recommend", response_model=Recommendation, summary="The setups that fit, ranked")
+async def recommend_route(body: RecommendRequest, request: Request) -> Recommendation:
+    """`gpuplan recommend`: GPU type x count x strategy x techniques x offers, pruned by memory, ranked by cost,
+    time or both, with the Pareto front of cost vs speed marked (what `gpuplan recommend --json` prints)."""
+    return await run_limited(_recommend, body, request.app.state.hub)
+
+
+@router.get("/models", response_model=list[ModelRow], summary="The bundled models")
+async def models_route(search: str | None = Query(default=None, max_length=100),
+                       family: str | None = Query(default=None, max_length=40)) -> list[dict[str, Any]]:
+    """The rows of `gpuplan models --json` (sorted by parameters); any Hugging Face repo id works too when the
+    server runs with `--hub`."""
+    return await run_limited(_models, search, family)
+
+
+def _gpus() -> list[dict[str, Any]]:
+    rentals = cheapest_rentals()
+    rows = [gpu_row(g, rentals.get(g.id)) for g in gpus().values()]
+    return sorted(rows, key=lambda r: r["memory_gib"])
+
+
+@router.get("/gpus", response_model=list[GpuRow], summary="The GPU catalog")
+async def gpus_route() -> list[dict[str, Any]]:
+    """The rows of `gpuplan gpus --json`: dense TFLOPS, memory (marketed and usable), bandwidth, NVLink, launch
+    price, and the cheapest rental in force per hour and per TFLOP-hour."""
+    return await run_limited(_gpus)
+
+
+@router.get("/form", response_model=Form, summary="The scenario form")
+async def form_route(request: Request) -> Form:
+    """One input per scenario field (choices, bounds, defaults, hints), read from the Scenario model."""
+    from ..market.store import load_offers
+
+    return Form(fields=field_specs(), quants=list(QUANT_FORMATS), hub=request.app.state.hub,
+                providers=sorted({o.provider for o in load_offers()}))
+
+
+@router.post("/explain", response_model=Explanation, summary="Every number as its formula")
+async def explain_route(scenario: Scenario, request: Request) -> Explanation:
+    """Each number of the estimate as its formula with this scenario's values, the constants' sources, and the
+    accuracy gpuplan measured for that kind of number; plus the defaults left in force."""
+    return await run_limited(_explain, scenario, request.app.state.hub)
+
+
+@router.post("/export", response_model=Export, summary="scenario.yaml, the CLI command, Markdown")
+async def export_route(scenario: Scenario, request: Request) -> Export:
+    """The scenario as a file `gpuplan estimate` reads, the equivalent command, a Markdown report and the
+    permalink's query string."""
+    result = await run_limited(_estimate, scenario, request.app.state.hub)
+    return export(scenario, result, str(request.base_url))
+
+
+@router.post("/fit-grid", response_model=FitGrid, summary="The fit on every card of the catalog")
+async def grid_route(body: GridRequest, request: Request) -> FitGrid:
+    """Fits / does not fit with the headroom on every GPU of the catalog, against quantization (inference),
+    method (training) or context length; and device memory against context length."""
+    return await run_limited(_grid, body, request.app.state.hub)

@@ -1,0 +1,110 @@
+"""The application: the page, the README it links to, the API, the offline API docs, and the error replies.
+
+Bad input of any kind answers 422 with ``{"detail": sentence}``, the sentence the CLI prints after "error:";
+an oversized body 413; a request past its deadline 503. The page and its scripts are files of this package:
+nothing is fetched from elsewhere at run time (``/docs`` serves Swagger UI from the ``fastapi-offline``
+package).
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
+from fastapi_offline import FastAPIOffline
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+
+from .. import __version__
+from ..errors import GpuplanError
+from ..scenario import scenario_from
+from . import api
+from .accuracy import readme_html
+from .guard import BoundedBody, TooSlow
+
+STATIC = Path(str(resources.files("gpuplan") / "web" / "static"))
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
+SCENARIO_BODIES = ("/api/estimate", "/api/explain", "/api/export")
+PAGE_HEADERS = {"Content-Security-Policy": "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' "
+                "data:; connect-src 'self'; frame-ancestors 'none'", "X-Content-Type-Options": "nosniff",
+                "Referrer-Policy": "no-referrer"}
+
+
+def create_app(*, hub: bool = False, host: str = "127.0.0.1") -> FastAPI:
+    """The gpuplan web app. ``hub``: resolve Hugging Face repo ids (their config.json only); ``host``: the
+    address the server binds, which Host headers must name (a DNS-rebinding guard) unless it is a wildcard."""
+    app = FastAPIOffline(
+        title="gpuplan", version=__version__, redoc_url=None,
+        description="Which GPUs an LLM job needs and what it will cost. Each endpoint takes and returns what the "
+                    "Python API and `--json` do. Bad input: 422 with one sentence in `detail`.")
+    app.state.hub = hub
+    app.include_router(api.router)
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    app.add_exception_handler(GpuplanError, _bad_input)
+    app.add_exception_handler(RequestValidationError, _invalid_request)
+    app.add_exception_handler(TooSlow, _too_slow)
+    app.add_middleware(BoundedBody)
+    if host not in ("0.0.0.0", "::", ""):
+        app.add_middleware(TrustedHostMiddleware, allowed_hosts=[*LOCAL_HOSTS, host.strip("[]")])
+
+    @app.get("/", include_in_schema=False)
+    async def page() -> FileResponse:
+        return FileResponse(STATIC / "index.html", headers=PAGE_HEADERS)
+
+    @app.get("/readme", include_in_schema=False)
+    async def readme() -> HTMLResponse:
+        body = readme_html()
+        return HTMLResponse("<!doctype html><html lang=en><head><meta charset=utf-8><title>gpuplan README</title>"
+                            "<link rel=stylesheet href=/static/style.css></head><body class=readme><main>"
+                            f"<p><a href=/>back to the calculator</a></p>{body}</main></body></html>",
+                            headers=PAGE_HEADERS)
+
+    return app
+
+
+async def _bad_input(request: Request, exc: Exception) -> JSONResponse:
+    return JSONResponse({"detail": str(exc)}, status_code=422)
+
+
+async def _too_slow(request: Request, exc: Exception) -> JSONResponse:
+    return JSONResponse({"detail": str(exc)}, status_code=503)
+
+
+async def _invalid_request(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    return JSONResponse({"detail": validation_sentence(exc, request.url.path)}, status_code=422)
+
+
+def validation_sentence(exc: RequestValidationError, path: str) -> str:
+    """One sentence for a request FastAPI could not validate: for a scenario, the CLI's own sentence."""
+    errors = exc.errors()
+    first = errors[0]
+    loc = [str(p) for p in first.get("loc", ())]
+    body = exc.body
+    if loc[:1] == ["body"]:
+        if body is None or (first.get("type") == "missing" and len(loc) == 1):
+            return "the request has no JSON body: send a scenario such as {\"model\": \"llama-3.1-8b\", \"task\": " \
+                   "\"train\"}"
+        if first.get("type") == "json_invalid":
+            return f"the request body is not valid JSON ({first.get('ctx', {}).get('error', first['msg'])})"
+        raw = None
+        if loc[1:2] == ["scenario"] and isinstance(body, dict):
+            raw = body.get("scenario")
+        elif path in SCENARIO_BODIES:
+            raw = body
+        if raw is not None:
+            try:
+                scenario_from(raw)  # type: ignore[arg-type]
+            except GpuplanError as err:
+                return str(err)
+    field = ".".join(loc[1:]) or loc[0] if loc else "request"
+    msg = first["msg"].removeprefix("Value error, ")
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    if first.get("type") == "extra_forbidden":
+        return f"unknown field {field!r}{more}"
+    if first.get("type") == "missing":
+        return f"field {field!r} is required{more}"
+    return f"field {field!r}: {msg} (got {first.get('input')!r}){more}"

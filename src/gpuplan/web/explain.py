@@ -1,0 +1,83 @@
+"""Every number of an estimate as its formula, with the user's values, the constants' sources and the accuracy.
+
+Each :class:`Formula` states the rule in symbols, the same rule with this scenario's values, and ``computed``:
+what that arithmetic gives. Where ``computed`` equals the estimate's number, the formula is the whole story;
+where a part is not one closed formula (activations, the live gradients of a backward pass), ``computed`` is
+None or differs and ``note`` says what the estimate adds. The rules are those of :mod:`gpuplan.memory`,
+:mod:`gpuplan.speed` and :mod:`gpuplan.market.cost` (each cited there); a test holds ``computed`` to the
+estimate on a matrix of scenarios, so a changed estimator cannot leave a stale formula unnoticed.
+"""
+
+from __future__ import annotations
+
+from ..hardware import GpuSpec
+from ..model.spec import ModelSpec
+from ..result import Result
+from ..scenario import Scenario
+from . import memory_formulas as mf
+from . import speed_formulas as sf
+from .accuracy import memory_accuracy
+from .forms import INFER_ONLY, TRAIN_ONLY
+from .formula import Context, Explanation, Formula
+
+
+def explain(result: Result, s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> Explanation:
+    """Formulas for every number ``result`` holds, keyed ``memory.weights_gib``, ``speed.tokens_per_s``..."""
+    x = Context(s, m, gpu, result)
+    method = s.method if s.task == "train" else None
+    part_acc = memory_accuracy(s.task, method, part=True)
+    total_acc = memory_accuracy(s.task, method)
+    mem = result.memory
+    numbers: dict[str, Formula] = {"memory.weights_gib": mf.weights(x)}
+    if s.task == "train":
+        numbers["memory.gradients_gib"] = mf.gradients(x)
+        numbers["memory.optimizer_gib"] = mf.optimizer(x)
+    else:
+        numbers["memory.kv_cache_gib"] = mf.kv_cache(x)
+    numbers["memory.activations_gib"] = mf.activations(x)
+    for name, value in mem.other.items():
+        numbers[f"memory.other.{name}"] = mf.other(x, name, value)
+    for f in numbers.values():
+        f.accuracy = part_acc
+    numbers["memory.allocated_peak_gib"] = mf.allocated(x)
+    numbers["memory.reserved_peak_gib"] = mf.reserved(x)
+    numbers["memory.device_peak_gib"] = mf.device(x)
+    for key in ("memory.allocated_peak_gib", "memory.reserved_peak_gib", "memory.device_peak_gib"):
+        numbers[key].accuracy = total_acc
+    if gpu is not None and mem.capacity_gib is not None:
+        numbers["memory.capacity_gib"] = mf.capacity(x)
+        numbers["memory.headroom_gib"] = mf.headroom(x)
+        numbers["memory.headroom_gib"].accuracy = total_acc
+    if result.speed and gpu is not None:
+        numbers.update(sf.training_speed(x) if s.task == "train" else sf.inference_speed(x))
+    if result.cost:
+        numbers.update(sf.cost(x))
+    return Explanation(numbers=numbers, defaults=defaults_in_force(s))
+
+
+def defaults_in_force(s: Scenario) -> list[str]:
+    """The fields the user left out, in words: "optimizer adamw (default)", "grad checkpointing full (the hf
+    recipe's default)" where the framework chose it."""
+    skip = INFER_ONLY if s.task == "train" else TRAIN_ONLY
+    out = []
+    for name, info in Scenario.model_fields.items():
+        if name in s.model_fields_set or name in skip or info.is_required():
+            continue
+        value = getattr(s, name)
+        label = name.replace("_", " ")
+        if name == "strategy":
+            out.append(f"{label} {s.resolved_strategy} (from the GPU count)")
+        elif value is None:
+            said = {"quant": "the checkpoint's own format", "gpu": "none named (no fit, speed or cost)",
+                    "provider": "any", "train_tokens": "not set (no job hours or total)",
+                    "mtbi_hours": "the provider's interruption rate",
+                    "max_num_batched_tokens": "vLLM's default for the release, GPU and entry point",
+                    "max_num_seqs": "vLLM's default for the release, GPU and entry point",
+                    "max_model_len": "the model's context (max_position_embeddings)",
+                    "dataset_gb": "4 bytes per train token"}.get(name, "not set")
+            out.append(f"{label}: {said}")
+        elif info.default is None and s.task == "train":
+            out.append(f"{label} {value} (the {s.framework} recipe's default)")
+        else:
+            out.append(f"{label} {value} (default)")
+    return out

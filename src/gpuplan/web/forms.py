@@ -1,0 +1,125 @@
+"""The page's form, read from the :class:`~gpuplan.scenario.Scenario` model: one input per field.
+
+Literal fields become choices, bounded numbers keep their bounds, optional fields get an empty "(default)"
+choice, and the field's description is its hint. A field the model gains later (a framework, a technique)
+appears on the page without a change here: known fields are placed in groups, new ones go to "more".
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+from typing import Any, Literal
+
+import annotated_types as at
+from pydantic import BaseModel
+from pydantic_core import PydanticUndefined
+
+from .. import scenario
+from ..scenario import Scenario
+
+# Shown first, in this order (names the model lacks are skipped: `framework` appears once it exists).
+PRIMARY = ("model", "task", "method", "framework", "precision", "quant", "seq_len", "micro_batch_size",
+           "grad_checkpointing", "batch_size", "prompt_tokens", "output_tokens", "engine", "gpu", "num_gpus")
+GROUPS = {
+    "training": ("optimizer", "optimizer_impl", "lora_rank", "lora_targets", "lora_dropout", "qlora_fp32_upcast",
+                 "adapter_dtype", "grad_accum_steps", "attention", "train_tokens", "dataset_gb"),
+    "techniques": ("loss", "loss_chunks", "activation_offload", "compile", "optimizer_in_backward",
+                   "checkpoint_every"),
+    "inference": ("kv_cache_dtype", "gpu_memory_utilization", "max_num_batched_tokens"),
+    "parallelism": ("num_nodes", "strategy", "tp", "pp", "offload"),
+    "pricing": ("provider", "pricing", "mtbi_hours", "disk_gbs", "max_price_age_days", "include_low_confidence"),
+}
+# Fields that only mean something for one task (scenario.py; the normalized result drops them too), and those the
+# form also hides for inference (they change nothing there).
+TRAIN_ONLY = scenario.TRAIN_ONLY | {"num_nodes", "strategy", "pp", "offload", "framework", "dataset_gb"}
+INFER_ONLY = scenario.INFER_ONLY
+# Free-text fields whose values the page offers from a catalog.
+SUGGEST = {"model": "models", "gpu": "gpus", "quant": "quants", "provider": "providers"}
+
+
+class FieldSpec(BaseModel):
+    """One input of the form."""
+
+    name: str
+    label: str
+    kind: Literal["choice", "int", "float", "bool", "text", "list"]
+    choices: list[str] = []
+    optional: bool = False
+    required: bool = False
+    default: Any = None
+    minimum: float | None = None
+    maximum: float | None = None
+    exclusive_minimum: bool = False
+    exclusive_maximum: bool = False
+    description: str = ""
+    group: str
+    task: Literal["train", "infer", "both"] = "both"
+    suggest: str | None = None
+
+
+def _literals(annotation: Any) -> tuple[list[str], bool, set[type]]:
+    """(string literals, whether None is allowed, the other types) of a field annotation."""
+    choices: list[str] = []
+    optional = False
+    other: set[type] = set()
+    stack = [annotation]
+    while stack:
+        a = stack.pop(0)
+        origin = typing.get_origin(a)
+        if a is type(None):
+            optional = True
+        elif origin is Literal:
+            choices += [v for v in typing.get_args(a) if isinstance(v, str)]
+        elif origin in (typing.Union, types.UnionType):
+            stack += list(typing.get_args(a))
+        else:
+            other.add(origin or a)
+    return choices, optional, other
+
+
+def field_specs() -> list[FieldSpec]:
+    """Every scenario field as a form input, primary fields first."""
+    grouped = {name: group for group, names in GROUPS.items() for name in names}
+    specs = []
+    for name, info in Scenario.model_fields.items():
+        choices, optional, other = _literals(info.annotation)
+        if list in other:
+            kind = "list"
+        elif choices and not other:
+            kind = "choice"
+        elif other == {bool} and optional:  # unset, true or false: the framework decides when unset
+            kind, choices = "choice", ["true", "false"]
+        elif bool in other:
+            kind = "bool"
+        elif int in other:
+            kind = "int"
+        elif float in other:
+            kind = "float"
+        else:
+            kind = "text"
+        bounds: dict[str, Any] = {}
+        for meta in info.metadata:
+            if isinstance(meta, at.Ge | at.Gt):
+                bounds["minimum"] = float(meta.ge if isinstance(meta, at.Ge) else meta.gt)
+                bounds["exclusive_minimum"] = isinstance(meta, at.Gt)
+            if isinstance(meta, at.Le | at.Lt):
+                bounds["maximum"] = float(meta.le if isinstance(meta, at.Le) else meta.lt)
+                bounds["exclusive_maximum"] = isinstance(meta, at.Lt)
+        default = None if info.default is PydanticUndefined else info.default
+        specs.append(FieldSpec(
+            name=name, label=name.replace("_", " "), kind=kind, choices=choices, optional=optional,
+            required=info.is_required(), default=default, description=info.description or "",
+            group="main" if name in PRIMARY else grouped.get(name, "more"),
+            task="train" if name in TRAIN_ONLY else "infer" if name in INFER_ONLY else "both",
+            suggest=SUGGEST.get(name), **bounds))
+    order = {name: i for i, name in enumerate(PRIMARY)}
+    return sorted(specs, key=lambda f: (f.group != "main", order.get(f.name, len(order))))
+
+
+def given(s: Scenario) -> dict[str, Any]:
+    """The fields of a scenario given explicitly (model and task always), in the model's order; the fields left out
+    take the framework's defaults again when the scenario is read back."""
+    data = s.model_dump()
+    return {name: data[name] for name, info in Scenario.model_fields.items()
+            if name in s.model_fields_set or info.is_required()}

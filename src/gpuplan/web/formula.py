@@ -1,0 +1,66 @@
+"""What the page shows for one number: its formula, with the user's values, the constants' sources and the
+accuracy gpuplan measured; and what the formulas read (:class:`Context`)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from ..hardware import GpuSpec
+from ..model.spec import ModelSpec
+from ..result import Result
+from ..scenario import Scenario
+from .accuracy import Accuracy
+
+GIB = 2**30
+
+
+class Constant(BaseModel):
+    name: str
+    value: str
+    source: str
+
+
+class Formula(BaseModel):
+    label: str
+    value: float
+    unit: str
+    formula: str
+    substituted: str
+    computed: float | None = None
+    note: str = ""
+    constants: list[Constant] = []
+    accuracy: Accuracy | None = None
+
+
+class Explanation(BaseModel):
+    numbers: dict[str, Formula]
+    defaults: list[str]
+
+
+def gib(x: float) -> str:
+    return f"{x / GIB:,.2f} GiB"
+
+
+def count(x: float) -> str:
+    return f"{x / 1e9:,.3f}B" if x >= 1e8 else f"{x:,.0f}"
+
+
+class Context:
+    """What the formulas read: the scenario, the model, the card and the shards."""
+
+    def __init__(self, s: Scenario, m: ModelSpec, gpu: GpuSpec | None, result: Result):
+        self.s, self.m, self.gpu, self.r = s, m, gpu, result
+        self.strategy = s.resolved_strategy
+        self.mixed = s.precision.endswith("-mixed")
+        self.deepspeed = self.strategy.startswith("zero")
+        self.c = s.compute_bytes
+        self.P = m.params_total
+        self.trainable = result.model.params_trainable
+        self.shard = s.tp * s.pp
+        self.N = s.dp
+        # optimizer states, fp32 master copies and LoRA adapters: fp32 under mixed precision (training.py)
+        self.state_bytes = 4 if (self.mixed or s.precision == "fp32") else 2
+
+    def shards_text(self, over_dp: bool) -> str:
+        parts = [f"TP {self.s.tp} x PP {self.s.pp}"] + ([f"{self.N} ZeRO ranks"] if over_dp else [])
+        return " x ".join(parts)

@@ -1,0 +1,336 @@
+"""Formulas of the memory breakdown: each part, the three levels, the card's usable memory and the headroom.
+
+The rules are those of :mod:`gpuplan.memory` (each cited there), written out with the scenario's values.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .. import overheads as oh
+from ..hardware import DRIVER_RESERVE, ECC_INBAND_RESERVE, REPORTED_USABLE_GIB
+from ..memory import weight_format
+from ..memory.inference import kv_dtype_bytes
+from ..model.quant import make_format
+from .formula import GIB, Constant, Context, Formula, count, gib
+
+
+def weights(x: Context) -> Formula:
+    s, m = x.s, x.m
+    value = x.r.memory.weights_gib
+    if s.task == "train" and s.offload == "optimizer+params":
+        return Formula(label="weights", value=value, unit="GiB", formula="offloaded to CPU memory (ZeRO-3 offload)",
+                       substituted="0 GiB on the GPU", computed=0.0)
+    if s.task == "infer" or s.method != "full":
+        if s.task == "train" and s.method == "lora":
+            fmt, skip = make_format("none", high_bytes=x.c), ("router",)
+        else:
+            fmt, skip = weight_format(s, m)
+        parts = {k: v for k, v in m.weight_bytes(fmt, skip=skip).items() if v}
+        params = m.params_breakdown()
+        host = s.task == "infer" and s.engine == "llama.cpp" and not m.tie_word_embeddings
+        if host:  # llama.cpp keeps the token embedding in host memory (memory/runtimes/llama_cpp.py)
+            parts.pop("embeddings", None)
+        base = sum(parts.values())
+        terms = " + ".join(f"{k} {count(params[k])} x {v / params[k]:.3g} B" for k, v in parts.items() if params[k])
+        formula = "W = sum over parts of parameters x bytes per parameter in the storage format"
+        if host:
+            formula += " (the token embedding stays in host memory)"
+        extra, upcast = "", 0.0
+        if s.task == "train":
+            if s.method == "qlora" and fmt.name in ("nf4", "fp4") and s.qlora_fp32_upcast:
+                high = x.P - sum(count * sum(lin.weight_params for lin in layer.linears if lin.group not in skip)
+                                 for layer, count in m.layer_kinds())
+                upcast = high * (4 - x.c)
+                extra += f" + fp32 upcast {count(high)} x {4 - x.c} B"
+            extra += f" + adapters {x.trainable:,} x {x.state_bytes} B"
+            formula += " (+ peft's fp32 upcast of non-4-bit parameters, + the LoRA adapters)"
+        total = base + upcast + (x.state_bytes * x.trainable if s.task == "train" else 0)
+        over_dp = s.task == "train" and x.strategy == "zero3"
+        div = x.shard * (x.N if over_dp else 1)
+        computed = total / div / GIB
+        return Formula(label="weights", value=value, unit="GiB", formula=formula + f", / ({x.shards_text(over_dp)})",
+                       substituted=f"({terms}{extra}) / {div} = {computed:,.2f} GiB",
+                       computed=computed, constants=[Constant(name="storage format", value=fmt.name,
+                                                              source="gpuplan/model/quant.py (bytes per format)")])
+    # full fine-tuning
+    if x.deepspeed and x.mixed:
+        w16_div = x.shard * (x.N if x.strategy == "zero3" else 1)
+        computed = (2 * x.P / w16_div + 4 * x.P / (x.shard * x.N)) / GIB
+        return Formula(label="weights", value=value, unit="GiB",
+                       formula="W = 2 B x P (bf16 working copy, / ranks under ZeRO-3) + 4 B x P fp32 master / ranks",
+                       substituted=f"2 x {count(x.P)} / {w16_div} + 4 x {count(x.P)} / {x.shard * x.N} = "
+                                   f"{computed:,.2f} GiB",
+                       computed=computed, constants=[Constant(name="ZeRO model states", value="2 + 4 B per parameter",
+                                                              source="ZeRO paper section 3; DeepSpeed stage3.py")])
+    wbytes = 4 if (x.mixed or s.precision == "fp32") else 2
+    div = x.shard * (x.N if x.deepspeed and x.strategy == "zero3" else 1)
+    computed = wbytes * x.P / div / GIB
+    why = "fp32 master weights under torch autocast" if x.mixed else f"weights in {s.precision}"
+    return Formula(label="weights", value=value, unit="GiB", formula=f"W = {wbytes} B x P / shards ({why})",
+                   substituted=f"{wbytes} x {count(x.P)} / {div} = {computed:,.2f} GiB", computed=computed)
+
+
+def _gradient_total(x: Context) -> tuple[float, str]:
+    s = x.s
+    if s.method == "full":
+        if x.deepspeed and x.mixed:
+            gbytes, div = 2, x.shard * (x.N if x.strategy in ("zero2", "zero3") else 1)
+        else:
+            gbytes = 4 if (x.mixed or s.precision == "fp32") else 2
+            div = x.shard * (x.N if x.deepspeed and x.strategy in ("zero2", "zero3") else 1)
+        return gbytes * x.P / div, f"{gbytes} x {count(x.P)} / {div}"
+    div = x.shard * (x.N if x.strategy in ("zero2", "zero3") else 1)
+    return x.state_bytes * x.trainable / div, f"{x.state_bytes} x {x.trainable:,} adapter parameters / {div}"
+
+
+def gradients(x: Context) -> Formula:
+    total, text = _gradient_total(x)
+    phase = x.r.memory.peak_phase
+    return Formula(label="gradients", value=x.r.memory.gradients_gib, unit="GiB",
+                   formula="G = bytes per gradient x trainable parameters / shards (ZeRO-2/3 split them over ranks)",
+                   substituted=f"{text} = {gib(total)}", computed=total / GIB,
+                   note=f"the bar shows the gradients live at the {phase} peak: the backward pass makes them layer by "
+                        "layer, the forward holds only accumulated ones")
+
+
+def optimizer(x: Context) -> Formula:
+    s = x.s
+    value = x.r.memory.optimizer_gib
+    if s.offload != "none":
+        return Formula(label="optimizer states", value=value, unit="GiB", formula="offloaded to CPU memory",
+                       substituted="0 GiB on the GPU", computed=0.0)
+    div = x.shard * (x.N if x.deepspeed else 1)
+    b, t = x.state_bytes, x.trainable
+    rules = {"adamw": (2 * b * t, f"2 moments x {b} B x {t:,}", "AdamW keeps two moments per parameter"),
+             "lion": (b * t, f"1 moment x {b} B x {t:,}", "Lion keeps one moment"),
+             "sgd-momentum": (b * t, f"1 buffer x {b} B x {t:,}", "SGD with momentum keeps one buffer"),
+             "sgd": (0.0, "0", "plain SGD keeps no state")}
+    eight = t * (2 + 2 * 4 / oh.BNB_STATE_BLOCK)
+    rules["adamw-8bit"] = rules["paged-adamw-8bit"] = (
+        eight, f"{t:,} x (2 x 1 B + 2 x 4 B / {oh.BNB_STATE_BLOCK})",
+        "bitsandbytes 8-bit AdamW: one byte per moment + an fp32 absmax per block (Dettmers et al. 2022)")
+    if s.optimizer not in rules:
+        return Formula(label="optimizer states", value=value, unit="GiB",
+                       formula="Adafactor: row and column factors of the second moment per matrix (Shazeer & Stern "
+                       "2018), full moments for vectors", substituted=f"{value:,.2f} GiB")
+    total, text, why = rules[s.optimizer]
+    return Formula(label="optimizer states", value=value, unit="GiB",
+                   formula=f"O = state bytes x trainable parameters / shards ({why})",
+                   substituted=f"{text} / {div} = {gib(total / div)}", computed=total / div / GIB,
+                   constants=[Constant(name="8-bit block", value=str(oh.BNB_STATE_BLOCK),
+                                       source="overheads.BNB_STATE_BLOCK (bitsandbytes blocksize)")]
+                   if "8bit" in s.optimizer else [])
+
+
+def _kv_tokens(x: Context) -> int:
+    s = x.s
+    if s.engine == "transformers" and x.r.memory.peak_phase == "prefill":
+        return s.prompt_tokens
+    return s.prompt_tokens + s.output_tokens
+
+
+def _kv_bytes(x: Context, tokens: int) -> tuple[float, list[str]]:
+    """Bytes of the KV cache of ``batch_size`` sequences of ``tokens`` tokens (GQA; windows capped)."""
+    s, m = x.s, x.m
+    if s.engine == "llama.cpp":
+        b = 2 if s.kv_cache_dtype in ("auto", "fp16", "bf16") else 8.5 / 8
+        heads = 1.0
+    else:
+        b = kv_dtype_bytes(s)
+        heads = math.ceil(m.num_kv_heads / s.tp) / m.num_kv_heads
+    layers = m.layers[: math.ceil(m.num_layers / s.pp)] if s.engine != "llama.cpp" else m.layers
+    total, terms = 0.0, {}
+    for layer in layers:
+        cached = min(tokens, layer.window) if layer.window else tokens
+        if s.engine == "vllm":
+            cached = math.ceil(cached / oh.VLLM_BLOCK_TOKENS) * oh.VLLM_BLOCK_TOKENS
+        dims = layer.kv_dims * heads
+        total += cached * dims * b
+        key = (cached, dims)
+        terms[key] = terms.get(key, 0) + 1
+    text = [f"{count} layers x {cached:,} tokens x {dims:,.0f} values" for (cached, dims), count in terms.items()]
+    return s.batch_size * total, [*text, f"{b:g} B each", f"x {s.batch_size} sequences"]
+
+
+def kv_cache(x: Context) -> Formula:
+    if x.s.engine == "vllm" and x.r.memory.engine:
+        return _vllm_pool(x)
+    tokens = _kv_tokens(x)
+    total, text = _kv_bytes(x, tokens)
+    note = "MLA models cache decompressed keys and values in transformers" if x.m.mla else ""
+    return Formula(label="KV cache", value=x.r.memory.kv_cache_gib, unit="GiB",
+                   formula="KV = sequences x sum over layers of min(tokens, window) x 2 x KV heads x head_dim / TP x "
+                           "bytes", substituted=f"{'; '.join(text)} = {gib(total)} ({tokens:,} tokens at the "
+                           f"{x.r.memory.peak_phase} peak)", computed=total / GIB, note=note,
+                   constants=[Constant(name="KV heads x head_dim", value=f"{x.m.num_kv_heads} x {x.m.head_dim}",
+                                       source="the model's config.json")])
+
+
+def _vllm_pool(x: Context) -> Formula:
+    """vLLM gives the KV cache what its budget leaves (memory/runtimes/vllm.py ``startup_memory``)."""
+    mem, eng = x.r.memory, x.r.memory.engine
+    requested = eng["requested_gib"]
+    rest = mem.weights_gib + mem.activations_gib + sum(mem.other.values())
+    pool = max(requested - rest, 0.0)
+    parts = " - ".join(f"{v:.2f} ({k})" for k, v in [("weights", mem.weights_gib),
+                                                       ("profiling peak", mem.activations_gib), *mem.other.items()])
+    return Formula(label="KV cache pool", value=mem.kv_cache_gib, unit="GiB",
+                   formula="KV pool = ceil(total x gpu_memory_utilization) - weights - profiling-run peak - non-torch "
+                           "memory - CUDA graphs (counted in the budget since vLLM 0.21)",
+                   substituted=f"{requested:.2f} - {parts} = {pool:.2f} GiB", computed=pool,
+                   note="vLLM v" + str(eng.get("version", "")) + ": the pool holds "
+                        f"{eng.get('kv_cache_tokens', 0):,} tokens",
+                   constants=[Constant(name="gpu_memory_utilization", value=f"{x.s.gpu_memory_utilization}",
+                                       source="vLLM's default (0.9) unless set")])
+
+
+def activations(x: Context) -> Formula:
+    s, m = x.s, x.m
+    value = x.r.memory.activations_gib
+    if s.task == "train":
+        T = s.micro_batch_size * s.seq_len
+        logits = 4 * T * m.vocab_size
+        kept = ("each layer's input (b x s x h x bytes) kept, one layer recomputed in the backward"
+                if s.grad_checkpointing == "full" else "the tensors each layer saves for backward")
+        return Formula(
+            label="activations", value=value, unit="GiB",
+            formula=f"A = {kept}, over {m.num_layers} layers of T = micro_batch x seq_len tokens, + logits and loss "
+                    "(fp32 log-softmax 4 x T x V, plus bf16/fp32 copies in forward and backward)",
+            substituted=f"T = {s.micro_batch_size} x {s.seq_len:,} = {T:,} tokens, h = {m.hidden_size:,}, "
+                        f"V = {m.vocab_size:,}: fp32 log-softmax alone {gib(logits)}; at the {x.r.memory.peak_phase} "
+                        f"peak {value:,.2f} GiB",
+            note="counted tensor by tensor from the Hugging Face implementations (gpuplan/memory/activations.py), "
+                 "not one closed formula")
+    prompt = s.batch_size * s.prompt_tokens
+    return Formula(
+        label="activations", value=value, unit="GiB",
+        formula="prefill: one layer's temporaries for all prompt tokens (MLP 3 x i + 2 x h per token, attention "
+                "q, k, v) + last-token logits (sequences x V x (bytes + 4)); decode: the same for one token",
+        substituted=f"{s.batch_size} x {s.prompt_tokens:,} = {prompt:,} prompt tokens, i = {m.intermediate_size:,}, "
+                    f"h = {m.hidden_size:,}, V = {m.vocab_size:,}: {value:,.2f} GiB at the {x.r.memory.peak_phase} "
+                    "peak", note="the working set of the phase at the peak (gpuplan/memory/inference.py)")
+
+
+OTHER_SOURCES = {
+    "cuBLAS workspace": "PyTorch's CUBLAS_WORKSPACE_CONFIG :4096:8 (8 x 4 MiB) + cuBLASLt "
+                        "(overheads.CUBLAS_WORKSPACE_GIB)",
+    "DDP gradient buckets": "PyTorch DDP keeps flat bucket copies of the gradients (25 MiB buckets, all of them)",
+    "ZeRO communication buckets": "DeepSpeed reduce bucket = hidden^2 elements as the HF integration sets it, "
+                                  "2 buffers x 2 B (transformers/integrations/deepspeed.py)",
+    "ZeRO-3 gathered layers": "DeepSpeed stage 3 gathers the current layer and prefetches the next",
+    "dequantized 4-bit weight": "bitsandbytes dequantizes one 4-bit weight to the compute dtype per matmul",
+    "optimizer step temporaries": "what optimizer.step() allocates beyond the states (foreach AdamW's sqrt(v))",
+}
+
+
+def other(x: Context, name: str, value: float) -> Formula:
+    computed, formula, sub = None, name, f"{value:,.3f} GiB"
+    if name == "cuBLAS workspace":
+        computed, formula, sub = oh.CUBLAS_WORKSPACE_GIB, "8 x 4 MiB + cuBLASLt", f"{oh.CUBLAS_WORKSPACE_GIB:.4f} GiB"
+    elif name == "ZeRO communication buckets":
+        h = x.m.hidden_size
+        computed = 4 * oh.deepspeed_bucket_elements(h) / GIB
+        formula, sub = "2 buffers x 2 B x hidden^2", f"4 x {h:,}^2 = {computed:,.3f} GiB"
+    elif name == "DDP gradient buckets":
+        total, text = _gradient_total(x)
+        computed, formula, sub = total / GIB, "= the gradients", f"{text} = {gib(total)}"
+    elif name == "dequantized 4-bit weight":
+        largest = max(lin.weight_params / lin.count for layer, _ in x.m.layer_kinds() for lin in layer.linears)
+        computed = x.c * largest / x.shard / GIB
+        formula, sub = "compute bytes x the largest linear weight", f"{x.c} x {count(largest)} / {x.shard} = " \
+                                                                    f"{computed:,.3f} GiB"
+    source = OTHER_SOURCES.get(name, "gpuplan/memory/training.py")
+    return Formula(label=name, value=value, unit="GiB", formula=formula, substituted=sub, computed=computed,
+                   note="" if computed is not None else source,
+                   constants=[Constant(name=name, value=f"{value:,.3f} GiB",
+                                       source=source)])
+
+
+# ---- levels -------------------------------------------------------------------------------------------
+def allocated(x: Context) -> Formula:
+    mem = x.r.memory
+    parts = {"weights": mem.weights_gib, "gradients": mem.gradients_gib, "optimizer": mem.optimizer_gib,
+             "activations": mem.activations_gib, "KV cache": mem.kv_cache_gib, **mem.other}
+    parts = {k: v for k, v in parts.items() if v > 0.0005}
+    return Formula(label="allocated peak", value=mem.allocated_peak_gib, unit="GiB",
+                   formula="allocated = sum of the parts live at the peak (= torch.cuda.max_memory_allocated)",
+                   substituted=" + ".join(f"{k} {v:,.2f}" for k, v in parts.items()) +
+                   f" = {sum(parts.values()):,.2f} GiB", computed=sum(parts.values()))
+
+
+def reserved(x: Context) -> Formula:
+    s, mem = x.s, x.r.memory
+    if s.task == "infer" and s.engine == "vllm" and mem.engine:
+        total = mem.capacity_gib - oh.CUDA_TOTAL_BELOW_USABLE_GIB
+        computed = mem.engine["requested_gib"]
+        return Formula(label="reserved peak", value=mem.reserved_peak_gib, unit="GiB",
+                       formula="vLLM requests ceil(total x gpu_memory_utilization), total being what cudaMemGetInfo "
+                               "reports (vllm/v1/worker/utils.py request_memory)",
+                       substituted=f"ceil({total:,.2f} GiB x {s.gpu_memory_utilization}) = {computed:,.2f} GiB",
+                       computed=computed,
+                       constants=[Constant(name="cudaMemGetInfo total below usable",
+                                           value=f"{oh.CUDA_TOTAL_BELOW_USABLE_GIB} GiB",
+                                           source="overheads.CUDA_TOTAL_BELOW_USABLE_GIB (vLLM startup logs)")])
+    slack = oh.ALLOCATOR_SLACK_TRAIN if s.task == "train" else oh.ALLOCATOR_SLACK_INFER
+    computed = mem.allocated_peak_gib * (1 + slack)
+    formula = "reserved = allocated x (1 + allocator slack)"
+    sub = f"{mem.allocated_peak_gib:,.2f} x {1 + slack:g}"
+    constants = [Constant(name="allocator slack", value=f"{slack:.0%}",
+                          source="overheads.ALLOCATOR_SLACK_*: max_memory_reserved is typically 3-15 % above "
+                                 "allocated (measured.md)")]
+    if s.task == "infer" and s.engine == "transformers":
+        final_kv, _ = _kv_bytes(x, s.prompt_tokens + s.output_tokens)
+        prefill, decode = mem.phases_gib.get("prefill", 0.0), mem.phases_gib.get("decode", 0.0)
+        frag = max(0.0, decode + oh.KV_GROWTH_FRAGMENTATION * final_kv / GIB - max(prefill, decode))
+        if frag > 0:
+            computed += frag
+            formula += " + segments the growing KV cache leaves"
+            sub += f" + max(0, decode {decode:,.2f} + {oh.KV_GROWTH_FRAGMENTATION} x KV {gib(final_kv)} - peak)"
+            constants.append(Constant(name="KV growth fragmentation", value=str(oh.KV_GROWTH_FRAGMENTATION),
+                                      source="overheads.KV_GROWTH_FRAGMENTATION (Qwen KV-cache profile)"))
+    return Formula(label="reserved peak", value=mem.reserved_peak_gib, unit="GiB", formula=formula + " "
+                   "(= torch.cuda.max_memory_reserved)", substituted=f"{sub} = {computed:,.2f} GiB",
+                   computed=computed, constants=constants)
+
+
+def device(x: Context) -> Formula:
+    mem = x.r.memory
+    extra = mem.device_overheads
+    computed = mem.reserved_peak_gib + sum(extra.values())
+    generation = x.gpu.generation if x.gpu else "unknown GPU"
+    constants = [Constant(name="CUDA context", value=f"{extra.get('CUDA context', 0):.2f} GiB ({generation})",
+                          source="overheads.CUDA_CONTEXT_GIB: nvidia-smi beyond memory_reserved, ~0.3-0.6 GB")]
+    if "NCCL buffers" in extra:
+        constants.append(Constant(name="NCCL buffers", value=f"{oh.NCCL_GIB} GiB",
+                                  source="overheads.NCCL_GIB: 342-392 MB measured at TP >= 2 (aiconfigurator)"))
+    return Formula(label="device peak", value=mem.device_peak_gib, unit="GiB",
+                   formula="device = reserved + memory outside the allocator (CUDA context, NCCL) (~ nvidia-smi)",
+                   substituted=f"{mem.reserved_peak_gib:,.2f} + " + " + ".join(f"{k} {v:.2f}" for k, v in extra.items())
+                   + f" = {computed:,.2f} GiB", computed=computed, constants=constants)
+
+
+def capacity(x: Context) -> Formula:
+    gpu, cap = x.gpu, x.r.memory.capacity_gib or 0.0
+    assert gpu is not None
+    if gpu.id in REPORTED_USABLE_GIB:
+        return Formula(label="usable memory", value=cap, unit="GiB", formula="the total the driver reports",
+                       substituted=f"{cap:,.2f} GiB", computed=REPORTED_USABLE_GIB[gpu.id],
+                       constants=[Constant(name=gpu.name, value=f"{cap:,.2f} GiB",
+                                           source="data/GPUS.md section 5 (reported usable totals)")])
+    inband = abs(cap - gpu.memory_gib * (1 - ECC_INBAND_RESERVE)) < 1e-9
+    reserve = ECC_INBAND_RESERVE if inband else DRIVER_RESERVE
+    why = "in-band ECC check bits (GDDR data-center card)" if inband else "driver reserve (HBM ECC is out of band)"
+    return Formula(label="usable memory", value=cap, unit="GiB", formula="usable = marketed size x (1 - reserve)",
+                   substituted=f"{gpu.memory_gib:g} x (1 - {reserve:.4g}) = {gpu.memory_gib * (1 - reserve):,.2f} GiB",
+                   computed=gpu.memory_gib * (1 - reserve),
+                   constants=[Constant(name="reserve", value=f"{reserve:.2%}: {why}",
+                                       source="gpuplan/hardware.py, data/GPUS.md section 5")])
+
+
+def headroom(x: Context) -> Formula:
+    mem = x.r.memory
+    computed = (mem.capacity_gib or 0) - mem.device_peak_gib
+    return Formula(label="headroom", value=mem.headroom_gib or 0.0, unit="GiB", formula="headroom = usable - device",
+                   substituted=f"{mem.capacity_gib:,.2f} - {mem.device_peak_gib:,.2f} = {computed:+,.2f} GiB",
+                   computed=computed)

@@ -1,0 +1,494 @@
+// gpuplan page: the form is built from the Scenario model (/api/form); every change re-estimates through the
+// JSON API and redraws. Server text is always inserted as text, never as HTML.
+"use strict";
+
+const {stackedBar, scatter, curve, fmtGiB} = window.gpuplanCharts;
+const COLORS = {weights: "#4c78a8", gradients: "#f58518", optimizer: "#e45756", activations: "#72b7b2",
+  kv: "#54a24b", other: "#b279a2"};
+const GROUP_TITLES = {training: "Training options", techniques: "Training techniques", inference: "Inference options",
+  parallelism: "Parallelism and offload", pricing: "Pricing", more: "More"};
+const DEFAULT_SCENARIO = {model: "llama-3.1-8b", task: "train", method: "qlora", gpu: "rtx-4090"};
+const state = {fields: [], seq: 0, timer: null, result: null, explanation: null, scenario: null};
+
+const $ = (sel) => document.querySelector(sel);
+
+function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
+    else if (v === true) el.setAttribute(k, "");
+    else if (v !== false && v !== null && v !== undefined) el.setAttribute(k, v);
+  }
+  for (const c of children.flat()) {
+    if (c === null || c === undefined || c === false) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return el;
+}
+
+async function api(path, body) {
+  const init = body === undefined ? {} :
+    {method: "POST", headers: {"content-type": "application/json"}, body: JSON.stringify(body)};
+  const res = await fetch(path, init);
+  const data = await res.json().catch(() => ({detail: res.statusText}));
+  if (!res.ok) throw Object.assign(new Error(data.detail || res.statusText), {status: res.status});
+  return data;
+}
+
+const num = (x, digits = 2) => x.toLocaleString("en-US", {minimumFractionDigits: digits, maximumFractionDigits: digits});
+const usd = (x) => "$" + (x >= 100 ? num(x, 0) : x >= 1 ? num(x, 2) : num(x, 3));
+
+// ---- the form ------------------------------------------------------------------------------------------
+function makeInput(f) {
+  const id = "f-" + f.name;
+  if (f.kind === "choice") {
+    const sel = h("select", {id, name: f.name});
+    if (f.optional || f.required) sel.append(h("option", {value: ""}, f.required ? "(choose)" : "(auto)"));
+    for (const c of f.choices) sel.append(h("option", {value: c}, c));
+    return sel;
+  }
+  if (f.kind === "bool") return h("input", {id, name: f.name, type: "checkbox"});
+  if (f.kind === "int" || f.kind === "float") {
+    return h("input", {id, name: f.name, type: "number", step: f.kind === "int" ? "1" : "any",
+      min: f.minimum !== null && !f.exclusive_minimum ? f.minimum : null,
+      max: f.maximum !== null && !f.exclusive_maximum ? f.maximum : null,
+      placeholder: f.default === null ? "" : String(f.default)});
+  }
+  const placeholder = f.name === "model" ? "alias, bundled name or org/name" :
+    f.kind === "list" ? "all-linear or q_proj,v_proj" : f.default === null ? "(default)" : String(f.default);
+  return h("input", {id, name: f.name, type: "text", list: f.suggest ? "list-" + f.suggest : null,
+    placeholder, spellcheck: "false"});
+}
+
+function buildForm(form) {
+  state.fields = form.fields;
+  const host = $("#scenario");
+  host.replaceChildren();
+  const groups = {main: h("div", {class: "group main"})};
+  for (const f of form.fields) {
+    if (!groups[f.group]) {
+      groups[f.group] = h("details", {class: "group", "data-group": f.group},
+        h("summary", {}, GROUP_TITLES[f.group] || f.group));
+    }
+    groups[f.group].append(h("label", {class: "field", for: "f-" + f.name, "data-field": f.name,
+      "data-task": f.task, title: f.description || null}, h("span", {class: "name"}, f.label), makeInput(f)));
+  }
+  host.append(...Object.values(groups));
+  host.append(h("p", {class: "hint"}, "Empty fields take their defaults. A Hugging Face repo id works for the model ",
+    form.hub ? "(this server fetches config.json from the hub)." : "when the server runs with --hub."));
+  $("#list-quants").replaceChildren(...form.quants.map((q) => h("option", {value: q})));
+  $("#list-providers").replaceChildren(...form.providers.map((p) => h("option", {value: p})));
+  host.addEventListener("input", schedule);
+  host.addEventListener("change", schedule);
+}
+
+function fillForm(values) {
+  for (const f of state.fields) {
+    const el = document.getElementById("f-" + f.name);
+    const v = values[f.name];
+    if (f.kind === "bool") el.checked = v === undefined ? !!f.default : v === true || v === "true";
+    else if (v === undefined || v === null) el.value = f.kind === "choice" && !f.optional && !f.required
+      ? f.default : f.kind === "list" && f.default === "all-linear" ? "" : "";
+    else el.value = Array.isArray(v) ? v.join(",") : String(v);
+  }
+}
+
+function readForm() {
+  const task = document.getElementById("f-task").value;
+  const out = {};
+  for (const f of state.fields) {
+    if (f.task !== "both" && f.task !== task) continue;
+    const el = document.getElementById("f-" + f.name);
+    let v;
+    if (f.kind === "bool") {
+      v = el.checked;
+    } else {
+      const raw = el.value.trim();
+      if (raw === "" && !f.required) continue;
+      if (f.kind === "int") v = /^-?\d+$/.test(raw) ? parseInt(raw, 10) : raw;
+      else if (f.kind === "float") v = raw !== "" && Number.isFinite(Number(raw)) ? Number(raw) : raw;
+      else if (f.kind === "list") v = raw === "all-linear" ? raw : raw.split(",").map((s) => s.trim()).filter(Boolean);
+      else v = raw;
+    }
+    if (!f.required && JSON.stringify(v) === JSON.stringify(f.default)) continue;
+    out[f.name] = v;
+  }
+  return out;
+}
+
+// "(auto)" choices say what the framework or the GPU count resolved them to
+function showResolved(normalized) {
+  for (const f of state.fields) {
+    const el = document.getElementById("f-" + f.name);
+    if (f.kind !== "choice" || !f.optional || !el.options.length) continue;
+    const v = normalized[f.name];
+    el.options[0].textContent = v === undefined || v === null ? "(auto)" : `(auto: ${v})`;
+  }
+}
+
+function showTaskFields(task) {
+  document.querySelectorAll("[data-task]").forEach((el) => {
+    el.hidden = el.dataset.task !== "both" && el.dataset.task !== task;
+  });
+  document.querySelectorAll(".train-only").forEach((el) => { el.hidden = task !== "train"; });
+  document.querySelectorAll(".infer-only").forEach((el) => { el.hidden = task !== "infer"; });
+}
+
+function queryOf(scenario) {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(scenario)) q.set(k, Array.isArray(v) ? v.join(",") : String(v));
+  return q.toString();
+}
+
+function schedule() {
+  clearTimeout(state.timer);
+  state.timer = setTimeout(update, 200);
+}
+
+// ---- one round: estimate, formulas, exports; then the heavier searches ------------------------------------
+async function update() {
+  state.timer = null;
+  const seq = ++state.seq;
+  const scenario = readForm();
+  showTaskFields(scenario.task);
+  history.replaceState(null, "", "?" + queryOf(scenario));
+  document.body.classList.add("busy");
+  try {
+    const [result, explanation, exported] = await Promise.all([
+      api("/api/estimate", scenario), api("/api/explain", scenario), api("/api/export", scenario)]);
+    if (seq !== state.seq) return;
+    Object.assign(state, {result, explanation, scenario});
+    clearError();
+    showResolved(result.scenario);
+    renderVerdict(result);
+    renderMemory(result);
+    renderFixes(result);
+    renderSpeedCost(result);
+    renderAssumptions(result, explanation);
+    renderExport(exported);
+    renderModel(result);
+    fillFormulas();
+    document.body.classList.remove("busy");
+    await heavy(seq);
+  } catch (e) {
+    if (seq !== state.seq) return;
+    document.body.classList.remove("busy");
+    showError(e.message);
+  }
+}
+
+async function heavy(seq) {
+  const scenario = state.scenario;
+  const constraints = {objective: $("#objective").value, max_gpus: parseInt($("#max-gpus").value, 10) || 8};
+  if (scenario.task === "train") constraints.any_method = $("#any-method").checked;
+  else constraints.any_quant = $("#any-quant").checked;
+  const [rec, grid] = await Promise.allSettled([api("/api/recommend", {scenario, constraints}),
+    api("/api/fit-grid", {scenario, axis: $("#grid-axis").value})]);
+  if (seq !== state.seq) return;
+  if (rec.status === "fulfilled") renderSetups(rec.value, scenario);
+  else $("#setups-summary").textContent = rec.reason.message;
+  if (grid.status === "fulfilled") renderGrid(grid.value, state.result, scenario);
+  else $("#grid-note").textContent = grid.reason.message;
+  document.body.dataset.ready = String(seq);
+}
+
+function showError(message) {
+  const v = $("#verdict");
+  v.className = "error";
+  v.dataset.fits = "error";
+  v.textContent = message;
+  document.querySelectorAll(".field.invalid").forEach((el) => el.classList.remove("invalid"));
+  const named = /field '([a-z_]+)'/.exec(message) || (/^unknown model|model '|bundled model/.test(message) && [0, "model"])
+    || (/GPU|could be nvidia/.test(message) && [0, "gpu"]);
+  if (named) document.querySelector(`.field[data-field="${named[1]}"]`)?.classList.add("invalid");
+  document.body.dataset.ready = "error-" + state.seq;
+}
+
+function clearError() {
+  document.querySelectorAll(".field.invalid").forEach((el) => el.classList.remove("invalid"));
+}
+
+// ---- numbers that open into their formulas ---------------------------------------------------------------
+function numberRow(key, label, text, value, color) {
+  return h("details", {class: "num", "data-key": key},
+    h("summary", {}, color ? h("span", {class: "swatch", style: `background:${color}`}) : null,
+      h("span", {class: "label"}, label), h("span", {class: "value", "data-value": value}, text)),
+    h("div", {class: "formula"}));
+}
+
+function fillFormulas() {
+  const numbers = state.explanation ? state.explanation.numbers : {};
+  document.querySelectorAll("details.num").forEach((d) => {
+    const f = numbers[d.dataset.key];
+    const box = d.querySelector(".formula");
+    if (!f) {
+      box.replaceChildren(h("p", {class: "hint"}, "no formula for this number"));
+      return;
+    }
+    const off = f.computed !== null && Math.abs(f.computed - f.value) > 0.005 * Math.max(Math.abs(f.value), 1e-6);
+    box.replaceChildren(...[
+      h("p", {class: "rule"}, f.formula),
+      h("p", {class: "with-values"}, f.substituted),
+      (off || f.computed === null) && (f.note || off)
+        ? h("p", {class: "note"}, f.note || "the estimate adds terms this formula does not show") : null,
+      f.constants.length ? h("table", {class: "constants"}, h("tr", {}, h("th", {}, "constant"), h("th", {}, "value"),
+        h("th", {}, "source")), f.constants.map((c) => h("tr", {}, h("td", {}, c.name), h("td", {}, c.value),
+        h("td", {}, c.source)))) : null,
+      f.accuracy ? h("p", {class: "accuracy"}, "measured accuracy: ", f.accuracy.summary, " ",
+        h("a", {href: f.accuracy.link, target: "_blank", rel: "noopener"}, "README table")) : null,
+    ].filter(Boolean));
+  });
+}
+
+// ---- sections ------------------------------------------------------------------------------------------
+function renderVerdict(r) {
+  const m = r.memory, v = $("#verdict");
+  const where = r.gpu ? `${r.scenario.num_gpus > 1 ? r.scenario.num_gpus + "x " : ""}${r.gpu.name}` : "";
+  if (m.fits === null) {
+    v.className = "neutral";
+    v.dataset.fits = "none";
+    v.textContent = `Device peak ${num(m.device_peak_gib)} GiB per GPU. Name a GPU to see whether it fits.`;
+  } else {
+    v.className = m.fits ? "ok" : "bad";
+    v.dataset.fits = String(m.fits);
+    const engine = m.max_concurrency !== null
+      ? [`: vLLM's KV pool holds ${m.max_concurrency} of the ${r.scenario.batch_size} concurrent requests; it takes `]
+      : m.gpu_layers !== null ? [`: llama.cpp places ${m.gpu_layers} of ${r.model.num_layers} layers on the GPU; `]
+        : [": "];
+    v.replaceChildren(h("strong", {id: "verdict-word"}, m.fits ? "Fits" : "Does not fit"), ` on ${where}`, ...engine,
+      h("span", {id: "verdict-peak", "data-value": m.device_peak_gib}, num(m.device_peak_gib)), " of ",
+      h("span", {id: "verdict-capacity", "data-value": m.capacity_gib}, num(m.capacity_gib)),
+      " GiB usable per GPU, headroom ",
+      h("span", {id: "verdict-headroom", "data-value": m.headroom_gib}, (m.headroom_gib >= 0 ? "+" : "") +
+        num(m.headroom_gib)), " GiB.");
+  }
+  const lines = [];
+  if (m.max_concurrency !== null) {
+    lines.push(`vLLM KV pool ${num(m.kv_cache_pool_gib, 1)} GiB: up to ${m.max_concurrency} concurrent requests, ` +
+      `${m.max_context_tokens.toLocaleString()} tokens in all.`);
+  }
+  if (m.fits !== null) {
+    const t = r.scenario.task === "train";
+    lines.push(`Largest ${t ? "micro-batch" : "batch"} that fits: ${m.max_batch_size ?? "none"}; longest ` +
+      `${t ? "sequence" : "prompt"}: ${m.max_seq_len ? m.max_seq_len.toLocaleString() + " tokens" : "none"}.`);
+  }
+  if (lines.length) v.append(h("div", {class: "sub"}, lines.join(" ")));
+  const warnings = [...r.warnings];
+  if (r.model.exact === false) warnings.unshift("this model's architecture is read approximately (Llama-like)");
+  $("#warnings").replaceChildren(...warnings.map((w) => h("li", {}, w)));
+}
+
+function renderMemory(r) {
+  const m = r.memory;
+  const parts = [["weights", "weights", m.weights_gib, COLORS.weights],
+    ["gradients", "gradients", m.gradients_gib, COLORS.gradients],
+    ["optimizer", "optimizer states", m.optimizer_gib, COLORS.optimizer],
+    ["activations", "activations", m.activations_gib, COLORS.activations],
+    ["kv_cache", "KV cache", m.kv_cache_gib, COLORS.kv]];
+  const otherTotal = Object.values(m.other).reduce((a, b) => a + b, 0);
+  stackedBar($("#membar"), [...parts.map(([, name, gib, color]) => ({name, gib, color})),
+    {name: "other: " + Object.keys(m.other).join(", "), gib: otherTotal, color: COLORS.other}],
+  {allocated: m.allocated_peak_gib, reserved: m.reserved_peak_gib, device: m.device_peak_gib}, m.capacity_gib);
+  const rows = [];
+  for (const [key, name, gib, color] of parts) {
+    if (gib > 0.0005) rows.push(numberRow(`memory.${key}_gib`, name, num(gib) + " GiB", gib, color));
+  }
+  for (const [name, gib] of Object.entries(m.other)) {
+    rows.push(numberRow(`memory.other.${name}`, "other: " + name, num(gib) + " GiB", gib, COLORS.other));
+  }
+  rows.push(h("hr", {class: "levels"}));
+  rows.push(numberRow("memory.allocated_peak_gib", `allocated peak (${m.peak_phase}) = max_memory_allocated`,
+    num(m.allocated_peak_gib) + " GiB", m.allocated_peak_gib));
+  rows.push(numberRow("memory.reserved_peak_gib", "reserved peak = max_memory_reserved", num(m.reserved_peak_gib) +
+    " GiB", m.reserved_peak_gib));
+  rows.push(numberRow("memory.device_peak_gib", "device peak (what nvidia-smi shows)", num(m.device_peak_gib) +
+    " GiB", m.device_peak_gib));
+  if (m.capacity_gib !== null) {
+    rows.push(numberRow("memory.capacity_gib", `usable on ${r.gpu.name}`, num(m.capacity_gib) + " GiB", m.capacity_gib));
+    rows.push(numberRow("memory.headroom_gib", "headroom", (m.headroom_gib >= 0 ? "+" : "") + num(m.headroom_gib) +
+      " GiB", m.headroom_gib));
+  }
+  if (m.cpu_gib) rows.push(h("p", {class: "hint"}, `CPU memory for offloaded states: ${num(m.cpu_gib, 1)} GiB`));
+  $("#memrows").replaceChildren(...rows);
+}
+
+function applyFields(fields) {
+  for (const [k, v] of Object.entries(fields)) {
+    const el = document.getElementById("f-" + k);
+    if (!el) continue;
+    if (el.type === "checkbox") el.checked = !!v;
+    else el.value = v === null ? "" : String(v);
+  }
+  update();
+}
+
+function renderFixes(r) {
+  const m = r.memory, body = $("#fixes-body");
+  if (m.fits === null) {
+    body.replaceChildren(h("p", {class: "hint"}, "Name a GPU to see what would make the job fit on it."));
+  } else if (m.fits) {
+    body.replaceChildren(h("p", {}, `It fits with ${num(m.headroom_gib, 1)} GiB to spare; nothing to change.`));
+  } else if (!r.suggestions.length) {
+    body.replaceChildren(h("p", {}, "No single change makes it fit on this card: try the setups below."));
+  } else {
+    body.replaceChildren(h("table", {id: "fixes-table"},
+      h("tr", {}, ["change", "new device peak", "fits", "speed cost", ""].map((c) => h("th", {}, c))),
+      r.suggestions.map((s) => h("tr", {class: s.fits ? "fit" : "nofit"},
+        h("td", {}, s.change.replace(/: [\d.]+ -> [\d.]+ GiB$/, "")),
+        h("td", {class: "n", "data-value": s.device_peak_gib}, num(s.device_peak_gib) + " GiB"),
+        h("td", {}, s.fits ? "fits" : "still too big"), h("td", {}, s.cost),
+        h("td", {}, h("button", {type: "button", onclick: () => applyFields(s.fields)}, "apply"))))));
+  }
+}
+
+function renderSpeedCost(r) {
+  const sp = r.speed, c = r.cost, rows = [];
+  if (!sp) {
+    $("#speed-rows").replaceChildren(h("p", {class: "hint"}, "Name a GPU for speed and cost."));
+    return;
+  }
+  const train = r.scenario.task === "train";
+  const range = sp.tokens_per_s_high ? ` (${num(sp.tokens_per_s_low, 0)} to ${num(sp.tokens_per_s_high, 0)})` : "";
+  rows.push(numberRow("speed.tokens_per_s", train ? "training tokens/s" : "output tokens/s (all sequences)",
+    num(sp.tokens_per_s, 0) + range, sp.tokens_per_s));
+  rows.push(numberRow("speed.step_time_s", train ? "optimizer step" : "decode step",
+    train ? num(sp.step_time_s, 2) + " s" : num(sp.step_time_s * 1000, 1) + " ms", sp.step_time_s));
+  if (train) {
+    rows.push(numberRow("speed.flops_per_token", "FLOPs per token", num(sp.flops_per_token / 1e9, 1) + " GFLOP",
+      sp.flops_per_token));
+  } else {
+    rows.push(numberRow("speed.ttft_s", "time to first token", num(sp.ttft_s, 2) + " s", sp.ttft_s));
+  }
+  if (sp.mfu) rows.push(numberRow("speed.mfu", "implied MFU", num(sp.mfu, 3), sp.mfu));
+  rows.push(h("p", {class: "hint"}, `${sp.bound}-bound; the range is the calibration spread of this kind of estimate`));
+  if (c) {
+    rows.push(h("p", {class: "offer"}, `best offer: ${c.offer} (${c.gpu_id}), price from ${c.price_origin}, ` +
+      `${c.price_age_days} days old`, c.stale ? h("span", {class: "stale"}, " (stale)") : null));
+    rows.push(numberRow("cost.usd_per_hour", "$ per hour", usd(c.usd_per_hour), c.usd_per_hour));
+    if (c.usd_per_million_tokens !== null) {
+      rows.push(numberRow("cost.usd_per_million_tokens", train ? "$ per million tokens trained" :
+        "$ per million output tokens", usd(c.usd_per_million_tokens), c.usd_per_million_tokens));
+    }
+    if (train && r.scenario.train_tokens) {
+      rows.push(numberRow("cost.hours", "hours", num(c.hours, 1) + " h", c.hours));
+      rows.push(numberRow("cost.usd_total", "GPU time", usd(c.usd_total), c.usd_total));
+      if (c.bill_usd) rows.push(numberRow("cost.bill_usd", "the whole bill (storage, egress, billing rounding)",
+        usd(c.bill_usd), c.bill_usd));
+    } else if (train) {
+      rows.push(h("p", {class: "hint"}, "Set train tokens (training options) for the job's hours and total."));
+    }
+    if (c.spot) {
+      rows.push(h("p", {class: "hint"}, `spot: checkpoint every ${num(c.spot.interval_h * 60, 0)} min (Daly), ` +
+        `an interruption every ${num(c.spot.mtbi_h, 1)} h on average: wall time x${num(c.spot.overhead, 2)}`));
+    }
+  }
+  $("#speed-rows").replaceChildren(...rows);
+}
+
+function setupLabel(x) {
+  return `${x.num_gpus}x ${x.gpu_id.replace(/^nvidia-|^geforce-|^amd-instinct-/g, "").replace(/^geforce-/, "")} ` +
+    [x.strategy, ...x.techniques].join("+");
+}
+
+function renderSetups(rec, scenario) {
+  const train = scenario.task === "train" && scenario.train_tokens;
+  $("#setups-summary").textContent = `${rec.evaluated.toLocaleString()} setups evaluated in ` +
+    `${num(rec.elapsed_s * 1000, 0)} ms, ${rec.fitting.toLocaleString()} fit.`;
+  const table = $("#setups-table");
+  if (!rec.setups.length) {
+    table.replaceChildren(h("tr", {}, h("td", {}, "No setup fits. Smallest changes that would:")),
+      ...rec.changes.map((c) => h("tr", {}, h("td", {}, c))));
+    scatter($("#scatter"), [], setupLabel);
+    return;
+  }
+  const cols = ["#", "setup", "offer", "GiB", "tok/s", ...(train ? ["hours", "$"] : []), "$/M tok"];
+  table.replaceChildren(h("tr", {}, cols.map((c) => h("th", {}, c))),
+    ...rec.setups.map((x, i) => h("tr", {class: x.pareto ? "pareto" : "", title: x.rationale},
+      h("td", {}, `${i + 1}${x.pareto ? "*" : ""}`), h("td", {}, setupLabel(x)),
+      h("td", {}, x.offer + (x.stale ? " (old price)" : "")),
+      h("td", {class: "n"}, `${x.device_peak_gib.toFixed(0)}/${x.capacity_gib.toFixed(0)}`),
+      h("td", {class: "n"}, num(x.tokens_per_s, 0)),
+      ...(train ? [h("td", {class: "n"}, num(x.hours, 1)), h("td", {class: "n"}, usd(x.usd_total))] : []),
+      h("td", {class: "n"}, usd(x.usd_per_million_tokens)))));
+  scatter($("#scatter"), rec.setups, (x) => `${setupLabel(x)} on ${x.offer}: ${num(x.tokens_per_s, 0)} tok/s, ` +
+    `${usd(x.usd_per_million_tokens)}/M tokens`);
+}
+
+function cellText(c, r) {
+  if (c.max_concurrency !== null) return `${c.max_concurrency.toLocaleString()} req`;
+  if (c.gpu_layers !== null) return `${c.gpu_layers}/${r.model.num_layers} layers`;
+  return (c.headroom_gib >= 0 ? "+" : "") + num(c.headroom_gib, 1);
+}
+
+function renderGrid(grid, r, scenario) {
+  const mine = r.gpu ? r.gpu.id : null;
+  $("#grid-note").textContent = grid.note;
+  $("#grid").replaceChildren(
+    h("tr", {}, h("th", {}, "GPU"), h("th", {}, "usable GiB"), grid.columns.map((c) => h("th", {}, c))),
+    ...grid.rows.map((row) => h("tr", {class: row.gpu_id === mine ? "mine" : "", "data-gpu": row.gpu_id},
+      h("td", {}, row.name), h("td", {class: "n"}, num(row.capacity_gib, 1)),
+      row.cells.map((c) => c.fits === null
+        ? h("td", {class: "na", title: c.reason}, "n/a")
+        : h("td", {class: c.fits ? "fit" : "nofit", "data-headroom": c.headroom_gib,
+          title: `device ${num(c.device_peak_gib, 1)} GiB, headroom ${num(c.headroom_gib, 1)} GiB`}, cellText(c, r))))));
+  const tokens = scenario[grid.curve_field] ?? (grid.curve_field === "seq_len" ? 2048 : 1024);
+  curve($("#curve"), grid.curve, grid.capacities,
+    {tokens, capacity: r.memory.capacity_gib, gpus: r.gpu ? [r.gpu.name] : []}, grid.curve_field);
+}
+
+function renderAssumptions(r, explanation) {
+  $("#assumption-list").replaceChildren(
+    ...r.assumptions.map((a) => h("li", {}, a)),
+    ...r.warnings.map((w) => h("li", {class: "warn"}, "warning: " + w)),
+    h("li", {class: "default"}, h("details", {id: "defaults"},
+      h("summary", {}, `${explanation.defaults.length} fields left at their defaults`),
+      h("ul", {}, explanation.defaults.map((d) => h("li", {}, d))))));
+}
+
+function renderExport(exp) {
+  $("#permalink").value = `${location.origin}/?${exp.query}`;
+  $("#export-yaml").textContent = exp.yaml;
+  $("#export-command").textContent = exp.command;
+  $("#export-markdown").textContent = exp.markdown;
+}
+
+function renderModel(r) {
+  const m = r.model;
+  const b = (n) => (n / 1e9).toFixed(n >= 1e10 ? 1 : 2) + "B";
+  $("#model-facts").textContent = `${m.name} (${m.family}): ${b(m.params_total)} parameters` +
+    (m.params_active !== m.params_total ? `, ${b(m.params_active)} active` : "") +
+    (m.params_trainable && m.params_trainable !== m.params_total ? `, ${m.params_trainable.toLocaleString()} trainable` : "") +
+    `; ${m.num_layers} layers, hidden ${m.hidden_size}, ${m.num_kv_heads} KV heads x ${m.head_dim}, ` +
+    `vocabulary ${m.vocab_size.toLocaleString()}.`;
+}
+
+// ---- start ---------------------------------------------------------------------------------------------
+function wireExports() {
+  document.querySelectorAll("[data-copy]").forEach((b) => b.addEventListener("click", () => {
+    navigator.clipboard?.writeText(document.getElementById(b.dataset.copy).textContent);
+  }));
+  document.querySelectorAll("[data-download]").forEach((b) => b.addEventListener("click", () => {
+    const blob = new Blob([document.getElementById(b.dataset.download).textContent], {type: "text/plain"});
+    const a = h("a", {href: URL.createObjectURL(blob), download: b.dataset.filename});
+    a.click();
+    URL.revokeObjectURL(a.href);
+  }));
+  $("#permalink").addEventListener("focus", (e) => e.target.select());
+  for (const id of ["#objective", "#max-gpus", "#any-method", "#any-quant", "#grid-axis"]) {
+    $(id).addEventListener("change", () => state.scenario && heavy(state.seq));
+  }
+}
+
+async function start() {
+  const [form, models, gpus] = await Promise.all([api("/api/form"), api("/api/models"), api("/api/gpus")]);
+  buildForm(form);
+  $("#list-models").replaceChildren(...models.map((m) => h("option", {value: m.name},
+    `${m.family}, ${(m.params_total / 1e9).toFixed(1)}B`)));
+  $("#list-gpus").replaceChildren(...gpus.map((g) => h("option", {value: g.id}, `${g.name}, ${g.usable_gib} GiB`)));
+  const params = Object.fromEntries(new URLSearchParams(location.search));
+  fillForm(Object.keys(params).length ? params : DEFAULT_SCENARIO);
+  wireExports();
+  await update();
+}
+
+start().catch((e) => showError("the page could not start: " + e.message));

@@ -1,0 +1,164 @@
+"""Speed terms written out by hand: a GEMM's efficiency from its shape, the optimizer step, ZeRO-3's gathers per
+micro-batch, llama.cpp's CPU layers, the TP all-reduce floor, one request's time to first token; and the
+answers of issue 11's "Why" in the range people report."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpuplan import estimate
+from gpuplan import overheads as oh
+from gpuplan.hardware import Network, load_gpu
+from gpuplan.model.catalog import load_model
+from gpuplan.model.quant import make_format
+from gpuplan.scenario import scenario_from
+from gpuplan.speed import gemm_efficiency, gemm_time_s, speed_of, step_timer
+from gpuplan.speed.comms import all_gather_s, intra_node_link
+
+A100 = load_gpu("nvidia-a100-sxm4-80gb")
+H100 = load_gpu("h100-sxm")
+
+
+def test_gemm_time_by_hand_and_small_batches_reach_a_fraction_of_the_peak():
+    # [256 x 2048] @ [2048 x 2048] in bf16 on an A100 SXM: MAMF 85.9 % of 312 TFLOPS, 80 % of 2,039 GB/s
+    compute = 2 * 256 * 2048 * 2048 / (312e12 * 0.859)  # 8.0 us
+    traffic = (256 * 2048 * 2 + 2048 * 2048) * 2 / (2039e9 * 0.8)  # 6.4 us
+    expected = (compute**3 + traffic**3) ** (1 / 3) + 5e-6  # smooth roofline + kernel latency = 14.3 us
+    assert gemm_time_s(A100, "bf16", 256, 2048, 2048) == pytest.approx(expected, rel=1e-12)
+    small = gemm_efficiency(A100, "bf16", 256, 2048, 2048)
+    large = gemm_efficiency(A100, "bf16", 8192, 4096, 4096)
+    assert small == pytest.approx(2 * 256 * 2048 * 2048 / 312e12 / expected)  # ~47 % of the datasheet
+    assert 0.40 < small < 0.55 and 0.80 < large < 0.86 and large > 1.6 * small
+    # L40S: 362 TFLOPS on 864 GB/s and a 350 W cap: lower than its datasheet at the same shape, below the A100
+    l40s = load_gpu("l40s")
+    cap = 0.80 * (0.8 / (362.05 / 350)) ** 0.5  # power-capped achievable fraction, 70 %
+    assert gemm_efficiency(l40s, "bf16", 8192, 4096, 4096) < cap
+    assert 362.05 * gemm_efficiency(l40s, "bf16", 2048, 4096, 4096) < 312 * gemm_efficiency(A100, "bf16", 2048, 4096,
+                                                                                            4096)
+
+
+def test_optimizer_step_time_by_hand():
+    s = scenario_from(dict(model="llama-3.2-1b", task="train", gpu="h100-sxm"))
+    sp = speed_of(s, load_model("llama-3.2-1b"), H100)
+    n = load_model("llama-3.2-1b").params_total
+    # AdamW, bf16-mixed: read fp32 master, m, v (12 B) and the fp32 grad (4 B); write master, m, v (12 B) and the
+    # bf16 copy (2 B): 30 B per parameter at 80 % of 3,350 GB/s
+    assert sp.parts_s["optimizer"] == pytest.approx(n * 30 / (3350e9 * 0.8), rel=1e-9)  # ~13.8 ms
+    assert sum(sp.parts_s.values()) == pytest.approx(sp.step_time_s, rel=1e-12)
+
+
+def test_zero3_gathers_once_per_micro_batch_forward_and_backward():
+    m = load_model("llama-3.1-8b")
+    net = Network(intra_node="pcie")  # slow links, so the gathers show
+    runs = {}
+    for accum in (1, 4):
+        s = scenario_from(dict(model="llama-3.1-8b", task="train", gpu="h100-sxm", num_gpus=8, strategy="zero3",
+                               micro_batch_size=1, seq_len=256, grad_accum_steps=accum))
+        runs[accum] = speed_of(s, m, H100, net)
+    # all-gather of the 16-bit weights: 7/8 of 16.06 GB over PCIe gen5 x16 at 80 % of 64 GB/s, + 20 us latency
+    link = intra_node_link(H100, net)
+    g = 7 / 8 * 2 * m.params_total / (64e9 * 0.8) + 20e-6
+    assert all_gather_s(2 * m.params_total, 8, link) == pytest.approx(g)
+    busy = runs[4].compute_s / 4  # one micro-step's work; forward a third, backward two thirds
+    exposed = max(0, g - 0.8 * busy / 3) + max(0, g - 0.8 * 2 * busy / 3)
+    assert runs[4].parts_s["zero3_gathers"] == pytest.approx(4 * exposed, rel=1e-9)
+    assert runs[4].parts_s["zero3_gathers"] == pytest.approx(4 * runs[1].parts_s["zero3_gathers"], rel=1e-9)
+
+
+def test_llama_cpp_layers_in_system_ram_run_at_its_bandwidth():
+    s = scenario_from(dict(model="llama-3.1-70b", task="infer", engine="llama.cpp", quant="gguf-q4_k_m",
+                           gpu="rtx-4090", prompt_tokens=1024, output_tokens=256))
+    m = load_model("llama-3.1-70b")
+    timer = step_timer(s, m, load_gpu("rtx-4090"))
+    r = estimate(s, advise=False).memory
+    share = r.offloaded_layers / 80
+    assert 0.4 < share < 0.5  # 35-40 of 80 layers do not fit in 24 GB
+    w = m.weight_bytes(make_format("gguf-q4_k_m", high_bytes=2))
+    layers = w["attention"] + w["mlp"]  # 4.5-bit K-quant decoder weights, ~37 GiB
+    kv = 1152 * 80 * 8 * 128 * 2 * 2  # f16 K and V of 1,152 tokens (prompt + half the output)
+    expected = share * (layers + kv) / (80e9 * 0.6)  # dual-channel DDR5 at 60 % of 80 GB/s
+    assert timer.decode_parts(1, 1152)["cpu_layers"] == pytest.approx(expected, rel=1e-9)
+    speed = speed_of(s, m, load_gpu("rtx-4090"))
+    assert 2 <= speed.tokens_per_s_per_sequence <= 4  # what people report for 70B with ~35 layers on the CPU
+
+
+def test_tensor_parallel_all_reduce_floor_at_batch_one():
+    s = scenario_from(dict(model="llama-3.1-70b", task="infer", engine="vllm", gpu="h100-sxm", num_gpus=8, tp=8,
+                           batch_size=1))
+    parts = step_timer(s, load_model("llama-3.1-70b"), H100).decode_parts(1, 1152)
+    # 2 all-reduces per layer of one token's 8192 bf16 activations over NVLink (450 GB/s per direction at 80 %),
+    # each paying NCCL's ~12 us latency: the latency, not the bytes, sets the floor
+    per_call = 2 * 7 / 8 * 8192 * 2 / (450e9 * 0.8) + 12e-6
+    assert parts["tensor_parallel"] == pytest.approx(2 * 80 * per_call, rel=1e-9)  # ~1.9 ms per token
+    assert 80 * 2 * 12e-6 / parts["tensor_parallel"] > 0.95
+
+
+def test_single_request_time_to_first_token_by_hand():
+    s = scenario_from(dict(model="llama-3.1-8b", task="infer", engine="vllm", gpu="h100-sxm", prompt_tokens=8192,
+                           batch_size=2))
+    m = load_model("llama-3.1-8b")
+    timer = step_timer(s, m, H100)
+    peak, bw = 989.4e12 * 0.801, 3350e9 * 0.8
+
+    def gemm(rows, k, n):
+        c, t = 2 * rows * k * n / peak, (rows * k + rows * n + k * n) * 2 / bw
+        return (c**3 + t**3) ** (1 / 3) + 5e-6
+
+    shapes = [(4096, 4096), (4096, 1024), (4096, 1024), (4096, 4096), (4096, 14336), (4096, 14336), (14336, 4096)]
+    linears = 32 * sum(gemm(8192, k, n) for k, n in shapes) + gemm(1, 4096, 128256)  # lm_head: last token only
+    attention = 32 * 4 * 32 * 128 * 8192 * (8192 + 1) / 2 / (989.4e12 * 0.35)  # causal FlashAttention
+    elementwise = 8192 * 32 * (60 * 4096 + 15 * 14336) / bw
+    expected = linears + attention + elementwise + 3e-3  # + vLLM's engine step
+    assert timer.ttft_s(8192) == pytest.approx(expected, rel=1e-9)  # ~0.4 s
+    # the burst: two 8k prompts arrive together; vLLM prefills 8192 tokens per iteration, one after the other
+    assert timer.burst_ttft_s(8192, 2) == pytest.approx(2 * expected, rel=1e-9)
+    sp = speed_of(s, m, H100)
+    assert sp.ttft_s == pytest.approx(expected) and sp.ttft_burst_s == pytest.approx(2 * expected)
+
+
+# ---- the issue's "Why", asked again --------------------------------------------------------------------------
+def _speed(net=None, **fields):
+    s = scenario_from(fields)
+    return speed_of(s, load_model(s.model), load_gpu(s.gpu), net)
+
+
+def test_a100_is_ahead_of_l40s_for_lora():
+    a100 = _speed(model="llama-3.1-8b", task="train", method="lora", gpu="nvidia-a100-sxm4-80gb")
+    l40s = _speed(model="llama-3.1-8b", task="train", method="lora", gpu="l40s")
+    assert a100.tokens_per_s > 1.2 * l40s.tokens_per_s
+
+
+def test_deepseek_r1_batch_one_on_8_h200_is_latency_bound():
+    sp = _speed(model="deepseek-r1", task="infer", engine="vllm", gpu="h200-sxm", num_gpus=8, tp=8, batch_size=1)
+    assert 30 <= 1 / sp.step_time_s <= 60 and sp.bound.startswith("latency")
+
+
+def test_cpu_parameter_offload_is_slower():
+    base = dict(model="llama-3.1-8b", task="train", gpu="rtx-4090", num_gpus=2, strategy="zero3", seq_len=512)
+    plain, offload = _speed(**base), _speed(**base, offload="optimizer+params")
+    assert offload.tokens_per_s < plain.tokens_per_s / 2 and offload.parts_s["offload"] > 0
+
+
+def test_multi_node_over_ethernet_is_an_order_of_magnitude_slower():
+    job = dict(model="llama-3.1-70b", task="train", gpu="rtx-4090", num_gpus=8, num_nodes=8, strategy="zero3",
+               grad_checkpointing="full")
+    ib = _speed(Network(intra_node="pcie-no-p2p", inter_node="infiniband", inter_node_gbps=3200), **job)
+    eth = _speed(Network(intra_node="pcie-no-p2p", inter_node="ethernet", inter_node_gbps=100), **job)
+    assert eth.tokens_per_s < ib.tokens_per_s / 10 and eth.bound == "communication"
+
+
+def test_burst_time_to_first_token_is_reported_apart_from_one_request():
+    r = estimate(dict(model="qwen2.5-72b", task="infer", engine="vllm", batch_size=50, prompt_tokens=7168,
+                      output_tokens=1024, gpu="a100-pcie-80gb", num_gpus=4, tp=4), advise=False)
+    assert r.speed["ttft_s"] < 4 and r.speed["ttft_burst_s"] > 20 * r.speed["ttft_s"]
+    assert r.speed["requests_per_s"] == pytest.approx(r.speed["tokens_per_s"] / 1024)
+
+
+def test_speed_parts_add_up_and_carry_a_range():
+    for fields in (dict(model="mixtral-8x7b", task="train", method="qlora", gpu="h100-sxm", grad_checkpointing="full"),
+                   dict(model="qwen3-30b-a3b", task="infer", engine="vllm", gpu="h100-sxm", batch_size=16)):
+        sp = _speed(**fields)
+        assert sum(sp.parts_s.values()) == pytest.approx(sp.step_time_s, rel=1e-12)
+        low, high = oh.SPEED_SPREAD["train" if fields["task"] == "train" else "decode"]
+        assert sp.tokens_per_s_low == pytest.approx(sp.tokens_per_s * (1 + low))
+        assert sp.tokens_per_s_high == pytest.approx(sp.tokens_per_s * (1 + high))

@@ -1,0 +1,128 @@
+"""vLLM startup memory, one rule per test, with the arithmetic written out (memory/runtimes/vllm.py)."""
+
+import math
+
+import pytest
+
+from gpuplan import estimate
+from gpuplan.hardware import load_gpu
+from gpuplan.memory.runtimes import vllm
+from gpuplan.model.catalog import load_model
+from gpuplan.scenario import scenario_from
+
+GIB = 2**30
+H100 = load_gpu("h100-sxm")
+
+
+def sc(**kw):
+    return scenario_from({"model": "llama-3.1-8b", "task": "infer", "engine": "vllm", "gpu": "h100-sxm", **kw})
+
+
+def test_pool_is_budget_less_weights_peak_and_non_torch():
+    # vLLM 0.19 on an H100 at 0.95: requested = ceil(79.19 GiB x 0.95); the peak is the sampler's
+    # 15.2 B x 1,024 sequences x 128,256 vocab = 1.86 GiB (> the 8,192-token forward); non-torch 0.25 GiB.
+    s = sc(engine_version="0.19.0", gpu_memory_utilization=0.95, max_model_len=8192)
+    mem = vllm.startup_memory(s, load_model("llama-3.1-8b"), H100)
+    requested = math.ceil((H100.usable_gib - 0.41) * GIB * 0.95)
+    sampler = 15.2 * 1024 * 128_256
+    assert mem.requested == requested and mem.activation == pytest.approx(sampler)
+    assert mem.kv_pool == pytest.approx(requested - mem.weights - sampler - 0.25 * GIB)
+    assert mem.kv_pool / GIB == pytest.approx(58.11, rel=0.01)  # llm-d-planner's vLLM 0.19 log
+    # 128 KiB per token (32 layers x 8 KV heads x 128 x 2 x 2 B): blocks of 16 tokens = 2 MiB
+    assert mem.num_blocks == int(mem.kv_pool // (16 * 131_072))
+    assert mem.kv_tokens == int(mem.num_blocks / 512 * 8192)  # 8,192 tokens take 512 blocks
+
+
+@pytest.mark.parametrize("version,gpu,entry,expected", [
+    ("0.33.0", "h100-sxm", "serve", (8192, 1024)),
+    ("0.33.0", "h100-sxm", "offline", (16_384, 1024)),
+    ("0.33.0", "nvidia-a100-sxm4-80gb", "serve", (2048, 256)),  # A100 excluded by name (vLLM PR #17885)
+    ("0.33.0", "l40s", "offline", (8192, 256)),
+    ("0.33.0", "b200", "serve", (16_384, 1024)),  # >= 160 GiB
+    ("0.8.4", "h100-sxm", "serve", (2048, 256)),  # before the per-GPU tiers
+])
+def test_scheduler_defaults_by_release_gpu_and_entry_point(version, gpu, entry, expected):
+    g = load_gpu(gpu)
+    s = sc(engine_version=version, entry_point=entry, gpu=g.id, max_model_len=8192)
+    lim = vllm.scheduler_limits(s, load_model("llama-3.1-8b"), g)
+    assert (lim.max_num_batched_tokens, lim.max_num_seqs) == expected
+
+
+def test_v0_without_chunked_prefill_profiles_the_whole_context():
+    m = load_model("llama-3.1-8b")
+    lim = vllm.scheduler_limits(sc(engine_version="0.6.5", max_model_len=16_384), m, H100)
+    assert (lim.max_num_batched_tokens, lim.max_num_seqs, lim.chunked_prefill) == (16_384, 256, False)
+    mem = vllm.startup_memory(sc(engine_version="0.6.5", max_model_len=16_384), m, H100)
+    # V0: the forward of 16,384 tokens plus fp32 logits of 256 rows
+    assert mem.activation == pytest.approx(vllm.forward_peak(m, 16_384, 1) + 256 * 128_256 * 4)
+
+
+def test_v1_up_to_0_16_peak_scales_with_batched_tokens_times_vocab():
+    mem = vllm.startup_memory(sc(engine_version="0.16.0", max_model_len=8192), load_model("llama-3.1-8b"), H100)
+    assert mem.activation == pytest.approx(4.86 * 8192 * 128_256)  # 4.76 GiB, llm-d's older table
+
+
+def test_cuda_graph_estimate_comes_out_of_the_budget_from_0_21_only():
+    m = load_model("llama-3.1-8b")
+    before = vllm.startup_memory(sc(engine_version="0.20.0", max_model_len=8192), m, H100)
+    after = vllm.startup_memory(sc(engine_version="0.21.0", max_model_len=8192), m, H100)
+    eager = vllm.startup_memory(sc(engine_version="0.21.0", max_model_len=8192, enforce_eager=True), m, H100)
+    assert before.cuda_graphs == 0 and eager.cuda_graphs == 0 and after.cuda_graphs > 0
+    assert before.kv_pool - after.kv_pool == pytest.approx(after.cuda_graphs)
+    # capture sizes up to min(2 x 1,024, 512): 1, 2, 4, 8..248 by 8, 256..512 by 16 = 51 sizes
+    assert len(vllm.capture_sizes(1024, H100)) == 51
+
+
+def test_non_torch_memory_by_release_tp_and_pp():
+    m = load_model("llama-3.1-8b")
+    nt = {key: vllm.rules(sc(engine_version=v, tp=tp, pp=pp, num_gpus=tp * pp)).non_torch_gib
+          for key, (v, tp, pp) in {"v0": ("0.6.5", 1, 1), "v0tp2": ("0.6.5", 2, 1), "early": ("0.16.0", 1, 1),
+                                   "tp1": ("0.19.0", 1, 1), "tp2": ("0.19.0", 2, 1), "pp2": ("0.19.0", 1, 2)}.items()}
+    assert nt == {"v0": 1.79, "v0tp2": 3.58, "early": 0.13, "tp1": 0.25, "tp2": pytest.approx(2.07),
+                  "pp2": 0.07}
+    assert m.num_layers == 32
+
+
+def test_pipeline_stages_split_layers_and_hold_embedding_or_head():
+    m = load_model("llama-3.1-8b")
+    st = vllm.stages(m, 3)  # 32 = 10 + 11 + 11? vLLM gives the remainder to the stages before the last
+    assert [len(x.layers) for x in st] == [11, 11, 10]
+    s = sc(pp=2, num_gpus=2)
+    first, last = (vllm.stage_weights(s, m, x, H100) for x in vllm.stages(m, 2))
+    emb = 128_256 * 4096 * 2
+    assert first - last == pytest.approx(emb - emb - 4096 * 2)  # embedding vs untied lm_head + final norm
+
+
+def test_mxfp4_experts_are_padded_for_marlin_on_ampere():
+    m = load_model("gpt-oss-20b")
+    # hidden 2880 -> 3072 (256), intermediate 2880 / tp 2 = 1440 -> 1536 (128)
+    assert vllm.mxfp4_padding(m, 2, load_gpu("nvidia-a100-sxm4-80gb")) == pytest.approx(3072 * 1536 / (2880 * 1440))
+    assert vllm.mxfp4_padding(m, 2, H100) == pytest.approx(1472 / 1440)  # Triton: intermediate to 64
+
+
+def test_sliding_window_layers_hold_window_minus_one_plus_batch_tokens():
+    m = load_model("gemma-2-9b")
+    s = scenario_from(dict(model="gemma-2-9b", task="infer", engine="vllm", gpu="h100-sxm", max_model_len=8192))
+    lim = vllm.scheduler_limits(s, m, H100)
+    _, per_request = vllm.kv_geometry(s, m, vllm.stages(m, 1)[0], lim)
+    # 21 full + 21 sliding (window 4096) layers: two groups; full: 8192/16 = 512 blocks; sliding:
+    # min(8192, 4095 + 8192) -> 512 blocks as well at this length
+    assert per_request == 512 + 512
+    _, short = vllm.kv_geometry(s, m, vllm.stages(m, 1)[0], lim, max_len=131_072)
+    assert short == 131_072 // 16 + math.ceil((4095 + 8192) / 16)
+
+
+def test_warns_when_the_default_context_does_not_fit_f20():
+    r = estimate(dict(model="llama-3.1-8b", task="infer", engine="vllm", gpu="rtx-4090"), advise=False)
+    fit = r.memory.engine["max_model_len_that_fits"]
+    assert 20_000 < fit < 131_072
+    assert any(f"--max-model-len {fit:,}" in w for w in r.warnings)
+
+
+def test_device_level_is_the_budget_plus_context_n12():
+    r = estimate(dict(model="llama-3.1-70b", task="infer", engine="vllm", num_gpus=2, tp=2, gpu="h100-sxm"),
+                 advise=False)
+    requested = r.memory.engine["requested_gib"]
+    assert r.memory.reserved_peak_gib == pytest.approx(requested)
+    assert r.memory.device_peak_gib == pytest.approx(requested + sum(r.memory.device_overheads.values()))
+    assert r.memory.device_peak_gib < 0.9 * 79.6 + 1.0

@@ -1,0 +1,341 @@
+"""The JSON API of ``gpuplan serve`` against the Python API and ``--json`` on the same inputs; bad and oversized
+bodies; the formulas, exports and catalog grid the page shows."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+
+import pytest
+
+from conftest import require
+
+require("fastapi")
+require("httpx")
+
+from fastapi.testclient import TestClient  # noqa: E402
+from typer.testing import CliRunner  # noqa: E402
+
+import gpuplan  # noqa: E402
+from gpuplan.cli import app as cli_app  # noqa: E402
+from gpuplan.errors import GpuplanError  # noqa: E402
+from gpuplan.hardware import gpus, load_gpu  # noqa: E402
+from gpuplan.memory import fits_only, memory_report  # noqa: E402
+from gpuplan.model.catalog import load_model  # noqa: E402
+from gpuplan.scenario import Scenario, load_scenario  # noqa: E402
+from gpuplan.web import guard  # noqa: E402
+from gpuplan.web.accuracy import readme_html  # noqa: E402
+from gpuplan.web.app import create_app  # noqa: E402
+
+SCENARIOS = [
+    {"model": "llama-3.1-8b", "task": "train", "method": "qlora", "gpu": "rtx-4090"},
+    {"model": "llama-3.1-8b", "task": "train", "method": "lora", "gpu": "h100-sxm", "train_tokens": 1e8,
+     "grad_checkpointing": "full"},
+    {"model": "llama-3.1-8b", "task": "train", "gpu": "h100-sxm", "num_gpus": 8, "strategy": "zero3",
+     "micro_batch_size": 4, "train_tokens": 2e8},
+    {"model": "llama-3.1-8b", "task": "train", "gpu": "h100-sxm", "num_gpus": 4, "strategy": "ddp",
+     "precision": "bf16-true", "optimizer": "adamw-8bit"},
+    {"model": "gemma-2-9b", "task": "train", "method": "lora", "gpu": "nvidia-a100-sxm4-80gb", "seq_len": 4096,
+     "train_tokens": 2e8, "pricing": "spot"},
+    {"model": "qwen2.5-7b", "task": "infer", "batch_size": 16, "prompt_tokens": 8192, "gpu": "l40s"},
+    {"model": "llama-3.1-70b", "task": "infer", "engine": "vllm", "num_gpus": 2, "tp": 2, "gpu": "h100-sxm"},
+    {"model": "mistral-7b-v0.1", "task": "infer", "batch_size": 4, "prompt_tokens": 8192, "gpu": "rtx-4090",
+     "quant": "awq-int4"},
+    {"model": "llama-3.1-8b", "task": "infer", "engine": "llama.cpp", "quant": "gguf-q4_k_m", "gpu": "rtx-3090"},
+    {"model": "qwen2.5-7b", "task": "infer", "batch_size": 2},
+]
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def client():
+    return TestClient(create_app(), base_url="http://127.0.0.1")
+
+
+def cli_json(*args: str):
+    result = runner.invoke(cli_app, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def cli_error(*args: str) -> str:
+    result = runner.invoke(cli_app, list(args))
+    assert isinstance(result.exception, GpuplanError), result.output
+    return str(result.exception)
+
+
+def flags(fields: dict) -> list[str]:
+    return [part for k, v in fields.items() for part in (f"--{k.replace('_', '-')}", str(v))]
+
+
+# ---- every endpoint against the Python API and --json ---------------------------------------------------
+@pytest.mark.parametrize("fields", SCENARIOS, ids=lambda f: f"{f['model']}-{f['task']}-{f.get('gpu')}")
+def test_estimate_is_the_python_api(client, fields):
+    r = client.post("/api/estimate", json=fields)
+    assert r.status_code == 200, r.text
+    assert r.json() == json.loads(json.dumps(gpuplan.estimate(fields).model_dump()))
+
+
+def test_estimate_is_the_cli_json(client):
+    fields = SCENARIOS[1]
+    assert client.post("/api/estimate", json=fields).json() == cli_json("estimate", *flags(fields))
+
+
+def test_recommend_is_the_cli_json(client):
+    fields = {"model": "qwen2.5-7b", "task": "infer", "batch_size": 8, "prompt_tokens": 2048}
+    body = {"scenario": fields, "constraints": {"objective": "balanced", "top": 5, "any_quant": True,
+                                                "providers": ["runpod", "vast"]}}
+    api = client.post("/api/recommend", json=body).json()
+    cli = cli_json("recommend", *flags(fields), "--objective", "balanced", "--top", "5", "--any-quant",
+                   "--providers", "runpod,vast")
+    assert api.pop("elapsed_s") > 0 and cli.pop("elapsed_s") > 0
+    assert api == cli
+    assert 1 <= len(api["setups"]) <= 5 and {x["provider"] for x in api["setups"]} <= {"runpod", "vast"}
+
+
+def test_recommend_says_what_would_fit(client):
+    body = {"scenario": {"model": "llama-3.1-405b", "task": "train", "train_tokens": 1e9},
+            "constraints": {"max_gpus": 1}}
+    api = client.post("/api/recommend", json=body).json()
+    assert api["setups"] == [] and api["changes"]
+    cli = cli_json("recommend", "--model", "llama-3.1-405b", "--task", "train", "--train-tokens", "1e9",
+                   "--max-gpus", "1")
+    assert api["changes"] == cli["changes"]
+
+
+def test_models_and_gpus_are_the_cli_json(client):
+    assert client.get("/api/models").json() == cli_json("models")
+    assert client.get("/api/models", params={"search": "qwen2.5", "family": "qwen2"}).json() == \
+        cli_json("models", "--search", "qwen2.5", "--family", "qwen2")
+    assert client.get("/api/gpus").json() == cli_json("gpus")
+    assert len(client.get("/api/gpus").json()) == len(gpus())
+
+
+def test_openapi_docs_are_served_offline(client):
+    spec = client.get("/openapi.json").json()
+    assert {"/api/estimate", "/api/recommend", "/api/models", "/api/gpus"} <= set(spec["paths"])
+    assert "Scenario" in spec["components"]["schemas"] and "Result" in spec["components"]["schemas"]
+    docs = client.get("/docs").text
+    scripts = re.findall(r'src="([^"]+\.js)"', docs)
+    assert scripts and all(s.startswith("/") for s in scripts) and "cdn." not in docs
+    assert client.get(scripts[0]).status_code == 200
+
+
+# ---- bad input: 422 with the CLI's sentence; oversized input refused -----------------------------------------
+@pytest.mark.parametrize("fields", [
+    {"model": "llama-3.1-8b", "task": "trian"},
+    {"model": "lama-3.1-8b", "task": "train"},
+    {"model": "llama-3.1-8b", "task": "train", "gpu": "h100x"},
+    {"model": "llama-3.1-8b", "task": "train", "micro_batch_size": 0},
+    {"model": "llama-3.1-8b", "task": "train", "quant": "nf5"},
+    {"model": "llama-3.1-8b", "task": "train", "method": "qlora", "precision": "fp32"},
+    {"model": "llama-3.1-8b", "task": "infer", "tp": 3, "num_gpus": 3},
+    {"model": "llama-3.1-8b", "task": "train", "precision": "bf16-mixed", "gpu": "nvidia-v100-sxm2-32gb"},
+], ids=lambda f: "-".join(f"{k}={v}" for k, v in f.items() if k != "model"))
+def test_bad_scenarios_get_the_cli_sentence(client, fields):
+    r = client.post("/api/estimate", json=fields)
+    assert r.status_code == 422
+    detail, cli = r.json()["detail"], cli_error("estimate", *flags(fields))
+    if fields["model"] == "lama-3.1-8b":  # the hint names the server's model list instead of the CLI command
+        assert detail.split("?")[0] == cli.split("?")[0] and "did you mean 'llama-3.1-8b'" in detail
+    else:  # flags arrive as text, JSON numbers as numbers: "(got '0')" on the command line, "(got 0)" here
+        assert detail == re.sub(r"\(got '(\d+)'\)", r"(got \1)", cli)
+
+
+@pytest.mark.parametrize("body, text", [
+    ({"model": "llama-3.1-8b", "task": "train", "bogus": 1}, "unknown scenario field 'bogus'"),
+    ([1, 2], "a scenario must be a mapping of fields, got list"),
+    ({"model": "Qwen/Qwen9-1B", "task": "infer"}, "does not fetch from the Hugging Face hub"),
+    ({"model": "/etc/passwd", "task": "infer"}, "does not read files on the server"),
+    ({"model": "../config.json", "task": "infer"}, "does not read files on the server"),
+])
+def test_bad_bodies_are_422_with_one_sentence(client, body, text):
+    r = client.post("/api/estimate", json=body)
+    assert r.status_code == 422 and text in r.json()["detail"]
+    assert "\n" not in r.json()["detail"]
+
+
+def test_malformed_and_missing_bodies(client):
+    r = client.post("/api/estimate", content=b"{model: 1", headers={"content-type": "application/json"})
+    assert r.status_code == 422 and r.json()["detail"].startswith("the request body is not valid JSON")
+    r = client.post("/api/estimate")
+    assert r.status_code == 422 and r.json()["detail"].startswith("the request has no JSON body")
+    r = client.post("/api/recommend", json={"scenario": {"model": "llama-3.1-8b", "task": "infer"},
+                                            "constraints": {"objective": "cheap"}})
+    assert r.status_code == 422 and r.json()["detail"].startswith("field 'constraints.objective'")
+    r = client.post("/api/recommend", json={"scenario": {"model": "llama-3.1-8b", "task": "infer"},
+                                            "constraints": {"providers": ["runpd"]}})
+    assert r.json()["detail"].startswith("unknown provider 'runpd'; did you mean 'runpod'?")
+
+
+@pytest.mark.parametrize("body, status, text", [
+    ({"model": "x" * 201, "task": "train"}, 422, "field 'model' is 201 characters long; at most 200"),
+    ({"model": "llama-3.1-8b", "task": "train", "method": "lora", "lora_targets": ["q_proj"] * 65}, 422,
+     "field 'lora_targets' has 65 entries; at most 64"),
+    ({"model": "llama-3.1-8b", "task": "train", "a": [[[[["deep"]]]]]}, 422, "nests deeper than 4 levels"),
+    ({"model": "llama-3.1-8b", "task": "train", "provider": "y" * 200}, 200, ""),  # at the limit
+])
+def test_oversized_inputs_are_refused(client, body, status, text):
+    r = client.post("/api/estimate", json=body)
+    assert r.status_code == status, r.text
+    if text:
+        assert text in r.json()["detail"]
+
+
+def test_oversized_body_and_searches_are_refused(client):
+    big = json.dumps({"model": "llama-3.1-8b", "task": "train", "provider": "r" * 40_000}).encode()
+    r = client.post("/api/estimate", content=big, headers={"content-type": "application/json"})
+    assert r.status_code == 413 and "at most 32,768" in r.json()["detail"]
+    scenario = {"model": "llama-3.1-8b", "task": "train"}
+    for constraints, field in (({"max_gpus": 65}, "max_gpus"), ({"top": 51}, "top"),
+                               ({"have": ["1x3090"] * 9}, "have")):
+        r = client.post("/api/recommend", json={"scenario": scenario, "constraints": constraints})
+        assert r.status_code == 422 and f"field 'constraints.{field}'" in r.json()["detail"]
+
+
+def test_time_limit_per_request(client, monkeypatch):
+    monkeypatch.setattr(guard, "TIMEOUT_S", 0.001)
+    r = client.post("/api/recommend", json={"scenario": {"model": "llama-3.1-70b", "task": "train"},
+                                            "constraints": {"max_gpus": 64, "any_method": True}})
+    assert r.status_code == 503 and "longer than 0.001 s" in r.json()["detail"]
+
+
+def test_hub_ids_need_the_hub_flag():
+    with pytest.raises(GpuplanError, match="gpuplan serve --hub"):
+        guard.check_model("Qwen/Qwen3-4B", hub=False)
+    guard.check_model("Qwen/Qwen3-4B", hub=True)  # accepted: only its config.json would be fetched
+    guard.check_model("Llama 3 70B", hub=False)  # bundled aliases always
+    with pytest.raises(GpuplanError, match="does not read files"):
+        guard.check_model("./models/config.json", hub=True)
+
+
+def test_foreign_host_headers_are_refused():
+    page = TestClient(create_app(), base_url="http://evil.example")
+    assert page.get("/").status_code == 400
+    assert TestClient(create_app(host="0.0.0.0"), base_url="http://192.168.1.7").get("/").status_code == 200
+
+
+# ---- what the page shows: formulas, exports, the catalog grid ----------------------------------------------------
+@pytest.mark.parametrize("fields", SCENARIOS, ids=lambda f: f"{f['model']}-{f['task']}-{f.get('gpu')}")
+def test_formulas_reproduce_the_estimate(client, fields):
+    """Each formula's arithmetic, with this scenario's values, gives the estimate's number (to 0.1 %), except
+    where it says why not: the gradients live at a backward peak are a share of all of them."""
+    r = gpuplan.estimate(fields)
+    numbers = client.post("/api/explain", json=fields).json()["numbers"]
+    expected = {"memory.weights_gib", "memory.activations_gib", "memory.allocated_peak_gib",
+                "memory.reserved_peak_gib", "memory.device_peak_gib"}
+    expected |= {f"memory.other.{k}" for k in r.memory.other}
+    if r.gpu:
+        expected |= {"memory.capacity_gib", "memory.headroom_gib"}
+    if r.speed:
+        expected |= {"speed.tokens_per_s", "speed.step_time_s"}
+    if r.cost:
+        expected |= {"cost.usd_per_hour"}
+    assert expected <= set(numbers)
+    checked = 0
+    for key, f in numbers.items():
+        if f["computed"] is None:
+            assert f["note"], key  # structure only: it must say what the number counts
+            continue
+        if key == "memory.gradients_gib" and r.memory.peak_phase != "optimizer_step":
+            assert f["computed"] >= f["value"] - 1e-9 and "backward" in f["note"]
+            continue
+        assert f["computed"] == pytest.approx(f["value"], rel=1e-3, abs=1e-6), (key, f["substituted"])
+        checked += 1
+    assert checked >= (8 if r.speed else 4)
+
+
+def test_formula_accuracy_links_point_at_readme_tables(client):
+    numbers = client.post("/api/explain", json=SCENARIOS[1]).json()["numbers"]
+    anchors = set(re.findall(r'<h\d id="([^"]+)"', readme_html()))
+    links = {f["accuracy"]["link"] for f in numbers.values() if f["accuracy"]}
+    assert links and all(link.split("#")[1] in anchors for link in links)
+    speed = numbers["speed.tokens_per_s"]["accuracy"]
+    assert speed["rows"] and "median |error|" in speed["summary"]
+    device = numbers["memory.device_peak_gib"]["accuracy"]
+    assert any(row["what"] == "LoRA" for row in device["rows"])
+    assert client.get("/readme").status_code == 200
+
+
+def test_defaults_in_force_are_said(client):
+    defaults = client.post("/api/explain", json={"model": "llama-3.1-8b", "task": "train"}).json()["defaults"]
+    assert "optimizer adamw (default)" in defaults and "strategy single (from the GPU count)" in defaults
+    assert "precision bf16-mixed (the hf recipe's default)" in defaults
+    assert not any(d.startswith(("batch size", "engine")) for d in defaults)  # inference fields do not apply
+
+
+@pytest.mark.parametrize("fields", [SCENARIOS[0], SCENARIOS[4],
+                                    {"model": "llama-3.1-8b", "task": "train", "method": "lora",
+                                     "lora_targets": ["q_proj", "v_proj"], "qlora_fp32_upcast": False,
+                                     "lora_dropout": 0.05}])
+def test_exports_reopen_the_same_plan(client, tmp_path, fields):
+    exported = client.post("/api/export", json=fields).json()
+    path = tmp_path / "scenario.yaml"
+    path.write_text(exported["yaml"])
+    assert load_scenario(path) == Scenario(**fields)
+    args = shlex.split(exported["command"])
+    assert args[:2] == ["gpuplan", "estimate"]
+    assert cli_json(*args[1:]) == json.loads(json.dumps(gpuplan.estimate(fields).model_dump()))
+    assert exported["markdown"].startswith("### gpuplan: train") and exported["command"] in exported["markdown"]
+    assert f"Plan: http://127.0.0.1/?{exported['query']}" in exported["markdown"]
+
+
+def test_fit_grid_is_fits_only_on_every_card(client):
+    fields = SCENARIOS[5]
+    grid = client.post("/api/fit-grid", json={"scenario": fields}).json()
+    assert grid["axis"] == "quant" and grid["columns"][0] == "bf16" and len(grid["rows"]) == len(gpus())
+    s, m = Scenario(**fields), load_model(fields["model"])
+    for row in grid["rows"]:
+        for change, cell in zip(grid["changes"], row["cells"], strict=True):
+            if cell["fits"] is None:
+                assert cell["reason"]
+                continue
+            ok, peak = fits_only(s.model_copy(update={**change, "gpu": row["gpu_id"]}), m, gpus()[row["gpu_id"]])
+            assert (cell["fits"], cell["device_peak_gib"]) == (ok, peak)
+    l40s = next(r for r in grid["rows"] if r["gpu_id"] == load_gpu("l40s").id)
+    assert l40s["cells"][0]["headroom_gib"] == pytest.approx(gpuplan.estimate(fields).memory.headroom_gib)
+    point = next(p for p in grid["curve"] if p["tokens"] == 8192)
+    expected = memory_report(s, m, load_gpu("l40s"))[1].device_peak_gib
+    assert point["device_peak_gib"] == pytest.approx(expected)
+    peaks = [p["device_peak_gib"] for p in grid["curve"]]
+    assert peaks == sorted(peaks)  # memory grows with the context
+
+
+def test_fit_grid_counts_vllm_requests_and_llama_cpp_layers(client):
+    for fields in (SCENARIOS[6], SCENARIOS[8]):
+        r = gpuplan.estimate(fields)
+        grid = client.post("/api/fit-grid", json={"scenario": fields}).json()
+        row = next(x for x in grid["rows"] if x["gpu_id"] == r.gpu["id"])
+        column = grid["changes"].index({"quant": fields.get("quant", "none")})
+        cell = row["cells"][column]
+        assert (cell["fits"], cell["max_concurrency"], cell["gpu_layers"]) == \
+            (r.memory.fits, r.memory.max_concurrency, r.memory.gpu_layers)
+
+
+def test_fit_grid_context_axis_and_training_methods(client):
+    grid = client.post("/api/fit-grid", json={"scenario": SCENARIOS[0], "axis": "auto"}).json()
+    assert grid["columns"] == ["full", "LoRA", "QLoRA"]
+    cells = next(r for r in grid["rows"] if r["gpu_id"] == load_gpu("rtx-4090").id)["cells"]
+    assert cells[2]["fits"] is gpuplan.estimate(SCENARIOS[0]).memory.fits
+    grid = client.post("/api/fit-grid", json={"scenario": SCENARIOS[0], "axis": "context"}).json()
+    assert grid["field"] == "seq_len" and grid["columns"][:2] == ["1k", "2k"]
+    r = client.post("/api/fit-grid", json={"scenario": SCENARIOS[0], "axis": "quant"})
+    assert r.status_code == 422 and "quant axis is for inference" in r.json()["detail"]
+
+
+def test_form_lists_every_scenario_field(client):
+    form = client.get("/api/form").json()
+    fields = {f["name"]: f for f in form["fields"]}
+    assert set(fields) == set(Scenario.model_fields)
+    assert fields["task"]["choices"] == ["train", "infer"] and fields["task"]["required"]
+    assert fields["strategy"]["optional"] and "zero3" in fields["strategy"]["choices"]
+    assert (fields["micro_batch_size"]["kind"], fields["micro_batch_size"]["minimum"]) == ("int", 1)
+    assert fields["lora_dropout"]["exclusive_maximum"] and fields["train_tokens"]["kind"] == "float"
+    assert fields["lora_targets"]["kind"] == "list" and fields["include_low_confidence"]["kind"] == "bool"
+    # unset, true or false: a framework default stays expressible
+    upcast = fields["qlora_fp32_upcast"]
+    assert (upcast["kind"], upcast["choices"], upcast["optional"]) == ("choice", ["true", "false"], True)
+    assert fields["framework"]["group"] == "main" and "torchtune" in fields["framework"]["choices"]
+    assert fields["batch_size"]["task"] == "infer" and fields["seq_len"]["task"] == "train"
+    assert "nf4" in form["quants"] and "runpod" in form["providers"]

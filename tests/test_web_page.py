@@ -1,0 +1,246 @@
+"""The page in a real headless Chromium: ``gpuplan serve`` on a free local port, the form filled as a person
+would, and the verdict and numbers on the page checked against ``gpuplan.estimate`` for the same scenario.
+
+The browser is Debian's ``chromium`` package (``apt-get install chromium``; ``.ci/run`` installs it), driven by
+Playwright for Python; no browser is downloaded. Without /usr/bin/chromium these tests skip and say why.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+import gpuplan
+from conftest import require
+from gpuplan.hardware import load_gpu
+from gpuplan.scenario import Scenario
+
+CHROMIUM = Path("/usr/bin/chromium")
+ROOT = Path(__file__).resolve().parents[1]
+SCREENSHOT = ROOT / "bench" / "results" / "web-page.png"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+SETTLED = ("() => state.timer === null && state.seq > 0 && "
+           "[String(state.seq), 'error-' + state.seq].includes(document.body.dataset.ready)")
+
+if not CHROMIUM.exists():
+    pytest.skip("Debian's chromium is not at /usr/bin/chromium (apt-get install -y chromium): the browser tests "
+                "of the web page need it", allow_module_level=True)
+require("fastapi")
+sync_api = require("playwright.sync_api")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def post(base: str, path: str, body) -> tuple[int, dict]:
+    request = urllib.request.Request(base + path, data=json.dumps(body).encode(),
+                                     headers={"content-type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as reply:
+            return reply.status, json.loads(reply.read())
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read())
+
+
+@pytest.fixture(scope="module")
+def server():
+    """``gpuplan serve`` as a user starts it, on a free port; stopped after the module."""
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "gpuplan.cli", "serve", "--port", str(port)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with urllib.request.urlopen(base + "/api/gpus", timeout=2):
+                break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                pytest.fail(f"gpuplan serve did not start: {proc.communicate()}")
+            time.sleep(0.2)
+    yield base
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_api.sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser):
+    # the page's CSP forbids eval; Playwright's wait_for_function needs it in the test only
+    context = browser.new_context(viewport={"width": 1360, "height": 1000}, bypass_csp=True)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    yield page
+    context.close()
+    assert not errors, errors
+
+
+def settle(page) -> None:
+    page.wait_for_function(SETTLED, timeout=30_000)
+
+
+def fill(page, values: dict) -> None:
+    for name, value in values.items():
+        selector = f"#f-{name}"
+        if page.eval_on_selector(selector, "el => el.tagName") == "SELECT":
+            page.select_option(selector, str(value))
+        else:
+            page.fill(selector, str(value))
+    settle(page)
+
+
+def value(page, selector: str) -> float:
+    return float(page.get_attribute(selector, "data-value"))
+
+
+def test_page_matches_the_estimate(server, page):
+    fields = {"model": "qwen2.5-7b", "task": "infer", "batch_size": 16, "prompt_tokens": 8192, "gpu": "l40s"}
+    page.goto(server + "/")
+    settle(page)
+    fill(page, fields)
+    r = gpuplan.estimate(fields)
+    mem = r.memory
+    assert page.get_attribute("#verdict", "data-fits") == str(mem.fits).lower()
+    assert page.text_content("#verdict-word") == ("Fits" if mem.fits else "Does not fit")
+    assert value(page, "#verdict-peak") == pytest.approx(mem.device_peak_gib, rel=1e-12)
+    assert page.text_content("#verdict-peak") == f"{mem.device_peak_gib:,.2f}"
+    assert page.text_content("#verdict-headroom") == f"{mem.headroom_gib:+,.2f}"
+    for key, expected in (("weights_gib", mem.weights_gib), ("kv_cache_gib", mem.kv_cache_gib),
+                          ("activations_gib", mem.activations_gib), ("reserved_peak_gib", mem.reserved_peak_gib),
+                          ("capacity_gib", mem.capacity_gib)):
+        selector = f'details[data-key="memory.{key}"] .value'
+        assert value(page, selector) == pytest.approx(expected, rel=1e-12), key
+        assert page.text_content(selector) == f"{expected:,.2f} GiB"
+    assert value(page, 'details[data-key="speed.tokens_per_s"] .value') == pytest.approx(r.speed["tokens_per_s"])
+    assert value(page, 'details[data-key="cost.usd_per_hour"] .value') == pytest.approx(r.cost["usd_per_hour"])
+    # a number opens into its formula, with this scenario's values, its constants and the measured accuracy
+    page.click('details[data-key="memory.kv_cache_gib"] summary')
+    formula = page.text_content('details[data-key="memory.kv_cache_gib"] .formula')
+    assert f"{mem.kv_cache_gib:,.2f} GiB" in formula and "x 16 sequences" in formula
+    assert "measured accuracy: " in formula and "README table" in formula
+    # the catalog grid: the card's own row, bf16 column, is the verdict's headroom
+    l40s = load_gpu("l40s").id
+    assert page.text_content(f'#grid tr[data-gpu="{l40s}"] td:nth-child(3)') == f"{mem.headroom_gib:+,.1f}"
+    assert page.locator("#grid tr[data-gpu]").count() > 40
+    assert page.locator("#curve svg polyline.line").count() == 1
+    # recommend: the table and its scatter plot
+    rows = page.locator("#setups-table tr").count() - 1
+    assert rows >= 2 and page.locator("#scatter circle").count() == rows
+    assert page.locator("#scatter circle.pareto").count() >= 1
+    # exports and the permalink
+    from gpuplan.web.export import command
+
+    assert page.text_content("#export-command") == command(Scenario(**fields))
+    assert "prompt_tokens=8192" in page.url and "gpu=l40s" in page.url
+
+
+def test_nothing_is_fetched_from_elsewhere(server, page):
+    """The page and the API docs load only from the server (the machine may be offline)."""
+    urls: list[str] = []
+    page.on("request", lambda request: urls.append(request.url))
+    page.goto(server + "/")
+    settle(page)
+    page.goto(server + "/docs")
+    page.wait_for_selector(".swagger-ui .info", timeout=30_000)
+    assert "gpuplan" in page.text_content(".swagger-ui .info")
+    page.goto(server + "/readme#accuracy-against-published-measurements")
+    assert page.locator("#accuracy-against-published-measurements").count() == 1
+    assert len(urls) > 10 and all(u.startswith((server, "data:", "blob:")) for u in urls), urls
+
+
+def test_permalink_reopens_the_same_plan(server, page, browser):
+    query = "model=llama-3.1-70b&task=infer&engine=vllm&num_gpus=2&tp=2&gpu=h100-sxm&batch_size=32"
+    page.goto(f"{server}/?{query}")
+    settle(page)
+    assert page.input_value("#f-model") == "llama-3.1-70b" and page.input_value("#f-engine") == "vllm"
+    assert page.input_value("#f-tp") == "2" and page.input_value("#f-batch_size") == "32"
+    r = gpuplan.estimate({"model": "llama-3.1-70b", "task": "infer", "engine": "vllm", "num_gpus": 2, "tp": 2,
+                          "gpu": "h100-sxm", "batch_size": 32})
+    assert value(page, "#verdict-peak") == pytest.approx(r.memory.device_peak_gib)
+    assert f"up to {r.memory.max_concurrency} concurrent requests" in page.text_content("#verdict")
+    shared = page.input_value("#permalink")
+    other = browser.new_context(bypass_csp=True).new_page()
+    other.goto(shared)
+    settle(other)
+    assert other.text_content("#verdict") == page.text_content("#verdict")
+    assert other.text_content("#export-yaml") == page.text_content("#export-yaml")
+
+
+def test_fixes_apply_and_refit(server, page):
+    """LoRA on Llama-3.1-8B at 2,048 tokens does not fit an RTX 4090; each fix shows its new peak; applying
+    gradient checkpointing re-estimates to what ``gpuplan.estimate`` says for that change."""
+    base = {"model": "llama-3.1-8b", "task": "train", "method": "lora", "gpu": "rtx-4090"}
+    page.goto(server + "/?" + "&".join(f"{k}={v}" for k, v in base.items()))
+    settle(page)
+    r = gpuplan.estimate(base)
+    assert page.get_attribute("#verdict", "data-fits") == str(r.memory.fits).lower() == "false"
+    rows = page.locator("#fixes-table tr")
+    assert rows.count() - 1 == len(r.suggestions)
+    for i, sug in enumerate(r.suggestions, 1):
+        assert value(page, f"#fixes-table tr:nth-child({i + 1}) td:nth-child(2)") == pytest.approx(sug.device_peak_gib)
+    # the screenshot in the README: this plan, the device peak opened into its formula
+    page.set_viewport_size({"width": 1360, "height": 1560})
+    page.click('details[data-key="memory.device_peak_gib"] summary')
+    assert "measured accuracy" in page.text_content('details[data-key="memory.device_peak_gib"] .formula')
+    SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOT))
+    assert 20_000 < SCREENSHOT.stat().st_size < 400_000
+    row = page.locator("#fixes-table tr", has_text="enable gradient checkpointing")
+    row.locator("button").click()
+    settle(page)
+    fixed = gpuplan.estimate({**base, "grad_checkpointing": "full"})
+    assert page.input_value("#f-grad_checkpointing") == "full"
+    assert page.get_attribute("#verdict", "data-fits") == str(fixed.memory.fits).lower()
+    assert value(page, "#verdict-peak") == pytest.approx(fixed.memory.device_peak_gib)
+    assert page.text_content("#fixes-body").startswith("It fits with")
+
+
+def test_bad_input_shows_the_cli_sentence(server, page):
+    page.goto(server + "/")
+    settle(page)
+    r = gpuplan.estimate({"model": "llama-3.1-8b", "task": "train", "method": "qlora", "gpu": "rtx-4090"})
+    assert page.get_attribute("#verdict", "data-fits") == str(r.memory.fits).lower()  # the opening plan
+    fill(page, {"model": "lama-3.1-8b"})
+    status, reply = post(server, "/api/estimate", {"model": "lama-3.1-8b", "task": "train", "method": "qlora",
+                                                   "gpu": "rtx-4090"})
+    assert status == 422
+    assert page.get_attribute("#verdict", "data-fits") == "error"
+    assert page.text_content("#verdict") == reply["detail"]
+    assert "did you mean 'llama-3.1-8b'" in reply["detail"]
+    assert page.locator('.field.invalid[data-field="model"]').count() == 1
+    fill(page, {"model": "llama-3.1-8b", "micro_batch_size": "0"})
+    assert page.text_content("#verdict").startswith("scenario field 'micro_batch_size': Input should be greater")
+    assert page.locator('.field.invalid[data-field="micro_batch_size"]').count() == 1
+
+
+def test_task_switch_shows_the_task_fields(server, page):
+    page.goto(server + "/")
+    settle(page)
+    assert page.is_visible("#f-seq_len") and not page.is_visible("#f-batch_size")
+    fill(page, {"task": "infer"})
+    assert page.is_visible("#f-batch_size") and not page.is_visible("#f-seq_len")
+    assert "task=infer" in page.url and "method" not in page.url  # training fields leave the plan
+    r = gpuplan.estimate({"model": "llama-3.1-8b", "task": "infer", "gpu": "rtx-4090"})
+    assert value(page, "#verdict-peak") == pytest.approx(r.memory.device_peak_gib)
