@@ -350,6 +350,30 @@ def test_cli_scenario_files(tmp_path_factory, text, flags):
     check_cli(["estimate", str(path), *flags])
 
 
+PRICES = st.lists(st.sampled_from([
+    ["--gpu", "l4"], ["--gpu", "h100"], ["--gpu", "rtx-9090"], ["--provider", "aws"], ["--provider", "nobody"],
+    ["--spot"], ["--max-age", "-1"], ["--max-age", "30"], ["--max-age", "nan"], ["--no-low-confidence"], ["--json"],
+]), max_size=3).map(lambda xs: [x for pair in xs for x in pair])
+CAPACITY = st.tuples(st.sampled_from(MODELS[:4] + BAD_MODELS[:3]), NUMBERS, st.lists(st.sampled_from([
+    ["--preset", "chat"], ["--preset", "nosuch"], ["--prompt-tokens", "0"], ["--prompt-tokens", "2048"],
+    ["--output-tokens", "-5"], ["--ttft", "nan"], ["--ttft", "2"], ["--tpot", "0"], ["--percentile", "42"],
+    ["--burstiness", "inf"], ["--shared-prefix", "-1"], ["--max-gpus", "0"], ["--top", "-1"], ["--json"],
+]), max_size=3).map(lambda xs: [x for pair in xs for x in pair]))
+
+
+@fuzz_settings(40)
+@given(PRICES)
+def test_cli_prices(args):
+    check_cli(["prices", *args])
+
+
+@fuzz_settings(25)
+@given(CAPACITY)
+def test_cli_capacity(case):
+    model, rate, extra = case
+    check_cli(["capacity", "--model", model, "--rate", rate, "--gpus", "l4", "--max-gpus", "1", *extra])
+
+
 @pytest.fixture(scope="module")
 def bad_files(tmp_path_factory):
     """The fuzz report's fixtures: probe records and price files that are not what they claim."""
