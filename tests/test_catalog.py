@@ -139,6 +139,7 @@ TINY = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_si
     ({"num_key_value_heads": 0}, "num_key_value_heads must be between 1 and"),
     ({"model_type": ["llama"]}, "model_type must be text"),
     ({"num_hidden_layers": True}, "num_hidden_layers must be a number"),
+    ({"num_attention_heads": 257}, "hidden_size 256 is smaller than num_attention_heads 257"),  # found by the fuzz
     # found by the fuzz: it built two billion layer objects
     ({"num_hidden_layers": 2_000_000_000}, "num_hidden_layers must be between 1 and 10,000"),
 ])

@@ -4,7 +4,7 @@ one clear line with exit code 2, never a traceback and never NaN, Infinity or a 
 Cases mix valid values (bundled models, GPUs, every field's choices) with what an outside fuzzer tried: NaN and
 Infinity, tiny and huge numbers, negative counts, strings with brackets and non-ASCII text, empty values, long
 names, configs with broken fields, probe records and price files that are not what they claim. The CLI runs in
-process (:func:`gpuplan.cli.run`), so a case takes milliseconds; ~2,400 cases run in CI.
+process (:func:`gpuplan.cli.run`), so a case takes milliseconds; ~2,800 cases run in CI.
 
 Runs are reproducible (``derandomize``); set ``GPUPLAN_FUZZ_SEED=<int>`` to explore other inputs, and
 ``GPUPLAN_FUZZ_SCALE=<x>`` to run x times as many cases.
@@ -201,13 +201,19 @@ CONFIG = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_
           "max_position_embeddings": 2048, "torch_dtype": "bfloat16"}
 
 
-@fuzz_settings(250)
-@given(st.sampled_from([*CONFIG, "quantization_config", "text_config", "layer_types", "num_local_experts",
-                        "num_experts_per_tok", "head_dim", "sliding_window", "tie_word_embeddings"]), JSON_VALUES,
-       st.sampled_from(["llama", "mixtral", "qwen2", "gemma3", "deepseek_v3", "RefinedWeb", "unknown"]),
+CONFIG_KEYS = [*CONFIG, "quantization_config", "text_config", "layer_types", "num_local_experts", "num_experts_per_tok",
+               "head_dim", "sliding_window", "tie_word_embeddings", "n_routed_experts", "moe_intermediate_size",
+               "first_k_dense_replace", "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "vision_config"]
+CONFIG_VALUES = st.one_of(JSON_VALUES, st.integers(0, 300), st.sampled_from([1, 2, 3, 7, 64, 4096, 2**31]))
+
+
+@fuzz_settings(300)
+@given(st.dictionaries(st.sampled_from(CONFIG_KEYS), CONFIG_VALUES, min_size=1, max_size=3),
+       st.sampled_from(["llama", "mixtral", "qwen2", "qwen3_moe", "gemma3", "deepseek_v3", "RefinedWeb", "gpt2",
+                        "unknown"]),
        st.sampled_from(["train", "infer"]))
-def test_any_config_json_is_read_or_refused_in_a_sentence(tmp_path_factory, key, value, model_type, task):
-    config = {**CONFIG, "model_type": model_type, key: value}
+def test_any_config_json_is_read_or_refused_in_a_sentence(tmp_path_factory, changes, model_type, task):
+    config = {**CONFIG, "model_type": model_type, **changes}
     path = tmp_path_factory.mktemp("cfg") / "config.json"
     path.write_text(json.dumps(config, allow_nan=True))
     try:

@@ -78,6 +78,9 @@ class ModelSpec:
             notes.append(f"config.json has no torch_dtype: assuming {dtype} weights")
         if dtype not in DTYPE_BYTES:
             raise GpuplanError(f"torch_dtype {dtype!r} is not supported; use float32, bfloat16 or float16")
+        if min(arch.get("head_dim", 1), arch.get("hidden_size", 1), arch.get("num_heads", 1)) < 1:
+            raise GpuplanError("the config gives a head, width or head count of 0: check hidden_size, "
+                               "num_attention_heads and head_dim")
         distinct: dict[Layer, Layer] = {}  # identical layers share one object: lookups by layer stay cheap
         layers = tuple(distinct.setdefault(layer, layer) for layer in arch.pop("layers"))
         if not layers:

@@ -55,6 +55,11 @@ def checked_config(config: dict[str, Any], where: str = "config.json") -> dict[s
     for key in (*POSITIVE, *NON_NEGATIVE):
         if out.get(key) is not None:
             out[key] = _whole(out[key], key, where, 1 if key in POSITIVE else 0, BUILT.get(key, LARGEST))
+    hidden = out.get("hidden_size") or out.get("n_embd")
+    heads = out.get("num_attention_heads") or out.get("n_head")
+    if hidden and heads and not out.get("head_dim") and hidden < heads:
+        raise GpuplanError(f"{where}: hidden_size {hidden} is smaller than num_attention_heads {heads}, so each head "
+                           "would have no dimensions (head_dim = hidden_size / heads); give head_dim or fix the sizes")
     experts = next((out[k] for k in ("num_local_experts", "num_experts", "n_routed_experts") if out.get(k)), None)
     per_token = out.get("num_experts_per_tok") or out.get("experts_per_token")
     if experts and per_token and per_token > experts:
