@@ -1,4 +1,5 @@
-"""Turn the memory rows of ../shared/reference/measured-public.csv into estimator scenarios.
+"""Turn the memory rows of ../shared/reference/measured-public.csv (and bench/measured-stacks.csv, published rows
+of the training stacks it lacks) into estimator scenarios.
 
     python bench/make_cases.py [--csv PATH]   # writes bench/accuracy_cases.yaml
 
@@ -170,9 +171,6 @@ def torchtune(row):
     llama3/8B_lora_single_device: r=8 on q,v; dtype bf16 everywhere, so adapters and AdamW states are bf16) and
     torchtune.datasets.alpaca_cleaned_dataset(max_seq_len=512), padded per batch to its longest sample."""
     metric, opt = row["metric"], row["optimizer"]
-    if "in backward" in opt or "optimizer_in_bwd" in opt:
-        return None, ("optimizer step fused into backward (gradients freed per parameter): not a gpuplan "
-                      "scenario field")
     if row["id"] == "M0055":
         return None, "same measurement as M0063 (9.29 GB, llama2/7B_qlora_single_device), which states reserved"
     model = {"meta-llama/Llama-2-7b-hf": "llama-2-7b", "meta-llama/Meta-Llama-3-8B-Instruct": "llama-3-8b",
@@ -196,6 +194,11 @@ def torchtune(row):
                     grad_checkpointing="full" if row["grad_ckpt"].startswith("on") else "none",
                     precision="bf16-true", attention="sdpa", optimizer="adamw")
     notes = []
+    if "in backward" in opt or "optimizer_in_bwd" in opt:
+        scenario["optimizer_in_backward"] = True
+        notes.append("optimizer step fused into backward (optimizer_in_bwd)")
+    if "PagedAdamW8bit" in opt:
+        scenario["optimizer"] = "paged-adamw-8bit"
     if row["workload"] == "LoRA":
         scenario.update(method="lora", lora_rank=8, lora_targets=["q_proj", "v_proj"])
     elif row["workload"] == "QLoRA":
@@ -206,12 +209,15 @@ def torchtune(row):
         # Llama-3.2-3B full_single_device (fused AdamW), batch 2, packed to 4096 from the '+Packed' row on,
         # torch.compile and chunked cross-entropy on from their rows on; 'Peak Memory Active' (active bytes ~
         # allocated blocks, below reserved).
-        scenario.update(optimizer_impl="fused", gpu="a100-sxm4-80gb")
-        notes.append("packed to 4096 (fixed length); torch.compile and chunked cross-entropy on (not modelled); "
-                     "peak *active* bytes compared with allocated; A100 taken as 80GB")
+        scenario.update(optimizer_impl="fused", gpu="a100-sxm4-80gb", compile=True, loss="chunked")
+        notes.append("packed to 4096 (fixed length); torch.compile (layers and loss) and CEWithChunkedOutputLoss "
+                     "(8 chunks) on from their rows on; peak *active* bytes compared with allocated; A100 taken as "
+                     "80GB")
     else:
-        scenario["optimizer_impl"] = "foreach"  # 2024 configs: torch.optim.AdamW without fused
-        notes.append("alpaca-cleaned padded per batch, max_seq_len 512 (dataset default then); AdamW foreach")
+        # 2024-04 configs: torch.optim.AdamW without fused, torch.nn.CrossEntropyLoss on the fp32 logits
+        scenario.update(optimizer_impl="foreach", loss="full")
+        notes.append("alpaca-cleaned padded per batch, max_seq_len 512 (dataset default then); AdamW foreach; "
+                     "loss on the full fp32 logits (CrossEntropyLoss; chunked CE came in 2024-08)")
     if "4090" in row["gpu"]:
         scenario["gpu"] = "rtx-4090"
     n = int(row["n_gpus"] or 1)
@@ -221,6 +227,12 @@ def torchtune(row):
         notes.append("reserved right after model init = weights + LoRA adapters (+ RoPE cache), compared with "
                      "the weights")
         return dict(scenario=scenario, level="weights", assumptions="; ".join(notes), fixed_length=packed), None
+    if metric == "peak_mem_per_gpu":
+        # the statistic is not stated: torchtune's recipes log torch's counters (training.get_memory_stats:
+        # peak_memory_active, peak_memory_alloc, peak_memory_reserved), so its 'peak memory' is taken as allocated
+        notes.append("'peak memory' not named: torchtune logs torch.cuda's counters (peak_memory_active/alloc/"
+                     "reserved), compared as allocated")
+        return dict(scenario=scenario, level="allocated", assumptions="; ".join(notes), fixed_length=packed), None
     return dict(scenario=scenario, assumptions="; ".join(notes), fixed_length=packed), None
 
 
@@ -246,10 +258,15 @@ def torchtitan(row):
                     attention="flash", precision="fp8-mixed" if "float8" in row["precision"] else "bf16-mixed",
                     optimizer="adamw", optimizer_impl="foreach",
                     num_gpus=8, num_nodes=n // 8, strategy="fsdp", tp=tp, pp=pp)
-    notes = ["FSDP2 as ZeRO-3", "torch.compile fusions not modelled", "H100 96GB HBM2e (Grand Teton) is not in "
+    notes = ["framework torchtitan: FSDP2 with fp32 master weights and reductions"]
+    if "compile" in row["notes"]:
+        notes.append("torchtitan 9dec370 compiled the blocks but not the loss (the loss is compiled from 2025 on, "
+                     "as gpuplan's compile models it): taken with compile false, so the blocks' fusions (5.0-5.4 "
+                     "GiB in Tables 1 and 3) are left in the estimate")
+    notes += ["H100 96GB HBM2e (Grand Teton) is not in "
              "the GPU catalog: gpu left out"]
     if scenario["grad_checkpointing"] == "selective":
-        notes.append("torchtitan's per-op selective AC (saves every other matmul output) taken as selective")
+        notes.append("selective: torchtitan's per-op policy (saves every other matmul output and SDPA's)")
     if pp > 1:
         notes.append(f"local batch {local} split into {pp} 1F1B microbatches of {local // pp} (microbatches = "
                      "stages by default), grad_accum_steps stands for the microbatches")
@@ -257,6 +274,44 @@ def torchtitan(row):
         notes.append("async TP not modelled")
     if "float8" in row["precision"]:
         notes.append("torchao float8 linears as fp8-mixed")
+    return dict(scenario=scenario, assumptions="; ".join(notes)), None
+
+
+def unsloth_readme(row):
+    """Unsloth README 'Context length benchmarks': the longest sequence that fits on an 80 GB card, Llama-3.1-8B
+    QLoRA rank 32 on all linear layers, batch 1, sequences padded to length. The row is the Hugging Face +
+    FlashAttention-2 baseline: the HF stack with checkpointing (the QLoRA recipe's default), NF4, fp32 upcast."""
+    scenario = dict(model="llama-3.1-8b", task="train", framework="hf", method="qlora", quant="nf4", lora_rank=32,
+                    lora_targets="all-linear", micro_batch_size=1, seq_len=2048, grad_checkpointing="full",
+                    attention="flash", gpu="a100-sxm4-80gb")
+    return dict(scenario=scenario, level="max_seq_len", measured_gib=float(row["value"]),
+                assumptions="HF + FA2 baseline: checkpointing on (prepare_model_for_kbit_training), AdamW (8-bit "
+                            "not stated), A100 80GB taken for the unnamed 80 GB card; compared as the longest "
+                            "seq_len that fits (the value is tokens)"), None
+
+
+def answerai(row):
+    """Answer.AI fsdp_qlora ``train.py`` (benchmarks_03_2024.md): a plain PyTorch loop (framework pytorch) over
+    transformers' Llama with peft, FSDP1 ``full_shard`` over 2 GPUs (``ddp`` = NO_SHARD), pure bf16 (its default
+    ``precision bf16``: params, grads and AdamW states), reentrant checkpointing, LoRA r=64, dropout 0.1 on k, q, v,
+    up, down, gate; the dummy dataset makes every sample exactly ``context_length`` tokens. peft of March 2024
+    (before ``autocast_adapter_dtype``, 0.12) kept the adapters in the base dtype: bf16. The tables report
+    max_memory_reserved over epoch 0 (and the text two max_memory_allocated values)."""
+    model = {"meta-llama/Llama-2-7b-hf": "llama-2-7b", "01-ai/Yi-34B": "yi-34b",
+             "meta-llama/Llama-2-70b-hf": "llama-2-70b"}[row["model"]]
+    par = row["parallelism"]
+    scenario = dict(model=model, task="train", framework="pytorch", method=row["workload"].lower(),
+                    precision="bf16-true", adapter_dtype="bf16", lora_rank=64, lora_dropout=0.1,
+                    lora_targets=["q_proj", "k_proj", "v_proj", "gate_proj", "up_proj", "down_proj"],
+                    micro_batch_size=int(row["micro_batch"]), seq_len=int(row["seq_len"]), grad_checkpointing="full",
+                    attention="sdpa", optimizer="adamw", optimizer_impl="foreach", num_gpus=2,
+                    strategy="ddp" if "no_shard" in par else "fsdp1")
+    notes = ["FSDP1 (FullyShardedDataParallel) as fsdp_qlora wraps it; adapters bf16 (peft < 0.12)"]
+    if "offload" in par:
+        scenario["offload"] = "optimizer+params"
+        notes.append("CPUOffload(offload_params=True): parameters, gradients and the step on the CPU")
+    if "no_shard" in par:
+        notes.append("sharding_strategy ddp (FSDP NO_SHARD) taken as DDP")
     return dict(scenario=scenario, assumptions="; ".join(notes)), None
 
 
@@ -284,18 +339,22 @@ RULES = {
     "torchtune docs QLoRA tutorial": torchtune,
     "torchtitan benchmarks (Dec 2024)": torchtitan,
     "llama.cpp quantize README": llama_cpp,
+    "Unsloth README max-context benchmark": unsloth_readme,
+    "Answer.AI fsdp_qlora benchmarks (Mar 2024)": answerai,
 }
+# published rows of the training stacks that measured-public.csv does not hold, transcribed with their locators
+EXTRA_CSV = HERE / "measured-stacks.csv"
 SKIP_SOURCES = {
     "huggingface/peft README memory table": "T5/BLOOMZ rows with batch and length not stated",
     "HF accelerate big-model-inference benchmark": "encoder-decoder T0pp (not a decoder-only model)",
-    "Unsloth README max-context benchmark": "Unsloth's own offloaded checkpointing and kernels",
 }
 MEMORY_METRICS = ("mem", "gguf_model_size", "oom_flag", "max_seq_len_that_fits")
 
 
 def build(csv_path: Path) -> dict:
     cases, skipped = [], []
-    for row in csv.DictReader(csv_path.open(encoding="utf-8")):
+    rows = [*csv.DictReader(csv_path.open(encoding="utf-8")), *csv.DictReader(EXTRA_CSV.open(encoding="utf-8"))]
+    for row in rows:
         if not any(k in row["metric"] for k in MEMORY_METRICS):
             continue
         rule = RULES.get(row["source"])

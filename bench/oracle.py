@@ -1,7 +1,7 @@
 """The simulator as the estimator's oracle: a matrix of scenarios on narrowed copies of real configs, each
 simulated on fake tensors and estimated analytically; tests/test_simulate.py asserts every row within 5 %.
 
-    python bench/oracle.py            # prints the table (markdown) for the README and the issue note
+    python bench/oracle.py [hf|stacks]   # prints the tables (markdown) for the README and the issue note
 
 Narrowed: the real config (vocabulary, head layout, norms, MLP kind, sliding windows, experts) with a smaller
 width and 4 layers, so a row takes about a second on two CPU cores. The logits keep their real vocabulary:
@@ -91,6 +91,38 @@ CASES = [
 ]
 
 
+# The training stacks (framework field): their own code where it is plain PyTorch (torchtune's Llama and
+# losses, torchtitan's Transformer and apply_ac, torchao's NF4), their kernels emulated with the bytes they save
+# (Liger, Unsloth). tests/test_simulate.py holds each within 3 %.
+TT, TI, US, AX = "torchtune", "torchtitan", "unsloth", "axolotl"
+STACK_CASES = [
+    ("llama-3.1-8b", dict(task=TRAIN, framework=TT, method="full", seq_len=512)),
+    ("llama-3.1-8b", dict(task=TRAIN, framework=TT, method="full", seq_len=512, loss="full",
+                          grad_checkpointing="none")),
+    ("llama-3.2-1b", dict(task=TRAIN, framework=TT, method="full", seq_len=512)),
+    ("llama-3.1-8b", dict(task=TRAIN, framework=TT, method="lora", seq_len=512, micro_batch_size=2)),
+    ("llama-3.1-8b", dict(task=TRAIN, framework=TT, method="qlora", seq_len=512)),
+    ("llama-3.2-3b", dict(task=TRAIN, framework=TT, method="full", seq_len=1024, optimizer_in_backward=True), True),
+    ("llama-3.1-8b", dict(task=TRAIN, framework=TT, method="lora", seq_len=1024, activation_offload=True), True),
+    ("llama-3.1-8b", dict(task=TRAIN, framework=TI, method="full", seq_len=512)),
+    ("llama-3.1-8b", dict(task=TRAIN, framework=TI, method="full", seq_len=512, grad_checkpointing="none")),
+    ("llama-3.1-8b", dict(task=TRAIN, framework=TI, method="full", seq_len=512, grad_checkpointing="full",
+                          checkpoint_every=2)),
+    ("llama-3.1-8b", dict(task=TRAIN, framework=TI, method="full", seq_len=1024), True),
+    ("llama-3.1-8b", dict(task=TRAIN, framework=US, method="qlora", seq_len=1024)),
+    ("llama-3.1-8b", dict(task=TRAIN, framework=US, method="lora", seq_len=1024), True),
+    ("llama-3.1-8b", dict(task=TRAIN, framework=AX, method="qlora", seq_len=1024), True),
+    ("llama-3.1-8b", dict(task=TRAIN, framework=AX, method="full", seq_len=512, micro_batch_size=2)),
+    ("llama-3.1-8b", dict(task=TRAIN, framework="hf", method="full", seq_len=512, loss="fused-linear")),
+    ("llama-3.1-8b", dict(task=TRAIN, framework="hf", method="lora", seq_len=512, precision="bf16-true")),
+    ("llama-3.1-8b", dict(task=TRAIN, framework="hf", method="lora", seq_len=512, precision="bf16-true",
+                          adapter_dtype="bf16", lora_dropout=0.1)),
+    ("llama-3.1-8b", dict(task=TRAIN, framework="pytorch", method="lora", seq_len=512)),
+    ("llama-3.1-8b", dict(task=TRAIN, framework="pytorch", method="qlora", seq_len=1024, grad_checkpointing="full",
+                          activation_offload=True), True),
+]
+
+
 def case_id(model: str, fields: dict, real_width: bool = False) -> str:
     extra = ",".join(f"{k}={v}" for k, v in fields.items() if k not in ("task", "method"))
     return f"{model}{'(real width)' if real_width else ''}:{fields['task']}:{fields.get('method', '')}:{extra}"
@@ -112,23 +144,32 @@ def compare(model: str, fields: dict, folder: Path, real_width: bool = False) ->
             "sim_phase": sim.peak_phase, "estimate_phase": mem.peak_phase, "seconds": seconds}
 
 
-def main() -> None:
+def table(cases: list, folder: Path) -> list[str]:
     rows = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for model, fields, *real in CASES:
-            rows.append(compare(model, fields, Path(tmp), *real))
-            r = rows[-1]
-            print(f"{r['case']:90s} sim {r['simulated_gib']:7.3f} est {r['estimated_gib']:7.3f} "
-                  f"{r['error_pct']:+6.1f}% {r['sim_phase']:>14s}/{r['estimate_phase']:<14s} {r['seconds']:.1f}s",
-                  file=sys.stderr)
-    print("| case | simulated GiB | estimated GiB | error % | peak phase (sim / estimate) |")
-    print("|---|---:|---:|---:|---|")
-    for r in rows:
-        print(f"| {r['case']} | {r['simulated_gib']:.3f} | {r['estimated_gib']:.3f} | {r['error_pct']:+.1f} | "
-              f"{r['sim_phase']} / {r['estimate_phase']} |")
+    for model, fields, *real in cases:
+        rows.append(compare(model, fields, folder, *real))
+        r = rows[-1]
+        print(f"{r['case']:90s} sim {r['simulated_gib']:7.3f} est {r['estimated_gib']:7.3f} "
+              f"{r['error_pct']:+6.1f}% {r['sim_phase']:>14s}/{r['estimate_phase']:<14s} {r['seconds']:.1f}s",
+              file=sys.stderr)
+    lines = ["| case | simulated GiB | estimated GiB | error % | peak phase (sim / estimate) |",
+             "|---|---:|---:|---:|---|"]
+    lines += [f"| {r['case']} | {r['simulated_gib']:.3f} | {r['estimated_gib']:.3f} | {r['error_pct']:+.1f} | "
+              f"{r['sim_phase']} / {r['estimate_phase']} |" for r in rows]
     errors = sorted(abs(r["error_pct"]) for r in rows)
-    print(f"\n{len(rows)} cases; median |error| {errors[len(errors) // 2]:.1f} %, worst {errors[-1]:.1f} %; "
-          f"{sum(r['seconds'] for r in rows):.0f} s of simulation")
+    lines.append(f"\n{len(rows)} cases; median |error| {errors[len(errors) // 2]:.1f} %, worst {errors[-1]:.1f} %; "
+                 f"{sum(r['seconds'] for r in rows):.0f} s of simulation")
+    return lines
+
+
+def main() -> None:
+    which = sys.argv[1] if len(sys.argv) > 1 else "all"
+    with tempfile.TemporaryDirectory() as tmp:
+        if which in ("all", "hf"):
+            print("\n".join(table(CASES, Path(tmp))))
+        if which in ("all", "stacks"):
+            print("\n## Training stacks\n")
+            print("\n".join(table(STACK_CASES, Path(tmp))))
 
 
 if __name__ == "__main__":

@@ -271,11 +271,17 @@ def test_lora_dropout_keeps_a_copy_of_each_adapted_input():
     # copy back to bf16 for lora_A; that bf16 copy is saved with or without dropout. Dropout adds its one-byte
     # mask (CUDA native_dropout): 16 layers x 2 adapters x 512 tokens x 2048 wide. The simulator agrees.
     assert (with_dropout - without) * GIB == pytest.approx(16 * 2 * 1 * 512 * 2048)
-    # bf16-true, adapters in bf16, no casts: q and v adapters share one saved input without dropout; with it,
-    # each keeps its dropped bf16 copy and its mask: 16 x (2 x (2 + 1) - 2) bytes per token and width.
-    true = dict(base, precision="bf16-true")
+    # bf16-true, adapters in bf16 (adapter_dtype bf16), no casts: q and v adapters share one saved input without
+    # dropout; with it, each keeps its dropped bf16 copy and its mask: 16 x (2 x (2 + 1) - 2) bytes per token and
+    # width.
+    true = dict(base, precision="bf16-true", adapter_dtype="bf16")
     extra = mem(**true, lora_dropout=0.1).allocated_peak_gib - mem(**true).allocated_peak_gib
     assert extra * GIB == pytest.approx(16 * (2 * (2 + 1) - 2) * 512 * 2048)
+    # bf16-true with peft's default fp32 adapters: each adapter saves its own fp32 copy of the input with or
+    # without dropout (4 bytes, no autocast to cast it back), so dropout adds only its mask again
+    fp32 = dict(base, precision="bf16-true")
+    extra = mem(**fp32, lora_dropout=0.1).allocated_peak_gib - mem(**fp32).allocated_peak_gib
+    assert extra * GIB == pytest.approx(16 * 2 * 1 * 512 * 2048)
 
 
 def test_zero3_qlora_shards_base_and_adapters_and_gathers_4bit_layers():

@@ -33,6 +33,7 @@ NOT_RUN = {
     "gpuplan probe": "needs a CUDA GPU (its own test is marked gpu)",
     "gpuplan calibrate probes/": "reads the records gpuplan probe writes on a GPU",
     "gpuplan serve": "starts a web server and waits for requests",
+    "python bench/": "a benchmark: a minute or more of CPU, run by hand; its table is quoted below it",
     "gpuplan prices update": "imports a price catalog downloaded from the network (SkyPilot's vms.csv, gpuhunt)",
 }
 OUTPUT = re.compile(r"<!-- output of: (?P<cmd>.+?) -->\n(?P<body>.*?)\n<!-- end of output -->", re.S)

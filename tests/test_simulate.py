@@ -116,6 +116,44 @@ def test_estimate_within_5_percent_of_the_simulation(tmp_path, case):
     assert abs(row["error_pct"]) < 5, row
 
 
+@pytest.mark.parametrize("case", oracle.STACK_CASES, ids=[oracle.case_id(*c) for c in oracle.STACK_CASES])
+def test_each_training_stack_within_3_percent_of_its_simulation(tmp_path, case):
+    """Every framework against its own code on fake tensors (torchtune, torchtitan, torchao) or its kernels'
+    bytes (Liger, Unsloth): the estimate within 3 %."""
+    require("transformers")
+    require("peft")
+    framework = case[1]["framework"]
+    if framework in ("torchtune", "torchtitan"):
+        require(framework)
+    row = oracle.compare(*case[:2], tmp_path, *case[2:])
+    assert abs(row["error_pct"]) < 3, row
+
+
+def test_the_stack_matrix_covers_every_framework_and_technique():
+    from gpuplan.stacks import FRAMEWORKS
+
+    cases = [f for _, f, *_ in oracle.STACK_CASES]
+    assert {f["framework"] for f in cases} == set(FRAMEWORKS)
+    by_stack = {fw: [f for f in cases if f["framework"] == fw] for fw in FRAMEWORKS}
+    assert {f.get("method") for f in by_stack["torchtune"]} == {"full", "lora", "qlora"}
+    assert {f.get("grad_checkpointing", "selective") for f in by_stack["torchtitan"]} == {"selective", "none", "full"}
+    assert any(f.get("checkpoint_every", 1) > 1 for f in cases)
+    assert any(f.get("optimizer_in_backward") for f in cases) and any(f.get("activation_offload") for f in cases)
+    assert {f.get("loss") for f in cases} >= {"full", "fused-linear"}
+    assert any(f.get("adapter_dtype") == "bf16" for f in cases) and any(
+        f.get("precision") == "bf16-true" and "adapter_dtype" not in f for f in cases)
+
+
+def test_emulated_kernels_are_said():
+    require("peft")
+    from gpuplan.sim.simulate import simulate
+
+    sim = simulate({"model": "llama-3.2-1b", "task": "train", "method": "lora", "framework": "unsloth",
+                    "seq_len": 128}, layers=2)
+    said = " ".join(sim.notes)
+    assert "Unsloth" in said and "emulated" in said
+
+
 FAMILIES = [  # the other families, at full size: inference in bf16, or LoRA at 256 tokens
     ("deepseek-v3", dict(task="infer", batch_size=1, prompt_tokens=256, output_tokens=4, quant="none")),
     ("gpt-oss-20b", dict(task="train", method="lora", seq_len=256, quant="none")),
@@ -159,6 +197,8 @@ def test_the_matrix_covers_what_the_issue_asks():
     (dict(task="train", num_gpus=2, strategy="ddp"), "one GPU"),
     (dict(task="infer", engine="vllm"), "transformers"),
     (dict(task="train", grad_checkpointing="selective"), "selective"),
+    (dict(task="train", framework="torchtune", compile=True), "compile false"),
+    (dict(task="train", framework="torchtitan", model="qwen2.5-7b"), "own Llama"),
     (dict(task="infer", quant="awq-int4"), "nf4"),
 ])
 def test_unsupported_scenarios_say_why(fields, text):

@@ -261,3 +261,8 @@ DATASET_BYTES_PER_TOKEN = 4.0  # UTF-8 text per BPE token (~4 characters per tok
 # Relative band on a setup's highest SLO-meeting rate: the throughput-at-saturation error of the serving
 # accuracy table (bench/serving/serving_accuracy.py; README "Serving" section). Updated with that table.
 SERVING_RATE_BAND = 0.15
+
+# ---- launch: the disk a cloud job asks for (gpuplan launch) -------------------------------------------
+CHECKPOINTS_KEPT = 2  # Trainer save_total_limit: the newest checkpoint may be torn by an interruption
+LAUNCH_SOFTWARE_GB = 50.0  # an allowance, not a measurement: the OS image, a CUDA PyTorch stack (torch and the
+# NVIDIA libraries are several GB unpacked), DeepSpeed/vLLM and the pip and Hugging Face caches

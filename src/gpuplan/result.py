@@ -36,6 +36,8 @@ class MemoryReport(BaseModel):
     gpu_layers: int | None = None
     offloaded_layers: int | None = None
     engine: dict[str, Any] | None = None  # what the serving engine's startup log prints (vLLM, llama.cpp)
+    logged_statistic: str | None = None  # what the training stack's own memory log prints
+    logged_gib: float | None = None  # the estimate at that level (allocated or reserved)
 
 
 class ModelFacts(BaseModel):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 
 from ..errors import GpuplanError
-from . import capacity, check, estimate, market, models, plan, prices, serve  # noqa: F401  (registers the commands)
+from . import capacity, check, estimate, launch, market, models, plan, prices, serve  # noqa: F401 (commands)
 from .app import app, err
 
 try:  # typer >= 0.24 vendors click

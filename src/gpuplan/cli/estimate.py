@@ -68,6 +68,8 @@ def render_estimate(result) -> None:
     overheads = ", ".join(mem.device_overheads) or "nothing outside the allocator"
     table.add_row(Text(f"device peak (+ {overheads})"), f"{mem.device_peak_gib:.2f}", "")
     out.print(table)
+    if mem.logged_statistic:
+        out.print(f"[dim]its own log: {mem.logged_statistic}; compare with {mem.logged_gib:.2f} GiB[/]")
     if mem.cpu_gib:
         out.print(f"CPU memory for offloaded states: {mem.cpu_gib:.1f} GiB")
     if mem.max_concurrency is not None:

@@ -20,18 +20,19 @@ def recommend_cmd(scenario: str | None = None, as_json: bool = False, budget_usd
                   deadline_hours: float | None = None, max_gpus: int = 8, gpus: str | None = None,
                   providers: str | None = None, have: list[str] | None = None, min_headroom: str = "0%",
                   objective: str = "cost", top: int = 10, any_method: bool = False, any_quant: bool = False,
-                  catalog: list[str] | None = None, per_gpu: bool = False, fmt: str | None = None,
+                  any_framework: bool = False, catalog: list[str] | None = None, launch: int | None = None,
+                  launch_dir: str = "gpuplan-launch", per_gpu: bool = False, fmt: str | None = None,
                   **fields: Any) -> None:
     """Which GPUs, how many, where: the setups that fit, ranked.
 
-    Memory first, then communication, then cost, then headroom.
-
-    Searches GPU type x count (1-8, multi-node for training) x strategy (single, DDP, ZeRO-2, ZeRO-3; tensor
-    parallel for serving, with vLLM and transformers unless --engine is given) x techniques (checkpointing,
-    micro-batch 1 with accumulation, 8-bit AdamW; LoRA/QLoRA with --any-method; int8, fp8, AWQ weights and an fp8
-    KV cache with --any-quant) x every offer. Your own cards (--have) come first, in their own list, with what
-    would make the job fit on them when nothing does. Marks the Pareto front of cost vs speed; at equal cost the
-    faster setup ranks first; when nothing fits, lists the smallest changes that would.
+    Memory first, then communication, then cost, then headroom. Searches GPU type x count (1-8, multi-node for
+    training) x strategy (single, DDP, ZeRO-2, ZeRO-3; tensor parallel for serving, with vLLM and transformers
+    unless --engine is given) x techniques (checkpointing, micro-batch 1 with accumulation, 8-bit AdamW;
+    LoRA/QLoRA with --any-method; int8, fp8, AWQ weights and an fp8 KV cache with --any-quant; the other training
+    stacks, torchtune, torchtitan, Unsloth, axolotl, a plain PyTorch loop, with their defaults and activation
+    offloading, with --any-framework, or one with --framework) x every offer. Your own cards (--have) come first,
+    in their own list, with what would make the job fit on them when nothing does. Marks the Pareto front of cost
+    vs speed; at equal cost the faster setup ranks first; when nothing fits, lists the smallest changes that would.
 
     Examples:
 
@@ -40,6 +41,7 @@ def recommend_cmd(scenario: str | None = None, as_json: bool = False, budget_usd
       gpuplan recommend --model llama-3.1-70b --task infer --batch-size 32 --prompt-tokens 4096 --objective time
       gpuplan recommend examples/lora-llama-8b.yaml --have 2x3090 --budget-usd 50 --pricing any
       gpuplan recommend examples/lora-llama-8b.yaml --gpus a100-80gb,h100,l40s --max-gpus 1 --per-gpu
+      gpuplan recommend examples/lora-llama-8b.yaml --pricing spot --launch 1 --launch-dir run/
     """
     from ..model.catalog import load_model
     from ..plan.recommend import Constraints, parse_have, recommend
@@ -59,10 +61,19 @@ def recommend_cmd(scenario: str | None = None, as_json: bool = False, budget_usd
                     gpus=tuple(_gpu(g, notes) for g in (gpus or "").split(",") if g.strip()),
                     providers=tuple(_provider(p) for p in (providers or "").split(",") if p.strip()),
                     pricing=s.pricing, have=owned, min_headroom=headroom, objective=objective, top=top,
-                    any_method=any_method, any_quant=any_quant, catalogs=tuple(catalog or ()), per_gpu=per_gpu)
+                    any_method=any_method, any_quant=any_quant, any_framework=any_framework,
+                    catalogs=tuple(catalog or ()), per_gpu=per_gpu)
     result = recommend(s, m, c)
     for note in notes:  # after every input was checked: an error stays one line
         bullet(note, prefix="note: ", style="yellow", stream=err)
+    if launch is not None:
+        from .launch import launch_setup
+
+        if not as_json:
+            bullet(result.resolved, prefix="", style="bold")
+            render_recommendation(s, result)
+        launch_setup(result.owned + result.setups, launch, c.have, launch_dir, as_json)  # numbered as shown
+        return
     fmt = resolve_format(fmt, as_json)
     if fmt == "json":
         from dataclasses import asdict
@@ -106,9 +117,9 @@ TECHNIQUE_CELLS = {"gradient checkpointing": "ckpt", "micro-batch 1 + accumulati
                    "fp8 weights": "fp8", "AWQ 4-bit weights": "awq", "transformers": "hf"}
 
 
-def _rows(s, setups) -> list[dict[str, Any]]:
+def _rows(s, setups, start: int = 1) -> list[dict[str, Any]]:
     rows = []
-    for i, x in enumerate(setups, 1):
+    for i, x in enumerate(setups, start):
         techniques = [TECHNIQUE_CELLS.get(t, t) for t in x.techniques]
         tags = techniques if s.task == "infer" else [x.strategy, *techniques]  # serving: tensor parallel over all
         spread = 50 * (x.tokens_per_s_high - x.tokens_per_s_low) / x.tokens_per_s if x.tokens_per_s else 0.0
@@ -149,7 +160,7 @@ def render_recommendation(s, result, fmt: str = "table") -> None:
     train = bool(s.task == "train" and s.train_tokens)
     columns = _columns(s, train)
     if fmt != "table":  # one listing for scripts: owned setups first, then rentals
-        show(_rows(s, result.owned) + _rows(s, result.setups), columns, fmt)
+        show(_rows(s, result.owned) + _rows(s, result.setups, len(result.owned) + 1), columns, fmt)
         return
     out.print(Text(f"{result.evaluated:,} setups evaluated in {result.elapsed_s:.2f} s, {result.fitting:,} fit",
                    style="dim"))
@@ -168,10 +179,11 @@ def render_recommendation(s, result, fmt: str = "table") -> None:
                 bullet(change)
         return
     tokens = "output" if s.task == "infer" else "training"
-    show(_rows(s, result.setups), columns, title=f"rented setups that fit, best first (on-demand unless marked; $/M "
-         f"tok: per million {tokens} tokens; * Pareto front of cost vs speed; tok/s ± the speed model's spread; "
-         "yellow: price over 30 days old or low confidence)")
-    for i, x in enumerate(result.setups[:3], 1):
+    show(_rows(s, result.setups, len(result.owned) + 1), columns,
+         title=f"rented setups that fit, best first (on-demand unless marked; $/M tok: per million {tokens} "
+         "tokens; * Pareto front of cost vs speed; tok/s ± the speed model's spread; yellow: price over 30 days "
+         "old or low confidence)")
+    for i, x in enumerate(result.setups[:3], len(result.owned) + 1):
         bullet(f"{x.num_gpus}x {short(x.gpu_id)} on {_where(x)}: {x.rationale}", prefix=f"{i}. ")
     if s.task == "train" and not s.train_tokens:
         bullet("set --train-tokens for hours and totals; ranked by $ per million training tokens", prefix="",
@@ -195,8 +207,12 @@ scenario_command(
         ("top", int, 10, "Show this many setups."),
         ("any_method", bool, False, "Allow LoRA / QLoRA instead of the scenario's method."),
         ("any_quant", bool, False, "Allow int8, fp8 and AWQ weights and an fp8 KV cache for serving."),
+        ("any_framework", bool, False, "Allow every training stack (torchtune, torchtitan, Unsloth, axolotl, a "
+         "plain PyTorch loop) with its defaults: which stack for this job on this card?"),
         ("catalog", list[str] | None, None, "Extra offers CSV overriding bundled prices (repeatable)."),
         ("per_gpu", bool, False, "One row per GPU type, its best setup: to compare cards."))],
+    option("launch", int | None, None, "Write the files that run the N-th setup (as gpuplan launch does).", "Launch"),
+    option("launch_dir", str, "gpuplan-launch", "Folder --launch writes into.", "Launch"),
     option("fmt", FormatValue, None, FORMAT_HELP, param_decls=("--format",)),
     skip=("gpu", "num_gpus", "num_nodes", "tp", "pp", "strategy"))
 

@@ -57,10 +57,16 @@ class ActivationSetup:
     lora_targets: frozenset[str] = frozenset()
     attention: str = "sdpa"
     tp: int = 1
-    recompute_attention: bool = False  # selective checkpointing: recompute the attention core
     lora_rank: int = 0
     lora_dropout: float = 0.0
-    lora_input_casts: bool = False  # fp32 adapters under autocast: peft casts each adapter's input separately
+    # each adapter saves its own copy of its input, in this many bytes (0: the shared input): peft casts the input
+    # to fp32 adapters (``_cast_input_dtype``) and autocast casts it back (compute bytes), or, without autocast,
+    # lora_A saves the fp32 copy (4 bytes)
+    lora_cast_bytes: int = 0
+    lora_inner_bytes: int = 0  # bytes of lora_A's rank-r output saved by lora_B (0: the compute dtype)
+    fused_norm: bool = False  # RMSNorm kernel (Liger, Unsloth, inductor) saves its input and fp32 rstd per row
+    fused_mlp: bool = False  # SwiGLU kernel saves gate and up, recomputes act(gate) (Liger, Unsloth, inductor)
+    kv_expanded: bool = False  # keys and values repeated to every query head before SDPA (torchtune)
     lora_experts: bool = False  # peft ParamWrapper on fused MoE experts: W + B@A materialized per forward
     fp32_residual_4bit: bool = False  # QLoRA after peft's fp32 upcast: the residual stream runs in fp32
     base_4bit: bool = False  # bitsandbytes 4-bit base linears: MatMul4Bit saves its input for the backward
@@ -81,7 +87,10 @@ def saved_bytes(layer: Layer, model, setup: ActivationSetup) -> float:
     n_norms = 1 if model.parallel_residual else 2
     if model.family in ("gemma2", "gemma3", "gemma3_text"):
         n_norms = 4
-    total += n_norms * (4 * Ts * h + (residual * Ts * h if setup.base_trainable else 0))
+    if setup.fused_norm:
+        total += n_norms * (residual * Ts * h + 4 * Ts)
+    else:
+        total += n_norms * (4 * Ts * h + (residual * Ts * h if setup.base_trainable else 0))
     if model.family in QK_NORM and layer.attention != "mla":  # RMSNorm on queries and keys: fp32 inputs saved
         qk = T * (max(model.num_heads // t, 1) + max(model.num_kv_heads // t, 1)) * model.head_dim
         total += 4 * qk + (c * qk if setup.base_trainable else 0)
@@ -90,14 +99,15 @@ def saved_bytes(layer: Layer, model, setup: ActivationSetup) -> float:
     for lin in layer.linears:
         if lin.group == "experts" or not trains(lin, setup):
             continue
-        if (not setup.base_trainable and setup.lora_dropout > 0 and not setup.lora_input_casts
+        if (not setup.base_trainable and setup.lora_dropout > 0 and not setup.lora_cast_bytes
                 and lin.name in setup.lora_targets):
             continue  # the adapter saves its own dropped copy instead of the shared input (lora_saved)
         key = INPUT_OF.get(lin.name, lin.name)
         row_parallel = key in ("attn_out", "mlp_mid")
         size = (T * lin.in_features / t) if row_parallel else Ts * lin.in_features
-        if (setup.autocast_fp32_weights and key in CAST_FROM_FP32) or (
-                setup.lora_input_casts and lin.name in setup.lora_targets):
+        if setup.lora_cast_bytes and lin.name in setup.lora_targets and not setup.base_trainable:
+            total += setup.lora_cast_bytes * size  # the adapter's own copy of its input
+        elif setup.autocast_fp32_weights and key in CAST_FROM_FP32:
             total += c * size  # one bf16 cast per linear
         elif key not in seen:
             total += c * size
@@ -153,12 +163,13 @@ def lora_saved(layer: Layer, setup: ActivationSetup) -> float:
     if not setup.lora_rank:
         return 0.0
     T, c = setup.tokens, setup.compute_bytes
+    inner = setup.lora_inner_bytes or c
     total = 0.0
     for lin in layer.linears:
         if lin.name in setup.lora_targets and lin.count == 1:
-            total += c * T * setup.lora_rank
+            total += inner * T * setup.lora_rank
             if setup.lora_dropout > 0:
-                total += (1 + (0 if setup.lora_input_casts else c)) * T * lin.in_features
+                total += (1 + (0 if setup.lora_cast_bytes else c)) * T * lin.in_features
     return total
 
 
@@ -173,9 +184,10 @@ def attention_saved(layer: Layer, model, setup: ActivationSetup) -> float:
     else:
         d = model.head_dim
         kv = max(model.num_kv_heads // t, 1)
-        kv_saved = a if setup.attention == "eager" else kv  # eager repeats KV heads before the matmuls
+        # eager (transformers' repeat_kv) and torchtune (expand + flatten) repeat KV heads before attention
+        kv_saved = a if setup.attention == "eager" or setup.kv_expanded else kv
         qkv, out = c * T * d * (a + 2 * kv_saved), c * T * a * d
-    if setup.attention == "eager" and not setup.recompute_attention:
+    if setup.attention == "eager":
         scores = setup.batch * a * setup.seq * setup.seq  # full s x s, even for sliding-window layers
         softcap = c if softcapping(model, "attn_logit_softcapping") else 0  # Gemma-2 saves tanh(scores / cap)
         return qkv + out + (4 + c + softcap) * scores
@@ -190,7 +202,7 @@ def mlp_saved(layer: Layer, model, setup: ActivationSetup) -> float:
     if "mlp_mid" in widths:
         i = widths["mlp_mid"] / t
         n_shared = sum(1 for lin in dense if INPUT_OF.get(lin.name) == "mlp_mid")
-        total += n_shared * (3 if model.gated_mlp else 1) * c * T * i
+        total += n_shared * ((2 if setup.fused_mlp else 3) if model.gated_mlp else 1) * c * T * i
     if layer.moe:
         k, E = layer.experts_per_token, model.num_experts
         experts = [lin for lin in layer.linears if lin.group == "experts"]

@@ -30,6 +30,7 @@ class Estimate:
     cpu: float = 0.0
     slack: float = oh.ALLOCATOR_SLACK_TRAIN
     outside_allocator: dict[str, float] = field(default_factory=dict)  # counted at device level only
+    managed: dict[str, float] = field(default_factory=dict)  # CUDA managed memory (paged optimizers): device level
     preallocated: float | None = None  # vLLM: the device level is its budget, whatever the tensors
     fragmentation: float = 0.0  # reserved beyond the slack: blocks the allocator holds but cannot reuse
     extra: dict[str, object] = field(default_factory=dict)
@@ -49,7 +50,7 @@ class Estimate:
 
     @property
     def device(self) -> float:
-        return self.reserved + sum(self.outside_allocator.values())
+        return self.reserved + sum(self.managed.values()) + sum(self.outside_allocator.values())
 
 
 def device_overheads(s: Scenario, generation: str | None) -> dict[str, float]:

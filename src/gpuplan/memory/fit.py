@@ -88,7 +88,7 @@ def _check_gpu(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> None:
 
 def memory_report(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> tuple[Estimate, MemoryReport]:
     capacity = gpu.usable_gib if gpu else None
-    e = training_memory(s, m) if s.task == "train" else inference_memory(s, m, capacity, gpu)
+    e = training_memory(s, m, capacity) if s.task == "train" else inference_memory(s, m, capacity, gpu)
     e.outside_allocator = device_overheads(s, gpu.generation if gpu else None)
     e.outside_allocator.update(e.extra.pop("outside", {}))
     other = {k: v / GIB for k, v in e.other.items()}
@@ -97,11 +97,15 @@ def memory_report(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> tuple[Estim
         weights_gib=e.weights / GIB, gradients_gib=e.gradients / GIB, optimizer_gib=e.optimizer / GIB,
         activations_gib=e.activations / GIB, kv_cache_gib=e.kv_cache / GIB, other_gib=sum(other.values()),
         other=other, allocated_peak_gib=e.allocated / GIB, reserved_peak_gib=e.reserved / GIB,
-        device_peak_gib=device, device_overheads={k: v / GIB for k, v in e.outside_allocator.items()},
+        device_peak_gib=device, device_overheads={k: v / GIB for k, v in {**e.managed, **e.outside_allocator}.items()},
         capacity_gib=capacity, peak_phase=e.peak_phase, phases_gib=e.phases, cpu_gib=e.cpu / GIB,
         max_concurrency=e.extra.get("max_concurrency"), max_context_tokens=e.extra.get("max_context_tokens"),
         kv_cache_pool_gib=e.extra.get("kv_cache_pool_gib"), gpu_layers=e.extra.get("gpu_layers"),
         offloaded_layers=e.extra.get("offloaded_layers"), engine=e.extra.get("engine"))
+    if s.task == "train":
+        report.logged_statistic = f"{s.framework}: {s.stack.logs}"
+        report.logged_gib = report.allocated_peak_gib if s.stack.logs_level == "allocated" else \
+            report.reserved_peak_gib
     if capacity is not None:
         report.fits = _fits(s, e, report, capacity)
         report.headroom_gib = capacity - device

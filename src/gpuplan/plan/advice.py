@@ -23,9 +23,11 @@ from typing import Any
 from ..errors import GpuplanError
 from ..hardware import GpuSpec
 from ..memory import fits_only
+from ..memory.runtimes import runtime_for
 from ..model.spec import ModelSpec
 from ..result import Suggestion
 from ..scenario import Scenario
+from ..stacks import FRAMEWORKS, STACKS
 
 MAX_COMBINED = 4  # fixes in one combination
 MAX_TRIES = 400  # combinations evaluated at most (each is one memory estimate, ~0.2 ms)
@@ -138,10 +140,64 @@ def _training_fixes(s: Scenario, m: ModelSpec) -> list[Fix]:
                                                                   "pp": 1},
                            cost="all-gathers weights each step: NVLink recommended", group="gpus", slowdown=1.2,
                            more_gpus=True))
+    out += _stack_fixes(s)
     if s.seq_len > 512:
         out.append(Fix(label=f"shorter sequences ({s.seq_len // 2:,} tokens)", change={"seq_len": s.seq_len // 2},
                        cost="less context per sample", group="length", keeps_job=False))
     return out
+
+
+def _stack_fixes(s: Scenario) -> list[Fix]:
+    """The training stacks' techniques (each kept only where the scenario's framework runs it), then the other
+    stacks themselves with their recipe defaults; their speed cost from :func:`speed_change`."""
+    options: list[tuple[str, dict[str, Any], str]] = []
+    if s.loss != "fused-linear":
+        options.append(("fused linear cross-entropy, no logits (Liger; Trainer use_liger_kernel=True)",
+                        {"loss": "fused-linear"}, "loss"))
+    if s.loss == "full":
+        options.append(("chunked cross-entropy (8 chunks)", {"loss": "chunked"}, "loss"))
+    if not s.activation_offload and s.grad_checkpointing != "none":
+        options.append(("offload checkpointed activations to CPU", {"activation_offload": True}, "activation offload"))
+    if not s.optimizer_in_backward and s.method == "full":
+        options.append((f"optimizer step in backward (grad accumulation 1, micro-batch x{s.grad_accum_steps})",
+                        {"optimizer_in_backward": True, "grad_accum_steps": 1,
+                         "micro_batch_size": s.micro_batch_size * s.grad_accum_steps}, "optimizer in backward"))
+    if not s.compile:
+        options.append(("torch.compile", {"compile": True}, "compile"))
+    if s.grad_checkpointing == "none":
+        options.append(("selective (per-op) checkpointing", {"grad_checkpointing": "selective"}, "checkpointing"))
+    for name in FRAMEWORKS:
+        if name != s.framework:
+            options.append((f"switch to {STACKS[name].title}, with its defaults", {"framework": name}, "framework"))
+    out = []
+    for label, change, group in options:
+        try:
+            changed = s.model_copy(update=change)
+        except GpuplanError:
+            continue  # the scenario's framework cannot run it
+        ratio, cost = _step_ratio(s, changed), speed_change(s, changed)
+        out.append(Fix(label=label, change=change, cost=cost, group=group, slowdown=ratio))
+    return out
+
+
+def _step_ratio(s: Scenario, changed: Scenario) -> float:
+    """Step time after / before a change of stack or technique: the stacks' published benchmarks
+    (:mod:`gpuplan.memory.runtimes.speed`) and recomputation's extra forward where checkpointing changes."""
+    before, _ = runtime_for(s).step_time_factor(s)
+    after, _ = runtime_for(changed).step_time_factor(changed)
+    recompute = {"none": 1.0, "selective": 7 / 6, "full": 8 / 6}
+    return after / before * recompute[changed.grad_checkpointing] / recompute[s.grad_checkpointing]
+
+
+def speed_change(s: Scenario, changed: Scenario) -> str:
+    """How a change of stack or technique changes the step time, in words, with the benchmark it comes from."""
+    ratio = _step_ratio(s, changed)
+    _, why = runtime_for(changed).step_time_factor(changed)
+    if abs(ratio - 1) < 0.005:
+        text = "about the same step time"
+    else:
+        text = f"{abs(1 - ratio) * 100:.0f}% {'slower' if ratio > 1 else 'faster'} steps"
+    return f"{text} ({why})" if why else text
 
 
 def _serving_fixes(s: Scenario, m: ModelSpec) -> list[Fix]:
@@ -224,12 +280,16 @@ def suggestions(s: Scenario, m: ModelSpec, gpu: GpuSpec, report) -> list[Suggest
         ok, peak = _fits(changed, m, gpu)
         if changed is not None and (ok or peak < report.device_peak_gib):
             singles.append((fix, ok, peak, _implied(s, changed, fix.change)))
-    # fitting fixes: on the GPUs named, keeping the job, gentlest first; the others: the biggest saving first
-    singles.sort(key=lambda x: (not x[1], x[0].more_gpus, not x[0].keeps_job, x[0].slowdown if x[1] else x[2]))
-    found = [Suggestion(change=f"{_with_implied(fix.label, implied)}: {report.device_peak_gib:.1f} -> {peak:.1f} GiB",
+    # fitting fixes: in the user's stack, on the GPUs named, keeping the job, gentlest first (another stack after
+    # those); the others: the biggest saving first
+    singles.sort(key=lambda x: (not x[1], x[0].group == "framework", x[0].more_gpus, not x[0].keeps_job,
+                                x[0].slowdown if x[1] else x[2]))
+    found = [Suggestion(change=f"{fix.label if fix.group == 'framework' else _with_implied(fix.label, implied)}: "
+                        f"{report.device_peak_gib:.1f} -> {peak:.1f} GiB",
                         fields={**{k: v for k, v in fix.change.items() if v is not None}, **implied},
                         device_peak_gib=peak, fits=ok, cost=fix.cost) for fix, ok, peak, implied in singles]
-    if not any(ok and fix.keeps_job and not fix.more_gpus for fix, ok, _, _ in singles):
+    in_stack = [ok for fix, ok, _, _ in singles if fix.keeps_job and not fix.more_gpus and fix.group != "framework"]
+    if not any(in_stack):
         # every fix that keeps the job: one that saves nothing alone (QLoRA when activations dominate) may be the
         # one a combination needs
         combo = smallest_combination(s, m, gpu, [fix for fix in candidate_fixes(s, m) if fix.keeps_job])
@@ -243,7 +303,8 @@ def smallest_combination(s: Scenario, m: ModelSpec, gpu: GpuSpec, fixes: list[Fi
     tried before those that add GPUs. With it, the largest micro-batch (keeping the global batch through
     accumulation) or batch, and the longest context, that still fit."""
     order = {f.label: i for i, f in enumerate(candidate_fixes(s, m))}
-    fixes = sorted(fixes, key=lambda f: order.get(f.label, len(order)))
+    # a framework switch is a single suggestion of its own, not one of several changes made together
+    fixes = sorted((f for f in fixes if f.group != "framework"), key=lambda f: order.get(f.label, len(order)))
     same = [f for f in fixes if not f.more_gpus]
     best = None
     for pool in (same, fixes):
@@ -284,18 +345,22 @@ def _peak(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> float:
 
 
 def _all_at_once(s: Scenario, m: ModelSpec, gpu: GpuSpec, fixes: list[Fix]) -> bool:
-    """Whether one fix of every group, all applied together, fits for some choice within the groups: if none
-    does, no combination of fewer fixes will. Every fix lowers memory or leaves it, given the others, except a
-    change of method or weight format (QLoRA's fp32 residual can exceed LoRA's activations): those groups may
-    also stay as they are."""
-    groups: dict[str, list[Fix | None]] = {}
+    """Whether the strongest fix of every group (the one whose single peak is lowest), all applied together, fits:
+    if not, no combination of fewer fixes will (a prune: every fix lowers memory or leaves it, given the others),
+    except a change of method or weight format (QLoRA's fp32 residual can exceed LoRA's activations), so those
+    groups are also tried as they are."""
+    strongest: dict[str, tuple[float, Fix]] = {}
     for fix in fixes:
-        groups.setdefault(fix.group, []).append(fix)
-    for name in ("method", "weights"):
-        if name in groups:
-            groups[name].append(None)
-    return any(_fits(_apply(s, tuple(f for f in choice if f)), m, gpu)[0]
-               for choice in itertools.product(*groups.values()))
+        peak = _fits(_apply(s, (fix,)), m, gpu)[1]
+        if fix.group not in strongest or peak < strongest[fix.group][0]:
+            strongest[fix.group] = (peak, fix)
+    optional = [name for name in ("method", "weights") if name in strongest]
+    for keep in itertools.product((True, False), repeat=len(optional)):
+        skip = {name for name, kept in zip(optional, keep, strict=True) if not kept}
+        chosen = tuple(f for name, (_, f) in strongest.items() if name not in skip)
+        if _fits(_apply(s, chosen), m, gpu)[0]:
+            return True
+    return False
 
 
 def _search(s: Scenario, m: ModelSpec, gpu: GpuSpec, fixes: list[Fix]) -> tuple[tuple[Fix, ...], float] | None:

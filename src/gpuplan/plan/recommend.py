@@ -30,6 +30,7 @@ from ..model.spec import ModelSpec
 from ..resolve import card_precision, resolve
 from ..scenario import Scenario
 from ..speed import speed_of
+from ..stacks import FRAMEWORKS
 from .pricing import best_on_demand, in_force, left_out
 
 COUNTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
@@ -51,6 +52,7 @@ class Constraints:
     objective: str = "cost"  # cost | time | balanced
     any_method: bool = False  # LoRA / QLoRA may replace full fine-tuning
     any_quant: bool = False  # weight quantization and an fp8 KV cache may be used for inference
+    any_framework: bool = False  # other training stacks (torchtune, torchtitan, Unsloth, axolotl...) may be used
     top: int = 10
     catalogs: tuple[str, ...] = ()
     per_gpu: bool = False  # one setup per GPU type (its best), to compare cards
@@ -108,6 +110,7 @@ class Setup:
     bill_usd: float | None = None
     pareto: bool = False
     rationale: str = ""
+    change: str = ""  # what the techniques or the stack change save and cost against the scenario as given
 
 
 @dataclass(kw_only=True)
@@ -170,10 +173,25 @@ def _variants(s: Scenario, c: Constraints) -> list[tuple[list[str], dict]]:
             out.append(([*label, "gradient checkpointing", "bf16 embeddings"],
                         {**base, "grad_checkpointing": "full", "optimizer": "paged-adamw-8bit",
                          "qlora_fp32_upcast": False}))
+        if c.any_framework:  # every other stack with its recipe defaults, and with activation offloading
+            for name in FRAMEWORKS:
+                if name == s.framework:
+                    continue
+                out.append(([*label, name], {**base, "framework": name}))
+                if name in OFFLOADS:
+                    out.append(([*label, name, "activation offload"], {**base, "framework": name,
+                                                                       "grad_checkpointing": "full",
+                                                                       "activation_offload": True}))
     return out
 
 
-def _layouts(s: Scenario, m: ModelSpec, c: Constraints) -> list[dict]:
+# what each stack shards with (stacks.py refuses the others) and which add activation offloading to their defaults
+SHARDING = {"hf": ("ddp", "zero2", "zero3"), "axolotl": ("ddp", "zero2", "zero3"), "torchtune": ("fsdp",),
+            "torchtitan": ("ddp", "fsdp"), "unsloth": ("ddp",), "pytorch": ("ddp", "fsdp")}
+OFFLOADS = ("torchtune", "axolotl", "pytorch")  # Unsloth offloads by default; torchtitan and the Trainer cannot
+
+
+def _layouts(s: Scenario, m: ModelSpec, c: Constraints, framework: str = "hf") -> list[dict]:
     """GPU counts and parallel strategies: data parallel / ZeRO for training, tensor parallel for serving."""
     out = []
     for n in COUNTS:
@@ -184,7 +202,7 @@ def _layouts(s: Scenario, m: ModelSpec, c: Constraints) -> list[dict]:
             if n <= 8 and m.num_heads % n == 0 and (n <= m.num_kv_heads or n % m.num_kv_heads == 0 or m.mla):
                 out.append({"num_gpus": n, "num_nodes": 1, "tp": n, "pp": 1, "strategy": None})
             continue
-        strategies = ["single"] if n == 1 else ["ddp", "zero2", "zero3"]
+        strategies = ["single"] if n == 1 else list(SHARDING[framework])
         out += [{"num_gpus": per_node, "num_nodes": nodes, "tp": 1, "pp": 1, "strategy": st} for st in strategies]
     return out
 
@@ -220,16 +238,21 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
     references = {g: best_on_demand(all_offers, g, price_filter(s)) for g in cards}
     evaluated, setups, fitting = 0, [], 0
     biggest = max(cards.values(), key=lambda g: g.usable_gib, default=None)
+    as_given: dict[tuple, tuple] = {}  # layout -> (scenario as given on it, its allocator-level bytes)
     for labels, change in _variants(s, c):
-        for layout in _layouts(s, m, c):
-            scenario = s.model_copy(update={**change, **layout, "gpu": None})
-            try:
+        for layout in _layouts(s, m, c, change.get("framework", s.framework)):
+            try:  # a stack refuses what it cannot run (torchtune with ZeRO, Unsloth over FSDP...)
+                scenario = s.model_copy(update={**change, **layout, "gpu": None})
                 check(scenario, m, None)
             except GpuplanError:
                 continue
             shared = None if scenario.task == "infer" and scenario.engine != "transformers" else \
                 memory_report(scenario, m, None)[0]
             trainable = int(shared.extra.get("params_trainable", 0)) if shared else 0
+            key = tuple(sorted(layout.items()))
+            if not change:
+                as_given[key] = (scenario, shared)
+            note = _change_note(labels, as_given.get(key), scenario, shared) if change and shared else ""
             for gpu in cards.values():
                 evaluated += 1
                 precision = card_precision(scenario, gpu)
@@ -243,7 +266,7 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
                 if not ok:
                     continue
                 fitting += 1
-                setups += _priced(placed, m, gpu, labels, peak, offers, references[gpu.id], trainable)
+                setups += _priced(placed, m, gpu, labels, peak, offers, references[gpu.id], trainable, note)
     owned = _filter_rank([x for x in setups if x.owned], c)
     setups = _filter_rank([x for x in setups if not x.owned], c)
     result = Recommendation(setups=setups[: c.top], evaluated=evaluated, fitting=fitting,
@@ -315,13 +338,27 @@ def _fit(s: Scenario, m: ModelSpec, gpu: GpuSpec, shared, c: Constraints) -> tup
         _e, report = memory_report(s, m, gpu)
         return bool(report.fits) and report.device_peak_gib <= gpu.usable_gib * (1 - c.min_headroom), \
             report.device_peak_gib
-    device = (shared.reserved + sum(memory.device_overheads(s, gpu.generation).values())) / GIB
+    outside = sum(shared.managed.values()) + sum(memory.device_overheads(s, gpu.generation).values())
+    device = (shared.reserved + outside) / GIB
     return device <= gpu.usable_gib * (1 - c.min_headroom), device
 
 
+def _change_note(labels: list[str], given, scenario: Scenario, shared) -> str:
+    """``unsloth: 87.3 -> 23.8 GiB, 33% faster steps (...)``: the saving and the speed cost of the variant's
+    techniques or stack against the scenario as given on the same layout."""
+    from .advice import speed_change
+
+    if given is None or given[1] is None:
+        return ""
+    before = (given[1].reserved + sum(given[1].managed.values())) / GIB
+    after = (shared.reserved + sum(shared.managed.values())) / GIB
+    return f"{' + '.join(labels)}: {before:.1f} -> {after:.1f} GiB, {speed_change(given[0], scenario)}"
+
+
 def _priced(s: Scenario, m: ModelSpec, gpu: GpuSpec, labels: list[str], peak: float, offers: list[Offer],
-            reference: tuple[float, str] | None, trainable: int) -> list[Setup]:
-    """``s`` on every offer of ``gpu``; spot compared with ``reference``, the cheapest on-demand price anywhere."""
+            reference: tuple[float, str] | None, trainable: int, note: str = "") -> list[Setup]:
+    """``s`` on every offer of ``gpu``; spot compared with ``reference``, the cheapest on-demand price anywhere;
+    ``note`` says what the variant's techniques or stack save and cost."""
     out = []
     speeds: dict[str, object] = {}
     per_node = s.world_size // s.num_nodes if s.task == "train" else s.tp * s.pp
@@ -357,7 +394,7 @@ def _priced(s: Scenario, m: ModelSpec, gpu: GpuSpec, labels: list[str], peak: fl
                       price_age_days=cost.price_age_days, stale=cost.stale, price_confidence=cost.price_confidence,
                       observed_at=cost.observed_at, price_origin=cost.price_origin,
                       usd_per_gpu_hour=cost.usd_per_gpu_hour, gpus_per_instance=cost.gpus_per_instance,
-                      bill_usd=cost.bill_usd if hours is not None else None)
+                      bill_usd=cost.bill_usd if hours is not None else None, change=note)
         setup.rationale = _rationale(setup, gpu, speed)
         out.append(setup)
     return out
@@ -379,6 +416,8 @@ def _no_price(s: Scenario, c: Constraints, all_offers: list[Offer]) -> str:
 def _rationale(x: Setup, gpu: GpuSpec, speed) -> str:
     """Memory, then communication, then budget, as the guides order the decision."""
     parts = [f"fits with {x.headroom_pct:.0f}% headroom ({x.device_peak_gib:.1f} of {x.capacity_gib:.1f} GiB)"]
+    if x.change:
+        parts.append(x.change)
     if gpu.vendor != "NVIDIA":
         parts.append(f"{gpu.vendor}: check your stack supports it (ROCm / Gaudi software)")
     if x.num_gpus == 1:
@@ -437,6 +476,9 @@ def _what_would_fit(s: Scenario, m: ModelSpec, c: Constraints, biggest: GpuSpec 
         tries.append(("both", "", s, Constraints(**{**base, "budget_usd": None, "deadline_hours": None})))
     if s.task == "train" and not c.any_method:
         tries.append(("method", "allow LoRA/QLoRA (--any-method)", s, Constraints(**{**base, "any_method": True})))
+    if s.task == "train" and not c.any_framework:
+        tries.append(("framework", "allow other training stacks (--any-framework)", s,
+                      Constraints(**{**base, "any_framework": True})))
     if s.task == "infer" and not c.any_quant:
         tries.append(("quant", "allow quantized weights / fp8 KV (--any-quant)", s,
                       Constraints(**{**base, "any_quant": True})))

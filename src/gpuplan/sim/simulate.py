@@ -37,6 +37,7 @@ from ..errors import GpuplanError
 from ..model.catalog import load_model
 from ..model.spec import ModelSpec
 from ..scenario import Scenario, scenario_from
+from . import stacks
 
 GIB = 2**30
 ATTENTION_DROPOUT = ("attn_pdrop", "attention_dropout")
@@ -164,8 +165,9 @@ def _check(s: Scenario, m: ModelSpec) -> None:
     if s.task == "infer" and s.engine != "transformers":
         raise GpuplanError(f"simulate runs transformers; {s.engine}'s memory is its allocation policy, which "
                            "gpuplan estimate models: set engine transformers")
-    if s.task == "train" and s.grad_checkpointing == "selective":
+    if s.task == "train" and s.grad_checkpointing == "selective" and s.framework not in stacks.OWN_MODELS:
         raise GpuplanError("transformers has no selective checkpointing to run: set grad_checkpointing none or full")
+    stacks.check(s, m, list(m.layer_kinds()))
     if s.precision == "fp8-mixed":
         raise GpuplanError("fp8 training needs CUDA fp8 kernels that fake CPU tensors cannot run: use bf16-mixed")
     quant = s.quant if s.quant not in (None, "none") else None
@@ -240,6 +242,16 @@ def _run(s: Scenario, m: ModelSpec, kinds, counts, *, timeline: bool):
     from .tracker import MemoryTracker
 
     notes: list[str] = []
+    if s.task == "train" and s.framework in stacks.OWN_MODELS:  # the stack's own model, built on fake tensors
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            model, forward_loss = stacks.build_own(s, m, sum(counts), notes)
+            tracker = MemoryTracker(timeline=timeline)
+            stacks.relabel_parameters(model, tracker)
+            with tracker, _cuda_dropout(), stacks.offloading(s, model, tracker, stacks.offload_resident(s)):
+                train_steps(s, m, model, tracker, notes, forward_loss=forward_loss)
+            del model, forward_loss
+        torch.set_grad_enabled(True)
+        return tracker, notes
     model = build(s, m, sized_config(m, kinds, counts), notes)
     with FakeTensorMode(allow_non_fake_inputs=True):
         model = model.to_empty(device="cpu")
@@ -247,9 +259,9 @@ def _run(s: Scenario, m: ModelSpec, kinds, counts, *, timeline: bool):
         tracker = MemoryTracker(timeline=timeline)
         for tensor in [*model.parameters(), *model.buffers()]:
             tracker.relabel(tensor, "parameters")
-        with tracker, _cuda_dropout():
+        with tracker, _cuda_dropout(), stacks.offloading(s, model, tracker, stacks.offload_resident(s)):
             if s.task == "train":
-                train_steps(s, m, model, tracker, notes)
+                train_steps(s, m, model, tracker, notes, forward_loss=stacks.fused_loss(s, m, model))
             else:
                 generate_steps(s, m, model, tracker)
         del model
@@ -318,6 +330,7 @@ def build(s: Scenario, m: ModelSpec, config: dict[str, Any], notes: list[str]):
         else:
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     if s.method == "full":
+        stacks.patch_hf(s, m, model, notes)
         return model
     from peft import LoraConfig, get_peft_model
 
@@ -326,7 +339,12 @@ def build(s: Scenario, m: ModelSpec, config: dict[str, Any], notes: list[str]):
                       target_modules=targets, task_type="CAUSAL_LM")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = get_peft_model(model, lora, autocast_adapter_dtype=mixed or s.precision == "fp32")
+        # peft's default autocast_adapter_dtype=True makes the adapters fp32 whatever the base (adapter_dtype fp32)
+        model = get_peft_model(model, lora, autocast_adapter_dtype=s.adapter_dtype == "fp32")
+    if s.adapter_dtype in ("bf16", "fp16") and _dtype(s.adapter_dtype) != compute:
+        for name, p in model.named_parameters():
+            if "lora_" in name:
+                p.data = p.data.to(_dtype(s.adapter_dtype))
     if s.method == "qlora":
         _quantize_4bit(model, compute, skip=("lm_head", "lora_"))
         notes.append("QLoRA: NF4 base emulated with bitsandbytes' byte counts (packed 4-bit pairs, uint8 absmax "
@@ -335,6 +353,7 @@ def build(s: Scenario, m: ModelSpec, config: dict[str, Any], notes: list[str]):
             for name, p in model.named_parameters():
                 if p.dtype in (torch.bfloat16, torch.float16) and "lora_" not in name:
                     p.data = p.data.to(torch.float32)
+    stacks.patch_hf(s, m, model, notes)
     return model
 
 
@@ -442,15 +461,33 @@ class _StandIn:
 
 
 # ---- steps ---------------------------------------------------------------------------------------------
-def train_steps(s: Scenario, m: ModelSpec, model, tracker, notes: list[str], device: str = "cpu") -> int:
+def train_steps(s: Scenario, m: ModelSpec, model, tracker, notes: list[str], device: str = "cpu",
+                forward_loss=None) -> int:
     """Two Trainer-shaped optimizer steps (the second with up to two accumulated micro-batches); returns the
-    tokens processed. ``tracker`` needs a ``phase`` attribute and ``relabel``; :class:`Phases` is a silent one."""
+    tokens processed. ``tracker`` needs a ``phase`` attribute and ``relabel``; :class:`Phases` is a silent one.
+    ``forward_loss(ids)`` replaces the transformers forward with labels (other stacks' models and losses);
+    ``optimizer_in_backward`` steps each parameter in its post-accumulate-grad hook (torchtune's
+    ``OptimizerInBackwardWrapper``: one optimizer per parameter) and skips the optimizer phase."""
     import torch
 
     params = [p for p in model.parameters() if p.requires_grad]
     for p in params:
         p.register_post_accumulate_grad_hook(lambda p: tracker.relabel(p.grad, "gradients"))
-    opt = _optimizer(s, params, notes)
+    if s.optimizer_in_backward:
+        per_param = {p: _optimizer(s, [p], notes) for p in params}
+
+        def step_now(p):
+            per_param[p].step()
+            for value in per_param[p].state.get(p, {}).values():
+                if isinstance(value, torch.Tensor):
+                    tracker.relabel(value, "optimizer")
+            per_param[p].zero_grad(set_to_none=True)
+
+        for p in params:
+            p.register_post_accumulate_grad_hook(step_now)
+        opt = None
+    else:
+        opt = _optimizer(s, params, notes)
     mixed = s.precision.endswith("-mixed")
     compute = _dtype(s.precision.split("-")[0]) if mixed else None
     autocast = (lambda: torch.autocast(device, dtype=compute)) if mixed else contextlib.nullcontext
@@ -461,10 +498,15 @@ def train_steps(s: Scenario, m: ModelSpec, model, tracker, notes: list[str], dev
             ids = torch.randint(0, m.vocab_size, (s.micro_batch_size, s.seq_len), device=device)
             tokens += ids.numel()
             with autocast():
-                loss = model(input_ids=ids, labels=ids, use_cache=False).loss / s.grad_accum_steps
+                if forward_loss is None:
+                    loss = model(input_ids=ids, labels=ids, use_cache=False).loss / s.grad_accum_steps
+                else:
+                    loss = forward_loss(ids) / s.grad_accum_steps
             tracker.phase = "backward"
             loss.backward()
             del loss, ids
+        if opt is None:
+            continue
         tracker.phase = "optimizer_step"
         opt.step()
         for state in opt.state.values():

@@ -86,6 +86,16 @@ class MemoryTracker(TorchDispatchMode):
             self.parts[old] -= size
             self.parts[category] += size
 
+    def offload(self, tensor: torch.Tensor) -> None:
+        """Count ``tensor``'s storage as moved to pinned CPU memory: it leaves the GPU totals for good (activation
+        offloading; the copy back is a new storage)."""
+        key = tensor.untyped_storage()._cdata
+        size, category = self.live.pop(key, (0, ""))
+        if size:
+            self.parts[category] -= size
+            self.current -= size
+            self._record("offload")
+
     def _release(self, key: int) -> None:
         size, category = self.live.pop(key, (0, ""))
         if size:

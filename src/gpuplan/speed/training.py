@@ -30,6 +30,7 @@ import math
 from .. import overheads as oh
 from ..hardware import GpuSpec, Network
 from ..memory import attention_kernel, lora_targets, weight_format
+from ..memory.runtimes import runtime_for
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from .breakdown import Speed
@@ -44,9 +45,11 @@ def stack_factor(s: Scenario) -> tuple[float, str]:
 
     The HF Trainer + peft stack is the baseline (1.0): every constant of this model was set against it and
     against plain-PyTorch stacks of the same eager kind (llm-foundry, Megatron). Stacks that compile or fuse
-    (torchtitan, Unsloth, Liger) return their measured ratio here.
+    (torchtitan, Unsloth, Liger) return their measured ratio: the stack's profile in
+    :mod:`gpuplan.memory.runtimes` (``step_time_factor``, from each project's published benchmarks).
     """
-    return 1.0, ""
+    factor, why = runtime_for(s).step_time_factor(s)
+    return factor, (f"{s.framework} step time x{factor:.2f}: {why}" if why else "")
 
 
 def _trainable(s: Scenario, m: ModelSpec) -> float:
@@ -126,7 +129,7 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
     n_lora = len({lin.name for layer, _ in m.layer_kinds() for lin in layer.linears if lin.name in targets})
     ops = eager_ops_per_layer(n_lora) * layers_here
     host = ops * oh.EAGER_OP_OVERHEAD_S * (1 + recompute) + ops * oh.BACKWARD_OPS_RATIO * oh.AUTOGRAD_OP_OVERHEAD_S
-    deepspeed_zero3 = s.resolved_strategy == "zero3" and s.strategy != "fsdp"
+    deepspeed_zero3 = s.sharding_engine == "deepspeed" and s.resolved_strategy == "zero3"
     if deepspeed_zero3:
         host += layers_here * (2 + recompute) * oh.ZERO3_HOOK_S_PER_LAYER_PASS
     factor, why = stack_factor(s)
@@ -149,7 +152,7 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
     backward_time = 2 * forward_time
     strategy = s.resolved_strategy
     trainable = _trainable(s, m)
-    grad_bytes = 2.0 if strategy in ("zero1", "zero2", "zero3") and s.strategy != "fsdp" else (
+    grad_bytes = 2.0 if s.sharding_engine == "deepspeed" else (
         4.0 if s.precision.endswith("mixed") else 2.0)
     grads = trainable * grad_bytes / (tp * pp)
     gather = reduce = 0.0

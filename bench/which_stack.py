@@ -1,0 +1,62 @@
+"""The README's "Which stack?" table: the same job on every training stack, with each stack's own defaults.
+
+    python bench/which_stack.py [--gpu rtx-4090] [--model llama-3.1-8b]
+
+Llama-3.1-8B, LoRA (rank 16, all linear layers) and QLoRA, one sequence of 2,048 and 8,192 tokens per step on one
+24 GB card: the device peak (what nvidia-smi would show), whether it fits, tokens/s from the speed model with the
+stack's published speed factors, and the technique that makes the difference, named by the stack's profile.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
+
+from gpuplan import GpuplanError, estimate
+from gpuplan.stacks import FRAMEWORKS
+
+WHAT = {  # the technique that makes the difference in each stack's defaults
+    "hf": "fp32 logits (12 bytes per logit at the loss backward); QLoRA: checkpointing on (peft), fp32 embeddings",
+    "torchtune": "bf16 throughout (bf16 adapters), chunked cross-entropy, checkpointing",
+    "torchtitan": "full fine-tuning only (no LoRA): not run",
+    "unsloth": "fused linear cross-entropy (no logits), checkpoints offloaded to CPU, fused LoRA kernels",
+    "axolotl": "Liger's fused linear cross-entropy, RMSNorm and SwiGLU kernels, checkpointing",
+    "pytorch": "your loop as written: bf16 base, fp32 peft adapters, full logits, no checkpointing",
+}
+
+
+def rows(model: str, gpu: str) -> list[str]:
+    lines = ["| stack | method | tokens | peak GiB | fits | tokens/s | what makes the difference |",
+             "|---|---|---:|---:|---|---:|---|"]
+    for framework in FRAMEWORKS:
+        for method in ("lora", "qlora"):
+            for seq in (2048, 8192):
+                scenario = dict(model=model, task="train", framework=framework, method=method, seq_len=seq, gpu=gpu)
+                try:
+                    r = estimate(scenario, advise=False)
+                except GpuplanError as err:
+                    lines.append(f"| {framework} | {method} | {seq:,} | - | - | - | {err} |")
+                    break
+                mem, speed = r.memory, r.speed or {}
+                lines.append(f"| {framework} | {method} | {seq:,} | {mem.device_peak_gib:.1f} | "
+                             f"{'yes' if mem.fits else 'no'} | {speed.get('tokens_per_s', 0):,.0f} | "
+                             f"{WHAT[framework]} |")
+            else:
+                continue
+            break
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--gpu", default="rtx-4090")
+    parser.add_argument("--model", default="llama-3.1-8b")
+    args = parser.parse_args()
+    print("\n".join(rows(args.model, args.gpu)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,160 @@
+"""``gpuplan launch``: write the files that run a plan (SkyPilot, accelerate, DeepSpeed, torchrun, the trainer's
+arguments, vllm serve)."""
+
+from __future__ import annotations
+
+import inspect
+import shlex
+import sys
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from ..errors import GpuplanError
+from ..scenario import load_scenario
+from .app import out, overrides, print_json, scenario_command
+
+DEFAULT_DIR = "gpuplan-launch"
+
+
+def launch_cmd(scenario: str | None = None, as_json: bool = False, target: list[str] | None = None,
+               output: str = DEFAULT_DIR, force: bool = False, dataset: str | None = None,
+               script: str | None = None, bucket: str | None = None, visible_devices: str | None = None,
+               **fields: str | None) -> None:
+    """Write the files that run the plan, with the plan's settings intact: a SkyPilot task (rent the cards),
+    an accelerate config and its launch command, a DeepSpeed JSON (ZeRO plans), a torchrun command, the
+    trainer's arguments (Hugging Face Trainer / TRL SFTConfig, read by `trl sft --config`), a torchtune recipe
+    config (framework torchtune), or the `vllm serve` command of a serving plan. Every file opens with the
+    command that wrote it and what gpuplan predicted (peak memory per GPU, tokens/s, hours, dollars); plan.json
+    holds the same numbers for scripts.
+
+    The scenario must name the GPU and the layout (--gpu, --num-gpus, --strategy; --engine vllm --tp for
+    serving); `gpuplan recommend ... --launch N` writes the files of its N-th setup instead.
+
+    Examples:
+      gpuplan launch --model llama-3.1-8b --task train --gpu a100-sxm4-80gb --num-gpus 4 --strategy zero3 -o run/
+      gpuplan launch --model llama-3.1-8b --task train --method qlora --gpu rtx-4090 --target trainer --target torchrun
+      gpuplan launch --model llama-3.1-8b --task infer --engine vllm --gpu l40s --batch-size 16 --target vllm -o -
+    """
+    from ..launch import launch_plan
+
+    s = load_scenario(scenario, overrides(fields))
+    opts = launch_options(dataset, script, bucket)
+    plan = launch_plan(s, command=command_line(), visible_devices=parse_devices(visible_devices, s.num_gpus))
+    write_launch(plan, target, opts, output, force, as_json)
+
+
+def launch_setup(setups: list, n: int, have: tuple[tuple[str, int], ...], output: str, as_json: bool) -> None:
+    """``recommend --launch N``: the files of the N-th setup, on its offer (or the user's own cards)."""
+    from ..launch import launch_plan
+
+    if not 1 <= n <= len(setups):
+        raise GpuplanError(f"--launch {n}: the recommendation lists {len(setups)} setup(s); pick one of 1 to "
+                           f"{len(setups)}" if setups else "--launch: no setup fits, so there is nothing to launch")
+    x = setups[n - 1]
+    if x.owned:
+        owned = dict(have).get(x.gpu_id, x.num_gpus)
+        plan = launch_plan(x.scenario, command=command_line(), owned_usd_per_hour=x.usd_per_hour,
+                           visible_devices=tuple(range(x.num_gpus)) if owned > x.num_gpus else None)
+    else:
+        plan = launch_plan(x.scenario, command=command_line(), offer_label=x.offer)
+    write_launch(plan, None, launch_options(), output, False, as_json)
+    if not as_json and not plan.owned:
+        out.print(f"[dim]other targets or options (--target, --bucket, --dataset): {plan.launch_command()}[/]",
+                  highlight=False, soft_wrap=True)
+
+
+def command_line() -> str:
+    return shlex.join(["gpuplan", *sys.argv[1:]])
+
+
+def parse_devices(text: str | None, num_gpus: int) -> tuple[int, ...] | None:
+    if not text:
+        return None
+    try:
+        devices = tuple(int(d) for d in text.split(",") if d.strip())
+    except ValueError:
+        raise GpuplanError(f"--visible-devices takes GPU indices like 0,2, got {text!r}") from None
+    if len(devices) != num_gpus or len(set(devices)) != len(devices) or min(devices, default=0) < 0:
+        raise GpuplanError(f"--visible-devices names {len(devices)} distinct GPUs but the plan uses {num_gpus} per "
+                           "node: list one index per GPU, like 0,1")
+    return devices
+
+
+def launch_options(dataset: str | None = None, script: str | None = None, bucket: str | None = None):
+    from ..launch import LaunchOptions
+
+    kwargs = {"bucket": bucket}
+    if dataset:
+        kwargs["dataset"] = dataset
+    if script:
+        kwargs["script"] = tuple(shlex.split(script))
+    return LaunchOptions(**kwargs)
+
+
+def write_launch(plan, names, opts, output: str, force: bool, as_json: bool) -> None:
+    """Write (or, with ``-o -``, print) the files of ``names`` (every target that applies when empty)."""
+    from pathlib import Path
+
+    from ..launch import launch_files, write
+
+    chosen = [n for text in names or () for n in text.split(",") if n.strip()]
+    files = launch_files(plan, chosen, opts)
+    if output == "-":
+        for f in files:
+            sys.stdout.write(f"# ===== {f.name} ({f.target}) =====\n{f.text}\n")
+        return
+    paths = write(files, Path(output), force=force)
+    if as_json:
+        print_json({"folder": output, "setup": plan.setup_label, "predicted": plan.predictions(),
+                    "files": [{"path": str(p), "target": f.target, "read_by": f.reader}
+                              for p, f in zip(paths, files, strict=True)]})
+        return
+    table = Table(title=f"{plan.setup_label}: files in {output}", title_justify="left", padding=(0, 1))
+    for col in ("file", "target", "read by"):
+        table.add_column(col)
+    for p, f in zip(paths, files, strict=True):
+        table.add_row(p.name, f.target, f.reader)
+    out.print(table)
+    for line in plan.header()[2:]:
+        out.print(f"[dim]{line}[/]", highlight=False)
+    names = {f.name for f in files}
+    if "sky.yaml" in names:
+        how = "sky jobs launch" if plan.train and plan.spot is not None else "sky launch -c gpuplan"
+        out.print(f"next: cd {shlex.quote(output)} && {how} sky.yaml", highlight=False)
+    for script in ("accelerate-launch.sh", "vllm-serve.sh", "torchrun.sh"):
+        if script in names:
+            out.print(f"on a machine with the GPUs: cd {shlex.quote(output)} && bash {script}", highlight=False)
+            break
+
+
+def launch_params() -> list[inspect.Parameter]:
+    """The options ``launch`` adds to the scenario's (``recommend --launch`` shares the output ones)."""
+    def opt(name, kind, default, *flags, text, metavar=None):
+        return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=Annotated[
+            kind, typer.Option(*flags, help=text, rich_help_panel="Launch", metavar=metavar)])
+
+    return [
+        opt("target", list[str] | None, None, "--target", "-t",
+            text="skypilot, accelerate, deepspeed, torchrun, trainer, torchtune, vllm, or all (repeatable or "
+                 "comma-separated; "
+                 "default: every target that applies)", metavar="TARGET"),
+        opt("output", str, DEFAULT_DIR, "--output", "-o", text="Folder to write into; - prints the files.",
+            metavar="DIR"),
+        opt("force", bool, False, "--force", text="Overwrite files already in the folder."),
+        opt("dataset", str | None, None, "--dataset",
+            text="Hugging Face dataset the trainer loads [default: trl-lib/Capybara, TRL's SFT example].",
+            metavar="NAME"),
+        opt("script", str | None, None, "--script",
+            text="Training entry point instead of `-m trl.scripts.sft`; it must read --config trainer.yaml.",
+            metavar="COMMAND"),
+        opt("bucket", str | None, None, "--bucket",
+            text="Cloud bucket SkyPilot mounts at /checkpoints, so spot checkpoints survive interruptions.",
+            metavar="NAME"),
+        opt("visible_devices", str | None, None, "--visible-devices",
+            text="Your own cards to use, as CUDA_VISIBLE_DEVICES: 0,2.", metavar="INDICES"),
+    ]
+
+
+scenario_command("launch", launch_cmd, *launch_params())

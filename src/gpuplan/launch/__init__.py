@@ -1,0 +1,73 @@
+"""``gpuplan launch``: the files that run a plan with the engines that already exist.
+
+gpuplan does not run jobs; it hands the plan, settings intact, to what does: SkyPilot rents the cards
+(:mod:`.skypilot`), ``accelerate launch`` / ``torchrun`` start one process per GPU (:mod:`.accelerate`,
+:mod:`.torchrun`), DeepSpeed shards (:mod:`.deepspeed`), the Hugging Face Trainer / TRL trains (:mod:`.trainer`),
+torchtune's recipes train (:mod:`.torchtune`), vLLM serves (:mod:`.vllm`). One module per target, each with
+``NAME``, ``applies(plan)`` (why it does not apply, or None) and ``files(plan, options)``; adding a target
+(torchtitan, Axolotl) is one module and one line in :data:`TARGETS`. Every file opens with the command that wrote
+it and what gpuplan predicted, and ``plan.json`` holds the same numbers for scripts, so a run can be compared
+with its plan.
+
+This is the interfaces layer: it imports the API and planning, and nothing below imports it.
+"""
+
+from __future__ import annotations
+
+import json
+from types import ModuleType
+
+from ..errors import GpuplanError, did_you_mean
+from . import accelerate, deepspeed, skypilot, torchrun, torchtune, trainer, vllm
+from .files import LaunchFile, write
+from .plan import LaunchPlan, launch_plan
+from .stack import LaunchOptions
+
+TARGETS: dict[str, ModuleType] = {m.NAME: m for m in (trainer, deepspeed, accelerate, torchrun, torchtune, vllm,
+                                                       skypilot)}
+PLAN_FILE = "plan.json"
+
+
+def targets_for(plan: LaunchPlan, names: list[str] | None = None) -> list[str]:
+    """The targets to write: ``names`` (each must apply to the plan, else one clear error), or every target
+    that applies."""
+    if not names:
+        chosen = [name for name, module in TARGETS.items() if module.applies(plan) is None]
+        if not chosen:
+            main = TARGETS["vllm" if not plan.train else "torchtune" if plan.scenario.framework == "torchtune"
+                           else "trainer"]
+            raise GpuplanError(f"no launch target applies to this plan: {main.applies(plan)}")
+        return chosen
+    chosen = []
+    for name in names:
+        key = name.strip().lower()
+        if key == "all":
+            chosen += [n for n, module in TARGETS.items() if module.applies(plan) is None]
+            continue
+        if key not in TARGETS:
+            close = did_you_mean(key, TARGETS)
+            raise GpuplanError(f"unknown target {name!r}" + (f"; did you mean {' or '.join(close)}?" if close else
+                                                            f"; choose from {', '.join(TARGETS)}"))
+        why = TARGETS[key].applies(plan)
+        if why:
+            raise GpuplanError(f"--target {key} does not apply: {why}")
+        chosen.append(key)
+    return list(dict.fromkeys(chosen))
+
+
+def launch_files(plan: LaunchPlan, names: list[str] | None = None,
+                 options: LaunchOptions | None = None) -> list[LaunchFile]:
+    """Every file of the chosen targets, then ``plan.json`` (the scenario and the predictions)."""
+    options = options or LaunchOptions()
+    files = [f for name in targets_for(plan, names) for f in TARGETS[name].files(plan, options)]
+    summary = {"written_by": plan.header()[0], "setup": plan.setup_label, "again": plan.launch_command(),
+               "predicted": plan.predictions(),
+               "scenario": plan.result.scenario, "offer": plan.offer.label if plan.offer else None,
+               "region": plan.offer.region if plan.offer else None, "files": {f.name: f.reader for f in files}}
+    files.append(LaunchFile(name=PLAN_FILE, target="plan", text=json.dumps(summary, indent=2, default=str) + "\n",
+                            reader="you and scripts: the predictions"))
+    return files
+
+
+__all__ = ["TARGETS", "LaunchFile", "LaunchOptions", "LaunchPlan", "launch_files", "launch_plan", "targets_for",
+           "write"]

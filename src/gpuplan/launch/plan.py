@@ -1,0 +1,254 @@
+"""The plan a launch writes: one setup (scenario + offer) and what gpuplan predicted for it.
+
+A :class:`LaunchPlan` is built from a scenario (``gpuplan launch``) or from a ranked setup (``gpuplan recommend
+--launch N``). Both run the same functions as ``estimate`` and ``recommend``: memory from
+:func:`gpuplan.estimate`, speed on the offer's own interconnect, the price and the spot plan (Young/Daly
+checkpoint interval) from :func:`gpuplan.market.cost.price_job`. Writers read only this object.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from dataclasses import dataclass
+
+from .. import __version__
+from .. import overheads as oh
+from ..errors import GpuplanError
+from ..estimate import estimate
+from ..hardware import GpuSpec, load_gpu
+from ..market.cost import Cost, SpotPlan, checkpoint_bytes, dataset_gb, spot_plan
+from ..market.offers import Offer
+from ..market.store import load_offers
+from ..model.catalog import load_model
+from ..model.spec import ModelSpec
+from ..plan.pricing import matching, price
+from ..result import Result
+from ..scenario import Scenario, scenario_from
+from ..speed import Speed, speed_of
+
+GB = 1e9
+
+
+@dataclass(frozen=True, kw_only=True)
+class LaunchPlan:
+    """One setup to run and the numbers predicted for it (per GPU unless named otherwise)."""
+
+    scenario: Scenario
+    command: str  # the gpuplan command (or API call) that produced the plan
+    result: Result  # gpuplan.estimate(scenario): memory, model facts, warnings
+    model: ModelSpec
+    gpu: GpuSpec
+    speed: Speed
+    offer: Offer | None  # None: the user's own cards, or no matching offer in the price catalog
+    offer_label: str | None = None  # as `estimate` and `recommend` print it: ``vast 2x interruptible``
+    owned: bool = False  # the user's own cards, priced by power alone
+    usd_per_hour: float | None
+    hours: float | None  # wall-clock hours, spot restarts included
+    usd_total: float | None
+    spot: SpotPlan | None
+    visible_devices: tuple[int, ...] | None = None  # CUDA_VISIBLE_DEVICES when the plan uses some of the cards
+    written_on: dt.date
+
+    @property
+    def train(self) -> bool:
+        return self.scenario.task == "train"
+
+    @property
+    def gpus_per_node(self) -> int:
+        s = self.scenario
+        return s.num_gpus if self.train else s.tp * s.pp
+
+    @property
+    def num_nodes(self) -> int:
+        return self.scenario.num_nodes if self.train else 1
+
+    @property
+    def tokens_per_step(self) -> int:
+        """Tokens one optimizer step consumes: micro-batch x sequence x accumulation x data-parallel ranks."""
+        s = self.scenario
+        return s.micro_batch_size * s.seq_len * s.grad_accum_steps * s.dp
+
+    @property
+    def max_steps(self) -> int | None:
+        """Optimizer steps that process ``train_tokens`` (rounded up); None without ``train_tokens``."""
+        if not self.train or not self.scenario.train_tokens:
+            return None
+        return math.ceil(self.scenario.train_tokens / self.tokens_per_step)
+
+    @property
+    def save_steps(self) -> int | None:
+        """Optimizer steps between checkpoints: the spot plan's Daly interval over the predicted step time
+        (at least 1). None on on-demand or owned cards, where no interruption rate is planned."""
+        if not self.train or self.spot is None:
+            return None
+        return max(1, math.floor(self.spot.interval_h * 3600 / self.speed.step_time_s))
+
+    @property
+    def checkpoint_gb(self) -> float:
+        """Size of one resumable checkpoint (weights and optimizer states), GB."""
+        trainable = self.result.model.params_trainable
+        return checkpoint_bytes(self.scenario, self.model, trainable) / GB if self.train else 0.0
+
+    @property
+    def weights_gb(self) -> float:
+        """The checkpoint as downloaded from the hub, GB."""
+        return sum(self.model.weight_bytes().values()) / GB
+
+    @property
+    def disk_gb(self) -> int:
+        """Disk to ask for: the downloaded weights, ``CHECKPOINTS_KEPT`` resumable checkpoints and the final
+        save (counted as one more checkpoint, an upper bound), the dataset (``dataset_gb``, else 4 bytes per
+        train token: :func:`gpuplan.market.cost.dataset_gb`), and an allowance for the software
+        (:data:`gpuplan.overheads.LAUNCH_SOFTWARE_GB`), rounded up to 10 GB."""
+        need = self.weights_gb + oh.LAUNCH_SOFTWARE_GB + dataset_gb(self.scenario)
+        if self.train:
+            need += (oh.CHECKPOINTS_KEPT + 1) * self.checkpoint_gb
+        return int(math.ceil(need / 10) * 10)
+
+    @property
+    def setup_label(self) -> str:
+        s = self.scenario
+        what = f"{s.world_size if self.train else self.gpus_per_node}x {self.gpu.name}"
+        if self.train:
+            what += f", {s.resolved_strategy}, {s.method}"
+        else:
+            what += f", {s.engine} tp{s.tp}" + (f" pp{s.pp}" if s.pp > 1 else "")
+        if self.offer is not None:
+            what += f", {self.offer_label}" + (f" {self.offer.region}" if self.offer.region else "")
+        elif self.owned:
+            what += ", your own cards"
+        return what
+
+    def launch_command(self) -> str:
+        """``gpuplan launch`` with the plan's scenario as flags (the fields given explicitly; the framework fills
+        the rest again), to write the files again with other targets or options."""
+        import shlex
+
+        argv = ["gpuplan", "launch"]
+        for name, value in self.scenario.model_dump().items():
+            if value is None or name not in self.scenario.model_fields_set:
+                continue
+            text = ",".join(value) if isinstance(value, list) else f"{value:g}" if isinstance(value, float) else \
+                str(value)
+            argv += [f"--{name.replace('_', '-')}", text]
+        return shlex.join(argv)
+
+    def predictions(self) -> dict[str, float | int | str | None]:
+        """What gpuplan predicted, with units in the names, for the header of every file and ``plan.json``."""
+        mem = self.result.memory
+        out: dict[str, float | int | str | None] = {
+            "device_peak_gib_per_gpu": round(mem.device_peak_gib, 2),
+            "reserved_peak_gib_per_gpu": round(mem.reserved_peak_gib, 2),
+            "allocated_peak_gib_per_gpu": round(mem.allocated_peak_gib, 2),
+            "capacity_gib_per_gpu": round(self.gpu.usable_gib, 2),
+            "peak_phase": mem.peak_phase,
+            "tokens_per_s": round(self.speed.tokens_per_s, 1),
+        }
+        if self.speed.tokens_per_s_low and self.speed.tokens_per_s_high:  # the calibration spread
+            out["tokens_per_s_low"] = round(self.speed.tokens_per_s_low, 1)
+            out["tokens_per_s_high"] = round(self.speed.tokens_per_s_high, 1)
+        if self.train:
+            out["step_time_s"] = round(self.speed.step_time_s, 3)
+            out["max_steps"] = self.max_steps
+        else:
+            out["max_concurrency"] = mem.max_concurrency
+            out["kv_cache_pool_gib"] = None if mem.kv_cache_pool_gib is None else round(mem.kv_cache_pool_gib, 2)
+        out["hours"] = None if self.hours is None else round(self.hours, 2)
+        out["usd_per_hour"] = None if self.usd_per_hour is None else round(self.usd_per_hour, 4)
+        out["usd_total"] = None if self.usd_total is None else round(self.usd_total, 2)
+        if self.spot is not None:
+            out["checkpoint_every_min"] = round(self.spot.interval_h * 60, 1)
+            out["save_steps"] = self.save_steps
+            out["mtbi_hours"] = round(self.spot.mtbi_h, 2)
+        return out
+
+    def header(self) -> list[str]:
+        """The lines every written file starts with: who wrote it, from what, and what it predicted."""
+        mem, p = self.result.memory, self.predictions()
+        lines = [f"written by gpuplan {__version__} on {self.written_on.isoformat()}: {self.command}",
+                 f"plan: {self.setup_label}"]
+        if self.train:
+            s = self.scenario
+            lines.append(f"  {self.model.name}, micro-batch {s.micro_batch_size} x {s.seq_len:,} tokens x "
+                         f"accumulation {s.grad_accum_steps} x {s.dp} data-parallel, checkpointing "
+                         f"{s.grad_checkpointing}, optimizer {s.optimizer}, {s.precision}")
+        lines.append(f"predicted per GPU: device peak {mem.device_peak_gib:.1f} GiB of {self.gpu.usable_gib:.1f} "
+                     f"(reserved {mem.reserved_peak_gib:.1f}, allocated {mem.allocated_peak_gib:.1f}; "
+                     f"torch.cuda.max_memory_reserved / max_memory_allocated), peak in {mem.peak_phase}")
+        speed = f"predicted: {self.speed.tokens_per_s:,.0f} tokens/s"
+        if self.speed.tokens_per_s_low and self.speed.tokens_per_s_high:
+            speed += f" ({self.speed.tokens_per_s_low:,.0f}-{self.speed.tokens_per_s_high:,.0f})"
+        if self.train:
+            speed += f", {self.speed.step_time_s:.2f} s per optimizer step"
+        if self.hours is not None and self.train and self.scenario.train_tokens:
+            speed += f", {self.hours:,.1f} h"
+        if self.usd_per_hour is not None:
+            speed += f", ${self.usd_per_hour:,.2f}/h"
+            if self.usd_total is not None and self.train and self.scenario.train_tokens:
+                speed += f", ${self.usd_total:,.0f} in total"
+        lines.append(speed)
+        if self.spot is not None:
+            lines.append(f"spot: checkpoint every {p['checkpoint_every_min']} min (Daly; interruptions every "
+                         f"{self.spot.mtbi_h:.1f} h on average) = every {self.save_steps} steps")
+        return lines
+
+
+def launch_plan(scenario: Scenario | dict, *, command: str = "gpuplan.launch.launch_plan (Python API)",
+                offer_label: str | None = None, visible_devices: tuple[int, ...] | None = None,
+                owned_usd_per_hour: float | None = None, today: dt.date | None = None) -> LaunchPlan:
+    """The plan for ``scenario`` on its GPU: memory from :func:`gpuplan.estimate`; the offer priced the way
+    ``estimate`` and ``recommend`` rank (lowest $ per million tokens among those the scenario's provider and
+    pricing allow), or the offer named ``offer_label`` (a ``recommend`` setup's); speed on that offer's
+    interconnect. ``owned_usd_per_hour`` marks the user's own cards (no offer, power price only)."""
+    s = scenario_from(scenario)
+    if not s.gpu:
+        raise GpuplanError("launch needs a GPU: set --gpu (and --num-gpus), or pick a setup with "
+                           "`gpuplan recommend ... --launch N`")
+    result = estimate(s, advise=False)
+    fit = (result.memory.engine or {}).get("max_model_len_that_fits")
+    if s.engine == "vllm" and s.max_model_len is None and fit is not None and \
+            s.prompt_tokens + s.output_tokens <= fit < result.memory.engine["max_model_len"]:
+        # vLLM refuses to start when one request of max_model_len does not fit its pool: plan the longest that does
+        s = s.model_copy(update={"max_model_len": fit})
+        result = estimate(s, advise=False)
+    if result.memory.fits is False:
+        raise GpuplanError(f"the plan does not fit: {result.memory.device_peak_gib:.1f} GiB per GPU on "
+                           f"{result.gpu['name']} ({result.memory.capacity_gib:.1f} usable); run `gpuplan estimate` "
+                           "for the changes that would make it fit")
+    m, gpu = load_model(s.model), load_gpu(s.gpu)
+    offer, cost = (None, None) if owned_usd_per_hour is not None else _offer(s, m, gpu, result, offer_label)
+    speed = speed_of(s, m, gpu, offer.network if offer else None)
+    usd = None
+    work_h = s.train_tokens / speed.tokens_per_s / 3600 if s.task == "train" and s.train_tokens else None
+    if cost is not None:
+        per_hour, hours, usd = cost.usd_per_hour, *((cost.hours, cost.usd_total) if work_h else (None, None))
+    else:
+        per_hour, hours = owned_usd_per_hour, work_h
+    spot = cost.spot if cost is not None else None
+    if spot is None and s.task == "train" and s.pricing == "spot" and owned_usd_per_hour is None:
+        # no spot offer in the catalog: the interval needs only the checkpoint write time and the MTBI prior
+        spot = spot_plan(work_h or 0.0, checkpoint_bytes(s, m, result.model.params_trainable), s.world_size,
+                         mtbi_h=s.mtbi_hours, disk_gbs=s.disk_gbs)
+        hours = spot.wall_h if work_h else None
+    if cost is None and per_hour is not None and hours is not None:
+        usd = per_hour * hours
+    return LaunchPlan(scenario=s, command=command, result=result, model=m, gpu=gpu, speed=speed, offer=offer,
+                      offer_label=cost.offer if cost else None, owned=owned_usd_per_hour is not None,
+                      usd_per_hour=per_hour, hours=hours, usd_total=usd,
+                      spot=spot, visible_devices=visible_devices, written_on=today or dt.date.today())
+
+
+def _offer(s: Scenario, m: ModelSpec, gpu: GpuSpec, result: Result,
+           label: str | None) -> tuple[Offer | None, Cost | None]:
+    """The offer ``estimate`` prices (lowest $ per million tokens among those that finish), or the one
+    ``recommend`` labelled ``label``."""
+    offers = load_offers()
+    trainable = result.model.params_trainable
+    costs = sorted(((c, o) for o in matching(offers, s, gpu.id) if (c := price(s, m, o, trainable, offers)).finishes),
+                   key=lambda pair: pair[0].usd_per_million_tokens)
+    if label is not None:
+        costs = [(c, o) for c, o in costs if c.offer == label]
+        if not costs:
+            raise GpuplanError(f"no offer {label!r} for {gpu.id} in the price catalog")
+    return (costs[0][1], costs[0][0]) if costs else (None, None)

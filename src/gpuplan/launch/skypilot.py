@@ -1,0 +1,122 @@
+"""``sky.yaml``: a SkyPilot task (``sky launch sky.yaml``, or ``sky jobs launch sky.yaml`` for spot) that rents the
+plan's cards and runs it (SkyPilot ``sky/task.py`` ``Task.from_yaml``; schema ``sky/utils/schemas.py``).
+
+``resources``: the accelerator and its count per node in SkyPilot's names (``data/skypilot.yaml``), ``infra`` =
+``cloud[/region]`` of the offer priced (SkyPilot >= 0.10 spells cloud and region this way), ``use_spot`` for
+interruptible offers, ``disk_size`` from the weights, the checkpoints, the dataset and the software
+(:meth:`LaunchPlan.disk_gb`), and the serving port. ``num_nodes``; ``workdir: .`` syncs this folder (the configs)
+to every node; ``setup`` installs the stack; ``run`` is the accelerate launch (training) or vllm serve command.
+On spot, the trainer saves every ``save_steps`` (the Daly interval) into ``/checkpoints``, a bucket mounted with
+``MOUNT_CACHED`` when ``--bucket`` names one, and resumes from the newest checkpoint after an interruption.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import yaml
+
+from . import accelerate, torchtune, vllm
+from .files import LaunchFile, Raw, command_text, yaml_text
+from .plan import LaunchPlan
+from .stack import LaunchOptions, pip_packages
+
+NAME = "skypilot"
+FILE = "sky.yaml"
+CHECKPOINTS = "/checkpoints"
+
+
+@cache
+def names() -> dict[str, Any]:
+    path = resources.files("gpuplan") / "data" / "skypilot.yaml"
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
+
+
+def applies(plan: LaunchPlan) -> str | None:
+    if plan.owned:
+        return "the plan runs on your own cards; SkyPilot rents cloud ones (use accelerate-launch.sh or torchrun.sh)"
+    return runner(plan).applies(plan)
+
+
+def runner(plan: LaunchPlan):
+    """The target whose command the task runs: vLLM to serve, torchtune's recipe or accelerate to train."""
+    if not plan.train:
+        return vllm
+    return torchtune if plan.scenario.framework == "torchtune" else accelerate
+
+
+def cloud(plan: LaunchPlan) -> str | None:
+    return names()["clouds"].get(plan.offer.provider) if plan.offer else None
+
+
+def accelerator(plan: LaunchPlan) -> tuple[str, bool]:
+    """SkyPilot's name for the card on the plan's cloud, and whether SkyPilot's catalog knows it."""
+    entry = names()["accelerators"].get(plan.gpu.id)
+    if entry is None:
+        return (plan.gpu.aliases[0] if plan.gpu.aliases else plan.gpu.name).replace(" ", ""), False
+    return entry.get("by_cloud", {}).get(cloud(plan), entry["name"]), True
+
+
+def spot(plan: LaunchPlan) -> bool:
+    return plan.offer.interruptible if plan.offer else plan.scenario.pricing == "spot"
+
+
+def task(plan: LaunchPlan, opts: LaunchOptions) -> dict[str, Any]:
+    name, _ = accelerator(plan)
+    res: dict[str, Any] = {"accelerators": f"{name}:{plan.gpus_per_node}"}
+    if cloud(plan):
+        res["infra"] = cloud(plan) + (f"/{plan.offer.region}" if plan.offer.region else "")
+    res["use_spot"] = spot(plan)
+    res["disk_size"] = plan.disk_gb
+    if not plan.train:
+        res["ports"] = opts.port
+    data: dict[str, Any] = {"name": _slug(f"gpuplan-{plan.model.name.split('/')[-1]}-"
+                                          f"{'train' if plan.train else 'serve'}"),
+                            "resources": res, "num_nodes": plan.num_nodes, "workdir": "."}
+    if plan.train and spot(plan) and opts.bucket:
+        data["file_mounts"] = {CHECKPOINTS: {"name": opts.bucket, "mode": "MOUNT_CACHED"}}
+    data["setup"] = "pip install " + " ".join(f'"{p}"' for p in pip_packages(plan)) + "\n"
+    if plan.train and plan.scenario.attention == "flash" and runner(plan) is accelerate:
+        data["setup"] += "pip install flash-attn --no-build-isolation\n"
+    data["run"] = run(plan, opts)
+    return data
+
+
+def run(plan: LaunchPlan, opts: LaunchOptions) -> str:
+    if not plan.train:
+        return command_text(vllm.command(plan, opts))
+    if runner(plan) is torchtune:
+        return command_text(torchtune.download(plan)) + command_text(torchtune.command(plan, multinode_env=True))
+    argv = accelerate.command(plan, opts, multinode_env=True)
+    if not spot(plan):
+        return command_text(argv)
+    out = CHECKPOINTS if opts.bucket else opts.output_dir
+    resume = f'LAST=$(ls -d {out}/checkpoint-* 2>/dev/null | sort -t- -k2 -n | tail -n 1 || true)\n'
+    return resume + command_text([*argv, "--output_dir", out,
+                                  Raw('${LAST:+--resume_from_checkpoint "$LAST"}')])
+
+
+def notes(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
+    name, known = accelerator(plan)
+    out = ["run: sky jobs launch sky.yaml (managed: restarted after a spot interruption)" if spot(plan) and
+           plan.train else "run: sky launch -c gpuplan sky.yaml"]
+    if not known:
+        out.append(f"SkyPilot's catalog has no {plan.gpu.name}: {name!r} only matches a Kubernetes node labelled so")
+    if plan.offer and not cloud(plan):
+        out.append(f"{plan.offer.provider} is not a SkyPilot cloud: the task lets SkyPilot choose among your clouds")
+    if plan.train and spot(plan) and not opts.bucket and runner(plan) is accelerate:
+        out.append("spot without --bucket: checkpoints stay on the node and are lost with it; pass --bucket NAME to "
+                   "keep them in cloud storage")
+    return out
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")
+
+
+def files(plan: LaunchPlan, opts: LaunchOptions) -> list[LaunchFile]:
+    return [LaunchFile(name=FILE, target=NAME, text=yaml_text(plan, task(plan, opts), notes(plan, opts)),
+                       reader="sky launch / sky jobs launch (SkyPilot)")]

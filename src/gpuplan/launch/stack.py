@@ -1,0 +1,121 @@
+"""What the training and serving stacks are told, shared by the writers: the distributed backend a plan uses,
+the dtype the model is loaded in, the optimizer's name in the Hugging Face Trainer, and the packages to install.
+
+The dtypes follow the memory model (``gpuplan.memory.training``): ``-mixed`` full fine-tuning keeps fp32 weights
+and autocasts (the model is loaded in float32), except under DeepSpeed ZeRO, which holds bf16/fp16 weights and
+keeps the fp32 master copy in its optimizer (DeepSpeed ``runtime/bf16_optimizer.py``,
+``zero/stage_1_and_2.py``); LoRA and QLoRA load the frozen base in the compute dtype; ``-true`` loads everything
+in that dtype.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import GpuplanError
+from ..scenario import Scenario
+from .plan import LaunchPlan
+
+
+@dataclass(frozen=True, kw_only=True)
+class LaunchOptions:
+    """How to run the plan, beyond what the scenario holds."""
+
+    dataset: str = "trl-lib/Capybara"  # TRL's own SFT example; replace with yours
+    script: tuple[str, ...] = ("-m", "trl.scripts.sft")  # the training entry point; reads trainer.yaml
+    bucket: str | None = None  # SkyPilot storage for checkpoints that survive spot interruptions
+    output_dir: str = "checkpoints"
+    port: int = 8000  # vLLM's default port
+
+
+def backend(s: Scenario) -> str:
+    """``none`` (one process), ``ddp``, ``deepspeed`` (ZeRO stages, or CPU offload on one GPU), ``fsdp1`` or
+    ``fsdp2`` (the scenario's sharding engine: ``strategy fsdp`` is FSDP1 in the HF stack)."""
+    engine = s.sharding_engine
+    if engine in ("fsdp1", "fsdp2"):
+        if s.offload == "optimizer":
+            raise GpuplanError("FSDP offloads parameters, gradients and optimizer states together: set offload "
+                               "optimizer+params, or strategy zero3 to offload the optimizer alone")
+        return engine
+    if engine == "deepspeed" or (engine == "single" and s.offload != "none"):
+        return "deepspeed"
+    if s.offload != "none":
+        raise GpuplanError("offloading with DDP needs DeepSpeed ZeRO: set strategy zero1 or zero2 (same memory per "
+                           "GPU, optimizer on the CPU)")
+    return "ddp" if engine == "ddp" else "none"
+
+
+def fsdp_settings(s: Scenario, *, accelerate_names: bool = False) -> dict[str, Any]:
+    """FULL_SHARD FSDP of the plan's version, keyed as transformers' ``fsdp_config`` names them
+    (``TrainingArguments._process_fsdp_args``); accelerate's config prefixes them with ``fsdp_`` and calls CPU
+    offload ``offload_params``. FSDP offloads parameters, gradients and optimizer states together. FSDP1 takes
+    accelerate's defaults for a transformers model (BACKWARD_PRE prefetch, ``use_orig_params``, synced module
+    states); FSDP2 (``fully_shard``) reshards after forward."""
+    offload = s.offload == "optimizer+params"
+    version = 2 if backend(s) == "fsdp2" else 1
+    out: dict[str, Any] = {"version": version, "auto_wrap_policy": "TRANSFORMER_BASED_WRAP",
+                           "offload_params" if accelerate_names else "cpu_offload": offload,
+                           "cpu_ram_efficient_loading": True, "state_dict_type": "SHARDED_STATE_DICT",
+                           "activation_checkpointing": False}
+    if version == 2:
+        out["reshard_after_forward"] = True
+    elif accelerate_names:
+        out.update({"sharding_strategy": "FULL_SHARD", "backward_prefetch": "BACKWARD_PRE",
+                    "forward_prefetch": False, "use_orig_params": True, "sync_module_states": True})
+    else:
+        out.update({"reshard_after_forward": "full_shard", "backward_prefetch": "backward_pre",
+                    "forward_prefetch": False, "use_orig_params": True, "sync_module_states": True})
+    return out
+
+
+def zero_stage(s: Scenario) -> int:
+    """ZeRO stage: the strategy's, or 1 for a single GPU with its optimizer offloaded (ZeRO-Offload; DeepSpeed
+    accepts ``offload_optimizer`` for stages 1-3, and stage 1 on one GPU shards nothing)."""
+    strategy = s.resolved_strategy
+    return int(strategy[-1]) if strategy.startswith("zero") else 1
+
+
+def model_dtype(s: Scenario) -> str:
+    """The dtype ``from_pretrained`` loads the model in (``dtype=``)."""
+    if s.precision == "fp32":
+        return "float32"
+    half = "bfloat16" if s.precision.startswith("bf16") or s.precision == "fp8-mixed" else "float16"
+    if s.precision.endswith("-mixed") and s.method == "full" and backend(s) != "deepspeed":
+        return "float32"  # autocast over fp32 weights (DDP) or fp32 shards cast for compute (FSDP mixed precision)
+    return half
+
+
+def autocast(s: Scenario) -> str | None:
+    """The autocast dtype of ``-mixed`` precision (``bf16``, ``fp16``, ``fp8``), None for ``-true`` and fp32."""
+    return s.precision.split("-")[0] if s.precision.endswith("-mixed") else None
+
+
+def hf_optim(s: Scenario) -> tuple[str, str | None]:
+    """``optim`` and ``optim_args`` of ``TrainingArguments`` (transformers ``OptimizerNames``)."""
+    names = {"adamw-8bit": "adamw_bnb_8bit", "paged-adamw-8bit": "paged_adamw_8bit", "sgd": "sgd",
+             "sgd-momentum": "sgd", "adafactor": "adafactor", "lion": "lion_32bit"}
+    if s.optimizer == "adamw":
+        return ("adamw_torch_fused" if s.optimizer_impl == "fused" else "adamw_torch"), None
+    return names[s.optimizer], "momentum=0.9" if s.optimizer == "sgd-momentum" else None
+
+
+def pip_packages(plan: LaunchPlan) -> list[str]:
+    """What ``pip install`` needs for the plan; lower bounds are the versions gpuplan's rules follow and its
+    launch tests read the files with."""
+    s = plan.scenario
+    if not plan.train:  # the release whose memory rules the estimate followed
+        return [f"vllm=={plan.result.memory.engine['version']}"]
+    if s.framework == "torchtune":  # torchtune 0.6.1 imports torchao APIs that torchao 0.16 removed
+        return ["torch>=2.6", "torchtune>=0.6", "torchao>=0.13,<0.16"] + \
+            (["bitsandbytes>=0.45"] if "8bit" in s.optimizer else [])
+    packages = ["torch>=2.8", "transformers>=5.0", "accelerate>=1.10", "trl>=1.0", "datasets"]
+    if s.method != "full":
+        packages.append("peft>=0.17")
+    if s.method == "qlora" or s.quant in ("int8", "nf4", "fp4") or "8bit" in s.optimizer:
+        packages.append("bitsandbytes>=0.45")
+    if backend(s) == "deepspeed":
+        packages.append("deepspeed>=0.19")
+    if s.loss == "fused-linear":
+        packages.append("liger-kernel")
+    return packages

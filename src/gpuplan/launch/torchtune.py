@@ -1,0 +1,168 @@
+"""``torchtune.yaml`` and ``tune-run.sh``: a plan for ``framework torchtune`` as a torchtune recipe config
+(``tune run <recipe> --config torchtune.yaml``; torchtune 0.6 recipe configs, ``recipes/configs/*``).
+
+The model builder, tokenizer and checkpoint files are those of torchtune's own config for the model
+(``data/torchtune.yaml``, captured from torchtune's recipe configs by ``tests/data/torchtune/capture.py``); the
+plan sets what decides memory and time: the recipe (full or LoRA, single device or distributed), ``batch_size``,
+``gradient_accumulation_steps``, ``tokenizer.max_seq_len`` with a packed dataset (every micro-batch holds
+``seq_len`` tokens), ``dtype``, ``enable_activation_checkpointing``, ``enable_activation_offloading``, ``compile``,
+``optimizer_in_bwd``, the loss (``CEWithChunkedOutputLoss`` with ``num_output_chunks``, or full cross-entropy),
+the LoRA rank and the modules it adapts, ``fsdp_cpu_offload``, and ``max_steps_per_epoch`` from ``train_tokens``.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import yaml
+
+from .files import LaunchFile, Raw, shell_text, yaml_text
+from .plan import LaunchPlan
+from .stack import LaunchOptions
+
+NAME = "torchtune"
+FILE = "torchtune.yaml"
+SCRIPT = "tune-run.sh"
+ATTENTION = {"q_proj": "q_proj", "k_proj": "k_proj", "v_proj": "v_proj", "o_proj": "output_proj"}
+MLP = {"gate_proj", "up_proj", "down_proj"}
+OPTIMIZERS = {"adamw": {"_component_": "torch.optim.AdamW", "fused": True},
+              "adamw-8bit": {"_component_": "bitsandbytes.optim.AdamW8bit"},
+              "paged-adamw-8bit": {"_component_": "bitsandbytes.optim.PagedAdamW8bit"},
+              "sgd": {"_component_": "torch.optim.SGD"},
+              "sgd-momentum": {"_component_": "torch.optim.SGD", "momentum": 0.9}}
+
+
+@cache
+def models() -> dict[str, Any]:
+    path = resources.files("gpuplan") / "data" / "torchtune.yaml"
+    return yaml.safe_load(path.read_text(encoding="utf-8"))["models"]
+
+
+def applies(plan: LaunchPlan) -> str | None:
+    s = plan.scenario
+    if not plan.train or s.framework != "torchtune":
+        return "the plan is not for framework torchtune (set --framework torchtune to plan a torchtune recipe)"
+    entry = models().get(plan.model.name)
+    if entry is None:
+        return (f"torchtune ships no recipe config for {plan.model.name}; gpuplan knows torchtune builders for "
+                f"{', '.join(models())}")
+    if s.method not in entry["builders"]:
+        return f"torchtune has no {s.method} builder for {plan.model.name}"
+    if s.optimizer not in OPTIMIZERS:
+        return f"torchtune recipes take a torch or bitsandbytes optimizer: {s.optimizer} has no builder here"
+    if s.offload == "optimizer":
+        return "torchtune offloads with FSDP2 (parameters, gradients and optimizer together): set offload " \
+               "optimizer+params"
+    try:
+        _lora_modules(s)
+    except ValueError as err:
+        return str(err)
+    return None
+
+
+def recipe(plan: LaunchPlan) -> str:
+    kind = "full_finetune" if plan.scenario.method == "full" else "lora_finetune"
+    return f"{kind}_{'single_device' if plan.scenario.world_size == 1 else 'distributed'}"
+
+
+def _lora_modules(s) -> tuple[list[str], bool, bool]:
+    """peft-style targets as torchtune's ``lora_attn_modules``, ``apply_lora_to_mlp``, ``apply_lora_to_output``
+    (``all-linear`` = every linear of the decoder layers, not the output head, as peft reads it)."""
+    if s.lora_targets == "all-linear":
+        return ["q_proj", "k_proj", "v_proj", "output_proj"], True, False
+    names = set(s.lora_targets)
+    mlp = names & MLP
+    if mlp and mlp != MLP:
+        raise ValueError("torchtune adapts the whole MLP or none of it: target gate_proj, up_proj and down_proj "
+                         "together")
+    unknown = names - set(ATTENTION) - MLP - {"lm_head"}
+    if unknown:
+        raise ValueError(f"torchtune's LoRA builders have no module {sorted(unknown)[0]!r}: use q_proj, k_proj, "
+                         "v_proj, o_proj, the MLP projections or lm_head")
+    return [ATTENTION[n] for n in ATTENTION if n in names], bool(mlp), "lm_head" in names
+
+
+def config(plan: LaunchPlan, opts: LaunchOptions) -> dict[str, Any]:
+    s = plan.scenario
+    entry = models()[plan.model.name]
+    folder = f"models/{plan.model.name.split('/')[-1]}"
+    model: dict[str, Any] = {"_component_": entry["builders"][s.method]}
+    if s.method != "full":
+        attn, mlp, output = _lora_modules(s)
+        model.update({"lora_attn_modules": attn, "apply_lora_to_mlp": mlp, "apply_lora_to_output": output,
+                      "lora_rank": s.lora_rank, "lora_alpha": 2 * s.lora_rank, "lora_dropout": s.lora_dropout})
+    tokenizer = {k: (f"{folder}/{v}" if k in ("path", "merges_file") else v) for k, v in entry["tokenizer"].items()}
+    data: dict[str, Any] = {
+        "output_dir": opts.output_dir, "model": model, "tokenizer": {**tokenizer, "max_seq_len": s.seq_len},
+        "checkpointer": {"_component_": "torchtune.training.FullModelHFCheckpointer", "checkpoint_dir": folder,
+                         "checkpoint_files": entry["checkpoint_files"], "recipe_checkpoint": None,
+                         "output_dir": "${output_dir}", "model_type": entry["model_type"]},
+        "resume_from_checkpoint": False,
+        "dataset": {"_component_": "torchtune.datasets.chat_dataset", "source": opts.dataset,
+                    "conversation_column": "messages", "conversation_style": "openai", "split": "train",
+                    "packed": True},
+        "seed": None, "shuffle": True, "batch_size": s.micro_batch_size,
+        "optimizer": {**OPTIMIZERS[s.optimizer], "lr": 2e-5 if s.method == "full" else 3e-4},
+    }
+    if s.method != "full":
+        data["save_adapter_weights_only"] = False
+        data["lr_scheduler"] = {"_component_": "torchtune.training.lr_schedulers.get_cosine_schedule_with_warmup",
+                                "num_warmup_steps": 100}
+    else:
+        data["optimizer_in_bwd"] = bool(s.optimizer_in_backward)
+    data["loss"] = {"_component_": "torchtune.modules.loss.CEWithChunkedOutputLoss",
+                    "num_output_chunks": s.loss_chunks} if s.loss == "chunked" else \
+        {"_component_": "torch.nn.CrossEntropyLoss", "ignore_index": -100}
+    data.update({"epochs": 1, "max_steps_per_epoch": plan.max_steps,
+                 "gradient_accumulation_steps": s.grad_accum_steps, "clip_grad_norm": None,
+                 "compile": bool(s.compile), "device": "cuda", "dtype": "fp32" if s.precision == "fp32" else "bf16",
+                 "enable_activation_checkpointing": s.grad_checkpointing != "none",
+                 "enable_activation_offloading": bool(s.activation_offload)})
+    if s.world_size > 1:
+        data.update({"fsdp_cpu_offload": s.offload == "optimizer+params", "fsdp_reshard_after_forward": True})
+    data.update({"metric_logger": {"_component_": "torchtune.training.metric_logging.DiskLogger",
+                                   "log_dir": "${output_dir}/logs"},
+                 "log_every_n_steps": 1, "log_peak_memory_stats": True})
+    return data
+
+
+def command(plan: LaunchPlan, *, multinode_env: bool = False) -> list[str]:
+    """``tune run``; with several GPUs it passes torchrun's own flags through. With ``multinode_env`` the node
+    rank and the main node come from SkyPilot's environment."""
+    argv = ["tune", "run"]
+    if plan.scenario.world_size > 1:
+        argv += ["--nproc_per_node", str(plan.gpus_per_node), "--nnodes", str(plan.num_nodes)]
+        if plan.num_nodes > 1:
+            rank, addr = (("$SKYPILOT_NODE_RANK", '"$(echo "$SKYPILOT_NODE_IPS" | head -n1):29500"') if multinode_env
+                          else ('"${NODE_RANK:?set NODE_RANK to the rank of this node, 0 on the main one}"',
+                                '"${MASTER_ADDR:?set MASTER_ADDR to the address of the main node}:29500"'))
+            argv += ["--node_rank", Raw(rank), "--rdzv_backend", "c10d", "--rdzv_endpoint", Raw(addr)]
+    return [*argv, recipe(plan), "--config", FILE]
+
+
+def download(plan: LaunchPlan) -> list[str]:
+    return ["tune", "download", plan.model.name, "--output-dir", f"models/{plan.model.name.split('/')[-1]}"]
+
+
+def notes(plan: LaunchPlan) -> list[str]:
+    s = plan.scenario
+    out = [f"run: bash {SCRIPT} (downloads the weights with tune download, then tune run {recipe(plan)}); from "
+           f"torchtune's {models()[plan.model.name]['config']} config"]
+    if s.grad_checkpointing == "selective" or s.checkpoint_every > 1:
+        out.append("torchtune's LoRA and full recipes expose whole-layer checkpointing only: every layer is "
+                   "checkpointed (less memory, slower than planned)")
+    if plan.save_steps is not None:
+        out.append(f"torchtune 0.6 saves at the end of each epoch, not every {plan.save_steps} steps: a spot "
+                   "interruption loses the epoch")
+    return out
+
+
+def files(plan: LaunchPlan, opts: LaunchOptions) -> list[LaunchFile]:
+    script = shell_text(plan, command(plan), notes=[]).replace(
+        "set -euo pipefail\n", "set -euo pipefail\n" + " ".join(download(plan)) + "\n")
+    return [LaunchFile(name=FILE, target=NAME, text=yaml_text(plan, config(plan, opts), notes(plan)),
+                       reader=f"tune run {recipe(plan)} --config torchtune.yaml"),
+            LaunchFile(name=SCRIPT, target=NAME, text=script, reader="bash (tune download, tune run)",
+                       executable=True)]

@@ -1,0 +1,126 @@
+"""``trainer.yaml``: the Hugging Face Trainer / TRL ``SFTConfig`` fields that set memory and time, with TRL's
+``ModelConfig`` (dtype, LoRA, 4-bit loading) and ``ScriptArguments`` (dataset), as ``trl sft --config`` and
+``python -m trl.scripts.sft --config`` read them (TRL ``scripts/utils.py`` ``TrlParser.parse_args_and_config``).
+
+What carries the plan: ``per_device_train_batch_size`` and ``gradient_accumulation_steps`` (the micro-batch and
+accumulation), ``max_length`` with ``packing`` (every micro-batch holds ``seq_len`` tokens, as the estimate
+assumes), ``gradient_checkpointing``, ``dtype`` and ``bf16``/``fp16`` (see :mod:`.stack`), ``optim``, the LoRA
+rank and targets, ``load_in_4bit`` with nf4 double quantization, ``attn_implementation``, ``use_liger_kernel``
+(loss fused-linear), ``torch_compile``, ``max_steps`` from
+``train_tokens``, and ``save_steps`` from the spot plan's checkpoint interval. The ZeRO/FSDP settings point at
+the same files ``accelerate launch`` reads, so ``torchrun`` alone runs the same plan.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import overheads as oh
+from ..errors import GpuplanError
+from .files import LaunchFile, yaml_text
+from .plan import LaunchPlan
+from .stack import LaunchOptions, autocast, backend, fsdp_settings, hf_optim, model_dtype
+
+NAME = "trainer"
+FILE = "trainer.yaml"
+ATTENTION = {"eager": "eager", "sdpa": "sdpa", "flash": "flash_attention_2"}
+
+
+def applies(plan: LaunchPlan) -> str | None:
+    """Why the target does not apply to the plan, or None."""
+    if not plan.train:
+        return "trainer arguments are for training; serve with --target vllm"
+    s = plan.scenario
+    if s.framework != "hf":
+        return (f"framework {s.framework}: gpuplan launch writes the Hugging Face Trainer stack (framework hf); a "
+                f"{s.framework} writer is not built yet")
+    if s.tp > 1 or s.pp > 1:
+        return (f"tensor/pipeline parallel training (tp={s.tp}, pp={s.pp}) is not a Trainer setting: "
+                "gpuplan launch writes data-parallel, ZeRO and FSDP plans (set tp and pp to 1)")
+    if s.precision == "fp16-true" and s.method == "full":
+        return "the Trainer cannot train fp16 weights without fp32 master weights: use fp16-mixed or bf16-true"
+    if s.quant not in (None, "none") and s.method == "full":
+        return f"full fine-tuning of {s.quant} weights does not train: use method lora or qlora"
+    return None
+
+
+def fields(plan: LaunchPlan, opts: LaunchOptions) -> dict[str, Any]:
+    s = plan.scenario
+    data: dict[str, Any] = {"model_name_or_path": plan.model.name, "dtype": model_dtype(s),
+                            "attn_implementation": ATTENTION[s.attention], "dataset_name": opts.dataset,
+                            "output_dir": opts.output_dir, "max_length": s.seq_len, "packing": True,
+                            "per_device_train_batch_size": s.micro_batch_size,
+                            "gradient_accumulation_steps": s.grad_accum_steps,
+                            "gradient_checkpointing": s.grad_checkpointing != "none"}
+    if s.grad_checkpointing != "none":
+        data["gradient_checkpointing_kwargs"] = {"use_reentrant": False}
+    mixed = autocast(s)
+    data["bf16"] = mixed in ("bf16", "fp8") or s.precision == "bf16-true"
+    data["fp16"] = mixed == "fp16"
+    optim, optim_args = hf_optim(s)
+    data["optim"] = optim
+    if optim_args:
+        data["optim_args"] = optim_args
+    data["max_grad_norm"] = 1.0
+    if s.loss == "fused-linear":
+        data["use_liger_kernel"] = True  # the Trainer's switch for Liger's fused linear cross-entropy
+    if s.compile:
+        data["torch_compile"] = True
+    if plan.max_steps is not None:
+        data["max_steps"] = plan.max_steps
+    data["save_strategy"] = "steps"
+    if plan.save_steps is not None:
+        data["save_steps"] = plan.save_steps
+    data["save_total_limit"] = oh.CHECKPOINTS_KEPT
+    data["logging_steps"] = 10
+    data["report_to"] = "none"
+    kind = backend(s)
+    if kind == "deepspeed":
+        data["deepspeed"] = "ds_config.json"
+    elif kind.startswith("fsdp"):
+        data["fsdp"] = True
+        data["fsdp_config"] = fsdp_settings(s)
+    if s.method != "full":
+        targets = s.lora_targets if isinstance(s.lora_targets, str) else list(s.lora_targets)
+        data.update({"use_peft": True, "lora_r": s.lora_rank, "lora_alpha": 2 * s.lora_rank,
+                     "lora_dropout": s.lora_dropout, "lora_target_modules": targets})
+    data.update(_quantized_base(plan))
+    return data
+
+
+def _quantized_base(plan: LaunchPlan) -> dict[str, Any]:
+    """bitsandbytes loading of the frozen base (TRL ``get_quantization_config``); GPTQ/AWQ checkpoints carry
+    their own quantization config."""
+    s = plan.scenario
+    if s.method == "qlora" and s.quant in (None, "nf4", "fp4"):
+        out: dict[str, Any] = {"load_in_4bit": True, "bnb_4bit_quant_type": s.quant or "nf4",
+                               "use_bnb_nested_quant": True}
+        if s.resolved_strategy == "zero3":
+            out["bnb_4bit_quant_storage"] = model_dtype(s)  # ZeRO-3/FSDP shard 4-bit weights stored as this dtype
+        return out
+    if s.method == "lora" and s.quant == "int8":
+        return {"load_in_8bit": True}
+    if s.method != "full" and s.quant not in (None, "none", "gptq-int4", "gptq-int8", "awq-int4"):
+        raise GpuplanError(f"quant {s.quant!r} has no Trainer loading switch: use nf4/fp4 (QLoRA), int8 (LoRA) or "
+                           "a GPTQ/AWQ checkpoint")
+    return {}
+
+
+def notes(plan: LaunchPlan) -> list[str]:
+    s = plan.scenario
+    out = ["run: bash accelerate-launch.sh or torchrun.sh; TRL's SFT script (python -m trl.scripts.sft --config "
+           "trainer.yaml) reads every field below"]
+    if plan.save_steps is None:
+        out.append("no spot plan (on-demand or own cards): save_steps is left at the Trainer's default")
+    if s.method == "qlora" and not s.qlora_fp32_upcast:
+        out.append("the plan assumes no fp32 upcast of the non-4-bit weights: TRL's peft preparation upcasts them "
+                   "and uses more memory than planned")
+    if s.method != "full" and s.adapter_dtype != "fp32":
+        out.append(f"the plan keeps LoRA adapters in {s.adapter_dtype}; TRL has no switch for it and peft makes them "
+                   "fp32 (autocast_adapter_dtype), a little more memory than planned")
+    return out
+
+
+def files(plan: LaunchPlan, opts: LaunchOptions) -> list[LaunchFile]:
+    return [LaunchFile(name=FILE, target=NAME, text=yaml_text(plan, fields(plan, opts), notes(plan)),
+                       reader="trl sft --config trainer.yaml (TRL: SFTConfig, ModelConfig)")]

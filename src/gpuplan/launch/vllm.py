@@ -1,0 +1,107 @@
+"""``vllm-serve.sh``: the ``vllm serve`` command of a serving plan (engine vllm).
+
+The flags are the settings the memory estimate assumed (``gpuplan.memory.runtimes.vllm``, the release it names),
+written out rather than left to vLLM's defaults, so the server starts with the pool gpuplan predicted:
+``--gpu-memory-utilization``, ``--tensor-parallel-size`` / ``--pipeline-parallel-size``, ``--dtype``,
+``--kv-cache-dtype``, ``--quantization`` when the plan quantizes a checkpoint that is not already quantized,
+``--max-num-seqs`` and ``--max-num-batched-tokens`` (the scheduler limits of the profiling run), ``--enforce-eager``,
+and ``--max-model-len``: the scenario's, else the model's context when one request of it fits the predicted KV
+pool, else the longest that fits (:func:`gpuplan.launch.plan.launch_plan` re-plans with it; vLLM refuses to start
+otherwise). Option names and choices are those of vLLM 0.32's and 0.33's parsers
+(``make_arg_parser`` in ``vllm/entrypoints/launchers/cli_args.py``, in 0.33 ``entrypoints/common/cli_args.py``;
+``vllm/config/cache.py`` ``CacheDType``; ``vllm/model_executor/layers/quantization`` ``QuantizationMethods``;
+captured in tests/data/vllm).
+"""
+
+from __future__ import annotations
+
+from ..errors import GpuplanError
+from .files import LaunchFile, shell_text
+from .plan import LaunchPlan
+from .stack import LaunchOptions
+
+NAME = "vllm"
+SCRIPT = "vllm-serve.sh"
+DTYPE = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+KV_CACHE_DTYPE = {"auto": "auto", "fp16": "float16", "bf16": "bfloat16", "fp8": "fp8", "int8": "int8_per_token_head"}
+QUANTIZATION = {"fp8": "fp8", "awq-int4": "awq", "gptq-int4": "gptq", "gptq-int8": "gptq", "mxfp4": "mxfp4",
+                "int8": "int8_per_channel_weight_only"}  # online int8 weight-only; AWQ/GPTQ need such a checkpoint
+
+
+def applies(plan: LaunchPlan) -> str | None:
+    s = plan.scenario
+    if plan.train:
+        return "vLLM serves models; a training plan runs with --target trainer, accelerate, deepspeed or torchrun"
+    if s.engine != "vllm":
+        return (f"the plan is for engine {s.engine}, whose memory differs from vLLM's preallocated pool: plan "
+                "again with --engine vllm")
+    if s.entry_point != "serve":
+        return (f"the plan is for vLLM's {s.entry_point} entry point, whose defaults differ from `vllm serve`: plan "
+                "with entry_point serve")
+    if s.precision == "fp8-mixed":
+        return "vLLM serves fp8 as weight quantization: set quant fp8 and precision bf16-true"
+    if _quant(plan) is not None and _quant(plan) not in QUANTIZATION:
+        return (f"vLLM (0.32, 0.33) cannot load {s.quant} weights (no bitsandbytes or GGUF loading in its quantization "
+                "methods): choose awq-int4, gptq-int4, fp8 or int8")
+    if not plan.result.memory.engine:
+        return "the estimate has no vLLM startup for this plan (a GPU is needed)"
+    return None
+
+
+def _own_quant(plan: LaunchPlan) -> str | None:
+    """The checkpoint's own format when it ships quantized (vLLM reads it from config.json)."""
+    fmt, _ = plan.model.shipped_format()
+    return None if fmt.name == "none" else fmt.name
+
+
+def _quant(plan: LaunchPlan) -> str | None:
+    """The quantization to ask vLLM for: the plan's, unless the checkpoint already ships it (or none)."""
+    q = plan.scenario.quant
+    return None if q in (None, "none") or q == _own_quant(plan) else q
+
+
+def max_model_len(plan: LaunchPlan) -> int:
+    """The ``max_model_len`` of the estimate, which one request of fits the predicted KV pool."""
+    engine, s = plan.result.memory.engine, plan.scenario
+    if engine["max_model_len_that_fits"] < s.prompt_tokens + s.output_tokens:
+        raise GpuplanError(f"the predicted KV pool holds one request of up to {engine['max_model_len_that_fits']:,} "
+                           f"tokens, less than the {s.prompt_tokens + s.output_tokens:,} planned: lower the context, "
+                           "quantize or add GPUs")
+    return engine["max_model_len"]
+
+
+def command(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
+    s = plan.scenario
+    argv = ["vllm", "serve", plan.model.name, "--tensor-parallel-size", str(s.tp)]
+    if s.pp > 1:
+        argv += ["--pipeline-parallel-size", str(s.pp)]
+    engine = plan.result.memory.engine
+    argv += ["--dtype", DTYPE[s.precision.split("-")[0]], "--gpu-memory-utilization", f"{s.gpu_memory_utilization:g}",
+             "--max-model-len", str(max_model_len(plan)), "--max-num-seqs", str(engine["max_num_seqs"]),
+             "--max-num-batched-tokens", str(engine["max_num_batched_tokens"]),
+             "--kv-cache-dtype", KV_CACHE_DTYPE[s.kv_cache_dtype]]
+    if _quant(plan) is not None:
+        argv += ["--quantization", QUANTIZATION[_quant(plan)]]
+    if s.enforce_eager:
+        argv.append("--enforce-eager")
+    return [*argv, "--port", str(opts.port)]
+
+
+def notes(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
+    s, mem = plan.scenario, plan.result.memory
+    out = [f"run: bash {SCRIPT}; the OpenAI-compatible server listens on port {opts.port}",
+           f"KV pool {mem.kv_cache_pool_gib:.1f} GiB per GPU: {mem.max_context_tokens:,} tokens, up to "
+           f"{mem.max_concurrency} concurrent requests of {s.prompt_tokens + s.output_tokens:,} tokens (the plan: "
+           f"{s.batch_size}); memory rules of vLLM {mem.engine['version']}"]
+    if plan.model.max_context and max_model_len(plan) < plan.model.max_context:
+        out.append(f"--max-model-len {max_model_len(plan):,}: the longest request the predicted KV pool holds (vLLM "
+                   f"would refuse to start at the model's {plan.model.max_context:,})")
+    if _quant(plan) in ("awq-int4", "gptq-int4", "gptq-int8"):
+        out.append(f"--quantization {QUANTIZATION[s.quant]} needs a checkpoint quantized that way: replace "
+                   f"{plan.model.name} with its {s.quant} version")
+    return out
+
+
+def files(plan: LaunchPlan, opts: LaunchOptions) -> list[LaunchFile]:
+    return [LaunchFile(name=SCRIPT, target=NAME, text=shell_text(plan, command(plan, opts), notes=notes(plan, opts)),
+                       reader="bash (vllm serve)", executable=True)]

@@ -1,0 +1,32 @@
+"""axolotl: the HF Trainer with its Liger plugin (``src/axolotl/integrations/liger``: ``liger_rope``,
+``liger_rms_norm``, ``liger_glu_activation``, ``liger_fused_linear_cross_entropy``), its own chunked cross-entropy
+(``chunked_cross_entropy``: the logits chunked before the fp32 upcast, PR #2625) and activation offloading ported
+from torchtune (``activation_offloading: true``).
+
+Liger's kernels (linkedin/Liger-Kernel ``src/liger_kernel/ops``): RMSNorm saves its input and an fp32 ``rstd`` per
+row (``rms_norm.py``), not transformers' fp32 copy of the input; SwiGLU saves gate and up and recomputes
+``silu(gate)`` (``swiglu.py`` ``LigerSiLUMulFunction``); RoPE rotates q and k in place (``rope.py``); the fused
+linear cross-entropy never makes the logits (:func:`~gpuplan.memory.runtimes.base.liger_fused_linear`).
+"""
+
+from __future__ import annotations
+
+from ...model.spec import ModelSpec
+from ...scenario import Scenario
+from .. import activations as act
+from .base import LossBytes
+from .hf import Hf
+from .torchtune import chunked_loss
+
+
+class Axolotl(Hf):
+    name = "axolotl"
+
+    def fused(self, s: Scenario) -> bool:
+        return True  # the Liger plugin's RMSNorm and SwiGLU kernels, whatever the loss
+
+    def loss(self, s: Scenario, m: ModelSpec, setup: act.ActivationSetup, lm_head_cast: bool,
+             capacity: float | None) -> LossBytes:
+        if s.loss == "chunked":
+            return chunked_loss(m, setup, s.loss_chunks or 8, compiled=bool(s.compile))
+        return super().loss(s, m, setup, lm_head_cast, capacity)

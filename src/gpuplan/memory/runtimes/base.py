@@ -1,0 +1,173 @@
+"""What a training-stack profile answers, with the Hugging Face stack's answers as the defaults.
+
+A :class:`Runtime` is one stack's code (transformers + peft, torchtune's modules, torchtitan's model, Unsloth's and
+Liger's kernels): what each decoder layer saves for backward, what its selective checkpointing keeps, what the loss
+materializes, what stays on the GPU when activations are offloaded, and which buffers it adds. An :class:`Engine`
+is who holds the model state (one GPU, DDP, DeepSpeed ZeRO, FSDP1, FSDP2): what it stores and shards, the buffers
+it gathers, and how far the caching allocator's reserved memory runs above the allocated peak.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ... import overheads as oh
+from ...model.quant import Format, make_format
+from ...model.spec import ModelSpec
+from ...scenario import Scenario
+from .. import activations as act
+from ..state import adapts_experts, attention_kernel, lora_targets, weight_format
+
+
+@dataclass(frozen=True, kw_only=True)
+class LossBytes:
+    """Bytes of the output projection and loss: kept from the loss's forward to its backward (``saved``), alive
+    only at the end of the forward (``forward``) or at the start of the backward (``backward``)."""
+
+    saved: float
+    forward: float
+    backward: float
+
+
+@dataclass(kw_only=True)
+class State:
+    """Model state per GPU: weights, gradients and optimizer states, and what the optimizer step adds."""
+
+    weights: float = 0.0
+    gradients: float = 0.0
+    optimizer: float = 0.0
+    step_extra: float = 0.0  # e.g. DeepSpeed's fp32 gradient partition made at the step
+    cpu: float = 0.0
+    trainable: int = 0
+    state_bytes: int = 4  # bytes per optimizer-state element
+    assumptions: list[str] = field(default_factory=list)
+
+
+class Runtime:
+    """The Hugging Face stack (transformers modules, peft adapters, the Trainer's autocast): the baseline every
+    other profile changes. Byte rules of the layers are in :mod:`gpuplan.memory.activations`."""
+
+    name = "hf"
+    # layers whose checkpoints stay on the GPU under activation offloading (the rest go to pinned CPU memory):
+    # axolotl's port of torchtune's OffloadActivations keeps a stash of five (max_fwd_stash_size)
+    offload_resident_layers = 5
+    # the 4-bit base saves each layer input for the backward (bitsandbytes MatMul4Bit); torchao's NF4 does not
+    saves_4bit_inputs = True
+
+    # -- what it stores ----------------------------------------------------------------------------------
+    def base_format(self, s: Scenario, m: ModelSpec) -> tuple[Format, tuple[str, ...]]:
+        """The frozen base's storage under LoRA / QLoRA and the groups left in 16 bits."""
+        if s.method == "qlora":
+            return weight_format(s, m)
+        return make_format("none", high_bytes=s.compute_bytes), ("router",)
+
+    def fp32_upcast(self, s: Scenario) -> bool:
+        """peft's prepare_model_for_kbit_training: the non-4-bit parameters of a bitsandbytes model become fp32."""
+        return s.method == "qlora" and (s.quant or "nf4") in ("nf4", "fp4") and bool(s.qlora_fp32_upcast)
+
+    def head_upcast(self, s: Scenario) -> bool:
+        """Whether the output head is fp32 in QLoRA, so that autocast saves a 16-bit copy of it: after
+        prepare_model_for_kbit_training on any 4-bit base (peft before 0.6 cast a GPTQ model's fp16 parameters
+        too; the Qwen-1 QLoRA rows measure it)."""
+        return s.method == "qlora" and bool(s.qlora_fp32_upcast)
+
+    # -- what it saves for backward ------------------------------------------------------------------------
+    def fused(self, s: Scenario) -> bool:
+        """Whether norms and the gated MLP run as fused kernels (saving inputs and rstd, not fp32 copies)."""
+        return bool(s.compile)
+
+    def setup(self, s: Scenario, m: ModelSpec, autocast_fp32: bool) -> act.ActivationSetup:
+        mixed = s.precision.endswith("-mixed")
+        c = s.compute_bytes
+        lora = s.method != "full"
+        fp32_adapters = lora and s.adapter_bytes == 4 and c < 4
+        bnb_4bit = s.method == "qlora" and (s.quant or "nf4") in ("nf4", "fp4")
+        cast = (c if mixed else 4) if fp32_adapters else 0
+        return act.ActivationSetup(
+            tokens=s.micro_batch_size * s.seq_len, batch=s.micro_batch_size, seq=s.seq_len, compute_bytes=c,
+            autocast_fp32_weights=autocast_fp32, base_trainable=not lora,
+            lora_targets=lora_targets(s, m) if lora else frozenset(), attention=attention_kernel(s, m), tp=s.tp,
+            lora_rank=s.lora_rank if lora else 0, lora_dropout=s.lora_dropout, lora_cast_bytes=cast,
+            lora_inner_bytes=4 if fp32_adapters and not mixed else 0, lora_experts=adapts_experts(s, m),
+            base_4bit=bnb_4bit and self.saves_4bit_inputs,
+            fp32_residual_4bit=bnb_4bit and mixed and self.fp32_upcast(s),
+            fused_norm=self.fused(s), fused_mlp=self.fused(s))
+
+    def saved(self, layer, m: ModelSpec, setup: act.ActivationSetup) -> float:
+        """Bytes one decoder layer keeps for its backward without checkpointing."""
+        return act.saved_bytes(layer, m, setup)
+
+    def selective(self, layer, m: ModelSpec, setup: act.ActivationSetup) -> float:
+        """Bytes one layer keeps under the stack's own selective checkpointing (stacks without one refuse it)."""
+        raise NotImplementedError(f"{self.name} has no selective checkpointing")
+
+    # -- what it materializes in the loss --------------------------------------------------------------
+    def loss(self, s: Scenario, m: ModelSpec, setup: act.ActivationSetup, lm_head_cast: bool,
+             capacity: float | None) -> LossBytes:
+        """transformers' ``ForCausalLMLoss`` on the full logits (:func:`activations.logits_bytes`); compiled
+        (``Trainer(torch_compile=True)`` compiles the forward with its loss), inductor fuses the fp32 upcast into
+        the cross-entropy kernels: the 16-bit logits are saved and the backward makes one 16-bit gradient."""
+        if s.loss == "fused-linear":
+            return liger_fused_linear(s, m, setup, lm_head_cast)
+        saved, fwd, bwd = act.logits_bytes(m, setup, lm_head_cast)
+        if s.compile:
+            TV = setup.tokens * m.vocab_size / setup.tp
+            c = setup.compute_bytes
+            return LossBytes(saved=saved - 4 * TV + c * TV, forward=0.0, backward=c * TV)
+        return LossBytes(saved=saved, forward=fwd, backward=bwd)
+
+    # -- buffers, speed, what it reports -------------------------------------------------------------------
+    def extras(self, s: Scenario, m: ModelSpec, shard: float) -> dict[str, float]:
+        """Buffers the stack keeps besides tensors of the model: the dequantized 4-bit weight of the matmul that
+        runs (bitsandbytes dequantizes per call) and cuBLAS's workspace."""
+        out: dict[str, float] = {}
+        if s.method == "qlora":
+            largest = max(lin.weight_params / lin.count for layer, _ in m.layer_kinds() for lin in layer.linears)
+            out["dequantized 4-bit weight"] = s.compute_bytes * largest * shard
+        out["cuBLAS workspace"] = oh.CUBLAS_WORKSPACE_GIB * oh.GIB
+        return out
+
+    def step_time_factor(self, s: Scenario) -> tuple[float, str]:
+        """Step time relative to the HF stack's eager step at the same FLOPs, and the source of that ratio."""
+        from .speed import step_time_factor
+
+        return step_time_factor(self.name, s)
+
+    def notes(self, s: Scenario) -> list[str]:
+        return []
+
+
+def head_inputs(s: Scenario, m: ModelSpec, setup: act.ActivationSetup) -> float:
+    """What the final norm and the output head keep for the backward: the norm's fp32 upcast input (a fused norm
+    keeps its input and an fp32 rstd per row instead), its normalized output when its weight trains, and the head's
+    input when the head trains (whole sequence under TP: the column-parallel head all-gathers it); a fused linear
+    cross-entropy computes the head's gradients in the forward and keeps none."""
+    T, t, h, c = setup.tokens, setup.tp, m.hidden_size, setup.compute_bytes
+    r = residual_bytes(setup)
+    if setup.fused_norm:
+        norm = r * T / t * h + 4 * T / t
+    else:
+        norm = 4 * T / t * h + (r * T / t * h if setup.base_trainable else 0.0)
+    head = c * T * h if setup.base_trainable and s.loss != "fused-linear" else 0.0
+    return norm + head
+
+
+def residual_bytes(setup: act.ActivationSetup) -> int:
+    """Bytes per element of the hidden states entering the head: fp32 when autocast runs over fp32 weights or
+    after QLoRA's fp32 upcast of the embeddings, else the compute dtype."""
+    return 4 if setup.autocast_fp32_weights or setup.fp32_residual_4bit else setup.compute_bytes
+
+
+def liger_fused_linear(s: Scenario, m: ModelSpec, setup: act.ActivationSetup, lm_head_cast: bool) -> LossBytes:
+    """Liger's fused linear cross-entropy (linkedin/Liger-Kernel ``ops/fused_linear_cross_entropy.py``
+    ``fused_linear_cross_entropy_forward``): no logits tensor. It allocates ``grad_input`` (``T x h`` like the
+    hidden states, kept to the backward, which only rescales it) and, if the head trains, ``grad_weight``; the
+    logits exist one chunk at a time, ``chunk = next_power_of_2(ceil(T / ceil(V / h)))`` rows of ``V`` in the
+    compute dtype, overwritten by their gradient in place; the per-token loss is fp32. Under autocast an fp32 head
+    (QLoRA's upcast) is cast to 16 bits for each chunk's matmul: a transient copy, not saved."""
+    T, c, h, V = setup.tokens, setup.compute_bytes, m.embedding_dim, m.vocab_size / setup.tp
+    chunk = 1 << max(0, (-(-T // -(-int(V) // h)) - 1).bit_length())
+    head_grad = c * V * h if s.method == "full" else 0.0
+    cast = c * V * h if lm_head_cast else 0.0
+    return LossBytes(saved=residual_bytes(setup) * T * h + 4 * T + head_grad, forward=c * min(chunk, T) * V + cast,
+                     backward=0.0)

@@ -1,0 +1,67 @@
+"""DeepSpeed ZeRO stages 1-3, as the HF Trainer's integration runs them.
+
+Mixed precision (ZeRO paper section 5; DeepSpeed ``stage_1_and_2.py``, ``stage3.py``): 16-bit working weights and
+gradients, fp32 master weights and optimizer states partitioned over the data-parallel ranks; the fp32 gradient
+partition exists during the step (made per sub-group, ``sub_group_size`` 1e9 in stage 3). Stage 1 partitions the
+optimizer states, stage 2 the gradients too, stage 3 the weights too, gathered layer by layer (current + prefetched).
+Buckets: ``reduce_bucket_size = hidden²`` and ``stage3_prefetch_bucket_size = 0.9·hidden²`` elements, as the HF
+integration sets "auto" (``transformers/integrations/deepspeed.py``).
+"""
+
+from __future__ import annotations
+
+from ... import overheads as oh
+from ...model.spec import ModelSpec
+from ...scenario import Scenario
+from ..state import optimizer_state_bytes
+from .base import Runtime, State
+from .engine import Engine
+
+
+class DeepSpeed(Engine):
+    name = "deepspeed"
+    autocasts_fp32_weights = False
+
+    def shards(self, s: Scenario) -> tuple[int, int, int]:
+        n, stage = s.dp, s.resolved_strategy
+        return (n if stage == "zero3" else 1, n if stage in ("zero2", "zero3") else 1, n)
+
+    def state(self, s: Scenario, m: ModelSpec, rt: Runtime) -> State:
+        if s.method != "full" or not s.precision.endswith("-mixed"):
+            st = super().state(s, m, rt)
+            if s.method == "full":
+                st.assumptions.append(f"{s.resolved_strategy.upper()} in {s.precision}: weights, gradients and "
+                                      f"optimizer states in one dtype, sharded over {s.dp} ranks")
+            return st
+        P, tp_pp, n = m.params_total, 1 / (s.tp * s.pp), s.dp
+        w_n, g_n, o_n = self.shards(s)
+        st = State(trainable=P, state_bytes=4)
+        st.weights = 2 * P * tp_pp / w_n + 4 * P * tp_pp / n  # 16-bit working copy + fp32 master partition
+        st.gradients = 2 * P * tp_pp / g_n
+        st.optimizer = optimizer_state_bytes(s, m, P, 4) * tp_pp / o_n
+        st.step_extra = 4 * min(P * tp_pp / n, 1e9 if s.resolved_strategy == "zero3" else P)
+        st.assumptions.append(f"{s.resolved_strategy.upper()} as DeepSpeed runs it: bf16 working weights and "
+                              "gradients, fp32 master weights and optimizer states sharded; the fp32 gradient "
+                              "partition exists during the step (ZeRO paper section 5; DeepSpeed stage_1_and_2.py, "
+                              "stage3.py)")
+        return st
+
+    def offload(self, s: Scenario, st: State) -> None:
+        if s.offload != "none" and s.method == "full":
+            st.cpu += st.gradients  # ZeRO-Offload keeps the fp32 gradient partition on the CPU
+        super().offload(s, st)
+
+    def buffers(self, s: Scenario, m: ModelSpec, rt: Runtime, st: State) -> dict[str, float]:
+        out = {"ZeRO communication buckets": 2 * 2 * oh.deepspeed_bucket_elements(m.hidden_size)}
+        if s.resolved_strategy != "zero3":
+            return out
+        tp_pp = 1 / (s.tp * s.pp)
+        if s.method == "full":
+            largest = max(layer.params for layer, _ in m.layer_kinds()) * tp_pp
+            out["ZeRO-3 gathered layers"] = 2 * 2 * largest + 2 * largest  # current + prefetched, one layer's grads
+        else:  # a frozen base is gathered in its own format; adapter gradients are small
+            fmt, skip = rt.base_format(s, m)
+            largest = max(sum(lin.weight_params * fmt.high_bytes if lin.group in skip else fmt.linear_weight_bytes(lin)
+                              for lin in layer.linears) for layer, _ in m.layer_kinds()) * tp_pp
+            out["ZeRO-3 gathered layers"] = 2 * largest  # current + prefetched
+        return out

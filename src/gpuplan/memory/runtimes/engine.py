@@ -1,0 +1,94 @@
+"""Who holds the model state: one GPU or DDP replicas (this module), DeepSpeed ZeRO (:mod:`.deepspeed`), FSDP1
+(:mod:`.fsdp1`) and FSDP2 (:mod:`.fsdp2`).
+
+Model-state bytes follow ZeRO (Rajbhandari et al. 2020, section 3): with AdamW, ``-mixed`` precision holds fp32
+weights, gradients and two moments (16 bytes/parameter) and computes under torch autocast; ``-true`` holds all of
+them in the compute dtype (8 bytes/parameter with bf16). LoRA trains adapters in ``adapter_dtype`` over a frozen
+base in its storage format.
+"""
+
+from __future__ import annotations
+
+from ... import overheads as oh
+from ...model.spec import ModelSpec
+from ...scenario import Scenario
+from ..breakdown import Estimate
+from ..state import adapts_experts, lora_params, lora_targets, optimizer_state_bytes
+from .base import Runtime, State
+
+
+class Engine:
+    """One GPU, or DDP: every rank holds the whole state; DDP adds flat bucket copies of the gradients."""
+
+    name = "single"
+    # torch autocast over fp32 weights in -mixed full fine-tuning (sharding engines cast the gathered weights)
+    autocasts_fp32_weights = True
+    slack = oh.ALLOCATOR_SLACK_TRAIN
+
+    def shards(self, s: Scenario) -> tuple[int, int, int]:
+        """How many ways weights, gradients and optimizer states are split across data-parallel ranks."""
+        return 1, 1, 1
+
+    def state(self, s: Scenario, m: ModelSpec, rt: Runtime) -> State:
+        tp_pp = 1 / (s.tp * s.pp)  # model state split by TP and PP (vocab-parallel embeddings included)
+        w_n, g_n, o_n = self.shards(s)
+        mixed = s.precision.endswith("-mixed")
+        if s.method == "full":
+            P = m.params_total
+            wbytes = 4 if (mixed or s.precision == "fp32") else 2
+            st = State(weights=wbytes * P * tp_pp / w_n, gradients=wbytes * P * tp_pp / g_n, trainable=P,
+                       state_bytes=wbytes)
+            st.optimizer = optimizer_state_bytes(s, m, P, wbytes) * tp_pp / o_n
+            if mixed:
+                st.assumptions.append(f"{s.precision}: fp32 weights, gradients and optimizer states"
+                                      + (" with torch autocast" if self.autocasts_fp32_weights else "")
+                                      + f" (16 bytes/parameter with AdamW){self.sharded_text(s)}")
+            return st
+        return self.lora_state(s, m, rt, tp_pp, w_n, g_n, o_n)
+
+    def lora_state(self, s: Scenario, m: ModelSpec, rt: Runtime, tp_pp: float, w_n: int, g_n: int,
+                   o_n: int) -> State:
+        targets = lora_targets(s, m)
+        trainable = lora_params(m, targets, s.lora_rank, experts=adapts_experts(s, m))
+        a = s.adapter_bytes
+        fmt, skip = rt.base_format(s, m)
+        base = sum(m.weight_bytes(fmt, skip=skip).values())
+        st = State(trainable=trainable, state_bytes=a)
+        if rt.fp32_upcast(s):
+            high = m.params_total - sum(count * sum(lin.weight_params for lin in layer.linears
+                                                    if lin.group not in skip) for layer, count in m.layer_kinds())
+            base += high * (4 - s.compute_bytes)
+            st.assumptions.append(f"QLoRA: {fmt.name} base (blocksize 64, double quantization), other parameters "
+                                  "in fp32 (peft prepare_model_for_kbit_training)")
+        elif s.method == "qlora":
+            st.assumptions.append(f"QLoRA on a {fmt.name} base; embeddings, lm_head and norms in "
+                                  f"{s.compute_bytes}-byte precision")
+        st.weights = (base + a * trainable) * tp_pp / w_n
+        st.optimizer = optimizer_state_bytes(s, m, trainable, a) * tp_pp / o_n
+        st.gradients = a * trainable * tp_pp / g_n
+        st.assumptions.append(f"LoRA rank {s.lora_rank} on {len(targets)} module kinds: {trainable:,} trainable "
+                              f"parameters in {s.adapter_dtype}")
+        return st
+
+    def sharded_text(self, s: Scenario) -> str:
+        return ""
+
+    def offload(self, s: Scenario, st: State) -> None:
+        """``offload optimizer``: states (and the step) on the CPU; ``optimizer+params``: weights too."""
+        if s.offload == "none":
+            return
+        st.cpu += st.optimizer
+        st.optimizer = 0.0
+        if s.offload == "optimizer+params":
+            st.cpu += st.weights
+            st.weights = 0.0
+        st.assumptions.append(f"offload {s.offload}: those states live in CPU memory and the step runs there")
+
+    def buffers(self, s: Scenario, m: ModelSpec, rt: Runtime, st: State) -> dict[str, float]:
+        """Buffers of the engine alive at the peak: DDP's gradient buckets (PyTorch DDP keeps flat bucket copies of
+        the gradients)."""
+        return {"DDP gradient buckets": st.gradients} if s.resolved_strategy == "ddp" else {}
+
+    def fragmentation(self, s: Scenario, m: ModelSpec, rt: Runtime, e: Estimate) -> float:
+        """Reserved bytes beyond the allocator's slack that the engine leaves cached (none here)."""
+        return 0.0

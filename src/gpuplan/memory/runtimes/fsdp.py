@@ -1,0 +1,67 @@
+"""What FSDP1 and FSDP2 share (FULL_SHARD): every rank holds 1/N of each parameter, gradient and optimizer state,
+and unshards one unit (a decoder layer) at a time in the parameter dtype of its mixed-precision policy.
+
+Per GPU, besides the shards: the root unit (embeddings, final norm, output head: the parameters no decoder-layer
+unit owns) stays unsharded from the forward through the backward (FSDP1 ``_post_forward_reshard``: "Do not free the
+root's parameters in the post-forward for FULL_SHARD"; FSDP2's root is re-gathered for the output head's backward as
+soon as it is freed), and its gradient waits unsharded until the last root parameter's gradient arrives at the end
+of the backward; two decoder-layer units are unsharded at once (the current one and the prefetched one: FSDP1's
+``limit_all_gathers`` caps the in-flight all-gathers at two, ``_limiter_utils._FreeEventQueue``; FSDP2 prefetches
+one unit ahead); the backward reduce-scatters one unit's unsharded gradient at a time.
+"""
+
+from __future__ import annotations
+
+from ...model.spec import ModelSpec
+from ...scenario import Scenario
+from .base import Runtime, State
+from .engine import Engine
+
+
+class Fsdp(Engine):
+    name = "fsdp"
+    autocasts_fp32_weights = False  # the mixed-precision policy casts the gathered weights to bf16
+    reduce_bytes = 0  # bytes per element of an extra reduce-scatter copy in the reduce dtype (0: none)
+
+    def shards(self, s: Scenario) -> tuple[int, int, int]:
+        return s.dp, s.dp, s.dp
+
+    def sharded_text(self, s: Scenario) -> str:
+        return f", sharded over {s.dp} ranks by {self.name.upper()}"
+
+    def offload(self, s: Scenario, st: State) -> None:
+        """FSDP's CPU offload moves the parameter shards, their gradients and the optimizer step to the CPU."""
+        if s.offload == "optimizer+params":
+            st.cpu += st.gradients
+            st.gradients = 0.0
+        super().offload(s, st)
+
+    def unit_bytes(self, s: Scenario, m: ModelSpec, rt: Runtime) -> tuple[float, float]:
+        """(parameter bytes, trainable parameters) of the largest decoder-layer unit, unsharded."""
+        tp_pp = 1 / (s.tp * s.pp)
+        if s.method == "full":
+            largest = max(layer.params for layer, _ in m.layer_kinds())
+            return s.compute_bytes * largest * tp_pp, largest * tp_pp
+        fmt, skip = rt.base_format(s, m)
+        largest = max(sum(lin.weight_params * fmt.high_bytes if lin.group in skip else fmt.linear_weight_bytes(lin)
+                          for lin in layer.linears) for layer, _ in m.layer_kinds())
+        return largest * tp_pp, 0.0
+
+    def root_params(self, m: ModelSpec) -> int:
+        return m.vocab_size * m.embedding_dim * (1 if m.tie_word_embeddings else 2) + m.final_norm_params
+
+    def buffers(self, s: Scenario, m: ModelSpec, rt: Runtime, st: State) -> dict[str, float]:
+        tp_pp = 1 / (s.tp * s.pp)
+        root_bytes = 4 if rt.fp32_upcast(s) or s.precision == "fp32" else s.compute_bytes
+        unit, unit_trainable = self.unit_bytes(s, m, rt)
+        out = {f"{self.name.upper()} root unit unsharded (embeddings, norm, head)": root_bytes * self.root_params(m)
+               * tp_pp, f"{self.name.upper()} units in flight (current + prefetched)": 2 * unit}
+        if s.method == "full":
+            out[f"{self.name.upper()} root gradient, unsharded until the end of backward"] = \
+                s.compute_bytes * self.root_grad_params(m) * tp_pp
+            out[f"{self.name.upper()} unsharded gradient of one unit (reduce-scatter)"] = \
+                (s.compute_bytes + self.reduce_bytes) * unit_trainable
+        return out
+
+    def root_grad_params(self, m: ModelSpec) -> int:
+        return self.root_params(m)

@@ -1,0 +1,69 @@
+"""Unsloth (unslothai/unsloth ``models/llama.py``, kernels in ``unsloth/kernels``, the loss and the offloaded
+checkpointing in unslothai/unsloth-zoo).
+
+- ``use_gradient_checkpointing="unsloth"``: each layer's input is copied to pinned CPU memory
+  (unsloth-zoo ``gradient_checkpointing.UnslothCheckpointFunction``), except the last layer's, and brought back
+  into one GPU buffer (two when more than 512 MiB are free, for double buffering): three layer inputs stay on the
+  GPU. Below 512 tokens it is plain checkpointing (``apply_unsloth_gradient_checkpointing``).
+- The loss is ``unsloth_fused_ce_loss``: no logits; ``grad_inputs = torch.empty_like(hidden_states)`` is filled in
+  the forward, chunk by chunk, each chunk's logits upcast to fp32 with at most ``min(0.5 x free memory, 4 GiB)`` of
+  them at once (``fused_losses/cross_entropy_loss.py`` ``_get_chunk_multiplier``, ``get_chunk_size``): the
+  estimate takes 4 GiB, or half of what the card leaves free when a GPU is named.
+- With ``lora_dropout = 0`` (its default) the LoRA layers run its fused kernels (``kernels/fast_lora.py``):
+  ``LoRA_MLP`` saves the MLP input and the gate and up outputs and recomputes the rest in the backward,
+  ``LoRA_QKV`` and ``LoRA_W`` save their input once, in the compute dtype (the fp32 adapters are cast inside the
+  kernel); its RMSNorm kernel saves the input and an fp32 ``r`` per row; the 4-bit base is dequantized inside the
+  kernels, which save no extra input; embeddings stay bf16 (no fp32 upcast).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ... import overheads as oh
+from ...model.spec import ModelSpec
+from ...scenario import Scenario
+from .. import activations as act
+from .base import LossBytes, Runtime
+
+FUSED_LOSS_MAX_GIB = 4.0  # unsloth-zoo fused_losses: target_gb = min(0.5 x free, 4.0)
+
+
+class Unsloth(Runtime):
+    name = "unsloth"
+    offload_resident_layers = 3  # the last layer's input and two reload buffers
+    saves_4bit_inputs = False
+
+    def fp32_upcast(self, s: Scenario) -> bool:
+        return False
+
+    def fused(self, s: Scenario) -> bool:
+        return True
+
+    def fast_lora(self, s: Scenario) -> bool:
+        return s.method != "full" and s.lora_dropout == 0
+
+    def setup(self, s: Scenario, m: ModelSpec, autocast_fp32: bool) -> act.ActivationSetup:
+        setup = super().setup(s, m, autocast_fp32)
+        if self.fast_lora(s):  # inputs saved once in the compute dtype, no rank-r intermediates
+            setup = replace(setup, lora_cast_bytes=0, lora_rank=0)
+        return setup
+
+    def saved(self, layer, m: ModelSpec, setup: act.ActivationSetup) -> float:
+        total = act.saved_bytes(layer, m, setup)
+        if not setup.base_trainable and not setup.lora_rank:  # LoRA_MLP recomputes down_proj's input
+            mids = [lin for lin in layer.linears if lin.name in setup.lora_targets
+                    and act.INPUT_OF.get(lin.name) == "mlp_mid" and lin.count == 1]
+            total -= sum(setup.compute_bytes * setup.tokens * lin.in_features / setup.tp for lin in mids)
+        return total
+
+    def loss(self, s: Scenario, m: ModelSpec, setup: act.ActivationSetup, lm_head_cast: bool,
+             capacity: float | None) -> LossBytes:
+        if s.loss != "fused-linear":
+            return super().loss(s, m, setup, lm_head_cast, capacity)
+        T, c, h, TV = setup.tokens, setup.compute_bytes, m.embedding_dim, setup.tokens * m.vocab_size
+        target = FUSED_LOSS_MAX_GIB * oh.GIB if capacity is None else min(FUSED_LOSS_MAX_GIB * oh.GIB,
+                                                                            0.5 * max(capacity, 0.0))
+        chunk = min(TV, target / 4)  # logits per chunk (fp32 bytes within the target)
+        head = c * m.vocab_size * h if s.method == "full" else 0.0
+        return LossBytes(saved=c * T * h + head, forward=(c + 4) * chunk, backward=0.0)

@@ -1,0 +1,533 @@
+"""``gpuplan launch``: the plan's numbers, the values each file carries (worked out by hand), the header, the
+errors, the CLI, and vLLM's options checked against the parser of vLLM 0.32 captured in tests/data.
+
+The files read back by the libraries themselves are in test_launch_readers.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+import gpuplan
+from gpuplan.errors import GpuplanError
+from gpuplan.launch import TARGETS, launch_files, launch_plan, targets_for
+from gpuplan.launch import skypilot as sky_target
+from gpuplan.launch import vllm as vllm_target
+from gpuplan.launch.stack import LaunchOptions, model_dtype
+from gpuplan.market.cost import daly_interval_h
+from gpuplan.market.store import load_offers
+from gpuplan.scenario import scenario_from
+
+DATA = Path(__file__).parent / "data"
+QLORA_SPOT = dict(model="llama-3.1-8b", task="train", method="qlora", gpu="l40s", micro_batch_size=2,
+                  grad_accum_steps=8, grad_checkpointing="full", optimizer="paged-adamw-8bit", train_tokens=5e7,
+                  pricing="spot", seq_len=2048)
+ZERO3 = dict(model="llama-3.1-8b", task="train", gpu="nvidia-a100-sxm4-80gb", num_gpus=4, strategy="zero3",
+             micro_batch_size=4, grad_accum_steps=2, seq_len=4096, grad_checkpointing="full", train_tokens=1e8)
+SMALL = dict(model="qwen2.5-0.5b", task="train", gpu="h100-sxm5", seq_len=1024, train_tokens=1e7)
+SERVE = dict(model="llama-3.1-8b", task="infer", engine="vllm", gpu="l40s", batch_size=16, prompt_tokens=4096,
+             output_tokens=512, kv_cache_dtype="fp8", quant="fp8")
+
+
+def files_of(scenario: dict, targets=None, **options) -> dict[str, str]:
+    plan = launch_plan(scenario)
+    return {f.name: f.text for f in launch_files(plan, targets, LaunchOptions(**options))}
+
+
+def body(text: str) -> dict:
+    return yaml.safe_load(text)
+
+
+def command_of(script: str) -> list[str]:
+    """The tokens of the command a written shell script runs (comments and ``set`` dropped)."""
+    lines = [line for line in script.splitlines() if line and not line.startswith(("#", "set "))]
+    return shlex.split(" ".join(lines).replace("\\ ", " "))
+
+
+# ---- the plan ---------------------------------------------------------------------------------------------
+def test_plan_numbers_are_estimates():
+    """Memory, speed and cost of the plan are those `gpuplan estimate` reports for the same scenario."""
+    plan = launch_plan(QLORA_SPOT)
+    result = gpuplan.estimate(QLORA_SPOT)
+    assert plan.result.memory.device_peak_gib == result.memory.device_peak_gib
+    assert plan.speed.tokens_per_s == pytest.approx(result.speed["tokens_per_s"], rel=1e-12)
+    assert plan.offer_label == result.cost["offer"] == "verda 1x spot"
+    assert plan.usd_per_hour == result.cost["usd_per_hour"] == 0.94  # verda's spot L40S, data/offers.csv
+    assert plan.hours == pytest.approx(result.cost["hours"], rel=1e-12)
+    assert plan.spot.interval_h == pytest.approx(result.cost["spot"]["interval_h"], rel=1e-12)
+
+
+def test_steps_by_hand():
+    """max_steps = ceil(tokens / tokens per step); save_steps = floor(Daly interval / step time), the interval
+    from a LoRA checkpoint of 12 bytes per trainable parameter (fp32 adapters + two fp32 moments) written at
+    1 GB/s and the 1-GPU spot prior of 2 hours between interruptions (data/providers.yaml)."""
+    plan = launch_plan(QLORA_SPOT)
+    tokens_per_step = 2 * 2048 * 8 * 1
+    assert plan.max_steps == math.ceil(5e7 / tokens_per_step) == 1526
+    trainable = plan.result.model.params_trainable
+    # rank 16 x (in + out) of q, k, v, o, gate, up, down per layer: 16 x (8192 + 5120 + 5120 + 8192 + 3 x 18432)
+    # = 1,310,720, times 32 layers
+    assert trainable == 16 * (8192 + 5120 + 5120 + 8192 + 3 * 18432) * 32 == 41_943_040
+    write_h = trainable * 12 / 1e9 / 3600
+    interval_h = daly_interval_h(write_h, 2.0)
+    assert plan.spot.interval_h == pytest.approx(interval_h, rel=1e-12)
+    assert plan.save_steps == max(1, math.floor(interval_h * 3600 / plan.speed.step_time_s))
+
+
+def test_disk_by_hand():
+    """Disk = the bf16 weights as downloaded (16.1 GB) + 3 full checkpoints (2 kept + the final save) of 14 bytes
+    per parameter (bf16 weights, fp32 master, two fp32 moments: 112.4 GB each) + 5 GB of data + 50 GB of
+    software = 408.3 GB, rounded up to 410."""
+    plan = launch_plan(ZERO3)
+    params = plan.model.params_total
+    assert params == 8_030_261_248
+    need = params * 2 / 1e9 + 3 * params * 14 / 1e9 + 5.0 + 50.0
+    assert need == pytest.approx(408.33, abs=0.01)
+    assert launch_plan({**ZERO3, "dataset_gb": 5.0}).disk_gb == 410
+    # without dataset_gb: 4 bytes per train token, 1e8 tokens = 0.4 GB (gpuplan.market.cost.dataset_gb)
+    assert plan.disk_gb == math.ceil((need - 5.0 + 0.4) / 10) * 10 == 410
+
+
+# ---- what each file carries ---------------------------------------------------------------------------
+def test_trainer_fields_qlora():
+    t = body(files_of(QLORA_SPOT)["trainer.yaml"])
+    assert t["model_name_or_path"] == "meta-llama/Llama-3.1-8B"
+    assert (t["per_device_train_batch_size"], t["gradient_accumulation_steps"], t["max_length"]) == (2, 8, 2048)
+    assert t["gradient_checkpointing"] is True and t["packing"] is True
+    assert t["optim"] == "paged_adamw_8bit" and t["bf16"] is True and t["fp16"] is False
+    assert (t["load_in_4bit"], t["bnb_4bit_quant_type"], t["use_bnb_nested_quant"]) == (True, "nf4", True)
+    assert (t["use_peft"], t["lora_r"], t["lora_target_modules"]) == (True, 16, "all-linear")
+    assert t["dtype"] == "bfloat16"  # the frozen base in the compute dtype
+    plan = launch_plan(QLORA_SPOT)
+    assert t["max_steps"] == plan.max_steps and t["save_steps"] == plan.save_steps
+    assert "deepspeed" not in t and "fsdp" not in t
+
+
+@pytest.mark.parametrize("change, dtype, bf16, fp16", [
+    ({"strategy": "ddp", "num_gpus": 2}, "float32", True, False),  # autocast over fp32 weights
+    ({"strategy": "zero3", "num_gpus": 2}, "bfloat16", True, False),  # DeepSpeed: bf16 weights, fp32 master
+    ({"strategy": "fsdp", "num_gpus": 2}, "float32", True, False),  # FSDP mixed precision: fp32 shards
+    ({"precision": "bf16-true"}, "bfloat16", True, False),
+    ({"precision": "fp16-mixed"}, "float32", False, True),
+    ({"precision": "fp32"}, "float32", False, False),
+])
+def test_model_dtype_follows_the_memory_model(change, dtype, bf16, fp16):
+    s = {**SMALL, **change}
+    assert model_dtype(scenario_from(s)) == dtype
+    t = body(files_of(s, ["trainer"])["trainer.yaml"])
+    assert (t["dtype"], t["bf16"], t["fp16"]) == (dtype, bf16, fp16)
+
+
+def test_deepspeed_config_by_hand():
+    """Llama-3.1-8B: hidden 4096, so reduce_bucket_size 4096^2, prefetch 0.9 x 4096^2, persistence 10 x 4096."""
+    ds = json.loads(files_of(ZERO3)["ds_config.json"])
+    assert ds["train_batch_size"] == 4 * 2 * 4 and ds["train_micro_batch_size_per_gpu"] == 4
+    assert ds["gradient_accumulation_steps"] == 2 and ds["gradient_clipping"] == 1.0
+    assert ds["bf16"] == {"enabled": True} and "fp16" not in ds
+    zero = ds["zero_optimization"]
+    assert zero["stage"] == 3 and "offload_optimizer" not in zero
+    assert zero["reduce_bucket_size"] == 16_777_216 == 4096**2
+    assert zero["stage3_prefetch_bucket_size"] == 15_099_494 == int(0.9 * 4096**2)
+    assert zero["stage3_param_persistence_threshold"] == 40_960
+    assert ds["_gpuplan"]["predicted"] == json.loads(json.dumps(launch_plan(ZERO3).predictions()))
+
+
+def test_deepspeed_offload_and_bf16_true():
+    s = {**ZERO3, "offload": "optimizer+params", "precision": "bf16-true"}
+    ds = json.loads(files_of(s, ["deepspeed"])["ds_config.json"])
+    assert ds["zero_optimization"]["offload_optimizer"]["device"] == "cpu"
+    assert ds["zero_optimization"]["offload_param"]["device"] == "cpu"
+    assert ds["bf16"] == {"enabled": True, "bf16_master_weights_and_grads": True, "bf16_optimizer_states": True}
+    assert ds["optimizer"]["type"] == "AdamW"  # ZeRO-Offload steps with DeepSpeed's CPU Adam
+    single = {**QLORA_SPOT, "gpu": "l40s", "method": "lora", "offload": "optimizer", "optimizer": "adamw"}
+    assert json.loads(files_of(single, ["deepspeed"])["ds_config.json"])["zero_optimization"]["stage"] == 1
+
+
+def test_accelerate_config():
+    cfg = body(files_of(ZERO3)["accelerate.yaml"])
+    assert cfg["distributed_type"] == "DEEPSPEED" and cfg["num_processes"] == 4 and cfg["num_machines"] == 1
+    assert cfg["deepspeed_config"] == {"deepspeed_config_file": "ds_config.json", "zero3_init_flag": True,
+                                       "deepspeed_multinode_launcher": "standard"}
+    assert "mixed_precision" not in cfg  # accelerate refuses it beside a deepspeed_config_file
+    # strategy fsdp is FSDP1 in the HF stack (gpuplan.stacks), fsdp2 when asked
+    fsdp = body(files_of({**ZERO3, "strategy": "fsdp", "offload": "optimizer+params"})["accelerate.yaml"])
+    assert fsdp["distributed_type"] == "FSDP" and fsdp["mixed_precision"] == "bf16"
+    assert fsdp["fsdp_config"]["fsdp_version"] == 1 and fsdp["fsdp_config"]["fsdp_offload_params"] is True
+    assert fsdp["fsdp_config"]["fsdp_sharding_strategy"] == "FULL_SHARD"
+    fsdp2 = body(files_of({**ZERO3, "strategy": "fsdp2"})["accelerate.yaml"])
+    assert fsdp2["fsdp_config"]["fsdp_version"] == 2 and fsdp2["fsdp_config"]["fsdp_reshard_after_forward"] is True
+    single = body(files_of(QLORA_SPOT)["accelerate.yaml"])
+    assert single["distributed_type"] == "NO" and single["num_processes"] == 1
+
+
+def test_multinode_and_visible_devices():
+    s = {**ZERO3, "gpu": "h100-sxm5", "num_gpus": 8, "num_nodes": 2, "strategy": "zero2"}
+    files = files_of(s)
+    argv = command_of(files["torchrun.sh"])
+    assert argv[:5] == ["torchrun", "--nproc-per-node", "8", "--nnodes", "2"]
+    assert "--rdzv-backend" in argv and "--standalone" not in argv
+    assert body(files["accelerate.yaml"])["num_processes"] == 16
+    own = launch_plan({**QLORA_SPOT, "pricing": "on_demand"}, visible_devices=(2,))
+    torchrun = {f.name: f.text for f in launch_files(own, ["torchrun", "accelerate"])}
+    assert command_of(torchrun["torchrun.sh"])[0] == "CUDA_VISIBLE_DEVICES=2"
+    assert body(torchrun["accelerate.yaml"])["gpu_ids"] == "2"
+
+
+def test_skypilot_task():
+    """RunPod calls the H100 SXM ``H100-SXM`` (SkyPilot catalog v8); AWS is ``infra: aws/us-east-1``."""
+    s = {**ZERO3, "gpu": "h100-sxm5", "provider": "runpod", "strategy": "zero3"}
+    task = body(files_of({**s, "dataset_gb": 5.0}, ["skypilot"])["sky.yaml"])
+    assert task["resources"]["accelerators"] == "H100-SXM:4" and task["resources"]["infra"] == "runpod"
+    assert task["resources"]["use_spot"] is False and task["num_nodes"] == 1 and task["workdir"] == "."
+    assert task["resources"]["disk_size"] == launch_plan({**s, "dataset_gb": 5.0}).disk_gb
+    assert "deepspeed" in task["setup"] and "accelerate launch" in task["run"]
+    aws = {**QLORA_SPOT, "gpu": "h100-sxm5", "num_gpus": 8, "strategy": "zero2", "provider": "aws"}
+    task = body(files_of(aws, ["skypilot"], bucket="ckpt")["sky.yaml"])
+    assert task["resources"]["infra"] == "aws/us-east-1" and task["resources"]["use_spot"] is True
+    assert task["resources"]["accelerators"] == "H100:8"
+    assert task["file_mounts"] == {"/checkpoints": {"name": "ckpt", "mode": "MOUNT_CACHED"}}
+    assert "--resume_from_checkpoint" in task["run"] and "--output_dir /checkpoints" in task["run"]
+
+
+def test_skypilot_names_cover_the_catalogs():
+    """Every provider of the price catalog has a SkyPilot cloud (or null), and every cloud named is one of
+    SkyPilot 0.14.1's (the enum of its captured resources schema)."""
+    names = sky_target.names()
+    schema = json.loads((DATA / "skypilot" / "schemas-0.14.1.json").read_text())
+    clouds = set(schema["resources"]["properties"]["cloud"]["case_insensitive_enum"])
+    assert {o.provider for o in load_offers()} <= set(names["clouds"])
+    assert {c for c in names["clouds"].values() if c} <= clouds
+    from gpuplan.hardware import gpus
+
+    assert set(names["accelerators"]) <= set(gpus())
+    assert {o.gpu_id for o in load_offers()} <= set(names["accelerators"])
+
+
+def test_every_file_opens_with_the_command_and_predictions():
+    plan = launch_plan(ZERO3, command="gpuplan launch job.yaml")
+    peak = f"device peak {plan.result.memory.device_peak_gib:.1f} GiB"
+    files = launch_files(plan)
+    assert json.loads(files[-1].text)["predicted"] == json.loads(json.dumps(plan.predictions()))  # plan.json
+    for f in files[:-1]:
+        head = f.text[:1500]
+        assert "gpuplan launch job.yaml" in head and peak in head, f.name
+        assert f"{plan.speed.tokens_per_s:,.0f} tokens/s" in head, f.name
+        if f.name.endswith((".yaml", ".sh")):
+            assert f.text.splitlines()[0].startswith(("#", "#!")), f.name
+
+
+def test_shell_scripts_round_trip():
+    """The written command is the command: ``shlex.split`` of the script gives back the argv."""
+    from gpuplan.launch import accelerate, torchrun
+
+    plan, opts = launch_plan(ZERO3), LaunchOptions(script=("my train.py", "--x"))
+    files = {f.name: f.text for f in launch_files(plan, None, opts)}
+    assert command_of(files["accelerate-launch.sh"]) == accelerate.command(plan, opts)
+    assert command_of(files["torchrun.sh"]) == torchrun.command(plan, opts)
+    assert "'my train.py'" in files["torchrun.sh"]
+
+
+# ---- vLLM ----------------------------------------------------------------------------------------------
+def _number(text: str) -> int | str:
+    """vLLM's human-readable integers (``8192``, ``8k``), as far as the tests need: digits become an int."""
+    return int(text) if text.isdigit() else text
+
+
+VLLM_RELEASES = ("0.32.0", "0.33.0")
+# 0.33's parser no longer lists the cache dtypes as choices; 0.32's did (vllm/config/cache.py CacheDType)
+VLLM_032_KV_CHOICES = next(a["choices"] for a in json.loads((DATA / "vllm" / "serve-args-0.32.0.json").read_text())
+                           ["actions"] if a["dest"] == "kv_cache_dtype")
+
+
+def captured_vllm(release: str = "0.33.0") -> tuple[argparse.ArgumentParser, dict]:
+    """vLLM's `vllm serve` options, rebuilt from the capture of its own parser (tests/data/vllm)."""
+    data = json.loads((DATA / "vllm" / f"serve-args-{release}.json").read_text())
+    assert data["vllm_version"] == release
+    parser = argparse.ArgumentParser(add_help=False)
+    types = {"int": int, "float": float, "human_readable_int": _number, "human_readable_int_or_auto": _number}
+    for a in data["actions"]:
+        kwargs = {"dest": a["dest"]}
+        if a["nargs"] == 0 or a["action"] in ("_StoreTrueAction", "_StoreFalseAction", "BooleanOptionalAction"):
+            # flags (0.33's EnableDisableAction pairs included): the tests use only their positive form
+            kwargs["action"] = "store_true" if a["action"] != "_StoreFalseAction" else "store_false"
+        else:
+            kwargs.update(type=types.get(a["type"], str), choices=a["choices"], nargs=a["nargs"])
+        if a["options"]:
+            parser.add_argument(*a["options"], **kwargs)
+        else:
+            parser.add_argument(kwargs.pop("dest"), **kwargs)
+    return parser, data
+
+
+@pytest.mark.parametrize("release", VLLM_RELEASES)
+def test_vllm_command_against_captured_parser(release):
+    """vLLM pulls a CUDA torch, so it is not a test dependency: its options, choices and types come from
+    tests/data/vllm/serve-args-<release>.json, captured from vLLM's parser by tests/data/vllm/capture.py
+    (test_launch_readers.py runs the real parser where vLLM imports). 0.33.0 is the release whose memory rules
+    the estimate follows by default."""
+    plan = launch_plan(SERVE)
+    argv = command_of({f.name: f.text for f in launch_files(plan, ["vllm"])}["vllm-serve.sh"])
+    assert argv[:2] == ["vllm", "serve"]
+    parser, data = captured_vllm(release)
+    args = parser.parse_args(argv[2:])
+    engine = plan.result.memory.engine  # the scheduler limits the memory estimate assumed
+    assert args.model_tag == "meta-llama/Llama-3.1-8B"
+    assert args.tensor_parallel_size == 1 and args.gpu_memory_utilization == 0.9
+    assert args.max_model_len == engine["max_model_len"] == 131_072  # the model's context fits the pool
+    assert (args.max_num_seqs, args.max_num_batched_tokens) == (engine["max_num_seqs"],
+                                                                engine["max_num_batched_tokens"])
+    assert args.kv_cache_dtype == "fp8" and args.dtype == "bfloat16"
+    assert args.quantization == "fp8" and args.quantization in data["quantization_methods"]
+    assert set(vllm_target.QUANTIZATION.values()) <= set(data["quantization_methods"])
+    eager = vllm_target.command(launch_plan({**SERVE, "enforce_eager": True}), LaunchOptions())
+    assert parser.parse_args(eager[2:]).enforce_eager is True
+    kv_choices = next(a["choices"] for a in data["actions"] if a["dest"] == "kv_cache_dtype")
+    assert set(vllm_target.KV_CACHE_DTYPE.values()) <= set(kv_choices or VLLM_032_KV_CHOICES)
+
+
+def test_vllm_max_model_len_fits_the_pool():
+    """Llama-3.1-8B in bf16 on a 4090: vLLM would refuse the 131,072-token context (the estimate warns so), so the
+    plan takes the longest request the pool holds, and its estimate no longer warns."""
+    s = {**SERVE, "gpu": "rtx-4090", "quant": None, "kv_cache_dtype": "auto", "batch_size": 4,
+         "prompt_tokens": 1024, "output_tokens": 256}
+    before = gpuplan.estimate(s)
+    fit = before.memory.engine["max_model_len_that_fits"]
+    assert 1280 <= fit < 131_072 and any("refuse to start" in w for w in before.warnings)
+    plan = launch_plan(s)
+    assert plan.scenario.max_model_len == fit == vllm_target.max_model_len(plan)
+    assert not any("refuse to start" in w for w in plan.result.warnings)
+    args, _ = captured_vllm()[0].parse_known_args(vllm_target.command(plan, LaunchOptions())[2:])
+    assert args.max_model_len == fit and args.quantization is None
+    assert f"--max-model-len {fit:,}: the longest request" in launch_files(plan, ["vllm"])[0].text
+
+
+# ---- errors ----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("scenario, target, text", [
+    (ZERO3, "vllm", "vLLM serves models"),
+    (QLORA_SPOT, "deepspeed", "single GPU without ZeRO"),
+    ({**SMALL, "strategy": "ddp", "num_gpus": 2}, "deepspeed", "plain DDP"),
+    ({**ZERO3, "strategy": "fsdp"}, "deepspeed", "FSDP"),
+    (SERVE, "trainer", "for training"),
+    ({**SERVE, "engine": "transformers", "quant": None, "kv_cache_dtype": "auto"}, "vllm", "engine transformers"),
+    ({**SERVE, "quant": "nf4"}, "vllm", "cannot load nf4"),
+    ({**SERVE, "entry_point": "offline"}, "vllm", "offline entry point"),
+    ({**ZERO3, "tp": 2}, "torchrun", "tensor/pipeline parallel"),
+    ({**SMALL, "framework": "axolotl"}, "accelerate", "framework axolotl"),
+    (ZERO3, "torchrum", "did you mean torchrun"),
+])
+def test_targets_that_do_not_apply(scenario, target, text):
+    with pytest.raises(GpuplanError, match=text):
+        targets_for(launch_plan(scenario), [target])
+
+
+def test_no_target_for_other_frameworks_yet():
+    s = {**SMALL, "framework": "axolotl"}
+    with pytest.raises(GpuplanError, match="no launch target applies to this plan: framework axolotl"):
+        targets_for(launch_plan(s))
+
+
+def test_liger_and_compile():
+    t = body(files_of({**SMALL, "loss": "fused-linear", "compile": True}, ["trainer"])["trainer.yaml"])
+    assert t["use_liger_kernel"] is True and t["torch_compile"] is True
+    assert "liger-kernel" in files_of({**SMALL, "loss": "fused-linear"}, ["skypilot"])["sky.yaml"]
+
+
+def test_default_targets():
+    assert targets_for(launch_plan(ZERO3)) == ["trainer", "deepspeed", "accelerate", "torchrun", "skypilot"]
+    assert targets_for(launch_plan(QLORA_SPOT)) == ["trainer", "accelerate", "torchrun", "skypilot"]
+    assert targets_for(launch_plan(SERVE)) == ["vllm", "skypilot"]
+    assert set(TARGETS) == {"trainer", "deepspeed", "accelerate", "torchrun", "torchtune", "vllm", "skypilot"}
+
+
+@pytest.mark.parametrize("scenario, text", [
+    ({**ZERO3, "gpu": None}, "launch needs a GPU"),
+    ({**ZERO3, "num_gpus": 1, "strategy": None, "micro_batch_size": 16}, "does not fit"),
+    ({**ZERO3, "strategy": "fsdp", "offload": "optimizer"}, "FSDP offloads parameters"),
+    ({**ZERO3, "strategy": "fsdp2", "offload": "optimizer"}, "FSDP offloads parameters"),
+])
+def test_plans_that_cannot_launch(scenario, text):
+    with pytest.raises(GpuplanError, match=text):
+        launch_files(launch_plan(scenario))
+
+
+# ---- the command line ------------------------------------------------------------------------------------
+def gpuplan_cli(*args: str, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "gpuplan.cli", *args], capture_output=True, text=True, cwd=cwd)
+
+
+def flags(scenario: dict) -> list[str]:
+    return [x for k, v in scenario.items() if v is not None for x in (f"--{k.replace('_', '-')}", str(v))]
+
+
+def test_cli_writes_the_files(tmp_path):
+    proc = gpuplan_cli("launch", *flags(ZERO3), "-o", str(tmp_path / "run"), "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    names = sorted(Path(f["path"]).name for f in data["files"])
+    assert names == sorted(["trainer.yaml", "ds_config.json", "accelerate.yaml", "accelerate-launch.sh",
+                            "torchrun.sh", "sky.yaml", "plan.json"])
+    assert data["predicted"] == json.loads((tmp_path / "run" / "plan.json").read_text())["predicted"]
+    assert "gpuplan launch --model llama-3.1-8b" in (tmp_path / "run" / "trainer.yaml").read_text()
+    again = gpuplan_cli("launch", *flags(ZERO3), "-o", str(tmp_path / "run"))
+    assert again.returncode == 2 and "--force" in again.stderr and "Traceback" not in again.stderr
+    assert gpuplan_cli("launch", *flags(ZERO3), "-o", str(tmp_path / "run"), "--force").returncode == 0
+
+
+def test_cli_prints_with_dash_and_errors_exit_2():
+    proc = gpuplan_cli("launch", *flags(SERVE), "--target", "vllm", "-o", "-")
+    assert proc.returncode == 0 and "vllm serve meta-llama/Llama-3.1-8B" in proc.stdout
+    for args, text in ((("--target", "deepspeed"), "does not apply"), (("--visible-devices", "0,x"), "indices"),
+                       (("--dataset-gb", "nan"), "dataset_gb")):
+        bad = gpuplan_cli("launch", *flags(SERVE), *args, "-o", "-")
+        assert bad.returncode == 2 and text in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
+
+
+def test_recommend_launch_writes_the_setup(tmp_path):
+    """``recommend --launch 1`` writes the plan of the first setup: same memory, speed and price."""
+    args = ("recommend", "--model", "qwen2.5-7b", "--task", "train", "--method", "qlora", "--train-tokens", "2e7",
+            "--max-gpus", "1")
+    ranked = json.loads(gpuplan_cli(*args, "--json").stdout)["setups"][0]
+    proc = gpuplan_cli(*args, "--launch", "1", "--launch-dir", str(tmp_path / "run"))
+    assert proc.returncode == 0, proc.stderr
+    plan = json.loads((tmp_path / "run" / "plan.json").read_text())
+    assert plan["predicted"]["device_peak_gib_per_gpu"] == round(ranked["device_peak_gib"], 2)
+    assert plan["predicted"]["tokens_per_s"] == round(ranked["tokens_per_s"], 1)
+    assert plan["predicted"]["usd_per_hour"] == round(ranked["usd_per_hour"], 4)
+    assert plan["scenario"]["gpu"] == ranked["gpu_id"]
+    assert gpuplan_cli(*args, "--launch", "99").returncode == 2
+    again = shlex.split(plan["again"])  # the same plan as `gpuplan launch` flags
+    assert gpuplan_cli(*again[1:], "-o", str(tmp_path / "again")).returncode == 0
+    assert json.loads((tmp_path / "again" / "plan.json").read_text())["predicted"] == plan["predicted"]
+
+
+def test_help_teaches():
+    proc = gpuplan_cli("launch", "--help")
+    assert proc.returncode == 0 and "Example" in proc.stdout and "--target" in proc.stdout
+    assert "--launch" in gpuplan_cli("recommend", "--help").stdout
+
+
+def test_launch_is_the_top_layer():
+    """Nothing below the interfaces imports gpuplan.launch, and `import gpuplan` does not load it."""
+    src = Path(gpuplan.__file__).parent
+    for path in src.rglob("*.py"):
+        if path.parts[-2] in ("launch", "cli"):
+            continue
+        text = path.read_text()
+        assert "from .launch" not in text and "from ..launch" not in text and "gpuplan.launch" not in text, path
+    out = subprocess.run([sys.executable, "-c", "import gpuplan, sys; print('gpuplan.launch' in sys.modules)"],
+                         capture_output=True, text=True).stdout
+    assert out.strip() == "False"
+
+
+def test_recommend_launch_on_some_of_your_cards(tmp_path):
+    """Two of four owned 3090s: the scripts pin CUDA_VISIBLE_DEVICES=0,1 and no cloud task is written."""
+    args = ("recommend", "--model", "qwen2.5-7b", "--task", "train", "--method", "qlora", "--train-tokens", "2e7",
+            "--have", "4x3090", "--gpus", "rtx-3090", "--max-gpus", "2")
+    first = json.loads(gpuplan_cli(*args, "--json").stdout)["setups"][0]
+    assert first["owned"] and first["num_gpus"] == 2
+    proc = gpuplan_cli(*args, "--launch", "1", "--launch-dir", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert command_of((tmp_path / "torchrun.sh").read_text())[0] == "CUDA_VISIBLE_DEVICES=0,1"
+    assert body((tmp_path / "accelerate.yaml").read_text())["gpu_ids"] == "0,1"
+    assert not (tmp_path / "sky.yaml").exists()
+    plan = json.loads((tmp_path / "plan.json").read_text())
+    assert plan["predicted"]["usd_per_hour"] == round(first["usd_per_hour"], 4)  # power only
+
+
+# ---- torchtune --------------------------------------------------------------------------------------------
+TUNE = dict(model="llama-3.1-8b", task="train", method="lora", gpu="l40s", framework="torchtune",
+            qlora_fp32_upcast=False, micro_batch_size=2, grad_accum_steps=4, seq_len=4096, train_tokens=1e7)
+
+
+def test_torchtune_config():
+    """torchtune's defaults (bf16, whole-layer checkpointing, 8-chunk loss) and the plan's batch, in its keys."""
+    cfg = body(files_of(TUNE, ["torchtune"])["torchtune.yaml"])
+    assert cfg["model"]["_component_"] == "torchtune.models.llama3_1.lora_llama3_1_8b"
+    assert cfg["model"]["lora_attn_modules"] == ["q_proj", "k_proj", "v_proj", "output_proj"]
+    assert (cfg["model"]["apply_lora_to_mlp"], cfg["model"]["apply_lora_to_output"]) == (True, False)
+    assert (cfg["batch_size"], cfg["gradient_accumulation_steps"], cfg["tokenizer"]["max_seq_len"]) == (2, 4, 4096)
+    assert cfg["dataset"]["packed"] is True and cfg["dtype"] == "bf16"
+    assert cfg["enable_activation_checkpointing"] is True and cfg["enable_activation_offloading"] is False
+    assert cfg["loss"] == {"_component_": "torchtune.modules.loss.CEWithChunkedOutputLoss", "num_output_chunks": 8}
+    assert cfg["max_steps_per_epoch"] == math.ceil(1e7 / (2 * 4 * 4096)) == 306
+    assert cfg["checkpointer"]["checkpoint_files"][-1] == "model-00004-of-00004.safetensors"
+    script = files_of(TUNE, ["torchtune"])["tune-run.sh"]
+    assert "tune run lora_finetune_single_device" in script.replace(" \\\n    ", " ")
+    distributed = body(files_of({**TUNE, "num_gpus": 2, "strategy": "fsdp", "offload": "optimizer+params",
+                                 "lora_targets": ["q_proj", "v_proj"]}, ["torchtune"])["torchtune.yaml"])
+    assert distributed["fsdp_cpu_offload"] is True
+    assert distributed["model"]["lora_attn_modules"] == ["q_proj", "v_proj"]
+    assert distributed["model"]["apply_lora_to_mlp"] is False
+    assert targets_for(launch_plan(TUNE)) == ["torchtune", "skypilot"]
+    assert "tune run" in body(files_of(TUNE, ["skypilot"])["sky.yaml"])["run"]
+
+
+TUNE_SIGNATURES = json.loads((DATA / "torchtune" / "signatures-0.6.1.json").read_text())
+
+
+@pytest.mark.parametrize("change", [{}, {"model": "llama-3.2-1b", "lora_rank": 8, "lora_targets": ["q_proj", "v_proj"],
+                                         "num_gpus": 2, "strategy": "fsdp"},
+                                    {"model": "qwen2.5-0.5b", "method": "full", "optimizer_in_backward": True,
+                                     "grad_accum_steps": 1, "loss": "full"},
+                                    {"method": "qlora", "gpu": "rtx-4090"}])
+def test_torchtune_config_against_captured_signatures(change):
+    """torchtune's ``config.validate`` as it runs, on the component signatures of torchtune 0.6.1 captured in
+    tests/data/torchtune (torchtune itself is outside `.[all]`, see pyproject.toml): every key of every
+    ``_component_`` node is a parameter of that component, and the recipe is one torchtune ships."""
+    plan = launch_plan({**TUNE, **change})
+    cfg = body(files_of({**TUNE, **change}, ["torchtune"])["torchtune.yaml"])
+    components = TUNE_SIGNATURES["components"]
+    for key, node in cfg.items():
+        if isinstance(node, dict) and "_component_" in node:
+            sig = components[node["_component_"]]
+            extra = set(node) - {"_component_"} - set(sig["parameters"])
+            assert sig["var_keyword"] or not extra, (key, extra)
+    from gpuplan.launch import torchtune as tune_target
+
+    assert tune_target.recipe(plan) in TUNE_SIGNATURES["recipes"]
+
+
+def test_torchtune_lora_count_equals_gpuplans():
+    """The trainable parameters of torchtune's LoRA models (built on the meta device by torchtune 0.6.1, captured)
+    equal gpuplan's count for the same rank and modules."""
+    for name, counts in TUNE_SIGNATURES["lora_trainable"].items():
+        for key, count in counts.items():
+            targets = "all-linear" if key.startswith("all-linear") else ["q_proj", "v_proj"]
+            rank = TUNE_SIGNATURES["lora"][key]["lora_rank"]
+            s = {**TUNE, "model": name, "lora_rank": rank, "lora_targets": targets}
+            assert gpuplan.estimate(s, advise=False).model.params_trainable == count, (name, key)
+
+
+@pytest.mark.parametrize("change, text", [
+    ({"model": "qwen2.5-7b", "method": "qlora"}, "no qlora builder"),
+    ({"model": "gpt2"}, "ships no recipe config"),
+    ({"lora_targets": ["q_proj", "gate_proj"]}, "whole MLP"),
+])
+def test_torchtune_refusals(change, text):
+    with pytest.raises(GpuplanError, match=text):
+        targets_for(launch_plan({**TUNE, **change}), ["torchtune"])
+
+
+def test_help_examples_run(tmp_path):
+    """Every example in `gpuplan launch --help` works as written (output sent to a temporary folder)."""
+    from gpuplan.cli.launch import launch_cmd
+
+    examples = [line.strip() for line in launch_cmd.__doc__.splitlines() if line.strip().startswith("gpuplan ")]
+    assert len(examples) == 3
+    for i, line in enumerate(examples):
+        argv = shlex.split(line)[1:]
+        if "-o" in argv:
+            argv[argv.index("-o") + 1] = str(tmp_path / str(i)) if argv[argv.index("-o") + 1] != "-" else "-"
+        else:
+            argv += ["-o", str(tmp_path / str(i))]
+        proc = gpuplan_cli(*argv)
+        assert proc.returncode == 0, (line, proc.stderr)
