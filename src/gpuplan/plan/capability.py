@@ -128,4 +128,19 @@ def change_words(fields: dict[str, Any], s: Scenario) -> str:
         words.append({"optimizer": "optimizer offload", "optimizer+params": "CPU offload"}[fields["offload"]])
     if fields.get("attention"):
         words.append(f"{fields['attention']} attention")
+    if fields.get("loss") and fields["loss"] != s.loss:
+        words.append({"fused-linear": "fused linear cross-entropy", "chunked": "chunked cross-entropy"}.get(
+            fields["loss"], f"{fields['loss']} loss"))
+    if fields.get("compile") and not s.compile:
+        words.append("torch.compile")
+    if fields.get("activation_offload") and not s.activation_offload:
+        words.append("activation offload")
+    if fields.get("optimizer_in_backward") and not s.optimizer_in_backward:
+        words.append("optimizer in backward")
+    if fields.get("framework") and fields["framework"] != s.framework:
+        words.insert(0, f"the {fields['framework']} stack")
+    said = {"grad_checkpointing", "micro_batch_size", "grad_accum_steps", "method", "optimizer", "qlora_fp32_upcast",
+            "quant", "kv_cache_dtype", "strategy", "tp", "offload", "attention", "loss", "compile",
+            "activation_offload", "optimizer_in_backward", "framework", "precision", "pp", "num_gpus"}
+    words += [f"{k.replace('_', ' ')} {v}" for k, v in fields.items() if k not in said and v != getattr(s, k, v)]
     return " + ".join(words) or "a change"
