@@ -34,6 +34,8 @@ NOT_RUN = {
     "gpuplan calibrate probes/": "reads the records gpuplan probe writes on a GPU",
     "gpuplan serve": "starts a web server and waits for requests",
     "python bench/": "a benchmark: a minute or more of CPU, run by hand; its table is quoted below it",
+    "cd ": "a shell step into the folder the command before it wrote",
+    "sky ": "SkyPilot rents cloud GPUs: it needs credentials and the network",
     "gpuplan prices update": "imports a price catalog downloaded from the network (SkyPilot's vms.csv, gpuhunt)",
 }
 OUTPUT = re.compile(r"<!-- output of: (?P<cmd>.+?) -->\n(?P<body>.*?)\n<!-- end of output -->", re.S)

@@ -28,7 +28,7 @@ def card_precision(s: Scenario, gpu: GpuSpec) -> str | None:
     cores there; None when the scenario's own precision stands."""
     if "precision" in s.model_fields_set or gpu.supports_dtype("bf16") or not s.precision.startswith("bf16"):
         return None
-    return "fp16-mixed" if s.task == "train" else "fp16-true"
+    return "fp16-true" if s.task == "infer" else s.precision.replace("bf16", "fp16")  # -mixed or -true as the stack
 
 
 def tensor_parallel_ok(m: ModelSpec, n: int) -> bool:

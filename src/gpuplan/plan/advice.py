@@ -286,8 +286,8 @@ def suggestions(s: Scenario, m: ModelSpec, gpu: GpuSpec, report) -> list[Suggest
                                 x[0].slowdown if x[1] else x[2]))
     found = [Suggestion(change=f"{fix.label if fix.group == 'framework' else _with_implied(fix.label, implied)}: "
                         f"{report.device_peak_gib:.1f} -> {peak:.1f} GiB",
-                        fields={**{k: v for k, v in fix.change.items() if v is not None}, **implied},
-                        device_peak_gib=peak, fits=ok, cost=fix.cost) for fix, ok, peak, implied in singles]
+                        fields={k: v for k, v in fix.change.items() if v is not None}, device_peak_gib=peak, fits=ok,
+                        cost=fix.cost) for fix, ok, peak, implied in singles]
     in_stack = [ok for fix, ok, _, _ in singles if fix.keeps_job and not fix.more_gpus and fix.group != "framework"]
     if not any(in_stack):
         # every fix that keeps the job: one that saves nothing alone (QLoRA when activations dominate) may be the
@@ -328,8 +328,7 @@ def smallest_combination(s: Scenario, m: ModelSpec, gpu: GpuSpec, fixes: list[Fi
         room.append(f"micro-batch up to {max_batch}" if s.task == "train" else f"batch up to {max_batch}")
     if max_len:
         room.append(f"{'seq_len' if s.task == 'train' else 'prompts'} up to {max_len:,} tokens")
-    fields: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
-    fields.update(implied)
+    fields: dict[str, Any] = {k: v for k, v in given.items() if v is not None}  # what follows from them re-derives
     if max_batch and s.task == "train" and "micro_batch_size" in fields:  # exact global batch: a divisor of it
         total = s.micro_batch_size * s.grad_accum_steps
         fields.update(_accumulated(s, max(d for d in range(1, max_batch + 1) if total % d == 0)))

@@ -18,7 +18,7 @@ from ..hardware import GpuSpec
 from ..memory import check, fits_only, memory_report
 from ..model.catalog import bundled, load_model
 from ..resolve import resolve
-from ..scenario import Scenario
+from ..scenario import Scenario, scenario_from
 from .advice import largest_fitting, suggestions
 
 
@@ -55,14 +55,14 @@ def _row(template: dict[str, Any], repo: str, gpu: GpuSpec, count: int) -> FitRo
     m = load_model(repo)
     row = FitRow(model=repo, params_total=m.params_total, fits=False)
     try:
-        base = Scenario.model_validate({**template, "model": repo, "gpu": gpu.id, "num_gpus": count})
-    except ValueError as err:  # pydantic's ValidationError: the template is checked by the caller already
+        base = scenario_from({**template, "model": repo, "gpu": gpu.id, "num_gpus": count})
+    except GpuplanError as err:  # the template is checked by the caller; a model may still refuse it
         row.reason = str(err).splitlines()[0]
         return row
     tried: list[Scenario] = []
     for layout in _layouts(base, count):
-        s, _ = resolve(base.model_copy(update=layout), m, gpu)
         try:
+            s, _ = resolve(base.model_copy(update=layout), m, gpu)
             check(s, m, gpu)
         except GpuplanError as err:
             row.reason = str(err)

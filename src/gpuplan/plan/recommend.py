@@ -256,9 +256,9 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
             for gpu in cards.values():
                 evaluated += 1
                 precision = card_precision(scenario, gpu)
-                placed = scenario.model_copy(update={"gpu": gpu.id, **({"precision": precision} if precision
-                                                                      else {})})
-                try:
+                try:  # the stack may refuse the card's precision
+                    placed = scenario.model_copy(update={"gpu": gpu.id, **({"precision": precision} if precision
+                                                                          else {})})
                     check(placed, m, gpu)
                 except GpuplanError:
                     continue
@@ -304,12 +304,12 @@ def _what_fits_owned(s: Scenario, m: ModelSpec, c: Constraints) -> list[str]:
             layout.update(strategy="single" if count == 1 else "zero3", tp=1, pp=1)
         else:
             layout.update(strategy=None, tp=1, pp=1)
-        scenario = s.model_copy(update=layout)
-        precision = card_precision(scenario, gpu)
-        if precision:
-            scenario = scenario.model_copy(update={"precision": precision})
-        scenario, _ = resolve(scenario, m, gpu)
         try:
+            scenario = s.model_copy(update=layout)
+            precision = card_precision(scenario, gpu)
+            if precision:
+                scenario = scenario.model_copy(update={"precision": precision})
+            scenario, _ = resolve(scenario, m, gpu)
             check(scenario, m, gpu)
         except GpuplanError as err:
             out.append(f"your {count}x {short_id(gpu_id)}: {err}")
