@@ -147,6 +147,11 @@ def _training_fixes(s: Scenario, m: ModelSpec) -> list[Fix]:
     return out
 
 
+# fields of the stacks' own techniques (Liger's or torchtune's loss, compile, activation offload, optimizer in
+# backward): a combination using one is followed by the best combination without them
+STACK_FIELDS = {"loss", "compile", "activation_offload", "optimizer_in_backward"}
+
+
 def _stack_fixes(s: Scenario) -> list[Fix]:
     """The training stacks' techniques (each kept only where the scenario's framework runs it), then the other
     stacks themselves with their recipe defaults; their speed cost from :func:`speed_change`."""
@@ -292,9 +297,11 @@ def suggestions(s: Scenario, m: ModelSpec, gpu: GpuSpec, report) -> list[Suggest
     if not any(in_stack):
         # every fix that keeps the job: one that saves nothing alone (QLoRA when activations dominate) may be the
         # one a combination needs
-        combo = smallest_combination(s, m, gpu, [fix for fix in candidate_fixes(s, m) if fix.keeps_job])
-        if combo is not None:
-            found.insert(0, combo)
+        pool = [fix for fix in candidate_fixes(s, m) if fix.keeps_job]
+        combos = [smallest_combination(s, m, gpu, pool)]
+        if combos[0] is not None and set(combos[0].fields) & STACK_FIELDS:  # and the one with no extra library
+            combos.append(smallest_combination(s, m, gpu, [f for f in pool if not set(f.change) & STACK_FIELDS]))
+        found[:0] = [c for c in combos if c is not None]
     return found
 
 
