@@ -4,8 +4,9 @@ large a batch and how long a context then fit.
 The same functions as ``gpuplan estimate``: each model's scenario is the user's (task, method, lengths, engine...)
 on the cards named, with the card- and count-dependent defaults of :mod:`gpuplan.resolve`. Several training GPUs try
 DDP, then ZeRO-2, then ZeRO-3 (the first that fits, unless a strategy was given). When the job does not fit as
-asked, the change that makes it fit on the same cards (a combination when no single one is enough, from
-:mod:`gpuplan.plan.advice`) is given, and the batch and context are those with the change.
+asked, the change that makes it fit on the same cards with the most room (a combination when no single one is
+enough, from :mod:`gpuplan.plan.advice`; CPU offload and another stack only when nothing else fits) is given, and
+the batch and context are those with the change.
 """
 
 from __future__ import annotations
@@ -83,9 +84,14 @@ def _row(template: dict[str, Any], repo: str, gpu: GpuSpec, count: int) -> FitRo
         row.device_peak_gib = report.device_peak_gib
         row.reason = f"needs {report.device_peak_gib:,.0f} GiB per card as asked, and no change on these cards fits"
         return row
+    # the most room on the cards (the question is how much fits), keeping the method and weights asked for, in the
+    # user's stack, without CPU offload, as far as some change does without each
+    fixes.sort(key=lambda x: ("offload" in x.fields or "activation_offload" in x.fields, "framework" in x.fields,
+                              "method" in x.fields or "quant" in x.fields, x.device_peak_gib))
     best = fixes[0]
     fixed = s.model_copy(update=best.fields)
-    row.fits, row.change, row.fields = True, change_words(best.fields, s), best.fields
+    moved = {k: getattr(fixed, k) for k in type(s).model_fields if getattr(fixed, k) != getattr(s, k)}
+    row.fits, row.change, row.fields = True, change_words(moved, s), best.fields  # what moves, said; what to set
     row.cpu_gib = memory_report(s.model_copy(update=best.fields), m, gpu)[1].cpu_gib
     if row.cpu_gib:
         row.change += f" ({row.cpu_gib:,.0f} GiB of RAM)"
