@@ -8,7 +8,8 @@ be expressed are listed with the reason under ``skipped``. The rules read the ro
 is chosen to flatter the estimator. Levels: ``allocated`` (torch max_memory_allocated; torchtune's peak
 *active* bytes count here, being allocated blocks), ``reserved`` (max_memory_reserved, torchtitan's
 max_reserved, mean reserved), ``device`` (method not stated: the comparison assumes nvidia-smi), ``weights``
-(a GGUF file size, or memory right after model init), ``oom`` (the run did not fit). Cases with
+(memory right after model init), ``file`` (a GGUF file: llama.cpp's GPU model buffer + the token embedding it maps
+in RAM), ``oom`` (the run did not fit). Cases with
 ``calibration: true`` are rows a gpuplan constant was read from; the runner shows them apart.
 """
 
@@ -280,14 +281,17 @@ def torchtitan(row):
 def unsloth_readme(row):
     """Unsloth README 'Context length benchmarks': the longest sequence that fits on an 80 GB card, Llama-3.1-8B
     QLoRA rank 32 on all linear layers, batch 1, sequences padded to length. The row is the Hugging Face +
-    FlashAttention-2 baseline: the HF stack with checkpointing (the QLoRA recipe's default), NF4, fp32 upcast."""
+    FlashAttention-2 baseline: the HF stack with checkpointing (the QLoRA recipe's default), NF4, fp32 upcast. The
+    table came into the README on 2025-01-14 (unslothai/unsloth e3162dc5bf) with the Llama 3.3 rows of December
+    2024: transformers 4.46-4.48 then, whose ``ForCausalLMLoss`` shifted an fp32 copy of the logits."""
     scenario = dict(model="llama-3.1-8b", task="train", framework="hf", method="qlora", quant="nf4", lora_rank=32,
                     lora_targets="all-linear", micro_batch_size=1, seq_len=2048, grad_checkpointing="full",
-                    attention="flash", gpu="a100-sxm4-80gb")
+                    attention="flash", gpu="a100-sxm4-80gb", transformers_version="4.47")
     return dict(scenario=scenario, level="max_seq_len", measured_gib=float(row["value"]),
                 assumptions="HF + FA2 baseline: checkpointing on (prepare_model_for_kbit_training), AdamW (8-bit "
                             "not stated), A100 80GB taken for the unnamed 80 GB card; compared as the longest "
-                            "seq_len that fits (the value is tokens)"), None
+                            "seq_len that fits (the value is tokens); transformers of December 2024 (4.47 taken; "
+                            "4.46-4.48 share the shifted fp32 copy in the loss)"), None
 
 
 def answerai(row):
@@ -305,8 +309,10 @@ def answerai(row):
                     lora_targets=["q_proj", "k_proj", "v_proj", "gate_proj", "up_proj", "down_proj"],
                     micro_batch_size=int(row["micro_batch"]), seq_len=int(row["seq_len"]), grad_checkpointing="full",
                     attention="sdpa", optimizer="adamw", optimizer_impl="foreach", num_gpus=2,
-                    strategy="ddp" if "no_shard" in par else "fsdp1")
-    notes = ["FSDP1 (FullyShardedDataParallel) as fsdp_qlora wraps it; adapters bf16 (peft < 0.12)"]
+                    strategy="ddp" if "no_shard" in par else "fsdp1", transformers_version="4.39")
+    notes = ["FSDP1 (FullyShardedDataParallel) as fsdp_qlora wraps it; adapters bf16 (peft < 0.12)",
+             "transformers of March 2024 (4.39 taken; 4.37.2-4.45 share the loss code): fp32 logits returned by "
+             "the model and a shifted fp32 copy in the loss; train.py keeps `output` to the optimizer step"]
     if "offload" in par:
         scenario["offload"] = "optimizer+params"
         notes.append("CPUOffload(offload_params=True): parameters, gradients and the step on the CPU")
@@ -318,13 +324,9 @@ def answerai(row):
 def llama_cpp(row):
     kind = row["quant"].replace("GGUF ", "").lower()
     scenario = dict(model="llama-3.1-8b", task="infer", engine="llama.cpp", quant=f"gguf-{kind}")
-    mix = bool(re.fullmatch(r"q\d_k_[sml]", kind))  # quantize's per-tensor mixes: bits/weight from this table
-    case = dict(scenario=scenario, level="weights", assumptions="file size = all weights" + (
-        "; mix: gpuplan's bits/weight for it come from this same table (calibration, not an independent check)"
-        if mix else "; block format: bits/weight from ggml-common.h block structs"))
-    if mix:
-        case["calibration"] = True
-    return case, None
+    return dict(scenario=scenario, level="file", assumptions="file size = all weights (llama.cpp's GPU model buffer "
+                "+ the token embedding it keeps in RAM); a type per tensor by llama-quantize's rules for the file type "
+                "(src/llama-quant.cpp), no importance matrix"), None
 
 
 RULES = {

@@ -42,7 +42,8 @@ def qwen25(row):
     s = case["scenario"]
     n = int(row["n_gpus"] or 1)
     if "vLLM" in row["notes"]:
-        s.update(engine="vllm", gpu_memory_utilization=0.9)
+        version = re.search(r"vLLM (\d+\.\d+\.\d+)", row["attn"] or "")
+        s.update(engine="vllm", gpu_memory_utilization=0.9, **({"engine_version": version[1]} if version else {}))
         case["assumptions"] += "vLLM offline, gpu_memory_utilization 0.9, max_model_len 32768 (YaRN beyond); "
         if n > 1:
             s.update(num_gpus=n, tp=n)

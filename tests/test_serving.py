@@ -9,10 +9,11 @@ from gpuplan.errors import GpuplanError
 from gpuplan.hardware import load_gpu
 from gpuplan.model.catalog import load_model
 from gpuplan.scenario import scenario_from
-from gpuplan.serving.calibrate import fit, read_results
+from gpuplan.serving.calibrate import fit, read_results, replay
 from gpuplan.serving.simulate import Engine, arrivals, simulate
-from gpuplan.serving.steptime import step_model
-from gpuplan.serving.workload import load_workload, read_trace
+from gpuplan.serving.steptime import sample, step_model
+from gpuplan.serving.workload import load_workload, read_trace, sample_lengths
+from gpuplan.speed.inference import step_timer
 
 H100 = load_gpu("h100-sxm")
 M = load_model("llama-3.1-8b")
@@ -30,30 +31,105 @@ def test_workload_errors_are_one_sentence_with_did_you_mean():
     assert (w.mean_prompt_tokens, w.mean_output_tokens, w.slo.ttft_s, w.slo.percentile) == (2000, 300, 1, 99)
 
 
-def test_decode_step_of_one_sequence_is_weights_over_bandwidth_plus_overhead():
-    sm = step_model(S, M, H100)
-    weights = 8_030_261_248 * 2  # bf16, every part
-    kv = 1000 * 131_072
-    floor = (14 - 7) * 32 * 5e-6  # 7 non-GEMM kernels per layer x 32 layers x 5 us (overheads.py)
-    expected = (weights + kv) / (3350e9 * 0.8) + floor + 3e-3
-    assert sm.time(0, 1, 1000) == pytest.approx(expected, rel=1e-3)
+def test_step_model_is_the_speed_layers_step_timer_sampled():
+    """A pure decode step equals StepTimer.decode_s at the sampled batch sizes (no second set of efficiencies);
+    a lone prompt equals StepTimer.prefill_s plus the per-layer kernel floor decode steps also pay."""
+    timer = step_timer(S, M, H100)
+    sm = sample(timer)
+    for batch, context in ((1, 1024), (16, 704), (256, 2304)):  # whole 16-token blocks
+        assert sm.time(0, batch, batch * context) == pytest.approx(timer.decode_s(batch, context), rel=1e-9)
+    floor = timer.decode_parts(1, 0)["kernel_latency"]
+    assert sm.prefill_time(4096) == pytest.approx(timer.prefill_s(4096) + floor, rel=2e-3)
 
 
-def test_prefill_is_compute_bound_at_two_n_flops_per_token():
+def test_decode_step_by_hand_vllm_v1():
+    """Llama-3.1-8B, one sequence of 1,000 tokens, H100, vLLM V1 (overheads.py figures, written out)."""
+    bw, peak, lat = 3350e9 * 0.8, 989.4e12 * 0.801, 3e-6  # CUDA-graph replay: 3 us per kernel
+
+    def gemm(rows, k, n, latency=lat):
+        c, w = 2 * rows * k * n / peak, (rows * k + rows * n + k * n) * 2 / bw
+        return (c**3 + w**3) ** (1 / 3) + latency
+
+    shapes = [(4096, 4096), (4096, 1024), (4096, 1024), (4096, 4096), (4096, 14336), (4096, 14336), (14336, 4096)]
+    weights = 32 * sum(gemm(1, k, n) for k, n in shapes) + gemm(1, 4096, 128256, 5e-6)  # + lm_head
+    kv = 1000 * 2 * 8 * 128 * 2 * 32 / bw  # K and V, 8 KV heads x 128, bf16, 32 layers
+    floor = (14 - 7) * 32 * lat  # the non-GEMM kernels of each layer
+    elementwise = 0.37 * 32 * (60 * 4096 + 15 * 14336) / bw  # fused kernels: 37 % of unfused traffic
+    host = 0.12e-3 + 32e-6  # V1 engine loop: per step + per scheduled sequence
     sm = step_model(S, M, H100)
-    n = sm.flops_per_token / 2
-    t = sm.time(8192, 0, 0, 8192 * 8192 / 2) - 3e-3 - (14 - 7) * 32 * 5e-6
-    flops = 8192 * 2 * n + 8192 * 8192 / 2 * 4 * 32 * 128 * 32
-    assert t == pytest.approx(flops / (989e12 * 0.801), rel=1e-3)  # H100 SXM: 80.1 % of peak (stas00's MAMF)
+    assert sm.time(0, 1, 1000) == pytest.approx(weights + kv + floor + elementwise + host, rel=1e-9)  # ~7 ms
+
+
+def test_host_cost_grows_per_scheduled_sequence_and_is_v0_flat():
+    v1 = step_model(S, M, H100)
+    assert v1.seq_host_s == pytest.approx(32e-6) and v1.step_host_s == pytest.approx(0.12e-3)
+    v0 = step_model(S.model_copy(update={"engine_version": "0.6.3"}), M, H100)
+    assert v0.seq_host_s == 0 and v0.step_host_s == pytest.approx(3e-3)  # the V0 loop: 3 ms per step
+
+
+def test_mixtral_experts_read_at_full_bandwidth_once_a_batch_touches_enough_bytes():
+    """Mixtral-8x7B TP 2: at batch 32 every expert is touched; each expert linear's touched bytes (8 x 4096 x
+    28672 / 2 x 2 B = 940 MB for w1+w3) exceed 256 MB, so the grouped kernel streams them at the full rate."""
+    mix = load_model("mixtral-8x7b")
+    s = scenario_from(dict(model="mixtral-8x7b", task="infer", engine="vllm", gpu="h100-sxm", tp=2, num_gpus=2))
+    timer = step_timer(s, mix, H100)
+    touched = 8 * (1 - (6 / 8) ** 32)
+    experts = 32 * touched * (4096 * 28672 + 14336 * 4096) / 2 * 2 / (3350e9 * 0.8)
+    dense_only = timer.decode_parts(32, 0)["weights"] - experts
+    assert 0 < dense_only < 0.003  # attention, router and lm_head: ~1.6 GB per GPU, well under 3 ms
+    small = timer.decode_parts(1, 0)["weights"]  # 2 experts: 235 MB and 117 MB per linear, below 256 MB
+    assert small > 32 * 2 * (4096 * 28672 + 14336 * 4096) / 2 * 2 / (3350e9 * 0.8)
 
 
 def test_one_request_alone_gets_prefill_then_decode_steps():
     sm = step_model(S, M, H100)
     out = simulate(sm, Engine(kv_blocks=1000), np.array([0.0]), np.array([100]), np.array([11]))
-    ttft = sm.time(100, 0, 0, 100 * 50)
-    assert out.ttft_s[0] == pytest.approx(ttft)
+    ttft = sm.time(100, 0, 0, 100 * 50, 1, 1)
+    assert out.ttft_s[0] == pytest.approx(ttft + sm.request_s)  # the API server's latency adds to TTFT only
     # 10 more tokens at contexts 100..109 (advanced together at the mid-point context)
     assert out.tpot_s[0] == pytest.approx(sm.time(0, 1, 104.5), rel=1e-3)
+
+
+def test_a_client_with_max_concurrency_one_serializes_requests_and_times_from_the_send():
+    sm = step_model(S, M, H100)
+    n = 5
+    out = simulate(sm, Engine(kv_blocks=10_000), np.zeros(n), np.full(n, 500), np.full(n, 50), max_concurrency=1)
+    alone = simulate(sm, Engine(kv_blocks=10_000), np.zeros(1), np.full(1, 500), np.full(1, 50))
+    # each request is sent when the previous one finishes, so each sees an idle engine
+    assert np.allclose(out.ttft_s, alone.ttft_s[0]) and np.allclose(out.e2e_s, alone.e2e_s[0])
+    assert out.duration_s == pytest.approx(n * (alone.e2e_s[0] - sm.request_s) + sm.request_s, rel=1e-6)
+
+
+def test_without_chunked_prefill_a_prompt_waits_until_it_fits_the_budget_whole():
+    sm = step_model(S, M, H100)
+    arrive, prompt, output = np.zeros(2), np.array([600, 600]), np.array([2, 2])
+    chunked = simulate(sm, Engine(kv_blocks=10_000, max_num_batched_tokens=1000), arrive, prompt, output)
+    whole = simulate(sm, Engine(kv_blocks=10_000, max_num_batched_tokens=1000, chunked_prefill=False), arrive,
+                     prompt, output)
+    step1 = sm.time(1000, 0, 0, 600 * 300 + 400 * 200, 2, 1)  # 600 + the first 400 of the second
+    assert chunked.ttft_s[0] == pytest.approx(step1 + sm.request_s)
+    alone = sm.time(600, 0, 0, 600 * 300, 1, 1)
+    assert whole.ttft_s[0] == pytest.approx(alone + sm.request_s)  # the second prompt did not fit: next step
+    assert whole.ttft_s[1] > alone + sm.request_s
+
+
+def test_a_pool_of_distinct_prompts_hits_the_prefix_cache_from_the_second_round():
+    sm = step_model(S, M, H100)
+    n = 6
+    out = replay(sm, Engine(kv_blocks=10_000), rate_rps=0.001, prompt=np.full(n, 1000), output=np.full(n, 2),
+                 distinct_prompts=3, shared_prefix=100)  # requests ~1,000 s apart: each alone
+    cold = sm.time(1000, 0, 0, 1000 * 500, 1, 1)
+    shared = sm.time(1000 - 96, 0, 0, 904 * (96 + 452), 1, 1)  # the 100-token system prompt: 6 full blocks
+    warm = sm.time(8, 0, 0, 8 * (992 + 4), 1, 1)  # a repeated prompt: 62 full blocks cached, 8 tokens computed
+    expected = np.array([cold, shared, shared, warm, warm, warm]) + sm.request_s
+    assert out.ttft_s == pytest.approx(expected)
+
+
+def test_chat_preset_has_sharegpts_long_tail_and_its_mean():
+    w = load_workload(None, {"preset": "chat"})
+    assert w.mean_prompt_tokens == pytest.approx(230, abs=1) and w.mean_output_tokens == pytest.approx(203, abs=1)
+    x = sample_lengths(w.prompt_lengths(), 50_000, np.random.default_rng(0))
+    assert x.mean() == pytest.approx(230, rel=0.02) and np.percentile(x, 50) < 180 and x.max() == 1024
 
 
 def test_a_small_pool_preempts_and_still_finishes_everything():

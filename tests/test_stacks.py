@@ -92,6 +92,9 @@ def test_a_change_of_framework_or_method_reapplies_the_defaults():
     (dict(framework="torchtitan", checkpoint_every=2), "grad_checkpointing full"),
     (dict(framework="unsloth", task="infer"), "training stack"),
     (dict(framework="tourchtune"), "framework"),
+    (dict(framework="torchtune", transformers_version="4.39"), "its own code"),
+    (dict(framework="pytorch", grad_checkpointing="selective"), "no selective checkpointing policy"),
+    (dict(transformers_version="4.39-dev"), "transformers_version takes a release number like 4.38.2"),
 ])
 def test_what_a_framework_cannot_run_is_one_sentence(fields, message):
     with pytest.raises(GpuplanError, match=message) as info:
@@ -228,7 +231,12 @@ def test_fsdp1_keeps_bitsandbytes_quant_state_whole():
     for n in [4096 * 4096] * 4 + [4096 * 11008] * 3:
         blocks = -(-n // 64)
         per_layer += blocks + 4 * -(-blocks // 256)
-    assert r["bitsandbytes quant_state (FSDP1 does not shard it)"] * GIB == pytest.approx(32 * per_layer / 2)
+    key = "bitsandbytes quant_state (FSDP1 does not shard or offload it)"
+    assert r[key] * GIB == pytest.approx(32 * per_layer / 2)
+    # CPU offload moves the packed shards away, not the quant_state: all of it stays on the GPU
+    offloaded = estimate({"model": "llama-2-7b", "task": "train", "method": "qlora", "framework": "pytorch",
+                          "num_gpus": 2, "strategy": "fsdp1", "offload": "optimizer+params"}, advise=False).memory
+    assert offloaded.other[key] * GIB == pytest.approx(32 * per_layer) and offloaded.weights_gib == 0
     fsdp2 = estimate({"model": "llama-2-7b", "task": "train", "method": "qlora", "framework": "pytorch",
                       "num_gpus": 2, "strategy": "fsdp2"}, advise=False).memory.other
     assert not any("quant_state" in k for k in fsdp2)
@@ -257,3 +265,141 @@ def test_every_stack_breakdown_adds_up(framework, method):
     parts = m.weights_gib + m.gradients_gib + m.optimizer_gib + m.activations_gib + m.kv_cache_gib + m.other_gib
     assert parts == pytest.approx(m.allocated_peak_gib)
     assert m.allocated_peak_gib < m.reserved_peak_gib < m.device_peak_gib
+
+
+def test_transformers_loss_by_release_by_hand():
+    """Llama-2-7B, one sequence of 2,048 tokens, vocabulary 32,000, bf16: TV = 65.5 M logits. Before 4.46 the model
+    returns fp32 logits and the loss shifts an fp32 copy (4 + 4 bytes per logit at the log-softmax, whose output,
+    4 more, is saved); 4.46-4.48 return bf16 logits, upcast (4) and shift (4) them in the loss; from 4.49 the labels
+    are padded instead (bf16 2 + fp32 4). A loop that keeps ``output`` (framework pytorch) holds the output logits
+    to the end of the optimizer step instead of dropping them when the loss returns."""
+    from gpuplan.memory import activations as act
+    from gpuplan.memory.runtimes.base import release, transformers_logits
+    from gpuplan.model.catalog import load_model
+
+    m = load_model("llama-2-7b")
+    setup = act.ActivationSetup(tokens=2048, batch=1, seq=2048, base_trainable=False)
+    TV = 2048 * 32_000
+    got = {(v, held): transformers_logits(m, setup, False, release(v), held)
+           for v in ("4.39", "4.47", None) for held in (False, True)}
+    assert all(b.saved == 4 * TV and b.backward == 8 * TV for b in got.values())
+    assert [(got[v, False].forward / TV, got[v, False].held) for v in ("4.39", "4.47", None)] == [
+        (8, 0), (10, 0), (6, 0)]
+    assert [(got[v, True].forward / TV, got[v, True].held / TV) for v in ("4.39", "4.47", None)] == [
+        (4, 4), (8, 2), (4, 2)]
+    assert release("4.45.2") == (4, 45) and release(None) > release("5.23")
+    assert scenario(method="lora").transformers_version is None  # the current release unless given
+    # in the estimate: the held fp32 logits are still there at the optimizer step (LoRA, no offload)
+    old = dict(model="llama-2-7b", method="lora", lora_rank=64, seq_len=2048, transformers_version="4.39")
+    step = {fw: estimate({**BASE, **old, "framework": fw}, advise=False).memory.phases_gib["optimizer_step"]
+            for fw in ("hf", "pytorch")}
+    assert (step["pytorch"] - step["hf"]) * GIB == pytest.approx(4 * TV)
+
+
+def test_fsdp1_offload_adds_the_pre_unshard_streams_shards_by_hand():
+    """FSDP1 CPU offload copies each shard to the GPU on the pre-unshard stream before its all-gather: that stream's
+    pool keeps the root's shard and one decoder unit's. Llama-2-7B LoRA over 2 GPUs, bf16 frozen base: a unit is
+    2 x (4 x 4096^2 + 3 x 4096 x 11008) bytes, the root 2 x (2 x 32000 x 4096 + 4096) (embeddings, head, norm)."""
+    from gpuplan.memory.breakdown import Estimate
+    from gpuplan.memory.runtimes import ENGINES, RUNTIMES
+    from gpuplan.model.catalog import load_model
+
+    m = load_model("llama-2-7b")
+    fields = dict(model="llama-2-7b", framework="pytorch", method="lora", num_gpus=2, strategy="fsdp1")
+    pools = {off: ENGINES["fsdp1"].fragmentation(scenario(**fields, offload=off), m, RUNTIMES["pytorch"], Estimate())
+             for off in ("none", "optimizer+params")}
+    unit = 2 * (4 * 4096**2 + 3 * 4096 * 11008)
+    root = 2 * (2 * 32000 * 4096 + 4096)
+    assert pools["none"] == pytest.approx(unit)  # one more unit than in flight on the all-gather stream
+    assert pools["optimizer+params"] - pools["none"] == pytest.approx((root + unit) / 2)
+
+
+# ---- the techniques in the speed model, by hand ------------------------------------------------------------------
+def test_op_sac_recomputes_every_second_matmul_and_no_attention():
+    """torchtitan's per-op policy re-runs the unsaved matmuls (wk, wo, w3 of a Llama block: the 2nd, 4th and 6th
+    ``aten.mm``) and every element-wise op, not SDPA: against no checkpointing the step's GEMMs grow by exactly
+    those three linears' forward, the element-wise part by one forward, attention not at all; FLOPs per token by
+    2 x 32 x 4096 x (1024 + 4096 + 14336)."""
+    from gpuplan.hardware import load_gpu
+    from gpuplan.model.catalog import load_model
+    from gpuplan.speed import training_flops_per_token
+    from gpuplan.speed.work import elementwise_s, linears_s
+
+    m, gpu = load_model("llama-3.1-8b"), load_gpu("h100-sxm")
+    common = {**BASE, "framework": "torchtitan", "gpu": "h100-sxm", "seq_len": 4096}
+    none, sac = (estimate({**common, "grad_checkpointing": g}, advise=False).speed for g in ("none", "selective"))
+    again = linears_s(m, gpu, "bf16", 4096, targets=frozenset({"k_proj", "o_proj", "up_proj"}))
+    assert sac["parts_s"]["gemm"] - none["parts_s"]["gemm"] == pytest.approx(again, rel=1e-9)
+    assert sac["parts_s"]["attention"] == pytest.approx(none["parts_s"]["attention"], rel=1e-12)
+    assert sac["parts_s"]["elementwise"] - none["parts_s"]["elementwise"] == pytest.approx(
+        elementwise_s(m, gpu, 4096), rel=1e-9)
+    flops = {g: training_flops_per_token(scenario(framework="torchtitan", seq_len=4096, grad_checkpointing=g), m)
+             for g in ("none", "selective")}
+    assert flops["selective"] - flops["none"] == 2 * 32 * 4096 * (1024 + 4096 + 14336)
+
+
+def test_checkpoint_every_recomputes_one_layer_in_n():
+    """Full checkpointing of one layer in 4 (torchtitan ``selective_ac_option = '4'``): 8 of Llama-3.1-8B's 32
+    layers re-run their forward, a quarter of full recomputation's 2N + 4/12 of attention per token."""
+    from gpuplan.hardware import load_gpu
+    from gpuplan.model.catalog import load_model
+    from gpuplan.speed import matmul_params, training_flops_per_token
+    from gpuplan.speed.flops import attention_flops_per_token
+    from gpuplan.speed.work import linears_s
+
+    m, gpu = load_model("llama-3.1-8b"), load_gpu("h100-sxm")
+    common = {**BASE, "framework": "torchtitan", "gpu": "h100-sxm", "seq_len": 4096}
+    none = estimate({**common, "grad_checkpointing": "none"}, advise=False).speed
+    every4 = estimate({**common, "grad_checkpointing": "full", "checkpoint_every": 4}, advise=False).speed
+    assert every4["parts_s"]["gemm"] - none["parts_s"]["gemm"] == pytest.approx(
+        linears_s(m, gpu, "bf16", 4096) / 4, rel=1e-9)
+    s = scenario(framework="torchtitan", seq_len=4096, grad_checkpointing="full", checkpoint_every=4)
+    n, attention = matmul_params(m), attention_flops_per_token(m, 4096)
+    assert training_flops_per_token(s, m) == pytest.approx(6 * n + 2 * n / 4 + attention * (12 + 4 / 4) / 12)
+
+
+def test_activation_offload_pcie_round_trip_by_hand():
+    """torchtune's OffloadActivations keeps the last 5 layers' checkpoints on the GPU and sends the others to
+    pinned CPU memory: Llama-3.2-1B at 2,048 tokens, (16 - 5) x 2048 x 2048 x 2 B = 92 MB each way, 3.6 ms over
+    the RTX 4090's PCIe link, hidden behind the forward. Without checkpointing every saved tensor goes: the
+    copies outlast the forward (a third of the micro-step's work) and only the excess shows."""
+    from gpuplan.hardware import Network, load_gpu
+    from gpuplan.memory.training import offloaded_activation_bytes
+    from gpuplan.model.catalog import load_model
+    from gpuplan.speed.comms import intra_node_link
+
+    m, gpu = load_model("llama-3.2-1b"), load_gpu("rtx-4090")
+    pcie = intra_node_link(gpu, Network(intra_node="pcie")).bytes_per_s
+    common = {"model": "llama-3.2-1b", "task": "train", "framework": "torchtune", "gpu": "rtx-4090",
+              "seq_len": 2048, "activation_offload": True}
+    ckpt = scenario_from({**common, "grad_checkpointing": "full"})
+    assert offloaded_activation_bytes(ckpt, m) == (16 - 5) * 2048 * 2048 * 2
+    sp = estimate({**common, "grad_checkpointing": "full"}, advise=False).speed
+    assert (16 - 5) * 2048 * 2048 * 2 / pcie < sp["compute_s"] / 4 and "activation_offload" not in sp["parts_s"]
+    plain = scenario_from({**common, "grad_checkpointing": "none"})
+    copy = offloaded_activation_bytes(plain, m) / pcie
+    sp = estimate({**common, "grad_checkpointing": "none"}, advise=False).speed
+    forward = sp["compute_s"] / 3
+    assert copy > forward
+    assert sp["parts_s"]["activation_offload"] == pytest.approx(max(0, copy - forward) + max(0, copy - 2 * forward))
+    assert sum(sp["parts_s"].values()) == pytest.approx(sp["step_time_s"], rel=1e-12)
+
+
+def test_advice_speed_cost_is_the_speed_models_ratio():
+    """A suggestion's speed cost is the ratio of the speed model's time per token on the card with and without
+    the change: checkpointing's recomputation, a stack's factors."""
+    import re
+
+    from gpuplan.hardware import load_gpu
+    from gpuplan.model.catalog import load_model
+    from gpuplan.speed import training_speed
+
+    fields = {**BASE, "method": "lora", "seq_len": 8192, "gpu": "rtx-4090"}
+    r = estimate(fields)
+    m, gpu, s = load_model("llama-3.1-8b"), load_gpu("rtx-4090"), scenario_from(fields)
+    for change in ({"grad_checkpointing": "full"}, {"framework": "unsloth"}, {"loss": "fused-linear"}):
+        cost = next(x.cost for x in r.suggestions if x.fields == change)
+        ratio = training_speed(s, m, gpu).tokens_per_s / training_speed(s.model_copy(update=change), m,
+                                                                        gpu).tokens_per_s
+        pct, word = re.match(r"(\d+)% (slower|faster) steps", cost).groups()
+        assert int(pct) == round(abs(ratio - 1) * 100) and word == ("slower" if ratio > 1 else "faster")

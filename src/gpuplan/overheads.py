@@ -51,6 +51,15 @@ BNB_MIN_8BIT_SIZE = 4096
 
 # llama.cpp: compute buffer for the micro-batch (n_ubatch = 512 by default, llama.cpp common/arg.cpp).
 LLAMA_CPP_UBATCH = 512
+# The compute buffer is the graph allocator's high-water mark at n_ubatch tokens (memory/runtimes/llama_cpp.py):
+# besides the logits (or, without flash attention, the KQ scores) and the KQ mask, a few n_ubatch x n_embd fp32
+# activations are live: 5 at the output (the token embeddings copied in, the last layer's residual and its
+# row-selected copies, the final norm), 4 beside the scores. Set on two load logs of Llama-3.1-8B (CUDA, 8,192
+# cells, n_ubatch 512, no flash attention: 560.00 MiB; Vulkan, 16,384 cells, n_ubatch 1024, flash attention:
+# 613.01 MiB); the mask pads n_ubatch to GGML_KQ_MASK_PAD (64).
+LLAMA_CPP_OUTPUT_STAGE_ACTIVATIONS = 5
+LLAMA_CPP_KQ_STAGE_ACTIVATIONS = 4
+LLAMA_CPP_KQ_MASK_PAD = 64
 
 # vLLM: default block size of the paged KV cache in tokens (vllm/config/cache.py CacheConfig.DEFAULT_BLOCK_SIZE).
 # The rules that change by release are in memory/runtimes/vllm.py; these are their measured constants.
@@ -188,16 +197,40 @@ QLORA_DEQUANT_BANDWIDTH_FRACTION = 0.2
 DECODE_KERNELS_PER_LAYER = 14
 MOE_KERNELS_PER_LAYER = 16
 MLA_KERNELS_PER_LAYER = 10
-# MoE expert GEMMs at small batch read the few experts the batch touches through one grouped kernel with few
-# thread blocks: half the bandwidth at a handful of experts, rising to all of it once ~64 experts are read.
+# MoE expert GEMMs at small batch read the experts the batch touches through one grouped kernel: half the
+# bandwidth when it streams a few MB (a handful of DeepSeek/Qwen3-MoE experts: tens of MB per layer), all of it
+# from ~256 MB per linear (Mixtral's 2-8 experts of 117-470 MB at TP 2: the inference-sim Mixtral serving runs
+# decode at the dense rate). The count of experts (the earlier rule) mispriced few large experts by 2x.
 MOE_SMALL_BATCH_BANDWIDTH_FRACTION = 0.5
-MOE_FULL_BANDWIDTH_EXPERTS = 64
+MOE_FULL_BANDWIDTH_BYTES = 256e6
 LLAMA_CPP_STEP_OVERHEAD_S = 1e-3  # llama.cpp's C++ loop: sampling, graph build and launch per token
 GENERATE_STEP_OVERHEAD_S = 2e-3  # transformers generate: inputs, mask update, logits processors, sampling
-# vLLM's engine loop (scheduler, sampler, detokenizer in Python) between GPU steps: ~3 ms per decode step at
-# low concurrency (a 0.5B model decodes at ~300 tokens/s on an A100 in the Qwen2.5 vLLM benchmark, where its
-# weights alone would allow ~1,500).
+# vLLM's V0 engine loop (scheduler, sampler, detokenizer in Python) between GPU steps: ~3 ms per decode step at
+# low concurrency (a 0.5B model decodes at ~300 tokens/s on an A100 in the Qwen2.5 vLLM 0.6.3 benchmark, where
+# its weights alone would allow ~1,500).
 VLLM_STEP_OVERHEAD_S = 3e-3
+# The V1 engine (0.8+: a busy-looping engine core process; detokenizing and streaming in the API server process)
+# costs little per step and grows with the requests it schedules (their scheduling, block tables, input
+# preparation, sampling and output processing). The three V1 host figures are fitted on the calibration rows of
+# bench/serving/serving_cases.yaml by `python bench/serving/serving_accuracy.py --calibrate`, in turn:
+# - per step: the TPOT of the 1 request/s stages of inference-perf's KubeCon NA 2025 runs (Llama-3.1-8B, H100,
+#   vLLM 0.11: 7.1 ms, one request at a time) less the simulated GPU work (weights, kernel floor, KV read);
+# - per scheduled sequence: the saturated stages of the same source's base run (~101 requests/s of 204 + 64
+#   tokens, 128 running, 19.5 ms steps);
+# - per request, outside the engine's steps (HTTP, tokenizing, the hand-off to the engine core, the first
+#   streamed chunk): the median, over the lowest-rate stage of each of the 7 configurations scored, of
+#   measured less simulated TTFT.
+# Every other serving row checks them (README, "Serving": accuracy).
+VLLM_V1_STEP_OVERHEAD_S = 0.12e-3
+VLLM_V1_HOST_S_PER_SEQ = 32e-6
+VLLM_V1_REQUEST_S = 21.6e-3
+# vLLM V1 replays each decode step as one CUDA graph: kernels run back to back, each costing its ramp and tail
+# but no launch; the speed layer's GEMM_KERNEL_LATENCY_S (calibrated on eager and V0 rows) is for launched ones.
+GRAPH_KERNEL_LATENCY_S = 3e-6
+# Fused element-wise kernels (vLLM's fused_add_rms_norm, silu_and_mul, rotary with the KV-cache write) read and
+# write each activation once: ~20 bytes per hidden element and ~6 per MLP element per layer against the 60 and
+# 15 of unfused modules (ELEMENTWISE_BYTES_*): for a Llama MLP (3.5x hidden) 41 / 112 bytes.
+FUSED_ELEMENTWISE_FACTOR = 0.37
 # Eager decode in transformers: the host cost grows with the context (attention-mask and cache bookkeeping,
 # DynamicCache concatenation): calibrated on the Qwen2.5 transformers rows at 6k-30k prompt tokens.
 EAGER_DECODE_S_PER_CONTEXT_TOKEN = 0.0
@@ -258,9 +291,12 @@ BILLING_MINIMUM_S = 60.0
 DATASET_BYTES_PER_TOKEN = 4.0  # UTF-8 text per BPE token (~4 characters per token, OpenAI tokenizer guidance)
 
 # ---- serving ------------------------------------------------------------------------------------------
-# Relative band on a setup's highest SLO-meeting rate: the throughput-at-saturation error of the serving
-# accuracy table (bench/serving/serving_accuracy.py; README "Serving" section). Updated with that table.
-SERVING_RATE_BAND = 0.15
+# The range of a setup's true highest rate around gpuplan's: measured / simulated output throughput over the
+# saturated serving runs scored (README "Serving", accuracy; bench/serving/serving_accuracy.py), 9 runs on H100
+# with vLLM 0.11-0.15: 0.98 to 1.17 (the simulation errs low: -15% to +2%). Multiplies the rate; updated with
+# that table. It bounds throughput-limited rates; where a TPOT target binds, the rate errs low as well (TPOT is
+# over-estimated by a median 18% on the check runs).
+SERVING_RATE_BAND = (0.98, 1.17)
 
 # ---- launch: the disk a cloud job asks for (gpuplan launch) -------------------------------------------
 CHECKPOINTS_KEPT = 2  # Trainer save_total_limit: the newest checkpoint may be torn by an interruption

@@ -55,6 +55,9 @@ class Scenario(BaseModel):
         "axolotl, unsloth and pytorch, the model dtype for torchtune")
     checkpoint_every: int = Field(default=1, ge=1, le=1000, description="with grad_checkpointing full: "
                                   "checkpoint one decoder layer in N (torchtitan's layer-selective AC)")
+    transformers_version: str | None = Field(
+        default=None, description="the transformers release running the model (hf, axolotl, pytorch): before "
+        "4.46 the model returns fp32 logits and the loss shifts a copy of them (default: the current release)")
     # training
     method: Literal["full", "lora", "qlora"] = "full"
     precision: Precision | None = Field(
@@ -140,14 +143,15 @@ class Scenario(BaseModel):
                              f"; choose one of {', '.join(QUANT_FORMATS[:9])} or gguf-<type>"))
         return key
 
-    @field_validator("engine_version")
+    @field_validator("engine_version", "transformers_version")
     @classmethod
-    def _version(cls, value: str | None) -> str | None:
+    def _version(cls, value: str | None, info) -> str | None:
         if value is None:
             return None
         text = str(value).strip().lstrip("v")
         if not re.fullmatch(r"\d+(\.\d+){1,2}(\.post\d+)?", text):
-            raise ValueError(f"engine_version takes a release number like 0.33.0 or 0.6.3, not {value!r}")
+            example = "4.38.2 or 4.57" if info.field_name == "transformers_version" else "0.33.0 or 0.6.3"
+            raise ValueError(f"{info.field_name} takes a release number like {example}, not {value!r}")
         return text
 
     @field_validator("lora_targets")
@@ -229,7 +233,7 @@ FIELDS = tuple(Scenario.model_fields)
 TRAIN_ONLY = frozenset({"method", "optimizer", "optimizer_impl", "lora_rank", "lora_targets", "lora_dropout",
                         "micro_batch_size", "seq_len", "grad_accum_steps", "grad_checkpointing", "train_tokens",
                         "qlora_fp32_upcast", "loss", "loss_chunks", "activation_offload", "compile",
-                        "optimizer_in_backward", "adapter_dtype", "checkpoint_every"})
+                        "optimizer_in_backward", "adapter_dtype", "checkpoint_every", "transformers_version"})
 INFER_ONLY = frozenset({"batch_size", "prompt_tokens", "output_tokens", "kv_cache_dtype", "engine",
                         "gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs", "max_model_len",
                         "engine_version", "entry_point", "enforce_eager", "ubatch_tokens", "flash_attention"})

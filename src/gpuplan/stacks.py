@@ -141,7 +141,11 @@ def _refuse_torchtitan(s) -> str | None:
 
 
 def _refuse_pytorch(s) -> str | None:
-    return None  # your own loop: anything PyTorch can do
+    if s.grad_checkpointing == "selective":  # your own loop: anything PyTorch can do, with no policy of its own
+        return ("a plain PyTorch loop has no selective checkpointing policy of its own: use grad_checkpointing full "
+                "(checkpoint_every N for one layer in N), or framework torchtitan or torchtune for per-op selective "
+                "checkpointing")
+    return None
 
 
 BASE = {"precision": "bf16-mixed", "grad_checkpointing": "none", "qlora_fp32_upcast": False, "loss": "full",
@@ -220,6 +224,9 @@ def refusal(s) -> str | None:
     if s.optimizer_in_backward and s.grad_accum_steps > 1:
         return ("optimizer_in_backward steps each parameter as its gradient is ready, so gradients cannot "
                 "accumulate: set grad_accum_steps 1")
+    if s.transformers_version is not None and s.framework in ("torchtune", "torchtitan", "unsloth"):
+        return (f"framework {s.framework} computes the loss with its own code, not transformers': drop "
+                "transformers_version (it applies to hf, axolotl and pytorch)")
     if s.strategy == "fsdp" and STACKS[s.framework].fsdp is None:
         return f"framework {s.framework} does not shard with FSDP: use strategy single or ddp"
     return STACKS[s.framework].refuse(s)

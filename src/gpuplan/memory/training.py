@@ -50,21 +50,14 @@ def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None
     # -- activations: what each layer keeps under the checkpointing policy, on the GPU
     mixed = s.precision.endswith("-mixed")
     autocast_fp32 = mixed and s.method == "full" and engine.autocasts_fp32_weights
-    setup = rt.setup(s, m, autocast_fp32)
-    kinds = {layer: rt.saved(layer, m, setup) for layer, _ in m.layer_kinds()}  # layers repeat
-    saved = [kinds[layer] for layer in stage_layers]
-    if autocast_fp32:  # bf16 copies of the weights, cached by autocast and saved for the backward
-        casts = [2 * sum(lin.weight_params for lin in layer.linears) * shard * pp for layer in stage_layers]
-    else:
-        casts = [0.0] * len(stage_layers)
-    kept, kept_casts, recomputed = _checkpointed(s, m, rt, setup, stage_layers, saved, casts)
+    setup, kinds, kept, kept_casts, recomputed = _kept(s, m, rt, autocast_fp32, stage_layers)
     resident = _offloaded(s, rt, e, kept, kept_casts)
     in_flight = min(pp, s.grad_accum_steps) if pp > 1 else 1  # 1F1B: first stage holds pp micro-batches
     A_all = in_flight * sum(resident)
     lm_head_cast = mixed and (autocast_fp32 or rt.head_upcast(s))
     loss = rt.loss(s, m, setup, lm_head_cast, capacity_gib * GIB if capacity_gib else None) if pp == 1 else None
-    lsaved, lfwd, lbwd = (loss.saved + head_inputs(s, m, setup), loss.forward, loss.backward) if loss else (
-        0.0, 0.0, 0.0)
+    lsaved, lfwd, lbwd, held = (loss.saved + head_inputs(s, m, setup), loss.forward, loss.backward,
+                                loss.held) if loss else (0.0, 0.0, 0.0, 0.0)
     fwd_kinds = {layer: act.forward_transient(layer, m, setup) for layer in kinds}
     bwd_kinds = {layer: act.backward_transient(layer, m, setup) for layer in kinds}
     fwd_tmp = max(fwd_kinds[layer] for layer in stage_layers)
@@ -73,12 +66,12 @@ def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None
     other = {**engine.buffers(s, m, rt, st), **rt.extras(s, m, shard)}
     persistent_other = sum(other.values())
 
-    # forward: all kept activations + the logits and loss at the end
-    forward = grads_prev + A_all + max(fwd_tmp, lsaved + lfwd)
+    # forward: all kept activations + the logits and loss at the end (and the output the loop keeps)
+    forward = grads_prev + A_all + max(fwd_tmp, lsaved + lfwd + held)
     # backward, layer by layer from the last: activations still kept + gradients made so far + transients
     n = len(stage_layers)
     g_layer = (grads_total - grads_prev) / max(n, 1) if s.grad_accum_steps == 1 else 0.0
-    backward = grads_prev + A_all + lsaved + lbwd
+    backward = grads_prev + A_all + lsaved + lbwd + held
     remaining = A_all
     for j in range(n - 1, -1, -1):
         layer = stage_layers[j]
@@ -88,14 +81,14 @@ def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None
         if recomputed[j]:
             transient = max(transient, fwd_kinds[layer])
         made = g_layer if s.optimizer_in_backward else g_layer * (n - j)  # stepped and freed as they come
-        live = grads_prev + remaining + made + recomputed[j] + transient
+        live = grads_prev + remaining + made + recomputed[j] + transient + held
         backward = max(backward, live + lsaved * (j == n - 1))
         remaining -= in_flight * resident[j]
     if s.method == "full" and m.tie_word_embeddings and s.grad_accum_steps == 1:
         # tied embeddings: the lm_head's gradient waits in autograd's input buffer until the embedding's
         # arrives, and the two are summed out of place (what the fake-tensor simulation runs)
         tied = m.vocab_size * m.embedding_dim * shard * grads_total / max(st.trainable * shard, 1)
-        backward = max(backward, (tied if s.optimizer_in_backward else grads_total) + 2 * tied)
+        backward = max(backward, (tied if s.optimizer_in_backward else grads_total) + 2 * tied + held)
     largest_param = max(lin.weight_params / lin.count for layer, _ in m.layer_kinds() for lin in layer.linears)
     # the optimizer steps over this rank's share: its TP/PP shard, and its ZeRO / FSDP partition
     local_trainable = st.trainable * shard / engine.shards(s)[2]
@@ -103,6 +96,7 @@ def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None
     step += st.step_extra
     if s.offload != "none":
         step = grads_total
+    step += held
     phases = {"forward": forward, "backward": backward}
     if not s.optimizer_in_backward:
         phases["optimizer_step"] = step
@@ -114,7 +108,9 @@ def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None
     if e.peak_phase == "optimizer_step":
         e.gradients = grads_total
         e.activations = 0.0
-        other["optimizer step temporaries"] = peak - grads_total
+        other["optimizer step temporaries"] = peak - grads_total - held
+        if held:
+            other["model output kept by the loop (logits)"] = held
     else:
         A_total = sum(resident) * in_flight
         live_grads = grads_prev if e.peak_phase == "forward" else min(grads_total, max(peak - A_total, grads_prev))
@@ -126,6 +122,35 @@ def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None
     e.extra["params_trainable"] = st.trainable
     e.assumptions += rt.notes(s)
     return e
+
+
+def _kept(s: Scenario, m: ModelSpec, rt, autocast_fp32: bool, stage_layers):
+    """The layers' setup, what each layer kind saves, and per layer of the stage what the checkpointing policy
+    keeps (:func:`_checkpointed`): saved tensors, autocast's 16-bit weight copies (kept when a layer is not
+    checkpointed) and what a checkpointed layer recomputes."""
+    setup = rt.setup(s, m, autocast_fp32)
+    kinds = {layer: rt.saved(layer, m, setup) for layer, _ in m.layer_kinds()}  # layers repeat
+    saved = [kinds[layer] for layer in stage_layers]
+    if autocast_fp32:  # bf16 copies of the weights, cached by autocast and saved for the backward
+        casts = [2 * sum(lin.weight_params for lin in layer.linears) / s.tp for layer in stage_layers]
+    else:
+        casts = [0.0] * len(stage_layers)
+    return (setup, kinds, *_checkpointed(s, m, rt, setup, stage_layers, saved, casts))
+
+
+def offloaded_activation_bytes(s: Scenario, m: ModelSpec) -> float:
+    """Bytes of saved activations one micro-step moves to pinned CPU memory in the forward and brings back in the
+    backward under ``activation_offload`` (what the stage's layers keep, less the stack's resident last layers:
+    :func:`_offloaded`); 0 without it. The speed model prices their PCIe round trip."""
+    if not s.activation_offload:
+        return 0.0
+    rt, engine = runtime_for(s), engine_for(s)
+    autocast_fp32 = s.precision.endswith("-mixed") and s.method == "full" and engine.autocasts_fp32_weights
+    stage_layers = m.layers[:math.ceil(m.num_layers / s.pp)]
+    _, _, kept, kept_casts, _ = _kept(s, m, rt, autocast_fp32, stage_layers)
+    resident = [k + c for k, c in zip(kept, kept_casts, strict=True)]
+    stay = rt.offload_resident_layers
+    return sum(resident[:-stay]) if len(resident) > stay else 0.0
 
 
 def _check_targets(s: Scenario, m: ModelSpec) -> None:

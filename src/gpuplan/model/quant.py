@@ -13,8 +13,8 @@ Each format stores the weight matrix of a linear layer; the modules libraries ke
 - ``awq-int4``: AutoAWQ GEMM layout, group 128: as GPTQ without ``g_idx``.
 - ``fp8``: one byte per weight, plus an fp32 scale per tensor or per ``128 x 128`` block (DeepSeek-V3).
 - ``mxfp4``: OCP microscaling, 32 fp4 values share one e8m0 scale: 17 bytes per 32 weights (4.25 bits).
-- ``gguf-<type>``: llama.cpp block formats by their bits per weight (ggml-common.h block structs);
-  llama.cpp also quantizes the token embedding and output matrices.
+- ``gguf-<ftype>``: llama.cpp files: a type per tensor by the file type's rules (:mod:`gpuplan.model.gguf`),
+  the token embedding and output matrices quantized too.
 """
 
 from __future__ import annotations
@@ -23,25 +23,18 @@ import math
 from dataclasses import dataclass
 
 from ..errors import GpuplanError, UnknownNameError
+from .gguf import BLOCKS, FTYPES
 from .layers import Linear
 
 DTYPE_BYTES = {"float32": 4, "fp32": 4, "bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2, "float8": 1,
                "fp8": 1, "int8": 1}
 
-# llama.cpp block formats: bits per weight = block bytes * 8 / block size (ggml-common.h).
-GGUF_BITS = {
-    "f32": 32.0, "f16": 16.0, "bf16": 16.0, "q8_0": 8.5, "q6_k": 6.5625, "q5_k": 5.5, "q5_1": 6.0, "q5_0": 5.5,
-    "q4_k": 4.5, "q4_1": 5.0, "q4_0": 4.5, "q3_k": 3.4375, "q2_k": 2.625, "iq4_xs": 4.25, "iq4_nl": 4.5,
-    "iq3_xxs": 3.0625, "iq2_xxs": 2.0625,
-    # mixes: llama.cpp's quantize tool picks a type per tensor; these are the effective bits per weight of
-    # its published Llama-3.1-8B files (tools/quantize/README.md table). They are calibration, not an
-    # independent check: bench/accuracy.py marks the GGUF rows so.
-    "q4_k_m": 4.89, "q4_k_s": 4.67, "q5_k_m": 5.70, "q5_k_s": 5.57, "q3_k_m": 4.00, "q3_k_s": 3.64,
-    "q3_k_l": 4.30, "q2_k_s": 2.96,
-}
+# llama.cpp block formats: bits per weight = block bytes * 8 / block size (ggml-common.h); whole GGUF files
+# (a type per tensor, by the file type's rules) are priced by :mod:`gpuplan.model.gguf`.
+GGUF_BITS = {kind: 8 * size / per for kind, (per, size) in BLOCKS.items()}
 
 QUANT_FORMATS = ("none", "int8", "nf4", "fp4", "gptq-int4", "gptq-int8", "awq-int4", "fp8", "mxfp4",
-                 *(f"gguf-{t}" for t in GGUF_BITS))
+                 *(f"gguf-{t}" for t in FTYPES))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -78,15 +71,15 @@ class Format:
             per = n + 4 * math.ceil(o / bo) * math.ceil(i / bi)
         elif name == "mxfp4":
             per = math.ceil(n / 32) * 17
-        elif name.startswith("gguf-"):
-            per = n * GGUF_BITS[name[5:]] / 8
+        elif name.startswith("gguf-"):  # one linear alone, at the file type's default type (files: model.gguf)
+            per = n * GGUF_BITS[FTYPES[name[5:]]] / 8
         else:  # validated in make_format
             raise AssertionError(name)
         return per * lin.count
 
     def embedding_bytes(self, params: int) -> float:
         if self.quantizes_embeddings:
-            return params * GGUF_BITS[self.name[5:]] / 8
+            return params * GGUF_BITS[FTYPES[self.name[5:]]] / 8
         return params * self.high_bytes
 
 

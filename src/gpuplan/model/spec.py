@@ -195,6 +195,10 @@ class ModelSpec:
         if fmt is None:
             fmt, shipped_skip = self.shipped_format()
             skip = tuple(set(skip) | set(shipped_skip))
+        if fmt.name.startswith("gguf-"):  # llama.cpp files: a type per tensor
+            from .gguf import weight_bytes
+
+            return weight_bytes(self, fmt.name[5:])
         params = self.params_breakdown()
         high = fmt.high_bytes
         out = dict.fromkeys(PARTS, 0.0)

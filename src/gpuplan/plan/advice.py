@@ -5,11 +5,12 @@ Every fix is one change to the scenario from a single list (:func:`candidate_fix
 enough, :func:`smallest_combination` finds the fewest fixes that fit together, the gentlest first, keeping the GPUs
 the user named before adding more, and then the largest micro-batch and context that fit with them.
 
-Speed costs are rules of thumb with their source: full recomputation adds one forward pass, i.e. 8/6 of the step
-FLOPs (Chen et al. 2016; Korthikanti et al. 2022, section 5); 4-bit base weights dequantize on every matmul (QLoRA
-paper, section 4: slower than LoRA); ZeRO-3 all-gathers the weights twice per step (Rajbhandari et al. 2020,
-section 7); optimizer offload runs the step on the CPU (ZeRO-Offload, Ren et al. 2021: 2-5x slower steps without
-overlap).
+For checkpointing and the training stacks' techniques (loss, activation offloading, compile, optimizer in
+backward, another stack) the speed cost is the speed model's: the ratio of the time per token with and without the
+change on the card (:func:`speed_change`). The other changes keep a rule of thumb with its source: 4-bit base
+weights dequantize on every matmul (QLoRA paper, section 4: slower than LoRA); ZeRO-3 all-gathers the weights twice
+per step (Rajbhandari et al. 2020, section 7); optimizer offload runs the step on the CPU (ZeRO-Offload, Ren et al.
+2021: 2-5x slower steps without overlap).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import GpuplanError
@@ -27,6 +28,7 @@ from ..memory.runtimes import runtime_for
 from ..model.spec import ModelSpec
 from ..result import Suggestion
 from ..scenario import Scenario
+from ..speed import training_speed
 from ..stacks import FRAMEWORKS, STACKS
 
 MAX_COMBINED = 4  # fixes in one combination
@@ -37,16 +39,17 @@ MAX_TRIES = 400  # combinations evaluated at most (each is one memory estimate, 
 class Fix:
     """One change to a scenario. Fixes of the same ``group`` exclude each other in a combination.
 
-    ``slowdown``: the step-time multiplier it roughly costs (orders combinations, gentlest first); ``keeps_job``:
+    ``slowdown``: the step-time multiplier it roughly costs (orders combinations, gentlest first; None: measured
+    by the speed model on the card, as ``cost`` "" is said); ``keeps_job``:
     False for changes that alter the job itself (shorter sequences, fewer requests); ``more_gpus``: it needs
     GPUs beyond those named.
     """
 
     label: str
     change: dict[str, Any] = field(hash=False)
-    cost: str
     group: str
-    slowdown: float = 1.0
+    cost: str = ""  # "": the speed model says, on the card (checkpointing, the stacks' techniques)
+    slowdown: float | None = None  # None: the speed model's ratio on the card
     keeps_job: bool = True
     more_gpus: bool = False
 
@@ -89,8 +92,7 @@ def _training_fixes(s: Scenario, m: ModelSpec) -> list[Fix]:
     out: list[Fix] = []
     if s.grad_checkpointing != "full":
         out.append(Fix(label="enable gradient checkpointing", change={"grad_checkpointing": "full"},
-                       cost="about 33% more compute (one extra forward pass)", group="checkpointing",
-                       slowdown=4 / 3))
+                       group="checkpointing"))
     if s.micro_batch_size > 1:
         steps = s.grad_accum_steps * s.micro_batch_size
         out.append(Fix(label=f"micro-batch 1 x {steps} accumulation steps (same global batch)",
@@ -180,29 +182,44 @@ def _stack_fixes(s: Scenario) -> list[Fix]:
             changed = s.model_copy(update=change)
         except GpuplanError:
             continue  # the scenario's framework cannot run it
-        ratio, cost = _step_ratio(s, changed), speed_change(s, changed)
-        out.append(Fix(label=label, change=change, cost=cost, group=group, slowdown=ratio))
+        del changed  # only whether the framework runs it; the speed cost comes on the card (speed_change)
+        out.append(Fix(label=label, change=change, group=group))
     return out
 
 
-def _step_ratio(s: Scenario, changed: Scenario) -> float:
-    """Step time after / before a change of stack or technique: the stacks' published benchmarks
-    (:mod:`gpuplan.memory.runtimes.speed`) and recomputation's extra forward where checkpointing changes."""
-    before, _ = runtime_for(s).step_time_factor(s)
-    after, _ = runtime_for(changed).step_time_factor(changed)
-    recompute = {"none": 1.0, "selective": 7 / 6, "full": 8 / 6}
-    return after / before * recompute[changed.grad_checkpointing] / recompute[s.grad_checkpointing]
+def speed_change(s: Scenario, changed: Scenario, m: ModelSpec, gpu: GpuSpec, before=None) -> str:
+    """How a change of stack or technique changes the time per token on ``gpu``: the ratio of the speed model's
+    times with and without it (:func:`gpuplan.speed.training_speed`: recomputation's extra work as the stack's
+    checkpointing runs it, the PCIe time activation offloading leaves exposed, the stacks' published factors for
+    compile and fused kernels), with the parts of the step that moved most and the stack factor's source."""
+    return _speed_change(s, changed, m, gpu, before)[0]
 
 
-def speed_change(s: Scenario, changed: Scenario) -> str:
-    """How a change of stack or technique changes the step time, in words, with the benchmark it comes from."""
-    ratio = _step_ratio(s, changed)
-    _, why = runtime_for(changed).step_time_factor(changed)
+def _speed_change(s: Scenario, changed: Scenario, m: ModelSpec, gpu: GpuSpec, before=None) -> tuple[str, float]:
+    """(the words of :func:`speed_change`, time per token after / before); ``before``: ``s``'s speed if known."""
+    before = before or training_speed(s, m, gpu)
+    after = training_speed(changed, m, gpu)
+    ratio = before.tokens_per_s / after.tokens_per_s  # time per token, after over before
+    same_tokens = s.micro_batch_size * s.seq_len * s.grad_accum_steps == \
+        changed.micro_batch_size * changed.seq_len * changed.grad_accum_steps
+    unit = "steps" if same_tokens else "per token"
     if abs(ratio - 1) < 0.005:
-        text = "about the same step time"
+        text = "about the same step time" if same_tokens else "about the same time per token"
     else:
-        text = f"{abs(1 - ratio) * 100:.0f}% {'slower' if ratio > 1 else 'faster'} steps"
-    return f"{text} ({why})" if why else text
+        text = f"{abs(1 - ratio) * 100:.0f}% {'slower' if ratio > 1 else 'faster'} {unit}"
+    # each part's time per token, as a share of the time per token before the change
+    def shares(sp) -> dict[str, float]:
+        return {k: v / (sp.tokens_per_s * sp.step_time_s) * before.tokens_per_s for k, v in sp.parts_s.items()}
+
+    old, new = shares(before), shares(after)
+    moved = {k: new.get(k, 0.0) - old.get(k, 0.0) for k in {*old, *new}}
+    big = sorted((k for k in moved if abs(moved[k]) >= 0.01), key=lambda k: -abs(moved[k]))[:2]
+    why = [", ".join(f"{k.replace('_', ' ')} {moved[k]:+.0%}" for k in big)] if big else []
+    factor_before, _ = runtime_for(s).step_time_factor(s)
+    factor_after, factor_why = runtime_for(changed).step_time_factor(changed)
+    if factor_why and abs(factor_after / factor_before - 1) >= 0.005:
+        why.append(factor_why)
+    return (f"{text} ({'; '.join(why)})" if why else text), ratio
 
 
 def _serving_fixes(s: Scenario, m: ModelSpec) -> list[Fix]:
@@ -276,11 +293,34 @@ def _with_implied(label: str, implied: dict[str, Any]) -> str:
         f"{k.replace('_', ' ')} {str(v).lower() if isinstance(v, bool) else v}" for k, v in implied.items()) + ")"
 
 
+def on_card(s: Scenario, m: ModelSpec, gpu: GpuSpec, fixes: list[Fix]) -> list[Fix]:
+    """The fixes with their speed cost on ``gpu`` filled in where the speed model says it (training), and those
+    the stack refuses left out."""
+    out = []
+    before = None
+    for fix in fixes:
+        if fix.cost and fix.slowdown is not None:
+            out.append(fix)
+            continue
+        changed = _apply(s, (fix,))
+        if changed is None:
+            continue
+        if s.task == "train":
+            before = before or training_speed(s, m, gpu)
+            text, ratio = _speed_change(s, changed, m, gpu, before)
+            fix = replace(fix, cost=fix.cost or text, slowdown=fix.slowdown if fix.slowdown is not None else ratio)
+        else:
+            fix = replace(fix, slowdown=1.0 if fix.slowdown is None else fix.slowdown)
+        out.append(fix)
+    return out
+
+
 def suggestions(s: Scenario, m: ModelSpec, gpu: GpuSpec, report) -> list[Suggestion]:
     """When ``s`` does not fit: the smallest combination that fits (when no single fix does), then every single
     fix that lowers the device peak, fitting ones first, on the GPUs named before more GPUs."""
+    fixes = on_card(s, m, gpu, candidate_fixes(s, m))
     singles: list[tuple[Fix, bool, float, dict[str, Any]]] = []
-    for fix in candidate_fixes(s, m):
+    for fix in fixes:
         changed = _apply(s, (fix,))
         ok, peak = _fits(changed, m, gpu)
         if changed is not None and (ok or peak < report.device_peak_gib):
@@ -297,7 +337,7 @@ def suggestions(s: Scenario, m: ModelSpec, gpu: GpuSpec, report) -> list[Suggest
     if not any(in_stack):
         # every fix that keeps the job: one that saves nothing alone (QLoRA when activations dominate) may be the
         # one a combination needs
-        pool = [fix for fix in candidate_fixes(s, m) if fix.keeps_job]
+        pool = [fix for fix in fixes if fix.keeps_job]
         combos = [smallest_combination(s, m, gpu, pool)]
         if combos[0] is not None and set(combos[0].fields) & STACK_FIELDS:  # and the one with no extra library
             combos.append(smallest_combination(s, m, gpu, [f for f in pool if not set(f.change) & STACK_FIELDS]))
@@ -311,7 +351,8 @@ def smallest_combination(s: Scenario, m: ModelSpec, gpu: GpuSpec, fixes: list[Fi
     accumulation) or batch, and the longest context, that still fit."""
     order = {f.label: i for i, f in enumerate(candidate_fixes(s, m))}
     # a framework switch is a single suggestion of its own, not one of several changes made together
-    fixes = sorted((f for f in fixes if f.group != "framework"), key=lambda f: order.get(f.label, len(order)))
+    fixes = sorted(on_card(s, m, gpu, [f for f in fixes if f.group != "framework"]),
+                   key=lambda f: order.get(f.label, len(order)))
     same = [f for f in fixes if not f.more_gpus]
     best = None
     for pool in (same, fixes):

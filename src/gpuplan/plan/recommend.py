@@ -239,6 +239,7 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
     evaluated, setups, fitting = 0, [], 0
     biggest = max(cards.values(), key=lambda g: g.usable_gib, default=None)
     as_given: dict[tuple, tuple] = {}  # layout -> (scenario as given on it, its allocator-level bytes)
+    pending: dict[int, tuple] = {}  # setup -> what its change note needs (written for the setups shown only)
     for labels, change in _variants(s, c):
         for layout in _layouts(s, m, c, change.get("framework", s.framework)):
             try:  # a stack refuses what it cannot run (torchtune with ZeRO, Unsloth over FSDP...)
@@ -252,7 +253,6 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
             key = tuple(sorted(layout.items()))
             if not change:
                 as_given[key] = (scenario, shared)
-            note = _change_note(labels, as_given.get(key), scenario, shared) if change and shared else ""
             for gpu in cards.values():
                 evaluated += 1
                 precision = card_precision(scenario, gpu)
@@ -266,9 +266,16 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
                 if not ok:
                     continue
                 fitting += 1
-                setups += _priced(placed, m, gpu, labels, peak, offers, references[gpu.id], trainable, note)
+                priced = _priced(placed, m, gpu, labels, peak, offers, references[gpu.id], trainable)
+                if change and shared:
+                    pending.update({id(x): (labels, as_given.get(key), scenario, shared, gpu) for x in priced})
+                setups += priced
     owned = _filter_rank([x for x in setups if x.owned], c)
     setups = _filter_rank([x for x in setups if not x.owned], c)
+    for x in setups[: c.top] + owned[: c.top]:  # the speed model's cost of the change, on the setup's card
+        if id(x) in pending:
+            labels, given, scenario, shared, gpu = pending[id(x)]
+            x.change = _change_note(labels, given, scenario, shared, m, gpu)
     result = Recommendation(setups=setups[: c.top], evaluated=evaluated, fitting=fitting,
                             elapsed_s=time.perf_counter() - started, owned=owned[: c.top])
     result.notes = _price_notes(s, c, all_offers, cards)
@@ -343,16 +350,16 @@ def _fit(s: Scenario, m: ModelSpec, gpu: GpuSpec, shared, c: Constraints) -> tup
     return device <= gpu.usable_gib * (1 - c.min_headroom), device
 
 
-def _change_note(labels: list[str], given, scenario: Scenario, shared) -> str:
-    """``unsloth: 87.3 -> 23.8 GiB, 33% faster steps (...)``: the saving and the speed cost of the variant's
-    techniques or stack against the scenario as given on the same layout."""
+def _change_note(labels: list[str], given, scenario: Scenario, shared, m: ModelSpec, gpu: GpuSpec) -> str:
+    """``unsloth: 87.3 -> 23.8 GiB, 33% faster steps (...)``: the saving and the speed cost (the speed model's, on
+    ``gpu``) of the variant's techniques or stack against the scenario as given on the same layout."""
     from .advice import speed_change
 
     if given is None or given[1] is None:
         return ""
     before = (given[1].reserved + sum(given[1].managed.values())) / GIB
     after = (shared.reserved + sum(shared.managed.values())) / GIB
-    return f"{' + '.join(labels)}: {before:.1f} -> {after:.1f} GiB, {speed_change(given[0], scenario)}"
+    return f"{' + '.join(labels)}: {before:.1f} -> {after:.1f} GiB, {speed_change(given[0], scenario, m, gpu)}"
 
 
 def _priced(s: Scenario, m: ModelSpec, gpu: GpuSpec, labels: list[str], peak: float, offers: list[Offer],

@@ -111,18 +111,40 @@ def _aiperf(d: dict, src: str) -> Measurement:
                        output_tokens_per_s=avg("output_token_throughput"))
 
 
-def predict(model, engine, m: Measurement) -> tuple[float, float, float]:
-    """(mean TTFT, mean TPOT, output tokens/s) the simulation gives for the run ``m``."""
+def replay(model, engine, *, rate_rps: float | None, prompt, output, shared_prefix: int = 0,
+           distinct_prompts: int | None = None, max_concurrency: int | None = None, burstiness: float = 1.0,
+           seed: int = 0):
+    """Simulate one benchmark run: ``len(prompt)`` requests sent at ``rate_rps`` (Poisson; None: all at once),
+    as ``vllm bench serve`` and inference-perf send them, by a client holding at most ``max_concurrency``.
+    ``distinct_prompts``: the run cycles through that many prompts (inference-perf's shared-prefix data: groups x
+    prompts per group, reused in turn), so from the second round each prompt's full blocks hit the prefix cache;
+    ``shared_prefix`` tokens (the group's system prompt) hit from the first round."""
     import numpy as np
 
     from .simulate import arrivals, simulate
 
+    n = len(prompt)
+    prompt, output = np.asarray(prompt), np.asarray(output)
+    rng = np.random.default_rng(seed)
+    arrive = np.zeros(n) if not rate_rps else arrivals(rate_rps, n, burstiness, rng)
+    if not distinct_prompts:
+        return simulate(model, engine, arrive, prompt, output, shared_prefix, max_concurrency=max_concurrency)
+    block = engine.block_tokens
+    whole = (prompt - 1) // block * block  # vLLM caches full blocks and computes at least the last token
+    hits = np.where(np.arange(n) >= distinct_prompts, whole, np.minimum(shared_prefix, whole) // block * block)
+    hits[:1] = 0
+    blocks = int(min(distinct_prompts, n) * whole.mean() // block)
+    return simulate(model, engine, arrive, prompt, output, max_concurrency=max_concurrency, prefix_hits=hits,
+                    cached_blocks=blocks)
+
+
+def predict(model, engine, m: Measurement) -> tuple[float, float, float]:
+    """(mean TTFT, mean TPOT, output tokens/s) the simulation gives for the run ``m`` (its mean lengths)."""
+    import numpy as np
+
     n = max(m.num_requests, 1)
-    rng = np.random.default_rng(0)
-    arrive = np.zeros(n) if not m.rate_rps else arrivals(m.rate_rps, n, 1.0, rng)
-    prompt = np.full(n, max(round(m.mean_input_tokens), 1))
-    output = np.full(n, max(round(m.mean_output_tokens), 1))
-    out = simulate(model, engine, arrive, prompt, output)
+    out = replay(model, engine, rate_rps=m.rate_rps, prompt=np.full(n, max(round(m.mean_input_tokens), 1)),
+                 output=np.full(n, max(round(m.mean_output_tokens), 1)))
     return float(out.ttft_s.mean()), float(out.tpot_s.mean()), out.output_tokens_per_s
 
 
@@ -131,7 +153,9 @@ def fit(model, engine, runs: list[Measurement]) -> tuple[Calibration, list[dict]
     from dataclasses import replace
 
     before = [predict(model, engine, r) for r in runs]
-    ttft_ratio = statistics.median(r.mean_ttft_s / b[0] for r, b in zip(runs, before, strict=True) if b[0] > 0)
+    fixed = model.request_s  # the API server's per-request latency is not the engine's: left out of the ratio
+    ttft_ratio = statistics.median((r.mean_ttft_s - fixed) / (b[0] - fixed) for r, b in zip(runs, before, strict=True)
+                                   if b[0] > fixed and r.mean_ttft_s > fixed)
     tpot_ratio = statistics.median(r.mean_tpot_s / b[1] for r, b in zip(runs, before, strict=True) if b[1] > 0)
     cal = Calibration(compute=ttft_ratio, memory=tpot_ratio, source=f"{len(runs)} runs")
     tuned = replace(model, calibration=cal)

@@ -204,9 +204,9 @@ def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...]
                         max_num_seqs=mem.limits.max_num_seqs,
                         max_num_batched_tokens=mem.limits.max_num_batched_tokens)
         rate, curve = max_rate(model, engine, w, bound * 1.1)
-        band = oh.SERVING_RATE_BAND
+        low, high = oh.SERVING_RATE_BAND
         plan = Plan(setup=st.label, gpu_id=st.gpu.id, num_gpus=st.num_gpus, tp=sc.tp, quant=st.quant,
-                    kv_tokens=mem.kv_tokens, max_rate_rps=rate, rate_band_rps=(rate * (1 - band), rate * (1 + band)),
+                    kv_tokens=mem.kv_tokens, max_rate_rps=rate, rate_band_rps=(rate * low, rate * high),
                     bound_rate_rps=bound, curve=curve)
         at = [p for p in curve if p.meets_slo and p.rate_rps <= rate]
         if at:

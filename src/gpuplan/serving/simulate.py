@@ -4,11 +4,14 @@ Each step (``vllm/v1/core/sched/scheduler.py`` ``Scheduler.schedule``): running 
 taking its next prefill chunk or one decode token out of the ``max_num_batched_tokens`` budget; a request that
 needs a KV block the pool lacks preempts the most recently admitted running request (recompute: its blocks are
 freed, it returns to the head of the queue); then waiting requests are admitted in arrival order while the
-budget, ``max_num_seqs`` and free blocks allow (chunked prefill: a long prompt takes several steps). The step
-lasts :meth:`StepModel.time` of what it holds; a request's first token comes at the end of the step that
-finishes its prompt. Shared-prefix tokens hit the prefix cache after the first request (no compute, blocks
-shared). Runs of pure-decode steps with no arrival in between are advanced together (their step times summed
-at the mid-point context), which keeps light loads fast.
+budget, ``max_num_seqs`` and free blocks allow (chunked prefill: a long prompt takes several steps; without it,
+``--no-enable-chunked-prefill``, a prompt waits until it fits the step's budget whole). The step lasts
+:meth:`StepModel.time` of what it holds; a request's first token comes at the end of the step that finishes its
+prompt, plus the model's per-request latency outside the engine (``request_s``). Shared-prefix tokens hit the
+prefix cache after the first request (no compute, blocks shared). A client with ``max_concurrency`` (``vllm
+bench serve --max-concurrency``, inference-perf's workers) sends a request only while fewer are in flight;
+latencies count from the send. Runs of pure-decode steps with no arrival in between are advanced together
+(their step times summed at the mid-point context), which keeps light loads fast.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ class Engine:
     block_tokens: int = 16
     max_num_seqs: int = 256
     max_num_batched_tokens: int = 8192
+    chunked_prefill: bool = True
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,17 +65,26 @@ def arrivals(rate_rps: float, n: int, burstiness: float, rng) -> np.ndarray:
 
 
 def simulate(model: StepModel, engine: Engine, arrive: np.ndarray, prompt: np.ndarray, output: np.ndarray,
-             shared_prefix: int = 0, max_steps: int = 2_000_000) -> Outcome:
+             shared_prefix: int = 0, max_steps: int = 2_000_000, max_concurrency: int | None = None,
+             prefix_hits: np.ndarray | None = None, cached_blocks: int = 0) -> Outcome:
     """Serve the requests; returns per-request latencies (requests that never fit the pool are dropped and
-    counted out of ``completed``)."""
+    counted out of ``completed``). ``shared_prefix``: tokens every prompt starts with (cached after the first
+    request); or ``prefix_hits``, each request's prompt tokens found in the prefix cache, with ``cached_blocks``
+    blocks the cache holds for them."""
     n = len(arrive)
+    cap = max_concurrency or n
+    sent = np.asarray(arrive, dtype=float).copy()
+    in_flight, full_until = 0, -math.inf
     bt = engine.block_tokens
     prompt = np.asarray(prompt, dtype=np.int64)
     output = np.maximum(np.asarray(output, dtype=np.int64), 1)
     hit = np.zeros(n, dtype=np.int64)
-    if shared_prefix:
-        hit[1:] = np.minimum(shared_prefix, prompt[1:] - 1)
-    shared_blocks = shared_prefix // bt if shared_prefix else 0
+    shared_blocks = cached_blocks
+    if prefix_hits is not None:
+        hit = np.minimum(np.asarray(prefix_hits, dtype=np.int64), prompt - 1)
+    elif shared_prefix:
+        hit[1:] = np.minimum(shared_prefix, prompt[1:] - 1) // bt * bt  # vLLM caches and matches full blocks
+        shared_blocks = shared_prefix // bt
     free = engine.kv_blocks - shared_blocks
     done_tokens = hit.copy()  # tokens whose KV exists (prefix hits count as computed)
     generated = np.zeros(n, dtype=np.int64)
@@ -79,49 +92,48 @@ def simulate(model: StepModel, engine: Engine, arrive: np.ndarray, prompt: np.nd
     first = np.full(n, np.nan)
     finish = np.full(n, np.nan)
     too_big = np.ceil((prompt + output) / bt) > engine.kv_blocks
+    if not engine.chunked_prefill:  # vLLM refuses a prompt longer than the step budget without chunking
+        too_big |= prompt - hit > engine.max_num_batched_tokens
     waiting: list[int] = []
     running: list[int] = []
     nxt, t, steps, preempt = 0, 0.0, 0, 0
     finished = int(too_big.sum())
     while finished < n and steps < max_steps:
-        while nxt < n and arrive[nxt] <= t:
+        while nxt < n and arrive[nxt] <= t and in_flight < cap:
             if not too_big[nxt]:
+                sent[nxt] = max(arrive[nxt], full_until)
                 waiting.append(nxt)
+                in_flight += 1
             nxt += 1
         if not running and not waiting:
             if nxt >= n:
                 break
-            t = float(arrive[nxt])
+            t = max(t, float(arrive[nxt]))
             continue
         budget = engine.max_num_batched_tokens
-        sched: list[tuple[int, int]] = []
-        i = 0
-        while i < len(running) and budget > 0:
-            r = running[i]
-            left = prompt[r] - done_tokens[r]
-            take = min(left, budget) if left > 0 else 1
-            need = math.ceil((done_tokens[r] + take) / bt) - held[r]
-            while need > free and running[-1] != r:
-                v = running.pop()
-                free += held[v]
-                held[v], done_tokens[v], generated[v] = 0, hit[v], 0
-                waiting.insert(0, v)
-                preempt += 1
-            if need > free:  # r itself must go
-                running.pop(i)
-                free += held[r]
-                held[r], done_tokens[r], generated[r] = 0, hit[r], 0
-                waiting.insert(0, r)
-                preempt += 1
-                continue
-            free -= max(need, 0)
-            held[r] += max(need, 0)
-            sched.append((r, take))
-            budget -= take
-            i += 1
+        sched_idx: list[int] = []
+        sched_take: list[int] = []
+        if running:  # running requests in order: the vectorized path unless the pool runs out (then preempt)
+            ra = np.fromiter(running, dtype=np.int64, count=len(running))
+            left = prompt[ra] - done_tokens[ra]
+            want = np.where(left > 0, left, 1)
+            takes = np.clip(budget - (np.cumsum(want) - want), 0, want)
+            need = np.maximum(-(-(done_tokens[ra] + takes) // bt) - held[ra], 0) * (takes > 0)
+            if need.sum() <= free:
+                sel = takes > 0
+                held[ra] += need
+                free -= int(need.sum())
+                sched_idx, sched_take = ra[sel].tolist(), takes[sel].tolist()
+                budget -= int(takes.sum())
+            else:
+                budget, free, preempt = _schedule_with_preemption(
+                    running, waiting, budget, free, preempt, bt, prompt, done_tokens, held, generated, hit,
+                    sched_idx, sched_take)
         while waiting and budget > 0 and len(running) < engine.max_num_seqs:
             r = waiting[0]
             take = min(prompt[r] - done_tokens[r], budget)
+            if not engine.chunked_prefill and take < prompt[r] - done_tokens[r]:
+                break
             need = math.ceil((done_tokens[r] + take) / bt) - held[r]
             if need > free:
                 break
@@ -129,39 +141,38 @@ def simulate(model: StepModel, engine: Engine, arrive: np.ndarray, prompt: np.nd
             running.append(r)
             free -= need
             held[r] += need
-            sched.append((r, take))
+            sched_idx.append(r)
+            sched_take.append(take)
             budget -= take
-        if not sched:  # nothing fits: wait for the next arrival (cannot happen with requests running)
+        if not sched_idx:  # nothing fits: wait for the next arrival (cannot happen with requests running)
             if nxt >= n:
                 break
             t = max(t, float(arrive[nxt]))
             continue
-        idx = np.fromiter((r for r, _ in sched), dtype=np.int64, count=len(sched))
-        take = np.fromiter((k for _, k in sched), dtype=np.int64, count=len(sched))
+        idx = np.asarray(sched_idx, dtype=np.int64)
+        take = np.asarray(sched_take, dtype=np.int64)
         prefilling = done_tokens[idx] < prompt[idx]
         pre_tok = float(take[prefilling].sum())
+        pre_seqs = float(prefilling.sum())
         pairs = float((take[prefilling] * (done_tokens[idx][prefilling] + take[prefilling] / 2)).sum())
         dec = ~prefilling
         ctx = float(done_tokens[idx][dec].sum())
         k = 1
-        if pre_tok == 0 and not waiting and len(sched) == len(running):
+        if pre_tok == 0 and not waiting and len(idx) == len(running):
             # pure decode until a request finishes or the next one arrives: advance k steps at once
             left_out = output[idx] - generated[idx]
             k = int(left_out.min())
-            room = [math.ceil((done_tokens[r] + k) / bt) - held[r] for r in idx]
-            while k > 1 and sum(room) > free:
+            while k > 1 and int((-(-(done_tokens[idx] + k) // bt) - held[idx]).sum()) > free:
                 k //= 2
-                room = [math.ceil((done_tokens[r] + k) / bt) - held[r] for r in idx]
-        dt1 = model.time(pre_tok, float(dec.sum()), ctx, pairs)
+        finishing = float((prefilling & (done_tokens[idx] + take >= prompt[idx])).sum())
+        dt1 = model.time(pre_tok, float(dec.sum()), ctx, pairs, pre_seqs, float(dec.sum()) + finishing)
         if k > 1:
             dt_mid = model.time(0.0, float(len(idx)), ctx + len(idx) * (k - 1) / 2)
-            if nxt < n:
+            if nxt < n and in_flight < cap:
                 k = max(1, min(k, int((arrive[nxt] - t) / dt_mid)))
-            extra = [math.ceil((done_tokens[r] + k) / bt) - held[r] - (math.ceil((done_tokens[r] + 1) / bt)
-                                                                       - held[r]) for r in idx]
-            for r, e in zip(idx, extra, strict=True):
-                held[r] += max(e, 0)
-                free -= max(e, 0)
+            extra = np.maximum(-(-(done_tokens[idx] + k) // bt) + (done_tokens[idx] + 1) // -bt, 0)
+            held[idx] += extra
+            free -= int(extra.sum())
             dt = dt1 + (k - 1) * dt_mid
         else:
             dt = dt1
@@ -173,17 +184,56 @@ def simulate(model: StepModel, engine: Engine, arrive: np.ndarray, prompt: np.nd
         newly = idx[completes_prompt & np.isnan(first[idx])]
         first[newly] = t
         over = idx[generated[idx] >= output[idx]]
-        for r in over:
-            finish[r] = t
-            free += held[r]
-            held[r] = 0
-            running.remove(r)
-            finished += 1
+        if len(over):
+            finish[over] = t
+            free += int(held[over].sum())
+            held[over] = 0
+            gone = set(over.tolist())
+            running = [r for r in running if r not in gone]
+            finished += len(over)
+            if in_flight == cap:
+                full_until = t
+            in_flight -= len(over)
     ok = ~np.isnan(finish)
-    ttft = first[ok] - arrive[ok]
-    e2e = finish[ok] - arrive[ok]
+    ttft = first[ok] - sent[ok] + model.request_s
+    e2e = finish[ok] - sent[ok] + model.request_s
     out = output[ok]
     tpot = np.where(out > 1, (finish[ok] - first[ok]) / np.maximum(out - 1, 1), 0.0)
-    return Outcome(ttft_s=ttft, tpot_s=tpot, e2e_s=e2e, duration_s=float(t - arrive[0]) if ok.any() else 0.0,
+    return Outcome(ttft_s=ttft, tpot_s=tpot, e2e_s=e2e,
+                   duration_s=float(finish[ok].max() + model.request_s - sent[0]) if ok.any() else 0.0,
                    input_tokens=int(prompt[ok].sum()), output_tokens=int(out.sum()), preemptions=preempt,
                    completed=int(ok.sum()))
+
+
+def _schedule_with_preemption(running: list[int], waiting: list[int], budget: int, free: int, preempt: int, bt: int,
+                              prompt, done_tokens, held, generated, hit, sched_idx: list[int],
+                              sched_take: list[int]) -> tuple[int, int, int]:
+    """The running requests one by one when the pool cannot hold their next tokens: a request that needs a block
+    the pool lacks preempts the most recently admitted one (recompute: its blocks freed, back to the head of the
+    queue), itself if it is the last. Returns the budget, free blocks and preemptions left."""
+    i = 0
+    while i < len(running) and budget > 0:
+        r = running[i]
+        left = prompt[r] - done_tokens[r]
+        take = min(left, budget) if left > 0 else 1
+        need = math.ceil((done_tokens[r] + take) / bt) - held[r]
+        while need > free and running[-1] != r:
+            v = running.pop()
+            free += held[v]
+            held[v], done_tokens[v], generated[v] = 0, hit[v], 0
+            waiting.insert(0, v)
+            preempt += 1
+        if need > free:  # r itself must go
+            running.pop(i)
+            free += held[r]
+            held[r], done_tokens[r], generated[r] = 0, hit[r], 0
+            waiting.insert(0, r)
+            preempt += 1
+            continue
+        free -= max(need, 0)
+        held[r] += max(need, 0)
+        sched_idx.append(r)
+        sched_take.append(take)
+        budget -= take
+        i += 1
+    return budget, free, preempt

@@ -1,35 +1,49 @@
 """The time of one continuous-batching step, as vLLM V1 schedules it: decodes and prefill chunks in one batch.
 
-A roofline per step (Williams et al. 2009; formulas.md section 10), with the rates of the speed layer
-(:mod:`gpuplan.speed.gemm`: the card's achievable matmul fraction and bandwidth; :mod:`gpuplan.speed.comms`: the
-link and its per-call latency), so that one calibration serves :mod:`gpuplan.speed.inference` and this module::
+The speed layer's :class:`~gpuplan.speed.inference.StepTimer` prices a step from the work it does (every linear
+at its GEMM shape's efficiency, attention, element-wise traffic, TP all-reduces, the per-layer kernel floor and
+the engine's host loop); it takes tens of microseconds per call. The scheduler simulation prices hundreds of
+thousands of steps per capacity search, so :func:`step_model` samples the timer once per setup and keeps a
+closed form of it::
 
-    compute = (tokens x 2·N_active + attention FLOPs) / (tp x peak x f_matmul)
-    memory  = (weights touched + KV read) / achievable bandwidth
-    step    = max(compute, memory) + TP all-reduces + per-layer kernel floor + engine overhead
+    step = dense(T) + lm_head(R) + attention(pairs) + kv_read(context) + host_step + host_seq x S
 
-This module keeps its own closed form (microseconds per call: the scheduler simulation prices thousands of
-steps per rate point) rather than calling :class:`gpuplan.speed.inference.StepTimer` per step.
+- ``dense(T)``: the token-proportional work of ``T`` = prefill tokens + decoding sequences (linears, routed
+  experts, element-wise, TP all-reduces, kernel floor), sampled from ``StepTimer.decode_parts(T, 0)`` and
+  ``prefill_parts(T)`` on a geometric grid of ``T`` and interpolated linearly between grid points (exact at
+  them); routed experts take the larger of the decode path (the experts ``T`` tokens touch, read once) and the
+  prefill path (grouped GEMMs of ``T·k/E`` rows each);
+- ``lm_head(R)``: logits only for the ``R`` sequences sampled this step (decodes and prompts that finish);
+- ``attention``: prompt attention per (query, key) pair, the slope of ``prefill_parts``' attention term;
+- ``kv_read``: every cached K and V of the decoding sequences read once (``decode_parts``' KV term per token;
+  exact for full attention, an upper bound for sliding-window layers);
+- the host: vLLM's engine loop per step and per scheduled sequence ``S`` (``StepTimer``'s host term).
 
-with ``tokens`` = prefill-chunk tokens + one per decoding sequence, attention at ``4·a·d`` FLOPs per query and
-key, the KV of every decoding sequence read once, the routed experts a batch touches
-(``1 - (1 - k/E)^tokens`` of them), and two all-reduces of ``tokens x h`` per layer under TP (ring: ``2(t-1)/t``
-of the bytes, plus a fixed latency each). ``Calibration`` scales the compute and memory terms and the overhead
-per deployment (:mod:`.calibrate`).
+Outside the steps, each request pays ``request_s`` once before its first token (the API server: HTTP, tokenizing,
+handing the request to the engine core and streaming the token back): it adds to TTFT and end-to-end latency,
+not to the time per output token.
+
+So a pure decode step equals ``StepTimer.decode_s`` and a lone prompt ``StepTimer.prefill_s`` plus the kernel
+floor (tests/test_serving.py checks both). ``Calibration`` scales the model per deployment (:mod:`.calibrate`):
+``compute`` the GPU time of prompt tokens, ``memory`` that of decodes (a mixed step blends them by its token
+shares), ``overhead`` the host terms.
 """
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 
 from .. import overheads as oh
 from ..hardware import GpuSpec, Network
-from ..memory import kv_bytes_per_sequence, weight_format
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
-from ..speed.comms import intra_node_link
-from ..speed.flops import matmul_params
-from ..speed.gemm import bandwidth, matmul_fraction, peak_flops
+from ..speed.inference import StepTimer, step_timer
+from ..speed.work import lm_head_s
+
+# Tokens per step at which the timer is sampled (doubling; beyond the last point the time grows linearly).
+GRID_TOKENS = tuple(2**i for i in range(17))  # 1 .. 65,536
+_PAIRS_AT = (2048, 4096)  # prompt lengths whose attention times give the per-pair slope
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -44,74 +58,87 @@ class Calibration:
 
 @dataclass(frozen=True, kw_only=True)
 class StepModel:
-    """Per-GPU constants of one deployment (tp GPUs, one replica); :meth:`time` prices a step."""
+    """A sampled :class:`StepTimer` of one deployment (tp GPUs, one replica); :meth:`time` prices a step."""
 
-    flops_per_token: float  # 2·N_active / tp
-    attn_flops_per_pair: float  # 4·a·d·L / tp per (query, key) pair
-    peak_flops: float
-    weight_bytes: float  # per GPU, all experts
-    expert_bytes: float  # per GPU, routed experts only
-    experts_per_token: int
-    num_experts: int
-    kv_bytes_per_token: float  # per GPU
-    bandwidth: float  # achievable bytes/s
-    allreduce_bytes_per_token: float  # per GPU per step, 0 without TP
-    allreduce_latency_s: float
-    link_bytes_per_s: float
-    overhead_s: float
-    floor_s: float = 0.0  # per-step latency of the non-GEMM kernels of every layer (CUDA graphs replay them)
+    grid_tokens: tuple[float, ...]
+    dense_s: tuple[float, ...]  # token-proportional GPU work at grid_tokens
+    lm_head_s: tuple[float, ...]  # logits for grid_tokens sampled rows
+    attention_s_per_pair: float
+    kv_s_per_token: float
+    step_host_s: float
+    seq_host_s: float
+    request_s: float = 0.0  # per request outside the engine loop (HTTP, tokenizing, streaming): TTFT and E2E
     calibration: Calibration = Calibration()
 
-    def time(self, prefill_tokens: float, decode_seqs: float, decode_context: float, prefill_pairs: float = 0.0
-             ) -> float:
-        """Seconds for one step with ``prefill_tokens`` prompt tokens, ``decode_seqs`` decoding sequences whose
-        contexts total ``decode_context`` tokens, and ``prefill_pairs`` (query, key) pairs of prompt attention."""
+    def time(self, prefill_tokens: float, decode_seqs: float, decode_context: float, prefill_pairs: float = 0.0,
+             prefill_seqs: float | None = None, sampled: float | None = None) -> float:
+        """Seconds for one step with ``prefill_tokens`` prompt tokens in ``prefill_seqs`` sequences (default:
+        one if any), ``decode_seqs`` decoding sequences whose contexts total ``decode_context`` tokens,
+        ``prefill_pairs`` (query, key) pairs of prompt attention, and ``sampled`` sequences producing a token
+        (default: every decode and every prompt chunk)."""
         tokens = prefill_tokens + decode_seqs
         if tokens <= 0:
             return 0.0
+        pseqs = (1.0 if prefill_tokens > 0 else 0.0) if prefill_seqs is None else prefill_seqs
+        rows = decode_seqs + pseqs if sampled is None else sampled
+        gpu = _interp(self.grid_tokens, self.dense_s, tokens) + _interp(self.grid_tokens, self.lm_head_s, rows) \
+            + prefill_pairs * self.attention_s_per_pair + decode_context * self.kv_s_per_token
         c = self.calibration
-        compute = (tokens * self.flops_per_token + (prefill_pairs + decode_context) * self.attn_flops_per_pair) \
-            / self.peak_flops * c.compute
-        weights = self.weight_bytes
-        if self.num_experts:
-            touched = 1 - (1 - self.experts_per_token / self.num_experts) ** tokens
-            weights -= self.expert_bytes * (1 - touched)
-        memory = (weights + decode_context * self.kv_bytes_per_token) / self.bandwidth * c.memory
-        comm = 0.0
-        if self.allreduce_bytes_per_token:
-            comm = tokens * self.allreduce_bytes_per_token / self.link_bytes_per_s + self.allreduce_latency_s
-        return max(compute, memory) + comm + self.floor_s + self.overhead_s * c.overhead
+        share = prefill_tokens / tokens
+        gpu *= c.memory + (c.compute - c.memory) * share
+        return gpu + (self.step_host_s + self.seq_host_s * (decode_seqs + pseqs)) * c.overhead
 
     def prefill_time(self, prompt_tokens: float) -> float:
         """One prompt alone (its time to first token on an idle engine, chunking aside)."""
         return self.time(prompt_tokens, 0, 0, prompt_tokens * prompt_tokens / 2)
 
+    @property
+    def overhead_s(self) -> float:
+        """Host time of a step of one sequence."""
+        return (self.step_host_s + self.seq_host_s) * self.calibration.overhead
+
+
+def _interp(xs: tuple[float, ...], ys: tuple[float, ...], x: float) -> float:
+    """Piecewise-linear interpolation, linear extrapolation past the last point, 0 at 0."""
+    if x <= 0:
+        return 0.0
+    i = bisect.bisect_left(xs, x)
+    if i < len(xs) and xs[i] == x:
+        return ys[i]
+    if i == 0:
+        return ys[0] * x / xs[0]
+    if i == len(xs):
+        i -= 1
+    x0, x1, y0, y1 = xs[i - 1], xs[i], ys[i - 1], ys[i]
+    return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+
+
+def sample(timer: StepTimer, calibration: Calibration | None = None) -> StepModel:
+    """The closed form of ``timer`` (see the module docstring)."""
+    m, gpu, tp = timer.m, timer.gpu, timer.s.tp
+    dense, heads = [], []
+    for t in GRID_TOKENS:
+        head = lm_head_s(m, gpu, timer.dtype, t, tp=tp)
+        dec = timer.decode_parts(t, 0)
+        pre = timer.prefill_parts(t)
+        dec_linears = dec.get("weights", 0.0) - head
+        pre_linears = pre.get("gemm", 0.0) - lm_head_s(m, gpu, timer.dtype, 1, tp=tp)
+        dense.append(max(dec_linears, pre_linears) + dec.get("kernel_latency", 0.0) + dec.get("elementwise", 0.0)
+                     + dec.get("tensor_parallel", 0.0) + dec.get("cpu_layers", 0.0))
+        heads.append(head)
+    a, b = _PAIRS_AT
+    attn = (timer.prefill_parts(b).get("attention", 0.0) - timer.prefill_parts(a).get("attention", 0.0)) \
+        / ((b * b - a * a) / 2)
+    context = 1024
+    kv = timer.decode_parts(1, context).get("kv_cache", 0.0) / context
+    one, two = timer.decode_parts(1, 0).get("host", 0.0), timer.decode_parts(2, 0).get("host", 0.0)
+    request = oh.VLLM_V1_REQUEST_S if timer.s.engine == "vllm" else 0.0
+    return StepModel(grid_tokens=tuple(float(t) for t in GRID_TOKENS), dense_s=tuple(dense), lm_head_s=tuple(heads),
+                     attention_s_per_pair=attn, kv_s_per_token=kv, step_host_s=2 * one - two, seq_host_s=two - one,
+                     request_s=request, calibration=calibration or Calibration())
+
 
 def step_model(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None = None,
                calibration: Calibration | None = None) -> StepModel:
-    """The step model of ``s`` (its tp, quantization and KV dtype) on ``gpu`` over ``network``."""
-    t = s.tp * s.pp
-    dtype = "fp8" if s.quant == "fp8" and gpu.supports_dtype("fp8") else ("bf16" if gpu.supports_dtype("bf16")
-                                                                           else "fp16")
-    peak = (peak_flops(gpu, dtype) or 1e12) * matmul_fraction(gpu)
-    fmt, skip = weight_format(s, m)
-    parts = m.weight_bytes(fmt, skip=skip)
-    block = oh.VLLM_BLOCK_TOKENS
-    kv_token = kv_bytes_per_sequence(s.model_copy(update={"engine": "vllm"}), m, block) / block / s.pp
-    attn = sum(4 * m.num_heads * m.head_dim for _ in m.layers)
-    link = intra_node_link(gpu, network or Network())
-    allreduce = 0.0
-    if s.tp > 1:
-        allreduce = 2 * m.num_layers * 2 * (s.tp - 1) / s.tp * m.hidden_size * 2
-    overhead = oh.VLLM_STEP_OVERHEAD_S if s.engine == "vllm" else oh.GENERATE_STEP_OVERHEAD_S
-    kernels = oh.DECODE_KERNELS_PER_LAYER - 7 + (oh.MOE_KERNELS_PER_LAYER if m.is_moe else 0) + (
-        oh.MLA_KERNELS_PER_LAYER if m.mla else 0)  # the 7 linears' latency sits in their GEMMs (speed.inference)
-    return StepModel(flops_per_token=2 * matmul_params(m) / t, attn_flops_per_pair=attn / t, peak_flops=peak,
-                     weight_bytes=sum(parts.values()) / t, expert_bytes=parts["experts"] / t,
-                     experts_per_token=m.experts_per_token if m.is_moe else 0,
-                     num_experts=m.num_experts if m.is_moe else 0, kv_bytes_per_token=kv_token,
-                     bandwidth=bandwidth(gpu),
-                     allreduce_bytes_per_token=allreduce, allreduce_latency_s=2 * m.num_layers *
-                     link.latency_s if s.tp > 1 else 0.0, link_bytes_per_s=link.bytes_per_s,
-                     overhead_s=overhead, floor_s=kernels * m.num_layers / s.pp * oh.GEMM_KERNEL_LATENCY_S,
-                     calibration=calibration or Calibration())
+    """The step model of ``s`` (its engine, tp, quantization and KV dtype) on ``gpu`` over ``network``."""
+    return sample(step_timer(s, m, gpu, network), calibration)

@@ -26,18 +26,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from ..errors import GpuplanError, did_you_mean
 
-# (mean input, mean output) tokens: chat from ShareGPT as vLLM's benchmarks sample it (~230 in, ~200 out:
-# vLLM PR #18566's run: 229,711 input and 203,068 output tokens over 1,000 requests); the others are the
-# shapes NVIDIA's NIM and TensorRT-LLM performance tables use (input/output 128/2048, 2048/128, 1000/1000...).
-PRESETS: dict[str, tuple[int, int, str]] = {
-    "chat": (230, 203, "ShareGPT as vLLM's benchmarks sample it"),
-    "summarize": (2048, 128, "long prompt, short answer (NIM/TensorRT-LLM 2048/128)"),
-    "generate": (128, 2048, "short prompt, long answer (NIM/TensorRT-LLM 128/2048)"),
-    "balanced": (1000, 1000, "NIM/TensorRT-LLM 1000/1000"),
-    "rag": (4000, 300, "retrieval-augmented: long context, short answer"),
-    "code": (1500, 400, "code completion with file context"),
-}
-
 
 class Lengths(BaseModel):
     """A length distribution in tokens: ``fixed``, ``uniform`` (min..max), ``normal`` (mean, std) or
@@ -49,6 +37,28 @@ class Lengths(BaseModel):
     std: float = Field(default=0.0, ge=0, le=10_000_000, allow_inf_nan=False)
     min: int = Field(default=1, ge=1)
     max: int = Field(default=10_000_000, ge=1)
+
+
+# Named workloads: (prompt, output, what they stand for). chat is ShareGPT as vLLM's benchmarks sample it: means
+# from vLLM PR #18566's run (229,711 input and 203,068 output tokens over 1,000 requests) after clipping as
+# ``vllm/benchmarks/datasets.py`` ``is_valid_sequence`` keeps them (4..1,024 prompt tokens, 2,048 in all), with
+# a long tail: lognormal with std = mean (an assumption of shape: ShareGPT's conversations span two orders of
+# magnitude, vLLM paper, Kwon et al. SOSP'23, figure 11). The others are the fixed shapes NVIDIA's NIM and
+# TensorRT-LLM performance tables use (input/output 2048/128, 128/2048, 1000/1000) and two common mixes.
+def _fixed(n: int) -> Lengths:
+    return Lengths(mean=n)
+
+
+PRESETS: dict[str, tuple[Lengths, Lengths, str]] = {
+    "chat": (Lengths(kind="lognormal", mean=236, std=236, min=4, max=1024),  # clipped means: 230 and 203
+             Lengths(kind="lognormal", mean=207, std=207, min=4, max=1024),
+             "ShareGPT as vLLM's benchmarks sample it (long-tailed)"),
+    "summarize": (_fixed(2048), _fixed(128), "long prompt, short answer (NIM/TensorRT-LLM 2048/128)"),
+    "generate": (_fixed(128), _fixed(2048), "short prompt, long answer (NIM/TensorRT-LLM 128/2048)"),
+    "balanced": (_fixed(1000), _fixed(1000), "NIM/TensorRT-LLM 1000/1000"),
+    "rag": (_fixed(4000), _fixed(300), "retrieval-augmented: long context, short answer"),
+    "code": (_fixed(1500), _fixed(400), "code completion with file context"),
+}
 
 
 class Slo(BaseModel):
@@ -91,10 +101,10 @@ class Workload(BaseModel):
         return self
 
     def prompt_lengths(self) -> Lengths:
-        return self.prompt or Lengths(mean=PRESETS[self.preset or "chat"][0])
+        return self.prompt or PRESETS[self.preset or "chat"][0]
 
     def output_lengths(self) -> Lengths:
-        return self.output or Lengths(mean=PRESETS[self.preset or "chat"][1])
+        return self.output or PRESETS[self.preset or "chat"][1]
 
     @property
     def mean_prompt_tokens(self) -> float:
@@ -106,6 +116,14 @@ class Workload(BaseModel):
 
 
 def _clipped_mean(d: Lengths) -> float:
+    """The mean of ``d`` after clipping (for lognormal lengths, by the clipped lognormal's closed form)."""
+    if d.kind == "lognormal" and d.std > 0:
+        sigma = math.sqrt(math.log(1 + (d.std / d.mean) ** 2))
+        mu = math.log(d.mean) - sigma**2 / 2
+        phi = lambda z: 0.5 * (1 + math.erf(z / math.sqrt(2)))  # noqa: E731
+        lo, hi = math.log(d.min), math.log(d.max)
+        inside = math.exp(mu + sigma**2 / 2) * (phi((hi - mu - sigma**2) / sigma) - phi((lo - mu - sigma**2) / sigma))
+        return inside + d.min * phi((lo - mu) / sigma) + d.max * (1 - phi((hi - mu) / sigma))
     return min(max(d.mean, d.min), d.max)
 
 

@@ -491,24 +491,37 @@ def train_steps(s: Scenario, m: ModelSpec, model, tracker, notes: list[str], dev
     mixed = s.precision.endswith("-mixed")
     compute = _dtype(s.precision.split("-")[0]) if mixed else None
     autocast = (lambda: torch.autocast(device, dtype=compute)) if mixed else contextlib.nullcontext
-    tokens = 0
+    from ..memory.runtimes import runtime_for
+
+    # the HF Trainer's compute_loss drops the model output before the backward; a plain loop (Answer.AI
+    # fsdp_qlora's train.py) keeps ``output`` until the optimizer has stepped
+    holds_output = runtime_for(s).holds_output
+    tokens, output = 0, None
     for step in range(2):
-        for _ in range(1 if step == 0 else min(s.grad_accum_steps, 2)):
+        micro_steps = 1 if step == 0 else min(s.grad_accum_steps, 2)
+        for micro in range(micro_steps):
             tracker.phase = "forward"
             ids = torch.randint(0, m.vocab_size, (s.micro_batch_size, s.seq_len), device=device)
             tokens += ids.numel()
             with autocast():
                 if forward_loss is None:
-                    loss = model(input_ids=ids, labels=ids, use_cache=False).loss / s.grad_accum_steps
+                    output = model(input_ids=ids, labels=ids, use_cache=False)
+                    loss = output.loss / s.grad_accum_steps
+                    if not holds_output:
+                        output = None
                 else:
                     loss = forward_loss(ids) / s.grad_accum_steps
             tracker.phase = "backward"
             loss.backward()
             del loss, ids
+            if micro < micro_steps - 1:
+                output = None  # freed at the end of each iteration; the last one lives through the step
         if opt is None:
+            output = None
             continue
         tracker.phase = "optimizer_step"
         opt.step()
+        output = None
         for state in opt.state.values():
             for value in state.values():
                 if isinstance(value, torch.Tensor):

@@ -2,14 +2,21 @@
 
 Training FLOPs per token: ``6·N + 12·L·a·d·s`` where ``N`` counts the parameters a token multiplies (active
 parameters without the input embedding lookup) and the second term is attention's score and value matmuls over
-``s`` keys (a sliding window caps ``s``). Full recomputation adds one forward (``+2·N + 4·L·a·d·s``, i.e. 8/6).
-LoRA/QLoRA skip the weight gradients of the frozen base: the backward is ``2·N`` instead of ``4·N`` (Hu et al.
-2021: "no gradients for most parameters"), so ``4·N``.
+``s`` keys (a sliding window caps ``s``). Recomputation adds the forward work the stack's checkpointing runs
+again (:meth:`~gpuplan.memory.runtimes.Runtime.recompute`): full checkpointing one forward (``+2·N + 4·L·a·d·s``,
+i.e. 8/6; Chen et al. 2016), of the checkpointed share of the layers with ``checkpoint_every``; torchtitan's and
+torchtune's per-op selective policy the forward of the matmuls it does not save (every second one: ``+2·N_re``)
+and no attention (its output is on the save list). LoRA/QLoRA skip the weight gradients of the frozen base: the
+backward is ``2·N`` instead of ``4·N`` (Hu et al. 2021: "no gradients for most parameters"), so ``4·N``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+from ..memory.runtimes import runtime_for
 from ..model import ModelSpec
+from ..model.layers import Layer
 from ..scenario import Scenario
 
 
@@ -29,15 +36,27 @@ def attention_flops_per_token(m: ModelSpec, seq: int) -> float:
     return total
 
 
+def active_params_of(m: ModelSpec, chosen: Mapping[Layer, frozenset[str]]) -> float:
+    """Parameters a token multiplies in the linears named per layer kind (routed experts: ``k`` of them)."""
+    total = 0.0
+    for layer, count in m.layer_kinds():
+        for lin in layer.linears:
+            if lin.name in chosen.get(layer, frozenset()):
+                routed = lin.group == "experts" and lin.count > 1
+                total += count * lin.weight_params * (layer.experts_per_token / lin.count if routed else 1)
+    return total
+
+
 def training_flops_per_token(s: Scenario, m: ModelSpec) -> float:
     n = matmul_params(m)
     attention = attention_flops_per_token(m, s.seq_len)
     dense = 6 * n if s.method == "full" else 4 * n
-    if s.grad_checkpointing == "full":
-        dense += 2 * n
-        attention *= 16 / 12
-    elif s.grad_checkpointing == "selective":
-        attention *= 16 / 12
+    rc = runtime_for(s).recompute(s, m)
+    if rc.selective:
+        dense += 2 * active_params_of(m, rc.linears)
+    else:
+        dense += 2 * n * rc.layers
+        attention *= (12 + 4 * rc.layers) / 12
     return dense + attention
 
 

@@ -47,16 +47,19 @@ def bandwidth(gpu: GpuSpec) -> float:
 
 
 def gemm_time_s(gpu: GpuSpec, dtype: str, m: float, k: float, n: float, *, count: float = 1,
-                act_bytes: float = 2.0, weight_bytes: float = 2.0, kernels: float | None = None) -> float:
+                act_bytes: float = 2.0, weight_bytes: float = 2.0, kernels: float | None = None,
+                latency_s: float | None = None) -> float:
     """Seconds for ``count`` GEMMs of ``[m x k] @ [k x n]`` in ``dtype`` on ``gpu`` (see the module docstring),
-    launched as ``kernels`` kernels (default ``count``; a grouped MoE kernel runs every expert in one)."""
+    launched as ``kernels`` kernels (default ``count``; a grouped MoE kernel runs every expert in one) of
+    ``latency_s`` fixed time each (default :data:`~gpuplan.overheads.GEMM_KERNEL_LATENCY_S`)."""
     if m <= 0 or count <= 0:
         return 0.0
     compute = 2 * m * k * n / (peak_flops(gpu, dtype) * matmul_fraction(gpu))
     traffic = ((m * k + m * n) * act_bytes + k * n * weight_bytes) / bandwidth(gpu)
     p = oh.GEMM_ROOFLINE_SHARPNESS
     kernels = count if kernels is None else kernels
-    return count * (compute**p + traffic**p) ** (1 / p) + kernels * oh.GEMM_KERNEL_LATENCY_S
+    latency = oh.GEMM_KERNEL_LATENCY_S if latency_s is None else latency_s
+    return count * (compute**p + traffic**p) ** (1 / p) + kernels * latency
 
 
 def gemm_efficiency(gpu: GpuSpec, dtype: str, m: float, k: float, n: float) -> float:

@@ -31,6 +31,7 @@ from .. import overheads as oh
 from ..hardware import GpuSpec, Network
 from ..memory import attention_kernel, inference_memory, kv_bytes_per_sequence, weight_format
 from ..memory.runtimes import vllm
+from ..model import gguf
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from .breakdown import Speed
@@ -62,8 +63,8 @@ class StepTimer:
         gemm = self._linears_s(tokens) + lm_head_s(m, gpu, self.dtype, seqs, tp=tp)
         attention = attention_s(m, gpu, self.dtype, seqs, math.ceil(tokens / seqs), kernel=self.kernel, tp=tp,
                                 context=context)
-        parts = {"gemm": gemm, "attention": attention, "elementwise": elementwise_s(m, gpu, tokens, tp=tp),
-                 "tensor_parallel": self._tp_s(tokens), "host": self._host_s(prefill=True)}
+        parts = {"gemm": gemm, "attention": attention, "elementwise": self._elementwise_s(tokens),
+                 "tensor_parallel": self._tp_s(tokens), "host": self._host_s(prefill=True, seqs=seqs)}
         if self.cpu_layer_share:  # op offload: CPU-held weights cross PCIe once per 512-token micro-batch
             pcie = intra_node_link(gpu, Network(intra_node="pcie")).bytes_per_s
             ubatches = math.ceil(tokens / oh.LLAMA_CPP_UBATCH)
@@ -83,15 +84,15 @@ class StepTimer:
         weights += lm_head_s(m, gpu, self.dtype, batch, tp=tp)
         kv = batch * kv_bytes_per_sequence(s.model_copy(update={"engine": "vllm"}), m, int(context)) * gpu_share
         kv_s = kv / bandwidth(gpu)
-        kernels = self._kernels_per_layer() * m.num_layers * gpu_share * oh.GEMM_KERNEL_LATENCY_S
-        gpu_s = weights + kv_s + kernels + elementwise_s(m, gpu, batch, tp=tp) * gpu_share
-        parts = {"weights": weights, "kv_cache": kv_s, "kernel_latency": kernels,
-                 "elementwise": elementwise_s(m, gpu, batch, tp=tp) * gpu_share}
+        kernels = self._kernels_per_layer() * m.num_layers * gpu_share * self._kernel_latency_s
+        elementwise = self._elementwise_s(batch) * gpu_share
+        gpu_s = weights + kv_s + kernels + elementwise
+        parts = {"weights": weights, "kv_cache": kv_s, "kernel_latency": kernels, "elementwise": elementwise}
         if self.cpu_layer_share:
             cpu_bw = oh.CPU_MEMORY_GBS * 1e9 * oh.CPU_BANDWIDTH_FRACTION
             cpu_kv = batch * kv_bytes_per_sequence(s, m, int(context)) * self.cpu_layer_share
             parts["cpu_layers"] = (self._layer_weight_bytes() * self.cpu_layer_share + cpu_kv) / cpu_bw
-        host = self._host_s(prefill=False, context=context)
+        host = self._host_s(prefill=False, context=context, seqs=batch)
         if s.engine == "transformers":  # eager: the GPU waits on Python unless its kernels are longer
             parts["host"] = smooth_max(gpu_s, host, oh.HOST_GPU_OVERLAP_SHARPNESS) - gpu_s
         else:
@@ -133,15 +134,18 @@ class StepTimer:
                         continue
                     rows = tokens * layer.experts_per_token / lin.count
                     total += count * gemm_time_s(gpu, self.dtype, rows, lin.in_features, lin.out_features / tp,
-                                                 count=lin.count, weight_bytes=w, kernels=1)
+                                                 count=lin.count, weight_bytes=w, kernels=1,
+                                                 latency_s=self._kernel_latency_s)
                 else:
                     n = lin.out_features / tp if lin.group != "router" else lin.out_features
-                    total += count * gemm_time_s(gpu, self.dtype, tokens, lin.in_features, n, weight_bytes=w)
+                    total += count * gemm_time_s(gpu, self.dtype, tokens, lin.in_features, n, weight_bytes=w,
+                                                 latency_s=self._kernel_latency_s)
         return total
 
     def _experts_decode_s(self, batch: int) -> float:
         """Routed experts at decode: the batch touches ``E·(1-(1-k/E)^B)`` experts per layer (uniform routing),
-        each read once through one grouped kernel that reaches a fraction of the bandwidth when few are read."""
+        each read once through one grouped kernel that reaches a fraction of the bandwidth when it streams few
+        bytes (a handful of small experts), all of it once it streams enough."""
         total = 0.0
         for layer, count in self.m.layer_kinds():
             for lin in layer.linears:
@@ -150,7 +154,7 @@ class StepTimer:
                     touched = e * (1 - (1 - k / e) ** batch)
                     nbytes = touched * lin.in_features * lin.out_features / self.s.tp * self.weight_bytes_per_param
                     small = oh.MOE_SMALL_BATCH_BANDWIDTH_FRACTION
-                    frac = small + (1 - small) * min(1.0, touched / oh.MOE_FULL_BANDWIDTH_EXPERTS)
+                    frac = small + (1 - small) * min(1.0, nbytes / oh.MOE_FULL_BANDWIDTH_BYTES)
                     flops = 2 * batch * k * lin.in_features * lin.out_features / self.s.tp
                     total += count * max(nbytes / (bandwidth(self.gpu) * frac),
                                          flops / peak_flops(self.gpu, self.dtype))
@@ -160,6 +164,23 @@ class StepTimer:
         """Bytes of all decoder layers' weights on one GPU as stored."""
         return sum(count * sum(lin.weight_params * (2.0 if lin.group in self.skip else self.weight_bytes_per_param)
                                for lin in layer.linears) for layer, count in self.m.layer_kinds()) / self.s.tp
+
+    @property
+    def _v1(self) -> bool:
+        """vLLM's V1 engine (0.8 and later)."""
+        return self.s.engine == "vllm" and vllm.version_tuple(self.s.engine_version) >= (0, 8, 0)
+
+    @property
+    def _kernel_latency_s(self) -> float:
+        """Fixed GPU time per kernel: CUDA-graph replay in vLLM V1 (kernels back to back, no launch gap), else the
+        speed layer's calibrated figure."""
+        return oh.GRAPH_KERNEL_LATENCY_S if self._v1 else oh.GEMM_KERNEL_LATENCY_S
+
+    def _elementwise_s(self, tokens: float) -> float:
+        """Element-wise traffic: vLLM's fused kernels (residual add + RMSNorm, SiLU-and-mul, rotary with the cache
+        write) move a fraction of what unfused modules do."""
+        t = elementwise_s(self.m, self.gpu, tokens, tp=self.s.tp)
+        return t * oh.FUSED_ELEMENTWISE_FACTOR if self._v1 else t
 
     def _kernels_per_layer(self) -> float:
         """Non-GEMM kernels of one decoder layer (norms, rotary, cache write, attention, activation...)."""
@@ -175,15 +196,19 @@ class StepTimer:
             return 0.0
         return 2 * self.m.num_layers * all_reduce_s(tokens * self.m.hidden_size * 2, self.s.tp, self.link)
 
-    def _host_s(self, *, prefill: bool, context: float = 0) -> float:
-        """Host time of one step: eager transformers launches every op from Python; vLLM and llama.cpp replay
-        CUDA graphs and run their engine loop between steps."""
+    def _host_s(self, *, prefill: bool, context: float = 0, seqs: float = 1) -> float:
+        """Host time of one step of ``seqs`` sequences: eager transformers launches every op from Python; vLLM
+        and llama.cpp replay CUDA graphs and run their engine loop between steps. vLLM's loop costs per step and
+        per scheduled sequence (scheduling, input preparation, sampling, output processing): the V1 engine
+        (0.8+) far less per step than V0, whose Python scheduler and sampler ran between steps."""
         s, m = self.s, self.m
         if s.engine == "transformers":
             ops = eager_ops_per_layer() * m.num_layers * oh.EAGER_OP_OVERHEAD_S
             return ops + oh.GENERATE_STEP_OVERHEAD_S + oh.EAGER_DECODE_S_PER_CONTEXT_TOKEN * context
         if s.engine == "vllm":
-            return oh.VLLM_STEP_OVERHEAD_S
+            if vllm.version_tuple(s.engine_version) < (0, 8, 0):
+                return oh.VLLM_STEP_OVERHEAD_S
+            return oh.VLLM_V1_STEP_OVERHEAD_S + oh.VLLM_V1_HOST_S_PER_SEQ * seqs
         return oh.LLAMA_CPP_STEP_OVERHEAD_S
 
 
@@ -195,6 +220,8 @@ def step_timer(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None 
     fmt, skip = weight_format(s, m)
     sample = next((lin for layer in m.layers for lin in layer.linears if lin.group not in skip), None)
     per_param = fmt.linear_weight_bytes(sample) / sample.weight_params if sample else 2.0
+    if fmt.name.startswith("gguf-"):  # a GGUF mixes types by tensor: the average over the decoder's linears
+        per_param = gguf.linear_bytes_per_param(m, fmt.name[5:])
     cpu_share = 0.0
     if s.engine == "llama.cpp":
         e = inference_memory(s, m, gpu.usable_gib)

@@ -3,24 +3,32 @@
 One optimizer step is ``grad_accum_steps`` micro-steps plus the step's own fixed costs:
 
 - **micro-step, GPU work** (:mod:`.work`): every linear's GEMMs at the efficiency of its shape (forward,
-  input gradient, weight gradient for trained weights, the forward again under full recomputation), peft's
-  adapter GEMMs, attention, element-wise traffic, the loss, QLoRA's dequantization of every 4-bit weight each
-  time a pass uses it (memory-bound), fp8 casts of the linears' inputs (fp8 runs the linears only: attention
-  and the rest stay 16-bit);
+  input gradient, weight gradient for trained weights), peft's adapter GEMMs, attention, element-wise traffic,
+  the loss, QLoRA's dequantization of every 4-bit weight each time a pass uses it (memory-bound), fp8 casts of
+  the linears' inputs (fp8 runs the linears only: attention and the rest stay 16-bit); and what the stack's
+  checkpointing runs again (:meth:`~gpuplan.memory.runtimes.Runtime.recompute`): the whole forward of the
+  checkpointed layers under ``full`` (one layer in ``checkpoint_every``), under torchtitan's and torchtune's
+  per-op ``selective`` policy the matmuls it does not save (every second one) and every element-wise op, not
+  attention (``_save_list`` keeps SDPA's output) and not the reduce-scatters of tensor parallelism;
 - **micro-step, host work**: eager PyTorch launches ~40 ops per layer forward (+5 per LoRA linear) at
   ~20 us each and the backward's autograd ops at ~10 us; DeepSpeed ZeRO-3 adds its module hooks. Host and
   GPU overlap: the micro-step takes their smooth maximum;
 - **micro-step, communication**: Megatron TP's 4 all-reduces per layer (6 with recomputation) on the critical
   path; ZeRO-3/FSDP all-gathers the weights once per micro-batch in the forward and again in the backward,
   prefetched behind compute where it fits; ZeRO-2/3 reduce-scatter gradients every micro-batch behind the
-  backward; CPU parameter offload streams the weights over PCIe on every pass;
+  backward; CPU parameter offload streams the weights over PCIe on every pass; activation offloading copies
+  the saved activations it moves (:func:`~gpuplan.memory.training.offloaded_activation_bytes`) to pinned CPU
+  memory on a side stream during the forward and back during the backward (torchtune ``OffloadActivations``
+  ``use_streams``, Unsloth's non-blocking copies): only the part of each copy longer than the pass it hides
+  behind adds time;
 - **per step**: DDP's all-reduce (or ZeRO-1's reduce-scatter) behind the last backward, the 16-bit weights'
   all-gather after a ZeRO-1/2 step, the optimizer (states, master weights and gradients read and written
   once, memory-bound; DeepSpeed CPU Adam plus the PCIe round trip when offloaded), the trainer loop and the
   dataloader; Megatron's 1F1B pipeline bubble (``p-1`` micro-steps of fill and drain per step).
 
 ``parts_s`` of the result adds up to the step. The training stack's own factor (torch.compile, fused
-kernels) multiplies the micro-steps' busy time: :func:`stack_factor`.
+kernels, the measured residual cost of offloading's stream syncs) multiplies the micro-steps' busy time:
+:func:`stack_factor`.
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ from .. import overheads as oh
 from ..hardware import GpuSpec, Network
 from ..memory import attention_kernel, lora_targets, weight_format
 from ..memory.runtimes import runtime_for
+from ..memory.training import offloaded_activation_bytes
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from .breakdown import Speed
@@ -88,7 +97,7 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
     tp, pp, dp, accum = s.tp, s.pp, s.dp, s.grad_accum_steps
     share = 1 / pp  # each pipeline stage holds this share of the layers
     tokens = s.micro_batch_size * s.seq_len
-    recompute = 1 if s.grad_checkpointing == "full" else 0
+    rc = runtime_for(s).recompute(s, m)
     full = s.method == "full"
     kernel = attention_kernel(s, m)
     assumptions: list[str] = []
@@ -96,15 +105,25 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
     # ---- GPU work of one micro-step ------------------------------------------------------------------
     act_bytes = 1.0 if dtype == "fp8" else (4.0 if dtype == "tf32" else 2.0)
     forward = linears_s(m, gpu, dtype, tokens, tp=tp, layers=share, act_bytes=act_bytes, weight_bytes=act_bytes)
+    # recomputation (the stack's checkpointing, runtimes' Recompute): the re-run linears' GEMMs; a selective policy
+    # keeps attention's output and re-runs the element-wise ops and adapters, full checkpointing all of a layer
+    if rc.selective:
+        again = linears_s(m, gpu, dtype, tokens, tp=tp, layers=share, act_bytes=act_bytes, weight_bytes=act_bytes,
+                          per_layer=rc.linears)
+        attention_again, rest_again = 0.0, 1.0
+    else:
+        again = forward * rc.layers
+        attention_again = rest_again = rc.layers
     head = lm_head_s(m, gpu, "bf16" if dtype == "fp8" else dtype, tokens, tp=tp) * share
-    gemm = forward * (2 + recompute + full) + head * (2 + full)
+    gemm = forward * (2 + full) + again + head * (2 + full)
     targets = lora_targets(s, m) if not full else frozenset()
     lora = lora_s(m, gpu, tokens, s.lora_rank, targets, tp=tp, layers=share, dropout=s.lora_dropout > 0) \
-        * (3 + recompute) if targets else 0.0
+        * (3 + rest_again) if targets else 0.0
     attention = attention_s(m, gpu, "bf16" if dtype == "fp8" else dtype, s.micro_batch_size, s.seq_len,
                             kernel=kernel, tp=tp, layers=share)
-    attention *= 1 + recompute + (oh.ATTENTION_BACKWARD_FLOP_RATIO if kernel != "eager" else 2)
-    elementwise = elementwise_s(m, gpu, tokens, tp=tp, layers=share) * (1 + recompute + oh.ELEMENTWISE_BACKWARD_RATIO)
+    attention *= 1 + attention_again + (oh.ATTENTION_BACKWARD_FLOP_RATIO if kernel != "eager" else 2)
+    elementwise = elementwise_s(m, gpu, tokens, tp=tp, layers=share) * (1 + rest_again
+                                                                         + oh.ELEMENTWISE_BACKWARD_RATIO)
     if dtype == "fp8":  # Transformer Engine fuses the norms and casts into its linears
         elementwise *= oh.FP8_ELEMENTWISE_FACTOR
     elementwise += loss_s(m, gpu, tokens, tp=tp) * share
@@ -113,14 +132,21 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
         _, skip = weight_format(s, m)
         params = sum(c * lin.weight_params for layer, c in m.layer_kinds() for lin in layer.linears
                      if lin.group not in skip)
+        again_share = rc.layers if not rc.selective else sum(
+            c * lin.weight_params for layer, c in m.layer_kinds() for lin in layer.linears
+            if lin.group not in skip and lin.name in rc.linears[layer]) / max(params, 1)
         per_pass = params / (tp * pp) * oh.QLORA_DEQUANT_BYTES_PER_PARAM / (
             bandwidth(gpu) * oh.QLORA_DEQUANT_BANDWIDTH_FRACTION)
-        extra += per_pass * (2 + recompute)
-        assumptions.append(f"QLoRA dequantizes the 4-bit base on each of {2 + recompute} passes per micro-step "
-                           f"({per_pass * 1e3:.1f} ms each, memory-bound)")
+        extra += per_pass * (2 + again_share)
+        assumptions.append(f"QLoRA dequantizes the 4-bit base on each of {2 + again_share:.3g} passes per "
+                           f"micro-step ({per_pass * 1e3:.1f} ms each, memory-bound)")
     if dtype == "fp8":  # Transformer Engine / torchao cast the linears' inputs to fp8 each pass
-        cast = tokens * sum(c * sum(lin.in_features for lin in layer.linears) for layer, c in m.layer_kinds())
-        extra += cast * share / tp * 3 / bandwidth(gpu) * (2 + recompute + full)
+        inputs = {layer: sum(lin.in_features for lin in layer.linears) for layer, _ in m.layer_kinds()}
+        cast = tokens * sum(c * inputs[layer] for layer, c in m.layer_kinds())
+        again_share = rc.layers if not rc.selective else tokens * sum(
+            c * sum(lin.in_features for lin in layer.linears if lin.name in rc.linears[layer])
+            for layer, c in m.layer_kinds()) / max(cast, 1)
+        extra += cast * share / tp * 3 / bandwidth(gpu) * (2 + again_share + full)
         assumptions.append("fp8 on the linear layers only; attention, norms and the loss stay 16-bit")
     gpu_busy = gemm + lora + attention + elementwise + extra
 
@@ -128,10 +154,10 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
     layers_here = m.num_layers * share
     n_lora = len({lin.name for layer, _ in m.layer_kinds() for lin in layer.linears if lin.name in targets})
     ops = eager_ops_per_layer(n_lora) * layers_here
-    host = ops * oh.EAGER_OP_OVERHEAD_S * (1 + recompute) + ops * oh.BACKWARD_OPS_RATIO * oh.AUTOGRAD_OP_OVERHEAD_S
+    host = ops * oh.EAGER_OP_OVERHEAD_S * (1 + rest_again) + ops * oh.BACKWARD_OPS_RATIO * oh.AUTOGRAD_OP_OVERHEAD_S
     deepspeed_zero3 = s.sharding_engine == "deepspeed" and s.resolved_strategy == "zero3"
     if deepspeed_zero3:
-        host += layers_here * (2 + recompute) * oh.ZERO3_HOOK_S_PER_LAYER_PASS
+        host += layers_here * (2 + rc.layers) * oh.ZERO3_HOOK_S_PER_LAYER_PASS
     factor, why = stack_factor(s)
     busy = smooth_max(gpu_busy, host, oh.HOST_GPU_OVERLAP_SHARPNESS) * factor
     if why:
@@ -145,9 +171,11 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
         dp_link = intra
         assumptions.append("the offer's provider sells no multi-node fabric: this setup cannot span nodes")
     tp_comm = 0.0
-    if tp > 1:
+    if tp > 1:  # a re-run layer repeats its forward's 2 collectives; the per-op policy saves the reduce-scatters
         act = tokens * m.hidden_size * 2
-        tp_comm = layers_here * (4 + 2 * recompute) * all_reduce_s(act, tp, intra) * (1 - oh.TP_OVERLAP)
+        tp_again = 2 * (0.5 if rc.selective else rc.layers)
+        tp_comm = layers_here * (4 + tp_again) * all_reduce_s(act, tp, intra) * (1 - oh.TP_OVERLAP)
+    recompute = again / forward if forward else rc.layers  # the re-run share of a forward pass
     forward_time = busy / (3 + recompute)  # forward share of the micro-step; the backward is about twice it
     backward_time = 2 * forward_time
     strategy = s.resolved_strategy
@@ -164,10 +192,18 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
     offload = 0.0
     pcie = intra_node_link(gpu, Network(intra_node="pcie")).bytes_per_s
     if s.offload == "optimizer+params":  # every pass fetches this rank's shard from host memory
-        offload += (2 + recompute) * _sharded_weight_bytes(s, m) / dp / pcie
+        offload += (2 + rc.layers) * _sharded_weight_bytes(s, m) / dp / pcie
         assumptions.append("parameter offload: each forward, recomputation and backward streams the weights "
                            "over PCIe")
-    micro = busy + tp_comm + gather + reduce + offload
+    moved = offloaded_activation_bytes(s, m)
+    activations_offload = 0.0
+    if moved:  # copied out on a side stream behind the forward, back behind the backward: only the excess shows
+        copy = moved / pcie
+        activations_offload = max(0.0, copy - forward_time) + max(0.0, copy - backward_time)
+        assumptions.append(f"activation offloading: {moved / 2**30:.2f} GiB of saved activations to pinned CPU "
+                           f"memory and back per micro-step over PCIe ({copy * 1e3:.0f} ms each way, hidden behind "
+                           f"the forward and the backward up to their length)")
+    micro = busy + tp_comm + gather + reduce + offload + activations_offload
 
     # ---- per step --------------------------------------------------------------------------------------
     sync = 0.0
@@ -193,18 +229,22 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
     else:
         straggle = 0.0
 
-    parts = {"gemm": accum * gemm, "attention": accum * attention, "elementwise": accum * elementwise,
-             "lora_adapters": accum * lora, "dequant_and_casts": accum * extra,
-             "host_overhead": accum * (busy - gpu_busy), "tensor_parallel": accum * tp_comm,
+    # the stack's factor scales the GPU work and the launches the GPU waits on alike, so the parts still add up
+    k = accum * factor
+    parts = {"gemm": k * gemm, "attention": k * attention, "elementwise": k * elementwise,
+             "lora_adapters": k * lora, "dequant_and_casts": k * extra,
+             "host_overhead": accum * busy - k * gpu_busy, "tensor_parallel": accum * tp_comm,
              "zero3_gathers": accum * gather, "gradient_sync": accum * reduce + sync, "offload": accum * offload,
+             "activation_offload": accum * activations_offload,
              "pipeline_bubble": bubble, "optimizer": optimizer, "trainer_loop": loop, "stragglers": straggle}
     parts = {k: v for k, v in parts.items() if v > 0}
     tokens_step = tokens * accum * dp
     comm = parts.get("tensor_parallel", 0) + parts.get("zero3_gathers", 0) + parts.get("gradient_sync", 0)
-    bound = max(("compute", accum * gpu_busy), ("host (kernel launches)", accum * (busy - gpu_busy)),
-                ("communication", comm + parts.get("offload", 0)), key=lambda kv: kv[1])[0]
+    bound = max(("compute", k * gpu_busy), ("host (kernel launches)", accum * busy - k * gpu_busy),
+                ("communication", comm + parts.get("offload", 0) + parts.get("activation_offload", 0)),
+                key=lambda kv: kv[1])[0]
     fpt = training_flops_per_token(s, m)
-    model_fpt = training_flops_per_token(s.model_copy(update={"grad_checkpointing": "none"}), m)
+    model_fpt = training_flops_per_token(s.model_copy(update={"grad_checkpointing": "none", "checkpoint_every": 1}), m)
     tokens_per_s = tokens_step / step
     speed = Speed(tokens_per_s=tokens_per_s, step_time_s=step, bound=bound, parts_s=parts,
                   mfu=model_fpt * tokens_per_s / (s.world_size * peak_flops(gpu, dtype)) if peak_flops(gpu, dtype)

@@ -15,6 +15,8 @@ Forward GEMMs use the shapes of the model's linears (``[tokens x in] @ [in x out
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from .. import overheads as oh
 from ..hardware import GpuSpec
 from ..model.layers import Layer, Linear
@@ -38,13 +40,15 @@ def _linear_s(gpu: GpuSpec, dtype: str, layer: Layer, lin: Linear, tokens: float
 
 
 def linears_s(m: ModelSpec, gpu: GpuSpec, dtype: str, tokens: float, *, tp: int = 1, layers: float = 1.0,
-              targets: frozenset[str] | None = None, act_bytes: float = 2.0, weight_bytes: float = 2.0) -> float:
-    """One forward pass of every decoder linear (or only those named in ``targets``), for ``tokens`` tokens,
-    over the share ``layers`` of the model this GPU holds (``1/pp``)."""
+              targets: frozenset[str] | None = None, act_bytes: float = 2.0, weight_bytes: float = 2.0,
+              per_layer: Mapping[Layer, frozenset[str]] | None = None) -> float:
+    """One forward pass of every decoder linear (or only those named in ``targets``, or in ``per_layer`` for each
+    layer kind), for ``tokens`` tokens, over the share ``layers`` of the model this GPU holds (``1/pp``)."""
     total = 0.0
     for layer, count in m.layer_kinds():
+        chosen = per_layer.get(layer, frozenset()) if per_layer is not None else targets
         for lin in layer.linears:
-            if targets is None or lin.name in targets:
+            if chosen is None or lin.name in chosen:
                 total += count * _linear_s(gpu, dtype, layer, lin, tokens, tp, act_bytes, weight_bytes)
     return total * layers
 

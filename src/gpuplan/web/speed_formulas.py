@@ -6,7 +6,9 @@ The rules are those of :mod:`gpuplan.speed` and :mod:`gpuplan.market.cost`, writ
 from __future__ import annotations
 
 from .. import overheads as oh
+from ..memory.runtimes import Recompute, runtime_for
 from ..speed import compute_dtype, matmul_params
+from ..speed.flops import active_params_of
 from ..speed.gemm import peak_flops
 from .accuracy import price_accuracy, speed_accuracy
 from .formula import Constant, Context, Formula, count
@@ -14,16 +16,21 @@ from .formula import Constant, Context, Formula, count
 
 def _flops_per_token(x: Context, recompute: bool = True) -> tuple[float, str]:
     s, m = x.s, x.m
-    ckpt = s.grad_checkpointing if recompute else "none"
     n = matmul_params(m)
     attention = sum(12 * m.num_heads * m.head_dim * (min(s.seq_len, layer.window) if layer.window else s.seq_len)
                     for layer in m.layers)
     k = 6 if s.method == "full" else 4
-    dense = k * n + (2 * n if ckpt == "full" else 0)
-    if ckpt in ("full", "selective"):
-        attention *= 16 / 12
-    text = f"{k} x N{' + 2 x N (recompute)' if ckpt == 'full' else ''} + attention, N = {count(n)}"
-    return dense + attention, text
+    dense, again = k * n, ""
+    rc = runtime_for(s).recompute(s, m) if recompute else Recompute()
+    if rc.selective:  # the matmuls the stack's per-op policy does not save
+        re_run = active_params_of(m, rc.linears)
+        dense += 2 * re_run
+        again = f" + 2 x {count(re_run)} (matmuls re-run by {s.framework}'s per-op checkpointing)"
+    elif rc.layers:
+        dense += 2 * n * rc.layers
+        attention *= (12 + 4 * rc.layers) / 12
+        again = " + 2 x N (recompute)" if rc.layers == 1 else f" + 2 x N x {rc.layers:.3g} (recompute)"
+    return dense + attention, f"{k} x N{again} + attention, N = {count(n)}"
 
 
 def _range(sp: dict, kind: str) -> Constant:
@@ -54,8 +61,9 @@ def training_speed(x: Context) -> dict[str, Formula]:
     out = {
         "speed.flops_per_token": Formula(
             label="FLOPs per token", value=sp.get("flops_per_token") or 0.0, unit="FLOP", computed=fpt,
-            formula="F = 6N (4N with LoRA: no weight gradients; +2N with full recomputation) + 12 x L x a x d x s "
-                    "(PaLM appendix B)", substituted=f"{fpt_text} = {fpt / 1e9:,.2f} GFLOP", accuracy=acc),
+            formula="F = 6N (4N with LoRA: no weight gradients; +2N with full recomputation, the re-run "
+                    "matmuls with per-op selective) + 12 x L x a x d x s (PaLM appendix B)",
+            substituted=f"{fpt_text} = {fpt / 1e9:,.2f} GFLOP", accuracy=acc),
         "speed.step_time_s": Formula(
             label="step time", value=sp.get("step_time_s", 0.0), unit="s", computed=step, accuracy=acc, note=summary,
             formula="step = the work of each micro-step x accumulation steps (GEMMs at the efficiency their shapes "

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ...scenario import Scenario
 from .axolotl import Axolotl
-from .base import LossBytes, Runtime, State
+from .base import LossBytes, Recompute, Runtime, State
 from .deepspeed import DeepSpeed
 from .engine import Engine
 from .fsdp1 import Fsdp1
@@ -37,4 +37,5 @@ def engine_for(s: Scenario) -> Engine:
     return ENGINES[s.sharding_engine]
 
 
-__all__ = ["ENGINES", "RUNTIMES", "Engine", "LossBytes", "Runtime", "State", "engine_for", "runtime_for"]
+__all__ = ["ENGINES", "RUNTIMES", "Engine", "LossBytes", "Recompute", "Runtime", "State", "engine_for",
+           "runtime_for"]

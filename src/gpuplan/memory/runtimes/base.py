@@ -9,9 +9,11 @@ it gathers, and how far the caching allocator's reserved memory runs above the a
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ... import overheads as oh
+from ...model.layers import Layer
 from ...model.quant import Format, make_format
 from ...model.spec import ModelSpec
 from ...scenario import Scenario
@@ -22,11 +24,28 @@ from ..state import adapts_experts, attention_kernel, lora_targets, weight_forma
 @dataclass(frozen=True, kw_only=True)
 class LossBytes:
     """Bytes of the output projection and loss: kept from the loss's forward to its backward (``saved``), alive
-    only at the end of the forward (``forward``) or at the start of the backward (``backward``)."""
+    only at the end of the forward (``forward``) or at the start of the backward (``backward``), and the model
+    output the training loop keeps from the forward to the end of the optimizer step (``held``)."""
 
     saved: float
     forward: float
     backward: float
+    held: float = 0.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Recompute:
+    """What a checkpointing policy runs again in the backward (the speed model's extra forward work): the share of
+    the decoder layers whose whole forward is re-run (full checkpointing of one layer in N: ``(L // N) / L``), or,
+    under a selective policy, the linears each layer kind re-runs (``linears``); a selective policy keeps the
+    attention kernel's output and re-runs every element-wise op."""
+
+    layers: float = 0.0
+    linears: Mapping[Layer, frozenset[str]] | None = None
+
+    @property
+    def selective(self) -> bool:
+        return self.linears is not None
 
 
 @dataclass(kw_only=True)
@@ -53,6 +72,9 @@ class Runtime:
     offload_resident_layers = 5
     # the 4-bit base saves each layer input for the backward (bitsandbytes MatMul4Bit); torchao's NF4 does not
     saves_4bit_inputs = True
+    # whether the training loop keeps the model's output (the logits) alive through the backward and the optimizer
+    # step: the HF Trainer's compute_loss returns the loss alone, so its outputs die before the backward
+    holds_output = False
 
     # -- what it stores ----------------------------------------------------------------------------------
     def base_format(self, s: Scenario, m: ModelSpec) -> tuple[Format, tuple[str, ...]]:
@@ -101,20 +123,35 @@ class Runtime:
         """Bytes one layer keeps under the stack's own selective checkpointing (stacks without one refuse it)."""
         raise NotImplementedError(f"{self.name} has no selective checkpointing")
 
+    def selective_recomputed(self, layer) -> frozenset[str]:
+        """The linears of ``layer`` the stack's selective checkpointing runs again in the backward."""
+        raise NotImplementedError(f"{self.name} has no selective checkpointing")
+
+    def recompute(self, s: Scenario, m: ModelSpec) -> Recompute:
+        """What the scenario's checkpointing runs again in the backward: every layer's forward under ``full``
+        (one layer in ``checkpoint_every``: the memory model checkpoints layers N, 2N, ..., as torchtitan's
+        ``selective_ac_option = 'N'`` wraps every N-th block), the stack's own choice under ``selective``."""
+        if s.grad_checkpointing == "full":
+            return Recompute(layers=(m.num_layers // s.checkpoint_every) / m.num_layers)
+        if s.grad_checkpointing == "selective":
+            return Recompute(linears={layer: self.selective_recomputed(layer) for layer, _ in m.layer_kinds()})
+        return Recompute()
+
     # -- what it materializes in the loss --------------------------------------------------------------
     def loss(self, s: Scenario, m: ModelSpec, setup: act.ActivationSetup, lm_head_cast: bool,
              capacity: float | None) -> LossBytes:
-        """transformers' ``ForCausalLMLoss`` on the full logits (:func:`activations.logits_bytes`); compiled
-        (``Trainer(torch_compile=True)`` compiles the forward with its loss), inductor fuses the fp32 upcast into
-        the cross-entropy kernels: the 16-bit logits are saved and the backward makes one 16-bit gradient."""
+        """transformers' causal-LM loss on the full logits, as the release in ``transformers_version`` computes it
+        (:func:`transformers_logits`); compiled (``Trainer(torch_compile=True)`` compiles the forward with its
+        loss), inductor fuses the fp32 upcast into the cross-entropy kernels: the 16-bit logits are saved and the
+        backward makes one 16-bit gradient."""
         if s.loss == "fused-linear":
             return liger_fused_linear(s, m, setup, lm_head_cast)
-        saved, fwd, bwd = act.logits_bytes(m, setup, lm_head_cast)
         if s.compile:
+            saved, _, _ = act.logits_bytes(m, setup, lm_head_cast)
             TV = setup.tokens * m.vocab_size / setup.tp
             c = setup.compute_bytes
             return LossBytes(saved=saved - 4 * TV + c * TV, forward=0.0, backward=c * TV)
-        return LossBytes(saved=saved, forward=fwd, backward=bwd)
+        return transformers_logits(m, setup, lm_head_cast, release(s.transformers_version), self.holds_output)
 
     # -- buffers, speed, what it reports -------------------------------------------------------------------
     def extras(self, s: Scenario, m: ModelSpec, shard: float) -> dict[str, float]:
@@ -135,6 +172,42 @@ class Runtime:
 
     def notes(self, s: Scenario) -> list[str]:
         return []
+
+
+def release(text: str | None) -> tuple[int, int]:
+    """``"4.38.2"`` -> ``(4, 38)``; None (the current release) sorts after every numbered one."""
+    if text is None:
+        return (10**6, 0)
+    major, minor = ([int(p) for p in text.split(".")[:2] if p.isdigit()] + [0, 0])[:2]
+    return major, minor
+
+
+def transformers_logits(m: ModelSpec, setup: act.ActivationSetup, lm_head_cast: bool, version: tuple[int, int],
+                        held: bool) -> LossBytes:
+    """The logits and loss of a transformers causal LM, release by release (``LlamaForCausalLM.forward`` and
+    ``loss/loss_utils.py`` ``ForCausalLMLoss`` of each):
+
+    - before 4.46 the model upcasts its logits (``logits = logits.float()``; 4.37.2-4.44.2 always, 4.45 when labels
+      are given) and returns them in fp32; the loss makes a shifted contiguous fp32 copy
+      (``shift_logits = logits[..., :-1, :].contiguous()``) before ``CrossEntropyLoss``;
+    - 4.46-4.48: the model returns compute-dtype logits; ``ForCausalLMLoss`` upcasts them and still shifts a copy;
+    - from 4.49 on, ``ForCausalLMLoss`` pads the labels instead of shifting the logits
+      (:func:`activations.logits_bytes`).
+
+    The shifted copy lives until the loss returns (log-softmax's backward needs only its output). The model's
+    output logits live while the output object does: to the end of the loss in the HF Trainer, whose
+    ``compute_loss`` returns the loss alone, and to the end of the optimizer step in a loop that keeps ``output``
+    (``held``; Answer.AI fsdp_qlora ``train.py``: ``output = model(...)`` ... ``optimizer.step()`` ...
+    ``output = None``)."""
+    saved, _, bwd = act.logits_bytes(m, setup, lm_head_cast)  # from 4.49: bf16 output + its fp32 copy
+    TV = setup.tokens * m.vocab_size / setup.tp
+    c = setup.compute_bytes
+    out = 4 if version < (4, 46) and c < 4 else c  # the output logits' bytes per element
+    shift = 4 * TV if version < (4, 49) else 0.0
+    loss_copy = 0.0 if version < (4, 46) or c == 4 else 4 * TV  # the fp32 copy made inside the loss
+    if held:
+        return LossBytes(saved=saved, forward=loss_copy + shift, backward=bwd, held=out * TV)
+    return LossBytes(saved=saved, forward=out * TV + loss_copy + shift, backward=bwd)
 
 
 def head_inputs(s: Scenario, m: ModelSpec, setup: act.ActivationSetup) -> float:

@@ -3,6 +3,11 @@ modules and peft's adapters (or its own), no Trainer, no autocast unless asked, 
 
 Activation offloading is ``torch.autograd.graph.save_on_cpu`` (``offload_wrapper`` in fsdp_qlora): every saved
 tensor goes to pinned CPU memory and comes back when its backward runs, one layer at a time.
+
+The loop keeps the model's output, and so its logits, until the optimizer has stepped (fsdp_qlora ``train.py``
+``fsdp_main``: ``output = model(...)``, ``loss.backward()``, ``optimizer.step()``, then ``output = None`` "so more
+memory frees up before the next forward pass"), as most hand-written loops do (``outputs = model(**batch)`` stays
+in scope through ``loss.backward()``).
 """
 
 from __future__ import annotations
@@ -13,3 +18,4 @@ from .hf import Hf
 class PlainPytorch(Hf):
     name = "pytorch"
     offload_resident_layers = 1
+    holds_output = True  # output = model(...); loss.backward(); optimizer.step(); output = None

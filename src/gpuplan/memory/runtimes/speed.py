@@ -1,14 +1,17 @@
 """How much faster or slower each stack's techniques make a training step than the HF stack's eager step at the
 same FLOPs, from each project's own published benchmarks (their conditions quoted). The speed model
-(:mod:`gpuplan.speed.training`) multiplies its step time by :func:`step_time_factor`; recomputation's extra
-forward is already in its FLOP count, so checkpointing has no factor here.
+(:mod:`gpuplan.speed.training`) multiplies the micro-steps' work by :func:`step_time_factor`; what a stack's
+checkpointing runs again (:meth:`Runtime.recompute <gpuplan.memory.runtimes.base.Runtime.recompute>`) is work
+the speed model counts itself, as is the PCIe time of activation offloading's copies where they outlast the pass
+they hide behind, so neither has a factor here beyond offloading's measured residual.
 
 - torch.compile: torchtune README "Optimization flags" (Llama-3.2-3B full fine-tuning, 1x A100, batch 2 x 4,096
   packed, bf16): 7,075 -> 8,998 tokens/s (+27 %); torchtitan benchmarks/llama3_h100_202412_torchtitan.md
   (Llama-3.1-8B, FSDP, 8 and 128 H100, local batch 2 x 8,192, selective AC): 5,762 -> 6,667 and 5,605 -> 6,514
   tokens/s (+16 %).
 - chunked cross-entropy: torchtune flags table 8,998 -> 9,174 tokens/s (+2 %).
-- activation offloading: torchtune flags table 7,309 -> 7,301 tokens/s (-0.1 %): the copies overlap compute.
+- activation offloading: torchtune flags table 7,309 -> 7,301 tokens/s (-0.1 %): the copies overlap compute
+  (the speed model finds them hidden there too); the factor is the residual cost of the streams' syncs.
 - optimizer step in backward: torchtune flags table 7,210 -> 7,309 tokens/s (+1.4 %).
 - Liger's kernels (fused linear cross-entropy, RMSNorm, SwiGLU, RoPE): Liger-Kernel README, "LLaMA 3-8B ~20 %
   faster ... on Alpaca dataset using 4 A100s with FSDP" (HF Trainer).

@@ -21,12 +21,25 @@ from .. import activations as act
 from .base import LossBytes, Runtime
 
 
+def _mms(layer) -> list:
+    """The layer's ``aten.mm`` calls in order (routed experts and the router run grouped or other kernels)."""
+    return [lin for lin in layer.linears if lin.group not in ("experts", "router")]
+
+
+def op_sac_recomputed(layer) -> frozenset[str]:
+    """The linears torchtitan's per-op policy runs again in the backward: every second ``aten.mm`` in call order
+    (``_custom_policy``: ``meta[mm_count_key] % 2 == 0`` is PREFER_RECOMPUTE; wk, wo and w3 of a Llama block) and
+    the ops outside ``_save_list`` (the experts' and router's among them)."""
+    others = {lin.name for lin in layer.linears if lin.group in ("experts", "router")}
+    return frozenset({lin.name for i, lin in enumerate(_mms(layer)) if i % 2 == 1} | others)
+
+
 def op_sac_bytes(layer, m: ModelSpec, setup: act.ActivationSetup) -> float:
     """What torchtitan's per-op selective checkpointing keeps of one decoder layer: the layer input and the saved
     op outputs (every other matmul in call order, SDPA's output and log-sum-exp), from the layer's linears."""
     T, c, t = setup.tokens, setup.compute_bytes, setup.tp
     Ts = T / t
-    mms = [lin for lin in layer.linears if lin.group not in ("experts", "router")]
+    mms = _mms(layer)
     kept = c * Ts * m.hidden_size  # the checkpointed block's input
     for i, lin in enumerate(mms):
         if i % 2 == 0:  # the 1st, 3rd, 5th... matmul is saved, the 2nd, 4th... recomputed
@@ -44,6 +57,9 @@ class Torchtitan(Runtime):
 
     def selective(self, layer, m: ModelSpec, setup: act.ActivationSetup) -> float:
         return op_sac_bytes(layer, m, setup)
+
+    def selective_recomputed(self, layer) -> frozenset[str]:
+        return op_sac_recomputed(layer)
 
     def loss(self, s: Scenario, m: ModelSpec, setup: act.ActivationSetup, lm_head_cast: bool,
              capacity: float | None) -> LossBytes:

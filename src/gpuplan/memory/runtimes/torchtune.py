@@ -25,7 +25,7 @@ from ...model.spec import ModelSpec
 from ...scenario import Scenario
 from .. import activations as act
 from .base import LossBytes, Runtime
-from .torchtitan import op_sac_bytes
+from .torchtitan import op_sac_bytes, op_sac_recomputed
 
 
 def chunked_loss(m: ModelSpec, setup: act.ActivationSetup, chunks: int, *, compiled: bool) -> LossBytes:
@@ -67,6 +67,9 @@ class Torchtune(Runtime):
 
     def selective(self, layer, m: ModelSpec, setup: act.ActivationSetup) -> float:
         return op_sac_bytes(layer, m, setup)
+
+    def selective_recomputed(self, layer) -> frozenset[str]:
+        return op_sac_recomputed(layer)
 
     def loss(self, s: Scenario, m: ModelSpec, setup: act.ActivationSetup, lm_head_cast: bool,
              capacity: float | None) -> LossBytes:

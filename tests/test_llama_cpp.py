@@ -1,0 +1,133 @@
+"""llama.cpp as it allocates: GGUF files as a type per tensor (model/gguf.py) and the buffers its load log prints
+(memory/runtimes/llama_cpp.py), one rule per test with the arithmetic written out."""
+
+from collections import Counter
+
+import pytest
+
+from gpuplan import estimate
+from gpuplan.model import gguf
+from gpuplan.model.catalog import load_model
+
+MIB, GIB = 2**20, 2**30
+L8 = load_model("llama-3.1-8b")  # 32 layers, hidden 4096, KV 8 x 128, MLP 14336, vocab 128256, untied
+L3 = load_model("llama-3.2-3b")  # 28 layers, hidden 3072, KV 8 x 128, MLP 8192, tied embeddings
+
+
+def q(kind: str, n: float) -> float:
+    """Bytes of n weights in a ggml block type (ggml-common.h: bytes per block / weights per block)."""
+    per, size = {"q4_k": (256, 144), "q6_k": (256, 210), "q4_0": (32, 18), "q5_0": (32, 22), "q8_0": (32, 34)}[kind]
+    return n / per * size
+
+
+def test_use_more_bits_picks_the_first_and_last_eighth_and_every_third_between():
+    picked = [i for i in range(32) if gguf._use_more_bits(i, 32)]
+    assert picked == [0, 1, 2, 3, 6, 9, 12, 15, 18, 21, 24, 27, 28, 29, 30, 31]
+
+
+def test_q4_k_m_llama_31_8b_tensor_types_match_the_load_log():
+    """llama.cpp's log of Meta-Llama-3.1-8B-Instruct Q4_K_M: 'type q4_K: 193 tensors, type q6_K: 33 tensors'."""
+    types = Counter((cat, kind) for cat, _, _, kind in gguf.tensor_types(L8, "q4_k_m"))
+    assert types[("attn_v", "q6_k")] == 16 and types[("ffn_down", "q6_k")] == 16  # the 16 use_more_bits layers
+    assert types[("attn_v", "q4_k")] == 16 and types[("ffn_down", "q4_k")] == 16
+    q6 = sum(n for (_, kind), n in types.items() if kind == "q6_k") + 1  # + output.weight
+    q4 = sum(n for (_, kind), n in types.items() if kind == "q4_k") + 1  # + token_embd.weight
+    assert (q4, q6) == (193, 33)
+    assert gguf.output_type("q4_k_m", 4096, "llama") == "q6_k" and gguf.token_embedding_type("q4_k_m") == "q4_k"
+
+
+def test_q4_k_m_file_size_by_hand():
+    h, kv, f, v, n = 4096, 1024, 14336, 128256, 32
+    more, less = 16, 16
+    layer_q4 = h * h * 2 + h * kv + h * f * 2  # q, o, k, gate, up
+    attn_v, down = h * kv, f * h
+    linears = n * q("q4_k", layer_q4) + more * q("q6_k", attn_v + down) + less * q("q4_k", attn_v + down)
+    embed, output = q("q4_k", v * h), q("q6_k", v * h)
+    norms = (2 * n + 1) * h * 4  # f32
+    expected = linears + embed + output + norms
+    assert sum(gguf.weight_bytes(L8, "q4_k_m").values()) == pytest.approx(expected)
+    assert expected / GIB == pytest.approx(4.575, abs=1e-3)  # llama.cpp prints 'model size = 4.58 GiB (4.89 BPW)'
+
+
+@pytest.mark.parametrize("ftype, measured_gib", [("q8_0", 7.95), ("q6_k", 6.14), ("q4_k_s", 4.36),
+                                                 ("iq4_xs", 4.17), ("q3_k_l", 4.02)])
+def test_llama_quantize_readme_file_sizes(ftype, measured_gib):
+    """tools/quantize/README.md's Llama-3.1-8B table (measured-public.csv M0828-M0834): a check, nothing fitted;
+    the table prints two decimals."""
+    assert sum(gguf.weight_bytes(L8, ftype).values()) / GIB == pytest.approx(measured_gib, abs=0.006)
+
+
+def test_70b_llamas_bump_attn_v_to_q5_k_and_8_expert_models_to_q8_0():
+    l70 = load_model("llama-2-70b")  # 80 layers, 8 KV heads: LLM_TYPE_70B
+    v70 = {kind for cat, _, _, kind in gguf.tensor_types(l70, "q3_k_m") if cat == "attn_v"}
+    assert v70 == {"q5_k"}  # Q3_K_M gives Q5_K to the first two, Q4_K after, and 70B lifts Q4_K to Q5_K
+    mix = load_model("mixtral-8x7b")
+    types = {(cat, kind) for cat, _, _, kind in gguf.tensor_types(mix, "q4_k_m") if cat.startswith("attn")}
+    assert types == {("attn_q", "q4_k"), ("attn_k", "q8_0"), ("attn_v", "q8_0"), ("attn_output", "q5_k")}
+
+
+def test_q2_k_and_q4_0_rules():
+    t = {(cat, kind) for cat, _, _, kind in gguf.tensor_types(L8, "q2_k")}
+    assert ("attn_v", "q4_k") in t  # 4 query heads per KV head: Q4_K
+    assert ("ffn_down", "q3_k") in t and ("attn_output", "q3_k") in t and ("attn_q", "q2_k") in t
+    assert gguf.output_type("q4_0", 4096, "llama") == "q6_k"  # everything else Q4_0 (log: 'q4_0: 225, q6_K: 1')
+    assert gguf.output_type("q8_0", 4096, "llama") == "q8_0"
+    assert sum(1 for *_, kind in gguf.tensor_types(L8, "q4_0") if kind == "q4_0") + 1 == 225
+
+
+def test_rows_not_a_multiple_of_the_block_fall_back():
+    assert gguf.fallback("q4_k", 896) == "q5_0"  # Qwen2.5-0.5B's 896-wide rows: 3.5 blocks of 256
+    assert gguf.fallback("q6_k", 896) == "q8_0" and gguf.fallback("q4_k", 4096) == "q4_k"
+    assert gguf.fallback("q4_k", 100) == "f16"  # not even a multiple of 32
+    small = load_model("qwen2.5-0.5b")
+    kinds = {kind for cat, _, lin, kind in gguf.tensor_types(small, "q4_k_m") if lin.in_features == 896}
+    assert kinds <= {"q5_0", "q8_0"}
+
+
+def test_model_buffer_is_the_file_less_the_token_embedding_kept_in_host_memory():
+    """'CUDA0 model buffer size = 4403.49 MiB', 'CPU model buffer size = 281.81 MiB' (Llama-3.1-8B Q4_K_M)."""
+    e = estimate(dict(model="llama-3.1-8b", task="infer", engine="llama.cpp", quant="gguf-q4_k_m"),
+                 advise=False).memory.engine
+    embed = q("q4_k", 128256 * 4096)
+    file = sum(gguf.weight_bytes(L8, "q4_k_m").values())
+    assert e["host_model_buffer_gib"] * GIB == pytest.approx(embed) and embed / MIB == pytest.approx(281.81, abs=5e-3)
+    assert e["model_buffer_gib"] * GIB == pytest.approx(file - embed)
+    assert (file - embed) / MIB == pytest.approx(4403.49, abs=5e-3)
+
+
+def test_a_tied_output_is_duplicated_on_the_gpu():
+    """Llama-3.2-3B Q4_K_M: 'Metal model buffer size = 1918.35 MiB' (the whole file) and 'CPU_Mapped model buffer
+    size = 308.23 MiB' (the Q6_K token embedding the output shares)."""
+    e = estimate(dict(model="llama-3.2-3b", task="infer", engine="llama.cpp", quant="gguf-q4_k_m"),
+                 advise=False).memory.engine
+    assert e["model_buffer_gib"] * 1024 == pytest.approx(1918.35, abs=5e-3)
+    assert e["host_model_buffer_gib"] * GIB == pytest.approx(q("q6_k", 128256 * 3072))
+    assert e["host_model_buffer_gib"] * 1024 == pytest.approx(308.23, abs=5e-3)
+    assert sum(gguf.weight_bytes(L3, "q4_k_m").values()) / MIB == pytest.approx(1918.35, abs=5e-3)
+
+
+def test_kv_buffer_is_f16_k_and_v_for_every_cell():
+    """n_ctx 8192 over 4 sequences: 8,192 cells x 32 layers x (1024 + 1024) x 2 bytes = 1024 MiB."""
+    e = estimate(dict(model="llama-3.1-8b", task="infer", engine="llama.cpp", quant="gguf-q4_k_m", batch_size=4,
+                      prompt_tokens=2048, output_tokens=0), advise=False).memory.engine
+    assert e["kv_buffer_gib"] * GIB == 8192 * 32 * 2048 * 2 == 1024 * MIB
+
+
+def test_compute_buffer_without_flash_attention_is_the_scores_stage():
+    """n_ubatch 512 over 8,192 cells, 32 heads: fp32 scores 8192 x 512 x 32 x 4 = 512 MiB, four 512 x 4096 fp32
+    activations (32 MiB), the f32 mask 8192 x 512 x 4 (16 MiB): 560 MiB, as the log prints; the output stage
+    (logits 512 x 128256 x 4 = 250.5 MiB + five activations) is smaller."""
+    e = estimate(dict(model="llama-3.1-8b", task="infer", engine="llama.cpp", quant="gguf-q4_k_m", batch_size=4,
+                      prompt_tokens=2048, output_tokens=0, flash_attention="off"), advise=False).memory.engine
+    scores, act, mask = 8192 * 512 * 32 * 4, 512 * 4096 * 4, 8192 * 512 * 4
+    assert e["compute_buffer_gib"] * GIB == pytest.approx(scores + 4 * act + mask) == 560 * MIB
+
+
+def test_compute_buffer_with_flash_attention_is_the_logits_stage():
+    """n_ubatch 1024 over 16,384 cells: logits 1024 x 128256 x 4 (501 MiB), five 1024 x 4096 fp32 activations
+    (80 MiB), the f16 mask 16384 x 1024 x 2 (32 MiB): 613 MiB (the log: 613.01 MiB)."""
+    e = estimate(dict(model="llama-3.1-8b", task="infer", engine="llama.cpp", quant="gguf-q4_0", prompt_tokens=16384,
+                      output_tokens=0, flash_attention="on", ubatch_tokens=1024), advise=False).memory.engine
+    expected = 1024 * 128256 * 4 + 5 * 1024 * 4096 * 4 + 16384 * 1024 * 2
+    assert e["compute_buffer_gib"] * GIB == pytest.approx(expected)
+    assert expected / MIB == pytest.approx(613.01, abs=0.02)
