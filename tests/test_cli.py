@@ -46,6 +46,12 @@ def test_version():
     (("model", "lama-3.1-8b"), "did you mean"),
     (("model", "./missing/config.json"), "no such file"),
     (("models", "--sort", "size"), "--sort must be one of"),
+    (("model", "None"), "unknown model 'None'. Run `gpuplan models`"),  # the fuzz report's run-together sentence
+    (("table", "--catalog", ""), "--catalog needs the path of an offers CSV, got an empty string"),
+    (("estimate", "--model", "gpt2", "--task", "infer", "--strategy", "fsdp"), "does not apply to serving"),
+    (("estimate", "--model", "gpt2", "--task", "train", "--train-tokens", "inf"), "finite number"),
+    (("recommend", "--model", "gpt2", "--task", "infer", "--top", "-1"), "--top must be 1 or more"),
+    (("buy", "4090", "--pue", "nan"), "--pue must be between 1 and 3"),
 ])
 def test_bad_input_is_one_red_line_exit_2(args, text):
     proc = gpuplan(*args)
