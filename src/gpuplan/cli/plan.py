@@ -64,17 +64,22 @@ def recommend_cmd(scenario: str | None = None, as_json: bool = False, budget_usd
                     any_method=any_method, any_quant=any_quant, any_framework=any_framework,
                     catalogs=tuple(catalog or ()), per_gpu=per_gpu)
     result = recommend(s, m, c)
-    for note in notes:  # after every input was checked: an error stays one line
+    listed = result.owned + result.setups  # numbered as shown: your cards first
+    if launch is not None and not 1 <= launch <= len(listed):
+        raise GpuplanError(f"--launch {launch}: the recommendation lists {len(listed)} setup(s); pick one of 1 to "
+                           f"{len(listed)}" if listed else "--launch: no setup fits, so there is nothing to launch")
+    fmt = resolve_format(fmt, as_json)
+    if fmt == "table" or (launch is not None and not as_json):  # what was assumed first, then its notes
+        bullet(result.resolved, prefix="", style="bold")
+    for note in [*notes, *m.notes]:  # printed after every input was checked: an error stays one line
         bullet(note, prefix="note: ", style="yellow", stream=err)
     if launch is not None:
         from .launch import launch_setup
 
         if not as_json:
-            bullet(result.resolved, prefix="", style="bold")
             render_recommendation(s, result)
-        launch_setup(result.owned + result.setups, launch, c.have, launch_dir, as_json)  # numbered as shown
+        launch_setup(listed, launch, c.have, launch_dir, as_json)
         return
-    fmt = resolve_format(fmt, as_json)
     if fmt == "json":
         from dataclasses import asdict
 
@@ -84,10 +89,6 @@ def recommend_cmd(scenario: str | None = None, as_json: bool = False, budget_usd
                 item["scenario"] = setup.scenario.model_dump()
         print_json(data)
         return
-    if fmt == "table":
-        bullet(result.resolved, prefix="", style="bold")
-        for note in m.notes:
-            bullet(note, prefix="note: ", style="yellow")
     render_recommendation(s, result, fmt)
 
 
@@ -330,7 +331,6 @@ def fit_cmd(scenario: str | None = None, as_json: bool = False, gpu: str = "", s
     template.setdefault("task", "infer")
     example = load_scenario(None, {**template, "model": "each bundled model", "gpu": gpu_id, "num_gpus": count})
     rows = what_fits(template, card, count)
-    fmt = resolve_format(fmt, as_json)
     if fmt == "json":
         from dataclasses import asdict
 
