@@ -331,6 +331,7 @@ def fit_cmd(scenario: str | None = None, as_json: bool = False, gpu: str = "", s
     template.setdefault("task", "infer")
     example = load_scenario(None, {**template, "model": "each bundled model", "gpu": gpu_id, "num_gpus": count})
     rows = what_fits(template, card, count)
+    fmt = resolve_format(fmt, as_json)
     if fmt == "json":
         from dataclasses import asdict
 
