@@ -98,17 +98,19 @@ def test_single_request_time_to_first_token_by_hand():
                            batch_size=2))
     m = load_model("llama-3.1-8b")
     timer = step_timer(s, m, H100)
-    peak, bw = 989.4e12 * 0.801, 3350e9 * 0.8
+    peak, bw, stream = 989.4e12 * 0.801, 3350e9 * 0.8, 3350e9 * 0.86  # vLLM's kernels stream at the H100's 86 %
 
-    def gemm(rows, k, n, latency=3e-6):  # vLLM V1 replays CUDA graphs: 3 us per kernel, no launch
-        c, t = 2 * rows * k * n / peak, (rows * k + rows * n + k * n) * 2 / bw
+    def gemm(rows, k, n, latency=3e-6, bps=stream):  # vLLM V1 replays CUDA graphs: 3 us per kernel, no launch
+        c, t = 2 * rows * k * n / peak, (rows * k + rows * n + k * n) * 2 / bps
         return (c**3 + t**3) ** (1 / 3) + latency
 
-    shapes = [(4096, 4096), (4096, 1024), (4096, 1024), (4096, 4096), (4096, 14336), (4096, 14336), (14336, 4096)]
-    linears = 32 * sum(gemm(8192, k, n) for k, n in shapes) + gemm(1, 4096, 128256, 5e-6)  # lm_head: last token
+    # vLLM packs q/k/v and gate/up into one GEMM each: one kernel latency per pack
+    shapes = [(4096, 4096, 3e-6), (4096, 1024, 0), (4096, 1024, 0), (4096, 4096, 3e-6), (4096, 14336, 3e-6),
+              (4096, 14336, 0), (14336, 4096, 3e-6)]
+    linears = 32 * sum(gemm(8192, k, n, lat) for k, n, lat in shapes) + gemm(1, 4096, 128256, 5e-6, bw)  # lm_head
     attention = 32 * 4 * 32 * 128 * 8192 * (8192 + 1) / 2 / (989.4e12 * 0.35)  # causal FlashAttention
     elementwise = 0.37 * 8192 * 32 * (60 * 4096 + 15 * 14336) / bw  # fused kernels move 37 % of unfused traffic
-    expected = linears + attention + elementwise + 0.12e-3 + 32e-6  # + vLLM V1's engine step, one sequence
+    expected = linears + attention + elementwise  # the engine's step (~0.8 ms) hides behind it: async scheduling
     assert timer.ttft_s(8192) == pytest.approx(expected, rel=1e-9)  # ~0.4 s
     # the burst: two 8k prompts arrive together; vLLM prefills 8192 tokens per iteration, one after the other
     assert timer.burst_ttft_s(8192, 2) == pytest.approx(2 * expected, rel=1e-9)

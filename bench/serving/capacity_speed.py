@@ -16,7 +16,7 @@ from gpuplan.memory.runtimes import vllm
 from gpuplan.model.catalog import load_model
 from gpuplan.scenario import scenario_from
 from gpuplan.serving.capacity import capacity, evaluate
-from gpuplan.serving.simulate import Engine
+from gpuplan.serving.simulate import vllm_engine
 from gpuplan.serving.steptime import step_model
 from gpuplan.serving.workload import load_workload
 
@@ -27,8 +27,7 @@ def main() -> None:
     s = scenario_from(dict(model="llama-3.1-8b", task="infer", engine="vllm", gpu="h100-sxm", max_model_len=2300))
     gpu = load_gpu("h100-sxm")
     mem = vllm.startup_memory(s, m, gpu)
-    eng = Engine(kv_blocks=mem.num_blocks, max_num_seqs=mem.limits.max_num_seqs,
-                 max_num_batched_tokens=mem.limits.max_num_batched_tokens)
+    eng = vllm_engine(s, mem)
     sm = step_model(s, m, gpu)
     for rate in (1.0, 10.0, 40.0):
         t0 = time.perf_counter()

@@ -23,6 +23,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
+import dataclasses  # noqa: E402
+
 import numpy as np  # noqa: E402
 
 from gpuplan.hardware import load_gpu  # noqa: E402
@@ -30,12 +32,12 @@ from gpuplan.memory.runtimes import vllm  # noqa: E402
 from gpuplan.model.catalog import load_model  # noqa: E402
 from gpuplan.scenario import scenario_from  # noqa: E402
 from gpuplan.serving.calibrate import replay  # noqa: E402
-from gpuplan.serving.simulate import Engine  # noqa: E402
+from gpuplan.serving.simulate import vllm_engine  # noqa: E402
 from gpuplan.serving.steptime import step_model  # noqa: E402
-from gpuplan.serving.workload import load_workload, sample_lengths  # noqa: E402
+from gpuplan.serving.workload import Lengths, load_workload, sample_lengths  # noqa: E402
 
 QUANTITIES = (("throughput", "output_tokens_per_s", "saturated"), ("TPOT", "mean_tpot_s", "below_knee"),
-              ("TTFT", "mean_ttft_s", "below_knee"))
+              ("TTFT", "mean_ttft_s", "below_knee"), ("TPOT saturated", "mean_tpot_s", "saturated"))
 
 
 def source_of(case: dict) -> str:
@@ -51,21 +53,24 @@ def run_case(case: dict, max_requests: int) -> dict:
     m, gpu = load_model(s.model), load_gpu(s.gpu)
     mem = vllm.startup_memory(s, m, gpu)
     eng = case.get("engine", {})
-    engine = Engine(kv_blocks=mem.num_blocks, max_num_seqs=mem.limits.max_num_seqs,
-                    max_num_batched_tokens=mem.limits.max_num_batched_tokens,
-                    chunked_prefill=eng.get("chunked_prefill", True))
+    engine = vllm_engine(s, mem, chunked_prefill=eng.get("chunked_prefill", True))
     w = case["workload"]
     rate = w.get("rate_rps")
-    if "preset" in w:
-        wl = load_workload(None, {"preset": w["preset"]})
+    if "preset" in w or "prompt" in w:  # a preset, or distributions fitted to the run's requests
+        wl = load_workload(None, {"preset": w["preset"]}) if "preset" in w else None
+        dist_in = wl.prompt_lengths() if wl else Lengths(**w["prompt"])
+        dist_out = wl.output_lengths() if wl else Lengths(**w["output"])
         n = min(w["num_requests"], max_requests)
         rng = np.random.default_rng(0)
-        prompt, output = sample_lengths(wl.prompt_lengths(), n, rng), sample_lengths(wl.output_lengths(), n, rng)
+        prompt, output = sample_lengths(dist_in, n, rng), sample_lengths(dist_out, n, rng)
     else:
         n = min(int(rate * w["duration_s"]) if rate else w["num_requests"], max_requests)
         prompt, output = np.full(n, w["prompt_tokens"]), np.full(n, w["output_tokens"])
     prefix = w.get("shared_prefix_tokens", 0) if eng.get("prefix_caching", True) else 0
-    out = replay(step_model(s, m, gpu), engine, rate_rps=rate, prompt=prompt, output=output, shared_prefix=prefix,
+    model = step_model(s, m, gpu)
+    if not eng.get("api_server", True):  # requests handed to the engine in-process (AsyncLLM): no HTTP server
+        model = dataclasses.replace(model, request_s=0.0)
+    out = replay(model, engine, rate_rps=rate, prompt=prompt, output=output, shared_prefix=prefix,
                  distinct_prompts=w.get("distinct_prompts") if eng.get("prefix_caching", True) else None,
                  max_concurrency=w.get("max_concurrency"))
     return {"mean_ttft_s": float(out.ttft_s.mean()), "mean_tpot_s": float(out.tpot_s.mean()),

@@ -64,6 +64,14 @@ LLAMA_CPP_KQ_MASK_PAD = 64
 # vLLM: default block size of the paged KV cache in tokens (vllm/config/cache.py CacheConfig.DEFAULT_BLOCK_SIZE).
 # The rules that change by release are in memory/runtimes/vllm.py; these are their measured constants.
 VLLM_BLOCK_TOKENS = 16
+# SGLang (memory/runtimes/sglang.py), calibrated on the 2025-01-23 log of SGLang's docs (Llama-3.1-8B, one 80 GB
+# GPU; bench/serving/sglang_startup_cases.yaml): free at start 78.81 GiB against cudaMemGetInfo's 79.19 (the CUDA
+# context and torch's start-up), the weights' 14.96 GiB loaded as 15.09 (loader buffers left allocated). Before
+# SGLang PR #10975 the default mem_fraction_static was 0.88 on one GPU (the public one-GPU logs of January-July 2025
+# all size their pool with it).
+SGLANG_START_GIB = 0.38
+SGLANG_LOAD_EXTRA_GIB = 0.13
+SGLANG_EARLY_MEM_FRACTION_STATIC = 0.88
 # cudaMemGetInfo's total sits below the usable memory nvidia-smi shows: H100 80GB 79.19 GiB in vLLM's logs
 # (llm-d-planner accuracy runs, vLLM 0.19; vLLM PR #10511: 79.22 GiB) against 79.6 GiB usable.
 CUDA_TOTAL_BELOW_USABLE_GIB = 0.41
@@ -197,6 +205,22 @@ QLORA_DEQUANT_BANDWIDTH_FRACTION = 0.2
 DECODE_KERNELS_PER_LAYER = 14
 MOE_KERNELS_PER_LAYER = 16
 MLA_KERNELS_PER_LAYER = 10
+# A routed-only MoE layer (Mixtral, Qwen3-MoE, gpt-oss: softmax top-k, no shared experts) in vLLM's fused_moe
+# (vllm/model_executor/layers/fused_moe/fused_moe.py fused_experts_impl) runs topk_softmax, moe_align_block_size
+# (and the fill of its output), the two grouped expert GEMMs and moe_sum: 6 kernels beside the dense layer's;
+# MOE_KERNELS_PER_LAYER stays for layers with grouped top-k routing and shared experts (DeepSeek, Qwen2-MoE).
+MOE_ROUTED_ONLY_KERNELS_PER_LAYER = 6
+# vLLM runs the projections that read the same input as one GEMM (packed_modules_mapping of its model classes,
+# e.g. vllm/model_executor/models/llama.py LlamaForCausalLM: qkv_proj = q, k, v; gate_up_proj = gate, up;
+# fused_moe's w13 = w1, w3; DeepSeek's fused_qkv_a_proj): one kernel, one kernel latency, for each group.
+VLLM_PACKED_LINEARS = (("q_proj", "k_proj", "v_proj"), ("gate_proj", "up_proj"), ("w1", "w3"),
+                       ("q_a_proj", "kv_a_proj_with_mqa"))
+# Kernels that stream weights or the KV cache once (decode GEMVs, paged attention) on cards whose per-operation
+# times are published: Vidur's H100 profile (microsoft/vidur data/profiling/compute/h100, mlp.csv, medians at
+# 1-64 tokens) moves Llama-2-7B/70B's and CodeLlama-34B's projections at 2.7-2.9 TB/s, 86 % of the datasheet on
+# the large matrices (bench/serving/decode_ops.py, calibration rows); its A100 and A40 profiles stay at
+# BANDWIDTH_FRACTION (the check rows of the same table).
+STREAMING_BANDWIDTH_FRACTION = {"nvidia-h100-sxm5-80gb": 0.86}
 # MoE expert GEMMs at small batch read the experts the batch touches through one grouped kernel: half the
 # bandwidth when it streams a few MB (a handful of DeepSeek/Qwen3-MoE experts: tens of MB per layer), all of it
 # from ~256 MB per linear (Mixtral's 2-8 experts of 117-470 MB at TP 2: the inference-sim Mixtral serving runs
@@ -221,9 +245,9 @@ VLLM_STEP_OVERHEAD_S = 3e-3
 #   streamed chunk): the median, over the lowest-rate stage of each of the 7 configurations scored, of
 #   measured less simulated TTFT.
 # Every other serving row checks them (README, "Serving": accuracy).
-VLLM_V1_STEP_OVERHEAD_S = 0.12e-3
-VLLM_V1_HOST_S_PER_SEQ = 32e-6
-VLLM_V1_REQUEST_S = 21.6e-3
+VLLM_V1_STEP_OVERHEAD_S = 0.77e-3
+VLLM_V1_HOST_S_PER_SEQ = 31.5e-6
+VLLM_V1_REQUEST_S = 14.7e-3
 # vLLM V1 replays each decode step as one CUDA graph: kernels run back to back, each costing its ramp and tail
 # but no launch; the speed layer's GEMM_KERNEL_LATENCY_S (calibrated on eager and V0 rows) is for launched ones.
 GRAPH_KERNEL_LATENCY_S = 3e-6
@@ -292,11 +316,10 @@ DATASET_BYTES_PER_TOKEN = 4.0  # UTF-8 text per BPE token (~4 characters per tok
 
 # ---- serving ------------------------------------------------------------------------------------------
 # The range of a setup's true highest rate around gpuplan's: measured / simulated output throughput over the
-# saturated serving runs scored (README "Serving", accuracy; bench/serving/serving_accuracy.py), 9 runs on H100
-# with vLLM 0.11-0.15: 0.98 to 1.17 (the simulation errs low: -15% to +2%). Multiplies the rate; updated with
-# that table. It bounds throughput-limited rates; where a TPOT target binds, the rate errs low as well (TPOT is
-# over-estimated by a median 18% on the check runs).
-SERVING_RATE_BAND = (0.98, 1.17)
+# saturated serving runs scored (README "Serving", accuracy; bench/serving/serving_accuracy.py): 12 runs, vLLM
+# 0.11-0.19, H100, RTX 4090 and RTX PRO 6000: 0.72 (Qwen3-32B over two PCIe RTX PRO 6000, simulated 39 % fast) to
+# 1.18 (the simulation errs low on the H100 runs). Multiplies the rate; updated with that table.
+SERVING_RATE_BAND = (0.72, 1.18)
 
 # ---- launch: the disk a cloud job asks for (gpuplan launch) -------------------------------------------
 CHECKPOINTS_KEPT = 2  # Trainer save_total_limit: the newest checkpoint may be torn by an interruption

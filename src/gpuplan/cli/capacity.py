@@ -136,7 +136,7 @@ def calibrate_serving_cmd(
     from ..model.catalog import load_model
     from ..scenario import scenario_from
     from ..serving.calibrate import fit, read_results, save_calibration
-    from ..serving.simulate import Engine
+    from ..serving.simulate import vllm_engine
     from ..serving.steptime import step_model
 
     _need_numpy()
@@ -145,8 +145,7 @@ def calibrate_serving_cmd(
     m = load_model(model)
     s = scenario_from(dict(model=model, task="infer", engine="vllm", gpu=g.id, tp=tp, num_gpus=tp))
     mem = vllm.startup_memory(s, m, g)
-    engine = Engine(kv_blocks=mem.num_blocks, max_num_seqs=mem.limits.max_num_seqs,
-                    max_num_batched_tokens=mem.limits.max_num_batched_tokens)
+    engine = vllm_engine(s, mem)
     cal, rows = fit(step_model(s, m, g), engine, runs)
     if save:
         save_calibration(cal, save)

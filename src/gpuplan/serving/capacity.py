@@ -198,11 +198,9 @@ def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...]
     candidates.sort(key=lambda c: (c[5] is None, (c[5][0] if c[5] else 0) / c[4]))
     plans = []
     for st, sc, mem, model, bound, price in candidates[:simulate_top]:
-        from .simulate import Engine
+        from .simulate import vllm_engine
 
-        engine = Engine(kv_blocks=mem.num_blocks, block_tokens=oh.VLLM_BLOCK_TOKENS,
-                        max_num_seqs=mem.limits.max_num_seqs,
-                        max_num_batched_tokens=mem.limits.max_num_batched_tokens)
+        engine = vllm_engine(sc, mem)
         rate, curve = max_rate(model, engine, w, bound * 1.1)
         low, high = oh.SERVING_RATE_BAND
         plan = Plan(setup=st.label, gpu_id=st.gpu.id, num_gpus=st.num_gpus, tp=sc.tp, quant=st.quant,

@@ -3,15 +3,22 @@
 Each step (``vllm/v1/core/sched/scheduler.py`` ``Scheduler.schedule``): running requests first, in order, each
 taking its next prefill chunk or one decode token out of the ``max_num_batched_tokens`` budget; a request that
 needs a KV block the pool lacks preempts the most recently admitted running request (recompute: its blocks are
-freed, it returns to the head of the queue); then waiting requests are admitted in arrival order while the
-budget, ``max_num_seqs`` and free blocks allow (chunked prefill: a long prompt takes several steps; without it,
-``--no-enable-chunked-prefill``, a prompt waits until it fits the step's budget whole). The step lasts
+freed, it returns to the head of the queue keeping the tokens it generated, and recomputes prompt and those
+tokens when it resumes); then, unless this step preempted, waiting requests are admitted in arrival order while
+the budget, ``max_num_seqs`` and free blocks allow (chunked prefill: a long prompt takes several steps; without
+it, ``--no-enable-chunked-prefill``, a prompt waits until it fits the step's budget whole). From 0.19 a waiting
+request is admitted only if its whole known sequence fits the free blocks, not just its first chunk
+(``scheduler_reserve_full_isl``, vLLM PR #37307: it stops chunked prompts from being admitted, preempted and
+re-admitted in a loop). The step lasts
 :meth:`StepModel.time` of what it holds; a request's first token comes at the end of the step that finishes its
 prompt, plus the model's per-request latency outside the engine (``request_s``). Shared-prefix tokens hit the
 prefix cache after the first request (no compute, blocks shared). A client with ``max_concurrency`` (``vllm
 bench serve --max-concurrency``, inference-perf's workers) sends a request only while fewer are in flight;
-latencies count from the send. Runs of pure-decode steps with no arrival in between are advanced together
-(their step times summed at the mid-point context), which keeps light loads fast.
+latencies count from the send. With vLLM's async scheduling (``StepModel.async_host``, 0.14+) the engine core
+schedules step N+1 while the GPU runs step N (``vllm/v1/engine/core.py`` ``step_with_batch_queue``), so a request
+arriving during step N first runs in step N+2: one step later than the synchronous loop, unless the engine was
+idle. Runs of pure-decode steps with no arrival in between are advanced together (their step times summed at
+the mid-point context), which keeps light loads fast.
 """
 
 from __future__ import annotations
@@ -31,6 +38,18 @@ class Engine:
     max_num_seqs: int = 256
     max_num_batched_tokens: int = 8192
     chunked_prefill: bool = True
+    reserve_full_sequence: bool = False  # vLLM 0.19+: admit a waiting request only if its whole sequence fits
+
+
+def vllm_engine(s, mem, *, chunked_prefill: bool = True) -> Engine:
+    """The scheduler of ``s``'s vLLM release over the KV pool and limits its startup ``mem`` gives
+    (:func:`gpuplan.memory.runtimes.vllm.startup_memory`)."""
+    from .. import overheads as oh
+    from ..memory.runtimes import vllm
+
+    return Engine(kv_blocks=mem.num_blocks, block_tokens=oh.VLLM_BLOCK_TOKENS, max_num_seqs=mem.limits.max_num_seqs,
+                  max_num_batched_tokens=mem.limits.max_num_batched_tokens, chunked_prefill=chunked_prefill,
+                  reserve_full_sequence=vllm.reserve_full_sequence(s))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -87,6 +106,7 @@ def simulate(model: StepModel, engine: Engine, arrive: np.ndarray, prompt: np.nd
         shared_blocks = shared_prefix // bt
     free = engine.kv_blocks - shared_blocks
     done_tokens = hit.copy()  # tokens whose KV exists (prefix hits count as computed)
+    target = prompt.copy()  # tokens to prefill: the prompt, and after a preemption the tokens generated too
     generated = np.zeros(n, dtype=np.int64)
     held = np.zeros(n, dtype=np.int64)
     first = np.full(n, np.nan)
@@ -97,9 +117,11 @@ def simulate(model: StepModel, engine: Engine, arrive: np.ndarray, prompt: np.nd
     waiting: list[int] = []
     running: list[int] = []
     nxt, t, steps, preempt = 0, 0.0, 0, 0
+    lag, busy, scheduled_at = model.async_host, False, 0.0  # async: this step was scheduled when the last began
     finished = int(too_big.sum())
     while finished < n and steps < max_steps:
-        while nxt < n and arrive[nxt] <= t and in_flight < cap:
+        cutoff = scheduled_at if lag and busy else t
+        while nxt < n and arrive[nxt] <= cutoff and in_flight < cap:
             if not too_big[nxt]:
                 sent[nxt] = max(arrive[nxt], full_until)
                 waiting.append(nxt)
@@ -108,14 +130,14 @@ def simulate(model: StepModel, engine: Engine, arrive: np.ndarray, prompt: np.nd
         if not running and not waiting:
             if nxt >= n:
                 break
-            t = max(t, float(arrive[nxt]))
+            t, busy = max(t, float(arrive[nxt])), False
             continue
         budget = engine.max_num_batched_tokens
         sched_idx: list[int] = []
         sched_take: list[int] = []
         if running:  # running requests in order: the vectorized path unless the pool runs out (then preempt)
             ra = np.fromiter(running, dtype=np.int64, count=len(running))
-            left = prompt[ra] - done_tokens[ra]
+            left = target[ra] - done_tokens[ra]
             want = np.where(left > 0, left, 1)
             takes = np.clip(budget - (np.cumsum(want) - want), 0, want)
             need = np.maximum(-(-(done_tokens[ra] + takes) // bt) - held[ra], 0) * (takes > 0)
@@ -126,16 +148,20 @@ def simulate(model: StepModel, engine: Engine, arrive: np.ndarray, prompt: np.nd
                 sched_idx, sched_take = ra[sel].tolist(), takes[sel].tolist()
                 budget -= int(takes.sum())
             else:
+                before = preempt
                 budget, free, preempt = _schedule_with_preemption(
-                    running, waiting, budget, free, preempt, bt, prompt, done_tokens, held, generated, hit,
+                    running, waiting, budget, free, preempt, bt, prompt, target, done_tokens, held, generated, hit,
                     sched_idx, sched_take)
+                if preempt > before:  # vLLM admits no waiting request in a step that preempted
+                    budget = 0
         while waiting and budget > 0 and len(running) < engine.max_num_seqs:
             r = waiting[0]
-            take = min(prompt[r] - done_tokens[r], budget)
-            if not engine.chunked_prefill and take < prompt[r] - done_tokens[r]:
+            take = min(target[r] - done_tokens[r], budget)
+            if not engine.chunked_prefill and take < target[r] - done_tokens[r]:
                 break
             need = math.ceil((done_tokens[r] + take) / bt) - held[r]
-            if need > free:
+            whole = math.ceil(target[r] / bt) - held[r] if engine.reserve_full_sequence else need
+            if max(need, whole) > free:
                 break
             waiting.pop(0)
             running.append(r)
@@ -147,11 +173,11 @@ def simulate(model: StepModel, engine: Engine, arrive: np.ndarray, prompt: np.nd
         if not sched_idx:  # nothing fits: wait for the next arrival (cannot happen with requests running)
             if nxt >= n:
                 break
-            t = max(t, float(arrive[nxt]))
+            t, busy = max(t, float(arrive[nxt])), False
             continue
         idx = np.asarray(sched_idx, dtype=np.int64)
         take = np.asarray(sched_take, dtype=np.int64)
-        prefilling = done_tokens[idx] < prompt[idx]
+        prefilling = done_tokens[idx] < target[idx]
         pre_tok = float(take[prefilling].sum())
         pre_seqs = float(prefilling.sum())
         pairs = float((take[prefilling] * (done_tokens[idx][prefilling] + take[prefilling] / 2)).sum())
@@ -164,7 +190,7 @@ def simulate(model: StepModel, engine: Engine, arrive: np.ndarray, prompt: np.nd
             k = int(left_out.min())
             while k > 1 and int((-(-(done_tokens[idx] + k) // bt) - held[idx]).sum()) > free:
                 k //= 2
-        finishing = float((prefilling & (done_tokens[idx] + take >= prompt[idx])).sum())
+        finishing = float((prefilling & (done_tokens[idx] + take >= target[idx])).sum())
         dt1 = model.time(pre_tok, float(dec.sum()), ctx, pairs, pre_seqs, float(dec.sum()) + finishing)
         if k > 1:
             dt_mid = model.time(0.0, float(len(idx)), ctx + len(idx) * (k - 1) / 2)
@@ -176,10 +202,11 @@ def simulate(model: StepModel, engine: Engine, arrive: np.ndarray, prompt: np.nd
             dt = dt1 + (k - 1) * dt_mid
         else:
             dt = dt1
+        scheduled_at, busy = t + dt - (dt_mid if k > 1 else dt1), True  # the last step's start
         t += dt
         steps += k
         done_tokens[idx] += np.where(prefilling, take, k)
-        completes_prompt = prefilling & (done_tokens[idx] >= prompt[idx])
+        completes_prompt = prefilling & (done_tokens[idx] >= target[idx])
         generated[idx] += np.where(dec, k, 0) + completes_prompt
         newly = idx[completes_prompt & np.isnan(first[idx])]
         first[newly] = t
@@ -206,7 +233,7 @@ def simulate(model: StepModel, engine: Engine, arrive: np.ndarray, prompt: np.nd
 
 
 def _schedule_with_preemption(running: list[int], waiting: list[int], budget: int, free: int, preempt: int, bt: int,
-                              prompt, done_tokens, held, generated, hit, sched_idx: list[int],
+                              prompt, target, done_tokens, held, generated, hit, sched_idx: list[int],
                               sched_take: list[int]) -> tuple[int, int, int]:
     """The running requests one by one when the pool cannot hold their next tokens: a request that needs a block
     the pool lacks preempts the most recently admitted one (recompute: its blocks freed, back to the head of the
@@ -214,19 +241,19 @@ def _schedule_with_preemption(running: list[int], waiting: list[int], budget: in
     i = 0
     while i < len(running) and budget > 0:
         r = running[i]
-        left = prompt[r] - done_tokens[r]
+        left = target[r] - done_tokens[r]
         take = min(left, budget) if left > 0 else 1
         need = math.ceil((done_tokens[r] + take) / bt) - held[r]
         while need > free and running[-1] != r:
             v = running.pop()
             free += held[v]
-            held[v], done_tokens[v], generated[v] = 0, hit[v], 0
+            held[v], done_tokens[v], target[v] = 0, hit[v], prompt[v] + generated[v]
             waiting.insert(0, v)
             preempt += 1
         if need > free:  # r itself must go
             running.pop(i)
             free += held[r]
-            held[r], done_tokens[r], generated[r] = 0, hit[r], 0
+            held[r], done_tokens[r], target[r] = 0, hit[r], prompt[r] + generated[r]
             waiting.insert(0, r)
             preempt += 1
             continue

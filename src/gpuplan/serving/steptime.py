@@ -17,7 +17,9 @@ closed form of it::
 - ``attention``: prompt attention per (query, key) pair, the slope of ``prefill_parts``' attention term;
 - ``kv_read``: every cached K and V of the decoding sequences read once (``decode_parts``' KV term per token;
   exact for full attention, an upper bound for sliding-window layers);
-- the host: vLLM's engine loop per step and per scheduled sequence ``S`` (``StepTimer``'s host term).
+- the host: vLLM's engine loop per step and per scheduled sequence ``S`` (``StepTimer``'s host term), added to the
+  GPU's time in the synchronous loop; with async scheduling (vLLM 0.14+) it runs beside the GPU's step, so the
+  step takes the longer of the two (``max(gpu, host)``).
 
 Outside the steps, each request pays ``request_s`` once before its first token (the API server: HTTP, tokenizing,
 handing the request to the engine core and streaming the token back): it adds to TTFT and end-to-end latency,
@@ -68,6 +70,7 @@ class StepModel:
     step_host_s: float
     seq_host_s: float
     request_s: float = 0.0  # per request outside the engine loop (HTTP, tokenizing, streaming): TTFT and E2E
+    async_host: bool = False  # vLLM async scheduling: the host work overlaps the GPU's, the longer one shows
     calibration: Calibration = Calibration()
 
     def time(self, prefill_tokens: float, decode_seqs: float, decode_context: float, prefill_pairs: float = 0.0,
@@ -86,7 +89,8 @@ class StepModel:
         c = self.calibration
         share = prefill_tokens / tokens
         gpu *= c.memory + (c.compute - c.memory) * share
-        return gpu + (self.step_host_s + self.seq_host_s * (decode_seqs + pseqs)) * c.overhead
+        host = (self.step_host_s + self.seq_host_s * (decode_seqs + pseqs)) * c.overhead
+        return max(gpu, host) if self.async_host else gpu + host
 
     def prefill_time(self, prompt_tokens: float) -> float:
         """One prompt alone (its time to first token on an idle engine, chunking aside)."""
@@ -131,11 +135,11 @@ def sample(timer: StepTimer, calibration: Calibration | None = None) -> StepMode
         / ((b * b - a * a) / 2)
     context = 1024
     kv = timer.decode_parts(1, context).get("kv_cache", 0.0) / context
-    one, two = timer.decode_parts(1, 0).get("host", 0.0), timer.decode_parts(2, 0).get("host", 0.0)
+    one, two = timer.host_s(prefill=False, seqs=1), timer.host_s(prefill=False, seqs=2)
     request = oh.VLLM_V1_REQUEST_S if timer.s.engine == "vllm" else 0.0
     return StepModel(grid_tokens=tuple(float(t) for t in GRID_TOKENS), dense_s=tuple(dense), lm_head_s=tuple(heads),
                      attention_s_per_pair=attn, kv_s_per_token=kv, step_host_s=2 * one - two, seq_host_s=two - one,
-                     request_s=request, calibration=calibration or Calibration())
+                     request_s=request, async_host=timer.async_host, calibration=calibration or Calibration())
 
 
 def step_model(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None = None,

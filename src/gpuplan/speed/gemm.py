@@ -46,16 +46,24 @@ def bandwidth(gpu: GpuSpec) -> float:
     return gpu.bandwidth_gbs * 1e9 * oh.BANDWIDTH_FRACTION
 
 
+def streaming_bandwidth(gpu: GpuSpec) -> float:
+    """Bytes/s of kernels that stream weights or the KV cache once (decode GEMVs, paged attention): the card's
+    measured figure where a kernel profile is published (:data:`~gpuplan.overheads.STREAMING_BANDWIDTH_FRACTION`),
+    else :func:`bandwidth`."""
+    return gpu.bandwidth_gbs * 1e9 * oh.STREAMING_BANDWIDTH_FRACTION.get(gpu.id, oh.BANDWIDTH_FRACTION)
+
+
 def gemm_time_s(gpu: GpuSpec, dtype: str, m: float, k: float, n: float, *, count: float = 1,
                 act_bytes: float = 2.0, weight_bytes: float = 2.0, kernels: float | None = None,
-                latency_s: float | None = None) -> float:
+                latency_s: float | None = None, bandwidth_bps: float | None = None) -> float:
     """Seconds for ``count`` GEMMs of ``[m x k] @ [k x n]`` in ``dtype`` on ``gpu`` (see the module docstring),
     launched as ``kernels`` kernels (default ``count``; a grouped MoE kernel runs every expert in one) of
-    ``latency_s`` fixed time each (default :data:`~gpuplan.overheads.GEMM_KERNEL_LATENCY_S`)."""
+    ``latency_s`` fixed time each (default :data:`~gpuplan.overheads.GEMM_KERNEL_LATENCY_S`), moving their bytes
+    at ``bandwidth_bps`` (default :func:`bandwidth`)."""
     if m <= 0 or count <= 0:
         return 0.0
     compute = 2 * m * k * n / (peak_flops(gpu, dtype) * matmul_fraction(gpu))
-    traffic = ((m * k + m * n) * act_bytes + k * n * weight_bytes) / bandwidth(gpu)
+    traffic = ((m * k + m * n) * act_bytes + k * n * weight_bytes) / (bandwidth_bps or bandwidth(gpu))
     p = oh.GEMM_ROOFLINE_SHARPNESS
     kernels = count if kernels is None else kernels
     latency = oh.GEMM_KERNEL_LATENCY_S if latency_s is None else latency_s

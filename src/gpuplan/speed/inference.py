@@ -36,7 +36,7 @@ from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from .breakdown import Speed
 from .comms import Link, all_reduce_s, intra_node_link
-from .gemm import bandwidth, gemm_time_s, peak_flops
+from .gemm import bandwidth, gemm_time_s, peak_flops, streaming_bandwidth
 from .work import attention_s, eager_ops_per_layer, elementwise_s, lm_head_s, smooth_max
 
 
@@ -64,7 +64,9 @@ class StepTimer:
         attention = attention_s(m, gpu, self.dtype, seqs, math.ceil(tokens / seqs), kernel=self.kernel, tp=tp,
                                 context=context)
         parts = {"gemm": gemm, "attention": attention, "elementwise": self._elementwise_s(tokens),
-                 "tensor_parallel": self._tp_s(tokens), "host": self._host_s(prefill=True, seqs=seqs)}
+                 "tensor_parallel": self._tp_s(tokens)}
+        host = self.host_s(prefill=True, seqs=seqs)
+        parts["host"] = max(host - sum(parts.values()), 0.0) if self.async_host else host
         if self.cpu_layer_share:  # op offload: CPU-held weights cross PCIe once per 512-token micro-batch
             pcie = intra_node_link(gpu, Network(intra_node="pcie")).bytes_per_s
             ubatches = math.ceil(tokens / oh.LLAMA_CPP_UBATCH)
@@ -83,7 +85,7 @@ class StepTimer:
         weights = (self._linears_s(batch, dense_only=True) + self._experts_decode_s(batch)) * gpu_share
         weights += lm_head_s(m, gpu, self.dtype, batch, tp=tp)
         kv = batch * kv_bytes_per_sequence(s.model_copy(update={"engine": "vllm"}), m, int(context)) * gpu_share
-        kv_s = kv / bandwidth(gpu)
+        kv_s = kv / self._stream_bps
         kernels = self._kernels_per_layer() * m.num_layers * gpu_share * self._kernel_latency_s
         elementwise = self._elementwise_s(batch) * gpu_share
         gpu_s = weights + kv_s + kernels + elementwise
@@ -92,12 +94,14 @@ class StepTimer:
             cpu_bw = oh.CPU_MEMORY_GBS * 1e9 * oh.CPU_BANDWIDTH_FRACTION
             cpu_kv = batch * kv_bytes_per_sequence(s, m, int(context)) * self.cpu_layer_share
             parts["cpu_layers"] = (self._layer_weight_bytes() * self.cpu_layer_share + cpu_kv) / cpu_bw
-        host = self._host_s(prefill=False, context=context, seqs=batch)
+        host = self.host_s(prefill=False, context=context, seqs=batch)
+        parts["tensor_parallel"] = self._tp_s(batch)
         if s.engine == "transformers":  # eager: the GPU waits on Python unless its kernels are longer
             parts["host"] = smooth_max(gpu_s, host, oh.HOST_GPU_OVERLAP_SHARPNESS) - gpu_s
+        elif self.async_host:  # vLLM async scheduling: only the host work the GPU step does not cover shows
+            parts["host"] = max(host - gpu_s - parts["tensor_parallel"], 0.0)
         else:
             parts["host"] = host
-        parts["tensor_parallel"] = self._tp_s(batch)
         return {k: v for k, v in parts.items() if v > 0}
 
     def decode_s(self, batch: int, context: float) -> float:
@@ -123,24 +127,40 @@ class StepTimer:
 
     # ---- pieces -------------------------------------------------------------------------------------------
     def _linears_s(self, tokens: float, *, dense_only: bool = False) -> float:
-        """Every decoder linear for ``tokens`` rows (experts spread over the batch unless ``dense_only``)."""
+        """Every decoder linear for ``tokens`` rows (experts spread over the batch unless ``dense_only``). vLLM
+        runs the projections it packs (q, k, v; gate, up; w1, w3) as one GEMM: one kernel latency per pack."""
         m, gpu, tp = self.m, self.gpu, self.s.tp
         total = 0.0
+        bps = self._stream_bps
         for layer, count in m.layer_kinds():
+            packed = self._packed_followers(layer)
             for lin in layer.linears:
                 w = 2.0 if lin.group in self.skip else self.weight_bytes_per_param
+                latency = 0.0 if lin.name in packed else self._kernel_latency_s
                 if lin.group == "experts" and lin.count > 1:
                     if dense_only:
                         continue
                     rows = tokens * layer.experts_per_token / lin.count
                     total += count * gemm_time_s(gpu, self.dtype, rows, lin.in_features, lin.out_features / tp,
-                                                 count=lin.count, weight_bytes=w, kernels=1,
-                                                 latency_s=self._kernel_latency_s)
+                                                 count=lin.count, weight_bytes=w, kernels=1, latency_s=latency,
+                                                 bandwidth_bps=bps)
                 else:
                     n = lin.out_features / tp if lin.group != "router" else lin.out_features
                     total += count * gemm_time_s(gpu, self.dtype, tokens, lin.in_features, n, weight_bytes=w,
-                                                 latency_s=self._kernel_latency_s)
+                                                 latency_s=latency, bandwidth_bps=bps)
         return total
+
+    def _packed_followers(self, layer) -> frozenset[str]:
+        """Names of the linears vLLM runs inside an earlier one's GEMM (all of a pack but its first present
+        member; :data:`~gpuplan.overheads.VLLM_PACKED_LINEARS`); none for other engines."""
+        if self.s.engine != "vllm":
+            return frozenset()
+        names = [lin.name for lin in layer.linears]
+        follow = []
+        for pack in oh.VLLM_PACKED_LINEARS:
+            present = [n for n in pack if n in names]
+            follow += present[1:]
+        return frozenset(follow)
 
     def _experts_decode_s(self, batch: int) -> float:
         """Routed experts at decode: the batch touches ``E·(1-(1-k/E)^B)`` experts per layer (uniform routing),
@@ -156,7 +176,7 @@ class StepTimer:
                     small = oh.MOE_SMALL_BATCH_BANDWIDTH_FRACTION
                     frac = small + (1 - small) * min(1.0, nbytes / oh.MOE_FULL_BANDWIDTH_BYTES)
                     flops = 2 * batch * k * lin.in_features * lin.out_features / self.s.tp
-                    total += count * max(nbytes / (bandwidth(self.gpu) * frac),
+                    total += count * max(nbytes / (self._stream_bps * frac),
                                          flops / peak_flops(self.gpu, self.dtype))
         return total
 
@@ -169,6 +189,17 @@ class StepTimer:
     def _v1(self) -> bool:
         """vLLM's V1 engine (0.8 and later)."""
         return self.s.engine == "vllm" and vllm.version_tuple(self.s.engine_version) >= (0, 8, 0)
+
+    @property
+    def async_host(self) -> bool:
+        """vLLM with async scheduling (0.14+): the engine's host work per step overlaps the GPU's."""
+        return self.s.engine == "vllm" and vllm.async_scheduling(self.s)
+
+    @property
+    def _stream_bps(self) -> float:
+        """Bandwidth of the weight and KV streaming: the card's measured kernel figure for vLLM (whose kernels
+        Vidur's per-operation profiles time), the speed layer's achievable bandwidth for other engines."""
+        return streaming_bandwidth(self.gpu) if self.s.engine == "vllm" else bandwidth(self.gpu)
 
     @property
     def _kernel_latency_s(self) -> float:
@@ -185,9 +216,13 @@ class StepTimer:
     def _kernels_per_layer(self) -> float:
         """Non-GEMM kernels of one decoder layer (norms, rotary, cache write, attention, activation...)."""
         per = oh.DECODE_KERNELS_PER_LAYER - 7  # the 7 linears pay their own latency in gemm_time_s
-        moe = self.m.is_moe and any(layer.moe for layer in self.m.layers)
+        moe_layers = [layer for layer in self.m.layers if layer.moe] if self.m.is_moe else []
+        moe = 0
+        if moe_layers:
+            shared = any(lin.group == "shared_experts" for layer in moe_layers for lin in layer.linears)
+            moe = oh.MOE_KERNELS_PER_LAYER if shared else oh.MOE_ROUTED_ONLY_KERNELS_PER_LAYER
         mla = any(layer.attention == "mla" for layer in self.m.layers)
-        return per + (oh.MOE_KERNELS_PER_LAYER if moe else 0) + (oh.MLA_KERNELS_PER_LAYER if mla else 0)
+        return per + moe + (oh.MLA_KERNELS_PER_LAYER if mla else 0)
 
     def _tp_s(self, tokens: float) -> float:
         """Two all-reduces of ``tokens x hidden`` 16-bit activations per layer (Megatron row-parallel outputs),
@@ -196,7 +231,7 @@ class StepTimer:
             return 0.0
         return 2 * self.m.num_layers * all_reduce_s(tokens * self.m.hidden_size * 2, self.s.tp, self.link)
 
-    def _host_s(self, *, prefill: bool, context: float = 0, seqs: float = 1) -> float:
+    def host_s(self, *, prefill: bool, context: float = 0, seqs: float = 1) -> float:
         """Host time of one step of ``seqs`` sequences: eager transformers launches every op from Python; vLLM
         and llama.cpp replay CUDA graphs and run their engine loop between steps. vLLM's loop costs per step and
         per scheduled sequence (scheduling, input preparation, sampling, output processing): the V1 engine

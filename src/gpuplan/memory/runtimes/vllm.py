@@ -83,6 +83,20 @@ def rules(s: Scenario) -> Rules:
                  cudagraphs_in_budget=v >= (0, 21, 0) and not s.enforce_eager, non_torch_gib=_non_torch_gib(v, s))
 
 
+def async_scheduling(s: Scenario) -> bool:
+    """Whether the engine core schedules step N+1 while the GPU runs step N (``--async-scheduling``): on by
+    default from 0.14.0 (vLLM PR #27614; the 0.14.0 release notes: "Async scheduling is now enabled by default",
+    except pipeline parallelism), opt-in before. The engine's host work per step then overlaps the GPU's."""
+    return version_tuple(s.engine_version) >= (0, 14, 0) and s.pp == 1
+
+
+def reserve_full_sequence(s: Scenario) -> bool:
+    """Whether the scheduler admits a waiting request only when its whole known sequence fits the free KV blocks
+    (``SchedulerConfig.scheduler_reserve_full_isl``, vLLM PR #37307 of March 2026; on in 0.19.0's resolved
+    configuration as casys-kaist/LLMServingSim's bench records it), rather than its first chunk."""
+    return version_tuple(s.engine_version) >= (0, 19, 0)
+
+
 def _non_torch_gib(v: tuple[int, int, int], s: Scenario) -> float:
     """Memory outside torch that the profiling run counts (NCCL, custom all-reduce, cuBLAS workspaces)."""
     if v < (0, 8, 0):

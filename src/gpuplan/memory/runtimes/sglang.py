@@ -1,0 +1,133 @@
+"""SGLang's memory at startup: the KV token pool and the limits its log prints.
+
+SGLang sizes its pool from what is free once the weights are loaded
+(``python/sglang/srt/model_executor/model_runner_kv_cache_mixin.py`` ``profile_max_num_token``, SGLang 0.5; the same
+arithmetic in ``model_runner.py`` before it)::
+
+    rest (GiB) = available after the weights - total x (1 - mem_fraction_static)
+    #tokens    = int(rest x 2^30) // cell_size
+    cell_size  = KV heads per GPU x (head_dim + v_head_dim) x layers x KV bytes     (MLA: kv_lora_rank + rope dims)
+
+``total`` is the memory free when the model runner starts (torch's ``mem_get_info``, after the distributed init;
+the log's "Load weight begin. avail mem"), so the reserve ``total x (1 - mem_fraction_static)`` holds what the
+pool does not: activations, CUDA graphs, the ``req_to_token`` pool. The log prints "Load weight end. ... avail
+mem=A GB", "KV Cache is allocated. #tokens: N, K size: ... GB" (GiB) and ``max_total_num_tokens``,
+``chunked_prefill_size``, ``max_running_requests`` (``min(max(int(N / context_len x 512), 2048), 4096)`` when
+unset: ``ModelRunnerKVCacheMixin.init_memory``).
+
+The default ``mem_fraction_static`` is what changed most across releases:
+
+- until SGLang PR #10975 (2025-09-27): 0.88 on one GPU (the public logs below, January to July 2025, all size
+  their pool with it); the multi-GPU values of that time are not modelled: pass ``mem_fraction_static``;
+- from PR #10975 (``server_args.py`` ``ServerArgs._handle_gpu_memory_settings``): ``chunked_prefill_size`` and
+  ``cuda_graph_max_bs`` by the card's memory (< 20 GiB: 2,048 and 8; < 35: 2,048 and 24, 80 from TP 4; < 60:
+  4,096 and 32/160; < 160: 8,192 and 256/512; larger: 16,384 and 512), then a reserve in MiB of ``512 +
+  max(chunked_prefill_size, 2048) x 1.5 + cuda_graph_max_bs x 2 + tp x pp / 8 x 1024``, at least 10 GiB on cards
+  over 60 GiB, and ``mem_fraction_static = round((memory - reserve) / memory, 3)``.
+
+Later releases (2026: draft weights counted, disaggregation-aware reserves, the ``KVCacheConfigurator`` budget)
+change these again; this module is the 2025 rule set, checked against the logs in
+``bench/serving/sglang_startup_cases.yaml``. Hybrid sliding-window pools and Mamba state are not modelled.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ... import overheads as oh
+from ...hardware import GpuSpec
+from ...model.spec import ModelSpec
+from ...scenario import Scenario
+from ..breakdown import GIB
+from ..inference import kv_dtype_bytes
+from ..state import weight_format
+from .vllm import cuda_total_gib, version_tuple
+
+HEURISTIC_FROM = (0, 5, 3)  # the first release with PR #10975's reserve (2025-10)
+
+
+def cell_bytes(s: Scenario, m: ModelSpec) -> float:
+    """Bytes one token takes in the pool on one GPU: every layer's K and V (``kv_dims``) over the KV heads this
+    GPU holds (``ModelConfig.get_num_kv_heads``: ``max(1, heads // tp)``); MLA layers cache the latent and the
+    rope dims whole on every GPU."""
+    heads = m.num_kv_heads or 1
+    per_gpu = max(1, heads // s.tp) / heads
+    return kv_dtype_bytes(s) * sum(layer.kv_dims * (1 if layer.attention == "mla" else per_gpu) for layer in m.layers)
+
+
+def kv_tokens(available_gib: float, total_gib: float, mem_fraction_static: float, cell: float) -> int:
+    """``profile_max_num_token``: the tokens the memory left after the weights holds once the reserve
+    ``total x (1 - mem_fraction_static)`` is set aside (GiB as SGLang's log prints them)."""
+    rest = available_gib - total_gib * (1 - mem_fraction_static)
+    return max(int(rest * (1 << 30)) // int(cell), 0)
+
+
+def max_running_requests(tokens: int, context_len: int) -> int:
+    """The default cap on running requests (``init_memory``): 512 per context-length of pool, 2,048-4,096."""
+    return min(max(int(tokens / context_len * 512), 2048), 4096)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Defaults:
+    chunked_prefill_size: int
+    cuda_graph_max_bs: int
+    mem_fraction_static: float
+
+
+def defaults(memory_mib: float, tp: int = 1, pp: int = 1, version: str | None = None) -> Defaults:
+    """The server defaults a card of ``memory_mib`` (what ``nvidia-smi`` reports) gets (see the module
+    docstring; ``_handle_gpu_memory_settings``)."""
+    gib = 1024
+    if memory_mib < 20 * gib:
+        chunk, bs = 2048, 8
+    elif memory_mib < 35 * gib:
+        chunk, bs = 2048, (24 if tp < 4 else 80)
+    elif memory_mib < 60 * gib:
+        chunk, bs = 4096, (32 if tp < 4 else 160)
+    elif memory_mib < 160 * gib:
+        chunk, bs = 8192, (256 if tp < 4 else 512)
+    else:
+        chunk, bs = 16384, 512
+    if version_tuple(version or "0.5.3") < HEURISTIC_FROM:
+        return Defaults(chunked_prefill_size=chunk, cuda_graph_max_bs=bs,
+                        mem_fraction_static=oh.SGLANG_EARLY_MEM_FRACTION_STATIC)
+    reserve = 512 + max(chunk, 2048) * 1.5 + bs * 2 + tp * pp / 8 * 1024
+    if memory_mib > 60 * gib:
+        reserve = max(reserve, 10 * gib)
+    return Defaults(chunked_prefill_size=chunk, cuda_graph_max_bs=bs,
+                    mem_fraction_static=round((memory_mib - reserve) / memory_mib, 3))
+
+
+@dataclass(frozen=True, kw_only=True)
+class StartupMemory:
+    """What one GPU's log prints at startup (GiB as SGLang prints "GB")."""
+
+    total_gib: float  # "Load weight begin. avail mem"
+    weights_gib: float  # "Load weight end. ... mem usage"
+    available_gib: float  # "Load weight end. ... avail mem"
+    mem_fraction_static: float
+    kv_tokens: int  # "KV Cache is allocated. #tokens" = max_total_num_tokens
+    kv_pool_gib: float  # K size + V size
+    chunked_prefill_size: int
+    max_running_requests: int
+    context_len: int
+
+
+def startup_memory(s: Scenario, m: ModelSpec, gpu: GpuSpec, *, mem_fraction_static: float | None = None,
+                   total_gib: float | None = None) -> StartupMemory:
+    """The pool SGLang (``s.engine_version``, default the 2025 heuristic) allocates for ``s`` on ``gpu``.
+    ``total_gib``: the free memory at start if known (the log's first "avail mem"); else the card's
+    ``cudaMemGetInfo`` total less the CUDA context and torch's start-up
+    (:data:`~gpuplan.overheads.SGLANG_START_GIB`)."""
+    d = defaults(gpu.usable_gib * 1024, s.tp, s.pp, s.engine_version)
+    mfs = mem_fraction_static or d.mem_fraction_static
+    total = total_gib if total_gib is not None else cuda_total_gib(gpu) - oh.SGLANG_START_GIB
+    fmt, skip = weight_format(s, m)
+    weights = sum(m.weight_bytes(fmt, skip=skip).values()) / (s.tp * s.pp) / GIB + oh.SGLANG_LOAD_EXTRA_GIB
+    available = total - weights
+    cell = cell_bytes(s, m)
+    tokens = kv_tokens(available, total, mfs, cell)
+    context = s.max_model_len or m.max_context or (s.prompt_tokens + s.output_tokens)
+    return StartupMemory(total_gib=total, weights_gib=weights, available_gib=available, mem_fraction_static=mfs,
+                         kv_tokens=tokens, kv_pool_gib=tokens * cell / GIB, chunked_prefill_size=d.chunked_prefill_size,
+                         max_running_requests=max_running_requests(tokens, context), context_len=context)

@@ -1,0 +1,53 @@
+"""SGLang's startup memory (memory/runtimes/sglang.py): the pool arithmetic by hand, the default reserve of PR
+#10975, and public startup logs."""
+
+import pytest
+
+from gpuplan.hardware import load_gpu
+from gpuplan.memory.runtimes import sglang
+from gpuplan.model.catalog import load_model
+from gpuplan.scenario import scenario_from
+
+M = load_model("llama-3.1-8b")
+S = scenario_from(dict(model="llama-3.1-8b", task="infer", gpu="h100-sxm", engine_version="0.4.1"))
+H100 = load_gpu("h100-sxm")
+
+
+def test_cell_is_k_and_v_of_every_layer_over_the_kv_heads_a_gpu_holds():
+    assert sglang.cell_bytes(S, M) == 8 * 128 * 2 * 32 * 2  # 8 KV heads x (128 + 128) x 32 layers x bf16
+    assert sglang.cell_bytes(S.model_copy(update={"tp": 2, "num_gpus": 2}), M) == 4 * 256 * 32 * 2
+    assert sglang.cell_bytes(S.model_copy(update={"tp": 16, "num_gpus": 16}), M) == 1 * 256 * 32 * 2  # replicated
+    assert sglang.cell_bytes(S.model_copy(update={"kv_cache_dtype": "fp8"}), M) == 8 * 256 * 32 * 1
+
+
+def test_pool_from_the_docs_log_of_2025_01_23():
+    """'Load weight begin. avail mem=78.81 GB', '... end ... avail mem=63.72 GB', mem_fraction_static=0.88:
+    rest = 63.72 - 78.81 x 0.12 = 54.263 GiB, / 131,072 bytes a token = 444,520; the log: 444,500 (its GB are
+    printed to two decimals: +-0.005 GiB is +-40 tokens)."""
+    assert sglang.kv_tokens(63.72, 78.81, 0.88, 131072) == int((63.72 - 78.81 * 0.12) * 2**30) // 131072 == 444_520
+    assert sglang.kv_tokens(63.72, 78.81, 0.88, 131072) == pytest.approx(444_500, abs=45)
+    # PR #4760's log (2025-03-25): avail 63.48 after 15.11 loaded, 442,750 tokens
+    assert sglang.kv_tokens(63.48, 63.48 + 15.11, 0.88, 131072) == pytest.approx(442_750, abs=45)
+    assert sglang.max_running_requests(444_500, 131072) == 2048  # 512 per context of pool, at least 2,048
+
+
+def test_predicted_pool_without_the_logs_numbers():
+    """From the card and the model alone (0.38 GiB of start-up and 0.13 GiB of loader memory, both set on the
+    January log): the March log's 442,750 tokens within 0.5 %."""
+    sm = sglang.startup_memory(S, M, H100)
+    assert sm.total_gib == pytest.approx(79.19 - 0.38, abs=0.01) and sm.mem_fraction_static == 0.88
+    assert sm.kv_tokens == pytest.approx(442_750, rel=0.005)
+    assert sm.kv_pool_gib == pytest.approx(sm.kv_tokens * 131072 / 2**30)
+
+
+def test_default_reserve_of_pr_10975():
+    """An 80 GB card (81,559 MiB): chunked prefill 8,192, CUDA graphs to 256 at TP 1; reserve 512 + 8,192 x 1.5 +
+    256 x 2 + 1/8 x 1,024 = 13,440 MiB: 0.835, as SGLang's docs build of 2026-02-05 prints on its H100. TP 4:
+    graphs to 512 and 4/8 x 1,024: 14,336 MiB, 0.824. A 24 GB card: 2,048 and 24, the 10 GiB floor does not
+    apply: 512 + 3,072 + 48 + 128 = 3,760 MiB of 24,564, 0.847. Releases before it keep 0.88 on one GPU."""
+    d = sglang.defaults(81559, tp=1, version="0.5.8")
+    assert (d.chunked_prefill_size, d.cuda_graph_max_bs, d.mem_fraction_static) == (8192, 256, 0.835)
+    assert sglang.defaults(81559, tp=4, version="0.5.8").mem_fraction_static == round((81559 - 14336) / 81559, 3)
+    small = sglang.defaults(24564, tp=1, version="0.5.8")
+    assert (small.chunked_prefill_size, small.mem_fraction_static) == (2048, round((24564 - 3760) / 24564, 3))
+    assert sglang.defaults(81559, tp=1, version="0.4.1").mem_fraction_static == 0.88
