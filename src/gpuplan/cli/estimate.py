@@ -77,7 +77,8 @@ def render_estimate(result) -> None:
                f"{s['prompt_tokens'] + s['output_tokens']:,} tokens, or {mem.max_context_tokens:,} tokens in all",
                prefix="")
     engine = getattr(mem, "engine", None) or {}
-    if isinstance(engine, dict) and engine.get("max_model_len_that_fits"):
+    if isinstance(engine, dict) and engine.get("max_model_len_that_fits") and \
+            engine["max_model_len_that_fits"] < (engine.get("max_model_len") or 0):  # its default would not start
         bullet(f"vLLM: start it with --max-model-len {engine['max_model_len_that_fits']:,} or less (one request of "
                "that length fills the KV pool)", prefix="")
     if mem.gpu_layers is not None:
