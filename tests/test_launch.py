@@ -321,7 +321,7 @@ def test_vllm_max_model_len_fits_the_pool():
     ({**SERVE, "quant": "nf4"}, "vllm", "cannot load nf4"),
     ({**SERVE, "entry_point": "offline"}, "vllm", "offline entry point"),
     ({**ZERO3, "tp": 2}, "torchrun", "tensor/pipeline parallel"),
-    ({**SMALL, "framework": "axolotl"}, "accelerate", "framework axolotl"),
+    ({**SMALL, "framework": "axolotl", "precision": "bf16-true"}, "accelerate", "use --target axolotl"),
     (ZERO3, "torchrum", "did you mean torchrun"),
 ])
 def test_targets_that_do_not_apply(scenario, target, text):
@@ -330,9 +330,13 @@ def test_targets_that_do_not_apply(scenario, target, text):
 
 
 def test_no_target_for_other_frameworks_yet():
-    s = {**SMALL, "framework": "axolotl"}
-    with pytest.raises(GpuplanError, match="no launch target applies to this plan: framework axolotl"):
+    s = {**SMALL, "framework": "pytorch"}  # a loop of your own: nothing to write for it
+    with pytest.raises(GpuplanError, match="no launch target applies to this plan: framework pytorch"):
         targets_for(launch_plan(s))
+    # a framework with its own target says why that target does not apply (axolotl's own default is bf16-true)
+    with pytest.raises(GpuplanError, match="no launch target applies to this plan: axolotl loads the weights in bf16"):
+        targets_for(launch_plan({**SMALL, "framework": "axolotl", "precision": "bf16-mixed"}))
+    assert "axolotl" in targets_for(launch_plan({**SMALL, "framework": "axolotl"}))
 
 
 def test_liger_and_compile():
@@ -345,7 +349,8 @@ def test_default_targets():
     assert targets_for(launch_plan(ZERO3)) == ["trainer", "deepspeed", "accelerate", "torchrun", "skypilot"]
     assert targets_for(launch_plan(QLORA_SPOT)) == ["trainer", "accelerate", "torchrun", "skypilot"]
     assert targets_for(launch_plan(SERVE)) == ["vllm", "skypilot"]
-    assert set(TARGETS) == {"trainer", "deepspeed", "accelerate", "torchrun", "torchtune", "vllm", "skypilot"}
+    assert set(TARGETS) == {"trainer", "deepspeed", "accelerate", "torchrun", "torchtune", "torchtitan", "axolotl",
+                            "unsloth", "vllm", "skypilot"}
 
 
 @pytest.mark.parametrize("scenario, text", [
@@ -531,3 +536,239 @@ def test_help_examples_run(tmp_path):
             argv += ["-o", str(tmp_path / str(i))]
         proc = gpuplan_cli(*argv)
         assert proc.returncode == 0, (line, proc.stderr)
+
+
+# ---- torchtitan -------------------------------------------------------------------------------------------
+TITAN = dict(model="llama-3.1-70b", task="train", framework="torchtitan", gpu="h100-sxm5", num_gpus=8, num_nodes=4,
+             strategy="fsdp", tp=8, seq_len=8192, micro_batch_size=1, grad_accum_steps=4, grad_checkpointing="full",
+             train_tokens=1e9)
+
+
+def titan_tables(scenario: dict, **options) -> dict:
+    import tomllib
+
+    return tomllib.loads(files_of(scenario, ["torchtitan"], **options)["torchtitan.toml"])
+
+
+def test_torchtitan_config_by_hand():
+    """32 H100s as tensor-parallel 8 x FSDP 4: the shard degree is the 4 data-parallel ranks; a step takes
+    1 x 8,192 tokens x 4 accumulations x 4 ranks = 131,072 tokens, so 1e9 tokens are ceil(1e9 / 131,072) = 7,630
+    steps, with 200 warmup steps (at most 1/5 of them) and a checkpoint at the end only (on demand)."""
+    t = titan_tables(TITAN)
+    assert t["model"] == {"name": "llama3", "flavor": "70B",
+                          "tokenizer_path": "./assets/tokenizer/original/tokenizer.model"}
+    assert t["parallelism"]["data_parallel_shard_degree"] == 4 and t["parallelism"]["tensor_parallel_degree"] == 8
+    assert t["parallelism"]["data_parallel_replicate_degree"] == 1 and t["parallelism"]["pipeline_parallel_degree"] == 1
+    assert (t["training"]["local_batch_size"], t["training"]["global_batch_size"]) == (1, 16)
+    assert t["training"]["steps"] == math.ceil(1e9 / 131_072) == 7630
+    assert t["lr_scheduler"]["warmup_steps"] == 200 and t["checkpoint"]["interval"] == 7630
+    assert t["activation_checkpoint"]["mode"] == "full"
+    assert (t["training"]["mixed_precision_param"], t["training"]["mixed_precision_reduce"]) == ("bfloat16", "float32")
+    assert "float8" not in t and "converters" not in t["model"]
+    # pipeline parallel: the local batch holds the 8 micro-batches the schedule runs, 8 x 4 data-parallel ranks
+    pp = titan_tables({**TITAN, "model": "llama-3.1-8b", "num_nodes": 1, "tp": 1, "pp": 2, "grad_accum_steps": 8})
+    assert (pp["training"]["local_batch_size"], pp["training"]["global_batch_size"]) == (8, 32)
+    assert pp["parallelism"]["pipeline_parallel_microbatch_size"] == 1
+    assert pp["parallelism"]["pipeline_parallel_schedule"] == "1F1B"
+
+
+def test_torchtitan_float8_checkpointing_and_spot():
+    fp8 = titan_tables({**TITAN, "model": "llama-3.1-8b", "num_nodes": 1, "tp": 1, "precision": "fp8-mixed",
+                        "compile": True, "grad_checkpointing": "selective"})
+    assert fp8["model"]["converters"] == ["float8"] and fp8["training"]["compile"] is True
+    assert fp8["float8"] == {"enable_fsdp_float8_all_gather": True, "precompute_float8_dynamic_scale_for_fsdp": True,
+                             "force_recompute_fp8_weight_in_bwd": True, "filter_fqns": ["output"]}
+    assert fp8["activation_checkpoint"] == {"mode": "selective", "selective_ac_option": "op"}
+    every2 = titan_tables({**TITAN, "model": "llama-3.1-8b", "num_nodes": 1, "tp": 1, "checkpoint_every": 2})
+    assert every2["activation_checkpoint"] == {"mode": "selective", "selective_ac_option": "2"}
+    spot = {**TITAN, "model": "llama-3.1-8b", "num_nodes": 1, "tp": 1, "pricing": "spot"}
+    plan = launch_plan(spot)
+    assert titan_tables(spot)["checkpoint"]["interval"] == plan.save_steps
+    task = body(files_of(spot, ["skypilot"], bucket="ckpt")["sky.yaml"])
+    run = task["run"].replace(" \\\n    ", " ")
+    assert "hf download meta-llama/Llama-3.1-8B original/tokenizer.model --local-dir assets/tokenizer" in run
+    assert "-m torchtitan.train --job.config_file torchtitan.toml --job.dump_folder /checkpoints" in run
+    assert '"torchtitan==0.1.0"' in task["setup"]
+
+
+@pytest.mark.parametrize("change, text", [
+    ({"model": "qwen2.5-7b"}, "builds its own Llama 3"),
+    ({"loss": "chunked"}, "plan with loss full"),
+    ({"attention": "eager"}, "SDPA attention"),
+    ({"strategy": None, "tp": 8}, "only with FSDP"),
+    ({"strategy": "ddp", "tp": 2, "precision": "fp32", "gpu": "b200", "seq_len": 1024},
+     "one-dimensional mesh"),
+    ({"framework": "hf"}, "not for framework torchtitan"),
+])
+def test_torchtitan_refusals(change, text):
+    eight = {**TITAN, "model": "llama-3.1-8b", "num_nodes": 1, "tp": 1}
+    with pytest.raises(GpuplanError, match=text):
+        targets_for(launch_plan({**eight, **change}), ["torchtitan"])
+
+
+def test_toml_writer_reads_back():
+    """The TOML writer's text is what tomllib reads, strings with quotes, backslashes, non-ASCII and DEL included."""
+    import tomllib
+
+    from gpuplan.launch.files import toml_text
+
+    tables = {"a": {"s": 'x "y" \\ z é \x7f \n', "b": True, "i": 3, "f": 0.0003, "l": ["p", "q"]}, "b.c": {"e": []}}
+    plan = launch_plan(SMALL)
+    assert tomllib.loads(toml_text(plan, tables)) == {"a": tables["a"], "b": {"c": {"e": []}}}
+    with pytest.raises(TypeError):
+        toml_text(plan, {"a": {"d": {"nested": 1}}})
+
+
+# ---- Axolotl ----------------------------------------------------------------------------------------------
+AXOLOTL = dict(model="llama-3.1-8b", task="train", framework="axolotl", method="qlora", gpu="l40s",
+               micro_batch_size=2, grad_accum_steps=4, train_tokens=1e7, pricing="spot")
+AXOLOTL_SCHEMA = json.loads((DATA / "axolotl" / "schema-0.18.0.json").read_text())
+
+
+def test_axolotl_config_by_hand():
+    """QLoRA in axolotl's keys: 4-bit base, rank 16 on every linear, the Liger plugin (gpuplan's axolotl stack),
+    peft's LoRA layers (axolotl's own fused kernels off), 1e7 tokens / (2 x 2,048 x 4) = 611 steps."""
+    cfg = body(files_of(AXOLOTL, ["axolotl"])["axolotl.yaml"])
+    plan = launch_plan(AXOLOTL)
+    assert (cfg["base_model"], cfg["adapter"], cfg["load_in_4bit"]) == ("meta-llama/Llama-3.1-8B", "qlora", True)
+    assert (cfg["lora_r"], cfg["lora_alpha"], cfg["lora_target_linear"]) == (16, 32, True)
+    assert cfg["peft_autocast_adapter_dtype"] is True  # fp32 adapters
+    assert not any(cfg[k] for k in ("lora_mlp_kernel", "lora_qkv_kernel", "lora_o_kernel", "lora_embedding_kernel"))
+    assert (cfg["micro_batch_size"], cfg["gradient_accumulation_steps"], cfg["sequence_len"]) == (2, 4, 2048)
+    assert cfg["sample_packing"] is True and cfg["pad_to_sequence_len"] is True
+    assert cfg["max_steps"] == math.ceil(1e7 / (2 * 2048 * 4)) == 611
+    assert cfg["plugins"] == ["axolotl.integrations.liger.LigerPlugin"]
+    assert cfg["liger_fused_linear_cross_entropy"] is True and cfg["liger_rms_norm"] is True
+    assert cfg["gradient_checkpointing"] is True and cfg["bf16"] is True and cfg["optimizer"] == "adamw_torch_fused"
+    assert cfg["save_steps"] == plan.save_steps and cfg["auto_resume_from_checkpoints"] is True
+    argv = command_of(files_of(AXOLOTL, ["axolotl"])["axolotl-train.sh"])
+    assert argv == ["axolotl", "train", "axolotl.yaml", "--launcher", "torchrun", "--", "--nproc-per-node", "1",
+                    "--nnodes", "1", "--standalone"]
+
+
+@pytest.mark.parametrize("change, bf16, extra", [
+    ({"method": "full", "model": "qwen2.5-0.5b", "precision": "bf16-true"}, True, {}),
+    ({"method": "full", "model": "qwen2.5-0.5b", "precision": "fp32"}, False, {}),
+    ({"method": "full", "gpu": "nvidia-a100-sxm4-80gb", "num_gpus": 4, "strategy": "zero3"}, True,
+     {"deepspeed": "ds_config.json"}),
+    ({"method": "lora", "model": "qwen2.5-7b", "num_gpus": 2, "strategy": "fsdp", "lora_targets": ["q_proj", "v_proj"],
+      "adapter_dtype": "bf16"}, True,
+     {"fsdp_version": 1, "lora_target_modules": ["q_proj", "v_proj"], "peft_autocast_adapter_dtype": False}),
+    ({"method": "full", "model": "qwen2.5-0.5b", "precision": "bf16-true", "loss": "chunked",
+      "activation_offload": True}, True,
+     {"chunked_cross_entropy": True, "chunked_cross_entropy_num_chunks": 8, "activation_offloading": True,
+      "liger_fused_linear_cross_entropy": False}),
+])
+def test_axolotl_precision_and_layouts(change, bf16, extra):
+    files = files_of({**AXOLOTL, **change}, ["axolotl"])
+    cfg = body(files["axolotl.yaml"])
+    assert cfg["bf16"] is bf16 and cfg["fp16"] is False
+    assert {k: cfg[k] for k in extra} == extra
+    assert ("ds_config.json" in files) == ("deepspeed" in extra)  # axolotl's target writes the file it names
+    if "deepspeed" in extra:
+        assert json.loads(files["ds_config.json"])["zero_optimization"]["stage"] == 3
+        assert '"axolotl[deepspeed]==0.18.0"' in body(files_of({**AXOLOTL, **change}, ["skypilot"])["sky.yaml"])[
+            "setup"]
+
+
+@pytest.mark.parametrize("change, text", [
+    ({"method": "full", "model": "qwen2.5-0.5b", "precision": "bf16-mixed"}, "plan precision bf16-true"),  # one GPU
+    ({"method": "full", "model": "qwen2.5-1.5b", "num_gpus": 2, "strategy": "fsdp", "precision": "bf16-true"},
+     "upcasts the shards to fp32"),
+    ({"method": "qlora", "quant": "gptq-int4"}, "set quant nf4 or fp4"),
+    ({"method": "full", "model": "qwen2.5-0.5b", "precision": "fp8-mixed", "gpu": "h100-sxm5"}, "bf16, fp16 or fp32"),
+])
+def test_axolotl_refusals(change, text):
+    with pytest.raises(GpuplanError, match=text):
+        targets_for(launch_plan({**AXOLOTL, **change}), ["axolotl"])
+
+
+def _schema_ok(value, field: dict) -> bool:
+    """A value against a captured field: one of its choices when closed, else of a type its annotation names."""
+    if field["choices"] is not None:
+        return value in field["choices"]
+    names = {bool: "bool", int: "int", float: "float", str: "str", list: "list", dict: "dict"}
+    kind = names[type(value)]
+    return kind in field["annotation"] or (kind == "int" and "float" in field["annotation"]) or \
+        (kind == "dict" and "Config" in field["annotation"]) or (kind == "list" and "Dataset" in field["annotation"])
+
+
+@pytest.mark.parametrize("change", [{}, {"method": "full", "gpu": "nvidia-a100-sxm4-80gb", "num_gpus": 4,
+                                         "strategy": "zero3"},
+                                    {"method": "lora", "model": "qwen2.5-7b", "num_gpus": 2, "strategy": "fsdp2",
+                                     "attention": "flash", "compile": True, "quant": None},
+                                    {"method": "lora", "quant": "int8", "optimizer": "adamw-8bit"}])
+def test_axolotl_against_captured_schema(change):
+    """Axolotl 0.18.0's config fields (tests/data/axolotl, captured from its pydantic models by capture.py;
+    test_launch_stacks.py runs Axolotl's own validate_config): every key is a field, its value of the field's
+    type or one of its choices, the nested fsdp_config and datasets keys are fields of theirs, the required
+    fields are there, and the attention, optimizer and launcher are ones Axolotl knows."""
+    from transformers.training_args import OptimizerNames
+
+    schema = AXOLOTL_SCHEMA
+    assert schema["axolotl_version"] == "0.18.0"
+    files = files_of({**AXOLOTL, **change}, ["axolotl"])
+    cfg = body(files["axolotl.yaml"])
+    fields = schema["fields"]
+    for key, value in cfg.items():
+        assert key in fields, key
+        assert _schema_ok(value, fields[key]), (key, value, fields[key])
+    assert {k for k, f in fields.items() if f["required"]} <= set(cfg)
+    for key, value in cfg.get("fsdp_config", {}).items():
+        assert key in schema["fsdp_config"] and _schema_ok(value, schema["fsdp_config"][key]), key
+    for entry in cfg["datasets"]:
+        assert set(entry) <= set(schema["sft_dataset"])
+    assert cfg["attn_implementation"] in schema["attn_implementations"]
+    assert cfg["optimizer"] in {o.value for o in OptimizerNames} | set(schema["custom_optimizers"])
+    argv = command_of(files["axolotl-train.sh"])
+    assert argv[argv.index("--launcher") + 1] in schema["train_launchers"]
+
+
+# ---- Unsloth ----------------------------------------------------------------------------------------------
+UNSLOTH = dict(model="llama-3.1-8b", task="train", framework="unsloth", method="qlora", gpu="l40s",
+               micro_batch_size=2, grad_accum_steps=4, train_tokens=1e7, pricing="spot")
+
+
+def test_unsloth_script_by_hand():
+    """Unsloth's defaults as the plan resolves them: 4-bit base, checkpoints offloaded ("unsloth"), its fused loss
+    (no UNSLOTH_RETURN_LOGITS), every linear layer; 16-bit LoRA says load_in_4bit False (Unsloth's default is
+    True); DDP runs under torchrun."""
+    text = files_of(UNSLOTH, ["unsloth"])["unsloth_train.py"]
+    assert "LOAD = {\n    'model_name': 'meta-llama/Llama-3.1-8B',\n    'max_seq_length': 2048,\n" \
+           "    'load_in_4bit': True," in text
+    assert "'use_gradient_checkpointing': 'unsloth'," in text and "UNSLOTH_RETURN_LOGITS" not in text
+    assert "'target_modules': ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj']," in text
+    assert f"'save_steps': {launch_plan(UNSLOTH).save_steps}," in text and "'max_steps': 611," in text
+    ddp = files_of({**UNSLOTH, "method": "lora", "model": "qwen2.5-7b", "num_gpus": 2, "strategy": "ddp",
+                    "loss": "full"}, ["unsloth"])
+    assert "'load_in_4bit': False," in ddp["unsloth_train.py"]
+    assert 'os.environ["UNSLOTH_RETURN_LOGITS"] = "1"' in ddp["unsloth_train.py"]
+    assert command_of(ddp["unsloth-run.sh"]) == ["torchrun", "--nproc-per-node", "2", "--nnodes", "1", "--standalone",
+                                                 "unsloth_train.py"]
+    task = body(files_of(UNSLOTH, ["skypilot"], bucket="ckpt")["sky.yaml"])
+    assert task["run"].strip() == "OUTPUT_DIR=/checkpoints python unsloth_train.py"
+    assert '"unsloth==2026.10.9"' in task["setup"]
+
+
+@pytest.mark.parametrize("change, text", [
+    ({"method": "full", "model": "qwen2.5-0.5b"}, "LoRA and QLoRA runs"),
+    ({"method": "lora", "quant": "gptq-int4"}, "set quant int8 or none"),
+    ({"grad_checkpointing": "none", "activation_offload": True}, "set grad_checkpointing full"),
+    ({"adapter_dtype": "bf16"}, "adapters are fp32"),
+])
+def test_unsloth_refusals(change, text):
+    with pytest.raises(GpuplanError, match=text):
+        targets_for(launch_plan({**UNSLOTH, **change}), ["unsloth"])
+
+
+def test_old_transformers_plans_say_what_runs():
+    """A plan of transformers 4.44's loss (fp32 logits and a shifted copy) is written for the current stack: the
+    files say so, and the estimate of the current release is no higher at the peak and lower in the forward."""
+    old = {**SMALL, "gpu": "l40s", "transformers_version": "4.44", "seq_len": 2048, "micro_batch_size": 4}
+    then = gpuplan.estimate(old).memory
+    now = gpuplan.estimate({k: v for k, v in old.items() if k != "transformers_version"}).memory
+    assert now.device_peak_gib <= then.device_peak_gib and now.phases_gib["forward"] < then.phases_gib["forward"]
+    note = "the plan's loss follows transformers 4.44"
+    assert note in files_of(old, ["trainer"])["trainer.yaml"]
+    axolotl = {**old, "framework": "axolotl", "method": "lora", "loss": "full"}
+    assert note in files_of(axolotl, ["axolotl"])["axolotl.yaml"]

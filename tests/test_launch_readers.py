@@ -5,7 +5,8 @@ Readers: TRL's own parser (``trl.scripts.sft.make_parser``, which builds transfo
 ``SFTConfig`` and, for ZeRO plans, the Trainer's DeepSpeed config with its consistency check); accelerate's config
 loader and launch path (``load_config_from_file``, ``_validate_launch_command``, the environment its launcher
 hands the processes, and the ``DeepSpeedPlugin`` / ``FullyShardedDataParallelPlugin`` built from it); DeepSpeed's
-``DeepSpeedConfig``; torchrun's argument parser; ``sky.Task.from_yaml``; vLLM's ``vllm serve`` parser.
+``DeepSpeedConfig``; torchrun's argument parser; ``sky.Task.from_yaml``; vLLM's ``vllm serve`` parser. The training
+stacks' own configs (torchtune, torchtitan, Axolotl) are read by their stacks in test_launch_stacks.py.
 
 Where a test needs a GPU machine's answer it says so and emulates only that: a bf16-capable GPU for
 ``TrainingArguments`` (it refuses bf16 on a CPU) and the data-parallel world size for DeepSpeed and the Trainer
@@ -363,81 +364,6 @@ def test_vllm_serve_through_vllm(tmp_path):
                    "max_model_len": engine["max_model_len"], "gpu_memory_utilization": 0.9,
                    "kv_cache_dtype": "fp8", "quantization": "fp8", "max_num_seqs": engine["max_num_seqs"],
                    "max_num_batched_tokens": engine["max_num_batched_tokens"], "dtype": "bfloat16", "port": 8000}
-
-
-# ---- torchtune ----------------------------------------------------------------------------------------------
-TUNE_PLANS = {
-    "lora-8b-all-linear": dict(model="llama-3.1-8b", task="train", method="lora", gpu="l40s", framework="torchtune",
-                               qlora_fp32_upcast=False, micro_batch_size=2, grad_accum_steps=4, train_tokens=1e7),
-    "lora-1b-qv-2-gpus": dict(model="llama-3.2-1b", task="train", method="lora", gpu="l40s", num_gpus=2,
-                              strategy="fsdp", framework="torchtune", qlora_fp32_upcast=False, lora_rank=8,
-                              lora_targets=["q_proj", "v_proj"], activation_offload=True, compile=True),
-    "full-qwen-0.5b": dict(model="qwen2.5-0.5b", task="train", gpu="l40s", framework="torchtune",
-                           qlora_fp32_upcast=False, optimizer_in_backward=True, loss="full"),
-    "qlora-8b": dict(model="llama-3.1-8b", task="train", method="qlora", gpu="rtx-4090", framework="torchtune",
-                     qlora_fp32_upcast=False),
-}
-
-
-@pytest.fixture(params=sorted(TUNE_PLANS))
-def tuned(request, tmp_path):
-    plan = launch_plan(TUNE_PLANS[request.param])
-    write(launch_files(plan, ["torchtune"]), tmp_path)
-    return plan, tmp_path
-
-
-def test_torchtune_model_through_torchtune(tuned):
-    """torchtune builds the written model (on the meta device: no memory) with exactly the trainable parameters
-    gpuplan counted."""
-    require("torchtune")
-    import torch
-    from omegaconf import OmegaConf
-    from torchtune import config
-    from torchtune.modules.peft import get_adapter_params, set_trainable_params
-
-    plan, folder = tuned
-    cfg = OmegaConf.load(folder / "torchtune.yaml")
-    with torch.device("meta"):
-        model = config.instantiate(cfg.model)
-    if plan.scenario.method != "full":
-        set_trainable_params(model, get_adapter_params(model))
-    assert sum(p.numel() for p in model.parameters() if p.requires_grad) == plan.result.model.params_trainable
-
-
-def test_torchtune_config_through_torchtune(tuned):
-    """torchtune's own checks of the rest: every component's arguments bind (``torchtune.config.validate``), the
-    recipe is one torchtune ships, ``tune run`` parses the command, and the keys read back are the plan's."""
-    require("torchtune")
-    try:  # torchtune 0.6.1's training module imports int4_weight_only, which torchao 0.16 removed
-        import torchtune.training  # noqa: F401
-    except ImportError as err:
-        pytest.skip(f"torchtune.training does not import here ({err}); the `stacks` extra pins the torchao peft "
-                    "accepts, the written tune-run setup pins torchao<0.16, and test_launch.py checks the config "
-                    "against torchtune's captured signatures")
-    from omegaconf import OmegaConf
-    from torchtune import config
-    from torchtune._cli.tune import TuneCLIParser
-    from torchtune._recipe_registry import get_all_recipes
-
-    plan, folder = tuned
-    s = plan.scenario
-    cfg = OmegaConf.load(folder / "torchtune.yaml")
-    config.validate(cfg)
-    argv = argv_of(folder / "tune-run.sh")
-    args = TuneCLIParser()._parser.parse_args(argv[argv.index("run"):])  # after the tune download line
-    assert args.recipe in {r.name for r in get_all_recipes()}
-    assert args.recipe == ("full" if s.method == "full" else "lora") + "_finetune_" + \
-        ("single_device" if s.world_size == 1 else "distributed")
-    back = {"micro_batch_size": cfg.batch_size, "grad_accum_steps": cfg.gradient_accumulation_steps,
-            "seq_len": cfg.tokenizer.max_seq_len, "grad_checkpointing": "full" if cfg.enable_activation_checkpointing
-            else "none", "activation_offload": cfg.enable_activation_offloading, "compile": cfg.compile,
-            "precision": "bf16-true" if cfg.dtype == "bf16" else "fp32",
-            "loss": "chunked" if cfg.loss._component_.endswith("CEWithChunkedOutputLoss") else "full"}
-    assert back == {k: getattr(s, k) for k in back}
-    if s.method == "full":
-        assert cfg.optimizer_in_bwd == s.optimizer_in_backward
-    else:
-        assert cfg.model.lora_rank == s.lora_rank
 
 
 # ---- the round trip ----------------------------------------------------------------------------------------

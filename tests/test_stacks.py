@@ -30,13 +30,23 @@ def scenario(**fields):
     ("torchtitan", "full", dict(precision="bf16-mixed", loss="full", grad_checkpointing="selective")),
     ("unsloth", "qlora", dict(loss="fused-linear", grad_checkpointing="full", activation_offload=True,
                               qlora_fp32_upcast=False, adapter_dtype="fp32")),
-    ("axolotl", "qlora", dict(loss="fused-linear", grad_checkpointing="full", qlora_fp32_upcast=True)),
+    # axolotl casts peft's fp32 norms and embeddings back to bf16 (ModelLoader._configure_embedding_dtypes) and
+    # loads a full fine-tune's weights in bf16 (bf16: true sets cfg.torch_dtype)
+    ("axolotl", "qlora", dict(loss="fused-linear", grad_checkpointing="full", qlora_fp32_upcast=False)),
+    ("axolotl", "full", dict(precision="bf16-true", loss="fused-linear")),
     ("pytorch", "lora", dict(precision="bf16-true", loss="full", grad_checkpointing="none", adapter_dtype="fp32")),
 ])
 def test_each_framework_sets_its_recipe_defaults(framework, method, expected):
     s = scenario(framework=framework, method=method)
     assert {k: getattr(s, k) for k in expected} == expected
     assert all(getattr(s, k) is not None for k in TECHNIQUES if k != "loss_chunks")  # every technique resolved
+
+
+def test_axolotl_keeps_fp32_where_its_loader_does():
+    """DeepSpeed's bf16 optimizer keeps fp32 masters of a bf16 model; QLoRA under FSDP skips the cast back."""
+    full = dict(model="llama-3.1-8b", task="train", framework="axolotl", num_gpus=2)
+    assert scenario_from({**full, "strategy": "zero2"}).precision == "bf16-mixed"
+    assert scenario_from({**full, "method": "qlora", "strategy": "fsdp"}).qlora_fp32_upcast is True
 
 
 def test_explicit_fields_win_and_stay_explicit():

@@ -24,7 +24,11 @@ Sources of the defaults (the recipes people run):
   embeddings (no fp32 upcast); one GPU.
 - ``axolotl``: the HF Trainer with axolotl's Liger plugin as its example configs enable it (``liger_rope``,
   ``liger_rms_norm``, ``liger_glu_activation``, ``liger_fused_linear_cross_entropy``) and
-  ``gradient_checkpointing: true``; QLoRA through ``prepare_model_for_kbit_training``.
+  ``gradient_checkpointing: true``; QLoRA through ``prepare_model_for_kbit_training``. ``bf16: true`` loads the
+  weights in bf16 (``utils/config`` sets ``cfg.torch_dtype``, ``loaders/model.py`` passes it to
+  ``from_pretrained``): a full fine-tune holds bf16 weights and states (``bf16-true``) unless DeepSpeed, whose bf16
+  optimizer keeps fp32 masters, runs it; with an adapter, ``ModelLoader._configure_embedding_dtypes`` casts the
+  norms and embeddings that peft's kbit preparation made fp32 back to bf16 (no fp32 upcast, except QLoRA under FSDP).
 - ``pytorch``: your own PyTorch loop over a transformers model (Answer.AI's ``fsdp_qlora`` ``train.py`` is the
   model): one dtype throughout (``bf16``), FSDP1 ``FullyShardedDataParallel``, peft adapters, nothing else on
   unless asked.
@@ -170,7 +174,7 @@ STACKS: dict[str, Stack] = {s.name: s for s in (
           fsdp=None, logs="torch.cuda.max_memory_reserved in its notebooks ('Peak reserved memory')",
           logs_level="reserved", peft_adapters=True, refuse=_refuse_unsloth),
     Stack(name="axolotl", title="axolotl (HF Trainer + its Liger plugin)",
-          defaults={**BASE, "qlora_fp32_upcast": True, "grad_checkpointing": "full", "loss": "fused-linear"},
+          defaults={**BASE, "grad_checkpointing": "full", "loss": "fused-linear"},
           fsdp="fsdp1", logs="memory/max_mem_active, max_mem_allocated and device_mem_reserved per log step",
           logs_level="allocated", peft_adapters=True, refuse=_refuse_axolotl),
     Stack(name="pytorch", title="a plain PyTorch loop over a transformers model (e.g. Answer.AI fsdp_qlora)",
@@ -197,6 +201,12 @@ def resolve(data: Mapping[str, Any]) -> dict[str, Any]:
             and get("qlora_fp32_upcast")):
         # peft prepare_model_for_kbit_training(use_gradient_checkpointing=True): the HF QLoRA recipe checkpoints
         out["grad_checkpointing"] = "full"
+    if stack.name == "axolotl":  # see the module docstring: bf16 weights unless DeepSpeed, upcast undone but FSDP
+        deepspeed = str(data.get("strategy") or "").startswith("zero")
+        if data.get("precision") is None and get("method") == "full" and not deepspeed:
+            out["precision"] = "bf16-true"
+        if data.get("qlora_fp32_upcast") is None and str(data.get("strategy") or "").startswith("fsdp"):
+            out["qlora_fp32_upcast"] = True
     if data.get("activation_offload") is None and stack.name == "unsloth":
         # unsloth _utils.apply_unsloth_gradient_checkpointing: plain checkpointing below 512 tokens
         out["activation_offload"] = get("grad_checkpointing") == "full" and data.get("seq_len", 2048) >= 512

@@ -1,5 +1,5 @@
 """``gpuplan launch``: write the files that run a plan (SkyPilot, accelerate, DeepSpeed, torchrun, the trainer's
-arguments, vllm serve)."""
+arguments, torchtune, torchtitan, Axolotl, Unsloth, vllm serve)."""
 
 from __future__ import annotations
 
@@ -25,9 +25,10 @@ def launch_cmd(scenario: str | None = None, as_json: bool = False, target: list[
     """Write the files that run the plan, with the plan's settings intact: a SkyPilot task (rent the cards),
     an accelerate config and its launch command, a DeepSpeed JSON (ZeRO plans), a torchrun command, the
     trainer's arguments (Hugging Face Trainer / TRL SFTConfig, read by `trl sft --config`), a torchtune recipe
-    config (framework torchtune), or the `vllm serve` command of a serving plan. Every file opens with the
-    command that wrote it and what gpuplan predicted (peak memory per GPU, tokens/s, hours, dollars); plan.json
-    holds the same numbers for scripts.
+    config (framework torchtune), a torchtitan job config (framework torchtitan), an Axolotl config (framework
+    axolotl), an Unsloth script (framework unsloth), or the `vllm serve` command of a serving plan. Every file
+    opens with the command that wrote it and what gpuplan predicted (peak memory per GPU, tokens/s, hours,
+    dollars); plan.json holds the same numbers for scripts.
 
     The scenario must name the GPU and the layout (--gpu, --num-gpus, --strategy; --engine vllm --tp for
     serving); `gpuplan recommend ... --launch N` writes the files of its N-th setup instead.
@@ -123,7 +124,8 @@ def write_launch(plan, names, opts, output: str, force: bool, as_json: bool) -> 
     if "sky.yaml" in names:
         how = "sky jobs launch" if plan.train and plan.spot is not None else "sky launch -c gpuplan"
         out.print(f"next: cd {shlex.quote(output)} && {how} sky.yaml", highlight=False)
-    for script in ("accelerate-launch.sh", "vllm-serve.sh", "torchrun.sh"):
+    for script in ("accelerate-launch.sh", "vllm-serve.sh", "torchrun.sh", "tune-run.sh", "torchtitan-run.sh",
+                   "axolotl-train.sh", "unsloth-run.sh"):
         if script in names:
             out.print(f"on a machine with the GPUs: cd {shlex.quote(output)} && bash {script}", highlight=False)
             break
@@ -137,9 +139,8 @@ def launch_params() -> list[inspect.Parameter]:
 
     return [
         opt("target", list[str] | None, None, "--target", "-t",
-            text="skypilot, accelerate, deepspeed, torchrun, trainer, torchtune, vllm, or all (repeatable or "
-                 "comma-separated; "
-                 "default: every target that applies)", metavar="TARGET"),
+            text="skypilot, accelerate, deepspeed, torchrun, trainer, torchtune, torchtitan, axolotl, unsloth, vllm, "
+                 "or all (repeatable or comma-separated; default: every target that applies)", metavar="TARGET"),
         opt("output", str, DEFAULT_DIR, "--output", "-o", text="Folder to write into; - prints the files.",
             metavar="DIR"),
         opt("force", bool, False, "--force", text="Overwrite files already in the folder."),

@@ -1,11 +1,12 @@
-"""The files a launch writes, and the one way each kind is rendered: YAML and shell files open with the plan's
-header as ``#`` comments; JSON, which has no comments, carries it under a ``_gpuplan`` key (DeepSpeed ignores
-top-level keys it does not know) and in ``plan.json`` beside it.
+"""The files a launch writes, and the one way each kind is rendered: YAML, TOML and shell files open with the
+plan's header as ``#`` comments; JSON, which has no comments, carries it under a ``_gpuplan`` key (DeepSpeed
+ignores top-level keys it does not know) and in ``plan.json`` beside it.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 import shlex
 from dataclasses import dataclass
@@ -51,6 +52,32 @@ def yaml_text(plan: LaunchPlan, data: dict, notes: list[str] = ()) -> str:
     """The header and ``notes`` as comments, then ``data`` in the order given."""
     body = yaml.dump(data, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=120)
     return comment([*plan.header(), *notes]) + body
+
+
+def toml_text(plan: LaunchPlan, tables: dict[str, dict], notes: list[str] = ()) -> str:
+    """The header and ``notes`` as comments, then one ``[table]`` per entry of ``tables``, in order. Values are
+    what job configs hold: strings, booleans, integers, finite floats and lists of strings; :mod:`tomllib` reads
+    the text back to ``tables`` (a test checks it)."""
+    out = [comment([*plan.header(), *notes])]
+    for name, table in tables.items():
+        out.append(f"\n[{name}]\n")
+        out += [f"{key} = {_toml_value(value)}\n" for key, value in table.items()]
+    return "".join(out)
+
+
+def _toml_value(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float) and math.isfinite(value):
+        return repr(value)
+    if isinstance(value, str):
+        # a JSON string is a TOML basic string: the same escapes (non-ASCII kept as is, DEL escaped as TOML asks)
+        return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    raise TypeError(f"no TOML form for {value!r}")
 
 
 def json_text(plan: LaunchPlan, data: dict, notes: list[str] = ()) -> str:

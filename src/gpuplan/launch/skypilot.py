@@ -5,9 +5,12 @@ plan's cards and runs it (SkyPilot ``sky/task.py`` ``Task.from_yaml``; schema ``
 ``cloud[/region]`` of the offer priced (SkyPilot >= 0.10 spells cloud and region this way), ``use_spot`` for
 interruptible offers, ``disk_size`` from the weights, the checkpoints, the dataset and the software
 (:meth:`LaunchPlan.disk_gb`), and the serving port. ``num_nodes``; ``workdir: .`` syncs this folder (the configs)
-to every node; ``setup`` installs the stack; ``run`` is the accelerate launch (training) or vllm serve command.
-On spot, the trainer saves every ``save_steps`` (the Daly interval) into ``/checkpoints``, a bucket mounted with
-``MOUNT_CACHED`` when ``--bucket`` names one, and resumes from the newest checkpoint after an interruption.
+to every node; ``setup`` installs the stack; ``run`` is the training command (accelerate launch, tune run,
+torchrun torchtitan.train, axolotl train, the Unsloth script) or vllm serve. On spot, the trainer saves every
+``save_steps`` (the Daly interval) into ``/checkpoints``, a bucket mounted with ``MOUNT_CACHED`` when ``--bucket``
+names one, and resumes from the newest checkpoint after an interruption (the Trainer with
+``--resume_from_checkpoint``, torchtitan from its dump folder, Axolotl with ``auto_resume_from_checkpoints``, the
+Unsloth script by itself).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from . import accelerate, torchtune, vllm
+from . import accelerate, axolotl, torchtitan, torchtune, unsloth, vllm
 from .files import LaunchFile, Raw, command_text, yaml_text
 from .plan import LaunchPlan
 from .stack import LaunchOptions, pip_packages
@@ -42,10 +45,12 @@ def applies(plan: LaunchPlan) -> str | None:
 
 
 def runner(plan: LaunchPlan):
-    """The target whose command the task runs: vLLM to serve, torchtune's recipe or accelerate to train."""
+    """The target whose command the task runs: vLLM to serve; to train, the framework's own (torchtune,
+    torchtitan, Axolotl), else accelerate with the Trainer's arguments."""
     if not plan.train:
         return vllm
-    return torchtune if plan.scenario.framework == "torchtune" else accelerate
+    return {"torchtune": torchtune, "torchtitan": torchtitan, "axolotl": axolotl,
+            "unsloth": unsloth}.get(plan.scenario.framework, accelerate)
 
 
 def cloud(plan: LaunchPlan) -> str | None:
@@ -78,8 +83,10 @@ def task(plan: LaunchPlan, opts: LaunchOptions) -> dict[str, Any]:
                             "resources": res, "num_nodes": plan.num_nodes, "workdir": "."}
     if plan.train and spot(plan) and opts.bucket:
         data["file_mounts"] = {CHECKPOINTS: {"name": opts.bucket, "mode": "MOUNT_CACHED"}}
-    data["setup"] = "pip install " + " ".join(f'"{p}"' for p in pip_packages(plan)) + "\n"
-    if plan.train and plan.scenario.attention == "flash" and runner(plan) is accelerate:
+    flash = plan.train and plan.scenario.attention == "flash"
+    build = " --no-build-isolation" if flash and runner(plan) is axolotl else ""  # axolotl[flash-attn] compiles
+    data["setup"] = f"pip install{build} " + " ".join(f'"{p}"' for p in pip_packages(plan)) + "\n"
+    if flash and runner(plan) is accelerate:
         data["setup"] += "pip install flash-attn --no-build-isolation\n"
     data["run"] = run(plan, opts)
     return data
@@ -90,10 +97,19 @@ def run(plan: LaunchPlan, opts: LaunchOptions) -> str:
         return command_text(vllm.command(plan, opts))
     if runner(plan) is torchtune:
         return command_text(torchtune.download(plan)) + command_text(torchtune.command(plan, multinode_env=True))
+    out = CHECKPOINTS if opts.bucket and spot(plan) else None
+    if runner(plan) is torchtitan:  # it resumes from the newest checkpoint under its dump folder by itself
+        argv = torchtitan.command(plan, multinode_env=True)
+        return command_text(torchtitan.download(plan)) + command_text(argv + (["--job.dump_folder", out] if out
+                                                                               else []))
+    if runner(plan) is axolotl:  # auto_resume_from_checkpoints on spot
+        return command_text(axolotl.command(plan, multinode_env=True, output_dir=out))
+    if runner(plan) is unsloth:  # the script resumes from the newest checkpoint in its output folder
+        return command_text(unsloth.command(plan, multinode_env=True), {"OUTPUT_DIR": out} if out else None)
     argv = accelerate.command(plan, opts, multinode_env=True)
     if not spot(plan):
         return command_text(argv)
-    out = CHECKPOINTS if opts.bucket else opts.output_dir
+    out = out or opts.output_dir
     resume = f'LAST=$(ls -d {out}/checkpoint-* 2>/dev/null | sort -t- -k2 -n | tail -n 1 || true)\n'
     return resume + command_text([*argv, "--output_dir", out,
                                   Raw('${LAST:+--resume_from_checkpoint "$LAST"}')])
@@ -107,7 +123,7 @@ def notes(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
         out.append(f"SkyPilot's catalog has no {plan.gpu.name}: {name!r} only matches a Kubernetes node labelled so")
     if plan.offer and not cloud(plan):
         out.append(f"{plan.offer.provider} is not a SkyPilot cloud: the task lets SkyPilot choose among your clouds")
-    if plan.train and spot(plan) and not opts.bucket and runner(plan) is accelerate:
+    if plan.train and spot(plan) and not opts.bucket and runner(plan) is not torchtune:
         out.append("spot without --bucket: checkpoints stay on the node and are lost with it; pass --bucket NAME to "
                    "keep them in cloud storage")
     return out

@@ -17,6 +17,11 @@ from ..errors import GpuplanError
 from ..scenario import Scenario
 from .plan import LaunchPlan
 
+# the releases whose config schemas (Unsloth: signatures) the files follow; the launch tests read them with these
+TORCHTITAN_VERSION = "0.1.0"
+AXOLOTL_VERSION = "0.18.0"
+UNSLOTH_VERSION = "2026.10.9"
+
 
 @dataclass(frozen=True, kw_only=True)
 class LaunchOptions:
@@ -109,6 +114,15 @@ def pip_packages(plan: LaunchPlan) -> list[str]:
     if s.framework == "torchtune":  # torchtune 0.6.1 imports torchao APIs that torchao 0.16 removed
         return ["torch>=2.6", "torchtune>=0.6", "torchao>=0.13,<0.16"] + \
             (["bitsandbytes>=0.45"] if "8bit" in s.optimizer else [])
+    if s.framework == "torchtitan":  # its config_manager imports tyro and its metrics tensorboard, undeclared
+        return ["torch>=2.7", f"torchtitan=={TORCHTITAN_VERSION}", "tyro", "tensorboard"] + \
+            (["torchao>=0.9"] if s.precision == "fp8-mixed" else [])
+    if s.framework == "unsloth":  # it brings TRL, peft and bitsandbytes
+        return [f"unsloth=={UNSLOTH_VERSION}", "datasets"]
+    if s.framework == "axolotl":  # liger-kernel and bitsandbytes come with it
+        extras = [e for e, used in (("deepspeed", backend(s) == "deepspeed"), ("flash-attn", s.attention == "flash"))
+                  if used]
+        return [f"axolotl[{','.join(extras)}]=={AXOLOTL_VERSION}" if extras else f"axolotl=={AXOLOTL_VERSION}"]
     packages = ["torch>=2.8", "transformers>=5.0", "accelerate>=1.10", "trl>=1.0", "datasets"]
     if s.method != "full":
         packages.append("peft>=0.17")

@@ -21,16 +21,22 @@ def applies(plan: LaunchPlan) -> str | None:
     return trainer_applies(plan)
 
 
-def command(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
+def launcher(plan: LaunchPlan, *, multinode_env: bool = False) -> list[str]:
+    """``torchrun`` and its own options, before the program: one process per GPU of the node, and on several
+    nodes a c10d rendezvous at the main node (from ``NODE_RANK`` and ``MASTER_ADDR``, or with ``multinode_env``
+    from SkyPilot's ``SKYPILOT_NODE_RANK`` and ``SKYPILOT_NODE_IPS``)."""
     argv = ["torchrun", "--nproc-per-node", str(plan.gpus_per_node), "--nnodes", str(plan.num_nodes)]
     if plan.num_nodes == 1:
-        argv.append("--standalone")
-    else:
-        argv += ["--node-rank", Raw('"${NODE_RANK:?set NODE_RANK to the rank of this node, 0 on the main one}"'),
-                 "--rdzv-backend", "c10d",
-                 "--rdzv-endpoint", Raw(f'"${{MASTER_ADDR:?set MASTER_ADDR to the address of the main node}}:{PORT}"'),
-                 "--rdzv-id", "gpuplan"]
-    return [*argv, *opts.script, "--config", TRAINER_FILE]
+        return [*argv, "--standalone"]
+    rank, addr = (("$SKYPILOT_NODE_RANK", f'"$(echo "$SKYPILOT_NODE_IPS" | head -n1):{PORT}"') if multinode_env else
+                  ('"${NODE_RANK:?set NODE_RANK to the rank of this node, 0 on the main one}"',
+                   f'"${{MASTER_ADDR:?set MASTER_ADDR to the address of the main node}}:{PORT}"'))
+    return [*argv, "--node-rank", Raw(rank), "--rdzv-backend", "c10d", "--rdzv-endpoint", Raw(addr),
+            "--rdzv-id", "gpuplan"]
+
+
+def command(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
+    return [*launcher(plan), *opts.script, "--config", TRAINER_FILE]
 
 
 def env(plan: LaunchPlan) -> dict[str, str]:

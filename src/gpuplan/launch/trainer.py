@@ -24,6 +24,7 @@ from .stack import LaunchOptions, autocast, backend, fsdp_settings, hf_optim, mo
 NAME = "trainer"
 FILE = "trainer.yaml"
 ATTENTION = {"eager": "eager", "sdpa": "sdpa", "flash": "flash_attention_2"}
+OWN_CONFIG = ("torchtune", "torchtitan", "axolotl", "unsloth")  # frameworks with a target of that name
 
 
 def applies(plan: LaunchPlan) -> str | None:
@@ -31,6 +32,8 @@ def applies(plan: LaunchPlan) -> str | None:
     if not plan.train:
         return "trainer arguments are for training; serve with --target vllm"
     s = plan.scenario
+    if s.framework in OWN_CONFIG:
+        return f"framework {s.framework} runs from its own config, not the Trainer's: use --target {s.framework}"
     if s.framework != "hf":
         return (f"framework {s.framework}: gpuplan launch writes the Hugging Face Trainer stack (framework hf); a "
                 f"{s.framework} writer is not built yet")
@@ -115,6 +118,10 @@ def notes(plan: LaunchPlan) -> list[str]:
     if s.method == "qlora" and not s.qlora_fp32_upcast:
         out.append("the plan assumes no fp32 upcast of the non-4-bit weights: TRL's peft preparation upcasts them "
                    "and uses more memory than planned")
+    if s.transformers_version and s.loss == "full":
+        out.append(f"the plan's loss follows transformers {s.transformers_version}; the setup installs "
+                   "transformers>=5.0, whose loss keeps compute-dtype logits and no shifted copy: no more memory "
+                   "than planned, less in the forward, unless you pin that release")
     if s.method != "full" and s.adapter_dtype != "fp32":
         out.append(f"the plan keeps LoRA adapters in {s.adapter_dtype}; TRL has no switch for it and peft makes them "
                    "fp32 (autocast_adapter_dtype), a little more memory than planned")

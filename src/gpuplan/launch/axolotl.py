@@ -1,0 +1,174 @@
+"""``axolotl.yaml`` and ``axolotl-train.sh``: a plan for ``framework axolotl`` as the config ``axolotl train`` reads
+(axolotl 0.18 ``utils/schemas/config.py`` ``AxolotlInputConfig``, with the Liger plugin's ``LigerArgs``), and, for
+ZeRO plans, the ``ds_config.json`` it names (:mod:`.deepspeed`).
+
+What carries the plan: ``micro_batch_size``, ``gradient_accumulation_steps``, ``sequence_len`` with
+``sample_packing`` and ``pad_to_sequence_len`` (every micro-batch holds ``seq_len`` tokens), ``gradient_checkpointing``
+and ``activation_offloading``, ``bf16``/``fp16`` (see below), ``optimizer`` (the Trainer's names), LoRA
+(``adapter``, ``lora_r``, ``lora_alpha``, ``lora_dropout``, ``lora_target_linear`` or ``lora_target_modules``,
+``peft_autocast_adapter_dtype``), 4-bit or 8-bit loading, the Liger plugin as gpuplan's axolotl stack assumes it
+(``liger_rope``, ``liger_rms_norm``, ``liger_glu_activation``, and ``liger_fused_linear_cross_entropy`` for loss
+fused-linear) or ``chunked_cross_entropy``, ``torch_compile``, ``attn_implementation``, ``max_steps`` from
+``train_tokens``, ``save_steps`` from the spot plan with ``auto_resume_from_checkpoints``, and ``deepspeed`` /
+``fsdp_version`` + ``fsdp_config``. Axolotl turns its fused LoRA kernels on by itself
+(``check_auto_enable_lora_kernels``); gpuplan's axolotl plan counts peft's LoRA layers, so the file turns them off.
+
+Precision: ``bf16: true`` makes axolotl load the model in bf16 (``utils/config`` ``resolve_dtype``: ``torch_dtype``
+follows ``bf16``/``fp16``). Under FSDP accelerate upcasts the shards to fp32 for mixed precision
+(``fsdp_utils.fsdp2_prepare_model``, ``Accelerator.prepare_model``) and DeepSpeed keeps fp32 master weights, so
+both run ``bf16-mixed``; on one GPU or DDP a full fine-tune runs bf16 weights under autocast, which is gpuplan's
+``bf16-true``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import overheads as oh
+from . import deepspeed
+from .files import LaunchFile, shell_text, yaml_text
+from .plan import LaunchPlan
+from .stack import AXOLOTL_VERSION as VERSION
+from .stack import LaunchOptions, backend, fsdp_settings, hf_optim
+from .torchrun import launcher
+
+NAME = "axolotl"
+FILE = "axolotl.yaml"
+SCRIPT = "axolotl-train.sh"
+ATTENTION = {"eager": "eager", "sdpa": "sdpa", "flash": "flash_attention_2"}
+LIGER = "axolotl.integrations.liger.LigerPlugin"
+KERNELS = ("lora_mlp_kernel", "lora_qkv_kernel", "lora_o_kernel", "lora_embedding_kernel")
+
+
+def applies(plan: LaunchPlan) -> str | None:
+    s = plan.scenario
+    if not plan.train or s.framework != "axolotl":
+        return "the plan is not for framework axolotl (set --framework axolotl to plan an Axolotl run)"
+    if s.tp > 1 or s.pp > 1:
+        return (f"tensor/pipeline parallel training (tp={s.tp}, pp={s.pp}) is not in gpuplan's axolotl plans: set tp "
+                "and pp to 1 and shard with strategy zero3 or fsdp")
+    kind = backend(s)
+    mixed = s.precision.endswith("-mixed")
+    if s.precision in ("fp8-mixed", "fp16-true"):
+        return f"axolotl trains bf16, fp16 or fp32 weights: use bf16-mixed or bf16-true, not {s.precision}"
+    if s.method == "full" and kind in ("none", "ddp") and mixed:
+        return (f"axolotl loads the weights in {s.precision[:4]} when {s.precision[:4]}: true (resolve_dtype), so a "
+                f"full fine-tune without ZeRO or FSDP trains {s.precision[:4]} weights: plan precision "
+                f"{s.precision[:4]}-true")
+    if kind.startswith("fsdp") and s.precision.endswith("-true"):
+        return ("under FSDP accelerate upcasts the shards to fp32 for mixed precision: plan precision "
+                f"{s.precision[:4]}-mixed")
+    if s.quant not in (None, "none") and s.method == "full":
+        return f"full fine-tuning of {s.quant} weights does not train: use method lora or qlora"
+    if s.method == "qlora" and s.quant not in (None, "nf4", "fp4"):
+        return f"axolotl's QLoRA loads bitsandbytes 4-bit weights: set quant nf4 or fp4, not {s.quant}"
+    if s.method == "lora" and s.quant not in (None, "none", "int8"):
+        return f"axolotl's LoRA loads 16-bit or bitsandbytes 8-bit weights: set quant int8 or none, not {s.quant}"
+    return None
+
+
+def dtype_flags(s) -> dict[str, bool]:
+    half = None if s.precision == "fp32" else s.precision[:4]
+    return {"bf16": half == "bf16", "fp16": half == "fp16"}
+
+
+def config(plan: LaunchPlan, opts: LaunchOptions) -> dict[str, Any]:
+    s = plan.scenario
+    data: dict[str, Any] = {"base_model": plan.model.name}
+    if s.method == "qlora":
+        data.update({"load_in_4bit": True, "adapter": "qlora"})
+        if (s.quant or "nf4") != "nf4":  # axolotl's BitsAndBytesConfig is nf4 with double quantization
+            data["bnb_config_kwargs"] = {"bnb_4bit_quant_type": s.quant}
+    elif s.method == "lora":
+        data["adapter"] = "lora"
+        if s.quant == "int8":
+            data["load_in_8bit"] = True
+    if s.method != "full":
+        data.update({"lora_r": s.lora_rank, "lora_alpha": 2 * s.lora_rank, "lora_dropout": s.lora_dropout})
+        if s.lora_targets == "all-linear":
+            data["lora_target_linear"] = True
+        else:
+            data["lora_target_modules"] = list(s.lora_targets)
+        data["peft_autocast_adapter_dtype"] = s.adapter_dtype == "fp32"
+        data.update({k: False for k in KERNELS})
+    data.update({
+        "datasets": [{"path": opts.dataset, "type": "chat_template", "field_messages": "messages"}],
+        "chat_template": "tokenizer_default_fallback_chatml", "dataset_prepared_path": "last_run_prepared",
+        "val_set_size": 0.0, "output_dir": opts.output_dir,
+        "sequence_len": s.seq_len, "sample_packing": True, "pad_to_sequence_len": True,
+        "micro_batch_size": s.micro_batch_size, "gradient_accumulation_steps": s.grad_accum_steps,
+        "num_epochs": 1})
+    if plan.max_steps is not None:
+        data["max_steps"] = plan.max_steps
+    optim, optim_args = hf_optim(s)
+    data["optimizer"] = optim
+    if optim_args:
+        data["optim_args"] = optim_args
+    data.update({"learning_rate": 2e-5 if s.method == "full" else 2e-4, "lr_scheduler": "cosine",
+                 "max_grad_norm": 1.0, **dtype_flags(s), "attn_implementation": ATTENTION[s.attention],
+                 "gradient_checkpointing": s.grad_checkpointing == "full"})
+    if s.grad_checkpointing == "full":
+        data["gradient_checkpointing_kwargs"] = {"use_reentrant": False}
+    if s.activation_offload:
+        data["activation_offloading"] = True
+    if s.compile:
+        data["torch_compile"] = True
+    data.update({"plugins": [LIGER], "liger_rope": True, "liger_rms_norm": True, "liger_glu_activation": True,
+                 "liger_fused_linear_cross_entropy": s.loss == "fused-linear"})
+    if s.loss == "chunked":
+        data.update({"chunked_cross_entropy": True, "chunked_cross_entropy_num_chunks": s.loss_chunks})
+    kind = backend(s)
+    if kind == "deepspeed":
+        data["deepspeed"] = deepspeed.FILE
+    elif kind.startswith("fsdp"):
+        fsdp = fsdp_settings(s, accelerate_names=True)
+        data["fsdp_version"] = fsdp.pop("version")
+        data["fsdp_config"] = {k: v for k, v in fsdp.items() if k not in ("sharding_strategy", "backward_prefetch",
+                                                                         "forward_prefetch")}
+        data["fsdp_config"]["reshard_after_forward"] = True  # FULL_SHARD (FSDP1), fully_shard's default (FSDP2)
+    data["save_strategy"] = "steps"
+    if plan.save_steps is not None:
+        data.update({"save_steps": plan.save_steps, "auto_resume_from_checkpoints": True})
+    data.update({"save_total_limit": oh.CHECKPOINTS_KEPT, "logging_steps": 10})
+    return data
+
+
+def command(plan: LaunchPlan, *, multinode_env: bool = False, output_dir: str | None = None) -> list[str]:
+    """``axolotl train`` with torchrun as its launcher: the launcher's options follow ``--`` (axolotl
+    ``cli/utils/train.py`` ``_launch_torchrun_training``: ``torchrun <options> -m axolotl.cli.train axolotl.yaml``)."""
+    argv = ["axolotl", "train", FILE]
+    if output_dir:
+        argv += ["--output-dir", output_dir]
+    return [*argv, "--launcher", "torchrun", "--", *launcher(plan, multinode_env=multinode_env)[1:]]
+
+
+def notes(plan: LaunchPlan) -> list[str]:
+    s = plan.scenario
+    out = [f"run: bash {SCRIPT}; checked against axolotl {VERSION}'s config schema"]
+    if plan.num_nodes > 1:
+        out.append(f"{plan.num_nodes} machines: run {SCRIPT} on each with NODE_RANK and MASTER_ADDR set")
+    if plan.save_steps is None:
+        out.append("no spot plan (on-demand or own cards): save_steps is left at the Trainer's default")
+    if s.attention == "sdpa" and dtype_flags(s)["bf16"] and plan.gpu.compute_capability != "9.0":
+        out.append("axolotl warns that sample packing under SDPA in bf16 may give a zero loss except on sm_90 "
+                   "(check_sample_packing_w_sdpa_bf16): plan attention flash if it does")
+    if s.transformers_version and s.loss == "full":
+        out.append(f"the plan's loss follows transformers {s.transformers_version}; axolotl {VERSION} runs "
+                   "transformers 5, whose loss keeps compute-dtype logits and no shifted copy: no more memory than "
+                   "planned, less in the forward")
+    if s.method == "qlora" and s.qlora_fp32_upcast:
+        out.append("the plan upcasts the non-4-bit weights to fp32; axolotl casts the embeddings and norms back to "
+                   "bf16 after prepare_model_for_kbit_training (loaders/model.py): a little less memory than planned")
+    return out
+
+
+def files(plan: LaunchPlan, opts: LaunchOptions) -> list[LaunchFile]:
+    out = [LaunchFile(name=FILE, target=NAME, text=yaml_text(plan, config(plan, opts), notes(plan)),
+                      reader="axolotl train axolotl.yaml (Axolotl: AxolotlInputConfig)"),
+           LaunchFile(name=SCRIPT, target=NAME, text=shell_text(plan, command(plan)), reader="bash (axolotl train)",
+                      executable=True)]
+    if backend(plan.scenario) == "deepspeed":
+        out += [LaunchFile(name=f.name, target=NAME, text=f.text, reader="DeepSpeed, via axolotl's deepspeed: key")
+                for f in deepspeed.files(plan, opts)]
+    return out
+
