@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -119,3 +120,50 @@ def test_offline_hub_id_from_cache(tmp_path):
     proc = _hub("from gpuplan import load_model; print(load_model('someorg/tiny').params_total)", tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "494032768"
+
+
+# ---- config.json values checked at the boundary ---------------------------------------------------------
+TINY = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 256, "intermediate_size": 512,
+        "num_attention_heads": 8, "num_key_value_heads": 4, "num_hidden_layers": 4, "vocab_size": 1000,
+        "max_position_embeddings": 2048, "torch_dtype": "bfloat16"}
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"hidden_size": float("nan")}, "hidden_size must be a whole number, got nan"),
+    ({"hidden_size": -256}, "hidden_size must be between 1 and"),
+    ({"num_hidden_layers": 2.5}, "num_hidden_layers must be a whole number, got 2.5"),
+    ({"hidden_size": "256"}, "hidden_size must be a number, got '256'"),
+    ({"model_type": "mixtral", "num_local_experts": 0, "num_experts_per_tok": 4}, "num_local_experts must be"),
+    ({"model_type": "mixtral", "num_local_experts": 2, "num_experts_per_tok": 4}, "experts per token but only 2"),
+    ({"quantization_config": [1, 2]}, "quantization_config must be a JSON object, got list"),
+    ({"num_key_value_heads": 0}, "num_key_value_heads must be between 1 and"),
+    ({"model_type": ["llama"]}, "model_type must be text"),
+    ({"num_hidden_layers": True}, "num_hidden_layers must be a number"),
+    ({"num_attention_heads": 257}, "hidden_size 256 is smaller than num_attention_heads 257"),  # found by the fuzz
+    # found by the fuzz: it built two billion layer objects
+    ({"num_hidden_layers": 2_000_000_000}, "num_hidden_layers must be between 1 and 10,000"),
+])
+def test_broken_configs_are_refused_in_one_sentence(tmp_path, change, message):
+    """The fuzz report's configs (a tiny Llama with one field broken): one sentence naming the key, not a
+    traceback deep in the arithmetic."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**TINY, **change}, allow_nan=True))
+    with pytest.raises(GpuplanError, match=re.escape(message)):
+        load_model(str(path))
+
+
+def test_integral_floats_are_read_as_counts(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**TINY, "hidden_size": 256.0, "num_hidden_layers": 4.0}))
+    assert load_model(str(path)).params_total == load_model(str(_write(tmp_path / "b", TINY))).params_total
+
+
+def _write(folder, config):
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(config))
+    return folder
+
+
+def test_a_name_too_long_for_a_path_is_an_unknown_model():
+    with pytest.raises(GpuplanError, match="unknown model"):
+        load_model("a" * 300)

@@ -4,17 +4,31 @@ import pytest
 
 from gpuplan import GpuplanError
 from gpuplan.errors import UnknownNameError
-from gpuplan.hardware import gpus, load_gpu
+from gpuplan.hardware import gpus, load_gpu, resolve_gpu
 
 
 def test_catalog_loads_every_entry():
     assert len(gpus()) == 49
 
 
-def test_ambiguous_name_lists_candidates():
-    with pytest.raises(GpuplanError) as err:
-        load_gpu("H100")
-    assert "nvidia-h100-sxm5-80gb" in str(err.value) and "nvidia-h100-pcie-80gb" in str(err.value)
+@pytest.mark.parametrize("name, gpu_id, others", [
+    ("H100", "nvidia-h100-sxm5-80gb", ["h100-pcie-80gb"]),
+    ("a100-80gb", "nvidia-a100-sxm4-80gb", ["a100-pcie-80gb"]),
+    ("a100-40gb", "nvidia-a100-sxm4-40gb", ["a100-pcie-40gb"]),
+    ("A100", "nvidia-a100-sxm4-80gb", ["a100-pcie-40gb", "a100-pcie-80gb", "a100-sxm4-40gb"]),
+    ("v100", "nvidia-v100-sxm2-32gb", ["v100-pcie-16gb", "v100-pcie-32gb", "v100-sxm2-16gb"]),
+    ("gh200", "nvidia-gh200-96gb", ["gh200-144gb"]),
+])
+def test_ambiguous_name_takes_the_common_variant_and_says_so(name, gpu_id, others):
+    gpu, note = resolve_gpu(name)
+    assert gpu.id == gpu_id
+    assert note.startswith(f"{name} taken as {gpu.name}") and all(o in note for o in others)
+    assert resolve_gpu("h100-sxm")[1] is None  # an exact name needs no note
+
+
+def test_empty_gpu_name_is_bad_input():
+    with pytest.raises(GpuplanError, match="no GPU given"):
+        load_gpu("  ")
 
 
 @pytest.mark.parametrize("name, gpu_id", [
@@ -39,6 +53,15 @@ def test_precision_support():
     assert load_gpu("a100-sxm4-80gb").supports_dtype("bf16") and not load_gpu("a100-sxm4-80gb").supports_dtype("fp8")
     assert not load_gpu("t4").supports_dtype("bf16")
     assert load_gpu("h100-sxm").supports_dtype("fp8") and load_gpu("b200").supports_dtype("fp4")
+
+
+def test_apple_unified_memory_is_the_wired_share():
+    # macOS wires ~3/4 of unified memory above 36 GB for the GPU (2/3 at or below): 128 GB M4 Max -> 96 GiB
+    assert load_gpu("apple-m4-max").usable_gib == pytest.approx(128 * 3 / 4)
+    from gpuplan.memory.breakdown import device_overheads
+    from gpuplan.scenario import Scenario
+
+    assert device_overheads(Scenario(model="gpt2", task="infer"), "Apple") == {}  # Metal: no CUDA context
 
 
 def test_usable_memory():

@@ -437,7 +437,7 @@ def test_recommend_launch_on_some_of_your_cards(tmp_path):
     """Two of four owned 3090s: the scripts pin CUDA_VISIBLE_DEVICES=0,1 and no cloud task is written."""
     args = ("recommend", "--model", "qwen2.5-7b", "--task", "train", "--method", "qlora", "--train-tokens", "2e7",
             "--have", "4x3090", "--gpus", "rtx-3090", "--max-gpus", "2")
-    first = json.loads(gpuplan_cli(*args, "--json").stdout)["setups"][0]
+    first = json.loads(gpuplan_cli(*args, "--json").stdout)["owned"][0]  # your cards: their own list, first
     assert first["owned"] and first["num_gpus"] == 2
     proc = gpuplan_cli(*args, "--launch", "1", "--launch-dir", str(tmp_path))
     assert proc.returncode == 0, proc.stderr

@@ -193,8 +193,21 @@ def test_moe_and_mla_families_estimate():
 def test_gpu_precision_errors():
     with pytest.raises(Exception, match="fp8"):
         estimate(dict(model="llama-3.1-8b", task="train", precision="fp8-mixed", gpu="a100-sxm4-80gb"))
-    with pytest.raises(Exception, match="fp16-mixed"):
-        estimate(dict(model="llama-3.1-8b", task="train", method="lora", gpu="t4"))
+    with pytest.raises(Exception, match="fp16-mixed"):  # asked for bf16 on a card without it
+        estimate(dict(model="llama-3.1-8b", task="train", method="lora", precision="bf16-mixed", gpu="t4"))
+
+
+@pytest.mark.parametrize("task, precision", [("train", "fp16-mixed"), ("infer", "fp16-true")])
+@pytest.mark.parametrize("gpu", ["t4", "v100", "apple-m4-max"])
+def test_precision_follows_the_card_when_not_asked(task, precision, gpu):
+    """No bf16 tensor cores (Turing, Volta, Apple silicon): fp16, as the Trainer's fp16=True runs there, said in
+    the first lines; the bytes are the same as bf16, so the memory is too."""
+    r = estimate(dict(model="qwen2.5-0.5b", task=task, method="lora", gpu=gpu) if task == "train" else
+                 dict(model="qwen2.5-0.5b", task=task, gpu=gpu))
+    assert r.scenario["precision"] == precision and ("fp16-mixed" in r.resolved or "fp16 weights" in r.resolved)
+    assert any(d.startswith(f"precision {precision}") for d in r.defaults)
+    on_a100 = estimate({**r.scenario, "gpu": "a100-sxm4-80gb", "precision": "bf16" + precision[4:]}, advise=False)
+    assert on_a100.memory.allocated_peak_gib == pytest.approx(r.memory.allocated_peak_gib)
 
 
 def test_full_finetune_8b_does_not_fit_24gb_and_says_what_does():

@@ -219,7 +219,9 @@ def test_t4_has_a_price_and_a_gpu_without_one_says_no_price():
 
 # ---- labels, bill, networks ------------------------------------------------------------------------------------
 def test_multi_gpu_label_says_count_and_per_gpu_price():
-    c = estimate(dict(model="llama-3.1-70b", task="infer", engine="vllm", num_gpus=2, tp=2, gpu="h100-sxm")).cost
+    # a setup that fits (a job that does not fit is not priced): 70B at fp8 over two H100s
+    c = estimate(dict(model="llama-3.1-70b", task="infer", engine="vllm", quant="fp8", num_gpus=2, tp=2,
+                      gpu="h100-sxm")).cost
     assert c["num_gpus"] == 2 and " 2x " in c["label"]
     assert c["label"].endswith(f"at ${c['usd_per_hour']:,.2f}/h (2 x ${c['usd_per_gpu_hour']:,.2f})")
     assert c["usd_per_hour"] == pytest.approx(2 * c["usd_per_gpu_hour"])

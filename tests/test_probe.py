@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -95,3 +96,31 @@ def test_probe_on_cuda_matches_the_simulation(tmp_path):
     measured, simulated = rec["probe"]["allocated_peak_gib"], rec["simulation"]["allocated_peak_gib"]
     assert measured == pytest.approx(simulated, rel=0.05)
     assert rec["probe"]["tokens_per_s"] > 0
+
+
+# ---- records checked before calibrating ------------------------------------------------------------------
+RECORD = {"scenario": {"model": "gpt2", "task": "train"}, "model": "gpt2", "gpu": "H100",
+          "probe": {"allocated_peak_gib": 2.0, "reserved_peak_gib": 2.2, "device_used_gib": 2.8, "oom": False},
+          "estimate": {"allocated_peak_gib": 2.1, "reserved_peak_gib": 2.3, "device_peak_gib": 2.9}}
+
+
+@pytest.mark.parametrize("content, message", [
+    (None, "holds a JSON null, not an object"),
+    ({**RECORD, "probe": None}, "'probe' must be a JSON object, got null"),
+    ({**RECORD, "estimate": {}}, "estimate.allocated_peak_gib is missing"),
+    ({**RECORD, "probe": {**RECORD["probe"], "allocated_peak_gib": "2.0"}}, "must be a number of GiB >= 0, got '2.0'"),
+    ({**RECORD, "probe": {**RECORD["probe"], "allocated_peak_gib": float("nan")}}, "got nan"),
+])
+def test_bad_probe_records_are_refused_in_one_sentence(tmp_path, content, message):
+    path = tmp_path / "record.json"
+    path.write_text(json.dumps(content, allow_nan=True))
+    with pytest.raises(GpuplanError, match=re.escape(message)):
+        read_record(path)
+
+
+def test_folders_and_binary_files_are_not_records(tmp_path):
+    with pytest.raises(GpuplanError, match="is a folder"):
+        read_record(tmp_path)
+    (tmp_path / "x.json").write_bytes(b"\x89PNG\r\n\x1a\n\x00")
+    with pytest.raises(GpuplanError, match="not a readable UTF-8 JSON file"):
+        read_record(tmp_path / "x.json")

@@ -3,6 +3,7 @@ and the promise that every recommended setup is exactly what ``estimate`` says a
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
@@ -124,8 +125,11 @@ TRAIN_8B = dict(model="llama-3.1-8b", task="train", train_tokens=1e8)
 
 def test_ranked_by_objective_with_the_pareto_front_marked():
     cost = run(TRAIN_8B, top=30).setups
-    per_mtok = [x.usd_per_million_tokens for x in cost]
+    per_mtok = [float(f"{x.usd_per_million_tokens:.3g}") for x in cost]  # equal to 3 significant digits: a tie
     assert per_mtok == sorted(per_mtok)
+    for a, b in itertools.pairwise(cost):  # within a tie, the faster first
+        if f"{a.usd_per_million_tokens:.3g}" == f"{b.usd_per_million_tokens:.3g}":
+            assert a.tokens_per_s >= b.tokens_per_s
     fast = run(TRAIN_8B, top=30, objective="time").setups
     speeds = [x.tokens_per_s for x in fast]
     assert speeds == sorted(speeds, reverse=True)
@@ -157,20 +161,48 @@ def test_allow_lists_pricing_and_headroom():
     assert roomy and all(x.headroom_pct >= 25 for x in roomy)
 
 
+def test_equal_cost_ranks_the_faster_setup_first():
+    """LoRA of an 8B on L40S scales about linearly from 1 to 8 cards on one provider's per-GPU price
+    (compute-bound, PCIe enough): the job costs the same to 3 significant digits, so the most cards (the
+    shortest time) rank first."""
+    setups = run(dict(model="llama-3.1-8b", task="train", method="lora", train_tokens=1e8), gpus=("nvidia-l40s",),
+                 providers=("runpod",), top=20).setups
+    same = [x for x in setups if f"{x.usd_per_million_tokens:.3g}" == f"{setups[0].usd_per_million_tokens:.3g}"]
+    assert len(same) >= 2
+    assert [x.tokens_per_s for x in same] == sorted((x.tokens_per_s for x in same), reverse=True)
+    assert same[0].num_gpus > same[-1].num_gpus
+
+
 def test_owned_hardware_is_priced_by_power():
     """Two RTX 3090 (350 W TDP) at 80 % average draw, PUE 1.4 and $0.15/kWh: 2 x 0.35 x 0.8 x 1.4 x 0.15 =
     $0.1176 per hour; QLoRA of an 8B model fits a 24 GB card. Per token the owned pair is among the cheapest,
     behind only H100-class rentals at $1.29-1.49/h that run ~8x faster (``pricing="any"`` adds spot)."""
     assert parse_have("2x3090") == ("nvidia-geforce-rtx-3090", 2)
     fields = dict(model="llama-3.1-8b", task="train", method="qlora", train_tokens=1e7)
-    setups = run(fields, have=(parse_have("2x3090"),)).setups
-    best = next(x for x in setups if x.owned)
-    assert setups.index(best) < 3 and best.gpu_id == "nvidia-geforce-rtx-3090" and best.num_gpus <= 2
+    result = run(fields, have=(parse_have("2x3090"),))
+    best = result.owned[0]  # the user's own cards come in their own list, first
+    assert best.owned and best.gpu_id == "nvidia-geforce-rtx-3090" and best.num_gpus <= 2
     assert best.usd_per_hour == pytest.approx(best.num_gpus * 0.35 * 0.8 * 1.4 * 0.15)
-    anywhere = run(fields, have=(parse_have("2x3090"),), pricing="any", top=50).setups
-    assert any(x.owned for x in anywhere) and any(x.pricing in ("spot", "interruptible") for x in anywhere)
+    assert best.offer == "your 2x rtx-3090 (power only)"
+    assert result.setups and not any(x.owned for x in result.setups)  # rentals: the alternatives
+    anywhere = run(fields, have=(parse_have("2x3090"),), pricing="any", top=50)
+    assert anywhere.owned and any(x.pricing in ("spot", "interruptible") for x in anywhere.setups)
     with pytest.raises(GpuplanError, match="did you mean"):
         parse_have("2x3909ti")
+    with pytest.raises(GpuplanError, match="at least one card"):
+        parse_have("0x3090")
+
+
+def test_owned_cards_that_cannot_hold_the_job_get_the_change_that_would():
+    """Llama-3.1-8B LoRA at micro-batch 8 x 4,096 tokens holds ~300 GiB of activations: nothing fits one RTX
+    3090 as asked. Checkpointing plus micro-batch 1 with accumulation (the global batch kept) brings it under
+    24 GiB, which ``estimate`` would advise too; the advice names the user's card, not a rental."""
+    fields = dict(model="llama-3.1-8b", task="train", method="lora", micro_batch_size=8, seq_len=4096,
+                  train_tokens=1e7)
+    result = run(fields, have=(parse_have("1x3090"),))
+    assert not result.owned and len(result.owned_changes) == 1
+    advice = result.owned_changes[0]
+    assert advice.startswith("your 1x rtx-3090: ") and "checkpointing" in advice and "accumulation" in advice
 
 
 def test_nothing_fits_lists_changes_best_first():

@@ -88,6 +88,25 @@ def test_extrapolation_from_few_layers_equals_a_direct_run(tmp_path, model, fiel
     assert extrapolated.peak_phase == direct.peak_phase
 
 
+def test_the_plotted_timeline_stands_at_the_full_depth(tmp_path):
+    """--plot draws the step at the model's depth, not the short run's: the 3-layer run's timeline is raised so
+    that each phase's highest point is that phase's extrapolated peak (the number the table prints), and it
+    stays a curve of the short run's events (no invented events). A 4-layer model simulated directly agrees."""
+    require("transformers")
+    from gpuplan.sim.simulate import simulate
+
+    scenario = {"model": oracle.narrowed("llama-3.2-1b", tmp_path, num_hidden_layers=6), "task": "train",
+                "method": "lora", "seq_len": 256}
+    sim = simulate(scenario, timeline=True)
+    assert sim.timeline_layers == 3 and len(sim.timeline) > 100
+    for phase, peak in sim.phases_gib.items():
+        highest = max(gib for _, gib, p in sim.timeline if p == phase)
+        assert highest == pytest.approx(peak, rel=1e-6), phase
+    assert max(gib for _, gib, _ in sim.timeline) == pytest.approx(sim.allocated_peak_gib, rel=1e-6)
+    short = simulate(scenario, timeline=True, layers=3)
+    assert max(gib for _, gib, _ in short.timeline) < sim.allocated_peak_gib  # the short run is lower
+
+
 # ---- the oracle matrix ---------------------------------------------------------------------------------
 @pytest.mark.parametrize("case", oracle.CASES, ids=[oracle.case_id(*c) for c in oracle.CASES])
 def test_estimate_within_5_percent_of_the_simulation(tmp_path, case):

@@ -126,12 +126,12 @@ def test_openapi_docs_are_served_offline(client):
 @pytest.mark.parametrize("fields", [
     {"model": "llama-3.1-8b", "task": "trian"},
     {"model": "lama-3.1-8b", "task": "train"},
-    {"model": "llama-3.1-8b", "task": "train", "gpu": "h100"},
+    {"model": "llama-3.1-8b", "task": "train", "gpu": "h100x"},
     {"model": "llama-3.1-8b", "task": "train", "micro_batch_size": 0},
     {"model": "llama-3.1-8b", "task": "train", "quant": "nf5"},
     {"model": "llama-3.1-8b", "task": "train", "method": "qlora", "precision": "fp32"},
     {"model": "llama-3.1-8b", "task": "infer", "tp": 3, "num_gpus": 3},
-    {"model": "llama-3.1-8b", "task": "train", "gpu": "nvidia-v100-sxm2-32gb"},
+    {"model": "llama-3.1-8b", "task": "train", "precision": "bf16-mixed", "gpu": "nvidia-v100-sxm2-32gb"},
 ], ids=lambda f: "-".join(f"{k}={v}" for k, v in f.items() if k != "model"))
 def test_bad_scenarios_get_the_cli_sentence(client, fields):
     r = client.post("/api/estimate", json=fields)

@@ -23,7 +23,7 @@ class UnknownNameError(GpuplanError, LookupError):
         if self.suggestions:
             msg += "; did you mean " + " or ".join(repr(s) for s in self.suggestions) + "?"
         if hint:
-            msg += f" {hint}"
+            msg += ("" if msg.endswith("?") else ".") + f" {hint}"
         super().__init__(msg)
 
 

@@ -1,12 +1,15 @@
 """The GPU catalog: cited specs from ``data/gpus.yaml`` (conventions and sources in ``data/GPUS.md``).
 
 Names resolve case-insensitively through ids and aliases; a name that several cards share (``H100``,
-``A100``) is an error listing them. Usable memory is what the driver reports: the marketed size (which
-behaves as GiB, GPUS.md section 1) less the ECC/driver reserve (section 5).
+``A100-80GB``, ``V100``) resolves to the variant clouds rent most (SXM, the largest memory) with a note naming the
+others (:func:`resolve_gpu`). Usable memory is what the driver reports: the marketed size (which behaves as GiB,
+GPUS.md section 1) less the ECC/driver reserve (section 5); on Apple silicon, the share of unified memory macOS
+lets the GPU wire.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -30,6 +33,18 @@ REPORTED_USABLE_GIB = {
     "nvidia-rtx-pro-6000-blackwell": 97887 / 1024,
     "nvidia-b300": 270e9 / 2**30,
 }
+
+# macOS lets the GPU wire only part of unified memory unless `sysctl iogpu.wired_limit_mb` raises it: Metal's
+# recommendedMaxWorkingSetSize is about 2/3 of RAM up to 36 GB and 3/4 above (16 GB Mac: 10.67 GB, exo-explore/exo
+# PR 1672; 64 GB M2 Max: loads fail above ~47 GB, ggml-org/llama.cpp issue 1870; GPUStack reads it as 75 % of RAM,
+# gpustack/gpustack issue 1375).
+APPLE_WIRED_SHARE_SMALL = 2 / 3
+APPLE_WIRED_SHARE = 3 / 4
+APPLE_SMALL_GB = 36
+
+# The variant a bare name means when several cards share it: what clouds rent most (SXM boards, the larger memory;
+# GH200 in its 96 GB form, the one Lambda and most clouds list).
+PREFERRED_VARIANT = {"gh200": "nvidia-gh200-96gb"}
 
 GENERATIONS = ("Volta", "Turing", "Ampere", "Ada", "Hopper", "Blackwell", "CDNA", "RDNA", "Gaudi", "Apple")
 
@@ -95,6 +110,8 @@ class GpuSpec:
 def _usable_gib(entry: dict[str, Any], size: float) -> float:
     if entry["id"] in REPORTED_USABLE_GIB:
         return REPORTED_USABLE_GIB[entry["id"]]
+    if entry["vendor"] == "Apple":
+        return size * (APPLE_WIRED_SHARE_SMALL if size <= APPLE_SMALL_GB else APPLE_WIRED_SHARE)
     inband = entry.get("ecc") and "GDDR" in str(entry["memory"].get("type", "")) and entry["segment"] == "datacenter"
     return size * (1 - (ECC_INBAND_RESERVE if inband else DRIVER_RESERVE))
 
@@ -120,7 +137,8 @@ def _spec(entry: dict[str, Any]) -> GpuSpec:
 def gpus() -> dict[str, GpuSpec]:
     """The catalog by id, validated: unique ids, positive memory."""
     path = resources.files("gpuplan") / "data" / "gpus.yaml"
-    entries = yaml.safe_load(path.read_text(encoding="utf-8"))
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: 10x faster on this file
+    entries = yaml.load(path.read_text(encoding="utf-8"), Loader=loader)
     specs = [_spec(e) for e in entries]
     ids = [s.id for s in specs]
     if len(ids) != len(set(ids)):
@@ -141,15 +159,39 @@ def _names() -> dict[str, tuple[str, ...]]:
     return {k: tuple(sorted(v)) for k, v in table.items()}
 
 
-def load_gpu(name: str) -> GpuSpec:
-    """A GPU by id or alias. Ambiguous names (``H100``, ``A100``) raise an error listing the candidates."""
+@cache
+def short_id(gpu_id: str) -> str:
+    """The shortest name that still means this card, for table cells (JSON keeps full ids):
+    nvidia-geforce-rtx-4090 -> rtx-4090, nvidia-h100-sxm5-80gb -> h100-sxm; the memory stays where it tells
+    variants apart (a100-sxm4-80gb). Names not in the catalog pass through."""
+    short = gpu_id.removeprefix("nvidia-").removeprefix("geforce-").removeprefix("amd-instinct-")
+    for candidate in (re.sub(r"-\d+gb$", "", short).replace("-sxm5", "-sxm"), re.sub(r"-\d+gb$", "", short)):
+        if candidate != short and _names().get(normalize_name(candidate)) == (gpu_id,):
+            return candidate
+    return short
+
+
+def resolve_gpu(name: str) -> tuple[GpuSpec, str | None]:
+    """A GPU by id or alias, and a note when the name was ambiguous (``H100``, ``A100-80GB``): the variant clouds
+    rent most is taken (SXM, then the larger memory; :data:`PREFERRED_VARIANT`) and the note names the others."""
+    if not isinstance(name, str) or not name.strip():
+        raise GpuplanError("no GPU given: name one from `gpuplan gpus` (h100-sxm, rtx-4090, l40s...)")
     key = normalize_name(name)
     ids = _names().get(key) or _names().get(key.replace("-", ""))
     if not ids:
         raise UnknownNameError("GPU", name, sorted(_names()), hint="`gpuplan gpus` lists the catalog.")
-    if len(ids) > 1:
-        raise GpuplanError(f"{name} could be {', '.join(ids[:-1])} or {ids[-1]}; name one")
-    return gpus()[ids[0]]
+    if len(ids) == 1:
+        return gpus()[ids[0]], None
+    chosen = PREFERRED_VARIANT.get(key) or max(ids, key=lambda i: ("sxm" in i, gpus()[i].memory_gib, i))
+    others = [i.removeprefix("nvidia-") for i in ids if i != chosen]
+    note = (f"{name} taken as {gpus()[chosen].name} ({chosen}); it could also be {', '.join(others)}: "
+            "name the variant to choose")
+    return gpus()[chosen], note
+
+
+def load_gpu(name: str) -> GpuSpec:
+    """A GPU by id or alias; an ambiguous name gives its common variant (see :func:`resolve_gpu` for the note)."""
+    return resolve_gpu(name)[0]
 
 
 @dataclass(frozen=True, kw_only=True)

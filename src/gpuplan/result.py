@@ -60,10 +60,15 @@ class Suggestion(BaseModel):
     device_peak_gib: float
     fits: bool | None
     cost: str
+    combination: bool = False  # several fixes together (when no single one is enough)
+    max_batch_size: int | None = None  # with a combination: the largest (micro-)batch that still fits
+    max_seq_len: int | None = None  # ... and the longest context
 
 
 class Result(BaseModel):
     scenario: dict[str, Any]
+    resolved: str = ""  # the scenario as resolved, in one line (what every answer prints first)
+    defaults: list[str] = []  # the defaults taken for this card and model, in words (GPU variant, precision, split)
     model: ModelFacts
     gpu: dict[str, Any] | None
     memory: MemoryReport

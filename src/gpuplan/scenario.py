@@ -28,7 +28,7 @@ class Scenario(BaseModel):
     Face Trainer unless set; :mod:`gpuplan.stacks`) and vLLM. A technique field left unset (``None``) takes the
     stack's default when the scenario is built; ``model_fields_set`` keeps what was given explicitly."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     model: str = Field(min_length=1, description="catalog alias, HF repo id, or path to a config.json")
     task: Literal["train", "infer"]
@@ -135,6 +135,8 @@ class Scenario(BaseModel):
         if value is None:
             return None
         key = value.strip().lower()
+        if key not in QUANT_FORMATS and f"gguf-{key}" in QUANT_FORMATS:
+            key = f"gguf-{key}"  # q4_k_m is a GGUF type: llama.cpp's own name for it
         if key not in QUANT_FORMATS:
             close = did_you_mean(key, QUANT_FORMATS)
             raise ValueError(f"unknown quant {value!r}" + (f"; did you mean {' or '.join(close)}?" if close else
@@ -156,7 +158,7 @@ class Scenario(BaseModel):
     @classmethod
     def _targets(cls, value):
         if isinstance(value, list) and not value:
-            raise ValueError("lora_targets is empty: use all-linear or name modules like [q_proj, v_proj)")
+            raise ValueError("lora_targets is empty: use all-linear or name modules like [q_proj, v_proj]")
         return value
 
     @model_validator(mode="after")
@@ -167,6 +169,15 @@ class Scenario(BaseModel):
         why = stacks.refusal(self)
         if why:
             raise ValueError(why)
+        return self
+
+    @model_validator(mode="after")
+    def _serving_strategy(self) -> Scenario:
+        """Serving splits a model with tensor or pipeline parallelism (tp, pp) or replicates it (ddp); ZeRO and
+        FSDP shard training states and do not apply."""
+        if self.task == "infer" and self.strategy not in (None, "single", "ddp"):
+            raise ValueError(f"strategy {self.strategy!r} shards training states and does not apply to serving: "
+                             "to split a model over GPUs set tp (vLLM) or pp, or leave strategy unset")
         return self
 
     def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> Scenario:
@@ -246,14 +257,19 @@ def scenario_from(data: dict[str, Any] | Scenario) -> Scenario:
 
 
 def _one_sentence(err: ValidationError) -> str:
-    first = err.errors()[0]
+    errors = err.errors()
+    nested = [e for e in errors if e["type"] == "extra_forbidden" and isinstance(e.get("input"), dict)]
+    first = (nested or errors)[0]
     if not first["loc"]:  # a rule across fields (the framework's refusals): the message is the sentence
         return first["msg"].removeprefix("Value error, ")
     field = ".".join(str(p) for p in first["loc"])
     if first["type"] == "extra_forbidden":
+        if isinstance(first.get("input"), dict):
+            return (f"scenario fields go at the top level of the file, not under {field!r}: (model:, task:, ... "
+                    "each on its own line)")
         close = did_you_mean(field, FIELDS)
         hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else \
-            f"; known fields: {', '.join(FIELDS)}"
+            "; `gpuplan estimate --help` lists the fields"
         return f"unknown scenario field {field!r}{hint}"
     if first["type"] == "missing":
         return f"scenario field {field!r} is required (e.g. {field}: {'train' if field == 'task' else '...'})"

@@ -1,7 +1,7 @@
-"""The GPU guide's model table (``../shared/guides/000_*.txt``, "Requisitos de GPU para Despliegue Local"),
-recomputed: memory to serve each model at bf16 / 8-bit / 4-bit with a 4k context, to fine-tune it with LoRA and
-QLoRA, and the cheapest setup that fits, each from ``estimate`` and ``recommend``; with footnotes where the
-guide's figures are off.
+"""The model table of a Spanish-language GPU guide ("Requisitos de GPU para Despliegue Local", a buying guide this
+project started from; not shipped), recomputed: memory to serve each model at bf16 / 8-bit / 4-bit with a 4k
+context, to fine-tune it with LoRA and QLoRA, and the cheapest setup that fits, each from ``estimate`` and
+``recommend``; with footnotes where the guide's figures are off.
 
 Settings (stated in the table's caption, so that every number can be re-run with ``gpuplan estimate``):
 inference is one sequence of 4,096 tokens (3,584 prompt + 512 output) in transformers; 8-bit is LLM.int8
@@ -40,6 +40,14 @@ class GuideRow:
     guide_vram: str
     guide_gpu: str
 
+    @property
+    def said(self) -> str:
+        """The guide's VRAM figure in English (the guide is in Spanish)."""
+        return ENGLISH.get(self.guide_vram, self.guide_vram)
+
+
+ENGLISH = {"~140GB (estimado)": "~140GB (estimated)", "Al menos 12GB / 24GB VRAM": "at least 12GB / 24GB VRAM",
+           "40GB+ VRAM para entrenamiento": "40GB+ VRAM for training"}
 
 GUIDE = tuple(GuideRow(model=model, guide_name=name, guide_params=params, guide_vram=vram, guide_gpu=gpu)
               for model, name, params, vram, gpu in (
@@ -124,7 +132,7 @@ def footnotes(r: TableRow) -> list[str]:
         bits = 16 if precision == "bf16" else 4
         nominal = figure / (r.params_total / 1e9) * 8
         kept = "" if precision == "bf16" else ", embeddings kept in bf16"
-        notes.append(f"{r.guide.guide_vram} is about {bits}-bit weights alone ({nominal:.1f} bits per parameter): "
+        notes.append(f"{r.guide.said} is about {bits}-bit weights alone ({nominal:.1f} bits per parameter): "
                      f"with the {precision} weights ({w[precision] * gb:.1f} GB{kept}), a 4k KV cache and the CUDA "
                      f"context the GPU holds {peak[precision] * gb:.1f} GB"
                      + ("" if precision == "bf16" else f"; at bf16, {peak['bf16'] * gb:.1f} GB") + ".")

@@ -78,6 +78,24 @@ def _kind(annotation: Any) -> tuple[Any, str | None, dict[str, Any]]:
     return str, "TEXT", {}
 
 
+# What each scenario field means, for --help where the field carries no description of its own.
+FIELD_HELP = {
+    "task": "train or serve (infer)", "method": "full fine-tuning, LoRA or QLoRA (train)",
+    "precision": "compute precision (-mixed keeps fp32 master weights; -true holds everything in that dtype)",
+    "optimizer": "optimizer (train)", "lora_rank": "LoRA rank r", "lora_dropout": "LoRA dropout (saves a mask)",
+    "micro_batch_size": "sequences per GPU per forward (train)", "seq_len": "tokens per training sequence",
+    "grad_accum_steps": "micro-batches per optimizer step", "grad_checkpointing": "activation recomputation",
+    "attention": "attention kernel", "train_tokens": "tokens the whole job processes (for hours and cost)",
+    "batch_size": "concurrent requests (serve)", "prompt_tokens": "prompt length per request (serve)",
+    "output_tokens": "generated tokens per request (serve)", "kv_cache_dtype": "KV cache storage (serve)",
+    "engine": "serving engine: memory policies differ", "gpu_memory_utilization": "share of the card vLLM takes",
+    "max_num_batched_tokens": "vLLM's prefill chunk", "gpu": "GPU name or id (`gpuplan gpus`)",
+    "num_gpus": "GPUs per node", "num_nodes": "nodes", "strategy": "data parallel strategy (train); fsdp = zero3",
+    "tp": "tensor parallel degree", "pp": "pipeline stages (serve: layers split over GPUs)",
+    "offload": "training states kept in CPU memory", "pricing": "offers to price on",
+}
+
+
 def scenario_options() -> list[inspect.Parameter]:
     """One ``--field-name`` option per scenario field, typed as the field is (int, float, true/false, a choice or
     text), with the scenario's default in the help; ranges and choices are checked by the scenario model, which
@@ -88,15 +106,22 @@ def scenario_options() -> list[inspect.Parameter]:
     for name, info in Scenario.model_fields.items():
         kind, metavar, extra = _kind(info.annotation)
         choices = extra.pop("choices", None)
-        helptext = (info.description or "") + (("; " if info.description else "") + " | ".join(choices)
-                                               if choices else "")
+        about = info.description or FIELD_HELP.get(name, "")
+        helptext = about + (("; " if about else "") + " | ".join(choices) if choices else "")
         if name == "lora_targets":
             helptext, metavar = "all-linear, or modules separated by commas: q_proj,v_proj", "TEXT"
+        if name == "quant":
+            from ..model.quant import QUANT_FORMATS
+
+            named = [q for q in QUANT_FORMATS if not q.startswith("gguf-")]
+            helptext = (f"weight format: {' | '.join(named)} | a GGUF type (q4_k_m, q8_0...); default: the "
+                        "checkpoint's own quantization_config")
         default = None if info.is_required() else info.default
         if info.is_required():
             helptext += " [required]"
         elif default is not None:
-            helptext += f" [default: {default}]"
+            shown = str(default).lower() if isinstance(default, bool) else default
+            helptext += f" [default: {shown}" + ("; fp16 on cards without bf16" if name == "precision" else "") + "]"
         params.append(inspect.Parameter(
             name, inspect.Parameter.KEYWORD_ONLY, default=None,
             annotation=Annotated[kind | None, typer.Option(  # type: ignore[operator]
@@ -114,13 +139,17 @@ def overrides(fields: dict[str, Any]) -> dict[str, Any]:
 
 def short(gpu_id: str) -> str:
     """nvidia-geforce-rtx-4090 -> rtx-4090: table cells stay narrow; the JSON keeps full ids."""
-    return gpu_id.removeprefix("nvidia-").removeprefix("geforce-").removeprefix("amd-instinct-")
+    from ..hardware import short_id
+
+    return short_id(gpu_id)
 
 
-def option(name: str, kind: Any, default: Any, text: str, panel: str | None = None, **extra: Any) -> inspect.Parameter:
+def option(name: str, kind: Any, default: Any, text: str, panel: str | None = None,
+           param_decls: tuple[str, ...] | None = None, **extra: Any) -> inspect.Parameter:
     """A keyword-only ``--name`` option for a command whose signature is built at import."""
+    decls = param_decls or (f"--{name.replace('_', '-')}",)
     return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=Annotated[
-        kind, typer.Option(f"--{name.replace('_', '-')}", help=text, rich_help_panel=panel, **extra)])
+        kind, typer.Option(*decls, help=text, rich_help_panel=panel, **extra)])
 
 
 def scenario_command(name: str, fn, *extra: inspect.Parameter, skip: tuple[str, ...] = ()) -> None:

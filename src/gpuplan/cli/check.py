@@ -7,10 +7,12 @@ from typing import Annotated
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from ..errors import GpuplanError
 from ..scenario import load_scenario
 from .app import JsonFlag, app, option, out, overrides, print_json, scenario_command
+from .render import Column, FormatOption, bullet, resolve_format, show
 
 # (row, simulated categories, the estimate's parts they correspond to)
 PARTS = (("parameters", ("parameters",), ("weights_gib",)), ("gradients", ("gradients",), ("gradients_gib",)),
@@ -21,18 +23,26 @@ PARTS = (("parameters", ("parameters",), ("weights_gib",)), ("gradients", ("grad
 
 def simulate_cmd(scenario: str | None = None, as_json: bool = False, compare: bool = False,
                  plot: str | None = None, layers: int | None = None, **fields: str | None) -> None:
-    """Run the scenario's step with the real transformers / peft code on fake tensors (no GPU, no download) and
-    count every tensor as the CUDA caching allocator would: allocated peak, its phase and op, memory by category.
+    """The real training or serving step on fake tensors: exact memory, no GPU.
+
+    Runs the scenario's step with the real transformers / peft code on fake tensors (no GPU, no download) and
+    counts every tensor as the CUDA caching allocator would: allocated peak, its phase and op, memory by category.
     Memory is affine in the number of identical layers, so a few layers are run and extrapolated to the full
     depth. Needs the sim extra (torch, transformers, peft).
 
     Examples:
+
+    \b
       gpuplan simulate --model llama-3.1-8b --task train --method qlora --seq-len 2048 --compare
-      gpuplan simulate job.yaml --plot memory.png
+      gpuplan simulate examples/lora-llama-8b.yaml --plot memory.png
     """
+    from ..model.catalog import load_model
+    from ..resolve import describe
     from ..sim.simulate import simulate
 
     s = load_scenario(scenario, overrides(fields))
+    if not as_json:
+        bullet(describe(s, load_model(s.model)), prefix="", style="bold")
     sim = simulate(s, timeline=plot is not None, layers=layers)
     est = None
     if compare:
@@ -53,7 +63,7 @@ def simulate_cmd(scenario: str | None = None, as_json: bool = False, compare: bo
     table.add_column("simulated GiB", justify="right")
     if est:
         table.add_column("estimate GiB", justify="right")
-        table.add_column("difference", justify="right")
+        table.add_column("estimate - simulated", justify="right")
     for name, categories, keys in PARTS:
         simulated = sum(sim.parts_gib.get(k, 0.0) for k in categories)
         row = [name, f"{simulated:.3f}"]
@@ -61,7 +71,8 @@ def simulate_cmd(scenario: str | None = None, as_json: bool = False, compare: bo
             estimated = sum(getattr(est, k) for k in keys) - (cuda_only if "other_gib" in keys else 0.0)
             row += [f"{estimated:.3f}", f"{estimated - simulated:+.3f}"]
         table.add_row(*row)
-    total = [f"[bold]allocated peak[/] ({sim.peak_phase}, {sim.peak_op or '-'})", f"{sim.allocated_peak_gib:.3f}"]
+    total = [Text(f"allocated peak ({sim.peak_phase}, {sim.peak_op or '-'})", style="bold"),
+             f"{sim.allocated_peak_gib:.3f}"]
     if est:
         estimated = est.allocated_peak_gib - cuda_only
         total += [f"{estimated:.3f}", f"{100 * (estimated / sim.allocated_peak_gib - 1):+.1f}%"]
@@ -72,7 +83,7 @@ def simulate_cmd(scenario: str | None = None, as_json: bool = False, compare: bo
         out.print(f"the estimate's peak is in {est.peak_phase}; its cuBLAS workspace ({cuda_only:.3f} GiB) is "
                   "CUDA-only and left out; parts at the peak are split as each side sees them, the totals compare")
     for note in sim.notes:
-        out.print(f"[dim]- {note}[/]")
+        bullet(note, style="dim")
     if plot:
         out.print(f"timeline written to {plot}")
 
@@ -85,19 +96,38 @@ def _plot(sim, path: Path) -> None:
         import matplotlib.pyplot as plt
     except ImportError:
         raise GpuplanError("--plot needs matplotlib: pip install 'gpuplan[sim]'") from None
-    fig, ax = plt.subplots(figsize=(9, 4))
-    phases = sorted({phase for _, _, phase in sim.timeline}, key=[p for _, _, p in sim.timeline].index)
+    if not sim.timeline:
+        raise GpuplanError("the simulation recorded no timeline to plot")
+    depth = sum(sim.runs[0]["layers"].values()) if len(sim.runs) == 1 else None
+    full = depth or sum(v for v in _full_layers(sim).values())
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    phases = list(dict.fromkeys(phase for _, _, phase in sim.timeline))
     for phase in phases:
         xs = [event for event, _, p in sim.timeline if p == phase]
         ys = [gib for _, gib, p in sim.timeline if p == phase]
         ax.plot(xs, ys, ".", markersize=1.5, label=phase)
-    layers = sum(sim.runs[-1]["layers"].values())
-    ax.set(xlabel="allocation / release event", ylabel="live tensors, GiB",
-           title=f"{sim.model}: {layers}-layer run (the full depth is extrapolated)")
-    ax.legend(markerscale=8)
+    ax.axhline(sim.allocated_peak_gib, color="black", linestyle="--", linewidth=0.8)
+    ax.annotate(f"allocated peak {sim.allocated_peak_gib:.2f} GiB ({sim.peak_phase})",
+                (0, sim.allocated_peak_gib), xytext=(4, 4), textcoords="offset points", fontsize=8)
+    ax.set_ylim(bottom=0)
+    ax.set(xlabel=f"allocation / release events of the step\n(a {sim.timeline_layers}-layer run raised to {full} "
+                  "layers: each phase's peak extrapolated exactly, linear in between)",
+           ylabel=f"live tensors at {full} layers, GiB",
+           title=f"{sim.model}: {sim.scenario['task']} step at full depth ({full} layers), as max_memory_allocated "
+                 "counts it")
+    ax.legend(markerscale=8, title="phase")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def _full_layers(sim) -> dict[str, int]:
+    from ..model.catalog import load_model
+
+    counts: dict[str, int] = {}
+    for layer, n in load_model(sim.scenario["model"]).layer_kinds():
+        counts[layer.kind] = counts.get(layer.kind, 0) + n
+    return counts
 
 
 scenario_command(
@@ -109,11 +139,15 @@ scenario_command(
 
 def probe_cmd(scenario: str | None = None, as_json: bool = False, steps: int = 2, out_dir: str = "probes",
               no_simulate: bool = False, **fields: str | None) -> None:
-    """Run the scenario's step for real on the visible CUDA GPU (random weights from the config, no download)
-    and measure max_memory_allocated / reserved, device memory in use, step time and tokens/s. Writes a JSON
+    """Measure the step on this machine's CUDA GPU, for calibrate.
+
+    Runs the scenario's step for real on the visible CUDA GPU (random weights from the config, no download)
+    and measures max_memory_allocated / reserved, device memory in use, step time and tokens/s. Writes a JSON
     record with the estimate and the simulation of the same scenario, for gpuplan calibrate.
 
     Examples:
+
+    \b
       CUDA_VISIBLE_DEVICES=0 gpuplan probe --model llama-3.1-8b --task train --method lora --seq-len 2048
     """
     from ..sim.probe import probe, write_record
@@ -145,39 +179,46 @@ scenario_command(
 @app.command("calibrate")
 def calibrate_cmd(
     records: Annotated[list[str], typer.Argument(help="Probe records (JSON) written by gpuplan probe.")],
+    fmt: FormatOption = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """How far the estimate was from real runs: error per level (allocated, reserved, device) for each probe
-    record, the simulation's error, and the allocator slack and CUDA overheads the measurements imply next to
-    the ones the estimator assumes.
+    """How far the estimate was from real runs.
+
+    Error per level (allocated, reserved, device) for each probe record, the simulation's error, and the
+    allocator slack and CUDA overheads the measurements imply next to the ones the estimator assumes.
 
     Examples:
+
+    \b
       gpuplan calibrate probes/*.json
     """
     from ..sim.probe import calibrate, read_record
 
     report = calibrate([read_record(path) for path in records])
-    if as_json:
-        print_json(report)
-        return
-    table = Table(title="estimate vs probe (error = estimate / measured - 1)", title_justify="left")
-    for col in ("model", "task", "gpu", "allocated", "reserved", "device", "simulation"):
-        table.add_column(col, justify="left" if col in ("model", "task", "gpu") else "right")
+    fmt = resolve_format(fmt, as_json)
+    rows = []
     for r in report["records"]:
-        cells = [str(r["model"]), str(r["task"]), str(r["gpu"])]
+        row = {"model": str(r["model"]), "task": str(r["task"]), "gpu": str(r["gpu"])}
         for level in ("allocated", "reserved", "device"):
             err_pct = r.get(f"{level}_error_pct")
-            cells.append("OOM" if r.get("oom") else "-" if err_pct is None else
-                         f"{r[f'{level}_measured_gib']:.2f} GiB {err_pct:+.1f}%")
+            row[level] = "OOM" if r.get("oom") else None if err_pct is None else \
+                f"{r[f'{level}_measured_gib']:.2f} GiB {err_pct:+.1f}%"
         sim = r.get("simulation_error_pct")
-        cells.append("-" if sim is None else f"{sim:+.1f}%")
-        table.add_row(*cells)
-    out.print(table)
+        row["simulation"] = None if sim is None else f"{sim:+.1f}%"
+        rows.append(row)
+    notes = []
     slack = report["allocator_slack"]
     if slack["measured_median"] is not None:
-        out.print(f"allocator slack: measured median {100 * slack['measured_median']:.1f}%, assumed "
-                  f"{100 * slack['assumed']['train']:.0f}% (train) / {100 * slack['assumed']['infer']:.0f}% (infer)")
+        notes.append(f"allocator slack: measured median {100 * slack['measured_median']:.1f}%, assumed "
+                     f"{100 * slack['assumed']['train']:.0f}% (train) / {100 * slack['assumed']['infer']:.0f}% "
+                     "(infer)")
     outside = report["outside_allocator_gib"]["measured_median"]
     if outside is not None:
-        out.print(f"outside the allocator (CUDA context, cuBLAS, NCCL, other processes): measured median "
-                  f"{outside:.2f} GiB")
+        notes.append(f"outside the allocator (CUDA context, cuBLAS, NCCL, other processes): measured median "
+                     f"{outside:.2f} GiB")
+    columns = [Column("model", "model", priority=0), Column("task", "task", priority=3),
+               Column("gpu", "gpu", priority=2), *(Column(k, k, align="right") for k in (
+                   "allocated", "reserved", "device")), Column("simulation", "simulation", align="right",
+                                                               priority=2)]
+    show(rows, columns, fmt, title="estimate vs probe (measured GiB, error = estimate / measured - 1)", notes=notes,
+         json_data=report)

@@ -2,37 +2,56 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.table import Table
+from rich.text import Text
 
+from ..errors import GpuplanError
 from ..scenario import load_scenario
-from .app import err, out, overrides, print_json, scenario_command
+from .app import err, option, out, overrides, print_json, scenario_command, short
+from .render import bullet
+
+EXIT_DOES_NOT_FIT = 3
 
 
-def estimate_cmd(scenario: str | None = None, as_json: bool = False, **fields: str | None) -> None:
-    """Does it fit, and where does the memory go? Per GPU: weights, gradients, optimizer states, activations,
-    KV cache and named extras; three peak levels (allocated = torch max_memory_allocated, reserved = + caching
-    allocator slack, device = + CUDA context and NCCL, what nvidia-smi shows); the peak phase; and, on a named
-    GPU, fit, headroom, the largest batch and context that fit, and what to change when it does not fit.
+def estimate_cmd(scenario: str | None = None, as_json: bool = False, check: bool = False, **fields: Any) -> int:
+    """Does it fit, and where does the memory go?
+
+    Per GPU: weights, gradients, optimizer states, activations, KV cache and named extras; three peak levels
+    (allocated = torch max_memory_allocated, reserved = + caching allocator slack, device = + CUDA context and
+    NCCL, what nvidia-smi shows); the peak phase; and, on a named GPU, fit, headroom, the largest batch and context
+    that fit, what to change when it does not fit (the smallest combination when no single change is enough), and
+    speed and cost when it does. The first line says what was assumed.
+
+    With --check the exit code says whether it fits: 0 fits, 3 does not fit, 2 bad input.
 
     Examples:
+
+    \b
       gpuplan estimate --model llama-3.1-8b --task train --method qlora --gpu rtx-4090
-      gpuplan estimate job.yaml --micro-batch-size 8 --json
+      gpuplan estimate examples/lora-llama-8b.yaml --micro-batch-size 8 --json
+      gpuplan estimate --model qwen2.5-7b --task infer --gpu l40s --check && echo fits
     """
     from ..estimate import estimate
 
     result = estimate(load_scenario(scenario, overrides(fields)))
+    if check and result.memory.fits is None:
+        raise GpuplanError("--check needs a GPU to check against: add --gpu (e.g. --gpu rtx-4090)")
     if as_json:
         print_json(result.model_dump())
-        return
-    render_estimate(result)
+    else:
+        render_estimate(result)
+    return EXIT_DOES_NOT_FIT if check and not result.memory.fits else 0
 
 
 def render_estimate(result) -> None:
     mem = result.memory
     s = result.scenario
-    what = (f"{s['task']} {result.model.name}" + (f" ({s['method']})" if s["task"] == "train" else "")
-            + (f" on {result.gpu['name']}" if result.gpu else ""))
-    table = Table(title=f"memory per GPU: {what}", title_justify="left")
+    bullet(result.resolved, prefix="", style="bold")
+    for note in result.defaults:
+        bullet(note, prefix="note: ", style="yellow")
+    table = Table(title="memory per GPU" + (f" on {result.gpu['name']}" if result.gpu else ""), title_justify="left")
     for col, justify in (("part", "left"), ("GiB", "right"), ("share", "right")):
         table.add_column(col, justify=justify)
     parts = [("weights", mem.weights_gib), ("gradients", mem.gradients_gib), ("optimizer states", mem.optimizer_gib),
@@ -41,73 +60,113 @@ def render_estimate(result) -> None:
     total = mem.allocated_peak_gib or 1.0
     for name, gib in parts:
         if gib > 0.0005:
-            table.add_row(name, f"{gib:.2f}", f"{100 * gib / total:.1f}%")
+            table.add_row(Text(name), f"{gib:.2f}", f"{100 * gib / total:.1f}%")
     table.add_section()
-    table.add_row(f"[bold]allocated peak[/] ({mem.peak_phase})", f"[bold]{mem.allocated_peak_gib:.2f}[/]", "")
+    table.add_row(Text(f"allocated peak ({mem.peak_phase})", style="bold"), Text(f"{mem.allocated_peak_gib:.2f}",
+                                                                                style="bold"), "")
     table.add_row("reserved peak (+ allocator slack)", f"{mem.reserved_peak_gib:.2f}", "")
-    table.add_row("device peak (+ " + ", ".join(mem.device_overheads) + ")", f"{mem.device_peak_gib:.2f}", "")
+    overheads = ", ".join(mem.device_overheads) or "nothing outside the allocator"
+    table.add_row(Text(f"device peak (+ {overheads})"), f"{mem.device_peak_gib:.2f}", "")
     out.print(table)
     if mem.logged_statistic:
         out.print(f"[dim]its own log: {mem.logged_statistic}; compare with {mem.logged_gib:.2f} GiB[/]")
     if mem.cpu_gib:
         out.print(f"CPU memory for offloaded states: {mem.cpu_gib:.1f} GiB")
     if mem.max_concurrency is not None:
-        out.print(f"vLLM KV pool {mem.kv_cache_pool_gib:.1f} GiB: up to {mem.max_concurrency} concurrent requests "
-                  f"of {s['prompt_tokens'] + s['output_tokens']:,} tokens, or {mem.max_context_tokens:,} tokens total")
+        bullet(f"vLLM KV pool {mem.kv_cache_pool_gib:.1f} GiB: up to {mem.max_concurrency:,} concurrent requests of "
+               f"{s['prompt_tokens'] + s['output_tokens']:,} tokens, or {mem.max_context_tokens:,} tokens in all",
+               prefix="")
+    engine = getattr(mem, "engine", None) or {}
+    if isinstance(engine, dict) and engine.get("max_model_len_that_fits") and \
+            engine["max_model_len_that_fits"] < (engine.get("max_model_len") or 0):  # its default would not start
+        bullet(f"vLLM: start it with --max-model-len {engine['max_model_len_that_fits']:,} or less (one request of "
+               "that length fills the KV pool)", prefix="")
     if mem.gpu_layers is not None:
         out.print(f"llama.cpp: {mem.gpu_layers} of {result.model.num_layers} layers on the GPU"
                   + (f", {mem.offloaded_layers} offloaded to the CPU" if mem.offloaded_layers else ""))
     if mem.fits is not None:
-        verdict = "[green]fits[/]" if mem.fits else "[red]does not fit[/]"
-        out.print(f"{verdict} on {result.gpu['name']}: {mem.device_peak_gib:.1f} of {mem.capacity_gib:.1f} GiB "
-                  f"usable, headroom {mem.headroom_gib:+.1f} GiB")
-        batch = "micro_batch_size" if s["task"] == "train" else "batch_size"
-        length = "seq_len" if s["task"] == "train" else "prompt_tokens"
+        verdict = Text("fits" if mem.fits else "does not fit", style="green" if mem.fits else "red bold")
+        out.print(verdict + Text(f" on {result.gpu['name']}: {mem.device_peak_gib:.1f} of {mem.capacity_gib:.1f} "
+                                 f"GiB usable, headroom {mem.headroom_gib:+.1f} GiB"))
+        batch = "micro-batch" if s["task"] == "train" else "batch"
+        length = "sequence" if s["task"] == "train" else "prompt"
         out.print(f"largest {batch} that fits: {mem.max_batch_size or 'none'}; longest {length}: "
-                  f"{mem.max_seq_len if mem.max_seq_len else 'none'}")
+                  f"{f'{mem.max_seq_len:,} tokens' if mem.max_seq_len else 'none'}")
     if result.suggestions:
-        out.print("[bold]changes that would make it fit[/] (or save the most):")
+        out.print(Text("changes that would make it fit", style="bold") + Text(" (or save the most):"))
         for sug in result.suggestions[:10]:
-            mark = "[green]fits[/]" if sug.fits else "[yellow]still too big[/]"
-            out.print(f"  - {sug.change} ({mark}; {sug.cost})")
-    if result.speed:
-        sp = result.speed
-        rng = f"likely {sp['tokens_per_s_low']:,.0f}-{sp['tokens_per_s_high']:,.0f}"
-        if s["task"] == "train":
-            mfu = f", MFU {sp['mfu']:.2f}" if sp.get("mfu") else ""
-            out.print(f"[bold]speed[/]: {sp['tokens_per_s']:,.0f} tokens/s ({rng}), {sp['step_time_s']:.2f} s per "
-                      f"optimizer step ({sp['bound']}-bound{mfu})")
-        else:
-            out.print(f"[bold]speed[/]: {sp['tokens_per_s']:,.0f} output tokens/s in aggregate ({rng}), "
-                      f"{sp['tokens_per_s_per_sequence']:,.1f} per user, {sp['requests_per_s']:,.3g} requests/s; "
-                      f"decode step {1e3 * sp['step_time_s']:.1f} ms ({sp['bound']}-bound)")
-            out.print(f"  time to first token: {sp['ttft_s']:.2f} s for one request alone, "
-                      f"{sp['ttft_burst_s']:.2f} s for the last of {s['batch_size']} arriving together")
-        top = sorted(sp["parts_s"].items(), key=lambda kv: -kv[1])[:5]
-        out.print("  [dim]" + ("step" if s["task"] == "train" else "decode step") + ": " + ", ".join(
-            f"{k.replace('_', ' ')} {100 * v / sp['step_time_s']:.0f}%" for k, v in top) + "[/]")
-    if result.cost:
-        c = result.cost
-        stale = f" [yellow](price {c['price_age_days']} days old)[/]" if c["stale"] else ""
-        line = f"[bold]cost[/]: {c['gpu_id']} on {c['label']}{stale}"
-        if c["usd_per_million_tokens"] is not None:
-            line += f": ${c['usd_per_million_tokens']:.2f} per million output tokens"
-        elif c["hours"]:
-            line += f": {c['hours']:.1f} h, ${c['usd_total']:,.0f}"
-        out.print(line)
-        if c["spot"]:
-            sp = c["spot"]
-            out.print(f"  spot: checkpoint every {sp['interval_h'] * 60:.0f} min (Daly), interruptions every "
-                      f"{sp['mtbi_h']:.1f} h on average: wall time x{sp['overhead']:.2f}"
-                      + (f", {c['spot_multiplier']:.2f}x the on-demand cost" if c["spot_multiplier"] else ""))
-        out.print(f"  [dim]price from {c['price_origin']}; `gpuplan cost` compares every offer and shows the "
-                  "whole bill[/]", highlight=False)
+            mark = "fits" if sug.fits else "still too big"
+            prefix = "  * " if sug.combination else "  - "
+            bullet(f"{'together: ' if sug.combination else ''}{sug.change} ({mark}; {sug.cost})", prefix=prefix)
+    _speed(result, s)
+    _cost(result, s)
     for line in result.assumptions:
-        out.print(f"[dim]assumed: {line}[/]")
+        bullet(line, prefix="assumed: ", style="dim")
     for line in result.warnings:
-        err.print(f"[yellow]warning:[/] {line}")
+        bullet(line, prefix="warning: ", style="yellow", stream=err)
 
 
-scenario_command("estimate", estimate_cmd)
+def _speed(result, s: dict) -> None:
+    sp = result.speed
+    if not sp:
+        return
+    head = "speed" if result.memory.fits is not False else "speed, were it to fit"
+    low, high = sp.get("tokens_per_s_low"), sp.get("tokens_per_s_high")
+    likely = f" (likely {low:,.0f}-{high:,.0f})" if low is not None and high is not None else ""
+    if s["task"] == "train":
+        mfu = sp.get("mfu") or sp.get("mfu_assumed")
+        line = (f"{head}: {sp['tokens_per_s']:,.0f} tokens/s{likely}, {sp['step_time_s']:.2f} s per optimizer step "
+                f"({sp['bound']}-bound" + (f", MFU {mfu:.2f}" if mfu else "") + ")")
+        bullet(line, prefix="")
+    else:
+        per_user, rate = sp.get("tokens_per_s_per_sequence"), sp.get("requests_per_s")
+        line = (f"{head}: {sp['tokens_per_s']:,.0f} output tokens/s in all{likely}"
+                + (f", {per_user:,.1f} per user" if per_user else "")
+                + (f", {rate:,.3g} requests/s" if rate else "")
+                + f"; decode step {1e3 * sp['step_time_s']:.1f} ms ({sp['bound']}-bound)")
+        bullet(line, prefix="")
+        if sp.get("ttft_s") is not None:
+            burst = sp.get("ttft_burst_s")
+            bullet(f"time to first token: {sp['ttft_s']:.2f} s for one request alone"
+                   + (f", {burst:.2f} s for the last of {s['batch_size']} arriving together"
+                      if burst is not None and s["batch_size"] > 1 else ""), prefix="  ")
+    parts = sp.get("parts_s") or {}
+    if parts and sp.get("step_time_s"):
+        top = sorted(parts.items(), key=lambda kv: -kv[1])[:5]
+        bullet(("step" if s["task"] == "train" else "decode step") + ": " + ", ".join(
+            f"{k.replace('_', ' ')} {100 * v / sp['step_time_s']:.0f}%" for k, v in top), prefix="  ", style="dim")
 
 
+def _cost(result, s: dict) -> None:
+    c = result.cost
+    if result.memory.fits is False:
+        bullet("not priced: the job does not fit on this GPU (apply a change above, or ask `gpuplan recommend`)",
+               prefix="", style="yellow")
+        return
+    if not c:
+        return
+    label = c.get("label") or f"{c['offer']} at ${c['usd_per_hour']:,.2f}/h"
+    line = f"cost: {short(c['gpu_id'])} on {label}"
+    if c["stale"]:
+        line += f" (price {c['price_age_days']} days old)"
+    tokens = "output" if s["task"] == "infer" else "training"
+    if c["usd_per_million_tokens"] is not None:
+        line += f": ${c['usd_per_million_tokens']:,.2f} per million {tokens} tokens"
+    if s["task"] == "train" and c["hours"]:
+        line += f"; {c['hours']:,.1f} h, ${c['usd_total']:,.2f} in all"
+    bullet(line, prefix="")
+    if c["spot"]:
+        sp = c["spot"]
+        bullet(f"spot: checkpoint every {sp['interval_h'] * 60:.0f} min (Daly), interruptions every "
+               f"{sp['mtbi_h']:.1f} h on average: wall time x{sp['overhead']:.2f}"
+               + (f", {c['spot_multiplier']:.2f}x the cheapest on-demand cost" if c["spot_multiplier"] else ""),
+               prefix="  ")
+    if s["task"] == "train" and not c["hours"]:
+        bullet("set --train-tokens for hours and the total", prefix="  ", style="dim")
+    bullet(f"price from {c['price_origin']}; `gpuplan cost` compares every offer and shows the whole bill",
+           prefix="  ", style="dim")
+
+
+scenario_command("estimate", estimate_cmd,
+                 option("check", bool, False, "Exit with code 3 when the job does not fit on the GPU (0 when it "
+                        "fits, 2 for bad input): for scripts."))

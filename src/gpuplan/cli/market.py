@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+import math
+from dataclasses import asdict
+from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
 from ..errors import GpuplanError
 from ..plan.gpus import cheapest_rentals
 from ..plan.gpus import gpu_row as _gpu_row
 from ..scenario import load_scenario
-from .app import JsonFlag, app, option, out, overrides, print_json, scenario_command, short
+from .app import JsonFlag, app, err, option, out, overrides, print_json, scenario_command, short
+from .render import FORMAT_HELP, Column, FormatOption, FormatValue, bullet, num, resolve_format, show, usd
 
 # ---- GPUs -------------------------------------------------------------------------------------------
-gpus_app = typer.Typer(help="The GPU catalog: dense TFLOPS, memory, bandwidth, NVLink, power, price.",
+gpus_app = typer.Typer(help="The GPU catalog: dense TFLOPS, memory, bandwidth, NVLink, power, rental price.",
                        rich_markup_mode=None, no_args_is_help=False, pretty_exceptions_enable=False)
 app.add_typer(gpus_app, name="gpus")
 GPU_SORT = ("memory", "bandwidth", "bf16", "fp8", "tdp", "msrp", "usd_per_gb", "rent", "usd_per_tflop", "name")
@@ -29,6 +31,7 @@ def gpus_cmd(
     nvlink: Annotated[bool, typer.Option("--nvlink", help="Only cards with NVLink.")] = False,
     sort: Annotated[str, typer.Option(help=f"Sort by: {', '.join(GPU_SORT)}.")] = "memory",
     reverse: Annotated[bool, typer.Option("--reverse", help="Largest first.")] = False,
+    fmt: FormatOption = None,
     as_json: JsonFlag = False,
 ) -> None:
     """List the GPU catalog (dense TFLOPS: no 2:4 sparsity, FP32 accumulate). `gpuplan gpus compare A B` puts
@@ -39,7 +42,7 @@ def gpus_cmd(
 
     if sort not in GPU_SORT:
         raise GpuplanError(f"--sort must be one of {', '.join(GPU_SORT)}, got {sort!r}")
-    if min_memory != min_memory or min_memory < 0:
+    if not math.isfinite(min_memory) or min_memory < 0:
         raise GpuplanError(f"--min-memory must be a number of GiB >= 0, got {min_memory}")
     rentals = cheapest_rentals()
     rows = [_gpu_row(g, rentals.get(g.id)) for g in gpus().values()]
@@ -51,33 +54,40 @@ def gpus_cmd(
              "usd_per_tflop": "usd_per_tflop_hour"}.get(sort, sort)
     rows.sort(key=lambda r: (r[field] is None, r[field] or 0) if field != "name" else (False, r["id"]),
               reverse=reverse)
-    if as_json:
-        print_json(rows)
-        return
-    table = Table(title=f"{len(rows)} GPUs (dense TFLOPS)", title_justify="left")
-    for col in ("id", "GiB", "GB/s", "bf16", "fp8", "NVLink GB/s", "TDP W", "MSRP $", "rent $/h", "$/TFLOP-h"):
-        table.add_column(col, justify="left" if col == "id" else "right")
-    fmt = lambda v, spec="{:,.0f}": "" if v is None else spec.format(v)  # noqa: E731
     for r in rows:
-        table.add_row(short(r["id"]), fmt(r["memory_gib"]), fmt(r["bandwidth_gbs"]), fmt(r["bf16_tflops"], "{:,.1f}"),
-                      fmt(r["fp8_tflops"], "{:,.1f}"), fmt(r["nvlink_gbs"]), fmt(r["tdp_w"]), fmt(r["msrp_usd"]),
-                      fmt(r["rent_usd_per_hour"], "{:,.2f}"), fmt(r["usd_per_tflop_hour"], "{:.4f}"))
-    out.print(table)
-    out.print("[dim]rent: the cheapest on-demand offer in force (<= 90 days old, not low confidence; "
-              "`gpuplan prices`); "
-              "$/TFLOP-h = rent / dense bf16 TFLOPS[/]", highlight=False)
+        r["short"] = short(r["id"])
+    f0, f1 = num(), num("{:,.1f}")
+    columns = [Column("short", "id", priority=0), Column("memory_gib", "GiB", fmt=f0, align="right"),
+               Column("usable_gib", "usable", fmt=f1, align="right", priority=4),
+               Column("bandwidth_gbs", "GB/s", fmt=f0, align="right", priority=3),
+               Column("bf16_tflops", "bf16", fmt=f1, align="right"),
+               Column("fp8_tflops", "fp8", fmt=f1, align="right", priority=3),
+               Column("nvlink_gbs", "NVLink GB/s", fmt=f0, align="right", priority=5),
+               Column("tdp_w", "TDP W", fmt=f0, align="right", priority=5),
+               Column("msrp_usd", "MSRP $", fmt=f0, align="right", priority=4),
+               Column("rent_usd_per_hour", "rent $/h", fmt=num("{:,.2f}"), align="right", priority=2),
+               Column("usd_per_tflop_hour", "$/TFLOP-h", fmt=num("{:.4f}"), align="right", priority=2)]
+    show(rows, columns, resolve_format(fmt, as_json), title=f"{len(rows)} GPUs (dense TFLOPS; GiB as sold, usable "
+         "as the driver reports)", notes=["rent: the cheapest on-demand offer in force (<= 90 days old, not low "
+                                          "confidence; `gpuplan prices`); $/TFLOP-h = rent / dense bf16 TFLOPS"],
+         json_data=[{k: v for k, v in r.items() if k != "short"} for r in rows])
 
 
 @gpus_app.command("compare")
 def gpus_compare(
     names: Annotated[list[str], typer.Argument(help="Two or more GPU names or ids: 4090 a6000 'rtx 6000 ada'.")],
+    fmt: FormatOption = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Side by side, with dense figures, and where the usual marketing numbers differ (2:4 sparsity doubles
     them; GeForce FP16 with FP16 accumulate runs at twice the FP32-accumulate rate frameworks use)."""
-    from ..hardware import load_gpu
+    from ..hardware import resolve_gpu
 
-    cards = [load_gpu(n) for n in names]
+    resolved = [resolve_gpu(n) for n in names]  # every name checked before anything is printed
+    cards = [card for card, _ in resolved]
+    for _, note in resolved:
+        if note:
+            bullet(note, prefix="note: ", style="yellow", stream=err)
     rentals = cheapest_rentals()
     rows = [_gpu_row(g, rentals.get(g.id)) for g in cards]
     notes = {}
@@ -90,13 +100,6 @@ def gpus_compare(
         if half:
             text.append(f"FP16 with FP16 accumulate {half:,.0f}, but PyTorch accumulates in FP32: {bf16:,.0f}")
         notes[g.id] = "; ".join(text)
-    if as_json:
-        print_json([{**r, "marketing_note": notes[r["id"]]} for r in rows])
-        return
-    table = Table(title="dense figures (TFLOPS = 1e12 FLOP/s, no sparsity)", title_justify="left")
-    table.add_column("")
-    for g in cards:
-        table.add_column(g.name, justify="right")
     labels = [("memory (GiB)", "memory_gib", "{:,.0f}"), ("usable (GiB)", "usable_gib", "{:,.1f}"),
               ("bandwidth (GB/s)", "bandwidth_gbs", "{:,.0f}"), ("bf16 dense TFLOPS", "bf16_tflops", "{:,.1f}"),
               ("fp8 dense TFLOPS", "fp8_tflops", "{:,.1f}"), ("fp4 dense TFLOPS", "fp4_tflops", "{:,.1f}"),
@@ -105,96 +108,124 @@ def gpus_compare(
               ("$ per bf16 TFLOP (MSRP)", "msrp_usd_per_tflop", "{:,.1f}"),
               ("cheapest rental ($/h)", "rent_usd_per_hour", "{:,.2f}"),
               ("$ per TFLOP-hour (rental)", "usd_per_tflop_hour", "{:.4f}")]
-    for label, key, spec in labels:
-        table.add_row(label, *["-" if r[key] is None else spec.format(r[key]) for r in rows])
-    out.print(table)
-    for g in cards:
-        if notes[g.id]:
-            out.print(f"[dim]{g.name}: {notes[g.id]}[/]")
+    table_rows = [{"figure": label, **{f"c{i}": None if r[key] is None else spec.format(r[key])
+                                       for i, r in enumerate(rows)}} for label, key, spec in labels]
+    columns = [Column("figure", "", priority=0),
+               *(Column(f"c{i}", short(g.id), align="right", priority=0) for i, g in enumerate(cards))]
+    show(table_rows, columns, resolve_format(fmt, as_json), title="dense figures (TFLOPS = 1e12 FLOP/s, no sparsity)",
+         notes=[f"{g.name}: {notes[g.id]}" for g in cards if notes[g.id]],
+         json_data=[{**r, "marketing_note": notes[r["id"]]} for r in rows])
 
 
 # ---- cost -------------------------------------------------------------------------------------------
 def cost_cmd(scenario: str | None = None, as_json: bool = False, catalog: list[str] | None = None,
-             discount: list[str] | None = None, top: int = 20, **fields: str | None) -> None:
-    """What the job costs on every offer that fits it (--gpu: that GPU only): GPUs rented, $/hour, hours
-    (spot: with interruptions and Daly checkpointing), GPU total and the whole bill (idle GPUs of the instance
-    shape, billing increments, storage for checkpoint, dataset and result, egress), or $ per million output
-    tokens for serving. Only prices at most --max-price-age-days old (default 90) and not low confidence are used
-    unless asked; each row shows its age and confidence, and the first offer's bill is itemized.
+             discount: list[str] | None = None, top: int | None = None, fmt: str | None = None,
+             **fields: Any) -> None:
+    """What the job costs on every offer that fits it.
+
+    With --gpu, that GPU only. GPUs rented, $/hour, hours (spot: with interruptions and Daly checkpointing), GPU
+    total and the whole bill (idle GPUs of the instance shape, billing increments, storage for checkpoint, dataset
+    and result, egress), $ per million training tokens, or $ per million output tokens for serving. Only prices at
+    most --max-price-age-days old (default 90) and not low confidence are used unless asked; each row shows its
+    age and confidence, and the first offer's bill is itemized. The first line says what was assumed.
 
     Examples:
+
+    \b
       gpuplan cost --model llama-3.1-8b --task train --method lora --train-tokens 2e8
-      gpuplan cost job.yaml --pricing any --catalog my-prices.csv --discount runpod=0.85
+      gpuplan cost examples/lora-llama-8b.yaml --pricing any --format csv
+      gpuplan cost --model qwen2.5-7b --task infer --engine vllm --discount runpod=0.85
     """
     from ..estimate import estimate
     from ..market.store import load_offers
     from ..model.catalog import load_model
     from ..plan.pricing import compare, left_out
+    from ..resolve import describe, resolve
 
-    if top < 1:
-        raise GpuplanError(f"--top must be at least 1, got {top}")
+    if top is not None and top < 1:
+        raise GpuplanError(f"--top must be 1 or more, got {top}")
     s = load_scenario(scenario, overrides(fields))
     discounts = {}
     for item in discount or []:
         provider, _, factor = item.partition("=")
         try:
-            discounts[provider] = float(factor)
+            discounts[provider.strip()] = float(factor)
         except ValueError:
             raise GpuplanError(f"--discount takes provider=multiplier (runpod=0.85), got {item!r}") from None
+    m = load_model(s.model)
+    if s.gpu:  # one GPU: its name resolved (an ambiguous one takes its common variant)
+        from ..hardware import resolve_gpu
+
+        s = s.model_copy(update={"gpu": resolve_gpu(s.gpu)[0].id})
+    s, defaults = resolve(s, m, None)
     base = estimate(s.model_copy(update={"gpu": None}), advise=False)
     offers = load_offers(tuple(catalog or ()), discounts)
-    rows = compare(s, load_model(s.model), offers, base.model.params_trainable)[:top]
+    rows = compare(s, m, offers, base.model.params_trainable)
+    fmt = resolve_format(fmt, as_json)
+    rows = rows[: top or 20] if fmt != "json" or top else rows
     skipped = {k: v for k, v in left_out(offers, s).items() if v}
-    if as_json:
-        from dataclasses import asdict
-
+    if fmt == "json":
         print_json([{**asdict(c), "label": c.label, "device_peak_gib": peak} for c, peak in rows])
         return
-    render_costs(s, rows, skipped)
+    if fmt == "table":
+        bullet(describe(s, m, hardware=f"on each offer's GPUs ({s.world_size} per job)" if not s.gpu else None),
+               prefix="", style="bold")
+        for note in [*m.notes, *defaults]:
+            bullet(note, prefix="note: ", style="yellow")
+    render_costs(s, rows, skipped, fmt)
 
 
-def render_costs(s, rows, skipped: dict[str, int]) -> None:
+def _offer_cell(c) -> str:
+    """The offer in a cell: provider and tier, and the pricing when it is not on-demand (the GPUs column holds
+    the count)."""
+    parts = c.offer.replace("_", "-").split()
+    return " ".join(p for p in parts if not (p.endswith("x") and p[:-1].isdigit()) and p != "on-demand")
+
+
+def render_costs(s, rows, skipped: dict[str, int], fmt: str = "table") -> None:
     if not rows:
-        out.print("[yellow]no offer in force fits this scenario[/] (try --pricing any, more GPUs, QLoRA, "
-                  "--max-price-age-days or --include-low-confidence)")
+        out.print("no offer in force fits this scenario (try --pricing any, more GPUs, QLoRA, --max-price-age-days "
+                  "or --include-low-confidence)")
         return
     infer = s.task == "infer"
-    table = Table(title=f"{len(rows)} offers that fit, cheapest first", title_justify="left", padding=(0, 1))
-    cols = ["offer", "GPU", "GPUs", "$/h", "peak GiB"] + (["$/M tokens"] if infer else ["hours", "GPU $", "bill $"]) \
-        + ["age", "conf."]
-    for col in cols:
-        table.add_column(col, justify="left" if col in ("offer", "GPU", "conf.") else "right", no_wrap=col != "offer")
-    for c, peak in rows:
-        age = f"[yellow]{c.price_age_days} d[/]" if c.stale else f"{c.price_age_days} d"
-        tail = [f"{c.usd_per_million_tokens:,.3f}"] if infer else [f"{c.hours:,.1f}", _usd(c.usd_total),
-                                                                  _usd(c.bill_usd)]
-        table.add_row(c.offer.replace("_", "-"), short(c.gpu_id), str(c.num_gpus), f"{c.usd_per_hour:,.2f}",
-                      f"{peak:,.1f}", *tail, age, c.price_confidence)
-    out.print(table)
-    first = rows[0][0]
+    data = [{**asdict(c), "cell": _offer_cell(c), "gpu": short(c.gpu_id), "device_peak_gib": peak}
+            for c, peak in rows]
+    old = lambda r: "yellow" if r["stale"] else None  # noqa: E731
+    columns = [Column("cell", "offer", priority=0, style=old), Column("gpu", "GPU", priority=0),
+               Column("num_gpus", "GPUs", align="right"),
+               Column("usd_per_gpu_hour", "$/GPU/h", fmt=num("{:,.2f}"), align="right", priority=4),
+               Column("usd_per_hour", "$/h", fmt=num("{:,.2f}"), align="right"),
+               Column("device_peak_gib", "peak GiB", fmt=num("{:,.1f}"), align="right", priority=5)]
     if not infer and s.train_tokens:
-        render_bill(first)
-    out.print(f"[dim]{first.offer}: price from {first.price_origin}[/]", highlight=False)
-    for why, n in skipped.items():
-        out.print(f"[dim]{n} offers left out: {why} (--max-price-age-days, --include-low-confidence)[/]")
+        columns += [Column("hours", "hours", fmt=num("{:,.1f}"), align="right"),
+                    Column("usd_total", "GPU $", fmt=usd, align="right"),
+                    Column("bill_usd", "bill $", fmt=usd, align="right", priority=2)]
+    columns += [Column("usd_per_million_tokens", "$/M tok", fmt=usd, align="right", priority=1 if infer else 3),
+                Column("price_age_days", "age", fmt=lambda d: f"{d} d", align="right", priority=2, style=old),
+                Column("price_confidence", "conf.", priority=3)]
+    tokens = "output" if infer else "training"
+    notes = [f"{n} offers left out: {why} (--max-price-age-days, --include-low-confidence)"
+             for why, n in skipped.items()]
     if not infer and not s.train_tokens:
-        out.print("[yellow]set --train-tokens to get hours, totals and the bill[/]")
-
-
-def _usd(x: float) -> str:
-    return f"{x:,.0f}" if x >= 100 else f"{x:,.2f}"
+        notes.append("set --train-tokens to get hours, totals and the bill")
+    show(data, columns, fmt, title=f"{len(rows)} offers that fit, cheapest first (on-demand unless marked; $/M tok: "
+         f"per million {tokens} tokens; yellow: price over 30 days old)", notes=notes)
+    first = rows[0][0]
+    if fmt == "table":
+        if not infer and s.train_tokens:
+            render_bill(first)
+        bullet(f"{first.offer}: price from {first.price_origin}", prefix="", style="dim")
 
 
 def render_bill(c) -> None:
     """The itemized bill of one offer: lines that add up to its total."""
-    table = Table(title=f"the whole bill on {c.label}", title_justify="left", padding=(0, 1))
-    for col in ("item", "quantity", "unit", "$/unit", "$"):
-        table.add_column(col, justify="left" if col in ("item", "unit") else "right")
-    for line in c.bill:
-        item = line.item + (f" [dim]({line.note})[/]" if line.note else "")
-        table.add_row(item, f"{line.quantity:,.2f}", line.unit, f"{line.usd_per_unit:,.3f}", f"{line.usd:,.2f}")
-    table.add_row("[bold]total[/]", "", "", "", f"[bold]{c.bill_usd:,.2f}[/]")
-    out.print(table)
+    rows = [{"item": line.item + (f" ({line.note})" if line.note else ""), "quantity": line.quantity,
+             "unit": line.unit, "price": line.usd_per_unit, "usd": line.usd} for line in c.bill]
+    rows.append({"item": "total", "usd": c.bill_usd})
+    show(rows, [Column("item", "item", priority=1), Column("quantity", "quantity", fmt=num("{:,.2f}"), align="right"),
+                Column("unit", "unit", priority=2), Column("price", "$/unit", fmt=num("{:,.3f}"), align="right",
+                                                           priority=2),
+                Column("usd", "$", fmt=num("{:,.2f}"), align="right")], "table", title=f"the whole bill on {c.label}")
 
 
 scenario_command(
@@ -202,7 +233,8 @@ scenario_command(
     option("catalog", list[str] | None, None, "A CSV of offers (same columns as data/offers.csv) that overrides "
            "the bundled rows; repeatable."),
     option("discount", list[str] | None, None, "Negotiated price multiplier: provider=0.85; repeatable."),
-    option("top", int, 20, "Show this many offers."))
+    option("top", int | None, None, "Show this many offers [default: 20 in tables, all in JSON]."),
+    option("fmt", FormatValue, None, FORMAT_HELP, param_decls=("--format",)))
 
 
 def _finite(name: str, value: float, low: float, high: float) -> float:
@@ -227,11 +259,15 @@ def buy_cmd(
     utilization: Annotated[float, typer.Option(help="Average share of TDP drawn.")] = 0.8,
     as_json: JsonFlag = False,
 ) -> None:
-    """Buy or rent? What you pay for the cards (--price, new or used; launch MSRP otherwise) and the host, plus
+    """Buy or rent? The break-even hours of owning a card.
+
+    What you pay for the cards (--price, new or used; launch MSRP otherwise) and the host, plus
     power (TDP x utilization x PUE x $/kWh) over the hours you will use them, against the cheapest current
     on-demand rental of the same cards (<= 90 days old, not low confidence); prints the break-even hours.
 
     Examples:
+
+    \b
       gpuplan buy 2x4090 --price 1800 --host-usd 1200 --host-w 150 --hours 3000
       gpuplan buy 3090 --price 700 --hours 500
     """
@@ -243,6 +279,8 @@ def buy_cmd(
 
     gpu_id, parsed = parse_have(gpu)
     card = load_gpu(gpu_id)
+    if count is not None and count > 1024:
+        raise GpuplanError(f"--count must be between 1 and 1,024, got {count}")
     n = count or parsed
     for name, value, low, high in (("hours", hours, 1, 1e6), ("usd_per_kwh", usd_per_kwh, 0, 10), ("pue", pue, 1, 3),
                                    ("utilization", utilization, 0.01, 1), ("host_usd", host_usd, 0, 1e7),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Annotated
 
 import typer
@@ -11,6 +12,7 @@ from ..errors import GpuplanError
 from ..model.catalog import bundled, load_model
 from ..model.report import human_count, model_facts, model_summary
 from .app import JsonFlag, app, err, out, print_json
+from .render import Column, FormatOption, num, resolve_format, show
 
 SORT_KEYS = ("name", "params", "active", "layers", "hidden", "context", "family")
 
@@ -25,20 +27,33 @@ def models_cmd(
     max_params: Annotated[float | None, typer.Option(help="At most this many parameters, in billions.")] = None,
     sort: Annotated[str, typer.Option(help=f"Sort by one of: {', '.join(SORT_KEYS)}.")] = "params",
     reverse: Annotated[bool, typer.Option("--reverse", help="Largest first.")] = False,
+    fmt: FormatOption = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """List the bundled models: parameters (total and active), layers, width, KV heads, context, dtype.
+    """The bundled models: parameters, layers, KV heads, context.
 
-    Any of these names works wherever a model is asked for, as do Hugging Face repo ids and paths to a
-    config.json. Example: gpuplan models --family qwen2 --sort params
+    Parameters (total and active), layers, width, KV heads, context, dtype.
+
+    Any of these names works wherever a model is asked for (the repo id, the part after the slash, or a short
+    name), as do Hugging Face repo ids, their -Instruct / -Chat variants and paths to a config.json.
+
+    Examples:
+
+    \b
+      gpuplan models --family qwen2 --sort params
+      gpuplan models --moe --sort active --format csv
     """
     if sort not in SORT_KEYS:
         raise GpuplanError(f"--sort must be one of {', '.join(SORT_KEYS)}, got {sort!r}")
+    for name, value in (("--min-params", min_params), ("--max-params", max_params)):
+        if value is not None and not (math.isfinite(value) and value >= 0):
+            raise GpuplanError(f"{name} takes a number of billions >= 0, got {value}")
     rows = [model_summary(load_model(repo), repo) for repo in bundled()]
     if family:
         rows = [r for r in rows if r["family"].lower() == family.lower()]
     if search:
-        rows = [r for r in rows if search.lower() in r["name"].lower()]
+        rows = [r for r in rows if search.lower() in r["name"].lower()
+                or any(search.lower() in n.lower() for n in r["names"])]
     if moe is not None:
         rows = [r for r in rows if r["moe"] == moe]
     rows = [r for r in rows if r["params_total"] >= min_params * 1e9
@@ -47,21 +62,22 @@ def models_cmd(
              "context": "max_context"}.get(sort, sort)
     rows.sort(key=lambda r: (r[field] is None, r[field] or 0) if field not in ("name", "family")
               else str(r[field]).lower(), reverse=reverse)
-    if as_json:
-        print_json(rows)
-        return
-    table = Table(title=f"{len(rows)} bundled models", title_justify="left")
-    for col, justify in (("model", "left"), ("family", "left"), ("params", "right"), ("active", "right"),
-                         ("layers", "right"), ("hidden", "right"), ("heads/kv", "right"), ("context", "right"),
-                         ("dtype", "left")):
-        table.add_column(col, justify=justify)
     for r in rows:
-        table.add_row(r["name"], r["family"], human_count(r["params_total"]),
-                      human_count(r["params_active"]) if r["moe"] else "", str(r["num_layers"]),
-                      str(r["hidden_size"]), f"{r['num_heads']}/{r['num_kv_heads']}",
-                      f"{r['max_context']:,}" if r["max_context"] else "?",
-                      r["quantization"] or r["dtype"])
-    out.print(table)
+        r["short"] = r["names"][0] if r["names"] else r["name"].split("/", 1)[-1]
+        r["active_if_moe"] = r["params_active"] if r["moe"] else None
+        r["heads"] = f"{r['num_heads']}/{r['num_kv_heads']}"
+        r["format"] = r["quantization"] or r["dtype"]
+    columns = [Column("short", "model", priority=0), Column("name", "repo id", priority=2),
+               Column("family", "family", priority=3),
+               Column("params_total", "params", fmt=human_count, align="right"),
+               Column("active_if_moe", "active", fmt=human_count, align="right"),
+               Column("num_layers", "layers", align="right", priority=4),
+               Column("hidden_size", "hidden", fmt=num(), align="right", priority=5),
+               Column("heads", "heads/kv", align="right", priority=4),
+               Column("max_context", "context", fmt=num(), align="right"),
+               Column("format", "dtype", priority=3)]
+    json_rows = [{k: v for k, v in r.items() if k not in ("short", "active_if_moe", "heads", "format")} for r in rows]
+    show(rows, columns, resolve_format(fmt, as_json), title=f"{len(rows)} bundled models", json_data=json_rows)
 
 
 @app.command("model")
@@ -70,10 +86,13 @@ def model_cmd(
                                         "config.json / model folder.")],
     as_json: JsonFlag = False,
 ) -> None:
-    """Show one model: parameter breakdown, layer kinds, KV-cache bytes per token, and weight sizes as
+    """One model: parameters by part, KV bytes per token, weight sizes.
+
+    Parameter breakdown, layer kinds, KV-cache bytes per token, and weight sizes as
     shipped and at bf16 / int8 / int4.
 
-    Example: gpuplan model llama-3.1-8b --json
+    Example: gpuplan model llama-3.1-8b --json (also: gpuplan model meta-llama/Llama-3.1-8B-Instruct, or the
+    path of a config.json)
     """
     facts = model_facts(load_model(name))
     if as_json:
@@ -101,7 +120,12 @@ def model_cmd(
     out.print(kinds)
     out.print(f"KV cache per token, all layers, bf16: {facts['kv_bytes_per_token_bf16_total']:,.0f} B "
               f"({facts['kv_bytes_per_token_bf16_total'] / 1024:,.1f} KiB; sliding-window layers stop growing "
-              "at their window)")
+              "at their window)" + (" as vLLM caches MLA's latent" if facts["kv_bytes_per_token_bf16_transformers"]
+                                    else ""))
+    if facts["kv_bytes_per_token_bf16_transformers"]:
+        full = facts["kv_bytes_per_token_bf16_transformers"]
+        out.print(f"  transformers caches the decompressed keys and values: {full:,.0f} B per token ({full / 1024:,.1f}"
+                  f" KiB, {full / facts['kv_bytes_per_token_bf16_total']:.0f}x)")
     w = facts["weight_gib"]
     out.print(f"weights as shipped ({facts['shipped_format']}): {w['as_shipped']:.2f} GiB;  bf16 {w['bf16']:.2f} GiB, "
               f"int8 {w['int8']:.2f} GiB, int4 (nf4) {w['int4']:.2f} GiB  [GiB = 2^30 B]")

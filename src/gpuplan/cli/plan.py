@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import sys
-from typing import Annotated
+import math
+from typing import Annotated, Any
 
 import typer
-from rich.table import Table
+from rich.text import Text
 
 from ..errors import GpuplanError
 from ..model.report import human_count
 from ..scenario import load_scenario
-from .app import JsonFlag, app, option, out, overrides, print_json, scenario_command, short
+from .app import JsonFlag, app, err, option, out, overrides, print_json, scenario_command, short
+from .render import FORMAT_HELP, Column, FormatOption, FormatValue, bullet, num, resolve_format, show, usd
 
 
 # ---- recommend --------------------------------------------------------------------------------------
@@ -20,58 +21,84 @@ def recommend_cmd(scenario: str | None = None, as_json: bool = False, budget_usd
                   providers: str | None = None, have: list[str] | None = None, min_headroom: str = "0%",
                   objective: str = "cost", top: int = 10, any_method: bool = False, any_quant: bool = False,
                   any_framework: bool = False, catalog: list[str] | None = None, launch: int | None = None,
-                  launch_dir: str = "gpuplan-launch", **fields: str | None) -> None:
-    """The setups that fit the job, ranked: memory first, then communication, then cost, then headroom.
-    Searches GPU type x count (1-8, multi-node for training) x strategy (single, DDP, ZeRO-2, ZeRO-3; TP for
-    serving) x techniques (checkpointing, micro-batch 1 with accumulation, 8-bit AdamW; LoRA/QLoRA with
-    --any-method; quantization and fp8 KV with --any-quant; the other training stacks, torchtune, torchtitan,
-    Unsloth, axolotl, a plain PyTorch loop, with their defaults and activation offloading, with --any-framework,
-    or one with --framework) x every offer. Marks the Pareto front of cost vs speed; when nothing fits, lists the
-    smallest changes that would.
+                  launch_dir: str = "gpuplan-launch", per_gpu: bool = False, fmt: str | None = None,
+                  **fields: Any) -> None:
+    """Which GPUs, how many, where: the setups that fit, ranked.
+
+    Memory first, then communication, then cost, then headroom. Searches GPU type x count (1-8, multi-node for
+    training) x strategy (single, DDP, ZeRO-2, ZeRO-3; tensor parallel for serving, with vLLM and transformers
+    unless --engine is given) x techniques (checkpointing, micro-batch 1 with accumulation, 8-bit AdamW;
+    LoRA/QLoRA with --any-method; int8, fp8, AWQ weights and an fp8 KV cache with --any-quant; the other training
+    stacks, torchtune, torchtitan, Unsloth, axolotl, a plain PyTorch loop, with their defaults and activation
+    offloading, with --any-framework, or one with --framework) x every offer. Your own cards (--have) come first,
+    in their own list, with what would make the job fit on them when nothing does. Marks the Pareto front of cost
+    vs speed; at equal cost the faster setup ranks first; when nothing fits, lists the smallest changes that would.
 
     Examples:
+
+    \b
       gpuplan recommend --model llama-3.1-8b --task train --train-tokens 2e8 --any-method
       gpuplan recommend --model llama-3.1-70b --task infer --batch-size 32 --prompt-tokens 4096 --objective time
-      gpuplan recommend job.yaml --have 2x3090 --budget-usd 50 --pricing any
-      gpuplan recommend job.yaml --pricing spot --launch 1 --launch-dir run/   # write the files that run setup 1
+      gpuplan recommend examples/lora-llama-8b.yaml --have 2x3090 --budget-usd 50 --pricing any
+      gpuplan recommend examples/lora-llama-8b.yaml --gpus a100-80gb,h100,l40s --max-gpus 1 --per-gpu
+      gpuplan recommend examples/lora-llama-8b.yaml --pricing spot --launch 1 --launch-dir run/
     """
-    from ..hardware import load_gpu
     from ..model.catalog import load_model
     from ..plan.recommend import Constraints, parse_have, recommend
 
-    if objective not in ("cost", "time", "balanced"):
-        raise GpuplanError(f"--objective must be cost, time or balanced, got {objective!r}")
     try:
         headroom = float(min_headroom.rstrip("%")) / (100 if min_headroom.endswith("%") or
                                                        float(min_headroom.rstrip("%")) > 1 else 1)
     except ValueError:
         raise GpuplanError(f"--min-headroom takes a percentage like 10%, got {min_headroom!r}") from None
-    if not 0 <= headroom < 1:
+    if not (math.isfinite(headroom) and 0 <= headroom < 1):
         raise GpuplanError(f"--min-headroom must be between 0% and 100%, got {min_headroom!r}")
     s = load_scenario(scenario, overrides(fields))
+    m = load_model(s.model)
+    owned = tuple(parse_have(h) for h in have or ())
+    notes: list[str] = []
     c = Constraints(budget_usd=budget_usd, deadline_hours=deadline_hours, max_gpus=max_gpus,
-                    gpus=tuple(load_gpu(g).id for g in (gpus or "").split(",") if g.strip()),
+                    gpus=tuple(_gpu(g, notes) for g in (gpus or "").split(",") if g.strip()),
                     providers=tuple(_provider(p) for p in (providers or "").split(",") if p.strip()),
-                    pricing=s.pricing, have=tuple(parse_have(h) for h in have or ()), min_headroom=headroom,
-                    objective=objective, top=top, any_method=any_method, any_quant=any_quant,
-                    any_framework=any_framework, catalogs=tuple(catalog or ()))
-    result = recommend(s, load_model(s.model), c)
+                    pricing=s.pricing, have=owned, min_headroom=headroom, objective=objective, top=top,
+                    any_method=any_method, any_quant=any_quant, any_framework=any_framework,
+                    catalogs=tuple(catalog or ()), per_gpu=per_gpu)
+    result = recommend(s, m, c)
+    listed = result.owned + result.setups  # numbered as shown: your cards first
+    if launch is not None and not 1 <= launch <= len(listed):
+        raise GpuplanError(f"--launch {launch}: the recommendation lists {len(listed)} setup(s); pick one of 1 to "
+                           f"{len(listed)}" if listed else "--launch: no setup fits, so there is nothing to launch")
+    fmt = resolve_format(fmt, as_json)
+    if fmt == "table" or (launch is not None and not as_json):  # what was assumed first, then its notes
+        bullet(result.resolved, prefix="", style="bold")
+    for note in [*notes, *m.notes]:  # printed after every input was checked: an error stays one line
+        bullet(note, prefix="note: ", style="yellow", stream=err)
     if launch is not None:
         from .launch import launch_setup
 
         if not as_json:
             render_recommendation(s, result)
-        launch_setup(result.setups, launch, c.have, launch_dir, as_json)
+        launch_setup(listed, launch, c.have, launch_dir, as_json)
         return
-    if as_json:
+    if fmt == "json":
         from dataclasses import asdict
 
         data = asdict(result)
-        for setup, raw in zip(result.setups, data["setups"], strict=True):
-            raw["scenario"] = setup.scenario.model_dump()
+        for setups, raw in ((result.setups, data["setups"]), (result.owned, data["owned"])):
+            for setup, item in zip(setups, raw, strict=True):
+                item["scenario"] = setup.scenario.model_dump()
         print_json(data)
         return
-    render_recommendation(s, result)
+    render_recommendation(s, result, fmt)
+
+
+def _gpu(name: str, notes: list[str]) -> str:
+    from ..hardware import resolve_gpu
+
+    gpu, note = resolve_gpu(name.strip())
+    if note:
+        notes.append(note)
+    return gpu.id
 
 
 def _provider(name: str) -> str:
@@ -85,43 +112,85 @@ def _provider(name: str) -> str:
     return name.strip()
 
 
-def _usd(x: float) -> str:
-    return f"{x:,.0f}" if x >= 100 else f"{x:,.2f}" if x >= 1 else f"{x:.3f}"
+# technique labels as table cells (the rationale lines keep the words)
+TECHNIQUE_CELLS = {"gradient checkpointing": "ckpt", "micro-batch 1 + accumulation": "mb1", "8-bit AdamW": "adam8",
+                   "bf16 embeddings": "bf16-emb", "fp8 KV cache": "kv8", "int8 weights": "int8",
+                   "fp8 weights": "fp8", "AWQ 4-bit weights": "awq", "transformers": "hf"}
 
 
-def render_recommendation(s, result) -> None:
-    out.print(f"[dim]{result.evaluated:,} setups evaluated ({result.evaluated / max(result.elapsed_s, 1e-9):,.0f}/s), "
-              f"{result.fitting:,} fit[/]")
-    if not result.setups:
-        out.print("[red]no setup fits the constraints[/]; smallest changes that would:")
-        for change in result.changes:
-            out.print(f"  - {change}")
+def _rows(s, setups, start: int = 1) -> list[dict[str, Any]]:
+    rows = []
+    for i, x in enumerate(setups, start):
+        techniques = [TECHNIQUE_CELLS.get(t, t) for t in x.techniques]
+        tags = techniques if s.task == "infer" else [x.strategy, *techniques]  # serving: tensor parallel over all
+        spread = 50 * (x.tokens_per_s_high - x.tokens_per_s_low) / x.tokens_per_s if x.tokens_per_s else 0.0
+        rows.append({**x.__dict__, "rank": f"{i}{'*' if x.pareto else ''}",
+                     "setup": f"{x.num_gpus}x {short(x.gpu_id)}" + (f" {'+'.join(tags)}" if tags else ""),
+                     "where": _where(x), "memory": f"{x.device_peak_gib:.0f}/{x.capacity_gib:.0f}",
+                     "speed": f"{x.tokens_per_s:,.0f} ±{spread:.0f}%",
+                     "age": None if x.owned else f"{x.price_age_days} d" + (" low" if x.price_confidence == "low"
+                                                                           else "")})
+    return rows
+
+
+def _where(x) -> str:
+    """The offer in a cell: the provider, and the pricing when it is not on-demand."""
+    if x.owned:
+        return "power only"
+    return x.provider if x.pricing == "on_demand" else f"{x.provider} {x.pricing.replace('_', '-')}"
+
+
+def _columns(s, train: bool) -> list[Column]:
+    old = lambda r: "yellow" if r["stale"] or r["price_confidence"] == "low" else None  # noqa: E731
+    cols = [Column("rank", "#", align="right", priority=0), Column("setup", "setup", priority=0),
+            Column("where", "offer", priority=1, style=old),
+            Column("age", "price age", align="right", priority=3, style=old),
+            Column("memory", "GiB", align="right", priority=5),
+            Column("speed", "tok/s", align="right", priority=2)]
+    if s.task == "infer":
+        cols += [Column("tokens_per_s_per_user", "tok/s/user", fmt=num("{:,.1f}"), align="right", priority=1),
+                 Column("ttft_s", "TTFT s", fmt=num("{:,.2f}"), align="right", priority=3)]
+    if train:
+        cols += [Column("hours", "hours", fmt=num("{:,.1f}"), align="right"),
+                 Column("usd_total", "$", fmt=usd, align="right")]
+    cols.append(Column("usd_per_million_tokens", "$/M tok", fmt=usd, align="right", priority=2 if train else 1))
+    return cols
+
+
+def render_recommendation(s, result, fmt: str = "table") -> None:
+    train = bool(s.task == "train" and s.train_tokens)
+    columns = _columns(s, train)
+    if fmt != "table":  # one listing for scripts: owned setups first, then rentals
+        show(_rows(s, result.owned) + _rows(s, result.setups, len(result.owned) + 1), columns, fmt)
         return
-    train = s.task == "train" and s.train_tokens
-    table = Table(title="setups that fit, best first (* Pareto front of cost vs speed)", title_justify="left",
-                  padding=(0, 1))
-    cols = ["#", "setup", "offer", "GiB", "tok/s"] + (["hours", "$"] if train else []) + ["$/Mtok"]
-    for col in cols:
-        table.add_column(col, justify="left" if col in ("setup", "offer") else "right")
-    for i, x in enumerate(result.setups, 1):
-        setup = f"{x.num_gpus}x {short(x.gpu_id)} " + "+".join([x.strategy, *x.techniques])
-        offer = f"{x.provider} {x.pricing.replace('_', '-')} " + (f"[yellow]{x.price_age_days}d[/]" if x.stale else
-                                                                  f"{x.price_age_days}d") \
-            + (" [yellow]low conf.[/]" if x.price_confidence == "low" else "")
-        row = [f"{i}{'*' if x.pareto else ''}", setup, offer, f"{x.device_peak_gib:.0f}/{x.capacity_gib:.0f}",
-               f"{x.tokens_per_s:,.0f} ±{50 * (x.tokens_per_s_high - x.tokens_per_s_low) / x.tokens_per_s:.0f}%"]
-        if train:
-            row += [f"{x.hours:,.1f}", _usd(x.usd_total)]
-        table.add_row(*row, _usd(x.usd_per_million_tokens))
-    out.print(table)
-    out.print("[dim]tok/s ± the speed model's calibration spread (bench/throughput.py); ranked on the central "
-              "value[/]")
-    for i, x in enumerate(result.setups[:3], 1):
-        out.print(f"{i}. {x.num_gpus}x {x.gpu_id} ({x.offer}): {x.rationale}")
+    out.print(Text(f"{result.evaluated:,} setups evaluated in {result.elapsed_s:.2f} s, {result.fitting:,} fit",
+                   style="dim"))
+    if result.owned or result.owned_changes:
+        if result.owned:
+            show(_rows(s, result.owned), columns, title="on your own cards (power only), best first")
+        else:
+            out.print(Text("nothing fits your own cards as asked; what would:", style="yellow"))
+        for change in result.owned_changes:
+            bullet(change)
+    if not result.setups:
+        if result.changes:
+            out.print(Text("no rented setup fits the constraints", style="red") + Text("; smallest changes that "
+                                                                                       "would:"))
+            for change in result.changes:
+                bullet(change)
+        return
+    tokens = "output" if s.task == "infer" else "training"
+    show(_rows(s, result.setups, len(result.owned) + 1), columns,
+         title=f"rented setups that fit, best first (on-demand unless marked; $/M tok: per million {tokens} "
+         "tokens; * Pareto front of cost vs speed; tok/s ± the speed model's spread; yellow: price over 30 days "
+         "old or low confidence)")
+    for i, x in enumerate(result.setups[:3], len(result.owned) + 1):
+        bullet(f"{x.num_gpus}x {short(x.gpu_id)} on {_where(x)}: {x.rationale}", prefix=f"{i}. ")
     if s.task == "train" and not s.train_tokens:
-        out.print("[yellow]set --train-tokens for hours and totals; ranked by $ per million tokens[/]")
+        bullet("set --train-tokens for hours and totals; ranked by $ per million training tokens", prefix="",
+               style="yellow")
     for note in result.notes:
-        out.print(f"[dim]{note}[/]", highlight=False)
+        bullet(note, prefix="", style="dim")
 
 
 scenario_command(
@@ -132,17 +201,20 @@ scenario_command(
         ("max_gpus", int, 8, "Most GPUs in a setup (above 8: several nodes)."),
         ("gpus", str | None, None, "Only these GPUs, comma-separated: h100-sxm,l40s."),
         ("providers", str | None, None, "Only these providers, comma-separated: runpod,vast."),
-        ("have", list[str] | None, None, "Hardware you own, priced by power only: 2x3090 (repeatable)."),
+        ("have", list[str] | None, None, "Hardware you own, priced by power only, listed first: 2x3090 "
+                                         "(repeatable)."),
         ("min_headroom", str, "0%", "Leave this share of GPU memory free: 10%."),
         ("objective", str, "cost", "Rank by cost, time or balanced."),
         ("top", int, 10, "Show this many setups."),
         ("any_method", bool, False, "Allow LoRA / QLoRA instead of the scenario's method."),
-        ("any_quant", bool, False, "Allow quantized weights and an fp8 KV cache for serving."),
+        ("any_quant", bool, False, "Allow int8, fp8 and AWQ weights and an fp8 KV cache for serving."),
         ("any_framework", bool, False, "Allow every training stack (torchtune, torchtitan, Unsloth, axolotl, a "
          "plain PyTorch loop) with its defaults: which stack for this job on this card?"),
-        ("catalog", list[str] | None, None, "Extra offers CSV overriding bundled prices (repeatable)."))],
+        ("catalog", list[str] | None, None, "Extra offers CSV overriding bundled prices (repeatable)."),
+        ("per_gpu", bool, False, "One row per GPU type, its best setup: to compare cards."))],
     option("launch", int | None, None, "Write the files that run the N-th setup (as gpuplan launch does).", "Launch"),
     option("launch_dir", str, "gpuplan-launch", "Folder --launch writes into.", "Launch"),
+    option("fmt", FormatValue, None, FORMAT_HELP, param_decls=("--format",)),
     skip=("gpu", "num_gpus", "num_nodes", "tp", "pp", "strategy"))
 
 
@@ -151,11 +223,16 @@ def table_cmd(
     cheapest: Annotated[bool, typer.Option("--cheapest/--no-cheapest",
                                            help="Search the cheapest setups (about a second more).")] = True,
     catalog: Annotated[list[str] | None, typer.Option(help="Extra offers CSV overriding bundled prices.")] = None,
-    markdown: Annotated[bool, typer.Option("--markdown", help="Print a Markdown table and numbered notes.")] = False,
+    markdown: Annotated[bool, typer.Option("--markdown", help="Same as --format markdown.")] = False,
+    fmt: FormatOption = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """The GPU guide's model table recomputed: serving memory at bf16 / 8-bit / 4-bit with a 4k context,
-    LoRA and QLoRA fine-tuning memory, the cheapest setups, and footnotes where the guide's figures are off.
+    """A GPU guide's model table, recomputed.
+
+    The table comes from a Spanish-language GPU buying guide this project started from (not shipped; its figures
+    are quoted in English): the VRAM it says each popular model needs. Recomputed here: serving memory at bf16 /
+    8-bit / 4-bit with a 4k context, LoRA and QLoRA fine-tuning memory, the cheapest setups, and footnotes where the
+    guide's figures are off.
 
     Settings: one 4,096-token sequence in transformers (8-bit = LLM.int8, 4-bit = AWQ); fine-tuning at rank 16 on
     all linear layers, micro-batch 1 x 4,096 tokens, full checkpointing. Device peak in GB (10^9 bytes, as the
@@ -165,8 +242,9 @@ def table_cmd(
 
     from ..table import guide_table
 
+    fmt = resolve_format(fmt, as_json, markdown)
     rows = guide_table(catalogs=tuple(catalog or ()), cheapest=cheapest)
-    if as_json:
+    if fmt == "json":
         data = []
         for r in rows:
             raw = {k: v for k, v in asdict(r).items() if k not in ("serve", "qlora")}
@@ -180,8 +258,6 @@ def table_cmd(
         print_json(data)
         return
     gb = 2**30 / 1e9
-    columns = ("model", "params", "guide says", "bf16", "8-bit", "4-bit", "LoRA", "QLoRA", "cheapest to serve bf16",
-               "cheapest QLoRA")
     notes: list[str] = []
     cells = []
     for r in rows:
@@ -189,27 +265,22 @@ def table_cmd(
         for note in r.notes:
             notes.append(note)
             marks += f" [{len(notes)}]"
-        cells.append([r.guide.guide_name.removeprefix("DeepSeek-") + marks, human_count(r.params_total),
-                      r.guide.guide_vram, *(f"{r.infer_gib[k] * gb:,.1f}" for k in ("bf16", "8-bit", "4-bit")),
-                      *(f"{r.train_gib[k] * gb:,.1f}" for k in ("LoRA", "QLoRA")), _cheapest(r.serve),
-                      _cheapest(r.qlora)])
-    if markdown:
-        right = ("params", "bf16", "8-bit", "4-bit", "LoRA", "QLoRA")
-        lines = ["| " + " | ".join(columns) + " |", "|" + "|".join("---:" if c in right else "---" for c in columns)
-                 + "|", *("| " + " | ".join(row) + " |" for row in cells), ""]
-        lines += [f"{i}. {note}" for i, note in enumerate(notes, 1)]
-        sys.stdout.write("\n".join(lines) + "\n")
+        cells.append({"model": r.guide.guide_name.removeprefix("DeepSeek-") + marks,
+                      "params": human_count(r.params_total), "guide": r.guide.said,
+                      **{k: f"{r.infer_gib[k] * gb:,.1f}" for k in ("bf16", "8-bit", "4-bit")},
+                      **{k: f"{r.train_gib[k] * gb:,.1f}" for k in ("LoRA", "QLoRA")},
+                      "serve": _cheapest(r.serve), "qlora": _cheapest(r.qlora)})
+    columns = [Column("model", "model", priority=0), Column("params", "params", align="right", priority=3),
+               Column("guide", "guide says", priority=2),
+               *(Column(k, k, align="right") for k in ("bf16", "8-bit", "4-bit", "LoRA", "QLoRA")),
+               Column("serve", "cheapest to serve bf16", priority=4), Column("qlora", "cheapest QLoRA", priority=4)]
+    if not cheapest:
+        columns = columns[:-2]
+    if fmt == "markdown":
+        show(cells, columns, fmt, notes=[f"{i}. {note}" for i, note in enumerate(notes, 1)])
         return
-    table = Table(title="The guide's table, recomputed (GB = 10^9 bytes; 4k tokens; \\[n] = footnote)",
-                  title_justify="left", padding=(0, 1))
-    for col in columns:
-        table.add_column(col, justify="left" if col in ("model", "guide says") or col.startswith("cheap") else
-                         "right")
-    for row in cells:
-        table.add_row(*(cell.replace("[", "\\[") for cell in row))
-    out.print(table)
-    for i, note in enumerate(notes, 1):
-        out.print(f"\\[{i}] {note}", highlight=False)
+    show(cells, columns, fmt, title="A GPU guide's table, recomputed (GB = 10^9 bytes; 4k tokens; [n] = footnote)",
+         notes=[f"[{i}] {note}" for i, note in enumerate(notes, 1)])
 
 
 def _cheapest(rec) -> str:
@@ -221,3 +292,89 @@ def _cheapest(rec) -> str:
     return f"{x.num_gpus}x {short(x.gpu_id)} ${x.usd_per_hour:,.2f}/h {x.provider}"
 
 
+# ---- fit ----------------------------------------------------------------------------------------------
+def fit_cmd(scenario: str | None = None, as_json: bool = False, gpu: str = "", show_all: bool = False,
+            fmt: str | None = None, **fields: Any) -> None:
+    """What can my hardware do? Every bundled model on your cards.
+
+    For each model: does the job fit, with which change, and the largest batch and longest context that then
+    fit.
+
+    The job is the scenario's (serving by default; --task train --method lora for fine-tuning), each model in
+    turn. Several cards split a served model (tensor parallel with vLLM, layers with transformers) and shard
+    training (DDP, then ZeRO-2, then ZeRO-3: the first that fits). When a model does not fit as asked, the
+    smallest change on the same cards that makes it fit is named (checkpointing, micro-batch 1 with
+    accumulation, 8-bit AdamW, QLoRA, 4-bit weights, ...).
+
+    Examples:
+
+    \b
+      gpuplan fit --gpu 2x3090 --task train --method lora
+      gpuplan fit --gpu rtx-4090 --engine vllm --prompt-tokens 8192
+      gpuplan fit --gpu 8xh100-sxm --task train --method full --seq-len 4096 --format csv
+    """
+    from ..model.catalog import short_names
+    from ..plan.capability import what_fits
+    from ..plan.recommend import parse_have
+    from ..resolve import describe
+
+    if not gpu.strip():
+        raise GpuplanError("fit needs your cards: --gpu 2x3090 (count x name, or a name for one card)")
+    gpu_id, count = parse_have(gpu)
+    card, note = _resolve_card(gpu)
+    if count > 8:
+        raise GpuplanError(f"fit looks at one machine: --gpu takes up to 8 cards, got {count}")
+    template = overrides(fields)
+    if scenario is not None:
+        template = {**load_scenario(scenario).model_dump(exclude_unset=True), **template}
+    template.pop("model", None)
+    template.setdefault("task", "infer")
+    example = load_scenario(None, {**template, "model": "each bundled model", "gpu": gpu_id, "num_gpus": count})
+    rows = what_fits(template, card, count)
+    fmt = resolve_format(fmt, as_json)
+    if fmt == "json":
+        from dataclasses import asdict
+
+        print_json([asdict(r) for r in rows])
+        return
+    shown = rows if show_all or fmt != "table" else [r for r in rows if r.fits]
+    names = short_names()
+    data = []
+    for r in shown:
+        data.append({**r.__dict__, "name": (names.get(r.model) or [r.model.split("/", 1)[-1]])[0],
+                     "params": human_count(r.params_total),
+                     "verdict": ("yes" if not r.change else f"with {r.change}") if r.fits else
+                     f"no: {r.reason}"})
+    if fmt == "table":
+        bullet(describe(example), prefix="", style="bold")
+        if note:
+            bullet(note, prefix="note: ", style="yellow")
+    train = example.task == "train"
+    columns = [Column("name", "model", priority=0), Column("params", "params", align="right", priority=2),
+               Column("verdict", "fits", priority=1),
+               Column("device_peak_gib", "GiB/card", fmt=num("{:,.1f}"), align="right", priority=3),
+               Column("strategy", "strategy", priority=4) if train else None,
+               Column("max_batch_size", "max micro-batch" if train else "max batch", fmt=num(), align="right"),
+               Column("max_seq_len", "max seq_len" if train else "max prompt", fmt=num(), align="right")]
+    for c in columns:  # the batch and the context are the answer: they stay at any width
+        if c is not None and c.key in ("max_batch_size", "max_seq_len"):
+            object.__setattr__(c, "priority", 0)
+    hidden = len(rows) - len(shown)
+    show(data, [c for c in columns if c], fmt,
+         title=f"{sum(r.fits for r in rows)} of {len(rows)} bundled models fit {count} x {card.name}",
+         notes=[f"{hidden} more do not fit even with changes on these cards; --all lists them"] if hidden else [])
+
+
+def _resolve_card(text: str):
+    from ..hardware import resolve_gpu
+
+    count, sep, name = text.strip().partition("x")
+    return resolve_gpu(name.strip() if sep and count.strip().isdigit() else text.strip())
+
+
+scenario_command(
+    "fit", fit_cmd,
+    option("gpu", str, "", "Your cards: 2x3090, rtx-4090, 8xh100-sxm.", param_decls=("--gpu",)),
+    option("show_all", bool, False, "Also list the models that do not fit.", param_decls=("--all",)),
+    option("fmt", FormatValue, None, FORMAT_HELP, param_decls=("--format",)),
+    skip=("model", "gpu", "num_gpus", "num_nodes"))

@@ -33,9 +33,10 @@ from rich.text import Text
 FORMATS = ("table", "plain", "csv", "markdown", "json")
 Format = Literal["table", "plain", "csv", "markdown", "json"]
 
-FormatOption = Annotated[Format | None, typer.Option(
-    "--format", help="table (sized to the terminal), plain (aligned text, every column), csv, markdown or json. "
-    "[default: table]", show_default=False)]
+FORMAT_HELP = ("table (sized to the terminal), plain (aligned text, every column), csv, markdown or json "
+               "[default: table]")
+FormatValue = Format | None
+FormatOption = Annotated[FormatValue, typer.Option("--format", help=FORMAT_HELP, show_default=False)]
 
 
 @dataclass(frozen=True)
@@ -91,40 +92,51 @@ def console() -> Console:
     return out
 
 
+def _widths(rows: list[dict[str, Any]], c: Column) -> tuple[int, int]:
+    """(natural, least) width of a column: identities and numbers never shrink; text wraps down to its longest
+    word, or 12."""
+    cells = [c.cell(r) for r in rows]
+    natural = max([len(c.header), *(len(x) for x in cells)])
+    if c.priority == 0 or c.align == "right":
+        return natural, natural
+    longest_word = max([len(w) for x in cells for w in x.split()] or [len(c.header)])
+    return natural, min(natural, max(longest_word, 12))
+
+
 def fit_columns(rows: list[dict[str, Any]], columns: Sequence[Column], width: int) -> tuple[list[Column], list[Column]]:
-    """The columns that fit ``width`` (rich's box: 3 characters per column + 1), and those dropped.
+    """The columns that fit ``width`` (rich's box: 3 characters per column + 1), and those left out.
 
-    Columns of priority >= 2 drop, highest number first, rightmost first among equals, until the natural width
-    (the longest cell of each column) fits; priority 0 and 1 always stay.
+    Priority 0 always stays; priority 1 columns are added left to right while their least widths fit (text may
+    wrap); then the others, lowest priority number first, while their natural widths fit.
     """
-    natural = {c.key: max([len(c.header), *(len(c.cell(r)) for r in rows)]) for c in columns}
-    kept = list(columns)
-    dropped: list[Column] = []
-    order = sorted((c for c in columns if c.priority >= 2), key=lambda c: (-c.priority, -columns.index(c)))
-
-    def total(cols: list[Column]) -> int:
-        return sum(natural[c.key] + 3 for c in cols) + 1
-
-    for col in order:
-        if total(kept) <= width:
-            break
-        kept.remove(col)
-        dropped.append(col)
-    return kept, dropped
+    sizes = {c.key: _widths(rows, c) for c in columns}
+    kept = [c for c in columns if c.priority == 0]
+    used = sum(sizes[c.key][0] + 3 for c in kept) + 1
+    for col in (c for c in columns if c.priority == 1):
+        if used + sizes[col.key][1] + 3 <= width:
+            kept.append(col)
+            used += sizes[col.key][1] + 3
+    for col in sorted((c for c in columns if c.priority >= 2), key=lambda c: (c.priority, columns.index(c))):
+        if used + sizes[col.key][0] + 3 <= width:
+            kept.append(col)
+            used += sizes[col.key][0] + 3
+    kept.sort(key=columns.index)
+    return kept, [c for c in columns if c not in kept]
 
 
 def table(rows: list[dict[str, Any]], columns: Sequence[Column], *, title: str | None = None,
           width: int | None = None) -> tuple[Table, list[Column]]:
-    """A rich table sized to ``width`` (the console's by default) and the columns it left out."""
+    """A rich table sized to ``width`` (the console's by default) and the columns it left out. Identifying
+    columns and numbers are never cut; other text wraps between words."""
     width = width or console().width
     kept, dropped = fit_columns(rows, columns, width)
-    t = Table(title=title, title_justify="left", padding=(0, 1))
+    t = Table(title=Text(title) if title else None, title_justify="left", padding=(0, 1))
     for c in kept:
-        natural = max([len(c.header), *(len(c.cell(r)) for r in rows)])
-        if c.priority == 0:
+        natural, least = _widths(rows, c)
+        if least == natural:  # identities and numbers are never cut
             t.add_column(c.header, justify=c.align, no_wrap=True, min_width=natural)
-        else:
-            t.add_column(c.header, justify=c.align, overflow="fold")
+        else:  # text may wrap between words
+            t.add_column(c.header, justify=c.align, overflow="fold", min_width=least)
     for r in rows:
         t.add_row(*(Text(c.cell(r), style=(c.style(r) if c.style else None) or "") for c in kept))
     return t, dropped
@@ -204,8 +216,8 @@ def show(rows: list[dict[str, Any]], columns: Sequence[Column], fmt: str = "tabl
     out = console()
     out.print(t)
     if dropped:
-        out.print(Text(f"(narrow terminal: {', '.join(c.header for c in dropped)} hidden; --format plain shows "
-                       "every column)", style="dim"))
+        bullet(f"(not shown at this width: {', '.join(c.header for c in dropped)}; --format plain shows every "
+               "column)", prefix="", style="dim")
     for note in notes:
         bullet(note, prefix="")
 

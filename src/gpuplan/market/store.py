@@ -134,6 +134,8 @@ def load_offers(catalogs: tuple[str, ...] = (), discounts: dict[str, float] | No
         for offer in read_offers(r.path, origin=origin):
             table[offer.key] = offer
     user = config_dir() / "offers.csv"
+    if any(not str(c).strip() for c in catalogs):
+        raise GpuplanError("--catalog needs the path of an offers CSV, got an empty string")
     for path in ([user] if user.is_file() else []) + [Path(c) for c in catalogs]:
         for offer in read_offers(path):
             table[offer.key] = offer

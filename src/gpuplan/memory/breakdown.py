@@ -54,7 +54,10 @@ class Estimate:
 
 
 def device_overheads(s: Scenario, generation: str | None) -> dict[str, float]:
-    """Memory outside PyTorch's allocator: CUDA context, and NCCL buffers when several GPUs talk."""
+    """Memory outside PyTorch's allocator: CUDA context, and NCCL buffers when several GPUs talk. Apple silicon
+    runs Metal, with neither (its wired-memory limit is in the card's usable memory)."""
+    if generation == "Apple":
+        return {}
     out = {"CUDA context": oh.CUDA_CONTEXT_GIB.get(generation or "", oh.CUDA_CONTEXT_DEFAULT_GIB) * GIB}
     if s.world_size > 1:
         out["NCCL buffers"] = oh.NCCL_GIB * GIB

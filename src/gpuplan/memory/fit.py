@@ -71,8 +71,12 @@ def check(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> list[str]:
 def _check_gpu(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> None:
     dtype = s.precision.split("-")[0]
     if dtype in ("bf16", "fp8") and not gpu.supports_dtype(dtype):
-        fix = "fp16-mixed" if dtype == "bf16" else "bf16-mixed"
-        raise GpuplanError(f"{gpu.name} has no {dtype} tensor cores ({gpu.architecture}): set precision {fix}")
+        if s.task == "infer":
+            fix = "fp16-true (for serving, precision is the dtype the weights run in)"
+        else:
+            fix = "fp16-mixed" if dtype == "bf16" else "bf16-mixed"
+        raise GpuplanError(f"{gpu.name} has no {dtype} tensor cores ({gpu.architecture}): set precision {fix}, or "
+                           "leave precision unset to get the card's own")
     if s.kv_cache_dtype == "bf16" and not gpu.supports_dtype("bf16"):
         raise GpuplanError(f"{gpu.name} has no bf16: set kv_cache_dtype fp16")
     if s.quant == "fp8" and s.engine == "transformers" and not gpu.supports_dtype("fp8"):

@@ -175,7 +175,8 @@ def _gemma3(cfg: Config) -> dict:
     vision = cfg.get("vision_config")
     if vision and cfg.get("text_config"):
         spec["vision_params"] = _siglip_params(Config(vision)) + _gemma3_projector_params(Config(vision), spec)
-    return spec | {"tie_default": True}
+    # transformers' Gemma3TextConfig default when text_config omits it (the 27B's config.json does)
+    return spec | {"tie_default": True, "max_context": text.get("max_position_embeddings", default=131_072)}
 
 
 def _siglip_params(v: Config) -> int:

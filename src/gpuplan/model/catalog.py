@@ -3,7 +3,10 @@
 Resolution order for a model argument:
 1. a bundled model, by repo id or alias (case, spaces and underscores ignored);
 2. an existing local path: a ``config.json`` file or a folder holding one;
-3. a Hugging Face repo id (``org/name``): only ``config.json`` is fetched, with ``huggingface_hub``, which
+3. the instruction-tuned or chat variant of a bundled base model (``meta-llama/Llama-3.1-8B-Instruct``,
+   ``qwen2.5-72b-instruct``, ``Llama-2-7b-chat-hf``, ``gemma-2-9b-it``): fine-tuning changes the weights, not
+   the shapes, so the base model's bundled config is used, offline, and the model's notes say so;
+4. a Hugging Face repo id (``org/name``): only ``config.json`` is fetched, with ``huggingface_hub``, which
    honours its cache and ``HF_HUB_OFFLINE``;
 otherwise an error with the closest bundled names.
 """
@@ -11,7 +14,10 @@ otherwise an error with the closest bundled names.
 from __future__ import annotations
 
 import json
+import os
 import re
+import socket
+from dataclasses import replace
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -39,7 +45,8 @@ def bundled() -> dict[str, Path]:
 def aliases() -> dict[str, str]:
     """Every accepted name, normalized, -> repo id."""
     table: dict[str, str] = {}
-    extra = yaml.safe_load((_data_dir() / "aliases.yaml").read_text())
+    extra = yaml.load((_data_dir() / "aliases.yaml").read_text(encoding="utf-8"),
+                      Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     for repo in bundled():
         for name in (repo, repo.split("/", 1)[1], *extra.get(repo, [])):
             table[normalize_name(name)] = repo
@@ -49,9 +56,42 @@ def aliases() -> dict[str, str]:
     return table
 
 
+@cache
+def short_names() -> dict[str, list[str]]:
+    """Repo id -> the short names people type for it (aliases.yaml), for listings."""
+    extra = yaml.load((_data_dir() / "aliases.yaml").read_text(encoding="utf-8"),
+                      Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    return {repo: [str(a) for a in extra.get(repo, []) if "/" not in str(a)] for repo in bundled()}
+
+
 def bundled_repo(name: str) -> str | None:
     """The repo id of a bundled model named ``name``, or None."""
     return aliases().get(normalize_name(name))
+
+
+# Name parts that mark a fine-tuned variant with its base model's architecture (chat / instruction tuning).
+TUNED_PARTS = ("instruct", "chat", "it")
+
+
+def _untuned(name: str) -> str:
+    return "-".join(p for p in normalize_name(name).split("-") if p not in TUNED_PARTS)
+
+
+@cache
+def _base_names() -> dict[str, str]:
+    """Every accepted name with its chat/instruct parts removed -> repo id (bundled tuned models included)."""
+    table: dict[str, str] = {}
+    for name, repo in aliases().items():
+        table.setdefault(_untuned(name), repo)
+    return table
+
+
+def base_repo(name: str) -> str | None:
+    """The bundled base model of a chat or instruction-tuned variant (``Llama-3.1-8B-Instruct`` ->
+    ``meta-llama/Llama-3.1-8B``), or None when ``name`` names no such variant."""
+    if _untuned(name) == normalize_name(name):
+        return None
+    return _base_names().get(_untuned(name))
 
 
 def load_model(name: str) -> ModelSpec:
@@ -62,8 +102,18 @@ def load_model(name: str) -> ModelSpec:
     if repo:
         return _bundled_spec(repo)
     path = Path(name).expanduser()
-    if path.exists():
+    try:
+        exists = path.exists()
+    except OSError:  # a name too long or otherwise impossible as a path is not one
+        exists = False
+    if exists:
         return _spec_from_file(path / "config.json" if path.is_dir() else path, None)
+    base = base_repo(name)
+    if base:
+        spec = _bundled_spec(base)
+        note = (f"{name} is not bundled: using the config of its base model {base} (instruction and chat tuning "
+                "change the weights, not the shapes; pass the tuned model's config.json if it differs)")
+        return replace(spec, name=name, notes=(*spec.notes, note))
     if REPO_ID.match(name) and not name.endswith(".json"):
         return _spec_from_file(_fetch_config(name), name)
     if name.endswith(".json") or "/" in name or "\\" in name:
@@ -110,18 +160,21 @@ def _fetch_config(repo_id: str) -> Path:
             "or pass the path of its config.json") from None
     close = did_you_mean(repo_id, bundled(), n=1)
     hint = f" (did you mean the bundled {close[0]!r}?)" if close else ""
+    offline = (f"cannot fetch config.json of {repo_id!r}: the Hugging Face hub is unreachable or HF_HUB_OFFLINE is "
+               f"set, and it is not in the local cache{hint}. Download it where you have network "
+               f"(huggingface.co/{repo_id}/blob/main/config.json) and pass its path: gpuplan model ./config.json")
     try:  # the cache first: no network round trip when the config is already here
         return Path(hf_hub_download(repo_id, "config.json", local_files_only=True))
     except LocalEntryNotFoundError:
         pass
+    except (OSError, ValueError):
+        raise GpuplanError(f"{repo_id!r} is not a valid Hugging Face repo id{hint}") from None
+    if not _hub_reachable():  # fail in a second instead of retrying for half a minute
+        raise GpuplanError(offline)
     try:
         return Path(hf_hub_download(repo_id, "config.json"))
     except LocalEntryNotFoundError:
-        raise GpuplanError(
-            f"cannot fetch config.json of {repo_id!r}: the Hugging Face hub is unreachable or HF_HUB_OFFLINE is "
-            f"set, and it is not in the local cache{hint}. Download it where you have network "
-            f"(huggingface.co/{repo_id}/blob/main/config.json) and pass its path: gpuplan model ./config.json"
-        ) from None
+        raise GpuplanError(offline) from None
     except GatedRepoError:
         raise GpuplanError(f"{repo_id} is gated: accept its licence on huggingface.co and log in "
                            "(`hf auth login`), or pass the path of its config.json") from None
@@ -132,3 +185,18 @@ def _fetch_config(repo_id: str) -> Path:
     except OSError as err:
         raise GpuplanError(f"cannot fetch config.json of {repo_id!r} ({err.__class__.__name__}: {err}); "
                            "pass the path of a local config.json instead") from None
+
+
+def _hub_reachable(timeout_s: float = 3.0) -> bool:
+    """Whether the hub's host answers a TCP connection (``HF_ENDPOINT`` honoured); False when offline mode is
+    set, so the caller can say so at once instead of letting the download retry for half a minute."""
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
+        return False
+    from urllib.parse import urlparse
+
+    url = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    try:
+        with socket.create_connection((url.hostname or "huggingface.co", url.port or 443), timeout=timeout_s):
+            return True
+    except OSError:
+        return False

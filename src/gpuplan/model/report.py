@@ -22,11 +22,18 @@ def human_count(n: float) -> str:
     return str(int(n))
 
 
+# model_type values that name a family by an older or internal name
+FAMILY_NAMES = {"RefinedWeb": "falcon", "RefinedWebModel": "falcon", "gemma3_text": "gemma3"}
+
+
 def model_summary(spec: ModelSpec, repo: str | None = None) -> dict[str, Any]:
-    """One row of ``gpuplan models``."""
+    """One row of ``gpuplan models``, with the short names people type for a bundled model."""
+    from .catalog import short_names
+
     return {
         "name": repo or spec.name,
-        "family": spec.family,
+        "names": short_names().get(repo, []) if repo else [],
+        "family": FAMILY_NAMES.get(spec.family, spec.family),
         "params_total": spec.params_total,
         "params_active": spec.params_active,
         "num_layers": spec.num_layers,
@@ -38,6 +45,18 @@ def model_summary(spec: ModelSpec, repo: str | None = None) -> dict[str, Any]:
         "quantization": (spec.quantization or {}).get("quant_method"),
         "moe": spec.is_moe,
     }
+
+
+def _decompressed_kv(spec: ModelSpec) -> int | None:
+    """MLA models: bf16 bytes per token of the keys and values transformers caches, decompressed per head
+    (``heads x (qk_nope + qk_rope + v_head)`` per MLA layer), where vLLM caches the latent; None otherwise."""
+    if not spec.mla:
+        return None
+    mla = spec.mla
+    per_layer = spec.num_heads * ((mla.get("qk_nope_head_dim") or 0) + (mla.get("qk_rope_head_dim") or 0)
+                                  + (mla.get("v_head_dim") or 0))
+    return 2 * sum(count * (per_layer if layer.attention == "mla" else layer.kv_dims)
+                   for layer, count in spec.layer_kinds())
 
 
 def model_facts(spec: ModelSpec) -> dict[str, Any]:
@@ -73,6 +92,7 @@ def model_facts(spec: ModelSpec) -> dict[str, Any]:
                         for layer, count in spec.layer_kinds()],
         "kv_bytes_per_token_bf16": spec.kv_bytes_per_token(2),
         "kv_bytes_per_token_bf16_total": sum(spec.kv_bytes_per_token(2).values()),
+        "kv_bytes_per_token_bf16_transformers": _decompressed_kv(spec),
         "dtype": spec.dtype,
         "dtype_assumed": spec.dtype_assumed,
         "quantization": spec.quantization,

@@ -17,6 +17,7 @@ from ..errors import GpuplanError
 from .architectures import read_architecture
 from .layers import Layer, Linear
 from .quant import DTYPE_BYTES, Format, checkpoint_format
+from .validate import checked_config
 
 # The dtype checkpoints ship in when their config.json does not say (the repos' safetensors headers).
 SHIPPED_DTYPE = {"gpt2": "float32", "bloom": "bfloat16", "gpt_oss": "bfloat16", "phi3": "bfloat16"}
@@ -62,7 +63,8 @@ class ModelSpec:
         """Read a ``config.json`` dict. Raises :class:`GpuplanError` when it cannot describe a decoder."""
         if not isinstance(config, dict):
             raise GpuplanError(f"a config.json must hold a JSON object, got {type(config).__name__}")
-        config = {k: v for k, v in config.items() if not k.startswith("_transcription")}
+        config = checked_config({k: v for k, v in config.items() if not k.startswith("_transcription")},
+                                f"config.json of {name}" if name else "config.json")
         arch, notes = read_architecture(config)
         text = config.get("text_config") or config
         tie = config.get("tie_word_embeddings", text.get("tie_word_embeddings"))
@@ -76,6 +78,9 @@ class ModelSpec:
             notes.append(f"config.json has no torch_dtype: assuming {dtype} weights")
         if dtype not in DTYPE_BYTES:
             raise GpuplanError(f"torch_dtype {dtype!r} is not supported; use float32, bfloat16 or float16")
+        if min(arch.get("head_dim", 1), arch.get("hidden_size", 1), arch.get("num_heads", 1)) < 1:
+            raise GpuplanError("the config gives a head, width or head count of 0: check hidden_size, "
+                               "num_attention_heads and head_dim")
         distinct: dict[Layer, Layer] = {}  # identical layers share one object: lookups by layer stay cheap
         layers = tuple(distinct.setdefault(layer, layer) for layer in arch.pop("layers"))
         if not layers:

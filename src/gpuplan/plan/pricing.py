@@ -8,12 +8,14 @@ scenario spans nodes. Spot offers are compared with the cheapest on-demand price
 
 from __future__ import annotations
 
+from ..errors import GpuplanError
 from ..hardware import gpus
 from ..market.cost import Cost, price_job
 from ..market.offers import Offer, max_per_node, multi_node
 from ..market.store import PriceFilter, matches, price_filter
 from ..memory import fits_only
 from ..model.spec import ModelSpec
+from ..resolve import card_precision
 from ..scenario import Scenario
 from ..speed import speed_of
 
@@ -67,7 +69,12 @@ def price(s: Scenario, m: ModelSpec, offer: Offer, trainable: int, all_offers: l
 
 
 def replace_gpu(s: Scenario, gpu_id: str) -> Scenario:
-    return s.model_copy(update={"gpu": gpu_id})
+    """``s`` on ``gpu_id``, in fp16 where the card has no bf16 and the precision was left to the card."""
+    precision = card_precision(s, gpus()[gpu_id])
+    try:
+        return s.model_copy(update={"gpu": gpu_id, **({"precision": precision} if precision else {})})
+    except GpuplanError:  # the stack refuses fp16: keep its precision, and the card check says why it cannot run
+        return s.model_copy(update={"gpu": gpu_id})
 
 
 def compare(s: Scenario, m: ModelSpec, offers: list[Offer], trainable: int, today=None) -> list[tuple[Cost, float]]:

@@ -1,5 +1,9 @@
 """``recommend``: the setups that fit a job, ranked by cost or time, and what to change when none does.
 
+Owned hardware (``have``) is ranked in its own list, ahead of the rentals: "can my cards do it?" comes first; when
+they cannot, the smallest combination of changes that makes the job fit on them is given. At equal cost (within
+0.5 %) the faster setup ranks first. Serving considers vLLM as well as transformers unless the engine was named.
+
 The guides' decision framework, in order: memory first (prune every setup that does not fit with the
 headroom asked for), then communication (NVLink or PCIe, from the speed model's bound), then budget (time
 and cost on every offer), then headroom. The search space is GPU type x count x strategy x techniques x
@@ -17,12 +21,13 @@ from dataclasses import dataclass, field
 from .. import memory
 from .. import overheads as oh
 from ..errors import GpuplanError
-from ..hardware import GpuSpec, gpus, load_gpu
+from ..hardware import GpuSpec, gpus, load_gpu, short_id
 from ..market.cost import price_job
 from ..market.offers import Offer, max_per_node, multi_node
 from ..market.store import load_offers, price_filter
 from ..memory import check, memory_report
 from ..model.spec import ModelSpec
+from ..resolve import card_precision, resolve
 from ..scenario import Scenario
 from ..speed import speed_of
 from ..stacks import FRAMEWORKS
@@ -34,6 +39,8 @@ GIB = 2**30
 
 @dataclass(kw_only=True)
 class Constraints:
+    """What the user allows; validated on creation (finite, in range), each problem one sentence."""
+
     budget_usd: float | None = None
     deadline_hours: float | None = None
     max_gpus: int = 8
@@ -48,6 +55,25 @@ class Constraints:
     any_framework: bool = False  # other training stacks (torchtune, torchtitan, Unsloth, axolotl...) may be used
     top: int = 10
     catalogs: tuple[str, ...] = ()
+    per_gpu: bool = False  # one setup per GPU type (its best), to compare cards
+
+    def __post_init__(self) -> None:
+        for name, value in (("budget_usd", self.budget_usd), ("deadline_hours", self.deadline_hours)):
+            if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+                raise GpuplanError(f"--{name.replace('_', '-')} must be a positive number, got {value!r}")
+        if not isinstance(self.max_gpus, int) or not 1 <= self.max_gpus <= COUNTS[-1]:
+            raise GpuplanError(f"--max-gpus must be between 1 and {COUNTS[-1]}, got {self.max_gpus!r}")
+        if not isinstance(self.top, int) or self.top < 1:
+            raise GpuplanError(f"--top must be 1 or more, got {self.top!r}")
+        if not (math.isfinite(self.min_headroom) and 0 <= self.min_headroom < 1):
+            raise GpuplanError(f"--min-headroom must be between 0% and 100%, got {self.min_headroom!r}")
+        if self.objective not in ("cost", "time", "balanced"):
+            raise GpuplanError(f"--objective must be cost, time or balanced, got {self.objective!r}")
+        if self.pricing not in ("on_demand", "spot", "any"):
+            raise GpuplanError(f"--pricing must be on-demand, spot or any, got {self.pricing!r}")
+        for gpu_id, count in self.have:
+            if not 1 <= count <= 1024:
+                raise GpuplanError(f"--have needs 1 to 1,024 cards of {gpu_id}, got {count}")
 
 
 @dataclass(kw_only=True)
@@ -65,6 +91,8 @@ class Setup:
     capacity_gib: float
     headroom_pct: float
     tokens_per_s: float
+    tokens_per_s_per_user: float | None = None
+    ttft_s: float | None = None
     tokens_per_s_low: float
     tokens_per_s_high: float
     bound: str
@@ -87,30 +115,43 @@ class Setup:
 
 @dataclass(kw_only=True)
 class Recommendation:
-    setups: list[Setup]
+    setups: list[Setup]  # rentals, best first
     evaluated: int
     fitting: int
     elapsed_s: float
     changes: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    owned: list[Setup] = field(default_factory=list)  # on the user's own cards (``have``), best first
+    owned_changes: list[str] = field(default_factory=list)  # when nothing fits them: what would
+    resolved: str = ""  # the scenario as searched, in one line: what every answer prints first
 
 
 def parse_have(text: str) -> tuple[str, int]:
-    """``2x3090`` -> (GPU id, 2)."""
+    """``2x3090`` -> (GPU id, 2); a bare name is one card."""
     count, sep, name = text.strip().partition("x")
-    if not sep or not count.isdigit():
+    if not sep or not count.strip().isdigit():
         count, name = "1", text
+    if int(count) < 1:
+        raise GpuplanError(f"--have needs at least one card: {text!r} has {int(count)}")
     return load_gpu(name.strip()).id, int(count)
 
 
 def _variants(s: Scenario, c: Constraints) -> list[tuple[list[str], dict]]:
     """Technique combinations to try, cheapest in speed first."""
     if s.task == "infer":
-        out: list[tuple[list[str], dict]] = [([], {})]
-        if c.any_quant and s.quant is None:
-            out += [(["fp8 KV cache"], {"kv_cache_dtype": "fp8"}), (["int8 weights"], {"quant": "int8"}),
-                    (["AWQ 4-bit weights"], {"quant": "awq-int4"}),
-                    (["AWQ 4-bit weights", "fp8 KV cache"], {"quant": "awq-int4", "kv_cache_dtype": "fp8"})]
+        engines = [s.engine] if "engine" in s.model_fields_set else ["vllm", "transformers"]
+        out: list[tuple[list[str], dict]] = []
+        for engine in engines:
+            base = {"engine": engine} if engine != s.engine else {}
+            label = [engine] if "engine" not in s.model_fields_set else []
+            out.append((label, base))
+            if c.any_quant and s.quant is None and engine != "llama.cpp":
+                out += [([*label, "fp8 KV cache"], {**base, "kv_cache_dtype": "fp8"}),
+                        ([*label, "int8 weights"], {**base, "quant": "int8"}),
+                        ([*label, "fp8 weights"], {**base, "quant": "fp8"}),
+                        ([*label, "AWQ 4-bit weights"], {**base, "quant": "awq-int4"}),
+                        ([*label, "AWQ 4-bit weights", "fp8 KV cache"], {**base, "quant": "awq-int4",
+                                                                         "kv_cache_dtype": "fp8"})]
         return out
     methods = [s.method] + ([m for m in ("lora", "qlora") if m != s.method] if c.any_method else [])
     out = []
@@ -214,8 +255,10 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
                 as_given[key] = (scenario, shared)
             for gpu in cards.values():
                 evaluated += 1
-                placed = scenario.model_copy(update={"gpu": gpu.id})
-                try:
+                precision = card_precision(scenario, gpu)
+                try:  # the stack may refuse the card's precision
+                    placed = scenario.model_copy(update={"gpu": gpu.id, **({"precision": precision} if precision
+                                                                          else {})})
                     check(placed, m, gpu)
                 except GpuplanError:
                     continue
@@ -227,17 +270,66 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
                 if change and shared:
                     pending.update({id(x): (labels, as_given.get(key), scenario, shared, gpu) for x in priced})
                 setups += priced
-    setups = _filter_rank(setups, c)
-    for x in setups[: c.top]:  # the speed model's cost of the change, on the setup's card
+    owned = _filter_rank([x for x in setups if x.owned], c)
+    setups = _filter_rank([x for x in setups if not x.owned], c)
+    for x in setups[: c.top] + owned[: c.top]:  # the speed model's cost of the change, on the setup's card
         if id(x) in pending:
             labels, given, scenario, shared, gpu = pending[id(x)]
             x.change = _change_note(labels, given, scenario, shared, m, gpu)
     result = Recommendation(setups=setups[: c.top], evaluated=evaluated, fitting=fitting,
-                            elapsed_s=time.perf_counter() - started)
+                            elapsed_s=time.perf_counter() - started, owned=owned[: c.top])
     result.notes = _price_notes(s, c, all_offers, cards)
+    result.resolved = searched(s, m, c)
+    if explain and c.have and not owned:
+        result.owned_changes = _what_fits_owned(s, m, c)
     if not setups and explain:
         result.changes = _what_would_fit(s, m, c, biggest, fitting, all_offers)
     return result
+
+
+def searched(s: Scenario, m: ModelSpec, c: Constraints) -> str:
+    """The resolved line of a search: the scenario, and the engines and GPU counts it tries."""
+    from ..resolve import describe
+
+    engine = None if s.task == "train" or "engine" in s.model_fields_set else "vLLM or transformers"
+    counts = f"1-{c.max_gpus}" if c.max_gpus > 1 else "1"
+    cards = "the GPUs of --gpus" if c.gpus else "every GPU type with a price"
+    layout = "data parallel or ZeRO" if s.task == "train" else "tensor parallel"
+    return describe(s, m, engine=engine, hardware=f"{counts} x {cards} ({layout})")
+
+
+def _what_fits_owned(s: Scenario, m: ModelSpec, c: Constraints) -> list[str]:
+    """For each owned card type that nothing fits: the change (a combination when no single one is enough) that
+    makes the job fit on all of those cards, as ``estimate`` would advise it."""
+    from .advice import suggestions
+
+    out = []
+    for gpu_id, count in c.have:
+        gpu = gpus()[gpu_id]
+        layout = {"num_gpus": count, "num_nodes": 1, "gpu": gpu_id}
+        if s.task == "train":
+            layout.update(strategy="single" if count == 1 else "zero3", tp=1, pp=1)
+        else:
+            layout.update(strategy=None, tp=1, pp=1)
+        try:
+            scenario = s.model_copy(update=layout)
+            precision = card_precision(scenario, gpu)
+            if precision:
+                scenario = scenario.model_copy(update={"precision": precision})
+            scenario, _ = resolve(scenario, m, gpu)
+            check(scenario, m, gpu)
+        except GpuplanError as err:
+            out.append(f"your {count}x {short_id(gpu_id)}: {err}")
+            continue
+        _e, report = memory_report(scenario, m, gpu)
+        fixes = [x for x in suggestions(scenario, m, gpu, report) if x.fits and "num_gpus" not in x.fields]
+        where = f"your {count}x {short_id(gpu_id)}"
+        if fixes:
+            out.append(f"{where}: {fixes[0].change} ({fixes[0].cost})")
+        else:
+            out.append(f"{where}: nothing fits, even with every change on these cards "
+                       f"({report.device_peak_gib:.1f} of {gpu.usable_gib:.1f} GiB per card as asked)")
+    return out
 
 
 def _price_notes(s: Scenario, c: Constraints, all_offers: list[Offer], cards: dict) -> list[str]:
@@ -292,7 +384,8 @@ def _priced(s: Scenario, m: ModelSpec, gpu: GpuSpec, labels: list[str], peak: fl
         if not cost.finishes:
             continue
         hours = cost.hours if s.task == "train" and s.train_tokens else None
-        offer_label = cost.offer
+        offer_label = f"your {offer.gpu_count}x {short_id(offer.gpu_id)} (power only)" if offer.pricing == "owned" \
+            else cost.offer
         priced = s if offer.pricing == "owned" else s.model_copy(update={
             "provider": offer.provider, "pricing": "spot" if offer.interruptible else "on_demand"})
         setup = Setup(scenario=priced, gpu_id=gpu.id, num_gpus=s.world_size, strategy=s.resolved_strategy if
@@ -300,6 +393,7 @@ def _priced(s: Scenario, m: ModelSpec, gpu: GpuSpec, labels: list[str], peak: fl
                       provider=offer.provider, pricing=offer.pricing, owned=offer.pricing == "owned",
                       device_peak_gib=peak, capacity_gib=gpu.usable_gib,
                       headroom_pct=100 * (1 - peak / gpu.usable_gib), tokens_per_s=speed.tokens_per_s,
+                      tokens_per_s_per_user=speed.tokens_per_s_per_sequence, ttft_s=speed.ttft_s,
                       tokens_per_s_low=speed.tokens_per_s_low, tokens_per_s_high=speed.tokens_per_s_high,
                       bound=speed.bound, usd_per_hour=cost.usd_per_hour, hours=hours,
                       usd_total=cost.usd_total if hours is not None else None,
@@ -359,10 +453,12 @@ def _filter_rank(setups: list[Setup], c: Constraints) -> list[Setup]:
             and (c.deadline_hours is None or x.hours is None or x.hours <= c.deadline_hours)]
     best: dict[tuple, Setup] = {}  # one per (GPU, count, provider, pricing): its best offer, techniques, strategy
     for x in kept:
-        k = (x.gpu_id, x.num_gpus, x.provider, x.pricing)
+        k = (x.gpu_id,) if c.per_gpu else (x.gpu_id, x.num_gpus, x.provider, x.pricing)
         if k not in best or _key(x, c.objective) < _key(best[k], c.objective):
             best[k] = x
-    ranked = sorted(best.values(), key=lambda x: (round(_key(x, c.objective), 12), x.num_gpus, -x.headroom_pct))
+    # equal cost (3 significant digits): the faster first, then the fewer GPUs, then the roomier
+    ranked = sorted(best.values(), key=lambda x: (float(f"{_key(x, c.objective):.3g}"), -x.tokens_per_s, x.num_gpus,
+                                                  -x.headroom_pct))
     for x in ranked:  # Pareto front of cost vs time
         x.pareto = not any(y.usd_per_million_tokens <= x.usd_per_million_tokens and y.tokens_per_s >= x.tokens_per_s
                            and (y.usd_per_million_tokens, y.tokens_per_s) != (x.usd_per_million_tokens,

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import statistics
 import time
 from pathlib import Path
@@ -116,16 +117,49 @@ def write_record(record: dict[str, Any], folder: Path) -> Path:
 
 
 def read_record(path: str | Path) -> dict[str, Any]:
+    """A probe record from ``path``, checked: a JSON object with ``scenario``, ``probe`` and ``estimate``
+    objects whose measured and estimated GiB are finite numbers >= 0 (one sentence per problem)."""
+    p = Path(path)
+    if p.is_dir():
+        raise GpuplanError(f"{path} is a folder: pass the probe records in it ({path}/*.json)")
     try:
-        record = json.loads(Path(path).read_text())
+        record = json.loads(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise GpuplanError(f"no probe record at {path}") from None
+    except (UnicodeDecodeError, OSError):
+        raise GpuplanError(f"{path} is not a probe record (not a readable UTF-8 JSON file)") from None
     except json.JSONDecodeError as e:
         raise GpuplanError(f"{path} is not a probe record (invalid JSON at line {e.lineno})") from None
+    if not isinstance(record, dict):
+        raise GpuplanError(f"{path} is not a probe record: it holds a JSON {_kind(record)}, not an object")
     missing = {"scenario", "probe", "estimate"} - set(record)
     if missing:
         raise GpuplanError(f"{path} is not a probe record: it lacks {', '.join(sorted(missing))}")
+    for part in ("scenario", "probe", "estimate"):
+        if not isinstance(record[part], dict):
+            raise GpuplanError(f"{path}: {part!r} must be a JSON object, got {_kind(record[part])}")
+    if "simulation" in record and not isinstance(record["simulation"], dict):
+        raise GpuplanError(f"{path}: 'simulation' must be a JSON object")
+    for key in ("allocated_peak_gib", "reserved_peak_gib", "device_used_gib"):
+        if key in record["probe"] or key != "device_used_gib":
+            _gib(record["probe"].get(key), f"{path}: probe.{key}")
+    for key in ("allocated_peak_gib", "reserved_peak_gib", "device_peak_gib"):
+        if key not in record["estimate"]:
+            raise GpuplanError(f"{path}: estimate.{key} is missing (the record was not written by gpuplan probe)")
+        _gib(record["estimate"][key], f"{path}: estimate.{key}")
+    if "simulation" in record:
+        _gib(record["simulation"].get("allocated_peak_gib"), f"{path}: simulation.allocated_peak_gib")
     return record
+
+
+def _kind(value: Any) -> str:
+    return {type(None): "null", dict: "object", list: "list", str: "string", bool: "boolean"}.get(
+        type(value), "number")
+
+
+def _gib(value: Any, where: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise GpuplanError(f"{where} must be a number of GiB >= 0, got {value!r}")
 
 
 def calibrate(records: list[dict[str, Any]]) -> dict[str, Any]:

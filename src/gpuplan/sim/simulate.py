@@ -57,7 +57,10 @@ class Simulation:
     phases_gib: dict[str, float]  # each phase's peak
     runs: list[dict[str, Any]]  # layer counts simulated, with their peaks
     notes: list[str] = field(default_factory=list)
-    timeline: list[tuple[int, float, str]] = field(default_factory=list)  # of the largest run: (event, GiB, phase)
+    # (event, GiB, phase) of the last run, stretched to the full depth: at each phase's peak the extrapolated
+    # peak, in between interpolated (see _full_depth); timeline_layers: the layers that run had
+    timeline: list[tuple[int, float, str]] = field(default_factory=list)
+    timeline_layers: int = 0
     elapsed_s: float = 0.0
 
 
@@ -94,10 +97,52 @@ def simulate(scenario: Scenario | dict[str, Any], *, timeline: bool = False, lay
     if layers is None and len(runs) > 1:
         sim.notes.append(f"extrapolated from {len(runs)} runs of {', '.join(str(sum(c)) for c in runs)} layers "
                          f"to {sum(target)} (memory is affine in the number of identical layers)")
-    last = results[-1][1]
+    last_counts, last = results[-1]
     if timeline:
-        sim.timeline = [(event, b / GIB, ph) for event, b, ph in last.timeline]
+        sim.timeline = _full_depth(last.timeline, _phase_shifts(results, target))
+        sim.timeline_layers = sum(last_counts)
     return sim
+
+
+def _full_depth(timeline: list[tuple[int, int, str]], shifts: dict[str, float]) -> list[tuple[int, float, str]]:
+    """The short run's timeline raised to the full depth. Extra layers add bytes that build up through the
+    forward (saved activations) and drain through the backward, so the bytes added are anchored at each phase
+    segment's peak event (the phase's extrapolated peak there, exactly) and interpolated linearly in between."""
+    anchors: list[tuple[int, float]] = []
+    start = 0
+    for i in range(1, len(timeline) + 1):
+        if i == len(timeline) or timeline[i][2] != timeline[start][2]:
+            segment = timeline[start:i]
+            event, _, phase = max(segment, key=lambda x: x[1])
+            anchors.append((event, shifts.get(phase, 0.0)))
+            start = i
+    out = []
+    k = 0
+    for event, live, phase in timeline:
+        while k + 1 < len(anchors) and anchors[k + 1][0] <= event:
+            k += 1
+        (e0, s0), (e1, s1) = anchors[k], anchors[min(k + 1, len(anchors) - 1)]
+        shift = s0 if e1 == e0 or event <= e0 else s0 + (s1 - s0) * (event - e0) / (e1 - e0)
+        out.append((event, (live + shift) / GIB, phase))
+    return out
+
+
+def _phase_shifts(results, target: list[int]) -> dict[str, float]:
+    """Bytes to add to each phase of the last run's timeline so that it stands at ``target`` layers: the phase's
+    extrapolated peak minus its peak in that run (setup and zero_grad included, extrapolated the same way)."""
+    (base_counts, base), *more = results
+    last = results[-1][1]
+    shifts = {}
+    for phase, peak in base.peaks.items():
+        total = float(peak.bytes)
+        for counts, tracker in more:
+            k = next(i for i, (a, b) in enumerate(zip(counts, base_counts, strict=True)) if a != b)
+            other = tracker.peaks.get(phase)
+            if other is not None:
+                total += (target[k] - base_counts[k]) * (other.bytes - peak.bytes)
+        if phase in last.peaks:
+            shifts[phase] = total - last.peaks[phase].bytes
+    return shifts
 
 
 def _require():

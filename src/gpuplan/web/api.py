@@ -35,6 +35,7 @@ router = APIRouter(prefix="/api")
 
 class ModelRow(BaseModel):
     name: str
+    names: list[str] = []
     family: str
     params_total: int
     params_active: int

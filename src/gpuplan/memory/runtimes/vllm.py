@@ -297,7 +297,7 @@ def kv_geometry(s: Scenario, m: ModelSpec, stage: Stage, lim: Limits, max_len: i
     for layer in stage.layers:
         kinds.setdefault((layer.attention, layer.window), []).append(layer)
     group = min(len(v) for v in kinds.values())
-    page = max(layer_page_bytes(s, m, layer, block) for layer in stage.layers)
+    page = max(layer_page_bytes(s, m, layer, block) for layer in dict.fromkeys(stage.layers))  # distinct layers
     per_request = 0
     for layers in kinds.values():
         per_request += math.ceil(len(layers) / group) * math.ceil(_layer_tokens(layers[0], lim) / block)

@@ -1,0 +1,83 @@
+"""A ``config.json`` checked at the boundary: the sizes a model is built from are whole, positive numbers.
+
+A config is user input (a local file, a downloaded one, a hand-edited one). Before any arithmetic, the keys the
+readers in :mod:`gpuplan.model.architectures` multiply and divide by must be integers (not strings, not 2.5,
+not NaN) in range; the nested ``text_config`` / ``vision_config`` are checked the same way, and the few keys
+that must be mappings or lists are. Each problem is one sentence naming the key, the value and the fix.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..errors import GpuplanError
+
+# Sizes and counts that must be >= 1 wherever they appear.
+POSITIVE = (
+    "hidden_size", "n_embd", "n_embed", "d_model", "num_hidden_layers", "n_layer", "num_layers", "vocab_size",
+    "num_attention_heads", "n_head", "num_key_value_heads", "num_kv_heads", "n_head_kv", "head_dim",
+    "intermediate_size", "n_inner", "ffn_dim", "ffn_hidden_size", "moe_intermediate_size",
+    "shared_expert_intermediate_size", "max_position_embeddings", "n_positions", "seq_length",
+    "num_local_experts", "num_experts", "n_routed_experts", "num_experts_per_tok", "experts_per_token",
+    "moe_layer_freq", "decoder_sparse_step", "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim",
+    "v_head_dim", "word_embed_proj_dim", "patch_size", "image_size", "num_channels", "sliding_window_pattern",
+)
+# Counts that may be 0.
+NON_NEGATIVE = ("n_shared_experts", "first_k_dense_replace", "max_window_layers", "num_ln_in_parallel_attn",
+                "sliding_window")
+MAPPINGS = ("text_config", "vision_config", "quantization_config", "rope_scaling")
+LISTS = ("layer_types", "architectures", "mlp_only_layers")
+TEXTS = ("model_type", "torch_dtype", "dtype", "hidden_act", "hidden_activation", "activation_function",
+         "_name_or_path")
+LARGEST = 2**31  # no real size comes near; keeps products of sizes far from overflow in float arithmetic
+# Counts the readers build one object per unit of (layers, experts): bounded so a typo cannot exhaust memory.
+# The deepest released decoders have ~130 layers; the most routed experts, 384 (Kimi K2).
+BUILT = {"num_hidden_layers": 10_000, "n_layer": 10_000, "num_layers": 10_000, "num_local_experts": 65_536,
+         "num_experts": 65_536, "n_routed_experts": 65_536, "n_shared_experts": 65_536}
+
+
+def checked_config(config: dict[str, Any], where: str = "config.json") -> dict[str, Any]:
+    """``config`` with integral floats (4096.0) made ints; raises :class:`GpuplanError` on the first bad value."""
+    out = dict(config)
+    for key in MAPPINGS:
+        if out.get(key) is not None and not isinstance(out[key], dict):
+            raise GpuplanError(f"{where}: {key} must be a JSON object, got {type(out[key]).__name__}; fix the file "
+                               "or pass the model's original config.json")
+    for key in TEXTS:
+        if out.get(key) is not None and not isinstance(out[key], str):
+            raise GpuplanError(f"{where}: {key} must be text, got {out[key]!r}")
+    for key in LISTS:
+        if out.get(key) is not None and not isinstance(out[key], list):
+            raise GpuplanError(f"{where}: {key} must be a JSON list, got {type(out[key]).__name__}")
+    if out.get("layer_types") and not all(isinstance(t, str) for t in out["layer_types"]):
+        raise GpuplanError(f"{where}: layer_types must list layer kinds as text (full_attention, sliding_attention)")
+    for key in (*POSITIVE, *NON_NEGATIVE):
+        if out.get(key) is not None:
+            out[key] = _whole(out[key], key, where, 1 if key in POSITIVE else 0, BUILT.get(key, LARGEST))
+    hidden = out.get("hidden_size") or out.get("n_embd")
+    heads = out.get("num_attention_heads") or out.get("n_head")
+    if hidden and heads and not out.get("head_dim") and hidden < heads:
+        raise GpuplanError(f"{where}: hidden_size {hidden} is smaller than num_attention_heads {heads}, so each head "
+                           "would have no dimensions (head_dim = hidden_size / heads); give head_dim or fix the sizes")
+    experts = next((out[k] for k in ("num_local_experts", "num_experts", "n_routed_experts") if out.get(k)), None)
+    per_token = out.get("num_experts_per_tok") or out.get("experts_per_token")
+    if experts and per_token and per_token > experts:
+        raise GpuplanError(f"{where}: {per_token} experts per token but only {experts} experts; "
+                           "num_experts_per_tok must not exceed the expert count")
+    for key in ("text_config", "vision_config"):
+        if isinstance(out.get(key), dict):
+            out[key] = checked_config(out[key], f"{where} ({key})")
+    return out
+
+
+def _whole(value: Any, key: str, where: str, least: int, most: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise GpuplanError(f"{where}: {key} must be a number, got {value!r}; write it without quotes")
+    if isinstance(value, float):
+        if not math.isfinite(value) or not value.is_integer():
+            raise GpuplanError(f"{where}: {key} must be a whole number, got {value!r}")
+        value = int(value)
+    if not least <= value <= most:
+        raise GpuplanError(f"{where}: {key} must be between {least} and {most:,}, got {value:,}")
+    return value

@@ -1,0 +1,152 @@
+"""What can my hardware do? For every bundled model: does the job fit these cards, with which changes, and how
+large a batch and how long a context then fit.
+
+The same functions as ``gpuplan estimate``: each model's scenario is the user's (task, method, lengths, engine...)
+on the cards named, with the card- and count-dependent defaults of :mod:`gpuplan.resolve`. Several training GPUs try
+DDP, then ZeRO-2, then ZeRO-3 (the first that fits, unless a strategy was given). When the job does not fit as
+asked, the change that makes it fit on the same cards with the most room (a combination when no single one is
+enough, from :mod:`gpuplan.plan.advice`; CPU offload and another stack only when nothing else fits) is given, and
+the batch and context are those with the change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import GpuplanError
+from ..hardware import GpuSpec
+from ..memory import check, fits_only, memory_report
+from ..model.catalog import bundled, load_model
+from ..resolve import resolve
+from ..scenario import Scenario, scenario_from
+from .advice import largest_fitting, suggestions
+
+
+@dataclass(kw_only=True)
+class FitRow:
+    model: str  # repo id
+    params_total: int
+    fits: bool  # as asked, or with ``change``
+    change: str = ""  # what makes it fit on these cards ("" when it fits as asked)
+    fields: dict[str, Any] = field(default_factory=dict)  # the scenario fields of that change
+    strategy: str = ""
+    device_peak_gib: float | None = None
+    max_batch_size: int | None = None
+    max_seq_len: int | None = None
+    cpu_gib: float = 0.0  # CPU memory the change needs (offload)
+    reason: str = ""  # why nothing fits
+
+
+def what_fits(template: dict[str, Any], gpu: GpuSpec, count: int, models: list[str] | None = None) -> list[FitRow]:
+    """One row per model (default: every bundled one): those that fit as asked, then with a change on the GPU
+    alone, then with CPU offload (slow), then the rest; largest first in each group."""
+    rows = [_row(template, repo, gpu, count) for repo in (models or list(bundled()))]
+    rows.sort(key=lambda r: (not r.fits, bool(r.change), r.cpu_gib > 0, -r.params_total))
+    return rows
+
+
+def _layouts(s: Scenario, count: int) -> list[dict[str, Any]]:
+    if s.task == "infer" or count == 1 or s.strategy is not None:
+        return [{}]
+    return [{"strategy": st} for st in ("ddp", "zero2", "zero3")]
+
+
+def _row(template: dict[str, Any], repo: str, gpu: GpuSpec, count: int) -> FitRow:
+    m = load_model(repo)
+    row = FitRow(model=repo, params_total=m.params_total, fits=False)
+    try:
+        base = scenario_from({**template, "model": repo, "gpu": gpu.id, "num_gpus": count})
+    except GpuplanError as err:  # the template is checked by the caller; a model may still refuse it
+        row.reason = str(err).splitlines()[0]
+        return row
+    tried: list[Scenario] = []
+    for layout in _layouts(base, count):
+        try:
+            s, _ = resolve(base.model_copy(update=layout), m, gpu)
+            check(s, m, gpu)
+        except GpuplanError as err:
+            row.reason = str(err)
+            continue
+        tried.append(s)
+        ok, peak = fits_only(s, m, gpu)
+        if ok:
+            row.fits, row.device_peak_gib, row.strategy = True, peak, s.resolved_strategy
+            row.max_batch_size, row.max_seq_len = largest_fitting(s, m, gpu)
+            return row
+    if not tried:
+        return row
+    s = tried[-1]  # the most sharded layout: the changes start from there
+    _e, report = memory_report(s, m, gpu)
+    fixes = [x for x in suggestions(s, m, gpu, report) if x.fits and "num_gpus" not in x.fields
+             and not _changes_job(x.fields, s)]
+    if not fixes:
+        row.device_peak_gib = report.device_peak_gib
+        row.reason = f"needs {report.device_peak_gib:,.0f} GiB per card as asked, and no change on these cards fits"
+        return row
+    # the most room on the cards (the question is how much fits), keeping the method and weights asked for, in the
+    # user's stack, without CPU offload, as far as some change does without each
+    fixes.sort(key=lambda x: ("offload" in x.fields or "activation_offload" in x.fields, "framework" in x.fields,
+                              "method" in x.fields or "quant" in x.fields, x.device_peak_gib))
+    best = fixes[0]
+    fixed = s.model_copy(update=best.fields)
+    moved = {k: getattr(fixed, k) for k in type(s).model_fields if getattr(fixed, k) != getattr(s, k)}
+    row.fits, row.change, row.fields = True, change_words(moved, s), best.fields  # what moves, said; what to set
+    row.cpu_gib = memory_report(s.model_copy(update=best.fields), m, gpu)[1].cpu_gib
+    if row.cpu_gib:
+        row.change += f" ({row.cpu_gib:,.0f} GiB of RAM)"
+    row.device_peak_gib, row.strategy = best.device_peak_gib, fixed.resolved_strategy
+    row.max_batch_size, row.max_seq_len = (best.max_batch_size, best.max_seq_len) if best.combination else \
+        largest_fitting(fixed, m, gpu)
+    return row
+
+
+def _changes_job(fields: dict[str, Any], s: Scenario) -> bool:
+    """A fix that shortens the sequences or serves fewer requests answers another question."""
+    return any(k in fields and fields[k] < getattr(s, k) for k in ("seq_len", "prompt_tokens", "batch_size"))
+
+
+def change_words(fields: dict[str, Any], s: Scenario) -> str:
+    """The scenario fields of a change, in a few words: ``checkpointing + QLoRA``."""
+    words = []
+    if fields.get("grad_checkpointing"):
+        words.append("checkpointing" if fields["grad_checkpointing"] == "full" else
+                     f"{fields['grad_checkpointing']} checkpointing")
+    if "micro_batch_size" in fields:
+        words.append(f"micro-batch {fields['micro_batch_size']} x {fields.get('grad_accum_steps', 1)} accumulation")
+    if fields.get("method") and fields["method"] != s.method:
+        words.append({"lora": "LoRA", "qlora": "QLoRA", "full": "full"}[fields["method"]])
+    if fields.get("optimizer"):
+        words.append({"adamw-8bit": "8-bit AdamW", "paged-adamw-8bit": "paged 8-bit AdamW"}.get(
+            fields["optimizer"], fields["optimizer"]))
+    if fields.get("qlora_fp32_upcast") is False:
+        words.append("bf16 embeddings")
+    if fields.get("quant"):
+        words.append({"awq-int4": "AWQ 4-bit", "int8": "int8", "fp8": "fp8"}.get(fields["quant"], fields["quant"])
+                     + " weights")
+    if fields.get("kv_cache_dtype"):
+        words.append(f"{fields['kv_cache_dtype']} KV cache")
+    if fields.get("strategy") and fields["strategy"] != s.strategy:
+        words.append({"zero3": "ZeRO-3", "zero2": "ZeRO-2"}.get(fields["strategy"], fields["strategy"]))
+    if fields.get("tp", 1) > 1 and fields.get("tp") != s.tp:
+        words.append(f"tensor parallel {fields['tp']}")
+    if fields.get("offload"):
+        words.append({"optimizer": "optimizer offload", "optimizer+params": "CPU offload"}[fields["offload"]])
+    if fields.get("attention"):
+        words.append(f"{fields['attention']} attention")
+    if fields.get("loss") and fields["loss"] != s.loss:
+        words.append({"fused-linear": "fused linear cross-entropy", "chunked": "chunked cross-entropy"}.get(
+            fields["loss"], f"{fields['loss']} loss"))
+    if fields.get("compile") and not s.compile:
+        words.append("torch.compile")
+    if fields.get("activation_offload") and not s.activation_offload:
+        words.append("activation offload")
+    if fields.get("optimizer_in_backward") and not s.optimizer_in_backward:
+        words.append("optimizer in backward")
+    if fields.get("framework") and fields["framework"] != s.framework:
+        words.insert(0, f"the {fields['framework']} stack")
+    said = {"grad_checkpointing", "micro_batch_size", "grad_accum_steps", "method", "optimizer", "qlora_fp32_upcast",
+            "quant", "kv_cache_dtype", "strategy", "tp", "offload", "attention", "loss", "compile",
+            "activation_offload", "optimizer_in_backward", "framework", "precision", "pp", "num_gpus"}
+    words += [f"{k.replace('_', ' ')} {v}" for k, v in fields.items() if k not in said and v != getattr(s, k, v)]
+    return " + ".join(words) or "a change"

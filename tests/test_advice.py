@@ -1,0 +1,104 @@
+"""What to change: single fixes from one list, the smallest combination when none is enough, the room it leaves,
+and the GPUs the user named kept first; ``gpuplan fit`` built on them."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from gpuplan import estimate
+from gpuplan.hardware import load_gpu
+from gpuplan.model.catalog import load_model
+from gpuplan.plan.advice import candidate_fixes, smallest_combination
+from gpuplan.plan.capability import what_fits
+from gpuplan.scenario import Scenario
+
+OOM = dict(model="llama-3-8b", task="train", method="lora", gpu="a100-sxm4-40gb", micro_batch_size=8, seq_len=4096)
+
+
+def test_the_classic_oom_gets_the_combination_that_fits():
+    """Llama-3-8B LoRA at micro-batch 8 x 4,096 tokens on an A100 40GB: 297 GiB. Alone, micro-batch 1 leaves
+    52 GiB (the activations of one 4k sequence without checkpointing) and checkpointing 77 GiB (eight sequences'
+    layer inputs, one layer's working set and the fp32 logits of 32k tokens): no single change in the HF stack
+    fits 39.8 GiB. Two together do, and the answer says how large a micro-batch then fits; the fields it gives
+    reproduce a setup that fits, and one micro-batch more does not."""
+    r = estimate(OOM)
+    assert not r.memory.fits
+    singles = [x for x in r.suggestions if not x.combination]
+    in_stack = [x for x in singles if not {"seq_len", "num_gpus", "framework"} & set(x.fields)]
+    assert in_stack and not any(x.fits for x in in_stack)
+    combo = r.suggestions[0]
+    assert combo.combination and combo.fits and " + " in combo.change
+    assert combo.fields["grad_checkpointing"] == "full" and combo.device_peak_gib < 39.8
+    again = estimate({**OOM, **combo.fields}, advise=False).memory
+    assert again.fits and again.device_peak_gib == pytest.approx(combo.device_peak_gib)
+    top = combo.max_batch_size
+    at = {**OOM, **{k: v for k, v in combo.fields.items() if k not in ("micro_batch_size", "grad_accum_steps")}}
+    accumulate = "micro_batch_size" in combo.fields  # the global batch of 8 kept through accumulation
+    def fits(n):
+        steps = {"grad_accum_steps": -(-8 // n)} if accumulate else {}
+        return estimate({**at, "micro_batch_size": n, **steps}, advise=False).memory.fits
+    assert top and fits(top) and not fits(top + 1)
+
+
+def test_without_the_stack_techniques_it_is_checkpointing_and_micro_batch_one():
+    """With the fused loss already in force, the plain answer comes out: checkpointing + micro-batch 1 with
+    accumulation (the global batch of 16 kept, the fields at the largest micro-batch that divides it)."""
+    r = estimate({**OOM, "micro_batch_size": 16, "loss": "fused-linear"})
+    combo = r.suggestions[0]
+    assert combo.combination and combo.fits and "micro-batch 1 with accumulation" in combo.change
+    assert combo.fields["grad_checkpointing"] == "full"
+    assert combo.fields["micro_batch_size"] * combo.fields["grad_accum_steps"] == 16
+
+
+def test_fixes_keep_the_gpus_named_before_adding_more():
+    """Serving Llama-3.1-70B as two replicas on two 80 GB cards does not fit (131 GiB each); splitting it over
+    the same two cards does, and comes before tensor parallel over 4 or 8."""
+    r = estimate({"model": "llama-3.1-70b", "task": "infer", "gpu": "h100-sxm", "num_gpus": 2, "strategy": "ddp"})
+    gpu_fixes = [x for x in r.suggestions if "tp" in x.fields]
+    assert gpu_fixes[0].fields.get("tp") == 2 and "your 2 GPUs" in gpu_fixes[0].change and gpu_fixes[0].fits
+    assert r.suggestions.index(gpu_fixes[0]) < min(r.suggestions.index(x) for x in gpu_fixes[1:])
+
+
+def test_fixes_come_from_one_list():
+    s = Scenario.model_validate(OOM)
+    labels = [f.label for f in candidate_fixes(s, load_model(s.model))]
+    assert "enable gradient checkpointing" in labels and any(label.startswith("micro-batch 1") for label in labels)
+    assert len(labels) == len(set(labels))
+
+
+def test_a_hopeless_job_has_no_combination():
+    s = Scenario.model_validate(dict(model="llama-3.1-405b", task="train", method="full", gpu="rtx-4090"))
+    m = load_model(s.model)
+    assert smallest_combination(s, m, load_gpu(s.gpu), [f for f in candidate_fixes(s, m) if not f.more_gpus]) \
+        is None
+
+
+def test_fit_lists_what_your_cards_hold_with_the_numbers_estimate_gives():
+    rows = {r.model: r for r in what_fits({"task": "train", "method": "lora"}, load_gpu("rtx-3090"), 2)}
+    assert len(rows) == 48
+    small = rows["Qwen/Qwen2.5-0.5B"]
+    assert small.fits and not small.change and small.strategy == "ddp"
+    eight = rows["meta-llama/Llama-3.1-8B"]  # not as asked (no checkpointing at 2k tokens), with one change
+    assert eight.fits and eight.change and " + " not in eight.change
+    for row in (small, eight, rows["mistralai/Mixtral-8x7B-v0.1"]):
+        again = estimate({"model": row.model, "task": "train", "method": "lora", "gpu": "rtx-3090", "num_gpus": 2,
+                          "strategy": row.strategy, **row.fields})
+        assert again.memory.fits and again.memory.max_seq_len == row.max_seq_len, row.model
+    order = [r for r in rows.values()]
+    assert all(r.fits for r in order[:40])
+
+
+def test_estimate_check_exit_codes():
+    env = {**os.environ, "COLUMNS": "120"}
+
+    def code(*args):
+        return subprocess.run([sys.executable, "-m", "gpuplan", "estimate", *args, "--check"], capture_output=True,
+                              text=True, env=env).returncode
+
+    assert code("--model", "qwen2.5-0.5b", "--task", "infer", "--gpu", "rtx-4090") == 0
+    assert code("--model", "llama-3.1-70b", "--task", "infer", "--gpu", "rtx-4090") == 3
+    assert code("--model", "llama-3.1-70b", "--task", "infer") == 2  # no GPU to check against

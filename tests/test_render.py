@@ -1,0 +1,113 @@
+"""cli/render.py: one listing, five formats; tables sized to the terminal without cutting what names a row."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from rich.console import Console
+
+from gpuplan.cli.render import Column, bullet, fit_columns, num, show, table, to_csv, usd, write_json
+
+ROWS = [{"id": "nvidia-h100-sxm5-80gb", "memory": 80.0, "price": 2.4, "note": "the SXM board, NVLink 900 GB/s"},
+        {"id": "nvidia-geforce-rtx-4090", "memory": 24.0, "price": None, "note": "GeForce"}]
+COLS = [Column("id", "gpu", priority=0), Column("memory", "GiB", fmt=num(), align="right"),
+        Column("price", "$/h", fmt=usd, align="right", priority=2), Column("note", "note", priority=3)]
+
+
+def test_narrow_terminals_drop_the_least_important_columns_first():
+    # natural widths: gpu 23, GiB 3, $/h 4, note 30; each column costs 3 more, plus 1
+    full = 23 + 3 + 4 + 30 + 4 * 3 + 1
+    assert [c.key for c in fit_columns(ROWS, COLS, full)[0]] == ["id", "memory", "price", "note"]
+    kept, dropped = fit_columns(ROWS, COLS, full - 1)
+    assert [c.key for c in kept] == ["id", "memory", "price"] and [c.key for c in dropped] == ["note"]
+    kept, _ = fit_columns(ROWS, COLS, 20)  # narrower than the identity itself: it still stays, whole
+    assert [c.key for c in kept] == ["id"]
+
+
+def test_the_identifying_column_is_never_cut():
+    t, dropped = table(ROWS, COLS, width=36)
+    console = Console(width=36, record=True, file=io.StringIO())
+    console.print(t)
+    text = console.export_text()
+    assert "│ nvidia-h100-sxm5-80gb   │" in text and "│ nvidia-geforce-rtx-4090 │" in text
+    assert [c.key for c in dropped] == ["price", "note"]
+
+
+def test_plain_csv_markdown_and_json():
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        show(ROWS, COLS, "plain")
+    assert out.getvalue().splitlines() == [
+        "gpu                      GiB   $/h  note",
+        "nvidia-h100-sxm5-80gb     80  2.40  the SXM board, NVLink 900 GB/s",
+        "nvidia-geforce-rtx-4090   24        GeForce"]
+    assert to_csv(ROWS, COLS).splitlines() == [  # raw values, not the formatted ones
+        "gpu,GiB,$/h,note", 'nvidia-h100-sxm5-80gb,80.0,2.4,"the SXM board, NVLink 900 GB/s"',
+        "nvidia-geforce-rtx-4090,24.0,,GeForce"]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        show(ROWS, COLS, "markdown", notes=["1. a note"])
+    assert out.getvalue().splitlines()[:2] == ["| gpu | GiB | $/h | note |", "|---|---:|---:|---|"]
+    assert out.getvalue().splitlines()[-1] == "1. a note"
+
+
+def test_json_is_strict():
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        write_json({"a": float("nan"), "b": [float("inf"), 1.5], "c": {"d": -float("inf")}})
+    assert json.loads(out.getvalue()) == {"a": None, "b": [None, 1.5], "c": {"d": None}}
+    assert "NaN" not in out.getvalue() and "Infinity" not in out.getvalue()
+
+
+def test_bullets_wrap_with_a_hanging_indent():
+    console = Console(width=40, record=True, file=io.StringIO())
+    bullet("one two three four five six seven eight nine ten eleven twelve", prefix="  - ", stream=console)
+    assert console.export_text().splitlines() == ["  - one two three four five six seven",
+                                                  "    eight nine ten eleven twelve"]
+
+
+def cli(*args: str, columns: int = 80) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "gpuplan", *args], capture_output=True, text=True,
+                          env={**os.environ, "COLUMNS": str(columns)})
+
+
+@pytest.mark.parametrize("args, identities", [
+    (("models",), ["llama-3.1-8b", "llama-3-8b", "r1-distill-llama-70b", "mixtral-8x22b"]),
+    (("gpus", "--min-memory", "40", "--sort", "usd_per_tflop"), ["rtx-pro-6000-blackwell", "a100-sxm4-80gb",
+                                                                  "h100-sxm", "gh200-144gb"]),
+])
+def test_80_columns_show_every_identity_whole(args, identities):
+    done = cli(*args)
+    assert done.returncode == 0, done.stderr
+    assert max(len(line) for line in done.stdout.splitlines()) <= 80
+    for name in identities:
+        assert f"│ {name} " in done.stdout, name
+
+
+@pytest.mark.parametrize("command", [["models"], ["gpus"], ["gpus", "compare", "4090", "l40s"],
+                                     ["cost", "--model", "qwen2.5-0.5b", "--task", "infer"],
+                                     ["recommend", "--model", "qwen2.5-0.5b", "--task", "infer", "--top", "3"],
+                                     ["fit", "--gpu", "rtx-4090", "--all"], ["table", "--no-cheapest"]])
+def test_every_listing_takes_every_format(command):
+    for fmt in ("plain", "csv", "markdown", "json"):
+        done = cli(*command, "--format", fmt)
+        assert done.returncode == 0, (fmt, done.stderr)
+        if fmt == "json":
+            json.loads(done.stdout)
+        elif fmt == "csv":
+            assert "," in done.stdout.splitlines()[0]
+        elif fmt == "markdown":
+            assert any(line.startswith("|---") for line in done.stdout.splitlines())
+
+
+def test_error_text_keeps_its_brackets():
+    """rich markup used to eat [q_proj, v_proj] and the [sim] / [hub] of install hints."""
+    done = cli("estimate", "--model", "gpt2", "--task", "train", "--method", "lora", "--lora-targets", ",")
+    assert done.returncode == 2 and "like [q_proj, v_proj]" in done.stderr
+    assert done.stderr.count("\n") == 1

@@ -1,0 +1,93 @@
+"""Say what was assumed: the resolved line, the defaults that follow the card and the GPU count, -Instruct ids."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from gpuplan import GpuplanError, estimate, load_model
+
+GIB = 2**30
+
+
+def test_the_resolved_line_names_every_default():
+    r = estimate({"model": "llama-3.1-8b", "task": "train", "method": "qlora", "gpu": "rtx-4090"}, advise=False)
+    assert r.resolved == ("meta-llama/Llama-3.1-8B: train QLoRA r16 (nf4 base), seq 2,048 x micro-batch 1 x 1 "
+                          "accumulation, full checkpointing, bf16-mixed, adamw, sdpa, hf; 1 x rtx-4090, single GPU")
+    r = estimate({"model": "llama-3.1-70b", "task": "infer", "engine": "vllm", "batch_size": 32,
+                  "prompt_tokens": 3584, "output_tokens": 512, "gpu": "h100-sxm", "num_gpus": 2}, advise=False)
+    assert r.resolved == ("meta-llama/Llama-3.1-70B: serve with vllm, 32 x (3,584 prompt + 512 output tokens), bf16 "
+                          "weights, KV cache as weights, hf; 2 x h100-sxm, tensor parallel 2")
+    r = estimate({"model": "deepseek-r1", "task": "infer"}, advise=False)
+    assert "fp8 (as shipped) weights" in r.resolved
+
+
+def test_every_answer_opens_with_it():
+    env = {**os.environ, "COLUMNS": "200"}
+    for args in (["estimate", "--model", "gpt2", "--task", "train"],
+                 ["cost", "--model", "gpt2", "--task", "train"],
+                 ["recommend", "--model", "gpt2", "--task", "train", "--top", "1"]):
+        done = subprocess.run([sys.executable, "-m", "gpuplan", *args], capture_output=True, text=True, env=env)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.startswith("openai-community/gpt2: train full fine-tuning, seq 2,048 x micro-batch 1"), \
+            args
+
+
+def test_several_gpus_serving_one_model_split_it():
+    """Two cards serving one model hold half of its weights each when it is split (vLLM: tensor parallel;
+    transformers: layers placed on each card), not a copy each. Llama-3.1-70B's bf16 weights are
+    70,553,706,496 x 2 B = 131.4 GiB: 65.7 GiB on each of two H100s with transformers; Qwen2.5-14B's
+    29.5 GB are split the same way by vLLM over two L40S."""
+    weights = 70_553_706_496 * 2 / GIB
+    r = estimate({"model": "llama-3.1-70b", "task": "infer", "gpu": "h100-sxm", "num_gpus": 2})
+    assert r.scenario["pp"] == 2 and r.memory.weights_gib == pytest.approx(weights / 2, rel=0.01)
+    assert r.memory.fits and any("2 GPUs" in d and 'device_map="auto"' in d for d in r.defaults)
+    one = estimate({"model": "qwen2.5-14b", "task": "infer", "engine": "vllm", "gpu": "l40s"}, advise=False)
+    two = estimate({"model": "qwen2.5-14b", "task": "infer", "engine": "vllm", "gpu": "l40s", "num_gpus": 2})
+    assert two.scenario["tp"] == 2 and two.memory.weights_gib == pytest.approx(one.memory.weights_gib / 2, rel=0.01)
+    assert any("--tensor-parallel-size 2" in d for d in two.defaults)
+    replicas = estimate({"model": "llama-3.1-70b", "task": "infer", "gpu": "h100-sxm", "num_gpus": 2,
+                         "strategy": "ddp"}, advise=False)
+    assert replicas.memory.weights_gib == pytest.approx(weights, rel=0.01) and not replicas.memory.fits
+
+
+def test_serving_rejects_training_sharding():
+    with pytest.raises(GpuplanError, match="does not apply to serving"):
+        estimate({"model": "llama-3.2-1b", "task": "infer", "strategy": "fsdp", "num_gpus": 2})
+
+
+@pytest.mark.parametrize("name, base", [
+    ("meta-llama/Llama-3.1-8B-Instruct", "meta-llama/Llama-3.1-8B"),
+    ("qwen2.5-72b-instruct", "Qwen/Qwen2.5-72B"),
+    ("mistralai/Mistral-7B-Instruct-v0.3", "mistralai/Mistral-7B-v0.3"),
+    ("meta-llama/Llama-2-7b-chat-hf", "meta-llama/Llama-2-7b-hf"),
+    ("google/gemma-2-9b-it", "google/gemma-2-9b"),
+])
+def test_instruct_and_chat_ids_use_the_base_config_offline(name, base, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    m = load_model(name)
+    assert m.name == name and m.params_total == load_model(base).params_total
+    assert f"its base model {base}" in m.notes[-1]
+    r = estimate({"model": name, "task": "infer"}, advise=False)
+    assert any(f"its base model {base}" in d for d in r.defaults)
+
+
+def test_a_quantized_variant_is_not_taken_for_its_base(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # -AWQ checkpoints ship other bytes: only its own config will do
+    with pytest.raises(GpuplanError, match=r"cannot fetch config\.json"):
+        load_model("Qwen/Qwen2.5-7B-Instruct-AWQ")
+
+
+def test_gguf_types_by_their_llama_cpp_names():
+    r = estimate({"model": "llama-3.1-8b", "task": "infer", "engine": "llama.cpp", "quant": "q4_k_m",
+                  "gpu": "apple-m4-max"}, advise=False)
+    assert r.scenario["quant"] == "gguf-q4_k_m" and r.scenario["precision"] == "fp16-true"
+    assert r.memory.device_overheads == {} and r.memory.capacity_gib == pytest.approx(96.0)
+
+
+def test_an_ambiguous_gpu_is_said_first():
+    r = estimate({"model": "gpt2", "task": "infer", "gpu": "a100-80gb"}, advise=False)
+    assert r.gpu["id"] == "nvidia-a100-sxm4-80gb" and r.defaults[0].startswith("a100-80gb taken as A100 SXM4 80GB")
