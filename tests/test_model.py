@@ -149,9 +149,9 @@ def test_families_and_keys():
     assert load_model("opt-6.7b").position_params == (2048 + 2) * 4096
 
 
-def test_generic_family_gets_a_note():
+def test_unknown_family_is_read_by_conventions_and_says_it_is_not_exact():
     config = {"model_type": "my_llama", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2,
               "vocab_size": 100, "intermediate_size": 128, "torch_dtype": "bfloat16"}
     m = ModelSpec.from_config(config)
-    assert any("not a known family" in n for n in m.notes)
+    assert not m.exact and "my_llama" in m.inexact_reason and m.counted_by == "the common config keys"
     assert m.params_total == 2 * 100 * 64 + 2 * (4 * 64 * 64 + 3 * 64 * 128 + 2 * 64) + 64

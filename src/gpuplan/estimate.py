@@ -11,6 +11,7 @@ from typing import Any
 from .hardware import GpuSpec, load_gpu
 from .memory import check, memory_report
 from .model.catalog import load_model
+from .model.report import inexact_warning
 from .model.spec import ModelSpec
 from .result import ModelFacts, Result
 from .scenario import Scenario, scenario_from
@@ -22,7 +23,8 @@ def _model_facts(m: ModelSpec, trainable: int) -> ModelFacts:
         kinds[layer.kind] = kinds.get(layer.kind, 0) + count
     return ModelFacts(name=m.name, family=m.family, params_total=m.params_total, params_active=m.params_active,
                       params_trainable=trainable, num_layers=m.num_layers, hidden_size=m.hidden_size,
-                      num_kv_heads=m.num_kv_heads, head_dim=m.head_dim, vocab_size=m.vocab_size, layer_kinds=kinds)
+                      num_kv_heads=m.num_kv_heads, head_dim=m.head_dim, vocab_size=m.vocab_size, layer_kinds=kinds,
+                      exact=m.exact, exact_reason=m.inexact_reason, counted_by=m.counted_by)
 
 
 def estimate(scenario: Scenario | dict[str, Any], *, advise: bool = True) -> Result:
@@ -31,6 +33,9 @@ def estimate(scenario: Scenario | dict[str, Any], *, advise: bool = True) -> Res
     m = load_model(s.model)
     gpu = load_gpu(s.gpu) if s.gpu else None
     warnings = check(s, m, gpu)
+    inexact = inexact_warning(m)
+    if inexact:
+        warnings.insert(0, inexact)
     e, report = memory_report(s, m, gpu)
     result = Result(scenario=_normalized(s), model=_model_facts(m, int(e.extra.get("params_trainable", 0))),
                     gpu=_gpu_facts(gpu), memory=report, assumptions=e.assumptions, warnings=warnings)

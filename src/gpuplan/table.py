@@ -18,6 +18,7 @@ from .estimate import estimate
 from .hardware import load_gpu
 from .memory import fits_only
 from .model.catalog import load_model
+from .model.report import inexact_warning
 from .plan.recommend import Constraints, Recommendation, recommend
 from .scenario import Scenario
 
@@ -110,6 +111,9 @@ def footnotes(r: TableRow) -> list[str]:
     gb = 1.073741824  # GB per GiB: the guide writes GB
     w, peak = r.weights_gib, r.infer_gib
     notes = []
+    inexact = inexact_warning(load_model(r.guide.model))
+    if inexact:
+        notes.append(inexact)
     if r.guide.model == "deepseek-r1":
         latent = load_model(r.guide.model).kv_bytes(PROMPT + OUTPUT) / 2**30
         notes.append(f"~1,342 GB is {r.params_total / 1e9:,.0f}B parameters x 2 bytes (bf16), more than the 16 x 80 "

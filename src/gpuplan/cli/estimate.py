@@ -30,6 +30,8 @@ def estimate_cmd(scenario: str | None = None, as_json: bool = False, **fields: s
 def render_estimate(result) -> None:
     mem = result.memory
     s = result.scenario
+    if not result.model.exact:  # first, before the numbers it puts in doubt
+        err.print(f"[bold yellow]warning:[/] {result.warnings[0]}")
     what = (f"{s['task']} {result.model.name}" + (f" ({s['method']})" if s["task"] == "train" else "")
             + (f" on {result.gpu['name']}" if result.gpu else ""))
     table = Table(title=f"memory per GPU: {what}", title_justify="left")
@@ -94,7 +96,7 @@ def render_estimate(result) -> None:
         out.print(f"  [dim]price from {c['price_origin']}; `gpuplan cost` compares every offer[/]")
     for line in result.assumptions:
         out.print(f"[dim]assumed: {line}[/]")
-    for line in result.warnings:
+    for line in result.warnings[0 if result.model.exact else 1:]:
         err.print(f"[yellow]warning:[/] {line}")
 
 

@@ -9,7 +9,7 @@ from rich.table import Table
 
 from ..errors import GpuplanError
 from ..scenario import load_scenario
-from .app import JsonFlag, app, option, out, overrides, print_json, scenario_command, short
+from .app import JsonFlag, app, err, option, out, overrides, print_json, scenario_command, short
 
 # ---- GPUs -------------------------------------------------------------------------------------------
 gpus_app = typer.Typer(help="The GPU catalog: dense TFLOPS, memory, bandwidth, NVLink, power, price.",
@@ -138,10 +138,13 @@ def cost_cmd(scenario: str | None = None, as_json: bool = False, catalog: list[s
     base = estimate(s.model_copy(update={"gpu": None}), advise=False)
     rows = compare(s, load_model(s.model), load_offers(tuple(catalog or ()), discounts),
                    base.model.params_trainable)[:top]
+    if not base.model.exact:
+        err.print(f"[bold yellow]warning:[/] {base.warnings[0]}")
     if as_json:
         from dataclasses import asdict
 
-        print_json([{**asdict(c), "device_peak_gib": peak} for c, peak in rows])
+        print_json([{**asdict(c), "device_peak_gib": peak, "model_exact": base.model.exact,
+                     "model_exact_reason": base.model.exact_reason} for c, peak in rows])
         return
     if not rows:
         out.print("[yellow]no offer in the catalog fits this scenario[/] (try --pricing any, more GPUs, or QLoRA)")

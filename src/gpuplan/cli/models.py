@@ -79,6 +79,8 @@ def model_cmd(
     if as_json:
         print_json(facts)
         return
+    if not facts["exact"]:
+        err.print(f"[bold yellow]warning:[/] not counted exactly: {facts['exact_reason']}")
     for note in facts["notes"]:
         err.print(f"[yellow]note:[/] {note}")
     out.print(f"[bold]{facts['name']}[/]  ({facts['family']}, {facts['architecture']})")
@@ -94,17 +96,22 @@ def model_cmd(
             parts.add_row(part, f"{n:,}", f"{100 * n / facts['params_total']:.1f}%")
     out.print(parts)
     kinds = Table(title="layer kinds", title_justify="left")
-    for col in ("kind", "layers", "params/layer", "KV B/token/layer (bf16)"):
+    state = facts["state_bytes_per_sequence_bf16"]
+    for col in ("kind", "layers", "params/layer", "KV B/token/layer (bf16)", *(("state KiB/sequence/layer",)
+                                                                               if state else ())):
         kinds.add_column(col, justify="left" if col == "kind" else "right")
     for k in facts["layer_kinds"]:
-        kinds.add_row(k["kind"], str(k["count"]), f"{k['params_per_layer']:,}", f"{2 * k['kv_elements_per_token']:,}")
+        kinds.add_row(k["kind"], str(k["count"]), f"{k['params_per_layer']:,}", f"{2 * k['kv_elements_per_token']:,}",
+                      *((f"{2 * k['state_elements'] / 1024:,.1f}",) if state else ()))
     out.print(kinds)
     out.print(f"KV cache per token, all layers, bf16: {facts['kv_bytes_per_token_bf16_total']:,.0f} B "
-              f"({facts['kv_bytes_per_token_bf16_total'] / 1024:,.1f} KiB; sliding-window layers stop growing "
-              "at their window)")
+              f"({facts['kv_bytes_per_token_bf16_total'] / 1024:,.1f} KiB; sliding and chunked layers stop growing "
+              "at their window)" + (f"; recurrent state per sequence: {state / 2**20:,.1f} MiB, whatever its length"
+                                    if state else ""))
     w = facts["weight_gib"]
     out.print(f"weights as shipped ({facts['shipped_format']}): {w['as_shipped']:.2f} GiB;  bf16 {w['bf16']:.2f} GiB, "
               f"int8 {w['int8']:.2f} GiB, int4 (nf4) {w['int4']:.2f} GiB  [GiB = 2^30 B]")
+    out.print(f"[dim]counted by {facts['counted_by']}[/]")
     if facts["dtype_assumed"]:
         out.print("[yellow]the config does not state its dtype; the shipped size is an assumption[/]")
 

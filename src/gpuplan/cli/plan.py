@@ -11,7 +11,7 @@ from rich.table import Table
 from ..errors import GpuplanError
 from ..model.report import human_count
 from ..scenario import load_scenario
-from .app import JsonFlag, app, option, out, overrides, print_json, scenario_command, short
+from .app import JsonFlag, app, err, option, out, overrides, print_json, scenario_command, short
 
 
 # ---- recommend --------------------------------------------------------------------------------------
@@ -79,6 +79,8 @@ def _usd(x: float) -> str:
 
 
 def render_recommendation(s, result) -> None:
+    for note in result.notes:
+        err.print(f"[bold yellow]warning:[/] {note}")
     out.print(f"[dim]{result.evaluated:,} setups evaluated ({result.evaluated / max(result.elapsed_s, 1e-9):,.0f}/s), "
               f"{result.fitting:,} fit[/]")
     if not result.setups:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 from .. import overheads as oh
+from ..model.layers import WINDOWED, Layer
 from ..model.quant import Format
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
@@ -21,26 +22,48 @@ def kv_dtype_bytes(s: Scenario) -> float:
     return {"auto": s.compute_bytes, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1}[s.kv_cache_dtype]
 
 
-def kv_bytes_per_sequence(s: Scenario, m: ModelSpec, tokens: int, layers=None) -> float:
-    """KV bytes of one sequence on one GPU: per layer ``kv_dims`` elements per token, sliding windows capped,
-    KV heads split over TP (replicated when TP exceeds them); MLA's latent in vLLM, while transformers
-    caches the decompressed per-head keys and values."""
+def layer_cache_bytes(s: Scenario, m: ModelSpec, layer: Layer, tokens: int, *, windowed: bool = True) -> float:
+    """Cache bytes of one sequence of ``tokens`` tokens in one layer, on one GPU.
+
+    Keys and values: ``kv_dims`` elements per token (``2·kv_heads·head_dim``; MLA's latent and rope key, which
+    transformers 5 and vLLM both cache), KV heads split over TP (replicated when TP exceeds them; MLA's latent is
+    replicated), at the KV-cache dtype (int8 adds an fp32 scale per token and head), for at most ``window``
+    tokens on sliding and chunked layers when ``windowed`` (vLLM: whole blocks of ``VLLM_BLOCK_TOKENS``).
+    Linear-attention and state-space layers add their fixed recurrent state (``state_elements`` 16-bit units:
+    convolution window and SSM / delta-rule state, measured off transformers' cache), split over TP by heads,
+    whatever the length (transformers ``LinearAttentionLayer``; vLLM's ``MambaSpec`` keeps one state per request).
+    """
     b = kv_dtype_bytes(s)
-    total = 0.0
-    for layer in layers if layers is not None else m.layers:
-        cached = min(tokens, layer.window) if layer.window else tokens
-        if s.engine == "vllm":
-            cached = math.ceil(cached / oh.VLLM_BLOCK_TOKENS) * oh.VLLM_BLOCK_TOKENS
-        if layer.attention == "mla":
-            mla = m.mla
-            dims = layer.kv_dims if s.engine != "transformers" else \
-                m.num_heads * (mla["qk_nope_head_dim"] + mla["qk_rope_head_dim"] + mla["v_head_dim"]) // s.tp
-        else:
-            dims = layer.kv_dims * math.ceil(m.num_kv_heads / s.tp) / m.num_kv_heads
-        total += cached * dims * b
-        if s.kv_cache_dtype == "int8":
-            total += cached * 2 * math.ceil(m.num_kv_heads / s.tp) * 4  # per-token-head fp32 scales
-    return total
+    cached = layer.cached_tokens(tokens) if windowed else (tokens if layer.kv_dims else 0)
+    if s.engine == "vllm":
+        cached = math.ceil(cached / oh.VLLM_BLOCK_TOKENS) * oh.VLLM_BLOCK_TOKENS
+    if layer.attention == "mla":
+        dims = layer.kv_dims
+        heads = 1
+    else:
+        heads = math.ceil(m.num_kv_heads / s.tp)
+        dims = layer.kv_dims * heads / m.num_kv_heads
+    total = cached * dims * b
+    if s.kv_cache_dtype == "int8" and layer.kv_dims:
+        total += cached * 2 * heads * 4  # per-token-head fp32 scales
+    return total + layer.state_elements * s.compute_bytes / s.tp
+
+
+def kv_bytes_per_sequence(s: Scenario, m: ModelSpec, tokens: int, layers=None, *, windowed: bool = True) -> float:
+    """Cache bytes of one sequence on one GPU, summed over ``layers`` (default: all) with
+    :func:`layer_cache_bytes`: keys and values per layer kind (sliding and chunked windows capped when
+    ``windowed``), plus the fixed recurrent states of linear-attention and state-space layers."""
+    kinds = m.layer_kinds() if layers is None else [(layer, 1) for layer in layers]
+    return sum(count * layer_cache_bytes(s, m, layer, tokens, windowed=windowed) for layer, count in kinds)
+
+
+def cache_bytes_per_token(s: Scenario, m: ModelSpec, layers=None) -> float:
+    """Bytes the cache grows by per token of a long sequence: keys and values of the layers whose cache grows
+    without bound (full attention, MLA); windowed layers and fixed states do not grow."""
+    kinds = m.layer_kinds() if layers is None else [(layer, 1) for layer in layers]
+    one = s.model_copy(update={"engine": "transformers"}) if s.engine == "vllm" else s
+    return sum(count * (layer_cache_bytes(one, m, layer, 2) - layer_cache_bytes(one, m, layer, 1))
+               for layer, count in kinds if not (layer.window and layer.attention in WINDOWED))
 
 
 def prefill_working_set(s: Scenario, m: ModelSpec, tokens: int, seqs: int) -> float:
@@ -88,7 +111,9 @@ def inference_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None) -> E
     prefill_tokens = s.batch_size * s.prompt_tokens
     work = prefill_working_set(s, m, prefill_tokens, s.batch_size)
     logits = s.batch_size * m.vocab_size * (c + 4) / t  # last position only (generate's logits_to_keep=1)
-    prompt_kv = s.batch_size * kv_bytes_per_sequence(s, m, s.prompt_tokens, layers)
+    # the prefill's keys and values of sliding / chunked layers stay whole until the first decode step: transformers'
+    # DynamicSlidingWindowLayer keeps a view of the last ``window - 1`` tokens of the full tensor (cache_utils.py)
+    prompt_kv = s.batch_size * kv_bytes_per_sequence(s, m, s.prompt_tokens, layers, windowed=False)
     prefill = prompt_kv + work + logits
     decode_work = prefill_working_set(s, m, s.batch_size, s.batch_size)
     decode = e.kv_cache + decode_work + logits + kv_bytes_per_sequence(s, m, tokens, layers[:1]) * s.batch_size
@@ -124,7 +149,7 @@ def _vllm(s: Scenario, m: ModelSpec, e: Estimate, layers, tokens: int, capacity_
         e.preallocated = budget - context
         e.extra["kv_cache_pool_gib"] = max(free_kv, 0) / GIB
         e.extra["max_concurrency"] = max(int(free_kv // per_seq), 0) if per_seq else None
-        per_token = kv_bytes_per_sequence(s, m, oh.VLLM_BLOCK_TOKENS, layers) / oh.VLLM_BLOCK_TOKENS
+        per_token = cache_bytes_per_token(s, m, layers)
         e.extra["max_context_tokens"] = max(int(free_kv // per_token), 0) if per_token else None
     _ = c
     return e
@@ -135,8 +160,7 @@ def _llama_cpp(s: Scenario, m: ModelSpec, e: Estimate, fmt: Format, tokens: int,
     compute buffer sized by the micro-batch (n_ubatch 512): logits ``n_ubatch·V`` and the ``n_ubatch·n_ctx``
     attention scores per head, in fp32."""
     kv_b = 2 if s.kv_cache_dtype in ("auto", "fp16", "bf16") else 8.5 / 8
-    per_layer_kv = [layer.kv_dims * kv_b * (min(tokens, layer.window) if layer.window else tokens)
-                    for layer in m.layers]
+    per_layer_kv = [kv_b * layer.cache_elements(tokens) for layer in m.layers]
     e.kv_cache = s.batch_size * sum(per_layer_kv)
     ub = oh.LLAMA_CPP_UBATCH
     e.activations = 4 * ub * (m.vocab_size + m.num_heads * tokens * s.batch_size)

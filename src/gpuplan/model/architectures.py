@@ -9,35 +9,15 @@ Every bundled config is checked against ``transformers`` on the meta device (tes
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import GpuplanError
+from . import conventions, structure
+from .conventions import Keys as Config
 from .layers import Layer, Linear
-
-STANDARD_KEYS = ("hidden_size", "num_attention_heads", "num_hidden_layers", "vocab_size", "intermediate_size")
-
-
-class Config:
-    """A config dict read with key aliases; records the keys that are missing."""
-
-    def __init__(self, data: dict[str, Any]):
-        self.data = data
-
-    def get(self, *keys: str, default: Any = None) -> Any:
-        for key in keys:
-            if self.data.get(key) is not None:
-                return self.data[key]
-        return default
-
-    def need(self, *keys: str) -> Any:
-        value = self.get(*keys)
-        if value is None:
-            raise GpuplanError(
-                f"config.json of model_type {self.data.get('model_type')!r} lacks {' / '.join(keys)}; "
-                "pass the model's full config.json"
-            )
-        return value
 
 
 def _rms(n: int) -> int:
@@ -135,6 +115,12 @@ def _olmo2(cfg: Config) -> dict:
     return _llama_like(cfg, qk_norm="full", windows=[None] * cfg.need("num_hidden_layers"))
 
 
+def _olmo3(cfg: Config) -> dict:
+    """OLMo 3: OLMo-2's layer (full q/k norms, norms after attention and MLP) with 3 sliding : 1 full layers
+    from ``layer_types``."""
+    return _llama_like(cfg, qk_norm="full")
+
+
 def _phi3(cfg: Config) -> dict:
     """Phi-3: fused qkv_proj and gate_up_proj (same counts as Llama); sliding window on every layer."""
     spec = _llama_like(cfg)
@@ -220,7 +206,7 @@ def _qwen_moe(cfg: Config, base: Callable[[Config], dict]) -> dict:
     Qwen2-MoE adds a shared expert with a sigmoid gate."""
     spec = base(cfg)
     h = spec["hidden_size"]
-    E, k = cfg.need("num_experts"), cfg.need("num_experts_per_tok")
+    E, k = cfg.need("num_experts", "num_local_experts"), cfg.need("num_experts_per_tok")
     i = cfg.need("moe_intermediate_size")
     step, dense_only = cfg.get("decoder_sparse_step", default=1), set(cfg.get("mlp_only_layers", default=[]))
     moe = [Linear(name="gate", in_features=h, out_features=E, group="router"),
@@ -427,29 +413,93 @@ READERS: dict[str, Callable[[Config], dict]] = {
     "RefinedWebModel": _falcon,
     "opt": _opt,
     "olmo2": _olmo2,
+    "olmo3": _olmo3,
     "cohere": _cohere,
     "gpt_oss": _gpt_oss,
 }
 
 
-def read_architecture(config: dict[str, Any]) -> tuple[dict, list[str]]:
-    """The architecture fields of a config and notes on how it was read.
+# Families whose reader is exact: the family readers above, and the families the conventions reader counts
+# exactly (every causal-LM architecture of transformers is swept by tests/test_model_sweep.py: a family is listed
+# here only while its default config and every bundled config of it count exactly).
+CONVENTION_EXACT = (
+    "cwm", "deepseek_v2", "deepseek_v32", "ernie4_5", "ernie4_5_moe", "falcon_h1", "glm4_moe", "glm_moe_dsa",
+    "granite", "granitemoe", "granitemoehybrid", "granitemoeshared", "helium", "internlm3", "iquestcoder", "llama4",
+    "llama4_text", "minicpm3", "minimax_m2", "ministral3", "qwen3_5", "qwen3_5_moe", "qwen3_5_moe_text", "qwen3_5_text",
+    "qwen3_next", "smollm3", "solar_open", "vaultgemma", "youtu")
+EXACT_READERS: dict[str, Callable[[Config], dict]] = {
+    **READERS, **{family: (lambda c: conventions.read(c.data)) for family in CONVENTION_EXACT}}
+TOWER_READERS = ("gemma3",)  # readers that count a vision tower too
+TOWER_KEYS = ("vision_config", "audio_config", "vision_tower", "speech_config")
 
-    Unknown ``model_type`` values that carry the standard decoder keys are read as Llama-like, with a
-    note saying so; anything else raises :class:`GpuplanError` naming the missing keys.
+
+@dataclass(frozen=True, kw_only=True)
+class Reading:
+    """How a config was read: the architecture fields, notes, and whether the counts are exact (and if not,
+    why, in one sentence with the fix)."""
+
+    arch: dict[str, Any]
+    notes: list[str] = field(default_factory=list)
+    counted_by: str
+    inexact_reason: str | None = None
+
+
+def _can_trace() -> bool:
+    return all(importlib.util.find_spec(m) is not None for m in ("torch", "transformers"))
+
+
+def read_architecture(config: dict[str, Any], *, use_transformers: bool = True) -> Reading:
+    """Read a config, exactly when possible, in this order:
+
+    1. a family reader of :data:`EXACT_READERS` (no transformers needed);
+    2. a structure read off transformers earlier, from the user cache or bundled (:mod:`.structure`);
+    3. transformers on the meta device, when installed (:mod:`.trace`; the structure is then cached);
+    4. the common config keys (:mod:`.conventions`): not exact, and the reading says so.
+
+    A config none of these can read raises :class:`GpuplanError` naming the missing key.
     """
-    cfg = Config(config)
     model_type = config.get("model_type")
-    notes: list[str] = []
-    reader = READERS.get(model_type)
-    if reader is None:
-        missing = [k for k in STANDARD_KEYS if cfg.get(k) is None]
-        if missing:
-            raise GpuplanError(
-                f"model_type {model_type!r} is not a supported family and its config lacks the standard "
-                f"decoder keys {', '.join(missing)}; supported families: {', '.join(sorted(READERS))}"
-            )
-        notes.append(f"model_type {model_type!r} is not a known family: read as a Llama-like decoder "
-                     "(GQA attention, gated MLP, RMSNorm); check the parameter count")
-        reader = _llama
-    return reader(cfg), notes
+    reader = EXACT_READERS.get(model_type)
+    tower = next((key for key in TOWER_KEYS if config.get(key)), None)
+    if reader is not None and (tower is None or model_type in TOWER_READERS):
+        return Reading(arch=reader(Config(config)), counted_by=f"gpuplan's {model_type} reader")
+    stored = structure.lookup(config)
+    installed = structure.installed_transformers()
+    if stored and (installed is None or stored[1] == installed or not use_transformers):
+        (arch, notes, problem), version = stored
+        return Reading(arch=arch, notes=notes, counted_by=f"transformers {version} on the meta device (stored)",
+                       inexact_reason=problem)
+    failure = None
+    if use_transformers and _can_trace():
+        from .trace import TraceError, trace
+
+        try:
+            arch, notes, problem = traced = trace(config)
+        except TraceError as err:
+            failure = str(err)
+        else:
+            structure.store(config, traced)
+            return Reading(arch=arch, notes=notes, counted_by=f"transformers {installed} on the meta device",
+                           inexact_reason=problem)
+    if stored:
+        (arch, notes, problem), version = stored
+        return Reading(arch=arch, notes=[*notes, f"read with transformers {version}; {failure}"],
+                       counted_by=f"transformers {version} on the meta device (stored)", inexact_reason=problem)
+    try:
+        arch = reader(Config(config)) if reader is not None else conventions.read(config)
+    except GpuplanError as err:
+        raise GpuplanError(f"{err}{f' ({failure})' if failure else ''}") from None
+    if reader is not None:  # an exact family reader, but the checkpoint also holds a tower it cannot count
+        reason = (f"its {tower.removesuffix('_config')} tower ({tower}) is not counted without transformers: "
+                  "install transformers (pip install 'gpuplan[sim]') for an exact count")
+        if failure:
+            reason = f"{failure}; {reason}"
+    elif failure:
+        reason = f"{failure}; the counts come from the config's common keys and may be off"
+    elif use_transformers:
+        reason = (f"model_type {model_type!r} has no exact reader in gpuplan: its counts come from the config's "
+                  "common keys and may be off; install transformers (pip install 'gpuplan[sim]') for an exact count, "
+                  "or check with gpuplan simulate")
+    else:
+        reason = f"model_type {model_type!r} is read from the config's common keys, not counted exactly"
+    return Reading(arch=arch, counted_by="the common config keys", inexact_reason=reason)

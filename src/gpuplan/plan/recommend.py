@@ -21,6 +21,7 @@ from ..hardware import GpuSpec, gpus, load_gpu
 from ..market.cost import price_job
 from ..market.offers import Offer, load_offers, max_per_node
 from ..memory import check, memory_report
+from ..model.report import inexact_warning
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from ..speed import speed_of
@@ -193,6 +194,9 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
     setups = _filter_rank(setups, c)
     result = Recommendation(setups=setups[: c.top], evaluated=evaluated, fitting=fitting,
                             elapsed_s=time.perf_counter() - started)
+    inexact = inexact_warning(m)
+    if inexact:
+        result.notes.insert(0, inexact)
     if not setups and explain:
         result.changes = _what_would_fit(s, m, c, biggest, fitting)
     return result
