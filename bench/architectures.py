@@ -56,7 +56,7 @@ def causal_lm_types() -> list[str]:
 
 
 def _quiet():
-    from gpuplan.model.trace import _quiet as quiet
+    from gpuplan.model.trace import quiet
 
     return quiet()
 

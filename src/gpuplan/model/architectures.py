@@ -38,11 +38,13 @@ def _attention(h: int, a: int, kv: int, d: int, *, qkv_bias=False, o_bias=False)
 
 
 def _gated_mlp(h: int, i: int, *, bias=False, group="mlp", count=1, names=("gate_proj", "up_proj", "down_proj")):
+    """SwiGLU MLP linears; experts are fused 3-D parameters in transformers 5, not linears peft can wrap."""
     gate, up, down = names
+    plain = group != "experts"
     return (
-        Linear(name=gate, in_features=h, out_features=i, bias=bias, group=group, count=count),
-        Linear(name=up, in_features=h, out_features=i, bias=bias, group=group, count=count),
-        Linear(name=down, in_features=i, out_features=h, bias=bias, group=group, count=count),
+        Linear(name=gate, in_features=h, out_features=i, bias=bias, group=group, count=count, adaptable=plain),
+        Linear(name=up, in_features=h, out_features=i, bias=bias, group=group, count=count, adaptable=plain),
+        Linear(name=down, in_features=i, out_features=h, bias=bias, group=group, count=count, adaptable=plain),
     )
 
 
@@ -188,7 +190,7 @@ def _mixtral(cfg: Config) -> dict:
     h = spec["hidden_size"]
     E, k = cfg.need("num_local_experts"), cfg.need("num_experts_per_tok")
     i = spec["intermediate_size"]
-    moe = (Linear(name="gate", in_features=h, out_features=E, group="router"),
+    moe = (Linear(name="gate", in_features=h, out_features=E, group="router", adaptable=False),
            *_gated_mlp(h, i, group="experts", count=E, names=("w1", "w3", "w2")))
     spec["layers"] = [_with_mlp(lay, moe, k) for lay in spec["layers"]]
     return spec | {"num_experts": E, "experts_per_token": k}
@@ -209,7 +211,7 @@ def _qwen_moe(cfg: Config, base: Callable[[Config], dict]) -> dict:
     E, k = cfg.need("num_experts", "num_local_experts"), cfg.need("num_experts_per_tok")
     i = cfg.need("moe_intermediate_size")
     step, dense_only = cfg.get("decoder_sparse_step", default=1), set(cfg.get("mlp_only_layers", default=[]))
-    moe = [Linear(name="gate", in_features=h, out_features=E, group="router"),
+    moe = [Linear(name="gate", in_features=h, out_features=E, group="router", adaptable=False),
            *_gated_mlp(h, i, group="experts", count=E)]
     shared = cfg.get("shared_expert_intermediate_size")
     if shared:
@@ -252,7 +254,7 @@ def _deepseek_v3(cfg: Config) -> dict:
     layers = []
     for idx in range(n):
         if E and idx >= first_dense and idx % freq == 0:
-            mlp = (Linear(name="gate", in_features=h, out_features=E, group="router"),
+            mlp = (Linear(name="gate", in_features=h, out_features=E, group="router", adaptable=False),
                    *_gated_mlp(h, mi, group="experts", count=E))
             if shared:
                 mlp += _gated_mlp(h, mi * shared, group="shared_experts")
@@ -275,9 +277,11 @@ def _gpt_oss(cfg: Config) -> dict:
     E = cfg.need("num_local_experts")
     k = cfg.get("num_experts_per_tok", "experts_per_token")
     i = spec["intermediate_size"]
-    moe = (Linear(name="router", in_features=h, out_features=E, bias=True, group="router"),
-           Linear(name="gate_up_proj", in_features=h, out_features=2 * i, bias=True, group="experts", count=E),
-           Linear(name="down_proj", in_features=i, out_features=h, bias=True, group="experts", count=E))
+    moe = (Linear(name="router", in_features=h, out_features=E, bias=True, group="router", adaptable=False),
+           Linear(name="gate_up_proj", in_features=h, out_features=2 * i, bias=True, group="experts", count=E,
+                  adaptable=False),
+           Linear(name="down_proj", in_features=i, out_features=h, bias=True, group="experts", count=E,
+                  adaptable=False))
     spec["layers"] = [_with_mlp(lay, moe, k, sinks=a) for lay in spec["layers"]]
     return spec | {"num_experts": E, "experts_per_token": k}
 

@@ -60,7 +60,8 @@ FAMILY_TRAITS: dict[str, dict[str, Any]] = {
     **{family: {"qk_norm": "none", "shared_expert_width": "intermediate_size", "dense_width": "intermediate_size_mlp"}
        for family in ("llama4", "llama4_text")},
     "falcon_h1": {"hybrid": True},
-    "granitemoehybrid": {"dense_width": "shared_intermediate_size"},
+    "granitemoehybrid": {"dense_width": "shared_intermediate_size", "plain_router": True},
+    **{family: {"plain_router": True} for family in ("granitemoe", "granitemoeshared")},
     "minimax_m2": {"qk_norm": "full"},
     "ernie4_5_moe": {"routing_bias": True},
     **{family: {"indexer": True} for family in ("deepseek_v32", "glm_moe_dsa")},
@@ -226,19 +227,24 @@ def _mamba2(c: Keys, h: int) -> tuple[tuple[Linear, ...], int, int, int]:
 
 
 def _mlp(h: int, i: int, *, bias: bool, group: str = "mlp", count: int = 1) -> tuple[Linear, ...]:
-    return (Linear(name="gate_proj", in_features=h, out_features=i, bias=bias, group=group, count=count),
-            Linear(name="up_proj", in_features=h, out_features=i, bias=bias, group=group, count=count),
-            Linear(name="down_proj", in_features=i, out_features=h, bias=bias, group=group, count=count))
+    plain = group != "experts"  # experts are fused 3-D parameters in transformers 5
+    return (Linear(name="gate_proj", in_features=h, out_features=i, bias=bias, group=group, count=count,
+                   adaptable=plain),
+            Linear(name="up_proj", in_features=h, out_features=i, bias=bias, group=group, count=count,
+                   adaptable=plain),
+            Linear(name="down_proj", in_features=i, out_features=h, bias=bias, group=group, count=count,
+                   adaptable=plain))
 
 
 def _experts(c: Keys, h: int, i: int) -> tuple[tuple[Linear, ...], int]:
     """(linears, top-k) of an expert block: router, routed experts, shared experts (with Qwen's sigmoid gate)."""
+    traits = FAMILY_TRAITS.get(c.get("model_type"), {})
     E = c.need("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts")
     k = c.get("num_experts_per_tok", "moe_k", "moe_topk", "num_experts_per_token", "experts_per_token", default=1)
     mi = c.get("moe_intermediate_size", default=i)
-    linears = [Linear(name="gate", in_features=h, out_features=E, group="router"),
+    linears = [Linear(name="gate", in_features=h, out_features=E, group="router",
+                      adaptable=bool(traits.get("plain_router"))),
                *_mlp(h, mi, bias=False, group="experts", count=E)]
-    traits = FAMILY_TRAITS.get(c.get("model_type"), {})
     shared_width = c.get("shared_expert_intermediate_size", "moe_shared_expert_intermediate_size",
                          "shared_intermediate_size", traits.get("shared_expert_width", "-"))
     n_shared = c.get("n_shared_experts", "moe_num_shared_experts", "num_shared_experts", default=0) or 0

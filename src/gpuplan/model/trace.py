@@ -21,6 +21,8 @@ Needs the ``sim`` extra (torch + transformers); imported only when a config is n
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import re
 import warnings
 from typing import Any
@@ -42,53 +44,53 @@ class TraceError(GpuplanError):
     """transformers could not build or read the model (the message says why, in one sentence)."""
 
 
-def _quiet():
+@contextlib.contextmanager
+def quiet():
     """Silence transformers' and torch's warnings and logs while a model is built on the meta device."""
-    import contextlib
-    import logging
+    previous = logging.root.manager.disable
+    logging.disable(logging.ERROR)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            yield
+        finally:
+            logging.disable(previous)
 
-    @contextlib.contextmanager
-    def quiet():
-        previous = logging.root.manager.disable
-        logging.disable(logging.ERROR)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            try:
-                yield
-            finally:
-                logging.disable(previous)
 
-    return quiet()
+def instantiate(config: dict[str, Any], cfg, **kwargs):
+    """The model a config describes, built with ``kwargs`` (dtype, attention) under the caller's device: the
+    class its ``architectures`` names when transformers has it (multimodal checkpoints keep their towers), else
+    the causal-LM class of its ``model_type``."""
+    import transformers
+
+    named = (config.get("architectures") or [None])[0]
+    cls = getattr(transformers, named, None) if isinstance(named, str) else None
+    if cls is not None and hasattr(cls, "_from_config"):
+        return cls._from_config(cfg, **kwargs)
+    return transformers.AutoModelForCausalLM.from_config(cfg, **kwargs)
 
 
 def build_meta(config: dict[str, Any], dtype: str = "bfloat16"):
-    """(model, transformers config) built on the meta device from a config.json dict: the class the config's
-    ``architectures`` names when transformers has it (multimodal checkpoints keep their towers), else the
-    causal-LM class of its ``model_type``."""
+    """(model, transformers config) built on the meta device from a config.json dict (:func:`model_class`)."""
     import torch
     import transformers
 
     clean = {k: v for k, v in config.items() if k != "quantization_config" and not k.startswith("_transcription")}
     model_type = clean.get("model_type")
-    with _quiet():
+    with quiet():
         try:
             cfg = transformers.AutoConfig.for_model(**clean)
-        except (ValueError, KeyError) as err:
+        except (ValueError, KeyError, TypeError) as err:
             if model_type not in transformers.CONFIG_MAPPING:
                 raise TraceError(f"transformers {transformers.__version__} does not know model_type "
                                  f"{model_type!r}: upgrade transformers, or pass a config of a known family") from None
             raise TraceError(f"transformers cannot read this {model_type} config ({_first_line(err)})") from None
-        named = (clean.get("architectures") or [None])[0]
-        cls = getattr(transformers, named, None) if named else None
         try:
             with torch.device("meta"):
-                if cls is not None and hasattr(cls, "_from_config"):
-                    model = cls._from_config(cfg, dtype=getattr(torch, dtype))
-                else:
-                    model = transformers.AutoModelForCausalLM.from_config(cfg, dtype=getattr(torch, dtype))
-        except Exception as err:
-            raise TraceError(f"transformers {transformers.__version__} cannot build {named or model_type} from "
-                             f"this config ({type(err).__name__}: {_first_line(err)})") from None
+                model = instantiate(clean, cfg, dtype=getattr(torch, dtype))
+        except Exception as err:  # any failure of the model's own code is reported in one line
+            raise TraceError(f"transformers {transformers.__version__} cannot build the {model_type} model of this "
+                             f"config ({type(err).__name__}: {_first_line(err)})") from None
     return model.eval(), cfg
 
 
@@ -106,7 +108,7 @@ def trace(config: dict[str, Any]) -> tuple[dict[str, Any], list[str], str | None
     model, cfg = build_meta(config)
     text = cfg.get_text_config(decoder=True)
     notes = [f"structure read off transformers {transformers.__version__} on the meta device"]
-    layers_name, blocks = _decoder_layers(model, _get(text, "num_hidden_layers"))
+    layers_name, blocks = decoder_layers(model, _get(text, "num_hidden_layers"))
     hidden = _int(_get(text, "hidden_size")) or _embedding_dim(model)
     top_k = _top_k(text, blocks)
     seen: set[int] = set()
@@ -122,14 +124,14 @@ def trace(config: dict[str, Any]) -> tuple[dict[str, Any], list[str], str | None
 
 
 # ---- the decoder layers ----------------------------------------------------------------------------------
-def _decoder_layers(model, n: int | None):
+def decoder_layers(model, n: int | None):
     """The ``nn.ModuleList`` of decoder layers: of length ``num_hidden_layers`` when one is, the one holding the
     most parameters (vision towers and MTP heads have their own lists)."""
     import torch
 
     best = None
     for name, module in model.named_modules():
-        if not isinstance(module, torch.nn.ModuleList) or not len(module) or _is_tower(name):
+        if not isinstance(module, torch.nn.ModuleList) or not len(module) or is_tower(name):
             continue
         size = sum(p.numel() for p in module.parameters())
         rank = (len(module) == n, size)
@@ -140,7 +142,7 @@ def _decoder_layers(model, n: int | None):
     return best[1], list(best[2])
 
 
-def _is_tower(path: str) -> bool:
+def is_tower(path: str) -> bool:
     return any(word in part for part in path.lower().split(".") for word in TOWER_WORDS)
 
 
@@ -353,6 +355,12 @@ def new_cache(cfg):
             except ValueError:
                 return self.tokens
 
+        def get_mask_sizes(self, query_length: int, layer_idx: int = 0) -> tuple[int, int]:
+            try:
+                return super().get_mask_sizes(query_length, layer_idx)
+            except ValueError:
+                return self.tokens + query_length, 0
+
     return CountingCache(config=cfg)
 
 
@@ -360,7 +368,7 @@ def _measure(model, cfg):
     """Cached elements (at 2 bytes each) per layer after a 2-token prefill, then after one decode step."""
     import torch
 
-    with _quiet(), torch.no_grad():
+    with quiet(), torch.no_grad():
         cache = new_cache(cfg)
         ids = torch.zeros((1, 2), dtype=torch.long, device="meta")
         model(input_ids=ids, past_key_values=cache, use_cache=True)
@@ -525,7 +533,7 @@ def _top_level(model, text, layers: list[Layer], layers_name: str, hidden: int, 
             if id(p) in ids:
                 continue
             ids.add(id(p))
-            if _is_tower(module_name):
+            if is_tower(module_name):
                 tower += p.numel()
             elif "norm" in type(module).__name__.lower():
                 norms += p.numel()
