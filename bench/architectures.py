@@ -14,8 +14,10 @@ tests/test_model_sweep.py asserts the same rows (>= 95 % within 0.5 %, and never
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -140,8 +142,15 @@ def _empty_cache():
                 os.environ["GPUPLAN_CACHE_DIR"] = saved
 
 
-def sweep(core: bool = True) -> list[Row]:
-    return [measure(t, core=core) for t in causal_lm_types()]
+def sweep(core: bool = True, workers: int = 2) -> list[Row]:
+    """Every architecture, over ``workers`` processes (each imports transformers' model modules once)."""
+    types = causal_lm_types()
+    if workers <= 1:
+        return [measure(t, core=core) for t in types]
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(workers) as pool:
+        return list(pool.map(functools.partial(measure, core=core), types, chunksize=4))
 
 
 def table(rows: list[Row]) -> str:
@@ -168,11 +177,105 @@ def table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
+def simulate_sweep(types: list[str], *, one_period: bool = True, workers: int = 2) -> list[SimRow]:
+    from concurrent.futures import ProcessPoolExecutor
+
+    run = functools.partial(simulate_row, one_period=one_period)
+    if workers <= 1:
+        return [run(t) for t in types]
+    with ProcessPoolExecutor(workers) as pool:
+        return list(pool.map(run, types, chunksize=2))
+
+
+# ---- simulate on every architecture --------------------------------------------------------------------------
+SIM_TASKS = {  # tiny shapes: the point is that the real code runs (few layers, extrapolated), not the numbers
+    "infer": dict(task="infer", batch_size=1, prompt_tokens=16, output_tokens=2),
+    "lora": dict(task="train", method="lora", seq_len=16),
+    "full": dict(task="train", method="full", seq_len=16, precision="bf16-true"),
+}
+
+
+@dataclass(kw_only=True)
+class SimRow:
+    model_type: str
+    outcome: dict[str, str]  # task -> "ok" or the one sentence simulate gave
+    peak_gib: dict[str, float]
+    lora_params: tuple[int, int] | None = None  # (simulated = peft's count, estimated)
+    crash: str | None = None  # anything that is not a GpuplanError: a bug
+    seconds: float = 0.0
+
+
+def simulate_row(model_type: str, folder: Path | None = None, *, one_period: bool = False) -> SimRow:
+    """Simulate the default config of ``model_type`` for each task: extrapolated from two runs, or (``one_period``,
+    the CI sweep) one run of its first period of layers."""
+    import json
+
+    from gpuplan import estimate
+    from gpuplan.errors import GpuplanError
+    from gpuplan.model.catalog import load_model
+    from gpuplan.sim.depth import plan
+    from gpuplan.sim.simulate import simulate
+
+    started = time.perf_counter()
+    folder = Path(folder or tempfile.mkdtemp())
+    path = folder / f"{model_type}.json"
+    path.write_text(json.dumps(default_config(model_type)))
+    row = SimRow(model_type=model_type, outcome={}, peak_gib={})
+    layers = None
+    try:
+        layers = plan(list(load_model(str(path)).layers))[0][0] if one_period else None
+    except GpuplanError as err:
+        row.outcome = dict.fromkeys(SIM_TASKS, str(err))
+        return row
+    for task, fields in SIM_TASKS.items():
+        scenario = {"model": str(path), **fields}
+        try:
+            sim = simulate(scenario, layers=layers)
+        except GpuplanError as err:
+            row.outcome[task] = str(err)
+            continue
+        except Exception as err:  # a traceback the user would see: the sweep fails on it
+            row.crash = f"{task}: {type(err).__name__}: {err}"[:300]
+            row.outcome[task] = "crash"
+            continue
+        row.outcome[task], row.peak_gib[task] = "ok", sim.allocated_peak_gib
+        if task == "lora" and not one_period:
+            row.lora_params = (sim.params_trainable, estimate(scenario, advise=False).model.params_trainable)
+        elif task == "lora":  # the estimate of the same first layers
+            cut = folder / f"{model_type}-{layers}.json"
+            from gpuplan.sim.depth import cut_config
+
+            cut.write_text(json.dumps(cut_config(default_config(model_type), layers)))
+            row.lora_params = (sim.params_trainable,
+                               estimate({**scenario, "model": str(cut)}, advise=False).model.params_trainable)
+    row.seconds = time.perf_counter() - started
+    return row
+
+
+def simulate_table(rows: list[SimRow]) -> str:
+    ran = {task: sum(r.outcome.get(task) == "ok" for r in rows) for task in SIM_TASKS}
+    lines = [f"{len(rows)} architectures; simulated: " + ", ".join(f"{task} {n}" for task, n in ran.items())
+             + f"; crashes: {sum(r.crash is not None for r in rows)}.", "",
+             "| model_type | infer | LoRA | full | LoRA params (peft / estimate) | s |", "|---|---|---|---|---|---:|"]
+    for r in rows:
+        cells = [("ok" if r.outcome.get(t) == "ok" else (r.outcome.get(t) or "")[:90]) for t in SIM_TASKS]
+        lora = f"{r.lora_params[0]:,} / {r.lora_params[1]:,}" if r.lora_params else ""
+        lines.append(f"| {r.model_type} | {' | '.join(cells)} | {lora} | {r.seconds:.0f} |")
+    return "\n".join(lines)
+
+
 if __name__ == "__main__":
     os.environ["GPUPLAN_CACHE_DIR"] = tempfile.mkdtemp()  # trace afresh
     start = time.perf_counter()
-    result = table(sweep())
+    rows = sweep()
+    counts = table(rows)
+    counted = time.perf_counter() - start
+    swept = [r.model_type for r in rows if not r.skipped and r.error is None]
+    sims = simulate_table(simulate_sweep(swept, one_period="--one-period" in sys.argv))
     out = Path(__file__).parent / "results" / "architectures.md"
-    out.write_text(f"# gpuplan model vs transformers, every causal-LM architecture\n\n{result}\n\n"
-                   f"({time.perf_counter() - start:.0f} s)\n")
-    print(result)
+    out.write_text(f"# Every causal-LM architecture of transformers: gpuplan model and gpuplan simulate\n\n"
+                   f"## Parameter counts ({counted:.0f} s)\n\n{counts}\n\n"
+                   f"## simulate: inference, LoRA, full fine-tuning ({time.perf_counter() - start - counted:.0f} s)\n\n"
+                   f"{sims}\n")
+    print(counts)
+    print(sims)

@@ -26,3 +26,10 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords and not has_cuda:
             item.add_marker(pytest.mark.skip(reason="needs a CUDA GPU"))
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _user_cache(tmp_path_factory):
+    """Model structures and refreshed catalogs go to a temporary user cache, never the developer's."""
+    if not os.environ.get("GPUPLAN_CACHE_DIR"):
+        os.environ["GPUPLAN_CACHE_DIR"] = str(tmp_path_factory.mktemp("user-cache"))

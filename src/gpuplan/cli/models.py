@@ -56,12 +56,14 @@ def models_cmd(
                          ("dtype", "left")):
         table.add_column(col, justify=justify)
     for r in rows:
-        table.add_row(r["name"], r["family"], human_count(r["params_total"]),
+        table.add_row(r["name"], r["family"], human_count(r["params_total"]) + ("" if r["exact"] else "*"),
                       human_count(r["params_active"]) if r["moe"] else "", str(r["num_layers"]),
                       str(r["hidden_size"]), f"{r['num_heads']}/{r['num_kv_heads']}",
                       f"{r['max_context']:,}" if r["max_context"] else "?",
                       r["quantization"] or r["dtype"])
     out.print(table)
+    if not all(r["exact"] for r in rows):
+        out.print("* not exact: `gpuplan model NAME` says why")
 
 
 @app.command("model")

@@ -66,21 +66,38 @@ def cache_bytes_per_token(s: Scenario, m: ModelSpec, layers=None) -> float:
                for layer, count in kinds if not (layer.window and layer.attention in WINDOWED))
 
 
+# transformers runs every token through every expert in these families (Llama4TextMoe.forward repeats the hidden
+# states for all experts and batch-multiplies them: transformers models/llama4/modeling_llama4.py), so its MoE
+# working set is that of top-E routing; vLLM and llama.cpp route sparsely.
+DENSE_DISPATCH_MOE = frozenset({"llama4", "llama4_text"})
+
+
 def prefill_working_set(s: Scenario, m: ModelSpec, tokens: int, seqs: int) -> float:
     """Largest set of temporaries of one layer's forward without autograd, for ``tokens`` tokens at once:
-    the MLP holds act(gate), up and their product (``3·i``) plus the residual and its norm (``2·h``); eager
-    attention holds the fp32 softmax of ``seqs·heads·s²`` scores."""
+    the MLP holds act(gate), up and their product (``3·i``) plus the residual and its norm (``2·h``); an expert
+    layer the same for each of the ``k`` experts a token visits (under transformers, the families of
+    :data:`DENSE_DISPATCH_MOE` hold, for every expert, a copy of the tokens, gate_up, act(gate) and their product:
+    ``E·(4·i + h)``); eager attention holds the fp32 softmax of ``seqs·heads·s²`` scores."""
     c = s.compute_bytes
     t = s.tp
     i = max((lin.in_features for layer in m.layers for lin in layer.linears
              if act.INPUT_OF.get(lin.name) == "mlp_mid" and lin.group != "experts"), default=0) / t
     mlp = c * tokens * (3 * i + 2 * m.hidden_size)
     if m.is_moe:
-        i_e = max((lin.in_features for layer in m.layers for lin in layer.linears if lin.group == "experts"),
-                  default=0)
-        mlp = max(mlp, c * tokens * m.experts_per_token * (3 * i_e + 2 * m.hidden_size) + 8 * tokens * m.num_experts)
+        i_e = max((lin.in_features for layer, _ in m.layer_kinds() for lin in layer.linears
+                   if lin.group == "experts" and act.INPUT_OF.get(lin.name) == "mlp_mid"), default=0)
+        h, E = m.hidden_size, m.num_experts
+        if s.engine == "transformers" and m.family in DENSE_DISPATCH_MOE:
+            # E copies of the tokens (routed_in) live with gate_up (2i), act(gate) and up*act(gate) per expert
+            mlp = max(mlp, c * tokens * (E * (4 * i_e + h) + 2 * h) + 8 * tokens * E)
+        else:
+            mlp = max(mlp, c * tokens * m.experts_per_token * (3 * i_e + 2 * h) + 8 * tokens * E)
     heads = max(m.num_heads // t, 1)
     attn = c * tokens * (heads * m.head_dim * 3 + 2 * m.hidden_size) + 4 * tokens * m.hidden_size
+    if s.engine == "transformers":  # Gated DeltaNet's reference implementation (overheads.py)
+        values = max((lin.in_features for layer, _ in m.layer_kinds() if layer.attention == "linear"
+                      for lin in layer.linears if lin.name == "out_proj"), default=0) / t
+        attn = max(attn, 4 * tokens * oh.REFERENCE_DELTANET_FP32_COPIES * values)
     if attention_kernel(s, m) == "eager":
         seq = tokens // max(seqs, 1)
         attn += (4 + 2 * c) * seqs * heads * seq * seq

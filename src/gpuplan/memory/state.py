@@ -65,7 +65,10 @@ def lora_targets(s: Scenario, m: ModelSpec) -> frozenset[str]:
         for lin in layer.linears:
             if lin.name in refused or lin.name in renamed:
                 continue
-            if lin.adaptable or (lin.group == "router" and layout):
+            if lin.group == "router" and lin.name != "shared_expert_gate":
+                if layout:  # routers are custom modules in transformers 5 (Granite's plain router.layer too)
+                    names.add(lin.name)
+            elif lin.adaptable:
                 names.add(lin.name)
     return frozenset(names)
 
@@ -108,7 +111,7 @@ EAGER_ONLY = frozenset({"gemma2", "bloom", "gpt_oss"})
 
 def attention_kernel(s: Scenario, m: ModelSpec) -> str:
     """The attention implementation transformers will run for ``s.attention`` on this model."""
-    return "eager" if s.attention == "sdpa" and m.family in EAGER_ONLY else s.attention
+    return "eager" if s.attention == "sdpa" and (m.family in EAGER_ONLY or m.eager_only) else s.attention
 
 
 # ---- optimizer -------------------------------------------------------------------------------------

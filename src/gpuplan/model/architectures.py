@@ -409,6 +409,7 @@ READERS: dict[str, Callable[[Config], dict]] = {
     "gemma3_text": _gemma3,
     "phi3": _phi3,
     "deepseek_v3": _deepseek_v3,
+    "kimi_k2": _deepseek_v3,  # Kimi K2 ships DeepseekV3ForCausalLM under its own model_type
     "gpt_neox": _gpt_neox,
     "gpt2": _gpt2,
     "bloom": _bloom,
@@ -499,7 +500,8 @@ def read_architecture(config: dict[str, Any], *, use_transformers: bool = True) 
         if failure:
             reason = f"{failure}; {reason}"
     elif failure:
-        reason = f"{failure}; the counts come from the config's common keys and may be off"
+        reason = (f"{failure}; its counts come from the config's common keys and may be off (once transformers "
+                  "builds it, gpuplan counts it exactly and gpuplan simulate checks it)")
     elif use_transformers:
         reason = (f"model_type {model_type!r} has no exact reader in gpuplan: its counts come from the config's "
                   "common keys and may be off; install transformers (pip install 'gpuplan[sim]') for an exact count, "

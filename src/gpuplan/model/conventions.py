@@ -55,14 +55,16 @@ KIND_OF_TYPE = {
 # ``intermediate_size``, the key that sets the dense MLP width, attention and Mamba side by side in every layer,
 # a learned per-expert routing bias, and DeepSeek sparse attention's lightning indexer.
 FAMILY_TRAITS: dict[str, dict[str, Any]] = {
-    **{family: {"qk_norm": "head", "gated_attention": True}
-       for family in ("qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text")},
+    "qwen3_next": {"qk_norm": "head", "gated_attention": True},
+    **{family: {"qk_norm": "head", "gated_attention": True, "split_deltanet": True}
+       for family in ("qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text")},
     **{family: {"qk_norm": "none", "shared_expert_width": "intermediate_size", "dense_width": "intermediate_size_mlp"}
        for family in ("llama4", "llama4_text")},
     "falcon_h1": {"hybrid": True},
-    "granitemoehybrid": {"dense_width": "shared_intermediate_size", "plain_router": True},
-    **{family: {"plain_router": True} for family in ("granitemoe", "granitemoeshared")},
+    "granitemoehybrid": {"dense_width": "shared_intermediate_size", "fused_mlp": True},
+    **{family: {"fused_mlp": True} for family in ("granitemoe", "granitemoeshared")},
     "minimax_m2": {"qk_norm": "full"},
+    "glm4_moe": {"o_bias": False},  # attention_bias puts biases on q, k and v only
     "ernie4_5_moe": {"routing_bias": True},
     **{family: {"indexer": True} for family in ("deepseek_v32", "glm_moe_dsa")},
 }
@@ -106,8 +108,10 @@ def _mixer_kinds(c: Keys, n: int) -> list[tuple[str, int | None]]:
     elif c.get("full_attention_interval"):
         every = c.get("full_attention_interval")
         kinds = ["full" if (k + 1) % every == 0 else "linear" for k in range(n)]
-    elif chunk and c.get("no_rope_layers"):
-        kinds = ["chunked" if rope else "full" for rope in c.get("no_rope_layers")[:n]]
+    elif chunk:  # Llama 4: RoPE layers attend within chunks, NoPE layers (every no_rope_layer_interval-th) globally
+        every = c.get("no_rope_layer_interval", default=4)
+        rope = c.get("no_rope_layers") or [int((k + 1) % every != 0) for k in range(n)]
+        kinds = ["chunked" if r else "full" for r in rope[:n]]
     elif window and c.get("sliding_window_pattern"):
         every = c.get("sliding_window_pattern")
         kinds = ["sliding" if (k + 1) % every else "full" for k in range(n)]
@@ -164,7 +168,7 @@ def _attention(c: Keys, h: int, a: int, kv: int, d: int) -> tuple[tuple[Linear, 
     linears = (Linear(name="q_proj", in_features=h, out_features=gate * a * d, bias=bias),
                Linear(name="k_proj", in_features=h, out_features=kv * d, bias=bias),
                Linear(name="v_proj", in_features=h, out_features=kv * d, bias=bias),
-               Linear(name="o_proj", in_features=a * d, out_features=h, bias=bias))
+               Linear(name="o_proj", in_features=a * d, out_features=h, bias=bias and traits.get("o_bias", True)))
     return linears, qk
 
 
@@ -198,9 +202,16 @@ def _deltanet(c: Keys, h: int) -> tuple[tuple[Linear, ...], int, int, int]:
     kd, vd = c.need("linear_key_head_dim"), c.need("linear_value_head_dim")
     kernel = c.get("linear_conv_kernel_dim", default=4)
     conv = 2 * kh * kd + vh * vd
-    linears = (Linear(name="in_proj_qkvz", in_features=h, out_features=2 * kh * kd + 2 * vh * vd),
-               Linear(name="in_proj_ba", in_features=h, out_features=2 * vh),
-               Linear(name="out_proj", in_features=vh * vd, out_features=h))
+    if FAMILY_TRAITS.get(c.get("model_type"), {}).get("split_deltanet"):  # Qwen3.5: one projection per input
+        linears = (Linear(name="out_proj", in_features=vh * vd, out_features=h),
+                   Linear(name="in_proj_qkv", in_features=h, out_features=conv),
+                   Linear(name="in_proj_z", in_features=h, out_features=vh * vd),
+                   Linear(name="in_proj_b", in_features=h, out_features=vh),
+                   Linear(name="in_proj_a", in_features=h, out_features=vh))
+    else:
+        linears = (Linear(name="in_proj_qkvz", in_features=h, out_features=2 * kh * kd + 2 * vh * vd),
+                   Linear(name="in_proj_ba", in_features=h, out_features=2 * vh),
+                   Linear(name="out_proj", in_features=vh * vd, out_features=h))
     return linears, vd, conv * kernel + 2 * vh, conv * kernel + 2 * vh * kd * vd
 
 
@@ -226,8 +237,13 @@ def _mamba2(c: Keys, h: int) -> tuple[tuple[Linear, ...], int, int, int]:
     return linears, norm, conv * kernel + (conv if conv_bias else 0) + 3 * heads, conv * kernel + 2 * inner * state
 
 
-def _mlp(h: int, i: int, *, bias: bool, group: str = "mlp", count: int = 1) -> tuple[Linear, ...]:
+def _mlp(h: int, i: int, *, bias: bool, group: str = "mlp", count: int = 1, fused: bool = False) -> tuple[Linear, ...]:
     plain = group != "experts"  # experts are fused 3-D parameters in transformers 5
+    if fused:  # Granite: gate and up in one input_linear
+        return (Linear(name="input_linear", in_features=h, out_features=2 * i, bias=bias, group=group, count=count,
+                       adaptable=plain),
+                Linear(name="output_linear", in_features=i, out_features=h, bias=bias, group=group, count=count,
+                       adaptable=plain))
     return (Linear(name="gate_proj", in_features=h, out_features=i, bias=bias, group=group, count=count,
                    adaptable=plain),
             Linear(name="up_proj", in_features=h, out_features=i, bias=bias, group=group, count=count,
@@ -242,17 +258,17 @@ def _experts(c: Keys, h: int, i: int) -> tuple[tuple[Linear, ...], int]:
     E = c.need("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts")
     k = c.get("num_experts_per_tok", "moe_k", "moe_topk", "num_experts_per_token", "experts_per_token", default=1)
     mi = c.get("moe_intermediate_size", default=i)
-    linears = [Linear(name="gate", in_features=h, out_features=E, group="router",
-                      adaptable=bool(traits.get("plain_router"))),
+    linears = [Linear(name="gate", in_features=h, out_features=E, group="router", adaptable=False),
                *_mlp(h, mi, bias=False, group="experts", count=E)]
     shared_width = c.get("shared_expert_intermediate_size", "moe_shared_expert_intermediate_size",
                          "shared_intermediate_size", traits.get("shared_expert_width", "-"))
     n_shared = c.get("n_shared_experts", "moe_num_shared_experts", "num_shared_experts", default=0) or 0
+    fused = bool(traits.get("fused_mlp"))
     if c.get("shared_expert_intermediate_size"):
         linears += [*_mlp(h, shared_width, bias=False, group="shared_experts"),
                     Linear(name="shared_expert_gate", in_features=h, out_features=1, group="router")]
     elif shared_width or n_shared:
-        linears += _mlp(h, (shared_width or mi) * max(n_shared, 1), bias=False, group="shared_experts")
+        linears += _mlp(h, (shared_width or mi) * max(n_shared, 1), bias=False, group="shared_experts", fused=fused)
     return tuple(linears), k
 
 
@@ -309,7 +325,7 @@ def read(config: dict[str, Any]) -> dict[str, Any]:
         elif kind == "none" and c.get("layers_block_type") and not c.get("intermediate_size"):
             mlp = ()
         else:
-            mlp = _mlp(h, dense_i, bias=mlp_bias)
+            mlp = _mlp(h, dense_i, bias=mlp_bias, fused=bool(traits.get("fused_mlp")))
         layers.append(Layer(attention=kind, window=window, moe=sparse, linears=mixer + mlp, norm_params=2 * h + norms,
                             attention_extra=extra, mlp_extra=extra_mlp, kv_dims=kv_dims, state_elements=state,
                             experts_per_token=top_k if sparse else 0))

@@ -49,6 +49,7 @@ class ModelSpec:
     vision_params: int = 0  # vision / audio towers and their projectors
     other_params: int = 0  # anything else the checkpoint holds (MTP heads, extra projections)
     head_bias: bool = False
+    eager_only: bool = False  # transformers has no SDPA attention for it (``_supports_sdpa = False``)
     layers: tuple[Layer, ...]
     gated_mlp: bool = True
     parallel_residual: bool = False

@@ -97,14 +97,16 @@ def store(config: dict[str, Any], traced: tuple[dict[str, Any], list[str], str |
 
 def bundle() -> list[str]:
     """Trace every bundled model that no exact reader counts and write its structure to the bundled folder."""
-    from .architectures import EXACT_READERS
+    from .architectures import EXACT_READERS, TOWER_KEYS, TOWER_READERS
     from .catalog import bundled
     from .trace import trace
 
     written = []
     for repo, path in bundled().items():
         config = json.loads(path.read_text(encoding="utf-8"))
-        if config.get("model_type") in EXACT_READERS:
+        family = config.get("model_type")
+        tower = any(config.get(key) for key in TOWER_KEYS)
+        if family in EXACT_READERS and (not tower or family in TOWER_READERS):
             continue
         store(config, trace(config), folder=bundled_folder())
         written.append(repo)

@@ -22,6 +22,7 @@ Needs the ``sim`` extra (torch + transformers); imported only when a config is n
 from __future__ import annotations
 
 import contextlib
+import copy
 import logging
 import re
 import warnings
@@ -77,10 +78,17 @@ def build_meta(config: dict[str, Any], dtype: str = "bfloat16"):
 
     clean = {k: v for k, v in config.items() if k != "quantization_config" and not k.startswith("_transcription")}
     model_type = clean.get("model_type")
+    named = (clean.get("architectures") or [None])[0]
+    known = getattr(transformers, named, None) if isinstance(named, str) else None
     with quiet():
         try:
-            cfg = transformers.AutoConfig.for_model(**clean)
-        except (ValueError, KeyError, TypeError) as err:
+            if model_type not in transformers.CONFIG_MAPPING and known is not None:
+                # remote-code model types of a transformers architecture (Kimi K2's kimi_k2 is DeepseekV3ForCausalLM)
+                cfg = known.config_class(**{k: v for k, v in clean.items() if k not in ("model_type", "auto_map")})
+                clean["model_type"] = known.config_class.model_type
+            else:
+                cfg = transformers.AutoConfig.for_model(**clean)
+        except Exception as err:  # transformers' config validation, whatever it raises, in one sentence
             if model_type not in transformers.CONFIG_MAPPING:
                 raise TraceError(f"transformers {transformers.__version__} does not know model_type "
                                  f"{model_type!r}: upgrade transformers, or pass a config of a known family") from None
@@ -105,7 +113,7 @@ def trace(config: dict[str, Any]) -> tuple[dict[str, Any], list[str], str | None
     are). Raises :class:`TraceError` when transformers cannot build the model."""
     import transformers
 
-    model, cfg = build_meta(config)
+    model, cfg = build_meta(copy.deepcopy(config))  # transformers pops keys off nested config dicts
     text = cfg.get_text_config(decoder=True)
     notes = [f"structure read off transformers {transformers.__version__} on the meta device"]
     layers_name, blocks = decoder_layers(model, _get(text, "num_hidden_layers"))
@@ -563,7 +571,8 @@ def _top_level(model, text, layers: list[Layer], layers_name: str, hidden: int, 
         intermediate_size=_intermediate(text, layers, hidden), layers=layers, final_norm_params=norms,
         embedding_dim=dim, position_params=positions, projection_params=extra_embedding, vision_params=tower,
         other_params=other, tie_word_embeddings=tied, head_bias=head_bias, gated_mlp=_gated(layers),
-        num_experts=experts, experts_per_token=top_k if experts else 0, _other_names=other_names)
+        num_experts=experts, experts_per_token=top_k if experts else 0, _other_names=other_names,
+        eager_only=not getattr(model, "_supports_sdpa", True))
     mla = {key: _int(_get(text, key)) for key in ("q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
                                                   "qk_rope_head_dim", "v_head_dim")}
     if mla["kv_lora_rank"] and mla["qk_nope_head_dim"] and mla["qk_rope_head_dim"] and mla["v_head_dim"]:

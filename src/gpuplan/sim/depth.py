@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "decoder_layers")
 INDEX_LISTS = ("mlp_only_layers", "moe_layers", "full_attn_idxs", "attn_layer_indices", "swa_layers")
 PER_LAYER_WORDS = ("layer", "pattern", "types", "block", "modes")  # lists with one entry per layer
 PER_LAYER_SIZES = ("intermediate_size", "num_query_heads", "num_kv_heads", "num_key_value_heads", "head_dim")
@@ -56,8 +57,8 @@ def cut_config(config: dict[str, Any], depth: int) -> dict[str, Any]:
     if isinstance(config.get("text_config"), dict):
         config["text_config"] = cut_config(config["text_config"], depth)
         return config
-    n = config.get("num_hidden_layers", config.get("n_layer", config.get("num_layers")))
-    for key in ("num_hidden_layers", "n_layer", "num_layers"):
+    n = next((config[k] for k in LAYER_KEYS if isinstance(config.get(k), int)), None)
+    for key in LAYER_KEYS:
         if key in config:
             config[key] = depth
     if not isinstance(n, int):
@@ -65,6 +66,8 @@ def cut_config(config: dict[str, Any], depth: int) -> dict[str, Any]:
     for key, value in list(config.items()):
         if key in INDEX_LISTS and isinstance(value, list):
             config[key] = [k for k in value if isinstance(k, int) and k < depth]
+        elif key == "per_layer_config" and isinstance(value, dict):  # Gemma 4: overrides keyed by layer index
+            config[key] = {k: v for k, v in value.items() if str(k).isdigit() and int(k) < depth}
         elif _per_layer(key, value, n, depth):
             config[key] = value[:depth]
     return config

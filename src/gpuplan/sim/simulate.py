@@ -59,9 +59,11 @@ class Simulation:
     peak_phase: str
     peak_op: str
     parts_gib: dict[str, float]  # categories at the peak
+    phase_parts_gib: dict[str, dict[str, float]]  # categories at each phase's peak
     phases_gib: dict[str, float]  # each phase's peak
     runs: list[dict[str, Any]]  # layer counts simulated, with their peaks
     params_trainable: int = 0  # parameters the step trains (LoRA: peft's own count), extrapolated like memory
+    cache_gib: float = 0.0  # inference: the cache after the last token (keys, values, recurrent states)
     notes: list[str] = field(default_factory=list)
     timeline: list[tuple[int, float, str]] = field(default_factory=list)  # of the largest run: (event, GiB, phase)
     elapsed_s: float = 0.0
@@ -88,11 +90,12 @@ def simulate(scenario: Scenario | dict[str, Any], *, timeline: bool = False, lay
         notes += [note for note in run_notes if note not in notes]
     phases, parts, ops = depth.extrapolate(trackers, steps)
     phase = max(phases, key=phases.get)
-    trainable = trackers[-1].trainable + (
-        (steps - 1) * (trackers[-1].trainable - trackers[-2].trainable) if len(trackers) > 1 else 0)
+    trainable, cache = (_extrapolated([getattr(t, name) for t in trackers], steps) for name in ("trainable", "cache"))
     sim = Simulation(model=m.name, scenario=s.model_dump(), allocated_peak_gib=phases[phase] / GIB,
                      peak_phase=phase, peak_op=ops[phase], parts_gib={k: v / GIB for k, v in parts[phase].items()},
-                     phases_gib={k: v / GIB for k, v in phases.items()}, params_trainable=trainable,
+                     phase_parts_gib={p: {k: v / GIB for k, v in split.items()} for p, split in parts.items()},
+                     phases_gib={k: v / GIB for k, v in phases.items()}, params_trainable=int(trainable),
+                     cache_gib=cache / GIB,
                      runs=[{"layers": _kinds_of(m.layers[:n]), "peak_gib": t.peak.bytes / GIB}
                            for n, t in zip(depths, trackers, strict=True)], notes=notes,
                      elapsed_s=time.perf_counter() - started)
@@ -102,6 +105,11 @@ def simulate(scenario: Scenario | dict[str, Any], *, timeline: bool = False, lay
     if timeline:
         sim.timeline = [(event, b / GIB, ph) for event, b, ph in trackers[-1].timeline]
     return sim
+
+
+def _extrapolated(values: list[float], steps: int) -> float:
+    """A per-run quantity at full depth, as :func:`depth.extrapolate` does the peaks."""
+    return values[-1] + (steps - 1) * (values[-1] - values[-2]) if len(values) > 1 else values[-1]
 
 
 def _kinds_of(layers) -> dict[str, int]:
@@ -185,6 +193,7 @@ def _run(s: Scenario, m: ModelSpec, n: int, *, timeline: bool):
         model.tie_weights()  # to_empty gives every module its own tensor: tie embeddings again
         tracker = MemoryTracker(timeline=timeline)
         tracker.trainable = sum(p.numel() for p in model.parameters() if p.requires_grad) if s.task == "train" else 0
+        tracker.cache = 0
         for tensor in [*model.parameters(), *model.buffers()]:
             tracker.relabel(tensor, "parameters")
         with tracker, _cuda_dropout(), _explained(m, n):
@@ -206,7 +215,8 @@ def _explained(m: ModelSpec, n: int):
         raise
     except Exception as err:
         line = (str(err).strip().splitlines() or [""])[0][:160]
-        raise GpuplanError(f"transformers cannot run {m.name} ({m.architecture}, {n} layers) on fake CPU tensors: "
+        what = m.architecture if m.architecture != "?" else m.family
+        raise GpuplanError(f"transformers cannot run {m.name} ({what}, {n} layers) on fake CPU tensors: "
                            f"{type(err).__name__}: {line}; gpuplan estimate still answers") from None
 
 
@@ -254,9 +264,15 @@ def build(s: Scenario, m: ModelSpec, config: dict[str, Any], notes: list[str]):
         notes.append("attention flash runs as sdpa on the CPU (both keep O(s) memory)")
     elif attention != s.attention:
         notes.append(f"{m.family} has no SDPA attention in transformers: it runs eager")
-    cfg = transformers.AutoConfig.for_model(**config)
     with quiet(), torch.device("meta"), _explained(m, sized_depth(config)):
-        model = instantiate(config, cfg, dtype=dtype, attn_implementation=attention)
+        cfg = transformers.AutoConfig.for_model(**config)
+        try:
+            model = instantiate(config, cfg, dtype=dtype, attn_implementation=attention)
+        except ValueError as err:  # a family without SDPA (transformers' _supports_sdpa): it runs eager
+            if attention != "sdpa" or "attention implementation" not in str(err):
+                raise
+            model = instantiate(config, cfg, dtype=dtype, attn_implementation="eager")
+            notes.append(f"{m.family} has no SDPA attention in transformers: it runs eager")
     _check_layers(m, model, sized_depth(config))
     if s.task == "infer":
         if s.quant in ("nf4", "fp4"):
@@ -296,7 +312,7 @@ def build(s: Scenario, m: ModelSpec, config: dict[str, Any], notes: list[str]):
 
 def sized_depth(config: dict[str, Any]) -> int:
     text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
-    return int(text.get("num_hidden_layers", text.get("n_layer", text.get("num_layers", 0))))
+    return next((text[k] for k in depth.LAYER_KEYS if isinstance(text.get(k), int)), 0)
 
 
 def _check_layers(m: ModelSpec, model, n: int) -> None:
@@ -331,8 +347,11 @@ def _not_adaptable(model) -> list[str]:
         if is_tower(name):
             out.append(name)
         elif type(module).forward is not torch.nn.Linear.forward:
-            with torch.no_grad():
-                probe = module(torch.empty(1, module.in_features, dtype=module.weight.dtype, device="meta"))
+            try:
+                with torch.no_grad():
+                    probe = module(torch.empty(1, module.in_features, dtype=module.weight.dtype, device="meta"))
+            except Exception:  # a forward that needs more than a tensor of features: not a plain linear
+                probe = None
             if not isinstance(probe, torch.Tensor):
                 out.append(name)
     return out
@@ -501,6 +520,8 @@ def generate_steps(s: Scenario, m: ModelSpec, model, tracker, device: str = "cpu
         next_ids = logits.argmax(-1, keepdim=True)
         ids = torch.cat([ids, next_ids], dim=-1)
         del logits
+    if hasattr(tracker, "parts"):
+        tracker.cache = tracker.parts["kv_cache"]
     return s.batch_size * s.output_tokens
 
 
