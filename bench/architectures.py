@@ -189,10 +189,24 @@ def simulate_sweep(types: list[str], *, one_period: bool = True, workers: int = 
 
 # ---- simulate on every architecture --------------------------------------------------------------------------
 SIM_TASKS = {  # tiny shapes: the point is that the real code runs (few layers, extrapolated), not the numbers
-    "infer": dict(task="infer", batch_size=1, prompt_tokens=16, output_tokens=2),
-    "lora": dict(task="train", method="lora", seq_len=16),
-    "full": dict(task="train", method="full", seq_len=16, precision="bf16-true"),
+    "infer": dict(task="infer", batch_size=1, prompt_tokens=8, output_tokens=2),
+    "lora": dict(task="train", method="lora", seq_len=8),
+    "full": dict(task="train", method="full", seq_len=8, precision="bf16-true"),
 }
+
+
+def distinct(rows: list[Row]) -> list[str]:
+    """The swept architectures, once per structure: model types whose default builds the same parameter count
+    and layer kinds as one already listed (llama4 and llama4_text, the BERT-style family...) are left out."""
+    seen: set[tuple] = set()
+    out = []
+    for r in rows:
+        key = (r.reference, r.kinds)
+        if r.skipped or r.error is not None or key in seen:
+            continue
+        seen.add(key)
+        out.append(r.model_type)
+    return out
 
 
 @dataclass(kw_only=True)
@@ -270,8 +284,7 @@ if __name__ == "__main__":
     rows = sweep()
     counts = table(rows)
     counted = time.perf_counter() - start
-    swept = [r.model_type for r in rows if not r.skipped and r.error is None]
-    sims = simulate_table(simulate_sweep(swept, one_period="--one-period" in sys.argv))
+    sims = simulate_table(simulate_sweep(distinct(rows), one_period="--one-period" in sys.argv))
     out = Path(__file__).parent / "results" / "architectures.md"
     out.write_text(f"# Every causal-LM architecture of transformers: gpuplan model and gpuplan simulate\n\n"
                    f"## Parameter counts ({counted:.0f} s)\n\n{counts}\n\n"
