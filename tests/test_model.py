@@ -211,7 +211,7 @@ def test_falcon_h1_layers_hold_attention_and_mamba_side_by_side():
 def test_structure_is_cached_and_read_without_transformers(tmp_path, monkeypatch):
     """An unknown family is traced once; the next read needs neither the time nor transformers."""
     pytest.importorskip("transformers")
-    from gpuplan.model import architectures
+    from gpuplan.model import reading
 
     monkeypatch.setenv("GPUPLAN_CACHE_DIR", str(tmp_path))
     config = {"model_type": "stablelm", "hidden_size": 256, "num_attention_heads": 4, "num_key_value_heads": 2,
@@ -222,7 +222,7 @@ def test_structure_is_cached_and_read_without_transformers(tmp_path, monkeypatch
     h, kv, V = 256, 2 * 64, 1000  # 2 KV heads of 64; LayerNorms with bias (StableLM)
     per_layer = (h * h + 2 * h * kv + h * h) + 3 * h * 512 + 2 * 2 * h
     assert traced.params_total == 2 * V * h + 2 * per_layer + 2 * h == 1_694_208
-    monkeypatch.setattr(architectures, "_can_trace", lambda: False)
+    monkeypatch.setattr(reading, "_can_trace", lambda: False)
     again = ModelSpec.from_config(config)
     assert again.params_total == traced.params_total and "(stored)" in again.counted_by
     fresh = ModelSpec.from_config({**config, "num_hidden_layers": 3})  # not stored, no transformers: conventions

@@ -17,9 +17,9 @@ from functools import cached_property
 from typing import Any
 
 from ..errors import GpuplanError
-from .architectures import read_architecture
 from .layers import Layer, Linear
 from .quant import DTYPE_BYTES, Format, checkpoint_format
+from .reading import read_architecture
 
 # The dtype checkpoints ship in when their config.json does not say (the repos' safetensors headers).
 SHIPPED_DTYPE = {"gpt2": "float32", "bloom": "bfloat16", "gpt_oss": "bfloat16", "phi3": "bfloat16"}

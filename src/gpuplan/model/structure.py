@@ -97,8 +97,8 @@ def store(config: dict[str, Any], traced: tuple[dict[str, Any], list[str], str |
 
 def bundle() -> list[str]:
     """Trace every bundled model that no exact reader counts and write its structure to the bundled folder."""
-    from .architectures import EXACT_READERS, TOWER_KEYS, TOWER_READERS
     from .catalog import bundled
+    from .reading import EXACT_READERS, TOWER_KEYS, TOWER_READERS
     from .trace import trace
 
     written = []

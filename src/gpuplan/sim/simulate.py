@@ -37,8 +37,9 @@ from typing import Any
 from ..errors import GpuplanError
 from ..memory.state import PEFT_MAMBA_REFUSED, PEFT_MAMBA_TYPES
 from ..model.catalog import load_model
+from ..model.modules import decoder_layers, is_tower
 from ..model.spec import ModelSpec
-from ..model.trace import decoder_layers, instantiate, is_tower, new_cache, quiet
+from ..model.trace import instantiate, new_cache, quiet
 from ..scenario import Scenario, scenario_from
 from . import depth
 from .depth import cut_config
@@ -318,7 +319,10 @@ def sized_depth(config: dict[str, Any]) -> int:
 def _check_layers(m: ModelSpec, model, n: int) -> None:
     """Each decoder layer built holds the parameters of the full model's layer of the same index: the cut config
     is the real model's beginning."""
-    _name, blocks = decoder_layers(model, n)
+    try:
+        _, blocks = decoder_layers(model, n)
+    except ValueError as err:
+        raise GpuplanError(f"simulate cannot run {m.name}: {err}") from None
     seen: set[int] = set()
     for k, block in enumerate(blocks[:n]):
         own = [p for p in block.parameters() if id(p) not in seen]
