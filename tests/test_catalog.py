@@ -15,8 +15,8 @@ from gpuplan.errors import UnknownNameError
 from gpuplan.model.catalog import aliases, bundled
 
 
-def test_48_configs_bundled_without_transcription_keys():
-    assert len(bundled()) == 48
+def test_75_configs_bundled_without_transcription_keys():
+    assert len(bundled()) == 75
     for path in bundled().values():
         assert not any(k.startswith("_transcription") for k in json.loads(path.read_text()))
 

@@ -14,6 +14,7 @@ from .errors import UnknownNameError
 from .hardware import GpuSpec, resolve_gpu
 from .memory import check, memory_report
 from .model.catalog import load_model
+from .model.report import inexact_warning
 from .model.spec import ModelSpec
 from .resolve import describe, resolve
 from .result import ModelFacts, Result
@@ -26,7 +27,8 @@ def _model_facts(m: ModelSpec, trainable: int) -> ModelFacts:
         kinds[layer.kind] = kinds.get(layer.kind, 0) + count
     return ModelFacts(name=m.name, family=m.family, params_total=m.params_total, params_active=m.params_active,
                       params_trainable=trainable, num_layers=m.num_layers, hidden_size=m.hidden_size,
-                      num_kv_heads=m.num_kv_heads, head_dim=m.head_dim, vocab_size=m.vocab_size, layer_kinds=kinds)
+                      num_kv_heads=m.num_kv_heads, head_dim=m.head_dim, vocab_size=m.vocab_size, layer_kinds=kinds,
+                      exact=m.exact, exact_reason=m.inexact_reason, counted_by=m.counted_by)
 
 
 def estimate(scenario: Scenario | dict[str, Any], *, advise: bool = True) -> Result:
@@ -38,6 +40,9 @@ def estimate(scenario: Scenario | dict[str, Any], *, advise: bool = True) -> Res
         s = s.model_copy(update={"gpu": gpu.id})
     s, defaults = resolve(s, m, gpu)
     warnings = check(s, m, gpu)
+    inexact = inexact_warning(m)
+    if inexact:
+        warnings.insert(0, inexact)
     e, report = memory_report(s, m, gpu)
     from .stacks import defaults_in_force
 

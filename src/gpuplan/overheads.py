@@ -37,6 +37,14 @@ ALLOCATOR_ROUND_BYTES = 512
 # sequences of 1-8k tokens (reserved - allocated = 0 to 0.85 x KV; measured-public.csv M0519-M0540).
 KV_GROWTH_FRAGMENTATION = 0.5  # every block is rounded up to 512 B (c10/cuda/CUDACachingAllocator.cpp)
 
+# Without flash-linear-attention, transformers runs Gated DeltaNet layers (Qwen3-Next, Qwen3.5) with its PyTorch
+# reference torch_chunk_gated_delta_rule (models/qwen3_next/modeling_qwen3_next.py): queries and keys repeated to the
+# value heads, the values, k*beta, v*beta, the decayed keys, the per-chunk attention and the output are fp32 copies
+# of the whole prompt. This many fp32 copies of the value width (v_heads x v_head_dim) per prompt token: fitted to
+# the fake-tensor simulation of Qwen3-Next-80B-A3B cut to one period (3 DeltaNet + 1 attention layers) at 32k tokens
+# (bench/results/hybrid_32k.md); the fla kernels keep O(chunk) instead.
+REFERENCE_DELTANET_FP32_COPIES = 15
+
 # DeepSpeed bucket defaults as the HF integration sets them ("auto"): reduce_bucket_size = hidden^2,
 # stage3_prefetch_bucket_size = 0.9 hidden^2 (transformers/integrations/deepspeed.py), in elements.
 def deepspeed_bucket_elements(hidden: int) -> int:

@@ -52,6 +52,9 @@ class ModelFacts(BaseModel):
     head_dim: int
     vocab_size: int
     layer_kinds: dict[str, int]
+    exact: bool = True  # parameter counts and cache sizes exact (transformers' own model, or a verified reader)
+    exact_reason: str | None = None  # when not exact: why, and what gives an exact answer
+    counted_by: str = ""
 
 
 class Suggestion(BaseModel):

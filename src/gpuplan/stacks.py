@@ -26,9 +26,10 @@ Sources of the defaults (the recipes people run):
   ``liger_rms_norm``, ``liger_glu_activation``, ``liger_fused_linear_cross_entropy``) and
   ``gradient_checkpointing: true``; QLoRA through ``prepare_model_for_kbit_training``. ``bf16: true`` loads the
   weights in bf16 (``utils/config`` sets ``cfg.torch_dtype``, ``loaders/model.py`` passes it to
-  ``from_pretrained``): a full fine-tune holds bf16 weights and states (``bf16-true``) on one GPU or DDP; DeepSpeed's bf16
-  optimizer keeps fp32 masters and accelerate upcasts FSDP shards to fp32 (``bf16-mixed``); with an adapter, ``ModelLoader._configure_embedding_dtypes`` casts the
-  norms and embeddings that peft's kbit preparation made fp32 back to bf16 (no fp32 upcast, except QLoRA under FSDP).
+  ``from_pretrained``): a full fine-tune holds bf16 weights and states (``bf16-true``) on one GPU or DDP;
+  DeepSpeed's bf16 optimizer keeps fp32 masters and accelerate upcasts FSDP shards to fp32 (``bf16-mixed``).
+  With an adapter, ``ModelLoader._configure_embedding_dtypes`` casts the norms and embeddings that peft's kbit
+  preparation made fp32 back to bf16 (no fp32 upcast, except QLoRA under FSDP).
 - ``pytorch``: your own PyTorch loop over a transformers model (Answer.AI's ``fsdp_qlora`` ``train.py`` is the
   model): one dtype throughout (``bf16``), FSDP1 ``FullyShardedDataParallel``, peft adapters, nothing else on
   unless asked.

@@ -18,6 +18,7 @@ from .estimate import estimate
 from .hardware import load_gpu
 from .memory import fits_only
 from .model.catalog import load_model
+from .model.report import inexact_warning
 from .plan.recommend import Constraints, Recommendation, recommend
 from .scenario import Scenario
 
@@ -118,14 +119,16 @@ def footnotes(r: TableRow) -> list[str]:
     gb = 1.073741824  # GB per GiB: the guide writes GB
     w, peak = r.weights_gib, r.infer_gib
     notes = []
+    inexact = inexact_warning(load_model(r.guide.model))
+    if inexact:
+        notes.append(inexact)
     if r.guide.model == "deepseek-r1":
-        latent = load_model(r.guide.model).kv_bytes(PROMPT + OUTPUT) / 2**30
         notes.append(f"~1,342 GB is {r.params_total / 1e9:,.0f}B parameters x 2 bytes (bf16), more than the 16 x 80 "
                      f"GB = 1,280 GB it recommends. DeepSeek ships R1 in FP8 (128x128 block scales): "
                      f"{r.shipped_gib * gb:,.0f} GB of weights as shipped ({peak['8-bit'] * gb:,.0f} GB with a 4k "
-                     f"sequence at 8-bit), which 8 x 141 GB H200 hold; A100s have no FP8 tensor cores. transformers "
-                     f"caches R1's full keys and values ({r.kv_cache_gib * gb:.1f} GB per 4k sequence); vLLM caches "
-                     f"the MLA latents ({latent * gb:.2f} GB).")
+                     f"sequence at 8-bit), which 8 x 141 GB H200 hold; A100s have no FP8 tensor cores. Its multi-head "
+                     f"latent attention caches {r.kv_cache_gib * gb:.2f} GB per 4k sequence (transformers 5 and vLLM "
+                     "both keep the compressed latent).")
     elif r.guide.model.startswith("r1-distill") or r.guide.model == "llama-3-70b":
         figure = float(r.guide.guide_vram.strip("~GB (estimado)").replace(",", ""))
         precision = "bf16" if r.guide.model == "llama-3-70b" else "4-bit"

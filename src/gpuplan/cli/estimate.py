@@ -49,6 +49,8 @@ def render_estimate(result) -> None:
     mem = result.memory
     s = result.scenario
     bullet(result.resolved, prefix="", style="bold")
+    if not result.model.exact:  # first, before the numbers it puts in doubt
+        bullet(result.warnings[0], prefix="warning: ", style="bold yellow", stream=err)
     for note in result.defaults:
         bullet(note, prefix="note: ", style="yellow")
     table = Table(title="memory per GPU" + (f" on {result.gpu['name']}" if result.gpu else ""), title_justify="left")
@@ -102,7 +104,7 @@ def render_estimate(result) -> None:
     _cost(result, s)
     for line in result.assumptions:
         bullet(line, prefix="assumed: ", style="dim")
-    for line in result.warnings:
+    for line in result.warnings[0 if result.model.exact else 1:]:
         bullet(line, prefix="warning: ", style="yellow", stream=err)
 
 

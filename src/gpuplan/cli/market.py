@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from ..errors import GpuplanError
+from ..model.report import inexact_warning
 from ..plan.gpus import cheapest_rentals
 from ..plan.gpus import gpu_row as _gpu_row
 from ..scenario import load_scenario
@@ -165,11 +166,14 @@ def cost_cmd(scenario: str | None = None, as_json: bool = False, catalog: list[s
     rows = rows[: top or 20] if fmt != "json" or top else rows
     skipped = {k: v for k, v in left_out(offers, s).items() if v}
     if fmt == "json":
-        print_json([{**asdict(c), "label": c.label, "device_peak_gib": peak} for c, peak in rows])
+        print_json([{**asdict(c), "label": c.label, "device_peak_gib": peak, "model_exact": m.exact,
+                     "model_exact_reason": m.inexact_reason} for c, peak in rows])
         return
     if fmt == "table":
         bullet(describe(s, m, hardware=f"on each offer's GPUs ({s.world_size} per job)" if not s.gpu else None),
                prefix="", style="bold")
+    if not m.exact:  # first, before the numbers it puts in doubt
+        bullet(inexact_warning(m), prefix="warning: ", style="bold yellow", stream=err)
         for note in [*m.notes, *defaults]:
             bullet(note, prefix="note: ", style="yellow")
     render_costs(s, rows, skipped, fmt)

@@ -67,17 +67,22 @@ def models_cmd(
         r["active_if_moe"] = r["params_active"] if r["moe"] else None
         r["heads"] = f"{r['num_heads']}/{r['num_kv_heads']}"
         r["format"] = r["quantization"] or r["dtype"]
+        r["params_cell"] = human_count(r["params_total"]) + ("" if r["exact"] else "*")
     columns = [Column("short", "model", priority=0), Column("name", "repo id", priority=2),
                Column("family", "family", priority=3),
-               Column("params_total", "params", fmt=human_count, align="right"),
+               Column("params_cell", "params", align="right"),
                Column("active_if_moe", "active", fmt=human_count, align="right"),
                Column("num_layers", "layers", align="right", priority=4),
                Column("hidden_size", "hidden", fmt=num(), align="right", priority=5),
                Column("heads", "heads/kv", align="right", priority=4),
                Column("max_context", "context", fmt=num(), align="right"),
                Column("format", "dtype", priority=3)]
-    json_rows = [{k: v for k, v in r.items() if k not in ("short", "active_if_moe", "heads", "format")} for r in rows]
-    show(rows, columns, resolve_format(fmt, as_json), title=f"{len(rows)} bundled models", json_data=json_rows)
+    shown = ("short", "active_if_moe", "heads", "format", "params_cell")
+    json_rows = [{k: v for k, v in r.items() if k not in shown} for r in rows]
+    fmt = resolve_format(fmt, as_json)
+    inexact = [] if all(r["exact"] for r in rows) else ["* not exact: `gpuplan model NAME` says why"]
+    show(rows, columns, fmt, title=f"{len(rows)} bundled models", json_data=json_rows,
+         notes=inexact)
 
 
 @app.command("model")
@@ -98,6 +103,8 @@ def model_cmd(
     if as_json:
         print_json(facts)
         return
+    if not facts["exact"]:
+        err.print(f"[bold yellow]warning:[/] not counted exactly: {facts['exact_reason']}")
     for note in facts["notes"]:
         err.print(f"[yellow]note:[/] {note}")
     out.print(f"[bold]{facts['name']}[/]  ({facts['family']}, {facts['architecture']})")
@@ -113,15 +120,19 @@ def model_cmd(
             parts.add_row(part, f"{n:,}", f"{100 * n / facts['params_total']:.1f}%")
     out.print(parts)
     kinds = Table(title="layer kinds", title_justify="left")
-    for col in ("kind", "layers", "params/layer", "KV B/token/layer (bf16)"):
+    state = facts["state_bytes_per_sequence_bf16"]
+    for col in ("kind", "layers", "params/layer", "KV B/token/layer (bf16)", *(("state KiB/sequence/layer",)
+                                                                               if state else ())):
         kinds.add_column(col, justify="left" if col == "kind" else "right")
     for k in facts["layer_kinds"]:
-        kinds.add_row(k["kind"], str(k["count"]), f"{k['params_per_layer']:,}", f"{2 * k['kv_elements_per_token']:,}")
+        kinds.add_row(k["kind"], str(k["count"]), f"{k['params_per_layer']:,}", f"{2 * k['kv_elements_per_token']:,}",
+                      *((f"{2 * k['state_elements'] / 1024:,.1f}",) if state else ()))
     out.print(kinds)
     out.print(f"KV cache per token, all layers, bf16: {facts['kv_bytes_per_token_bf16_total']:,.0f} B "
-              f"({facts['kv_bytes_per_token_bf16_total'] / 1024:,.1f} KiB; sliding-window layers stop growing "
+              f"({facts['kv_bytes_per_token_bf16_total'] / 1024:,.1f} KiB; sliding and chunked layers stop growing "
               "at their window)" + (" as vLLM caches MLA's latent" if facts["kv_bytes_per_token_bf16_transformers"]
-                                    else ""))
+                                    else "")
+              + (f"; recurrent state per sequence: {state / 2**20:,.1f} MiB, whatever its length" if state else ""))
     if facts["kv_bytes_per_token_bf16_transformers"]:
         full = facts["kv_bytes_per_token_bf16_transformers"]
         out.print(f"  transformers caches the decompressed keys and values: {full:,.0f} B per token ({full / 1024:,.1f}"
@@ -129,6 +140,7 @@ def model_cmd(
     w = facts["weight_gib"]
     out.print(f"weights as shipped ({facts['shipped_format']}): {w['as_shipped']:.2f} GiB;  bf16 {w['bf16']:.2f} GiB, "
               f"int8 {w['int8']:.2f} GiB, int4 (nf4) {w['int4']:.2f} GiB  [GiB = 2^30 B]")
+    out.print(f"[dim]counted by {facts['counted_by']}[/]")
     if facts["dtype_assumed"]:
         out.print("[yellow]the config does not state its dtype; the shipped size is an assumption[/]")
 

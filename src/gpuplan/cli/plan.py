@@ -9,7 +9,7 @@ import typer
 from rich.text import Text
 
 from ..errors import GpuplanError
-from ..model.report import human_count
+from ..model.report import human_count, inexact_warning
 from ..scenario import load_scenario
 from .app import JsonFlag, app, err, option, out, overrides, print_json, scenario_command, short
 from .render import FORMAT_HELP, Column, FormatOption, FormatValue, bullet, num, resolve_format, show, usd
@@ -71,6 +71,8 @@ def recommend_cmd(scenario: str | None = None, as_json: bool = False, budget_usd
     fmt = resolve_format(fmt, as_json)
     if fmt == "table" or (launch is not None and not as_json):  # what was assumed first, then its notes
         bullet(result.resolved, prefix="", style="bold")
+    if not m.exact:  # first, before the numbers it puts in doubt
+        bullet(inexact_warning(m), prefix="warning: ", style="bold yellow", stream=err)
     for note in [*notes, *m.notes]:  # printed after every input was checked: an error stays one line
         bullet(note, prefix="note: ", style="yellow", stream=err)
     if launch is not None:

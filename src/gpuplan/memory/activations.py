@@ -39,6 +39,9 @@ INPUT_OF = {
     "dense_h_to_4h": "mlp_in", "w1": "mlp_in", "w3": "mlp_in", "gate": "mlp_in", "router": "mlp_in",
     "shared_expert_gate": "mlp_in",
     "down_proj": "mlp_mid", "fc2": "mlp_mid", "dense_4h_to_h": "mlp_mid", "mlp.c_proj": "mlp_mid", "w2": "mlp_mid",
+    "input_linear": "mlp_in", "output_linear": "mlp_mid",  # Granite's fused MLP
+    "in_proj_qkvz": "attn_in", "in_proj_ba": "attn_in", "in_proj_qkv": "attn_in", "in_proj_z": "attn_in",
+    "in_proj_b": "attn_in", "in_proj_a": "attn_in", "in_proj": "attn_in", "out_proj": "attn_out",  # DeltaNet, Mamba
 }
 CAST_FROM_FP32 = {"attn_in", "mlp_in"}  # inputs that come straight from an fp32 norm under autocast
 QK_NORM = frozenset({"qwen3", "qwen3_moe", "olmo2", "gemma3", "gemma3_text"})  # families that norm q and k

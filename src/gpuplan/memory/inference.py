@@ -10,6 +10,7 @@ import math
 
 from .. import overheads as oh
 from ..hardware import GpuSpec
+from ..model.layers import WINDOWED, Layer
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from . import activations as act
@@ -22,43 +23,82 @@ def kv_dtype_bytes(s: Scenario) -> float:
     return {"auto": s.compute_bytes, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1}[s.kv_cache_dtype]
 
 
-def kv_bytes_per_sequence(s: Scenario, m: ModelSpec, tokens: int, layers=None) -> float:
-    """KV bytes of one sequence on one GPU: per layer ``kv_dims`` elements per token, sliding windows capped,
-    KV heads split over TP (replicated when TP exceeds them); MLA's latent in vLLM, while transformers
-    caches the decompressed per-head keys and values."""
+def layer_cache_bytes(s: Scenario, m: ModelSpec, layer: Layer, tokens: int, *, windowed: bool = True) -> float:
+    """Cache bytes of one sequence of ``tokens`` tokens in one layer, on one GPU.
+
+    Keys and values: ``kv_dims`` elements per token (``2·kv_heads·head_dim``; MLA's latent and rope key, which
+    transformers 5 and vLLM both cache), KV heads split over TP (replicated when TP exceeds them; MLA's latent is
+    replicated), at the KV-cache dtype (int8 adds an fp32 scale per token and head), for at most ``window``
+    tokens on sliding and chunked layers when ``windowed`` (vLLM: whole blocks of ``VLLM_BLOCK_TOKENS``).
+    Linear-attention and state-space layers add their fixed recurrent state (``state_elements`` 16-bit units:
+    convolution window and SSM / delta-rule state, measured off transformers' cache), split over TP by heads,
+    whatever the length (transformers ``LinearAttentionLayer``; vLLM's ``MambaSpec`` keeps one state per request).
+    """
     b = kv_dtype_bytes(s)
-    total = 0.0
-    for layer in layers if layers is not None else m.layers:
-        cached = min(tokens, layer.window) if layer.window else tokens
-        if s.engine == "vllm":
-            cached = math.ceil(cached / oh.VLLM_BLOCK_TOKENS) * oh.VLLM_BLOCK_TOKENS
-        if layer.attention == "mla":
-            mla = m.mla
-            dims = layer.kv_dims if s.engine != "transformers" else \
-                m.num_heads * (mla["qk_nope_head_dim"] + mla["qk_rope_head_dim"] + mla["v_head_dim"]) // s.tp
-        else:
-            dims = layer.kv_dims * math.ceil(m.num_kv_heads / s.tp) / m.num_kv_heads
-        total += cached * dims * b
-        if s.kv_cache_dtype == "int8":
-            total += cached * 2 * math.ceil(m.num_kv_heads / s.tp) * 4  # per-token-head fp32 scales
-    return total
+    cached = layer.cached_tokens(tokens) if windowed else (tokens if layer.kv_dims else 0)
+    if s.engine == "vllm":
+        cached = math.ceil(cached / oh.VLLM_BLOCK_TOKENS) * oh.VLLM_BLOCK_TOKENS
+    if layer.attention == "mla":
+        dims = layer.kv_dims
+        heads = 1
+    else:
+        heads = math.ceil(m.num_kv_heads / s.tp)
+        dims = layer.kv_dims * heads / m.num_kv_heads
+    total = cached * dims * b
+    if s.kv_cache_dtype == "int8" and layer.kv_dims:
+        total += cached * 2 * heads * 4  # per-token-head fp32 scales
+    return total + layer.state_elements * s.compute_bytes / s.tp
+
+
+def kv_bytes_per_sequence(s: Scenario, m: ModelSpec, tokens: int, layers=None, *, windowed: bool = True) -> float:
+    """Cache bytes of one sequence on one GPU, summed over ``layers`` (default: all) with
+    :func:`layer_cache_bytes`: keys and values per layer kind (sliding and chunked windows capped when
+    ``windowed``), plus the fixed recurrent states of linear-attention and state-space layers."""
+    kinds = m.layer_kinds() if layers is None else [(layer, 1) for layer in layers]
+    return sum(count * layer_cache_bytes(s, m, layer, tokens, windowed=windowed) for layer, count in kinds)
+
+
+def cache_bytes_per_token(s: Scenario, m: ModelSpec, layers=None) -> float:
+    """Bytes the cache grows by per token of a long sequence: keys and values of the layers whose cache grows
+    without bound (full attention, MLA); windowed layers and fixed states do not grow."""
+    kinds = m.layer_kinds() if layers is None else [(layer, 1) for layer in layers]
+    one = s.model_copy(update={"engine": "transformers"}) if s.engine == "vllm" else s
+    return sum(count * (layer_cache_bytes(one, m, layer, 2) - layer_cache_bytes(one, m, layer, 1))
+               for layer, count in kinds if not (layer.window and layer.attention in WINDOWED))
+
+
+# transformers runs every token through every expert in these families (Llama4TextMoe.forward repeats the hidden
+# states for all experts and batch-multiplies them: transformers models/llama4/modeling_llama4.py), so its MoE
+# working set is that of top-E routing; vLLM and llama.cpp route sparsely.
+DENSE_DISPATCH_MOE = frozenset({"llama4", "llama4_text"})
 
 
 def prefill_working_set(s: Scenario, m: ModelSpec, tokens: int, seqs: int) -> float:
     """Largest set of temporaries of one layer's forward without autograd, for ``tokens`` tokens at once:
-    the MLP holds act(gate), up and their product (``3·i``) plus the residual and its norm (``2·h``); eager
-    attention holds the fp32 softmax of ``seqs·heads·s²`` scores."""
+    the MLP holds act(gate), up and their product (``3·i``) plus the residual and its norm (``2·h``); an expert
+    layer the same for each of the ``k`` experts a token visits (under transformers, the families of
+    :data:`DENSE_DISPATCH_MOE` hold, for every expert, a copy of the tokens, gate_up, act(gate) and their product:
+    ``E·(4·i + h)``); eager attention holds the fp32 softmax of ``seqs·heads·s²`` scores."""
     c = s.compute_bytes
     t = s.tp
     i = max((lin.in_features for layer in m.layers for lin in layer.linears
              if act.INPUT_OF.get(lin.name) == "mlp_mid" and lin.group != "experts"), default=0) / t
     mlp = c * tokens * (3 * i + 2 * m.hidden_size)
     if m.is_moe:
-        i_e = max((lin.in_features for layer in m.layers for lin in layer.linears if lin.group == "experts"),
-                  default=0)
-        mlp = max(mlp, c * tokens * m.experts_per_token * (3 * i_e + 2 * m.hidden_size) + 8 * tokens * m.num_experts)
+        i_e = max((lin.in_features for layer, _ in m.layer_kinds() for lin in layer.linears
+                   if lin.group == "experts" and act.INPUT_OF.get(lin.name) == "mlp_mid"), default=0)
+        h, E = m.hidden_size, m.num_experts
+        if s.engine == "transformers" and m.family in DENSE_DISPATCH_MOE:
+            # E copies of the tokens (routed_in) live with gate_up (2i), act(gate) and up*act(gate) per expert
+            mlp = max(mlp, c * tokens * (E * (4 * i_e + h) + 2 * h) + 8 * tokens * E)
+        else:
+            mlp = max(mlp, c * tokens * m.experts_per_token * (3 * i_e + 2 * h) + 8 * tokens * E)
     heads = max(m.num_heads // t, 1)
     attn = c * tokens * (heads * m.head_dim * 3 + 2 * m.hidden_size) + 4 * tokens * m.hidden_size
+    if s.engine == "transformers":  # Gated DeltaNet's reference implementation (overheads.py)
+        values = max((lin.in_features for layer, _ in m.layer_kinds() if layer.attention == "linear"
+                      for lin in layer.linears if lin.name == "out_proj"), default=0) / t
+        attn = max(attn, 4 * tokens * oh.REFERENCE_DELTANET_FP32_COPIES * values)
     if attention_kernel(s, m) == "eager":
         seq = tokens // max(seqs, 1)
         attn += (4 + 2 * c) * seqs * heads * seq * seq
@@ -89,7 +129,9 @@ def inference_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None, gpu:
     prefill_tokens = s.batch_size * s.prompt_tokens
     work = prefill_working_set(s, m, prefill_tokens, s.batch_size)
     logits = s.batch_size * m.vocab_size * (c + 4) / t  # last position only (generate's logits_to_keep=1)
-    prompt_kv = s.batch_size * kv_bytes_per_sequence(s, m, s.prompt_tokens, layers)
+    # the prefill's keys and values of sliding / chunked layers stay whole until the first decode step: transformers'
+    # DynamicSlidingWindowLayer keeps a view of the last ``window - 1`` tokens of the full tensor (cache_utils.py)
+    prompt_kv = s.batch_size * kv_bytes_per_sequence(s, m, s.prompt_tokens, layers, windowed=False)
     prefill = prompt_kv + work + logits
     decode_work = prefill_working_set(s, m, s.batch_size, s.batch_size)
     decode = e.kv_cache + decode_work + logits + kv_bytes_per_sequence(s, m, tokens, layers[:1]) * s.batch_size

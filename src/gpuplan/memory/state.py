@@ -26,25 +26,51 @@ def weight_format(s: Scenario, m: ModelSpec) -> tuple[Format, tuple[str, ...]]:
     return make_format(s.quant, high_bytes=high), ("router",)
 
 
-# peft's ``all-linear`` on transformers 5 MoE models (checked with the fake-tensor simulation): fused expert
-# weights get a ``ParamWrapper`` LoRA in these families; gpt-oss's experts and router are custom modules it skips.
-PEFT_ADAPTS_EXPERTS = frozenset({"mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3"})
-CUSTOM_ROUTER = frozenset({"gpt_oss"})
+# peft >= 0.18 on transformers 5 rewrites ``all-linear`` for the MoE families that transformers maps to Mixtral's
+# or Qwen2-MoE's v4 layout (transformers conversion_mapping.py ``_MODEL_TO_CONVERSION_PATTERN``; peft
+# utils/transformers_weight_conversion.py ``_convert_peft_config_moe``, which adds Mixtral itself): the router
+# (``gate.weight``) and the fused 3-D experts get a ``ParamWrapper`` LoRA, and the v4 expert names leave the module
+# targets, so in Qwen2-MoE-layout families neither the shared experts nor DeepSeek's dense MLPs (also gate_proj,
+# up_proj, down_proj) are adapted. Checked against peft's own count by the fake-tensor simulation.
+PEFT_MOE_LAYOUT = {
+    **dict.fromkeys(("mixtral", "minimax", "minimax_m2"), "mixtral"),
+    **dict.fromkeys(("afmoe", "deepseek_v2", "deepseek_v3", "deepseek_v32", "dots1", "ernie4_5_moe", "glm4_moe",
+                     "glm4_moe_lite", "glm_moe_dsa", "glm4v_moe", "longcat_flash", "solar_open", "mellum", "qwen3_moe",
+                     "beam", "qwen3_omni_moe", "qwen3_next", "hunyuan_v1_moe", "flex_olmo", "olmoe", "exaone_moe",
+                     "cohere2_moe"), "qwen2_moe"),
+}
+PEFT_MOE_RENAMED = {"mixtral": ("w1", "w2", "w3"), "qwen2_moe": ("gate_proj", "up_proj", "down_proj")}
+# peft refuses LoRA on these modules of Mamba models (peft tuners_utils.py ``_check_lora_target_modules_mamba``).
+PEFT_MAMBA_TYPES = frozenset({"falcon_h1", "mamba", "mamba2", "falcon_mamba", "nemotron_h"})
+PEFT_MAMBA_REFUSED = ("out_proj", "conv1d")
 
 
 def adapts_experts(s: Scenario, m: ModelSpec) -> bool:
-    """Whether peft's ``all-linear`` adapts this model's fused expert weights (peft >= 0.17)."""
-    return s.method != "full" and s.lora_targets == "all-linear" and m.is_moe and m.family in PEFT_ADAPTS_EXPERTS
+    """Whether peft's ``all-linear`` adapts this model's fused expert weights (peft >= 0.18, transformers 5)."""
+    return (s.method != "full" and s.lora_targets == "all-linear" and m.is_moe
+            and m.family in PEFT_MOE_LAYOUT)
 
 
 def lora_targets(s: Scenario, m: ModelSpec) -> frozenset[str]:
-    """Module names LoRA adapts. ``all-linear`` = every ``nn.Linear`` of the decoder layers except the output
-    head (peft's rule); fused 3-D expert weights are counted apart (:func:`adapts_experts`)."""
-    names = {lin.name for layer, _ in m.layer_kinds() for lin in layer.linears if lin.count == 1
-             and not (lin.group == "router" and m.family in CUSTOM_ROUTER)}
-    if s.lora_targets == "all-linear":
-        return frozenset(names)
-    return frozenset(s.lora_targets)
+    """Module names LoRA adapts. ``all-linear`` = every plain ``nn.Linear`` of the decoder layers except the
+    output head (peft's rule), with peft's MoE rewrite (:data:`PEFT_MOE_LAYOUT`: routers in, v4 expert names out)
+    and its Mamba refusals; fused 3-D expert weights are counted apart (:func:`adapts_experts`)."""
+    if s.lora_targets != "all-linear":
+        return frozenset(s.lora_targets)
+    layout = PEFT_MOE_LAYOUT.get(m.family)
+    renamed = PEFT_MOE_RENAMED.get(layout, ())
+    refused = PEFT_MAMBA_REFUSED if m.family in PEFT_MAMBA_TYPES else ()
+    names = set()
+    for layer, _ in m.layer_kinds():
+        for lin in layer.linears:
+            if lin.name in refused or lin.name in renamed:
+                continue
+            if lin.group == "router" and lin.name != "shared_expert_gate":
+                if layout:  # routers are custom modules in transformers 5 (Granite's plain router.layer too)
+                    names.add(lin.name)
+            elif lin.adaptable:
+                names.add(lin.name)
+    return frozenset(names)
 
 
 def lora_params(m: ModelSpec, targets: frozenset[str], rank: int, experts: bool = False) -> int:
@@ -53,7 +79,8 @@ def lora_params(m: ModelSpec, targets: frozenset[str], rank: int, experts: bool 
     weights of transformers 5 too: ``r·E`` rows per expert matrix, doubled for the fused gate/up projection
     (peft ``lora.ParamWrapper``: ``lora_A = Linear(in, r·E)``, ``lora_B = Linear(r·E, out)``)."""
     total = sum(count * rank * (lin.in_features + lin.out_features) * lin.count
-                for layer, count in m.layer_kinds() for lin in layer.linears if lin.name in targets)
+                for layer, count in m.layer_kinds() for lin in layer.linears
+                if lin.name in targets and (lin.adaptable or lin.group == "router"))
     if experts:
         total += sum(count * expert_lora_params(layer, rank) for layer, count in m.layer_kinds() if layer.moe)
     return total
@@ -84,7 +111,7 @@ EAGER_ONLY = frozenset({"gemma2", "bloom", "gpt_oss"})
 
 def attention_kernel(s: Scenario, m: ModelSpec) -> str:
     """The attention implementation transformers will run for ``s.attention`` on this model."""
-    return "eager" if s.attention == "sdpa" and m.family in EAGER_ONLY else s.attention
+    return "eager" if s.attention == "sdpa" and (m.family in EAGER_ONLY or m.eager_only) else s.attention
 
 
 # ---- optimizer -------------------------------------------------------------------------------------

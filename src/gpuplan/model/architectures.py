@@ -10,34 +10,9 @@ Every bundled config is checked against ``transformers`` on the meta device (tes
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
-from ..errors import GpuplanError
+from .conventions import Keys as Config
 from .layers import Layer, Linear
-
-STANDARD_KEYS = ("hidden_size", "num_attention_heads", "num_hidden_layers", "vocab_size", "intermediate_size")
-
-
-class Config:
-    """A config dict read with key aliases; records the keys that are missing."""
-
-    def __init__(self, data: dict[str, Any]):
-        self.data = data
-
-    def get(self, *keys: str, default: Any = None) -> Any:
-        for key in keys:
-            if self.data.get(key) is not None:
-                return self.data[key]
-        return default
-
-    def need(self, *keys: str) -> Any:
-        value = self.get(*keys)
-        if value is None:
-            raise GpuplanError(
-                f"config.json of model_type {self.data.get('model_type')!r} lacks {' / '.join(keys)}; "
-                "pass the model's full config.json"
-            )
-        return value
 
 
 def _rms(n: int) -> int:
@@ -58,11 +33,13 @@ def _attention(h: int, a: int, kv: int, d: int, *, qkv_bias=False, o_bias=False)
 
 
 def _gated_mlp(h: int, i: int, *, bias=False, group="mlp", count=1, names=("gate_proj", "up_proj", "down_proj")):
+    """SwiGLU MLP linears; experts are fused 3-D parameters in transformers 5, not linears peft can wrap."""
     gate, up, down = names
+    plain = group != "experts"
     return (
-        Linear(name=gate, in_features=h, out_features=i, bias=bias, group=group, count=count),
-        Linear(name=up, in_features=h, out_features=i, bias=bias, group=group, count=count),
-        Linear(name=down, in_features=i, out_features=h, bias=bias, group=group, count=count),
+        Linear(name=gate, in_features=h, out_features=i, bias=bias, group=group, count=count, adaptable=plain),
+        Linear(name=up, in_features=h, out_features=i, bias=bias, group=group, count=count, adaptable=plain),
+        Linear(name=down, in_features=i, out_features=h, bias=bias, group=group, count=count, adaptable=plain),
     )
 
 
@@ -84,7 +61,7 @@ def _llama_like(cfg: Config, *, qkv_bias=None, o_bias=None, qk_norm: str = "none
     h, n, V = cfg.need("hidden_size"), cfg.need("num_hidden_layers"), cfg.need("vocab_size")
     a = cfg.need("num_attention_heads")
     kv = cfg.get("num_key_value_heads", default=a)
-    d = cfg.get("head_dim", default=h // a)
+    d = cfg.get("head_dim") or h // a  # 0 in some configs means "derive it"
     i = cfg.need("intermediate_size")
     bias = bool(cfg.get("attention_bias", default=False))
     qkv_b = bias if qkv_bias is None else qkv_bias
@@ -133,6 +110,12 @@ def _qwen3(cfg: Config) -> dict:
 def _olmo2(cfg: Config) -> dict:
     """OLMo-2: RMSNorm over all of q (heads x head_dim) and k; norms after attention and MLP."""
     return _llama_like(cfg, qk_norm="full", windows=[None] * cfg.need("num_hidden_layers"))
+
+
+def _olmo3(cfg: Config) -> dict:
+    """OLMo 3: OLMo-2's layer (full q/k norms, norms after attention and MLP) with 3 sliding : 1 full layers
+    from ``layer_types``."""
+    return _llama_like(cfg, qk_norm="full")
 
 
 def _phi3(cfg: Config) -> dict:
@@ -203,7 +186,7 @@ def _mixtral(cfg: Config) -> dict:
     h = spec["hidden_size"]
     E, k = cfg.need("num_local_experts"), cfg.need("num_experts_per_tok")
     i = spec["intermediate_size"]
-    moe = (Linear(name="gate", in_features=h, out_features=E, group="router"),
+    moe = (Linear(name="gate", in_features=h, out_features=E, group="router", adaptable=False),
            *_gated_mlp(h, i, group="experts", count=E, names=("w1", "w3", "w2")))
     spec["layers"] = [_with_mlp(lay, moe, k) for lay in spec["layers"]]
     return spec | {"num_experts": E, "experts_per_token": k}
@@ -221,10 +204,10 @@ def _qwen_moe(cfg: Config, base: Callable[[Config], dict]) -> dict:
     Qwen2-MoE adds a shared expert with a sigmoid gate."""
     spec = base(cfg)
     h = spec["hidden_size"]
-    E, k = cfg.need("num_experts"), cfg.need("num_experts_per_tok")
+    E, k = cfg.need("num_experts", "num_local_experts"), cfg.need("num_experts_per_tok")
     i = cfg.need("moe_intermediate_size")
     step, dense_only = cfg.get("decoder_sparse_step", default=1), set(cfg.get("mlp_only_layers", default=[]))
-    moe = [Linear(name="gate", in_features=h, out_features=E, group="router"),
+    moe = [Linear(name="gate", in_features=h, out_features=E, group="router", adaptable=False),
            *_gated_mlp(h, i, group="experts", count=E)]
     shared = cfg.get("shared_expert_intermediate_size")
     if shared:
@@ -267,7 +250,7 @@ def _deepseek_v3(cfg: Config) -> dict:
     layers = []
     for idx in range(n):
         if E and idx >= first_dense and idx % freq == 0:
-            mlp = (Linear(name="gate", in_features=h, out_features=E, group="router"),
+            mlp = (Linear(name="gate", in_features=h, out_features=E, group="router", adaptable=False),
                    *_gated_mlp(h, mi, group="experts", count=E))
             if shared:
                 mlp += _gated_mlp(h, mi * shared, group="shared_experts")
@@ -290,9 +273,11 @@ def _gpt_oss(cfg: Config) -> dict:
     E = cfg.need("num_local_experts")
     k = cfg.get("num_experts_per_tok", "experts_per_token")
     i = spec["intermediate_size"]
-    moe = (Linear(name="router", in_features=h, out_features=E, bias=True, group="router"),
-           Linear(name="gate_up_proj", in_features=h, out_features=2 * i, bias=True, group="experts", count=E),
-           Linear(name="down_proj", in_features=i, out_features=h, bias=True, group="experts", count=E))
+    moe = (Linear(name="router", in_features=h, out_features=E, bias=True, group="router", adaptable=False),
+           Linear(name="gate_up_proj", in_features=h, out_features=2 * i, bias=True, group="experts", count=E,
+                  adaptable=False),
+           Linear(name="down_proj", in_features=i, out_features=h, bias=True, group="experts", count=E,
+                  adaptable=False))
     spec["layers"] = [_with_mlp(lay, moe, k, sinks=a) for lay in spec["layers"]]
     return spec | {"num_experts": E, "experts_per_token": k}
 
@@ -361,7 +346,7 @@ def _falcon(cfg: Config) -> dict:
     a = cfg.need("num_attention_heads", "n_head")
     legacy_new = cfg.get("model_type") == "RefinedWeb" or cfg.get("n_head_kv") is not None
     new_arch = bool(cfg.get("new_decoder_architecture", default=legacy_new))
-    d = cfg.get("head_dim", default=h // a)
+    d = cfg.get("head_dim") or h // a  # 0 in some configs means "derive it"
     if new_arch:
         kv = cfg.need("num_kv_heads", "n_head_kv")
     elif cfg.get("multi_query", default=True):
@@ -420,6 +405,7 @@ READERS: dict[str, Callable[[Config], dict]] = {
     "gemma3_text": _gemma3,
     "phi3": _phi3,
     "deepseek_v3": _deepseek_v3,
+    "kimi_k2": _deepseek_v3,  # Kimi K2 ships DeepseekV3ForCausalLM under its own model_type
     "gpt_neox": _gpt_neox,
     "gpt2": _gpt2,
     "bloom": _bloom,
@@ -428,29 +414,7 @@ READERS: dict[str, Callable[[Config], dict]] = {
     "RefinedWebModel": _falcon,
     "opt": _opt,
     "olmo2": _olmo2,
+    "olmo3": _olmo3,
     "cohere": _cohere,
     "gpt_oss": _gpt_oss,
 }
-
-
-def read_architecture(config: dict[str, Any]) -> tuple[dict, list[str]]:
-    """The architecture fields of a config and notes on how it was read.
-
-    Unknown ``model_type`` values that carry the standard decoder keys are read as Llama-like, with a
-    note saying so; anything else raises :class:`GpuplanError` naming the missing keys.
-    """
-    cfg = Config(config)
-    model_type = config.get("model_type")
-    notes: list[str] = []
-    reader = READERS.get(model_type)
-    if reader is None:
-        missing = [k for k in STANDARD_KEYS if cfg.get(k) is None]
-        if missing:
-            raise GpuplanError(
-                f"model_type {model_type!r} is not a supported family and its config lacks the standard "
-                f"decoder keys {', '.join(missing)}; supported families: {', '.join(sorted(READERS))}"
-            )
-        notes.append(f"model_type {model_type!r} is not a known family: read as a Llama-like decoder "
-                     "(GQA attention, gated MLP, RMSNorm); check the parameter count")
-        reader = _llama
-    return reader(cfg), notes

@@ -1,10 +1,27 @@
 """The building blocks of a decoder: linear layers and decoder layers, with exact parameter counts.
 
 A model is described by the tensors its ``transformers`` implementation allocates, so the counts here
-equal ``sum(p.numel() for p in model.parameters())`` on the meta device (tested for every bundled config).
-Linear layers are kept as shapes, not just totals, because memory estimates need them: LoRA adds
-``r·(in + out)`` per targeted linear, quantizers store scales per block of a weight matrix, and ZeRO-3
-gathers the largest layer at once.
+equal ``sum(p.numel() for p in model.parameters())`` on the meta device (tested for every bundled config and
+every causal-LM architecture transformers ships). Linear layers are kept as shapes, not just totals, because
+memory estimates need them: LoRA adds ``r·(in + out)`` per targeted linear, quantizers store scales per block of
+a weight matrix, and ZeRO-3 gathers the largest layer at once.
+
+A layer's token mixer is one of:
+
+- ``full``: softmax attention over every earlier token; its cache grows by ``kv_dims`` elements per token;
+- ``sliding`` / ``chunked``: attention over the last ``window`` tokens (Mistral, Gemma 2/3, gpt-oss) or within
+  fixed chunks of ``window`` tokens (Llama 4); the cache stops growing at ``window`` tokens (transformers'
+  ``DynamicSlidingWindowLayer`` holds both);
+- ``mla``: multi-head latent attention (DeepSeek-V2/V3, Kimi K2): the cache holds the compressed latent and the
+  shared rope key, ``kv_lora_rank + qk_rope_head_dim`` per token (DeepSeek-V2 paper, section 2.1.3);
+- ``linear``: linear attention with a fixed-size recurrent state (Gated DeltaNet in Qwen3-Next and Qwen3.5,
+  Kimi Delta Attention, lightning attention): no per-token cache, ``state_elements`` per sequence;
+- ``mamba``: a state-space mixer (Mamba, Mamba-2 in Granite 4, Nemotron-H, Jamba): a convolution state and an
+  SSM state, ``state_elements`` per sequence;
+- ``conv``: a short causal convolution (LFM2): a convolution state per sequence;
+- ``hybrid``: attention and a state-space mixer side by side in one layer (Falcon-H1, Hymba): both caches;
+- ``cross``: cross-attention to an image or audio encoder (Mllama): no cache per text token;
+- ``none``: no cache of its own (layers that reuse another layer's keys and values, MLP-only layers).
 """
 
 from __future__ import annotations
@@ -14,12 +31,19 @@ from functools import cached_property
 from typing import Literal
 
 Group = Literal["attention", "mlp", "shared_experts", "experts", "router"]
-AttentionKind = Literal["full", "sliding", "mla"]
+AttentionKind = Literal["full", "sliding", "chunked", "mla", "linear", "mamba", "conv", "hybrid", "cross", "none"]
+WINDOWED = ("sliding", "chunked")  # kinds whose cache stops growing at ``window`` tokens
+STATEFUL = ("linear", "mamba", "conv", "hybrid")  # kinds with a fixed-size recurrent state per sequence
 
 
 @dataclass(frozen=True, kw_only=True)
 class Linear:
-    """``count`` identical ``nn.Linear(in_features, out_features, bias)`` (``count`` > 1 for experts)."""
+    """``count`` identical ``nn.Linear(in_features, out_features, bias)`` (``count`` > 1 for experts).
+
+    ``adaptable`` is False for linears peft's ``all-linear`` must not adapt: subclasses of ``nn.Linear`` whose
+    forward returns more than a tensor (Llama 4's router returns scores and logits) and routers that are not
+    linears at all (gpt-oss).
+    """
 
     name: str
     in_features: int
@@ -27,6 +51,7 @@ class Linear:
     bias: bool = False
     count: int = 1
     group: Group = "attention"
+    adaptable: bool = True
 
     @property
     def weight_params(self) -> int:
@@ -43,12 +68,14 @@ class Linear:
 
 @dataclass(frozen=True, kw_only=True)
 class Layer:
-    """One decoder layer: its attention kind, its linears, its norms and ``attention_extra``
-    parameters (gpt-oss attention sinks, one per head).
+    """One decoder layer: its token mixer (``attention``), its linears, its norms and the other parameters of
+    its mixer (``attention_extra``: gpt-oss attention sinks, Mamba's ``A_log``, ``D``, ``dt_bias`` and convolution
+    weights) and of its MLP (``mlp_extra``).
 
-    ``kv_dims`` is the number of cached elements per token in this layer: ``2·kv_heads·head_dim`` for
-    (grouped-query) attention, ``kv_lora_rank + qk_rope_head_dim`` for multi-head latent attention as
-    vLLM and SGLang cache it (DeepSeek-V2 paper, section 2.1.3).
+    The cache of one sequence in this layer is ``kv_dims`` elements per token (``2·kv_heads·head_dim`` for
+    grouped-query attention; the latent for MLA), at most ``window`` tokens for sliding and chunked layers, plus
+    ``state_elements`` fixed elements (convolution and recurrent states of linear-attention and state-space
+    mixers) whatever the length.
     """
 
     attention: AttentionKind
@@ -57,7 +84,9 @@ class Layer:
     linears: tuple[Linear, ...]
     norm_params: int
     attention_extra: int = 0
+    mlp_extra: int = 0
     kv_dims: int
+    state_elements: int = 0
     experts_per_token: int = 0
 
     def __hash__(self) -> int:  # estimators key dicts by layer, once per layer of the model
@@ -69,7 +98,7 @@ class Layer:
 
     @property
     def params(self) -> int:
-        return sum(lin.params for lin in self.linears) + self.norm_params + self.attention_extra
+        return sum(lin.params for lin in self.linears) + self.norm_params + self.attention_extra + self.mlp_extra
 
     def params_in(self, *groups: Group) -> int:
         return sum(lin.params for lin in self.linears if lin.group in groups)
@@ -83,8 +112,20 @@ class Layer:
                 total -= lin.params - lin.params // lin.count * self.experts_per_token
         return total
 
+    def cached_tokens(self, tokens: int) -> int:
+        """Tokens this layer keeps keys and values for after ``tokens`` tokens (0 for state-only mixers)."""
+        if not self.kv_dims:
+            return 0
+        return min(tokens, self.window) if self.attention in WINDOWED and self.window else tokens
+
+    def cache_elements(self, tokens: int) -> int:
+        """Cached elements of one sequence of ``tokens`` tokens: keys and values up to the window, plus the
+        fixed recurrent state."""
+        return self.kv_dims * self.cached_tokens(tokens) + self.state_elements
+
     @property
     def kind(self) -> str:
-        """A short label: ``full``, ``sliding(4096)``, ``mla``, with ``+moe`` for expert layers."""
-        label = f"sliding({self.window})" if self.attention == "sliding" else self.attention
+        """A short label: ``full``, ``sliding(4096)``, ``chunked(8192)``, ``mla``, ``linear``, ``mamba``..., with
+        ``+moe`` for expert layers."""
+        label = f"{self.attention}({self.window})" if self.attention in WINDOWED and self.window else self.attention
         return label + ("+moe" if self.moe else "")

@@ -26,6 +26,13 @@ def human_count(n: float) -> str:
 FAMILY_NAMES = {"RefinedWeb": "falcon", "RefinedWebModel": "falcon", "gemma3_text": "gemma3"}
 
 
+def inexact_warning(spec: ModelSpec) -> str | None:
+    """The sentence every answer that uses a model not counted exactly must show (None when exact)."""
+    if spec.exact:
+        return None
+    return f"{spec.name} is not counted exactly, so every number below may be off: {spec.inexact_reason}"
+
+
 def model_summary(spec: ModelSpec, repo: str | None = None) -> dict[str, Any]:
     """One row of ``gpuplan models``, with the short names people type for a bundled model."""
     from .catalog import short_names
@@ -44,6 +51,7 @@ def model_summary(spec: ModelSpec, repo: str | None = None) -> dict[str, Any]:
         "dtype": spec.dtype,
         "quantization": (spec.quantization or {}).get("quant_method"),
         "moe": spec.is_moe,
+        "exact": spec.exact,
     }
 
 
@@ -88,7 +96,8 @@ def model_facts(spec: ModelSpec) -> dict[str, Any]:
         "experts_per_token": spec.experts_per_token,
         "mla": spec.mla,
         "layer_kinds": [{"kind": layer.kind, "count": count, "window": layer.window,
-                         "params_per_layer": layer.params, "kv_elements_per_token": layer.kv_dims}
+                         "params_per_layer": layer.params, "kv_elements_per_token": layer.kv_dims,
+                         "state_elements": layer.state_elements}
                         for layer, count in spec.layer_kinds()],
         "kv_bytes_per_token_bf16": spec.kv_bytes_per_token(2),
         "kv_bytes_per_token_bf16_total": sum(spec.kv_bytes_per_token(2).values()),
@@ -99,5 +108,9 @@ def model_facts(spec: ModelSpec) -> dict[str, Any]:
         "shipped_format": shipped.name if shipped.name != "none" else spec.dtype,
         "weight_bytes": weights,
         "weight_gib": {k: v / GIB for k, v in weights.items()},
+        "state_bytes_per_sequence_bf16": spec.state_bytes(2),
+        "exact": spec.exact,
+        "exact_reason": spec.inexact_reason,
+        "counted_by": spec.counted_by,
         "notes": list(spec.notes),
     }

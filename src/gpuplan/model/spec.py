@@ -1,9 +1,12 @@
 """``ModelSpec``: what a model is, read from its Hugging Face ``config.json``.
 
-Everything is exact and derived from the layer list that :mod:`gpuplan.model.architectures` builds: parameter
-counts (equal to ``transformers`` on the meta device), the parameters one token activates in a mixture
-of experts, the KV-cache elements per token of each layer kind, and the bytes of the weights as the
-checkpoint ships them (``quantization_config`` wins over ``torch_dtype``).
+Everything is derived from the layer list that :mod:`gpuplan.model.architectures` builds: parameter counts (equal
+to ``transformers`` on the meta device), the parameters one token activates in a mixture of experts, the cache of
+each layer kind (keys and values per token, capped by sliding and chunked windows, and the fixed recurrent state
+of linear-attention and state-space layers), and the bytes of the weights as the checkpoint ships them
+(``quantization_config`` wins over ``torch_dtype``). ``exact`` says whether the counts are exact; when they are
+not (a family no reader knows, read without transformers), ``inexact_reason`` says why and what to do, and every
+answer that uses the model repeats it.
 """
 
 from __future__ import annotations
@@ -14,15 +17,15 @@ from functools import cached_property
 from typing import Any
 
 from ..errors import GpuplanError
-from .architectures import read_architecture
 from .layers import Layer, Linear
 from .quant import DTYPE_BYTES, Format, checkpoint_format
+from .reading import read_architecture
 from .validate import checked_config
 
 # The dtype checkpoints ship in when their config.json does not say (the repos' safetensors headers).
 SHIPPED_DTYPE = {"gpt2": "float32", "bloom": "bfloat16", "gpt_oss": "bfloat16", "phi3": "bfloat16"}
 
-PARTS = ("embeddings", "attention", "mlp", "experts", "norms", "lm_head", "vision")
+PARTS = ("embeddings", "attention", "mlp", "experts", "norms", "lm_head", "vision", "other")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -44,7 +47,10 @@ class ModelSpec:
     position_params: int = 0
     projection_params: int = 0
     final_norm_params: int
-    vision_params: int = 0
+    vision_params: int = 0  # vision / audio towers and their projectors
+    other_params: int = 0  # anything else the checkpoint holds (MTP heads, extra projections)
+    head_bias: bool = False
+    eager_only: bool = False  # transformers has no SDPA attention for it (``_supports_sdpa = False``)
     layers: tuple[Layer, ...]
     gated_mlp: bool = True
     parallel_residual: bool = False
@@ -56,18 +62,25 @@ class ModelSpec:
     dtype_assumed: bool = False
     quantization: dict[str, Any] | None = field(default=None, hash=False, compare=False)
     notes: tuple[str, ...] = ()
+    counted_by: str = "gpuplan"
+    inexact_reason: str | None = None
     config: dict[str, Any] = field(default_factory=dict, repr=False, hash=False, compare=False)
 
     @classmethod
-    def from_config(cls, config: dict[str, Any], name: str | None = None) -> ModelSpec:
-        """Read a ``config.json`` dict. Raises :class:`GpuplanError` when it cannot describe a decoder."""
+    def from_config(cls, config: dict[str, Any], name: str | None = None, *,
+                    use_transformers: bool = True) -> ModelSpec:
+        """Read a ``config.json`` dict (``use_transformers``: trace unknown families with transformers when it
+        is installed). Raises :class:`GpuplanError` when it cannot describe a decoder."""
         if not isinstance(config, dict):
             raise GpuplanError(f"a config.json must hold a JSON object, got {type(config).__name__}")
         config = checked_config({k: v for k, v in config.items() if not k.startswith("_transcription")},
                                 f"config.json of {name}" if name else "config.json")
-        arch, notes = read_architecture(config)
+        reading = read_architecture(config, use_transformers=use_transformers)
+        arch, notes = dict(reading.arch), list(reading.notes)
         text = config.get("text_config") or config
-        tie = config.get("tie_word_embeddings", text.get("tie_word_embeddings"))
+        tie = arch.pop("tie_word_embeddings", None)  # a traced structure knows what transformers built
+        if tie is None:
+            tie = config.get("tie_word_embeddings", text.get("tie_word_embeddings"))
         if tie is None:
             tie = arch.pop("tie_default", False)
         arch.pop("tie_default", None)
@@ -103,6 +116,8 @@ class ModelSpec:
             dtype_assumed=assumed,
             quantization=config.get("quantization_config"),
             notes=tuple(notes),
+            counted_by=reading.counted_by,
+            inexact_reason=reading.inexact_reason,
             config=config,
             **arch,
         )
@@ -111,6 +126,11 @@ class ModelSpec:
     @property
     def num_layers(self) -> int:
         return len(self.layers)
+
+    @property
+    def exact(self) -> bool:
+        """Whether parameter counts and cache sizes are exact (see ``inexact_reason`` when not)."""
+        return self.inexact_reason is None
 
     @property
     def is_moe(self) -> bool:
@@ -128,7 +148,8 @@ class ModelSpec:
     def lm_head(self) -> Linear | None:
         if self.tie_word_embeddings:
             return None
-        return Linear(name="lm_head", in_features=self.embedding_dim, out_features=self.vocab_size, group="mlp")
+        return Linear(name="lm_head", in_features=self.embedding_dim, out_features=self.vocab_size, group="mlp",
+                      bias=self.head_bias)
 
     # ---- parameters -----------------------------------------------------------------------------
     def params_breakdown(self) -> dict[str, int]:
@@ -142,9 +163,10 @@ class ModelSpec:
         parts["lm_head"] = self.lm_head.params if self.lm_head else 0
         parts["norms"] = self.final_norm_params
         parts["vision"] = self.vision_params
+        parts["other"] = self.other_params
         for layer, count in self.layer_kinds():
             parts["attention"] += count * (layer.params_in("attention") + layer.attention_extra)
-            parts["mlp"] += count * layer.params_in("mlp", "shared_experts")
+            parts["mlp"] += count * (layer.params_in("mlp", "shared_experts") + layer.mlp_extra)
             parts["experts"] += count * (layer.params_in("experts", "router"))
             parts["norms"] += count * layer.norm_params
         return parts
@@ -163,24 +185,31 @@ class ModelSpec:
         routed_saving = sum(count * (layer.params - layer.params_active) for layer, count in self.layer_kinds())
         return self.params_total - routed_saving
 
-    # ---- KV cache -------------------------------------------------------------------------------
+    # ---- cache -----------------------------------------------------------------------------------
     def kv_bytes_per_token(self, dtype_bytes: float = 2) -> dict[str, float]:
-        """KV-cache bytes per token, per layer kind summed over that kind's layers (no window cap).
+        """Key and value bytes per token, per layer kind summed over that kind's layers (no window cap).
 
         ``2 · kv_heads · head_dim · bytes`` per attention layer (GQA), ``(kv_lora_rank + qk_rope_head_dim)
-        · bytes`` per MLA layer (vLLM's MLA cache spec). Sliding-window layers store at most ``window``
-        tokens; the estimator applies that cap.
+        · bytes`` per MLA layer (the latent transformers 5 and vLLM cache). Sliding and chunked layers store
+        at most ``window`` tokens (:meth:`kv_bytes` applies the cap); linear-attention and state-space layers
+        store no keys or values (their fixed state is :meth:`state_bytes`).
         """
         out: dict[str, float] = {}
         for layer, count in self.layer_kinds():
-            key = layer.kind.removesuffix("+moe")
-            out[key] = out.get(key, 0) + count * layer.kv_dims * dtype_bytes
+            if layer.kv_dims:
+                key = layer.kind.removesuffix("+moe")
+                out[key] = out.get(key, 0) + count * layer.kv_dims * dtype_bytes
         return out
 
+    def state_bytes(self, dtype_bytes: float = 2) -> float:
+        """Bytes of the fixed recurrent state of one sequence (convolution and SSM / delta-rule states of
+        linear-attention and state-space layers): the same at 10 tokens and at 1M."""
+        return sum(count * layer.state_elements * dtype_bytes for layer, count in self.layer_kinds())
+
     def kv_bytes(self, tokens: int, dtype_bytes: float = 2) -> float:
-        """KV-cache bytes of one sequence of ``tokens`` tokens, sliding windows capped at their size."""
-        return sum(count * layer.kv_dims * dtype_bytes * min(tokens, layer.window or tokens)
-                   for layer, count in self.layer_kinds())
+        """Cache bytes of one sequence of ``tokens`` tokens: keys and values, sliding and chunked windows
+        capped at their size, plus the fixed recurrent states."""
+        return sum(count * layer.cache_elements(tokens) * dtype_bytes for layer, count in self.layer_kinds())
 
     # ---- weight bytes ---------------------------------------------------------------------------
     @property
@@ -205,15 +234,17 @@ class ModelSpec:
         out["embeddings"] = fmt.embedding_bytes(self.vocab_size * self.embedding_dim) + high * (
             self.position_params + self.projection_params)
         if self.lm_head:
-            out["lm_head"] = fmt.embedding_bytes(self.lm_head.weight_params)
+            out["lm_head"] = fmt.embedding_bytes(self.lm_head.weight_params) + high * self.lm_head.bias_params
         out["norms"] = params["norms"] * high
         out["vision"] = params["vision"] * high
+        out["other"] = params["other"] * high
         for layer, count in self.layer_kinds():
             for lin in layer.linears:
                 part = {"attention": "attention", "mlp": "mlp", "shared_experts": "mlp"}.get(lin.group, "experts")
                 stored = lin.weight_params * high if lin.group in skip else fmt.linear_weight_bytes(lin)
                 out[part] += count * (stored + lin.bias_params * high)
             out["attention"] += count * layer.attention_extra * high
+            out["mlp"] += count * layer.mlp_extra * high
         return out
 
     def shipped_format(self) -> tuple[Format, tuple[str, ...]]:

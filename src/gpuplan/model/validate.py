@@ -16,16 +16,23 @@ from ..errors import GpuplanError
 # Sizes and counts that must be >= 1 wherever they appear.
 POSITIVE = (
     "hidden_size", "n_embd", "n_embed", "d_model", "num_hidden_layers", "n_layer", "num_layers", "vocab_size",
-    "num_attention_heads", "n_head", "num_key_value_heads", "num_kv_heads", "n_head_kv", "head_dim",
-    "intermediate_size", "n_inner", "ffn_dim", "ffn_hidden_size", "moe_intermediate_size",
-    "shared_expert_intermediate_size", "max_position_embeddings", "n_positions", "seq_length",
+    "num_attention_heads", "n_head", "num_key_value_heads", "num_kv_heads", "n_head_kv", "intermediate_size",
+    "n_inner", "ffn_dim", "ffn_hidden_size", "max_position_embeddings", "n_positions", "seq_length",
     "num_local_experts", "num_experts", "n_routed_experts", "num_experts_per_tok", "experts_per_token",
-    "moe_layer_freq", "decoder_sparse_step", "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim",
-    "v_head_dim", "word_embed_proj_dim", "patch_size", "image_size", "num_channels", "sliding_window_pattern",
+    "moe_layer_freq", "decoder_sparse_step", "kv_lora_rank", "qk_nope_head_dim", "v_head_dim", "word_embed_proj_dim",
+    "patch_size", "image_size", "num_channels", "sliding_window_pattern",
 )
-# Counts that may be 0.
+# Sizes and counts that may be 0 in released configs: 0 means "none" or "derive it" (Qwen3-Coder's
+# shared_expert_intermediate_size 0: no shared expert; head_dim 0: hidden_size / heads; q_lora_rank 0: no
+# query compression).
 NON_NEGATIVE = ("n_shared_experts", "first_k_dense_replace", "max_window_layers", "num_ln_in_parallel_attn",
-                "sliding_window")
+                "sliding_window", "head_dim", "moe_intermediate_size", "shared_expert_intermediate_size",
+                "q_lora_rank", "qk_rope_head_dim")
+# Sizes that released configs also give per layer or per axis (Gemma 3n's intermediate_size per layer, ERNIE 4.5
+# VL's moe_intermediate_size per modality, a vision tower's [height, width] patch and image sizes and its heads
+# per stage): a list of whole numbers, each checked.
+PER_ENTRY = ("intermediate_size", "moe_intermediate_size")
+PER_ENTRY_VISION = ("num_attention_heads", "patch_size", "image_size")
 MAPPINGS = ("text_config", "vision_config", "quantization_config", "rope_scaling")
 LISTS = ("layer_types", "architectures", "mlp_only_layers")
 TEXTS = ("model_type", "torch_dtype", "dtype", "hidden_act", "hidden_activation", "activation_function",
@@ -37,7 +44,7 @@ BUILT = {"num_hidden_layers": 10_000, "n_layer": 10_000, "num_layers": 10_000, "
          "num_experts": 65_536, "n_routed_experts": 65_536, "n_shared_experts": 65_536}
 
 
-def checked_config(config: dict[str, Any], where: str = "config.json") -> dict[str, Any]:
+def checked_config(config: dict[str, Any], where: str = "config.json", *, vision: bool = False) -> dict[str, Any]:
     """``config`` with integral floats (4096.0) made ints; raises :class:`GpuplanError` on the first bad value."""
     out = dict(config)
     for key in MAPPINGS:
@@ -53,21 +60,25 @@ def checked_config(config: dict[str, Any], where: str = "config.json") -> dict[s
     if out.get("layer_types") and not all(isinstance(t, str) for t in out["layer_types"]):
         raise GpuplanError(f"{where}: layer_types must list layer kinds as text (full_attention, sliding_attention)")
     for key in (*POSITIVE, *NON_NEGATIVE):
-        if out.get(key) is not None:
-            out[key] = _whole(out[key], key, where, 1 if key in POSITIVE else 0, BUILT.get(key, LARGEST))
+        value, least, most = out.get(key), 1 if key in POSITIVE else 0, BUILT.get(key, LARGEST)
+        if isinstance(value, list) and value and (key in PER_ENTRY or (vision and key in PER_ENTRY_VISION)):
+            out[key] = [_whole(v, key, where, least, most) for v in value]
+        elif value is not None:
+            out[key] = _whole(value, key, where, least, most)
     hidden = out.get("hidden_size") or out.get("n_embd")
     heads = out.get("num_attention_heads") or out.get("n_head")
-    if hidden and heads and not out.get("head_dim") and hidden < heads:
+    if hidden and isinstance(heads, int) and not out.get("head_dim") and hidden < heads:
         raise GpuplanError(f"{where}: hidden_size {hidden} is smaller than num_attention_heads {heads}, so each head "
                            "would have no dimensions (head_dim = hidden_size / heads); give head_dim or fix the sizes")
     experts = next((out[k] for k in ("num_local_experts", "num_experts", "n_routed_experts") if out.get(k)), None)
     per_token = out.get("num_experts_per_tok") or out.get("experts_per_token")
+    experts = experts if isinstance(experts, int) else None
     if experts and per_token and per_token > experts:
         raise GpuplanError(f"{where}: {per_token} experts per token but only {experts} experts; "
                            "num_experts_per_tok must not exceed the expert count")
     for key in ("text_config", "vision_config"):
         if isinstance(out.get(key), dict):
-            out[key] = checked_config(out[key], f"{where} ({key})")
+            out[key] = checked_config(out[key], f"{where} ({key})", vision=key == "vision_config")
     return out
 
 

@@ -124,6 +124,8 @@ class Recommendation:
     owned: list[Setup] = field(default_factory=list)  # on the user's own cards (``have``), best first
     owned_changes: list[str] = field(default_factory=list)  # when nothing fits them: what would
     resolved: str = ""  # the scenario as searched, in one line: what every answer prints first
+    model_exact: bool = True  # whether the model's counts are exact (``model_exact_reason`` when not)
+    model_exact_reason: str | None = None
 
 
 def parse_have(text: str) -> tuple[str, int]:
@@ -279,6 +281,7 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
     result = Recommendation(setups=setups[: c.top], evaluated=evaluated, fitting=fitting,
                             elapsed_s=time.perf_counter() - started, owned=owned[: c.top])
     result.notes = _price_notes(s, c, all_offers, cards)
+    result.model_exact, result.model_exact_reason = m.exact, m.inexact_reason
     result.resolved = searched(s, m, c)
     if explain and c.have and not owned:
         result.owned_changes = _what_fits_owned(s, m, c)

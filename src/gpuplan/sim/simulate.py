@@ -29,17 +29,23 @@ from __future__ import annotations
 
 import contextlib
 import math
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import GpuplanError
+from ..memory.state import PEFT_MAMBA_REFUSED, PEFT_MAMBA_TYPES
 from ..model.catalog import load_model
+from ..model.modules import decoder_layers, is_tower
 from ..model.spec import ModelSpec
+from ..model.trace import instantiate, new_cache, quiet
 from ..scenario import Scenario, scenario_from
-from . import stacks
+from . import depth, stacks
+from .depth import cut_config
 
 GIB = 2**30
+SAFE_IDS = 1000  # input ids below every model's special tokens (a multimodal model's image token expects pixels)
 ATTENTION_DROPOUT = ("attn_pdrop", "attention_dropout")
 NF4_BLOCK, NF4_DQ_BLOCK, BNB_OPT_BLOCK = 64, 256, 256
 
@@ -54,8 +60,11 @@ class Simulation:
     peak_phase: str
     peak_op: str
     parts_gib: dict[str, float]  # categories at the peak
+    phase_parts_gib: dict[str, dict[str, float]]  # categories at each phase's peak
     phases_gib: dict[str, float]  # each phase's peak
     runs: list[dict[str, Any]]  # layer counts simulated, with their peaks
+    params_trainable: int = 0  # parameters the step trains (LoRA: peft's own count), extrapolated like memory
+    cache_gib: float = 0.0  # inference: the cache after the last token (keys, values, recurrent states)
     notes: list[str] = field(default_factory=list)
     # (event, GiB, phase) of the last run, stretched to the full depth: at each phase's peak the extrapolated
     # peak, in between interpolated (see _full_depth); timeline_layers: the layers that run had
@@ -65,43 +74,54 @@ class Simulation:
 
 
 def simulate(scenario: Scenario | dict[str, Any], *, timeline: bool = False, layers: int | None = None) -> Simulation:
-    """Simulate ``scenario``. ``layers`` runs that many decoder layers once, without extrapolation (for tests
-    and small models); by default the base + one-more-of-each-kind runs are extrapolated to the full depth."""
+    """Simulate ``scenario``. ``layers`` runs the model's first ``layers`` decoder layers once, without
+    extrapolation (for tests and small models); by default one period of the model's layer pattern and one more
+    are run and extrapolated to the full depth (:mod:`gpuplan.sim.depth`)."""
     torch = _require()
     s = scenario_from(scenario)
     m = load_model(s.model)
     _check(s, m)
+    if layers is not None and not 1 <= layers <= m.num_layers:
+        raise GpuplanError(f"--layers must be between 1 and {m.name}'s {m.num_layers} layers, got {layers}")
     started = time.perf_counter()
     torch.manual_seed(0)
-    kinds = list(m.layer_kinds())
-    if layers is not None:
-        runs = [_counts_for_depth(kinds, layers)]
-    else:
-        base = [min(n, 2 if len(kinds) == 1 else 1) for _, n in kinds]
-        runs = [base] + [[b + (i == k) for i, b in enumerate(base)] for k in range(len(kinds))]
-    results = []
+    depths, steps = ([layers], 0) if layers is not None else depth.plan(list(m.layers))
+    trackers = []
     notes: list[str] = []
-    for i, counts in enumerate(runs):
-        tracker, run_notes = _run(s, m, kinds, counts, timeline=timeline and i == len(runs) - 1)
-        results.append((counts, tracker))
-        notes += [n for n in run_notes if n not in notes]
-    target = [n for _, n in kinds] if layers is None else runs[0]
-    phases, parts, ops = _extrapolate(results, target)
+    for i, n in enumerate(depths):
+        tracker, run_notes = _run(s, m, n, timeline=timeline and i == len(depths) - 1)
+        trackers.append(tracker)
+        notes += [note for note in run_notes if note not in notes]
+    phases, parts, ops = depth.extrapolate(trackers, steps)
     phase = max(phases, key=phases.get)
+    trainable, cache = (_extrapolated([getattr(t, name) for t in trackers], steps) for name in ("trainable", "cache"))
     sim = Simulation(model=m.name, scenario=s.model_dump(), allocated_peak_gib=phases[phase] / GIB,
                      peak_phase=phase, peak_op=ops[phase], parts_gib={k: v / GIB for k, v in parts[phase].items()},
-                     phases_gib={k: v / GIB for k, v in phases.items()},
-                     runs=[{"layers": dict(zip([_kind_name(k) for k, _ in kinds], counts, strict=True)),
-                            "peak_gib": t.peak.bytes / GIB} for counts, t in results], notes=notes,
+                     phase_parts_gib={p: {k: v / GIB for k, v in split.items()} for p, split in parts.items()},
+                     phases_gib={k: v / GIB for k, v in phases.items()}, params_trainable=int(trainable),
+                     cache_gib=cache / GIB,
+                     runs=[{"layers": _kinds_of(m.layers[:n]), "peak_gib": t.peak.bytes / GIB}
+                           for n, t in zip(depths, trackers, strict=True)], notes=notes,
                      elapsed_s=time.perf_counter() - started)
-    if layers is None and len(runs) > 1:
-        sim.notes.append(f"extrapolated from {len(runs)} runs of {', '.join(str(sum(c)) for c in runs)} layers "
-                         f"to {sum(target)} (memory is affine in the number of identical layers)")
-    last_counts, last = results[-1]
+    if len(depths) > 1:
+        sim.notes.append(f"extrapolated from runs of {depths[0]} and {depths[1]} layers (one period of its layer "
+                         f"pattern apart) to {m.num_layers}: memory is affine in the number of periods")
     if timeline:
-        sim.timeline = _full_depth(last.timeline, _phase_shifts(results, target))
-        sim.timeline_layers = sum(last_counts)
+        sim.timeline = _full_depth(trackers[-1].timeline, _phase_shifts(trackers, steps))
+        sim.timeline_layers = depths[-1]
     return sim
+
+
+def _extrapolated(values: list[float], steps: int) -> float:
+    """A per-run quantity at full depth, as :func:`depth.extrapolate` does the peaks."""
+    return values[-1] + (steps - 1) * (values[-1] - values[-2]) if len(values) > 1 else values[-1]
+
+
+def _kinds_of(layers) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for layer in layers:
+        counts[_kind_name(layer)] = counts.get(_kind_name(layer), 0) + 1
+    return counts
 
 
 def _full_depth(timeline: list[tuple[int, int, str]], shifts: dict[str, float]) -> list[tuple[int, float, str]]:
@@ -127,22 +147,14 @@ def _full_depth(timeline: list[tuple[int, int, str]], shifts: dict[str, float]) 
     return out
 
 
-def _phase_shifts(results, target: list[int]) -> dict[str, float]:
-    """Bytes to add to each phase of the last run's timeline so that it stands at ``target`` layers: the phase's
-    extrapolated peak minus its peak in that run (setup and zero_grad included, extrapolated the same way)."""
-    (base_counts, base), *more = results
-    last = results[-1][1]
-    shifts = {}
-    for phase, peak in base.peaks.items():
-        total = float(peak.bytes)
-        for counts, tracker in more:
-            k = next(i for i, (a, b) in enumerate(zip(counts, base_counts, strict=True)) if a != b)
-            other = tracker.peaks.get(phase)
-            if other is not None:
-                total += (target[k] - base_counts[k]) * (other.bytes - peak.bytes)
-        if phase in last.peaks:
-            shifts[phase] = total - last.peaks[phase].bytes
-    return shifts
+def _phase_shifts(trackers, steps: int) -> dict[str, float]:
+    """Bytes to add to each phase of the last run's timeline so that it stands at the full depth: ``steps - 1``
+    times the growth of the phase's peak over one period (setup and zero_grad included)."""
+    if len(trackers) < 2:
+        return {}
+    before, last = trackers[-2], trackers[-1]
+    return {phase: (steps - 1) * (peak.bytes - before.peaks[phase].bytes)
+            for phase, peak in last.peaks.items() if phase in before.peaks}
 
 
 def _require():
@@ -182,60 +194,32 @@ def _check(s: Scenario, m: ModelSpec) -> None:
     if m.is_moe and s.task == "train" and s.method == "full" and s.precision.endswith("-mixed"):
         raise GpuplanError("transformers runs MoE experts with grouped_mm, which takes 16-bit weights, not the fp32 "
                            "master weights of -mixed precision: simulate with precision bf16-true")
-    if m.vision_params:
-        raise GpuplanError(f"{m.name} has a vision tower; simulate runs text-only decoders")
 
 
 def _kind_name(layer) -> str:
     return layer.attention + ("-moe" if layer.moe else "")
 
 
-def _counts_for_depth(kinds: list[tuple[Any, int]], depth: int) -> list[int]:
-    """``depth`` layers split over the kinds in the model's proportions (at least one of each)."""
-    total = sum(n for _, n in kinds)
-    counts = [max(1, round(depth * n / total)) for _, n in kinds]
-    counts[0] += depth - sum(counts)
-    if counts[0] < 1:
-        raise GpuplanError(f"simulate needs at least {len(kinds)} layers for {len(kinds)} layer kinds")
-    return counts
-
-
-def sized_config(m: ModelSpec, kinds: list[tuple[Any, int]], counts: list[int]) -> dict[str, Any]:
-    """The model's config.json with ``counts[i]`` decoder layers of kind ``i``."""
+def sized_config(m: ModelSpec, kinds=None, counts: list[int] | None = None, *, depth: int | None = None) -> dict:
+    """The model's config.json cut to its first ``depth`` decoder layers (default: ``sum(counts)``, all of them),
+    as transformers builds it: no dropout, quantization dropped, legacy Falcon keys renamed."""
     config = {k: v for k, v in m.config.items() if not k.startswith("_")}
     config.pop("quantization_config", None)
     if config.get("model_type") == "RefinedWeb":  # falcon-40b's legacy keys, as transformers' falcon names them
         config = {k: v for k, v in config.items() if k not in ("n_head", "n_head_kv", "n_layer", "auto_map")} | {
             "model_type": "falcon", "num_attention_heads": m.config["n_head"],
-            "num_kv_heads": m.config["n_head_kv"], "new_decoder_architecture": True}
+            "num_kv_heads": m.config["n_head_kv"], "num_hidden_layers": m.config["n_layer"],
+            "new_decoder_architecture": True}
+    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
     for key in ATTENTION_DROPOUT:  # CUDA's fused SDPA applies it in-kernel; the CPU falls back to s x s math
-        if config.get(key):
-            config[key] = 0.0
-    if "text_config" in config:
-        config["text_config"] = dict(config["text_config"])
-    text = config.get("text_config", config)
-    depth = sum(counts)
-    text["num_hidden_layers"] = depth
-    if len(kinds) == 1:
-        if "layer_types" in text:
-            text["layer_types"] = [text["layer_types"][0]] * depth
-        return config
-    if m.family == "deepseek_v3":
-        dense = sum(c for (layer, _), c in zip(kinds, counts, strict=True) if not layer.moe)
-        text["first_k_dense_replace"] = dense
-        return config
-    names = {"full": "full_attention", "sliding": "sliding_attention"}
-    if all(layer.attention in names for layer, _ in kinds) and len({layer.attention for layer, _ in kinds}) == len(
-            kinds):
-        text["layer_types"] = [names[layer.attention] for (layer, _), c in zip(kinds, counts, strict=True)
-                               for _ in range(c)]
-        return config
-    raise GpuplanError(f"simulate cannot vary the layers of {m.name} ({m.family}); pass --layers N to run N "
-                       "layers without extrapolation")
+        if text.get(key):
+            text[key] = 0.0
+    n = depth if depth is not None else (sum(counts) if counts else m.num_layers)
+    return cut_config(config, n)
 
 
 # ---- one run -------------------------------------------------------------------------------------------
-def _run(s: Scenario, m: ModelSpec, kinds, counts, *, timeline: bool):
+def _run(s: Scenario, m: ModelSpec, n: int, *, timeline: bool):
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
 
@@ -244,22 +228,27 @@ def _run(s: Scenario, m: ModelSpec, kinds, counts, *, timeline: bool):
     notes: list[str] = []
     if s.task == "train" and s.framework in stacks.OWN_MODELS:  # the stack's own model, built on fake tensors
         with FakeTensorMode(allow_non_fake_inputs=True):
-            model, forward_loss = stacks.build_own(s, m, sum(counts), notes)
+            model, forward_loss = stacks.build_own(s, m, n, notes)
             tracker = MemoryTracker(timeline=timeline)
+            tracker.trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+            tracker.cache = 0
             stacks.relabel_parameters(model, tracker)
             with tracker, _cuda_dropout(), stacks.offloading(s, model, tracker, stacks.offload_resident(s)):
                 train_steps(s, m, model, tracker, notes, forward_loss=forward_loss)
             del model, forward_loss
         torch.set_grad_enabled(True)
         return tracker, notes
-    model = build(s, m, sized_config(m, kinds, counts), notes)
+    model = build(s, m, sized_config(m, depth=n), notes)
     with FakeTensorMode(allow_non_fake_inputs=True):
         model = model.to_empty(device="cpu")
         model.tie_weights()  # to_empty gives every module its own tensor: tie embeddings again
         tracker = MemoryTracker(timeline=timeline)
+        tracker.trainable = sum(p.numel() for p in model.parameters() if p.requires_grad) if s.task == "train" else 0
+        tracker.cache = 0
         for tensor in [*model.parameters(), *model.buffers()]:
             tracker.relabel(tensor, "parameters")
-        with tracker, _cuda_dropout(), stacks.offloading(s, model, tracker, stacks.offload_resident(s)):
+        with (tracker, _cuda_dropout(), _explained(m, n),
+              stacks.offloading(s, model, tracker, stacks.offload_resident(s))):
             if s.task == "train":
                 train_steps(s, m, model, tracker, notes, forward_loss=stacks.fused_loss(s, m, model))
             else:
@@ -267,6 +256,20 @@ def _run(s: Scenario, m: ModelSpec, kinds, counts, *, timeline: bool):
         del model
     torch.set_grad_enabled(True)
     return tracker, notes
+
+
+@contextlib.contextmanager
+def _explained(m: ModelSpec, n: int):
+    """A failure of the model's own code on fake CPU tensors, as one sentence."""
+    try:
+        yield
+    except GpuplanError:
+        raise
+    except Exception as err:
+        line = (str(err).strip().splitlines() or [""])[0][:160]
+        what = m.architecture if m.architecture != "?" else m.family
+        raise GpuplanError(f"transformers cannot run {m.name} ({what}, {n} layers) on fake CPU tensors: "
+                           f"{type(err).__name__}: {line}; gpuplan estimate still answers") from None
 
 
 @contextlib.contextmanager
@@ -298,7 +301,6 @@ def _dtype(name: str):
 
 def build(s: Scenario, m: ModelSpec, config: dict[str, Any], notes: list[str]):
     """The model on the meta device, set up as the scenario says (nothing is materialized yet)."""
-    import warnings
 
     import torch
     import transformers
@@ -314,10 +316,16 @@ def build(s: Scenario, m: ModelSpec, config: dict[str, Any], notes: list[str]):
         notes.append("attention flash runs as sdpa on the CPU (both keep O(s) memory)")
     elif attention != s.attention:
         notes.append(f"{m.family} has no SDPA attention in transformers: it runs eager")
-    cfg = transformers.AutoConfig.for_model(**config)
-    with warnings.catch_warnings(), torch.device("meta"):
-        warnings.simplefilter("ignore")
-        model = transformers.AutoModelForCausalLM.from_config(cfg, dtype=dtype, attn_implementation=attention)
+    with quiet(), torch.device("meta"), _explained(m, sized_depth(config)):
+        cfg = transformers.AutoConfig.for_model(**config)
+        try:
+            model = instantiate(config, cfg, dtype=dtype, attn_implementation=attention)
+        except ValueError as err:  # a family without SDPA (transformers' _supports_sdpa): it runs eager
+            if attention != "sdpa" or "attention implementation" not in str(err):
+                raise
+            model = instantiate(config, cfg, dtype=dtype, attn_implementation="eager")
+            notes.append(f"{m.family} has no SDPA attention in transformers: it runs eager")
+    _check_layers(m, model, sized_depth(config))
     if s.task == "infer":
         if s.quant in ("nf4", "fp4"):
             _quantize_4bit(model, compute, skip=("lm_head",))
@@ -335,10 +343,14 @@ def build(s: Scenario, m: ModelSpec, config: dict[str, Any], notes: list[str]):
     from peft import LoraConfig, get_peft_model
 
     targets = "all-linear" if s.lora_targets == "all-linear" else list(s.lora_targets)
+    skip = _not_adaptable(model)
+    if skip:
+        notes.append(f"LoRA skips {len(skip)} modules peft's all-linear would wrap but that are not plain linears "
+                     "(routers returning tuples) or belong to a vision / audio tower")
     lora = LoraConfig(r=s.lora_rank, lora_alpha=2 * s.lora_rank, lora_dropout=s.lora_dropout,
-                      target_modules=targets, task_type="CAUSAL_LM")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+                      target_modules=targets, task_type="CAUSAL_LM",
+                      exclude_modules="|".join(re.escape(name) for name in skip) or None)
+    with quiet(), _explained(m, sized_depth(config)), torch.device("meta"):  # adapters too: no CPU init
         # peft's default autocast_adapter_dtype=True makes the adapters fp32 whatever the base (adapter_dtype fp32)
         model = get_peft_model(model, lora, autocast_adapter_dtype=s.adapter_dtype == "fp32")
     if s.adapter_dtype in ("bf16", "fp16") and _dtype(s.adapter_dtype) != compute:
@@ -355,6 +367,56 @@ def build(s: Scenario, m: ModelSpec, config: dict[str, Any], notes: list[str]):
                     p.data = p.data.to(torch.float32)
     stacks.patch_hf(s, m, model, notes)
     return model
+
+
+def sized_depth(config: dict[str, Any]) -> int:
+    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    return next((text[k] for k in depth.LAYER_KEYS if isinstance(text.get(k), int)), 0)
+
+
+def _check_layers(m: ModelSpec, model, n: int) -> None:
+    """Each decoder layer built holds the parameters of the full model's layer of the same index: the cut config
+    is the real model's beginning."""
+    try:
+        _, blocks = decoder_layers(model, n)
+    except ValueError as err:
+        raise GpuplanError(f"simulate cannot run {m.name}: {err}") from None
+    seen: set[int] = set()
+    for k, block in enumerate(blocks[:n]):
+        own = [p for p in block.parameters() if id(p) not in seen]
+        seen.update(id(p) for p in own)
+        built = sum(p.numel() for p in own)
+        if built != m.layers[k].params:
+            raise GpuplanError(f"simulate cannot cut {m.name} to {n} layers: its layer {k} then holds {built:,} "
+                               f"parameters, not the full model's {m.layers[k].params:,}; pass --layers "
+                               f"{m.num_layers} to run the whole model")
+
+
+def _not_adaptable(model) -> list[str]:
+    """Modules peft's ``all-linear`` would wrap but must not: subclasses of ``nn.Linear`` whose forward returns
+    something else than a tensor (Llama 4's router returns scores and logits: a LoRA around it fails; each is
+    called once on a meta tensor to see), the linears of vision and audio towers (the estimate adapts the
+    language model), and what peft refuses on Mamba models (``out_proj`` and ``conv1d``)."""
+    import torch
+
+    out = []
+    mamba = getattr(model.config, "model_type", None) in PEFT_MAMBA_TYPES
+    for name, module in model.named_modules():
+        if mamba and name.rsplit(".", 1)[-1] in PEFT_MAMBA_REFUSED:
+            out.append(name)
+        if not isinstance(module, torch.nn.Linear):
+            continue
+        if is_tower(name):
+            out.append(name)
+        elif type(module).forward is not torch.nn.Linear.forward:
+            try:
+                with torch.no_grad():
+                    probe = module(torch.empty(1, module.in_features, dtype=module.weight.dtype, device="meta"))
+            except Exception:  # a forward that needs more than a tensor of features: not a plain linear
+                probe = None
+            if not isinstance(probe, torch.Tensor):
+                out.append(name)
+    return out
 
 
 def _quantize_4bit(model, compute, skip: tuple[str, ...]) -> None:
@@ -501,7 +563,7 @@ def train_steps(s: Scenario, m: ModelSpec, model, tracker, notes: list[str], dev
         micro_steps = 1 if step == 0 else min(s.grad_accum_steps, 2)
         for micro in range(micro_steps):
             tracker.phase = "forward"
-            ids = torch.randint(0, m.vocab_size, (s.micro_batch_size, s.seq_len), device=device)
+            ids = torch.randint(0, min(m.vocab_size, SAFE_IDS), (s.micro_batch_size, s.seq_len), device=device)
             tokens += ids.numel()
             with autocast():
                 if forward_loss is None:
@@ -537,25 +599,27 @@ def generate_steps(s: Scenario, m: ModelSpec, model, tracker, device: str = "cpu
     import inspect
 
     import torch
-    from transformers import DynamicCache
-
     keep = {"logits_to_keep": 1} if "logits_to_keep" in inspect.signature(model.forward).parameters else {}
     torch.set_grad_enabled(False)
     tracker.phase = "prefill"
-    cache = DynamicCache(config=model.config)
-    ids = torch.randint(0, m.vocab_size, (s.batch_size, s.prompt_tokens), device=device)
+    cache = new_cache(model.config)  # DynamicCache, which also knows its length with linear-attention layers only
+    ids = torch.randint(0, min(m.vocab_size, SAFE_IDS), (s.batch_size, s.prompt_tokens), device=device)
     out = model(input_ids=ids, past_key_values=cache, use_cache=True, **keep)
+    cache.tokens = s.prompt_tokens
     next_ids = ids[:, -1:]  # a view: no allocation
     for step in range(s.output_tokens):
         if step:
             tracker.phase = "decode"
             out = model(input_ids=next_ids, past_key_values=cache, use_cache=True, **keep)
+            cache.tokens += 1
         logits = out.logits[:, -1, :].to(dtype=torch.float32, copy=True)
         del out
         _relabel_cache(cache, tracker)
         next_ids = logits.argmax(-1, keepdim=True)
         ids = torch.cat([ids, next_ids], dim=-1)
         del logits
+    if hasattr(tracker, "parts"):
+        tracker.cache = tracker.parts["kv_cache"]
     return s.batch_size * s.output_tokens
 
 
@@ -569,31 +633,19 @@ class Phases:
 
 
 def _relabel_cache(cache, tracker) -> None:
+    """Every tensor a cache layer holds: keys and values, MLA latents, indexer keys, convolution and recurrent
+    states."""
+    def visit(value) -> None:
+        if hasattr(value, "untyped_storage"):
+            tracker.relabel(value, "kv_cache")
+        elif isinstance(value, dict):
+            for v in value.values():
+                visit(v)
+        elif isinstance(value, (list, tuple)):
+            for v in value:
+                visit(v)
+
     for layer in getattr(cache, "layers", []):
-        for name in ("keys", "values"):
-            value = getattr(layer, name, None)
-            if value is not None and hasattr(value, "untyped_storage"):
-                tracker.relabel(value, "kv_cache")
-
-
-# ---- extrapolation -------------------------------------------------------------------------------------
-def _extrapolate(results, target: list[int]):
-    """Each phase's peak (and its parts) at ``target`` layers, from the base run and one more of each kind."""
-    (base_counts, base), *more = results
-    phases, parts, ops = {}, {}, {}
-    for phase, peak in base.peaks.items():
-        if phase in ("setup", "zero_grad"):
-            continue
-        total = float(peak.bytes)
-        split = {k: float(v) for k, v in peak.parts.items()}
-        for counts, tracker in more:
-            k = next(i for i, (a, b) in enumerate(zip(counts, base_counts, strict=True)) if a != b)
-            other = tracker.peaks.get(phase)
-            if other is None:
-                continue
-            steps = target[k] - base_counts[k]
-            total += steps * (other.bytes - peak.bytes)
-            for name in split:
-                split[name] += steps * (other.parts.get(name, 0) - peak.parts.get(name, 0))
-        phases[phase], parts[phase], ops[phase] = total, split, peak.op
-    return phases, parts, ops
+        for name, value in vars(layer).items():
+            if not name.startswith("_"):
+                visit(value)

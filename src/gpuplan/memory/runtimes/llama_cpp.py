@@ -26,15 +26,20 @@ from ...model.spec import ModelSpec
 from ...scenario import Scenario
 from ..breakdown import GIB, Estimate
 
-SWA_FAMILIES = frozenset({"gemma2", "gemma3", "gemma3_text", "mistral", "gpt_oss", "cohere2"})
+# families whose windowed layers llama.cpp caches in a second, window-sized cache (llama_kv_cache_iswa; Llama 4's
+# chunked attention is its LLAMA_SWA_TYPE_CHUNKED)
+SWA_FAMILIES = frozenset({"gemma2", "gemma3", "gemma3_text", "mistral", "gpt_oss", "cohere2", "llama4",
+                          "llama4_text"})
 
 
 def kv_bytes(s: Scenario, m: ModelSpec, n_ctx: int, seqs: int) -> float:
-    """KV cache bytes for ``seqs`` sequences of ``n_ctx`` cells (f16, or q8_0 with an 8-bit KV dtype)."""
+    """KV cache bytes for ``seqs`` sequences of ``n_ctx`` cells (f16, or q8_0 with an 8-bit KV dtype), plus the
+    recurrent states of linear-attention and Mamba layers, one per sequence in f32 (``llama_memory_recurrent``
+    with ``type_r``/``type_s`` GGML_TYPE_F32)."""
     per = 2 if s.kv_cache_dtype in ("auto", "fp16", "bf16") else 8.5 / 8
     swa = m.family in SWA_FAMILIES
     return seqs * sum(layer.kv_dims * per * (min(n_ctx, layer.window) if layer.window and swa else n_ctx)
-                      for layer in m.layers)
+                      + 4 * layer.state_elements for layer in m.layers)
 
 
 def compute_buffer(s: Scenario, m: ModelSpec, n_ctx: int, seqs: int) -> float:

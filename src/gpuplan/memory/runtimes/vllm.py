@@ -276,6 +276,29 @@ def layer_page_bytes(s: Scenario, m: ModelSpec, layer: Layer, block: int) -> flo
     return kv_bytes_per_sequence(s, m, block, layers=(layer,))
 
 
+def _layer_blocks(layer: Layer, lim: Limits, block: int) -> int:
+    """Blocks one request takes in ``layer`` at ``max_model_len``: one for a recurrent state (``MambaSpec``),
+    else its tokens in blocks of ``block``."""
+    if not layer.kv_dims:
+        return 1
+    return math.ceil(_layer_tokens(layer, lim) / block)
+
+
+def attention_block_tokens(s: Scenario, m: ModelSpec, layers) -> int:
+    """Tokens per block of the attention layers: 16, raised on hybrid models until one attention page holds at
+    least one layer's recurrent state, in multiples of 16 (``HybridAttentionMambaModelConfig``
+    ``verify_and_update_config``: ``attn_block_size = 16 * cdiv(mamba_page, 16 * attn_page_per_token)``)."""
+    block = oh.VLLM_BLOCK_TOKENS
+    distinct = list(dict.fromkeys(layers))
+    states = [layer for layer in distinct if not layer.kv_dims and layer.state_elements]
+    attention = [layer for layer in distinct if layer.kv_dims]
+    if not states or not attention:
+        return block
+    state_page = max(layer_page_bytes(s, m, layer, block) for layer in states)
+    per_token = max(layer_page_bytes(s, m, layer, block) for layer in attention) / block
+    return block * max(1, math.ceil(state_page / (block * per_token)))
+
+
 def _layer_tokens(layer: Layer, lim: Limits) -> int:
     """Tokens one request keeps in ``layer`` at ``max_model_len``: all of them, or for a sliding window
     ``window - 1 + max_num_batched_tokens`` (``SlidingWindowSpec.max_memory_usage_bytes``)."""
@@ -290,8 +313,10 @@ def kv_geometry(s: Scenario, m: ModelSpec, stage: Stage, lim: Limits, max_len: i
 
     Layers of one kind form one KV-cache group; hybrid models split kinds into groups of equal size (the
     smallest kind's count) that draw block ids from one shared pool (``vllm/v1/core/kv_cache_utils.py``
-    ``_get_kv_cache_groups_uniform_page_size``); a request takes whole blocks in every group."""
-    block = oh.VLLM_BLOCK_TOKENS
+    ``_get_kv_cache_groups_uniform_page_size``); a request takes whole blocks in every group, and one block per
+    linear-attention or Mamba layer for its state, whose page the attention pages are raised to
+    (:func:`attention_block_tokens`)."""
+    block = attention_block_tokens(s, m, stage.layers)
     lim = lim if max_len is None else Limits(**{**lim.__dict__, "max_model_len": max_len})
     kinds: dict[tuple, list[Layer]] = {}
     for layer in stage.layers:
@@ -300,7 +325,7 @@ def kv_geometry(s: Scenario, m: ModelSpec, stage: Stage, lim: Limits, max_len: i
     page = max(layer_page_bytes(s, m, layer, block) for layer in dict.fromkeys(stage.layers))  # distinct layers
     per_request = 0
     for layers in kinds.values():
-        per_request += math.ceil(len(layers) / group) * math.ceil(_layer_tokens(layers[0], lim) / block)
+        per_request += math.ceil(len(layers) / group) * _layer_blocks(layers[0], lim, block)
     return page * group, per_request
 
 

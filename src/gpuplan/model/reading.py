@@ -1,0 +1,100 @@
+"""How a config is read: by an exact family reader, a structure read off transformers (stored or traced now), or
+the common config keys, and whether the result is exact (and if not, why, in one sentence with the fix)."""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import GpuplanError
+from . import conventions, structure
+from .architectures import READERS
+from .conventions import Keys as Config
+
+# Families whose reader is exact: the family readers above, and the families the conventions reader counts
+# exactly (every causal-LM architecture of transformers is swept by tests/test_model_sweep.py: a family is listed
+# here only while its default config and every bundled config of it count exactly).
+CONVENTION_EXACT = (
+    "cwm", "deepseek_v2", "deepseek_v32", "ernie4_5", "ernie4_5_moe", "falcon_h1", "glm4_moe", "glm_moe_dsa",
+    "granite", "granitemoe", "granitemoehybrid", "granitemoeshared", "helium", "internlm3", "iquestcoder", "llama4",
+    "llama4_text", "minicpm3", "minimax_m2", "ministral3", "qwen3_5", "qwen3_5_moe", "qwen3_5_moe_text", "qwen3_5_text",
+    "qwen3_next", "smollm3", "solar_open", "vaultgemma", "youtu")
+EXACT_READERS: dict[str, Callable[[Config], dict]] = {
+    **READERS, **{family: (lambda c: conventions.read(c.data)) for family in CONVENTION_EXACT}}
+TOWER_READERS = ("gemma3",)  # readers that count a vision tower too
+TOWER_KEYS = ("vision_config", "audio_config", "vision_tower", "speech_config")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Reading:
+    """How a config was read: the architecture fields, notes, and whether the counts are exact (and if not,
+    why, in one sentence with the fix)."""
+
+    arch: dict[str, Any]
+    notes: list[str] = field(default_factory=list)
+    counted_by: str
+    inexact_reason: str | None = None
+
+
+def _can_trace() -> bool:
+    return all(importlib.util.find_spec(m) is not None for m in ("torch", "transformers"))
+
+
+def read_architecture(config: dict[str, Any], *, use_transformers: bool = True) -> Reading:
+    """Read a config, exactly when possible, in this order:
+
+    1. a family reader of :data:`EXACT_READERS` (no transformers needed);
+    2. a structure read off transformers earlier, from the user cache or bundled (:mod:`.structure`);
+    3. transformers on the meta device, when installed (:mod:`.trace`; the structure is then cached);
+    4. the common config keys (:mod:`.conventions`): not exact, and the reading says so.
+
+    A config none of these can read raises :class:`GpuplanError` naming the missing key.
+    """
+    model_type = config.get("model_type")
+    reader = EXACT_READERS.get(model_type)
+    tower = next((key for key in TOWER_KEYS if config.get(key)), None)
+    if reader is not None and (tower is None or model_type in TOWER_READERS):
+        return Reading(arch=reader(Config(config)), counted_by=f"gpuplan's {model_type} reader")
+    stored = structure.lookup(config)
+    installed = structure.installed_transformers()
+    if stored and (installed is None or stored[1] == installed or not use_transformers):
+        (arch, notes, problem), version = stored
+        return Reading(arch=arch, notes=notes, counted_by=f"transformers {version} on the meta device (stored)",
+                       inexact_reason=problem)
+    failure = None
+    if use_transformers and _can_trace():
+        from .trace import TraceError, trace
+
+        try:
+            arch, notes, problem = traced = trace(config)
+        except TraceError as err:
+            failure = str(err)
+        else:
+            structure.store(config, traced)
+            return Reading(arch=arch, notes=notes, counted_by=f"transformers {installed} on the meta device",
+                           inexact_reason=problem)
+    if stored:
+        (arch, notes, problem), version = stored
+        return Reading(arch=arch, notes=[*notes, f"read with transformers {version}; {failure}"],
+                       counted_by=f"transformers {version} on the meta device (stored)", inexact_reason=problem)
+    try:
+        arch = reader(Config(config)) if reader is not None else conventions.read(config)
+    except GpuplanError as err:
+        raise GpuplanError(f"{err}{f' ({failure})' if failure else ''}") from None
+    if reader is not None:  # an exact family reader, but the checkpoint also holds a tower it cannot count
+        reason = (f"its {tower.removesuffix('_config')} tower ({tower}) is not counted without transformers: "
+                  "install transformers (pip install 'gpuplan[sim]') for an exact count")
+        if failure:
+            reason = f"{failure}; {reason}"
+    elif failure:
+        reason = (f"{failure}; its counts come from the config's common keys and may be off (once transformers "
+                  "builds it, gpuplan counts it exactly and gpuplan simulate checks it)")
+    elif use_transformers:
+        reason = (f"model_type {model_type!r} has no exact reader in gpuplan: its counts come from the config's "
+                  "common keys and may be off; install transformers (pip install 'gpuplan[sim]') for an exact count, "
+                  "or check with gpuplan simulate")
+    else:
+        reason = f"model_type {model_type!r} is read from the config's common keys, not counted exactly"
+    return Reading(arch=arch, counted_by="the common config keys", inexact_reason=reason)

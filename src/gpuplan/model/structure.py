@@ -1,0 +1,118 @@
+"""Model structures kept on disk: what :mod:`.trace` read off transformers, one file per config.
+
+The key is the SHA-256 of the config JSON (sorted keys, without the ``_``-prefixed bookkeeping keys) and the
+structure format version. A structure is looked up in the user cache folder (``userdirs.cache_dir()/models``,
+written after every trace) and then among the structures bundled with gpuplan (``data/models/structures``, for
+bundled models whose family no reader of :mod:`.architectures` counts exactly, such as multimodal checkpoints
+with their vision towers). A structure is used when transformers is not installed, or when it was read with the
+installed version; otherwise the model is traced again (cheap: meta device) and the cache refreshed.
+
+Run ``python -m gpuplan.model.structure`` to rewrite the bundled structures after a transformers upgrade; a
+test checks they equal a fresh trace.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict
+from importlib import metadata, resources
+from pathlib import Path
+from typing import Any
+
+from .layers import Layer, Linear
+
+FORMAT = 1
+
+
+def config_key(config: dict[str, Any]) -> str:
+    """The cache key of a config: SHA-256 of its sorted JSON without ``_``-prefixed keys, and the format."""
+    clean = {k: v for k, v in config.items() if not k.startswith("_")}
+    text = json.dumps(clean, sort_keys=True, default=str)
+    return hashlib.sha256(f"{FORMAT}:{text}".encode()).hexdigest()[:32]
+
+
+def installed_transformers() -> str | None:
+    """The installed transformers version, read from the package metadata (no import)."""
+    try:
+        return metadata.version("transformers")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def user_folder() -> Path:
+    from ..userdirs import cache_dir
+
+    return cache_dir() / "models"
+
+
+def bundled_folder() -> Path:
+    return Path(str(resources.files("gpuplan") / "data" / "models" / "structures"))
+
+
+def to_json(arch: dict[str, Any], notes: list[str], problem: str | None, version: str | None) -> dict[str, Any]:
+    """A structure as JSON: the distinct layers once, and the index of each decoder layer's."""
+    distinct: dict[Layer, int] = {}
+    pattern = [distinct.setdefault(layer, len(distinct)) for layer in arch["layers"]]
+    fields = {k: v for k, v in arch.items() if k != "layers"}
+    return {"format": FORMAT, "transformers": version, "notes": notes, "problem": problem, "fields": fields,
+            "layers": [asdict(layer) for layer in distinct], "pattern": pattern}
+
+
+def from_json(data: dict[str, Any]) -> tuple[dict[str, Any], list[str], str | None]:
+    kinds = [Layer(**{**layer, "linears": tuple(Linear(**lin) for lin in layer["linears"])})
+             for layer in data["layers"]]
+    arch = dict(data["fields"], layers=[kinds[k] for k in data["pattern"]])
+    return arch, list(data["notes"]), data.get("problem")
+
+
+def lookup(config: dict[str, Any]) -> tuple[tuple[dict[str, Any], list[str], str | None], str | None] | None:
+    """((architecture fields, notes, cache problem), transformers version it was read with) of a stored
+    structure, or None."""
+    name = f"{config_key(config)}.json"
+    for folder in (user_folder(), bundled_folder()):
+        try:
+            data = json.loads((folder / name).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if data.get("format") != FORMAT:
+            continue
+        return from_json(data), data.get("transformers")
+    return None
+
+
+def store(config: dict[str, Any], traced: tuple[dict[str, Any], list[str], str | None],
+          folder: Path | None = None) -> None:
+    """Write a structure to the user cache (best effort: an unwritable cache only costs the next trace)."""
+    folder = folder or user_folder()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{config_key(config)}.json"
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(to_json(*traced, installed_transformers()), indent=1), encoding="utf-8")
+        tmp.replace(path)
+    except OSError:
+        pass
+
+
+def bundle() -> list[str]:
+    """Trace every bundled model that no exact reader counts and write its structure to the bundled folder."""
+    from .catalog import bundled
+    from .reading import EXACT_READERS, TOWER_KEYS, TOWER_READERS
+    from .trace import trace
+
+    written = []
+    for repo, path in bundled().items():
+        config = json.loads(path.read_text(encoding="utf-8"))
+        family = config.get("model_type")
+        tower = any(config.get(key) for key in TOWER_KEYS)
+        if family in EXACT_READERS and (not tower or family in TOWER_READERS):
+            continue
+        store(config, trace(config), folder=bundled_folder())
+        written.append(repo)
+    return written
+
+
+if __name__ == "__main__":
+    for repo in bundle():
+        print(f"wrote the structure of {repo}")

@@ -1,0 +1,350 @@
+"""A model's structure read off ``transformers``' own module tree on the meta device: exact by construction.
+
+The model is built from its config on the meta device (shapes, no bytes), and every parameter is assigned to
+a part: the decoder layers (each one's linears with their shapes, fused 3-D expert weights, norms, the other
+parameters of its token mixer and MLP), the input embeddings, the output head, the final norms, the vision or
+audio tower, and whatever else the checkpoint holds (``other``), so the parts sum to
+``sum(p.numel() for p in model.parameters())``.
+
+The cache of each layer is measured, not assumed: the meta model runs a 2-token prefill and a 1-token decode
+step with transformers' ``DynamicCache``, and the size of every cached tensor after each step separates what
+grows per token (keys, values, MLA latents, indexer keys) from what does not (the convolution and recurrent
+states of linear-attention and state-space mixers); the window of sliding and chunked layers is the cache
+layer's own ``sliding_window``. Where that forward cannot run on the meta device, the layer kinds come from
+transformers' ``get_layer_types_and_kwargs`` and the sizes from the attention projections, with a note.
+
+The result is cached per config (a hash of the config JSON) in the user cache folder, so the next call is
+instant and works without transformers (:mod:`gpuplan.model.structure`).
+
+Needs the ``sim`` extra (torch + transformers); imported only when a config is not otherwise known.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import logging
+import warnings
+from typing import Any
+
+from ..errors import GpuplanError
+from .layers import Layer
+from .modules import (
+    _embedding_dim,
+    _get,
+    _int,
+    _layer_structure,
+    _top_level,
+    decoder_layers,
+)
+
+TOP_K_KEYS = ("num_experts_per_tok", "num_experts_per_token", "experts_per_token", "moe_topk", "moe_top_k",
+              "top_k", "moe_k", "num_selected_experts", "router_top_k", "n_activated_experts")
+MAMBA_WORDS = ("mamba", "ssm", "mixer")
+
+
+class TraceError(GpuplanError):
+    """transformers could not build or read the model (the message says why, in one sentence)."""
+
+
+@contextlib.contextmanager
+def quiet():
+    """Silence transformers' and torch's warnings and logs while a model is built on the meta device."""
+    previous = logging.root.manager.disable
+    logging.disable(logging.ERROR)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            yield
+        finally:
+            logging.disable(previous)
+
+
+def instantiate(config: dict[str, Any], cfg, **kwargs):
+    """The model a config describes, built with ``kwargs`` (dtype, attention) under the caller's device: the
+    class its ``architectures`` names when transformers has it (multimodal checkpoints keep their towers), else
+    the causal-LM class of its ``model_type``."""
+    import transformers
+
+    named = (config.get("architectures") or [None])[0]
+    cls = getattr(transformers, named, None) if isinstance(named, str) else None
+    if cls is not None and hasattr(cls, "_from_config"):
+        return cls._from_config(cfg, **kwargs)
+    return transformers.AutoModelForCausalLM.from_config(cfg, **kwargs)
+
+
+def build_meta(config: dict[str, Any], dtype: str = "bfloat16"):
+    """(model, transformers config) built on the meta device from a config.json dict (:func:`model_class`)."""
+    import torch
+    import transformers
+
+    clean = {k: v for k, v in config.items() if k != "quantization_config" and not k.startswith("_transcription")}
+    model_type = clean.get("model_type")
+    named = (clean.get("architectures") or [None])[0]
+    known = getattr(transformers, named, None) if isinstance(named, str) else None
+    with quiet():
+        try:
+            if model_type not in transformers.CONFIG_MAPPING and known is not None:
+                # remote-code model types of a transformers architecture (Kimi K2's kimi_k2 is DeepseekV3ForCausalLM)
+                cfg = known.config_class(**{k: v for k, v in clean.items() if k not in ("model_type", "auto_map")})
+                clean["model_type"] = known.config_class.model_type
+            else:
+                cfg = transformers.AutoConfig.for_model(**clean)
+        except Exception as err:  # transformers' config validation, whatever it raises, in one sentence
+            if model_type not in transformers.CONFIG_MAPPING:
+                raise TraceError(f"transformers {transformers.__version__} does not know model_type "
+                                 f"{model_type!r}: upgrade transformers, or pass a config of a known family") from None
+            raise TraceError(f"transformers cannot read this {model_type} config ({_first_line(err)})") from None
+        try:
+            with torch.device("meta"):
+                model = instantiate(clean, cfg, dtype=getattr(torch, dtype))
+        except Exception as err:  # any failure of the model's own code is reported in one line
+            raise TraceError(f"transformers {transformers.__version__} cannot build the {model_type} model of this "
+                             f"config ({type(err).__name__}: {_first_line(err)})") from None
+    return model.eval(), cfg
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return (text[0] if text else type(err).__name__)[:200]
+
+
+def trace(config: dict[str, Any]) -> tuple[dict[str, Any], list[str], str | None]:
+    """The architecture fields (as :mod:`gpuplan.model.architectures` readers return them) of ``config``, read
+    off transformers' model on the meta device; notes; and why the cache sizes are not exact (None when they
+    are). Raises :class:`TraceError` when transformers cannot build the model."""
+    import transformers
+
+    model, cfg = build_meta(copy.deepcopy(config))  # transformers pops keys off nested config dicts
+    text = cfg.get_text_config(decoder=True)
+    notes = [f"structure read off transformers {transformers.__version__} on the meta device"]
+    try:
+        layers_name, blocks = decoder_layers(model, _get(text, "num_hidden_layers"))
+    except ValueError as err:
+        raise TraceError(str(err)) from None
+    hidden = _int(_get(text, "hidden_size")) or _embedding_dim(model)
+    top_k = _top_k(text, blocks)
+    seen: set[int] = set()
+    structures = [_layer_structure(block, hidden, top_k, seen) for block in blocks]
+    caches, problem = _caches(model, cfg, text, blocks)
+    layers = [_layer(s, c, block) for s, c, block in zip(structures, caches, blocks, strict=True)]
+    arch = _top_level(model, text, layers, layers_name, hidden, top_k)
+    other = arch.pop("_other_names")
+    if arch["other_params"]:
+        notes.append(f"{arch['other_params']:,} parameters outside the decoder layers, embeddings, head and towers "
+                     f"({', '.join(other[:4])}) are counted under 'other'")
+    return arch, notes, problem
+
+
+def _top_k(text, blocks) -> int:
+    for key in TOP_K_KEYS:
+        value = _get(text, key)
+        if isinstance(value, int) and value > 0:
+            return value
+    for block in blocks:
+        for module in block.modules():
+            value = getattr(module, "top_k", None)
+            if isinstance(value, int) and value > 0:
+                return value
+    return 0
+
+
+# ---- the cache of each layer -----------------------------------------------------------------------------
+KNOWN_CACHES = ("DynamicLayer", "DynamicSlidingWindowLayer", "DynamicIndexedLayer", "LinearAttentionLayer",
+                "LinearAttentionAndFullAttentionLayer", "LinearAttentionAndSlidingWindowAttentionLayer", "DummyLayer")
+
+
+def _caches(model, cfg, text, blocks) -> tuple[list[dict[str, Any]], str | None]:
+    """Per layer: the transformers cache class, elements per token, fixed elements, window; measured by a
+    2-token prefill and a 1-token decode step on the meta device. The second value says why the sizes are not
+    exact, when they are not."""
+    try:
+        first, second, layers = _measure(model, cfg)
+    except Exception as err:
+        caches, problem = _declared_caches(text, blocks)
+        why = f"a forward on the meta device failed ({type(err).__name__}: {_first_line(err)})"
+        return caches, (f"cache sizes of its {problem} layers are estimated: {why}" if problem else None)
+    if len(layers) != len(blocks):
+        caches, problem = _declared_caches(text, blocks)
+        return caches, f"cache sizes are estimated: transformers' cache has {len(layers)} layers for " \
+            f"{len(blocks)} decoder layers"
+    types = _layer_types(text, len(blocks))
+    out, odd = [], set()
+    for k, layer in enumerate(layers):
+        per_token = second[k] - first[k]
+        fixed = first[k] - 2 * per_token
+        window = getattr(layer, "sliding_window", None)
+        name = type(layer).__name__
+        if name not in KNOWN_CACHES:
+            odd.add(name)
+        elif not per_token and not fixed and name != "DummyLayer":
+            odd.add(f"{name} left empty")
+        out.append(dict(cache=name, kv_dims=int(per_token), state_elements=int(fixed),
+                        window=int(window) if isinstance(window, int) else None, layer_type=types[k]))
+    if odd:
+        return out, (f"cache sizes measured over 3 tokens may not hold for long contexts ({', '.join(sorted(odd))}: "
+                     "a state kept outside transformers' standard cache layers)")
+    return out, None
+
+
+def new_cache(cfg):
+    """transformers' ``DynamicCache`` for ``cfg`` that also knows its length when it holds no attention layer
+    (a run of linear-attention or Mamba layers alone, which ``get_seq_length`` refuses): the caller adds the
+    tokens of each forward to ``tokens``."""
+    from transformers import DynamicCache
+
+    class CountingCache(DynamicCache):
+        tokens = 0
+
+        def get_seq_length(self, layer_idx: int = 0) -> int:
+            try:
+                return super().get_seq_length(layer_idx)
+            except ValueError:
+                return self.tokens
+
+        def get_mask_sizes(self, query_length: int, layer_idx: int = 0) -> tuple[int, int]:
+            try:
+                return super().get_mask_sizes(query_length, layer_idx)
+            except ValueError:
+                return self.tokens + query_length, 0
+
+    return CountingCache(config=cfg)
+
+
+def _measure(model, cfg):
+    """Cached elements (at 2 bytes each) per layer after a 2-token prefill, then after one decode step."""
+    import torch
+
+    with quiet(), torch.no_grad():
+        cache = new_cache(cfg)
+        ids = torch.zeros((1, 2), dtype=torch.long, device="meta")
+        model(input_ids=ids, past_key_values=cache, use_cache=True)
+        cache.tokens = 2
+        first = [_cached_bytes(layer) // 2 for layer in cache.layers]
+        model(input_ids=ids[:, :1], past_key_values=cache, use_cache=True)
+        cache.tokens = 3
+        second = [_cached_bytes(layer) // 2 for layer in cache.layers]
+    return first, second, list(cache.layers)
+
+
+def _cached_bytes(layer) -> int:
+    import torch
+
+    seen: set[int] = set()
+    total = 0
+
+    def visit(value) -> None:
+        nonlocal total
+        if isinstance(value, torch.Tensor):
+            if value.numel() and id(value) not in seen:
+                seen.add(id(value))
+                total += value.numel() * value.element_size()
+        elif isinstance(value, dict):
+            for v in value.values():
+                visit(v)
+        elif isinstance(value, (list, tuple)):
+            for v in value:
+                visit(v)
+
+    for name, value in vars(layer).items():
+        if not name.startswith("_"):
+            visit(value)
+    return total
+
+
+def _layer_types(text, n: int) -> list[str]:
+    try:
+        from transformers.cache_utils import get_layer_types_and_kwargs
+
+        types, _ = get_layer_types_and_kwargs(text)
+        return [str(t) for t in types][:n] + ["full_attention"] * (n - len(types))
+    except Exception:
+        types = _get(text, "layer_types") or []
+        return [str(t) for t in types][:n] + ["full_attention"] * (n - len(types))
+
+
+def _declared_caches(text, blocks) -> tuple[list[dict[str, Any]], str | None]:
+    """Without a forward: the layer types transformers declares; keys and values sized by each layer's k/v
+    projections (MLA: the latent and the rope key, as transformers caches them); recurrent states from the
+    mixer's convolution and state sizes. Returns the kinds whose sizes are estimates (None when all are exact)."""
+    types = _layer_types(text, len(blocks))
+    heads = _int(_get(text, "num_attention_heads")) or 1
+    kv = _int(_get(text, "num_key_value_heads")) or heads
+    d = _int(_get(text, "head_dim")) or (_int(_get(text, "hidden_size")) or 0) // heads
+    latent = (_int(_get(text, "kv_lora_rank")) or 0) + (_int(_get(text, "qk_rope_head_dim")) or 0)
+    out, estimated = [], set()
+    for layer_type, block in zip(types, blocks, strict=True):
+        modules = {n.rsplit(".", 1)[-1]: m for n, m in block.named_modules()}
+        kv_dims = state = 0
+        if layer_type in ("full_attention", "sliding_attention", "chunked_attention", "hybrid", "hybrid_sliding"):
+            if "kv_a_proj_with_mqa" in modules and latent:
+                kv_dims = latent
+            elif "k_proj" in modules and "v_proj" in modules and hasattr(modules["k_proj"], "out_features"):
+                kv_dims = modules["k_proj"].out_features + modules["v_proj"].out_features
+            else:
+                kv_dims = 2 * kv * d
+                estimated.add(layer_type)
+        if layer_type not in ("full_attention", "sliding_attention", "chunked_attention", "dummy"):
+            state = _module_state(block)
+            estimated.add(layer_type)
+        window = _get(text, "sliding_window") if "sliding" in layer_type else (
+            _get(text, "attention_chunk_size") if layer_type == "chunked_attention" else None)
+        out.append(dict(cache=layer_type, kv_dims=kv_dims, state_elements=state, window=window,
+                        layer_type=layer_type))
+    return out, ", ".join(sorted(estimated)) or None
+
+
+def _module_state(block) -> int:
+    """The recurrent state of a linear-attention or state-space mixer, from its modules: the depthwise
+    convolution's ``channels x kernel`` and the SSM state (Mamba-2 ``heads x head_dim x d_state``, Mamba
+    ``d_inner x d_state``, Gated DeltaNet ``v_heads x k_head_dim x v_head_dim``)."""
+    import torch
+
+    total = 0
+    for module in block.modules():
+        if isinstance(module, torch.nn.Conv1d) and module.groups == module.in_channels:
+            total += module.in_channels * module.kernel_size[0]
+        a = vars(module)
+        state = _int(a.get("ssm_state_size")) or _int(a.get("d_state"))
+        if state and _int(a.get("num_heads")) and _int(a.get("head_dim")):
+            total += a["num_heads"] * a["head_dim"] * state
+        elif state and _int(a.get("intermediate_size")):
+            total += a["intermediate_size"] * state
+        elif _int(a.get("num_v_heads")) and _int(a.get("head_k_dim")) and _int(a.get("head_v_dim")):
+            total += a["num_v_heads"] * a["head_k_dim"] * a["head_v_dim"]
+    return total
+
+
+def _layer(structure: dict[str, Any], cache: dict[str, Any], block) -> Layer:
+    names = {type(m).__name__.lower() for m in block.modules()}
+    linears = structure["linears"]
+    mla = any(lin.name in ("kv_a_proj_with_mqa", "kv_a_proj") for lin in linears)
+    layer_type, state = cache["layer_type"], cache["state_elements"]
+    if cache["cache"] in ("DummyLayer", "dummy"):
+        kind = "none"
+    elif cache["kv_dims"] and state:
+        kind = "hybrid"
+    elif state or layer_type in ("linear_attention", "conv", "mamba"):
+        if layer_type == "conv" or any("shortconv" in n for n in names):
+            kind = "conv"
+        elif any(word in n for n in names for word in MAMBA_WORDS):
+            kind = "mamba"
+        else:
+            kind = "linear"
+    elif any("crossattention" in n or "cross_attn" in n for n in names) and not cache["kv_dims"]:
+        kind = "cross"
+    elif mla:
+        kind = "mla"
+    elif layer_type == "chunked_attention":
+        kind = "chunked"
+    elif cache["window"] or "sliding" in layer_type:
+        kind = "sliding"
+    elif cache["kv_dims"]:
+        kind = "full"
+    else:
+        kind = "none"
+    window = cache["window"] if kind in ("sliding", "chunked") else None
+    return Layer(attention=kind, window=window, moe=structure["moe"], linears=linears,
+                 norm_params=structure["norm_params"], attention_extra=structure["attention_extra"],
+                 mlp_extra=structure["mlp_extra"], kv_dims=cache["kv_dims"], state_elements=max(state, 0),
+                 experts_per_token=structure["experts_per_token"])

@@ -1,0 +1,69 @@
+"""What a person sees about models: the new families listed, and a model gpuplan cannot count exactly flagged before
+any number, in every command that uses it (and in --json as model.exact: false with the reason)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+UNKNOWN = {"model_type": "my_new_lm", "architectures": ["MyNewLMForCausalLM"], "hidden_size": 4096,
+           "num_attention_heads": 32, "num_key_value_heads": 8, "num_hidden_layers": 32, "vocab_size": 128256,
+           "intermediate_size": 14336, "num_local_experts": 8, "num_experts_per_tok": 2, "torch_dtype": "bfloat16"}
+
+
+def gpuplan(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "gpuplan", *args], capture_output=True, text=True,
+                          env={**__import__("os").environ, "COLUMNS": "120"})
+
+
+@pytest.fixture
+def unknown(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(UNKNOWN))
+    return str(path)
+
+
+def test_estimate_warns_on_the_first_screen(unknown):
+    done = gpuplan("estimate", "--model", unknown, "--task", "infer", "--gpu", "h100-sxm")
+    assert done.returncode == 0, done.stderr
+    first = done.stderr.strip().splitlines()[:3]
+    assert any("not counted exactly" in line for line in first), done.stderr
+    assert "upgrade transformers" in done.stderr and "gpuplan simulate" in done.stderr  # the fix, with it
+    assert "Traceback" not in done.stderr
+
+
+def test_json_answers_carry_exact_false_with_the_reason(unknown):
+    data = json.loads(gpuplan("estimate", "--model", unknown, "--task", "infer", "--json").stdout)
+    assert data["model"]["exact"] is False and "my_new_lm" in data["model"]["exact_reason"]
+    assert data["warnings"][0].startswith("config.json") or "not counted exactly" in data["warnings"][0]
+    facts = json.loads(gpuplan("model", unknown, "--json").stdout)
+    assert facts["exact"] is False and facts["counted_by"] == "the common config keys"
+    assert facts["num_experts"] == 8  # the conventions still read its experts
+    rec = gpuplan("recommend", "--model", unknown, "--task", "infer", "--top", "1")
+    assert "not counted exactly" in rec.stderr.splitlines()[0]
+
+
+def test_bundled_models_are_exact(unknown):
+    data = json.loads(gpuplan("estimate", "--model", "qwen3-next", "--task", "infer", "--json").stdout)
+    assert data["model"]["exact"] is True and data["model"]["exact_reason"] is None
+
+
+def test_models_lists_the_new_families():
+    rows = json.loads(gpuplan("models", "--json").stdout)
+    families = {r["family"] for r in rows}
+    assert {"llama4", "qwen3_next", "qwen3_5", "qwen3_vl", "glm4_moe", "glm_moe_dsa", "kimi_k2", "deepseek_v32",
+            "minimax_m2", "falcon_h1", "ernie4_5_moe", "smollm3", "gemma3", "nemotron_h"} <= families
+    # DeepSeek-V4's compressed-attention cache is measured over 3 tokens only: it says so
+    assert [r["name"] for r in rows if not r["exact"]] == ["deepseek-ai/DeepSeek-V4-Flash"]
+    assert len(rows) >= 75
+
+
+def test_unreadable_config_is_one_sentence(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "mystery_lm", "hidden_size": 64}))
+    done = gpuplan("model", str(path))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "lacks num_attention_heads, num_hidden_layers, vocab_size" in done.stderr

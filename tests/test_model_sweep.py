@@ -1,0 +1,112 @@
+"""Every causal-LM architecture transformers ships: ``gpuplan model`` against transformers' own count on the meta
+device, the core's honesty without transformers, and ``gpuplan simulate`` on each (bench/architectures.py holds the
+sweep; bench/results/architectures.md its full, extrapolated run).
+
+The architectures are swept once per session, over two processes (the CI machine's two cores)."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import require
+
+pytestmark = [pytest.mark.sim, pytest.mark.slow]
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+import architectures as sweep  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def rows(tmp_path_factory):
+    require("transformers")
+    import os
+
+    saved = os.environ.get("GPUPLAN_CACHE_DIR")
+    os.environ["GPUPLAN_CACHE_DIR"] = str(tmp_path_factory.mktemp("structures"))  # every structure traced afresh
+    try:
+        yield sweep.sweep(core=True, workers=2)
+    finally:
+        if saved is None:
+            os.environ.pop("GPUPLAN_CACHE_DIR")
+        else:
+            os.environ["GPUPLAN_CACHE_DIR"] = saved
+
+
+def readme_misses() -> set[str]:
+    """The model_types the README lists, each with its reason, as misses of `gpuplan model` (the paragraph
+    after "Architectures `gpuplan model` misses")."""
+    text = (ROOT / "README.md").read_text()
+    paragraph = text.split("Architectures `gpuplan model` misses", 1)[1].split("\n\n", 1)[0]
+    return set(re.findall(r"`([a-z0-9_\-]+)`:", paragraph))
+
+
+def test_at_least_95_percent_of_architectures_count_within_half_a_percent(rows):
+    swept = [r for r in rows if not r.skipped]
+    within = [r for r in swept if r.within]
+    assert len(swept) >= 150, f"only {len(swept)} architectures swept: {[r.model_type for r in rows if r.skipped]}"
+    assert len(within) >= 0.95 * len(swept), [(r.model_type, r.gpuplan, r.reference, r.error) for r in swept
+                                              if not r.within]
+    misses = {r.model_type for r in swept if not r.within}
+    assert misses <= readme_misses(), f"misses not listed with their reason in the README: {misses - readme_misses()}"
+
+
+def test_skipped_defaults_are_toys_or_refused_by_transformers(rows):
+    for r in rows:
+        if r.skipped:
+            assert r.skipped.startswith(("toy-sized", "transformers cannot")), r
+
+
+def test_the_core_never_claims_exact_when_it_is_not(rows):
+    """Without transformers, a family reader or the common keys: every count the core calls exact equals
+    transformers' own, and many families are exact without transformers."""
+    claims = [r for r in rows if not r.skipped and r.core_exact]
+    wrong = [(r.model_type, r.core, r.reference) for r in claims if r.core != r.reference]
+    assert not wrong, wrong
+    assert len(claims) >= 45
+
+
+def test_new_layer_kinds_are_read(rows):
+    kinds = {r.model_type: r.kinds for r in rows}
+    assert "chunked(8192)" in kinds["llama4_text"] and "full+moe" in kinds["llama4_text"]
+    assert "36 linear+moe" in kinds["qwen3_next"] and "12 full+moe" in kinds["qwen3_next"]
+    assert "hybrid" in kinds["falcon_h1"]
+    assert "mamba" in kinds["nemotron_h"] and "mla" in kinds["deepseek_v3"]
+
+
+# ---- simulate on every architecture -----------------------------------------------------------------------
+# Architectures whose LoRA count differs from peft's because of linears outside the decoder layers, which peft's
+# all-linear adapts and the estimate (it adapts the decoder) leaves out: BERT-style prediction heads hold a dense
+# transform; Gemma 4's per-layer embeddings go through per_layer_model_projection.
+OUTSIDE_LAYERS = {"bert", "camembert", "data2vec-text", "ernie", "roberta", "roberta-prelayernorm", "roc_bert",
+                  "xlm-roberta", "xlm-roberta-xl", "modernbert-decoder", "xmod", "megatron-bert", "big_bird",
+                  "rembert", "roformer", "bert-generation", "electra", "gemma4", "gemma4_text"}
+
+
+@pytest.fixture(scope="module")
+def sims(rows):
+    require("peft")
+    return sweep.simulate_sweep(sweep.distinct(rows), one_period=True, workers=2)
+
+
+def test_simulate_runs_or_says_why_on_every_architecture(sims):
+    crashes = [(r.model_type, r.crash) for r in sims if r.crash]
+    assert not crashes, crashes
+    for r in sims:
+        for task, outcome in r.outcome.items():
+            assert outcome == "ok" or (outcome and "\n" not in outcome and "Traceback" not in outcome), (
+                r.model_type, task, outcome)
+    ran = {task: sum(r.outcome[task] == "ok" for r in sims) for task in sweep.SIM_TASKS}
+    assert min(ran.values()) >= 0.85 * len(sims), ran
+    assert len(sims) >= 130  # distinct structures among the swept architectures
+
+
+def test_lora_parameters_equal_peft_count(sims):
+    """On every architecture LoRA ran on, peft's own count of trainable parameters equals the estimate's."""
+    wrong = [(r.model_type, r.lora_params) for r in sims if r.lora_params and r.model_type not in OUTSIDE_LAYERS
+             and r.lora_params[0] != r.lora_params[1]]
+    assert not wrong, wrong
