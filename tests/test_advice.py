@@ -11,7 +11,7 @@ import pytest
 
 from gpuplan import estimate
 from gpuplan.hardware import load_gpu
-from gpuplan.model.catalog import load_model
+from gpuplan.model.catalog import bundled, load_model
 from gpuplan.plan.advice import candidate_fixes, smallest_combination
 from gpuplan.plan.capability import what_fits
 from gpuplan.scenario import Scenario
@@ -79,7 +79,7 @@ def test_a_hopeless_job_has_no_combination():
 
 def test_fit_lists_what_your_cards_hold_with_the_numbers_estimate_gives():
     rows = {r.model: r for r in what_fits({"task": "train", "method": "lora"}, load_gpu("rtx-3090"), 2)}
-    assert len(rows) == 48
+    assert len(rows) == len(bundled())  # every bundled model, fitting or not
     small = rows["Qwen/Qwen2.5-0.5B"]
     assert small.fits and not small.change and small.strategy == "ddp"
     eight = rows["meta-llama/Llama-3.1-8B"]  # not as asked (no checkpointing at 2k tokens), with one change

@@ -128,15 +128,12 @@ def model_cmd(
         kinds.add_row(k["kind"], str(k["count"]), f"{k['params_per_layer']:,}", f"{2 * k['kv_elements_per_token']:,}",
                       *((f"{2 * k['state_elements'] / 1024:,.1f}",) if state else ()))
     out.print(kinds)
+    mla = any("mla" in k["kind"] for k in facts["layer_kinds"])
     out.print(f"KV cache per token, all layers, bf16: {facts['kv_bytes_per_token_bf16_total']:,.0f} B "
               f"({facts['kv_bytes_per_token_bf16_total'] / 1024:,.1f} KiB; sliding and chunked layers stop growing "
-              "at their window)" + (" as vLLM caches MLA's latent" if facts["kv_bytes_per_token_bf16_transformers"]
-                                    else "")
+              "at their window" + ("; MLA layers cache their latent, as vLLM and transformers 5 do" if mla else "")
+              + ")"
               + (f"; recurrent state per sequence: {state / 2**20:,.1f} MiB, whatever its length" if state else ""))
-    if facts["kv_bytes_per_token_bf16_transformers"]:
-        full = facts["kv_bytes_per_token_bf16_transformers"]
-        out.print(f"  transformers caches the decompressed keys and values: {full:,.0f} B per token ({full / 1024:,.1f}"
-                  f" KiB, {full / facts['kv_bytes_per_token_bf16_total']:.0f}x)")
     w = facts["weight_gib"]
     out.print(f"weights as shipped ({facts['shipped_format']}): {w['as_shipped']:.2f} GiB;  bf16 {w['bf16']:.2f} GiB, "
               f"int8 {w['int8']:.2f} GiB, int4 (nf4) {w['int4']:.2f} GiB  [GiB = 2^30 B]")

@@ -55,18 +55,6 @@ def model_summary(spec: ModelSpec, repo: str | None = None) -> dict[str, Any]:
     }
 
 
-def _decompressed_kv(spec: ModelSpec) -> int | None:
-    """MLA models: bf16 bytes per token of the keys and values transformers caches, decompressed per head
-    (``heads x (qk_nope + qk_rope + v_head)`` per MLA layer), where vLLM caches the latent; None otherwise."""
-    if not spec.mla:
-        return None
-    mla = spec.mla
-    per_layer = spec.num_heads * ((mla.get("qk_nope_head_dim") or 0) + (mla.get("qk_rope_head_dim") or 0)
-                                  + (mla.get("v_head_dim") or 0))
-    return 2 * sum(count * (per_layer if layer.attention == "mla" else layer.kv_dims)
-                   for layer, count in spec.layer_kinds())
-
-
 def model_facts(spec: ModelSpec) -> dict[str, Any]:
     """Everything ``gpuplan model NAME`` shows."""
     shipped, _ = spec.shipped_format()
@@ -101,7 +89,6 @@ def model_facts(spec: ModelSpec) -> dict[str, Any]:
                         for layer, count in spec.layer_kinds()],
         "kv_bytes_per_token_bf16": spec.kv_bytes_per_token(2),
         "kv_bytes_per_token_bf16_total": sum(spec.kv_bytes_per_token(2).values()),
-        "kv_bytes_per_token_bf16_transformers": _decompressed_kv(spec),
         "dtype": spec.dtype,
         "dtype_assumed": spec.dtype_assumed,
         "quantization": spec.quantization,

@@ -383,8 +383,19 @@ def smallest_combination(s: Scenario, m: ModelSpec, gpu: GpuSpec, fixes: list[Fi
     return Suggestion(change=f"{label}: {_peak(s, m, gpu):.1f} -> {peak:.1f} GiB"
                       + (f"; with these, {' and '.join(room)} fit" if room else ""),
                       fields=fields, device_peak_gib=peak, fits=True,
-                      cost="; ".join(f.cost for f in combo), combination=True, max_batch_size=max_batch,
+                      cost=_combined_cost(s, fitted, m, gpu, combo), combination=True, max_batch_size=max_batch,
                       max_seq_len=max_len)
+
+
+def _combined_cost(s: Scenario, fitted: Scenario, m: ModelSpec, gpu: GpuSpec, combo) -> str:
+    """What a combination costs: for training, the speed model's one figure for all the changes together (their
+    effects are not additive: checkpointing's recomputation and a fused loss overlap), then what the fixes say
+    besides speed; for serving, each fix's words."""
+    if s.task != "train":
+        return "; ".join(f.cost for f in combo if f.cost)
+    speed_words = ("slower", "faster", "speed")
+    others = [f.cost for f in combo if f.cost and not any(w in f.cost for w in speed_words)]
+    return "; ".join([speed_change(s, fitted, m, gpu), *others])
 
 
 def _peak(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> float:

@@ -47,6 +47,7 @@ class ModelRow(BaseModel):
     dtype: str
     quantization: str | None
     moe: bool
+    exact: bool = True  # counted exactly (`gpuplan model NAME` says why not)
 
 
 class GpuRow(BaseModel):

@@ -11,6 +11,7 @@ from .. import overheads as oh
 from ..hardware import DRIVER_RESERVE, ECC_INBAND_RESERVE, REPORTED_USABLE_GIB
 from ..memory import weight_format
 from ..memory.inference import kv_dtype_bytes
+from ..memory.runtimes import llama_cpp
 from ..model.quant import make_format
 from .formula import GIB, Constant, Context, Formula, count, gib
 
@@ -130,39 +131,49 @@ def _kv_tokens(x: Context) -> int:
     return s.prompt_tokens + s.output_tokens
 
 
-def _kv_bytes(x: Context, tokens: int) -> tuple[float, list[str]]:
-    """Bytes of the KV cache of ``batch_size`` sequences of ``tokens`` tokens (GQA; windows capped)."""
+def _kv_bytes(x: Context, tokens: int, windowed: bool = True) -> tuple[float, list[str]]:
+    """Bytes of the cache of ``batch_size`` sequences of ``tokens`` tokens (GQA; windows capped when
+    ``windowed``; the fixed recurrent states of linear-attention and Mamba layers)."""
     s, m = x.s, x.m
     if s.engine == "llama.cpp":
         b = 2 if s.kv_cache_dtype in ("auto", "fp16", "bf16") else 8.5 / 8
         heads = 1.0
+        windowed = windowed and m.family in llama_cpp.SWA_FAMILIES  # the others cache whole contexts there
     else:
         b = kv_dtype_bytes(s)
         heads = math.ceil(m.num_kv_heads / s.tp) / m.num_kv_heads
     layers = m.layers[: math.ceil(m.num_layers / s.pp)] if s.engine != "llama.cpp" else m.layers
-    total, terms = 0.0, {}
+    total, terms, state = 0.0, {}, 0.0
     for layer in layers:
-        cached = min(tokens, layer.window) if layer.window else tokens
+        cached = (layer.cached_tokens(tokens) if windowed else tokens) if layer.kv_dims else 0
         if s.engine == "vllm":
             cached = math.ceil(cached / oh.VLLM_BLOCK_TOKENS) * oh.VLLM_BLOCK_TOKENS
         dims = layer.kv_dims * heads
         total += cached * dims * b
-        key = (cached, dims)
-        terms[key] = terms.get(key, 0) + 1
+        state += layer.state_elements * (4 if s.engine == "llama.cpp" else s.compute_bytes) / s.tp
+        if layer.kv_dims:
+            key = (cached, dims)
+            terms[key] = terms.get(key, 0) + 1
     text = [f"{count} layers x {cached:,} tokens x {dims:,.0f} values" for (cached, dims), count in terms.items()]
-    return s.batch_size * total, [*text, f"{b:g} B each", f"x {s.batch_size} sequences"]
+    text.append(f"{b:g} B each")
+    if state:
+        text.append(f"+ recurrent states {state / 2**20:,.1f} MiB")
+    return s.batch_size * (total + state), [*text, f"x {s.batch_size} sequences"]
 
 
 def kv_cache(x: Context) -> Formula:
     if x.s.engine == "vllm" and x.r.memory.engine:
         return _vllm_pool(x)
     tokens = _kv_tokens(x)
-    total, text = _kv_bytes(x, tokens)
+    # at transformers' prefill peak the sliding layers still hold the whole prompt (DynamicSlidingWindowLayer)
+    prefill = x.s.engine == "transformers" and x.r.memory.peak_phase == "prefill"
+    total, text = _kv_bytes(x, tokens, windowed=not prefill)
     note = "MLA models cache decompressed keys and values in transformers" if x.m.mla else ""
     return Formula(label="KV cache", value=x.r.memory.kv_cache_gib, unit="GiB",
-                   formula="KV = sequences x sum over layers of min(tokens, window) x 2 x KV heads x head_dim / TP x "
-                           "bytes", substituted=f"{'; '.join(text)} = {gib(total)} ({tokens:,} tokens at the "
-                           f"{x.r.memory.peak_phase} peak)", computed=total / GIB, note=note,
+                   formula="KV = sequences x (sum over layers of min(tokens, window) x 2 x KV heads x head_dim / TP "
+                           "x bytes + recurrent states)",
+                   substituted=f"{'; '.join(text)} = {gib(total)} ({tokens:,} tokens at the {x.r.memory.peak_phase} "
+                               "peak)", computed=total / GIB, note=note,
                    constants=[Constant(name="KV heads x head_dim", value=f"{x.m.num_kv_heads} x {x.m.head_dim}",
                                        source="the model's config.json")])
 
