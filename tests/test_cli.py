@@ -143,3 +143,21 @@ def test_buy_vs_rent_break_even():
     assert json.loads(gpuplan("buy", "h100-sxm", "--price", "25000", "--json").stdout)["purchase_usd"] == 25000
     for bad in (("--hours", "inf"), ("--pue", "nan"), ("--usd-per-kwh", "-1"), ("--utilization", "-5")):
         assert gpuplan("buy", "4090", *bad).returncode == 2
+
+
+@pytest.mark.parametrize("name", ["full-llama-8b-zero3", "qlora-llama-70b", "serve-llama-70b-vllm"])
+def test_the_shipped_examples_fit_where_their_comments_say(name):
+    """The examples/ files a user copies first: each names its GPU, and each fits there (the serving one in
+    FP8: in bf16, Llama-3.1-70B's 65.7 GiB of weights per H100 leave vLLM's 0.9 budget no KV pool)."""
+    from pathlib import Path
+
+    from gpuplan import estimate
+    from gpuplan.scenario import load_scenario
+
+    r = estimate(load_scenario(str(Path(__file__).parent.parent / "examples" / f"{name}.yaml")))
+    assert r.memory.fits is True and r.memory.headroom_gib > 0
+    if name == "serve-llama-70b-vllm":
+        assert r.memory.max_concurrency >= 32
+        bf16 = estimate(r.scenario | {"quant": None})
+        assert bf16.memory.fits is False and bf16.memory.max_concurrency == 0
+        assert any("KV pool 0.0 ->" in sug.change and sug.fits for sug in bf16.suggestions)

@@ -88,8 +88,12 @@ def render_estimate(result) -> None:
                   + (f", {mem.offloaded_layers} offloaded to the CPU" if mem.offloaded_layers else ""))
     if mem.fits is not None:
         verdict = Text("fits" if mem.fits else "does not fit", style="green" if mem.fits else "red bold")
-        out.print(verdict + Text(f" on {result.gpu['name']}: {mem.device_peak_gib:.1f} of {mem.capacity_gib:.1f} "
-                                 f"GiB usable, headroom {mem.headroom_gib:+.1f} GiB"))
+        why = ""
+        if mem.max_concurrency is not None and not mem.fits and mem.headroom_gib >= 0:  # vLLM: the pool is short
+            why = (f": vLLM takes its budget whatever the job, and the KV pool left holds {mem.max_concurrency:,} "
+                   f"of the {s['batch_size']:,} concurrent requests asked; device")
+        out.print(verdict + Text(f" on {result.gpu['name']}{why or ':'} {mem.device_peak_gib:.1f} of "
+                                 f"{mem.capacity_gib:.1f} GiB usable, headroom {mem.headroom_gib:+.1f} GiB"))
         batch = "micro-batch" if s["task"] == "train" else "batch"
         length = "sequence" if s["task"] == "train" else "prompt"
         out.print(f"largest {batch} that fits: {mem.max_batch_size or 'none'}; longest {length}: "

@@ -23,7 +23,7 @@ from typing import Any
 
 from ..errors import GpuplanError
 from ..hardware import GpuSpec
-from ..memory import fits_only
+from ..memory import check, fits_only, memory_report
 from ..memory.runtimes import runtime_for
 from ..model.spec import ModelSpec
 from ..result import Suggestion
@@ -233,6 +233,10 @@ def _serving_fixes(s: Scenario, m: ModelSpec) -> list[Fix]:
             out.append(Fix(label="fp8 weights", change={"quant": "fp8"},
                            cost="native on Ada/Hopper+, weight-only (Marlin) on Ampere; tiny quality cost",
                            group="weights", slowdown=1.0))
+    if s.engine == "vllm" and s.gpu_memory_utilization < 0.95:
+        out.append(Fix(label="--gpu-memory-utilization 0.95 (a larger vLLM budget)",
+                       change={"gpu_memory_utilization": 0.95}, cost="same speed; less room for anything else on "
+                       "the GPU", group="budget", slowdown=1.0))
     if s.kv_cache_dtype in ("auto", "fp16", "bf16") and s.engine != "llama.cpp":
         out.append(Fix(label="fp8 KV cache", change={"kv_cache_dtype": "fp8"},
                        cost="half the KV memory; tiny quality cost", group="kv", slowdown=1.0))
@@ -319,6 +323,8 @@ def suggestions(s: Scenario, m: ModelSpec, gpu: GpuSpec, report) -> list[Suggest
     """When ``s`` does not fit: the smallest combination that fits (when no single fix does), then every single
     fix that lowers the device peak, fitting ones first, on the GPUs named before more GPUs."""
     fixes = on_card(s, m, gpu, candidate_fixes(s, m))
+    if s.engine == "vllm":
+        return _vllm_suggestions(s, m, gpu, report, fixes)
     singles: list[tuple[Fix, bool, float, dict[str, Any]]] = []
     for fix in fixes:
         changed = _apply(s, (fix,))
@@ -343,6 +349,35 @@ def suggestions(s: Scenario, m: ModelSpec, gpu: GpuSpec, report) -> list[Suggest
             combos.append(smallest_combination(s, m, gpu, [f for f in pool if not set(f.change) & STACK_FIELDS]))
         found[:0] = [c for c in combos if c is not None]
     return found
+
+
+def _vllm_suggestions(s: Scenario, m: ModelSpec, gpu: GpuSpec, report, fixes: list[Fix]) -> list[Suggestion]:
+    """vLLM takes its budget whatever the job, so a change shows in the KV pool it leaves and the requests that
+    pool holds, not in the device peak: every single fix that grows the pool, fitting ones first (on the GPUs
+    named, keeping the job, gentlest), then the largest pool."""
+    def pool(r) -> tuple[float, int]:
+        return r.kv_cache_pool_gib or 0.0, r.max_concurrency or 0
+
+    before, held = pool(report)
+    found = []
+    for fix in fixes:
+        changed = _apply(s, (fix,))
+        if changed is None:
+            continue
+        try:
+            check(changed, m, gpu)
+        except GpuplanError:
+            continue
+        _, r = memory_report(changed, m, gpu)
+        gib, requests = pool(r)
+        if r.fits or gib > before + 1e-3 or requests > held:
+            found.append((fix, bool(r.fits), gib, requests, r.device_peak_gib, _implied(s, changed, fix.change)))
+    found.sort(key=lambda x: (not x[1], x[0].more_gpus, not x[0].keeps_job, x[0].slowdown or 1.0 if x[1] else -x[2]))
+    tokens = s.prompt_tokens + s.output_tokens
+    return [Suggestion(change=f"{_with_implied(fix.label, implied)}: KV pool {before:.1f} -> {gib:.1f} GiB, up to "
+                       f"{requests:,} concurrent requests of {tokens:,} tokens", fields={
+                           k: v for k, v in fix.change.items() if v is not None}, device_peak_gib=peak, fits=ok,
+                       cost=fix.cost) for fix, ok, gib, requests, peak, implied in found]
 
 
 def smallest_combination(s: Scenario, m: ModelSpec, gpu: GpuSpec, fixes: list[Fix]) -> Suggestion | None:
