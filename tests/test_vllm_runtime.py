@@ -126,3 +126,28 @@ def test_device_level_is_the_budget_plus_context_n12():
     assert r.memory.reserved_peak_gib == pytest.approx(requested)
     assert r.memory.device_peak_gib == pytest.approx(requested + sum(r.memory.device_overheads.values()))
     assert r.memory.device_peak_gib < 0.9 * 79.6 + 1.0
+
+
+def test_hybrid_models_raise_the_attention_block_to_the_state_page_and_take_one_block_per_state():
+    """Qwen3.5-27B: 48 Gated DeltaNet layers (state) and 16 attention layers (4 KV heads x 256). vLLM raises the
+    attention block until one attention page holds one layer's state (``attn_block_size = 16 x cdiv(state_page,
+    16 x attn_page_per_token)``) and logs 784 tokens for this shape (LMCache's vLLM guide, Qwen3.6-27B, one GPU).
+    By hand from transformers' cache, which gpuplan measures: recurrent state 48 x 128 x 128 in fp32 (2 units of
+    16 bits each) + convolution 10,240 channels x 4 columns = 1,613,824 units = 3,227,648 B; attention 2 x 4 x 256
+    x 2 B = 4,096 B per token -> 16 x ceil(3,227,648 / 65,536) = 16 x 50 = 800 tokens. vLLM keeps kernel - 1 = 3
+    convolution columns (3,207,168 B -> 49 -> 784): the page is 2 % larger here."""
+    m = load_model("qwen3.5-27b")
+    s = scenario_from(dict(model="qwen3.5-27b", task="infer", engine="vllm"))
+    linear = next(layer for layer in m.layers if layer.attention == "linear")
+    assert linear.state_elements == 48 * 128 * 128 * 2 + 10_240 * 4 == 1_613_824
+    block = vllm.attention_block_tokens(s, m, m.layers)
+    assert block == 16 * math.ceil(2 * 1_613_824 / (16 * 4_096)) == 800
+    assert abs(block / 784 - 1) < 0.025
+    # a request takes one block per state layer group and its tokens in attention blocks, not tokens / 16 blocks
+    stage = vllm.stages(m, 1)[0]
+    lim = vllm.scheduler_limits(s, m, load_gpu("h100-sxm"))
+    page, per_request = vllm.kv_geometry(s, m, stage, lim, max_len=8_000)
+    groups = 16  # layers per group: the smaller kind's count; 48 linear layers make 3 groups, 16 attention 1
+    assert per_request == 3 * 1 + 1 * math.ceil(8_000 / block)
+    # one block id: a page in each layer of a group, every page the attention page (the state page padded to it)
+    assert page == groups * 800 * 4_096 > groups * 2 * 1_613_824
