@@ -227,29 +227,30 @@ def _measure(model, cfg):
     return first, second, list(cache.layers)
 
 
-def _cached_bytes(layer) -> int:
-    import torch
-
+def cache_layer_tensors(layer):
+    """Every tensor one transformers cache layer holds, once each: keys and values, MLA latents, indexer keys,
+    convolution and recurrent states (its public attributes, walked through dicts, lists and tuples)."""
     seen: set[int] = set()
-    total = 0
 
-    def visit(value) -> None:
-        nonlocal total
-        if isinstance(value, torch.Tensor):
-            if value.numel() and id(value) not in seen:
+    def visit(value):
+        if hasattr(value, "untyped_storage"):
+            if id(value) not in seen:
                 seen.add(id(value))
-                total += value.numel() * value.element_size()
+                yield value
         elif isinstance(value, dict):
             for v in value.values():
-                visit(v)
+                yield from visit(v)
         elif isinstance(value, (list, tuple)):
             for v in value:
-                visit(v)
+                yield from visit(v)
 
     for name, value in vars(layer).items():
         if not name.startswith("_"):
-            visit(value)
-    return total
+            yield from visit(value)
+
+
+def _cached_bytes(layer) -> int:
+    return sum(t.numel() * t.element_size() for t in cache_layer_tensors(layer) if t.numel())
 
 
 def _layer_types(text, n: int) -> list[str]:

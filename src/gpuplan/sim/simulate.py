@@ -39,7 +39,7 @@ from ..memory.state import PEFT_MAMBA_REFUSED, PEFT_MAMBA_TYPES
 from ..model.catalog import load_model
 from ..model.modules import decoder_layers, is_tower
 from ..model.spec import ModelSpec
-from ..model.trace import instantiate, new_cache, quiet
+from ..model.trace import cache_layer_tensors, instantiate, new_cache, quiet
 from ..scenario import Scenario, scenario_from
 from . import depth, stacks
 from .depth import cut_config
@@ -635,17 +635,6 @@ class Phases:
 def _relabel_cache(cache, tracker) -> None:
     """Every tensor a cache layer holds: keys and values, MLA latents, indexer keys, convolution and recurrent
     states."""
-    def visit(value) -> None:
-        if hasattr(value, "untyped_storage"):
-            tracker.relabel(value, "kv_cache")
-        elif isinstance(value, dict):
-            for v in value.values():
-                visit(v)
-        elif isinstance(value, (list, tuple)):
-            for v in value:
-                visit(v)
-
     for layer in getattr(cache, "layers", []):
-        for name, value in vars(layer).items():
-            if not name.startswith("_"):
-                visit(value)
+        for tensor in cache_layer_tensors(layer):
+            tracker.relabel(tensor, "kv_cache")
