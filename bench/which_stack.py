@@ -23,7 +23,8 @@ WHAT = {  # the technique that makes the difference in each stack's defaults
     "torchtune": "bf16 throughout (bf16 adapters), chunked cross-entropy, checkpointing",
     "torchtitan": "full fine-tuning only (no LoRA): not run",
     "unsloth": "fused linear cross-entropy (no logits), checkpoints offloaded to CPU, fused LoRA kernels",
-    "axolotl": "Liger's fused linear cross-entropy, RMSNorm and SwiGLU kernels, checkpointing",
+    "axolotl": "Liger's fused linear cross-entropy, RMSNorm and SwiGLU kernels, checkpointing; QLoRA's embeddings "
+               "cast back to bf16",
     "pytorch": "your loop as written: bf16 base, fp32 peft adapters, full logits, no checkpointing",
 }
 
