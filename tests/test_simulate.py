@@ -252,3 +252,18 @@ def test_moe_lora_parameters_equal_peft_count(tmp_path, model):
     m = load_model(path)
     assert adapts_experts(s, m)
     assert lora_params(m, lora_targets(s, m), 16, experts=True) == counted
+
+
+@pytest.mark.parametrize("adapter_dtype, state_bytes", [("bf16", 2), ("fp32", 4)])
+def test_adapters_take_the_dtype_the_stack_gives_them(adapter_dtype, state_bytes):
+    """peft builds adapters on the meta device in torch's default dtype (it moves them to the base layer's dtype only
+    on a real device): the simulator sets the scenario's. AdamW keeps two states per trainable parameter in its
+    dtype, so the optimizer part is 2 x trainable x (2 or 4) bytes (bf16-true: the states follow the parameters)."""
+    require("transformers")
+    require("peft")
+    from gpuplan.sim.simulate import simulate
+
+    sim = simulate(dict(model="llama-3.2-1b", task="train", method="lora", seq_len=128, precision="bf16-true",
+                        adapter_dtype=adapter_dtype), layers=2)
+    expected = 2 * sim.params_trainable * state_bytes / GIB
+    assert sim.phase_parts_gib["backward"]["optimizer"] == pytest.approx(expected, rel=0.02)

@@ -353,10 +353,12 @@ def build(s: Scenario, m: ModelSpec, config: dict[str, Any], notes: list[str]):
     with quiet(), _explained(m, sized_depth(config)), torch.device("meta"):  # adapters too: no CPU init
         # peft's default autocast_adapter_dtype=True makes the adapters fp32 whatever the base (adapter_dtype fp32)
         model = get_peft_model(model, lora, autocast_adapter_dtype=s.adapter_dtype == "fp32")
-    if s.adapter_dtype in ("bf16", "fp16") and _dtype(s.adapter_dtype) != compute:
-        for name, p in model.named_parameters():
-            if "lora_" in name:
-                p.data = p.data.to(_dtype(s.adapter_dtype))
+    # on the meta device peft leaves new adapters in torch's default dtype (it moves them to the base layer's
+    # dtype only on a real device): set the dtype the scenario's stack gives them
+    want = _dtype(s.adapter_dtype) if s.adapter_dtype in ("fp32", "bf16", "fp16") else compute
+    for name, p in model.named_parameters():
+        if "lora_" in name and p.dtype != want:
+            p.data = p.data.to(want)
     if s.method == "qlora":
         _quantize_4bit(model, compute, skip=("lm_head", "lora_"))
         notes.append("QLoRA: NF4 base emulated with bitsandbytes' byte counts (packed 4-bit pairs, uint8 absmax "
