@@ -81,6 +81,7 @@ def cli(*args: str, columns: int = 80) -> subprocess.CompletedProcess:
     (("models",), ["llama-3.1-8b", "llama-3-8b", "r1-distill-llama-70b", "mixtral-8x22b"]),
     (("gpus", "--min-memory", "40", "--sort", "usd_per_tflop"), ["rtx-pro-6000-blackwell", "a100-sxm4-80gb",
                                                                   "h100-sxm", "gh200-144gb"]),
+    (("prices", "--provider", "aws"), ["a100-sxm4-80gb", "h100-sxm", "a10g", "aws"]),
 ])
 def test_80_columns_show_every_identity_whole(args, identities):
     done = cli(*args)
@@ -93,7 +94,8 @@ def test_80_columns_show_every_identity_whole(args, identities):
 @pytest.mark.parametrize("command", [["models"], ["gpus"], ["gpus", "compare", "4090", "l40s"],
                                      ["cost", "--model", "qwen2.5-0.5b", "--task", "infer"],
                                      ["recommend", "--model", "qwen2.5-0.5b", "--task", "infer", "--top", "3"],
-                                     ["fit", "--gpu", "rtx-4090", "--all"], ["table", "--no-cheapest"]])
+                                     ["fit", "--gpu", "rtx-4090", "--all"], ["table", "--no-cheapest"],
+                                     ["prices", "--gpu", "l40s"]])
 def test_every_listing_takes_every_format(command):
     for fmt in ("plain", "csv", "markdown", "json"):
         done = cli(*command, "--format", fmt)

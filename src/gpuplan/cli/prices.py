@@ -7,10 +7,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
+from rich.text import Text
 
 from ..errors import GpuplanError
 from .app import JsonFlag, app, err, out, print_json, short
+from .render import Column, FormatOption, resolve_format, show
 
 prices_app = typer.Typer(help="The prices in force (bundled snapshot, refreshed caches, your files); "
                          "`prices update` refreshes them.", pretty_exceptions_enable=False)
@@ -45,6 +46,7 @@ def prices_cmd(
     low_confidence: Annotated[bool, typer.Option("--low-confidence/--no-low-confidence",
                                                  help="List low-confidence rows too.")] = True,
     as_json: JsonFlag = False,
+    fmt: FormatOption = None,
 ) -> None:
     """List the offers in force, cheapest first per GPU, each with its date, age, source and confidence.
     Rankings (cost, recommend, estimate) leave out rows older than 90 days and low-confidence rows unless asked
@@ -60,35 +62,39 @@ def prices_cmd(
     from ..market.store import price_origin, status
 
     rows, _ = _rows(gpu, provider, spot, max_age, low_confidence)
-    if as_json:
+    fmt = resolve_format(fmt, as_json)
+    if fmt == "json":
         print_json([{**o.row(), "age_days": o.age_days(), "price_origin": price_origin(o)} for o in rows])
         return
-    render_prices(rows, status())
+    render_prices(rows, status(), fmt)
 
 
-def render_prices(rows, state) -> None:
-    """The table of offers and one line on what is in force."""
+def render_prices(rows, state, fmt: str = "table") -> None:
+    """The offers (the GPU, provider and price identify a row and are never cut; region, instance and source
+    drop first on narrow terminals) and one line on what is in force."""
     if not rows:
-        out.print("[yellow]no offer matches[/] (drop a filter, or `gpuplan prices update`)")
+        out.print(Text("no offer matches", style="yellow") + Text(" (drop a filter, or `gpuplan prices update`)"))
         return
-    table = Table(title=f"{len(rows)} offers, {len({o.gpu_id for o in rows})} GPU types, "
-                  f"{len({o.provider for o in rows})} providers", title_justify="left", padding=(0, 1))
-    for col in ("GPU", "provider", "region", "instance", "GPUs", "$/GPU-h", "spot", "observed", "age", "conf.",
-                "source"):
-        table.add_column(col, justify="right" if col in ("GPUs", "$/GPU-h", "age") else "left",
-                         no_wrap=col != "source", overflow="ellipsis")
-    for o in rows:
-        age = o.age_days()
-        table.add_row(short(o.gpu_id), o.provider, o.region[:14], o.instance[:20],
-                      str(o.gpu_count), f"{o.usd_per_gpu_hour:,.3f}", "spot" if o.interruptible else "",
-                      str(o.observed_at), f"[yellow]{age} d[/]" if age > 90 else f"{age} d",
-                      "[yellow]low[/]" if o.confidence == "low" else o.confidence, _short_source(o.source))
-    out.print(table)
+    old = lambda r: "yellow" if r["age"] > 90 or r["confidence"] == "low" else None  # noqa: E731
+    data = [{"gpu": short(o.gpu_id), "provider": o.provider, "region": o.region, "instance": o.instance,
+             "count": o.gpu_count, "price": o.usd_per_gpu_hour, "spot": "spot" if o.interruptible else "",
+             "observed": str(o.observed_at), "age": o.age_days(), "confidence": o.confidence,
+             "source": _short_source(o.source)} for o in rows]
+    columns = [Column("gpu", "GPU", priority=0), Column("provider", "provider", priority=0),
+               Column("price", "$/GPU-h", fmt="{:,.3f}".format, align="right", priority=0),
+               Column("count", "GPUs", align="right", priority=1), Column("spot", "spot", priority=1),
+               Column("age", "age", fmt=lambda d: f"{d} d", align="right", priority=2, style=old),
+               Column("confidence", "conf.", priority=2, style=old),
+               Column("observed", "observed", priority=4), Column("region", "region", priority=5),
+               Column("instance", "instance", priority=3), Column("source", "source", priority=6)]
+    show(data, columns, fmt, title=f"{len(rows)} offers, {len({o.gpu_id for o in rows})} GPU types, "
+         f"{len({o.provider for o in rows})} providers (yellow: over 90 days old or low confidence)")
+    if fmt != "table":
+        return
     refreshed = state["refreshes"]
     where = "; ".join(f"{r['source']} {r['fetched_at'][:10]} ({r['rows']} rows)" for r in refreshed)
-    out.print(f"[dim]in force: bundled snapshot (observed until {state['bundled_observed_until']})"
-              + (f" + refreshes: {where}" if where else "; refresh with `gpuplan prices update`") + "[/]",
-              highlight=False)
+    out.print(Text(f"in force: bundled snapshot (observed until {state['bundled_observed_until']})"
+                   + (f" + refreshes: {where}" if where else "; refresh with `gpuplan prices update`"), style="dim"))
 
 
 def _short_source(text: str) -> str:
