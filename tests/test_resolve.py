@@ -20,7 +20,7 @@ def test_the_resolved_line_names_every_default():
     r = estimate({"model": "llama-3.1-70b", "task": "infer", "engine": "vllm", "batch_size": 32,
                   "prompt_tokens": 3584, "output_tokens": 512, "gpu": "h100-sxm", "num_gpus": 2}, advise=False)
     assert r.resolved == ("meta-llama/Llama-3.1-70B: serve with vllm, 32 x (3,584 prompt + 512 output tokens), bf16 "
-                          "weights, KV cache as weights, hf; 2 x h100-sxm, tensor parallel 2")
+                          "weights, KV cache bf16; 2 x h100-sxm, tensor parallel 2")
     r = estimate({"model": "deepseek-r1", "task": "infer"}, advise=False)
     assert "fp8 (as shipped) weights" in r.resolved
 

@@ -97,8 +97,8 @@ def describe(s: Scenario, m: ModelSpec | None = None, gpu_id: str | None = None,
         parts = [f"serve with {engine or s.engine}",
                  f"{s.batch_size:,} x ({s.prompt_tokens:,} prompt + {s.output_tokens:,} output tokens)",
                  f"{weights} weights",
-                 f"KV cache {'as weights' if s.kv_cache_dtype == 'auto' else s.kv_cache_dtype}"]
-    if framework:
+                 f"KV cache {dense if s.kv_cache_dtype == 'auto' else s.kv_cache_dtype}"]
+    if framework and s.task == "train":  # the training stack; serving runs the engine named
         parts.append(str(framework))
     gpu = s.gpu if gpu_id is None else gpu_id
     where = f"{s.world_size} x {short_id(gpu)}" if gpu else (f"{s.world_size} GPUs" if s.world_size > 1 else

@@ -66,7 +66,7 @@ def model_facts(spec: ModelSpec) -> dict[str, Any]:
     }
     return {
         "name": spec.name,
-        "family": spec.family,
+        "family": FAMILY_NAMES.get(spec.family, spec.family),
         "architecture": spec.architecture,
         "params_total": spec.params_total,
         "params_active": spec.params_active,
