@@ -51,3 +51,55 @@ def test_default_reserve_of_pr_10975():
     small = sglang.defaults(24564, tp=1, version="0.5.8")
     assert (small.chunked_prefill_size, small.mem_fraction_static) == (2048, round((24564 - 3760) / 24564, 3))
     assert sglang.defaults(81559, tp=1, version="0.4.1").mem_fraction_static == 0.88
+
+
+# ---- engine sglang, end to end ------------------------------------------------------------------------------
+def test_engine_sglang_estimates_the_pool_its_log_prints():
+    """`engine: sglang` through gpuplan.estimate: PR #4760's H100 log (SGLang 0.4.4, Llama-3.1-8B, 442,750
+    tokens) within 0.5 %; the pool holds 442,750 / 1,280 = 345 requests of 1,024 + 256 tokens, under
+    max_running_requests 2,048; the device level is weights + pool + reserve, what SGLang holds whatever a step uses."""
+    from gpuplan import estimate
+
+    r = estimate(dict(model="llama-3.1-8b", task="infer", engine="sglang", engine_version="0.4.4", gpu="h100-sxm",
+                      batch_size=64), advise=False)
+    eng = r.memory.engine
+    assert eng["engine"] == "sglang" and eng["mem_fraction_static"] == 0.88
+    assert eng["max_total_num_tokens"] == pytest.approx(442_750, rel=0.005)
+    assert r.memory.max_concurrency == eng["max_total_num_tokens"] // 1280 and r.memory.fits
+    assert r.memory.kv_cache_gib == pytest.approx(eng["max_total_num_tokens"] * 131072 / 2**30)
+    held = r.memory.weights_gib + r.memory.kv_cache_gib + sum(r.memory.other.values())
+    assert r.memory.reserved_peak_gib == pytest.approx(held)
+    assert any(line.startswith("SGLang timed as vLLM") for line in r.assumptions)  # and says so
+
+
+def test_engine_sglang_fits_by_the_requests_its_pool_holds_and_says_what_would():
+    from gpuplan import estimate
+
+    big = dict(model="llama-3.1-70b", task="infer", engine="sglang", gpu="h100-sxm", num_gpus=2, batch_size=32,
+               prompt_tokens=3584, output_tokens=512)
+    r = estimate(big)
+    assert r.memory.fits is False and r.memory.max_concurrency < 32
+    fixes = {s.change.split(":")[0]: s for s in r.suggestions}
+    assert fixes["fp8 weights"].fits and "concurrent requests" in fixes["fp8 weights"].change
+    assert any(k.startswith("--mem-fraction-static") for k in fixes)
+    assert estimate({**big, "quant": "fp8"}, advise=False).memory.fits
+
+
+def test_engine_sglang_errors_and_flags():
+    import json
+    import subprocess
+    import sys
+
+    from gpuplan import GpuplanError, estimate
+
+    with pytest.raises(GpuplanError, match="serves models"):
+        estimate(dict(model="llama-3.1-8b", task="train", engine="sglang", gpu="h100-sxm"))
+    done = subprocess.run([sys.executable, "-m", "gpuplan", "estimate", "--model", "qwen2.5-7b", "--task", "infer",
+                           "--engine", "sglang", "--mem-fraction-static", "0.8", "--gpu", "l40s", "--json"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    eng = json.loads(done.stdout)["memory"]["engine"]
+    assert eng["engine"] == "sglang" and eng["mem_fraction_static"] == 0.8
+    help_text = subprocess.run([sys.executable, "-m", "gpuplan", "estimate", "--help"], capture_output=True,
+                               text=True, env={"COLUMNS": "200", "PATH": ""}).stdout
+    assert "--mem-fraction-static" in help_text and "sglang" in help_text

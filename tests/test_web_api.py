@@ -43,6 +43,7 @@ SCENARIOS = [
     {"model": "mistral-7b-v0.1", "task": "infer", "batch_size": 4, "prompt_tokens": 8192, "gpu": "rtx-4090",
      "quant": "awq-int4"},
     {"model": "llama-3.1-8b", "task": "infer", "engine": "llama.cpp", "quant": "gguf-q4_k_m", "gpu": "rtx-3090"},
+    {"model": "qwen2.5-7b", "task": "infer", "engine": "sglang", "batch_size": 32, "gpu": "l40s"},
     {"model": "qwen2.5-7b", "task": "infer", "batch_size": 2},
 ]
 runner = CliRunner()

@@ -42,11 +42,13 @@ def serving_split(s: Scenario, m: ModelSpec) -> tuple[dict[str, Any], str | None
     n = s.world_size
     if s.task != "infer" or n == 1 or s.tp * s.pp != 1 or s.strategy is not None or s.num_nodes != 1:
         return {}, None
-    if s.engine == "vllm" and tensor_parallel_ok(m, n):
-        return {"tp": n}, (f"{n} GPUs serve one copy of the model with tensor parallelism (vLLM "
-                           f"--tensor-parallel-size {n}); for {n} replicas set strategy ddp")
+    if s.engine in ("vllm", "sglang") and tensor_parallel_ok(m, n):
+        flag = "vLLM --tensor-parallel-size" if s.engine == "vllm" else "SGLang --tp"
+        return {"tp": n}, (f"{n} GPUs serve one copy of the model with tensor parallelism ({flag} {n}); for {n} "
+                           "replicas set strategy ddp")
     if n <= m.num_layers:
-        how = {"vllm": "vLLM --pipeline-parallel-size", "llama.cpp": "llama.cpp --split-mode layer"}.get(
+        how = {"vllm": "vLLM --pipeline-parallel-size", "sglang": "SGLang --pp-size",
+               "llama.cpp": "llama.cpp --split-mode layer"}.get(
             s.engine, 'transformers device_map="auto"')
         return {"pp": n}, (f"{n} GPUs hold one copy of the model, its layers split across them ({how}): each "
                            f"holds 1/{n} of the weights and KV cache; for {n} replicas set strategy ddp")

@@ -87,8 +87,11 @@ class Scenario(BaseModel):
     prompt_tokens: int = Field(default=1024, ge=1, le=10_000_000)
     output_tokens: int = Field(default=256, ge=0, le=10_000_000)
     kv_cache_dtype: Literal["auto", "fp16", "bf16", "fp8", "int8"] = "auto"
-    engine: Literal["transformers", "vllm", "llama.cpp"] = "transformers"
-    gpu_memory_utilization: float = Field(default=0.9, gt=0.0, le=1.0)
+    engine: Literal["transformers", "vllm", "sglang", "llama.cpp"] = "transformers"
+    gpu_memory_utilization: float = Field(default=0.9, gt=0.0, le=1.0, description="vLLM's share of the card")
+    mem_fraction_static: float | None = Field(default=None, gt=0.0, le=1.0,
+                                              description="SGLang --mem-fraction-static (weights and KV pool); "
+                                              "default: SGLang's own for the card")
     max_num_batched_tokens: int | None = Field(default=None, ge=1, le=10_000_000,
                                                description="vLLM scheduler token budget per step; default: "
                                                "vLLM's own for the GPU and entry point")
@@ -97,7 +100,7 @@ class Scenario(BaseModel):
     max_model_len: int | None = Field(default=None, ge=16, le=10_000_000,
                                       description="vLLM --max-model-len; default: the model's context")
     engine_version: str | None = Field(default=None, description="the engine release whose memory rules apply "
-                                       "(vLLM 0.6.3 ... 0.33.0); default: the current release")
+                                       "(vLLM 0.6.3 ... 0.33.0, SGLang 0.4 ... 0.5); default: the current release")
     entry_point: Literal["serve", "offline"] = Field(
         default="serve", description="vLLM entry point: `vllm serve` or the offline LLM class (their defaults "
         "differ)")
@@ -235,8 +238,9 @@ TRAIN_ONLY = frozenset({"method", "optimizer", "optimizer_impl", "lora_rank", "l
                         "qlora_fp32_upcast", "loss", "loss_chunks", "activation_offload", "compile",
                         "optimizer_in_backward", "adapter_dtype", "checkpoint_every", "transformers_version"})
 INFER_ONLY = frozenset({"batch_size", "prompt_tokens", "output_tokens", "kv_cache_dtype", "engine",
-                        "gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs", "max_model_len",
-                        "engine_version", "entry_point", "enforce_eager", "ubatch_tokens", "flash_attention"})
+                        "mem_fraction_static", "gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs",
+                        "max_model_len", "engine_version", "entry_point", "enforce_eager", "ubatch_tokens",
+                        "flash_attention"})
 
 
 def scenario_from(data: dict[str, Any] | Scenario) -> Scenario:

@@ -75,7 +75,8 @@ def render_estimate(result) -> None:
     if mem.cpu_gib:
         out.print(f"CPU memory for offloaded states: {mem.cpu_gib:.1f} GiB")
     if mem.max_concurrency is not None:
-        bullet(f"vLLM KV pool {mem.kv_cache_pool_gib:.1f} GiB: up to {mem.max_concurrency:,} concurrent requests of "
+        name = {"sglang": "SGLang token pool"}.get(s["engine"], "vLLM KV pool")
+        bullet(f"{name} {mem.kv_cache_pool_gib:.1f} GiB: up to {mem.max_concurrency:,} concurrent requests of "
                f"{s['prompt_tokens'] + s['output_tokens']:,} tokens, or {mem.max_context_tokens:,} tokens in all",
                prefix="")
     engine = getattr(mem, "engine", None) or {}
@@ -90,8 +91,9 @@ def render_estimate(result) -> None:
         verdict = Text("fits" if mem.fits else "does not fit", style="green" if mem.fits else "red bold")
         why = ""
         if mem.max_concurrency is not None and not mem.fits and mem.headroom_gib >= 0:  # vLLM: the pool is short
-            why = (f": vLLM takes its budget whatever the job, and the KV pool left holds {mem.max_concurrency:,} "
-                   f"of the {s['batch_size']:,} concurrent requests asked; device")
+            engine_name = "SGLang" if s["engine"] == "sglang" else "vLLM"
+            why = (f": {engine_name} takes its budget whatever the job, and the KV pool left holds "
+                   f"{mem.max_concurrency:,} of the {s['batch_size']:,} concurrent requests asked; device")
         out.print(verdict + Text(f" on {result.gpu['name']}{why or ':'} {mem.device_peak_gib:.1f} of "
                                  f"{mem.capacity_gib:.1f} GiB usable, headroom {mem.headroom_gib:+.1f} GiB"))
         batch = "micro-batch" if s["task"] == "train" else "batch"

@@ -113,7 +113,7 @@ def memory_report(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> tuple[Estim
 
 
 def _fits(s: Scenario, e: Estimate, r: MemoryReport, capacity: float) -> bool:
-    if s.engine == "vllm":
+    if s.engine in ("vllm", "sglang"):  # they take their budget whatever the job: the pool must hold the requests
         return (r.max_concurrency or 0) >= s.batch_size
     if s.engine == "llama.cpp":  # it places what fits and runs the rest on the CPU: slow, not out of memory
         return r.device_peak_gib <= capacity

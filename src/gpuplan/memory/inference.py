@@ -122,6 +122,8 @@ def inference_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None, gpu:
 
     if s.engine == "vllm":
         return _vllm(s, m, e, gpu)
+    if s.engine == "sglang":
+        return _sglang(s, m, e, gpu)
     if s.engine == "llama.cpp":
         return llama_cpp.llama_cpp_memory(s, m, e, fmt, capacity_gib)
 
@@ -188,4 +190,40 @@ def _vllm(s: Scenario, m: ModelSpec, e: Estimate, gpu: GpuSpec | None) -> Estima
                "shorter context")
         e.warnings.append(f"vLLM will refuse to start with max_model_len {sm.limits.max_model_len:,}: its KV pool "
                           f"holds {sm.kv_tokens:,} tokens, one request of up to {sm.max_model_len_fit:,}; {fix}")
+    return e
+
+
+def _sglang(s: Scenario, m: ModelSpec, e: Estimate, gpu: GpuSpec | None) -> Estimate:
+    """SGLang sizes a token pool from what the weights leave, keeping ``total x (1 - mem_fraction_static)`` for
+    activations and CUDA graphs (:mod:`.runtimes.sglang`, checked against public startup logs). Without a GPU,
+    the weights and the cache of ``batch_size`` requests."""
+    from .runtimes import sglang  # it reads this module's KV dtype
+
+    e.peak_phase = "serving"
+    tokens = s.prompt_tokens + s.output_tokens
+    cell = sglang.cell_bytes(s, m)
+    if gpu is None:
+        e.kv_cache = s.batch_size * tokens * cell
+        return e
+    sm = sglang.startup_memory(s, m, gpu, mem_fraction_static=s.mem_fraction_static)
+    reserve = sm.total_gib * (1 - sm.mem_fraction_static)
+    e.weights, e.kv_cache = (sm.weights_gib - oh.SGLANG_LOAD_EXTRA_GIB) * GIB, sm.kv_pool_gib * GIB
+    e.other["SGLang load overhead (beyond the weights)"] = oh.SGLANG_LOAD_EXTRA_GIB * GIB
+    e.other["SGLang reserve (activations, CUDA graphs)"] = reserve * GIB
+    e.preallocated = (sm.weights_gib + sm.kv_pool_gib + reserve) * GIB
+    e.extra["max_concurrency"] = min(sm.kv_tokens // tokens, sm.max_running_requests) if tokens else None
+    e.extra["max_context_tokens"] = sm.kv_tokens
+    e.extra["kv_cache_pool_gib"] = sm.kv_pool_gib
+    e.extra["engine"] = {
+        "engine": "sglang", "version": s.engine_version or "0.5 (2025-10 reserve rule)",
+        "mem_fraction_static": sm.mem_fraction_static, "max_total_num_tokens": sm.kv_tokens,
+        "chunked_prefill_size": sm.chunked_prefill_size, "max_running_requests": sm.max_running_requests,
+        "context_len": sm.context_len, "available_kv_cache_gib": sm.kv_pool_gib}
+    e.assumptions.append(
+        f"SGLang: mem_fraction_static {sm.mem_fraction_static} of {sm.total_gib:.1f} GiB free at start, pool of "
+        f"{sm.kv_tokens:,} tokens at {cell:,.0f} B each, chunked_prefill_size {sm.chunked_prefill_size:,}, "
+        f"max_running_requests {sm.max_running_requests:,}")
+    if sm.kv_tokens < tokens:
+        e.warnings.append(f"SGLang's token pool holds {sm.kv_tokens:,} tokens, less than one request of {tokens:,}: "
+                          "quantize the weights, use more GPUs (tp) or raise --mem-fraction-static")
     return e

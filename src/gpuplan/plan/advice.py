@@ -229,10 +229,13 @@ def _serving_fixes(s: Scenario, m: ModelSpec) -> list[Fix]:
                        cost="LLM.int8 is slower than bf16; small quality cost", group="weights", slowdown=1.5))
         out.append(Fix(label="4-bit weights (AWQ)", change={"quant": "awq-int4"},
                        cost="fast kernels; small quality cost", group="weights", slowdown=1.0))
-        if s.engine == "vllm":
+        if s.engine in ("vllm", "sglang"):
             out.append(Fix(label="fp8 weights", change={"quant": "fp8"},
                            cost="native on Ada/Hopper+, weight-only (Marlin) on Ampere; tiny quality cost",
                            group="weights", slowdown=1.0))
+    if s.engine == "sglang" and (s.mem_fraction_static or 0.0) < 0.93:
+        out.append(Fix(label="--mem-fraction-static 0.93 (a larger SGLang pool)", change={"mem_fraction_static": 0.93},
+                       cost="same speed; less room for activations and CUDA graphs", group="budget", slowdown=1.0))
     if s.engine == "vllm" and s.gpu_memory_utilization < 0.95:
         out.append(Fix(label="--gpu-memory-utilization 0.95 (a larger vLLM budget)",
                        change={"gpu_memory_utilization": 0.95}, cost="same speed; less room for anything else on "
@@ -323,7 +326,7 @@ def suggestions(s: Scenario, m: ModelSpec, gpu: GpuSpec, report) -> list[Suggest
     """When ``s`` does not fit: the smallest combination that fits (when no single fix does), then every single
     fix that lowers the device peak, fitting ones first, on the GPUs named before more GPUs."""
     fixes = on_card(s, m, gpu, candidate_fixes(s, m))
-    if s.engine == "vllm":
+    if s.engine in ("vllm", "sglang"):
         return _vllm_suggestions(s, m, gpu, report, fixes)
     singles: list[tuple[Fix, bool, float, dict[str, Any]]] = []
     for fix in fixes:
@@ -352,9 +355,9 @@ def suggestions(s: Scenario, m: ModelSpec, gpu: GpuSpec, report) -> list[Suggest
 
 
 def _vllm_suggestions(s: Scenario, m: ModelSpec, gpu: GpuSpec, report, fixes: list[Fix]) -> list[Suggestion]:
-    """vLLM takes its budget whatever the job, so a change shows in the KV pool it leaves and the requests that
-    pool holds, not in the device peak: every single fix that grows the pool, fitting ones first (on the GPUs
-    named, keeping the job, gentlest), then the largest pool."""
+    """vLLM and SGLang take their budget whatever the job, so a change shows in the KV pool it leaves and the
+    requests that pool holds, not in the device peak: every single fix that grows the pool, fitting ones first (on
+    the GPUs named, keeping the job, gentlest), then the largest pool."""
     def pool(r) -> tuple[float, int]:
         return r.kv_cache_pool_gib or 0.0, r.max_concurrency or 0
 

@@ -248,8 +248,12 @@ class StepTimer:
 
 
 def step_timer(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None = None) -> StepTimer:
-    """The step-time primitives of ``s`` (engine, quantization, TP) on ``gpu`` over ``network``."""
+    """The step-time primitives of ``s`` (engine, quantization, TP) on ``gpu`` over ``network``. SGLang is timed
+    as vLLM's current engine (CUDA graphs, overlapped scheduling, continuous batching): no public per-step data of
+    SGLang calibrates a model of its own (:data:`SGLANG_TIMING`)."""
     network = network or Network()
+    if s.engine == "sglang":
+        s = s.model_copy(update={"engine": "vllm", "engine_version": None})
     dtype = "fp16" if not gpu.supports_dtype("bf16") else ("fp8" if s.quant == "fp8" and gpu.supports_dtype("fp8")
                                                            else "bf16")
     fmt, skip = weight_format(s, m)
@@ -293,6 +297,10 @@ def serving_rates(timer: StepTimer, *, concurrency: int, prompt_tokens: int, out
                         tokens_per_s_per_user=output_tokens / cycle, request_latency_s=cycle, decode_step_s=decode)
 
 
+SGLANG_TIMING = ("SGLang timed as vLLM's current engine (both run CUDA graphs, overlap the scheduler with the GPU "
+                 "and batch continuously); SGLang's RadixAttention prefix reuse is not modelled")
+
+
 def inference_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None = None) -> Speed:
     """Decode step, aggregate and per-user output tokens/s, and time to first token (alone and in a burst)
     of ``batch_size`` concurrent requests of ``prompt_tokens`` + ``output_tokens``."""
@@ -320,6 +328,8 @@ def inference_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | 
                              f"every weight and the whole KV cache read once per step")
     speed.assumptions.append(f"time to first token {single:.2f} s for one {p:,}-token prompt alone, "
                              f"{burst:.2f} s for the last of {b} arriving together")
+    if s.engine == "sglang":
+        speed.assumptions.append(SGLANG_TIMING)
     if timer.cpu_layer_share:
         speed.assumptions.append(f"llama.cpp: {timer.cpu_layer_share:.0%} of the layers run on the CPU from system "
                                  f"RAM at ~{oh.CPU_MEMORY_GBS * oh.CPU_BANDWIDTH_FRACTION:.0f} GB/s (assumed "

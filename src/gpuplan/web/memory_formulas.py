@@ -164,6 +164,8 @@ def _kv_bytes(x: Context, tokens: int, windowed: bool = True) -> tuple[float, li
 def kv_cache(x: Context) -> Formula:
     if x.s.engine == "vllm" and x.r.memory.engine:
         return _vllm_pool(x)
+    if x.s.engine == "sglang" and x.r.memory.engine:
+        return _sglang_pool(x)
     tokens = _kv_tokens(x)
     # at transformers' prefill peak the sliding layers still hold the whole prompt (DynamicSlidingWindowLayer)
     prefill = x.s.engine == "transformers" and x.r.memory.peak_phase == "prefill"
@@ -194,6 +196,25 @@ def _vllm_pool(x: Context) -> Formula:
                         f"{eng.get('kv_cache_tokens', 0):,} tokens",
                    constants=[Constant(name="gpu_memory_utilization", value=f"{x.s.gpu_memory_utilization}",
                                        source="vLLM's default (0.9) unless set")])
+
+
+def _sglang_pool(x: Context) -> Formula:
+    """SGLang's token pool: what the weights leave once the reserve is set aside, in whole tokens
+    (memory/runtimes/sglang.py ``profile_max_num_token``)."""
+    from ..memory.runtimes.sglang import cell_bytes
+
+    mem, eng = x.r.memory, x.r.memory.engine
+    cell = cell_bytes(x.s, x.m)
+    tokens = eng["max_total_num_tokens"]
+    return Formula(label="KV cache pool", value=mem.kv_cache_gib, unit="GiB",
+                   formula="tokens = (free after the weights - free at start x (1 - mem_fraction_static)) / bytes "
+                           "per token (K and V of every layer on this GPU); pool = tokens x bytes per token",
+                   substituted=f"{tokens:,} tokens x {cell:,.0f} B = {tokens * cell / GIB:.2f} GiB",
+                   computed=tokens * cell / GIB,
+                   note=f"SGLang: mem_fraction_static {eng['mem_fraction_static']}, max_running_requests "
+                        f"{eng['max_running_requests']:,}",
+                   constants=[Constant(name="mem_fraction_static", value=f"{eng['mem_fraction_static']}",
+                                       source="SGLang's default for the card (server_args.py) unless set")])
 
 
 def activations(x: Context) -> Formula:
@@ -272,6 +293,14 @@ def allocated(x: Context) -> Formula:
 
 def reserved(x: Context) -> Formula:
     s, mem = x.s, x.r.memory
+    if s.task == "infer" and s.engine == "sglang" and mem.engine:
+        parts = [("weights", mem.weights_gib), ("token pool", mem.kv_cache_gib), *mem.other.items()]
+        computed = sum(v for _, v in parts)
+        return Formula(label="reserved peak", value=mem.reserved_peak_gib, unit="GiB",
+                       formula="SGLang holds its weights and token pool and keeps its reserve for activations and "
+                               "CUDA graphs: the device level is their sum, whatever a step uses",
+                       substituted=" + ".join(f"{v:.2f} ({k})" for k, v in parts) + f" = {computed:.2f} GiB",
+                       computed=computed)
     if s.task == "infer" and s.engine == "vllm" and mem.engine:
         total = mem.capacity_gib - oh.CUDA_TOTAL_BELOW_USABLE_GIB
         computed = mem.engine["requested_gib"]
