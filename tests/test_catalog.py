@@ -16,7 +16,7 @@ from gpuplan.model.catalog import aliases, bundled
 
 
 def test_75_configs_bundled_without_transcription_keys():
-    assert len(bundled()) == 75
+    assert len(bundled()) == 76
     for path in bundled().values():
         assert not any(k.startswith("_transcription") for k in json.loads(path.read_text()))
 

@@ -170,6 +170,7 @@ CARDS = [
     ("Qwen/Qwen3-32B", 32.8e9, 0.005, "Qwen3 card: Number of Parameters 32.8B"),
     ("Qwen/Qwen3-0.6B", 0.6e9, 0.01, "Qwen3 card: Number of Parameters 0.6B"),
     ("deepseek-ai/DeepSeek-V3.2", 671e9, 0.005, "DeepSeek-V3 family: 671B main model (685B with MTP)"),
+    ("microsoft/Phi-4-mini-instruct", 3.8e9, 0.01, "Microsoft card: 3.8B parameters"),
 ]
 
 
