@@ -74,10 +74,11 @@ def render_estimate(result) -> None:
         out.print(f"[dim]its own log: {mem.logged_statistic}; compare with {mem.logged_gib:.2f} GiB[/]")
     if mem.cpu_gib:
         out.print(f"CPU memory for offloaded states: {mem.cpu_gib:.1f} GiB")
+    engine_name = "SGLang" if s.get("engine") == "sglang" else "vLLM"  # the engines that preallocate a pool
     if mem.max_concurrency is not None:
-        name = {"sglang": "SGLang token pool"}.get(s["engine"], "vLLM KV pool")
-        bullet(f"{name} {mem.kv_cache_pool_gib:.1f} GiB: up to {mem.max_concurrency:,} concurrent requests of "
-               f"{s['prompt_tokens'] + s['output_tokens']:,} tokens, or {mem.max_context_tokens:,} tokens in all",
+        bullet(f"{engine_name} KV pool {mem.kv_cache_pool_gib:.1f} GiB: up to {mem.max_concurrency:,} concurrent "
+               f"requests of {s['prompt_tokens'] + s['output_tokens']:,} tokens, or {mem.max_context_tokens:,} tokens "
+               "in all",
                prefix="")
     engine = getattr(mem, "engine", None) or {}
     if isinstance(engine, dict) and engine.get("max_model_len_that_fits") and \
@@ -91,7 +92,6 @@ def render_estimate(result) -> None:
         verdict = Text("fits" if mem.fits else "does not fit", style="green" if mem.fits else "red bold")
         why = ""
         if mem.max_concurrency is not None and not mem.fits and mem.headroom_gib >= 0:  # vLLM: the pool is short
-            engine_name = "SGLang" if s["engine"] == "sglang" else "vLLM"
             why = (f": {engine_name} takes its budget whatever the job, and the KV pool left holds "
                    f"{mem.max_concurrency:,} of the {s['batch_size']:,} concurrent requests asked; device")
         out.print(verdict + Text(f" on {result.gpu['name']}{why or ':'} {mem.device_peak_gib:.1f} of "

@@ -1,7 +1,8 @@
 """Peak GPU memory of inference: weights, the KV cache and the working set of prefill and decode, per engine.
 
 transformers grows its cache per step; vLLM preallocates ``gpu_memory_utilization`` of the card
-(formulas.md section 3); llama.cpp places as many layers as fit and keeps the rest in system memory.
+(formulas.md section 3) and SGLang a token pool from ``mem_fraction_static``; llama.cpp places as many layers
+as fit and keeps the rest in system memory.
 """
 
 from __future__ import annotations
