@@ -19,11 +19,11 @@ import time
 from pathlib import Path
 
 from gpuplan import estimate
-from gpuplan.memory import kv_bytes_per_sequence
 from gpuplan.model.catalog import bundled, bundled_repo, load_model
 from gpuplan.scenario import Scenario
 from gpuplan.sim.depth import cut_config
 from gpuplan.sim.simulate import simulate
+from gpuplan.tensors.kv import kv_bytes_per_sequence
 
 TOKENS = 32_768
 NOTE = ("Falcon-H1's prefill peak is not comparable: on the CPU its Mamba-2 layers run transformers' PyTorch\n"

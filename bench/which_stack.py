@@ -16,7 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
 from gpuplan import GpuplanError, estimate
-from gpuplan.stacks import FRAMEWORKS
+from gpuplan.scenario.stacks import FRAMEWORKS
 
 WHAT = {  # the technique that makes the difference in each stack's defaults
     "hf": "fp32 logits (12 bytes per logit at the loss backward); QLoRA: checkpointing on (peft), fp32 embeddings",

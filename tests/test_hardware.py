@@ -58,8 +58,8 @@ def test_precision_support():
 def test_apple_unified_memory_is_the_wired_share():
     # macOS wires ~3/4 of unified memory above 36 GB for the GPU (2/3 at or below): 128 GB M4 Max -> 96 GiB
     assert load_gpu("apple-m4-max").usable_gib == pytest.approx(128 * 3 / 4)
-    from gpuplan.memory.breakdown import device_overheads
     from gpuplan.scenario import Scenario
+    from gpuplan.tensors.breakdown import device_overheads
 
     assert device_overheads(Scenario(model="gpt2", task="infer"), "Apple") == {}  # Metal: no CUDA context
 

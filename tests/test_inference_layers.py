@@ -32,10 +32,10 @@ def cut(model: str, layers: int, folder) -> str:
 def compare(model: str, layers: int | None, folder):
     require("transformers")
     from gpuplan import estimate
-    from gpuplan.memory import kv_bytes_per_sequence
     from gpuplan.model.catalog import load_model
     from gpuplan.scenario import Scenario
     from gpuplan.sim.simulate import simulate
+    from gpuplan.tensors.kv import kv_bytes_per_sequence
 
     path = cut(model, layers, folder) if layers else model
     scenario = {"model": path, "task": "infer", "batch_size": 1, "prompt_tokens": TOKENS - 8, "output_tokens": 8}

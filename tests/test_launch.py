@@ -22,7 +22,7 @@ from gpuplan.errors import GpuplanError
 from gpuplan.launch import TARGETS, launch_files, launch_plan, targets_for
 from gpuplan.launch import skypilot as sky_target
 from gpuplan.launch import vllm as vllm_target
-from gpuplan.launch.stack import LaunchOptions, model_dtype
+from gpuplan.launch.settings import LaunchOptions, model_dtype
 from gpuplan.market.cost import daly_interval_h
 from gpuplan.market.store import load_offers
 from gpuplan.scenario import scenario_from

@@ -30,7 +30,7 @@ import yaml
 import gpuplan
 from conftest import require
 from gpuplan.launch import launch_files, launch_plan, write
-from gpuplan.launch.stack import LaunchOptions
+from gpuplan.launch.settings import LaunchOptions
 
 DATA = Path(__file__).parent / "data"
 SKY_REASON = ("SkyPilot cannot share this environment (its click<8.2 pin conflicts with the click>=8.4 of "
@@ -231,7 +231,7 @@ def test_accelerate_config_and_launch(written, monkeypatch):
         monkeypatch.setattr(acc_dataclasses, "is_cuda_available", lambda: True)
         monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
         plugin = FullyShardedDataParallelPlugin()
-        version = 2 if s.sharding_engine == "fsdp2" else 1
+        version = 2 if s.sharding == "fsdp2" else 1
         assert plugin.fsdp_version == version
         if version == 2:  # torch.distributed.fsdp offload policies: CPUOffloadPolicy moves params, grads, the step
             assert plugin.reshard_after_forward is True

@@ -31,7 +31,7 @@ import gpuplan
 from conftest import require
 from gpuplan.launch import launch_files, launch_plan, write
 from gpuplan.launch import torchtitan as titan
-from gpuplan.launch.stack import AXOLOTL_VERSION, UNSLOTH_VERSION, LaunchOptions
+from gpuplan.launch.settings import AXOLOTL_VERSION, UNSLOTH_VERSION, LaunchOptions
 from test_launch_readers import OPTIM, argv_of, sky_python, sky_read  # noqa: F401 (sky_python: a fixture)
 
 
@@ -123,7 +123,7 @@ def test_torchtitan_config_through_torchtitan(titan_written, monkeypatch):
                         tp=cfg.parallelism.tensor_parallel_degree, pp=cfg.parallelism.pipeline_parallel_degree,
                         world_size=s.world_size, enable_loss_parallel=True)
     assert (dims.tp, dims.pp, dims.dp_replicate * dims.dp_shard) == (s.tp, s.pp, s.dp)
-    assert dims.fsdp_enabled == (s.sharding_engine == "fsdp2")
+    assert dims.fsdp_enabled == (s.sharding == "fsdp2")
     # train.py: gradient_accumulation_steps = global_batch_size // (local_batch_size * dp_degree)
     accumulation = cfg.training.global_batch_size // (cfg.training.local_batch_size * s.dp)
     if s.pp > 1:  # the pipeline schedule runs local / microbatch micro-batches instead

@@ -1,5 +1,5 @@
 """llama.cpp as it allocates: GGUF files as a type per tensor (model/gguf.py) and the buffers its load log prints
-(memory/runtimes/llama_cpp.py), one rule per test with the arithmetic written out."""
+(engines/llama_cpp.py), one rule per test with the arithmetic written out."""
 
 from collections import Counter
 

@@ -216,7 +216,7 @@ def test_nothing_fits_lists_changes_best_first():
 
 # ---- the guide's table -----------------------------------------------------------------------------------
 def test_guide_table_numbers_and_footnotes():
-    from gpuplan.table import guide_table
+    from gpuplan.plan.table import guide_table
 
     rows = {r.guide.model: r for r in guide_table(cheapest=False)}
     assert len(rows) == 11
@@ -243,7 +243,7 @@ def test_guide_table_numbers_and_footnotes():
 
 
 def test_guide_table_cheapest_setups_hold_the_model():
-    from gpuplan.table import guide_table
+    from gpuplan.plan.table import guide_table
 
     for r in guide_table():
         best = r.serve.setups[0]

@@ -5,13 +5,13 @@ import json
 import numpy as np
 import pytest
 
+from gpuplan.engines import vllm
 from gpuplan.errors import GpuplanError
 from gpuplan.hardware import load_gpu
-from gpuplan.memory.runtimes import vllm
 from gpuplan.model.catalog import load_model
 from gpuplan.scenario import scenario_from
 from gpuplan.serving.calibrate import fit, read_results, replay
-from gpuplan.serving.simulate import Engine, arrivals, simulate, vllm_engine
+from gpuplan.serving.simulate import Scheduler, arrivals, simulate, vllm_scheduler
 from gpuplan.serving.steptime import sample, step_model
 from gpuplan.serving.workload import load_workload, read_trace, sample_lengths
 from gpuplan.speed.inference import step_timer
@@ -107,7 +107,7 @@ def test_mixtral_experts_read_at_full_bandwidth_once_a_batch_touches_enough_byte
 
 def test_one_request_alone_gets_prefill_then_decode_steps():
     sm = step_model(S, M, H100)
-    out = simulate(sm, Engine(kv_blocks=1000), np.array([0.0]), np.array([100]), np.array([11]))
+    out = simulate(sm, Scheduler(kv_blocks=1000), np.array([0.0]), np.array([100]), np.array([11]))
     ttft = sm.time(100, 0, 0, 100 * 50, 1, 1)
     assert out.ttft_s[0] == pytest.approx(ttft + sm.request_s)  # the API server's latency adds to TTFT only
     # 10 more tokens at contexts 100..109 (advanced together at the mid-point context)
@@ -123,9 +123,9 @@ def test_async_scheduling_admits_a_request_one_step_later_on_a_busy_engine():
     arrive, prompt, output = np.array([0.0, 0.05]), np.array([100, 17]), np.array([200, 2])
     late = {}
     for name, sm in (("sync", sync), ("async", asyn)):
-        out = simulate(sm, Engine(kv_blocks=10_000), arrive, prompt, output)
+        out = simulate(sm, Scheduler(kv_blocks=10_000), arrive, prompt, output)
         late[name] = out.ttft_s[1] - sm.request_s
-        alone = simulate(sm, Engine(kv_blocks=10_000), np.zeros(1), prompt[1:], output[1:])
+        alone = simulate(sm, Scheduler(kv_blocks=10_000), np.zeros(1), prompt[1:], output[1:])
         assert alone.ttft_s[0] == pytest.approx(sm.time(17, 0, 0, 17 * 8.5, 1, 1) + sm.request_s)
     step = asyn.time(0, 1, 150)  # a decode step of the first request (~6.3 ms)
     assert late["async"] - late["sync"] == pytest.approx(step, rel=0.2)
@@ -150,8 +150,8 @@ def test_vllm_runs_packed_projections_as_one_kernel_and_a_routed_moe_layer_as_si
 def test_a_client_with_max_concurrency_one_serializes_requests_and_times_from_the_send():
     sm = step_model(S, M, H100)
     n = 5
-    out = simulate(sm, Engine(kv_blocks=10_000), np.zeros(n), np.full(n, 500), np.full(n, 50), max_concurrency=1)
-    alone = simulate(sm, Engine(kv_blocks=10_000), np.zeros(1), np.full(1, 500), np.full(1, 50))
+    out = simulate(sm, Scheduler(kv_blocks=10_000), np.zeros(n), np.full(n, 500), np.full(n, 50), max_concurrency=1)
+    alone = simulate(sm, Scheduler(kv_blocks=10_000), np.zeros(1), np.full(1, 500), np.full(1, 50))
     # each request is sent when the previous one finishes, so each sees an idle engine
     assert np.allclose(out.ttft_s, alone.ttft_s[0]) and np.allclose(out.e2e_s, alone.e2e_s[0])
     assert out.duration_s == pytest.approx(n * (alone.e2e_s[0] - sm.request_s) + sm.request_s, rel=1e-6)
@@ -160,8 +160,8 @@ def test_a_client_with_max_concurrency_one_serializes_requests_and_times_from_th
 def test_without_chunked_prefill_a_prompt_waits_until_it_fits_the_budget_whole():
     sm = step_model(S, M, H100)
     arrive, prompt, output = np.zeros(2), np.array([600, 600]), np.array([2, 2])
-    chunked = simulate(sm, Engine(kv_blocks=10_000, max_num_batched_tokens=1000), arrive, prompt, output)
-    whole = simulate(sm, Engine(kv_blocks=10_000, max_num_batched_tokens=1000, chunked_prefill=False), arrive,
+    chunked = simulate(sm, Scheduler(kv_blocks=10_000, max_num_batched_tokens=1000), arrive, prompt, output)
+    whole = simulate(sm, Scheduler(kv_blocks=10_000, max_num_batched_tokens=1000, chunked_prefill=False), arrive,
                      prompt, output)
     step1 = sm.time(1000, 0, 0, 600 * 300 + 400 * 200, 2, 1)  # 600 + the first 400 of the second
     assert chunked.ttft_s[0] == pytest.approx(step1 + sm.request_s)
@@ -173,7 +173,7 @@ def test_without_chunked_prefill_a_prompt_waits_until_it_fits_the_budget_whole()
 def test_a_pool_of_distinct_prompts_hits_the_prefix_cache_from_the_second_round():
     sm = step_model(S, M, H100)
     n = 6
-    out = replay(sm, Engine(kv_blocks=10_000), rate_rps=0.001, prompt=np.full(n, 1000), output=np.full(n, 2),
+    out = replay(sm, Scheduler(kv_blocks=10_000), rate_rps=0.001, prompt=np.full(n, 1000), output=np.full(n, 2),
                  distinct_prompts=3, shared_prefix=100)  # requests ~1,000 s apart: each alone
     cold = sm.time(1000, 0, 0, 1000 * 500, 1, 1)
     shared = sm.time(1000 - 96, 0, 0, 904 * (96 + 452), 1, 1)  # the 100-token system prompt: 6 full blocks
@@ -192,9 +192,9 @@ def test_chat_preset_has_sharegpts_long_tail_and_its_mean():
 def test_a_small_pool_preempts_and_still_finishes_everything():
     sm = step_model(S, M, H100)
     n = 40
-    out = simulate(sm, Engine(kv_blocks=60, max_num_seqs=64), np.zeros(n), np.full(n, 200), np.full(n, 200))
+    out = simulate(sm, Scheduler(kv_blocks=60, max_num_seqs=64), np.zeros(n), np.full(n, 200), np.full(n, 200))
     assert out.completed == n and out.preemptions > 0
-    roomy = simulate(sm, Engine(kv_blocks=10_000, max_num_seqs=64), np.zeros(n), np.full(n, 200), np.full(n, 200))
+    roomy = simulate(sm, Scheduler(kv_blocks=10_000, max_num_seqs=64), np.zeros(n), np.full(n, 200), np.full(n, 200))
     assert roomy.preemptions == 0 and roomy.duration_s < out.duration_s
 
 
@@ -203,7 +203,7 @@ def test_a_preempted_request_keeps_its_tokens_and_recomputes_them_when_it_resume
     preempted with 32 tokens generated, resumes when the first finishes (64 steps), recomputes its 48 tokens in
     one step and generates the 32 left: ~96 decode-sized steps, not the ~128 of starting over."""
     sm = step_model(S.model_copy(update={"engine_version": "0.13.0"}), M, H100)
-    out = simulate(sm, Engine(kv_blocks=6), np.zeros(2), np.array([16, 16]), np.array([64, 64]))
+    out = simulate(sm, Scheduler(kv_blocks=6), np.zeros(2), np.array([16, 16]), np.array([64, 64]))
     assert out.preemptions == 1 and out.completed == 2
     steps = (out.e2e_s[1] - sm.request_s) / sm.time(0, 1, 50)
     assert steps == pytest.approx(96, rel=0.03)
@@ -215,18 +215,18 @@ def test_from_vllm_0_19_a_waiting_prompt_is_admitted_only_when_it_fits_whole():
     whole it waits and nothing is preempted."""
     sm = step_model(S, M, H100)
     args = np.zeros(2), np.array([64, 96]), np.array([60, 4])
-    chunk = simulate(sm, Engine(kv_blocks=10, max_num_batched_tokens=64), *args)
-    whole = simulate(sm, Engine(kv_blocks=10, max_num_batched_tokens=64, reserve_full_sequence=True), *args)
+    chunk = simulate(sm, Scheduler(kv_blocks=10, max_num_batched_tokens=64), *args)
+    whole = simulate(sm, Scheduler(kv_blocks=10, max_num_batched_tokens=64, reserve_full_sequence=True), *args)
     assert chunk.preemptions > 5 and whole.preemptions == 0 and whole.duration_s < chunk.duration_s
     s19, s18 = (S.model_copy(update={"engine_version": v}) for v in ("0.19.0", "0.18.0"))
     mem = vllm.startup_memory(s19, M, H100)
-    assert vllm_engine(s19, mem).reserve_full_sequence and not vllm_engine(s18, mem).reserve_full_sequence
+    assert vllm_scheduler(s19, mem).reserve_full_sequence and not vllm_scheduler(s18, mem).reserve_full_sequence
 
 
 def test_latency_grows_with_rate():
     sm = step_model(S, M, H100)
     rng = np.random.default_rng(0)
-    eng = Engine(kv_blocks=29_000, max_num_seqs=1024, max_num_batched_tokens=8192)
+    eng = Scheduler(kv_blocks=29_000, max_num_seqs=1024, max_num_batched_tokens=8192)
     lo = simulate(sm, eng, arrivals(1, 300, 1.0, rng), np.full(300, 1000), np.full(300, 200))
     hi = simulate(sm, eng, arrivals(60, 300, 1.0, rng), np.full(300, 1000), np.full(300, 200))
     assert np.percentile(hi.tpot_s, 95) > np.percentile(lo.tpot_s, 95)
@@ -249,7 +249,7 @@ def test_traces_in_vllm_bench_formats(tmp_path):
 
 def test_calibration_recovers_a_uniform_slowdown(tmp_path):
     sm = step_model(S, M, H100)
-    eng = Engine(kv_blocks=29_000, max_num_seqs=256, max_num_batched_tokens=8192)
+    eng = Scheduler(kv_blocks=29_000, max_num_seqs=256, max_num_batched_tokens=8192)
     runs = []
     for rate in (1.0, 4.0):
         from dataclasses import replace

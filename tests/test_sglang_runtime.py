@@ -1,10 +1,10 @@
-"""SGLang's startup memory (memory/runtimes/sglang.py): the pool arithmetic by hand, the default reserve of PR
+"""SGLang's startup memory (engines/sglang.py): the pool arithmetic by hand, the default reserve of PR
 #10975, and public startup logs."""
 
 import pytest
 
+from gpuplan.engines import sglang
 from gpuplan.hardware import load_gpu
-from gpuplan.memory.runtimes import sglang
 from gpuplan.model.catalog import load_model
 from gpuplan.scenario import scenario_from
 

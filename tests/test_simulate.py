@@ -130,7 +130,7 @@ def test_each_training_stack_within_3_percent_of_its_simulation(tmp_path, case):
 
 
 def test_the_stack_matrix_covers_every_framework_and_technique():
-    from gpuplan.stacks import FRAMEWORKS
+    from gpuplan.scenario.stacks import FRAMEWORKS
 
     cases = [f for _, f, *_ in oracle.STACK_CASES]
     assert {f["framework"] for f in cases} == set(FRAMEWORKS)
@@ -238,9 +238,9 @@ def test_moe_lora_parameters_equal_peft_count(tmp_path, model):
     torch = require("torch")
     transformers = require("transformers")
     peft = require("peft")
-    from gpuplan.memory import adapts_experts, lora_params, lora_targets
     from gpuplan.model.catalog import load_model
     from gpuplan.scenario import Scenario
+    from gpuplan.tensors.state import adapts_experts, lora_params, lora_targets
 
     path = oracle.narrowed(model, tmp_path)
     cfg = transformers.AutoConfig.for_model(**json.loads(Path(path).read_text()))

@@ -11,7 +11,7 @@ import pytest
 
 from gpuplan import GpuplanError, estimate, load_scenario
 from gpuplan.scenario import scenario_from
-from gpuplan.stacks import FRAMEWORKS, STACKS, TECHNIQUES
+from gpuplan.scenario.stacks import FRAMEWORKS, RECIPES, TECHNIQUES
 
 BASE = {"model": "llama-3.1-8b", "task": "train"}
 
@@ -62,11 +62,11 @@ def test_explicit_fields_win_and_stay_explicit():
 
 def test_fsdp_means_each_stacks_own_engine():
     two = dict(num_gpus=2, strategy="fsdp")
-    assert scenario(**two).sharding_engine == "fsdp1"  # accelerate's FSDP plugin
-    assert scenario(framework="torchtune", **two).sharding_engine == "fsdp2"
+    assert scenario(**two).sharding == "fsdp1"  # accelerate's FSDP plugin
+    assert scenario(framework="torchtune", **two).sharding == "fsdp2"
     assert scenario(framework="torchtitan", **two).strategy == "fsdp2"
-    assert scenario(strategy="fsdp2", num_gpus=2).sharding_engine == "fsdp2"
-    assert scenario(strategy="zero3", num_gpus=2).sharding_engine == "deepspeed"
+    assert scenario(strategy="fsdp2", num_gpus=2).sharding == "fsdp2"
+    assert scenario(strategy="zero3", num_gpus=2).sharding == "deepspeed"
     for strategy in ("fsdp", "fsdp1", "fsdp2", "zero3"):
         assert scenario(strategy=strategy, num_gpus=2).resolved_strategy == "zero3"  # FULL_SHARD shards as ZeRO-3
 
@@ -113,8 +113,8 @@ def test_what_a_framework_cannot_run_is_one_sentence(fields, message):
 
 
 def test_every_stack_is_described():
-    assert set(STACKS) == set(FRAMEWORKS)
-    for stack in STACKS.values():
+    assert set(RECIPES) == set(FRAMEWORKS)
+    for stack in RECIPES.values():
         assert stack.title and stack.logs and stack.logs_level in ("allocated", "reserved")
         assert stack.fsdp in (None, "fsdp1", "fsdp2")
 
@@ -207,9 +207,9 @@ def test_op_sac_keeps_what_torchtitans_save_list_names():
     """Llama-3.1-8B, per token per layer: the block input (4,096), wq (4,096), wv (1,024), w1 (14,336) and w2
     (4,096) outputs and SDPA's output (4,096) in bf16, plus SDPA's fp32 log-sum-exp per head (32):
     (4 x 4096 + 1024 + 14336) x 2 + 4 x 32 = 63,616 bytes (frameworks.md, section 2)."""
-    from gpuplan.memory import activations as act
-    from gpuplan.memory.runtimes.torchtitan import op_sac_bytes
     from gpuplan.model.catalog import load_model
+    from gpuplan.stacks.native import op_sac_bytes
+    from gpuplan.tensors import activations as act
 
     m = load_model("llama-3.1-8b")
     setup = act.ActivationSetup(tokens=1000, batch=1, seq=1000)
@@ -255,15 +255,15 @@ def test_fsdp1_keeps_bitsandbytes_quant_state_whole():
 def test_unsloth_fused_loss_chunk_follows_free_memory():
     """unsloth-zoo sizes a chunk of fp32 logits at min(half the free memory, 4 GiB): with no GPU the estimate
     takes 4 GiB (a chunk of 1 Gi logits in bf16 and fp32 = 6 GiB alive); on a named card, half its memory at most."""
-    from gpuplan.memory import activations as act
-    from gpuplan.memory.runtimes import RUNTIMES
     from gpuplan.model.catalog import load_model
+    from gpuplan.stacks import STACKS
+    from gpuplan.tensors import activations as act
 
     m = load_model("llama-3.1-8b")
     s = scenario(framework="unsloth", method="qlora", seq_len=65_536)
     setup = act.ActivationSetup(tokens=65_536, batch=1, seq=65_536)
-    assert RUNTIMES["unsloth"].loss(s, m, setup, False, None).forward == pytest.approx((2 + 4) * 2**30)
-    small = RUNTIMES["unsloth"].loss(s, m, setup, False, 2 * 2**30)
+    assert STACKS["unsloth"].loss(s, m, setup, False, None).forward == pytest.approx((2 + 4) * 2**30)
+    small = STACKS["unsloth"].loss(s, m, setup, False, 2 * 2**30)
     assert small.forward == pytest.approx((2 + 4) * 2**30 / 4)
     assert small.saved == 2 * 65_536 * 4096  # grad_inputs, filled in the forward
 
@@ -283,9 +283,9 @@ def test_transformers_loss_by_release_by_hand():
     4 more, is saved); 4.46-4.48 return bf16 logits, upcast (4) and shift (4) them in the loss; from 4.49 the labels
     are padded instead (bf16 2 + fp32 4). A loop that keeps ``output`` (framework pytorch) holds the output logits
     to the end of the optimizer step instead of dropping them when the loss returns."""
-    from gpuplan.memory import activations as act
-    from gpuplan.memory.runtimes.base import release, transformers_logits
     from gpuplan.model.catalog import load_model
+    from gpuplan.stacks.base import release, transformers_logits
+    from gpuplan.tensors import activations as act
 
     m = load_model("llama-2-7b")
     setup = act.ActivationSetup(tokens=2048, batch=1, seq=2048, base_trainable=False)
@@ -310,13 +310,14 @@ def test_fsdp1_offload_adds_the_pre_unshard_streams_shards_by_hand():
     """FSDP1 CPU offload copies each shard to the GPU on the pre-unshard stream before its all-gather: that stream's
     pool keeps the root's shard and one decoder unit's. Llama-2-7B LoRA over 2 GPUs, bf16 frozen base: a unit is
     2 x (4 x 4096^2 + 3 x 4096 x 11008) bytes, the root 2 x (2 x 32000 x 4096 + 4096) (embeddings, head, norm)."""
-    from gpuplan.memory.breakdown import Estimate
-    from gpuplan.memory.runtimes import ENGINES, RUNTIMES
     from gpuplan.model.catalog import load_model
+    from gpuplan.sharding import SHARDINGS
+    from gpuplan.stacks import STACKS
+    from gpuplan.tensors.breakdown import Estimate
 
     m = load_model("llama-2-7b")
     fields = dict(model="llama-2-7b", framework="pytorch", method="lora", num_gpus=2, strategy="fsdp1")
-    pools = {off: ENGINES["fsdp1"].fragmentation(scenario(**fields, offload=off), m, RUNTIMES["pytorch"], Estimate())
+    pools = {off: SHARDINGS["fsdp1"].fragmentation(scenario(**fields, offload=off), m, STACKS["pytorch"], Estimate())
              for off in ("none", "optimizer+params")}
     unit = 2 * (4 * 4096**2 + 3 * 4096 * 11008)
     root = 2 * (2 * 32000 * 4096 + 4096)

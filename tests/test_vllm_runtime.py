@@ -1,12 +1,12 @@
-"""vLLM startup memory, one rule per test, with the arithmetic written out (memory/runtimes/vllm.py)."""
+"""vLLM startup memory, one rule per test, with the arithmetic written out (engines/vllm.py)."""
 
 import math
 
 import pytest
 
 from gpuplan import estimate
+from gpuplan.engines import vllm
 from gpuplan.hardware import load_gpu
-from gpuplan.memory.runtimes import vllm
 from gpuplan.model.catalog import load_model
 from gpuplan.scenario import scenario_from
 

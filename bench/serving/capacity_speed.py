@@ -11,12 +11,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
+from gpuplan.engines import vllm
 from gpuplan.hardware import load_gpu
-from gpuplan.memory.runtimes import vllm
 from gpuplan.model.catalog import load_model
 from gpuplan.scenario import scenario_from
 from gpuplan.serving.capacity import capacity, evaluate
-from gpuplan.serving.simulate import vllm_engine
+from gpuplan.serving.simulate import vllm_scheduler
 from gpuplan.serving.steptime import step_model
 from gpuplan.serving.workload import load_workload
 
@@ -27,7 +27,7 @@ def main() -> None:
     s = scenario_from(dict(model="llama-3.1-8b", task="infer", engine="vllm", gpu="h100-sxm", max_model_len=2300))
     gpu = load_gpu("h100-sxm")
     mem = vllm.startup_memory(s, m, gpu)
-    eng = vllm_engine(s, mem)
+    eng = vllm_scheduler(s, mem)
     sm = step_model(s, m, gpu)
     for rate in (1.0, 10.0, 40.0):
         t0 = time.perf_counter()

@@ -2,7 +2,7 @@
 
     python bench/serving/serving_accuracy.py [--out bench/results/serving_accuracy.md] [--max-requests 3000]
 
-For each run: vLLM's KV pool for the setup (memory/runtimes/vllm.py), the step model sampled from the speed
+For each run: vLLM's KV pool for the setup (engines/vllm.py), the step model sampled from the speed
 layer's StepTimer, and the run's requests (its rate, lengths, shared prefix, client concurrency) through the
 simulation. Scores mean TTFT and mean TPOT on the runs below the knee and output throughput on saturated ones,
 per source and role (calibration rows set constants; check rows are independent). error = (gpuplan - measured)
@@ -27,12 +27,12 @@ import dataclasses  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+from gpuplan.engines import vllm  # noqa: E402
 from gpuplan.hardware import load_gpu  # noqa: E402
-from gpuplan.memory.runtimes import vllm  # noqa: E402
 from gpuplan.model.catalog import load_model  # noqa: E402
 from gpuplan.scenario import scenario_from  # noqa: E402
 from gpuplan.serving.calibrate import replay  # noqa: E402
-from gpuplan.serving.simulate import vllm_engine  # noqa: E402
+from gpuplan.serving.simulate import vllm_scheduler  # noqa: E402
 from gpuplan.serving.steptime import step_model  # noqa: E402
 from gpuplan.serving.workload import Lengths, load_workload, sample_lengths  # noqa: E402
 
@@ -53,7 +53,7 @@ def run_case(case: dict, max_requests: int) -> dict:
     m, gpu = load_model(s.model), load_gpu(s.gpu)
     mem = vllm.startup_memory(s, m, gpu)
     eng = case.get("engine", {})
-    engine = vllm_engine(s, mem, chunked_prefill=eng.get("chunked_prefill", True))
+    engine = vllm_scheduler(s, mem, chunked_prefill=eng.get("chunked_prefill", True))
     w = case["workload"]
     rate = w.get("rate_rps")
     if "preset" in w or "prompt" in w:  # a preset, or distributions fitted to the run's requests

@@ -3,7 +3,7 @@
     python bench/serving/sglang_startup.py [--out bench/results/sglang_startup.md]
 
 Two checks per log: the pool SGLang's profile_max_num_token gives from the log's own memory numbers (the
-arithmetic), and the pool gpuplan predicts from the model and the card alone (memory/runtimes/sglang.py).
+arithmetic), and the pool gpuplan predicts from the model and the card alone (engines/sglang.py).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
+from gpuplan.engines import sglang  # noqa: E402
 from gpuplan.hardware import load_gpu  # noqa: E402
-from gpuplan.memory.runtimes import sglang  # noqa: E402
 from gpuplan.model.catalog import load_model  # noqa: E402
 from gpuplan.scenario import scenario_from  # noqa: E402
 

@@ -7,9 +7,9 @@ pydantic and PyYAML; torch, transformers, huggingface_hub, pynvml, rich and type
 __version__ = "0.1.0"
 
 from .errors import GpuplanError
-from .estimate import Result, estimate
 from .model.catalog import load_model
 from .model.spec import ModelSpec
+from .plan.estimate import Result, estimate
 from .scenario import Scenario, load_scenario
 
 __all__ = ["GpuplanError", "ModelSpec", "Result", "Scenario", "__version__", "estimate", "load_model",

@@ -59,7 +59,7 @@ BNB_MIN_8BIT_SIZE = 4096
 
 # llama.cpp: compute buffer for the micro-batch (n_ubatch = 512 by default, llama.cpp common/arg.cpp).
 LLAMA_CPP_UBATCH = 512
-# The compute buffer is the graph allocator's high-water mark at n_ubatch tokens (memory/runtimes/llama_cpp.py):
+# The compute buffer is the graph allocator's high-water mark at n_ubatch tokens (engines/llama_cpp.py):
 # besides the logits (or, without flash attention, the KQ scores) and the KQ mask, a few n_ubatch x n_embd fp32
 # activations are live: 5 at the output (the token embeddings copied in, the last layer's residual and its
 # row-selected copies, the final norm), 4 beside the scores. Set on two load logs of Llama-3.1-8B (CUDA, 8,192
@@ -70,9 +70,9 @@ LLAMA_CPP_KQ_STAGE_ACTIVATIONS = 4
 LLAMA_CPP_KQ_MASK_PAD = 64
 
 # vLLM: default block size of the paged KV cache in tokens (vllm/config/cache.py CacheConfig.DEFAULT_BLOCK_SIZE).
-# The rules that change by release are in memory/runtimes/vllm.py; these are their measured constants.
+# The rules that change by release are in engines/vllm.py; these are their measured constants.
 VLLM_BLOCK_TOKENS = 16
-# SGLang (memory/runtimes/sglang.py), calibrated on the 2025-01-23 log of SGLang's docs (Llama-3.1-8B, one 80 GB
+# SGLang (engines/sglang.py), calibrated on the 2025-01-23 log of SGLang's docs (Llama-3.1-8B, one 80 GB
 # GPU; bench/serving/sglang_startup_cases.yaml): free at start 78.81 GiB against cudaMemGetInfo's 79.19 (the CUDA
 # context and torch's start-up), the weights' 14.96 GiB loaded as 15.09 (loader buffers left allocated). Before
 # SGLang PR #10975 the default mem_fraction_static was 0.88 on one GPU (the public one-GPU logs of January-July 2025

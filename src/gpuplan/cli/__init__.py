@@ -9,7 +9,8 @@ import sys
 
 from ..errors import GpuplanError
 from . import capacity, check, estimate, launch, market, models, plan, prices, serve  # noqa: F401 (commands)
-from .app import app, err
+from .app import app
+from .render import err
 
 try:  # typer >= 0.24 vendors click
     from typer._click.exceptions import ClickException

@@ -8,10 +8,9 @@ import typing
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
 from .. import __version__
-from .render import write_json
+from .render import out, write_json
 
 app = typer.Typer(
     name="gpuplan",
@@ -23,8 +22,6 @@ app = typer.Typer(
     rich_markup_mode=None,  # click's help: reflows paragraphs to the terminal, never cuts an option's name
     context_settings={"max_content_width": 120, "help_option_names": ["-h", "--help"]},
 )
-out = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON instead of a table.")]
 

@@ -8,7 +8,8 @@ import typer
 from rich.table import Table
 
 from ..errors import GpuplanError
-from .app import JsonFlag, app, out, print_json, short
+from .app import JsonFlag, app, print_json, short
+from .render import out
 
 
 @app.command("capacity")
@@ -131,12 +132,12 @@ def calibrate_serving_cmd(
     Example:
       gpuplan calibrate-serving run-2rps.json run-8rps.json --model llama-3.1-8b --gpu h100-sxm --out cal.yaml
     """
+    from ..engines import vllm
     from ..hardware import load_gpu
-    from ..memory.runtimes import vllm
     from ..model.catalog import load_model
     from ..scenario import scenario_from
     from ..serving.calibrate import fit, read_results, save_calibration
-    from ..serving.simulate import vllm_engine
+    from ..serving.simulate import vllm_scheduler
     from ..serving.steptime import step_model
 
     _need_numpy()
@@ -145,7 +146,7 @@ def calibrate_serving_cmd(
     m = load_model(model)
     s = scenario_from(dict(model=model, task="infer", engine="vllm", gpu=g.id, tp=tp, num_gpus=tp))
     mem = vllm.startup_memory(s, m, g)
-    engine = vllm_engine(s, mem)
+    engine = vllm_scheduler(s, mem)
     cal, rows = fit(step_model(s, m, g), engine, runs)
     if save:
         save_calibration(cal, save)

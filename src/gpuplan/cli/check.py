@@ -11,8 +11,8 @@ from rich.text import Text
 
 from ..errors import GpuplanError
 from ..scenario import load_scenario
-from .app import JsonFlag, app, option, out, overrides, print_json, scenario_command
-from .render import Column, FormatOption, bullet, resolve_format, show
+from .app import JsonFlag, app, option, overrides, print_json, scenario_command
+from .render import Column, FormatOption, bullet, out, resolve_format, show
 
 # (row, simulated categories, the estimate's parts they correspond to)
 PARTS = (("parameters", ("parameters",), ("weights_gib",)), ("gradients", ("gradients",), ("gradients_gib",)),
@@ -37,7 +37,7 @@ def simulate_cmd(scenario: str | None = None, as_json: bool = False, compare: bo
       gpuplan simulate examples/lora-llama-8b.yaml --plot memory.png
     """
     from ..model.catalog import load_model
-    from ..resolve import describe
+    from ..scenario.resolve import describe
     from ..sim.simulate import simulate
 
     s = load_scenario(scenario, overrides(fields))
@@ -46,7 +46,7 @@ def simulate_cmd(scenario: str | None = None, as_json: bool = False, compare: bo
     sim = simulate(s, timeline=plot is not None, layers=layers)
     est = None
     if compare:
-        from ..estimate import estimate
+        from ..plan.estimate import estimate
 
         est = estimate(s, advise=False).memory
     if plot:

@@ -9,8 +9,8 @@ from rich.text import Text
 
 from ..errors import GpuplanError
 from ..scenario import load_scenario
-from .app import err, option, out, overrides, print_json, scenario_command, short
-from .render import bullet
+from .app import option, overrides, print_json, scenario_command, short
+from .render import bullet, err, out
 
 EXIT_DOES_NOT_FIT = 3
 
@@ -33,7 +33,7 @@ def estimate_cmd(scenario: str | None = None, as_json: bool = False, check: bool
       gpuplan estimate examples/lora-llama-8b.yaml --micro-batch-size 8 --json
       gpuplan estimate --model qwen2.5-7b --task infer --gpu l40s --check && echo fits
     """
-    from ..estimate import estimate
+    from ..plan.estimate import estimate
 
     result = estimate(load_scenario(scenario, overrides(fields)))
     if check and result.memory.fits is None:

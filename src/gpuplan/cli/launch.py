@@ -13,7 +13,8 @@ from rich.table import Table
 
 from ..errors import GpuplanError
 from ..scenario import load_scenario
-from .app import out, overrides, print_json, scenario_command
+from .app import overrides, print_json, scenario_command
+from .render import out
 
 DEFAULT_DIR = "gpuplan-launch"
 

@@ -13,8 +13,8 @@ from ..model.report import inexact_warning
 from ..plan.gpus import cheapest_rentals
 from ..plan.gpus import gpu_row as _gpu_row
 from ..scenario import load_scenario
-from .app import JsonFlag, app, err, option, out, overrides, print_json, scenario_command, short
-from .render import FORMAT_HELP, Column, FormatOption, FormatValue, bullet, num, resolve_format, show, usd
+from .app import JsonFlag, app, option, overrides, print_json, scenario_command, short
+from .render import FORMAT_HELP, Column, FormatOption, FormatValue, bullet, err, num, out, resolve_format, show, usd
 
 # ---- GPUs -------------------------------------------------------------------------------------------
 gpus_app = typer.Typer(help="The GPU catalog: dense TFLOPS, memory, bandwidth, NVLink, power, rental price.",
@@ -137,11 +137,11 @@ def cost_cmd(scenario: str | None = None, as_json: bool = False, catalog: list[s
       gpuplan cost examples/lora-llama-8b.yaml --pricing any --format csv
       gpuplan cost --model qwen2.5-7b --task infer --engine vllm --discount runpod=0.85
     """
-    from ..estimate import estimate
     from ..market.store import load_offers
     from ..model.catalog import load_model
+    from ..plan.estimate import estimate
     from ..plan.pricing import compare, left_out
-    from ..resolve import describe, resolve
+    from ..scenario.resolve import describe, resolve
 
     if top is not None and top < 1:
         raise GpuplanError(f"--top must be 1 or more, got {top}")

@@ -11,8 +11,8 @@ from rich.table import Table
 from ..errors import GpuplanError
 from ..model.catalog import bundled, load_model
 from ..model.report import human_count, model_facts, model_summary
-from .app import JsonFlag, app, err, out, print_json
-from .render import Column, FormatOption, num, resolve_format, show
+from .app import JsonFlag, app, print_json
+from .render import Column, FormatOption, err, num, out, resolve_format, show
 
 SORT_KEYS = ("name", "params", "active", "layers", "hidden", "context", "family")
 

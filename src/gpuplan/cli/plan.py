@@ -11,8 +11,8 @@ from rich.text import Text
 from ..errors import GpuplanError
 from ..model.report import human_count, inexact_warning
 from ..scenario import load_scenario
-from .app import JsonFlag, app, err, option, out, overrides, print_json, scenario_command, short
-from .render import FORMAT_HELP, Column, FormatOption, FormatValue, bullet, num, resolve_format, show, usd
+from .app import JsonFlag, app, option, overrides, print_json, scenario_command, short
+from .render import FORMAT_HELP, Column, FormatOption, FormatValue, bullet, err, num, out, resolve_format, show, usd
 
 
 # ---- recommend --------------------------------------------------------------------------------------
@@ -242,7 +242,7 @@ def table_cmd(
     """
     from dataclasses import asdict
 
-    from ..table import guide_table
+    from ..plan.table import guide_table
 
     fmt = resolve_format(fmt, as_json, markdown)
     rows = guide_table(catalogs=tuple(catalog or ()), cheapest=cheapest)
@@ -318,7 +318,7 @@ def fit_cmd(scenario: str | None = None, as_json: bool = False, gpu: str = "", s
     from ..model.catalog import short_names
     from ..plan.capability import what_fits
     from ..plan.recommend import parse_have
-    from ..resolve import describe
+    from ..scenario.resolve import describe
 
     if not gpu.strip():
         raise GpuplanError("fit needs your cards: --gpu 2x3090 (count x name, or a name for one card)")

@@ -10,8 +10,8 @@ import typer
 from rich.text import Text
 
 from ..errors import GpuplanError
-from .app import JsonFlag, app, err, out, print_json, short
-from .render import Column, FormatOption, resolve_format, show
+from .app import JsonFlag, app, print_json, short
+from .render import Column, FormatOption, err, out, resolve_format, show
 
 prices_app = typer.Typer(help="The prices in force (bundled snapshot, refreshed caches, your files); "
                          "`prices update` refreshes them.", pretty_exceptions_enable=False)

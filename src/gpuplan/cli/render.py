@@ -86,9 +86,12 @@ def resolve_format(fmt: str | None, as_json: bool = False, markdown: bool = Fals
     return "json" if as_json else "markdown" if markdown else "table"
 
 
-def console() -> Console:
-    from .app import out
+# the CLI's two consoles: answers on stdout, errors and progress on stderr
+out = Console(highlight=False)
+err = Console(stderr=True, highlight=False)
 
+
+def console() -> Console:
     return out
 
 

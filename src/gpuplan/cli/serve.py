@@ -7,7 +7,8 @@ from typing import Annotated
 import typer
 
 from ..errors import GpuplanError
-from .app import app, err, out
+from .app import app
+from .render import err, out
 
 LOCAL = ("127.0.0.1", "localhost", "::1")
 

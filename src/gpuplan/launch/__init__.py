@@ -21,7 +21,7 @@ from ..errors import GpuplanError, did_you_mean
 from . import accelerate, axolotl, deepspeed, skypilot, torchrun, torchtitan, torchtune, trainer, unsloth, vllm
 from .files import LaunchFile, write
 from .plan import LaunchPlan, launch_plan
-from .stack import LaunchOptions
+from .settings import LaunchOptions
 
 TARGETS: dict[str, ModuleType] = {m.NAME: m for m in (trainer, deepspeed, accelerate, torchrun, torchtune, torchtitan,
                                                        axolotl, unsloth, vllm, skypilot)}

@@ -14,7 +14,7 @@ from typing import Any
 
 from .files import LaunchFile, Raw, shell_text, yaml_text
 from .plan import LaunchPlan
-from .stack import LaunchOptions, autocast, backend, fsdp_settings, zero_stage
+from .settings import LaunchOptions, autocast, backend, fsdp_settings, zero_stage
 from .trainer import FILE as TRAINER_FILE
 from .trainer import applies as trainer_applies
 

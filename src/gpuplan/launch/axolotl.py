@@ -28,8 +28,8 @@ from .. import overheads as oh
 from . import deepspeed
 from .files import LaunchFile, shell_text, yaml_text
 from .plan import LaunchPlan
-from .stack import AXOLOTL_VERSION as VERSION
-from .stack import LaunchOptions, backend, fsdp_settings, hf_optim
+from .settings import AXOLOTL_VERSION as VERSION
+from .settings import LaunchOptions, backend, fsdp_settings, hf_optim
 from .torchrun import launcher
 
 NAME = "axolotl"

@@ -19,7 +19,7 @@ from typing import Any
 from .. import overheads as oh
 from .files import LaunchFile, json_text
 from .plan import LaunchPlan
-from .stack import LaunchOptions, backend, zero_stage
+from .settings import LaunchOptions, backend, zero_stage
 from .trainer import applies as trainer_applies
 
 NAME = "deepspeed"

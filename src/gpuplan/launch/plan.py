@@ -15,14 +15,15 @@ from dataclasses import dataclass
 from .. import __version__
 from .. import overheads as oh
 from ..errors import GpuplanError
-from ..estimate import estimate
 from ..hardware import GpuSpec, load_gpu
+from ..market.choice import matching
 from ..market.cost import Cost, SpotPlan, checkpoint_bytes, dataset_gb, spot_plan
 from ..market.offers import Offer
 from ..market.store import load_offers
 from ..model.catalog import load_model
 from ..model.spec import ModelSpec
-from ..plan.pricing import matching, price
+from ..plan.estimate import estimate
+from ..plan.pricing import price
 from ..result import Result
 from ..scenario import Scenario, scenario_from
 from ..speed import Speed, speed_of

@@ -25,7 +25,7 @@ import yaml
 from . import accelerate, axolotl, torchtitan, torchtune, unsloth, vllm
 from .files import LaunchFile, Raw, command_text, yaml_text
 from .plan import LaunchPlan
-from .stack import LaunchOptions, pip_packages
+from .settings import LaunchOptions, pip_packages
 
 NAME = "skypilot"
 FILE = "sky.yaml"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from .files import LaunchFile, Raw, shell_text
 from .plan import LaunchPlan
-from .stack import LaunchOptions
+from .settings import LaunchOptions
 from .trainer import FILE as TRAINER_FILE
 from .trainer import applies as trainer_applies
 

@@ -22,8 +22,8 @@ from typing import Any
 from .. import overheads as oh
 from .files import LaunchFile, shell_text, toml_text
 from .plan import LaunchPlan
-from .stack import TORCHTITAN_VERSION as VERSION
-from .stack import LaunchOptions
+from .settings import TORCHTITAN_VERSION as VERSION
+from .settings import LaunchOptions
 from .torchrun import launcher
 
 NAME = "torchtitan"
@@ -54,10 +54,10 @@ def applies(plan: LaunchPlan) -> str | None:
         return f"torchtitan {VERSION}'s loss is cross-entropy on the full logits: plan with loss full, not {s.loss}"
     if s.attention == "eager":
         return "torchtitan's Llama runs SDPA attention: plan with attention sdpa or flash, not eager"
-    if s.precision != "fp32" and (s.tp > 1 or s.pp > 1) and s.sharding_engine != "fsdp2":
+    if s.precision != "fp32" and (s.tp > 1 or s.pp > 1) and s.sharding != "fsdp2":
         return ("torchtitan computes in bf16 under tensor or pipeline parallelism only with FSDP (maybe_enable_amp "
                 "turns autocast off otherwise): shard the data-parallel ranks with strategy fsdp, or plan fp32")
-    if s.sharding_engine == "ddp" and (s.tp > 1 or s.pp > 1):
+    if s.sharding == "ddp" and (s.tp > 1 or s.pp > 1):
         return "torchtitan's DDP runs on a one-dimensional mesh: use strategy fsdp with tensor or pipeline parallelism"
     return None
 
@@ -65,9 +65,9 @@ def applies(plan: LaunchPlan) -> str | None:
 def degrees(plan: LaunchPlan) -> tuple[int, int]:
     """(``data_parallel_replicate_degree``, ``data_parallel_shard_degree``): DDP replicates, FSDP2 shards."""
     s = plan.scenario
-    if s.sharding_engine == "fsdp2":
+    if s.sharding == "fsdp2":
         return 1, s.dp
-    return (s.dp, 1) if s.sharding_engine == "ddp" else (1, 1)
+    return (s.dp, 1) if s.sharding == "ddp" else (1, 1)
 
 
 def checkpointing(plan: LaunchPlan) -> tuple[str, str]:

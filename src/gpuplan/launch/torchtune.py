@@ -20,7 +20,7 @@ import yaml
 
 from .files import LaunchFile, Raw, shell_text, yaml_text
 from .plan import LaunchPlan
-from .stack import LaunchOptions
+from .settings import LaunchOptions
 
 NAME = "torchtune"
 FILE = "torchtune.yaml"

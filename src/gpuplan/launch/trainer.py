@@ -19,7 +19,7 @@ from .. import overheads as oh
 from ..errors import GpuplanError
 from .files import LaunchFile, yaml_text
 from .plan import LaunchPlan
-from .stack import LaunchOptions, autocast, backend, fsdp_settings, hf_optim, model_dtype
+from .settings import LaunchOptions, autocast, backend, fsdp_settings, hf_optim, model_dtype
 
 NAME = "trainer"
 FILE = "trainer.yaml"

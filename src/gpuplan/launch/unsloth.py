@@ -22,8 +22,8 @@ from typing import Any
 from .. import overheads as oh
 from .files import LaunchFile, comment, shell_text
 from .plan import LaunchPlan
-from .stack import UNSLOTH_VERSION as VERSION
-from .stack import LaunchOptions, autocast, hf_optim
+from .settings import UNSLOTH_VERSION as VERSION
+from .settings import LaunchOptions, autocast, hf_optim
 from .torchrun import launcher
 
 NAME = "unsloth"

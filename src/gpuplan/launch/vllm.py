@@ -1,6 +1,6 @@
 """``vllm-serve.sh``: the ``vllm serve`` command of a serving plan (engine vllm).
 
-The flags are the settings the memory estimate assumed (``gpuplan.memory.runtimes.vllm``, the release it names),
+The flags are the settings the memory estimate assumed (``gpuplan.engines.vllm``, the release it names),
 written out rather than left to vLLM's defaults, so the server starts with the pool gpuplan predicted:
 ``--gpu-memory-utilization``, ``--tensor-parallel-size`` / ``--pipeline-parallel-size``, ``--dtype``,
 ``--kv-cache-dtype``, ``--quantization`` when the plan quantizes a checkpoint that is not already quantized,
@@ -18,7 +18,7 @@ from __future__ import annotations
 from ..errors import GpuplanError
 from .files import LaunchFile, shell_text
 from .plan import LaunchPlan
-from .stack import LaunchOptions
+from .settings import LaunchOptions
 
 NAME = "vllm"
 SCRIPT = "vllm-serve.sh"

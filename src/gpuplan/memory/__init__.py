@@ -1,18 +1,15 @@
 """Peak GPU memory of one scenario, per GPU, at three levels (allocated, reserved, device).
 
-- :mod:`.breakdown`: the ``Estimate`` every estimator returns, and memory outside the allocator;
-- :mod:`.state`: weights, adapters and optimizer states;
-- :mod:`.activations`: the tensors autograd saves and the temporaries ops allocate;
-- :mod:`.training` / :mod:`.inference`: the peak over phases;
+- :mod:`.training`: a training step's peak over phases, from the stack's tensors (:mod:`gpuplan.stacks`) held the
+  way the sharding splits them (:mod:`gpuplan.sharding`);
+- :mod:`.inference`: inference's peak over phases per serving engine (:mod:`gpuplan.engines`);
 - :mod:`.fit`: the checks a scenario must pass and the report that says whether it fits.
+
+The bytes of each kind of tensor they add up are in :mod:`gpuplan.tensors`.
 """
 
-from .breakdown import GIB, Estimate, device_overheads
 from .fit import check, fits_only, memory_report
-from .inference import inference_memory, kv_bytes_per_sequence
-from .state import adapts_experts, attention_kernel, lora_params, lora_targets, weight_format
+from .inference import inference_memory
 from .training import training_memory
 
-__all__ = ["GIB", "Estimate", "adapts_experts", "attention_kernel", "check", "device_overheads", "fits_only",
-           "inference_memory", "kv_bytes_per_sequence", "lora_params", "lora_targets", "memory_report",
-           "training_memory", "weight_format"]
+__all__ = ["check", "fits_only", "inference_memory", "memory_report", "training_memory"]

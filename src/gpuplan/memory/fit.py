@@ -13,7 +13,7 @@ from ..hardware import GpuSpec
 from ..model.spec import ModelSpec
 from ..result import MemoryReport
 from ..scenario import Scenario
-from .breakdown import GIB, Estimate, device_overheads
+from ..tensors.breakdown import GIB, Estimate, device_overheads
 from .inference import inference_memory
 from .training import training_memory
 
@@ -103,8 +103,8 @@ def memory_report(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> tuple[Estim
         kv_cache_pool_gib=e.extra.get("kv_cache_pool_gib"), gpu_layers=e.extra.get("gpu_layers"),
         offloaded_layers=e.extra.get("offloaded_layers"), engine=e.extra.get("engine"))
     if s.task == "train":
-        report.logged_statistic = f"{s.framework}: {s.stack.logs}"
-        report.logged_gib = report.allocated_peak_gib if s.stack.logs_level == "allocated" else \
+        report.logged_statistic = f"{s.framework}: {s.recipe.logs}"
+        report.logged_gib = report.allocated_peak_gib if s.recipe.logs_level == "allocated" else \
             report.reserved_peak_gib
     if capacity is not None:
         report.fits = _fits(s, e, report, capacity)

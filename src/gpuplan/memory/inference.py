@@ -10,63 +10,14 @@ from __future__ import annotations
 import math
 
 from .. import overheads as oh
+from ..engines import llama_cpp, vllm
 from ..hardware import GpuSpec
-from ..model.layers import WINDOWED, Layer
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
-from . import activations as act
-from .breakdown import GIB, Estimate
-from .runtimes import llama_cpp, vllm
-from .state import attention_kernel, weight_format
-
-
-def kv_dtype_bytes(s: Scenario) -> float:
-    return {"auto": s.compute_bytes, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1}[s.kv_cache_dtype]
-
-
-def layer_cache_bytes(s: Scenario, m: ModelSpec, layer: Layer, tokens: int, *, windowed: bool = True) -> float:
-    """Cache bytes of one sequence of ``tokens`` tokens in one layer, on one GPU.
-
-    Keys and values: ``kv_dims`` elements per token (``2·kv_heads·head_dim``; MLA's latent and rope key, which
-    transformers 5 and vLLM both cache), KV heads split over TP (replicated when TP exceeds them; MLA's latent is
-    replicated), at the KV-cache dtype (int8 adds an fp32 scale per token and head), for at most ``window``
-    tokens on sliding and chunked layers when ``windowed`` (vLLM: whole blocks of ``VLLM_BLOCK_TOKENS``).
-    Linear-attention and state-space layers add their fixed recurrent state (``state_elements`` 16-bit units:
-    convolution window and SSM / delta-rule state, measured off transformers' cache), split over TP by heads,
-    whatever the length (transformers ``LinearAttentionLayer``; vLLM's ``MambaSpec`` keeps one state per request).
-    """
-    b = kv_dtype_bytes(s)
-    cached = layer.cached_tokens(tokens) if windowed else (tokens if layer.kv_dims else 0)
-    if s.engine == "vllm":
-        cached = math.ceil(cached / oh.VLLM_BLOCK_TOKENS) * oh.VLLM_BLOCK_TOKENS
-    if layer.attention == "mla":
-        dims = layer.kv_dims
-        heads = 1
-    else:
-        heads = math.ceil(m.num_kv_heads / s.tp)
-        dims = layer.kv_dims * heads / m.num_kv_heads
-    total = cached * dims * b
-    if s.kv_cache_dtype == "int8" and layer.kv_dims:
-        total += cached * 2 * heads * 4  # per-token-head fp32 scales
-    return total + layer.state_elements * s.compute_bytes / s.tp
-
-
-def kv_bytes_per_sequence(s: Scenario, m: ModelSpec, tokens: int, layers=None, *, windowed: bool = True) -> float:
-    """Cache bytes of one sequence on one GPU, summed over ``layers`` (default: all) with
-    :func:`layer_cache_bytes`: keys and values per layer kind (sliding and chunked windows capped when
-    ``windowed``), plus the fixed recurrent states of linear-attention and state-space layers."""
-    kinds = m.layer_kinds() if layers is None else [(layer, 1) for layer in layers]
-    return sum(count * layer_cache_bytes(s, m, layer, tokens, windowed=windowed) for layer, count in kinds)
-
-
-def cache_bytes_per_token(s: Scenario, m: ModelSpec, layers=None) -> float:
-    """Bytes the cache grows by per token of a long sequence: keys and values of the layers whose cache grows
-    without bound (full attention, MLA); windowed layers and fixed states do not grow."""
-    kinds = m.layer_kinds() if layers is None else [(layer, 1) for layer in layers]
-    one = s.model_copy(update={"engine": "transformers"}) if s.engine == "vllm" else s
-    return sum(count * (layer_cache_bytes(one, m, layer, 2) - layer_cache_bytes(one, m, layer, 1))
-               for layer, count in kinds if not (layer.window and layer.attention in WINDOWED))
-
+from ..tensors import activations as act
+from ..tensors.breakdown import GIB, Estimate
+from ..tensors.kv import kv_bytes_per_sequence
+from ..tensors.state import attention_kernel, weight_format
 
 # transformers runs every token through every expert in these families (Llama4TextMoe.forward repeats the hidden
 # states for all experts and batch-multiplies them: transformers models/llama4/modeling_llama4.py), so its MoE
@@ -153,7 +104,7 @@ def inference_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None, gpu:
 
 def _vllm(s: Scenario, m: ModelSpec, e: Estimate, gpu: GpuSpec | None) -> Estimate:
     """vLLM preallocates its budget and gives what the profiling run leaves to the KV cache, by the rules of
-    the release named (:mod:`.runtimes.vllm`). Without a GPU, the working set of one step and the KV cache of
+    the release named (:mod:`gpuplan.engines.vllm`). Without a GPU, the working set of one step and the KV cache of
     ``batch_size`` requests."""
     e.peak_phase = "serving"
     tokens = s.prompt_tokens + s.output_tokens
@@ -196,9 +147,9 @@ def _vllm(s: Scenario, m: ModelSpec, e: Estimate, gpu: GpuSpec | None) -> Estima
 
 def _sglang(s: Scenario, m: ModelSpec, e: Estimate, gpu: GpuSpec | None) -> Estimate:
     """SGLang sizes a token pool from what the weights leave, keeping ``total x (1 - mem_fraction_static)`` for
-    activations and CUDA graphs (:mod:`.runtimes.sglang`, checked against public startup logs). Without a GPU,
+    activations and CUDA graphs (:mod:`gpuplan.engines.sglang`, checked against public startup logs). Without a GPU,
     the weights and the cache of ``batch_size`` requests."""
-    from .runtimes import sglang  # it reads this module's KV dtype
+    from ..engines import sglang  # it reads this module's KV dtype
 
     e.peak_phase = "serving"
     tokens = s.prompt_tokens + s.output_tokens

@@ -2,9 +2,9 @@
 
 Training peak = persistent (weights, optimizer states, engine buffers) + max over forward, backward and optimizer
 step of what lives then (saved activations, gradients, temporaries), not their sum (formulas.md section 9). The
-stack's profile (:mod:`gpuplan.memory.runtimes`) says what its code saves and what its loss materializes; the
+stack's profile (:mod:`gpuplan.stacks`) says what its code saves and what its loss materializes; the
 engine's profile says what the model state costs per GPU and which buffers it gathers. The layer rules are in
-:mod:`gpuplan.memory.activations`.
+:mod:`gpuplan.tensors.activations`.
 """
 
 from __future__ import annotations
@@ -14,18 +14,19 @@ import math
 from ..errors import GpuplanError
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
-from . import activations as act
-from .breakdown import GIB, Estimate
-from .runtimes import engine_for, runtime_for
-from .runtimes.base import head_inputs
-from .state import attention_kernel, lora_targets, optimizer_step_temporaries
+from ..sharding import sharding_for
+from ..stacks import stack_for
+from ..stacks.base import head_inputs
+from ..tensors import activations as act
+from ..tensors.breakdown import GIB, Estimate
+from ..tensors.state import attention_kernel, lora_targets, optimizer_step_temporaries
 
 
 def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None) -> Estimate:
     """The peak of one training step of ``s`` per GPU; ``capacity_gib`` (the card's usable memory) only matters
     to stacks that size buffers from the free memory (Unsloth's fused loss)."""
     e = Estimate()
-    rt, engine = runtime_for(s), engine_for(s)
+    rt, engine = stack_for(s), sharding_for(s)
     if attention_kernel(s, m) != s.attention:
         e.assumptions.append(f"{m.family} runs eager attention in transformers (no SDPA support): the s x s "
                              "scores are materialized; attention flash (FlashAttention-2) avoids them")
@@ -144,7 +145,7 @@ def offloaded_activation_bytes(s: Scenario, m: ModelSpec) -> float:
     :func:`_offloaded`); 0 without it. The speed model prices their PCIe round trip."""
     if not s.activation_offload:
         return 0.0
-    rt, engine = runtime_for(s), engine_for(s)
+    rt, engine = stack_for(s), sharding_for(s)
     autocast_fp32 = s.precision.endswith("-mixed") and s.method == "full" and engine.autocasts_fp32_weights
     stage_layers = m.layers[:math.ceil(m.num_layers / s.pp)]
     _, _, kept, kept_casts, _ = _kept(s, m, rt, autocast_fp32, stage_layers)

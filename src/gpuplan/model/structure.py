@@ -7,7 +7,7 @@ bundled models whose family no reader of :mod:`.architectures` counts exactly, s
 with their vision towers). A structure is used when transformers is not installed, or when it was read with the
 installed version; otherwise the model is traced again (cheap: meta device) and the cache refreshed.
 
-Run ``python -m gpuplan.model.structure`` to rewrite the bundled structures after a transformers upgrade; a
+Run ``python -m gpuplan.model.bundle`` to rewrite the bundled structures after a transformers upgrade; a
 test checks they equal a fresh trace.
 """
 
@@ -93,26 +93,3 @@ def store(config: dict[str, Any], traced: tuple[dict[str, Any], list[str], str |
         tmp.replace(path)
     except OSError:
         pass
-
-
-def bundle() -> list[str]:
-    """Trace every bundled model that no exact reader counts and write its structure to the bundled folder."""
-    from .catalog import bundled
-    from .reading import EXACT_READERS, TOWER_KEYS, TOWER_READERS
-    from .trace import trace
-
-    written = []
-    for repo, path in bundled().items():
-        config = json.loads(path.read_text(encoding="utf-8"))
-        family = config.get("model_type")
-        tower = any(config.get(key) for key in TOWER_KEYS)
-        if family in EXACT_READERS and (not tower or family in TOWER_READERS):
-            continue
-        store(config, trace(config), folder=bundled_folder())
-        written.append(repo)
-    return written
-
-
-if __name__ == "__main__":
-    for repo in bundle():
-        print(f"wrote the structure of {repo}")

@@ -29,14 +29,7 @@ from typing import Any
 
 from ..errors import GpuplanError
 from .layers import Layer
-from .modules import (
-    _embedding_dim,
-    _get,
-    _int,
-    _layer_structure,
-    _top_level,
-    decoder_layers,
-)
+from .modules import _embedding_dim, _get, _int, _layer_structure, _top_level, decoder_layers
 
 TOP_K_KEYS = ("num_experts_per_tok", "num_experts_per_token", "experts_per_token", "moe_topk", "moe_top_k",
               "top_k", "moe_k", "num_selected_experts", "router_top_k", "n_activated_experts")

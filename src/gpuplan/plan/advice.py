@@ -24,12 +24,12 @@ from typing import Any
 from ..errors import GpuplanError
 from ..hardware import GpuSpec
 from ..memory import check, fits_only, memory_report
-from ..memory.runtimes import runtime_for
 from ..model.spec import ModelSpec
 from ..result import Suggestion
 from ..scenario import Scenario
+from ..scenario.stacks import FRAMEWORKS, RECIPES
 from ..speed import training_speed
-from ..stacks import FRAMEWORKS, STACKS
+from ..stacks import stack_for
 
 MAX_COMBINED = 4  # fixes in one combination
 MAX_TRIES = 400  # combinations evaluated at most (each is one memory estimate, ~0.2 ms)
@@ -175,7 +175,7 @@ def _stack_fixes(s: Scenario) -> list[Fix]:
         options.append(("selective (per-op) checkpointing", {"grad_checkpointing": "selective"}, "checkpointing"))
     for name in FRAMEWORKS:
         if name != s.framework:
-            options.append((f"switch to {STACKS[name].title}, with its defaults", {"framework": name}, "framework"))
+            options.append((f"switch to {RECIPES[name].title}, with its defaults", {"framework": name}, "framework"))
     out = []
     for label, change, group in options:
         try:
@@ -215,8 +215,8 @@ def _speed_change(s: Scenario, changed: Scenario, m: ModelSpec, gpu: GpuSpec, be
     moved = {k: new.get(k, 0.0) - old.get(k, 0.0) for k in {*old, *new}}
     big = sorted((k for k in moved if abs(moved[k]) >= 0.01), key=lambda k: -abs(moved[k]))[:2]
     why = [", ".join(f"{k.replace('_', ' ')} {moved[k]:+.0%}" for k in big)] if big else []
-    factor_before, _ = runtime_for(s).step_time_factor(s)
-    factor_after, factor_why = runtime_for(changed).step_time_factor(changed)
+    factor_before, _ = stack_for(s).step_time_factor(s)
+    factor_after, factor_why = stack_for(changed).step_time_factor(changed)
     if factor_why and abs(factor_after / factor_before - 1) >= 0.005:
         why.append(factor_why)
     return (f"{text} ({'; '.join(why)})" if why else text), ratio

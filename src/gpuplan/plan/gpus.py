@@ -12,11 +12,11 @@ from ..hardware import GpuSpec
 
 def cheapest_rentals() -> dict[str, Any]:
     """The cheapest on-demand offer in force (recent, not low confidence) per GPU id."""
+    from ..market.choice import cheapest_in_force
     from ..market.store import PriceFilter, load_offers
-    from .pricing import in_force
 
     best: dict[str, Any] = {}
-    for o in in_force(load_offers(), PriceFilter()):
+    for o in cheapest_in_force(load_offers(), PriceFilter()):
         if o.pricing == "on_demand" and (o.gpu_id not in best or o.usd_per_gpu_hour < best[o.gpu_id].usd_per_gpu_hour):
             best[o.gpu_id] = o
     return best

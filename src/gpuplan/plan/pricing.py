@@ -1,63 +1,23 @@
 """A scenario priced across offers: keep the GPUs it fits on, estimate speed there, then cost.
 
 The same memory, speed and cost functions as ``gpuplan estimate``; this module only chooses offers:
-those in force that pass the scenario's price filter (age, confidence: :func:`gpuplan.market.store.matches`),
-its provider and pricing, whose nodes hold the scenario's GPUs, and whose provider has a fabric when the
-scenario spans nodes. Spot offers are compared with the cheapest on-demand price of the same GPU anywhere.
+the offers the scenario may use (:func:`gpuplan.market.choice.matching`), each estimated on its own card and
+network and priced. Spot offers are compared with the cheapest on-demand price of the same GPU anywhere.
 """
 
 from __future__ import annotations
 
 from ..errors import GpuplanError
 from ..hardware import gpus
+from ..market.choice import best_on_demand, matching
 from ..market.cost import Cost, price_job
-from ..market.offers import Offer, max_per_node, multi_node
-from ..market.store import PriceFilter, matches, price_filter
+from ..market.offers import Offer
+from ..market.store import price_filter
 from ..memory import fits_only
 from ..model.spec import ModelSpec
-from ..resolve import card_precision
 from ..scenario import Scenario
+from ..scenario.resolve import card_precision
 from ..speed import speed_of
-
-
-def in_force(offers: list[Offer], f: PriceFilter) -> list[Offer]:
-    """The offers a ranking may use, cheapest per (provider, tier, GPU, GPUs per instance, pricing): the other
-    regions of the same product cannot win."""
-    best: dict[tuple, Offer] = {}
-    for o in offers:
-        if not matches(o, f):
-            continue
-        key = o.key[:5]
-        if key not in best or o.usd_per_gpu_hour < best[key].usd_per_gpu_hour:
-            best[key] = o
-    return list(best.values())
-
-
-def allowed(o: Offer, s: Scenario, per_node: int, num_nodes: int) -> bool:
-    """Whether ``o`` can run ``s``: provider and pricing asked, node size, and a fabric for several nodes."""
-    if per_node > max_per_node(o) or (num_nodes > 1 and not multi_node(o)):
-        return False
-    if s.provider and o.provider != s.provider:
-        return False
-    if s.pricing == "on_demand":
-        return o.pricing == "on_demand"
-    return o.interruptible if s.pricing == "spot" else True
-
-
-def matching(offers: list[Offer], s: Scenario, gpu_id: str | None = None) -> list[Offer]:
-    """Offers for ``gpu_id`` (any GPU when None) that the scenario may use (see :func:`allowed`)."""
-    per_node = s.num_gpus if s.task == "train" else s.tp * s.pp
-    return [o for o in in_force(offers, price_filter(s)) if (not gpu_id or o.gpu_id == gpu_id)
-            and allowed(o, s, per_node, s.num_nodes if s.task == "train" else 1)]
-
-
-def best_on_demand(offers: list[Offer], gpu_id: str, f: PriceFilter) -> tuple[float, str] | None:
-    """The cheapest on-demand $/GPU-hour of ``gpu_id`` among the offers in force, any provider, with its label."""
-    same = [o for o in in_force(offers, f) if o.pricing == "on_demand" and o.gpu_id == gpu_id]
-    if not same:
-        return None
-    o = min(same, key=lambda x: x.usd_per_gpu_hour)
-    return o.usd_per_gpu_hour, f"{o.provider} {o.gpu_count}x on_demand"
 
 
 def price(s: Scenario, m: ModelSpec, offer: Offer, trainable: int, all_offers: list[Offer], today=None) -> Cost:

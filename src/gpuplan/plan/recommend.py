@@ -18,20 +18,21 @@ import math
 import time
 from dataclasses import dataclass, field
 
-from .. import memory
 from .. import overheads as oh
 from ..errors import GpuplanError
 from ..hardware import GpuSpec, gpus, load_gpu, short_id
+from ..market.choice import best_on_demand, cheapest_in_force
 from ..market.cost import price_job
 from ..market.offers import Offer, max_per_node, multi_node
 from ..market.store import load_offers, price_filter
 from ..memory import check, memory_report
 from ..model.spec import ModelSpec
-from ..resolve import card_precision, resolve
 from ..scenario import Scenario
+from ..scenario.resolve import card_precision, resolve
+from ..scenario.stacks import FRAMEWORKS
 from ..speed import speed_of
-from ..stacks import FRAMEWORKS
-from .pricing import best_on_demand, in_force, left_out
+from ..tensors.breakdown import device_overheads
+from .pricing import left_out
 
 COUNTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 GIB = 2**30
@@ -224,7 +225,7 @@ def _owned_offers(c: Constraints) -> list[Offer]:
 
 def _offers(s: Scenario, c: Constraints, all_offers: list[Offer]) -> list[Offer]:
     """The offers in force that pass the price filter and the allow-lists, and the user's own cards."""
-    offers = [o for o in in_force(all_offers, price_filter(s))
+    offers = [o for o in cheapest_in_force(all_offers, price_filter(s))
               if (c.pricing == "any" or (o.interruptible if c.pricing == "spot" else o.pricing == "on_demand"))
               and (not c.providers or o.provider in c.providers) and (not c.gpus or o.gpu_id in c.gpus)]
     return offers + _owned_offers(c)
@@ -292,7 +293,7 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
 
 def searched(s: Scenario, m: ModelSpec, c: Constraints) -> str:
     """The resolved line of a search: the scenario, and the engines and GPU counts it tries."""
-    from ..resolve import describe
+    from ..scenario.resolve import describe
 
     engine = None if s.task == "train" or "engine" in s.model_fields_set else "vLLM or transformers"
     counts = f"1-{c.max_gpus}" if c.max_gpus > 1 else "1"
@@ -348,7 +349,7 @@ def _fit(s: Scenario, m: ModelSpec, gpu: GpuSpec, shared, c: Constraints) -> tup
         _e, report = memory_report(s, m, gpu)
         return bool(report.fits) and report.device_peak_gib <= gpu.usable_gib * (1 - c.min_headroom), \
             report.device_peak_gib
-    outside = sum(shared.managed.values()) + sum(memory.device_overheads(s, gpu.generation).values())
+    outside = sum(shared.managed.values()) + sum(device_overheads(s, gpu.generation).values())
     device = (shared.reserved + outside) / GIB
     return device <= gpu.usable_gib * (1 - c.min_headroom), device
 
@@ -417,7 +418,7 @@ def _no_price(s: Scenario, c: Constraints, all_offers: list[Offer]) -> str:
                                                                               c.providers)]
     if c.gpus and not rows:
         return f"no price for {names}: no offer of it is in force (`gpuplan prices update` or --catalog FILE)"
-    if rows and not in_force(rows, price_filter(s)):
+    if rows and not cheapest_in_force(rows, price_filter(s)):
         return (f"no price for {names} recent and confident enough: its {len(rows)} offers are older than "
                 f"{s.max_price_age_days} days or low confidence (--max-price-age-days, --include-low-confidence)")
     return f"no {c.pricing.replace('_', '-')} offer for {names} matches --providers / --pricing: widen them"

@@ -13,12 +13,12 @@ import math
 from dataclasses import dataclass, field
 
 from .. import overheads as oh
+from ..engines import vllm
 from ..hardware import GpuSpec, gpus
+from ..market.choice import matching
 from ..market.offers import Offer
 from ..market.store import load_offers
-from ..memory.runtimes import vllm
 from ..model.spec import ModelSpec
-from ..plan.pricing import matching
 from ..scenario import Scenario
 from .steptime import Calibration, StepModel, step_model
 from .workload import Workload
@@ -198,9 +198,9 @@ def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...]
     candidates.sort(key=lambda c: (c[5] is None, (c[5][0] if c[5] else 0) / c[4]))
     plans = []
     for st, sc, mem, model, bound, price in candidates[:simulate_top]:
-        from .simulate import vllm_engine
+        from .simulate import vllm_scheduler
 
-        engine = vllm_engine(sc, mem)
+        engine = vllm_scheduler(sc, mem)
         rate, curve = max_rate(model, engine, w, bound * 1.1)
         low, high = oh.SERVING_RATE_BAND
         plan = Plan(setup=st.label, gpu_id=st.gpu.id, num_gpus=st.num_gpus, tp=sc.tp, quant=st.quant,

@@ -32,7 +32,7 @@ from .steptime import StepModel
 
 
 @dataclass(frozen=True, kw_only=True)
-class Engine:
+class Scheduler:
     kv_blocks: int
     block_tokens: int = 16
     max_num_seqs: int = 256
@@ -41,13 +41,13 @@ class Engine:
     reserve_full_sequence: bool = False  # vLLM 0.19+: admit a waiting request only if its whole sequence fits
 
 
-def vllm_engine(s, mem, *, chunked_prefill: bool = True) -> Engine:
+def vllm_scheduler(s, mem, *, chunked_prefill: bool = True) -> Scheduler:
     """The scheduler of ``s``'s vLLM release over the KV pool and limits its startup ``mem`` gives
-    (:func:`gpuplan.memory.runtimes.vllm.startup_memory`)."""
+    (:func:`gpuplan.engines.vllm.startup_memory`)."""
     from .. import overheads as oh
-    from ..memory.runtimes import vllm
+    from ..engines import vllm
 
-    return Engine(kv_blocks=mem.num_blocks, block_tokens=oh.VLLM_BLOCK_TOKENS, max_num_seqs=mem.limits.max_num_seqs,
+    return Scheduler(kv_blocks=mem.num_blocks, block_tokens=oh.VLLM_BLOCK_TOKENS, max_num_seqs=mem.limits.max_num_seqs,
                   max_num_batched_tokens=mem.limits.max_num_batched_tokens, chunked_prefill=chunked_prefill,
                   reserve_full_sequence=vllm.reserve_full_sequence(s))
 
@@ -83,7 +83,7 @@ def arrivals(rate_rps: float, n: int, burstiness: float, rng) -> np.ndarray:
     return np.cumsum(gaps) - gaps[0]
 
 
-def simulate(model: StepModel, engine: Engine, arrive: np.ndarray, prompt: np.ndarray, output: np.ndarray,
+def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np.ndarray, output: np.ndarray,
              shared_prefix: int = 0, max_steps: int = 2_000_000, max_concurrency: int | None = None,
              prefix_hits: np.ndarray | None = None, cached_blocks: int = 0) -> Outcome:
     """Serve the requests; returns per-request latencies (requests that never fit the pool are dropped and

@@ -25,8 +25,8 @@ from typing import Any
 
 from .. import overheads as oh
 from ..errors import GpuplanError
-from ..estimate import estimate
 from ..model.catalog import load_model
+from ..plan.estimate import estimate
 from ..scenario import Scenario, scenario_from
 
 GIB = 2**30

@@ -35,12 +35,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import GpuplanError
-from ..memory.state import PEFT_MAMBA_REFUSED, PEFT_MAMBA_TYPES
 from ..model.catalog import load_model
 from ..model.modules import decoder_layers, is_tower
 from ..model.spec import ModelSpec
 from ..model.trace import cache_layer_tensors, instantiate, new_cache, quiet
 from ..scenario import Scenario, scenario_from
+from ..tensors.state import PEFT_MAMBA_REFUSED, PEFT_MAMBA_TYPES
 from . import depth, stacks
 from .depth import cut_config
 
@@ -309,7 +309,7 @@ def build(s: Scenario, m: ModelSpec, config: dict[str, Any], notes: list[str]):
     mixed = s.precision.endswith("-mixed")
     full = s.task == "train" and s.method == "full"
     dtype = torch.float32 if (full and mixed) else compute
-    from ..memory import attention_kernel
+    from ..tensors.state import attention_kernel
 
     attention = {"flash": "sdpa"}.get(attention_kernel(s, m), attention_kernel(s, m))
     if s.attention == "flash":
@@ -555,11 +555,11 @@ def train_steps(s: Scenario, m: ModelSpec, model, tracker, notes: list[str], dev
     mixed = s.precision.endswith("-mixed")
     compute = _dtype(s.precision.split("-")[0]) if mixed else None
     autocast = (lambda: torch.autocast(device, dtype=compute)) if mixed else contextlib.nullcontext
-    from ..memory.runtimes import runtime_for
+    from ..stacks import stack_for
 
     # the HF Trainer's compute_loss drops the model output before the backward; a plain loop (Answer.AI
     # fsdp_qlora's train.py) keeps ``output`` until the optimizer has stepped
-    holds_output = runtime_for(s).holds_output
+    holds_output = stack_for(s).holds_output
     tokens, output = 0, None
     for step in range(2):
         micro_steps = 1 if step == 0 else min(s.grad_accum_steps, 2)

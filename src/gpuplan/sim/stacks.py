@@ -138,7 +138,7 @@ def _torchtune(s: Scenario, m: ModelSpec, layers: int, notes: list[str]):
 
 
 def _torchtune_targets(s: Scenario, m: ModelSpec) -> dict[str, Any]:
-    from ..memory import lora_targets
+    from ..tensors.state import lora_targets
 
     names = lora_targets(s, m)
     attn = [t for hf, t in (("q_proj", "q_proj"), ("k_proj", "k_proj"), ("v_proj", "v_proj"),
@@ -467,9 +467,9 @@ def _decoder_layers(model):
 
 
 def offload_resident(s: Scenario) -> int:
-    from ..memory.runtimes import runtime_for
+    from ..stacks import stack_for
 
-    return runtime_for(s).offload_resident_layers
+    return stack_for(s).offload_resident_layers
 
 
 __all__ = ["OWN_MODELS", "build_own", "check", "fused_loss", "offload_resident", "offloading", "patch_hf",

@@ -3,7 +3,7 @@
 Training FLOPs per token: ``6·N + 12·L·a·d·s`` where ``N`` counts the parameters a token multiplies (active
 parameters without the input embedding lookup) and the second term is attention's score and value matmuls over
 ``s`` keys (a sliding window caps ``s``). Recomputation adds the forward work the stack's checkpointing runs
-again (:meth:`~gpuplan.memory.runtimes.Runtime.recompute`): full checkpointing one forward (``+2·N + 4·L·a·d·s``,
+again (:meth:`~gpuplan.stacks.Stack.recompute`): full checkpointing one forward (``+2·N + 4·L·a·d·s``,
 i.e. 8/6; Chen et al. 2016), of the checkpointed share of the layers with ``checkpoint_every``; torchtitan's and
 torchtune's per-op selective policy the forward of the matmuls it does not save (every second one: ``+2·N_re``)
 and no attention (its output is on the save list). LoRA/QLoRA skip the weight gradients of the frozen base: the
@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..memory.runtimes import runtime_for
 from ..model import ModelSpec
 from ..model.layers import Layer
 from ..scenario import Scenario
+from ..stacks import stack_for
 
 
 def matmul_params(m: ModelSpec) -> int:
@@ -51,7 +51,7 @@ def training_flops_per_token(s: Scenario, m: ModelSpec) -> float:
     n = matmul_params(m)
     attention = attention_flops_per_token(m, s.seq_len)
     dense = 6 * n if s.method == "full" else 4 * n
-    rc = runtime_for(s).recompute(s, m)
+    rc = stack_for(s).recompute(s, m)
     if rc.selective:
         dense += 2 * active_params_of(m, rc.linears)
     else:

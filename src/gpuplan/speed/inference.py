@@ -28,12 +28,14 @@ import math
 from dataclasses import dataclass
 
 from .. import overheads as oh
+from ..engines import vllm
 from ..hardware import GpuSpec, Network
-from ..memory import attention_kernel, inference_memory, kv_bytes_per_sequence, weight_format
-from ..memory.runtimes import vllm
+from ..memory import inference_memory
 from ..model import gguf
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
+from ..tensors.kv import kv_bytes_per_sequence
+from ..tensors.state import attention_kernel, weight_format
 from .breakdown import Speed
 from .comms import Link, all_reduce_s, intra_node_link
 from .gemm import bandwidth, gemm_time_s, peak_flops, streaming_bandwidth

@@ -6,7 +6,7 @@ One optimizer step is ``grad_accum_steps`` micro-steps plus the step's own fixed
   input gradient, weight gradient for trained weights), peft's adapter GEMMs, attention, element-wise traffic,
   the loss, QLoRA's dequantization of every 4-bit weight each time a pass uses it (memory-bound), fp8 casts of
   the linears' inputs (fp8 runs the linears only: attention and the rest stay 16-bit); and what the stack's
-  checkpointing runs again (:meth:`~gpuplan.memory.runtimes.Runtime.recompute`): the whole forward of the
+  checkpointing runs again (:meth:`~gpuplan.stacks.Stack.recompute`): the whole forward of the
   checkpointed layers under ``full`` (one layer in ``checkpoint_every``), under torchtitan's and torchtune's
   per-op ``selective`` policy the matmuls it does not save (every second one) and every element-wise op, not
   attention (``_save_list`` keeps SDPA's output) and not the reduce-scatters of tensor parallelism;
@@ -37,11 +37,11 @@ import math
 
 from .. import overheads as oh
 from ..hardware import GpuSpec, Network
-from ..memory import attention_kernel, lora_targets, weight_format
-from ..memory.runtimes import runtime_for
 from ..memory.training import offloaded_activation_bytes
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
+from ..stacks import stack_for
+from ..tensors.state import attention_kernel, lora_targets, weight_format
 from .breakdown import Speed
 from .comms import all_gather_s, all_reduce_s, intra_node_link, slowest_link
 from .flops import compute_dtype, training_flops_per_token
@@ -55,9 +55,9 @@ def stack_factor(s: Scenario) -> tuple[float, str]:
     The HF Trainer + peft stack is the baseline (1.0): every constant of this model was set against it and
     against plain-PyTorch stacks of the same eager kind (llm-foundry, Megatron). Stacks that compile or fuse
     (torchtitan, Unsloth, Liger) return their measured ratio: the stack's profile in
-    :mod:`gpuplan.memory.runtimes` (``step_time_factor``, from each project's published benchmarks).
+    :mod:`gpuplan.stacks` (``step_time_factor``, from each project's published benchmarks).
     """
-    factor, why = runtime_for(s).step_time_factor(s)
+    factor, why = stack_for(s).step_time_factor(s)
     return factor, (f"{s.framework} step time x{factor:.2f}: {why}" if why else "")
 
 
@@ -65,7 +65,7 @@ def _trainable(s: Scenario, m: ModelSpec) -> float:
     """Parameters with gradients and optimizer states (LoRA: the adapters, ~1 % of the base or fewer)."""
     if s.method == "full":
         return float(m.params_total)
-    from ..memory import adapts_experts, lora_params
+    from ..tensors.state import adapts_experts, lora_params
 
     return float(lora_params(m, lora_targets(s, m), s.lora_rank, adapts_experts(s, m)))
 
@@ -97,7 +97,7 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
     tp, pp, dp, accum = s.tp, s.pp, s.dp, s.grad_accum_steps
     share = 1 / pp  # each pipeline stage holds this share of the layers
     tokens = s.micro_batch_size * s.seq_len
-    rc = runtime_for(s).recompute(s, m)
+    rc = stack_for(s).recompute(s, m)
     full = s.method == "full"
     kernel = attention_kernel(s, m)
     assumptions: list[str] = []
@@ -105,7 +105,7 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
     # ---- GPU work of one micro-step ------------------------------------------------------------------
     act_bytes = 1.0 if dtype == "fp8" else (4.0 if dtype == "tf32" else 2.0)
     forward = linears_s(m, gpu, dtype, tokens, tp=tp, layers=share, act_bytes=act_bytes, weight_bytes=act_bytes)
-    # recomputation (the stack's checkpointing, runtimes' Recompute): the re-run linears' GEMMs; a selective policy
+    # recomputation (the stack's checkpointing, its Recompute): the re-run linears' GEMMs; a selective policy
     # keeps attention's output and re-runs the element-wise ops and adapters, full checkpointing all of a layer
     if rc.selective:
         again = linears_s(m, gpu, dtype, tokens, tp=tp, layers=share, act_bytes=act_bytes, weight_bytes=act_bytes,
@@ -124,7 +124,7 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
     attention *= 1 + attention_again + (oh.ATTENTION_BACKWARD_FLOP_RATIO if kernel != "eager" else 2)
     elementwise = elementwise_s(m, gpu, tokens, tp=tp, layers=share) * (1 + rest_again
                                                                          + oh.ELEMENTWISE_BACKWARD_RATIO)
-    if dtype == "fp8":  # Transformer Engine fuses the norms and casts into its linears
+    if dtype == "fp8":  # Transformer Sharding fuses the norms and casts into its linears
         elementwise *= oh.FP8_ELEMENTWISE_FACTOR
     elementwise += loss_s(m, gpu, tokens, tp=tp) * share
     extra = 0.0
@@ -140,7 +140,7 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
         extra += per_pass * (2 + again_share)
         assumptions.append(f"QLoRA dequantizes the 4-bit base on each of {2 + again_share:.3g} passes per "
                            f"micro-step ({per_pass * 1e3:.1f} ms each, memory-bound)")
-    if dtype == "fp8":  # Transformer Engine / torchao cast the linears' inputs to fp8 each pass
+    if dtype == "fp8":  # Transformer Sharding / torchao cast the linears' inputs to fp8 each pass
         inputs = {layer: sum(lin.in_features for lin in layer.linears) for layer, _ in m.layer_kinds()}
         cast = tokens * sum(c * inputs[layer] for layer, c in m.layer_kinds())
         again_share = rc.layers if not rc.selective else tokens * sum(
@@ -155,7 +155,7 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
     n_lora = len({lin.name for layer, _ in m.layer_kinds() for lin in layer.linears if lin.name in targets})
     ops = eager_ops_per_layer(n_lora) * layers_here
     host = ops * oh.EAGER_OP_OVERHEAD_S * (1 + rest_again) + ops * oh.BACKWARD_OPS_RATIO * oh.AUTOGRAD_OP_OVERHEAD_S
-    deepspeed_zero3 = s.sharding_engine == "deepspeed" and s.resolved_strategy == "zero3"
+    deepspeed_zero3 = s.sharding == "deepspeed" and s.resolved_strategy == "zero3"
     if deepspeed_zero3:
         host += layers_here * (2 + rc.layers) * oh.ZERO3_HOOK_S_PER_LAYER_PASS
     factor, why = stack_factor(s)
@@ -180,7 +180,7 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
     backward_time = 2 * forward_time
     strategy = s.resolved_strategy
     trainable = _trainable(s, m)
-    grad_bytes = 2.0 if s.sharding_engine == "deepspeed" else (
+    grad_bytes = 2.0 if s.sharding == "deepspeed" else (
         4.0 if s.precision.endswith("mixed") else 2.0)
     grads = trainable * grad_bytes / (tp * pp)
     gather = reduce = 0.0

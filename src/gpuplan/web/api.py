@@ -15,11 +15,11 @@ from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import UnknownNameError
-from ..estimate import estimate
 from ..hardware import gpus, load_gpu
 from ..model.catalog import bundled, load_model
 from ..model.quant import QUANT_FORMATS
 from ..model.report import model_summary
+from ..plan.estimate import estimate
 from ..plan.gpus import cheapest_rentals, gpu_row
 from ..plan.recommend import Constraints, Recommendation, parse_have, recommend
 from ..result import Result

@@ -15,8 +15,8 @@ import annotated_types as at
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
-from .. import scenario
 from ..scenario import Scenario
+from ..scenario import fields as scenario
 
 # Shown first, in this order (names the model lacks are skipped: `framework` appears once it exists).
 PRIMARY = ("model", "task", "method", "framework", "precision", "quant", "seq_len", "micro_batch_size",

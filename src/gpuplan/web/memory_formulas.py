@@ -8,11 +8,11 @@ from __future__ import annotations
 import math
 
 from .. import overheads as oh
+from ..engines import llama_cpp
 from ..hardware import DRIVER_RESERVE, ECC_INBAND_RESERVE, REPORTED_USABLE_GIB
-from ..memory import weight_format
-from ..memory.inference import kv_dtype_bytes
-from ..memory.runtimes import llama_cpp
 from ..model.quant import make_format
+from ..tensors.kv import kv_dtype_bytes
+from ..tensors.state import weight_format
 from .formula import GIB, Constant, Context, Formula, count, gib
 
 
@@ -30,7 +30,7 @@ def weights(x: Context) -> Formula:
         parts = {k: v for k, v in m.weight_bytes(fmt, skip=skip).items() if v}
         params = m.params_breakdown()
         host = s.task == "infer" and s.engine == "llama.cpp" and not m.tie_word_embeddings
-        if host:  # llama.cpp keeps the token embedding in host memory (memory/runtimes/llama_cpp.py)
+        if host:  # llama.cpp keeps the token embedding in host memory (engines/llama_cpp.py)
             parts.pop("embeddings", None)
         base = sum(parts.values())
         terms = " + ".join(f"{k} {count(params[k])} x {v / params[k]:.3g} B" for k, v in parts.items() if params[k])
@@ -181,7 +181,7 @@ def kv_cache(x: Context) -> Formula:
 
 
 def _vllm_pool(x: Context) -> Formula:
-    """vLLM gives the KV cache what its budget leaves (memory/runtimes/vllm.py ``startup_memory``)."""
+    """vLLM gives the KV cache what its budget leaves (engines/vllm.py ``startup_memory``)."""
     mem, eng = x.r.memory, x.r.memory.engine
     requested = eng["requested_gib"]
     rest = mem.weights_gib + mem.activations_gib + sum(mem.other.values())
@@ -200,8 +200,8 @@ def _vllm_pool(x: Context) -> Formula:
 
 def _sglang_pool(x: Context) -> Formula:
     """SGLang's token pool: what the weights leave once the reserve is set aside, in whole tokens
-    (memory/runtimes/sglang.py ``profile_max_num_token``)."""
-    from ..memory.runtimes.sglang import cell_bytes
+    (engines/sglang.py ``profile_max_num_token``)."""
+    from ..engines.sglang import cell_bytes
 
     mem, eng = x.r.memory, x.r.memory.engine
     cell = cell_bytes(x.s, x.m)

@@ -6,10 +6,10 @@ The rules are those of :mod:`gpuplan.speed` and :mod:`gpuplan.market.cost`, writ
 from __future__ import annotations
 
 from .. import overheads as oh
-from ..memory.runtimes import Recompute, runtime_for
 from ..speed import compute_dtype, matmul_params
 from ..speed.flops import active_params_of
 from ..speed.gemm import peak_flops
+from ..stacks import Recompute, stack_for
 from .accuracy import price_accuracy, speed_accuracy
 from .formula import Constant, Context, Formula, count
 
@@ -21,7 +21,7 @@ def _flops_per_token(x: Context, recompute: bool = True) -> tuple[float, str]:
                     for layer in m.layers)
     k = 6 if s.method == "full" else 4
     dense, again = k * n, ""
-    rc = runtime_for(s).recompute(s, m) if recompute else Recompute()
+    rc = stack_for(s).recompute(s, m) if recompute else Recompute()
     if rc.selective:  # the matmuls the stack's per-op policy does not save
         re_run = active_params_of(m, rc.linears)
         dense += 2 * re_run

@@ -12,13 +12,13 @@ one unit ahead); the backward reduce-scatters one unit's unsharded gradient at a
 
 from __future__ import annotations
 
-from ...model.spec import ModelSpec
-from ...scenario import Scenario
-from .base import Runtime, State
-from .engine import Engine
+from ..model.spec import ModelSpec
+from ..scenario import Scenario
+from ..stacks.base import Stack, State
+from .base import Sharding
 
 
-class Fsdp(Engine):
+class Fsdp(Sharding):
     name = "fsdp"
     autocasts_fp32_weights = False  # the mixed-precision policy casts the gathered weights to bf16
     reduce_bytes = 0  # bytes per element of an extra reduce-scatter copy in the reduce dtype (0: none)
@@ -36,7 +36,7 @@ class Fsdp(Engine):
             st.gradients = 0.0
         super().offload(s, st)
 
-    def unit_bytes(self, s: Scenario, m: ModelSpec, rt: Runtime) -> tuple[float, float]:
+    def unit_bytes(self, s: Scenario, m: ModelSpec, rt: Stack) -> tuple[float, float]:
         """(parameter bytes, trainable parameters) of the largest decoder-layer unit, unsharded."""
         tp_pp = 1 / (s.tp * s.pp)
         if s.method == "full":
@@ -50,7 +50,7 @@ class Fsdp(Engine):
     def root_params(self, m: ModelSpec) -> int:
         return m.vocab_size * m.embedding_dim * (1 if m.tie_word_embeddings else 2) + m.final_norm_params
 
-    def buffers(self, s: Scenario, m: ModelSpec, rt: Runtime, st: State) -> dict[str, float]:
+    def buffers(self, s: Scenario, m: ModelSpec, rt: Stack, st: State) -> dict[str, float]:
         tp_pp = 1 / (s.tp * s.pp)
         root_bytes = 4 if rt.fp32_upcast(s) or s.precision == "fp32" else s.compute_bytes
         unit, unit_trainable = self.unit_bytes(s, m, rt)

@@ -1,24 +1,24 @@
 """``estimate(scenario) -> Result``: validate, estimate memory per GPU, say what fits and what would.
 
 The result is the one output of design.md: the scenario as resolved (the card- and count-dependent defaults of
-:mod:`gpuplan.resolve` filled in, and said in one line), model facts, the memory breakdown with three peak levels,
-and, when it does not fit, the changes that would (single ones, and the smallest combination when none is enough).
-A job that does not fit is not priced.
+:mod:`gpuplan.scenario.resolve` filled in, and said in one line), model facts, the memory breakdown with three peak
+levels, and, when it does not fit, the changes that would (single ones, and the smallest combination when none is
+enough). A job that does not fit is not priced.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .errors import UnknownNameError
-from .hardware import GpuSpec, resolve_gpu
-from .memory import check, memory_report
-from .model.catalog import load_model
-from .model.report import inexact_warning
-from .model.spec import ModelSpec
-from .resolve import describe, resolve
-from .result import ModelFacts, Result
-from .scenario import INFER_ONLY, TRAIN_ONLY, Scenario, scenario_from
+from ..errors import UnknownNameError
+from ..hardware import GpuSpec, resolve_gpu
+from ..memory import check, memory_report
+from ..model.catalog import load_model
+from ..model.report import inexact_warning
+from ..model.spec import ModelSpec
+from ..result import ModelFacts, Result
+from ..scenario import INFER_ONLY, TRAIN_ONLY, Scenario, scenario_from
+from ..scenario.resolve import describe, resolve
 
 
 def _model_facts(m: ModelSpec, trainable: int) -> ModelFacts:
@@ -44,7 +44,7 @@ def estimate(scenario: Scenario | dict[str, Any], *, advise: bool = True) -> Res
     if inexact:
         warnings.insert(0, inexact)
     e, report = memory_report(s, m, gpu)
-    from .stacks import defaults_in_force
+    from ..scenario.stacks import defaults_in_force
 
     stack_defaults = defaults_in_force(s)
     result = Result(scenario=_normalized(s), resolved=describe(s, m), model=_model_facts(
@@ -52,7 +52,7 @@ def estimate(scenario: Scenario | dict[str, Any], *, advise: bool = True) -> Res
         defaults=[*([gpu_note] if gpu_note else []), *m.notes, *defaults],
         assumptions=([stack_defaults] if stack_defaults else []) + e.assumptions, warnings=warnings + e.warnings)
     if gpu and advise:
-        from .plan.advice import largest_fitting, suggestions
+        from .advice import largest_fitting, suggestions
 
         report.max_batch_size, report.max_seq_len = largest_fitting(s, m, gpu)
         if not report.fits:
@@ -69,9 +69,10 @@ def _speed_and_cost(result: Result, s: Scenario, m: ModelSpec, gpu: GpuSpec, tra
     job does not fit): speed only."""
     from dataclasses import asdict
 
-    from .market.store import load_offers
-    from .plan.pricing import matching, price
-    from .speed import speed_of
+    from ..market.choice import matching
+    from ..market.store import load_offers
+    from ..speed import speed_of
+    from .pricing import price
 
     offers = load_offers()
     if s.provider and s.provider not in {o.provider for o in offers}:
@@ -106,7 +107,7 @@ def _speed_and_cost(result: Result, s: Scenario, m: ModelSpec, gpu: GpuSpec, tra
 
 def _normalized(s: Scenario) -> dict[str, Any]:
     data = s.model_dump()
-    data["strategy"] = s.sharding_engine if s.sharding_engine.startswith("fsdp") else s.resolved_strategy
+    data["strategy"] = s.sharding if s.sharding.startswith("fsdp") else s.resolved_strategy
     for key in TRAIN_ONLY if s.task == "infer" else INFER_ONLY:
         data.pop(key, None)
     return data

@@ -1,7 +1,7 @@
 """The Hugging Face stack: transformers' modules, peft's adapters, the Trainer's autocast, accelerate or DeepSpeed.
 
-Everything :class:`~gpuplan.memory.runtimes.base.Runtime` does by default is this stack (the layer rules are in
-:mod:`gpuplan.memory.activations`, checked against the fake-tensor simulation of transformers' own code). Two
+Everything :class:`~gpuplan.stacks.base.Stack` does by default is this stack (the layer rules are in
+:mod:`gpuplan.tensors.activations`, checked against the fake-tensor simulation of transformers' own code). Two
 switches change its kernels: ``Trainer(use_liger_kernel=True)`` (``loss: fused-linear``) patches in Liger's fused
 linear cross-entropy, RMSNorm, SwiGLU and RoPE (``liger_kernel.transformers._apply_liger_kernel_to_instance``,
 all four on by default), and ``torch_compile=True`` (``compile: true``) lets inductor fuse the same elementwise
@@ -10,11 +10,11 @@ chains.
 
 from __future__ import annotations
 
-from ...scenario import Scenario
-from .base import Runtime
+from ..scenario import Scenario
+from .base import Stack
 
 
-class Hf(Runtime):
+class Hf(Stack):
     name = "hf"
 
     def fused(self, s: Scenario) -> bool:

@@ -6,17 +6,17 @@ from torchtune (``activation_offloading: true``).
 Liger's kernels (linkedin/Liger-Kernel ``src/liger_kernel/ops``): RMSNorm saves its input and an fp32 ``rstd`` per
 row (``rms_norm.py``), not transformers' fp32 copy of the input; SwiGLU saves gate and up and recomputes
 ``silu(gate)`` (``swiglu.py`` ``LigerSiLUMulFunction``); RoPE rotates q and k in place (``rope.py``); the fused
-linear cross-entropy never makes the logits (:func:`~gpuplan.memory.runtimes.base.liger_fused_linear`).
+linear cross-entropy never makes the logits (:func:`~gpuplan.stacks.base.liger_fused_linear`).
 """
 
 from __future__ import annotations
 
-from ...model.spec import ModelSpec
-from ...scenario import Scenario
-from .. import activations as act
+from ..model.spec import ModelSpec
+from ..scenario import Scenario
+from ..tensors import activations as act
 from .base import LossBytes
 from .hf import Hf
-from .torchtune import chunked_loss
+from .native import chunked_loss
 
 
 class Axolotl(Hf):

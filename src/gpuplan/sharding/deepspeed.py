@@ -10,15 +10,15 @@ integration sets "auto" (``transformers/integrations/deepspeed.py``).
 
 from __future__ import annotations
 
-from ... import overheads as oh
-from ...model.spec import ModelSpec
-from ...scenario import Scenario
-from ..state import optimizer_state_bytes
-from .base import Runtime, State
-from .engine import Engine
+from .. import overheads as oh
+from ..model.spec import ModelSpec
+from ..scenario import Scenario
+from ..stacks.base import Stack, State
+from ..tensors.state import optimizer_state_bytes
+from .base import Sharding
 
 
-class DeepSpeed(Engine):
+class DeepSpeed(Sharding):
     name = "deepspeed"
     autocasts_fp32_weights = False
 
@@ -26,7 +26,7 @@ class DeepSpeed(Engine):
         n, stage = s.dp, s.resolved_strategy
         return (n if stage == "zero3" else 1, n if stage in ("zero2", "zero3") else 1, n)
 
-    def state(self, s: Scenario, m: ModelSpec, rt: Runtime) -> State:
+    def state(self, s: Scenario, m: ModelSpec, rt: Stack) -> State:
         if s.method != "full" or not s.precision.endswith("-mixed"):
             st = super().state(s, m, rt)
             if s.method == "full":
@@ -51,7 +51,7 @@ class DeepSpeed(Engine):
             st.cpu += st.gradients  # ZeRO-Offload keeps the fp32 gradient partition on the CPU
         super().offload(s, st)
 
-    def buffers(self, s: Scenario, m: ModelSpec, rt: Runtime, st: State) -> dict[str, float]:
+    def buffers(self, s: Scenario, m: ModelSpec, rt: Stack, st: State) -> dict[str, float]:
         out = {"ZeRO communication buckets": 2 * 2 * oh.deepspeed_bucket_elements(m.hidden_size)}
         if s.resolved_strategy != "zero3":
             return out

@@ -34,13 +34,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ... import overheads as oh
-from ...hardware import GpuSpec
-from ...model.spec import ModelSpec
-from ...scenario import Scenario
-from ..breakdown import GIB
-from ..inference import kv_dtype_bytes
-from ..state import weight_format
+from .. import overheads as oh
+from ..hardware import GpuSpec
+from ..model.spec import ModelSpec
+from ..scenario import Scenario
+from ..tensors.breakdown import GIB
+from ..tensors.kv import kv_dtype_bytes
+from ..tensors.state import weight_format
 from .vllm import cuda_total_gib, version_tuple
 
 HEURISTIC_FROM = (0, 5, 3)  # the first release with PR #10975's reserve (2025-10)

@@ -20,16 +20,16 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ... import overheads as oh
-from ...model.spec import ModelSpec
-from ...scenario import Scenario
-from .. import activations as act
-from .base import LossBytes, Runtime
+from .. import overheads as oh
+from ..model.spec import ModelSpec
+from ..scenario import Scenario
+from ..tensors import activations as act
+from .base import LossBytes, Stack
 
 FUSED_LOSS_MAX_GIB = 4.0  # unsloth-zoo fused_losses: target_gb = min(0.5 x free, 4.0)
 
 
-class Unsloth(Runtime):
+class Unsloth(Stack):
     name = "unsloth"
     offload_resident_layers = 3  # the last layer's input and two reload buffers
     saves_4bit_inputs = False

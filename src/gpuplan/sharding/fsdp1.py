@@ -18,17 +18,17 @@ Differences from FSDP2 that cost memory:
 
 from __future__ import annotations
 
-from ...model.spec import ModelSpec
-from ...scenario import Scenario
-from ..breakdown import Estimate
-from .base import Runtime, State
+from ..model.spec import ModelSpec
+from ..scenario import Scenario
+from ..stacks.base import Stack, State
+from ..tensors.breakdown import Estimate
 from .fsdp import Fsdp
 
 
 class Fsdp1(Fsdp):
     name = "fsdp1"
 
-    def buffers(self, s: Scenario, m: ModelSpec, rt: Runtime, st: State) -> dict[str, float]:
+    def buffers(self, s: Scenario, m: ModelSpec, rt: Stack, st: State) -> dict[str, float]:
         out = super().buffers(s, m, rt, st)
         if s.method == "qlora" and (s.quant or "nf4") in ("nf4", "fp4"):
             fmt, skip = rt.base_format(s, m)
@@ -40,7 +40,7 @@ class Fsdp1(Fsdp):
                 out["bitsandbytes quant_state (FSDP1 does not shard or offload it)"] = kept
         return out
 
-    def fragmentation(self, s: Scenario, m: ModelSpec, rt: Runtime, e: Estimate) -> float:
+    def fragmentation(self, s: Scenario, m: ModelSpec, rt: Stack, e: Estimate) -> float:
         """The side streams' cached blocks: one unit's parameters (all-gather stream, beyond those in flight) and
         one unit's gradient (reduce-scatter stream); with CPU offload, the pre-unshard stream's copies of the
         shards brought to the GPU for the all-gathers (``FlatParamHandle.pre_unshard`` ``flat_param_to(device)``,

@@ -21,38 +21,16 @@ What differs from the HF stack, with the code that does it:
 
 from __future__ import annotations
 
-from ...model.spec import ModelSpec
-from ...scenario import Scenario
-from .. import activations as act
-from .base import LossBytes, Runtime
-from .torchtitan import op_sac_bytes, op_sac_recomputed
+from dataclasses import replace
+
+from ..model.spec import ModelSpec
+from ..scenario import Scenario
+from ..tensors import activations as act
+from .base import LossBytes
+from .native import OpSelective, chunked_loss
 
 
-def chunked_loss(m: ModelSpec, setup: act.ActivationSetup, chunks: int, *, compiled: bool) -> LossBytes:
-    """``CEWithChunkedOutputLoss``: each of ``chunks`` sequence chunks is projected to 16-bit logits (all alive as
-    the model's output until the recipe's ``del logits``) and upcast one at a time. Eager, each chunk's fp32
-    log-softmax is saved (4 bytes per logit) and the backward makes two fp32 gradients and a 16-bit one per chunk;
-    compiled (``compile_loss``), inductor fuses the upcast into the kernel and saves the 16-bit chunk instead.
-    When the head trains, each chunk's matmul makes a whole ``V x h`` weight gradient that autograd sums out of
-    place into the previous chunks' (the simulation shows three alive at once), next to the chunk's logit
-    gradient."""
-    TV = setup.tokens * m.vocab_size / setup.tp
-    c = setup.compute_bytes
-    saved = c * TV if compiled else 4 * TV
-    # the loss backward runs chunk by chunk, then the chunks' matmul backwards: by then the saved tensors are
-    # freed and every chunk's 16-bit logit gradient waits; the head's weight gradients pile up, three at once
-    # when the second chunk's is summed into the first's, with the other chunks' logit gradients still waiting
-    per_chunk = ((4 + c) if compiled else (8 + c)) * TV / chunks
-    backward = per_chunk
-    if setup.base_trainable and chunks > 1:
-        head = 3 * c * m.vocab_size * m.embedding_dim / setup.tp
-        backward = max(per_chunk, c * TV * (chunks - 2) / chunks + head - saved)
-    if compiled:
-        return LossBytes(saved=saved, forward=0.0, backward=backward)
-    return LossBytes(saved=saved, forward=c * TV + 4 * TV / chunks, backward=backward)
-
-
-class Torchtune(Runtime):
+class Torchtune(OpSelective):
     name = "torchtune"
     saves_4bit_inputs = False
     offload_resident_layers = 5  # OffloadActivations(max_fwd_stash_size=5): the last five stay on the GPU
@@ -61,15 +39,7 @@ class Torchtune(Runtime):
         return False
 
     def setup(self, s: Scenario, m: ModelSpec, autocast_fp32: bool) -> act.ActivationSetup:
-        from dataclasses import replace
-
         return replace(super().setup(s, m, autocast_fp32), kv_expanded=True)
-
-    def selective(self, layer, m: ModelSpec, setup: act.ActivationSetup) -> float:
-        return op_sac_bytes(layer, m, setup)
-
-    def selective_recomputed(self, layer) -> frozenset[str]:
-        return op_sac_recomputed(layer)
 
     def loss(self, s: Scenario, m: ModelSpec, setup: act.ActivationSetup, lm_head_cast: bool,
              capacity: float | None) -> LossBytes:

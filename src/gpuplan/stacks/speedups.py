@@ -1,7 +1,7 @@
 """How much faster or slower each stack's techniques make a training step than the HF stack's eager step at the
 same FLOPs, from each project's own published benchmarks (their conditions quoted). The speed model
 (:mod:`gpuplan.speed.training`) multiplies the micro-steps' work by :func:`step_time_factor`; what a stack's
-checkpointing runs again (:meth:`Runtime.recompute <gpuplan.memory.runtimes.base.Runtime.recompute>`) is work
+checkpointing runs again (:meth:`Stack.recompute <gpuplan.stacks.base.Stack.recompute>`) is work
 the speed model counts itself, as is the PCIe time of activation offloading's copies where they outlast the pass
 they hide behind, so neither has a factor here beyond offloading's measured residual.
 
@@ -23,7 +23,7 @@ they hide behind, so neither has a factor here beyond offloading's measured resi
 
 from __future__ import annotations
 
-from ...scenario import Scenario
+from ..scenario import Scenario
 
 COMPILE = {"torchtitan": 5762 / 6667}  # others: torchtune's single-GPU measurement
 COMPILE_DEFAULT = 7075 / 8998

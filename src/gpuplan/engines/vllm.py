@@ -43,13 +43,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from ... import overheads as oh
-from ...hardware import GpuSpec
-from ...model.layers import Layer
-from ...model.spec import ModelSpec
-from ...scenario import Scenario
-from ..breakdown import GIB
-from ..state import weight_format
+from .. import overheads as oh
+from ..hardware import GpuSpec
+from ..model.layers import Layer
+from ..model.spec import ModelSpec
+from ..scenario import Scenario
+from ..tensors.breakdown import GIB
+from ..tensors.state import weight_format
 
 CURRENT_VERSION = "0.33.0"
 
@@ -271,7 +271,7 @@ def cudagraph_estimate(m: ModelSpec, lim: Limits, tp: int, gpu: GpuSpec | None) 
 def layer_page_bytes(s: Scenario, m: ModelSpec, layer: Layer, block: int) -> float:
     """Bytes of one block of one layer on one GPU, from the per-layer cache function (KV heads split over TP,
     MLA latent replicated, fp8 / int8 KV with their scales)."""
-    from ..inference import kv_bytes_per_sequence
+    from ..tensors.kv import kv_bytes_per_sequence
 
     return kv_bytes_per_sequence(s, m, block, layers=(layer,))
 

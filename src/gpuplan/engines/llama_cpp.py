@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import math
 
-from ... import overheads as oh
-from ...model.quant import Format
-from ...model.spec import ModelSpec
-from ...scenario import Scenario
-from ..breakdown import GIB, Estimate
+from .. import overheads as oh
+from ..model.quant import Format
+from ..model.spec import ModelSpec
+from ..scenario import Scenario
+from ..tensors.breakdown import GIB, Estimate
 
 # families whose windowed layers llama.cpp caches in a second, window-sized cache (llama_kv_cache_iswa; Llama 4's
 # chunked attention is its LLAMA_SWA_TYPE_CHUNKED)

@@ -3,7 +3,7 @@ run, and which memory statistic its own logs print.
 
 A field left unset takes the stack's default; a field set explicitly wins, unless the stack cannot run it, in
 which case the scenario is refused with one sentence. How each stack spends memory (what it stores, shards, saves
-for backward and materializes in the loss) is in :mod:`gpuplan.memory.runtimes`; this module is the interface.
+for backward and materializes in the loss) is in :mod:`gpuplan.stacks`; this module is the interface.
 
 Sources of the defaults (the recipes people run):
 
@@ -48,7 +48,7 @@ TECHNIQUES = ("precision", "grad_checkpointing", "qlora_fp32_upcast", "loss", "l
 
 
 @dataclass(frozen=True, kw_only=True)
-class Stack:
+class Recipe:
     """One training stack: its defaults, what ``strategy: fsdp`` means in it, the statistic its logs print."""
 
     name: str
@@ -156,29 +156,29 @@ def _refuse_pytorch(s) -> str | None:
 BASE = {"precision": "bf16-mixed", "grad_checkpointing": "none", "qlora_fp32_upcast": False, "loss": "full",
         "activation_offload": False, "compile": False, "optimizer_in_backward": False}
 
-STACKS: dict[str, Stack] = {s.name: s for s in (
-    Stack(name="hf", title="Hugging Face Trainer + peft + accelerate/DeepSpeed",
+RECIPES: dict[str, Recipe] = {s.name: s for s in (
+    Recipe(name="hf", title="Hugging Face Trainer + peft + accelerate/DeepSpeed",
           defaults={**BASE, "qlora_fp32_upcast": True}, fsdp="fsdp1",
           logs="none by default (torch.cuda.max_memory_allocated / max_memory_reserved if you log them)",
           logs_level="reserved", peft_adapters=True, refuse=_refuse_hf),
-    Stack(name="torchtune", title="torchtune recipes (pytorch/torchtune)",
+    Recipe(name="torchtune", title="torchtune recipes (pytorch/torchtune)",
           defaults={**BASE, "precision": "bf16-true", "grad_checkpointing": "full", "loss": "chunked"},
           fsdp="fsdp2", logs="peak_memory_active, peak_memory_alloc and peak_memory_reserved per log "
           "(training.get_memory_stats, reset after each log)", logs_level="allocated", peft_adapters=False,
           refuse=_refuse_torchtune),
-    Stack(name="torchtitan", title="torchtitan (pytorch/torchtitan)",
+    Recipe(name="torchtitan", title="torchtitan (pytorch/torchtitan)",
           defaults={**BASE, "grad_checkpointing": "selective"}, fsdp="fsdp2",
           logs="max reserved GiB per log window (DeviceMemoryMonitor, peak reset after each log)",
           logs_level="reserved", peft_adapters=False, refuse=_refuse_torchtitan),
-    Stack(name="unsloth", title="Unsloth (FastLanguageModel + TRL/HF Trainer)",
+    Recipe(name="unsloth", title="Unsloth (FastLanguageModel + TRL/HF Trainer)",
           defaults={**BASE, "grad_checkpointing": "full", "activation_offload": True, "loss": "fused-linear"},
           fsdp=None, logs="torch.cuda.max_memory_reserved in its notebooks ('Peak reserved memory')",
           logs_level="reserved", peft_adapters=True, refuse=_refuse_unsloth),
-    Stack(name="axolotl", title="axolotl (HF Trainer + its Liger plugin)",
+    Recipe(name="axolotl", title="axolotl (HF Trainer + its Liger plugin)",
           defaults={**BASE, "grad_checkpointing": "full", "loss": "fused-linear"},
           fsdp="fsdp1", logs="memory/max_mem_active, max_mem_allocated and device_mem_reserved per log step",
           logs_level="allocated", peft_adapters=True, refuse=_refuse_axolotl),
-    Stack(name="pytorch", title="a plain PyTorch loop over a transformers model (e.g. Answer.AI fsdp_qlora)",
+    Recipe(name="pytorch", title="a plain PyTorch loop over a transformers model (e.g. Answer.AI fsdp_qlora)",
           defaults={**BASE, "precision": "bf16-true"}, fsdp="fsdp1",
           logs="whatever your loop prints (Answer.AI fsdp_qlora: max_memory_reserved over epoch 0)",
           logs_level="reserved", peft_adapters=True, refuse=_refuse_pytorch),
@@ -190,7 +190,7 @@ def resolve(data: Mapping[str, Any]) -> dict[str, Any]:
 
     ``data`` holds the scenario's validated fields; the result holds only the fields to fill in.
     """
-    stack = STACKS[data["framework"]]
+    stack = RECIPES[data["framework"]]
     out: dict[str, Any] = {}
     for name, value in stack.defaults.items():
         if data.get(name) is None:
@@ -238,9 +238,9 @@ def refusal(s) -> str | None:
     if s.transformers_version is not None and s.framework in ("torchtune", "torchtitan", "unsloth"):
         return (f"framework {s.framework} computes the loss with its own code, not transformers': drop "
                 "transformers_version (it applies to hf, axolotl and pytorch)")
-    if s.strategy == "fsdp" and STACKS[s.framework].fsdp is None:
+    if s.strategy == "fsdp" and RECIPES[s.framework].fsdp is None:
         return f"framework {s.framework} does not shard with FSDP: use strategy single or ddp"
-    return STACKS[s.framework].refuse(s)
+    return RECIPES[s.framework].refuse(s)
 
 
 WHY = {  # the reason behind a default worth saying, by (framework, field, value)
@@ -270,4 +270,4 @@ def defaults_in_force(s) -> str | None:
         parts.append(text)
     if not parts:
         return None
-    return f"framework {s.framework} ({STACKS[s.framework].title}) sets the fields not given: " + ", ".join(parts)
+    return f"framework {s.framework} ({RECIPES[s.framework].title}) sets the fields not given: " + ", ".join(parts)

@@ -11,16 +11,16 @@ head's gradient waits for the embeddings' at the end of the backward (one reduce
 
 from __future__ import annotations
 
-from ...model.spec import ModelSpec
-from ...scenario import Scenario
-from .base import Runtime, State
+from ..model.spec import ModelSpec
+from ..scenario import Scenario
+from ..stacks.base import Stack, State
 from .fsdp import Fsdp
 
 
 class Fsdp2(Fsdp):
     name = "fsdp2"
 
-    def buffers(self, s: Scenario, m: ModelSpec, rt: Runtime, st: State) -> dict[str, float]:
+    def buffers(self, s: Scenario, m: ModelSpec, rt: Stack, st: State) -> dict[str, float]:
         self.reduce_bytes = 4 if s.precision.endswith("-mixed") else 0
         out = super().buffers(s, m, rt, st)
         if s.pp > 1:

@@ -37,7 +37,7 @@ class LaunchOptions:
 def backend(s: Scenario) -> str:
     """``none`` (one process), ``ddp``, ``deepspeed`` (ZeRO stages, or CPU offload on one GPU), ``fsdp1`` or
     ``fsdp2`` (the scenario's sharding engine: ``strategy fsdp`` is FSDP1 in the HF stack)."""
-    engine = s.sharding_engine
+    engine = s.sharding
     if engine in ("fsdp1", "fsdp2"):
         if s.offload == "optimizer":
             raise GpuplanError("FSDP offloads parameters, gradients and optimizer states together: set offload "

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .hardware import GpuSpec, short_id
-from .model.spec import ModelSpec
-from .scenario import Scenario
+from ..hardware import GpuSpec, short_id
+from ..model.spec import ModelSpec
+from .fields import Scenario
 
 STRATEGY_WORDS = {"single": "single GPU", "ddp": "DDP", "zero1": "ZeRO-1", "zero2": "ZeRO-2", "zero3": "ZeRO-3"}
 

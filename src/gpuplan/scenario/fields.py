@@ -15,9 +15,9 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from ..errors import GpuplanError, did_you_mean
+from ..model.quant import QUANT_FORMATS
 from . import stacks
-from .errors import GpuplanError, did_you_mean
-from .model.quant import QUANT_FORMATS
 
 Precision = Literal["bf16-mixed", "fp16-mixed", "bf16-true", "fp16-true", "fp32", "fp8-mixed"]
 Optimizer = Literal["adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "sgd-momentum", "adafactor", "lion"]
@@ -25,7 +25,7 @@ Optimizer = Literal["adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "sgd-momen
 
 class Scenario(BaseModel):
     """What the user wants to run, on what. Defaults follow the training stack named by ``framework`` (the Hugging
-    Face Trainer unless set; :mod:`gpuplan.stacks`) and vLLM. A technique field left unset (``None``) takes the
+    Face Trainer unless set; :mod:`gpuplan.scenario.stacks`) and vLLM. A technique field left unset (``None``) takes the
     stack's default when the scenario is built; ``model_fields_set`` keeps what was given explicitly."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
@@ -191,8 +191,8 @@ class Scenario(BaseModel):
         return scenario_from({**{k: getattr(self, k) for k in self.model_fields_set}, **update})
 
     @property
-    def stack(self) -> stacks.Stack:
-        return stacks.STACKS[self.framework]
+    def recipe(self) -> stacks.Recipe:
+        return stacks.RECIPES[self.framework]
 
     @property
     def world_size(self) -> int:
@@ -206,19 +206,19 @@ class Scenario(BaseModel):
     @property
     def resolved_strategy(self) -> str:
         """The sharding stage: ``single`` on one data-parallel rank, else ``ddp``, unless set; FSDP's FULL_SHARD
-        (fsdp, fsdp1, fsdp2) shards as ZeRO-3 does. :attr:`sharding_engine` tells the engines apart."""
+        (fsdp, fsdp1, fsdp2) shards as ZeRO-3 does. :attr:`sharding` tells the engines apart."""
         if self.strategy is None:
             return "single" if self.dp == 1 else "ddp"
         return "zero3" if self.strategy.startswith("fsdp") else self.strategy
 
     @property
-    def sharding_engine(self) -> str:
+    def sharding(self) -> str:
         """Who shards or replicates: ``single``, ``ddp``, ``deepspeed`` (zero1-3), ``fsdp1`` or ``fsdp2``."""
         strategy = self.resolved_strategy
         if strategy.startswith("zero") and not (self.strategy or "").startswith("fsdp"):
             return "deepspeed"
         if (self.strategy or "").startswith("fsdp"):
-            return self.strategy if self.strategy != "fsdp" else (self.stack.fsdp or "fsdp1")
+            return self.strategy if self.strategy != "fsdp" else (self.recipe.fsdp or "fsdp1")
         return strategy
 
     @property

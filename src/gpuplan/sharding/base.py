@@ -9,15 +9,15 @@ base in its storage format.
 
 from __future__ import annotations
 
-from ... import overheads as oh
-from ...model.spec import ModelSpec
-from ...scenario import Scenario
-from ..breakdown import Estimate
-from ..state import adapts_experts, lora_params, lora_targets, optimizer_state_bytes
-from .base import Runtime, State
+from .. import overheads as oh
+from ..model.spec import ModelSpec
+from ..scenario import Scenario
+from ..stacks.base import Stack, State
+from ..tensors.breakdown import Estimate
+from ..tensors.state import adapts_experts, lora_params, lora_targets, optimizer_state_bytes
 
 
-class Engine:
+class Sharding:
     """One GPU, or DDP: every rank holds the whole state; DDP adds flat bucket copies of the gradients."""
 
     name = "single"
@@ -29,7 +29,7 @@ class Engine:
         """How many ways weights, gradients and optimizer states are split across data-parallel ranks."""
         return 1, 1, 1
 
-    def state(self, s: Scenario, m: ModelSpec, rt: Runtime) -> State:
+    def state(self, s: Scenario, m: ModelSpec, rt: Stack) -> State:
         tp_pp = 1 / (s.tp * s.pp)  # model state split by TP and PP (vocab-parallel embeddings included)
         w_n, g_n, o_n = self.shards(s)
         mixed = s.precision.endswith("-mixed")
@@ -46,7 +46,7 @@ class Engine:
             return st
         return self.lora_state(s, m, rt, tp_pp, w_n, g_n, o_n)
 
-    def lora_state(self, s: Scenario, m: ModelSpec, rt: Runtime, tp_pp: float, w_n: int, g_n: int,
+    def lora_state(self, s: Scenario, m: ModelSpec, rt: Stack, tp_pp: float, w_n: int, g_n: int,
                    o_n: int) -> State:
         targets = lora_targets(s, m)
         trainable = lora_params(m, targets, s.lora_rank, experts=adapts_experts(s, m))
@@ -84,11 +84,11 @@ class Engine:
             st.weights = 0.0
         st.assumptions.append(f"offload {s.offload}: those states live in CPU memory and the step runs there")
 
-    def buffers(self, s: Scenario, m: ModelSpec, rt: Runtime, st: State) -> dict[str, float]:
+    def buffers(self, s: Scenario, m: ModelSpec, rt: Stack, st: State) -> dict[str, float]:
         """Buffers of the engine alive at the peak: DDP's gradient buckets (PyTorch DDP keeps flat bucket copies of
         the gradients)."""
         return {"DDP gradient buckets": st.gradients} if s.resolved_strategy == "ddp" else {}
 
-    def fragmentation(self, s: Scenario, m: ModelSpec, rt: Runtime, e: Estimate) -> float:
+    def fragmentation(self, s: Scenario, m: ModelSpec, rt: Stack, e: Estimate) -> float:
         """Reserved bytes beyond the allocator's slack that the engine leaves cached (none here)."""
         return 0.0

@@ -1,10 +1,9 @@
 """What a training-stack profile answers, with the Hugging Face stack's answers as the defaults.
 
-A :class:`Runtime` is one stack's code (transformers + peft, torchtune's modules, torchtitan's model, Unsloth's and
+A :class:`Stack` is one stack's code (transformers + peft, torchtune's modules, torchtitan's model, Unsloth's and
 Liger's kernels): what each decoder layer saves for backward, what its selective checkpointing keeps, what the loss
-materializes, what stays on the GPU when activations are offloaded, and which buffers it adds. An :class:`Engine`
-is who holds the model state (one GPU, DDP, DeepSpeed ZeRO, FSDP1, FSDP2): what it stores and shards, the buffers
-it gathers, and how far the caching allocator's reserved memory runs above the allocated peak.
+materializes, what stays on the GPU when activations are offloaded, and which buffers it adds. Who holds the
+model state (one GPU, DDP, DeepSpeed ZeRO, FSDP1, FSDP2) is a :class:`~gpuplan.sharding.Sharding`.
 """
 
 from __future__ import annotations
@@ -12,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ... import overheads as oh
-from ...model.layers import Layer
-from ...model.quant import Format, make_format
-from ...model.spec import ModelSpec
-from ...scenario import Scenario
-from .. import activations as act
-from ..state import adapts_experts, attention_kernel, lora_targets, weight_format
+from .. import overheads as oh
+from ..model.layers import Layer
+from ..model.quant import Format, make_format
+from ..model.spec import ModelSpec
+from ..scenario import Scenario
+from ..tensors import activations as act
+from ..tensors.state import adapts_experts, attention_kernel, lora_targets, weight_format
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,9 +61,9 @@ class State:
     assumptions: list[str] = field(default_factory=list)
 
 
-class Runtime:
+class Stack:
     """The Hugging Face stack (transformers modules, peft adapters, the Trainer's autocast): the baseline every
-    other profile changes. Byte rules of the layers are in :mod:`gpuplan.memory.activations`."""
+    other profile changes. Byte rules of the layers are in :mod:`gpuplan.tensors.activations`."""
 
     name = "hf"
     # layers whose checkpoints stay on the GPU under activation offloading (the rest go to pinned CPU memory):
@@ -166,7 +165,7 @@ class Runtime:
 
     def step_time_factor(self, s: Scenario) -> tuple[float, str]:
         """Step time relative to the HF stack's eager step at the same FLOPs, and the source of that ratio."""
-        from .speed import step_time_factor
+        from .speedups import step_time_factor
 
         return step_time_factor(self.name, s)
 

@@ -1,0 +1,151 @@
+"""The house's rules, read off the source (design.md "Architecture"; architecture-review.md): no import circle
+between modules, no import from a lower layer up to a higher one, and no import tucked inside a function to dodge
+a circle. Type-only imports (under ``if TYPE_CHECKING:``) are allowed anywhere: they never run."""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "src" / "gpuplan"
+
+# Layers, bottom first (design.md): a module may import its own layer's other rooms only where noted below, and
+# any room of a lower layer. The package's __init__ (the Python API) sits above planning, under the interfaces.
+LAYERS = [
+    ("ground", {"errors", "overheads", "userdirs", "result"}),
+    ("domain", {"model", "hardware"}),
+    ("scenario", {"scenario"}),
+    ("tensors", {"tensors"}),
+    ("stacks", {"stacks"}),
+    ("sharding and engines", {"sharding", "engines"}),
+    ("memory", {"memory"}),
+    ("speed", {"speed"}),
+    ("market", {"market"}),
+    ("serving", {"serving"}),
+    ("planning", {"plan"}),
+    ("checking and launch", {"sim", "launch"}),
+    ("api", {"(api)"}),
+    ("web page", {"web"}),
+    ("command line", {"cli"}),  # `gpuplan serve` starts the web page
+    ("entry point", {"__main__"}),
+]
+RANK = {room: i for i, (_, rooms) in enumerate(LAYERS) for room in rooms}
+
+
+def modules() -> dict[str, Path]:
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        found[".".join(parts)] = path
+    return found
+
+
+MODULES = modules()
+
+
+def room(module: str) -> str:
+    parts = module.split(".")
+    return "(api)" if len(parts) == 1 else parts[1]
+
+
+def _type_only(tree: ast.AST) -> set[int]:
+    inside = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            inside |= {id(child) for stmt in node.body for child in ast.walk(stmt)}
+    return inside
+
+
+def _targets(module: str, node: ast.ImportFrom | ast.Import) -> list[str]:
+    """The gpuplan modules an import statement loads (a submodule named in ``from package import name`` counts
+    as that submodule; a package's own ancestors are not counted: importing a child always loads them)."""
+    if isinstance(node, ast.Import):
+        names = [alias.name for alias in node.names]
+    else:
+        base = module.split(".") if MODULES[module].name == "__init__.py" else module.split(".")[:-1]
+        if node.level:
+            base = base[:len(base) - node.level + 1]
+            origin = ".".join(base + ([node.module] if node.module else []))
+        else:
+            origin = node.module or ""
+        subs = [f"{origin}.{a.name}" for a in node.names if f"{origin}.{a.name}" in MODULES]
+        names = subs + ([origin] if len(subs) < len(node.names) else [])
+    return [n for n in names if n in MODULES and n != module and not module.startswith(n + ".")]
+
+
+def imports() -> tuple[dict[str, set[str]], list[tuple[str, str, int]]]:
+    """Module-level edges, and the imports inside functions (module, target, line)."""
+    edges: dict[str, set[str]] = defaultdict(set)
+    local = []
+    for module, path in MODULES.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        skip = _type_only(tree)
+        in_function = {id(child) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                       for child in ast.walk(f)}
+        for node in ast.walk(tree):
+            if not isinstance(node, (ast.Import, ast.ImportFrom)) or id(node) in skip:
+                continue
+            for target in _targets(module, node):
+                if id(node) in in_function:
+                    local.append((module, target, node.lineno))
+                else:
+                    edges[module].add(target)
+    return edges, local
+
+
+EDGES, LOCAL = imports()
+
+
+def reaches(start: str, goal: str) -> bool:
+    seen, todo = set(), [start]
+    while todo:
+        here = todo.pop()
+        if here == goal:
+            return True
+        if here not in seen:
+            seen.add(here)
+            todo.extend(EDGES.get(here, ()))
+    return False
+
+
+def test_every_room_has_a_layer():
+    assert len(MODULES) > 100
+    assert {room(m) for m in MODULES} <= set(RANK), {room(m) for m in MODULES} - set(RANK)
+
+
+def test_no_import_circles():
+    circles = [(a, b) for a in EDGES for b in EDGES[a] if reaches(b, a)]
+    assert len(EDGES) > 100
+    assert circles == [], f"modules that import each other, directly or through others: {circles[:10]}"
+
+
+def test_no_upward_imports():
+    upward = []
+    for a, targets in EDGES.items():
+        for b in targets:
+            ra, rb = RANK[room(a)], RANK[room(b)]
+            if rb > ra or (rb == ra and room(a) != room(b)):
+                upward.append(f"{a} -> {b}")
+    assert upward == [], "imports from a lower layer up to a higher one, or across one layer's rooms: " + \
+        ", ".join(upward)
+
+
+def test_function_level_imports_dodge_nothing():
+    """An import inside a function is for load time (torch, numpy, the CLI's commands loading what they use);
+    one that would close a circle at module level, or reach upward, is a design problem in hiding."""
+    dodges = [f"{a}:{line} -> {b}" for a, b, line in LOCAL if reaches(b, a)]
+    upward = [f"{a}:{line} -> {b}" for a, b, line in LOCAL
+              if RANK[room(b)] > RANK[room(a)] or (RANK[room(b)] == RANK[room(a)] and room(a) != room(b))]
+    assert LOCAL, "the walk found no function-level import at all: it is not reading the source"
+    assert dodges == [], "function-level imports that would close a circle: " + ", ".join(dodges)
+    assert upward == [], "function-level imports reaching up a layer: " + ", ".join(upward)
+
+
+def test_the_root_holds_only_the_ground_floor():
+    """The package root holds the ground floor and the domain's two nouns; every other module is in its layer's
+    folder."""
+    root = {p.stem for p in PACKAGE.glob("*.py")} - {"__init__", "__main__"}
+    assert root == {"errors", "overheads", "userdirs", "result", "hardware"}, root
