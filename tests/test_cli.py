@@ -118,7 +118,7 @@ def test_cost_json_sorted_by_total():
     proc = gpuplan("cost", "--model", "llama-3.2-1b", "--task", "train", "--method", "lora",
                    "--train-tokens", "1e8", "--json")
     assert proc.returncode == 0, proc.stderr
-    rows = json.loads(proc.stdout)
+    rows = json.loads(proc.stdout)["rows"]
     totals = [r["usd_total"] for r in rows]
     assert rows and totals == sorted(totals)
     assert all(r["pricing"] == "on_demand" for r in rows)

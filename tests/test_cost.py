@@ -94,11 +94,10 @@ def test_buy_vs_rent_arithmetic():
 
 def test_estimate_prices_on_the_cheapest_offer():
     r = estimate(dict(model="llama-3.1-8b", task="train", method="lora", gpu="h100-sxm", train_tokens=1e8))
-    assert r.speed["bound"] == "compute" and r.cost["usd_per_hour"] > 0
-    assert r.speed["tokens_per_s_low"] < r.speed["tokens_per_s"] < r.speed["tokens_per_s_high"]
-    hours = 1e8 / r.speed["tokens_per_s"] / 3600
-    assert r.cost["hours"] == pytest.approx(hours) and r.cost["usd_total"] == pytest.approx(hours * r.cost[
-        "usd_per_hour"])
+    assert r.speed.bound == "compute" and r.cost.usd_per_hour > 0
+    assert r.speed.tokens_per_s_low < r.speed.tokens_per_s < r.speed.tokens_per_s_high
+    hours = 1e8 / r.speed.tokens_per_s / 3600
+    assert r.cost.hours == pytest.approx(hours) and r.cost.usd_total == pytest.approx(hours * r.cost.usd_per_hour)
 
 
 def test_spot_costs_more_hours_than_on_demand():
@@ -109,7 +108,7 @@ def test_spot_costs_more_hours_than_on_demand():
                 max_price_age_days=1000, include_low_confidence=True)
     od = estimate({**base, "pricing": "on_demand"}).cost
     spot = estimate({**base, "pricing": "spot"}).cost
-    assert spot["hours"] > od["hours"] and spot["spot"]["interval_h"] > 0
-    assert spot["best_on_demand_usd_per_gpu_hour"] == 0.425
-    assert math.isclose(spot["spot_multiplier"], spot["spot"]["overhead"] * 0.232 / 0.425, rel_tol=1e-9)
-    assert spot["usd_total"] == pytest.approx(spot["hours"] * 0.232)
+    assert spot.hours > od.hours and spot.spot.interval_h > 0
+    assert spot.best_on_demand_usd_per_gpu_hour == 0.425
+    assert math.isclose(spot.spot_multiplier, spot.spot.overhead * 0.232 / 0.425, rel_tol=1e-9)
+    assert spot.usd_total == pytest.approx(spot.hours * 0.232)

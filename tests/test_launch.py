@@ -59,11 +59,11 @@ def test_plan_numbers_are_estimates():
     plan = launch_plan(QLORA_SPOT)
     result = gpuplan.estimate(QLORA_SPOT)
     assert plan.result.memory.device_peak_gib == result.memory.device_peak_gib
-    assert plan.speed.tokens_per_s == pytest.approx(result.speed["tokens_per_s"], rel=1e-12)
-    assert plan.offer_label == result.cost["offer"] == "verda 1x spot"
-    assert plan.usd_per_hour == result.cost["usd_per_hour"] == 0.94  # verda's spot L40S, data/offers.csv
-    assert plan.hours == pytest.approx(result.cost["hours"], rel=1e-12)
-    assert plan.spot.interval_h == pytest.approx(result.cost["spot"]["interval_h"], rel=1e-12)
+    assert plan.speed.tokens_per_s == pytest.approx(result.speed.tokens_per_s, rel=1e-12)
+    assert plan.offer_label == result.cost.offer == "verda 1x spot"
+    assert plan.usd_per_hour == result.cost.usd_per_hour == 0.94  # verda's spot L40S, data/offers.csv
+    assert plan.hours == pytest.approx(result.cost.hours, rel=1e-12)
+    assert plan.spot.interval_h == pytest.approx(result.cost.spot.interval_h, rel=1e-12)
 
 
 def test_steps_by_hand():
@@ -421,10 +421,10 @@ def test_help_teaches():
 
 
 def test_launch_is_the_top_layer():
-    """Nothing below the interfaces imports gpuplan.launch, and `import gpuplan` does not load it."""
+    """Nothing below the API imports gpuplan.launch, and `import gpuplan` does not load it."""
     src = Path(gpuplan.__file__).parent
     for path in src.rglob("*.py"):
-        if path.parts[-2] in ("launch", "cli"):
+        if path.parts[-2] in ("launch", "cli", "api"):  # the API writes launch files on request
             continue
         text = path.read_text()
         assert "from .launch" not in text and "from ..launch" not in text and "gpuplan.launch" not in text, path

@@ -25,7 +25,7 @@ LAYERS = [
     ("serving", {"serving"}),
     ("planning", {"plan"}),
     ("checking and launch", {"sim", "launch"}),
-    ("api", {"(api)"}),
+    ("api", {"api", "(api)"}),  # gpuplan.api's functions, re-exported by the package
     ("web page", {"web"}),
     ("command line", {"cli"}),  # `gpuplan serve` starts the web page
     ("entry point", {"__main__"}),

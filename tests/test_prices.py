@@ -82,7 +82,7 @@ def test_skypilot_import_then_cost_uses_it_and_says_where_from(tmp_path, cache):
     assert ("nvidia-a100-sxm4-40gb", 8, "spot") not in by_key  # spot above on-demand: dropped
     cost = gpuplan("cost", "--model", "llama-3.2-1b", "--task", "infer", "--gpu", "l4", "--json")
     assert cost.returncode == 0, cost.stderr
-    first = json.loads(cost.stdout)[0]
+    first = json.loads(cost.stdout)["rows"][0]
     assert first["usd_per_gpu_hour"] == 0.8048 and first["instance"] == "g6.xlarge"
     assert "skypilot refresh" in first["price_origin"] and str(cache) in first["price_origin"]
 
@@ -175,11 +175,11 @@ def test_stale_row_is_not_ranked_unless_asked():
     before."""
     args = ("cost", "--model", "qwen2.5-7b", "--task", "train", "--method", "lora", "--train-tokens", "2e8",
             "--pricing", "any", "--top", "200", "--json")
-    rows = json.loads(gpuplan(*args).stdout)
+    rows = json.loads(gpuplan(*args).stdout)["rows"]
     assert rows and max(r["price_age_days"] for r in rows) <= 90
     assert not any(r["provider"] == "runpod" and r["gpu_id"] == "nvidia-rtx-a6000" and r["pricing"] == "spot"
                    for r in rows)
-    old = json.loads(gpuplan(*args, "--max-price-age-days", "1000", "--include-low-confidence", "true").stdout)
+    old = json.loads(gpuplan(*args, "--max-price-age-days", "1000", "--include-low-confidence", "true").stdout)["rows"]
     age = (dt.date.today() - dt.date(2025, 4, 1)).days  # the test runs on any later day too
     assert any(r["price_age_days"] == age and r["pricing"] == "spot" for r in old)
 
@@ -202,12 +202,12 @@ def test_spot_is_compared_with_the_best_on_demand_price_anywhere():
     r = estimate(dict(model="llama-3.1-8b", task="train", method="lora", gpu="h100-sxm", train_tokens=1e8,
                       pricing="spot"))
     c = r.cost
-    assert c["best_on_demand_usd_per_gpu_hour"] == 1.29 and "hyperbolic" in c["best_on_demand_offer"]
-    assert c["spot_multiplier"] == pytest.approx(c["spot"]["overhead"] * c["usd_per_gpu_hour"] / 1.29)
-    assert c["spot_multiplier"] > 1 and any("--pricing any" in w for w in r.warnings)
+    assert c.best_on_demand_usd_per_gpu_hour == 1.29 and "hyperbolic" in c.best_on_demand_offer
+    assert c.spot_multiplier == pytest.approx(c.spot.overhead * c.usd_per_gpu_hour / 1.29)
+    assert c.spot_multiplier > 1 and any("--pricing any" in w for w in r.warnings)
     anyp = estimate(dict(model="llama-3.1-8b", task="train", method="lora", gpu="h100-sxm", train_tokens=1e8,
                          pricing="any")).cost
-    assert anyp["pricing"] == "on_demand" and anyp["usd_per_gpu_hour"] == 1.29
+    assert anyp.pricing == "on_demand" and anyp.usd_per_gpu_hour == 1.29
 
 
 def test_t4_has_a_price_and_a_gpu_without_one_says_no_price():
@@ -224,9 +224,9 @@ def test_multi_gpu_label_says_count_and_per_gpu_price():
     # a setup that fits (a job that does not fit is not priced): 70B at fp8 over two H100s
     c = estimate(dict(model="llama-3.1-70b", task="infer", engine="vllm", quant="fp8", num_gpus=2, tp=2,
                       gpu="h100-sxm")).cost
-    assert c["num_gpus"] == 2 and " 2x " in c["label"]
-    assert c["label"].endswith(f"at ${c['usd_per_hour']:,.2f}/h (2 x ${c['usd_per_gpu_hour']:,.2f})")
-    assert c["usd_per_hour"] == pytest.approx(2 * c["usd_per_gpu_hour"])
+    assert c.num_gpus == 2 and " 2x " in c.label
+    assert c.label.endswith(f"at ${c.usd_per_hour:,.2f}/h (2 x ${c.usd_per_gpu_hour:,.2f})")
+    assert c.usd_per_hour == pytest.approx(2 * c.usd_per_gpu_hour)
 
 
 def test_bill_lines_add_up_and_include_idle_gpus_storage_and_egress():
@@ -235,14 +235,14 @@ def test_bill_lines_add_up_and_include_idle_gpus_storage_and_egress():
     r = estimate(dict(model="llama-3.2-1b", task="train", method="lora", gpu="h100-sxm", train_tokens=1e8,
                       provider="aws"))
     c = r.cost
-    lines = {line["item"].split(":")[0]: line for line in c["bill"]}
-    assert c["num_gpus"] == 8 and c["bill_usd"] == pytest.approx(sum(line["usd"] for line in c["bill"]))
-    assert lines["idle GPUs"]["quantity"] == pytest.approx(7 * c["hours"])
-    gpu_and_idle = lines["GPU time"]["usd"] + lines["idle GPUs"]["usd"]
-    assert gpu_and_idle == pytest.approx(c["usd_total"])  # on-demand: GPU lines = hours x rented x price
-    assert lines["storage"]["usd_per_unit"] == 0.08 and lines["egress"]["usd_per_unit"] == 0.09
+    lines = {line.item.split(":")[0]: line for line in c.bill}
+    assert c.num_gpus == 8 and c.bill_usd == pytest.approx(sum(line.usd for line in c.bill))
+    assert lines["idle GPUs"].quantity == pytest.approx(7 * c.hours)
+    gpu_and_idle = lines["GPU time"].usd + lines["idle GPUs"].usd
+    assert gpu_and_idle == pytest.approx(c.usd_total)  # on-demand: GPU lines = hours x rented x price
+    assert lines["storage"].usd_per_unit == 0.08 and lines["egress"].usd_per_unit == 0.09
     trainable = r.model.params_trainable
-    assert lines["egress"]["quantity"] == pytest.approx(trainable * 4 / 1e9)
+    assert lines["egress"].quantity == pytest.approx(trainable * 4 / 1e9)
     assert billed_hours(10 / 3600, 1, 60) == pytest.approx(60 / 3600)  # EC2: per second, 60 s minimum
     assert billed_hours(1.0001, 60, 60) == pytest.approx(1 + 60 / 3600)
 

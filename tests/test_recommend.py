@@ -110,13 +110,13 @@ def test_each_recommended_setup_is_what_estimate_says(fields, constraints):
         again = estimate(x.scenario.model_dump())
         assert again.memory.device_peak_gib == pytest.approx(x.device_peak_gib, rel=1e-9)
         assert again.memory.fits
-        assert again.speed["tokens_per_s"] == pytest.approx(x.tokens_per_s, rel=1e-9)
-        assert again.cost["offer"] == x.offer.removesuffix(" (per-GPU price)").replace(
-            f"{x.num_gpus // x.scenario.num_nodes}x", f"{again.cost['num_gpus'] // again.cost['instances']}x")
-        assert again.cost["usd_per_hour"] == pytest.approx(x.usd_per_hour, rel=1e-9)
-        assert again.cost["usd_per_million_tokens"] == pytest.approx(x.usd_per_million_tokens, rel=1e-9)
+        assert again.speed.tokens_per_s == pytest.approx(x.tokens_per_s, rel=1e-9)
+        assert again.cost.offer == x.offer.removesuffix(" (per-GPU price)").replace(
+            f"{x.num_gpus // x.scenario.num_nodes}x", f"{again.cost.num_gpus // again.cost.instances}x")
+        assert again.cost.usd_per_hour == pytest.approx(x.usd_per_hour, rel=1e-9)
+        assert again.cost.usd_per_million_tokens == pytest.approx(x.usd_per_million_tokens, rel=1e-9)
         if x.usd_total is not None:
-            assert again.cost["usd_total"] == pytest.approx(x.usd_total, rel=1e-9)
+            assert again.cost.usd_total == pytest.approx(x.usd_total, rel=1e-9)
 
 
 # ---- constraints -----------------------------------------------------------------------------------------

@@ -90,4 +90,4 @@ def test_gguf_types_by_their_llama_cpp_names():
 
 def test_an_ambiguous_gpu_is_said_first():
     r = estimate({"model": "gpt2", "task": "infer", "gpu": "a100-80gb"}, advise=False)
-    assert r.gpu["id"] == "nvidia-a100-sxm4-80gb" and r.defaults[0].startswith("a100-80gb taken as A100 SXM4 80GB")
+    assert r.gpu.id == "nvidia-a100-sxm4-80gb" and r.defaults[0].startswith("a100-80gb taken as A100 SXM4 80GB")

@@ -116,7 +116,7 @@ def test_models_and_gpus_are_the_cli_json(client):
 def test_openapi_docs_are_served_offline(client):
     spec = client.get("/openapi.json").json()
     assert {"/api/estimate", "/api/recommend", "/api/models", "/api/gpus"} <= set(spec["paths"])
-    assert "Scenario" in spec["components"]["schemas"] and "Result" in spec["components"]["schemas"]
+    assert "Scenario" in spec["components"]["schemas"] and "Plan" in spec["components"]["schemas"]
     docs = client.get("/docs").text
     scripts = re.findall(r'src="([^"]+\.js)"', docs)
     assert scripts and all(s.startswith("/") for s in scripts) and "cdn." not in docs
@@ -307,7 +307,7 @@ def test_fit_grid_counts_vllm_requests_and_llama_cpp_layers(client):
     for fields in (SCENARIOS[6], SCENARIOS[8]):
         r = gpuplan.estimate(fields)
         grid = client.post("/api/fit-grid", json={"scenario": fields}).json()
-        row = next(x for x in grid["rows"] if x["gpu_id"] == r.gpu["id"])
+        row = next(x for x in grid["rows"] if x["gpu_id"] == r.gpu.id)
         column = grid["changes"].index({"quant": fields.get("quant", "none")})
         cell = row["cells"][column]
         assert (cell["fits"], cell["max_concurrency"], cell["gpu_layers"]) == \

@@ -133,8 +133,8 @@ def test_page_matches_the_estimate(server, page):
         selector = f'details[data-key="memory.{key}"] .value'
         assert value(page, selector) == pytest.approx(expected, rel=1e-12), key
         assert page.text_content(selector) == f"{expected:,.2f} GiB"
-    assert value(page, 'details[data-key="speed.tokens_per_s"] .value') == pytest.approx(r.speed["tokens_per_s"])
-    assert value(page, 'details[data-key="cost.usd_per_hour"] .value') == pytest.approx(r.cost["usd_per_hour"])
+    assert value(page, 'details[data-key="speed.tokens_per_s"] .value') == pytest.approx(r.speed.tokens_per_s)
+    assert value(page, 'details[data-key="cost.usd_per_hour"] .value') == pytest.approx(r.cost.usd_per_hour)
     # a number opens into its formula, with this scenario's values, its constants and the measured accuracy
     page.click('details[data-key="memory.kv_cache_gib"] summary')
     formula = page.text_content('details[data-key="memory.kv_cache_gib"] .formula')

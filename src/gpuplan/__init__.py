@@ -1,16 +1,63 @@
 """gpuplan: which GPUs an LLM job needs and what it costs, checked against measurements.
 
-The Python API mirrors the CLI. ``import gpuplan`` stays light: it loads only the standard library,
-pydantic and PyYAML; torch, transformers, huggingface_hub, pynvml, rich and typer load on demand.
+The Python API is the one face the command line and the web page call (:mod:`gpuplan.api`): ``estimate``,
+``recommend``, ``fit``, ``cost``, ``capacity`` and ``launch``, each returning a typed answer whose ``to_dict()``
+is what the command's ``--json`` prints. ``import gpuplan`` stays light: the names below load on first use, and
+only the standard library, pydantic and PyYAML load at all; torch, transformers, huggingface_hub, pynvml, rich and
+typer load on demand.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from .errors import GpuplanError
 
 __version__ = "0.1.0"
 
-from .errors import GpuplanError
-from .model.catalog import load_model
-from .model.spec import ModelSpec
-from .plan.estimate import Result, estimate
-from .scenario import Scenario, load_scenario
+# public name -> the module that defines it (loaded on first use)
+_HOMES = {
+    "estimate": "api", "recommend": "api", "fit": "api", "cost": "api", "capacity": "api", "launch": "api",
+    "CapacityReport": "api", "CostTable": "api", "FitReport": "api", "LaunchReport": "api",
+    "Plan": "plan.estimate", "Recommendation": "plan.recommend",
+    "load_model": "model.catalog", "ModelSpec": "model.spec",
+    "Scenario": "scenario", "load_scenario": "scenario",
+}
 
-__all__ = ["GpuplanError", "ModelSpec", "Result", "Scenario", "__version__", "estimate", "load_model",
-           "load_scenario"]
+if TYPE_CHECKING:
+    from .api import (
+        CapacityReport,
+        CostTable,
+        FitReport,
+        LaunchReport,
+        capacity,
+        cost,
+        estimate,
+        fit,
+        launch,
+        recommend,
+    )
+    from .model.catalog import load_model
+    from .model.spec import ModelSpec
+    from .plan.estimate import Plan
+    from .plan.recommend import Recommendation
+    from .scenario import Scenario, load_scenario
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'gpuplan' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{home}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_HOMES])
+
+
+__all__ = ["CapacityReport", "CostTable", "FitReport", "GpuplanError", "LaunchReport", "ModelSpec", "Plan",
+           "Recommendation", "Scenario", "__version__", "capacity", "cost", "estimate", "fit", "launch",
+           "load_model", "load_scenario", "recommend"]

@@ -1,13 +1,35 @@
-"""The result: what every estimate returns and ``--json`` prints (design.md, "The result").
+"""The parts of every answer (design.md, "The result"): the memory report, the model's facts, a change that would
+make a job fit, and :class:`Answer`, the base of every answer the Python API returns.
 
-Plain pydantic models with units in their field names; the CLI, the web page and scripts read the same fields.
+Plain pydantic models with units in their field names; the CLI, the web page and scripts read the same fields. The
+plan itself (:class:`gpuplan.plan.estimate.Plan`) adds speed and cost, which live above this floor.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from pydantic import BaseModel
+
+
+class Answer(BaseModel):
+    """An answer of the Python API: typed fields, and :meth:`to_dict`, exactly what the command's ``--json`` prints."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON data (non-finite numbers as null), equal to the command's ``--json`` output."""
+        return finite(self.model_dump(mode="json"))
+
+
+def finite(data: Any) -> Any:
+    """``data`` with every non-finite float replaced by None, so that the JSON is strict (no NaN/Infinity)."""
+    if isinstance(data, float):
+        return data if math.isfinite(data) else None
+    if isinstance(data, dict):
+        return {str(k): finite(v) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [finite(v) for v in data]
+    return data
 
 
 class MemoryReport(BaseModel):
@@ -57,6 +79,14 @@ class ModelFacts(BaseModel):
     counted_by: str = ""
 
 
+class GpuFacts(BaseModel):
+    id: str
+    name: str
+    memory_gib: float
+    usable_gib: float
+    architecture: str
+
+
 class Suggestion(BaseModel):
     change: str
     fields: dict[str, Any]
@@ -66,18 +96,3 @@ class Suggestion(BaseModel):
     combination: bool = False  # several fixes together (when no single one is enough)
     max_batch_size: int | None = None  # with a combination: the largest (micro-)batch that still fits
     max_seq_len: int | None = None  # ... and the longest context
-
-
-class Result(BaseModel):
-    scenario: dict[str, Any]
-    resolved: str = ""  # the scenario as resolved, in one line (what every answer prints first)
-    defaults: list[str] = []  # the defaults taken for this card and model, in words (GPU variant, precision, split)
-    model: ModelFacts
-    gpu: dict[str, Any] | None
-    memory: MemoryReport
-    suggestions: list[Suggestion] = []
-    speed: dict[str, Any] | None = None
-    cost: dict[str, Any] | None = None
-    assumptions: list[str] = []
-    warnings: list[str] = []
-

@@ -49,36 +49,23 @@ def capacity_cmd(
       gpuplan capacity --model llama-3.1-8b --rate 5 --prompt-tokens 2000 --output-tokens 300 --ttft 1 --tpot 0.05
       gpuplan capacity workload.yaml --model qwen2.5-72b --any-quant --json
     """
-    from ..model.catalog import load_model
-    from ..scenario import scenario_from
-    from ..serving.calibrate import load_calibration
-    from ..serving.capacity import capacity
-    from ..serving.workload import load_workload
+    from .. import api
 
-    _need_numpy()
     if model is None:
         raise GpuplanError("name the model: --model llama-3.1-8b (or a HF repo id / config.json path)")
-    if not 1 <= max_gpus <= 64 or not 1 <= top <= 100:
-        raise GpuplanError("--max-gpus takes 1..64 and --top 1..100")
-    w = load_workload(workload, dict(rate_rps=rate, preset=preset, prompt_tokens=prompt_tokens,
-                                     output_tokens=output_tokens, trace=trace, ttft_s=ttft, tpot_s=tpot, e2e_s=e2e,
-                                     percentile=percentile, burstiness=burstiness,
-                                     shared_prefix_tokens=shared_prefix))
-    s = scenario_from({k: v for k, v in dict(model=model, task="infer", engine="vllm", engine_version=engine_version,
-                                             kv_cache_dtype=kv_cache_dtype).items() if v is not None})
-    from ..hardware import load_gpu
-
-    ids = tuple(load_gpu(g).id for g in (gpus or "").split(",") if g.strip())
-    plans = capacity(s, load_model(model), w, gpu_ids=ids, max_gpus=max_gpus, any_quant=any_quant,
-                     simulate_top=top, calibration=load_calibration(calibration) if calibration else None)
+    report = api.capacity(model, workload, gpus=(gpus or "").split(","), max_gpus=max_gpus, any_quant=any_quant,
+                          engine_version=engine_version, kv_cache_dtype=kv_cache_dtype, calibration=calibration,
+                          top=top, **{k: v for k, v in dict(
+                              rate_rps=rate, preset=preset, prompt_tokens=prompt_tokens, output_tokens=output_tokens,
+                              trace=trace, ttft_s=ttft, tpot_s=tpot, e2e_s=e2e, percentile=percentile,
+                              burstiness=burstiness, shared_prefix_tokens=shared_prefix).items()})
+    plans, w = report.plans, report.workload
     if plot:
         from ..serving.report import plot_curves
 
         plot_curves(plans, w, plot)
     if as_json:
-        from dataclasses import asdict
-
-        print_json({"workload": w.model_dump(), "plans": [asdict(p) for p in plans]})
+        print_json(report)
         return
     render(plans, w)
 

@@ -46,7 +46,7 @@ def simulate_cmd(scenario: str | None = None, as_json: bool = False, compare: bo
     sim = simulate(s, timeline=plot is not None, layers=layers)
     est = None
     if compare:
-        from ..plan.estimate import estimate
+        from ..api import estimate
 
         est = estimate(s, advise=False).memory
     if plot:

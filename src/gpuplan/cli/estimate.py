@@ -33,13 +33,13 @@ def estimate_cmd(scenario: str | None = None, as_json: bool = False, check: bool
       gpuplan estimate examples/lora-llama-8b.yaml --micro-batch-size 8 --json
       gpuplan estimate --model qwen2.5-7b --task infer --gpu l40s --check && echo fits
     """
-    from ..plan.estimate import estimate
+    from ..api import estimate
 
     result = estimate(load_scenario(scenario, overrides(fields)))
     if check and result.memory.fits is None:
         raise GpuplanError("--check needs a GPU to check against: add --gpu (e.g. --gpu rtx-4090)")
     if as_json:
-        print_json(result.model_dump())
+        print_json(result)
     else:
         render_estimate(result)
     return EXIT_DOES_NOT_FIT if check and not result.memory.fits else 0
@@ -53,7 +53,7 @@ def render_estimate(result) -> None:
         bullet(result.warnings[0], prefix="warning: ", style="bold yellow", stream=err)
     for note in result.defaults:
         bullet(note, prefix="note: ", style="yellow")
-    table = Table(title="memory per GPU" + (f" on {result.gpu['name']}" if result.gpu else ""), title_justify="left")
+    table = Table(title="memory per GPU" + (f" on {result.gpu.name}" if result.gpu else ""), title_justify="left")
     for col, justify in (("part", "left"), ("GiB", "right"), ("share", "right")):
         table.add_column(col, justify=justify)
     parts = [("weights", mem.weights_gib), ("gradients", mem.gradients_gib), ("optimizer states", mem.optimizer_gib),
@@ -94,7 +94,7 @@ def render_estimate(result) -> None:
         if mem.max_concurrency is not None and not mem.fits and mem.headroom_gib >= 0:  # vLLM: the pool is short
             why = (f": {engine_name} takes its budget whatever the job, and the KV pool left holds "
                    f"{mem.max_concurrency:,} of the {s['batch_size']:,} concurrent requests asked; device")
-        out.print(verdict + Text(f" on {result.gpu['name']}{why or ':'} {mem.device_peak_gib:.1f} of "
+        out.print(verdict + Text(f" on {result.gpu.name}{why or ':'} {mem.device_peak_gib:.1f} of "
                                  f"{mem.capacity_gib:.1f} GiB usable, headroom {mem.headroom_gib:+.1f} GiB"))
         batch = "micro-batch" if s["task"] == "train" else "batch"
         length = "sequence" if s["task"] == "train" else "prompt"
@@ -119,30 +119,30 @@ def _speed(result, s: dict) -> None:
     if not sp:
         return
     head = "speed" if result.memory.fits is not False else "speed, were it to fit"
-    low, high = sp.get("tokens_per_s_low"), sp.get("tokens_per_s_high")
+    low, high = sp.tokens_per_s_low, sp.tokens_per_s_high
     likely = f" (likely {low:,.0f}-{high:,.0f})" if low is not None and high is not None else ""
     if s["task"] == "train":
-        mfu = sp.get("mfu") or sp.get("mfu_assumed")
-        line = (f"{head}: {sp['tokens_per_s']:,.0f} tokens/s{likely}, {sp['step_time_s']:.2f} s per optimizer step "
-                f"({sp['bound']}-bound" + (f", MFU {mfu:.2f}" if mfu else "") + ")")
+        mfu = sp.mfu
+        line = (f"{head}: {sp.tokens_per_s:,.0f} tokens/s{likely}, {sp.step_time_s:.2f} s per optimizer step "
+                f"({sp.bound}-bound" + (f", MFU {mfu:.2f}" if mfu else "") + ")")
         bullet(line, prefix="")
     else:
-        per_user, rate = sp.get("tokens_per_s_per_sequence"), sp.get("requests_per_s")
-        line = (f"{head}: {sp['tokens_per_s']:,.0f} output tokens/s in all{likely}"
+        per_user, rate = sp.tokens_per_s_per_sequence, sp.requests_per_s
+        line = (f"{head}: {sp.tokens_per_s:,.0f} output tokens/s in all{likely}"
                 + (f", {per_user:,.1f} per user" if per_user else "")
                 + (f", {rate:,.3g} requests/s" if rate else "")
-                + f"; decode step {1e3 * sp['step_time_s']:.1f} ms ({sp['bound']}-bound)")
+                + f"; decode step {1e3 * sp.step_time_s:.1f} ms ({sp.bound}-bound)")
         bullet(line, prefix="")
-        if sp.get("ttft_s") is not None:
-            burst = sp.get("ttft_burst_s")
-            bullet(f"time to first token: {sp['ttft_s']:.2f} s for one request alone"
+        if sp.ttft_s is not None:
+            burst = sp.ttft_burst_s
+            bullet(f"time to first token: {sp.ttft_s:.2f} s for one request alone"
                    + (f", {burst:.2f} s for the last of {s['batch_size']} arriving together"
                       if burst is not None and s["batch_size"] > 1 else ""), prefix="  ")
-    parts = sp.get("parts_s") or {}
-    if parts and sp.get("step_time_s"):
+    parts = sp.parts_s or {}
+    if parts and sp.step_time_s:
         top = sorted(parts.items(), key=lambda kv: -kv[1])[:5]
         bullet(("step" if s["task"] == "train" else "decode step") + ": " + ", ".join(
-            f"{k.replace('_', ' ')} {100 * v / sp['step_time_s']:.0f}%" for k, v in top), prefix="  ", style="dim")
+            f"{k.replace('_', ' ')} {100 * v / sp.step_time_s:.0f}%" for k, v in top), prefix="  ", style="dim")
 
 
 def _cost(result, s: dict) -> None:
@@ -153,25 +153,25 @@ def _cost(result, s: dict) -> None:
         return
     if not c:
         return
-    label = c.get("label") or f"{c['offer']} at ${c['usd_per_hour']:,.2f}/h"
-    line = f"cost: {short(c['gpu_id'])} on {label}"
-    if c["stale"]:
-        line += f" (price {c['price_age_days']} days old)"
+    label = c.label or f"{c.offer} at ${c.usd_per_hour:,.2f}/h"
+    line = f"cost: {short(c.gpu_id)} on {label}"
+    if c.stale:
+        line += f" (price {c.price_age_days} days old)"
     tokens = "output" if s["task"] == "infer" else "training"
-    if c["usd_per_million_tokens"] is not None:
-        line += f": ${c['usd_per_million_tokens']:,.2f} per million {tokens} tokens"
-    if s["task"] == "train" and c["hours"]:
-        line += f"; {c['hours']:,.1f} h, ${c['usd_total']:,.2f} in all"
+    if c.usd_per_million_tokens is not None:
+        line += f": ${c.usd_per_million_tokens:,.2f} per million {tokens} tokens"
+    if s["task"] == "train" and c.hours:
+        line += f"; {c.hours:,.1f} h, ${c.usd_total:,.2f} in all"
     bullet(line, prefix="")
-    if c["spot"]:
-        sp = c["spot"]
-        bullet(f"spot: checkpoint every {sp['interval_h'] * 60:.0f} min (Daly), interruptions every "
-               f"{sp['mtbi_h']:.1f} h on average: wall time x{sp['overhead']:.2f}"
-               + (f", {c['spot_multiplier']:.2f}x the cheapest on-demand cost" if c["spot_multiplier"] else ""),
+    if c.spot:
+        sp = c.spot
+        bullet(f"spot: checkpoint every {sp.interval_h * 60:.0f} min (Daly), interruptions every "
+               f"{sp.mtbi_h:.1f} h on average: wall time x{sp.overhead:.2f}"
+               + (f", {c.spot_multiplier:.2f}x the cheapest on-demand cost" if c.spot_multiplier else ""),
                prefix="  ")
-    if s["task"] == "train" and not c["hours"]:
+    if s["task"] == "train" and not c.hours:
         bullet("set --train-tokens for hours and the total", prefix="  ", style="dim")
-    bullet(f"price from {c['price_origin']}; `gpuplan cost` compares every offer and shows the whole bill",
+    bullet(f"price from {c.price_origin}; `gpuplan cost` compares every offer and shows the whole bill",
            prefix="  ", style="dim")
 
 

@@ -99,29 +99,28 @@ def write_launch(plan, names, opts, output: str, force: bool, as_json: bool) -> 
     """Write (or, with ``-o -``, print) the files of ``names`` (every target that applies when empty)."""
     from pathlib import Path
 
-    from ..launch import launch_files, write
+    from ..api import write_plan
+    from ..launch import launch_files
 
     chosen = [n for text in names or () for n in text.split(",") if n.strip()]
-    files = launch_files(plan, chosen, opts)
     if output == "-":
+        files = launch_files(plan, chosen, opts)
         for f in files:
             sys.stdout.write(f"# ===== {f.name} ({f.target}) =====\n{f.text}\n")
         return
-    paths = write(files, Path(output), force=force)
+    report = write_plan(plan, chosen, opts, output, force)
     if as_json:
-        print_json({"folder": output, "setup": plan.setup_label, "predicted": plan.predictions(),
-                    "files": [{"path": str(p), "target": f.target, "read_by": f.reader}
-                              for p, f in zip(paths, files, strict=True)]})
+        print_json(report)
         return
-    table = Table(title=f"{plan.setup_label}: files in {output}", title_justify="left", padding=(0, 1))
+    table = Table(title=f"{report.setup}: files in {output}", title_justify="left", padding=(0, 1))
     for col in ("file", "target", "read by"):
         table.add_column(col)
-    for p, f in zip(paths, files, strict=True):
-        table.add_row(p.name, f.target, f.reader)
+    for f in report.files:
+        table.add_row(Path(f.path).name, f.target, f.read_by)
     out.print(table)
     for line in plan.header()[2:]:
         out.print(f"[dim]{line}[/]", highlight=False)
-    names = {f.name for f in files}
+    names = {Path(f.path).name for f in report.files}
     if "sky.yaml" in names:
         how = "sky jobs launch" if plan.train and plan.spot is not None else "sky launch -c gpuplan"
         out.print(f"next: cd {shlex.quote(output)} && {how} sky.yaml", highlight=False)

@@ -9,7 +9,6 @@ from typing import Annotated, Any
 import typer
 
 from ..errors import GpuplanError
-from ..model.report import inexact_warning
 from ..plan.gpus import cheapest_rentals
 from ..plan.gpus import gpu_row as _gpu_row
 from ..scenario import load_scenario
@@ -137,14 +136,8 @@ def cost_cmd(scenario: str | None = None, as_json: bool = False, catalog: list[s
       gpuplan cost examples/lora-llama-8b.yaml --pricing any --format csv
       gpuplan cost --model qwen2.5-7b --task infer --engine vllm --discount runpod=0.85
     """
-    from ..market.store import load_offers
-    from ..model.catalog import load_model
-    from ..plan.estimate import estimate
-    from ..plan.pricing import compare, left_out
-    from ..scenario.resolve import describe, resolve
+    from .. import api
 
-    if top is not None and top < 1:
-        raise GpuplanError(f"--top must be 1 or more, got {top}")
     s = load_scenario(scenario, overrides(fields))
     discounts = {}
     for item in discount or []:
@@ -153,30 +146,20 @@ def cost_cmd(scenario: str | None = None, as_json: bool = False, catalog: list[s
             discounts[provider.strip()] = float(factor)
         except ValueError:
             raise GpuplanError(f"--discount takes provider=multiplier (runpod=0.85), got {item!r}") from None
-    m = load_model(s.model)
-    if s.gpu:  # one GPU: its name resolved (an ambiguous one takes its common variant)
-        from ..hardware import resolve_gpu
-
-        s = s.model_copy(update={"gpu": resolve_gpu(s.gpu)[0].id})
-    s, defaults = resolve(s, m, None)
-    base = estimate(s.model_copy(update={"gpu": None}), advise=False)
-    offers = load_offers(tuple(catalog or ()), discounts)
-    rows = compare(s, m, offers, base.model.params_trainable)
     fmt = resolve_format(fmt, as_json)
-    rows = rows[: top or 20] if fmt != "json" or top else rows
-    skipped = {k: v for k, v in left_out(offers, s).items() if v}
+    table = api.cost(s, catalogs=tuple(catalog or ()), discounts=discounts,
+                     top=top or (20 if fmt != "json" else None))
     if fmt == "json":
-        print_json([{**asdict(c), "label": c.label, "device_peak_gib": peak, "model_exact": m.exact,
-                     "model_exact_reason": m.inexact_reason} for c, peak in rows])
+        print_json(table)
         return
     if fmt == "table":
-        bullet(describe(s, m, hardware=f"on each offer's GPUs ({s.world_size} per job)" if not s.gpu else None),
-               prefix="", style="bold")
-    if not m.exact:  # first, before the numbers it puts in doubt
-        bullet(inexact_warning(m), prefix="warning: ", style="bold yellow", stream=err)
-        for note in [*m.notes, *defaults]:
+        bullet(table.resolved, prefix="", style="bold")
+    for warning in table.warnings:  # first, before the numbers they put in doubt
+        bullet(warning, prefix="warning: ", style="bold yellow", stream=err)
+    if table.warnings:
+        for note in table.notes:
             bullet(note, prefix="note: ", style="yellow")
-    render_costs(s, rows, skipped, fmt)
+    render_costs(s, table.rows, table.left_out, fmt)
 
 
 def _offer_cell(c) -> str:
@@ -192,8 +175,7 @@ def render_costs(s, rows, skipped: dict[str, int], fmt: str = "table") -> None:
                   "or --include-low-confidence)")
         return
     infer = s.task == "infer"
-    data = [{**asdict(c), "cell": _offer_cell(c), "gpu": short(c.gpu_id), "device_peak_gib": peak}
-            for c, peak in rows]
+    data = [{**asdict(c), "cell": _offer_cell(c), "gpu": short(c.gpu_id)} for c in rows]
     old = lambda r: "yellow" if r["stale"] else None  # noqa: E731
     columns = [Column("cell", "offer", priority=0, style=old), Column("gpu", "GPU", priority=0),
                Column("num_gpus", "GPUs", align="right"),
@@ -214,7 +196,7 @@ def render_costs(s, rows, skipped: dict[str, int], fmt: str = "table") -> None:
         notes.append("set --train-tokens to get hours, totals and the bill")
     show(data, columns, fmt, title=f"{len(rows)} offers that fit, cheapest first (on-demand unless marked; $/M tok: "
          f"per million {tokens} tokens; yellow: price over 30 days old)", notes=notes)
-    first = rows[0][0]
+    first = rows[0]
     if fmt == "table":
         if not infer and s.train_tokens:
             render_bill(first)

@@ -9,7 +9,8 @@ import typer
 from rich.text import Text
 
 from ..errors import GpuplanError
-from ..model.report import human_count, inexact_warning
+from ..hardware import gpus
+from ..model.report import human_count
 from ..scenario import load_scenario
 from .app import JsonFlag, app, option, overrides, print_json, scenario_command, short
 from .render import FORMAT_HELP, Column, FormatOption, FormatValue, bullet, err, num, out, resolve_format, show, usd
@@ -43,8 +44,7 @@ def recommend_cmd(scenario: str | None = None, as_json: bool = False, budget_usd
       gpuplan recommend examples/lora-llama-8b.yaml --gpus a100-80gb,h100,l40s --max-gpus 1 --per-gpu
       gpuplan recommend examples/lora-llama-8b.yaml --pricing spot --launch 1 --launch-dir run/
     """
-    from ..model.catalog import load_model
-    from ..plan.recommend import Constraints, parse_have, recommend
+    from .. import api
 
     try:
         headroom = float(min_headroom.rstrip("%")) / (100 if min_headroom.endswith("%") or
@@ -54,16 +54,11 @@ def recommend_cmd(scenario: str | None = None, as_json: bool = False, budget_usd
     if not (math.isfinite(headroom) and 0 <= headroom < 1):
         raise GpuplanError(f"--min-headroom must be between 0% and 100%, got {min_headroom!r}")
     s = load_scenario(scenario, overrides(fields))
-    m = load_model(s.model)
-    owned = tuple(parse_have(h) for h in have or ())
-    notes: list[str] = []
-    c = Constraints(budget_usd=budget_usd, deadline_hours=deadline_hours, max_gpus=max_gpus,
-                    gpus=tuple(_gpu(g, notes) for g in (gpus or "").split(",") if g.strip()),
-                    providers=tuple(_provider(p) for p in (providers or "").split(",") if p.strip()),
-                    pricing=s.pricing, have=owned, min_headroom=headroom, objective=objective, top=top,
-                    any_method=any_method, any_quant=any_quant, any_framework=any_framework,
-                    catalogs=tuple(catalog or ()), per_gpu=per_gpu)
-    result = recommend(s, m, c)
+    result = api.recommend(s, budget_usd=budget_usd, deadline_hours=deadline_hours, max_gpus=max_gpus,
+                           gpus=(gpus or "").split(","), providers=(providers or "").split(","), have=have or (),
+                           min_headroom=headroom, objective=objective, top=top, any_method=any_method,
+                           any_quant=any_quant, any_framework=any_framework, catalogs=tuple(catalog or ()),
+                           per_gpu=per_gpu)
     listed = result.owned + result.setups  # numbered as shown: your cards first
     if launch is not None and not 1 <= launch <= len(listed):
         raise GpuplanError(f"--launch {launch}: the recommendation lists {len(listed)} setup(s); pick one of 1 to "
@@ -71,47 +66,23 @@ def recommend_cmd(scenario: str | None = None, as_json: bool = False, budget_usd
     fmt = resolve_format(fmt, as_json)
     if fmt == "table" or (launch is not None and not as_json):  # what was assumed first, then its notes
         bullet(result.resolved, prefix="", style="bold")
-    if not m.exact:  # first, before the numbers it puts in doubt
-        bullet(inexact_warning(m), prefix="warning: ", style="bold yellow", stream=err)
-    for note in [*notes, *m.notes]:  # printed after every input was checked: an error stays one line
+    for warning in result.warnings:  # first, before the numbers they put in doubt
+        bullet(warning, prefix="warning: ", style="bold yellow", stream=err)
+    for note in result.defaults:  # printed after every input was checked: an error stays one line
         bullet(note, prefix="note: ", style="yellow", stream=err)
     if launch is not None:
         from .launch import launch_setup
 
         if not as_json:
             render_recommendation(s, result)
-        launch_setup(listed, launch, c.have, launch_dir, as_json)
+        from ..plan.recommend import parse_have
+
+        launch_setup(listed, launch, tuple(parse_have(h) for h in have or ()), launch_dir, as_json)
         return
     if fmt == "json":
-        from dataclasses import asdict
-
-        data = asdict(result)
-        for setups, raw in ((result.setups, data["setups"]), (result.owned, data["owned"])):
-            for setup, item in zip(setups, raw, strict=True):
-                item["scenario"] = setup.scenario.model_dump()
-        print_json(data)
+        print_json(result)
         return
     render_recommendation(s, result, fmt)
-
-
-def _gpu(name: str, notes: list[str]) -> str:
-    from ..hardware import resolve_gpu
-
-    gpu, note = resolve_gpu(name.strip())
-    if note:
-        notes.append(note)
-    return gpu.id
-
-
-def _provider(name: str) -> str:
-    from ..errors import UnknownNameError
-    from ..market.store import load_offers
-
-    known = sorted({o.provider for o in load_offers()})
-    if name.strip() not in known:
-        raise UnknownNameError("provider", name.strip(), known, f"(providers in the price catalog: "
-                               f"{', '.join(known)})")
-    return name.strip()
 
 
 # technique labels as table cells (the rationale lines keep the words)
@@ -315,29 +286,14 @@ def fit_cmd(scenario: str | None = None, as_json: bool = False, gpu: str = "", s
       gpuplan fit --gpu rtx-4090 --engine vllm --prompt-tokens 8192
       gpuplan fit --gpu 8xh100-sxm --task train --method full --seq-len 4096 --format csv
     """
+    from .. import api
     from ..model.catalog import short_names
-    from ..plan.capability import what_fits
-    from ..plan.recommend import parse_have
-    from ..scenario.resolve import describe
 
-    if not gpu.strip():
-        raise GpuplanError("fit needs your cards: --gpu 2x3090 (count x name, or a name for one card)")
-    gpu_id, count = parse_have(gpu)
-    card, note = _resolve_card(gpu)
-    if count > 8:
-        raise GpuplanError(f"fit looks at one machine: --gpu takes up to 8 cards, got {count}")
-    template = overrides(fields)
-    if scenario is not None:
-        template = {**load_scenario(scenario).model_dump(exclude_unset=True), **template}
-    template.pop("model", None)
-    template.setdefault("task", "infer")
-    example = load_scenario(None, {**template, "model": "each bundled model", "gpu": gpu_id, "num_gpus": count})
-    rows = what_fits(template, card, count)
+    report = api.fit(gpu, scenario, **overrides(fields))
+    rows, count = report.rows, report.num_gpus
     fmt = resolve_format(fmt, as_json)
     if fmt == "json":
-        from dataclasses import asdict
-
-        print_json([asdict(r) for r in rows])
+        print_json(report)
         return
     shown = rows if show_all or fmt != "table" else [r for r in rows if r.fits]
     names = short_names()
@@ -348,10 +304,10 @@ def fit_cmd(scenario: str | None = None, as_json: bool = False, gpu: str = "", s
                      "verdict": ("yes" if not r.change else f"with {r.change}") if r.fits else
                      f"no: {r.reason}"})
     if fmt == "table":
-        bullet(describe(example), prefix="", style="bold")
-        if note:
+        bullet(report.resolved, prefix="", style="bold")
+        for note in report.notes:
             bullet(note, prefix="note: ", style="yellow")
-    train = example.task == "train"
+    train = report.task == "train"
     columns = [Column("name", "model", priority=0), Column("params", "params", align="right", priority=2),
                Column("verdict", "fits", priority=1),
                Column("device_peak_gib", "GiB/card", fmt=num("{:,.1f}"), align="right", priority=3),
@@ -363,15 +319,8 @@ def fit_cmd(scenario: str | None = None, as_json: bool = False, gpu: str = "", s
             object.__setattr__(c, "priority", 0)
     hidden = len(rows) - len(shown)
     show(data, [c for c in columns if c], fmt,
-         title=f"{sum(r.fits for r in rows)} of {len(rows)} bundled models fit {count} x {card.name}",
+         title=f"{report.fitting} of {len(rows)} bundled models fit {count} x {gpus()[report.gpu_id].name}",
          notes=[f"{hidden} more do not fit even with changes on these cards; --all lists them"] if hidden else [])
-
-
-def _resolve_card(text: str):
-    from ..hardware import resolve_gpu
-
-    count, sep, name = text.strip().partition("x")
-    return resolve_gpu(name.strip() if sep and count.strip().isdigit() else text.strip())
 
 
 scenario_command(

@@ -30,6 +30,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from ..result import Answer, finite
+
 FORMATS = ("table", "plain", "csv", "markdown", "json")
 Format = Literal["table", "plain", "csv", "markdown", "json"]
 
@@ -184,19 +186,11 @@ def _raw(value: Any) -> Any:
     return value
 
 
-def finite(data: Any) -> Any:
-    """``data`` with every non-finite float replaced by None, so that the JSON is strict (no NaN/Infinity)."""
-    if isinstance(data, float):
-        return data if math.isfinite(data) else None
-    if isinstance(data, dict):
-        return {str(k): finite(v) for k, v in data.items()}
-    if isinstance(data, (list, tuple)):
-        return [finite(v) for v in data]
-    return data
-
-
 def write_json(data: Any) -> None:
-    """Strict JSON on stdout: non-finite numbers become null; objects json cannot encode become strings."""
+    """Strict JSON on stdout: an API answer as its ``to_dict()``; non-finite numbers become null; objects json cannot
+    encode become strings."""
+    if isinstance(data, Answer):
+        data = data.to_dict()
     sys.stdout.write(json.dumps(finite(data), indent=2, default=str, allow_nan=False) + "\n")
 
 

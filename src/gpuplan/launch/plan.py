@@ -22,9 +22,8 @@ from ..market.offers import Offer
 from ..market.store import load_offers
 from ..model.catalog import load_model
 from ..model.spec import ModelSpec
-from ..plan.estimate import estimate
+from ..plan.estimate import Plan, estimate
 from ..plan.pricing import price
-from ..result import Result
 from ..scenario import Scenario, scenario_from
 from ..speed import Speed, speed_of
 
@@ -37,7 +36,7 @@ class LaunchPlan:
 
     scenario: Scenario
     command: str  # the gpuplan command (or API call) that produced the plan
-    result: Result  # gpuplan.estimate(scenario): memory, model facts, warnings
+    result: Plan  # gpuplan.estimate(scenario): memory, model facts, warnings
     model: ModelSpec
     gpu: GpuSpec
     speed: Speed
@@ -215,7 +214,7 @@ def launch_plan(scenario: Scenario | dict, *, command: str = "gpuplan.launch.lau
         result = estimate(s, advise=False)
     if result.memory.fits is False:
         raise GpuplanError(f"the plan does not fit: {result.memory.device_peak_gib:.1f} GiB per GPU on "
-                           f"{result.gpu['name']} ({result.memory.capacity_gib:.1f} usable); run `gpuplan estimate` "
+                           f"{result.gpu.name} ({result.memory.capacity_gib:.1f} usable); run `gpuplan estimate` "
                            "for the changes that would make it fit")
     m, gpu = load_model(s.model), load_gpu(s.gpu)
     offer, cost = (None, None) if owned_usd_per_hour is not None else _offer(s, m, gpu, result, offer_label)
@@ -240,7 +239,7 @@ def launch_plan(scenario: Scenario | dict, *, command: str = "gpuplan.launch.lau
                       spot=spot, visible_devices=visible_devices, written_on=today or dt.date.today())
 
 
-def _offer(s: Scenario, m: ModelSpec, gpu: GpuSpec, result: Result,
+def _offer(s: Scenario, m: ModelSpec, gpu: GpuSpec, result: Plan,
            label: str | None) -> tuple[Offer | None, Cost | None]:
     """The offer ``estimate`` prices (lowest $ per million tokens among those that finish), or the one
     ``recommend`` labelled ``label``."""

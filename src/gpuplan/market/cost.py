@@ -109,11 +109,11 @@ class Cost:
     bill: list[BillLine] = field(default_factory=list)
     bill_usd: float = 0.0
     notes: list[str] = field(default_factory=list)
+    device_peak_gib: float | None = None  # memory per GPU at the device level, where the job was checked to fit
+    label: str = field(init=False, default="")  # ``2x vast on_demand at $4.80/h (2 x $2.40)``
 
-    @property
-    def label(self) -> str:
-        """``2x vast on_demand at $4.80/h (2 x $2.40)``."""
-        return f"{self.offer} at ${self.usd_per_hour:,.2f}/h ({self.num_gpus} x ${self.usd_per_gpu_hour:,.2f})"
+    def __post_init__(self) -> None:
+        self.label = f"{self.offer} at ${self.usd_per_hour:,.2f}/h ({self.num_gpus} x ${self.usd_per_gpu_hour:,.2f})"
 
 
 def instance_shape(offer: Offer, per_node: int) -> int:

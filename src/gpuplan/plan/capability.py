@@ -11,8 +11,9 @@ the batch and context are those with the change.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
+
+from pydantic import BaseModel, Field
 
 from ..errors import GpuplanError
 from ..hardware import GpuSpec
@@ -23,13 +24,14 @@ from ..scenario.resolve import resolve
 from .advice import largest_fitting, suggestions
 
 
-@dataclass(kw_only=True)
-class FitRow:
+class FitRow(BaseModel):
+    """One model on the user's cards: fits as asked, fits with a change, or not at all (and why)."""
+
     model: str  # repo id
     params_total: int
     fits: bool  # as asked, or with ``change``
     change: str = ""  # what makes it fit on these cards ("" when it fits as asked)
-    fields: dict[str, Any] = field(default_factory=dict)  # the scenario fields of that change
+    fields: dict[str, Any] = Field(default_factory=dict)  # the scenario fields of that change
     strategy: str = ""
     device_peak_gib: float | None = None
     max_batch_size: int | None = None

@@ -1,6 +1,7 @@
-"""``estimate(scenario) -> Result``: validate, estimate memory per GPU, say what fits and what would.
+"""``estimate(scenario) -> Plan``: validate, estimate memory per GPU, say what fits and what would, time and price it.
 
-The result is the one output of design.md: the scenario as resolved (the card- and count-dependent defaults of
+The plan is the one output of design.md, computed once per scenario and read by every interface (the command line,
+the web page, ``recommend --launch``, ``launch``): the scenario as resolved (the card- and count-dependent defaults of
 :mod:`gpuplan.scenario.resolve` filled in, and said in one line), model facts, the memory breakdown with three peak
 levels, and, when it does not fit, the changes that would (single ones, and the smallest combination when none is
 enough). A job that does not fit is not priced.
@@ -8,17 +9,23 @@ enough). A job that does not fit is not priced.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
+
+from pydantic import ConfigDict
 
 from ..errors import UnknownNameError
 from ..hardware import GpuSpec, resolve_gpu
+from ..market.cost import Cost
 from ..memory import check, memory_report
 from ..model.catalog import load_model
 from ..model.report import inexact_warning
 from ..model.spec import ModelSpec
-from ..result import ModelFacts, Result
+from ..result import Answer, GpuFacts, MemoryReport, ModelFacts, Suggestion
 from ..scenario import INFER_ONLY, TRAIN_ONLY, Scenario, scenario_from
 from ..scenario.resolve import describe, resolve
+from ..scenario.stacks import defaults_in_force
+from ..speed.breakdown import Speed
 
 
 def _model_facts(m: ModelSpec, trainable: int) -> ModelFacts:
@@ -31,8 +38,30 @@ def _model_facts(m: ModelSpec, trainable: int) -> ModelFacts:
                       exact=m.exact, exact_reason=m.inexact_reason, counted_by=m.counted_by)
 
 
-def estimate(scenario: Scenario | dict[str, Any], *, advise: bool = True) -> Result:
-    """Estimate memory for a scenario. ``advise`` adds solvers and fixes (they re-run the estimate)."""
+class Plan(Answer):
+    """The one answer for one scenario: the scenario as resolved (every default filled in, the card-dependent ones
+    said in ``defaults`` with why), the model's facts, memory per GPU at three levels and the verdict on the card,
+    the changes that would make it fit, the speed (on the interconnect of the offer priced) and the cost on the
+    cheapest offer per million tokens. Immutable: every interface renders it, none recomputes a number of it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    scenario: dict[str, Any]
+    resolved: str = ""  # the scenario as resolved, in one line (what every answer prints first)
+    defaults: tuple[str, ...] = ()  # the defaults taken for this card and model, in words (GPU variant, precision...)
+    model: ModelFacts
+    gpu: GpuFacts | None
+    memory: MemoryReport
+    suggestions: tuple[Suggestion, ...] = ()
+    speed: Speed | None = None  # None without a GPU (or one with no tensor rate)
+    cost: Cost | None = None  # None when it does not fit, or no offer of the card is in force
+    assumptions: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+
+def estimate(scenario: Scenario | dict[str, Any], *, advise: bool = True) -> Plan:
+    """The plan of a scenario. ``advise`` adds the largest batch and context that fit and, when the job does not
+    fit, the changes that would (they re-run the memory estimate)."""
     s = scenario_from(scenario)
     m = load_model(s.model)
     gpu, gpu_note = resolve_gpu(s.gpu) if s.gpu else (None, None)
@@ -44,31 +73,34 @@ def estimate(scenario: Scenario | dict[str, Any], *, advise: bool = True) -> Res
     if inexact:
         warnings.insert(0, inexact)
     e, report = memory_report(s, m, gpu)
-    from ..scenario.stacks import defaults_in_force
-
+    trainable = int(e.extra.get("params_trainable", 0))
     stack_defaults = defaults_in_force(s)
-    result = Result(scenario=_normalized(s), resolved=describe(s, m), model=_model_facts(
-        m, int(e.extra.get("params_trainable", 0))), gpu=_gpu_facts(gpu), memory=report,
-        defaults=[*([gpu_note] if gpu_note else []), *m.notes, *defaults],
-        assumptions=([stack_defaults] if stack_defaults else []) + e.assumptions, warnings=warnings + e.warnings)
+    assumptions = ([stack_defaults] if stack_defaults else []) + e.assumptions
+    warnings += e.warnings
+    suggestions: tuple[Suggestion, ...] = ()
     if gpu and advise:
-        from .advice import largest_fitting, suggestions
+        from .advice import largest_fitting
+        from .advice import suggestions as fixes
 
         report.max_batch_size, report.max_seq_len = largest_fitting(s, m, gpu)
         if not report.fits:
-            result.suggestions = suggestions(s, m, gpu, report)
+            suggestions = fixes(s, m, gpu, report)
+    speed = cost = None
     if gpu and gpu.peak_tflops("fp16"):  # speed always (what it would run at); cost only for a job that fits
-        _speed_and_cost(result, s, m, gpu, int(e.extra.get("params_trainable", 0)), price_it=report.fits is not False)
-    return result
+        speed, cost, more_assumptions, more_warnings = _speed_and_cost(s, m, gpu, trainable,
+                                                                       price_it=report.fits is not False)
+        assumptions += more_assumptions
+        warnings += more_warnings
+    return Plan(scenario=_normalized(s), resolved=describe(s, m), model=_model_facts(m, trainable),
+                gpu=_gpu_facts(gpu), memory=report, defaults=[*([gpu_note] if gpu_note else []), *m.notes, *defaults],
+                suggestions=suggestions, speed=speed, cost=cost, assumptions=assumptions, warnings=warnings)
 
 
-def _speed_and_cost(result: Result, s: Scenario, m: ModelSpec, gpu: GpuSpec, trainable: int,
-                    price_it: bool = True) -> None:
+def _speed_and_cost(s: Scenario, m: ModelSpec, gpu: GpuSpec, trainable: int, price_it: bool = True
+                    ) -> tuple[Speed, Cost | None, list[str], list[str]]:
     """Cost on the matching offer with the lowest $ per million tokens (the order ``recommend`` ranks by), and
     speed on that offer's interconnect; without an offer, speed with the GPU's own links. ``price_it`` False (the
-    job does not fit): speed only."""
-    from dataclasses import asdict
-
+    job does not fit): speed only. Returns (speed, cost, assumptions, warnings)."""
     from ..market.choice import matching
     from ..market.store import load_offers
     from ..speed import speed_of
@@ -82,27 +114,27 @@ def _speed_and_cost(result: Result, s: Scenario, m: ModelSpec, gpu: GpuSpec, tra
     costs = sorted(((c, o) for o in candidates if (c := price(s, m, o, trainable, offers)).finishes),
                    key=lambda pair: pair[0].usd_per_million_tokens)
     speed = speed_of(s, m, gpu, costs[0][1].network if costs else None)  # the interconnect of the offer priced
-    result.speed = {k: v for k, v in asdict(speed).items() if k != "assumptions"}
-    result.assumptions += speed.assumptions
+    assumptions, warnings = list(speed.assumptions), []
+    speed = replace(speed, assumptions=[])  # said once, in the plan's assumptions
     if not price_it:
-        return
+        return speed, None, assumptions, warnings
     if not costs:
         known = [o for o in offers if o.gpu_id == gpu.id]
         why = "" if known else " (no offer of it at all)"
-        result.warnings.append(f"no price for {gpu.name}: no {s.pricing.replace('_', '-')} offer"
-                               + (f" at {s.provider}" if s.provider else "") + f" in force{why}; "
-                               "older or low-confidence rows need --max-price-age-days / --include-low-confidence")
-        return
+        warnings.append(f"no price for {gpu.name}: no {s.pricing.replace('_', '-')} offer"
+                        + (f" at {s.provider}" if s.provider else "") + f" in force{why}; "
+                        "older or low-confidence rows need --max-price-age-days / --include-low-confidence")
+        return speed, None, assumptions, warnings
     best, offer = costs[0]
-    result.cost = {**asdict(best), "label": best.label}
     if best.stale:
-        result.warnings.append(f"the price of {best.offer} is {best.price_age_days} days old")
+        warnings.append(f"the price of {best.offer} is {best.price_age_days} days old")
     if best.price_confidence == "low":
-        result.warnings.append(f"the price of {best.offer} is marked low confidence in {offer.origin}")
+        warnings.append(f"the price of {best.offer} is marked low confidence in {offer.origin}")
     if best.spot_multiplier and best.spot_multiplier > 1:
-        result.warnings.append(f"spot at {best.provider} costs {best.spot_multiplier:.2f}x the cheapest on-demand "
-                               f"{gpu.name} ({best.best_on_demand_offer} at ${best.best_on_demand_usd_per_gpu_hour:.2f}"
-                               "/GPU-h) once interruptions are counted: --pricing any picks the cheaper")
+        warnings.append(f"spot at {best.provider} costs {best.spot_multiplier:.2f}x the cheapest on-demand "
+                        f"{gpu.name} ({best.best_on_demand_offer} at ${best.best_on_demand_usd_per_gpu_hour:.2f}"
+                        "/GPU-h) once interruptions are counted: --pricing any picks the cheaper")
+    return speed, best, assumptions, warnings
 
 
 def _normalized(s: Scenario) -> dict[str, Any]:
@@ -113,8 +145,8 @@ def _normalized(s: Scenario) -> dict[str, Any]:
     return data
 
 
-def _gpu_facts(gpu: GpuSpec | None) -> dict[str, Any] | None:
+def _gpu_facts(gpu: GpuSpec | None) -> GpuFacts | None:
     if gpu is None:
         return None
-    return {"id": gpu.id, "name": gpu.name, "memory_gib": gpu.memory_gib, "usable_gib": gpu.usable_gib,
-            "architecture": gpu.architecture}
+    return GpuFacts(id=gpu.id, name=gpu.name, memory_gib=gpu.memory_gib, usable_gib=gpu.usable_gib,
+                    architecture=gpu.architecture)

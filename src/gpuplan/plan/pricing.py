@@ -37,8 +37,8 @@ def replace_gpu(s: Scenario, gpu_id: str) -> Scenario:
         return s.model_copy(update={"gpu": gpu_id})
 
 
-def compare(s: Scenario, m: ModelSpec, offers: list[Offer], trainable: int, today=None) -> list[tuple[Cost, float]]:
-    """Every matching offer whose GPU fits the scenario, with its cost and device peak, cheapest first (by $ per
+def compare(s: Scenario, m: ModelSpec, offers: list[Offer], trainable: int, today=None) -> list[Cost]:
+    """Every matching offer whose GPU fits the scenario, its cost with the device peak, cheapest first (by $ per
     million tokens, spot with its interruption overhead)."""
     rows = []
     fit_cache: dict[str, tuple[bool, float]] = {}
@@ -54,9 +54,10 @@ def compare(s: Scenario, m: ModelSpec, offers: list[Offer], trainable: int, toda
         ok, peak = fit_cache[offer.gpu_id]
         if ok:
             cost = price(s, m, offer, trainable, offers, today)
+            cost.device_peak_gib = peak
             if cost.finishes:
-                rows.append((cost, peak))
-    return sorted(rows, key=lambda r: (r[0].usd_per_million_tokens, -r[0].num_gpus))
+                rows.append(cost)
+    return sorted(rows, key=lambda c: (c.usd_per_million_tokens, -c.num_gpus))
 
 
 def left_out(offers: list[Offer], s: Scenario) -> dict[str, int]:

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+
+from pydantic import BaseModel, Field
 
 from .. import overheads as oh
 from ..errors import GpuplanError
@@ -26,7 +28,9 @@ from ..market.cost import price_job
 from ..market.offers import Offer, max_per_node, multi_node
 from ..market.store import load_offers, price_filter
 from ..memory import check, memory_report
+from ..model.report import inexact_warning
 from ..model.spec import ModelSpec
+from ..result import Answer
 from ..scenario import Scenario
 from ..scenario.resolve import card_precision, resolve
 from ..scenario.stacks import FRAMEWORKS
@@ -77,8 +81,9 @@ class Constraints:
                 raise GpuplanError(f"--have needs 1 to 1,024 cards of {gpu_id}, got {count}")
 
 
-@dataclass(kw_only=True)
-class Setup:
+class Setup(BaseModel):
+    """One setup that fits, priced on one offer, with the numbers ``estimate`` gives for it there."""
+
     scenario: Scenario
     gpu_id: str
     num_gpus: int
@@ -114,16 +119,19 @@ class Setup:
     change: str = ""  # what the techniques or the stack change save and cost against the scenario as given
 
 
-@dataclass(kw_only=True)
-class Recommendation:
+class Recommendation(Answer):
+    """``recommend``'s answer: ``to_dict()`` is what ``gpuplan recommend --json`` prints."""
+
     setups: list[Setup]  # rentals, best first
     evaluated: int
     fitting: int
     elapsed_s: float
-    changes: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    owned: list[Setup] = field(default_factory=list)  # on the user's own cards (``have``), best first
-    owned_changes: list[str] = field(default_factory=list)  # when nothing fits them: what would
+    changes: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+    owned: list[Setup] = Field(default_factory=list)  # on the user's own cards (``have``), best first
+    owned_changes: list[str] = Field(default_factory=list)  # when nothing fits them: what would
+    defaults: list[str] = Field(default_factory=list)  # the names and defaults taken (GPU variants, the model's)
+    warnings: list[str] = Field(default_factory=list)  # a model not counted exactly, before every number
     resolved: str = ""  # the scenario as searched, in one line: what every answer prints first
     model_exact: bool = True  # whether the model's counts are exact (``model_exact_reason`` when not)
     model_exact_reason: str | None = None
@@ -217,8 +225,9 @@ def _owned_offers(c: Constraints) -> list[Offer]:
     for gpu_id, count in c.have:
         g = gpus()[gpu_id]
         power = (g.tdp_w or 300) / 1000 * oh.UTILIZATION * oh.PUE * oh.POWER_USD_PER_KWH
+        # the cards' own links (GeForce: no peer-to-peer over PCIe), as ``estimate`` and ``launch`` time them
         out.append(Offer(provider="owned", tier="", gpu_id=gpu_id, gpu_count=count, pricing="owned",
-                         price_usd_per_gpu_hour=power, region="", intra_node="pcie", observed_at=dt.date.today(),
+                         price_usd_per_gpu_hour=power, region="", intra_node="", observed_at=dt.date.today(),
                          source="power only", notes="", origin="--have"))
     return out
 
@@ -283,6 +292,8 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
                             elapsed_s=time.perf_counter() - started, owned=owned[: c.top])
     result.notes = _price_notes(s, c, all_offers, cards)
     result.model_exact, result.model_exact_reason = m.exact, m.inexact_reason
+    result.defaults = list(m.notes)
+    result.warnings = [w for w in (inexact_warning(m),) if w]
     result.resolved = searched(s, m, c)
     if explain and c.have and not owned:
         result.owned_changes = _what_fits_owned(s, m, c)

@@ -1,6 +1,6 @@
 """The JSON API: the Python API's inputs and outputs over HTTP (``--json`` prints the same objects).
 
-``POST /api/estimate`` takes a scenario and returns :class:`~gpuplan.result.Result`; ``POST /api/recommend`` a
+``POST /api/estimate`` takes a scenario and returns :class:`~gpuplan.result.Plan`; ``POST /api/recommend`` a
 scenario and constraints, returning what ``gpuplan recommend --json`` prints; ``GET /api/models`` and
 ``GET /api/gpus`` the rows of ``gpuplan models --json`` and ``gpuplan gpus --json``. The page also reads the
 form (``/api/form``), the formulas (``/api/explain``), the exports (``/api/export``) and the catalog grid
@@ -14,15 +14,14 @@ from typing import Any, Literal
 from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..errors import UnknownNameError
+from .. import api
 from ..hardware import gpus, load_gpu
 from ..model.catalog import bundled, load_model
 from ..model.quant import QUANT_FORMATS
 from ..model.report import model_summary
-from ..plan.estimate import estimate
+from ..plan.estimate import Plan
 from ..plan.gpus import cheapest_rentals, gpu_row
-from ..plan.recommend import Constraints, Recommendation, parse_have, recommend
-from ..result import Result
+from ..plan.recommend import Recommendation
 from ..scenario import Scenario
 from .explain import Explanation, explain
 from .export import Export, export
@@ -111,29 +110,14 @@ class Form(BaseModel):
     hub: bool
 
 
-def _estimate(s: Scenario, hub: bool) -> Result:
+def _estimate(s: Scenario, hub: bool) -> Plan:
     check_model(s.model, hub)
-    return estimate(s)
-
-
-def _provider(name: str, known: list[str]) -> str:
-    if name not in known:
-        raise UnknownNameError("provider", name, known, f"(providers in the price catalog: {', '.join(known)})")
-    return name
+    return api.estimate(s)
 
 
 def _recommend(req: RecommendRequest, hub: bool) -> Recommendation:
-    from ..market.store import load_offers
-
-    s, o = req.scenario, req.constraints
-    check_model(s.model, hub)
-    known = sorted({x.provider for x in load_offers()})
-    c = Constraints(budget_usd=o.budget_usd, deadline_hours=o.deadline_hours, max_gpus=o.max_gpus,
-                    gpus=tuple(load_gpu(g).id for g in o.gpus),
-                    providers=tuple(_provider(p, known) for p in o.providers),
-                    pricing=s.pricing, have=tuple(parse_have(h) for h in o.have), min_headroom=o.min_headroom,
-                    objective=o.objective, top=o.top, any_method=o.any_method, any_quant=o.any_quant)
-    return recommend(s, load_model(s.model), c)
+    check_model(req.scenario.model, hub)
+    return api.recommend(req.scenario, **req.constraints.model_dump())
 
 
 def _explain(s: Scenario, hub: bool) -> Explanation:
@@ -155,8 +139,8 @@ def _models(search: str | None, family: str | None) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: r["params_total"])
 
 
-@router.post("/estimate", response_model=Result, summary="Does it fit, and where does the memory go")
-async def estimate_route(scenario: Scenario, request: Request) -> Result:
+@router.post("/estimate", response_model=Plan, summary="Does it fit, and where does the memory go")
+async def estimate_route(scenario: Scenario, request: Request) -> Plan:
     """`gpuplan.estimate(scenario)`: memory per GPU at three levels, fit and headroom on a named GPU, the changes
     that would make it fit, speed and cost on the best offer (what `gpuplan estimate --json` prints)."""
     return await run_limited(_estimate, scenario, request.app.state.hub)

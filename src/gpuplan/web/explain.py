@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..hardware import GpuSpec
 from ..model.spec import ModelSpec
-from ..result import Result
+from ..plan.estimate import Plan
 from ..scenario import Scenario
 from . import memory_formulas as mf
 from . import speed_formulas as sf
@@ -21,7 +21,7 @@ from .forms import INFER_ONLY, TRAIN_ONLY
 from .formula import Context, Explanation, Formula
 
 
-def explain(result: Result, s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> Explanation:
+def explain(result: Plan, s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> Explanation:
     """Formulas for every number ``result`` holds, keyed ``memory.weights_gib``, ``speed.tokens_per_s``..."""
     x = Context(s, m, gpu, result)
     method = s.method if s.task == "train" else None

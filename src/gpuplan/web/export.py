@@ -10,7 +10,7 @@ from urllib.parse import urlencode
 import yaml
 from pydantic import BaseModel
 
-from ..result import Result
+from ..plan.estimate import Plan
 from ..scenario import Scenario
 from .forms import given
 
@@ -55,11 +55,11 @@ def query(s: Scenario) -> str:
     return urlencode({k: _flag_value(v) for k, v in _fields(s).items()})
 
 
-def markdown(s: Scenario, r: Result, link: str = "") -> str:
+def markdown(s: Scenario, r: Plan, link: str = "") -> str:
     """A short report: verdict, memory table, fixes, speed and cost, assumptions."""
     mem = r.memory
     what = f"{s.task} {r.model.name}" + (f" ({s.method})" if s.task == "train" else "") + \
-        (f" on {s.num_gpus}x {r.gpu['name']}" if r.gpu else "")
+        (f" on {s.num_gpus}x {r.gpu.name}" if r.gpu else "")
     lines = [f"### gpuplan: {what}", ""]
     if mem.fits is not None:
         verdict = "fits" if mem.fits else "does not fit"
@@ -80,15 +80,15 @@ def markdown(s: Scenario, r: Result, link: str = "") -> str:
     if r.speed:
         sp = r.speed
         unit = "output tokens/s" if s.task == "infer" else "tokens/s"
-        lines.append(f"Speed: {sp['tokens_per_s']:,.0f} {unit} ({sp['bound']}-bound)")
+        lines.append(f"Speed: {sp.tokens_per_s:,.0f} {unit} ({sp.bound}-bound)")
     if r.cost:
         c = r.cost
-        line = f"Cost: {c['offer']} at ${c['usd_per_hour']:.2f}/h"
-        if s.task == "train" and c["hours"]:
-            line += f", {c['hours']:,.1f} h, ${c['usd_total']:,.0f}"
-        elif c.get("usd_per_million_tokens") is not None:
-            line += f", ${c['usd_per_million_tokens']:.3f} per million tokens"
-        lines.append(line + f" (price {c['price_age_days']} days old)")
+        line = f"Cost: {c.offer} at ${c.usd_per_hour:.2f}/h"
+        if s.task == "train" and c.hours:
+            line += f", {c.hours:,.1f} h, ${c.usd_total:,.0f}"
+        elif c.usd_per_million_tokens is not None:
+            line += f", ${c.usd_per_million_tokens:.3f} per million tokens"
+        lines.append(line + f" (price {c.price_age_days} days old)")
     if r.assumptions:
         lines += ["", "Assumed:", "", *(f"- {a}" for a in r.assumptions)]
     if r.warnings:
@@ -99,7 +99,7 @@ def markdown(s: Scenario, r: Result, link: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
-def export(s: Scenario, r: Result, base_url: str = "") -> Export:
+def export(s: Scenario, r: Plan, base_url: str = "") -> Export:
     q = query(s)
     link = f"{base_url}?{q}" if base_url else ""
     return Export(yaml=scenario_yaml(s), command=command(s), markdown=markdown(s, r, link), query=q)

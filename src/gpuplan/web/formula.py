@@ -7,7 +7,7 @@ from pydantic import BaseModel
 
 from ..hardware import GpuSpec
 from ..model.spec import ModelSpec
-from ..result import Result
+from ..plan.estimate import Plan
 from ..scenario import Scenario
 from .accuracy import Accuracy
 
@@ -48,7 +48,7 @@ def count(x: float) -> str:
 class Context:
     """What the formulas read: the scenario, the model, the card and the shards."""
 
-    def __init__(self, s: Scenario, m: ModelSpec, gpu: GpuSpec | None, result: Result):
+    def __init__(self, s: Scenario, m: ModelSpec, gpu: GpuSpec | None, result: Plan):
         self.s, self.m, self.gpu, self.r = s, m, gpu, result
         self.strategy = s.resolved_strategy
         self.mixed = s.precision.endswith("-mixed")

@@ -35,21 +35,21 @@ def _flops_per_token(x: Context, recompute: bool = True) -> tuple[float, str]:
 
 def _range(sp: dict, kind: str) -> Constant:
     low, high = oh.SPEED_SPREAD[kind]
-    return Constant(name="calibration spread", value=f"{sp.get('tokens_per_s_low', 0):,.0f} to "
-                    f"{sp.get('tokens_per_s_high', 0):,.0f} tokens/s ({low:+.0%} / {high:+.0%} of the estimate, "
+    return Constant(name="calibration spread", value=f"{(sp.tokens_per_s_low or 0):,.0f} to "
+                    f"{(sp.tokens_per_s_high or 0):,.0f} tokens/s ({low:+.0%} / {high:+.0%} of the estimate, "
                     "wider on defaults)", source="overheads.SPEED_SPREAD: 10th-90th percentile of estimate / "
                     "measured over the bench rows (bench/throughput.py)")
 
 
 def _parts(sp: dict) -> tuple[float, str]:
-    parts = sp.get("parts_s") or {}
+    parts = sp.parts_s or {}
     total = sum(parts.values())
     text = " + ".join(f"{k.replace('_', ' ')} {v * 1000:,.1f} ms" for k, v in parts.items())
     return total, f"{text} = {total * 1000:,.1f} ms"
 
 
 def training_speed(x: Context) -> dict[str, Formula]:
-    s, sp, gpu = x.s, x.r.speed or {}, x.gpu
+    s, sp, gpu = x.s, x.r.speed, x.gpu
     assert gpu is not None
     dtype = compute_dtype(s)
     peak = peak_flops(gpu, dtype)
@@ -60,43 +60,43 @@ def training_speed(x: Context) -> dict[str, Formula]:
     summary = next((a for a in x.r.assumptions if a.startswith("step = ")), "")
     out = {
         "speed.flops_per_token": Formula(
-            label="FLOPs per token", value=sp.get("flops_per_token") or 0.0, unit="FLOP", computed=fpt,
+            label="FLOPs per token", value=sp.flops_per_token or 0.0, unit="FLOP", computed=fpt,
             formula="F = 6N (4N with LoRA: no weight gradients; +2N with full recomputation, the re-run "
                     "matmuls with per-op selective) + 12 x L x a x d x s (PaLM appendix B)",
             substituted=f"{fpt_text} = {fpt / 1e9:,.2f} GFLOP", accuracy=acc),
         "speed.step_time_s": Formula(
-            label="step time", value=sp.get("step_time_s", 0.0), unit="s", computed=step, accuracy=acc, note=summary,
+            label="step time", value=(sp.step_time_s or 0.0), unit="s", computed=step, accuracy=acc, note=summary,
             formula="step = the work of each micro-step x accumulation steps (GEMMs at the efficiency their shapes "
                     "reach, attention, element-wise kernels, kernel launches, collectives) + per-step costs",
             substituted=parts_text,
             constants=[Constant(name=f"{gpu.name} dense {dtype}", value=f"{peak / 1e12:,.1f} TFLOPS",
                                 source="data/gpus.yaml (dense, no sparsity)")]),
         "speed.tokens_per_s": Formula(
-            label="tokens/s", value=sp.get("tokens_per_s", 0.0), unit="tokens/s", computed=tokens_step / step,
+            label="tokens/s", value=(sp.tokens_per_s or 0.0), unit="tokens/s", computed=tokens_step / step,
             formula="tokens/s = micro_batch x seq_len x accumulation x data-parallel ranks / step time",
             substituted=f"{tokens_step:,} / {step:,.4f} s = {tokens_step / step:,.0f} tokens/s", accuracy=acc,
             constants=[_range(sp, "train")]),
     }
-    if sp.get("mfu") and peak:
+    if sp.mfu and peak:
         model_fpt = fpt if s.grad_checkpointing in (None, "none") else _flops_per_token(x, recompute=False)[0]
-        mfu = model_fpt * sp["tokens_per_s"] / (s.world_size * peak)
+        mfu = model_fpt * sp.tokens_per_s / (s.world_size * peak)
         out["speed.mfu"] = Formula(
-            label="implied MFU", value=sp["mfu"], unit="", computed=mfu, accuracy=acc,
+            label="implied MFU", value=sp.mfu, unit="", computed=mfu, accuracy=acc,
             formula="MFU = FLOPs per token without recomputation x tokens/s / (GPUs x dense peak)",
-            substituted=f"{model_fpt / 1e9:,.2f} GFLOP x {sp['tokens_per_s']:,.0f} / ({s.world_size} x "
+            substituted=f"{model_fpt / 1e9:,.2f} GFLOP x {sp.tokens_per_s:,.0f} / ({s.world_size} x "
                         f"{peak / 1e12:,.1f} TFLOPS) = {mfu:.3f}")
     return out
 
 
 def inference_speed(x: Context) -> dict[str, Formula]:
-    s, sp = x.s, x.r.speed or {}
+    s, sp = x.s, x.r.speed
     step, parts_text = _parts(sp)
     acc = speed_accuracy("infer")
     decode = next((a for a in x.r.assumptions if a.startswith("decode step")), "")
     ttft = next((a for a in x.r.assumptions if a.startswith("time to first token")), "")
     out = {
         "speed.step_time_s": Formula(
-            label="decode step", value=sp.get("step_time_s", 0.0), unit="s", computed=step, accuracy=acc, note=decode,
+            label="decode step", value=(sp.step_time_s or 0.0), unit="s", computed=step, accuracy=acc, note=decode,
             formula="step = weights and KV cache read at the card's bandwidth + kernel latency + element-wise kernels "
                     "+ host work not hidden + TP all-reduces", substituted=parts_text,
             constants=[Constant(name=f"{x.gpu.name} bandwidth" if x.gpu else "bandwidth",
@@ -104,61 +104,61 @@ def inference_speed(x: Context) -> dict[str, Formula]:
                                 source="data/gpus.yaml")]),
     }
     b, o = s.batch_size, max(s.output_tokens, 1)
-    latency = sp.get("request_latency_s") or 0.0
-    prefill = sp.get("ttft_burst_s") if b > 1 and sp.get("ttft_burst_s") is not None else latency - o * step
+    latency = sp.request_latency_s or 0.0
+    prefill = sp.ttft_burst_s if b > 1 and sp.ttft_burst_s is not None else latency - o * step
     cycle = o * step + prefill
     out["speed.tokens_per_s"] = Formula(
-        label="output tokens/s", value=sp.get("tokens_per_s", 0.0), unit="tokens/s", accuracy=acc,
+        label="output tokens/s", value=(sp.tokens_per_s or 0.0), unit="tokens/s", accuracy=acc,
         computed=b * o / cycle if cycle > 0 else None,
         formula="tokens/s = sequences x output tokens / cycle, cycle = output tokens x decode step + the prefill of "
                 "the next prompts (continuous batching, as vLLM and TGI serve)",
         substituted=f"{b} x {o:,} / ({o:,} x {step * 1000:,.1f} ms + {prefill:,.3f} s) = "
                     f"{b * o / cycle if cycle > 0 else 0:,.1f} tokens/s", constants=[_range(sp, "decode")])
-    if sp.get("ttft_s") is not None:
+    if sp.ttft_s is not None:
         out["speed.ttft_s"] = Formula(
-            label="time to first token", value=sp["ttft_s"], unit="s", accuracy=acc, note=ttft,
+            label="time to first token", value=sp.ttft_s, unit="s", accuracy=acc, note=ttft,
             formula="TTFT = the prefill of one prompt alone: its GEMMs at the efficiency their shapes reach, "
                     "attention over the prompt, kernel launches (gpuplan/speed/inference.py StepTimer)",
-            substituted=f"{sp['ttft_s']:,.3f} s alone; {sp.get('ttft_burst_s') or 0:,.3f} s for the last of "
+            substituted=f"{sp.ttft_s:,.3f} s alone; {sp.ttft_burst_s or 0:,.3f} s for the last of "
                         f"{s.batch_size} arriving together")
     return out
 
 
 def cost(x: Context) -> dict[str, Formula]:
-    s, c, sp = x.s, x.r.cost or {}, x.r.speed or {}
-    per_hour, rented = c["usd_per_hour"], c["num_gpus"]
-    tps = sp.get("tokens_per_s") or 0.0
+    s, c, sp = x.s, x.r.cost, x.r.speed
+    per_hour, rented = c.usd_per_hour, c.num_gpus
+    tps = sp.tokens_per_s or 0.0
     acc = price_accuracy()
-    overhead = c["spot"]["overhead"] if c.get("spot") else 1.0
-    price = Constant(name=c["offer"], value=f"${per_hour / rented:,.3f} per GPU-hour, {c['price_age_days']} days old",
-                     source=c.get("price_origin") or "data/offers.csv")
+    overhead = c.spot.overhead if c.spot else 1.0
+    price = Constant(name=c.offer, value=f"${per_hour / rented:,.3f} per GPU-hour, {c.price_age_days} days old",
+                     source=c.price_origin or "data/offers.csv")
     out = {"cost.usd_per_hour": Formula(
         label="$ per hour", value=per_hour, unit="$/h", computed=per_hour, accuracy=acc, constants=[price],
         formula="$/h = GPUs rented (whole instances) x price per GPU-hour",
         substituted=f"{rented} x ${per_hour / rented:,.3f} = ${per_hour:,.2f}/h")}
-    if c.get("usd_per_million_tokens") is not None and tps:
+    if c.usd_per_million_tokens is not None and tps:
         per_m = per_hour * overhead / (tps * 3600) * 1e6
         out["cost.usd_per_million_tokens"] = Formula(
-            label="$ per million tokens", value=c["usd_per_million_tokens"], unit="$", computed=per_m, accuracy=acc,
+            label="$ per million tokens", value=c.usd_per_million_tokens, unit="$", computed=per_m, accuracy=acc,
             formula="$/M tokens = $/h x spot overhead / (tokens/s x 3600) x 10^6",
             substituted=f"{per_hour:,.2f} x {overhead:.2f} / ({tps:,.0f} x 3600) x 1e6 = ${per_m:,.3f}")
     if s.task == "train" and s.train_tokens and tps:
         hours = s.train_tokens / tps / 3600
         out["cost.hours"] = Formula(
-            label="hours", value=c["hours"], unit="h", computed=hours * overhead, accuracy=acc,
+            label="hours", value=c.hours, unit="h", computed=hours * overhead, accuracy=acc,
             formula="hours = train_tokens / tokens/s / 3600 (x spot overhead: Daly checkpointing and restarts)",
             substituted=f"{s.train_tokens:,.3g} / {tps:,.0f} / 3600 x {overhead:.2f} = {hours * overhead:,.2f} h")
         out["cost.usd_total"] = Formula(
-            label="GPU time $", value=c["usd_total"], unit="$", computed=c["hours"] * per_hour, accuracy=acc,
-            formula="GPU time = hours x $/h", substituted=f"{c['hours']:,.2f} x {per_hour:,.2f} = "
-                                                          f"${c['hours'] * per_hour:,.2f}")
-    if c.get("bill") and c.get("bill_usd") is not None:
-        items = c["bill"]
+            label="GPU time $", value=c.usd_total, unit="$", computed=c.hours * per_hour, accuracy=acc,
+            formula="GPU time = hours x $/h", substituted=f"{c.hours:,.2f} x {per_hour:,.2f} = "
+                                                          f"${c.hours * per_hour:,.2f}")
+    if c.bill and c.bill_usd is not None:
+        items = c.bill
         out["cost.bill_usd"] = Formula(
-            label="the whole bill", value=c["bill_usd"], unit="$", computed=sum(i["usd"] for i in items),
+            label="the whole bill", value=c.bill_usd, unit="$", computed=sum(i.usd for i in items),
             accuracy=acc, formula="bill = the sum of its lines (GPU time, billing rounding, storage, egress)",
-            substituted=" + ".join(f"{i['item']} ${i['usd']:,.3f}" for i in items) +
-            f" = ${sum(i['usd'] for i in items):,.2f}",
-            constants=[Constant(name=i["item"], value=f"{i['quantity']:,.4g} {i['unit']} x ${i['usd_per_unit']:,.3g}",
-                                source=i.get("note") or "data/providers.yaml") for i in items])
+            substituted=" + ".join(f"{i.item} ${i.usd:,.3f}" for i in items) +
+            f" = ${sum(i.usd for i in items):,.2f}",
+            constants=[Constant(name=i.item, value=f"{i.quantity:,.4g} {i.unit} x ${i.usd_per_unit:,.3g}",
+                                source=i.note or "data/providers.yaml") for i in items])
     return out

@@ -1,0 +1,104 @@
+"""The Python API is the one face: each function's typed answer, and ``to_dict()`` equal to the command's
+``--json`` for the same inputs (tests/test_plan_consistency.py checks that the numbers agree across them)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import gpuplan
+from gpuplan import GpuplanError
+
+
+def cli_json(*args: str) -> object:
+    proc = subprocess.run([sys.executable, "-m", "gpuplan", *args], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+LORA_4090 = {"model": "llama-3.1-8b", "task": "train", "method": "qlora", "gpu": "rtx-4090", "train_tokens": 1e8}
+LORA_FLAGS = ("--model", "llama-3.1-8b", "--task", "train", "--method", "qlora", "--gpu", "rtx-4090",
+              "--train-tokens", "1e8")
+
+
+def test_the_package_exports_every_question():
+    for name in ("estimate", "recommend", "fit", "cost", "capacity", "launch"):
+        assert callable(getattr(gpuplan, name)), name
+        assert name in gpuplan.__all__
+    assert set(gpuplan.__all__) <= set(dir(gpuplan))
+    with pytest.raises(AttributeError):
+        gpuplan.no_such_name  # noqa: B018
+
+
+def test_estimate_is_a_typed_immutable_plan_equal_to_the_json():
+    plan = gpuplan.estimate(LORA_4090)
+    assert isinstance(plan, gpuplan.Plan)
+    assert plan.memory.fits and plan.speed.tokens_per_s > 0 and plan.cost.usd_per_hour > 0  # attributes, not dicts
+    assert plan.gpu.id == "nvidia-geforce-rtx-4090"
+    with pytest.raises(Exception, match="frozen"):
+        plan.cost = None
+    # the hours are the training tokens over the speed: 1e8 tokens at the plan's own rate
+    assert plan.cost.hours == pytest.approx(1e8 / plan.speed.tokens_per_s / 3600, rel=1e-9)
+    assert plan.to_dict() == cli_json("estimate", *LORA_FLAGS, "--json")
+
+
+def test_recommend_to_dict_is_the_json():
+    r = gpuplan.recommend({"model": "llama-3.1-8b", "task": "train", "method": "lora", "train_tokens": 1e8},
+                          gpus=["l40s", "rtx-4090"], max_gpus=2, top=4, have=["2x3090"])
+    assert r.setups and r.owned and r.setups[0].usd_per_million_tokens <= r.setups[-1].usd_per_million_tokens
+    cli = cli_json("recommend", "--model", "llama-3.1-8b", "--task", "train", "--method", "lora",
+                   "--train-tokens", "1e8", "--gpus", "l40s,rtx-4090", "--max-gpus", "2", "--top", "4",
+                   "--have", "2x3090", "--json")
+    mine = r.to_dict()
+    assert mine.pop("elapsed_s") > 0 and cli.pop("elapsed_s") > 0  # the only field that differs run to run
+    assert mine == cli
+
+
+def test_fit_to_dict_is_the_json():
+    report = gpuplan.fit("2x3090", {"task": "train", "method": "lora"}, models=None)
+    assert report.num_gpus == 2 and report.gpu_id == "nvidia-geforce-rtx-3090" and report.task == "train"
+    assert 0 < report.fitting < len(report.rows)
+    assert report.to_dict() == cli_json("fit", "--gpu", "2x3090", "--task", "train", "--method", "lora", "--json")
+
+
+def test_cost_to_dict_is_the_json():
+    table = gpuplan.cost({"model": "qwen2.5-7b", "task": "train", "method": "lora", "train_tokens": 2e8})
+    assert table.rows and all(c.device_peak_gib is not None and c.label for c in table.rows)
+    assert [c.usd_per_million_tokens for c in table.rows] == sorted(c.usd_per_million_tokens for c in table.rows)
+    cli = cli_json("cost", "--model", "qwen2.5-7b", "--task", "train", "--method", "lora", "--train-tokens", "2e8",
+                   "--json")
+    assert table.to_dict() == cli
+
+
+def test_capacity_to_dict_is_the_json():
+    pytest.importorskip("numpy")
+    report = gpuplan.capacity("llama-3.2-1b", gpus=["l4"], max_gpus=1, rate_rps=2, prompt_tokens=500,
+                              output_tokens=100, ttft_s=1.0, tpot_s=0.1, top=1)
+    assert report.plans and report.workload.rate_rps == 2
+    cli = cli_json("capacity", "--model", "llama-3.2-1b", "--gpus", "l4", "--max-gpus", "1", "--rate", "2",
+                   "--prompt-tokens", "500", "--output-tokens", "100", "--ttft", "1", "--tpot", "0.1", "--top", "1",
+                   "--json")
+    assert report.to_dict() == cli
+
+
+def test_launch_to_dict_is_the_json(tmp_path):
+    scenario = {"model": "llama-3.1-8b", "task": "train", "method": "lora", "gpu": "l40s", "train_tokens": 1e8}
+    report = gpuplan.launch(scenario, targets=["trainer"], folder=tmp_path / "api")
+    assert next(f.target for f in report.files) == "trainer" and (tmp_path / "api" / "plan.json").is_file()
+    plan = gpuplan.estimate(scenario, advise=False)
+    assert report.predicted["tokens_per_s"] == round(plan.speed.tokens_per_s, 1)  # the plan, not a copy of it
+    cli = cli_json("launch", "--model", "llama-3.1-8b", "--task", "train", "--method", "lora", "--gpu", "l40s",
+                   "--train-tokens", "1e8", "--target", "trainer", "-o", str(tmp_path / "api"), "--force", "--json")
+    assert report.to_dict() == cli
+
+
+def test_bad_input_is_one_sentence():
+    with pytest.raises(GpuplanError, match="did you mean"):
+        gpuplan.estimate({"model": "lama-3.1-8b", "task": "train"})
+    with pytest.raises(GpuplanError, match="up to 8 cards"):
+        gpuplan.fit("16x3090")
+    with pytest.raises(GpuplanError, match="provider"):
+        gpuplan.recommend({"model": "llama-3.1-8b", "task": "infer"}, providers=["runpodd"])
