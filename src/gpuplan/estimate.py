@@ -59,6 +59,11 @@ def estimate(scenario: Scenario | dict[str, Any], *, advise: bool = True) -> Res
             result.suggestions = suggestions(s, m, gpu, report)
     if gpu and gpu.peak_tflops("fp16"):  # speed always (what it would run at); cost only for a job that fits
         _speed_and_cost(result, s, m, gpu, int(e.extra.get("params_trainable", 0)), price_it=report.fits is not False)
+    if s.task == "train" and (s.dataset or s.samples or s.model_size or s.epochs):  # data and recipe
+        from .dataset.report import dataset_section, recipe_section
+
+        result.dataset = dataset_section(s, result.cost)
+        result.recipe = recipe_section(s, m, gpu, result)
     return result
 
 

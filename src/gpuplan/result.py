@@ -78,6 +78,8 @@ class Result(BaseModel):
     suggestions: list[Suggestion] = []
     speed: dict[str, Any] | None = None
     cost: dict[str, Any] | None = None
+    dataset: dict[str, Any] | None = None  # the training data: samples, tokens, lengths, batching (gpuplan.dataset)
+    recipe: dict[str, Any] | None = None  # global batch, lr, schedule, layout, checkpoints, each with its source
     assumptions: list[str] = []
     warnings: list[str] = []
 

@@ -19,7 +19,7 @@ DEFAULT_DIR = "gpuplan-launch"
 
 
 def launch_cmd(scenario: str | None = None, as_json: bool = False, target: list[str] | None = None,
-               output: str = DEFAULT_DIR, force: bool = False, dataset: str | None = None,
+               output: str = DEFAULT_DIR, force: bool = False,
                script: str | None = None, bucket: str | None = None, visible_devices: str | None = None,
                **fields: str | None) -> None:
     """Write the files that run the plan, with the plan's settings intact: a SkyPilot task (rent the cards),
@@ -41,7 +41,7 @@ def launch_cmd(scenario: str | None = None, as_json: bool = False, target: list[
     from ..launch import launch_plan
 
     s = load_scenario(scenario, overrides(fields))
-    opts = launch_options(dataset, script, bucket)
+    opts = launch_options(s.dataset, script, bucket)  # the scenario's dataset (--dataset) is what the files train on
     plan = launch_plan(s, command=command_line(), visible_devices=parse_devices(visible_devices, s.num_gpus))
     write_launch(plan, target, opts, output, force, as_json)
 
@@ -60,7 +60,7 @@ def launch_setup(setups: list, n: int, have: tuple[tuple[str, int], ...], output
                            visible_devices=tuple(range(x.num_gpus)) if owned > x.num_gpus else None)
     else:
         plan = launch_plan(x.scenario, command=command_line(), offer_label=x.offer)
-    write_launch(plan, None, launch_options(), output, False, as_json)
+    write_launch(plan, None, launch_options(x.scenario.dataset), output, False, as_json)
     if not as_json and not plan.owned:
         out.print(f"[dim]other targets or options (--target, --bucket, --dataset): {plan.launch_command()}[/]",
                   highlight=False, soft_wrap=True)
@@ -144,9 +144,6 @@ def launch_params() -> list[inspect.Parameter]:
         opt("output", str, DEFAULT_DIR, "--output", "-o", text="Folder to write into; - prints the files.",
             metavar="DIR"),
         opt("force", bool, False, "--force", text="Overwrite files already in the folder."),
-        opt("dataset", str | None, None, "--dataset",
-            text="Hugging Face dataset the trainer loads [default: trl-lib/Capybara, TRL's SFT example].",
-            metavar="NAME"),
         opt("script", str | None, None, "--script",
             text="Training entry point instead of `-m trl.scripts.sft`; it must read --config trainer.yaml.",
             metavar="COMMAND"),
