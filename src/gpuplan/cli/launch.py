@@ -57,9 +57,10 @@ def launch_setup(setups: list, n: int, have: tuple[tuple[str, int], ...], output
     if x.owned:
         owned = dict(have).get(x.gpu_id, x.num_gpus)
         plan = launch_plan(x.scenario, command=command_line(), owned_usd_per_hour=x.usd_per_hour,
-                           visible_devices=tuple(range(x.num_gpus)) if owned > x.num_gpus else None)
+                           visible_devices=tuple(range(x.num_gpus)) if owned > x.num_gpus else None,
+                           keep_micro_batch=True)
     else:
-        plan = launch_plan(x.scenario, command=command_line(), offer_label=x.offer)
+        plan = launch_plan(x.scenario, command=command_line(), offer_label=x.offer, keep_micro_batch=True)
     write_launch(plan, None, launch_options(x.scenario.dataset), output, False, as_json)
     if not as_json and not plan.owned:
         out.print(f"[dim]other targets or options (--target, --bucket, --dataset): {plan.launch_command()}[/]",

@@ -119,13 +119,13 @@ def layout(s, m, gpu, global_batch: int) -> tuple[int, int, str]:
         if not report.fits:
             break
         per_sequence = speed_of(trial, m, gpu).step_time_s / (mb * accum * dp)
-        tried.append(f"{mb}: {1e3 * per_sequence:.3g} ms")
+        tried.append(f"{mb}: {per_sequence:.3g} s")
         if best is None or per_sequence < best[2] * 0.98:  # a bigger micro-batch must be clearly faster
             best = (mb, accum, per_sequence)
         mb *= 2
     if best is None:
         return 1, max(1, -(-global_batch // dp)), "micro-batch 1 (none larger fits)"
-    return best[0], best[1], (f"the fastest per sequence that fits {gpu.name} (ms per sequence by micro-batch: "
+    return best[0], best[1], (f"the fastest per sequence that fits {gpu.name} (seconds per sequence by micro-batch: "
                               f"{', '.join(tried)})")
 
 
@@ -152,7 +152,7 @@ def checkpoint_steps(s, step_time_s: float, checkpoint_bytes: float, spot_mtbi_h
 
 
 def recipe(s, m, gpu, *, network=None, spot_mtbi_h: float | None = None, checkpoint_bytes: float = 0.0,
-           rows_per_epoch: int | None = None) -> Recipe:
+           rows_per_epoch: int | None = None, layout_why: str | None = None) -> Recipe:
     """The recipe of ``s`` (module docstring) on ``gpu`` over ``network``; ``rows_per_epoch``: sequences per epoch
     after packing; the checkpoint interval needs a GPU to time the step."""
     params = float(m.params_total)
@@ -163,6 +163,8 @@ def recipe(s, m, gpu, *, network=None, spot_mtbi_h: float | None = None, checkpo
         choices[0] = Choice(name="global batch", value=f"{global_batch:,} sequences",
                             why=f"{why}; capped at the {rows_per_epoch:,} sequences of one epoch")
     mb, accum, why_layout = layout(s, m, gpu, global_batch)
+    if layout_why:  # the layout was searched before the scenario took it (gpuplan launch)
+        why_layout = layout_why
     dp = s.dp
     effective = mb * accum * dp
     choices.append(Choice(name="micro-batch x accumulation x GPUs",
