@@ -565,7 +565,9 @@ def titan_tables(scenario: dict, **options) -> dict:
 def test_torchtitan_config_by_hand():
     """32 H100s as tensor-parallel 8 x FSDP 4: the shard degree is the 4 data-parallel ranks; a step takes
     1 x 8,192 tokens x 4 accumulations x 4 ranks = 131,072 tokens, so 1e9 tokens are ceil(1e9 / 131,072) = 7,630
-    steps, with 200 warmup steps (at most 1/5 of them) and a checkpoint at the end only (on demand)."""
+    steps, with the full fine-tuning recipe's 3 % warm-up (Alpaca's warmup ratio 0.03: ceil(0.03 x 7,630) = 229
+    steps) and on demand a checkpoint at Daly's interval for hardware failures (the end only when that is longer
+    than the run)."""
     t = titan_tables(TITAN)
     assert t["model"] == {"name": "llama3", "flavor": "70B",
                           "tokenizer_path": "./assets/tokenizer/original/tokenizer.model"}
@@ -573,7 +575,8 @@ def test_torchtitan_config_by_hand():
     assert t["parallelism"]["data_parallel_replicate_degree"] == 1 and t["parallelism"]["pipeline_parallel_degree"] == 1
     assert (t["training"]["local_batch_size"], t["training"]["global_batch_size"]) == (1, 16)
     assert t["training"]["steps"] == math.ceil(1e9 / 131_072) == 7630
-    assert t["lr_scheduler"]["warmup_steps"] == 200 and t["checkpoint"]["interval"] == 7630
+    assert t["lr_scheduler"]["warmup_steps"] == math.ceil(0.03 * 7630) == 229
+    assert t["checkpoint"]["interval"] == (launch_plan(TITAN).save_steps or 7630)
     assert t["activation_checkpoint"]["mode"] == "full"
     assert (t["training"]["mixed_precision_param"], t["training"]["mixed_precision_reduce"]) == ("bfloat16", "float32")
     assert "float8" not in t and "converters" not in t["model"]
