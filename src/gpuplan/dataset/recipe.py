@@ -102,8 +102,8 @@ def layout(s, m, gpu, global_batch: int) -> tuple[int, int, str]:
     dp = s.dp
     if "micro_batch_size" in s.model_fields_set or "grad_accum_steps" in s.model_fields_set or gpu is None:
         mb = s.micro_batch_size
-        accum = s.grad_accum_steps if "grad_accum_steps" in s.model_fields_set else max(1, -(-global_batch //
-                                                                                              (mb * dp)))
+        accum = s.grad_accum_steps if "grad_accum_steps" in s.model_fields_set or s.optimizer_in_backward else \
+            max(1, -(-global_batch // (mb * dp)))
         return mb, accum, "as set" if gpu is None or "grad_accum_steps" in s.model_fields_set else \
             f"micro-batch {mb} as set; accumulation makes up the global batch"
     from ..memory import memory_report
@@ -112,19 +112,23 @@ def layout(s, m, gpu, global_batch: int) -> tuple[int, int, str]:
     best = None
     mb = 1
     tried = []
+    stepwise = bool(s.optimizer_in_backward)  # steps as gradients arrive: no accumulation
     while mb <= max(1, global_batch // dp):
-        accum = max(1, -(-global_batch // (mb * dp)))
+        accum = 1 if stepwise else max(1, -(-global_batch // (mb * dp)))
         trial = s.model_copy(update={"micro_batch_size": mb, "grad_accum_steps": accum})
         _, report = memory_report(trial, m, gpu)
         if not report.fits:
             break
         per_sequence = speed_of(trial, m, gpu).step_time_s / (mb * accum * dp)
         tried.append(f"{mb}: {per_sequence:.3g} s")
-        if best is None or per_sequence < best[2] * 0.98:  # a bigger micro-batch must be clearly faster
+        if best is None or per_sequence < best[2] * 0.98 or stepwise:  # a bigger one must be clearly faster
             best = (mb, accum, per_sequence)
         mb *= 2
     if best is None:
-        return 1, max(1, -(-global_batch // dp)), "micro-batch 1 (none larger fits)"
+        return 1, 1 if stepwise else max(1, -(-global_batch // dp)), "micro-batch 1 (none larger fits)"
+    if stepwise:
+        return best[0], 1, (f"the largest micro-batch that fits {gpu.name} up to the global batch: "
+                            "optimizer_in_backward cannot accumulate")
     return best[0], best[1], (f"the fastest per sequence that fits {gpu.name} (seconds per sequence by micro-batch: "
                               f"{', '.join(tried)})")
 

@@ -297,8 +297,9 @@ def _recipe_layout(s: Scenario, m: ModelSpec, gpu: GpuSpec, result: Result,
         global_batch = min(global_batch, data.batching.rows)
     if keep_micro_batch:
         mb = s.micro_batch_size
-        accum = max(1, -(-global_batch // (mb * s.dp)))
-        why = f"micro-batch {mb} as ranked; accumulation makes up the global batch"
+        accum = 1 if s.optimizer_in_backward else max(1, -(-global_batch // (mb * s.dp)))
+        why = f"micro-batch {mb} as ranked" + ("" if s.optimizer_in_backward else
+                                               "; accumulation makes up the global batch")
     else:
         mb, accum, why = layout(s, m, gpu, global_batch)
     if (mb, accum) == (s.micro_batch_size, s.grad_accum_steps):

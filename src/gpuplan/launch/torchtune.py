@@ -112,11 +112,11 @@ def config(plan: LaunchPlan, opts: LaunchOptions) -> dict[str, Any]:
     }
     if s.method != "full":
         data["save_adapter_weights_only"] = False
+    else:
+        data["optimizer_in_bwd"] = bool(s.optimizer_in_backward)
     if s.method != "full" or r is not None:
         data["lr_scheduler"] = {"_component_": "torchtune.training.lr_schedulers.get_cosine_schedule_with_warmup",
                                 "num_warmup_steps": r.warmup_steps if r else 100}
-    else:
-        data["optimizer_in_bwd"] = bool(s.optimizer_in_backward)
     data["loss"] = {"_component_": "torchtune.modules.loss.CEWithChunkedOutputLoss",
                     "num_output_chunks": s.loss_chunks} if s.loss == "chunked" else \
         {"_component_": "torch.nn.CrossEntropyLoss", "ignore_index": -100}
