@@ -71,6 +71,8 @@ def recommend_cmd(scenario: str | None = None, as_json: bool = False, budget_usd
     fmt = resolve_format(fmt, as_json)
     if fmt == "table" or (launch is not None and not as_json):  # what was assumed first, then its notes
         bullet(result.resolved, prefix="", style="bold")
+        if result.fewest is not None:  # the answer to "how many GPUs for this deadline", in one line
+            bullet(fewest_line(s, m, result.fewest, deadline_hours), prefix="", style="bold green")
     if not m.exact:  # first, before the numbers it puts in doubt
         bullet(inexact_warning(m), prefix="warning: ", style="bold yellow", stream=err)
     for note in [*notes, *m.notes]:  # printed after every input was checked: an error stays one line
@@ -89,9 +91,28 @@ def recommend_cmd(scenario: str | None = None, as_json: bool = False, budget_usd
         for setups, raw in ((result.setups, data["setups"]), (result.owned, data["owned"])):
             for setup, item in zip(setups, raw, strict=True):
                 item["scenario"] = setup.scenario.model_dump()
+        if result.fewest is not None:
+            data["fewest"]["scenario"] = result.fewest.scenario.model_dump()
+            data["fewest_line"] = fewest_line(s, m, result.fewest, deadline_hours)
         print_json(data)
         return
     render_recommendation(s, result, fmt)
+
+
+def fewest_line(s, m, x, deadline_hours: float) -> str:
+    """The fewest GPUs that meet the deadline, with the model's synthetic config and token budget when it has
+    one (``model_size``)."""
+    line = (f"fewest GPUs that meet the {deadline_hours:g} h deadline: {x.num_gpus}x {short(x.gpu_id)} "
+            f"{x.strategy} on {_where(x)}, {x.hours:,.1f} h, ${x.usd_total:,.0f}")
+    if s.model_size:
+        from ..model.synthetic import CHINCHILLA_TOKENS_PER_PARAM, nearest_size, param_count
+
+        size = nearest_size(s.model_size)
+        budget = (f"{s.train_tokens / 1e9:,.1f}B tokens"
+                  + (f" (Chinchilla: {CHINCHILLA_TOKENS_PER_PARAM:g} per parameter, Hoffmann et al. 2022)"
+                     if "train_tokens" not in s.model_fields_set and not (s.dataset or s.samples) else ""))
+        line += f"; {m.notes[0]} ({param_count(size):,} parameters), {budget}"
+    return line
 
 
 def _gpu(name: str, notes: list[str]) -> str:

@@ -126,6 +126,7 @@ class Recommendation:
     resolved: str = ""  # the scenario as searched, in one line: what every answer prints first
     model_exact: bool = True  # whether the model's counts are exact (``model_exact_reason`` when not)
     model_exact_reason: str | None = None
+    fewest: Setup | None = None  # with a deadline: the rental with the fewest GPUs that meets it (then the cheapest)
 
 
 def parse_have(text: str) -> tuple[str, int]:
@@ -280,6 +281,8 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
             x.change = _change_note(labels, given, scenario, shared, m, gpu)
     result = Recommendation(setups=setups[: c.top], evaluated=evaluated, fitting=fitting,
                             elapsed_s=time.perf_counter() - started, owned=owned[: c.top])
+    if c.deadline_hours is not None and s.task == "train" and s.train_tokens:
+        result.fewest = min(setups, key=lambda x: (x.num_gpus, _key(x, c.objective)), default=None)
     result.notes = _price_notes(s, c, all_offers, cards)
     result.model_exact, result.model_exact_reason = m.exact, m.inexact_reason
     result.resolved = searched(s, m, c)
