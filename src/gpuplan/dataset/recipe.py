@@ -82,11 +82,12 @@ def published(s, params: float) -> tuple[int, float, str, float, str]:
     kind = kind_of(s)
     if kind == "lora":
         lr = 2e-4 if params <= 20e9 else 1e-4
-        return 16, lr, "constant", 0.3, (f"{QLORA}: batch 16, lr 2e-4 up to 13B and 1e-4 for 33B-65B, constant "
-                                         "schedule, max grad norm 0.3")
+        return 16, lr, "constant", 0.3, (f"{QLORA}: batch 16, lr 2e-4 up to 13B and 1e-4 for 33B-65B (here "
+                                         f"{lr:g}), constant schedule, max grad norm 0.3")
     if kind == "full fine-tuning":
         lr = 2e-5 if params <= 20e9 else 1e-5
-        return 128, lr, "cosine", 1.0, (f"{ALPACA}: batch 128, lr 2e-5, cosine; {TULU}: 1e-5 at 70B")
+        return 128, lr, "cosine", 1.0, (f"{ALPACA}: batch 128, lr 2e-5 at 7B and 13B, cosine; " + (
+            f"{TULU}: lr 1e-5 for its 70B, taken above 20B" if lr < 2e-5 else f"{TULU} the same up to 13B"))
     if params > 20e9:
         tokens, lr, why = 4e6, 1.5e-4, f"{LLAMA2}: 4M-token batches, lr 1.5e-4 at 34B and 70B, cosine to 10 %"
     else:
