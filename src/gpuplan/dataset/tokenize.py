@@ -76,7 +76,7 @@ def load_tokenizer(name: str) -> Tokenizer:
     """The tokenizer at ``name`` (a tokenizer.json, its folder, or a repo id in the local hub cache)."""
     path = _find(name)
     if path is None:
-        where = "no such file" if name.endswith(".json") or "/" not in name and Path(name).suffix else \
+        where = "no such file" if name.endswith(".json") or ("/" not in name and Path(name).suffix) else \
             "no tokenizer.json there or in the local Hugging Face cache"
         raise GpuplanError(f"tokenizer {name!r}: {where}; pass --tokenizer path/to/tokenizer.json (or the folder "
                            "holding it), or describe the data with --samples and --mean-tokens")

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .files import LaunchFile, Raw, shell_text, yaml_text
 from .data import resume_token
+from .files import LaunchFile, Raw, shell_text, yaml_text
 from .plan import LaunchPlan
 from .stack import LaunchOptions, autocast, backend, fsdp_settings, zero_stage
 from .trainer import FILE as TRAINER_FILE

@@ -109,7 +109,8 @@ def config(plan: LaunchPlan, opts: LaunchOptions) -> dict[str, Any]:
     r = plan.recipe
     data.update({"learning_rate": r.learning_rate if r else 2e-5 if s.method == "full" else 2e-4,
                  "lr_scheduler": r.schedule if r else "cosine", "warmup_steps": r.warmup_steps if r else 0,
-                 "max_grad_norm": r.max_grad_norm if r else 1.0, **dtype_flags(s), "attn_implementation": ATTENTION[s.attention],
+                 "max_grad_norm": r.max_grad_norm if r else 1.0, **dtype_flags(s),
+                 "attn_implementation": ATTENTION[s.attention],
                  "gradient_checkpointing": s.grad_checkpointing == "full"})
     if s.grad_checkpointing == "full":
         data["gradient_checkpointing_kwargs"] = {"use_reentrant": False}

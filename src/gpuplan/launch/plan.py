@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from .. import __version__
 from .. import overheads as oh
+from ..dataset.recipe import Recipe
 from ..errors import GpuplanError
 from ..estimate import estimate
 from ..hardware import GpuSpec, load_gpu
@@ -24,7 +25,6 @@ from ..model.catalog import load_model
 from ..model.spec import ModelSpec
 from ..plan.pricing import matching, price
 from ..result import Result
-from ..dataset.recipe import Recipe
 from ..scenario import Scenario, scenario_from
 from ..speed import Speed, speed_of
 

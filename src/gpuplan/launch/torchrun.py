@@ -6,8 +6,8 @@ accelerate config is needed.
 
 from __future__ import annotations
 
-from .files import LaunchFile, Raw, shell_text
 from .data import resume_token
+from .files import LaunchFile, Raw, shell_text
 from .plan import LaunchPlan
 from .stack import LaunchOptions
 from .trainer import FILE as TRAINER_FILE
