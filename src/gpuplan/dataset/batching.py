@@ -56,6 +56,17 @@ def _max_distribution(ordered: list[int], b: int) -> list[tuple[int, float]]:
     return out
 
 
+def expected_longest(row_lengths: tuple[tuple[int, float], ...], draws: int) -> float:
+    """The expected longest of ``draws`` micro-batches drawn from ``row_lengths`` (length, share) pairs: what the
+    caching allocator holds once that many steps ran since it was emptied."""
+    out, below = 0.0, 0.0
+    for length, share in sorted(row_lengths):
+        upto = min(below + share, 1.0)
+        out += length * (upto**draws - below**draws)
+        below = upto
+    return out
+
+
 def _bins(lengths: list[int], seq_len: int) -> list[list[int]]:
     """Best-fit decreasing: each record (longest first) into the fullest row it still fits, else a new row."""
     free: list[tuple[int, int]] = []  # (room left, row index), sorted
