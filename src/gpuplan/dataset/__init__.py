@@ -104,7 +104,8 @@ def _read(key: tuple, tokenizer: str) -> Lengths:
     samples = total or seen
     notes = []
     if stride > 1:
-        notes.append(f"{samples:,} records: every {stride}th tokenized ({len(content):,}) and the totals scaled")
+        notes.append(f"{samples:,} records: 1 in {stride} tokenized ({len(content):,}, evenly spaced) and the totals "
+                     f"scaled by {samples / len(content):.3g}")
     if fmt == "hub" and seen > SAMPLE_RECORDS:
         notes.append(f"the first {SAMPLE_RECORDS:,} records of {source} tokenized (a streamed dataset does not "
                      "say its size)")
