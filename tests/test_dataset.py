@@ -276,3 +276,13 @@ def test_a_huge_file_is_sampled_and_says_so(tmp_path, tokenizer, monkeypatch):
                                "tokenizer": str(tokenizer)}))
     assert (p.stats.samples, p.stats.tokens_total, p.stats.special_tokens) == (4, 14, 4)
     assert any("1 in 2 tokenized" in n for n in p.notes)
+
+
+def test_a_hub_id_offline_is_one_sentence(tokenizer):
+    import os
+
+    proc = subprocess.run([sys.executable, "-m", "gpuplan", "estimate", "--model", "llama-3.2-1b", "--task", "train",
+                           "--dataset", "trl-lib/Capybara", "--tokenizer", str(tokenizer)], capture_output=True,
+                          text=True, env={**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"})
+    assert proc.returncode == 2 and "cannot load the Hugging Face dataset 'trl-lib/Capybara'" in proc.stderr
+    assert "Traceback" not in proc.stderr

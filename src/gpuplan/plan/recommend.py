@@ -169,6 +169,12 @@ def _variants(s: Scenario, c: Constraints) -> list[tuple[list[str], dict]]:
             accum = {"micro_batch_size": 1, "grad_accum_steps": s.micro_batch_size * s.grad_accum_steps}
             out.append(([*label, "gradient checkpointing", "micro-batch 1 + accumulation"],
                         {**base, "grad_checkpointing": "full", **accum}))
+        if (s.dataset or s.samples or s.model_size) and "micro_batch_size" not in s.model_fields_set:
+            # a recipe fixes the global batch, so the micro-batch is free: the larger ones run faster where they fit
+            for mb in (2, 4, 8):
+                out.append(([*label, f"micro-batch {mb}"], {**base, "micro_batch_size": mb}))
+            out.append(([*label, "gradient checkpointing", "micro-batch 8"],
+                        {**base, "grad_checkpointing": "full", "micro_batch_size": 8}))
         if s.optimizer == "adamw":
             out.append(([*label, "gradient checkpointing", "8-bit AdamW"],
                         {**base, "grad_checkpointing": "full", "optimizer": "paged-adamw-8bit"}))
