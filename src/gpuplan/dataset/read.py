@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import sys
 import time
 from collections.abc import Iterator
@@ -18,6 +19,7 @@ from typing import Any
 
 from ..errors import GpuplanError
 
+HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")  # org/name
 FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".parquet": "parquet", ".csv": "csv"}
 SAMPLE_RECORDS = 200_000  # more than this: tokenize a regular sample of this many records
 PROGRESS_EVERY_S = 1.0
@@ -34,8 +36,9 @@ def dataset_format(source: str) -> str:
         return FORMATS[suffix]
     if path.is_dir():
         raise GpuplanError(f"dataset {source!r} is a folder: pass one .jsonl, .json, .parquet or .csv file")
-    if suffix in FORMATS or source.startswith((".", "/", "~")):
-        raise GpuplanError(f"no dataset file {source!r}")
+    if suffix in FORMATS or source.startswith((".", "/", "~")) or not HUB_ID.match(source):
+        raise GpuplanError(f"no dataset file {source!r}" + ("" if suffix in FORMATS else
+                                                             " (a Hugging Face dataset id reads org/name)"))
     return "hub"
 
 
