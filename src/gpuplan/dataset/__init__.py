@@ -130,6 +130,11 @@ def _shorthand(samples: int, mean: float, max_tokens: int | None) -> Lengths:
 
 
 @lru_cache(maxsize=256)
+def _statistics(lengths: Lengths, seq_len: int) -> Statistics:
+    return statistics(lengths, seq_len)
+
+
+@lru_cache(maxsize=256)
 def _batching(lengths: Lengths, seq_len: int, micro_batch: int, packing: str, pad_packs: bool) -> Batching:
     return batching(lengths.sequences, lengths.scale, seq_len, micro_batch, packing, pad_packs)
 
@@ -163,7 +168,7 @@ def fields(data: dict[str, Any], explicit: set[str]) -> dict[str, Any]:
     seq_len = out.get("seq_len", data["seq_len"])
     if "train_tokens" not in explicit:
         epochs = data.get("epochs") or 1.0
-        out["train_tokens"] = float(epochs * statistics(lengths, seq_len).tokens_trained)
+        out["train_tokens"] = float(epochs * _statistics(lengths, seq_len).tokens_trained)
     return out
 
 
@@ -173,7 +178,7 @@ def profile(s) -> Profile | None:
     if s.task != "train" or not describes_data(data):
         return None
     lengths = lengths_of(data)
-    stats = statistics(lengths, s.seq_len)
+    stats = _statistics(lengths, s.seq_len)
     b = _batching(lengths, s.seq_len, s.micro_batch_size, s.packing or "none", s.framework == "torchtune")
     notes = list(lengths.notes)
     if "packing" not in s.model_fields_set:

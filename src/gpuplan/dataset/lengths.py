@@ -18,7 +18,7 @@ from .. import overheads as oh
 SHORTHAND_POINTS = 2000  # quantiles that stand for the shorthand's samples
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, eq=False)  # hashed by identity: the caches hold one per file or shorthand
 class Lengths:
     """Tokens per record: ``content`` (the tokenizer's count of its own text), ``special`` (BOS, EOS, template
     tokens the stack adds), ``loss`` (tokens the loss is computed on); each record stands for ``scale``."""
