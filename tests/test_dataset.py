@@ -286,3 +286,27 @@ def test_a_hub_id_offline_is_one_sentence(tokenizer):
                           text=True, env={**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"})
     assert proc.returncode == 2 and "cannot load the Hugging Face dataset 'trl-lib/Capybara'" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_trainer_yaml_with_a_local_file_through_trl(tmp_path, data, tokenizer, monkeypatch):
+    """A local JSONL is a ``datasets`` entry of TRL's SFT script (builder json, the file), length-grouped batches
+    are transformers 5's train_sampling_strategy, and the epochs asked are the run's length: TRL's parser reads
+    them all."""
+    import transformers.training_args as ta
+    from transformers import TrainingArguments
+    from trl.scripts.sft import make_parser
+
+    from gpuplan.launch import launch_files, launch_plan, write
+    from gpuplan.launch.stack import LaunchOptions
+
+    s = {"model": "llama-3.2-1b", "task": "train", "method": "lora", "gpu": "rtx-4090", "dataset": str(data),
+         "tokenizer": str(tokenizer), "packing": "bucket", "epochs": 3}
+    write(launch_files(launch_plan(s), ["trainer"], LaunchOptions(dataset=str(data))), tmp_path)
+    monkeypatch.setattr(ta, "is_torch_bf16_gpu_available", lambda: True)
+    monkeypatch.setattr(TrainingArguments, "world_size", property(lambda self: 1))
+    monkeypatch.chdir(tmp_path)
+    _, args, _, dataset_args = make_parser().parse_args_and_config(["--config", "trainer.yaml"])
+    entry = dataset_args.datasets[0]
+    assert (entry.path, entry.data_files, entry.split) == ("json", str(data), "train")
+    assert str(args.train_sampling_strategy) == "group_by_length" and args.packing is False
+    assert args.num_train_epochs == 3 and args.max_steps == -1 and args.learning_rate == 2e-4
