@@ -88,8 +88,11 @@ def test_launch_to_dict_is_the_json(tmp_path):
     scenario = {"model": "llama-3.1-8b", "task": "train", "method": "lora", "gpu": "l40s", "train_tokens": 1e8}
     report = gpuplan.launch(scenario, targets=["trainer"], folder=tmp_path / "api")
     assert next(f.target for f in report.files) == "trainer" and (tmp_path / "api" / "plan.json").is_file()
-    plan = gpuplan.estimate(scenario, advise=False)
+    # the recipe's micro-batch x accumulation (a global batch of 16 or more sequences), then the plan of that
+    assert report.scenario["micro_batch_size"] * report.scenario["grad_accum_steps"] >= 16
+    plan = gpuplan.estimate(report.scenario, advise=False)
     assert report.predicted["tokens_per_s"] == round(plan.speed.tokens_per_s, 1)  # the plan, not a copy of it
+    assert report.predicted["device_peak_gib_per_gpu"] == round(plan.memory.device_peak_gib, 2)
     cli = cli_json("launch", "--model", "llama-3.1-8b", "--task", "train", "--method", "lora", "--gpu", "l40s",
                    "--train-tokens", "1e8", "--target", "trainer", "-o", str(tmp_path / "api"), "--force", "--json")
     assert report.to_dict() == cli

@@ -3,7 +3,8 @@
 import subprocess
 import sys
 
-HEAVY = ("torch", "transformers", "huggingface_hub", "pynvml", "rich", "typer", "pandas")
+HEAVY = ("torch", "transformers", "huggingface_hub", "pynvml", "rich", "typer", "pandas", "tokenizers", "datasets",
+         "pyarrow", "jinja2")
 
 
 def test_import_loads_no_heavy_module():

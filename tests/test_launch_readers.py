@@ -29,8 +29,8 @@ import yaml
 
 import gpuplan
 from conftest import require
-from gpuplan.launch import launch_files, launch_plan, write
-from gpuplan.launch.settings import LaunchOptions
+from gpuplan.launchers import launch_files, launch_plan, write
+from gpuplan.launchers.settings import LaunchOptions
 
 DATA = Path(__file__).parent / "data"
 SKY_REASON = ("SkyPilot cannot share this environment (its click<8.2 pin conflicts with the click>=8.4 of "
@@ -124,6 +124,12 @@ def test_trainer_yaml_through_trl(written, monkeypatch):
     assert args.gradient_checkpointing == (s.grad_checkpointing != "none")
     assert model.model_name_or_path == plan.model.name and script.dataset_name == "trl-lib/Capybara"
     assert args.max_steps == (plan.max_steps or -1)
+    # the recipe, as TRL reads it (gpuplan.plan.recipe: QLoRA's for LoRA, Alpaca's for full fine-tuning)
+    r = plan.recipe
+    assert (args.learning_rate, args.warmup_steps, args.max_grad_norm) == (r.learning_rate, r.warmup_steps,
+                                                                            r.max_grad_norm)
+    assert str(getattr(args.lr_scheduler_type, "value", args.lr_scheduler_type)) == \
+        {"constant": "constant_with_warmup", "cosine": "cosine"}[r.schedule]
     assert args.use_liger_kernel == (s.loss == "fused-linear") and args.torch_compile == bool(s.compile)
     if plan.save_steps is not None:
         assert args.save_steps == plan.save_steps
@@ -166,7 +172,7 @@ def test_ds_config_through_deepspeed(written_deepspeed, monkeypatch):
     assert (ds.train_micro_batch_size_per_gpu, ds.gradient_accumulation_steps) == (s.micro_batch_size,
                                                                                     s.grad_accum_steps)
     assert ds.train_batch_size == s.micro_batch_size * s.grad_accum_steps * s.dp
-    assert ds.gradient_clipping == 1.0
+    assert ds.gradient_clipping == plan.recipe.max_grad_norm  # the recipe's (QLoRA's 0.3 for LoRA), as the Trainer's
     assert ds.zero_optimization_stage == (int(s.resolved_strategy[-1]) if s.dp > 1 else 1)
     assert (ds.zero_config.offload_optimizer is not None) == (s.offload != "none")
     assert (ds.zero_config.offload_param is not None) == (s.offload == "optimizer+params")

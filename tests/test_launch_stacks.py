@@ -29,9 +29,9 @@ import pytest
 
 import gpuplan
 from conftest import require
-from gpuplan.launch import launch_files, launch_plan, write
-from gpuplan.launch import torchtitan as titan
-from gpuplan.launch.settings import AXOLOTL_VERSION, UNSLOTH_VERSION, LaunchOptions
+from gpuplan.launchers import launch_files, launch_plan, write
+from gpuplan.launchers import torchtitan as titan
+from gpuplan.launchers.settings import AXOLOTL_VERSION, UNSLOTH_VERSION, LaunchOptions
 from test_launch_readers import OPTIM, argv_of, sky_python, sky_read  # noqa: F401 (sky_python: a fixture)
 
 
@@ -449,7 +449,7 @@ TUNE_OPTIMIZERS = {"torch.optim.AdamW": "adamw", "bitsandbytes.optim.AdamW8bit":
 
 def tune_back(cfg: dict, argv: list[str]) -> dict:
     """The scenario a torchtune config (as torchtune resolved it) and its ``tune run`` command describe."""
-    from gpuplan.launch import torchtune as tune_target
+    from gpuplan.launchers import torchtune as tune_target
 
     builder = cfg["model"]["_component_"]
     model, method = next((name, method) for name, entry in tune_target.models().items()

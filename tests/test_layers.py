@@ -15,6 +15,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "gpuplan"
 LAYERS = [
     ("ground", {"errors", "overheads", "userdirs", "result"}),
     ("domain", {"model", "hardware"}),
+    ("data", {"dataset"}),  # the user's dataset: records, tokens, lengths, batching
     ("scenario", {"scenario"}),
     ("tensors", {"tensors"}),
     ("stacks", {"stacks"}),
@@ -24,7 +25,7 @@ LAYERS = [
     ("market", {"market"}),
     ("serving", {"serving"}),
     ("planning", {"plan"}),
-    ("checking and launch", {"sim", "launch"}),
+    ("checking and launch files", {"sim", "launchers"}),
     ("api", {"api", "(api)"}),  # gpuplan.api's functions, re-exported by the package
     ("web page", {"web"}),
     ("command line", {"cli"}),  # `gpuplan serve` starts the web page

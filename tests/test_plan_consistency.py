@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 import gpuplan
 from gpuplan import GpuplanError
 from gpuplan.hardware import load_gpu
-from gpuplan.launch import launch_plan
+from gpuplan.launchers import launch_plan
 from gpuplan.plan.capability import what_fits
 
 EXAMPLES = int(os.environ.get("GPUPLAN_CONSISTENCY_EXAMPLES", "500"))

@@ -150,6 +150,9 @@ def test_bad_scenarios_get_the_cli_sentence(client, fields):
     ({"model": "Qwen/Qwen9-1B", "task": "infer"}, "does not fetch from the Hugging Face hub"),
     ({"model": "/etc/passwd", "task": "infer"}, "does not read files on the server"),
     ({"model": "../config.json", "task": "infer"}, "does not read files on the server"),
+    ({"model": "llama-3.1-8b", "task": "train", "dataset": "/etc/passwd"}, "does not read files on the server"),
+    ({"model": "llama-3.1-8b", "task": "train", "dataset": "x.jsonl", "tokenizer": "/tmp/t.json", "bogus": 1},
+     "does not read files on the server"),
 ])
 def test_bad_bodies_are_422_with_one_sentence(client, body, text):
     r = client.post("/api/estimate", json=body)

@@ -321,6 +321,17 @@ EGRESS_USD_PER_GB = 0.09  # internet egress, first tier (AWS $0.09, GCP $0.12; m
 BILLING_INCREMENT_S = 60.0  # per-minute billing where a provider's increment is not recorded
 BILLING_MINIMUM_S = 60.0
 DATASET_BYTES_PER_TOKEN = 4.0  # UTF-8 text per BPE token (~4 characters per token, OpenAI tokenizer guidance)
+# Hardware interruptions of on-demand jobs, for the checkpoint interval where no spot rate applies: Llama 3's
+# 54-day pretraining snapshot saw 419 unexpected interruptions on 16,384 H100s (Dubey et al. 2024, "The Llama 3
+# Herd of Models", section 3.3.4, Table 5): 54 x 24 x 16,384 / 419 = 50,676 GPU-hours between interruptions.
+GPU_HOURS_BETWEEN_FAILURES = 54 * 24 * 16_384 / 419
+
+# ---- data (gpuplan.dataset) ---------------------------------------------------------------------------
+# The shorthand --samples/--mean-tokens has no lengths, only a mean: it assumes log-normal record lengths
+# with this standard deviation of the log-length. An assumption, not a measurement, said with every shorthand
+# answer: 0.7 puts the 95th percentile at exp(1.645 x 0.7) = 3.2x the median, a right-skewed tail of long
+# records; pass --dataset for the real lengths.
+SHORTHAND_LENGTH_SIGMA = 0.7
 
 # ---- serving ------------------------------------------------------------------------------------------
 # The range of a setup's true highest rate around gpuplan's: measured / simulated output throughput over the

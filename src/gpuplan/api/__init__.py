@@ -239,7 +239,8 @@ class LaunchReport(Answer):
 
     folder: str
     setup: str
-    predicted: dict[str, Any]
+    scenario: dict[str, Any]  # the scenario launched: with the recipe's micro-batch x accumulation when it set neither
+    predicted: dict[str, Any]  # what gpuplan.estimate(scenario) predicts for it
     files: list[LaunchFileInfo]
 
 
@@ -250,7 +251,7 @@ def launch(scenario: ScenarioLike, *, targets: Iterable[str] = (), folder: str |
     """Write the files that run the scenario's plan (SkyPilot, accelerate, DeepSpeed, torchrun, the trainer's
     arguments, torchtune, torchtitan, Axolotl, Unsloth, vllm serve: every target that applies, or ``targets``)
     into ``folder``: ``gpuplan launch``."""
-    from ..launch import LaunchOptions, launch_plan
+    from ..launchers import LaunchOptions, launch_plan
 
     s = scenario_of(scenario)
     plan = launch_plan(s, command=command, visible_devices=visible_devices)
@@ -264,11 +265,12 @@ def launch(scenario: ScenarioLike, *, targets: Iterable[str] = (), folder: str |
 
 def write_plan(plan, targets: list[str], options, folder: str | Path, force: bool) -> LaunchReport:
     """Write a launch plan's files and say what was written."""
-    from ..launch import launch_files, write
+    from ..launchers import launch_files, write
 
     files = launch_files(plan, targets, options)
     paths = write(files, Path(folder), force=force)
     return LaunchReport(folder=str(folder), setup=plan.setup_label, predicted=plan.predictions(),
+                        scenario=plan.scenario.model_dump(mode="json", exclude_unset=True),
                         files=[LaunchFileInfo(path=str(p), target=f.target, read_by=f.reader)
                                for p, f in zip(paths, files, strict=True)])
 

@@ -108,6 +108,10 @@ def render_estimate(result) -> None:
             bullet(f"{'together: ' if sug.combination else ''}{sug.change} ({mark}; {sug.cost})", prefix=prefix)
     _speed(result, s)
     _cost(result, s)
+    if result.dataset or result.recipe:
+        from .data import render_data
+
+        render_data(result)
     for line in result.assumptions:
         bullet(line, prefix="assumed: ", style="dim")
     for line in result.warnings[0 if result.model.exact else 1:]:

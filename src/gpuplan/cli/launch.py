@@ -20,7 +20,7 @@ DEFAULT_DIR = "gpuplan-launch"
 
 
 def launch_cmd(scenario: str | None = None, as_json: bool = False, target: list[str] | None = None,
-               output: str = DEFAULT_DIR, force: bool = False, dataset: str | None = None,
+               output: str = DEFAULT_DIR, force: bool = False,
                script: str | None = None, bucket: str | None = None, visible_devices: str | None = None,
                **fields: str | None) -> None:
     """Write the files that run the plan, with the plan's settings intact: a SkyPilot task (rent the cards),
@@ -39,17 +39,17 @@ def launch_cmd(scenario: str | None = None, as_json: bool = False, target: list[
       gpuplan launch --model llama-3.1-8b --task train --method qlora --gpu rtx-4090 --target trainer --target torchrun
       gpuplan launch --model llama-3.1-8b --task infer --engine vllm --gpu l40s --batch-size 16 --target vllm -o -
     """
-    from ..launch import launch_plan
+    from ..launchers import launch_plan
 
     s = load_scenario(scenario, overrides(fields))
-    opts = launch_options(dataset, script, bucket)
+    opts = launch_options(s.dataset, script, bucket)  # the scenario's dataset (--dataset) is what the files train on
     plan = launch_plan(s, command=command_line(), visible_devices=parse_devices(visible_devices, s.num_gpus))
     write_launch(plan, target, opts, output, force, as_json)
 
 
 def launch_setup(setups: list, n: int, have: tuple[tuple[str, int], ...], output: str, as_json: bool) -> None:
     """``recommend --launch N``: the files of the N-th setup, on its offer (or the user's own cards)."""
-    from ..launch import launch_plan
+    from ..launchers import launch_plan
 
     if not 1 <= n <= len(setups):
         raise GpuplanError(f"--launch {n}: the recommendation lists {len(setups)} setup(s); pick one of 1 to "
@@ -58,10 +58,11 @@ def launch_setup(setups: list, n: int, have: tuple[tuple[str, int], ...], output
     if x.owned:
         owned = dict(have).get(x.gpu_id, x.num_gpus)
         plan = launch_plan(x.scenario, command=command_line(), owned_usd_per_hour=x.usd_per_hour,
-                           visible_devices=tuple(range(x.num_gpus)) if owned > x.num_gpus else None)
+                           visible_devices=tuple(range(x.num_gpus)) if owned > x.num_gpus else None,
+                           keep_micro_batch=True)
     else:
-        plan = launch_plan(x.scenario, command=command_line(), offer_label=x.offer)
-    write_launch(plan, None, launch_options(), output, False, as_json)
+        plan = launch_plan(x.scenario, command=command_line(), offer_label=x.offer, keep_micro_batch=True)
+    write_launch(plan, None, launch_options(x.scenario.dataset), output, False, as_json)
     if not as_json and not plan.owned:
         out.print(f"[dim]other targets or options (--target, --bucket, --dataset): {plan.launch_command()}[/]",
                   highlight=False, soft_wrap=True)
@@ -85,7 +86,7 @@ def parse_devices(text: str | None, num_gpus: int) -> tuple[int, ...] | None:
 
 
 def launch_options(dataset: str | None = None, script: str | None = None, bucket: str | None = None):
-    from ..launch import LaunchOptions
+    from ..launchers import LaunchOptions
 
     kwargs = {"bucket": bucket}
     if dataset:
@@ -100,7 +101,7 @@ def write_launch(plan, names, opts, output: str, force: bool, as_json: bool) -> 
     from pathlib import Path
 
     from ..api import write_plan
-    from ..launch import launch_files
+    from ..launchers import launch_files
 
     chosen = [n for text in names or () for n in text.split(",") if n.strip()]
     if output == "-":
@@ -144,9 +145,6 @@ def launch_params() -> list[inspect.Parameter]:
         opt("output", str, DEFAULT_DIR, "--output", "-o", text="Folder to write into; - prints the files.",
             metavar="DIR"),
         opt("force", bool, False, "--force", text="Overwrite files already in the folder."),
-        opt("dataset", str | None, None, "--dataset",
-            text="Hugging Face dataset the trainer loads [default: trl-lib/Capybara, TRL's SFT example].",
-            metavar="NAME"),
         opt("script", str | None, None, "--script",
             text="Training entry point instead of `-m trl.scripts.sft`; it must read --config trainer.yaml.",
             metavar="COMMAND"),

@@ -66,6 +66,8 @@ def recommend_cmd(scenario: str | None = None, as_json: bool = False, budget_usd
     fmt = resolve_format(fmt, as_json)
     if fmt == "table" or (launch is not None and not as_json):  # what was assumed first, then its notes
         bullet(result.resolved, prefix="", style="bold")
+        if result.fewest_line:  # the answer to "how many GPUs for this deadline", in one line
+            bullet(result.fewest_line, prefix="", style="bold green")
     for warning in result.warnings:  # first, before the numbers they put in doubt
         bullet(warning, prefix="warning: ", style="bold yellow", stream=err)
     for note in result.defaults:  # printed after every input was checked: an error stays one line

@@ -98,6 +98,10 @@ def load_model(name: str) -> ModelSpec:
     """Resolve a model argument (alias, path or Hugging Face repo id) to a :class:`ModelSpec`."""
     if not name or not name.strip():
         raise GpuplanError("no model given: pass a bundled name (see `gpuplan models`), a repo id or a path")
+    if name.lower().startswith("synthetic-"):  # model_size: a published shape, gpuplan.model.synthetic
+        from .synthetic import synthetic_spec
+
+        return synthetic_spec(name)
     repo = bundled_repo(name)
     if repo:
         return _bundled_spec(repo)

@@ -55,6 +55,8 @@ class Plan(Answer):
     suggestions: tuple[Suggestion, ...] = ()
     speed: Speed | None = None  # None without a GPU (or one with no tensor rate)
     cost: Cost | None = None  # None when it does not fit, or no offer of the card is in force
+    dataset: dict[str, Any] | None = None  # the training data: samples, tokens, lengths, batching (gpuplan.dataset)
+    recipe: dict[str, Any] | None = None  # global batch, lr, schedule, layout, checkpoints, each with its source
     assumptions: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
 
@@ -91,9 +93,16 @@ def estimate(scenario: Scenario | dict[str, Any], *, advise: bool = True) -> Pla
                                                                        price_it=report.fits is not False)
         assumptions += more_assumptions
         warnings += more_warnings
+    dataset = recipe = None
+    if s.task == "train" and (s.dataset or s.samples or s.model_size or s.epochs):  # data and recipe
+        from .dataset_report import dataset_section, recipe_section
+
+        dataset = dataset_section(s, cost)
+        recipe = recipe_section(s, m, gpu, cost, trainable)
     return Plan(scenario=_normalized(s), resolved=describe(s, m), model=_model_facts(m, trainable),
                 gpu=_gpu_facts(gpu), memory=report, defaults=[*([gpu_note] if gpu_note else []), *m.notes, *defaults],
-                suggestions=suggestions, speed=speed, cost=cost, assumptions=assumptions, warnings=warnings)
+                suggestions=suggestions, speed=speed, cost=cost, dataset=dataset, recipe=recipe,
+                assumptions=assumptions, warnings=warnings)
 
 
 def _speed_and_cost(s: Scenario, m: ModelSpec, gpu: GpuSpec, trainable: int, price_it: bool = True

@@ -135,6 +135,8 @@ class Recommendation(Answer):
     resolved: str = ""  # the scenario as searched, in one line: what every answer prints first
     model_exact: bool = True  # whether the model's counts are exact (``model_exact_reason`` when not)
     model_exact_reason: str | None = None
+    fewest: Setup | None = None  # with a deadline: the rental with the fewest GPUs that meets it (then the cheapest)
+    fewest_line: str = ""  # ... said in one line
 
 
 def parse_have(text: str) -> tuple[str, int]:
@@ -177,6 +179,12 @@ def _variants(s: Scenario, c: Constraints) -> list[tuple[list[str], dict]]:
             accum = {"micro_batch_size": 1, "grad_accum_steps": s.micro_batch_size * s.grad_accum_steps}
             out.append(([*label, "gradient checkpointing", "micro-batch 1 + accumulation"],
                         {**base, "grad_checkpointing": "full", **accum}))
+        if (s.dataset or s.samples or s.model_size) and "micro_batch_size" not in s.model_fields_set:
+            # a recipe fixes the global batch, so the micro-batch is free: the larger ones run faster where they fit
+            for mb in (2, 4, 8):
+                out.append(([*label, f"micro-batch {mb}"], {**base, "micro_batch_size": mb}))
+            out.append(([*label, "gradient checkpointing", "micro-batch 8"],
+                        {**base, "grad_checkpointing": "full", "micro_batch_size": 8}))
         if s.optimizer == "adamw":
             out.append(([*label, "gradient checkpointing", "8-bit AdamW"],
                         {**base, "grad_checkpointing": "full", "optimizer": "paged-adamw-8bit"}))
@@ -290,6 +298,10 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
             x.change = _change_note(labels, given, scenario, shared, m, gpu)
     result = Recommendation(setups=setups[: c.top], evaluated=evaluated, fitting=fitting,
                             elapsed_s=time.perf_counter() - started, owned=owned[: c.top])
+    if c.deadline_hours is not None and s.task == "train" and s.train_tokens:
+        result.fewest = min(setups, key=lambda x: (x.num_gpus, _key(x, c.objective)), default=None)
+        if result.fewest is not None:
+            result.fewest_line = fewest_line(s, m, result.fewest, c.deadline_hours)
     result.notes = _price_notes(s, c, all_offers, cards)
     result.model_exact, result.model_exact_reason = m.exact, m.inexact_reason
     result.defaults = list(m.notes)
@@ -300,6 +312,23 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
     if not setups and explain:
         result.changes = _what_would_fit(s, m, c, biggest, fitting, all_offers)
     return result
+
+
+def fewest_line(s: Scenario, m: ModelSpec, x: Setup, deadline_hours: float) -> str:
+    """The fewest GPUs that meet the deadline, with the model's synthetic config and token budget when it has
+    one (``model_size``)."""
+    where = x.provider if x.pricing == "on_demand" else f"{x.provider} {x.pricing.replace('_', '-')}"
+    line = (f"fewest GPUs that meet the {deadline_hours:g} h deadline: {x.num_gpus}x {short_id(x.gpu_id)} "
+            f"{x.strategy} on {where}, {x.hours:,.1f} h, ${x.usd_total:,.0f}")
+    if s.model_size:
+        from ..model.synthetic import CHINCHILLA_TOKENS_PER_PARAM, nearest_size, param_count
+
+        size = nearest_size(s.model_size)
+        budget = (f"{s.train_tokens / 1e9:,.1f}B tokens"
+                  + (f" (Chinchilla: {CHINCHILLA_TOKENS_PER_PARAM:g} per parameter, Hoffmann et al. 2022)"
+                     if "train_tokens" not in s.model_fields_set and not (s.dataset or s.samples) else ""))
+        line += f"; {m.notes[0]} ({param_count(size):,} parameters), {budget}"
+    return line
 
 
 def searched(s: Scenario, m: ModelSpec, c: Constraints) -> str:

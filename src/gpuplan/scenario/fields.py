@@ -82,6 +82,27 @@ class Scenario(BaseModel):
         "selective for torchtitan)")
     attention: Literal["eager", "sdpa", "flash"] = "sdpa"
     train_tokens: float | None = Field(default=None, gt=0, le=1e16, allow_inf_nan=False)
+    # the training data (gpuplan.dataset): a file or id, or the shorthand samples x mean_tokens
+    dataset: str | None = Field(default=None, min_length=1, description="training data: a .jsonl, .json, "
+                                ".parquet or .csv file (chat messages, prompt/completion or text) or a Hugging Face "
+                                "dataset id; sets train_tokens, packing and the recipe")
+    tokenizer: str | None = Field(default=None, min_length=1, description="tokenizer.json (or its folder, or a "
+                                  "repo in the local Hugging Face cache) that counts the dataset (default: the "
+                                  "model's own, from the cache)")
+    samples: int | None = Field(default=None, ge=1, le=10**12, description="shorthand without a file: records in "
+                                "the data (with mean_tokens)")
+    mean_tokens: float | None = Field(default=None, gt=0, le=1e7, allow_inf_nan=False,
+                                      description="shorthand: mean tokens per record")
+    max_tokens: int | None = Field(default=None, ge=1, le=10_000_000, description="shorthand: longest record")
+    epochs: float | None = Field(default=None, gt=0, le=1000, allow_inf_nan=False,
+                                 description="passes over the data (default 1): train_tokens = epochs x tokens "
+                                 "trained per epoch")
+    packing: Literal["none", "bucket", "bfd", "wrapped"] | None = Field(
+        default=None, description="none: pad each batch; bucket: group by length; bfd: pack records into full "
+        "rows, no attention across them; wrapped: concatenate and cut (default: bfd when records average under "
+        "half a sequence, wrapped for torchtitan, else none)")
+    model_size: str | None = Field(default=None, description="pretrain a synthetic Llama-style model of this "
+                                   "size instead of a named one: 125M, 350M, 1B, 3B, 7B, 13B, 34B, 70B")
     # inference
     batch_size: int = Field(default=1, ge=1, le=65_536)
     prompt_tokens: int = Field(default=1024, ge=1, le=10_000_000)
@@ -174,6 +195,48 @@ class Scenario(BaseModel):
             raise ValueError(why)
         return self
 
+    @model_validator(mode="before")
+    @classmethod
+    def _synthetic_model(cls, data: Any) -> Any:
+        """``model_size`` names a synthetic model (:mod:`gpuplan.model.synthetic`) in place of ``model``."""
+        if isinstance(data, dict) and data.get("model_size"):
+            if data.get("model") and not str(data["model"]).startswith("synthetic-"):
+                raise ValueError("give model or model_size, not both")
+            from ..model.synthetic import synthetic_name
+
+            data = {**data, "model": synthetic_name(str(data["model_size"]))}
+        return data
+
+    @model_validator(mode="after")
+    def _data(self) -> Scenario:
+        """The training data decides ``train_tokens``, ``packing`` and a padded batch's ``seq_len`` when they are
+        unset (:func:`gpuplan.dataset.fields`)."""
+        given = {k for k in ("dataset", "samples", "mean_tokens", "max_tokens", "tokenizer", "epochs", "packing")
+                 if getattr(self, k) is not None}
+        if self.model_size and self.task == "train" and self.train_tokens is None and not (self.dataset or
+                                                                                           self.samples):
+            from ..model.synthetic import chinchilla_tokens, nearest_size
+
+            self.__dict__["train_tokens"] = chinchilla_tokens(nearest_size(self.model_size))
+        if not given:
+            return self
+        if self.task != "train":
+            raise ValueError(f"{', '.join(sorted(given))} describe training data: drop them for serving")
+        if self.dataset and self.samples:
+            raise ValueError("give dataset (a file) or samples with mean_tokens (a shorthand), not both")
+        if (self.samples is None) != (self.mean_tokens is None):
+            raise ValueError("the shorthand needs both samples and mean_tokens (e.g. --samples 10000 --mean-tokens "
+                             "1000)")
+        if self.max_tokens is not None and (self.mean_tokens is None or self.max_tokens < self.mean_tokens):
+            raise ValueError("max_tokens goes with the shorthand and must be at least mean_tokens")
+        if self.tokenizer and not self.dataset:
+            raise ValueError("tokenizer counts a dataset file: give dataset too")
+        if self.dataset or self.samples:
+            from ..dataset import fields
+
+            self.__dict__.update(fields(self.__dict__, set(self.model_fields_set)))
+        return self
+
     @model_validator(mode="after")
     def _serving_strategy(self) -> Scenario:
         """Serving splits a model with tensor or pipeline parallelism (tp, pp) or replicates it (ddp); ZeRO and
@@ -236,7 +299,8 @@ FIELDS = tuple(Scenario.model_fields)
 TRAIN_ONLY = frozenset({"method", "optimizer", "optimizer_impl", "lora_rank", "lora_targets", "lora_dropout",
                         "micro_batch_size", "seq_len", "grad_accum_steps", "grad_checkpointing", "train_tokens",
                         "qlora_fp32_upcast", "loss", "loss_chunks", "activation_offload", "compile",
-                        "optimizer_in_backward", "adapter_dtype", "checkpoint_every", "transformers_version"})
+                        "optimizer_in_backward", "adapter_dtype", "checkpoint_every", "transformers_version",
+                        "dataset", "tokenizer", "samples", "mean_tokens", "max_tokens", "epochs", "packing"})
 INFER_ONLY = frozenset({"batch_size", "prompt_tokens", "output_tokens", "kv_cache_dtype", "engine",
                         "mem_fraction_static", "gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs",
                         "max_model_len", "engine_version", "entry_point", "enforce_eager", "ubatch_tokens",

@@ -26,6 +26,10 @@ from .training import training_speed
 def speed_of(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None = None) -> Speed:
     """Training or inference speed of ``s`` on ``gpu`` over ``network`` (the offer's links; None: the card's own)."""
     network = network or Network()
+    if s.task == "train" and (s.dataset or s.samples):  # at the data's mix of lengths (gpuplan.dataset.mix)
+        from ..dataset.mix import speed_at_mix
+
+        return speed_at_mix(s, m, gpu, network, training_speed)
     return training_speed(s, m, gpu, network) if s.task == "train" else inference_speed(s, m, gpu, network)
 
 

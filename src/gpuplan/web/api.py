@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from fastapi import APIRouter, Query, Request
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .. import api
 from ..hardware import gpus, load_gpu
@@ -27,9 +27,20 @@ from .explain import Explanation, explain
 from .export import Export, export
 from .forms import FieldSpec, field_specs
 from .grid import Axis, FitGrid, fit_grid
-from .guard import MAX_ITEMS, check_model, run_limited
+from .guard import MAX_ITEMS, check_model, check_no_server_files, run_limited
 
 router = APIRouter(prefix="/api")
+
+
+class ServerScenario(Scenario):
+    """The scenario as the server takes it: the CLI's, but a dataset or tokenizer file on the server's disk is
+    refused before anything reads it (:func:`~gpuplan.web.guard.check_no_server_files`); the shorthand works."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_server_files(cls, data: Any) -> Any:
+        check_no_server_files(data)
+        return data
 
 
 class ModelRow(BaseModel):
@@ -92,14 +103,14 @@ class RecommendOptions(BaseModel):
 class RecommendRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    scenario: Scenario
+    scenario: ServerScenario
     constraints: RecommendOptions = RecommendOptions()
 
 
 class GridRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    scenario: Scenario
+    scenario: ServerScenario
     axis: Axis = "auto"
 
 
@@ -140,7 +151,7 @@ def _models(search: str | None, family: str | None) -> list[dict[str, Any]]:
 
 
 @router.post("/estimate", response_model=Plan, summary="Does it fit, and where does the memory go")
-async def estimate_route(scenario: Scenario, request: Request) -> Plan:
+async def estimate_route(scenario: ServerScenario, request: Request) -> Plan:
     """`gpuplan.estimate(scenario)`: memory per GPU at three levels, fit and headroom on a named GPU, the changes
     that would make it fit, speed and cost on the best offer (what `gpuplan estimate --json` prints)."""
     return await run_limited(_estimate, scenario, request.app.state.hub)
@@ -184,14 +195,14 @@ async def form_route(request: Request) -> Form:
 
 
 @router.post("/explain", response_model=Explanation, summary="Every number as its formula")
-async def explain_route(scenario: Scenario, request: Request) -> Explanation:
+async def explain_route(scenario: ServerScenario, request: Request) -> Explanation:
     """Each number of the estimate as its formula with this scenario's values, the constants' sources, and the
     accuracy gpuplan measured for that kind of number; plus the defaults left in force."""
     return await run_limited(_explain, scenario, request.app.state.hub)
 
 
 @router.post("/export", response_model=Export, summary="scenario.yaml, the CLI command, Markdown")
-async def export_route(scenario: Scenario, request: Request) -> Export:
+async def export_route(scenario: ServerScenario, request: Request) -> Export:
     """The scenario as a file `gpuplan estimate` reads, the equivalent command, a Markdown report and the
     permalink's query string."""
     result = await run_limited(_estimate, scenario, request.app.state.hub)

@@ -23,7 +23,7 @@ from ..errors import GpuplanError
 from ..scenario import scenario_from
 from . import api
 from .accuracy import readme_html
-from .guard import BoundedBody, TooSlow
+from .guard import BoundedBody, TooSlow, check_no_server_files
 
 STATIC = Path(str(resources.files("gpuplan") / "web" / "static"))
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
@@ -97,6 +97,7 @@ def validation_sentence(exc: RequestValidationError, path: str) -> str:
             raw = body
         if raw is not None:
             try:
+                check_no_server_files(raw)  # before anything could read them
                 scenario_from(raw)  # type: ignore[arg-type]
             except GpuplanError as err:
                 return str(err)

@@ -23,7 +23,8 @@ PRIMARY = ("model", "task", "method", "framework", "precision", "quant", "seq_le
            "grad_checkpointing", "batch_size", "prompt_tokens", "output_tokens", "engine", "gpu", "num_gpus")
 GROUPS = {
     "training": ("optimizer", "optimizer_impl", "lora_rank", "lora_targets", "lora_dropout", "qlora_fp32_upcast",
-                 "adapter_dtype", "grad_accum_steps", "attention", "train_tokens", "dataset_gb"),
+                 "adapter_dtype", "grad_accum_steps", "attention", "train_tokens", "dataset_gb", "samples",
+                 "mean_tokens", "max_tokens", "epochs", "packing"),
     "techniques": ("loss", "loss_chunks", "activation_offload", "compile", "optimizer_in_backward",
                    "checkpoint_every"),
     "inference": ("kv_cache_dtype", "gpu_memory_utilization", "max_num_batched_tokens"),

@@ -51,6 +51,19 @@ def check_bounds(value: Any, where: str = "body", depth: int = 0) -> None:
             check_bounds(item, f"{where}.{key}" if where != "body" else f"field {key!r}", depth + 1)
 
 
+SERVER_FILES = ("dataset", "tokenizer")  # scenario fields that name files: the server never reads them
+
+
+def check_no_server_files(data: Any) -> None:
+    """Refuse a scenario that names a file on the server (a dataset or a tokenizer): the shorthand ``samples`` and
+    ``mean_tokens`` describes the data instead."""
+    if isinstance(data, dict) and any(data.get(k) for k in SERVER_FILES):
+        named = next(k for k in SERVER_FILES if data.get(k))
+        raise GpuplanError(f"the web page does not read files on the server ({named} {str(data[named])[:60]!r}): "
+                           "describe the data with samples and mean_tokens, or use `gpuplan estimate --dataset` on "
+                           "the command line")
+
+
 def check_model(name: str, hub: bool) -> None:
     """Accept bundled names always and Hugging Face repo ids with ``hub``; refuse paths and unknown names."""
     if bundled_repo(name):

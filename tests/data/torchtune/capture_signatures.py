@@ -22,7 +22,7 @@ from torchtune.config._utils import _get_component_from_path
 from torchtune.modules.peft import get_adapter_params, set_trainable_params
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "src"))
-from gpuplan.launch import torchtune as target
+from gpuplan.launchers import torchtune as target
 
 OTHER = ["torchtune.training.FullModelHFCheckpointer", "torchtune.datasets.chat_dataset",
          "torchtune.modules.loss.CEWithChunkedOutputLoss", "torch.nn.CrossEntropyLoss",

@@ -110,10 +110,12 @@ def tables(plan: LaunchPlan, opts: LaunchOptions) -> dict[str, dict[str, Any]]:
         "job": {"dump_folder": opts.output_dir, "description": f"gpuplan: {plan.model.name}, {plan.setup_label}"},
         "metrics": {"log_freq": 10},
         "model": model,
-        "optimizer": {"name": "AdamW", "lr": 3e-4, "eps": 1e-8, "implementation": s.optimizer_impl,
-                      "early_step_in_backward": bool(s.optimizer_in_backward)},
-        # warmup "normally 1/5 of --training.steps" (config_manager.py LRScheduler), at most the recipes' 200
-        "lr_scheduler": {"warmup_steps": 200 if steps is None else max(1, min(200, steps // 5))},
+        "optimizer": {"name": "AdamW", "lr": plan.recipe.learning_rate if plan.recipe else 3e-4, "eps": 1e-8,
+                      "implementation": s.optimizer_impl, "early_step_in_backward": bool(s.optimizer_in_backward)},
+        # the recipe's warm-up; without one "normally 1/5 of --training.steps" (config_manager.py LRScheduler), at
+        # most the recipes' 200
+        "lr_scheduler": {"warmup_steps": plan.recipe.warmup_steps if plan.recipe and plan.recipe.warmup_steps else
+                         200 if steps is None else max(1, min(200, steps // 5))},
         "training": training,
         "parallelism": parallelism,
         "checkpoint": {"enable_checkpoint": True, "folder": "checkpoint",

@@ -62,7 +62,8 @@ def config(plan: LaunchPlan) -> dict[str, Any]:
                      "stage3_gather_16bit_weights_on_model_save": True})
     data: dict[str, Any] = {"train_batch_size": s.micro_batch_size * s.grad_accum_steps * s.dp,
                             "train_micro_batch_size_per_gpu": s.micro_batch_size,
-                            "gradient_accumulation_steps": s.grad_accum_steps, "gradient_clipping": 1.0}
+                            "gradient_accumulation_steps": s.grad_accum_steps,
+                            "gradient_clipping": plan.recipe.max_grad_norm if plan.recipe else 1.0}
     if s.precision == "bf16-mixed":
         data["bf16"] = {"enabled": True}
     elif s.precision == "bf16-true":

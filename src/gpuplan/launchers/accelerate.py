@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .data import resume_token
 from .files import LaunchFile, Raw, shell_text, yaml_text
 from .plan import LaunchPlan
 from .settings import LaunchOptions, autocast, backend, fsdp_settings, zero_stage
@@ -70,5 +71,6 @@ def files(plan: LaunchPlan, opts: LaunchOptions) -> list[LaunchFile]:
         notes.append(f"{plan.num_nodes} machines: run {SCRIPT} on each with MACHINE_RANK and MAIN_PROCESS_IP set")
     return [LaunchFile(name=FILE, target=NAME, text=yaml_text(plan, config(plan), notes),
                        reader="accelerate launch --config_file accelerate.yaml"),
-            LaunchFile(name=SCRIPT, target=NAME, text=shell_text(plan, command(plan, opts), notes=notes[1:]),
+            LaunchFile(name=SCRIPT, target=NAME, text=shell_text(plan, [*command(plan, opts),
+                                                                     resume_token(opts.output_dir)], notes=notes[1:]),
                        reader="bash (accelerate launch)", executable=True)]

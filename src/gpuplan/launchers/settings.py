@@ -11,13 +11,19 @@ in that dtype.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import GpuplanError
 from ..scenario import Scenario
-from .plan import LaunchPlan
+
+if TYPE_CHECKING:
+    from .plan import LaunchPlan
 
 # the releases whose config schemas (Unsloth: signatures) the files follow; the launch tests read them with these
+# (tests/test_launch_readers.py parses trainer.yaml with this TRL and transformers, ds_config.json with this
+# DeepSpeed); the estimate's rules follow the same releases (transformers >= 4.46 loss, fused AdamW since torch 2.8)
+TESTED = {"torch": "2.13.0", "transformers": "5.24.0", "accelerate": "1.15.0", "trl": "1.16.0", "datasets": "5.2.0",
+          "peft": "0.21.2", "deepspeed": "0.19.8"}
 TORCHTITAN_VERSION = "0.1.0"
 AXOLOTL_VERSION = "0.18.0"
 UNSLOTH_VERSION = "2026.10.9"
@@ -106,8 +112,8 @@ def hf_optim(s: Scenario) -> tuple[str, str | None]:
 
 
 def pip_packages(plan: LaunchPlan) -> list[str]:
-    """What ``pip install`` needs for the plan; lower bounds are the versions gpuplan's rules follow and its
-    launch tests read the files with."""
+    """What ``pip install`` needs for the plan, pinned to the releases gpuplan's rules follow and its launch tests
+    read the files with (:data:`TESTED`); a lower bound where no test reads it."""
     s = plan.scenario
     if not plan.train:  # the release whose memory rules the estimate followed
         return [f"vllm=={plan.result.memory.engine['version']}"]
@@ -118,18 +124,17 @@ def pip_packages(plan: LaunchPlan) -> list[str]:
         return ["torch>=2.7", f"torchtitan=={TORCHTITAN_VERSION}", "tyro", "tensorboard"] + \
             (["torchao>=0.9"] if s.precision == "fp8-mixed" else [])
     if s.framework == "unsloth":  # it brings TRL, peft and bitsandbytes
-        return [f"unsloth=={UNSLOTH_VERSION}", "datasets"]
+        return [f"unsloth=={UNSLOTH_VERSION}", f"datasets=={TESTED['datasets']}"]
     if s.framework == "axolotl":  # liger-kernel and bitsandbytes come with it
         extras = [e for e, used in (("deepspeed", backend(s) == "deepspeed"), ("flash-attn", s.attention == "flash"))
                   if used]
         return [f"axolotl[{','.join(extras)}]=={AXOLOTL_VERSION}" if extras else f"axolotl=={AXOLOTL_VERSION}"]
-    packages = ["torch>=2.8", "transformers>=5.0", "accelerate>=1.10", "trl>=1.0", "datasets"]
-    if s.method != "full":
-        packages.append("peft>=0.17")
+    pin = [f"{name}=={TESTED[name]}" for name in ("torch", "transformers", "accelerate", "trl", "datasets")]
+    packages = pin + ([f"peft=={TESTED['peft']}"] if s.method != "full" else [])
     if s.method == "qlora" or s.quant in ("int8", "nf4", "fp4") or "8bit" in s.optimizer:
-        packages.append("bitsandbytes>=0.45")
+        packages.append("bitsandbytes>=0.45")  # needs a GPU to import: not read by the tests, a lower bound
     if backend(s) == "deepspeed":
-        packages.append("deepspeed>=0.19")
+        packages.append(f"deepspeed=={TESTED['deepspeed']}")
     if s.loss == "fused-linear":
         packages.append("liger-kernel")
     return packages

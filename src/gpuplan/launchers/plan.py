@@ -24,8 +24,10 @@ from ..model.catalog import load_model
 from ..model.spec import ModelSpec
 from ..plan.estimate import Plan, estimate
 from ..plan.pricing import price
+from ..plan.recipe import Recipe
 from ..scenario import Scenario, scenario_from
 from ..speed import Speed, speed_of
+from .settings import pip_packages
 
 GB = 1e9
 
@@ -49,6 +51,7 @@ class LaunchPlan:
     spot: SpotPlan | None
     visible_devices: tuple[int, ...] | None = None  # CUDA_VISIBLE_DEVICES when the plan uses some of the cards
     written_on: dt.date
+    recipe: Recipe | None = None  # training: batch, lr, schedule, steps, checkpoints (gpuplan.plan.recipe)
 
     @property
     def train(self) -> bool:
@@ -74,14 +77,19 @@ class LaunchPlan:
         """Optimizer steps that process ``train_tokens`` (rounded up); None without ``train_tokens``."""
         if not self.train or not self.scenario.train_tokens:
             return None
+        if self.recipe is not None and self.recipe.steps is not None:
+            return self.recipe.steps
         return math.ceil(self.scenario.train_tokens / self.tokens_per_step)
 
     @property
     def save_steps(self) -> int | None:
         """Optimizer steps between checkpoints: the spot plan's Daly interval over the predicted step time
-        (at least 1). None on on-demand or owned cards, where no interruption rate is planned."""
-        if not self.train or self.spot is None:
+        (at least 1); on demand, the recipe's (Daly's interval for hardware failures), None when that is longer
+        than the run."""
+        if not self.train:
             return None
+        if self.spot is None:
+            return self.recipe.save_steps if self.recipe is not None else None
         return max(1, math.floor(self.spot.interval_h * 3600 / self.speed.step_time_s))
 
     @property
@@ -191,16 +199,36 @@ class LaunchPlan:
         if self.spot is not None:
             lines.append(f"spot: checkpoint every {p['checkpoint_every_min']} min (Daly; interruptions every "
                          f"{self.spot.mtbi_h:.1f} h on average) = every {self.save_steps} steps")
+        lines += self.recipe_lines()
         return lines
 
+    def recipe_lines(self) -> list[str]:
+        """The data, the recipe (each value with its reason) and the pinned packages, as header lines."""
+        if not self.train:
+            return []
+        out = []
+        d = self.result.dataset
+        if d:
+            out.append(f"data: {d['source']}: {d['samples']:,} records, {d['tokens_total']:,} tokens + "
+                       f"{d['special_tokens']:,} EOS/template; {d['tokens_trained']:,} trained per epoch; packing "
+                       f"{d['packing']}: {d['packed_sequences']:,} sequences, {d['padding_pct']:.1f}% padding")
+        if self.recipe is not None:
+            out.append(f"recipe ({self.recipe.kind}):")
+            out += [f"  {c.name}: {c.value} ({c.why})" for c in self.recipe.choices]
+        out.append("tested with: pip install " + " ".join(pip_packages(self)))
+        return out
 
-def launch_plan(scenario: Scenario | dict, *, command: str = "gpuplan.launch.launch_plan (Python API)",
+
+def launch_plan(scenario: Scenario | dict, *, command: str = "gpuplan.launchers.launch_plan (Python API)",
                 offer_label: str | None = None, visible_devices: tuple[int, ...] | None = None,
-                owned_usd_per_hour: float | None = None, today: dt.date | None = None) -> LaunchPlan:
+                owned_usd_per_hour: float | None = None, today: dt.date | None = None,
+                keep_micro_batch: bool = False) -> LaunchPlan:
     """The plan for ``scenario`` on its GPU: memory from :func:`gpuplan.estimate`; the offer priced the way
     ``estimate`` and ``recommend`` rank (lowest $ per million tokens among those the scenario's provider and
     pricing allow), or the offer named ``offer_label`` (a ``recommend`` setup's); speed on that offer's
-    interconnect. ``owned_usd_per_hour`` marks the user's own cards (no offer, power price only)."""
+    interconnect. ``owned_usd_per_hour`` marks the user's own cards (no offer, power price only). A training plan
+    takes the recipe's micro-batch and accumulation when the scenario set neither (``keep_micro_batch``: only the
+    accumulation, for a ranked setup whose micro-batch was searched)."""
     s = scenario_from(scenario)
     if not s.gpu:
         raise GpuplanError("launch needs a GPU: set --gpu (and --num-gpus), or pick a setup with "
@@ -217,6 +245,9 @@ def launch_plan(scenario: Scenario | dict, *, command: str = "gpuplan.launch.lau
                            f"{result.gpu.name} ({result.memory.capacity_gib:.1f} usable); run `gpuplan estimate` "
                            "for the changes that would make it fit")
     m, gpu = load_model(s.model), load_gpu(s.gpu)
+    layout = None
+    if s.task == "train":  # the recipe's micro-batch and accumulation, unless the scenario set them
+        s, result, layout = _recipe_layout(s, m, gpu, result, keep_micro_batch)
     offer, cost = (None, None) if owned_usd_per_hour is not None else _offer(s, m, gpu, result, offer_label)
     speed = speed_of(s, m, gpu, offer.network if offer else None)
     usd = None
@@ -233,10 +264,47 @@ def launch_plan(scenario: Scenario | dict, *, command: str = "gpuplan.launch.lau
         hours = spot.wall_h if work_h else None
     if cost is None and per_hour is not None and hours is not None:
         usd = per_hour * hours
+    plan_recipe = None
+    if s.task == "train":
+        from ..dataset import profile
+        from ..plan.recipe import recipe
+
+        data = profile(s)
+        plan_recipe = recipe(s, m, gpu, network=offer.network if offer else None,
+                             spot_mtbi_h=spot.mtbi_h if spot else None,
+                             checkpoint_bytes=checkpoint_bytes(s, m, result.model.params_trainable),
+                             rows_per_epoch=data.batching.rows if data else None, layout_why=layout)
     return LaunchPlan(scenario=s, command=command, result=result, model=m, gpu=gpu, speed=speed, offer=offer,
                       offer_label=cost.offer if cost else None, owned=owned_usd_per_hour is not None,
                       usd_per_hour=per_hour, hours=hours, usd_total=usd,
-                      spot=spot, visible_devices=visible_devices, written_on=today or dt.date.today())
+                      spot=spot, visible_devices=visible_devices, written_on=today or dt.date.today(),
+                      recipe=plan_recipe)
+
+
+def _recipe_layout(s: Scenario, m: ModelSpec, gpu: GpuSpec, result: Plan,
+                   keep_micro_batch: bool = False) -> tuple[Scenario, Plan, str | None]:
+    """The scenario with the recipe's micro-batch x accumulation (the fastest that fits and reaches its global
+    batch) when it set neither, re-estimated; and the reason, for the recipe's line."""
+    if {"micro_batch_size", "grad_accum_steps"} & s.model_fields_set:
+        return s, result, None
+    from ..dataset import profile
+    from ..plan.recipe import layout, published
+
+    data = profile(s)
+    global_batch = published(s, float(m.params_total))[0]
+    if data is not None:
+        global_batch = min(global_batch, data.batching.rows)
+    if keep_micro_batch:
+        mb = s.micro_batch_size
+        accum = 1 if s.optimizer_in_backward else max(1, -(-global_batch // (mb * s.dp)))
+        why = f"micro-batch {mb} as ranked" + ("" if s.optimizer_in_backward else
+                                               "; accumulation makes up the global batch")
+    else:
+        mb, accum, why = layout(s, m, gpu, global_batch)
+    if (mb, accum) == (s.micro_batch_size, s.grad_accum_steps):
+        return s, result, why
+    s = s.model_copy(update={"micro_batch_size": mb, "grad_accum_steps": accum})
+    return s, estimate(s, advise=False), why
 
 
 def _offer(s: Scenario, m: ModelSpec, gpu: GpuSpec, result: Plan,

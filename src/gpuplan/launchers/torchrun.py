@@ -6,6 +6,7 @@ accelerate config is needed.
 
 from __future__ import annotations
 
+from .data import resume_token
 from .files import LaunchFile, Raw, shell_text
 from .plan import LaunchPlan
 from .settings import LaunchOptions
@@ -46,5 +47,6 @@ def env(plan: LaunchPlan) -> dict[str, str]:
 def files(plan: LaunchPlan, opts: LaunchOptions) -> list[LaunchFile]:
     notes = [f"run: bash {SCRIPT}" + (f" on each of the {plan.num_nodes} machines, with NODE_RANK and MASTER_ADDR "
                                       "set" if plan.num_nodes > 1 else "")]
-    return [LaunchFile(name=SCRIPT, target=NAME, text=shell_text(plan, command(plan, opts), env(plan), notes),
+    argv = [*command(plan, opts), resume_token(opts.output_dir)]  # resumes after an interruption
+    return [LaunchFile(name=SCRIPT, target=NAME, text=shell_text(plan, argv, env(plan), notes),
                        reader="bash (torchrun)", executable=True)]

@@ -17,6 +17,7 @@ from typing import Any
 
 from .. import overheads as oh
 from ..errors import GpuplanError
+from .data import sft_fields, trl_dataset
 from .files import LaunchFile, yaml_text
 from .plan import LaunchPlan
 from .settings import LaunchOptions, autocast, backend, fsdp_settings, hf_optim, model_dtype
@@ -50,8 +51,8 @@ def applies(plan: LaunchPlan) -> str | None:
 def fields(plan: LaunchPlan, opts: LaunchOptions) -> dict[str, Any]:
     s = plan.scenario
     data: dict[str, Any] = {"model_name_or_path": plan.model.name, "dtype": model_dtype(s),
-                            "attn_implementation": ATTENTION[s.attention], "dataset_name": opts.dataset,
-                            "output_dir": opts.output_dir, "max_length": s.seq_len, "packing": True,
+                            "attn_implementation": ATTENTION[s.attention], **trl_dataset(opts),
+                            "output_dir": opts.output_dir, "max_length": s.seq_len, **sft_fields(plan),
                             "per_device_train_batch_size": s.micro_batch_size,
                             "gradient_accumulation_steps": s.grad_accum_steps,
                             "gradient_checkpointing": s.grad_checkpointing != "none"}
@@ -64,12 +65,12 @@ def fields(plan: LaunchPlan, opts: LaunchOptions) -> dict[str, Any]:
     data["optim"] = optim
     if optim_args:
         data["optim_args"] = optim_args
-    data["max_grad_norm"] = 1.0
+    data.setdefault("max_grad_norm", 1.0)
     if s.loss == "fused-linear":
         data["use_liger_kernel"] = True  # the Trainer's switch for Liger's fused linear cross-entropy
     if s.compile:
         data["torch_compile"] = True
-    if plan.max_steps is not None:
+    if plan.max_steps is not None and "num_train_epochs" not in data:
         data["max_steps"] = plan.max_steps
     data["save_strategy"] = "steps"
     if plan.save_steps is not None:
@@ -114,7 +115,8 @@ def notes(plan: LaunchPlan) -> list[str]:
     out = ["run: bash accelerate-launch.sh or torchrun.sh; TRL's SFT script (python -m trl.scripts.sft --config "
            "trainer.yaml) reads every field below"]
     if plan.save_steps is None:
-        out.append("no spot plan (on-demand or own cards): save_steps is left at the Trainer's default")
+        out.append("checkpoints: the Daly interval is longer than the run (or no recipe): save_steps is left at the "
+                   "Trainer's default")
     if s.method == "qlora" and not s.qlora_fp32_upcast:
         out.append("the plan assumes no fp32 upcast of the non-4-bit weights: TRL's peft preparation upcasts them "
                    "and uses more memory than planned")

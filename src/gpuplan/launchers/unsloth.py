@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import overheads as oh
+from .data import hf_dataset_call, sft_fields
 from .files import LaunchFile, comment, shell_text
 from .plan import LaunchPlan
 from .settings import UNSLOTH_VERSION as VERSION
@@ -61,15 +62,15 @@ def arguments(plan: LaunchPlan, opts: LaunchOptions) -> dict[str, dict[str, Any]
             "bias": "none", "use_gradient_checkpointing": checkpointing, "random_state": 3407}
     optim, optim_args = hf_optim(s)
     mixed = autocast(s)
-    train: dict[str, Any] = {"output_dir": opts.output_dir, "max_length": s.seq_len, "packing": True,
+    train: dict[str, Any] = {"output_dir": opts.output_dir, "max_length": s.seq_len,
                              "per_device_train_batch_size": s.micro_batch_size,
                              "gradient_accumulation_steps": s.grad_accum_steps, "bf16": mixed == "bf16",
                              "fp16": mixed == "fp16", "optim": optim, "learning_rate": 2e-4, "max_grad_norm": 1.0,
-                             "logging_steps": 10, "save_strategy": "steps", "save_total_limit": oh.CHECKPOINTS_KEPT,
-                             "report_to": "none"}
+                             **sft_fields(plan), "logging_steps": 10, "save_strategy": "steps",
+                             "save_total_limit": oh.CHECKPOINTS_KEPT, "report_to": "none"}
     if optim_args:
         train["optim_args"] = optim_args
-    if plan.max_steps is not None:
+    if plan.max_steps is not None and "num_train_epochs" not in train:
         train["max_steps"] = plan.max_steps
     if plan.save_steps is not None:
         train["save_steps"] = plan.save_steps
@@ -92,7 +93,7 @@ def script(plan: LaunchPlan, opts: LaunchOptions) -> str:
             "\nmodel, tokenizer = FastLanguageModel.from_pretrained(**LOAD, dtype=getattr(torch, DTYPE))\n"
             "model = FastLanguageModel.get_peft_model(model, **PEFT)\n"
             "trainer = SFTTrainer(model=model, processing_class=tokenizer,\n"
-            "                     train_dataset=load_dataset(DATASET, split=\"train\"), args=SFTConfig(**TRAIN))\n"
+            f"                     train_dataset={hf_dataset_call(opts)}, args=SFTConfig(**TRAIN))\n"
             "# after a spot interruption: resume from the newest checkpoint in output_dir\n"
             "trainer.train(resume_from_checkpoint=any(Path(TRAIN[\"output_dir\"]).glob(\"checkpoint-*\")))\n")
 
@@ -107,7 +108,8 @@ def command(plan: LaunchPlan, *, multinode_env: bool = False) -> list[str]:
 def notes(plan: LaunchPlan) -> list[str]:
     out = [f"run: bash {SCRIPT} ({' '.join(command(plan)[:3])}...); arguments checked against unsloth {VERSION}"]
     if plan.save_steps is None:
-        out.append("no spot plan (on-demand or own cards): save_steps is left at the Trainer's default")
+        out.append("checkpoints: the Daly interval is longer than the run: save_steps is left at the Trainer's "
+                   "default")
     return out
 
 

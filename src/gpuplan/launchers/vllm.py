@@ -6,7 +6,7 @@ written out rather than left to vLLM's defaults, so the server starts with the p
 ``--kv-cache-dtype``, ``--quantization`` when the plan quantizes a checkpoint that is not already quantized,
 ``--max-num-seqs`` and ``--max-num-batched-tokens`` (the scheduler limits of the profiling run), ``--enforce-eager``,
 and ``--max-model-len``: the scenario's, else the model's context when one request of it fits the predicted KV
-pool, else the longest that fits (:func:`gpuplan.launch.plan.launch_plan` re-plans with it; vLLM refuses to start
+pool, else the longest that fits (:func:`gpuplan.launchers.plan.launch_plan` re-plans with it; vLLM refuses to start
 otherwise). Option names and choices are those of vLLM 0.32's and 0.33's parsers
 (``make_arg_parser`` in ``vllm/entrypoints/launchers/cli_args.py``, in 0.33 ``entrypoints/common/cli_args.py``;
 ``vllm/config/cache.py`` ``CacheDType``; ``vllm/model_executor/layers/quantization`` ``QuantizationMethods``;

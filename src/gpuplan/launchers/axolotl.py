@@ -26,6 +26,7 @@ from typing import Any
 
 from .. import overheads as oh
 from . import deepspeed
+from .data import local_file
 from .files import LaunchFile, shell_text, yaml_text
 from .plan import LaunchPlan
 from .settings import AXOLOTL_VERSION as VERSION
@@ -92,20 +93,24 @@ def config(plan: LaunchPlan, opts: LaunchOptions) -> dict[str, Any]:
         data["peft_autocast_adapter_dtype"] = s.adapter_dtype == "fp32"
         data.update({k: False for k in KERNELS})
     data.update({
-        "datasets": [{"path": opts.dataset, "type": "chat_template", "field_messages": "messages"}],
+        "datasets": [axolotl_dataset(opts)],
         "chat_template": "tokenizer_default_fallback_chatml", "dataset_prepared_path": "last_run_prepared",
         "val_set_size": 0.0, "output_dir": opts.output_dir,
-        "sequence_len": s.seq_len, "sample_packing": True, "pad_to_sequence_len": True,
+        "sequence_len": s.seq_len, "sample_packing": (s.packing or "bfd") in ("bfd", "wrapped"),
+        "pad_to_sequence_len": (s.packing or "bfd") != "none", "group_by_length": s.packing == "bucket",
         "micro_batch_size": s.micro_batch_size, "gradient_accumulation_steps": s.grad_accum_steps,
-        "num_epochs": 1})
-    if plan.max_steps is not None:
+        "num_epochs": (plan.recipe.epochs or 1) if plan.recipe and (s.dataset or s.samples) else 1})
+    if plan.max_steps is not None and not (s.dataset or s.samples):
         data["max_steps"] = plan.max_steps
     optim, optim_args = hf_optim(s)
     data["optimizer"] = optim
     if optim_args:
         data["optim_args"] = optim_args
-    data.update({"learning_rate": 2e-5 if s.method == "full" else 2e-4, "lr_scheduler": "cosine",
-                 "max_grad_norm": 1.0, **dtype_flags(s), "attn_implementation": ATTENTION[s.attention],
+    r = plan.recipe
+    data.update({"learning_rate": r.learning_rate if r else 2e-5 if s.method == "full" else 2e-4,
+                 "lr_scheduler": r.schedule if r else "cosine", "warmup_steps": r.warmup_steps if r else 0,
+                 "max_grad_norm": r.max_grad_norm if r else 1.0, **dtype_flags(s),
+                 "attn_implementation": ATTENTION[s.attention],
                  "gradient_checkpointing": s.grad_checkpointing == "full"})
     if s.grad_checkpointing == "full":
         data["gradient_checkpointing_kwargs"] = {"use_reentrant": False}
@@ -128,7 +133,8 @@ def config(plan: LaunchPlan, opts: LaunchOptions) -> dict[str, Any]:
         data["fsdp_config"]["reshard_after_forward"] = True  # FULL_SHARD (FSDP1), fully_shard's default (FSDP2)
     data["save_strategy"] = "steps"
     if plan.save_steps is not None:
-        data.update({"save_steps": plan.save_steps, "auto_resume_from_checkpoints": True})
+        data["save_steps"] = plan.save_steps
+    data["auto_resume_from_checkpoints"] = True  # the newest checkpoint in output_dir, after an interruption
     data.update({"save_total_limit": oh.CHECKPOINTS_KEPT, "logging_steps": 10})
     return data
 
@@ -148,7 +154,8 @@ def notes(plan: LaunchPlan) -> list[str]:
     if plan.num_nodes > 1:
         out.append(f"{plan.num_nodes} machines: run {SCRIPT} on each with NODE_RANK and MASTER_ADDR set")
     if plan.save_steps is None:
-        out.append("no spot plan (on-demand or own cards): save_steps is left at the Trainer's default")
+        out.append("checkpoints: the Daly interval is longer than the run: save_steps is left at the Trainer's "
+                   "default")
     if s.attention == "sdpa" and dtype_flags(s)["bf16"] and plan.gpu.compute_capability != "9.0":
         out.append("axolotl warns that sample packing under SDPA in bf16 may give a zero loss except on sm_90 "
                    "(check_sample_packing_w_sdpa_bf16): plan attention flash if it does")
@@ -172,3 +179,11 @@ def files(plan: LaunchPlan, opts: LaunchOptions) -> list[LaunchFile]:
                 for f in deepspeed.files(plan, opts)]
     return out
 
+
+def axolotl_dataset(opts: LaunchOptions) -> dict[str, Any]:
+    """One ``datasets`` entry: chat ``messages`` through the tokenizer's template; a local file by its type."""
+    entry: dict[str, Any] = {"path": opts.dataset, "type": "chat_template", "field_messages": "messages"}
+    local = local_file(opts)
+    if local is not None:
+        entry.update({"path": local[0], "data_files": local[1]})
+    return entry

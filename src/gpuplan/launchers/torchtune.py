@@ -12,12 +12,14 @@ the LoRA rank and the modules it adapts, ``fsdp_cpu_offload``, and ``max_steps_p
 
 from __future__ import annotations
 
+import math
 from functools import cache
 from importlib import resources
 from typing import Any
 
 import yaml
 
+from .data import local_file
 from .files import LaunchFile, Raw, shell_text, yaml_text
 from .plan import LaunchPlan
 from .settings import LaunchOptions
@@ -85,7 +87,7 @@ def _lora_modules(s) -> tuple[list[str], bool, bool]:
 
 
 def config(plan: LaunchPlan, opts: LaunchOptions) -> dict[str, Any]:
-    s = plan.scenario
+    s, r, local = plan.scenario, plan.recipe, local_file(opts)
     entry = models()[plan.model.name]
     folder = f"models/{plan.model.name.split('/')[-1]}"
     model: dict[str, Any] = {"_component_": entry["builders"][s.method]}
@@ -99,23 +101,27 @@ def config(plan: LaunchPlan, opts: LaunchOptions) -> dict[str, Any]:
         "checkpointer": {"_component_": "torchtune.training.FullModelHFCheckpointer", "checkpoint_dir": folder,
                          "checkpoint_files": entry["checkpoint_files"], "recipe_checkpoint": None,
                          "output_dir": "${output_dir}", "model_type": entry["model_type"]},
-        "resume_from_checkpoint": False,
-        "dataset": {"_component_": "torchtune.datasets.chat_dataset", "source": opts.dataset,
+        "resume_from_checkpoint": False,  # set true to resume from output_dir after an interruption (0.6: per epoch)
+        "dataset": {"_component_": "torchtune.datasets.chat_dataset", "source": local[0] if local else opts.dataset,
+                    **({"data_files": local[1]} if local else {}),
                     "conversation_column": "messages", "conversation_style": "openai", "split": "train",
-                    "packed": True},
+                    "packed": (s.packing or "bfd") in ("bfd", "wrapped")},
         "seed": None, "shuffle": True, "batch_size": s.micro_batch_size,
-        "optimizer": {**OPTIMIZERS[s.optimizer], "lr": 2e-5 if s.method == "full" else 3e-4},
+        "optimizer": {**OPTIMIZERS[s.optimizer], "lr": r.learning_rate if r else 2e-5 if s.method == "full" else
+                      3e-4},
     }
     if s.method != "full":
         data["save_adapter_weights_only"] = False
-        data["lr_scheduler"] = {"_component_": "torchtune.training.lr_schedulers.get_cosine_schedule_with_warmup",
-                                "num_warmup_steps": 100}
     else:
         data["optimizer_in_bwd"] = bool(s.optimizer_in_backward)
+    if s.method != "full" or r is not None:
+        data["lr_scheduler"] = {"_component_": "torchtune.training.lr_schedulers.get_cosine_schedule_with_warmup",
+                                "num_warmup_steps": r.warmup_steps if r else 100}
     data["loss"] = {"_component_": "torchtune.modules.loss.CEWithChunkedOutputLoss",
                     "num_output_chunks": s.loss_chunks} if s.loss == "chunked" else \
         {"_component_": "torch.nn.CrossEntropyLoss", "ignore_index": -100}
-    data.update({"epochs": 1, "max_steps_per_epoch": plan.max_steps,
+    data.update({"epochs": math.ceil(r.epochs) if r and r.epochs else 1,
+                 "max_steps_per_epoch": None if r and r.epochs else plan.max_steps,
                  "gradient_accumulation_steps": s.grad_accum_steps, "clip_grad_norm": None,
                  "compile": bool(s.compile), "device": "cuda", "dtype": "fp32" if s.precision == "fp32" else "bf16",
                  "enable_activation_checkpointing": s.grad_checkpointing != "none",

@@ -1,0 +1,198 @@
+"""The training data: its token counts, how the stack batches it, and the recipe that trains on it.
+
+A scenario names its data with ``dataset`` (a file or a Hugging Face id, tokenized with the model's tokenizer or
+``tokenizer``) or with the shorthand ``samples`` x ``mean_tokens`` (up to ``max_tokens``). :func:`profile` reads
+it once (cached) and gives the statistics (:mod:`.lengths`), the batching (:mod:`.batching`) and the epochs;
+:func:`fields` turns it into the scenario's defaults: ``train_tokens`` = epochs x tokens trained per epoch, the
+packing, and the sequence length of a padded batch. Nothing here is imported by ``import gpuplan``; the
+tokenizer, ``pyarrow`` and ``datasets`` load only when a file is read.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from ..errors import GpuplanError
+from .batching import PACKING, Batching, batching
+from .lengths import Lengths, Statistics, shorthand, statistics
+
+PACKING_STACKS = {"hf": "TRL SFTTrainer packing (bfd, padding-free)", "unsloth": "TRL SFTTrainer packing (bfd)",
+                  "axolotl": "axolotl sample_packing (multipack, FlashAttention varlen)",
+                  "torchtune": "torchtune packed datasets (block-causal mask)"}
+PACK_BELOW = 0.5  # pack when records average less than half a sequence: padding would waste about half
+
+
+@dataclass(frozen=True, kw_only=True)
+class Profile:
+    source: str  # the file or id, or "shorthand"
+    tokenizer: str | None
+    lengths: Lengths
+    stats: Statistics
+    batching: Batching
+    epochs: float
+    seq_len: int
+    notes: tuple[str, ...]
+
+
+def describes_data(data: dict[str, Any]) -> bool:
+    return bool(data.get("dataset") or data.get("samples"))
+
+
+def tokenizer_name(data: dict[str, Any]) -> str:
+    """``tokenizer`` if given, else the model's repo id (a bundled alias resolved), else the model argument."""
+    if data.get("tokenizer"):
+        return str(data["tokenizer"])
+    from ..model.catalog import bundled_repo
+
+    model = str(data.get("model") or "")
+    return bundled_repo(model) or model
+
+
+def _file_key(source: str) -> tuple:
+    try:
+        st = os.stat(os.path.expanduser(source))
+        return (source, st.st_mtime_ns, st.st_size)
+    except OSError:
+        return (source, 0, 0)
+
+
+@lru_cache(maxsize=32)
+def _read(key: tuple, tokenizer: str) -> Lengths:
+    """Tokenize the records of ``key``'s file (a regular sample of a huge one)."""
+    from .read import SAMPLE_RECORDS, Progress, count_records, dataset_format, records
+    from .tokenize import count_records as count_tokens
+    from .tokenize import load_tokenizer, record_kind
+
+    source = key[0]
+    fmt = dataset_format(source)
+    tok = load_tokenizer(tokenizer)
+    total = count_records(source, fmt) if fmt != "hub" else None
+    stride = max(1, -(-total // SAMPLE_RECORDS)) if total else 1
+    content: list[int] = []
+    special: list[int] = []
+    loss: list[int] = []
+    kinds: set[str] = set()
+    seen = 0
+    progress = Progress(source, total)
+    batch: list[dict] = []
+
+    def flush() -> None:
+        for c, s, lo in count_tokens(tok, batch):
+            content.append(c)
+            special.append(s)
+            loss.append(lo)
+        batch.clear()
+
+    for i, record in enumerate(records(source, fmt)):
+        seen += 1
+        if fmt == "hub" and seen > SAMPLE_RECORDS:
+            break
+        if i % stride:
+            continue
+        kinds.add(record_kind(record))
+        batch.append(record)
+        if len(batch) >= 512:
+            flush()
+            progress.update(seen)
+    flush()
+    progress.close()
+    if not content:
+        raise GpuplanError(f"dataset {source!r} holds no records")
+    samples = total or seen
+    notes = []
+    if stride > 1:
+        notes.append(f"{samples:,} records: 1 in {stride} tokenized ({len(content):,}, evenly spaced) and the totals "
+                     f"scaled by {samples / len(content):.3g}")
+    if fmt == "hub" and seen > SAMPLE_RECORDS:
+        notes.append(f"the first {SAMPLE_RECORDS:,} records of {source} tokenized (a streamed dataset does not "
+                     "say its size)")
+    if "messages" in kinds:
+        notes.append(f"chat template of {tok.source} applied as transformers' apply_chat_template" if tok.chat_template
+                     else f"{tok.source} has no chat template: turns joined by newlines + EOS (as a plain text)")
+    if tok.eos_token is None:
+        notes.append(f"{tok.source} names no EOS token: none added")
+    return Lengths(content=tuple(content), special=tuple(special), loss=tuple(loss), scale=samples / len(content),
+                   samples=samples, kind="/".join(sorted(kinds)), notes=tuple(notes))
+
+
+def lengths_of(data: dict[str, Any]) -> Lengths:
+    if data.get("samples"):
+        return _shorthand(int(data["samples"]), float(data["mean_tokens"]), data.get("max_tokens"))
+    return _read(_file_key(str(data["dataset"])), tokenizer_name(data))
+
+
+@lru_cache(maxsize=64)
+def _shorthand(samples: int, mean: float, max_tokens: int | None) -> Lengths:
+    return shorthand(samples, mean, max_tokens)
+
+
+@lru_cache(maxsize=256)
+def _statistics(lengths: Lengths, seq_len: int) -> Statistics:
+    return statistics(lengths, seq_len)
+
+
+@lru_cache(maxsize=256)
+def _batching(lengths: Lengths, seq_len: int, micro_batch: int, packing: str, pad_packs: bool) -> Batching:
+    return batching(lengths.sequences, lengths.scale, seq_len, micro_batch, packing, pad_packs)
+
+
+def default_packing(framework: str, lengths: Lengths, seq_len: int | None) -> tuple[str, str]:
+    """The packing to plan when none is named, and why: the stack's pretraining concatenation (torchtitan),
+    best-fit packing where the stack packs without attention across records and records average under half a
+    sequence, else padding per batch (every stack's default)."""
+    if framework == "torchtitan":
+        return "wrapped", "torchtitan concatenates its data into full rows"
+    mean = sum(lengths.sequences) / len(lengths.sequences)
+    if framework in PACKING_STACKS and seq_len and mean < PACK_BELOW * seq_len:
+        return "bfd", (f"records average {mean:,.0f} tokens, under half of {seq_len:,}: packed "
+                       f"({PACKING_STACKS[framework]}), set packing none to pad instead")
+    return "none", "padded per batch, the stacks' default (packing bfd packs)"
+
+
+def fields(data: dict[str, Any], explicit: set[str]) -> dict[str, Any]:
+    """The scenario fields the data decides when left unset: ``packing``, ``seq_len`` (the longest record, when
+    batches are padded: no truncation, and the peak at the longest batch) and ``train_tokens`` (epochs x tokens
+    trained per epoch)."""
+    lengths = lengths_of(data)
+    out: dict[str, Any] = {}
+    seq_len = data["seq_len"] if "seq_len" in explicit else None
+    packing = data.get("packing")
+    if packing is None:
+        packing, _ = default_packing(data["framework"], lengths, seq_len)
+        out["packing"] = packing
+    if seq_len is None and packing in ("none", "bucket"):
+        out["seq_len"] = max(lengths.sequences)
+    seq_len = out.get("seq_len", data["seq_len"])
+    if "train_tokens" not in explicit:
+        epochs = data.get("epochs") or 1.0
+        out["train_tokens"] = float(epochs * _statistics(lengths, seq_len).tokens_trained)
+    return out
+
+
+def profile(s) -> Profile | None:
+    """The data of scenario ``s`` (None when it names none)."""
+    data = s.__dict__
+    if s.task != "train" or not describes_data(data):
+        return None
+    lengths = lengths_of(data)
+    stats = _statistics(lengths, s.seq_len)
+    b = _batching(lengths, s.seq_len, s.micro_batch_size, s.packing or "none", s.framework == "torchtune")
+    notes = list(lengths.notes)
+    if "packing" not in s.model_fields_set:
+        notes.append(f"packing {s.packing}: " + default_packing(s.framework, lengths, s.seq_len if "seq_len" in
+                                                                 s.model_fields_set else None)[1])
+    if "seq_len" not in s.model_fields_set and s.packing in ("none", "bucket"):
+        notes.append(f"seq_len {s.seq_len:,}: the longest record, so none is cut and the peak is the batch that "
+                     "holds it")
+    elif s.packing in ("none", "bucket") and stats.max_tokens < s.seq_len:
+        notes.append(f"the longest record is {stats.max_tokens:,} tokens: memory is planned at seq_len "
+                     f"{s.seq_len:,} (an upper bound); leave seq_len unset to plan at the longest batch")
+    return Profile(source=str(data.get("dataset") or "shorthand"),
+                   tokenizer=tokenizer_name(data) if data.get("dataset") else None, lengths=lengths, stats=stats,
+                   batching=b, epochs=float(s.epochs or 1.0), seq_len=s.seq_len, notes=tuple(notes))
+
+
+__all__ = ["PACKING", "Profile", "describes_data", "fields", "profile"]

@@ -1,0 +1,145 @@
+"""The records of a dataset, one dict at a time: JSON Lines, JSON, Parquet and CSV files, or a Hugging Face
+dataset id through ``datasets`` (installed with the ``hub`` extra).
+
+Files are streamed: JSON Lines and CSV a line at a time, Parquet a record batch at a time (``pyarrow``, imported
+here only), JSON whole (it has no streaming form). A file with more records than :data:`SAMPLE_RECORDS` is read
+whole but tokenized in a regular stride (every k-th record), and the report says so and scales its totals.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ..errors import GpuplanError
+
+HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")  # org/name
+FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".parquet": "parquet", ".csv": "csv"}
+SAMPLE_RECORDS = 200_000  # more than this: tokenize a regular sample of this many records
+PROGRESS_EVERY_S = 1.0
+
+
+def dataset_format(source: str) -> str:
+    """``jsonl``, ``json``, ``parquet``, ``csv`` for a file (by its suffix), ``hub`` for a Hugging Face id."""
+    path = Path(source).expanduser()
+    suffix = path.suffix.lower()
+    if path.is_file():
+        if suffix not in FORMATS:
+            raise GpuplanError(f"dataset {source!r}: unknown file type {suffix or '(none)'!r}; gpuplan reads "
+                               ".jsonl, .json, .parquet and .csv files")
+        return FORMATS[suffix]
+    if path.is_dir():
+        raise GpuplanError(f"dataset {source!r} is a folder: pass one .jsonl, .json, .parquet or .csv file")
+    if suffix in FORMATS or source.startswith((".", "/", "~")) or not HUB_ID.match(source):
+        raise GpuplanError(f"no dataset file {source!r}" + ("" if suffix in FORMATS else
+                                                             " (a Hugging Face dataset id reads org/name)"))
+    return "hub"
+
+
+def count_records(source: str, fmt: str) -> int | None:
+    """The number of records without parsing them, where that is cheap (JSON Lines: non-blank lines; Parquet:
+    the footer's row count); None otherwise."""
+    path = Path(source).expanduser()
+    if fmt == "jsonl":
+        with path.open("rb") as f:
+            return sum(1 for line in f if line.strip())
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        return pq.ParquetFile(path).metadata.num_rows
+    return None
+
+
+def records(source: str, fmt: str) -> Iterator[dict[str, Any]]:
+    """Every record of ``source`` as a dict, in file order."""
+    path = Path(source).expanduser()
+    if fmt == "jsonl":
+        yield from _jsonl(path)
+    elif fmt == "json":
+        yield from _json(path)
+    elif fmt == "csv":
+        with path.open(newline="", encoding="utf-8") as f:
+            yield from csv.DictReader(f)
+    elif fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        for batch in pq.ParquetFile(path).iter_batches(batch_size=4096):
+            yield from batch.to_pylist()
+    else:
+        yield from _hub(source)
+
+
+def _jsonl(path: Path) -> Iterator[dict[str, Any]]:
+    with path.open(encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                item = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise GpuplanError(f"{path}, line {number}: not valid JSON ({err.msg}); a .jsonl file holds one "
+                                   "JSON object per line") from None
+            if not isinstance(item, dict):
+                raise GpuplanError(f"{path}, line {number}: a JSON {type(item).__name__}, not an object with "
+                                   "messages, prompt/completion or text")
+            yield item
+
+
+def _json(path: Path) -> Iterator[dict[str, Any]]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise GpuplanError(f"{path} is not valid JSON (line {err.lineno}: {err.msg}); for one object per line "
+                           "name the file .jsonl") from None
+    if isinstance(data, dict):  # {"train": [...]} or {"data": [...]}: the first list of objects
+        data = next((v for v in data.values() if isinstance(v, list)), [data])
+    if not isinstance(data, list) or not all(isinstance(x, dict) for x in data):
+        raise GpuplanError(f"{path} must hold a list of objects (records with messages, prompt/completion or text)")
+    yield from data
+
+
+def _hub(name: str) -> Iterator[dict[str, Any]]:
+    try:
+        import datasets
+    except ImportError:
+        raise GpuplanError(f"dataset {name!r} is not a file; reading a Hugging Face dataset id needs the "
+                           "`datasets` package (pip install 'gpuplan[hub]'), or pass a local .jsonl file") from None
+    try:
+        data = datasets.load_dataset(name, split="train", streaming=True)
+    except Exception as err:  # offline, unknown id, gated: one sentence
+        raise GpuplanError(f"cannot load the Hugging Face dataset {name!r} ({type(err).__name__}: "
+                           f"{str(err).splitlines()[0][:160]}); pass a local .jsonl, .json, .parquet or .csv "
+                           "file") from None
+    yield from data
+
+
+class Progress:
+    """A progress line on stderr for long reads (only on a terminal, at most once a second)."""
+
+    def __init__(self, what: str, total: int | None, stream=None):
+        self.what, self.total = what, total
+        self.stream = stream or sys.stderr
+        self.on = self.stream.isatty()
+        self.last = time.monotonic()
+        self.shown = False
+
+    def update(self, done: int) -> None:
+        now = time.monotonic()
+        if not self.on or now - self.last < PROGRESS_EVERY_S:
+            return
+        self.last = now
+        share = f" ({100 * done / self.total:.0f}%)" if self.total else ""
+        self.stream.write(f"\rtokenizing {self.what}: {done:,} records{share}")
+        self.stream.flush()
+        self.shown = True
+
+    def close(self) -> None:
+        if self.shown:
+            self.stream.write("\n")
+            self.stream.flush()

@@ -1,0 +1,186 @@
+"""The model's tokenizer and how a training stack turns one record into tokens.
+
+The tokenizer is the ``tokenizers`` library's (the Rust tokenizer inside transformers' fast tokenizers), read from
+a ``tokenizer.json``: a path (``--tokenizer``: the file or the folder holding it), or a Hugging Face repo found
+in the local hub cache (``--tokenizer org/name``, else the model's own repo). ``tokenizer_config.json`` beside it
+gives the chat template and the EOS token, as transformers reads them.
+
+One record is counted as TRL's ``SFTTrainer`` (trl 1.x ``trainer/sft_trainer.py``) tokenizes it:
+
+- ``text`` (language modelling): the text with the tokenizer's own special tokens (its post-processor's BOS),
+  plus EOS appended when the text does not end with it (``add_eos``); the loss is on every token;
+- ``prompt`` / ``completion``: the prompt, then the completion, then EOS; the loss on the completion and EOS only
+  (``completion_only_loss``, on by default for prompt-completion data);
+- ``messages`` (chat): the chat template rendered as transformers' ``apply_chat_template`` does (jinja2,
+  ``add_generation_prompt=False``) and tokenized without added special tokens; the loss on every token
+  (``assistant_only_loss`` is off by default). Without a template the turns are joined by newlines, plus EOS,
+  and the report says so.
+
+Each record gives ``(content, special, loss)``: the tokens of its own text (the text fields tokenized alone: the
+exact count of the tokenizer), the tokens the stack adds (BOS, EOS, the template's role and turn markers), and the
+tokens the loss is computed on.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from ..errors import GpuplanError
+
+EOS_NAMES = ("<|im_end|>", "<|eot_id|>", "<|end_of_text|>", "<|endoftext|>", "</s>", "<eos>", "<|end|>", "[SEP]")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Tokenizer:
+    """A loaded tokenizer with what the stacks read beside it."""
+
+    tokenizer: Any  # tokenizers.Tokenizer
+    source: str  # where it was read from, in words
+    chat_template: str | None
+    eos_token: str | None
+    special: dict[str, str] = field(default_factory=dict)  # bos_token, eos_token, ... for the template
+
+    def count(self, texts: list[str], special: bool = False) -> list[int]:
+        return [len(e.ids) for e in self.tokenizer.encode_batch(texts, add_special_tokens=special)]
+
+
+def _token_text(value: Any) -> str | None:
+    if isinstance(value, dict):
+        value = value.get("content")
+    return value if isinstance(value, str) else None
+
+
+def _find(name: str) -> Path | None:
+    """``tokenizer.json`` of a path, or of a repo in the local Hugging Face cache (never downloaded)."""
+    path = Path(name).expanduser()
+    if path.is_file():
+        return path
+    if path.is_dir():
+        return path / "tokenizer.json" if (path / "tokenizer.json").is_file() else None
+    if "/" not in name or name.endswith(".json"):
+        return None
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return None
+    found = try_to_load_from_cache(name, "tokenizer.json")
+    return Path(found) if isinstance(found, str) else None
+
+
+@cache
+def load_tokenizer(name: str) -> Tokenizer:
+    """The tokenizer at ``name`` (a tokenizer.json, its folder, or a repo id in the local hub cache)."""
+    path = _find(name)
+    if path is None:
+        where = "no such file" if name.endswith(".json") or ("/" not in name and Path(name).suffix) else \
+            "no tokenizer.json there or in the local Hugging Face cache"
+        raise GpuplanError(f"tokenizer {name!r}: {where}; pass --tokenizer path/to/tokenizer.json (or the folder "
+                           "holding it), or describe the data with --samples and --mean-tokens")
+    try:
+        from tokenizers import Tokenizer as RustTokenizer
+    except ImportError:
+        raise GpuplanError("counting a dataset's tokens needs the `tokenizers` package (pip install tokenizers), "
+                           "or describe the data with --samples and --mean-tokens") from None
+    try:
+        tok = RustTokenizer.from_file(str(path))
+    except Exception as err:
+        raise GpuplanError(f"{path} is not a tokenizer.json the tokenizers library reads "
+                           f"({str(err).splitlines()[0][:120]})") from None
+    config: dict[str, Any] = {}
+    cfg_path = path.with_name("tokenizer_config.json")
+    if cfg_path.is_file():
+        config = json.loads(cfg_path.read_text(encoding="utf-8"))
+    elif "/" in name and not Path(name).expanduser().exists():
+        from huggingface_hub import try_to_load_from_cache
+
+        found = try_to_load_from_cache(name, "tokenizer_config.json")
+        if isinstance(found, str):
+            config = json.loads(Path(found).read_text(encoding="utf-8"))
+    template = config.get("chat_template")
+    if isinstance(template, list):  # [{"name": "default", "template": ...}, ...]
+        template = next((t["template"] for t in template if t.get("name") == "default"), None)
+    jinja = path.with_name("chat_template.jinja")
+    if template is None and jinja.is_file():
+        template = jinja.read_text(encoding="utf-8")
+    special = {k: text for k, v in config.items() if k.endswith("_token") and (text := _token_text(v))}
+    eos = special.get("eos_token")
+    if eos is None:  # a bare tokenizer.json: its special token that ends a sequence
+        added = {t.get("content") for t in json.loads(path.read_text(encoding="utf-8")).get("added_tokens", [])
+                 if t.get("special")}
+        eos = next((n for n in EOS_NAMES if n in added), None)
+    return Tokenizer(tokenizer=tok, source=str(path), chat_template=template, eos_token=eos, special=special)
+
+
+def render_chat(tok: Tokenizer, messages: list[dict[str, Any]]) -> str:
+    """The chat template applied as transformers' ``apply_chat_template`` does (sandboxed jinja2, trim_blocks,
+    lstrip_blocks, ``raise_exception``), without the generation prompt."""
+    from jinja2.exceptions import TemplateError
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    def raise_exception(message):
+        raise TemplateError(message)
+
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"])
+    env.globals["raise_exception"] = raise_exception
+    env.filters["tojson"] = lambda x, indent=None, **kw: json.dumps(x, ensure_ascii=False, indent=indent)
+    try:
+        return env.from_string(tok.chat_template).render(messages=messages, add_generation_prompt=False,
+                                                           **tok.special)
+    except Exception as err:
+        raise GpuplanError(f"the chat template of {tok.source} fails on a record ({type(err).__name__}: "
+                           f"{str(err)[:120]})") from None
+
+
+def _content(message: Any) -> str:
+    if not isinstance(message, dict):
+        raise GpuplanError("a chat record's messages must be objects with role and content")
+    content = message.get("content", "")
+    if isinstance(content, list):  # [{"type": "text", "text": ...}]
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return "" if content is None else str(content)
+
+
+def record_kind(record: dict[str, Any]) -> str:
+    """``messages``, ``prompt-completion`` or ``text``: the dataset types TRL's SFTTrainer takes."""
+    if isinstance(record.get("messages"), list) or isinstance(record.get("conversations"), list):
+        return "messages"
+    if "prompt" in record and "completion" in record:
+        return "prompt-completion"
+    if "text" in record:
+        return "text"
+    raise GpuplanError(f"a record with fields {sorted(record)[:6]} is none of the forms SFT trainers read: "
+                       "messages (chat), prompt and completion, or text")
+
+
+def count_records(tok: Tokenizer, batch: list[dict[str, Any]]) -> list[tuple[int, int, int]]:
+    """``(content, special, loss)`` tokens of each record (module docstring)."""
+    out = []
+    for record in batch:
+        kind = record_kind(record)
+        eos = 1 if tok.eos_token else 0
+        if kind == "text":
+            text = str(record["text"])
+            plain, added = tok.count([text]), tok.count([text], special=True)
+            extra = 0 if tok.eos_token and text.endswith(tok.eos_token) else eos
+            out.append((plain[0], added[0] - plain[0] + extra, added[0] + extra))
+        elif kind == "prompt-completion" and not isinstance(record["prompt"], list):
+            prompt, completion = tok.count([str(record["prompt"]), str(record["completion"])])
+            out.append((prompt + completion, eos, completion + eos))
+        else:
+            if kind == "messages":
+                messages = record.get("messages") or record.get("conversations")
+            else:  # conversational prompt-completion: the turns of both
+                messages = [*record["prompt"], *record["completion"]]
+            contents = [_content(m) for m in messages]
+            content = sum(tok.count(contents)) if contents else 0
+            if tok.chat_template:
+                total = tok.count([render_chat(tok, messages)])[0]
+            else:
+                total = tok.count(["\n".join(contents)])[0] + eos
+            special = max(total - content, 0)
+            out.append((content, special, content + special))
+    return out

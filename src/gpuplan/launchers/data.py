@@ -1,0 +1,73 @@
+"""What every training file says about the data and the recipe, in each stack's own names: where the data is,
+how it is packed, the learning rate, schedule, warm-up, the length of the run (epochs with data, else steps),
+checkpoints and resuming.
+
+With a dataset the run length is ``num_train_epochs`` (the stacks count their own packed rows, which may differ a
+little from gpuplan's); without one, ``max_steps`` from ``train_tokens``. Local files are loaded with ``datasets``'
+builder for their type (``json``, ``parquet``, ``csv``); Hugging Face ids by name.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .files import Raw
+from .plan import LaunchPlan
+from .settings import LaunchOptions
+
+BUILDERS = {".jsonl": "json", ".ndjson": "json", ".json": "json", ".parquet": "parquet", ".csv": "csv"}
+
+
+def local_file(opts: LaunchOptions) -> tuple[str, str] | None:
+    """(datasets builder, path) when the dataset is a local file; None for a Hugging Face id."""
+    builder = BUILDERS.get(Path(opts.dataset).suffix.lower())
+    return (builder, opts.dataset) if builder else None
+
+
+def trl_dataset(opts: LaunchOptions) -> dict[str, Any]:
+    """TRL's script arguments for the data: ``dataset_name``, or a ``datasets`` mixture entry for a local file
+    (``trl/scripts/utils.py`` ``DatasetConfig``: path, data_files, split)."""
+    local = local_file(opts)
+    if local is None:
+        return {"dataset_name": opts.dataset}
+    return {"datasets": [{"path": local[0], "data_files": local[1], "split": "train"}]}
+
+
+def hf_dataset_call(opts: LaunchOptions, name: str = "DATASET") -> str:
+    """The ``load_dataset`` call of a Python script whose variable ``name`` holds the dataset."""
+    local = local_file(opts)
+    if local is None:
+        return f"load_dataset({name}, split=\"train\")"
+    return f"load_dataset({local[0]!r}, data_files={name}, split=\"train\")"
+
+
+def sft_fields(plan: LaunchPlan) -> dict[str, Any]:
+    """TRL ``SFTConfig`` / Trainer fields of the recipe: learning rate, schedule, warm-up, clipping, run length,
+    checkpoints, and the packing the estimate assumed."""
+    s, r = plan.scenario, plan.recipe
+    out: dict[str, Any] = {}
+    packing = s.packing or "bfd"  # without data, every micro-batch holds seq_len tokens: packed
+    out["packing"] = packing in ("bfd", "wrapped")
+    if out["packing"]:
+        out["packing_strategy"] = packing if packing == "wrapped" else "bfd"
+        if packing == "bfd":
+            out["padding_free"] = True
+    if packing == "bucket":  # transformers 5 (the Trainer's group_by_length before)
+        out["train_sampling_strategy"] = "group_by_length"
+    if r is None:
+        return out
+    out.update({"learning_rate": r.learning_rate, "lr_scheduler_type": r.schedule + ("_with_warmup" if
+                                                                                       r.schedule == "constant"
+                                                                                       else ""),
+                "warmup_steps": r.warmup_steps, "max_grad_norm": r.max_grad_norm})
+    if s.dataset or s.samples:
+        out["num_train_epochs"] = r.epochs or 1.0
+    return out
+
+
+def resume_token(output_dir: str) -> Raw:
+    """A shell word that becomes ``--resume_from_checkpoint <newest checkpoint in output_dir>`` once a checkpoint
+    exists (after an interruption) and nothing on the first start: the Trainer resumes from it."""
+    return Raw(f"$(ls -d {output_dir}/checkpoint-* 2>/dev/null | sort -t- -k2 -n | tail -n 1 | "
+               "sed 's/^/--resume_from_checkpoint /')")

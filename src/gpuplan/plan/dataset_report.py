@@ -1,0 +1,42 @@
+"""What an estimate says about its data and recipe: the ``dataset`` and ``recipe`` sections of the result."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..dataset import profile
+from .recipe import recipe
+
+
+def dataset_section(s, cost) -> dict[str, Any] | None:
+    """Samples, tokens (the records' own, and the EOS/template tokens apart), lengths, truncation, tokens trained
+    (and those the loss is on), the batching (rows, padding in % and $) and the epochs."""
+    p = profile(s)
+    if p is None:
+        return None
+    st, b = p.stats, p.batching
+    out: dict[str, Any] = {
+        "source": p.source, "tokenizer": p.tokenizer, "kind": p.lengths.kind, "samples": st.samples,
+        "tokens_total": st.tokens_total, "special_tokens": st.special_tokens,
+        "mean_tokens": round(st.mean_tokens, 1), "p50_tokens": st.p50_tokens, "p95_tokens": st.p95_tokens,
+        "max_tokens": st.max_tokens, "seq_len": s.seq_len, "truncated": st.truncated,
+        "tokens_trained": st.tokens_trained, "loss_tokens": st.loss_tokens, "prompt_masked": st.prompt_masked,
+        "epochs": p.epochs, "packing": b.packing, "packed_sequences": b.rows, "padded_tokens": b.padded_tokens,
+        "padding_pct": round(100 * b.waste, 2), "longest_row": b.longest_row,
+        "packing_fill_pct": round(100 * b.fill, 2) if b.packing in ("bfd", "wrapped") else None,
+        "notes": list(p.notes)}
+    if cost is not None and cost.usd_total:
+        out["padding_usd"] = round(cost.usd_total * b.waste, 2)
+    return out
+
+
+def recipe_section(s, m, gpu, cost, trainable: int) -> dict[str, Any]:
+    """The recipe on the card and offer the estimate priced (its spot interruption rate, if spot)."""
+    from ..market.cost import checkpoint_bytes
+
+    p = profile(s)
+    spot_mtbi = cost.spot.mtbi_h if cost is not None and cost.spot is not None else None
+    r = recipe(s, m, gpu, spot_mtbi_h=spot_mtbi or (s.mtbi_hours if s.pricing == "spot" else None),
+               checkpoint_bytes=checkpoint_bytes(s, m, trainable),
+               rows_per_epoch=p.batching.rows if p else None)
+    return r.as_dict()
