@@ -1,30 +1,31 @@
 """A discrete-event simulation of vLLM V1's scheduler, one engine step at a time (numpy; imported on demand).
 
 Each step (``vllm/v1/core/sched/scheduler.py`` ``Scheduler.schedule``): running requests first, in order, each
-taking its next prefill chunk or one decode token out of the ``max_num_batched_tokens`` budget; a request that
-needs a KV block the pool lacks preempts the most recently admitted running request (recompute: its blocks are
-freed, it returns to the head of the queue keeping the tokens it generated, and recomputes prompt and those
-tokens when it resumes); then, unless this step preempted, waiting requests are admitted in arrival order while
-the budget, ``max_num_seqs`` and free blocks allow (chunked prefill: a long prompt takes several steps; without
-it, ``--no-enable-chunked-prefill``, a prompt waits until it fits the step's budget whole). From 0.19 a waiting
-request is admitted only if its whole known sequence fits the free blocks, not just its first chunk
+taking its next prefill chunk or one decode token out of the ``max_num_batched_tokens`` budget; a request that needs
+a KV block the pool lacks preempts the most recently admitted running request (recompute: its blocks are freed, it
+returns to the head of the queue keeping the tokens it generated, and recomputes prompt and those tokens when it
+resumes); then, unless this step preempted, waiting requests are admitted in arrival order while the budget,
+``max_num_seqs`` and free blocks allow (chunked prefill: a long prompt takes several steps; without it,
+``--no-enable-chunked-prefill``, a prompt waits until it fits the step's budget whole). From 0.19 a waiting request
+is admitted only if its whole known sequence fits the free blocks, not just its first chunk
 (``scheduler_reserve_full_isl``, vLLM PR #37307: it stops chunked prompts from being admitted, preempted and
-re-admitted in a loop). The step lasts
-:meth:`StepModel.time` of what it holds; a request's first token comes at the end of the step that finishes its
-prompt, plus the model's per-request latency outside the engine (``request_s``). Shared-prefix tokens hit the
-prefix cache after the first request (no compute, blocks shared). A client with ``max_concurrency`` (``vllm
-bench serve --max-concurrency``, inference-perf's workers) sends a request only while fewer are in flight;
-latencies count from the send. With vLLM's async scheduling (``StepModel.async_host``, 0.14+) the engine core
-schedules step N+1 while the GPU runs step N (``vllm/v1/engine/core.py`` ``step_with_batch_queue``), so a request
-arriving during step N first runs in step N+2: one step later than the synchronous loop, unless the engine was
-idle. Runs of pure-decode steps with no arrival in between are advanced together (their step times summed at
-the mid-point context), which keeps light loads fast.
+re-admitted in a loop). The step lasts :meth:`StepModel.time` of what it holds; a request's first token comes at the
+end of the step that finishes its prompt, plus the model's per-request latency outside the engine (``request_s``).
+Shared-prefix tokens hit the prefix cache after the first request (no compute, blocks shared). A client with
+``max_concurrency`` (``vllm bench serve --max-concurrency``, inference-perf's workers) sends a request only while
+fewer are in flight; latencies count from the send. Closed loop (``users`` with ``think_s``): each of ``users``
+clients sends its next request ``think_s`` seconds after its last one finished (exponential think times of that
+mean; 0: back to back, as ``vllm bench serve --max-concurrency``). With vLLM's async scheduling
+(``StepModel.async_host``, 0.14+) the engine core schedules step N+1 while the GPU runs step N
+(``vllm/v1/engine/core.py`` ``step_with_batch_queue``), so a request arriving during step N first runs in step N+2:
+one step later than the synchronous loop, unless the engine was idle. Runs of pure-decode steps with no arrival in
+between are advanced together (their step times summed at the mid-point context), which keeps light loads fast.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -62,6 +63,10 @@ class Outcome:
     output_tokens: int
     preemptions: int
     completed: int
+    # each completed request's send time and last token's time (engine clock, before request_s), in the order
+    # of the latencies
+    sent_at: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    finished_at: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     @property
     def output_tokens_per_s(self) -> float:
@@ -85,13 +90,22 @@ def arrivals(rate_rps: float, n: int, burstiness: float, rng) -> np.ndarray:
 
 def simulate(model: StepModel, engine: Engine, arrive: np.ndarray, prompt: np.ndarray, output: np.ndarray,
              shared_prefix: int = 0, max_steps: int = 2_000_000, max_concurrency: int | None = None,
-             prefix_hits: np.ndarray | None = None, cached_blocks: int = 0) -> Outcome:
+             prefix_hits: np.ndarray | None = None, cached_blocks: int = 0, users: int | None = None,
+             think_s: float = 0.0, rng=None) -> Outcome:
     """Serve the requests; returns per-request latencies (requests that never fit the pool are dropped and
     counted out of ``completed``). ``shared_prefix``: tokens every prompt starts with (cached after the first
     request); or ``prefix_hits``, each request's prompt tokens found in the prefix cache, with ``cached_blocks``
-    blocks the cache holds for them."""
+    blocks the cache holds for them. ``users``: a closed loop (see the module docstring); ``arrive`` is then
+    ignored past its length, the number of requests sent in all."""
     n = len(arrive)
     cap = max_concurrency or n
+    if users:  # closed loop: request i goes out when a user is ready; times are filled in as they become known
+        import heapq
+
+        think = (lambda: rng.exponential(think_s)) if think_s > 0 and rng is not None else (lambda: think_s)
+        ready = sorted(think() for _ in range(users))
+        arrive = np.full(n, math.inf)
+        _next_user(arrive, ready, 0, heapq)
     sent = np.asarray(arrive, dtype=float).copy()
     in_flight, full_until = 0, -math.inf
     bt = engine.block_tokens
@@ -126,7 +140,11 @@ def simulate(model: StepModel, engine: Engine, arrive: np.ndarray, prompt: np.nd
                 sent[nxt] = max(arrive[nxt], full_until)
                 waiting.append(nxt)
                 in_flight += 1
+            elif users:  # refused at once: that user thinks and sends another
+                heapq.heappush(ready, arrive[nxt] + think())
             nxt += 1
+            if users and nxt < n:
+                _next_user(arrive, ready, nxt, heapq)
         if not running and not waiting:
             if nxt >= n:
                 break
@@ -194,7 +212,7 @@ def simulate(model: StepModel, engine: Engine, arrive: np.ndarray, prompt: np.nd
         dt1 = model.time(pre_tok, float(dec.sum()), ctx, pairs, pre_seqs, float(dec.sum()) + finishing)
         if k > 1:
             dt_mid = model.time(0.0, float(len(idx)), ctx + len(idx) * (k - 1) / 2)
-            if nxt < n and in_flight < cap:
+            if nxt < n and in_flight < cap and arrive[nxt] < math.inf:
                 k = max(1, min(k, int((arrive[nxt] - t) / dt_mid)))
             extra = np.maximum(-(-(done_tokens[idx] + k) // bt) + (done_tokens[idx] + 1) // -bt, 0)
             held[idx] += extra
@@ -218,6 +236,11 @@ def simulate(model: StepModel, engine: Engine, arrive: np.ndarray, prompt: np.nd
             gone = set(over.tolist())
             running = [r for r in running if r not in gone]
             finished += len(over)
+            if users:
+                for _ in range(len(over)):
+                    heapq.heappush(ready, t + think())
+                if nxt < n:
+                    _next_user(arrive, ready, nxt, heapq)
             if in_flight == cap:
                 full_until = t
             in_flight -= len(over)
@@ -229,7 +252,15 @@ def simulate(model: StepModel, engine: Engine, arrive: np.ndarray, prompt: np.nd
     return Outcome(ttft_s=ttft, tpot_s=tpot, e2e_s=e2e,
                    duration_s=float(finish[ok].max() + model.request_s - sent[0]) if ok.any() else 0.0,
                    input_tokens=int(prompt[ok].sum()), output_tokens=int(out.sum()), preemptions=preempt,
-                   completed=int(ok.sum()))
+                   completed=int(ok.sum()), sent_at=sent[ok], finished_at=finish[ok])
+
+
+def _next_user(arrive: np.ndarray, ready: list[float], nxt: int, heapq) -> None:
+    """Closed loop: request ``nxt`` (the next to send) goes out at the earliest time a user is ready (a user
+    readied since it was timed may come first: its time goes back to the heap)."""
+    if not math.isinf(arrive[nxt]):
+        heapq.heappush(ready, float(arrive[nxt]))
+    arrive[nxt] = heapq.heappop(ready) if ready else math.inf
 
 
 def _schedule_with_preemption(running: list[int], waiting: list[int], budget: int, free: int, preempt: int, bt: int,

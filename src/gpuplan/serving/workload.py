@@ -77,6 +77,10 @@ class Workload(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     rate_rps: float | None = Field(default=None, gt=0, le=100_000, allow_inf_nan=False,
                                    description="the expected arrival rate, requests/s")
+    users: int | None = Field(default=None, ge=1, le=100_000, description="closed loop: concurrent users, each "
+                              "sending its next request think_s after its last one finished (instead of rate_rps)")
+    think_s: float = Field(default=0.0, ge=0, le=3600, allow_inf_nan=False,
+                           description="closed loop: mean think time between a user's requests, seconds")
     burstiness: float = Field(default=1.0, gt=0, le=100, allow_inf_nan=False,
                               description="gamma shape of inter-arrival times (1: Poisson; < 1: bursty)")
     preset: str | None = None
@@ -95,6 +99,8 @@ class Workload(BaseModel):
             close = did_you_mean(self.preset, PRESETS)
             raise ValueError(f"unknown preset {self.preset!r}" + (f"; did you mean {close[0]!r}?" if close else
                              f"; choose one of {', '.join(PRESETS)}"))
+        if self.users is not None and self.rate_rps is not None:
+            raise ValueError("give an arrival rate (open loop) or a number of users (closed loop), not both")
         if self.prompt is None and self.preset is None and self.trace is None:
             raise ValueError("say how long requests are: prompt and output lengths, a preset "
                              f"({', '.join(PRESETS)}) or a trace file")
