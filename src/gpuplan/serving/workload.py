@@ -236,5 +236,7 @@ def load_workload(path: str | Path | None = None, overrides: dict[str, Any] | No
         if first["type"] == "extra_forbidden":
             close = did_you_mean(field.split(".")[-1], Workload.model_fields)
             msg = "unknown field" + (f"; did you mean {close[0]!r}?" if close else "")
+        if not first["loc"]:  # a rule across fields: the sentence says it all
+            raise GpuplanError(f"workload: {msg}") from None
         raise GpuplanError(f"workload {field}: {msg}" + (f" (got {first.get('input')!r})"
                                                           if first["type"] != "extra_forbidden" else "")) from None
