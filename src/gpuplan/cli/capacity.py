@@ -40,7 +40,7 @@ def capacity_cmd(
                               ] = None,
     kv_cache_dtype: Annotated[str | None, typer.Option(help="auto | fp8 | fp16 | bf16 | int8")] = None,
     calibration: Annotated[str | None, typer.Option(help="Corrections from `gpuplan calibrate-serving`.")] = None,
-    top: Annotated[int, typer.Option(help="Setups simulated (the cheapest by the closed-form bound).")] = 8,
+    top: Annotated[int, typer.Option(help="Setups simulated (the cheapest by the closed-form bound).")] = 6,
     plot: Annotated[str | None, typer.Option(help="Write the latency-vs-rate curves to this PNG (matplotlib).")
                     ] = None,
     fmt: FormatOption = None,

@@ -374,13 +374,17 @@ def _vllm_suggestions(s: Scenario, m: ModelSpec, gpu: GpuSpec, report, fixes: li
         _, r = memory_report(changed, m, gpu)
         gib, requests = pool(r)
         if r.fits or gib > before + 1e-3 or requests > held:
-            found.append((fix, bool(r.fits), gib, requests, r.device_peak_gib, _implied(s, changed, fix.change)))
+            found.append((fix, bool(r.fits), gib, requests, r.device_peak_gib, _implied(s, changed, fix.change),
+                          changed.prompt_tokens + changed.output_tokens))
     found.sort(key=lambda x: (not x[1], x[0].more_gpus, not x[0].keeps_job, x[0].slowdown or 1.0 if x[1] else -x[2]))
-    tokens = s.prompt_tokens + s.output_tokens
-    return [Suggestion(change=f"{_with_implied(fix.label, implied)}: KV pool {before:.1f} -> {gib:.1f} GiB, up to "
-                       f"{requests:,} concurrent requests of {tokens:,} tokens", fields={
+
+    def pool_change(gib: float) -> str:  # the same GiB can hold more tokens (fp8 KV): say so only when it grows
+        return f" (KV pool {before:.1f} -> {gib:.1f} GiB)" if gib > before + 0.05 else ""
+
+    return [Suggestion(change=f"{_with_implied(fix.label, implied)}: {held:,} -> {requests:,} concurrent requests "
+                       f"of {tokens:,} tokens{pool_change(gib)}", fields={
                            k: v for k, v in fix.change.items() if v is not None}, device_peak_gib=peak, fits=ok,
-                       cost=fix.cost) for fix, ok, gib, requests, peak, implied in found]
+                       cost=fix.cost) for fix, ok, gib, requests, peak, implied, tokens in found]
 
 
 def smallest_combination(s: Scenario, m: ModelSpec, gpu: GpuSpec, fixes: list[Fix]) -> Suggestion | None:

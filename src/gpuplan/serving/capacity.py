@@ -114,26 +114,36 @@ def idle_latencies(model: StepModel, w: Workload) -> tuple[float, float]:
     return model.prefill_time(max(p - w.shared_prefix_tokens, 1)), model.time(0, 1, p + o / 2)
 
 
-def saturation_rate(model: StepModel, w: Workload, kv_tokens: int, max_num_seqs: int) -> float:
-    """Requests/s a full engine completes: a decode batch as large as the KV pool and ``max_num_seqs`` allow,
-    plus each request's prefill (closed form, no queueing)."""
-    p, o = w.mean_prompt_tokens, w.mean_output_tokens
+def saturation_rate(model: StepModel, w: Workload, kv_tokens: int, max_num_seqs: int,
+                    max_num_batched_tokens: int = 8192) -> tuple[float, float]:
+    """Requests/s a full engine completes (closed form, no queueing): ``B`` sequences decode together, as many
+    as the KV pool (at the mean half-generated length) and ``max_num_seqs`` allow; while one generates its
+    ``o`` tokens, ``B`` new prompts of ``p`` tokens are prefilled in chunks riding the same steps (chunked
+    prefill), ``B p / o`` prompt tokens a step within the step's token budget. Returns the throughput
+    ``B / (o x step)`` and ``B``."""
+    p, o = w.mean_prompt_tokens, max(w.mean_output_tokens, 1.0)
+    fresh = max(p - w.shared_prefix_tokens, 1.0)
     batch = max(1.0, min(max_num_seqs, kv_tokens / (p + o / 2)))
-    decode = model.time(0, batch, batch * (p + o / 2)) / batch  # seconds of engine per token per sequence
-    prefill = model.time(max(p - w.shared_prefix_tokens, 1), 0, 0, p * p / 2) - model.overhead_s
-    return 1.0 / (o * decode + max(prefill, 0.0))
+    chunk = batch * fresh / o
+    if chunk + batch > max_num_batched_tokens:  # the budget caps the batch: shrink it until the chunk fits
+        batch = max(1.0, max_num_batched_tokens / (1 + fresh / o))
+        chunk = batch * fresh / o
+    pairs = chunk * (p / 2)  # each prompt token attends to half its prompt on average
+    step = model.time(chunk, batch, batch * (p + o / 2), pairs, min(batch, max(chunk / fresh, 1.0)))
+    return batch / (o * step), batch
 
 
 # A finite run starts on an idle engine and ends by draining it: neither end is the steady state. SLOs and
 # throughput are judged on the requests sent after the first WARMUP_SHARE and before the last COOLDOWN_SHARE of
 # the run (a queue's start-up transient; the last requests decode in a thinning batch).
 WARMUP_SHARE, COOLDOWN_SHARE = 0.2, 0.1
-# Open loop: a rate is a steady state only below this share of the engine's saturated throughput (an M/D/1
-# queue at 97 % load waits 16 service times on average: any latency target fails there first) and when the
-# number of requests in the system does not grow over the judged window by more than QUEUE_GROWTH_SHARE of the
-# requests sent in it (a stable queue's in-system count wanders by a few requests; an overloaded one climbs
-# by (1 - capacity/rate) per request sent).
-STABLE_LOAD, QUEUE_GROWTH_SHARE = 0.97, 0.03
+# Open loop: a rate is a steady state only below STABLE_LOAD of the engine's saturated throughput (an M/D/1
+# queue at 97 % load waits 16 service times on average: any latency target fails there first), and, a second
+# guard, when the number of requests in the system does not climb over the judged window by more than
+# QUEUE_GROWTH_SHARE of the requests sent in it: an overloaded queue climbs by (1 - capacity/rate) per request
+# sent, while a stable one still drifts up by some as its batch grows to its steady size (a few percent of a
+# 600-request run at high load: public runs of bench/serving/capacity_accuracy.py).
+STABLE_LOAD, QUEUE_GROWTH_SHARE = 0.97, 0.10
 
 
 def _requests(w: Workload, n: int, rng):
@@ -148,22 +158,24 @@ def _requests(w: Workload, n: int, rng):
     return sample_lengths(w.prompt_lengths(), n, rng), sample_lengths(w.output_lengths(), n, rng)
 
 
-def saturated_rps(model: StepModel, engine, w: Workload) -> float:
-    """Requests/s the engine completes with a queue that never empties: ``w``'s requests all sent at once, the
-    completions between the 20th and 80th percentile of finish times over that time (the ramp-up and the
-    drain left out)."""
-    import numpy as np
+def _run(model: StepModel, engine, w: Workload, arrive, prompt, output, **kw):
+    """The simulation of ``w``'s requests: its shared prefix, or the prefix hits of its pool of distinct prompts."""
+    from .simulate import pool_hits, simulate
 
-    from .simulate import simulate
+    if w.distinct_prompts:
+        hits, blocks = pool_hits(prompt, w.distinct_prompts, w.shared_prefix_tokens, engine.block_tokens)
+        return simulate(model, engine, arrive, prompt, output, prefix_hits=hits, cached_blocks=blocks, **kw)
+    return simulate(model, engine, arrive, prompt, output, w.shared_prefix_tokens, **kw)
 
-    rng = np.random.default_rng(w.seed)
-    prompt, output = _requests(w, w.num_requests, rng)
-    out = simulate(model, engine, np.zeros(len(prompt)), prompt, output, w.shared_prefix_tokens)
-    if out.completed < 10:
-        return 0.0
-    done = np.sort(out.finished_at)
-    a, b = int(0.2 * len(done)), int(0.8 * len(done))
-    return (b - a) / (done[b] - done[a]) if done[b] > done[a] else math.inf
+
+def saturated_rps(model: StepModel, engine, w: Workload, batch: float) -> float:
+    """Requests/s the engine completes with a queue that never empties: a closed loop of twice the closed-form
+    ``batch`` users (:func:`saturation_rate`), each sending its next request as its last one finishes, over the
+    steady window (:func:`evaluate_users`). A closed loop rather than a burst at time zero or an overload of
+    arrivals: a burst admits a whole batch at once, whose requests of equal length then finish together in
+    waves, and an overload run's window is short next to a request's life; both miscount the rate."""
+    users = max(int(2 * batch), int(batch) + 16)
+    return evaluate_users(model, engine, w, users).requests_per_s
 
 
 def _judged(out) -> tuple:
@@ -215,12 +227,12 @@ def evaluate(model: StepModel, engine, w: Workload, rate: float, saturated: floa
     :func:`saturated_rps`, and a queue that does not grow)."""
     import numpy as np
 
-    from .simulate import arrivals, simulate
+    from .simulate import arrivals
 
     rng = np.random.default_rng(w.seed)
     n = w.num_requests
     prompt, output = _requests(w, n, rng)
-    out = simulate(model, engine, arrivals(rate, n, w.burstiness, rng), prompt, output, w.shared_prefix_tokens)
+    out = _run(model, engine, w, arrivals(rate, n, w.burstiness, rng), prompt, output)
     point = _point(out, w, rate, n)
     keep, _, _ = _judged(out)
     point.queue_growth = queue_growth(out)
@@ -236,23 +248,23 @@ def evaluate_users(model: StepModel, engine, w: Workload, users: int, think_s: f
     overload: its queue holds at most ``users``)."""
     import numpy as np
 
-    from .simulate import simulate
 
     rng = np.random.default_rng(w.seed)
     n = max(w.num_requests, 5 * users)
     prompt, output = _requests(w, n, rng)
-    out = simulate(model, engine, np.zeros(n), prompt, output, w.shared_prefix_tokens, users=users,
-                   think_s=think_s, rng=rng)
+    out = _run(model, engine, w, np.zeros(n), prompt, output, users=users, think_s=think_s, rng=rng)
     point = _point(out, w, 0.0, n)
     point.rate_rps = point.requests_per_s
     point.users = users
     return point
 
 
-def max_rate(model: StepModel, engine, w: Workload, upper: float, iterations: int = 7) -> tuple[float, list]:
+def max_rate(model: StepModel, engine, w: Workload, upper: float, batch: float = 1.0, iterations: int = 5
+             ) -> tuple[float, list]:
     """Highest steady rate meeting the SLOs, by bisection in ``(0, STABLE_LOAD x saturated]``, the saturated
-    throughput found by simulation (``upper``, the closed-form bound, when the simulation finishes nothing)."""
-    saturated = saturated_rps(model, engine, w) or upper
+    throughput found by simulation from the closed-form rate ``upper`` and ``batch`` (5 halvings: within 3 % of
+    the top of the range, well inside the rate band of the accuracy table)."""
+    saturated = saturated_rps(model, engine, w, batch) or upper
     curve = []
     lo, hi = 0.0, STABLE_LOAD * saturated
     point = evaluate(model, engine, w, hi, saturated)
@@ -308,7 +320,7 @@ def _longest(w: Workload, m: ModelSpec) -> int:
 
 
 def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...] = (), max_gpus: int = 8,
-             any_quant: bool = False, simulate_top: int = 8, calibration: Calibration | None = None,
+             any_quant: bool = False, simulate_top: int = 6, calibration: Calibration | None = None,
              catalogs: tuple[str, ...] = ()) -> list[Plan]:
     """Plans ranked by what the target costs (the workload's rate or users: whole instances), else by cost per
     request at their highest SLO-meeting load (unpriced setups last)."""
@@ -329,11 +341,12 @@ def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...]
         if (slo.ttft_s and ttft0 > slo.ttft_s) or (slo.tpot_s and tpot0 > slo.tpot_s) or \
                 (slo.e2e_s and ttft0 + tpot0 * w.mean_output_tokens > slo.e2e_s):
             continue
-        bound = saturation_rate(model, w, mem.kv_tokens, mem.limits.max_num_seqs)
+        bound = saturation_rate(model, w, mem.kv_tokens, mem.limits.max_num_seqs,
+                                mem.limits.max_num_batched_tokens)  # (rate, batch)
         price = cheapest_offer(sc, offers, st.gpu.id)
         candidates.append((st, sc, mem, model, bound, price))
     # closed-form cost per request decides which setups get simulated
-    candidates.sort(key=lambda c: (c[5] is None, (c[5][0] / c[5][2] if c[5] else 0) / c[4]))
+    candidates.sort(key=lambda c: (c[5] is None, (c[5][0] / c[5][2] if c[5] else 0) / c[4][0]))
     plans = [_plan(st, sc, mem, model, bound, price, w) for st, sc, mem, model, bound, price
              in candidates[:simulate_top]]
     plans.sort(key=_rank)
@@ -341,19 +354,19 @@ def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...]
     return plans
 
 
-def _plan(st: Setup, sc: Scenario, mem, model: StepModel, bound: float, price, w: Workload) -> Plan:
+def _plan(st: Setup, sc: Scenario, mem, model: StepModel, bound: tuple[float, float], price, w: Workload) -> Plan:
     """One setup simulated: its highest steady load meeting the SLOs, priced on whole instances."""
     from .simulate import vllm_engine
 
     engine = vllm_engine(sc, mem)
     low, high = oh.SERVING_RATE_BAND
     plan = Plan(setup=st.label, gpu_id=st.gpu.id, num_gpus=st.num_gpus, tp=sc.tp, quant=st.quant,
-                kv_tokens=mem.kv_tokens, max_rate_rps=0.0, rate_band_rps=(0.0, 0.0), bound_rate_rps=bound)
+                kv_tokens=mem.kv_tokens, max_rate_rps=0.0, rate_band_rps=(0.0, 0.0), bound_rate_rps=bound[0])
     if w.users:
         plan.max_users, plan.curve = max_users(model, engine, w, w.users, w.think_s)
         at = [p for p in plan.curve if p.meets_slo and p.users == plan.max_users]
     else:
-        rate, plan.curve = max_rate(model, engine, w, bound * 1.1)
+        rate, plan.curve = max_rate(model, engine, w, *bound)
         at = [p for p in plan.curve if p.meets_slo and p.rate_rps <= rate]
     if at:
         best = max(at, key=lambda p: p.rate_rps)

@@ -81,6 +81,18 @@ class Outcome:
         return float(np.percentile(x, q)) if len(x) else math.inf
 
 
+def pool_hits(prompt: np.ndarray, distinct_prompts: int, shared_prefix: int, block: int) -> tuple[np.ndarray, int]:
+    """Prefix-cache hits of requests cycling through ``distinct_prompts`` prompts in turn (inference-perf's
+    shared-prefix data): from the second round each prompt's full blocks hit, in the first round only the
+    ``shared_prefix`` (the group's system prompt) after the very first request. Returns each request's hit
+    tokens and the blocks the cache holds for them (for :func:`simulate`'s ``prefix_hits``, ``cached_blocks``)."""
+    n = len(prompt)
+    whole = (prompt - 1) // block * block  # vLLM caches full blocks and computes at least the last token
+    hits = np.where(np.arange(n) >= distinct_prompts, whole, np.minimum(shared_prefix, whole) // block * block)
+    hits[:1] = 0
+    return hits, int(min(distinct_prompts, n) * whole.mean() // block)
+
+
 def arrivals(rate_rps: float, n: int, burstiness: float, rng) -> np.ndarray:
     """Arrival times of ``n`` requests: gamma inter-arrival times of shape ``burstiness`` and mean ``1/rate``
     (Poisson at 1), as ``vllm bench serve`` draws them."""
@@ -202,8 +214,12 @@ def simulate(model: StepModel, engine: Engine, arrive: np.ndarray, prompt: np.nd
         dec = ~prefilling
         ctx = float(done_tokens[idx][dec].sum())
         k = 1
-        if pre_tok == 0 and not waiting and len(idx) == len(running):
-            # pure decode until a request finishes or the next one arrives: advance k steps at once
+        # the queue cannot move until a request finishes: it waits on max_num_seqs or on free blocks, not on
+        # this step's token budget (decoding takes blocks, never frees them)
+        blocked = bool(waiting) and budget > 0
+        if pre_tok == 0 and (not waiting or blocked) and len(idx) == len(running):
+            # pure decode until a request finishes or the next one arrives (that could be admitted): advance k
+            # steps at once
             left_out = output[idx] - generated[idx]
             k = int(left_out.min())
             while k > 1 and int((-(-(done_tokens[idx] + k) // bt) - held[idx]).sum()) > free:
@@ -212,7 +228,7 @@ def simulate(model: StepModel, engine: Engine, arrive: np.ndarray, prompt: np.nd
         dt1 = model.time(pre_tok, float(dec.sum()), ctx, pairs, pre_seqs, float(dec.sum()) + finishing)
         if k > 1:
             dt_mid = model.time(0.0, float(len(idx)), ctx + len(idx) * (k - 1) / 2)
-            if nxt < n and in_flight < cap and arrive[nxt] < math.inf:
+            if nxt < n and in_flight < cap and arrive[nxt] < math.inf and not blocked:
                 k = max(1, min(k, int((arrive[nxt] - t) / dt_mid)))
             extra = np.maximum(-(-(done_tokens[idx] + k) // bt) + (done_tokens[idx] + 1) // -bt, 0)
             held[idx] += extra

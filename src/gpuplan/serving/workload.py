@@ -88,6 +88,9 @@ class Workload(BaseModel):
     output: Lengths | None = None
     shared_prefix_tokens: int = Field(default=0, ge=0, le=10_000_000,
                                       description="tokens every prompt starts with (prefix cache hits)")
+    distinct_prompts: int | None = Field(default=None, ge=1, le=10_000_000, description="requests cycle through "
+                                         "this many distinct prompts (from the second round their full blocks "
+                                         "hit the prefix cache)")
     trace: str | None = Field(default=None, description="a trace file (vLLM bench formats)")
     slo: Slo = Slo()
     num_requests: int = Field(default=600, ge=20, le=200_000, description="requests per simulated rate point")
