@@ -289,7 +289,7 @@ def test_capacity_cli_json(tmp_path):
     assert plan["gpu_id"] == "nvidia-l40s" and plan["max_rate_rps"] > 0.5
     assert plan["usd_per_million_output"] == pytest.approx(
         plan["usd_per_hour"] / plan["replicas_per_instance"] / 3600 / (plan["max_rate_rps"] * 100) * 1e6)
-    assert plan["streaming_tokens_per_s_per_user"] == pytest.approx(1 / plan["tpot_s"])
+    assert plan["streaming_tokens_per_s_per_user"] > 1 / plan["tpot_s"]  # the stalls of others' prompts aside
     # the same listing in every format; closed loop with --users
     for fmt in ("plain", "csv", "markdown", "table"):
         r = CliRunner().invoke(app, ["capacity", str(wl), "--model", "llama-3.1-8b", "--gpus", "l40s", "--max-gpus",

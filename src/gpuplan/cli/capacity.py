@@ -93,7 +93,8 @@ def rows_of(plans) -> list[dict]:
     return [{"setup": p.setup, "pareto": p.pareto, "max_users": p.max_users, "max_rate_rps": p.max_rate_rps,
              "rate_band_rps": list(p.rate_band_rps), "output_tokens_per_s": p.output_tokens_per_s,
              "ttft_s": p.ttft_s, "tpot_s": p.tpot_s, "e2e_s": p.e2e_s,
-             "streaming_tokens_per_s_per_user": 1 / p.tpot_s if p.tpot_s else None, "kv_tokens": p.kv_tokens,
+             "streaming_tokens_per_s_per_user": p.streaming_tokens_per_s_per_user, "ttft_alone_s": p.ttft_alone_s,
+             "kv_tokens": p.kv_tokens, "max_concurrency": p.max_concurrency,
              "gpu_id": p.gpu_id, "num_gpus": p.num_gpus, "tp": p.tp, "quant": p.quant, "offer": p.offer,
              "usd_per_hour": p.usd_per_hour, "replicas_per_instance": p.replicas_per_instance,
              "usd_per_million_input": p.usd_per_million_input, "usd_per_million_output": p.usd_per_million_output,
@@ -126,6 +127,7 @@ def render(plans, w, fmt: str = "table") -> None:
     cols = [Column("setup", "setup", priority=0, style=lambda r: "green" if r.get("pareto") else None),
             load_col,
             Column("ttft_s", f"p{slo.percentile} TTFT", _s, "right", 1),
+            Column("tpot_s", f"p{slo.percentile} TPOT", _s, "right", 2),
             Column("streaming_tokens_per_s_per_user", "tok/s/user", num(), "right", 1),
             Column("usd_per_1k_requests", "$/1k req", usd, "right", 1),
             Column("usd_per_hour_for_target" if target else "usd_per_hour", "$/h all" if target else "$/h", usd,
@@ -136,8 +138,12 @@ def render(plans, w, fmt: str = "table") -> None:
                    num("{:,.2f}" if w.users else "{:,.0f}"), "right", 3),
             Column("usd_per_million_output", "$/M out", usd, "right", 3),
             Column("usd_per_million_input", "$/M in", usd, "right", 4),
+            Column("ttft_alone_s", "TTFT alone", _s, "right", 4),
+            Column("max_concurrency", "KV reqs", num(), "right", 4),
             Column("kv_tokens", "KV tokens", num(), "right", 4)]
-    note = ("Green: the Pareto front of cost vs TTFT. tok/s/user: streaming speed, 1/TPOT at that load. "
+    note = ("Green: the Pareto front of cost vs TTFT. tok/s/user: streaming speed, 1 / decode step at that load "
+            f"(p{slo.percentile} TPOT adds the stalls of other requests' prompts). KV reqs, KV tokens: requests of "
+            "the mean length the KV pool holds, and their tokens. "
             + ("users: most concurrent users one replica serves within the SLOs (up to the target); " if w.users else
                "req/s: highest steady rate one replica serves within the SLOs; ")
             + ("$/h all, inst: what the target costs in whole instances. " if target else "")

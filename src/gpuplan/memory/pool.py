@@ -43,9 +43,10 @@ def vllm_pool(s, m, sm) -> KvPool:
     per_request = max(vllm.kv_geometry(s, m, st, sm.limits, max_len=tokens)[1] for st in vllm.stages(m, s.pp))
     exact = sm.num_blocks / per_request if per_request else 0.0
     plain = math.ceil(tokens / oh.VLLM_BLOCK_TOKENS)  # the blocks of one group of full attention
-    return KvPool(engine="vllm", pool_gib=sm.kv_pool / 2**30, request_tokens=tokens, max_concurrency=int(exact),
+    return KvPool(engine="vllm", pool_gib=sm.kv_pool / 2**30, request_tokens=tokens,
+                  max_concurrency=sm.num_blocks // per_request if per_request else 0,
                   kv_tokens=int(exact * tokens), logged_tokens=sm.kv_tokens, max_model_len=sm.limits.max_model_len,
-                  sim_blocks=int(exact * plain))
+                  sim_blocks=sm.num_blocks * plain // per_request if per_request else 0)
 
 
 def sglang_pool(s, sm) -> KvPool:

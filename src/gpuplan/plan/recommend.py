@@ -91,8 +91,10 @@ class Setup:
     capacity_gib: float
     headroom_pct: float
     tokens_per_s: float
-    tokens_per_s_per_user: float | None = None
+    tokens_per_s_per_user: float | None = None  # streaming: 1 / decode step (speed.streaming_tokens_per_s_per_user)
     ttft_s: float | None = None
+    kv_tokens: int | None = None  # serving engines with a pool: memory.pool.kv_pool, as estimate and capacity
+    max_concurrency: int | None = None
     tokens_per_s_low: float
     tokens_per_s_high: float
     bound: str
@@ -369,9 +371,12 @@ def _priced(s: Scenario, m: ModelSpec, gpu: GpuSpec, labels: list[str], peak: fl
             reference: tuple[float, str] | None, trainable: int, note: str = "") -> list[Setup]:
     """``s`` on every offer of ``gpu``; spot compared with ``reference``, the cheapest on-demand price anywhere;
     ``note`` says what the variant's techniques or stack save and cost."""
+    from ..memory.pool import kv_pool
+
     out = []
     speeds: dict[str, object] = {}
     per_node = s.world_size // s.num_nodes if s.task == "train" else s.tp * s.pp
+    pool = kv_pool(s, m, gpu) if s.task == "infer" else None
     for offer in offers:
         if offer.gpu_id != gpu.id or per_node > max_per_node(offer):
             continue
@@ -396,7 +401,9 @@ def _priced(s: Scenario, m: ModelSpec, gpu: GpuSpec, labels: list[str], peak: fl
                       provider=offer.provider, pricing=offer.pricing, owned=offer.pricing == "owned",
                       device_peak_gib=peak, capacity_gib=gpu.usable_gib,
                       headroom_pct=100 * (1 - peak / gpu.usable_gib), tokens_per_s=speed.tokens_per_s,
-                      tokens_per_s_per_user=speed.tokens_per_s_per_sequence, ttft_s=speed.ttft_s,
+                      tokens_per_s_per_user=speed.streaming_tokens_per_s_per_user, ttft_s=speed.ttft_s,
+                      kv_tokens=pool.kv_tokens if pool else None,
+                      max_concurrency=pool.max_concurrency if pool else None,
                       tokens_per_s_low=speed.tokens_per_s_low, tokens_per_s_high=speed.tokens_per_s_high,
                       bound=speed.bound, usd_per_hour=cost.usd_per_hour, hours=hours,
                       usd_total=cost.usd_total if hours is not None else None,

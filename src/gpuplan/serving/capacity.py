@@ -59,7 +59,8 @@ class Plan:
     num_gpus: int
     tp: int
     quant: str | None
-    kv_tokens: int
+    kv_tokens: int  # tokens of the workload's mean request the pool holds (memory.pool, as estimate)
+    max_concurrency: int  # such requests the pool holds at once
     max_rate_rps: float
     rate_band_rps: tuple[float, float]
     bound_rate_rps: float  # closed-form saturation bound
@@ -77,6 +78,8 @@ class Plan:
     usd_per_hour_for_target: float | None = None
     max_users: int | None = None  # closed loop: most concurrent users one replica serves within the SLOs
     output_tokens_per_s: float | None = None  # at max_rate_rps
+    ttft_alone_s: float | None = None  # one request on an idle engine (estimate's figure)
+    streaming_tokens_per_s_per_user: float | None = None  # 1 / decode step at this load (estimate's figure)
     pareto: bool = False
     curve: list[RatePoint] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -328,7 +331,9 @@ def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...]
     longest = _longest(w, m)
     candidates = []
     for st in setups(s, m, gpu_ids, max_gpus, any_quant):
-        sc = st.scenario.model_copy(update={"max_model_len": st.scenario.max_model_len or longest})
+        sc = st.scenario.model_copy(update={
+            "max_model_len": st.scenario.max_model_len or longest, "prompt_tokens": round(w.mean_prompt_tokens),
+            "output_tokens": round(w.mean_output_tokens), "batch_size": w.users or st.scenario.batch_size})
         try:
             mem = vllm.startup_memory(sc, m, st.gpu)
         except (ValueError, ZeroDivisionError):
@@ -347,21 +352,27 @@ def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...]
         candidates.append((st, sc, mem, model, bound, price))
     # closed-form cost per request decides which setups get simulated
     candidates.sort(key=lambda c: (c[5] is None, (c[5][0] / c[5][2] if c[5] else 0) / c[4][0]))
-    plans = [_plan(st, sc, mem, model, bound, price, w) for st, sc, mem, model, bound, price
+    plans = [_plan(st, sc, mem, model, bound, price, w, m) for st, sc, mem, model, bound, price
              in candidates[:simulate_top]]
     plans.sort(key=_rank)
     _mark_pareto(plans)
     return plans
 
 
-def _plan(st: Setup, sc: Scenario, mem, model: StepModel, bound: tuple[float, float], price, w: Workload) -> Plan:
-    """One setup simulated: its highest steady load meeting the SLOs, priced on whole instances."""
+def _plan(st: Setup, sc: Scenario, mem, model: StepModel, bound: tuple[float, float], price, w: Workload,
+          m: ModelSpec) -> Plan:
+    """One setup simulated: its highest steady load meeting the SLOs, priced on whole instances; the KV pool
+    and the idle-engine speeds from the functions estimate uses (one scenario, one set of numbers)."""
+    from ..memory.pool import vllm_pool
+    from ..speed.inference import inference_speed
     from .simulate import vllm_engine
 
-    engine = vllm_engine(sc, mem)
+    pool = vllm_pool(sc, m, mem)
+    engine = vllm_engine(sc, mem, blocks=pool.sim_blocks)
     low, high = oh.SERVING_RATE_BAND
     plan = Plan(setup=st.label, gpu_id=st.gpu.id, num_gpus=st.num_gpus, tp=sc.tp, quant=st.quant,
-                kv_tokens=mem.kv_tokens, max_rate_rps=0.0, rate_band_rps=(0.0, 0.0), bound_rate_rps=bound[0])
+                kv_tokens=pool.kv_tokens, max_concurrency=pool.max_concurrency, max_rate_rps=0.0,
+                rate_band_rps=(0.0, 0.0), bound_rate_rps=bound[0])
     if w.users:
         plan.max_users, plan.curve = max_users(model, engine, w, w.users, w.think_s)
         at = [p for p in plan.curve if p.meets_slo and p.users == plan.max_users]
@@ -376,6 +387,11 @@ def _plan(st: Setup, sc: Scenario, mem, model: StepModel, bound: tuple[float, fl
                                                                if best.rate_rps else 0.0)
     plan.rate_band_rps = (plan.max_rate_rps * low, plan.max_rate_rps * high)
     rate = plan.max_rate_rps
+    # estimate's figures for this load: TTFT alone, streaming speed with as many requests decoding (users, or
+    # Little's law: rate x end-to-end latency)
+    busy = (plan.max_users or w.users) if w.users else max(1, round(rate * (plan.e2e_s or 0.0)))
+    speed = inference_speed(sc.model_copy(update={"batch_size": busy}), m, st.gpu)
+    plan.ttft_alone_s, plan.streaming_tokens_per_s_per_user = speed.ttft_s, speed.streaming_tokens_per_s_per_user
     if w.users and plan.max_users:
         plan.replicas_for_target = math.ceil(w.users / plan.max_users)
     elif w.rate_rps and rate > 0:

@@ -42,13 +42,16 @@ class Engine:
     reserve_full_sequence: bool = False  # vLLM 0.19+: admit a waiting request only if its whole sequence fits
 
 
-def vllm_engine(s, mem, *, chunked_prefill: bool = True) -> Engine:
+def vllm_engine(s, mem, *, chunked_prefill: bool = True, blocks: int | None = None) -> Engine:
     """The scheduler of ``s``'s vLLM release over the KV pool and limits its startup ``mem`` gives
-    (:func:`gpuplan.memory.runtimes.vllm.startup_memory`)."""
+    (:func:`gpuplan.memory.runtimes.vllm.startup_memory`); ``blocks``: the pool in 16-token blocks of requests
+    (:attr:`gpuplan.memory.pool.KvPool.sim_blocks`: hybrid models' sliding-window pages counted), by default
+    its block ids."""
     from .. import overheads as oh
     from ..memory.runtimes import vllm
 
-    return Engine(kv_blocks=mem.num_blocks, block_tokens=oh.VLLM_BLOCK_TOKENS, max_num_seqs=mem.limits.max_num_seqs,
+    return Engine(kv_blocks=mem.num_blocks if blocks is None else blocks, block_tokens=oh.VLLM_BLOCK_TOKENS,
+                  max_num_seqs=mem.limits.max_num_seqs,
                   max_num_batched_tokens=mem.limits.max_num_batched_tokens, chunked_prefill=chunked_prefill,
                   reserve_full_sequence=vllm.reserve_full_sequence(s))
 
