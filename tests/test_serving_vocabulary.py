@@ -7,15 +7,15 @@ import pytest
 pytest.importorskip("fastapi")
 pytest.importorskip("numpy")
 
-from fastapi.testclient import TestClient  # noqa: E402
+from fastapi.testclient import TestClient
 
-from gpuplan import estimate  # noqa: E402
-from gpuplan.launch.plan import launch_plan  # noqa: E402
-from gpuplan.model.catalog import load_model  # noqa: E402
-from gpuplan.scenario import scenario_from  # noqa: E402
-from gpuplan.serving.capacity import capacity  # noqa: E402
-from gpuplan.serving.workload import load_workload  # noqa: E402
-from gpuplan.web.app import create_app  # noqa: E402
+from gpuplan import estimate
+from gpuplan.launch.plan import launch_plan
+from gpuplan.model.catalog import load_model
+from gpuplan.scenario import scenario_from
+from gpuplan.serving.capacity import capacity
+from gpuplan.serving.workload import load_workload
+from gpuplan.web.app import create_app
 
 # 16 users of 2,000-token prompts and 300-token answers on one H100, vLLM; max_model_len as capacity would set it
 FIELDS = {"model": "llama-3.1-8b", "task": "infer", "engine": "vllm", "gpu": "h100-sxm", "batch_size": 16,

@@ -41,7 +41,7 @@ from gpuplan.scenario import scenario_from  # noqa: E402
 from gpuplan.serving import capacity as cap  # noqa: E402
 from gpuplan.serving.simulate import vllm_engine  # noqa: E402
 from gpuplan.serving.steptime import step_model  # noqa: E402
-from gpuplan.serving.workload import load_workload  # noqa: E402
+from gpuplan.serving.workload import Workload, load_workload  # noqa: E402
 
 # Targets above the run's means: the simulation's own latency errors (bench/serving/serving_accuracy.py: TTFT of
 # tens of ms off by up to ~40 %, TPOT by ~10-20 %) must not decide whether a rate is allowed.
@@ -53,7 +53,7 @@ def workload_of(case: dict, num_requests: int):
     prefix = case.get("engine", {}).get("prefix_caching", True)
     fields = {"num_requests": num_requests, "shared_prefix_tokens": w.get("shared_prefix_tokens", 0) if prefix else 0,
               "percentile": 50}
-    if prefix and w.get("distinct_prompts"):
+    if prefix and w.get("distinct_prompts") and "distinct_prompts" in Workload.model_fields:  # older: absent
         fields["distinct_prompts"] = w["distinct_prompts"]
     if "preset" in w:
         fields["preset"] = w["preset"]

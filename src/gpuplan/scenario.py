@@ -152,7 +152,8 @@ class Scenario(BaseModel):
         if value is None:
             return None
         text = str(value).strip().lstrip("v")
-        if not re.fullmatch(r"\d+(\.\d+){1,2}(\.post\d+)?", text):
+        # as `vllm --version` / pip print them (PEP 440): 0.10.1.1, 0.11.0rc2, 0.6.5.dev, 0.6.3.post1, +local
+        if not re.fullmatch(r"\d+(\.\d+){1,3}((a|b|rc)\d*)?(\.?post\d*)?(\.?dev\d*)?(\+[\w.]+)?", text):
             example = "4.38.2 or 4.57" if info.field_name == "transformers_version" else "0.33.0 or 0.6.3"
             raise ValueError(f"{info.field_name} takes a release number like {example}, not {value!r}")
         return text
