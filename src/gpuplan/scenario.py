@@ -109,6 +109,8 @@ class Scenario(BaseModel):
                                       description="llama.cpp --ubatch-size (default 512)")
     flash_attention: Literal["auto", "on", "off"] = Field(
         default="auto", description="llama.cpp --flash-attn (auto: on where the backend supports it)")
+    cpu_layers: bool = Field(default=False, description="llama.cpp: count a run with layers left in system RAM "
+                             "(on the CPU, slow) as fitting; by default it fits only with every layer on the GPU")
     # hardware and parallelism
     gpu: str | None = None
     num_gpus: int = Field(default=1, ge=1, le=1024)
@@ -241,7 +243,7 @@ TRAIN_ONLY = frozenset({"method", "optimizer", "optimizer_impl", "lora_rank", "l
 INFER_ONLY = frozenset({"batch_size", "prompt_tokens", "output_tokens", "kv_cache_dtype", "engine",
                         "mem_fraction_static", "gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs",
                         "max_model_len", "engine_version", "entry_point", "enforce_eager", "ubatch_tokens",
-                        "flash_attention"})
+                        "flash_attention", "cpu_layers"})
 
 
 def scenario_from(data: dict[str, Any] | Scenario) -> Scenario:

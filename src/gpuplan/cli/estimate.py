@@ -97,6 +97,9 @@ def render_estimate(result) -> None:
         if mem.max_concurrency is not None and not mem.fits and mem.headroom_gib >= 0:  # vLLM: the pool is short
             why = (f": {engine_name} takes its budget whatever the job, and the KV pool left holds "
                    f"{mem.max_concurrency:,} of the {s['batch_size']:,} concurrent requests asked; device")
+        elif mem.offloaded_layers and not mem.fits and mem.headroom_gib >= 0:  # llama.cpp: layers left on the CPU
+            why = (f": {mem.offloaded_layers} of {result.model.num_layers} layers would run from system RAM on the "
+                   "CPU (--cpu-layers counts that as fitting, at the speed below); device")
         out.print(verdict + Text(f" on {result.gpu['name']}{why or ':'} {mem.device_peak_gib:.1f} of "
                                  f"{mem.capacity_gib:.1f} GiB usable, headroom {mem.headroom_gib:+.1f} GiB"))
         batch = "micro-batch" if s["task"] == "train" else "batch"

@@ -244,15 +244,25 @@ def _serving_fixes(s: Scenario, m: ModelSpec) -> list[Fix]:
         out.append(Fix(label="fp8 KV cache", change={"kv_cache_dtype": "fp8"},
                        cost="half the KV memory; tiny quality cost", group="kv", slowdown=1.0))
     n = s.world_size
-    if n > 1 and s.tp * s.pp == 1:
-        out.append(Fix(label=f"split the model over your {n} GPUs (tensor parallel {n})",
-                       change={"tp": n, "strategy": None}, cost="all-reduce per layer: NVLink recommended",
-                       group="gpus", slowdown=1.1))
-    for k in (2, 4, 8):
-        if k > n and m.num_heads % k == 0:
-            out.append(Fix(label=f"tensor parallel over {k} GPUs", change={"num_gpus": k, "tp": k, "pp": 1,
-                                                                           "strategy": None},
-                           cost="all-reduce per layer: NVLink recommended", group="gpus", slowdown=1.1, more_gpus=True))
+    if s.engine == "llama.cpp":  # llama.cpp splits by layer (or by row), never tensor parallel
+        out += [Fix(label=f"split the layers over {k} GPUs (llama.cpp --split-mode layer)", change={"num_gpus": k},
+                    cost="the GPUs run their layers in turn: more memory, not more speed per request",
+                    group="gpus", slowdown=1.0, more_gpus=True) for k in (2, 4, 8) if k > n]
+        if not s.cpu_layers:
+            out.append(Fix(label="let llama.cpp run the layers that do not fit from system RAM (--cpu-layers)",
+                           change={"cpu_layers": True}, cost="those layers run on the CPU at the RAM's speed: "
+                           "several times slower", group="offload", slowdown=3.0))
+    else:
+        if n > 1 and s.tp * s.pp == 1:
+            out.append(Fix(label=f"split the model over your {n} GPUs (tensor parallel {n})",
+                           change={"tp": n, "strategy": None}, cost="all-reduce per layer: NVLink recommended",
+                           group="gpus", slowdown=1.1))
+        for k in (2, 4, 8):
+            if k > n and m.num_heads % k == 0:
+                out.append(Fix(label=f"tensor parallel over {k} GPUs", change={"num_gpus": k, "tp": k, "pp": 1,
+                                                                               "strategy": None},
+                               cost="all-reduce per layer: NVLink recommended", group="gpus", slowdown=1.1,
+                               more_gpus=True))
     if s.batch_size > 1:
         out.append(Fix(label=f"batch {max(s.batch_size // 2, 1)}", change={"batch_size": max(s.batch_size // 2, 1)},
                        cost="fewer concurrent requests", group="batch", keeps_job=False))
