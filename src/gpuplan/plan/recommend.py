@@ -140,8 +140,10 @@ def parse_have(text: str) -> tuple[str, int]:
     return load_gpu(name.strip()).id, int(count)
 
 
-def _variants(s: Scenario, c: Constraints) -> list[tuple[list[str], dict]]:
-    """Technique combinations to try, cheapest in speed first."""
+def _variants(s: Scenario, c: Constraints, shipped: str | None = None) -> list[tuple[list[str], dict]]:
+    """Technique combinations to try, cheapest in speed first. ``shipped``: the checkpoint's own quantized
+    format (MXFP4 gpt-oss, FP8 DeepSeek, an AWQ or GPTQ repo), which ``any_quant`` serves as shipped, alone and
+    with an fp8 KV cache: re-quantizing it is a conversion of its own, named in the notes, not a row."""
     if s.task == "infer":
         engines = [s.engine] if "engine" in s.model_fields_set else ["vllm", "transformers"]
         out: list[tuple[list[str], dict]] = []
@@ -149,7 +151,9 @@ def _variants(s: Scenario, c: Constraints) -> list[tuple[list[str], dict]]:
             base = {"engine": engine} if engine != s.engine else {}
             label = [engine] if "engine" not in s.model_fields_set else []
             out.append((label, base))
-            if c.any_quant and s.quant is None and engine != "llama.cpp":
+            if c.any_quant and s.quant is None and engine != "llama.cpp" and shipped:
+                out.append(([*label, f"{shipped} as shipped", "fp8 KV cache"], {**base, "kv_cache_dtype": "fp8"}))
+            elif c.any_quant and s.quant is None and engine != "llama.cpp":
                 out += [([*label, "fp8 KV cache"], {**base, "kv_cache_dtype": "fp8"}),
                         ([*label, "int8 weights"], {**base, "quant": "int8"}),
                         ([*label, "fp8 weights"], {**base, "quant": "fp8"}),
@@ -244,7 +248,8 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
     biggest = max(cards.values(), key=lambda g: g.usable_gib, default=None)
     as_given: dict[tuple, tuple] = {}  # layout -> (scenario as given on it, its allocator-level bytes)
     pending: dict[int, tuple] = {}  # setup -> what its change note needs (written for the setups shown only)
-    for labels, change in _variants(s, c):
+    shipped = m.shipped_format()[0].name if m.quantization else None
+    for labels, change in _variants(s, c, shipped):
         for layout in _layouts(s, m, c, change.get("framework", s.framework)):
             try:  # a stack refuses what it cannot run (torchtune with ZeRO, Unsloth over FSDP...)
                 scenario = s.model_copy(update={**change, **layout, "gpu": None})
@@ -283,6 +288,10 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
     result = Recommendation(setups=setups[: c.top], evaluated=evaluated, fitting=fitting,
                             elapsed_s=time.perf_counter() - started, owned=owned[: c.top])
     result.notes = _price_notes(s, c, all_offers, cards)
+    if shipped and c.any_quant and s.task == "infer" and s.quant is None:
+        result.notes.append(f"the checkpoint ships as {shipped}: rows serve it as shipped (and with an fp8 KV "
+                            "cache); re-quantizing it (--quant awq-int4, fp8, int8) needs a converted checkpoint "
+                            "and is priced only when asked")
     result.model_exact, result.model_exact_reason = m.exact, m.inexact_reason
     result.resolved = searched(s, m, c)
     if explain and c.have and not owned:
