@@ -210,30 +210,36 @@ def simulate(model: StepModel, engine: Engine, arrive: np.ndarray, prompt: np.nd
             continue
         idx = np.asarray(sched_idx, dtype=np.int64)
         take = np.asarray(sched_take, dtype=np.int64)
-        prefilling = done_tokens[idx] < target[idx]
-        pre_tok = float(take[prefilling].sum())
-        pre_seqs = float(prefilling.sum())
-        pairs = float((take[prefilling] * (done_tokens[idx][prefilling] + take[prefilling] / 2)).sum())
+        have, want_all = done_tokens[idx], target[idx]
+        prefilling = have < want_all
+        n_pre = int(np.count_nonzero(prefilling))
+        if n_pre:  # (a pure-decode step skips this arithmetic: the common case)
+            tp, hp = take[prefilling], have[prefilling]
+            pre_tok = float(tp.sum())
+            pairs = float((tp * (hp + tp / 2)).sum())
+            finishing = float(np.count_nonzero(hp + tp >= want_all[prefilling]))
+            ctx = float(have.sum() - hp.sum())
+        else:
+            pre_tok = pairs = finishing = 0.0
+            ctx = float(have.sum())
+        pre_seqs, n_dec = float(n_pre), float(len(idx) - n_pre)
         dec = ~prefilling
-        ctx = float(done_tokens[idx][dec].sum())
         k = 1
         # the queue cannot move until a request finishes: it waits on max_num_seqs or on free blocks, not on
         # this step's token budget (decoding takes blocks, never frees them)
         blocked = bool(waiting) and budget > 0
-        if pre_tok == 0 and (not waiting or blocked) and len(idx) == len(running):
+        if not n_pre and (not waiting or blocked) and len(idx) == len(running):
             # pure decode until a request finishes or the next one arrives (that could be admitted): advance k
             # steps at once
-            left_out = output[idx] - generated[idx]
-            k = int(left_out.min())
-            while k > 1 and int((-(-(done_tokens[idx] + k) // bt) - held[idx]).sum()) > free:
+            k = int((output[idx] - generated[idx]).min())
+            while k > 1 and int((-(-(have + k) // bt) - held[idx]).sum()) > free:
                 k //= 2
-        finishing = float((prefilling & (done_tokens[idx] + take >= target[idx])).sum())
-        dt1 = model.time(pre_tok, float(dec.sum()), ctx, pairs, pre_seqs, float(dec.sum()) + finishing)
+        dt1 = model.time(pre_tok, n_dec, ctx, pairs, pre_seqs, n_dec + finishing)
         if k > 1:
             dt_mid = model.time(0.0, float(len(idx)), ctx + len(idx) * (k - 1) / 2)
             if nxt < n and in_flight < cap and arrive[nxt] < math.inf and not blocked:
                 k = max(1, min(k, int((arrive[nxt] - t) / dt_mid)))
-            extra = np.maximum(-(-(done_tokens[idx] + k) // bt) + (done_tokens[idx] + 1) // -bt, 0)
+            extra = np.maximum(-(-(have + k) // bt) + (have + 1) // -bt, 0)
             held[idx] += extra
             free -= int(extra.sum())
             dt = dt1 + (k - 1) * dt_mid
@@ -242,11 +248,15 @@ def simulate(model: StepModel, engine: Engine, arrive: np.ndarray, prompt: np.nd
         scheduled_at, busy = t + dt - (dt_mid if k > 1 else dt1), True  # the last step's start
         t += dt
         steps += k
-        done_tokens[idx] += np.where(prefilling, take, k)
-        completes_prompt = prefilling & (done_tokens[idx] >= target[idx])
-        generated[idx] += np.where(dec, k, 0) + completes_prompt
-        newly = idx[completes_prompt & np.isnan(first[idx])]
-        first[newly] = t
+        if n_pre:
+            done_tokens[idx] = have + np.where(prefilling, take, k)
+            completes_prompt = prefilling & (done_tokens[idx] >= want_all)
+            generated[idx] += np.where(dec, k, 0) + completes_prompt
+            newly = idx[completes_prompt & np.isnan(first[idx])]
+            first[newly] = t
+        else:
+            done_tokens[idx] = have + k
+            generated[idx] += k
         over = idx[generated[idx] >= output[idx]]
         if len(over):
             finish[over] = t
