@@ -402,3 +402,19 @@ def test_a_tensor_parallel_group_is_priced_on_one_instance_that_holds_it():
     assert size >= 4 and groups == size // 4
     cheapest = min(o.usd_per_gpu_hour for o in matching(offers, s, H100.id))
     assert per_hour >= 4 * cheapest - 1e-9
+
+
+def test_capacity_with_sglang_uses_its_pool_and_scheduler_limits():
+    """`capacity --engine sglang`: SGLang's token pool (the function estimate shows) and its chunked_prefill_size
+    and max_running_requests run the same simulation; the KV tokens are the pool's."""
+    from gpuplan import estimate
+    from gpuplan.serving.capacity import capacity
+
+    w = load_workload(None, {"rate_rps": 2, "prompt_tokens": 1000, "output_tokens": 100, "ttft_s": 2,
+                             "tpot_s": 0.1, "num_requests": 60})
+    s = scenario_from(dict(model="llama-3.1-8b", task="infer", engine="sglang", max_model_len=1100))
+    plan = capacity(s, M, w, gpu_ids=(H100.id,), max_gpus=1)[0]
+    r = estimate(dict(model="llama-3.1-8b", task="infer", engine="sglang", gpu="h100-sxm", max_model_len=1100,
+                      prompt_tokens=1000, output_tokens=100), advise=False)
+    assert plan.engine == "sglang" and plan.kv_tokens == r.memory.max_context_tokens
+    assert plan.max_concurrency == r.memory.max_concurrency and plan.max_rate_rps > 2

@@ -36,7 +36,9 @@ def capacity_cmd(
     gpus: Annotated[str | None, typer.Option(help="Only these GPUs, comma-separated.")] = None,
     max_gpus: Annotated[int, typer.Option(help="Largest tensor-parallel group.")] = 8,
     any_quant: Annotated[bool, typer.Option(help="Also try fp8 weights (where supported) and AWQ int4.")] = False,
-    engine_version: Annotated[str | None, typer.Option(help="vLLM release whose rules apply [default: current].")
+    engine: Annotated[str, typer.Option(help="vllm or sglang (its pool and scheduler limits; timed as vLLM).")
+                      ] = "vllm",
+    engine_version: Annotated[str | None, typer.Option(help="Engine release whose rules apply [default: current].")
                               ] = None,
     kv_cache_dtype: Annotated[str | None, typer.Option(help="auto | fp8 | fp16 | bf16 | int8")] = None,
     calibration: Annotated[str | None, typer.Option(help="Corrections from `gpuplan calibrate-serving`.")] = None,
@@ -74,7 +76,9 @@ def capacity_cmd(
                                      output_tokens=output_tokens, trace=trace, ttft_s=ttft, tpot_s=tpot, e2e_s=e2e,
                                      percentile=percentile, burstiness=burstiness,
                                      shared_prefix_tokens=shared_prefix))
-    s = scenario_from({k: v for k, v in dict(model=model, task="infer", engine="vllm", engine_version=engine_version,
+    if engine not in ("vllm", "sglang"):
+        raise GpuplanError(f"capacity simulates vllm or sglang, not {engine!r}")
+    s = scenario_from({k: v for k, v in dict(model=model, task="infer", engine=engine, engine_version=engine_version,
                                              kv_cache_dtype=kv_cache_dtype).items() if v is not None})
     from ..hardware import load_gpu
 
@@ -90,7 +94,8 @@ def capacity_cmd(
 
 def rows_of(plans) -> list[dict]:
     """What the listing shows, one dict per plan (the json format prints these)."""
-    return [{"setup": p.setup, "pareto": p.pareto, "max_users": p.max_users, "max_rate_rps": p.max_rate_rps,
+    return [{"setup": p.setup, "engine": p.engine, "pareto": p.pareto, "max_users": p.max_users,
+             "max_rate_rps": p.max_rate_rps,
              "rate_band_rps": list(p.rate_band_rps), "output_tokens_per_s": p.output_tokens_per_s,
              "ttft_s": p.ttft_s, "tpot_s": p.tpot_s, "e2e_s": p.e2e_s,
              "streaming_tokens_per_s_per_user": p.streaming_tokens_per_s_per_user, "ttft_alone_s": p.ttft_alone_s,
@@ -148,7 +153,11 @@ def render(plans, w, fmt: str = "table") -> None:
                "req/s: highest steady rate one replica serves within the SLOs; ")
             + ("$/h all, inst: what the target costs in whole instances. " if target else "")
             + "From a simulation of vLLM's scheduler on the roofline step model, judged after warm-up; a "
-            "tensor-parallel group is priced on one instance that holds it whole.")
+            "tensor-parallel group is priced on one instance that holds it whole."
+            + (" SGLang: its token pool, chunked_prefill_size and max_running_requests in that simulation, "
+               "timed as vLLM's engine (no public per-step data of SGLang calibrates one of its own); its radix "
+               "cache's reuse beyond a shared prefix is not modelled." if plans and plans[0].engine == "sglang"
+               else ""))
     if fmt == "table":
         bullet(head, prefix="")
         show(rows, cols, fmt, title="setups, cheapest first", notes=[note])

@@ -225,13 +225,18 @@ def _speed_change(s: Scenario, changed: Scenario, m: ModelSpec, gpu: GpuSpec, be
 def _serving_fixes(s: Scenario, m: ModelSpec) -> list[Fix]:
     out: list[Fix] = []
     if (s.quant or "none") == "none" and s.engine != "llama.cpp":
-        out.append(Fix(label="8-bit weights (int8)", change={"quant": "int8"},
-                       cost="LLM.int8 is slower than bf16; small quality cost", group="weights", slowdown=1.5))
-        out.append(Fix(label="4-bit weights (AWQ)", change={"quant": "awq-int4"},
-                       cost="fast kernels; small quality cost", group="weights", slowdown=1.0))
+        # a checkpoint that ships quantized (MXFP4, FP8, AWQ/GPTQ) is re-quantized only from a converted copy
+        shipped = m.shipped_format()[0].name if m.quantization else None
+        re = f"re-quantize the {shipped} checkpoint to " if shipped else ""
+        convert = "; needs a converted checkpoint" if shipped else ""
+        out.append(Fix(label=f"{re}8-bit weights (int8)", change={"quant": "int8"},
+                       cost=f"LLM.int8 is slower than bf16; small quality cost{convert}", group="weights",
+                       slowdown=1.5))
+        out.append(Fix(label=f"{re}4-bit weights (AWQ)", change={"quant": "awq-int4"},
+                       cost=f"fast kernels; small quality cost{convert}", group="weights", slowdown=1.0))
         if s.engine in ("vllm", "sglang"):
-            out.append(Fix(label="fp8 weights", change={"quant": "fp8"},
-                           cost="native on Ada/Hopper+, weight-only (Marlin) on Ampere; tiny quality cost",
+            out.append(Fix(label=f"{re}fp8 weights", change={"quant": "fp8"},
+                           cost=f"native on Ada/Hopper+, weight-only (Marlin) on Ampere; tiny quality cost{convert}",
                            group="weights", slowdown=1.0))
     if s.engine == "sglang" and (s.mem_fraction_static or 0.0) < 0.93:
         out.append(Fix(label="--mem-fraction-static 0.93 (a larger SGLang pool)", change={"mem_fraction_static": 0.93},

@@ -11,17 +11,22 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .. import overheads as oh
 from ..hardware import GpuSpec, gpus
 from ..market.offers import Offer
 from ..market.store import load_offers
+from ..memory.pool import KvPool
 from ..memory.runtimes import vllm
 from ..model.spec import ModelSpec
 from ..plan.pricing import matching
 from ..scenario import Scenario
 from .steptime import Calibration, StepModel, step_model
 from .workload import Workload
+
+if TYPE_CHECKING:
+    from .simulate import Engine
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,6 +60,7 @@ class RatePoint:
 @dataclass(kw_only=True)
 class Plan:
     setup: str
+    engine: str = "vllm"
     gpu_id: str
     num_gpus: int
     tp: int
@@ -106,7 +112,8 @@ def setups(s: Scenario, m: ModelSpec, gpu_ids: tuple[str, ...] = (), max_gpus: i
                     continue
                 precision = "bf16-true" if gpu.supports_dtype("bf16") else "fp16-true"
                 sc = s.model_copy(update={"gpu": gpu.id, "num_gpus": n, "tp": n, "pp": 1, "quant": q,
-                                          "engine": "vllm", "precision": precision})
+                                          "engine": s.engine if s.engine == "sglang" else "vllm",
+                                          "precision": precision})
                 out.append(Setup(gpu=gpu, num_gpus=n, quant=q, scenario=sc))
     return out
 
@@ -322,6 +329,40 @@ def _longest(w: Workload, m: ModelSpec) -> int:
     return min(longest, m.max_context or longest)
 
 
+@dataclass(frozen=True)
+class EngineMemory:
+    """What a setup's engine holds at startup, as the search needs it: the KV pool (:mod:`gpuplan.memory.pool`)
+    and the scheduler the simulation runs over it."""
+
+    pool: KvPool
+    engine: Engine
+
+
+def engine_memory(sc: Scenario, m: ModelSpec, gpu: GpuSpec, longest: int) -> EngineMemory | None:
+    """The KV pool and scheduler of ``sc``'s engine on ``gpu``; None when one request of ``longest`` tokens
+    does not fit. vLLM: its startup rules and V1 scheduler (:func:`.simulate.vllm_engine`). SGLang: its token
+    pool (``max_total_num_tokens``), ``chunked_prefill_size`` as the step's token budget and
+    ``max_running_requests`` as the batch cap, run by the same continuous-batching simulation with one-token
+    pages (SGLang's default ``page_size`` 1); its radix cache's reuse beyond a shared prefix is not modelled."""
+    from ..memory.pool import sglang_pool, vllm_pool
+    from .simulate import Engine, vllm_engine
+
+    if sc.engine == "sglang":
+        from ..memory.runtimes import sglang
+
+        sm = sglang.startup_memory(sc, m, gpu, mem_fraction_static=sc.mem_fraction_static)
+        if sm.kv_tokens < longest:
+            return None
+        return EngineMemory(pool=sglang_pool(sc, sm), engine=Engine(
+            kv_blocks=sm.kv_tokens, block_tokens=1, max_num_seqs=sm.max_running_requests,
+            max_num_batched_tokens=sm.chunked_prefill_size))
+    mem = vllm.startup_memory(sc, m, gpu)
+    if mem.num_blocks <= 0 or not mem.fits_max_model_len:
+        return None
+    pool = vllm_pool(sc, m, mem)
+    return EngineMemory(pool=pool, engine=vllm_engine(sc, mem, blocks=pool.sim_blocks))
+
+
 def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...] = (), max_gpus: int = 8,
              any_quant: bool = False, simulate_top: int = 6, calibration: Calibration | None = None,
              catalogs: tuple[str, ...] = ()) -> list[Plan]:
@@ -335,10 +376,10 @@ def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...]
             "max_model_len": st.scenario.max_model_len or longest, "prompt_tokens": round(w.mean_prompt_tokens),
             "output_tokens": round(w.mean_output_tokens), "batch_size": w.users or st.scenario.batch_size})
         try:
-            mem = vllm.startup_memory(sc, m, st.gpu)
+            mem = engine_memory(sc, m, st.gpu, longest)
         except (ValueError, ZeroDivisionError):
             continue
-        if mem.num_blocks <= 0 or not mem.fits_max_model_len:
+        if mem is None:
             continue
         model = step_model(sc, m, st.gpu, calibration=calibration)
         ttft0, tpot0 = idle_latencies(model, w)
@@ -346,8 +387,8 @@ def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...]
         if (slo.ttft_s and ttft0 > slo.ttft_s) or (slo.tpot_s and tpot0 > slo.tpot_s) or \
                 (slo.e2e_s and ttft0 + tpot0 * w.mean_output_tokens > slo.e2e_s):
             continue
-        bound = saturation_rate(model, w, mem.kv_tokens, mem.limits.max_num_seqs,
-                                mem.limits.max_num_batched_tokens)  # (rate, batch)
+        bound = saturation_rate(model, w, mem.pool.kv_tokens, mem.engine.max_num_seqs,
+                                mem.engine.max_num_batched_tokens)  # (rate, batch)
         price = cheapest_offer(sc, offers, st.gpu.id)
         candidates.append((st, sc, mem, model, bound, price))
     # closed-form cost per request decides which setups get simulated
@@ -363,14 +404,11 @@ def _plan(st: Setup, sc: Scenario, mem, model: StepModel, bound: tuple[float, fl
           m: ModelSpec) -> Plan:
     """One setup simulated: its highest steady load meeting the SLOs, priced on whole instances; the KV pool
     and the idle-engine speeds from the functions estimate uses (one scenario, one set of numbers)."""
-    from ..memory.pool import vllm_pool
     from ..speed.inference import inference_speed
-    from .simulate import vllm_engine
 
-    pool = vllm_pool(sc, m, mem)
-    engine = vllm_engine(sc, mem, blocks=pool.sim_blocks)
+    pool, engine = mem.pool, mem.engine
     low, high = oh.SERVING_RATE_BAND
-    plan = Plan(setup=st.label, gpu_id=st.gpu.id, num_gpus=st.num_gpus, tp=sc.tp, quant=st.quant,
+    plan = Plan(setup=st.label, engine=sc.engine, gpu_id=st.gpu.id, num_gpus=st.num_gpus, tp=sc.tp, quant=st.quant,
                 kv_tokens=pool.kv_tokens, max_concurrency=pool.max_concurrency, max_rate_rps=0.0,
                 rate_band_rps=(0.0, 0.0), bound_rate_rps=bound[0])
     if w.users:
