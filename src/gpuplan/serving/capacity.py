@@ -258,7 +258,6 @@ def evaluate_users(model: StepModel, engine, w: Workload, users: int, think_s: f
     overload: its queue holds at most ``users``)."""
     import numpy as np
 
-
     rng = np.random.default_rng(w.seed)
     n = max(w.num_requests, 5 * users)
     prompt, output = _requests(w, n, rng)
