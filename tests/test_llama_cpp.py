@@ -131,3 +131,19 @@ def test_compute_buffer_with_flash_attention_is_the_logits_stage():
     expected = 1024 * 128256 * 4 + 5 * 1024 * 4096 * 4 + 16384 * 1024 * 2
     assert e["compute_buffer_gib"] * GIB == pytest.approx(expected)
     assert expected / MIB == pytest.approx(613.01, abs=0.02)
+
+
+def test_fits_means_every_layer_on_the_gpu_unless_cpu_layers_are_allowed():
+    """Llama-3.3-70B at Q4_K_M (~40 GiB) on one RTX 3090: llama.cpp would start with about half the layers in
+    system RAM. That is not "fits" unless the user says so (cpu_layers); the largest batch and prompt are then
+    those with every layer on the GPU (none here), and no fix proposes tensor parallelism (llama.cpp splits by
+    layer or row)."""
+    fields = {"model": "llama-3.3-70b", "task": "infer", "engine": "llama.cpp", "quant": "gguf-q4_k_m",
+              "gpu": "rtx-3090", "batch_size": 1}
+    r = estimate(fields)
+    assert r.memory.offloaded_layers > 30 and r.memory.device_peak_gib <= r.memory.capacity_gib
+    assert r.memory.fits is False and r.memory.max_batch_size is None
+    assert not any("tensor parallel" in s.change for s in r.suggestions)
+    assert any("split the layers over 2 GPUs" in s.change or "--cpu-layers" in s.change for s in r.suggestions)
+    allowed = estimate({**fields, "cpu_layers": True}, advise=False)
+    assert allowed.memory.fits is True and allowed.speed.streaming_tokens_per_s_per_user < 10

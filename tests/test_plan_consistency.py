@@ -67,7 +67,7 @@ def check_setup(x, owned_count: int | None, client) -> None:
         assert plan.cost.usd_per_million_tokens == pytest.approx(x.usd_per_million_tokens, **SAME)
         if s.task == "infer":
             assert plan.speed.ttft_s == pytest.approx(x.ttft_s, **SAME)
-            assert plan.speed.tokens_per_s_per_sequence == pytest.approx(x.tokens_per_s_per_user, **SAME)
+            assert plan.speed.streaming_tokens_per_s_per_user == pytest.approx(x.tokens_per_s_per_user, **SAME)
         launched = launch_plan(s, offer_label=x.offer)
     else:
         launched = launch_plan(s, owned_usd_per_hour=x.usd_per_hour)

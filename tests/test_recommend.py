@@ -284,3 +284,17 @@ def test_table_cli_prints_footnotes():
     done = gpuplan("table", "--no-cheapest")
     assert done.returncode == 0, done.stderr
     assert "[1]" in done.stdout and "FP8" in done.stdout and "R1-Distill-Qwen-7B" in done.stdout
+
+
+def test_any_quant_serves_a_quantized_checkpoint_as_shipped():
+    """gpt-oss ships its experts in MXFP4: --any-quant tries it as shipped and as shipped with an fp8 KV cache,
+    never re-quantized to AWQ, int8 or fp8 (that needs a converted checkpoint: a note says so)."""
+    from gpuplan.plan.recommend import Constraints, recommend
+    from gpuplan.scenario import scenario_from
+
+    s = scenario_from({"model": "gpt-oss-120b", "task": "infer", "engine": "vllm", "batch_size": 20,
+                       "prompt_tokens": 8192})
+    r = recommend(s, load_model("gpt-oss-120b"), Constraints(any_quant=True, top=8), explain=False)
+    assert r.setups and all(x.scenario.quant is None for x in r.setups)
+    assert {tuple(x.techniques) for x in r.setups} <= {(), ("mxfp4 as shipped", "fp8 KV cache")}
+    assert any("ships as mxfp4" in n and "re-quantizing" in n for n in r.notes)

@@ -288,4 +288,133 @@ def test_capacity_cli_json(tmp_path):
     plan = json.loads(r.output)["plans"][0]
     assert plan["gpu_id"] == "nvidia-l40s" and plan["max_rate_rps"] > 0.5
     assert plan["usd_per_million_output"] == pytest.approx(
-        plan["usd_per_hour"] / 3600 / (plan["max_rate_rps"] * 100) * 1e6)
+        plan["usd_per_hour"] / plan["replicas_per_instance"] / 3600 / (plan["max_rate_rps"] * 100) * 1e6)
+    assert plan["streaming_tokens_per_s_per_user"] > 1 / plan["tpot_s"]  # the stalls of others' prompts aside
+    # the same listing in every format; closed loop with --users
+    for fmt in ("plain", "csv", "markdown", "table"):
+        r = CliRunner().invoke(app, ["capacity", str(wl), "--model", "llama-3.1-8b", "--gpus", "l40s", "--max-gpus",
+                                     "1", "--format", fmt], env={"COLUMNS": "80"})
+        assert r.exit_code == 0 and "1x l40s tp1" in r.output, r.output
+        if fmt == "table":
+            assert max(len(line) for line in r.output.splitlines()) <= 80
+    wl.write_text("prompt: {mean: 1000}\noutput: {mean: 100}\nslo: {ttft_s: 2, tpot_s: 0.1}\nnum_requests: 60\n")
+    r = CliRunner().invoke(app, ["capacity", str(wl), "--model", "llama-3.1-8b", "--gpus", "l40s", "--max-gpus", "1",
+                                 "--users", "8", "--format", "json"])
+    plan = json.loads(r.output)["plans"][0]
+    assert plan["max_users"] == 8 and plan["replicas_for_target"] == 1 and plan["usd_per_hour_for_target"]
+    r = CliRunner().invoke(app, ["capacity", str(wl), "--model", "llama-3.1-8b", "--users", "8", "--rate", "2"])
+    assert isinstance(r.exception, GpuplanError) and str(r.exception) == (
+        "workload: give an arrival rate (open loop) or a number of users (closed loop), not both")
+
+
+def _single_server(d: float):
+    """One request at a time, each a single step of ``d`` seconds: a deterministic single server."""
+    from gpuplan.serving.steptime import StepModel
+
+    sm = StepModel(grid_tokens=(1.0, 1e9), dense_s=(d, d), lm_head_s=(0.0, 0.0), attention_s_per_pair=0.0,
+                   kv_s_per_token=0.0, step_host_s=0.0, seq_host_s=0.0)
+    return sm, Scheduler(kv_blocks=10**6, max_num_seqs=1)
+
+
+def _md1_wait_cdf(lam: float, d: float, t: float) -> float:
+    """P(wait <= t) in an M/D/1 queue (Erlang 1909; Gross & Harris, Fundamentals of Queueing Theory, 4th ed.,
+    eq. 5.61): (1 - rho) sum_{k=0}^{floor(t/d)} (lam (k d - t))^k / k! exp(-lam (k d - t))."""
+    import math
+
+    return (1 - lam * d) * sum((lam * (k * d - t)) ** k / math.factorial(k) * math.exp(-lam * (k * d - t))
+                               for k in range(int(t / d) + 1))
+
+
+def test_an_md1_queue_waits_as_pollaczek_khinchine_says():
+    """Poisson arrivals to a deterministic single server (10 ms per request): the mean wait of the steady window
+    is Pollaczek-Khinchine's rho d / (2 (1 - rho)): 10 ms at 50 % load, 20 ms at 80 %."""
+    from gpuplan.serving.capacity import evaluate
+
+    d = 0.01
+    sm, eng = _single_server(d)
+    w = load_workload(None, {"prompt_tokens": 100, "output_tokens": 1, "num_requests": 20_000})
+    for rho in (0.5, 0.8):
+        point = evaluate(sm, eng, w, rho / d)
+        out = simulate(sm, eng, arrivals(rho / d, 20_000, 1.0, np.random.default_rng(0)), np.full(20_000, 100),
+                       np.full(20_000, 1))
+        assert (out.ttft_s[4000:].mean() - d) == pytest.approx(rho * d / (2 * (1 - rho)), rel=0.10)
+        assert point.stable and point.requests_per_s == pytest.approx(rho / d, rel=0.03)
+
+
+def test_capacity_of_an_md1_queue_is_its_closed_form():
+    """The highest rate whose p95 time to first token (wait + 10 ms service) is within 80 ms: Erlang's M/D/1
+    wait distribution puts it at 81.0 req/s (solved below); with no latency target, the stable limit 1/d =
+    100 req/s. gpuplan's bisection on its simulation: within 10 % of both, and never above the stable limit."""
+    from gpuplan.serving.capacity import max_rate
+
+    d, target = 0.01, 0.08
+    sm, eng = _single_server(d)
+    lo, hi = 0.0, 1 / d
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if _md1_wait_cdf(mid, d, target - d) >= 0.95 else (lo, mid)
+    assert lo == pytest.approx(81.0, abs=0.05)
+    w = load_workload(None, {"prompt_tokens": 100, "output_tokens": 1, "num_requests": 4000, "ttft_s": target})
+    assert max_rate(sm, eng, w, 1000)[0] == pytest.approx(lo, rel=0.10)
+    loose = load_workload(None, {"prompt_tokens": 100, "output_tokens": 1, "num_requests": 4000, "ttft_s": 100})
+    rate = max_rate(sm, eng, loose, 1000)[0]
+    assert 0.9 / d <= rate <= 1 / d
+
+
+def test_an_overloaded_queue_is_no_steady_state_however_good_its_finite_run_looks():
+    """At 1.5x a single server's capacity the queue grows by a third of the requests sent: refused, even with
+    a latency target loose enough for the whole finite run."""
+    from gpuplan.serving.capacity import evaluate
+
+    sm, eng = _single_server(0.01)
+    w = load_workload(None, {"prompt_tokens": 100, "output_tokens": 1, "num_requests": 600, "ttft_s": 1000})
+    point = evaluate(sm, eng, w, 150)
+    assert point.queue_growth > 0.25 * 0.7 * 600 * 0.6 and not point.stable and not point.meets_slo
+
+
+def test_closed_loop_users_take_turns_on_a_single_server():
+    """N users with no think time on a deterministic single server: each request waits for the other N - 1,
+    so every latency is N d and the server completes 1/d requests/s; one user thinking 90 ms between 10 ms
+    requests sends 1/(d + think) requests/s on average."""
+    from gpuplan.serving.capacity import evaluate_users
+
+    d = 0.01
+    sm, eng = _single_server(d)
+    w = load_workload(None, {"prompt_tokens": 100, "output_tokens": 1, "num_requests": 400})
+    point = evaluate_users(sm, eng, w, 5)
+    assert point.ttft_s == pytest.approx(5 * d) and point.requests_per_s == pytest.approx(1 / d, rel=0.01)
+    thinking = evaluate_users(sm, eng, load_workload(None, {"prompt_tokens": 100, "output_tokens": 1,
+                                                            "num_requests": 4000}), 1, think_s=0.09)
+    assert thinking.requests_per_s == pytest.approx(1 / 0.1, rel=0.05) and thinking.ttft_s == pytest.approx(d)
+
+
+def test_a_tensor_parallel_group_is_priced_on_one_instance_that_holds_it():
+    """A tp4 group never rides on four rented 1-GPU instances: its offer names an instance of 4 GPUs or more,
+    and its $/h is that instance's."""
+    from gpuplan.market.choice import matching
+    from gpuplan.market.store import load_offers
+    from gpuplan.serving.capacity import cheapest_offer
+
+    s = scenario_from(dict(model="llama-3.1-8b", task="infer", engine="vllm", gpu="h100-sxm", tp=4, num_gpus=4))
+    offers = load_offers(())
+    per_hour, label, groups = cheapest_offer(s, offers, H100.id)
+    size = int(label.split("x ")[0].split()[-1])
+    assert size >= 4 and groups == size // 4
+    cheapest = min(o.usd_per_gpu_hour for o in matching(offers, s, H100.id))
+    assert per_hour >= 4 * cheapest - 1e-9
+
+
+def test_capacity_with_sglang_uses_its_pool_and_scheduler_limits():
+    """`capacity --engine sglang`: SGLang's token pool (the function estimate shows) and its chunked_prefill_size
+    and max_running_requests run the same simulation; the KV tokens are the pool's."""
+    from gpuplan import estimate
+    from gpuplan.serving.capacity import capacity
+
+    w = load_workload(None, {"rate_rps": 2, "prompt_tokens": 1000, "output_tokens": 100, "ttft_s": 2,
+                             "tpot_s": 0.1, "num_requests": 60})
+    s = scenario_from(dict(model="llama-3.1-8b", task="infer", engine="sglang", max_model_len=1100))
+    plan = capacity(s, M, w, gpu_ids=(H100.id,), max_gpus=1)[0]
+    r = estimate(dict(model="llama-3.1-8b", task="infer", engine="sglang", gpu="h100-sxm", max_model_len=1100,
+                      prompt_tokens=1000, output_tokens=100), advise=False)
+    assert plan.engine == "sglang" and plan.kv_tokens == r.memory.max_context_tokens
+    assert plan.max_concurrency == r.memory.max_concurrency and plan.max_rate_rps > 2

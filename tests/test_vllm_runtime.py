@@ -5,7 +5,9 @@ import math
 import pytest
 
 from gpuplan import estimate
+from gpuplan import overheads as oh
 from gpuplan.engines import vllm
+from gpuplan.errors import GpuplanError
 from gpuplan.hardware import load_gpu
 from gpuplan.model.catalog import load_model
 from gpuplan.scenario import scenario_from
@@ -97,7 +99,45 @@ def test_mxfp4_experts_are_padded_for_marlin_on_ampere():
     m = load_model("gpt-oss-20b")
     # hidden 2880 -> 3072 (256), intermediate 2880 / tp 2 = 1440 -> 1536 (128)
     assert vllm.mxfp4_padding(m, 2, load_gpu("nvidia-a100-sxm4-80gb")) == pytest.approx(3072 * 1536 / (2880 * 1440))
-    assert vllm.mxfp4_padding(m, 2, H100) == pytest.approx(1472 / 1440)  # Triton: intermediate to 64
+    # Triton (Hopper from 0.11): intermediate to 64, and the swizzled layout's load overhead (vllm#33155)
+    assert vllm.mxfp4_padding(m, 2, H100) == pytest.approx(1472 / 1440 * (1 + oh.VLLM_MXFP4_TRITON_HOPPER_LOAD))
+    # Hopper before 0.11 ran Marlin (no triton_kernels in the wheel: vllm#23278's warning)
+    old = vllm.mxfp4_padding(m, 2, H100, "0.10.1")
+    assert old == pytest.approx(3072 * 1536 / (2880 * 1440))
+
+
+def test_gpt_oss_120b_on_one_h100_does_not_start_at_the_defaults():
+    """Public logs of gpt-oss-120b on one H100 at --gpu-memory-utilization 0.9: vLLM 0.10.1 (Marlin) loaded
+    65.97 GiB and found -2.14 GiB for the KV cache (vllm#23278); 0.14.1 (Triton) loaded 64.38 GiB and ran out of
+    memory (vllm#33155). gpuplan: the same weights within 1 % and no KV pool, so its launch line cannot be the
+    one that fails; at today's rules it names the --max-model-len that fits."""
+    from gpuplan import estimate
+    from gpuplan.launchers.plan import launch_plan
+
+    for version, loaded in (("0.10.1", 65.97), ("0.14.1", 64.38)):
+        r = estimate({"model": "gpt-oss-120b", "task": "infer", "engine": "vllm", "gpu": "h100-sxm",
+                      "engine_version": version}, advise=False)
+        assert r.memory.weights_gib == pytest.approx(loaded, rel=0.01)
+        assert r.memory.engine["available_kv_cache_gib"] == 0.0 and r.memory.max_concurrency == 0
+        assert any("refuse to start" in w for w in r.warnings)
+    plan = launch_plan({"model": "gpt-oss-120b", "task": "infer", "engine": "vllm", "gpu": "h100-sxm",
+                        "prompt_tokens": 8192, "batch_size": 1})
+    from gpuplan.launchers.vllm import max_model_len
+
+    fit = plan.result.memory.engine["max_model_len_that_fits"]
+    assert 8448 <= fit < 131_072 and max_model_len(plan) <= fit
+
+
+def test_versions_as_vllm_prints_them():
+    """`vllm --version` prints 0.10.1.1, 0.11.0rc2, 0.6.5.dev...: accepted, and each follows the rules of the
+    release it is or leads to."""
+    for text, release in (("0.10.1.1", (0, 10, 1)), ("0.11.0rc2", (0, 11, 0)), ("0.6.5.dev", (0, 6, 5)),
+                          ("v0.6.3.post1", (0, 6, 3)), ("0.6.5.dev0+g1a2b3c", (0, 6, 5))):
+        s = scenario_from(dict(model="llama-3.1-8b", task="infer", engine="vllm", gpu="h100-sxm",
+                               engine_version=text))
+        assert vllm.version_tuple(s.engine_version) == release
+    with pytest.raises(GpuplanError, match="release number"):
+        scenario_from(dict(model="llama-3.1-8b", task="infer", engine="vllm", engine_version="0.x"))
 
 
 def test_sliding_window_layers_hold_window_minus_one_plus_batch_tokens():

@@ -2,9 +2,11 @@
 
     python bench/serving/vllm_startup.py [--out bench/results/vllm_startup.md]
 
-For each case: the KV pool (GiB) and KV tokens gpuplan predicts against what vLLM printed. Positive error =
-gpuplan more generous than vLLM (the unsafe direction). Prints the table, the median absolute error and the most
-generous row of each column, and writes them as markdown.
+For each case: the weights ("Model loading took"), the KV pool (GiB) and KV tokens gpuplan predicts against what
+vLLM printed. Positive error = gpuplan more generous than vLLM (the unsafe direction; for weights: gpuplan
+heavier). A pool vLLM logged as zero or negative (it refused to start) is scored as a verdict: does gpuplan's
+pool come out empty too. Prints the table, the median absolute error and the most generous row of each column,
+and writes them as markdown.
 """
 
 from __future__ import annotations
@@ -23,12 +25,13 @@ sys.path.insert(0, str(ROOT / "src"))
 from gpuplan import estimate  # noqa: E402
 
 
-def predict(scenario: dict) -> tuple[float, int]:
+def predict(scenario: dict) -> tuple[float, int, float]:
     scenario = {"task": "infer", "engine": "vllm", **scenario}
     if str(scenario["model"]).startswith("bench/"):
         scenario["model"] = str(ROOT / scenario["model"])
-    engine = estimate(scenario, advise=False).memory.engine
-    return engine["available_kv_cache_gib"], engine["kv_cache_tokens"]
+    memory = estimate(scenario, advise=False).memory
+    engine = memory.engine
+    return engine["available_kv_cache_gib"], engine["kv_cache_tokens"], memory.weights_gib
 
 
 def pct(pred: float, real: float) -> float:
@@ -42,14 +45,20 @@ def main() -> None:
     cases = yaml.safe_load((HERE / "vllm_startup_cases.yaml").read_text())
     rows = []
     errors: dict[tuple[str, str], list[float]] = {}
+    verdicts = []
     for c in cases:
-        kv, tokens = predict(c["scenario"])
-        e_kv = pct(kv, c["kv_gib"]) if "kv_gib" in c else None
+        kv, tokens, weights = predict(c["scenario"])
+        refused = "kv_gib" in c and c["kv_gib"] <= 0
+        e_kv = pct(kv, c["kv_gib"]) if "kv_gib" in c and not refused else None
         e_tok = pct(tokens, c["kv_tokens"]) if "kv_tokens" in c else None
+        e_w = pct(weights, c["weights_gib"]) if "weights_gib" in c else None
         role = "excluded" if c.get("excluded") else c.get("role", "check")
-        for what, err in (("KV pool", e_kv), ("KV tokens", e_tok)):
+        for what, err in (("KV pool", e_kv), ("KV tokens", e_tok), ("weights", e_w)):
             if err is not None:
                 errors.setdefault((what, role), []).append(err)
+        if refused:
+            verdicts.append(f"{c['id']}: vLLM logged {c['kv_gib']:+.2f} GiB (refused to start); gpuplan's pool "
+                            f"{kv:.2f} GiB ({'refuses too' if kv <= 0.01 else 'would start: wrong'})")
         rows.append((c["id"], c["scenario"].get("engine_version"), c.get("kv_gib"), kv, e_kv, c.get("kv_tokens"),
                      tokens, e_tok, c.get("derived", False), role, c.get("excluded", "")))
     lines = ["| case | vLLM | role | pool logged GiB | gpuplan GiB | err % | tokens logged | gpuplan tokens | err % |",
@@ -68,7 +77,8 @@ def main() -> None:
     summary += ["", "Calibration rows set the constants in overheads.py (they check the arithmetic, not the model); "
                 "check rows are independent. * pool derived from the logged parts: requested - weights - peak - "
                 "non-torch."]
-    text = "\n".join(["# vLLM startup memory: gpuplan against public logs", "", *lines, "", *summary]) + "\n"
+    text = "\n".join(["# vLLM startup memory: gpuplan against public logs", "", *lines, "", *summary, "",
+                      *[f"- {v}" for v in verdicts]]) + "\n"
     Path(args.out).write_text(text)
     print(text)
 

@@ -31,7 +31,7 @@ from ..plan.estimate import estimate as _estimate
 from ..plan.recommend import Recommendation
 from ..result import Answer
 from ..scenario import Scenario, load_scenario, scenario_from
-from ..serving.capacity import Plan as Deployment
+from ..serving.capacity import Deployment
 from ..serving.workload import Workload
 
 ScenarioLike = Scenario | Mapping[str, Any] | str | Path
@@ -194,10 +194,12 @@ class CapacityReport(Answer):
     """``capacity``'s answer: the workload as resolved and each serving setup's sustainable rate and price."""
 
     workload: Workload
-    plans: list[Deployment]
+    plans: list[dict[str, Any]]  # the rows ``gpuplan capacity`` shows
+    deployments: list[Deployment] = Field(default_factory=list, exclude=True)  # each with its latency curve
 
 
-def capacity(model: str, workload: str | Path | Mapping[str, Any] | None = None, *, gpus: Iterable[str] = (),
+def capacity(model: str, workload: str | Path | Mapping[str, Any] | None = None, *, engine: str = "vllm",
+             gpus: Iterable[str] = (),
              max_gpus: int = 8, any_quant: bool = False, engine_version: str | None = None,
              kv_cache_dtype: str | None = None, calibration: str | Path | None = None, top: int = 8,
              **workload_fields: Any) -> CapacityReport:
@@ -212,6 +214,7 @@ def capacity(model: str, workload: str | Path | Mapping[str, Any] | None = None,
     from ..hardware import load_gpu
     from ..serving.calibrate import load_calibration
     from ..serving.capacity import capacity as search
+    from ..serving.capacity import shown
     from ..serving.workload import load_workload
 
     if not 1 <= max_gpus <= 64 or not 1 <= top <= 100:
@@ -220,12 +223,14 @@ def capacity(model: str, workload: str | Path | Mapping[str, Any] | None = None,
         w = load_workload(None, {**workload, **workload_fields})
     else:
         w = load_workload(workload, workload_fields)
-    s = scenario_from({k: v for k, v in dict(model=model, task="infer", engine="vllm", engine_version=engine_version,
+    if engine not in ("vllm", "sglang"):
+        raise GpuplanError(f"capacity simulates vllm or sglang, not {engine!r}")
+    s = scenario_from({k: v for k, v in dict(model=model, task="infer", engine=engine, engine_version=engine_version,
                                              kv_cache_dtype=kv_cache_dtype).items() if v is not None})
     ids = tuple(load_gpu(g).id for g in gpus if g.strip())
     plans = search(s, load_model(model), w, gpu_ids=ids, max_gpus=max_gpus, any_quant=any_quant,
                    simulate_top=top, calibration=load_calibration(calibration) if calibration else None)
-    return CapacityReport(workload=w, plans=plans)
+    return CapacityReport(workload=w, plans=shown(plans), deployments=plans)
 
 
 class LaunchFileInfo(BaseModel):

@@ -8,8 +8,8 @@ import typer
 from rich.table import Table
 
 from ..errors import GpuplanError
-from .app import JsonFlag, app, print_json, short
-from .render import out
+from .app import JsonFlag, app, out, print_json
+from .render import Column, FormatOption, bullet, num, resolve_format, show, usd
 
 
 @app.command("capacity")
@@ -17,7 +17,12 @@ def capacity_cmd(
     workload: Annotated[str | None, typer.Argument(help="Workload YAML (rate_rps, preset or prompt/output, slo...); "
                                                    "flags override it.", show_default=False)] = None,
     model: Annotated[str | None, typer.Option(help="Catalog alias, HF repo id or config.json path.")] = None,
-    rate: Annotated[float | None, typer.Option("--rate", help="Expected arrival rate, requests/s.")] = None,
+    rate: Annotated[float | None, typer.Option("--rate", help="Expected arrival rate, requests/s (open loop).")
+                    ] = None,
+    users: Annotated[int | None, typer.Option("--users", help="Concurrent users instead of a rate (closed loop: "
+                                              "each sends its next request after the last one finished).")] = None,
+    think_time: Annotated[float | None, typer.Option("--think-time", help="Closed loop: mean seconds a user waits "
+                                                     "between a reply and the next request [default 0].")] = None,
     preset: Annotated[str | None, typer.Option(help="Lengths: chat, summarize, generate, balanced, rag, code.")] = None,
     prompt_tokens: Annotated[int | None, typer.Option(help="Mean prompt length (fixed).")] = None,
     output_tokens: Annotated[int | None, typer.Option(help="Mean output length (fixed).")] = None,
@@ -31,77 +36,110 @@ def capacity_cmd(
     gpus: Annotated[str | None, typer.Option(help="Only these GPUs, comma-separated.")] = None,
     max_gpus: Annotated[int, typer.Option(help="Largest tensor-parallel group.")] = 8,
     any_quant: Annotated[bool, typer.Option(help="Also try fp8 weights (where supported) and AWQ int4.")] = False,
-    engine_version: Annotated[str | None, typer.Option(help="vLLM release whose rules apply [default: current].")
+    engine: Annotated[str, typer.Option(help="vllm or sglang (its pool and scheduler limits; timed as vLLM).")
+                      ] = "vllm",
+    engine_version: Annotated[str | None, typer.Option(help="Engine release whose rules apply [default: current].")
                               ] = None,
     kv_cache_dtype: Annotated[str | None, typer.Option(help="auto | fp8 | fp16 | bf16 | int8")] = None,
     calibration: Annotated[str | None, typer.Option(help="Corrections from `gpuplan calibrate-serving`.")] = None,
-    top: Annotated[int, typer.Option(help="Setups simulated (the cheapest by the closed-form bound).")] = 8,
+    top: Annotated[int, typer.Option(help="Setups simulated (the cheapest by the closed-form bound).")] = 6,
     plot: Annotated[str | None, typer.Option(help="Write the latency-vs-rate curves to this PNG (matplotlib).")
                     ] = None,
+    fmt: FormatOption = None,
     as_json: JsonFlag = False,
 ) -> None:
     """For every GPU type x count x tensor parallelism (x fp8/AWQ weights with --any-quant) that holds the model
-    in vLLM, the highest request rate that meets the SLOs (bisection on a simulation of vLLM's scheduler), the
-    cheapest offer, $ per million input and output tokens at that rate, and the Pareto front of cost vs time to
-    first token. Rates carry the band of the serving accuracy table.
+    in vLLM, the highest steady request rate (or, with --users, the most concurrent users) that meets the SLOs
+    (bisection on a simulation of vLLM's scheduler, judged after warm-up), the cheapest instance that holds a
+    tensor-parallel group whole, $ per million input and output tokens at that load, what the target costs in
+    whole instances, and the Pareto front of cost vs time to first token. Rates carry the band of the serving
+    accuracy table.
 
     Examples:
       gpuplan capacity --model llama-3.1-8b --rate 5 --prompt-tokens 2000 --output-tokens 300 --ttft 1 --tpot 0.05
       gpuplan capacity workload.yaml --model qwen2.5-72b --any-quant --json
+      gpuplan capacity --model gpt-oss-120b --users 20 --prompt-tokens 8192 --output-tokens 512 --gpus h100
     """
     from .. import api
 
     if model is None:
         raise GpuplanError("name the model: --model llama-3.1-8b (or a HF repo id / config.json path)")
-    report = api.capacity(model, workload, gpus=(gpus or "").split(","), max_gpus=max_gpus, any_quant=any_quant,
-                          engine_version=engine_version, kv_cache_dtype=kv_cache_dtype, calibration=calibration,
-                          top=top, **{k: v for k, v in dict(
-                              rate_rps=rate, preset=preset, prompt_tokens=prompt_tokens, output_tokens=output_tokens,
-                              trace=trace, ttft_s=ttft, tpot_s=tpot, e2e_s=e2e, percentile=percentile,
-                              burstiness=burstiness, shared_prefix_tokens=shared_prefix).items()})
-    plans, w = report.plans, report.workload
+    report = api.capacity(model, workload, engine=engine, gpus=(gpus or "").split(","), max_gpus=max_gpus,
+                          any_quant=any_quant, engine_version=engine_version, kv_cache_dtype=kv_cache_dtype,
+                          calibration=calibration, top=top, **dict(
+                              rate_rps=rate, users=users, think_s=think_time, preset=preset,
+                              prompt_tokens=prompt_tokens, output_tokens=output_tokens, trace=trace, ttft_s=ttft,
+                              tpot_s=tpot, e2e_s=e2e, percentile=percentile, burstiness=burstiness,
+                              shared_prefix_tokens=shared_prefix))
+    plans, w = report.deployments, report.workload
     if plot:
         from ..serving.report import plot_curves
 
         plot_curves(plans, w, plot)
-    if as_json:
-        print_json(report)
-        return
-    render(plans, w)
+    render(plans, w, resolve_format(fmt, as_json))
 
 
-def render(plans, w) -> None:
+def render(plans, w, fmt: str = "table") -> None:
+    from ..serving.capacity import shown
+
     slo = w.slo
     targets = ", ".join(f"{k} <= {v:g} s" for k, v in (("TTFT", slo.ttft_s), ("TPOT", slo.tpot_s), ("E2E", slo.e2e_s))
                         if v) or "none"
-    out.print(f"[bold]workload[/]: prompts ~{w.mean_prompt_tokens:,.0f} tokens, outputs ~{w.mean_output_tokens:,.0f}"
-              f", {'Poisson' if w.burstiness == 1 else f'gamma(shape {w.burstiness:g})'} arrivals; SLO p"
-              f"{slo.percentile}: {targets}" + (f"; target {w.rate_rps:g} req/s" if w.rate_rps else ""))
+    load = (f"{w.users} users (closed loop, think {w.think_s:g} s)" if w.users else
+            f"{'Poisson' if w.burstiness == 1 else f'gamma(shape {w.burstiness:g})'} arrivals"
+            + (f", target {w.rate_rps:g} req/s" if w.rate_rps else ""))
+    head = (f"workload: prompts ~{w.mean_prompt_tokens:,.0f} tokens, outputs ~{w.mean_output_tokens:,.0f}, {load}; "
+            f"SLO p{slo.percentile}: {targets}")
+    rows = shown(plans)
+    if fmt == "json":
+        show(rows, [], "json", json_data={"workload": w.model_dump(mode="json"), "plans": rows})
+        return
     if not plans:
+        bullet(head, prefix="")
         out.print("[red]no setup meets the SLOs[/]: relax them, allow more GPUs (--max-gpus) or quantization "
                   "(--any-quant)")
         return
-    table = Table(title="setups by cost per request at their highest SLO-meeting rate", title_justify="left")
-    for col in ("setup", "max req/s", "band", f"p{slo.percentile} TTFT", f"p{slo.percentile} TPOT", "$/h",
-                "$/M in", "$/M out", "$/1k req", "replicas", "offer"):
-        table.add_column(col, justify="left" if col in ("setup", "offer") else "right")
-    for p in plans:
-        star = "[green]*[/] " if p.pareto else ""
-        table.add_row(star + p.setup, f"{p.max_rate_rps:.2f}", f"{p.rate_band_rps[0]:.2f}-{p.rate_band_rps[1]:.2f}",
-                      _s(p.ttft_s), _s(p.tpot_s), _usd(p.usd_per_hour), _usd(p.usd_per_million_input),
-                      _usd(p.usd_per_million_output), _usd(p.usd_per_1k_requests),
-                      str(p.replicas_for_target or ""), short(p.offer or "") if p.offer else "-")
-    out.print(table)
-    out.print("[dim]* Pareto front of cost vs TTFT. Rates from a simulation of vLLM's scheduler on the roofline step "
-              "model; `--json` has each setup's latency-vs-rate curve.[/]")
+    target = bool(w.users or w.rate_rps)
+    load_col = Column("max_users", "users", num(), "right", 0) if w.users else \
+        Column("max_rate_rps", "req/s", num("{:,.2f}"), "right", 0)
+    cols = [Column("setup", "setup", priority=0, style=lambda r: "green" if r.get("pareto") else None),
+            load_col,
+            Column("ttft_s", f"p{slo.percentile} TTFT", _s, "right", 1),
+            Column("tpot_s", f"p{slo.percentile} TPOT", _s, "right", 2),
+            Column("streaming_tokens_per_s_per_user", "tok/s/user", num(), "right", 1),
+            Column("usd_per_1k_requests", "$/1k req", usd, "right", 1),
+            Column("usd_per_hour_for_target" if target else "usd_per_hour", "$/h all" if target else "$/h", usd,
+                   "right", 1),
+            Column("instances_for_target", "inst", num(), "right", 2),
+            Column("offer", "offer", priority=2),
+            Column("max_rate_rps" if w.users else "output_tokens_per_s", "req/s" if w.users else "out tok/s",
+                   num("{:,.2f}" if w.users else "{:,.0f}"), "right", 3),
+            Column("usd_per_million_output", "$/M out", usd, "right", 3),
+            Column("usd_per_million_input", "$/M in", usd, "right", 4),
+            Column("ttft_alone_s", "TTFT alone", _s, "right", 4),
+            Column("max_concurrency", "KV reqs", num(), "right", 4),
+            Column("kv_tokens", "KV tokens", num(), "right", 4)]
+    note = ("Green: the Pareto front of cost vs TTFT. tok/s/user: streaming speed, 1 / decode step at that load "
+            f"(p{slo.percentile} TPOT adds the stalls of other requests' prompts). KV reqs, KV tokens: requests of "
+            "the mean length the KV pool holds, and their tokens. "
+            + ("users: most concurrent users one replica serves within the SLOs (up to the target); " if w.users else
+               "req/s: highest steady rate one replica serves within the SLOs; ")
+            + ("$/h all, inst: what the target costs in whole instances. " if target else "")
+            + "From a simulation of vLLM's scheduler on the roofline step model, judged after warm-up; a "
+            "tensor-parallel group is priced on one instance that holds it whole."
+            + (" SGLang: its token pool, chunked_prefill_size and max_running_requests in that simulation, "
+               "timed as vLLM's engine (no public per-step data of SGLang calibrates one of its own); its radix "
+               "cache's reuse beyond a shared prefix is not modelled." if plans and plans[0].engine == "sglang"
+               else ""))
+    if fmt == "table":
+        bullet(head, prefix="")
+        show(rows, cols, fmt, title="setups, cheapest first", notes=[note])
+    else:
+        show(rows, cols, fmt, title=head, notes=[note])
 
 
 def _s(x: float | None) -> str:
-    return "-" if x is None else (f"{x * 1000:.0f} ms" if x < 10 else f"{x:.1f} s")
-
-
-def _usd(x: float | None) -> str:
-    return "-" if x is None else (f"{x:,.2f}" if x >= 0.1 else f"{x:.3f}")
+    return "" if x is None else (f"{x * 1000:.0f} ms" if x < 10 else f"{x:.1f} s")
 
 
 @app.command("calibrate-serving")

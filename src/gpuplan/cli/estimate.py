@@ -75,12 +75,15 @@ def render_estimate(result) -> None:
     if mem.cpu_gib:
         out.print(f"CPU memory for offloaded states: {mem.cpu_gib:.1f} GiB")
     engine_name = "SGLang" if s.get("engine") == "sglang" else "vLLM"  # the engines that preallocate a pool
-    if mem.max_concurrency is not None:
-        bullet(f"{engine_name} KV pool {mem.kv_cache_pool_gib:.1f} GiB: up to {mem.max_concurrency:,} concurrent "
-               f"requests of {s['prompt_tokens'] + s['output_tokens']:,} tokens, or {mem.max_context_tokens:,} tokens "
-               "in all",
-               prefix="")
     engine = getattr(mem, "engine", None) or {}
+    if mem.max_concurrency is not None:
+        logged = engine.get("kv_cache_tokens") if isinstance(engine, dict) else None
+        also = (f"; vLLM's log counts the same pool as {logged:,} tokens at --max-model-len "
+                f"{engine['max_model_len']:,}" if logged and abs(logged - mem.max_context_tokens) > 0.01 * logged
+                else "")
+        bullet(f"{engine_name} KV pool {mem.kv_cache_pool_gib:.1f} GiB: up to {mem.max_concurrency:,} concurrent "
+               f"requests of {s['prompt_tokens'] + s['output_tokens']:,} tokens ({mem.max_context_tokens:,} tokens "
+               f"of such requests){also}", prefix="")
     if isinstance(engine, dict) and engine.get("max_model_len_that_fits") and \
             engine["max_model_len_that_fits"] < (engine.get("max_model_len") or 0):  # its default would not start
         bullet(f"vLLM: start it with --max-model-len {engine['max_model_len_that_fits']:,} or less (one request of "
@@ -94,6 +97,9 @@ def render_estimate(result) -> None:
         if mem.max_concurrency is not None and not mem.fits and mem.headroom_gib >= 0:  # vLLM: the pool is short
             why = (f": {engine_name} takes its budget whatever the job, and the KV pool left holds "
                    f"{mem.max_concurrency:,} of the {s['batch_size']:,} concurrent requests asked; device")
+        elif mem.offloaded_layers and not mem.fits and mem.headroom_gib >= 0:  # llama.cpp: layers left on the CPU
+            why = (f": {mem.offloaded_layers} of {result.model.num_layers} layers would run from system RAM on the "
+                   "CPU (--cpu-layers counts that as fitting, at the speed below); device")
         out.print(verdict + Text(f" on {result.gpu.name}{why or ':'} {mem.device_peak_gib:.1f} of "
                                  f"{mem.capacity_gib:.1f} GiB usable, headroom {mem.headroom_gib:+.1f} GiB"))
         batch = "micro-batch" if s["task"] == "train" else "batch"
@@ -132,10 +138,14 @@ def _speed(result, s: dict) -> None:
         bullet(line, prefix="")
     else:
         per_user, rate = sp.tokens_per_s_per_sequence, sp.requests_per_s
+        streaming = sp.streaming_tokens_per_s_per_user
         line = (f"{head}: {sp.tokens_per_s:,.0f} output tokens/s in all{likely}"
-                + (f", {per_user:,.1f} per user" if per_user else "")
                 + (f", {rate:,.3g} requests/s" if rate else "")
-                + f"; decode step {1e3 * sp.step_time_s:.1f} ms ({sp.bound}-bound)")
+                + (f"; each user streams {streaming:,.0f} tokens/s (decode step, TPOT {1e3 * sp.step_time_s:.1f}"
+                   f" ms, {sp.bound}-bound)" if streaming else
+                   f"; decode step {1e3 * sp.step_time_s:.1f} ms ({sp.bound}-bound)")
+                + (f", {per_user:,.1f} tokens/s averaged over a whole request with the other users' prompts "
+                   "prefilled in between" if per_user and s["batch_size"] > 1 else ""))
         bullet(line, prefix="")
         if sp.ttft_s is not None:
             burst = sp.ttft_burst_s

@@ -55,9 +55,11 @@ CURRENT_VERSION = "0.33.0"
 
 
 def version_tuple(text: str | None) -> tuple[int, int, int]:
-    """``"0.6.3.post1"`` -> ``(0, 6, 3)``; None: the current release."""
-    parts = (text or CURRENT_VERSION).split(".")
-    nums = [int(p) for p in parts[:3] if p.isdigit()]
+    """``"0.6.3.post1"`` -> ``(0, 6, 3)``; ``"0.11.0rc2"``, ``"0.6.5.dev"``, ``"0.10.1.1"`` -> their release's
+    first three numbers (a pre-release follows the rules of the release it leads to); None: the current one."""
+    import re
+
+    nums = [int(x) for x in re.findall(r"\d+", re.split(r"(?:a|b|rc|\.?post|\.?dev|\+)", text or CURRENT_VERSION)[0])]
     return tuple([*nums, 0, 0, 0][:3])  # type: ignore[return-value]
 
 
@@ -180,7 +182,7 @@ def stage_weights(s: Scenario, m: ModelSpec, stage: Stage, gpu: GpuSpec | None) 
     per_layer = (sum(parts.values()) - parts["embeddings"] - parts["lm_head"] - parts["vision"] - norm_bytes) \
         / m.num_layers
     experts_share = parts["experts"] / m.num_layers
-    pad = mxfp4_padding(m, s.tp, gpu) if fmt.name == "mxfp4" else 1.0
+    pad = mxfp4_padding(m, s.tp, gpu, s.engine_version) if fmt.name == "mxfp4" else 1.0
     total = len(stage.layers) * (per_layer + experts_share * (pad - 1))
     if stage.first:
         total += parts["embeddings"] + parts["vision"]
@@ -189,22 +191,27 @@ def stage_weights(s: Scenario, m: ModelSpec, stage: Stage, gpu: GpuSpec | None) 
     return total / s.tp
 
 
-def mxfp4_padding(m: ModelSpec, tp: int, gpu: GpuSpec | None) -> float:
-    """Expert bytes after vLLM pads MXFP4 experts for its kernel (``vllm/model_executor/layers/fused_moe/oracle/
-    mxfp4.py`` ``mxfp4_round_up_hidden_size_and_intermediate_size``): Marlin (Ampere, Ada) rounds the hidden size
-    up to 256 and the per-rank intermediate size to 128; the Triton default (Hopper, Blackwell) rounds the
-    intermediate size to 64."""
+def mxfp4_padding(m: ModelSpec, tp: int, gpu: GpuSpec | None, version: str | None = None) -> float:
+    """Expert bytes vLLM holds after loading MXFP4 experts for its kernel, over the checkpoint's
+    (``vllm/model_executor/layers/fused_moe/oracle/mxfp4.py`` ``mxfp4_round_up_hidden_size_and_intermediate_size``):
+    Marlin (Ampere, Ada; Hopper before 0.11, whose wheels came without OpenAI's triton_kernels: vllm#23278's
+    0.10.1 log on an H100 warns "Weight-only FP4 compression will be used leveraging the Marlin kernel" and
+    loads gpt-oss-120b in 65.97 GiB, this rule's 65.90) rounds the hidden size up to 256 and the per-rank
+    intermediate size to 128; the Triton backend (Hopper from 0.11, Blackwell) rounds the intermediate size to
+    64, and on Hopper its swizzled layout holds ``VLLM_MXFP4_TRITON_HOPPER_LOAD`` more at the end of loading."""
     h = m.hidden_size
     inter = max((lin.in_features for layer in m.layers for lin in layer.linears if lin.group == "experts"
                  and lin.out_features == h), default=0)
     if not inter:
         return 1.0
     part = inter / tp
-    if gpu is not None and gpu.generation in ("Ampere", "Ada", "Turing", "Volta"):
+    hopper = gpu is not None and gpu.generation == "Hopper"
+    if gpu is not None and (gpu.generation in ("Ampere", "Ada", "Turing", "Volta")
+                            or (hopper and version_tuple(version) < (0, 11, 0))):
         hp, ip = math.ceil(h / 256) * 256, math.ceil(part / 128) * 128
-    else:
-        hp, ip = h, math.ceil(part / 64) * 64
-    return (hp * ip) / (h * part)
+        return (hp * ip) / (h * part)
+    pad = math.ceil(part / 64) * 64 / part
+    return pad * (1 + oh.VLLM_MXFP4_TRITON_HOPPER_LOAD) if hopper else pad
 
 
 # ---- the profiling run -----------------------------------------------------------------------------

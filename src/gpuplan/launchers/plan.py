@@ -161,7 +161,11 @@ class LaunchPlan:
             out["max_steps"] = self.max_steps
         else:
             out["max_concurrency"] = mem.max_concurrency
+            out["kv_tokens"] = mem.max_context_tokens
             out["kv_cache_pool_gib"] = None if mem.kv_cache_pool_gib is None else round(mem.kv_cache_pool_gib, 2)
+            out["ttft_s"] = None if self.speed.ttft_s is None else round(self.speed.ttft_s, 4)
+            streaming = self.speed.streaming_tokens_per_s_per_user
+            out["streaming_tokens_per_s_per_user"] = None if streaming is None else round(streaming, 2)
         out["hours"] = None if self.hours is None else round(self.hours, 2)
         out["usd_per_hour"] = None if self.usd_per_hour is None else round(self.usd_per_hour, 4)
         out["usd_total"] = None if self.usd_total is None else round(self.usd_total, 2)

@@ -18,6 +18,7 @@ from ..tensors import activations as act
 from ..tensors.breakdown import GIB, Estimate
 from ..tensors.kv import kv_bytes_per_sequence
 from ..tensors.state import attention_kernel, weight_format
+from .pool import sglang_pool, vllm_pool
 
 # transformers runs every token through every expert in these families (Llama4TextMoe.forward repeats the hidden
 # states for all experts and batch-multiplies them: transformers models/llama4/modeling_llama4.py), so its MoE
@@ -124,10 +125,9 @@ def _vllm(s: Scenario, m: ModelSpec, e: Estimate, gpu: GpuSpec | None) -> Estima
         e.extra["outside"] = {"CUDA graphs": vllm.cudagraph_estimate(m, sm.limits, s.tp, gpu)}
     e.preallocated = sm.requested
     e.assumptions += sm.assumptions
-    stage_blocks = [(st, sm.num_blocks) for st in vllm.stages(m, s.pp)]
-    per_request = max(vllm.kv_geometry(s, m, st, sm.limits, max_len=tokens)[1] for st, _ in stage_blocks)
-    e.extra["max_concurrency"] = sm.num_blocks // per_request if per_request else None
-    e.extra["max_context_tokens"] = sm.kv_tokens
+    pool = vllm_pool(s, m, sm)
+    e.extra["max_concurrency"] = pool.max_concurrency
+    e.extra["max_context_tokens"] = pool.kv_tokens
     e.extra["kv_cache_pool_gib"] = sm.kv_pool / GIB
     e.extra["engine"] = {
         "engine": "vllm", "version": sm.rules.version, "max_num_batched_tokens": sm.limits.max_num_batched_tokens,
@@ -163,8 +163,9 @@ def _sglang(s: Scenario, m: ModelSpec, e: Estimate, gpu: GpuSpec | None) -> Esti
     e.other["SGLang load overhead (beyond the weights)"] = oh.SGLANG_LOAD_EXTRA_GIB * GIB
     e.other["SGLang reserve (activations, CUDA graphs)"] = reserve * GIB
     e.preallocated = (sm.weights_gib + sm.kv_pool_gib + reserve) * GIB
-    e.extra["max_concurrency"] = min(sm.kv_tokens // tokens, sm.max_running_requests) if tokens else None
-    e.extra["max_context_tokens"] = sm.kv_tokens
+    pool = sglang_pool(s, sm)
+    e.extra["max_concurrency"] = pool.max_concurrency
+    e.extra["max_context_tokens"] = pool.kv_tokens
     e.extra["kv_cache_pool_gib"] = sm.kv_pool_gib
     e.extra["engine"] = {
         "engine": "sglang", "version": s.engine_version or "0.5 (2025-10 reserve rule)",

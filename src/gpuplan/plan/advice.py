@@ -225,13 +225,18 @@ def _speed_change(s: Scenario, changed: Scenario, m: ModelSpec, gpu: GpuSpec, be
 def _serving_fixes(s: Scenario, m: ModelSpec) -> list[Fix]:
     out: list[Fix] = []
     if (s.quant or "none") == "none" and s.engine != "llama.cpp":
-        out.append(Fix(label="8-bit weights (int8)", change={"quant": "int8"},
-                       cost="LLM.int8 is slower than bf16; small quality cost", group="weights", slowdown=1.5))
-        out.append(Fix(label="4-bit weights (AWQ)", change={"quant": "awq-int4"},
-                       cost="fast kernels; small quality cost", group="weights", slowdown=1.0))
+        # a checkpoint that ships quantized (MXFP4, FP8, AWQ/GPTQ) is re-quantized only from a converted copy
+        shipped = m.shipped_format()[0].name if m.quantization else None
+        re = f"re-quantize the {shipped} checkpoint to " if shipped else ""
+        convert = "; needs a converted checkpoint" if shipped else ""
+        out.append(Fix(label=f"{re}8-bit weights (int8)", change={"quant": "int8"},
+                       cost=f"LLM.int8 is slower than bf16; small quality cost{convert}", group="weights",
+                       slowdown=1.5))
+        out.append(Fix(label=f"{re}4-bit weights (AWQ)", change={"quant": "awq-int4"},
+                       cost=f"fast kernels; small quality cost{convert}", group="weights", slowdown=1.0))
         if s.engine in ("vllm", "sglang"):
-            out.append(Fix(label="fp8 weights", change={"quant": "fp8"},
-                           cost="native on Ada/Hopper+, weight-only (Marlin) on Ampere; tiny quality cost",
+            out.append(Fix(label=f"{re}fp8 weights", change={"quant": "fp8"},
+                           cost=f"native on Ada/Hopper+, weight-only (Marlin) on Ampere; tiny quality cost{convert}",
                            group="weights", slowdown=1.0))
     if s.engine == "sglang" and (s.mem_fraction_static or 0.0) < 0.93:
         out.append(Fix(label="--mem-fraction-static 0.93 (a larger SGLang pool)", change={"mem_fraction_static": 0.93},
@@ -244,15 +249,25 @@ def _serving_fixes(s: Scenario, m: ModelSpec) -> list[Fix]:
         out.append(Fix(label="fp8 KV cache", change={"kv_cache_dtype": "fp8"},
                        cost="half the KV memory; tiny quality cost", group="kv", slowdown=1.0))
     n = s.world_size
-    if n > 1 and s.tp * s.pp == 1:
-        out.append(Fix(label=f"split the model over your {n} GPUs (tensor parallel {n})",
-                       change={"tp": n, "strategy": None}, cost="all-reduce per layer: NVLink recommended",
-                       group="gpus", slowdown=1.1))
-    for k in (2, 4, 8):
-        if k > n and m.num_heads % k == 0:
-            out.append(Fix(label=f"tensor parallel over {k} GPUs", change={"num_gpus": k, "tp": k, "pp": 1,
-                                                                           "strategy": None},
-                           cost="all-reduce per layer: NVLink recommended", group="gpus", slowdown=1.1, more_gpus=True))
+    if s.engine == "llama.cpp":  # llama.cpp splits by layer (or by row), never tensor parallel
+        out += [Fix(label=f"split the layers over {k} GPUs (llama.cpp --split-mode layer)", change={"num_gpus": k},
+                    cost="the GPUs run their layers in turn: more memory, not more speed per request",
+                    group="gpus", slowdown=1.0, more_gpus=True) for k in (2, 4, 8) if k > n]
+        if not s.cpu_layers:
+            out.append(Fix(label="let llama.cpp run the layers that do not fit from system RAM (--cpu-layers)",
+                           change={"cpu_layers": True}, cost="those layers run on the CPU at the RAM's speed: "
+                           "several times slower", group="offload", slowdown=3.0))
+    else:
+        if n > 1 and s.tp * s.pp == 1:
+            out.append(Fix(label=f"split the model over your {n} GPUs (tensor parallel {n})",
+                           change={"tp": n, "strategy": None}, cost="all-reduce per layer: NVLink recommended",
+                           group="gpus", slowdown=1.1))
+        for k in (2, 4, 8):
+            if k > n and m.num_heads % k == 0:
+                out.append(Fix(label=f"tensor parallel over {k} GPUs", change={"num_gpus": k, "tp": k, "pp": 1,
+                                                                               "strategy": None},
+                               cost="all-reduce per layer: NVLink recommended", group="gpus", slowdown=1.1,
+                               more_gpus=True))
     if s.batch_size > 1:
         out.append(Fix(label=f"batch {max(s.batch_size // 2, 1)}", change={"batch_size": max(s.batch_size // 2, 1)},
                        cost="fewer concurrent requests", group="batch", keeps_job=False))
@@ -374,13 +389,17 @@ def _vllm_suggestions(s: Scenario, m: ModelSpec, gpu: GpuSpec, report, fixes: li
         _, r = memory_report(changed, m, gpu)
         gib, requests = pool(r)
         if r.fits or gib > before + 1e-3 or requests > held:
-            found.append((fix, bool(r.fits), gib, requests, r.device_peak_gib, _implied(s, changed, fix.change)))
+            found.append((fix, bool(r.fits), gib, requests, r.device_peak_gib, _implied(s, changed, fix.change),
+                          changed.prompt_tokens + changed.output_tokens))
     found.sort(key=lambda x: (not x[1], x[0].more_gpus, not x[0].keeps_job, x[0].slowdown or 1.0 if x[1] else -x[2]))
-    tokens = s.prompt_tokens + s.output_tokens
-    return [Suggestion(change=f"{_with_implied(fix.label, implied)}: KV pool {before:.1f} -> {gib:.1f} GiB, up to "
-                       f"{requests:,} concurrent requests of {tokens:,} tokens", fields={
+
+    def pool_change(gib: float) -> str:  # the same GiB can hold more tokens (fp8 KV): say so only when it grows
+        return f" (KV pool {before:.1f} -> {gib:.1f} GiB)" if gib > before + 0.05 else ""
+
+    return [Suggestion(change=f"{_with_implied(fix.label, implied)}: {held:,} -> {requests:,} concurrent requests "
+                       f"of {tokens:,} tokens{pool_change(gib)}", fields={
                            k: v for k, v in fix.change.items() if v is not None}, device_peak_gib=peak, fits=ok,
-                       cost=fix.cost) for fix, ok, gib, requests, peak, implied in found]
+                       cost=fix.cost) for fix, ok, gib, requests, peak, implied, tokens in found]
 
 
 def smallest_combination(s: Scenario, m: ModelSpec, gpu: GpuSpec, fixes: list[Fix]) -> Suggestion | None:

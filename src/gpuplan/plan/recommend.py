@@ -97,8 +97,10 @@ class Setup(BaseModel):
     capacity_gib: float
     headroom_pct: float
     tokens_per_s: float
-    tokens_per_s_per_user: float | None = None
+    tokens_per_s_per_user: float | None = None  # streaming: 1 / decode step (speed.streaming_tokens_per_s_per_user)
     ttft_s: float | None = None
+    kv_tokens: int | None = None  # serving engines with a pool: memory.pool.kv_pool, as estimate and capacity
+    max_concurrency: int | None = None
     tokens_per_s_low: float
     tokens_per_s_high: float
     bound: str
@@ -149,8 +151,10 @@ def parse_have(text: str) -> tuple[str, int]:
     return load_gpu(name.strip()).id, int(count)
 
 
-def _variants(s: Scenario, c: Constraints) -> list[tuple[list[str], dict]]:
-    """Technique combinations to try, cheapest in speed first."""
+def _variants(s: Scenario, c: Constraints, shipped: str | None = None) -> list[tuple[list[str], dict]]:
+    """Technique combinations to try, cheapest in speed first. ``shipped``: the checkpoint's own quantized
+    format (MXFP4 gpt-oss, FP8 DeepSeek, an AWQ or GPTQ repo), which ``any_quant`` serves as shipped, alone and
+    with an fp8 KV cache: re-quantizing it is a conversion of its own, named in the notes, not a row."""
     if s.task == "infer":
         engines = [s.engine] if "engine" in s.model_fields_set else ["vllm", "transformers"]
         out: list[tuple[list[str], dict]] = []
@@ -158,7 +162,9 @@ def _variants(s: Scenario, c: Constraints) -> list[tuple[list[str], dict]]:
             base = {"engine": engine} if engine != s.engine else {}
             label = [engine] if "engine" not in s.model_fields_set else []
             out.append((label, base))
-            if c.any_quant and s.quant is None and engine != "llama.cpp":
+            if c.any_quant and s.quant is None and engine != "llama.cpp" and shipped:
+                out.append(([*label, f"{shipped} as shipped", "fp8 KV cache"], {**base, "kv_cache_dtype": "fp8"}))
+            elif c.any_quant and s.quant is None and engine != "llama.cpp":
                 out += [([*label, "fp8 KV cache"], {**base, "kv_cache_dtype": "fp8"}),
                         ([*label, "int8 weights"], {**base, "quant": "int8"}),
                         ([*label, "fp8 weights"], {**base, "quant": "fp8"}),
@@ -260,7 +266,8 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
     biggest = max(cards.values(), key=lambda g: g.usable_gib, default=None)
     as_given: dict[tuple, tuple] = {}  # layout -> (scenario as given on it, its allocator-level bytes)
     pending: dict[int, tuple] = {}  # setup -> what its change note needs (written for the setups shown only)
-    for labels, change in _variants(s, c):
+    shipped = m.shipped_format()[0].name if m.quantization else None
+    for labels, change in _variants(s, c, shipped):
         for layout in _layouts(s, m, c, change.get("framework", s.framework)):
             try:  # a stack refuses what it cannot run (torchtune with ZeRO, Unsloth over FSDP...)
                 scenario = s.model_copy(update={**change, **layout, "gpu": None})
@@ -303,6 +310,10 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
         if result.fewest is not None:
             result.fewest_line = fewest_line(s, m, result.fewest, c.deadline_hours)
     result.notes = _price_notes(s, c, all_offers, cards)
+    if shipped and c.any_quant and s.task == "infer" and s.quant is None:
+        result.notes.append(f"the checkpoint ships as {shipped}: rows serve it as shipped (and with an fp8 KV "
+                            "cache); re-quantizing it (--quant awq-int4, fp8, int8) needs a converted checkpoint "
+                            "and is priced only when asked")
     result.model_exact, result.model_exact_reason = m.exact, m.inexact_reason
     result.defaults = list(m.notes)
     result.warnings = [w for w in (inexact_warning(m),) if w]
@@ -410,9 +421,12 @@ def _priced(s: Scenario, m: ModelSpec, gpu: GpuSpec, labels: list[str], peak: fl
             reference: tuple[float, str] | None, trainable: int, note: str = "") -> list[Setup]:
     """``s`` on every offer of ``gpu``; spot compared with ``reference``, the cheapest on-demand price anywhere;
     ``note`` says what the variant's techniques or stack save and cost."""
+    from ..memory.pool import kv_pool
+
     out = []
     speeds: dict[str, object] = {}
     per_node = s.world_size // s.num_nodes if s.task == "train" else s.tp * s.pp
+    pool = kv_pool(s, m, gpu) if s.task == "infer" else None
     for offer in offers:
         if offer.gpu_id != gpu.id or per_node > max_per_node(offer):
             continue
@@ -437,7 +451,9 @@ def _priced(s: Scenario, m: ModelSpec, gpu: GpuSpec, labels: list[str], peak: fl
                       provider=offer.provider, pricing=offer.pricing, owned=offer.pricing == "owned",
                       device_peak_gib=peak, capacity_gib=gpu.usable_gib,
                       headroom_pct=100 * (1 - peak / gpu.usable_gib), tokens_per_s=speed.tokens_per_s,
-                      tokens_per_s_per_user=speed.tokens_per_s_per_sequence, ttft_s=speed.ttft_s,
+                      tokens_per_s_per_user=speed.streaming_tokens_per_s_per_user, ttft_s=speed.ttft_s,
+                      kv_tokens=pool.kv_tokens if pool else None,
+                      max_concurrency=pool.max_concurrency if pool else None,
                       tokens_per_s_low=speed.tokens_per_s_low, tokens_per_s_high=speed.tokens_per_s_high,
                       bound=speed.bound, usd_per_hour=cost.usd_per_hour, hours=hours,
                       usd_total=cost.usd_total if hours is not None else None,

@@ -130,6 +130,8 @@ class Scenario(BaseModel):
                                       description="llama.cpp --ubatch-size (default 512)")
     flash_attention: Literal["auto", "on", "off"] = Field(
         default="auto", description="llama.cpp --flash-attn (auto: on where the backend supports it)")
+    cpu_layers: bool = Field(default=False, description="llama.cpp: count a run with layers left in system RAM "
+                             "(on the CPU, slow) as fitting; by default it fits only with every layer on the GPU")
     # hardware and parallelism
     gpu: str | None = None
     num_gpus: int = Field(default=1, ge=1, le=1024)
@@ -173,7 +175,8 @@ class Scenario(BaseModel):
         if value is None:
             return None
         text = str(value).strip().lstrip("v")
-        if not re.fullmatch(r"\d+(\.\d+){1,2}(\.post\d+)?", text):
+        # as `vllm --version` / pip print them (PEP 440): 0.10.1.1, 0.11.0rc2, 0.6.5.dev, 0.6.3.post1, +local
+        if not re.fullmatch(r"\d+(\.\d+){1,3}((a|b|rc)\d*)?(\.?post\d*)?(\.?dev\d*)?(\+[\w.]+)?", text):
             example = "4.38.2 or 4.57" if info.field_name == "transformers_version" else "0.33.0 or 0.6.3"
             raise ValueError(f"{info.field_name} takes a release number like {example}, not {value!r}")
         return text
@@ -304,7 +307,7 @@ TRAIN_ONLY = frozenset({"method", "optimizer", "optimizer_impl", "lora_rank", "l
 INFER_ONLY = frozenset({"batch_size", "prompt_tokens", "output_tokens", "kv_cache_dtype", "engine",
                         "mem_fraction_static", "gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs",
                         "max_model_len", "engine_version", "entry_point", "enforce_eager", "ubatch_tokens",
-                        "flash_attention"})
+                        "flash_attention", "cpu_layers"})
 
 
 def scenario_from(data: dict[str, Any] | Scenario) -> Scenario:

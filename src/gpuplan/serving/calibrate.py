@@ -121,7 +121,7 @@ def replay(model, engine, *, rate_rps: float | None, prompt, output, shared_pref
     ``shared_prefix`` tokens (the group's system prompt) hit from the first round."""
     import numpy as np
 
-    from .simulate import arrivals, simulate
+    from .simulate import arrivals, pool_hits, simulate
 
     n = len(prompt)
     prompt, output = np.asarray(prompt), np.asarray(output)
@@ -129,11 +129,7 @@ def replay(model, engine, *, rate_rps: float | None, prompt, output, shared_pref
     arrive = np.zeros(n) if not rate_rps else arrivals(rate_rps, n, burstiness, rng)
     if not distinct_prompts:
         return simulate(model, engine, arrive, prompt, output, shared_prefix, max_concurrency=max_concurrency)
-    block = engine.block_tokens
-    whole = (prompt - 1) // block * block  # vLLM caches full blocks and computes at least the last token
-    hits = np.where(np.arange(n) >= distinct_prompts, whole, np.minimum(shared_prefix, whole) // block * block)
-    hits[:1] = 0
-    blocks = int(min(distinct_prompts, n) * whole.mean() // block)
+    hits, blocks = pool_hits(prompt, distinct_prompts, shared_prefix, engine.block_tokens)
     return simulate(model, engine, arrive, prompt, output, max_concurrency=max_concurrency, prefix_hits=hits,
                     cached_blocks=blocks)
 

@@ -1,30 +1,31 @@
 """A discrete-event simulation of vLLM V1's scheduler, one engine step at a time (numpy; imported on demand).
 
 Each step (``vllm/v1/core/sched/scheduler.py`` ``Scheduler.schedule``): running requests first, in order, each
-taking its next prefill chunk or one decode token out of the ``max_num_batched_tokens`` budget; a request that
-needs a KV block the pool lacks preempts the most recently admitted running request (recompute: its blocks are
-freed, it returns to the head of the queue keeping the tokens it generated, and recomputes prompt and those
-tokens when it resumes); then, unless this step preempted, waiting requests are admitted in arrival order while
-the budget, ``max_num_seqs`` and free blocks allow (chunked prefill: a long prompt takes several steps; without
-it, ``--no-enable-chunked-prefill``, a prompt waits until it fits the step's budget whole). From 0.19 a waiting
-request is admitted only if its whole known sequence fits the free blocks, not just its first chunk
+taking its next prefill chunk or one decode token out of the ``max_num_batched_tokens`` budget; a request that needs
+a KV block the pool lacks preempts the most recently admitted running request (recompute: its blocks are freed, it
+returns to the head of the queue keeping the tokens it generated, and recomputes prompt and those tokens when it
+resumes); then, unless this step preempted, waiting requests are admitted in arrival order while the budget,
+``max_num_seqs`` and free blocks allow (chunked prefill: a long prompt takes several steps; without it,
+``--no-enable-chunked-prefill``, a prompt waits until it fits the step's budget whole). From 0.19 a waiting request
+is admitted only if its whole known sequence fits the free blocks, not just its first chunk
 (``scheduler_reserve_full_isl``, vLLM PR #37307: it stops chunked prompts from being admitted, preempted and
-re-admitted in a loop). The step lasts
-:meth:`StepModel.time` of what it holds; a request's first token comes at the end of the step that finishes its
-prompt, plus the model's per-request latency outside the engine (``request_s``). Shared-prefix tokens hit the
-prefix cache after the first request (no compute, blocks shared). A client with ``max_concurrency`` (``vllm
-bench serve --max-concurrency``, inference-perf's workers) sends a request only while fewer are in flight;
-latencies count from the send. With vLLM's async scheduling (``StepModel.async_host``, 0.14+) the engine core
-schedules step N+1 while the GPU runs step N (``vllm/v1/engine/core.py`` ``step_with_batch_queue``), so a request
-arriving during step N first runs in step N+2: one step later than the synchronous loop, unless the engine was
-idle. Runs of pure-decode steps with no arrival in between are advanced together (their step times summed at
-the mid-point context), which keeps light loads fast.
+re-admitted in a loop). The step lasts :meth:`StepModel.time` of what it holds; a request's first token comes at the
+end of the step that finishes its prompt, plus the model's per-request latency outside the engine (``request_s``).
+Shared-prefix tokens hit the prefix cache after the first request (no compute, blocks shared). A client with
+``max_concurrency`` (``vllm bench serve --max-concurrency``, inference-perf's workers) sends a request only while
+fewer are in flight; latencies count from the send. Closed loop (``users`` with ``think_s``): each of ``users``
+clients sends its next request ``think_s`` seconds after its last one finished (exponential think times of that
+mean; 0: back to back, as ``vllm bench serve --max-concurrency``). With vLLM's async scheduling
+(``StepModel.async_host``, 0.14+) the engine core schedules step N+1 while the GPU runs step N
+(``vllm/v1/engine/core.py`` ``step_with_batch_queue``), so a request arriving during step N first runs in step N+2:
+one step later than the synchronous loop, unless the engine was idle. Runs of pure-decode steps with no arrival in
+between are advanced together (their step times summed at the mid-point context), which keeps light loads fast.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -41,13 +42,16 @@ class Scheduler:
     reserve_full_sequence: bool = False  # vLLM 0.19+: admit a waiting request only if its whole sequence fits
 
 
-def vllm_scheduler(s, mem, *, chunked_prefill: bool = True) -> Scheduler:
+def vllm_scheduler(s, mem, *, chunked_prefill: bool = True, blocks: int | None = None) -> Scheduler:
     """The scheduler of ``s``'s vLLM release over the KV pool and limits its startup ``mem`` gives
-    (:func:`gpuplan.engines.vllm.startup_memory`)."""
+    (:func:`gpuplan.engines.vllm.startup_memory`); ``blocks``: the pool in 16-token blocks of requests
+    (:attr:`gpuplan.memory.pool.KvPool.sim_blocks`: hybrid models' sliding-window pages counted), by default
+    its block ids."""
     from .. import overheads as oh
     from ..engines import vllm
 
-    return Scheduler(kv_blocks=mem.num_blocks, block_tokens=oh.VLLM_BLOCK_TOKENS, max_num_seqs=mem.limits.max_num_seqs,
+    return Scheduler(kv_blocks=mem.num_blocks if blocks is None else blocks, block_tokens=oh.VLLM_BLOCK_TOKENS,
+                  max_num_seqs=mem.limits.max_num_seqs,
                   max_num_batched_tokens=mem.limits.max_num_batched_tokens, chunked_prefill=chunked_prefill,
                   reserve_full_sequence=vllm.reserve_full_sequence(s))
 
@@ -62,6 +66,10 @@ class Outcome:
     output_tokens: int
     preemptions: int
     completed: int
+    # each completed request's send time and last token's time (engine clock, before request_s), in the order
+    # of the latencies
+    sent_at: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    finished_at: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     @property
     def output_tokens_per_s(self) -> float:
@@ -76,6 +84,18 @@ class Outcome:
         return float(np.percentile(x, q)) if len(x) else math.inf
 
 
+def pool_hits(prompt: np.ndarray, distinct_prompts: int, shared_prefix: int, block: int) -> tuple[np.ndarray, int]:
+    """Prefix-cache hits of requests cycling through ``distinct_prompts`` prompts in turn (inference-perf's
+    shared-prefix data): from the second round each prompt's full blocks hit, in the first round only the
+    ``shared_prefix`` (the group's system prompt) after the very first request. Returns each request's hit
+    tokens and the blocks the cache holds for them (for :func:`simulate`'s ``prefix_hits``, ``cached_blocks``)."""
+    n = len(prompt)
+    whole = (prompt - 1) // block * block  # vLLM caches full blocks and computes at least the last token
+    hits = np.where(np.arange(n) >= distinct_prompts, whole, np.minimum(shared_prefix, whole) // block * block)
+    hits[:1] = 0
+    return hits, int(min(distinct_prompts, n) * whole.mean() // block)
+
+
 def arrivals(rate_rps: float, n: int, burstiness: float, rng) -> np.ndarray:
     """Arrival times of ``n`` requests: gamma inter-arrival times of shape ``burstiness`` and mean ``1/rate``
     (Poisson at 1), as ``vllm bench serve`` draws them."""
@@ -85,13 +105,22 @@ def arrivals(rate_rps: float, n: int, burstiness: float, rng) -> np.ndarray:
 
 def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np.ndarray, output: np.ndarray,
              shared_prefix: int = 0, max_steps: int = 2_000_000, max_concurrency: int | None = None,
-             prefix_hits: np.ndarray | None = None, cached_blocks: int = 0) -> Outcome:
+             prefix_hits: np.ndarray | None = None, cached_blocks: int = 0, users: int | None = None,
+             think_s: float = 0.0, rng=None) -> Outcome:
     """Serve the requests; returns per-request latencies (requests that never fit the pool are dropped and
     counted out of ``completed``). ``shared_prefix``: tokens every prompt starts with (cached after the first
     request); or ``prefix_hits``, each request's prompt tokens found in the prefix cache, with ``cached_blocks``
-    blocks the cache holds for them."""
+    blocks the cache holds for them. ``users``: a closed loop (see the module docstring); ``arrive`` is then
+    ignored past its length, the number of requests sent in all."""
     n = len(arrive)
     cap = max_concurrency or n
+    if users:  # closed loop: request i goes out when a user is ready; times are filled in as they become known
+        import heapq
+
+        think = (lambda: rng.exponential(think_s)) if think_s > 0 and rng is not None else (lambda: think_s)
+        ready = sorted(think() for _ in range(users))
+        arrive = np.full(n, math.inf)
+        _next_user(arrive, ready, 0, heapq)
     sent = np.asarray(arrive, dtype=float).copy()
     in_flight, full_until = 0, -math.inf
     bt = engine.block_tokens
@@ -126,7 +155,11 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
                 sent[nxt] = max(arrive[nxt], full_until)
                 waiting.append(nxt)
                 in_flight += 1
+            elif users:  # refused at once: that user thinks and sends another
+                heapq.heappush(ready, arrive[nxt] + think())
             nxt += 1
+            if users and nxt < n:
+                _next_user(arrive, ready, nxt, heapq)
         if not running and not waiting:
             if nxt >= n:
                 break
@@ -177,26 +210,36 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
             continue
         idx = np.asarray(sched_idx, dtype=np.int64)
         take = np.asarray(sched_take, dtype=np.int64)
-        prefilling = done_tokens[idx] < target[idx]
-        pre_tok = float(take[prefilling].sum())
-        pre_seqs = float(prefilling.sum())
-        pairs = float((take[prefilling] * (done_tokens[idx][prefilling] + take[prefilling] / 2)).sum())
+        have, want_all = done_tokens[idx], target[idx]
+        prefilling = have < want_all
+        n_pre = int(np.count_nonzero(prefilling))
+        if n_pre:  # (a pure-decode step skips this arithmetic: the common case)
+            tp, hp = take[prefilling], have[prefilling]
+            pre_tok = float(tp.sum())
+            pairs = float((tp * (hp + tp / 2)).sum())
+            finishing = float(np.count_nonzero(hp + tp >= want_all[prefilling]))
+            ctx = float(have.sum() - hp.sum())
+        else:
+            pre_tok = pairs = finishing = 0.0
+            ctx = float(have.sum())
+        pre_seqs, n_dec = float(n_pre), float(len(idx) - n_pre)
         dec = ~prefilling
-        ctx = float(done_tokens[idx][dec].sum())
         k = 1
-        if pre_tok == 0 and not waiting and len(idx) == len(running):
-            # pure decode until a request finishes or the next one arrives: advance k steps at once
-            left_out = output[idx] - generated[idx]
-            k = int(left_out.min())
-            while k > 1 and int((-(-(done_tokens[idx] + k) // bt) - held[idx]).sum()) > free:
+        # the queue cannot move until a request finishes: it waits on max_num_seqs or on free blocks, not on
+        # this step's token budget (decoding takes blocks, never frees them)
+        blocked = bool(waiting) and budget > 0
+        if not n_pre and (not waiting or blocked) and len(idx) == len(running):
+            # pure decode until a request finishes or the next one arrives (that could be admitted): advance k
+            # steps at once
+            k = int((output[idx] - generated[idx]).min())
+            while k > 1 and int((-(-(have + k) // bt) - held[idx]).sum()) > free:
                 k //= 2
-        finishing = float((prefilling & (done_tokens[idx] + take >= target[idx])).sum())
-        dt1 = model.time(pre_tok, float(dec.sum()), ctx, pairs, pre_seqs, float(dec.sum()) + finishing)
+        dt1 = model.time(pre_tok, n_dec, ctx, pairs, pre_seqs, n_dec + finishing)
         if k > 1:
             dt_mid = model.time(0.0, float(len(idx)), ctx + len(idx) * (k - 1) / 2)
-            if nxt < n and in_flight < cap:
+            if nxt < n and in_flight < cap and arrive[nxt] < math.inf and not blocked:
                 k = max(1, min(k, int((arrive[nxt] - t) / dt_mid)))
-            extra = np.maximum(-(-(done_tokens[idx] + k) // bt) + (done_tokens[idx] + 1) // -bt, 0)
+            extra = np.maximum(-(-(have + k) // bt) + (have + 1) // -bt, 0)
             held[idx] += extra
             free -= int(extra.sum())
             dt = dt1 + (k - 1) * dt_mid
@@ -205,11 +248,15 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
         scheduled_at, busy = t + dt - (dt_mid if k > 1 else dt1), True  # the last step's start
         t += dt
         steps += k
-        done_tokens[idx] += np.where(prefilling, take, k)
-        completes_prompt = prefilling & (done_tokens[idx] >= target[idx])
-        generated[idx] += np.where(dec, k, 0) + completes_prompt
-        newly = idx[completes_prompt & np.isnan(first[idx])]
-        first[newly] = t
+        if n_pre:
+            done_tokens[idx] = have + np.where(prefilling, take, k)
+            completes_prompt = prefilling & (done_tokens[idx] >= want_all)
+            generated[idx] += np.where(dec, k, 0) + completes_prompt
+            newly = idx[completes_prompt & np.isnan(first[idx])]
+            first[newly] = t
+        else:
+            done_tokens[idx] = have + k
+            generated[idx] += k
         over = idx[generated[idx] >= output[idx]]
         if len(over):
             finish[over] = t
@@ -218,6 +265,11 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
             gone = set(over.tolist())
             running = [r for r in running if r not in gone]
             finished += len(over)
+            if users:
+                for _ in range(len(over)):
+                    heapq.heappush(ready, t + think())
+                if nxt < n:
+                    _next_user(arrive, ready, nxt, heapq)
             if in_flight == cap:
                 full_until = t
             in_flight -= len(over)
@@ -229,7 +281,15 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
     return Outcome(ttft_s=ttft, tpot_s=tpot, e2e_s=e2e,
                    duration_s=float(finish[ok].max() + model.request_s - sent[0]) if ok.any() else 0.0,
                    input_tokens=int(prompt[ok].sum()), output_tokens=int(out.sum()), preemptions=preempt,
-                   completed=int(ok.sum()))
+                   completed=int(ok.sum()), sent_at=sent[ok], finished_at=finish[ok])
+
+
+def _next_user(arrive: np.ndarray, ready: list[float], nxt: int, heapq) -> None:
+    """Closed loop: request ``nxt`` (the next to send) goes out at the earliest time a user is ready (a user
+    readied since it was timed may come first: its time goes back to the heap)."""
+    if not math.isinf(arrive[nxt]):
+        heapq.heappush(ready, float(arrive[nxt]))
+    arrive[nxt] = heapq.heappop(ready) if ready else math.inf
 
 
 def _schedule_with_preemption(running: list[int], waiting: list[int], budget: int, free: int, preempt: int, bt: int,

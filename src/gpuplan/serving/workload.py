@@ -77,6 +77,10 @@ class Workload(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     rate_rps: float | None = Field(default=None, gt=0, le=100_000, allow_inf_nan=False,
                                    description="the expected arrival rate, requests/s")
+    users: int | None = Field(default=None, ge=1, le=100_000, description="closed loop: concurrent users, each "
+                              "sending its next request think_s after its last one finished (instead of rate_rps)")
+    think_s: float = Field(default=0.0, ge=0, le=3600, allow_inf_nan=False,
+                           description="closed loop: mean think time between a user's requests, seconds")
     burstiness: float = Field(default=1.0, gt=0, le=100, allow_inf_nan=False,
                               description="gamma shape of inter-arrival times (1: Poisson; < 1: bursty)")
     preset: str | None = None
@@ -84,6 +88,9 @@ class Workload(BaseModel):
     output: Lengths | None = None
     shared_prefix_tokens: int = Field(default=0, ge=0, le=10_000_000,
                                       description="tokens every prompt starts with (prefix cache hits)")
+    distinct_prompts: int | None = Field(default=None, ge=1, le=10_000_000, description="requests cycle through "
+                                         "this many distinct prompts (from the second round their full blocks "
+                                         "hit the prefix cache)")
     trace: str | None = Field(default=None, description="a trace file (vLLM bench formats)")
     slo: Slo = Slo()
     num_requests: int = Field(default=600, ge=20, le=200_000, description="requests per simulated rate point")
@@ -95,6 +102,8 @@ class Workload(BaseModel):
             close = did_you_mean(self.preset, PRESETS)
             raise ValueError(f"unknown preset {self.preset!r}" + (f"; did you mean {close[0]!r}?" if close else
                              f"; choose one of {', '.join(PRESETS)}"))
+        if self.users is not None and self.rate_rps is not None:
+            raise ValueError("give an arrival rate (open loop) or a number of users (closed loop), not both")
         if self.prompt is None and self.preset is None and self.trace is None:
             raise ValueError("say how long requests are: prompt and output lengths, a preset "
                              f"({', '.join(PRESETS)}) or a trace file")
@@ -230,5 +239,7 @@ def load_workload(path: str | Path | None = None, overrides: dict[str, Any] | No
         if first["type"] == "extra_forbidden":
             close = did_you_mean(field.split(".")[-1], Workload.model_fields)
             msg = "unknown field" + (f"; did you mean {close[0]!r}?" if close else "")
+        if not first["loc"]:  # a rule across fields: the sentence says it all
+            raise GpuplanError(f"workload: {msg}") from None
         raise GpuplanError(f"workload {field}: {msg}" + (f" (got {first.get('input')!r})"
                                                           if first["type"] != "extra_forbidden" else "")) from None

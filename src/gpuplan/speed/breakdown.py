@@ -13,7 +13,9 @@ class Speed:
     """Training: ``step_time_s`` is one optimizer step, ``tokens_per_s`` over all GPUs. Inference:
     ``step_time_s`` is one decode step of the whole batch, ``tokens_per_s`` the output tokens/s of all
     sequences together; ``ttft_s`` one request's prefill alone, ``ttft_burst_s`` the last of ``batch_size``
-    prompts arriving at once.
+    prompts arriving at once; ``streaming_tokens_per_s_per_user`` is ``1 / step_time_s`` (vLLM's inter-token
+    latency while the batch decodes, the speed people quote per user), ``tokens_per_s_per_sequence`` a request's
+    output over its whole cycle, other users' prompts prefilled in between included.
 
     ``parts_s`` adds up to ``step_time_s`` (seconds per step by kind of work). ``tokens_per_s_low`` and
     ``_high`` bracket the estimate with the calibration spread of this kind of estimate.
@@ -31,7 +33,8 @@ class Speed:
     flops_per_token: float | None = None
     ttft_s: float | None = None
     ttft_burst_s: float | None = None
-    tokens_per_s_per_sequence: float | None = None
+    tokens_per_s_per_sequence: float | None = None  # a request's output over its whole cycle (others' prompts too)
+    streaming_tokens_per_s_per_user: float | None = None  # 1 / decode step: what a user sees while it streams
     request_latency_s: float | None = None
     requests_per_s: float | None = None
     assumptions: list[str] = field(default_factory=list)

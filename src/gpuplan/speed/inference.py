@@ -323,6 +323,7 @@ def inference_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | 
     speed = Speed(tokens_per_s=rates.output_tokens_per_s, step_time_s=step, bound=bound, parts_s=parts,
                   compute_s=burst, communication_s=parts.get("tensor_parallel", 0.0), ttft_s=single,
                   ttft_burst_s=burst, tokens_per_s_per_sequence=rates.tokens_per_s_per_user,
+                  streaming_tokens_per_s_per_user=1 / step if step > 0 else None,
                   request_latency_s=rates.request_latency_s, requests_per_s=rates.requests_per_s)
     shares = ", ".join(f"{k.replace('_', ' ')} {1e3 * v:.2f} ms" for k, v in
                        sorted(parts.items(), key=lambda kv: -kv[1])[:4])

@@ -114,6 +114,13 @@ def inference_speed(x: Context) -> dict[str, Formula]:
                 "the next prompts (continuous batching, as vLLM and TGI serve)",
         substituted=f"{b} x {o:,} / ({o:,} x {step * 1000:,.1f} ms + {prefill:,.3f} s) = "
                     f"{b * o / cycle if cycle > 0 else 0:,.1f} tokens/s", constants=[_range(sp, "decode")])
+    if sp.streaming_tokens_per_s_per_user:
+        out["speed.streaming_tokens_per_s_per_user"] = Formula(
+            label="streaming tokens/s per user", value=sp.streaming_tokens_per_s_per_user, unit="tokens/s",
+            accuracy=acc, computed=1 / step if step > 0 else None,
+            formula="streaming speed = 1 / decode step: the tokens each user sees per second while the batch "
+                    "decodes (vLLM's inter-token latency); other users' prompts prefilled in between add stalls",
+            substituted=f"1 / {step * 1000:,.1f} ms = {1 / step if step > 0 else 0:,.1f} tokens/s")
     if sp.ttft_s is not None:
         out["speed.ttft_s"] = Formula(
             label="time to first token", value=sp.ttft_s, unit="s", accuracy=acc, note=ttft,

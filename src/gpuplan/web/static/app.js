@@ -251,8 +251,9 @@ function renderVerdict(r) {
   } else {
     v.className = m.fits ? "ok" : "bad";
     v.dataset.fits = String(m.fits);
+    const pool = r.scenario.engine === "sglang" ? "SGLang's token pool" : "vLLM's KV pool";
     const engine = m.max_concurrency !== null
-      ? [`: vLLM's KV pool holds ${m.max_concurrency} of the ${r.scenario.batch_size} concurrent requests; it takes `]
+      ? [`: ${pool} holds ${m.max_concurrency} of the ${r.scenario.batch_size} concurrent requests; it takes `]
       : m.gpu_layers !== null ? [`: llama.cpp places ${m.gpu_layers} of ${r.model.num_layers} layers on the GPU; `]
         : [": "];
     v.replaceChildren(h("strong", {id: "verdict-word"}, m.fits ? "Fits" : "Does not fit"), ` on ${where}`, ...engine,
@@ -264,8 +265,10 @@ function renderVerdict(r) {
   }
   const lines = [];
   if (m.max_concurrency !== null) {
-    lines.push(`vLLM KV pool ${num(m.kv_cache_pool_gib, 1)} GiB: up to ${m.max_concurrency} concurrent requests, ` +
-      `${m.max_context_tokens.toLocaleString()} tokens in all.`);
+    const tokens = r.scenario.prompt_tokens + r.scenario.output_tokens;
+    lines.push(`${r.scenario.engine === "sglang" ? "SGLang" : "vLLM"} KV pool ${num(m.kv_cache_pool_gib, 1)} GiB: ` +
+      `up to ${m.max_concurrency} concurrent requests of ${tokens.toLocaleString()} tokens ` +
+      `(${m.max_context_tokens.toLocaleString()} tokens of such requests).`);
   }
   if (m.fits !== null) {
     const t = r.scenario.task === "train";
@@ -358,6 +361,10 @@ function renderSpeedCost(r) {
       sp.flops_per_token));
   } else {
     rows.push(numberRow("speed.ttft_s", "time to first token", num(sp.ttft_s, 2) + " s", sp.ttft_s));
+    if (sp.streaming_tokens_per_s_per_user) {
+      rows.push(numberRow("speed.streaming_tokens_per_s_per_user", "streaming tokens/s per user (1 / decode step)",
+        num(sp.streaming_tokens_per_s_per_user, 0), sp.streaming_tokens_per_s_per_user));
+    }
   }
   if (sp.mfu) rows.push(numberRow("speed.mfu", "implied MFU", num(sp.mfu, 3), sp.mfu));
   rows.push(h("p", {class: "hint"}, `${sp.bound}-bound; the range is the calibration spread of this kind of estimate`));

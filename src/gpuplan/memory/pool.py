@@ -1,0 +1,71 @@
+"""KV tokens and concurrent requests of one serving scenario: the one function estimate, recommend, capacity,
+launch and the web page read, so that one scenario shows the same numbers everywhere.
+
+For requests of ``prompt_tokens + output_tokens``:
+
+- vLLM: the pool's block ids over the ids one such request takes in every KV-cache group
+  (:func:`gpuplan.engines.vllm.kv_geometry`: whole blocks of its tokens in full-attention groups; in sliding-window
+  groups the window plus one step's tokens, ``SlidingWindowSpec.max_memory_usage_bytes``), which is how vLLM
+  counts its "Maximum concurrency for N tokens per request" (``vllm/v1/core/kv_cache_utils.py``
+  ``get_max_concurrency_for_kv_cache_config``) at N = the request's length. ``kv_tokens`` is that concurrency
+  times the request's length: the tokens of such requests the pool holds at once. vLLM's own log line "GPU KV
+  cache size: N tokens" counts at ``--max-model-len`` instead (``logged_tokens``): the same pool, a different
+  request length, so for hybrid sliding-window models (gpt-oss) a different number of tokens;
+- SGLang: its token pool (``max_total_num_tokens``) over the request's tokens, capped by
+  ``max_running_requests``; ``kv_tokens`` is the pool.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .. import overheads as oh
+
+
+@dataclass(frozen=True, kw_only=True)
+class KvPool:
+    engine: str
+    pool_gib: float
+    request_tokens: int  # one request: prompt + output
+    max_concurrency: int  # whole requests of request_tokens the pool holds at once
+    kv_tokens: int  # tokens of such requests the pool holds at once
+    logged_tokens: int  # what the engine logs at its max_model_len (vLLM "GPU KV cache size", SGLang #tokens)
+    max_model_len: int
+    sim_blocks: int  # 16-token blocks a scheduler simulation gives the pool (requests of this length fill it alike)
+
+
+def vllm_pool(s, m, sm) -> KvPool:
+    """The pool of vLLM's startup memory ``sm`` (:func:`gpuplan.engines.vllm.startup_memory` of ``s``)."""
+    from ..engines import vllm
+
+    tokens = s.prompt_tokens + s.output_tokens
+    per_request = max(vllm.kv_geometry(s, m, st, sm.limits, max_len=tokens)[1] for st in vllm.stages(m, s.pp))
+    exact = sm.num_blocks / per_request if per_request else 0.0
+    plain = math.ceil(tokens / oh.VLLM_BLOCK_TOKENS)  # the blocks of one group of full attention
+    return KvPool(engine="vllm", pool_gib=sm.kv_pool / 2**30, request_tokens=tokens,
+                  max_concurrency=sm.num_blocks // per_request if per_request else 0,
+                  kv_tokens=int(exact * tokens), logged_tokens=sm.kv_tokens, max_model_len=sm.limits.max_model_len,
+                  sim_blocks=sm.num_blocks * plain // per_request if per_request else 0)
+
+
+def sglang_pool(s, sm) -> KvPool:
+    """The pool of SGLang's startup memory ``sm`` (:func:`gpuplan.engines.sglang.startup_memory` of ``s``)."""
+    tokens = s.prompt_tokens + s.output_tokens
+    return KvPool(engine="sglang", pool_gib=sm.kv_pool_gib, request_tokens=tokens,
+                  max_concurrency=min(sm.kv_tokens // tokens, sm.max_running_requests) if tokens else 0,
+                  kv_tokens=sm.kv_tokens, logged_tokens=sm.kv_tokens, max_model_len=sm.context_len,
+                  sim_blocks=sm.kv_tokens // oh.VLLM_BLOCK_TOKENS)
+
+
+def kv_pool(s, m, gpu) -> KvPool | None:
+    """The KV pool of serving ``s`` on ``gpu`` with its engine (None for engines without a preallocated pool)."""
+    if s.engine == "vllm":
+        from ..engines import vllm
+
+        return vllm_pool(s, m, vllm.startup_memory(s, m, gpu))
+    if s.engine == "sglang":
+        from ..engines import sglang
+
+        return sglang_pool(s, sglang.startup_memory(s, m, gpu, mem_fraction_static=s.mem_fraction_static))
+    return None
