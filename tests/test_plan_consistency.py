@@ -124,3 +124,32 @@ def test_the_reviews_owned_geforce_cards_have_one_speed(client):
     assert launched.speed.tokens_per_s == pytest.approx(x.tokens_per_s, **SAME)
     assert "without peer-to-peer" in " ".join(gpuplan.estimate(x.scenario).assumptions)
     check_setup(x, 4, client)
+
+
+@pytest.mark.parametrize("fields", [
+    # the review's SGLang case: 140.4 of 140.3 GiB usable was called "fits, headroom -0.1 GiB"
+    {"model": "deepseek-v3", "task": "infer", "engine": "sglang", "gpu": "h200", "num_gpus": 8, "tp": 8,
+     "prompt_tokens": 4096, "batch_size": 64},
+    # the review's vLLM case: a short KV pool was called "does not fit ... headroom +7.8 GiB"
+    {"model": "gpt-oss-120b", "task": "infer", "engine": "vllm", "gpu": "h100-sxm", "batch_size": 20,
+     "prompt_tokens": 8192, "output_tokens": 256},
+    {"model": "llama-3.1-8b", "task": "train", "method": "lora", "gpu": "rtx-4090", "micro_batch_size": 8},
+])
+def test_a_verdict_never_contradicts_its_headroom(fields):
+    """"fits" comes with a headroom of zero or more on every engine; "does not fit" with a positive headroom only
+    when memory is not what is short (a KV pool too small for the requests, llama.cpp layers on the CPU), and the
+    command line then says so instead of printing the headroom."""
+    mem = gpuplan.estimate(fields, advise=False).memory
+    assert mem.fits is not None
+    if mem.fits:
+        assert mem.headroom_gib >= 0
+    elif mem.headroom_gib >= 0:
+        assert (mem.max_concurrency is not None and mem.max_concurrency < fields["batch_size"]) or mem.offloaded_layers
+    from typer.testing import CliRunner
+
+    from gpuplan.cli import app
+
+    flags = [f"--{k.replace('_', '-')}={v}" for k, v in fields.items()]
+    verdict = next(line for line in CliRunner().invoke(app, ["estimate", *flags]).stdout.splitlines()
+                   if line.startswith(("fits", "does not fit")))
+    assert ("headroom" in verdict) == (mem.fits or mem.headroom_gib < 0), verdict

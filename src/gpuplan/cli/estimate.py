@@ -100,8 +100,10 @@ def render_estimate(result) -> None:
         elif mem.offloaded_layers and not mem.fits and mem.headroom_gib >= 0:  # llama.cpp: layers left on the CPU
             why = (f": {mem.offloaded_layers} of {result.model.num_layers} layers would run from system RAM on the "
                    "CPU (--cpu-layers counts that as fitting, at the speed below); device")
+        # headroom is the answer only when memory decides: a short KV pool or CPU layers are not out of memory
+        room = f", headroom {mem.headroom_gib:+.1f} GiB" if mem.fits or mem.headroom_gib < 0 else ""
         out.print(verdict + Text(f" on {result.gpu.name}{why or ':'} {mem.device_peak_gib:.1f} of "
-                                 f"{mem.capacity_gib:.1f} GiB usable, headroom {mem.headroom_gib:+.1f} GiB"))
+                                 f"{mem.capacity_gib:.1f} GiB usable{room}"))
         batch = "micro-batch" if s["task"] == "train" else "batch"
         length = "sequence" if s["task"] == "train" else "prompt"
         out.print(f"largest {batch} that fits: {mem.max_batch_size or 'none'}; longest {length}: "

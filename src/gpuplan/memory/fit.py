@@ -113,8 +113,9 @@ def memory_report(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> tuple[Estim
 
 
 def _fits(s: Scenario, e: Estimate, r: MemoryReport, capacity: float) -> bool:
-    if s.engine in ("vllm", "sglang"):  # they take their budget whatever the job: the pool must hold the requests
-        return (r.max_concurrency or 0) >= s.batch_size
+    if s.engine in ("vllm", "sglang"):  # they take their budget whatever the job: the pool must hold the requests,
+        # and the budget with what lives outside it must fit the card ("fits" never comes with a negative headroom)
+        return (r.max_concurrency or 0) >= s.batch_size and r.device_peak_gib <= capacity
     if s.engine == "llama.cpp":  # it places what fits and runs the rest on the CPU: that fits only when asked
         return r.device_peak_gib <= capacity and (s.cpu_layers or not r.offloaded_layers)
     return r.device_peak_gib <= capacity

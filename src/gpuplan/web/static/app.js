@@ -259,9 +259,10 @@ function renderVerdict(r) {
     v.replaceChildren(h("strong", {id: "verdict-word"}, m.fits ? "Fits" : "Does not fit"), ` on ${where}`, ...engine,
       h("span", {id: "verdict-peak", "data-value": m.device_peak_gib}, num(m.device_peak_gib)), " of ",
       h("span", {id: "verdict-capacity", "data-value": m.capacity_gib}, num(m.capacity_gib)),
-      " GiB usable per GPU, headroom ",
-      h("span", {id: "verdict-headroom", "data-value": m.headroom_gib}, (m.headroom_gib >= 0 ? "+" : "") +
-        num(m.headroom_gib)), " GiB.");
+      // headroom is the answer only when memory decides: a short KV pool or CPU layers are not out of memory
+      ...(m.fits || m.headroom_gib < 0 ? [" GiB usable per GPU, headroom ",
+        h("span", {id: "verdict-headroom", "data-value": m.headroom_gib}, (m.headroom_gib >= 0 ? "+" : "") +
+          num(m.headroom_gib)), " GiB."] : [" GiB usable per GPU: memory is not what is short."]));
   }
   const lines = [];
   if (m.max_concurrency !== null) {
