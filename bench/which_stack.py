@@ -41,9 +41,9 @@ def rows(model: str, gpu: str) -> list[str]:
                 except GpuplanError as err:
                     lines.append(f"| {framework} | {method} | {seq:,} | - | - | - | {err} |")
                     break
-                mem, speed = r.memory, r.speed or {}
+                mem, tokens_per_s = r.memory, (r.speed.tokens_per_s if r.speed else 0.0)
                 lines.append(f"| {framework} | {method} | {seq:,} | {mem.device_peak_gib:.1f} | "
-                             f"{'yes' if mem.fits else 'no'} | {speed.get('tokens_per_s', 0):,.0f} | "
+                             f"{'yes' if mem.fits else 'no'} | {tokens_per_s:,.0f} | "
                              f"{WHAT[framework]} |")
             else:
                 continue

@@ -193,10 +193,10 @@ def test_stack_speed_factors_come_from_the_published_benchmarks():
     hf = estimate(common, advise=False).speed
     fast = estimate({**common, "framework": "unsloth"}, advise=False).speed
     # the factor scales the micro-steps' GPU and host work (compute_s); the optimizer step and the loop stay
-    assert hf["compute_s"] / fast["compute_s"] == pytest.approx(2.0 * 7301 / 7309, rel=1e-3)
-    assert fast["tokens_per_s"] > 1.8 * hf["tokens_per_s"]
+    assert hf.compute_s / fast.compute_s == pytest.approx(2.0 * 7301 / 7309, rel=1e-3)
+    assert fast.tokens_per_s > 1.8 * hf.tokens_per_s
     compiled = estimate({**common, "compile": True}, advise=False).speed
-    assert hf["compute_s"] / compiled["compute_s"] == pytest.approx(8998 / 7075, rel=1e-3)
+    assert hf.compute_s / compiled.compute_s == pytest.approx(8998 / 7075, rel=1e-3)
 
 
 # ---- the profiles' byte rules, by hand -------------------------------------------------------------------------
@@ -340,9 +340,9 @@ def test_op_sac_recomputes_every_second_matmul_and_no_attention():
     common = {**BASE, "framework": "torchtitan", "gpu": "h100-sxm", "seq_len": 4096}
     none, sac = (estimate({**common, "grad_checkpointing": g}, advise=False).speed for g in ("none", "selective"))
     again = linears_s(m, gpu, "bf16", 4096, targets=frozenset({"k_proj", "o_proj", "up_proj"}))
-    assert sac["parts_s"]["gemm"] - none["parts_s"]["gemm"] == pytest.approx(again, rel=1e-9)
-    assert sac["parts_s"]["attention"] == pytest.approx(none["parts_s"]["attention"], rel=1e-12)
-    assert sac["parts_s"]["elementwise"] - none["parts_s"]["elementwise"] == pytest.approx(
+    assert sac.parts_s["gemm"] - none.parts_s["gemm"] == pytest.approx(again, rel=1e-9)
+    assert sac.parts_s["attention"] == pytest.approx(none.parts_s["attention"], rel=1e-12)
+    assert sac.parts_s["elementwise"] - none.parts_s["elementwise"] == pytest.approx(
         elementwise_s(m, gpu, 4096), rel=1e-9)
     flops = {g: training_flops_per_token(scenario(framework="torchtitan", seq_len=4096, grad_checkpointing=g), m)
              for g in ("none", "selective")}
@@ -362,7 +362,7 @@ def test_checkpoint_every_recomputes_one_layer_in_n():
     common = {**BASE, "framework": "torchtitan", "gpu": "h100-sxm", "seq_len": 4096}
     none = estimate({**common, "grad_checkpointing": "none"}, advise=False).speed
     every4 = estimate({**common, "grad_checkpointing": "full", "checkpoint_every": 4}, advise=False).speed
-    assert every4["parts_s"]["gemm"] - none["parts_s"]["gemm"] == pytest.approx(
+    assert every4.parts_s["gemm"] - none.parts_s["gemm"] == pytest.approx(
         linears_s(m, gpu, "bf16", 4096) / 4, rel=1e-9)
     s = scenario(framework="torchtitan", seq_len=4096, grad_checkpointing="full", checkpoint_every=4)
     n, attention = matmul_params(m), attention_flops_per_token(m, 4096)
@@ -386,14 +386,14 @@ def test_activation_offload_pcie_round_trip_by_hand():
     ckpt = scenario_from({**common, "grad_checkpointing": "full"})
     assert offloaded_activation_bytes(ckpt, m) == (16 - 5) * 2048 * 2048 * 2
     sp = estimate({**common, "grad_checkpointing": "full"}, advise=False).speed
-    assert (16 - 5) * 2048 * 2048 * 2 / pcie < sp["compute_s"] / 4 and "activation_offload" not in sp["parts_s"]
+    assert (16 - 5) * 2048 * 2048 * 2 / pcie < sp.compute_s / 4 and "activation_offload" not in sp.parts_s
     plain = scenario_from({**common, "grad_checkpointing": "none"})
     copy = offloaded_activation_bytes(plain, m) / pcie
     sp = estimate({**common, "grad_checkpointing": "none"}, advise=False).speed
-    forward = sp["compute_s"] / 3
+    forward = sp.compute_s / 3
     assert copy > forward
-    assert sp["parts_s"]["activation_offload"] == pytest.approx(max(0, copy - forward) + max(0, copy - 2 * forward))
-    assert sum(sp["parts_s"].values()) == pytest.approx(sp["step_time_s"], rel=1e-12)
+    assert sp.parts_s["activation_offload"] == pytest.approx(max(0, copy - forward) + max(0, copy - 2 * forward))
+    assert sum(sp.parts_s.values()) == pytest.approx(sp.step_time_s, rel=1e-12)
 
 
 def test_advice_speed_cost_is_the_speed_models_ratio():

@@ -15,7 +15,7 @@ from ..errors import GpuplanError
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from ..sharding import sharding_for
-from ..stacks import stack_for
+from ..stacks import State, stack_for
 from ..stacks.base import head_inputs
 from ..tensors import activations as act
 from ..tensors.breakdown import GIB, Estimate
@@ -36,16 +36,7 @@ def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None
     stage_layers = m.layers[:math.ceil(m.num_layers / pp)]  # the first stage holds the most micro-batches
     shard = 1 / (s.tp * pp)
 
-    st = engine.state(s, m, rt)
-    engine.offload(s, st)
-    e.weights, e.gradients, e.optimizer, e.cpu = st.weights, st.gradients, st.optimizer, st.cpu
-    if s.optimizer == "paged-adamw-8bit" and e.optimizer:
-        # bitsandbytes' paged optimizers allocate their states with cudaMallocManaged (functional.get_paged):
-        # outside PyTorch's allocator, so torch.cuda.max_memory_* never counts them; nvidia-smi does, until the
-        # driver pages them to the CPU under memory pressure
-        e.managed["paged optimizer states (CUDA managed memory)"] = e.optimizer
-        e.optimizer = 0.0
-    e.assumptions += st.assumptions
+    st = _model_state(e, s, m, rt, engine)
     grads_total = st.gradients
 
     # -- activations: what each layer keeps under the checkpointing policy, on the GPU
@@ -69,35 +60,15 @@ def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None
 
     # forward: all kept activations + the logits and loss at the end (and the output the loop keeps)
     forward = grads_prev + A_all + max(fwd_tmp, lsaved + lfwd + held)
-    # backward, layer by layer from the last: activations still kept + gradients made so far + transients
-    n = len(stage_layers)
-    g_layer = (grads_total - grads_prev) / max(n, 1) if s.grad_accum_steps == 1 else 0.0
-    backward = grads_prev + A_all + lsaved + lbwd + held
-    remaining = A_all
-    for j in range(n - 1, -1, -1):
-        layer = stage_layers[j]
-        # a checkpointed layer recomputes its saved set from what it kept (counted in ``remaining``); the
-        # recompute's own temporaries are gone before the layer's backward makes its gradients
-        transient = bwd_kinds[layer]
-        if recomputed[j]:
-            transient = max(transient, fwd_kinds[layer])
-        made = g_layer if s.optimizer_in_backward else g_layer * (n - j)  # stepped and freed as they come
-        live = grads_prev + remaining + made + recomputed[j] + transient + held
-        backward = max(backward, live + lsaved * (j == n - 1))
-        remaining -= in_flight * resident[j]
+    backward = _backward_peak(s, stage_layers, resident, recomputed, fwd_kinds, bwd_kinds, in_flight=in_flight,
+                              grads_total=grads_total, grads_prev=grads_prev, loss_saved=lsaved, loss_backward=lbwd,
+                              held=held)
     if s.method == "full" and m.tie_word_embeddings and s.grad_accum_steps == 1:
         # tied embeddings: the lm_head's gradient waits in autograd's input buffer until the embedding's
         # arrives, and the two are summed out of place (what the fake-tensor simulation runs)
         tied = m.vocab_size * m.embedding_dim * shard * grads_total / max(st.trainable * shard, 1)
         backward = max(backward, (tied if s.optimizer_in_backward else grads_total) + 2 * tied + held)
-    largest_param = max(lin.weight_params / lin.count for layer, _ in m.layer_kinds() for lin in layer.linears)
-    # the optimizer steps over this rank's share: its TP/PP shard, and its ZeRO / FSDP partition
-    local_trainable = st.trainable * shard / engine.shards(s)[2]
-    step = grads_total + optimizer_step_temporaries(s, local_trainable, st.state_bytes, int(largest_param * shard))
-    step += st.step_extra
-    if s.offload != "none":
-        step = grads_total
-    step += held
+    step = _step_peak(s, m, engine, st, shard) + held
     phases = {"forward": forward, "backward": backward}
     if not s.optimizer_in_backward:
         phases["optimizer_step"] = step
@@ -123,6 +94,55 @@ def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None
     e.extra["params_trainable"] = st.trainable
     e.assumptions += rt.notes(s)
     return e
+
+
+def _model_state(e: Estimate, s: Scenario, m: ModelSpec, rt, engine) -> State:
+    """Weights, gradients and optimizer states per GPU as the sharding holds them (offloaded parts on the CPU)."""
+    st = engine.state(s, m, rt)
+    engine.offload(s, st)
+    e.weights, e.gradients, e.optimizer, e.cpu = st.weights, st.gradients, st.optimizer, st.cpu
+    if s.optimizer == "paged-adamw-8bit" and e.optimizer:
+        # bitsandbytes' paged optimizers allocate their states with cudaMallocManaged (functional.get_paged):
+        # outside PyTorch's allocator, so torch.cuda.max_memory_* never counts them; nvidia-smi does, until the
+        # driver pages them to the CPU under memory pressure
+        e.managed["paged optimizer states (CUDA managed memory)"] = e.optimizer
+        e.optimizer = 0.0
+    e.assumptions += st.assumptions
+    return st
+
+
+def _backward_peak(s: Scenario, stage_layers: list, resident: list[float], recomputed: list[float],
+                   fwd_kinds: dict, bwd_kinds: dict, *, in_flight: int, grads_total: float, grads_prev: float,
+                   loss_saved: float, loss_backward: float, held: float) -> float:
+    """The backward's peak, layer by layer from the last: activations still kept + gradients made so far +
+    the layer's transients (a checkpointed layer's recompute among them)."""
+    n = len(stage_layers)
+    g_layer = (grads_total - grads_prev) / max(n, 1) if s.grad_accum_steps == 1 else 0.0
+    backward = grads_prev + in_flight * sum(resident) + loss_saved + loss_backward + held
+    remaining = in_flight * sum(resident)
+    for j in range(n - 1, -1, -1):
+        layer = stage_layers[j]
+        # a checkpointed layer recomputes its saved set from what it kept (counted in ``remaining``); the
+        # recompute's own temporaries are gone before the layer's backward makes its gradients
+        transient = bwd_kinds[layer]
+        if recomputed[j]:
+            transient = max(transient, fwd_kinds[layer])
+        made = g_layer if s.optimizer_in_backward else g_layer * (n - j)  # stepped and freed as they come
+        live = grads_prev + remaining + made + recomputed[j] + transient + held
+        backward = max(backward, live + loss_saved * (j == n - 1))
+        remaining -= in_flight * resident[j]
+    return backward
+
+
+def _step_peak(s: Scenario, m: ModelSpec, engine, st: State, shard: float) -> float:
+    """The optimizer step: the gradients, and the step's temporaries over this rank's share (its TP/PP shard and
+    its ZeRO / FSDP partition); with offload, the step runs on the CPU."""
+    if s.offload != "none":
+        return st.gradients
+    largest_param = max(lin.weight_params / lin.count for layer, _ in m.layer_kinds() for lin in layer.linears)
+    local_trainable = st.trainable * shard / engine.shards(s)[2]
+    return (st.gradients + optimizer_step_temporaries(s, local_trainable, st.state_bytes, int(largest_param * shard))
+            + st.step_extra)
 
 
 def _kept(s: Scenario, m: ModelSpec, rt, autocast_fp32: bool, stage_layers):
