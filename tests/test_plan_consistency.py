@@ -115,8 +115,10 @@ def test_every_interface_reports_the_same_numbers(client, fields, card, count, o
 def test_the_reviews_owned_geforce_cards_have_one_speed(client):
     """architecture review: ``recommend --have 4x5090`` reported 10,632 tokens/s where ``estimate`` on the same
     setup gave 7,309 (owned GeForce cards were given peer-to-peer PCIe in one path only). Now both time the cards'
-    own links: GeForce cards talk through host memory."""
-    r = gpuplan.recommend({"model": "llama-3.1-8b", "task": "train", "method": "full", "train_tokens": 1e8},
+    own links: GeForce cards talk through host memory. (The layout is given, so that launch keeps it rather than
+    taking its recipe's micro-batch x accumulation, a different scenario with its own plan.)"""
+    r = gpuplan.recommend({"model": "llama-3.1-8b", "task": "train", "method": "full", "train_tokens": 1e8,
+                           "micro_batch_size": 1, "grad_accum_steps": 1},
                           have=["4x5090"], gpus=["rtx-5090"], max_gpus=4, top=3)
     assert r.owned
     x = r.owned[0]
