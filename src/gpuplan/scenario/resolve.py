@@ -18,7 +18,8 @@ from typing import Any
 
 from ..hardware import GpuSpec, short_id
 from ..model.spec import ModelSpec
-from .fields import Scenario
+from .fields import INFER_ONLY, TRAIN_ONLY, TRAINING_LAYOUT, Scenario
+from .stacks import WHY
 
 STRATEGY_WORDS = {"single": "single GPU", "ddp": "DDP", "zero1": "ZeRO-1", "zero2": "ZeRO-2", "zero3": "ZeRO-3"}
 
@@ -114,3 +115,35 @@ def describe(s: Scenario, m: ModelSpec | None = None, gpu_id: str | None = None,
     if s.task == "infer" and s.world_size == 1:
         layout.append("single GPU")
     return f"{model}: {', '.join(parts)}; {hardware or where + ', ' + ', '.join(x for x in layout if x)}"
+
+
+def defaults_said(s: Scenario) -> list[str]:
+    """Every field the user left out, in words, with why its value was chosen: "optimizer adamw (default)",
+    "grad checkpointing full (the hf recipe's default: peft's prepare_model_for_kbit_training ...)" where the
+    framework chose it (:data:`~gpuplan.scenario.stacks.WHY`), the strategy from the GPU count. The card- and
+    model-dependent defaults are :func:`resolve`'s notes; the recipe's are :func:`gpuplan.scenario.stacks.resolve`:
+    every default a scenario takes is chosen in this package."""
+    skip = INFER_ONLY if s.task == "train" else TRAIN_ONLY | TRAINING_LAYOUT
+    out = []
+    for name, info in Scenario.model_fields.items():
+        if name in s.model_fields_set or name in skip or info.is_required():
+            continue
+        value = getattr(s, name)
+        label = name.replace("_", " ")
+        if name == "strategy":
+            out.append(f"{label} {s.resolved_strategy} (from the GPU count)")
+        elif value is None:
+            said = {"quant": "the checkpoint's own format", "gpu": "none named (no fit, speed or cost)",
+                    "provider": "any", "train_tokens": "not set (no job hours or total)",
+                    "mtbi_hours": "the provider's interruption rate",
+                    "max_num_batched_tokens": "vLLM's default for the release, GPU and entry point",
+                    "max_num_seqs": "vLLM's default for the release, GPU and entry point",
+                    "max_model_len": "the model's context (max_position_embeddings)",
+                    "dataset_gb": "4 bytes per train token"}.get(name, "not set")
+            out.append(f"{label}: {said}")
+        elif info.default is None and s.task == "train":
+            why = WHY.get((s.framework, name, value))
+            out.append(f"{label} {value} (the {s.framework} recipe's default" + (f": {why})" if why else ")"))
+        else:
+            out.append(f"{label} {value} (default)")
+    return out

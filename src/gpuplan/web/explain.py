@@ -14,10 +14,10 @@ from ..hardware import GpuSpec
 from ..model.spec import ModelSpec
 from ..plan.estimate import Plan
 from ..scenario import Scenario
+from ..scenario.resolve import defaults_said
 from . import memory_formulas as mf
 from . import speed_formulas as sf
 from .accuracy import memory_accuracy
-from .forms import INFER_ONLY, TRAIN_ONLY
 from .formula import Context, Explanation, Formula
 
 
@@ -52,32 +52,4 @@ def explain(result: Plan, s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> Exp
         numbers.update(sf.training_speed(x) if s.task == "train" else sf.inference_speed(x))
     if result.cost:
         numbers.update(sf.cost(x))
-    return Explanation(numbers=numbers, defaults=defaults_in_force(s))
-
-
-def defaults_in_force(s: Scenario) -> list[str]:
-    """The fields the user left out, in words: "optimizer adamw (default)", "grad checkpointing full (the hf
-    recipe's default)" where the framework chose it."""
-    skip = INFER_ONLY if s.task == "train" else TRAIN_ONLY
-    out = []
-    for name, info in Scenario.model_fields.items():
-        if name in s.model_fields_set or name in skip or info.is_required():
-            continue
-        value = getattr(s, name)
-        label = name.replace("_", " ")
-        if name == "strategy":
-            out.append(f"{label} {s.resolved_strategy} (from the GPU count)")
-        elif value is None:
-            said = {"quant": "the checkpoint's own format", "gpu": "none named (no fit, speed or cost)",
-                    "provider": "any", "train_tokens": "not set (no job hours or total)",
-                    "mtbi_hours": "the provider's interruption rate",
-                    "max_num_batched_tokens": "vLLM's default for the release, GPU and entry point",
-                    "max_num_seqs": "vLLM's default for the release, GPU and entry point",
-                    "max_model_len": "the model's context (max_position_embeddings)",
-                    "dataset_gb": "4 bytes per train token"}.get(name, "not set")
-            out.append(f"{label}: {said}")
-        elif info.default is None and s.task == "train":
-            out.append(f"{label} {value} (the {s.framework} recipe's default)")
-        else:
-            out.append(f"{label} {value} (default)")
-    return out
+    return Explanation(numbers=numbers, defaults=defaults_said(s))

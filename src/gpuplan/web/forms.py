@@ -33,7 +33,7 @@ GROUPS = {
 }
 # Fields that only mean something for one task (scenario.py; the normalized result drops them too), and those the
 # form also hides for inference (they change nothing there).
-TRAIN_ONLY = scenario.TRAIN_ONLY | {"num_nodes", "strategy", "pp", "offload", "framework", "dataset_gb"}
+TRAIN_ONLY = scenario.TRAIN_ONLY | scenario.TRAINING_LAYOUT
 INFER_ONLY = scenario.INFER_ONLY
 # Free-text fields whose values the page offers from a catalog.
 SUGGEST = {"model": "models", "gpu": "gpus", "quant": "quants", "provider": "providers"}
