@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import os
+from pathlib import Path
 
 import pytest
 
@@ -41,3 +42,17 @@ def _isolated_user_dirs(tmp_path_factory):
             os.environ.pop(k, None)
         else:
             os.environ[k] = v
+
+
+def read_trainer(folder: Path, monkeypatch, world_size: int):
+    """``trainer.yaml`` through TRL's parser, on an emulated bf16 GPU and ``world_size`` processes."""
+    require("trl")
+    import transformers.training_args as ta
+    from transformers import TrainingArguments
+    from trl.scripts.sft import make_parser
+
+    monkeypatch.setattr(ta, "is_torch_bf16_gpu_available", lambda: True)
+    monkeypatch.setattr(TrainingArguments, "world_size", property(lambda self: world_size))
+    monkeypatch.chdir(folder)
+    script, args, model, _ = make_parser().parse_args_and_config(["--config", "trainer.yaml"])
+    return script, args, model

@@ -28,11 +28,11 @@ import pytest
 import yaml
 
 import gpuplan
-from conftest import require
+from conftest import read_trainer, require
 from gpuplan.launchers import launch_files, launch_plan, write
 from gpuplan.launchers.settings import LaunchOptions
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 SKY_REASON = ("SkyPilot cannot share this environment (its click<8.2 pin conflicts with the click>=8.4 of "
               "huggingface_hub, which transformers 5 needs): it is the `skypilot` extra, outside `.[all]`")
 VLLM_REASON = ("vLLM is not installed (it pulls a CUDA build of torch); test_launch.py checks the command against "
@@ -99,20 +99,6 @@ def argv_of(script: Path) -> list[str]:
 
 
 # ---- the trainer's arguments (TRL + transformers) ---------------------------------------------------------
-def read_trainer(folder: Path, monkeypatch, world_size: int):
-    """``trainer.yaml`` through TRL's parser, on an emulated bf16 GPU and ``world_size`` processes."""
-    require("trl")
-    import transformers.training_args as ta
-    from transformers import TrainingArguments
-    from trl.scripts.sft import make_parser
-
-    monkeypatch.setattr(ta, "is_torch_bf16_gpu_available", lambda: True)
-    monkeypatch.setattr(TrainingArguments, "world_size", property(lambda self: world_size))
-    monkeypatch.chdir(folder)
-    script, args, model, _ = make_parser().parse_args_and_config(["--config", "trainer.yaml"])
-    return script, args, model
-
-
 def test_trainer_yaml_through_trl(written, monkeypatch):
     plan, folder = written
     s = plan.scenario

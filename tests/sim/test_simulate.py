@@ -16,7 +16,7 @@ import pytest
 from conftest import require
 
 pytestmark = pytest.mark.sim
-BENCH = Path(__file__).resolve().parent.parent / "bench"
+BENCH = Path(__file__).resolve().parents[2] / "bench"
 sys.path.insert(0, str(BENCH))
 
 import oracle  # noqa: E402

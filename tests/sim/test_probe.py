@@ -15,7 +15,7 @@ import pytest
 from gpuplan import GpuplanError
 from gpuplan.sim.probe import calibrate, read_record
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 import oracle
 
 

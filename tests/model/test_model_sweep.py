@@ -15,7 +15,7 @@ import pytest
 from conftest import require
 
 pytestmark = [pytest.mark.sim, pytest.mark.slow]
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
 
 import architectures as sweep  # noqa: E402

@@ -238,7 +238,7 @@ def test_launch_32b_zero3(tmp_path, monkeypatch):
     assert t["per_device_train_batch_size"] * t["gradient_accumulation_steps"] * 8 == 128
     assert "resume_from_checkpoint" in (tmp_path / "accelerate-launch.sh").read_text()
     assert "deepspeed==0.19.8" in (tmp_path / "trainer.yaml").read_text()
-    from test_launch_readers import read_trainer
+    from conftest import read_trainer
 
     _, args, _ = read_trainer(tmp_path, monkeypatch, 8)  # TRL's parser, and the Trainer's check against ds_config
     assert args.hf_deepspeed_config.mismatches == []
@@ -249,7 +249,7 @@ def test_peft_variable_length_rows_within_ten_percent():
     with the data modelled, the mean reserved memory over steps is within 10 % (it was +59 % at the 768-token
     maximum); the throughput row, left to the speed model at micro-steps of ~840 tokens, is within 80 % (it was
     +184 %)."""
-    bench = Path(__file__).resolve().parent.parent / "bench"
+    bench = Path(__file__).resolve().parents[2] / "bench"
     sys.path.insert(0, str(bench))
     import accuracy
     import throughput

@@ -27,7 +27,7 @@ from gpuplan.market.cost import daly_interval_h
 from gpuplan.market.store import load_offers
 from gpuplan.scenario import scenario_from
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 QLORA_SPOT = dict(model="llama-3.1-8b", task="train", method="qlora", gpu="l40s", micro_batch_size=2,
                   grad_accum_steps=8, grad_checkpointing="full", optimizer="paged-adamw-8bit", train_tokens=5e7,
                   pricing="spot", seq_len=2048)

@@ -154,7 +154,7 @@ def test_the_shipped_examples_fit_where_their_comments_say(name):
     from gpuplan import estimate
     from gpuplan.scenario import load_scenario
 
-    r = estimate(load_scenario(str(Path(__file__).parent.parent / "examples" / f"{name}.yaml")))
+    r = estimate(load_scenario(str(Path(__file__).parents[2] / "examples" / f"{name}.yaml")))
     assert r.memory.fits is True and r.memory.headroom_gib > 0
     if name == "serve-llama-70b-vllm":
         assert r.memory.max_concurrency >= 32

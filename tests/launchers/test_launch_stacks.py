@@ -26,13 +26,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_launch_readers import OPTIM, argv_of, sky_python, sky_read  # noqa: F401 (sky_python: a fixture)
 
 import gpuplan
 from conftest import require
 from gpuplan.launchers import launch_files, launch_plan, write
 from gpuplan.launchers import torchtitan as titan
 from gpuplan.launchers.settings import AXOLOTL_VERSION, UNSLOTH_VERSION, LaunchOptions
-from test_launch_readers import OPTIM, argv_of, sky_python, sky_read  # noqa: F401 (sky_python: a fixture)
 
 
 def cached_packages(name: str, requirements: list[str]) -> Path:
@@ -538,7 +538,7 @@ UNSLOTH_PLANS = {  # QLoRA on spot (offloaded checkpoints, fused loss), 16-bit L
                       gpu="rtx-4090", grad_checkpointing="full", activation_offload=False,
                       optimizer="adamw-8bit", lora_dropout=0.05),
 }
-UNSLOTH_SIGNATURES = json.loads((Path(__file__).parent / "data" / "unsloth" /
+UNSLOTH_SIGNATURES = json.loads((Path(__file__).parents[1] / "data" / "unsloth" /
                                  f"signatures-{UNSLOTH_VERSION}.json").read_text())
 
 
