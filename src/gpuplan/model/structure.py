@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict
-from importlib import metadata, resources
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,8 @@ def config_key(config: dict[str, Any]) -> str:
 
 def installed_transformers() -> str | None:
     """The installed transformers version, read from the package metadata (no import)."""
+    from importlib import metadata  # about 10 ms (email, zipfile): only when a structure is looked up
+
     try:
         return metadata.version("transformers")
     except metadata.PackageNotFoundError:
