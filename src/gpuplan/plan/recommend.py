@@ -242,7 +242,12 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
     biggest = max(cards.values(), key=lambda g: g.usable_gib, default=None)
     as_given: dict[tuple, tuple] = {}  # layout -> (scenario as given on it, its allocator-level bytes)
     pending: dict[int, tuple] = {}  # setup -> what its change note needs (written for the setups shown only)
+    tried: set[frozenset] = set()  # what each variant changes in ``s``: one already given is not searched twice
     for labels, change in _variants(s, c):
+        effect = frozenset((k, v) for k, v in change.items() if getattr(s, k) != v)
+        if effect in tried:  # e.g. "gradient checkpointing" when the scenario has it on already
+            continue
+        tried.add(effect)
         for layout in _layouts(s, m, c, change.get("framework", s.framework)):
             try:  # a stack refuses what it cannot run (torchtune with ZeRO, Unsloth over FSDP...)
                 scenario = s.model_copy(update={**change, **layout, "gpu": None})
