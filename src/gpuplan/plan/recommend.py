@@ -78,7 +78,7 @@ class Constraints:
 
 @dataclass(kw_only=True)
 class Setup:
-    scenario: Scenario
+    scenario: Scenario  # as priced (provider, pricing) for the setups a Recommendation holds
     gpu_id: str
     num_gpus: int
     strategy: str
@@ -279,6 +279,9 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
                 setups += priced
     owned = _filter_rank([x for x in setups if x.owned], c)
     setups = _filter_rank([x for x in setups if not x.owned], c)
+    for x in setups[: c.top]:  # the scenario as priced: validated for the setups shown only (thousands are ranked)
+        x.scenario = x.scenario.model_copy(update={
+            "provider": x.provider, "pricing": "spot" if x.pricing in ("spot", "interruptible") else "on_demand"})
     for x in setups[: c.top] + owned[: c.top]:  # the speed model's cost of the change, on the setup's card
         if id(x) in pending:
             labels, given, scenario, shared, gpu = pending[id(x)]
@@ -394,9 +397,7 @@ def _priced(s: Scenario, m: ModelSpec, gpu: GpuSpec, labels: list[str], peak: fl
         hours = cost.hours if s.task == "train" and s.train_tokens else None
         offer_label = f"your {offer.gpu_count}x {short_id(offer.gpu_id)} (power only)" if offer.pricing == "owned" \
             else cost.offer
-        priced = s if offer.pricing == "owned" else s.model_copy(update={
-            "provider": offer.provider, "pricing": "spot" if offer.interruptible else "on_demand"})
-        setup = Setup(scenario=priced, gpu_id=gpu.id, num_gpus=s.world_size, strategy=s.resolved_strategy if
+        setup = Setup(scenario=s, gpu_id=gpu.id, num_gpus=s.world_size, strategy=s.resolved_strategy if
                       s.task == "train" else f"tp{s.tp}", techniques=labels, offer=offer_label,
                       provider=offer.provider, pricing=offer.pricing, owned=offer.pricing == "owned",
                       device_peak_gib=peak, capacity_gib=gpu.usable_gib,
