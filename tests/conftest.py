@@ -23,6 +23,10 @@ def pytest_report_header(config):
     return sampling.header()
 
 
+def pytest_terminal_summary(terminalreporter):  # also under -q, which leaves the header out
+    terminalreporter.write_line(sampling.header())
+
+
 def pytest_collection_modifyitems(config, items):
     try:
         import torch

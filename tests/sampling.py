@@ -4,8 +4,8 @@
 The items of a sampled check are dealt, in their sorted order, into ``parts`` parts; a run checks part
 ``round % parts``, where the round is ``GPUPLAN_SWEEP_SEED`` (an integer) or else today's date (days since
 0001-01-01), so that ``parts`` consecutive days (or seeds) check every item exactly once. Fuzzing draws its cases
-from the same round. ``GPUPLAN_SWEEP=all`` checks every item, and fuzzes at full size, in one run. The header of
-every run says which part it checks and how to reproduce it.
+from the same round. ``GPUPLAN_SWEEP=all`` checks every item, and fuzzes at full size, in one run. The header and
+the last line of every run say which round it ran and how to reproduce it.
 """
 
 from __future__ import annotations
