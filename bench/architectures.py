@@ -142,9 +142,10 @@ def _empty_cache():
                 os.environ["GPUPLAN_CACHE_DIR"] = saved
 
 
-def sweep(core: bool = True, workers: int = 2) -> list[Row]:
-    """Every architecture, over ``workers`` processes (each imports transformers' model modules once)."""
-    types = causal_lm_types()
+def sweep(core: bool = True, workers: int = 2, types: list[str] | None = None) -> list[Row]:
+    """Every architecture (or ``types``), over ``workers`` processes (each imports transformers' model modules
+    once)."""
+    types = causal_lm_types() if types is None else types
     if workers <= 1:
         return [measure(t, core=core) for t in types]
     from concurrent.futures import ProcessPoolExecutor

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import importlib
 import os
+from collections import defaultdict
 from pathlib import Path
 
 import pytest
+
+import sampling
 
 
 def require(module: str):
@@ -15,6 +18,14 @@ def require(module: str):
     if os.environ.get("CI"):
         return importlib.import_module(module)
     return pytest.importorskip(module)
+
+
+def pytest_report_header(config):
+    return sampling.header()
+
+
+def pytest_terminal_summary(terminalreporter):  # also under -q, which leaves the header out
+    terminalreporter.write_line(sampling.header())
 
 
 def pytest_collection_modifyitems(config, items):
@@ -27,6 +38,30 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords and not has_cuda:
             item.add_marker(pytest.mark.skip(reason="needs a CUDA GPU"))
+    _sample(config, items)
+
+
+def _sample(config, items):
+    """Keep this run's part of every test marked ``sampled(parts)`` (tests/sampling.py); a test or case named
+    on the command line (``file::test`` or ``file::test[id]``) runs whole."""
+    named = [(os.path.basename(arg.split("::", 1)[0]), arg.split("::", 1)[1]) for arg in config.args if "::" in arg]
+
+    def asked(item) -> bool:
+        file, _, test = item.nodeid.partition("::")
+        return any(os.path.basename(file) == f and test.startswith(t) for f, t in named)
+
+    groups: dict[tuple, list] = defaultdict(list)
+    for item in items:
+        marker = item.get_closest_marker("sampled")
+        if marker is not None:
+            groups[(item.path, item.originalname, marker.args[0])].append(item)
+    dropped = set()
+    for (_path, _name, parts), group in groups.items():
+        kept = set(sampling.part_of([item.nodeid for item in group], parts))
+        dropped |= {item.nodeid for item in group if item.nodeid not in kept and not asked(item)}
+    if dropped:
+        config.hook.pytest_deselected(items=[item for item in items if item.nodeid in dropped])
+        items[:] = [item for item in items if item.nodeid not in dropped]
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -4,10 +4,12 @@ one clear line with exit code 2, never a traceback and never NaN, Infinity or a 
 Cases mix valid values (bundled models, GPUs, every field's choices) with what an outside fuzzer tried: NaN and
 Infinity, tiny and huge numbers, negative counts, strings with brackets and non-ASCII text, empty values, long
 names, configs with broken fields, probe records and price files that are not what they claim. The CLI runs in
-process (:func:`gpuplan.cli.run`), so a case takes milliseconds; ~2,800 cases run in CI.
+process (:func:`gpuplan.cli.run`), so a case takes milliseconds; ~2,800 cases in all.
 
-Runs are reproducible (``derandomize``); set ``GPUPLAN_FUZZ_SEED=<int>`` to explore other inputs, and
-``GPUPLAN_FUZZ_SCALE=<x>`` to run x times as many cases.
+A run draws a third of those cases, seeded by the run's round (tests/sampling.py: the date, or
+``GPUPLAN_SWEEP_SEED``), so that each day explores other inputs and a failure is reproduced with the seed the
+run's header prints; ``GPUPLAN_SWEEP=all`` draws every case. ``GPUPLAN_FUZZ_SEED=<int>`` seeds the fuzzing alone,
+and ``GPUPLAN_FUZZ_SCALE=<x>`` runs x times as many cases.
 """
 
 from __future__ import annotations
@@ -25,19 +27,19 @@ from hypothesis import strategies as st
 
 import gpuplan
 from gpuplan import GpuplanError
+from sampling import every_item, sweep_round
 
-SCALE = float(os.environ.get("GPUPLAN_FUZZ_SCALE", "1"))
-SEED = os.environ.get("GPUPLAN_FUZZ_SEED")
+SCALE = float(os.environ.get("GPUPLAN_FUZZ_SCALE", "1")) * (1 if every_item() else 1 / 3)
+SEED = int(os.environ.get("GPUPLAN_FUZZ_SEED") or sweep_round())
 
 
 def fuzz_settings(examples: int):
     # a case may take 20 s at most: far above the slowest answer (fit, ~1 s), so only a hang or a blow-up fails
-    decorated = settings(max_examples=max(1, int(examples * SCALE)), deadline=20_000, derandomize=SEED is None,
-                         database=None, suppress_health_check=list(HealthCheck))
+    decorated = settings(max_examples=max(1, int(examples * SCALE)), deadline=20_000, database=None,
+                         suppress_health_check=list(HealthCheck))
 
     def wrap(fn):
-        fn = decorated(fn)
-        return seed(int(SEED))(fn) if SEED is not None else fn
+        return seed(SEED)(decorated(fn))
 
     return wrap
 

@@ -2,27 +2,24 @@
 
 The Python API is the one face the command line and the web page call (:mod:`gpuplan.api`): ``estimate``,
 ``recommend``, ``fit``, ``cost``, ``capacity`` and ``launch``, each returning a typed answer whose ``to_dict()``
-is what the command's ``--json`` prints. ``import gpuplan`` stays light: the names below load on first use, and
-only the standard library, pydantic and PyYAML load at all; torch, transformers, huggingface_hub, pynvml, rich and
-typer load on demand.
+is what the command's ``--json`` prints. ``import gpuplan`` stays light: it loads only the standard library; the
+names below load their modules on first use (PEP 562 module ``__getattr__``), and those need only pydantic and
+PyYAML; torch, transformers, huggingface_hub, pynvml, rich and typer load on demand.
 """
 
 from __future__ import annotations
 
-import importlib
+from importlib import import_module
 from typing import TYPE_CHECKING, Any
-
-from .errors import GpuplanError
 
 __version__ = "0.1.0"
 
 # public name -> the module that defines it (loaded on first use)
 _HOMES = {
-    "estimate": "api", "recommend": "api", "fit": "api", "cost": "api", "capacity": "api", "launch": "api",
-    "CapacityReport": "api", "CostTable": "api", "FitReport": "api", "LaunchReport": "api",
-    "Plan": "plan.estimate", "Recommendation": "plan.recommend",
-    "load_model": "model.catalog", "ModelSpec": "model.spec",
-    "Scenario": "scenario", "load_scenario": "scenario",
+    "estimate": ".api", "recommend": ".api", "fit": ".api", "cost": ".api", "capacity": ".api", "launch": ".api",
+    "CapacityReport": ".api", "CostTable": ".api", "FitReport": ".api", "LaunchReport": ".api",
+    "Plan": ".plan.estimate", "Recommendation": ".plan.recommend", "GpuplanError": ".errors",
+    "load_model": ".model.catalog", "ModelSpec": ".model.spec", "Scenario": ".scenario", "load_scenario": ".scenario",
 }
 
 if TYPE_CHECKING:
@@ -38,6 +35,7 @@ if TYPE_CHECKING:
         launch,
         recommend,
     )
+    from .errors import GpuplanError
     from .model.catalog import load_model
     from .model.spec import ModelSpec
     from .plan.estimate import Plan
@@ -49,13 +47,13 @@ def __getattr__(name: str) -> Any:
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module 'gpuplan' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{home}", __name__), name)
-    globals()[name] = value
+    value = getattr(import_module(home, __name__), name)
+    globals()[name] = value  # the next access skips this function
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *_HOMES])
+    return sorted({*globals(), *__all__})
 
 
 __all__ = ["CapacityReport", "CostTable", "FitReport", "GpuplanError", "LaunchReport", "ModelSpec", "Plan",

@@ -67,3 +67,17 @@ def test_unreadable_config_is_one_sentence(tmp_path):
     done = gpuplan("model", str(path))
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "lacks num_attention_heads, num_hidden_layers, vocab_size" in done.stderr
+
+
+def test_first_models_listing_builds_nothing_and_says_nothing(tmp_path):
+    """A fresh install (empty cache): `gpuplan models` lists every bundled model from what ships, with nothing
+    on stderr (no build, no third-party warnings) and nothing written to the cache."""
+    import os
+
+    done = subprocess.run([sys.executable, "-m", "gpuplan", "models", "--json"], capture_output=True, text=True,
+                          env={**os.environ, "GPUPLAN_CACHE_DIR": str(tmp_path / "cache")})
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    from gpuplan.model.catalog import bundled
+
+    assert len(json.loads(done.stdout)) == len(bundled())
+    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").rglob("*"))

@@ -209,8 +209,9 @@ def test_falcon_h1_layers_hold_attention_and_mamba_side_by_side():
     assert layer.state_elements == (1536 + 2 * 128) * 4 + 2 * 24 * 64 * 128
 
 
-def test_structure_is_cached_and_read_without_transformers(tmp_path, monkeypatch):
-    """An unknown family is traced once; the next read needs neither the time nor transformers."""
+def test_structure_is_cached_and_read_without_transformers(tmp_path, monkeypatch, capsys):
+    """An unknown family is traced once, saying so in one line on stderr (no third-party warnings); the next read
+    needs neither the time nor transformers, and says nothing."""
     pytest.importorskip("transformers")
     from gpuplan.model import reading
 
@@ -220,6 +221,9 @@ def test_structure_is_cached_and_read_without_transformers(tmp_path, monkeypatch
               "architectures": ["StableLmForCausalLM"]}
     traced = ModelSpec.from_config(config)
     assert traced.exact and "meta device" in traced.counted_by and list(tmp_path.glob("models/*.json"))
+    said = capsys.readouterr().err.splitlines()
+    assert len(said) == 1 and said[0].startswith("gpuplan: reading the structure of this stablelm model"), said
+    assert ModelSpec.from_config(config).params_total == traced.params_total and not capsys.readouterr().err
     h, kv, V = 256, 2 * 64, 1000  # 2 KV heads of 64; LayerNorms with bias (StableLM)
     per_layer = (h * h + 2 * h * kv + h * h) + 3 * h * 512 + 2 * 2 * h
     assert traced.params_total == 2 * V * h + 2 * per_layer + 2 * h == 1_694_208
@@ -228,6 +232,31 @@ def test_structure_is_cached_and_read_without_transformers(tmp_path, monkeypatch
     assert again.params_total == traced.params_total and "(stored)" in again.counted_by
     fresh = ModelSpec.from_config({**config, "num_hidden_layers": 3})  # not stored, no transformers: conventions
     assert not fresh.exact and "pip install 'gpuplan[sim]'" in fresh.inexact_reason
+
+
+def test_bundled_models_need_no_build(tmp_path, monkeypatch, capsys):
+    """Every bundled model is read with an empty cache and without building anything: a family reader, or the
+    structure shipped in data/models/structures (whatever transformers is installed); every shipped structure
+    belongs to a bundled model (tests/test_model_sim.py checks them against a fresh trace)."""
+    import json
+
+    from gpuplan.model import reading, structure
+    from gpuplan.model.catalog import bundled
+
+    def no_build():
+        raise AssertionError("a bundled model was about to be built")
+
+    monkeypatch.setenv("GPUPLAN_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(reading, "_can_trace", no_build)
+    used = set()
+    for repo, path in bundled().items():
+        config = json.loads(path.read_text(encoding="utf-8"))
+        spec = ModelSpec.from_config(config)
+        assert spec.counted_by != "the common config keys", repo
+        if "(bundled)" in spec.counted_by:
+            used.add(structure.config_key(config))
+    assert not list(tmp_path.iterdir()) and not capsys.readouterr().err
+    assert used == {p.stem for p in structure.bundled_folder().glob("*.json")}
 
 
 def test_a_config_missing_every_size_names_the_keys():

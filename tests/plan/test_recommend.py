@@ -298,3 +298,16 @@ def test_any_quant_serves_a_quantized_checkpoint_as_shipped():
     assert r.setups and all(x.scenario.quant is None for x in r.setups)
     assert {tuple(x.techniques) for x in r.setups} <= {(), ("mxfp4 as shipped", "fp8 KV cache")}
     assert any("ships as mxfp4" in n and "re-quantizing" in n for n in r.notes)
+
+
+def test_a_technique_the_scenario_already_has_is_not_searched_again():
+    """QLoRA with paged 8-bit AdamW tries the scenario as given, with checkpointing, and with checkpointing and
+    bf16 embeddings: 3 variants. With checkpointing already on, the second is the first again, so 2 variants are
+    searched (the same layouts and cards each: evaluated falls by exactly a third), and no setup is labelled with a
+    technique that changes nothing."""
+    fields = {"model": "qwen2.5-7b", "task": "train", "method": "qlora", "optimizer": "paged-adamw-8bit",
+              "seq_len": 4096}
+    off = run({**fields, "grad_checkpointing": "none"}, top=1)
+    on = run({**fields, "grad_checkpointing": "full"}, top=1)
+    assert on.evaluated * 3 == off.evaluated * 2 and on.evaluated > 0
+    assert on.setups[0].techniques != ["gradient checkpointing"]

@@ -196,7 +196,7 @@ scenario_command(
 @app.command("table")
 def table_cmd(
     cheapest: Annotated[bool, typer.Option("--cheapest/--no-cheapest",
-                                           help="Search the cheapest setups (about a second more).")] = True,
+                                           help="Search the cheapest setups (22 searches: seconds more).")] = True,
     catalog: Annotated[list[str] | None, typer.Option(help="Extra offers CSV overriding bundled prices.")] = None,
     markdown: Annotated[bool, typer.Option("--markdown", help="Same as --format markdown.")] = False,
     fmt: FormatOption = None,

@@ -41,6 +41,7 @@ and 256; cards with >= 160 GiB get 16,384 and 1,024 for both (read in 0.33.0, ap
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .. import overheads as oh
@@ -323,16 +324,25 @@ def kv_geometry(s: Scenario, m: ModelSpec, stage: Stage, lim: Limits, max_len: i
     ``_get_kv_cache_groups_uniform_page_size``); a request takes whole blocks in every group, and one block per
     linear-attention or Mamba layer for its state, whose page the attention pages are raised to
     (:func:`attention_block_tokens`)."""
-    block = attention_block_tokens(s, m, stage.layers)
+    block_bytes, per_request = _kv_groups(s, m, stage)
     lim = lim if max_len is None else Limits(**{**lim.__dict__, "max_model_len": max_len})
+    return block_bytes, per_request(lim)
+
+
+def _kv_groups(s: Scenario, m: ModelSpec, stage: Stage) -> tuple[float, Callable[[Limits], int]]:
+    """:func:`kv_geometry` in two steps: the block bytes, and the block ids one request takes under given limits
+    (the binary search of :func:`max_model_len_that_fits` asks the second for many lengths)."""
+    block = attention_block_tokens(s, m, stage.layers)
     kinds: dict[tuple, list[Layer]] = {}
     for layer in stage.layers:
         kinds.setdefault((layer.attention, layer.window), []).append(layer)
     group = min(len(v) for v in kinds.values())
     page = max(layer_page_bytes(s, m, layer, block) for layer in dict.fromkeys(stage.layers))  # distinct layers
-    per_request = 0
-    for layers in kinds.values():
-        per_request += math.ceil(len(layers) / group) * _layer_blocks(layers[0], lim, block)
+    shares = [(math.ceil(len(layers) / group), layers[0]) for layers in kinds.values()]
+
+    def per_request(lim: Limits) -> int:
+        return sum(n * _layer_blocks(layer, lim, block) for n, layer in shares)
+
     return page * group, per_request
 
 
@@ -401,8 +411,11 @@ def startup_memory(s: Scenario, m: ModelSpec, gpu: GpuSpec, total_gib: float | N
 def max_model_len_that_fits(s: Scenario, m: ModelSpec, stage_blocks, lim: Limits) -> int:
     """The longest ``--max-model-len`` for which one request fits the pool of every stage (vLLM's
     ``estimate_max_model_len``: a binary search on the same per-request block count)."""
+    requests = [(_kv_groups(s, m, st)[1], blocks) for st, blocks in stage_blocks]
+
     def fits(n: int) -> bool:
-        return all(kv_geometry(s, m, st, lim, max_len=n)[1] <= blocks for st, blocks in stage_blocks)
+        at = Limits(**{**lim.__dict__, "max_model_len": n})
+        return all(per_request(at) <= blocks for per_request, blocks in requests)
 
     if not fits(oh.VLLM_BLOCK_TOKENS):
         return 0

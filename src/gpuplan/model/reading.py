@@ -46,8 +46,10 @@ def read_architecture(config: dict[str, Any], *, use_transformers: bool = True) 
     """Read a config, exactly when possible, in this order:
 
     1. a family reader of :data:`EXACT_READERS` (no transformers needed);
-    2. a structure read off transformers earlier, from the user cache or bundled (:mod:`.structure`);
-    3. transformers on the meta device, when installed (:mod:`.trace`; the structure is then cached);
+    2. a structure read off transformers earlier: bundled with gpuplan (always used), or from the user cache
+       (used when read with the installed transformers, or when transformers cannot run) (:mod:`.structure`);
+    3. transformers on the meta device, when installed (:mod:`.trace`; one line on stderr says so, and the
+       structure is then cached);
     4. the common config keys (:mod:`.conventions`): not exact, and the reading says so.
 
     A config none of these can read raises :class:`GpuplanError` naming the missing key.
@@ -59,16 +61,19 @@ def read_architecture(config: dict[str, Any], *, use_transformers: bool = True) 
         return Reading(arch=reader(Config(config)), counted_by=f"gpuplan's {model_type} reader")
     stored = structure.lookup(config)
     installed = structure.installed_transformers()
-    if stored and (installed is None or stored[1] == installed or not use_transformers):
-        (arch, notes, problem), version = stored
-        return Reading(arch=arch, notes=notes, counted_by=f"transformers {version} on the meta device (stored)",
+    if stored and (stored.bundled or installed is None or stored.version == installed or not use_transformers):
+        arch, notes, problem = stored.traced
+        where = "bundled" if stored.bundled else "stored"
+        return Reading(arch=arch, notes=notes, counted_by=f"transformers {stored.version} on the meta device ({where})",
                        inexact_reason=problem)
     failure = None
     if use_transformers and _can_trace():
         from .trace import TraceError, trace
 
+        progress = (f"gpuplan: reading the structure of this {model_type} model off transformers {installed} "
+                    f"(once; cached in {structure.user_folder()})")
         try:
-            arch, notes, problem = traced = trace(config)
+            arch, notes, problem = traced = trace(config, progress=progress)
         except TraceError as err:
             failure = str(err)
         else:
@@ -76,9 +81,10 @@ def read_architecture(config: dict[str, Any], *, use_transformers: bool = True) 
             return Reading(arch=arch, notes=notes, counted_by=f"transformers {installed} on the meta device",
                            inexact_reason=problem)
     if stored:
-        (arch, notes, problem), version = stored
-        return Reading(arch=arch, notes=[*notes, f"read with transformers {version}; {failure}"],
-                       counted_by=f"transformers {version} on the meta device (stored)", inexact_reason=problem)
+        arch, notes, problem = stored.traced
+        return Reading(arch=arch, notes=[*notes, f"read with transformers {stored.version}; {failure}"],
+                       counted_by=f"transformers {stored.version} on the meta device (stored)",
+                       inexact_reason=problem)
     try:
         arch = reader(Config(config)) if reader is not None else conventions.read(config)
     except GpuplanError as err:

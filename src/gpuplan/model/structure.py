@@ -1,11 +1,13 @@
 """Model structures kept on disk: what :mod:`.trace` read off transformers, one file per config.
 
 The key is the SHA-256 of the config JSON (sorted keys, without the ``_``-prefixed bookkeeping keys) and the
-structure format version. A structure is looked up in the user cache folder (``userdirs.cache_dir()/models``,
-written after every trace) and then among the structures bundled with gpuplan (``data/models/structures``, for
-bundled models whose family no reader of :mod:`.architectures` counts exactly, such as multimodal checkpoints
-with their vision towers). A structure is used when transformers is not installed, or when it was read with the
-installed version; otherwise the model is traced again (cheap: meta device) and the cache refreshed.
+structure format version. A structure is looked up among the structures bundled with gpuplan
+(``data/models/structures``, for bundled models whose family no reader of :mod:`.architectures` counts exactly,
+such as multimodal checkpoints with their vision towers) and then in the user cache folder
+(``userdirs.cache_dir()/models``, written after every trace). A bundled structure is always used, whatever
+transformers is installed (a bundled model needs no build; a test checks the shipped files against a fresh trace).
+A cached one is used when transformers is not installed, or when it was read with the installed version;
+otherwise the model is traced again (meta device, seconds) and the cache refreshed.
 
 Run ``python -m gpuplan.model.bundle`` to rewrite the bundled structures after a transformers upgrade; a
 test checks they equal a fresh trace.
@@ -15,8 +17,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict
-from importlib import metadata, resources
+from dataclasses import asdict, dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +36,8 @@ def config_key(config: dict[str, Any]) -> str:
 
 def installed_transformers() -> str | None:
     """The installed transformers version, read from the package metadata (no import)."""
+    from importlib import metadata  # about 10 ms (email, zipfile): only when a structure is looked up
+
     try:
         return metadata.version("transformers")
     except metadata.PackageNotFoundError:
@@ -66,18 +70,27 @@ def from_json(data: dict[str, Any]) -> tuple[dict[str, Any], list[str], str | No
     return arch, list(data["notes"]), data.get("problem")
 
 
-def lookup(config: dict[str, Any]) -> tuple[tuple[dict[str, Any], list[str], str | None], str | None] | None:
-    """((architecture fields, notes, cache problem), transformers version it was read with) of a stored
-    structure, or None."""
+@dataclass(frozen=True)
+class Stored:
+    """A structure found on disk: what :func:`from_json` reads, the transformers version it was read with, and
+    whether it was bundled with gpuplan (else the user cache holds it)."""
+
+    traced: tuple[dict[str, Any], list[str], str | None]
+    version: str | None
+    bundled: bool
+
+
+def lookup(config: dict[str, Any]) -> Stored | None:
+    """The stored structure of a config, bundled first, or None."""
     name = f"{config_key(config)}.json"
-    for folder in (user_folder(), bundled_folder()):
+    for folder in (bundled_folder(), user_folder()):
         try:
             data = json.loads((folder / name).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
         if data.get("format") != FORMAT:
             continue
-        return from_json(data), data.get("transformers")
+        return Stored(from_json(data), data.get("transformers"), bundled=folder == bundled_folder())
     return None
 
 

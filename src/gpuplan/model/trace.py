@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import logging
+import sys
 import warnings
 from typing import Any
 
@@ -42,7 +43,8 @@ class TraceError(GpuplanError):
 
 @contextlib.contextmanager
 def quiet():
-    """Silence transformers' and torch's warnings and logs while a model is built on the meta device."""
+    """Silence transformers' and torch's warnings and logs while a model is built on the meta device (the
+    imports too: transformers' quantizers import torchao, which logs every kernel library it cannot load)."""
     previous = logging.root.manager.disable
     logging.disable(logging.ERROR)
     with warnings.catch_warnings():
@@ -66,8 +68,10 @@ def instantiate(config: dict[str, Any], cfg, **kwargs):
     return transformers.AutoModelForCausalLM.from_config(cfg, **kwargs)
 
 
-def build_meta(config: dict[str, Any], dtype: str = "bfloat16"):
-    """(model, transformers config) built on the meta device from a config.json dict (:func:`model_class`)."""
+@quiet()
+def build_meta(config: dict[str, Any], dtype: str = "bfloat16", progress: str | None = None):
+    """(model, transformers config) built on the meta device from a config.json dict (:func:`model_class`);
+    ``progress`` is written to stderr once transformers has read the config, before the model is built."""
     import torch
     import transformers
 
@@ -75,25 +79,26 @@ def build_meta(config: dict[str, Any], dtype: str = "bfloat16"):
     model_type = clean.get("model_type")
     named = (clean.get("architectures") or [None])[0]
     known = getattr(transformers, named, None) if isinstance(named, str) else None
-    with quiet():
-        try:
-            if model_type not in transformers.CONFIG_MAPPING and known is not None:
-                # remote-code model types of a transformers architecture (Kimi K2's kimi_k2 is DeepseekV3ForCausalLM)
-                cfg = known.config_class(**{k: v for k, v in clean.items() if k not in ("model_type", "auto_map")})
-                clean["model_type"] = known.config_class.model_type
-            else:
-                cfg = transformers.AutoConfig.for_model(**clean)
-        except Exception as err:  # transformers' config validation, whatever it raises, in one sentence
-            if model_type not in transformers.CONFIG_MAPPING:
-                raise TraceError(f"transformers {transformers.__version__} does not know model_type "
-                                 f"{model_type!r}: upgrade transformers, or pass a config of a known family") from None
-            raise TraceError(f"transformers cannot read this {model_type} config ({_first_line(err)})") from None
-        try:
-            with torch.device("meta"):
-                model = instantiate(clean, cfg, dtype=getattr(torch, dtype))
-        except Exception as err:  # any failure of the model's own code is reported in one line
-            raise TraceError(f"transformers {transformers.__version__} cannot build the {model_type} model of this "
-                             f"config ({type(err).__name__}: {_first_line(err)})") from None
+    try:
+        if model_type not in transformers.CONFIG_MAPPING and known is not None:
+            # remote-code model types of a transformers architecture (Kimi K2's kimi_k2 is DeepseekV3ForCausalLM)
+            cfg = known.config_class(**{k: v for k, v in clean.items() if k not in ("model_type", "auto_map")})
+            clean["model_type"] = known.config_class.model_type
+        else:
+            cfg = transformers.AutoConfig.for_model(**clean)
+    except Exception as err:  # transformers' config validation, whatever it raises, in one sentence
+        if model_type not in transformers.CONFIG_MAPPING:
+            raise TraceError(f"transformers {transformers.__version__} does not know model_type "
+                             f"{model_type!r}: upgrade transformers, or pass a config of a known family") from None
+        raise TraceError(f"transformers cannot read this {model_type} config ({_first_line(err)})") from None
+    if progress:
+        print(progress, file=sys.stderr, flush=True)
+    try:
+        with torch.device("meta"):
+            model = instantiate(clean, cfg, dtype=getattr(torch, dtype))
+    except Exception as err:  # any failure of the model's own code is reported in one line
+        raise TraceError(f"transformers {transformers.__version__} cannot build the {model_type} model of this "
+                         f"config ({type(err).__name__}: {_first_line(err)})") from None
     return model.eval(), cfg
 
 
@@ -102,13 +107,15 @@ def _first_line(err: BaseException) -> str:
     return (text[0] if text else type(err).__name__)[:200]
 
 
-def trace(config: dict[str, Any]) -> tuple[dict[str, Any], list[str], str | None]:
+@quiet()
+def trace(config: dict[str, Any], progress: str | None = None) -> tuple[dict[str, Any], list[str], str | None]:
     """The architecture fields (as :mod:`gpuplan.model.architectures` readers return them) of ``config``, read
     off transformers' model on the meta device; notes; and why the cache sizes are not exact (None when they
-    are). Raises :class:`TraceError` when transformers cannot build the model."""
+    are). ``progress``: a line for stderr once transformers knows the config (:func:`build_meta`). Raises
+    :class:`TraceError` when transformers cannot build the model."""
     import transformers
 
-    model, cfg = build_meta(copy.deepcopy(config))  # transformers pops keys off nested config dicts
+    model, cfg = build_meta(copy.deepcopy(config), progress=progress)  # transformers pops nested config keys
     text = cfg.get_text_config(decoder=True)
     notes = [f"structure read off transformers {transformers.__version__} on the meta device"]
     try:

@@ -84,7 +84,7 @@ class Constraints:
 class Setup(BaseModel):
     """One setup that fits, priced on one offer, with the numbers ``estimate`` gives for it there."""
 
-    scenario: Scenario
+    scenario: Scenario  # as priced (provider, pricing) for the setups a Recommendation holds
     gpu_id: str
     num_gpus: int
     strategy: str
@@ -267,7 +267,12 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
     as_given: dict[tuple, tuple] = {}  # layout -> (scenario as given on it, its allocator-level bytes)
     pending: dict[int, tuple] = {}  # setup -> what its change note needs (written for the setups shown only)
     shipped = m.shipped_format()[0].name if m.quantization else None
+    tried: set[frozenset] = set()  # what each variant changes in ``s``: one already given is not searched twice
     for labels, change in _variants(s, c, shipped):
+        effect = frozenset((k, v) for k, v in change.items() if getattr(s, k) != v)
+        if effect in tried:  # e.g. "gradient checkpointing" when the scenario has it on already
+            continue
+        tried.add(effect)
         for layout in _layouts(s, m, c, change.get("framework", s.framework)):
             try:  # a stack refuses what it cannot run (torchtune with ZeRO, Unsloth over FSDP...)
                 scenario = s.model_copy(update={**change, **layout, "gpu": None})
@@ -299,6 +304,9 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
                 setups += priced
     owned = _filter_rank([x for x in setups if x.owned], c)
     setups = _filter_rank([x for x in setups if not x.owned], c)
+    for x in setups[: c.top]:  # the scenario as priced: validated for the setups shown only (thousands are ranked)
+        x.scenario = x.scenario.model_copy(update={
+            "provider": x.provider, "pricing": "spot" if x.pricing in ("spot", "interruptible") else "on_demand"})
     for x in setups[: c.top] + owned[: c.top]:  # the speed model's cost of the change, on the setup's card
         if id(x) in pending:
             labels, given, scenario, shared, gpu = pending[id(x)]
@@ -444,9 +452,7 @@ def _priced(s: Scenario, m: ModelSpec, gpu: GpuSpec, labels: list[str], peak: fl
         hours = cost.hours if s.task == "train" and s.train_tokens else None
         offer_label = f"your {offer.gpu_count}x {short_id(offer.gpu_id)} (power only)" if offer.pricing == "owned" \
             else cost.offer
-        priced = s if offer.pricing == "owned" else s.model_copy(update={
-            "provider": offer.provider, "pricing": "spot" if offer.interruptible else "on_demand"})
-        setup = Setup(scenario=priced, gpu_id=gpu.id, num_gpus=s.world_size, strategy=s.resolved_strategy if
+        setup = Setup(scenario=s, gpu_id=gpu.id, num_gpus=s.world_size, strategy=s.resolved_strategy if
                       s.task == "train" else f"tp{s.tp}", techniques=labels, offer=offer_label,
                       provider=offer.provider, pricing=offer.pricing, owned=offer.pricing == "owned",
                       device_peak_gib=peak, capacity_gib=gpu.usable_gib,

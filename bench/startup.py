@@ -1,0 +1,90 @@
+"""Start-up: ``import gpuplan`` against a bare ``import pydantic, yaml``, and the first ``gpuplan models``.
+
+    python bench/startup.py [--runs 21] [--models-runs 3]
+
+Each line is a whole new Python process (interpreter start included), timed wall-clock from launch to exit; the
+commands are run in turn, round after round, so that a load change on the machine touches all of them alike,
+and the median over the rounds is printed. ``gpuplan models`` runs with an empty ``GPUPLAN_CACHE_DIR`` each time
+(a fresh install: nothing built yet) and must write nothing to stderr. The goal (issue 22): ``import gpuplan``
+at most 1.3x ``import pydantic, yaml``; the first ``gpuplan models`` under 3 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+SRC = str(Path(__file__).resolve().parent.parent / "src")
+IMPORTS = {
+    "python -c pass": "pass",
+    "import pydantic, yaml": "import pydantic, yaml",
+    "import gpuplan": "import gpuplan",
+    "from gpuplan import estimate, Scenario, load_model": "from gpuplan import estimate, Scenario, load_model",
+}
+
+
+def _env(cache: str | None = None) -> dict[str, str]:
+    env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    if cache:
+        env["GPUPLAN_CACHE_DIR"] = cache
+    return env
+
+
+def timed(argv: list[str], env: dict[str, str]) -> tuple[float, str]:
+    """(seconds from launch to exit, stderr) of one process; a failure stops the bench."""
+    start = time.perf_counter()
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    if proc.returncode:
+        sys.exit(f"{' '.join(argv)} failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
+    return seconds, proc.stderr
+
+
+def imports(runs: int) -> dict[str, list[float]]:
+    times: dict[str, list[float]] = {name: [] for name in IMPORTS}
+    env = _env()
+    for _ in range(runs):
+        for name, code in IMPORTS.items():
+            times[name].append(timed([sys.executable, "-c", code], env)[0])
+    return times
+
+
+def first_models(runs: int) -> tuple[list[float], list[str]]:
+    """Seconds of ``gpuplan models`` with an empty cache folder, and what it wrote to stderr."""
+    seconds, noise = [], []
+    for _ in range(runs):
+        with tempfile.TemporaryDirectory() as cache:
+            s, err = timed([sys.executable, "-m", "gpuplan", "models"], _env(cache))
+        seconds.append(s)
+        noise += err.splitlines()
+    return seconds, noise
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=21, help="rounds of the import timings (median reported)")
+    parser.add_argument("--models-runs", type=int, default=3, help="first `gpuplan models` runs (0: skip)")
+    args = parser.parse_args()
+    times = imports(args.runs)
+    median = {name: statistics.median(t) for name, t in times.items()}
+    for name, t in times.items():
+        print(f"{name:52} median {median[name] * 1e3:6.0f} ms  (min {min(t) * 1e3:.0f}, max {max(t) * 1e3:.0f}, "
+              f"{len(t)} runs)")
+    ratio = median["import gpuplan"] / median["import pydantic, yaml"]
+    print(f"import gpuplan / import pydantic, yaml: {ratio:.2f}x (goal <= 1.3x)")
+    if args.models_runs:
+        seconds, noise = first_models(args.models_runs)
+        print(f"first `gpuplan models` (empty cache): median {statistics.median(seconds):.2f} s "
+              f"(max {max(seconds):.2f} s, {len(seconds)} runs; goal < 3 s), {len(noise)} stderr lines")
+        for line in noise[:5]:
+            print(f"  stderr: {line}")
+
+
+if __name__ == "__main__":
+    main()
