@@ -20,15 +20,16 @@ H100 = load_gpu("h100-sxm")
 
 
 def test_gemm_time_by_hand_and_small_batches_reach_a_fraction_of_the_peak():
-    # [256 x 2048] @ [2048 x 2048] in bf16 on an A100 SXM: MAMF 85.9 % of 312 TFLOPS, 80 % of 2,039 GB/s
-    compute = 2 * 256 * 2048 * 2048 / (312e12 * 0.859)  # 8.0 us
+    # [256 x 2048] @ [2048 x 2048] in bf16 on an A100 SXM: MAMF 85.9 % of 312 TFLOPS, slowed by the thin-shape
+    # terms (1 + 68/256 + 132/2048 + 218/2048 = 1.437), 80 % of 2,039 GB/s
+    compute = 2 * 256 * 2048 * 2048 * (1 + 68 / 256 + 132 / 2048 + 218 / 2048) / (312e12 * 0.859)  # 11.5 us
     traffic = (256 * 2048 * 2 + 2048 * 2048) * 2 / (2039e9 * 0.8)  # 6.4 us
-    expected = (compute**3 + traffic**3) ** (1 / 3) + 5e-6  # smooth roofline + kernel latency = 14.3 us
+    expected = (compute**3 + traffic**3) ** (1 / 3) + 5e-6  # smooth roofline + kernel latency = 17.1 us
     assert gemm_time_s(A100, "bf16", 256, 2048, 2048) == pytest.approx(expected, rel=1e-12)
     small = gemm_efficiency(A100, "bf16", 256, 2048, 2048)
     large = gemm_efficiency(A100, "bf16", 8192, 4096, 4096)
     assert small == pytest.approx(2 * 256 * 2048 * 2048 / 312e12 / expected)  # ~47 % of the datasheet
-    assert 0.40 < small < 0.55 and 0.80 < large < 0.86 and large > 1.6 * small
+    assert 0.33 < small < 0.45 and 0.74 < large < 0.80 and large > 1.8 * small
     # L40S: 362 TFLOPS on 864 GB/s and a 350 W cap: lower than its datasheet at the same shape, below the A100
     l40s = load_gpu("l40s")
     cap = 0.80 * (0.8 / (362.05 / 350)) ** 0.5  # power-capped achievable fraction, 70 %
@@ -101,7 +102,8 @@ def test_single_request_time_to_first_token_by_hand():
     peak, bw, stream = 989.4e12 * 0.801, 3350e9 * 0.8, 3350e9 * 0.86  # vLLM's kernels stream at the H100's 86 %
 
     def gemm(rows, k, n, latency=3e-6, bps=stream):  # vLLM V1 replays CUDA graphs: 3 us per kernel, no launch
-        c, t = 2 * rows * k * n / peak, (rows * k + rows * n + k * n) * 2 / bps
+        shape = 1 + 68 / rows + 132 / k + 218 / n  # thin operands' share of a tile's fixed cost
+        c, t = 2 * rows * k * n * shape / peak, (rows * k + rows * n + k * n) * 2 / bps
         return (c**3 + t**3) ** (1 / 3) + latency
 
     # vLLM packs q/k/v and gate/up into one GEMM each: one kernel latency per pack
@@ -166,3 +168,23 @@ def test_speed_parts_add_up_and_carry_a_range():
         low, high = oh.SPEED_SPREAD["train" if fields["task"] == "train" else "decode"]
         assert sp.tokens_per_s_low == pytest.approx(sp.tokens_per_s * (1 + low))
         assert sp.tokens_per_s_high == pytest.approx(sp.tokens_per_s * (1 + high))
+
+
+def test_gemm_rates_against_the_measured_h200():
+    """Achieved bf16 TFLOP/s of torch.matmul on one H200 (bench/data/gpu-measurements/gemm-h200-2026-11-27.json):
+    the products long enough to leave the timing loop's ~39 us per-call floor (over 100 us) within 25 % each and
+    8 % at the median; the lm_head of a 128k vocabulary at 8k tokens within 5 % (666 TFLOP/s measured)."""
+    import json
+    import statistics
+    from pathlib import Path
+
+    h200 = load_gpu("h200")
+    data = json.loads((Path(__file__).parents[1] / "bench/data/gpu-measurements/gemm-h200-2026-11-27.json").read_text())
+    errors = []
+    for g in data["gemm"]:
+        if g["s"] > 100e-6:
+            est = gemm_time_s(h200, "bf16", g["M"], g["K"], g["N"])
+            errors.append(abs(est / g["s"] - 1))
+    assert len(errors) >= 30 and max(errors) < 0.25 and statistics.median(errors) < 0.08
+    head = 2 * 8192 * 4096 * 128256 / gemm_time_s(h200, "bf16", 8192, 4096, 128256) / 1e12
+    assert head == pytest.approx(666.4, rel=0.05)

@@ -59,6 +59,8 @@ def estimate(scenario: Scenario | dict[str, Any], *, advise: bool = True) -> Res
             result.suggestions = suggestions(s, m, gpu, report)
     if gpu and gpu.peak_tflops("fp16"):  # speed always (what it would run at); cost only for a job that fits
         _speed_and_cost(result, s, m, gpu, int(e.extra.get("params_trainable", 0)), price_it=report.fits is not False)
+    elif gpu:
+        result.warnings.append(f"no speed or cost: {gpu.name} has no dense 16-bit matrix rate in the GPU catalog")
     return result
 
 

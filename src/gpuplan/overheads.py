@@ -137,6 +137,20 @@ MATMUL_PEAK_FRACTION_OTHER_VENDOR = 0.60  # MI300X's figure for other vendors' s
 # A100 SXM: 0.78, RTX 4090: 165/450 = 0.37 sit below; L40S (362/350 = 1.03) and RTX 6000 Ada (364/300 = 1.21)
 # above. Set against the A100-vs-L40S fine-tuning reports of the new-user review (N5) and the peft L40S row.
 POWER_CAPPED_TFLOPS_PER_W = 0.8
+# What LLM layer shapes reach of the best-shape rate above, and how thin operands fall below it: a GEMM's compute
+# time is multiplied by (1 + GEMM_SHAPE_M/M + GEMM_SHAPE_K/K + GEMM_SHAPE_N/N) / GEMM_SHAPE_ASYMPTOTE. Fitted (least
+# squares on log time) to the 33 products of more than 100 us in bench/data/gpu-measurements/gemm-h200-2026-11-27.json
+# (torch.matmul bf16 on one NVIDIA H200, torch 2.11, M = 512-16,384 tokens, K x N of Llama-8B/70B-like projections
+# and a 128,256-wide lm_head; median |error| 5.5 %): the asymptote 0.733 of the 989 TFLOPS datasheet against
+# GH100's best-shape 0.801 (the H100 SXM MAMF) is the H200's 0.915 below. The shorter products there sit on a
+# ~39 us per-call floor of the timing loop (one synchronized product at a time), not used. Only the H200 was
+# measured: other cards keep their MAMF as the asymptote (the H100 and A100 rows of bench/throughput.py's fitted
+# split sit 5-10 % low with the H200's ratio applied to them). Held out: the same file's 16 shorter products and
+# the probe records (bench/gpu_probes.py).
+GEMM_SHAPE_ASYMPTOTE = {"nvidia-h200-sxm-141gb": 0.915, "nvidia-h200-nvl-141gb": 0.915}
+GEMM_SHAPE_M = 68.0
+GEMM_SHAPE_K = 132.0
+GEMM_SHAPE_N = 218.0
 POWER_CAP_EXPONENT = 0.5
 BANDWIDTH_FRACTION = 0.80  # achievable HBM/GDDR bandwidth (aiconfigurator 0.8; STREAM-like copies reach 0.9)
 GEMM_ROOFLINE_SHARPNESS = 3.0  # p of (compute^p + memory^p)^(1/p): 1 adds them, infinity takes the max
@@ -163,14 +177,36 @@ EAGER_SCORE_BYTES = 10
 ELEMENTWISE_BYTES_PER_HIDDEN = 60
 ELEMENTWISE_BYTES_PER_MLP = 15
 ELEMENTWISE_BACKWARD_RATIO = 2.0
+# transformers writes RMSNorm in Python (LlamaRMSNorm and its copies: upcast to fp32, pow, mean, rsqrt, multiply,
+# cast back, scale): each of a layer's two norms moves ~36 bytes per hidden element forward where a native
+# LayerNorm kernel (GPT-2, MPT, Falcon, GPT-NeoX) moves 4, i.e. ~64 more per layer, counted from the ops; the
+# fitted value below (bench/throughput.py's fitted split with the probe records of bench/gpu_probes.py) is less,
+# as torch fuses a few of them. Families with LayerNorm do not pay it.
+RMSNORM_EAGER_BYTES_PER_HIDDEN = 50
+LAYERNORM_FAMILIES = frozenset({"gpt2", "gpt_neox", "gptj", "gpt_bigcode", "opt", "bloom", "falcon", "mpt", "phi",
+                                "starcoder2", "stablelm"})
+# Fused element-wise kernels in training (Liger's and Unsloth's Triton RMSNorm, RoPE and SwiGLU, Transformer Engine,
+# Inductor): bytes per hidden and per MLP element per layer forward, as FUSED_ELEMENTWISE_FACTOR's count for vLLM's
+# fused kernels (each activation read and written once: ~20 and ~6).
+FUSED_ELEMENTWISE_BYTES = (20.0, 6.0)
 # peft's LoRA path per adapted linear moves the output through the scaling and the add (~8 bytes per output
 # element) and, with lora_dropout > 0, the input through a dropout with its mask (~5 bytes per input element).
 LORA_BYTES_PER_OUTPUT = 8
 LORA_DROPOUT_BYTES_PER_INPUT = 5
-# fp8 stacks (Transformer Engine's LayerNormLinear / LayerNormMLP, torchao with compile) fuse the norms and the
-# fp8 casts into their linears: about half the element-wise traffic of unfused bf16 modules remains.
-FP8_ELEMENTWISE_FACTOR = 0.5
 LOSS_BYTES_PER_LOGIT = 20  # cross-entropy over fp32 logits: upcast, log-softmax, gradient (forward + backward)
+# Stacks as kernels (memory/runtimes/speed.py). The loss without fp32 logits in memory: torchtune's chunked
+# cross-entropy upcasts one chunk at a time (16-bit logits written and read, the fp32 chunk's softmax and its
+# gradient: ~12 bytes per logit); a fused linear cross-entropy (Liger, Unsloth, Cut Cross-Entropy) writes 16-bit
+# logits per chunk and turns them into their gradient in place (~6). Counted from the kernels' reads and writes.
+LOSS_BYTES_PER_LOGIT_STACK = {"chunked": 12.0, "fused-linear": 6.0}
+# Unsloth's matmul_lora adds the adapter product into the base output in place (addmm_) and runs no dropout: the
+# output moves once more instead of through peft's scale and add (LORA_BYTES_PER_OUTPUT).
+LORA_BYTES_PER_OUTPUT_FUSED = 2
+# Share of eager PyTorch's per-op host cost left: Unsloth's hand-written autograd for the LoRA MLP and attention
+# projections (fast_lora.py: one Function per block instead of peft's per-module ops) and compiled graphs (Inductor
+# runs fused Triton kernels from one generated wrapper). Assumed from the kernel counts; checked by the stacks'
+# published speed-ups (tests/test_stack_speed.py).
+HOST_OPS_FACTOR = {"unsloth": 0.5, "compile": 0.35}
 
 # Host side of an eager PyTorch step: each op costs ~10-20 us of Python + dispatcher + launch (PyTorch
 # performance tuning guide; the GPU idles when its kernels are shorter). A Llama-style decoder layer runs ~40
@@ -200,6 +236,10 @@ QLORA_DEQUANT_BYTES_PER_PARAM = 4.5  # read 0.5 B of 4-bit codes + scales, write
 # AutoGPTQ's dequantize-then-matmul path in training reaches ~20 % of the bandwidth (small strided blocks,
 # separate kernels): calibrated on Qwen-1's GPTQ QLoRA rows; bitsandbytes NF4 is assumed alike.
 QLORA_DEQUANT_BANDWIDTH_FRACTION = 0.2
+# Unsloth's fast_dequantize calls bitsandbytes' cdequantize_blockwise_bf16_nf4 itself into a reused buffer, without
+# peft's and bitsandbytes' Python around each call (unsloth/kernels/utils.py): the kernel's own rate, assumed at
+# half the card's bandwidth; checked by Unsloth's published QLoRA speed-up (tests/test_stack_speed.py).
+QLORA_DEQUANT_BANDWIDTH_FRACTION_DIRECT = 0.5
 
 # Pipeline parallelism: Megatron's 1F1B bubble (Narayanan et al. SC'21, section 2.2.1): (p-1)/m of the ideal
 # time for m micro-batches, divided by v with the interleaved schedule (not a scenario field: v=1).

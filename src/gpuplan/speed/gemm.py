@@ -3,8 +3,11 @@ GPU-side latency per kernel.
 
 For ``[M x K] @ [K x N]`` (``M`` tokens in the micro-step, ``K`` input width, ``N`` output width):
 
-- compute: ``2·M·K·N / (peak x f_matmul)``, ``f_matmul`` the card's achievable fraction of its datasheet peak
-  (the Maximum Achievable Matmul FLOPS that stas00/ml-engineering measured; power-capped cards lower);
+- compute: ``2·M·K·N / (peak x f_matmul x a) x (1 + M0/M + K0/K + N0/N)``: ``f_matmul`` the card's achievable
+  fraction of its datasheet peak at its best shape (the Maximum Achievable Matmul FLOPS that stas00/ml-engineering
+  measured; power-capped cards lower), ``a`` what the shapes of LLM layers reach of that best (cuBLAS tile, wave
+  and prologue costs that thin operands pay more of): both fitted on a real card's matmul rates
+  (``bench/data/gpu-measurements/gemm-h200-2026-11-27.json``: torch.matmul bf16 on an H200, 49 LLM shapes);
 - traffic: ``(M·K + M·N)·a + K·N·w`` bytes (``a``, ``w`` bytes per activation and weight element) at the
   achievable bandwidth;
 - time: ``(compute^p + traffic^p)^(1/p) + latency``: the roofline of Williams et al. (2009) with a smooth
@@ -20,6 +23,7 @@ GeForce) falls further below its datasheet at a given shape. What this leaves ou
 from __future__ import annotations
 
 from .. import overheads as oh
+from ..errors import GpuplanError
 from ..hardware import GpuSpec
 
 
@@ -37,8 +41,21 @@ def matmul_fraction(gpu: GpuSpec) -> float:
 
 
 def peak_flops(gpu: GpuSpec, dtype: str) -> float:
-    """Dense datasheet FLOP/s for ``dtype``, falling back to bf16 then fp16 where the card lacks it."""
+    """Dense datasheet FLOP/s for ``dtype``, falling back to bf16 then fp16 where the card lacks it (0 where the
+    catalog has no matrix rate at all: :func:`can_time`). GeForce cards' bf16/fp16 rates in the catalog are the
+    fp32-accumulate ones PyTorch's GEMMs use (half the fp16-accumulate marketing figure)."""
     return (gpu.peak_tflops(dtype) or gpu.peak_tflops("bf16") or gpu.peak_tflops("fp16") or 0.0) * 1e12
+
+
+def can_time(gpu: GpuSpec) -> bool:
+    """Whether the catalog gives ``gpu`` a dense 16-bit matrix rate to time work against (Apple's GPUs have none)."""
+    return peak_flops(gpu, "bf16") > 0
+
+
+def _require_rate(gpu: GpuSpec) -> None:
+    if not can_time(gpu):
+        raise GpuplanError(f"{gpu.name} has no dense 16-bit matrix rate in gpuplan's GPU catalog, so its speed "
+                           "cannot be estimated; memory answers (gpuplan fit) still work")
 
 
 def bandwidth(gpu: GpuSpec) -> float:
@@ -62,7 +79,9 @@ def gemm_time_s(gpu: GpuSpec, dtype: str, m: float, k: float, n: float, *, count
     at ``bandwidth_bps`` (default :func:`bandwidth`)."""
     if m <= 0 or count <= 0:
         return 0.0
-    compute = 2 * m * k * n / (peak_flops(gpu, dtype) * matmul_fraction(gpu))
+    _require_rate(gpu)
+    shape = 1 + oh.GEMM_SHAPE_M / m + oh.GEMM_SHAPE_K / k + oh.GEMM_SHAPE_N / n
+    compute = 2 * m * k * n * shape / (peak_flops(gpu, dtype) * matmul_fraction(gpu) * oh.GEMM_SHAPE_ASYMPTOTE.get(gpu.id, 1.0))
     traffic = ((m * k + m * n) * act_bytes + k * n * weight_bytes) / (bandwidth_bps or bandwidth(gpu))
     p = oh.GEMM_ROOFLINE_SHARPNESS
     kernels = count if kernels is None else kernels

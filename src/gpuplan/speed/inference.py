@@ -209,9 +209,15 @@ class StepTimer:
 
     def _elementwise_s(self, tokens: float) -> float:
         """Element-wise traffic: vLLM's fused kernels (residual add + RMSNorm, SiLU-and-mul, rotary with the cache
-        write) move a fraction of what unfused modules do."""
-        t = elementwise_s(self.m, self.gpu, tokens, tp=self.s.tp)
-        return t * oh.FUSED_ELEMENTWISE_FACTOR if self._v1 else t
+        write) move a fraction of what unfused modules do; transformers' Python RMSNorm more
+        (:func:`~.work.eager_elementwise_bytes`)."""
+        if self._v1:
+            plain = (oh.ELEMENTWISE_BYTES_PER_HIDDEN, oh.ELEMENTWISE_BYTES_PER_MLP)
+            return elementwise_s(self.m, self.gpu, tokens, tp=self.s.tp, per_element=plain) \
+                * oh.FUSED_ELEMENTWISE_FACTOR
+        return elementwise_s(self.m, self.gpu, tokens, tp=self.s.tp,
+                             per_element=None if self.s.engine == "transformers" else
+                             (oh.ELEMENTWISE_BYTES_PER_HIDDEN, oh.ELEMENTWISE_BYTES_PER_MLP))
 
     def _kernels_per_layer(self) -> float:
         """Non-GEMM kernels of one decoder layer (norms, rotary, cache write, attention, activation...)."""

@@ -26,9 +26,10 @@ One optimizer step is ``grad_accum_steps`` micro-steps plus the step's own fixed
   once, memory-bound; DeepSpeed CPU Adam plus the PCIe round trip when offloaded), the trainer loop and the
   dataloader; Megatron's 1F1B pipeline bubble (``p-1`` micro-steps of fill and drain per step).
 
-``parts_s`` of the result adds up to the step. The training stack's own factor (torch.compile, fused
-kernels, the measured residual cost of offloading's stream syncs) multiplies the micro-steps' busy time:
-:func:`stack_factor`.
+``parts_s`` of the result adds up to the step. The training stack's kernels (fused element-wise ops and loss,
+Unsloth's LoRA and dequantization paths, compiled graphs: :meth:`Runtime.kernels
+<gpuplan.memory.runtimes.base.Runtime.kernels>`) change the parts they touch; no stack multiplies the step, so no
+estimate runs a GEMM faster than its shape allows on the card (the ceiling ``tests/test_speed_ceiling.py`` checks).
 """
 
 from __future__ import annotations
@@ -47,18 +48,6 @@ from .comms import all_gather_s, all_reduce_s, intra_node_link, slowest_link
 from .flops import compute_dtype, training_flops_per_token
 from .gemm import bandwidth, peak_flops
 from .work import attention_s, eager_ops_per_layer, elementwise_s, linears_s, lm_head_s, lora_s, loss_s, smooth_max
-
-
-def stack_factor(s: Scenario) -> tuple[float, str]:
-    """The training stack's multiplier on the micro-steps' busy time (compile, fused kernels), and why.
-
-    The HF Trainer + peft stack is the baseline (1.0): every constant of this model was set against it and
-    against plain-PyTorch stacks of the same eager kind (llm-foundry, Megatron). Stacks that compile or fuse
-    (torchtitan, Unsloth, Liger) return their measured ratio: the stack's profile in
-    :mod:`gpuplan.memory.runtimes` (``step_time_factor``, from each project's published benchmarks).
-    """
-    factor, why = runtime_for(s).step_time_factor(s)
-    return factor, (f"{s.framework} step time x{factor:.2f}: {why}" if why else "")
 
 
 def _trainable(s: Scenario, m: ModelSpec) -> float:
@@ -117,16 +106,17 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
     head = lm_head_s(m, gpu, "bf16" if dtype == "fp8" else dtype, tokens, tp=tp) * share
     gemm = forward * (2 + full) + again + head * (2 + full)
     targets = lora_targets(s, m) if not full else frozenset()
-    lora = lora_s(m, gpu, tokens, s.lora_rank, targets, tp=tp, layers=share, dropout=s.lora_dropout > 0) \
-        * (3 + rest_again) if targets else 0.0
+    kern = runtime_for(s).kernels(s)
+    lora = lora_s(m, gpu, tokens, s.lora_rank, targets, tp=tp, layers=share,
+                  dropout=s.lora_dropout > 0 and kern.lora_dropout,
+                  bytes_per_output=kern.lora_bytes_per_output) * (3 + rest_again) if targets else 0.0
     attention = attention_s(m, gpu, "bf16" if dtype == "fp8" else dtype, s.micro_batch_size, s.seq_len,
                             kernel=kernel, tp=tp, layers=share)
     attention *= 1 + attention_again + (oh.ATTENTION_BACKWARD_FLOP_RATIO if kernel != "eager" else 2)
-    elementwise = elementwise_s(m, gpu, tokens, tp=tp, layers=share) * (1 + rest_again
-                                                                         + oh.ELEMENTWISE_BACKWARD_RATIO)
-    if dtype == "fp8":  # Transformer Engine fuses the norms and casts into its linears
-        elementwise *= oh.FP8_ELEMENTWISE_FACTOR
-    elementwise += loss_s(m, gpu, tokens, tp=tp) * share
+    elementwise = elementwise_s(m, gpu, tokens, tp=tp, layers=share,
+                                per_element=oh.FUSED_ELEMENTWISE_BYTES if kern.fused_elementwise else None) \
+        * (1 + rest_again + oh.ELEMENTWISE_BACKWARD_RATIO)
+    elementwise += loss_s(m, gpu, tokens, tp=tp, bytes_per_logit=kern.loss_bytes_per_logit) * share
     extra = 0.0
     if s.method == "qlora":  # dequantize every 4-bit weight each pass that multiplies by it
         _, skip = weight_format(s, m)
@@ -136,7 +126,7 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
             c * lin.weight_params for layer, c in m.layer_kinds() for lin in layer.linears
             if lin.group not in skip and lin.name in rc.linears[layer]) / max(params, 1)
         per_pass = params / (tp * pp) * oh.QLORA_DEQUANT_BYTES_PER_PARAM / (
-            bandwidth(gpu) * oh.QLORA_DEQUANT_BANDWIDTH_FRACTION)
+            bandwidth(gpu) * kern.dequant_bandwidth_fraction)
         extra += per_pass * (2 + again_share)
         assumptions.append(f"QLoRA dequantizes the 4-bit base on each of {2 + again_share:.3g} passes per "
                            f"micro-step ({per_pass * 1e3:.1f} ms each, memory-bound)")
@@ -154,14 +144,14 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
     layers_here = m.num_layers * share
     n_lora = len({lin.name for layer, _ in m.layer_kinds() for lin in layer.linears if lin.name in targets})
     ops = eager_ops_per_layer(n_lora) * layers_here
-    host = ops * oh.EAGER_OP_OVERHEAD_S * (1 + rest_again) + ops * oh.BACKWARD_OPS_RATIO * oh.AUTOGRAD_OP_OVERHEAD_S
+    host = kern.host_ops * (ops * oh.EAGER_OP_OVERHEAD_S * (1 + rest_again)
+                            + ops * oh.BACKWARD_OPS_RATIO * oh.AUTOGRAD_OP_OVERHEAD_S)
     deepspeed_zero3 = s.sharding_engine == "deepspeed" and s.resolved_strategy == "zero3"
     if deepspeed_zero3:
         host += layers_here * (2 + rc.layers) * oh.ZERO3_HOOK_S_PER_LAYER_PASS
-    factor, why = stack_factor(s)
-    busy = smooth_max(gpu_busy, host, oh.HOST_GPU_OVERLAP_SHARPNESS) * factor
-    if why:
-        assumptions.append(why)
+    busy = smooth_max(gpu_busy, host, oh.HOST_GPU_OVERLAP_SHARPNESS)
+    if kern.why:
+        assumptions.append(f"{s.framework} kernels: {kern.text}")
 
     # ---- communication of one micro-step ---------------------------------------------------------------
     intra = intra_node_link(gpu, network)
@@ -229,8 +219,7 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
     else:
         straggle = 0.0
 
-    # the stack's factor scales the GPU work and the launches the GPU waits on alike, so the parts still add up
-    k = accum * factor
+    k = accum
     parts = {"gemm": k * gemm, "attention": k * attention, "elementwise": k * elementwise,
              "lora_adapters": k * lora, "dequant_and_casts": k * extra,
              "host_overhead": accum * busy - k * gpu_busy, "tensor_parallel": accum * tp_comm,

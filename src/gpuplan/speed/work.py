@@ -59,7 +59,7 @@ def lm_head_s(m: ModelSpec, gpu: GpuSpec, dtype: str, tokens: float, *, tp: int 
 
 
 def lora_s(m: ModelSpec, gpu: GpuSpec, tokens: float, rank: int, targets: frozenset[str], *, tp: int = 1,
-           layers: float = 1.0, dropout: bool = False) -> float:
+           layers: float = 1.0, dropout: bool = False, bytes_per_output: float = oh.LORA_BYTES_PER_OUTPUT) -> float:
     """peft's adapter path forward, per adapted linear: ``x @ A`` then ``(xA) @ B``, scaled and added to the
     base output (peft ``lora.Linear.forward``): tiny in FLOPs, but each re-reads the input and writes the
     output, the scale and the add move the output again, and a dropout (``lora_dropout > 0``) copies the
@@ -69,7 +69,7 @@ def lora_s(m: ModelSpec, gpu: GpuSpec, tokens: float, rank: int, targets: frozen
         for lin in layer.linears:
             if lin.name in targets and lin.count == 1:
                 out = lin.out_features / tp
-                traffic = tokens * (out * oh.LORA_BYTES_PER_OUTPUT
+                traffic = tokens * (out * bytes_per_output
                                     + (lin.in_features * oh.LORA_DROPOUT_BYTES_PER_INPUT if dropout else 0))
                 total += count * (gemm_time_s(gpu, "bf16", tokens, lin.in_features, rank)
                                   + gemm_time_s(gpu, "bf16", tokens, rank, out) + traffic / bandwidth(gpu))
@@ -117,17 +117,29 @@ def mlp_width(m: ModelSpec, layer: Layer, tp: int) -> float:
     return (width or m.intermediate_size) / tp
 
 
-def elementwise_s(m: ModelSpec, gpu: GpuSpec, tokens: float, *, tp: int = 1, layers: float = 1.0) -> float:
-    """Memory-bound element-wise traffic of one forward pass (norms, residuals, rotary, activations)."""
-    per_token = sum(count * (oh.ELEMENTWISE_BYTES_PER_HIDDEN * m.hidden_size
-                             + oh.ELEMENTWISE_BYTES_PER_MLP * mlp_width(m, layer, tp))
+def elementwise_s(m: ModelSpec, gpu: GpuSpec, tokens: float, *, tp: int = 1, layers: float = 1.0,
+                  per_element: tuple[float, float] | None = None) -> float:
+    """Memory-bound element-wise traffic of one forward pass (norms, residuals, rotary, activations):
+    ``per_element`` bytes per hidden and per MLP element per layer, by default what unfused PyTorch modules move
+    (:func:`eager_elementwise_bytes`)."""
+    hidden, mlp = per_element or eager_elementwise_bytes(m)
+    per_token = sum(count * (hidden * m.hidden_size + mlp * mlp_width(m, layer, tp))
                     for layer, count in m.layer_kinds())
     return layers * tokens * per_token / bandwidth(gpu)
 
 
-def loss_s(m: ModelSpec, gpu: GpuSpec, tokens: float, *, tp: int = 1) -> float:
-    """Cross-entropy over fp32 logits, forward and backward (memory-bound)."""
-    return tokens * m.vocab_size / tp * oh.LOSS_BYTES_PER_LOGIT / bandwidth(gpu)
+def eager_elementwise_bytes(m: ModelSpec) -> tuple[float, float]:
+    """Bytes per hidden and per MLP element per layer of unfused modules: transformers' Python RMSNorm moves more
+    than a native LayerNorm kernel (:data:`~gpuplan.overheads.RMSNORM_EAGER_BYTES_PER_HIDDEN`)."""
+    rms = 0 if m.family in oh.LAYERNORM_FAMILIES else oh.RMSNORM_EAGER_BYTES_PER_HIDDEN
+    return oh.ELEMENTWISE_BYTES_PER_HIDDEN + rms, oh.ELEMENTWISE_BYTES_PER_MLP
+
+
+def loss_s(m: ModelSpec, gpu: GpuSpec, tokens: float, *, tp: int = 1,
+           bytes_per_logit: float = oh.LOSS_BYTES_PER_LOGIT) -> float:
+    """Cross-entropy forward and backward (memory-bound): over fp32 logits by default, or what the stack's loss
+    kernel moves per logit."""
+    return tokens * m.vocab_size / tp * bytes_per_logit / bandwidth(gpu)
 
 
 def eager_ops_per_layer(num_lora: int = 0) -> float:

@@ -164,11 +164,11 @@ class Runtime:
         out["cuBLAS workspace"] = oh.CUBLAS_WORKSPACE_GIB * oh.GIB
         return out
 
-    def step_time_factor(self, s: Scenario) -> tuple[float, str]:
-        """Step time relative to the HF stack's eager step at the same FLOPs, and the source of that ratio."""
-        from .speed import step_time_factor
+    def kernels(self, s: Scenario):
+        """The kernels this stack runs for the parts of a step it changes (:mod:`.speed`)."""
+        from .speed import kernels
 
-        return step_time_factor(self.name, s)
+        return kernels(self.name, s, fused_stack=s.tp > 1 or s.precision.startswith("fp8"))
 
     def notes(self, s: Scenario) -> list[str]:
         return []
