@@ -81,7 +81,8 @@ def gemm_time_s(gpu: GpuSpec, dtype: str, m: float, k: float, n: float, *, count
         return 0.0
     _require_rate(gpu)
     shape = 1 + oh.GEMM_SHAPE_M / m + oh.GEMM_SHAPE_K / k + oh.GEMM_SHAPE_N / n
-    compute = 2 * m * k * n * shape / (peak_flops(gpu, dtype) * matmul_fraction(gpu) * oh.GEMM_SHAPE_ASYMPTOTE.get(gpu.id, 1.0))
+    rate = peak_flops(gpu, dtype) * matmul_fraction(gpu) * oh.GEMM_SHAPE_ASYMPTOTE.get(gpu.id, 1.0)
+    compute = 2 * m * k * n * shape / rate
     traffic = ((m * k + m * n) * act_bytes + k * n * weight_bytes) / (bandwidth_bps or bandwidth(gpu))
     p = oh.GEMM_ROOFLINE_SHARPNESS
     kernels = count if kernels is None else kernels
