@@ -145,12 +145,14 @@ def test_cpu_parameter_offload_is_slower():
     assert offload.tokens_per_s < plain.tokens_per_s / 2 and offload.parts_s["offload"] > 0
 
 
-def test_multi_node_over_ethernet_is_an_order_of_magnitude_slower():
+def test_multi_node_over_ethernet_is_several_times_slower():
+    """Hierarchical collectives: each GPU sends only its 1/8 over the fabric, so 100 Gb/s Ethernet per node costs
+    ~2.6x against InfiniBand here, where the cards' own PCIe without peer-to-peer bounds both."""
     job = dict(model="llama-3.1-70b", task="train", gpu="rtx-4090", num_gpus=8, num_nodes=8, strategy="zero3",
                grad_checkpointing="full")
     ib = _speed(Network(intra_node="pcie-no-p2p", inter_node="infiniband", inter_node_gbps=3200), **job)
     eth = _speed(Network(intra_node="pcie-no-p2p", inter_node="ethernet", inter_node_gbps=100), **job)
-    assert eth.tokens_per_s < ib.tokens_per_s / 10 and eth.bound == "communication"
+    assert eth.tokens_per_s < ib.tokens_per_s / 2 and eth.bound == "communication"
 
 
 def test_burst_time_to_first_token_is_reported_apart_from_one_request():
@@ -188,3 +190,23 @@ def test_gemm_rates_against_the_measured_h200():
     assert len(errors) >= 30 and max(errors) < 0.25 and statistics.median(errors) < 0.08
     head = 2 * 8192 * 4096 * 128256 / gemm_time_s(h200, "bf16", 8192, 4096, 128256) / 1e12
     assert head == pytest.approx(666.4, rel=0.05)
+
+
+def test_multi_node_data_parallel_is_hierarchical_and_hidden_behind_the_backward():
+    """256 H100s (32 nodes of 8, 8 x 200 Gb/s NICs per node by default): DDP's gradient all-reduce runs as a
+    reduce-scatter over NVLink, an all-reduce of each GPU's 1/8 share over its own NIC, an all-gather over NVLink
+    (NCCL on rail-optimized nodes), bucketed behind the backward. By hand for Llama-3.2-1B's fp32 gradients: the
+    inter-node part moves 2 x 31/32 x (4 B x N / 8) per GPU at 90 % of 25 GB/s, ~0.05 s, which the ~0.13 s backward
+    hides: per-GPU throughput stays within 10 % of one node's (a flat ring over the NICs made it 3x slower)."""
+    from gpuplan.speed.comms import data_parallel
+
+    m = load_model("llama-3.2-1b")
+    n = m.params_total
+    dp = data_parallel(H100, Network(), 32, 8, 8)
+    nvlink = dp.intra
+    expected = 2 * (7 / 8 * 4 * n / nvlink.bytes_per_s + nvlink.latency_s) + (
+        2 * 31 / 32 * 4 * n / 8 / (1600e9 / 8 / 8 * 0.9) + 30e-6)
+    assert dp.all_reduce_s(4 * n) == pytest.approx(expected, rel=1e-9)
+    one, many = (_speed(model="llama-3.2-1b", task="train", gpu="h100-sxm", num_gpus=8, num_nodes=nodes,
+                        strategy="ddp", micro_batch_size=4, seq_len=2048) for nodes in (1, 32))
+    assert many.tokens_per_s / 256 > 0.9 * one.tokens_per_s / 8

@@ -44,7 +44,7 @@ from ..memory.training import offloaded_activation_bytes
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from .breakdown import Speed
-from .comms import all_gather_s, all_reduce_s, intra_node_link, slowest_link
+from .comms import all_gather_s, all_reduce_s, data_parallel, intra_node_link, slowest_link
 from .flops import compute_dtype, training_flops_per_token
 from .gemm import bandwidth, peak_flops
 from .work import attention_s, eager_ops_per_layer, elementwise_s, linears_s, lm_head_s, lora_s, loss_s, smooth_max
@@ -169,16 +169,26 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
     forward_time = busy / (3 + recompute)  # forward share of the micro-step; the backward is about twice it
     backward_time = 2 * forward_time
     strategy = s.resolved_strategy
+    # the DP group: hierarchical over nodes when each node holds whole DP ranks (no TP/PP), else a flat ring over the
+    # slowest link
+    hier = data_parallel(gpu, network, s.num_nodes, per_node, per_node) \
+        if tp * pp == 1 and s.num_nodes > 1 and dp_link is not intra else None
+
+    def dp_all_gather(nbytes: float) -> float:
+        return hier.all_gather_s(nbytes) if hier else all_gather_s(nbytes, dp, dp_link)
+
+    def dp_all_reduce(nbytes: float) -> float:
+        return hier.all_reduce_s(nbytes) if hier else all_reduce_s(nbytes, dp, dp_link)
     trainable = _trainable(s, m)
     grad_bytes = 2.0 if s.sharding_engine == "deepspeed" else (
         4.0 if s.precision.endswith("mixed") else 2.0)
     grads = trainable * grad_bytes / (tp * pp)
     gather = reduce = 0.0
     if strategy == "zero3" and dp > 1:
-        g = all_gather_s(_sharded_weight_bytes(s, m), dp, dp_link)
+        g = dp_all_gather(_sharded_weight_bytes(s, m))
         gather = max(0.0, g - oh.DP_OVERLAP * forward_time) + max(0.0, g - oh.DP_OVERLAP * backward_time)
     if strategy in ("zero2", "zero3") and dp > 1:
-        reduce = max(0.0, all_gather_s(grads, dp, dp_link) - oh.DP_OVERLAP * backward_time)
+        reduce = max(0.0, dp_all_gather(grads) - oh.DP_OVERLAP * backward_time)
     offload = 0.0
     pcie = intra_node_link(gpu, Network(intra_node="pcie")).bytes_per_s
     if s.offload == "optimizer+params":  # every pass fetches this rank's shard from host memory
@@ -198,11 +208,11 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
     # ---- per step --------------------------------------------------------------------------------------
     sync = 0.0
     if dp > 1 and strategy in ("ddp", "single"):
-        sync = max(0.0, all_reduce_s(grads, dp, dp_link) - oh.DP_OVERLAP * backward_time)
+        sync = max(0.0, dp_all_reduce(grads) - oh.DP_OVERLAP * backward_time)
     elif dp > 1 and strategy == "zero1":
-        sync = max(0.0, all_gather_s(grads, dp, dp_link) - oh.DP_OVERLAP * backward_time)
+        sync = max(0.0, dp_all_gather(grads) - oh.DP_OVERLAP * backward_time)
     if dp > 1 and strategy in ("zero1", "zero2"):  # updated 16-bit weights gathered after the step
-        sync += max(0.0, all_gather_s(2.0 * trainable / (tp * pp), dp, dp_link) - oh.DP_OVERLAP * forward_time)
+        sync += max(0.0, dp_all_gather(2.0 * trainable / (tp * pp)) - oh.DP_OVERLAP * forward_time)
     shard = trainable / (tp * pp) / (dp if strategy in ("zero1", "zero2", "zero3") else 1)
     if s.offload != "none":
         optimizer = shard / oh.CPU_ADAM_PARAMS_PER_S + 2 * 2 * shard / pcie  # CPU Adam + grads down, weights up
