@@ -62,7 +62,7 @@ class StepTimer:
             return {}
         gemm = self._linears_s(tokens) + lm_head_s(m, gpu, self.dtype, seqs, tp=tp)
         attention = attention_s(m, gpu, self.dtype, seqs, math.ceil(tokens / seqs), kernel=self.kernel, tp=tp,
-                                context=context)
+                                context=context, masked_windows=self.s.engine == "transformers")
         parts = {"gemm": gemm, "attention": attention, "elementwise": self._elementwise_s(tokens),
                  "tensor_parallel": self._tp_s(tokens)}
         host = self.host_s(prefill=True, seqs=seqs)

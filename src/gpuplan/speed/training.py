@@ -111,7 +111,7 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
                   dropout=s.lora_dropout > 0 and kern.lora_dropout,
                   bytes_per_output=kern.lora_bytes_per_output) * (3 + rest_again) if targets else 0.0
     attention = attention_s(m, gpu, "bf16" if dtype == "fp8" else dtype, s.micro_batch_size, s.seq_len,
-                            kernel=kernel, tp=tp, layers=share)
+                            kernel=kernel, tp=tp, layers=share, masked_windows=True)
     attention *= 1 + attention_again + (oh.ATTENTION_BACKWARD_FLOP_RATIO if kernel != "eager" else 2)
     elementwise = elementwise_s(m, gpu, tokens, tp=tp, layers=share,
                                 per_element=oh.FUSED_ELEMENTWISE_BYTES if kern.fused_elementwise else None) \

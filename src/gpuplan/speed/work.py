@@ -77,23 +77,26 @@ def lora_s(m: ModelSpec, gpu: GpuSpec, tokens: float, rank: int, targets: frozen
 
 
 def attention_s(m: ModelSpec, gpu: GpuSpec, dtype: str, seqs: float, seq: int, *, kernel: str, tp: int = 1,
-                layers: float = 1.0, context: int = 0) -> float:
+                layers: float = 1.0, context: int = 0, masked_windows: bool = False) -> float:
     """Attention score and value matmuls forward for ``seqs`` sequences of ``seq`` new tokens after ``context``
     cached ones. Flash/SDPA kernels skip the causal mask's upper half and run at the generation's attention
     efficiency; eager attention computes every score as batched GEMMs (``[s x d] @ [d x s]`` and back, per
-    head) and moves the score matrix through memory (~:data:`~gpuplan.overheads.EAGER_SCORE_BYTES` per score)."""
+    head) and moves the score matrix through memory (~:data:`~gpuplan.overheads.EAGER_SCORE_BYTES` per score).
+    ``masked_windows``: transformers' SDPA path passes a sliding window as an explicit mask (Gemma-2/3, Mistral):
+    the memory-efficient kernel then computes every score of the square, masked or not."""
     heads = max(m.num_heads / tp, 1)
     total = flops = 0.0
     for layer, count in m.layer_kinds():
         keys = seq + context
-        if layer.window:
+        masked = bool(layer.window) and masked_windows and kernel == "sdpa"
+        if layer.window and not masked:
             keys = min(keys, layer.window)
         d = layer_head_dim(m, layer)
         if kernel == "eager":
             total += count * (2 * gemm_time_s(gpu, dtype, seq, d, keys, count=seqs * heads, kernels=2)
                               + seqs * heads * seq * keys * oh.EAGER_SCORE_BYTES / bandwidth(gpu))
         else:  # causal: query i sees context + i keys (capped by the window)
-            flops += count * seqs * 4 * heads * d * seq * min(context + (seq + 1) / 2, keys)
+            flops += count * seqs * 4 * heads * d * seq * (keys if masked else min(context + (seq + 1) / 2, keys))
     fraction = oh.ATTENTION_PEAK_FRACTION.get(gpu.generation, oh.ATTENTION_PEAK_FRACTION_DEFAULT)
     total += flops / (peak_flops(gpu, "bf16" if dtype == "fp8" else dtype) * fraction)
     return layers * total
