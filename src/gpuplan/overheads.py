@@ -218,6 +218,12 @@ EAGER_OP_OVERHEAD_S = 18e-6
 BACKWARD_OPS_RATIO = 1.5
 AUTOGRAD_OP_OVERHEAD_S = 10e-6
 HOST_GPU_OVERLAP_SHARPNESS = 2.0  # p of the smooth max of host and GPU time
+# transformers runs a routed MoE layer's experts as a Python loop over the experts the batch hits (Qwen3MoeExperts
+# .forward in transformers 5.x: ~16 small ops per expert, a torch.where and a comparison that synchronize with the
+# GPU): host seconds per expert per layer and pass. Fitted on the one MoE probe record (bench/gpu_probes.py record j:
+# Qwen3-30B-A3B generate, 4 x 1,024 + 32 tokens on an H200, 2x optimistic without it); the backward's autograd runs
+# the loop's ops once more (BACKWARD_OPS_RATIO of them).
+TRANSFORMERS_EXPERT_LOOP_S = 26e-6
 # DeepSpeed ZeRO-3 runs Python hooks per module on every forward, recomputation and backward (fetch,
 # release, partition bookkeeping): calibrated on the Qwen-1 ZeRO-3 rows. torch FSDP's per-unit cost is small.
 ZERO3_HOOK_S_PER_LAYER_PASS = 4e-3

@@ -47,7 +47,8 @@ from .breakdown import Speed
 from .comms import all_gather_s, all_reduce_s, data_parallel, intra_node_link, slowest_link
 from .flops import compute_dtype, training_flops_per_token
 from .gemm import bandwidth, peak_flops
-from .work import attention_s, eager_ops_per_layer, elementwise_s, linears_s, lm_head_s, lora_s, loss_s, smooth_max
+from .work import (attention_s, eager_ops_per_layer, elementwise_s, expert_loop_s, linears_s, lm_head_s, lora_s,
+                   loss_s, smooth_max)
 
 
 def _trainable(s: Scenario, m: ModelSpec) -> float:
@@ -146,6 +147,8 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
     ops = eager_ops_per_layer(n_lora) * layers_here
     host = kern.host_ops * (ops * oh.EAGER_OP_OVERHEAD_S * (1 + rest_again)
                             + ops * oh.BACKWARD_OPS_RATIO * oh.AUTOGRAD_OP_OVERHEAD_S)
+    if s.framework in ("hf", "axolotl", "pytorch", "unsloth"):  # transformers' Python loop over the experts hit
+        host += expert_loop_s(m, tokens, layers=share) * (1 + rest_again + oh.BACKWARD_OPS_RATIO)
     deepspeed_zero3 = s.sharding_engine == "deepspeed" and s.resolved_strategy == "zero3"
     if deepspeed_zero3:
         host += layers_here * (2 + rc.layers) * oh.ZERO3_HOOK_S_PER_LAYER_PASS

@@ -145,6 +145,22 @@ def loss_s(m: ModelSpec, gpu: GpuSpec, tokens: float, *, tp: int = 1,
     return tokens * m.vocab_size / tp * bytes_per_logit / bandwidth(gpu)
 
 
+def experts_hit(layer: Layer, tokens: float) -> float:
+    """Distinct routed experts ``tokens`` tokens reach in ``layer`` (each picks ``k`` of ``E``, uniformly):
+    ``E x (1 - (1 - k/E)^tokens)``."""
+    routed = next((lin.count for lin in layer.linears if lin.group == "experts" and lin.count > 1), 0)
+    if not routed or tokens <= 0:
+        return 0.0
+    return routed * (1 - (1 - min(layer.experts_per_token / routed, 1.0)) ** tokens)
+
+
+def expert_loop_s(m: ModelSpec, tokens: float, *, layers: float = 1.0) -> float:
+    """Host time of transformers' Python loop over the experts a pass of ``tokens`` tokens hits
+    (:data:`~gpuplan.overheads.TRANSFORMERS_EXPERT_LOOP_S` per expert and layer)."""
+    return layers * sum(count * experts_hit(layer, tokens) for layer, count in m.layer_kinds()) \
+        * oh.TRANSFORMERS_EXPERT_LOOP_S
+
+
 def eager_ops_per_layer(num_lora: int = 0) -> float:
     """Kernels one eager forward of a decoder layer launches (peft adds a few per adapted linear)."""
     return oh.EAGER_OPS_PER_LAYER + oh.LORA_OPS_PER_LINEAR * num_lora
