@@ -47,8 +47,17 @@ from .breakdown import Speed
 from .comms import all_gather_s, all_reduce_s, data_parallel, intra_node_link, slowest_link
 from .flops import compute_dtype, training_flops_per_token
 from .gemm import bandwidth, peak_flops
-from .work import (attention_s, eager_ops_per_layer, elementwise_s, expert_loop_s, linears_s, lm_head_s, lora_s,
-                   loss_s, smooth_max)
+from .work import (
+    attention_s,
+    eager_ops_per_layer,
+    elementwise_s,
+    expert_loop_s,
+    linears_s,
+    lm_head_s,
+    lora_s,
+    loss_s,
+    smooth_max,
+)
 
 
 def _trainable(s: Scenario, m: ModelSpec) -> float:
