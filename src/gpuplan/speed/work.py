@@ -82,13 +82,15 @@ def attention_s(m: ModelSpec, gpu: GpuSpec, dtype: str, seqs: float, seq: int, *
     cached ones. Flash/SDPA kernels skip the causal mask's upper half and run at the generation's attention
     efficiency; eager attention computes every score as batched GEMMs (``[s x d] @ [d x s]`` and back, per
     head) and moves the score matrix through memory (~:data:`~gpuplan.overheads.EAGER_SCORE_BYTES` per score).
-    ``masked_windows``: transformers' SDPA path passes a sliding window as an explicit mask (Gemma-2/3, Mistral):
-    the memory-efficient kernel then computes every score of the square, masked or not."""
+    ``masked_windows``: transformers' SDPA path passes a sliding window as an explicit mask (Gemma-2/3, Mistral),
+    and the model's full-attention layers get one too: the memory-efficient kernel then computes every score of
+    the square, masked or not, in every layer."""
     heads = max(m.num_heads / tp, 1)
+    windowed = any(layer.window for layer in m.layers)
     total = flops = 0.0
     for layer, count in m.layer_kinds():
         keys = seq + context
-        masked = bool(layer.window) and masked_windows and kernel == "sdpa"
+        masked = windowed and masked_windows and kernel == "sdpa"
         if layer.window and not masked:
             keys = min(keys, layer.window)
         d = layer_head_dim(m, layer)
@@ -133,9 +135,12 @@ def elementwise_s(m: ModelSpec, gpu: GpuSpec, tokens: float, *, tp: int = 1, lay
 
 def eager_elementwise_bytes(m: ModelSpec) -> tuple[float, float]:
     """Bytes per hidden and per MLP element per layer of unfused modules: transformers' Python RMSNorm moves more
-    than a native LayerNorm kernel (:data:`~gpuplan.overheads.RMSNORM_EAGER_BYTES_PER_HIDDEN`)."""
-    rms = 0 if m.family in oh.LAYERNORM_FAMILIES else oh.RMSNORM_EAGER_BYTES_PER_HIDDEN
-    return oh.ELEMENTWISE_BYTES_PER_HIDDEN + rms, oh.ELEMENTWISE_BYTES_PER_MLP
+    than a native LayerNorm kernel (:data:`~gpuplan.overheads.RMSNORM_EAGER_BYTES_PER_HIDDEN` for a layer's two
+    norms, scaled by the norms the layer has: their weights over the hidden size)."""
+    if m.family in oh.LAYERNORM_FAMILIES or not m.layers:
+        return oh.ELEMENTWISE_BYTES_PER_HIDDEN, oh.ELEMENTWISE_BYTES_PER_MLP
+    norms = m.layers[0].norm_params / m.hidden_size  # 2 for Llama; Gemma-2/3 4 (sandwich norms) + q/k norms
+    return oh.ELEMENTWISE_BYTES_PER_HIDDEN + oh.RMSNORM_EAGER_BYTES_PER_HIDDEN * norms / 2, oh.ELEMENTWISE_BYTES_PER_MLP
 
 
 def loss_s(m: ModelSpec, gpu: GpuSpec, tokens: float, *, tp: int = 1,
