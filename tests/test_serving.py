@@ -51,7 +51,7 @@ def test_decode_step_by_hand_vllm_v1():
     stream, bw, peak, lat = 3350e9 * 0.86, 3350e9 * 0.8, 989.4e12 * 0.801, 3e-6  # CUDA-graph replay: 3 us
 
     def gemm(rows, k, n, latency=lat, bps=stream):  # compute with the thin-shape terms of speed/gemm.py
-        c = 2 * rows * k * n * (1 + 68 / rows + 132 / k + 218 / n) / peak
+        c = 2 * rows * k * n * (1 + 68 / max(rows, 16) + 132 / k + 218 / n) / peak
         w = (rows * k + rows * n + k * n) * 2 / bps
         return (c**3 + w**3) ** (1 / 3) + latency
 

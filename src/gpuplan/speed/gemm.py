@@ -70,6 +70,17 @@ def streaming_bandwidth(gpu: GpuSpec) -> float:
     return gpu.bandwidth_gbs * 1e9 * oh.STREAMING_BANDWIDTH_FRACTION.get(gpu.id, oh.BANDWIDTH_FRACTION)
 
 
+def shape_scale(gpu: GpuSpec) -> float:
+    """How much of the H200's thin-shape cost a card pays: a tile's fixed work (prologue, epilogue, the last partial
+    wave) against its compute scales with what one SM multiplies per second, so a card whose SMs are slower than the
+    H200's (A100: 2.9 against 7.5 dense bf16 TFLOPS per SM) pays that share of it (1 where the SM count is not known
+    or the card's SMs are faster)."""
+    peak = peak_flops(gpu, "bf16")
+    if not gpu.sm_count or not peak:
+        return 1.0
+    return min(1.0, peak / gpu.sm_count / oh.GEMM_SHAPE_REFERENCE_FLOPS_PER_SM) ** oh.GEMM_SHAPE_SM_EXPONENT
+
+
 def gemm_time_s(gpu: GpuSpec, dtype: str, m: float, k: float, n: float, *, count: float = 1,
                 act_bytes: float = 2.0, weight_bytes: float = 2.0, kernels: float | None = None,
                 latency_s: float | None = None, bandwidth_bps: float | None = None) -> float:
@@ -80,7 +91,8 @@ def gemm_time_s(gpu: GpuSpec, dtype: str, m: float, k: float, n: float, *, count
     if m <= 0 or count <= 0:
         return 0.0
     _require_rate(gpu)
-    shape = 1 + oh.GEMM_SHAPE_M / m + oh.GEMM_SHAPE_K / k + oh.GEMM_SHAPE_N / n
+    shape = 1 + shape_scale(gpu) * (oh.GEMM_SHAPE_M / max(m, oh.MMA_TILE_M) + oh.GEMM_SHAPE_K / k
+                                     + oh.GEMM_SHAPE_N / n)
     rate = peak_flops(gpu, dtype) * matmul_fraction(gpu) * oh.GEMM_SHAPE_ASYMPTOTE.get(gpu.id, 1.0)
     compute = 2 * m * k * n * shape / rate
     traffic = ((m * k + m * n) * act_bytes + k * n * weight_bytes) / (bandwidth_bps or bandwidth(gpu))
