@@ -112,7 +112,6 @@ def test_the_probe_builds_its_model_with_the_chosen_backends_on_the_cpu(tmp_path
     narrowed Llama with LoRA and Liger's fused loss asked for builds, its loss is gpuplan's emulated fused loss,
     and the backends say the kernels were emulated."""
     import oracle
-
     from gpuplan.model.catalog import load_model
     from gpuplan.sim.probe import _build_on_device
 
