@@ -113,6 +113,13 @@ VLLM_CUDAGRAPH_PER_GRAPH_LAYER_MIB = 0.25
 # Step time is the sum of the work a step does (GEMMs, attention, element-wise traffic, optimizer, collectives,
 # host-side launches), each at the rate that kind of work reaches on the card. The constants below are those
 # rates; bench/throughput.py scores the result against published measurements (README, "Speed").
+# Calibration you can audit (issue 20): each constant says its source and what it was set on. bench/throughput.py
+# holds out the rows whose id number is a multiple of 3; the constants added or refitted in issue 20 (GEMM shape,
+# RMSNorm bytes, the shape scaling per SM, the expert loop) were set on the H200 measurements in
+# bench/data/gpu-measurements/ and the other (fitted) rows only. The constants from before issue 20 that say
+# "calibrated on" a source were set on all of its rows, the held-out ones included, before the split existed:
+# ATTENTION_PEAK_FRACTION, ELEMENTWISE_BYTES_*, EAGER_SCORE_BYTES, ZERO3_HOOK_S_PER_LAYER_PASS,
+# QLORA_DEQUANT_BANDWIDTH_FRACTION, GEMM_KERNEL_LATENCY_S, POWER_CAPPED_TFLOPS_PER_W.
 
 # GEMMs. A GEMM [M x K] @ [K x N] is a smooth roofline of its compute (2MKN at the card's achievable matmul
 # rate) and its traffic (M·K + K·N + M·N elements at the achievable bandwidth), plus a fixed GPU-side cost per
