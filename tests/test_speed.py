@@ -212,3 +212,17 @@ def test_multi_node_data_parallel_is_hierarchical_and_hidden_behind_the_backward
     one, many = (_speed(model="llama-3.2-1b", task="train", gpu="h100-sxm", num_gpus=8, num_nodes=nodes,
                         strategy="ddp", micro_batch_size=4, seq_len=2048) for nodes in (1, 32))
     assert many.tokens_per_s / 256 > 0.9 * one.tokens_per_s / 8
+
+
+def test_owned_geforce_cards_get_no_peer_to_peer_in_recommend_either():
+    """New-user review, problem 4: `recommend --have 4x5090` gave owned GeForce cards peer-to-peer PCIe (10,632
+    tokens/s) where `estimate` on the same cards did not (7,309). Both now take the card's own links."""
+    from gpuplan.plan.recommend import Constraints, recommend
+
+    base = dict(model="qwen3-8b", task="train", method="lora", train_tokens=1e8)
+    s = scenario_from(base)
+    owned = recommend(s, load_model("qwen3-8b"), Constraints(have=(("nvidia-geforce-rtx-5090", 4),))).owned
+    four = next(r for r in owned if r.num_gpus == 4)
+    alone = estimate(four.scenario.model_copy(update={"gpu": four.gpu_id}), advise=False)
+    assert "without peer-to-peer" in " ".join(alone.assumptions)
+    assert four.tokens_per_s == pytest.approx(alone.speed["tokens_per_s"], rel=0.01)

@@ -213,11 +213,11 @@ def _owned_offers(c: Constraints) -> list[Offer]:
     import datetime as dt
 
     out = []
-    for gpu_id, count in c.have:
+    for gpu_id, count in c.have:  # links unknown: the card's own decide (GeForce: no peer-to-peer), as in estimate
         g = gpus()[gpu_id]
         power = (g.tdp_w or 300) / 1000 * oh.UTILIZATION * oh.PUE * oh.POWER_USD_PER_KWH
         out.append(Offer(provider="owned", tier="", gpu_id=gpu_id, gpu_count=count, pricing="owned",
-                         price_usd_per_gpu_hour=power, region="", intra_node="pcie", observed_at=dt.date.today(),
+                         price_usd_per_gpu_hour=power, region="", intra_node="", observed_at=dt.date.today(),
                          source="power only", notes="", origin="--have"))
     return out
 
