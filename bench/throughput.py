@@ -117,9 +117,9 @@ def report(scored: list[dict], rejected: list[dict]) -> str:
              "Speed model (the work of each step at the rates in src/gpuplan/overheads.py) against measured "
              "throughput, on each source's own cluster fabric; error = (estimate - measured) / measured. Rows whose "
              "id number is a multiple of 3 are held out (never used to fit a constant); the others are fitted.", "",
-             "| source | metric | n fitted / held out | before: fitted / held out | median abs % fitted | "
-             "median abs % held out | worst abs % | median signed % |",
-             "|---|---|---:|---:|---:|---:|---:|---:|"]
+             "| source | metric | n | held out | before: median abs % fitted / held out | median abs % | fitted | "
+             "held out | worst abs % | median signed % |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for (source, metric), rows in sorted(groups.items()):
         errs = [c["error_pct"] for c in rows]
         fit = [c for c in rows if not held_out(c)]
@@ -128,8 +128,9 @@ def report(scored: list[dict], rejected: list[dict]) -> str:
             medians.append(_median_abs(out))
         b = BEFORE.get(source)
         before = f"{_pct(b[0])} / {_pct(b[1])}" if b else "-"
-        lines.append(f"| {source} | {metric} | {len(fit)} / {len(out)} | {before} | {_pct(_median_abs(fit))} | "
-                     f"{_pct(_median_abs(out))} | {max(abs(e) for e in errs):.1f} | {statistics.median(errs):+.1f} |")
+        lines.append(f"| {source} | {metric} | {len(rows)} | {len(out)} | {before} | {_pct(_median_abs(rows))} | "
+                     f"{_pct(_median_abs(fit))} | {_pct(_median_abs(out))} | {max(abs(e) for e in errs):.1f} | "
+                     f"{statistics.median(errs):+.1f} |")
     overall = statistics.median(medians) if medians else float("nan")
     train, decode = spread(scored, "train"), spread(scored, "decode")
     lines[2:2] = [f"- {len(scored)} cases scored, {len(rejected)} not estimable; median over the fixed-shape sources "
