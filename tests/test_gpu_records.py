@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-import gpu_probes  # noqa: E402
+import gpu_probes
 
 ROWS = {r["id"]: gpu_probes.score(r) for r in gpu_probes.records()}
 
