@@ -26,7 +26,7 @@ def test_allocated_peak_within_5_percent(rid):
 def test_training_tokens_per_s():
     train = {k: r for k, r in ROWS.items() if " train " in r["what"]}
     assert len(train) == 6
-    for rid, r in train.items():
+    for r in train.values():
         limit = 30 if "gemma" in r["what"] else 15
         assert abs(r["speed_error_pct"]) <= limit, r
     assert statistics.median(abs(r["speed_error_pct"]) for r in train.values()) <= 10
