@@ -55,7 +55,7 @@ def kernels(stack: str, s: Scenario, *, fused_stack: bool = False) -> Kernels:
         fused = True
         host = oh.HOST_OPS_FACTOR["unsloth"]
         why.append("Unsloth: Triton RMSNorm/RoPE/SwiGLU, hand-written autograd (fewer launches)")
-        if s.method != "full":
+        if s.method != "full" and s.lora_dropout == 0:  # Unsloth's fast LoRA path needs dropout 0, else peft's
             lora_out, dropout = oh.LORA_BYTES_PER_OUTPUT_FUSED, False
             why.append("fused LoRA matmuls")
         if s.method == "qlora":
