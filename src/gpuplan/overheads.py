@@ -183,6 +183,11 @@ ATTENTION_PEAK_FRACTION = {"Volta": 0.25, "Turing": 0.25, "Ampere": 0.30, "Ada":
                            "Blackwell": 0.35}
 ATTENTION_PEAK_FRACTION_DEFAULT = 0.30
 ATTENTION_BACKWARD_FLOP_RATIO = 2.5
+# transformers' SDPA with an explicit mask (models with sliding windows) runs PyTorch's memory-efficient kernel, which
+# reads an additive mask per score, instead of FlashAttention: this share of the flash rate. Fitted on the two
+# Gemma-3-1B probe records of bench/gpu_probes.py (i: LoRA training at 2 x 4,096 tokens; l: generate after a
+# 2 x 30,000-token prefill), which one value fits within 3 % both (at 1.0 they were +23 % and +76 %).
+MASKED_ATTENTION_FACTOR = 0.4
 # Eager attention moves each score through memory: HF's fp32 softmax ~16-24 bytes per score and pass (bf16
 # write, fp32 upcast, softmax, cast back), Megatron's fused scale-mask-softmax ~4: the middle is taken.
 EAGER_SCORE_BYTES = 10

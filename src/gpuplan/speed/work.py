@@ -100,6 +100,8 @@ def attention_s(m: ModelSpec, gpu: GpuSpec, dtype: str, seqs: float, seq: int, *
         else:  # causal: query i sees context + i keys (capped by the window)
             flops += count * seqs * 4 * heads * d * seq * (keys if masked else min(context + (seq + 1) / 2, keys))
     fraction = oh.ATTENTION_PEAK_FRACTION.get(gpu.generation, oh.ATTENTION_PEAK_FRACTION_DEFAULT)
+    if windowed and masked_windows and kernel == "sdpa":  # the memory-efficient kernel reading an additive mask
+        fraction *= oh.MASKED_ATTENTION_FACTOR
     total += flops / (peak_flops(gpu, "bf16" if dtype == "fp8" else dtype) * fraction)
     return layers * total
 
