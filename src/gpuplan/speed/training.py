@@ -16,7 +16,8 @@ One optimizer step is ``grad_accum_steps`` micro-steps plus the step's own fixed
 - **micro-step, communication**: Megatron TP's 4 all-reduces per layer (6 with recomputation) on the critical
   path; ZeRO-3/FSDP all-gathers the weights once per micro-batch in the forward and again in the backward,
   prefetched behind compute where it fits; ZeRO-2/3 reduce-scatter gradients every micro-batch behind the
-  backward (across nodes each data-parallel collective runs hierarchically, :class:`~.comms.DataParallel`); CPU parameter offload streams the weights over PCIe on every pass; activation offloading copies
+  backward (across nodes each data-parallel collective runs hierarchically, :class:`~.comms.DataParallel`);
+  CPU parameter offload streams the weights over PCIe on every pass; activation offloading copies
   the saved activations it moves (:func:`~gpuplan.memory.training.offloaded_activation_bytes`) to pinned CPU
   memory on a side stream during the forward and back during the backward (torchtune ``OffloadActivations``
   ``use_streams``, Unsloth's non-blocking copies): only the part of each copy longer than the pass it hides
