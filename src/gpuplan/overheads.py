@@ -320,9 +320,10 @@ VLLM_STEP_OVERHEAD_S = 3e-3
 # - per request, outside the engine's steps (HTTP, tokenizing, the hand-off to the engine core, the first
 #   streamed chunk): the median, over the lowest-rate stage of each of the 7 configurations scored, of
 #   measured less simulated TTFT.
-# Every other serving row checks them (README, "Serving": accuracy).
-VLLM_V1_STEP_OVERHEAD_S = 0.77e-3
-VLLM_V1_HOST_S_PER_SEQ = 31.5e-6
+# Every other serving row checks them (README, "Serving": accuracy). Refitted with issue 20's GEMM shape costs (the
+# batched decode GEMMs took part of what the per-sequence figure held: 31.5 -> 19.9 us).
+VLLM_V1_STEP_OVERHEAD_S = 0.765e-3
+VLLM_V1_HOST_S_PER_SEQ = 19.9e-6
 VLLM_V1_REQUEST_S = 14.7e-3
 # vLLM V1 replays each decode step as one CUDA graph: kernels run back to back, each costing its ramp and tail
 # but no launch; the speed layer's GEMM_KERNEL_LATENCY_S (calibrated on eager and V0 rows) is for launched ones.
