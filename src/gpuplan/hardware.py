@@ -86,6 +86,7 @@ class GpuSpec:
     msrp_usd: float | None
     compute_capability: str | None
     aliases: tuple[str, ...]
+    sm_count: int | None = None  # streaming multiprocessors (compute units), where the catalog has them
 
     @property
     def generation(self) -> str:
@@ -130,7 +131,7 @@ def _spec(entry: dict[str, Any]) -> GpuSpec:
         supports=dict(entry.get("supports") or {}), nvlink_bandwidth_gbs=link.get("nvlink_bandwidth_gbs"),
         pcie_generation=(entry.get("pcie") or {}).get("generation"), tdp_w=entry.get("tdp_w"),
         msrp_usd=entry.get("launch_msrp_usd"), compute_capability=entry.get("compute_capability"),
-        aliases=tuple(str(a) for a in entry.get("aliases") or ()))
+        aliases=tuple(str(a) for a in entry.get("aliases") or ()), sm_count=entry.get("sm_count"))
 
 
 @cache

@@ -118,6 +118,13 @@ VLLM_CUDAGRAPH_PER_GRAPH_LAYER_MIB = 0.25
 # Step time is the sum of the work a step does (GEMMs, attention, element-wise traffic, optimizer, collectives,
 # host-side launches), each at the rate that kind of work reaches on the card. The constants below are those
 # rates; bench/throughput.py scores the result against published measurements (README, "Speed").
+# Calibration you can audit (issue 20): each constant says its source and what it was set on. bench/throughput.py
+# holds out the rows whose id number is a multiple of 3; the constants added or refitted in issue 20 (GEMM shape,
+# RMSNorm bytes, the shape scaling per SM, the expert loop) were set on the H200 measurements in
+# bench/data/gpu-measurements/ and the other (fitted) rows only. The constants from before issue 20 that say
+# "calibrated on" a source were set on all of its rows, the held-out ones included, before the split existed:
+# ATTENTION_PEAK_FRACTION, ELEMENTWISE_BYTES_*, EAGER_SCORE_BYTES, ZERO3_HOOK_S_PER_LAYER_PASS,
+# QLORA_DEQUANT_BANDWIDTH_FRACTION, GEMM_KERNEL_LATENCY_S, POWER_CAPPED_TFLOPS_PER_W.
 
 # GEMMs. A GEMM [M x K] @ [K x N] is a smooth roofline of its compute (2MKN at the card's achievable matmul
 # rate) and its traffic (M·K + K·N + M·N elements at the achievable bandwidth), plus a fixed GPU-side cost per
@@ -142,6 +149,30 @@ MATMUL_PEAK_FRACTION_OTHER_VENDOR = 0.60  # MI300X's figure for other vendors' s
 # A100 SXM: 0.78, RTX 4090: 165/450 = 0.37 sit below; L40S (362/350 = 1.03) and RTX 6000 Ada (364/300 = 1.21)
 # above. Set against the A100-vs-L40S fine-tuning reports of the new-user review (N5) and the peft L40S row.
 POWER_CAPPED_TFLOPS_PER_W = 0.8
+# What LLM layer shapes reach of the best-shape rate above, and how thin operands fall below it: a GEMM's compute
+# time is multiplied by (1 + GEMM_SHAPE_M/M + GEMM_SHAPE_K/K + GEMM_SHAPE_N/N) / GEMM_SHAPE_ASYMPTOTE. Fitted (least
+# squares on log time) to the 33 products of more than 100 us in bench/data/gpu-measurements/gemm-h200-2026-11-27.json
+# (torch.matmul bf16 on one NVIDIA H200, torch 2.11, M = 512-16,384 tokens, K x N of Llama-8B/70B-like projections
+# and a 128,256-wide lm_head; median |error| 5.5 %): the asymptote 0.733 of the 989 TFLOPS datasheet against
+# GH100's best-shape 0.801 (the H100 SXM MAMF) is the H200's 0.915 below. The shorter products there sit on a
+# ~39 us per-call floor of the timing loop (one synchronized product at a time), not used. Only the H200 was
+# measured: other cards keep their MAMF as the asymptote (the H100 and A100 rows of bench/throughput.py's fitted
+# split sit 5-10 % low with the H200's ratio applied to them). Held out: the same file's 16 shorter products and
+# the probe records (bench/gpu_probes.py).
+GEMM_SHAPE_ASYMPTOTE = {"nvidia-h200-sxm-141gb": 0.915, "nvidia-h200-nvl-141gb": 0.915}
+GEMM_SHAPE_M = 68.0
+GEMM_SHAPE_K = 132.0
+GEMM_SHAPE_N = 218.0
+# The card the shape terms were fitted on: the H200's 989.4 dense bf16 TFLOPS over its 132 SMs. Other cards pay the
+# terms in proportion to their per-SM rate to this power (speed/gemm.py shape_scale): 1 chosen against 0.5 on the
+# fitted rows of bench/throughput.py (llm-foundry's 78 fitted A100/H100 rows: 5.1 % median |error| against 6.1 %;
+# Qwen-1's fitted fine-tuning rows 12.7 % against 14 %).
+GEMM_SHAPE_REFERENCE_FLOPS_PER_SM = 989.4e12 / 132
+GEMM_SHAPE_SM_EXPONENT = 1.0
+# Below the fitted range of M (512+ tokens) the M term stops growing at the tensor cores' smallest tile: an MMA
+# instruction covers 16 rows (mma.m16n8k16, PTX ISA), so a decode GEMV of 1-16 rows costs what 16 rows do in
+# compute (its time is the weights' bytes anyway).
+MMA_TILE_M = 16
 POWER_CAP_EXPONENT = 0.5
 BANDWIDTH_FRACTION = 0.80  # achievable HBM/GDDR bandwidth (aiconfigurator 0.8; STREAM-like copies reach 0.9)
 GEMM_ROOFLINE_SHARPNESS = 3.0  # p of (compute^p + memory^p)^(1/p): 1 adds them, infinity takes the max
@@ -157,6 +188,11 @@ ATTENTION_PEAK_FRACTION = {"Volta": 0.25, "Turing": 0.25, "Ampere": 0.30, "Ada":
                            "Blackwell": 0.35}
 ATTENTION_PEAK_FRACTION_DEFAULT = 0.30
 ATTENTION_BACKWARD_FLOP_RATIO = 2.5
+# transformers' SDPA with an explicit mask (models with sliding windows) runs PyTorch's memory-efficient kernel, which
+# reads an additive mask per score, instead of FlashAttention: this share of the flash rate. Fitted on the two
+# Gemma-3-1B probe records of bench/gpu_probes.py (i: LoRA training at 2 x 4,096 tokens; l: generate after a
+# 2 x 30,000-token prefill), which one value fits within 3 % both (at 1.0 they were +23 % and +76 %).
+MASKED_ATTENTION_FACTOR = 0.4
 # Eager attention moves each score through memory: HF's fp32 softmax ~16-24 bytes per score and pass (bf16
 # write, fp32 upcast, softmax, cast back), Megatron's fused scale-mask-softmax ~4: the middle is taken.
 EAGER_SCORE_BYTES = 10
@@ -168,14 +204,36 @@ EAGER_SCORE_BYTES = 10
 ELEMENTWISE_BYTES_PER_HIDDEN = 60
 ELEMENTWISE_BYTES_PER_MLP = 15
 ELEMENTWISE_BACKWARD_RATIO = 2.0
+# transformers writes RMSNorm in Python (LlamaRMSNorm and its copies: upcast to fp32, pow, mean, rsqrt, multiply,
+# cast back, scale): each of a layer's two norms moves ~36 bytes per hidden element forward where a native
+# LayerNorm kernel (GPT-2, MPT, Falcon, GPT-NeoX) moves 4, i.e. ~64 more per layer, counted from the ops; the
+# fitted value below (bench/throughput.py's fitted split with the probe records of bench/gpu_probes.py) is less,
+# as torch fuses a few of them. Families with LayerNorm do not pay it.
+RMSNORM_EAGER_BYTES_PER_HIDDEN = 40
+LAYERNORM_FAMILIES = frozenset({"gpt2", "gpt_neox", "gptj", "gpt_bigcode", "opt", "bloom", "falcon", "mpt", "phi",
+                                "starcoder2", "stablelm"})
+# Fused element-wise kernels in training (Liger's and Unsloth's Triton RMSNorm, RoPE and SwiGLU, Transformer Engine,
+# Inductor): bytes per hidden and per MLP element per layer forward, as FUSED_ELEMENTWISE_FACTOR's count for vLLM's
+# fused kernels (each activation read and written once: ~20 and ~6).
+FUSED_ELEMENTWISE_BYTES = (20.0, 6.0)
 # peft's LoRA path per adapted linear moves the output through the scaling and the add (~8 bytes per output
 # element) and, with lora_dropout > 0, the input through a dropout with its mask (~5 bytes per input element).
 LORA_BYTES_PER_OUTPUT = 8
 LORA_DROPOUT_BYTES_PER_INPUT = 5
-# fp8 stacks (Transformer Engine's LayerNormLinear / LayerNormMLP, torchao with compile) fuse the norms and the
-# fp8 casts into their linears: about half the element-wise traffic of unfused bf16 modules remains.
-FP8_ELEMENTWISE_FACTOR = 0.5
 LOSS_BYTES_PER_LOGIT = 20  # cross-entropy over fp32 logits: upcast, log-softmax, gradient (forward + backward)
+# Stacks as kernels (stacks/speedups.py). The loss without fp32 logits in memory: torchtune's chunked
+# cross-entropy upcasts one chunk at a time (16-bit logits written and read, the fp32 chunk's softmax and its
+# gradient: ~12 bytes per logit); a fused linear cross-entropy (Liger, Unsloth, Cut Cross-Entropy) writes 16-bit
+# logits per chunk and turns them into their gradient in place (~6). Counted from the kernels' reads and writes.
+LOSS_BYTES_PER_LOGIT_STACK = {"chunked": 12.0, "fused-linear": 6.0}
+# Unsloth's matmul_lora adds the adapter product into the base output in place (addmm_) and runs no dropout: the
+# output moves once more instead of through peft's scale and add (LORA_BYTES_PER_OUTPUT).
+LORA_BYTES_PER_OUTPUT_FUSED = 2
+# Share of eager PyTorch's per-op host cost left: Unsloth's hand-written autograd for the LoRA MLP and attention
+# projections (fast_lora.py: one Function per block instead of peft's per-module ops) and compiled graphs (Inductor
+# runs fused Triton kernels from one generated wrapper). Assumed from the kernel counts; checked by the stacks'
+# published speed-ups (tests/test_stack_speed.py).
+HOST_OPS_FACTOR = {"unsloth": 0.5, "compile": 0.35}
 
 # Host side of an eager PyTorch step: each op costs ~10-20 us of Python + dispatcher + launch (PyTorch
 # performance tuning guide; the GPU idles when its kernels are shorter). A Llama-style decoder layer runs ~40
@@ -187,6 +245,12 @@ EAGER_OP_OVERHEAD_S = 18e-6
 BACKWARD_OPS_RATIO = 1.5
 AUTOGRAD_OP_OVERHEAD_S = 10e-6
 HOST_GPU_OVERLAP_SHARPNESS = 2.0  # p of the smooth max of host and GPU time
+# transformers runs a routed MoE layer's experts as a Python loop over the experts the batch hits (Qwen3MoeExperts
+# .forward in transformers 5.x: ~16 small ops per expert, a torch.where and a comparison that synchronize with the
+# GPU): host seconds per expert per layer and pass. Fitted on the one MoE probe record (bench/gpu_probes.py record j:
+# Qwen3-30B-A3B generate, 4 x 1,024 + 32 tokens on an H200, 2x optimistic without it); the backward's autograd runs
+# the loop's ops once more (BACKWARD_OPS_RATIO of them).
+TRANSFORMERS_EXPERT_LOOP_S = 26e-6
 # DeepSpeed ZeRO-3 runs Python hooks per module on every forward, recomputation and backward (fetch,
 # release, partition bookkeeping): calibrated on the Qwen-1 ZeRO-3 rows. torch FSDP's per-unit cost is small.
 ZERO3_HOOK_S_PER_LAYER_PASS = 4e-3
@@ -205,6 +269,10 @@ QLORA_DEQUANT_BYTES_PER_PARAM = 4.5  # read 0.5 B of 4-bit codes + scales, write
 # AutoGPTQ's dequantize-then-matmul path in training reaches ~20 % of the bandwidth (small strided blocks,
 # separate kernels): calibrated on Qwen-1's GPTQ QLoRA rows; bitsandbytes NF4 is assumed alike.
 QLORA_DEQUANT_BANDWIDTH_FRACTION = 0.2
+# Unsloth's fast_dequantize calls bitsandbytes' cdequantize_blockwise_bf16_nf4 itself into a reused buffer, without
+# peft's and bitsandbytes' Python around each call (unsloth/kernels/utils.py): the kernel's own rate, assumed at
+# half the card's bandwidth; checked by Unsloth's published QLoRA speed-up (tests/test_stack_speed.py).
+QLORA_DEQUANT_BANDWIDTH_FRACTION_DIRECT = 0.5
 
 # Pipeline parallelism: Megatron's 1F1B bubble (Narayanan et al. SC'21, section 2.2.1): (p-1)/m of the ideal
 # time for m micro-batches, divided by v with the interleaved schedule (not a scenario field: v=1).
@@ -257,9 +325,10 @@ VLLM_STEP_OVERHEAD_S = 3e-3
 # - per request, outside the engine's steps (HTTP, tokenizing, the hand-off to the engine core, the first
 #   streamed chunk): the median, over the lowest-rate stage of each of the 7 configurations scored, of
 #   measured less simulated TTFT.
-# Every other serving row checks them (README, "Serving": accuracy).
-VLLM_V1_STEP_OVERHEAD_S = 0.77e-3
-VLLM_V1_HOST_S_PER_SEQ = 31.5e-6
+# Every other serving row checks them (README, "Serving": accuracy). Refitted with issue 20's GEMM shape costs (the
+# batched decode GEMMs took part of what the per-sequence figure held: 31.5 -> 19.9 us).
+VLLM_V1_STEP_OVERHEAD_S = 0.765e-3
+VLLM_V1_HOST_S_PER_SEQ = 19.9e-6
 VLLM_V1_REQUEST_S = 14.7e-3
 # vLLM V1 replays each decode step as one CUDA graph: kernels run back to back, each costing its ramp and tail
 # but no launch; the speed layer's GEMM_KERNEL_LATENCY_S (calibrated on eager and V0 rows) is for launched ones.
@@ -304,11 +373,12 @@ DP_OVERLAP = 0.8
 TP_OVERLAP = 0.5  # NeMo overlaps TP communication with GEMMs (userbuffers); Megatron 2021 did not
 MULTINODE_STRAGGLER = 0.97  # cross-node jitter: the slowest rank sets the step
 
-# Uncertainty: the range of the true rate around the estimate, from the 10th-90th percentile of the ratio
-# estimate / measured over the fixed-shape bench rows after calibration (bench/throughput.py): training
-# estimates ran 8 % low to 40 % high (142 rows), inference 20 % low to 12 % high (41 rows); widened where the
-# estimate rests on a default (another vendor's software, a fabric the offer does not state, CPU-held layers).
-SPEED_SPREAD = {"train": (-0.29, 0.09), "decode": (-0.10, 0.25)}
+# Uncertainty: the range of the true rate around the estimate, the 10th-90th percentile of measured / estimated - 1
+# over the held-out fixed-shape rows of bench/throughput.py (ids whose number is a multiple of 3; the bench prints
+# the figures, tests/test_throughput_split.py holds this to them): training 26 % below to 11 % above (36 rows),
+# decode 3 % below to 16 % above (13 rows); widened where the estimate rests on a default (another vendor's
+# software, a fabric the offer does not state, CPU-held layers).
+SPEED_SPREAD = {"train": (-0.26, 0.11), "decode": (-0.03, 0.16)}
 SPEED_SPREAD_WIDENING = {"other vendor": 1.5, "no fabric data": 1.5, "cpu layers": 1.5}
 
 # ---- checkpointing and spot (cost) --------------------------------------------------------------------

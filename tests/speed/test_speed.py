@@ -20,15 +20,18 @@ H100 = load_gpu("h100-sxm")
 
 
 def test_gemm_time_by_hand_and_small_batches_reach_a_fraction_of_the_peak():
-    # [256 x 2048] @ [2048 x 2048] in bf16 on an A100 SXM: MAMF 85.9 % of 312 TFLOPS, 80 % of 2,039 GB/s
-    compute = 2 * 256 * 2048 * 2048 / (312e12 * 0.859)  # 8.0 us
+    # [256 x 2048] @ [2048 x 2048] in bf16 on an A100 SXM: MAMF 85.9 % of 312 TFLOPS, slowed by the thin-shape
+    # terms fitted on the H200 (68/256 + 132/2048 + 218/2048 = 0.437) scaled by the A100's per-SM rate against
+    # the H200's ((312/108) / (989.4/132) = 0.385): x 1.168; 80 % of 2,039 GB/s
+    scale = (312 / 108) / (989.4 / 132)
+    compute = 2 * 256 * 2048 * 2048 * (1 + scale * (68 / 256 + 132 / 2048 + 218 / 2048)) / (312e12 * 0.859)
     traffic = (256 * 2048 * 2 + 2048 * 2048) * 2 / (2039e9 * 0.8)  # 6.4 us
-    expected = (compute**3 + traffic**3) ** (1 / 3) + 5e-6  # smooth roofline + kernel latency = 14.3 us
+    expected = (compute**3 + traffic**3) ** (1 / 3) + 5e-6  # smooth roofline + kernel latency = 15.3 us
     assert gemm_time_s(A100, "bf16", 256, 2048, 2048) == pytest.approx(expected, rel=1e-12)
     small = gemm_efficiency(A100, "bf16", 256, 2048, 2048)
     large = gemm_efficiency(A100, "bf16", 8192, 4096, 4096)
     assert small == pytest.approx(2 * 256 * 2048 * 2048 / 312e12 / expected)  # ~47 % of the datasheet
-    assert 0.40 < small < 0.55 and 0.80 < large < 0.86 and large > 1.6 * small
+    assert 0.40 < small < 0.50 and 0.78 < large < 0.84 and large > 1.6 * small
     # L40S: 362 TFLOPS on 864 GB/s and a 350 W cap: lower than its datasheet at the same shape, below the A100
     l40s = load_gpu("l40s")
     cap = 0.80 * (0.8 / (362.05 / 350)) ** 0.5  # power-capped achievable fraction, 70 %
@@ -101,7 +104,8 @@ def test_single_request_time_to_first_token_by_hand():
     peak, bw, stream = 989.4e12 * 0.801, 3350e9 * 0.8, 3350e9 * 0.86  # vLLM's kernels stream at the H100's 86 %
 
     def gemm(rows, k, n, latency=3e-6, bps=stream):  # vLLM V1 replays CUDA graphs: 3 us per kernel, no launch
-        c, t = 2 * rows * k * n / peak, (rows * k + rows * n + k * n) * 2 / bps
+        shape = 1 + 68 / max(rows, 16) + 132 / k + 218 / n  # thin operands' share of a tile's fixed cost
+        c, t = 2 * rows * k * n * shape / peak, (rows * k + rows * n + k * n) * 2 / bps
         return (c**3 + t**3) ** (1 / 3) + latency
 
     # vLLM packs q/k/v and gate/up into one GEMM each: one kernel latency per pack
@@ -143,12 +147,14 @@ def test_cpu_parameter_offload_is_slower():
     assert offload.tokens_per_s < plain.tokens_per_s / 2 and offload.parts_s["offload"] > 0
 
 
-def test_multi_node_over_ethernet_is_an_order_of_magnitude_slower():
+def test_multi_node_over_ethernet_is_several_times_slower():
+    """Hierarchical collectives: each GPU sends only its 1/8 over the fabric, so 100 Gb/s Ethernet per node costs
+    ~2.6x against InfiniBand here, where the cards' own PCIe without peer-to-peer bounds both."""
     job = dict(model="llama-3.1-70b", task="train", gpu="rtx-4090", num_gpus=8, num_nodes=8, strategy="zero3",
                grad_checkpointing="full")
     ib = _speed(Network(intra_node="pcie-no-p2p", inter_node="infiniband", inter_node_gbps=3200), **job)
     eth = _speed(Network(intra_node="pcie-no-p2p", inter_node="ethernet", inter_node_gbps=100), **job)
-    assert eth.tokens_per_s < ib.tokens_per_s / 10 and eth.bound == "communication"
+    assert eth.tokens_per_s < ib.tokens_per_s / 2 and eth.bound == "communication"
 
 
 def test_burst_time_to_first_token_is_reported_apart_from_one_request():
@@ -166,3 +172,57 @@ def test_speed_parts_add_up_and_carry_a_range():
         low, high = oh.SPEED_SPREAD["train" if fields["task"] == "train" else "decode"]
         assert sp.tokens_per_s_low == pytest.approx(sp.tokens_per_s * (1 + low))
         assert sp.tokens_per_s_high == pytest.approx(sp.tokens_per_s * (1 + high))
+
+
+def test_gemm_rates_against_the_measured_h200():
+    """Achieved bf16 TFLOP/s of torch.matmul on one H200 (bench/data/gpu-measurements/gemm-h200-2026-11-27.json):
+    the products long enough to leave the timing loop's ~39 us per-call floor (over 100 us) within 25 % each and
+    8 % at the median; the lm_head of a 128k vocabulary at 8k tokens within 5 % (666 TFLOP/s measured)."""
+    import json
+    import statistics
+    from pathlib import Path
+
+    h200 = load_gpu("h200")
+    data = json.loads((Path(__file__).parents[2] / "bench/data/gpu-measurements/gemm-h200-2026-11-27.json").read_text())
+    errors = []
+    for g in data["gemm"]:
+        if g["s"] > 100e-6:
+            est = gemm_time_s(h200, "bf16", g["M"], g["K"], g["N"])
+            errors.append(abs(est / g["s"] - 1))
+    assert len(errors) >= 30 and max(errors) < 0.25 and statistics.median(errors) < 0.08
+    head = 2 * 8192 * 4096 * 128256 / gemm_time_s(h200, "bf16", 8192, 4096, 128256) / 1e12
+    assert head == pytest.approx(666.4, rel=0.05)
+
+
+def test_multi_node_data_parallel_is_hierarchical_and_hidden_behind_the_backward():
+    """256 H100s (32 nodes of 8, 8 x 200 Gb/s NICs per node by default): DDP's gradient all-reduce runs as a
+    reduce-scatter over NVLink, an all-reduce of each GPU's 1/8 share over its own NIC, an all-gather over NVLink
+    (NCCL on rail-optimized nodes), bucketed behind the backward. By hand for Llama-3.2-1B's fp32 gradients: the
+    inter-node part moves 2 x 31/32 x (4 B x N / 8) per GPU at 90 % of 25 GB/s, ~0.05 s, which the ~0.13 s backward
+    hides: per-GPU throughput stays within 10 % of one node's (a flat ring over the NICs made it 3x slower)."""
+    from gpuplan.speed.comms import data_parallel
+
+    m = load_model("llama-3.2-1b")
+    n = m.params_total
+    dp = data_parallel(H100, Network(), 32, 8, 8)
+    nvlink = dp.intra
+    expected = 2 * (7 / 8 * 4 * n / nvlink.bytes_per_s + nvlink.latency_s) + (
+        2 * 31 / 32 * 4 * n / 8 / (1600e9 / 8 / 8 * 0.9) + 30e-6)
+    assert dp.all_reduce_s(4 * n) == pytest.approx(expected, rel=1e-9)
+    one, many = (_speed(model="llama-3.2-1b", task="train", gpu="h100-sxm", num_gpus=8, num_nodes=nodes,
+                        strategy="ddp", micro_batch_size=4, seq_len=2048) for nodes in (1, 32))
+    assert many.tokens_per_s / 256 > 0.9 * one.tokens_per_s / 8
+
+
+def test_owned_geforce_cards_get_no_peer_to_peer_in_recommend_either():
+    """New-user review, problem 4: `recommend --have 4x5090` gave owned GeForce cards peer-to-peer PCIe (10,632
+    tokens/s) where `estimate` on the same cards did not (7,309). Both now take the card's own links."""
+    from gpuplan.plan.recommend import Constraints, recommend
+
+    base = dict(model="qwen3-8b", task="train", method="lora", train_tokens=1e8)
+    s = scenario_from(base)
+    owned = recommend(s, load_model("qwen3-8b"), Constraints(have=(("nvidia-geforce-rtx-5090", 4),))).owned
+    four = next(r for r in owned if r.num_gpus == 4)
+    alone = estimate(four.scenario.model_copy(update={"gpu": four.gpu_id}), advise=False)
+    assert "without peer-to-peer" in " ".join(alone.assumptions)
+    assert four.tokens_per_s == pytest.approx(alone.speed.tokens_per_s, rel=0.01)

@@ -163,7 +163,12 @@ def test_advice_offers_stacks_and_techniques_with_saving_and_speed():
     by_field = {tuple(sorted(s.fields.items())): s for s in r.suggestions}
     unsloth = by_field[(("framework", "unsloth"),)]
     assert unsloth.fits and unsloth.device_peak_gib < r.memory.device_peak_gib - 40
-    assert "faster" in unsloth.cost and "Unsloth" in unsloth.cost
+    # Unsloth's defaults checkpoint (offloaded): the recomputed forward (+1/3 of the GEMMs) against its fused kernels,
+    # from the speed model, not a published "2x" (issue 20): between 40 % faster and 40 % slower per step here
+    import re
+
+    change = re.match(r"(\d+)% (slower|faster)", unsloth.cost)
+    assert "Unsloth" in unsloth.cost and change and int(change.group(1)) < 40
     fused = by_field[(("loss", "fused-linear"),)]
     assert fused.device_peak_gib < r.memory.device_peak_gib - 15 and "Liger" in fused.cost
     assert not any(s.fields.get("loss") == "chunked" and "framework" not in s.fields for s in r.suggestions)  # hf
@@ -184,19 +189,6 @@ def test_recommend_any_framework_answers_which_stack():
     assert "GiB" in best.change and ("faster" in best.change or "slower" in best.change)
     again = estimate(best.scenario.model_copy(update={"gpu": best.gpu_id}), advise=False)
     assert again.memory.device_peak_gib == pytest.approx(best.device_peak_gib, rel=1e-6)
-
-
-def test_stack_speed_factors_come_from_the_published_benchmarks():
-    """Same FLOPs (checkpointing set alike): Unsloth's LoRA step is its README's 2x faster, offloading adds the
-    torchtune flags table's 0.1 %; compile is the flags table's 7,075 -> 8,998 tokens/s."""
-    common = {**BASE, "method": "lora", "gpu": "h100-sxm", "grad_checkpointing": "full"}
-    hf = estimate(common, advise=False).speed
-    fast = estimate({**common, "framework": "unsloth"}, advise=False).speed
-    # the factor scales the micro-steps' GPU and host work (compute_s); the optimizer step and the loop stay
-    assert hf.compute_s / fast.compute_s == pytest.approx(2.0 * 7301 / 7309, rel=1e-3)
-    assert fast.tokens_per_s > 1.8 * hf.tokens_per_s
-    compiled = estimate({**common, "compile": True}, advise=False).speed
-    assert hf.compute_s / compiled.compute_s == pytest.approx(8998 / 7075, rel=1e-3)
 
 
 # ---- the profiles' byte rules, by hand -------------------------------------------------------------------------

@@ -31,7 +31,8 @@ def prefill_working_set(s: Scenario, m: ModelSpec, tokens: int, seqs: int) -> fl
     the MLP holds act(gate), up and their product (``3·i``) plus the residual and its norm (``2·h``); an expert
     layer the same for each of the ``k`` experts a token visits (under transformers, the families of
     :data:`DENSE_DISPATCH_MOE` hold, for every expert, a copy of the tokens, gate_up, act(gate) and their product:
-    ``E·(4·i + h)``); eager attention holds the fp32 softmax of ``seqs·heads·s²`` scores."""
+    ``E·(4·i + h)``); eager attention holds the fp32 softmax of ``seqs·heads·s²`` scores, SDPA over a model with
+    sliding windows in transformers the boolean window mask (``s²`` bytes) and its additive copy per sequence."""
     c = s.compute_bytes
     t = s.tp
     i = max((lin.in_features for layer in m.layers for lin in layer.linears
@@ -55,6 +56,13 @@ def prefill_working_set(s: Scenario, m: ModelSpec, tokens: int, seqs: int) -> fl
     if attention_kernel(s, m) == "eager":
         seq = tokens // max(seqs, 1)
         attn += (4 + 2 * c) * seqs * heads * seq * seq
+    elif s.engine == "transformers" and any(layer.window for layer in m.layers):
+        # sliding-window layers under SDPA: transformers passes the pattern as an explicit boolean mask (1 x 1 x s x
+        # s, built once per forward) and SDPA turns it into an additive mask in the compute dtype for every sequence
+        # (torch.where) for the call: the simulation of Gemma-3-1B at 2 x 30,000 tokens holds both (0.84 + 3.35 GiB
+        # at 8 layers), as the H200 probe measured (bench/gpu_probes.py record l)
+        seq = tokens // max(seqs, 1)
+        attn += seq * seq * (1 + c * seqs)
     return max(mlp, attn)
 
 

@@ -29,6 +29,7 @@ from ..result import Suggestion
 from ..scenario import Scenario
 from ..scenario.stacks import FRAMEWORKS, RECIPES
 from ..speed import training_speed
+from ..speed.gemm import can_time
 from ..stacks import stack_for
 
 MAX_COMBINED = 4  # fixes in one combination
@@ -215,10 +216,9 @@ def _speed_change(s: Scenario, changed: Scenario, m: ModelSpec, gpu: GpuSpec, be
     moved = {k: new.get(k, 0.0) - old.get(k, 0.0) for k in {*old, *new}}
     big = sorted((k for k in moved if abs(moved[k]) >= 0.01), key=lambda k: -abs(moved[k]))[:2]
     why = [", ".join(f"{k.replace('_', ' ')} {moved[k]:+.0%}" for k in big)] if big else []
-    factor_before, _ = stack_for(s).step_time_factor(s)
-    factor_after, factor_why = stack_for(changed).step_time_factor(changed)
-    if factor_why and abs(factor_after / factor_before - 1) >= 0.005:
-        why.append(factor_why)
+    kernels_before, kernels_after = stack_for(s).kernels(s), stack_for(changed).kernels(changed)
+    if kernels_after.why and kernels_after != kernels_before:
+        why.append(kernels_after.text)
     return (f"{text} ({'; '.join(why)})" if why else text), ratio
 
 
@@ -327,7 +327,7 @@ def on_card(s: Scenario, m: ModelSpec, gpu: GpuSpec, fixes: list[Fix]) -> list[F
         changed = _apply(s, (fix,))
         if changed is None:
             continue
-        if s.task == "train":
+        if s.task == "train" and can_time(gpu):
             before = before or training_speed(s, m, gpu)
             text, ratio = _speed_change(s, changed, m, gpu, before)
             fix = replace(fix, cost=fix.cost or text, slowdown=fix.slowdown if fix.slowdown is not None else ratio)

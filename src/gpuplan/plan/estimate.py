@@ -93,6 +93,8 @@ def estimate(scenario: Scenario | dict[str, Any], *, advise: bool = True) -> Pla
                                                                        price_it=report.fits is not False)
         assumptions += more_assumptions
         warnings += more_warnings
+    elif gpu:
+        warnings.append(f"no speed or cost: {gpu.name} has no dense 16-bit matrix rate in the GPU catalog")
     dataset = recipe = None
     if s.task == "train" and (s.dataset or s.samples or s.model_size or s.epochs):  # data and recipe
         from .dataset_report import dataset_section, recipe_section

@@ -236,7 +236,7 @@ def _owned_offers(c: Constraints) -> list[Offer]:
     import datetime as dt
 
     out = []
-    for gpu_id, count in c.have:
+    for gpu_id, count in c.have:  # links unknown: the card's own decide (GeForce: no peer-to-peer), as in estimate
         g = gpus()[gpu_id]
         power = (g.tdp_w or 300) / 1000 * oh.UTILIZATION * oh.PUE * oh.POWER_USD_PER_KWH
         # the cards' own links (GeForce: no peer-to-peer over PCIe), as ``estimate`` and ``launch`` time them

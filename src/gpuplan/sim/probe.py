@@ -9,8 +9,10 @@ card, other processes included), the step time and tokens per second. The record
 scenario, the probe, the estimate and (unless skipped) the simulation, so that ``gpuplan calibrate`` can
 report the error of each level and the overheads the estimator assumes (allocator slack, CUDA context).
 
-4-bit weights and 8-bit optimizers use the simulator's stand-ins (same bytes, not bitsandbytes' kernels): their
-memory is right, their time is not, and the record says so.
+On the GPU the probe runs each installed library's own modules (bitsandbytes' 4-bit linears and 8-bit
+optimizers, Liger's kernels, torchtune's and torchtitan's models, the HF Trainer for the hf stack: :mod:`.real`)
+and the record's ``backends`` says, part by part, which ran and which stayed gpuplan's stand-in (a library not
+installed, Unsloth's kernels), and ``timed`` what one timed step holds.
 """
 
 from __future__ import annotations
@@ -42,28 +44,29 @@ def probe(scenario: Scenario | dict[str, Any], *, steps: int = 2, simulate_too: 
     if not torch.cuda.is_available():
         raise GpuplanError("probe needs a CUDA GPU and none is visible (torch.cuda.is_available() is False): run "
                            "it on the machine you will use, or run gpuplan simulate here")
-    from .simulate import _check, build, sized_config
+    from .real import backends, record_of
+    from .simulate import _check
 
     s = scenario_from(scenario)
     m = load_model(s.model)
     _check(s, m)
     notes: list[str] = []
-    kinds = list(m.layer_kinds())
-    model = build(s, m, sized_config(m, kinds, [n for _, n in kinds]), notes)
-    device = torch.device("cuda")
+    chosen = backends(s)
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats()
     record: dict[str, Any] = {"scenario": s.model_dump(), "model": m.name, "gpu": torch.cuda.get_device_name(),
                               "torch": torch.__version__, "measured_at": dt.datetime.now(dt.timezone.utc).isoformat(),
-                              "notes": notes}
+                              "backends": record_of(chosen), "notes": notes}
+    model = forward_loss = None
     try:
-        record["probe"] = _measure(s, m, model.to_empty(device=device), steps, notes)
+        model, forward_loss = _build_on_device(s, m, chosen, notes)
+        record["probe"] = _measure(s, m, model, forward_loss, chosen, steps, notes)
     except torch.cuda.OutOfMemoryError:
         record["probe"] = {"oom": True, "allocated_peak_gib": torch.cuda.max_memory_allocated() / GIB,
                            "reserved_peak_gib": torch.cuda.max_memory_reserved() / GIB}
     finally:
         torch.set_grad_enabled(True)
-        del model
+        del model, forward_loss
         torch.cuda.empty_cache()
     record["estimate"] = estimate(s, advise=False).memory.model_dump()
     if simulate_too:
@@ -75,37 +78,91 @@ def probe(scenario: Scenario | dict[str, Any], *, steps: int = 2, simulate_too: 
     return record
 
 
-def _measure(s: Scenario, m, model, steps: int, notes: list[str]) -> dict[str, Any]:
-    """Random weights, one warm-up run (kernels chosen, optimizer states created), then ``steps`` timed runs."""
+def _build_on_device(s: Scenario, m, chosen, notes: list[str], device: str = "cuda"):
+    """The scenario's model on the CUDA device with random weights, and its loss function (None: the model's own
+    forward with labels), with the libraries :func:`~.real.backends` chose swapped in."""
     import torch
 
-    from .simulate import Phases, generate_steps, train_steps
+    from . import real, stacks
+    from .simulate import build, sized_config
 
+    device = torch.device(device)
+    if s.task == "train" and s.framework in stacks.OWN_MODELS:
+        with device:
+            return stacks.build_own(s, m, m.num_layers, notes)
+    real_4bit = s.task == "train" and s.method == "qlora" and real.uses(chosen, "4-bit base")
+    liger = s.task == "train" and real.uses(chosen, "fused kernels")
+    built = s
+    if real_4bit:  # peft over plain linears first, then bitsandbytes' Linear4bit under the adapters
+        kept = ("grad_checkpointing", "adapter_dtype", "loss", "activation_offload", "compile", "lora_rank",
+                "lora_targets", "lora_dropout", "precision")
+        built = s.model_copy(update={"method": "lora", **{k: getattr(s, k) for k in kept}})
+    kinds = list(m.layer_kinds())
+    patch = stacks.patch_hf
+    if liger:  # the real kernels replace the emulation
+        stacks.patch_hf = lambda *args, **kwargs: None
+    try:
+        model = build(built, m, sized_config(m, kinds, [n for _, n in kinds]), notes)
+    finally:
+        stacks.patch_hf = patch
+    model = model.to_empty(device=device)
     model.tie_weights()
     with torch.no_grad():
         for p in model.parameters():
             if p.is_floating_point():
                 p.normal_(0.0, 0.02)
+    if real_4bit:
+        compute = torch.float16 if s.precision.startswith("fp16") else torch.bfloat16
+        notes.append(f"QLoRA: {real.quantize_4bit(model, compute)} linears quantized by bitsandbytes (nf4)")
+        if s.qlora_fp32_upcast:  # peft prepare_model_for_kbit_training
+            for name, p in model.named_parameters():
+                if p.dtype in (torch.bfloat16, torch.float16) and "lora_" not in name:
+                    p.data = p.data.float()
+    if s.task != "train":
+        return model, None
+    if liger and s.framework != "hf":  # the hf stack's Trainer applies Liger itself (use_liger_kernel)
+        real.apply_liger(model)
+    return model, None if liger else stacks.fused_loss(s, m, model)
 
-    def run() -> int:
-        if s.task == "train":
-            return train_steps(s, m, model, Phases(), notes, "cuda")
-        return generate_steps(s, m, model, Phases(), "cuda")
 
-    run()
-    torch.cuda.synchronize()
-    times, tokens = [], 0
-    for _ in range(steps):
-        start = time.perf_counter()
-        tokens = run()
+def _measure(s: Scenario, m, model, forward_loss, chosen, steps: int, notes: list[str]) -> dict[str, Any]:
+    """One warm-up run (kernels chosen, optimizer states created), then ``steps`` timed runs: the HF Trainer's
+    optimizer steps for the hf stack, gpuplan's loop (two optimizer steps per run) for the others, ``generate``
+    for inference."""
+    import torch
+
+    from . import real
+    from .simulate import SAFE_IDS, Phases, generate_steps, train_steps
+
+    if s.task == "train" and s.framework == "hf":
+        times = real.trainer_step_times(s, model, min(m.vocab_size, SAFE_IDS), steps,
+                                        liger=real.uses(chosen, "fused kernels"))
+        step_s = statistics.median(times)
+        tokens, timed = s.micro_batch_size * s.seq_len * s.grad_accum_steps, "one optimizer step (HF Trainer)"
+    else:
+        make_optimizer = (lambda params: real.optimizer(s, params)) if real.uses(chosen, "optimizer") else None
+
+        def run() -> int:
+            if s.task == "train":
+                return train_steps(s, m, model, Phases(), notes, "cuda", forward_loss=forward_loss,
+                                   make_optimizer=make_optimizer)
+            return generate_steps(s, m, model, Phases(), "cuda")
+
+        run()
         torch.cuda.synchronize()
-        times.append(time.perf_counter() - start)
+        times, tokens = [], 0
+        for _ in range(steps):
+            start = time.perf_counter()
+            tokens = run()
+            torch.cuda.synchronize()
+            times.append(time.perf_counter() - start)
+        step_s = statistics.median(times)
+        timed = "two optimizer steps (gpuplan's loop)" if s.task == "train" else "prefill and decode (generate)"
     free, total = torch.cuda.mem_get_info()
-    step_s = statistics.median(times)
     return {"allocated_peak_gib": torch.cuda.max_memory_allocated() / GIB,
             "reserved_peak_gib": torch.cuda.max_memory_reserved() / GIB,
             "device_used_gib": (total - free) / GIB, "device_total_gib": total / GIB,
-            "step_time_s": step_s, "tokens_per_s": tokens / step_s, "oom": False}
+            "step_time_s": step_s, "tokens_per_s": tokens / step_s, "timed": timed, "oom": False}
 
 
 def write_record(record: dict[str, Any], folder: Path) -> Path:

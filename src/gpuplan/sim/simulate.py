@@ -526,12 +526,13 @@ class _StandIn:
 
 # ---- steps ---------------------------------------------------------------------------------------------
 def train_steps(s: Scenario, m: ModelSpec, model, tracker, notes: list[str], device: str = "cpu",
-                forward_loss=None) -> int:
+                forward_loss=None, make_optimizer=None) -> int:
     """Two Trainer-shaped optimizer steps (the second with up to two accumulated micro-batches); returns the
     tokens processed. ``tracker`` needs a ``phase`` attribute and ``relabel``; :class:`Phases` is a silent one.
     ``forward_loss(ids)`` replaces the transformers forward with labels (other stacks' models and losses);
     ``optimizer_in_backward`` steps each parameter in its post-accumulate-grad hook (torchtune's
-    ``OptimizerInBackwardWrapper``: one optimizer per parameter) and skips the optimizer phase."""
+    ``OptimizerInBackwardWrapper``: one optimizer per parameter) and skips the optimizer phase;
+    ``make_optimizer(params)`` replaces the stand-ins with a real optimizer (the probe's bitsandbytes one)."""
     import torch
 
     params = [p for p in model.parameters() if p.requires_grad]
@@ -551,7 +552,7 @@ def train_steps(s: Scenario, m: ModelSpec, model, tracker, notes: list[str], dev
             p.register_post_accumulate_grad_hook(step_now)
         opt = None
     else:
-        opt = _optimizer(s, params, notes)
+        opt = make_optimizer(params) if make_optimizer else _optimizer(s, params, notes)
     mixed = s.precision.endswith("-mixed")
     compute = _dtype(s.precision.split("-")[0]) if mixed else None
     autocast = (lambda: torch.autocast(device, dtype=compute)) if mixed else contextlib.nullcontext

@@ -6,6 +6,12 @@ Ring collectives (Patarasuk & Yuan 2009) move ``2·(n-1)/n`` of the buffer per G
 model, :data:`~gpuplan.overheads.COLLECTIVE_LATENCY_S`). Across nodes the ring runs through each node's
 network: every GPU gets ``node Gbit/s / GPUs per node`` (one NIC per GPU on HGX nodes), and a node without a
 fabric (``inter_node = "none"``) cannot join a multi-node job at all.
+
+Data-parallel collectives over several nodes run hierarchically, as NCCL does on rail-optimized nodes (one NIC per
+GPU; NCCL's tree and NVLS/CollNet algorithms, and its rings, which enter and leave each node on different rails): a
+reduce-scatter inside the node over NVLink/PCIe, then each GPU exchanges only its ``1/g`` share with the same rail of
+the other nodes over its NIC, then an all-gather inside the node (:class:`DataParallel`). A flat ring over the
+slowest link would move ``g`` times as many bytes per NIC.
 """
 
 from __future__ import annotations
@@ -87,3 +93,40 @@ def all_gather_s(nbytes: float, ranks: int, link: Link) -> float:
     if ranks <= 1 or nbytes <= 0:
         return 0.0
     return (ranks - 1) / ranks * nbytes / link.bytes_per_s + link.latency_s
+
+
+@dataclass(frozen=True, kw_only=True)
+class DataParallel:
+    """The data-parallel group of a setup: ``per_node`` ranks on each of ``nodes`` nodes over ``intra`` (inside a
+    node) and ``inter`` (each GPU's share of the node's fabric; ``None`` on one node)."""
+
+    per_node: int
+    nodes: int
+    intra: Link
+    inter: Link | None
+
+    def all_reduce_s(self, nbytes: float) -> float:
+        """Hierarchical all-reduce: reduce-scatter in the node, all-reduce of the ``1/g`` share across nodes,
+        all-gather in the node."""
+        if self.nodes <= 1 or self.inter is None:
+            return all_reduce_s(nbytes, self.per_node, self.intra)
+        share = nbytes / self.per_node
+        return (2 * all_gather_s(nbytes, self.per_node, self.intra)
+                + all_reduce_s(share, self.nodes, self.inter))
+
+    def all_gather_s(self, nbytes: float) -> float:
+        """Hierarchical all-gather (or reduce-scatter) of a buffer whose whole is ``nbytes``: each rail gathers its
+        ``1/g`` across nodes, then the node gathers the rails."""
+        if self.nodes <= 1 or self.inter is None:
+            return all_gather_s(nbytes, self.per_node, self.intra)
+        return all_gather_s(nbytes / self.per_node, self.nodes, self.inter) + all_gather_s(nbytes, self.per_node,
+                                                                                           self.intra)
+
+
+def data_parallel(gpu: GpuSpec, network: Network, num_nodes: int, gpus_per_node: int, ranks_per_node: int
+                  ) -> DataParallel:
+    """The data-parallel group of ``ranks_per_node`` ranks per node (``gpus_per_node`` GPUs share each node's
+    fabric) over ``num_nodes`` nodes."""
+    inter = inter_node_link(gpu, network, gpus_per_node) if num_nodes > 1 else None
+    return DataParallel(per_node=max(ranks_per_node, 1), nodes=num_nodes, intra=intra_node_link(gpu, network),
+                        inter=inter)

@@ -3,8 +3,11 @@ GPU-side latency per kernel.
 
 For ``[M x K] @ [K x N]`` (``M`` tokens in the micro-step, ``K`` input width, ``N`` output width):
 
-- compute: ``2·M·K·N / (peak x f_matmul)``, ``f_matmul`` the card's achievable fraction of its datasheet peak
-  (the Maximum Achievable Matmul FLOPS that stas00/ml-engineering measured; power-capped cards lower);
+- compute: ``2·M·K·N / (peak x f_matmul x a) x (1 + M0/M + K0/K + N0/N)``: ``f_matmul`` the card's achievable
+  fraction of its datasheet peak at its best shape (the Maximum Achievable Matmul FLOPS that stas00/ml-engineering
+  measured; power-capped cards lower), ``a`` what the shapes of LLM layers reach of that best (cuBLAS tile, wave
+  and prologue costs that thin operands pay more of): both fitted on a real card's matmul rates
+  (``bench/data/gpu-measurements/gemm-h200-2026-11-27.json``: torch.matmul bf16 on an H200, 49 LLM shapes);
 - traffic: ``(M·K + M·N)·a + K·N·w`` bytes (``a``, ``w`` bytes per activation and weight element) at the
   achievable bandwidth;
 - time: ``(compute^p + traffic^p)^(1/p) + latency``: the roofline of Williams et al. (2009) with a smooth
@@ -20,6 +23,7 @@ GeForce) falls further below its datasheet at a given shape. What this leaves ou
 from __future__ import annotations
 
 from .. import overheads as oh
+from ..errors import GpuplanError
 from ..hardware import GpuSpec
 
 
@@ -37,8 +41,21 @@ def matmul_fraction(gpu: GpuSpec) -> float:
 
 
 def peak_flops(gpu: GpuSpec, dtype: str) -> float:
-    """Dense datasheet FLOP/s for ``dtype``, falling back to bf16 then fp16 where the card lacks it."""
+    """Dense datasheet FLOP/s for ``dtype``, falling back to bf16 then fp16 where the card lacks it (0 where the
+    catalog has no matrix rate at all: :func:`can_time`). GeForce cards' bf16/fp16 rates in the catalog are the
+    fp32-accumulate ones PyTorch's GEMMs use (half the fp16-accumulate marketing figure)."""
     return (gpu.peak_tflops(dtype) or gpu.peak_tflops("bf16") or gpu.peak_tflops("fp16") or 0.0) * 1e12
+
+
+def can_time(gpu: GpuSpec) -> bool:
+    """Whether the catalog gives ``gpu`` a dense 16-bit matrix rate to time work against (Apple's GPUs have none)."""
+    return peak_flops(gpu, "bf16") > 0
+
+
+def _require_rate(gpu: GpuSpec) -> None:
+    if not can_time(gpu):
+        raise GpuplanError(f"{gpu.name} has no dense 16-bit matrix rate in gpuplan's GPU catalog, so its speed "
+                           "cannot be estimated; memory answers (gpuplan fit) still work")
 
 
 def bandwidth(gpu: GpuSpec) -> float:
@@ -53,6 +70,17 @@ def streaming_bandwidth(gpu: GpuSpec) -> float:
     return gpu.bandwidth_gbs * 1e9 * oh.STREAMING_BANDWIDTH_FRACTION.get(gpu.id, oh.BANDWIDTH_FRACTION)
 
 
+def shape_scale(gpu: GpuSpec) -> float:
+    """How much of the H200's thin-shape cost a card pays: a tile's fixed work (prologue, epilogue, the last partial
+    wave) against its compute scales with what one SM multiplies per second, so a card whose SMs are slower than the
+    H200's (A100: 2.9 against 7.5 dense bf16 TFLOPS per SM) pays that share of it (1 where the SM count is not known
+    or the card's SMs are faster)."""
+    peak = peak_flops(gpu, "bf16")
+    if not gpu.sm_count or not peak:
+        return 1.0
+    return min(1.0, peak / gpu.sm_count / oh.GEMM_SHAPE_REFERENCE_FLOPS_PER_SM) ** oh.GEMM_SHAPE_SM_EXPONENT
+
+
 def gemm_time_s(gpu: GpuSpec, dtype: str, m: float, k: float, n: float, *, count: float = 1,
                 act_bytes: float = 2.0, weight_bytes: float = 2.0, kernels: float | None = None,
                 latency_s: float | None = None, bandwidth_bps: float | None = None) -> float:
@@ -62,7 +90,11 @@ def gemm_time_s(gpu: GpuSpec, dtype: str, m: float, k: float, n: float, *, count
     at ``bandwidth_bps`` (default :func:`bandwidth`)."""
     if m <= 0 or count <= 0:
         return 0.0
-    compute = 2 * m * k * n / (peak_flops(gpu, dtype) * matmul_fraction(gpu))
+    _require_rate(gpu)
+    shape = 1 + shape_scale(gpu) * (oh.GEMM_SHAPE_M / max(m, oh.MMA_TILE_M) + oh.GEMM_SHAPE_K / k
+                                     + oh.GEMM_SHAPE_N / n)
+    rate = peak_flops(gpu, dtype) * matmul_fraction(gpu) * oh.GEMM_SHAPE_ASYMPTOTE.get(gpu.id, 1.0)
+    compute = 2 * m * k * n * shape / rate
     traffic = ((m * k + m * n) * act_bytes + k * n * weight_bytes) / (bandwidth_bps or bandwidth(gpu))
     p = oh.GEMM_ROOFLINE_SHARPNESS
     kernels = count if kernels is None else kernels

@@ -39,7 +39,7 @@ from ..tensors.state import attention_kernel, weight_format
 from .breakdown import Speed
 from .comms import Link, all_reduce_s, intra_node_link
 from .gemm import bandwidth, gemm_time_s, peak_flops, streaming_bandwidth
-from .work import attention_s, eager_ops_per_layer, elementwise_s, lm_head_s, smooth_max
+from .work import attention_s, eager_ops_per_layer, elementwise_s, expert_loop_s, lm_head_s, smooth_max
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,10 +64,10 @@ class StepTimer:
             return {}
         gemm = self._linears_s(tokens) + lm_head_s(m, gpu, self.dtype, seqs, tp=tp)
         attention = attention_s(m, gpu, self.dtype, seqs, math.ceil(tokens / seqs), kernel=self.kernel, tp=tp,
-                                context=context)
+                                context=context, masked_windows=self.s.engine == "transformers")
         parts = {"gemm": gemm, "attention": attention, "elementwise": self._elementwise_s(tokens),
                  "tensor_parallel": self._tp_s(tokens)}
-        host = self.host_s(prefill=True, seqs=seqs)
+        host = self.host_s(prefill=True, seqs=seqs, tokens=tokens)
         parts["host"] = max(host - sum(parts.values()), 0.0) if self.async_host else host
         if self.cpu_layer_share:  # op offload: CPU-held weights cross PCIe once per 512-token micro-batch
             pcie = intra_node_link(gpu, Network(intra_node="pcie")).bytes_per_s
@@ -211,9 +211,15 @@ class StepTimer:
 
     def _elementwise_s(self, tokens: float) -> float:
         """Element-wise traffic: vLLM's fused kernels (residual add + RMSNorm, SiLU-and-mul, rotary with the cache
-        write) move a fraction of what unfused modules do."""
-        t = elementwise_s(self.m, self.gpu, tokens, tp=self.s.tp)
-        return t * oh.FUSED_ELEMENTWISE_FACTOR if self._v1 else t
+        write) move a fraction of what unfused modules do; transformers' Python RMSNorm more
+        (:func:`~.work.eager_elementwise_bytes`)."""
+        if self._v1:
+            plain = (oh.ELEMENTWISE_BYTES_PER_HIDDEN, oh.ELEMENTWISE_BYTES_PER_MLP)
+            return elementwise_s(self.m, self.gpu, tokens, tp=self.s.tp, per_element=plain) \
+                * oh.FUSED_ELEMENTWISE_FACTOR
+        return elementwise_s(self.m, self.gpu, tokens, tp=self.s.tp,
+                             per_element=None if self.s.engine == "transformers" else
+                             (oh.ELEMENTWISE_BYTES_PER_HIDDEN, oh.ELEMENTWISE_BYTES_PER_MLP))
 
     def _kernels_per_layer(self) -> float:
         """Non-GEMM kernels of one decoder layer (norms, rotary, cache write, attention, activation...)."""
@@ -233,15 +239,18 @@ class StepTimer:
             return 0.0
         return 2 * self.m.num_layers * all_reduce_s(tokens * self.m.hidden_size * 2, self.s.tp, self.link)
 
-    def host_s(self, *, prefill: bool, context: float = 0, seqs: float = 1) -> float:
+    def host_s(self, *, prefill: bool, context: float = 0, seqs: float = 1, tokens: float | None = None) -> float:
         """Host time of one step of ``seqs`` sequences: eager transformers launches every op from Python; vLLM
-        and llama.cpp replay CUDA graphs and run their engine loop between steps. vLLM's loop costs per step and
+        and llama.cpp replay CUDA graphs and run their engine loop between steps (transformers' MoE layers add their
+        Python loop over the experts the step's ``tokens`` hit: :func:`~.work.expert_loop_s`). vLLM's loop costs per
+        step and
         per scheduled sequence (scheduling, input preparation, sampling, output processing): the V1 engine
         (0.8+) far less per step than V0, whose Python scheduler and sampler ran between steps."""
         s, m = self.s, self.m
         if s.engine == "transformers":
             ops = eager_ops_per_layer() * m.num_layers * oh.EAGER_OP_OVERHEAD_S
-            return ops + oh.GENERATE_STEP_OVERHEAD_S + oh.EAGER_DECODE_S_PER_CONTEXT_TOKEN * context
+            return (ops + expert_loop_s(m, seqs if tokens is None else tokens) + oh.GENERATE_STEP_OVERHEAD_S
+                    + oh.EAGER_DECODE_S_PER_CONTEXT_TOKEN * context)
         if s.engine == "vllm":
             if vllm.version_tuple(s.engine_version) < (0, 8, 0):
                 return oh.VLLM_STEP_OVERHEAD_S

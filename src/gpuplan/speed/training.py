@@ -16,7 +16,8 @@ One optimizer step is ``grad_accum_steps`` micro-steps plus the step's own fixed
 - **micro-step, communication**: Megatron TP's 4 all-reduces per layer (6 with recomputation) on the critical
   path; ZeRO-3/FSDP all-gathers the weights once per micro-batch in the forward and again in the backward,
   prefetched behind compute where it fits; ZeRO-2/3 reduce-scatter gradients every micro-batch behind the
-  backward; CPU parameter offload streams the weights over PCIe on every pass; activation offloading copies
+  backward (across nodes each data-parallel collective runs hierarchically, :class:`~.comms.DataParallel`);
+  CPU parameter offload streams the weights over PCIe on every pass; activation offloading copies
   the saved activations it moves (:func:`~gpuplan.memory.training.offloaded_activation_bytes`) to pinned CPU
   memory on a side stream during the forward and back during the backward (torchtune ``OffloadActivations``
   ``use_streams``, Unsloth's non-blocking copies): only the part of each copy longer than the pass it hides
@@ -26,9 +27,10 @@ One optimizer step is ``grad_accum_steps`` micro-steps plus the step's own fixed
   once, memory-bound; DeepSpeed CPU Adam plus the PCIe round trip when offloaded), the trainer loop and the
   dataloader; Megatron's 1F1B pipeline bubble (``p-1`` micro-steps of fill and drain per step).
 
-``parts_s`` of the result adds up to the step. The training stack's own factor (torch.compile, fused
-kernels, the measured residual cost of offloading's stream syncs) multiplies the micro-steps' busy time:
-:func:`stack_factor`.
+``parts_s`` of the result adds up to the step. The training stack's kernels (fused element-wise ops and loss,
+Unsloth's LoRA and dequantization paths, compiled graphs: :meth:`Stack.kernels
+<gpuplan.stacks.base.Stack.kernels>`) change the parts they touch; no stack multiplies the step, so no
+estimate runs a GEMM faster than its shape allows on the card (the ceiling ``tests/test_speed_ceiling.py`` checks).
 """
 
 from __future__ import annotations
@@ -43,22 +45,20 @@ from ..scenario import Scenario
 from ..stacks import stack_for
 from ..tensors.state import attention_kernel, lora_targets, weight_format
 from .breakdown import Speed
-from .comms import all_gather_s, all_reduce_s, intra_node_link, slowest_link
+from .comms import all_gather_s, all_reduce_s, data_parallel, intra_node_link, slowest_link
 from .flops import compute_dtype, training_flops_per_token
 from .gemm import bandwidth, peak_flops
-from .work import attention_s, eager_ops_per_layer, elementwise_s, linears_s, lm_head_s, lora_s, loss_s, smooth_max
-
-
-def stack_factor(s: Scenario) -> tuple[float, str]:
-    """The training stack's multiplier on the micro-steps' busy time (compile, fused kernels), and why.
-
-    The HF Trainer + peft stack is the baseline (1.0): every constant of this model was set against it and
-    against plain-PyTorch stacks of the same eager kind (llm-foundry, Megatron). Stacks that compile or fuse
-    (torchtitan, Unsloth, Liger) return their measured ratio: the stack's profile in
-    :mod:`gpuplan.stacks` (``step_time_factor``, from each project's published benchmarks).
-    """
-    factor, why = stack_for(s).step_time_factor(s)
-    return factor, (f"{s.framework} step time x{factor:.2f}: {why}" if why else "")
+from .work import (
+    attention_s,
+    eager_ops_per_layer,
+    elementwise_s,
+    expert_loop_s,
+    linears_s,
+    lm_head_s,
+    lora_s,
+    loss_s,
+    smooth_max,
+)
 
 
 def _trainable(s: Scenario, m: ModelSpec) -> float:
@@ -117,16 +117,17 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
     head = lm_head_s(m, gpu, "bf16" if dtype == "fp8" else dtype, tokens, tp=tp) * share
     gemm = forward * (2 + full) + again + head * (2 + full)
     targets = lora_targets(s, m) if not full else frozenset()
-    lora = lora_s(m, gpu, tokens, s.lora_rank, targets, tp=tp, layers=share, dropout=s.lora_dropout > 0) \
-        * (3 + rest_again) if targets else 0.0
+    kern = stack_for(s).kernels(s)
+    lora = lora_s(m, gpu, tokens, s.lora_rank, targets, tp=tp, layers=share,
+                  dropout=s.lora_dropout > 0 and kern.lora_dropout,
+                  bytes_per_output=kern.lora_bytes_per_output) * (3 + rest_again) if targets else 0.0
     attention = attention_s(m, gpu, "bf16" if dtype == "fp8" else dtype, s.micro_batch_size, s.seq_len,
-                            kernel=kernel, tp=tp, layers=share)
+                            kernel=kernel, tp=tp, layers=share, masked_windows=True)
     attention *= 1 + attention_again + (oh.ATTENTION_BACKWARD_FLOP_RATIO if kernel != "eager" else 2)
-    elementwise = elementwise_s(m, gpu, tokens, tp=tp, layers=share) * (1 + rest_again
-                                                                         + oh.ELEMENTWISE_BACKWARD_RATIO)
-    if dtype == "fp8":  # Transformer Sharding fuses the norms and casts into its linears
-        elementwise *= oh.FP8_ELEMENTWISE_FACTOR
-    elementwise += loss_s(m, gpu, tokens, tp=tp) * share
+    elementwise = elementwise_s(m, gpu, tokens, tp=tp, layers=share,
+                                per_element=oh.FUSED_ELEMENTWISE_BYTES if kern.fused_elementwise else None) \
+        * (1 + rest_again + oh.ELEMENTWISE_BACKWARD_RATIO)
+    elementwise += loss_s(m, gpu, tokens, tp=tp, bytes_per_logit=kern.loss_bytes_per_logit) * share
     extra = 0.0
     if s.method == "qlora":  # dequantize every 4-bit weight each pass that multiplies by it
         _, skip = weight_format(s, m)
@@ -136,11 +137,11 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
             c * lin.weight_params for layer, c in m.layer_kinds() for lin in layer.linears
             if lin.group not in skip and lin.name in rc.linears[layer]) / max(params, 1)
         per_pass = params / (tp * pp) * oh.QLORA_DEQUANT_BYTES_PER_PARAM / (
-            bandwidth(gpu) * oh.QLORA_DEQUANT_BANDWIDTH_FRACTION)
+            bandwidth(gpu) * kern.dequant_bandwidth_fraction)
         extra += per_pass * (2 + again_share)
         assumptions.append(f"QLoRA dequantizes the 4-bit base on each of {2 + again_share:.3g} passes per "
                            f"micro-step ({per_pass * 1e3:.1f} ms each, memory-bound)")
-    if dtype == "fp8":  # Transformer Sharding / torchao cast the linears' inputs to fp8 each pass
+    if dtype == "fp8":  # Transformer Engine / torchao cast the linears' inputs to fp8 each pass
         inputs = {layer: sum(lin.in_features for lin in layer.linears) for layer, _ in m.layer_kinds()}
         cast = tokens * sum(c * inputs[layer] for layer, c in m.layer_kinds())
         again_share = rc.layers if not rc.selective else tokens * sum(
@@ -154,14 +155,16 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
     layers_here = m.num_layers * share
     n_lora = len({lin.name for layer, _ in m.layer_kinds() for lin in layer.linears if lin.name in targets})
     ops = eager_ops_per_layer(n_lora) * layers_here
-    host = ops * oh.EAGER_OP_OVERHEAD_S * (1 + rest_again) + ops * oh.BACKWARD_OPS_RATIO * oh.AUTOGRAD_OP_OVERHEAD_S
+    host = kern.host_ops * (ops * oh.EAGER_OP_OVERHEAD_S * (1 + rest_again)
+                            + ops * oh.BACKWARD_OPS_RATIO * oh.AUTOGRAD_OP_OVERHEAD_S)
+    if s.framework in ("hf", "axolotl", "pytorch", "unsloth"):  # transformers' Python loop over the experts hit
+        host += expert_loop_s(m, tokens, layers=share) * (1 + rest_again + oh.BACKWARD_OPS_RATIO)
     deepspeed_zero3 = s.sharding == "deepspeed" and s.resolved_strategy == "zero3"
     if deepspeed_zero3:
         host += layers_here * (2 + rc.layers) * oh.ZERO3_HOOK_S_PER_LAYER_PASS
-    factor, why = stack_factor(s)
-    busy = smooth_max(gpu_busy, host, oh.HOST_GPU_OVERLAP_SHARPNESS) * factor
-    if why:
-        assumptions.append(why)
+    busy = smooth_max(gpu_busy, host, oh.HOST_GPU_OVERLAP_SHARPNESS)
+    if kern.why:
+        assumptions.append(f"{s.framework} kernels: {kern.text}")
 
     # ---- communication of one micro-step ---------------------------------------------------------------
     intra = intra_node_link(gpu, network)
@@ -179,16 +182,26 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
     forward_time = busy / (3 + recompute)  # forward share of the micro-step; the backward is about twice it
     backward_time = 2 * forward_time
     strategy = s.resolved_strategy
+    # the DP group: hierarchical over nodes when each node holds whole DP ranks (no TP/PP), else a flat ring over the
+    # slowest link
+    hier = data_parallel(gpu, network, s.num_nodes, per_node, per_node) \
+        if tp * pp == 1 and s.num_nodes > 1 and dp_link is not intra else None
+
+    def dp_all_gather(nbytes: float) -> float:
+        return hier.all_gather_s(nbytes) if hier else all_gather_s(nbytes, dp, dp_link)
+
+    def dp_all_reduce(nbytes: float) -> float:
+        return hier.all_reduce_s(nbytes) if hier else all_reduce_s(nbytes, dp, dp_link)
     trainable = _trainable(s, m)
     grad_bytes = 2.0 if s.sharding == "deepspeed" else (
         4.0 if s.precision.endswith("mixed") else 2.0)
     grads = trainable * grad_bytes / (tp * pp)
     gather = reduce = 0.0
     if strategy == "zero3" and dp > 1:
-        g = all_gather_s(_sharded_weight_bytes(s, m), dp, dp_link)
+        g = dp_all_gather(_sharded_weight_bytes(s, m))
         gather = max(0.0, g - oh.DP_OVERLAP * forward_time) + max(0.0, g - oh.DP_OVERLAP * backward_time)
     if strategy in ("zero2", "zero3") and dp > 1:
-        reduce = max(0.0, all_gather_s(grads, dp, dp_link) - oh.DP_OVERLAP * backward_time)
+        reduce = max(0.0, dp_all_gather(grads) - oh.DP_OVERLAP * backward_time)
     offload = 0.0
     pcie = intra_node_link(gpu, Network(intra_node="pcie")).bytes_per_s
     if s.offload == "optimizer+params":  # every pass fetches this rank's shard from host memory
@@ -208,11 +221,11 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
     # ---- per step --------------------------------------------------------------------------------------
     sync = 0.0
     if dp > 1 and strategy in ("ddp", "single"):
-        sync = max(0.0, all_reduce_s(grads, dp, dp_link) - oh.DP_OVERLAP * backward_time)
+        sync = max(0.0, dp_all_reduce(grads) - oh.DP_OVERLAP * backward_time)
     elif dp > 1 and strategy == "zero1":
-        sync = max(0.0, all_gather_s(grads, dp, dp_link) - oh.DP_OVERLAP * backward_time)
+        sync = max(0.0, dp_all_gather(grads) - oh.DP_OVERLAP * backward_time)
     if dp > 1 and strategy in ("zero1", "zero2"):  # updated 16-bit weights gathered after the step
-        sync += max(0.0, all_gather_s(2.0 * trainable / (tp * pp), dp, dp_link) - oh.DP_OVERLAP * forward_time)
+        sync += max(0.0, dp_all_gather(2.0 * trainable / (tp * pp)) - oh.DP_OVERLAP * forward_time)
     shard = trainable / (tp * pp) / (dp if strategy in ("zero1", "zero2", "zero3") else 1)
     if s.offload != "none":
         optimizer = shard / oh.CPU_ADAM_PARAMS_PER_S + 2 * 2 * shard / pcie  # CPU Adam + grads down, weights up
@@ -229,8 +242,7 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
     else:
         straggle = 0.0
 
-    # the stack's factor scales the GPU work and the launches the GPU waits on alike, so the parts still add up
-    k = accum * factor
+    k = accum
     parts = {"gemm": k * gemm, "attention": k * attention, "elementwise": k * elementwise,
              "lora_adapters": k * lora, "dequant_and_casts": k * extra,
              "host_overhead": accum * busy - k * gpu_busy, "tensor_parallel": accum * tp_comm,

@@ -59,7 +59,7 @@ def lm_head_s(m: ModelSpec, gpu: GpuSpec, dtype: str, tokens: float, *, tp: int 
 
 
 def lora_s(m: ModelSpec, gpu: GpuSpec, tokens: float, rank: int, targets: frozenset[str], *, tp: int = 1,
-           layers: float = 1.0, dropout: bool = False) -> float:
+           layers: float = 1.0, dropout: bool = False, bytes_per_output: float = oh.LORA_BYTES_PER_OUTPUT) -> float:
     """peft's adapter path forward, per adapted linear: ``x @ A`` then ``(xA) @ B``, scaled and added to the
     base output (peft ``lora.Linear.forward``): tiny in FLOPs, but each re-reads the input and writes the
     output, the scale and the add move the output again, and a dropout (``lora_dropout > 0``) copies the
@@ -69,7 +69,7 @@ def lora_s(m: ModelSpec, gpu: GpuSpec, tokens: float, rank: int, targets: frozen
         for lin in layer.linears:
             if lin.name in targets and lin.count == 1:
                 out = lin.out_features / tp
-                traffic = tokens * (out * oh.LORA_BYTES_PER_OUTPUT
+                traffic = tokens * (out * bytes_per_output
                                     + (lin.in_features * oh.LORA_DROPOUT_BYTES_PER_INPUT if dropout else 0))
                 total += count * (gemm_time_s(gpu, "bf16", tokens, lin.in_features, rank)
                                   + gemm_time_s(gpu, "bf16", tokens, rank, out) + traffic / bandwidth(gpu))
@@ -77,24 +77,31 @@ def lora_s(m: ModelSpec, gpu: GpuSpec, tokens: float, rank: int, targets: frozen
 
 
 def attention_s(m: ModelSpec, gpu: GpuSpec, dtype: str, seqs: float, seq: int, *, kernel: str, tp: int = 1,
-                layers: float = 1.0, context: int = 0) -> float:
+                layers: float = 1.0, context: int = 0, masked_windows: bool = False) -> float:
     """Attention score and value matmuls forward for ``seqs`` sequences of ``seq`` new tokens after ``context``
     cached ones. Flash/SDPA kernels skip the causal mask's upper half and run at the generation's attention
     efficiency; eager attention computes every score as batched GEMMs (``[s x d] @ [d x s]`` and back, per
-    head) and moves the score matrix through memory (~:data:`~gpuplan.overheads.EAGER_SCORE_BYTES` per score)."""
+    head) and moves the score matrix through memory (~:data:`~gpuplan.overheads.EAGER_SCORE_BYTES` per score).
+    ``masked_windows``: transformers' SDPA path passes a sliding window as an explicit mask (Gemma-2/3, Mistral),
+    and the model's full-attention layers get one too: the memory-efficient kernel then computes every score of
+    the square, masked or not, in every layer."""
     heads = max(m.num_heads / tp, 1)
+    windowed = any(layer.window for layer in m.layers)
     total = flops = 0.0
     for layer, count in m.layer_kinds():
         keys = seq + context
-        if layer.window:
+        masked = windowed and masked_windows and kernel == "sdpa"
+        if layer.window and not masked:
             keys = min(keys, layer.window)
         d = layer_head_dim(m, layer)
         if kernel == "eager":
             total += count * (2 * gemm_time_s(gpu, dtype, seq, d, keys, count=seqs * heads, kernels=2)
                               + seqs * heads * seq * keys * oh.EAGER_SCORE_BYTES / bandwidth(gpu))
         else:  # causal: query i sees context + i keys (capped by the window)
-            flops += count * seqs * 4 * heads * d * seq * min(context + (seq + 1) / 2, keys)
+            flops += count * seqs * 4 * heads * d * seq * (keys if masked else min(context + (seq + 1) / 2, keys))
     fraction = oh.ATTENTION_PEAK_FRACTION.get(gpu.generation, oh.ATTENTION_PEAK_FRACTION_DEFAULT)
+    if windowed and masked_windows and kernel == "sdpa":  # the memory-efficient kernel reading an additive mask
+        fraction *= oh.MASKED_ATTENTION_FACTOR
     total += flops / (peak_flops(gpu, "bf16" if dtype == "fp8" else dtype) * fraction)
     return layers * total
 
@@ -117,17 +124,48 @@ def mlp_width(m: ModelSpec, layer: Layer, tp: int) -> float:
     return (width or m.intermediate_size) / tp
 
 
-def elementwise_s(m: ModelSpec, gpu: GpuSpec, tokens: float, *, tp: int = 1, layers: float = 1.0) -> float:
-    """Memory-bound element-wise traffic of one forward pass (norms, residuals, rotary, activations)."""
-    per_token = sum(count * (oh.ELEMENTWISE_BYTES_PER_HIDDEN * m.hidden_size
-                             + oh.ELEMENTWISE_BYTES_PER_MLP * mlp_width(m, layer, tp))
+def elementwise_s(m: ModelSpec, gpu: GpuSpec, tokens: float, *, tp: int = 1, layers: float = 1.0,
+                  per_element: tuple[float, float] | None = None) -> float:
+    """Memory-bound element-wise traffic of one forward pass (norms, residuals, rotary, activations):
+    ``per_element`` bytes per hidden and per MLP element per layer, by default what unfused PyTorch modules move
+    (:func:`eager_elementwise_bytes`)."""
+    hidden, mlp = per_element or eager_elementwise_bytes(m)
+    per_token = sum(count * (hidden * m.hidden_size + mlp * mlp_width(m, layer, tp))
                     for layer, count in m.layer_kinds())
     return layers * tokens * per_token / bandwidth(gpu)
 
 
-def loss_s(m: ModelSpec, gpu: GpuSpec, tokens: float, *, tp: int = 1) -> float:
-    """Cross-entropy over fp32 logits, forward and backward (memory-bound)."""
-    return tokens * m.vocab_size / tp * oh.LOSS_BYTES_PER_LOGIT / bandwidth(gpu)
+def eager_elementwise_bytes(m: ModelSpec) -> tuple[float, float]:
+    """Bytes per hidden and per MLP element per layer of unfused modules: transformers' Python RMSNorm moves more
+    than a native LayerNorm kernel (:data:`~gpuplan.overheads.RMSNORM_EAGER_BYTES_PER_HIDDEN` for a layer's two
+    norms, scaled by the norms the layer has: their weights over the hidden size)."""
+    if m.family in oh.LAYERNORM_FAMILIES or not m.layers:
+        return oh.ELEMENTWISE_BYTES_PER_HIDDEN, oh.ELEMENTWISE_BYTES_PER_MLP
+    norms = m.layers[0].norm_params / m.hidden_size  # 2 for Llama; Gemma-2/3 4 (sandwich norms) + q/k norms
+    return oh.ELEMENTWISE_BYTES_PER_HIDDEN + oh.RMSNORM_EAGER_BYTES_PER_HIDDEN * norms / 2, oh.ELEMENTWISE_BYTES_PER_MLP
+
+
+def loss_s(m: ModelSpec, gpu: GpuSpec, tokens: float, *, tp: int = 1,
+           bytes_per_logit: float = oh.LOSS_BYTES_PER_LOGIT) -> float:
+    """Cross-entropy forward and backward (memory-bound): over fp32 logits by default, or what the stack's loss
+    kernel moves per logit."""
+    return tokens * m.vocab_size / tp * bytes_per_logit / bandwidth(gpu)
+
+
+def experts_hit(layer: Layer, tokens: float) -> float:
+    """Distinct routed experts ``tokens`` tokens reach in ``layer`` (each picks ``k`` of ``E``, uniformly):
+    ``E x (1 - (1 - k/E)^tokens)``."""
+    routed = next((lin.count for lin in layer.linears if lin.group == "experts" and lin.count > 1), 0)
+    if not routed or tokens <= 0:
+        return 0.0
+    return routed * (1 - (1 - min(layer.experts_per_token / routed, 1.0)) ** tokens)
+
+
+def expert_loop_s(m: ModelSpec, tokens: float, *, layers: float = 1.0) -> float:
+    """Host time of transformers' Python loop over the experts a pass of ``tokens`` tokens hits
+    (:data:`~gpuplan.overheads.TRANSFORMERS_EXPERT_LOOP_S` per expert and layer)."""
+    return layers * sum(count * experts_hit(layer, tokens) for layer, count in m.layer_kinds()) \
+        * oh.TRANSFORMERS_EXPERT_LOOP_S
 
 
 def eager_ops_per_layer(num_lora: int = 0) -> float:

@@ -2,8 +2,9 @@
 
 A :class:`Stack` is one stack's code (transformers + peft, torchtune's modules, torchtitan's model, Unsloth's and
 Liger's kernels): what each decoder layer saves for backward, what its selective checkpointing keeps, what the loss
-materializes, what stays on the GPU when activations are offloaded, and which buffers it adds. Who holds the
-model state (one GPU, DDP, DeepSpeed ZeRO, FSDP1, FSDP2) is a :class:`~gpuplan.sharding.Sharding`.
+materializes, what stays on the GPU when activations are offloaded, and which buffers it adds. An :class:`Engine`
+is who holds the model state (one GPU, DDP, DeepSpeed ZeRO, FSDP1, FSDP2): what it stores and shards, the buffers
+it gathers, and how far the caching allocator's reserved memory runs above the allocated peak.
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ class State:
 
 class Stack:
     """The Hugging Face stack (transformers modules, peft adapters, the Trainer's autocast): the baseline every
-    other profile changes. Byte rules of the layers are in :mod:`gpuplan.tensors.activations`."""
+    other profile changes. Byte rules of the layers are in :mod:`gpuplan.memory.activations`."""
 
     name = "hf"
     # layers whose checkpoints stay on the GPU under activation offloading (the rest go to pinned CPU memory):
@@ -163,11 +164,11 @@ class Stack:
         out["cuBLAS workspace"] = oh.CUBLAS_WORKSPACE_GIB * oh.GIB
         return out
 
-    def step_time_factor(self, s: Scenario) -> tuple[float, str]:
-        """Step time relative to the HF stack's eager step at the same FLOPs, and the source of that ratio."""
-        from .speedups import step_time_factor
+    def kernels(self, s: Scenario):
+        """The kernels this stack runs for the parts of a step it changes (:mod:`.speed`)."""
+        from .speedups import kernels
 
-        return step_time_factor(self.name, s)
+        return kernels(self.name, s, fused_stack=s.tp > 1 or s.precision.startswith("fp8"))
 
     def notes(self, s: Scenario) -> list[str]:
         return []

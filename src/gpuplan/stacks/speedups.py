@@ -1,61 +1,77 @@
-"""How much faster or slower each stack's techniques make a training step than the HF stack's eager step at the
-same FLOPs, from each project's own published benchmarks (their conditions quoted). The speed model
-(:mod:`gpuplan.speed.training`) multiplies the micro-steps' work by :func:`step_time_factor`; what a stack's
-checkpointing runs again (:meth:`Stack.recompute <gpuplan.stacks.base.Stack.recompute>`) is work
-the speed model counts itself, as is the PCIe time of activation offloading's copies where they outlast the pass
-they hide behind, so neither has a factor here beyond offloading's measured residual.
+"""What each training stack's kernels change in a step, as the speed model (:mod:`gpuplan.speed.training`) applies
+them to the parts of the step they touch. A stack's published speed-up is never an input here: the tests check the
+speed model against it (``tests/test_stack_speed.py``).
 
-- torch.compile: torchtune README "Optimization flags" (Llama-3.2-3B full fine-tuning, 1x A100, batch 2 x 4,096
-  packed, bf16): 7,075 -> 8,998 tokens/s (+27 %); torchtitan benchmarks/llama3_h100_202412_torchtitan.md
-  (Llama-3.1-8B, FSDP, 8 and 128 H100, local batch 2 x 8,192, selective AC): 5,762 -> 6,667 and 5,605 -> 6,514
-  tokens/s (+16 %).
-- chunked cross-entropy: torchtune flags table 8,998 -> 9,174 tokens/s (+2 %).
-- activation offloading: torchtune flags table 7,309 -> 7,301 tokens/s (-0.1 %): the copies overlap compute
-  (the speed model finds them hidden there too); the factor is the residual cost of the streams' syncs.
-- optimizer step in backward: torchtune flags table 7,210 -> 7,309 tokens/s (+1.4 %).
-- Liger's kernels (fused linear cross-entropy, RMSNorm, SwiGLU, RoPE): Liger-Kernel README, "LLaMA 3-8B ~20 %
-  faster ... on Alpaca dataset using 4 A100s with FSDP" (HF Trainer).
-- Unsloth: README "2x faster" for LoRA/QLoRA (its benchmark: Alpaca, batch 2, accumulation 4, rank 32, QLoRA on
-  all linear layers, against Hugging Face + FlashAttention-2); no claim for full fine-tuning.
-- float8 linears (torchtitan Table 1): 6,667 -> 8,532 tokens/s (+28 %) on H100; the speed model takes fp8 peak
-  FLOPS for fp8-mixed already, so no factor is added here.
+What a stack changes, and where it lands in the step:
+
+- fused element-wise kernels (Liger's and Unsloth's Triton RMSNorm, RoPE and SwiGLU; Megatron's and Transformer
+  Engine's fused norms and activations; torch.compile's Inductor fusions): the element-wise traffic falls to what
+  fused kernels move (:data:`~gpuplan.overheads.FUSED_ELEMENTWISE_BYTES`, counted as for vLLM's fused kernels);
+- the loss: transformers' fp32 cross-entropy moves :data:`~gpuplan.overheads.LOSS_BYTES_PER_LOGIT`; torchtune's
+  chunked loss upcasts one chunk at a time, and a fused linear cross-entropy (Liger, Unsloth, Cut Cross-Entropy)
+  never stores fp32 logits (:data:`~gpuplan.overheads.LOSS_BYTES_PER_LOGIT_STACK`);
+- peft's adapter path (scale, add, dropout) or Unsloth's fused LoRA matmuls (``matmul_lora``: the adapter's
+  product added in place to the base output, no dropout);
+- QLoRA's dequantization: bitsandbytes' kernels called through peft per module, or Unsloth's ``fast_dequantize``
+  calling the same CUDA kernel into a preallocated buffer with none of the Python around it;
+- host work: eager PyTorch launches every op from Python; Unsloth's hand-written autograd functions launch fewer,
+  and compiled graphs fewer still (:data:`~gpuplan.overheads.HOST_OPS_FACTOR`);
+- offloaded checkpointing's PCIe copies, recomputation and fp8 casts: counted by the speed model itself.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from .. import overheads as oh
 from ..scenario import Scenario
 
-COMPILE = {"torchtitan": 5762 / 6667}  # others: torchtune's single-GPU measurement
-COMPILE_DEFAULT = 7075 / 8998
-CHUNKED = 8998 / 9174
-OFFLOAD = 7309 / 7301
-IN_BACKWARD = 7210 / 7309
-LIGER = 1 / 1.2
-UNSLOTH_LORA = 1 / 2.0
+
+@dataclass(frozen=True, kw_only=True)
+class Kernels:
+    """The kernels a stack runs for the parts of a step it changes; 1.0 (the defaults) is transformers + peft eager."""
+
+    fused_elementwise: bool = False  # fused norm/RoPE/activation kernels (FUSED_ELEMENTWISE_BYTES), else eager
+    loss_bytes_per_logit: float = oh.LOSS_BYTES_PER_LOGIT
+    lora_bytes_per_output: float = oh.LORA_BYTES_PER_OUTPUT
+    lora_dropout: bool = True  # whether a lora_dropout > 0 runs (Unsloth drops it)
+    dequant_bandwidth_fraction: float = oh.QLORA_DEQUANT_BANDWIDTH_FRACTION
+    host_ops: float = 1.0  # share of eager PyTorch's per-op host cost that remains
+    why: tuple[str, ...] = ()
+
+    @property
+    def text(self) -> str:
+        return "; ".join(self.why)
 
 
-def step_time_factor(stack: str, s: Scenario) -> tuple[float, str]:
-    """(factor on the HF eager step time, what it is made of)."""
-    factor, parts = 1.0, []
-    if stack == "unsloth" and s.method != "full":
-        factor *= UNSLOTH_LORA
-        parts.append("Unsloth kernels x0.50 (README: 2x faster, QLoRA r32 all-linear, vs HF + FA2)")
-    elif s.loss == "fused-linear" and stack in ("hf", "axolotl", "pytorch"):
-        factor *= LIGER
-        parts.append("Liger kernels x0.83 (Liger README: ~20% faster, Llama-3-8B, 4xA100 FSDP)")
+def kernels(stack: str, s: Scenario, *, fused_stack: bool = False) -> Kernels:
+    """The kernels ``stack`` runs for ``s``; ``fused_stack``: a Megatron-style stack (tensor parallel, Transformer
+    Engine under fp8) whose norms and activations are fused kernels whatever the framework field says."""
+    fused, host, why = False, 1.0, []
+    loss = oh.LOSS_BYTES_PER_LOGIT_STACK.get(s.loss, oh.LOSS_BYTES_PER_LOGIT)
+    lora_out, dropout, dequant = oh.LORA_BYTES_PER_OUTPUT, True, oh.QLORA_DEQUANT_BANDWIDTH_FRACTION
+    liger = s.loss == "fused-linear" and stack in ("hf", "axolotl", "pytorch")
+    if stack == "unsloth":
+        fused = True
+        host = oh.HOST_OPS_FACTOR["unsloth"]
+        why.append("Unsloth: Triton RMSNorm/RoPE/SwiGLU, hand-written autograd (fewer launches)")
+        if s.method != "full" and s.lora_dropout == 0:  # Unsloth's fast LoRA path needs dropout 0, else peft's
+            lora_out, dropout = oh.LORA_BYTES_PER_OUTPUT_FUSED, False
+            why.append("fused LoRA matmuls")
+        if s.method == "qlora":
+            dequant = oh.QLORA_DEQUANT_BANDWIDTH_FRACTION_DIRECT
+            why.append("bitsandbytes' dequantize kernel called directly")
+    elif liger:
+        fused = True
+        why.append("Liger: Triton RMSNorm/RoPE/SwiGLU")
+    elif fused_stack:
+        fused = True
+        why.append("fused norms and activations (Megatron / Transformer Engine)")
+    if s.loss != "full":
+        why.append(f"{s.loss} loss: {loss:.0f} bytes per logit instead of {oh.LOSS_BYTES_PER_LOGIT}")
     if s.compile:
-        c = COMPILE.get(stack, COMPILE_DEFAULT)
-        factor *= c
-        parts.append(f"torch.compile x{c:.2f} ("
-                     + ("torchtitan Dec-2024 benchmark, +16% tokens/s" if stack == "torchtitan" else
-                        "torchtune flags table, +27% tokens/s") + ")")
-    if s.loss == "chunked":
-        factor *= CHUNKED
-        parts.append(f"chunked cross-entropy x{CHUNKED:.2f} (torchtune flags table)")
-    if s.activation_offload:
-        factor *= OFFLOAD
-        parts.append(f"activation offloading x{OFFLOAD:.3f} (torchtune flags table)")
-    if s.optimizer_in_backward:
-        factor *= IN_BACKWARD
-        parts.append(f"optimizer in backward x{IN_BACKWARD:.2f} (torchtune flags table)")
-    return factor, "; ".join(parts)
+        fused = True
+        host *= oh.HOST_OPS_FACTOR["compile"]
+        why.append("torch.compile: element-wise ops fused, fewer launches")
+    return Kernels(fused_elementwise=fused, loss_bytes_per_logit=loss, lora_bytes_per_output=lora_out,
+                   lora_dropout=dropout, dequant_bandwidth_fraction=dequant, host_ops=host, why=tuple(why))

@@ -37,8 +37,8 @@ def _range(sp: dict, kind: str) -> Constant:
     low, high = oh.SPEED_SPREAD[kind]
     return Constant(name="calibration spread", value=f"{(sp.tokens_per_s_low or 0):,.0f} to "
                     f"{(sp.tokens_per_s_high or 0):,.0f} tokens/s ({low:+.0%} / {high:+.0%} of the estimate, "
-                    "wider on defaults)", source="overheads.SPEED_SPREAD: 10th-90th percentile of estimate / "
-                    "measured over the bench rows (bench/throughput.py)")
+                    "wider on defaults)", source="overheads.SPEED_SPREAD: 10th-90th percentile of measured / "
+                    "estimated - 1 over the held-out bench rows (bench/throughput.py)")
 
 
 def _parts(sp: dict) -> tuple[float, str]:
