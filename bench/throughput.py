@@ -80,7 +80,7 @@ BEFORE = {"Megatron-LM paper (Narayanan et al., SC'21)": (8.6, 7.6),
           "huggingface/peft MetaMathQA method-comparison benchmark": (None, 184.5)}
 WHY_ABOVE = {"huggingface/peft MetaMathQA method-comparison benchmark":
              "variable-length data now modelled (shorthand mean 210 of up to 768 tokens, bucketed, tokens/s of the "
-             "data's own tokens: 184.5 % -> 75 %); left: micro-steps of 4 x ~210 tokens, where the speed model's "
+             "data's own tokens: 184.5 % -> 63 %); left: micro-steps of 4 x ~210 tokens, where the speed model's "
              "GEMM efficiency and per-step costs (foreach AdamW and clipping of 3.2B bf16 parameters, run.py's own "
              "host work each step: tokenizer.pad, labels, loss.item(), memory logging) are not calibrated"}
 
