@@ -29,10 +29,14 @@ def check(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> list[str]:
         if s.quant not in (None, "nf4", "fp4", "gptq-int4", "awq-int4"):
             raise GpuplanError(f"QLoRA trains adapters on a 4-bit base (nf4, fp4, gptq-int4 or awq-int4), not "
                                f"{s.quant!r}: set quant to nf4 or drop it")
-    if s.world_size % (s.tp * s.pp):
-        raise GpuplanError(f"tp x pp = {s.tp * s.pp} must divide the {s.world_size} GPUs (num_gpus x num_nodes)")
+    if s.world_size % (s.tp * s.pp * s.cp):
+        what = "tp x pp x cp" if s.cp > 1 else "tp x pp"
+        raise GpuplanError(f"{what} = {s.tp * s.pp * s.cp} must divide the {s.world_size} GPUs (num_gpus x "
+                           "num_nodes)")
+    if s.framework == "megatron" and s.task == "train":
+        warnings += check_megatron(s, m)
     strategy = s.resolved_strategy
-    if s.task == "train" and strategy != "single" and s.dp == 1:
+    if s.task == "train" and strategy != "single" and s.dp * s.cp == 1:
         raise GpuplanError(f"strategy {s.strategy!r} shards or replicates over data-parallel GPUs, but there is "
                            "one: set num_gpus >= 2, or use strategy single (with offload to save memory)")
     if s.task == "train" and strategy == "single" and s.dp > 1:
@@ -65,6 +69,34 @@ def check(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> list[str]:
     if m.max_context and tokens > m.max_context:
         warnings.append(f"{tokens:,} tokens exceed {m.name}'s max_position_embeddings {m.max_context:,}: quality "
                         "degrades unless the context is extended (RoPE scaling)")
+    return warnings
+
+
+def check_megatron(s: Scenario, m: ModelSpec) -> list[str]:
+    """Megatron-Core's own rules for its parallel sizes (``megatron/training/arguments.py`` and Transformer
+    Engine's context-parallel attention), one sentence each; returns warnings for what it runs unevenly."""
+    if s.cp > 1 and s.seq_len % (2 * s.cp):
+        raise GpuplanError(f"cp={s.cp} needs seq_len divisible by 2 x cp = {2 * s.cp} (each sequence is cut into "
+                           f"2·cp chunks for load-balanced causal ring attention); seq_len is {s.seq_len}")
+    if s.tp > 1 and (s.seq_len // s.cp) % s.tp:
+        raise GpuplanError(f"sequence parallelism splits each rank's {s.seq_len // s.cp} tokens (seq_len / cp) over "
+                           f"tp={s.tp} ranks: choose a seq_len divisible by tp x cp = {s.tp * s.cp}")
+    if s.ep > 1 and not m.is_moe:
+        raise GpuplanError(f"ep={s.ep} splits the experts of an MoE model, and {m.name} has none: set ep 1")
+    if s.ep > 1 and m.num_experts % s.ep:
+        raise GpuplanError(f"ep={s.ep} does not divide the {m.num_experts} experts of {m.name}; use a divisor of "
+                           f"{m.num_experts}")
+    if s.ep > 1 and (s.tp * s.cp * s.dp) % s.ep:
+        raise GpuplanError(f"ep={s.ep} must divide tp x cp x dp = {s.tp * s.cp * s.dp}, the ranks of one pipeline "
+                           "stage that the expert-parallel groups are cut from (expert_tensor_parallel_size 1)")
+    warnings = []
+    if m.num_layers % (s.pp * s.vpp):
+        warnings.append(f"{m.num_layers} layers do not split evenly into pp x vpp = {s.pp * s.vpp} model chunks: "
+                        "Megatron needs an uneven split (num_layers_in_first/last_pipeline_stage); the first stage "
+                        "is counted with the rounded-up share")
+    if s.vpp > 1 and s.grad_accum_steps % s.pp:
+        warnings.append(f"the interleaved schedule runs best with micro-batches per step ({s.grad_accum_steps}) a "
+                        f"multiple of pp={s.pp}")
     return warnings
 
 
