@@ -72,11 +72,12 @@ def test_in_flight_micro_batches():
 
 def test_state_per_rank_by_hand():
     """Llama-3.1-8B on 8 GPUs, TP 2: one layer has q, o 4096² + k, v 4096·1024 = 41,943,040 attention, 3·4096·14336 =
-    176,160,768 MLP and 8,192 norm parameters: 218,112,000 x 32 layers / 2 = 3,489,792,000 per rank; embedding and
-    output layer 2·128256·4096 / 2 = 525,336,576. Weights 2 B, fp32 gradients 4 B, 12 B of master weights and Adam
-    moments over the 4 data-parallel ranks (Megatron's 6 + 12/N bytes per parameter)."""
+    176,160,768 MLP and 8,192 norm parameters; TP splits the 218,103,808 linear parameters of a layer and
+    replicates the norms: 218,103,808 x 32 / 2 + 8,192 x 32 = 3,489,923,072 per rank, and the final norm's 4,096;
+    embedding and output layer 2·128256·4096 / 2 = 525,336,576. Weights 2 B, fp32 gradients 4 B, 12 B of master
+    weights and Adam moments over the 4 data-parallel ranks (Megatron's 6 + 12/N bytes per parameter)."""
     e = estimate({**BASE, "num_gpus": 8, "tp": 2, "gpu": "h100-sxm"}, advise=False).memory
-    params = 3_489_792_000 + 525_336_576
+    params = 3_489_923_072 + 4_096 + 525_336_576
     assert e.weights_gib == pytest.approx(2 * params / GIB, rel=1e-6)
     assert e.gradients_gib == pytest.approx(4 * params / GIB, rel=1e-6)
     assert e.optimizer_gib == pytest.approx(12 * params / 4 / GIB, rel=1e-6)
@@ -159,3 +160,40 @@ def test_context_parallel_speed_counts_the_ring():
     base = estimate(run, advise=False).speed
     assert plan.speed.step_time_s < 0.6 * base.step_time_s
     assert plan.speed.tokens_per_s == pytest.approx(base.tokens_per_s, rel=0.15)
+
+
+TINY = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 256, "num_attention_heads": 8,
+        "num_key_value_heads": 2, "intermediate_size": 512, "num_hidden_layers": 4, "vocab_size": 1024,
+        "tie_word_embeddings": False, "rms_norm_eps": 1e-5, "max_position_embeddings": 128, "torch_dtype": "bfloat16"}
+TINY_MOE = {**TINY, "model_type": "mixtral", "architectures": ["MixtralForCausalLM"], "num_local_experts": 8,
+            "num_experts_per_tok": 2}
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("tp, pp, ep", [(2, 2, 1), (2, 1, 2), (1, 2, 4)])
+def test_parameters_per_rank_equal_megatron_cores_own_model(tp, pp, ep, tmp_path):
+    """Megatron-Core's GPTModel built on the meta device on tp x pp x ep gloo ranks (tests/data/megatron_build.py,
+    the same 4-layer config) holds exactly the parameters per rank that gpuplan counts, first and last stage, routed
+    experts split by EP (expert_tensor_parallel_size 1), norms and routers replicated over TP."""
+    pytest.importorskip("megatron.core")
+    import json
+    import re
+    from pathlib import Path
+
+    from gpuplan.model.spec import ModelSpec
+
+    script = Path(__file__).parent / "data" / "megatron_build.py"
+    port = 29500 + 10 * tp + 3 * pp + ep
+    out = subprocess.run([sys.executable, str(script), str(tp), str(pp), str(ep), str(port)], capture_output=True,
+                         text=True, timeout=600)
+    ranks = [json.loads(text) for text in re.findall(r"\{[^{}]*\}", out.stdout)]  # ranks print concurrently
+    assert ranks, out.stderr[-2000:]
+    m = ModelSpec.from_config(TINY_MOE if ep > 1 else TINY, name="tiny")
+    world = tp * pp * max(1, ep // tp) if ep > 1 else tp * pp
+    s = scenario_from({**BASE, "model": "llama-3.2-1b", "num_gpus": world, "tp": tp, "pp": pp, "ep": ep,
+                       "seq_len": 128})
+    for r in ranks:
+        first, last = r["pp_rank"] == 0, r["pp_rank"] == pp - 1
+        st = mg.rank_state(s, m, first=first, last=last)
+        assert st.dense + st.embedding + st.experts == r["params"], r
+        assert st.experts == r["experts"], r

@@ -129,7 +129,10 @@ def rank_state(s: Scenario, m: ModelSpec, *, first: bool, last: bool) -> RankSta
     """The model state of one rank of the first and/or last pipeline stage (module docstring)."""
     t, p, e = s.tp, s.pp, s.ep
     layers = m.layers[:math.ceil(m.num_layers / p)]
-    dense = sum(lyr.params - lyr.params_in("experts") for lyr in layers) / t
+    # norms and MoE routers are replicated on every TP rank; the final norm sits on the last stage
+    whole = sum(lyr.norm_params + lyr.params_in("router") for lyr in layers) + (m.final_norm_params if last else 0)
+    dense = sum(lyr.params - lyr.params_in("experts") for lyr in layers) / t + whole - \
+        sum(lyr.norm_params + lyr.params_in("router") for lyr in layers) / t
     experts = sum(lyr.params_in("experts") for lyr in layers) / e
     emb = m.vocab_size * m.embedding_dim / t
     embedding = (emb if first else 0.0) + (emb if last and (not m.tie_word_embeddings or p > 1) else 0.0)
