@@ -60,6 +60,13 @@ def check(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> list[str]:
                            "layer; use offload optimizer, or strategy zero3")
     if s.engine != "transformers" and s.task == "train":
         raise GpuplanError(f"engine {s.engine!r} serves models; training runs on transformers (drop engine)")
+    if s.engine != "trtllm" and (s.free_gpu_memory_fraction is not None or s.tokens_per_block is not None):
+        raise GpuplanError("free_gpu_memory_fraction and tokens_per_block are TensorRT-LLM's settings: set engine "
+                           "trtllm, or drop them")
+    if s.engine == "trtllm" and s.quant and s.quant not in ("none", "fp8", "nvfp4", "int8", "awq-int4",
+                                                            "gptq-int4", "mxfp4"):
+        raise GpuplanError(f"TensorRT-LLM does not load {s.quant} weights: use quant fp8 or nvfp4 (or awq-int4, "
+                           "gptq-int4, int8)")
     if s.engine == "llama.cpp" and s.quant and not s.quant.startswith("gguf-") and s.quant != "none":
         raise GpuplanError(f"llama.cpp runs GGUF files: set quant to a gguf type (gguf-q4_k_m, gguf-q8_0...), "
                            f"not {s.quant!r}")
@@ -109,6 +116,9 @@ def _check_gpu(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> None:
             fix = "fp16-mixed" if dtype == "bf16" else "bf16-mixed"
         raise GpuplanError(f"{gpu.name} has no {dtype} tensor cores ({gpu.architecture}): set precision {fix}, or "
                            "leave precision unset to get the card's own")
+    if s.quant == "nvfp4" and not gpu.supports_dtype("fp4"):
+        raise GpuplanError(f"{gpu.name} ({gpu.architecture}) has no fp4 tensor cores for nvfp4 weights (Blackwell "
+                           "has): use quant fp8, or a B200/GB200-class card")
     if s.kv_cache_dtype == "bf16" and not gpu.supports_dtype("bf16"):
         raise GpuplanError(f"{gpu.name} has no bf16: set kv_cache_dtype fp16")
     if s.quant == "fp8" and s.engine == "transformers" and not gpu.supports_dtype("fp8"):
@@ -145,7 +155,7 @@ def memory_report(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> tuple[Estim
 
 
 def _fits(s: Scenario, e: Estimate, r: MemoryReport, capacity: float) -> bool:
-    if s.engine in ("vllm", "sglang"):  # they take their budget whatever the job: the pool must hold the requests
+    if s.engine in ("vllm", "sglang", "trtllm"):  # they take their budget whatever the job: the pool must hold them
         return (r.max_concurrency or 0) >= s.batch_size
     if s.engine == "llama.cpp":  # it places what fits and runs the rest on the CPU: that fits only when asked
         return r.device_peak_gib <= capacity and (s.cpu_layers or not r.offloaded_layers)

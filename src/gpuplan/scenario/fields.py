@@ -108,16 +108,22 @@ class Scenario(BaseModel):
     prompt_tokens: int = Field(default=1024, ge=1, le=10_000_000)
     output_tokens: int = Field(default=256, ge=0, le=10_000_000)
     kv_cache_dtype: Literal["auto", "fp16", "bf16", "fp8", "int8"] = "auto"
-    engine: Literal["transformers", "vllm", "sglang", "llama.cpp"] = "transformers"
+    engine: Literal["transformers", "vllm", "sglang", "llama.cpp", "trtllm"] = "transformers"
     gpu_memory_utilization: float = Field(default=0.9, gt=0.0, le=1.0, description="vLLM's share of the card")
     mem_fraction_static: float | None = Field(default=None, gt=0.0, le=1.0,
                                               description="SGLang --mem-fraction-static (weights and KV pool); "
                                               "default: SGLang's own for the card")
     max_num_batched_tokens: int | None = Field(default=None, ge=1, le=10_000_000,
-                                               description="vLLM scheduler token budget per step; default: "
-                                               "vLLM's own for the GPU and entry point")
+                                               description="vLLM scheduler token budget per step (TensorRT-LLM "
+                                               "max_num_tokens); default: the engine's own")
     max_num_seqs: int | None = Field(default=None, ge=1, le=65_536,
-                                     description="vLLM's cap on running sequences; default: vLLM's own")
+                                     description="vLLM's cap on running sequences (TensorRT-LLM max_batch_size); "
+                                     "default: the engine's own")
+    free_gpu_memory_fraction: float | None = Field(default=None, gt=0.0, le=1.0, description="TensorRT-LLM: the "
+                                                   "share of the memory left free after the weights and the "
+                                                   "profiling forward that its KV cache takes (default 0.9)")
+    tokens_per_block: int | None = Field(default=None, ge=1, le=1024, description="TensorRT-LLM: tokens per KV "
+                                         "cache block (default 32)")
     max_model_len: int | None = Field(default=None, ge=16, le=10_000_000,
                                       description="vLLM --max-model-len; default: the model's context")
     engine_version: str | None = Field(default=None, description="the engine release whose memory rules apply "
@@ -317,6 +323,7 @@ TRAIN_ONLY = frozenset({"method", "optimizer", "optimizer_impl", "lora_rank", "l
 INFER_ONLY = frozenset({"batch_size", "prompt_tokens", "output_tokens", "kv_cache_dtype", "engine",
                         "mem_fraction_static", "gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs",
                         "max_model_len", "engine_version", "entry_point", "enforce_eager", "ubatch_tokens",
+                        "free_gpu_memory_fraction", "tokens_per_block",
                         "flash_attention", "cpu_layers"})
 
 

@@ -1,0 +1,76 @@
+"""TensorRT-LLM as a serving engine (engine trtllm): its KV cache from free_gpu_memory_fraction of the memory left
+free, paged blocks, max_batch_size, fp8 KV and nvfp4 weights, checked by hand arithmetic written out here (the rules
+are in gpuplan/engines/trtllm.py)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from gpuplan import GpuplanError, estimate
+from gpuplan.engines import trtllm
+from gpuplan.hardware import resolve_gpu
+from gpuplan.model.catalog import load_model
+from gpuplan.model.layers import Linear
+from gpuplan.model.quant import make_format
+from gpuplan.scenario import scenario_from
+
+GIB = 2**30
+SERVE = {"model": "llama-3.1-8b", "task": "infer", "engine": "trtllm", "gpu": "h100-sxm", "batch_size": 64,
+         "prompt_tokens": 1024, "output_tokens": 1024}
+
+
+def test_kv_pool_by_hand():
+    """Llama-3.1-8B bf16 on one H100: KV per token 32 layers x 2 x 8 heads x 128 x 2 B = 131,072 B, a 32-token
+    block 4 MiB; weights 16,060,522,496 B; the pool is 0.9 x (cudaMemGetInfo total - CUDA context - weights -
+    profiling activation); a 2,048-token request takes 64 blocks."""
+    s = scenario_from(SERVE)
+    m, gpu = load_model("llama-3.1-8b"), resolve_gpu("h100-sxm")[0]
+    act = trtllm.activation(s, m)
+    sm = trtllm.startup_memory(s, m, gpu, act)
+    assert sm.block_bytes == 32 * 131_072
+    assert sm.weights == 16_060_522_496
+    free = sm.total_gib * GIB - 16_060_522_496 - act
+    assert sm.kv_pool == pytest.approx(0.9 * free)
+    assert sm.num_blocks == int(0.9 * free // (32 * 131_072))
+    assert sm.max_concurrency(2048) == min(2048, sm.num_blocks // 64)
+    plan = estimate(SERVE, advise=False)
+    assert plan.memory.max_concurrency == sm.max_concurrency(2048)
+    assert plan.memory.kv_cache_pool_gib == pytest.approx(sm.kv_pool / GIB)
+    assert plan.memory.fits and plan.speed is not None
+
+
+def test_fp8_kv_doubles_the_blocks_and_max_batch_size_caps():
+    base = estimate(SERVE, advise=False).memory
+    fp8 = estimate({**SERVE, "kv_cache_dtype": "fp8"}, advise=False).memory
+    assert fp8.max_concurrency == pytest.approx(2 * base.max_concurrency, abs=1)
+    capped = estimate({**SERVE, "max_num_seqs": 100}, advise=False).memory
+    assert capped.max_concurrency == 100  # max_batch_size
+
+
+def test_tokens_per_block_rounds_requests_up():
+    """A 2,050-token request takes ceil(2050/64) = 33 blocks of 64 tokens."""
+    s = scenario_from({**SERVE, "tokens_per_block": 64, "output_tokens": 1026})
+    m, gpu = load_model("llama-3.1-8b"), resolve_gpu("h100-sxm")[0]
+    sm = trtllm.startup_memory(s, m, gpu, trtllm.activation(s, m))
+    assert sm.max_concurrency(2050) == sm.num_blocks // math.ceil(2050 / 64)
+
+
+def test_nvfp4_weights_are_4_5_bits():
+    """NVFP4: 16 e2m1 values (8 bytes) share one e4m3 scale (1 byte), plus an fp32 scale per tensor: a 4096 x 4096
+    weight is 16,777,216 / 16 x 9 + 4 = 9,437,188 bytes, 4.5 bits a weight."""
+    lin = Linear(name="q_proj", in_features=4096, out_features=4096)
+    assert make_format("nvfp4").linear_weight_bytes(lin) == 16_777_216 // 16 * 9 + 4
+
+
+def test_nvfp4_needs_fp4_tensor_cores():
+    with pytest.raises(GpuplanError, match="no fp4 tensor cores"):
+        estimate({**SERVE, "quant": "nvfp4"}, advise=False)
+    b200 = estimate({**SERVE, "quant": "nvfp4", "gpu": "b200"}, advise=False)
+    assert b200.memory.weights_gib < 0.4 * estimate({**SERVE, "gpu": "b200"}, advise=False).memory.weights_gib
+
+
+def test_trtllm_settings_need_the_engine():
+    with pytest.raises(GpuplanError, match="TensorRT-LLM's settings"):
+        estimate({**SERVE, "engine": "vllm", "tokens_per_block": 64}, advise=False)
