@@ -48,7 +48,7 @@ from ..scenario import Scenario
 from ..stacks import stack_for
 from ..tensors.state import attention_kernel, lora_targets, weight_format
 from .breakdown import Speed
-from .comms import all_gather_s, all_reduce_s, intra_node_link, slowest_link
+from .comms import all_gather_s, all_reduce_s, group_all_gather_s, group_all_reduce_s, intra_node_link, slowest_link
 from .flops import compute_dtype, training_flops_per_token
 from .gemm import bandwidth, peak_flops
 from .work import attention_s, eager_ops_per_layer, elementwise_s, linears_s, lm_head_s, lora_s, loss_s, smooth_max
@@ -182,7 +182,7 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
         assumptions.append("the offer's provider sells no multi-node fabric: this setup cannot span nodes")
     cp_comm = 0.0
     if cp > 1:  # ring attention (TE p2p): cp-1 steps pass this rank's K and V chunk, overlapped with attention
-        ring = intra if tp * cp <= per_node else dp_link
+        ring = intra if tp * cp <= max(per_node, gpu.nvlink_domain) else dp_link
         kv = 2 * tokens * 2 * max(m.num_kv_heads // tp, 1) * m.head_dim  # K and V of b·s/cp tokens, bf16
         step_s = (cp - 1) * (kv / ring.bytes_per_s + ring.latency_s) * layers_here
         attn_fwd = attention / (2 + attention_again + (oh.ATTENTION_BACKWARD_FLOP_RATIO if kernel != "eager"
@@ -229,12 +229,14 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
 
     # ---- per step --------------------------------------------------------------------------------------
     sync = 0.0
+    # across rack-scale NVLink domains (NVL72) the data-parallel collectives run in two levels (comms.py)
+    levels = (gpu, network, s.num_nodes, per_node, dp_link, tp * pp)
     if dp_grads > 1 and strategy in ("ddp", "single"):
-        sync = max(0.0, all_reduce_s(grads, dp_grads, dp_link) - oh.DP_OVERLAP * backward_time)
+        sync = max(0.0, group_all_reduce_s(grads, dp_grads, *levels) - oh.DP_OVERLAP * backward_time)
     elif dp_grads > 1 and strategy == "zero1":
-        sync = max(0.0, all_gather_s(grads, dp_grads, dp_link) - oh.DP_OVERLAP * backward_time)
+        sync = max(0.0, group_all_gather_s(grads, dp_grads, *levels) - oh.DP_OVERLAP * backward_time)
     if dp_grads > 1 and strategy in ("zero1", "zero2"):  # updated 16-bit weights gathered after the step
-        sync += max(0.0, all_gather_s(2.0 * trainable / (tp * pp), dp_grads, dp_link)
+        sync += max(0.0, group_all_gather_s(2.0 * trainable / (tp * pp), dp_grads, *levels)
                     - oh.DP_OVERLAP * forward_time)
     shard = trainable / (tp * pp) / (dp_grads if strategy in ("zero1", "zero2", "zero3") else 1)
     if s.offload != "none":
