@@ -74,3 +74,49 @@ def test_nvfp4_needs_fp4_tensor_cores():
 def test_trtllm_settings_need_the_engine():
     with pytest.raises(GpuplanError, match="TensorRT-LLM's settings"):
         estimate({**SERVE, "engine": "vllm", "tokens_per_block": 64}, advise=False)
+
+
+def test_launch_file_uses_trtllm_serves_own_options(tmp_path):
+    """``gpuplan launch --target trtllm``: every option of the command is one of trtllm-serve's click options
+    (tests/data/trtllm/serve-options.json, transcribed from tensorrt_llm/commands/serve.py: TensorRT-LLM does not
+    install without CUDA), with a value of its type, and the settings are the plan's."""
+    import json
+    import shlex
+    from pathlib import Path
+
+    import yaml
+
+    from gpuplan.launchers import launch_files, launch_plan
+
+    data = json.loads((Path(__file__).parent / "data" / "trtllm" / "serve-options.json").read_text())
+    names = {n: spec for name, spec in data["options"].items() for n in (name, *spec.get("aliases", ()))}
+    plan = launch_plan({**SERVE, "kv_cache_dtype": "fp8", "tokens_per_block": 64})
+    files = {f.name: f for f in launch_files(plan, ["trtllm"])}
+    text = files["trtllm-serve.sh"].text
+    argv = shlex.split(text[text.index("\ntrtllm-serve") + 1:].replace("\\\n", " "))
+    assert argv[:2] == ["trtllm-serve", plan.model.name]
+    args, i = {}, 2
+    while i < len(argv):
+        flag = argv[i]
+        assert flag in names, f"{flag} is not a trtllm-serve option"
+        spec = names[flag]
+        if spec["type"] == "flag":
+            args[flag], i = True, i + 1
+            continue
+        value = argv[i + 1]
+        {"int": int, "float": float}.get(spec["type"], str)(value)
+        if spec["type"] == "choice":
+            assert value in spec["choices"]
+        args[flag], i = value, i + 2
+    engine = plan.result.memory.engine
+    assert args["--max_batch_size"] == "2048" and args["--max_num_tokens"] == "8192"
+    assert float(args["--kv_cache_free_gpu_memory_fraction"]) == engine["free_gpu_memory_fraction"] == 0.9
+    cfg = yaml.safe_load(files["trtllm-config.yaml"].text)
+    assert cfg["kv_cache_config"] == {"dtype": "fp8", "tokens_per_block": 64, "free_gpu_memory_fraction": 0.9}
+
+
+def test_launch_trtllm_refuses_other_engines():
+    from gpuplan.launchers import launch_files, launch_plan
+
+    with pytest.raises(GpuplanError, match="plan again with --engine trtllm"):
+        launch_files(launch_plan({**SERVE, "engine": "vllm"}), ["trtllm"])
