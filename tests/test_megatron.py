@@ -197,3 +197,65 @@ def test_parameters_per_rank_equal_megatron_cores_own_model(tp, pp, ep, tmp_path
         st = mg.rank_state(s, m, first=first, last=last)
         assert st.dense + st.embedding + st.experts == r["params"], r
         assert st.experts == r["experts"], r
+
+
+def _megatron_argv(fields):
+    import shlex
+
+    from gpuplan.launchers import launch_files, launch_plan
+
+    plan = launch_plan(fields)
+    text = next(f for f in launch_files(plan, ["megatron"]) if f.name == "megatron-pretrain.sh").text
+    argv = shlex.split(text[text.index("\ntorchrun") + 1:].replace("\\\n", " "), posix=True)
+    return plan, argv[argv.index("pretrain_gpt.py") + 1:]
+
+
+def _captured_parser():
+    """Megatron-LM's pretrain_gpt.py options rebuilt from the capture of its own parser
+    (tests/data/megatron/pretrain-args.json, written by tests/data/megatron/capture.py)."""
+    import argparse
+    import json
+    from pathlib import Path
+
+    data = json.loads((Path(__file__).parent / "data" / "megatron" / "pretrain-args.json").read_text())
+    parser = argparse.ArgumentParser(allow_abbrev=False, exit_on_error=False)
+    for opt in data["options"]:
+        if "-h" in opt["names"]:
+            continue
+        if not opt["takes_value"]:
+            parser.add_argument(*opt["names"], dest=opt["dest"], action="store_true")
+        else:
+            parser.add_argument(*opt["names"], dest=opt["dest"], choices=opt["choices"],
+                                nargs="+" if opt["nargs"] in ("+", "*") else None)
+    return parser
+
+
+@pytest.mark.parametrize("fields", [
+    {**BASE, "model": "llama-3.1-70b", "gpu": "h100-sxm", "num_gpus": 8, "num_nodes": 8, "tp": 4, "pp": 4, "vpp": 5,
+     "cp": 2, "grad_accum_steps": 16, "seq_len": 8192, "precision": "fp8-mixed", "train_tokens": 1e9},
+    {**BASE, "gpu": "h100-sxm", "num_gpus": 8, "tp": 2, "seq_len": 8192, "grad_checkpointing": "full",
+     "precision": "fp8-mixed", "fp8_recipe": "current"},
+])
+def test_launch_megatron_parses_with_megatron_lms_parser(fields):
+    """Every argument of ``megatron-pretrain.sh`` is accepted by Megatron-LM's own parser (captured), and the
+    parsed values are the plan's."""
+    plan, argv = _megatron_argv(fields)
+    args = _captured_parser().parse_args(argv)
+    s = plan.scenario
+    assert (int(args.tensor_model_parallel_size), int(args.pipeline_model_parallel_size),
+            int(args.context_parallel_size)) == (s.tp, s.pp, s.cp)
+    assert args.sequence_parallel and args.use_distributed_optimizer and args.accumulate_allreduce_grads_in_fp32
+    assert int(args.global_batch_size) == s.micro_batch_size * s.grad_accum_steps * s.dp
+    assert args.recompute_granularity == s.grad_checkpointing
+    assert args.fp8_recipe == {"delayed": "delayed", "current": "tensorwise"}[s.fp8_recipe]
+    assert int(args.num_layers) == plan.model.num_layers and int(args.num_query_groups) == plan.model.num_kv_heads
+    if s.vpp > 1:
+        assert int(args.num_virtual_stages_per_pipeline_rank) == s.vpp
+
+
+def test_launch_megatron_needs_framework_megatron():
+    from gpuplan.launchers import launch_files, launch_plan
+
+    with pytest.raises(GpuplanError, match="framework megatron"):
+        launch_files(launch_plan({"model": "llama-3.1-8b", "task": "train", "gpu": "h100-sxm", "method": "lora"}),
+                     ["megatron"])
