@@ -259,3 +259,19 @@ def test_launch_megatron_needs_framework_megatron():
     with pytest.raises(GpuplanError, match="framework megatron"):
         launch_files(launch_plan({"model": "llama-3.1-8b", "task": "train", "gpu": "h100-sxm", "method": "lora"}),
                      ["megatron"])
+
+
+def test_lora_base_in_fp8_by_hand():
+    """Llama-3.1-8B LoRA r16 on q, k, v, o, one GPU: the frozen base holds its 6,979,321,856 linear weights (32 layers
+    of 218,103,808) in fp8 (1 B) with a cached fp8 transpose (1 B), the rest (embedding, output layer, norms:
+    1,050,939,392) in bf16; each adapter is r·(d_in + d_out): q, o 16·8192, k, v 16·(4096 + 1024), 425,984 per
+    layer, 13,631,488 in all, at 2 B + 4 B gradients + 12 B master weights and Adam moments."""
+    plan = estimate({**BASE, "method": "lora", "lora_targets": ["q_proj", "k_proj", "v_proj", "o_proj"],
+                     "precision": "fp8-mixed", "gpu": "h100-sxm"}, advise=False)
+    mem = plan.memory
+    adapters = 32 * 16 * (2 * 8192 + 2 * (4096 + 1024))
+    assert adapters == 13_631_488
+    assert mem.weights_gib == pytest.approx((6_979_321_856 + 2 * 1_050_939_392 + 2 * adapters) / GIB, rel=1e-6)
+    assert mem.other["fp8 weight copies and transposes (Transformer Engine)"] == pytest.approx(6_979_321_856 / GIB)
+    assert mem.optimizer_gib == pytest.approx(12 * adapters / GIB) and mem.gradients_gib == pytest.approx(
+        4 * adapters / GIB)

@@ -10,7 +10,9 @@ Per rank, with ``t`` = TP, ``p`` = PP, ``v`` = virtual stages, ``c`` = CP, ``e``
   routed experts, whose data-parallel group is the expert-data-parallel one). Dense layers split by ``t``, routed
   experts by ``e`` (``expert_tensor_parallel_size`` 1), the input embedding on the first stage and the output
   layer on the last, each split by ``t``. fp8 adds Transformer Engine's cached fp8 copy of every linear weight and
-  its transpose (2 B per linear parameter; ``Linear`` keeps them across micro-batches, ``is_first_microbatch``);
+  its transpose (2 B per linear parameter; ``_Linear.forward(weight, weight_fp8, weight_t_fp8, ...)`` keeps them
+  across micro-batches, ``is_first_microbatch``). LoRA trains adapters the same way over a frozen base held in
+  bf16, or with fp8 in fp8 itself (``fp8_model_init``, NVIDIA's MLPerf LoRA runs): 1 B + its 1 B transpose;
 - **activations per layer** (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer
   Models", section 4, for ``T`` = micro-batch x seq_len / c tokens): with sequence parallelism every tensor is
   split by ``t``; the two norms keep their 16-bit input and an fp32 rstd; the QKV and FC1 linears their (sharded)
@@ -147,11 +149,14 @@ def rank_state(s: Scenario, m: ModelSpec, *, first: bool, last: bool) -> RankSta
         return RankState(dense=dense, experts=experts, embedding=embedding, trainable=params, weights=2 * params,
                          gradients=4 * params, optimizer=opt * ((dense + embedding) / n + experts / n_experts),
                          fp8_copies=fp8)
-    # LoRA (NeMo's PEFT): frozen 16-bit base; adapters trained like full parameters (bf16 + fp32 grads + states)
+    # LoRA (NeMo's PEFT): adapters trained like full parameters (bf16 + fp32 grads + states); the frozen base in
+    # bf16, or under fp8 held as fp8 itself (Transformer Engine fp8_model_init, as NVIDIA's MLPerf LoRA submissions
+    # run it): 1 byte per linear weight plus its cached transpose, no 16-bit copy
     adapters = lora_params(m, lora_targets(s, m), s.lora_rank) / (t * p)  # in the layers, split as they are
+    base = 2 * (dense + embedding + experts) - (linear if fp8 else 0.0)
     return RankState(dense=dense, experts=experts, embedding=embedding, trainable=adapters,
-                     weights=2 * (dense + embedding + experts + adapters), gradients=4 * adapters,
-                     optimizer=opt * adapters / n, fp8_copies=fp8)
+                     weights=base + 2 * adapters, gradients=4 * adapters, optimizer=opt * adapters / n,
+                     fp8_copies=fp8 / 2)
 
 
 # fp32 optimizer bytes per parameter: master weights and the optimizer's moments (Megatron's 12 for Adam)
