@@ -87,6 +87,8 @@ class GpuSpec:
     compute_capability: str | None
     aliases: tuple[str, ...]
     sm_count: int | None = None  # streaming multiprocessors (compute units), where the catalog has them
+    # GPUs one NVLink switch fabric joins: 72 in GB200/GB300 NVL72 racks (across trays); 0: the node's own links
+    nvlink_domain: int = 0
 
     @property
     def generation(self) -> str:
@@ -131,7 +133,8 @@ def _spec(entry: dict[str, Any]) -> GpuSpec:
         supports=dict(entry.get("supports") or {}), nvlink_bandwidth_gbs=link.get("nvlink_bandwidth_gbs"),
         pcie_generation=(entry.get("pcie") or {}).get("generation"), tdp_w=entry.get("tdp_w"),
         msrp_usd=entry.get("launch_msrp_usd"), compute_capability=entry.get("compute_capability"),
-        aliases=tuple(str(a) for a in entry.get("aliases") or ()), sm_count=entry.get("sm_count"))
+        aliases=tuple(str(a) for a in entry.get("aliases") or ()), sm_count=entry.get("sm_count"),
+        nvlink_domain=int(link.get("nvlink_domain") or 0))
 
 
 @cache

@@ -74,7 +74,8 @@ def render_estimate(result) -> None:
         out.print(f"[dim]its own log: {mem.logged_statistic}; compare with {mem.logged_gib:.2f} GiB[/]")
     if mem.cpu_gib:
         out.print(f"CPU memory for offloaded states: {mem.cpu_gib:.1f} GiB")
-    engine_name = "SGLang" if s.get("engine") == "sglang" else "vLLM"  # the engines that preallocate a pool
+    # the engines that preallocate a pool
+    engine_name = {"sglang": "SGLang", "trtllm": "TensorRT-LLM"}.get(s.get("engine"), "vLLM")
     engine = getattr(mem, "engine", None) or {}
     if mem.max_concurrency is not None:
         logged = engine.get("kv_cache_tokens") if isinstance(engine, dict) else None

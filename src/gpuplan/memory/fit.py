@@ -29,10 +29,14 @@ def check(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> list[str]:
         if s.quant not in (None, "nf4", "fp4", "gptq-int4", "awq-int4"):
             raise GpuplanError(f"QLoRA trains adapters on a 4-bit base (nf4, fp4, gptq-int4 or awq-int4), not "
                                f"{s.quant!r}: set quant to nf4 or drop it")
-    if s.world_size % (s.tp * s.pp):
-        raise GpuplanError(f"tp x pp = {s.tp * s.pp} must divide the {s.world_size} GPUs (num_gpus x num_nodes)")
+    if s.world_size % (s.tp * s.pp * s.cp):
+        what = "tp x pp x cp" if s.cp > 1 else "tp x pp"
+        raise GpuplanError(f"{what} = {s.tp * s.pp * s.cp} must divide the {s.world_size} GPUs (num_gpus x "
+                           "num_nodes)")
+    if s.framework == "megatron" and s.task == "train":
+        warnings += check_megatron(s, m)
     strategy = s.resolved_strategy
-    if s.task == "train" and strategy != "single" and s.dp == 1:
+    if s.task == "train" and strategy != "single" and s.dp * s.cp == 1:
         raise GpuplanError(f"strategy {s.strategy!r} shards or replicates over data-parallel GPUs, but there is "
                            "one: set num_gpus >= 2, or use strategy single (with offload to save memory)")
     if s.task == "train" and strategy == "single" and s.dp > 1:
@@ -56,6 +60,13 @@ def check(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> list[str]:
                            "layer; use offload optimizer, or strategy zero3")
     if s.engine != "transformers" and s.task == "train":
         raise GpuplanError(f"engine {s.engine!r} serves models; training runs on transformers (drop engine)")
+    if s.engine != "trtllm" and (s.free_gpu_memory_fraction is not None or s.tokens_per_block is not None):
+        raise GpuplanError("free_gpu_memory_fraction and tokens_per_block are TensorRT-LLM's settings: set engine "
+                           "trtllm, or drop them")
+    if s.engine == "trtllm" and s.quant and s.quant not in ("none", "fp8", "nvfp4", "int8", "awq-int4",
+                                                            "gptq-int4", "mxfp4"):
+        raise GpuplanError(f"TensorRT-LLM does not load {s.quant} weights: use quant fp8 or nvfp4 (or awq-int4, "
+                           "gptq-int4, int8)")
     if s.engine == "llama.cpp" and s.quant and not s.quant.startswith("gguf-") and s.quant != "none":
         raise GpuplanError(f"llama.cpp runs GGUF files: set quant to a gguf type (gguf-q4_k_m, gguf-q8_0...), "
                            f"not {s.quant!r}")
@@ -68,6 +79,34 @@ def check(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> list[str]:
     return warnings
 
 
+def check_megatron(s: Scenario, m: ModelSpec) -> list[str]:
+    """Megatron-Core's own rules for its parallel sizes (``megatron/training/arguments.py`` and Transformer
+    Engine's context-parallel attention), one sentence each; returns warnings for what it runs unevenly."""
+    if s.cp > 1 and s.seq_len % (2 * s.cp):
+        raise GpuplanError(f"cp={s.cp} needs seq_len divisible by 2 x cp = {2 * s.cp} (each sequence is cut into "
+                           f"2·cp chunks for load-balanced causal ring attention); seq_len is {s.seq_len}")
+    if s.tp > 1 and (s.seq_len // s.cp) % s.tp:
+        raise GpuplanError(f"sequence parallelism splits each rank's {s.seq_len // s.cp} tokens (seq_len / cp) over "
+                           f"tp={s.tp} ranks: choose a seq_len divisible by tp x cp = {s.tp * s.cp}")
+    if s.ep > 1 and not m.is_moe:
+        raise GpuplanError(f"ep={s.ep} splits the experts of an MoE model, and {m.name} has none: set ep 1")
+    if s.ep > 1 and m.num_experts % s.ep:
+        raise GpuplanError(f"ep={s.ep} does not divide the {m.num_experts} experts of {m.name}; use a divisor of "
+                           f"{m.num_experts}")
+    if s.ep > 1 and (s.tp * s.cp * s.dp) % s.ep:
+        raise GpuplanError(f"ep={s.ep} must divide tp x cp x dp = {s.tp * s.cp * s.dp}, the ranks of one pipeline "
+                           "stage that the expert-parallel groups are cut from (expert_tensor_parallel_size 1)")
+    warnings = []
+    if m.num_layers % (s.pp * s.vpp):
+        warnings.append(f"{m.num_layers} layers do not split evenly into pp x vpp = {s.pp * s.vpp} model chunks: "
+                        "Megatron needs an uneven split (num_layers_in_first/last_pipeline_stage); the first stage "
+                        "is counted with the rounded-up share")
+    if s.vpp > 1 and s.grad_accum_steps % s.pp:
+        warnings.append(f"the interleaved schedule runs best with micro-batches per step ({s.grad_accum_steps}) a "
+                        f"multiple of pp={s.pp}")
+    return warnings
+
+
 def _check_gpu(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> None:
     dtype = s.precision.split("-")[0]
     if dtype in ("bf16", "fp8") and not gpu.supports_dtype(dtype):
@@ -77,6 +116,9 @@ def _check_gpu(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> None:
             fix = "fp16-mixed" if dtype == "bf16" else "bf16-mixed"
         raise GpuplanError(f"{gpu.name} has no {dtype} tensor cores ({gpu.architecture}): set precision {fix}, or "
                            "leave precision unset to get the card's own")
+    if s.quant == "nvfp4" and not gpu.supports_dtype("fp4"):
+        raise GpuplanError(f"{gpu.name} ({gpu.architecture}) has no fp4 tensor cores for nvfp4 weights (Blackwell "
+                           "has): use quant fp8, or a B200/GB200-class card")
     if s.kv_cache_dtype == "bf16" and not gpu.supports_dtype("bf16"):
         raise GpuplanError(f"{gpu.name} has no bf16: set kv_cache_dtype fp16")
     if s.quant == "fp8" and s.engine == "transformers" and not gpu.supports_dtype("fp8"):
@@ -117,8 +159,8 @@ def memory_report(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> tuple[Estim
 
 
 def _fits(s: Scenario, e: Estimate, r: MemoryReport, capacity: float) -> bool:
-    if s.engine in ("vllm", "sglang"):  # they take their budget whatever the job: the pool must hold the requests,
-        # and the budget with what lives outside it must fit the card ("fits" never comes with a negative headroom)
+    if s.engine in ("vllm", "sglang", "trtllm"):  # they take their budget whatever the job: the pool must hold the
+        # requests, and the budget with what lives outside it must fit the card ("fits" never with a negative headroom)
         return (r.max_concurrency or 0) >= s.batch_size and r.device_peak_gib <= capacity
     if s.engine == "llama.cpp":  # it places what fits and runs the rest on the CPU: that fits only when asked
         return r.device_peak_gib <= capacity and (s.cpu_layers or not r.offloaded_layers)

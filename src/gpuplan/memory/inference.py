@@ -18,7 +18,7 @@ from ..tensors import activations as act
 from ..tensors.breakdown import GIB, Estimate
 from ..tensors.kv import kv_bytes_per_sequence
 from ..tensors.state import attention_kernel, weight_format
-from .pool import sglang_pool, vllm_pool
+from .pool import sglang_pool, trtllm_pool, vllm_pool
 
 # transformers runs every token through every expert in these families (Llama4TextMoe.forward repeats the hidden
 # states for all experts and batch-multiplies them: transformers models/llama4/modeling_llama4.py), so its MoE
@@ -85,6 +85,8 @@ def inference_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None, gpu:
         return _vllm(s, m, e, gpu)
     if s.engine == "sglang":
         return _sglang(s, m, e, gpu)
+    if s.engine == "trtllm":
+        return _trtllm(s, m, e, gpu)
     if s.engine == "llama.cpp":
         return llama_cpp.llama_cpp_memory(s, m, e, fmt, capacity_gib)
 
@@ -187,4 +189,38 @@ def _sglang(s: Scenario, m: ModelSpec, e: Estimate, gpu: GpuSpec | None) -> Esti
     if sm.kv_tokens < tokens:
         e.warnings.append(f"SGLang's token pool holds {sm.kv_tokens:,} tokens, less than one request of {tokens:,}: "
                           "quantize the weights, use more GPUs (tp) or raise --mem-fraction-static")
+    return e
+
+
+def _trtllm(s: Scenario, m: ModelSpec, e: Estimate, gpu: GpuSpec | None) -> Estimate:
+    """TensorRT-LLM gives ``free_gpu_memory_fraction`` of what the weights and its profiling forward leave to paged
+    KV blocks (:mod:`gpuplan.engines.trtllm`). Without a GPU, the weights and the cache of ``batch_size``
+    requests."""
+    from ..engines import trtllm
+
+    e.peak_phase = "serving"
+    tokens = s.prompt_tokens + s.output_tokens
+    if gpu is None:
+        e.kv_cache = s.batch_size * kv_bytes_per_sequence(s, m, tokens, m.layers[:math.ceil(m.num_layers / s.pp)])
+        return e
+    sm = trtllm.startup_memory(s, m, gpu, trtllm.activation(s, m))
+    e.weights, e.activations, e.kv_cache = sm.weights, sm.activation, sm.kv_pool
+    e.other["TensorRT-LLM reserve (1 - free_gpu_memory_fraction: CUDA graphs, runtime buffers)"] = \
+        sm.free - sm.kv_pool
+    e.preallocated = sm.weights + sm.activation + sm.free
+    pool = trtllm_pool(s, sm)
+    e.extra["max_concurrency"] = pool.max_concurrency
+    e.extra["max_context_tokens"] = pool.kv_tokens
+    e.extra["kv_cache_pool_gib"] = sm.kv_pool / GIB
+    e.extra["engine"] = {
+        "engine": "trtllm", "free_gpu_memory_fraction": sm.fraction, "tokens_per_block": sm.tokens_per_block,
+        "max_batch_size": sm.max_batch_size, "max_num_tokens": sm.max_num_tokens, "max_seq_len": sm.max_seq_len,
+        "num_blocks": sm.num_blocks, "kv_cache_tokens": sm.kv_tokens, "available_kv_cache_gib": sm.kv_pool / GIB}
+    e.assumptions.append(
+        f"TensorRT-LLM: {sm.fraction} of the {sm.free / GIB:.1f} GiB free after the weights and a "
+        f"{sm.max_num_tokens:,}-token profiling forward: {sm.num_blocks:,} KV blocks of {sm.tokens_per_block} "
+        f"tokens ({sm.kv_tokens:,} tokens), max_batch_size {sm.max_batch_size:,}")
+    if sm.kv_tokens < tokens:
+        e.warnings.append(f"TensorRT-LLM's KV cache holds {sm.kv_tokens:,} tokens, less than one request of "
+                          f"{tokens:,}: quantize (fp8, nvfp4), use more GPUs (tp) or an fp8 KV cache")
     return e

@@ -58,6 +58,15 @@ def sglang_pool(s, sm) -> KvPool:
                   sim_blocks=sm.kv_tokens // oh.VLLM_BLOCK_TOKENS)
 
 
+def trtllm_pool(s, sm) -> KvPool:
+    """The pool of TensorRT-LLM's startup memory ``sm`` (:func:`gpuplan.engines.trtllm.startup_memory`): whole
+    blocks of ``tokens_per_block`` per request, capped by ``max_batch_size``; ``kv_tokens`` is the pool."""
+    tokens = s.prompt_tokens + s.output_tokens
+    return KvPool(engine="trtllm", pool_gib=sm.kv_pool / 2**30, request_tokens=tokens,
+                  max_concurrency=sm.max_concurrency(tokens), kv_tokens=sm.kv_tokens, logged_tokens=sm.kv_tokens,
+                  max_model_len=sm.max_seq_len, sim_blocks=sm.kv_tokens // oh.VLLM_BLOCK_TOKENS)
+
+
 def kv_pool(s, m, gpu) -> KvPool | None:
     """The KV pool of serving ``s`` on ``gpu`` with its engine (None for engines without a preallocated pool)."""
     if s.engine == "vllm":
@@ -68,4 +77,8 @@ def kv_pool(s, m, gpu) -> KvPool | None:
         from ..engines import sglang
 
         return sglang_pool(s, sglang.startup_memory(s, m, gpu, mem_fraction_static=s.mem_fraction_static))
+    if s.engine == "trtllm":
+        from ..engines import trtllm
+
+        return trtllm_pool(s, trtllm.startup_memory(s, m, gpu, trtllm.activation(s, m)))
     return None

@@ -20,11 +20,14 @@ from ..stacks.base import head_inputs
 from ..tensors import activations as act
 from ..tensors.breakdown import GIB, Estimate
 from ..tensors.state import attention_kernel, lora_targets, optimizer_step_temporaries
+from .megatron import megatron_memory
 
 
 def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None) -> Estimate:
     """The peak of one training step of ``s`` per GPU; ``capacity_gib`` (the card's usable memory) only matters
     to stacks that size buffers from the free memory (Unsloth's fused loss)."""
+    if s.framework == "megatron":
+        return megatron_memory(s, m)
     e = Estimate()
     rt, engine = stack_for(s), sharding_for(s)
     if attention_kernel(s, m) != s.attention:

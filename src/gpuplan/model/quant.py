@@ -13,6 +13,9 @@ Each format stores the weight matrix of a linear layer; the modules libraries ke
 - ``awq-int4``: AutoAWQ GEMM layout, group 128: as GPTQ without ``g_idx``.
 - ``fp8``: one byte per weight, plus an fp32 scale per tensor or per ``128 x 128`` block (DeepSeek-V3).
 - ``mxfp4``: OCP microscaling, 32 fp4 values share one e8m0 scale: 17 bytes per 32 weights (4.25 bits).
+- ``nvfp4``: NVIDIA's fp4 (Blackwell, TensorRT-LLM / ModelOpt): 16 e2m1 values share one e4m3 scale, plus one
+  fp32 scale per tensor: 9 bytes per 16 weights (4.5 bits) + 4 bytes (NVIDIA, "Introducing NVFP4", 2025; the
+  ModelOpt checkpoints' ``weight_scale`` (fp8, ``in/16`` per row) and ``weight_scale_2`` (fp32)).
 - ``gguf-<ftype>``: llama.cpp files: a type per tensor by the file type's rules (:mod:`gpuplan.model.gguf`),
   the token embedding and output matrices quantized too.
 """
@@ -33,7 +36,7 @@ DTYPE_BYTES = {"float32": 4, "fp32": 4, "bfloat16": 2, "bf16": 2, "float16": 2, 
 # (a type per tensor, by the file type's rules) are priced by :mod:`gpuplan.model.gguf`.
 GGUF_BITS = {kind: 8 * size / per for kind, (per, size) in BLOCKS.items()}
 
-QUANT_FORMATS = ("none", "int8", "nf4", "fp4", "gptq-int4", "gptq-int8", "awq-int4", "fp8", "mxfp4",
+QUANT_FORMATS = ("none", "int8", "nf4", "fp4", "gptq-int4", "gptq-int8", "awq-int4", "fp8", "mxfp4", "nvfp4",
                  *(f"gguf-{t}" for t in FTYPES))
 
 
@@ -71,6 +74,8 @@ class Format:
             per = n + 4 * math.ceil(o / bo) * math.ceil(i / bi)
         elif name == "mxfp4":
             per = math.ceil(n / 32) * 17
+        elif name == "nvfp4":
+            per = math.ceil(n / 16) * 9 + 4
         elif name.startswith("gguf-"):  # one linear alone, at the file type's default type (files: model.gguf)
             per = n * GGUF_BITS[FTYPES[name[5:]]] / 8
         else:  # validated in make_format

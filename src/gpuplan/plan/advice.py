@@ -77,8 +77,10 @@ def largest_fitting(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> tuple[int | None
 
     limit = max(m.max_context or 0, 131_072)
     if s.task == "train":
-        return (_largest(lambda n: fits(micro_batch_size=n), 4096),
-                _largest(lambda n: fits(seq_len=n), limit))
+        # Megatron cuts sequences into 2·cp chunks and each rank's share over tp (fit.check_megatron)
+        q = 2 * s.cp * s.tp if s.framework == "megatron" and s.tp * s.cp > 1 else 1
+        longest = _largest(lambda n: fits(seq_len=n * q), limit // q)
+        return (_largest(lambda n: fits(micro_batch_size=n), 4096), longest * q if longest else None)
     return (_largest(lambda n: fits(batch_size=n), 4096),
             _largest(lambda n: fits(prompt_tokens=n), limit))
 

@@ -33,9 +33,9 @@ class Scenario(BaseModel):
     model: str = Field(min_length=1, description="catalog alias, HF repo id, or path to a config.json")
     task: Literal["train", "infer"]
     # the training stack and its techniques (None: the stack's default)
-    framework: Literal["hf", "torchtune", "torchtitan", "unsloth", "axolotl", "pytorch"] = Field(
+    framework: Literal["hf", "torchtune", "torchtitan", "unsloth", "axolotl", "pytorch", "megatron"] = Field(
         default="hf", description="training stack; its recipes set the defaults below (pytorch: your own loop "
-        "over a transformers model, e.g. Answer.AI fsdp_qlora)")
+        "over a transformers model, e.g. Answer.AI fsdp_qlora; megatron: Megatron-Core with NeMo's recipes)")
     loss: Literal["full", "chunked", "fused-linear"] | None = Field(
         default=None, description="full: fp32 logits as transformers computes them; chunked: torchtune/torchtitan/"
         "axolotl chunked cross-entropy; fused-linear: Liger, Unsloth or Cut Cross-Entropy (no logits) "
@@ -108,16 +108,22 @@ class Scenario(BaseModel):
     prompt_tokens: int = Field(default=1024, ge=1, le=10_000_000)
     output_tokens: int = Field(default=256, ge=0, le=10_000_000)
     kv_cache_dtype: Literal["auto", "fp16", "bf16", "fp8", "int8"] = "auto"
-    engine: Literal["transformers", "vllm", "sglang", "llama.cpp"] = "transformers"
+    engine: Literal["transformers", "vllm", "sglang", "llama.cpp", "trtllm"] = "transformers"
     gpu_memory_utilization: float = Field(default=0.9, gt=0.0, le=1.0, description="vLLM's share of the card")
     mem_fraction_static: float | None = Field(default=None, gt=0.0, le=1.0,
                                               description="SGLang --mem-fraction-static (weights and KV pool); "
                                               "default: SGLang's own for the card")
     max_num_batched_tokens: int | None = Field(default=None, ge=1, le=10_000_000,
-                                               description="vLLM scheduler token budget per step; default: "
-                                               "vLLM's own for the GPU and entry point")
+                                               description="vLLM scheduler token budget per step (TensorRT-LLM "
+                                               "max_num_tokens); default: the engine's own")
     max_num_seqs: int | None = Field(default=None, ge=1, le=65_536,
-                                     description="vLLM's cap on running sequences; default: vLLM's own")
+                                     description="vLLM's cap on running sequences (TensorRT-LLM max_batch_size); "
+                                     "default: the engine's own")
+    free_gpu_memory_fraction: float | None = Field(default=None, gt=0.0, le=1.0, description="TensorRT-LLM: the "
+                                                   "share of the memory left free after the weights and the "
+                                                   "profiling forward that its KV cache takes (default 0.9)")
+    tokens_per_block: int | None = Field(default=None, ge=1, le=1024, description="TensorRT-LLM: tokens per KV "
+                                         "cache block (default 32)")
     max_model_len: int | None = Field(default=None, ge=16, le=10_000_000,
                                       description="vLLM --max-model-len; default: the model's context")
     engine_version: str | None = Field(default=None, description="the engine release whose memory rules apply "
@@ -141,6 +147,15 @@ class Scenario(BaseModel):
         "pytorch, fsdp2 for torchtune and torchtitan) (default: single on one GPU, else ddp)")
     tp: int = Field(default=1, ge=1, le=1024)
     pp: int = Field(default=1, ge=1, le=1024)
+    cp: int = Field(default=1, ge=1, le=1024, description="context parallel ranks (framework megatron): each holds "
+                    "seq_len / cp tokens of every sequence, ring attention passes keys and values between them")
+    ep: int = Field(default=1, ge=1, le=1024, description="expert parallel ranks (framework megatron, MoE models): "
+                    "each holds num_experts / ep experts of every MoE layer")
+    vpp: int = Field(default=1, ge=1, le=128, description="virtual pipeline stages per rank (framework megatron, "
+                     "interleaved 1F1B): smaller bubble, more micro-batches in flight")
+    fp8_recipe: Literal["delayed", "current"] | None = Field(
+        default=None, description="Transformer Engine fp8 scaling with precision fp8-mixed (framework megatron): "
+        "delayed (amax history) or current (per-tensor, this step's amax) (default: delayed)")
     offload: Literal["none", "optimizer", "optimizer+params"] = "none"
     # pricing (speed and cost sections need a gpu)
     provider: str | None = Field(default=None, description="price on this provider's offers (e.g. runpod)")
@@ -266,8 +281,8 @@ class Scenario(BaseModel):
 
     @property
     def dp(self) -> int:
-        """Data-parallel ranks: the GPUs left after tensor and pipeline parallelism."""
-        return self.world_size // (self.tp * self.pp)
+        """Data-parallel ranks: the GPUs left after tensor, pipeline and context parallelism."""
+        return self.world_size // (self.tp * self.pp * self.cp)
 
     @property
     def resolved_strategy(self) -> str:
@@ -303,12 +318,14 @@ TRAIN_ONLY = frozenset({"method", "optimizer", "optimizer_impl", "lora_rank", "l
                         "micro_batch_size", "seq_len", "grad_accum_steps", "grad_checkpointing", "train_tokens",
                         "qlora_fp32_upcast", "loss", "loss_chunks", "activation_offload", "compile",
                         "optimizer_in_backward", "adapter_dtype", "checkpoint_every", "transformers_version",
-                        "dataset", "tokenizer", "samples", "mean_tokens", "max_tokens", "epochs", "packing"})
+                        "dataset", "tokenizer", "samples", "mean_tokens", "max_tokens", "epochs", "packing",
+                        "cp", "ep", "vpp", "fp8_recipe"})
 # fields that lay out training over GPUs: the web form and the list of defaults leave them out of serving
 TRAINING_LAYOUT = frozenset({"num_nodes", "strategy", "pp", "offload", "framework", "dataset_gb"})
 INFER_ONLY = frozenset({"batch_size", "prompt_tokens", "output_tokens", "kv_cache_dtype", "engine",
                         "mem_fraction_static", "gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs",
                         "max_model_len", "engine_version", "entry_point", "enforce_eager", "ubatch_tokens",
+                        "free_gpu_memory_fraction", "tokens_per_block",
                         "flash_attention", "cpu_layers"})
 
 

@@ -33,6 +33,14 @@ Sources of the defaults (the recipes people run):
 - ``pytorch``: your own PyTorch loop over a transformers model (Answer.AI's ``fsdp_qlora`` ``train.py`` is the
   model): one dtype throughout (``bf16``), FSDP1 ``FullyShardedDataParallel``, peft adapters, nothing else on
   unless asked.
+- ``megatron``: Megatron-Core as NeMo 2's recipes drive it (``nemo/collections/llm/recipes/llama3_*.py``,
+  ``nemo/lightning/pytorch/strategies/megatron_strategy.py``): bf16 compute with fp32 master weights inside the
+  distributed optimizer (``use_distributed_optimizer=True``: fp32 master weights and Adam moments sharded over the
+  data- and context-parallel ranks), fp32 gradient buffers (``grad_reduce_in_fp32=True``) reduce-scattered behind
+  the backward (``overlap_grad_reduce``), parameters all-gathered behind the forward (``overlap_param_gather``),
+  Transformer Engine's fused kernels and fused attention, sequence parallelism whenever TP > 1, selective
+  recomputation (``recompute_granularity='selective'``: core attention only), fp8 through Transformer Engine
+  (``fp8='hybrid'``, delayed scaling by default).
 """
 
 from __future__ import annotations
@@ -41,7 +49,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+# the fine-tuning stacks recommend and advice switch between, each checked on fake tensors (gpuplan simulate)
 FRAMEWORKS = ("hf", "torchtune", "torchtitan", "unsloth", "axolotl", "pytorch")
+# stacks for training at scale, estimated in closed form (Megatron-Core does not build on the CPU's meta device)
+SCALE_FRAMEWORKS = ("megatron",)
+# the fields only Megatron-Core's parallelism and Transformer Engine's fp8 take
+MEGATRON_FIELDS = ("cp", "ep", "vpp", "fp8_recipe")
 # Technique fields whose ``None`` means "the stack's default"; resolved on every scenario.
 TECHNIQUES = ("precision", "grad_checkpointing", "qlora_fp32_upcast", "loss", "loss_chunks", "activation_offload",
               "compile", "optimizer_in_backward", "adapter_dtype")
@@ -145,6 +158,35 @@ def _refuse_torchtitan(s) -> str | None:
     return None
 
 
+def _refuse_megatron(s) -> str | None:
+    if s.method == "qlora":
+        return "Megatron-Core has no 4-bit (QLoRA) base: use method lora (NeMo's LoRA) or full"
+    if s.precision not in ("bf16-mixed", "fp16-mixed", "fp8-mixed"):
+        return (f"Megatron-Core keeps fp32 master weights in its optimizer and computes in bf16, fp16 or fp8 "
+                f"(Transformer Engine): use precision bf16-mixed or fp8-mixed, not {s.precision}")
+    if s.strategy not in (None, "single", "ddp", "zero1"):
+        return (f"Megatron-Core shards optimizer states with its distributed optimizer (strategy zero1) or "
+                f"replicates them (ddp); gpuplan does not model its FSDP: use zero1 or ddp, not {s.strategy}")
+    if s.optimizer not in ("adamw", "sgd", "sgd-momentum"):
+        return f"Megatron-Core's optimizers are Adam(W) and SGD: use optimizer adamw, not {s.optimizer}"
+    if s.loss != "full":
+        return ("Megatron-Core computes a vocabulary-parallel cross-entropy on the full logits: use loss full, "
+                f"not {s.loss}")
+    if s.activation_offload or s.offload != "none":
+        return "gpuplan does not model Megatron-Core's CPU offloading: set activation_offload false and offload none"
+    if s.checkpoint_every > 1:
+        return ("Megatron-Core's full recompute is modelled per layer (recompute_num_layers 1): drop "
+                "checkpoint_every")
+    if s.optimizer_in_backward or s.compile:
+        return "Megatron-Core steps after the backward and runs Transformer Engine's kernels uncompiled: drop " \
+               "optimizer_in_backward and compile"
+    if s.fp8_recipe is not None and s.precision != "fp8-mixed":
+        return f"fp8_recipe {s.fp8_recipe} scales fp8 tensors: set precision fp8-mixed, or drop fp8_recipe"
+    if s.vpp > 1 and s.pp == 1:
+        return f"vpp={s.vpp} interleaves virtual stages of a pipeline: set pp >= 2, or vpp 1"
+    return None
+
+
 def _refuse_pytorch(s) -> str | None:
     if s.grad_checkpointing == "selective":  # your own loop: anything PyTorch can do, with no policy of its own
         return ("a plain PyTorch loop has no selective checkpointing policy of its own: use grad_checkpointing full "
@@ -182,6 +224,11 @@ RECIPES: dict[str, Recipe] = {s.name: s for s in (
           defaults={**BASE, "precision": "bf16-true"}, fsdp="fsdp1",
           logs="whatever your loop prints (Answer.AI fsdp_qlora: max_memory_reserved over epoch 0)",
           logs_level="reserved", peft_adapters=True, refuse=_refuse_pytorch),
+    Recipe(name="megatron", title="Megatron-Core with NeMo's recipes (NVIDIA/Megatron-LM, NVIDIA/NeMo)",
+          defaults={**BASE, "grad_checkpointing": "selective"}, fsdp=None,
+          logs="'memory (MB) | allocated: ... | max allocated: ... | reserved: ... | max reserved: ...' after the "
+          "first iterations (megatron/training/training.py report_memory)", logs_level="allocated",
+          peft_adapters=False, refuse=_refuse_megatron),
 )}
 
 
@@ -218,11 +265,21 @@ def resolve(data: Mapping[str, Any]) -> dict[str, Any]:
         out["adapter_dtype"] = "fp32" if stack.peft_adapters else compute
     if data.get("strategy") == "fsdp" and stack.fsdp:
         out["strategy"] = stack.fsdp
+    if stack.name == "megatron" and data["task"] == "train":
+        dp = data["num_gpus"] * data["num_nodes"] // (data["tp"] * data["pp"] * data["cp"])
+        if data.get("strategy") is None and dp * data["cp"] > 1:
+            out["strategy"] = "zero1"  # NeMo: use_distributed_optimizer=True (shards over DP x CP)
+        if data.get("fp8_recipe") is None and get("precision") == "fp8-mixed":
+            out["fp8_recipe"] = "delayed"  # NeMo's fp8_recipe default ('delayed', TE DelayedScaling)
     return out
 
 
 def refusal(s) -> str | None:
     """The sentence that refuses scenario ``s`` (resolved), or None. Rules shared by every stack come first."""
+    used = [f"{k}={getattr(s, k)}" for k in MEGATRON_FIELDS if getattr(s, k) not in (None, 1)]
+    if used and (s.framework != "megatron" or s.task != "train"):
+        return (f"{', '.join(used)} {'is' if len(used) == 1 else 'are'} Megatron-Core training settings: set "
+                "framework megatron and task train, or drop them")
     if s.task == "infer":
         if s.framework != "hf":
             return (f"framework {s.framework} is a training stack; for inference leave framework hf and choose engine "
@@ -250,6 +307,7 @@ WHY = {  # the reason behind a default worth saying, by (framework, field, value
     ("hf", "qlora_fp32_upcast", True): "prepare_model_for_kbit_training casts the non-4-bit weights to fp32",
     ("unsloth", "activation_offload", True): "use_gradient_checkpointing='unsloth' offloads checkpoints to CPU",
     ("torchtune", "loss", "chunked"): "CEWithChunkedOutputLoss",
+    ("megatron", "grad_checkpointing", "selective"): "recompute_granularity selective: core attention only",
 }
 
 

@@ -12,10 +12,18 @@ GPU; NCCL's tree and NVLS/CollNet algorithms, and its rings, which enter and lea
 reduce-scatter inside the node over NVLink/PCIe, then each GPU exchanges only its ``1/g`` share with the same rail of
 the other nodes over its NIC, then an all-gather inside the node (:class:`DataParallel`). A flat ring over the
 slowest link would move ``g`` times as many bytes per NIC.
+
+Rack-scale NVLink (GB200/GB300 NVL72: ``nvlink_domain`` 72 in the catalog) joins the GPUs of many trays in one
+NVLink switch fabric: a group inside the domain runs its ring over NVLink whatever the tray count. A group larger
+than the domain runs hierarchically (as NCCL's NVLS/tree algorithms do): reduce-scatter inside each domain over
+NVLink, all-reduce of each GPU's ``1/d`` shard across domains over its own NIC, all-gather inside the domain:
+``2·(d-1)/d · B / bw_nvlink + 2·(k-1)/k · B/d / bw_nic`` for ``k`` domains of ``d`` GPUs (half of each term for an
+all-gather or reduce-scatter) (:func:`group_all_reduce_s`).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from .. import overheads as oh
@@ -69,11 +77,17 @@ def inter_node_link(gpu: GpuSpec, network: Network, gpus_per_node: int) -> Link 
                 label=f"{kind} {gbps:.0f} Gb/s per node{'' if network.inter_node else ' (assumed)'}")
 
 
+def in_nvlink_domain(gpu: GpuSpec, network: Network, ranks: int) -> bool:
+    """Whether ``ranks`` GPUs fit in one rack-scale NVLink domain of the card (NVL72), on NVLink."""
+    return bool(gpu.nvlink_domain) and ranks <= gpu.nvlink_domain and intra_node_link(gpu, network).kind == "nvlink"
+
+
 def slowest_link(gpu: GpuSpec, network: Network, num_nodes: int, gpus_per_node: int) -> Link | None:
     """The link a collective over all ranks is bound by: the inter-node share per GPU once the group spans
-    nodes (``None`` if there is no fabric), else the node's own links."""
+    nodes (``None`` if there is no fabric), else the node's own links; NVLink while the whole job fits one
+    rack-scale NVLink domain."""
     intra = intra_node_link(gpu, network)
-    if num_nodes <= 1:
+    if num_nodes <= 1 or in_nvlink_domain(gpu, network, num_nodes * gpus_per_node):
         return intra
     inter = inter_node_link(gpu, network, gpus_per_node)
     if inter is None:
@@ -130,3 +144,37 @@ def data_parallel(gpu: GpuSpec, network: Network, num_nodes: int, gpus_per_node:
     inter = inter_node_link(gpu, network, gpus_per_node) if num_nodes > 1 else None
     return DataParallel(per_node=max(ranks_per_node, 1), nodes=num_nodes, intra=intra_node_link(gpu, network),
                         inter=inter)
+
+
+def _levels(gpu: GpuSpec, network: Network, ranks: int, num_nodes: int, gpus_per_node: int, spread: int):
+    """(the group's GPUs per NVLink domain, domains, NVLink, NIC link) of a group spanning several rack-scale
+    domains, or None when the group is flat (one domain, or a card without one). ``spread``: the GPUs between two
+    of the group's ranks (the model-parallel ranks packed inside each domain)."""
+    if not gpu.nvlink_domain or in_nvlink_domain(gpu, network, ranks * spread) or num_nodes <= 1:
+        return None
+    inter = inter_node_link(gpu, network, gpus_per_node)
+    if inter is None or intra_node_link(gpu, network).kind != "nvlink":
+        return None
+    d = max(gpu.nvlink_domain // spread, 1)
+    return d, math.ceil(ranks / d), intra_node_link(gpu, network), inter
+
+
+def group_all_reduce_s(nbytes: float, ranks: int, gpu: GpuSpec, network: Network, num_nodes: int,
+                       gpus_per_node: int, flat: Link, spread: int = 1) -> float:
+    """All-reduce over ``ranks`` GPUs: hierarchical across rack-scale NVLink domains (module docstring), else the
+    ring over ``flat``."""
+    levels = _levels(gpu, network, ranks, num_nodes, gpus_per_node, spread)
+    if levels is None:
+        return all_reduce_s(nbytes, ranks, flat)
+    d, k, nvlink, nic = levels
+    return all_reduce_s(nbytes, d, nvlink) + all_reduce_s(nbytes / d, k, nic)
+
+
+def group_all_gather_s(nbytes: float, ranks: int, gpu: GpuSpec, network: Network, num_nodes: int,
+                       gpus_per_node: int, flat: Link, spread: int = 1) -> float:
+    """All-gather (or reduce-scatter) over ``ranks`` GPUs, hierarchical like :func:`group_all_reduce_s`."""
+    levels = _levels(gpu, network, ranks, num_nodes, gpus_per_node, spread)
+    if levels is None:
+        return all_gather_s(nbytes, ranks, flat)
+    d, k, nvlink, nic = levels
+    return all_gather_s(nbytes, d, nvlink) + all_gather_s(nbytes / d, k, nic)

@@ -56,14 +56,20 @@ class StepTimer:
     kernel: str
     cpu_layer_share: float  # llama.cpp: share of the decoder layers held in system RAM
 
+    @property
+    def other_dtype(self) -> str:
+        """The dtype of attention and the output head: fp8 under nvfp4 linears (TensorRT-LLM keeps both out of
+        fp4), else the linears' own."""
+        return "fp8" if self.dtype == "fp4" else self.dtype
+
     # ---- prefill ----------------------------------------------------------------------------------------
     def prefill_parts(self, tokens: int, *, context: int = 0, seqs: int = 1) -> dict[str, float]:
         """Seconds by kind of work to prefill ``tokens`` new tokens (in ``seqs`` equal sequences)."""
         m, gpu, tp = self.m, self.gpu, self.s.tp
         if tokens <= 0:
             return {}
-        gemm = self._linears_s(tokens) + lm_head_s(m, gpu, self.dtype, seqs, tp=tp)
-        attention = attention_s(m, gpu, self.dtype, seqs, math.ceil(tokens / seqs), kernel=self.kernel, tp=tp,
+        gemm = self._linears_s(tokens) + lm_head_s(m, gpu, self.other_dtype, seqs, tp=tp)
+        attention = attention_s(m, gpu, self.other_dtype, seqs, math.ceil(tokens / seqs), kernel=self.kernel, tp=tp,
                                 context=context, masked_windows=self.s.engine == "transformers")
         parts = {"gemm": gemm, "attention": attention, "elementwise": self._elementwise_s(tokens),
                  "tensor_parallel": self._tp_s(tokens)}
@@ -85,7 +91,7 @@ class StepTimer:
         s, m, gpu, tp = self.s, self.m, self.gpu, self.s.tp
         gpu_share = 1 - self.cpu_layer_share
         weights = (self._linears_s(batch, dense_only=True) + self._experts_decode_s(batch)) * gpu_share
-        weights += lm_head_s(m, gpu, self.dtype, batch, tp=tp)
+        weights += lm_head_s(m, gpu, self.other_dtype, batch, tp=tp)
         kv = batch * kv_bytes_per_sequence(s.model_copy(update={"engine": "vllm"}), m, int(context)) * gpu_share
         kv_s = kv / self._stream_bps
         kernels = self._kernels_per_layer() * m.num_layers * gpu_share * self._kernel_latency_s
@@ -263,10 +269,12 @@ def step_timer(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None 
     as vLLM's current engine (CUDA graphs, overlapped scheduling, continuous batching): no public per-step data of
     SGLang calibrates a model of its own (:data:`SGLANG_TIMING`)."""
     network = network or Network()
-    if s.engine == "sglang":
-        s = s.model_copy(update={"engine": "vllm", "engine_version": None})
-    dtype = "fp16" if not gpu.supports_dtype("bf16") else ("fp8" if s.quant == "fp8" and gpu.supports_dtype("fp8")
-                                                           else "bf16")
+    if s.engine in ("sglang", "trtllm"):  # in-flight batching with CUDA graphs, timed as vLLM's current engine
+        s = s.model_copy(update={"engine": "vllm", "engine_version": None, "free_gpu_memory_fraction": None,
+                                 "tokens_per_block": None})
+    dtype = "fp16" if not gpu.supports_dtype("bf16") else (
+        "fp8" if s.quant == "fp8" and gpu.supports_dtype("fp8") else
+        "fp4" if s.quant == "nvfp4" and gpu.supports_dtype("fp4") else "bf16")
     fmt, skip = weight_format(s, m)
     sample = next((lin for layer in m.layers for lin in layer.linears if lin.group not in skip), None)
     per_param = fmt.linear_weight_bytes(sample) / sample.weight_params if sample else 2.0

@@ -25,7 +25,12 @@ One optimizer step is ``grad_accum_steps`` micro-steps plus the step's own fixed
 - **per step**: DDP's all-reduce (or ZeRO-1's reduce-scatter) behind the last backward, the 16-bit weights'
   all-gather after a ZeRO-1/2 step, the optimizer (states, master weights and gradients read and written
   once, memory-bound; DeepSpeed CPU Adam plus the PCIe round trip when offloaded), the trainer loop and the
-  dataloader; Megatron's 1F1B pipeline bubble (``p-1`` micro-steps of fill and drain per step).
+  dataloader; Megatron's 1F1B pipeline bubble (``p-1`` micro-steps of fill and drain per step, ``(p-1)/v`` with
+  ``v`` interleaved virtual stages: Narayanan et al. 2021);
+- **context parallelism** (Megatron-Core, ``cp``): each rank runs ``seq_len / cp`` tokens of every sequence and
+  ``1/cp`` of its attention; ring attention passes each rank's K and V chunk ``cp-1`` times per layer in the forward
+  (and K, V and their gradients in the backward), overlapped with the attention it feeds: only the excess shows.
+  Megatron's ``selective`` recompute runs core attention again and nothing else.
 
 ``parts_s`` of the result adds up to the step. The training stack's kernels (fused element-wise ops and loss,
 Unsloth's LoRA and dequantization paths, compiled graphs: :meth:`Stack.kernels
@@ -45,7 +50,14 @@ from ..scenario import Scenario
 from ..stacks import stack_for
 from ..tensors.state import attention_kernel, lora_targets, weight_format
 from .breakdown import Speed
-from .comms import all_gather_s, all_reduce_s, data_parallel, intra_node_link, slowest_link
+from .comms import (
+    all_reduce_s,
+    data_parallel,
+    group_all_gather_s,
+    group_all_reduce_s,
+    intra_node_link,
+    slowest_link,
+)
 from .flops import compute_dtype, training_flops_per_token
 from .gemm import bandwidth, peak_flops
 from .work import (
@@ -95,8 +107,10 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
     network = network or Network()
     dtype = compute_dtype(s)
     tp, pp, dp, accum = s.tp, s.pp, s.dp, s.grad_accum_steps
+    cp = s.cp  # context parallel (Megatron): each rank runs seq_len / cp tokens of every sequence
     share = 1 / pp  # each pipeline stage holds this share of the layers
-    tokens = s.micro_batch_size * s.seq_len
+    tokens = s.micro_batch_size * s.seq_len // cp
+    megatron_selective = s.framework == "megatron" and s.grad_checkpointing == "selective"
     rc = stack_for(s).recompute(s, m)
     full = s.method == "full"
     kernel = attention_kernel(s, m)
@@ -107,7 +121,9 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
     forward = linears_s(m, gpu, dtype, tokens, tp=tp, layers=share, act_bytes=act_bytes, weight_bytes=act_bytes)
     # recomputation (the stack's checkpointing, its Recompute): the re-run linears' GEMMs; a selective policy
     # keeps attention's output and re-runs the element-wise ops and adapters, full checkpointing all of a layer
-    if rc.selective:
+    if megatron_selective:  # recompute_modules core_attn: attention's forward again, nothing else
+        again, attention_again, rest_again = 0.0, 1.0, 0.0
+    elif rc.selective:
         again = linears_s(m, gpu, dtype, tokens, tp=tp, layers=share, act_bytes=act_bytes, weight_bytes=act_bytes,
                           per_layer=rc.linears)
         attention_again, rest_again = 0.0, 1.0
@@ -121,8 +137,9 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
     lora = lora_s(m, gpu, tokens, s.lora_rank, targets, tp=tp, layers=share,
                   dropout=s.lora_dropout > 0 and kern.lora_dropout,
                   bytes_per_output=kern.lora_bytes_per_output) * (3 + rest_again) if targets else 0.0
+    # under CP each rank's queries meet every key of the sequence: 1/cp of the sequence's attention work
     attention = attention_s(m, gpu, "bf16" if dtype == "fp8" else dtype, s.micro_batch_size, s.seq_len,
-                            kernel=kernel, tp=tp, layers=share, masked_windows=True)
+                            kernel=kernel, tp=tp, layers=share, masked_windows=True) / cp
     attention *= 1 + attention_again + (oh.ATTENTION_BACKWARD_FLOP_RATIO if kernel != "eager" else 2)
     elementwise = elementwise_s(m, gpu, tokens, tp=tp, layers=share,
                                 per_element=oh.FUSED_ELEMENTWISE_BYTES if kern.fused_elementwise else None) \
@@ -173,6 +190,17 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
     if dp_link is None:
         dp_link = intra
         assumptions.append("the offer's provider sells no multi-node fabric: this setup cannot span nodes")
+    cp_comm = 0.0
+    if cp > 1:  # ring attention (TE p2p): cp-1 steps pass this rank's K and V chunk, overlapped with attention
+        ring = intra if tp * cp <= max(per_node, gpu.nvlink_domain) else dp_link
+        kv = 2 * tokens * 2 * max(m.num_kv_heads // tp, 1) * m.head_dim  # K and V of b·s/cp tokens, bf16
+        step_s = (cp - 1) * (kv / ring.bytes_per_s + ring.latency_s) * layers_here
+        attn_fwd = attention / (2 + attention_again + (oh.ATTENTION_BACKWARD_FLOP_RATIO if kernel != "eager"
+                                                       else 2))
+        # forward passes K, V; the backward passes K, V and their gradients (twice the bytes)
+        cp_comm = max(0.0, step_s - attn_fwd) + max(0.0, 2 * step_s - attn_fwd * oh.ATTENTION_BACKWARD_FLOP_RATIO)
+        assumptions.append(f"context parallel {cp}: ring attention passes {(cp - 1)} K/V chunks of "
+                           f"{kv / 2**20:.1f} MiB per layer over {ring.label}, behind the attention it overlaps")
     tp_comm = 0.0
     if tp > 1:  # a re-run layer repeats its forward's 2 collectives; the per-op policy saves the reduce-scatters
         act = tokens * m.hidden_size * 2
@@ -184,14 +212,18 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
     strategy = s.resolved_strategy
     # the DP group: hierarchical over nodes when each node holds whole DP ranks (no TP/PP), else a flat ring over the
     # slowest link
+    # slowest link; across rack-scale NVLink domains (NVL72) in two levels (comms.group_all_reduce_s); the ranks are
+    # the data- and context-parallel ones (Megatron reduces gradients over both)
+    dp_grads = dp * cp
     hier = data_parallel(gpu, network, s.num_nodes, per_node, per_node) \
-        if tp * pp == 1 and s.num_nodes > 1 and dp_link is not intra else None
+        if tp * pp * cp == 1 and s.num_nodes > 1 and dp_link is not intra and not gpu.nvlink_domain else None
+    levels = (gpu, network, s.num_nodes, per_node, dp_link, tp * pp)
 
     def dp_all_gather(nbytes: float) -> float:
-        return hier.all_gather_s(nbytes) if hier else all_gather_s(nbytes, dp, dp_link)
+        return hier.all_gather_s(nbytes) if hier else group_all_gather_s(nbytes, dp_grads, *levels)
 
     def dp_all_reduce(nbytes: float) -> float:
-        return hier.all_reduce_s(nbytes) if hier else all_reduce_s(nbytes, dp, dp_link)
+        return hier.all_reduce_s(nbytes) if hier else group_all_reduce_s(nbytes, dp_grads, *levels)
     trainable = _trainable(s, m)
     grad_bytes = 2.0 if s.sharding == "deepspeed" else (
         4.0 if s.precision.endswith("mixed") else 2.0)
@@ -216,17 +248,17 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
         assumptions.append(f"activation offloading: {moved / 2**30:.2f} GiB of saved activations to pinned CPU "
                            f"memory and back per micro-step over PCIe ({copy * 1e3:.0f} ms each way, hidden behind "
                            f"the forward and the backward up to their length)")
-    micro = busy + tp_comm + gather + reduce + offload + activations_offload
+    micro = busy + tp_comm + cp_comm + gather + reduce + offload + activations_offload
 
     # ---- per step --------------------------------------------------------------------------------------
     sync = 0.0
-    if dp > 1 and strategy in ("ddp", "single"):
+    if dp_grads > 1 and strategy in ("ddp", "single"):
         sync = max(0.0, dp_all_reduce(grads) - oh.DP_OVERLAP * backward_time)
-    elif dp > 1 and strategy == "zero1":
+    elif dp_grads > 1 and strategy == "zero1":
         sync = max(0.0, dp_all_gather(grads) - oh.DP_OVERLAP * backward_time)
-    if dp > 1 and strategy in ("zero1", "zero2"):  # updated 16-bit weights gathered after the step
+    if dp_grads > 1 and strategy in ("zero1", "zero2"):  # updated 16-bit weights gathered after the step
         sync += max(0.0, dp_all_gather(2.0 * trainable / (tp * pp)) - oh.DP_OVERLAP * forward_time)
-    shard = trainable / (tp * pp) / (dp if strategy in ("zero1", "zero2", "zero3") else 1)
+    shard = trainable / (tp * pp) / (dp_grads if strategy in ("zero1", "zero2", "zero3") else 1)
     if s.offload != "none":
         optimizer = shard / oh.CPU_ADAM_PARAMS_PER_S + 2 * 2 * shard / pcie  # CPU Adam + grads down, weights up
         assumptions.append(f"optimizer offloaded: DeepSpeed CPU Adam at ~{oh.CPU_ADAM_PARAMS_PER_S:.0e} "
@@ -234,7 +266,9 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
     else:
         optimizer = shard * _optimizer_bytes_per_param(s) / bandwidth(gpu)
     loop = oh.TRAINER_STEP_OVERHEAD_S + accum * oh.DATALOADER_S_PER_MICRO_STEP
-    bubble = (pp - 1) * micro  # 1F1B: p-1 micro-steps of fill and drain per step
+    # 1F1B: p-1 micro-steps of fill and drain per step; interleaved over v virtual stages, (p-1)/v of them
+    # (Narayanan et al. 2021, section 2.2.2: bubble fraction (p-1)/(m·v))
+    bubble = (pp - 1) / s.vpp * micro
     step = accum * micro + bubble + sync + optimizer + loop
     if s.num_nodes > 1:
         straggle = step * (1 / oh.MULTINODE_STRAGGLER - 1)
@@ -246,12 +280,14 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
     parts = {"gemm": k * gemm, "attention": k * attention, "elementwise": k * elementwise,
              "lora_adapters": k * lora, "dequant_and_casts": k * extra,
              "host_overhead": accum * busy - k * gpu_busy, "tensor_parallel": accum * tp_comm,
+             "context_parallel": accum * cp_comm,
              "zero3_gathers": accum * gather, "gradient_sync": accum * reduce + sync, "offload": accum * offload,
              "activation_offload": accum * activations_offload,
              "pipeline_bubble": bubble, "optimizer": optimizer, "trainer_loop": loop, "stragglers": straggle}
     parts = {k: v for k, v in parts.items() if v > 0}
-    tokens_step = tokens * accum * dp
-    comm = parts.get("tensor_parallel", 0) + parts.get("zero3_gathers", 0) + parts.get("gradient_sync", 0)
+    tokens_step = tokens * accum * dp * cp
+    comm = parts.get("tensor_parallel", 0) + parts.get("context_parallel", 0) + parts.get("zero3_gathers", 0) + \
+        parts.get("gradient_sync", 0)
     bound = max(("compute", k * gpu_busy), ("host (kernel launches)", accum * busy - k * gpu_busy),
                 ("communication", comm + parts.get("offload", 0) + parts.get("activation_offload", 0)),
                 key=lambda kv: kv[1])[0]

@@ -11,6 +11,7 @@ adding a module here, its entry below and its recipe there.
 - :mod:`.base`: the profile's questions, answered as the Hugging Face stack does (:class:`Stack`);
 - :mod:`.hf`, :mod:`.torchtune`, :mod:`.torchtitan`, :mod:`.unsloth`, :mod:`.axolotl`, :mod:`.pytorch`: each
   stack's differences, with the code that makes them;
+- :mod:`.megatron`: Megatron-Core with NeMo's recipes (TP/SP, PP with virtual stages, CP, EP, fp8);
 - :mod:`.speedups`: each stack's published speed-ups.
 """
 
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING
 from .axolotl import Axolotl
 from .base import LossBytes, Recompute, Stack, State
 from .hf import Hf
+from .megatron import Megatron
 from .pytorch import PlainPytorch
 from .torchtitan import Torchtitan
 from .torchtune import Torchtune
@@ -30,7 +32,7 @@ if TYPE_CHECKING:
     from ..scenario import Scenario
 
 STACKS: dict[str, Stack] = {r.name: r for r in (Hf(), Torchtune(), Torchtitan(), Unsloth(), Axolotl(),
-                                                         PlainPytorch())}
+                                                         PlainPytorch(), Megatron())}
 
 
 def stack_for(s: Scenario) -> Stack:

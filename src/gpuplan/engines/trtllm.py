@@ -1,0 +1,117 @@
+"""TensorRT-LLM's memory at startup (``trtllm-serve`` / the ``LLM`` API, PyTorch backend): the paged KV cache its
+``KVCacheManager`` allocates and the limits in force.
+
+TensorRT-LLM loads the weights, runs a profiling forward of ``max_num_tokens`` tokens, then gives the KV cache
+``free_gpu_memory_fraction`` of the memory still free (formulas.md section 3: "TRT-LLM applies its fraction to *free*
+memory after non-KV"; ``tensorrt_llm/_torch/pyexecutor/_util.py`` ``KvCacheCreator``, ``KvCacheConfig``)::
+
+    free      = total - weights - activation peak of the profiling forward
+    kv pool   = free_gpu_memory_fraction x free                  (KvCacheConfig default 0.9)
+    blocks    = floor(kv pool / (tokens_per_block x KV bytes per token on this GPU))   (tokens_per_block 32)
+    max concurrency = min(max_batch_size, blocks // ceil(request tokens / tokens_per_block))
+
+The remaining ``1 - fraction`` of the free memory holds CUDA graphs, the runtime's buffers and fragmentation.
+``max_batch_size`` (2048) and ``max_num_tokens`` (8192) are the ``trtllm-serve`` defaults; gpuplan's
+``max_num_seqs`` and ``max_num_batched_tokens`` set them. The KV cache is paged in blocks of ``tokens_per_block``
+tokens (``--kv_cache_config tokens_per_block``), fp8 with ``kv_cache_dtype fp8`` (one byte per element).
+Weights are stored as the scenario's quantization (``fp8``: one byte; ``nvfp4``: 4.5 bits, see
+:mod:`gpuplan.model.quant`). Not modelled: KV-cache reuse across requests, the host (secondary) pool, speculative
+decoding's draft weights, attention data parallelism.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .. import overheads as oh
+from ..hardware import GpuSpec
+from ..model.spec import ModelSpec
+from ..scenario import Scenario
+from ..tensors.activations import INPUT_OF
+from ..tensors.breakdown import GIB
+from ..tensors.kv import kv_bytes_per_sequence
+from ..tensors.state import weight_format
+from .vllm import cuda_total_gib
+
+FREE_GPU_MEMORY_FRACTION = 0.9  # KvCacheConfig.free_gpu_memory_fraction
+TOKENS_PER_BLOCK = 32  # KvCacheConfig.tokens_per_block
+MAX_BATCH_SIZE = 2048  # trtllm-serve --max_batch_size
+MAX_NUM_TOKENS = 8192  # trtllm-serve --max_num_tokens
+
+
+@dataclass(frozen=True, kw_only=True)
+class StartupMemory:
+    """One GPU's memory as TensorRT-LLM lays it out at start-up (bytes unless named ``_gib``)."""
+
+    total_gib: float
+    weights: float
+    activation: float
+    free: float
+    fraction: float
+    kv_pool: float
+    block_bytes: float
+    num_blocks: int
+    tokens_per_block: int
+    max_batch_size: int
+    max_num_tokens: int
+    max_seq_len: int
+
+    @property
+    def kv_tokens(self) -> int:
+        return self.num_blocks * self.tokens_per_block
+
+    def max_concurrency(self, request_tokens: int) -> int:
+        """Whole requests of ``request_tokens`` the pool holds, capped by ``max_batch_size``."""
+        per = math.ceil(request_tokens / self.tokens_per_block) if request_tokens else 0
+        return min(self.max_batch_size, self.num_blocks // per) if per else 0
+
+
+def limits(s: Scenario, m: ModelSpec) -> tuple[int, int, int]:
+    """(max_batch_size, max_num_tokens, max_seq_len) in force."""
+    return (s.max_num_seqs or MAX_BATCH_SIZE, s.max_num_batched_tokens or MAX_NUM_TOKENS,
+            s.max_model_len or m.max_context or s.prompt_tokens + s.output_tokens)
+
+
+def activation(s: Scenario, m: ModelSpec) -> float:
+    """The profiling forward's peak: one layer's largest working set for ``max_num_tokens`` tokens (the MLP's
+    ``3·i + 2·h`` 16-bit elements per token, per routed expert a token visits for MoE plus the fp32 router; or
+    attention's q, k, v and two hidden-wide tensors plus an fp32 one), as :func:`gpuplan.memory.inference.
+    prefill_working_set` counts it for the other engines, and the last positions' fp32 logits of ``max_batch_size``
+    sequences."""
+    batch, T, _ = limits(s, m)
+    c, t, h = s.compute_bytes, s.tp, m.hidden_size
+    mids = [lin for layer, _ in m.layer_kinds() for lin in layer.linears if INPUT_OF.get(lin.name) == "mlp_mid"]
+    i = max((lin.in_features for lin in mids if lin.group != "experts"), default=0) / t
+    work = c * T * (3 * i + 2 * h)
+    if m.is_moe:
+        i_e = max((lin.in_features for lin in mids if lin.group == "experts"), default=0)
+        work = max(work, c * T * m.experts_per_token * (3 * i_e + 2 * h) + 8 * T * m.num_experts)
+    heads = max(m.num_heads // t, 1)
+    work = max(work, c * T * (3 * heads * m.head_dim + 2 * h) + 4 * T * h)
+    return work + min(batch, T) * m.vocab_size * 4 / t
+
+
+def block_bytes(s: Scenario, m: ModelSpec, tokens_per_block: int) -> float:
+    """One KV block on one GPU: ``tokens_per_block`` tokens of every layer of this GPU's pipeline stage, KV heads
+    split over TP (:func:`gpuplan.tensors.kv.kv_bytes_per_sequence`, sliding windows not capped: TensorRT-LLM's
+    default pool is one of full-length blocks)."""
+    stage = m.layers[:math.ceil(m.num_layers / s.pp)]
+    return kv_bytes_per_sequence(s, m, tokens_per_block, stage, windowed=False)
+
+
+def startup_memory(s: Scenario, m: ModelSpec, gpu: GpuSpec, activation: float) -> StartupMemory:
+    """The KV pool TensorRT-LLM allocates for ``s`` on ``gpu``, given the profiling forward's ``activation`` peak
+    in bytes (module docstring). The CUDA context is outside ``cudaMemGetInfo``'s free memory at start."""
+    fmt, skip = weight_format(s, m)
+    weights = sum(m.weight_bytes(fmt, skip=skip).values()) / (s.tp * s.pp)
+    total = cuda_total_gib(gpu) - oh.CUDA_CONTEXT_GIB.get(gpu.generation, oh.CUDA_CONTEXT_DEFAULT_GIB)
+    free = max(total * GIB - weights - activation, 0.0)
+    fraction = s.free_gpu_memory_fraction or FREE_GPU_MEMORY_FRACTION
+    tpb = s.tokens_per_block or TOKENS_PER_BLOCK
+    block = block_bytes(s, m, tpb)
+    pool = fraction * free
+    batch, num_tokens, seq = limits(s, m)
+    return StartupMemory(total_gib=total, weights=weights, activation=activation, free=free, fraction=fraction,
+                         kv_pool=pool, block_bytes=block, num_blocks=int(pool // block) if block else 0,
+                         tokens_per_block=tpb, max_batch_size=batch, max_num_tokens=num_tokens, max_seq_len=seq)

@@ -1,0 +1,70 @@
+"""``trtllm-serve.sh`` and ``trtllm-config.yaml``: the ``trtllm-serve`` command of a serving plan (engine trtllm).
+
+The flags are the settings the memory estimate assumed (:mod:`gpuplan.engines.trtllm`), written out rather than
+left to TensorRT-LLM's defaults: ``--backend pytorch``, ``--tp_size`` / ``--pp_size``, ``--max_batch_size`` and
+``--max_num_tokens`` (the profiling forward's size), ``--max_seq_len``, ``--kv_cache_free_gpu_memory_fraction``;
+the KV cache's dtype and block size go in the ``--config`` YAML (``kv_cache_config``: ``dtype``,
+``tokens_per_block``). Option names are those of ``trtllm-serve``'s click command
+(``tensorrt_llm/commands/serve.py``; transcribed in tests/data/trtllm, since TensorRT-LLM does not install without
+CUDA). An fp8 or nvfp4 plan needs a checkpoint quantized that way (NVIDIA ModelOpt): TensorRT-LLM reads the format
+from the checkpoint.
+"""
+
+from __future__ import annotations
+
+from .files import LaunchFile, shell_text, yaml_text
+from .plan import LaunchPlan
+from .settings import LaunchOptions
+
+NAME = "trtllm"
+SCRIPT = "trtllm-serve.sh"
+CONFIG = "trtllm-config.yaml"
+KV_DTYPE = {"auto": "auto", "fp16": "auto", "bf16": "auto", "fp8": "fp8"}
+
+
+def applies(plan: LaunchPlan) -> str | None:
+    s = plan.scenario
+    if plan.train:
+        return "TensorRT-LLM serves models; a training plan runs with --target trainer, torchrun or its framework's"
+    if s.engine != "trtllm":
+        return (f"the plan is for engine {s.engine}, whose memory differs from TensorRT-LLM's: plan again with "
+                "--engine trtllm")
+    if s.kv_cache_dtype not in KV_DTYPE:
+        return f"TensorRT-LLM's KV cache is 16-bit or fp8, not {s.kv_cache_dtype}: set kv_cache_dtype fp8 or auto"
+    if not plan.result.memory.engine:
+        return "the estimate has no TensorRT-LLM startup for this plan (a GPU is needed)"
+    return None
+
+
+def command(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
+    s, engine = plan.scenario, plan.result.memory.engine
+    return ["trtllm-serve", plan.model.name, "--backend", "pytorch", "--tp_size", str(s.tp), "--pp_size", str(s.pp),
+            "--max_batch_size", str(engine["max_batch_size"]), "--max_num_tokens", str(engine["max_num_tokens"]),
+            "--max_seq_len", str(engine["max_seq_len"]),
+            "--kv_cache_free_gpu_memory_fraction", f"{engine['free_gpu_memory_fraction']:g}",
+            "--config", CONFIG, "--port", str(opts.port)]
+
+
+def config(plan: LaunchPlan) -> dict:
+    s, engine = plan.scenario, plan.result.memory.engine
+    return {"kv_cache_config": {"dtype": KV_DTYPE[s.kv_cache_dtype], "tokens_per_block": engine["tokens_per_block"],
+                                "free_gpu_memory_fraction": engine["free_gpu_memory_fraction"]}}
+
+
+def notes(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
+    s, mem = plan.scenario, plan.result.memory
+    out = [f"run: bash {SCRIPT}; the OpenAI-compatible server listens on port {opts.port}",
+           f"KV cache {mem.kv_cache_pool_gib:.1f} GiB per GPU: {mem.max_context_tokens:,} tokens in blocks of "
+           f"{mem.engine['tokens_per_block']}, up to {mem.max_concurrency} concurrent requests of "
+           f"{s.prompt_tokens + s.output_tokens:,} tokens (the plan: {s.batch_size})"]
+    if s.quant in ("fp8", "nvfp4"):
+        out.append(f"{s.quant} weights: replace {plan.model.name} with a checkpoint quantized to {s.quant} by NVIDIA "
+                   "ModelOpt (TensorRT-LLM reads its hf_quant_config.json)")
+    return out
+
+
+def files(plan: LaunchPlan, opts: LaunchOptions) -> list[LaunchFile]:
+    return [LaunchFile(name=SCRIPT, target=NAME, text=shell_text(plan, command(plan, opts), notes=notes(plan, opts)),
+                       reader="bash (trtllm-serve)", executable=True),
+            LaunchFile(name=CONFIG, target=NAME, text=yaml_text(plan, config(plan)),
+                       reader="trtllm-serve --config (LLM API options)")]

@@ -1,0 +1,202 @@
+"""Megatron-Core (NVIDIA/Megatron-LM ``megatron/core``) as NeMo 2's recipes run it: Transformer Engine layers, tensor
+parallelism with sequence parallelism, 1F1B pipelines (interleaved with virtual stages), context parallelism (ring
+attention), expert parallelism, the distributed optimizer, fp8 through Transformer Engine.
+
+Per rank, with ``t`` = TP, ``p`` = PP, ``v`` = virtual stages, ``c`` = CP, ``e`` = EP, ``N`` = DP x CP:
+
+- **state** (Megatron ``theoretical_memory_usage.compute_weight_and_optimizer_memory``: 18 bytes/parameter, or
+  ``6 + 12/N`` with the distributed optimizer): 16-bit weights (2 B), fp32 gradient buffers (4 B,
+  ``grad_reduce_in_fp32``), fp32 master weights and Adam moments (12 B) sharded over ``N`` ranks (``N·t/e`` for
+  routed experts, whose data-parallel group is the expert-data-parallel one). Dense layers split by ``t``, routed
+  experts by ``e`` (``expert_tensor_parallel_size`` 1), the input embedding on the first stage and the output
+  layer on the last, each split by ``t``. fp8 adds Transformer Engine's cached fp8 copy of every linear weight and
+  its transpose (2 B per linear parameter; ``_Linear.forward(weight, weight_fp8, weight_t_fp8, ...)`` keeps them
+  across micro-batches, ``is_first_microbatch``). LoRA trains adapters the same way over a frozen base held in
+  bf16, or with fp8 in fp8 itself (``fp8_model_init``, NVIDIA's MLPerf LoRA runs): 1 B + its 1 B transpose;
+- **activations per layer** (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer
+  Models", section 4, for ``T`` = micro-batch x seq_len / c tokens): with sequence parallelism every tensor is
+  split by ``t``; the two norms keep their 16-bit input and an fp32 rstd; the QKV and FC1 linears their (sharded)
+  input; attention its rotary q, k, v and, unless recomputed, its output and fp32 log-sum-exp; the output
+  projection and FC2 their inputs; SwiGLU its FC1 output. With no dropout (Llama recipes) and fused attention the
+  GPT count is ``32·s·b·h/t`` bytes (Korthikanti's ``34·s·b·h/t`` less the two dropout masks) (:func:`layer_bytes`).
+  fp8 saves each linear's input as fp8 (1 B) (Transformer Engine ``Linear`` keeps its fp8-cast input for the
+  weight gradient). ``selective`` (``recompute_granularity='selective'``, ``recompute_modules=['core_attn']``)
+  recomputes core attention: its output and log-sum-exp are not kept; ``full`` keeps each layer's input;
+- **in-flight micro-batches** (Narayanan et al. 2021, section 2.2): pipeline stage ``r`` of a 1F1B schedule holds
+  ``min(p - r, m)`` micro-batches; interleaved, rank ``r`` holds ``2·(p-r-1) + (v-1)·p + 1`` chunk-micro-batches of
+  ``L/(p·v)`` layers (Megatron ``get_forward_backward_func``, warm-up counts), so the first stage holds
+  ``L·(1 + (p-1)/(p·v))`` layers' worth, as Megatron's ``interleaved_schedule_memory_penalty`` says;
+- **logits** on the last stage: the vocabulary-parallel cross-entropy upcasts the ``T x V/t`` logits to fp32 and
+  keeps the softmax in that buffer (``_VocabParallelCrossEntropy``); the 16-bit logits live until the upcast.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .. import overheads as oh
+from ..model.layers import Layer
+from ..model.spec import ModelSpec
+from ..scenario import Scenario
+from ..tensors.activations import INPUT_OF
+from ..tensors.state import lora_params, lora_targets
+from .base import Recompute, Stack
+
+
+def _mid(layer: Layer, groups: tuple[str, ...]) -> int:
+    """The intermediate width of the layer's MLP in ``groups`` (the input of its down projection), 0 if none."""
+    return max((lin.in_features for lin in layer.linears
+                if lin.group in groups and INPUT_OF.get(lin.name) == "mlp_mid"), default=0)
+
+
+def tokens(s: Scenario) -> int:
+    """Tokens of one micro-batch on one rank before sequence parallelism: ``b·s/cp``."""
+    return s.micro_batch_size * s.seq_len // s.cp
+
+
+def layer_bytes(layer: Layer, m: ModelSpec, s: Scenario, recompute: str | None = None) -> float:
+    """Bytes one decoder layer keeps for the backward of one micro-batch on one rank (module docstring), under
+    ``recompute`` (default: the scenario's ``grad_checkpointing``)."""
+    T, t, c, h = tokens(s), s.tp, 2, m.hidden_size
+    q = 1 if s.precision == "fp8-mixed" else c  # bytes of a linear's saved input
+    recompute = recompute or s.grad_checkpointing
+    if recompute == "full":
+        return c * T * h / t  # the checkpointed layer's input, sequence-parallel
+    a = m.num_heads
+    if layer.attention == "mla":
+        mla = m.mla
+        qkv = a * (2 * (mla["qk_nope_head_dim"] + mla["qk_rope_head_dim"]) + mla["v_head_dim"])
+        out = a * mla["v_head_dim"]
+    else:
+        qkv, out = (a + 2 * m.num_kv_heads) * m.head_dim, a * m.head_dim
+    total = 2 * (c * h + 4) * T / t  # the two norms' inputs and fp32 rstd
+    total += q * T * h / t + c * T * qkv / t  # QKV's input; rotary q, k, v kept by core attention
+    kept_out = recompute != "selective"  # core attention's output and log-sum-exp (else recomputed)
+    if kept_out:
+        total += c * T * out / t + 4 * T * a / t
+    if q != c or not kept_out:  # the output projection's own input (16-bit: the same tensor as attention's output)
+        total += q * T * out / t
+    gate = 2 if m.gated_mlp else 1
+    f = _mid(layer, ("mlp", "shared_experts"))
+    if f:
+        total += q * T * h / t + c * T * gate * f / t + q * T * f / t  # FC1 input, FC1 output, FC2 input
+    if layer.moe:
+        k, E, fe = layer.experts_per_token, m.num_experts, _mid(layer, ("experts",))
+        routed = T * k / t  # copies each rank computes, balanced routing (expert_tensor_parallel_size 1)
+        total += c * T * h / t + 8 * T * E / t  # router input, fp32 logits and probabilities
+        total += routed * (q * h + c * gate * fe + q * fe + c * h)  # experts' FC1 in/out, FC2 in, unpermuted out
+    return total
+
+
+def backward_transient(layer: Layer, m: ModelSpec, s: Scenario) -> float:
+    """Activation gradients alive while one layer runs its backward: two of the MLP's width and two of the hidden
+    width (with routed experts, per routed copy)."""
+    T, t, h = tokens(s), s.tp, m.hidden_size
+    f = _mid(layer, ("mlp", "shared_experts"))
+    total = 2 * T * (2 * f + 2 * h) / t
+    if layer.moe:
+        total += 2 * T * layer.experts_per_token * (2 * _mid(layer, ("experts",)) + 2 * h) / t
+    return total
+
+
+def in_flight(s: Scenario, rank: int) -> float:
+    """Micro-batches whose activations pipeline rank ``rank`` holds at once, in units of its whole stage (module
+    docstring; Narayanan et al. 2021)."""
+    p, v, m = s.pp, s.vpp, s.grad_accum_steps
+    if p == 1:
+        return 1.0
+    if v == 1:
+        return float(min(p - rank, m))
+    chunks = 2 * (p - rank - 1) + (v - 1) * p + 1  # warm-up forwards of model chunks, plus the steady one
+    return min(chunks, m * v) / v
+
+
+@dataclass(frozen=True, kw_only=True)
+class RankState:
+    """Parameters one rank holds, by kind, and the bytes of its weights, gradients, optimizer states and fp8
+    weight copies."""
+
+    dense: float
+    experts: float
+    embedding: float
+    trainable: float
+    weights: float
+    gradients: float
+    optimizer: float
+    fp8_copies: float
+
+
+def rank_state(s: Scenario, m: ModelSpec, *, first: bool, last: bool) -> RankState:
+    """The model state of one rank of the first and/or last pipeline stage (module docstring)."""
+    t, p, e = s.tp, s.pp, s.ep
+    layers = m.layers[:math.ceil(m.num_layers / p)]
+    # norms and MoE routers are replicated on every TP rank; the final norm sits on the last stage
+    whole = sum(lyr.norm_params + lyr.params_in("router") for lyr in layers) + (m.final_norm_params if last else 0)
+    dense = sum(lyr.params - lyr.params_in("experts") for lyr in layers) / t + whole - \
+        sum(lyr.norm_params + lyr.params_in("router") for lyr in layers) / t
+    experts = sum(lyr.params_in("experts") for lyr in layers) / e
+    emb = m.vocab_size * m.embedding_dim / t
+    embedding = (emb if first else 0.0) + (emb if last and (not m.tie_word_embeddings or p > 1) else 0.0)
+    linear = sum(lin.weight_params for lyr in layers for lin in lyr.linears if lin.group != "experts") / t + \
+        sum(lin.weight_params for lyr in layers for lin in lyr.linears if lin.group == "experts") / e
+    fp8 = 2.0 * linear if s.precision == "fp8-mixed" else 0.0
+    n = s.dp * s.cp if s.resolved_strategy == "zero1" else 1  # distributed optimizer: over DP x CP
+    n_experts = max(n * t // e, 1) if s.resolved_strategy == "zero1" else 1
+    opt = OPTIMIZER_BYTES[s.optimizer]
+    if s.method == "full":
+        params = dense + embedding + experts
+        return RankState(dense=dense, experts=experts, embedding=embedding, trainable=params, weights=2 * params,
+                         gradients=4 * params, optimizer=opt * ((dense + embedding) / n + experts / n_experts),
+                         fp8_copies=fp8)
+    # LoRA (NeMo's PEFT): adapters trained like full parameters (bf16 + fp32 grads + states); the frozen base in
+    # bf16, or under fp8 held as fp8 itself (Transformer Engine fp8_model_init, as NVIDIA's MLPerf LoRA submissions
+    # run it): 1 byte per linear weight plus its cached transpose, no 16-bit copy
+    adapters = lora_params(m, lora_targets(s, m), s.lora_rank) / (t * p)  # in the layers, split as they are
+    base = 2 * (dense + embedding + experts) - (linear if fp8 else 0.0)
+    return RankState(dense=dense, experts=experts, embedding=embedding, trainable=adapters,
+                     weights=base + 2 * adapters, gradients=4 * adapters, optimizer=opt * adapters / n,
+                     fp8_copies=fp8 / 2)
+
+
+# fp32 optimizer bytes per parameter: master weights and the optimizer's moments (Megatron's 12 for Adam)
+OPTIMIZER_BYTES = {"adamw": 12, "sgd-momentum": 8, "sgd": 4}
+
+
+def logits_bytes(s: Scenario, m: ModelSpec) -> tuple[float, float]:
+    """(kept, forward transient) bytes of the output layer and loss on the last stage: the fp32 softmax of the
+    vocabulary-parallel cross-entropy, the output layer's and final norm's sequence-parallel inputs; the 16-bit
+    logits before their upcast."""
+    T, t = tokens(s), s.tp
+    TV = T * m.vocab_size / t
+    return 4 * TV + 2 * (2 * T * m.hidden_size + 4 * T) / t, 2 * TV
+
+
+class Megatron(Stack):
+    """Megatron-Core's layers (Transformer Engine) and schedules; the memory is :mod:`gpuplan.memory.megatron`."""
+
+    name = "megatron"
+
+    def recompute(self, s: Scenario, m: ModelSpec) -> Recompute:
+        """``full`` re-runs every layer's forward; ``selective`` re-runs core attention only (the speed model
+        prices that attention pass itself): no linears."""
+        if s.grad_checkpointing == "full":
+            return Recompute(layers=1.0)
+        if s.grad_checkpointing == "selective":
+            return Recompute(linears={layer: frozenset() for layer, _ in m.layer_kinds()})
+        return Recompute()
+
+    def extras(self, s: Scenario, m: ModelSpec, shard: float) -> dict[str, float]:
+        return {"cuBLAS workspace": oh.CUBLAS_WORKSPACE_GIB * oh.GIB}
+
+    def step_time_factor(self, s: Scenario) -> tuple[float, str]:
+        return 1.0, ""
+
+    def notes(self, s: Scenario) -> list[str]:
+        out = ["Megatron-Core: sequence parallelism with TP, the distributed optimizer over DP x CP, fp32 gradient "
+               "buffers, routed experts split by EP (expert_tensor_parallel_size 1)"]
+        if s.precision == "fp8-mixed":
+            out.append(f"fp8 ({s.fp8_recipe} scaling, Transformer Engine hybrid: E4M3 forward, E5M2 gradients): "
+                       "linears' inputs saved in fp8, 16-bit weights plus cached fp8 copies and transposes, fp32 "
+                       "master weights; attention, norms and the loss in bf16")
+        return out

@@ -1,0 +1,122 @@
+"""TensorRT-LLM as a serving engine (engine trtllm): its KV cache from free_gpu_memory_fraction of the memory left
+free, paged blocks, max_batch_size, fp8 KV and nvfp4 weights, checked by hand arithmetic written out here (the rules
+are in gpuplan/engines/trtllm.py)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from gpuplan import GpuplanError, estimate
+from gpuplan.engines import trtllm
+from gpuplan.hardware import resolve_gpu
+from gpuplan.model.catalog import load_model
+from gpuplan.model.layers import Linear
+from gpuplan.model.quant import make_format
+from gpuplan.scenario import scenario_from
+
+GIB = 2**30
+SERVE = {"model": "llama-3.1-8b", "task": "infer", "engine": "trtllm", "gpu": "h100-sxm", "batch_size": 64,
+         "prompt_tokens": 1024, "output_tokens": 1024}
+
+
+def test_kv_pool_by_hand():
+    """Llama-3.1-8B bf16 on one H100: KV per token 32 layers x 2 x 8 heads x 128 x 2 B = 131,072 B, a 32-token
+    block 4 MiB; weights 16,060,522,496 B; the pool is 0.9 x (cudaMemGetInfo total - CUDA context - weights -
+    profiling activation); a 2,048-token request takes 64 blocks."""
+    s = scenario_from(SERVE)
+    m, gpu = load_model("llama-3.1-8b"), resolve_gpu("h100-sxm")[0]
+    act = trtllm.activation(s, m)
+    sm = trtllm.startup_memory(s, m, gpu, act)
+    assert sm.block_bytes == 32 * 131_072
+    assert sm.weights == 16_060_522_496
+    free = sm.total_gib * GIB - 16_060_522_496 - act
+    assert sm.kv_pool == pytest.approx(0.9 * free)
+    assert sm.num_blocks == int(0.9 * free // (32 * 131_072))
+    assert sm.max_concurrency(2048) == min(2048, sm.num_blocks // 64)
+    plan = estimate(SERVE, advise=False)
+    assert plan.memory.max_concurrency == sm.max_concurrency(2048)
+    assert plan.memory.kv_cache_pool_gib == pytest.approx(sm.kv_pool / GIB)
+    assert plan.memory.fits and plan.speed is not None
+
+
+def test_fp8_kv_doubles_the_blocks_and_max_batch_size_caps():
+    base = estimate(SERVE, advise=False).memory
+    fp8 = estimate({**SERVE, "kv_cache_dtype": "fp8"}, advise=False).memory
+    assert fp8.max_concurrency == pytest.approx(2 * base.max_concurrency, abs=1)
+    capped = estimate({**SERVE, "max_num_seqs": 100}, advise=False).memory
+    assert capped.max_concurrency == 100  # max_batch_size
+
+
+def test_tokens_per_block_rounds_requests_up():
+    """A 2,050-token request takes ceil(2050/64) = 33 blocks of 64 tokens."""
+    s = scenario_from({**SERVE, "tokens_per_block": 64, "output_tokens": 1026})
+    m, gpu = load_model("llama-3.1-8b"), resolve_gpu("h100-sxm")[0]
+    sm = trtllm.startup_memory(s, m, gpu, trtllm.activation(s, m))
+    assert sm.max_concurrency(2050) == sm.num_blocks // math.ceil(2050 / 64)
+
+
+def test_nvfp4_weights_are_4_5_bits():
+    """NVFP4: 16 e2m1 values (8 bytes) share one e4m3 scale (1 byte), plus an fp32 scale per tensor: a 4096 x 4096
+    weight is 16,777,216 / 16 x 9 + 4 = 9,437,188 bytes, 4.5 bits a weight."""
+    lin = Linear(name="q_proj", in_features=4096, out_features=4096)
+    assert make_format("nvfp4").linear_weight_bytes(lin) == 16_777_216 // 16 * 9 + 4
+
+
+def test_nvfp4_needs_fp4_tensor_cores():
+    with pytest.raises(GpuplanError, match="no fp4 tensor cores"):
+        estimate({**SERVE, "quant": "nvfp4"}, advise=False)
+    b200 = estimate({**SERVE, "quant": "nvfp4", "gpu": "b200"}, advise=False)
+    assert b200.memory.weights_gib < 0.4 * estimate({**SERVE, "gpu": "b200"}, advise=False).memory.weights_gib
+
+
+def test_trtllm_settings_need_the_engine():
+    with pytest.raises(GpuplanError, match="TensorRT-LLM's settings"):
+        estimate({**SERVE, "engine": "vllm", "tokens_per_block": 64}, advise=False)
+
+
+def test_launch_file_uses_trtllm_serves_own_options(tmp_path):
+    """``gpuplan launch --target trtllm``: every option of the command is one of trtllm-serve's click options
+    (tests/data/trtllm/serve-options.json, transcribed from tensorrt_llm/commands/serve.py: TensorRT-LLM does not
+    install without CUDA), with a value of its type, and the settings are the plan's."""
+    import json
+    import shlex
+    from pathlib import Path
+
+    import yaml
+
+    from gpuplan.launchers import launch_files, launch_plan
+
+    data = json.loads((Path(__file__).parents[1] / "data" / "trtllm" / "serve-options.json").read_text())
+    names = {n: spec for name, spec in data["options"].items() for n in (name, *spec.get("aliases", ()))}
+    plan = launch_plan({**SERVE, "kv_cache_dtype": "fp8", "tokens_per_block": 64})
+    files = {f.name: f for f in launch_files(plan, ["trtllm"])}
+    text = files["trtllm-serve.sh"].text
+    argv = shlex.split(text[text.index("\ntrtllm-serve") + 1:].replace("\\\n", " "))
+    assert argv[:2] == ["trtllm-serve", plan.model.name]
+    args, i = {}, 2
+    while i < len(argv):
+        flag = argv[i]
+        assert flag in names, f"{flag} is not a trtllm-serve option"
+        spec = names[flag]
+        if spec["type"] == "flag":
+            args[flag], i = True, i + 1
+            continue
+        value = argv[i + 1]
+        {"int": int, "float": float}.get(spec["type"], str)(value)
+        if spec["type"] == "choice":
+            assert value in spec["choices"]
+        args[flag], i = value, i + 2
+    engine = plan.result.memory.engine
+    assert args["--max_batch_size"] == "2048" and args["--max_num_tokens"] == "8192"
+    assert float(args["--kv_cache_free_gpu_memory_fraction"]) == engine["free_gpu_memory_fraction"] == 0.9
+    cfg = yaml.safe_load(files["trtllm-config.yaml"].text)
+    assert cfg["kv_cache_config"] == {"dtype": "fp8", "tokens_per_block": 64, "free_gpu_memory_fraction": 0.9}
+
+
+def test_launch_trtllm_refuses_other_engines():
+    from gpuplan.launchers import launch_files, launch_plan
+
+    with pytest.raises(GpuplanError, match="plan again with --engine trtllm"):
+        launch_files(launch_plan({**SERVE, "engine": "vllm"}), ["trtllm"])

@@ -1,0 +1,278 @@
+"""Megatron-Core as a training stack (framework megatron): NeMo's recipe defaults, Megatron's rules for its parallel
+sizes (one sentence, exit code 2), and memory per rank checked against hand arithmetic written out here.
+
+Sources of the formulas are in gpuplan/stacks/megatron.py; the numbers below are counted from Llama-3.1-8B's and
+Mixtral-8x22B's config.json (h, heads, KV heads, FFN width, vocabulary) by hand.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from gpuplan import GpuplanError, estimate
+from gpuplan.model.catalog import load_model
+from gpuplan.scenario import scenario_from
+from gpuplan.stacks import megatron as mg
+
+GIB = 2**30
+BASE = {"model": "llama-3.1-8b", "task": "train", "framework": "megatron"}
+
+
+def scenario(**fields):
+    return scenario_from({**BASE, **fields})
+
+
+def test_nemo_recipe_defaults():
+    s = scenario(num_gpus=8, tp=2)
+    assert (s.precision, s.grad_checkpointing, s.loss, s.strategy) == ("bf16-mixed", "selective", "full", "zero1")
+    assert s.dp == 4
+    fp8 = scenario(precision="fp8-mixed")
+    assert fp8.fp8_recipe == "delayed"  # NeMo's fp8_recipe default
+    assert scenario(num_gpus=8, cp=2).dp == 4  # context parallel ranks are not data-parallel ones
+
+
+def test_layer_bytes_by_hand():
+    """Llama-3.1-8B, one micro-batch of 8,192 tokens, TP 2 with sequence parallelism, bf16, per token per layer
+    before the /t split (h 4096, 32 heads, 8 KV heads of 128, FFN 14336):
+    norms 2·(2·4096 + 4) = 16,392; QKV input 2·4096 = 8,192; rotary q, k, v 2·(32 + 16)·128 = 12,288;
+    output projection input 2·4096 = 8,192; FC1 input 8,192; FC1 output (gate, up) 2·2·14336 = 57,344;
+    FC2 input 2·14336 = 28,672: 139,272 bytes under selective recompute (attention's output is recomputed,
+    the projection keeps its input); without recompute attention also keeps its fp32 log-sum-exp, 4·32 = 128
+    more (its 16-bit output is the projection's input, counted once). Korthikanti et al.'s ``34·s·b·h/t`` for GPT
+    is the same count with two dropout masks (sbh each) and the unfused softmax terms."""
+    m = load_model("llama-3.1-8b")
+    layer = m.layers[0]
+    s = scenario(num_gpus=2, tp=2, seq_len=8192)
+    per_token = 16_392 + 8_192 + 12_288 + 8_192 + 8_192 + 57_344 + 28_672
+    assert mg.layer_bytes(layer, m, s) == pytest.approx(per_token * 8192 / 2)
+    assert mg.layer_bytes(layer, m, s, "none") == pytest.approx((per_token + 128) * 8192 / 2)
+    assert mg.layer_bytes(layer, m, s, "full") == pytest.approx(2 * 4096 * 8192 / 2)
+    # fp8: the five linear inputs (QKV, projection, FC1 at h wide, FC2 at FFN wide) are saved in 1 byte
+    fp8 = scenario(num_gpus=2, tp=2, seq_len=8192, precision="fp8-mixed")
+    assert mg.layer_bytes(layer, m, fp8) == pytest.approx((per_token - 3 * 4096 - 14336) * 8192 / 2)
+    # context parallel 2 halves every rank's tokens
+    cp = scenario(num_gpus=4, tp=2, cp=2, seq_len=8192)
+    assert mg.layer_bytes(layer, m, cp) == pytest.approx(per_token * 4096 / 2)
+
+
+def test_in_flight_micro_batches():
+    """1F1B: stage r holds min(p - r, m) micro-batches; interleaved with v chunks, rank 0 holds
+    2·(p-1) + (v-1)·p + 1 chunk-micro-batches: p = 4, v = 5: 6 + 16 + 1 = 23 chunks of L/20 layers = 4.6 stages'
+    worth = p·(1 + (p-1)/(p·v)) = 4·(1 + 3/20) (Megatron's interleaved_schedule_memory_penalty)."""
+    s = scenario(num_gpus=8, pp=4, grad_accum_steps=16)
+    assert (mg.in_flight(s, 0), mg.in_flight(s, 3)) == (4, 1)
+    assert mg.in_flight(scenario(num_gpus=8, pp=4, grad_accum_steps=2), 0) == 2
+    v = scenario(num_gpus=8, pp=4, vpp=4, grad_accum_steps=16)
+    assert mg.in_flight(v, 0) == pytest.approx((2 * 3 + 3 * 4 + 1) / 4)
+    assert mg.in_flight(scenario(num_gpus=8, pp=4, vpp=5, grad_accum_steps=16), 0) == pytest.approx(4 * (1 + 3 / 20))
+
+
+def test_state_per_rank_by_hand():
+    """Llama-3.1-8B on 8 GPUs, TP 2: one layer has q, o 4096² + k, v 4096·1024 = 41,943,040 attention, 3·4096·14336 =
+    176,160,768 MLP and 8,192 norm parameters; TP splits the 218,103,808 linear parameters of a layer and
+    replicates the norms: 218,103,808 x 32 / 2 + 8,192 x 32 = 3,489,923,072 per rank, and the final norm's 4,096;
+    embedding and output layer 2·128256·4096 / 2 = 525,336,576. Weights 2 B, fp32 gradients 4 B, 12 B of master
+    weights and Adam moments over the 4 data-parallel ranks (Megatron's 6 + 12/N bytes per parameter)."""
+    e = estimate({**BASE, "num_gpus": 8, "tp": 2, "gpu": "h100-sxm"}, advise=False).memory
+    params = 3_489_923_072 + 4_096 + 525_336_576
+    assert e.weights_gib == pytest.approx(2 * params / GIB, rel=1e-6)
+    assert e.gradients_gib == pytest.approx(4 * params / GIB, rel=1e-6)
+    assert e.optimizer_gib == pytest.approx(12 * params / 4 / GIB, rel=1e-6)
+    ddp = estimate({**BASE, "num_gpus": 8, "tp": 2, "strategy": "ddp"}, advise=False).memory
+    assert ddp.optimizer_gib == pytest.approx(12 * params / GIB, rel=1e-6)  # Megatron's 18 bytes/parameter
+
+
+def test_experts_split_by_ep():
+    """Mixtral-8x22B, PP 8 (7 of its 56 layers per stage), EP 8: each expert is 3·6144·16384 = 301,989,888
+    parameters; a stage's 7 layers hold 8 of them each, 16,911,433,728, and EP 8 leaves 2,113,929,216 per rank.
+    Their expert-data-parallel group is tp·dp·cp / ep = 2·4 / 8 = 1 rank: the states are not sharded."""
+    m = load_model("mistralai/Mixtral-8x22B-v0.1")
+    s = scenario_from({**BASE, "model": "mistralai/Mixtral-8x22B-v0.1", "num_gpus": 8, "num_nodes": 8, "tp": 2,
+                       "pp": 8, "ep": 8, "grad_accum_steps": 32, "seq_len": 4096})
+    st = mg.rank_state(s, m, first=True, last=False)
+    assert st.experts == 2_113_929_216
+    dense = st.dense + st.embedding
+    assert st.optimizer == pytest.approx(12 * (dense / 4 + st.experts))
+    plan = estimate(s, advise=False)
+    assert "2.11B expert" in " ".join(plan.assumptions)
+
+
+def test_pipeline_reports_the_larger_stage():
+    plan = estimate({**BASE, "model": "llama-3.1-70b", "num_gpus": 8, "num_nodes": 4, "tp": 4, "pp": 4,
+                     "vpp": 5, "grad_accum_steps": 16, "seq_len": 8192}, advise=False)
+    said = " ".join(plan.assumptions)
+    assert "first stage" in said and "last stage" in said and "x 4.6 in flight" in said
+
+
+@pytest.mark.parametrize("fields, message", [
+    (dict(num_gpus=8, cp=3, seq_len=8190), "tp x pp x cp = 3 must divide the 8 GPUs"),
+    (dict(num_gpus=4, cp=4, seq_len=8196), "cp=4 needs seq_len divisible by 2 x cp = 8"),
+    (dict(num_gpus=4, tp=4, seq_len=8190), "sequence parallelism splits each rank's 8190 tokens"),
+    (dict(num_gpus=8, ep=2), "has none: set ep 1"),
+    (dict(model="mistralai/Mixtral-8x22B-v0.1", num_gpus=8, ep=3, tp=1), "ep=3 does not divide the 8 experts"),
+])
+def test_megatron_rules_are_one_sentence(fields, message):
+    with pytest.raises(GpuplanError, match=message) as info:
+        estimate({**BASE, **fields}, advise=False)
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("fields, message", [
+    (dict(framework="hf", cp=2, num_gpus=2), "cp=2 is Megatron-Core training settings"),
+    (dict(vpp=2, num_gpus=2), "vpp=2 interleaves virtual stages of a pipeline: set pp >= 2"),
+    (dict(method="qlora"), "no 4-bit"),
+    (dict(precision="bf16-true"), "fp32 master weights"),
+    (dict(strategy="zero3", num_gpus=2), "distributed optimizer"),
+    (dict(fp8_recipe="current"), "set precision fp8-mixed"),
+])
+def test_what_megatron_cannot_run(fields, message):
+    with pytest.raises(GpuplanError, match=message):
+        scenario(**fields)
+
+
+def test_cli_exit_code_2():
+    out = subprocess.run([sys.executable, "-m", "gpuplan", "estimate", "--model", "llama-3.1-8b", "--task", "train",
+                          "--framework", "megatron", "--num-gpus", "4", "--cp", "4", "--seq-len", "8196"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and "2 x cp = 8" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_interleaving_shrinks_the_bubble():
+    """Narayanan et al. 2021: the bubble is (p-1)/v micro-steps per step; v = 2 halves it, the micro-step the same."""
+    run = {**BASE, "model": "llama-3.1-70b", "num_gpus": 8, "num_nodes": 2, "tp": 4, "pp": 4, "grad_accum_steps": 16,
+           "gpu": "h100-sxm", "seq_len": 4096}
+    one = estimate(run, advise=False).speed
+    two = estimate({**run, "vpp": 2}, advise=False).speed
+    assert two.parts_s["pipeline_bubble"] == pytest.approx(one.parts_s["pipeline_bubble"] / 2, rel=1e-6)
+
+
+def test_context_parallel_speed_counts_the_ring():
+    """CP 2 with TP 8 spans two nodes: each rank runs half the tokens of every sequence and half its attention, so
+    the step takes a little more than half as long for half the data-parallel ranks: half the rows make thinner
+    GEMMs, which run below the full shape's efficiency (speed/gemm.py's shape model), and the ring's K/V exchange
+    (2·8,192 tokens·2 B·1 KV head·128 = 4 MiB per layer) is priced; tokens/s then falls, by less than a quarter."""
+    run = {**BASE, "num_gpus": 8, "num_nodes": 2, "tp": 8, "gpu": "h100-sxm", "seq_len": 16384}
+    plan = estimate({**run, "cp": 2}, advise=False)
+    assert any("context parallel 2: ring attention passes 1 K/V chunks of 4.0 MiB" in a for a in plan.assumptions)
+    assert plan.speed.parts_s["context_parallel"] >= 0
+    base = estimate(run, advise=False).speed
+    assert 0.5 * base.step_time_s < plan.speed.step_time_s < 0.7 * base.step_time_s
+    assert 0.75 * base.tokens_per_s < plan.speed.tokens_per_s < base.tokens_per_s
+
+
+TINY = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 256, "num_attention_heads": 8,
+        "num_key_value_heads": 2, "intermediate_size": 512, "num_hidden_layers": 4, "vocab_size": 1024,
+        "tie_word_embeddings": False, "rms_norm_eps": 1e-5, "max_position_embeddings": 128, "torch_dtype": "bfloat16"}
+TINY_MOE = {**TINY, "model_type": "mixtral", "architectures": ["MixtralForCausalLM"], "num_local_experts": 8,
+            "num_experts_per_tok": 2}
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("tp, pp, ep", [(2, 2, 1), (2, 1, 2), (1, 2, 4)])
+def test_parameters_per_rank_equal_megatron_cores_own_model(tp, pp, ep, tmp_path):
+    """Megatron-Core's GPTModel built on the meta device on tp x pp x ep gloo ranks (tests/data/megatron_build.py,
+    the same 4-layer config) holds exactly the parameters per rank that gpuplan counts, first and last stage, routed
+    experts split by EP (expert_tensor_parallel_size 1), norms and routers replicated over TP."""
+    pytest.importorskip("megatron.core")
+    import json
+    import re
+    from pathlib import Path
+
+    from gpuplan.model.spec import ModelSpec
+
+    script = Path(__file__).parents[1] / "data" / "megatron_build.py"
+    port = 29500 + 10 * tp + 3 * pp + ep
+    out = subprocess.run([sys.executable, str(script), str(tp), str(pp), str(ep), str(port)], capture_output=True,
+                         text=True, timeout=600)
+    ranks = [json.loads(text) for text in re.findall(r"\{[^{}]*\}", out.stdout)]  # ranks print concurrently
+    assert ranks, out.stderr[-2000:]
+    m = ModelSpec.from_config(TINY_MOE if ep > 1 else TINY, name="tiny")
+    world = tp * pp * max(1, ep // tp) if ep > 1 else tp * pp
+    s = scenario_from({**BASE, "model": "llama-3.2-1b", "num_gpus": world, "tp": tp, "pp": pp, "ep": ep,
+                       "seq_len": 128})
+    for r in ranks:
+        first, last = r["pp_rank"] == 0, r["pp_rank"] == pp - 1
+        st = mg.rank_state(s, m, first=first, last=last)
+        assert st.dense + st.embedding + st.experts == r["params"], r
+        assert st.experts == r["experts"], r
+
+
+def _megatron_argv(fields):
+    import shlex
+
+    from gpuplan.launchers import launch_files, launch_plan
+
+    plan = launch_plan(fields)
+    text = next(f for f in launch_files(plan, ["megatron"]) if f.name == "megatron-pretrain.sh").text
+    argv = shlex.split(text[text.index("\ntorchrun") + 1:].replace("\\\n", " "), posix=True)
+    return plan, argv[argv.index("pretrain_gpt.py") + 1:]
+
+
+def _captured_parser():
+    """Megatron-LM's pretrain_gpt.py options rebuilt from the capture of its own parser
+    (tests/data/megatron/pretrain-args.json, written by tests/data/megatron/capture.py)."""
+    import argparse
+    import json
+    from pathlib import Path
+
+    data = json.loads((Path(__file__).parents[1] / "data" / "megatron" / "pretrain-args.json").read_text())
+    parser = argparse.ArgumentParser(allow_abbrev=False, exit_on_error=False)
+    for opt in data["options"]:
+        if "-h" in opt["names"]:
+            continue
+        if not opt["takes_value"]:
+            parser.add_argument(*opt["names"], dest=opt["dest"], action="store_true")
+        else:
+            parser.add_argument(*opt["names"], dest=opt["dest"], choices=opt["choices"],
+                                nargs="+" if opt["nargs"] in ("+", "*") else None)
+    return parser
+
+
+@pytest.mark.parametrize("fields", [
+    {**BASE, "model": "llama-3.1-70b", "gpu": "h100-sxm", "num_gpus": 8, "num_nodes": 8, "tp": 4, "pp": 4, "vpp": 5,
+     "cp": 2, "grad_accum_steps": 16, "seq_len": 8192, "precision": "fp8-mixed", "train_tokens": 1e9},
+    {**BASE, "gpu": "h100-sxm", "num_gpus": 8, "tp": 2, "seq_len": 8192, "grad_checkpointing": "full",
+     "precision": "fp8-mixed", "fp8_recipe": "current"},
+])
+def test_launch_megatron_parses_with_megatron_lms_parser(fields):
+    """Every argument of ``megatron-pretrain.sh`` is accepted by Megatron-LM's own parser (captured), and the
+    parsed values are the plan's."""
+    plan, argv = _megatron_argv(fields)
+    args = _captured_parser().parse_args(argv)
+    s = plan.scenario
+    assert (int(args.tensor_model_parallel_size), int(args.pipeline_model_parallel_size),
+            int(args.context_parallel_size)) == (s.tp, s.pp, s.cp)
+    assert args.sequence_parallel and args.use_distributed_optimizer and args.accumulate_allreduce_grads_in_fp32
+    assert int(args.global_batch_size) == s.micro_batch_size * s.grad_accum_steps * s.dp
+    assert args.recompute_granularity == s.grad_checkpointing
+    assert args.fp8_recipe == {"delayed": "delayed", "current": "tensorwise"}[s.fp8_recipe]
+    assert int(args.num_layers) == plan.model.num_layers and int(args.num_query_groups) == plan.model.num_kv_heads
+    if s.vpp > 1:
+        assert int(args.num_virtual_stages_per_pipeline_rank) == s.vpp
+
+
+def test_launch_megatron_needs_framework_megatron():
+    from gpuplan.launchers import launch_files, launch_plan
+
+    with pytest.raises(GpuplanError, match="framework megatron"):
+        launch_files(launch_plan({"model": "llama-3.1-8b", "task": "train", "gpu": "h100-sxm", "method": "lora"}),
+                     ["megatron"])
+
+
+def test_lora_base_in_fp8_by_hand():
+    """Llama-3.1-8B LoRA r16 on q, k, v, o, one GPU: the frozen base holds its 6,979,321,856 linear weights (32 layers
+    of 218,103,808) in fp8 (1 B) with a cached fp8 transpose (1 B), the rest (embedding, output layer, norms:
+    1,050,939,392) in bf16; each adapter is r·(d_in + d_out): q, o 16·8192, k, v 16·(4096 + 1024), 425,984 per
+    layer, 13,631,488 in all, at 2 B + 4 B gradients + 12 B master weights and Adam moments."""
+    plan = estimate({**BASE, "method": "lora", "lora_targets": ["q_proj", "k_proj", "v_proj", "o_proj"],
+                     "precision": "fp8-mixed", "gpu": "h100-sxm"}, advise=False)
+    mem = plan.memory
+    adapters = 32 * 16 * (2 * 8192 + 2 * (4096 + 1024))
+    assert adapters == 13_631_488
+    assert mem.weights_gib == pytest.approx((6_979_321_856 + 2 * 1_050_939_392 + 2 * adapters) / GIB, rel=1e-6)
+    assert mem.other["fp8 weight copies and transposes (Transformer Engine)"] == pytest.approx(6_979_321_856 / GIB)
+    assert mem.optimizer_gib == pytest.approx(12 * adapters / GIB) and mem.gradients_gib == pytest.approx(
+        4 * adapters / GIB)
