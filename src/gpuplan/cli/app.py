@@ -23,8 +23,9 @@ app = typer.Typer(
     rich_markup_mode=None,  # click's help: reflows paragraphs to the terminal, never cuts an option's name
     context_settings={"max_content_width": 120, "help_option_names": ["-h", "--help"]},
 )
-out = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
+# markup off: text in square brackets (`pip install 'gpuplan[live]'`, a user's path) prints as it is; styles are Text's
+out = Console(highlight=False, markup=False)
+err = Console(stderr=True, highlight=False, markup=False)
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON instead of a table.")]
 

@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from ..errors import GpuplanError
 from .app import JsonFlag, app, out, print_json, short
@@ -86,26 +87,27 @@ def render(plans, w) -> None:
     slo = w.slo
     targets = ", ".join(f"{k} <= {v:g} s" for k, v in (("TTFT", slo.ttft_s), ("TPOT", slo.tpot_s), ("E2E", slo.e2e_s))
                         if v) or "none"
-    out.print(f"[bold]workload[/]: prompts ~{w.mean_prompt_tokens:,.0f} tokens, outputs ~{w.mean_output_tokens:,.0f}"
-              f", {'Poisson' if w.burstiness == 1 else f'gamma(shape {w.burstiness:g})'} arrivals; SLO p"
-              f"{slo.percentile}: {targets}" + (f"; target {w.rate_rps:g} req/s" if w.rate_rps else ""))
+    arrivals = "Poisson" if w.burstiness == 1 else f"gamma(shape {w.burstiness:g})"
+    out.print(Text("workload", style="bold") + f": prompts ~{w.mean_prompt_tokens:,.0f} tokens, outputs "
+              f"~{w.mean_output_tokens:,.0f}, {arrivals} arrivals; SLO p{slo.percentile}: {targets}"
+              + (f"; target {w.rate_rps:g} req/s" if w.rate_rps else ""))
     if not plans:
-        out.print("[red]no setup meets the SLOs[/]: relax them, allow more GPUs (--max-gpus) or quantization "
-                  "(--any-quant)")
+        out.print(Text("no setup meets the SLOs", style="red") + ": relax them, allow more GPUs (--max-gpus) or "
+                  "quantization (--any-quant)")
         return
     table = Table(title="setups by cost per request at their highest SLO-meeting rate", title_justify="left")
     for col in ("setup", "max req/s", "band", f"p{slo.percentile} TTFT", f"p{slo.percentile} TPOT", "$/h",
                 "$/M in", "$/M out", "$/1k req", "replicas", "offer"):
         table.add_column(col, justify="left" if col in ("setup", "offer") else "right")
     for p in plans:
-        star = "[green]*[/] " if p.pareto else ""
+        star = Text("* ", style="green") if p.pareto else Text("")
         table.add_row(star + p.setup, f"{p.max_rate_rps:.2f}", f"{p.rate_band_rps[0]:.2f}-{p.rate_band_rps[1]:.2f}",
                       _s(p.ttft_s), _s(p.tpot_s), _usd(p.usd_per_hour), _usd(p.usd_per_million_input),
                       _usd(p.usd_per_million_output), _usd(p.usd_per_1k_requests),
                       str(p.replicas_for_target or ""), short(p.offer or "") if p.offer else "-")
     out.print(table)
-    out.print("[dim]* Pareto front of cost vs TTFT. Rates from a simulation of vLLM's scheduler on the roofline step "
-              "model; `--json` has each setup's latency-vs-rate curve.[/]")
+    out.print(Text("* Pareto front of cost vs TTFT. Rates from a simulation of vLLM's scheduler on the roofline step "
+                   "model; `--json` has each setup's latency-vs-rate curve.", style="dim"))
 
 
 def _s(x: float | None) -> str:
