@@ -429,3 +429,90 @@ def test_cli_price_files(bad_files, name, command, output):
     if command == "recommend":
         args += ["--gpus", "l40s", "--max-gpus", "2"]
     check_cli([*args, "--catalog", str(bad_files / name), *output])
+
+
+# ---- valid inputs: capacity, fit and launch answer (exit 0, the JSON and files they promise) --------------------
+def answer(args: list[str]):
+    """The JSON a valid command prints; it must succeed."""
+    code, out, err = cli([*args, "--json"])
+    assert code == 0 and "Traceback" not in err, (args, code, err[-800:])
+    data = strict_json(out)
+    sane_numbers(data)
+    return data
+
+
+SMALL = ["qwen2.5-0.5b", "llama-3.2-1b"]  # fit every card below in every method, so every case must answer
+BIG_CARDS = ["h100", "a100-80gb", "l40s", "h200", "mi300x"]
+# training stacks and what each writes: (framework, methods, strategies over 2+ GPUs, models)
+STACKS = [("hf", ("full", "lora", "qlora"), ("ddp", "zero2", "zero3", "fsdp"), SMALL),
+          ("axolotl", ("full", "lora", "qlora"), ("ddp", "zero2", "zero3", "fsdp"), SMALL),
+          ("torchtune", ("full", "lora"), ("fsdp",), SMALL),
+          ("torchtune", ("qlora",), ("fsdp",), ["llama-3.2-1b"]),  # torchtune's QLoRA builders are Llama's
+          ("unsloth", ("lora", "qlora"), ("ddp",), SMALL),
+          ("torchtitan", ("full",), ("fsdp",), ["llama-3.1-8b"])]  # torchtitan builds its own Llama 3 only
+
+
+@st.composite
+def launch_cases(draw) -> list[str]:
+    if draw(st.integers(0, 4)) == 0:  # a serving plan: vLLM, tensor parallel over the cards
+        tp = draw(st.sampled_from([1, 2]))
+        return ["--model", draw(st.sampled_from([*SMALL, "llama-3.1-8b", "qwen2.5-7b"])), "--task", "infer",
+                "--engine", "vllm", "--gpu", draw(st.sampled_from(BIG_CARDS[:3])), "--num-gpus", str(tp),
+                "--tp", str(tp), "--batch-size", draw(st.sampled_from(["1", "8", "32"])),
+                "--prompt-tokens", draw(st.sampled_from(["512", "2048"]))]
+    framework, methods, strategies, models = draw(st.sampled_from(STACKS))
+    method = draw(st.sampled_from(methods))
+    gpus = draw(st.sampled_from([1, 2, 4, 8] if framework != "torchtitan" else [4, 8]))
+    cards = BIG_CARDS[:2] if framework == "torchtitan" else BIG_CARDS if method == "full" else [
+        *BIG_CARDS, "rtx-4090", "rtx-3090", "a6000"]
+    args = ["--model", draw(st.sampled_from(models)), "--task", "train", "--method", method, "--framework", framework,
+            "--gpu", draw(st.sampled_from(cards)), "--num-gpus", str(gpus),
+            "--seq-len", draw(st.sampled_from(["512", "1024", "2048"])),
+            "--micro-batch-size", draw(st.sampled_from(["1", "2"]))]
+    if gpus > 1 or framework == "torchtitan":
+        args += ["--strategy", draw(st.sampled_from(strategies))]
+    if draw(st.booleans()):
+        args += ["--train-tokens", draw(st.sampled_from(["1e6", "2e7"]))]
+    return args
+
+
+@fuzz_settings(40)
+@given(launch_cases())
+def test_cli_launch_writes_the_files_of_a_valid_plan(tmp_path_factory, args):
+    folder = tmp_path_factory.mktemp("launch") / "run"
+    data = answer(["launch", *args, "-o", str(folder)])
+    assert {"folder", "setup", "predicted", "files"} <= set(data)
+    assert data["files"] and data["predicted"]["device_peak_gib_per_gpu"] <= data["predicted"]["capacity_gib_per_gpu"]
+    for f in data["files"]:  # each written, under the folder asked for
+        assert os.path.isfile(f["path"]) and os.path.getsize(f["path"]) > 0 and f["path"].startswith(str(folder)), f
+    plan = strict_json((folder / "plan.json").read_text())
+    assert plan["predicted"] == data["predicted"]  # plan.json holds the numbers the answer printed
+
+
+@fuzz_settings(6)
+@given(st.sampled_from(["1x4090", "2x3090", "h100", "l40s", "a100-80gb", "4xh100", "rtx-3090"]),
+       st.sampled_from([["--task", "train", "--method", "lora"], ["--task", "train", "--method", "qlora"],
+                        ["--task", "train", "--method", "full"], ["--task", "infer"],
+                        ["--task", "infer", "--engine", "vllm"]]))
+def test_cli_fit_answers_for_valid_cards(gpu, flags):
+    rows = answer(["fit", "--gpu", gpu, *flags])
+    assert len(rows) >= 50 and all({"model", "fits", "device_peak_gib"} <= set(r) for r in rows)
+    assert any(r["fits"] for r in rows)  # the 0.5B models fit any of these cards in any mode
+
+
+@fuzz_settings(8)
+@given(st.sampled_from([*SMALL, "llama-3.1-8b", "qwen2.5-7b"]), st.floats(0.1, 20).map(lambda r: f"{r:.2f}"),
+       st.one_of(st.sampled_from(["chat", "summarize", "generate", "balanced", "rag", "code"]).map(
+           lambda p: ["--preset", p]), st.tuples(st.integers(16, 8192), st.integers(1, 1024)).map(
+           lambda t: ["--prompt-tokens", str(t[0]), "--output-tokens", str(t[1])])),
+       st.sampled_from([[], ["--ttft", "2"], ["--ttft", "1", "--tpot", "0.1"], ["--e2e", "30"]]),
+       st.sampled_from(["l4", "l40s", "h100", "a100-80gb", "l40s,h100"]), st.sampled_from(["1", "2"]))
+def test_cli_capacity_answers_a_valid_workload(model, rate, lengths, slo, gpus, max_gpus):
+    data = answer(["capacity", "--model", model, "--rate", rate, *lengths, *slo, "--gpus", gpus,
+                   "--max-gpus", max_gpus])
+    assert {"workload", "plans"} <= set(data)
+    from gpuplan.hardware import load_gpu
+
+    allowed = {load_gpu(g).id for g in gpus.split(",")}
+    for p in data["plans"]:
+        assert p["gpu_id"] in allowed and 1 <= p["num_gpus"] <= int(max_gpus) and p["max_rate_rps"] >= 0
