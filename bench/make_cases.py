@@ -1,5 +1,6 @@
-"""Turn the memory rows of ../shared/reference/measured-public.csv (and bench/measured-stacks.csv, published rows
-of the training stacks it lacks) into estimator scenarios.
+"""Turn the memory rows of bench/data/measured-public.csv (published measurements, each row with its source; see
+bench/data/SOURCES.md) and bench/measured-stacks.csv (published rows of the training stacks it lacks) into
+estimator scenarios.
 
     python bench/make_cases.py [--csv PATH]   # writes bench/accuracy_cases.yaml
 
@@ -23,9 +24,7 @@ from pathlib import Path
 import yaml
 
 HERE = Path(__file__).resolve().parent
-DEFAULT_CSV = HERE.parents[1] / "shared" / "reference" / "measured-public.csv"
-if not DEFAULT_CSV.exists():
-    DEFAULT_CSV = HERE.parent.parent / "shared" / "reference" / "measured-public.csv"
+DEFAULT_CSV = HERE / "data" / "measured-public.csv"  # a copy kept in the repository (bench/data/SOURCES.md)
 
 GB_PER_GIB = 2**30 / 1e9
 

@@ -1,4 +1,5 @@
-"""Turn the throughput rows of ../shared/reference/measured-public.csv into scenarios for the speed estimator.
+"""Turn the throughput rows of bench/data/measured-public.csv (bench/data/SOURCES.md) into scenarios for the speed
+estimator.
 
     python bench/make_throughput_cases.py [--csv PATH]   # writes bench/throughput_cases.yaml
 

@@ -1,23 +1,62 @@
 """Shared fixtures. Tests marked ``sim`` need torch + transformers: on CI (``CI`` set) a missing install is
-an error, not a skip, so the oracle tests cannot silently stop running."""
+an error, not a skip, so the oracle tests cannot silently stop running. A library a test compares against (through
+:func:`require`) must be the release constraints.txt pins, the one the suite was validated with; any other fails
+the test in one line (``GPUPLAN_ANY_VERSIONS=1``, as .ci/newest sets, runs the comparisons anyway)."""
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 from collections import defaultdict
+from importlib import metadata
 from pathlib import Path
 
 import pytest
+from packaging.utils import canonicalize_name
+from packaging.version import Version
 
 import sampling
 
+CONSTRAINTS = Path(__file__).resolve().parents[1] / "constraints.txt"
+
 
 def require(module: str):
-    """Import ``module`` or skip, except on CI where its absence fails the test."""
-    if os.environ.get("CI"):
-        return importlib.import_module(module)
-    return pytest.importorskip(module)
+    """Import ``module`` or skip, except on CI where its absence fails the test; fail in one line when its
+    release is not the validated one (:func:`check_version`)."""
+    imported = importlib.import_module(module) if os.environ.get("CI") else pytest.importorskip(module)
+    for distribution in _distributions().get(module.split(".")[0], []):
+        check_version(distribution)
+    return imported
+
+
+@functools.cache
+def validated_versions() -> dict[str, str]:
+    """constraints.txt as {canonical distribution name: the version the suite was validated with}."""
+    pins = {}
+    for line in CONSTRAINTS.read_text(encoding="utf-8").splitlines() if CONSTRAINTS.is_file() else []:
+        name, pinned, version = line.split("#")[0].strip().partition("==")
+        if pinned:
+            pins[canonicalize_name(name)] = version.strip()
+    return pins
+
+
+@functools.cache
+def _distributions() -> dict[str, list[str]]:
+    return metadata.packages_distributions()
+
+
+def check_version(distribution: str) -> None:
+    """Fail the test, in one line, when the installed ``distribution`` is not the release constraints.txt pins:
+    what a comparison with its output expects holds for that release only."""
+    expected = validated_versions().get(canonicalize_name(distribution))
+    if expected is None or os.environ.get("GPUPLAN_ANY_VERSIONS"):
+        return
+    installed = Version(metadata.version(distribution)).public
+    if installed != expected:
+        pytest.fail(f"this test compares with {distribution} {expected} (constraints.txt); installed {installed}: "
+                    "pip install -e '.[all]' -c constraints.txt, or re-validate the suite on it and re-pin "
+                    "(python .ci/lock)", pytrace=False)
 
 
 def pytest_report_header(config):

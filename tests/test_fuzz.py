@@ -3,8 +3,10 @@ one clear line with exit code 2, never a traceback and never NaN, Infinity or a 
 
 Cases mix valid values (bundled models, GPUs, every field's choices) with what an outside fuzzer tried: NaN and
 Infinity, tiny and huge numbers, negative counts, strings with brackets and non-ASCII text, empty values, long
-names, configs with broken fields, probe records and price files that are not what they claim. The CLI runs in
-process (:func:`gpuplan.cli.run`), so a case takes milliseconds; ~2,800 cases in all.
+names, configs with broken fields, probe records and price files that are not what they claim. ``fit``,
+``capacity`` and ``launch`` also get generated valid inputs, on which they must answer (exit 0, the JSON keys and
+files they promise). The CLI runs in process (:func:`gpuplan.cli.run`), so a case takes milliseconds; ~2,700 cases
+run in CI.
 
 A run draws a third of those cases, seeded by the run's round (tests/sampling.py: the date, or
 ``GPUPLAN_SWEEP_SEED``), so that each day explores other inputs and a failure is reproduced with the seed the
@@ -176,7 +178,7 @@ def _typed(name: str, text: str):
     return text
 
 
-@fuzz_settings(1200)
+@fuzz_settings(1100)
 @given(scenario_dicts())
 def test_api_estimate_is_sane_or_says_why(fields):
     try:
@@ -250,6 +252,15 @@ def check_cli(args: list[str], allowed=(0, 2)) -> None:
         assert not re.search(r"(?<![\w.-])-?(nan|inf)(?![\w-])", out, re.IGNORECASE), (args, out)
 
 
+def answer(args: list[str]):
+    """The JSON a valid command prints; it must succeed."""
+    code, out, err = cli([*args, "--json"])
+    assert code == 0 and "Traceback" not in err, (args, code, err[-800:])
+    data = strict_json(out)
+    sane_numbers(data)
+    return data
+
+
 def scenario_flags(required: bool = True):
     from gpuplan.scenario import FIELDS
 
@@ -267,7 +278,7 @@ OUTPUT = st.sampled_from([[], [], ["--json"], ["--format", "plain"], ["--format"
                           ["--format", "json"], ["--format", "xml"]])
 
 
-@fuzz_settings(450)
+@fuzz_settings(420)
 @given(scenario_flags(), st.sampled_from([[], ["--json"], ["--check"], ["--check", "--json"]]))
 def test_cli_estimate(flags, extra):
     check_cli(["estimate", *flags, *extra], allowed=(0, 2, 3) if "--check" in extra else (0, 2))
@@ -302,14 +313,27 @@ def test_cli_recommend(flags, constraints, output):
     check_cli(["recommend", *flags, *constraints, *output])
 
 
+FIT_CARDS = ["1x4090", "2x3090", "h100", "l40s", "a100-80gb", "4xh100", "rtx-3090", "v100"]
+FIT_FLAGS = [[], ["--task", "train", "--method", "lora"], ["--task", "train", "--method", "qlora",
+                                                           "--grad-checkpointing", "full"],
+             ["--task", "train", "--method", "full"], ["--task", "infer"], ["--engine", "vllm"]]
+
+
 @fuzz_settings(12)
-@given(st.sampled_from(["1x4090", "2x3090", "h100", "v100", "0x3090", "rtx-9090", "9x4090", ""]),
-       st.sampled_from([[], ["--task", "train", "--method", "lora"], ["--task", "train", "--method", "qlora",
-                                                                      "--grad-checkpointing", "full"],
-                        ["--engine", "vllm"], ["--task", "infer", "--prompt-tokens", "nan"], ["--strategy", "fsdp"]]),
-       OUTPUT)
-def test_cli_fit(gpu, flags, output):
-    check_cli(["fit", "--gpu", gpu, *flags, *output])
+@given(st.one_of(st.tuples(st.just(True), st.sampled_from(FIT_CARDS), st.sampled_from(FIT_FLAGS)),
+                 st.tuples(st.just(True), st.sampled_from(FIT_CARDS), st.sampled_from(FIT_FLAGS)),
+                 st.tuples(st.just(False), st.sampled_from([*FIT_CARDS, "0x3090", "rtx-9090", "9x4090", ""]),
+                           st.sampled_from([*FIT_FLAGS, ["--task", "infer", "--prompt-tokens", "nan"],
+                                            ["--strategy", "fsdp"]]))), OUTPUT)
+def test_cli_fit(case, output):
+    """Valid cards and flags (two cases in three) must answer: every bundled model, the 0.5B ones fitting."""
+    valid, gpu, flags = case
+    if not valid:
+        check_cli(["fit", "--gpu", gpu, *flags, *output])
+        return
+    rows = answer(["fit", "--gpu", gpu, *flags])
+    assert len(rows) >= 50 and all({"model", "fits", "device_peak_gib"} <= set(r) for r in rows)
+    assert any(r["fits"] for r in rows)  # the 0.5B models fit any of these cards in any mode
 
 
 MISC = st.one_of(
@@ -332,7 +356,7 @@ MISC = st.one_of(
 )
 
 
-@fuzz_settings(200)
+@fuzz_settings(180)
 @given(MISC)
 def test_cli_catalog_commands(case):
     command, args, output = case
@@ -431,3 +455,70 @@ def test_cli_price_files(bad_files, name, command, output):
     if command == "recommend":
         args += ["--gpus", "l40s", "--max-gpus", "2"]
     check_cli([*args, "--catalog", str(bad_files / name), *output])
+
+
+# ---- valid inputs: capacity, fit and launch answer (exit 0, the JSON and files they promise) --------------------
+SMALL = ["qwen2.5-0.5b", "llama-3.2-1b"]  # fit every card below in every method, so every case must answer
+BIG_CARDS = ["h100", "a100-80gb", "l40s", "h200", "mi300x"]
+# training stacks and what each writes: (framework, methods, strategies over 2+ GPUs, models)
+STACKS = [("hf", ("full", "lora", "qlora"), ("ddp", "zero2", "zero3", "fsdp"), SMALL),
+          ("axolotl", ("full", "lora", "qlora"), ("ddp", "zero2", "zero3", "fsdp"), SMALL),
+          ("torchtune", ("full", "lora"), ("fsdp",), SMALL),
+          ("torchtune", ("qlora",), ("fsdp",), ["llama-3.2-1b"]),  # torchtune's QLoRA builders are Llama's
+          ("unsloth", ("lora", "qlora"), ("ddp",), SMALL),
+          ("torchtitan", ("full",), ("fsdp",), ["llama-3.1-8b"])]  # torchtitan builds its own Llama 3 only
+
+
+@st.composite
+def launch_cases(draw) -> list[str]:
+    if draw(st.integers(0, 4)) == 0:  # a serving plan: vLLM, tensor parallel over the cards
+        tp = draw(st.sampled_from([1, 2]))
+        return ["--model", draw(st.sampled_from([*SMALL, "llama-3.1-8b", "qwen2.5-7b"])), "--task", "infer",
+                "--engine", "vllm", "--gpu", draw(st.sampled_from(BIG_CARDS[:3])), "--num-gpus", str(tp),
+                "--tp", str(tp), "--batch-size", draw(st.sampled_from(["1", "8", "32"])),
+                "--prompt-tokens", draw(st.sampled_from(["512", "2048"]))]
+    framework, methods, strategies, models = draw(st.sampled_from(STACKS))
+    method = draw(st.sampled_from(methods))
+    gpus = draw(st.sampled_from([1, 2, 4, 8] if framework != "torchtitan" else [4, 8]))
+    cards = BIG_CARDS[:2] if framework == "torchtitan" else BIG_CARDS if method == "full" else [
+        *BIG_CARDS, "rtx-4090", "rtx-3090", "a6000"]
+    args = ["--model", draw(st.sampled_from(models)), "--task", "train", "--method", method, "--framework", framework,
+            "--gpu", draw(st.sampled_from(cards)), "--num-gpus", str(gpus),
+            "--seq-len", draw(st.sampled_from(["512", "1024", "2048"])),
+            "--micro-batch-size", draw(st.sampled_from(["1", "2"]))]
+    if gpus > 1 or framework == "torchtitan":
+        args += ["--strategy", draw(st.sampled_from(strategies))]
+    if draw(st.booleans()):
+        args += ["--train-tokens", draw(st.sampled_from(["1e6", "2e7"]))]
+    return args
+
+
+@fuzz_settings(40)
+@given(launch_cases())
+def test_cli_launch_writes_the_files_of_a_valid_plan(tmp_path_factory, args):
+    folder = tmp_path_factory.mktemp("launch") / "run"
+    data = answer(["launch", *args, "-o", str(folder)])
+    assert {"folder", "setup", "predicted", "files"} <= set(data)
+    assert data["files"] and data["predicted"]["device_peak_gib_per_gpu"] <= data["predicted"]["capacity_gib_per_gpu"]
+    for f in data["files"]:  # each written, under the folder asked for
+        assert os.path.isfile(f["path"]) and os.path.getsize(f["path"]) > 0 and f["path"].startswith(str(folder)), f
+    plan = strict_json((folder / "plan.json").read_text())
+    assert plan["predicted"] == data["predicted"]  # plan.json holds the numbers the answer printed
+
+
+@fuzz_settings(4)
+@given(st.sampled_from([*SMALL, "llama-3.1-8b", "qwen2.5-7b"]), st.floats(0.1, 20).map(lambda r: f"{r:.2f}"),
+       st.one_of(st.sampled_from(["chat", "summarize", "generate", "balanced", "rag", "code"]).map(
+           lambda p: ["--preset", p]), st.tuples(st.integers(16, 8192), st.integers(1, 1024)).map(
+           lambda t: ["--prompt-tokens", str(t[0]), "--output-tokens", str(t[1])])),
+       st.sampled_from([[], ["--ttft", "2"], ["--ttft", "1", "--tpot", "0.1"], ["--e2e", "30"]]),
+       st.sampled_from(["l4", "l40s", "h100", "a100-80gb"]), st.sampled_from(["1", "2"]))
+def test_cli_capacity_answers_a_valid_workload(model, rate, lengths, slo, gpus, max_gpus):
+    data = answer(["capacity", "--model", model, "--rate", rate, *lengths, *slo, "--gpus", gpus,
+                   "--max-gpus", max_gpus])
+    assert {"workload", "plans"} <= set(data)
+    from gpuplan.hardware import load_gpu
+
+    allowed = {load_gpu(g).id for g in gpus.split(",")}
+    for p in data["plans"]:
+        assert p["gpu_id"] in allowed and 1 <= p["num_gpus"] <= int(max_gpus) and p["max_rate_rps"] >= 0

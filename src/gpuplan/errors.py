@@ -6,7 +6,10 @@ The CLI prints any :class:`GpuplanError` as one red line and exits with code 2.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable
+
+ECHO_LIMIT = 60  # characters of a user's value an error line quotes back
 
 
 class GpuplanError(ValueError):
@@ -19,12 +22,29 @@ class UnknownNameError(GpuplanError, LookupError):
     def __init__(self, kind: str, name: str, known: Iterable[str], hint: str = ""):
         self.kind, self.name = kind, name
         self.suggestions = did_you_mean(name, known)
-        msg = f"unknown {kind} {name!r}"
+        msg = f"unknown {kind} {echo(name)}"
         if self.suggestions:
             msg += "; did you mean " + " or ".join(repr(s) for s in self.suggestions) + "?"
         if hint:
             msg += ("" if msg.endswith("?") else ".") + f" {hint}"
         super().__init__(msg)
+
+
+def echo(value: object, limit: int = ECHO_LIMIT) -> str:
+    """``value`` quoted (``repr``) as an error line shows it: cut to ``limit`` characters with "..." so that a long
+    input cannot bury the sentence around it."""
+    text = str(value)
+    return repr(text if len(text) <= limit else text[: limit - 3] + "...")
+
+
+# a quoted value (opened after a space or bracket, not an apostrophe inside a word) longer than ECHO_LIMIT
+_LONG_QUOTE = re.compile(r"""(?<![\w'"])(['"])((?:\\.|(?!\1).){""" + str(ECHO_LIMIT + 1) + r""",})\1(?!\w)""")
+
+
+def cut_echoes(message: str) -> str:
+    """``message`` with every quoted value longer than :data:`ECHO_LIMIT` cut as :func:`echo` cuts it: the
+    CLI's last line of defence for messages it did not build (click's "Invalid value for ...")."""
+    return _LONG_QUOTE.sub(lambda m: m[1] + m[2][: ECHO_LIMIT - 3] + "..." + m[1], message)
 
 
 def normalize_name(name: str) -> str:

@@ -87,15 +87,17 @@ def test_skypilot_import_then_cost_uses_it_and_says_where_from(tmp_path, cache):
     assert "skypilot refresh" in first["price_origin"] and str(cache) in first["price_origin"]
 
 
-def test_failing_source_changes_nothing_and_says_so_in_one_line(tmp_path, cache):
+def test_a_bad_file_changes_nothing_and_is_a_usage_error(tmp_path, cache):
+    """A missing or malformed file is bad input (exit 2, one line); a source that cannot answer exits 1
+    (test_cli_errors.py)."""
     proc = gpuplan("prices", "update", "--source", "skypilot", "--file", str(tmp_path / "missing.csv"))
-    assert proc.returncode == 1 and "Traceback" not in proc.stderr
-    assert "prices not updated" in proc.stderr and "stay as they were" in proc.stderr
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "no SkyPilot catalog at" in proc.stderr and proc.stderr.count("\n") == 1
     assert not (cache / "offers").exists() or not list((cache / "offers").iterdir())
     bad = tmp_path / "vms.csv"
     bad.write_text("InstanceType,Price\nx,1\n")
     proc = gpuplan("prices", "update", "--source", "skypilot", "--file", str(bad), "--provider", "aws")
-    assert proc.returncode == 1 and "no column AcceleratorName" in proc.stderr
+    assert proc.returncode == 2 and "no column AcceleratorName" in proc.stderr
 
 
 def test_gpuhunt_recorded_response_maps_names_and_keeps_shapes(cache):

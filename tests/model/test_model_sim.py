@@ -54,6 +54,9 @@ def test_bundled_structures_equal_a_fresh_trace(tmp_path):
     installed = structure.installed_transformers()
     for path in sorted(structure.bundled_folder().glob("*.json")):
         stored = json.loads(path.read_text())
+        if stored["transformers"] != installed:
+            pytest.fail(f"bundled structures were traced with transformers {stored['transformers']}; installed "
+                        f"{installed}: run python -m gpuplan.model.structure to trace them again", pytrace=False)
         repo = next(r for r, p in bundled().items() if structure.config_key(json.loads(p.read_text())) == path.stem)
         fresh = json.loads(json.dumps(structure.to_json(*trace(json.loads(bundled()[repo].read_text())),
                                                         stored["transformers"])))

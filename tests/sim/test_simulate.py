@@ -259,6 +259,24 @@ def test_moe_lora_parameters_equal_peft_count(tmp_path, model):
     assert lora_params(m, lora_targets(s, m), 16, experts=True) == counted
 
 
+def test_the_moe_families_peft_rewrites_are_the_ones_transformers_maps():
+    """peft rewrites ``all-linear`` for the causal-LM families transformers maps to Mixtral's or Qwen2-MoE's v4
+    layout (conversion_mapping.py ``_MODEL_TO_CONVERSION_PATTERN``): gpuplan's copy of that list must follow the
+    pinned release (transformers 5.24 added sarvam_mla), or LoRA counts on those families go wrong."""
+    require("transformers")
+    from gpuplan.memory.state import PEFT_MOE_LAYOUT
+    from transformers import conversion_mapping
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    mapped = {k: v for k, v in conversion_mapping._MODEL_TO_CONVERSION_PATTERN.items()
+              if v in ("mixtral", "qwen2_moe")}
+    causal = set(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
+    missing = {k: v for k, v in mapped.items() if k in causal and PEFT_MOE_LAYOUT.get(k) != v}
+    assert not missing, missing
+    gone = [k for k in PEFT_MOE_LAYOUT if k not in mapped and k != "mixtral"]  # peft adds Mixtral itself
+    assert not gone, gone
+
+
 @pytest.mark.parametrize("adapter_dtype, state_bytes", [("bf16", 2), ("fp32", 4)])
 def test_adapters_take_the_dtype_the_stack_gives_them(adapter_dtype, state_bytes):
     """peft builds adapters on the meta device in torch's default dtype (it moves them to the base layer's dtype only

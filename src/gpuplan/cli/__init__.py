@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 
-from ..errors import GpuplanError
+from ..errors import GpuplanError, cut_echoes
 from . import capacity, check, estimate, launch, market, models, plan, prices, serve  # noqa: F401 (commands)
 from .app import app
 from .render import err
@@ -20,8 +20,9 @@ from typer import Abort
 
 
 def error_line(message: str) -> str:
-    """One line, as printed: newlines folded, nothing read as markup (``pip install 'gpuplan[sim]'`` survives)."""
-    return "error: " + " ".join(str(message).split())
+    """One line, as printed: newlines folded, nothing read as markup (``pip install 'gpuplan[sim]'`` survives),
+    every quoted value of the user's cut to 60 characters (click's own messages included)."""
+    return "error: " + cut_echoes(" ".join(str(message).split()))
 
 
 def run(args: list[str] | None = None) -> int:

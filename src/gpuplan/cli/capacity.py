@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from ..errors import GpuplanError
 from .app import JsonFlag, app, out, print_json
@@ -96,8 +97,8 @@ def render(plans, w, fmt: str = "table") -> None:
         return
     if not plans:
         bullet(head, prefix="")
-        out.print("[red]no setup meets the SLOs[/]: relax them, allow more GPUs (--max-gpus) or quantization "
-                  "(--any-quant)")
+        out.print(Text("no setup meets the SLOs", style="red")
+                  + Text(": relax them, allow more GPUs (--max-gpus) or quantization (--any-quant)"))
         return
     target = bool(w.users or w.rate_rps)
     load_col = Column("max_users", "users", num(), "right", 0) if w.users else \

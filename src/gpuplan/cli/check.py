@@ -159,8 +159,8 @@ def probe_cmd(scenario: str | None = None, as_json: bool = False, steps: int = 2
         return
     p, e = record["probe"], record["estimate"]
     if p.get("oom"):
-        out.print(f"[red]out of memory[/] on {record['gpu']} after {p['allocated_peak_gib']:.2f} GiB allocated "
-                  f"(the estimate said {e['device_peak_gib']:.2f} GiB at the device level)")
+        out.print(Text("out of memory", style="red") + f" on {record['gpu']} after {p['allocated_peak_gib']:.2f} GiB "
+                  f"allocated (the estimate said {e['device_peak_gib']:.2f} GiB at the device level)")
     else:
         out.print(f"{record['gpu']}: allocated {p['allocated_peak_gib']:.3f} GiB (estimate "
                   f"{e['allocated_peak_gib']:.3f}), reserved {p['reserved_peak_gib']:.3f} (estimate "

@@ -71,7 +71,7 @@ def render_estimate(result) -> None:
     table.add_row(Text(f"device peak (+ {overheads})"), f"{mem.device_peak_gib:.2f}", "")
     out.print(table)
     if mem.logged_statistic:
-        out.print(f"[dim]its own log: {mem.logged_statistic}; compare with {mem.logged_gib:.2f} GiB[/]")
+        out.print(Text(f"its own log: {mem.logged_statistic}; compare with {mem.logged_gib:.2f} GiB", style="dim"))
     if mem.cpu_gib:
         out.print(f"CPU memory for offloaded states: {mem.cpu_gib:.1f} GiB")
     # the engines that preallocate a pool

@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from ..errors import GpuplanError
 from ..scenario import load_scenario
@@ -64,8 +65,8 @@ def launch_setup(setups: list, n: int, have: tuple[tuple[str, int], ...], output
         plan = launch_plan(x.scenario, command=command_line(), offer_label=x.offer, keep_micro_batch=True)
     write_launch(plan, None, launch_options(x.scenario.dataset), output, False, as_json)
     if not as_json and not plan.owned:
-        out.print(f"[dim]other targets or options (--target, --bucket, --dataset): {plan.launch_command()}[/]",
-                  highlight=False, soft_wrap=True)
+        out.print(Text(f"other targets or options (--target, --bucket, --dataset): {plan.launch_command()}",
+                       style="dim"), highlight=False, soft_wrap=True)
 
 
 def command_line() -> str:
@@ -120,7 +121,7 @@ def write_launch(plan, names, opts, output: str, force: bool, as_json: bool) -> 
         table.add_row(Path(f.path).name, f.target, f.read_by)
     out.print(table)
     for line in plan.header()[2:]:
-        out.print(f"[dim]{line}[/]", highlight=False)
+        out.print(Text(line, style="dim"), highlight=False)
     names = {Path(f.path).name for f in report.files}
     if "sky.yaml" in names:
         how = "sky jobs launch" if plan.train and plan.spot is not None else "sky launch -c gpuplan"

@@ -7,6 +7,7 @@ from dataclasses import asdict
 from typing import Annotated, Any
 
 import typer
+from rich.text import Text
 
 from ..errors import GpuplanError
 from ..plan.gpus import cheapest_rentals
@@ -302,10 +303,10 @@ def buy_cmd(
               f"({n} x ${cheapest.usd_per_gpu_hour:.2f}; "
               f"price {cheapest.age_days()} days old, {cheapest.confidence} confidence)", highlight=False)
     if b.break_even_hours:
-        out.print(f"break-even after {b.break_even_hours:,.0f} hours of use; over {hours:,.0f} h: buy "
-                  f"${b.buy_total_usd:,.0f} vs rent ${b.rent_total_usd:,.0f} -> "
-                  f"[bold]{'buy' if b.buy_total_usd < b.rent_total_usd else 'rent'}[/]")
+        out.print(Text(f"break-even after {b.break_even_hours:,.0f} hours of use; over {hours:,.0f} h: buy "
+                       f"${b.buy_total_usd:,.0f} vs rent ${b.rent_total_usd:,.0f} -> ")
+                  + Text("buy" if b.buy_total_usd < b.rent_total_usd else "rent", style="bold"))
     else:
         out.print("renting costs less per hour than the power to run your own cards: rent")
     for note in notes:
-        out.print(f"[dim]{note}[/]", highlight=False)
+        out.print(Text(note, style="dim"), highlight=False)

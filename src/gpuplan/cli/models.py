@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from ..errors import GpuplanError
 from ..model.catalog import bundled, load_model
@@ -104,10 +105,10 @@ def model_cmd(
         print_json(facts)
         return
     if not facts["exact"]:
-        err.print(f"[bold yellow]warning:[/] not counted exactly: {facts['exact_reason']}")
+        err.print(Text("warning:", style="bold yellow") + f" not counted exactly: {facts['exact_reason']}")
     for note in facts["notes"]:
-        err.print(f"[yellow]note:[/] {note}")
-    out.print(f"[bold]{facts['name']}[/]  ({facts['family']}, {facts['architecture']})")
+        err.print(Text("note:", style="yellow") + f" {note}")
+    out.print(Text(facts["name"], style="bold") + f"  ({facts['family']}, {facts['architecture']})")
     out.print(f"{facts['params_total']:,} parameters" + (
         f", {facts['params_active']:,} active per token ({facts['experts_per_token']} of {facts['num_experts']} "
         "experts)" if facts["num_experts"] else ""))
@@ -137,8 +138,8 @@ def model_cmd(
     w = facts["weight_gib"]
     out.print(f"weights as shipped ({facts['shipped_format']}): {w['as_shipped']:.2f} GiB;  bf16 {w['bf16']:.2f} GiB, "
               f"int8 {w['int8']:.2f} GiB, int4 (nf4) {w['int4']:.2f} GiB  [GiB = 2^30 B]")
-    out.print(f"[dim]counted by {facts['counted_by']}[/]")
+    out.print(Text(f"counted by {facts['counted_by']}", style="dim"))
     if facts["dtype_assumed"]:
-        out.print("[yellow]the config does not state its dtype; the shipped size is an assumption[/]")
+        out.print(Text("the config does not state its dtype; the shipped size is an assumption", style="yellow"))
 
 

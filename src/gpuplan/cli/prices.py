@@ -137,13 +137,13 @@ def update_cmd(
         out.print(f"dropped {gone} refreshed file(s): the bundled snapshot (observed until {bundled_date()}) is in "
                   "force")
         return
-    try:
+    try:  # bad input (a missing file, gpuhunt not installed) is a GpuplanError: one line, exit 2
         fetched = fetch(source, Query(provider=provider, path=file))
         name = f"{source}-{provider or (file.stem if source == 'file' and file else 'all')}"
         saved = save_refresh(name, source, fetched.origin, fetched.offers)
-    except (SourceError, GpuplanError, OSError) as e:
-        err.print(f"[yellow]prices not updated:[/] {e}. The prices in force stay as they were (bundled snapshot "
-                  f"observed until {bundled_date()}).", highlight=False, soft_wrap=True)
+    except (SourceError, OSError) as e:  # the source could not answer, or the cache could not be written
+        err.print(Text("prices not updated:", style="yellow") + f" {e}. The prices in force stay as they were "
+                  f"(bundled snapshot observed until {bundled_date()}).", highlight=False, soft_wrap=True)
         raise typer.Exit(1) from None
     summary = {"source": source, "rows": saved.rows, "gpu_types": len({o.gpu_id for o in fetched.offers}),
                "path": str(saved.path), "fetched_at": saved.fetched_at, "origin": fetched.origin,
@@ -155,4 +155,4 @@ def update_cmd(
               f"{saved.path}; later commands price on them", highlight=False)
     if fetched.unmapped:
         names = ", ".join(f"{k} ({v})" for k, v in sorted(fetched.unmapped.items()))
-        out.print(f"[dim]not in the GPU catalog, skipped: {names}[/]", highlight=False)
+        out.print(Text(f"not in the GPU catalog, skipped: {names}", style="dim"), highlight=False)

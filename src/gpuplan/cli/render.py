@@ -88,9 +88,10 @@ def resolve_format(fmt: str | None, as_json: bool = False, markdown: bool = Fals
     return "json" if as_json else "markdown" if markdown else "table"
 
 
-# the CLI's two consoles: answers on stdout, errors and progress on stderr
-out = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
+# the CLI's two consoles: answers on stdout, errors and progress on stderr; markup off, so that text in square
+# brackets (`pip install 'gpuplan[live]'`, a user's path) prints as it is: styles are Text's
+out = Console(highlight=False, markup=False)
+err = Console(stderr=True, highlight=False, markup=False)
 
 
 def console() -> Console:

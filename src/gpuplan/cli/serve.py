@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
+from rich.text import Text
 
 from ..errors import GpuplanError
 from .app import app
@@ -39,8 +40,8 @@ def serve_cmd(
         raise GpuplanError(f"gpuplan serve needs the web extra ({e.name} is missing): pip install 'gpuplan[web]'") \
             from None
     if host not in LOCAL:
-        err.print(f"[yellow]warning:[/] binding {host} exposes gpuplan to your network: anyone who reaches port "
-                  f"{port} can use it (there is no login); bind 127.0.0.1 to keep it on this machine",
+        err.print(Text("warning:", style="yellow") + f" binding {host} exposes gpuplan to your network: anyone who "
+                  f"reaches port {port} can use it (there is no login); bind 127.0.0.1 to keep it on this machine",
                   highlight=False, soft_wrap=True)
     shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
     url = f"http://{'[' + shown + ']' if ':' in shown else shown}:{port}/"

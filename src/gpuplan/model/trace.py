@@ -190,7 +190,12 @@ def _caches(model, cfg, text, blocks) -> tuple[list[dict[str, Any]], str | None]
 def new_cache(cfg):
     """transformers' ``DynamicCache`` for ``cfg`` that also knows its length when it holds no attention layer
     (a run of linear-attention or Mamba layers alone, which ``get_seq_length`` refuses): the caller adds the
-    tokens of each forward to ``tokens``."""
+    tokens of each forward to ``tokens``.
+
+    A looped model (layers ``loop_layer_index_start`` to ``loop_layer_index_end`` run ``loop_num_passes`` times,
+    Inkling 2 Loop in transformers 5.24) gets the cache layers of the extra passes here, built new as the first
+    ones are: its first forward would deep-copy them itself, which fake tensors cannot survive (the copy asks for
+    a real storage, fails, and leaves a tensor that crashes the garbage collector)."""
     from transformers import DynamicCache
 
     class CountingCache(DynamicCache):
@@ -208,7 +213,13 @@ def new_cache(cfg):
             except ValueError:
                 return self.tokens + query_length, 0
 
-    return CountingCache(config=cfg)
+    cache = CountingCache(config=cfg)
+    text = cfg.get_text_config() if hasattr(cfg, "get_text_config") else cfg
+    passes, start = getattr(text, "loop_num_passes", 1) or 1, getattr(text, "loop_layer_index_start", None)
+    if passes > 1 and start is not None and len(cache.layers) == text.num_hidden_layers:
+        for _ in range(passes - 1):
+            cache.layers += DynamicCache(config=cfg).layers[start:text.loop_layer_index_end]
+    return cache
 
 
 def _measure(model, cfg):

@@ -570,7 +570,7 @@ def train_steps(s: Scenario, m: ModelSpec, model, tracker, notes: list[str], dev
             tokens += ids.numel()
             with autocast():
                 if forward_loss is None:
-                    output = model(input_ids=ids, labels=ids, use_cache=False)
+                    output = forward(model, input_ids=ids, labels=ids, use_cache=False)
                     loss = output.loss / s.grad_accum_steps
                     if not holds_output:
                         output = None
@@ -596,6 +596,21 @@ def train_steps(s: Scenario, m: ModelSpec, model, tracker, notes: list[str], dev
     return tokens
 
 
+# Multimodal classes whose forward fails on text-only input, run through the text model their forward calls when
+# there are no images (the same tensors: the embedding lookup, the decoder, the head and the loss move inside it):
+# transformers 5.24.0's Llama4ForConditionalGeneration builds its output from ``outputs.image_outputs``, a field its
+# text model's output does not have (AttributeError on every call without images, return_dict=False included).
+TEXT_FORWARD = {"Llama4ForConditionalGeneration": "language_model"}
+
+
+def forward(model, **inputs):
+    """``model(**inputs)``, or its text model's forward for the classes of :data:`TEXT_FORWARD` (peft's LoRA
+    layers sit in the modules, so a wrapped model adapts the same way)."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    text = TEXT_FORWARD.get(type(base).__name__)
+    return getattr(base, text)(**inputs) if text else model(**inputs)
+
+
 def generate_steps(s: Scenario, m: ModelSpec, model, tracker, device: str = "cpu") -> int:
     """``generate``'s loop: prefill keeping the last position's logits (``logits_to_keep=1``), the fp32 copy of
     the next-token logits, one decode step per further output token."""
@@ -607,13 +622,13 @@ def generate_steps(s: Scenario, m: ModelSpec, model, tracker, device: str = "cpu
     tracker.phase = "prefill"
     cache = new_cache(model.config)  # DynamicCache, which also knows its length with linear-attention layers only
     ids = torch.randint(0, min(m.vocab_size, SAFE_IDS), (s.batch_size, s.prompt_tokens), device=device)
-    out = model(input_ids=ids, past_key_values=cache, use_cache=True, **keep)
+    out = forward(model, input_ids=ids, past_key_values=cache, use_cache=True, **keep)
     cache.tokens = s.prompt_tokens
     next_ids = ids[:, -1:]  # a view: no allocation
     for step in range(s.output_tokens):
         if step:
             tracker.phase = "decode"
-            out = model(input_ids=next_ids, past_key_values=cache, use_cache=True, **keep)
+            out = forward(model, input_ids=next_ids, past_key_values=cache, use_cache=True, **keep)
             cache.tokens += 1
         logits = out.logits[:, -1, :].to(dtype=torch.float32, copy=True)
         del out

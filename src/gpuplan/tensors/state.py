@@ -37,7 +37,7 @@ PEFT_MOE_LAYOUT = {
     **dict.fromkeys(("afmoe", "deepseek_v2", "deepseek_v3", "deepseek_v32", "dots1", "ernie4_5_moe", "glm4_moe",
                      "glm4_moe_lite", "glm_moe_dsa", "glm4v_moe", "longcat_flash", "solar_open", "mellum", "qwen3_moe",
                      "beam", "qwen3_omni_moe", "qwen3_next", "hunyuan_v1_moe", "flex_olmo", "olmoe", "exaone_moe",
-                     "cohere2_moe"), "qwen2_moe"),
+                     "cohere2_moe", "sarvam_mla"), "qwen2_moe"),  # sarvam_mla: transformers 5.24
 }
 PEFT_MOE_RENAMED = {"mixtral": ("w1", "w2", "w3"), "qwen2_moe": ("gate_proj", "up_proj", "down_proj")}
 # peft refuses LoRA on these modules of Mamba models (peft tuners_utils.py ``_check_lora_target_modules_mamba``).

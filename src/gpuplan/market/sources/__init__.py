@@ -1,9 +1,11 @@
 """Offer sources: small plugins with one contract, bundled and live alike.
 
 A source has a ``name`` and ``get(query) -> list[Offer]``; it raises :class:`SourceError` (one sentence) when it
-cannot answer. ``gpuplan prices update`` keeps what a source returns in the user's cache (:mod:`..store`), so that
-every later command prices on it. The shape follows gpuhunt's providers (``gpuhunt/providers/*.py``: a name and a
-``get`` returning catalog items) and SkyPilot's per-cloud catalogs (``vms.csv`` per cloud, prices per instance).
+cannot answer (network, provider), and a plain :class:`GpuplanError` when the input is at fault (a missing or
+malformed file, a missing optional dependency). ``gpuplan prices update`` keeps what a source returns in the user's
+cache (:mod:`..store`), so that every later command prices on it. The shape follows gpuhunt's providers
+(``gpuhunt/providers/*.py``: a name and a ``get`` returning catalog items) and SkyPilot's per-cloud catalogs
+(``vms.csv`` per cloud, prices per instance).
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from ..offers import Offer, check_spot_below_on_demand
 
 
 class SourceError(GpuplanError):
-    """A source could not answer (offline, not installed, unreadable file)."""
+    """A source could not answer though the input was right (offline, a provider's API failed): not a usage
+    error, so the CLI says the prices in force stay and exits 1."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
+from ...errors import GpuplanError
 from ..offers import read_offers
 from ..store import BUNDLED, bundled_offers
-from . import Fetched, Query, SourceError
+from . import Fetched, Query
 
 
 class BundledSource:
@@ -21,6 +22,6 @@ class FileSource:
 
     def get(self, query: Query) -> Fetched:
         if query.path is None:
-            raise SourceError("--source file needs --file PATH: a CSV with the columns of data/offers.csv")
+            raise GpuplanError("--source file needs --file PATH: a CSV with the columns of data/offers.csv")
         offers = [o for o in read_offers(query.path) if not query.provider or o.provider == query.provider]
         return Fetched(offers=offers, origin=str(query.path))

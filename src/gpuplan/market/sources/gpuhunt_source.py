@@ -3,7 +3,8 @@
 ``gpuhunt.query(...)`` returns ``CatalogItem``s (gpuhunt ``_internal/models.py``): ``provider``,
 ``instance_name``, ``location``, ``price`` (USD per instance hour), ``cpu``, ``memory`` (GiB), ``gpu_count``,
 ``gpu_name``, ``gpu_memory`` (GiB), ``spot``. Offline providers come from gpuhunt's published catalog, online ones
-(RunPod, Vast, ...) are queried when asked; either may fail without network, which is a :class:`SourceError`.
+(RunPod, Vast, ...) are queried when asked; either may fail without network, which is a :class:`SourceError`;
+gpuhunt not installed is the user's to fix (a :class:`GpuplanError` naming the extra).
 Items are mapped to catalog GPUs (:mod:`.names`) and kept per GPU, GPUs per instance, pricing and region at
 their cheapest shape, with the instance name, vCPUs and RAM.
 """
@@ -15,6 +16,7 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ...errors import GpuplanError
 from ...hardware import gpus
 from ..offers import Offer, providers, with_network
 from . import Fetched, Query, SourceError
@@ -28,7 +30,7 @@ def _default_query() -> Callable[..., Iterable[Any]]:
     try:
         import gpuhunt
     except ImportError:
-        raise SourceError(f"gpuhunt is not installed ({INSTALL})") from None
+        raise GpuplanError(f"gpuplan prices update --source gpuhunt needs gpuhunt: {INSTALL}") from None
     return gpuhunt.query
 
 

@@ -17,9 +17,10 @@ import csv
 import datetime as dt
 from pathlib import Path
 
+from ...errors import GpuplanError, echo
 from ...hardware import gpus
 from ..offers import Offer, providers, with_network
-from . import Fetched, Query, SourceError
+from . import Fetched, Query
 from .names import gpu_id_for
 
 NEEDED = ("InstanceType", "AcceleratorName", "AcceleratorCount", "Price", "Region")
@@ -38,17 +39,17 @@ def _catalog_files(query: Query) -> list[tuple[Path, str]]:
         if not query.provider:
             provider = CLOUDS.get(path.parent.name, path.parent.name)
             if provider not in providers():
-                raise SourceError(f"say which cloud {path} prices with --provider (aws, gcp, lambda...)")
+                raise GpuplanError(f"say which cloud {echo(path)} prices with --provider (aws, gcp, lambda...)")
             return [(path, provider)]
         return [(path, query.provider)]
     if not path.is_dir():
-        raise SourceError(f"no SkyPilot catalog at {path}: give --file PATH/vms.csv (a file of the "
+        raise GpuplanError(f"no SkyPilot catalog at {echo(path)}: give --file PATH/vms.csv (a file of the "
                           "skypilot-catalog repository) or install SkyPilot, whose catalogs live there")
     found = sorted(path.glob("**/vms.csv"))
     pairs = [(f, CLOUDS.get(f.parent.name, f.parent.name)) for f in found]
     pairs = [(f, p) for f, p in pairs if not query.provider or p == query.provider]
     if not pairs:
-        raise SourceError(f"no vms.csv under {path}" + (f" for {query.provider}" if query.provider else ""))
+        raise GpuplanError(f"no vms.csv under {echo(path)}" + (f" for {query.provider}" if query.provider else ""))
     return pairs
 
 
@@ -75,11 +76,11 @@ def read_catalog(path: Path, provider: str, today: dt.date | None = None) -> Fet
         with path.open(encoding="utf-8", newline="") as f:
             rows = list(csv.DictReader(f))
     except (OSError, UnicodeDecodeError, csv.Error) as err:
-        raise SourceError(f"cannot read {path} as a SkyPilot catalog ({err})") from None
+        raise GpuplanError(f"cannot read {echo(path)} as a SkyPilot catalog ({err})") from None
     header = set(rows[0]) if rows else set()
     missing = [c for c in NEEDED if c not in header]
     if missing:
-        raise SourceError(f"{path} is not a SkyPilot vms.csv: no column {', '.join(missing)}")
+        raise GpuplanError(f"{echo(path)} is not a SkyPilot vms.csv: no column {', '.join(missing)}")
     observed = min(dt.date.fromtimestamp(path.stat().st_mtime), today or dt.date.today())
     tier = providers().get(provider, {}).get("tier", "")
     best: dict[tuple, Offer] = {}

@@ -1,0 +1,94 @@
+"""Usage errors the external fuzzer found (fuzz-report-2): a missing optional dependency is bad input (exit 2)
+with its install line intact, a missing file is bad input, values echoed back are cut, and nothing a user or a
+library wrote is read as rich markup."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+
+import pytest
+
+from gpuplan.cli import run
+from gpuplan.model.catalog import bundled, bundled_repo
+
+
+def cli(capsys, *args: str) -> tuple[int, str, str]:
+    code = run(list(args))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.mark.parametrize("args, missing, install", [
+    (["prices", "update"], ["gpuhunt"], "pip install 'gpuplan[live]'"),
+    (["capacity", "--model", "qwen3-8b", "--gpus", "l4", "--preset", "chat"], ["numpy"],
+     "pip install 'gpuplan[serving]'"),
+    (["simulate", "--model", "qwen3-8b", "--task", "infer"], ["torch", "transformers"],
+     "pip install 'gpuplan[sim]'"),
+    (["serve"], ["fastapi", "uvicorn"], "pip install 'gpuplan[web]'"),
+    (["model", "someorg/somemodel"], ["huggingface_hub"], "pip install 'gpuplan[hub]'"),
+])
+def test_a_missing_optional_dependency_is_a_usage_error_naming_its_extra(capsys, monkeypatch, args, missing,
+                                                                         install):
+    for module in missing:
+        monkeypatch.setitem(sys.modules, module, None)  # `import module` raises ImportError
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    code, _, err = cli(capsys, *args)
+    assert code == 2, err
+    assert install in err and err.count("\n") == 1 and err.startswith("error: ")
+
+
+def test_prices_update_from_a_missing_file_is_a_usage_error(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("GPUPLAN_CACHE_DIR", str(tmp_path / "cache"))
+    for args in (["--file", "x"], ["--source", "file", "--file", str(tmp_path / "none.csv")],
+                 ["--source", "skypilot", "--file", str(tmp_path / "missing.csv")]):
+        code, _, err = cli(capsys, "prices", "update", *args)
+        assert code == 2 and err.startswith("error: ") and err.count("\n") == 1, (args, err)
+    assert not (tmp_path / "cache" / "offers").exists()
+
+
+def test_prices_update_when_the_source_cannot_answer_exits_1_and_keeps_the_prices(capsys, tmp_path, monkeypatch):
+    """Offline, the input was right: not a usage error; the line says the prices in force stay."""
+    from gpuplan.market.sources import gpuhunt_source
+
+    def offline(**kwargs):
+        raise OSError("Name or service not known")
+
+    monkeypatch.setattr(gpuhunt_source, "_default_query", lambda: offline)
+    monkeypatch.setenv("GPUPLAN_CACHE_DIR", str(tmp_path / "cache"))
+    code, _, err = cli(capsys, "prices", "update")
+    assert code == 1 and "prices not updated: gpuhunt could not fetch offers" in err and "stay as they were" in err
+    assert not (tmp_path / "cache" / "offers").exists()
+
+
+LONG = "a" * 437
+
+
+@pytest.mark.parametrize("args", [
+    ["model", LONG],
+    ["estimate", "--model", "llama-3.1-8b", "--task", "train", "--compile", "b" * 400],  # click's own message
+    ["estimate", "--model", "llama-3.1-8b", "--task", "train", "--attention", "c" * 400],  # pydantic's
+    ["estimate", "--model", " ".join(["ab cd"] * 80), "--task", "train"],
+    ["models", "--sort", "d" * 400],
+])
+def test_an_echoed_value_is_cut_at_60_characters(capsys, args):
+    code, _, err = cli(capsys, *args)
+    assert code == 2 and err.count("\n") == 1
+    assert len(err) < 400, err
+    assert "...'" in err  # the value, cut: 57 characters and an ellipsis inside its quotes
+
+
+def test_square_brackets_print_as_written(capsys, tmp_path):
+    """A name with [live] in it (rich would take it for a style tag) prints whole, on stdout as on stderr."""
+    folder = tmp_path / "m[live]"
+    folder.mkdir()
+    shutil.copy(bundled()[bundled_repo("llama-3.2-1b")], folder / "config.json")
+    code, out, _ = cli(capsys, "model", str(folder))
+    assert code == 0 and out.startswith("m[live]")
+    from gpuplan.cli.render import err
+    from gpuplan.cli.render import out as stdout
+
+    for console in (stdout, err):
+        with console.capture() as captured:
+            console.print("pip install 'gpuplan[sim]' [bold]x[/]")
+        assert captured.get() == "pip install 'gpuplan[sim]' [bold]x[/]\n"
