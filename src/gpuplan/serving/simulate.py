@@ -168,18 +168,30 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
         budget = engine.max_num_batched_tokens
         sched_idx: list[int] = []
         sched_take: list[int] = []
+        run_idx = run_take = None  # the running requests scheduled by the vectorized path (arrays)
         if running:  # running requests in order: the vectorized path unless the pool runs out (then preempt)
             ra = np.fromiter(running, dtype=np.int64, count=len(running))
-            left = target[ra] - done_tokens[ra]
-            want = np.where(left > 0, left, 1)
-            takes = np.clip(budget - (np.cumsum(want) - want), 0, want)
-            need = np.maximum(-(-(done_tokens[ra] + takes) // bt) - held[ra], 0) * (takes > 0)
-            if need.sum() <= free:
+            have_ra = done_tokens[ra]
+            left = target[ra] - have_ra
+            want = np.maximum(left, 1)  # a decode takes one token
+            wanted = int(want.sum())
+            if wanted <= budget:  # all of them fit the budget whole (the usual step)
+                takes, sel = want, None
+            else:
+                ahead = want.cumsum() - want
+                takes = np.minimum(np.maximum(budget - ahead, 0), want)
                 sel = takes > 0
-                held[ra] += need
-                free -= int(need.sum())
-                sched_idx, sched_take = ra[sel].tolist(), takes[sel].tolist()
-                budget -= int(takes.sum())
+                wanted = int(takes.sum())
+            need = np.maximum(-(-(have_ra + takes) // bt) - held[ra], 0)
+            if sel is not None:
+                need *= sel
+            total = int(need.sum())
+            if total <= free:
+                if total:
+                    held[ra] += need
+                    free -= total
+                run_idx, run_take = (ra, takes) if sel is None else (ra[sel], takes[sel])
+                budget -= wanted
             else:
                 before = preempt
                 budget, free, preempt = _schedule_with_preemption(
@@ -203,16 +215,27 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
             sched_idx.append(r)
             sched_take.append(take)
             budget -= take
-        if not sched_idx:  # nothing fits: wait for the next arrival (cannot happen with requests running)
+        if run_idx is not None and len(run_idx):
+            if sched_idx:
+                idx = np.concatenate((run_idx, np.asarray(sched_idx, dtype=np.int64)))
+                take = np.concatenate((run_take, np.asarray(sched_take, dtype=np.int64)))
+            else:
+                idx, take = run_idx, run_take
+                if sel is None:  # every running request, in order: their tokens are known already
+                    have, prefilling = have_ra, left > 0
+        elif not sched_idx:  # nothing fits: wait for the next arrival (cannot happen with requests running)
             if nxt >= n:
                 break
             t, busy = max(t, float(arrive[nxt])), False
             continue
-        idx = np.asarray(sched_idx, dtype=np.int64)
-        take = np.asarray(sched_take, dtype=np.int64)
-        have, want_all = done_tokens[idx], target[idx]
-        prefilling = have < want_all
+        else:
+            idx = np.asarray(sched_idx, dtype=np.int64)
+            take = np.asarray(sched_take, dtype=np.int64)
+        if idx is not run_idx or sel is not None:
+            have = done_tokens[idx]
+            prefilling = have < target[idx]
         n_pre = int(np.count_nonzero(prefilling))
+        want_all = target[idx] if n_pre else None
         if n_pre:  # (a pure-decode step skips this arithmetic: the common case)
             tp, hp = take[prefilling], have[prefilling]
             pre_tok = float(tp.sum())
@@ -223,7 +246,7 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
             pre_tok = pairs = finishing = 0.0
             ctx = float(have.sum())
         pre_seqs, n_dec = float(n_pre), float(len(idx) - n_pre)
-        dec = ~prefilling
+        rem = None if n_pre else output[idx] - generated[idx]  # tokens each decoding request has left
         k = 1
         # the queue cannot move until a request finishes: it waits on max_num_seqs or on free blocks, not on
         # this step's token budget (decoding takes blocks, never frees them)
@@ -231,7 +254,7 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
         if not n_pre and (not waiting or blocked) and len(idx) == len(running):
             # pure decode until a request finishes or the next one arrives (that could be admitted): advance k
             # steps at once
-            k = int((output[idx] - generated[idx]).min())
+            k = int(rem.min())
             while k > 1 and int((-(-(have + k) // bt) - held[idx]).sum()) > free:
                 k //= 2
         dt1 = model.time(pre_tok, n_dec, ctx, pairs, pre_seqs, n_dec + finishing)
@@ -251,13 +274,14 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
         if n_pre:
             done_tokens[idx] = have + np.where(prefilling, take, k)
             completes_prompt = prefilling & (done_tokens[idx] >= want_all)
-            generated[idx] += np.where(dec, k, 0) + completes_prompt
+            generated[idx] += np.where(prefilling, 0, k) + completes_prompt
             newly = idx[completes_prompt & np.isnan(first[idx])]
             first[newly] = t
+            over = idx[generated[idx] >= output[idx]]
         else:
             done_tokens[idx] = have + k
-            generated[idx] += k
-        over = idx[generated[idx] >= output[idx]]
+            generated[idx] = output[idx] - (rem - k)
+            over = idx[rem <= k]
         if len(over):
             finish[over] = t
             free += int(held[over].sum())
