@@ -43,6 +43,7 @@ and 256; cards with >= 160 GiB get 16,384 and 1,024 for both (read in 0.33.0, ap
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -57,6 +58,7 @@ from ..tensors.state import weight_format
 CURRENT_VERSION = "0.33.0"
 
 
+@functools.lru_cache(maxsize=256)
 def version_tuple(text: str | None) -> tuple[int, int, int]:
     """``"0.6.3.post1"`` -> ``(0, 6, 3)``; ``"0.11.0rc2"``, ``"0.6.5.dev"``, ``"0.10.1.1"`` -> their release's
     first three numbers (a pre-release follows the rules of the release it leads to); None: the current one."""

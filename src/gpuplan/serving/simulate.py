@@ -31,6 +31,8 @@ import numpy as np
 
 from .steptime import StepModel
 
+_add = np.add.reduce  # ndarray.sum without its Python wrapper (the step loop sums small arrays ~6 times a step)
+
 
 @dataclass(frozen=True, kw_only=True)
 class Scheduler:
@@ -145,6 +147,7 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
         too_big |= prompt - hit > engine.max_num_batched_tokens
     waiting: list[int] = []
     running: list[int] = []
+    ra = None
     nxt, t, steps, preempt = 0, 0.0, 0, 0
     lag, busy, scheduled_at = model.async_host, False, 0.0  # async: this step was scheduled when the last began
     finished = int(too_big.sum())
@@ -170,22 +173,23 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
         sched_take: list[int] = []
         run_idx = run_take = None  # the running requests scheduled by the vectorized path (arrays)
         if running:  # running requests in order: the vectorized path unless the pool runs out (then preempt)
-            ra = np.fromiter(running, dtype=np.int64, count=len(running))
+            if ra is None:  # the running requests as an array, rebuilt when the set changes
+                ra = np.fromiter(running, dtype=np.int64, count=len(running))
             have_ra = done_tokens[ra]
             left = target[ra] - have_ra
             want = np.maximum(left, 1)  # a decode takes one token
-            wanted = int(want.sum())
+            wanted = int(_add(want))
             if wanted <= budget:  # all of them fit the budget whole (the usual step)
                 takes, sel = want, None
             else:
                 ahead = want.cumsum() - want
                 takes = np.minimum(np.maximum(budget - ahead, 0), want)
                 sel = takes > 0
-                wanted = int(takes.sum())
-            need = np.maximum(-(-(have_ra + takes) // bt) - held[ra], 0)
+                wanted = int(_add(takes))
+            need = np.maximum((have_ra + takes + (bt - 1)) // bt - held[ra], 0)
             if sel is not None:
                 need *= sel
-            total = int(need.sum())
+            total = int(_add(need))
             if total <= free:
                 if total:
                     held[ra] += need
@@ -194,6 +198,7 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
                 budget -= wanted
             else:
                 before = preempt
+                ra = None
                 budget, free, preempt = _schedule_with_preemption(
                     running, waiting, budget, free, preempt, bt, prompt, target, done_tokens, held, generated, hit,
                     sched_idx, sched_take)
@@ -210,6 +215,7 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
                 break
             waiting.pop(0)
             running.append(r)
+            ra = None
             free -= need
             held[r] += need
             sched_idx.append(r)
@@ -236,15 +242,21 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
             prefilling = have < target[idx]
         n_pre = int(np.count_nonzero(prefilling))
         want_all = target[idx] if n_pre else None
-        if n_pre:  # (a pure-decode step skips this arithmetic: the common case)
+        if n_pre == 1:  # one prompt chunk beside the decodes (the usual mixed step): scalars
+            j = int(prefilling.argmax())
+            tpj, hpj = int(take[j]), int(have[j])
+            pre_tok, pairs = float(tpj), float(tpj * (hpj + tpj / 2))
+            finishing = 1.0 if hpj + tpj >= int(want_all[j]) else 0.0
+            ctx = float(int(_add(have)) - hpj)
+        elif n_pre:  # (a pure-decode step skips this arithmetic: the common case)
             tp, hp = take[prefilling], have[prefilling]
-            pre_tok = float(tp.sum())
-            pairs = float((tp * (hp + tp / 2)).sum())
+            pre_tok = float(_add(tp))
+            pairs = float(_add(tp * (hp + tp / 2)))
             finishing = float(np.count_nonzero(hp + tp >= want_all[prefilling]))
-            ctx = float(have.sum() - hp.sum())
+            ctx = float(_add(have) - _add(hp))
         else:
             pre_tok = pairs = finishing = 0.0
-            ctx = float(have.sum())
+            ctx = float(_add(have))
         pre_seqs, n_dec = float(n_pre), float(len(idx) - n_pre)
         rem = None if n_pre else output[idx] - generated[idx]  # tokens each decoding request has left
         k = 1
@@ -255,7 +267,7 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
             # pure decode until a request finishes or the next one arrives (that could be admitted): advance k
             # steps at once
             k = int(rem.min())
-            while k > 1 and int((-(-(have + k) // bt) - held[idx]).sum()) > free:
+            while k > 1 and int(_add(-(-(have + k) // bt) - held[idx])) > free:
                 k //= 2
         dt1 = model.time(pre_tok, n_dec, ctx, pairs, pre_seqs, n_dec + finishing)
         if k > 1:
@@ -264,7 +276,7 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
                 k = max(1, min(k, int((arrive[nxt] - t) / dt_mid)))
             extra = np.maximum(-(-(have + k) // bt) + (have + 1) // -bt, 0)
             held[idx] += extra
-            free -= int(extra.sum())
+            free -= int(_add(extra))
             dt = dt1 + (k - 1) * dt_mid
         else:
             dt = dt1
@@ -272,7 +284,7 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
         t += dt
         steps += k
         if n_pre:
-            done_tokens[idx] = have + np.where(prefilling, take, k)
+            done_tokens[idx] = have + take  # k is 1 in a step with prompt tokens, and a decode takes 1
             completes_prompt = prefilling & (done_tokens[idx] >= want_all)
             generated[idx] += np.where(prefilling, 0, k) + completes_prompt
             newly = idx[completes_prompt & np.isnan(first[idx])]
@@ -284,10 +296,11 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
             over = idx[rem <= k]
         if len(over):
             finish[over] = t
-            free += int(held[over].sum())
+            free += int(_add(held[over]))
             held[over] = 0
             gone = set(over.tolist())
             running = [r for r in running if r not in gone]
+            ra = None
             finished += len(over)
             if users:
                 for _ in range(len(over)):
