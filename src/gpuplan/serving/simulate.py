@@ -186,13 +186,14 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
                 takes = np.minimum(np.maximum(budget - ahead, 0), want)
                 sel = takes > 0
                 wanted = int(_add(takes))
-            need = np.maximum((have_ra + takes + (bt - 1)) // bt - held[ra], 0)
+            held_ra = held[ra]
+            need = np.maximum((have_ra + takes + (bt - 1)) // bt - held_ra, 0)
             if sel is not None:
                 need *= sel
             total = int(_add(need))
             if total <= free:
                 if total:
-                    held[ra] += need
+                    held[ra] = held_ra + need
                     free -= total
                 run_idx, run_take = (ra, takes) if sel is None else (ra[sel], takes[sel])
                 budget -= wanted
