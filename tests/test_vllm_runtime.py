@@ -274,3 +274,14 @@ def test_hybrid_models_raise_the_attention_block_to_the_state_page_and_take_one_
     assert per_request == 3 * 1 + 1 * math.ceil(8_000 / block)
     # one block id: a page in each layer of a group, every page the attention page (the state page padded to it)
     assert page == groups * 800 * 4_096 > groups * 2 * 1_613_824
+
+
+def test_cuda_total_of_geforce_cards():
+    """cudaMemGetInfo's total, which the budget multiplies: an Ampere/Ada GeForce card shows its whole 24,576 MiB
+    (24 GiB) and vLLM logged 23.58 GiB on an RTX 3090 (vllm#10517): 24 - 0.42. A GeForce RTX 5090 shows
+    32,607 MiB (vllm#34076): the datacenter rule, usable 31.84 - 0.41 = 31.43 GiB."""
+    assert vllm.cuda_total_gib(load_gpu("rtx-3090")) == pytest.approx(23.58)
+    assert vllm.cuda_total_gib(load_gpu("rtx-4090")) == pytest.approx(23.58)
+    rtx5090 = load_gpu("rtx-5090")
+    assert vllm.cuda_total_gib(rtx5090) == pytest.approx(rtx5090.usable_gib - 0.41) == pytest.approx(31.43, abs=0.01)
+    assert vllm.cuda_total_gib(H100) == pytest.approx(79.19)

@@ -83,9 +83,9 @@ SGLANG_EARLY_MEM_FRACTION_STATIC = 0.88
 # cudaMemGetInfo's total sits below the usable memory nvidia-smi shows: H100 80GB 79.19 GiB in vLLM's logs
 # (llm-d-planner accuracy runs, vLLM 0.19; vLLM PR #10511: 79.22 GiB) against 79.6 GiB usable.
 CUDA_TOTAL_BELOW_USABLE_GIB = 0.41
-# GeForce cards: cudaMemGetInfo's total against the card's whole 24 GiB: RTX 3090 "total_gpu_memory=23.58GiB"
-# (vllm#10517) and "total_gpu_memory (23.58GiB)" (vLLM PR #14447); RTX 4090 23.55 GiB from vllm#13061's parts
-# (a check).
+# Ampere and Ada GeForce cards (nvidia-smi shows their whole 24,576 MiB): cudaMemGetInfo's total against that:
+# RTX 3090 "total_gpu_memory=23.58GiB" (vllm#10517) and "total_gpu_memory (23.58GiB)" (vLLM PR #14447); RTX 4090
+# 23.55 GiB from vllm#13061's parts (a check).
 CUDA_TOTAL_BELOW_CONSUMER_SIZE_GIB = 0.42
 # Non-torch memory the profiling run counts, in GiB. V0 (vLLM PR #10511 H100 logs, Dec 2024): 1.79 on one GPU,
 # 3.58 at TP 2. V1 up to 0.17: 0.13, 0.55 with TP (formulas.md section 8; llm-d-planner Qwen3-14B 0.15-0.17).

@@ -139,9 +139,10 @@ class Limits:
 
 def cuda_total_gib(gpu: GpuSpec) -> float:
     """What ``cudaMemGetInfo`` reports as total: the usable memory less the driver's own reserve
-    (H100 80GB: 79.19 GiB in vLLM's logs against 79.6 GiB usable). A GeForce card's GDDR is whole GiB and the
-    driver's reserve comes off that (RTX 3090: 23.58 of 24 GiB)."""
-    if gpu.segment == "consumer":
+    (H100 80GB: 79.19 GiB in vLLM's logs against 79.6 GiB usable). An Ampere or Ada GeForce card shows its whole
+    GDDR (24,576 MiB on a 3090 or 4090) and the driver's reserve comes off that (RTX 3090: 23.58 of 24 GiB); a
+    GeForce RTX 5090 shows 32,607 MiB (vllm#34076), the usable figure's rule."""
+    if gpu.segment == "consumer" and gpu.generation in ("Ampere", "Ada"):
         return gpu.memory_gib - oh.CUDA_TOTAL_BELOW_CONSUMER_SIZE_GIB
     return gpu.usable_gib - oh.CUDA_TOTAL_BELOW_USABLE_GIB
 
