@@ -39,7 +39,11 @@ from gpuplan.hardware import load_gpu  # noqa: E402
 from gpuplan.model.catalog import load_model  # noqa: E402
 from gpuplan.scenario import scenario_from  # noqa: E402
 from gpuplan.serving import capacity as cap  # noqa: E402
-from gpuplan.serving.simulate import vllm_engine  # noqa: E402
+
+try:  # this checkout
+    from gpuplan.serving.simulate import vllm_scheduler as vllm_engine
+except ImportError:  # older checkouts
+    from gpuplan.serving.simulate import vllm_engine
 from gpuplan.serving.steptime import step_model  # noqa: E402
 from gpuplan.serving.workload import Workload, load_workload  # noqa: E402
 

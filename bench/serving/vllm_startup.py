@@ -2,11 +2,11 @@
 
     python bench/serving/vllm_startup.py [--out bench/results/vllm_startup.md]
 
-For each case: the weights ("Model loading took"), the KV pool (GiB) and KV tokens gpuplan predicts against what
-vLLM printed. Positive error = gpuplan more generous than vLLM (the unsafe direction; for weights: gpuplan
-heavier). A pool vLLM logged as zero or negative (it refused to start) is scored as a verdict: does gpuplan's
-pool come out empty too. Prints the table, the median absolute error and the most generous row of each column,
-and writes them as markdown.
+For each case: the weights ("Model loading took"), the KV pool (GiB), KV tokens ("GPU KV cache size") and the
+concurrency ("Maximum concurrency for N tokens per request") gpuplan predicts against what vLLM printed. Positive
+error = gpuplan more generous than vLLM (the unsafe direction; for weights: gpuplan heavier). A pool vLLM logged as
+zero or negative (it refused to start) is scored as a verdict: does gpuplan's pool come out empty too. Prints the
+table, the median absolute error and the most generous row of each column, and writes them as markdown.
 """
 
 from __future__ import annotations
@@ -25,13 +25,14 @@ sys.path.insert(0, str(ROOT / "src"))
 from gpuplan import estimate  # noqa: E402
 
 
-def predict(scenario: dict) -> tuple[float, int, float]:
+def predict(scenario: dict) -> tuple[float, int, float, float]:
     scenario = {"task": "infer", "engine": "vllm", **scenario}
     if str(scenario["model"]).startswith("bench/"):
         scenario["model"] = str(ROOT / scenario["model"])
     memory = estimate(scenario, advise=False).memory
     engine = memory.engine
-    return engine["available_kv_cache_gib"], engine["kv_cache_tokens"], memory.weights_gib
+    return (engine["available_kv_cache_gib"], engine["kv_cache_tokens"], memory.weights_gib,
+            engine["max_concurrency_at_max_model_len"])
 
 
 def pct(pred: float, real: float) -> float:
@@ -47,13 +48,14 @@ def main() -> None:
     errors: dict[tuple[str, str], list[float]] = {}
     verdicts = []
     for c in cases:
-        kv, tokens, weights = predict(c["scenario"])
+        kv, tokens, weights, conc = predict(c["scenario"])
         refused = "kv_gib" in c and c["kv_gib"] <= 0
         e_kv = pct(kv, c["kv_gib"]) if "kv_gib" in c and not refused else None
         e_tok = pct(tokens, c["kv_tokens"]) if "kv_tokens" in c else None
         e_w = pct(weights, c["weights_gib"]) if "weights_gib" in c else None
+        e_c = pct(conc, c["concurrency"]) if "concurrency" in c else None
         role = "excluded" if c.get("excluded") else c.get("role", "check")
-        for what, err in (("KV pool", e_kv), ("KV tokens", e_tok), ("weights", e_w)):
+        for what, err in (("KV pool", e_kv), ("KV tokens", e_tok), ("weights", e_w), ("concurrency", e_c)):
             if err is not None:
                 errors.setdefault((what, role), []).append(err)
         if refused:

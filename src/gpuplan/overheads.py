@@ -83,11 +83,22 @@ SGLANG_EARLY_MEM_FRACTION_STATIC = 0.88
 # cudaMemGetInfo's total sits below the usable memory nvidia-smi shows: H100 80GB 79.19 GiB in vLLM's logs
 # (llm-d-planner accuracy runs, vLLM 0.19; vLLM PR #10511: 79.22 GiB) against 79.6 GiB usable.
 CUDA_TOTAL_BELOW_USABLE_GIB = 0.41
+# Ampere and Ada GeForce cards (nvidia-smi shows their whole 24,576 MiB): cudaMemGetInfo's total against that:
+# RTX 3090 "total_gpu_memory=23.58GiB" (vllm#10517) and "total_gpu_memory (23.58GiB)" (vLLM PR #14447); RTX 4090
+# 23.55 GiB from vllm#13061's parts (a check).
+CUDA_TOTAL_BELOW_CONSUMER_SIZE_GIB = 0.42
 # Non-torch memory the profiling run counts, in GiB. V0 (vLLM PR #10511 H100 logs, Dec 2024): 1.79 on one GPU,
 # 3.58 at TP 2. V1 up to 0.17: 0.13, 0.55 with TP (formulas.md section 8; llm-d-planner Qwen3-14B 0.15-0.17).
 # From 0.18 (llm-d-planner vLLM 0.18/0.19 H100 runs): 0.25 on one GPU; 2.07 at TP 2 and 2.13-2.17 at TP 4 (NCCL
 # and custom all-reduce buffers allocated during profiling): 2.0 + 0.035 per rank; 0.07 per pipeline stage.
 VLLM_V0_NON_TORCH_GIB = 1.79
+# V0 before 0.6.5 (vLLM PR #9352's accounting: all non-torch use after profiling, CUDA context included):
+# vllm#10517, vLLM V0 of Nov 2024, RTX 3090: "non_torch_memory=0.35GiB" (a calibration row of
+# bench/serving/vllm_startup_cases.yaml). V0 from 0.7.0 (PR #12126: baseline after loading): its H100 log
+# "non_torch_memory takes 0.16GiB"; vllm#13061 (0.7.2, 2x RTX 4090, TP 2) logged 0.25 and PR #14447's 3090
+# log 0.20 (checks).
+VLLM_V0_EARLY_NON_TORCH_GIB = 0.35
+VLLM_V0_LATE_NON_TORCH_GIB = 0.16
 VLLM_V1_EARLY_NON_TORCH_GIB = 0.13
 VLLM_V1_EARLY_NON_TORCH_TP_GIB = 0.55
 VLLM_NON_TORCH_GIB = 0.25
@@ -108,7 +119,19 @@ VLLM_FWD_HIDDEN_BYTES = 12
 VLLM_MXFP4_TRITON_HOPPER_LOAD = 0.0635
 VLLM_FWD_MLP_BYTES = 6
 VLLM_SAMPLER_BYTES = 15.2
+# Up to 0.16 the same llm-d-planner runs (8,192 batched tokens, 1,024 sequences) give 4.86 bytes per batched token
+# x vocab entry, which is 4.86 x 8,192 / 1,024 = 38.9 bytes per sampled row x vocab entry: V1's dummy run hands
+# the sampler one hidden state per request (gpu_model_runner.py ``_dummy_run`` returns
+# ``outputs[logit_indices]``), and vllm#27508 (gpt-oss-120b, 1,024 batched tokens = 1,024 rows, pool 1.71 GiB)
+# rules out the per-token reading (it would leave ~9 GiB).
+VLLM_SAMPLER_EARLY_BYTES = 4.86 * 8192 / 1024
+# V1 0.8 (the profiling run's logits over every batched token): the same 4.86 bytes per token x vocab entry
+# (vLLM PR #17122's 0.8.4 L40S log is a check of it).
 VLLM_LOGITS_ALL_BYTES = 4.86
+# V0 before 0.6.5: forward temporaries per batched token x hidden beside the MLP's (VLLM_FWD_MLP_BYTES):
+# vllm#10517, Llama-3.1-8B on an RTX 3090, peak_torch_memory 17.06 GiB - 14.99 weights - 0.12 logits = 1.95 GiB
+# at 20,000 tokens = 104.7 KB per token = 6 x 14,336 + 4.6 x 4,096.
+VLLM_V0_EARLY_FWD_HIDDEN_BYTES = 4.6
 # CUDA-graph estimate: each captured graph after the first adds ~8 MiB for a 32-layer model (vLLM's estimate of
 # 0.84 GiB for ~100 graphs of an 8B model, llm-d-planner vLLM 0.19 logs), i.e. 0.25 MiB per layer.
 VLLM_CUDAGRAPH_PER_GRAPH_LAYER_MIB = 0.25

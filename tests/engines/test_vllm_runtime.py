@@ -59,9 +59,91 @@ def test_v0_without_chunked_prefill_profiles_the_whole_context():
     assert mem.activation == pytest.approx(vllm.forward_peak(m, 16_384, 1) + 256 * 128_256 * 4)
 
 
-def test_v1_up_to_0_16_peak_scales_with_batched_tokens_times_vocab():
-    mem = vllm.startup_memory(sc(engine_version="0.16.0", max_model_len=8192), load_model("llama-3.1-8b"), H100)
-    assert mem.activation == pytest.approx(4.86 * 8192 * 128_256)  # 4.76 GiB, llm-d's older table
+def test_v1_up_to_0_16_sampler_peak_scales_with_sampled_rows_times_vocab():
+    """llm-d-planner's 0.16 H100 table: Llama-3.1-8B peak 4.76 GiB at 8,192 tokens and 1,024 sequences. V1's
+    dummy run hands the sampler one row per request, so per row: 4.76 GiB / (1,024 x 128,256) = 38.9 B."""
+    m = load_model("llama-3.1-8b")
+    mem = vllm.startup_memory(sc(engine_version="0.16.0", max_model_len=8192), m, H100)
+    assert mem.activation == pytest.approx(38.88 * 1024 * 128_256, rel=1e-3)
+    assert mem.activation / GIB == pytest.approx(4.76, rel=0.01)
+    # fewer batched tokens than sequences: only that many rows (2,048 tokens -> 1,024 rows still; 512 -> 512)
+    small = vllm.startup_memory(sc(engine_version="0.16.0", max_model_len=8192, max_num_batched_tokens=512), m, H100)
+    assert small.sampler_peak == pytest.approx(38.88 * 512 * 128_256, rel=1e-3)
+
+
+def test_gpt_oss_120b_at_1024_batched_tokens_keeps_the_sampler_peak_vllm27508():
+    """vllm#27508 (H100, torch 2.8 = vLLM 0.10.2 or 0.11.0): `--gpu-memory-utilization 0.95
+    --max-num-batched-tokens 1024` left 1.71 GiB. Budget ceil(79.19 x 0.95) = 75.23 GiB. The sampler keeps its
+    1,024 rows: 38.9 B x 1,024 x 201,088 = 7.46 GiB, as at 8,192 tokens (the per-token reading, 0.93 GiB, would
+    leave ~8 GiB). With the Marlin experts' 65.97 GiB (0.10.x): 75.23 - 65.97 - 7.46 - 0.13 - 0.12 = 1.55 GiB
+    (-9 %); with 0.11's Triton layout (64.38 GiB) 3.1 GiB: which release the log came from decides it."""
+    m = load_model("gpt-oss-120b")
+    for version, low, high in (("0.10.2", 1.4, 1.9), ("0.11.0", 2.9, 3.4)):
+        s = scenario_from(dict(model="gpt-oss-120b", task="infer", engine="vllm", gpu="h100-sxm",
+                               engine_version=version, gpu_memory_utilization=0.95, max_num_batched_tokens=1024))
+        mem = vllm.startup_memory(s, m, H100)
+        assert mem.sampler_peak / GIB == pytest.approx(7.46, rel=0.01)
+        assert low < mem.kv_pool / GIB < high
+
+
+def test_v1_0_8_logits_cover_every_batched_token_pr17122():
+    """vLLM PR #17122 (0.8.4, Llama-3.1-8B, one L40S, offline LLM, max_model_len 32,768) logged 158,656 KV
+    tokens; 0.8's profiling run took fp32 logits of all 8,192 batched tokens: 4.86 B x 8,192 x 128,256 =
+    4.76 GiB. The per-row reading (256 rows, 1.19 GiB) would give ~195,000 tokens (+23 %)."""
+    s = sc(engine_version="0.8.4", gpu="l40s", entry_point="offline", max_model_len=32_768)
+    mem = vllm.startup_memory(s, load_model("llama-3.1-8b"), load_gpu("l40s"))
+    assert mem.sampler_peak == pytest.approx(4.86 * 8192 * 128_256)
+    assert mem.kv_tokens == pytest.approx(158_656, rel=0.06)
+
+
+def test_v0_before_0_6_5_on_an_rtx_3090_vllm10517():
+    """vllm#10517 (vLLM V0, Nov 2024, RTX 3090 23.58 GiB, Llama-3.1-8B, 0.9): at max-model-len 20,000 the
+    profile took peak_torch_memory 17.06 GiB (weights 14.99), non_torch 0.35 GiB, kv 3.81 GiB (calibration);
+    at 29,000: peak 17.98, kv 2.89 GiB, 1,478 blocks = 23,648 tokens (the check). By hand at 29,000 tokens:
+    forward 29,000 x (6 x 14,336 + 4.6 x 4,096) = 3.04e9 B = 2.83 GiB, logits 256 x 128,256 x 4 = 0.12 GiB:
+    peak 2.95 GiB above the weights (logged 2.99)."""
+    g = load_gpu("rtx-3090")
+    m = load_model("llama-3.1-8b")
+    s = sc(engine_version="0.6.4", gpu=g.id, gpu_memory_utilization=0.9, max_model_len=29_000)
+    mem = vllm.startup_memory(s, m, g, total_gib=23.58)
+    assert mem.non_torch / GIB == 0.35
+    assert mem.forward_peak == pytest.approx(29_000 * (6 * 14_336 + 4.6 * 4096))
+    assert mem.activation / GIB == pytest.approx(17.98 - 14.99, abs=0.06)
+    assert mem.kv_pool / GIB == pytest.approx(2.89, rel=0.03)
+    assert mem.num_blocks == pytest.approx(1478, rel=0.03)
+
+
+def test_v0_from_0_7_counts_little_non_torch_memory_even_at_tp2_vllm13061():
+    """vllm#13061 (0.7.2, 2x RTX 4090, R1-Distill-Qwen-14B, TP 2, 0.98): non_torch 0.25 GiB, activation
+    0.19 GiB, KV 8.69 GiB on rank 0 (PR #12126's H100 log: 0.16 GiB, the constant)."""
+    g = load_gpu("rtx-4090")
+    s = scenario_from(dict(model="deepseek-r1-distill-qwen-14b", task="infer", engine="vllm", gpu=g.id,
+                           engine_version="0.7.2", gpu_memory_utilization=0.98, tp=2, num_gpus=2))
+    mem = vllm.startup_memory(s, load_model("deepseek-r1-distill-qwen-14b"), g)
+    assert mem.non_torch / GIB == 0.16
+    assert mem.kv_pool / GIB == pytest.approx(8.69, rel=0.03)
+
+
+def test_mla_latent_is_replicated_and_pipeline_stages_size_the_pool_pr20665():
+    """vLLM PR #20665: DeepSeek-V2-Lite on L4s, TP 2 x PP 2, max-model-len 1,024: rank 0 12.13 GiB, 807,792
+    tokens. MLA keeps (512 + 64) x 2 B = 1,152 B per token and layer on every TP rank; the first stage holds 14
+    of 27 layers: 12.13 GiB / (14 x 1,152 B) = 807,552 tokens, the log's count within 0.03 %."""
+    from pathlib import Path
+
+    path = str(Path(__file__).resolve().parent.parent / "bench/models/DeepSeek-V2-Lite.json")
+    s = scenario_from(dict(model=path, task="infer", engine="vllm", gpu="nvidia-l4", engine_version="0.9.2",
+                           max_model_len=1024, enforce_eager=True, tp=2, pp=2, num_gpus=4))
+    from gpuplan.model.catalog import load_model as load
+
+    m = load(path)
+    first = vllm.stages(m, 2)[0]
+    assert len(first.layers) == 14
+    lim = vllm.scheduler_limits(s, m, load_gpu("nvidia-l4"))
+    page, per_request = vllm.kv_geometry(s, m, first, lim)
+    assert page == 16 * 14 * 1152 and per_request == 1024 // 16
+    mem = vllm.startup_memory(s, m, load_gpu("nvidia-l4"))
+    assert mem.kv_tokens == pytest.approx(807_792, rel=0.06)
+    assert mem.max_concurrency == pytest.approx(788.86, rel=0.06)
 
 
 def test_cuda_graph_estimate_comes_out_of_the_budget_from_0_21_only():
@@ -78,10 +160,11 @@ def test_cuda_graph_estimate_comes_out_of_the_budget_from_0_21_only():
 def test_non_torch_memory_by_release_tp_and_pp():
     m = load_model("llama-3.1-8b")
     nt = {key: vllm.rules(sc(engine_version=v, tp=tp, pp=pp, num_gpus=tp * pp)).non_torch_gib
-          for key, (v, tp, pp) in {"v0": ("0.6.5", 1, 1), "v0tp2": ("0.6.5", 2, 1), "early": ("0.16.0", 1, 1),
+          for key, (v, tp, pp) in {"v0": ("0.6.5", 1, 1), "v0tp2": ("0.6.5", 2, 1), "v0.6.4": ("0.6.4", 1, 1),
+                                   "v0.7": ("0.7.2", 2, 1), "early": ("0.16.0", 1, 1),
                                    "tp1": ("0.19.0", 1, 1), "tp2": ("0.19.0", 2, 1), "pp2": ("0.19.0", 1, 2)}.items()}
-    assert nt == {"v0": 1.79, "v0tp2": 3.58, "early": 0.13, "tp1": 0.25, "tp2": pytest.approx(2.07),
-                  "pp2": 0.07}
+    assert nt == {"v0": 1.79, "v0tp2": 3.58, "v0.6.4": 0.35, "v0.7": 0.16, "early": 0.13, "tp1": 0.25,
+                  "tp2": pytest.approx(2.07), "pp2": 0.07}
     assert m.num_layers == 32
 
 
@@ -191,3 +274,14 @@ def test_hybrid_models_raise_the_attention_block_to_the_state_page_and_take_one_
     assert per_request == 3 * 1 + 1 * math.ceil(8_000 / block)
     # one block id: a page in each layer of a group, every page the attention page (the state page padded to it)
     assert page == groups * 800 * 4_096 > groups * 2 * 1_613_824
+
+
+def test_cuda_total_of_geforce_cards():
+    """cudaMemGetInfo's total, which the budget multiplies: an Ampere/Ada GeForce card shows its whole 24,576 MiB
+    (24 GiB) and vLLM logged 23.58 GiB on an RTX 3090 (vllm#10517): 24 - 0.42. A GeForce RTX 5090 shows
+    32,607 MiB (vllm#34076): the datacenter rule, usable 31.84 - 0.41 = 31.43 GiB."""
+    assert vllm.cuda_total_gib(load_gpu("rtx-3090")) == pytest.approx(23.58)
+    assert vllm.cuda_total_gib(load_gpu("rtx-4090")) == pytest.approx(23.58)
+    rtx5090 = load_gpu("rtx-5090")
+    assert vllm.cuda_total_gib(rtx5090) == pytest.approx(rtx5090.usable_gib - 0.41) == pytest.approx(31.43, abs=0.01)
+    assert vllm.cuda_total_gib(H100) == pytest.approx(79.19)

@@ -21,11 +21,14 @@ Rules by release (each dated by the log or source it comes from; :func:`rules` p
 
 - V0 engine (< 0.8): the profiling run takes the whole ``max_model_len`` at once when chunked prefill is off
   (``max_num_batched_tokens = max(max_model_len, 2048)``), its peak is the forward of those tokens plus fp32
-  logits of ``max_num_seqs`` rows; non-torch memory 1.79 GiB on one GPU and 3.58 GiB at TP 2 (vLLM PR #10511's
-  H100 logs, Dec 2024).
-- V1 up to 0.16: the peak scales with ``max_num_batched_tokens x vocab`` (4.86 bytes per element: Llama-3.1-8B
-  4.76 GiB, Qwen3-14B 5.64 GiB at 8,192 tokens, llm-d-planner's vLLM 0.15/0.16 H100 runs); non-torch 0.13 GiB,
-  0.55 GiB with TP.
+  logits of ``max_num_seqs`` rows. Non-torch memory by accounting: 0.35 GiB before 0.6.5 (vllm#10517, RTX 3090,
+  CUDA context included), 1.79 GiB on one GPU and 3.58 GiB at TP 2 in 0.6.5-0.6.x (vLLM PR #10511's H100
+  logs), 0.16 GiB from 0.7 (PR #12126's H100 log). Before 0.6.5 the forward peak per token is the MLP's plus
+  4.6 bytes x hidden (vllm#10517: 1.95 GiB at 20,000 tokens), 12 after.
+- V1 0.8: fp32 logits of every batched token, 4.86 bytes per token x vocab entry.
+- V1 0.9 to 0.16: the sampler's dummy run over ``max_num_seqs`` rows holds 38.9 bytes per row x vocab entry
+  (Llama-3.1-8B 4.76 GiB, Qwen3-14B 5.64 GiB at 1,024 sequences, llm-d-planner's vLLM 0.15/0.16 H100 runs;
+  vllm#27508's gpt-oss-120b at 1,024 batched tokens keeps it); non-torch 0.13 GiB, 0.55 GiB with TP.
 - V1 from 0.17: the peak is the larger of the forward and the sampler's ``max_num_seqs x vocab`` sort (15.2
   bytes per element: Llama-3.1-8B 1.89 GiB, Qwen2.5-7B 2.21 GiB, Gemma-2 3.64 GiB at 1,024 sequences, llm-d-planner
   vLLM 0.17-0.19 runs); non-torch 0.25 GiB on one GPU, ~2.1 GiB at TP >= 2 (NCCL and custom all-reduce buffers
@@ -40,6 +43,7 @@ and 256; cards with >= 160 GiB get 16,384 and 1,024 for both (read in 0.33.0, ap
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -55,6 +59,7 @@ from ..tensors.state import weight_format
 CURRENT_VERSION = "0.33.0"
 
 
+@functools.lru_cache(maxsize=256)
 def version_tuple(text: str | None) -> tuple[int, int, int]:
     """``"0.6.3.post1"`` -> ``(0, 6, 3)``; ``"0.11.0rc2"``, ``"0.6.5.dev"``, ``"0.10.1.1"`` -> their release's
     first three numbers (a pre-release follows the rules of the release it leads to); None: the current one."""
@@ -70,7 +75,9 @@ class Rules:
 
     version: str
     engine: str  # v0 | v1
-    logits_all_tokens: bool  # V1 <= 0.16: the peak scales with batched tokens x vocab
+    logits_all_tokens: bool  # V1 0.8: the profiling run's logits cover every batched token
+    sampler_bytes: float  # V1 from 0.9: bytes per sampled row x vocab entry of the dummy sampler run
+    v0_hidden_bytes: float  # V0: forward temporaries per batched token x hidden
     cudagraphs_in_budget: bool  # >= 0.21
     non_torch_gib: float
 
@@ -82,7 +89,10 @@ class Rules:
 def rules(s: Scenario) -> Rules:
     v = version_tuple(s.engine_version)
     text = s.engine_version or CURRENT_VERSION
-    return Rules(version=text, engine="v0" if v < (0, 8, 0) else "v1", logits_all_tokens=(0, 8, 0) <= v < (0, 17, 0),
+    return Rules(version=text, engine="v0" if v < (0, 8, 0) else "v1",
+                 logits_all_tokens=(0, 8, 0) <= v < (0, 9, 0),
+                 sampler_bytes=oh.VLLM_SAMPLER_EARLY_BYTES if v < (0, 17, 0) else oh.VLLM_SAMPLER_BYTES,
+                 v0_hidden_bytes=oh.VLLM_V0_EARLY_FWD_HIDDEN_BYTES if v < (0, 6, 5) else oh.VLLM_FWD_HIDDEN_BYTES,
                  cudagraphs_in_budget=v >= (0, 21, 0) and not s.enforce_eager, non_torch_gib=_non_torch_gib(v, s))
 
 
@@ -101,9 +111,16 @@ def reserve_full_sequence(s: Scenario) -> bool:
 
 
 def _non_torch_gib(v: tuple[int, int, int], s: Scenario) -> float:
-    """Memory outside torch that the profiling run counts (NCCL, custom all-reduce, cuBLAS workspaces)."""
-    if v < (0, 8, 0):
+    """Memory outside torch that the profiling run counts (NCCL, custom all-reduce, cuBLAS workspaces). V0 changed
+    what it counts twice: before 0.6.5 (vLLM PR #9352's accounting) the whole non-torch use after profiling, the
+    CUDA context included; in 0.6.5-0.6.x (PR #10511) the increase since a baseline taken before the model loads;
+    from 0.7.0 (PR #12126) a baseline taken after it."""
+    if v < (0, 6, 5):
+        return oh.VLLM_V0_EARLY_NON_TORCH_GIB
+    if v < (0, 7, 0):
         return oh.VLLM_V0_NON_TORCH_GIB * (2 if s.tp > 1 else 1)
+    if v < (0, 8, 0):
+        return oh.VLLM_V0_LATE_NON_TORCH_GIB
     if v < (0, 18, 0):
         return oh.VLLM_V1_EARLY_NON_TORCH_TP_GIB if s.tp > 1 else oh.VLLM_V1_EARLY_NON_TORCH_GIB
     if s.tp > 1:
@@ -123,7 +140,11 @@ class Limits:
 
 def cuda_total_gib(gpu: GpuSpec) -> float:
     """What ``cudaMemGetInfo`` reports as total: the usable memory less the driver's own reserve
-    (H100 80GB: 79.19 GiB in vLLM's logs against 79.6 GiB usable)."""
+    (H100 80GB: 79.19 GiB in vLLM's logs against 79.6 GiB usable). An Ampere or Ada GeForce card shows its whole
+    GDDR (24,576 MiB on a 3090 or 4090) and the driver's reserve comes off that (RTX 3090: 23.58 of 24 GiB); a
+    GeForce RTX 5090 shows 32,607 MiB (vllm#34076), the usable figure's rule."""
+    if gpu.segment == "consumer" and gpu.generation in ("Ampere", "Ada"):
+        return gpu.memory_gib - oh.CUDA_TOTAL_BELOW_CONSUMER_SIZE_GIB
     return gpu.usable_gib - oh.CUDA_TOTAL_BELOW_USABLE_GIB
 
 
@@ -216,7 +237,7 @@ def mxfp4_padding(m: ModelSpec, tp: int, gpu: GpuSpec | None, version: str | Non
 
 
 # ---- the profiling run -----------------------------------------------------------------------------
-def forward_peak(m: ModelSpec, tokens: int, tp: int) -> float:
+def forward_peak(m: ModelSpec, tokens: int, tp: int, hidden_bytes: float = oh.VLLM_FWD_HIDDEN_BYTES) -> float:
     """Peak temporaries of one layer's forward for ``tokens`` batched tokens (torch.compile'd vLLM model):
     the residual stream, norms and attention in/out (``VLLM_FWD_HIDDEN_BYTES·h`` per token) beside the larger of
     the MLP (gate/up output and activation: ``VLLM_FWD_MLP_BYTES·i/t``) and the fused-MoE caches (top-k copies
@@ -234,14 +255,17 @@ def forward_peak(m: ModelSpec, tokens: int, tp: int) -> float:
         chunk = min(tokens, 32_768)
         moe = chunk * m.experts_per_token * (3 * inter / tp + h) * 2 + tokens * m.num_experts * 4
         mlp = max(mlp, moe)
-    return tokens * oh.VLLM_FWD_HIDDEN_BYTES * h + mlp
+    return tokens * hidden_bytes * h + mlp
 
 
 def profile_peak(r: Rules, m: ModelSpec, lim: Limits, stage: Stage, tp: int) -> tuple[float, float]:
     """(forward, sampler) peaks of the profiling run on one GPU of ``stage``; the worker's peak is the larger
-    (V0: their sum, logits of ``max_num_seqs`` rows in fp32)."""
+    (V0: their sum, logits of ``max_num_seqs`` rows in fp32). V1's dummy run returns the hidden states of one
+    token per request (``_dummy_run``: ``outputs[logit_indices]``, in the code from 0.10), so the sampler's rows
+    are ``min(max_num_seqs, max_num_batched_tokens)``; in 0.8 the logits covered every batched token (PR #17122's
+    0.8.4 L40S log fits that reading at +4.7 %, the per-row one at +23 %); 0.9 is put with the later rule, unpinned."""
     tokens = lim.max_num_batched_tokens
-    fwd = forward_peak(m, tokens, tp)
+    fwd = forward_peak(m, tokens, tp, r.v0_hidden_bytes if r.engine == "v0" else oh.VLLM_FWD_HIDDEN_BYTES)
     if not stage.last:
         return fwd, 0.0
     rows = min(lim.max_num_seqs, tokens)
@@ -249,7 +273,7 @@ def profile_peak(r: Rules, m: ModelSpec, lim: Limits, stage: Stage, tp: int) -> 
         return fwd, rows * m.vocab_size * 4.0
     if r.logits_all_tokens:
         return fwd, oh.VLLM_LOGITS_ALL_BYTES * tokens * m.vocab_size
-    return fwd, oh.VLLM_SAMPLER_BYTES * rows * m.vocab_size
+    return fwd, r.sampler_bytes * rows * m.vocab_size
 
 
 def capture_sizes(max_num_seqs: int, gpu: GpuSpec | None) -> list[int]:

@@ -31,6 +31,8 @@ import numpy as np
 
 from .steptime import StepModel
 
+_add = np.add.reduce  # ndarray.sum without its Python wrapper (the step loop sums small arrays ~6 times a step)
+
 
 @dataclass(frozen=True, kw_only=True)
 class Scheduler:
@@ -145,6 +147,7 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
         too_big |= prompt - hit > engine.max_num_batched_tokens
     waiting: list[int] = []
     running: list[int] = []
+    ra = None
     nxt, t, steps, preempt = 0, 0.0, 0, 0
     lag, busy, scheduled_at = model.async_host, False, 0.0  # async: this step was scheduled when the last began
     finished = int(too_big.sum())
@@ -168,20 +171,35 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
         budget = engine.max_num_batched_tokens
         sched_idx: list[int] = []
         sched_take: list[int] = []
+        run_idx = run_take = None  # the running requests scheduled by the vectorized path (arrays)
         if running:  # running requests in order: the vectorized path unless the pool runs out (then preempt)
-            ra = np.fromiter(running, dtype=np.int64, count=len(running))
-            left = target[ra] - done_tokens[ra]
-            want = np.where(left > 0, left, 1)
-            takes = np.clip(budget - (np.cumsum(want) - want), 0, want)
-            need = np.maximum(-(-(done_tokens[ra] + takes) // bt) - held[ra], 0) * (takes > 0)
-            if need.sum() <= free:
+            if ra is None:  # the running requests as an array, rebuilt when the set changes
+                ra = np.fromiter(running, dtype=np.int64, count=len(running))
+            have_ra = done_tokens[ra]
+            left = target[ra] - have_ra
+            want = np.maximum(left, 1)  # a decode takes one token
+            wanted = int(_add(want))
+            if wanted <= budget:  # all of them fit the budget whole (the usual step)
+                takes, sel = want, None
+            else:
+                ahead = want.cumsum() - want
+                takes = np.minimum(np.maximum(budget - ahead, 0), want)
                 sel = takes > 0
-                held[ra] += need
-                free -= int(need.sum())
-                sched_idx, sched_take = ra[sel].tolist(), takes[sel].tolist()
-                budget -= int(takes.sum())
+                wanted = int(_add(takes))
+            held_ra = held[ra]
+            need = np.maximum((have_ra + takes + (bt - 1)) // bt - held_ra, 0)
+            if sel is not None:
+                need *= sel
+            total = int(_add(need))
+            if total <= free:
+                if total:
+                    held[ra] = held_ra + need
+                    free -= total
+                run_idx, run_take = (ra, takes) if sel is None else (ra[sel], takes[sel])
+                budget -= wanted
             else:
                 before = preempt
+                ra = None
                 budget, free, preempt = _schedule_with_preemption(
                     running, waiting, budget, free, preempt, bt, prompt, target, done_tokens, held, generated, hit,
                     sched_idx, sched_take)
@@ -198,32 +216,50 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
                 break
             waiting.pop(0)
             running.append(r)
+            ra = None
             free -= need
             held[r] += need
             sched_idx.append(r)
             sched_take.append(take)
             budget -= take
-        if not sched_idx:  # nothing fits: wait for the next arrival (cannot happen with requests running)
+        if run_idx is not None and len(run_idx):
+            if sched_idx:
+                idx = np.concatenate((run_idx, np.asarray(sched_idx, dtype=np.int64)))
+                take = np.concatenate((run_take, np.asarray(sched_take, dtype=np.int64)))
+            else:
+                idx, take = run_idx, run_take
+                if sel is None:  # every running request, in order: their tokens are known already
+                    have, prefilling = have_ra, left > 0
+        elif not sched_idx:  # nothing fits: wait for the next arrival (cannot happen with requests running)
             if nxt >= n:
                 break
             t, busy = max(t, float(arrive[nxt])), False
             continue
-        idx = np.asarray(sched_idx, dtype=np.int64)
-        take = np.asarray(sched_take, dtype=np.int64)
-        have, want_all = done_tokens[idx], target[idx]
-        prefilling = have < want_all
+        else:
+            idx = np.asarray(sched_idx, dtype=np.int64)
+            take = np.asarray(sched_take, dtype=np.int64)
+        if idx is not run_idx or sel is not None:
+            have = done_tokens[idx]
+            prefilling = have < target[idx]
         n_pre = int(np.count_nonzero(prefilling))
-        if n_pre:  # (a pure-decode step skips this arithmetic: the common case)
+        want_all = target[idx] if n_pre else None
+        if n_pre == 1:  # one prompt chunk beside the decodes (the usual mixed step): scalars
+            j = int(prefilling.argmax())
+            tpj, hpj = int(take[j]), int(have[j])
+            pre_tok, pairs = float(tpj), float(tpj * (hpj + tpj / 2))
+            finishing = 1.0 if hpj + tpj >= int(want_all[j]) else 0.0
+            ctx = float(int(_add(have)) - hpj)
+        elif n_pre:  # (a pure-decode step skips this arithmetic: the common case)
             tp, hp = take[prefilling], have[prefilling]
-            pre_tok = float(tp.sum())
-            pairs = float((tp * (hp + tp / 2)).sum())
+            pre_tok = float(_add(tp))
+            pairs = float(_add(tp * (hp + tp / 2)))
             finishing = float(np.count_nonzero(hp + tp >= want_all[prefilling]))
-            ctx = float(have.sum() - hp.sum())
+            ctx = float(_add(have) - _add(hp))
         else:
             pre_tok = pairs = finishing = 0.0
-            ctx = float(have.sum())
+            ctx = float(_add(have))
         pre_seqs, n_dec = float(n_pre), float(len(idx) - n_pre)
-        dec = ~prefilling
+        rem = None if n_pre else output[idx] - generated[idx]  # tokens each decoding request has left
         k = 1
         # the queue cannot move until a request finishes: it waits on max_num_seqs or on free blocks, not on
         # this step's token budget (decoding takes blocks, never frees them)
@@ -231,8 +267,8 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
         if not n_pre and (not waiting or blocked) and len(idx) == len(running):
             # pure decode until a request finishes or the next one arrives (that could be admitted): advance k
             # steps at once
-            k = int((output[idx] - generated[idx]).min())
-            while k > 1 and int((-(-(have + k) // bt) - held[idx]).sum()) > free:
+            k = int(rem.min())
+            while k > 1 and int(_add(-(-(have + k) // bt) - held[idx])) > free:
                 k //= 2
         dt1 = model.time(pre_tok, n_dec, ctx, pairs, pre_seqs, n_dec + finishing)
         if k > 1:
@@ -241,7 +277,7 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
                 k = max(1, min(k, int((arrive[nxt] - t) / dt_mid)))
             extra = np.maximum(-(-(have + k) // bt) + (have + 1) // -bt, 0)
             held[idx] += extra
-            free -= int(extra.sum())
+            free -= int(_add(extra))
             dt = dt1 + (k - 1) * dt_mid
         else:
             dt = dt1
@@ -249,21 +285,23 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
         t += dt
         steps += k
         if n_pre:
-            done_tokens[idx] = have + np.where(prefilling, take, k)
+            done_tokens[idx] = have + take  # k is 1 in a step with prompt tokens, and a decode takes 1
             completes_prompt = prefilling & (done_tokens[idx] >= want_all)
-            generated[idx] += np.where(dec, k, 0) + completes_prompt
+            generated[idx] += np.where(prefilling, 0, k) + completes_prompt
             newly = idx[completes_prompt & np.isnan(first[idx])]
             first[newly] = t
+            over = idx[generated[idx] >= output[idx]]
         else:
             done_tokens[idx] = have + k
-            generated[idx] += k
-        over = idx[generated[idx] >= output[idx]]
+            generated[idx] = output[idx] - (rem - k)
+            over = idx[rem <= k]
         if len(over):
             finish[over] = t
-            free += int(held[over].sum())
+            free += int(_add(held[over]))
             held[over] = 0
             gone = set(over.tolist())
             running = [r for r in running if r not in gone]
+            ra = None
             finished += len(over)
             if users:
                 for _ in range(len(over)):
