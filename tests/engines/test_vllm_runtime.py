@@ -130,7 +130,7 @@ def test_mla_latent_is_replicated_and_pipeline_stages_size_the_pool_pr20665():
     of 27 layers: 12.13 GiB / (14 x 1,152 B) = 807,552 tokens, the log's count within 0.03 %."""
     from pathlib import Path
 
-    path = str(Path(__file__).resolve().parent.parent / "bench/models/DeepSeek-V2-Lite.json")
+    path = str(Path(__file__).resolve().parents[2] / "bench/models/DeepSeek-V2-Lite.json")
     s = scenario_from(dict(model=path, task="infer", engine="vllm", gpu="nvidia-l4", engine_version="0.9.2",
                            max_model_len=1024, enforce_eager=True, tp=2, pp=2, num_gpus=4))
     from gpuplan.model.catalog import load_model as load

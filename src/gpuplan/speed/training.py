@@ -41,6 +41,7 @@ estimate runs a GEMM faster than its shape allows on the card (the ceiling ``tes
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from .. import overheads as oh
 from ..hardware import GpuSpec, Network
@@ -102,26 +103,87 @@ def _sharded_weight_bytes(s: Scenario, m: ModelSpec) -> float:
     return sum(m.weight_bytes(fmt, skip=skip).values()) / (s.tp * s.pp)
 
 
+@dataclass(frozen=True, kw_only=True)
+class _Micro:
+    """One micro-step's GPU work on one rank, by kind (seconds), and how much of a forward its recomputation
+    runs again."""
+
+    gemm: float
+    lora: float
+    attention: float
+    elementwise: float
+    extra: float  # QLoRA's dequantization and fp8's casts
+    recompute: float  # the re-run share of a forward pass
+    rest_again: float  # the element-wise ops' and adapters' re-run share
+    attention_passes: float  # attention's forward, its re-run and its backward, in forwards
+
+    @property
+    def gpu_busy(self) -> float:
+        return self.gemm + self.lora + self.attention + self.elementwise + self.extra
+
+
 def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None = None) -> Speed:
-    """Step time and tokens/s of ``s`` on ``gpu`` over ``network`` (see the module docstring)."""
+    """Step time and tokens/s of ``s`` on ``gpu`` over ``network`` (see the module docstring): one micro-step's
+    GPU work and host work, its communication, then the step's accumulation, synchronization, optimizer and
+    pipeline bubble."""
     network = network or Network()
     dtype = compute_dtype(s)
-    tp, pp, dp, accum = s.tp, s.pp, s.dp, s.grad_accum_steps
-    cp = s.cp  # context parallel (Megatron): each rank runs seq_len / cp tokens of every sequence
-    share = 1 / pp  # each pipeline stage holds this share of the layers
-    tokens = s.micro_batch_size * s.seq_len // cp
-    megatron_selective = s.framework == "megatron" and s.grad_checkpointing == "selective"
-    rc = stack_for(s).recompute(s, m)
-    full = s.method == "full"
-    kernel = attention_kernel(s, m)
+    tokens = s.micro_batch_size * s.seq_len // s.cp  # context parallel: each rank runs seq_len / cp tokens
     assumptions: list[str] = []
+    kern = stack_for(s).kernels(s)
+    work = _micro_work(s, m, gpu, dtype, tokens, kern, assumptions)
+    host, deepspeed_zero3 = _host_s(s, m, tokens, kern, work.rest_again)
+    busy = smooth_max(work.gpu_busy, host, oh.HOST_GPU_OVERLAP_SHARPNESS)
+    if kern.why:
+        assumptions.append(f"{s.framework} kernels: {kern.text}")
+    forward_time = busy / (3 + work.recompute)  # forward share of the micro-step; the backward is about twice it
+    comm = _Comms(s, m, gpu, network, assumptions)
+    cp_comm = comm.context_parallel_s(tokens, work)
+    tp_comm = comm.tensor_parallel_s(tokens)
+    gather, reduce, sync = comm.data_parallel_s(forward_time, 2 * forward_time)
+    offload, activations_offload = _offload_s(s, m, forward_time, 2 * forward_time, comm.pcie, assumptions)
+    micro = busy + tp_comm + cp_comm + gather + reduce + offload + activations_offload
+    optimizer = _optimizer_s(s, m, gpu, comm.pcie, assumptions)
+    loop = oh.TRAINER_STEP_OVERHEAD_S + s.grad_accum_steps * oh.DATALOADER_S_PER_MICRO_STEP
+    # 1F1B: p-1 micro-steps of fill and drain per step; interleaved over v virtual stages, (p-1)/v of them
+    # (Narayanan et al. 2021, section 2.2.2: bubble fraction (p-1)/(m·v))
+    bubble = (s.pp - 1) / s.vpp * micro
+    step = s.grad_accum_steps * micro + bubble + sync + optimizer + loop
+    straggle = step * (1 / oh.MULTINODE_STRAGGLER - 1) if s.num_nodes > 1 else 0.0
+    step += straggle
+    k = s.grad_accum_steps
+    parts = {"gemm": k * work.gemm, "attention": k * work.attention, "elementwise": k * work.elementwise,
+             "lora_adapters": k * work.lora, "dequant_and_casts": k * work.extra,
+             "host_overhead": k * busy - k * work.gpu_busy, "tensor_parallel": k * tp_comm,
+             "context_parallel": k * cp_comm, "zero3_gathers": k * gather, "gradient_sync": k * reduce + sync,
+             "offload": k * offload, "activation_offload": k * activations_offload, "pipeline_bubble": bubble,
+             "optimizer": optimizer, "trainer_loop": loop, "stragglers": straggle}
+    speed = _speed(s, m, gpu, dtype, {k: v for k, v in parts.items() if v > 0}, step, tokens * k * s.dp * s.cp,
+                   k * busy, assumptions)
+    speed.assumptions.insert(0, _summary(s, gpu, dtype, tokens, speed))
+    if s.world_size > 1:
+        speed.assumptions.append(f"collectives over {comm.dp_link.label if s.num_nodes > 1 else comm.intra.label}"
+                                 + ("; DeepSpeed ZeRO-3 module hooks on every pass" if deepspeed_zero3 else ""))
+    widen = []
+    if gpu.vendor != "NVIDIA":
+        widen.append("other vendor")
+    if s.num_nodes > 1 and not network.inter_node:
+        widen.append("no fabric data")
+    return speed.with_range("train", *widen)
 
-    # ---- GPU work of one micro-step ------------------------------------------------------------------
+
+def _micro_work(s: Scenario, m: ModelSpec, gpu: GpuSpec, dtype: str, tokens: int, kern, assumptions: list[str]
+                ) -> _Micro:
+    """The GPU work of one micro-step: the linears' GEMMs (forward, activation and weight gradients, what the
+    checkpointing runs again), the head, adapters, attention, element-wise ops and loss, dequantization and casts."""
+    tp, share, full = s.tp, 1 / s.pp, s.method == "full"  # each pipeline stage holds 1/pp of the layers
+    rc = stack_for(s).recompute(s, m)
+    kernel = attention_kernel(s, m)
     act_bytes = 1.0 if dtype == "fp8" else (4.0 if dtype == "tf32" else 2.0)
     forward = linears_s(m, gpu, dtype, tokens, tp=tp, layers=share, act_bytes=act_bytes, weight_bytes=act_bytes)
     # recomputation (the stack's checkpointing, its Recompute): the re-run linears' GEMMs; a selective policy
     # keeps attention's output and re-runs the element-wise ops and adapters, full checkpointing all of a layer
-    if megatron_selective:  # recompute_modules core_attn: attention's forward again, nothing else
+    if s.framework == "megatron" and s.grad_checkpointing == "selective":  # core_attn: attention's forward again
         again, attention_again, rest_again = 0.0, 1.0, 0.0
     elif rc.selective:
         again = linears_s(m, gpu, dtype, tokens, tp=tp, layers=share, act_bytes=act_bytes, weight_bytes=act_bytes,
@@ -131,29 +193,36 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
         again = forward * rc.layers
         attention_again = rest_again = rc.layers
     head = lm_head_s(m, gpu, "bf16" if dtype == "fp8" else dtype, tokens, tp=tp) * share
-    gemm = forward * (2 + full) + again + head * (2 + full)
     targets = lora_targets(s, m) if not full else frozenset()
-    kern = stack_for(s).kernels(s)
     lora = lora_s(m, gpu, tokens, s.lora_rank, targets, tp=tp, layers=share,
                   dropout=s.lora_dropout > 0 and kern.lora_dropout,
                   bytes_per_output=kern.lora_bytes_per_output) * (3 + rest_again) if targets else 0.0
     # under CP each rank's queries meet every key of the sequence: 1/cp of the sequence's attention work
+    passes = 1 + attention_again + (oh.ATTENTION_BACKWARD_FLOP_RATIO if kernel != "eager" else 2)
     attention = attention_s(m, gpu, "bf16" if dtype == "fp8" else dtype, s.micro_batch_size, s.seq_len,
-                            kernel=kernel, tp=tp, layers=share, masked_windows=True) / cp
-    attention *= 1 + attention_again + (oh.ATTENTION_BACKWARD_FLOP_RATIO if kernel != "eager" else 2)
+                            kernel=kernel, tp=tp, layers=share, masked_windows=True) / s.cp * passes
     elementwise = elementwise_s(m, gpu, tokens, tp=tp, layers=share,
                                 per_element=oh.FUSED_ELEMENTWISE_BYTES if kern.fused_elementwise else None) \
         * (1 + rest_again + oh.ELEMENTWISE_BACKWARD_RATIO)
     elementwise += loss_s(m, gpu, tokens, tp=tp, bytes_per_logit=kern.loss_bytes_per_logit) * share
+    return _Micro(gemm=forward * (2 + full) + again + head * (2 + full), lora=lora, attention=attention,
+                  elementwise=elementwise, extra=_dequant_and_casts_s(s, m, gpu, dtype, tokens, rc, kern, assumptions),
+                  recompute=again / forward if forward else rc.layers, rest_again=rest_again,
+                  attention_passes=passes)
+
+
+def _dequant_and_casts_s(s: Scenario, m: ModelSpec, gpu: GpuSpec, dtype: str, tokens: int, rc, kern,
+                         assumptions: list[str]) -> float:
+    """QLoRA dequantizes every 4-bit weight on each pass that multiplies by it; fp8 casts the linears' inputs."""
     extra = 0.0
-    if s.method == "qlora":  # dequantize every 4-bit weight each pass that multiplies by it
+    if s.method == "qlora":
         _, skip = weight_format(s, m)
         params = sum(c * lin.weight_params for layer, c in m.layer_kinds() for lin in layer.linears
                      if lin.group not in skip)
         again_share = rc.layers if not rc.selective else sum(
             c * lin.weight_params for layer, c in m.layer_kinds() for lin in layer.linears
             if lin.group not in skip and lin.name in rc.linears[layer]) / max(params, 1)
-        per_pass = params / (tp * pp) * oh.QLORA_DEQUANT_BYTES_PER_PARAM / (
+        per_pass = params / (s.tp * s.pp) * oh.QLORA_DEQUANT_BYTES_PER_PARAM / (
             bandwidth(gpu) * kern.dequant_bandwidth_fraction)
         extra += per_pass * (2 + again_share)
         assumptions.append(f"QLoRA dequantizes the 4-bit base on each of {2 + again_share:.3g} passes per "
@@ -164,12 +233,17 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
         again_share = rc.layers if not rc.selective else tokens * sum(
             c * sum(lin.in_features for lin in layer.linears if lin.name in rc.linears[layer])
             for layer, c in m.layer_kinds()) / max(cast, 1)
-        extra += cast * share / tp * 3 / bandwidth(gpu) * (2 + again_share + full)
+        extra += cast * (1 / s.pp) / s.tp * 3 / bandwidth(gpu) * (2 + again_share + (s.method == "full"))
         assumptions.append("fp8 on the linear layers only; attention, norms and the loss stay 16-bit")
-    gpu_busy = gemm + lora + attention + elementwise + extra
+    return extra
 
-    # ---- host work of one micro-step (eager PyTorch) --------------------------------------------------
+
+def _host_s(s: Scenario, m: ModelSpec, tokens: int, kern, rest_again: float) -> tuple[float, bool]:
+    """The host's work of one micro-step in eager PyTorch (kernel launches, autograd, transformers' expert loop,
+    DeepSpeed ZeRO-3's module hooks), and whether those hooks run."""
+    share = 1 / s.pp
     layers_here = m.num_layers * share
+    targets = lora_targets(s, m) if s.method != "full" else frozenset()
     n_lora = len({lin.name for layer, _ in m.layer_kinds() for lin in layer.linears if lin.name in targets})
     ops = eager_ops_per_layer(n_lora) * layers_here
     host = kern.host_ops * (ops * oh.EAGER_OP_OVERHEAD_S * (1 + rest_again)
@@ -178,66 +252,95 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
         host += expert_loop_s(m, tokens, layers=share) * (1 + rest_again + oh.BACKWARD_OPS_RATIO)
     deepspeed_zero3 = s.sharding == "deepspeed" and s.resolved_strategy == "zero3"
     if deepspeed_zero3:
-        host += layers_here * (2 + rc.layers) * oh.ZERO3_HOOK_S_PER_LAYER_PASS
-    busy = smooth_max(gpu_busy, host, oh.HOST_GPU_OVERLAP_SHARPNESS)
-    if kern.why:
-        assumptions.append(f"{s.framework} kernels: {kern.text}")
+        host += layers_here * (2 + stack_for(s).recompute(s, m).layers) * oh.ZERO3_HOOK_S_PER_LAYER_PASS
+    return host, deepspeed_zero3
 
-    # ---- communication of one micro-step ---------------------------------------------------------------
-    intra = intra_node_link(gpu, network)
-    per_node = s.num_gpus
-    dp_link = slowest_link(gpu, network, s.num_nodes, per_node)
-    if dp_link is None:
-        dp_link = intra
-        assumptions.append("the offer's provider sells no multi-node fabric: this setup cannot span nodes")
-    cp_comm = 0.0
-    if cp > 1:  # ring attention (TE p2p): cp-1 steps pass this rank's K and V chunk, overlapped with attention
-        ring = intra if tp * cp <= max(per_node, gpu.nvlink_domain) else dp_link
-        kv = 2 * tokens * 2 * max(m.num_kv_heads // tp, 1) * m.head_dim  # K and V of b·s/cp tokens, bf16
-        step_s = (cp - 1) * (kv / ring.bytes_per_s + ring.latency_s) * layers_here
-        attn_fwd = attention / (2 + attention_again + (oh.ATTENTION_BACKWARD_FLOP_RATIO if kernel != "eager"
-                                                       else 2))
+
+class _Comms:
+    """The setup's links and collectives: tensor and context parallel inside a micro-step, data parallel
+    (ZeRO-3's gathers, ZeRO-2's reduce-scatters, DDP's all-reduce) behind the passes they overlap."""
+
+    def __init__(self, s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network, assumptions: list[str]):
+        self.s, self.m, self.gpu, self.assumptions = s, m, gpu, assumptions
+        self.intra = intra_node_link(gpu, network)
+        self.pcie = intra_node_link(gpu, Network(intra_node="pcie")).bytes_per_s
+        per_node = s.num_gpus
+        dp_link = slowest_link(gpu, network, s.num_nodes, per_node)
+        if dp_link is None:
+            dp_link = self.intra
+            assumptions.append("the offer's provider sells no multi-node fabric: this setup cannot span nodes")
+        self.dp_link = dp_link
+        # the DP group: hierarchical over nodes when each node holds whole DP ranks (no TP/PP/CP), else a flat
+        # ring over the slowest link; across rack-scale NVLink domains (NVL72) in two levels
+        # (comms.group_all_reduce_s); the ranks are the data- and context-parallel ones (Megatron reduces
+        # gradients over both)
+        self.ranks = s.dp * s.cp
+        self.hier = data_parallel(gpu, network, s.num_nodes, per_node, per_node) \
+            if s.tp * s.pp * s.cp == 1 and s.num_nodes > 1 and dp_link is not self.intra and not gpu.nvlink_domain \
+            else None
+        self.levels = (gpu, network, s.num_nodes, per_node, dp_link, s.tp * s.pp)
+
+    def all_gather_s(self, nbytes: float) -> float:
+        return self.hier.all_gather_s(nbytes) if self.hier else group_all_gather_s(nbytes, self.ranks, *self.levels)
+
+    def all_reduce_s(self, nbytes: float) -> float:
+        return self.hier.all_reduce_s(nbytes) if self.hier else group_all_reduce_s(nbytes, self.ranks, *self.levels)
+
+    def context_parallel_s(self, tokens: int, work: _Micro) -> float:
+        """Ring attention (TE p2p): cp-1 steps pass this rank's K and V chunk, overlapped with attention."""
+        s, m, cp = self.s, self.m, self.s.cp
+        if cp <= 1:
+            return 0.0
+        ring = self.intra if s.tp * cp <= max(s.num_gpus, self.gpu.nvlink_domain) else self.dp_link
+        kv = 2 * tokens * 2 * max(m.num_kv_heads // s.tp, 1) * m.head_dim  # K and V of b·s/cp tokens, bf16
+        step_s = (cp - 1) * (kv / ring.bytes_per_s + ring.latency_s) * (m.num_layers * (1 / s.pp))
+        attn_fwd = work.attention / (work.attention_passes + 1)
         # forward passes K, V; the backward passes K, V and their gradients (twice the bytes)
-        cp_comm = max(0.0, step_s - attn_fwd) + max(0.0, 2 * step_s - attn_fwd * oh.ATTENTION_BACKWARD_FLOP_RATIO)
-        assumptions.append(f"context parallel {cp}: ring attention passes {(cp - 1)} K/V chunks of "
-                           f"{kv / 2**20:.1f} MiB per layer over {ring.label}, behind the attention it overlaps")
-    tp_comm = 0.0
-    if tp > 1:  # a re-run layer repeats its forward's 2 collectives; the per-op policy saves the reduce-scatters
-        act = tokens * m.hidden_size * 2
+        self.assumptions.append(f"context parallel {cp}: ring attention passes {(cp - 1)} K/V chunks of "
+                                f"{kv / 2**20:.1f} MiB per layer over {ring.label}, behind the attention it overlaps")
+        return max(0.0, step_s - attn_fwd) + max(0.0, 2 * step_s - attn_fwd * oh.ATTENTION_BACKWARD_FLOP_RATIO)
+
+    def tensor_parallel_s(self, tokens: int) -> float:
+        """A re-run layer repeats its forward's 2 collectives; the per-op policy saves the reduce-scatters."""
+        s, m = self.s, self.m
+        if s.tp <= 1:
+            return 0.0
+        rc = stack_for(s).recompute(s, m)
         tp_again = 2 * (0.5 if rc.selective else rc.layers)
-        tp_comm = layers_here * (4 + tp_again) * all_reduce_s(act, tp, intra) * (1 - oh.TP_OVERLAP)
-    recompute = again / forward if forward else rc.layers  # the re-run share of a forward pass
-    forward_time = busy / (3 + recompute)  # forward share of the micro-step; the backward is about twice it
-    backward_time = 2 * forward_time
-    strategy = s.resolved_strategy
-    # the DP group: hierarchical over nodes when each node holds whole DP ranks (no TP/PP), else a flat ring over the
-    # slowest link
-    # slowest link; across rack-scale NVLink domains (NVL72) in two levels (comms.group_all_reduce_s); the ranks are
-    # the data- and context-parallel ones (Megatron reduces gradients over both)
-    dp_grads = dp * cp
-    hier = data_parallel(gpu, network, s.num_nodes, per_node, per_node) \
-        if tp * pp * cp == 1 and s.num_nodes > 1 and dp_link is not intra and not gpu.nvlink_domain else None
-    levels = (gpu, network, s.num_nodes, per_node, dp_link, tp * pp)
+        layers_here = m.num_layers * (1 / s.pp)
+        return layers_here * (4 + tp_again) * all_reduce_s(tokens * m.hidden_size * 2, s.tp, self.intra) \
+            * (1 - oh.TP_OVERLAP)
 
-    def dp_all_gather(nbytes: float) -> float:
-        return hier.all_gather_s(nbytes) if hier else group_all_gather_s(nbytes, dp_grads, *levels)
+    def data_parallel_s(self, forward_time: float, backward_time: float) -> tuple[float, float, float]:
+        """(ZeRO-3's gathers and ZeRO-2/3's reduce-scatters per micro-step, the step's gradient sync), each the
+        part its pass does not hide."""
+        s, m = self.s, self.m
+        strategy, dp = s.resolved_strategy, s.dp
+        trainable = _trainable(s, m)
+        grad_bytes = 2.0 if s.sharding == "deepspeed" else (4.0 if s.precision.endswith("mixed") else 2.0)
+        grads = trainable * grad_bytes / (s.tp * s.pp)
+        gather = reduce = sync = 0.0
+        if strategy == "zero3" and dp > 1:
+            g = self.all_gather_s(_sharded_weight_bytes(s, m))
+            gather = max(0.0, g - oh.DP_OVERLAP * forward_time) + max(0.0, g - oh.DP_OVERLAP * backward_time)
+        if strategy in ("zero2", "zero3") and dp > 1:
+            reduce = max(0.0, self.all_gather_s(grads) - oh.DP_OVERLAP * backward_time)
+        if self.ranks > 1 and strategy in ("ddp", "single"):
+            sync = max(0.0, self.all_reduce_s(grads) - oh.DP_OVERLAP * backward_time)
+        elif self.ranks > 1 and strategy == "zero1":
+            sync = max(0.0, self.all_gather_s(grads) - oh.DP_OVERLAP * backward_time)
+        if self.ranks > 1 and strategy in ("zero1", "zero2"):  # updated 16-bit weights gathered after the step
+            sync += max(0.0, self.all_gather_s(2.0 * trainable / (s.tp * s.pp)) - oh.DP_OVERLAP * forward_time)
+        return gather, reduce, sync
 
-    def dp_all_reduce(nbytes: float) -> float:
-        return hier.all_reduce_s(nbytes) if hier else group_all_reduce_s(nbytes, dp_grads, *levels)
-    trainable = _trainable(s, m)
-    grad_bytes = 2.0 if s.sharding == "deepspeed" else (
-        4.0 if s.precision.endswith("mixed") else 2.0)
-    grads = trainable * grad_bytes / (tp * pp)
-    gather = reduce = 0.0
-    if strategy == "zero3" and dp > 1:
-        g = dp_all_gather(_sharded_weight_bytes(s, m))
-        gather = max(0.0, g - oh.DP_OVERLAP * forward_time) + max(0.0, g - oh.DP_OVERLAP * backward_time)
-    if strategy in ("zero2", "zero3") and dp > 1:
-        reduce = max(0.0, dp_all_gather(grads) - oh.DP_OVERLAP * backward_time)
+
+def _offload_s(s: Scenario, m: ModelSpec, forward_time: float, backward_time: float, pcie: float,
+               assumptions: list[str]) -> tuple[float, float]:
+    """PCIe time a micro-step cannot hide: parameter offload's weight streams, activation offloading's copies
+    beyond the pass they run behind."""
     offload = 0.0
-    pcie = intra_node_link(gpu, Network(intra_node="pcie")).bytes_per_s
     if s.offload == "optimizer+params":  # every pass fetches this rank's shard from host memory
-        offload += (2 + rc.layers) * _sharded_weight_bytes(s, m) / dp / pcie
+        offload += (2 + stack_for(s).recompute(s, m).layers) * _sharded_weight_bytes(s, m) / s.dp / pcie
         assumptions.append("parameter offload: each forward, recomputation and backward streams the weights "
                            "over PCIe")
     moved = offloaded_activation_bytes(s, m)
@@ -248,66 +351,35 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
         assumptions.append(f"activation offloading: {moved / 2**30:.2f} GiB of saved activations to pinned CPU "
                            f"memory and back per micro-step over PCIe ({copy * 1e3:.0f} ms each way, hidden behind "
                            f"the forward and the backward up to their length)")
-    micro = busy + tp_comm + cp_comm + gather + reduce + offload + activations_offload
+    return offload, activations_offload
 
-    # ---- per step --------------------------------------------------------------------------------------
-    sync = 0.0
-    if dp_grads > 1 and strategy in ("ddp", "single"):
-        sync = max(0.0, dp_all_reduce(grads) - oh.DP_OVERLAP * backward_time)
-    elif dp_grads > 1 and strategy == "zero1":
-        sync = max(0.0, dp_all_gather(grads) - oh.DP_OVERLAP * backward_time)
-    if dp_grads > 1 and strategy in ("zero1", "zero2"):  # updated 16-bit weights gathered after the step
-        sync += max(0.0, dp_all_gather(2.0 * trainable / (tp * pp)) - oh.DP_OVERLAP * forward_time)
-    shard = trainable / (tp * pp) / (dp_grads if strategy in ("zero1", "zero2", "zero3") else 1)
-    if s.offload != "none":
-        optimizer = shard / oh.CPU_ADAM_PARAMS_PER_S + 2 * 2 * shard / pcie  # CPU Adam + grads down, weights up
-        assumptions.append(f"optimizer offloaded: DeepSpeed CPU Adam at ~{oh.CPU_ADAM_PARAMS_PER_S:.0e} "
-                           "parameters/s (assumed) plus the PCIe round trip of gradients and weights")
-    else:
-        optimizer = shard * _optimizer_bytes_per_param(s) / bandwidth(gpu)
-    loop = oh.TRAINER_STEP_OVERHEAD_S + accum * oh.DATALOADER_S_PER_MICRO_STEP
-    # 1F1B: p-1 micro-steps of fill and drain per step; interleaved over v virtual stages, (p-1)/v of them
-    # (Narayanan et al. 2021, section 2.2.2: bubble fraction (p-1)/(m·v))
-    bubble = (pp - 1) / s.vpp * micro
-    step = accum * micro + bubble + sync + optimizer + loop
-    if s.num_nodes > 1:
-        straggle = step * (1 / oh.MULTINODE_STRAGGLER - 1)
-        step += straggle
-    else:
-        straggle = 0.0
 
-    k = accum
-    parts = {"gemm": k * gemm, "attention": k * attention, "elementwise": k * elementwise,
-             "lora_adapters": k * lora, "dequant_and_casts": k * extra,
-             "host_overhead": accum * busy - k * gpu_busy, "tensor_parallel": accum * tp_comm,
-             "context_parallel": accum * cp_comm,
-             "zero3_gathers": accum * gather, "gradient_sync": accum * reduce + sync, "offload": accum * offload,
-             "activation_offload": accum * activations_offload,
-             "pipeline_bubble": bubble, "optimizer": optimizer, "trainer_loop": loop, "stragglers": straggle}
-    parts = {k: v for k, v in parts.items() if v > 0}
-    tokens_step = tokens * accum * dp * cp
-    comm = parts.get("tensor_parallel", 0) + parts.get("context_parallel", 0) + parts.get("zero3_gathers", 0) + \
-        parts.get("gradient_sync", 0)
-    bound = max(("compute", k * gpu_busy), ("host (kernel launches)", accum * busy - k * gpu_busy),
+def _optimizer_s(s: Scenario, m: ModelSpec, gpu: GpuSpec, pcie: float, assumptions: list[str]) -> float:
+    """The optimizer step over this rank's shard: memory-bound on the GPU, or DeepSpeed's CPU Adam when offloaded."""
+    shard = _trainable(s, m) / (s.tp * s.pp) / (s.dp * s.cp if s.resolved_strategy in ("zero1", "zero2", "zero3")
+                                                else 1)
+    if s.offload == "none":
+        return shard * _optimizer_bytes_per_param(s) / bandwidth(gpu)
+    assumptions.append(f"optimizer offloaded: DeepSpeed CPU Adam at ~{oh.CPU_ADAM_PARAMS_PER_S:.0e} "
+                       "parameters/s (assumed) plus the PCIe round trip of gradients and weights")
+    return shard / oh.CPU_ADAM_PARAMS_PER_S + 2 * 2 * shard / pcie  # CPU Adam + grads down, weights up
+
+
+def _speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, dtype: str, parts: dict[str, float], step: float,
+           tokens_step: float, compute_s: float, assumptions: list[str]) -> Speed:
+    """The step's parts as a Speed: tokens/s, what bounds it (compute, host, communication), MFU."""
+    comm = sum(parts.get(k, 0) for k in ("tensor_parallel", "context_parallel", "zero3_gathers", "gradient_sync"))
+    gpu_work = sum(parts.get(k, 0) for k in ("gemm", "attention", "elementwise", "lora_adapters",
+                                             "dequant_and_casts"))
+    bound = max(("compute", gpu_work), ("host (kernel launches)", parts.get("host_overhead", 0)),
                 ("communication", comm + parts.get("offload", 0) + parts.get("activation_offload", 0)),
                 key=lambda kv: kv[1])[0]
-    fpt = training_flops_per_token(s, m)
     model_fpt = training_flops_per_token(s.model_copy(update={"grad_checkpointing": "none", "checkpoint_every": 1}), m)
     tokens_per_s = tokens_step / step
-    speed = Speed(tokens_per_s=tokens_per_s, step_time_s=step, bound=bound, parts_s=parts,
-                  mfu=model_fpt * tokens_per_s / (s.world_size * peak_flops(gpu, dtype)) if peak_flops(gpu, dtype)
-                  else None, compute_s=accum * busy, communication_s=comm, flops_per_token=fpt,
-                  assumptions=assumptions)
-    speed.assumptions.insert(0, _summary(s, gpu, dtype, tokens, speed))
-    if s.world_size > 1:
-        speed.assumptions.append(f"collectives over {dp_link.label if s.num_nodes > 1 else intra.label}"
-                                 + ("; DeepSpeed ZeRO-3 module hooks on every pass" if deepspeed_zero3 else ""))
-    widen = []
-    if gpu.vendor != "NVIDIA":
-        widen.append("other vendor")
-    if s.num_nodes > 1 and not network.inter_node:
-        widen.append("no fabric data")
-    return speed.with_range("train", *widen)
+    peak = peak_flops(gpu, dtype)
+    return Speed(tokens_per_s=tokens_per_s, step_time_s=step, bound=bound, parts_s=parts,
+                 mfu=model_fpt * tokens_per_s / (s.world_size * peak) if peak else None, compute_s=compute_s,
+                 communication_s=comm, flops_per_token=training_flops_per_token(s, m), assumptions=assumptions)
 
 
 def _summary(s: Scenario, gpu: GpuSpec, dtype: str, tokens: int, speed: Speed) -> str:

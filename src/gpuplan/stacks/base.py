@@ -64,7 +64,7 @@ class State:
 
 class Stack:
     """The Hugging Face stack (transformers modules, peft adapters, the Trainer's autocast): the baseline every
-    other profile changes. Byte rules of the layers are in :mod:`gpuplan.memory.activations`."""
+    other profile changes. Byte rules of the layers are in :mod:`gpuplan.tensors.activations`."""
 
     name = "hf"
     # layers whose checkpoints stay on the GPU under activation offloading (the rest go to pinned CPU memory):
