@@ -264,9 +264,10 @@ def test_the_moe_families_peft_rewrites_are_the_ones_transformers_maps():
     layout (conversion_mapping.py ``_MODEL_TO_CONVERSION_PATTERN``): gpuplan's copy of that list must follow the
     pinned release (transformers 5.24 added sarvam_mla), or LoRA counts on those families go wrong."""
     require("transformers")
-    from gpuplan.tensors.state import PEFT_MOE_LAYOUT
     from transformers import conversion_mapping
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    from gpuplan.tensors.state import PEFT_MOE_LAYOUT
 
     mapped = {k: v for k, v in conversion_mapping._MODEL_TO_CONVERSION_PATTERN.items()
               if v in ("mixtral", "qwen2_moe")}
