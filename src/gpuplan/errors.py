@@ -8,6 +8,8 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
 
 ECHO_LIMIT = 60  # characters of a user's value an error line quotes back
 
@@ -62,3 +64,27 @@ def did_you_mean(name: str, known: Iterable[str], n: int = 3) -> list[str]:
     if len(hits) < n and len(key) >= 3:
         hits += [k for f, k in folded.items() if key in f and k not in hits][: n - len(hits)]
     return hits
+
+
+def read_mapping(path: str | Path, what: str) -> dict[str, Any]:
+    """The mapping a YAML (or JSON) file holds, or one sentence saying why it cannot be read: no such file, not
+    valid YAML (with the line), not UTF-8, not a mapping. ``what`` names the file's fields in the messages
+    ("scenario", "workload")."""
+    import yaml  # PyYAML: loaded only when a file is read
+
+    p = Path(path)
+    if not p.is_file():
+        raise GpuplanError(f"no {what} file {str(path)!r}")
+    try:
+        loaded = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise GpuplanError(f"{path} is not valid YAML{where}: {getattr(err, 'problem', err)}") from None
+    except UnicodeDecodeError:
+        raise GpuplanError(f"{path} is not a UTF-8 text file") from None
+    if loaded is None:
+        return {}
+    if not isinstance(loaded, dict):
+        raise GpuplanError(f"{path} must hold a mapping of {what} fields, not a {type(loaded).__name__}")
+    return loaded

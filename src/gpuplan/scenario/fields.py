@@ -12,10 +12,9 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from ..errors import GpuplanError, did_you_mean
+from ..errors import GpuplanError, did_you_mean, read_mapping
 from ..model.quant import QUANT_FORMATS
 from . import stacks
 
@@ -371,23 +370,6 @@ def _one_sentence(err: ValidationError) -> str:
 
 def load_scenario(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> Scenario:
     """Read a scenario file (YAML or JSON) and apply ``overrides`` (CLI flags) on top."""
-    data: dict[str, Any] = {}
-    if path is not None:
-        p = Path(path)
-        if not p.is_file():
-            raise GpuplanError(f"no scenario file {str(path)!r}")
-        try:
-            loaded = yaml.safe_load(p.read_text(encoding="utf-8"))
-        except yaml.YAMLError as err:
-            mark = getattr(err, "problem_mark", None)
-            where = f" at line {mark.line + 1}" if mark else ""
-            raise GpuplanError(f"{path} is not valid YAML{where}: {getattr(err, 'problem', err)}") from None
-        except UnicodeDecodeError:
-            raise GpuplanError(f"{path} is not a UTF-8 text file") from None
-        if loaded is None:
-            loaded = {}
-        if not isinstance(loaded, dict):
-            raise GpuplanError(f"{path} must hold a mapping of scenario fields, not a {type(loaded).__name__}")
-        data.update(loaded)
+    data: dict[str, Any] = dict(read_mapping(path, "scenario")) if path is not None else {}
     data.update({k: v for k, v in (overrides or {}).items() if v is not None})
     return scenario_from(data)

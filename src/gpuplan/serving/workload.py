@@ -21,10 +21,9 @@ import math
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ..errors import GpuplanError, did_you_mean
+from ..errors import GpuplanError, did_you_mean, read_mapping
 
 
 class Lengths(BaseModel):
@@ -207,18 +206,7 @@ def _first(r: dict, keys: tuple[str, ...]):
 def load_workload(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> Workload:
     """A workload from a YAML file (keys as :class:`Workload`), with flat CLI overrides on top: ``rate_rps``,
     ``preset``, ``prompt_tokens``, ``output_tokens``, ``ttft_s``, ``tpot_s``, ``e2e_s``, ``percentile``..."""
-    data: dict[str, Any] = {}
-    if path is not None:
-        p = Path(path)
-        if not p.is_file():
-            raise GpuplanError(f"no workload file {str(path)!r}")
-        try:
-            loaded = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
-        except yaml.YAMLError as err:
-            raise GpuplanError(f"{path} is not valid YAML: {err}") from None
-        if not isinstance(loaded, dict):
-            raise GpuplanError(f"{path} must hold a mapping of workload fields")
-        data.update(loaded)
+    data: dict[str, Any] = dict(read_mapping(path, "workload")) if path is not None else {}
     flat = {k: v for k, v in (overrides or {}).items() if v is not None}
     slo = dict(data.pop("slo", None) or {})
     for key in ("ttft_s", "tpot_s", "e2e_s", "percentile"):
