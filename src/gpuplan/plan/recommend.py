@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field
 
 from .. import overheads as oh
 from ..errors import GpuplanError
-from ..hardware import GpuSpec, gpus, load_gpu, short_id
+from ..hardware import GpuSpec, Network, gpus, load_gpu, short_id
 from ..market.choice import best_on_demand, cheapest_in_force
 from ..market.cost import price_job
 from ..market.offers import Offer, max_per_node, multi_node
@@ -425,6 +425,14 @@ def _change_note(labels: list[str], given, scenario: Scenario, shared, m: ModelS
     return f"{' + '.join(labels)}: {before:.1f} -> {after:.1f} GiB, {speed_change(given[0], scenario, m, gpu)}"
 
 
+def _links_that_matter(s: Scenario, network: Network) -> object:
+    """The part of an offer's links that can change the speed of ``s``: none on one GPU, the links inside the
+    node on one node, all of them across nodes (offers that differ only elsewhere share one speed evaluation)."""
+    if s.num_nodes > 1:
+        return network
+    return network.intra_node if s.world_size > 1 or s.tp * s.pp > 1 else None
+
+
 def _priced(s: Scenario, m: ModelSpec, gpu: GpuSpec, labels: list[str], peak: float, offers: list[Offer],
             reference: tuple[float, str] | None, trainable: int, note: str = "") -> list[Setup]:
     """``s`` on every offer of ``gpu``; spot compared with ``reference``, the cheapest on-demand price anywhere;
@@ -432,7 +440,7 @@ def _priced(s: Scenario, m: ModelSpec, gpu: GpuSpec, labels: list[str], peak: fl
     from ..memory.pool import kv_pool
 
     out = []
-    speeds: dict[str, object] = {}
+    speeds: dict[object, object] = {}
     per_node = s.world_size // s.num_nodes if s.task == "train" else s.tp * s.pp
     pool = kv_pool(s, m, gpu) if s.task == "infer" else None
     for offer in offers:
@@ -442,9 +450,10 @@ def _priced(s: Scenario, m: ModelSpec, gpu: GpuSpec, labels: list[str], peak: fl
             continue
         if s.num_nodes > 1 and not multi_node(offer):
             continue  # the provider sells no fabric between machines
-        if offer.network not in speeds:
-            speeds[offer.network] = speed_of(s, m, gpu, offer.network)
-        speed = speeds[offer.network]
+        links = _links_that_matter(s, offer.network)
+        if links not in speeds:
+            speeds[links] = speed_of(s, m, gpu, offer.network)
+        speed = speeds[links]
         cost = price_job(s, m, speed, offer, trainable, mtbi_h=s.mtbi_hours, disk_gbs=s.disk_gbs,
                          best_on_demand=reference)
         if not cost.finishes:

@@ -81,6 +81,20 @@ def shape_scale(gpu: GpuSpec) -> float:
     return min(1.0, peak / gpu.sm_count / oh.GEMM_SHAPE_REFERENCE_FLOPS_PER_SM) ** oh.GEMM_SHAPE_SM_EXPONENT
 
 
+_RATES: dict[tuple[int, str], tuple[GpuSpec, tuple[float, float, float]]] = {}
+
+
+def _card_rates(gpu: GpuSpec, dtype: str) -> tuple[float, float, float]:
+    """The card's part of every GEMM's time, worked out once per card and dtype (a search times hundreds of
+    thousands of GEMMs): achievable FLOP/s at the best shape, :func:`shape_scale` and :func:`bandwidth`."""
+    held = _RATES.get((id(gpu), dtype))
+    if held is None or held[0] is not gpu:  # the id of a card that is gone may be reused
+        _require_rate(gpu)
+        rate = peak_flops(gpu, dtype) * matmul_fraction(gpu) * oh.GEMM_SHAPE_ASYMPTOTE.get(gpu.id, 1.0)
+        held = _RATES[(id(gpu), dtype)] = (gpu, (rate, shape_scale(gpu), bandwidth(gpu)))
+    return held[1]
+
+
 def gemm_time_s(gpu: GpuSpec, dtype: str, m: float, k: float, n: float, *, count: float = 1,
                 act_bytes: float = 2.0, weight_bytes: float = 2.0, kernels: float | None = None,
                 latency_s: float | None = None, bandwidth_bps: float | None = None) -> float:
@@ -90,12 +104,10 @@ def gemm_time_s(gpu: GpuSpec, dtype: str, m: float, k: float, n: float, *, count
     at ``bandwidth_bps`` (default :func:`bandwidth`)."""
     if m <= 0 or count <= 0:
         return 0.0
-    _require_rate(gpu)
-    shape = 1 + shape_scale(gpu) * (oh.GEMM_SHAPE_M / max(m, oh.MMA_TILE_M) + oh.GEMM_SHAPE_K / k
-                                     + oh.GEMM_SHAPE_N / n)
-    rate = peak_flops(gpu, dtype) * matmul_fraction(gpu) * oh.GEMM_SHAPE_ASYMPTOTE.get(gpu.id, 1.0)
+    rate, scale, card_bandwidth = _card_rates(gpu, dtype)
+    shape = 1 + scale * (oh.GEMM_SHAPE_M / max(m, oh.MMA_TILE_M) + oh.GEMM_SHAPE_K / k + oh.GEMM_SHAPE_N / n)
     compute = 2 * m * k * n * shape / rate
-    traffic = ((m * k + m * n) * act_bytes + k * n * weight_bytes) / (bandwidth_bps or bandwidth(gpu))
+    traffic = ((m * k + m * n) * act_bytes + k * n * weight_bytes) / (bandwidth_bps or card_bandwidth)
     p = oh.GEMM_ROOFLINE_SHARPNESS
     kernels = count if kernels is None else kernels
     latency = oh.GEMM_KERNEL_LATENCY_S if latency_s is None else latency_s
