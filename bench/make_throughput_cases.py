@@ -185,6 +185,62 @@ def nemo(row):
     return dict(scenario=scenario, assumptions="; ".join(notes)), None
 
 
+def hf_blog_zero3(row):
+    """HF blog 'From DeepSpeed to FSDP and Back Again' (June 2024), Table 3: IBM Granite-7B (Llama-2-7B shape) on 4
+    A100s through accelerate, DeepSpeed ZeRO-3 or FSDP FULL_SHARD in 'aligned mode' (fp32 flat params, bf16 compute:
+    bf16-mixed either way). The batch of 8 and the tokens per step (tokens/s x step time = 8 x 4096) give micro-batch
+    8 at 4,096 tokens; checkpointing is not stated but 8 x 4,096 tokens of a 7B need it on an 80 GB card."""
+    deepspeed = "DeepSpeed" in row["parallelism"]
+    scenario = dict(model="llama-2-7b", task="train", framework="hf", method="full", precision="bf16-mixed",
+                    optimizer="adamw", micro_batch_size=8, grad_accum_steps=1, seq_len=4096,
+                    grad_checkpointing="full", attention="sdpa", num_gpus=4,
+                    strategy="zero3" if deepspeed else "fsdp", gpu="nvidia-a100-sxm4-80gb")
+    return dict(scenario=scenario, assumptions="granite-7b as llama-2-7b (same shape); batch 8 taken as the "
+                "micro-batch (no accumulation), 4,096 tokens from tokens/s x step time; full checkpointing and SDPA "
+                "assumed (not stated); A100 taken as SXM4 80 GB" + ("" if deepspeed else "; FSDP1 (accelerate), "
+                "BACKWARD_PRE prefetch")), None
+
+
+FMS_MODELS = {"Llama-2-70B (fms llama2 70b)": "llama-2-70b", "fms llama2_34b": "bench/models/llama2-34b-fms.json"}
+
+
+def fms_fsdp(row):
+    """fms-fsdp README (IBM): Llama 2 pre-training with FSDP over 128 A100 80GB (16 nodes, 400 Gb/s between nodes),
+    4,096 tokens, bf16 params and reductions, SDPA flash, no compile. HSDP (sharded in a node, replicated across
+    nodes) is not a gpuplan strategy: those rows are skipped."""
+    if "HSDP" in row["parallelism"]:
+        return None, "HSDP (shard within a node, replicate across nodes) is not a gpuplan strategy"
+    model = next(v for k, v in FMS_MODELS.items() if row["model"].startswith(k))
+    scenario = dict(model=model, task="train", framework="pytorch", method="full", precision="bf16-mixed",
+                    optimizer="adamw", micro_batch_size=int(row["micro_batch"]), grad_accum_steps=1, seq_len=4096,
+                    grad_checkpointing="full" if row["grad_ckpt"].startswith("full") else "none",
+                    attention="flash", strategy="fsdp", gpu=GPUS[row["gpu"]], **_nodes(int(row["n_gpus"])))
+    return dict(scenario=scenario, assumptions="fms-fsdp's own loop over FSDP (framework pytorch); bf16 reductions "
+                "(fms bfSixteen) taken as bf16-mixed; AdamW implementation not stated: torch default (foreach)"), None
+
+
+def llama3_table4(row):
+    """Llama 3 paper (Dubey et al. 2024) Table 4: Llama 3 405B on 8,192-16,384 H100s with TP x CP x PP x DP (4D
+    parallelism, Meta's own stack), 16M tokens per batch, BF16 MFU 38-43 %. Written as Megatron-style 4D
+    parallelism: one sequence per micro-batch, batch size/DP micro-batches per step, DP sharding the optimizer
+    (ZeRO-1; the paper's FSDP keeps the parameters unsharded between forward and backward). The schedule is
+    interleaved (paper section 3.3.2) but the number of virtual stages is not in the table: 2, the least an
+    interleaved schedule has, is taken. Achieved TFLOP/s are recomputed with gpuplan's FLOP count (no recompute)."""
+    par = row["parallelism"]
+    tp, cp, pp, dp = (int(re.search(rf"{k}(\d+)", par).group(1)) for k in ("TP", "CP", "PP", "DP"))
+    n, seq = int(row["n_gpus"]), int(row["seq_len"])
+    per_dp = 16 * 2**20 // (seq * dp)  # 16M tokens per batch (Table 4: batch size/DP)
+    scenario = dict(model="llama-3.1-405b", task="train", framework="megatron", method="full", precision="bf16-mixed",
+                    optimizer="adamw", micro_batch_size=1, grad_accum_steps=per_dp, seq_len=seq,
+                    grad_checkpointing="none", attention="flash", strategy="zero1", tp=tp, cp=cp, pp=pp, vpp=2,
+                    gpu=GPUS[row["gpu"]], **_nodes(n))
+    return dict(scenario=scenario, assumptions=f"{per_dp} micro-batches of one sequence per step (batch size/DP); "
+                "interleaved schedule with 2 virtual stages assumed (not in the table); no activation recompute "
+                "(recalled: section 3.3.2 says the 8K pre-training ran without activation checkpointing; gpuplan's "
+                "memory model puts these rows above 80 GB); DP as ZeRO-1 (optimizer sharded); RoCE 400 Gb/s per "
+                "GPU"), None
+
+
 RULES = {
     "Qwen2.5 docs speed benchmark": qwen25,
     "Qwen (v1) README finetuning profiling": qwen1_finetune,
@@ -195,6 +251,9 @@ RULES = {
     "MosaicML llm-foundry MPT training benchmarks": mpt,
     "Megatron-LM paper (Narayanan et al., SC'21)": megatron_lm,
     "NVIDIA NeMo performance summary (24.07)": nemo,
+    "HF blog 'From DeepSpeed to FSDP and Back Again' (Jun 2024)": hf_blog_zero3,
+    "fms-fsdp README throughput table": fms_fsdp,
+    "Llama 3 paper Table 4 (Dubey et al. 2024)": llama3_table4,
 }
 SKIP = {
     "layer_fwd_bwd_time_ms": "time of one transformer layer, not a whole-model scenario",
@@ -210,6 +269,9 @@ NETWORKS = {
     "Megatron-LM paper (Narayanan et al., SC'21)": {"A100": ("infiniband", 1600)},
     "MosaicML llm-foundry MPT training benchmarks": {"A100": ("infiniband", 1600), "H100": ("infiniband", 3200)},
     "NVIDIA NeMo performance summary (24.07)": {"H100": ("infiniband", 3200)},
+    # fms-fsdp README (earlier version): "A100 80G 128 GPUs with 400Gbps"; Llama 3: RoCE, 400 Gb/s per GPU
+    "fms-fsdp README throughput table": {"A100": ("infiniband", 400)},
+    "Llama 3 paper Table 4 (Dubey et al. 2024)": {"H100": ("roce", 3200)},
 }
 
 
@@ -220,9 +282,15 @@ def network(row) -> dict:
     return {}
 
 
+# Published throughput of sharded (ZeRO-3, FSDP) and 4D-parallel training that measured-public.csv lacks, with
+# their locators (bench/data/SOURCES.md)
+SHARDED_CSV = HERE / "data" / "measured-sharded-public.csv"
+
+
 def build(csv_path: Path) -> dict:
     cases, skipped = [], []
-    for row in csv.DictReader(csv_path.open(encoding="utf-8")):
+    rows = [*csv.DictReader(csv_path.open(encoding="utf-8")), *csv.DictReader(SHARDED_CSV.open(encoding="utf-8"))]
+    for row in rows:
         if row["metric"] not in THROUGHPUT_METRICS:
             continue
         reason = next((why for key, why in SKIP.items() if key in row["metric"] or key in row["source"]), None)

@@ -15,8 +15,10 @@ One optimizer step is ``grad_accum_steps`` micro-steps plus the step's own fixed
   GPU overlap: the micro-step takes their smooth maximum;
 - **micro-step, communication**: Megatron TP's 4 all-reduces per layer (6 with recomputation) on the critical
   path; ZeRO-3/FSDP all-gathers the weights once per micro-batch in the forward and again in the backward,
-  prefetched behind compute where it fits; ZeRO-2/3 reduce-scatter gradients every micro-batch behind the
-  backward (across nodes each data-parallel collective runs hierarchically, :class:`~.comms.DataParallel`);
+  prefetched behind compute where it fits (FSDP's prefetch hides most of a pass; DeepSpeed's hook-driven fetch with
+  its small prefetch bucket little of it: ``overheads.ZERO3_GATHER_OVERLAP``); ZeRO-2/3 reduce-scatter gradients
+  every micro-batch behind the backward; FSDP2 under pipeline stages (torchtitan) gathers once and reduce-scatters
+  once per step (across nodes each data-parallel collective runs hierarchically, :class:`~.comms.DataParallel`);
   CPU parameter offload streams the weights over PCIe on every pass; activation offloading copies
   the saved activations it moves (:func:`~gpuplan.memory.training.offloaded_activation_bytes`) to pinned CPU
   memory on a side stream during the forward and back during the backward (torchtune ``OffloadActivations``
@@ -320,9 +322,20 @@ class _Comms:
         grad_bytes = 2.0 if s.sharding == "deepspeed" else (4.0 if s.precision.endswith("mixed") else 2.0)
         grads = trainable * grad_bytes / (s.tp * s.pp)
         gather = reduce = sync = 0.0
+        if strategy == "zero3" and dp > 1 and s.pp > 1 and s.sharding == "fsdp2":
+            # FSDP2 under torch.distributed.pipelining: torchtitan keeps a stage's weights gathered after the
+            # forward when PP is on (apply_fsdp, reshard_after_forward = not pp_enabled) and the pipeline stage
+            # turns off resharding after backward and gradient sync for every micro-batch, reducing once after the
+            # last (PipelineStage.backward_maybe_with_nosync): one all-gather and one reduce-scatter per step
+            sync = max(0.0, self.all_gather_s(_sharded_weight_bytes(s, m)) - oh.DP_OVERLAP * forward_time) \
+                + max(0.0, self.all_gather_s(grads) - oh.DP_OVERLAP * backward_time)
+            self.assumptions.append("FSDP2 with pipeline stages: weights gathered once and gradients "
+                                    "reduce-scattered once per step, not per micro-batch")
+            return gather, reduce, sync
         if strategy == "zero3" and dp > 1:
             g = self.all_gather_s(_sharded_weight_bytes(s, m))
-            gather = max(0.0, g - oh.DP_OVERLAP * forward_time) + max(0.0, g - oh.DP_OVERLAP * backward_time)
+            hide = oh.ZERO3_GATHER_OVERLAP if s.sharding == "deepspeed" else oh.DP_OVERLAP
+            gather = max(0.0, g - hide * forward_time) + max(0.0, g - hide * backward_time)
         if strategy in ("zero2", "zero3") and dp > 1:
             reduce = max(0.0, self.all_gather_s(grads) - oh.DP_OVERLAP * backward_time)
         if self.ranks > 1 and strategy in ("ddp", "single"):
