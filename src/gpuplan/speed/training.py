@@ -84,13 +84,17 @@ def _trainable(s: Scenario, m: ModelSpec) -> float:
 
 
 def _optimizer_bytes_per_param(s: Scenario) -> float:
-    """Bytes the optimizer step reads and writes per trained parameter (memory-bound update)."""
+    """Bytes the optimizer step reads and writes per trained parameter (memory-bound update): one pass for the
+    fused kernels, one per op for torch's foreach AdamW."""
     mixed = s.precision.endswith("mixed") or s.method != "full"
     master = 4 if mixed else 2
     grad = 4 if mixed else 2
     state = {"adamw": 2 * master, "adamw-8bit": 2 + 8 / 256, "paged-adamw-8bit": 2 + 8 / 256, "lion": master,
              "sgd-momentum": master, "sgd": 0.0, "adafactor": 0.1}[s.optimizer]
     low_copy = 2 if mixed else 0
+    if s.optimizer == "adamw" and s.optimizer_impl == "foreach":  # one kernel per op (overheads.ADAMW_FOREACH_PASSES)
+        passes = oh.ADAMW_FOREACH_PASSES
+        return passes["weight"] * master + passes["state"] * master + passes["grad"] * grad + low_copy
     return 2 * (master + state) + grad + low_copy  # read master+states+grad, write master+states (+16-bit copy)
 
 
