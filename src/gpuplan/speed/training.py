@@ -359,11 +359,13 @@ def _offload_s(s: Scenario, m: ModelSpec, forward_time: float, backward_time: fl
 
 
 def _optimizer_s(s: Scenario, m: ModelSpec, gpu: GpuSpec, pcie: float, assumptions: list[str]) -> float:
-    """The optimizer step over this rank's shard: memory-bound on the GPU, or DeepSpeed's CPU Adam when offloaded."""
+    """Gradient clipping and the optimizer step over this rank's shard: memory-bound on the GPU, or DeepSpeed's CPU
+    Adam when offloaded."""
     shard = _trainable(s, m) / (s.tp * s.pp) / (s.dp * s.cp if s.resolved_strategy in ("zero1", "zero2", "zero3")
                                                 else 1)
-    if s.offload == "none":
-        return shard * _optimizer_bytes_per_param(s) / bandwidth(gpu)
+    if s.offload == "none":  # and clip_grad_norm_ over the gradients first (overheads.GRAD_CLIP_GRAD_PASSES)
+        grad = 4 if s.precision.endswith("mixed") or s.method != "full" else 2
+        return shard * (_optimizer_bytes_per_param(s) + oh.GRAD_CLIP_GRAD_PASSES * grad) / bandwidth(gpu)
     assumptions.append(f"optimizer offloaded: DeepSpeed CPU Adam at ~{oh.CPU_ADAM_PARAMS_PER_S:.0e} "
                        "parameters/s (assumed) plus the PCIe round trip of gradients and weights")
     return shard / oh.CPU_ADAM_PARAMS_PER_S + 2 * 2 * shard / pcie  # CPU Adam + grads down, weights up
