@@ -143,6 +143,7 @@ class Form(BaseModel):
     quants: list[str]
     providers: list[str]
     hub: bool
+    max_upload_bytes: int = MAX_UPLOAD_BYTES  # the largest dataset or tokenizer file /api/upload keeps
 
 
 def _estimate(s: Scenario, hub: bool) -> Plan:
