@@ -11,11 +11,13 @@ is dropped first); the same bytes under the same name give the same reference.
 
 from __future__ import annotations
 
+import atexit
 import base64
 import binascii
 import hashlib
 import json
 import re
+import shutil
 import tempfile
 import threading
 from pathlib import Path
@@ -30,14 +32,17 @@ MAX_UPLOADS = 16
 PREFIX = "upload:"
 SUFFIXES = {"dataset": tuple(FORMATS), "tokenizer": (".json",)}
 _NAME = re.compile(r"[^A-Za-z0-9._-]+")
-_lock = threading.Lock()
+_lock = threading.RLock()
 _root: Path | None = None
 
 
 def _folder() -> Path:
+    """The private folder of this server's uploads (mode 700), removed when the server exits."""
     global _root
-    if _root is None:
-        _root = Path(tempfile.mkdtemp(prefix="gpuplan-uploads-"))
+    with _lock:
+        if _root is None:
+            _root = Path(tempfile.mkdtemp(prefix="gpuplan-uploads-"))
+            atexit.register(shutil.rmtree, _root, True)
     return _root
 
 
