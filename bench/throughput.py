@@ -78,11 +78,6 @@ BEFORE = {"Megatron-LM paper (Narayanan et al., SC'21)": (8.6, 7.6),
           "Qwen (v1) README inference profiling": (19.1, 5.4),
           "Qwen2.5 docs speed benchmark": (8.3, 10.6),
           "huggingface/peft MetaMathQA method-comparison benchmark": (None, 184.5)}
-WHY_ABOVE = {"huggingface/peft MetaMathQA method-comparison benchmark":
-             "variable-length data now modelled (shorthand mean 210 of up to 768 tokens, bucketed, tokens/s of the "
-             "data's own tokens: 184.5 % -> 63 %); left: micro-steps of 4 x ~210 tokens, where the speed model's "
-             "GEMM efficiency and per-step costs (foreach AdamW and clipping of 3.2B bf16 parameters, run.py's own "
-             "host work each step: tokenizer.pad, labels, loss.item(), memory logging) are not calibrated"}
 
 
 def true_over_estimate(case: dict) -> float:
@@ -139,7 +134,6 @@ def report(scored: list[dict], rejected: list[dict]) -> str:
                   f"of their held-out median {overall:.1f}%", f"- range from the held-out rows (10th-90th percentile "
                   f"of measured / estimated - 1): training {train[0]:+.2f} to {train[1]:+.2f}, decode {decode[0]:+.2f} "
                   f"to {decode[1]:+.2f} (overheads.SPEED_SPREAD)", ""]
-    lines += ["", *(f"- above 15%: {source}: {why}" for source, why in WHY_ABOVE.items())]
     if rejected:
         lines += ["", *(f"- {c['id']}: {c['error']}" for c in rejected)]
     return "\n".join(lines) + "\n"

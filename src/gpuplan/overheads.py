@@ -277,12 +277,24 @@ TRANSFORMERS_EXPERT_LOOP_S = 26e-6
 # DeepSpeed ZeRO-3 runs Python hooks per module on every forward, recomputation and backward (fetch,
 # release, partition bookkeeping): calibrated on the Qwen-1 ZeRO-3 rows. torch FSDP's per-unit cost is small.
 ZERO3_HOOK_S_PER_LAYER_PASS = 4e-3
-# Per optimizer step: the HF Trainer's loop (gradient clipping's norm, scheduler, zero_grad, logging) and the
+# Per optimizer step: the HF Trainer's loop (scheduler, zero_grad, logging, the loss's .item() sync) and the
 # dataloader's collation per micro-batch (num_workers 0, pinned copies).
 TRAINER_STEP_OVERHEAD_S = 0.02
 DATALOADER_S_PER_MICRO_STEP = 2e-3
 # Optimizer: states, master weights and gradients read and written once per step, memory-bound. AdamW mixed
-# precision: read fp32 master, grad, m, v; write master, m, v and the 16-bit copy.
+# precision: read fp32 master, grad, m, v; write master, m, v and the 16-bit copy. That is the fused kernel
+# (torch._fused_adamw_, one pass). torch's foreach AdamW (torch/optim/adam.py _multi_tensor_adam, torch 2.7-2.13,
+# decoupled weight decay, not capturable, no amsgrad) runs one multi-tensor kernel per op over the whole group,
+# each reading and writing full tensors: mul_(params) 2p; lerp_(m, g) 2s + g; mul_(v) 2s; addcmul_(v, g, g)
+# 2s + g; sqrt(v) into a new tensor 2s; div_ and add_ on it 2s each; addcdiv_(params, m, sqrt) 2p + 2s; with p the
+# weight's bytes, s the states' (the weight's dtype) and g the gradient's: 4p + 14s + 2g per parameter, counted
+# from the code (40 B for pure bf16 against the fused kernel's 14).
+ADAMW_FOREACH_PASSES = {"weight": 4, "state": 14, "grad": 2}
+# Gradient clipping by norm (every stack's default: HF Trainer max_grad_norm 1.0, Megatron --clip-grad 1.0, Composer,
+# NeMo, peft's method_comparison run.py): torch.nn.utils.clip_grad_norm_ reads the gradients for their norms
+# (_foreach_norm) and multiplies them in place by the clamped coefficient (_foreach_mul_): 3 gradient bytes per
+# trained parameter (torch/nn/utils/clip_grad.py, torch 2.7-2.13), before the optimizer step.
+GRAD_CLIP_GRAD_PASSES = 3
 # DeepSpeed's CPU Adam when the optimizer is offloaded: memory-bound on the host like the GPU's step (16 B of
 # states + 4 B of gradient read, 12 B written per parameter); ~1e9 parameters/s is a many-core server's
 # ~30 GB/s of effective traffic (ZeRO-Offload, Ren et al. ATC'21, reports CPU-Adam 5-7x faster than

@@ -247,8 +247,8 @@ def test_launch_32b_zero3(tmp_path, monkeypatch):
 def test_peft_variable_length_rows_within_ten_percent():
     """The public accuracy table's variable-length peft rows (MetaMathQA, mean ~210 of up to 768 tokens, bucketed):
     with the data modelled, the mean reserved memory over steps is within 10 % (it was +59 % at the 768-token
-    maximum); the throughput row, left to the speed model at micro-steps of ~840 tokens, is within 80 % (it was
-    +184 %)."""
+    maximum); the throughput row is within 10 % too (+184 % at the maximum, +63 % with the data modelled, -2 % with
+    clipping's and foreach AdamW's per-step passes counted: tests/speed/test_peft_metamathqa.py)."""
     bench = Path(__file__).resolve().parents[2] / "bench"
     sys.path.insert(0, str(bench))
     import accuracy
@@ -260,7 +260,7 @@ def test_peft_variable_length_rows_within_ten_percent():
     assert all(abs(c["error_pct"]) <= 10 for c in scored), [(c["id"], c["error_pct"]) for c in scored]
     speed = [c for c in accuracy.load_cases(bench / "throughput_cases.yaml") if "peft" in c["source"]]
     scored, _ = throughput.run(speed)
-    assert len(scored) == 1 and 0 < scored[0]["error_pct"] <= 80
+    assert len(scored) == 1 and abs(scored[0]["error_pct"]) <= 10
 
 
 def test_a_huge_file_is_sampled_and_says_so(tmp_path, tokenizer, monkeypatch):

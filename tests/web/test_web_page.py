@@ -248,3 +248,40 @@ def test_task_switch_shows_the_task_fields(server, page):
     assert "task=infer" in page.url and "method" not in page.url  # training fields leave the plan
     r = gpuplan.estimate({"model": "llama-3.1-8b", "task": "infer", "gpu": "rtx-4090"})
     assert value(page, "#verdict-peak") == pytest.approx(r.memory.device_peak_gib)
+
+
+def test_a_dataset_file_gives_the_cli_numbers(server, page, tmp_path):
+    """Issue 23 ("the web page takes a dataset"): a JSONL file and its tokenizer.json chosen on the page are
+    uploaded and read as ``gpuplan estimate --dataset F --tokenizer T --json`` reads them: the same records, tokens,
+    lengths, batching and train tokens, and the same plan."""
+    from test_web_dataset import make_files
+
+    data, tok = make_files(tmp_path)
+    proc = subprocess.run([sys.executable, "-m", "gpuplan", "estimate", "--model", "llama-3.2-1b", "--task", "train",
+                           "--gpu", "h100-sxm", "--epochs", "2", "--dataset", data.name, "--tokenizer", tok.name,
+                           "--json"], capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    cli = json.loads(proc.stdout)
+    page.goto(server + "/?model=llama-3.2-1b&task=train&gpu=h100-sxm&epochs=2")
+    settle(page)
+    assert page.is_hidden("#data")  # no data yet
+    page.click('details[data-group="training"] summary')
+    for name, path in (("tokenizer", tok), ("dataset", data)):
+        page.set_input_files(f"#f-{name}", str(path))
+        page.wait_for_function(f"() => document.getElementById('f-{name}-status').textContent.endsWith('bytes')")
+    settle(page)
+    assert page.get_attribute("#verdict", "data-fits") != "error", page.text_content("#verdict")
+    d = cli["dataset"]
+    assert (d["samples"], d["tokens_total"], d["max_tokens"]) == (4, 16, 7)  # 5 + 3 + 2 + 6 words, + EOS
+    for key in ("samples", "tokens_total", "special_tokens", "mean_tokens", "p50_tokens", "p95_tokens", "max_tokens",
+                "truncated", "tokens_trained", "epochs", "packed_sequences", "padding_pct"):
+        assert value(page, f'[data-key="dataset.{key}"] .value') == pytest.approx(d[key]), key
+    assert page.text_content('[data-key="dataset.source"] .value') == "train.jsonl (tokenizer tokenizer.json)"
+    assert value(page, '[data-key="scenario.train_tokens"] .value') == cli["scenario"]["train_tokens"] == 40
+    assert value(page, "#verdict-peak") == pytest.approx(cli["memory"]["device_peak_gib"], rel=1e-12)
+    assert value(page, 'details[data-key="speed.tokens_per_s"] .value') == pytest.approx(cli["speed"]["tokens_per_s"])
+    assert "--dataset train.jsonl --tokenizer tokenizer.json" in page.text_content("#export-command")
+    # clearing the file takes the data out of the plan
+    page.click('.field[data-field="dataset"] button.clear')
+    settle(page)
+    assert page.is_hidden("#data") and "dataset" not in page.url

@@ -86,13 +86,17 @@ def _trainable(s: Scenario, m: ModelSpec) -> float:
 
 
 def _optimizer_bytes_per_param(s: Scenario) -> float:
-    """Bytes the optimizer step reads and writes per trained parameter (memory-bound update)."""
+    """Bytes the optimizer step reads and writes per trained parameter (memory-bound update): one pass for the
+    fused kernels, one per op for torch's foreach AdamW."""
     mixed = s.precision.endswith("mixed") or s.method != "full"
     master = 4 if mixed else 2
     grad = 4 if mixed else 2
     state = {"adamw": 2 * master, "adamw-8bit": 2 + 8 / 256, "paged-adamw-8bit": 2 + 8 / 256, "lion": master,
              "sgd-momentum": master, "sgd": 0.0, "adafactor": 0.1}[s.optimizer]
     low_copy = 2 if mixed else 0
+    if s.optimizer == "adamw" and s.optimizer_impl == "foreach":  # one kernel per op (overheads.ADAMW_FOREACH_PASSES)
+        passes = oh.ADAMW_FOREACH_PASSES
+        return passes["weight"] * master + passes["state"] * master + passes["grad"] * grad + low_copy
     return 2 * (master + state) + grad + low_copy  # read master+states+grad, write master+states (+16-bit copy)
 
 
@@ -368,11 +372,13 @@ def _offload_s(s: Scenario, m: ModelSpec, forward_time: float, backward_time: fl
 
 
 def _optimizer_s(s: Scenario, m: ModelSpec, gpu: GpuSpec, pcie: float, assumptions: list[str]) -> float:
-    """The optimizer step over this rank's shard: memory-bound on the GPU, or DeepSpeed's CPU Adam when offloaded."""
+    """Gradient clipping and the optimizer step over this rank's shard: memory-bound on the GPU, or DeepSpeed's CPU
+    Adam when offloaded."""
     shard = _trainable(s, m) / (s.tp * s.pp) / (s.dp * s.cp if s.resolved_strategy in ("zero1", "zero2", "zero3")
                                                 else 1)
-    if s.offload == "none":
-        return shard * _optimizer_bytes_per_param(s) / bandwidth(gpu)
+    if s.offload == "none":  # and clip_grad_norm_ over the gradients first (overheads.GRAD_CLIP_GRAD_PASSES)
+        grad = 4 if s.precision.endswith("mixed") or s.method != "full" else 2
+        return shard * (_optimizer_bytes_per_param(s) + oh.GRAD_CLIP_GRAD_PASSES * grad) / bandwidth(gpu)
     assumptions.append(f"optimizer offloaded: DeepSpeed CPU Adam at ~{oh.CPU_ADAM_PARAMS_PER_S:.0e} "
                        "parameters/s (assumed) plus the PCIe round trip of gradients and weights")
     return shard / oh.CPU_ADAM_PARAMS_PER_S + 2 * 2 * shard / pcie  # CPU Adam + grads down, weights up

@@ -9,7 +9,7 @@ form (``/api/form``), the formulas (``/api/explain``), the exports (``/api/expor
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -27,20 +27,44 @@ from .explain import Explanation, explain
 from .export import Export, export
 from .forms import FieldSpec, field_specs
 from .grid import Axis, FitGrid, fit_grid
-from .guard import MAX_ITEMS, check_model, check_no_server_files, run_limited
+from .guard import MAX_ITEMS, check_model, run_limited, with_uploads
+from .uploads import MAX_UPLOAD_BYTES, hide_paths, save
+
+M = TypeVar("M", bound=BaseModel)
 
 router = APIRouter(prefix="/api")
 
 
 class ServerScenario(Scenario):
     """The scenario as the server takes it: the CLI's, but a dataset or tokenizer file on the server's disk is
-    refused before anything reads it (:func:`~gpuplan.web.guard.check_no_server_files`); the shorthand works."""
+    refused before anything reads it (:func:`~gpuplan.web.guard.check_no_server_files`); a file the page uploaded
+    (its ``upload:`` reference) and the shorthand work."""
 
     @model_validator(mode="before")
     @classmethod
     def _no_server_files(cls, data: Any) -> Any:
-        check_no_server_files(data)
-        return data
+        return with_uploads(data)
+
+
+class Upload(BaseModel):
+    """A file the page read: a dataset (.jsonl, .json, .parquet, .csv) or a tokenizer.json, its bytes in base64."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["dataset", "tokenizer"]
+    name: str = Field(min_length=1, max_length=200)
+    content_base64: str = Field(max_length=-(-MAX_UPLOAD_BYTES // 3) * 4)
+
+
+class Uploaded(BaseModel):
+    ref: str  # what the scenario's dataset or tokenizer field takes
+    name: str
+    bytes: int
+
+
+def _named(model: M) -> M:
+    """``model`` with the uploaded files named as the user named them (:func:`~gpuplan.web.uploads.hide_paths`)."""
+    return type(model).model_validate_json(hide_paths(model.model_dump_json()))
 
 
 class ModelRow(BaseModel):
@@ -119,26 +143,28 @@ class Form(BaseModel):
     quants: list[str]
     providers: list[str]
     hub: bool
+    max_upload_bytes: int = MAX_UPLOAD_BYTES  # the largest dataset or tokenizer file /api/upload keeps
 
 
 def _estimate(s: Scenario, hub: bool) -> Plan:
     check_model(s.model, hub)
-    return api.estimate(s)
+    return _named(api.estimate(s))
 
 
 def _recommend(req: RecommendRequest, hub: bool) -> Recommendation:
     check_model(req.scenario.model, hub)
-    return api.recommend(req.scenario, **req.constraints.model_dump())
+    return _named(api.recommend(req.scenario, **req.constraints.model_dump()))
 
 
 def _explain(s: Scenario, hub: bool) -> Explanation:
-    result = _estimate(s, hub)
-    return explain(result, s, load_model(s.model), load_gpu(s.gpu) if s.gpu else None)
+    check_model(s.model, hub)
+    result = api.estimate(s)
+    return _named(explain(result, s, load_model(s.model), load_gpu(s.gpu) if s.gpu else None))
 
 
 def _grid(req: GridRequest, hub: bool) -> FitGrid:
     check_model(req.scenario.model, hub)
-    return fit_grid(req.scenario, load_model(req.scenario.model), req.axis)
+    return _named(fit_grid(req.scenario, load_model(req.scenario.model), req.axis))
 
 
 def _models(search: str | None, family: str | None) -> list[dict[str, Any]]:
@@ -206,7 +232,16 @@ async def export_route(scenario: ServerScenario, request: Request) -> Export:
     """The scenario as a file `gpuplan estimate` reads, the equivalent command, a Markdown report and the
     permalink's query string."""
     result = await run_limited(_estimate, scenario, request.app.state.hub)
-    return export(scenario, result, str(request.base_url))
+    return _named(export(scenario, result, str(request.base_url)))
+
+
+@router.post("/upload", response_model=Uploaded, summary="A dataset or tokenizer.json for the scenario")
+async def upload_route(body: Upload) -> Uploaded:
+    """Keep a file the page read (at most 16 MiB; the server keeps the last 16) and answer its reference: a
+    scenario's `dataset` (or `tokenizer`) set to it is read and tokenized as `gpuplan estimate --dataset FILE`
+    does, with the model's own tokenizer from the server's Hugging Face cache unless a tokenizer.json is uploaded
+    too."""
+    return Uploaded(**await run_limited(save, body.kind, body.name, body.content_base64))
 
 
 @router.post("/fit-grid", response_model=FitGrid, summary="The fit on every card of the catalog")

@@ -1,7 +1,8 @@
 """The application: the page, the README it links to, the API, the offline API docs, and the error replies.
 
 Bad input of any kind answers 422 with ``{"detail": sentence}``, the sentence the CLI prints after "error:";
-an oversized body 413; a request past its deadline 503. The page and its scripts are files of this package:
+an oversized body 413; a request past its deadline 503. A dataset the page uploads (``/api/upload``,
+:mod:`.uploads`) is read by the CLI's own reader. The page and its scripts are files of this package:
 nothing is fetched from elsewhere at run time (``/docs`` serves Swagger UI from the ``fastapi-offline``
 package).
 """
@@ -23,7 +24,8 @@ from ..errors import GpuplanError
 from ..scenario import scenario_from
 from . import api
 from .accuracy import readme_html
-from .guard import BoundedBody, TooSlow, check_no_server_files
+from .guard import BoundedBody, TooSlow, with_uploads
+from .uploads import MAX_UPLOAD_BYTES, hide_paths
 
 STATIC = Path(str(resources.files("gpuplan") / "web" / "static"))
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
@@ -46,7 +48,7 @@ def create_app(*, hub: bool = False, host: str = "127.0.0.1") -> FastAPI:
     app.add_exception_handler(GpuplanError, _bad_input)
     app.add_exception_handler(RequestValidationError, _invalid_request)
     app.add_exception_handler(TooSlow, _too_slow)
-    app.add_middleware(BoundedBody)
+    app.add_middleware(BoundedBody, larger={"/api/upload": MAX_UPLOAD_BYTES * 4 // 3 + 4096})  # base64 + fields
     if host not in ("0.0.0.0", "::", ""):
         app.add_middleware(TrustedHostMiddleware, allowed_hosts=[*LOCAL_HOSTS, host.strip("[]")])
 
@@ -66,7 +68,7 @@ def create_app(*, hub: bool = False, host: str = "127.0.0.1") -> FastAPI:
 
 
 async def _bad_input(request: Request, exc: Exception) -> JSONResponse:
-    return JSONResponse({"detail": str(exc)}, status_code=422)
+    return JSONResponse({"detail": hide_paths(str(exc))}, status_code=422)
 
 
 async def _too_slow(request: Request, exc: Exception) -> JSONResponse:
@@ -97,10 +99,9 @@ def validation_sentence(exc: RequestValidationError, path: str) -> str:
             raw = body
         if raw is not None:
             try:
-                check_no_server_files(raw)  # before anything could read them
-                scenario_from(raw)  # type: ignore[arg-type]
+                scenario_from(with_uploads(raw))  # type: ignore[arg-type]  # no server file is read
             except GpuplanError as err:
-                return str(err)
+                return hide_paths(str(err))
     field = ".".join(loc[1:]) or loc[0] if loc else "request"
     msg = first["msg"].removeprefix("Value error, ")
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""

@@ -1,8 +1,9 @@
 """The page's form, read from the :class:`~gpuplan.scenario.Scenario` model: one input per field.
 
 Literal fields become choices, bounded numbers keep their bounds, optional fields get an empty "(default)"
-choice, and the field's description is its hint. A field the model gains later (a framework, a technique)
-appears on the page without a change here: known fields are placed in groups, new ones go to "more".
+choice, fields that name a file a file input (the page uploads the file), and the field's description is its
+hint. A field the model gains later (a framework, a technique) appears on the page without a change here: known
+fields are placed in groups, new ones go to "more".
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ from ..scenario import fields as scenario
 PRIMARY = ("model", "task", "method", "framework", "precision", "quant", "seq_len", "micro_batch_size",
            "grad_checkpointing", "batch_size", "prompt_tokens", "output_tokens", "engine", "gpu", "num_gpus")
 GROUPS = {
-    "training": ("optimizer", "optimizer_impl", "lora_rank", "lora_targets", "lora_dropout", "qlora_fp32_upcast",
-                 "adapter_dtype", "grad_accum_steps", "attention", "train_tokens", "dataset_gb", "samples",
-                 "mean_tokens", "max_tokens", "epochs", "packing"),
+    "training": ("dataset", "tokenizer", "optimizer", "optimizer_impl", "lora_rank", "lora_targets", "lora_dropout",
+                 "qlora_fp32_upcast", "adapter_dtype", "grad_accum_steps", "attention", "train_tokens", "dataset_gb",
+                 "samples", "mean_tokens", "max_tokens", "epochs", "packing"),
     "techniques": ("loss", "loss_chunks", "activation_offload", "compile", "optimizer_in_backward",
                    "checkpoint_every"),
     "inference": ("kv_cache_dtype", "gpu_memory_utilization", "max_num_batched_tokens"),
@@ -37,6 +38,12 @@ TRAIN_ONLY = scenario.TRAIN_ONLY | scenario.TRAINING_LAYOUT
 INFER_ONLY = scenario.INFER_ONLY
 # Free-text fields whose values the page offers from a catalog.
 SUGGEST = {"model": "models", "gpu": "gpus", "quant": "quants", "provider": "providers"}
+# Fields that name a file: the page reads the chosen file and uploads it (web/uploads.py); the file types they take.
+FILES = {"dataset": ".jsonl,.ndjson,.json,.parquet,.csv", "tokenizer": ".json"}
+FILE_HINTS = {"dataset": "choose a .jsonl, .json, .parquet or .csv file: it is uploaded and tokenized as "
+                         "`gpuplan estimate --dataset` does (up to 16 MiB)",
+              "tokenizer": "the tokenizer.json that counts the dataset (default: the model's own, from the server's "
+                           "Hugging Face cache)"}
 
 
 class FieldSpec(BaseModel):
@@ -44,7 +51,7 @@ class FieldSpec(BaseModel):
 
     name: str
     label: str
-    kind: Literal["choice", "int", "float", "bool", "text", "list"]
+    kind: Literal["choice", "int", "float", "bool", "text", "list", "file"]
     choices: list[str] = []
     optional: bool = False
     required: bool = False
@@ -57,6 +64,7 @@ class FieldSpec(BaseModel):
     group: str
     task: Literal["train", "infer", "both"] = "both"
     suggest: str | None = None
+    accept: str | None = None  # a file field's types
 
 
 def _literals(annotation: Any) -> tuple[list[str], bool, set[type]]:
@@ -85,7 +93,9 @@ def field_specs() -> list[FieldSpec]:
     specs = []
     for name, info in Scenario.model_fields.items():
         choices, optional, other = _literals(info.annotation)
-        if list in other:
+        if name in FILES:
+            kind = "file"
+        elif list in other:
             kind = "list"
         elif choices and not other:
             kind = "choice"
@@ -110,10 +120,10 @@ def field_specs() -> list[FieldSpec]:
         default = None if info.default is PydanticUndefined else info.default
         specs.append(FieldSpec(
             name=name, label=name.replace("_", " "), kind=kind, choices=choices, optional=optional,
-            required=info.is_required(), default=default, description=info.description or "",
+            required=info.is_required(), default=default, description=FILE_HINTS.get(name, info.description or ""),
             group="main" if name in PRIMARY else grouped.get(name, "more"),
             task="train" if name in TRAIN_ONLY else "infer" if name in INFER_ONLY else "both",
-            suggest=SUGGEST.get(name), **bounds))
+            suggest=SUGGEST.get(name), accept=FILES.get(name), **bounds))
     order = {name: i for i, name in enumerate(PRIMARY)}
     return sorted(specs, key=lambda f: (f.group != "main", order.get(f.name, len(order))))
 

@@ -3,7 +3,8 @@
 Bodies are read at most :data:`MAX_BODY_BYTES` (413 beyond) and every JSON string, list and object in them is
 bounded before any model sees them (422 with one sentence). Model names must be bundled, or Hugging Face repo
 ids when the server was started with ``--hub`` (only their ``config.json`` is fetched; no code from a repo
-is ever run). Paths on the server's disk are refused. Work runs in a worker thread under a deadline.
+is ever run). Paths on the server's disk are refused; files the page uploaded are read. Work runs in a worker
+thread under a deadline.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import anyio.to_thread
 
 from ..errors import GpuplanError, UnknownNameError
 from ..model.catalog import REPO_ID, aliases, bundled, bundled_repo
+from .uploads import is_ref, resolve
 
 MAX_BODY_BYTES = 32 * 1024
 MAX_TEXT = 200  # characters in any JSON string (model ids are at most 96 on the hub)
@@ -55,13 +57,22 @@ SERVER_FILES = ("dataset", "tokenizer")  # scenario fields that name files: the 
 
 
 def check_no_server_files(data: Any) -> None:
-    """Refuse a scenario that names a file on the server (a dataset or a tokenizer): the shorthand ``samples`` and
-    ``mean_tokens`` describes the data instead."""
-    if isinstance(data, dict) and any(data.get(k) for k in SERVER_FILES):
-        named = next(k for k in SERVER_FILES if data.get(k))
+    """Refuse a scenario that names a file on the server (a dataset or a tokenizer): a file the page uploaded
+    (:mod:`~gpuplan.web.uploads`, an ``upload:`` reference) or the shorthand ``samples`` and ``mean_tokens``
+    describes the data instead."""
+    named = next((k for k in SERVER_FILES if isinstance(data, dict) and data.get(k) and not is_ref(data[k])), None)
+    if named:
         raise GpuplanError(f"the web page does not read files on the server ({named} {str(data[named])[:60]!r}): "
-                           "describe the data with samples and mean_tokens, or use `gpuplan estimate --dataset` on "
-                           "the command line")
+                           "choose the file on the page (it is uploaded), describe the data with samples and "
+                           "mean_tokens, or use `gpuplan estimate --dataset` on the command line")
+
+
+def with_uploads(data: Any) -> Any:
+    """``data`` checked (:func:`check_no_server_files`), its upload references turned into the stored files."""
+    check_no_server_files(data)
+    if isinstance(data, dict) and any(is_ref(data.get(k)) for k in SERVER_FILES):
+        data = {**data, **{k: resolve(data[k]) for k in SERVER_FILES if is_ref(data.get(k))}}
+    return data
 
 
 def check_model(name: str, hub: bool) -> None:
@@ -100,14 +111,20 @@ async def run_limited(fn: Callable[..., T], *args: Any, timeout_s: float | None 
 
 
 class BoundedBody:
-    """ASGI middleware: refuse bodies over ``max_bytes`` (413) and JSON beyond :func:`check_bounds` (422)."""
+    """ASGI middleware: refuse bodies over ``max_bytes`` (413) and JSON beyond :func:`check_bounds` (422); the
+    paths in ``larger`` (the upload) take bodies up to their own size and bound their fields themselves."""
 
-    def __init__(self, app, max_bytes: int = MAX_BODY_BYTES):
-        self.app, self.max_bytes = app, max_bytes
+    def __init__(self, app, max_bytes: int = MAX_BODY_BYTES, larger: dict[str, int] | None = None):
+        self.app, self.max_bytes, self.larger = app, max_bytes, larger or {}
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http" or scope["method"] not in ("POST", "PUT", "PATCH"):
             return await self.app(scope, receive, send)
+        if scope["path"] in self.larger:
+            return await BoundedBody(self.app, self.larger[scope["path"]], {})._read(scope, receive, send, False)
+        return await self._read(scope, receive, send, True)
+
+    async def _read(self, scope, receive, send, bound_json: bool):
         headers = dict(scope["headers"])
         declared = headers.get(b"content-length")
         if declared and declared.isdigit() and int(declared) > self.max_bytes:
@@ -125,7 +142,7 @@ class BoundedBody:
             if not message.get("more_body"):
                 break
         body = b"".join(chunks)
-        if b"json" in headers.get(b"content-type", b""):
+        if bound_json and b"json" in headers.get(b"content-type", b""):
             try:
                 check_bounds(json.loads(body))
             except ValueError as err:  # GpuplanError included; malformed JSON is FastAPI's to report

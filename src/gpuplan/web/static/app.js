@@ -8,7 +8,8 @@ const COLORS = {weights: "#4c78a8", gradients: "#f58518", optimizer: "#e45756", 
 const GROUP_TITLES = {training: "Training options", techniques: "Training techniques", inference: "Inference options",
   parallelism: "Parallelism and offload", pricing: "Pricing", more: "More"};
 const DEFAULT_SCENARIO = {model: "llama-3.1-8b", task: "train", method: "qlora", gpu: "rtx-4090"};
-const state = {fields: [], seq: 0, timer: null, result: null, explanation: null, scenario: null};
+const state = {fields: [], seq: 0, timer: null, result: null, explanation: null, scenario: null, uploads: {},
+  maxUpload: 0};
 
 const $ = (sel) => document.querySelector(sel);
 
@@ -48,6 +49,16 @@ function makeInput(f) {
     return sel;
   }
   if (f.kind === "bool") return h("input", {id, name: f.name, type: "checkbox"});
+  if (f.kind === "file") {  // read here and uploaded (/api/upload); the scenario carries the server's reference
+    const input = h("input", {id, name: f.name, type: "file", accept: f.accept});
+    for (const ev of ["input", "change"]) input.addEventListener(ev, (e) => e.stopPropagation());
+    input.addEventListener("change", () => chooseFile(f.name, input));
+    const clear = h("button", {type: "button", class: "clear", hidden: true, onclick: () => {
+      input.value = "";
+      chooseFile(f.name, input);
+    }}, "clear");
+    return h("span", {class: "file"}, input, h("span", {class: "hint", id: id + "-status"}), clear);
+  }
   if (f.kind === "int" || f.kind === "float") {
     return h("input", {id, name: f.name, type: "number", step: f.kind === "int" ? "1" : "any",
       min: f.minimum !== null && !f.exclusive_minimum ? f.minimum : null,
@@ -60,8 +71,39 @@ function makeInput(f) {
     placeholder, spellcheck: "false"});
 }
 
+async function chooseFile(name, input) {
+  const status = document.getElementById(input.id + "-status");
+  const clear = input.parentElement.querySelector(".clear");
+  const file = input.files[0];
+  delete state.uploads[name];
+  status.textContent = "";
+  clear.hidden = !file;
+  if (file && file.size > state.maxUpload) {
+    showError(`${file.name} is ${file.size.toLocaleString("en-US")} bytes; the page takes files up to ` +
+      `${state.maxUpload.toLocaleString("en-US")} bytes (use gpuplan estimate --dataset FILE for larger ones)`);
+    return;
+  }
+  if (file) {
+    status.textContent = "uploading...";
+    try {
+      const bytes = new Uint8Array(await file.arrayBuffer());
+      let binary = "";
+      for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+      const up = await api("/api/upload", {kind: name, name: file.name, content_base64: btoa(binary)});
+      state.uploads[name] = up.ref;
+      status.textContent = `${up.bytes.toLocaleString("en-US")} bytes`;
+    } catch (e) {
+      status.textContent = "";
+      showError(e.message);
+      return;
+    }
+  }
+  schedule();
+}
+
 function buildForm(form) {
   state.fields = form.fields;
+  state.maxUpload = form.max_upload_bytes;
   const host = $("#scenario");
   host.replaceChildren();
   const groups = {main: h("div", {class: "group main"})};
@@ -86,7 +128,12 @@ function fillForm(values) {
   for (const f of state.fields) {
     const el = document.getElementById("f-" + f.name);
     const v = values[f.name];
-    if (f.kind === "bool") el.checked = v === undefined ? !!f.default : v === true || v === "true";
+    if (f.kind === "file") {  // a permalink's upload reference, kept while the server keeps the file
+      if (typeof v === "string" && v.startsWith("upload:")) state.uploads[f.name] = v;
+      else delete state.uploads[f.name];
+      document.getElementById(el.id + "-status").textContent = state.uploads[f.name] ?
+        "uploaded: " + v.split("/").pop() : "";
+    } else if (f.kind === "bool") el.checked = v === undefined ? !!f.default : v === true || v === "true";
     else if (v === undefined || v === null) el.value = f.kind === "choice" && !f.optional && !f.required
       ? f.default : f.kind === "list" && f.default === "all-linear" ? "" : "";
     else el.value = Array.isArray(v) ? v.join(",") : String(v);
@@ -100,7 +147,10 @@ function readForm() {
     if (f.task !== "both" && f.task !== task) continue;
     const el = document.getElementById("f-" + f.name);
     let v;
-    if (f.kind === "bool") {
+    if (f.kind === "file") {  // a tokenizer counts a dataset: it waits for one
+      if (state.uploads[f.name] && (f.name !== "tokenizer" || state.uploads.dataset)) out[f.name] = state.uploads[f.name];
+      continue;
+    } else if (f.kind === "bool") {
       v = el.checked;
     } else {
       const raw = el.value.trim();
@@ -164,6 +214,7 @@ async function update() {
     renderMemory(result);
     renderFixes(result);
     renderSpeedCost(result);
+    renderData(result);
     renderAssumptions(result, explanation);
     renderExport(exported);
     renderModel(result);
@@ -391,6 +442,35 @@ function renderSpeedCost(r) {
     }
   }
   $("#speed-rows").replaceChildren(...rows);
+}
+
+// the data as gpuplan.dataset read it: the same section as `gpuplan estimate --dataset FILE`
+function renderData(r) {
+  const d = r.dataset;
+  $("#data").hidden = !d;
+  if (!d) return;
+  const row = (key, label, value, text) => h("div", {class: "datum", "data-key": "dataset." + key},
+    h("span", {class: "label"}, label), h("span", {class: "value", "data-value": value}, text ?? num(value, 0)));
+  const rows = [
+    row("source", "data", d.source, d.source + (d.tokenizer ? ` (tokenizer ${d.tokenizer})` : "")),
+    row("samples", "records", d.samples),
+    row("tokens_total", "tokens of their own", d.tokens_total),
+    row("special_tokens", "EOS / template tokens the stack adds", d.special_tokens),
+    row("mean_tokens", "mean tokens per record", d.mean_tokens, num(d.mean_tokens, 1)),
+    row("p50_tokens", "p50", d.p50_tokens), row("p95_tokens", "p95", d.p95_tokens),
+    row("max_tokens", "longest", d.max_tokens),
+    row("truncated", `cut at seq_len ${num(d.seq_len, 0)}`, d.truncated),
+    row("tokens_trained", "tokens trained per epoch", d.tokens_trained),
+    row("epochs", "epochs", d.epochs, num(d.epochs, 2)),
+    row("packing", "batching", d.packing, d.packing),
+    row("packed_sequences", "sequences per epoch", d.packed_sequences),
+    row("padding_pct", "padding", d.padding_pct, num(d.padding_pct, 1) + "%"),
+  ];
+  if (r.scenario.train_tokens) rows.push(h("div", {class: "datum", "data-key": "scenario.train_tokens"},
+    h("span", {class: "label"}, "train tokens (epochs x tokens trained)"),
+    h("span", {class: "value", "data-value": r.scenario.train_tokens}, num(r.scenario.train_tokens, 0))));
+  $("#data-rows").replaceChildren(...rows);
+  $("#data-notes").replaceChildren(...d.notes.map((n) => h("li", {}, n)));
 }
 
 function setupLabel(x) {
