@@ -442,3 +442,13 @@ SERVING_RATE_BAND = (0.72, 1.18)
 CHECKPOINTS_KEPT = 2  # Trainer save_total_limit: the newest checkpoint may be torn by an interruption
 LAUNCH_SOFTWARE_GB = 50.0  # an allowance, not a measurement: the OS image, a CUDA PyTorch stack (torch and the
 # NVIDIA libraries are several GB unpacked), DeepSpeed/vLLM and the pip and Hugging Face caches
+
+
+# ---- TensorRT-LLM offline throughput (speed/offline.py) -----------------------------------------------------------
+# Fitted by bench/trtllm.py on the H100 (FP8) and B200 (NVFP4) rows of NVIDIA's TensorRT-LLM performance overview
+# (bench/data/trtllm-perf-overview.csv: NVIDIA/TensorRT-LLM@00f37686aa85 docs/source/performance/perf-overview.md);
+# the H200 and GB200 rows are held out. Share of the datasheet FP8 / FP4 dense peak that TensorRT-LLM's W8A8 (Hopper)
+# and W4A4 NVFP4 (Blackwell) GEMMs reach, relative to what the bf16-calibrated GEMM model gives a bf16 GEMM.
+TRTLLM_GEMM_PEAK_SHARE = {"Hopper": {"fp8": 0.85}, "Blackwell": {"fp8": 0.85, "fp4": 0.95}}
+# The PyTorch executor's per-request work in each iteration (sampling, request bookkeeping), not hidden by the GPU.
+TRTLLM_HOST_S_PER_SEQ = 0.0

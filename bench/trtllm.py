@@ -1,0 +1,164 @@
+"""Replay NVIDIA's TensorRT-LLM performance overview (bench/data/trtllm-perf-overview.csv) with gpuplan.
+
+    python bench/trtllm.py [--out bench/results/trtllm.md] [--fit]
+
+Each table row (model, GPU, TP, FP8 or NVFP4 checkpoint, ISL/OSL) becomes a scenario with ``engine: trtllm``,
+``quant`` the checkpoint's, ``kv_cache_dtype: fp8`` (trtllm-bench's KV dtype for FP8 and NVFP4 checkpoints), and is
+predicted two ways:
+
+- generic: the serving estimate (``inference_speed``: continuous batching timed as vLLM's current engine) at the
+  concurrency TensorRT-LLM's KV pool holds (``free_gpu_memory_fraction`` 0.9, ``max_batch_size`` 2048: the
+  ``trtllm-serve`` defaults), what gpuplan said before the trtllm-bench model;
+- trtllm-bench: :func:`gpuplan.speed.offline.offline_throughput` (trtllm-bench's own max batch size and max num
+  tokens, the pool at 0.95, the GEMMs at the share of the FP8/FP4 peaks fitted here).
+
+Fitted rows: H100 (FP8, Hopper) and B200 (NVFP4, Blackwell); held out: H200 and GB200. ``--fit`` grid-searches
+the constants of overheads.py (TRTLLM_GEMM_PEAK_SHARE, TRTLLM_HOST_S_PER_SEQ) on the fitted rows only.
+error = (gpuplan - published) / published.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import itertools
+import statistics
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT / "src"))
+
+from gpuplan import overheads as oh  # noqa: E402
+from gpuplan.engines import trtllm  # noqa: E402
+from gpuplan.hardware import load_gpu  # noqa: E402
+from gpuplan.model.catalog import load_model  # noqa: E402
+from gpuplan.scenario import scenario_from  # noqa: E402
+from gpuplan.speed.inference import inference_speed  # noqa: E402
+from gpuplan.speed.offline import offline_throughput  # noqa: E402
+
+DATA = ROOT / "bench" / "data" / "trtllm-perf-overview.csv"
+FITTED_GPUS = ("H100", "B200")
+MOE_WHY = ("MoE: the table does not give the expert-parallel size, and its MoE runs use attention data parallelism "
+           "(enable_attention_dp), which gpuplan's trtllm engine does not model")
+
+
+def load_rows(path: Path = DATA) -> list[dict]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(line for line in f if not line.startswith("#")))
+
+
+def role(row: dict) -> str:
+    return "fitted" if row["gpu_label"] in FITTED_GPUS else "held-out"
+
+
+def scenario(row: dict):
+    tp = int(row["tp"])
+    return scenario_from({"task": "infer", "engine": "trtllm", "model": row["model"], "gpu": row["gpu"], "tp": tp,
+                          "num_gpus": tp, "quant": row["precision"], "kv_cache_dtype": "fp8",
+                          "prompt_tokens": int(row["isl"]), "output_tokens": int(row["osl"]), "batch_size": 1})
+
+
+def why_not(row: dict) -> str | None:
+    """Why a row cannot be expressed as a gpuplan scenario (None when it can)."""
+    return MOE_WHY if load_model(row["model"]).is_moe else None
+
+
+def generic(row: dict) -> float:
+    """The serving estimate at the concurrency trtllm-serve's default pool holds."""
+    s = scenario(row)
+    m, gpu = load_model(s.model), load_gpu(s.gpu)
+    sm = trtllm.startup_memory(s, m, gpu, trtllm.activation(s, m))
+    conc = max(sm.max_concurrency(s.prompt_tokens + s.output_tokens), 1)
+    return inference_speed(s.model_copy(update={"batch_size": conc}), m, gpu).tokens_per_s
+
+
+def offline(row: dict) -> float:
+    s = scenario(row)
+    return offline_throughput(s, load_model(s.model), load_gpu(s.gpu),
+                              requests=int(row["num_requests"])).output_tokens_per_s
+
+
+def err(pred: float, row: dict) -> float:
+    return pred / float(row["output_tokens_per_s"]) - 1
+
+
+def median_abs(errors: list[float]) -> float:
+    return statistics.median(abs(e) for e in errors) if errors else float("nan")
+
+
+def fit(rows: list[dict]) -> None:
+    """Grid-search the trtllm constants on the fitted rows; print the best."""
+    fitted = [r for r in rows if role(r) == "fitted"]
+    best = None
+    for fp8, fp4, host in itertools.product((0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0, 1.1),
+                                            (0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 1.0, 1.1),
+                                            (0.0, 10e-6, 20e-6, 30e-6, 40e-6, 60e-6)):
+        oh.TRTLLM_GEMM_PEAK_SHARE = {"Hopper": {"fp8": fp8}, "Blackwell": {"fp8": fp8, "fp4": fp4}}
+        oh.TRTLLM_HOST_S_PER_SEQ = host
+        score = median_abs([err(offline(r), r) for r in fitted])
+        if best is None or score < best[0]:
+            best = (score, fp8, fp4, host)
+    print(f"best on {len(fitted)} fitted rows: median |error| {best[0]:.1%} at fp8 share {best[1]}, "
+          f"fp4 share {best[2]}, host {best[3] * 1e6:.0f} us per sequence")
+
+
+def report(rows: list[dict]) -> str:
+    scored, skipped = [], []
+    for r in rows:
+        why = why_not(r)
+        if why:
+            skipped.append(r)
+            continue
+        scored.append((r, err(generic(r), r), err(offline(r), r)))
+    lines = ["# TensorRT-LLM offline throughput against NVIDIA's performance overview", "",
+             "Generated by `python bench/trtllm.py`: every dense row of bench/data/trtllm-perf-overview.csv",
+             "(NVIDIA/TensorRT-LLM@00f37686aa85 docs/source/performance/perf-overview.md, trtllm-bench throughput,",
+             "PyTorch backend, total output tokens/s) as an `engine: trtllm` scenario. error = (gpuplan - published) /",
+             "published. *generic*: the serving estimate at the concurrency trtllm-serve's default KV pool holds (what",
+             "gpuplan said before); *trtllm-bench*: `speed/offline.py` (trtllm-bench's settings, W8A8 FP8 on Hopper,",
+             "W4A4 NVFP4 on Blackwell, FP8 KV, constants fitted on the H100 and B200 rows only).", "",
+             "| rows | n | generic median abs error | trtllm-bench median abs error |", "|---|---:|---:|---:|"]
+    for name, pick in (("fitted (H100, B200)", lambda r: role(r) == "fitted"),
+                       ("held-out (H200, GB200)", lambda r: role(r) == "held-out"), ("all", lambda r: True)):
+        sel = [x for x in scored if pick(x[0])]
+        lines.append(f"| {name} | {len(sel)} | {median_abs([x[1] for x in sel]):.1%} | "
+                     f"{median_abs([x[2] for x in sel]):.1%} |")
+    lines += ["", "By table and GPU:", "", "| table | GPU | TP | precision | role | n | generic | trtllm-bench |",
+              "|---|---|---:|---|---|---:|---:|---:|"]
+    groups: dict[tuple, list] = {}
+    for x in scored:
+        groups.setdefault((x[0]["table"], x[0]["gpu_label"], x[0]["tp"], x[0]["precision"]), []).append(x)
+    for (table, gpu, tp, prec), xs in groups.items():
+        lines.append(f"| {table} | {gpu} | {tp} | {prec} | {role(xs[0][0])} | {len(xs)} | "
+                     f"{median_abs([x[1] for x in xs]):.1%} | {median_abs([x[2] for x in xs]):.1%} |")
+    lines += ["", "Every row:", "", "| table | GPU | TP | ISL/OSL | published | generic | trtllm-bench |",
+              "|---|---|---:|---|---:|---:|---:|"]
+    for r, g, o in scored:
+        pub = float(r["output_tokens_per_s"])
+        lines.append(f"| {r['table']} | {r['gpu_label']} | {r['tp']} | {r['isl']}/{r['osl']} | {pub:,.0f} | "
+                     f"{pub * (1 + g):,.0f} ({g:+.0%}) | {pub * (1 + o):,.0f} ({o:+.0%}) |")
+    tables = sorted({r["table"] for r in skipped})
+    lines += ["", f"Not expressed ({len(skipped)} rows: {', '.join(tables)}): {MOE_WHY}. The overview's RTX 6000 Pro "
+              "tables (pipeline-parallel) were not copied: gpuplan times pipeline stages one after another, not "
+              "as trtllm-bench's in-flight pipeline.", ""]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "trtllm.md")
+    ap.add_argument("--fit", action="store_true", help="grid-search the constants on the fitted rows")
+    args = ap.parse_args()
+    rows = load_rows()
+    if args.fit:
+        fit([r for r in rows if not why_not(r)])
+        return
+    text = report(rows)
+    args.out.write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+"""TensorRT-LLM's offline throughput at maximum load: what ``trtllm-bench throughput`` measures (every request
+queued at once, all of ``prompt_tokens`` in and ``output_tokens`` out), as NVIDIA's performance overview
+(``docs/source/performance/perf-overview.md``) publishes it.
+
+The run (:func:`offline_throughput`):
+
+1. ``max_batch_size`` and ``max_num_tokens`` as trtllm-bench picks them (:func:`gpuplan.engines.trtllm.
+   bench_settings`), the KV pool from 0.95 of the free memory (:func:`gpuplan.engines.trtllm.startup_memory`);
+2. in-flight batching under the default ``GUARANTEED_NO_EVICT`` capacity policy: a request is admitted only when
+   blocks for its whole ``prompt + output`` are free, so ``concurrency = min(max_batch_size, whole requests the
+   pool holds)``;
+3. a cycle of ``output_tokens`` decode iterations of ``concurrency`` sequences at the mean context
+   (``prompt + output/2``), CUDA graphs replayed (:class:`gpuplan.speed.inference.StepTimer`), plus the prefill
+   of ``concurrency`` new prompts in iterations of ``max_num_tokens`` tokens (whole prompts: chunked prefill is
+   off in trtllm-bench); output tokens/s = ``concurrency x output_tokens / cycle``;
+4. with ``requests`` in the dataset (NVIDIA's runs: 1,000 to 30,000), the run is whole waves: requests of one
+   length admitted together finish together, so ``N`` requests take ``floor(N / concurrency)`` full cycles and one
+   cycle of the rest at its own (smaller) batch; throughput = ``N x output_tokens`` over that time.
+
+Precision as the hardware runs it: ModelOpt FP8 checkpoints on Hopper are W8A8 (the linears' GEMMs at the FP8
+dense peak), NVFP4 on Blackwell W4A4 (at the FP4 peak), attention and the output head out of FP4 (FP8/16-bit),
+the KV cache FP8. TensorRT-LLM's quantized GEMMs reach a share of those peaks that the bf16-calibrated GEMM model
+does not know; :data:`~gpuplan.overheads.TRTLLM_GEMM_PEAK_SHARE` scales the peaks, and
+:data:`~gpuplan.overheads.TRTLLM_HOST_S_PER_SEQ` is the PyTorch executor's per-request work of an iteration
+where the GPU's step does not hide it (both fitted on the H100 and B200 rows of the overview, ``bench/trtllm.py``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+from .. import overheads as oh
+from ..engines import trtllm
+from ..hardware import GpuSpec, Network
+from ..model.spec import ModelSpec
+from ..scenario import Scenario
+from .inference import StepTimer, step_timer
+
+PEAK_KEYS = {"fp8": "fp8_tensor", "fp4": "fp4_tensor"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class OfflineRun:
+    """One ``trtllm-bench throughput`` run in steady state (seconds, tokens)."""
+
+    max_batch_size: int
+    max_num_tokens: int
+    kv_requests: int  # whole requests of prompt + output tokens the KV pool holds
+    concurrency: int
+    decode_step_s: float
+    prefill_s: float  # the prefill of one cycle's ``concurrency`` prompts
+    cycle_s: float
+    output_tokens_per_s: float
+    requests_per_s: float
+    waves: float  # cycles the dataset takes (0 when its size is not given)
+
+
+def trtllm_gpu(gpu: GpuSpec) -> GpuSpec:
+    """``gpu`` with its FP8 and FP4 peaks scaled to what TensorRT-LLM's quantized GEMMs reach of them
+    (:data:`~gpuplan.overheads.TRTLLM_GEMM_PEAK_SHARE`, by architecture)."""
+    share = oh.TRTLLM_GEMM_PEAK_SHARE.get(gpu.generation, {})
+    peaks = dict(gpu.dense_tflops)
+    for dtype, key in PEAK_KEYS.items():
+        if peaks.get(key) and dtype in share:
+            peaks[key] = peaks[key] * share[dtype]
+    return dataclasses.replace(gpu, dense_tflops=peaks)
+
+
+def decode_step_s(timer: StepTimer, batch: int, context: float) -> float:
+    """One decode iteration under TensorRT-LLM: the GPU work of the step timer (its vLLM engine loop left out) and
+    the PyTorch executor's per-request host work (:data:`~gpuplan.overheads.TRTLLM_HOST_S_PER_SEQ`), which the
+    overlap scheduler hides behind the GPU's step where it is shorter."""
+    parts = timer.decode_parts(batch, context)
+    gpu_s = sum(v for k, v in parts.items() if k != "host")
+    return gpu_s + max(oh.TRTLLM_HOST_S_PER_SEQ * batch - gpu_s, 0.0)
+
+
+def offline_throughput(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None = None, *,
+                       requests: int | None = None) -> OfflineRun:
+    """Output tokens/s of ``trtllm-bench throughput`` for ``requests`` requests (unbounded steady state when
+    None) of ``s.prompt_tokens`` in and ``s.output_tokens`` out on ``s.tp x s.pp`` GPUs (module docstring)."""
+    isl, osl = s.prompt_tokens, max(s.output_tokens, 1)
+    batch, tokens = trtllm.bench_settings(s, m, gpu)
+    s = s.model_copy(update={"max_num_seqs": batch, "max_num_batched_tokens": tokens,
+                             "free_gpu_memory_fraction": s.free_gpu_memory_fraction or trtllm.BENCH_KV_FRACTION})
+    sm = trtllm.startup_memory(s, m, gpu, trtllm.activation(s, m))
+    kv_requests = sm.max_concurrency(isl + osl)
+    conc = max(min(kv_requests, batch), 1)
+    timer = step_timer(s, m, trtllm_gpu(gpu), network)
+    per_iteration = max(tokens // isl, 1)  # whole prompts per context iteration
+
+    def cycle(n: int) -> tuple[float, float, float]:
+        """(decode step, prefill, cycle) seconds of a wave of ``n`` requests."""
+        decode = decode_step_s(timer, n, isl + osl / 2)
+        full, rest = divmod(n, per_iteration)
+        prefill = full * timer.prefill_s(per_iteration * isl, seqs=per_iteration)
+        prefill += timer.prefill_s(rest * isl, seqs=rest) if rest else 0.0
+        return decode, prefill, osl * decode + prefill
+
+    decode, prefill, steady = cycle(conc)
+    rate, waves = conc / steady, 0.0
+    if requests:
+        full, rest = divmod(requests, conc)
+        rate = requests / (full * steady + (cycle(rest)[2] if rest else 0.0))
+        waves = full + (rest > 0)
+    return OfflineRun(max_batch_size=batch, max_num_tokens=tokens, kv_requests=kv_requests, concurrency=conc,
+                      decode_step_s=decode, prefill_s=prefill, cycle_s=steady, output_tokens_per_s=rate * osl,
+                      requests_per_s=rate, waves=waves)
