@@ -28,7 +28,6 @@ where the GPU's step does not hide it (both fitted on the H100 and B200 rows of 
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass
 
 from .. import overheads as oh
