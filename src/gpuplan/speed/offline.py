@@ -21,8 +21,8 @@ Precision as the hardware runs it: ModelOpt FP8 checkpoints on Hopper are W8A8 (
 dense peak), NVFP4 on Blackwell W4A4 (at the FP4 peak), attention and the output head out of FP4 (FP8/16-bit),
 the KV cache FP8. TensorRT-LLM's quantized GEMMs reach a share of those peaks that the bf16-calibrated GEMM model
 does not know; :data:`~gpuplan.overheads.TRTLLM_GEMM_PEAK_SHARE` scales the peaks, and
-:data:`~gpuplan.overheads.TRTLLM_HOST_S_PER_SEQ` is the PyTorch executor's per-request work of an iteration
-where the GPU's step does not hide it (both fitted on the H100 and B200 rows of the overview, ``bench/trtllm.py``).
+:data:`~gpuplan.overheads.TRTLLM_CONTEXT_ATTENTION_SPEEDUP` sets its context attention (FP8 context FMHA)
+apart from gpuplan's FlashAttention figure (both fitted on the H100 and B200 rows of the overview, ``bench/trtllm.py``).
 """
 
 from __future__ import annotations
@@ -68,12 +68,19 @@ def trtllm_gpu(gpu: GpuSpec) -> GpuSpec:
 
 
 def decode_step_s(timer: StepTimer, batch: int, context: float) -> float:
-    """One decode iteration under TensorRT-LLM: the GPU work of the step timer (its vLLM engine loop left out) and
-    the PyTorch executor's per-request host work (:data:`~gpuplan.overheads.TRTLLM_HOST_S_PER_SEQ`), which the
-    overlap scheduler hides behind the GPU's step where it is shorter."""
+    """One decode iteration under TensorRT-LLM: the step timer's GPU work (weights, the FP8 KV cache read, kernel
+    latencies, TP all-reduces), its vLLM engine loop left out (TensorRT-LLM's overlap scheduler hides the
+    executor's host work behind the GPU's step; a fitted per-request host cost came out at zero)."""
     parts = timer.decode_parts(batch, context)
-    gpu_s = sum(v for k, v in parts.items() if k != "host")
-    return gpu_s + max(oh.TRTLLM_HOST_S_PER_SEQ * batch - gpu_s, 0.0)
+    return sum(v for k, v in parts.items() if k != "host")
+
+
+def prefill_s(timer: StepTimer, tokens: int, seqs: int) -> float:
+    """The context phase of ``seqs`` whole prompts of ``tokens`` in all, its attention at TensorRT-LLM's context
+    FMHA speed against gpuplan's FlashAttention figure (:data:`~gpuplan.overheads.TRTLLM_CONTEXT_ATTENTION_SPEEDUP`)."""
+    parts = timer.prefill_parts(tokens, seqs=seqs)
+    parts["attention"] = parts.get("attention", 0.0) / oh.TRTLLM_CONTEXT_ATTENTION_SPEEDUP
+    return sum(parts.values())
 
 
 def offline_throughput(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None = None, *,
@@ -94,8 +101,8 @@ def offline_throughput(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network
         """(decode step, prefill, cycle) seconds of a wave of ``n`` requests."""
         decode = decode_step_s(timer, n, isl + osl / 2)
         full, rest = divmod(n, per_iteration)
-        prefill = full * timer.prefill_s(per_iteration * isl, seqs=per_iteration)
-        prefill += timer.prefill_s(rest * isl, seqs=rest) if rest else 0.0
+        prefill = full * prefill_s(timer, per_iteration * isl, per_iteration)
+        prefill += prefill_s(timer, rest * isl, rest) if rest else 0.0
         return decode, prefill, osl * decode + prefill
 
     decode, prefill, steady = cycle(conc)
