@@ -20,7 +20,7 @@ The run (:func:`offline_throughput`):
 Precision as the hardware runs it: ModelOpt FP8 checkpoints on Hopper are W8A8 (the linears' GEMMs at the FP8
 dense peak), NVFP4 on Blackwell W4A4 (at the FP4 peak), attention and the output head out of FP4 (FP8/16-bit),
 the KV cache FP8. TensorRT-LLM's quantized GEMMs reach a share of those peaks that the bf16-calibrated GEMM model
-does not know; :data:`~gpuplan.overheads.TRTLLM_GEMM_PEAK_SHARE` scales the peaks, and
+does not know; :func:`gemm_share` scales the peaks by the rows of each GEMM, and
 :data:`~gpuplan.overheads.TRTLLM_CONTEXT_ATTENTION_SPEEDUP` sets its context attention (FP8 context FMHA)
 apart from gpuplan's FlashAttention figure (both fitted on the H100 and B200 rows of the overview, ``bench/trtllm.py``).
 """
@@ -56,14 +56,23 @@ class OfflineRun:
     waves: float  # cycles the dataset takes (0 when its size is not given)
 
 
-def trtllm_gpu(gpu: GpuSpec) -> GpuSpec:
-    """``gpu`` with its FP8 and FP4 peaks scaled to what TensorRT-LLM's quantized GEMMs reach of them
-    (:data:`~gpuplan.overheads.TRTLLM_GEMM_PEAK_SHARE`, by architecture)."""
-    share = oh.TRTLLM_GEMM_PEAK_SHARE.get(gpu.generation, {})
+def gemm_share(gpu: GpuSpec, dtype: str, rows: float) -> float:
+    """Share of ``gpu``'s ``dtype`` peak TensorRT-LLM's quantized GEMMs of ``rows`` tokens reach, against the
+    bf16-calibrated GEMM model: ``share / (1 + half_rows / rows)`` (:data:`~gpuplan.overheads.
+    TRTLLM_GEMM_PEAK_SHARE`, :data:`~gpuplan.overheads.TRTLLM_GEMM_HALF_ROWS`): the faster the math, the larger
+    the share of a tile's time its fixed costs (quantizing the activations, scales, prologue, epilogue) take, so
+    low-precision GEMMs need more rows than bf16 ones to approach their peak."""
+    share = oh.TRTLLM_GEMM_PEAK_SHARE.get(gpu.generation, {}).get(dtype, 1.0)
+    return share / (1 + oh.TRTLLM_GEMM_HALF_ROWS.get(dtype, 0.0) / max(rows, 1.0))
+
+
+def trtllm_gpu(gpu: GpuSpec, rows: float) -> GpuSpec:
+    """``gpu`` with its FP8 and FP4 peaks scaled to what TensorRT-LLM's quantized GEMMs of ``rows`` tokens reach
+    of them (:func:`gemm_share`)."""
     peaks = dict(gpu.dense_tflops)
     for dtype, key in PEAK_KEYS.items():
-        if peaks.get(key) and dtype in share:
-            peaks[key] = peaks[key] * share[dtype]
+        if peaks.get(key):
+            peaks[key] = peaks[key] * gemm_share(gpu, dtype, rows)
     return dataclasses.replace(gpu, dense_tflops=peaks)
 
 
@@ -94,15 +103,18 @@ def offline_throughput(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network
     sm = trtllm.startup_memory(s, m, gpu, trtllm.activation(s, m))
     kv_requests = sm.max_concurrency(isl + osl)
     conc = max(min(kv_requests, batch), 1)
-    timer = step_timer(s, m, trtllm_gpu(gpu), network)
     per_iteration = max(tokens // isl, 1)  # whole prompts per context iteration
+
+    def timer(rows: float) -> StepTimer:
+        return step_timer(s, m, trtllm_gpu(gpu, rows), network)
 
     def cycle(n: int) -> tuple[float, float, float]:
         """(decode step, prefill, cycle) seconds of a wave of ``n`` requests."""
-        decode = decode_step_s(timer, n, isl + osl / 2)
+        decode = decode_step_s(timer(n), n, isl + osl / 2)
         full, rest = divmod(n, per_iteration)
-        prefill = full * prefill_s(timer, per_iteration * isl, per_iteration)
-        prefill += prefill_s(timer, rest * isl, rest) if rest else 0.0
+        rows = per_iteration * isl
+        prefill = full * prefill_s(timer(rows), rows, per_iteration) if full else 0.0
+        prefill += prefill_s(timer(rest * isl), rest * isl, rest) if rest else 0.0
         return decode, prefill, osl * decode + prefill
 
     decode, prefill, steady = cycle(conc)
