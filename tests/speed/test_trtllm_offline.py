@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from gpuplan import estimate
 from gpuplan.engines import trtllm
 from gpuplan.engines.vllm import cuda_total_gib
 from gpuplan.hardware import load_gpu
@@ -101,3 +102,15 @@ def test_a_finite_dataset_runs_in_waves():
     assert finite.output_tokens_per_s < steady.output_tokens_per_s
     exact = offline_throughput(s, m, gpu, requests=4 * steady.concurrency)
     assert exact.output_tokens_per_s == pytest.approx(steady.output_tokens_per_s)
+
+
+def test_the_plan_says_the_max_load_figure():
+    """An ``engine: trtllm`` plan states trtllm-bench's max-load throughput for its lengths beside the serving
+    estimate at its own batch size; other engines do not."""
+    serve = {"model": "llama-3.1-8b", "task": "infer", "engine": "trtllm", "gpu": "h100-sxm", "quant": "fp8",
+             "kv_cache_dtype": "fp8", "prompt_tokens": 1000, "output_tokens": 1000, "batch_size": 64}
+    m, gpu = load_model("llama-3.1-8b"), load_gpu("h100-sxm")
+    run = offline_throughput(scenario_from(serve), m, gpu)
+    said = [a for a in estimate(serve, advise=False).assumptions if "maximum load" in a]
+    assert len(said) == 1 and f"{run.output_tokens_per_s:,.0f} output tokens/s" in said[0]
+    assert not [a for a in estimate({**serve, "engine": "vllm"}, advise=False).assumptions if "maximum load" in a]
