@@ -114,3 +114,14 @@ def test_the_plan_says_the_max_load_figure():
     said = [a for a in estimate(serve, advise=False).assumptions if "maximum load" in a]
     assert len(said) == 1 and f"{run.output_tokens_per_s:,.0f} output tokens/s" in said[0]
     assert not [a for a in estimate({**serve, "engine": "vllm"}, advise=False).assumptions if "maximum load" in a]
+
+
+def test_fp8_and_nvfp4_checkpoints_get_an_fp8_cache():
+    """trtllm-bench maps an FP8 or NVFP4 checkpoint's KV dtype ``auto`` to FP8 (``_KV_CACHE_MAP``): leaving it at
+    auto gives the same run as asking for fp8; a bf16 checkpoint keeps a 16-bit cache (half the requests fit)."""
+    m, gpu = load_model("meta-llama/Llama-3.1-8B"), load_gpu("nvidia-h100-sxm5-80gb")
+    fp8 = bench_scenario(m.name, gpu.id, 1, "fp8", 2048, 2048)
+    auto = fp8.model_copy(update={"kv_cache_dtype": "auto"})
+    assert offline_throughput(auto, m, gpu) == offline_throughput(fp8, m, gpu)
+    bf16 = offline_throughput(auto.model_copy(update={"quant": None}), m, gpu)
+    assert bf16.kv_requests < 0.6 * offline_throughput(fp8, m, gpu).kv_requests

@@ -21,7 +21,8 @@ decoding's draft weights, attention data parallelism.
 ``trtllm-bench throughput`` (the offline runs of NVIDIA's performance overview) picks ``max_batch_size`` and
 ``max_num_tokens`` itself when not given (:func:`bench_settings`), gives the KV cache 0.95 of the free memory in
 NVIDIA's runs, and runs without chunked prefill, so ``max_num_tokens`` is at least the longest prompt plus
-``max_batch_size``.
+``max_batch_size``; with the KV dtype left at ``auto``, FP8 and NVFP4 checkpoints get an FP8 cache
+(:func:`bench_scenario`).
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ BENCH_KV_FRACTION = 0.95  # perf-overview.md: "--kv_cache_free_gpu_mem_fraction 
 BENCH_MAX_REQUESTS = 4096  # tuning.py finetune_setting: "Cap total batch size to avoid decoder buffer ..."
 BENCH_MAX_TOKENS = 32768  # tuning.py finetune_setting: "Cap num tokens to avoid TRT activation buffer ..."
 BENCH_BYTES_PER_PARAM = {"fp8": 1.0, "nvfp4": 0.5}  # tuning.py BYTES_PER_ELEM (else 2)
+BENCH_KV_DTYPE = {"fp8": "fp8", "nvfp4": "fp8"}  # bench/benchmark/utils/general.py _KV_CACHE_MAP (KV dtype "auto")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -124,6 +126,15 @@ def startup_memory(s: Scenario, m: ModelSpec, gpu: GpuSpec, activation: float) -
     return StartupMemory(total_gib=total, weights=weights, activation=activation, free=free, fraction=fraction,
                          kv_pool=pool, block_bytes=block, num_blocks=int(pool // block) if block else 0,
                          tokens_per_block=tpb, max_batch_size=batch, max_num_tokens=num_tokens, max_seq_len=seq)
+
+
+def bench_scenario(s: Scenario) -> Scenario:
+    """``s`` as ``trtllm-bench throughput`` runs it: an FP8 KV cache for FP8 and NVFP4 checkpoints when the KV dtype
+    is left at ``auto`` (``_KV_CACHE_MAP``), the pool at :data:`BENCH_KV_FRACTION` unless set."""
+    update = {"free_gpu_memory_fraction": s.free_gpu_memory_fraction or BENCH_KV_FRACTION}
+    if s.kv_cache_dtype == "auto" and s.quant in BENCH_KV_DTYPE:
+        update["kv_cache_dtype"] = BENCH_KV_DTYPE[s.quant]
+    return s.model_copy(update=update)
 
 
 def bench_settings(s: Scenario, m: ModelSpec, gpu: GpuSpec, fraction: float = BENCH_KV_FRACTION) -> tuple[int, int]:

@@ -5,7 +5,8 @@ queued at once, all of ``prompt_tokens`` in and ``output_tokens`` out), as NVIDI
 The run (:func:`offline_throughput`):
 
 1. ``max_batch_size`` and ``max_num_tokens`` as trtllm-bench picks them (:func:`gpuplan.engines.trtllm.
-   bench_settings`), the KV pool from 0.95 of the free memory (:func:`gpuplan.engines.trtllm.startup_memory`);
+   bench_settings`), the KV pool from 0.95 of the free memory (:func:`gpuplan.engines.trtllm.startup_memory`),
+   FP8 for FP8 and NVFP4 checkpoints (:func:`gpuplan.engines.trtllm.bench_scenario`);
 2. in-flight batching under the default ``GUARANTEED_NO_EVICT`` capacity policy: a request is admitted only when
    blocks for its whole ``prompt + output`` are free, so ``concurrency = min(max_batch_size, whole requests the
    pool holds)``;
@@ -97,9 +98,9 @@ def offline_throughput(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network
     """Output tokens/s of ``trtllm-bench throughput`` for ``requests`` requests (unbounded steady state when
     None) of ``s.prompt_tokens`` in and ``s.output_tokens`` out on ``s.tp x s.pp`` GPUs (module docstring)."""
     isl, osl = s.prompt_tokens, max(s.output_tokens, 1)
+    s = trtllm.bench_scenario(s)
     batch, tokens = trtllm.bench_settings(s, m, gpu)
-    s = s.model_copy(update={"max_num_seqs": batch, "max_num_batched_tokens": tokens,
-                             "free_gpu_memory_fraction": s.free_gpu_memory_fraction or trtllm.BENCH_KV_FRACTION})
+    s = s.model_copy(update={"max_num_seqs": batch, "max_num_batched_tokens": tokens})
     sm = trtllm.startup_memory(s, m, gpu, trtllm.activation(s, m))
     kv_requests = sm.max_concurrency(isl + osl)
     conc = max(min(kv_requests, batch), 1)
