@@ -12,7 +12,8 @@ predicted two ways:
 - trtllm-bench: :func:`gpuplan.speed.offline.offline_throughput` (trtllm-bench's own max batch size and max num
   tokens, the pool at 0.95, the GEMMs at the share of the FP8/FP4 peaks fitted here).
 
-Fitted rows: H100 (FP8, Hopper) and B200 (NVFP4, Blackwell); held out: H200 and GB200. ``--fit`` grid-searches
+Fitted rows: H100 (FP8, Hopper) and B200 (NVFP4, Blackwell); held out: H200 and GB200, and every row of release
+0.17's table (bench/data/trtllm-perf-overview-v0.17.csv: TensorRT engines, FP8, TP 1-8). ``--fit`` grid-searches
 the constants of overheads.py (TRTLLM_GEMM_PEAK_SHARE, TRTLLM_GEMM_HALF_ROWS,
 TRTLLM_CONTEXT_ATTENTION_SPEEDUP) on the fitted rows only.
 error = (gpuplan - published) / published.
@@ -40,6 +41,7 @@ from gpuplan.speed.inference import inference_speed  # noqa: E402
 from gpuplan.speed.offline import offline_throughput  # noqa: E402
 
 DATA = ROOT / "bench" / "data" / "trtllm-perf-overview.csv"
+OLDER = ROOT / "bench" / "data" / "trtllm-perf-overview-v0.17.csv"  # release 0.17's table: TensorRT engines
 FITTED_GPUS = ("H100", "B200")
 MOE_WHY = ("MoE on several GPUs: the table does not give the expert-parallel size, and its MoE runs use attention "
            "data parallelism (enable_attention_dp), which gpuplan's trtllm engine does not model")
@@ -52,7 +54,9 @@ def load_rows(path: Path = DATA) -> list[dict]:
 
 def role(row: dict) -> str:
     """fitted / held-out (dense rows); uncalibrated: MoE on one GPU, expressed and shown, neither fitted nor in the
-    held-out score."""
+    held-out score; v0.17: release 0.17's table (TensorRT engines, H200/H100/GH200, TP 1-8), all held out."""
+    if "@258c7540" in row["source"]:
+        return "v0.17"
     if load_model(row["model"]).is_moe:
         return "uncalibrated"
     return "fitted" if row["gpu_label"] in FITTED_GPUS else "held-out"
@@ -138,12 +142,15 @@ def report(rows: list[dict]) -> str:
              "PyTorch backend, total output tokens/s) as an `engine: trtllm` scenario. error = (gpuplan - published) /",
              "published. *generic*: the serving estimate at the concurrency trtllm-serve's default KV pool holds (what",
              "gpuplan said before); *trtllm-bench*: `speed/offline.py` (trtllm-bench's settings, W8A8 FP8 on Hopper,",
-             "W4A4 NVFP4 on Blackwell, FP8 KV, constants fitted on the H100 and B200 rows only).", "",
+             "W4A4 NVFP4 on Blackwell, FP8 KV, constants fitted on the H100 and B200 rows only). Also held out: the",
+             "dense FP8 rows of release 0.17's table (bench/data/trtllm-perf-overview-v0.17.csv,",
+             "NVIDIA/TensorRT-LLM@258c7540c035, TensorRT engines rather than the PyTorch backend, TP 1 to 8).", "",
              "| rows | n | generic median abs error | trtllm-bench median abs error |", "|---|---:|---:|---:|"]
     for name, pick in (("fitted (H100, B200)", lambda r: role(r) == "fitted"),
                        ("held-out (H200, GB200)", lambda r: role(r) == "held-out"),
-                       ("all dense", lambda r: role(r) != "uncalibrated"),
-                       ("MoE on one GPU, uncalibrated (B200, GB200)", lambda r: role(r) == "uncalibrated")):
+                       ("all dense", lambda r: role(r) in ("fitted", "held-out")),
+                       ("MoE on one GPU, uncalibrated (B200, GB200)", lambda r: role(r) == "uncalibrated"),
+                       ("release 0.17's table, held out (H200, H100, GH200; TP 1-8)", lambda r: role(r) == "v0.17")):
         sel = [x for x in scored if pick(x[0])]
         lines.append(f"| {name} | {len(sel)} | {median_abs([x[1] for x in sel]):.1%} | "
                      f"{median_abs([x[2] for x in sel]):.1%} |")
@@ -155,12 +162,12 @@ def report(rows: list[dict]) -> str:
     for (table, gpu, tp, prec), xs in groups.items():
         lines.append(f"| {table} | {gpu} | {tp} | {prec} | {role(xs[0][0])} | {len(xs)} | "
                      f"{median_abs([x[1] for x in xs]):.1%} | {median_abs([x[2] for x in xs]):.1%} |")
-    lines += ["", "Every row:", "", "| table | GPU | TP | ISL/OSL | published | generic | trtllm-bench |",
-              "|---|---|---:|---|---:|---:|---:|"]
+    lines += ["", "Every row:", "", "| table | GPU | TP | ISL/OSL | role | published | generic | trtllm-bench |",
+              "|---|---|---:|---|---|---:|---:|---:|"]
     for r, g, o in scored:
         pub = float(r["output_tokens_per_s"])
-        lines.append(f"| {r['table']} | {r['gpu_label']} | {r['tp']} | {r['isl']}/{r['osl']} | {pub:,.0f} | "
-                     f"{pub * (1 + g):,.0f} ({g:+.0%}) | {pub * (1 + o):,.0f} ({o:+.0%}) |")
+        lines.append(f"| {r['table']} | {r['gpu_label']} | {r['tp']} | {r['isl']}/{r['osl']} | {role(r)} | "
+                     f"{pub:,.0f} | {pub * (1 + g):,.0f} ({g:+.0%}) | {pub * (1 + o):,.0f} ({o:+.0%}) |")
     tables = sorted({r["table"] for r in skipped})
     lines += ["", "MoE on one GPU (Llama 4 Scout, Qwen3-30B-A3B at TP1): expressed but not calibrated, and gpuplan is "
               "far too fast on them. A per-request host floor of ~40 us per iteration (which the dense rows do not "
@@ -181,7 +188,7 @@ def main() -> None:
     if args.fit:
         fit([r for r in rows if not why_not(r)])
         return
-    text = report(rows)
+    text = report(rows + load_rows(OLDER))
     args.out.write_text(text)
     print(text)
 
