@@ -457,6 +457,7 @@ TRTLLM_GEMM_PEAK_SHARE = {"Hopper": {"fp8": 0.9}, "Blackwell": {"fp8": 0.9, "fp4
 # NVFP4 GEMMs of a few hundred decode rows fall short of the FP4 peak (activation quantization and block scales cost
 # the same time however fast the math); the fit gives FP8 none beyond the bf16 model's own shape term.
 TRTLLM_GEMM_HALF_ROWS = {"fp8": 0.0, "fp4": 64.0}
-# TensorRT-LLM's context attention (its context FMHA kernels) against gpuplan's FlashAttention figure
-# (ATTENTION_PEAK_FRACTION of the bf16 peak): 1.5x, about FlashAttention-3's share of the H100's bf16 peak.
+# TensorRT-LLM's context attention against gpuplan's FlashAttention figure (ATTENTION_PEAK_FRACTION of the bf16 peak):
+# fitted at 1.5x. trtllm-bench builds FP8 and NVFP4 engines with FP8 context FMHA (tensorrt_llm/bench/build/build.py:
+# use_fp8_context_fmha = True "if NVFP4 or FP8 quantization is enabled"), whose peak is twice the bf16 one.
 TRTLLM_CONTEXT_ATTENTION_SPEEDUP = 1.5
