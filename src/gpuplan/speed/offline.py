@@ -24,6 +24,11 @@ the KV cache FP8. TensorRT-LLM's quantized GEMMs reach a share of those peaks th
 does not know; :func:`gemm_share` scales the peaks by the rows of each GEMM, and
 :data:`~gpuplan.overheads.TRTLLM_CONTEXT_ATTENTION_SPEEDUP` sets its context attention (FP8 context FMHA)
 apart from gpuplan's FlashAttention figure (both fitted on the H100 and B200 rows of the overview, ``bench/trtllm.py``).
+
+Not modelled: CUDA-graph padding to the captured batch sizes, mixed context + generation iterations run outside
+the graphs, pipeline parallelism as trtllm-bench pipelines it (the step timer runs stages one after another),
+expert parallelism and attention data parallelism. MoE models run through the same path but are not calibrated:
+one-GPU Scout and Qwen3-30B-A3B come out ~47% too fast (bench/results/trtllm.md).
 """
 
 from __future__ import annotations
