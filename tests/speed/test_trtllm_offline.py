@@ -18,7 +18,6 @@ import pytest
 
 from gpuplan import estimate
 from gpuplan.engines import trtllm
-from gpuplan.engines.vllm import cuda_total_gib
 from gpuplan.hardware import load_gpu
 from gpuplan.model.catalog import load_model
 from gpuplan.scenario import scenario_from
@@ -83,15 +82,15 @@ def test_held_out_median_of_the_whole_table():
 
 
 def test_bench_settings_by_hand():
-    """Llama-3.1-8B FP8 on one H100 (cudaMemGetInfo total T GiB): engine 8,030,261,248 x 1 B; KV per token
-    2 x 32 layers x 8 heads x 128 x 1 B = 65,536 B.
+    """Llama-3.1-8B FP8 on one H100 (nvml total T = 79.6 GiB, the catalog's usable memory): engine
+    8,030,261,248 x 1 B; KV per token 2 x 32 layers x 8 heads x 128 x 1 B = 65,536 B.
     128/128: requests = (T - 7.479) x 0.95 / (65,536 x 256 / 2^30) = 64 x 0.95 x (T - 7.479) > 4,096, so raw_bs =
     4,096 -> max_batch_size 4,096 (256 x 16); raw_tokens = 4,096 x 2 = 8,192 -> 8,192.
     5000/500: requests = (T - 7.479) x 0.95 / (65,536 x 5,500 / 2^30) = 203.x -> max_batch_size 32 x ceil(203.x/32)
     = 224; raw_tokens = 203.x x 11 = 2,23x -> max(2,048, 256 x 9) = 2,304, then ISL + batch = 5,224 (no chunking)."""
     m, gpu = load_model("meta-llama/Llama-3.1-8B"), load_gpu("nvidia-h100-sxm5-80gb")
-    total = cuda_total_gib(gpu)
-    requests = (total - 8_030_261_248 / 2**30) * 0.95 / (65_536 * 5_500 / 2**30)
+    assert gpu.usable_gib == 79.6
+    requests = (79.6 - 8_030_261_248 / 2**30) * 0.95 / (65_536 * 5_500 / 2**30)
     assert 192 < requests < 224
     assert trtllm.bench_settings(bench_scenario(m.name, gpu.id, 1, "fp8", 128, 128), m, gpu) == (4096, 8192)
     assert trtllm.bench_settings(bench_scenario(m.name, gpu.id, 1, "fp8", 5000, 500), m, gpu) == (224, 5224)

@@ -137,14 +137,14 @@ def bench_scenario(s: Scenario) -> Scenario:
     return s.model_copy(update=update)
 
 
-def bench_settings(s: Scenario, m: ModelSpec, gpu: GpuSpec, fraction: float = BENCH_KV_FRACTION) -> tuple[int, int]:
+def bench_settings(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> tuple[int, int]:
     """(max_batch_size, max_num_tokens) that ``trtllm-bench throughput`` picks for a dataset of ``prompt_tokens``
     in and ``output_tokens`` out when the user gives neither (``tensorrt_llm/bench/build/tuning.py``
     ``calc_engine_setting`` and ``finetune_setting``; ``bench/benchmark/utils/general.py`` ``get_settings``)::
 
         engine    = parameters x bytes per parameter (fp8 1, nvfp4 0.5, else 2)              GiB
         kv/token  = 2 x layers x max(tp, KV heads) x head_dim x KV bytes                        GiB
-        requests  = (nvml total x GPUs - engine) x fraction / (kv/token x (ISL + OSL))
+        requests  = (nvml total x GPUs - engine) x fraction / (kv/token x (ISL + OSL))   (fraction 0.95 unless set)
         raw_bs    = min(requests, 4096) / pp;   raw_tokens = min(raw_bs x (1 + ISL/OSL), 32768)
         max_bs    = max(64, 32·ceil(raw_bs/32)) below 256, 128·ceil(/128) below 1024, else 256·ceil(/256)
         max_tokens= max(2048, 256·ceil(raw/256)) below 4096, 512·ceil(/512) below 8192, else 1024·ceil(/1024)
@@ -159,7 +159,8 @@ def bench_settings(s: Scenario, m: ModelSpec, gpu: GpuSpec, fraction: float = BE
     kv_bytes = 1.0 if s.kv_cache_dtype in ("fp8", "int8") else 2.0
     attention_layers = sum(1 for layer in m.layers if layer.kv_dims)
     per_token = 2 * attention_layers * max(s.tp, m.num_kv_heads) * m.head_dim * kv_bytes / GIB
-    requests = (cuda_total_gib(gpu) * gpus - engine) * fraction / (per_token * (isl + osl))
+    fraction = s.free_gpu_memory_fraction or BENCH_KV_FRACTION
+    requests = (gpu.usable_gib * gpus - engine) * fraction / (per_token * (isl + osl))  # usable_gib: nvidia-smi's
     raw_bs = min(requests, BENCH_MAX_REQUESTS) / s.pp
     raw_tokens = min(raw_bs * (1 + isl / osl), BENCH_MAX_TOKENS)
     if raw_bs < 256:
