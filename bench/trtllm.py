@@ -12,7 +12,7 @@ predicted two ways:
 - trtllm-bench: :func:`gpuplan.speed.offline.offline_throughput` (trtllm-bench's own max batch size and max num
   tokens, the pool at 0.95, the GEMMs at the share of the FP8/FP4 peaks fitted here).
 
-Fitted rows: H100 (FP8, Hopper) and B200 (NVFP4, Blackwell); held out: H200 and GB200, and every row of release
+Fitted rows: H100 (FP8, Hopper) and B200 (NVFP4, Blackwell); held out: H200 and GB200, and every dense row of release
 0.17's table (bench/data/trtllm-perf-overview-v0.17.csv: TensorRT engines, FP8, TP 1-8). ``--fit`` grid-searches
 the constants of overheads.py (TRTLLM_GEMM_PEAK_SHARE, TRTLLM_GEMM_HALF_ROWS,
 TRTLLM_CONTEXT_ATTENTION_SPEEDUP) on the fitted rows only.
