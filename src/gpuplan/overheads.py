@@ -465,3 +465,22 @@ SERVING_RATE_BAND = (0.72, 1.18)
 CHECKPOINTS_KEPT = 2  # Trainer save_total_limit: the newest checkpoint may be torn by an interruption
 LAUNCH_SOFTWARE_GB = 50.0  # an allowance, not a measurement: the OS image, a CUDA PyTorch stack (torch and the
 # NVIDIA libraries are several GB unpacked), DeepSpeed/vLLM and the pip and Hugging Face caches
+
+
+# ---- TensorRT-LLM offline throughput (speed/offline.py) -----------------------------------------------------------
+# Fitted by `python bench/trtllm.py --fit` (a grid: FP8 on the 30 H100 rows, FP4 on the 20 B200 rows, the attention
+# speed-up on all 50; median |error| 4.1%) of NVIDIA's TensorRT-LLM performance overview
+# (bench/data/trtllm-perf-overview.csv, from NVIDIA/TensorRT-LLM@00f37686aa85 docs/source/performance/perf-overview.md);
+# its 50 H200 and GB200 rows are held out (bench/results/trtllm.md).
+# Share of the datasheet FP8 / FP4 dense peak that TensorRT-LLM's W8A8 FP8 (Hopper) and W4A4 NVFP4 (Blackwell) GEMMs
+# reach, against what the bf16-calibrated GEMM model gives a bf16 GEMM of the same shape. Blackwell's fp8 is not
+# fitted (no B200 FP8 row): it takes Hopper's.
+TRTLLM_GEMM_PEAK_SHARE = {"Hopper": {"fp8": 0.9}, "Blackwell": {"fp8": 0.9, "fp4": 1.0}}
+# Rows (tokens) at which those GEMMs reach half that share: share / (1 + half_rows / rows) (speed/offline.gemm_share):
+# NVFP4 GEMMs of a few hundred decode rows fall short of the FP4 peak (activation quantization and block scales cost
+# the same time however fast the math); the fit gives FP8 none beyond the bf16 model's own shape term.
+TRTLLM_GEMM_HALF_ROWS = {"fp8": 0.0, "fp4": 64.0}
+# TensorRT-LLM's context attention against gpuplan's FlashAttention figure (ATTENTION_PEAK_FRACTION of the bf16 peak):
+# fitted at 1.5x. trtllm-bench builds FP8 and NVFP4 engines with FP8 context FMHA (tensorrt_llm/bench/build/build.py:
+# use_fp8_context_fmha = True "if NVFP4 or FP8 quantization is enabled"), whose peak is twice the bf16 one.
+TRTLLM_CONTEXT_ATTENTION_SPEEDUP = 1.5

@@ -120,3 +120,11 @@ def test_launch_trtllm_refuses_other_engines():
 
     with pytest.raises(GpuplanError, match="plan again with --engine trtllm"):
         launch_files(launch_plan({**SERVE, "engine": "vllm"}), ["trtllm"])
+
+
+def test_fp8_needs_ada_or_later():
+    """TensorRT-LLM's hardware support matrix (NVIDIA/TensorRT-LLM docs/source/features/quantization.md): FP8 per
+    tensor on Blackwell, Hopper and Ada, not Ampere (vLLM runs fp8 weight-only there, TensorRT-LLM does not)."""
+    with pytest.raises(GpuplanError, match="Ada, Hopper and Blackwell"):
+        estimate({**SERVE, "gpu": "a100-80gb", "quant": "fp8"}, advise=False)
+    assert estimate({**SERVE, "gpu": "l40s", "quant": "fp8"}, advise=False).speed is not None

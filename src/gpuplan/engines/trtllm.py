@@ -17,6 +17,12 @@ tokens (``--kv_cache_config tokens_per_block``), fp8 with ``kv_cache_dtype fp8``
 Weights are stored as the scenario's quantization (``fp8``: one byte; ``nvfp4``: 4.5 bits, see
 :mod:`gpuplan.model.quant`). Not modelled: KV-cache reuse across requests, the host (secondary) pool, speculative
 decoding's draft weights, attention data parallelism.
+
+``trtllm-bench throughput`` (the offline runs of NVIDIA's performance overview) picks ``max_batch_size`` and
+``max_num_tokens`` itself when not given (:func:`bench_settings`), gives the KV cache 0.95 of the free memory in
+NVIDIA's runs, and runs without chunked prefill, so ``max_num_tokens`` is at least the longest prompt plus
+``max_batch_size``; with the KV dtype left at ``auto``, FP8 and NVFP4 checkpoints get an FP8 cache
+(:func:`bench_scenario`).
 """
 
 from __future__ import annotations
@@ -38,6 +44,11 @@ FREE_GPU_MEMORY_FRACTION = 0.9  # KvCacheConfig.free_gpu_memory_fraction
 TOKENS_PER_BLOCK = 32  # KvCacheConfig.tokens_per_block
 MAX_BATCH_SIZE = 2048  # trtllm-serve --max_batch_size
 MAX_NUM_TOKENS = 8192  # trtllm-serve --max_num_tokens
+BENCH_KV_FRACTION = 0.95  # perf-overview.md: "--kv_cache_free_gpu_mem_fraction 0.95" in NVIDIA's runs
+BENCH_MAX_REQUESTS = 4096  # tuning.py finetune_setting: "Cap total batch size to avoid decoder buffer ..."
+BENCH_MAX_TOKENS = 32768  # tuning.py finetune_setting: "Cap num tokens to avoid TRT activation buffer ..."
+BENCH_BYTES_PER_PARAM = {"fp8": 1.0, "nvfp4": 0.5}  # tuning.py BYTES_PER_ELEM (else 2)
+BENCH_KV_DTYPE = {"fp8": "fp8", "nvfp4": "fp8"}  # bench/benchmark/utils/general.py _KV_CACHE_MAP (KV dtype "auto")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -115,3 +126,49 @@ def startup_memory(s: Scenario, m: ModelSpec, gpu: GpuSpec, activation: float) -
     return StartupMemory(total_gib=total, weights=weights, activation=activation, free=free, fraction=fraction,
                          kv_pool=pool, block_bytes=block, num_blocks=int(pool // block) if block else 0,
                          tokens_per_block=tpb, max_batch_size=batch, max_num_tokens=num_tokens, max_seq_len=seq)
+
+
+def bench_scenario(s: Scenario) -> Scenario:
+    """``s`` as ``trtllm-bench throughput`` runs it: an FP8 KV cache for FP8 and NVFP4 checkpoints when the KV dtype
+    is left at ``auto`` (``_KV_CACHE_MAP``), the pool at :data:`BENCH_KV_FRACTION` unless set."""
+    update = {"free_gpu_memory_fraction": s.free_gpu_memory_fraction or BENCH_KV_FRACTION}
+    if s.kv_cache_dtype == "auto" and s.quant in BENCH_KV_DTYPE:
+        update["kv_cache_dtype"] = BENCH_KV_DTYPE[s.quant]
+    return s.model_copy(update=update)
+
+
+def bench_settings(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> tuple[int, int]:
+    """(max_batch_size, max_num_tokens) that ``trtllm-bench throughput`` picks for a dataset of ``prompt_tokens``
+    in and ``output_tokens`` out when the user gives neither (``tensorrt_llm/bench/build/tuning.py``
+    ``calc_engine_setting`` and ``finetune_setting``; ``bench/benchmark/utils/general.py`` ``get_settings``)::
+
+        engine    = parameters x bytes per parameter (fp8 1, nvfp4 0.5, else 2)              GiB
+        kv/token  = 2 x layers x max(tp, KV heads) x head_dim x KV bytes                        GiB
+        requests  = (nvml total x GPUs - engine) x fraction / (kv/token x (ISL + OSL))   (fraction 0.95 unless set)
+        raw_bs    = min(requests, 4096) / pp;   raw_tokens = min(raw_bs x (1 + ISL/OSL), 32768)
+        max_bs    = max(64, 32·ceil(raw_bs/32)) below 256, 128·ceil(/128) below 1024, else 256·ceil(/256)
+        max_tokens= max(2048, 256·ceil(raw/256)) below 4096, 512·ceil(/512) below 8192, else 1024·ceil(/1024)
+
+    and, chunked prefill being off, ``max_num_tokens`` at least ISL + ``max_batch_size``. The user's
+    ``max_num_seqs`` / ``max_num_batched_tokens`` win when both are set."""
+    isl, osl = s.prompt_tokens, max(s.output_tokens, 1)
+    if s.max_num_seqs and s.max_num_batched_tokens:
+        return s.max_num_seqs, s.max_num_batched_tokens
+    gpus = s.tp * s.pp
+    engine = m.params_total * BENCH_BYTES_PER_PARAM.get(s.quant or "", 2.0) / GIB
+    kv_bytes = 1.0 if s.kv_cache_dtype in ("fp8", "int8") else 2.0
+    attention_layers = sum(1 for layer in m.layers if layer.kv_dims)
+    per_token = 2 * attention_layers * max(s.tp, m.num_kv_heads) * m.head_dim * kv_bytes / GIB
+    fraction = s.free_gpu_memory_fraction or BENCH_KV_FRACTION
+    requests = (gpu.usable_gib * gpus - engine) * fraction / (per_token * (isl + osl))  # usable_gib: nvidia-smi's
+    raw_bs = min(requests, BENCH_MAX_REQUESTS) / s.pp
+    raw_tokens = min(raw_bs * (1 + isl / osl), BENCH_MAX_TOKENS)
+    if raw_bs < 256:
+        batch = max(64, 32 * math.ceil(raw_bs / 32))
+    else:
+        batch = (128 if raw_bs < 1024 else 256) * math.ceil(raw_bs / (128 if raw_bs < 1024 else 256))
+    if raw_tokens < 4096:
+        tokens = max(2048, 256 * math.ceil(raw_tokens / 256))
+    else:
+        tokens = (512 if raw_tokens < 8192 else 1024) * math.ceil(raw_tokens / (512 if raw_tokens < 8192 else 1024))
+    return batch, max(tokens, isl + batch)

@@ -121,6 +121,10 @@ def _check_gpu(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> None:
                            "has): use quant fp8, or a B200/GB200-class card")
     if s.kv_cache_dtype == "bf16" and not gpu.supports_dtype("bf16"):
         raise GpuplanError(f"{gpu.name} has no bf16: set kv_cache_dtype fp16")
+    if s.quant == "fp8" and s.engine == "trtllm" and not gpu.supports_dtype("fp8"):  # docs/source/features/
+        # quantization.md "Hardware Support Matrix": FP8 (per tensor) on Blackwell, Hopper and Ada, not Ampere
+        raise GpuplanError(f"TensorRT-LLM runs fp8 weights on Ada, Hopper and Blackwell only, and {gpu.name} is "
+                           f"{gpu.architecture}: use awq-int4 or gptq-int4 (W4A16), or engine vllm (weight-only fp8)")
     if s.quant == "fp8" and s.engine == "transformers" and not gpu.supports_dtype("fp8"):
         raise GpuplanError(f"{gpu.name} ({gpu.architecture}) has no fp8 tensor cores: choose int8, a 4-bit quant, "
                            "or engine vllm (weight-only fp8)")

@@ -55,6 +55,9 @@ class StepTimer:
     skip: tuple[str, ...]
     kernel: str
     cpu_layer_share: float  # llama.cpp: share of the decoder layers held in system RAM
+    # routed experts at decode as one grouped GEMM at the GEMM model's achievable rate (TensorRT-LLM's fused MoE,
+    # speed/offline.py); False: the bandwidth / datasheet-peak roofline the vLLM calibration used
+    grouped_experts: bool = False
 
     @property
     def other_dtype(self) -> str:
@@ -173,13 +176,20 @@ class StepTimer:
     def _experts_decode_s(self, batch: int) -> float:
         """Routed experts at decode: the batch touches ``E·(1-(1-k/E)^B)`` experts per layer (uniform routing),
         each read once through one grouped kernel that reaches a fraction of the bandwidth when it streams few
-        bytes (a handful of small experts), all of it once it streams enough."""
+        bytes (a handful of small experts), all of it once it streams enough; with ``grouped_experts``, a grouped
+        GEMM of ``B·k / touched`` rows per expert timed by :func:`~.gemm.gemm_time_s` (achievable rate, shape)."""
         total = 0.0
         for layer, count in self.m.layer_kinds():
             for lin in layer.linears:
                 if lin.group == "experts" and lin.count > 1:
                     k, e = layer.experts_per_token, lin.count
                     touched = e * (1 - (1 - k / e) ** batch)
+                    if self.grouped_experts:  # each touched expert multiplies its share of the batch's k picks
+                        total += count * gemm_time_s(self.gpu, self.dtype, batch * k / touched, lin.in_features,
+                                                     lin.out_features / self.s.tp, count=touched, kernels=1,
+                                                     weight_bytes=self.weight_bytes_per_param,
+                                                     latency_s=self._kernel_latency_s, bandwidth_bps=self._stream_bps)
+                        continue
                     nbytes = touched * lin.in_features * lin.out_features / self.s.tp * self.weight_bytes_per_param
                     small = oh.MOE_SMALL_BATCH_BANDWIDTH_FRACTION
                     frac = small + (1 - small) * min(1.0, nbytes / oh.MOE_FULL_BANDWIDTH_BYTES)

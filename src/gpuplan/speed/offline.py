@@ -1,0 +1,135 @@
+"""TensorRT-LLM's offline throughput at maximum load: what ``trtllm-bench throughput`` measures (every request
+queued at once, all of ``prompt_tokens`` in and ``output_tokens`` out), as NVIDIA's performance overview
+(``docs/source/performance/perf-overview.md``) publishes it.
+
+The run (:func:`offline_throughput`):
+
+1. ``max_batch_size`` and ``max_num_tokens`` as trtllm-bench picks them (:func:`gpuplan.engines.trtllm.
+   bench_settings`), the KV pool from 0.95 of the free memory (:func:`gpuplan.engines.trtllm.startup_memory`),
+   FP8 for FP8 and NVFP4 checkpoints (:func:`gpuplan.engines.trtllm.bench_scenario`);
+2. in-flight batching under the default ``GUARANTEED_NO_EVICT`` capacity policy: a request is admitted only when
+   blocks for its whole ``prompt + output`` are free, so ``concurrency = min(max_batch_size, whole requests the
+   pool holds)``;
+3. a cycle of ``output_tokens`` decode iterations of ``concurrency`` sequences at the mean context
+   (``prompt + output/2``), CUDA graphs replayed (:class:`gpuplan.speed.inference.StepTimer`), plus the prefill
+   of ``concurrency`` new prompts in iterations of ``max_num_tokens`` tokens (whole prompts: chunked prefill is
+   off in trtllm-bench); output tokens/s = ``concurrency x output_tokens / cycle``;
+4. with ``requests`` in the dataset (NVIDIA's runs: 1,000 to 30,000), the run is whole waves: requests of one
+   length admitted together finish together, so ``N`` requests take ``floor(N / concurrency)`` full cycles and one
+   cycle of the rest at its own (smaller) batch; throughput = ``N x output_tokens`` over that time.
+
+Precision as the hardware runs it: ModelOpt FP8 checkpoints on Hopper are W8A8 (the linears' GEMMs at the FP8
+dense peak), NVFP4 on Blackwell W4A4 (at the FP4 peak), attention and the output head out of FP4 (FP8/16-bit),
+the KV cache FP8. TensorRT-LLM's quantized GEMMs reach a share of those peaks that the bf16-calibrated GEMM model
+does not know; :func:`gemm_share` scales the peaks by the rows of each GEMM, and
+:data:`~gpuplan.overheads.TRTLLM_CONTEXT_ATTENTION_SPEEDUP` sets its context attention (FP8 context FMHA)
+apart from gpuplan's FlashAttention figure (both fitted on the H100 and B200 rows of the overview, ``bench/trtllm.py``).
+
+Not modelled: CUDA-graph padding to the captured batch sizes, mixed context + generation iterations run outside
+the graphs, pipeline parallelism as trtllm-bench pipelines it (the step timer runs stages one after another),
+expert parallelism and attention data parallelism. MoE models run through the same path, their routed experts at
+decode as one grouped GEMM (``StepTimer.grouped_experts``), but nothing MoE is fitted: one-GPU Mixtral 8x7B lands
+within 2-8% of release 0.17's table, Llama 4 Scout and Qwen3-30B-A3B 20-110% too fast (bench/results/trtllm.md).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from .. import overheads as oh
+from ..engines import trtllm
+from ..hardware import GpuSpec, Network
+from ..model.spec import ModelSpec
+from ..scenario import Scenario
+from .inference import StepTimer, step_timer
+
+PEAK_KEYS = {"fp8": "fp8_tensor", "fp4": "fp4_tensor"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class OfflineRun:
+    """One ``trtllm-bench throughput`` run in steady state (seconds, tokens)."""
+
+    max_batch_size: int
+    max_num_tokens: int
+    kv_requests: int  # whole requests of prompt + output tokens the KV pool holds
+    concurrency: int
+    decode_step_s: float
+    prefill_s: float  # the prefill of one cycle's ``concurrency`` prompts
+    cycle_s: float
+    output_tokens_per_s: float
+    requests_per_s: float
+    waves: float  # cycles the dataset takes (0 when its size is not given)
+
+
+def gemm_share(gpu: GpuSpec, dtype: str, rows: float) -> float:
+    """Share of ``gpu``'s ``dtype`` peak TensorRT-LLM's quantized GEMMs of ``rows`` tokens reach, against the
+    bf16-calibrated GEMM model: ``share / (1 + half_rows / rows)`` (:data:`~gpuplan.overheads.
+    TRTLLM_GEMM_PEAK_SHARE`, :data:`~gpuplan.overheads.TRTLLM_GEMM_HALF_ROWS`): the faster the math, the larger
+    the share of a tile's time its fixed costs (quantizing the activations, scales, prologue, epilogue) take, so
+    low-precision GEMMs need more rows than bf16 ones to approach their peak."""
+    share = oh.TRTLLM_GEMM_PEAK_SHARE.get(gpu.generation, {}).get(dtype, 1.0)
+    return share / (1 + oh.TRTLLM_GEMM_HALF_ROWS.get(dtype, 0.0) / max(rows, 1.0))
+
+
+def trtllm_gpu(gpu: GpuSpec, rows: float) -> GpuSpec:
+    """``gpu`` with its FP8 and FP4 peaks scaled to what TensorRT-LLM's quantized GEMMs of ``rows`` tokens reach
+    of them (:func:`gemm_share`)."""
+    peaks = dict(gpu.dense_tflops)
+    for dtype, key in PEAK_KEYS.items():
+        if peaks.get(key):
+            peaks[key] = peaks[key] * gemm_share(gpu, dtype, rows)
+    return dataclasses.replace(gpu, dense_tflops=peaks)
+
+
+def decode_step_s(timer: StepTimer, batch: int, context: float) -> float:
+    """One decode iteration under TensorRT-LLM: the step timer's GPU work (weights, the FP8 KV cache read, kernel
+    latencies, TP all-reduces), its vLLM engine loop left out (TensorRT-LLM's overlap scheduler hides the
+    executor's host work behind the GPU's step; a fitted per-request host cost came out at zero)."""
+    parts = timer.decode_parts(batch, context)
+    return sum(v for k, v in parts.items() if k != "host")
+
+
+def prefill_s(timer: StepTimer, tokens: int, seqs: int) -> float:
+    """The context phase of ``seqs`` whole prompts of ``tokens`` in all, its attention at TensorRT-LLM's context
+    FMHA speed against gpuplan's FlashAttention figure (:data:`~gpuplan.overheads.TRTLLM_CONTEXT_ATTENTION_SPEEDUP`)."""
+    parts = timer.prefill_parts(tokens, seqs=seqs)
+    parts["attention"] = parts.get("attention", 0.0) / oh.TRTLLM_CONTEXT_ATTENTION_SPEEDUP
+    return sum(parts.values())
+
+
+def offline_throughput(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None = None, *,
+                       requests: int | None = None) -> OfflineRun:
+    """Output tokens/s of ``trtllm-bench throughput`` for ``requests`` requests (unbounded steady state when
+    None) of ``s.prompt_tokens`` in and ``s.output_tokens`` out on ``s.tp x s.pp`` GPUs (module docstring)."""
+    isl, osl = s.prompt_tokens, max(s.output_tokens, 1)
+    s = trtllm.bench_scenario(s)
+    batch, tokens = trtllm.bench_settings(s, m, gpu)
+    s = s.model_copy(update={"max_num_seqs": batch, "max_num_batched_tokens": tokens})
+    sm = trtllm.startup_memory(s, m, gpu, trtllm.activation(s, m))
+    kv_requests = sm.max_concurrency(isl + osl)
+    conc = max(min(kv_requests, batch), 1)
+    per_iteration = max(tokens // isl, 1)  # whole prompts per context iteration
+
+    def timer(rows: float) -> StepTimer:
+        return dataclasses.replace(step_timer(s, m, trtllm_gpu(gpu, rows), network), grouped_experts=True)
+
+    def cycle(n: int) -> tuple[float, float, float]:
+        """(decode step, prefill, cycle) seconds of a wave of ``n`` requests."""
+        decode = decode_step_s(timer(n), n, isl + osl / 2)
+        full, rest = divmod(n, per_iteration)
+        rows = per_iteration * isl
+        prefill = full * prefill_s(timer(rows), rows, per_iteration) if full else 0.0
+        prefill += prefill_s(timer(rest * isl), rest * isl, rest) if rest else 0.0
+        return decode, prefill, osl * decode + prefill
+
+    decode, prefill, steady = cycle(conc)
+    rate, waves = conc / steady, 0.0
+    if requests:
+        full, rest = divmod(requests, conc)
+        rate = requests / (full * steady + (cycle(rest)[2] if rest else 0.0))
+        waves = full + (rest > 0)
+    return OfflineRun(max_batch_size=batch, max_num_tokens=tokens, kv_requests=kv_requests, concurrency=conc,
+                      decode_step_s=decode, prefill_s=prefill, cycle_s=steady, output_tokens_per_s=rate * osl,
+                      requests_per_s=rate, waves=waves)

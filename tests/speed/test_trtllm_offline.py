@@ -1,0 +1,155 @@
+"""TensorRT-LLM's offline throughput (speed/offline.py) against NVIDIA's published trtllm-bench tables, and
+trtllm-bench's own max batch size / max num tokens (engines/trtllm.bench_settings) by hand.
+
+Published values: NVIDIA/TensorRT-LLM@00f37686aa854010d68bcbd0f4ab000221541ca6
+docs/source/performance/perf-overview.md, "Total Output Throughput (tokens/sec)" of ``trtllm-bench throughput``
+(PyTorch backend, FP8 KV, every request exactly ISL in and OSL out), copied in bench/data/trtllm-perf-overview.csv.
+The constants (overheads.TRTLLM_*) were fitted on the tables' H100 and B200 columns only; the rows below are from
+the held-out H200 and GB200 columns.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import statistics
+from pathlib import Path
+
+import pytest
+
+from gpuplan import estimate
+from gpuplan.engines import trtllm
+from gpuplan.hardware import load_gpu
+from gpuplan.model.catalog import load_model
+from gpuplan.scenario import scenario_from
+from gpuplan.speed.inference import step_timer
+from gpuplan.speed.offline import offline_throughput
+
+ROOT = Path(__file__).resolve().parents[2]
+TOLERANCE = 0.12  # the held-out rows' median |error| is 5.3% (bench/results/trtllm.md); the largest of these 8%
+
+
+def bench_scenario(model: str, gpu: str, tp: int, quant: str, isl: int, osl: int):
+    return scenario_from({"task": "infer", "engine": "trtllm", "model": model, "gpu": gpu, "tp": tp, "num_gpus": tp,
+                          "quant": quant, "kv_cache_dtype": "fp8", "prompt_tokens": isl, "output_tokens": osl})
+
+
+# (table, column, model, gpu, tp, quant, ISL, OSL, num_requests, published total output tokens/s): the 1000/1000
+# row of every held-out column of the overview's dense tables.
+HELD_OUT = [
+    ("Llama 3.1 8B", "H200 TP1 (FP8)", "meta-llama/Llama-3.1-8B", "nvidia-h200-sxm-141gb", 1, "fp8", 17_744),
+    ("Llama 3.3 70B", "H200 TP1 (FP8)", "meta-llama/Llama-3.3-70B-Instruct", "nvidia-h200-sxm-141gb", 1, "fp8",
+     2_909),
+    ("Llama 3.3 70B", "GB200 TP1 (FP4)", "meta-llama/Llama-3.3-70B-Instruct", "nvidia-gb200", 1, "nvfp4", 7_326),
+    ("Llama 3.1 405B", "H200 TP8 (FP8)", "meta-llama/Llama-3.1-405B", "nvidia-h200-sxm-141gb", 8, "fp8", 3_330),
+    ("Llama 3.1 405B", "GB200 TP4 (FP4)", "meta-llama/Llama-3.1-405B", "nvidia-gb200", 4, "nvfp4", 5_389),
+]
+
+
+@pytest.mark.parametrize(("table", "column", "model", "gpu", "tp", "quant", "published"), HELD_OUT,
+                         ids=[f"{row[0]}-{row[1]}" for row in HELD_OUT])
+def test_held_out_rows_within_tolerance(table, column, model, gpu, tp, quant, published):
+    """1000/1000, 3,000 requests (the overview's $num_requests for 1000/1000)."""
+    s = bench_scenario(model, gpu, tp, quant, 1000, 1000)
+    run = offline_throughput(s, load_model(model), load_gpu(gpu), requests=3000)
+    assert run.output_tokens_per_s == pytest.approx(published, rel=TOLERANCE)
+
+
+# Release 0.17's table (NVIDIA/TensorRT-LLM@258c7540c03517def55d9a5aadfa9288af474e1b, same path, TensorRT engines,
+# FP8, copied in bench/data/trtllm-perf-overview-v0.17.csv), LLaMA v3.1 70B at 1000/1000 (3,000 requests): tensor
+# parallelism from 1 to 8 on H200, and one H100, whose 80 GB leave FP8 70B room for few requests.
+OLDER = [("H200 141GB HBM3", "nvidia-h200-sxm-141gb", 1, 2_823.45), ("H200 141GB HBM3", "nvidia-h200-sxm-141gb", 2,
+          5_164.76), ("H200 141GB HBM3", "nvidia-h200-sxm-141gb", 4, 8_911.29),
+         ("H200 141GB HBM3", "nvidia-h200-sxm-141gb", 8, 13_181.24), ("H100 80GB HBM3", "nvidia-h100-sxm5-80gb", 1,
+                                                                        839.97)]
+
+
+@pytest.mark.parametrize(("column", "gpu", "tp", "published"), OLDER, ids=[f"{r[0]}-TP{r[2]}" for r in OLDER])
+def test_release_0_17_rows_within_tolerance(column, gpu, tp, published):
+    s = bench_scenario("meta-llama/Llama-3.1-70B", gpu, tp, "fp8", 1000, 1000)
+    run = offline_throughput(s, load_model("meta-llama/Llama-3.1-70B"), load_gpu(gpu), requests=3000)
+    assert run.output_tokens_per_s == pytest.approx(published, rel=TOLERANCE)
+
+
+@pytest.mark.parametrize(("gpu", "published"), [("nvidia-h200-sxm-141gb", 10_371.36),
+                                                ("nvidia-h100-sxm5-80gb", 6_868.52)], ids=["H200", "H100"])
+def test_mixtral_one_gpu_with_grouped_experts(gpu, published):
+    """Release 0.17's Mixtral 8x7B TP1 FP8 rows at 1000/1000 (3,000 requests), column H200 141GB HBM3 / H100 80GB
+    HBM3: MoE is not fitted, so these check the grouped-expert decode (StepTimer.grouped_experts) independently.
+    The vLLM path keeps its roofline (grouped_experts off)."""
+    m = load_model("mistralai/Mixtral-8x7B-v0.1")
+    s = bench_scenario(m.name, gpu, 1, "fp8", 1000, 1000)
+    run = offline_throughput(s, m, load_gpu(gpu), requests=3000)
+    assert run.output_tokens_per_s == pytest.approx(published, rel=TOLERANCE)
+    assert not step_timer(s.model_copy(update={"engine": "vllm"}), m, load_gpu(gpu)).grouped_experts
+
+
+def test_held_out_median_of_the_whole_table():
+    """Every held-out (H200, GB200) dense row of the CSV: median |error| under the issue's 15% target (5.3% when
+    written), scored by the bench script's own functions."""
+    spec = importlib.util.spec_from_file_location("bench_trtllm", ROOT / "bench" / "trtllm.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    rows = [r for r in bench.load_rows() if bench.role(r) == "held-out" and not bench.why_not(r)]
+    assert len(rows) == 50
+    assert statistics.median(abs(bench.err(bench.offline(r), r)) for r in rows) < 0.08
+
+
+def test_bench_settings_by_hand():
+    """Llama-3.1-8B FP8 on one H100 (nvml total T = 79.6 GiB, the catalog's usable memory): engine
+    8,030,261,248 x 1 B; KV per token 2 x 32 layers x 8 heads x 128 x 1 B = 65,536 B.
+    128/128: requests = (T - 7.479) x 0.95 / (65,536 x 256 / 2^30) = 64 x 0.95 x (T - 7.479) > 4,096, so raw_bs =
+    4,096 -> max_batch_size 4,096 (256 x 16); raw_tokens = 4,096 x 2 = 8,192 -> 8,192.
+    5000/500: requests = (T - 7.479) x 0.95 / (65,536 x 5,500 / 2^30) = 203.x -> max_batch_size 32 x ceil(203.x/32)
+    = 224; raw_tokens = 203.x x 11 = 2,23x -> max(2,048, 256 x 9) = 2,304, then ISL + batch = 5,224 (no chunking)."""
+    m, gpu = load_model("meta-llama/Llama-3.1-8B"), load_gpu("nvidia-h100-sxm5-80gb")
+    assert gpu.usable_gib == 79.6
+    requests = (79.6 - 8_030_261_248 / 2**30) * 0.95 / (65_536 * 5_500 / 2**30)
+    assert 192 < requests < 224
+    assert trtllm.bench_settings(bench_scenario(m.name, gpu.id, 1, "fp8", 128, 128), m, gpu) == (4096, 8192)
+    assert trtllm.bench_settings(bench_scenario(m.name, gpu.id, 1, "fp8", 5000, 500), m, gpu) == (224, 5224)
+
+
+def test_precision_as_the_hardware_runs_it():
+    """FP8 checkpoints are W8A8 on Hopper (GEMMs in fp8), NVFP4 W4A4 on Blackwell (fp4); NVFP4 on a Hopper card,
+    which has no FP4 tensor cores, is dequantized to bf16 in the GEMM."""
+    m = load_model("meta-llama/Llama-3.3-70B-Instruct")
+    for gpu, quant, dtype in (("nvidia-h100-sxm5-80gb", "fp8", "fp8"), ("nvidia-b200", "nvfp4", "fp4"),
+                              ("nvidia-h200-sxm-141gb", "nvfp4", "bf16")):
+        s = bench_scenario(m.name, gpu, 1, quant, 1000, 1000)
+        assert step_timer(s, m, load_gpu(gpu)).dtype == dtype
+
+
+def test_a_finite_dataset_runs_in_waves():
+    """3,000 requests at concurrency C take floor(3000/C) full cycles and one of the rest: never faster than the
+    steady state, and equal to it when C divides the dataset."""
+    m, gpu = load_model("meta-llama/Llama-3.1-8B"), load_gpu("nvidia-h100-sxm5-80gb")
+    s = bench_scenario(m.name, gpu.id, 1, "fp8", 2048, 2048)
+    steady = offline_throughput(s, m, gpu)
+    finite = offline_throughput(s, m, gpu, requests=3000)
+    assert finite.waves == -(-3000 // steady.concurrency)
+    assert finite.output_tokens_per_s < steady.output_tokens_per_s
+    exact = offline_throughput(s, m, gpu, requests=4 * steady.concurrency)
+    assert exact.output_tokens_per_s == pytest.approx(steady.output_tokens_per_s)
+
+
+def test_the_plan_says_the_max_load_figure():
+    """An ``engine: trtllm`` plan states trtllm-bench's max-load throughput for its lengths beside the serving
+    estimate at its own batch size; other engines do not."""
+    serve = {"model": "llama-3.1-8b", "task": "infer", "engine": "trtllm", "gpu": "h100-sxm", "quant": "fp8",
+             "kv_cache_dtype": "fp8", "prompt_tokens": 1000, "output_tokens": 1000, "batch_size": 64}
+    m, gpu = load_model("llama-3.1-8b"), load_gpu("h100-sxm")
+    run = offline_throughput(scenario_from(serve), m, gpu)
+    said = [a for a in estimate(serve, advise=False).assumptions if "maximum load" in a]
+    assert len(said) == 1 and f"{run.output_tokens_per_s:,.0f} output tokens/s" in said[0]
+    assert not [a for a in estimate({**serve, "engine": "vllm"}, advise=False).assumptions if "maximum load" in a]
+
+
+def test_fp8_and_nvfp4_checkpoints_get_an_fp8_cache():
+    """trtllm-bench maps an FP8 or NVFP4 checkpoint's KV dtype ``auto`` to FP8 (``_KV_CACHE_MAP``): leaving it at
+    auto gives the same run as asking for fp8; a bf16 checkpoint keeps a 16-bit cache (half the requests fit)."""
+    m, gpu = load_model("meta-llama/Llama-3.1-8B"), load_gpu("nvidia-h100-sxm5-80gb")
+    fp8 = bench_scenario(m.name, gpu.id, 1, "fp8", 2048, 2048)
+    auto = fp8.model_copy(update={"kv_cache_dtype": "auto"})
+    assert offline_throughput(auto, m, gpu) == offline_throughput(fp8, m, gpu)
+    bf16 = offline_throughput(auto.model_copy(update={"quant": None}), m, gpu)
+    assert bf16.kv_requests < 0.6 * offline_throughput(fp8, m, gpu).kv_requests
