@@ -340,11 +340,11 @@ class ServingMemory:
 def engine_memory(sc: Scenario, m: ModelSpec, gpu: GpuSpec, longest: int) -> ServingMemory | None:
     """The KV pool and scheduler of ``sc``'s engine on ``gpu``; None when one request of ``longest`` tokens
     does not fit. vLLM: its startup rules and V1 scheduler (:func:`.simulate.vllm_scheduler`). SGLang: its token
-    pool (``max_total_num_tokens``), ``chunked_prefill_size`` as the step's token budget and
-    ``max_running_requests`` as the batch cap, run by the same continuous-batching simulation with one-token
-    pages (SGLang's default ``page_size`` 1); its radix cache's reuse beyond a shared prefix is not modelled."""
+    pool (``max_total_num_tokens``) and scheduler (:func:`.simulate.sglang_scheduler`: prefill batches of
+    ``chunked_prefill_size`` before decodes, ``max_running_requests``, one-token pages); its radix cache serves
+    the workload's shared prefix and repeated prompts (other reuse, such as multi-turn history, is not modelled)."""
     from ..memory.pool import sglang_pool, vllm_pool
-    from .simulate import Scheduler, vllm_scheduler
+    from .simulate import sglang_scheduler, vllm_scheduler
 
     if sc.engine == "sglang":
         from ..engines import sglang
@@ -352,9 +352,7 @@ def engine_memory(sc: Scenario, m: ModelSpec, gpu: GpuSpec, longest: int) -> Ser
         sm = sglang.startup_memory(sc, m, gpu, mem_fraction_static=sc.mem_fraction_static)
         if sm.kv_tokens < longest:
             return None
-        return ServingMemory(pool=sglang_pool(sc, sm), engine=Scheduler(
-            kv_blocks=sm.kv_tokens, block_tokens=1, max_num_seqs=sm.max_running_requests,
-            max_num_batched_tokens=sm.chunked_prefill_size))
+        return ServingMemory(pool=sglang_pool(sc, sm), engine=sglang_scheduler(sm))
     mem = vllm.startup_memory(sc, m, gpu)
     if mem.num_blocks <= 0 or not mem.fits_max_model_len:
         return None
