@@ -155,6 +155,12 @@ def main() -> None:
         summary.append(f"| {name} | {role} | {len(errs)} | {statistics.median(abs(a) for a, _ in errs):.1f}% | "
                        f"{statistics.median(abs(b) for _, b in errs):.1f}% | "
                        f"{statistics.median(b for _, b in errs):+.1f}% |")
+    for role in ("calibration", "check"):
+        pooled = [e for (_, r), errs in errors.items() if r == role for e in errs]
+        summary.append(f"| all quantities | {role} | {len(pooled)} | "
+                       f"{statistics.median(abs(a) for a, _ in pooled):.1f}% | "
+                       f"{statistics.median(abs(b) for _, b in pooled):.1f}% | "
+                       f"{statistics.median(b for _, b in pooled):+.1f}% |")
     checks = ["| published speed-up (a check, not a factor) | published | gpuplan |", "|---|---:|---:|"]
     for rid, theirs in (("sgl030-llama31-8b-a100-offline", 4132.37), ("sgl030-llama31-70b-h100x4-offline", 3700.64)):
         r = next(x for x in rows if x["id"] == rid)

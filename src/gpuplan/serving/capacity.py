@@ -401,7 +401,7 @@ def _plan(st: Setup, sc: Scenario, mem, model: StepModel, bound: tuple[float, fl
           m: ModelSpec) -> Deployment:
     """One setup simulated: its highest steady load meeting the SLOs, priced on whole instances; the KV pool
     and the idle-engine speeds from the functions estimate uses (one scenario, one set of numbers)."""
-    from ..speed.inference import inference_speed
+    from ..speed.inference import inference_speed, step_timer
 
     pool, engine = mem.pool, mem.engine
     low, high = oh.SERVING_RATE_BAND
@@ -427,6 +427,9 @@ def _plan(st: Setup, sc: Scenario, mem, model: StepModel, bound: tuple[float, fl
     busy = (plan.max_users or w.users) if w.users else max(1, round(rate * (plan.e2e_s or 0.0)))
     speed = inference_speed(sc.model_copy(update={"batch_size": busy}), m, st.gpu)
     plan.ttft_alone_s, plan.streaming_tokens_per_s_per_user = speed.ttft_s, speed.streaming_tokens_per_s_per_user
+    if w.shared_prefix_tokens:  # the prefix cache (vLLM) or radix cache (SGLang) holds the shared prefix
+        prefix = min(w.shared_prefix_tokens, sc.prompt_tokens - 1)
+        plan.ttft_alone_s = step_timer(sc, m, st.gpu).prefill_s(sc.prompt_tokens - prefix, context=prefix)
     if w.users and plan.max_users:
         plan.replicas_for_target = math.ceil(w.users / plan.max_users)
     elif w.rate_rps and rate > 0:
