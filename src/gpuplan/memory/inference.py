@@ -181,7 +181,9 @@ def _sglang(s: Scenario, m: ModelSpec, e: Estimate, gpu: GpuSpec | None) -> Esti
         "engine": "sglang", "version": s.engine_version or "0.5 (2025-10 reserve rule)",
         "mem_fraction_static": sm.mem_fraction_static, "max_total_num_tokens": sm.kv_tokens,
         "chunked_prefill_size": sm.chunked_prefill_size, "max_running_requests": sm.max_running_requests,
-        "context_len": sm.context_len, "available_kv_cache_gib": sm.kv_pool_gib}
+        "context_len": sm.context_len, "available_kv_cache_gib": sm.kv_pool_gib,
+        "cuda_graph_max_bs": sm.cuda_graph_max_bs, "schedule_policy": sglang.SCHEDULE_POLICY,
+        "mixed_chunk": sm.mixed_chunk, "radix_cache": True, "overlap_schedule": sglang.overlap_schedule(s)}
     e.assumptions.append(
         f"SGLang: mem_fraction_static {sm.mem_fraction_static} of {sm.total_gib:.1f} GiB free at start, pool of "
         f"{sm.kv_tokens:,} tokens at {cell:,.0f} B each, chunked_prefill_size {sm.chunked_prefill_size:,}, "
