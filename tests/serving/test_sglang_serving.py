@@ -127,3 +127,24 @@ def test_sglang_rows_name_their_source():
     with (ROOT / "bench/data/sglang_serving.csv").open(newline="") as f:
         rows = list(csv.DictReader(f))
     assert len(rows) >= 7 and all("@" in r["source"] and ".md" in r["source"] for r in rows)
+
+
+def test_capacity_engine_sglang_on_the_command_line():
+    """`gpuplan capacity --engine sglang --json`: SGLang's plan (its pool, as estimate reports it), a rate served
+    within the SLOs that a shared prefix raises; an engine it does not simulate is one sentence, exit code 2."""
+    import json
+    import subprocess
+    import sys
+
+    def cli(*extra):
+        return subprocess.run([sys.executable, "-m", "gpuplan", "capacity", "--model", "llama-3.1-8b", "--gpus",
+                               "h100-sxm", "--max-gpus", "1", "--prompt-tokens", "2000", "--output-tokens", "200",
+                               "--ttft", "1", "--tpot", "0.05", "--rate", "10", "--top", "1", *extra],
+                              capture_output=True, text=True, timeout=600)
+
+    plain, shared = (json.loads(cli("--engine", "sglang", "--json", *x).stdout)["plans"][0]
+                     for x in ((), ("--shared-prefix", "1500")))
+    assert plain["engine"] == "sglang" and plain["max_rate_rps"] > 1
+    assert shared["max_rate_rps"] > 1.3 * plain["max_rate_rps"]
+    bad = cli("--engine", "llama.cpp")
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr and "vllm or sglang" in bad.stderr
