@@ -20,6 +20,12 @@ mean; 0: back to back, as ``vllm bench serve --max-concurrency``). With vLLM's a
 (``vllm/v1/engine/core.py`` ``step_with_batch_queue``), so a request arriving during step N first runs in step N+2:
 one step later than the synchronous loop, unless the engine was idle. Runs of pure-decode steps with no arrival in
 between are advanced together (their step times summed at the mid-point context), which keeps light loads fast.
+
+SGLang's scheduler (:func:`sglang_scheduler`) runs in the same loop with ``mixed_prefill`` off
+(``python/sglang/srt/managers/scheduler.py`` ``get_next_batch_to_run``): whenever a prefill batch forms (a chunked
+prompt continues, or the first waiting request fits a seat and the free pool) the step holds prompt tokens alone and
+the decodes wait; otherwise every running request decodes. Its radix cache matches token by token (one-token
+pages), where vLLM's prefix cache matches whole blocks.
 """
 
 from __future__ import annotations
