@@ -118,15 +118,19 @@ def test_sglangs_published_runs_within_the_stated_tolerances():
     errs = {"calibration": [], "check": []}
     for row in bench.load_rows():
         pred = bench.run(row, 3000)
-        for _, key in bench.SCORED[row["regime"]]:
+        for _, key in bench.scored(row):
             errs[row["role"]].append(abs(bench.pct(pred[key], float(row[key]))))
     assert max(errs["calibration"]) < 2 and statistics.median(errs["check"]) < 20
 
 
 def test_sglang_rows_name_their_source():
+    """Every published row names the repository, the commit and the file it was copied from."""
+    import re
+
     with (ROOT / "bench/data/sglang_serving.csv").open(newline="") as f:
         rows = list(csv.DictReader(f))
-    assert len(rows) >= 7 and all("@" in r["source"] and ".md" in r["source"] for r in rows)
+    assert len(rows) >= 20
+    assert all(re.match(r"[\w.-]+/[\w.-]+@[0-9a-f]{12} \S+\.(md|jsonl)", r["source"]) for r in rows)
 
 
 def test_capacity_engine_sglang_on_the_command_line():
