@@ -32,6 +32,10 @@ cached one skip its prefill; ``page_size`` 1), and from v0.4.0 (the "zero-overhe
 v0.4 release post of 2024-12-04; ``--disable-overlap-schedule``) the overlap scheduler, which prepares batch N+1
 on the CPU while the GPU runs batch N. ``schedule_policy`` is simulated as ``fcfs`` (the launch file sets it):
 ``lpm`` orders the queue by cached prefix length, which is arrival order when every prompt shares one prefix.
+Not modelled: the admission reserve for the running requests' remaining output (``new_token_ratio``, 0.7 decaying
+to about 0.1, scaled by ``schedule_conservativeness``; the simulation admits by the prompt's tokens and retracts the
+newest request when the pool runs out, as SGLang does), decode batches past ``cuda_graph_max_bs`` running without
+CUDA graphs, and the page sizes above 1 of 2026 releases.
 
 Later releases (2026: draft weights counted, disaggregation-aware reserves, the ``KVCacheConfigurator`` budget)
 change these again; this module is the 2025 rule set, checked against the logs in
