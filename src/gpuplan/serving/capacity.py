@@ -125,16 +125,21 @@ def idle_latencies(model: StepModel, w: Workload) -> tuple[float, float]:
 
 
 def saturation_rate(model: StepModel, w: Workload, kv_tokens: int, max_num_seqs: int,
-                    max_num_batched_tokens: int = 8192) -> tuple[float, float]:
+                    max_num_batched_tokens: int = 8192, mixed: bool = True) -> tuple[float, float]:
     """Requests/s a full engine completes (closed form, no queueing): ``B`` sequences decode together, as many
     as the KV pool (at the mean half-generated length) and ``max_num_seqs`` allow; while one generates its
     ``o`` tokens, ``B`` new prompts of ``p`` tokens are prefilled in chunks riding the same steps (chunked
-    prefill), ``B p / o`` prompt tokens a step within the step's token budget. Returns the throughput
-    ``B / (o x step)`` and ``B``."""
+    prefill), ``B p / o`` prompt tokens a step within the step's token budget. Not ``mixed`` (SGLang): the
+    prompts run in prefill steps of their own of up to the budget, each decode step bearing its share of them.
+    Returns the throughput ``B / (o x step)`` and ``B``."""
     p, o = w.mean_prompt_tokens, max(w.mean_output_tokens, 1.0)
     fresh = max(p - w.shared_prefix_tokens, 1.0)
     batch = max(1.0, min(max_num_seqs, kv_tokens / (p + o / 2)))
     chunk = batch * fresh / o
+    if not mixed:
+        full = float(max_num_batched_tokens)
+        prefill = model.time(full, 0, 0, full * (p / 2), max(full / fresh, 1.0))
+        return batch / (o * (model.time(0, batch, batch * (p + o / 2)) + chunk / full * prefill)), batch
     if chunk + batch > max_num_batched_tokens:  # the budget caps the batch: shrink it until the chunk fits
         batch = max(1.0, max_num_batched_tokens / (1 + fresh / o))
         chunk = batch * fresh / o
@@ -385,7 +390,7 @@ def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...]
                 (slo.e2e_s and ttft0 + tpot0 * w.mean_output_tokens > slo.e2e_s):
             continue
         bound = saturation_rate(model, w, mem.pool.kv_tokens, mem.engine.max_num_seqs,
-                                mem.engine.max_num_batched_tokens)  # (rate, batch)
+                                mem.engine.max_num_batched_tokens, mem.engine.mixed_prefill)  # (rate, batch)
         price = cheapest_offer(sc, offers, st.gpu.id)
         candidates.append((st, sc, mem, model, bound, price))
     # closed-form cost per request decides which setups get simulated
