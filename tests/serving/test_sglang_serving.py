@@ -152,3 +152,17 @@ def test_capacity_engine_sglang_on_the_command_line():
     assert shared["max_rate_rps"] > 1.3 * plain["max_rate_rps"]
     bad = cli("--engine", "llama.cpp")
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and "vllm or sglang" in bad.stderr
+
+
+@pytest.mark.parametrize("memory_mib, tp, expected", [
+    (143_771, 4, (8192, 160, 0.85)),  # an H200 at TP 4: SGLang v0.3.0's README, "0.85 at TP 4"
+    (143_771, 8, (8192, 160, 0.81)),
+    (81_559, 1, (8192, 160, 0.88)),
+    (81_559, 2, (8192, 160, 0.87)),
+    (24_564, 1, (2048, 8, 0.88)),  # under 25,000 MiB (a 24 GB card)
+])
+def test_the_defaults_before_pr_10975_by_tp_and_memory(memory_mib, tp, expected):
+    """ServerArgs.__post_init__ of the 0.3-0.4 releases: mem_fraction_static by TP, chunked_prefill_size and
+    cuda_graph_max_bs by the card's memory (2,048 and 8 under 25,000 MiB, else 8,192 and 160)."""
+    d = sglang.defaults(memory_mib, tp=tp, version="0.4.1")
+    assert (d.chunked_prefill_size, d.cuda_graph_max_bs, d.mem_fraction_static) == expected

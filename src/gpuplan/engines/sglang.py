@@ -18,7 +18,10 @@ unset: ``ModelRunnerKVCacheMixin.init_memory``).
 The default ``mem_fraction_static`` is what changed most across releases:
 
 - until SGLang PR #10975 (2025-09-27): 0.88 on one GPU (the public logs below, January to July 2025, all size
-  their pool with it); the multi-GPU values of that time are not modelled: pass ``mem_fraction_static``;
+  their pool with it), 0.87 from TP 2, 0.85 from TP 4, 0.81 from TP 8, 0.79 from TP 16 (``ServerArgs.__post_init__``
+  of the 0.3-0.4 releases; the 0.85 at TP 4 is also what SGLang's v0.3.0 benchmark README states), with
+  ``chunked_prefill_size`` 8,192 and ``cuda_graph_max_bs`` 160 (2,048 and 8 on cards under 25,000 MiB); some
+  mid-2025 releases already chose the chunk by memory (16,384 over 160 GiB), which is not modelled;
 - from PR #10975 (``server_args.py`` ``ServerArgs._handle_gpu_memory_settings``): ``chunked_prefill_size`` and
   ``cuda_graph_max_bs`` by the card's memory (< 20 GiB: 2,048 and 8; < 35: 2,048 and 24, 80 from TP 4; < 60:
   4,096 and 32/160; < 160: 8,192 and 256/512; larger: 16,384 and 512), then a reserve in MiB of ``512 +
@@ -56,6 +59,7 @@ from ..tensors.state import weight_format
 from .vllm import cuda_total_gib, version_tuple
 
 HEURISTIC_FROM = (0, 5, 3)  # the first release with PR #10975's reserve (2025-10)
+EARLY_MEM_FRACTION_BY_TP = ((16, 0.79), (8, 0.81), (4, 0.85), (2, 0.87))  # before HEURISTIC_FROM; TP 1: 0.88
 OVERLAP_FROM = (0, 4, 0)  # the overlap ("zero-overhead") scheduler, on by default
 SCHEDULE_POLICY = "fcfs"  # as simulated (see the module docstring)
 
@@ -97,6 +101,11 @@ def defaults(memory_mib: float, tp: int = 1, pp: int = 1, version: str | None = 
     """The server defaults a card of ``memory_mib`` (what ``nvidia-smi`` reports) gets (see the module
     docstring; ``_handle_gpu_memory_settings``)."""
     gib = 1024
+    if version_tuple(version or "0.5.3") < HEURISTIC_FROM:
+        small = memory_mib < 25_000
+        mfs = next((f for n, f in EARLY_MEM_FRACTION_BY_TP if tp >= n), oh.SGLANG_EARLY_MEM_FRACTION_STATIC)
+        return Defaults(chunked_prefill_size=2048 if small else 8192, cuda_graph_max_bs=8 if small else 160,
+                        mem_fraction_static=mfs)
     if memory_mib < 20 * gib:
         chunk, bs = 2048, 8
     elif memory_mib < 35 * gib:
@@ -107,9 +116,6 @@ def defaults(memory_mib: float, tp: int = 1, pp: int = 1, version: str | None = 
         chunk, bs = 8192, (256 if tp < 4 else 512)
     else:
         chunk, bs = 16384, 512
-    if version_tuple(version or "0.5.3") < HEURISTIC_FROM:
-        return Defaults(chunked_prefill_size=chunk, cuda_graph_max_bs=bs,
-                        mem_fraction_static=oh.SGLANG_EARLY_MEM_FRACTION_STATIC)
     reserve = 512 + max(chunk, 2048) * 1.5 + bs * 2 + tp * pp / 8 * 1024
     if memory_mib > 60 * gib:
         reserve = max(reserve, 10 * gib)
