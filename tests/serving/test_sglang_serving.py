@@ -76,13 +76,20 @@ def test_the_radix_cache_skips_a_shared_prefix_token_by_token():
 def test_the_overlap_scheduler_hides_the_host_loop_from_v0_4():
     """SGLang 0.3 adds its host loop to each step; from 0.4 (the "zero-overhead batch scheduler") the longer of
     the two shows: a one-sequence decode step of 0.4.0 is shorter by the host cost (1.28 ms + 22 us here, it
-    being shorter than the GPU's step), and the constants are SGLang's, not vLLM's."""
+    being shorter than the GPU's step), and the constants are SGLang's, not vLLM's. At TP 4 each of the 2 x 80
+    all-reduces of a 70B step costs SGLang 18.7 us more than vLLM's engine: 2.99 ms."""
     old = step_model(sglang_scenario(engine_version="0.3.0"), M, H100)
     new = step_model(sglang_scenario(engine_version="0.4.0"), M, H100)
     host = oh.SGLANG_STEP_OVERHEAD_S + oh.SGLANG_HOST_S_PER_SEQ
     assert not old.async_host and new.async_host
     assert old.overhead_s == pytest.approx(host) and old.request_s == oh.SGLANG_REQUEST_S
     assert old.time(0, 1, 1000) - new.time(0, 1, 1000) == pytest.approx(host)
+    m70, tp4 = load_model("llama-3.1-70b"), dict(model="llama-3.1-70b", task="infer", gpu="h100-sxm", tp=4,
+                                                 num_gpus=4)
+    sg = step_model(scenario_from(dict(engine="sglang", **tp4)), m70, H100)
+    vl = step_model(scenario_from(dict(engine="vllm", **tp4)), m70, H100)
+    assert sg.dense_s[0] - vl.dense_s[0] == pytest.approx(2 * 80 * oh.SGLANG_ALL_REDUCE_S)
+    assert pytest.approx(2.99e-3, abs=0.01e-3) == 2 * 80 * oh.SGLANG_ALL_REDUCE_S
 
 
 def test_a_shared_prefix_raises_sglangs_capacity_and_cuts_its_ttft():
@@ -107,9 +114,10 @@ def test_a_shared_prefix_raises_sglangs_capacity_and_cuts_its_ttft():
 
 
 def test_sglangs_published_runs_within_the_stated_tolerances():
-    """bench/data/sglang_serving.csv (SGLang 0.3.0's own benchmark, a third-party 0.3.5 run) replayed as the bench
-    does (up to 3,000 requests each): the calibration rows within 2% (they set the three constants), the check
-    rows' median |error| within 20% (bench/results/sglang_serving.md reports 14%)."""
+    """bench/data/sglang_serving.csv (SGLang 0.3.0's own benchmark, a third-party 0.3.5 run, DataCrunch's H200
+    runs) replayed as the bench does (up to 3,000 requests each): the calibration rows within 10% (the quantities
+    fitted within 1%; the 70B row's TTFT is not fitted), the check rows' median |error| within 12%
+    (bench/results/sglang_serving.md reports 7.6% over 27)."""
     import sys
 
     sys.path.insert(0, str(ROOT / "bench/serving"))
@@ -120,7 +128,7 @@ def test_sglangs_published_runs_within_the_stated_tolerances():
         pred = bench.run(row, 3000)
         for _, key in bench.scored(row):
             errs[row["role"]].append(abs(bench.pct(pred[key], float(row[key]))))
-    assert max(errs["calibration"]) < 2 and statistics.median(errs["check"]) < 20
+    assert max(errs["calibration"]) < 10 and statistics.median(errs["check"]) < 12
 
 
 def test_sglang_rows_name_their_source():

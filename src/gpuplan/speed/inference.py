@@ -47,7 +47,8 @@ class EngineLoop:
     """The host loop of an engine whose GPU work is timed as vLLM's (SGLang: the same CUDA-graph decode, FlashInfer
     or FlashAttention kernels) but whose scheduler is its own: per step and per scheduled sequence, whether it
     runs beside the GPU's step (SGLang's overlap scheduler), its prefill chunk, and each request's latency outside
-    the steps (HTTP, tokenizing, detokenizing)."""
+    the steps (HTTP, tokenizing, detokenizing), and what each tensor-parallel all-reduce costs it beyond the link's
+    latency."""
 
     name: str
     step_s: float
@@ -55,6 +56,7 @@ class EngineLoop:
     request_s: float
     overlapped: bool
     chunk_tokens: int
+    all_reduce_s: float = 0.0  # beyond the link's latency, per tensor-parallel all-reduce
 
 
 def sglang_loop(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> EngineLoop:
@@ -65,7 +67,7 @@ def sglang_loop(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> EngineLoop:
     d = sglang.defaults(gpu.usable_gib * 1024, s.tp, s.pp, s.engine_version)
     return EngineLoop(name="sglang", step_s=oh.SGLANG_STEP_OVERHEAD_S, seq_s=oh.SGLANG_HOST_S_PER_SEQ,
                       request_s=oh.SGLANG_REQUEST_S, overlapped=sglang.overlap_schedule(s),
-                      chunk_tokens=d.chunked_prefill_size)
+                      chunk_tokens=d.chunked_prefill_size, all_reduce_s=oh.SGLANG_ALL_REDUCE_S)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -271,10 +273,12 @@ class StepTimer:
 
     def _tp_s(self, tokens: float) -> float:
         """Two all-reduces of ``tokens x hidden`` 16-bit activations per layer (Megatron row-parallel outputs),
-        each paying the link's latency: the per-layer floor of tensor parallelism at small batch."""
+        each paying the link's latency (and an engine's own cost per all-reduce, :attr:`EngineLoop.all_reduce_s`):
+        the per-layer floor of tensor parallelism at small batch."""
         if self.s.tp <= 1:
             return 0.0
-        return 2 * self.m.num_layers * all_reduce_s(tokens * self.m.hidden_size * 2, self.s.tp, self.link)
+        extra = self.loop.all_reduce_s if self.loop else 0.0
+        return 2 * self.m.num_layers * (all_reduce_s(tokens * self.m.hidden_size * 2, self.s.tp, self.link) + extra)
 
     def host_s(self, *, prefill: bool, context: float = 0, seqs: float = 1, tokens: float | None = None) -> float:
         """Host time of one step of ``seqs`` sequences: eager transformers launches every op from Python; vLLM
