@@ -19,7 +19,8 @@ closed form of it::
   exact for full attention, an upper bound for sliding-window layers);
 - the host: vLLM's engine loop per step and per scheduled sequence ``S`` (``StepTimer``'s host term), added to the
   GPU's time in the synchronous loop; with async scheduling (vLLM 0.14+) it runs beside the GPU's step, so the
-  step takes the longer of the two (``max(gpu, host)``).
+  step takes the longer of the two (``max(gpu, host)``). SGLang: its own loop (``speed/inference.py``
+  ``sglang_loop``: fitted on its published runs), beside the GPU's step from v0.4 (its overlap scheduler).
 
 Outside the steps, each request pays ``request_s`` once before its first token (the API server: HTTP, tokenizing,
 handing the request to the engine core and streaming the token back): it adds to TTFT and end-to-end latency,
