@@ -45,12 +45,11 @@ from .work import attention_s, eager_ops_per_layer, elementwise_s, expert_loop_s
 @dataclass(frozen=True, kw_only=True)
 class EngineLoop:
     """The host loop of an engine whose GPU work is timed as vLLM's (SGLang: the same CUDA-graph decode, FlashInfer
-    or FlashAttention kernels) but whose scheduler is its own: per step and per scheduled sequence, whether it
-    runs beside the GPU's step (SGLang's overlap scheduler), its prefill chunk, and each request's latency outside
-    the steps (HTTP, tokenizing, detokenizing), and what each tensor-parallel all-reduce costs it beyond the link's
-    latency."""
+    or FlashAttention kernels) but whose scheduler is its own: its cost per step and per scheduled sequence,
+    whether it runs beside the GPU's step (SGLang's overlap scheduler), its prefill chunk, each request's latency
+    outside the steps (HTTP, tokenizing, detokenizing), and what each tensor-parallel all-reduce costs it beyond
+    the link's latency."""
 
-    name: str
     step_s: float
     seq_s: float
     request_s: float
@@ -59,13 +58,13 @@ class EngineLoop:
     all_reduce_s: float = 0.0  # beyond the link's latency, per tensor-parallel all-reduce
 
 
-def sglang_loop(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> EngineLoop:
+def sglang_loop(s: Scenario, gpu: GpuSpec) -> EngineLoop:
     """SGLang's host loop (:mod:`gpuplan.engines.sglang`; constants fitted on SGLang's published runs, see
     :data:`gpuplan.overheads.SGLANG_STEP_OVERHEAD_S`)."""
     from ..engines import sglang
 
     d = sglang.defaults(gpu.usable_gib * 1024, s.tp, s.pp, s.engine_version)
-    return EngineLoop(name="sglang", step_s=oh.SGLANG_STEP_OVERHEAD_S, seq_s=oh.SGLANG_HOST_S_PER_SEQ,
+    return EngineLoop(step_s=oh.SGLANG_STEP_OVERHEAD_S, seq_s=oh.SGLANG_HOST_S_PER_SEQ,
                       request_s=oh.SGLANG_REQUEST_S, overlapped=sglang.overlap_schedule(s),
                       chunk_tokens=d.chunked_prefill_size, all_reduce_s=oh.SGLANG_ALL_REDUCE_S)
 
@@ -306,7 +305,7 @@ def step_timer(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None 
     is timed as vLLM's current engine's (CUDA graphs, the same attention kernels), its host loop as its own
     (:func:`sglang_loop`: :data:`SGLANG_TIMING`); TensorRT-LLM as vLLM's current engine."""
     network = network or Network()
-    loop = sglang_loop(s, m, gpu) if s.engine == "sglang" else None
+    loop = sglang_loop(s, gpu) if s.engine == "sglang" else None
     if s.engine in ("sglang", "trtllm"):  # in-flight batching with CUDA graphs, timed as vLLM's current engine
         s = s.model_copy(update={"engine": "vllm", "engine_version": None, "free_gpu_memory_fraction": None,
                                  "tokens_per_block": None})
