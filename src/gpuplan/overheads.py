@@ -365,6 +365,20 @@ VLLM_STEP_OVERHEAD_S = 3e-3
 VLLM_V1_STEP_OVERHEAD_S = 0.765e-3
 VLLM_V1_HOST_S_PER_SEQ = 19.9e-6
 VLLM_V1_REQUEST_S = 14.7e-3
+# SGLang's host loop (speed/inference.py sglang_loop), fitted by `python bench/serving/sglang_serving.py
+# --calibrate` on the calibration rows of bench/data/sglang_serving.csv (SGLang v0.3.0's own benchmark against
+# vLLM 0.6.0, sgl-project/sglang benchmark/benchmark_vllm_060/README.md: Llama-3.1-8B-Instruct on one A100 80GB,
+# ShareGPT), in turn: per step from the median TPOT at 4 requests/s less the simulated GPU work, per scheduled
+# sequence from the offline (all requests at once) output throughput, per request from the median TTFT at 4
+# requests/s. The other rows check them. v0.3.0 had no overlap scheduler, so these are the loop's full costs.
+SGLANG_STEP_OVERHEAD_S = 1.28e-3
+SGLANG_HOST_S_PER_SEQ = 22.0e-6
+SGLANG_REQUEST_S = 8.24e-3
+# What each tensor-parallel all-reduce costs SGLang beyond the link's latency: fitted, last, on the median TPOT of
+# the same README's Llama-3.1-70B on 4 H100s at 4 requests/s (its decode steps ran ~15% longer than the step model
+# of vLLM's current engine, whose TP 4 rows of bench/serving/serving_cases.yaml it matches; the H200 rows of
+# another source and release, 0.4.1, show the same gap and check it).
+SGLANG_ALL_REDUCE_S = 18.7e-6
 # vLLM V1 replays each decode step as one CUDA graph: kernels run back to back, each costing its ramp and tail
 # but no launch; the speed layer's GEMM_KERNEL_LATENCY_S (calibrated on eager and V0 rows) is for launched ones.
 GRAPH_KERNEL_LATENCY_S = 3e-6

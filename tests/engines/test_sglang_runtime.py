@@ -69,7 +69,7 @@ def test_engine_sglang_estimates_the_pool_its_log_prints():
     assert r.memory.kv_cache_gib == pytest.approx(eng["max_total_num_tokens"] * 131072 / 2**30)
     held = r.memory.weights_gib + r.memory.kv_cache_gib + sum(r.memory.other.values())
     assert r.memory.reserved_peak_gib == pytest.approx(held)
-    assert any(line.startswith("SGLang timed as vLLM") for line in r.assumptions)  # and says so
+    assert any(line.startswith("SGLang: GPU work timed as vLLM") for line in r.assumptions)  # and says so
 
 
 def test_engine_sglang_fits_by_the_requests_its_pool_holds_and_says_what_would():

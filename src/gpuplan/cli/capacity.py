@@ -37,7 +37,7 @@ def capacity_cmd(
     gpus: Annotated[str | None, typer.Option(help="Only these GPUs, comma-separated.")] = None,
     max_gpus: Annotated[int, typer.Option(help="Largest tensor-parallel group.")] = 8,
     any_quant: Annotated[bool, typer.Option(help="Also try fp8 weights (where supported) and AWQ int4.")] = False,
-    engine: Annotated[str, typer.Option(help="vllm or sglang (its pool and scheduler limits; timed as vLLM).")
+    engine: Annotated[str, typer.Option(help="vllm or sglang (each engine's pool, scheduler and host loop).")
                       ] = "vllm",
     engine_version: Annotated[str | None, typer.Option(help="Engine release whose rules apply [default: current].")
                               ] = None,
@@ -126,12 +126,12 @@ def render(plans, w, fmt: str = "table") -> None:
             + ("users: most concurrent users one replica serves within the SLOs (up to the target); " if w.users else
                "req/s: highest steady rate one replica serves within the SLOs; ")
             + ("$/h all, inst: what the target costs in whole instances. " if target else "")
-            + "From a simulation of vLLM's scheduler on the roofline step model, judged after warm-up; a "
-            "tensor-parallel group is priced on one instance that holds it whole."
-            + (" SGLang: its token pool, chunked_prefill_size and max_running_requests in that simulation, "
-               "timed as vLLM's engine (no public per-step data of SGLang calibrates one of its own); its radix "
-               "cache's reuse beyond a shared prefix is not modelled." if plans and plans[0].engine == "sglang"
-               else ""))
+            + ("From a simulation of SGLang's scheduler (prefill batches before decodes, chunked_prefill_size, "
+               "max_running_requests, the radix cache on the shared prefix; its host loop fitted on SGLang's own "
+               "published runs, few: bench/results/sglang_serving.md)" if plans and plans[0].engine == "sglang"
+               else "From a simulation of vLLM's scheduler")
+            + " on the roofline step model, judged after warm-up; a tensor-parallel group is priced on one "
+            "instance that holds it whole.")
     if fmt == "table":
         bullet(head, prefix="")
         show(rows, cols, fmt, title="setups, cheapest first", notes=[note])

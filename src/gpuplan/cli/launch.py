@@ -28,9 +28,9 @@ def launch_cmd(scenario: str | None = None, as_json: bool = False, target: list[
     an accelerate config and its launch command, a DeepSpeed JSON (ZeRO plans), a torchrun command, the
     trainer's arguments (Hugging Face Trainer / TRL SFTConfig, read by `trl sft --config`), a torchtune recipe
     config (framework torchtune), a torchtitan job config (framework torchtitan), an Axolotl config (framework
-    axolotl), an Unsloth script (framework unsloth), or the `vllm serve` command of a serving plan. Every file
-    opens with the command that wrote it and what gpuplan predicted (peak memory per GPU, tokens/s, hours,
-    dollars); plan.json holds the same numbers for scripts.
+    axolotl), an Unsloth script (framework unsloth), or the serving command of a serving plan (`vllm serve`,
+    SGLang's launch_server, `trtllm-serve`). Every file opens with the command that wrote it and what gpuplan
+    predicted (peak memory per GPU, tokens/s, hours, dollars); plan.json holds the same numbers for scripts.
 
     The scenario must name the GPU and the layout (--gpu, --num-gpus, --strategy; --engine vllm --tp for
     serving); `gpuplan recommend ... --launch N` writes the files of its N-th setup instead.

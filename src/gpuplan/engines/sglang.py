@@ -18,12 +18,27 @@ unset: ``ModelRunnerKVCacheMixin.init_memory``).
 The default ``mem_fraction_static`` is what changed most across releases:
 
 - until SGLang PR #10975 (2025-09-27): 0.88 on one GPU (the public logs below, January to July 2025, all size
-  their pool with it); the multi-GPU values of that time are not modelled: pass ``mem_fraction_static``;
+  their pool with it), 0.87 from TP 2, 0.85 from TP 4, 0.81 from TP 8, 0.79 from TP 16 (``ServerArgs.__post_init__``
+  of the 0.3-0.4 releases; the 0.85 at TP 4 is also what SGLang's v0.3.0 benchmark README states), with
+  ``chunked_prefill_size`` 8,192 and ``cuda_graph_max_bs`` 160 (2,048 and 8 on cards under 25,000 MiB); some
+  mid-2025 releases already chose the chunk by memory (16,384 over 160 GiB), which is not modelled;
 - from PR #10975 (``server_args.py`` ``ServerArgs._handle_gpu_memory_settings``): ``chunked_prefill_size`` and
   ``cuda_graph_max_bs`` by the card's memory (< 20 GiB: 2,048 and 8; < 35: 2,048 and 24, 80 from TP 4; < 60:
   4,096 and 32/160; < 160: 8,192 and 256/512; larger: 16,384 and 512), then a reserve in MiB of ``512 +
   max(chunked_prefill_size, 2048) x 1.5 + cuda_graph_max_bs x 2 + tp x pp / 8 x 1024``, at least 10 GiB on cards
   over 60 GiB, and ``mem_fraction_static = round((memory - reserve) / memory, 3)``.
+
+The scheduler the serving simulation runs (:func:`gpuplan.serving.simulate.sglang_scheduler`) takes SGLang's
+defaults (``server_args.py``): ``chunked_prefill_size`` and ``max_running_requests`` above, prefill first with
+``enable_mixed_chunk`` off, the radix cache on (``disable_radix_cache`` False: prompts that share a prefix with a
+cached one skip its prefill; ``page_size`` 1), and from v0.4.0 (the "zero-overhead batch scheduler", SGLang's
+v0.4 release post of 2024-12-04; ``--disable-overlap-schedule``) the overlap scheduler, which prepares batch N+1
+on the CPU while the GPU runs batch N. ``schedule_policy`` is simulated as ``fcfs`` (the launch file sets it):
+``lpm`` orders the queue by cached prefix length, which is arrival order when every prompt shares one prefix.
+Not modelled: the admission reserve for the running requests' remaining output (``new_token_ratio``, 0.7 decaying
+to about 0.1, scaled by ``schedule_conservativeness``; the simulation admits by the prompt's tokens and retracts the
+newest request when the pool runs out, as SGLang does), decode batches past ``cuda_graph_max_bs`` running without
+CUDA graphs, and the page sizes above 1 of 2026 releases.
 
 Later releases (2026: draft weights counted, disaggregation-aware reserves, the ``KVCacheConfigurator`` budget)
 change these again; this module is the 2025 rule set, checked against the logs in
@@ -44,6 +59,14 @@ from ..tensors.state import weight_format
 from .vllm import cuda_total_gib, version_tuple
 
 HEURISTIC_FROM = (0, 5, 3)  # the first release with PR #10975's reserve (2025-10)
+EARLY_MEM_FRACTION_BY_TP = ((16, 0.79), (8, 0.81), (4, 0.85), (2, 0.87))  # before HEURISTIC_FROM; TP 1: 0.88
+OVERLAP_FROM = (0, 4, 0)  # the overlap ("zero-overhead") scheduler, on by default
+SCHEDULE_POLICY = "fcfs"  # as simulated (see the module docstring)
+
+
+def overlap_schedule(s: Scenario) -> bool:
+    """Whether SGLang (``s.engine_version``, default current) prepares the next batch while the GPU runs this one."""
+    return version_tuple(s.engine_version or "0.5.3") >= OVERLAP_FROM
 
 
 def cell_bytes(s: Scenario, m: ModelSpec) -> float:
@@ -78,6 +101,11 @@ def defaults(memory_mib: float, tp: int = 1, pp: int = 1, version: str | None = 
     """The server defaults a card of ``memory_mib`` (what ``nvidia-smi`` reports) gets (see the module
     docstring; ``_handle_gpu_memory_settings``)."""
     gib = 1024
+    if version_tuple(version or "0.5.3") < HEURISTIC_FROM:
+        small = memory_mib < 25_000
+        mfs = next((f for n, f in EARLY_MEM_FRACTION_BY_TP if tp >= n), oh.SGLANG_EARLY_MEM_FRACTION_STATIC)
+        return Defaults(chunked_prefill_size=2048 if small else 8192, cuda_graph_max_bs=8 if small else 160,
+                        mem_fraction_static=mfs)
     if memory_mib < 20 * gib:
         chunk, bs = 2048, 8
     elif memory_mib < 35 * gib:
@@ -88,9 +116,6 @@ def defaults(memory_mib: float, tp: int = 1, pp: int = 1, version: str | None = 
         chunk, bs = 8192, (256 if tp < 4 else 512)
     else:
         chunk, bs = 16384, 512
-    if version_tuple(version or "0.5.3") < HEURISTIC_FROM:
-        return Defaults(chunked_prefill_size=chunk, cuda_graph_max_bs=bs,
-                        mem_fraction_static=oh.SGLANG_EARLY_MEM_FRACTION_STATIC)
     reserve = 512 + max(chunk, 2048) * 1.5 + bs * 2 + tp * pp / 8 * 1024
     if memory_mib > 60 * gib:
         reserve = max(reserve, 10 * gib)
@@ -111,6 +136,21 @@ class StartupMemory:
     chunked_prefill_size: int
     max_running_requests: int
     context_len: int
+    cuda_graph_max_bs: int = 0
+    mixed_chunk: bool = False  # --enable-mixed-chunk: prompt chunks share a step with the decodes
+    card_gib: float = 0.0  # what the card holds in all (cudaMemGetInfo's total): the start-up's and SGLang's
+
+    @property
+    def reserve_gib(self) -> float:
+        """What ``mem_fraction_static`` keeps back for activations, CUDA graphs and the ``req_to_token`` pool."""
+        return self.total_gib * (1 - self.mem_fraction_static)
+
+    def budget_gib(self, outside_gib: float) -> float:
+        """The memory SGLang's allocator holds (weights, pool, reserve) beside ``outside_gib`` held outside it
+        (CUDA context, NCCL): SGLang sizes its pool from what it finds free (``profile_max_num_token``), so the
+        two never pass the card."""
+        held = self.weights_gib + self.kv_pool_gib + self.reserve_gib
+        return min(held, self.card_gib - outside_gib) if self.card_gib else held
 
 
 def startup_memory(s: Scenario, m: ModelSpec, gpu: GpuSpec, *, mem_fraction_static: float | None = None,
@@ -121,7 +161,8 @@ def startup_memory(s: Scenario, m: ModelSpec, gpu: GpuSpec, *, mem_fraction_stat
     (:data:`~gpuplan.overheads.SGLANG_START_GIB`)."""
     d = defaults(gpu.usable_gib * 1024, s.tp, s.pp, s.engine_version)
     mfs = mem_fraction_static or d.mem_fraction_static
-    total = total_gib if total_gib is not None else cuda_total_gib(gpu) - oh.SGLANG_START_GIB
+    card = cuda_total_gib(gpu)
+    total = total_gib if total_gib is not None else card - oh.SGLANG_START_GIB
     fmt, skip = weight_format(s, m)
     weights = sum(m.weight_bytes(fmt, skip=skip).values()) / (s.tp * s.pp) / GIB + oh.SGLANG_LOAD_EXTRA_GIB
     available = total - weights
@@ -130,4 +171,5 @@ def startup_memory(s: Scenario, m: ModelSpec, gpu: GpuSpec, *, mem_fraction_stat
     context = s.max_model_len or m.max_context or (s.prompt_tokens + s.output_tokens)
     return StartupMemory(total_gib=total, weights_gib=weights, available_gib=available, mem_fraction_static=mfs,
                          kv_tokens=tokens, kv_pool_gib=tokens * cell / GIB, chunked_prefill_size=d.chunked_prefill_size,
-                         max_running_requests=max_running_requests(tokens, context), context_len=context)
+                         max_running_requests=max_running_requests(tokens, context), context_len=context,
+                         cuda_graph_max_bs=d.cuda_graph_max_bs, card_gib=max(card, total))

@@ -152,10 +152,6 @@ def memory_report(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> tuple[Estim
         report.logged_statistic = f"{s.framework}: {s.recipe.logs}"
         report.logged_gib = report.allocated_peak_gib if s.recipe.logs_level == "allocated" else \
             report.reserved_peak_gib
-    if capacity is not None and s.engine == "sglang" and (report.kv_cache_pool_gib or 0) > 0 and device > capacity:
-        # SGLang sizes its pool from the memory it finds free after loading (profile_max_num_token): whatever it
-        # starts with stays within the card, so a device figure past it is this model's slack, not an OOM
-        device = report.device_peak_gib = capacity
     if capacity is not None:
         report.fits = _fits(s, e, report, capacity)
         report.headroom_gib = capacity - device

@@ -15,7 +15,7 @@ from ..hardware import GpuSpec
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from ..tensors import activations as act
-from ..tensors.breakdown import GIB, Estimate
+from ..tensors.breakdown import GIB, Estimate, device_overheads
 from ..tensors.kv import kv_bytes_per_sequence
 from ..tensors.state import attention_kernel, weight_format
 from .pool import sglang_pool, trtllm_pool, vllm_pool
@@ -168,11 +168,11 @@ def _sglang(s: Scenario, m: ModelSpec, e: Estimate, gpu: GpuSpec | None) -> Esti
         e.kv_cache = s.batch_size * tokens * cell
         return e
     sm = sglang.startup_memory(s, m, gpu, mem_fraction_static=s.mem_fraction_static)
-    reserve = sm.total_gib * (1 - sm.mem_fraction_static)
     e.weights, e.kv_cache = (sm.weights_gib - oh.SGLANG_LOAD_EXTRA_GIB) * GIB, sm.kv_pool_gib * GIB
     e.other["SGLang load overhead (beyond the weights)"] = oh.SGLANG_LOAD_EXTRA_GIB * GIB
-    e.other["SGLang reserve (activations, CUDA graphs)"] = reserve * GIB
-    e.preallocated = (sm.weights_gib + sm.kv_pool_gib + reserve) * GIB
+    budget = sm.budget_gib(sum(device_overheads(s, gpu.generation).values()) / GIB)
+    e.other["SGLang reserve (activations, CUDA graphs)"] = (budget - sm.weights_gib - sm.kv_pool_gib) * GIB
+    e.preallocated = budget * GIB
     pool = sglang_pool(s, sm)
     e.extra["max_concurrency"] = pool.max_concurrency
     e.extra["max_context_tokens"] = pool.kv_tokens
@@ -181,7 +181,9 @@ def _sglang(s: Scenario, m: ModelSpec, e: Estimate, gpu: GpuSpec | None) -> Esti
         "engine": "sglang", "version": s.engine_version or "0.5 (2025-10 reserve rule)",
         "mem_fraction_static": sm.mem_fraction_static, "max_total_num_tokens": sm.kv_tokens,
         "chunked_prefill_size": sm.chunked_prefill_size, "max_running_requests": sm.max_running_requests,
-        "context_len": sm.context_len, "available_kv_cache_gib": sm.kv_pool_gib}
+        "context_len": sm.context_len, "available_kv_cache_gib": sm.kv_pool_gib,
+        "cuda_graph_max_bs": sm.cuda_graph_max_bs, "schedule_policy": sglang.SCHEDULE_POLICY,
+        "mixed_chunk": sm.mixed_chunk, "radix_cache": True, "overlap_schedule": sglang.overlap_schedule(s)}
     e.assumptions.append(
         f"SGLang: mem_fraction_static {sm.mem_fraction_static} of {sm.total_gib:.1f} GiB free at start, pool of "
         f"{sm.kv_tokens:,} tokens at {cell:,.0f} B each, chunked_prefill_size {sm.chunked_prefill_size:,}, "

@@ -3,7 +3,7 @@
 - :mod:`.workload`: arrival rate, length distributions, shared prefix and SLOs (validated at the boundary);
 - :mod:`.steptime`: the time of one continuous-batching step (prefill chunks and decodes mixed), on the
   speed primitives;
-- :mod:`.simulate`: a discrete-event simulation of vLLM's scheduler (numpy, imported on demand);
+- :mod:`.simulate`: a discrete-event simulation of vLLM's scheduler and SGLang's (numpy, imported on demand);
 - :mod:`.capacity`: the highest rate each setup sustains within the SLOs, its cost, the Pareto front;
 - :mod:`.calibrate`: corrections fitted on the user's own `vllm bench serve` / GuideLLM / AIPerf results.
 """

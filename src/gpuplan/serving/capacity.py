@@ -125,16 +125,21 @@ def idle_latencies(model: StepModel, w: Workload) -> tuple[float, float]:
 
 
 def saturation_rate(model: StepModel, w: Workload, kv_tokens: int, max_num_seqs: int,
-                    max_num_batched_tokens: int = 8192) -> tuple[float, float]:
+                    max_num_batched_tokens: int = 8192, mixed: bool = True) -> tuple[float, float]:
     """Requests/s a full engine completes (closed form, no queueing): ``B`` sequences decode together, as many
     as the KV pool (at the mean half-generated length) and ``max_num_seqs`` allow; while one generates its
     ``o`` tokens, ``B`` new prompts of ``p`` tokens are prefilled in chunks riding the same steps (chunked
-    prefill), ``B p / o`` prompt tokens a step within the step's token budget. Returns the throughput
-    ``B / (o x step)`` and ``B``."""
+    prefill), ``B p / o`` prompt tokens a step within the step's token budget. Not ``mixed`` (SGLang): the
+    prompts run in prefill steps of their own of up to the budget, each decode step bearing its share of them.
+    Returns the throughput ``B / (o x step)`` and ``B``."""
     p, o = w.mean_prompt_tokens, max(w.mean_output_tokens, 1.0)
     fresh = max(p - w.shared_prefix_tokens, 1.0)
     batch = max(1.0, min(max_num_seqs, kv_tokens / (p + o / 2)))
     chunk = batch * fresh / o
+    if not mixed:
+        full = float(max_num_batched_tokens)
+        prefill = model.time(full, 0, 0, full * (p / 2), max(full / fresh, 1.0))
+        return batch / (o * (model.time(0, batch, batch * (p + o / 2)) + chunk / full * prefill)), batch
     if chunk + batch > max_num_batched_tokens:  # the budget caps the batch: shrink it until the chunk fits
         batch = max(1.0, max_num_batched_tokens / (1 + fresh / o))
         chunk = batch * fresh / o
@@ -340,11 +345,11 @@ class ServingMemory:
 def engine_memory(sc: Scenario, m: ModelSpec, gpu: GpuSpec, longest: int) -> ServingMemory | None:
     """The KV pool and scheduler of ``sc``'s engine on ``gpu``; None when one request of ``longest`` tokens
     does not fit. vLLM: its startup rules and V1 scheduler (:func:`.simulate.vllm_scheduler`). SGLang: its token
-    pool (``max_total_num_tokens``), ``chunked_prefill_size`` as the step's token budget and
-    ``max_running_requests`` as the batch cap, run by the same continuous-batching simulation with one-token
-    pages (SGLang's default ``page_size`` 1); its radix cache's reuse beyond a shared prefix is not modelled."""
+    pool (``max_total_num_tokens``) and scheduler (:func:`.simulate.sglang_scheduler`: prefill batches of
+    ``chunked_prefill_size`` before decodes, ``max_running_requests``, one-token pages); its radix cache serves
+    the workload's shared prefix and repeated prompts (other reuse, such as multi-turn history, is not modelled)."""
     from ..memory.pool import sglang_pool, vllm_pool
-    from .simulate import Scheduler, vllm_scheduler
+    from .simulate import sglang_scheduler, vllm_scheduler
 
     if sc.engine == "sglang":
         from ..engines import sglang
@@ -352,9 +357,7 @@ def engine_memory(sc: Scenario, m: ModelSpec, gpu: GpuSpec, longest: int) -> Ser
         sm = sglang.startup_memory(sc, m, gpu, mem_fraction_static=sc.mem_fraction_static)
         if sm.kv_tokens < longest:
             return None
-        return ServingMemory(pool=sglang_pool(sc, sm), engine=Scheduler(
-            kv_blocks=sm.kv_tokens, block_tokens=1, max_num_seqs=sm.max_running_requests,
-            max_num_batched_tokens=sm.chunked_prefill_size))
+        return ServingMemory(pool=sglang_pool(sc, sm), engine=sglang_scheduler(sm))
     mem = vllm.startup_memory(sc, m, gpu)
     if mem.num_blocks <= 0 or not mem.fits_max_model_len:
         return None
@@ -387,7 +390,7 @@ def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...]
                 (slo.e2e_s and ttft0 + tpot0 * w.mean_output_tokens > slo.e2e_s):
             continue
         bound = saturation_rate(model, w, mem.pool.kv_tokens, mem.engine.max_num_seqs,
-                                mem.engine.max_num_batched_tokens)  # (rate, batch)
+                                mem.engine.max_num_batched_tokens, mem.engine.mixed_prefill)  # (rate, batch)
         price = cheapest_offer(sc, offers, st.gpu.id)
         candidates.append((st, sc, mem, model, bound, price))
     # closed-form cost per request decides which setups get simulated
@@ -403,7 +406,7 @@ def _plan(st: Setup, sc: Scenario, mem, model: StepModel, bound: tuple[float, fl
           m: ModelSpec) -> Deployment:
     """One setup simulated: its highest steady load meeting the SLOs, priced on whole instances; the KV pool
     and the idle-engine speeds from the functions estimate uses (one scenario, one set of numbers)."""
-    from ..speed.inference import inference_speed
+    from ..speed.inference import inference_speed, step_timer
 
     pool, engine = mem.pool, mem.engine
     low, high = oh.SERVING_RATE_BAND
@@ -429,6 +432,9 @@ def _plan(st: Setup, sc: Scenario, mem, model: StepModel, bound: tuple[float, fl
     busy = (plan.max_users or w.users) if w.users else max(1, round(rate * (plan.e2e_s or 0.0)))
     speed = inference_speed(sc.model_copy(update={"batch_size": busy}), m, st.gpu)
     plan.ttft_alone_s, plan.streaming_tokens_per_s_per_user = speed.ttft_s, speed.streaming_tokens_per_s_per_user
+    if w.shared_prefix_tokens:  # the prefix cache (vLLM) or radix cache (SGLang) holds the shared prefix
+        prefix = min(w.shared_prefix_tokens, sc.prompt_tokens - 1)
+        plan.ttft_alone_s = step_timer(sc, m, st.gpu).prefill_s(sc.prompt_tokens - prefix, context=prefix)
     if w.users and plan.max_users:
         plan.replicas_for_target = math.ceil(w.users / plan.max_users)
     elif w.rate_rps and rate > 0:

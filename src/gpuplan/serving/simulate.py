@@ -20,6 +20,12 @@ mean; 0: back to back, as ``vllm bench serve --max-concurrency``). With vLLM's a
 (``vllm/v1/engine/core.py`` ``step_with_batch_queue``), so a request arriving during step N first runs in step N+2:
 one step later than the synchronous loop, unless the engine was idle. Runs of pure-decode steps with no arrival in
 between are advanced together (their step times summed at the mid-point context), which keeps light loads fast.
+
+SGLang's scheduler (:func:`sglang_scheduler`) runs in the same loop with ``mixed_prefill`` off
+(``python/sglang/srt/managers/scheduler.py`` ``get_next_batch_to_run``): whenever a prefill batch forms (a chunked
+prompt continues, or the first waiting request fits a seat and the free pool) the step holds prompt tokens alone and
+the decodes wait; otherwise every running request decodes. Its radix cache matches token by token (one-token
+pages), where vLLM's prefix cache matches whole blocks.
 """
 
 from __future__ import annotations
@@ -42,6 +48,9 @@ class Scheduler:
     max_num_batched_tokens: int = 8192
     chunked_prefill: bool = True
     reserve_full_sequence: bool = False  # vLLM 0.19+: admit a waiting request only if its whole sequence fits
+    # vLLM mixes prompt chunks and decodes in one step; SGLang (without --enable-mixed-chunk) runs a prefill batch
+    # alone whenever it can form one, the decodes waiting that step
+    mixed_prefill: bool = True
 
 
 def vllm_scheduler(s, mem, *, chunked_prefill: bool = True, blocks: int | None = None) -> Scheduler:
@@ -56,6 +65,18 @@ def vllm_scheduler(s, mem, *, chunked_prefill: bool = True, blocks: int | None =
                   max_num_seqs=mem.limits.max_num_seqs,
                   max_num_batched_tokens=mem.limits.max_num_batched_tokens, chunked_prefill=chunked_prefill,
                   reserve_full_sequence=vllm.reserve_full_sequence(s))
+
+
+def sglang_scheduler(sm) -> Scheduler:
+    """SGLang's scheduler over its startup memory ``sm`` (:func:`gpuplan.engines.sglang.startup_memory`): the token
+    pool in one-token pages (``page_size`` 1, the default until 2026), ``chunked_prefill_size`` as a prefill
+    batch's token budget (``PrefillAdder``: each admitted prompt takes its tokens out of ``rem_chunk_tokens``, a
+    longer one is chunked and closes the batch), ``max_running_requests`` as the batch cap, and prefill first:
+    ``Scheduler.get_next_batch_to_run`` runs a new prefill batch whenever one forms, else the decode batch, so a
+    prompt's chunks stall the running decodes (mixing them needs ``--enable-mixed-chunk``, off by default)."""
+    return Scheduler(kv_blocks=sm.kv_tokens, block_tokens=1, max_num_seqs=sm.max_running_requests,
+                     max_num_batched_tokens=sm.chunked_prefill_size, chunked_prefill=sm.chunked_prefill_size > 0,
+                     mixed_prefill=sm.mixed_chunk)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -172,14 +193,17 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
         sched_idx: list[int] = []
         sched_take: list[int] = []
         run_idx = run_take = None  # the running requests scheduled by the vectorized path (arrays)
+        # prefill first (SGLang): a step of prompt tokens alone whenever one can be formed
+        prefill_only = not engine.mixed_prefill and _prefill_ready(engine, running, waiting, done_tokens, target,
+                                                                   held, free)
         if running:  # running requests in order: the vectorized path unless the pool runs out (then preempt)
             if ra is None:  # the running requests as an array, rebuilt when the set changes
                 ra = np.fromiter(running, dtype=np.int64, count=len(running))
             have_ra = done_tokens[ra]
             left = target[ra] - have_ra
-            want = np.maximum(left, 1)  # a decode takes one token
+            want = np.where(left > 0, left, 0) if prefill_only else np.maximum(left, 1)  # a decode takes one token
             wanted = int(_add(want))
-            if wanted <= budget:  # all of them fit the budget whole (the usual step)
+            if wanted <= budget and not prefill_only:  # all of them fit the budget whole (the usual step)
                 takes, sel = want, None
             else:
                 ahead = want.cumsum() - want
@@ -205,7 +229,7 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
                     sched_idx, sched_take)
                 if preempt > before:  # vLLM admits no waiting request in a step that preempted
                     budget = 0
-        while waiting and budget > 0 and len(running) < engine.max_num_seqs:
+        while waiting and budget > 0 and len(running) < engine.max_num_seqs and (engine.mixed_prefill or prefill_only):
             r = waiting[0]
             take = min(target[r] - done_tokens[r], budget)
             if not engine.chunked_prefill and take < target[r] - done_tokens[r]:
@@ -263,7 +287,7 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
         k = 1
         # the queue cannot move until a request finishes: it waits on max_num_seqs or on free blocks, not on
         # this step's token budget (decoding takes blocks, never frees them)
-        blocked = bool(waiting) and budget > 0
+        blocked = bool(waiting) and (budget > 0 if engine.mixed_prefill else not prefill_only)
         if not n_pre and (not waiting or blocked) and len(idx) == len(running):
             # pure decode until a request finishes or the next one arrives (that could be admitted): advance k
             # steps at once
@@ -320,6 +344,25 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
                    duration_s=float(finish[ok].max() + model.request_s - sent[0]) if ok.any() else 0.0,
                    input_tokens=int(prompt[ok].sum()), output_tokens=int(out.sum()), preemptions=preempt,
                    completed=int(ok.sum()), sent_at=sent[ok], finished_at=finish[ok])
+
+
+def _prefill_ready(engine: Scheduler, running: list[int], waiting: list[int], done_tokens, target, held,
+                   free: int) -> bool:
+    """Whether a prefill batch forms this step (SGLang's ``get_new_batch_prefill``): a running request has prompt
+    tokens left (a chunked prompt continues), or the first waiting request fits a seat and the free pool."""
+    if running and bool((done_tokens[running] < target[running]).any()):
+        return True
+    if not waiting or len(running) >= engine.max_num_seqs:
+        return False
+    r = waiting[0]
+    left = target[r] - done_tokens[r]
+    if not engine.chunked_prefill and left > engine.max_num_batched_tokens:
+        return False
+    take = min(left, engine.max_num_batched_tokens)
+    bt = engine.block_tokens
+    need = -(-(done_tokens[r] + take) // bt) - held[r]
+    whole = -(-target[r] // bt) - held[r] if engine.reserve_full_sequence else need
+    return max(need, whole) <= free
 
 
 def _next_user(arrive: np.ndarray, ready: list[float], nxt: int, heapq) -> None:

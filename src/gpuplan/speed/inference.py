@@ -43,6 +43,33 @@ from .work import attention_s, eager_ops_per_layer, elementwise_s, expert_loop_s
 
 
 @dataclass(frozen=True, kw_only=True)
+class EngineLoop:
+    """The host loop of an engine whose GPU work is timed as vLLM's (SGLang: the same CUDA-graph decode, FlashInfer
+    or FlashAttention kernels) but whose scheduler is its own: its cost per step and per scheduled sequence,
+    whether it runs beside the GPU's step (SGLang's overlap scheduler), its prefill chunk, each request's latency
+    outside the steps (HTTP, tokenizing, detokenizing), and what each tensor-parallel all-reduce costs it beyond
+    the link's latency."""
+
+    step_s: float
+    seq_s: float
+    request_s: float
+    overlapped: bool
+    chunk_tokens: int
+    all_reduce_s: float = 0.0  # beyond the link's latency, per tensor-parallel all-reduce
+
+
+def sglang_loop(s: Scenario, gpu: GpuSpec) -> EngineLoop:
+    """SGLang's host loop (:mod:`gpuplan.engines.sglang`; constants fitted on SGLang's published runs, see
+    :data:`gpuplan.overheads.SGLANG_STEP_OVERHEAD_S`)."""
+    from ..engines import sglang
+
+    d = sglang.defaults(gpu.usable_gib * 1024, s.tp, s.pp, s.engine_version)
+    return EngineLoop(step_s=oh.SGLANG_STEP_OVERHEAD_S, seq_s=oh.SGLANG_HOST_S_PER_SEQ,
+                      request_s=oh.SGLANG_REQUEST_S, overlapped=sglang.overlap_schedule(s),
+                      chunk_tokens=d.chunked_prefill_size, all_reduce_s=oh.SGLANG_ALL_REDUCE_S)
+
+
+@dataclass(frozen=True, kw_only=True)
 class StepTimer:
     """Step-time primitives of one serving setup (see the module docstring). Build with :func:`step_timer`."""
 
@@ -58,6 +85,7 @@ class StepTimer:
     # routed experts at decode as one grouped GEMM at the GEMM model's achievable rate (TensorRT-LLM's fused MoE,
     # speed/offline.py); False: the bandwidth / datasheet-peak roofline the vLLM calibration used
     grouped_experts: bool = False
+    loop: EngineLoop | None = None  # an engine timed as vLLM on the GPU with a host loop of its own (SGLang)
 
     @property
     def other_dtype(self) -> str:
@@ -130,7 +158,8 @@ class StepTimer:
         total = prompt_tokens * requests
         if self.s.engine != "vllm":
             return self.prefill_s(total, seqs=requests)
-        chunk = vllm.scheduler_limits(self.s, self.m, self.gpu).max_num_batched_tokens
+        chunk = self.loop.chunk_tokens if self.loop else \
+            vllm.scheduler_limits(self.s, self.m, self.gpu).max_num_batched_tokens
         full, rest = divmod(total, chunk)
         seqs_per_chunk = max(chunk / max(prompt_tokens, 1), 1)
         t = full * self.prefill_s(chunk, seqs=max(int(seqs_per_chunk), 1)) if full else 0.0
@@ -210,7 +239,10 @@ class StepTimer:
 
     @property
     def async_host(self) -> bool:
-        """vLLM with async scheduling (0.14+): the engine's host work per step overlaps the GPU's."""
+        """vLLM with async scheduling (0.14+), SGLang's overlap scheduler (0.4+): the engine's host work per step
+        overlaps the GPU's."""
+        if self.loop is not None:
+            return self.loop.overlapped
         return self.s.engine == "vllm" and vllm.async_scheduling(self.s)
 
     @property
@@ -250,10 +282,12 @@ class StepTimer:
 
     def _tp_s(self, tokens: float) -> float:
         """Two all-reduces of ``tokens x hidden`` 16-bit activations per layer (Megatron row-parallel outputs),
-        each paying the link's latency: the per-layer floor of tensor parallelism at small batch."""
+        each paying the link's latency (and an engine's own cost per all-reduce, :attr:`EngineLoop.all_reduce_s`):
+        the per-layer floor of tensor parallelism at small batch."""
         if self.s.tp <= 1:
             return 0.0
-        return 2 * self.m.num_layers * all_reduce_s(tokens * self.m.hidden_size * 2, self.s.tp, self.link)
+        extra = self.loop.all_reduce_s if self.loop else 0.0
+        return 2 * self.m.num_layers * (all_reduce_s(tokens * self.m.hidden_size * 2, self.s.tp, self.link) + extra)
 
     def host_s(self, *, prefill: bool, context: float = 0, seqs: float = 1, tokens: float | None = None) -> float:
         """Host time of one step of ``seqs`` sequences: eager transformers launches every op from Python; vLLM
@@ -267,6 +301,8 @@ class StepTimer:
             ops = eager_ops_per_layer() * m.num_layers * oh.EAGER_OP_OVERHEAD_S
             return (ops + expert_loop_s(m, seqs if tokens is None else tokens) + oh.GENERATE_STEP_OVERHEAD_S
                     + oh.EAGER_DECODE_S_PER_CONTEXT_TOKEN * context)
+        if self.loop is not None:
+            return self.loop.step_s + self.loop.seq_s * seqs
         if s.engine == "vllm":
             if vllm.version_tuple(s.engine_version) < (0, 8, 0):
                 return oh.VLLM_STEP_OVERHEAD_S
@@ -275,10 +311,11 @@ class StepTimer:
 
 
 def step_timer(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None = None) -> StepTimer:
-    """The step-time primitives of ``s`` (engine, quantization, TP) on ``gpu`` over ``network``. SGLang is timed
-    as vLLM's current engine (CUDA graphs, overlapped scheduling, continuous batching): no public per-step data of
-    SGLang calibrates a model of its own (:data:`SGLANG_TIMING`)."""
+    """The step-time primitives of ``s`` (engine, quantization, TP) on ``gpu`` over ``network``. SGLang's GPU work
+    is timed as vLLM's current engine's (CUDA graphs, the same attention kernels), its host loop as its own
+    (:func:`sglang_loop`: :data:`SGLANG_TIMING`); TensorRT-LLM as vLLM's current engine."""
     network = network or Network()
+    loop = sglang_loop(s, gpu) if s.engine == "sglang" else None
     if s.engine in ("sglang", "trtllm"):  # in-flight batching with CUDA graphs, timed as vLLM's current engine
         s = s.model_copy(update={"engine": "vllm", "engine_version": None, "free_gpu_memory_fraction": None,
                                  "tokens_per_block": None})
@@ -296,7 +333,7 @@ def step_timer(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None 
         cpu_share = e.extra.get("offloaded_layers", 0) / m.num_layers
     return StepTimer(s=s, m=m, gpu=gpu, link=intra_node_link(gpu, network), dtype=dtype,
                      weight_bytes_per_param=per_param, skip=skip, kernel=attention_kernel(s, m),
-                     cpu_layer_share=cpu_share)
+                     cpu_layer_share=cpu_share, loop=loop)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -326,8 +363,10 @@ def serving_rates(timer: StepTimer, *, concurrency: int, prompt_tokens: int, out
                         tokens_per_s_per_user=output_tokens / cycle, request_latency_s=cycle, decode_step_s=decode)
 
 
-SGLANG_TIMING = ("SGLang timed as vLLM's current engine (both run CUDA graphs, overlap the scheduler with the GPU "
-                 "and batch continuously); SGLang's RadixAttention prefix reuse is not modelled")
+SGLANG_TIMING = ("SGLang: GPU work timed as vLLM's (CUDA graphs, the same attention kernels), its own host loop "
+                 "(overlap scheduler from v0.4) and scheduler (prefill batches before decodes, chunked_prefill_size, "
+                 "max_running_requests, radix cache), fitted and checked on SGLang's published runs "
+                 "(bench/results/sglang_serving.md: few rows, Llama-3.1 8B and 70B)")
 
 
 def inference_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None = None) -> Speed:

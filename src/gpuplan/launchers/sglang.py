@@ -1,0 +1,86 @@
+"""``sglang-serve.sh``: the ``python -m sglang.launch_server`` command of a serving plan (engine sglang).
+
+The flags are the settings the estimate and the serving simulation assumed (:mod:`gpuplan.engines.sglang`,
+:func:`gpuplan.serving.simulate.sglang_scheduler`), written out rather than left to SGLang's defaults, which
+change across releases: ``--tp-size`` / ``--pp-size``, ``--mem-fraction-static`` (the pool), ``--context-length``,
+``--chunked-prefill-size`` (a prefill batch's tokens), ``--max-running-requests``, ``--cuda-graph-max-bs``,
+``--schedule-policy`` (``fcfs``, as simulated), ``--kv-cache-dtype`` and ``--quantization`` when the plan quantizes a
+checkpoint that is not already quantized. The radix cache and, from 0.4, the overlap scheduler are SGLang's
+defaults and stay on (no ``--disable-radix-cache``, ``--disable-overlap-schedule``); ``--enable-mixed-chunk`` stays
+off (prefill batches run apart from decodes, as simulated). Option names are those of SGLang's ``ServerArgs``
+(``python/sglang/srt/server_args.py`` ``add_cli_args``).
+"""
+
+from __future__ import annotations
+
+from .files import LaunchFile, shell_text
+from .plan import LaunchPlan
+from .settings import LaunchOptions
+
+NAME = "sglang"
+SCRIPT = "sglang-serve.sh"
+DTYPE = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+KV_CACHE_DTYPE = {"auto": "auto", "fp16": "auto", "bf16": "auto", "fp8": "fp8_e4m3"}
+QUANTIZATION = {"fp8": "fp8", "awq-int4": "awq", "gptq-int4": "gptq", "gptq-int8": "gptq", "mxfp4": "mxfp4"}
+
+
+def applies(plan: LaunchPlan) -> str | None:
+    s = plan.scenario
+    if plan.train:
+        return "SGLang serves models; a training plan runs with --target trainer, accelerate, deepspeed or torchrun"
+    if s.engine != "sglang":
+        return (f"the plan is for engine {s.engine}, whose memory differs from SGLang's token pool: plan again "
+                "with --engine sglang")
+    if s.kv_cache_dtype not in KV_CACHE_DTYPE:
+        return f"SGLang's KV cache is 16-bit or fp8, not {s.kv_cache_dtype}: set kv_cache_dtype fp8 or auto"
+    if _quant(plan) is not None and _quant(plan) not in QUANTIZATION:
+        return f"SGLang cannot quantize to {s.quant} on load: choose fp8, or an AWQ/GPTQ checkpoint"
+    if not plan.result.memory.engine:
+        return "the estimate has no SGLang startup for this plan (a GPU is needed)"
+    return None
+
+
+def _quant(plan: LaunchPlan) -> str | None:
+    """The quantization to ask SGLang for: the plan's, unless the checkpoint already ships it (or none)."""
+    q = plan.scenario.quant
+    fmt, _ = plan.model.shipped_format()
+    return None if q in (None, "none") or q == (None if fmt.name == "none" else fmt.name) else q
+
+
+def command(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
+    s, engine = plan.scenario, plan.result.memory.engine
+    argv = ["python", "-m", "sglang.launch_server", "--model-path", plan.model.name, "--tp-size", str(s.tp)]
+    if s.pp > 1:
+        argv += ["--pp-size", str(s.pp)]
+    argv += ["--dtype", DTYPE[s.precision.split("-")[0]],
+             "--mem-fraction-static", f"{engine['mem_fraction_static']:g}",
+             "--context-length", str(engine["context_len"]),
+             "--chunked-prefill-size", str(engine["chunked_prefill_size"]),
+             "--max-running-requests", str(engine["max_running_requests"]),
+             "--cuda-graph-max-bs", str(engine["cuda_graph_max_bs"]),
+             "--schedule-policy", engine["schedule_policy"],
+             "--kv-cache-dtype", KV_CACHE_DTYPE[s.kv_cache_dtype]]
+    if _quant(plan) is not None:
+        argv += ["--quantization", QUANTIZATION[_quant(plan)]]
+    return [*argv, "--port", str(opts.port)]
+
+
+def notes(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
+    s, mem = plan.scenario, plan.result.memory
+    eng = mem.engine
+    out = [f"run: bash {SCRIPT}; the OpenAI-compatible server listens on port {opts.port}",
+           f"token pool {mem.kv_cache_pool_gib:.1f} GiB per GPU: {mem.max_context_tokens:,} tokens, up to "
+           f"{mem.max_concurrency} concurrent requests of {s.prompt_tokens + s.output_tokens:,} tokens (the plan: "
+           f"{s.batch_size}); memory rules of SGLang {eng['version']}",
+           "scheduler as gpuplan timed it: prefill batches of up to "
+           f"{eng['chunked_prefill_size']:,} tokens before decodes (no --enable-mixed-chunk), radix cache on"
+           + (", overlap scheduler on" if eng["overlap_schedule"] else "")]
+    if _quant(plan) in ("awq-int4", "gptq-int4", "gptq-int8"):
+        out.append(f"--quantization {QUANTIZATION[s.quant]} needs a checkpoint quantized that way: replace "
+                   f"{plan.model.name} with its {s.quant} version")
+    return out
+
+
+def files(plan: LaunchPlan, opts: LaunchOptions) -> list[LaunchFile]:
+    return [LaunchFile(name=SCRIPT, target=NAME, text=shell_text(plan, command(plan, opts), notes=notes(plan, opts)),
+                       reader="bash (python -m sglang.launch_server)", executable=True)]

@@ -1,0 +1,56 @@
+"""`gpuplan launch --engine sglang --target sglang`: the launch_server command carries the settings the estimate
+and the serving simulation assumed (engines/sglang.py, serving/simulate.py sglang_scheduler)."""
+
+from __future__ import annotations
+
+import shlex
+
+import pytest
+
+from gpuplan.engines import sglang
+from gpuplan.hardware import load_gpu
+from gpuplan.launchers import launch_files, launch_plan, targets_for
+from gpuplan.launchers.settings import LaunchOptions
+from gpuplan.model.catalog import load_model
+from gpuplan.scenario import scenario_from
+from gpuplan.serving.simulate import sglang_scheduler
+
+SERVE = dict(model="llama-3.1-8b", task="infer", engine="sglang", gpu="h100-sxm", batch_size=16, prompt_tokens=2000,
+             output_tokens=200)
+
+
+def flags(scenario: dict) -> dict[str, str]:
+    text = {f.name: f.text for f in launch_files(launch_plan(scenario), ["sglang"], LaunchOptions())}
+    lines = [line for line in text["sglang-serve.sh"].splitlines() if line and not line.startswith(("#", "set "))]
+    argv = shlex.split(" ".join(lines).replace("\\ ", " "))
+    assert argv[:3] == ["python", "-m", "sglang.launch_server"]
+    return dict(zip(argv[3::2], argv[4::2], strict=True))
+
+
+def test_the_command_sets_the_scheduler_gpuplan_simulated():
+    """An H100 at TP 1 (server_args.py, PR #10975's rule, by hand): chunked_prefill_size 8,192, cuda_graph_max_bs
+    256, a reserve of 512 + 8,192 x 1.5 + 256 x 2 + 1/8 x 1,024 = 13,440 MiB (over the 10 GiB floor), so
+    mem_fraction_static round((81,510 - 13,440) / 81,510, 3) = 0.835 of its 79.6 GiB; the scheduler capacity
+    simulates (sglang_scheduler) takes the same chunk and request cap; fcfs as simulated."""
+    f = flags(SERVE)
+    s = scenario_from({**SERVE})
+    sm = sglang.startup_memory(s, load_model("llama-3.1-8b"), load_gpu("h100-sxm"))
+    eng = sglang_scheduler(sm)
+    assert f["--model-path"] == "meta-llama/Llama-3.1-8B" and f["--tp-size"] == "1"
+    assert float(f["--mem-fraction-static"]) == sm.mem_fraction_static == 0.835
+    assert int(f["--chunked-prefill-size"]) == eng.max_num_batched_tokens == 8192
+    assert int(f["--max-running-requests"]) == eng.max_num_seqs == sm.max_running_requests
+    assert int(f["--cuda-graph-max-bs"]) == 256 and f["--schedule-policy"] == "fcfs"
+    assert f["--kv-cache-dtype"] == "auto" and "--enable-mixed-chunk" not in f and "--disable-radix-cache" not in f
+
+
+def test_fp8_and_tensor_parallel_flags():
+    f = flags({**SERVE, "model": "llama-3.1-70b", "tp": 4, "num_gpus": 4, "quant": "fp8", "kv_cache_dtype": "fp8"})
+    assert f["--tp-size"] == "4" and f["--quantization"] == "fp8" and f["--kv-cache-dtype"] == "fp8_e4m3"
+    assert f["--cuda-graph-max-bs"] == "512"  # TP 4 on an 80 GB card
+
+
+def test_only_sglang_plans_take_the_sglang_target():
+    assert targets_for(launch_plan(SERVE)) == ["sglang"]
+    with pytest.raises(Exception, match="plan again with --engine sglang"):
+        targets_for(launch_plan({**SERVE, "engine": "vllm"}), ["sglang"])

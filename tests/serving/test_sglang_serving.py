@@ -1,0 +1,176 @@
+"""SGLang timed as SGLang: its scheduler (prefill first, one-token pages, its chunk and request caps), its host
+loop (overlap scheduler from 0.4), its radix cache on a shared prefix, and the published runs it is fitted on."""
+
+import csv
+import dataclasses
+import statistics
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gpuplan import overheads as oh
+from gpuplan.engines import sglang
+from gpuplan.hardware import load_gpu
+from gpuplan.model.catalog import load_model
+from gpuplan.scenario import scenario_from
+from gpuplan.serving.simulate import Scheduler, sglang_scheduler, simulate
+from gpuplan.serving.steptime import StepModel, step_model
+from gpuplan.serving.workload import load_workload
+
+ROOT = Path(__file__).resolve().parents[2]
+H100, M = load_gpu("h100-sxm"), load_model("llama-3.1-8b")
+
+
+def flat_steps(per_token_s: float = 0.0, per_step_s: float = 0.010) -> StepModel:
+    """A step model whose every step takes ``per_step_s`` plus ``per_token_s`` per token in it (no host, no
+    attention, no KV read): the times below are then counted by hand."""
+    return StepModel(grid_tokens=(1.0, 2.0), dense_s=(per_step_s + per_token_s, per_step_s + 2 * per_token_s),
+                     lm_head_s=(0.0, 0.0), attention_s_per_pair=0.0, kv_s_per_token=0.0, step_host_s=0.0,
+                     seq_host_s=0.0)
+
+
+def sglang_scenario(**kw):
+    return scenario_from(dict(model="llama-3.1-8b", task="infer", engine="sglang", gpu="h100-sxm", **kw))
+
+
+def test_sglang_scheduler_takes_its_startup_defaults():
+    """One-token pages (page_size 1), the pool as max_total_num_tokens, chunked_prefill_size 8,192 on an 80 GB
+    card (server_args.py), max_running_requests from the pool, prefill batches apart from decodes."""
+    s = sglang_scenario(max_model_len=8192)
+    sm = sglang.startup_memory(s, M, H100)
+    eng = sglang_scheduler(sm)
+    assert (eng.kv_blocks, eng.block_tokens, eng.max_num_batched_tokens, eng.max_num_seqs) == \
+        (sm.kv_tokens, 1, 8192, sm.max_running_requests)
+    assert eng.chunked_prefill and not eng.mixed_prefill
+    assert sm.cuda_graph_max_bs == 256  # < 160 GiB, TP 1
+
+
+def test_a_prefill_batch_stalls_the_decodes_in_sglang_not_in_vllm():
+    """Every step 10 ms. A: 100-token prompt at 0, 5 tokens out; B: the same at 25 ms. A's first token at 10 ms,
+    its 2nd and 3rd at 20 and 30 ms; B is admitted at 30 ms. vLLM mixes B's prompt with A's decode (A's 4th and
+    5th at 40, 50 ms: TPOT (50 - 10) / 4 = 10 ms); SGLang runs B's prefill alone (30-40 ms), then both decode:
+    A's 4th and 5th at 50, 60 ms, TPOT (60 - 10) / 4 = 12.5 ms. B's first token at 40 ms either way (TTFT 15 ms)."""
+    arrive, prompt, output = np.array([0.0, 0.025]), np.array([100, 100]), np.array([5, 5])
+    base = Scheduler(kv_blocks=10_000, block_tokens=1, max_num_seqs=8, max_num_batched_tokens=8192)
+    mixed = simulate(flat_steps(), base, arrive, prompt, output)
+    first = simulate(flat_steps(), dataclasses.replace(base, mixed_prefill=False), arrive, prompt, output)
+    assert mixed.tpot_s[0] == pytest.approx(0.010) and first.tpot_s[0] == pytest.approx(0.0125)
+    assert mixed.ttft_s[1] == pytest.approx(0.015) and first.ttft_s[1] == pytest.approx(0.015)
+
+
+def test_the_radix_cache_skips_a_shared_prefix_token_by_token():
+    """1 ms per prompt token. Two requests of 150 prompt tokens, 10 s apart, sharing a 100-token system prompt:
+    the second prefills 50 tokens in SGLang (one-token pages: 50 ms) and 54 in vLLM (whole 16-token blocks: 96
+    tokens hit); the first 150 in both. No prefix: 150 ms each."""
+    model = flat_steps(per_token_s=0.001, per_step_s=0.0)
+    arrive, prompt, output = np.array([0.0, 10.0]), np.array([150, 150]), np.array([1, 1])
+    radix = Scheduler(kv_blocks=10_000, block_tokens=1, max_num_seqs=8, max_num_batched_tokens=8192,
+                      mixed_prefill=False)
+    paged = Scheduler(kv_blocks=1_000, block_tokens=16, max_num_seqs=8, max_num_batched_tokens=8192)
+    assert simulate(model, radix, arrive, prompt, output, 100).ttft_s == pytest.approx([0.150, 0.050])
+    assert simulate(model, paged, arrive, prompt, output, 100).ttft_s == pytest.approx([0.150, 0.054])
+    assert simulate(model, radix, arrive, prompt, output).ttft_s == pytest.approx([0.150, 0.150])
+
+
+def test_the_overlap_scheduler_hides_the_host_loop_from_v0_4():
+    """SGLang 0.3 adds its host loop to each step; from 0.4 (the "zero-overhead batch scheduler") the longer of
+    the two shows: a one-sequence decode step of 0.4.0 is shorter by the host cost (1.28 ms + 22 us here, it
+    being shorter than the GPU's step), and the constants are SGLang's, not vLLM's. At TP 4 each of the 2 x 80
+    all-reduces of a 70B step costs SGLang 18.7 us more than vLLM's engine: 2.99 ms."""
+    old = step_model(sglang_scenario(engine_version="0.3.0"), M, H100)
+    new = step_model(sglang_scenario(engine_version="0.4.0"), M, H100)
+    host = oh.SGLANG_STEP_OVERHEAD_S + oh.SGLANG_HOST_S_PER_SEQ
+    assert not old.async_host and new.async_host
+    assert old.overhead_s == pytest.approx(host) and old.request_s == oh.SGLANG_REQUEST_S
+    assert old.time(0, 1, 1000) - new.time(0, 1, 1000) == pytest.approx(host)
+    m70, tp4 = load_model("llama-3.1-70b"), dict(model="llama-3.1-70b", task="infer", gpu="h100-sxm", tp=4,
+                                                 num_gpus=4)
+    sg = step_model(scenario_from(dict(engine="sglang", **tp4)), m70, H100)
+    vl = step_model(scenario_from(dict(engine="vllm", **tp4)), m70, H100)
+    assert sg.dense_s[0] - vl.dense_s[0] == pytest.approx(2 * 80 * oh.SGLANG_ALL_REDUCE_S)
+    assert pytest.approx(2.99e-3, abs=0.01e-3) == 2 * 80 * oh.SGLANG_ALL_REDUCE_S
+
+
+def test_a_shared_prefix_raises_sglangs_capacity_and_cuts_its_ttft():
+    """`capacity --engine sglang` with a 1,500-token system prompt in 2,000-token prompts: the radix cache skips
+    three quarters of each prefill, so the time to first token (alone, and the engine's part of the median at 5
+    requests/s) falls below half and the rate one H100 sustains within the SLOs rises by more than 30%."""
+    from gpuplan.serving.calibrate import replay
+    from gpuplan.serving.capacity import capacity, engine_memory
+
+    s = scenario_from(dict(model="llama-3.1-8b", task="infer", engine="sglang", max_model_len=2200))
+    base = {"prompt_tokens": 2000, "output_tokens": 100, "ttft_s": 0.5, "tpot_s": 0.05, "num_requests": 200}
+    plain = capacity(s, M, load_workload(None, base), gpu_ids=(H100.id,), max_gpus=1)[0]
+    shared = capacity(s, M, load_workload(None, {**base, "shared_prefix_tokens": 1500}), gpu_ids=(H100.id,),
+                      max_gpus=1)[0]
+    assert shared.ttft_alone_s < 0.5 * plain.ttft_alone_s
+    assert shared.max_rate_rps > 1.3 * plain.max_rate_rps
+    sc = sglang_scenario(max_model_len=2200, prompt_tokens=2000, output_tokens=100)
+    model, engine = step_model(sc, M, H100), engine_memory(sc, M, H100, 2100).engine
+    ttft = [np.median(replay(model, engine, rate_rps=5, prompt=np.full(200, 2000), output=np.full(200, 100),
+                             shared_prefix=prefix).ttft_s) for prefix in (0, 1500)]
+    assert ttft[1] - model.request_s < 0.5 * (ttft[0] - model.request_s)  # the API server's share stays
+
+
+def test_sglangs_published_runs_within_the_stated_tolerances():
+    """bench/data/sglang_serving.csv (SGLang 0.3.0's own benchmark, a third-party 0.3.5 run, DataCrunch's H200
+    runs) replayed as the bench does (up to 3,000 requests each): the calibration rows within 10% (the quantities
+    fitted within 1%; the 70B row's TTFT is not fitted), the check rows' median |error| within 12%
+    (bench/results/sglang_serving.md reports 7.6% over 27)."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "bench/serving"))
+    import sglang_serving as bench
+
+    errs = {"calibration": [], "check": []}
+    for row in bench.load_rows():
+        pred = bench.run(row, 3000)
+        for _, key in bench.scored(row):
+            errs[row["role"]].append(abs(bench.pct(pred[key], float(row[key]))))
+    assert max(errs["calibration"]) < 10 and statistics.median(errs["check"]) < 12
+
+
+def test_sglang_rows_name_their_source():
+    """Every published row names the repository, the commit and the file it was copied from."""
+    import re
+
+    with (ROOT / "bench/data/sglang_serving.csv").open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) >= 20
+    assert all(re.match(r"[\w.-]+/[\w.-]+@[0-9a-f]{12} \S+\.(md|jsonl)", r["source"]) for r in rows)
+
+
+def test_capacity_engine_sglang_on_the_command_line():
+    """`gpuplan capacity --engine sglang --json`: SGLang's plan (its pool, as estimate reports it), a rate served
+    within the SLOs that a shared prefix raises; an engine it does not simulate is one sentence, exit code 2."""
+    import json
+    import subprocess
+    import sys
+
+    def cli(*extra):
+        return subprocess.run([sys.executable, "-m", "gpuplan", "capacity", "--model", "llama-3.1-8b", "--gpus",
+                               "h100-sxm", "--max-gpus", "1", "--prompt-tokens", "2000", "--output-tokens", "200",
+                               "--ttft", "1", "--tpot", "0.05", "--rate", "10", "--top", "1", *extra],
+                              capture_output=True, text=True, timeout=600)
+
+    plain, shared = (json.loads(cli("--engine", "sglang", "--json", *x).stdout)["plans"][0]
+                     for x in ((), ("--shared-prefix", "1500")))
+    assert plain["engine"] == "sglang" and plain["max_rate_rps"] > 1
+    assert shared["max_rate_rps"] > 1.3 * plain["max_rate_rps"]
+    bad = cli("--engine", "llama.cpp")
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr and "vllm or sglang" in bad.stderr
+
+
+@pytest.mark.parametrize("memory_mib, tp, expected", [
+    (143_771, 4, (8192, 160, 0.85)),  # an H200 at TP 4: SGLang v0.3.0's README, "0.85 at TP 4"
+    (143_771, 8, (8192, 160, 0.81)),
+    (81_559, 1, (8192, 160, 0.88)),
+    (81_559, 2, (8192, 160, 0.87)),
+    (24_564, 1, (2048, 8, 0.88)),  # under 25,000 MiB (a 24 GB card)
+])
+def test_the_defaults_before_pr_10975_by_tp_and_memory(memory_mib, tp, expected):
+    """ServerArgs.__post_init__ of the 0.3-0.4 releases: mem_fraction_static by TP, chunked_prefill_size and
+    cuda_graph_max_bs by the card's memory (2,048 and 8 under 25,000 MiB, else 8,192 and 160)."""
+    d = sglang.defaults(memory_mib, tp=tp, version="0.4.1")
+    assert (d.chunked_prefill_size, d.cuda_graph_max_bs, d.mem_fraction_static) == expected
