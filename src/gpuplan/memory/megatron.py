@@ -4,13 +4,16 @@ The first pipeline stage holds the most micro-batches in flight and the input em
 output layer and the loss's fp32 logits. Each is estimated; the larger is the rank that must fit. Peak = model state
 + the maximum of the forward's end (every in-flight micro-batch's saved activations, and on the last stage the
 logits) and the backward (the saved activations, one layer's activation gradients, under full recompute one
-layer's recomputed set) (formulas.md section 9: the peak of phases, not their sum).
+layer's recomputed set) (formulas.md section 9: the peak of phases, not their sum). The caching allocator's
+slack (:data:`gpuplan.overheads.ALLOCATOR_SLACK_TRAIN`) is taken on the activations alone: Megatron allocates
+the model state once, in whole buffers.
 """
 
 from __future__ import annotations
 
 import math
 
+from .. import overheads as oh
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from ..stacks import megatron as mg
@@ -48,8 +51,12 @@ def _stage(s: Scenario, m: ModelSpec, rank: int) -> Estimate:
     e.gradients = st.gradients
     e.activations = phases[e.peak_phase]
     e.other = {k: v for k, v in {**stack_for(s).extras(s, m, 1.0),
-                                 "fp8 weight copies and transposes (Transformer Engine)": st.fp8_copies}.items() if v}
+                                 "fp8 weight transposes (Transformer Engine)": st.fp8_copies}.items() if v}
     base = e.weights + e.optimizer + e.gradients + sum(e.other.values())
+    # the state is allocated once, in whole buffers (the DDP's contiguous param and fp32 grad buffers,
+    # megatron/core/distributed/param_and_grad_buffer.py; the optimizer's fp32 shards): the caching allocator's
+    # slack grows with the blocks that churn every micro-batch, the activations
+    e.slack = oh.ALLOCATOR_SLACK_TRAIN * e.activations / (base + e.activations)
     e.phases = {k: (v + base) / GIB for k, v in phases.items()}
     e.extra["params_trainable"] = int(st.trainable * s.tp * s.pp)
     stage = "" if s.pp == 1 else (" (first stage)" if first else " (last stage)")

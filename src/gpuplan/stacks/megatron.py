@@ -9,10 +9,14 @@ Per rank, with ``t`` = TP, ``p`` = PP, ``v`` = virtual stages, ``c`` = CP, ``e``
   ``grad_reduce_in_fp32``), fp32 master weights and Adam moments (12 B) sharded over ``N`` ranks (``N·t/e`` for
   routed experts, whose data-parallel group is the expert-data-parallel one). Dense layers split by ``t``, routed
   experts by ``e`` (``expert_tensor_parallel_size`` 1), the input embedding on the first stage and the output
-  layer on the last, each split by ``t``. fp8 adds Transformer Engine's cached fp8 copy of every linear weight and
-  its transpose (2 B per linear parameter; ``_Linear.forward(weight, weight_fp8, weight_t_fp8, ...)`` keeps them
-  across micro-batches, ``is_first_microbatch``). LoRA trains adapters the same way over a frozen base held in
-  bf16, or with fp8 in fp8 itself (``fp8_model_init``, NVIDIA's MLPerf LoRA runs): 1 B + its 1 B transpose;
+  layer on the last, each split by ``t``. fp8 keeps the linear weights in fp8 themselves, as NeMo's fp8 recipes
+  set it (``bf16_with_fp8_mixed`` and ``bf16_with_fp8_current_scaling_mixed``: ``fp8_param_gather=True``; Megatron
+  builds the model under Transformer Engine's ``fp8_model_init`` and the distributed optimizer all-gathers the
+  fp8 bytes): 1 B per linear parameter plus the transpose Hopper's fp8 GEMMs need (1 B; ``megatron/core/
+  fp8_utils.py`` ``post_all_gather_processing`` creates it after each all-gather), no 16-bit copy; embedding,
+  output layer and norms stay 16-bit; the fp32 master weights live in the optimizer. LoRA trains adapters the same
+  way over a frozen base held in bf16, or with fp8 in fp8 itself (``fp8_model_init``, NVIDIA's MLPerf LoRA runs):
+  1 B + its 1 B transpose;
 - **activations per layer** (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer
   Models", section 4, for ``T`` = micro-batch x seq_len / c tokens): with sequence parallelism every tensor is
   split by ``t``; the two norms keep their 16-bit input and an fp32 rstd; the QKV and FC1 linears their (sharded)
@@ -140,23 +144,23 @@ def rank_state(s: Scenario, m: ModelSpec, *, first: bool, last: bool) -> RankSta
     embedding = (emb if first else 0.0) + (emb if last and (not m.tie_word_embeddings or p > 1) else 0.0)
     linear = sum(lin.weight_params for lyr in layers for lin in lyr.linears if lin.group != "experts") / t + \
         sum(lin.weight_params for lyr in layers for lin in lyr.linears if lin.group == "experts") / e
-    fp8 = 2.0 * linear if s.precision == "fp8-mixed" else 0.0
+    fp8 = linear if s.precision == "fp8-mixed" else 0.0  # fp8 primary weights: 1 B each, their transposes 1 B
     n = s.dp * s.cp if s.resolved_strategy == "zero1" else 1  # distributed optimizer: over DP x CP
     n_experts = max(n * t // e, 1) if s.resolved_strategy == "zero1" else 1
     opt = OPTIMIZER_BYTES[s.optimizer]
     if s.method == "full":
         params = dense + embedding + experts
-        return RankState(dense=dense, experts=experts, embedding=embedding, trainable=params, weights=2 * params,
-                         gradients=4 * params, optimizer=opt * ((dense + embedding) / n + experts / n_experts),
-                         fp8_copies=fp8)
+        return RankState(dense=dense, experts=experts, embedding=embedding, trainable=params,
+                         weights=2 * params - fp8, gradients=4 * params,
+                         optimizer=opt * ((dense + embedding) / n + experts / n_experts), fp8_copies=fp8)
     # LoRA (NeMo's PEFT): adapters trained like full parameters (bf16 + fp32 grads + states); the frozen base in
     # bf16, or under fp8 held as fp8 itself (Transformer Engine fp8_model_init, as NVIDIA's MLPerf LoRA submissions
     # run it): 1 byte per linear weight plus its cached transpose, no 16-bit copy
     adapters = lora_params(m, lora_targets(s, m), s.lora_rank) / (t * p)  # in the layers, split as they are
-    base = 2 * (dense + embedding + experts) - (linear if fp8 else 0.0)
+    base = 2 * (dense + embedding + experts) - fp8
     return RankState(dense=dense, experts=experts, embedding=embedding, trainable=adapters,
                      weights=base + 2 * adapters, gradients=4 * adapters, optimizer=opt * adapters / n,
-                     fp8_copies=fp8 / 2)
+                     fp8_copies=fp8)
 
 
 # fp32 optimizer bytes per parameter: master weights and the optimizer's moments (Megatron's 12 for Adam)
@@ -197,6 +201,7 @@ class Megatron(Stack):
                "buffers, routed experts split by EP (expert_tensor_parallel_size 1)"]
         if s.precision == "fp8-mixed":
             out.append(f"fp8 ({s.fp8_recipe} scaling, Transformer Engine hybrid: E4M3 forward, E5M2 gradients): "
-                       "linears' inputs saved in fp8, 16-bit weights plus cached fp8 copies and transposes, fp32 "
-                       "master weights; attention, norms and the loss in bf16")
+                       "linears' inputs saved in fp8, linear weights held in fp8 with their transposes "
+                       "(fp8_param_gather, NeMo's fp8 recipes), fp32 master weights; embedding, attention, norms and "
+                       "the loss in bf16")
         return out
