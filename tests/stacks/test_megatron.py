@@ -236,6 +236,8 @@ def _captured_parser():
      "cp": 2, "grad_accum_steps": 16, "seq_len": 8192, "precision": "fp8-mixed", "train_tokens": 1e9},
     {**BASE, "gpu": "h100-sxm", "num_gpus": 8, "tp": 2, "seq_len": 8192, "grad_checkpointing": "full",
      "precision": "fp8-mixed", "fp8_recipe": "current"},
+    {**BASE, "model": "llama-3.1-405b", "gpu": "h100-sxm", "num_gpus": 8, "num_nodes": 64, "tp": 8, "pp": 8,
+     "vpp": 2, "cp": 4, "grad_accum_steps": 256, "seq_len": 8192},
 ])
 def test_launch_megatron_parses_with_megatron_lms_parser(fields):
     """Every argument of ``megatron-pretrain.sh`` is accepted by Megatron-LM's own parser (captured), and the
@@ -248,11 +250,13 @@ def test_launch_megatron_parses_with_megatron_lms_parser(fields):
     assert args.sequence_parallel and args.use_distributed_optimizer and args.accumulate_allreduce_grads_in_fp32
     assert int(args.global_batch_size) == s.micro_batch_size * s.grad_accum_steps * s.dp
     assert args.recompute_granularity == s.grad_checkpointing
-    assert args.fp8_recipe == {"delayed": "delayed", "current": "tensorwise"}[s.fp8_recipe]
-    assert args.fp8_param_gather  # the weights held in fp8, as the memory estimate assumes
+    assert args.fp8_recipe == {"delayed": "delayed", "current": "tensorwise", None: None}[s.fp8_recipe]
+    assert args.fp8_param_gather == (s.precision == "fp8-mixed")  # weights in fp8, as the estimate assumes
     assert int(args.num_layers) == plan.model.num_layers and int(args.num_query_groups) == plan.model.num_kv_heads
     if s.vpp > 1:
         assert int(args.num_virtual_stages_per_pipeline_rank) == s.vpp
+    split = mg.embedding_in_split(s, plan.model)  # 405B: 126 + 2 layers over pp 8 x vpp 2
+    assert args.account_for_embedding_in_pipeline_split == args.account_for_loss_in_pipeline_split == split
 
 
 def test_launch_megatron_needs_framework_megatron():
@@ -317,3 +321,21 @@ def test_megatron_slack_on_activations_only():
     """Megatron allocates the state once in whole buffers: reserved = allocated + 8 % of the activations."""
     mem = estimate(NEMO_405B, advise=False).memory
     assert mem.reserved_peak_gib - mem.allocated_peak_gib == pytest.approx(0.08 * mem.activations_gib, rel=1e-6)
+
+
+def test_embedding_and_loss_in_the_pipeline_split():
+    """NeMo's llama31_405b recipe (NVIDIA/NeMo@8cfedd72 nemo/collections/llm/recipes/llama31_405b.py trainer():
+    TP 8, PP 8, VP 2, CP 4, account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split True, 64
+    nodes, global batch 512 of 8192 tokens): 126 + 2 layers in 16 chunks of 8; the first stage holds 7 + 8 layers
+    and the embedding, a middle stage 16, the last 8 + 7 and the output layer. The second stage keeps
+    2·(8-1-1) + (2-1)·8 + 1 = 21 chunks of 8 layers in flight, the first 23 chunks (15 layers in 2 chunks)."""
+    s = scenario_from({**NEMO_405B, "num_nodes": 64, "pp": 8, "vpp": 2, "cp": 4, "grad_accum_steps": 256,
+                       "precision": "bf16-mixed"})
+    m = load_model(s.model)
+    assert mg.embedding_in_split(s, m)
+    assert [mg.stage_layers(s, m, first=f, last=la) for f, la in ((True, False), (False, False), (False, True))] \
+        == [15, 16, 15]
+    plan = estimate(s, advise=False)
+    said = " ".join(plan.assumptions)
+    assert "second stage, 16 layers" in said and "x 10.5 in flight" in said
+    assert plan.memory.fits and not any("do not split evenly" in w for w in plan.warnings)

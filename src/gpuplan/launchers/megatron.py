@@ -16,6 +16,7 @@ The data is Megatron's mock data until you point ``--data-path`` at your indexed
 
 from __future__ import annotations
 
+from ..stacks.megatron import embedding_in_split
 from ..tensors.activations import INPUT_OF
 from .files import LaunchFile, shell_text
 from .plan import LaunchPlan
@@ -66,6 +67,8 @@ def parallel_args(plan: LaunchPlan) -> list[str]:
             "--context-parallel-size", str(s.cp)]
     if s.vpp > 1:
         argv += ["--num-virtual-stages-per-pipeline-rank", str(s.vpp)]
+    if embedding_in_split(s, plan.model):  # the layers split as the estimate assumed (stacks/megatron.py)
+        argv += ["--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"]
     if s.ep > 1:
         argv += ["--expert-model-parallel-size", str(s.ep), "--expert-tensor-parallel-size", "1"]
     if s.tp > 1:

@@ -30,6 +30,12 @@ Per rank, with ``t`` = TP, ``p`` = PP, ``v`` = virtual stages, ``c`` = CP, ``e``
   ``min(p - r, m)`` micro-batches; interleaved, rank ``r`` holds ``2·(p-r-1) + (v-1)·p + 1`` chunk-micro-batches of
   ``L/(p·v)`` layers (Megatron ``get_forward_backward_func``, warm-up counts), so the first stage holds
   ``L·(1 + (p-1)/(p·v))`` layers' worth, as Megatron's ``interleaved_schedule_memory_penalty`` says;
+- **pipeline split**: ``ceil(L/p)`` layers per stage; where ``p·v`` model chunks do not divide the ``L`` layers but
+  divide ``L + 2``, the embedding and the loss count as one layer each (``account_for_embedding_in_pipeline_split``
+  and ``account_for_loss_in_pipeline_split``, as NeMo's ``llama31_405b`` recipe sets them: 126 + 2 layers over
+  TP 8 / PP 8 / VP 2): every chunk holds ``(L+2)/(p·v)`` layers, the first stage's first chunk one fewer (it holds
+  the embedding) and the last stage's last chunk one fewer (the output layer and loss), so a middle stage holds
+  the most layers (Megatron ``get_num_layers_to_build``) (:func:`stage_layers`);
 - **logits** on the last stage: the vocabulary-parallel cross-entropy upcasts the ``T x V/t`` logits to fp32 and
   keeps the softmax in that buffer (``_VocabParallelCrossEntropy``); the 16-bit logits live until the upcast.
 """
@@ -116,6 +122,22 @@ def in_flight(s: Scenario, rank: int) -> float:
     return min(chunks, m * v) / v
 
 
+def embedding_in_split(s: Scenario, m: ModelSpec) -> bool:
+    """Whether the embedding and the loss count as pipeline layers (module docstring: the chunks divide ``L + 2``
+    layers and not ``L``)."""
+    chunks = s.pp * s.vpp
+    return s.pp > 1 and m.num_layers % chunks != 0 and (m.num_layers + 2) % chunks == 0
+
+
+def stage_layers(s: Scenario, m: ModelSpec, *, first: bool, last: bool) -> int:
+    """Decoder layers on one pipeline rank: the first, the last, or (neither) a middle one (module docstring)."""
+    if s.pp == 1:
+        return m.num_layers
+    if not embedding_in_split(s, m):
+        return math.ceil(m.num_layers / s.pp)
+    return (m.num_layers + 2) // s.pp - first - last
+
+
 @dataclass(frozen=True, kw_only=True)
 class RankState:
     """Parameters one rank holds, by kind, and the bytes of its weights, gradients, optimizer states and fp8
@@ -134,7 +156,7 @@ class RankState:
 def rank_state(s: Scenario, m: ModelSpec, *, first: bool, last: bool) -> RankState:
     """The model state of one rank of the first and/or last pipeline stage (module docstring)."""
     t, p, e = s.tp, s.pp, s.ep
-    layers = m.layers[:math.ceil(m.num_layers / p)]
+    layers = m.layers[:stage_layers(s, m, first=first, last=last)]
     # norms and MoE routers are replicated on every TP rank; the final norm sits on the last stage
     whole = sum(lyr.norm_params + lyr.params_in("router") for lyr in layers) + (m.final_norm_params if last else 0)
     dense = sum(lyr.params - lyr.params_in("experts") for lyr in layers) / t + whole - \
