@@ -4,7 +4,8 @@ gpuplan does not run jobs; it hands the plan, settings intact, to what does: Sky
 (:mod:`.skypilot`), ``accelerate launch`` / ``torchrun`` start one process per GPU (:mod:`.accelerate`,
 :mod:`.torchrun`), DeepSpeed shards (:mod:`.deepspeed`), the Hugging Face Trainer / TRL trains (:mod:`.trainer`),
 torchtune's recipes, torchtitan, Axolotl, Unsloth and Megatron-LM train from their own configs (:mod:`.torchtune`,
-:mod:`.torchtitan`, :mod:`.axolotl`, :mod:`.unsloth`, :mod:`.megatron`), vLLM and TensorRT-LLM serve (:mod:`.vllm`,
+:mod:`.torchtitan`, :mod:`.axolotl`, :mod:`.unsloth`, :mod:`.megatron`), NeMo 2.0 from its own recipes
+(:mod:`.nemo`), vLLM and TensorRT-LLM serve (:mod:`.vllm`,
 :mod:`.trtllm`). One module per target, each with ``NAME``, ``applies(plan)`` (why it does not apply, or None)
 and ``files(plan, options)``; adding a target is one module and one line in :data:`TARGETS`. Every file opens with
 the command that wrote it and what gpuplan predicted, and ``plan.json`` holds the same numbers for scripts, so a run
@@ -24,6 +25,7 @@ from . import (
     axolotl,
     deepspeed,
     megatron,
+    nemo,
     skypilot,
     torchrun,
     torchtitan,
@@ -38,7 +40,7 @@ from .plan import LaunchPlan, launch_plan
 from .settings import LaunchOptions
 
 TARGETS: dict[str, ModuleType] = {m.NAME: m for m in (trainer, deepspeed, accelerate, torchrun, torchtune, torchtitan,
-                                                       axolotl, unsloth, megatron, vllm, trtllm, skypilot)}
+                                                       axolotl, unsloth, megatron, nemo, vllm, trtllm, skypilot)}
 PLAN_FILE = "plan.json"
 
 
