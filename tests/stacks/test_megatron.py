@@ -339,3 +339,28 @@ def test_embedding_and_loss_in_the_pipeline_split():
     said = " ".join(plan.assumptions)
     assert "second stage, 16 layers" in said and "x 10.5 in flight" in said
     assert plan.memory.fits and not any("do not split evenly" in w for w in plan.warnings)
+
+
+def test_lora_frozen_linears_keep_no_input():
+    """Transformer Engine saves a linear's input only when its weight trains (``backward_needs_input =
+    is_grad_enabled and weight.requires_grad``). LoRA on q, k, v, o of Llama-3.1-8B: the adapters keep the QKV and
+    projection inputs (16-bit), the frozen FC1 and FC2 keep none. In bf16 that is 2·T·(h + f) = 2·8192·(4096 +
+    14336) bytes less than full training; in fp8 the adapters' 16-bit inputs replace the fp8 ones of QKV and the
+    projection (+T·h + T·4096) and FC1's and FC2's fp8 inputs go (-T·h - T·f)."""
+    m = load_model("llama-3.1-8b")
+    layer = m.layers[0]
+    lora = {"method": "lora", "lora_targets": ["q_proj", "k_proj", "v_proj", "o_proj"], "seq_len": 8192}
+    for precision, less in (("bf16-mixed", 2 * 8192 * (4096 + 14336)), ("fp8-mixed", 8192 * (14336 - 4096))):
+        full = mg.layer_bytes(layer, m, scenario(seq_len=8192, precision=precision))
+        assert full - mg.layer_bytes(layer, m, scenario(**lora, precision=precision)) == less
+
+
+def test_blackwell_keeps_no_fp8_transpose():
+    """Blackwell's fp8 GEMMs take any layout: Transformer Engine keeps no transposed weight there
+    (is_non_tn_fp8_gemm_supported, compute capability 10.x); Hopper keeps one byte per linear weight more."""
+    fields = {**BASE, "precision": "fp8-mixed", "seq_len": 8192}
+    hopper = estimate({**fields, "gpu": "h100-sxm"}, advise=False).memory
+    blackwell = estimate({**fields, "gpu": "b200"}, advise=False).memory
+    assert "fp8 weight transposes (Transformer Engine)" not in blackwell.other
+    assert hopper.other["fp8 weight transposes (Transformer Engine)"] == pytest.approx(6_979_321_856 / GIB)
+    assert hopper.weights_gib == pytest.approx(blackwell.weights_gib)

@@ -13,7 +13,8 @@ Per rank, with ``t`` = TP, ``p`` = PP, ``v`` = virtual stages, ``c`` = CP, ``e``
   set it (``bf16_with_fp8_mixed`` and ``bf16_with_fp8_current_scaling_mixed``: ``fp8_param_gather=True``; Megatron
   builds the model under Transformer Engine's ``fp8_model_init`` and the distributed optimizer all-gathers the
   fp8 bytes): 1 B per linear parameter plus the transpose Hopper's fp8 GEMMs need (1 B; ``megatron/core/
-  fp8_utils.py`` ``post_all_gather_processing`` creates it after each all-gather), no 16-bit copy; embedding,
+  fp8_utils.py`` ``post_all_gather_processing`` creates it after each all-gather; Blackwell's GEMMs need none:
+  :func:`keeps_fp8_transpose`), no 16-bit copy; embedding,
   output layer and norms stay 16-bit; the fp32 master weights live in the optimizer. LoRA trains adapters the same
   way over a frozen base held in bf16, or with fp8 in fp8 itself (``fp8_model_init``, NVIDIA's MLPerf LoRA runs):
   1 B + its 1 B transpose;
@@ -24,8 +25,10 @@ Per rank, with ``t`` = TP, ``p`` = PP, ``v`` = virtual stages, ``c`` = CP, ``e``
   projection and FC2 their inputs; SwiGLU its FC1 output. With no dropout (Llama recipes) and fused attention the
   GPT count is ``32·s·b·h/t`` bytes (Korthikanti's ``34·s·b·h/t`` less the two dropout masks) (:func:`layer_bytes`).
   fp8 saves each linear's input as fp8 (1 B) (Transformer Engine ``Linear`` keeps its fp8-cast input for the
-  weight gradient). ``selective`` (``recompute_granularity='selective'``, ``recompute_modules=['core_attn']``)
-  recomputes core attention: its output and log-sum-exp are not kept; ``full`` keeps each layer's input;
+  weight gradient); under LoRA a frozen linear keeps no input (Transformer Engine saves it only when
+  ``weight.requires_grad``), an adapted one the 16-bit input its adapter needs. ``selective``
+  (``recompute_granularity='selective'``, ``recompute_modules=['core_attn']``) recomputes core attention: its
+  output and log-sum-exp are not kept; ``full`` keeps each layer's input;
 - **in-flight micro-batches** (Narayanan et al. 2021, section 2.2): pipeline stage ``r`` of a 1F1B schedule holds
   ``min(p - r, m)`` micro-batches; interleaved, rank ``r`` holds ``2·(p-r-1) + (v-1)·p + 1`` chunk-micro-batches of
   ``L/(p·v)`` layers (Megatron ``get_forward_backward_func``, warm-up counts), so the first stage holds
@@ -80,23 +83,39 @@ def layer_bytes(layer: Layer, m: ModelSpec, s: Scenario, recompute: str | None =
         out = a * mla["v_head_dim"]
     else:
         qkv, out = (a + 2 * m.num_kv_heads) * m.head_dim, a * m.head_dim
+    saved = _saved_inputs(s, m, q, c)
     total = 2 * (c * h + 4) * T / t  # the two norms' inputs and fp32 rstd
-    total += q * T * h / t + c * T * qkv / t  # QKV's input; rotary q, k, v kept by core attention
+    total += saved["qkv"] * T * h / t + c * T * qkv / t  # QKV's input; rotary q, k, v kept by core attention
     kept_out = recompute != "selective"  # core attention's output and log-sum-exp (else recomputed)
     if kept_out:
         total += c * T * out / t + 4 * T * a / t
-    if q != c or not kept_out:  # the output projection's own input (16-bit: the same tensor as attention's output)
-        total += q * T * out / t
+    if saved["proj"] != c or not kept_out:  # the projection's own input (16-bit: attention's output, kept above)
+        total += saved["proj"] * T * out / t
     gate = 2 if m.gated_mlp else 1
     f = _mid(layer, ("mlp", "shared_experts"))
-    if f:
-        total += q * T * h / t + c * T * gate * f / t + q * T * f / t  # FC1 input, FC1 output, FC2 input
+    if f:  # FC1 input, FC1 output (SwiGLU's input, needed for any gradient through the MLP), FC2 input
+        total += saved["fc1"] * T * h / t + c * T * gate * f / t + saved["fc2"] * T * f / t
     if layer.moe:
         k, E, fe = layer.experts_per_token, m.num_experts, _mid(layer, ("experts",))
         routed = T * k / t  # copies each rank computes, balanced routing (expert_tensor_parallel_size 1)
         total += c * T * h / t + 8 * T * E / t  # router input, fp32 logits and probabilities
         total += routed * (q * h + c * gate * fe + q * fe + c * h)  # experts' FC1 in/out, FC2 in, unpermuted out
     return total
+
+
+# the dense linears' sites in a layer and the Hugging Face names of the weights LoRA adapts there
+_SITES = {"qkv": ("q_proj", "k_proj", "v_proj"), "proj": ("o_proj",), "fc1": ("gate_proj", "up_proj"),
+          "fc2": ("down_proj",)}
+
+
+def _saved_inputs(s: Scenario, m: ModelSpec, q: int, c: int) -> dict[str, int]:
+    """Bytes per element each dense linear keeps of its input: ``q`` when its weight trains; under LoRA none for a
+    frozen one (Transformer Engine's ``backward_needs_input = is_grad_enabled and weight.requires_grad``) and the
+    16-bit input the adapter keeps where LoRA adapts it (module docstring)."""
+    if s.method == "full":
+        return dict.fromkeys(_SITES, q)
+    targets = lora_targets(s, m)
+    return {site: c if targets & set(names) else 0 for site, names in _SITES.items()}
 
 
 def backward_transient(layer: Layer, m: ModelSpec, s: Scenario) -> float:
@@ -138,6 +157,19 @@ def stage_layers(s: Scenario, m: ModelSpec, *, first: bool, last: bool) -> int:
     return (m.num_layers + 2) // s.pp - first - last
 
 
+def keeps_fp8_transpose(s: Scenario) -> bool:
+    """Whether Transformer Engine keeps a transposed copy of each fp8 weight: Hopper's and Ada's fp8 GEMMs take the
+    TN layout only; Blackwell's (compute capability 10.x and from 13) take any, and TE makes no transpose there
+    (``transformer_engine/pytorch/utils.py`` ``is_non_tn_fp8_gemm_supported``). Unknown cards: kept."""
+    from ..hardware import load_gpu
+
+    cc = load_gpu(s.gpu).compute_capability if s.gpu else None
+    if not cc:
+        return True
+    major, minor = (int(x) for x in cc.split(".")[:2])
+    return not ((10, 0) <= (major, minor) < (12, 0) or (major, minor) >= (13, 0))
+
+
 @dataclass(frozen=True, kw_only=True)
 class RankState:
     """Parameters one rank holds, by kind, and the bytes of its weights, gradients, optimizer states and fp8
@@ -166,7 +198,8 @@ def rank_state(s: Scenario, m: ModelSpec, *, first: bool, last: bool) -> RankSta
     embedding = (emb if first else 0.0) + (emb if last and (not m.tie_word_embeddings or p > 1) else 0.0)
     linear = sum(lin.weight_params for lyr in layers for lin in lyr.linears if lin.group != "experts") / t + \
         sum(lin.weight_params for lyr in layers for lin in lyr.linears if lin.group == "experts") / e
-    fp8 = linear if s.precision == "fp8-mixed" else 0.0  # fp8 primary weights: 1 B each, their transposes 1 B
+    fp8 = linear if s.precision == "fp8-mixed" else 0.0  # fp8 primary weights: 1 B each
+    transposes = fp8 if keeps_fp8_transpose(s) else 0.0  # and on Hopper and Ada their transposes, 1 B each
     n = s.dp * s.cp if s.resolved_strategy == "zero1" else 1  # distributed optimizer: over DP x CP
     n_experts = max(n * t // e, 1) if s.resolved_strategy == "zero1" else 1
     opt = OPTIMIZER_BYTES[s.optimizer]
@@ -174,7 +207,7 @@ def rank_state(s: Scenario, m: ModelSpec, *, first: bool, last: bool) -> RankSta
         params = dense + embedding + experts
         return RankState(dense=dense, experts=experts, embedding=embedding, trainable=params,
                          weights=2 * params - fp8, gradients=4 * params,
-                         optimizer=opt * ((dense + embedding) / n + experts / n_experts), fp8_copies=fp8)
+                         optimizer=opt * ((dense + embedding) / n + experts / n_experts), fp8_copies=transposes)
     # LoRA (NeMo's PEFT): adapters trained like full parameters (bf16 + fp32 grads + states); the frozen base in
     # bf16, or under fp8 held as fp8 itself (Transformer Engine fp8_model_init, as NVIDIA's MLPerf LoRA submissions
     # run it): 1 byte per linear weight plus its cached transpose, no 16-bit copy
@@ -182,7 +215,7 @@ def rank_state(s: Scenario, m: ModelSpec, *, first: bool, last: bool) -> RankSta
     base = 2 * (dense + embedding + experts) - fp8
     return RankState(dense=dense, experts=experts, embedding=embedding, trainable=adapters,
                      weights=base + 2 * adapters, gradients=4 * adapters, optimizer=opt * adapters / n,
-                     fp8_copies=fp8)
+                     fp8_copies=transposes)
 
 
 # fp32 optimizer bytes per parameter: master weights and the optimizer's moments (Megatron's 12 for Adam)
