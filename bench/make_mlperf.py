@@ -6,7 +6,8 @@ For each ``NVIDIA/results/<system>/<benchmark>/result_*.txt`` (MLLOG lines): the
 (``eval_start`` lines) and their size (``eval_samples``), the global batch, and from ``:::SYSJSON`` the GPUs. The
 parallel layout comes from the launch configuration the system's README names
 (``NVIDIA/benchmarks/<benchmark>/implementations/<system>/README-<system>.md`` -> ``config_*.sh``, with the
-``config_common.sh`` it sources): TP, PP, virtual stages, CP, micro-batch, fp8 or fp4. A row is the median of the
+``config_common.sh`` it sources): TP, PP, virtual stages, CP, micro-batch, fp8 or fp4, activation recompute
+(``ACT_CKPT_GRANULARITY`` / ``RECOMPUTE_GRANULARITY``; the benchmarks' NeMo configs default to none). A row is the median of the
 successful runs (MLPerf scores the mean of the runs less the fastest and slowest; the median is close and needs no
 rule per benchmark).
 
@@ -29,7 +30,7 @@ BENCHMARKS = {"llama2_70b_lora": ("meta-llama/Llama-2-70b-hf", 8192),
 GPUS = {"H100": "h100-sxm", "H200": "h200-sxm", "B200": "b200", "GB200": "gb200", "GB300": "gb300",
         "B300": "b300", "L40S": "l40s"}
 COLUMNS = ["id", "round", "system", "benchmark", "model", "accelerator", "gpu", "n_gpus", "nodes", "tp", "pp", "vpp",
-           "cp", "micro_batch", "global_batch", "seq_len", "precision", "runs", "time_to_train_min",
+           "cp", "micro_batch", "global_batch", "seq_len", "precision", "recompute", "runs", "time_to_train_min",
            "samples_to_converge", "evals", "eval_samples", "commit", "source_locator"]
 
 
@@ -135,6 +136,8 @@ def rows(round_: str, clone: str) -> list[dict]:
                 "tp": tp, "pp": pp, "vpp": vpp, "cp": cp,
                 "micro_batch": cfg.get("MICRO_BATCH_SIZE", "1"),
                 "global_batch": done[0].get("global_batch_size", ""), "seq_len": seq, "precision": precision,
+                # the NeMo configs' activations_checkpoint_granularity / recompute_granularity default null
+                "recompute": cfg.get("ACT_CKPT_GRANULARITY") or cfg.get("RECOMPUTE_GRANULARITY") or "none",
                 "runs": len(done),
                 "time_to_train_min": round(statistics.median(r["minutes"] for r in done), 3),
                 "samples_to_converge": int(statistics.median(r["samples"] for r in done)),
