@@ -7,9 +7,9 @@ For each ``NVIDIA/results/<system>/<benchmark>/result_*.txt`` (MLLOG lines): the
 parallel layout comes from the launch configuration the system's README names
 (``NVIDIA/benchmarks/<benchmark>/implementations/<system>/README-<system>.md`` -> ``config_*.sh``, with the
 ``config_common.sh`` it sources): TP, PP, virtual stages, CP, micro-batch, fp8 or fp4, activation recompute
-(``ACT_CKPT_GRANULARITY`` / ``RECOMPUTE_GRANULARITY``; the benchmarks' NeMo configs default to none). A row is the median of the
-successful runs (MLPerf scores the mean of the runs less the fastest and slowest; the median is close and needs no
-rule per benchmark).
+(``ACT_CKPT_GRANULARITY`` / ``RECOMPUTE_GRANULARITY``; the benchmarks' NeMo configs default to none). A row is the
+median of the successful runs (MLPerf scores the mean of the runs less the fastest and slowest; the median is close
+and needs no rule per benchmark).
 
 ``python bench/make_mlperf.py ROUND=CLONE [ROUND=CLONE ...] > bench/data/mlperf-training.csv`` with clones of
 mlcommons/training_results_v<ROUND> (read with ``git show HEAD:path``: no work tree needed).

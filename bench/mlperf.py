@@ -3,10 +3,11 @@ mlcommons/training_results_v4.0-v5.1 by bench/make_mlperf.py).
 
 Each row is a whole job: the samples its runs trained to reach the benchmark's target (median of the runs) times
 8,192 tokens, at gpuplan's throughput for the submission's own layout (framework megatron: TP, PP, virtual
-stages, CP, micro and global batch, fp8, its activation recompute), plus its evaluation passes (the log's ``eval_start`` count x
-``eval_samples`` sequences, each a forward: :func:`gpuplan.market.job.forward_share`). Error = (estimate -
-measured) / measured. The memory estimate must fit the card too (the job ran). No constant of gpuplan was fitted
-on these rows: every row is held out. Rows gpuplan cannot express are listed with the reason (fp4 training).
+stages, CP, micro and global batch, fp8, its activation recompute), plus its evaluation passes (the log's
+``eval_start`` count x ``eval_samples`` sequences, each a forward: :func:`gpuplan.market.job.forward_share`).
+Error = (estimate - measured) / measured. The memory estimate must fit the card too (the job ran). No constant of
+gpuplan was fitted on these rows: every row is held out. Rows gpuplan cannot express are listed with the reason
+(fp4 training).
 
 ``python bench/mlperf.py`` prints the report; ``--write`` also writes bench/results/mlperf.md.
 """

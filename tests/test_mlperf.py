@@ -1,8 +1,9 @@
 """gpuplan's time to train against NVIDIA's MLPerf Training submissions (bench/data/mlperf-training.csv, copied from
 mlcommons/training_results_v4.0-v5.1 by bench/make_mlperf.py; bench/mlperf.py scores it). No gpuplan constant was
-fitted on these rows. Tolerances: the median |error| over the rows gpuplan can express stays within 15 % (issue
-24's target), and within 10 % on the pre-training benchmarks; every layout NVIDIA ran on Hopper fits gpuplan's
-memory estimate."""
+fitted on these rows. Tolerances (measured when written: 8.1 % on 29 rows, 1.8 % on the 405B, 4.4 % on the 8B,
+18.2 % on the LoRA rows): the median |error| over the rows gpuplan can express within 10 % (issue 24 asks 15 %), on
+the pre-training benchmarks within 5 %, on the LoRA rows within 25 %; every layout NVIDIA ran on Hopper fits
+gpuplan's memory estimate."""
 
 from __future__ import annotations
 
@@ -38,9 +39,11 @@ def test_rows_carry_their_source():
 def test_time_to_train_median_error(scored):
     rows, skipped = scored
     assert len(rows) >= 25 and all("fp4" in r["why"] or "fabric" in r["why"] for r in skipped)
-    assert statistics.median(abs(r["error_pct"]) for r in rows) <= 15
+    assert statistics.median(abs(r["error_pct"]) for r in rows) <= 10
     pretraining = [r for r in rows if r["benchmark"] != "llama2_70b_lora"]
-    assert statistics.median(abs(r["error_pct"]) for r in pretraining) <= 10
+    assert statistics.median(abs(r["error_pct"]) for r in pretraining) <= 5
+    lora = [r for r in rows if r["benchmark"] == "llama2_70b_lora"]
+    assert statistics.median(abs(r["error_pct"]) for r in lora) <= 25
 
 
 def test_hopper_layouts_fit(scored):
