@@ -10,7 +10,10 @@ the evaluation interval, the checkpoint interval (``ModelCheckpoint.every_n_trai
 (``AutoResume.resume_if_exists``). Every name it calls or sets is one of NeMo's (the recipe functions, their
 keywords, the fields of the objects a recipe holds): tests/data/nemo/recipes.json holds them as read from
 NVIDIA/NeMo and Megatron-Core's source by its capture.py (NeMo does not install without CUDA). The recipe's data is
-its own (mock data for pre-training, SQuAD for fine-tuning) until you set ``recipe.data``.
+its own (mock data for pre-training, SQuAD for fine-tuning) until you set ``recipe.data``. The recipes' own
+``DistributedDataParallelConfig`` already keeps fp32 gradient buffers (``grad_reduce_in_fp32=True``), as the
+estimate assumes. The script runs the recipe in its own process (``run.run(recipe, direct=True)``, as NeMo's docs
+show, e.g. docs.nvidia.com/nemo-framework/user-guide/latest/llms/gemma2.html), one per GPU under ``torchrun``.
 
 What NeMo's recipes cannot express is refused in one sentence: models without a NeMo recipe, methods other than
 full training and LoRA, LoRA on some but not all of q, k and v (NeMo adapts the fused ``linear_qkv``).
@@ -89,7 +92,6 @@ def settings(plan: LaunchPlan) -> list[tuple[str, object]]:
         ("trainer.strategy.sequence_parallel", s.tp > 1),
         ("trainer.strategy.account_for_embedding_in_pipeline_split", split),
         ("trainer.strategy.account_for_loss_in_pipeline_split", split),
-        ("trainer.strategy.ddp.grad_reduce_in_fp32", True),
         ("optim.config.use_distributed_optimizer", s.resolved_strategy == "zero1"),
         ("model.config.seq_length", s.seq_len),
         ("data.seq_length", s.seq_len),
