@@ -364,3 +364,17 @@ def test_blackwell_keeps_no_fp8_transpose():
     assert "fp8 weight transposes (Transformer Engine)" not in blackwell.other
     assert hopper.other["fp8 weight transposes (Transformer Engine)"] == pytest.approx(6_979_321_856 / GIB)
     assert hopper.weights_gib == pytest.approx(blackwell.weights_gib)
+
+
+def test_mlperf_405b_h100_layout_fits():
+    """NVIDIA's MLPerf Training v5.0 Llama 3.1 405B on 64 DGX H100 (mlcommons/training_results_v5.0@0fdc28f0
+    NVIDIA/benchmarks/llama31_405b/implementations/eos-dfw_n64_ngc25.01_nemo/config_DGXH100_64x8x288xtp8pp8cp2.sh:
+    TP 8, PP 8, interleaved 8, CP 2, micro-batch 1, ASYM_PP_EMBED / ASYM_PP_LOSS, FP8_PARAMS, no recompute; global
+    batch 1152 = 288 x DP 4). It ran, so it fits: 128 layers' worth in 64 chunks of 2, a middle stage holds 16
+    layers and 2·(8-1-1) + (8-1)·8 + 1 = 69 chunks in flight. Before fp8 weights, the embedding split and the slack
+    rule gpuplan put it at 97.0 GiB."""
+    plan = estimate({**NEMO_405B, "num_nodes": 64, "pp": 8, "vpp": 8, "cp": 2, "grad_accum_steps": 288,
+                     "grad_checkpointing": "none"}, advise=False)
+    said = " ".join(plan.assumptions)
+    assert "second stage, 16 layers" in said and "x 8.62 in flight" in said
+    assert plan.memory.fits and 70 < plan.memory.device_peak_gib < 79.6
