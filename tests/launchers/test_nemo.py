@@ -122,3 +122,10 @@ def test_nemo_refusal_on_the_command_line_is_exit_2():
                          capture_output=True, text=True)
     assert run.returncode == 2 and "Traceback" not in run.stderr
     assert "NeMo has no recipe" in run.stderr and len(run.stderr.strip().splitlines()) == 1
+
+
+def test_save_interval_is_the_checkpoint_interval():
+    """A scenario's save_interval (whose pauses the time includes) is the interval the recipe saves at."""
+    plan, text = _script({**CASES[1], "save_interval": 40})
+    got = {k: ast.literal_eval(v) for k, v in _assignments(ast.parse(text)).items() if k != "trainer.plugins"}
+    assert plan.save_steps == got["log.ckpt.every_n_train_steps"] == 40
