@@ -21,7 +21,8 @@ from ..tensors.breakdown import GIB, Estimate
 
 
 def megatron_memory(s: Scenario, m: ModelSpec) -> Estimate:
-    """The larger of the first and the last pipeline stage's peaks (one estimate when pp is 1)."""
+    """The largest of the first, (with the embedding and loss in the split) the second and the last pipeline
+    stage's peaks (one estimate when pp is 1)."""
     ranks = [0]
     if mg.embedding_in_split(s, m) and s.pp > 2:  # a middle stage holds a whole share of layers
         ranks.append(1)

@@ -38,7 +38,8 @@ Per rank, with ``t`` = TP, ``p`` = PP, ``v`` = virtual stages, ``c`` = CP, ``e``
   and ``account_for_loss_in_pipeline_split``, as NeMo's ``llama31_405b`` recipe sets them: 126 + 2 layers over
   TP 8 / PP 8 / VP 2): every chunk holds ``(L+2)/(p·v)`` layers, the first stage's first chunk one fewer (it holds
   the embedding) and the last stage's last chunk one fewer (the output layer and loss), so a middle stage holds
-  the most layers (Megatron ``get_num_layers_to_build``) (:func:`stage_layers`);
+  the most layers (Megatron ``get_num_layers_to_build``) (:func:`stage_layers`); a stage's in-flight chunks are
+  counted at its mean chunk size;
 - **logits** on the last stage: the vocabulary-parallel cross-entropy upcasts the ``T x V/t`` logits to fp32 and
   keeps the softmax in that buffer (``_VocabParallelCrossEntropy``); the 16-bit logits live until the upcast.
 """
