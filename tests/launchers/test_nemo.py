@@ -129,3 +129,10 @@ def test_save_interval_is_the_checkpoint_interval():
     plan, text = _script({**CASES[1], "save_interval": 40})
     got = {k: ast.literal_eval(v) for k, v in _assignments(ast.parse(text)).items() if k != "trainer.plugins"}
     assert plan.save_steps == got["log.ckpt.every_n_train_steps"] == 40
+
+
+def test_all_linear_lora_is_every_nemo_target():
+    _, text = _script({**MEGATRON, "model": "llama-3.1-8b", "method": "lora", "lora_targets": "all-linear",
+                       "seq_len": 4096})
+    got = {k: ast.literal_eval(v) for k, v in _assignments(ast.parse(text)).items() if k != "trainer.plugins"}
+    assert got["peft.target_modules"] == ["linear_qkv", "linear_proj", "linear_fc1", "linear_fc2"]

@@ -22,6 +22,7 @@ full training and LoRA, LoRA on some but not all of q, k and v (NeMo adapts the 
 from __future__ import annotations
 
 from ..stacks.megatron import embedding_in_split
+from ..tensors.state import lora_targets
 from .files import LaunchFile, comment
 from .plan import LaunchPlan
 from .settings import LaunchOptions
@@ -65,7 +66,7 @@ def applies(plan: LaunchPlan) -> str | None:
     if (s.precision, s.fp8_recipe) not in PRECISION:
         return f"NeMo's recipes have no precision plugin for {s.precision}"
     if s.method == "lora":
-        targets = set(s.lora_targets or [])
+        targets = set(lora_targets(s, m))
         qkv = targets & {"q_proj", "k_proj", "v_proj"}
         if qkv and len(qkv) < 3:
             return ("NeMo's LoRA adapts q, k and v together (the fused linear_qkv): target all three or none, "
@@ -76,7 +77,10 @@ def applies(plan: LaunchPlan) -> str | None:
 
 
 def lora_modules(plan: LaunchPlan) -> list[str]:
-    return list(dict.fromkeys(LORA_TARGETS[t] for t in plan.scenario.lora_targets or []))
+    """NeMo's target_modules for the plan's LoRA targets (``all-linear`` resolved as peft resolves it)."""
+    names = lora_targets(plan.scenario, plan.model)
+    return [t for t in ("linear_qkv", "linear_proj", "linear_fc1", "linear_fc2")
+            if any(LORA_TARGETS[n] == t for n in names)]
 
 
 def settings(plan: LaunchPlan) -> list[tuple[str, object]]:
