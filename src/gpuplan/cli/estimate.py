@@ -180,6 +180,13 @@ def _cost(result, s: dict) -> None:
     if s["task"] == "train" and c.hours:
         line += f"; {c.hours:,.1f} h, ${c.usd_total:,.2f} in all"
     bullet(line, prefix="")
+    if c.job and c.hours:
+        j, rate = c.job, c.usd_total / c.hours
+        bullet(f"job: training {j.train_h:,.1f} h (${j.train_h * rate:,.0f}) over {j.steps:,} steps"
+               + (f" + evaluation {j.eval_h:,.2f} h (${j.eval_h * rate:,.0f}: {j.evaluations:,} passes of "
+                  f"{j.eval_tokens:,.3g} tokens)" if j.evaluations else "")
+               + (f" + checkpoint saves {j.checkpoint_h:,.2f} h (${j.checkpoint_h * rate:,.0f}: {j.saves:,} "
+                  "saves)" if j.saves else ""), prefix="  ")
     if c.spot:
         sp = c.spot
         bullet(f"spot: checkpoint every {sp.interval_h * 60:.0f} min (Daly), interruptions every "

@@ -141,8 +141,9 @@ def launch_params() -> list[inspect.Parameter]:
 
     return [
         opt("target", list[str] | None, None, "--target", "-t",
-            text="skypilot, accelerate, deepspeed, torchrun, trainer, torchtune, torchtitan, axolotl, unsloth, vllm, "
-                 "or all (repeatable or comma-separated; default: every target that applies)", metavar="TARGET"),
+            text="skypilot, accelerate, deepspeed, torchrun, trainer, torchtune, torchtitan, axolotl, unsloth, "
+                 "megatron, nemo, vllm, trtllm, or all (repeatable or comma-separated; default: every target that "
+                 "applies)", metavar="TARGET"),
         opt("output", str, DEFAULT_DIR, "--output", "-o", text="Folder to write into; - prints the files.",
             metavar="DIR"),
         opt("force", bool, False, "--force", text="Overwrite files already in the folder."),

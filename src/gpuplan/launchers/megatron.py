@@ -5,7 +5,8 @@ sizes (``--tensor-model-parallel-size``, ``--pipeline-model-parallel-size`` and
 ``--num-virtual-stages-per-pipeline-rank``, ``--context-parallel-size``, ``--expert-model-parallel-size`` with
 ``--expert-tensor-parallel-size 1``), ``--sequence-parallel`` with TP, the distributed optimizer and its overlaps,
 fp32 gradient buffers (``--accumulate-allreduce-grads-in-fp32``, NeMo's ``grad_reduce_in_fp32``), bf16 or fp8
-(``--fp8-format hybrid --fp8-recipe delayed | tensorwise``), the recompute policy (``selective``: core attention;
+(``--fp8-format hybrid --fp8-recipe delayed | tensorwise``, weights kept in fp8 with ``--fp8-param-gather``
+as NeMo's fp8 recipes keep them), the recompute policy (``selective``: core attention;
 ``full``: every layer, ``uniform`` 1), the batch (``--micro-batch-size``, ``--global-batch-size``), and the model's
 shape from its config.json (Llama-style: RMSNorm, SwiGLU, rotary, grouped-query attention, untied embeddings; MoE:
 ``--num-experts``, ``--moe-router-topk``, ``--moe-ffn-hidden-size``). Option names and choices are those of
@@ -15,6 +16,7 @@ The data is Megatron's mock data until you point ``--data-path`` at your indexed
 
 from __future__ import annotations
 
+from ..stacks.megatron import embedding_in_split
 from ..tensors.activations import INPUT_OF
 from .files import LaunchFile, shell_text
 from .plan import LaunchPlan
@@ -65,6 +67,8 @@ def parallel_args(plan: LaunchPlan) -> list[str]:
             "--context-parallel-size", str(s.cp)]
     if s.vpp > 1:
         argv += ["--num-virtual-stages-per-pipeline-rank", str(s.vpp)]
+    if embedding_in_split(s, plan.model):  # the layers split as the estimate assumed (stacks/megatron.py)
+        argv += ["--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"]
     if s.ep > 1:
         argv += ["--expert-model-parallel-size", str(s.ep), "--expert-tensor-parallel-size", "1"]
     if s.tp > 1:
@@ -78,7 +82,7 @@ def precision_args(plan: LaunchPlan) -> list[str]:
     s = plan.scenario
     argv = ["--fp16"] if s.precision == "fp16-mixed" else ["--bf16"]
     if s.precision == "fp8-mixed":
-        argv += ["--fp8-format", "hybrid", "--fp8-recipe", FP8_RECIPE[s.fp8_recipe]]
+        argv += ["--fp8-format", "hybrid", "--fp8-recipe", FP8_RECIPE[s.fp8_recipe], "--fp8-param-gather"]
     if s.grad_checkpointing == "selective":
         argv += ["--recompute-granularity", "selective", "--recompute-modules", "core_attn"]
     elif s.grad_checkpointing == "full":

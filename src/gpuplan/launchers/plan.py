@@ -85,9 +85,11 @@ class LaunchPlan:
     def save_steps(self) -> int | None:
         """Optimizer steps between checkpoints: the spot plan's Daly interval over the predicted step time
         (at least 1); on demand, the recipe's (Daly's interval for hardware failures), None when that is longer
-        than the run."""
+        than the run; the scenario's ``save_interval`` when it sets one (its saves are priced in the time)."""
         if not self.train:
             return None
+        if self.scenario.save_interval:
+            return self.scenario.save_interval
         if self.spot is None:
             return self.recipe.save_steps if self.recipe is not None else None
         return max(1, math.floor(self.spot.interval_h * 3600 / self.speed.step_time_s))

@@ -18,6 +18,7 @@ from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from ..speed import Speed
 from .bill import BillLine, bill_lines
+from .job import JobTime, job_time
 from .offers import Offer, interruption_priors, max_per_node, price_origin, providers
 
 
@@ -110,6 +111,7 @@ class Cost:
     bill_usd: float = 0.0
     notes: list[str] = field(default_factory=list)
     device_peak_gib: float | None = None  # memory per GPU at the device level, where the job was checked to fit
+    job: JobTime | None = None  # training with eval_interval / save_interval: the hours by part
     label: str = field(init=False, default="")  # ``2x vast on_demand at $4.80/h (2 x $2.40)``
 
     def __post_init__(self) -> None:
@@ -157,7 +159,10 @@ def price_job(s: Scenario, m: ModelSpec, speed: Speed, offer: Offer, trainable: 
         _bill(cost, s, m, offer, trainable, gpus_needed, work_h=1.0)
         return cost
     tokens = s.train_tokens or 0.0
-    work_h = tokens / speed.tokens_per_s / 3600 if tokens else 0.0
+    job = job_time(s, m, speed, checkpoint_bytes(s, m, trainable))
+    if s.eval_interval or s.save_interval:
+        cost.job = job
+    work_h = job.total_h  # training, and the evaluation passes and checkpoint saves asked for
     cost.hours = work_h
     overhead = 1.0
     if offer.interruptible:
@@ -174,6 +179,8 @@ def price_job(s: Scenario, m: ModelSpec, speed: Speed, offer: Offer, trainable: 
             cost.spot_multiplier = overhead * offer.usd_per_gpu_hour / cost.best_on_demand_usd_per_gpu_hour
     cost.usd_total = cost.hours * per_hour
     cost.usd_per_million_tokens = per_hour * overhead / (speed.tokens_per_s * 3600) * 1e6
+    if job.eval_h or job.checkpoint_h:  # the job's own parts, priced at the same rate
+        cost.usd_per_million_tokens *= job.total_h / job.train_h
     if not tokens:
         cost.notes.append("set train_tokens for job hours and total cost")
     _bill(cost, s, m, offer, trainable, gpus_needed, work_h=work_h)

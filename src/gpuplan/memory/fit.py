@@ -97,7 +97,7 @@ def check_megatron(s: Scenario, m: ModelSpec) -> list[str]:
         raise GpuplanError(f"ep={s.ep} must divide tp x cp x dp = {s.tp * s.cp * s.dp}, the ranks of one pipeline "
                            "stage that the expert-parallel groups are cut from (expert_tensor_parallel_size 1)")
     warnings = []
-    if m.num_layers % (s.pp * s.vpp):
+    if m.num_layers % (s.pp * s.vpp) and (m.num_layers + 2) % (s.pp * s.vpp):
         warnings.append(f"{m.num_layers} layers do not split evenly into pp x vpp = {s.pp * s.vpp} model chunks: "
                         "Megatron needs an uneven split (num_layers_in_first/last_pipeline_stage); the first stage "
                         "is counted with the rounded-up share")

@@ -81,6 +81,15 @@ class Scenario(BaseModel):
         "selective for torchtitan)")
     attention: Literal["eager", "sdpa", "flash"] = "sdpa"
     train_tokens: float | None = Field(default=None, gt=0, le=1e16, allow_inf_nan=False)
+    # whole jobs: evaluation passes and checkpoint saves, priced as their own parts of the time (market/job.py)
+    eval_interval: int | None = Field(default=None, ge=1, le=10**9, description="optimizer steps between "
+                                      "evaluation passes, counted in the time and cost (default: none)")
+    eval_tokens: float | None = Field(default=None, gt=0, le=1e13, allow_inf_nan=False, description="tokens of "
+                                      "one evaluation pass (default with eval_interval, framework megatron: NeMo's "
+                                      "limit_val_batches, 32 global batches)")
+    save_interval: int | None = Field(default=None, ge=1, le=10**9, description="optimizer steps between "
+                                      "checkpoint saves, each a pause of its size / disk_gbs (default: none "
+                                      "counted)")
     # the training data (gpuplan.dataset): a file or id, or the shorthand samples x mean_tokens
     dataset: str | None = Field(default=None, min_length=1, description="training data: a .jsonl, .json, "
                                 ".parquet or .csv file (chat messages, prompt/completion or text) or a Hugging Face "
@@ -255,6 +264,17 @@ class Scenario(BaseModel):
         return self
 
     @model_validator(mode="after")
+    def _evaluation(self) -> Scenario:
+        """An evaluation pass needs its size: given, or NeMo's recipe default under framework megatron."""
+        if self.eval_tokens is not None and self.eval_interval is None:
+            raise ValueError("eval_tokens is the size of one evaluation pass: give eval_interval (steps between "
+                             "passes) too")
+        if self.eval_interval is not None and self.eval_tokens is None and self.framework != "megatron":
+            raise ValueError(f"give eval_tokens (tokens of one evaluation pass) with eval_interval: {self.framework}"
+                             " evaluates whatever eval set it is given")
+        return self
+
+    @model_validator(mode="after")
     def _serving_strategy(self) -> Scenario:
         """Serving splits a model with tensor or pipeline parallelism (tp, pp) or replicates it (ddp); ZeRO and
         FSDP shard training states and do not apply."""
@@ -318,7 +338,7 @@ TRAIN_ONLY = frozenset({"method", "optimizer", "optimizer_impl", "lora_rank", "l
                         "qlora_fp32_upcast", "loss", "loss_chunks", "activation_offload", "compile",
                         "optimizer_in_backward", "adapter_dtype", "checkpoint_every", "transformers_version",
                         "dataset", "tokenizer", "samples", "mean_tokens", "max_tokens", "epochs", "packing",
-                        "cp", "ep", "vpp", "fp8_recipe"})
+                        "cp", "ep", "vpp", "fp8_recipe", "eval_interval", "eval_tokens", "save_interval"})
 # fields that lay out training over GPUs: the web form and the list of defaults leave them out of serving
 TRAINING_LAYOUT = frozenset({"num_nodes", "strategy", "pp", "offload", "framework", "dataset_gb"})
 INFER_ONLY = frozenset({"batch_size", "prompt_tokens", "output_tokens", "kv_cache_dtype", "engine",

@@ -9,10 +9,15 @@ Per rank, with ``t`` = TP, ``p`` = PP, ``v`` = virtual stages, ``c`` = CP, ``e``
   ``grad_reduce_in_fp32``), fp32 master weights and Adam moments (12 B) sharded over ``N`` ranks (``N·t/e`` for
   routed experts, whose data-parallel group is the expert-data-parallel one). Dense layers split by ``t``, routed
   experts by ``e`` (``expert_tensor_parallel_size`` 1), the input embedding on the first stage and the output
-  layer on the last, each split by ``t``. fp8 adds Transformer Engine's cached fp8 copy of every linear weight and
-  its transpose (2 B per linear parameter; ``_Linear.forward(weight, weight_fp8, weight_t_fp8, ...)`` keeps them
-  across micro-batches, ``is_first_microbatch``). LoRA trains adapters the same way over a frozen base held in
-  bf16, or with fp8 in fp8 itself (``fp8_model_init``, NVIDIA's MLPerf LoRA runs): 1 B + its 1 B transpose;
+  layer on the last, each split by ``t``. fp8 keeps the linear weights in fp8 themselves, as NeMo's fp8 recipes
+  set it (``bf16_with_fp8_mixed`` and ``bf16_with_fp8_current_scaling_mixed``: ``fp8_param_gather=True``; Megatron
+  builds the model under Transformer Engine's ``fp8_model_init`` and the distributed optimizer all-gathers the
+  fp8 bytes): 1 B per linear parameter plus the transpose Hopper's fp8 GEMMs need (1 B; ``megatron/core/
+  fp8_utils.py`` ``post_all_gather_processing`` creates it after each all-gather; Blackwell's GEMMs need none:
+  :func:`keeps_fp8_transpose`), no 16-bit copy; embedding,
+  output layer and norms stay 16-bit; the fp32 master weights live in the optimizer. LoRA trains adapters the same
+  way over a frozen base held in bf16, or with fp8 in fp8 itself (``fp8_model_init``, NVIDIA's MLPerf LoRA runs):
+  1 B + its 1 B transpose;
 - **activations per layer** (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer
   Models", section 4, for ``T`` = micro-batch x seq_len / c tokens): with sequence parallelism every tensor is
   split by ``t``; the two norms keep their 16-bit input and an fp32 rstd; the QKV and FC1 linears their (sharded)
@@ -20,12 +25,21 @@ Per rank, with ``t`` = TP, ``p`` = PP, ``v`` = virtual stages, ``c`` = CP, ``e``
   projection and FC2 their inputs; SwiGLU its FC1 output. With no dropout (Llama recipes) and fused attention the
   GPT count is ``32·s·b·h/t`` bytes (Korthikanti's ``34·s·b·h/t`` less the two dropout masks) (:func:`layer_bytes`).
   fp8 saves each linear's input as fp8 (1 B) (Transformer Engine ``Linear`` keeps its fp8-cast input for the
-  weight gradient). ``selective`` (``recompute_granularity='selective'``, ``recompute_modules=['core_attn']``)
-  recomputes core attention: its output and log-sum-exp are not kept; ``full`` keeps each layer's input;
+  weight gradient); under LoRA a frozen linear keeps no input (Transformer Engine saves it only when
+  ``weight.requires_grad``), an adapted one the 16-bit input its adapter needs. ``selective``
+  (``recompute_granularity='selective'``, ``recompute_modules=['core_attn']``) recomputes core attention: its
+  output and log-sum-exp are not kept; ``full`` keeps each layer's input;
 - **in-flight micro-batches** (Narayanan et al. 2021, section 2.2): pipeline stage ``r`` of a 1F1B schedule holds
   ``min(p - r, m)`` micro-batches; interleaved, rank ``r`` holds ``2·(p-r-1) + (v-1)·p + 1`` chunk-micro-batches of
   ``L/(p·v)`` layers (Megatron ``get_forward_backward_func``, warm-up counts), so the first stage holds
   ``L·(1 + (p-1)/(p·v))`` layers' worth, as Megatron's ``interleaved_schedule_memory_penalty`` says;
+- **pipeline split**: ``ceil(L/p)`` layers per stage; where ``p·v`` model chunks do not divide the ``L`` layers but
+  divide ``L + 2``, the embedding and the loss count as one layer each (``account_for_embedding_in_pipeline_split``
+  and ``account_for_loss_in_pipeline_split``, as NeMo's ``llama31_405b`` recipe sets them: 126 + 2 layers over
+  TP 8 / PP 8 / VP 2): every chunk holds ``(L+2)/(p·v)`` layers, the first stage's first chunk one fewer (it holds
+  the embedding) and the last stage's last chunk one fewer (the output layer and loss), so a middle stage holds
+  the most layers (Megatron ``get_num_layers_to_build``) (:func:`stage_layers`); a stage's in-flight chunks are
+  counted at its mean chunk size;
 - **logits** on the last stage: the vocabulary-parallel cross-entropy upcasts the ``T x V/t`` logits to fp32 and
   keeps the softmax in that buffer (``_VocabParallelCrossEntropy``); the 16-bit logits live until the upcast.
 """
@@ -70,23 +84,39 @@ def layer_bytes(layer: Layer, m: ModelSpec, s: Scenario, recompute: str | None =
         out = a * mla["v_head_dim"]
     else:
         qkv, out = (a + 2 * m.num_kv_heads) * m.head_dim, a * m.head_dim
+    saved = _saved_inputs(s, m, q, c)
     total = 2 * (c * h + 4) * T / t  # the two norms' inputs and fp32 rstd
-    total += q * T * h / t + c * T * qkv / t  # QKV's input; rotary q, k, v kept by core attention
+    total += saved["qkv"] * T * h / t + c * T * qkv / t  # QKV's input; rotary q, k, v kept by core attention
     kept_out = recompute != "selective"  # core attention's output and log-sum-exp (else recomputed)
     if kept_out:
         total += c * T * out / t + 4 * T * a / t
-    if q != c or not kept_out:  # the output projection's own input (16-bit: the same tensor as attention's output)
-        total += q * T * out / t
+    if saved["proj"] != c or not kept_out:  # the projection's own input (16-bit: attention's output, kept above)
+        total += saved["proj"] * T * out / t
     gate = 2 if m.gated_mlp else 1
     f = _mid(layer, ("mlp", "shared_experts"))
-    if f:
-        total += q * T * h / t + c * T * gate * f / t + q * T * f / t  # FC1 input, FC1 output, FC2 input
+    if f:  # FC1 input, FC1 output (SwiGLU's input, needed for any gradient through the MLP), FC2 input
+        total += saved["fc1"] * T * h / t + c * T * gate * f / t + saved["fc2"] * T * f / t
     if layer.moe:
         k, E, fe = layer.experts_per_token, m.num_experts, _mid(layer, ("experts",))
         routed = T * k / t  # copies each rank computes, balanced routing (expert_tensor_parallel_size 1)
         total += c * T * h / t + 8 * T * E / t  # router input, fp32 logits and probabilities
         total += routed * (q * h + c * gate * fe + q * fe + c * h)  # experts' FC1 in/out, FC2 in, unpermuted out
     return total
+
+
+# the dense linears' sites in a layer and the Hugging Face names of the weights LoRA adapts there
+_SITES = {"qkv": ("q_proj", "k_proj", "v_proj"), "proj": ("o_proj",), "fc1": ("gate_proj", "up_proj"),
+          "fc2": ("down_proj",)}
+
+
+def _saved_inputs(s: Scenario, m: ModelSpec, q: int, c: int) -> dict[str, int]:
+    """Bytes per element each dense linear keeps of its input: ``q`` when its weight trains; under LoRA none for a
+    frozen one (Transformer Engine's ``backward_needs_input = is_grad_enabled and weight.requires_grad``) and the
+    16-bit input the adapter keeps where LoRA adapts it (module docstring)."""
+    if s.method == "full":
+        return dict.fromkeys(_SITES, q)
+    targets = lora_targets(s, m)
+    return {site: c if targets & set(names) else 0 for site, names in _SITES.items()}
 
 
 def backward_transient(layer: Layer, m: ModelSpec, s: Scenario) -> float:
@@ -112,6 +142,35 @@ def in_flight(s: Scenario, rank: int) -> float:
     return min(chunks, m * v) / v
 
 
+def embedding_in_split(s: Scenario, m: ModelSpec) -> bool:
+    """Whether the embedding and the loss count as pipeline layers (module docstring: the chunks divide ``L + 2``
+    layers and not ``L``)."""
+    chunks = s.pp * s.vpp
+    return s.pp > 1 and m.num_layers % chunks != 0 and (m.num_layers + 2) % chunks == 0
+
+
+def stage_layers(s: Scenario, m: ModelSpec, *, first: bool, last: bool) -> int:
+    """Decoder layers on one pipeline rank: the first, the last, or (neither) a middle one (module docstring)."""
+    if s.pp == 1:
+        return m.num_layers
+    if not embedding_in_split(s, m):
+        return math.ceil(m.num_layers / s.pp)
+    return (m.num_layers + 2) // s.pp - first - last
+
+
+def keeps_fp8_transpose(s: Scenario) -> bool:
+    """Whether Transformer Engine keeps a transposed copy of each fp8 weight: Hopper's and Ada's fp8 GEMMs take the
+    TN layout only; Blackwell's (compute capability 10.x and from 13) take any, and TE makes no transpose there
+    (``transformer_engine/pytorch/utils.py`` ``is_non_tn_fp8_gemm_supported``). Unknown cards: kept."""
+    from ..hardware import load_gpu
+
+    cc = load_gpu(s.gpu).compute_capability if s.gpu else None
+    if not cc:
+        return True
+    major, minor = (int(x) for x in cc.split(".")[:2])
+    return not ((10, 0) <= (major, minor) < (12, 0) or (major, minor) >= (13, 0))
+
+
 @dataclass(frozen=True, kw_only=True)
 class RankState:
     """Parameters one rank holds, by kind, and the bytes of its weights, gradients, optimizer states and fp8
@@ -130,7 +189,7 @@ class RankState:
 def rank_state(s: Scenario, m: ModelSpec, *, first: bool, last: bool) -> RankState:
     """The model state of one rank of the first and/or last pipeline stage (module docstring)."""
     t, p, e = s.tp, s.pp, s.ep
-    layers = m.layers[:math.ceil(m.num_layers / p)]
+    layers = m.layers[:stage_layers(s, m, first=first, last=last)]
     # norms and MoE routers are replicated on every TP rank; the final norm sits on the last stage
     whole = sum(lyr.norm_params + lyr.params_in("router") for lyr in layers) + (m.final_norm_params if last else 0)
     dense = sum(lyr.params - lyr.params_in("experts") for lyr in layers) / t + whole - \
@@ -140,23 +199,24 @@ def rank_state(s: Scenario, m: ModelSpec, *, first: bool, last: bool) -> RankSta
     embedding = (emb if first else 0.0) + (emb if last and (not m.tie_word_embeddings or p > 1) else 0.0)
     linear = sum(lin.weight_params for lyr in layers for lin in lyr.linears if lin.group != "experts") / t + \
         sum(lin.weight_params for lyr in layers for lin in lyr.linears if lin.group == "experts") / e
-    fp8 = 2.0 * linear if s.precision == "fp8-mixed" else 0.0
+    fp8 = linear if s.precision == "fp8-mixed" else 0.0  # fp8 primary weights: 1 B each
+    transposes = fp8 if keeps_fp8_transpose(s) else 0.0  # and on Hopper and Ada their transposes, 1 B each
     n = s.dp * s.cp if s.resolved_strategy == "zero1" else 1  # distributed optimizer: over DP x CP
     n_experts = max(n * t // e, 1) if s.resolved_strategy == "zero1" else 1
     opt = OPTIMIZER_BYTES[s.optimizer]
     if s.method == "full":
         params = dense + embedding + experts
-        return RankState(dense=dense, experts=experts, embedding=embedding, trainable=params, weights=2 * params,
-                         gradients=4 * params, optimizer=opt * ((dense + embedding) / n + experts / n_experts),
-                         fp8_copies=fp8)
+        return RankState(dense=dense, experts=experts, embedding=embedding, trainable=params,
+                         weights=2 * params - fp8, gradients=4 * params,
+                         optimizer=opt * ((dense + embedding) / n + experts / n_experts), fp8_copies=transposes)
     # LoRA (NeMo's PEFT): adapters trained like full parameters (bf16 + fp32 grads + states); the frozen base in
     # bf16, or under fp8 held as fp8 itself (Transformer Engine fp8_model_init, as NVIDIA's MLPerf LoRA submissions
     # run it): 1 byte per linear weight plus its cached transpose, no 16-bit copy
     adapters = lora_params(m, lora_targets(s, m), s.lora_rank) / (t * p)  # in the layers, split as they are
-    base = 2 * (dense + embedding + experts) - (linear if fp8 else 0.0)
+    base = 2 * (dense + embedding + experts) - fp8
     return RankState(dense=dense, experts=experts, embedding=embedding, trainable=adapters,
                      weights=base + 2 * adapters, gradients=4 * adapters, optimizer=opt * adapters / n,
-                     fp8_copies=fp8 / 2)
+                     fp8_copies=transposes)
 
 
 # fp32 optimizer bytes per parameter: master weights and the optimizer's moments (Megatron's 12 for Adam)
@@ -197,6 +257,7 @@ class Megatron(Stack):
                "buffers, routed experts split by EP (expert_tensor_parallel_size 1)"]
         if s.precision == "fp8-mixed":
             out.append(f"fp8 ({s.fp8_recipe} scaling, Transformer Engine hybrid: E4M3 forward, E5M2 gradients): "
-                       "linears' inputs saved in fp8, 16-bit weights plus cached fp8 copies and transposes, fp32 "
-                       "master weights; attention, norms and the loss in bf16")
+                       "linears' inputs saved in fp8, linear weights held in fp8 with their transposes "
+                       "(fp8_param_gather, NeMo's fp8 recipes), fp32 master weights; embedding, attention, norms and "
+                       "the loss in bf16")
         return out

@@ -1,0 +1,160 @@
+"""Copy NVIDIA's MLPerf Training results (Llama-2-70B LoRA, Llama 3.1 405B and 8B pre-training, NeMo) into
+bench/data/mlperf-training.csv: one row per submitted system, from the round's own files.
+
+For each ``NVIDIA/results/<system>/<benchmark>/result_*.txt`` (MLLOG lines): the time to train of each run
+(``run_stop`` - ``run_start``, ms), the samples it trained (``run_stop``'s ``samples_count``), its evaluation passes
+(``eval_start`` lines) and their size (``eval_samples``), the global batch, and from ``:::SYSJSON`` the GPUs. The
+parallel layout comes from the launch configuration the system's README names
+(``NVIDIA/benchmarks/<benchmark>/implementations/<system>/README-<system>.md`` -> ``config_*.sh``, with the
+``config_common.sh`` it sources): TP, PP, virtual stages, CP, micro-batch, fp8 or fp4, activation recompute
+(``ACT_CKPT_GRANULARITY`` / ``RECOMPUTE_GRANULARITY``; the benchmarks' NeMo configs default to none). A row is the
+median of the successful runs (MLPerf scores the mean of the runs less the fastest and slowest; the median is close
+and needs no rule per benchmark).
+
+``python bench/make_mlperf.py ROUND=CLONE [ROUND=CLONE ...] > bench/data/mlperf-training.csv`` with clones of
+mlcommons/training_results_v<ROUND> (read with ``git show HEAD:path``: no work tree needed).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import statistics
+import subprocess
+import sys
+
+BENCHMARKS = {"llama2_70b_lora": ("meta-llama/Llama-2-70b-hf", 8192),
+              "llama31_405b": ("meta-llama/Llama-3.1-405B", 8192),
+              "llama31_8b": ("meta-llama/Llama-3.1-8B", 8192)}
+GPUS = {"H100": "h100-sxm", "H200": "h200-sxm", "B200": "b200", "GB200": "gb200", "GB300": "gb300",
+        "B300": "b300", "L40S": "l40s"}
+COLUMNS = ["id", "round", "system", "benchmark", "model", "accelerator", "gpu", "n_gpus", "nodes", "tp", "pp", "vpp",
+           "cp", "micro_batch", "global_batch", "seq_len", "precision", "recompute", "runs", "time_to_train_min",
+           "samples_to_converge", "evals", "eval_samples", "commit", "source_locator"]
+
+
+def gpu_id(accelerator: str) -> str:
+    """gpuplan's id of the system's GPU, by the name in its system description ('' when gpuplan has none)."""
+    for name in sorted(GPUS, key=len, reverse=True):
+        if re.search(rf"\b{re.escape(name)}\b", accelerator):
+            return GPUS[name]
+    return ""
+
+
+def git(clone: str, *args: str) -> str:
+    return subprocess.run(["git", "-C", clone, *args], check=True, capture_output=True, text=True).stdout
+
+
+def exports(text: str) -> dict[str, str]:
+    """``export NAME=value`` lines with a literal value (``${...}`` defaults and expressions left out)."""
+    out = {}
+    for name, value in re.findall(r"^\s*export\s+(\w+)=([^\s#]*)", text, re.M):
+        value = value.strip("\"'")
+        if value and "$" not in value:
+            out[name] = value
+    return out
+
+
+def layout(clone: str, benchmark: str, system: str, files: set[str]) -> tuple[dict[str, str], str] | None:
+    readme = f"NVIDIA/benchmarks/{benchmark}/implementations/{system}/README-{system}.md"
+    if readme not in files:
+        return None
+    names = re.findall(r"(config_[\w.\-]+\.sh)", git(clone, "show", f"HEAD:{readme}"))
+    if not names:
+        return None
+    name = names[0]
+    found = [f for f in files if f.startswith(f"NVIDIA/benchmarks/{benchmark}/implementations/")
+             and f.endswith("/" + name)]
+    if not found:
+        return None
+    path = sorted(found, key=lambda f: f"/{system}/" not in f)[0]  # the system's own copy first
+    folder = path.rsplit("/", 1)[0]
+    values: dict[str, str] = {}
+    for common in ("config_common.sh", "configs/config_common.sh"):
+        if f"{folder}/{common}" in files:
+            values |= exports(git(clone, "show", f"HEAD:{folder}/{common}"))
+    values |= exports(git(clone, "show", f"HEAD:{path}"))
+    return values, path
+
+
+def runs(clone: str, paths: list[str]) -> list[dict]:
+    out = []
+    for path in paths:
+        start = stop = samples = None
+        evals, facts, sysjson = 0, {}, {}
+        for line in git(clone, "show", f"HEAD:{path}").splitlines():
+            if line.startswith(":::SYSJSON"):
+                sysjson = json.loads(line.split(" ", 1)[1])
+            if ":::MLLOG" not in line:
+                continue
+            rec = json.loads(line.split(":::MLLOG", 1)[1])
+            key = rec["key"]
+            if key == "run_start":
+                start = rec["time_ms"]
+            elif key == "run_stop":
+                stop, samples = rec["time_ms"], rec["metadata"].get("samples_count")
+                facts["status"] = rec["metadata"].get("status")
+            elif key == "eval_start":
+                evals += 1
+            elif key in ("global_batch_size", "eval_samples", "submission_platform"):
+                facts[key] = rec["value"]
+        if start and stop and facts.get("status") == "success" and samples:
+            out.append({"minutes": (stop - start) / 60000, "samples": samples, "evals": evals, **facts,
+                        "sysjson": sysjson})
+    return out
+
+
+def rows(round_: str, clone: str) -> list[dict]:
+    commit = git(clone, "rev-parse", "HEAD").strip()
+    files = set(git(clone, "ls-tree", "-r", "--name-only", "HEAD", "NVIDIA").split())
+    out = []
+    for benchmark, (model, seq) in BENCHMARKS.items():
+        systems = sorted({f.split("/")[2] for f in files
+                          if re.match(rf"NVIDIA/results/[^/]+/{benchmark}/result_\d+\.txt$", f)})
+        for system in systems:
+            found = layout(clone, benchmark, system, files)
+            logs = sorted(f for f in files if re.match(rf"NVIDIA/results/{system}/{benchmark}/result_\d+\.txt$", f))
+            done = runs(clone, logs)
+            if not found or not done:
+                continue
+            cfg, config_path = found
+            sj = done[0]["sysjson"] or json.loads(git(clone, "show", f"HEAD:NVIDIA/systems/{system}.json"))
+            accel = sj.get("accelerator_model_name", "").replace("NVIDIA ", "")
+            nodes, per_node = int(sj.get("number_of_nodes", 1)), int(sj.get("accelerators_per_node", 8))
+            tp = cfg.get("TP") or cfg.get("TENSOR_MODEL_PARALLEL", "1")
+            pp = cfg.get("PP") or cfg.get("PIPELINE_MODEL_PARALLEL", "1")
+            cp = cfg.get("CP") or cfg.get("CONTEXT_PARALLEL", "1")
+            vpp = cfg.get("INTERLEAVED_PIPELINE") or cfg.get("VP") or "1"
+            vpp = "1" if vpp.lower() in ("null", "none", "0") else vpp
+            fp4 = any(k.startswith("FP4") and v.lower() in ("true", "1") for k, v in cfg.items()) or \
+                "fp4" in config_path
+            precision = "fp4" if fp4 else "fp8" if cfg.get("FP8", "").lower() in ("true", "1") else "bf16"
+            out.append({
+                "round": round_, "system": system, "benchmark": benchmark, "model": model, "accelerator": accel,
+                "gpu": gpu_id(accel), "n_gpus": nodes * per_node, "nodes": nodes,
+                "tp": tp, "pp": pp, "vpp": vpp, "cp": cp,
+                "micro_batch": cfg.get("MICRO_BATCH_SIZE", "1"),
+                "global_batch": done[0].get("global_batch_size", ""), "seq_len": seq, "precision": precision,
+                # the NeMo configs' activations_checkpoint_granularity / recompute_granularity default null
+                "recompute": cfg.get("ACT_CKPT_GRANULARITY") or cfg.get("RECOMPUTE_GRANULARITY") or "none",
+                "runs": len(done),
+                "time_to_train_min": round(statistics.median(r["minutes"] for r in done), 3),
+                "samples_to_converge": int(statistics.median(r["samples"] for r in done)),
+                "evals": int(statistics.median(r["evals"] for r in done)),
+                "eval_samples": done[0].get("eval_samples", ""), "commit": commit,
+                "source_locator": f"mlcommons/training_results_v{round_}@{commit[:8]} NVIDIA/results/{system}/"
+                                  f"{benchmark}/result_*.txt; {config_path}"})
+    return out
+
+
+def main(pairs: list[str]) -> None:
+    table = [row for pair in pairs for row in rows(*pair.split("=", 1))]
+    writer = csv.DictWriter(sys.stdout, fieldnames=COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for i, row in enumerate(table, 1):
+        writer.writerow({"id": f"T{i:03d}", **row})
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,130 @@
+"""MLPerf Training time to train: gpuplan against NVIDIA's submissions (bench/data/mlperf-training.csv, copied from
+mlcommons/training_results_v4.0-v5.1 by bench/make_mlperf.py).
+
+Each row is a whole job: the samples its runs trained to reach the benchmark's target (median of the runs) times
+8,192 tokens, at gpuplan's throughput for the submission's own layout (framework megatron: TP, PP, virtual
+stages, CP, micro and global batch, fp8, its activation recompute), plus its evaluation passes (the log's
+``eval_start`` count x ``eval_samples`` sequences, each a forward: :func:`gpuplan.market.job.forward_share`).
+Error = (estimate - measured) / measured. The memory estimate must fit the card too (the job ran). No constant of
+gpuplan was fitted on these rows: every row is held out. Rows gpuplan cannot express are listed with the reason
+(fp4 training).
+
+``python bench/mlperf.py`` prints the report; ``--write`` also writes bench/results/mlperf.md.
+"""
+
+from __future__ import annotations
+
+import csv
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from gpuplan import GpuplanError, estimate, load_model  # noqa: E402
+from gpuplan.hardware import Network, load_gpu  # noqa: E402
+from gpuplan.market.job import forward_share  # noqa: E402
+from gpuplan.scenario import scenario_from  # noqa: E402
+from gpuplan.speed import speed_of  # noqa: E402
+
+DATA = ROOT / "bench" / "data" / "mlperf-training.csv"
+RESULTS = ROOT / "bench" / "results" / "mlperf.md"
+# The systems' fabrics, from their system descriptions (NVIDIA/systems/<system>.json): DGX H100/H200/B200 nodes
+# have 8 ConnectX-7 400 Gb/s InfiniBand NICs; GB200 NVL72 trays 4 GPUs with a 400 Gb/s NIC each, GB300 trays
+# 800 Gb/s (ConnectX-8); inside an NVL72 rack the GPUs share one NVLink domain (the catalog's nvlink_domain 72).
+FABRIC = {"h100-sxm": 3200, "h200-sxm": 3200, "b200": 3200, "gb200": 1600, "gb300": 3200}
+LORA = {"method": "lora", "lora_rank": 16, "lora_targets": ["q_proj", "k_proj", "v_proj", "o_proj"]}
+
+
+def scenario(row: dict) -> dict:
+    n, nodes = int(row["n_gpus"]), int(row["nodes"])
+    tp, pp, cp, vpp = (int(row[k]) for k in ("tp", "pp", "cp", "vpp"))
+    mb, gbs, seq = int(row["micro_batch"]), int(row["global_batch"]), int(row["seq_len"])
+    dp = n // (tp * pp * cp)
+    return {"model": row["model"], "task": "train", "framework": "megatron", "gpu": row["gpu"],
+            "num_gpus": n // nodes, "num_nodes": nodes, "tp": tp, "pp": pp, "cp": cp, "vpp": vpp,
+            "seq_len": seq, "micro_batch_size": mb, "grad_accum_steps": max(1, gbs // (mb * dp)),
+            "precision": "fp8-mixed", "train_tokens": float(row["samples_to_converge"]) * seq,
+            "grad_checkpointing": row["recompute"],
+            **(LORA if row["benchmark"] == "llama2_70b_lora" else {})}
+
+
+def why_not(row: dict) -> str | None:
+    if row["precision"] == "fp4":
+        return "fp4 (NVFP4) training: gpuplan models fp8 and bf16 training only"
+    if not row["gpu"] or row["gpu"] not in FABRIC:
+        return f"{row['accelerator']}: the node's fabric is not transcribed"
+    return None
+
+
+def run(rows: list[dict]) -> tuple[list[dict], list[dict]]:
+    scored, skipped = [], []
+    for row in rows:
+        reason = why_not(row)
+        if reason is None:
+            try:
+                fields = scenario(row)
+                s = scenario_from(fields)
+                m, gpu = load_model(s.model), load_gpu(s.gpu)
+                speed = speed_of(s, m, gpu, Network(intra_node="nvlink", inter_node="infiniband",
+                                                    inter_node_gbps=FABRIC[row["gpu"]]))
+                memory = estimate(fields, advise=False).memory
+            except GpuplanError as err:
+                reason = str(err)
+        if reason:
+            skipped.append({**row, "why": reason})
+            continue
+        train_s = s.train_tokens / speed.tokens_per_s
+        eval_s = int(row["evals"]) * int(row["eval_samples"] or 0) * s.seq_len * forward_share(s, m) / \
+            speed.tokens_per_s
+        minutes = (train_s + eval_s) / 60
+        measured = float(row["time_to_train_min"])
+        scored.append({**row, "estimated_min": minutes, "eval_min": eval_s / 60,
+                       "error_pct": 100 * (minutes - measured) / measured,
+                       "device_gib": memory.device_peak_gib, "fits": memory.fits})
+    return scored, skipped
+
+
+def _median_abs(rows: list[dict]) -> float | None:
+    return statistics.median(abs(r["error_pct"]) for r in rows) if rows else None
+
+
+def report(scored: list[dict], skipped: list[dict]) -> str:
+    lines = ["## MLPerf Training: time to train", "",
+             "gpuplan's time to train (samples to the target x 8,192 tokens at its throughput for the submission's "
+             "own layout, plus the logged evaluation passes) against NVIDIA's MLPerf Training submissions (NeMo); "
+             "median of each system's runs; error = (estimate - measured) / measured. Source: "
+             "bench/data/mlperf-training.csv (`python bench/make_mlperf.py`); no gpuplan constant was fitted on "
+             "these rows (all held out). Memory: the device peak gpuplan predicts per GPU (the job ran, so it must "
+             "fit).", "",
+             "| id | round | system | benchmark | GPUs | TP/PP/VP/CP | GBS | measured min | gpuplan min (eval) | "
+             "error % | GiB/GPU fits |", "|---|---|---|---|---|---|---|---:|---:|---:|---|"]
+    for r in scored:
+        lines.append(f"| {r['id']} | v{r['round']} | {r['system']} | {r['benchmark']} | {r['n_gpus']}x {r['gpu']} | "
+                     f"{r['tp']}/{r['pp']}/{r['vpp']}/{r['cp']} | {r['global_batch']} | "
+                     f"{float(r['time_to_train_min']):.2f} | {r['estimated_min']:.2f} ({r['eval_min']:.2f}) | "
+                     f"{r['error_pct']:+.1f} | {r['device_gib']:.1f} {'yes' if r['fits'] else 'NO'} |")
+    lines += ["", "| benchmark | rows | median abs error % | within 15 % | memory fits |", "|---|---:|---:|---:|---:|"]
+    groups: dict[str, list[dict]] = {}
+    for r in scored:
+        groups.setdefault(r["benchmark"], []).append(r)
+    for name, rows in [*groups.items(), ("all", scored)]:
+        lines.append(f"| {name} | {len(rows)} | {_median_abs(rows):.1f} | "
+                     f"{sum(abs(r['error_pct']) <= 15 for r in rows)} | {sum(bool(r['fits']) for r in rows)} |")
+    lines += ["", "Not expressed:", ""]
+    lines += [f"- {r['id']} v{r['round']} {r['system']} {r['benchmark']}: {r['why']}" for r in skipped]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    with DATA.open() as f:
+        rows = list(csv.DictReader(f))
+    text = report(*run(rows))
+    print(text)
+    if "--write" in sys.argv:
+        RESULTS.write_text(text)
+
+
+if __name__ == "__main__":
+    main()

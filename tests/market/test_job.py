@@ -1,0 +1,59 @@
+"""Whole jobs: time to train = tokens / throughput, plus the evaluation passes and checkpoint saves asked for, each
+its own part of the hours and the cost (gpuplan/market/job.py). Checked by hand on the bundled MLPerf-shaped
+Llama-3.1-8B pre-training (256 B200, global batch 128 x 4 x 1 = 512 sequences of 8,192 tokens = 4,194,304 tokens
+per step)."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpuplan import GpuplanError, estimate
+from gpuplan.scenario import load_scenario
+
+EXAMPLE = "examples/mlperf-llama31-8b-pretrain.yaml"
+
+
+def _plan(**fields):
+    s = load_scenario(EXAMPLE)
+    return estimate({**s.model_dump(exclude_unset=True), **fields}, advise=False)
+
+
+def test_default_is_the_training_time_alone():
+    """Without eval_interval and save_interval the hours are train_tokens / tokens_per_s, as before."""
+    plan = _plan()
+    assert plan.cost.job is None
+    assert plan.cost.hours == pytest.approx(1e10 / plan.speed.tokens_per_s / 3600, rel=1e-12)
+
+
+def test_evaluation_and_checkpoint_pauses_by_hand():
+    """1e10 tokens = ceil(1e10 / 4,194,304) = 2,385 steps. Every 100 steps an evaluation of NeMo's 32 global
+    batches (134,217,728 tokens): 23 passes, each a forward, 2·N + 4·L·a·d·s FLOPs per token against the step's
+    6·N + 12·L·a·d·s (selective recompute of core attention adds no matmul): exactly a third of a training token's
+    time. Every 500 steps a save of 8,030,261,248 parameters x 14 B (bf16 weights, fp32 master and two Adam
+    moments) = 112.42 GB at disk_gbs 1 GB/s = 112.4 s: 4 saves."""
+    base = _plan()
+    plan = _plan(eval_interval=100, save_interval=500)
+    job, tps = plan.cost.job, plan.speed.tokens_per_s
+    assert (job.steps, job.evaluations, job.saves) == (2385, 23, 4)
+    assert job.eval_tokens == 32 * 4_194_304
+    assert job.train_h == pytest.approx(base.cost.hours, rel=1e-12)
+    assert job.eval_h == pytest.approx(23 * 134_217_728 / 3 / tps / 3600, rel=1e-9)
+    assert job.checkpoint_h == pytest.approx(4 * 8_030_261_248 * 14 / 1e9 / 3600, rel=1e-9)
+    assert plan.cost.hours == pytest.approx(job.train_h + job.eval_h + job.checkpoint_h, rel=1e-12)
+    assert plan.cost.usd_total == pytest.approx(plan.cost.hours * plan.cost.usd_per_hour, rel=1e-12)
+    assert plan.to_dict()["cost"]["job"]["saves"] == 4
+
+
+def test_eval_tokens_given():
+    plan = _plan(eval_interval=1000, eval_tokens=1e6)
+    assert plan.cost.job.evaluations == 2 and plan.cost.job.eval_tokens == 1e6
+
+
+@pytest.mark.parametrize("fields, message", [
+    ({"eval_tokens": 1e6}, "give eval_interval"),
+    ({"framework": "hf", "eval_interval": 10}, "give eval_tokens"),
+])
+def test_evaluation_needs_its_size(fields, message):
+    with pytest.raises(GpuplanError, match=message):
+        estimate({"model": "llama-3.1-8b", "task": "train", "method": "lora", "gpu": "h100-sxm",
+                  "framework": "megatron", **fields}, advise=False)
