@@ -216,11 +216,14 @@ def stage_weights(s: Scenario, m: ModelSpec, stage: Stage, gpu: GpuSpec | None) 
 def mxfp4_padding(m: ModelSpec, tp: int, gpu: GpuSpec | None, version: str | None = None) -> float:
     """Expert bytes vLLM holds after loading MXFP4 experts for its kernel, over the checkpoint's
     (``vllm/model_executor/layers/fused_moe/oracle/mxfp4.py`` ``mxfp4_round_up_hidden_size_and_intermediate_size``):
-    Marlin (Ampere, Ada; Hopper before 0.11, whose wheels came without OpenAI's triton_kernels: vllm#23278's
-    0.10.1 log on an H100 warns "Weight-only FP4 compression will be used leveraging the Marlin kernel" and
-    loads gpt-oss-120b in 65.97 GiB, this rule's 65.90) rounds the hidden size up to 256 and the per-rank
-    intermediate size to 128; the Triton backend (Hopper from 0.11, Blackwell) rounds the intermediate size to
-    64, and on Hopper its swizzled layout holds ``VLLM_MXFP4_TRITON_HOPPER_LOAD`` more at the end of loading."""
+    Marlin (Ampere, Ada; Hopper up to 0.11.0, whose wheels came without OpenAI's triton_kernels, so that
+    ``get_mxfp4_backend`` finds no ``triton_kernels`` module and falls back: vllm#23278's 0.10.1 log on an H100
+    warns "Weight-only FP4 compression will be used leveraging the Marlin kernel" and loads gpt-oss-120b in
+    65.97 GiB, this rule's 65.90; vllm#26582 "vllm v0.11.0 installed via uv pip install vllm" still lacks it)
+    rounds the hidden size up to 256 and the per-rank intermediate size to 128; the Triton backend (Hopper from
+    0.11.1, the first release with vLLM PR #27370 of 2025-10-22, "Add triton_kernels dependency ... on Hopper
+    both commands default to using the Triton implementation"; Blackwell) rounds the intermediate size to 64, and
+    on Hopper its swizzled layout holds ``VLLM_MXFP4_TRITON_HOPPER_LOAD`` more at the end of loading."""
     h = m.hidden_size
     inter = max((lin.in_features for layer in m.layers for lin in layer.linears if lin.group == "experts"
                  and lin.out_features == h), default=0)
@@ -229,7 +232,7 @@ def mxfp4_padding(m: ModelSpec, tp: int, gpu: GpuSpec | None, version: str | Non
     part = inter / tp
     hopper = gpu is not None and gpu.generation == "Hopper"
     if gpu is not None and (gpu.generation in ("Ampere", "Ada", "Turing", "Volta")
-                            or (hopper and version_tuple(version) < (0, 11, 0))):
+                            or (hopper and version_tuple(version) < (0, 11, 1))):
         hp, ip = math.ceil(h / 256) * 256, math.ceil(part / 128) * 128
         return (hp * ip) / (h * part)
     pad = math.ceil(part / 64) * 64 / part
