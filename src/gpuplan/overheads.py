@@ -87,6 +87,11 @@ CUDA_TOTAL_BELOW_USABLE_GIB = 0.41
 # RTX 3090 "total_gpu_memory=23.58GiB" (vllm#10517) and "total_gpu_memory (23.58GiB)" (vLLM PR #14447); RTX 4090
 # 23.55 GiB from vllm#13061's parts (a check).
 CUDA_TOTAL_BELOW_CONSUMER_SIZE_GIB = 0.42
+# cudaMemGetInfo's total where a public log states it (GiB): RTX PRO 6000 Blackwell (Server Edition)
+# "device_total_memory_bytes": 101976440832 (casys-kaist/LLMServingSim bench/examples/RTXPRO6000/*/vllm/meta.json,
+# vLLM 0.28.0), 0.62 GiB below its 97,887 MiB; A10 "GPU 0 has a total capacity of 22.18 GiB" (torch's OOM message,
+# OpenBMB/MiniCPM-V#640 on one A10).
+CUDA_TOTAL_MEASURED_GIB = {"nvidia-rtx-pro-6000-blackwell": 101_976_440_832 / 2**30, "nvidia-a10": 22.18}
 # Non-torch memory the profiling run counts, in GiB. V0 (vLLM PR #10511 H100 logs, Dec 2024): 1.79 on one GPU,
 # 3.58 at TP 2. V1 up to 0.17: 0.13, 0.55 with TP (formulas.md section 8; llm-d-planner Qwen3-14B 0.15-0.17).
 # From 0.18 (llm-d-planner vLLM 0.18/0.19 H100 runs): 0.25 on one GPU; 2.07 at TP 2 and 2.13-2.17 at TP 4 (NCCL

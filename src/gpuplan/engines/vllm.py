@@ -86,14 +86,14 @@ class Rules:
         return f"vLLM {self.version} ({self.engine.upper()} engine)"
 
 
-def rules(s: Scenario) -> Rules:
+def rules(s: Scenario, gpu: GpuSpec | None = None) -> Rules:
     v = version_tuple(s.engine_version)
     text = s.engine_version or CURRENT_VERSION
     return Rules(version=text, engine="v0" if v < (0, 8, 0) else "v1",
                  logits_all_tokens=(0, 8, 0) <= v < (0, 9, 0),
                  sampler_bytes=oh.VLLM_SAMPLER_EARLY_BYTES if v < (0, 17, 0) else oh.VLLM_SAMPLER_BYTES,
                  v0_hidden_bytes=oh.VLLM_V0_EARLY_FWD_HIDDEN_BYTES if v < (0, 6, 5) else oh.VLLM_FWD_HIDDEN_BYTES,
-                 cudagraphs_in_budget=v >= (0, 21, 0) and not s.enforce_eager, non_torch_gib=_non_torch_gib(v, s))
+                 cudagraphs_in_budget=v >= (0, 21, 0) and not s.enforce_eager, non_torch_gib=_non_torch_gib(v, s, gpu))
 
 
 def async_scheduling(s: Scenario) -> bool:
@@ -110,22 +110,32 @@ def reserve_full_sequence(s: Scenario) -> bool:
     return version_tuple(s.engine_version) >= (0, 19, 0)
 
 
-def _non_torch_gib(v: tuple[int, int, int], s: Scenario) -> float:
+def _non_torch_gib(v: tuple[int, int, int], s: Scenario, gpu: GpuSpec | None = None) -> float:
     """Memory outside torch that the profiling run counts (NCCL, custom all-reduce, cuBLAS workspaces). V0 changed
     what it counts twice: before 0.6.5 (vLLM PR #9352's accounting) the whole non-torch use after profiling, the
     CUDA context included; in 0.6.5-0.6.x (PR #10511) the increase since a baseline taken before the model loads;
-    from 0.7.0 (PR #12126) a baseline taken after it."""
+    from 0.7.0 (PR #12126) a baseline taken after it.
+
+    V1's extra under tensor parallelism (0.55 GiB to 0.17, ~2.1 GiB from 0.18) was measured on NVLink H100 nodes,
+    where the all-reduce paths that keep device buffers live (custom all-reduce's IPC buffers, NVLink SHARP) are
+    on; on cards without NVLink vLLM turns custom all-reduce off beyond two GPUs (``custom_all_reduce.py``: "not
+    supported on more than two PCIe-only GPUs") and there is no NVLink SHARP, so the single-GPU figure is taken:
+    LLMServingSim's Qwen3-32B on 2x RTX PRO 6000 (vLLM 0.28.0, custom all-reduce off) then lands at -1.6 % KV
+    tokens instead of -4.5 %, vLLM PR #20665's DeepSeek-V2-Lite on L4s (0.9.2, TP 2 x PP 2) at -0.8 % instead of
+    -4.3 %, vllm#17469's Qwen3-30B-A3B on 4x A10 (0.8.5) at -7.6 % instead of -18.6 % (with the A10's measured
+    total); vllm#13061's 2x RTX 4090 on V0 0.7 logged 0.25 GiB at TP 2 (V0's 0.16 single-GPU figure + NCCL)."""
     if v < (0, 6, 5):
         return oh.VLLM_V0_EARLY_NON_TORCH_GIB
     if v < (0, 7, 0):
         return oh.VLLM_V0_NON_TORCH_GIB * (2 if s.tp > 1 else 1)
     if v < (0, 8, 0):
         return oh.VLLM_V0_LATE_NON_TORCH_GIB
+    nvlink_tp = s.tp > 1 and (gpu is None or bool(gpu.nvlink_bandwidth_gbs))
     if v < (0, 18, 0):
-        return oh.VLLM_V1_EARLY_NON_TORCH_TP_GIB if s.tp > 1 else oh.VLLM_V1_EARLY_NON_TORCH_GIB
-    if s.tp > 1:
+        return oh.VLLM_V1_EARLY_NON_TORCH_TP_GIB if nvlink_tp else oh.VLLM_V1_EARLY_NON_TORCH_GIB
+    if nvlink_tp:
         return oh.VLLM_NON_TORCH_TP_GIB + oh.VLLM_NON_TORCH_PER_TP_RANK_GIB * s.tp
-    return oh.VLLM_NON_TORCH_PP_GIB if s.pp > 1 else oh.VLLM_NON_TORCH_GIB
+    return oh.VLLM_NON_TORCH_PP_GIB if s.pp > 1 and s.tp == 1 else oh.VLLM_NON_TORCH_GIB
 
 
 # ---- scheduler limits ------------------------------------------------------------------------------
@@ -142,7 +152,10 @@ def cuda_total_gib(gpu: GpuSpec) -> float:
     """What ``cudaMemGetInfo`` reports as total: the usable memory less the driver's own reserve
     (H100 80GB: 79.19 GiB in vLLM's logs against 79.6 GiB usable). An Ampere or Ada GeForce card shows its whole
     GDDR (24,576 MiB on a 3090 or 4090) and the driver's reserve comes off that (RTX 3090: 23.58 of 24 GiB); a
-    GeForce RTX 5090 shows 32,607 MiB (vllm#34076), the usable figure's rule."""
+    GeForce RTX 5090 shows 32,607 MiB (vllm#34076), the usable figure's rule. Cards whose total a public log
+    states take it as measured (``CUDA_TOTAL_MEASURED_GIB``)."""
+    if gpu.id in oh.CUDA_TOTAL_MEASURED_GIB:
+        return oh.CUDA_TOTAL_MEASURED_GIB[gpu.id]
     if gpu.segment == "consumer" and gpu.generation in ("Ampere", "Ada"):
         return gpu.memory_gib - oh.CUDA_TOTAL_BELOW_CONSUMER_SIZE_GIB
     return gpu.usable_gib - oh.CUDA_TOTAL_BELOW_USABLE_GIB
@@ -401,7 +414,7 @@ class StartupMemory:
 
 def startup_memory(s: Scenario, m: ModelSpec, gpu: GpuSpec, total_gib: float | None = None) -> StartupMemory:
     """The budget, the profiled non-KV memory and the KV pool vLLM computes at startup on ``gpu``."""
-    r = rules(s)
+    r = rules(s, gpu)
     lim = scheduler_limits(s, m, gpu)
     total = (total_gib if total_gib is not None else cuda_total_gib(gpu)) * GIB
     requested = math.ceil(total * s.gpu_memory_utilization)
