@@ -28,11 +28,12 @@ Rules by release (each dated by the log or source it comes from; :func:`rules` p
 - V1 0.8: fp32 logits of every batched token, 4.86 bytes per token x vocab entry.
 - V1 0.9 to 0.16: the sampler's dummy run over ``max_num_seqs`` rows holds 38.9 bytes per row x vocab entry
   (Llama-3.1-8B 4.76 GiB, Qwen3-14B 5.64 GiB at 1,024 sequences, llm-d-planner's vLLM 0.15/0.16 H100 runs;
-  vllm#27508's gpt-oss-120b at 1,024 batched tokens keeps it); non-torch 0.13 GiB, 0.55 GiB with TP.
+  vllm#27508's gpt-oss-120b at 1,024 batched tokens keeps it); non-torch 0.13 GiB, 0.55 GiB with TP over NVLink.
 - V1 from 0.17: the peak is the larger of the forward and the sampler's ``max_num_seqs x vocab`` sort (15.2
   bytes per element: Llama-3.1-8B 1.89 GiB, Qwen2.5-7B 2.21 GiB, Gemma-2 3.64 GiB at 1,024 sequences, llm-d-planner
-  vLLM 0.17-0.19 runs); non-torch 0.25 GiB on one GPU, ~2.1 GiB at TP >= 2 (NCCL and custom all-reduce buffers
-  allocated in the profiling run), 0.07 GiB per pipeline stage.
+  vLLM 0.17-0.19 runs); non-torch 0.25 GiB on one GPU, ~2.1 GiB at TP >= 2 over NVLink (NCCL and custom
+  all-reduce buffers allocated in the profiling run; cards without NVLink keep the one-GPU figure), 0.07 GiB per
+  pipeline stage.
 - From 0.21: the CUDA-graph estimate comes out of the KV budget.
 
 Scheduler defaults (``vllm/engine/arg_utils.py`` ``EngineArgs.get_batch_defaults`` and
