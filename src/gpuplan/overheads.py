@@ -118,8 +118,8 @@ VLLM_NON_TORCH_PP_GIB = 0.07
 # (Llama-3.1-8B 4.76 GiB, Qwen3-14B 5.64 GiB: the ratio of their vocabularies).
 VLLM_FWD_HIDDEN_BYTES = 12
 # vLLM's Triton MXFP4 MoE backend on Hopper (from 0.11.1, vLLM PR #27370): what "Model loading took" adds over the
-# expert bytes (its swizzled value and scale layouts): vllm#33155, vLLM 0.14.1, gpt-oss-120b on one H100: 64.38 GiB loaded
-# against 60.77 GiB of checkpoint (56.83 GiB of experts): +3.61 / 56.83. One log: a calibration row of
+# expert bytes (its swizzled value and scale layouts): vllm#33155, vLLM 0.14.1, gpt-oss-120b on one H100: 64.38 GiB
+# loaded against 60.77 GiB of checkpoint (56.83 GiB of experts): +3.61 / 56.83. One log: a calibration row of
 # bench/serving/vllm_startup_cases.yaml, not a check.
 VLLM_MXFP4_TRITON_HOPPER_LOAD = 0.0635
 VLLM_FWD_MLP_BYTES = 6
