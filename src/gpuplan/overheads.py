@@ -123,7 +123,13 @@ VLLM_FWD_HIDDEN_BYTES = 12
 # bench/serving/vllm_startup_cases.yaml, not a check.
 VLLM_MXFP4_TRITON_HOPPER_LOAD = 0.0635
 VLLM_FWD_MLP_BYTES = 6
-VLLM_SAMPLER_BYTES = 15.2
+# The sampler from 0.17 as a line through the three llm-d-planner vocabularies at 1,024 sequences (Llama-3.1-8B
+# 1.89 GiB at 131.3 M elements, Gemma-2 3.64 GiB at 262.1 M, Qwen2.5-7B 2.21 GiB at 155.7 M, which the line gives
+# as 2.22): 14.37 bytes per element plus 0.133 GiB whatever the batch. The fixed part matters where max_num_seqs
+# is small (LLMServingSim's RTX 4090 and RTX PRO 6000 runs at 256 and 128 sequences); at 1,024 it is the 15.2
+# bytes per element these constants replace.
+VLLM_SAMPLER_BYTES = 14.37
+VLLM_SAMPLER_FIXED_GIB = 0.133
 # Up to 0.16 the same llm-d-planner runs (8,192 batched tokens, 1,024 sequences) give 4.86 bytes per batched token
 # x vocab entry, which is 4.86 x 8,192 / 1,024 = 38.9 bytes per sampled row x vocab entry: V1's dummy run hands
 # the sampler one hidden state per request (gpu_model_runner.py ``_dummy_run`` returns

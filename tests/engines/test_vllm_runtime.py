@@ -22,11 +22,12 @@ def sc(**kw):
 
 def test_pool_is_budget_less_weights_peak_and_non_torch():
     # vLLM 0.19 on an H100 at 0.95: requested = ceil(79.19 GiB x 0.95); the peak is the sampler's
-    # 15.2 B x 1,024 sequences x 128,256 vocab = 1.86 GiB (> the 8,192-token forward); non-torch 0.25 GiB.
+    # 0.133 GiB + 14.37 B x 1,024 sequences x 128,256 vocab = 1.89 GiB (> the 8,192-token forward); non-torch
+    # 0.25 GiB.
     s = sc(engine_version="0.19.0", gpu_memory_utilization=0.95, max_model_len=8192)
     mem = vllm.startup_memory(s, load_model("llama-3.1-8b"), H100)
     requested = math.ceil((H100.usable_gib - 0.41) * GIB * 0.95)
-    sampler = 15.2 * 1024 * 128_256
+    sampler = 0.133 * GIB + 14.37 * 1024 * 128_256
     assert mem.requested == requested and mem.activation == pytest.approx(sampler)
     assert mem.kv_pool == pytest.approx(requested - mem.weights - sampler - 0.25 * GIB)
     assert mem.kv_pool / GIB == pytest.approx(58.11, rel=0.01)  # llm-d-planner's vLLM 0.19 log

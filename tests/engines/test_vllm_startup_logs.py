@@ -26,7 +26,7 @@ def engine(**kw):
 def test_qwen3_32b_tp2_on_rtx_pro_6000_vllm_0_28():
     """LLMServingSim's bundle (bench/examples/RTXPRO6000/Qwen3-32B/vllm/meta.json, vLLM 0.28.0, TP 2 with custom
     all-reduce off, 128 sequences, 2,048 batched tokens, 0.92, max_model_len 40,960): 28,884 blocks = 462,144
-    tokens, concurrency 11.28. gpuplan: -1.6 %; with the NVLink H100 TP figure (2.07 GiB non-torch) it was -4.5 %."""
+    tokens, concurrency 11.28. gpuplan: -1.8 %; with the NVLink H100 TP figure (2.07 GiB non-torch) it was -4.5 %."""
     _, e = engine(model="qwen3-32b", gpu="rtx-pro-6000-blackwell", engine_version="0.28.0", tp=2, num_gpus=2,
                   gpu_memory_utilization=0.92, max_num_seqs=128, max_num_batched_tokens=2048, max_model_len=40960)
     assert e["kv_cache_tokens"] == pytest.approx(462_144, rel=0.025)
@@ -35,7 +35,7 @@ def test_qwen3_32b_tp2_on_rtx_pro_6000_vllm_0_28():
 
 def test_llama_8b_on_rtx_pro_6000_vllm_0_28():
     """The same bundle set, Llama-3.1-8B on one card (131,072 max_model_len): 35,913 blocks = 574,608 tokens,
-    concurrency 4.38; cudaMemGetInfo total 101,976,440,832 B. gpuplan: +1.9 %."""
+    concurrency 4.38; cudaMemGetInfo total 101,976,440,832 B. gpuplan: +1.8 %."""
     _, e = engine(model="llama-3.1-8b", gpu="rtx-pro-6000-blackwell", engine_version="0.28.0",
                   gpu_memory_utilization=0.92, max_num_seqs=128, max_num_batched_tokens=2048, max_model_len=131072)
     assert e["kv_cache_tokens"] == pytest.approx(574_608, rel=0.03)
@@ -72,7 +72,7 @@ def test_gpt_oss_20b_sliding_window_hybrid_on_a100_vllm_0_19():
     """myoceane.fr (2026-04-18, vLLM 0.19.0, A100 80GB, `vllm serve openai/gpt-oss-20b --max-model-len 131072
     --gpu-memory-utilization 0.65`): 'Model loading took 13.72 GiB memory', 'Available KV cache memory: 36.56 GiB'.
     Ampere runs the MXFP4 experts on Marlin (hidden 2,880 -> 3,072, intermediate 2,880 -> 2,944). gpuplan: weights
-    -0.4 %, pool +0.7 %."""
+    -0.4 %, pool +0.5 %."""
     m, e = engine(model="gpt-oss-20b", gpu="a100-sxm4-80gb", engine_version="0.19.0",
                   gpu_memory_utilization=0.65, max_model_len=131072)
     assert m.weights_gib == pytest.approx(13.72, rel=0.01)

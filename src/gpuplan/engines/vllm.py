@@ -29,11 +29,11 @@ Rules by release (each dated by the log or source it comes from; :func:`rules` p
 - V1 0.9 to 0.16: the sampler's dummy run over ``max_num_seqs`` rows holds 38.9 bytes per row x vocab entry
   (Llama-3.1-8B 4.76 GiB, Qwen3-14B 5.64 GiB at 1,024 sequences, llm-d-planner's vLLM 0.15/0.16 H100 runs;
   vllm#27508's gpt-oss-120b at 1,024 batched tokens keeps it); non-torch 0.13 GiB, 0.55 GiB with TP over NVLink.
-- V1 from 0.17: the peak is the larger of the forward and the sampler's ``max_num_seqs x vocab`` sort (15.2
-  bytes per element: Llama-3.1-8B 1.89 GiB, Qwen2.5-7B 2.21 GiB, Gemma-2 3.64 GiB at 1,024 sequences, llm-d-planner
-  vLLM 0.17-0.19 runs); non-torch 0.25 GiB on one GPU, ~2.1 GiB at TP >= 2 over NVLink (NCCL and custom
-  all-reduce buffers allocated in the profiling run; cards without NVLink keep the one-GPU figure), 0.07 GiB per
-  pipeline stage.
+- V1 from 0.17: the peak is the larger of the forward and the sampler's ``max_num_seqs x vocab`` sort (14.37
+  bytes per element plus 0.133 GiB: Llama-3.1-8B 1.89 GiB, Qwen2.5-7B 2.21 GiB, Gemma-2 3.64 GiB at 1,024
+  sequences, llm-d-planner vLLM 0.17-0.19 runs); non-torch 0.25 GiB on one GPU, ~2.1 GiB at TP >= 2 over
+  NVLink (NCCL and custom all-reduce buffers allocated in the profiling run; cards without NVLink keep the one-GPU
+  figure), 0.07 GiB per pipeline stage.
 - From 0.21: the CUDA-graph estimate comes out of the KV budget.
 
 Scheduler defaults (``vllm/engine/arg_utils.py`` ``EngineArgs.get_batch_defaults`` and
@@ -78,6 +78,7 @@ class Rules:
     engine: str  # v0 | v1
     logits_all_tokens: bool  # V1 0.8: the profiling run's logits cover every batched token
     sampler_bytes: float  # V1 from 0.9: bytes per sampled row x vocab entry of the dummy sampler run
+    sampler_fixed: float  # V1 from 0.17: bytes of the sampler's peak whatever the batch
     v0_hidden_bytes: float  # V0: forward temporaries per batched token x hidden
     cudagraphs_in_budget: bool  # >= 0.21
     non_torch_gib: float
@@ -93,6 +94,7 @@ def rules(s: Scenario, gpu: GpuSpec | None = None) -> Rules:
     return Rules(version=text, engine="v0" if v < (0, 8, 0) else "v1",
                  logits_all_tokens=(0, 8, 0) <= v < (0, 9, 0),
                  sampler_bytes=oh.VLLM_SAMPLER_EARLY_BYTES if v < (0, 17, 0) else oh.VLLM_SAMPLER_BYTES,
+                 sampler_fixed=0.0 if v < (0, 17, 0) else oh.VLLM_SAMPLER_FIXED_GIB * GIB,
                  v0_hidden_bytes=oh.VLLM_V0_EARLY_FWD_HIDDEN_BYTES if v < (0, 6, 5) else oh.VLLM_FWD_HIDDEN_BYTES,
                  cudagraphs_in_budget=v >= (0, 21, 0) and not s.enforce_eager, non_torch_gib=_non_torch_gib(v, s, gpu))
 
@@ -121,7 +123,7 @@ def _non_torch_gib(v: tuple[int, int, int], s: Scenario, gpu: GpuSpec | None = N
     where the all-reduce paths that keep device buffers live (custom all-reduce's IPC buffers, NVLink SHARP) are
     on; on cards without NVLink vLLM turns custom all-reduce off beyond two GPUs (``custom_all_reduce.py``: "not
     supported on more than two PCIe-only GPUs") and there is no NVLink SHARP, so the single-GPU figure is taken:
-    LLMServingSim's Qwen3-32B on 2x RTX PRO 6000 (vLLM 0.28.0, custom all-reduce off) then lands at -1.6 % KV
+    LLMServingSim's Qwen3-32B on 2x RTX PRO 6000 (vLLM 0.28.0, custom all-reduce off) then lands at -1.8 % KV
     tokens instead of -4.5 %, vLLM PR #20665's DeepSeek-V2-Lite on L4s (0.9.2, TP 2 x PP 2) at -0.8 % instead of
     -4.3 %, vllm#17469's Qwen3-30B-A3B on 4x A10 (0.8.5) at -7.6 % instead of -18.6 % (with the A10's measured
     total); vllm#13061's 2x RTX 4090 on V0 0.7 logged 0.25 GiB at TP 2 (V0's 0.16 single-GPU figure + NCCL)."""
@@ -290,7 +292,7 @@ def profile_peak(r: Rules, m: ModelSpec, lim: Limits, stage: Stage, tp: int) -> 
         return fwd, rows * m.vocab_size * 4.0
     if r.logits_all_tokens:
         return fwd, oh.VLLM_LOGITS_ALL_BYTES * tokens * m.vocab_size
-    return fwd, r.sampler_bytes * rows * m.vocab_size
+    return fwd, r.sampler_fixed + r.sampler_bytes * rows * m.vocab_size
 
 
 def capture_sizes(max_num_seqs: int, gpu: GpuSpec | None) -> list[int]:
