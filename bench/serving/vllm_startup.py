@@ -33,8 +33,8 @@ experts on Marlin up to vLLM 0.11.0 (vLLM PR #27370 brought triton_kernels in 0.
 the TP non-torch extra needs NVLink (L4, A10, RTX PRO 6000 rows); cudaMemGetInfo totals measured for the A10 and
 the RTX PRO 6000; the sampler's peak from 0.17 as 0.133 GiB + 14.37 B per element (the same llm-d fit, with its
 intercept: LLMServingSim's RTX 4090 row at 256 sequences +9.8% -> +7.7%). Open: 2x RTX 4090 on V0 0.7 (+18.6%
-tokens, V0 printed the other rank's smaller pool), one RTX 4090 on 0.19 (+7.7%: ~0.35 GiB that no rule here explains), 4x A10 Qwen3-30B-A3B on 0.8.5 (-7.6%, its
-gpu_memory_utilization not in the log)."""
+tokens, V0 printed the other rank's smaller pool), one RTX 4090 on 0.19 (+7.7%: ~0.35 GiB that no rule here
+explains), 4x A10 Qwen3-30B-A3B on 0.8.5 (-7.6%, its gpu_memory_utilization not in the log)."""
 
 
 def predict(scenario: dict) -> tuple[float, int, float, float]:
