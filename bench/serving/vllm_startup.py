@@ -26,7 +26,7 @@ from gpuplan import estimate  # noqa: E402
 
 # What changed the check rows' medians, kept with the table it explains (the same rows scored by the code before
 # and after; `git log bench/serving/vllm_startup_cases.yaml` has the rows' history).
-HISTORY = """Check rows, median |error| before -> after (same 35 rows, gpuplan 0ca0851 -> this commit): KV pool 2.1% ->
+HISTORY = """Check rows, median |error| before -> after (same 33 rows, gpuplan 0ca0851 -> this branch): KV pool 2.1% ->
 1.3% (n 6), KV tokens 4.6% -> 3.6% (n 8), concurrency 4.3% -> 1.9% (n 5), weights 0.2% -> 0.2% (n 5); most generous
 pool +91% -> +2.4%, most conservative tokens -18.6% -> -7.6%. The rules that moved them: Hopper runs gpt-oss's MXFP4
 experts on Marlin up to vLLM 0.11.0 (vLLM PR #27370 brought triton_kernels in 0.11.1: vllm#27508 +91% -> +1.8%);
