@@ -94,3 +94,31 @@ def test_tensor_parallel_non_torch_needs_nvlink_for_its_extra():
     assert non_torch("0.15.0", "h100-sxm", 2) == pytest.approx(0.55)
     assert non_torch("0.15.0", "nvidia-l4", 2) == pytest.approx(0.13)
     assert non_torch("0.6.5", "rtx-4090", 2) == pytest.approx(3.58)  # V0 0.6.5-0.6.x: PR #10511's accounting
+
+
+def test_gpt_oss_20b_sliding_window_hybrid_under_tp2_on_h100s():
+    """llm-d-planner's vLLM 0.19.0 log (openai-gpt-oss-20b--h100-80gb--tp2pp1dp1--8192.log, defaults 0.9 / 8,192
+    tokens / 1,024 sequences): 'Requested memory ... 71.27 GiB', 'Total non KV cache memory: 11.95GiB', 'weights
+    memory: 7.01GiB', 'GPU KV cache size: 2,591,776 tokens', 'Maximum concurrency for 8,192 tokens per request:
+    316.07x'. The sliding-window and full-attention layers (12 + 12) share one block pool; at 8,192 tokens the
+    128-token window still holds its window plus a step. gpuplan: pool +0.3 %, tokens +0.3 %, weights -2.7 %."""
+    m, e = engine(model="gpt-oss-20b", gpu="h100-sxm", engine_version="0.19.0", tp=2, num_gpus=2,
+                  gpu_memory_utilization=0.9, max_model_len=8192)
+    assert e["available_kv_cache_gib"] == pytest.approx(71.27 - 11.95, rel=0.01)
+    assert e["kv_cache_tokens"] == pytest.approx(2_591_776, rel=0.01)
+    assert e["max_concurrency_at_max_model_len"] == pytest.approx(316.07, rel=0.01)
+    assert m.weights_gib == pytest.approx(7.01, rel=0.035)
+
+
+def test_gemma_3_27b_hybrid_groups_on_h100():
+    """llm-d-planner's vLLM 0.19.0 log (google-gemma-3-27b-it--h100-80gb--tp1pp1dp1--8192.log, 0.95): 'weights
+    memory: 51.45GiB', 'Available KV cache memory: 19.53 GiB', 'Add 8 padding layers, may waste at most 15.38% KV
+    cache memory', 'GPU KV cache size: 36,560 tokens', 'Maximum concurrency for 8,192 tokens per request: 4.46x'.
+    gpuplan: +3.2 % on the pool and the same on tokens (the grouping is right; the pool misses 0.26 GiB of peak
+    and 0.35 GiB of vision weights)."""
+    m, e = engine(model="gemma-3-27b", gpu="h100-sxm", engine_version="0.19.0", gpu_memory_utilization=0.95,
+                  max_model_len=8192)
+    assert m.weights_gib == pytest.approx(51.45, rel=0.01)
+    assert e["available_kv_cache_gib"] == pytest.approx(19.53, rel=0.04)
+    assert e["kv_cache_tokens"] == pytest.approx(36_560, rel=0.04)
+    assert e["kv_cache_tokens"] / e["available_kv_cache_gib"] == pytest.approx(36_560 / 19.53, rel=0.005)
