@@ -87,6 +87,11 @@ CUDA_TOTAL_BELOW_USABLE_GIB = 0.41
 # RTX 3090 "total_gpu_memory=23.58GiB" (vllm#10517) and "total_gpu_memory (23.58GiB)" (vLLM PR #14447); RTX 4090
 # 23.55 GiB from vllm#13061's parts (a check).
 CUDA_TOTAL_BELOW_CONSUMER_SIZE_GIB = 0.42
+# cudaMemGetInfo's total where a public log states it (GiB): RTX PRO 6000 Blackwell (Server Edition)
+# "device_total_memory_bytes": 101976440832 (casys-kaist/LLMServingSim bench/examples/RTXPRO6000/*/vllm/meta.json,
+# vLLM 0.28.0), 0.62 GiB below its 97,887 MiB; A10 "GPU 0 has a total capacity of 22.18 GiB" (torch's OOM message,
+# OpenBMB/MiniCPM-V#640 on one A10).
+CUDA_TOTAL_MEASURED_GIB = {"nvidia-rtx-pro-6000-blackwell": 101_976_440_832 / 2**30, "nvidia-a10": 22.18}
 # Non-torch memory the profiling run counts, in GiB. V0 (vLLM PR #10511 H100 logs, Dec 2024): 1.79 on one GPU,
 # 3.58 at TP 2. V1 up to 0.17: 0.13, 0.55 with TP (formulas.md section 8; llm-d-planner Qwen3-14B 0.15-0.17).
 # From 0.18 (llm-d-planner vLLM 0.18/0.19 H100 runs): 0.25 on one GPU; 2.07 at TP 2 and 2.13-2.17 at TP 4 (NCCL
@@ -112,13 +117,19 @@ VLLM_NON_TORCH_PP_GIB = 0.07
 # Qwen2.5-7B 2.21, Gemma-2 3.62-3.66, gpt-oss 2.87 GiB. Up to 0.16: 4.86 bytes per batched token x vocab entry
 # (Llama-3.1-8B 4.76 GiB, Qwen3-14B 5.64 GiB: the ratio of their vocabularies).
 VLLM_FWD_HIDDEN_BYTES = 12
-# vLLM's Triton MXFP4 MoE backend on Hopper (from 0.11): what "Model loading took" adds over the expert bytes
-# (its swizzled value and scale layouts): vllm#33155, vLLM 0.14.1, gpt-oss-120b on one H100: 64.38 GiB loaded
-# against 60.77 GiB of checkpoint (56.83 GiB of experts): +3.61 / 56.83. One log: a calibration row of
+# vLLM's Triton MXFP4 MoE backend on Hopper (from 0.11.1, vLLM PR #27370): what "Model loading took" adds over the
+# expert bytes (its swizzled value and scale layouts): vllm#33155, vLLM 0.14.1, gpt-oss-120b on one H100: 64.38 GiB
+# loaded against 60.77 GiB of checkpoint (56.83 GiB of experts): +3.61 / 56.83. One log: a calibration row of
 # bench/serving/vllm_startup_cases.yaml, not a check.
 VLLM_MXFP4_TRITON_HOPPER_LOAD = 0.0635
 VLLM_FWD_MLP_BYTES = 6
-VLLM_SAMPLER_BYTES = 15.2
+# The sampler from 0.17 as a line through the three llm-d-planner vocabularies at 1,024 sequences (Llama-3.1-8B
+# 1.89 GiB at 131.3 M elements, Gemma-2 3.64 GiB at 262.1 M, Qwen2.5-7B 2.21 GiB at 155.7 M, which the line gives
+# as 2.22): 14.37 bytes per element plus 0.133 GiB whatever the batch. The fixed part matters where max_num_seqs
+# is small (LLMServingSim's RTX 4090 and RTX PRO 6000 runs at 256 and 128 sequences); at 1,024 it is the 15.2
+# bytes per element these constants replace.
+VLLM_SAMPLER_BYTES = 14.37
+VLLM_SAMPLER_FIXED_GIB = 0.133
 # Up to 0.16 the same llm-d-planner runs (8,192 batched tokens, 1,024 sequences) give 4.86 bytes per batched token
 # x vocab entry, which is 4.86 x 8,192 / 1,024 = 38.9 bytes per sampled row x vocab entry: V1's dummy run hands
 # the sampler one hidden state per request (gpu_model_runner.py ``_dummy_run`` returns

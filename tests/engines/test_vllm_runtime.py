@@ -22,11 +22,12 @@ def sc(**kw):
 
 def test_pool_is_budget_less_weights_peak_and_non_torch():
     # vLLM 0.19 on an H100 at 0.95: requested = ceil(79.19 GiB x 0.95); the peak is the sampler's
-    # 15.2 B x 1,024 sequences x 128,256 vocab = 1.86 GiB (> the 8,192-token forward); non-torch 0.25 GiB.
+    # 0.133 GiB + 14.37 B x 1,024 sequences x 128,256 vocab = 1.89 GiB (> the 8,192-token forward); non-torch
+    # 0.25 GiB.
     s = sc(engine_version="0.19.0", gpu_memory_utilization=0.95, max_model_len=8192)
     mem = vllm.startup_memory(s, load_model("llama-3.1-8b"), H100)
     requested = math.ceil((H100.usable_gib - 0.41) * GIB * 0.95)
-    sampler = 15.2 * 1024 * 128_256
+    sampler = 0.133 * GIB + 14.37 * 1024 * 128_256
     assert mem.requested == requested and mem.activation == pytest.approx(sampler)
     assert mem.kv_pool == pytest.approx(requested - mem.weights - sampler - 0.25 * GIB)
     assert mem.kv_pool / GIB == pytest.approx(58.11, rel=0.01)  # llm-d-planner's vLLM 0.19 log
@@ -72,13 +73,14 @@ def test_v1_up_to_0_16_sampler_peak_scales_with_sampled_rows_times_vocab():
 
 
 def test_gpt_oss_120b_at_1024_batched_tokens_keeps_the_sampler_peak_vllm27508():
-    """vllm#27508 (H100, torch 2.8 = vLLM 0.10.2 or 0.11.0): `--gpu-memory-utilization 0.95
-    --max-num-batched-tokens 1024` left 1.71 GiB. Budget ceil(79.19 x 0.95) = 75.23 GiB. The sampler keeps its
-    1,024 rows: 38.9 B x 1,024 x 201,088 = 7.46 GiB, as at 8,192 tokens (the per-token reading, 0.93 GiB, would
-    leave ~8 GiB). With the Marlin experts' 65.97 GiB (0.10.x): 75.23 - 65.97 - 7.46 - 0.13 - 0.12 = 1.55 GiB
-    (-9 %); with 0.11's Triton layout (64.38 GiB) 3.1 GiB: which release the log came from decides it."""
+    """vllm#27508 (H100, vLLM 0.11.0: its gpu_worker.py:298 / core.py:708 lines are 0.11.0's, as in vllm#26612):
+    `--gpu-memory-utilization 0.95 --max-num-batched-tokens 1024` left 1.71 GiB. Budget ceil(79.19 x 0.95) =
+    75.23 GiB. The sampler keeps its 1,024 rows: 38.9 B x 1,024 x 201,088 = 7.46 GiB, as at 8,192 tokens (the
+    per-token reading, 0.93 GiB, would leave ~8 GiB). 0.11.0's wheel had no triton_kernels (vLLM PR #27370 added
+    the dependency for 0.11.1), so its experts are Marlin's 65.97 GiB: 75.23 - 65.97 - 7.46 - 0.13 = 1.67 GiB
+    (-2 %); from 0.11.1 the Triton layout (64.38 GiB) leaves 3.3 GiB."""
     m = load_model("gpt-oss-120b")
-    for version, low, high in (("0.10.2", 1.4, 1.9), ("0.11.0", 2.9, 3.4)):
+    for version, low, high in (("0.10.2", 1.55, 1.9), ("0.11.0", 1.55, 1.9), ("0.11.1", 3.0, 3.5)):
         s = scenario_from(dict(model="gpt-oss-120b", task="infer", engine="vllm", gpu="h100-sxm",
                                engine_version=version, gpu_memory_utilization=0.95, max_num_batched_tokens=1024))
         mem = vllm.startup_memory(s, m, H100)
@@ -182,11 +184,12 @@ def test_mxfp4_experts_are_padded_for_marlin_on_ampere():
     m = load_model("gpt-oss-20b")
     # hidden 2880 -> 3072 (256), intermediate 2880 / tp 2 = 1440 -> 1536 (128)
     assert vllm.mxfp4_padding(m, 2, load_gpu("nvidia-a100-sxm4-80gb")) == pytest.approx(3072 * 1536 / (2880 * 1440))
-    # Triton (Hopper from 0.11): intermediate to 64, and the swizzled layout's load overhead (vllm#33155)
+    # Triton (Hopper from 0.11.1, vLLM PR #27370): intermediate to 64, and the swizzled layout's load overhead
+    # (vllm#33155)
     assert vllm.mxfp4_padding(m, 2, H100) == pytest.approx(1472 / 1440 * (1 + oh.VLLM_MXFP4_TRITON_HOPPER_LOAD))
-    # Hopper before 0.11 ran Marlin (no triton_kernels in the wheel: vllm#23278's warning)
-    old = vllm.mxfp4_padding(m, 2, H100, "0.10.1")
-    assert old == pytest.approx(3072 * 1536 / (2880 * 1440))
+    # Hopper up to 0.11.0 ran Marlin (no triton_kernels in the wheel: vllm#23278's warning, vllm#26582)
+    for old in ("0.10.1", "0.11.0"):
+        assert vllm.mxfp4_padding(m, 2, H100, old) == pytest.approx(3072 * 1536 / (2880 * 1440))
 
 
 def test_gpt_oss_120b_on_one_h100_does_not_start_at_the_defaults():

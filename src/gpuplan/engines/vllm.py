@@ -28,11 +28,12 @@ Rules by release (each dated by the log or source it comes from; :func:`rules` p
 - V1 0.8: fp32 logits of every batched token, 4.86 bytes per token x vocab entry.
 - V1 0.9 to 0.16: the sampler's dummy run over ``max_num_seqs`` rows holds 38.9 bytes per row x vocab entry
   (Llama-3.1-8B 4.76 GiB, Qwen3-14B 5.64 GiB at 1,024 sequences, llm-d-planner's vLLM 0.15/0.16 H100 runs;
-  vllm#27508's gpt-oss-120b at 1,024 batched tokens keeps it); non-torch 0.13 GiB, 0.55 GiB with TP.
-- V1 from 0.17: the peak is the larger of the forward and the sampler's ``max_num_seqs x vocab`` sort (15.2
-  bytes per element: Llama-3.1-8B 1.89 GiB, Qwen2.5-7B 2.21 GiB, Gemma-2 3.64 GiB at 1,024 sequences, llm-d-planner
-  vLLM 0.17-0.19 runs); non-torch 0.25 GiB on one GPU, ~2.1 GiB at TP >= 2 (NCCL and custom all-reduce buffers
-  allocated in the profiling run), 0.07 GiB per pipeline stage.
+  vllm#27508's gpt-oss-120b at 1,024 batched tokens keeps it); non-torch 0.13 GiB, 0.55 GiB with TP over NVLink.
+- V1 from 0.17: the peak is the larger of the forward and the sampler's ``max_num_seqs x vocab`` sort (14.37
+  bytes per element plus 0.133 GiB: Llama-3.1-8B 1.89 GiB, Qwen2.5-7B 2.21 GiB, Gemma-2 3.64 GiB at 1,024
+  sequences, llm-d-planner vLLM 0.17-0.19 runs); non-torch 0.25 GiB on one GPU, ~2.1 GiB at TP >= 2 over
+  NVLink (NCCL and custom all-reduce buffers allocated in the profiling run; cards without NVLink keep the one-GPU
+  figure), 0.07 GiB per pipeline stage.
 - From 0.21: the CUDA-graph estimate comes out of the KV budget.
 
 Scheduler defaults (``vllm/engine/arg_utils.py`` ``EngineArgs.get_batch_defaults`` and
@@ -77,6 +78,7 @@ class Rules:
     engine: str  # v0 | v1
     logits_all_tokens: bool  # V1 0.8: the profiling run's logits cover every batched token
     sampler_bytes: float  # V1 from 0.9: bytes per sampled row x vocab entry of the dummy sampler run
+    sampler_fixed: float  # V1 from 0.17: bytes of the sampler's peak whatever the batch
     v0_hidden_bytes: float  # V0: forward temporaries per batched token x hidden
     cudagraphs_in_budget: bool  # >= 0.21
     non_torch_gib: float
@@ -86,14 +88,15 @@ class Rules:
         return f"vLLM {self.version} ({self.engine.upper()} engine)"
 
 
-def rules(s: Scenario) -> Rules:
+def rules(s: Scenario, gpu: GpuSpec | None = None) -> Rules:
     v = version_tuple(s.engine_version)
     text = s.engine_version or CURRENT_VERSION
     return Rules(version=text, engine="v0" if v < (0, 8, 0) else "v1",
                  logits_all_tokens=(0, 8, 0) <= v < (0, 9, 0),
                  sampler_bytes=oh.VLLM_SAMPLER_EARLY_BYTES if v < (0, 17, 0) else oh.VLLM_SAMPLER_BYTES,
+                 sampler_fixed=0.0 if v < (0, 17, 0) else oh.VLLM_SAMPLER_FIXED_GIB * GIB,
                  v0_hidden_bytes=oh.VLLM_V0_EARLY_FWD_HIDDEN_BYTES if v < (0, 6, 5) else oh.VLLM_FWD_HIDDEN_BYTES,
-                 cudagraphs_in_budget=v >= (0, 21, 0) and not s.enforce_eager, non_torch_gib=_non_torch_gib(v, s))
+                 cudagraphs_in_budget=v >= (0, 21, 0) and not s.enforce_eager, non_torch_gib=_non_torch_gib(v, s, gpu))
 
 
 def async_scheduling(s: Scenario) -> bool:
@@ -110,22 +113,32 @@ def reserve_full_sequence(s: Scenario) -> bool:
     return version_tuple(s.engine_version) >= (0, 19, 0)
 
 
-def _non_torch_gib(v: tuple[int, int, int], s: Scenario) -> float:
+def _non_torch_gib(v: tuple[int, int, int], s: Scenario, gpu: GpuSpec | None = None) -> float:
     """Memory outside torch that the profiling run counts (NCCL, custom all-reduce, cuBLAS workspaces). V0 changed
     what it counts twice: before 0.6.5 (vLLM PR #9352's accounting) the whole non-torch use after profiling, the
     CUDA context included; in 0.6.5-0.6.x (PR #10511) the increase since a baseline taken before the model loads;
-    from 0.7.0 (PR #12126) a baseline taken after it."""
+    from 0.7.0 (PR #12126) a baseline taken after it.
+
+    V1's extra under tensor parallelism (0.55 GiB to 0.17, ~2.1 GiB from 0.18) was measured on NVLink H100 nodes,
+    where the all-reduce paths that keep device buffers live (custom all-reduce's IPC buffers, NVLink SHARP) are
+    on; on cards without NVLink vLLM turns custom all-reduce off beyond two GPUs (``custom_all_reduce.py``: "not
+    supported on more than two PCIe-only GPUs") and there is no NVLink SHARP, so the single-GPU figure is taken:
+    LLMServingSim's Qwen3-32B on 2x RTX PRO 6000 (vLLM 0.28.0, custom all-reduce off) then lands at -1.8 % KV
+    tokens instead of -4.5 %, vLLM PR #20665's DeepSeek-V2-Lite on L4s (0.9.2, TP 2 x PP 2) at -0.8 % instead of
+    -4.3 %, vllm#17469's Qwen3-30B-A3B on 4x A10 (0.8.5) at -7.6 % instead of -18.6 % (with the A10's measured
+    total); vllm#13061's 2x RTX 4090 on V0 0.7 logged 0.25 GiB at TP 2 (V0's 0.16 single-GPU figure + NCCL)."""
     if v < (0, 6, 5):
         return oh.VLLM_V0_EARLY_NON_TORCH_GIB
     if v < (0, 7, 0):
         return oh.VLLM_V0_NON_TORCH_GIB * (2 if s.tp > 1 else 1)
     if v < (0, 8, 0):
         return oh.VLLM_V0_LATE_NON_TORCH_GIB
+    nvlink_tp = s.tp > 1 and (gpu is None or bool(gpu.nvlink_bandwidth_gbs))
     if v < (0, 18, 0):
-        return oh.VLLM_V1_EARLY_NON_TORCH_TP_GIB if s.tp > 1 else oh.VLLM_V1_EARLY_NON_TORCH_GIB
-    if s.tp > 1:
+        return oh.VLLM_V1_EARLY_NON_TORCH_TP_GIB if nvlink_tp else oh.VLLM_V1_EARLY_NON_TORCH_GIB
+    if nvlink_tp:
         return oh.VLLM_NON_TORCH_TP_GIB + oh.VLLM_NON_TORCH_PER_TP_RANK_GIB * s.tp
-    return oh.VLLM_NON_TORCH_PP_GIB if s.pp > 1 else oh.VLLM_NON_TORCH_GIB
+    return oh.VLLM_NON_TORCH_PP_GIB if s.pp > 1 and s.tp == 1 else oh.VLLM_NON_TORCH_GIB
 
 
 # ---- scheduler limits ------------------------------------------------------------------------------
@@ -142,7 +155,10 @@ def cuda_total_gib(gpu: GpuSpec) -> float:
     """What ``cudaMemGetInfo`` reports as total: the usable memory less the driver's own reserve
     (H100 80GB: 79.19 GiB in vLLM's logs against 79.6 GiB usable). An Ampere or Ada GeForce card shows its whole
     GDDR (24,576 MiB on a 3090 or 4090) and the driver's reserve comes off that (RTX 3090: 23.58 of 24 GiB); a
-    GeForce RTX 5090 shows 32,607 MiB (vllm#34076), the usable figure's rule."""
+    GeForce RTX 5090 shows 32,607 MiB (vllm#34076), the usable figure's rule. Cards whose total a public log
+    states take it as measured (``CUDA_TOTAL_MEASURED_GIB``)."""
+    if gpu.id in oh.CUDA_TOTAL_MEASURED_GIB:
+        return oh.CUDA_TOTAL_MEASURED_GIB[gpu.id]
     if gpu.segment == "consumer" and gpu.generation in ("Ampere", "Ada"):
         return gpu.memory_gib - oh.CUDA_TOTAL_BELOW_CONSUMER_SIZE_GIB
     return gpu.usable_gib - oh.CUDA_TOTAL_BELOW_USABLE_GIB
@@ -216,11 +232,14 @@ def stage_weights(s: Scenario, m: ModelSpec, stage: Stage, gpu: GpuSpec | None) 
 def mxfp4_padding(m: ModelSpec, tp: int, gpu: GpuSpec | None, version: str | None = None) -> float:
     """Expert bytes vLLM holds after loading MXFP4 experts for its kernel, over the checkpoint's
     (``vllm/model_executor/layers/fused_moe/oracle/mxfp4.py`` ``mxfp4_round_up_hidden_size_and_intermediate_size``):
-    Marlin (Ampere, Ada; Hopper before 0.11, whose wheels came without OpenAI's triton_kernels: vllm#23278's
-    0.10.1 log on an H100 warns "Weight-only FP4 compression will be used leveraging the Marlin kernel" and
-    loads gpt-oss-120b in 65.97 GiB, this rule's 65.90) rounds the hidden size up to 256 and the per-rank
-    intermediate size to 128; the Triton backend (Hopper from 0.11, Blackwell) rounds the intermediate size to
-    64, and on Hopper its swizzled layout holds ``VLLM_MXFP4_TRITON_HOPPER_LOAD`` more at the end of loading."""
+    Marlin (Ampere, Ada; Hopper up to 0.11.0, whose wheels came without OpenAI's triton_kernels, so that
+    ``get_mxfp4_backend`` finds no ``triton_kernels`` module and falls back: vllm#23278's 0.10.1 log on an H100
+    warns "Weight-only FP4 compression will be used leveraging the Marlin kernel" and loads gpt-oss-120b in
+    65.97 GiB, this rule's 65.90; vllm#26582 "vllm v0.11.0 installed via uv pip install vllm" still lacks it)
+    rounds the hidden size up to 256 and the per-rank intermediate size to 128; the Triton backend (Hopper from
+    0.11.1, the first release with vLLM PR #27370 of 2025-10-22, "Add triton_kernels dependency ... on Hopper
+    both commands default to using the Triton implementation"; Blackwell) rounds the intermediate size to 64, and
+    on Hopper its swizzled layout holds ``VLLM_MXFP4_TRITON_HOPPER_LOAD`` more at the end of loading."""
     h = m.hidden_size
     inter = max((lin.in_features for layer in m.layers for lin in layer.linears if lin.group == "experts"
                  and lin.out_features == h), default=0)
@@ -229,7 +248,7 @@ def mxfp4_padding(m: ModelSpec, tp: int, gpu: GpuSpec | None, version: str | Non
     part = inter / tp
     hopper = gpu is not None and gpu.generation == "Hopper"
     if gpu is not None and (gpu.generation in ("Ampere", "Ada", "Turing", "Volta")
-                            or (hopper and version_tuple(version) < (0, 11, 0))):
+                            or (hopper and version_tuple(version) < (0, 11, 1))):
         hp, ip = math.ceil(h / 256) * 256, math.ceil(part / 128) * 128
         return (hp * ip) / (h * part)
     pad = math.ceil(part / 64) * 64 / part
@@ -273,7 +292,7 @@ def profile_peak(r: Rules, m: ModelSpec, lim: Limits, stage: Stage, tp: int) -> 
         return fwd, rows * m.vocab_size * 4.0
     if r.logits_all_tokens:
         return fwd, oh.VLLM_LOGITS_ALL_BYTES * tokens * m.vocab_size
-    return fwd, r.sampler_bytes * rows * m.vocab_size
+    return fwd, r.sampler_fixed + r.sampler_bytes * rows * m.vocab_size
 
 
 def capture_sizes(max_num_seqs: int, gpu: GpuSpec | None) -> list[int]:
@@ -398,7 +417,7 @@ class StartupMemory:
 
 def startup_memory(s: Scenario, m: ModelSpec, gpu: GpuSpec, total_gib: float | None = None) -> StartupMemory:
     """The budget, the profiled non-KV memory and the KV pool vLLM computes at startup on ``gpu``."""
-    r = rules(s)
+    r = rules(s, gpu)
     lim = scheduler_limits(s, m, gpu)
     total = (total_gib if total_gib is not None else cuda_total_gib(gpu)) * GIB
     requested = math.ceil(total * s.gpu_memory_utilization)
