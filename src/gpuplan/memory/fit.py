@@ -130,8 +130,10 @@ def _check_gpu(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> None:
 
 def memory_report(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> tuple[Estimate, MemoryReport]:
     capacity = gpu.usable_gib if gpu else None
-    e = training_memory(s, m, capacity) if s.task == "train" else inference_memory(s, m, capacity, gpu)
-    e.outside_allocator = device_overheads(s, gpu.generation if gpu else None)
+    outside = device_overheads(s, gpu.generation if gpu else None)
+    e = training_memory(s, m, capacity, sum(outside.values()) / GIB) if s.task == "train" else \
+        inference_memory(s, m, capacity, gpu)
+    e.outside_allocator = outside
     e.outside_allocator.update(e.extra.pop("outside", {}))
     other = {k: v / GIB for k, v in e.other.items()}
     device = e.device / GIB

@@ -23,9 +23,11 @@ from ..tensors.state import attention_kernel, lora_targets, optimizer_step_tempo
 from .megatron import megatron_memory
 
 
-def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None) -> Estimate:
-    """The peak of one training step of ``s`` per GPU; ``capacity_gib`` (the card's usable memory) only matters
-    to stacks that size buffers from the free memory (Unsloth's fused loss)."""
+def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None,
+                    outside_gib: float = 0.0) -> Estimate:
+    """The peak of one training step of ``s`` per GPU; ``capacity_gib`` (the card's usable memory) and
+    ``outside_gib`` (what lives outside PyTorch's allocator: the CUDA context) only matter to stacks that size
+    buffers from the memory the driver reports free (Unsloth's fused loss: :func:`_free_at_loss`)."""
     if s.framework == "megatron":
         return megatron_memory(s, m)
     e = Estimate()
@@ -50,16 +52,16 @@ def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None
     in_flight = min(pp, s.grad_accum_steps) if pp > 1 else 1  # 1F1B: first stage holds pp micro-batches
     A_all = in_flight * sum(resident)
     lm_head_cast = mixed and (autocast_fp32 or rt.head_upcast(s))
-    loss = rt.loss(s, m, setup, lm_head_cast, capacity_gib * GIB if capacity_gib else None) if pp == 1 else None
+    other = {**engine.buffers(s, m, rt, st), **rt.extras(s, m, shard)}
+    persistent_other = sum(other.values())
+    free = _free_at_loss(s, m, setup, e.weights + persistent_other + A_all, capacity_gib, outside_gib, engine.slack)
+    loss = rt.loss(s, m, setup, lm_head_cast, free) if pp == 1 else None
     lsaved, lfwd, lbwd, held = (loss.saved + head_inputs(s, m, setup), loss.forward, loss.backward,
                                 loss.held) if loss else (0.0, 0.0, 0.0, 0.0)
     fwd_kinds = {layer: act.forward_transient(layer, m, setup) for layer in kinds}
-    bwd_kinds = {layer: act.backward_transient(layer, m, setup) for layer in kinds}
+    bwd_kinds = {layer: rt.backward_transient(layer, m, setup) for layer in kinds}
     fwd_tmp = max(fwd_kinds[layer] for layer in stage_layers)
     grads_prev = grads_total if s.grad_accum_steps > 1 else 0.0
-
-    other = {**engine.buffers(s, m, rt, st), **rt.extras(s, m, shard)}
-    persistent_other = sum(other.values())
 
     # forward: all kept activations + the logits and loss at the end (and the output the loop keeps)
     forward = grads_prev + A_all + max(fwd_tmp, lsaved + lfwd + held)
@@ -97,6 +99,19 @@ def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None
     e.extra["params_trainable"] = st.trainable
     e.assumptions += rt.notes(s)
     return e
+
+
+def _free_at_loss(s: Scenario, m: ModelSpec, setup, before: float, capacity_gib: float | None,
+                  outside_gib: float, slack: float) -> float | None:
+    """What ``torch.cuda.mem_get_info`` reports free when the loss first runs (None without a card): the card
+    less the memory outside the allocator and what the allocator reserved for the weights, the buffers, the
+    kept activations and the head's saved inputs (``before`` + :func:`head_inputs`, with the allocator's slack).
+    That is the first step's forward, before the optimizer has made its states or any gradient exists: unsloth-zoo
+    reads the free memory once and caches the chunk size (``functools.cache`` on ``_get_chunk_multiplier``)."""
+    if capacity_gib is None:
+        return None
+    allocated = before + head_inputs(s, m, setup)
+    return (capacity_gib - outside_gib) * GIB - allocated * (1 + slack)
 
 
 def _model_state(e: Estimate, s: Scenario, m: ModelSpec, rt, engine) -> State:
