@@ -302,6 +302,44 @@ def unsloth_readme(row):
                             "4.46-4.48 share the shifted fp32 copy in the loss)"), None
 
 
+# the table gives VRAM only: an Ampere card of that size (Apple's Cut Cross Entropy, which Unsloth ran then, needs
+# Ampere or newer: cut_cross_entropy/cce.py), the A100 80GB the 70B text names
+UNSLOTH_CARDS = {"8": "rtx-3070", "12": "rtx-3060", "16": "rtx-a4000", "24": "rtx-3090", "40": "a100-pcie-40gb",
+                 "48": "rtx-a6000", "80": "a100-sxm4-80gb"}
+SOLVER_LIMIT = 131_072  # the longest sequence gpuplan's solver tries for Llama 3.x (advice.largest_fitting)
+
+
+def unsloth_context_table(row):
+    """Unsloth README 'Context length benchmarks' (2025-01-14, the rows of unsloth.ai/blog/llama3-3), both columns:
+    the longest sequence that fits, QLoRA rank 32 on all linear layers, batch 1, sequences padded to length, by
+    VRAM; 'OOM' rows must not fit at 512 tokens. Unsloth's column: ``use_gradient_checkpointing='unsloth'`` and, in
+    December 2024, Apple's Cut Cross Entropy for the loss (no logits); gpuplan models today's Unsloth, whose fused
+    loss takes half of the memory left free. The Hugging Face column is the HF stack as :func:`unsloth_readme`
+    expresses its 80 GB row. AdamW as for that row (the optimizer is not stated)."""
+    vram = row["gpu"].split()[0]
+    model = "llama-3.3-70b" if "70B" in row["model"] else "llama-3.1-8b"
+    unsloth = "Unsloth column" in row["source"]
+    scenario = dict(model=model, task="train", framework="unsloth" if unsloth else "hf", method="qlora", quant="nf4",
+                    lora_rank=32, lora_targets="all-linear", micro_batch_size=1, seq_len=2048,
+                    gpu=UNSLOTH_CARDS[vram])
+    if not unsloth:
+        scenario.update(grad_checkpointing="full", attention="flash", transformers_version="4.47")
+    notes = [f"{UNSLOTH_CARDS[vram]} for the unnamed {vram} GB card" if model == "llama-3.1-8b" or vram != "80"
+             else "A100 80GB (named)", "AdamW (not stated)"]
+    notes.append("Unsloth's offloaded checkpointing and fused loss (today's; the table's Cut Cross Entropy kept no "
+                 "logits)" if unsloth else "HF + FA2: checkpointing on, transformers 4.47 (December 2024)")
+    if row["metric"] == "oom_flag":
+        scenario["seq_len"] = 512
+        return dict(scenario=scenario, assumptions="; ".join([*notes, "'OOM': must not fit at 512 tokens"])), None
+    if float(row["value"]) > SOLVER_LIMIT:
+        return None, (f"{int(float(row['value'])):,} tokens is beyond the {SOLVER_LIMIT:,} the solver searches "
+                      "(Llama 3.1's context; Unsloth extends it by RoPE scaling); tests/stacks/test_unsloth_context.py "
+                      "checks the memory at that length instead")
+    notes.append("compared as the longest seq_len that fits (the value is tokens)")
+    return dict(scenario=scenario, level="max_seq_len", measured_gib=float(row["value"]),
+                assumptions="; ".join(notes)), None
+
+
 def answerai(row):
     """Answer.AI fsdp_qlora ``train.py`` (benchmarks_03_2024.md): a plain PyTorch loop (framework pytorch) over
     transformers' Llama with peft, FSDP1 ``full_shard`` over 2 GPUs (``ddp`` = NO_SHARD), pure bf16 (its default
@@ -350,6 +388,8 @@ RULES = {
     "torchtitan benchmarks (Dec 2024)": torchtitan,
     "llama.cpp quantize README": llama_cpp,
     "Unsloth README max-context benchmark": unsloth_readme,
+    "Unsloth README context table (Unsloth column)": unsloth_context_table,
+    "Unsloth README context table (HF + FA2 column)": unsloth_context_table,
     "Answer.AI fsdp_qlora benchmarks (Mar 2024)": answerai,
 }
 # published rows of the training stacks that measured-public.csv does not hold, transcribed with their locators
