@@ -171,6 +171,11 @@ class Stack:
         out["cuBLAS workspace"] = oh.CUBLAS_WORKSPACE_GIB * oh.GIB
         return out
 
+    def layer_buffers(self, extras: dict[str, float]) -> dict[str, float]:
+        """Those of ``extras`` that exist only while a decoder layer runs: the 4-bit weight dequantized for the
+        matmul that runs (the output head is not 4-bit, so none at the loss)."""
+        return {k: v for k, v in extras.items() if k == "dequantized 4-bit weight"}
+
     def kernels(self, s: Scenario):
         """The kernels this stack runs for the parts of a step it changes (:mod:`.speed`)."""
         from .speedups import kernels
