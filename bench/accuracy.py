@@ -29,6 +29,11 @@ MISS_PCT = 10.0  # a case outside +-10% is a miss; a group with misses gets its 
 
 # Why a source misses, where it does: read before trusting its rows.
 WHY = {  # first matching key (a substring of the source) wins
+    "torchtune README (Llama 3.1": "'Peak Memory per GPU' is not named (compared as allocated, torchtune's "
+                                   "counters); the 8B LoRA row (16.2 GiB) sits below the bf16 weights + "
+                                   "checkpoints + bf16 logits of the stated setup (16.9 GiB): it fits activation "
+                                   "offloading (single-device LoRA had it from 2024-09-16, off in the config); the "
+                                   "405B row runs the config's batch 1 (batch 2 exceeds it by its lower bound)",
     "torchtune README (2024-04": "alpaca lengths vary (the 512-token maximum is modelled) and the 4-GPU FSDP "
                                  "row's statistic is not named (compared as allocated, torchtune's own log)",
     "torchtune docs QLoRA": "the training 'reserved' keeps the allocator's blocks from the bf16 load-and-quantize "
