@@ -29,6 +29,11 @@ MISS_PCT = 10.0  # a case outside +-10% is a miss; a group with misses gets its 
 
 # Why a source misses, where it does: read before trusting its rows.
 WHY = {  # first matching key (a substring of the source) wins
+    "torchtune README (Llama 3.1": "'Peak Memory per GPU' is not named (compared as allocated, torchtune's "
+                                   "counters); the 8B LoRA row (16.2 GiB) sits below the bf16 weights + "
+                                   "checkpoints + bf16 logits of the stated setup (16.9 GiB): it fits activation "
+                                   "offloading (single-device LoRA had it from 2024-09-16, off in the config); the "
+                                   "405B row runs the config's batch 1 (batch 2 exceeds it by its lower bound)",
     "torchtune README (2024-04": "alpaca lengths vary (the 512-token maximum is modelled) and the 4-GPU FSDP "
                                  "row's statistic is not named (compared as allocated, torchtune's own log)",
     "torchtune docs QLoRA": "the training 'reserved' keeps the allocator's blocks from the bf16 load-and-quantize "
@@ -48,6 +53,14 @@ WHY = {  # first matching key (a substring of the source) wins
                   "(the 70B 2D row 11 % low, its async-TP twin 6 %, which measures 4.3 GiB less); the two 405B 3D "
                   "rows put the same tokens through the same layout and 1F1B schedule (4 x 8,192 vs 1 x 32,768 per "
                   "micro-batch) yet measure 82.5 and 75.3 GiB: no per-token rule tells them apart",
+    "context table (Unsloth": "the rows at the edge of the card (8 GB: 2,972 tokens; 70B on 48 GB: 12,106) turn "
+                              "on a few hundred MiB: gpuplan's peak at the published length is within 7 % of the "
+                              "card there, yet the longest fitting sequence is 4-9x shorter; the table's Unsloth "
+                              "(December 2024) computed the loss with Cut Cross Entropy, no logits at all, today's "
+                              "fused loss takes half of what is left free",
+    "context table (HF": "the 12 GB row (932 tokens) is at the edge of the card: a few hundred MiB of the fixed part "
+                         "move it by half; the optimizer is not stated (AdamW taken: the 70B row's 1.5 GiB of fp32 "
+                         "states; with the README example's 8-bit AdamW it comes to 6,715 tokens, -3 %)",
     "Unsloth README": "HF + FlashAttention-2 baseline of Unsloth's table (December 2024: transformers 4.46-4.48, "
                       "whose ForCausalLMLoss shifted an fp32 copy of the logits, modelled); the smaller cards' rows "
                       "are linear in VRAM (likely extrapolated), only the 80 GB row is used",

@@ -245,6 +245,56 @@ def torchtune(row):
     return dict(scenario=scenario, assumptions="; ".join(notes), fixed_length=packed), None
 
 
+def torchtune_llama31(row):
+    """torchtune README 'Memory and training speed' (2024-09-24): Llama 3.1 with the llama3_1 recipe configs of that
+    commit (30b8519e8) and the table's note: batch 2 without accumulation, packed to 2,048, compile on. The configs:
+    activation checkpointing on, CEWithChunkedOutputLoss (405B: torch.nn.CrossEntropyLoss), AdamW fused (8B full:
+    bnb PagedAdamW8bit with optimizer_in_bwd), LoRA r=8 on q,v (8B LoRA), r=8 on all linears (8B QLoRA), r=16 on
+    q,k,v (70B), r=16 on all linears (405B); one dtype, bf16. 'Peak Memory per GPU' is not named: compared as
+    allocated, torchtune's own counters (peak active bytes are allocated blocks)."""
+    if "offload" in row["parallelism"]:
+        return None, ("70B full: custom_sharded_layers (embeddings and head as FSDP units of their own) with "
+                      "CPUOffloadPolicy is not a gpuplan scenario")
+    model = {"meta-llama/Llama-3.1-8B-Instruct": "llama-3.1-8b", "meta-llama/Llama-3.1-70B-Instruct": "llama-3.1-70b",
+             "meta-llama/Llama-3.1-405B-Instruct": "llama-3.1-405b"}[row["model"]]
+    scenario = dict(model=model, task="train", framework="torchtune", micro_batch_size=2, seq_len=2048,
+                    grad_checkpointing="full", precision="bf16-true", attention="sdpa", compile=True,
+                    optimizer="adamw", optimizer_impl="fused", loss="full" if model == "llama-3.1-405b" else "chunked",
+                    gpu={"RTX 4090 24GB": "rtx-4090", "RTX A6000 48GB": "rtx-a6000"}.get(row["gpu"], "a100-sxm4-80gb"))
+    notes = ["batch 2 x 2,048 packed, compile (the table's note); the llama3_1 config of 2024-09-24 for the rest"]
+    if row["workload"] == "full-FT":
+        scenario.update(method="full", optimizer="paged-adamw-8bit", optimizer_in_backward=True)
+    elif model == "llama-3.1-8b":
+        scenario.update(method=row["workload"].lower(), lora_rank=8,
+                        lora_targets=["q_proj", "v_proj"] if row["workload"] == "LoRA" else "all-linear")
+    else:
+        scenario.update(method=row["workload"].lower(), lora_rank=16,
+                        lora_targets=["q_proj", "k_proj", "v_proj"] if row["workload"] == "LoRA" else "all-linear")
+    if int(row["n_gpus"]) > 1:
+        scenario.update(num_gpus=int(row["n_gpus"]), strategy="fsdp")
+        notes.append("8 x A100 taken as 80GB; FSDP2 (lora_finetune_distributed)")
+    case = dict(scenario=scenario, level="allocated")
+    if model == "llama-3.1-405b":
+        # batch 2 cannot have run as the note says: the NF4 shard (24.3 GiB), the unsharded root unit holding the
+        # output head (7.8 GiB) and the checkpoints of 2 x 2,048 tokens (126 x 4,096 x 16,384 x 2 B = 15.8 GiB)
+        # exceed the 44.8 alone, and the distributed LoRA recipe had no activation offloading before 2024-10-03
+        # (#1645): the config's batch_size 1. torchtune logs GiB (get_memory_stats divides by 1024**3)
+        scenario["micro_batch_size"] = 1
+        case["measured_gib"] = float(row["value"])
+        notes.append("the config's batch_size 1 (batch 2, the note's, exceeds the row by its lower bound: NF4 shard "
+                     "+ unsharded root + checkpoints); the config's torch.nn.CrossEntropyLoss; '44.8 GB' taken as "
+                     "the GiB torchtune's get_memory_stats logs (the other rows print GiB)")
+    if "A6000" in row["gpu"]:
+        # the same config as the 4090 row 14-18 GiB higher: which setting changed is not stated; the estimate
+        # with activation checkpointing off matches, so the row is shown as calibration, not counted
+        scenario["grad_checkpointing"] = "none"
+        case["calibration"] = True
+        notes.append("activation checkpointing off: inferred from the 14-18 GiB over the 4090 row of the same "
+                     "config (calibration row, not counted)")
+    case["assumptions"] = "; ".join(notes)
+    return case, None
+
+
 def torchtitan(row):
     """torchtitan (Dec 2024): FSDP2 pre-training of Llama 3.1, C4 packed to fixed length. Float8 linears are
     fp8-mixed; TP and 1F1B PP are scenario fields (PP microbatches = stages, torchtitan's default); context
@@ -302,6 +352,44 @@ def unsloth_readme(row):
                             "4.46-4.48 share the shifted fp32 copy in the loss)"), None
 
 
+# the table gives VRAM only: an Ampere card of that size (Apple's Cut Cross Entropy, which Unsloth ran then, needs
+# Ampere or newer: cut_cross_entropy/cce.py), the A100 80GB the 70B text names
+UNSLOTH_CARDS = {"8": "rtx-3070", "12": "rtx-3060", "16": "rtx-a4000", "24": "rtx-3090", "40": "a100-pcie-40gb",
+                 "48": "rtx-a6000", "80": "a100-sxm4-80gb"}
+SOLVER_LIMIT = 131_072  # the longest sequence gpuplan's solver tries for Llama 3.x (advice.largest_fitting)
+
+
+def unsloth_context_table(row):
+    """Unsloth README 'Context length benchmarks' (2025-01-14, the rows of unsloth.ai/blog/llama3-3), both columns:
+    the longest sequence that fits, QLoRA rank 32 on all linear layers, batch 1, sequences padded to length, by
+    VRAM; 'OOM' rows must not fit at 512 tokens. Unsloth's column: ``use_gradient_checkpointing='unsloth'`` and, in
+    December 2024, Apple's Cut Cross Entropy for the loss (no logits); gpuplan models today's Unsloth, whose fused
+    loss takes half of the memory left free. The Hugging Face column is the HF stack as :func:`unsloth_readme`
+    expresses its 80 GB row. AdamW as for that row (the optimizer is not stated)."""
+    vram = row["gpu"].split()[0]
+    model = "llama-3.3-70b" if "70B" in row["model"] else "llama-3.1-8b"
+    unsloth = "Unsloth column" in row["source"]
+    scenario = dict(model=model, task="train", framework="unsloth" if unsloth else "hf", method="qlora", quant="nf4",
+                    lora_rank=32, lora_targets="all-linear", micro_batch_size=1, seq_len=2048,
+                    gpu=UNSLOTH_CARDS[vram])
+    if not unsloth:
+        scenario.update(grad_checkpointing="full", attention="flash", transformers_version="4.47")
+    notes = [f"{UNSLOTH_CARDS[vram]} for the unnamed {vram} GB card" if model == "llama-3.1-8b" or vram != "80"
+             else "A100 80GB (named)", "AdamW (not stated)"]
+    notes.append("Unsloth's offloaded checkpointing and fused loss (today's; the table's Cut Cross Entropy kept no "
+                 "logits)" if unsloth else "HF + FA2: checkpointing on, transformers 4.47 (December 2024)")
+    if row["metric"] == "oom_flag":
+        scenario["seq_len"] = 512
+        return dict(scenario=scenario, assumptions="; ".join([*notes, "'OOM': must not fit at 512 tokens"])), None
+    if float(row["value"]) > SOLVER_LIMIT:
+        return None, (f"{int(float(row['value'])):,} tokens is beyond the {SOLVER_LIMIT:,} the solver searches "
+                      "(Llama 3.1's context; Unsloth extends it by RoPE scaling); tests/stacks/test_unsloth_context.py "
+                      "checks the memory at that length instead")
+    notes.append("compared as the longest seq_len that fits (the value is tokens)")
+    return dict(scenario=scenario, level="max_seq_len", measured_gib=float(row["value"]),
+                assumptions="; ".join(notes)), None
+
+
 def answerai(row):
     """Answer.AI fsdp_qlora ``train.py`` (benchmarks_03_2024.md): a plain PyTorch loop (framework pytorch) over
     transformers' Llama with peft, FSDP1 ``full_shard`` over 2 GPUs (``ddp`` = NO_SHARD), pure bf16 (its default
@@ -347,9 +435,12 @@ RULES = {
     "torchtune README (optimization flags table)": torchtune,
     "torchtune docs Llama3 tutorial": torchtune,
     "torchtune docs QLoRA tutorial": torchtune,
+    "torchtune README (Llama 3.1 memory table)": torchtune_llama31,
     "torchtitan benchmarks (Dec 2024)": torchtitan,
     "llama.cpp quantize README": llama_cpp,
     "Unsloth README max-context benchmark": unsloth_readme,
+    "Unsloth README context table (Unsloth column)": unsloth_context_table,
+    "Unsloth README context table (HF + FA2 column)": unsloth_context_table,
     "Answer.AI fsdp_qlora benchmarks (Mar 2024)": answerai,
 }
 # published rows of the training stacks that measured-public.csv does not hold, transcribed with their locators

@@ -44,6 +44,7 @@ class MemoryReport(BaseModel):
     reserved_peak_gib: float
     device_peak_gib: float
     device_overheads: dict[str, float]
+    cached_gib: float = 0.0  # reserved beyond the allocator's slack: freed blocks it keeps cached (fragmentation)
     capacity_gib: float | None = None
     fits: bool | None = None
     headroom_gib: float | None = None

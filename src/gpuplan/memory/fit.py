@@ -134,8 +134,10 @@ def _check_gpu(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> None:
 
 def memory_report(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> tuple[Estimate, MemoryReport]:
     capacity = gpu.usable_gib if gpu else None
-    e = training_memory(s, m, capacity) if s.task == "train" else inference_memory(s, m, capacity, gpu)
-    e.outside_allocator = device_overheads(s, gpu.generation if gpu else None)
+    outside = device_overheads(s, gpu.generation if gpu else None)
+    e = training_memory(s, m, capacity, sum(outside.values()) / GIB) if s.task == "train" else \
+        inference_memory(s, m, capacity, gpu)
+    e.outside_allocator = outside
     e.outside_allocator.update(e.extra.pop("outside", {}))
     other = {k: v / GIB for k, v in e.other.items()}
     device = e.device / GIB
@@ -144,6 +146,7 @@ def memory_report(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> tuple[Estim
         activations_gib=e.activations / GIB, kv_cache_gib=e.kv_cache / GIB, other_gib=sum(other.values()),
         other=other, allocated_peak_gib=e.allocated / GIB, reserved_peak_gib=e.reserved / GIB,
         device_peak_gib=device, device_overheads={k: v / GIB for k, v in {**e.managed, **e.outside_allocator}.items()},
+        cached_gib=e.fragmentation / GIB if e.preallocated is None else 0.0,
         capacity_gib=capacity, peak_phase=e.peak_phase, phases_gib=e.phases, cpu_gib=e.cpu / GIB,
         max_concurrency=e.extra.get("max_concurrency"), max_context_tokens=e.extra.get("max_context_tokens"),
         kv_cache_pool_gib=e.extra.get("kv_cache_pool_gib"), gpu_layers=e.extra.get("gpu_layers"),

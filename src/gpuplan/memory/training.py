@@ -23,9 +23,11 @@ from ..tensors.state import attention_kernel, lora_targets, optimizer_step_tempo
 from .megatron import megatron_memory
 
 
-def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None) -> Estimate:
-    """The peak of one training step of ``s`` per GPU; ``capacity_gib`` (the card's usable memory) only matters
-    to stacks that size buffers from the free memory (Unsloth's fused loss)."""
+def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None,
+                    outside_gib: float = 0.0) -> Estimate:
+    """The peak of one training step of ``s`` per GPU; ``capacity_gib`` (the card's usable memory) and
+    ``outside_gib`` (what lives outside PyTorch's allocator: the CUDA context) only matter to stacks that size
+    buffers from the memory the driver reports free (Unsloth's fused loss: :func:`_free_at_loss`)."""
     if s.framework == "megatron":
         return megatron_memory(s, m)
     e = Estimate()
@@ -50,35 +52,50 @@ def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None
     in_flight = min(pp, s.grad_accum_steps) if pp > 1 else 1  # 1F1B: first stage holds pp micro-batches
     A_all = in_flight * sum(resident)
     lm_head_cast = mixed and (autocast_fp32 or rt.head_upcast(s))
-    loss = rt.loss(s, m, setup, lm_head_cast, capacity_gib * GIB if capacity_gib else None) if pp == 1 else None
+    buffers, extras = engine.buffers(s, m, rt, st), rt.extras(s, m, shard)
+    other = {**buffers, **extras}
+    # gathered layers and a dequantized 4-bit weight exist while a decoder layer runs, not at the loss
+    layer_only = {**engine.layer_buffers(s, buffers), **rt.layer_buffers(extras)}
+    persistent_other = sum(other.values()) - sum(layer_only.values())
+    L = sum(layer_only.values())
+    free = _free_at_loss(s, m, setup, e.weights + persistent_other + L + A_all, capacity_gib, outside_gib,
+                         engine.slack)
+    loss = rt.loss(s, m, setup, lm_head_cast, free) if pp == 1 else None
     lsaved, lfwd, lbwd, held = (loss.saved + head_inputs(s, m, setup), loss.forward, loss.backward,
                                 loss.held) if loss else (0.0, 0.0, 0.0, 0.0)
     fwd_kinds = {layer: act.forward_transient(layer, m, setup) for layer in kinds}
-    bwd_kinds = {layer: act.backward_transient(layer, m, setup) for layer in kinds}
+    bwd_kinds = {layer: rt.backward_transient(layer, m, setup) for layer in kinds}
     fwd_tmp = max(fwd_kinds[layer] for layer in stage_layers)
     grads_prev = grads_total if s.grad_accum_steps > 1 else 0.0
 
-    other = {**engine.buffers(s, m, rt, st), **rt.extras(s, m, shard)}
-    persistent_other = sum(other.values())
-
-    # forward: all kept activations + the logits and loss at the end (and the output the loop keeps)
-    forward = grads_prev + A_all + max(fwd_tmp, lsaved + lfwd + held)
-    backward = _backward_peak(s, stage_layers, resident, recomputed, fwd_kinds, bwd_kinds, in_flight=in_flight,
-                              grads_total=grads_total, grads_prev=grads_prev, loss_saved=lsaved, loss_backward=lbwd,
-                              held=held)
+    # forward: all kept activations + the last layer's transients, or the logits and loss at the end (and the output
+    # the loop keeps); each phase's peak is at a decoder layer (``at_layer``: the layer-only buffers alive) or not
+    fwd_layer, fwd_loss = grads_prev + A_all + fwd_tmp + L, grads_prev + A_all + lsaved + lfwd + held
+    loss_point, layer_peak, cached = _backward_peak(s, stage_layers, resident, recomputed, fwd_kinds, bwd_kinds,
+                                                    in_flight=in_flight, grads_total=grads_total,
+                                                    grads_prev=grads_prev, loss_saved=lsaved, loss_backward=lbwd,
+                                                    held=held)
     if s.method == "full" and m.tie_word_embeddings and s.grad_accum_steps == 1:
         # tied embeddings: the lm_head's gradient waits in autograd's input buffer until the embedding's
         # arrives, and the two are summed out of place (what the fake-tensor simulation runs)
         tied = m.vocab_size * m.embedding_dim * shard * grads_total / max(st.trainable * shard, 1)
-        backward = max(backward, (tied if s.optimizer_in_backward else grads_total) + 2 * tied + held)
+        loss_point = max(loss_point, (tied if s.optimizer_in_backward else grads_total) + 2 * tied + held)
     step = _step_peak(s, m, engine, st, shard) + held
-    phases = {"forward": forward, "backward": backward}
+    phases = {"forward": max(fwd_layer, fwd_loss), "backward": max(loss_point, layer_peak + L)}
+    at_layer = {"forward": fwd_layer >= fwd_loss, "backward": layer_peak + L >= loss_point, "optimizer_step": False}
     if not s.optimizer_in_backward:
         phases["optimizer_step"] = step
     e.peak_phase = max(phases, key=phases.get)
     base_state = e.weights + e.optimizer + persistent_other
     e.phases = {k: (v + base_state) / GIB for k, v in phases.items()}
     peak = phases[e.peak_phase]
+    # what the caching allocator holds at most: the layer-only buffers' blocks stay cached between layers (FSDP
+    # frees a resharded layer into it), and the loss's blocks, freed by its backward, while the last layer asks for
+    # its own (:func:`_backward_peak`)
+    before = max(fwd_loss, fwd_layer - L, loss_point, layer_peak, step if "optimizer_step" in phases else 0.0)
+    held_blocks = max(before, cached) + L - peak
+    if not at_layer[e.peak_phase]:
+        other = {k: v - layer_only.get(k, 0.0) for k, v in other.items()}
     # split the peak phase into parts
     if e.peak_phase == "optimizer_step":
         e.gradients = grads_total
@@ -90,13 +107,26 @@ def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None
         A_total = sum(resident) * in_flight
         live_grads = grads_prev if e.peak_phase == "forward" else min(grads_total, max(peak - A_total, grads_prev))
         e.gradients = live_grads
-        e.activations = peak - live_grads
+        e.activations = peak - live_grads - (L if at_layer[e.peak_phase] else 0.0)
     e.other = {k: v for k, v in other.items() if v > 0}
     e.slack = engine.slack
-    e.fragmentation = engine.fragmentation(s, m, rt, e)
+    e.fragmentation = engine.fragmentation(s, m, rt, e) + max(0.0, held_blocks) * (1 + e.slack)
     e.extra["params_trainable"] = st.trainable
     e.assumptions += rt.notes(s)
     return e
+
+
+def _free_at_loss(s: Scenario, m: ModelSpec, setup, before: float, capacity_gib: float | None,
+                  outside_gib: float, slack: float) -> float | None:
+    """What ``torch.cuda.mem_get_info`` reports free when the loss first runs (None without a card): the card
+    less the memory outside the allocator and what the allocator reserved for the weights, the buffers, the
+    kept activations and the head's saved inputs (``before`` + :func:`head_inputs`, with the allocator's slack).
+    That is the first step's forward, before the optimizer has made its states or any gradient exists: unsloth-zoo
+    reads the free memory once and caches the chunk size (``functools.cache`` on ``_get_chunk_multiplier``)."""
+    if capacity_gib is None:
+        return None
+    allocated = before + head_inputs(s, m, setup)
+    return (capacity_gib - outside_gib) * GIB - allocated * (1 + slack)
 
 
 def _model_state(e: Estimate, s: Scenario, m: ModelSpec, rt, engine) -> State:
@@ -116,13 +146,18 @@ def _model_state(e: Estimate, s: Scenario, m: ModelSpec, rt, engine) -> State:
 
 def _backward_peak(s: Scenario, stage_layers: list, resident: list[float], recomputed: list[float],
                    fwd_kinds: dict, bwd_kinds: dict, *, in_flight: int, grads_total: float, grads_prev: float,
-                   loss_saved: float, loss_backward: float, held: float) -> float:
-    """The backward's peak, layer by layer from the last: activations still kept + gradients made so far +
-    the layer's transients (a checkpointed layer's recompute among them)."""
+                   loss_saved: float, loss_backward: float, held: float) -> tuple[float, float, float]:
+    """The backward's peak at the loss (the loss's saved tensors and its backward's transients), the peak over the
+    decoder layers from the last (activations still kept + gradients made so far + the layer's transients, a
+    checkpointed layer's recompute among them; the layer-only buffers not included), and what the caching allocator
+    holds at the last layer: its live tensors and the blocks of the loss's saved tensors. Those died in the loss's
+    own backward (autograd frees a node's saved tensors once it has run), so they count at the reserved level only:
+    torch's allocated counters do not see them (torchtune's Llama 3.1 table), reserved memory keeps them
+    (Answer.AI's fsdp_qlora rows measure 4-7 % less without them)."""
     n = len(stage_layers)
     g_layer = (grads_total - grads_prev) / max(n, 1) if s.grad_accum_steps == 1 else 0.0
-    backward = grads_prev + in_flight * sum(resident) + loss_saved + loss_backward + held
-    remaining = in_flight * sum(resident)
+    at_loss = grads_prev + in_flight * sum(resident) + loss_saved + loss_backward + held
+    backward, remaining, cached = 0.0, in_flight * sum(resident), 0.0
     for j in range(n - 1, -1, -1):
         layer = stage_layers[j]
         # a checkpointed layer recomputes its saved set from what it kept (counted in ``remaining``); the
@@ -132,9 +167,11 @@ def _backward_peak(s: Scenario, stage_layers: list, resident: list[float], recom
             transient = max(transient, fwd_kinds[layer])
         made = g_layer if s.optimizer_in_backward else g_layer * (n - j)  # stepped and freed as they come
         live = grads_prev + remaining + made + recomputed[j] + transient + held
-        backward = max(backward, live + loss_saved * (j == n - 1))
+        backward = max(backward, live)
+        if j == n - 1:
+            cached = live + loss_saved
         remaining -= in_flight * resident[j]
-    return backward
+    return at_loss, backward, cached
 
 
 def _step_peak(s: Scenario, m: ModelSpec, engine, st: State, shard: float) -> float:

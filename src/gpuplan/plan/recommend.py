@@ -35,6 +35,7 @@ from ..scenario import Scenario
 from ..scenario.resolve import card_precision, resolve
 from ..scenario.stacks import FRAMEWORKS
 from ..speed import speed_of
+from ..stacks import stack_for
 from ..tensors.breakdown import device_overheads
 from .pricing import left_out
 
@@ -404,7 +405,8 @@ def _price_notes(s: Scenario, c: Constraints, all_offers: list[Offer], cards: di
 
 
 def _fit(s: Scenario, m: ModelSpec, gpu: GpuSpec, shared, c: Constraints) -> tuple[bool, float]:
-    if shared is None:  # vLLM / llama.cpp: memory depends on the card's capacity
+    if shared is None or stack_for(s).sizes_from_free_memory:  # vLLM / llama.cpp, Unsloth's fused loss: memory
+        # depends on the card's capacity
         _e, report = memory_report(s, m, gpu)
         return bool(report.fits) and report.device_peak_gib <= gpu.usable_gib * (1 - c.min_headroom), \
             report.device_peak_gib

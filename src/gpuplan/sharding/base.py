@@ -89,6 +89,10 @@ class Sharding:
         the gradients)."""
         return {"DDP gradient buckets": st.gradients} if s.resolved_strategy == "ddp" else {}
 
+    def layer_buffers(self, s: Scenario, buffers: dict[str, float]) -> dict[str, float]:
+        """Those of ``buffers`` that exist only while a decoder layer runs (none here)."""
+        return {}
+
     def fragmentation(self, s: Scenario, m: ModelSpec, rt: Stack, e: Estimate) -> float:
         """Reserved bytes beyond the allocator's slack that the engine leaves cached (none here)."""
         return 0.0

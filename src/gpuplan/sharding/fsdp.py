@@ -63,5 +63,15 @@ class Fsdp(Sharding):
                 (s.compute_bytes + self.reduce_bytes) * unit_trainable
         return out
 
+    def layer_buffers(self, s: Scenario, buffers: dict[str, float]) -> dict[str, float]:
+        """The decoder-layer units in flight: every unit is resharded after its forward (torchtune's
+        ``shard_model``, FSDP1's FULL_SHARD) and gathered again by its backward, so none is unsharded at the loss;
+        torchtitan keeps the last block unsharded after the forward (``reshard_after_forward`` is False for it,
+        ``apply_fsdp``), one of the two."""
+        key = f"{self.name.upper()} units in flight (current + prefetched)"
+        if key not in buffers:
+            return {}
+        return {key: buffers[key] / 2 if s.framework == "torchtitan" else buffers[key]}
+
     def root_grad_params(self, m: ModelSpec) -> int:
         return self.root_params(m)

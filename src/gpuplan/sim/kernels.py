@@ -81,7 +81,10 @@ class LoRAMLP(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         x, e, _g, *adapters = ctx.saved_tensors
-        work = [torch.empty_like(e) for _ in range(3)]  # h, dh, and the gate/up gradient being formed
+        # DW = dY @ down (width i); the SwiGLU backward writes h, df and de over DW, e and g in place
+        # (unsloth/kernels/fast_lora.py LoRA_MLP.backward: ``DW, e, g = _backward_function(DW, e, g)``); the
+        # adapters' share of dX (``df @ upB.t() @ upA.t()``) is one hidden-size temporary
+        work = [torch.empty_like(e), torch.empty_like(x)]
         del work
         return (x, None, None, None, *[torch.empty_like(a) for a in adapters])
 

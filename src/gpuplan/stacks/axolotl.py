@@ -26,7 +26,7 @@ class Axolotl(Hf):
         return True  # the Liger plugin's RMSNorm and SwiGLU kernels, whatever the loss
 
     def loss(self, s: Scenario, m: ModelSpec, setup: act.ActivationSetup, lm_head_cast: bool,
-             capacity: float | None) -> LossBytes:
+             free: float | None) -> LossBytes:
         if s.loss == "chunked":
             return chunked_loss(m, setup, s.loss_chunks or 8, compiled=bool(s.compile))
-        return super().loss(s, m, setup, lm_head_cast, capacity)
+        return super().loss(s, m, setup, lm_head_cast, free)

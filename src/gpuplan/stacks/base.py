@@ -75,6 +75,8 @@ class Stack:
     # whether the training loop keeps the model's output (the logits) alive through the backward and the optimizer
     # step: the HF Trainer's compute_loss returns the loss alone, so its outputs die before the backward
     holds_output = False
+    # whether a buffer is sized from the memory the card has free (so the peak depends on the card's capacity)
+    sizes_from_free_memory = False
 
     # -- what it stores ----------------------------------------------------------------------------------
     def base_format(self, s: Scenario, m: ModelSpec) -> tuple[Format, tuple[str, ...]]:
@@ -119,6 +121,10 @@ class Stack:
         """Bytes one decoder layer keeps for its backward without checkpointing."""
         return act.saved_bytes(layer, m, setup)
 
+    def backward_transient(self, layer, m: ModelSpec, setup: act.ActivationSetup) -> float:
+        """Gradients of activations alive while one layer runs its backward (:func:`activations.backward_transient`)."""
+        return act.backward_transient(layer, m, setup)
+
     def selective(self, layer, m: ModelSpec, setup: act.ActivationSetup) -> float:
         """Bytes one layer keeps under the stack's own selective checkpointing (stacks without one refuse it)."""
         raise NotImplementedError(f"{self.name} has no selective checkpointing")
@@ -139,11 +145,12 @@ class Stack:
 
     # -- what it materializes in the loss --------------------------------------------------------------
     def loss(self, s: Scenario, m: ModelSpec, setup: act.ActivationSetup, lm_head_cast: bool,
-             capacity: float | None) -> LossBytes:
+             free: float | None) -> LossBytes:
         """transformers' causal-LM loss on the full logits, as the release in ``transformers_version`` computes it
-        (:func:`transformers_logits`); compiled (``Trainer(torch_compile=True)`` compiles the forward with its
-        loss), inductor fuses the fp32 upcast into the cross-entropy kernels: the 16-bit logits are saved and the
-        backward makes one 16-bit gradient."""
+        (:func:`transformers_logits`); ``free`` is what the card has free when the loss first runs (None without a
+        card), for a loss that sizes its chunks from it; compiled (``Trainer(torch_compile=True)`` compiles the
+        forward with its loss), inductor fuses the fp32 upcast into the cross-entropy kernels: the 16-bit logits
+        are saved and the backward makes one 16-bit gradient."""
         if s.loss == "fused-linear":
             return liger_fused_linear(s, m, setup, lm_head_cast)
         if s.compile:
@@ -163,6 +170,11 @@ class Stack:
             out["dequantized 4-bit weight"] = s.compute_bytes * largest * shard
         out["cuBLAS workspace"] = oh.CUBLAS_WORKSPACE_GIB * oh.GIB
         return out
+
+    def layer_buffers(self, extras: dict[str, float]) -> dict[str, float]:
+        """Those of ``extras`` that exist only while a decoder layer runs: the 4-bit weight dequantized for the
+        matmul that runs (the output head is not 4-bit, so none at the loss)."""
+        return {k: v for k, v in extras.items() if k == "dequantized 4-bit weight"}
 
     def kernels(self, s: Scenario):
         """The kernels this stack runs for the parts of a step it changes (:mod:`.speed`)."""

@@ -43,7 +43,9 @@ def chunked_loss(m: ModelSpec, setup: act.ActivationSetup, chunks: int, *, compi
     """``CEWithChunkedOutputLoss``: each of ``chunks`` sequence chunks is projected to 16-bit logits (all alive as
     the model's output until the recipe's ``del logits``) and upcast one at a time. Eager, each chunk's fp32
     log-softmax is saved (4 bytes per logit) and the backward makes two fp32 gradients and a 16-bit one per chunk;
-    compiled (``compile_loss``), inductor fuses the upcast into the kernel and saves the 16-bit chunk instead.
+    compiled (``compile_loss``), inductor fuses the upcast into the kernel and saves the 16-bit chunk instead, and
+    its backward kernel writes each chunk's 16-bit gradient from the saved chunk and the log-sum-exp, with no fp32
+    copy (the compiled graph takes its inputs boxed and frees each saved chunk after its last use).
     When the head trains, each chunk's matmul makes a whole ``V x h`` weight gradient that autograd sums out of
     place into the previous chunks' (the simulation shows three alive at once), next to the chunk's logit
     gradient."""
@@ -53,7 +55,7 @@ def chunked_loss(m: ModelSpec, setup: act.ActivationSetup, chunks: int, *, compi
     # the loss backward runs chunk by chunk, then the chunks' matmul backwards: by then the saved tensors are
     # freed and every chunk's 16-bit logit gradient waits; the head's weight gradients pile up, three at once
     # when the second chunk's is summed into the first's, with the other chunks' logit gradients still waiting
-    per_chunk = ((4 + c) if compiled else (8 + c)) * TV / chunks
+    per_chunk = (c if compiled else (8 + c)) * TV / chunks
     backward = per_chunk
     if setup.base_trainable and chunks > 1:
         head = 3 * c * m.vocab_size * m.embedding_dim / setup.tp

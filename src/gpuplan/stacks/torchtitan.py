@@ -29,7 +29,7 @@ class Torchtitan(OpSelective):
         return bool(s.compile)
 
     def loss(self, s: Scenario, m: ModelSpec, setup: act.ActivationSetup, lm_head_cast: bool,
-             capacity: float | None) -> LossBytes:
+             free: float | None) -> LossBytes:
         TV = setup.tokens * m.vocab_size / setup.tp
         c = setup.compute_bytes
         # on one GPU (no FSDP) torchtitan runs autocast over fp32 weights: the head's 16-bit copy is saved

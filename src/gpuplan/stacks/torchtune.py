@@ -42,7 +42,7 @@ class Torchtune(OpSelective):
         return replace(super().setup(s, m, autocast_fp32), kv_expanded=True)
 
     def loss(self, s: Scenario, m: ModelSpec, setup: act.ActivationSetup, lm_head_cast: bool,
-             capacity: float | None) -> LossBytes:
+             free: float | None) -> LossBytes:
         if s.loss == "chunked":
             return chunked_loss(m, setup, s.loss_chunks or 8, compiled=bool(s.compile))
         # unembed: fp32 logits are the model's output; the 16-bit ones exist only for the upcast

@@ -7,8 +7,10 @@ checkpointing in unslothai/unsloth-zoo).
   GPU. Below 512 tokens it is plain checkpointing (``apply_unsloth_gradient_checkpointing``).
 - The loss is ``unsloth_fused_ce_loss``: no logits; ``grad_inputs = torch.empty_like(hidden_states)`` is filled in
   the forward, chunk by chunk, each chunk's logits upcast to fp32 with at most ``min(0.5 x free memory, 4 GiB)`` of
-  them at once (``fused_losses/cross_entropy_loss.py`` ``_get_chunk_multiplier``, ``get_chunk_size``): the
-  estimate takes 4 GiB, or half of what the card leaves free when a GPU is named.
+  them at once (``fused_losses/cross_entropy_loss.py`` ``_get_chunk_multiplier``, ``get_chunk_size``), "free"
+  being ``torch.cuda.mem_get_info`` at the first step's loss (what the card has left after the weights, the kept
+  activations and ``grad_inputs``): the estimate takes 4 GiB without a GPU. So the loss takes at most half of
+  what is left, and never by itself makes a long sequence run out of memory.
 - With ``lora_dropout = 0`` (its default) the LoRA layers run its fused kernels (``kernels/fast_lora.py``):
   ``LoRA_MLP`` saves the MLP input and the gate and up outputs and recomputes the rest in the backward,
   ``LoRA_QKV`` and ``LoRA_W`` save their input once, in the compute dtype (the fp32 adapters are cast inside the
@@ -33,6 +35,7 @@ class Unsloth(Stack):
     name = "unsloth"
     offload_resident_layers = 3  # the last layer's input and two reload buffers
     saves_4bit_inputs = False
+    sizes_from_free_memory = True  # the fused loss's chunk: half of what the card has free
 
     def fp32_upcast(self, s: Scenario) -> bool:
         return False
@@ -57,13 +60,32 @@ class Unsloth(Stack):
             total -= sum(setup.compute_bytes * setup.tokens * lin.in_features / setup.tp for lin in mids)
         return total
 
+    def backward_transient(self, layer, m: ModelSpec, setup: act.ActivationSetup) -> float:
+        """``LoRA_MLP.backward`` makes one gradient of the MLP's width (``DW``, the down projection's input
+        gradient); the SwiGLU backward writes the two others over the saved gate and up outputs in place
+        (``_backward_function(DW, e, g)``) and ``dX`` goes into the saved input (``out = X``): one width-``i``
+        gradient fewer than the eager MLP's two."""
+        total = act.backward_transient(layer, m, setup)
+        mids = [lin.in_features for lin in self._fast_mlp(layer, setup)]
+        return total - setup.compute_bytes * setup.tokens * max(mids) / setup.tp if mids else total
+
+    @staticmethod
+    def _fast_mlp(layer, setup: act.ActivationSetup) -> list:
+        """The MLP's down projection when ``LoRA_MLP`` runs the layer's MLP (fast LoRA on a frozen base, dense
+        MLP), else nothing."""
+        if setup.base_trainable or setup.lora_rank or layer.moe:
+            return []
+        return [lin for lin in layer.linears if lin.name in setup.lora_targets
+                and act.INPUT_OF.get(lin.name) == "mlp_mid" and lin.count == 1]
+
     def loss(self, s: Scenario, m: ModelSpec, setup: act.ActivationSetup, lm_head_cast: bool,
-             capacity: float | None) -> LossBytes:
+             free: float | None) -> LossBytes:
         if s.loss != "fused-linear":
-            return super().loss(s, m, setup, lm_head_cast, capacity)
+            return super().loss(s, m, setup, lm_head_cast, free)
         T, c, h, TV = setup.tokens, setup.compute_bytes, m.embedding_dim, setup.tokens * m.vocab_size
-        target = FUSED_LOSS_MAX_GIB * oh.GIB if capacity is None else min(FUSED_LOSS_MAX_GIB * oh.GIB,
-                                                                            0.5 * max(capacity, 0.0))
-        chunk = min(TV, target / 4)  # logits per chunk (fp32 bytes within the target)
         head = c * m.vocab_size * h if s.method == "full" else 0.0
-        return LossBytes(saved=c * T * h + head, forward=(c + 4) * chunk, backward=0.0)
+        saved = c * T * h + head  # grad_inputs (and the head's gradient), made before the chunk size is read
+        target = FUSED_LOSS_MAX_GIB * oh.GIB if free is None else min(FUSED_LOSS_MAX_GIB * oh.GIB,
+                                                                        0.5 * max(free - saved, 0.0))
+        chunk = min(TV, target / 4)  # logits per chunk (fp32 bytes within the target)
+        return LossBytes(saved=saved, forward=(c + 4) * chunk, backward=0.0)

@@ -319,16 +319,22 @@ def reserved(x: Context) -> Formula:
     constants = [Constant(name="allocator slack", value=f"{slack:.0%}",
                           source="overheads.ALLOCATOR_SLACK_*: max_memory_reserved is typically 3-15 % above "
                                  "allocated (measured.md)")]
+    frag = 0.0
     if s.task == "infer" and s.engine == "transformers":
         final_kv, _ = _kv_bytes(x, s.prompt_tokens + s.output_tokens)
         prefill, decode = mem.phases_gib.get("prefill", 0.0), mem.phases_gib.get("decode", 0.0)
         frag = max(0.0, decode + oh.KV_GROWTH_FRAGMENTATION * final_kv / GIB - max(prefill, decode))
-        if frag > 0:
+        if frag > 0 and frag >= mem.cached_gib - 0.0005:
             computed += frag
             formula += " + segments the growing KV cache leaves"
             sub += f" + max(0, decode {decode:,.2f} + {oh.KV_GROWTH_FRAGMENTATION} x KV {gib(final_kv)} - peak)"
             constants.append(Constant(name="KV growth fragmentation", value=str(oh.KV_GROWTH_FRAGMENTATION),
                                       source="overheads.KV_GROWTH_FRAGMENTATION (Qwen KV-cache profile)"))
+    if mem.cached_gib > frag + 0.0005:  # blocks freed at one point of the step that the allocator keeps cached
+        computed += mem.cached_gib
+        formula += (" + freed blocks the allocator keeps cached (the loss's at the last layer, gathered layers "
+                    "between layers, a second sliding-window mask, FSDP1's side streams)")
+        sub += f" + cached {mem.cached_gib:,.2f}"
     return Formula(label="reserved peak", value=mem.reserved_peak_gib, unit="GiB", formula=formula + " "
                    "(= torch.cuda.max_memory_reserved)", substituted=f"{sub} = {computed:,.2f} GiB",
                    computed=computed, constants=constants)
