@@ -51,6 +51,25 @@ SENSITIVITY = (0.5, 2.0)  # prompt_tokens scaled by these in the sensitivity col
 POLICY = "max_utilization"
 
 
+NOTES = ("Notes. What changed: the offline figure is now the whole setup's (one instance times the data-parallel "
+         "replicas: MLPerf runs one TensorRT-LLM instance per tp x pp GPUs), takes the user's max_num_seqs / "
+         "max_num_batched_tokens and kv fraction (the submitters' gpu_batch_size, max_num_tokens and "
+         "kvcache_free_gpu_mem_frac), and admits requests under MAX_UTILIZATION by the tokens they hold now "
+         "(prompt + output/2) rather than their whole length; alone, the policy moves the median from 10.6% to 9.6% "
+         "and the H200 v5.1 rows (batch 2048, KV-bound) by one point. Left: (1) prompt lengths: the Llama-2-70B and "
+         "Mixtral means are assumptions, and the answer moves 25-40 points with 0.5x or 2x prompts, because these "
+         "runs spend 45-70% of their time in prefill; (2) Blackwell Llama-2-70B is 10-19% too slow and Llama-3.1-8B "
+         "on B200 29% too fast (on H200 11%): both are outside what NVIDIA's trtllm-bench tables, on which the "
+         "constants were fitted, constrain (MLPerf's v5.1 TensorRT engines with fused MLP and norm-quant kernels, "
+         "8B at 2,000-6,000 sequences per instance, where per-request host work the tables did not show may "
+         "bound it); (3) the v4.1 four-GPU H100 systems (TensorRT 9.3, Dell XE8640/XE9640, Fujitsu) run 12-17% "
+         "below the eight-GPU ones per GPU, which gpuplan cannot tell apart; (4) the v4.1 -> v5.1 software gain on "
+         "H200 (31.6k -> 35.0k tokens/s, same GPUs) is not in the model. Llama-3.1-405B (every submission tp 2 x pp "
+         "2) is not scored: gpuplan's TensorRT-LLM offline model has no pipeline parallelism. Server rows are not "
+         "compared: MLPerf Server is a Poisson arrival rate under TTFT/TPOT limits, and gpuplan's capacity answer "
+         "for engine trtllm is timed as vLLM's engine, so the comparison would not test this model.")
+
+
 def load_rows(path: Path = DATA) -> list[dict]:
     with open(path, newline="") as f:
         return list(csv.DictReader(line for line in f if not line.startswith("#")))
@@ -163,7 +182,7 @@ def report(rows: list[dict]) -> str:
                      f"{pub * (1 + e):,.0f} | {e:+.1%} |")
     if skipped:
         lines += ["", f"Not scored ({len(skipped)} rows): " + "; ".join(sorted({why_not(r) for r in skipped}))]
-    lines.append("")
+    lines += ["", *textwrap.wrap(NOTES, 118), ""]
     return "\n".join(lines)
 
 
