@@ -28,12 +28,13 @@ does not know; :func:`gemm_share` scales the peaks by the rows of each GEMM, and
 :data:`~gpuplan.overheads.TRTLLM_CONTEXT_ATTENTION_SPEEDUP` sets its context attention (FP8 context FMHA)
 apart from gpuplan's FlashAttention figure (both fitted on the H100 and B200 rows of the overview, ``bench/trtllm.py``).
 
-Not modelled: CUDA-graph padding to the captured batch sizes, mixed context + generation iterations run outside
-the graphs (chunked prefill, on in MLPerf's v5.1 runs, shares iterations between prompts and decoding sequences: timed
+Not modelled: CUDA-graph padding to the captured batch sizes, mixed context + generation iterations run outside the
+graphs (chunked prefill, on in MLPerf's v5.1 runs, shares iterations between prompts and decoding sequences: timed
 that way, the MLPerf rows move by 1-2 points, so prefill stays its own phase), pipeline parallelism as trtllm-bench
-pipelines it (the step timer runs stages one after another), expert parallelism and attention data parallelism. MoE models run through the same path, their routed experts at
-decode as one grouped GEMM (``StepTimer.grouped_experts``), but nothing MoE is fitted: one-GPU Mixtral 8x7B lands
-within 2-8% of release 0.17's table, Llama 4 Scout and Qwen3-30B-A3B 20-110% too fast (bench/results/trtllm.md).
+pipelines it (the step timer runs stages one after another), expert parallelism and attention data parallelism. MoE
+models run through the same path, their routed experts at decode as one grouped GEMM
+(``StepTimer.grouped_experts``), but nothing MoE is fitted: one-GPU Mixtral 8x7B lands within 2-8% of release 0.17's
+table, Llama 4 Scout and Qwen3-30B-A3B 20-110% too fast (bench/results/trtllm.md).
 """
 
 from __future__ import annotations
