@@ -110,3 +110,12 @@ def test_max_utilization_holds_requests_at_their_mean_length():
 def test_capacity_policy_is_tensorrt_llm_s():
     with pytest.raises(GpuplanError, match="TensorRT-LLM's settings"):
         estimate({**SERVE, "engine": "vllm", "capacity_scheduler_policy": "max_utilization"}, advise=False)
+
+
+def test_several_gpus_serve_one_tensor_parallel_copy():
+    """trtllm-serve on 8 GPUs without tp or strategy: one copy split by tensor parallelism (``--tp_size 8``), as vLLM
+    and SGLang are, not layers spread over the cards; so the plan has its offline figure (one instance of 8)."""
+    plan = estimate({k: v for k, v in SERVE.items() if k not in ("tp", "strategy")}, advise=False)
+    assert plan.scenario["tp"] == 8 and plan.scenario.get("pp", 1) == 1
+    assert "tensor parallelism (trtllm-serve --tp_size 8)" in str(plan.to_dict())
+    assert plan.speed.offline_tokens_per_s
