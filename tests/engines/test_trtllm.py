@@ -113,6 +113,20 @@ def test_launch_file_uses_trtllm_serves_own_options(tmp_path):
     assert float(args["--kv_cache_free_gpu_memory_fraction"]) == engine["free_gpu_memory_fraction"] == 0.9
     cfg = yaml.safe_load(files["trtllm-config.yaml"].text)
     assert cfg["kv_cache_config"] == {"dtype": "fp8", "tokens_per_block": 64, "free_gpu_memory_fraction": 0.9}
+    assert "scheduler_config" not in cfg
+
+
+def test_launch_trtllm_writes_the_capacity_policy():
+    """A plan given ``capacity_scheduler_policy`` carries it into the --config YAML as TensorRT-LLM's example
+    configs write it (``scheduler_config: {capacity_scheduler_policy: MAX_UTILIZATION}``, a top-level LlmArgs key)."""
+    import yaml
+
+    from gpuplan.launchers import launch_files, launch_plan
+
+    files = {f.name: f for f in launch_files(launch_plan({**SERVE, "capacity_scheduler_policy": "max_utilization"}),
+                                              ["trtllm"])}
+    cfg = yaml.safe_load(files["trtllm-config.yaml"].text)
+    assert cfg["scheduler_config"] == {"capacity_scheduler_policy": "MAX_UTILIZATION"}
 
 
 def test_launch_trtllm_refuses_other_engines():

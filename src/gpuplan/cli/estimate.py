@@ -150,6 +150,10 @@ def _speed(result, s: dict) -> None:
                 + (f", {per_user:,.1f} tokens/s averaged over a whole request with the other users' prompts "
                    "prefilled in between" if per_user and s["batch_size"] > 1 else ""))
         bullet(line, prefix="")
+        if sp.offline_tokens_per_s:
+            gpus = s["num_gpus"] * s.get("num_nodes", 1)
+            bullet(f"offline (every request queued at once, as trtllm-bench or MLPerf Offline): "
+                   f"{sp.offline_tokens_per_s:,.0f} output tokens/s on all {gpus} GPU(s)", prefix="  ")
         if sp.ttft_s is not None:
             burst = sp.ttft_burst_s
             bullet(f"time to first token: {sp.ttft_s:.2f} s for one request alone"

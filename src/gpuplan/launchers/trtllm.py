@@ -4,10 +4,11 @@ The flags are the settings the memory estimate assumed (:mod:`gpuplan.engines.tr
 left to TensorRT-LLM's defaults: ``--backend pytorch``, ``--tp_size`` / ``--pp_size``, ``--max_batch_size`` and
 ``--max_num_tokens`` (the profiling forward's size), ``--max_seq_len``, ``--kv_cache_free_gpu_memory_fraction``;
 the KV cache's dtype and block size go in the ``--config`` YAML (``kv_cache_config``: ``dtype``,
-``tokens_per_block``). Option names are those of ``trtllm-serve``'s click command
-(``tensorrt_llm/commands/serve.py``; transcribed in tests/data/trtllm, since TensorRT-LLM does not install without
-CUDA). An fp8 or nvfp4 plan needs a checkpoint quantized that way (NVIDIA ModelOpt): TensorRT-LLM reads the format
-from the checkpoint.
+``tokens_per_block``), and a ``capacity_scheduler_policy`` the plan was given as ``scheduler_config`` (top-level
+``LlmArgs`` key, the enum's name: ``MAX_UTILIZATION``, as TensorRT-LLM's own example configs write it). Option
+names are those of ``trtllm-serve``'s click command (``tensorrt_llm/commands/serve.py``; transcribed in
+tests/data/trtllm, since TensorRT-LLM does not install without CUDA). An fp8 or nvfp4 plan needs a checkpoint
+quantized that way (NVIDIA ModelOpt): TensorRT-LLM reads the format from the checkpoint.
 """
 
 from __future__ import annotations
@@ -47,8 +48,11 @@ def command(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
 
 def config(plan: LaunchPlan) -> dict:
     s, engine = plan.scenario, plan.result.memory.engine
-    return {"kv_cache_config": {"dtype": KV_DTYPE[s.kv_cache_dtype], "tokens_per_block": engine["tokens_per_block"],
-                                "free_gpu_memory_fraction": engine["free_gpu_memory_fraction"]}}
+    out = {"kv_cache_config": {"dtype": KV_DTYPE[s.kv_cache_dtype], "tokens_per_block": engine["tokens_per_block"],
+                               "free_gpu_memory_fraction": engine["free_gpu_memory_fraction"]}}
+    if s.capacity_scheduler_policy:
+        out["scheduler_config"] = {"capacity_scheduler_policy": s.capacity_scheduler_policy.upper()}
+    return out
 
 
 def notes(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:

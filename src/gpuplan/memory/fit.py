@@ -60,9 +60,10 @@ def check(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> list[str]:
                            "layer; use offload optimizer, or strategy zero3")
     if s.engine != "transformers" and s.task == "train":
         raise GpuplanError(f"engine {s.engine!r} serves models; training runs on transformers (drop engine)")
-    if s.engine != "trtllm" and (s.free_gpu_memory_fraction is not None or s.tokens_per_block is not None):
-        raise GpuplanError("free_gpu_memory_fraction and tokens_per_block are TensorRT-LLM's settings: set engine "
-                           "trtllm, or drop them")
+    if s.engine != "trtllm" and (s.free_gpu_memory_fraction is not None or s.tokens_per_block is not None
+                                 or s.capacity_scheduler_policy is not None):
+        raise GpuplanError("free_gpu_memory_fraction, tokens_per_block and capacity_scheduler_policy are "
+                           "TensorRT-LLM's settings: set engine trtllm, or drop them")
     if s.engine == "trtllm" and s.quant and s.quant not in ("none", "fp8", "nvfp4", "int8", "awq-int4",
                                                             "gptq-int4", "mxfp4"):
         raise GpuplanError(f"TensorRT-LLM does not load {s.quant} weights: use quant fp8 or nvfp4 (or awq-int4, "

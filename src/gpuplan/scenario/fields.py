@@ -132,6 +132,10 @@ class Scenario(BaseModel):
                                                    "profiling forward that its KV cache takes (default 0.9)")
     tokens_per_block: int | None = Field(default=None, ge=1, le=1024, description="TensorRT-LLM: tokens per KV "
                                          "cache block (default 32)")
+    capacity_scheduler_policy: Literal["guaranteed_no_evict", "max_utilization"] | None = Field(
+        default=None, description="TensorRT-LLM's scheduler_config.capacity_scheduler_policy: guaranteed_no_evict "
+        "(the default) admits a request when blocks for its whole prompt + output are free; max_utilization (MLPerf's "
+        "harness) admits while the tokens held now fit, pausing requests when the pool fills")
     max_model_len: int | None = Field(default=None, ge=16, le=10_000_000,
                                       description="vLLM --max-model-len; default: the model's context")
     engine_version: str | None = Field(default=None, description="the engine release whose memory rules apply "
@@ -344,7 +348,7 @@ TRAINING_LAYOUT = frozenset({"num_nodes", "strategy", "pp", "offload", "framewor
 INFER_ONLY = frozenset({"batch_size", "prompt_tokens", "output_tokens", "kv_cache_dtype", "engine",
                         "mem_fraction_static", "gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs",
                         "max_model_len", "engine_version", "entry_point", "enforce_eager", "ubatch_tokens",
-                        "free_gpu_memory_fraction", "tokens_per_block",
+                        "free_gpu_memory_fraction", "tokens_per_block", "capacity_scheduler_policy",
                         "flash_attention", "cpu_layers"})
 
 

@@ -6,8 +6,9 @@ the GPU count decides what people actually run, :func:`resolve` fills it in and 
 - **precision follows the card**: GPUs without bf16 (V100, T4 and other Turing cards, Apple silicon) run fp16
   (``fp16-mixed`` for training as the Trainer's ``fp16=True``; ``fp16-true`` weights for serving);
 - **several GPUs for serving split the model** instead of copying it: vLLM shards it with tensor parallelism
-  (``--tensor-parallel-size``), transformers places layers across the cards (``device_map="auto"``) and llama.cpp
-  splits by layer (``--split-mode layer``); replicas need ``strategy: ddp``.
+  (``--tensor-parallel-size``), as SGLang (``--tp``) and TensorRT-LLM (``--tp_size``) do, transformers places layers
+  across the cards (``device_map="auto"``) and llama.cpp splits by layer (``--split-mode layer``); replicas need
+  ``strategy: ddp``.
 
 :func:`describe` writes the resolved scenario as the first line of every answer.
 """
@@ -43,8 +44,9 @@ def serving_split(s: Scenario, m: ModelSpec) -> tuple[dict[str, Any], str | None
     n = s.world_size
     if s.task != "infer" or n == 1 or s.tp * s.pp != 1 or s.strategy is not None or s.num_nodes != 1:
         return {}, None
-    if s.engine in ("vllm", "sglang") and tensor_parallel_ok(m, n):
-        flag = "vLLM --tensor-parallel-size" if s.engine == "vllm" else "SGLang --tp"
+    if s.engine in ("vllm", "sglang", "trtllm") and tensor_parallel_ok(m, n):
+        flag = {"vllm": "vLLM --tensor-parallel-size", "sglang": "SGLang --tp", "trtllm": "trtllm-serve --tp_size"}[
+            s.engine]
         return {"tp": n}, (f"{n} GPUs serve one copy of the model with tensor parallelism ({flag} {n}); for {n} "
                            "replicas set strategy ddp")
     if n <= m.num_layers:

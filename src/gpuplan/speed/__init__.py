@@ -9,7 +9,7 @@ decode and time to first token, communication.
 - :mod:`.inference`: the reusable step-time primitives (:class:`StepTimer`: prefill, decode step, time to first
   token alone and in a burst; :func:`serving_rates` for continuous batching) and the speed of a scenario;
 - :mod:`.offline`: TensorRT-LLM's offline max-load throughput (``trtllm-bench throughput``), calibrated on NVIDIA's
-  published tables; said alongside the serving estimate of an ``engine: trtllm`` scenario;
+  published tables; ``Speed.offline_tokens_per_s`` of an ``engine: trtllm`` scenario, beside its serving estimate;
 - :mod:`.breakdown`: the ``Speed`` result (parts that add up, a range).
 """
 
@@ -39,12 +39,14 @@ def speed_of(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None = 
     if s.engine == "trtllm" and s.pp == 1:
         run = offline_throughput(s, m, gpu, network)
         if run.kv_requests:
+            speed.offline_tokens_per_s = run.output_tokens_per_s * s.dp
+            replicas = f" on each of {s.dp} replicas of {s.tp} GPU(s)" if s.dp > 1 else ""
             speed.assumptions.append(
-                f"TensorRT-LLM at maximum load (trtllm-bench throughput, every request {s.prompt_tokens:,} in and "
-                f"{s.output_tokens:,} out): {run.output_tokens_per_s:,.0f} output tokens/s at {run.concurrency:,} "
-                f"requests in flight (its max_batch_size {run.max_batch_size:,}, max_num_tokens "
-                f"{run.max_num_tokens:,}; calibrated on NVIDIA's published trtllm-bench tables, median error 5% on "
-                "held-out rows)")
+                f"TensorRT-LLM at maximum load (trtllm-bench throughput or MLPerf Offline, every request "
+                f"{s.prompt_tokens:,} in and {s.output_tokens:,} out): {speed.offline_tokens_per_s:,.0f} output "
+                f"tokens/s in all at {run.concurrency:,} requests in flight{replicas} (max_batch_size "
+                f"{run.max_batch_size:,}, max_num_tokens {run.max_num_tokens:,}; calibrated on NVIDIA's published "
+                "trtllm-bench tables, median error 5% on held-out rows)")
     return speed
 
 

@@ -15,7 +15,10 @@ class Speed:
     sequences together; ``ttft_s`` one request's prefill alone, ``ttft_burst_s`` the last of ``batch_size``
     prompts arriving at once; ``streaming_tokens_per_s_per_user`` is ``1 / step_time_s`` (vLLM's inter-token
     latency while the batch decodes, the speed people quote per user), ``tokens_per_s_per_sequence`` a request's
-    output over its whole cycle, other users' prompts prefilled in between included.
+    output over its whole cycle, other users' prompts prefilled in between included. ``offline_tokens_per_s``
+    (``engine: trtllm`` only) is the whole setup's output tokens/s at maximum load, every request queued at once
+    (``trtllm-bench throughput``, MLPerf Offline): one instance's :func:`gpuplan.speed.offline.offline_throughput`
+    times the data-parallel replicas.
 
     ``parts_s`` adds up to ``step_time_s`` (seconds per step by kind of work). ``tokens_per_s_low`` and
     ``_high`` bracket the estimate with the calibration spread of this kind of estimate.
@@ -37,6 +40,9 @@ class Speed:
     streaming_tokens_per_s_per_user: float | None = None  # 1 / decode step: what a user sees while it streams
     request_latency_s: float | None = None
     requests_per_s: float | None = None
+    # engine trtllm: output tokens/s of the whole setup (every replica of tp x pp GPUs) at maximum load, every request
+    # queued at once (trtllm-bench throughput, MLPerf Offline): speed/offline.py; None for other engines
+    offline_tokens_per_s: float | None = None
     assumptions: list[str] = field(default_factory=list)
 
     def with_range(self, kind: str, *widen: str) -> Speed:

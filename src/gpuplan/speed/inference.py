@@ -318,7 +318,7 @@ def step_timer(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None 
     loop = sglang_loop(s, gpu) if s.engine == "sglang" else None
     if s.engine in ("sglang", "trtllm"):  # in-flight batching with CUDA graphs, timed as vLLM's current engine
         s = s.model_copy(update={"engine": "vllm", "engine_version": None, "free_gpu_memory_fraction": None,
-                                 "tokens_per_block": None})
+                                 "tokens_per_block": None, "capacity_scheduler_policy": None})
     dtype = "fp16" if not gpu.supports_dtype("bf16") else (
         "fp8" if s.quant == "fp8" and gpu.supports_dtype("fp8") else
         "fp4" if s.quant == "nvfp4" and gpu.supports_dtype("fp4") else "bf16")

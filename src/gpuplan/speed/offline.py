@@ -9,7 +9,10 @@ The run (:func:`offline_throughput`):
    FP8 for FP8 and NVFP4 checkpoints (:func:`gpuplan.engines.trtllm.bench_scenario`);
 2. in-flight batching under the default ``GUARANTEED_NO_EVICT`` capacity policy: a request is admitted only when
    blocks for its whole ``prompt + output`` are free, so ``concurrency = min(max_batch_size, whole requests the
-   pool holds)``;
+   pool holds)``; under ``MAX_UTILIZATION`` (``capacity_scheduler_policy: max_utilization``, the default of MLPerf's
+   harness: ``closed/NVIDIA/code/common/arguments.py`` ``batch_scheduler_policy`` "max_util") a request is admitted
+   while the blocks it holds now fit, so in steady state the pool holds requests at their mean length, ``prompt +
+   output/2`` (:func:`held_tokens`);
 3. a cycle of ``output_tokens`` decode iterations of ``concurrency`` sequences at the mean context
    (``prompt + output/2``), CUDA graphs replayed (:class:`gpuplan.speed.inference.StepTimer`), plus the prefill
    of ``concurrency`` new prompts in iterations of ``max_num_tokens`` tokens (whole prompts: chunked prefill is
@@ -25,16 +28,19 @@ does not know; :func:`gemm_share` scales the peaks by the rows of each GEMM, and
 :data:`~gpuplan.overheads.TRTLLM_CONTEXT_ATTENTION_SPEEDUP` sets its context attention (FP8 context FMHA)
 apart from gpuplan's FlashAttention figure (both fitted on the H100 and B200 rows of the overview, ``bench/trtllm.py``).
 
-Not modelled: CUDA-graph padding to the captured batch sizes, mixed context + generation iterations run outside
-the graphs, pipeline parallelism as trtllm-bench pipelines it (the step timer runs stages one after another),
-expert parallelism and attention data parallelism. MoE models run through the same path, their routed experts at
-decode as one grouped GEMM (``StepTimer.grouped_experts``), but nothing MoE is fitted: one-GPU Mixtral 8x7B lands
-within 2-8% of release 0.17's table, Llama 4 Scout and Qwen3-30B-A3B 20-110% too fast (bench/results/trtllm.md).
+Not modelled: CUDA-graph padding to the captured batch sizes, mixed context + generation iterations run outside the
+graphs (chunked prefill, on in MLPerf's v5.1 runs, shares iterations between prompts and decoding sequences: timed
+that way, the MLPerf rows move by 1-2 points, so prefill stays its own phase), pipeline parallelism as trtllm-bench
+pipelines it (the step timer runs stages one after another), expert parallelism and attention data parallelism. MoE
+models run through the same path, their routed experts at decode as one grouped GEMM
+(``StepTimer.grouped_experts``), but nothing MoE is fitted: one-GPU Mixtral 8x7B lands within 2-8% of release 0.17's
+table, Llama 4 Scout and Qwen3-30B-A3B 20-110% too fast (bench/results/trtllm.md).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 
 from .. import overheads as oh
@@ -53,7 +59,7 @@ class OfflineRun:
 
     max_batch_size: int
     max_num_tokens: int
-    kv_requests: int  # whole requests of prompt + output tokens the KV pool holds
+    kv_requests: int  # requests the KV pool holds at the tokens each holds (held_tokens)
     concurrency: int
     decode_step_s: float
     prefill_s: float  # the prefill of one cycle's ``concurrency`` prompts
@@ -83,6 +89,17 @@ def trtllm_gpu(gpu: GpuSpec, rows: float) -> GpuSpec:
     return dataclasses.replace(gpu, dense_tflops=peaks)
 
 
+def held_tokens(s: Scenario) -> int:
+    """Tokens of KV a request in flight holds for admission: its whole ``prompt + output`` under
+    ``GUARANTEED_NO_EVICT`` (blocks reserved up front), its mean ``prompt + output/2`` under ``MAX_UTILIZATION``
+    (blocks taken as the sequence grows; requests admitted at every stage of their output, so the pool holds them
+    at half their output on average)."""
+    osl = max(s.output_tokens, 1)
+    if s.capacity_scheduler_policy == "max_utilization":
+        return s.prompt_tokens + math.ceil(osl / 2)
+    return s.prompt_tokens + osl
+
+
 def decode_step_s(timer: StepTimer, batch: int, context: float) -> float:
     """One decode iteration under TensorRT-LLM: the step timer's GPU work (weights, the FP8 KV cache read, kernel
     latencies, TP all-reduces), its vLLM engine loop left out (TensorRT-LLM's overlap scheduler hides the
@@ -108,7 +125,7 @@ def offline_throughput(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network
     batch, tokens = trtllm.bench_settings(s, m, gpu)
     s = s.model_copy(update={"max_num_seqs": batch, "max_num_batched_tokens": tokens})
     sm = trtllm.startup_memory(s, m, gpu, trtllm.activation(s, m))
-    kv_requests = sm.max_concurrency(isl + osl)
+    kv_requests = sm.max_concurrency(held_tokens(s))
     conc = max(min(kv_requests, batch), 1)
     per_iteration = max(tokens // isl, 1)  # whole prompts per context iteration
 

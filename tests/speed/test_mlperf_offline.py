@@ -1,0 +1,121 @@
+"""The plan's offline throughput (``speed.offline_tokens_per_s``, ``engine: trtllm``) against MLPerf Inference
+Offline results, and the whole-setup and scheduler-policy rules behind it.
+
+Published values: "Tokens per second" of each run's mlperf_log_summary.txt in mlcommons/inference_results_v4.1
+(@198fc467e5c3) and v5.1 (@965182b0a4d1), closed division, copied with the submitter's TensorRT-LLM settings into
+bench/data/mlperf-inference.csv (each row's source and settings_source). Nothing in gpuplan is fitted on them: the
+TensorRT-LLM constants were fitted on NVIDIA's trtllm-bench tables (bench/trtllm.py). Mean prompt lengths are the
+bench's (bench/mlperf_inference.py PROMPT_TOKENS: Llama-2-70B's 300 is an assumption), output lengths each run's own.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import statistics
+from pathlib import Path
+
+import pytest
+
+from gpuplan import estimate
+from gpuplan.errors import GpuplanError
+from gpuplan.hardware import load_gpu
+from gpuplan.model.catalog import load_model
+from gpuplan.scenario import scenario_from
+from gpuplan.speed.offline import held_tokens, offline_throughput
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def bench():
+    spec = importlib.util.spec_from_file_location("bench_mlperf_inference", ROOT / "bench" / "mlperf_inference.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# NVIDIA's own v4.1 Hopper submissions (closed/NVIDIA/results/<system>/<benchmark>/Offline/performance/run_1/
+# mlperf_log_summary.txt, Tokens per second): (system, benchmark, published, tolerance). Within 6% when written
+# (H100 +2.9%, Mixtral +3.0% / +1.0%, H200 -5.3%).
+NVIDIA_HOPPER = [("DGX-H100_H100-SXM-80GBx8_TRT", "llama2-70b-99", 24_524.9),
+                 ("DGX-H100_H100-SXM-80GBx8_TRT", "mixtral-8x7b", 52_415.9),
+                 ("H200-SXM-141GBx8_TRT", "llama2-70b-99", 31_302.7),
+                 ("H200-SXM-141GBx8_TRT", "mixtral-8x7b", 59_022.3)]
+
+
+@pytest.mark.parametrize(("system", "workload", "published"), NVIDIA_HOPPER,
+                         ids=[f"{r[0]}-{r[1]}" for r in NVIDIA_HOPPER])
+def test_nvidia_hopper_rows_within_tolerance(system, workload, published):
+    b = bench()
+    row = next(r for r in b.load_rows() if r["submitter"] == "NVIDIA" and r["system"] == system
+               and r["benchmark"] == workload)
+    assert float(row["output_tokens_per_s"]) == published
+    assert b.predict(row) == pytest.approx(published, rel=0.10)
+
+
+def test_blackwell_llama2_70b_is_too_slow_by_under_a_quarter():
+    """NVIDIA's v5.1 B200 x8 Llama-2-70B (101,527 tokens/s, NVFP4, 8 instances of tp 1): gpuplan says ~18% less.
+    Known and not fitted away (bench/results/mlperf_inference.md); this pins the size of the gap so that a change
+    that widens it fails."""
+    b = bench()
+    row = next(r for r in b.load_rows() if r["submitter"] == "NVIDIA" and r["gpu_label"] == "B200"
+               and r["benchmark"] == "llama2-70b-99")
+    assert float(row["output_tokens_per_s"]) == 101_527
+    assert -0.25 < b.err(b.predict(row), row) < 0
+
+
+def test_median_over_every_mlperf_row():
+    """67 rows (v4.1 + v5.1; Llama-2-70B, Llama-3.1-8B, Mixtral-8x7B): median |error| 9.6% when written, under the
+    issue's 15%. Every row is scored (none is inexpressible)."""
+    b = bench()
+    rows = b.load_rows()
+    assert len(rows) == 67 and not [r for r in rows if b.why_not(r)]
+    assert statistics.median(abs(b.err(b.predict(r), r)) for r in rows) < 0.12
+
+
+SERVE = {"task": "infer", "engine": "trtllm", "model": "meta-llama/Llama-2-70b-hf", "gpu": "nvidia-h200-sxm-141gb",
+         "tp": 1, "num_gpus": 8, "strategy": "ddp", "quant": "fp8", "kv_cache_dtype": "fp8", "prompt_tokens": 300,
+         "output_tokens": 290, "batch_size": 64}
+
+
+def test_offline_figure_is_the_whole_setup():
+    """8 replicas of one GPU: the plan's offline figure is 8 x one instance's trtllm-bench run, and is a JSON key of
+    the plan; the serving headline (tokens/s at the user's batch size) is another number."""
+    plan = estimate(SERVE, advise=False)
+    one = offline_throughput(scenario_from({**SERVE, "num_gpus": 1, "strategy": None}),
+                             load_model(SERVE["model"]), load_gpu(SERVE["gpu"]))
+    assert plan.speed.offline_tokens_per_s == pytest.approx(8 * one.output_tokens_per_s)
+    assert plan.to_dict()["speed"]["offline_tokens_per_s"] == pytest.approx(plan.speed.offline_tokens_per_s)
+    assert plan.speed.tokens_per_s < plan.speed.offline_tokens_per_s
+
+
+def test_other_engines_have_no_offline_figure():
+    plan = estimate({**SERVE, "engine": "vllm"}, advise=False)
+    assert plan.speed.offline_tokens_per_s is None
+
+
+def test_max_utilization_holds_requests_at_their_mean_length():
+    """300 in, 290 out, blocks of 32 tokens: GUARANTEED_NO_EVICT reserves ceil(590 / 32) = 19 blocks a request,
+    MAX_UTILIZATION holds ceil((300 + 145) / 32) = 14 on average: 19/14 as many requests in the same pool."""
+    s = scenario_from({**SERVE, "num_gpus": 1, "strategy": None})
+    util = s.model_copy(update={"capacity_scheduler_policy": "max_utilization"})
+    assert held_tokens(s) == 590 and held_tokens(util) == 445
+    m, gpu = load_model(s.model), load_gpu(s.gpu)
+    big = s.model_copy(update={"max_num_seqs": 8192, "max_num_batched_tokens": 8192})
+    a = offline_throughput(big, m, gpu).kv_requests
+    b = offline_throughput(big.model_copy(update={"capacity_scheduler_policy": "max_utilization"}), m, gpu).kv_requests
+    assert b / a == pytest.approx(math.ceil(590 / 32) / math.ceil(445 / 32), rel=0.01)
+
+
+def test_capacity_policy_is_tensorrt_llm_s():
+    with pytest.raises(GpuplanError, match="TensorRT-LLM's settings"):
+        estimate({**SERVE, "engine": "vllm", "capacity_scheduler_policy": "max_utilization"}, advise=False)
+
+
+def test_several_gpus_serve_one_tensor_parallel_copy():
+    """trtllm-serve on 8 GPUs without tp or strategy: one copy split by tensor parallelism (``--tp_size 8``), as vLLM
+    and SGLang are, not layers spread over the cards; so the plan has its offline figure (one instance of 8)."""
+    plan = estimate({k: v for k, v in SERVE.items() if k not in ("tp", "strategy")}, advise=False)
+    assert plan.scenario["tp"] == 8 and plan.scenario.get("pp", 1) == 1
+    assert "tensor parallelism (trtllm-serve --tp_size 8)" in str(plan.to_dict())
+    assert plan.speed.offline_tokens_per_s
