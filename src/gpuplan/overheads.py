@@ -161,7 +161,8 @@ VLLM_CUDAGRAPH_PER_GRAPH_LAYER_MIB = 0.25
 # peak is at boost clock), which the calibrated default for power-capped cards expresses.
 MATMUL_PEAK_FRACTION = {
     "nvidia-a100-sxm4-80gb": 0.859, "nvidia-a100-sxm4-40gb": 0.859, "nvidia-a100-pcie-80gb": 0.822,
-    "nvidia-a100-pcie-40gb": 0.822, "nvidia-h100-sxm5-80gb": 0.801, "nvidia-h200-sxm-141gb": 0.801,
+    "nvidia-a100-pcie-40gb": 0.822, "nvidia-h100-sxm5-80gb": 0.801, "nvidia-h100-sxm5-96gb": 0.801,
+    "nvidia-h200-sxm-141gb": 0.801,
     "nvidia-gh200-144gb": 0.830, "nvidia-gh200-96gb": 0.830, "amd-instinct-mi250x": 0.767,
     "amd-instinct-mi300x": 0.601, "amd-instinct-mi325x": 0.601,
 }
@@ -196,6 +197,12 @@ GEMM_SHAPE_SM_EXPONENT = 1.0
 # instruction covers 16 rows (mma.m16n8k16, PTX ISA), so a decode GEMV of 1-16 rows costs what 16 rows do in
 # compute (its time is the weights' bytes anyway).
 MMA_TILE_M = 16
+# A card run at a power limit below its TDP (GpuSpec.power_limit_w) sustains (limit / TDP) ** POWER_CAP_EXPONENT
+# of its tensor rate (speed/gemm.py power_limit_factor): dynamic power ~ C V^2 f with the voltage rising with the
+# clock, held to about the square of the clock by the leakage and memory power that do not scale. Grand Teton's
+# H100s at 500 of 700 W: 0.845, which puts their sustained peak at the H100 NVL's datasheet rate (835 of 989
+# TFLOPS), where torchtitan's benchmark notes place it ("between SXM and NVL", llama3_h100_202412_torchtitan.md
+# footnote 2). Checked on torchtitan's published rows (bench/throughput.py), not fitted on them.
 POWER_CAP_EXPONENT = 0.5
 BANDWIDTH_FRACTION = 0.80  # achievable HBM/GDDR bandwidth (aiconfigurator 0.8; STREAM-like copies reach 0.9)
 GEMM_ROOFLINE_SHARPNESS = 3.0  # p of (compute^p + memory^p)^(1/p): 1 adds them, infinity takes the max
