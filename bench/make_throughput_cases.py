@@ -101,7 +101,17 @@ def torchtune(row):
 
 
 def torchtitan(row):
-    return mc.torchtitan(row)
+    """bench/make_cases.py's rule, on the card the runs had: Grand Teton's H100 SXM5 with 96GB HBM2e (2.4 TB/s)
+    at its default 500 W power limit (benchmarks/llama3_h100_202412_torchtitan.md 'Hardware'), 400 Gb/s RDMA per
+    GPU between hosts. Context parallelism is a scenario field of the Megatron stack only: CP rows stay skipped."""
+    case, why = mc.torchtitan(row)
+    if case is None:
+        return None, why
+    case["scenario"]["gpu"] = "nvidia-h100-sxm5-96gb"
+    case["assumptions"] = case["assumptions"].replace(
+        "H100 96GB HBM2e (Grand Teton) is not in the GPU catalog: gpu left out",
+        "Grand Teton's H100 SXM5 96GB HBM2e at its default 500 W power limit (nvidia-h100-sxm5-96gb)")
+    return case, None
 
 
 def mpt(row):
@@ -130,6 +140,41 @@ def mpt(row):
     if "SHARD_GRAD_OP" in row["parallelism"]:
         notes.append("FSDP SHARD_GRAD_OP taken as ZeRO-2")
     return dict(scenario=scenario, assumptions="; ".join(notes)), None
+
+
+ANSWERAI_GPUS = {"RTX 4090 24GB": "nvidia-geforce-rtx-4090", "A5000 24GB": "nvidia-rtx-a5000",
+                 "A6000 Ada 48GB": "nvidia-rtx-6000-ada", "A100 40GB SXM": "nvidia-a100-sxm4-40gb",
+                 "H100 80GB SXM": "nvidia-h100-sxm5-80gb"}
+
+
+def answerai(row):
+    """Answer.AI fsdp_qlora benchmarks (benchmarks_03_2024.md): the time ``train.py`` took over 1,024 dummy samples
+    of ``context_length`` tokens, as tokens/s per GPU. bench/make_cases.py's rule (FSDP1 over a plain PyTorch loop,
+    pure bf16, reentrant checkpointing, LoRA r=64 on the seven projections, bnb NF4 for QLoRA), on the card of the
+    row. The 3090 rig ran power-limited to 280 W on an older motherboard's PCIe lanes: neither is a scenario field,
+    so its rows are skipped. Mistral 7B v0.2 base is written as v0.3 (the same shape without a sliding window; v0.3's
+    vocabulary is 768 tokens larger)."""
+    if "3090" in row["gpu"]:
+        return None, "RTX 3090s power-limited to 280 W on an older motherboard's PCIe lanes (not scenario fields)"
+    mistral = row["model"].startswith("mistral")
+    case, why = mc.answerai({**row, "model": "meta-llama/Llama-2-7b-hf"} if mistral else row)
+    if case is None:
+        return None, why
+    s = case["scenario"]
+    n = int(row["n_gpus"])
+    s.update(gpu=ANSWERAI_GPUS[row["gpu"]], num_gpus=n, **({"model": "mistral-7b-v0.3"} if mistral else {}))
+    notes = [case["assumptions"], "time over 1,024 samples taken as training time (model loading and quantization "
+             "not in it)", "AdamW foreach, no gradient accumulation (the table's effective batch only sets how often "
+             "the adapters step)"]
+    if "activation offload" in row["parallelism"]:
+        s["activation_offload"] = True
+        notes.append("--use_activation_cpu_offload: saved activations on the CPU")
+    if mistral:
+        notes.append("Mistral 7B v0.2 base as mistral-7b-v0.3 (same shape, no sliding window)")
+    if "Recommendations" in row["source_locator"]:
+        notes.append("sharding not stated: train.py's default full_shard")
+    case["assumptions"] = "; ".join(notes)
+    return case, None
 
 
 MEGATRON_GPT = {3072: "megatron-gpt-3.6b", 8192: "megatron-gpt-39.1b", 16384: "megatron-gpt-310b",
@@ -254,6 +299,7 @@ RULES = {
     "HF blog 'From DeepSpeed to FSDP and Back Again' (Jun 2024)": hf_blog_zero3,
     "fms-fsdp README throughput table": fms_fsdp,
     "Llama 3 paper Table 4 (Dubey et al. 2024)": llama3_table4,
+    "Answer.AI fsdp_qlora benchmarks (Mar 2024)": answerai,
 }
 SKIP = {
     "layer_fwd_bwd_time_ms": "time of one transformer layer, not a whole-model scenario",
@@ -272,6 +318,9 @@ NETWORKS = {
     # fms-fsdp README (earlier version): "A100 80G 128 GPUs with 400Gbps"; Llama 3: RoCE, 400 Gb/s per GPU
     "fms-fsdp README throughput table": {"A100": ("infiniband", 400)},
     "Llama 3 paper Table 4 (Dubey et al. 2024)": {"H100": ("roce", 3200)},
+    # torchtitan benchmarks: 'Hosts are inter-connected with backend RDMA network with 400 Gb/s per GPU' (Meta's
+    # RoCE, as for Llama 3)
+    "torchtitan benchmarks (Dec 2024)": {"H100": ("roce", 3200)},
 }
 
 
@@ -285,11 +334,18 @@ def network(row) -> dict:
 # Published throughput of sharded (ZeRO-3, FSDP) and 4D-parallel training that measured-public.csv lacks, with
 # their locators (bench/data/SOURCES.md)
 SHARDED_CSV = HERE / "data" / "measured-sharded-public.csv"
+# Answer.AI fsdp_qlora's published training times (benchmarks_03_2024.md): consumer, workstation and cloud cards
+ANSWERAI_CSV = HERE / "data" / "measured-answerai-public.csv"
+# torchtitan's benchmark rows that measured-public.csv lacks (Tables 1-4 of the Dec 2024 file, the vanilla-TP rows of
+# the June 2025 async-TP file), same card and locators
+TORCHTITAN_CSV = HERE / "data" / "measured-torchtitan-public.csv"
 
 
 def build(csv_path: Path) -> dict:
     cases, skipped = [], []
-    rows = [*csv.DictReader(csv_path.open(encoding="utf-8")), *csv.DictReader(SHARDED_CSV.open(encoding="utf-8"))]
+    rows = [*csv.DictReader(csv_path.open(encoding="utf-8")),
+            *(row for extra in (SHARDED_CSV, ANSWERAI_CSV, TORCHTITAN_CSV)
+              for row in csv.DictReader(extra.open(encoding="utf-8")))]
     for row in rows:
         if row["metric"] not in THROUGHPUT_METRICS:
             continue

@@ -8,7 +8,7 @@ from gpuplan.hardware import gpus, load_gpu, resolve_gpu
 
 
 def test_catalog_loads_every_entry():
-    assert len(gpus()) == 51  # GB300 and MI355X added (issue 24)
+    assert len(gpus()) == 52  # GB300 and MI355X added (issue 24), Grand Teton's 96GB HBM2e H100 (issue 20)
 
 
 @pytest.mark.parametrize("name, gpu_id, others", [

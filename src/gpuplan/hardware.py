@@ -89,6 +89,8 @@ class GpuSpec:
     sm_count: int | None = None  # streaming multiprocessors (compute units), where the catalog has them
     # GPUs one NVLink switch fabric joins: 72 in GB200/GB300 NVL72 racks (across trays); 0: the node's own links
     nvlink_domain: int = 0
+    # the power limit the card is run at where it is set below its TDP (Grand Teton's H100s: 500 W of 700 W)
+    power_limit_w: float | None = None
 
     @property
     def generation(self) -> str:
@@ -134,7 +136,7 @@ def _spec(entry: dict[str, Any]) -> GpuSpec:
         pcie_generation=(entry.get("pcie") or {}).get("generation"), tdp_w=entry.get("tdp_w"),
         msrp_usd=entry.get("launch_msrp_usd"), compute_capability=entry.get("compute_capability"),
         aliases=tuple(str(a) for a in entry.get("aliases") or ()), sm_count=entry.get("sm_count"),
-        nvlink_domain=int(link.get("nvlink_domain") or 0))
+        nvlink_domain=int(link.get("nvlink_domain") or 0), power_limit_w=entry.get("power_limit_w"))
 
 
 @cache

@@ -172,9 +172,18 @@ VLLM_CUDAGRAPH_PER_GRAPH_LAYER_MIB = 0.25
 # peak is at boost clock), which the calibrated default for power-capped cards expresses.
 MATMUL_PEAK_FRACTION = {
     "nvidia-a100-sxm4-80gb": 0.859, "nvidia-a100-sxm4-40gb": 0.859, "nvidia-a100-pcie-80gb": 0.822,
-    "nvidia-a100-pcie-40gb": 0.822, "nvidia-h100-sxm5-80gb": 0.801, "nvidia-h200-sxm-141gb": 0.801,
+    "nvidia-a100-pcie-40gb": 0.822, "nvidia-h100-sxm5-80gb": 0.801, "nvidia-h100-sxm5-96gb": 0.801,
+    "nvidia-h200-sxm-141gb": 0.801,
     "nvidia-gh200-144gb": 0.830, "nvidia-gh200-96gb": 0.830, "amd-instinct-mi250x": 0.767,
     "amd-instinct-mi300x": 0.601, "amd-instinct-mi325x": 0.601,
+    # GeForce/workstation cards: the best bf16 torch.matmul rate over square sizes 1,024-10,240 that users posted
+    # to zzc0721/torch-performance-test-data (database.md @078586871, the same measure as the MAMF: H100 80GB HBM3
+    # 789 and 784 there, A100 SXM4 80GB 265) over the catalog's fp32-accumulate datasheet rate. GeForce datasheets
+    # quote the rated boost clock (RTX 4090: 2,520 MHz), and GPU Boost holds the clock above it under tensor work
+    # while the board stays inside its power limit: RTX 4090 24GB 170.1, 173.3, 162.4, 163.1 (median 166.6 of 165.2
+    # TFLOPS), RTX 3090 76.3, 76.7, 76.6 (of 71.0), RTX 5090 236.0, 242.2 (of 209.5); RTX A6000 123.3 (of 154.8).
+    "nvidia-geforce-rtx-4090": 1.008, "nvidia-geforce-rtx-3090": 1.079, "nvidia-geforce-rtx-5090": 1.141,
+    "nvidia-rtx-a6000": 0.797,
 }
 MATMUL_PEAK_FRACTION_DEFAULT = 0.80  # NVIDIA cards without a MAMF row: the H100/A100 range
 MATMUL_PEAK_FRACTION_OTHER_VENDOR = 0.60  # MI300X's figure for other vendors' software stacks
@@ -207,6 +216,12 @@ GEMM_SHAPE_SM_EXPONENT = 1.0
 # instruction covers 16 rows (mma.m16n8k16, PTX ISA), so a decode GEMV of 1-16 rows costs what 16 rows do in
 # compute (its time is the weights' bytes anyway).
 MMA_TILE_M = 16
+# A card run at a power limit below its TDP (GpuSpec.power_limit_w) sustains (limit / TDP) ** POWER_CAP_EXPONENT
+# of its tensor rate (speed/gemm.py power_limit_factor): dynamic power ~ C V^2 f with the voltage rising with the
+# clock, held to about the square of the clock by the leakage and memory power that do not scale. Grand Teton's
+# H100s at 500 of 700 W: 0.845, which puts their sustained peak at the H100 NVL's datasheet rate (835 of 989
+# TFLOPS), where torchtitan's benchmark notes place it ("between SXM and NVL", llama3_h100_202412_torchtitan.md
+# footnote 2). Checked on torchtitan's published rows (bench/throughput.py), not fitted on them.
 POWER_CAP_EXPONENT = 0.5
 BANDWIDTH_FRACTION = 0.80  # achievable HBM/GDDR bandwidth (aiconfigurator 0.8; STREAM-like copies reach 0.9)
 GEMM_ROOFLINE_SHARPNESS = 3.0  # p of (compute^p + memory^p)^(1/p): 1 adds them, infinity takes the max
@@ -446,10 +461,10 @@ MULTINODE_STRAGGLER = 0.97  # cross-node jitter: the slowest rank sets the step
 
 # Uncertainty: the range of the true rate around the estimate, the 10th-90th percentile of measured / estimated - 1
 # over the held-out fixed-shape rows of bench/throughput.py (ids whose number is a multiple of 3; the bench prints
-# the figures, tests/test_throughput_split.py holds this to them): training 23 % below to 11 % above (37 rows),
+# the figures, tests/test_throughput_split.py holds this to them): training 22 % below to 14 % above (45 rows),
 # decode 3 % below to 16 % above (13 rows); widened where the estimate rests on a default (another vendor's
 # software, a fabric the offer does not state, CPU-held layers).
-SPEED_SPREAD = {"train": (-0.23, 0.11), "decode": (-0.03, 0.16)}
+SPEED_SPREAD = {"train": (-0.22, 0.14), "decode": (-0.03, 0.16)}
 SPEED_SPREAD_WIDENING = {"other vendor": 1.5, "no fabric data": 1.5, "cpu layers": 1.5}
 
 # ---- checkpointing and spot (cost) --------------------------------------------------------------------

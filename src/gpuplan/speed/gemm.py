@@ -27,11 +27,22 @@ from ..errors import GpuplanError
 from ..hardware import GpuSpec
 
 
+def power_limit_factor(gpu: GpuSpec) -> float:
+    """Share of its rated tensor rate a card sustains when it runs at a power limit below its TDP
+    (``power_limit_w``, e.g. Grand Teton's H100s at 500 of 700 W): (limit / TDP) ** POWER_CAP_EXPONENT, the clock
+    the power management settles at when dynamic power grows with about the square of the clock (1 where no
+    lower limit is set)."""
+    if not gpu.power_limit_w or not gpu.tdp_w or gpu.power_limit_w >= gpu.tdp_w:
+        return 1.0
+    return (gpu.power_limit_w / gpu.tdp_w) ** oh.POWER_CAP_EXPONENT
+
+
 def matmul_fraction(gpu: GpuSpec) -> float:
     """Achievable share of the datasheet matmul peak: the measured MAMF where published, else the vendor's
-    default, lowered for cards whose datasheet TFLOPS per watt exceed what their power cap sustains."""
+    default, lowered for cards whose datasheet TFLOPS per watt exceed what their power cap sustains, and for a
+    card run below its TDP (:func:`power_limit_factor`)."""
     if gpu.id in oh.MATMUL_PEAK_FRACTION:
-        return oh.MATMUL_PEAK_FRACTION[gpu.id]
+        return oh.MATMUL_PEAK_FRACTION[gpu.id] * power_limit_factor(gpu)
     base = oh.MATMUL_PEAK_FRACTION_DEFAULT if gpu.vendor == "NVIDIA" else oh.MATMUL_PEAK_FRACTION_OTHER_VENDOR
     peak = gpu.peak_tflops("bf16") or gpu.peak_tflops("fp16") or 0.0
     per_watt = peak / gpu.tdp_w if gpu.tdp_w else 0.0

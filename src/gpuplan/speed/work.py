@@ -21,7 +21,7 @@ from .. import overheads as oh
 from ..hardware import GpuSpec
 from ..model.layers import Layer, Linear
 from ..model.spec import ModelSpec
-from .gemm import bandwidth, gemm_time_s, peak_flops
+from .gemm import bandwidth, gemm_time_s, peak_flops, power_limit_factor
 
 
 def _tokens_per_matrix(layer: Layer, lin: Linear, tokens: float) -> float:
@@ -102,7 +102,7 @@ def attention_s(m: ModelSpec, gpu: GpuSpec, dtype: str, seqs: float, seq: int, *
     fraction = oh.ATTENTION_PEAK_FRACTION.get(gpu.generation, oh.ATTENTION_PEAK_FRACTION_DEFAULT)
     if windowed and masked_windows and kernel == "sdpa":  # the memory-efficient kernel reading an additive mask
         fraction *= oh.MASKED_ATTENTION_FACTOR
-    total += flops / (peak_flops(gpu, "bf16" if dtype == "fp8" else dtype) * fraction)
+    total += flops / (peak_flops(gpu, "bf16" if dtype == "fp8" else dtype) * fraction * power_limit_factor(gpu))
     return layers * total
 
 
