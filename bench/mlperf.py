@@ -4,7 +4,9 @@ mlcommons/training_results_v4.0-v5.1 by bench/make_mlperf.py).
 Each row is a whole job: the samples its runs trained to reach the benchmark's target (median of the runs) times
 8,192 tokens, at gpuplan's throughput for the submission's own layout (framework megatron: TP, PP, virtual
 stages, CP, micro and global batch, fp8, its activation recompute), plus its evaluation passes (the log's
-``eval_start`` count x ``eval_samples`` sequences, each a forward: :func:`gpuplan.market.job.forward_share`).
+``eval_start`` count x ``eval_samples`` sequences, each a forward: :func:`gpuplan.market.job.forward_share`; every
+data-parallel rank runs whole micro-batches, so a pass takes ``ceil(eval_samples / (dp x mbs))`` rounds), with the
+CUDA graphs and fp8 attention its configuration sets (``MCORE_CUDA_GRAPH`` / ``LAYER_CUDA_GRAPH``, ``FP8_DPA``).
 Error = (estimate - measured) / measured. The memory estimate must fit the card too (the job ran). No constant of
 gpuplan was fitted on these rows: every row is held out. Rows gpuplan cannot express are listed with the reason
 (fp4 training).
@@ -15,6 +17,7 @@ gpuplan was fitted on these rows: every row is held out. Rows gpuplan cannot exp
 from __future__ import annotations
 
 import csv
+import math
 import statistics
 import sys
 from pathlib import Path
@@ -46,7 +49,8 @@ def scenario(row: dict) -> dict:
             "num_gpus": n // nodes, "num_nodes": nodes, "tp": tp, "pp": pp, "cp": cp, "vpp": vpp,
             "seq_len": seq, "micro_batch_size": mb, "grad_accum_steps": max(1, gbs // (mb * dp)),
             "precision": "fp8-mixed", "train_tokens": float(row["samples_to_converge"]) * seq,
-            "grad_checkpointing": row["recompute"],
+            "grad_checkpointing": row["recompute"], "cuda_graphs": row["cuda_graphs"] == "1",
+            "fp8_attention": row["fp8_attention"] == "1",
             **(LORA if row["benchmark"] == "llama2_70b_lora" else {})}
 
 
@@ -76,8 +80,10 @@ def run(rows: list[dict]) -> tuple[list[dict], list[dict]]:
             skipped.append({**row, "why": reason})
             continue
         train_s = s.train_tokens / speed.tokens_per_s
-        eval_s = int(row["evals"]) * int(row["eval_samples"] or 0) * s.seq_len * forward_share(s, m) / \
-            speed.tokens_per_s
+        # each data-parallel rank runs whole micro-batches: an evaluation takes ceil(samples / (dp x mbs)) rounds
+        per_round = s.dp * s.micro_batch_size
+        eval_seqs = math.ceil(int(row["eval_samples"] or 0) / per_round) * per_round
+        eval_s = int(row["evals"]) * eval_seqs * s.seq_len * forward_share(s, m) / speed.tokens_per_s
         minutes = (train_s + eval_s) / 60
         measured = float(row["time_to_train_min"])
         scored.append({**row, "estimated_min": minutes, "eval_min": eval_s / 60,

@@ -139,6 +139,10 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
     kern = stack_for(s).kernels(s)
     work = _micro_work(s, m, gpu, dtype, tokens, kern, assumptions)
     host, deepspeed_zero3 = _host_s(s, m, tokens, kern, work.rest_again)
+    if s.cuda_graphs:  # the step replays captured kernels: no per-kernel host launches
+        host = 0.0
+        assumptions.append("CUDA graphs (Megatron-Core enable_cuda_graph, full iteration): the step's kernels are "
+                           "replayed from one capture, no per-kernel launches from Python")
     busy = smooth_max(work.gpu_busy, host, oh.HOST_GPU_OVERLAP_SHARPNESS)
     if kern.why:
         assumptions.append(f"{s.framework} kernels: {kern.text}")
@@ -150,7 +154,9 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
     offload, activations_offload = _offload_s(s, m, forward_time, 2 * forward_time, comm.pcie, assumptions)
     micro = busy + tp_comm + cp_comm + gather + reduce + offload + activations_offload
     optimizer = _optimizer_s(s, m, gpu, comm.pcie, assumptions)
-    loop = oh.TRAINER_STEP_OVERHEAD_S + s.grad_accum_steps * oh.DATALOADER_S_PER_MICRO_STEP
+    # the trainer's per-step Python (scheduler, zero_grad, clipping, the loss's sync) runs inside the captured
+    # iteration under full-iteration CUDA graphs; the dataloader still feeds every micro-batch
+    loop = (0.0 if s.cuda_graphs else oh.TRAINER_STEP_OVERHEAD_S) + s.grad_accum_steps * oh.DATALOADER_S_PER_MICRO_STEP
     # 1F1B: p-1 micro-steps of fill and drain per step; interleaved over v virtual stages, (p-1)/v of them
     # (Narayanan et al. 2021, section 2.2.2: bubble fraction (p-1)/(m·v))
     bubble = (s.pp - 1) / s.vpp * micro
@@ -205,7 +211,7 @@ def _micro_work(s: Scenario, m: ModelSpec, gpu: GpuSpec, dtype: str, tokens: int
                   bytes_per_output=kern.lora_bytes_per_output) * (3 + rest_again) if targets else 0.0
     # under CP each rank's queries meet every key of the sequence: 1/cp of the sequence's attention work
     passes = 1 + attention_again + (oh.ATTENTION_BACKWARD_FLOP_RATIO if kernel != "eager" else 2)
-    attention = attention_s(m, gpu, "bf16" if dtype == "fp8" else dtype, s.micro_batch_size, s.seq_len,
+    attention = attention_s(m, gpu, dtype, s.micro_batch_size, s.seq_len, fp8_kernel=bool(s.fp8_attention),
                             kernel=kernel, tp=tp, layers=share, masked_windows=True) / s.cp * passes
     elementwise = elementwise_s(m, gpu, tokens, tp=tp, layers=share,
                                 per_element=oh.FUSED_ELEMENTWISE_BYTES if kern.fused_elementwise else None) \

@@ -24,6 +24,8 @@ Per rank, with ``t`` = TP, ``p`` = PP, ``v`` = virtual stages, ``c`` = CP, ``e``
   input; attention its rotary q, k, v and, unless recomputed, its output and fp32 log-sum-exp; the output
   projection and FC2 their inputs; SwiGLU its FC1 output. With no dropout (Llama recipes) and fused attention the
   GPT count is ``32·s·b·h/t`` bytes (Korthikanti's ``34·s·b·h/t`` less the two dropout masks) (:func:`layer_bytes`).
+  Transformer Engine's fp8 attention (``fp8_dot_product_attention``, ``NVTE_FP8_DPA_BWD=1``, as NVIDIA's MLPerf
+  LoRA configs set ``FP8_DPA=1``) saves its fp8 q, k, v and output for the fp8 backward: 1 B each;
   fp8 saves each linear's input as fp8 (1 B) (Transformer Engine ``Linear`` keeps its fp8-cast input for the
   weight gradient); under LoRA a frozen linear keeps no input (Transformer Engine saves it only when
   ``weight.requires_grad``), an adapted one the 16-bit input its adapter needs. ``selective``
@@ -85,12 +87,13 @@ def layer_bytes(layer: Layer, m: ModelSpec, s: Scenario, recompute: str | None =
     else:
         qkv, out = (a + 2 * m.num_kv_heads) * m.head_dim, a * m.head_dim
     saved = _saved_inputs(s, m, q, c)
+    fa = 1 if s.fp8_attention else c  # bytes of core attention's saved q, k, v and output (fp8 attention: fp8)
     total = 2 * (c * h + 4) * T / t  # the two norms' inputs and fp32 rstd
-    total += saved["qkv"] * T * h / t + c * T * qkv / t  # QKV's input; rotary q, k, v kept by core attention
+    total += saved["qkv"] * T * h / t + fa * T * qkv / t  # QKV's input; rotary q, k, v kept by core attention
     kept_out = recompute != "selective"  # core attention's output and log-sum-exp (else recomputed)
     if kept_out:
-        total += c * T * out / t + 4 * T * a / t
-    if saved["proj"] != c or not kept_out:  # the projection's own input (16-bit: attention's output, kept above)
+        total += fa * T * out / t + 4 * T * a / t
+    if saved["proj"] != fa or not kept_out:  # the projection's own input (attention's output, kept above)
         total += saved["proj"] * T * out / t
     gate = 2 if m.gated_mlp else 1
     f = _mid(layer, ("mlp", "shared_experts"))
