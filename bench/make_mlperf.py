@@ -8,9 +8,10 @@ parallel layout comes from the launch configuration the system's README names
 (``NVIDIA/benchmarks/<benchmark>/implementations/<system>/README-<system>.md`` -> ``config_*.sh``, with the
 ``config_common.sh`` and the other ``config_*.sh`` it sources): TP, PP, virtual stages, CP, micro-batch, fp8 or
 fp4, activation recompute (``ACT_CKPT_GRANULARITY`` / ``RECOMPUTE_GRANULARITY``; the benchmarks' NeMo configs
-default to none), CUDA graphs and fp8 attention (``MCORE_CUDA_GRAPH`` / ``LAYER_CUDA_GRAPH``, ``FP8_DPA``). A row is
-the median of the successful runs (MLPerf scores the mean of the runs less the fastest and slowest; the median is close
-and needs no rule per benchmark).
+default to none), CUDA graphs, fp8 attention and the fp8 store of the MLP activation's input
+(``MCORE_CUDA_GRAPH`` / ``LAYER_CUDA_GRAPH``, ``FP8_DPA``, ``FP8_ACT`` / ``FP8_ACTIVATION``). A row is the median
+of the successful runs (MLPerf scores the mean of the runs less the fastest and slowest; the median is close and
+needs no rule per benchmark).
 
 ``python bench/make_mlperf.py ROUND=CLONE [ROUND=CLONE ...] > bench/data/mlperf-training.csv`` with clones of
 mlcommons/training_results_v<ROUND> (read with ``git show HEAD:path``: no work tree needed).
@@ -32,7 +33,8 @@ GPUS = {"H100": "h100-sxm", "H200": "h200-sxm", "B200": "b200", "GB200": "gb200"
         "B300": "b300", "L40S": "l40s"}
 COLUMNS = ["id", "round", "system", "benchmark", "model", "accelerator", "gpu", "n_gpus", "nodes", "tp", "pp", "vpp",
            "cp", "micro_batch", "global_batch", "seq_len", "precision", "recompute", "runs", "time_to_train_min",
-           "samples_to_converge", "evals", "eval_samples", "cuda_graphs", "fp8_attention", "commit",
+           "samples_to_converge", "evals", "eval_samples", "cuda_graphs", "fp8_attention", "fp8_activation_store",
+           "commit",
            "source_locator"]
 
 
@@ -157,7 +159,11 @@ def rows(round_: str, clone: str) -> list[dict]:
                 # layer (LAYER_CUDA_GRAPH -> external_cuda_graph / enable_cuda_graph); fp8 attention: FP8_DPA ->
                 # fp8_dot_product_attention
                 "cuda_graphs": int(any(truthy(cfg.get(k)) for k in ("MCORE_CUDA_GRAPH", "LAYER_CUDA_GRAPH"))),
-                "fp8_attention": int(truthy(cfg.get("FP8_DPA"))), "commit": commit,
+                "fp8_attention": int(truthy(cfg.get("FP8_DPA"))),
+                # activation_func_fp8_input_store: FP8_ACT (v5.x), FP8_ACTIVATION (v4.x; v4.0's config names it
+                # fp8_activation_input_store)
+                "fp8_activation_store": int(truthy(cfg.get("FP8_ACT")) or truthy(cfg.get("FP8_ACTIVATION"))),
+                "commit": commit,
                 "source_locator": f"mlcommons/training_results_v{round_}@{commit[:8]} NVIDIA/results/{system}/"
                                   f"{benchmark}/result_*.txt; {config_path}"})
     return out

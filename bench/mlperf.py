@@ -6,7 +6,8 @@ Each row is a whole job: the samples its runs trained to reach the benchmark's t
 stages, CP, micro and global batch, fp8, its activation recompute), plus its evaluation passes (the log's
 ``eval_start`` count x ``eval_samples`` sequences, each a forward: :func:`gpuplan.market.job.forward_share`; every
 data-parallel rank runs whole micro-batches, so a pass takes ``ceil(eval_samples / (dp x mbs))`` rounds), with the
-CUDA graphs and fp8 attention its configuration sets (``MCORE_CUDA_GRAPH`` / ``LAYER_CUDA_GRAPH``, ``FP8_DPA``).
+CUDA graphs, fp8 attention and fp8 store of the MLP activation's input its configuration sets
+(``MCORE_CUDA_GRAPH`` / ``LAYER_CUDA_GRAPH``, ``FP8_DPA``, ``FP8_ACT``).
 Error = (estimate - measured) / measured. The memory estimate must fit the card too (the job ran). No constant of
 gpuplan was fitted on these rows: every row is held out. Rows gpuplan cannot express are listed with the reason
 (fp4 training).
@@ -50,7 +51,7 @@ def scenario(row: dict) -> dict:
             "seq_len": seq, "micro_batch_size": mb, "grad_accum_steps": max(1, gbs // (mb * dp)),
             "precision": "fp8-mixed", "train_tokens": float(row["samples_to_converge"]) * seq,
             "grad_checkpointing": row["recompute"], "cuda_graphs": row["cuda_graphs"] == "1",
-            "fp8_attention": row["fp8_attention"] == "1",
+            "fp8_attention": row["fp8_attention"] == "1", "fp8_activation_store": row["fp8_activation_store"] == "1",
             **(LORA if row["benchmark"] == "llama2_70b_lora" else {})}
 
 

@@ -171,6 +171,9 @@ class Scenario(BaseModel):
         default=None, description="Transformer Engine fp8 attention (fp8_dot_product_attention with "
         "NVTE_FP8_DPA_BWD; framework megatron, precision fp8-mixed): attention at the fp8 rate, its q, k, v and "
         "output saved in fp8 (default: false)")
+    fp8_activation_store: bool | None = Field(
+        default=None, description="Megatron-Core activation_func_fp8_input_store (framework megatron, precision "
+        "fp8-mixed): the MLP activation's input (SwiGLU's FC1 output) saved in fp8 for the backward (default: false)")
     offload: Literal["none", "optimizer", "optimizer+params"] = "none"
     # pricing (speed and cost sections need a gpu)
     provider: str | None = Field(default=None, description="price on this provider's offers (e.g. runpod)")
@@ -345,8 +348,8 @@ TRAIN_ONLY = frozenset({"method", "optimizer", "optimizer_impl", "lora_rank", "l
                         "qlora_fp32_upcast", "loss", "loss_chunks", "activation_offload", "compile",
                         "optimizer_in_backward", "adapter_dtype", "checkpoint_every", "transformers_version",
                         "dataset", "tokenizer", "samples", "mean_tokens", "max_tokens", "epochs", "packing",
-                        "cp", "ep", "vpp", "fp8_recipe", "cuda_graphs", "fp8_attention", "eval_interval",
-                        "eval_tokens", "save_interval"})
+                        "cp", "ep", "vpp", "fp8_recipe", "cuda_graphs", "fp8_attention",
+                        "fp8_activation_store", "eval_interval", "eval_tokens", "save_interval"})
 # fields that lay out training over GPUs: the web form and the list of defaults leave them out of serving
 TRAINING_LAYOUT = frozenset({"num_nodes", "strategy", "pp", "offload", "framework", "dataset_gb"})
 INFER_ONLY = frozenset({"batch_size", "prompt_tokens", "output_tokens", "kv_cache_dtype", "engine",

@@ -182,8 +182,9 @@ def _refuse_megatron(s) -> str | None:
                "optimizer_in_backward and compile"
     if s.fp8_recipe is not None and s.precision != "fp8-mixed":
         return f"fp8_recipe {s.fp8_recipe} scales fp8 tensors: set precision fp8-mixed, or drop fp8_recipe"
-    if s.fp8_attention and s.precision != "fp8-mixed":
-        return "fp8_attention runs Transformer Engine's fp8 attention: set precision fp8-mixed, or drop fp8_attention"
+    for name in ("fp8_attention", "fp8_activation_store"):
+        if getattr(s, name) and s.precision != "fp8-mixed":
+            return f"{name} keeps fp8 tensors: set precision fp8-mixed, or drop {name}"
     if s.vpp > 1 and s.pp == 1:
         return f"vpp={s.vpp} interleaves virtual stages of a pipeline: set pp >= 2, or vpp 1"
     return None
@@ -279,7 +280,7 @@ def resolve(data: Mapping[str, Any]) -> dict[str, Any]:
 def refusal(s) -> str | None:
     """The sentence that refuses scenario ``s`` (resolved), or None. Rules shared by every stack come first."""
     used = [f"{k}={getattr(s, k)}" for k in MEGATRON_FIELDS if getattr(s, k) not in (None, 1)]
-    used += [f"{k}=true" for k in ("cuda_graphs", "fp8_attention") if getattr(s, k)]
+    used += [f"{k}=true" for k in ("cuda_graphs", "fp8_attention", "fp8_activation_store") if getattr(s, k)]
     if used and (s.framework != "megatron" or s.task != "train"):
         return (f"{', '.join(used)} {'is' if len(used) == 1 else 'are'} Megatron-Core training settings: set "
                 "framework megatron and task train, or drop them")

@@ -25,7 +25,10 @@ Per rank, with ``t`` = TP, ``p`` = PP, ``v`` = virtual stages, ``c`` = CP, ``e``
   projection and FC2 their inputs; SwiGLU its FC1 output. With no dropout (Llama recipes) and fused attention the
   GPT count is ``32·s·b·h/t`` bytes (Korthikanti's ``34·s·b·h/t`` less the two dropout masks) (:func:`layer_bytes`).
   Transformer Engine's fp8 attention (``fp8_dot_product_attention``, ``NVTE_FP8_DPA_BWD=1``, as NVIDIA's MLPerf
-  LoRA configs set ``FP8_DPA=1``) saves its fp8 q, k, v and output for the fp8 backward: 1 B each;
+  LoRA configs set ``FP8_DPA=1``) saves its fp8 q, k, v and output for the fp8 backward: 1 B each; Megatron-Core's
+  ``activation_func_fp8_input_store`` ("Store the input of MLP activation function in FP8 for backprop to save
+  memory", ``transformer_config.py``; NVIDIA's one-node TP1 LoRA configs set it: ``FP8_ACT=1``) keeps SwiGLU's input
+  (the FC1 output) in fp8: 1 B;
   fp8 saves each linear's input as fp8 (1 B) (Transformer Engine ``Linear`` keeps its fp8-cast input for the
   weight gradient); under LoRA a frozen linear keeps no input (Transformer Engine saves it only when
   ``weight.requires_grad``), an adapted one the 16-bit input its adapter needs. ``selective``
@@ -97,13 +100,14 @@ def layer_bytes(layer: Layer, m: ModelSpec, s: Scenario, recompute: str | None =
         total += saved["proj"] * T * out / t
     gate = 2 if m.gated_mlp else 1
     f = _mid(layer, ("mlp", "shared_experts"))
+    act = 1 if s.fp8_activation_store else c  # activation_func_fp8_input_store: SwiGLU's input in fp8
     if f:  # FC1 input, FC1 output (SwiGLU's input, needed for any gradient through the MLP), FC2 input
-        total += saved["fc1"] * T * h / t + c * T * gate * f / t + saved["fc2"] * T * f / t
+        total += saved["fc1"] * T * h / t + act * T * gate * f / t + saved["fc2"] * T * f / t
     if layer.moe:
         k, E, fe = layer.experts_per_token, m.num_experts, _mid(layer, ("experts",))
         routed = T * k / t  # copies each rank computes, balanced routing (expert_tensor_parallel_size 1)
         total += c * T * h / t + 8 * T * E / t  # router input, fp32 logits and probabilities
-        total += routed * (q * h + c * gate * fe + q * fe + c * h)  # experts' FC1 in/out, FC2 in, unpermuted out
+        total += routed * (q * h + act * gate * fe + q * fe + c * h)  # experts' FC1 in/out, FC2 in, unpermuted out
     return total
 
 
