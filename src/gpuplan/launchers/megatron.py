@@ -83,6 +83,8 @@ def precision_args(plan: LaunchPlan) -> list[str]:
     argv = ["--fp16"] if s.precision == "fp16-mixed" else ["--bf16"]
     if s.precision == "fp8-mixed":
         argv += ["--fp8-format", "hybrid", "--fp8-recipe", FP8_RECIPE[s.fp8_recipe], "--fp8-param-gather"]
+    if s.precision == "fp4-mixed":  # TransformerConfig.fp4 / fp4_recipe (Transformer Engine NVFP4BlockScaling)
+        argv += ["--fp4-format", "e2m1", "--fp4-recipe", "nvfp4"]
     if s.grad_checkpointing == "selective":
         argv += ["--recompute-granularity", "selective", "--recompute-modules", "core_attn"]
     elif s.grad_checkpointing == "full":

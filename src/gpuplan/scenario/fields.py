@@ -18,7 +18,7 @@ from ..errors import GpuplanError, did_you_mean, read_mapping
 from ..model.quant import QUANT_FORMATS
 from . import stacks
 
-Precision = Literal["bf16-mixed", "fp16-mixed", "bf16-true", "fp16-true", "fp32", "fp8-mixed"]
+Precision = Literal["bf16-mixed", "fp16-mixed", "bf16-true", "fp16-true", "fp32", "fp8-mixed", "fp4-mixed"]
 Optimizer = Literal["adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "sgd-momentum", "adafactor", "lion"]
 
 
@@ -60,7 +60,8 @@ class Scenario(BaseModel):
     # training
     method: Literal["full", "lora", "qlora"] = "full"
     precision: Precision | None = Field(
-        default=None, description="-mixed: fp32 master weights + autocast; -true: one dtype throughout "
+        default=None, description="-mixed: fp32 master weights + autocast; -true: one dtype throughout; "
+        "fp4-mixed: NVFP4 linears (Transformer Engine, Blackwell, framework megatron) "
         "(default: bf16-mixed; torchtune and pytorch bf16-true)")
     quant: str | None = Field(default=None, description="default: the checkpoint's own quantization_config")
     optimizer: Optimizer = "adamw"
