@@ -152,3 +152,16 @@ def test_nvfp4_refused_where_it_cannot_run(fields, message):
     with pytest.raises(GpuplanError, match=message) as info:
         scenario(**fields)
     assert "\n" not in str(info.value)
+
+
+def test_cuda_graphs_hold_a_validation_pool():
+    """Megatron's full-iteration CUDA graphs capture validation in a pool of its own (full_cuda_graph.py): one
+    validation micro-batch's forward. Llama-3.1-8B, bf16, TP 1, 8,192 tokens: a layer's tensors 139,400 bytes per
+    token (tests/stacks/test_megatron.py's count without recompute, 2 x 69,700 at TP 1); the logits, 128,256 wide,
+    in 16-bit and their fp32 softmax, 6 bytes per logit, with the final norm's and output layer's 16-bit inputs and
+    fp32 rstd (2·(2·4,096 + 4) = 16,392 bytes per token)."""
+    run = {**BASE, "gpu": "h100-sxm", "num_gpus": 8, "seq_len": 8192, "grad_checkpointing": "none"}
+    pool = estimate({**run, "cuda_graphs": True}, advise=False).memory.other["CUDA graph pool (validation capture)"]
+    assert "CUDA graph pool (validation capture)" not in estimate(run, advise=False).memory.other
+    per_token = 139_400 + 6 * 128_256 + 16_392
+    assert pool == pytest.approx(per_token * 8192 / 2**30, rel=1e-6)
