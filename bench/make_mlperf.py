@@ -6,10 +6,12 @@ For each ``NVIDIA/results/<system>/<benchmark>/result_*.txt`` (MLLOG lines): the
 (``eval_start`` lines) and their size (``eval_samples``), the global batch, and from ``:::SYSJSON`` the GPUs. The
 parallel layout comes from the launch configuration the system's README names
 (``NVIDIA/benchmarks/<benchmark>/implementations/<system>/README-<system>.md`` -> ``config_*.sh``, with the
-``config_common.sh`` it sources): TP, PP, virtual stages, CP, micro-batch, fp8 or fp4, activation recompute
-(``ACT_CKPT_GRANULARITY`` / ``RECOMPUTE_GRANULARITY``; the benchmarks' NeMo configs default to none). A row is the
-median of the successful runs (MLPerf scores the mean of the runs less the fastest and slowest; the median is close
-and needs no rule per benchmark).
+``config_common.sh`` and the other ``config_*.sh`` it sources): TP, PP, virtual stages, CP, micro-batch, fp8 or
+fp4, activation recompute (``ACT_CKPT_GRANULARITY`` / ``RECOMPUTE_GRANULARITY``; the benchmarks' NeMo configs
+default to none), CUDA graphs, fp8 attention and the fp8 store of the MLP activation's input
+(``MCORE_CUDA_GRAPH`` / ``LAYER_CUDA_GRAPH``, ``FP8_DPA``, ``FP8_ACT`` / ``FP8_ACTIVATION``), and for fp4 the steps
+before fp8 "healing" (``HEALING_ITER``). A row is the median of the successful runs (MLPerf scores the mean of the runs
+less the fastest and slowest; the median is close and needs no rule per benchmark).
 
 ``python bench/make_mlperf.py ROUND=CLONE [ROUND=CLONE ...] > bench/data/mlperf-training.csv`` with clones of
 mlcommons/training_results_v<ROUND> (read with ``git show HEAD:path``: no work tree needed).
@@ -31,7 +33,9 @@ GPUS = {"H100": "h100-sxm", "H200": "h200-sxm", "B200": "b200", "GB200": "gb200"
         "B300": "b300", "L40S": "l40s"}
 COLUMNS = ["id", "round", "system", "benchmark", "model", "accelerator", "gpu", "n_gpus", "nodes", "tp", "pp", "vpp",
            "cp", "micro_batch", "global_batch", "seq_len", "precision", "recompute", "runs", "time_to_train_min",
-           "samples_to_converge", "evals", "eval_samples", "commit", "source_locator"]
+           "samples_to_converge", "evals", "eval_samples", "cuda_graphs", "fp8_attention", "fp8_activation_store",
+           "healing_iter", "commit",
+           "source_locator"]
 
 
 def gpu_id(accelerator: str) -> str:
@@ -40,6 +44,10 @@ def gpu_id(accelerator: str) -> str:
         if re.search(rf"\b{re.escape(name)}\b", accelerator):
             return GPUS[name]
     return ""
+
+
+def truthy(value: str | None) -> bool:
+    return (value or "").lower() in ("true", "1")
 
 
 def git(clone: str, *args: str) -> str:
@@ -74,7 +82,11 @@ def layout(clone: str, benchmark: str, system: str, files: set[str]) -> tuple[di
     for common in ("config_common.sh", "configs/config_common.sh"):
         if f"{folder}/{common}" in files:
             values |= exports(git(clone, "show", f"HEAD:{folder}/{common}"))
-    values |= exports(git(clone, "show", f"HEAD:{path}"))
+    text = git(clone, "show", f"HEAD:{path}")
+    for sourced in re.findall(r"^\s*source\s+.*/(config_[\w.\-]+\.sh)", text, re.M):  # the files it sources
+        if sourced != "config_common.sh" and f"{folder}/{sourced}" in files:
+            values |= exports(git(clone, "show", f"HEAD:{folder}/{sourced}"))
+    values |= exports(text)
     return values, path
 
 
@@ -142,7 +154,18 @@ def rows(round_: str, clone: str) -> list[dict]:
                 "time_to_train_min": round(statistics.median(r["minutes"] for r in done), 3),
                 "samples_to_converge": int(statistics.median(r["samples"] for r in done)),
                 "evals": int(statistics.median(r["evals"] for r in done)),
-                "eval_samples": done[0].get("eval_samples", ""), "commit": commit,
+                "eval_samples": done[0].get("eval_samples", ""),
+                # CUDA graphs: Megatron-Core's (MCORE_CUDA_GRAPH -> enable_cuda_graph) or Transformer Engine's per
+                # layer (LAYER_CUDA_GRAPH -> external_cuda_graph / enable_cuda_graph); fp8 attention: FP8_DPA ->
+                # fp8_dot_product_attention
+                "cuda_graphs": int(any(truthy(cfg.get(k)) for k in ("MCORE_CUDA_GRAPH", "LAYER_CUDA_GRAPH"))),
+                "fp8_attention": int(truthy(cfg.get("FP8_DPA"))),
+                # activation_func_fp8_input_store: FP8_ACT (v5.x), FP8_ACTIVATION (v4.x; v4.0's config names it
+                # fp8_activation_input_store)
+                "fp8_activation_store": int(truthy(cfg.get("FP8_ACT")) or truthy(cfg.get("FP8_ACTIVATION"))),
+                # NVIDIA's fp4 LoRA recipe trains HEALING_ITER steps in NVFP4, then heals in fp8 (HEALING_PRECISION)
+                "healing_iter": int(cfg.get("HEALING_ITER", "0")) if fp4 else 0,
+                "commit": commit,
                 "source_locator": f"mlcommons/training_results_v{round_}@{commit[:8]} NVIDIA/results/{system}/"
                                   f"{benchmark}/result_*.txt; {config_path}"})
     return out

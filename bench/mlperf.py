@@ -4,10 +4,14 @@ mlcommons/training_results_v4.0-v5.1 by bench/make_mlperf.py).
 Each row is a whole job: the samples its runs trained to reach the benchmark's target (median of the runs) times
 8,192 tokens, at gpuplan's throughput for the submission's own layout (framework megatron: TP, PP, virtual
 stages, CP, micro and global batch, fp8, its activation recompute), plus its evaluation passes (the log's
-``eval_start`` count x ``eval_samples`` sequences, each a forward: :func:`gpuplan.market.job.forward_share`).
+``eval_start`` count x ``eval_samples`` sequences, each a forward: :func:`gpuplan.market.job.forward_share`; every
+data-parallel rank runs whole micro-batches, so a pass takes ``ceil(eval_samples / (dp x mbs))`` rounds), with the
+CUDA graphs, fp8 attention and fp8 store of the MLP activation's input its configuration sets
+(``MCORE_CUDA_GRAPH`` / ``LAYER_CUDA_GRAPH``, ``FP8_DPA``, ``FP8_ACT``).
 Error = (estimate - measured) / measured. The memory estimate must fit the card too (the job ran). No constant of
-gpuplan was fitted on these rows: every row is held out. Rows gpuplan cannot express are listed with the reason
-(fp4 training).
+gpuplan was fitted on these rows: every row is held out. fp4 rows train in NVFP4 (precision fp4-mixed), the LoRA ones
+for their ``healing_iter`` steps and in fp8 after (NVIDIA's "FP4 -> FP8 healing"). Rows gpuplan cannot express are
+listed with the reason.
 
 ``python bench/mlperf.py`` prints the report; ``--write`` also writes bench/results/mlperf.md.
 """
@@ -15,6 +19,7 @@ gpuplan was fitted on these rows: every row is held out. Rows gpuplan cannot exp
 from __future__ import annotations
 
 import csv
+import math
 import statistics
 import sys
 from pathlib import Path
@@ -45,14 +50,13 @@ def scenario(row: dict) -> dict:
     return {"model": row["model"], "task": "train", "framework": "megatron", "gpu": row["gpu"],
             "num_gpus": n // nodes, "num_nodes": nodes, "tp": tp, "pp": pp, "cp": cp, "vpp": vpp,
             "seq_len": seq, "micro_batch_size": mb, "grad_accum_steps": max(1, gbs // (mb * dp)),
-            "precision": "fp8-mixed", "train_tokens": float(row["samples_to_converge"]) * seq,
-            "grad_checkpointing": row["recompute"],
+            "precision": f"{row['precision']}-mixed", "train_tokens": float(row["samples_to_converge"]) * seq,
+            "grad_checkpointing": row["recompute"], "cuda_graphs": row["cuda_graphs"] == "1",
+            "fp8_attention": row["fp8_attention"] == "1", "fp8_activation_store": row["fp8_activation_store"] == "1",
             **(LORA if row["benchmark"] == "llama2_70b_lora" else {})}
 
 
 def why_not(row: dict) -> str | None:
-    if row["precision"] == "fp4":
-        return "fp4 (NVFP4) training: gpuplan models fp8 and bf16 training only"
     if not row["gpu"] or row["gpu"] not in FABRIC:
         return f"{row['accelerator']}: the node's fabric is not transcribed"
     return None
@@ -67,8 +71,8 @@ def run(rows: list[dict]) -> tuple[list[dict], list[dict]]:
                 fields = scenario(row)
                 s = scenario_from(fields)
                 m, gpu = load_model(s.model), load_gpu(s.gpu)
-                speed = speed_of(s, m, gpu, Network(intra_node="nvlink", inter_node="infiniband",
-                                                    inter_node_gbps=FABRIC[row["gpu"]]))
+                net = Network(intra_node="nvlink", inter_node="infiniband", inter_node_gbps=FABRIC[row["gpu"]])
+                speed = speed_of(s, m, gpu, net)
                 memory = estimate(fields, advise=False).memory
             except GpuplanError as err:
                 reason = str(err)
@@ -76,8 +80,15 @@ def run(rows: list[dict]) -> tuple[list[dict], list[dict]]:
             skipped.append({**row, "why": reason})
             continue
         train_s = s.train_tokens / speed.tokens_per_s
-        eval_s = int(row["evals"]) * int(row["eval_samples"] or 0) * s.seq_len * forward_share(s, m) / \
-            speed.tokens_per_s
+        healed = int(row["healing_iter"] or 0)
+        if healed:  # NVFP4 for the first healing_iter steps, then fp8 (delayed scaling) for the rest
+            fp4_tokens = min(s.train_tokens, healed * int(row["global_batch"]) * s.seq_len)
+            fp8 = speed_of(s.model_copy(update={"precision": "fp8-mixed", "fp8_recipe": "delayed"}), m, gpu, net)
+            train_s = fp4_tokens / speed.tokens_per_s + (s.train_tokens - fp4_tokens) / fp8.tokens_per_s
+        # each data-parallel rank runs whole micro-batches: an evaluation takes ceil(samples / (dp x mbs)) rounds
+        per_round = s.dp * s.micro_batch_size
+        eval_seqs = math.ceil(int(row["eval_samples"] or 0) / per_round) * per_round
+        eval_s = int(row["evals"]) * eval_seqs * s.seq_len * forward_share(s, m) / speed.tokens_per_s
         minutes = (train_s + eval_s) / 60
         measured = float(row["time_to_train_min"])
         scored.append({**row, "estimated_min": minutes, "eval_min": eval_s / 60,

@@ -226,6 +226,10 @@ POWER_CAP_EXPONENT = 0.5
 BANDWIDTH_FRACTION = 0.80  # achievable HBM/GDDR bandwidth (aiconfigurator 0.8; STREAM-like copies reach 0.9)
 GEMM_ROOFLINE_SHARPNESS = 3.0  # p of (compute^p + memory^p)^(1/p): 1 adds them, infinity takes the max
 GEMM_KERNEL_LATENCY_S = 5e-6  # fixed GPU time per kernel: launch latency + ramp + tail (calibrated)
+# NVFP4 (Transformer Engine NVFP4BlockScaling, precision fp4-mixed): an E2M1 value (4 bits) per element and one E4M3
+# scale per block of 16 (NVIDIA's NVFP4 format: "Introducing NVFP4 for Efficient and Accurate Low-Precision
+# Inference", NVIDIA technical blog, 2025; TE's NVFP4Tensor), plus a per-tensor fp32 scale: 0.5 + 1/16 bytes.
+NVFP4_BYTES = 0.5 + 1 / 16
 
 # Attention kernels reach a lower fraction of the peak than GEMMs. Kernel benchmarks: FlashAttention-2 (Dao
 # 2023, section 4.1) 50-73 % of the A100 peak forward, less backward; on H100 ~35-40 % (FlashAttention-3, Shah

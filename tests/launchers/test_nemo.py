@@ -30,11 +30,13 @@ HOLDERS = {"trainer.strategy.ddp": F["DistributedDataParallelConfig"],
 MEGATRON = {"task": "train", "framework": "megatron", "gpu": "h100-sxm", "num_gpus": 8}
 CASES = [
     {**MEGATRON, "model": "llama-3.1-405b", "num_nodes": 64, "tp": 8, "pp": 8, "vpp": 2, "cp": 4, "seq_len": 8192,
-     "grad_accum_steps": 256, "precision": "fp8-mixed", "train_tokens": 1e11, "eval_interval": 2000},
+     "grad_accum_steps": 256, "precision": "fp8-mixed", "train_tokens": 1e11, "eval_interval": 2000,
+     "cuda_graphs": True, "fp8_attention": True},
     {**MEGATRON, "model": "llama-3.1-8b", "method": "lora", "lora_targets": ["q_proj", "k_proj", "v_proj", "o_proj"],
      "seq_len": 4096, "grad_accum_steps": 4, "train_tokens": 1e8, "eval_interval": 50, "eval_tokens": 1e6},
     {**MEGATRON, "model": "mixtral-8x7b", "num_nodes": 8, "tp": 1, "pp": 4, "vpp": 8, "ep": 8, "seq_len": 4096,
-     "grad_accum_steps": 16, "precision": "fp8-mixed", "fp8_recipe": "current", "grad_checkpointing": "full"},
+     "grad_accum_steps": 16, "precision": "fp8-mixed", "fp8_recipe": "current", "grad_checkpointing": "full",
+     "fp8_activation_store": True},
 ]
 
 
@@ -91,6 +93,10 @@ def test_nemo_recipe_values_are_the_plans(fields):
     assert got["model.config.recompute_granularity"] == s.grad_checkpointing
     assert got.get("trainer.max_steps") == plan.max_steps
     assert got.get("trainer.val_check_interval") == s.eval_interval
+    # what NVIDIA's MLPerf configs turn on: CUDA graphs, fp8 attention, the fp8 store of SwiGLU's input
+    assert got.get("model.config.cuda_graph_impl") == ("full_iteration" if s.cuda_graphs else None)
+    assert got.get("model.config.fp8_dot_product_attention") == (True if s.fp8_attention else None)
+    assert got.get("model.config.activation_func_fp8_input_store") == (True if s.fp8_activation_store else None)
     # 405B over pp 8 x vpp 2: 126 + 2 layers, as NeMo's own llama31_405b recipe splits them
     assert got["trainer.strategy.account_for_embedding_in_pipeline_split"] == (s.model == "llama-3.1-405b")
     if s.method == "lora":

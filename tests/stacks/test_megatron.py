@@ -259,6 +259,29 @@ def test_launch_megatron_parses_with_megatron_lms_parser(fields):
     assert args.account_for_embedding_in_pipeline_split == args.account_for_loss_in_pipeline_split == split
 
 
+def test_launch_megatron_nvfp4_parses():
+    """precision fp4-mixed launches with Megatron-LM's --fp4-format e2m1 --fp4-recipe nvfp4 (TransformerConfig.fp4,
+    fp4_recipe: Transformer Engine NVFP4BlockScaling), accepted by its captured parser; no fp8 flags beside them
+    (Megatron refuses --fp4-format with --fp8-format)."""
+    fields = {**BASE, "gpu": "b200", "num_gpus": 8, "tp": 2, "seq_len": 8192, "precision": "fp4-mixed"}
+    _, argv = _megatron_argv(fields)
+    args = _captured_parser().parse_args(argv)
+    assert (args.fp4, args.fp4_recipe, args.fp8) == ("e2m1", "nvfp4", None)
+    _, argv = _megatron_argv({**fields, "cuda_graphs": True})
+    assert _captured_parser().parse_args(argv).cuda_graph_impl == "full_iteration"
+
+
+def test_launch_megatron_refuses_what_its_parser_lacks():
+    """fp8 attention and the fp8 activation store are TransformerConfig fields pretrain_gpt.py has no flag for: the
+    launch says so in one sentence instead of dropping them."""
+    from gpuplan.launchers import launch_files, launch_plan
+
+    fields = {**BASE, "gpu": "h100-sxm", "num_gpus": 8, "tp": 2, "seq_len": 8192, "precision": "fp8-mixed",
+              "fp8_attention": True}
+    with pytest.raises(GpuplanError, match=r"pretrain_gpt\.py has no argument for fp8_attention"):
+        launch_files(launch_plan(fields), ["megatron"])
+
+
 def test_launch_megatron_needs_framework_megatron():
     from gpuplan.launchers import launch_files, launch_plan
 

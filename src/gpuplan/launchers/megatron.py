@@ -6,7 +6,8 @@ sizes (``--tensor-model-parallel-size``, ``--pipeline-model-parallel-size`` and
 ``--expert-tensor-parallel-size 1``), ``--sequence-parallel`` with TP, the distributed optimizer and its overlaps,
 fp32 gradient buffers (``--accumulate-allreduce-grads-in-fp32``, NeMo's ``grad_reduce_in_fp32``), bf16 or fp8
 (``--fp8-format hybrid --fp8-recipe delayed | tensorwise``, weights kept in fp8 with ``--fp8-param-gather``
-as NeMo's fp8 recipes keep them), the recompute policy (``selective``: core attention;
+as NeMo's fp8 recipes keep them) or NVFP4 (``--fp4-format e2m1 --fp4-recipe nvfp4``), CUDA graphs
+(``--cuda-graph-impl full_iteration``), the recompute policy (``selective``: core attention;
 ``full``: every layer, ``uniform`` 1), the batch (``--micro-batch-size``, ``--global-batch-size``), and the model's
 shape from its config.json (Llama-style: RMSNorm, SwiGLU, rotary, grouped-query attention, untied embeddings; MoE:
 ``--num-experts``, ``--moe-router-topk``, ``--moe-ffn-hidden-size``). Option names and choices are those of
@@ -35,6 +36,10 @@ def applies(plan: LaunchPlan) -> str | None:
         return "pretrain_gpt.py runs plans of framework megatron: plan with --framework megatron"
     if s.method != "full":
         return "Megatron-LM's pretrain_gpt.py trains every weight; NeMo's LoRA is not written by gpuplan launch"
+    stores = [k for k in ("fp8_attention", "fp8_activation_store") if getattr(s, k)]
+    if stores:  # TransformerConfig fields (fp8_dot_product_attention, activation_func_fp8_input_store) without a flag
+        return (f"Megatron-LM's pretrain_gpt.py has no argument for {' or '.join(stores)} (TransformerConfig "
+                "fp8_dot_product_attention / activation_func_fp8_input_store): drop them, or launch --target nemo")
     if m.family not in LLAMA_LIKE or m.mla:
         return (f"gpuplan writes Megatron-LM arguments for Llama-style models ({', '.join(LLAMA_LIKE)}), not "
                 f"{m.family}")
@@ -83,6 +88,10 @@ def precision_args(plan: LaunchPlan) -> list[str]:
     argv = ["--fp16"] if s.precision == "fp16-mixed" else ["--bf16"]
     if s.precision == "fp8-mixed":
         argv += ["--fp8-format", "hybrid", "--fp8-recipe", FP8_RECIPE[s.fp8_recipe], "--fp8-param-gather"]
+    if s.precision == "fp4-mixed":  # TransformerConfig.fp4 / fp4_recipe (Transformer Engine NVFP4BlockScaling)
+        argv += ["--fp4-format", "e2m1", "--fp4-recipe", "nvfp4"]
+    if s.cuda_graphs:  # the whole iteration captured and replayed (megatron/core/full_cuda_graph.py)
+        argv += ["--cuda-graph-impl", "full_iteration"]
     if s.grad_checkpointing == "selective":
         argv += ["--recompute-granularity", "selective", "--recompute-modules", "core_attn"]
     elif s.grad_checkpointing == "full":

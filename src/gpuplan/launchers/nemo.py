@@ -108,6 +108,12 @@ def settings(plan: LaunchPlan) -> list[tuple[str, object]]:
                 ("model.config.recompute_num_layers", 1)]
     else:
         out.append(("model.config.recompute_granularity", None))
+    if s.cuda_graphs:  # Megatron-Core's whole-iteration capture (megatron/core/full_cuda_graph.py)
+        out.append(("model.config.cuda_graph_impl", "full_iteration"))
+    if s.fp8_attention:
+        out.append(("model.config.fp8_dot_product_attention", True))
+    if s.fp8_activation_store:
+        out.append(("model.config.activation_func_fp8_input_store", True))
     if s.method == "lora":
         out += [("peft.dim", s.lora_rank), ("peft.target_modules", lora_modules(plan))]
     if plan.max_steps is not None:

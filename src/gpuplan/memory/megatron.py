@@ -40,6 +40,18 @@ def megatron_memory(s: Scenario, m: ModelSpec) -> Estimate:
 _NAMES = ("first stage", "second stage", "last stage")
 
 
+def _validation_pool(s: Scenario, m: ModelSpec, layers, last: bool) -> float:
+    """Under CUDA graphs Megatron captures validation in a graph of its own, in a memory pool of its own
+    (``megatron/core/full_cuda_graph.py`` ``FullCudaGraphWrapper``: separate ``training`` and ``validation``
+    graphs, a new ``graph_pool_handle()`` per capture unless ``use_single_mempool``), which the training step's
+    pool cannot reuse: one validation micro-batch's forward, a layer's tensors (counted as the set a layer keeps
+    without recompute) and on the last stage the logits and their fp32 upcast."""
+    if not s.cuda_graphs:
+        return 0.0
+    layer = max(mg.layer_bytes(lyr, m, s, "none") for lyr in layers)
+    return layer + (sum(mg.logits_bytes(s, m)) if last else 0.0)
+
+
 def _stage(s: Scenario, m: ModelSpec, rank: int) -> Estimate:
     first, last = rank == 0, rank == s.pp - 1
     e = Estimate()
@@ -58,7 +70,9 @@ def _stage(s: Scenario, m: ModelSpec, rank: int) -> Estimate:
     e.gradients = st.gradients
     e.activations = phases[e.peak_phase]
     e.other = {k: v for k, v in {**stack_for(s).extras(s, m, 1.0),
-                                 "fp8 weight transposes (Transformer Engine)": st.fp8_copies}.items() if v}
+                                 "fp8 weight transposes (Transformer Engine)": st.fp8_copies,
+                                 "CUDA graph pool (validation capture)": _validation_pool(s, m, layers, last)
+                                 }.items() if v}
     base = e.weights + e.optimizer + e.gradients + sum(e.other.values())
     # the state is allocated once, in whole buffers (the DDP's contiguous param and fp32 grad buffers,
     # megatron/core/distributed/param_and_grad_buffer.py; the optimizer's fp32 shards): the caching allocator's

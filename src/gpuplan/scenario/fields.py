@@ -18,7 +18,7 @@ from ..errors import GpuplanError, did_you_mean, read_mapping
 from ..model.quant import QUANT_FORMATS
 from . import stacks
 
-Precision = Literal["bf16-mixed", "fp16-mixed", "bf16-true", "fp16-true", "fp32", "fp8-mixed"]
+Precision = Literal["bf16-mixed", "fp16-mixed", "bf16-true", "fp16-true", "fp32", "fp8-mixed", "fp4-mixed"]
 Optimizer = Literal["adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "sgd-momentum", "adafactor", "lion"]
 
 
@@ -60,7 +60,8 @@ class Scenario(BaseModel):
     # training
     method: Literal["full", "lora", "qlora"] = "full"
     precision: Precision | None = Field(
-        default=None, description="-mixed: fp32 master weights + autocast; -true: one dtype throughout "
+        default=None, description="-mixed: fp32 master weights + autocast; -true: one dtype throughout; "
+        "fp4-mixed: NVFP4 linears (Transformer Engine, Blackwell, framework megatron) "
         "(default: bf16-mixed; torchtune and pytorch bf16-true)")
     quant: str | None = Field(default=None, description="default: the checkpoint's own quantization_config")
     optimizer: Optimizer = "adamw"
@@ -168,6 +169,16 @@ class Scenario(BaseModel):
     fp8_recipe: Literal["delayed", "current"] | None = Field(
         default=None, description="Transformer Engine fp8 scaling with precision fp8-mixed (framework megatron): "
         "delayed (amax history) or current (per-tensor, this step's amax) (default: delayed)")
+    cuda_graphs: bool | None = Field(
+        default=None, description="Megatron-Core CUDA graphs (enable_cuda_graph, cuda_graph_scope full_iteration; "
+        "framework megatron): each step replays its captured kernels, no per-kernel host launches (default: false)")
+    fp8_attention: bool | None = Field(
+        default=None, description="Transformer Engine fp8 attention (fp8_dot_product_attention with "
+        "NVTE_FP8_DPA_BWD; framework megatron, precision fp8-mixed): attention at the fp8 rate, its q, k, v and "
+        "output saved in fp8 (default: false)")
+    fp8_activation_store: bool | None = Field(
+        default=None, description="Megatron-Core activation_func_fp8_input_store (framework megatron, precision "
+        "fp8-mixed): the MLP activation's input (SwiGLU's FC1 output) saved in fp8 for the backward (default: false)")
     offload: Literal["none", "optimizer", "optimizer+params"] = "none"
     # pricing (speed and cost sections need a gpu)
     provider: str | None = Field(default=None, description="price on this provider's offers (e.g. runpod)")
@@ -342,7 +353,8 @@ TRAIN_ONLY = frozenset({"method", "optimizer", "optimizer_impl", "lora_rank", "l
                         "qlora_fp32_upcast", "loss", "loss_chunks", "activation_offload", "compile",
                         "optimizer_in_backward", "adapter_dtype", "checkpoint_every", "transformers_version",
                         "dataset", "tokenizer", "samples", "mean_tokens", "max_tokens", "epochs", "packing",
-                        "cp", "ep", "vpp", "fp8_recipe", "eval_interval", "eval_tokens", "save_interval"})
+                        "cp", "ep", "vpp", "fp8_recipe", "cuda_graphs", "fp8_attention",
+                        "fp8_activation_store", "eval_interval", "eval_tokens", "save_interval"})
 # fields that lay out training over GPUs: the web form and the list of defaults leave them out of serving
 TRAINING_LAYOUT = frozenset({"num_nodes", "strategy", "pp", "offload", "framework", "dataset_gb"})
 INFER_ONLY = frozenset({"batch_size", "prompt_tokens", "output_tokens", "kv_cache_dtype", "engine",

@@ -161,9 +161,12 @@ def _refuse_torchtitan(s) -> str | None:
 def _refuse_megatron(s) -> str | None:
     if s.method == "qlora":
         return "Megatron-Core has no 4-bit (QLoRA) base: use method lora (NeMo's LoRA) or full"
-    if s.precision not in ("bf16-mixed", "fp16-mixed", "fp8-mixed"):
-        return (f"Megatron-Core keeps fp32 master weights in its optimizer and computes in bf16, fp16 or fp8 "
-                f"(Transformer Engine): use precision bf16-mixed or fp8-mixed, not {s.precision}")
+    if s.precision not in ("bf16-mixed", "fp16-mixed", "fp8-mixed", "fp4-mixed"):
+        return (f"Megatron-Core keeps fp32 master weights in its optimizer and computes in bf16, fp16, fp8 or NVFP4 "
+                f"(Transformer Engine): use precision bf16-mixed, fp8-mixed or fp4-mixed, not {s.precision}")
+    if s.precision == "fp4-mixed" and s.gpu and not _has_fp4(s.gpu):
+        return (f"NVFP4 training (precision fp4-mixed) runs on Blackwell's fp4 tensor cores; {s.gpu} has none: use "
+                "precision fp8-mixed")
     if s.strategy not in (None, "single", "ddp", "zero1"):
         return (f"Megatron-Core shards optimizer states with its distributed optimizer (strategy zero1) or "
                 f"replicates them (ddp); gpuplan does not model its FSDP: use zero1 or ddp, not {s.strategy}")
@@ -182,9 +185,23 @@ def _refuse_megatron(s) -> str | None:
                "optimizer_in_backward and compile"
     if s.fp8_recipe is not None and s.precision != "fp8-mixed":
         return f"fp8_recipe {s.fp8_recipe} scales fp8 tensors: set precision fp8-mixed, or drop fp8_recipe"
+    for name in ("fp8_attention", "fp8_activation_store"):
+        if getattr(s, name) and s.precision not in ("fp8-mixed", "fp4-mixed"):
+            return f"{name} keeps fp8 tensors: set precision fp8-mixed (or fp4-mixed), or drop {name}"
     if s.vpp > 1 and s.pp == 1:
         return f"vpp={s.vpp} interleaves virtual stages of a pipeline: set pp >= 2, or vpp 1"
     return None
+
+
+def _has_fp4(gpu: str) -> bool:
+    """Whether the catalog gives ``gpu`` a dense fp4 matrix rate (Blackwell); unknown cards pass."""
+    from ..errors import GpuplanError
+    from ..hardware import load_gpu
+
+    try:
+        return bool(load_gpu(gpu).peak_tflops("fp4"))
+    except GpuplanError:
+        return True
 
 
 def _refuse_pytorch(s) -> str | None:
@@ -277,6 +294,9 @@ def resolve(data: Mapping[str, Any]) -> dict[str, Any]:
 def refusal(s) -> str | None:
     """The sentence that refuses scenario ``s`` (resolved), or None. Rules shared by every stack come first."""
     used = [f"{k}={getattr(s, k)}" for k in MEGATRON_FIELDS if getattr(s, k) not in (None, 1)]
+    used += [f"{k}=true" for k in ("cuda_graphs", "fp8_attention", "fp8_activation_store") if getattr(s, k)]
+    if s.precision == "fp4-mixed":
+        used.append("precision=fp4-mixed")
     if used and (s.framework != "megatron" or s.task != "train"):
         return (f"{', '.join(used)} {'is' if len(used) == 1 else 'are'} Megatron-Core training settings: set "
                 "framework megatron and task train, or drop them")

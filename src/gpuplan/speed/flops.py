@@ -63,6 +63,8 @@ def training_flops_per_token(s: Scenario, m: ModelSpec) -> float:
 def compute_dtype(s: Scenario) -> str:
     if s.precision.startswith("fp8"):
         return "fp8"
+    if s.precision == "fp4-mixed":  # NVFP4 linears (Transformer Engine NVFP4BlockScaling)
+        return "fp4"
     if s.precision == "fp32":
         return "tf32"
     return s.precision.split("-")[0]

@@ -139,6 +139,10 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
     kern = stack_for(s).kernels(s)
     work = _micro_work(s, m, gpu, dtype, tokens, kern, assumptions)
     host, deepspeed_zero3 = _host_s(s, m, tokens, kern, work.rest_again)
+    if s.cuda_graphs:  # the step replays captured kernels: no per-kernel host launches
+        host = 0.0
+        assumptions.append("CUDA graphs (Megatron-Core enable_cuda_graph, full iteration): the step's kernels are "
+                           "replayed from one capture, no per-kernel launches from Python")
     busy = smooth_max(work.gpu_busy, host, oh.HOST_GPU_OVERLAP_SHARPNESS)
     if kern.why:
         assumptions.append(f"{s.framework} kernels: {kern.text}")
@@ -150,7 +154,9 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
     offload, activations_offload = _offload_s(s, m, forward_time, 2 * forward_time, comm.pcie, assumptions)
     micro = busy + tp_comm + cp_comm + gather + reduce + offload + activations_offload
     optimizer = _optimizer_s(s, m, gpu, comm.pcie, assumptions)
-    loop = oh.TRAINER_STEP_OVERHEAD_S + s.grad_accum_steps * oh.DATALOADER_S_PER_MICRO_STEP
+    # the trainer's per-step Python (scheduler, zero_grad, clipping, the loss's sync) runs inside the captured
+    # iteration under full-iteration CUDA graphs; the dataloader still feeds every micro-batch
+    loop = (0.0 if s.cuda_graphs else oh.TRAINER_STEP_OVERHEAD_S) + s.grad_accum_steps * oh.DATALOADER_S_PER_MICRO_STEP
     # 1F1B: p-1 micro-steps of fill and drain per step; interleaved over v virtual stages, (p-1)/v of them
     # (Narayanan et al. 2021, section 2.2.2: bubble fraction (p-1)/(m·v))
     bubble = (s.pp - 1) / s.vpp * micro
@@ -185,7 +191,7 @@ def _micro_work(s: Scenario, m: ModelSpec, gpu: GpuSpec, dtype: str, tokens: int
     tp, share, full = s.tp, 1 / s.pp, s.method == "full"  # each pipeline stage holds 1/pp of the layers
     rc = stack_for(s).recompute(s, m)
     kernel = attention_kernel(s, m)
-    act_bytes = 1.0 if dtype == "fp8" else (4.0 if dtype == "tf32" else 2.0)
+    act_bytes = oh.NVFP4_BYTES if dtype == "fp4" else 1.0 if dtype == "fp8" else (4.0 if dtype == "tf32" else 2.0)
     forward = linears_s(m, gpu, dtype, tokens, tp=tp, layers=share, act_bytes=act_bytes, weight_bytes=act_bytes)
     # recomputation (the stack's checkpointing, its Recompute): the re-run linears' GEMMs; a selective policy
     # keeps attention's output and re-runs the element-wise ops and adapters, full checkpointing all of a layer
@@ -198,14 +204,15 @@ def _micro_work(s: Scenario, m: ModelSpec, gpu: GpuSpec, dtype: str, tokens: int
     else:
         again = forward * rc.layers
         attention_again = rest_again = rc.layers
-    head = lm_head_s(m, gpu, "bf16" if dtype == "fp8" else dtype, tokens, tp=tp) * share
+    head = lm_head_s(m, gpu, "bf16" if dtype in ("fp8", "fp4") else dtype, tokens, tp=tp) * share
     targets = lora_targets(s, m) if not full else frozenset()
     lora = lora_s(m, gpu, tokens, s.lora_rank, targets, tp=tp, layers=share,
                   dropout=s.lora_dropout > 0 and kern.lora_dropout,
                   bytes_per_output=kern.lora_bytes_per_output) * (3 + rest_again) if targets else 0.0
     # under CP each rank's queries meet every key of the sequence: 1/cp of the sequence's attention work
     passes = 1 + attention_again + (oh.ATTENTION_BACKWARD_FLOP_RATIO if kernel != "eager" else 2)
-    attention = attention_s(m, gpu, "bf16" if dtype == "fp8" else dtype, s.micro_batch_size, s.seq_len,
+    attention = attention_s(m, gpu, "fp8" if dtype == "fp4" else dtype, s.micro_batch_size, s.seq_len,
+                            fp8_kernel=bool(s.fp8_attention),
                             kernel=kernel, tp=tp, layers=share, masked_windows=True) / s.cp * passes
     elementwise = elementwise_s(m, gpu, tokens, tp=tp, layers=share,
                                 per_element=oh.FUSED_ELEMENTWISE_BYTES if kern.fused_elementwise else None) \
@@ -233,14 +240,15 @@ def _dequant_and_casts_s(s: Scenario, m: ModelSpec, gpu: GpuSpec, dtype: str, to
         extra += per_pass * (2 + again_share)
         assumptions.append(f"QLoRA dequantizes the 4-bit base on each of {2 + again_share:.3g} passes per "
                            f"micro-step ({per_pass * 1e3:.1f} ms each, memory-bound)")
-    if dtype == "fp8":  # Transformer Engine / torchao cast the linears' inputs to fp8 each pass
+    if dtype in ("fp8", "fp4"):  # Transformer Engine / torchao cast the linears' inputs to fp8 (NVFP4) each pass
         inputs = {layer: sum(lin.in_features for lin in layer.linears) for layer, _ in m.layer_kinds()}
         cast = tokens * sum(c * inputs[layer] for layer, c in m.layer_kinds())
         again_share = rc.layers if not rc.selective else tokens * sum(
             c * sum(lin.in_features for lin in layer.linears if lin.name in rc.linears[layer])
             for layer, c in m.layer_kinds()) / max(cast, 1)
         extra += cast * (1 / s.pp) / s.tp * 3 / bandwidth(gpu) * (2 + again_share + (s.method == "full"))
-        assumptions.append("fp8 on the linear layers only; attention, norms and the loss stay 16-bit")
+        assumptions.append(f"{dtype} on the linear layers only; attention (unless fp8_attention), norms and the "
+                           "loss stay 16-bit")
     return extra
 
 

@@ -77,14 +77,16 @@ def lora_s(m: ModelSpec, gpu: GpuSpec, tokens: float, rank: int, targets: frozen
 
 
 def attention_s(m: ModelSpec, gpu: GpuSpec, dtype: str, seqs: float, seq: int, *, kernel: str, tp: int = 1,
-                layers: float = 1.0, context: int = 0, masked_windows: bool = False) -> float:
+                layers: float = 1.0, context: int = 0, masked_windows: bool = False,
+                fp8_kernel: bool = False) -> float:
     """Attention score and value matmuls forward for ``seqs`` sequences of ``seq`` new tokens after ``context``
     cached ones. Flash/SDPA kernels skip the causal mask's upper half and run at the generation's attention
     efficiency; eager attention computes every score as batched GEMMs (``[s x d] @ [d x s]`` and back, per
     head) and moves the score matrix through memory (~:data:`~gpuplan.overheads.EAGER_SCORE_BYTES` per score).
     ``masked_windows``: transformers' SDPA path passes a sliding window as an explicit mask (Gemma-2/3, Mistral),
     and the model's full-attention layers get one too: the memory-efficient kernel then computes every score of
-    the square, masked or not, in every layer."""
+    the square, masked or not, in every layer. Under fp8 linears attention stays at the 16-bit rate unless
+    ``fp8_kernel`` (Transformer Engine's fp8 fused attention, cuDNN's fp8 flash kernel) runs its matmuls in fp8."""
     heads = max(m.num_heads / tp, 1)
     windowed = any(layer.window for layer in m.layers)
     total = flops = 0.0
@@ -102,7 +104,8 @@ def attention_s(m: ModelSpec, gpu: GpuSpec, dtype: str, seqs: float, seq: int, *
     fraction = oh.ATTENTION_PEAK_FRACTION.get(gpu.generation, oh.ATTENTION_PEAK_FRACTION_DEFAULT)
     if windowed and masked_windows and kernel == "sdpa":  # the memory-efficient kernel reading an additive mask
         fraction *= oh.MASKED_ATTENTION_FACTOR
-    total += flops / (peak_flops(gpu, "bf16" if dtype == "fp8" else dtype) * fraction * power_limit_factor(gpu))
+    total += flops / (peak_flops(gpu, "bf16" if dtype == "fp8" and not fp8_kernel else dtype) * fraction
+                      * power_limit_factor(gpu))
     return layers * total
 
 

@@ -180,7 +180,7 @@ class Stack:
         """The kernels this stack runs for the parts of a step it changes (:mod:`.speed`)."""
         from .speedups import kernels
 
-        return kernels(self.name, s, fused_stack=s.tp > 1 or s.precision.startswith("fp8"))
+        return kernels(self.name, s, fused_stack=s.tp > 1 or s.precision.startswith(("fp8", "fp4")))
 
     def notes(self, s: Scenario) -> list[str]:
         return []

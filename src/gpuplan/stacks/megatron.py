@@ -17,16 +17,26 @@ Per rank, with ``t`` = TP, ``p`` = PP, ``v`` = virtual stages, ``c`` = CP, ``e``
   :func:`keeps_fp8_transpose`), no 16-bit copy; embedding,
   output layer and norms stay 16-bit; the fp32 master weights live in the optimizer. LoRA trains adapters the same
   way over a frozen base held in bf16, or with fp8 in fp8 itself (``fp8_model_init``, NVIDIA's MLPerf LoRA runs):
-  1 B + its 1 B transpose;
+  1 B + its 1 B transpose; under NVFP4 (``fp4-mixed``) as NVFP4 itself, NVIDIA's MLPerf LoRA recipe
+  (``PRE_QUANTIZED_MODEL=True``: ``custom_callbacks.py`` ``_pre_quantize_model`` replaces each TE linear's weight
+  by its ``NVFP4Quantizer`` output, row-wise and column-wise data both, and parks the fp8 healing copy in host
+  memory): 2 x :data:`~gpuplan.overheads.NVFP4_BYTES` per linear weight;
 - **activations per layer** (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer
   Models", section 4, for ``T`` = micro-batch x seq_len / c tokens): with sequence parallelism every tensor is
   split by ``t``; the two norms keep their 16-bit input and an fp32 rstd; the QKV and FC1 linears their (sharded)
   input; attention its rotary q, k, v and, unless recomputed, its output and fp32 log-sum-exp; the output
   projection and FC2 their inputs; SwiGLU its FC1 output. With no dropout (Llama recipes) and fused attention the
   GPT count is ``32·s·b·h/t`` bytes (Korthikanti's ``34·s·b·h/t`` less the two dropout masks) (:func:`layer_bytes`).
+  Transformer Engine's fp8 attention (``fp8_dot_product_attention``, ``NVTE_FP8_DPA_BWD=1``, as NVIDIA's MLPerf
+  LoRA configs set ``FP8_DPA=1``) saves its fp8 q, k, v and output for the fp8 backward: 1 B each; Megatron-Core's
+  ``activation_func_fp8_input_store`` ("Store the input of MLP activation function in FP8 for backprop to save
+  memory", ``transformer_config.py``; NVIDIA's one-node TP1 LoRA configs set it: ``FP8_ACT=1``) keeps SwiGLU's input
+  (the FC1 output) in fp8: 1 B;
   fp8 saves each linear's input as fp8 (1 B) (Transformer Engine ``Linear`` keeps its fp8-cast input for the
-  weight gradient); under LoRA a frozen linear keeps no input (Transformer Engine saves it only when
-  ``weight.requires_grad``), an adapted one the 16-bit input its adapter needs. ``selective``
+  weight gradient), NVFP4 (``fp4-mixed``, Megatron ``--fp4-format e2m1``, TE ``NVFP4BlockScaling``) as NVFP4
+  (:data:`~gpuplan.overheads.NVFP4_BYTES`), its weights staying 16-bit (``fp4_param`` off); under LoRA a frozen linear
+  keeps no input (Transformer Engine saves it only when ``weight.requires_grad``), an adapted one the 16-bit input its
+  adapter needs. ``selective``
   (``recompute_granularity='selective'``, ``recompute_modules=['core_attn']``) recomputes core attention: its
   output and log-sum-exp are not kept; ``full`` keeps each layer's input;
 - **in-flight micro-batches** (Narayanan et al. 2021, section 2.2): pipeline stage ``r`` of a 1F1B schedule holds
@@ -73,7 +83,7 @@ def layer_bytes(layer: Layer, m: ModelSpec, s: Scenario, recompute: str | None =
     """Bytes one decoder layer keeps for the backward of one micro-batch on one rank (module docstring), under
     ``recompute`` (default: the scenario's ``grad_checkpointing``)."""
     T, t, c, h = tokens(s), s.tp, 2, m.hidden_size
-    q = 1 if s.precision == "fp8-mixed" else c  # bytes of a linear's saved input
+    q = {"fp8-mixed": 1, "fp4-mixed": oh.NVFP4_BYTES}.get(s.precision, c)  # bytes of a linear's saved input
     recompute = recompute or s.grad_checkpointing
     if recompute == "full":
         return c * T * h / t  # the checkpointed layer's input, sequence-parallel
@@ -85,22 +95,24 @@ def layer_bytes(layer: Layer, m: ModelSpec, s: Scenario, recompute: str | None =
     else:
         qkv, out = (a + 2 * m.num_kv_heads) * m.head_dim, a * m.head_dim
     saved = _saved_inputs(s, m, q, c)
+    fa = 1 if s.fp8_attention else c  # bytes of core attention's saved q, k, v and output (fp8 attention: fp8)
     total = 2 * (c * h + 4) * T / t  # the two norms' inputs and fp32 rstd
-    total += saved["qkv"] * T * h / t + c * T * qkv / t  # QKV's input; rotary q, k, v kept by core attention
+    total += saved["qkv"] * T * h / t + fa * T * qkv / t  # QKV's input; rotary q, k, v kept by core attention
     kept_out = recompute != "selective"  # core attention's output and log-sum-exp (else recomputed)
     if kept_out:
-        total += c * T * out / t + 4 * T * a / t
-    if saved["proj"] != c or not kept_out:  # the projection's own input (16-bit: attention's output, kept above)
+        total += fa * T * out / t + 4 * T * a / t
+    if saved["proj"] != fa or not kept_out:  # the projection's own input (attention's output, kept above)
         total += saved["proj"] * T * out / t
     gate = 2 if m.gated_mlp else 1
     f = _mid(layer, ("mlp", "shared_experts"))
+    act = 1 if s.fp8_activation_store else c  # activation_func_fp8_input_store: SwiGLU's input in fp8
     if f:  # FC1 input, FC1 output (SwiGLU's input, needed for any gradient through the MLP), FC2 input
-        total += saved["fc1"] * T * h / t + c * T * gate * f / t + saved["fc2"] * T * f / t
+        total += saved["fc1"] * T * h / t + act * T * gate * f / t + saved["fc2"] * T * f / t
     if layer.moe:
         k, E, fe = layer.experts_per_token, m.num_experts, _mid(layer, ("experts",))
         routed = T * k / t  # copies each rank computes, balanced routing (expert_tensor_parallel_size 1)
         total += c * T * h / t + 8 * T * E / t  # router input, fp32 logits and probabilities
-        total += routed * (q * h + c * gate * fe + q * fe + c * h)  # experts' FC1 in/out, FC2 in, unpermuted out
+        total += routed * (q * h + act * gate * fe + q * fe + c * h)  # experts' FC1 in/out, FC2 in, unpermuted out
     return total
 
 
@@ -214,6 +226,8 @@ def rank_state(s: Scenario, m: ModelSpec, *, first: bool, last: bool) -> RankSta
     # run it): 1 byte per linear weight plus its cached transpose, no 16-bit copy
     adapters = lora_params(m, lora_targets(s, m), s.lora_rank) / (t * p)  # in the layers, split as they are
     base = 2 * (dense + embedding + experts) - fp8
+    if s.precision == "fp4-mixed":  # NVFP4 base: row- and column-wise copies (module docstring)
+        base -= (2 - 2 * oh.NVFP4_BYTES) * linear
     return RankState(dense=dense, experts=experts, embedding=embedding, trainable=adapters,
                      weights=base + 2 * adapters, gradients=4 * adapters, optimizer=opt * adapters / n,
                      fp8_copies=transposes)
@@ -255,6 +269,11 @@ class Megatron(Stack):
     def notes(self, s: Scenario) -> list[str]:
         out = ["Megatron-Core: sequence parallelism with TP, the distributed optimizer over DP x CP, fp32 gradient "
                "buffers, routed experts split by EP (expert_tensor_parallel_size 1)"]
+        if s.precision == "fp4-mixed":
+            out.append("NVFP4 (Transformer Engine NVFP4BlockScaling, Megatron --fp4-format e2m1): the linears' GEMMs "
+                       "at the fp4 rate, their inputs saved as NVFP4 (4 bits + an 8-bit scale per 16); weights kept "
+                       "16-bit (fp4_param off, as NVIDIA's MLPerf fp4 configs set FP4_PARAM=False), fp32 master "
+                       "weights; embedding, attention, norms and the loss in bf16 (attention fp8 with fp8_attention)")
         if s.precision == "fp8-mixed":
             out.append(f"fp8 ({s.fp8_recipe} scaling, Transformer Engine hybrid: E4M3 forward, E5M2 gradients): "
                        "linears' inputs saved in fp8, linear weights held in fp8 with their transposes "
