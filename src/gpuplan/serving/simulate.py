@@ -186,21 +186,10 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
                 ra = np.fromiter(running, dtype=np.int64, count=len(running))
             have_ra = done_tokens[ra]
             left = target[ra] - have_ra
-            want = np.where(left > 0, left, 0) if prefill_only else np.maximum(left, 1)  # a decode takes one token
-            wanted = int(_add(want))
-            if wanted <= budget and not prefill_only:  # all of them fit the budget whole (the usual step)
-                takes, sel = want, None
-            else:
-                ahead = want.cumsum() - want
-                takes = np.minimum(np.maximum(budget - ahead, 0), want)
-                sel = takes > 0
-                wanted = int(_add(takes))
             held_ra = held[ra]
-            need = np.maximum((have_ra + takes + (bt - 1)) // bt - held_ra, 0)
-            if sel is not None:
-                need *= sel
-            total = int(_add(need))
-            if total <= free:
+            fits = _running_tokens(have_ra, left, held_ra, budget, free, bt, prefill_only)
+            if fits is not None:
+                takes, sel, wanted, need, total = fits
                 if total:
                     held[ra] = held_ra + need
                     free -= total
@@ -250,9 +239,7 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
         if not n_pre and (not waiting or blocked) and len(idx) == len(running):
             # pure decode until a request finishes or the next one arrives (that could be admitted): advance k
             # steps at once
-            k = int(rem.min())
-            while k > 1 and int(_add(-(-(have + k) // bt) - held[idx])) > free:
-                k //= 2
+            k = _decode_run(rem, have, held[idx], free, bt)
         dt1 = model.time(pre_tok, n_dec, ctx, pairs, pre_seqs, n_dec + finishing)
         if k > 1:
             dt_mid = model.time(0.0, float(len(idx)), ctx + len(idx) * (k - 1) / 2)
@@ -267,6 +254,7 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
         scheduled_at, busy = t + dt - (dt_mid if k > 1 else dt1), True  # the last step's start
         t += dt
         steps += k
+        # the step's tokens land: prompts complete (their first token), decodes generate, requests finish
         if n_pre:
             done_tokens[idx] = have + take  # k is 1 in a step with prompt tokens, and a decode takes 1
             completes_prompt = prefilling & (done_tokens[idx] >= want_all)
@@ -357,6 +345,28 @@ def _cached_tokens(n: int, prompt: np.ndarray, bt: int, shared_prefix: int, pref
     return hit, cached_blocks
 
 
+def _running_tokens(have, left, held, budget: int, free: int, bt: int, prefill_only: bool):
+    """The running requests' tokens this step, in order (``have`` in the cache, ``left`` of the prompt, ``held``
+    blocks each): a decode takes one, a prompt its rest, until the budget runs out; under SGLang's prefill first
+    only prompt chunks. Returns the tokens each takes, which take any (None: all of them), the tokens in all, the
+    new blocks each needs and their sum; None when the free blocks cannot hold them (then requests are preempted,
+    :func:`_schedule_with_preemption`)."""
+    want = np.where(left > 0, left, 0) if prefill_only else np.maximum(left, 1)  # a decode takes one token
+    wanted = int(_add(want))
+    if wanted <= budget and not prefill_only:  # all of them fit the budget whole (the usual step)
+        takes, sel = want, None
+    else:
+        ahead = want.cumsum() - want
+        takes = np.minimum(np.maximum(budget - ahead, 0), want)
+        sel = takes > 0
+        wanted = int(_add(takes))
+    need = np.maximum((have + takes + (bt - 1)) // bt - held, 0)
+    if sel is not None:
+        need *= sel
+    total = int(_add(need))
+    return None if total > free else (takes, sel, wanted, need, total)
+
+
 def _admit_waiting(engine: Scheduler, waiting: list[int], running: list[int], budget: int, free: int, done_tokens,
                    target, held, sched_idx: list[int], sched_take: list[int]) -> tuple[int, int, int]:
     """Admit waiting requests in arrival order while the step's token budget, ``max_num_seqs`` and the free
@@ -399,6 +409,15 @@ def _step_work(have, take, prefilling, n_pre: int, want_all) -> tuple[float, flo
         return (float(_add(tp)), float(_add(tp * (hp + tp / 2))),
                 float(np.count_nonzero(hp + tp >= want_all[prefilling])), float(_add(have) - _add(hp)))
     return 0.0, 0.0, 0.0, float(_add(have))
+
+
+def _decode_run(rem, have, held, free: int, bt: int) -> int:
+    """Pure-decode steps that can run back to back: until the first request finishes (``rem`` tokens left each),
+    halved until the free blocks hold the growing contexts (``have`` tokens, ``held`` blocks each)."""
+    k = int(rem.min())
+    while k > 1 and int(_add(-(-(have + k) // bt) - held)) > free:
+        k //= 2
+    return k
 
 
 def _outcome(model: StepModel, prompt, output, first, finish, sent, preemptions: int) -> Outcome:
