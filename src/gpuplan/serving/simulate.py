@@ -167,8 +167,9 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
     finished = int(too_big.sum())
     next_at = clients.next_at()  # when the next request can go out (inf: none left, or every seat taken)
     while finished < n and steps < max_steps:
-        if next_at <= (scheduled_at if lag and busy else t):
-            next_at = clients.send(scheduled_at if lag and busy else t, too_big, waiting)
+        cutoff = scheduled_at if lag and busy else t
+        if next_at <= cutoff:
+            next_at = clients.send(cutoff, too_big, waiting)
         if not running and not waiting:
             if clients.nxt >= n:
                 break
@@ -336,9 +337,9 @@ def _cached_tokens(n: int, prompt: np.ndarray, bt: int, shared_prefix: int, pref
                    cached_blocks: int) -> tuple[np.ndarray, int]:
     """Each request's prompt tokens found in the prefix cache (at least the last token is computed), and the blocks
     the cache holds for them (see :func:`simulate`)."""
-    hit = np.zeros(n, dtype=np.int64)
     if prefix_hits is not None:
         return np.minimum(np.asarray(prefix_hits, dtype=np.int64), prompt - 1), cached_blocks
+    hit = np.zeros(n, dtype=np.int64)
     if shared_prefix:
         hit[1:] = np.minimum(shared_prefix, prompt[1:] - 1) // bt * bt  # vLLM caches and matches full blocks
         return hit, shared_prefix // bt
