@@ -69,3 +69,20 @@ def test_fuzz_estimate_raises_only_clear_errors(data):
         estimate(data, advise=False)
     except GpuplanError as err:
         assert str(err)
+
+
+def test_defaults_fill_values_not_the_explicit_set():
+    """The stack's recipe and the data set the fields left unset; ``model_fields_set`` stays what was given, and a
+    copy re-resolves from it (the web page's defaults list, model_copy and the JSON read that set)."""
+    given = {"model": "llama-3.1-8b", "task": "train", "method": "qlora", "samples": 1000, "mean_tokens": 300}
+    s = scenario_from(given)
+    assert s.model_fields_set == set(given)
+    # HF QLoRA: prepare_model_for_kbit_training upcasts to fp32 and turns on gradient checkpointing
+    assert (s.qlora_fp32_upcast, s.grad_checkpointing, s.precision) == (True, "full", "bf16-mixed")
+    # one epoch of 1,000 records of 300 tokens, one record per micro-batch (no padding): 300,000 tokens
+    assert s.train_tokens == pytest.approx(1000 * 300, rel=1e-4)
+    c = s.model_copy(update={"framework": "axolotl"})
+    assert c.model_fields_set == set(given) | {"framework"}
+    assert (c.loss, c.grad_checkpointing) == ("fused-linear", "full")  # axolotl's Liger recipe
+    with pytest.raises(ValueError):
+        s.precision = "fp32"  # frozen

@@ -30,6 +30,7 @@ pages), where vLLM's prefix cache matches whole blocks.
 
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import dataclass, field
 
@@ -134,28 +135,20 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
     counted out of ``completed``). ``shared_prefix``: tokens every prompt starts with (cached after the first
     request); or ``prefix_hits``, each request's prompt tokens found in the prefix cache, with ``cached_blocks``
     blocks the cache holds for them. ``users``: a closed loop (see the module docstring); ``arrive`` is then
-    ignored past its length, the number of requests sent in all."""
-    n = len(arrive)
-    cap = max_concurrency or n
-    if users:  # closed loop: request i goes out when a user is ready; times are filled in as they become known
-        import heapq
+    ignored past its length, the number of requests sent in all.
 
-        think = (lambda: rng.exponential(think_s)) if think_s > 0 and rng is not None else (lambda: think_s)
-        ready = sorted(think() for _ in range(users))
-        arrive = np.full(n, math.inf)
-        _next_user(arrive, ready, 0, heapq)
-    sent = np.asarray(arrive, dtype=float).copy()
-    in_flight, full_until = 0, -math.inf
+    A step: the clients send what has arrived (:meth:`_Clients.send`); the running requests take their next tokens
+    (:func:`_schedule_with_preemption` when the pool runs out); waiting requests are admitted
+    (:func:`_admit_waiting`); the step's work (:func:`_step_work`) is timed, a run of pure-decode steps advanced
+    at once; requests that finish free their blocks and their clients' seats (:meth:`_Clients.replied`).
+    :func:`_outcome` turns the times into latencies."""
+    n = len(arrive)
+    clients = _Clients(arrive, max_concurrency or n, users, think_s, rng)
+    arrive = clients.arrive
     bt = engine.block_tokens
     prompt = np.asarray(prompt, dtype=np.int64)
     output = np.maximum(np.asarray(output, dtype=np.int64), 1)
-    hit = np.zeros(n, dtype=np.int64)
-    shared_blocks = cached_blocks
-    if prefix_hits is not None:
-        hit = np.minimum(np.asarray(prefix_hits, dtype=np.int64), prompt - 1)
-    elif shared_prefix:
-        hit[1:] = np.minimum(shared_prefix, prompt[1:] - 1) // bt * bt  # vLLM caches and matches full blocks
-        shared_blocks = shared_prefix // bt
+    hit, shared_blocks = _cached_tokens(n, prompt, bt, shared_prefix, prefix_hits, cached_blocks)
     free = engine.kv_blocks - shared_blocks
     done_tokens = hit.copy()  # tokens whose KV exists (prefix hits count as computed)
     target = prompt.copy()  # tokens to prefill: the prompt, and after a preemption the tokens generated too
@@ -169,25 +162,18 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
     waiting: list[int] = []
     running: list[int] = []
     ra = None
-    nxt, t, steps, preempt = 0, 0.0, 0, 0
+    t, steps, preempt = 0.0, 0, 0
     lag, busy, scheduled_at = model.async_host, False, 0.0  # async: this step was scheduled when the last began
     finished = int(too_big.sum())
+    next_at = clients.next_at()  # when the next request can go out (inf: none left, or every seat taken)
     while finished < n and steps < max_steps:
         cutoff = scheduled_at if lag and busy else t
-        while nxt < n and arrive[nxt] <= cutoff and in_flight < cap:
-            if not too_big[nxt]:
-                sent[nxt] = max(arrive[nxt], full_until)
-                waiting.append(nxt)
-                in_flight += 1
-            elif users:  # refused at once: that user thinks and sends another
-                heapq.heappush(ready, arrive[nxt] + think())
-            nxt += 1
-            if users and nxt < n:
-                _next_user(arrive, ready, nxt, heapq)
+        if next_at <= cutoff:
+            next_at = clients.send(cutoff, too_big, waiting)
         if not running and not waiting:
-            if nxt >= n:
+            if clients.nxt >= n:
                 break
-            t, busy = max(t, float(arrive[nxt])), False
+            t, busy = max(t, float(arrive[clients.nxt])), False
             continue
         budget = engine.max_num_batched_tokens
         sched_idx: list[int] = []
@@ -201,21 +187,10 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
                 ra = np.fromiter(running, dtype=np.int64, count=len(running))
             have_ra = done_tokens[ra]
             left = target[ra] - have_ra
-            want = np.where(left > 0, left, 0) if prefill_only else np.maximum(left, 1)  # a decode takes one token
-            wanted = int(_add(want))
-            if wanted <= budget and not prefill_only:  # all of them fit the budget whole (the usual step)
-                takes, sel = want, None
-            else:
-                ahead = want.cumsum() - want
-                takes = np.minimum(np.maximum(budget - ahead, 0), want)
-                sel = takes > 0
-                wanted = int(_add(takes))
             held_ra = held[ra]
-            need = np.maximum((have_ra + takes + (bt - 1)) // bt - held_ra, 0)
-            if sel is not None:
-                need *= sel
-            total = int(_add(need))
-            if total <= free:
+            fits = _running_tokens(have_ra, left, held_ra, budget, free, bt, prefill_only)
+            if fits is not None:
+                takes, sel, wanted, need, total = fits
                 if total:
                     held[ra] = held_ra + need
                     free -= total
@@ -229,23 +204,11 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
                     sched_idx, sched_take)
                 if preempt > before:  # vLLM admits no waiting request in a step that preempted
                     budget = 0
-        while waiting and budget > 0 and len(running) < engine.max_num_seqs and (engine.mixed_prefill or prefill_only):
-            r = waiting[0]
-            take = min(target[r] - done_tokens[r], budget)
-            if not engine.chunked_prefill and take < target[r] - done_tokens[r]:
-                break
-            need = math.ceil((done_tokens[r] + take) / bt) - held[r]
-            whole = math.ceil(target[r] / bt) - held[r] if engine.reserve_full_sequence else need
-            if max(need, whole) > free:
-                break
-            waiting.pop(0)
-            running.append(r)
-            ra = None
-            free -= need
-            held[r] += need
-            sched_idx.append(r)
-            sched_take.append(take)
-            budget -= take
+        if waiting and budget > 0 and (engine.mixed_prefill or prefill_only):
+            budget, free, admitted = _admit_waiting(engine, waiting, running, budget, free, done_tokens, target,
+                                                    held, sched_idx, sched_take)
+            if admitted:
+                ra = None
         if run_idx is not None and len(run_idx):
             if sched_idx:
                 idx = np.concatenate((run_idx, np.asarray(sched_idx, dtype=np.int64)))
@@ -255,9 +218,9 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
                 if sel is None:  # every running request, in order: their tokens are known already
                     have, prefilling = have_ra, left > 0
         elif not sched_idx:  # nothing fits: wait for the next arrival (cannot happen with requests running)
-            if nxt >= n:
+            if clients.nxt >= n:
                 break
-            t, busy = max(t, float(arrive[nxt])), False
+            t, busy = max(t, float(arrive[clients.nxt])), False
             continue
         else:
             idx = np.asarray(sched_idx, dtype=np.int64)
@@ -267,21 +230,7 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
             prefilling = have < target[idx]
         n_pre = int(np.count_nonzero(prefilling))
         want_all = target[idx] if n_pre else None
-        if n_pre == 1:  # one prompt chunk beside the decodes (the usual mixed step): scalars
-            j = int(prefilling.argmax())
-            tpj, hpj = int(take[j]), int(have[j])
-            pre_tok, pairs = float(tpj), float(tpj * (hpj + tpj / 2))
-            finishing = 1.0 if hpj + tpj >= int(want_all[j]) else 0.0
-            ctx = float(int(_add(have)) - hpj)
-        elif n_pre:  # (a pure-decode step skips this arithmetic: the common case)
-            tp, hp = take[prefilling], have[prefilling]
-            pre_tok = float(_add(tp))
-            pairs = float(_add(tp * (hp + tp / 2)))
-            finishing = float(np.count_nonzero(hp + tp >= want_all[prefilling]))
-            ctx = float(_add(have) - _add(hp))
-        else:
-            pre_tok = pairs = finishing = 0.0
-            ctx = float(_add(have))
+        pre_tok, pairs, finishing, ctx = _step_work(have, take, prefilling, n_pre, want_all)
         pre_seqs, n_dec = float(n_pre), float(len(idx) - n_pre)
         rem = None if n_pre else output[idx] - generated[idx]  # tokens each decoding request has left
         k = 1
@@ -291,14 +240,12 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
         if not n_pre and (not waiting or blocked) and len(idx) == len(running):
             # pure decode until a request finishes or the next one arrives (that could be admitted): advance k
             # steps at once
-            k = int(rem.min())
-            while k > 1 and int(_add(-(-(have + k) // bt) - held[idx])) > free:
-                k //= 2
+            k = _decode_run(rem, have, held[idx], free, bt)
         dt1 = model.time(pre_tok, n_dec, ctx, pairs, pre_seqs, n_dec + finishing)
         if k > 1:
             dt_mid = model.time(0.0, float(len(idx)), ctx + len(idx) * (k - 1) / 2)
-            if nxt < n and in_flight < cap and arrive[nxt] < math.inf and not blocked:
-                k = max(1, min(k, int((arrive[nxt] - t) / dt_mid)))
+            if next_at < math.inf and not blocked:
+                k = max(1, min(k, int((next_at - t) / dt_mid)))
             extra = np.maximum(-(-(have + k) // bt) + (have + 1) // -bt, 0)
             held[idx] += extra
             free -= int(_add(extra))
@@ -308,6 +255,7 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
         scheduled_at, busy = t + dt - (dt_mid if k > 1 else dt1), True  # the last step's start
         t += dt
         steps += k
+        # the step's tokens land: prompts complete (their first token), decodes generate, requests finish
         if n_pre:
             done_tokens[idx] = have + take  # k is 1 in a step with prompt tokens, and a decode takes 1
             completes_prompt = prefilling & (done_tokens[idx] >= want_all)
@@ -319,7 +267,7 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
             done_tokens[idx] = have + k
             generated[idx] = output[idx] - (rem - k)
             over = idx[rem <= k]
-        if len(over):
+        if len(over):  # finished: their blocks go back to the pool, their seats to the clients
             finish[over] = t
             free += int(_add(held[over]))
             held[over] = 0
@@ -327,14 +275,155 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
             running = [r for r in running if r not in gone]
             ra = None
             finished += len(over)
-            if users:
-                for _ in range(len(over)):
-                    heapq.heappush(ready, t + think())
-                if nxt < n:
-                    _next_user(arrive, ready, nxt, heapq)
-            if in_flight == cap:
-                full_until = t
-            in_flight -= len(over)
+            next_at = clients.replied(t, len(over))
+    return _outcome(model, prompt, output, first, finish, clients.sent, preempt)
+
+
+class _Clients:
+    """Who sends the requests (see the module docstring): each at its arrival time (open loop), or ``users``
+    each sending the next ``think_s`` seconds (exponential of that mean with ``rng``) after its last reply (closed
+    loop); no more than ``cap`` in flight (``max_concurrency``: a request waits for a free seat, and its latency
+    counts from the send, ``sent``)."""
+
+    def __init__(self, arrive, cap: int, users: int | None, think_s: float, rng) -> None:
+        n = len(arrive)
+        self.users, self.ready = users, []
+        self.think = (lambda: rng.exponential(think_s)) if think_s > 0 and rng is not None else (lambda: think_s)
+        if users:  # request i goes out when a user is ready; times are filled in as they become known
+            self.ready = sorted(self.think() for _ in range(users))
+            arrive = np.full(n, math.inf)
+            _next_user(arrive, self.ready, 0)
+        self.arrive, self.n, self.cap = arrive, n, cap
+        self.sent = np.asarray(arrive, dtype=float).copy()
+        self.nxt, self.in_flight, self.full_until = 0, 0, -math.inf
+
+    def next_at(self) -> float:
+        """When the next request goes out: its arrival time; inf when all were sent or every seat is taken."""
+        return float(self.arrive[self.nxt]) if self.nxt < self.n and self.in_flight < self.cap else math.inf
+
+    def send(self, cutoff: float, too_big, waiting: list[int]) -> float:
+        """Send the requests due by ``cutoff`` to the queue ``waiting`` (one too big for the pool is refused at
+        once: its user thinks and sends another); returns :meth:`next_at`."""
+        arrive, n, users = self.arrive, self.n, self.users
+        nxt = self.nxt
+        while nxt < n and arrive[nxt] <= cutoff and self.in_flight < self.cap:
+            if not too_big[nxt]:
+                self.sent[nxt] = max(arrive[nxt], self.full_until)
+                waiting.append(nxt)
+                self.in_flight += 1
+            elif users:
+                heapq.heappush(self.ready, arrive[nxt] + self.think())
+            nxt += 1
+            if users and nxt < n:
+                _next_user(arrive, self.ready, nxt)
+        self.nxt = nxt
+        return self.next_at()
+
+    def replied(self, t: float, count: int) -> float:
+        """``count`` requests finished at ``t``: their users start thinking, their seats free up; returns
+        :meth:`next_at`."""
+        if self.users:
+            for _ in range(count):
+                heapq.heappush(self.ready, t + self.think())
+            if self.nxt < self.n:
+                _next_user(self.arrive, self.ready, self.nxt)
+        if self.in_flight == self.cap:
+            self.full_until = t
+        self.in_flight -= count
+        return self.next_at()
+
+
+def _cached_tokens(n: int, prompt: np.ndarray, bt: int, shared_prefix: int, prefix_hits: np.ndarray | None,
+                   cached_blocks: int) -> tuple[np.ndarray, int]:
+    """Each request's prompt tokens found in the prefix cache (at least the last token is computed), and the blocks
+    the cache holds for them (see :func:`simulate`)."""
+    if prefix_hits is not None:
+        return np.minimum(np.asarray(prefix_hits, dtype=np.int64), prompt - 1), cached_blocks
+    hit = np.zeros(n, dtype=np.int64)
+    if shared_prefix:
+        hit[1:] = np.minimum(shared_prefix, prompt[1:] - 1) // bt * bt  # vLLM caches and matches full blocks
+        return hit, shared_prefix // bt
+    return hit, cached_blocks
+
+
+def _running_tokens(have, left, held, budget: int, free: int, bt: int, prefill_only: bool):
+    """The running requests' tokens this step, in order (``have`` in the cache, ``left`` of the prompt, ``held``
+    blocks each): a decode takes one, a prompt its rest, until the budget runs out; under SGLang's prefill first
+    only prompt chunks. Returns the tokens each takes, which take any (None: all of them), the tokens in all, the
+    new blocks each needs and their sum; None when the free blocks cannot hold them (then requests are preempted,
+    :func:`_schedule_with_preemption`)."""
+    want = np.where(left > 0, left, 0) if prefill_only else np.maximum(left, 1)  # a decode takes one token
+    wanted = int(_add(want))
+    if wanted <= budget and not prefill_only:  # all of them fit the budget whole (the usual step)
+        takes, sel = want, None
+    else:
+        ahead = want.cumsum() - want
+        takes = np.minimum(np.maximum(budget - ahead, 0), want)
+        sel = takes > 0
+        wanted = int(_add(takes))
+    need = np.maximum((have + takes + (bt - 1)) // bt - held, 0)
+    if sel is not None:
+        need *= sel
+    total = int(_add(need))
+    return None if total > free else (takes, sel, wanted, need, total)
+
+
+def _admit_waiting(engine: Scheduler, waiting: list[int], running: list[int], budget: int, free: int, done_tokens,
+                   target, held, sched_idx: list[int], sched_take: list[int]) -> tuple[int, int, int]:
+    """Admit waiting requests in arrival order while the step's token budget, ``max_num_seqs`` and the free
+    blocks allow: a prompt takes what the budget leaves (chunked prefill) or waits until it fits whole; from vLLM
+    0.19 its whole known sequence must fit the free blocks. Returns the budget and free blocks left and how many
+    were admitted."""
+    bt, admitted = engine.block_tokens, 0
+    while waiting and budget > 0 and len(running) < engine.max_num_seqs:
+        r = waiting[0]
+        take = min(target[r] - done_tokens[r], budget)
+        if not engine.chunked_prefill and take < target[r] - done_tokens[r]:
+            break
+        need = math.ceil((done_tokens[r] + take) / bt) - held[r]
+        whole = math.ceil(target[r] / bt) - held[r] if engine.reserve_full_sequence else need
+        if max(need, whole) > free:
+            break
+        waiting.pop(0)
+        running.append(r)
+        admitted += 1
+        free -= need
+        held[r] += need
+        sched_idx.append(r)
+        sched_take.append(take)
+        budget -= take
+    return budget, free, admitted
+
+
+def _step_work(have, take, prefilling, n_pre: int, want_all) -> tuple[float, float, float, float]:
+    """What the step computes, for :meth:`StepModel.time`: prompt tokens, attention pairs of the prompt chunks
+    (each token attends to the context before it and half its chunk), prompts finishing this step, and the
+    decoding requests' context tokens. ``have``: each scheduled request's tokens in the cache, ``take`` its tokens
+    this step, ``prefilling`` whether they are prompt tokens (``n_pre`` of them), ``want_all`` its prompt."""
+    if n_pre == 1:  # one prompt chunk beside the decodes (the usual mixed step): scalars
+        j = int(prefilling.argmax())
+        tpj, hpj = int(take[j]), int(have[j])
+        finishing = 1.0 if hpj + tpj >= int(want_all[j]) else 0.0
+        return float(tpj), float(tpj * (hpj + tpj / 2)), finishing, float(int(_add(have)) - hpj)
+    if n_pre:  # (a pure-decode step skips this arithmetic: the common case)
+        tp, hp = take[prefilling], have[prefilling]
+        return (float(_add(tp)), float(_add(tp * (hp + tp / 2))),
+                float(np.count_nonzero(hp + tp >= want_all[prefilling])), float(_add(have) - _add(hp)))
+    return 0.0, 0.0, 0.0, float(_add(have))
+
+
+def _decode_run(rem, have, held, free: int, bt: int) -> int:
+    """Pure-decode steps that can run back to back: until the first request finishes (``rem`` tokens left each),
+    halved until the free blocks hold the growing contexts (``have`` tokens, ``held`` blocks each)."""
+    k = int(rem.min())
+    while k > 1 and int(_add(-(-(have + k) // bt) - held)) > free:
+        k //= 2
+    return k
+
+
+def _outcome(model: StepModel, prompt, output, first, finish, sent, preemptions: int) -> Outcome:
+    """The latencies of the completed requests (a request's first token and last token plus the model's
+    per-request latency outside the engine, from its send), the tokens served and the time it took."""
     ok = ~np.isnan(finish)
     ttft = first[ok] - sent[ok] + model.request_s
     e2e = finish[ok] - sent[ok] + model.request_s
@@ -342,7 +431,7 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
     tpot = np.where(out > 1, (finish[ok] - first[ok]) / np.maximum(out - 1, 1), 0.0)
     return Outcome(ttft_s=ttft, tpot_s=tpot, e2e_s=e2e,
                    duration_s=float(finish[ok].max() + model.request_s - sent[0]) if ok.any() else 0.0,
-                   input_tokens=int(prompt[ok].sum()), output_tokens=int(out.sum()), preemptions=preempt,
+                   input_tokens=int(prompt[ok].sum()), output_tokens=int(out.sum()), preemptions=preemptions,
                    completed=int(ok.sum()), sent_at=sent[ok], finished_at=finish[ok])
 
 
@@ -365,7 +454,7 @@ def _prefill_ready(engine: Scheduler, running: list[int], waiting: list[int], do
     return max(need, whole) <= free
 
 
-def _next_user(arrive: np.ndarray, ready: list[float], nxt: int, heapq) -> None:
+def _next_user(arrive: np.ndarray, ready: list[float], nxt: int) -> None:
     """Closed loop: request ``nxt`` (the next to send) goes out at the earliest time a user is ready (a user
     readied since it was timed may come first: its time goes back to the heap)."""
     if not math.isinf(arrive[nxt]):
