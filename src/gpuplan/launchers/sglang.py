@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from .files import LaunchFile, shell_text
 from .plan import LaunchPlan
+from .serving import converted_note, pool_line, quant_to_ask
 from .settings import LaunchOptions
 
 NAME = "sglang"
@@ -33,18 +34,11 @@ def applies(plan: LaunchPlan) -> str | None:
                 "with --engine sglang")
     if s.kv_cache_dtype not in KV_CACHE_DTYPE:
         return f"SGLang's KV cache is 16-bit or fp8, not {s.kv_cache_dtype}: set kv_cache_dtype fp8 or auto"
-    if _quant(plan) is not None and _quant(plan) not in QUANTIZATION:
+    if quant_to_ask(plan) is not None and quant_to_ask(plan) not in QUANTIZATION:
         return f"SGLang cannot quantize to {s.quant} on load: choose fp8, or an AWQ/GPTQ checkpoint"
     if not plan.result.memory.engine:
         return "the estimate has no SGLang startup for this plan (a GPU is needed)"
     return None
-
-
-def _quant(plan: LaunchPlan) -> str | None:
-    """The quantization to ask SGLang for: the plan's, unless the checkpoint already ships it (or none)."""
-    q = plan.scenario.quant
-    fmt, _ = plan.model.shipped_format()
-    return None if q in (None, "none") or q == (None if fmt.name == "none" else fmt.name) else q
 
 
 def command(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
@@ -60,8 +54,8 @@ def command(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
              "--cuda-graph-max-bs", str(engine["cuda_graph_max_bs"]),
              "--schedule-policy", engine["schedule_policy"],
              "--kv-cache-dtype", KV_CACHE_DTYPE[s.kv_cache_dtype]]
-    if _quant(plan) is not None:
-        argv += ["--quantization", QUANTIZATION[_quant(plan)]]
+    if quant_to_ask(plan) is not None:
+        argv += ["--quantization", QUANTIZATION[quant_to_ask(plan)]]
     return [*argv, "--port", str(opts.port)]
 
 
@@ -69,16 +63,11 @@ def notes(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
     s, mem = plan.scenario, plan.result.memory
     eng = mem.engine
     out = [f"run: bash {SCRIPT}; the OpenAI-compatible server listens on port {opts.port}",
-           f"token pool {mem.kv_cache_pool_gib:.1f} GiB per GPU: {mem.max_context_tokens:,} tokens, up to "
-           f"{mem.max_concurrency} concurrent requests of {s.prompt_tokens + s.output_tokens:,} tokens (the plan: "
-           f"{s.batch_size}); memory rules of SGLang {eng['version']}",
+           f"{pool_line(plan, 'token pool')}; memory rules of SGLang {eng['version']}",
            "scheduler as gpuplan timed it: prefill batches of up to "
            f"{eng['chunked_prefill_size']:,} tokens before decodes (no --enable-mixed-chunk), radix cache on"
            + (", overlap scheduler on" if eng["overlap_schedule"] else "")]
-    if _quant(plan) in ("awq-int4", "gptq-int4", "gptq-int8"):
-        out.append(f"--quantization {QUANTIZATION[s.quant]} needs a checkpoint quantized that way: replace "
-                   f"{plan.model.name} with its {s.quant} version")
-    return out
+    return out + converted_note(plan, f"--quantization {QUANTIZATION.get(s.quant)}")
 
 
 def files(plan: LaunchPlan, opts: LaunchOptions) -> list[LaunchFile]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from .files import LaunchFile, shell_text, yaml_text
 from .plan import LaunchPlan
+from .serving import pool_line
 from .settings import LaunchOptions
 
 NAME = "trtllm"
@@ -58,9 +59,7 @@ def config(plan: LaunchPlan) -> dict:
 def notes(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
     s, mem = plan.scenario, plan.result.memory
     out = [f"run: bash {SCRIPT}; the OpenAI-compatible server listens on port {opts.port}",
-           f"KV cache {mem.kv_cache_pool_gib:.1f} GiB per GPU: {mem.max_context_tokens:,} tokens in blocks of "
-           f"{mem.engine['tokens_per_block']}, up to {mem.max_concurrency} concurrent requests of "
-           f"{s.prompt_tokens + s.output_tokens:,} tokens (the plan: {s.batch_size})"]
+           pool_line(plan, "KV cache", f" in blocks of {mem.engine['tokens_per_block']}")]
     if s.quant in ("fp8", "nvfp4"):
         out.append(f"{s.quant} weights: replace {plan.model.name} with a checkpoint quantized to {s.quant} by NVIDIA "
                    "ModelOpt (TensorRT-LLM reads its hf_quant_config.json)")

@@ -18,6 +18,7 @@ from __future__ import annotations
 from ..errors import GpuplanError
 from .files import LaunchFile, shell_text
 from .plan import LaunchPlan
+from .serving import converted_note, pool_line, quant_to_ask
 from .settings import LaunchOptions
 
 NAME = "vllm"
@@ -40,24 +41,12 @@ def applies(plan: LaunchPlan) -> str | None:
                 "with entry_point serve")
     if s.precision == "fp8-mixed":
         return "vLLM serves fp8 as weight quantization: set quant fp8 and precision bf16-true"
-    if _quant(plan) is not None and _quant(plan) not in QUANTIZATION:
+    if quant_to_ask(plan) is not None and quant_to_ask(plan) not in QUANTIZATION:
         return (f"vLLM (0.32, 0.33) cannot load {s.quant} weights (no bitsandbytes or GGUF loading in its quantization "
                 "methods): choose awq-int4, gptq-int4, fp8 or int8")
     if not plan.result.memory.engine:
         return "the estimate has no vLLM startup for this plan (a GPU is needed)"
     return None
-
-
-def _own_quant(plan: LaunchPlan) -> str | None:
-    """The checkpoint's own format when it ships quantized (vLLM reads it from config.json)."""
-    fmt, _ = plan.model.shipped_format()
-    return None if fmt.name == "none" else fmt.name
-
-
-def _quant(plan: LaunchPlan) -> str | None:
-    """The quantization to ask vLLM for: the plan's, unless the checkpoint already ships it (or none)."""
-    q = plan.scenario.quant
-    return None if q in (None, "none") or q == _own_quant(plan) else q
 
 
 def max_model_len(plan: LaunchPlan) -> int:
@@ -80,8 +69,8 @@ def command(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
              "--max-model-len", str(max_model_len(plan)), "--max-num-seqs", str(engine["max_num_seqs"]),
              "--max-num-batched-tokens", str(engine["max_num_batched_tokens"]),
              "--kv-cache-dtype", KV_CACHE_DTYPE[s.kv_cache_dtype]]
-    if _quant(plan) is not None:
-        argv += ["--quantization", QUANTIZATION[_quant(plan)]]
+    if quant_to_ask(plan) is not None:
+        argv += ["--quantization", QUANTIZATION[quant_to_ask(plan)]]
     if s.enforce_eager:
         argv.append("--enforce-eager")
     return [*argv, "--port", str(opts.port)]
@@ -90,16 +79,11 @@ def command(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
 def notes(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
     s, mem = plan.scenario, plan.result.memory
     out = [f"run: bash {SCRIPT}; the OpenAI-compatible server listens on port {opts.port}",
-           f"KV pool {mem.kv_cache_pool_gib:.1f} GiB per GPU: {mem.max_context_tokens:,} tokens, up to "
-           f"{mem.max_concurrency} concurrent requests of {s.prompt_tokens + s.output_tokens:,} tokens (the plan: "
-           f"{s.batch_size}); memory rules of vLLM {mem.engine['version']}"]
+           f"{pool_line(plan, 'KV pool')}; memory rules of vLLM {mem.engine['version']}"]
     if plan.model.max_context and max_model_len(plan) < plan.model.max_context:
         out.append(f"--max-model-len {max_model_len(plan):,}: the longest request the predicted KV pool holds (vLLM "
                    f"would refuse to start at the model's {plan.model.max_context:,})")
-    if _quant(plan) in ("awq-int4", "gptq-int4", "gptq-int8"):
-        out.append(f"--quantization {QUANTIZATION[s.quant]} needs a checkpoint quantized that way: replace "
-                   f"{plan.model.name} with its {s.quant} version")
-    return out
+    return out + converted_note(plan, f"--quantization {QUANTIZATION.get(s.quant)}")
 
 
 def files(plan: LaunchPlan, opts: LaunchOptions) -> list[LaunchFile]:

@@ -1,0 +1,33 @@
+"""What the serving targets (vLLM, SGLang, TensorRT-LLM) write alike: the quantization to ask the engine for, the
+line that states the predicted KV pool, and the note that a re-quantized plan needs a converted checkpoint."""
+
+from __future__ import annotations
+
+from .plan import LaunchPlan
+
+CONVERTED = ("awq-int4", "gptq-int4", "gptq-int8")  # formats an engine reads from a converted checkpoint only
+
+
+def quant_to_ask(plan: LaunchPlan) -> str | None:
+    """The quantization to ask the engine for: the plan's, unless the checkpoint already ships in it (the engines
+    read a shipped format from its config.json), or none."""
+    q = plan.scenario.quant
+    fmt, _ = plan.model.shipped_format()
+    return None if q in (None, "none") or q == (None if fmt.name == "none" else fmt.name) else q
+
+
+def pool_line(plan: LaunchPlan, pool: str, detail: str = "") -> str:
+    """``KV pool 12.3 GiB per GPU: 98,304 tokens, up to 11 concurrent requests of 8,448 tokens (the plan: 8)``, as
+    the estimate predicted it (``pool`` names it as the engine does; ``detail`` follows the token count)."""
+    s, mem = plan.scenario, plan.result.memory
+    return (f"{pool} {mem.kv_cache_pool_gib:.1f} GiB per GPU: {mem.max_context_tokens:,} tokens{detail}, up to "
+            f"{mem.max_concurrency} concurrent requests of {s.prompt_tokens + s.output_tokens:,} tokens (the plan: "
+            f"{s.batch_size})")
+
+
+def converted_note(plan: LaunchPlan, flag: str) -> list[str]:
+    """The reminder that ``flag`` (the engine's option for the plan's format) needs a checkpoint converted to it."""
+    q = plan.scenario.quant
+    if quant_to_ask(plan) not in CONVERTED:
+        return []
+    return [f"{flag} needs a checkpoint quantized that way: replace {plan.model.name} with its {q} version"]
