@@ -121,7 +121,7 @@ def test_megatron_rules_are_one_sentence(fields, message):
 
 
 @pytest.mark.parametrize("fields, message", [
-    (dict(framework="hf", cp=2, num_gpus=2), "cp=2 is Megatron-Core training settings"),
+    (dict(framework="hf", cp=2, num_gpus=2), "cp=2 is a Megatron-Core training setting"),
     (dict(vpp=2, num_gpus=2), "vpp=2 interleaves virtual stages of a pipeline: set pp >= 2"),
     (dict(method="qlora"), "no 4-bit"),
     (dict(precision="bf16-true"), "fp32 master weights"),

@@ -99,7 +99,7 @@ def test_mlperf_gb300_lora_step_against_the_log():
 @pytest.mark.parametrize("fields, message", [
     (dict(fp8_attention=True), "fp8_attention keeps fp8 tensors: set precision fp8-mixed"),
     (dict(fp8_activation_store=True), "fp8_activation_store keeps fp8 tensors: set precision fp8-mixed"),
-    (dict(framework="hf", cuda_graphs=True), "cuda_graphs=true is Megatron-Core training settings"),
+    (dict(framework="hf", cuda_graphs=True), "cuda_graphs=true is a Megatron-Core training setting"),
 ])
 def test_settings_refused_outside_their_stack(fields, message):
     with pytest.raises(GpuplanError, match=message) as info:
@@ -146,7 +146,7 @@ def test_nvfp4_gemms_run_at_the_fp4_rate():
 
 @pytest.mark.parametrize("fields, message", [
     (dict(precision="fp4-mixed", gpu="h100-sxm"), "h100-sxm has none: use precision fp8-mixed"),
-    (dict(framework="hf", precision="fp4-mixed"), "precision=fp4-mixed is Megatron-Core training settings"),
+    (dict(framework="hf", precision="fp4-mixed"), "precision=fp4-mixed is a Megatron-Core training setting"),
 ])
 def test_nvfp4_refused_where_it_cannot_run(fields, message):
     with pytest.raises(GpuplanError, match=message) as info:

@@ -298,8 +298,8 @@ def refusal(s) -> str | None:
     if s.precision == "fp4-mixed":
         used.append("precision=fp4-mixed")
     if used and (s.framework != "megatron" or s.task != "train"):
-        return (f"{', '.join(used)} {'is' if len(used) == 1 else 'are'} Megatron-Core training settings: set "
-                "framework megatron and task train, or drop them")
+        what = "is a Megatron-Core training setting" if len(used) == 1 else "are Megatron-Core training settings"
+        return f"{', '.join(used)} {what}: set framework megatron and task train, or drop them"
     if s.task == "infer":
         if s.framework != "hf":
             return (f"framework {s.framework} is a training stack; for inference leave framework hf and choose engine "
