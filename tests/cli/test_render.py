@@ -113,3 +113,21 @@ def test_error_text_keeps_its_brackets():
     done = cli("estimate", "--model", "gpt2", "--task", "train", "--method", "lora", "--lora-targets", ",")
     assert done.returncode == 2 and "like [q_proj, v_proj]" in done.stderr
     assert done.stderr.count("\n") == 1
+
+
+def test_each_command_reads_columns_as_it_starts(monkeypatch):
+    """Rich reads COLUMNS once, when a console is made: a process that imported gpuplan under one width (here 100,
+    as a wide test or shell left it) and then runs a command at 80 columns must get 80, not the import's width (the
+    capacity table came out 99 wide this way)."""
+    from typer.testing import CliRunner
+
+    from gpuplan.cli import app, render
+
+    monkeypatch.setattr(render.out, "width", 100)  # as if made while COLUMNS was 100
+    r = CliRunner().invoke(app, ["estimate", "--model", "llama-3.1-8b", "--task", "train", "--gpu", "rtx-4090",
+                                 "--method", "qlora"], env={"COLUMNS": "80"})
+    assert r.exit_code == 0, r.output
+    assert max(len(line) for line in r.output.splitlines()) <= 80
+    r = CliRunner().invoke(app, ["estimate", "--model", "llama-3.1-8b", "--task", "train", "--gpu", "rtx-4090",
+                                 "--method", "qlora"], env={"COLUMNS": "120"})
+    assert max(len(line) for line in r.output.splitlines()) > 80  # the table and the wrapped lines use the room

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from .. import __version__
-from .render import out, write_json
+from .render import follow_columns, out, write_json
 
 app = typer.Typer(
     name="gpuplan",
@@ -43,6 +43,7 @@ def _root(
                                           help="Show the version and exit.")] = False,
 ) -> None:
     """gpuplan: plan GPU memory, speed and cost for LLM inference and training."""
+    follow_columns()
 
 
 class BoolText:

@@ -19,6 +19,7 @@ import csv
 import io
 import json
 import math
+import os
 import sys
 import textwrap
 from collections.abc import Callable, Sequence
@@ -92,6 +93,14 @@ def resolve_format(fmt: str | None, as_json: bool = False, markdown: bool = Fals
 # brackets (`pip install 'gpuplan[live]'`, a user's path) prints as it is: styles are Text's
 out = Console(highlight=False, markup=False)
 err = Console(stderr=True, highlight=False, markup=False)
+
+
+def follow_columns() -> None:
+    """Size both consoles by ``COLUMNS`` as it is when a command starts: rich reads it once, when a console is made,
+    and one process may run several commands (the Python API's callers, tests) with different widths."""
+    columns = os.environ.get("COLUMNS", "")
+    for c in (out, err):
+        c.width = int(columns) if columns.isdigit() and int(columns) > 0 else None  # None: the terminal's own
 
 
 def console() -> Console:
