@@ -78,3 +78,15 @@ def test_readme_2024_04_table_reserved(row, published, fields):
 def test_torchtune_version_refusals(fields, words):
     with pytest.raises(GpuplanError, match=words):
         estimate({**BASE, "method": "full", "gpu": "rtx-4090", "num_gpus": 4, **fields}, advise=False)
+
+
+def test_launch_files_say_they_run_the_current_release():
+    """The torchtune target writes torchtune 0.6 configs: a plan for 0.1 says the run's memory differs."""
+    from gpuplan.launchers import launch_plan
+    from gpuplan.launchers import torchtune as target
+
+    plan = launch_plan({**QLORA, "model": "llama-3.1-8b", "gpu": "rtx-4090"})
+    assert any("follows torchtune 0.1.0" in n for n in target.notes(plan))
+    assert not any("follows torchtune" in n for n in target.notes(launch_plan({**QLORA, "model": "llama-3.1-8b",
+                                                                                "gpu": "rtx-4090",
+                                                                                "torchtune_version": None})))
