@@ -34,10 +34,13 @@ WHY = {  # first matching key (a substring of the source) wins
                                    "checkpoints + bf16 logits of the stated setup (16.9 GiB): it fits activation "
                                    "offloading (single-device LoRA had it from 2024-09-16, off in the config); the "
                                    "405B row runs the config's batch 1 (batch 2 exceeds it by its lower bound)",
-    "torchtune README (2024-04": "alpaca lengths vary (the 512-token maximum is modelled) and the 4-GPU FSDP "
-                                 "row's statistic is not named (compared as allocated, torchtune's own log)",
-    "torchtune docs QLoRA": "the training 'reserved' keeps the allocator's blocks from the bf16 load-and-quantize "
-                            "peak at init (9.13 GB at init vs 9.29 GB in training, same tutorial)",
+    "torchtune README (2024-04": "alpaca lengths vary (the 512-token maximum is modelled); 'peak memory' is "
+                                 "reserved (the table's QLoRA row is the QLoRA tutorial's reserved); the 4-GPU row "
+                                 "ran torchtune 0.1's FSDP1 recipe",
+    "torchtune docs QLoRA": "the training 'reserved' keeps the allocator's blocks from model init (9.13 GB at init "
+                            "vs 9.29 GB in training, same tutorial): torchao 0.1 quantized each NF4 weight whole "
+                            "(68 bytes/element beside the weights, modelled); the 64-byte/element difference blocks "
+                            "the allocator cannot reuse once smaller tensors split them are not",
     "torchtune docs Llama3": "generate preallocates a static KV cache for 8192 positions (not modelled)",
     "peft MetaMath": "mean reserved memory over variable-length steps (empty_cache every 10 steps): the data as "
                      "a shorthand (mean 210, up to 768, log-normal lengths assumed), bucketed, memory averaged over "

@@ -197,6 +197,8 @@ def torchtune(row):
                                 "x 18.94 tok/s; 'Memory used' = max_memory_allocated/1e9; torchtune's static KV "
                                 "cache for 8192 positions is not modelled"), None
     packed = "packed from" in row["seq_len"]  # the flags table packs to 4096 from its '+Packed' row on
+    # torchtune 0.1.0 (2024-04-15): the QLoRA tutorial (0914d5cf) and the README table (fef3ed10) of its week
+    v01 = row["source"].startswith(("torchtune README (2024-04", "torchtune docs QLoRA tutorial"))
     seq = 4096 if row["seq_len"].startswith("4096") else 512
     scenario = dict(model=model, task="train", framework="torchtune",
                     micro_batch_size=int(row["micro_batch"].split()[0]), seq_len=seq,
@@ -213,7 +215,9 @@ def torchtune(row):
     elif row["workload"] == "QLoRA":
         scenario.update(method="qlora", lora_rank=8, lora_targets="all-linear")
         notes.append("QLoRA on q,k,v,o and the MLP = all-linear (torchtune quantizes only LoRA-wrapped "
-                     "linears, here all of them); torchao NF4")
+                     "linears, here all of them); " + ("torchao 0.1 NF4 (torchtune 0.1, the tutorial's release), "
+                                                       "which quantizes each weight whole at model init"
+                                                       if v01 else "torchao NF4"))
     if row["source"].startswith("torchtune README (optimization flags"):
         # Llama-3.2-3B full_single_device (fused AdamW), batch 2, packed to 4096 from the '+Packed' row on,
         # torch.compile and chunked cross-entropy on from their rows on; 'Peak Memory Active' (active bytes ~
@@ -231,11 +235,24 @@ def torchtune(row):
         scenario["gpu"] = "rtx-4090"
     n = int(row["n_gpus"] or 1)
     if n > 1:
-        scenario.update(num_gpus=n, strategy="fsdp")
+        scenario.update(num_gpus=n, strategy="fsdp1" if v01 else "fsdp")
+        if v01:
+            notes.insert(0, "torchtune 0.1's full_finetune_distributed wrapped the model in FSDP1 (FULL_SHARD, one "
+                            "unit per decoder layer, mixed_precision None, flat parameters: torch AdamW foreach "
+                            "over them)")
+    if v01:
+        scenario["torchtune_version"] = "0.1.0"
     if "after_model_init" in metric:
         notes.append("reserved right after model init = weights + LoRA adapters (+ RoPE cache), compared with "
                      "the weights")
         return dict(scenario=scenario, level="weights", assumptions="; ".join(notes), fixed_length=packed), None
+    if metric == "peak_mem_per_gpu" and v01:
+        # the same table's QLoRA row (9.29 GB) is the QLoRA tutorial's 'Peak memory reserved, training' of the
+        # same week, and the README's LoRA figure before the table (~15.5 GB) the tutorial's LoRA reserved (15.57)
+        notes.append("'peak memory' is reserved: the table's QLoRA row (9.29 GB) is the QLoRA tutorial's 'Peak "
+                     "memory reserved, training' of the same week, and the README's LoRA figure before this table "
+                     "(~15.5 GB) its LoRA reserved (15.57 GB)")
+        return dict(scenario=scenario, level="reserved", assumptions="; ".join(notes), fixed_length=packed), None
     if metric == "peak_mem_per_gpu":
         # the statistic is not stated: torchtune's recipes log torch's counters (training.get_memory_stats:
         # peak_memory_active, peak_memory_alloc, peak_memory_reserved), so its 'peak memory' is taken as allocated

@@ -159,6 +159,9 @@ def notes(plan: LaunchPlan) -> list[str]:
     if s.grad_checkpointing == "selective" or s.checkpoint_every > 1:
         out.append("torchtune's LoRA and full recipes expose whole-layer checkpointing only: every layer is "
                    "checkpointed (less memory, slower than planned)")
+    if s.torchtune_version:
+        out.append(f"the plan follows torchtune {s.torchtune_version}; these are torchtune 0.6 configs, which "
+                   "shard with FSDP2 and quantize NF4 weights in chunks: the run's memory differs from the plan")
     if plan.save_steps is not None:
         out.append(f"torchtune 0.6 saves at the end of each epoch, not every {plan.save_steps} steps: a spot "
                    "interruption loses the epoch")

@@ -115,11 +115,23 @@ def _refuse_unsloth(s) -> str | None:
     return _hf_like(s, "Unsloth", chunked=False, offload=True)
 
 
+def torchtune_before(s, major: int, minor: int) -> bool:
+    """Whether the scenario's ``torchtune_version`` is older than ``major.minor`` (unset: the current release)."""
+    if s.torchtune_version is None:
+        return False
+    numbers = ([int(p) for p in s.torchtune_version.split(".")[:2] if p.isdigit()] + [0, 0])[:2]
+    return tuple(numbers) < (major, minor)
+
+
 def _refuse_torchtune(s) -> str | None:
     if s.precision not in ("bf16-true", "fp32"):
         return (f"torchtune trains in one dtype (no autocast, no fp32 master weights): use precision bf16-true or "
                 f"fp32, not {s.precision}")
-    if s.strategy not in (None, "single", "fsdp2"):
+    if torchtune_before(s, 0, 3):  # full_finetune_distributed.py: FSDP(...) until 0.3 (training.shard_model)
+        if s.strategy not in (None, "single", "fsdp1"):
+            return (f"torchtune {s.torchtune_version} wrapped its distributed recipes in FSDP1 (FSDP2 came in 0.3): "
+                    "use strategy fsdp1")
+    elif s.strategy not in (None, "single", "fsdp2"):
         return f"torchtune shards with FSDP2 only: use strategy fsdp (or fsdp2), not {s.strategy}"
     if s.pp > 1:
         return "torchtune has no pipeline parallelism: set pp 1"
@@ -315,6 +327,8 @@ def refusal(s) -> str | None:
     if s.transformers_version is not None and s.framework in ("torchtune", "torchtitan", "unsloth"):
         return (f"framework {s.framework} computes the loss with its own code, not transformers': drop "
                 "transformers_version (it applies to hf, axolotl and pytorch)")
+    if s.torchtune_version is not None and s.framework != "torchtune":
+        return f"torchtune_version applies to framework torchtune, not {s.framework}: drop it"
     if s.strategy == "fsdp" and RECIPES[s.framework].fsdp is None:
         return f"framework {s.framework} does not shard with FSDP: use strategy single or ddp"
     return RECIPES[s.framework].refuse(s)

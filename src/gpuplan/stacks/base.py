@@ -95,6 +95,12 @@ class Stack:
         too; the Qwen-1 QLoRA rows measure it)."""
         return s.method == "qlora" and bool(s.qlora_fp32_upcast)
 
+    def init_transient(self, s: Scenario, m: ModelSpec) -> float:
+        """Bytes live beside the weights at the peak of building and loading the model on the GPU, where that
+        peak can pass the training step's (0: it does not). The caching allocator keeps those blocks, so the
+        training's reserved level starts from there (no ``empty_cache`` in between)."""
+        return 0.0
+
     # -- what it saves for backward ------------------------------------------------------------------------
     def fused(self, s: Scenario) -> bool:
         """Whether norms and the gated MLP run as fused kernels (saving inputs and rstd, not fp32 copies)."""
