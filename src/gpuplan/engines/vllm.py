@@ -106,6 +106,13 @@ def async_scheduling(s: Scenario) -> bool:
     return version_tuple(s.engine_version) >= (0, 14, 0) and s.pp == 1
 
 
+def prefix_caching(s: Scenario) -> bool:
+    """Whether automatic prefix caching is on by default: yes in the V1 engine (0.8 and later:
+    ``vllm/engine/arg_utils.py`` sets ``enable_prefix_caching`` to True when left unset for V1), off in V0, where
+    ``--enable-prefix-caching`` turned it on. It caches and matches whole blocks of :data:`VLLM_BLOCK_TOKENS`."""
+    return version_tuple(s.engine_version) >= (0, 8, 0)
+
+
 def reserve_full_sequence(s: Scenario) -> bool:
     """Whether the scheduler admits a waiting request only when its whole known sequence fits the free KV blocks
     (``SchedulerConfig.scheduler_reserve_full_isl``, vLLM PR #37307 of March 2026; on in 0.19.0's resolved
