@@ -106,11 +106,14 @@ def async_scheduling(s: Scenario) -> bool:
     return version_tuple(s.engine_version) >= (0, 14, 0) and s.pp == 1
 
 
-def prefix_caching(s: Scenario) -> bool:
+def prefix_caching(s: Scenario, m: ModelSpec | None = None) -> bool:
     """Whether automatic prefix caching is on by default: yes in the V1 engine (0.8 and later:
-    ``vllm/engine/arg_utils.py`` sets ``enable_prefix_caching`` to True when left unset for V1), off in V0, where
-    ``--enable-prefix-caching`` turned it on. It caches and matches whole blocks of :data:`VLLM_BLOCK_TOKENS`."""
-    return version_tuple(s.engine_version) >= (0, 8, 0)
+    ``vllm/engine/arg_utils.py`` ``_set_default_args_v1``, "V1 enables prefix caching by default", when
+    ``--enable-prefix-caching`` is left unset), off in V0; off for hybrid models with recurrent (Mamba,
+    linear-attention) layers, where later releases leave it off by default as experimental. It caches and matches
+    whole blocks of :data:`VLLM_BLOCK_TOKENS`."""
+    hybrid = m is not None and any(not layer.kv_dims for layer in m.layers)
+    return version_tuple(s.engine_version) >= (0, 8, 0) and not hybrid
 
 
 def reserve_full_sequence(s: Scenario) -> bool:

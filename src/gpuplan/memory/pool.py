@@ -81,7 +81,7 @@ def shared_prefix_held(s, m) -> int:
     from ..engines.prefix import cached_prefix_tokens
 
     full = all(layer.kv_dims and not layer.window for layer in m.layers)
-    return cached_prefix_tokens(s) if full else 0
+    return cached_prefix_tokens(s, m) if full else 0
 
 
 def trtllm_pool(s, sm) -> KvPool:

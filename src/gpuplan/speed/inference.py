@@ -333,7 +333,7 @@ def step_timer(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None 
     (:func:`sglang_loop`: :data:`SGLANG_TIMING`); TensorRT-LLM as vLLM's current engine."""
     network = network or Network()
     loop = sglang_loop(s, gpu) if s.engine == "sglang" else None
-    cached = cached_prefix_tokens(s)
+    cached = cached_prefix_tokens(s, m)
     if s.engine in ("sglang", "trtllm"):  # in-flight batching with CUDA graphs, timed as vLLM's current engine
         s = s.model_copy(update={"engine": "vllm", "engine_version": None, "free_gpu_memory_fraction": None,
                                  "tokens_per_block": None, "capacity_scheduler_policy": None})
