@@ -80,7 +80,7 @@ def shared_prefix_held(s, m) -> int:
     every layer keeps full attention (0 otherwise)."""
     from ..engines.prefix import cached_prefix_tokens
 
-    full = all(layer.kv_dims and not layer.window for layer in m.layers)
+    full = all(layer.kv_dims and not layer.window and not layer.state_elements for layer in m.layers)
     return cached_prefix_tokens(s, m) if full else 0
 
 
