@@ -24,13 +24,19 @@ FIELDS = {"model": "llama-3.1-8b", "task": "infer", "engine": "vllm", "gpu": "h1
 
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang"])
-def test_one_scenario_gives_the_same_serving_numbers_in_every_command(engine):
-    fields = {**FIELDS, "engine": engine}
+@pytest.mark.parametrize("prefix", [0, 1500])  # 1,500 tokens of the prompts shared: capacity takes it from the scenario
+def test_one_scenario_gives_the_same_serving_numbers_in_every_command(engine, prefix):
+    fields = {**FIELDS, "engine": engine, **({"shared_prefix_tokens": prefix} if prefix else {})}
     r = estimate(fields, advise=False)
     want = {"kv_tokens": r.memory.max_context_tokens, "concurrency": r.memory.max_concurrency,
             "ttft": r.speed.ttft_s, "streaming": r.speed.streaming_tokens_per_s_per_user}
     assert want["concurrency"] >= 16 and want["kv_tokens"] > 16 * 2300
     assert want["streaming"] == pytest.approx(1 / r.speed.step_time_s)
+    if prefix:  # the cached prefix counts: a quarter of the prompt left to prefill, its blocks held once
+        plain = estimate({**FIELDS, "engine": engine}, advise=False)
+        assert r.speed.ttft_s < 0.4 * plain.speed.ttft_s
+        # 2,300-token requests: 144 blocks alone, 144 - 93 = 51 beside the shared prefix (SGLang 2300 vs 800): x2.8
+        assert r.memory.max_concurrency > 2.5 * plain.memory.max_concurrency
 
     client = TestClient(create_app(), base_url="http://127.0.0.1")
     api = client.post("/api/estimate", json=fields).json()
@@ -50,8 +56,7 @@ def test_one_scenario_gives_the_same_serving_numbers_in_every_command(engine):
 
     w = load_workload(None, {"users": 16, "prompt_tokens": 2000, "output_tokens": 300, "num_requests": 80,
                              "ttft_s": 60, "tpot_s": 1})
-    s = scenario_from({k: v for k, v in fields.items() if k not in ("gpu", "batch_size", "prompt_tokens",
-                                                                    "output_tokens")})
+    s = scenario_from({k: v for k, v in fields.items() if k not in ("gpu", "batch_size", "output_tokens")})
     plan = next(p for p in capacity(s, load_model("llama-3.1-8b"), w, gpu_ids=("nvidia-h100-sxm5-80gb",),
                                     max_gpus=1) if p.tp == 1 and p.quant is None)
     assert plan.max_users == 16

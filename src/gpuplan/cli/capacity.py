@@ -122,7 +122,8 @@ def render(plans, w, fmt: str = "table") -> None:
             Column("kv_tokens", "KV tokens", num(), "right", 4)]
     note = ("Green: the Pareto front of cost vs TTFT. tok/s/user: streaming speed, 1 / decode step at that load "
             f"(p{slo.percentile} TPOT adds the stalls of other requests' prompts). KV reqs, KV tokens: requests of "
-            "the mean length the KV pool holds, and their tokens. "
+            "the mean length the KV pool holds, and their tokens"
+            + (" (the shared prefix held once; TTFT alone after it, cached). " if w.shared_prefix_tokens else ". ")
             + ("users: most concurrent users one replica serves within the SLOs (up to the target); " if w.users else
                "req/s: highest steady rate one replica serves within the SLOs; ")
             + ("$/h all, inst: what the target costs in whole instances. " if target else "")

@@ -82,6 +82,8 @@ def render_estimate(result) -> None:
         also = (f"; vLLM's log counts the same pool as {logged:,} tokens at --max-model-len "
                 f"{engine['max_model_len']:,}" if logged and abs(logged - mem.max_context_tokens) > 0.01 * logged
                 else "")
+        if s.get("shared_prefix_tokens"):
+            also += f"; the {s['shared_prefix_tokens']:,}-token shared prefix held once where the engine caches it"
         bullet(f"{engine_name} KV pool {mem.kv_cache_pool_gib:.1f} GiB: up to {mem.max_concurrency:,} concurrent "
                f"requests of {s['prompt_tokens'] + s['output_tokens']:,} tokens ({mem.max_context_tokens:,} tokens "
                f"of such requests){also}", prefix="")
@@ -156,7 +158,8 @@ def _speed(result, s: dict) -> None:
                    f"{sp.offline_tokens_per_s:,.0f} output tokens/s on all {gpus} GPU(s)", prefix="  ")
         if sp.ttft_s is not None:
             burst = sp.ttft_burst_s
-            bullet(f"time to first token: {sp.ttft_s:.2f} s for one request alone"
+            warm = " (the shared prefix cached, if the engine caches it)" if s.get("shared_prefix_tokens") else ""
+            bullet(f"time to first token: {sp.ttft_s:.2f} s for one request alone{warm}"
                    + (f", {burst:.2f} s for the last of {s['batch_size']} arriving together"
                       if burst is not None and s["batch_size"] > 1 else ""), prefix="  ")
     parts = sp.parts_s or {}

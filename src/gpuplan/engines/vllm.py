@@ -106,6 +106,16 @@ def async_scheduling(s: Scenario) -> bool:
     return version_tuple(s.engine_version) >= (0, 14, 0) and s.pp == 1
 
 
+def prefix_caching(s: Scenario, m: ModelSpec | None = None) -> bool:
+    """Whether automatic prefix caching is on by default: yes in the V1 engine (0.8 and later:
+    ``vllm/engine/arg_utils.py`` ``_set_default_args_v1``, "V1 enables prefix caching by default", when
+    ``--enable-prefix-caching`` is left unset), off in V0; off for hybrid models with recurrent (Mamba,
+    linear-attention) layers, where later releases leave it off by default as experimental. It caches and matches
+    whole blocks of :data:`VLLM_BLOCK_TOKENS`."""
+    hybrid = m is not None and any(layer.state_elements or not layer.kv_dims for layer in m.layers)
+    return version_tuple(s.engine_version) >= (0, 8, 0) and not hybrid
+
+
 def reserve_full_sequence(s: Scenario) -> bool:
     """Whether the scheduler admits a waiting request only when its whole known sequence fits the free KV blocks
     (``SchedulerConfig.scheduler_reserve_full_isl``, vLLM PR #37307 of March 2026; on in 0.19.0's resolved

@@ -13,6 +13,10 @@ For requests of ``prompt_tokens + output_tokens``:
   request length, so for hybrid sliding-window models (gpt-oss) a different number of tokens;
 - SGLang: its token pool (``max_total_num_tokens``) over the request's tokens, capped by
   ``max_running_requests``; ``kv_tokens`` is the pool.
+
+A prefix every prompt shares (``shared_prefix_tokens``) that the engine's cache holds is stored once: the
+requests' own tokens fit beside one copy of it (vLLM's prefix-cached blocks are shared by reference count,
+SGLang's radix tree nodes likewise). ``kv_tokens`` stays the pool; only the concurrency grows.
 """
 
 from __future__ import annotations
@@ -36,26 +40,48 @@ class KvPool:
 
 
 def vllm_pool(s, m, sm) -> KvPool:
-    """The pool of vLLM's startup memory ``sm`` (:func:`gpuplan.engines.vllm.startup_memory` of ``s``)."""
+    """The pool of vLLM's startup memory ``sm`` (:func:`gpuplan.engines.vllm.startup_memory` of ``s``). With a
+    shared prefix the prefix cache holds (:func:`gpuplan.engines.prefix.cached_prefix_tokens`), its ``S`` blocks
+    are held once and each request adds its other ``R - S`` blocks: ``(blocks - S) // (R - S)`` requests (only on
+    models of full attention in every layer: a sliding window or a recurrent state keeps blocks per request that
+    this does not count); ``kv_tokens`` stays the pool's tokens, each held once."""
     from ..engines import vllm
 
     tokens = s.prompt_tokens + s.output_tokens
     per_request = max(vllm.kv_geometry(s, m, st, sm.limits, max_len=tokens)[1] for st in vllm.stages(m, s.pp))
-    exact = sm.num_blocks / per_request if per_request else 0.0
+    cached = shared_prefix_held(s, m)
+    shared = max(vllm.kv_geometry(s, m, st, sm.limits, max_len=cached)[1] for st in vllm.stages(m, s.pp)) \
+        if cached else 0
+    own = per_request - shared
+    exact = sm.num_blocks / per_request if per_request else 0.0  # the pool in tokens, with or without sharing
     plain = math.ceil(tokens / oh.VLLM_BLOCK_TOKENS)  # the blocks of one group of full attention
     return KvPool(engine="vllm", pool_gib=sm.kv_pool / 2**30, request_tokens=tokens,
-                  max_concurrency=sm.num_blocks // per_request if per_request else 0,
+                  max_concurrency=(sm.num_blocks - shared) // own if own else 0,
                   kv_tokens=int(exact * tokens), logged_tokens=sm.kv_tokens, max_model_len=sm.limits.max_model_len,
                   sim_blocks=sm.num_blocks * plain // per_request if per_request else 0)
 
 
 def sglang_pool(s, sm) -> KvPool:
-    """The pool of SGLang's startup memory ``sm`` (:func:`gpuplan.engines.sglang.startup_memory` of ``s``)."""
+    """The pool of SGLang's startup memory ``sm`` (:func:`gpuplan.engines.sglang.startup_memory` of ``s``); the
+    radix cache holds a shared prefix of ``c`` tokens once: ``(pool - c) // (tokens - c)`` requests."""
     tokens = s.prompt_tokens + s.output_tokens
+    from ..engines.prefix import cached_prefix_tokens
+
+    cached = cached_prefix_tokens(s)
     return KvPool(engine="sglang", pool_gib=sm.kv_pool_gib, request_tokens=tokens,
-                  max_concurrency=min(sm.kv_tokens // tokens, sm.max_running_requests) if tokens else 0,
+                  max_concurrency=min((sm.kv_tokens - cached) // (tokens - cached), sm.max_running_requests)
+                  if tokens else 0,
                   kv_tokens=sm.kv_tokens, logged_tokens=sm.kv_tokens, max_model_len=sm.context_len,
                   sim_blocks=sm.kv_tokens // oh.VLLM_BLOCK_TOKENS)
+
+
+def shared_prefix_held(s, m) -> int:
+    """Tokens of the shared prefix vLLM holds once for all requests: the cached whole blocks, on models whose
+    every layer keeps full attention (0 otherwise)."""
+    from ..engines.prefix import cached_prefix_tokens
+
+    full = all(layer.kv_dims and not layer.window and not layer.state_elements for layer in m.layers)
+    return cached_prefix_tokens(s, m) if full else 0
 
 
 def trtllm_pool(s, sm) -> KvPool:

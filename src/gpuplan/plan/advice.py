@@ -81,8 +81,9 @@ def largest_fitting(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> tuple[int | None
         q = 2 * s.cp * s.tp if s.framework == "megatron" and s.tp * s.cp > 1 else 1
         longest = _largest(lambda n: fits(seq_len=n * q), limit // q)
         return (_largest(lambda n: fits(micro_batch_size=n), 4096), longest * q if longest else None)
-    return (_largest(lambda n: fits(batch_size=n), 4096),
-            _largest(lambda n: fits(prompt_tokens=n), limit))
+    prefix = s.shared_prefix_tokens  # a prompt is at least the shared prefix and one token of its own
+    longest = _largest(lambda n: fits(prompt_tokens=prefix + n), max(limit - prefix, 1))
+    return (_largest(lambda n: fits(batch_size=n), 4096), prefix + longest if longest else None)
 
 
 def candidate_fixes(s: Scenario, m: ModelSpec) -> list[Fix]:

@@ -120,6 +120,9 @@ class Scenario(BaseModel):
     batch_size: int = Field(default=1, ge=1, le=65_536)
     prompt_tokens: int = Field(default=1024, ge=1, le=10_000_000)
     output_tokens: int = Field(default=256, ge=0, le=10_000_000)
+    shared_prefix_tokens: int = Field(default=0, ge=0, le=10_000_000, description="tokens every prompt starts with "
+                                      "(a system prompt): cached once and reused by the engines that share KV "
+                                      "blocks across requests (vLLM V1 in whole blocks, SGLang token by token)")
     kv_cache_dtype: Literal["auto", "fp16", "bf16", "fp8", "int8"] = "auto"
     engine: Literal["transformers", "vllm", "sglang", "llama.cpp", "trtllm"] = "transformers"
     gpu_memory_utilization: float = Field(default=0.9, gt=0.0, le=1.0, description="vLLM's share of the card")
@@ -264,6 +267,12 @@ class Scenario(BaseModel):
             # FSDP shard training states and do not apply
             raise ValueError(f"strategy {self.strategy!r} shards training states and does not apply to serving: "
                              "to split a model over GPUs set tp (vLLM) or pp, or leave strategy unset")
+        if self.shared_prefix_tokens and self.task == "train":
+            raise ValueError("shared_prefix_tokens is the start every serving prompt shares: drop it for training")
+        if self.shared_prefix_tokens >= self.prompt_tokens:
+            raise ValueError(f"shared_prefix_tokens ({self.shared_prefix_tokens:,}) must be below prompt_tokens "
+                             f"({self.prompt_tokens:,}): the shared start is part of each prompt, which ends with "
+                             "tokens of its own")
         return self
 
     @model_validator(mode="after")
@@ -376,7 +385,8 @@ TRAIN_ONLY = frozenset({"method", "optimizer", "optimizer_impl", "lora_rank", "l
                         "fp8_activation_store", "eval_interval", "eval_tokens", "save_interval"})
 # fields that lay out training over GPUs: the web form and the list of defaults leave them out of serving
 TRAINING_LAYOUT = frozenset({"num_nodes", "strategy", "pp", "offload", "framework", "dataset_gb"})
-INFER_ONLY = frozenset({"batch_size", "prompt_tokens", "output_tokens", "kv_cache_dtype", "engine",
+INFER_ONLY = frozenset({"batch_size", "prompt_tokens", "output_tokens", "shared_prefix_tokens", "kv_cache_dtype",
+                        "engine",
                         "mem_fraction_static", "gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs",
                         "max_model_len", "engine_version", "entry_point", "enforce_eager", "ubatch_tokens",
                         "free_gpu_memory_fraction", "tokens_per_block", "capacity_scheduler_policy",

@@ -127,14 +127,16 @@ def idle_latencies(model: StepModel, w: Workload) -> tuple[float, float]:
 def saturation_rate(model: StepModel, w: Workload, kv_tokens: int, max_num_seqs: int,
                     max_num_batched_tokens: int = 8192, mixed: bool = True) -> tuple[float, float]:
     """Requests/s a full engine completes (closed form, no queueing): ``B`` sequences decode together, as many
-    as the KV pool (at the mean half-generated length) and ``max_num_seqs`` allow; while one generates its
+    as the KV pool (at the mean half-generated length, beside one copy of a shared prefix) and ``max_num_seqs``
+    allow; while one generates its
     ``o`` tokens, ``B`` new prompts of ``p`` tokens are prefilled in chunks riding the same steps (chunked
     prefill), ``B p / o`` prompt tokens a step within the step's token budget. Not ``mixed`` (SGLang): the
     prompts run in prefill steps of their own of up to the budget, each decode step bearing its share of them.
     Returns the throughput ``B / (o x step)`` and ``B``."""
     p, o = w.mean_prompt_tokens, max(w.mean_output_tokens, 1.0)
     fresh = max(p - w.shared_prefix_tokens, 1.0)
-    batch = max(1.0, min(max_num_seqs, kv_tokens / (p + o / 2)))
+    held = p - fresh  # the shared prefix, held once in the pool beside every request's own tokens
+    batch = max(1.0, min(max_num_seqs, (kv_tokens - held) / (fresh + o / 2)))
     chunk = batch * fresh / o
     if not mixed:
         full = float(max_num_batched_tokens)
@@ -371,12 +373,15 @@ def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...]
     """Plans ranked by what the target costs (the workload's rate or users: whole instances), else by cost per
     request at their highest SLO-meeting load (unpriced setups last)."""
     offers = load_offers(catalogs)
+    w = with_scenario_prefix(w, s)
     longest = _longest(w, m)
     candidates = []
+    prompt = round(w.mean_prompt_tokens)
     for st in setups(s, m, gpu_ids, max_gpus, any_quant):
         sc = st.scenario.model_copy(update={
-            "max_model_len": st.scenario.max_model_len or longest, "prompt_tokens": round(w.mean_prompt_tokens),
-            "output_tokens": round(w.mean_output_tokens), "batch_size": w.users or st.scenario.batch_size})
+            "max_model_len": st.scenario.max_model_len or longest, "prompt_tokens": prompt,
+            "output_tokens": round(w.mean_output_tokens), "batch_size": w.users or st.scenario.batch_size,
+            "shared_prefix_tokens": max(min(w.shared_prefix_tokens, prompt - 1), 0)})
         try:
             mem = engine_memory(sc, m, st.gpu, longest)
         except (ValueError, ZeroDivisionError):
@@ -402,11 +407,19 @@ def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...]
     return plans
 
 
+def with_scenario_prefix(w: Workload, s: Scenario) -> Workload:
+    """The workload with the scenario's ``shared_prefix_tokens`` where the workload does not say its own (the
+    ``--shared-prefix`` flag or the workload file's field win): one scenario, one prefix in every command."""
+    if "shared_prefix_tokens" in w.model_fields_set or not s.shared_prefix_tokens:
+        return w
+    return w.model_copy(update={"shared_prefix_tokens": s.shared_prefix_tokens})
+
+
 def _plan(st: Setup, sc: Scenario, mem, model: StepModel, bound: tuple[float, float], price, w: Workload,
           m: ModelSpec) -> Deployment:
     """One setup simulated: its highest steady load meeting the SLOs, priced on whole instances; the KV pool
     and the idle-engine speeds from the functions estimate uses (one scenario, one set of numbers)."""
-    from ..speed.inference import inference_speed, step_timer
+    from ..speed.inference import inference_speed
 
     pool, engine = mem.pool, mem.engine
     low, high = oh.SERVING_RATE_BAND
@@ -431,10 +444,8 @@ def _plan(st: Setup, sc: Scenario, mem, model: StepModel, bound: tuple[float, fl
     # Little's law: rate x end-to-end latency)
     busy = (plan.max_users or w.users) if w.users else max(1, round(rate * (plan.e2e_s or 0.0)))
     speed = inference_speed(sc.model_copy(update={"batch_size": busy}), m, st.gpu)
+    # the shared prefix rides in sc: TTFT alone starts after the cached part, as estimate's does
     plan.ttft_alone_s, plan.streaming_tokens_per_s_per_user = speed.ttft_s, speed.streaming_tokens_per_s_per_user
-    if w.shared_prefix_tokens:  # the prefix cache (vLLM) or radix cache (SGLang) holds the shared prefix
-        prefix = min(w.shared_prefix_tokens, sc.prompt_tokens - 1)
-        plan.ttft_alone_s = step_timer(sc, m, st.gpu).prefill_s(sc.prompt_tokens - prefix, context=prefix)
     if w.users and plan.max_users:
         plan.replicas_for_target = math.ceil(w.users / plan.max_users)
     elif w.rate_rps and rate > 0:

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from .. import overheads as oh
 from ..engines import vllm
+from ..engines.prefix import cached_prefix_tokens
 from ..hardware import GpuSpec, Network
 from ..memory import inference_memory
 from ..model import gguf
@@ -86,6 +87,7 @@ class StepTimer:
     # speed/offline.py); False: the bandwidth / datasheet-peak roofline the vLLM calibration used
     grouped_experts: bool = False
     loop: EngineLoop | None = None  # an engine timed as vLLM on the GPU with a host loop of its own (SGLang)
+    cached_prefix: int = 0  # shared-prefix tokens later requests find cached (:mod:`gpuplan.engines.prefix`)
 
     @property
     def other_dtype(self) -> str:
@@ -149,21 +151,36 @@ class StepTimer:
 
     # ---- time to first token -----------------------------------------------------------------------------
     def ttft_s(self, prompt_tokens: int) -> float:
-        """Time to first token of one request alone: its prefill (which yields the first token)."""
+        """Time to first token of one request alone: its prefill (which yields the first token); with a shared
+        prefix the engine caches, on a warm engine: the tokens after the cached prefix, attending to it."""
+        cached = min(self.cached_prefix, prompt_tokens - 1)
+        if cached > 0:
+            return self.prefill_s(prompt_tokens - cached, context=cached)
         return self.prefill_s(prompt_tokens)
 
     def burst_ttft_s(self, prompt_tokens: int, requests: int) -> float:
         """Time to first token of the last of ``requests`` prompts arriving together: transformers prefills
-        them as one batch; vLLM in chunks of ``max_num_batched_tokens`` per iteration, one after another."""
+        them as one batch; vLLM in chunks of ``max_num_batched_tokens`` per iteration, one after another. With a
+        cached shared prefix of ``c`` tokens the first prompt is prefilled whole and every later one only its
+        ``prompt - c`` tokens after the prefix (vLLM's prefix cache, SGLang's radix cache): ``prompt + (n - 1)
+        (prompt - c)`` new tokens, in sequences of ``prompt - c`` attending to ``c`` cached ones."""
+        cached = min(self.cached_prefix, prompt_tokens - 1) if requests > 1 else 0
+        if cached > 0:
+            return self._chunked_s(prompt_tokens + (requests - 1) * (prompt_tokens - cached),
+                                   prompt_tokens - cached, context=cached)
         total = prompt_tokens * requests
         if self.s.engine != "vllm":
             return self.prefill_s(total, seqs=requests)
+        return self._chunked_s(total, prompt_tokens)
+
+    def _chunked_s(self, total: int, per_seq: int, *, context: int = 0) -> float:
+        """``total`` prompt tokens in sequences of ``per_seq`` prefilled in chunks of the engine's step budget."""
         chunk = self.loop.chunk_tokens if self.loop else \
             vllm.scheduler_limits(self.s, self.m, self.gpu).max_num_batched_tokens
         full, rest = divmod(total, chunk)
-        seqs_per_chunk = max(chunk / max(prompt_tokens, 1), 1)
-        t = full * self.prefill_s(chunk, seqs=max(int(seqs_per_chunk), 1)) if full else 0.0
-        return t + (self.prefill_s(rest, seqs=max(int(rest / prompt_tokens), 1)) if rest else 0.0)
+        seqs_per_chunk = max(chunk / max(per_seq, 1), 1)
+        t = full * self.prefill_s(chunk, seqs=max(int(seqs_per_chunk), 1), context=context) if full else 0.0
+        return t + (self.prefill_s(rest, seqs=max(int(rest / per_seq), 1), context=context) if rest else 0.0)
 
     # ---- pieces -------------------------------------------------------------------------------------------
     def _linears_s(self, tokens: float, *, dense_only: bool = False) -> float:
@@ -316,6 +333,7 @@ def step_timer(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None 
     (:func:`sglang_loop`: :data:`SGLANG_TIMING`); TensorRT-LLM as vLLM's current engine."""
     network = network or Network()
     loop = sglang_loop(s, gpu) if s.engine == "sglang" else None
+    cached = cached_prefix_tokens(s, m)
     if s.engine in ("sglang", "trtllm"):  # in-flight batching with CUDA graphs, timed as vLLM's current engine
         s = s.model_copy(update={"engine": "vllm", "engine_version": None, "free_gpu_memory_fraction": None,
                                  "tokens_per_block": None, "capacity_scheduler_policy": None})
@@ -333,7 +351,7 @@ def step_timer(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None 
         cpu_share = e.extra.get("offloaded_layers", 0) / m.num_layers
     return StepTimer(s=s, m=m, gpu=gpu, link=intra_node_link(gpu, network), dtype=dtype,
                      weight_bytes_per_param=per_param, skip=skip, kernel=attention_kernel(s, m),
-                     cpu_layer_share=cpu_share, loop=loop)
+                     cpu_layer_share=cpu_share, loop=loop, cached_prefix=cached)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -356,7 +374,7 @@ def serving_rates(timer: StepTimer, *, concurrency: int, prompt_tokens: int, out
     ``output / cycle``. Transformers' static batching is the same cycle with every prompt prefilled at once.
     """
     decode = timer.decode_s(concurrency, prompt_tokens + output_tokens / 2)
-    prefill = timer.burst_ttft_s(prompt_tokens, concurrency) if concurrency > 1 else timer.prefill_s(prompt_tokens)
+    prefill = timer.burst_ttft_s(prompt_tokens, concurrency) if concurrency > 1 else timer.ttft_s(prompt_tokens)
     cycle = output_tokens * decode + prefill
     return ServingRates(concurrency=concurrency, requests_per_s=concurrency / cycle,
                         output_tokens_per_s=concurrency * output_tokens / cycle,
@@ -397,6 +415,15 @@ def inference_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | 
                              f"every weight and the whole KV cache read once per step")
     speed.assumptions.append(f"time to first token {single:.2f} s for one {p:,}-token prompt alone, "
                              f"{burst:.2f} s for the last of {b} arriving together")
+    if timer.cached_prefix:
+        speed.assumptions.append(f"{timer.cached_prefix:,} of the {s.shared_prefix_tokens:,} shared prefix tokens "
+                                 f"found in the {'radix' if s.engine == 'sglang' else 'prefix'} cache: the first "
+                                 "request prefills them, later ones start after them")
+    elif s.shared_prefix_tokens:
+        why = {"trtllm": "TensorRT-LLM's KV block reuse is not modelled",
+               "vllm": "vLLM before 0.8 caches prefixes only with --enable-prefix-caching"
+               }.get(s.engine, f"{s.engine} shares no KV across the requests of a batch")
+        speed.assumptions.append(f"the shared prefix is prefilled by every request ({why})")
     if s.engine == "sglang":
         speed.assumptions.append(SGLANG_TIMING)
     if timer.cpu_layer_share:

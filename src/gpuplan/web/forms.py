@@ -28,7 +28,7 @@ GROUPS = {
                  "samples", "mean_tokens", "max_tokens", "epochs", "packing"),
     "techniques": ("loss", "loss_chunks", "activation_offload", "compile", "optimizer_in_backward",
                    "checkpoint_every"),
-    "inference": ("kv_cache_dtype", "gpu_memory_utilization", "max_num_batched_tokens"),
+    "inference": ("shared_prefix_tokens", "kv_cache_dtype", "gpu_memory_utilization", "max_num_batched_tokens"),
     "parallelism": ("num_nodes", "strategy", "tp", "pp", "offload"),
     "pricing": ("provider", "pricing", "mtbi_hours", "disk_gbs", "max_price_age_days", "include_low_confidence"),
 }

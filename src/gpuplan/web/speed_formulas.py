@@ -125,7 +125,9 @@ def inference_speed(x: Context) -> dict[str, Formula]:
         out["speed.ttft_s"] = Formula(
             label="time to first token", value=sp.ttft_s, unit="s", accuracy=acc, note=ttft,
             formula="TTFT = the prefill of one prompt alone: its GEMMs at the efficiency their shapes reach, "
-                    "attention over the prompt, kernel launches (gpuplan/speed/inference.py StepTimer)",
+                    "attention over the prompt, kernel launches (gpuplan/speed/inference.py StepTimer)"
+                    + ("; with a shared prefix the engine caches, only the tokens after it (vLLM: whole 16-token "
+                       "blocks; SGLang: token by token)" if s.shared_prefix_tokens else ""),
             substituted=f"{sp.ttft_s:,.3f} s alone; {sp.ttft_burst_s or 0:,.3f} s for the last of "
                         f"{s.batch_size} arriving together")
     return out
