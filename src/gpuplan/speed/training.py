@@ -151,7 +151,7 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
     cp_comm = comm.context_parallel_s(tokens, work)
     tp_comm = comm.tensor_parallel_s(tokens)
     gather, reduce, sync = comm.data_parallel_s(forward_time, 2 * forward_time)
-    offload, activations_offload = _offload_s(s, m, forward_time, 2 * forward_time, comm.pcie, assumptions)
+    offload, activations_offload = _offload_s(s, m, forward_time, 2 * forward_time, comm, assumptions)
     micro = busy + tp_comm + cp_comm + gather + reduce + offload + activations_offload
     optimizer = _optimizer_s(s, m, gpu, comm.pcie, assumptions)
     # the trainer's per-step Python (scheduler, zero_grad, clipping, the loss's sync) runs inside the captured
@@ -359,19 +359,33 @@ class _Comms:
         return gather, reduce, sync
 
 
-def _offload_s(s: Scenario, m: ModelSpec, forward_time: float, backward_time: float, pcie: float,
+def _offload_s(s: Scenario, m: ModelSpec, forward_time: float, backward_time: float, comm: _Comms,
                assumptions: list[str]) -> tuple[float, float]:
     """PCIe time a micro-step cannot hide: parameter offload's weight streams, activation offloading's copies
-    beyond the pass they run behind."""
+    beyond the pass they run behind.
+
+    Parameter offload copies this rank's shard to the GPU before each pass's all-gather, on the same side stream
+    that runs ahead of the compute (torch FSDP1 ``_unshard``: ``pre_unshard`` moves the pinned CPU shard with
+    ``non_blocking=True`` on the pre-unshard stream, the all-gather follows on the unshard stream; DeepSpeed's
+    ZeRO-3 fetches from its prefetch hooks): copy and gather share the part of the pass that hides collectives
+    (:data:`~gpuplan.overheads.DP_OVERLAP`, DeepSpeed's :data:`~gpuplan.overheads.ZERO3_GATHER_OVERLAP`), and only
+    what exceeds it, beyond the gather's own excess, shows."""
     offload = 0.0
     if s.offload == "optimizer+params":  # every pass fetches this rank's shard from host memory
-        offload += (2 + stack_for(s).recompute(s, m).layers) * _sharded_weight_bytes(s, m) / s.dp / pcie
-        assumptions.append("parameter offload: each forward, recomputation and backward streams the weights "
-                           "over PCIe")
+        copy = _sharded_weight_bytes(s, m) / s.dp / comm.pcie
+        gather = comm.all_gather_s(_sharded_weight_bytes(s, m)) if s.resolved_strategy == "zero3" and s.dp > 1 \
+            else 0.0
+        hide = oh.ZERO3_GATHER_OVERLAP if s.sharding == "deepspeed" else oh.DP_OVERLAP
+        again = stack_for(s).recompute(s, m).layers  # the recomputation fetches the weights once more
+        for passes, pass_s in ((1, forward_time), (1 + again, backward_time + again * forward_time)):
+            offload += max(0.0, passes * (copy + gather) - hide * pass_s) - max(0.0, passes * gather - hide * pass_s)
+        assumptions.append(f"parameter offload: each forward, recomputation and backward copies this rank's "
+                           f"weights from pinned CPU memory ({copy * 1e3:.0f} ms per pass over PCIe), ahead of the "
+                           f"pass on a side stream: {offload * 1e3:.0f} ms of it not hidden")
     moved = offloaded_activation_bytes(s, m)
     activations_offload = 0.0
     if moved:  # copied out on a side stream behind the forward, back behind the backward: only the excess shows
-        copy = moved / pcie
+        copy = moved / comm.pcie
         activations_offload = max(0.0, copy - forward_time) + max(0.0, copy - backward_time)
         assumptions.append(f"activation offloading: {moved / 2**30:.2f} GiB of saved activations to pinned CPU "
                            f"memory and back per micro-step over PCIe ({copy * 1e3:.0f} ms each way, hidden behind "
