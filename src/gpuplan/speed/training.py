@@ -5,7 +5,8 @@ One optimizer step is ``grad_accum_steps`` micro-steps plus the step's own fixed
 - **micro-step, GPU work** (:mod:`.work`): every linear's GEMMs at the efficiency of its shape (forward,
   input gradient, weight gradient for trained weights), peft's adapter GEMMs, attention, element-wise traffic,
   the loss, QLoRA's dequantization of every 4-bit weight each time a pass uses it (memory-bound), fp8 casts of
-  the linears' inputs (fp8 runs the linears only: attention and the rest stay 16-bit); and what the stack's
+  the linears' inputs (fp8 runs the linears only: attention and the rest stay 16-bit; torchtitan's torchao casts
+  input, weight and grad_output as :mod:`.float8` counts); and what the stack's
   checkpointing runs again (:meth:`~gpuplan.stacks.Stack.recompute`): the whole forward of the
   checkpointed layers under ``full`` (one layer in ``checkpoint_every``), under torchtitan's and torchtune's
   per-op ``selective`` policy the matmuls it does not save (every second one) and every element-wise op, not
