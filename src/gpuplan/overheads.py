@@ -238,7 +238,9 @@ NVFP4_BYTES = 0.5 + 1 / 16
 # (2 B) and writes fp8 twice, row-major for one GEMM and column-major for the other (2 B; torch._scaled_mm takes a
 # row-major left and a column-major right operand), and Inductor's cast kernel reads the fp8 output once more
 # (1 B, pytorch/pytorch#130015). A weight gathered in fp8 by FSDP2 is not cast again: the backward's grad_input GEMM
-# copies it to the other layout (float8_ops.preprocess_addmm: 1 B read, 1 B written).
+# copies it to the other layout (float8_ops.preprocess_addmm: 1 B read, 1 B written). Counted from
+# torchao's code and roofline, not fitted: no row of bench/throughput.py set them (its torchtitan float8 rows, and
+# torchao PR #2185's Float8Linear timings in tests/speed/test_float8.py, check them).
 TORCHAO_FLOAT8_CAST_BYTES = {"fused amax": 5.0, "own amax": 7.0, "layout copy": 2.0}
 
 # Attention kernels reach a lower fraction of the peak than GEMMs. Kernel benchmarks: FlashAttention-2 (Dao
