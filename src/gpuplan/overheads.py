@@ -230,6 +230,18 @@ GEMM_KERNEL_LATENCY_S = 5e-6  # fixed GPU time per kernel: launch latency + ramp
 # scale per block of 16 (NVIDIA's NVFP4 format: "Introducing NVFP4 for Efficient and Accurate Low-Precision
 # Inference", NVIDIA technical blog, 2025; TE's NVFP4Tensor), plus a per-tensor fp32 scale: 0.5 + 1/16 bytes.
 NVFP4_BYTES = 0.5 + 1 / 16
+# torchao's float8 training (Float8Linear, dynamic tensorwise scaling, compiled: torchtitan's fp8-mixed), bytes
+# moved per element of each tensor cast to float8, as torchao's own roofline counts what Inductor generates
+# (pytorch/ao@eab345c, the release of torchtitan's Dec 2024 benchmark: torchao/float8/roofline_utils.py
+# get_tensor_memory_traffic_bytes with model_torch_compile_limitations): the max(abs) reduction reads the bf16 tensor
+# (2 B; none when fused into the kernel that produced it: the linear's input and grad_output), the cast reads it again
+# (2 B) and writes fp8 twice, row-major for one GEMM and column-major for the other (2 B; torch._scaled_mm takes a
+# row-major left and a column-major right operand), and Inductor's cast kernel reads the fp8 output once more
+# (1 B, pytorch/pytorch#130015). A weight gathered in fp8 by FSDP2 is not cast again: the backward's grad_input GEMM
+# copies it to the other layout (float8_ops.preprocess_addmm: 1 B read, 1 B written). Counted from
+# torchao's code and roofline, not fitted: no row of bench/throughput.py set them (its torchtitan float8 rows, and
+# torchao PR #2185's Float8Linear timings in tests/speed/test_float8.py, check them).
+TORCHAO_FLOAT8_CAST_BYTES = {"fused amax": 5.0, "own amax": 7.0, "layout copy": 2.0}
 
 # Attention kernels reach a lower fraction of the peak than GEMMs. Kernel benchmarks: FlashAttention-2 (Dao
 # 2023, section 4.1) 50-73 % of the A100 peak forward, less backward; on H100 ~35-40 % (FlashAttention-3, Shah

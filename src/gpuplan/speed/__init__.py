@@ -6,6 +6,7 @@ decode and time to first token, communication.
 - :mod:`.flops`: FLOPs per token (PaLM appendix B) and the compute dtype;
 - :mod:`.comms`: the setup's links (from the offer's network) and collective times;
 - :mod:`.training`: step time of a training scenario;
+- :mod:`.float8`: the casts of torchao's float8 linears (torchtitan's ``fp8-mixed``);
 - :mod:`.inference`: the reusable step-time primitives (:class:`StepTimer`: prefill, decode step, time to first
   token alone and in a burst; :func:`serving_rates` for continuous batching) and the speed of a scenario;
 - :mod:`.offline`: TensorRT-LLM's offline max-load throughput (``trtllm-bench throughput``), calibrated on NVIDIA's

@@ -5,7 +5,8 @@ One optimizer step is ``grad_accum_steps`` micro-steps plus the step's own fixed
 - **micro-step, GPU work** (:mod:`.work`): every linear's GEMMs at the efficiency of its shape (forward,
   input gradient, weight gradient for trained weights), peft's adapter GEMMs, attention, element-wise traffic,
   the loss, QLoRA's dequantization of every 4-bit weight each time a pass uses it (memory-bound), fp8 casts of
-  the linears' inputs (fp8 runs the linears only: attention and the rest stay 16-bit); and what the stack's
+  the linears' inputs (fp8 runs the linears only: attention and the rest stay 16-bit; torchtitan's torchao casts
+  input, weight and grad_output as :mod:`.float8` counts); and what the stack's
   checkpointing runs again (:meth:`~gpuplan.stacks.Stack.recompute`): the whole forward of the
   checkpointed layers under ``full`` (one layer in ``checkpoint_every``), under torchtitan's and torchtune's
   per-op ``selective`` policy the matmuls it does not save (every second one) and every element-wise op, not
@@ -61,6 +62,7 @@ from .comms import (
     intra_node_link,
     slowest_link,
 )
+from .float8 import torchao_cast_bytes
 from .flops import compute_dtype, training_flops_per_token
 from .gemm import bandwidth, peak_flops
 from .work import (
@@ -100,11 +102,20 @@ def _optimizer_bytes_per_param(s: Scenario) -> float:
     return 2 * (master + state) + grad + low_copy  # read master+states+grad, write master+states (+16-bit copy)
 
 
+def _fp8_gather(s: Scenario) -> bool:
+    """Whether FSDP2 gathers the decoder's linear weights in float8: torchtitan's fp8-mixed over sharded data
+    parallelism (``enable_fsdp_float8_all_gather``, on when the weights are sharded: ``dp_shard_enabled``)."""
+    return s.framework == "torchtitan" and s.precision == "fp8-mixed" and s.resolved_strategy == "zero3" and s.dp > 1
+
+
 def _sharded_weight_bytes(s: Scenario, m: ModelSpec) -> float:
-    """Bytes of one pipeline stage's weights as ZeRO-3 gathers them: 16-bit, or the frozen base's storage
-    format under LoRA/QLoRA (the gather moves what is stored)."""
+    """Bytes of one pipeline stage's weights as ZeRO-3 gathers them: 16-bit (the decoder's linears in 1 B under
+    torchtitan's float8 all-gather), or the frozen base's storage format under LoRA/QLoRA (the gather moves what is
+    stored)."""
     if s.method == "full":
-        return 2.0 * m.params_total / (s.tp * s.pp)
+        fp8 = sum(c * lin.weight_params for layer, c in m.layer_kinds() for lin in layer.linears) \
+            if _fp8_gather(s) else 0
+        return (2.0 * m.params_total - fp8) / (s.tp * s.pp)
     fmt, skip = weight_format(s, m)
     return sum(m.weight_bytes(fmt, skip=skip).values()) / (s.tp * s.pp)
 
@@ -240,7 +251,14 @@ def _dequant_and_casts_s(s: Scenario, m: ModelSpec, gpu: GpuSpec, dtype: str, to
         extra += per_pass * (2 + again_share)
         assumptions.append(f"QLoRA dequantizes the 4-bit base on each of {2 + again_share:.3g} passes per "
                            f"micro-step ({per_pass * 1e3:.1f} ms each, memory-bound)")
-    if dtype in ("fp8", "fp4"):  # Transformer Engine / torchao cast the linears' inputs to fp8 (NVFP4) each pass
+    if dtype == "fp8" and s.framework == "torchtitan":  # torchao's Float8Linear, compiled (.float8)
+        # the per-op policy keeps no fp8 tensor: its backward casts every input again
+        again = 1.0 if rc.selective else rc.layers
+        cast = torchao_cast_bytes(m, tokens, tp=s.tp, layers=1 / s.pp, again=again, fp8_weights=_fp8_gather(s))
+        extra += cast / bandwidth(gpu)
+        assumptions.append(f"torchao float8 linears (tensorwise, compiled): {cast / 2**30:.1f} GiB of casts per "
+                           "micro-step; attention, norms and the output layer stay bf16")
+    elif dtype in ("fp8", "fp4"):  # Transformer Engine casts the linears' inputs to fp8 (NVFP4) each pass
         inputs = {layer: sum(lin.in_features for lin in layer.linears) for layer, _ in m.layer_kinds()}
         cast = tokens * sum(c * inputs[layer] for layer, c in m.layer_kinds())
         again_share = rc.layers if not rc.selective else tokens * sum(

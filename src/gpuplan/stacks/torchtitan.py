@@ -46,3 +46,11 @@ class Torchtitan(OpSelective):
             # keeps three fp32 copies next to the saved output)
             return LossBytes(saved=4 * TV + cast, forward=(c + 8) * TV, backward=12 * TV)
         return LossBytes(saved=4 * TV + cast, forward=(c + 4) * TV, backward=8 * TV)
+
+    def kernels(self, s: Scenario):
+        """float8 brings no fused element-wise kernels here: torchao's ``convert_to_float8_training`` swaps the
+        ``nn.Linear`` modules only (Transformer Engine's fused norms are another stack's), so norms, rotary and
+        SwiGLU run as in the bf16 run beside it; tensor parallelism keeps the base profile's assumption."""
+        from .speedups import kernels
+
+        return kernels(self.name, s, fused_stack=s.tp > 1)

@@ -1,0 +1,48 @@
+"""The memory traffic of torchao's float8 training as torchtitan runs it (``precision: fp8-mixed``): every decoder
+linear swapped for ``Float8Linear`` with dynamic tensorwise scaling (torchtitan ``float8.py`` ``Float8Handler``; the
+output head is left in bf16, ``module_filter_fn``), compiled, its weights gathered in float8 by FSDP2
+(``enable_fsdp_float8_all_gather`` and ``precompute_float8_dynamic_scale_for_fsdp``, the launch torchtitan's
+``docs/float8.md`` gives and gpuplan's launcher writes).
+
+Per linear ``[M x K] @ [K x N]`` and micro-step (pytorch/ao@eab345c ``torchao/float8/float8_linear.py``: the
+forward casts the input and the weight to e4m3, ``NoopFwToFloat8BwDynamic`` casts grad_output to e5m2 in the
+backward, and the three ``torch._scaled_mm`` GEMMs take them; bytes per element from
+:data:`~gpuplan.overheads.TORCHAO_FLOAT8_CAST_BYTES`):
+
+- the input, ``M x K``: its max(abs) fused into the kernel that produced it, cast and written in both layouts;
+- grad_output, ``M x N``: the same, in the backward;
+- the weight, ``K x N``: gathered in fp8, only copied to the other layout for grad_input; without FSDP (one rank)
+  its max(abs) and cast run in every forward;
+- what checkpointing runs again: the casts of the re-run share of the forward. torchtitan's per-op policy
+  (``_save_list``) keeps the matmuls' outputs it saves and ``max``'s result, not the fp8 tensors (Table 1's float8
+  row uses no more memory than bf16's), so its backward casts every linear's input again (share 1).
+
+Under tensor parallelism each rank casts its own shard (torchao's ``Float8ColwiseParallel`` casts the sequence
+shard before the fp8 all-gather), so the bytes divide by ``tp``. Left out: the few tiny kernels torchao's roofline
+also charges (the second stage of each reduction, ~2 us each) and each rank's cast of its fp32 shard to fp8 before
+every gather (4 B read, 1 B written per shard element: 3 % of these bytes for Llama-3.1-8B over 8 ranks).
+"""
+
+from __future__ import annotations
+
+from .. import overheads as oh
+from ..model.spec import ModelSpec
+
+
+def torchao_cast_bytes(m: ModelSpec, tokens: float, *, tp: int = 1, layers: float = 1.0, again: float = 0.0,
+                       fp8_weights: bool = True) -> float:
+    """Bytes one micro-step of ``tokens`` tokens moves casting to and between float8 on one rank holding the share
+    ``layers`` of the decoder (``1/pp``), with ``again`` of the forward's casts re-run by checkpointing;
+    ``fp8_weights``: FSDP2 gathers the weights in fp8 (else each forward casts them)."""
+    b = oh.TORCHAO_FLOAT8_CAST_BYTES
+    total = 0.0
+    for layer, count in m.layer_kinds():
+        for lin in layer.linears:
+            rows = tokens * (layer.experts_per_token if lin.group == "experts" and lin.count > 1 else lin.count)
+            x, dy, w = rows * lin.in_features, rows * lin.out_features, lin.weight_params
+            if fp8_weights:
+                forward, backward = b["fused amax"] * x, b["fused amax"] * dy + b["layout copy"] * w
+            else:
+                forward, backward = b["fused amax"] * x + b["own amax"] * w, b["fused amax"] * dy
+            total += count * ((1 + again) * forward + backward)
+    return total * layers / tp
