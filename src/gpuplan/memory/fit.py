@@ -36,9 +36,13 @@ def check(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> list[str]:
     if s.framework == "megatron" and s.task == "train":
         warnings += check_megatron(s, m)
     strategy = s.resolved_strategy
-    if s.task == "train" and strategy != "single" and s.dp * s.cp == 1:
+    # on one GPU ZeRO-3 still streams the weights from CPU memory layer by layer (DeepSpeed's ZeRO-Offload /
+    # ZeRO-Infinity and FSDP's CPUOffload run with one rank): what fits a model the card cannot hold
+    alone = strategy == "zero3" and s.offload == "optimizer+params"
+    if s.task == "train" and strategy != "single" and s.dp * s.cp == 1 and not alone:
         raise GpuplanError(f"strategy {s.strategy!r} shards or replicates over data-parallel GPUs, but there is "
-                           "one: set num_gpus >= 2, or use strategy single (with offload to save memory)")
+                           "one: set num_gpus >= 2, or use strategy single (offload optimizer to save memory), or "
+                           "zero3 with offload optimizer+params to stream the weights from CPU memory")
     if s.task == "train" and strategy == "single" and s.dp > 1:
         raise GpuplanError(f"strategy 'single' uses one GPU but the scenario has {s.dp} data-parallel GPUs: "
                            "choose ddp, zero1, zero2, zero3 or fsdp")
@@ -56,8 +60,8 @@ def check(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> list[str]:
     if s.offload != "none" and s.task == "infer":
         raise GpuplanError("offload applies to training states; for inference use quant or a llama.cpp engine")
     if s.offload == "optimizer+params" and strategy != "zero3":
-        raise GpuplanError("offloading parameters needs ZeRO-3 (strategy zero3 or fsdp) to fetch them layer by "
-                           "layer; use offload optimizer, or strategy zero3")
+        raise GpuplanError("offloading parameters needs ZeRO-3 (strategy zero3 or fsdp, on one GPU too) to fetch "
+                           "them layer by layer; use offload optimizer, or strategy zero3")
     if s.engine != "transformers" and s.task == "train":
         raise GpuplanError(f"engine {s.engine!r} serves models; training runs on transformers (drop engine)")
     if s.engine != "trtllm" and (s.free_gpu_memory_fraction is not None or s.tokens_per_block is not None
