@@ -71,10 +71,27 @@ def test_fixes_come_from_one_list():
 
 
 def test_a_hopeless_job_has_no_combination():
-    s = Scenario.model_validate(dict(model="llama-3.1-405b", task="train", method="full", gpu="rtx-4090"))
+    """Llama-3.1-405B on an 8 GB card: even QLoRA with every weight streamed from CPU memory leaves one layer's
+    gathered 4-bit weights, its dequantized largest matmul (16,384 x 53,248 x 2 B = 1.62 GiB) and the checkpoints
+    of 126 layers beyond 8 GB."""
+    s = Scenario.model_validate(dict(model="llama-3.1-405b", task="train", method="full", gpu="rtx-3070"))
     m = load_model(s.model)
     assert smallest_combination(s, m, load_gpu(s.gpu), [f for f in candidate_fixes(s, m) if not f.more_gpus]) \
         is None
+
+
+def test_one_card_streams_the_weights_when_nothing_else_fits():
+    """On one 24 GB card 405B fits only as QLoRA with the 4-bit base streamed from CPU memory (ZeRO-3 offload, the
+    path Answer.AI's FSDP QLoRA took for 70B on 24 GB cards), and the plan says how much CPU memory that takes: at
+    least the NF4 base, 0.5 B x 405 billion parameters = 189 GiB."""
+    s = Scenario.model_validate(dict(model="llama-3.1-405b", task="train", method="full", gpu="rtx-4090"))
+    m = load_model(s.model)
+    best = smallest_combination(s, m, load_gpu(s.gpu), [f for f in candidate_fixes(s, m) if not f.more_gpus])
+    assert best is not None and "QLoRA" in best.change and "offload optimizer and parameters" in best.change
+    plan = estimate({"model": "llama-3.1-405b", "task": "train", "method": "qlora", "gpu": "rtx-4090",
+                     "strategy": "zero3", "offload": "optimizer+params", "grad_checkpointing": "full",
+                     "qlora_fp32_upcast": False}, advise=False)
+    assert plan.memory.fits and plan.memory.cpu_gib >= 0.5 * 405e9 / 2**30
 
 
 def test_fit_lists_what_your_cards_hold_with_the_numbers_estimate_gives():

@@ -135,9 +135,10 @@ def _training_fixes(s: Scenario, m: ModelSpec) -> list[Fix]:
         out.append(Fix(label="offload the optimizer to CPU", change={"offload": "optimizer"},
                        cost="the step runs on the CPU: often 2-5x slower steps; needs CPU RAM", group="offload",
                        slowdown=3.0))
-    if s.offload != "optimizer+params" and s.world_size > 1 and s.tp * s.pp == 1:
-        out.append(Fix(label="offload optimizer and parameters to CPU (ZeRO-3 offload)",
-                       change={"offload": "optimizer+params", "strategy": "zero3"},
+    if s.offload != "optimizer+params" and s.tp * s.pp == 1:  # on one GPU too (DeepSpeed ZeRO-Offload)
+        fsdp = s.framework in ("torchtune", "torchtitan")  # they shard with FSDP2 only
+        out.append(Fix(label=f"offload optimizer and parameters to CPU ({'FSDP' if fsdp else 'ZeRO-3'} offload)",
+                       change={"offload": "optimizer+params", "strategy": "fsdp" if fsdp else "zero3"},
                        cost="weights stream over PCIe every step: several times slower; needs CPU RAM",
                        group="offload", slowdown=5.0))
     for n in (2, 4, 8):

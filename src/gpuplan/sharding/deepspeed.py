@@ -47,8 +47,18 @@ class DeepSpeed(Sharding):
         return st
 
     def offload(self, s: Scenario, st: State) -> None:
-        if s.offload != "none" and s.method == "full":
-            st.cpu += st.gradients  # ZeRO-Offload keeps the fp32 gradient partition on the CPU
+        """ZeRO-Offload: each reduced gradient bucket is copied into the fp32 gradient partition on the CPU, so no
+        16-bit gradient partition stays on the GPU (``stage_1_and_2.py`` under ``cpu_offload``, ``stage3.py``
+        ``partition_grads`` under ``offload_optimizer``): the GPU keeps the buckets only. DeepSpeed's own
+        estimators say the same: ``estimate_zero2_model_states_mem_needs`` gives 2 B per parameter on the GPU with
+        CPU offload (the 16-bit weights), ``estimate_zero3_model_states_mem_needs`` the largest layer alone when the
+        parameters are offloaded too, and 18 B per parameter on the CPU (fp32 weights, gradients and Adam moments,
+        16-bit weights), 16 B with the parameters on the GPU."""
+        if s.offload != "none" and s.method == "full" and s.precision.endswith("-mixed"):
+            master = 4 * st.trainable / (s.tp * s.pp) / s.dp  # the fp32 master partition goes with the optimizer
+            st.weights -= master
+            st.cpu += master + 2 * st.gradients  # and the fp32 partition of the 16-bit gradients
+            st.gradients = 0.0
         super().offload(s, st)
 
     def buffers(self, s: Scenario, m: ModelSpec, rt: Stack, st: State) -> dict[str, float]:
