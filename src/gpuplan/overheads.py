@@ -372,10 +372,11 @@ BNB_DEQUANT_KERNELS = 3
 # cycle, from bitsandbytes issue #1319 (A800 80GB PCIe, NF4/bf16, a 4096 x 14336 weight at 4 x 512 tokens:
 # dequantization "near 30%~50% of the main matrix multiplication"): at 40 % of the GEMM gpuplan times on an A100
 # PCIe (0.98 ms), 58.7 M weights in 0.39 ms on 108 SMs at 1,410 MHz = 1.0 per SM-cycle (0.8 at 50 %, 1.3 at 30 %).
-# Checked by bitsandbytes PR #1747 (its maintainer's measurements of the branch-free kernel that replaced it in 0.48):
-# 1.36-2.07x faster on A100 and H100 at every size (so there the old one did not stream at the bandwidth), only at
-# the smaller sizes on sm86/sm89 (A10, L4, RTX 4090: memory-bound at large sizes), which this rate and the cards'
-# bandwidth reproduce for the RTX 4090 and the RTX 6000 Ada. Cards without an SM count and clock take the
+# Against bitsandbytes PR #1747 (its maintainer's timings of the branch-free kernel that replaced this one in 0.48):
+# 1.36-2.07x faster on A100 and H100 at every size (there the old kernel did not stream at the bandwidth: here it
+# is issue-bound on both), faster only at the smaller sizes on sm86/sm89 (A10, L4, RTX 4090: memory-bound at large
+# sizes). This rate makes the RTX 4090 and RTX 6000 Ada memory-bound as there, but not the A10 (72 SMs at 1,695 MHz,
+# 600 GB/s), which would need 1.4 per cycle, the 30 % end of #1319. Cards without an SM count and clock take the
 # bandwidth alone.
 BNB_NF4_VALUES_PER_SM_CYCLE = 1.0
 # Host work of one dequantization, in eager ops (at EAGER_OP_OVERHEAD_S each). bitsandbytes' dequantize_4bit: two
