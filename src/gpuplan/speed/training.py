@@ -4,7 +4,9 @@ One optimizer step is ``grad_accum_steps`` micro-steps plus the step's own fixed
 
 - **micro-step, GPU work** (:mod:`.work`): every linear's GEMMs at the efficiency of its shape (forward,
   input gradient, weight gradient for trained weights), peft's adapter GEMMs, attention, element-wise traffic,
-  the loss, QLoRA's dequantization of every 4-bit weight each time a pass uses it (memory-bound), fp8 casts of
+  the loss, QLoRA's dequantization of every 4-bit weight each time a pass uses it (bitsandbytes' three kernels per
+  linear, the NF4 decode bound by the instructions it issues or by the memory it moves; AutoGPTQ memory-bound) and,
+  under peft's prepare_model_for_kbit_training, fp32 activations and the casts around each 4-bit linear, fp8 casts of
   the linears' inputs (fp8 runs the linears only: attention and the rest stay 16-bit; torchtitan's torchao casts
   input, weight and grad_output as :mod:`.float8` counts); and what the stack's
   checkpointing runs again (:meth:`~gpuplan.stacks.Stack.recompute`): the whole forward of the
@@ -12,7 +14,8 @@ One optimizer step is ``grad_accum_steps`` micro-steps plus the step's own fixed
   per-op ``selective`` policy the matmuls it does not save (every second one) and every element-wise op, not
   attention (``_save_list`` keeps SDPA's output) and not the reduce-scatters of tensor parallelism;
 - **micro-step, host work**: eager PyTorch launches ~40 ops per layer forward (+5 per LoRA linear) at
-  ~20 us each and the backward's autograd ops at ~10 us; DeepSpeed ZeRO-3 adds its module hooks. Host and
+  ~20 us each and the backward's autograd ops at ~10 us; bitsandbytes' Python per 4-bit linear and pass (less under
+  Unsloth's fast_dequantize); DeepSpeed ZeRO-3 adds its module hooks. Host and
   GPU overlap: the micro-step takes their smooth maximum;
 - **micro-step, communication**: Megatron TP's 4 all-reduces per layer (6 with recomputation) on the critical
   path; ZeRO-3/FSDP all-gathers the weights once per micro-batch in the forward and again in the backward,
