@@ -323,7 +323,7 @@ def _dequant_pass_s(s: Scenario, m: ModelSpec, gpu: GpuSpec, kern) -> float:
     memory = params * oh.BNB_DEQUANT_BYTES_PER_PARAM / bandwidth(gpu)
     issue = params / (gpu.sm_count * gpu.boost_clock_mhz * 1e6 * oh.BNB_NF4_VALUES_PER_SM_CYCLE) \
         if gpu.sm_count and gpu.boost_clock_mhz else 0.0
-    modules = sum(c * lin.count for lin, c in lins) * share
+    modules = sum(c * lin.count for lin, c in lins) / s.pp  # each tensor-parallel rank launches its shards' kernels
     return max(memory, issue) + modules * oh.BNB_DEQUANT_KERNELS * oh.GEMM_KERNEL_LATENCY_S
 
 
