@@ -87,6 +87,7 @@ class GpuSpec:
     compute_capability: str | None
     aliases: tuple[str, ...]
     sm_count: int | None = None  # streaming multiprocessors (compute units), where the catalog has them
+    boost_clock_mhz: float | None = None  # rated boost clock, where the catalog has it
     # GPUs one NVLink switch fabric joins: 72 in GB200/GB300 NVL72 racks (across trays); 0: the node's own links
     nvlink_domain: int = 0
     # the power limit the card is run at where it is set below its TDP (Grand Teton's H100s: 500 W of 700 W)
@@ -136,7 +137,8 @@ def _spec(entry: dict[str, Any]) -> GpuSpec:
         pcie_generation=(entry.get("pcie") or {}).get("generation"), tdp_w=entry.get("tdp_w"),
         msrp_usd=entry.get("launch_msrp_usd"), compute_capability=entry.get("compute_capability"),
         aliases=tuple(str(a) for a in entry.get("aliases") or ()), sm_count=entry.get("sm_count"),
-        nvlink_domain=int(link.get("nvlink_domain") or 0), power_limit_w=entry.get("power_limit_w"))
+        boost_clock_mhz=entry.get("boost_clock_mhz"), nvlink_domain=int(link.get("nvlink_domain") or 0),
+        power_limit_w=entry.get("power_limit_w"))
 
 
 @cache

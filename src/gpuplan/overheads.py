@@ -158,7 +158,8 @@ VLLM_CUDAGRAPH_PER_GRAPH_LAYER_MIB = 0.25
 # bench/data/gpu-measurements/ and the other (fitted) rows only. The constants from before issue 20 that say
 # "calibrated on" a source were set on all of its rows, the held-out ones included, before the split existed:
 # ATTENTION_PEAK_FRACTION, ELEMENTWISE_BYTES_*, EAGER_SCORE_BYTES, ZERO3_HOOK_S_PER_LAYER_PASS,
-# QLORA_DEQUANT_BANDWIDTH_FRACTION, GEMM_KERNEL_LATENCY_S, POWER_CAPPED_TFLOPS_PER_W.
+# QLORA_DEQUANT_BANDWIDTH_FRACTION (AutoGPTQ's; bitsandbytes' NF4 path is counted from its code and issue #1319,
+# not fitted), GEMM_KERNEL_LATENCY_S, POWER_CAPPED_TFLOPS_PER_W.
 
 # GEMMs. A GEMM [M x K] @ [K x N] is a smooth roofline of its compute (2MKN at the card's achievable matmul
 # rate) and its traffic (M·K + K·N + M·N elements at the achievable bandwidth), plus a fixed GPU-side cost per
@@ -349,14 +350,56 @@ GRAD_CLIP_GRAD_PASSES = 3
 # ~30 GB/s of effective traffic (ZeRO-Offload, Ren et al. ATC'21, reports CPU-Adam 5-7x faster than
 # PyTorch's CPU Adam; the absolute rate is an assumption, said in the output).
 CPU_ADAM_PARAMS_PER_S = 1.0e9
-QLORA_DEQUANT_BYTES_PER_PARAM = 4.5  # read 0.5 B of 4-bit codes + scales, write 2 B bf16, read 2 B in the GEMM
-# AutoGPTQ's dequantize-then-matmul path in training reaches ~20 % of the bandwidth (small strided blocks,
-# separate kernels): calibrated on Qwen-1's GPTQ QLoRA rows; bitsandbytes NF4 is assumed alike.
+# QLoRA's dequantization, by the library that runs it (speed/training.py _dequant_and_casts_s).
+# AutoGPTQ (and torchtune's NF4 through torchao, assumed alike): the 4-bit weight dequantized to 16 bits before a
+# plain matmul, 4.5 bytes per parameter (read 0.5 B of codes + scales, write 2 B, read 2 B in the GEMM) at ~20 % of
+# the bandwidth (small strided blocks, separate kernels): calibrated on Qwen-1's GPTQ QLoRA rows (all of them, before
+# the held-out split existed).
+QLORA_DEQUANT_BYTES_PER_PARAM = 4.5
 QLORA_DEQUANT_BANDWIDTH_FRACTION = 0.2
-# Unsloth's fast_dequantize calls bitsandbytes' cdequantize_blockwise_bf16_nf4 itself into a reused buffer, without
-# peft's and bitsandbytes' Python around each call (unsloth/kernels/utils.py): the kernel's own rate, assumed at
-# half the card's bandwidth; checked by Unsloth's published QLoRA speed-up (tests/test_stack_speed.py).
-QLORA_DEQUANT_BANDWIDTH_FRACTION_DIRECT = 0.5
+# bitsandbytes NF4 (transformers + peft, Answer.AI's fsdp_qlora, Unsloth), counted from bitsandbytes 0.43-0.45
+# (functional.dequantize_4bit, autograd._functions.MatMul4Bit): every forward, recomputation and backward of a 4-bit
+# linear dequantizes its whole weight to a fresh 16-bit tensor, then runs a plain matmul; the backward does it again
+# for the input's gradient (no weight gradient). With double quantization (bnb_4bit_use_double_quant, Linear4bit's
+# compress_statistics) one dequantization runs 3 kernels: kDequantizeBlockwise on the 8-bit absmax (1 B per 64
+# weights read, a 4 B fp32 absmax written), the in-place add of the absmax offset (4 B read and written per 64), and
+# kDequantizeBlockwise<NF4> (0.5 B of codes and 4/64 B of absmax read, 2 B written per weight): 2.77 B per weight.
+# The GEMM's own read of the 16-bit weight is the GEMM's (speed/gemm.py), not counted here.
+BNB_DEQUANT_BYTES_PER_PARAM = 0.5 + 4 / 64 + 2 + (1 + 4 + 8) / 64
+BNB_DEQUANT_KERNELS = 3
+# kDequantizeBlockwise<NF4> before bitsandbytes 0.48 decodes each nibble through a branch tree (dDequantizeNF4) in
+# 64-thread blocks: on HBM cards it is bound by the instructions it issues, not by memory. Values per SM and clock
+# cycle, from bitsandbytes issue #1319 (A800 80GB PCIe, NF4/bf16, a 4096 x 14336 weight at 4 x 512 tokens:
+# dequantization "near 30%~50% of the main matrix multiplication"): at 40 % of the GEMM gpuplan times on an A100
+# PCIe (0.98 ms), 58.7 M weights in 0.39 ms on 108 SMs at 1,410 MHz = 1.0 per SM-cycle (0.8 at 50 %, 1.3 at 30 %).
+# Against bitsandbytes PR #1747 (its maintainer's timings of the branch-free kernel that replaced this one in 0.48):
+# 1.36-2.07x faster on A100 and H100 at every size (there the old kernel did not stream at the bandwidth: here it
+# is issue-bound on both), faster only at the smaller sizes on sm86/sm89 (A10, L4, RTX 4090: memory-bound at large
+# sizes). This rate makes the RTX 4090 and RTX 6000 Ada memory-bound as there, but not the A10 (72 SMs at 1,695 MHz,
+# 600 GB/s), which would need 1.4 per cycle, the 30 % end of #1319. Cards without an SM count and clock take the
+# bandwidth alone.
+BNB_NF4_VALUES_PER_SM_CYCLE = 1.0
+# Host work of one dequantization, in eager ops (at EAGER_OP_OVERHEAD_S each). bitsandbytes' dequantize_4bit: two
+# torch.empty, the code table's .to(device), two ctypes kernel launches each between pre_call/post_call's
+# torch.cuda.set_device, is_on_gpu's checks, the offset add, MatMul4Bit's .to(dtype) and .t(): ~9. Unsloth's
+# fast_dequantize (unsloth/kernels/utils.py, 2024) calls the same two kernels and the add through ctypes with none
+# of the device switching or checks: two torch.empty, two launches, the add: ~5.
+DEQUANT_HOST_OPS = {"bnb": 9, "unsloth": 5}
+# Host ops around each 4-bit linear's forward (and its recomputation) in transformers + peft: MatMul4Bit.apply (a
+# Python autograd.Function), Params4bit.t() through __torch_function__, Linear4bit's input and output .to(dtype),
+# and peft's Linear4bit "defensive" result.clone() (peft tuners/lora/bnb.py, 0.7-0.13): ~5.
+BNB_LINEAR_HOST_OPS = 5
+# peft's result.clone() also copies the base output on the GPU: 2 B read and 2 B written per output element.
+PEFT_4BIT_CLONE_BYTES_PER_OUTPUT = 4
+# peft's prepare_model_for_kbit_training (the HF QLoRA recipe; TRL's SFTTrainer calls it on a 4-bit model) casts
+# every non-4-bit parameter to fp32 (peft utils/other.py, 0.7-0.13): the embedding then emits fp32, transformers'
+# RMSNorm returns weight (fp32) * x, and bitsandbytes' Linear4bit casts its input to the compute dtype and its output
+# back to the input's (x.to(compute_dtype), out.to(inp_dtype)): the residual stream and the element-wise ops between
+# the linears run in fp32 (4 B per element instead of 2), each 4-bit linear casts its input and output (read 4 B,
+# write 2 B per element, and again for the gradients in the backward), autocast casts each adapter's fp32 input,
+# and the fp32 output head is cast to 16 bits once per forward. Counted from the code, not fitted.
+FP32_UPCAST_ELEMENTWISE_FACTOR = 2.0
+FP32_UPCAST_CAST_BYTES = 6
 
 # Pipeline parallelism: Megatron's 1F1B bubble (Narayanan et al. SC'21, section 2.2.1): (p-1)/m of the ideal
 # time for m micro-batches, divided by v with the interleaved schedule (not a scenario field: v=1).
@@ -484,10 +527,10 @@ MULTINODE_STRAGGLER = 0.97  # cross-node jitter: the slowest rank sets the step
 
 # Uncertainty: the range of the true rate around the estimate, the 10th-90th percentile of measured / estimated - 1
 # over the held-out fixed-shape rows of bench/throughput.py (ids whose number is a multiple of 3; the bench prints
-# the figures, tests/test_throughput_split.py holds this to them): training 22 % below to 11 % above (45 rows),
+# the figures, tests/test_throughput_split.py holds this to them): training 24 % below to 11 % above (45 rows),
 # decode 3 % below to 16 % above (13 rows); widened where the estimate rests on a default (another vendor's
 # software, a fabric the offer does not state, CPU-held layers).
-SPEED_SPREAD = {"train": (-0.22, 0.11), "decode": (-0.03, 0.16)}
+SPEED_SPREAD = {"train": (-0.24, 0.11), "decode": (-0.03, 0.16)}
 SPEED_SPREAD_WIDENING = {"other vendor": 1.5, "no fabric data": 1.5, "cpu layers": 1.5}
 
 # ---- checkpointing and spot (cost) --------------------------------------------------------------------

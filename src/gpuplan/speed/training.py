@@ -4,7 +4,9 @@ One optimizer step is ``grad_accum_steps`` micro-steps plus the step's own fixed
 
 - **micro-step, GPU work** (:mod:`.work`): every linear's GEMMs at the efficiency of its shape (forward,
   input gradient, weight gradient for trained weights), peft's adapter GEMMs, attention, element-wise traffic,
-  the loss, QLoRA's dequantization of every 4-bit weight each time a pass uses it (memory-bound), fp8 casts of
+  the loss, QLoRA's dequantization of every 4-bit weight each time a pass uses it (bitsandbytes' three kernels per
+  linear, the NF4 decode bound by the instructions it issues or by the memory it moves; AutoGPTQ memory-bound) and,
+  under peft's prepare_model_for_kbit_training, fp32 activations and the casts around each 4-bit linear, fp8 casts of
   the linears' inputs (fp8 runs the linears only: attention and the rest stay 16-bit; torchtitan's torchao casts
   input, weight and grad_output as :mod:`.float8` counts); and what the stack's
   checkpointing runs again (:meth:`~gpuplan.stacks.Stack.recompute`): the whole forward of the
@@ -12,7 +14,8 @@ One optimizer step is ``grad_accum_steps`` micro-steps plus the step's own fixed
   per-op ``selective`` policy the matmuls it does not save (every second one) and every element-wise op, not
   attention (``_save_list`` keeps SDPA's output) and not the reduce-scatters of tensor parallelism;
 - **micro-step, host work**: eager PyTorch launches ~40 ops per layer forward (+5 per LoRA linear) at
-  ~20 us each and the backward's autograd ops at ~10 us; DeepSpeed ZeRO-3 adds its module hooks. Host and
+  ~20 us each and the backward's autograd ops at ~10 us; bitsandbytes' Python per 4-bit linear and pass (less under
+  Unsloth's fast_dequantize); DeepSpeed ZeRO-3 adds its module hooks. Host and
   GPU overlap: the micro-step takes their smooth maximum;
 - **micro-step, communication**: Megatron TP's 4 all-reduces per layer (6 with recomputation) on the critical
   path; ZeRO-3/FSDP all-gathers the weights once per micro-batch in the forward and again in the backward,
@@ -228,6 +231,8 @@ def _micro_work(s: Scenario, m: ModelSpec, gpu: GpuSpec, dtype: str, tokens: int
     elementwise = elementwise_s(m, gpu, tokens, tp=tp, layers=share,
                                 per_element=oh.FUSED_ELEMENTWISE_BYTES if kern.fused_elementwise else None) \
         * (1 + rest_again + oh.ELEMENTWISE_BACKWARD_RATIO)
+    if _fp32_upcast(s, kern):  # the residual stream and the ops between the linears in fp32
+        elementwise *= oh.FP32_UPCAST_ELEMENTWISE_FACTOR
     elementwise += loss_s(m, gpu, tokens, tp=tp, bytes_per_logit=kern.loss_bytes_per_logit) * share
     return _Micro(gemm=forward * (2 + full) + again + head * (2 + full), lora=lora, attention=attention,
                   elementwise=elementwise, extra=_dequant_and_casts_s(s, m, gpu, dtype, tokens, rc, kern, assumptions),
@@ -237,20 +242,22 @@ def _micro_work(s: Scenario, m: ModelSpec, gpu: GpuSpec, dtype: str, tokens: int
 
 def _dequant_and_casts_s(s: Scenario, m: ModelSpec, gpu: GpuSpec, dtype: str, tokens: int, rc, kern,
                          assumptions: list[str]) -> float:
-    """QLoRA dequantizes every 4-bit weight on each pass that multiplies by it; fp8 casts the linears' inputs."""
+    """QLoRA dequantizes every 4-bit weight on each pass that multiplies by it (:func:`_dequant_pass_s`); fp8 casts
+    the linears' inputs."""
     extra = 0.0
     if s.method == "qlora":
-        _, skip = weight_format(s, m)
-        params = sum(c * lin.weight_params for layer, c in m.layer_kinds() for lin in layer.linears
-                     if lin.group not in skip)
-        again_share = rc.layers if not rc.selective else sum(
-            c * lin.weight_params for layer, c in m.layer_kinds() for lin in layer.linears
-            if lin.group not in skip and lin.name in rc.linears[layer]) / max(params, 1)
-        per_pass = params / (s.tp * s.pp) * oh.QLORA_DEQUANT_BYTES_PER_PARAM / (
-            bandwidth(gpu) * kern.dequant_bandwidth_fraction)
+        again_share = _dequant_again_share(s, m, rc)
+        per_pass = _dequant_pass_s(s, m, gpu, kern)
         extra += per_pass * (2 + again_share)
+        how = "bitsandbytes' kernels, 3 per linear" if kern.dequant == "bnb" else "memory-bound"
         assumptions.append(f"QLoRA dequantizes the 4-bit base on each of {2 + again_share:.3g} passes per "
-                           f"micro-step ({per_pass * 1e3:.1f} ms each, memory-bound)")
+                           f"micro-step ({per_pass * 1e3:.1f} ms each, {how})")
+        if _fp32_upcast(s, kern):
+            cast = _upcast_cast_bytes(s, m, tokens) * (2 + again_share) \
+                + oh.FP32_UPCAST_CAST_BYTES * m.vocab_size * m.hidden_size / s.tp * (s.pp == 1)
+            extra += cast / bandwidth(gpu)
+            assumptions.append(f"prepare_model_for_kbit_training's fp32 parameters: fp32 activations between the "
+                               f"linears and {cast / 2**30:.1f} GiB of dtype casts per micro-step")
     if dtype == "fp8" and s.framework == "torchtitan":  # torchao's Float8Linear, compiled (.float8)
         # the per-op policy keeps no fp8 tensor: its backward casts every input again
         again = 1.0 if rc.selective else rc.layers
@@ -270,6 +277,56 @@ def _dequant_and_casts_s(s: Scenario, m: ModelSpec, gpu: GpuSpec, dtype: str, to
     return extra
 
 
+def _fp32_upcast(s: Scenario, kern) -> bool:
+    """Whether peft's prepare_model_for_kbit_training left a bitsandbytes base's other parameters in fp32
+    (:data:`~gpuplan.overheads.FP32_UPCAST_CAST_BYTES`)."""
+    return kern.dequant == "bnb" and stack_for(s).fp32_upcast(s)
+
+
+def _upcast_cast_bytes(s: Scenario, m: ModelSpec, tokens: int) -> float:
+    """Bytes of one pass's dtype casts under the fp32 upcast: each 4-bit linear's input and output, and each
+    adapter's input (autocast)."""
+    targets = lora_targets(s, m)
+    per_token = sum(c * lin.count * (lin.in_features * (1 + (lin.name in targets)) + lin.out_features)
+                    for lin, c in _quantized_linears(s, m))
+    return oh.FP32_UPCAST_CAST_BYTES * tokens * per_token / (s.tp * s.pp)
+
+
+def _quantized_linears(s: Scenario, m: ModelSpec):
+    """(linear, count of its layer kind) for the 4-bit linears of the base."""
+    _, skip = weight_format(s, m)
+    return [(lin, c) for layer, c in m.layer_kinds() for lin in layer.linears if lin.group not in skip]
+
+
+def _dequant_again_share(s: Scenario, m: ModelSpec, rc) -> float:
+    """The share of the 4-bit weights a checkpointed recomputation multiplies by again."""
+    if not rc.selective:
+        return rc.layers
+    _, skip = weight_format(s, m)
+    params = sum(c * lin.weight_params for lin, c in _quantized_linears(s, m))
+    return sum(c * lin.weight_params for layer, c in m.layer_kinds() for lin in layer.linears
+               if lin.group not in skip and lin.name in rc.linears[layer]) / max(params, 1)
+
+
+def _dequant_pass_s(s: Scenario, m: ModelSpec, gpu: GpuSpec, kern) -> float:
+    """GPU time to dequantize this rank's 4-bit weights once.
+
+    bitsandbytes (``kern.dequant == "bnb"``): per linear module, its three kernels'
+    :data:`~gpuplan.overheads.BNB_DEQUANT_BYTES_PER_PARAM` at the card's bandwidth or the NF4 kernel's instruction
+    rate (:data:`~gpuplan.overheads.BNB_NF4_VALUES_PER_SM_CYCLE` per SM and cycle at the boost clock), whichever is
+    slower, plus each kernel's fixed GPU cost. Otherwise (AutoGPTQ, torchao): the calibrated memory-bound rate."""
+    share = 1 / (s.tp * s.pp)
+    lins = _quantized_linears(s, m)
+    params = sum(c * lin.weight_params for lin, c in lins) * share
+    if kern.dequant != "bnb":
+        return params * oh.QLORA_DEQUANT_BYTES_PER_PARAM / (bandwidth(gpu) * oh.QLORA_DEQUANT_BANDWIDTH_FRACTION)
+    memory = params * oh.BNB_DEQUANT_BYTES_PER_PARAM / bandwidth(gpu)
+    issue = params / (gpu.sm_count * gpu.boost_clock_mhz * 1e6 * oh.BNB_NF4_VALUES_PER_SM_CYCLE) \
+        if gpu.sm_count and gpu.boost_clock_mhz else 0.0
+    modules = sum(c * lin.count for lin, c in lins) / s.pp  # each tensor-parallel rank launches its shards' kernels
+    return max(memory, issue) + modules * oh.BNB_DEQUANT_KERNELS * oh.GEMM_KERNEL_LATENCY_S
+
+
 def _host_s(s: Scenario, m: ModelSpec, tokens: int, kern, rest_again: float) -> tuple[float, bool]:
     """The host's work of one micro-step in eager PyTorch (kernel launches, autograd, transformers' expert loop,
     DeepSpeed ZeRO-3's module hooks), and whether those hooks run."""
@@ -280,6 +337,11 @@ def _host_s(s: Scenario, m: ModelSpec, tokens: int, kern, rest_again: float) -> 
     ops = eager_ops_per_layer(n_lora) * layers_here
     host = kern.host_ops * (ops * oh.EAGER_OP_OVERHEAD_S * (1 + rest_again)
                             + ops * oh.BACKWARD_OPS_RATIO * oh.AUTOGRAD_OP_OVERHEAD_S)
+    if s.method == "qlora" and kern.dequant_host_ops:  # bitsandbytes' Python per 4-bit linear and pass
+        again = _dequant_again_share(s, m, stack_for(s).recompute(s, m))
+        modules = sum(c * lin.count for lin, c in _quantized_linears(s, m)) * share
+        host += modules * oh.EAGER_OP_OVERHEAD_S * (kern.dequant_host_ops * (2 + again)
+                                                     + kern.linear_4bit_host_ops * (1 + again))
     if s.framework in ("hf", "axolotl", "pytorch", "unsloth"):  # transformers' Python loop over the experts hit
         host += expert_loop_s(m, tokens, layers=share) * (1 + rest_again + oh.BACKWARD_OPS_RATIO)
     deepspeed_zero3 = s.sharding == "deepspeed" and s.resolved_strategy == "zero3"

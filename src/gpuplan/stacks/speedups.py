@@ -12,8 +12,9 @@ What a stack changes, and where it lands in the step:
   never stores fp32 logits (:data:`~gpuplan.overheads.LOSS_BYTES_PER_LOGIT_STACK`);
 - peft's adapter path (scale, add, dropout) or Unsloth's fused LoRA matmuls (``matmul_lora``: the adapter's
   product added in place to the base output, no dropout);
-- QLoRA's dequantization: bitsandbytes' kernels called through peft per module, or Unsloth's ``fast_dequantize``
-  calling the same CUDA kernel into a preallocated buffer with none of the Python around it;
+- QLoRA's dequantization: bitsandbytes' kernels called through peft per module (``MatMul4Bit``, with peft's
+  defensive clone of the base output), or Unsloth's ``fast_dequantize`` launching the same three CUDA kernels
+  through ctypes with less Python around them: the GPU work is the same, the host work is not;
 - host work: eager PyTorch launches every op from Python; Unsloth's hand-written autograd functions launch fewer,
   and compiled graphs fewer still (:data:`~gpuplan.overheads.HOST_OPS_FACTOR`);
 - offloaded checkpointing's PCIe copies, recomputation and fp8 casts: counted by the speed model itself.
@@ -35,7 +36,9 @@ class Kernels:
     loss_bytes_per_logit: float = oh.LOSS_BYTES_PER_LOGIT
     lora_bytes_per_output: float = oh.LORA_BYTES_PER_OUTPUT
     lora_dropout: bool = True  # whether a lora_dropout > 0 runs (Unsloth drops it)
-    dequant_bandwidth_fraction: float = oh.QLORA_DEQUANT_BANDWIDTH_FRACTION
+    dequant: str = "generic"  # QLoRA's dequantization: "bnb" (bitsandbytes' kernels) or "generic" (AutoGPTQ-like)
+    dequant_host_ops: float = 0.0  # eager ops of host work per dequantization (overheads.DEQUANT_HOST_OPS)
+    linear_4bit_host_ops: float = 0.0  # per 4-bit linear forward around it (overheads.BNB_LINEAR_HOST_OPS)
     host_ops: float = 1.0  # share of eager PyTorch's per-op host cost that remains
     why: tuple[str, ...] = ()
 
@@ -49,7 +52,13 @@ def kernels(stack: str, s: Scenario, *, fused_stack: bool = False) -> Kernels:
     Engine under fp8) whose norms and activations are fused kernels whatever the framework field says."""
     fused, host, why = False, 1.0, []
     loss = oh.LOSS_BYTES_PER_LOGIT_STACK.get(s.loss, oh.LOSS_BYTES_PER_LOGIT)
-    lora_out, dropout, dequant = oh.LORA_BYTES_PER_OUTPUT, True, oh.QLORA_DEQUANT_BANDWIDTH_FRACTION
+    lora_out, dropout = oh.LORA_BYTES_PER_OUTPUT, True
+    # bitsandbytes runs QLoRA's NF4/FP4 base under transformers-based stacks; torchtune's NF4 is torchao's, GPTQ
+    # checkpoints AutoGPTQ's
+    bnb = s.method == "qlora" and (s.quant or "nf4") in ("nf4", "fp4") and stack in ("hf", "axolotl", "pytorch",
+                                                                                       "unsloth")
+    dequant, dequant_ops, linear_ops = ("bnb", oh.DEQUANT_HOST_OPS["bnb"], oh.BNB_LINEAR_HOST_OPS) if bnb \
+        else ("generic", 0.0, 0.0)
     liger = s.loss == "fused-linear" and stack in ("hf", "axolotl", "pytorch")
     if stack == "unsloth":
         fused = True
@@ -58,15 +67,17 @@ def kernels(stack: str, s: Scenario, *, fused_stack: bool = False) -> Kernels:
         if s.method != "full" and s.lora_dropout == 0:  # Unsloth's fast LoRA path needs dropout 0, else peft's
             lora_out, dropout = oh.LORA_BYTES_PER_OUTPUT_FUSED, False
             why.append("fused LoRA matmuls")
-        if s.method == "qlora":
-            dequant = oh.QLORA_DEQUANT_BANDWIDTH_FRACTION_DIRECT
-            why.append("bitsandbytes' dequantize kernel called directly")
+        if bnb and s.lora_dropout == 0:  # fast_lora.py's autograd functions call fast_dequantize
+            dequant_ops, linear_ops = oh.DEQUANT_HOST_OPS["unsloth"], 0.0
+            why.append("bitsandbytes' dequantize kernels launched directly (fast_dequantize)")
     elif liger:
         fused = True
         why.append("Liger: Triton RMSNorm/RoPE/SwiGLU")
     elif fused_stack:
         fused = True
         why.append("fused norms and activations (Megatron / Transformer Engine)")
+    if bnb and linear_ops:  # peft's Linear4bit clones the base output before adding the adapter's
+        lora_out += oh.PEFT_4BIT_CLONE_BYTES_PER_OUTPUT
     if s.loss != "full":
         why.append(f"{s.loss} loss: {loss:.0f} bytes per logit instead of {oh.LOSS_BYTES_PER_LOGIT}")
     if s.compile:
@@ -74,4 +85,5 @@ def kernels(stack: str, s: Scenario, *, fused_stack: bool = False) -> Kernels:
         host *= oh.HOST_OPS_FACTOR["compile"]
         why.append("torch.compile: element-wise ops fused, fewer launches")
     return Kernels(fused_elementwise=fused, loss_bytes_per_logit=loss, lora_bytes_per_output=lora_out,
-                   lora_dropout=dropout, dequant_bandwidth_fraction=dequant, host_ops=host, why=tuple(why))
+                   lora_dropout=dropout, dequant=dequant, dequant_host_ops=dequant_ops,
+                   linear_4bit_host_ops=linear_ops, host_ops=host, why=tuple(why))
