@@ -223,7 +223,7 @@ def _micro_work(s: Scenario, m: ModelSpec, gpu: GpuSpec, dtype: str, tokens: int
     # under CP each rank's queries meet every key of the sequence: 1/cp of the sequence's attention work
     passes = 1 + attention_again + (oh.ATTENTION_BACKWARD_FLOP_RATIO if kernel != "eager" else 2)
     attention = attention_s(m, gpu, "fp8" if dtype == "fp4" else dtype, s.micro_batch_size, s.seq_len,
-                            fp8_kernel=bool(s.fp8_attention),
+                            fp8_kernel=bool(s.fp8_attention), backend=kern.attention,
                             kernel=kernel, tp=tp, layers=share, masked_windows=True) / s.cp * passes
     elementwise = elementwise_s(m, gpu, tokens, tp=tp, layers=share,
                                 per_element=oh.FUSED_ELEMENTWISE_BYTES if kern.fused_elementwise else None) \

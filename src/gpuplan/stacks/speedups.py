@@ -16,6 +16,8 @@ What a stack changes, and where it lands in the step:
   calling the same CUDA kernel into a preallocated buffer with none of the Python around it;
 - host work: eager PyTorch launches every op from Python; Unsloth's hand-written autograd functions launch fewer,
   and compiled graphs fewer still (:data:`~gpuplan.overheads.HOST_OPS_FACTOR`);
+- attention: which fused kernel runs (:mod:`.attention`: FlashAttention-2's class or cuDNN's Hopper kernel, by the
+  stack and the PyTorch release), timed at that kernel's efficiency on the card;
 - offloaded checkpointing's PCIe copies, recomputation and fp8 casts: counted by the speed model itself.
 """
 
@@ -25,6 +27,7 @@ from dataclasses import dataclass
 
 from .. import overheads as oh
 from ..scenario import Scenario
+from .attention import attention_class
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -37,6 +40,7 @@ class Kernels:
     lora_dropout: bool = True  # whether a lora_dropout > 0 runs (Unsloth drops it)
     dequant_bandwidth_fraction: float = oh.QLORA_DEQUANT_BANDWIDTH_FRACTION
     host_ops: float = 1.0  # share of eager PyTorch's per-op host cost that remains
+    attention: str = "cudnn"  # the fused attention kernel's class (.attention): cudnn | flash2
     why: tuple[str, ...] = ()
 
     @property
@@ -44,9 +48,10 @@ class Kernels:
         return "; ".join(self.why)
 
 
-def kernels(stack: str, s: Scenario, *, fused_stack: bool = False) -> Kernels:
+def kernels(stack: str, s: Scenario, *, fused_stack: bool = False, te_attention: bool | None = None) -> Kernels:
     """The kernels ``stack`` runs for ``s``; ``fused_stack``: a Megatron-style stack (tensor parallel, Transformer
-    Engine under fp8) whose norms and activations are fused kernels whatever the framework field says."""
+    Engine under fp8) whose norms and activations are fused kernels whatever the framework field says, and whose
+    attention is Transformer Engine's unless ``te_attention`` says otherwise."""
     fused, host, why = False, 1.0, []
     loss = oh.LOSS_BYTES_PER_LOGIT_STACK.get(s.loss, oh.LOSS_BYTES_PER_LOGIT)
     lora_out, dropout, dequant = oh.LORA_BYTES_PER_OUTPUT, True, oh.QLORA_DEQUANT_BANDWIDTH_FRACTION
@@ -74,4 +79,6 @@ def kernels(stack: str, s: Scenario, *, fused_stack: bool = False) -> Kernels:
         host *= oh.HOST_OPS_FACTOR["compile"]
         why.append("torch.compile: element-wise ops fused, fewer launches")
     return Kernels(fused_elementwise=fused, loss_bytes_per_logit=loss, lora_bytes_per_output=lora_out,
-                   lora_dropout=dropout, dequant_bandwidth_fraction=dequant, host_ops=host, why=tuple(why))
+                   lora_dropout=dropout, dequant_bandwidth_fraction=dequant, host_ops=host,
+                   attention=attention_class(stack, s, te=fused_stack if te_attention is None else te_attention),
+                   why=tuple(why))
