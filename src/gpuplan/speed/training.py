@@ -66,6 +66,7 @@ from .float8 import torchao_cast_bytes
 from .flops import compute_dtype, training_flops_per_token
 from .gemm import bandwidth, peak_flops
 from .work import (
+    attention_fraction,
     attention_s,
     eager_ops_per_layer,
     elementwise_s,
@@ -157,6 +158,11 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
     busy = smooth_max(work.gpu_busy, host, oh.HOST_GPU_OVERLAP_SHARPNESS)
     if kern.why:
         assumptions.append(f"{s.framework} kernels: {kern.text}")
+    if (kern.attention, gpu.generation) in oh.ATTENTION_KERNEL_PEAK_FRACTION and attention_kernel(s, m) != "eager":
+        assumptions.append(f"attention: a FlashAttention-2-class kernel (Ampere's mma.sync) on {gpu.generation}, "
+                           f"{attention_fraction(gpu, kern.attention):.2f} of the peak against "
+                           f"{attention_fraction(gpu):.2f} for cuDNN's fused attention (SDPA in torch 2.5.0, 2.9 and "
+                           "from 2.11; Transformer Engine)")
     forward_time = busy / (3 + work.recompute)  # forward share of the micro-step; the backward is about twice it
     comm = _Comms(s, m, gpu, network, assumptions)
     cp_comm = comm.context_parallel_s(tokens, work)

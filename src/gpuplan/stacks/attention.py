@@ -31,8 +31,9 @@ PyTorch SDPA's default order on sm90/sm100 (``aten/src/ATen/native/transformers/
   whose unpinned SDPA runs cuDNN; huggingface/transformers#48163): cuDNN first.
 
 On Ampere and Ada no release tries cuDNN first, and both classes run at the generation's one rate. torchtitan calls
-SDPA as PyTorch orders it until May 2025 (its December 2024 benchmarks: flash on H100), then pins flash first except
-on sm100 (pytorch/torchtitan#1196): its rows say ``attention: flash``.
+SDPA as PyTorch orders it until May 2025 (its December 2024 benchmarks: flash on H100: their rows say
+``attention: flash``), then pins flash first except on sm100 (pytorch/torchtitan#1196: ``attention: flash``), and
+from October 2025 cuDNN first on every card (pytorch/torchtitan#1776: ``attention: sdpa`` on a current torch).
 """
 
 from __future__ import annotations
