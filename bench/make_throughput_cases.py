@@ -110,13 +110,24 @@ def torchtitan(row):
     case["scenario"]["gpu"] = "nvidia-h100-sxm5-96gb"
     case["assumptions"] = case["assumptions"].replace(
         "H100 96GB HBM2e (Grand Teton) is not in the GPU catalog: gpu left out",
-        "Grand Teton's H100 SXM5 96GB HBM2e at its default 500 W power limit (nvidia-h100-sxm5-96gb)")
+        "Grand Teton's H100 SXM5 96GB HBM2e at its default 500 W power limit (nvidia-h100-sxm5-96gb)") + (
+        "; attention: SDPA on the torch nightly of the end of 2024, whose dispatcher tries the flash backend "
+        "(FlashAttention-2) first (cuDNN's opt-in since pytorch/pytorch#138522)")
+    if "compile" in row["notes"] and "no compile" not in row["notes"]:  # speed only: what 9dec370 compiled
+        case["scenario"]["compile"] = True
+        case["assumptions"] = case["assumptions"].replace(
+            "taken with compile false, so the blocks' fusions (5.0-5.4 GiB in Tables 1 and 3) are left in the "
+            "estimate", "taken with compile true here, as speed is scored: gpuplan's compile fuses the blocks' "
+            "element-wise ops and cuts their launches, what 9dec370 compiled (the loss it did not compile changes "
+            "the memory, not the speed model)")
     return case, None
 
 
 def mpt(row):
     """llm-foundry MPT benchmarks (scripts/train/benchmarking): FSDP, bf16 AMP (or TransformerEngine fp8),
-    FlashAttention, decoupled AdamW; grad_accum and global batch from the row's notes."""
+    llm-foundry's Triton FlashAttention (submit_benchmarks.py's default ``--attn_impl triton`` at b2a43a14, which
+    added the H100 tables; sweep.sh does not change it), decoupled AdamW; grad_accum and global batch from the
+    row's notes."""
     m = re.match(r"MPT-(\w+) ", row["model"])
     size = m.group(1).lower()
     n = int(row["n_gpus"])
@@ -132,11 +143,13 @@ def mpt(row):
     notes = [f"MPT written as gpt2 layout (bench/models/mpt-{size}.json, n_positions 2048"
              + (f"; at seq {row['seq_len']} the learned position table has {extra}*d_model more parameters)"
                 if extra > 0 else ")"),
-             "Composer DecoupledAdamW (torch AdamW subclass, foreach assumed)"]
+             "Composer DecoupledAdamW (torch AdamW subclass, foreach assumed)",
+             "attention: llm-foundry's Triton FlashAttention (attn_impl triton), FlashAttention-2's class on H100"]
     if "PURE" in row["precision"]:
         notes.append("FSDP mixed_precision PURE: bf16 params, grads and reductions (fp32 master shard kept)")
     if fp8:
-        notes.append("TransformerEngine fp8 linears")
+        notes.append("TransformerEngine fp8 linears; the default framework under fp8 stands for Transformer Engine "
+                     "throughout, its fused attention included (llm-foundry kept its Triton attention)")
     if "SHARD_GRAD_OP" in row["parallelism"]:
         notes.append("FSDP SHARD_GRAD_OP taken as ZeRO-2")
     return dict(scenario=scenario, assumptions="; ".join(notes)), None
@@ -173,6 +186,9 @@ def answerai(row):
         notes.append("Mistral 7B v0.2 base as mistral-7b-v0.3 (same shape, no sliding window)")
     if "Recommendations" in row["source_locator"]:
         notes.append("sharding not stated: train.py's default full_shard")
+    s["torch_version"] = "2.2"
+    notes.append("torch 2.2, the release current in February-March 2024 when the runs were made (any release up to "
+                 "2.4 runs SDPA's flash backend first)")
     case["assumptions"] = "; ".join(notes)
     return case, None
 

@@ -57,6 +57,9 @@ class Scenario(BaseModel):
     transformers_version: str | None = Field(
         default=None, description="the transformers release running the model (hf, axolotl, pytorch): before "
         "4.46 the model returns fp32 logits and the loss shifts a copy of them (default: the current release)")
+    torch_version: str | None = Field(
+        default=None, description="the PyTorch release under the stack: which kernel SDPA runs on Hopper and newer "
+        "(cuDNN's in 2.5.0, 2.9 and from 2.11, FlashAttention-2 otherwise) (default: the current release)")
     torchtune_version: str | None = Field(
         default=None, description="the torchtune release whose recipes run (framework torchtune): 0.1 pinned "
         "torchao 0.1, which quantized each NF4 weight in one piece at model init; before 0.3 the distributed recipes "
@@ -214,7 +217,7 @@ class Scenario(BaseModel):
                              f"; choose one of {', '.join(QUANT_FORMATS[:9])} or gguf-<type>"))
         return key
 
-    @field_validator("engine_version", "transformers_version", "torchtune_version")
+    @field_validator("engine_version", "transformers_version", "torchtune_version", "torch_version")
     @classmethod
     def _version(cls, value: str | None, info) -> str | None:
         if value is None:
@@ -222,7 +225,8 @@ class Scenario(BaseModel):
         text = str(value).strip().lstrip("v")
         # as `vllm --version` / pip print them (PEP 440): 0.10.1.1, 0.11.0rc2, 0.6.5.dev, 0.6.3.post1, +local
         if not re.fullmatch(r"\d+(\.\d+){1,3}((a|b|rc)\d*)?(\.?post\d*)?(\.?dev\d*)?(\+[\w.]+)?", text):
-            example = {"transformers_version": "4.38.2 or 4.57", "torchtune_version": "0.1.1 or 0.6"}.get(
+            example = {"transformers_version": "4.38.2 or 4.57", "torchtune_version": "0.1.1 or 0.6",
+                       "torch_version": "2.5.1 or 2.11"}.get(
                 info.field_name, "0.33.0 or 0.6.3")
             raise ValueError(f"{info.field_name} takes a release number like {example}, not {value!r}")
         return text
@@ -379,7 +383,7 @@ TRAIN_ONLY = frozenset({"method", "optimizer", "optimizer_impl", "lora_rank", "l
                         "micro_batch_size", "seq_len", "grad_accum_steps", "grad_checkpointing", "train_tokens",
                         "qlora_fp32_upcast", "loss", "loss_chunks", "activation_offload", "compile",
                         "optimizer_in_backward", "adapter_dtype", "checkpoint_every", "transformers_version",
-                        "torchtune_version",
+                        "torchtune_version", "torch_version",
                         "dataset", "tokenizer", "samples", "mean_tokens", "max_tokens", "epochs", "packing",
                         "cp", "ep", "vpp", "fp8_recipe", "cuda_graphs", "fp8_attention",
                         "fp8_activation_store", "eval_interval", "eval_tokens", "save_interval"})

@@ -69,6 +69,7 @@ from .float8 import torchao_cast_bytes
 from .flops import compute_dtype, training_flops_per_token
 from .gemm import bandwidth, peak_flops
 from .work import (
+    attention_fraction,
     attention_s,
     eager_ops_per_layer,
     elementwise_s,
@@ -160,6 +161,11 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
     busy = smooth_max(work.gpu_busy, host, oh.HOST_GPU_OVERLAP_SHARPNESS)
     if kern.why:
         assumptions.append(f"{s.framework} kernels: {kern.text}")
+    if (kern.attention, gpu.generation) in oh.ATTENTION_KERNEL_PEAK_FRACTION and attention_kernel(s, m) != "eager":
+        assumptions.append(f"attention: a FlashAttention-2-class kernel (Ampere's mma.sync) on {gpu.generation}, "
+                           f"{attention_fraction(gpu, kern.attention):.2f} of the peak against "
+                           f"{attention_fraction(gpu):.2f} for cuDNN's fused attention (SDPA in torch 2.5.0, 2.9 and "
+                           "from 2.11; Transformer Engine)")
     forward_time = busy / (3 + work.recompute)  # forward share of the micro-step; the backward is about twice it
     comm = _Comms(s, m, gpu, network, assumptions)
     cp_comm = comm.context_parallel_s(tokens, work)
@@ -226,7 +232,7 @@ def _micro_work(s: Scenario, m: ModelSpec, gpu: GpuSpec, dtype: str, tokens: int
     # under CP each rank's queries meet every key of the sequence: 1/cp of the sequence's attention work
     passes = 1 + attention_again + (oh.ATTENTION_BACKWARD_FLOP_RATIO if kernel != "eager" else 2)
     attention = attention_s(m, gpu, "fp8" if dtype == "fp4" else dtype, s.micro_batch_size, s.seq_len,
-                            fp8_kernel=bool(s.fp8_attention),
+                            fp8_kernel=bool(s.fp8_attention), backend=kern.attention,
                             kernel=kernel, tp=tp, layers=share, masked_windows=True) / s.cp * passes
     elementwise = elementwise_s(m, gpu, tokens, tp=tp, layers=share,
                                 per_element=oh.FUSED_ELEMENTWISE_BYTES if kern.fused_elementwise else None) \

@@ -78,7 +78,7 @@ def lora_s(m: ModelSpec, gpu: GpuSpec, tokens: float, rank: int, targets: frozen
 
 def attention_s(m: ModelSpec, gpu: GpuSpec, dtype: str, seqs: float, seq: int, *, kernel: str, tp: int = 1,
                 layers: float = 1.0, context: int = 0, masked_windows: bool = False,
-                fp8_kernel: bool = False) -> float:
+                fp8_kernel: bool = False, backend: str | None = None) -> float:
     """Attention score and value matmuls forward for ``seqs`` sequences of ``seq`` new tokens after ``context``
     cached ones. Flash/SDPA kernels skip the causal mask's upper half and run at the generation's attention
     efficiency; eager attention computes every score as batched GEMMs (``[s x d] @ [d x s]`` and back, per
@@ -86,7 +86,9 @@ def attention_s(m: ModelSpec, gpu: GpuSpec, dtype: str, seqs: float, seq: int, *
     ``masked_windows``: transformers' SDPA path passes a sliding window as an explicit mask (Gemma-2/3, Mistral),
     and the model's full-attention layers get one too: the memory-efficient kernel then computes every score of
     the square, masked or not, in every layer. Under fp8 linears attention stays at the 16-bit rate unless
-    ``fp8_kernel`` (Transformer Engine's fp8 fused attention, cuDNN's fp8 flash kernel) runs its matmuls in fp8."""
+    ``fp8_kernel`` (Transformer Engine's fp8 fused attention, cuDNN's fp8 flash kernel) runs its matmuls in fp8.
+    ``backend``: the fused kernel's class (:mod:`gpuplan.stacks.attention`), timed at :func:`attention_fraction`;
+    None: the generation's own kernel."""
     heads = max(m.num_heads / tp, 1)
     windowed = any(layer.window for layer in m.layers)
     total = flops = 0.0
@@ -101,12 +103,21 @@ def attention_s(m: ModelSpec, gpu: GpuSpec, dtype: str, seqs: float, seq: int, *
                               + seqs * heads * seq * keys * oh.EAGER_SCORE_BYTES / bandwidth(gpu))
         else:  # causal: query i sees context + i keys (capped by the window)
             flops += count * seqs * 4 * heads * d * seq * (keys if masked else min(context + (seq + 1) / 2, keys))
-    fraction = oh.ATTENTION_PEAK_FRACTION.get(gpu.generation, oh.ATTENTION_PEAK_FRACTION_DEFAULT)
     if windowed and masked_windows and kernel == "sdpa":  # the memory-efficient kernel reading an additive mask
-        fraction *= oh.MASKED_ATTENTION_FACTOR
+        fraction = attention_fraction(gpu) * oh.MASKED_ATTENTION_FACTOR
+    else:
+        fraction = attention_fraction(gpu, backend)
     total += flops / (peak_flops(gpu, "bf16" if dtype == "fp8" and not fp8_kernel else dtype) * fraction
                       * power_limit_factor(gpu))
     return layers * total
+
+
+def attention_fraction(gpu: GpuSpec, backend: str | None = None) -> float:
+    """Share of the dense 16-bit peak a fused attention kernel of class ``backend`` reaches end to end on ``gpu``
+    (:data:`~gpuplan.overheads.ATTENTION_KERNEL_PEAK_FRACTION`), else the generation's own kernel's
+    (:data:`~gpuplan.overheads.ATTENTION_PEAK_FRACTION`)."""
+    own = oh.ATTENTION_PEAK_FRACTION.get(gpu.generation, oh.ATTENTION_PEAK_FRACTION_DEFAULT)
+    return oh.ATTENTION_KERNEL_PEAK_FRACTION.get((backend, gpu.generation), own)
 
 
 def layer_head_dim(m: ModelSpec, layer: Layer) -> float:

@@ -17,6 +17,8 @@ What a stack changes, and where it lands in the step:
   through ctypes with less Python around them: the GPU work is the same, the host work is not;
 - host work: eager PyTorch launches every op from Python; Unsloth's hand-written autograd functions launch fewer,
   and compiled graphs fewer still (:data:`~gpuplan.overheads.HOST_OPS_FACTOR`);
+- attention: which fused kernel runs (:mod:`.attention`: FlashAttention-2's class or cuDNN's Hopper kernel, by the
+  stack and the PyTorch release), timed at that kernel's efficiency on the card;
 - offloaded checkpointing's PCIe copies, recomputation and fp8 casts: counted by the speed model itself.
 """
 
@@ -26,6 +28,7 @@ from dataclasses import dataclass
 
 from .. import overheads as oh
 from ..scenario import Scenario
+from .attention import attention_class
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -40,6 +43,7 @@ class Kernels:
     dequant_host_ops: float = 0.0  # eager ops of host work per dequantization (overheads.DEQUANT_HOST_OPS)
     linear_4bit_host_ops: float = 0.0  # per 4-bit linear forward around it (overheads.BNB_LINEAR_HOST_OPS)
     host_ops: float = 1.0  # share of eager PyTorch's per-op host cost that remains
+    attention: str = "cudnn"  # the fused attention kernel's class (.attention): cudnn | flash2
     why: tuple[str, ...] = ()
 
     @property
@@ -47,9 +51,10 @@ class Kernels:
         return "; ".join(self.why)
 
 
-def kernels(stack: str, s: Scenario, *, fused_stack: bool = False) -> Kernels:
+def kernels(stack: str, s: Scenario, *, fused_stack: bool = False, te_attention: bool | None = None) -> Kernels:
     """The kernels ``stack`` runs for ``s``; ``fused_stack``: a Megatron-style stack (tensor parallel, Transformer
-    Engine under fp8) whose norms and activations are fused kernels whatever the framework field says."""
+    Engine under fp8) whose norms and activations are fused kernels whatever the framework field says, and whose
+    attention is Transformer Engine's unless ``te_attention`` says otherwise."""
     fused, host, why = False, 1.0, []
     loss = oh.LOSS_BYTES_PER_LOGIT_STACK.get(s.loss, oh.LOSS_BYTES_PER_LOGIT)
     lora_out, dropout = oh.LORA_BYTES_PER_OUTPUT, True
@@ -86,4 +91,6 @@ def kernels(stack: str, s: Scenario, *, fused_stack: bool = False) -> Kernels:
         why.append("torch.compile: element-wise ops fused, fewer launches")
     return Kernels(fused_elementwise=fused, loss_bytes_per_logit=loss, lora_bytes_per_output=lora_out,
                    lora_dropout=dropout, dequant=dequant, dequant_host_ops=dequant_ops,
-                   linear_4bit_host_ops=linear_ops, host_ops=host, why=tuple(why))
+                   linear_4bit_host_ops=linear_ops, host_ops=host,
+                   attention=attention_class(stack, s, te=fused_stack if te_attention is None else te_attention),
+                   why=tuple(why))

@@ -50,7 +50,8 @@ class Torchtitan(OpSelective):
     def kernels(self, s: Scenario):
         """float8 brings no fused element-wise kernels here: torchao's ``convert_to_float8_training`` swaps the
         ``nn.Linear`` modules only (Transformer Engine's fused norms are another stack's), so norms, rotary and
-        SwiGLU run as in the bf16 run beside it; tensor parallelism keeps the base profile's assumption."""
+        SwiGLU run as in the bf16 run beside it; tensor parallelism keeps the base profile's assumption. Attention
+        is PyTorch's SDPA whatever the parallelism (:mod:`.attention`), never Transformer Engine's."""
         from .speedups import kernels
 
-        return kernels(self.name, s, fused_stack=s.tp > 1)
+        return kernels(self.name, s, fused_stack=s.tp > 1, te_attention=False)
