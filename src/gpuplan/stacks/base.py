@@ -95,10 +95,10 @@ class Stack:
         too; the Qwen-1 QLoRA rows measure it)."""
         return s.method == "qlora" and bool(s.qlora_fp32_upcast)
 
-    def init_transient(self, s: Scenario, m: ModelSpec) -> float:
-        """Bytes live beside the weights at the peak of building and loading the model on the GPU, where that
-        peak can pass the training step's (0: it does not). The caching allocator keeps those blocks, so the
-        training's reserved level starts from there (no ``empty_cache`` in between)."""
+    def init_reserved(self, s: Scenario, m: ModelSpec) -> float:
+        """Bytes the caching allocator has reserved once the model is built and loaded on the GPU, where that
+        can pass the training step's (0: it does not). It gives none back (no ``empty_cache`` in between), so
+        the training's reserved level starts from there."""
         return 0.0
 
     # -- what it saves for backward ------------------------------------------------------------------------
