@@ -79,7 +79,7 @@ def nf4_layout(s: Scenario, m: ModelSpec) -> Layout:
                   max_seq_len=m.max_context or 4096, lora_rank=s.lora_rank, checkpoint_bf16=m.dtype == "bfloat16")
 
 
-class _Heap:
+class Heap:
     """The allocator with None for empty tensors (no request) and several frees at once."""
 
     def __init__(self) -> None:
@@ -94,7 +94,7 @@ class _Heap:
                 self.a.free(b)
 
 
-def _block_absmax(h: _Heap, n: int, block: int) -> Block | None:
+def _block_absmax(h: Heap, n: int, block: int) -> Block | None:
     """``get_block_absmax``: ``blocks.abs().max(dim=1).values`` on n bf16 elements."""
     t = h.new(2 * n)
     values, indices = h.new(2 * (n // block)), h.new(8 * (n // block))
@@ -102,7 +102,7 @@ def _block_absmax(h: _Heap, n: int, block: int) -> Block | None:
     return values
 
 
-def to_nf4(h: _Heap, n: int) -> list[Block | None]:
+def to_nf4(h: Heap, n: int) -> list[Block | None]:
     """torchao 0.1 ``NF4Tensor.from_tensor`` on n bf16 elements the caller holds; returns the kept tensors in the
     order of the tensor's ``__dict__`` (scalers, factors, mean, data, table)."""
     blocks = n // BLOCK
@@ -113,9 +113,10 @@ def to_nf4(h: _Heap, n: int) -> list[Block | None]:
     centred = h.new(2 * blocks)
     h.drop(s1)
     absmax = _block_absmax(h, blocks, SCALER_BLOCK)
-    twice = h.new(2 * blocks)
+    twice = h.new(2 * blocks)  # 256 / (2 * absmax) runs as 256 * (2 * absmax).reciprocal()
+    reciprocal = h.new(2 * blocks)
     factors = h.new(2 * blocks)
-    h.drop(twice)
+    h.drop(twice, reciprocal)
     scaled = h.new(2 * blocks)
     rounded = h.new(2 * blocks)
     h.drop(scaled)
@@ -144,7 +145,7 @@ def _kept_sizes(n: int) -> list[int]:
     return [blocks, 2 * blocks, 2, n // 2, 32]
 
 
-def get_original_weight(h: _Heap, n: int) -> Block | None:
+def get_original_weight(h: Heap, n: int) -> Block | None:
     """torchao 0.1 ``NF4Tensor.get_original_weight``: the bf16 weight (returned) and its temporaries."""
     blocks = n // BLOCK
     t = h.new(n // 2)
@@ -167,7 +168,7 @@ def get_original_weight(h: _Heap, n: int) -> Block | None:
     return weight
 
 
-def _lora_linear(h: _Heap, lay: Layout, n_in: int, n_out: int, quantized: bool) -> list[Block | None]:
+def _lora_linear(h: Heap, lay: Layout, n_in: int, n_out: int, quantized: bool) -> list[Block | None]:
     """``LoRALinear.__init__`` (``quantize_base``): the base weight, quantized and its bf16 source freed, then
     lora_a and lora_b; a linear LoRA does not adapt stays a plain bf16 ``nn.Linear``."""
     n = n_in * n_out
@@ -179,7 +180,7 @@ def _lora_linear(h: _Heap, lay: Layout, n_in: int, n_out: int, quantized: bool) 
     return [*kept, h.new(2 * lay.lora_rank * n_in), h.new(2 * n_out * lay.lora_rank)]
 
 
-def _rope(h: _Heap, lay: Layout) -> list[Block | None]:
+def _rope(h: Heap, lay: Layout) -> list[Block | None]:
     """``RotaryPositionalEmbeddings._rope_init``: theta (fp32) and the (max_seq_len, dim/2, 2) fp32 cache."""
     half = lay.head_dim // 2
     steps = h.new(8 * half)  # arange (int64)
@@ -199,7 +200,7 @@ def _rope(h: _Heap, lay: Layout) -> list[Block | None]:
     return [theta, cache]
 
 
-def _template_layer(h: _Heap, lay: Layout) -> tuple[list[list[Block | None]], list[Block | None]]:
+def _template_layer(h: Heap, lay: Layout) -> tuple[list[list[Block | None]], list[Block | None]]:
     """The one layer ``lora_llama2`` builds: linears (attention ones, then the rotary cache, then the MLP's),
     then the two norms. Returns each linear's blocks and the other blocks in deep-copy order."""
     linears = []
@@ -211,7 +212,15 @@ def _template_layer(h: _Heap, lay: Layout) -> tuple[list[list[Block | None]], li
     return linears, rope + norms
 
 
-def _deepcopy_layer(h: _Heap, lay: Layout) -> list[list[Block | None]]:
+def _deepcopy_tensor(h: Heap, nbytes: int) -> Block | None:
+    """``Tensor.__deepcopy__`` of a plain tensor: its storage cloned, then ``new_empty([])`` (one element, a
+    512-byte block) ``set_`` onto that storage, which frees the element."""
+    copy = h.new(nbytes)
+    h.drop(h.new(1))
+    return copy
+
+
+def _deepcopy_layer(h: Heap, lay: Layout) -> list[list[Block | None]]:
     """``copy.deepcopy`` of the layer, module by module: sa_norm, the attention's linears and rotary buffers,
     mlp_norm, the MLP's linears. An NF4 weight is cloned (dequantize + quantize) and its packed tensors are then
     replaced by copies of the source's."""
@@ -226,7 +235,7 @@ def _deepcopy_layer(h: _Heap, lay: Layout) -> list[list[Block | None]]:
         weight = get_original_weight(h, n)
         cloned = to_nf4(h, n)
         h.drop(weight)
-        kept = [h.new(size) for size in _kept_sizes(n)]
+        kept = [_deepcopy_tensor(h, size) for size in _kept_sizes(n)]
         h.drop(*cloned)
         new.append([*kept, h.new(2 * lay.lora_rank * n_in), h.new(2 * n_out * lay.lora_rank)])
 
@@ -234,8 +243,8 @@ def _deepcopy_layer(h: _Heap, lay: Layout) -> list[list[Block | None]]:
     attention = [i for i, lin in enumerate(lay.linears) if lin[0] in TORCHTUNE_ORDER[:4]]
     for i in attention:
         copy_linear(i)
-    h.new(4 * (lay.head_dim // 2))  # theta
-    h.new(8 * lay.max_seq_len * (lay.head_dim // 2))  # cache
+    _deepcopy_tensor(h, 4 * (lay.head_dim // 2))  # theta
+    _deepcopy_tensor(h, 8 * lay.max_seq_len * (lay.head_dim // 2))  # cache
     h.new(2 * lay.hidden)  # mlp_norm
     for i in range(len(lay.linears)):
         if i not in attention:
@@ -243,7 +252,7 @@ def _deepcopy_layer(h: _Heap, lay: Layout) -> list[list[Block | None]]:
     return new
 
 
-def _load(h: _Heap, lay: Layout, linears: list[list[Block | None]]) -> None:
+def _load(h: Heap, lay: Layout, linears: list[list[Block | None]]) -> None:
     """``load_state_dict`` into one layer's NF4 weights: ``to_nf4(src.to(device))`` then the swap."""
     for i, (_, n_in, n_out, quantized) in enumerate(lay.linears):
         if not quantized:
@@ -260,7 +269,7 @@ def _load(h: _Heap, lay: Layout, linears: list[list[Block | None]]) -> None:
 @lru_cache(maxsize=32)
 def replay_init(lay: Layout) -> InitReplay:
     """The allocator's state once the recipe has built and loaded the model (``Memory Stats after model init``)."""
-    h = _Heap()
+    h = Heap()
     linears, others = _template_layer(h, lay)
     h.new(2 * lay.vocab * lay.hidden)  # tok_embeddings
     h.new(2 * lay.vocab * lay.hidden)  # output
