@@ -32,7 +32,6 @@ expanded and flattened (n each, twice), the two products (n each) and ``torch.st
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
@@ -56,14 +55,6 @@ class Layout:
     max_seq_len: int
     lora_rank: int
     checkpoint_bf16: bool  # the checkpoint's dtype: a float16 one is cast on the GPU before quantizing
-
-
-@dataclass(frozen=True)
-class InitReplay:
-    reserved: int  # bytes in segments after init (= max_memory_reserved: nothing is given back)
-    allocated: int  # bytes in use after init (rounded blocks)
-    peak_allocated: int
-    segments: int
 
 
 def nf4_layout(s: Scenario, m: ModelSpec) -> Layout:
@@ -266,9 +257,8 @@ def _load(h: Heap, lay: Layout, linears: list[list[Block | None]]) -> None:
         linears[i][:5] = new
 
 
-@lru_cache(maxsize=32)
-def replay_init(lay: Layout) -> InitReplay:
-    """The allocator's state once the recipe has built and loaded the model (``Memory Stats after model init``)."""
+def init_heap(lay: Layout) -> Heap:
+    """The allocator once the recipe has built and loaded the model (``Memory Stats after model init``)."""
     h = Heap()
     linears, others = _template_layer(h, lay)
     h.new(2 * lay.vocab * lay.hidden)  # tok_embeddings
@@ -278,6 +268,4 @@ def replay_init(lay: Layout) -> InitReplay:
     h.drop(*[b for blocks in linears for b in blocks], *others)  # the template, when the builder returns
     for layer in layers:
         _load(h, lay, layer)
-    a = h.a
-    return InitReplay(reserved=a.reserved, allocated=a.allocated, peak_allocated=a.peak_allocated,
-                      segments=a.segments)
+    return h

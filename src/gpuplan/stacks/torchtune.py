@@ -29,7 +29,8 @@ from ..scenario.stacks import torchtune_before
 from ..tensors import activations as act
 from .base import LossBytes
 from .native import OpSelective, chunked_loss
-from .torchao_nf4 import nf4_layout, replay_init
+from .torchao_nf4 import nf4_layout
+from .torchtune_step import replay
 
 
 class Torchtune(OpSelective):
@@ -40,17 +41,19 @@ class Torchtune(OpSelective):
     def fp32_upcast(self, s: Scenario) -> bool:
         return False
 
-    def init_reserved(self, s: Scenario, m: ModelSpec) -> float:
-        """torchtune 0.1 (``torchao==0.1`` in its pyproject) QLoRA on one GPU: the reserved level after model
-        init, from replaying its allocations on the caching allocator (:mod:`.torchao_nf4`). torchao 0.1 quantizes
-        each NF4 weight in one piece, ``(value - nf4).abs()`` over the 16 levels in bf16 (64 bytes/element at
-        once), and init quantizes every weight twice or more (the layer is deep-copied, then the checkpoint
-        loaded); the allocator keeps those blocks, and the packed weights that split them leave it new segments
-        to find. torchao 0.2 (torchtune 0.2 on) quantizes in chunks of 1024**2 elements ("Note: Quantize in
-        Chunks", pytorch/ao 6081796b, 2024-05-01): no such level."""
+    def replayed_reserved(self, s: Scenario, m: ModelSpec) -> tuple[float, float]:
+        """torchtune 0.1 (``torchao==0.1`` in its pyproject) QLoRA on one GPU: its allocations replayed on the
+        caching allocator (:mod:`.torchao_nf4` for model init, :mod:`.torchtune_step` for the step at the
+        longest batch). torchao 0.1 quantizes each NF4 weight in one piece, ``(value - nf4).abs()`` over the 16
+        levels in bf16 (64 bytes/element at once), and init quantizes every weight at least three times (built,
+        deep-copied with the layer, loaded from the checkpoint); the allocator keeps those blocks, and the
+        packed weights that split them leave the next quantization a new segment to find. torchao 0.2
+        (torchtune 0.2 on) quantizes in chunks of 1024**2 elements ("Note: Quantize in Chunks", pytorch/ao
+        6081796b, 2024-05-01): no such level, and no replay."""
         if s.method != "qlora" or s.world_size > 1 or not torchtune_before(s, 0, 2):
-            return 0.0
-        return float(replay_init(nf4_layout(s, m)).reserved)
+            return 0.0, 0.0
+        r = replay(nf4_layout(s, m), s.micro_batch_size * s.seq_len, s.micro_batch_size)
+        return float(r.reserved), float(r.init_reserved)
 
     def setup(self, s: Scenario, m: ModelSpec, autocast_fp32: bool) -> act.ActivationSetup:
         return replace(super().setup(s, m, autocast_fp32), kv_expanded=True)
