@@ -19,7 +19,7 @@ import pytest
 
 from gpuplan import GpuplanError, estimate
 from gpuplan.stacks import torchao_nf4 as nf4
-from gpuplan.stacks.torchtune_step import replay
+from gpuplan.stacks.torchtune_step import replay, replay_step
 
 GB = 1e9 / 2**30  # the tutorial and the README print torch's bytes / 1e9
 BASE = dict(model="llama-2-7b", task="train", framework="torchtune", micro_batch_size=2, seq_len=512,
@@ -61,6 +61,9 @@ def test_qlora_replayed_reserved_is_the_tutorials():
     assert r.init_reserved == 9_133_096_960
     assert r.reserved == pytest.approx(9.29e9, rel=0.01)
     assert 0 < r.reserved - r.init_reserved < 0.16e9
+    h = nf4.init_heap(nf4.nf4_layout(Scenario(**QLORA), load_model("llama-2-7b")))
+    replay_step(h, nf4.nf4_layout(Scenario(**QLORA), load_model("llama-2-7b")), 1024, 2, micro_batches=2)
+    assert h.a.reserved == r.reserved  # a second micro-batch finds every block cached
 
 
 def test_qlora_tutorial_reserved_within_10_percent():

@@ -55,19 +55,25 @@ class Layout:
     max_seq_len: int
     lora_rank: int
     checkpoint_bf16: bool  # the checkpoint's dtype: a float16 one is cast on the GPU before quantizing
+    tied: bool = False  # the output projection is the embedding (gemma): no tensor of its own
 
 
-def nf4_layout(s: Scenario, m: ModelSpec) -> Layout:
+def nf4_layout(s: Scenario, m: ModelSpec) -> Layout | None:
     """The replay's view of ``m`` under ``s``: torchtune 0.1 clones one decoder layer (the first), builds its
     linears in the order of ``TORCHTUNE_ORDER`` and quantizes those LoRA adapts; the rotary cache spans the
-    model's context (``max_seq_len`` of the llama2 builders)."""
+    model's context (``max_seq_len`` of the llama2 builders). None for a layer torchtune 0.1 had no builder for
+    (fused projections, experts): no replay."""
+    layer = m.layers[0]
+    if {lin.name for lin in layer.linears} != set(TORCHTUNE_ORDER) or any(lin.count > 1 for lin in layer.linears):
+        return None
     order = {name: i for i, name in enumerate(TORCHTUNE_ORDER)}
     targets = lora_targets(s, m)
-    linears = sorted(m.layers[0].linears, key=lambda lin: order.get(lin.name, len(order)))
-    return Layout(linears=tuple((lin.name, lin.in_features, lin.out_features * lin.count, lin.name in targets)
+    linears = sorted(layer.linears, key=lambda lin: order[lin.name])
+    return Layout(linears=tuple((lin.name, lin.in_features, lin.out_features, lin.name in targets)
                                 for lin in linears),
                   num_layers=m.num_layers, hidden=m.hidden_size, vocab=m.vocab_size, head_dim=m.head_dim,
-                  max_seq_len=m.max_context or 4096, lora_rank=s.lora_rank, checkpoint_bf16=m.dtype == "bfloat16")
+                  max_seq_len=m.max_context or 4096, lora_rank=s.lora_rank, checkpoint_bf16=m.dtype == "bfloat16",
+                  tied=m.tie_word_embeddings)
 
 
 class Heap:
@@ -262,7 +268,8 @@ def init_heap(lay: Layout) -> Heap:
     h = Heap()
     linears, others = _template_layer(h, lay)
     h.new(2 * lay.vocab * lay.hidden)  # tok_embeddings
-    h.new(2 * lay.vocab * lay.hidden)  # output
+    if not lay.tied:
+        h.new(2 * lay.vocab * lay.hidden)  # output
     h.new(2 * lay.hidden)  # norm
     layers = [_deepcopy_layer(h, lay) for _ in range(lay.num_layers)]
     h.drop(*[b for blocks in linears for b in blocks], *others)  # the template, when the builder returns

@@ -45,14 +45,17 @@ class Torchtune(OpSelective):
         """torchtune 0.1 (``torchao==0.1`` in its pyproject) QLoRA on one GPU: its allocations replayed on the
         caching allocator (:mod:`.torchao_nf4` for model init, :mod:`.torchtune_step` for the step at the
         longest batch). torchao 0.1 quantizes each NF4 weight in one piece, ``(value - nf4).abs()`` over the 16
-        levels in bf16 (64 bytes/element at once), and init quantizes every weight at least three times (built,
-        deep-copied with the layer, loaded from the checkpoint); the allocator keeps those blocks, and the
-        packed weights that split them leave the next quantization a new segment to find. torchao 0.2
+        levels in bf16 (64 bytes/element at once), and init quantizes each weight twice (the deep copy's clone of
+        the template layer's, then the checkpoint's) after the template's own; the allocator keeps those blocks,
+        and the packed weights that split them leave the next quantization a new segment to find. torchao 0.2
         (torchtune 0.2 on) quantizes in chunks of 1024**2 elements ("Note: Quantize in Chunks", pytorch/ao
         6081796b, 2024-05-01): no such level, and no replay."""
         if s.method != "qlora" or s.world_size > 1 or not torchtune_before(s, 0, 2):
             return 0.0, 0.0
-        r = replay(nf4_layout(s, m), s.micro_batch_size * s.seq_len, s.micro_batch_size)
+        layout = nf4_layout(s, m)
+        if layout is None:
+            return 0.0, 0.0
+        r = replay(layout, s.micro_batch_size * s.seq_len, s.micro_batch_size)
         return float(r.reserved), float(r.init_reserved)
 
     def setup(self, s: Scenario, m: ModelSpec, autocast_fp32: bool) -> act.ActivationSetup:

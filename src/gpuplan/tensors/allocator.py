@@ -96,7 +96,8 @@ class CachingAllocator:
             self._insert(remaining)
         block.allocated = True
         self.allocated += block.size
-        self.peak_allocated = max(self.peak_allocated, self.allocated)
+        if self.allocated > self.peak_allocated:
+            self.peak_allocated = self.allocated
         return block
 
     def free(self, block: Block) -> None:
