@@ -37,12 +37,10 @@ from .torchao_nf4 import Heap, Layout, get_original_weight, init_heap
 @dataclass(frozen=True)
 class Replay:
     """Bytes in the allocator's segments after model init and after a training step on top (``reserved``:
-    ``max_memory_reserved``, as nothing is given back), and the largest sum of blocks in use over the step."""
+    ``max_memory_reserved``, as nothing is given back)."""
 
     init_reserved: int
     reserved: int
-    peak_allocated: int
-    segments: int
 
 
 class _Step:
@@ -51,7 +49,7 @@ class _Step:
     def __init__(self, h: Heap, lay: Layout, tokens: int, batch: int):
         self.h, self.lay, self.T, self.batch = h, lay, tokens, batch
         self.shapes = {name: (n_in, n_out, quantized) for name, n_in, n_out, quantized in lay.linears}
-        self.grads: list | None = None
+        self.grads: list = []  # the adapters' gradients, kept to the optimizer step
 
     # -- pieces -----------------------------------------------------------------------------------------
     def rmsnorm(self, keep: bool) -> tuple:
@@ -125,8 +123,7 @@ class _Step:
         rank = self.lay.lora_rank
         gb = h.new(2 * T * n_out)
         ga = h.new(2 * T * rank)
-        if self.grads is not None:  # the adapters' gradients, kept to the optimizer step
-            self.grads += [h.new(2 * n_out * rank), h.new(2 * rank * n_in)]
+        self.grads += [h.new(2 * n_out * rank), h.new(2 * rank * n_in)]
         h.drop(gb, *saved)
         g_lora = h.new(2 * T * n_in)
         h.drop(ga)
@@ -302,7 +299,5 @@ def replay(lay: Layout, tokens: int, batch: int) -> Replay:
     """Model init, then a training step at ``tokens`` tokens; cached (a replay takes about 60 ms)."""
     h = init_heap(lay)
     init = h.a.reserved
-    h.a.peak_allocated = h.a.allocated  # the recipe resets the peak counters after init
     replay_step(h, lay, tokens, batch)
-    return Replay(init_reserved=init, reserved=h.a.reserved, peak_allocated=h.a.peak_allocated,
-                  segments=h.a.segments)
+    return Replay(init_reserved=init, reserved=h.a.reserved)
