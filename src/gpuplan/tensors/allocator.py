@@ -3,10 +3,11 @@
 ``torch.cuda.max_memory_reserved`` is the sum of the segments the allocator got from ``cudaMalloc``; it gives
 none back without ``empty_cache`` (or an out-of-memory retry). How much it reserves beyond the live tensors
 depends on the order of the requests, which is why a formula cannot say it and a replay can. The rules below are
-``DeviceCachingAllocator`` in pytorch/pytorch ``c10/cuda/CUDACachingAllocator.cpp`` (read at commit
-001074d25084fdb87a799823e395a50f5ec044d3; the same rules since ``max_split_size`` came in, torch 1.10, through
-2.2/2.3 and today), with the defaults (no ``PYTORCH_CUDA_ALLOC_CONF``: ``max_split_size`` unlimited, no
-power-of-two rounding, no expandable segments, one stream):
+``DeviceCachingAllocator`` in pytorch/pytorch ``c10/cuda/CUDACachingAllocator.cpp``, read at commit
+001074d25084fdb87a799823e395a50f5ec044d3 (today's; the torch 2.2 tag was not re-read: on the default path below
+only configuration options and expandable segments were added around these rules), with the defaults (no
+``PYTORCH_CUDA_ALLOC_CONF``: ``max_split_size`` unlimited, no power-of-two rounding, no expandable segments, one
+stream):
 
 - ``round_size``: a request is rounded up to a multiple of ``kMinBlockSize`` = 512 bytes;
 - ``get_pool``: requests up to ``kSmallSize`` = 1 MiB go to the small pool, larger ones to the large pool;
