@@ -4,8 +4,8 @@
 none back without ``empty_cache`` (or an out-of-memory retry). How much it reserves beyond the live tensors
 depends on the order of the requests, which is why a formula cannot say it and a replay can. The rules below are
 ``DeviceCachingAllocator`` in pytorch/pytorch ``c10/cuda/CUDACachingAllocator.cpp``, read at commit
-001074d25084fdb87a799823e395a50f5ec044d3 (today's; the torch 2.2 tag was not re-read: on the default path below
-only configuration options and expandable segments were added around these rules), with the defaults (no
+001074d25084fdb87a799823e395a50f5ec044d3 (today's; the torch 2.2 tag was not re-read, but the replay of torchtune
+0.1's init on these rules gives the 9.13 GB its April-2024 tutorial printed), with the defaults (no
 ``PYTORCH_CUDA_ALLOC_CONF``: ``max_split_size`` unlimited, no power-of-two rounding, no expandable segments, one
 stream):
 
