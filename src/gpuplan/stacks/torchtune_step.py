@@ -23,6 +23,9 @@ tokens of the micro-batch):
 - AdamW (foreach) creates ``exp_avg`` and ``exp_avg_sq`` for each adapter at its first step.
 
 Small-pool details below 512 bytes (scalars, the loss) are left out; they share 2 MiB segments with the adapters.
+``bench/replay_check_torchtune01.py`` runs the recipe's step with torchtune v0.1.0's and torchao v0.1's code on CPU
+tensors, each storage fed to the allocator model: the same reserved bytes as this replay (4 layers of 1,024, two
+micro-batches of 2 x 512; CPU's SDPA kernels stand in for CUDA's).
 """
 
 from __future__ import annotations
