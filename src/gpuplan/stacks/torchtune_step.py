@@ -24,8 +24,9 @@ tokens of the micro-batch):
 
 Small-pool details below 512 bytes (scalars, the loss) are left out; they share 2 MiB segments with the adapters.
 ``bench/replay_check_torchtune01.py`` runs the recipe's step with torchtune v0.1.0's and torchao v0.1's code on CPU
-tensors, each storage fed to the allocator model: the same reserved bytes as this replay (4 layers of 1,024, two
-micro-batches of 2 x 512; CPU's SDPA kernels stand in for CUDA's).
+tensors, each storage fed to the allocator model: the same reserved bytes as this replay with 4 layers of 1,024
+(two micro-batches of 2 x 512; CPU's SDPA kernels stand in for CUDA's), 0.3 % more with 12 layers of 2,048 (three
+2 MiB small segments: small tensors left out here).
 """
 
 from __future__ import annotations
