@@ -37,10 +37,6 @@ WHY = {  # first matching key (a substring of the source) wins
     "torchtune README (2024-04": "alpaca lengths vary (the 512-token maximum is modelled); 'peak memory' is "
                                  "reserved (the table's QLoRA row is the QLoRA tutorial's reserved); the 4-GPU row "
                                  "ran torchtune 0.1's FSDP1 recipe",
-    "torchtune docs QLoRA": "the training 'reserved' keeps the allocator's blocks from model init (9.13 GB at init "
-                            "vs 9.29 GB in training, same tutorial): torchao 0.1 quantized each NF4 weight whole "
-                            "(68 bytes/element beside the weights, modelled); the 64-byte/element difference blocks "
-                            "the allocator cannot reuse once smaller tensors split them are not",
     "torchtune docs Llama3": "generate preallocates a static KV cache for 8192 positions (not modelled)",
     "peft MetaMath": "mean reserved memory over variable-length steps (empty_cache every 10 steps): the data as "
                      "a shorthand (mean 210, up to 768, log-normal lengths assumed), bucketed, memory averaged over "

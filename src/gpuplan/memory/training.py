@@ -111,12 +111,12 @@ def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None
     e.other = {k: v for k, v in other.items() if v > 0}
     e.slack = engine.slack
     e.fragmentation = engine.fragmentation(s, m, rt, e) + max(0.0, held_blocks) * (1 + e.slack)
-    init = rt.init_transient(s, m)
-    if init:  # the peak counters are reset after init; the blocks the allocator cached then are not given back
-        at_init = (e.weights + init) * (1 + e.slack)
-        e.fragmentation += max(0.0, at_init - e.reserved)
-        e.assumptions.append(f"model init peaks at {at_init / GIB:.2f} GiB reserved ({rt.name}): the weights + "
-                             f"{init / GIB:.2f} GiB of quantization temporaries; training's reserved keeps it")
+    replayed, at_init = rt.replayed_reserved(s, m)
+    if replayed:  # the peak counters are reset after init; the blocks the allocator cached then are not given back
+        e.fragmentation += max(0.0, replayed - e.reserved)
+        e.assumptions.append(f"model init leaves {at_init / GIB:.2f} GiB reserved and the step takes it to "
+                             f"{replayed / GIB:.2f} GiB ({rt.name}'s allocations replayed on the caching "
+                             "allocator); training's reserved keeps init's blocks")
     e.extra["params_trainable"] = st.trainable
     e.assumptions += rt.notes(s)
     return e

@@ -95,11 +95,11 @@ class Stack:
         too; the Qwen-1 QLoRA rows measure it)."""
         return s.method == "qlora" and bool(s.qlora_fp32_upcast)
 
-    def init_transient(self, s: Scenario, m: ModelSpec) -> float:
-        """Bytes live beside the weights at the peak of building and loading the model on the GPU, where that
-        peak can pass the training step's (0: it does not). The caching allocator keeps those blocks, so the
-        training's reserved level starts from there (no ``empty_cache`` in between)."""
-        return 0.0
+    def replayed_reserved(self, s: Scenario, m: ModelSpec) -> tuple[float, float]:
+        """Bytes the caching allocator reserves through model init and a training step, and after init alone,
+        where the stack's allocations are replayed on it (0, 0: they are not). The allocator gives none back
+        (no ``empty_cache`` in between), so init's blocks stay under the training's reserved level."""
+        return 0.0, 0.0
 
     # -- what it saves for backward ------------------------------------------------------------------------
     def fused(self, s: Scenario) -> bool:

@@ -27,9 +27,10 @@ from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from ..scenario.stacks import torchtune_before
 from ..tensors import activations as act
-from ..tensors.state import lora_targets
 from .base import LossBytes
 from .native import OpSelective, chunked_loss
+from .torchao_nf4 import nf4_layout
+from .torchtune_step import replay
 
 
 class Torchtune(OpSelective):
@@ -40,21 +41,22 @@ class Torchtune(OpSelective):
     def fp32_upcast(self, s: Scenario) -> bool:
         return False
 
-    def init_transient(self, s: Scenario, m: ModelSpec) -> float:
-        """torchtune 0.1 (``torchao==0.1`` in its pyproject) QLoRA on one GPU: ``LoRALinear`` builds each base
-        weight on the GPU in bf16 and ``to_nf4`` quantizes it whole, and ``load_state_dict`` does it again
-        (``_register_nf4_dispatch_ops.inplace_copy``: ``to_nf4(src.to(device))``). torchao 0.1's
-        ``NF4Tensor.convert_to_norm_float_weight`` keeps the bf16 input (2 bytes/element) and its scaled blocks
-        (2), and ``quantize_tensor_nearest`` computes ``(value.unsqueeze(-1) - nf4).abs()`` over the 16 NF4
-        levels in bf16: the difference and its absolute value, 32 bytes/element each, live at once. At the
-        largest quantized linear that is 68 bytes/element beside the weights. torchao 0.2 (torchtune 0.2 on)
-        quantizes in chunks of 1024**2 elements ("Note: Quantize in Chunks", pytorch/ao 6081796b, 2024-05-01)."""
+    def replayed_reserved(self, s: Scenario, m: ModelSpec) -> tuple[float, float]:
+        """torchtune 0.1 (``torchao==0.1`` in its pyproject) QLoRA on one GPU: its allocations replayed on the
+        caching allocator (:mod:`.torchao_nf4` for model init, :mod:`.torchtune_step` for the step at the
+        longest batch). torchao 0.1 quantizes each NF4 weight in one piece, ``(value - nf4).abs()`` over the 16
+        levels in bf16 (64 bytes/element at once), and init quantizes each weight twice (the deep copy's clone of
+        the template layer's, then the checkpoint's) after the template's own; the allocator keeps those blocks,
+        and the packed weights that split them leave the next quantization a new segment to find. torchao 0.2
+        (torchtune 0.2 on) quantizes in chunks of 1024**2 elements ("Note: Quantize in Chunks", pytorch/ao
+        6081796b, 2024-05-01): no such level, and no replay."""
         if s.method != "qlora" or s.world_size > 1 or not torchtune_before(s, 0, 2):
-            return 0.0
-        targets = lora_targets(s, m)
-        largest = max((lin.weight_params / lin.count for layer in m.layers for lin in layer.linears
-                       if lin.name in targets), default=0.0)
-        return (2 + 2 + 2 * 16 * 2) * largest
+            return 0.0, 0.0
+        layout = nf4_layout(s, m)
+        if layout is None:
+            return 0.0, 0.0
+        r = replay(layout, s.micro_batch_size * s.seq_len, s.micro_batch_size)
+        return float(r.reserved), float(r.init_reserved)
 
     def setup(self, s: Scenario, m: ModelSpec, autocast_fp32: bool) -> act.ActivationSetup:
         return replace(super().setup(s, m, autocast_fp32), kv_expanded=True)
