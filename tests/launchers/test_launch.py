@@ -526,7 +526,7 @@ def test_torchtune_lora_count_equals_gpuplans():
 
 @pytest.mark.parametrize("change, text", [
     ({"model": "qwen2.5-7b", "method": "qlora"}, "no qlora builder"),
-    ({"model": "gpt2"}, "ships no recipe config"),
+    ({"model": "gpt2", "seq_len": 1024}, "ships no recipe config"),
     ({"lora_targets": ["q_proj", "gate_proj"]}, "whole MLP"),
 ])
 def test_torchtune_refusals(change, text):

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpuplan import estimate
+from gpuplan import GpuplanError, estimate
 from gpuplan.model.catalog import load_model
 
 GIB = 2**30
@@ -300,3 +300,34 @@ def test_zero3_qlora_shards_base_and_adapters_and_gathers_4bit_layers():
     e = mem(model="llama-3.1-8b", task="train", method="qlora", num_gpus=4, strategy="zero3")
     assert e.weights_gib * GIB == pytest.approx((base + adapters) / 4, rel=1e-6)
     assert e.other["ZeRO-3 gathered layers"] * GIB == pytest.approx(2 * 218_103_808 * nf4, rel=1e-6)
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
+def test_weights_larger_than_the_card_do_not_fit_on_a_preallocating_engine(engine):
+    """Command-R's 35B parameters in bf16 are 34,980,831,232 x 2 B = 65.2 GiB: they do not load on a 40 GB card
+    whatever the engine's budget (0.9 of the card for vLLM). The levels stay ordered (allocated <= reserved <=
+    device), the device peak is at least the weights, the headroom is negative and no part is negative (SGLang's
+    reserve was the budget less the weights: -26 GiB)."""
+    m = mem(model="command-r", task="infer", engine=engine, gpu="a100-pcie-40gb")
+    assert m.weights_gib == pytest.approx(34_980_831_232 * 2 / GIB, rel=0.01)
+    assert m.allocated_peak_gib <= m.reserved_peak_gib <= m.device_peak_gib
+    assert m.device_peak_gib >= m.weights_gib
+    assert not m.fits and m.headroom_gib < -20
+    assert all(v >= 0 for v in m.other.values())
+
+
+@pytest.mark.parametrize("model, context, fields", [
+    ("gpt2", 1024, dict(task="train", seq_len=2048)),
+    ("opt-6.7b", 2048, dict(task="infer", prompt_tokens=4096)),
+])
+def test_learned_positions_refuse_longer_sequences(model, context, fields):
+    """GPT-2 and OPT learn a table of positions (wpe, embed_positions) and have no RoPE to scale: a token past the
+    table has no row (IndexError in transformers), so the job is refused in one sentence that names the limit;
+    at the limit it runs. RoPE models past their context only warn."""
+    with pytest.raises(GpuplanError, match=f"learns {context:,} positions"):
+        estimate({"model": model, **fields}, advise=False)
+    at_limit = {**fields, **({"seq_len": context} if fields["task"] == "train" else
+                             {"prompt_tokens": context - 256, "output_tokens": 256})}
+    assert estimate({"model": model, **at_limit}, advise=False).memory.allocated_peak_gib > 0
+    longer = estimate({"model": "llama-3-8b", "task": "train", "seq_len": 16384}, advise=False)
+    assert any("max_position_embeddings 8,192" in w for w in longer.warnings)

@@ -74,6 +74,10 @@ def check(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> list[str]:
     if gpu is not None:
         _check_gpu(s, m, gpu)
     tokens = s.seq_len if s.task == "train" else s.prompt_tokens + s.output_tokens
+    if m.max_context and tokens > m.max_context and m.position_params:  # a learned position table has no row past it
+        raise GpuplanError(f"{m.name} learns {m.max_context:,} positions (a position-embedding table, no RoPE to "
+                           f"extend): {tokens:,} tokens index past it; use at most {m.max_context:,} tokens "
+                           f"({'seq_len' if s.task == 'train' else 'prompt_tokens + output_tokens'})")
     if m.max_context and tokens > m.max_context:
         warnings.append(f"{tokens:,} tokens exceed {m.name}'s max_position_embeddings {m.max_context:,}: quality "
                         "degrades unless the context is extended (RoPE scaling)")
