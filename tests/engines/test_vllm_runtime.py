@@ -298,3 +298,15 @@ def test_cuda_total_of_geforce_cards():
     rtx5090 = load_gpu("rtx-5090")
     assert vllm.cuda_total_gib(rtx5090) == pytest.approx(rtx5090.usable_gib - 0.41) == pytest.approx(31.43, abs=0.01)
     assert vllm.cuda_total_gib(H100) == pytest.approx(79.19)
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
+def test_max_model_len_shorter_than_a_request_is_refused(engine):
+    """vLLM, SGLang and TensorRT-LLM reject a request longer than the context they were started with: 1,024 prompt
+    + 256 output tokens = 1,280 do not run at max_model_len 100 (it was accepted and said to fit); at 1,280 they
+    do, and the longest prompt found stays within it (1,280 - 256 = 1,024)."""
+    job = {"model": "qwen3-8b", "task": "infer", "engine": engine, "gpu": "h100-sxm"}
+    with pytest.raises(GpuplanError, match="max_model_len 100 is shorter than one request .* = 1,280 tokens"):
+        estimate({**job, "max_model_len": 100}, advise=False)
+    plan = estimate({**job, "max_model_len": 1280})
+    assert plan.memory.fits and plan.memory.max_seq_len == 1024

@@ -331,3 +331,28 @@ def test_learned_positions_refuse_longer_sequences(model, context, fields):
     assert estimate({"model": model, **at_limit}, advise=False).memory.allocated_peak_gib > 0
     longer = estimate({"model": "llama-3-8b", "task": "train", "seq_len": 16384}, advise=False)
     assert any("max_position_embeddings 8,192" in w for w in longer.warnings)
+
+
+def test_sharding_strategy_without_data_parallel_ranks_says_why():
+    """Two GPUs taken by tp 2 leave one data-parallel rank: ZeRO-3 has nothing to shard over, and the sentence says
+    that tp takes the GPUs (it said "set num_gpus >= 2" to a user who had set 2)."""
+    with pytest.raises(GpuplanError, match="tp x pp = 2 takes all 2 GPUs") as err:
+        estimate({"model": "qwen3-8b", "task": "train", "method": "lora", "gpu": "h100-sxm", "num_gpus": 2,
+                  "tp": 2, "strategy": "zero3"}, advise=False)
+    assert "num_gpus >= 2" not in str(err.value)
+    with pytest.raises(GpuplanError, match="there is one: set num_gpus >= 2"):
+        estimate({"model": "qwen3-8b", "task": "train", "strategy": "zero3"}, advise=False)
+
+
+def test_another_engines_setting_is_said_to_change_nothing():
+    """gpu_memory_utilization is vLLM's, mem_fraction_static SGLang's: given to another engine they change nothing,
+    and a warning says so instead of a silent answer."""
+    plan = estimate({"model": "qwen3-8b", "task": "infer", "engine": "sglang", "gpu": "h100-sxm",
+                     "gpu_memory_utilization": 0.5}, advise=False)
+    assert any(w.startswith("gpu_memory_utilization is vllm's setting") for w in plan.warnings)
+    plan = estimate({"model": "qwen3-8b", "task": "infer", "engine": "vllm", "gpu": "h100-sxm",
+                     "mem_fraction_static": 0.5}, advise=False)
+    assert any(w.startswith("mem_fraction_static is sglang's setting") for w in plan.warnings)
+    plan = estimate({"model": "qwen3-8b", "task": "infer", "engine": "vllm", "gpu": "h100-sxm",
+                     "gpu_memory_utilization": 0.5}, advise=False)
+    assert not any("changes nothing" in w for w in plan.warnings)

@@ -37,8 +37,10 @@ def check(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> list[str]:
         warnings += check_megatron(s, m)
     strategy = s.resolved_strategy
     if s.task == "train" and strategy != "single" and s.dp * s.cp == 1:
-        raise GpuplanError(f"strategy {s.strategy!r} shards or replicates over data-parallel GPUs, but there is "
-                           "one: set num_gpus >= 2, or use strategy single (with offload to save memory)")
+        taken = (f"tp x pp = {s.tp * s.pp} takes all {s.world_size} GPUs, leaving one data-parallel rank: add GPUs "
+                 "(num_gpus a multiple of tp x pp)" if s.world_size > 1 else "there is one: set num_gpus >= 2")
+        raise GpuplanError(f"strategy {s.strategy!r} shards or replicates over data-parallel GPUs, but {taken}, "
+                           "or use strategy single (with offload to save memory)")
     if s.task == "train" and strategy == "single" and s.dp > 1:
         raise GpuplanError(f"strategy 'single' uses one GPU but the scenario has {s.dp} data-parallel GPUs: "
                            "choose ddp, zero1, zero2, zero3 or fsdp")
@@ -71,9 +73,15 @@ def check(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> list[str]:
     if s.engine == "llama.cpp" and s.quant and not s.quant.startswith("gguf-") and s.quant != "none":
         raise GpuplanError(f"llama.cpp runs GGUF files: set quant to a gguf type (gguf-q4_k_m, gguf-q8_0...), "
                            f"not {s.quant!r}")
+    tokens = s.seq_len if s.task == "train" else s.prompt_tokens + s.output_tokens
+    engine = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}.get(s.engine)
+    if s.task == "infer" and engine and s.max_model_len and s.max_model_len < tokens:  # a longer request is refused
+        raise GpuplanError(f"max_model_len {s.max_model_len:,} is shorter than one request ({s.prompt_tokens:,} "
+                           f"prompt + {s.output_tokens:,} output = {tokens:,} tokens), which {engine} rejects: "
+                           f"set max_model_len to {tokens:,} or more (or leave it unset), or shorten the requests")
+    warnings += _other_engines_settings(s)
     if gpu is not None:
         _check_gpu(s, m, gpu)
-    tokens = s.seq_len if s.task == "train" else s.prompt_tokens + s.output_tokens
     if m.max_context and tokens > m.max_context and m.position_params:  # a learned position table has no row past it
         raise GpuplanError(f"{m.name} learns {m.max_context:,} positions (a position-embedding table, no RoPE to "
                            f"extend): {tokens:,} tokens index past it; use at most {m.max_context:,} tokens "
@@ -112,7 +120,21 @@ def check_megatron(s: Scenario, m: ModelSpec) -> list[str]:
     return warnings
 
 
+def _other_engines_settings(s: Scenario) -> list[str]:
+    """A warning for each engine setting given to a scenario that serves with another engine (it changes nothing)."""
+    if s.task != "infer":
+        return []
+    owners = {"gpu_memory_utilization": ("vllm", s.gpu_memory_utilization != 0.9),
+              "mem_fraction_static": ("sglang", s.mem_fraction_static is not None),
+              "ubatch_tokens": ("llama.cpp", s.ubatch_tokens is not None)}
+    return [f"{name} is {engine}'s setting and changes nothing when serving with {s.engine}: drop it, or set engine "
+            f"{engine}" for name, (engine, given) in owners.items() if given and s.engine != engine]
+
+
 def _check_gpu(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> None:
+    if s.task == "infer" and s.engine == "trtllm" and gpu.vendor != "NVIDIA":  # TensorRT builds CUDA engines only
+        raise GpuplanError(f"TensorRT-LLM runs on NVIDIA GPUs only, and {gpu.name} is {gpu.vendor}'s: use engine "
+                           "vllm or sglang" + (" (ROCm builds)" if gpu.vendor == "AMD" else ""))
     dtype = s.precision.split("-")[0]
     if dtype in ("bf16", "fp8") and not gpu.supports_dtype(dtype):
         if s.task == "infer":
