@@ -306,7 +306,7 @@ def test_max_model_len_shorter_than_a_request_is_refused(engine):
     + 256 output tokens = 1,280 do not run at max_model_len 100 (it was accepted and said to fit); at 1,280 they
     do, and the longest prompt found stays within it (1,280 - 256 = 1,024)."""
     job = {"model": "qwen3-8b", "task": "infer", "engine": engine, "gpu": "h100-sxm"}
-    with pytest.raises(GpuplanError, match="max_model_len 100 is shorter than one request .* = 1,280 tokens"):
+    with pytest.raises(GpuplanError, match=r"max_model_len 100 is shorter than one request .* = 1,280 tokens"):
         estimate({**job, "max_model_len": 100}, advise=False)
     plan = estimate({**job, "max_model_len": 1280})
     assert plan.memory.fits and plan.memory.max_seq_len == 1024
