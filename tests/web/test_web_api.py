@@ -24,6 +24,7 @@ from gpuplan.hardware import gpus, load_gpu  # noqa: E402
 from gpuplan.memory import fits_only, memory_report  # noqa: E402
 from gpuplan.model.catalog import load_model  # noqa: E402
 from gpuplan.scenario import Scenario, load_scenario  # noqa: E402
+from gpuplan.scenario.resolve import resolve  # noqa: E402
 from gpuplan.web import guard  # noqa: E402
 from gpuplan.web.accuracy import readme_html  # noqa: E402
 from gpuplan.web.app import create_app  # noqa: E402
@@ -295,8 +296,9 @@ def test_fit_grid_is_fits_only_on_every_card(client):
             if cell["fits"] is None:
                 assert cell["reason"]
                 continue
-            ok, peak = fits_only(s.model_copy(update={**change, "gpu": row["gpu_id"]}), m, gpus()[row["gpu_id"]])
-            assert (cell["fits"], cell["device_peak_gib"]) == (ok, peak)
+            gpu = gpus()[row["gpu_id"]]
+            resolved, _ = resolve(s.model_copy(update={**change, "gpu": row["gpu_id"]}), m, gpu)
+            assert (cell["fits"], cell["device_peak_gib"]) == fits_only(resolved, m, gpu)
     l40s = next(r for r in grid["rows"] if r["gpu_id"] == load_gpu("l40s").id)
     assert l40s["cells"][0]["headroom_gib"] == pytest.approx(gpuplan.estimate(fields).memory.headroom_gib)
     point = next(p for p in grid["curve"] if p["tokens"] == 8192)
@@ -304,6 +306,18 @@ def test_fit_grid_is_fits_only_on_every_card(client):
     assert point["device_peak_gib"] == pytest.approx(expected)
     peaks = [p["device_peak_gib"] for p in grid["curve"]]
     assert peaks == sorted(peaks)  # memory grows with the context
+
+
+def test_fit_grid_takes_each_cards_defaults_as_estimate_does(client):
+    """A card without bf16 (T4, V100, Apple silicon) runs fp16, as `gpuplan estimate` resolves it: the grid's cell
+    is the estimate's verdict and peak, not a refusal to set precision (the grid skipped that default)."""
+    fields = {"model": "qwen2.5-1.5b", "task": "infer", "engine": "vllm"}
+    grid = client.post("/api/fit-grid", json={"scenario": fields}).json()
+    for name in ("t4", "v100-sxm2-32gb", "apple-m3-ultra"):
+        plan = gpuplan.estimate({**fields, "gpu": name})
+        cell = next(r for r in grid["rows"] if r["gpu_id"] == plan.gpu.id)["cells"][0]
+        assert cell["reason"] == "" and cell["fits"] is plan.memory.fits, (name, cell)
+        assert cell["device_peak_gib"] == pytest.approx(plan.memory.device_peak_gib)
 
 
 def test_fit_grid_counts_vllm_requests_and_llama_cpp_layers(client):
