@@ -303,11 +303,15 @@ def reserved(x: Context) -> Formula:
                        computed=computed)
     if s.task == "infer" and s.engine == "vllm" and mem.engine:
         total = mem.capacity_gib - oh.CUDA_TOTAL_BELOW_USABLE_GIB
-        computed = mem.engine["requested_gib"]
+        requested = mem.engine["requested_gib"]
+        computed = max(requested, mem.allocated_peak_gib)
+        over = f"; its tensors, {mem.allocated_peak_gib:,.2f} GiB, exceed it" if computed > requested else ""
         return Formula(label="reserved peak", value=mem.reserved_peak_gib, unit="GiB",
                        formula="vLLM requests ceil(total x gpu_memory_utilization), total being what cudaMemGetInfo "
-                               "reports (vllm/v1/worker/utils.py request_memory)",
-                       substituted=f"ceil({total:,.2f} GiB x {s.gpu_memory_utilization}) = {computed:,.2f} GiB",
+                               "reports (vllm/v1/worker/utils.py request_memory), or holds its tensors where they "
+                               "exceed that (no KV block left: it does not start)",
+                       substituted=f"max(ceil({total:,.2f} GiB x {s.gpu_memory_utilization}) = {requested:,.2f}, "
+                                   f"allocated {mem.allocated_peak_gib:,.2f}) = {computed:,.2f} GiB{over}",
                        computed=computed,
                        constants=[Constant(name="cudaMemGetInfo total below usable",
                                            value=f"{oh.CUDA_TOTAL_BELOW_USABLE_GIB} GiB",
