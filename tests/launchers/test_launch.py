@@ -787,3 +787,15 @@ def test_old_transformers_plans_say_what_runs():
     assert note in files_of(old, ["trainer"])["trainer.yaml"]
     axolotl = {**old, "framework": "axolotl", "method": "lora", "loss": "full"}
     assert note in files_of(axolotl, ["axolotl"])["axolotl.yaml"]
+
+
+def test_a_plan_that_does_not_fit_says_why():
+    """Qwen3-32B on two L40S with vLLM: 40.9 of 45.0 GiB per card, but the KV pool holds 7 of 8 requests of 8,256
+    tokens. The refusal names the pool (it said "40.9 GiB per GPU (45.0 usable)", which reads as fitting); on one
+    card the weights alone (61 GiB) are over, and the GiB are the reason."""
+    job = {"model": "qwen3-32b", "task": "infer", "engine": "vllm", "gpu": "l40s", "batch_size": 8,
+           "prompt_tokens": 8000}
+    with pytest.raises(GpuplanError, match=r"KV pool holds 7 of the 8 concurrent requests asked"):
+        launch_plan({**job, "num_gpus": 2})
+    with pytest.raises(GpuplanError, match=r"does not fit: 6\d\.\d GiB per GPU on L40S \(45\.0 usable\)"):
+        launch_plan(job)
