@@ -422,3 +422,18 @@ def test_capacity_with_sglang_uses_its_pool_and_scheduler_limits():
                       prompt_tokens=1000, output_tokens=100), advise=False)
     assert plan.engine == "sglang" and plan.kv_tokens == r.memory.max_context_tokens
     assert plan.max_concurrency == r.memory.max_concurrency and plan.max_rate_rps > 2
+
+
+def test_capacity_refuses_what_it_cannot_simulate():
+    """The search simulates NVIDIA cards only: asked for AMD ones alone it said "no setup meets the SLOs" with no
+    SLO set. OPT-6.7B learns 2,048 positions: a workload of 3,000 + 400 tokens cannot run on it (estimate refuses
+    it), and capacity ranked it at 2.6 req/s with max_model_len cut to 2,048."""
+    import gpuplan
+
+    with pytest.raises(GpuplanError, match="NVIDIA GPUs only .* not on amd-instinct-mi300x"):
+        gpuplan.capacity("qwen3-8b", rate_rps=2, prompt_tokens=3000, output_tokens=400, gpus=["mi300x"])
+    with pytest.raises(GpuplanError, match="learns 2,048 positions .* up to 3,400 tokens"):
+        gpuplan.capacity("opt-6.7b", rate_rps=1, prompt_tokens=3000, output_tokens=400, gpus=["h100"], top=1)
+    fits = gpuplan.capacity("opt-6.7b", rate_rps=1, prompt_tokens=1000, output_tokens=400, gpus=["h100", "mi300x"],
+                            top=1)
+    assert fits.deployments and fits.deployments[0].max_rate_rps > 1

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from .. import overheads as oh
 from ..engines import vllm
+from ..errors import GpuplanError
 from ..hardware import GpuSpec, gpus
 from ..market.choice import matching
 from ..market.offers import Offer
@@ -332,6 +333,10 @@ def _longest(w: Workload, m: ModelSpec) -> int:
 
     longest = int(max(top(w.prompt_lengths()), w.mean_prompt_tokens) + max(top(w.output_lengths()),
                                                                             w.mean_output_tokens))
+    if m.position_params and m.max_context and longest > m.max_context:  # as fit.check refuses it
+        raise GpuplanError(f"{m.name} learns {m.max_context:,} positions (a position-embedding table, no RoPE to "
+                           f"extend): the workload's requests of up to {longest:,} tokens index past it; shorten "
+                           "its prompts or outputs")
     return min(longest, m.max_context or longest)
 
 
@@ -372,6 +377,10 @@ def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...]
              catalogs: tuple[str, ...] = ()) -> list[Deployment]:
     """Plans ranked by what the target costs (the workload's rate or users: whole instances), else by cost per
     request at their highest SLO-meeting load (unpriced setups last)."""
+    simulated = [g for g in gpus().values() if g.vendor == "NVIDIA" and g.peak_tflops("fp16")]  # as setups()
+    if gpu_ids and not any(g.id in gpu_ids for g in simulated):
+        raise GpuplanError(f"capacity simulates vLLM and SGLang on NVIDIA GPUs only (their step model is measured "
+                           f"there), not on {', '.join(gpu_ids)}: name NVIDIA cards, or leave --gpus out")
     offers = load_offers(catalogs)
     w = with_scenario_prefix(w, s)
     longest = _longest(w, m)
