@@ -430,9 +430,9 @@ def test_capacity_refuses_what_it_cannot_simulate():
     it), and capacity ranked it at 2.6 req/s with max_model_len cut to 2,048."""
     import gpuplan
 
-    with pytest.raises(GpuplanError, match="NVIDIA GPUs only .* not on amd-instinct-mi300x"):
+    with pytest.raises(GpuplanError, match=r"NVIDIA GPUs only .* not on amd-instinct-mi300x"):
         gpuplan.capacity("qwen3-8b", rate_rps=2, prompt_tokens=3000, output_tokens=400, gpus=["mi300x"])
-    with pytest.raises(GpuplanError, match="learns 2,048 positions .* up to 3,400 tokens"):
+    with pytest.raises(GpuplanError, match=r"learns 2,048 positions .* up to 3,400 tokens"):
         gpuplan.capacity("opt-6.7b", rate_rps=1, prompt_tokens=3000, output_tokens=400, gpus=["h100"], top=1)
     fits = gpuplan.capacity("opt-6.7b", rate_rps=1, prompt_tokens=1000, output_tokens=400, gpus=["h100", "mi300x"],
                             top=1)
