@@ -356,3 +356,34 @@ def test_another_engines_setting_is_said_to_change_nothing():
     plan = estimate({"model": "qwen3-8b", "task": "infer", "engine": "vllm", "gpu": "h100-sxm",
                      "gpu_memory_utilization": 0.5}, advise=False)
     assert not any("changes nothing" in w for w in plan.warnings)
+
+
+@pytest.mark.parametrize("fields, text", [
+    # bitsandbytes, GPTQ and fp8 weights are loaded frozen: full fine-tuning on them was accepted and counted fp32
+    # master weights (30.5 GiB for Qwen3-8B) under a line saying "nf4 weights"
+    (dict(task="train", method="full", quant="nf4"), "nf4 weights take no gradients"),
+    (dict(task="train", method="full", quant="gptq-int4"), "gptq-int4 weights take no gradients"),
+    # FlashAttention 2 needs sm80 (Ampere) or newer: transformers raises on a V100 or T4
+    (dict(task="train", attention="flash", gpu="v100-sxm2-32gb"), "Ampere or newer NVIDIA GPUs .* Volta"),
+    (dict(task="infer", attention="flash", gpu="t4"), "Ampere or newer NVIDIA GPUs .* Turing"),
+    # transformers dequantizes GGUF on load: 4.7 GiB of q4_k_m weights was the answer, 15 GiB the truth
+    (dict(task="infer", engine="transformers", quant="gguf-q4_k_m"), "dequantizes a GGUF file"),
+    # llama.cpp's cache types are f16, bf16 and q8_0/q4_0 blocks; SGLang's 16-bit or fp8 (as its launch file says)
+    (dict(task="infer", engine="llama.cpp", quant="gguf-q4_k_m", kv_cache_dtype="fp8"), "not fp8"),
+    (dict(task="infer", engine="sglang", kv_cache_dtype="int8"), "SGLang's KV cache is 16-bit or fp8"),
+])
+def test_combinations_that_cannot_run_are_refused(fields, text):
+    with pytest.raises(GpuplanError, match=text):
+        estimate({"model": "qwen3-8b", "gpu": "h100-sxm", **fields}, advise=False)
+
+
+def test_what_those_refusals_leave_running():
+    """The same jobs with the fix each sentence names run: LoRA on int8 (LLM.int8 + peft), sdpa on a V100, q8_0
+    cache on llama.cpp, fp8 cache on SGLang, flash attention on an A100 and on MI300X (ROCm)."""
+    for fields in (dict(task="train", method="lora", quant="int8"),
+                   dict(task="train", attention="sdpa", gpu="v100-sxm2-32gb"),
+                   dict(task="train", method="lora", attention="flash", gpu="a100-sxm4-80gb"),
+                   dict(task="train", method="lora", attention="flash", gpu="mi300x"),
+                   dict(task="infer", engine="llama.cpp", quant="gguf-q4_k_m", kv_cache_dtype="int8"),
+                   dict(task="infer", engine="sglang", kv_cache_dtype="fp8")):
+        assert estimate({"model": "qwen3-8b", "gpu": "h100-sxm", **fields}, advise=False).memory.device_peak_gib > 0

@@ -70,6 +70,17 @@ def check(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> list[str]:
                                                             "gptq-int4", "mxfp4"):
         raise GpuplanError(f"TensorRT-LLM does not load {s.quant} weights: use quant fp8 or nvfp4 (or awq-int4, "
                            "gptq-int4, int8)")
+    if s.task == "train" and s.method == "full" and s.quant not in (None, "none"):
+        raise GpuplanError(f"full fine-tuning updates every weight, and {s.quant} weights take no gradients (they "
+                           "are loaded frozen): train LoRA or QLoRA on them, or drop quant")
+    if s.task == "infer" and s.engine == "transformers" and (s.quant or "").startswith("gguf-"):
+        raise GpuplanError(f"transformers dequantizes a GGUF file when it loads it, so {s.quant} saves no GPU memory "
+                           "there: serve it with engine llama.cpp (or vllm), or drop quant")
+    if s.task == "infer" and s.engine == "llama.cpp" and s.kv_cache_dtype == "fp8":
+        raise GpuplanError("llama.cpp caches keys and values in f16, bf16 or integer blocks (q8_0, q4_0), not fp8: "
+                           "set kv_cache_dtype int8 (--cache-type-k/v q8_0)")
+    if s.task == "infer" and s.engine == "sglang" and s.kv_cache_dtype == "int8":
+        raise GpuplanError("SGLang's KV cache is 16-bit or fp8, not int8: set kv_cache_dtype fp8 or auto")
     if s.engine == "llama.cpp" and s.quant and not s.quant.startswith("gguf-") and s.quant != "none":
         raise GpuplanError(f"llama.cpp runs GGUF files: set quant to a gguf type (gguf-q4_k_m, gguf-q8_0...), "
                            f"not {s.quant!r}")
@@ -132,6 +143,10 @@ def _other_engines_settings(s: Scenario) -> list[str]:
 
 
 def _check_gpu(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> None:
+    flash = s.attention == "flash" and (s.task == "train" or s.engine == "transformers")
+    if flash and (gpu.vendor == "Apple" or (gpu.vendor == "NVIDIA" and float(gpu.compute_capability or 8) < 8)):
+        raise GpuplanError(f"FlashAttention 2 runs on Ampere or newer NVIDIA GPUs (and ROCm), and {gpu.name} is "
+                           f"{gpu.architecture}: use attention sdpa")
     if s.task == "infer" and s.engine == "trtllm" and gpu.vendor != "NVIDIA":  # TensorRT builds CUDA engines only
         raise GpuplanError(f"TensorRT-LLM runs on NVIDIA GPUs only, and {gpu.name} is {gpu.vendor}'s: use engine "
                            "vllm or sglang" + (" (ROCm builds)" if gpu.vendor == "AMD" else ""))
