@@ -437,3 +437,18 @@ def test_capacity_refuses_what_it_cannot_simulate():
     fits = gpuplan.capacity("opt-6.7b", rate_rps=1, prompt_tokens=1000, output_tokens=400, gpus=["h100", "mi300x"],
                             top=1)
     assert fits.deployments and fits.deployments[0].max_rate_rps > 1
+
+
+def test_capacity_rows_agree_with_themselves():
+    """A row's output tokens/s is its steady request rate x the mean output (an engine that keeps up completes
+    what arrives), and its $ per million output tokens is its $/h over those tokens: the row said 6.51 req/s x
+    200 tokens but 1,085 output tokens/s (the simulated window's count while the queue filled)."""
+    import gpuplan
+
+    report = gpuplan.capacity("qwen3-8b", rate_rps=2, prompt_tokens=1000, output_tokens=200, gpus=["l40s", "h100"],
+                              top=2)
+    assert report.deployments
+    for p in report.deployments:
+        assert p.output_tokens_per_s == pytest.approx(p.max_rate_rps * 200)
+        per_s = p.usd_per_hour / p.replicas_per_instance / 3600
+        assert p.usd_per_million_output == pytest.approx(per_s / p.output_tokens_per_s * 1e6)
