@@ -387,3 +387,27 @@ def test_what_those_refusals_leave_running():
                    dict(task="infer", engine="llama.cpp", quant="gguf-q4_k_m", kv_cache_dtype="int8"),
                    dict(task="infer", engine="sglang", kv_cache_dtype="fp8")):
         assert estimate({"model": "qwen3-8b", "gpu": "h100-sxm", **fields}, advise=False).memory.device_peak_gib > 0
+
+
+def test_yarn_rope_scaling_extends_the_context_warned_about(tmp_path):
+    """Qwen's long-context recipe adds ``rope_scaling {type: yarn, factor: 4, original_max_position_embeddings:
+    32768}`` to a 32k config: 4 x 32,768 = 131,072 tokens run as configured, so 100k tokens are not warned about (it
+    said to extend the context with RoPE scaling, which the config does); past 131,072 the warning names that
+    context. Without the entry, 100k tokens are past max_position_embeddings."""
+    import json
+
+    base = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 1536,
+            "intermediate_size": 8960, "num_hidden_layers": 28, "num_attention_heads": 12, "num_key_value_heads": 2,
+            "vocab_size": 151936, "max_position_embeddings": 32768, "torch_dtype": "bfloat16",
+            "tie_word_embeddings": True}
+    yarn = {**base, "rope_scaling": {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}}
+    (tmp_path / "yarn.json").write_text(json.dumps(yarn))
+    (tmp_path / "plain.json").write_text(json.dumps(base))
+
+    def said(name, prompt):
+        plan = estimate({"model": str(tmp_path / name), "task": "infer", "prompt_tokens": prompt}, advise=False)
+        return [w for w in plan.warnings if "tokens exceed" in w]
+
+    assert said("yarn.json", 100_000) == []
+    assert "context 131,072 (max_position_embeddings 32,768 with its rope_scaling)" in said("yarn.json", 140_000)[0]
+    assert "max_position_embeddings 32,768" in said("plain.json", 100_000)[0]

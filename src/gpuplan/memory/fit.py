@@ -97,10 +97,29 @@ def check(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> list[str]:
         raise GpuplanError(f"{m.name} learns {m.max_context:,} positions (a position-embedding table, no RoPE to "
                            f"extend): {tokens:,} tokens index past it; use at most {m.max_context:,} tokens "
                            f"({'seq_len' if s.task == 'train' else 'prompt_tokens + output_tokens'})")
-    if m.max_context and tokens > m.max_context:
-        warnings.append(f"{tokens:,} tokens exceed {m.name}'s max_position_embeddings {m.max_context:,}: quality "
-                        "degrades unless the context is extended (RoPE scaling)")
+    scaled = rope_scaled_context(m)
+    if m.max_context and tokens > scaled:
+        limit = (f"max_position_embeddings {m.max_context:,}" if scaled == m.max_context else
+                 f"context {scaled:,} (max_position_embeddings {m.max_context:,} with its rope_scaling)")
+        warnings.append(f"{tokens:,} tokens exceed {m.name}'s {limit}: quality degrades unless the context is "
+                        "extended (RoPE scaling)")
     return warnings
+
+
+def rope_scaled_context(m: ModelSpec) -> int:
+    """The context a config's ``rope_scaling`` (``rope_parameters`` in transformers 5) already extends to: YaRN
+    reaches ``original_max_position_embeddings x factor`` (vLLM's ``_get_and_verify_max_len``; Qwen's long-context
+    recipe adds it to a 32k config). Other kinds are taken as inside max_position_embeddings (llama3, longrope; Gemma 3
+    states its linear-scaled 128k there)."""
+    text = m.config.get("text_config") or m.config
+    rope = text.get("rope_scaling") or text.get("rope_parameters") or m.config.get("rope_scaling")
+    context = m.max_context or 0
+    if not isinstance(rope, dict) or not isinstance(rope.get("factor"), (int, float)):
+        return context
+    kind = rope.get("rope_type") or rope.get("type")
+    if kind == "yarn" and isinstance(rope.get("original_max_position_embeddings"), int):
+        return max(context, int(rope["original_max_position_embeddings"] * rope["factor"]))
+    return context
 
 
 def check_megatron(s: Scenario, m: ModelSpec) -> list[str]:
