@@ -452,3 +452,16 @@ def test_capacity_rows_agree_with_themselves():
         assert p.output_tokens_per_s == pytest.approx(p.max_rate_rps * 200)
         per_s = p.usd_per_hour / p.replicas_per_instance / 3600
         assert p.usd_per_million_output == pytest.approx(per_s / p.output_tokens_per_s * 1e6)
+
+
+def test_capacity_refuses_a_prefix_longer_than_the_prompt_and_sglang_int8_kv():
+    """estimate refuses a shared prefix not below the prompt and an int8 KV cache on SGLang; capacity took both
+    (the prefix cut to the prompt, int8 priced as SGLang cannot run it)."""
+    import gpuplan
+
+    with pytest.raises(GpuplanError, match=r"shared_prefix_tokens \(200\) must be below the mean prompt"):
+        gpuplan.capacity("qwen3-8b", rate_rps=1, prompt_tokens=100, output_tokens=10, shared_prefix_tokens=200,
+                         gpus=["l4"])
+    with pytest.raises(GpuplanError, match="SGLang's KV cache is 16-bit or fp8"):
+        gpuplan.capacity("qwen3-8b", rate_rps=1, prompt_tokens=100, output_tokens=10, engine="sglang",
+                         kv_cache_dtype="int8", gpus=["l4"])

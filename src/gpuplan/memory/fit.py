@@ -76,11 +76,7 @@ def check(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> list[str]:
     if s.task == "infer" and s.engine == "transformers" and (s.quant or "").startswith("gguf-"):
         raise GpuplanError(f"transformers dequantizes a GGUF file when it loads it, so {s.quant} saves no GPU memory "
                            "there: serve it with engine llama.cpp (or vllm), or drop quant")
-    if s.task == "infer" and s.engine == "llama.cpp" and s.kv_cache_dtype == "fp8":
-        raise GpuplanError("llama.cpp caches keys and values in f16, bf16 or integer blocks (q8_0, q4_0), not fp8: "
-                           "set kv_cache_dtype int8 (--cache-type-k/v q8_0)")
-    if s.task == "infer" and s.engine == "sglang" and s.kv_cache_dtype == "int8":
-        raise GpuplanError("SGLang's KV cache is 16-bit or fp8, not int8: set kv_cache_dtype fp8 or auto")
+    check_kv_cache(s)
     if s.engine == "llama.cpp" and s.quant and not s.quant.startswith("gguf-") and s.quant != "none":
         raise GpuplanError(f"llama.cpp runs GGUF files: set quant to a gguf type (gguf-q4_k_m, gguf-q8_0...), "
                            f"not {s.quant!r}")
@@ -148,6 +144,15 @@ def check_megatron(s: Scenario, m: ModelSpec) -> list[str]:
         warnings.append(f"the interleaved schedule runs best with micro-batches per step ({s.grad_accum_steps}) a "
                         f"multiple of pp={s.pp}")
     return warnings
+
+
+def check_kv_cache(s: Scenario) -> None:
+    """The KV-cache dtypes an engine has: llama.cpp's are f16, bf16 and integer blocks, SGLang's 16-bit and fp8."""
+    if s.task == "infer" and s.engine == "llama.cpp" and s.kv_cache_dtype == "fp8":
+        raise GpuplanError("llama.cpp caches keys and values in f16, bf16 or integer blocks (q8_0, q4_0), not fp8: "
+                           "set kv_cache_dtype int8 (--cache-type-k/v q8_0)")
+    if s.task == "infer" and s.engine == "sglang" and s.kv_cache_dtype == "int8":
+        raise GpuplanError("SGLang's KV cache is 16-bit or fp8, not int8: set kv_cache_dtype fp8 or auto")
 
 
 def _other_engines_settings(s: Scenario) -> list[str]:

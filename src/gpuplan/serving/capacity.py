@@ -20,6 +20,7 @@ from ..hardware import GpuSpec, gpus
 from ..market.choice import matching
 from ..market.offers import Offer
 from ..market.store import load_offers
+from ..memory.fit import check_kv_cache
 from ..memory.pool import KvPool
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
@@ -377,6 +378,7 @@ def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...]
              catalogs: tuple[str, ...] = ()) -> list[Deployment]:
     """Plans ranked by what the target costs (the workload's rate or users: whole instances), else by cost per
     request at their highest SLO-meeting load (unpriced setups last)."""
+    check_kv_cache(s)
     simulated = [g for g in gpus().values() if g.vendor == "NVIDIA" and g.peak_tflops("fp16")]  # as setups()
     if gpu_ids and not any(g.id in gpu_ids for g in simulated):
         raise GpuplanError(f"capacity simulates vLLM and SGLang on NVIDIA GPUs only (their step model is measured "
