@@ -102,3 +102,12 @@ def test_estimate_check_exit_codes():
     assert code("--model", "qwen2.5-0.5b", "--task", "infer", "--gpu", "rtx-4090") == 0
     assert code("--model", "llama-3.1-70b", "--task", "infer", "--gpu", "rtx-4090") == 3
     assert code("--model", "llama-3.1-70b", "--task", "infer") == 2  # no GPU to check against
+
+
+def test_a_change_to_cpu_layers_reads_as_words():
+    """fit's row for a model that llama.cpp runs partly from system RAM said "with cpu layers True"."""
+    from gpuplan.plan.capability import change_words
+    from gpuplan.scenario import scenario_from
+
+    s = scenario_from({"model": "qwen3-8b", "task": "infer", "engine": "llama.cpp"})
+    assert change_words({"cpu_layers": True}, s) == "llama.cpp layers on the CPU"

@@ -311,3 +311,16 @@ def test_a_technique_the_scenario_already_has_is_not_searched_again():
     on = run({**fields, "grad_checkpointing": "full"}, top=1)
     assert on.evaluated * 3 == off.evaluated * 2 and on.evaluated > 0
     assert on.setups[0].techniques != ["gradient checkpointing"]
+
+
+def test_an_owned_card_without_a_matrix_rate_does_not_stop_the_search():
+    """An Apple M4 Max owned (`--have 1xapple-m4-max`) made the whole recommendation fail ("no dense 16-bit matrix
+    rate") and then said nothing fits it: Gemma-3-1B fits it (memory is known), it only cannot be timed or priced;
+    the rented setups are still ranked."""
+    import gpuplan
+
+    rec = gpuplan.recommend({"model": "gemma-3-1b", "task": "infer", "engine": "llama.cpp"}, have=["1xapple-m4-max"],
+                            top=2)
+    assert rec.setups and not rec.owned
+    assert len(rec.owned_changes) == 1 and "apple-m4-max: fits (" in rec.owned_changes[0]
+    assert "no speed or cost" in rec.owned_changes[0]

@@ -35,6 +35,7 @@ from ..scenario import Scenario
 from ..scenario.resolve import card_precision, resolve
 from ..scenario.stacks import FRAMEWORKS
 from ..speed import speed_of
+from ..speed.gemm import can_time
 from ..stacks import stack_for
 from ..tensors.breakdown import device_overheads
 from .pricing import left_out
@@ -299,7 +300,10 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
                 if not ok:
                     continue
                 fitting += 1
-                priced = _priced(placed, m, gpu, labels, peak, offers, references[gpu.id], trainable)
+                try:  # a card the catalog gives no matrix rate (Apple silicon) fits but cannot be timed or priced
+                    priced = _priced(placed, m, gpu, labels, peak, offers, references[gpu.id], trainable)
+                except GpuplanError:
+                    continue
                 if change and shared:
                     pending.update({id(x): (labels, as_given.get(key), scenario, shared, gpu) for x in priced})
                 setups += priced
@@ -386,8 +390,13 @@ def _what_fits_owned(s: Scenario, m: ModelSpec, c: Constraints) -> list[str]:
             out.append(f"your {count}x {short_id(gpu_id)}: {err}")
             continue
         _e, report = memory_report(scenario, m, gpu)
-        fixes = [x for x in suggestions(scenario, m, gpu, report) if x.fits and "num_gpus" not in x.fields]
         where = f"your {count}x {short_id(gpu_id)}"
+        if report.fits and not can_time(gpu):  # it fits, but there is no rate to time or price it by
+            out.append(f"{where}: fits ({report.device_peak_gib:.1f} of {gpu.usable_gib:.1f} GiB per card), but "
+                       "gpuplan's GPU catalog has no matrix rate for it, so no speed or cost (gpuplan estimate "
+                       "gives the memory)")
+            continue
+        fixes = [x for x in suggestions(scenario, m, gpu, report) if x.fits and "num_gpus" not in x.fields]
         if fixes:
             out.append(f"{where}: {fixes[0].change} ({fixes[0].cost})")
         else:
