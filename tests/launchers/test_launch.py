@@ -799,3 +799,20 @@ def test_a_plan_that_does_not_fit_says_why():
         launch_plan({**job, "num_gpus": 2})
     with pytest.raises(GpuplanError, match=r"does not fit: 6\d\.\d GiB per GPU on L40S \(45\.0 usable\)"):
         launch_plan(job)
+
+
+def test_a_micro_batch_set_alone_gets_the_accumulation_the_recipe_states():
+    """Micro-batch 4 set, accumulation not: the recipe's line said 4 x 2 x 2 GPUs = 16 sequences and 763 steps,
+    while trainer.yaml kept gradient_accumulation_steps 1 (8 sequences a step: 763 steps would train half the
+    50M tokens). The plan now runs the recipe's accumulation; one set by the user is kept."""
+    job = {"model": "qwen3-8b", "task": "train", "method": "lora", "gpu": "a100-sxm4-80gb", "num_gpus": 2,
+           "strategy": "zero2", "micro_batch_size": 4, "seq_len": 4096, "train_tokens": 5e7,
+           "grad_checkpointing": "full"}
+    plan = launch_plan(job)
+    r = plan.recipe
+    assert (plan.scenario.micro_batch_size, plan.scenario.grad_accum_steps) == (4, r.grad_accum_steps) == (4, 2)
+    assert r.global_batch == 4 * 2 * 2 == 16
+    trainer = yaml.safe_load(next(f.text for f in launch_files(plan, ["trainer"]) if f.name == "trainer.yaml"))
+    assert trainer["gradient_accumulation_steps"] == 2 and trainer["per_device_train_batch_size"] == 4
+    kept = launch_plan({**job, "grad_accum_steps": 3})
+    assert kept.scenario.grad_accum_steps == 3
