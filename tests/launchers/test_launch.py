@@ -816,3 +816,10 @@ def test_a_micro_batch_set_alone_gets_the_accumulation_the_recipe_states():
     assert trainer["gradient_accumulation_steps"] == 2 and trainer["per_device_train_batch_size"] == 4
     kept = launch_plan({**job, "grad_accum_steps": 3})
     assert kept.scenario.grad_accum_steps == 3
+
+
+def test_a_refusal_never_reads_as_the_same_gib_twice():
+    """QLoRA Qwen3-8B at 5,312 tokens needs 23.94 GiB of the RTX 4090's 23.88: one decimal printed "23.9 GiB per
+    GPU (23.9 usable)" for a plan that does not fit; the figures get a second decimal when one would hide the gap."""
+    with pytest.raises(GpuplanError, match=r"23\.94 GiB per GPU on GeForce RTX 4090 \(23\.88 usable\)"):
+        launch_plan({"model": "qwen3-8b", "task": "train", "method": "qlora", "gpu": "rtx-4090", "seq_len": 5312})
