@@ -411,3 +411,15 @@ def test_yarn_rope_scaling_extends_the_context_warned_about(tmp_path):
     assert said("yarn.json", 100_000) == []
     assert "context 131,072 (max_position_embeddings 32,768 with its rope_scaling)" in said("yarn.json", 140_000)[0]
     assert "max_position_embeddings 32,768" in said("plain.json", 100_000)[0]
+
+
+def test_deepspeed_pipeline_parallelism_takes_zero1_at_most():
+    """DeepSpeed's PipelineEngine asserts ``zero_optimization_stage() < 2`` ("ZeRO-2 and ZeRO-3 are incompatible
+    with pipeline parallelism", runtime/pipe/engine.py): pp 2 with ZeRO-3 was estimated; ZeRO-1 with pp runs, and
+    torchtitan's FSDP2 with pp too."""
+    job = {"model": "qwen3-8b", "task": "train", "gpu": "h100-sxm", "num_gpus": 4, "pp": 2}
+    for strategy in ("zero2", "zero3"):
+        with pytest.raises(GpuplanError, match=f"ZeRO-1 at most, not {strategy}"):
+            estimate({**job, "strategy": strategy}, advise=False)
+    assert estimate({**job, "strategy": "zero1"}, advise=False).memory.device_peak_gib > 0
+    assert estimate({**job, "strategy": "fsdp", "framework": "torchtitan"}, advise=False).memory.device_peak_gib > 0

@@ -44,6 +44,10 @@ def check(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> list[str]:
     if s.task == "train" and strategy == "single" and s.dp > 1:
         raise GpuplanError(f"strategy 'single' uses one GPU but the scenario has {s.dp} data-parallel GPUs: "
                            "choose ddp, zero1, zero2, zero3 or fsdp")
+    if s.task == "train" and s.pp > 1 and s.sharding == "deepspeed" and strategy in ("zero2", "zero3"):
+        # DeepSpeed's PipelineEngine asserts zero_optimization_stage < 2 (runtime/pipe/engine.py)
+        raise GpuplanError(f"DeepSpeed runs pipeline parallelism with ZeRO-1 at most, not {strategy}: use strategy "
+                           "zero1 with pp, or pp 1 with ZeRO-2/3")
     if m.num_heads % s.tp:
         raise GpuplanError(f"tp={s.tp} does not divide the {m.num_heads} attention heads of {m.name}; "
                            f"use a divisor of {m.num_heads}")
