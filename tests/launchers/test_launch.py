@@ -801,22 +801,24 @@ def test_a_plan_that_does_not_fit_says_why():
         launch_plan(job)
 
 
-def test_a_micro_batch_set_alone_gets_the_accumulation_the_recipe_states():
+def test_a_micro_batch_set_alone_runs_the_accumulation_the_steps_count():
     """Micro-batch 4 set, accumulation not: the recipe's line said 4 x 2 x 2 GPUs = 16 sequences and 763 steps,
-    while trainer.yaml kept gradient_accumulation_steps 1 (8 sequences a step: 763 steps would train half the
-    50M tokens). The plan now runs the recipe's accumulation; one set by the user is kept."""
+    while trainer.yaml kept gradient_accumulation_steps 1 (8 sequences a step: 763 steps train half the 50M
+    tokens). The layout set is the one run (estimate, recommend and launch report its speed), so the recipe counts
+    its steps with it, 5e7 / (8 x 4,096) = 1,526, and says what accumulation would reach its batch of 16."""
     job = {"model": "qwen3-8b", "task": "train", "method": "lora", "gpu": "a100-sxm4-80gb", "num_gpus": 2,
            "strategy": "zero2", "micro_batch_size": 4, "seq_len": 4096, "train_tokens": 5e7,
            "grad_checkpointing": "full"}
     plan = launch_plan(job)
     r = plan.recipe
-    assert (plan.scenario.micro_batch_size, plan.scenario.grad_accum_steps) == (4, r.grad_accum_steps) == (4, 2)
-    assert r.global_batch == 4 * 2 * 2 == 16
+    assert (r.micro_batch_size, r.grad_accum_steps) == (plan.scenario.micro_batch_size,
+                                                       plan.scenario.grad_accum_steps) == (4, 1)
+    assert r.effective_batch == 8 and r.steps == math.ceil(5e7 / (8 * 4096)) == 1526
+    assert any("grad_accum_steps 2 would reach the recipe's 16" in c.why for c in r.choices)
     trainer = yaml.safe_load(next(f.text for f in launch_files(plan, ["trainer"]) if f.name == "trainer.yaml"))
-    assert trainer["gradient_accumulation_steps"] == 2 and trainer["per_device_train_batch_size"] == 4
-    kept = launch_plan({**job, "grad_accum_steps": 3})
-    assert kept.scenario.grad_accum_steps == 3
-
+    assert (trainer["per_device_train_batch_size"], trainer["gradient_accumulation_steps"]) == (4, 1)
+    assert trainer["max_steps"] * 4 * 1 * 2 * 4096 >= 5e7
+    assert launch_plan({**job, "grad_accum_steps": 2}).recipe.steps == 763
 
 def test_a_refusal_never_reads_as_the_same_gib_twice():
     """QLoRA Qwen3-8B at 5,312 tokens needs 23.94 GiB of the RTX 4090's 23.88: one decimal printed "23.9 GiB per

@@ -423,3 +423,23 @@ def test_deepspeed_pipeline_parallelism_takes_zero1_at_most():
             estimate({**job, "strategy": strategy}, advise=False)
     assert estimate({**job, "strategy": "zero1"}, advise=False).memory.device_peak_gib > 0
     assert estimate({**job, "strategy": "fsdp", "framework": "torchtitan"}, advise=False).memory.device_peak_gib > 0
+
+
+def test_lora_on_a_quantized_base_holds_it_quantized():
+    """LoRA with quant int8 (load_in_8bit, which the launch files write) or a GPTQ checkpoint was counted at 16 bits
+    whatever the quant: 15.42 GiB of Qwen3-8B weights. The base now holds its format, as the serving estimate counts
+    it (int8 about half, 4-bit about a third, with the embeddings and head at 16 bits) beside the fp32 adapters, the
+    line says so, and a warning says the speed is not the base's."""
+    def plan(quant):
+        return estimate({"model": "qwen3-8b", "task": "train", "method": "lora", "gpu": "h100-sxm", "quant": quant},
+                        advise=False)
+
+    bf16, int8, gptq = plan(None), plan("int8"), plan("gptq-int4")
+    served = {q: estimate({"model": "qwen3-8b", "task": "infer", "quant": q}, advise=False).memory.weights_gib
+              for q in ("int8", "gptq-int4")}
+    adapters = bf16.model.params_trainable * 4 / GIB  # peft's fp32 adapters sit with the weights
+    assert int8.memory.weights_gib - adapters == pytest.approx(served["int8"], rel=1e-6)
+    assert gptq.memory.weights_gib - adapters == pytest.approx(served["gptq-int4"], rel=1e-6)
+    assert gptq.memory.weights_gib < int8.memory.weights_gib < 0.6 * bf16.memory.weights_gib
+    assert "LoRA r16 (int8 base)" in int8.resolved
+    assert any("not timed" in w for w in int8.warnings) and not any("not timed" in w for w in bf16.warnings)

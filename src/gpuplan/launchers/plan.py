@@ -233,8 +233,7 @@ def launch_plan(scenario: Scenario | dict, *, command: str = "gpuplan.launchers.
     ``estimate`` and ``recommend`` rank (lowest $ per million tokens among those the scenario's provider and
     pricing allow), or the offer named ``offer_label`` (a ``recommend`` setup's); speed on that offer's
     interconnect. ``owned_usd_per_hour`` marks the user's own cards (no offer, power price only). A training plan
-    takes the recipe's micro-batch and accumulation when the scenario set neither, and the accumulation that
-    reaches the recipe's global batch when it set the micro-batch alone (``keep_micro_batch``: only the
+    takes the recipe's micro-batch and accumulation when the scenario set neither (``keep_micro_batch``: only the
     accumulation, for a ranked setup whose micro-batch was searched)."""
     s = scenario_from(scenario)
     if not s.gpu:
@@ -298,9 +297,8 @@ def launch_plan(scenario: Scenario | dict, *, command: str = "gpuplan.launchers.
 def _recipe_layout(s: Scenario, m: ModelSpec, gpu: GpuSpec, result: Plan,
                    keep_micro_batch: bool = False) -> tuple[Scenario, Plan, str | None]:
     """The scenario with the recipe's micro-batch x accumulation (the fastest that fits and reaches its global
-    batch) when it set neither, or the accumulation that reaches it from the micro-batch it set (as the recipe's
-    line says: :func:`gpuplan.plan.recipe.layout`), re-estimated; and the reason, for the recipe's line."""
-    if "grad_accum_steps" in s.model_fields_set:
+    batch) when it set neither, re-estimated; and the reason, for the recipe's line."""
+    if {"micro_batch_size", "grad_accum_steps"} & s.model_fields_set:
         return s, result, None
     from ..dataset import profile
     from ..plan.recipe import layout, published

@@ -17,6 +17,8 @@ from ..tensors.breakdown import GIB, Estimate, device_overheads
 from .inference import inference_memory
 from .training import training_memory
 
+QLORA_BASES = ("nf4", "fp4", "gptq-int4", "awq-int4")  # the 4-bit bases QLoRA is estimated on
+
 
 def check(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> list[str]:
     """Combinations that cannot run raise :class:`GpuplanError` (one sentence: what, and the fix); doubtful
@@ -26,7 +28,7 @@ def check(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> list[str]:
         if s.precision in ("fp32", "fp8-mixed"):
             raise GpuplanError(f"precision {s.precision!r} does not work with QLoRA: its 4-bit base computes in "
                                "bf16 or fp16; set precision to bf16-mixed (or fp16-mixed on GPUs without bf16)")
-        if s.quant not in (None, "nf4", "fp4", "gptq-int4", "awq-int4"):
+        if s.quant not in (None, *QLORA_BASES):
             raise GpuplanError(f"QLoRA trains adapters on a 4-bit base (nf4, fp4, gptq-int4 or awq-int4), not "
                                f"{s.quant!r}: set quant to nf4 or drop it")
     if s.world_size % (s.tp * s.pp * s.cp):
@@ -59,6 +61,9 @@ def check(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> list[str]:
         warnings.append(f"tp={s.tp} > {m.num_kv_heads} KV heads: each rank replicates KV heads")
     if s.pp > m.num_layers:
         raise GpuplanError(f"pp={s.pp} is more pipeline stages than {m.name}'s {m.num_layers} layers")
+    if s.task == "train" and s.method == "lora" and s.quant not in (None, "none"):
+        warnings.append(f"LoRA on a {s.quant} base: its memory holds the {s.quant} weights, its speed is LoRA's on a "
+                        "16-bit base (the base's own kernels, int8 matmuls or dequantization, are not timed)")
     if s.offload != "none" and s.task == "infer":
         raise GpuplanError("offload applies to training states; for inference use quant or a llama.cpp engine")
     if s.offload == "optimizer+params" and strategy != "zero3":
@@ -74,7 +79,7 @@ def check(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> list[str]:
                                                             "gptq-int4", "mxfp4"):
         raise GpuplanError(f"TensorRT-LLM does not load {s.quant} weights: use quant fp8 or nvfp4 (or awq-int4, "
                            "gptq-int4, int8)")
-    if s.task == "train" and s.method == "full" and s.quant not in (None, "none"):
+    if s.task == "train" and s.method == "full" and s.quant not in (None, "none"):  # it was counted 16-bit
         raise GpuplanError(f"full fine-tuning updates every weight, and {s.quant} weights take no gradients (they "
                            "are loaded frozen): train LoRA or QLoRA on them, or drop quant")
     if s.task == "infer" and s.engine == "transformers" and (s.quant or "").startswith("gguf-"):
