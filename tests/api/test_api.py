@@ -105,3 +105,13 @@ def test_bad_input_is_one_sentence():
         gpuplan.fit("16x3090")
     with pytest.raises(GpuplanError, match="provider"):
         gpuplan.recommend({"model": "llama-3.1-8b", "task": "infer"}, providers=["runpodd"])
+
+
+def test_arguments_of_the_wrong_type_are_one_sentence():
+    """The Python API raised TypeError for ``estimate(42)`` and AttributeError for ``fit(["h100"])``: whatever comes
+    in, a GpuplanError."""
+    for call in (lambda: gpuplan.estimate(42), lambda: gpuplan.cost([1, 2]), lambda: gpuplan.fit(["h100"]),
+                 lambda: gpuplan.fit(None)):
+        with pytest.raises(GpuplanError) as err:
+            call()
+        assert "\n" not in str(err.value)

@@ -39,6 +39,9 @@ ScenarioLike = Scenario | Mapping[str, Any] | str | Path
 
 def scenario_of(scenario: ScenarioLike, overrides: Mapping[str, Any] | None = None) -> Scenario:
     """A scenario from an object, a dict of its fields or a YAML/JSON file, with ``overrides`` on top."""
+    if not isinstance(scenario, (Scenario, Mapping, str, Path)):
+        raise GpuplanError(f"a scenario is a Scenario, a dict of its fields or the path of a YAML/JSON file, not "
+                           f"{type(scenario).__name__}")
     if isinstance(scenario, (str, Path)):
         return load_scenario(scenario, dict(overrides or {}))
     if overrides:
@@ -128,7 +131,7 @@ def fit(gpu: str, scenario: ScenarioLike | None = None, *, models: Iterable[str]
     from ..plan.recommend import parse_have
     from ..scenario.resolve import describe
 
-    if not gpu.strip():
+    if not isinstance(gpu, str) or not gpu.strip():
         raise GpuplanError("fit needs your cards: --gpu 2x3090 (count x name, or a name for one card)")
     gpu_id, count = parse_have(gpu)
     count_text, sep, name = gpu.strip().partition("x")
