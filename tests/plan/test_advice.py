@@ -111,3 +111,14 @@ def test_a_change_to_cpu_layers_reads_as_words():
 
     s = scenario_from({"model": "qwen3-8b", "task": "infer", "engine": "llama.cpp"})
     assert change_words({"cpu_layers": True}, s) == "llama.cpp layers on the CPU"
+
+
+def test_the_longest_context_found_stays_within_the_models():
+    """Phi-3-mini was trained on 4,096 positions: on an L40S `fit` and `estimate` reported sequences of 10k tokens
+    (they fit in memory, past the model's context, which estimate warns about). The search stops at the context:
+    4,096 tokens of training sequence, and a prompt of 4,096 - 256 output tokens = 3,840 for serving."""
+    train = estimate({"model": "phi-3-mini", "task": "train", "method": "qlora", "gpu": "l40s"})
+    assert train.memory.max_seq_len == 4096
+    serve = estimate({"model": "phi-3-mini", "task": "infer", "gpu": "l40s"})
+    assert serve.memory.max_seq_len == 4096 - 256
+    assert estimate({"model": "qwen3-8b", "task": "infer", "gpu": "h100-sxm"}).memory.max_seq_len <= 40_960 - 256
