@@ -122,3 +122,14 @@ def test_the_longest_context_found_stays_within_the_models():
     serve = estimate({"model": "phi-3-mini", "task": "infer", "gpu": "l40s"})
     assert serve.memory.max_seq_len == 4096 - 256
     assert estimate({"model": "qwen3-8b", "task": "infer", "gpu": "h100-sxm"}).memory.max_seq_len <= 40_960 - 256
+
+
+def test_a_smaller_batch_is_not_said_to_change_the_pool():
+    """Qwen3-32B on two L40S with vLLM: the KV pool holds 7 requests of 8,256 tokens, 8 were asked. The fix "batch 4"
+    read "7 -> 7 concurrent requests" (the pool does not change, the batch does); it now says the pool holds it.
+    The fixes that grow the pool keep their "before -> after"."""
+    plan = estimate({"model": "qwen3-32b", "task": "infer", "engine": "vllm", "gpu": "l40s", "num_gpus": 2,
+                     "batch_size": 8, "prompt_tokens": 8000})
+    changes = {x.change.split(":")[0]: x.change for x in plan.suggestions}
+    assert changes["batch 4"] == "batch 4: the pool's 7 requests of 8,256 tokens hold it"
+    assert changes["fp8 KV cache"].startswith("fp8 KV cache: 7 -> 14 concurrent requests")

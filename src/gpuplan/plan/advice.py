@@ -402,8 +402,12 @@ def _vllm_suggestions(s: Scenario, m: ModelSpec, gpu: GpuSpec, report, fixes: li
     def pool_change(gib: float) -> str:  # the same GiB can hold more tokens (fp8 KV): say so only when it grows
         return f" (KV pool {before:.1f} -> {gib:.1f} GiB)" if gib > before + 0.05 else ""
 
-    return [Suggestion(change=f"{_with_implied(fix.label, implied)}: {held:,} -> {requests:,} concurrent requests "
-                       f"of {tokens:,} tokens{pool_change(gib)}", fields={
+    def effect(requests: int, tokens: int, gib: float) -> str:  # a smaller batch leaves the pool as it was
+        if requests == held and gib <= before + 0.05:
+            return f"the pool's {held:,} requests of {tokens:,} tokens hold it"
+        return f"{held:,} -> {requests:,} concurrent requests of {tokens:,} tokens{pool_change(gib)}"
+
+    return [Suggestion(change=f"{_with_implied(fix.label, implied)}: {effect(requests, tokens, gib)}", fields={
                            k: v for k, v in fix.change.items() if v is not None}, device_peak_gib=peak, fits=ok,
                        cost=fix.cost) for fix, ok, gib, requests, peak, implied, tokens in found]
 
