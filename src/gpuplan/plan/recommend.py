@@ -149,7 +149,8 @@ def parse_have(text: str) -> tuple[str, int]:
     if not sep or not count.strip().isdigit():
         count, name = "1", text
     if int(count) < 1:
-        raise GpuplanError(f"--have needs at least one card: {text!r} has {int(count)}")
+        raise GpuplanError(f"a count of cards starts at 1: {text!r} has {int(count)} (write 2x3090, or a name for "
+                           "one card)")
     return load_gpu(name.strip()).id, int(count)
 
 
