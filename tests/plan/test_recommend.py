@@ -325,3 +325,19 @@ def test_an_owned_card_without_a_matrix_rate_does_not_stop_the_search():
     assert rec.setups and not rec.owned
     assert len(rec.owned_changes) == 1 and "apple-m4-max: fits (" in rec.owned_changes[0]
     assert "no speed or cost" in rec.owned_changes[0]
+
+
+def test_llama_cpp_setups_split_layers_as_estimate_does():
+    """llama.cpp spreads a model over cards by layers (--split-mode layer: estimate's default for several GPUs);
+    recommend tried tensor-parallel groups for it and said "(tensor parallel)". Its multi-GPU setups are layer
+    splits, labelled so, and each is what estimate says of its scenario."""
+    import gpuplan
+
+    rec = gpuplan.recommend({"model": "llama-3.3-70b", "task": "infer", "engine": "llama.cpp",
+                             "quant": "gguf-q4_k_m"}, gpus=["rtx-3090", "rtx-4090"], max_gpus=4, top=5)
+    assert "layers split" in rec.resolved
+    multi = [x for x in rec.setups if x.num_gpus > 1]
+    assert multi and all(x.scenario.pp == x.num_gpus and x.scenario.tp == 1 and x.strategy == f"pp{x.num_gpus}"
+                         for x in multi)
+    x = multi[0]
+    assert estimate(x.scenario, advise=False).memory.device_peak_gib == pytest.approx(x.device_peak_gib)

@@ -226,6 +226,10 @@ def _layouts(s: Scenario, m: ModelSpec, c: Constraints, framework: str = "hf") -
         if n > c.max_gpus:
             break
         per_node, nodes = min(n, 8), max(n // 8, 1)
+        if s.task == "infer" and s.engine == "llama.cpp":  # it splits layers over cards (as estimate's default)
+            if n <= min(8, m.num_layers):
+                out.append({"num_gpus": n, "num_nodes": 1, "tp": 1, "pp": n, "strategy": None})
+            continue
         if s.task == "infer":
             if n <= 8 and m.num_heads % n == 0 and (n <= m.num_kv_heads or n % m.num_kv_heads == 0 or m.mla):
                 out.append({"num_gpus": n, "num_nodes": 1, "tp": n, "pp": 1, "strategy": None})
@@ -363,7 +367,8 @@ def searched(s: Scenario, m: ModelSpec, c: Constraints) -> str:
     engine = None if s.task == "train" or "engine" in s.model_fields_set else "vLLM or transformers"
     counts = f"1-{c.max_gpus}" if c.max_gpus > 1 else "1"
     cards = "the GPUs of --gpus" if c.gpus else "every GPU type with a price"
-    layout = "data parallel or ZeRO" if s.task == "train" else "tensor parallel"
+    layout = "data parallel or ZeRO" if s.task == "train" else \
+        "layers split, llama.cpp --split-mode layer" if s.engine == "llama.cpp" else "tensor parallel"
     return describe(s, m, engine=engine, hardware=f"{counts} x {cards} ({layout})")
 
 
@@ -474,7 +479,8 @@ def _priced(s: Scenario, m: ModelSpec, gpu: GpuSpec, labels: list[str], peak: fl
         offer_label = f"your {offer.gpu_count}x {short_id(offer.gpu_id)} (power only)" if offer.pricing == "owned" \
             else cost.offer
         setup = Setup(scenario=s, gpu_id=gpu.id, num_gpus=s.world_size, strategy=s.resolved_strategy if
-                      s.task == "train" else f"tp{s.tp}", techniques=labels, offer=offer_label,
+                      s.task == "train" else f"pp{s.pp}" if s.pp > 1 else f"tp{s.tp}", techniques=labels,
+                      offer=offer_label,
                       provider=offer.provider, pricing=offer.pricing, owned=offer.pricing == "owned",
                       device_peak_gib=peak, capacity_gib=gpu.usable_gib,
                       headroom_pct=100 * (1 - peak / gpu.usable_gib), tokens_per_s=speed.tokens_per_s,
