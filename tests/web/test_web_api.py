@@ -251,6 +251,26 @@ def test_formulas_reproduce_the_estimate(client, fields):
     assert checked >= (8 if r.speed else 4)
 
 
+@pytest.mark.parametrize("fields", [
+    # two GPUs without tp: the plan splits the model (tensor parallel 2), the formulas read TP 1 (15.26 GiB for 7.63)
+    {"model": "qwen3-8b", "task": "infer", "engine": "vllm", "gpu": "l40s", "num_gpus": 2},
+    {"model": "qwen3-8b", "task": "infer", "engine": "sglang", "gpu": "l40s", "num_gpus": 2},
+    # LoRA over int8: the formula counted a 16-bit base
+    {"model": "qwen3-8b", "task": "train", "method": "lora", "gpu": "h100-sxm", "quant": "int8"},
+    # a card without bf16: the plan runs fp16
+    {"model": "qwen2.5-1.5b", "task": "train", "method": "lora", "gpu": "t4"},
+    # TensorRT-LLM holds what it preallocates: the formula applied the allocator slack (81.84 for 78.69)
+    {"model": "qwen3-8b", "task": "infer", "engine": "trtllm", "gpu": "h100-sxm"},
+], ids=["vllm-split", "sglang-split", "lora-int8", "t4", "trtllm"])
+def test_formulas_explain_the_plan_as_resolved(client, fields):
+    """The explanation is of the scenario the plan computed, the card's and the GPU count's defaults taken: every
+    memory formula's arithmetic gives the plan's number."""
+    numbers = client.post("/api/explain", json=fields).json()["numbers"]
+    for key in ("memory.weights_gib", "memory.reserved_peak_gib", "memory.device_peak_gib"):
+        f = numbers[key]
+        assert f["computed"] == pytest.approx(f["value"], rel=1e-3, abs=1e-6), (key, f["substituted"])
+
+
 def test_formula_accuracy_links_point_at_readme_tables(client):
     numbers = client.post("/api/explain", json=SCENARIOS[1]).json()["numbers"]
     anchors = set(re.findall(r'<h\d id="([^"]+)"', readme_html()))

@@ -23,7 +23,7 @@ def weights(x: Context) -> Formula:
         return Formula(label="weights", value=value, unit="GiB", formula="offloaded to CPU memory (ZeRO-3 offload)",
                        substituted="0 GiB on the GPU", computed=0.0)
     if s.task == "infer" or s.method != "full":
-        if s.task == "train" and s.method == "lora":
+        if s.task == "train" and s.method == "lora" and s.quant in (None, "none"):  # else the quant named holds it
             fmt, skip = make_format("none", high_bytes=x.c), ("router",)
         else:
             fmt, skip = weight_format(s, m)
@@ -293,6 +293,16 @@ def allocated(x: Context) -> Formula:
 
 def reserved(x: Context) -> Formula:
     s, mem = x.s, x.r.memory
+    if s.task == "infer" and s.engine == "trtllm" and mem.engine:
+        parts = [("weights", mem.weights_gib), ("profiling forward", mem.activations_gib),
+                 ("KV pool", mem.kv_cache_gib), *mem.other.items()]
+        computed = sum(v for _, v in parts)
+        return Formula(label="reserved peak", value=mem.reserved_peak_gib, unit="GiB",
+                       formula="TensorRT-LLM holds its weights, its max_num_tokens profiling forward and "
+                               "free_gpu_memory_fraction of the memory they leave (KV blocks, then its reserve): the "
+                               "device level is their sum, whatever a step uses",
+                       substituted=" + ".join(f"{v:.2f} ({k})" for k, v in parts) + f" = {computed:.2f} GiB",
+                       computed=computed)
     if s.task == "infer" and s.engine == "sglang" and mem.engine:
         parts = [("weights", mem.weights_gib), ("token pool", mem.kv_cache_gib), *mem.other.items()]
         computed = sum(v for _, v in parts)
