@@ -158,7 +158,10 @@ def _kv_bytes(x: Context, tokens: int, windowed: bool = True) -> tuple[float, li
     text.append(f"{b:g} B each")
     if state:
         text.append(f"+ recurrent states {state / 2**20:,.1f} MiB")
-    return s.batch_size * (total + state), [*text, f"x {s.batch_size} sequences"]
+    split = s.tp * s.pp if s.engine == "llama.cpp" else 1  # llama.cpp spreads its layers' cache over the cards
+    if split > 1:
+        text.append(f"/ {split} GPUs")
+    return s.batch_size * (total + state) / split, [*text, f"x {s.batch_size} sequences"]
 
 
 def kv_cache(x: Context) -> Formula:
