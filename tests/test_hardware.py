@@ -70,3 +70,15 @@ def test_usable_memory():
     assert load_gpu("l40s").usable_gib == pytest.approx(46068 / 1024)  # reported (GPUS.md section 5)
     assert load_gpu("h100-sxm").usable_gib == pytest.approx(80 * 0.995)
     assert load_gpu("h100-sxm").nvlink_bandwidth_gbs == 900
+
+
+def test_a_count_and_a_card_in_one_gpu_name_says_how_to_split_them():
+    """`fit --gpu 2x3090` takes a count; estimate's --gpu takes one card, and "2xh100" there got "did you mean
+    'h100'?" (dropping the count). It now says the two flags; a count of 0 or an unknown card stays unknown."""
+    with pytest.raises(GpuplanError, match=r"--gpu h100 --num-gpus 2\)$"):
+        resolve_gpu("2xh100")
+    with pytest.raises(GpuplanError, match="--gpu rtx-4090 --num-gpus 4"):
+        resolve_gpu("4 x rtx-4090")
+    for name in ("0x3090", "2xnosuch"):
+        with pytest.raises(GpuplanError, match="unknown GPU"):
+            resolve_gpu(name)

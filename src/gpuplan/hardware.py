@@ -187,6 +187,10 @@ def resolve_gpu(name: str) -> tuple[GpuSpec, str | None]:
     key = normalize_name(name)
     ids = _names().get(key) or _names().get(key.replace("-", ""))
     if not ids:
+        count = re.fullmatch(r"([1-9]\d*)\s*x\s*(.+)", name.strip(), re.IGNORECASE)  # "2xh100": fit's --gpu syntax
+        if count and _names().get(normalize_name(count[2])):
+            raise GpuplanError(f"{name.strip()!r} is a count and a card: here name the card and the count apart "
+                               f"(--gpu {count[2]} --num-gpus {count[1]})")
         raise UnknownNameError("GPU", name, sorted(_names()), hint="`gpuplan gpus` lists the catalog.")
     if len(ids) == 1:
         return gpus()[ids[0]], None

@@ -105,3 +105,30 @@ def test_bad_input_is_one_sentence():
         gpuplan.fit("16x3090")
     with pytest.raises(GpuplanError, match="provider"):
         gpuplan.recommend({"model": "llama-3.1-8b", "task": "infer"}, providers=["runpodd"])
+
+
+def test_arguments_of_the_wrong_type_are_one_sentence():
+    """The Python API raised TypeError for ``estimate(42)`` and AttributeError for ``fit(["h100"])``: whatever comes
+    in, a GpuplanError."""
+    for call in (lambda: gpuplan.estimate(42), lambda: gpuplan.cost([1, 2]), lambda: gpuplan.fit(["h100"]),
+                 lambda: gpuplan.fit(None)):
+        with pytest.raises(GpuplanError) as err:
+            call()
+        assert "\n" not in str(err.value)
+
+
+def test_a_list_argument_takes_one_string_as_the_command_line_does():
+    """``recommend(job, gpus="h100")`` searched GPUs 'h', '1', '0', '0' (a string iterates its characters) and
+    stopped on "unknown GPU 'h'"; a string is now its comma-separated names, as --gpus takes them. A list of
+    other things, or a number given as text, is one sentence (it was AttributeError or TypeError)."""
+    job = {"model": "qwen2.5-0.5b", "task": "infer"}
+    one = gpuplan.recommend(job, gpus="l40s,rtx-4090", max_gpus=1, top=3)
+    listed = gpuplan.recommend(job, gpus=["l40s", "rtx-4090"], max_gpus=1, top=3)
+    assert [x.gpu_id for x in one.setups] == [x.gpu_id for x in listed.setups] != []
+    assert gpuplan.recommend(job, have="1x4090", gpus="l40s", max_gpus=1, top=1).owned
+    for call, text in ((lambda: gpuplan.recommend(job, gpus=[1, 2]), "gpus takes names"),
+                       (lambda: gpuplan.recommend(job, min_headroom="10%"), "min_headroom takes a number"),
+                       (lambda: gpuplan.fit("h100", models=5), "models takes names"),
+                       (lambda: gpuplan.capacity("qwen2.5-0.5b", 5), "a workload is a dict")):
+        with pytest.raises(GpuplanError, match=text):
+            call()

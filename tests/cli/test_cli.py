@@ -161,3 +161,30 @@ def test_the_shipped_examples_fit_where_their_comments_say(name):
         bf16 = estimate(r.scenario | {"quant": None})
         assert bf16.memory.fits is False and bf16.memory.max_concurrency == 0
         assert any("KV pool 0.0 ->" in sug.change and sug.fits for sug in bf16.suggestions)
+
+
+def test_every_help_prints_its_examples_one_per_line():
+    """Click rewraps a docstring paragraph unless it opens with \\b: `capacity`, `launch`, `prices update` and
+    `serve` printed their examples run together on one line ("Examples:   gpuplan launch ... -o run/   gpuplan
+    launch ..."). Every command's help keeps one example command per line."""
+    import click
+    import typer
+
+    from gpuplan.cli import app
+
+    def walk(cmd, path):
+        yield path, cmd
+        for name, sub in getattr(cmd, "commands", {}).items():
+            yield from walk(sub, [*path, name])
+
+    root = typer.main.get_command(app)
+    checked = 0
+    for path, cmd in walk(root, ["gpuplan"]):
+        with click.Context(cmd, info_name=" ".join(path), terminal_width=120) as ctx:
+            text = cmd.get_help(ctx)
+        if "Examples:" not in text:
+            continue
+        examples = text.split("Examples:", 1)[1]
+        assert all(line.count("gpuplan ") <= 1 for line in examples.splitlines()), (path, examples[:300])
+        checked += 1
+    assert checked >= 10

@@ -147,3 +147,17 @@ def test_fits_means_every_layer_on_the_gpu_unless_cpu_layers_are_allowed():
     assert any("split the layers over 2 GPUs" in s.change or "--cpu-layers" in s.change for s in r.suggestions)
     allowed = estimate({**fields, "cpu_layers": True}, advise=False)
     assert allowed.memory.fits is True and allowed.speed.streaming_tokens_per_s_per_user < 10
+
+
+def test_layers_split_over_gpus_share_the_model_buffer():
+    """llama.cpp splits the layers over the cards (--split-mode layer): each holds its share of the model buffer
+    (the whole GGUF less the token embedding mapped on the host) and of the KV cache. The split took the embedding
+    off each card's share whole and kept the whole KV on each: Qwen3-8B over 8 H100s came out at -55 GiB of KV,
+    -74 GiB of CPU memory and -11,369 layers on the GPU."""
+    job = {"model": "qwen3-8b", "task": "infer", "engine": "llama.cpp", "quant": "gguf-q4_k_m", "gpu": "h100-sxm"}
+    one = estimate({**job, "num_gpus": 1}, advise=False).memory
+    for n in (2, 8):
+        split = estimate({**job, "num_gpus": n}, advise=False).memory
+        assert split.weights_gib * n == pytest.approx(one.weights_gib, rel=1e-9)
+        assert split.kv_cache_gib * n == pytest.approx(one.kv_cache_gib, rel=1e-9)
+        assert split.cpu_gib == pytest.approx(one.cpu_gib) and split.gpu_layers == 36 and not split.offloaded_layers

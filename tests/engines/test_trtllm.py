@@ -142,3 +142,12 @@ def test_fp8_needs_ada_or_later():
     with pytest.raises(GpuplanError, match="Ada, Hopper and Blackwell"):
         estimate({**SERVE, "gpu": "a100-80gb", "quant": "fp8"}, advise=False)
     assert estimate({**SERVE, "gpu": "l40s", "quant": "fp8"}, advise=False).speed is not None
+
+
+@pytest.mark.parametrize("gpu", ["mi300x", "intel-gaudi3", "apple-m3-ultra"])
+def test_trtllm_runs_on_nvidia_only(gpu):
+    """TensorRT builds CUDA engines: an AMD, Intel or Apple card is refused in one sentence naming the engines
+    that run there, not given a TensorRT-LLM pool."""
+    with pytest.raises(GpuplanError, match="NVIDIA GPUs only"):
+        estimate({"model": "qwen3-8b", "task": "infer", "engine": "trtllm", "gpu": gpu}, advise=False)
+    assert estimate({"model": "qwen3-8b", "task": "infer", "engine": "vllm", "gpu": "mi300x"}, advise=False).memory.fits

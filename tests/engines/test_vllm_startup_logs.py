@@ -62,7 +62,8 @@ def test_deepseek_v2_lite_mla_tp2_pp2_on_l4s():
     807,792 tokens', 'Maximum concurrency for 1,024 tokens per request: 788.86x'. The MLA latent is replicated over
     TP. gpuplan: -0.8 % (-4.3 % with the NVLink TP non-torch figure; L4s have no NVLink)."""
     _, e = engine(model=str(ROOT / "bench/models/DeepSeek-V2-Lite.json"), gpu="nvidia-l4", engine_version="0.9.2",
-                  tp=2, pp=2, num_gpus=4, gpu_memory_utilization=0.9, max_model_len=1024, enforce_eager=True)
+                  tp=2, pp=2, num_gpus=4, gpu_memory_utilization=0.9, max_model_len=1024, enforce_eager=True,
+                  prompt_tokens=768)  # a request within max_model_len (768 + 256 output tokens)
     assert e["available_kv_cache_gib"] == pytest.approx(12.13, rel=0.015)
     assert e["kv_cache_tokens"] == pytest.approx(807_792, rel=0.015)
     assert e["max_concurrency_at_max_model_len"] == pytest.approx(788.86, rel=0.015)

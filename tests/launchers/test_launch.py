@@ -526,7 +526,7 @@ def test_torchtune_lora_count_equals_gpuplans():
 
 @pytest.mark.parametrize("change, text", [
     ({"model": "qwen2.5-7b", "method": "qlora"}, "no qlora builder"),
-    ({"model": "gpt2"}, "ships no recipe config"),
+    ({"model": "gpt2", "seq_len": 1024}, "ships no recipe config"),
     ({"lora_targets": ["q_proj", "gate_proj"]}, "whole MLP"),
 ])
 def test_torchtune_refusals(change, text):
@@ -787,3 +787,41 @@ def test_old_transformers_plans_say_what_runs():
     assert note in files_of(old, ["trainer"])["trainer.yaml"]
     axolotl = {**old, "framework": "axolotl", "method": "lora", "loss": "full"}
     assert note in files_of(axolotl, ["axolotl"])["axolotl.yaml"]
+
+
+def test_a_plan_that_does_not_fit_says_why():
+    """Qwen3-32B on two L40S with vLLM: 40.9 of 45.0 GiB per card, but the KV pool holds 7 of 8 requests of 8,256
+    tokens. The refusal names the pool (it said "40.9 GiB per GPU (45.0 usable)", which reads as fitting); on one
+    card the weights alone (61 GiB) are over, and the GiB are the reason."""
+    job = {"model": "qwen3-32b", "task": "infer", "engine": "vllm", "gpu": "l40s", "batch_size": 8,
+           "prompt_tokens": 8000}
+    with pytest.raises(GpuplanError, match=r"KV pool holds 7 of the 8 concurrent requests asked"):
+        launch_plan({**job, "num_gpus": 2})
+    with pytest.raises(GpuplanError, match=r"does not fit: 6\d\.\d GiB per GPU on L40S \(45\.0 usable\)"):
+        launch_plan(job)
+
+
+def test_a_micro_batch_set_alone_runs_the_accumulation_the_steps_count():
+    """Micro-batch 4 set, accumulation not: the recipe's line said 4 x 2 x 2 GPUs = 16 sequences and 763 steps,
+    while trainer.yaml kept gradient_accumulation_steps 1 (8 sequences a step: 763 steps train half the 50M
+    tokens). The layout set is the one run (estimate, recommend and launch report its speed), so the recipe counts
+    its steps with it, 5e7 / (8 x 4,096) = 1,526, and says what accumulation would reach its batch of 16."""
+    job = {"model": "qwen3-8b", "task": "train", "method": "lora", "gpu": "a100-sxm4-80gb", "num_gpus": 2,
+           "strategy": "zero2", "micro_batch_size": 4, "seq_len": 4096, "train_tokens": 5e7,
+           "grad_checkpointing": "full"}
+    plan = launch_plan(job)
+    r = plan.recipe
+    assert (r.micro_batch_size, r.grad_accum_steps) == (plan.scenario.micro_batch_size,
+                                                       plan.scenario.grad_accum_steps) == (4, 1)
+    assert r.effective_batch == 8 and r.steps == math.ceil(5e7 / (8 * 4096)) == 1526
+    assert any("grad_accum_steps 2 would reach the recipe's 16" in c.why for c in r.choices)
+    trainer = yaml.safe_load(next(f.text for f in launch_files(plan, ["trainer"]) if f.name == "trainer.yaml"))
+    assert (trainer["per_device_train_batch_size"], trainer["gradient_accumulation_steps"]) == (4, 1)
+    assert trainer["max_steps"] * 4 * 1 * 2 * 4096 >= 5e7
+    assert launch_plan({**job, "grad_accum_steps": 2}).recipe.steps == 763
+
+def test_a_refusal_never_reads_as_the_same_gib_twice():
+    """QLoRA Qwen3-8B at 5,312 tokens needs 23.94 GiB of the RTX 4090's 23.88: one decimal printed "23.9 GiB per
+    GPU (23.9 usable)" for a plan that does not fit; the figures get a second decimal when one would hide the gap."""
+    with pytest.raises(GpuplanError, match=r"23\.94 GiB per GPU on GeForce RTX 4090 \(23\.88 usable\)"):
+        launch_plan({"model": "qwen3-8b", "task": "train", "method": "qlora", "gpu": "rtx-4090", "seq_len": 5312})

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpuplan import estimate
+from gpuplan import GpuplanError, estimate
 from gpuplan.model.catalog import load_model
 
 GIB = 2**30
@@ -300,3 +300,146 @@ def test_zero3_qlora_shards_base_and_adapters_and_gathers_4bit_layers():
     e = mem(model="llama-3.1-8b", task="train", method="qlora", num_gpus=4, strategy="zero3")
     assert e.weights_gib * GIB == pytest.approx((base + adapters) / 4, rel=1e-6)
     assert e.other["ZeRO-3 gathered layers"] * GIB == pytest.approx(2 * 218_103_808 * nf4, rel=1e-6)
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
+def test_weights_larger_than_the_card_do_not_fit_on_a_preallocating_engine(engine):
+    """Command-R's 35B parameters in bf16 are 34,980,831,232 x 2 B = 65.2 GiB: they do not load on a 40 GB card
+    whatever the engine's budget (0.9 of the card for vLLM). The levels stay ordered (allocated <= reserved <=
+    device), the device peak is at least the weights, the headroom is negative and no part is negative (SGLang's
+    reserve was the budget less the weights: -26 GiB)."""
+    m = mem(model="command-r", task="infer", engine=engine, gpu="a100-pcie-40gb")
+    assert m.weights_gib == pytest.approx(34_980_831_232 * 2 / GIB, rel=0.01)
+    assert m.allocated_peak_gib <= m.reserved_peak_gib <= m.device_peak_gib
+    assert m.device_peak_gib >= m.weights_gib
+    assert not m.fits and m.headroom_gib < -20
+    assert all(v >= 0 for v in m.other.values())
+
+
+@pytest.mark.parametrize("model, context, fields", [
+    ("gpt2", 1024, dict(task="train", seq_len=2048)),
+    ("opt-6.7b", 2048, dict(task="infer", prompt_tokens=4096)),
+])
+def test_learned_positions_refuse_longer_sequences(model, context, fields):
+    """GPT-2 and OPT learn a table of positions (wpe, embed_positions) and have no RoPE to scale: a token past the
+    table has no row (IndexError in transformers), so the job is refused in one sentence that names the limit;
+    at the limit it runs. RoPE models past their context only warn."""
+    with pytest.raises(GpuplanError, match=f"learns {context:,} positions"):
+        estimate({"model": model, **fields}, advise=False)
+    at_limit = {**fields, **({"seq_len": context} if fields["task"] == "train" else
+                             {"prompt_tokens": context - 256, "output_tokens": 256})}
+    assert estimate({"model": model, **at_limit}, advise=False).memory.allocated_peak_gib > 0
+    longer = estimate({"model": "llama-3-8b", "task": "train", "seq_len": 16384}, advise=False)
+    assert any("max_position_embeddings 8,192" in w for w in longer.warnings)
+
+
+def test_sharding_strategy_without_data_parallel_ranks_says_why():
+    """Two GPUs taken by tp 2 leave one data-parallel rank: ZeRO-3 has nothing to shard over, and the sentence says
+    that tp takes the GPUs (it said "set num_gpus >= 2" to a user who had set 2)."""
+    with pytest.raises(GpuplanError, match="tp x pp = 2 takes all 2 GPUs") as err:
+        estimate({"model": "qwen3-8b", "task": "train", "method": "lora", "gpu": "h100-sxm", "num_gpus": 2,
+                  "tp": 2, "strategy": "zero3"}, advise=False)
+    assert "num_gpus >= 2" not in str(err.value)
+    with pytest.raises(GpuplanError, match="there is one: set num_gpus >= 2"):
+        estimate({"model": "qwen3-8b", "task": "train", "strategy": "zero3"}, advise=False)
+
+
+def test_another_engines_setting_is_said_to_change_nothing():
+    """gpu_memory_utilization is vLLM's, mem_fraction_static SGLang's: given to another engine they change nothing,
+    and a warning says so instead of a silent answer."""
+    plan = estimate({"model": "qwen3-8b", "task": "infer", "engine": "sglang", "gpu": "h100-sxm",
+                     "gpu_memory_utilization": 0.5}, advise=False)
+    assert any(w.startswith("gpu_memory_utilization is vllm's setting") for w in plan.warnings)
+    plan = estimate({"model": "qwen3-8b", "task": "infer", "engine": "vllm", "gpu": "h100-sxm",
+                     "mem_fraction_static": 0.5}, advise=False)
+    assert any(w.startswith("mem_fraction_static is sglang's setting") for w in plan.warnings)
+    plan = estimate({"model": "qwen3-8b", "task": "infer", "engine": "vllm", "gpu": "h100-sxm",
+                     "gpu_memory_utilization": 0.5}, advise=False)
+    assert not any("changes nothing" in w for w in plan.warnings)
+
+
+@pytest.mark.parametrize("fields, text", [
+    # bitsandbytes, GPTQ and fp8 weights are loaded frozen: full fine-tuning on them was accepted and counted fp32
+    # master weights (30.5 GiB for Qwen3-8B) under a line saying "nf4 weights"
+    (dict(task="train", method="full", quant="nf4"), "nf4 weights take no gradients"),
+    (dict(task="train", method="full", quant="gptq-int4"), "gptq-int4 weights take no gradients"),
+    # FlashAttention 2 needs sm80 (Ampere) or newer: transformers raises on a V100 or T4
+    (dict(task="train", attention="flash", gpu="v100-sxm2-32gb"), "Ampere or newer NVIDIA GPUs .* Volta"),
+    (dict(task="infer", attention="flash", gpu="t4"), "Ampere or newer NVIDIA GPUs .* Turing"),
+    # transformers dequantizes GGUF on load: 4.7 GiB of q4_k_m weights was the answer, 15 GiB the truth
+    (dict(task="infer", engine="transformers", quant="gguf-q4_k_m"), "dequantizes a GGUF file"),
+    # llama.cpp's cache types are f16, bf16 and q8_0/q4_0 blocks; SGLang's 16-bit or fp8 (as its launch file says)
+    (dict(task="infer", engine="llama.cpp", quant="gguf-q4_k_m", kv_cache_dtype="fp8"), "not fp8"),
+    (dict(task="infer", engine="sglang", kv_cache_dtype="int8"), "SGLang's KV cache is 16-bit or fp8"),
+])
+def test_combinations_that_cannot_run_are_refused(fields, text):
+    with pytest.raises(GpuplanError, match=text):
+        estimate({"model": "qwen3-8b", "gpu": "h100-sxm", **fields}, advise=False)
+
+
+def test_what_those_refusals_leave_running():
+    """The same jobs with the fix each sentence names run: LoRA on int8 (LLM.int8 + peft), sdpa on a V100, q8_0
+    cache on llama.cpp, fp8 cache on SGLang, flash attention on an A100 and on MI300X (ROCm)."""
+    for fields in (dict(task="train", method="lora", quant="int8"),
+                   dict(task="train", attention="sdpa", gpu="v100-sxm2-32gb"),
+                   dict(task="train", method="lora", attention="flash", gpu="a100-sxm4-80gb"),
+                   dict(task="train", method="lora", attention="flash", gpu="mi300x"),
+                   dict(task="infer", engine="llama.cpp", quant="gguf-q4_k_m", kv_cache_dtype="int8"),
+                   dict(task="infer", engine="sglang", kv_cache_dtype="fp8")):
+        assert estimate({"model": "qwen3-8b", "gpu": "h100-sxm", **fields}, advise=False).memory.device_peak_gib > 0
+
+
+def test_yarn_rope_scaling_extends_the_context_warned_about(tmp_path):
+    """Qwen's long-context recipe adds ``rope_scaling {type: yarn, factor: 4, original_max_position_embeddings:
+    32768}`` to a 32k config: 4 x 32,768 = 131,072 tokens run as configured, so 100k tokens are not warned about (it
+    said to extend the context with RoPE scaling, which the config does); past 131,072 the warning names that
+    context. Without the entry, 100k tokens are past max_position_embeddings."""
+    import json
+
+    base = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 1536,
+            "intermediate_size": 8960, "num_hidden_layers": 28, "num_attention_heads": 12, "num_key_value_heads": 2,
+            "vocab_size": 151936, "max_position_embeddings": 32768, "torch_dtype": "bfloat16",
+            "tie_word_embeddings": True}
+    yarn = {**base, "rope_scaling": {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}}
+    (tmp_path / "yarn.json").write_text(json.dumps(yarn))
+    (tmp_path / "plain.json").write_text(json.dumps(base))
+
+    def said(name, prompt):
+        plan = estimate({"model": str(tmp_path / name), "task": "infer", "prompt_tokens": prompt}, advise=False)
+        return [w for w in plan.warnings if "tokens exceed" in w]
+
+    assert said("yarn.json", 100_000) == []
+    assert "context 131,072 (max_position_embeddings 32,768 with its rope_scaling)" in said("yarn.json", 140_000)[0]
+    assert "max_position_embeddings 32,768" in said("plain.json", 100_000)[0]
+
+
+def test_deepspeed_pipeline_parallelism_takes_zero1_at_most():
+    """DeepSpeed's PipelineEngine asserts ``zero_optimization_stage() < 2`` ("ZeRO-2 and ZeRO-3 are incompatible
+    with pipeline parallelism", runtime/pipe/engine.py): pp 2 with ZeRO-3 was estimated; ZeRO-1 with pp runs, and
+    torchtitan's FSDP2 with pp too."""
+    job = {"model": "qwen3-8b", "task": "train", "gpu": "h100-sxm", "num_gpus": 4, "pp": 2}
+    for strategy in ("zero2", "zero3"):
+        with pytest.raises(GpuplanError, match=f"ZeRO-1 at most, not {strategy}"):
+            estimate({**job, "strategy": strategy}, advise=False)
+    assert estimate({**job, "strategy": "zero1"}, advise=False).memory.device_peak_gib > 0
+    assert estimate({**job, "strategy": "fsdp", "framework": "torchtitan"}, advise=False).memory.device_peak_gib > 0
+
+
+def test_lora_on_a_quantized_base_holds_it_quantized():
+    """LoRA with quant int8 (load_in_8bit, which the launch files write) or a GPTQ checkpoint was counted at 16 bits
+    whatever the quant: 15.42 GiB of Qwen3-8B weights. The base now holds its format, as the serving estimate counts
+    it (int8 about half, 4-bit about a third, with the embeddings and head at 16 bits) beside the fp32 adapters, the
+    line says so, and a warning says the speed is not the base's."""
+    def plan(quant):
+        return estimate({"model": "qwen3-8b", "task": "train", "method": "lora", "gpu": "h100-sxm", "quant": quant},
+                        advise=False)
+
+    bf16, int8, gptq = plan(None), plan("int8"), plan("gptq-int4")
+    served = {q: estimate({"model": "qwen3-8b", "task": "infer", "quant": q}, advise=False).memory.weights_gib
+              for q in ("int8", "gptq-int4")}
+    adapters = bf16.model.params_trainable * 4 / GIB  # peft's fp32 adapters sit with the weights
+    assert int8.memory.weights_gib - adapters == pytest.approx(served["int8"], rel=1e-6)
+    assert gptq.memory.weights_gib - adapters == pytest.approx(served["gptq-int4"], rel=1e-6)
+    assert gptq.memory.weights_gib < int8.memory.weights_gib < 0.6 * bf16.memory.weights_gib
+    assert "LoRA r16 (int8 base)" in int8.resolved
+    assert any("not timed" in w for w in int8.warnings) and not any("not timed" in w for w in bf16.warnings)

@@ -119,3 +119,34 @@ def test_estimate_check_exit_codes():
     assert code("--model", "qwen2.5-0.5b", "--task", "infer", "--gpu", "rtx-4090") == 0
     assert code("--model", "llama-3.1-70b", "--task", "infer", "--gpu", "rtx-4090") == 3
     assert code("--model", "llama-3.1-70b", "--task", "infer") == 2  # no GPU to check against
+
+
+def test_a_change_to_cpu_layers_reads_as_words():
+    """fit's row for a model that llama.cpp runs partly from system RAM said "with cpu layers True"."""
+    from gpuplan.plan.capability import change_words
+    from gpuplan.scenario import scenario_from
+
+    s = scenario_from({"model": "qwen3-8b", "task": "infer", "engine": "llama.cpp"})
+    assert change_words({"cpu_layers": True}, s) == "llama.cpp layers on the CPU"
+
+
+def test_the_longest_context_found_stays_within_the_models():
+    """Phi-3-mini was trained on 4,096 positions: on an L40S `fit` and `estimate` reported sequences of 10k tokens
+    (they fit in memory, past the model's context, which estimate warns about). The search stops at the context:
+    4,096 tokens of training sequence, and a prompt of 4,096 - 256 output tokens = 3,840 for serving."""
+    train = estimate({"model": "phi-3-mini", "task": "train", "method": "qlora", "gpu": "l40s"})
+    assert train.memory.max_seq_len == 4096
+    serve = estimate({"model": "phi-3-mini", "task": "infer", "gpu": "l40s"})
+    assert serve.memory.max_seq_len == 4096 - 256
+    assert estimate({"model": "qwen3-8b", "task": "infer", "gpu": "h100-sxm"}).memory.max_seq_len <= 40_960 - 256
+
+
+def test_a_smaller_batch_is_not_said_to_change_the_pool():
+    """Qwen3-32B on two L40S with vLLM: the KV pool holds 7 requests of 8,256 tokens, 8 were asked. The fix "batch 4"
+    read "7 -> 7 concurrent requests" (the pool does not change, the batch does); it now says the pool holds it.
+    The fixes that grow the pool keep their "before -> after"."""
+    plan = estimate({"model": "qwen3-32b", "task": "infer", "engine": "vllm", "gpu": "l40s", "num_gpus": 2,
+                     "batch_size": 8, "prompt_tokens": 8000})
+    changes = {x.change.split(":")[0]: x.change for x in plan.suggestions}
+    assert changes["batch 4"] == "batch 4: the pool's 7 requests of 8,256 tokens hold it"
+    assert changes["fp8 KV cache"].startswith("fp8 KV cache: 7 -> 14 concurrent requests")

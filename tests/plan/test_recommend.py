@@ -189,8 +189,9 @@ def test_owned_hardware_is_priced_by_power():
     assert anywhere.owned and any(x.pricing in ("spot", "interruptible") for x in anywhere.setups)
     with pytest.raises(GpuplanError, match="did you mean"):
         parse_have("2x3909ti")
-    with pytest.raises(GpuplanError, match="at least one card"):
-        parse_have("0x3090")
+    with pytest.raises(GpuplanError, match="a count of cards starts at 1: '0x3090' has 0") as err:
+        parse_have("0x3090")  # fit --gpu and buy read it too: the sentence named --have in every command
+    assert "--have" not in str(err.value)
 
 
 def test_owned_cards_that_cannot_hold_the_job_get_the_change_that_would():
@@ -311,3 +312,32 @@ def test_a_technique_the_scenario_already_has_is_not_searched_again():
     on = run({**fields, "grad_checkpointing": "full"}, top=1)
     assert on.evaluated * 3 == off.evaluated * 2 and on.evaluated > 0
     assert on.setups[0].techniques != ["gradient checkpointing"]
+
+
+def test_an_owned_card_without_a_matrix_rate_does_not_stop_the_search():
+    """An Apple M4 Max owned (`--have 1xapple-m4-max`) made the whole recommendation fail ("no dense 16-bit matrix
+    rate") and then said nothing fits it: Gemma-3-1B fits it (memory is known), it only cannot be timed or priced;
+    the rented setups are still ranked."""
+    import gpuplan
+
+    rec = gpuplan.recommend({"model": "gemma-3-1b", "task": "infer", "engine": "llama.cpp"}, have=["1xapple-m4-max"],
+                            top=2)
+    assert rec.setups and not rec.owned
+    assert len(rec.owned_changes) == 1 and "apple-m4-max: fits (" in rec.owned_changes[0]
+    assert "no speed or cost" in rec.owned_changes[0]
+
+
+def test_llama_cpp_setups_split_layers_as_estimate_does():
+    """llama.cpp spreads a model over cards by layers (--split-mode layer: estimate's default for several GPUs);
+    recommend tried tensor-parallel groups for it and said "(tensor parallel)". Its multi-GPU setups are layer
+    splits, labelled so, and each is what estimate says of its scenario."""
+    import gpuplan
+
+    rec = gpuplan.recommend({"model": "llama-3.3-70b", "task": "infer", "engine": "llama.cpp",
+                             "quant": "gguf-q4_k_m"}, gpus=["rtx-3090", "rtx-4090"], max_gpus=4, top=5)
+    assert "layers split" in rec.resolved
+    multi = [x for x in rec.setups if x.num_gpus > 1]
+    assert multi and all(x.scenario.pp == x.num_gpus and x.scenario.tp == 1 and x.strategy == f"pp{x.num_gpus}"
+                         for x in multi)
+    x = multi[0]
+    assert estimate(x.scenario, advise=False).memory.device_peak_gib == pytest.approx(x.device_peak_gib)

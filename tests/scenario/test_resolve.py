@@ -27,12 +27,12 @@ def test_the_resolved_line_names_every_default():
 
 def test_every_answer_opens_with_it():
     env = {**os.environ, "COLUMNS": "200"}
-    for args in (["estimate", "--model", "gpt2", "--task", "train"],
-                 ["cost", "--model", "gpt2", "--task", "train"],
-                 ["recommend", "--model", "gpt2", "--task", "train", "--top", "1"]):
+    for args in (["estimate", "--model", "qwen2.5-0.5b", "--task", "train"],
+                 ["cost", "--model", "qwen2.5-0.5b", "--task", "train"],
+                 ["recommend", "--model", "qwen2.5-0.5b", "--task", "train", "--top", "1"]):
         done = subprocess.run([sys.executable, "-m", "gpuplan", *args], capture_output=True, text=True, env=env)
         assert done.returncode == 0, done.stderr
-        assert done.stdout.startswith("openai-community/gpt2: train full fine-tuning, seq 2,048 x micro-batch 1"), \
+        assert done.stdout.startswith("Qwen/Qwen2.5-0.5B: train full fine-tuning, seq 2,048 x micro-batch 1"), \
             args
 
 
@@ -89,5 +89,5 @@ def test_gguf_types_by_their_llama_cpp_names():
 
 
 def test_an_ambiguous_gpu_is_said_first():
-    r = estimate({"model": "gpt2", "task": "infer", "gpu": "a100-80gb"}, advise=False)
+    r = estimate({"model": "qwen2.5-0.5b", "task": "infer", "gpu": "a100-80gb"}, advise=False)
     assert r.gpu.id == "nvidia-a100-sxm4-80gb" and r.defaults[0].startswith("a100-80gb taken as A100 SXM4 80GB")

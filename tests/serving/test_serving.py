@@ -422,3 +422,46 @@ def test_capacity_with_sglang_uses_its_pool_and_scheduler_limits():
                       prompt_tokens=1000, output_tokens=100), advise=False)
     assert plan.engine == "sglang" and plan.kv_tokens == r.memory.max_context_tokens
     assert plan.max_concurrency == r.memory.max_concurrency and plan.max_rate_rps > 2
+
+
+def test_capacity_refuses_what_it_cannot_simulate():
+    """The search simulates NVIDIA cards only: asked for AMD ones alone it said "no setup meets the SLOs" with no
+    SLO set. OPT-6.7B learns 2,048 positions: a workload of 3,000 + 400 tokens cannot run on it (estimate refuses
+    it), and capacity ranked it at 2.6 req/s with max_model_len cut to 2,048."""
+    import gpuplan
+
+    with pytest.raises(GpuplanError, match=r"NVIDIA GPUs only .* not on amd-instinct-mi300x"):
+        gpuplan.capacity("qwen3-8b", rate_rps=2, prompt_tokens=3000, output_tokens=400, gpus=["mi300x"])
+    with pytest.raises(GpuplanError, match=r"learns 2,048 positions .* up to 3,400 tokens"):
+        gpuplan.capacity("opt-6.7b", rate_rps=1, prompt_tokens=3000, output_tokens=400, gpus=["h100"], top=1)
+    fits = gpuplan.capacity("opt-6.7b", rate_rps=1, prompt_tokens=1000, output_tokens=400, gpus=["h100", "mi300x"],
+                            top=1)
+    assert fits.deployments and fits.deployments[0].max_rate_rps > 1
+
+
+def test_capacity_rows_agree_with_themselves():
+    """A row's output tokens/s is its steady request rate x the mean output (an engine that keeps up completes
+    what arrives), and its $ per million output tokens is its $/h over those tokens: the row said 6.51 req/s x
+    200 tokens but 1,085 output tokens/s (the simulated window's count while the queue filled)."""
+    import gpuplan
+
+    report = gpuplan.capacity("qwen3-8b", rate_rps=2, prompt_tokens=1000, output_tokens=200, gpus=["l40s", "h100"],
+                              top=2)
+    assert report.deployments
+    for p in report.deployments:
+        assert p.output_tokens_per_s == pytest.approx(p.max_rate_rps * 200)
+        per_s = p.usd_per_hour / p.replicas_per_instance / 3600
+        assert p.usd_per_million_output == pytest.approx(per_s / p.output_tokens_per_s * 1e6)
+
+
+def test_capacity_refuses_a_prefix_longer_than_the_prompt_and_sglang_int8_kv():
+    """estimate refuses a shared prefix not below the prompt and an int8 KV cache on SGLang; capacity took both
+    (the prefix cut to the prompt, int8 priced as SGLang cannot run it)."""
+    import gpuplan
+
+    with pytest.raises(GpuplanError, match=r"shared_prefix_tokens \(200\) must be below the mean prompt"):
+        gpuplan.capacity("qwen3-8b", rate_rps=1, prompt_tokens=100, output_tokens=10, shared_prefix_tokens=200,
+                         gpus=["l4"])
+    with pytest.raises(GpuplanError, match="SGLang's KV cache is 16-bit or fp8"):
+        gpuplan.capacity("qwen3-8b", rate_rps=1, prompt_tokens=100, output_tokens=10, engine="sglang",
+                         kv_cache_dtype="int8", gpus=["l4"])

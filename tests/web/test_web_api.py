@@ -24,6 +24,7 @@ from gpuplan.hardware import gpus, load_gpu  # noqa: E402
 from gpuplan.memory import fits_only, memory_report  # noqa: E402
 from gpuplan.model.catalog import load_model  # noqa: E402
 from gpuplan.scenario import Scenario, load_scenario  # noqa: E402
+from gpuplan.scenario.resolve import resolve  # noqa: E402
 from gpuplan.web import guard  # noqa: E402
 from gpuplan.web.accuracy import readme_html  # noqa: E402
 from gpuplan.web.app import create_app  # noqa: E402
@@ -250,6 +251,30 @@ def test_formulas_reproduce_the_estimate(client, fields):
     assert checked >= (8 if r.speed else 4)
 
 
+@pytest.mark.parametrize("fields", [
+    # two GPUs without tp: the plan splits the model (tensor parallel 2), the formulas read TP 1 (15.26 GiB for 7.63)
+    {"model": "qwen3-8b", "task": "infer", "engine": "vllm", "gpu": "l40s", "num_gpus": 2},
+    {"model": "qwen3-8b", "task": "infer", "engine": "sglang", "gpu": "l40s", "num_gpus": 2},
+    # LoRA over int8: the formula counted a 16-bit base
+    {"model": "qwen3-8b", "task": "train", "method": "lora", "gpu": "h100-sxm", "quant": "int8"},
+    # a card without bf16: the plan runs fp16
+    {"model": "qwen2.5-1.5b", "task": "train", "method": "lora", "gpu": "t4"},
+    # TensorRT-LLM holds what it preallocates: the formula applied the allocator slack (81.84 for 78.69)
+    {"model": "qwen3-8b", "task": "infer", "engine": "trtllm", "gpu": "h100-sxm"},
+    # llama.cpp's layers over two cards: each holds half of the model buffer and of the KV cache
+    {"model": "qwen3-8b", "task": "infer", "engine": "llama.cpp", "quant": "gguf-q4_k_m", "gpu": "h100-sxm",
+     "num_gpus": 2},
+], ids=["vllm-split", "sglang-split", "lora-int8", "t4", "trtllm", "llama.cpp-split"])
+def test_formulas_explain_the_plan_as_resolved(client, fields):
+    """The explanation is of the scenario the plan computed, the card's and the GPU count's defaults taken: every
+    memory formula's arithmetic gives the plan's number."""
+    numbers = client.post("/api/explain", json=fields).json()["numbers"]
+    for key in ("memory.weights_gib", "memory.reserved_peak_gib", "memory.device_peak_gib",
+                *(["memory.kv_cache_gib"] if fields.get("engine") == "llama.cpp" else [])):
+        f = numbers[key]
+        assert f["computed"] == pytest.approx(f["value"], rel=1e-3, abs=1e-6), (key, f["substituted"])
+
+
 def test_formula_accuracy_links_point_at_readme_tables(client):
     numbers = client.post("/api/explain", json=SCENARIOS[1]).json()["numbers"]
     anchors = set(re.findall(r'<h\d id="([^"]+)"', readme_html()))
@@ -295,8 +320,9 @@ def test_fit_grid_is_fits_only_on_every_card(client):
             if cell["fits"] is None:
                 assert cell["reason"]
                 continue
-            ok, peak = fits_only(s.model_copy(update={**change, "gpu": row["gpu_id"]}), m, gpus()[row["gpu_id"]])
-            assert (cell["fits"], cell["device_peak_gib"]) == (ok, peak)
+            gpu = gpus()[row["gpu_id"]]
+            resolved, _ = resolve(s.model_copy(update={**change, "gpu": row["gpu_id"]}), m, gpu)
+            assert (cell["fits"], cell["device_peak_gib"]) == fits_only(resolved, m, gpu)
     l40s = next(r for r in grid["rows"] if r["gpu_id"] == load_gpu("l40s").id)
     assert l40s["cells"][0]["headroom_gib"] == pytest.approx(gpuplan.estimate(fields).memory.headroom_gib)
     point = next(p for p in grid["curve"] if p["tokens"] == 8192)
@@ -304,6 +330,18 @@ def test_fit_grid_is_fits_only_on_every_card(client):
     assert point["device_peak_gib"] == pytest.approx(expected)
     peaks = [p["device_peak_gib"] for p in grid["curve"]]
     assert peaks == sorted(peaks)  # memory grows with the context
+
+
+def test_fit_grid_takes_each_cards_defaults_as_estimate_does(client):
+    """A card without bf16 (T4, V100, Apple silicon) runs fp16, as `gpuplan estimate` resolves it: the grid's cell
+    is the estimate's verdict and peak, not a refusal to set precision (the grid skipped that default)."""
+    fields = {"model": "qwen2.5-1.5b", "task": "infer", "engine": "vllm"}
+    grid = client.post("/api/fit-grid", json={"scenario": fields}).json()
+    for name in ("t4", "v100-sxm2-32gb", "apple-m3-ultra"):
+        plan = gpuplan.estimate({**fields, "gpu": name})
+        cell = next(r for r in grid["rows"] if r["gpu_id"] == plan.gpu.id)["cells"][0]
+        assert cell["reason"] == "" and cell["fits"] is plan.memory.fits, (name, cell)
+        assert cell["device_peak_gib"] == pytest.approx(plan.memory.device_peak_gib)
 
 
 def test_fit_grid_counts_vllm_requests_and_llama_cpp_layers(client):

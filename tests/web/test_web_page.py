@@ -188,6 +188,15 @@ def test_permalink_reopens_the_same_plan(server, page, browser):
     assert other.text_content("#export-yaml") == page.text_content("#export-yaml")
 
 
+def test_the_verdict_names_the_engine_that_serves(server, page):
+    """A TensorRT-LLM plan's verdict and pool line said "vLLM's KV pool" (the page knew vLLM and SGLang only)."""
+    page.goto(f"{server}/?model=qwen3-8b&task=infer&engine=trtllm&gpu=h100-sxm&batch_size=8")
+    settle(page)
+    verdict = page.text_content("#verdict")
+    assert "TensorRT-LLM's KV pool holds" in verdict and "TensorRT-LLM KV pool" in verdict
+    assert "vLLM" not in verdict
+
+
 def test_fixes_apply_and_refit(server, page, tmp_path):
     """LoRA on Llama-3.1-8B at 2,048 tokens does not fit an RTX 4090; each fix shows its new peak; applying
     gradient checkpointing re-estimates to what ``gpuplan.estimate`` says for that change."""

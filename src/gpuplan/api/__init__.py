@@ -39,6 +39,9 @@ ScenarioLike = Scenario | Mapping[str, Any] | str | Path
 
 def scenario_of(scenario: ScenarioLike, overrides: Mapping[str, Any] | None = None) -> Scenario:
     """A scenario from an object, a dict of its fields or a YAML/JSON file, with ``overrides`` on top."""
+    if not isinstance(scenario, (Scenario, Mapping, str, Path)):
+        raise GpuplanError(f"a scenario is a Scenario, a dict of its fields or the path of a YAML/JSON file, not "
+                           f"{type(scenario).__name__}")
     if isinstance(scenario, (str, Path)):
         return load_scenario(scenario, dict(overrides or {}))
     if overrides:
@@ -53,10 +56,32 @@ def estimate(scenario: ScenarioLike, *, advise: bool = True) -> Plan:
     return _estimate(scenario_of(scenario), advise=advise)
 
 
+def names_of(value: Any, what: str, *, pairs: bool = False) -> list[Any]:
+    """A list argument as a list: one string is its comma-separated names (as the command line takes them, not its
+    characters); each item a string (or, with ``pairs``, a ``(name, count)`` pair)."""
+    if isinstance(value, str):
+        return value.split(",")
+    try:
+        items = list(value)
+    except TypeError:
+        raise GpuplanError(f"{what} takes names: a list of strings or one comma-separated string, not "
+                           f"{type(value).__name__}") from None
+    for item in items:
+        if not isinstance(item, str) and not (pairs and isinstance(item, tuple) and len(item) == 2):
+            raise GpuplanError(f"{what} takes names (strings), not {item!r}")
+    return items
+
+
+def real_number(value: Any, what: str) -> None:
+    """``value`` is None or a real number (not a string, not a bool): else one sentence."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+        raise GpuplanError(f"{what} takes a number, not {value!r}")
+
+
 def gpu_ids(names: Iterable[str], notes: list[str]) -> tuple[str, ...]:
     """Catalog ids of GPU names (aliases, ambiguous names taking their common variant, said in ``notes``)."""
     out = []
-    for name in names:
+    for name in names_of(names, "gpus"):
         if not name.strip():
             continue
         gpu, note = resolve_gpu(name.strip())
@@ -70,7 +95,7 @@ def provider_names(names: Iterable[str]) -> tuple[str, ...]:
     """Providers of the price catalog, checked (an unknown one gets "did you mean")."""
     from ..market.store import load_offers
 
-    wanted = [n.strip() for n in names if n.strip()]
+    wanted = [n.strip() for n in names_of(names, "providers") if n.strip()]
     if not wanted:
         return ()
     known = sorted({o.provider for o in load_offers()})
@@ -94,7 +119,11 @@ def recommend(scenario: ScenarioLike, *, budget_usd: float | None = None, deadli
     s = scenario_of(scenario)
     m = load_model(s.model)
     notes: list[str] = []
-    owned = tuple(parse_have(h) if isinstance(h, str) else (resolve_gpu(h[0])[0].id, int(h[1])) for h in have)
+    for value, what in ((budget_usd, "budget_usd"), (deadline_hours, "deadline_hours"), (min_headroom, "min_headroom"),
+                        (max_gpus, "max_gpus"), (top, "top")):
+        real_number(value, what)
+    owned = tuple(parse_have(h) if isinstance(h, str) else (resolve_gpu(h[0])[0].id, int(h[1]))
+                  for h in names_of(have, "have", pairs=True) if not isinstance(h, str) or h.strip())
     c = Constraints(budget_usd=budget_usd, deadline_hours=deadline_hours, max_gpus=max_gpus,
                     gpus=gpu_ids(gpus, notes), providers=provider_names(providers), pricing=s.pricing, have=owned,
                     min_headroom=min_headroom, objective=objective, top=top, any_method=any_method,
@@ -128,7 +157,7 @@ def fit(gpu: str, scenario: ScenarioLike | None = None, *, models: Iterable[str]
     from ..plan.recommend import parse_have
     from ..scenario.resolve import describe
 
-    if not gpu.strip():
+    if not isinstance(gpu, str) or not gpu.strip():
         raise GpuplanError("fit needs your cards: --gpu 2x3090 (count x name, or a name for one card)")
     gpu_id, count = parse_have(gpu)
     count_text, sep, name = gpu.strip().partition("x")
@@ -147,7 +176,7 @@ def fit(gpu: str, scenario: ScenarioLike | None = None, *, models: Iterable[str]
     template.pop("model", None)
     template.setdefault("task", "infer")
     example = load_scenario(None, {**template, "model": "each bundled model", "gpu": gpu_id, "num_gpus": count})
-    rows = what_fits(template, card, count, list(models) if models is not None else None)
+    rows = what_fits(template, card, count, names_of(models, "models") if models is not None else None)
     return FitReport(resolved=describe(example), task=example.task, gpu_id=card.id, num_gpus=count,
                      notes=[note] if note else [], rows=rows)
 
@@ -217,17 +246,22 @@ def capacity(model: str, workload: str | Path | Mapping[str, Any] | None = None,
     from ..serving.capacity import shown
     from ..serving.workload import load_workload
 
+    real_number(max_gpus, "max_gpus")
+    real_number(top, "top")
     if not 1 <= max_gpus <= 64 or not 1 <= top <= 100:
         raise GpuplanError("--max-gpus takes 1..64 and --top 1..100")
     if isinstance(workload, Mapping):
         w = load_workload(None, {**workload, **workload_fields})
-    else:
+    elif workload is None or isinstance(workload, (str, Path)):
         w = load_workload(workload, workload_fields)
+    else:
+        raise GpuplanError(f"a workload is a dict of its fields or the path of a YAML file, not "
+                           f"{type(workload).__name__}")
     if engine not in ("vllm", "sglang"):
         raise GpuplanError(f"capacity simulates vllm or sglang, not {engine!r}")
     s = scenario_from({k: v for k, v in dict(model=model, task="infer", engine=engine, engine_version=engine_version,
                                              kv_cache_dtype=kv_cache_dtype).items() if v is not None})
-    ids = tuple(load_gpu(g).id for g in gpus if g.strip())
+    ids = tuple(load_gpu(g).id for g in names_of(gpus, "gpus") if g.strip())
     plans = search(s, load_model(model), w, gpu_ids=ids, max_gpus=max_gpus, any_quant=any_quant,
                    simulate_top=top, calibration=load_calibration(calibration) if calibration else None)
     return CapacityReport(workload=w, plans=shown(plans), deployments=plans)
@@ -265,7 +299,7 @@ def launch(scenario: ScenarioLike, *, targets: Iterable[str] = (), folder: str |
         options["dataset"] = dataset
     if script:
         options["script"] = tuple(script)
-    return write_plan(plan, list(targets), LaunchOptions(**options), folder, force)
+    return write_plan(plan, names_of(targets, "targets"), LaunchOptions(**options), folder, force)
 
 
 def write_plan(plan, targets: list[str], options, folder: str | Path, force: bool) -> LaunchReport:

@@ -36,6 +36,8 @@ def launch_cmd(scenario: str | None = None, as_json: bool = False, target: list[
     serving); `gpuplan recommend ... --launch N` writes the files of its N-th setup instead.
 
     Examples:
+
+    \b
       gpuplan launch --model llama-3.1-8b --task train --gpu a100-sxm4-80gb --num-gpus 4 --strategy zero3 -o run/
       gpuplan launch --model llama-3.1-8b --task train --method qlora --gpu rtx-4090 --target trainer --target torchrun
       gpuplan launch --model llama-3.1-8b --task infer --engine vllm --gpu l40s --batch-size 16 --target vllm -o -

@@ -144,7 +144,7 @@ def render_recommendation(s, result, fmt: str = "table") -> None:
         if result.owned:
             show(_rows(s, result.owned), columns, title="on your own cards (power only), best first")
         else:
-            out.print(Text("nothing fits your own cards as asked; what would:", style="yellow"))
+            out.print(Text("no setup on your own cards to rank; on each:", style="yellow"))
         for change in result.owned_changes:
             bullet(change)
     if not result.setups:

@@ -53,6 +53,8 @@ def prices_cmd(
     (--max-price-age-days, --include-low-confidence).
 
     Examples:
+
+    \b
       gpuplan prices --gpu l4
       gpuplan prices --provider aws --spot --json
       gpuplan prices update --source skypilot --file vms.csv --provider aws
@@ -117,6 +119,8 @@ def update_cmd(
     they were, and one line says so.
 
     Examples:
+
+    \b
       gpuplan prices update                                   # gpuhunt (pip install 'gpuplan[live]')
       gpuplan prices update --source skypilot --file vms.csv --provider aws
       gpuplan prices update --source skypilot                 # SkyPilot's own ~/.sky/catalogs

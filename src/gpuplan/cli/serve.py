@@ -29,6 +29,8 @@ def serve_cmd(
     /api (POST /api/estimate, /api/recommend; GET /api/models, /api/gpus) with its docs at /docs.
 
     Examples:
+
+    \b
       gpuplan serve --open
       gpuplan serve --port 9000 --hub
     """

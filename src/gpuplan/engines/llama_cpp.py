@@ -64,10 +64,14 @@ def llama_cpp_memory(s: Scenario, m: ModelSpec, e: Estimate, fmt: Format, capaci
     tokens = s.prompt_tokens + s.output_tokens
     parts = m.weight_bytes(fmt)
     host_embedding = parts["embeddings"]  # token_embd is mapped in host memory whether or not the output is tied
+    n = s.tp * s.pp  # GPUs the layers are split over; ``e.weights`` arrives as the whole model's share of one
+    whole = e.weights * n
     if not m.tie_word_embeddings:  # tied: the GPU holds the output's duplicate of that tensor, weights unchanged
-        e.weights -= host_embedding
+        whole -= host_embedding
+    e.weights = whole / n
     e.cpu += host_embedding
-    e.kv_cache = kv_bytes(s, m, tokens, s.batch_size)
+    kv_whole = kv_bytes(s, m, tokens, s.batch_size)
+    e.kv_cache = kv_whole / n
     e.activations = compute_buffer(s, m, tokens, s.batch_size)
     e.peak_phase = "prefill"
     e.assumptions.append(f"llama.cpp: token embedding in host memory ({host_embedding / GIB:.2f} GiB), compute "
@@ -81,16 +85,17 @@ def llama_cpp_memory(s: Scenario, m: ModelSpec, e: Estimate, fmt: Format, capaci
         budget = (capacity_gib - oh.CUDA_CONTEXT_DEFAULT_GIB - oh.CUBLAS_WORKSPACE_GIB) * GIB / (1 + e.slack) \
             - e.activations
         head = parts["lm_head"] + parts["norms"]
-        per_layer_w = (e.weights - head) / m.num_layers
-        per_layer = per_layer_w + e.kv_cache / m.num_layers
-        fit = int(max(budget - head, 0) // per_layer) if per_layer else m.num_layers
+        per_layer_w = (whole - head) / m.num_layers
+        per_layer = per_layer_w + kv_whole / m.num_layers
+        # each of the n GPUs takes its share of layers; the head, on one of them, is counted on each (the fullest)
+        fit = n * int(max(budget - head, 0) // per_layer) if per_layer else m.num_layers
         e.extra["gpu_layers"] = min(fit, m.num_layers)
         e.extra["offloaded_layers"] = offloaded = m.num_layers - e.extra["gpu_layers"]
         if offloaded:  # those layers' weights and KV live in system RAM and run on the CPU (slow, but it runs)
             held = offloaded * per_layer
             e.cpu += held
-            e.weights -= offloaded * per_layer_w
-            e.kv_cache -= offloaded * e.kv_cache / m.num_layers
+            e.weights -= offloaded * per_layer_w / n
+            e.kv_cache -= offloaded * kv_whole / m.num_layers / n
             e.assumptions.append(f"llama.cpp keeps {offloaded} of {m.num_layers} layers ({held / GIB:.1f} GiB) in "
                                  "system RAM and runs them on the CPU: it runs, at the RAM's speed")
     return e

@@ -247,9 +247,16 @@ def launch_plan(scenario: Scenario | dict, *, command: str = "gpuplan.launchers.
         s = s.model_copy(update={"max_model_len": fit})
         result = estimate(s, advise=False)
     if result.memory.fits is False:
-        raise GpuplanError(f"the plan does not fit: {result.memory.device_peak_gib:.1f} GiB per GPU on "
-                           f"{result.gpu.name} ({result.memory.capacity_gib:.1f} usable); run `gpuplan estimate` "
-                           "for the changes that would make it fit")
+        mem = result.memory
+        digits = 1 if f"{mem.device_peak_gib:.1f}" != f"{mem.capacity_gib:.1f}" else 2  # never "23.9 of 23.9"
+        why = (f"its KV pool holds {mem.max_concurrency:,} of the {s.batch_size:,} concurrent requests asked "
+               f"({mem.device_peak_gib:.1f} of {mem.capacity_gib:.1f} GiB usable per GPU)"
+               if mem.max_concurrency is not None and mem.max_concurrency < s.batch_size
+               and mem.device_peak_gib <= mem.capacity_gib else
+               f"{mem.device_peak_gib:.{digits}f} GiB per GPU on {result.gpu.name} ({mem.capacity_gib:.{digits}f} "
+               "usable)")
+        raise GpuplanError(f"the plan does not fit: {why}; run `gpuplan estimate` for the changes that would make it "
+                           "fit")
     m, gpu = load_model(s.model), load_gpu(s.gpu)
     layout = None
     if s.task == "train":  # the recipe's micro-batch and accumulation, unless the scenario set them

@@ -17,6 +17,8 @@ from ..tensors.breakdown import GIB, Estimate, device_overheads
 from .inference import inference_memory
 from .training import training_memory
 
+QLORA_BASES = ("nf4", "fp4", "gptq-int4", "awq-int4")  # the 4-bit bases QLoRA is estimated on
+
 
 def check(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> list[str]:
     """Combinations that cannot run raise :class:`GpuplanError` (one sentence: what, and the fix); doubtful
@@ -26,7 +28,7 @@ def check(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> list[str]:
         if s.precision in ("fp32", "fp8-mixed"):
             raise GpuplanError(f"precision {s.precision!r} does not work with QLoRA: its 4-bit base computes in "
                                "bf16 or fp16; set precision to bf16-mixed (or fp16-mixed on GPUs without bf16)")
-        if s.quant not in (None, "nf4", "fp4", "gptq-int4", "awq-int4"):
+        if s.quant not in (None, *QLORA_BASES):
             raise GpuplanError(f"QLoRA trains adapters on a 4-bit base (nf4, fp4, gptq-int4 or awq-int4), not "
                                f"{s.quant!r}: set quant to nf4 or drop it")
     if s.world_size % (s.tp * s.pp * s.cp):
@@ -40,12 +42,18 @@ def check(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> list[str]:
     # ZeRO-Infinity and FSDP's CPUOffload run with one rank): what fits a model the card cannot hold
     alone = strategy == "zero3" and s.offload == "optimizer+params"
     if s.task == "train" and strategy != "single" and s.dp * s.cp == 1 and not alone:
-        raise GpuplanError(f"strategy {s.strategy!r} shards or replicates over data-parallel GPUs, but there is "
-                           "one: set num_gpus >= 2, or use strategy single (offload optimizer to save memory), or "
-                           "zero3 with offload optimizer+params to stream the weights from CPU memory")
+        taken = (f"tp x pp = {s.tp * s.pp} takes all {s.world_size} GPUs, leaving one data-parallel rank: add GPUs "
+                 "(num_gpus a multiple of tp x pp)" if s.world_size > 1 else "there is one: set num_gpus >= 2")
+        raise GpuplanError(f"strategy {s.strategy!r} shards or replicates over data-parallel GPUs, but {taken}, "
+                           "or use strategy single (offload optimizer to save memory), or zero3 with offload "
+                           "optimizer+params to stream the weights from CPU memory")
     if s.task == "train" and strategy == "single" and s.dp > 1:
         raise GpuplanError(f"strategy 'single' uses one GPU but the scenario has {s.dp} data-parallel GPUs: "
                            "choose ddp, zero1, zero2, zero3 or fsdp")
+    if s.task == "train" and s.pp > 1 and s.sharding == "deepspeed" and strategy in ("zero2", "zero3"):
+        # DeepSpeed's PipelineEngine asserts zero_optimization_stage < 2 (runtime/pipe/engine.py)
+        raise GpuplanError(f"DeepSpeed runs pipeline parallelism with ZeRO-1 at most, not {strategy}: use strategy "
+                           "zero1 with pp, or pp 1 with ZeRO-2/3")
     if m.num_heads % s.tp:
         raise GpuplanError(f"tp={s.tp} does not divide the {m.num_heads} attention heads of {m.name}; "
                            f"use a divisor of {m.num_heads}")
@@ -57,6 +65,9 @@ def check(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> list[str]:
         warnings.append(f"tp={s.tp} > {m.num_kv_heads} KV heads: each rank replicates KV heads")
     if s.pp > m.num_layers:
         raise GpuplanError(f"pp={s.pp} is more pipeline stages than {m.name}'s {m.num_layers} layers")
+    if s.task == "train" and s.method == "lora" and s.quant not in (None, "none"):
+        warnings.append(f"LoRA on a {s.quant} base: its memory holds the {s.quant} weights, its speed is LoRA's on a "
+                        "16-bit base (the base's own kernels, int8 matmuls or dequantization, are not timed)")
     if s.offload != "none" and s.task == "infer":
         raise GpuplanError("offload applies to training states; for inference use quant or a llama.cpp engine")
     if s.offload == "optimizer+params" and strategy != "zero3":
@@ -72,16 +83,52 @@ def check(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> list[str]:
                                                             "gptq-int4", "mxfp4"):
         raise GpuplanError(f"TensorRT-LLM does not load {s.quant} weights: use quant fp8 or nvfp4 (or awq-int4, "
                            "gptq-int4, int8)")
+    if s.task == "train" and s.method == "full" and s.quant not in (None, "none"):  # it was counted 16-bit
+        raise GpuplanError(f"full fine-tuning updates every weight, and {s.quant} weights take no gradients (they "
+                           "are loaded frozen): train LoRA or QLoRA on them, or drop quant")
+    if s.task == "infer" and s.engine == "transformers" and (s.quant or "").startswith("gguf-"):
+        raise GpuplanError(f"transformers dequantizes a GGUF file when it loads it, so {s.quant} saves no GPU memory "
+                           "there: serve it with engine llama.cpp (or vllm), or drop quant")
+    check_kv_cache(s)
     if s.engine == "llama.cpp" and s.quant and not s.quant.startswith("gguf-") and s.quant != "none":
         raise GpuplanError(f"llama.cpp runs GGUF files: set quant to a gguf type (gguf-q4_k_m, gguf-q8_0...), "
                            f"not {s.quant!r}")
+    tokens = s.seq_len if s.task == "train" else s.prompt_tokens + s.output_tokens
+    engine = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}.get(s.engine)
+    if s.task == "infer" and engine and s.max_model_len and s.max_model_len < tokens:  # a longer request is refused
+        raise GpuplanError(f"max_model_len {s.max_model_len:,} is shorter than one request ({s.prompt_tokens:,} "
+                           f"prompt + {s.output_tokens:,} output = {tokens:,} tokens), which {engine} rejects: "
+                           f"set max_model_len to {tokens:,} or more (or leave it unset), or shorten the requests")
+    warnings += _other_engines_settings(s)
     if gpu is not None:
         _check_gpu(s, m, gpu)
-    tokens = s.seq_len if s.task == "train" else s.prompt_tokens + s.output_tokens
-    if m.max_context and tokens > m.max_context:
-        warnings.append(f"{tokens:,} tokens exceed {m.name}'s max_position_embeddings {m.max_context:,}: quality "
-                        "degrades unless the context is extended (RoPE scaling)")
+    if m.max_context and tokens > m.max_context and m.position_params:  # a learned position table has no row past it
+        raise GpuplanError(f"{m.name} learns {m.max_context:,} positions (a position-embedding table, no RoPE to "
+                           f"extend): {tokens:,} tokens index past it; use at most {m.max_context:,} tokens "
+                           f"({'seq_len' if s.task == 'train' else 'prompt_tokens + output_tokens'})")
+    scaled = rope_scaled_context(m)
+    if m.max_context and tokens > scaled:
+        limit = (f"max_position_embeddings {m.max_context:,}" if scaled == m.max_context else
+                 f"context {scaled:,} (max_position_embeddings {m.max_context:,} with its rope_scaling)")
+        warnings.append(f"{tokens:,} tokens exceed {m.name}'s {limit}: quality degrades unless the context is "
+                        "extended (RoPE scaling)")
     return warnings
+
+
+def rope_scaled_context(m: ModelSpec) -> int:
+    """The context a config's ``rope_scaling`` (``rope_parameters`` in transformers 5) already extends to: YaRN
+    reaches ``original_max_position_embeddings x factor`` (vLLM's ``_get_and_verify_max_len``; Qwen's long-context
+    recipe adds it to a 32k config). Other kinds are taken as inside max_position_embeddings (llama3, longrope; Gemma 3
+    states its linear-scaled 128k there)."""
+    text = m.config.get("text_config") or m.config
+    rope = text.get("rope_scaling") or text.get("rope_parameters") or m.config.get("rope_scaling")
+    context = m.max_context or 0
+    if not isinstance(rope, dict) or not isinstance(rope.get("factor"), (int, float)):
+        return context
+    kind = rope.get("rope_type") or rope.get("type")
+    if kind == "yarn" and isinstance(rope.get("original_max_position_embeddings"), int):
+        return max(context, int(rope["original_max_position_embeddings"] * rope["factor"]))
+    return context
 
 
 def check_megatron(s: Scenario, m: ModelSpec) -> list[str]:
@@ -112,7 +159,34 @@ def check_megatron(s: Scenario, m: ModelSpec) -> list[str]:
     return warnings
 
 
+def check_kv_cache(s: Scenario) -> None:
+    """The KV-cache dtypes an engine has: llama.cpp's are f16, bf16 and integer blocks, SGLang's 16-bit and fp8."""
+    if s.task == "infer" and s.engine == "llama.cpp" and s.kv_cache_dtype == "fp8":
+        raise GpuplanError("llama.cpp caches keys and values in f16, bf16 or integer blocks (q8_0, q4_0), not fp8: "
+                           "set kv_cache_dtype int8 (--cache-type-k/v q8_0)")
+    if s.task == "infer" and s.engine == "sglang" and s.kv_cache_dtype == "int8":
+        raise GpuplanError("SGLang's KV cache is 16-bit or fp8, not int8: set kv_cache_dtype fp8 or auto")
+
+
+def _other_engines_settings(s: Scenario) -> list[str]:
+    """A warning for each engine setting given to a scenario that serves with another engine (it changes nothing)."""
+    if s.task != "infer":
+        return []
+    owners = {"gpu_memory_utilization": ("vllm", s.gpu_memory_utilization != 0.9),
+              "mem_fraction_static": ("sglang", s.mem_fraction_static is not None),
+              "ubatch_tokens": ("llama.cpp", s.ubatch_tokens is not None)}
+    return [f"{name} is {engine}'s setting and changes nothing when serving with {s.engine}: drop it, or set engine "
+            f"{engine}" for name, (engine, given) in owners.items() if given and s.engine != engine]
+
+
 def _check_gpu(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> None:
+    flash = s.attention == "flash" and (s.task == "train" or s.engine == "transformers")
+    if flash and (gpu.vendor == "Apple" or (gpu.vendor == "NVIDIA" and float(gpu.compute_capability or 8) < 8)):
+        raise GpuplanError(f"FlashAttention 2 runs on Ampere or newer NVIDIA GPUs (and ROCm), and {gpu.name} is "
+                           f"{gpu.architecture}: use attention sdpa")
+    if s.task == "infer" and s.engine == "trtllm" and gpu.vendor != "NVIDIA":  # TensorRT builds CUDA engines only
+        raise GpuplanError(f"TensorRT-LLM runs on NVIDIA GPUs only, and {gpu.name} is {gpu.vendor}'s: use engine "
+                           "vllm or sglang" + (" (ROCm builds)" if gpu.vendor == "AMD" else ""))
     dtype = s.precision.split("-")[0]
     if dtype in ("bf16", "fp8") and not gpu.supports_dtype(dtype):
         if s.task == "infer":

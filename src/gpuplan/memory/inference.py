@@ -184,7 +184,8 @@ def _sglang(s: Scenario, m: ModelSpec, e: Estimate, gpu: GpuSpec | None) -> Esti
     e.weights, e.kv_cache = (sm.weights_gib - oh.SGLANG_LOAD_EXTRA_GIB) * GIB, sm.kv_pool_gib * GIB
     e.other["SGLang load overhead (beyond the weights)"] = oh.SGLANG_LOAD_EXTRA_GIB * GIB
     budget = sm.budget_gib(sum(device_overheads(s, gpu.generation).values()) / GIB)
-    e.other["SGLang reserve (activations, CUDA graphs)"] = (budget - sm.weights_gib - sm.kv_pool_gib) * GIB
+    # weights beyond the card leave no reserve (the load fails), not a negative one
+    e.other["SGLang reserve (activations, CUDA graphs)"] = max(budget - sm.weights_gib - sm.kv_pool_gib, 0.0) * GIB
     e.preallocated = budget * GIB
     pool = sglang_pool(s, sm)
     e.extra["max_concurrency"] = pool.max_concurrency

@@ -24,6 +24,7 @@ from typing import Any
 from ..errors import GpuplanError
 from ..hardware import GpuSpec
 from ..memory import check, fits_only, memory_report
+from ..memory.fit import rope_scaled_context
 from ..model.spec import ModelSpec
 from ..result import Suggestion
 from ..scenario import Scenario
@@ -71,18 +72,20 @@ def _largest(ok: Callable[[int], bool], hi: int) -> int | None:
 
 def largest_fitting(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> tuple[int | None, int | None]:
     """(largest batch, longest context) that fit on ``gpu``, all else equal. Training varies
-    ``micro_batch_size`` and ``seq_len``; inference ``batch_size`` and ``prompt_tokens``."""
+    ``micro_batch_size`` and ``seq_len``; inference ``batch_size`` and ``prompt_tokens``. The context searched
+    stops at the model's own (with the rope scaling its config declares; 131,072 when the config gives none):
+    longer ones fit in memory but are past what it was trained for, which ``check`` warns about."""
     def fits(**change) -> bool:
         return _fits_with(s, m, gpu, change)
 
-    limit = max(m.max_context or 0, 131_072)
+    limit = rope_scaled_context(m) or 131_072
     if s.task == "train":
         # Megatron cuts sequences into 2·cp chunks and each rank's share over tp (fit.check_megatron)
         q = 2 * s.cp * s.tp if s.framework == "megatron" and s.tp * s.cp > 1 else 1
         longest = _largest(lambda n: fits(seq_len=n * q), limit // q)
         return (_largest(lambda n: fits(micro_batch_size=n), 4096), longest * q if longest else None)
     prefix = s.shared_prefix_tokens  # a prompt is at least the shared prefix and one token of its own
-    longest = _largest(lambda n: fits(prompt_tokens=prefix + n), max(limit - prefix, 1))
+    longest = _largest(lambda n: fits(prompt_tokens=prefix + n), max(limit - s.output_tokens - prefix, 1))
     return (_largest(lambda n: fits(batch_size=n), 4096), prefix + longest if longest else None)
 
 
@@ -400,8 +403,12 @@ def _vllm_suggestions(s: Scenario, m: ModelSpec, gpu: GpuSpec, report, fixes: li
     def pool_change(gib: float) -> str:  # the same GiB can hold more tokens (fp8 KV): say so only when it grows
         return f" (KV pool {before:.1f} -> {gib:.1f} GiB)" if gib > before + 0.05 else ""
 
-    return [Suggestion(change=f"{_with_implied(fix.label, implied)}: {held:,} -> {requests:,} concurrent requests "
-                       f"of {tokens:,} tokens{pool_change(gib)}", fields={
+    def effect(requests: int, tokens: int, gib: float) -> str:  # a smaller batch leaves the pool as it was
+        if requests == held and gib <= before + 0.05:
+            return f"the pool's {held:,} requests of {tokens:,} tokens hold it"
+        return f"{held:,} -> {requests:,} concurrent requests of {tokens:,} tokens{pool_change(gib)}"
+
+    return [Suggestion(change=f"{_with_implied(fix.label, implied)}: {effect(requests, tokens, gib)}", fields={
                            k: v for k, v in fix.change.items() if v is not None}, device_peak_gib=peak, fits=ok,
                        cost=fix.cost) for fix, ok, gib, requests, peak, implied, tokens in found]
 

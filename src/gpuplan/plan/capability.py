@@ -147,8 +147,10 @@ def change_words(fields: dict[str, Any], s: Scenario) -> str:
         words.append("optimizer in backward")
     if fields.get("framework") and fields["framework"] != s.framework:
         words.insert(0, f"the {fields['framework']} stack")
+    if fields.get("cpu_layers") and not s.cpu_layers:
+        words.append("llama.cpp layers on the CPU")
     said = {"grad_checkpointing", "micro_batch_size", "grad_accum_steps", "method", "optimizer", "qlora_fp32_upcast",
             "quant", "kv_cache_dtype", "strategy", "tp", "offload", "attention", "loss", "compile",
-            "activation_offload", "optimizer_in_backward", "framework", "precision", "pp", "num_gpus"}
+            "activation_offload", "optimizer_in_backward", "framework", "precision", "pp", "num_gpus", "cpu_layers"}
     words += [f"{k.replace('_', ' ')} {v}" for k, v in fields.items() if k not in said and v != getattr(s, k, v)]
     return " + ".join(words) or "a change"

@@ -99,14 +99,15 @@ def published(s, params: float) -> tuple[int, float, str, float, str]:
 def layout(s, m, gpu, global_batch: int) -> tuple[int, int, str]:
     """(micro-batch, accumulation, why): the micro-batch that fits ``gpu`` and reaches ``global_batch`` sequences
     (with accumulation over the data-parallel GPUs) at the least time per sequence; the scenario's own when it
-    set them, or when there is no GPU to time on."""
+    set either (the layout it runs, which `gpuplan launch` writes: an accumulation the scenario does not run would
+    make the steps count other batches than the trainer's), or when there is no GPU to time on."""
     dp = s.dp
     if "micro_batch_size" in s.model_fields_set or "grad_accum_steps" in s.model_fields_set or gpu is None:
-        mb = s.micro_batch_size
-        accum = s.grad_accum_steps if "grad_accum_steps" in s.model_fields_set or s.optimizer_in_backward else \
-            max(1, -(-global_batch // (mb * dp)))
-        return mb, accum, "as set" if gpu is None or "grad_accum_steps" in s.model_fields_set else \
-            f"micro-batch {mb} as set; accumulation makes up the global batch"
+        mb, accum = s.micro_batch_size, s.grad_accum_steps
+        reach = max(1, -(-global_batch // (mb * dp)))
+        short = f"; grad_accum_steps {reach} would reach the recipe's {global_batch:,}" \
+            if mb * accum * dp < global_batch and not s.optimizer_in_backward else ""
+        return mb, accum, f"as set{short}"
     from ..memory import memory_report
     from ..speed import speed_of
 

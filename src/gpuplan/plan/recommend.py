@@ -35,6 +35,7 @@ from ..scenario import Scenario
 from ..scenario.resolve import card_precision, resolve
 from ..scenario.stacks import FRAMEWORKS
 from ..speed import speed_of
+from ..speed.gemm import can_time
 from ..stacks import stack_for
 from ..tensors.breakdown import device_overheads
 from .pricing import left_out
@@ -148,7 +149,8 @@ def parse_have(text: str) -> tuple[str, int]:
     if not sep or not count.strip().isdigit():
         count, name = "1", text
     if int(count) < 1:
-        raise GpuplanError(f"--have needs at least one card: {text!r} has {int(count)}")
+        raise GpuplanError(f"a count of cards starts at 1: {text!r} has {int(count)} (write 2x3090, or a name for "
+                           "one card)")
     return load_gpu(name.strip()).id, int(count)
 
 
@@ -224,6 +226,10 @@ def _layouts(s: Scenario, m: ModelSpec, c: Constraints, framework: str = "hf") -
         if n > c.max_gpus:
             break
         per_node, nodes = min(n, 8), max(n // 8, 1)
+        if s.task == "infer" and s.engine == "llama.cpp":  # it splits layers over cards (as estimate's default)
+            if n <= min(8, m.num_layers):
+                out.append({"num_gpus": n, "num_nodes": 1, "tp": 1, "pp": n, "strategy": None})
+            continue
         if s.task == "infer":
             if n <= 8 and m.num_heads % n == 0 and (n <= m.num_kv_heads or n % m.num_kv_heads == 0 or m.mla):
                 out.append({"num_gpus": n, "num_nodes": 1, "tp": n, "pp": 1, "strategy": None})
@@ -299,7 +305,10 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
                 if not ok:
                     continue
                 fitting += 1
-                priced = _priced(placed, m, gpu, labels, peak, offers, references[gpu.id], trainable)
+                try:  # a card the catalog gives no matrix rate (Apple silicon) fits but cannot be timed or priced
+                    priced = _priced(placed, m, gpu, labels, peak, offers, references[gpu.id], trainable)
+                except GpuplanError:
+                    continue
                 if change and shared:
                     pending.update({id(x): (labels, as_given.get(key), scenario, shared, gpu) for x in priced})
                 setups += priced
@@ -358,7 +367,8 @@ def searched(s: Scenario, m: ModelSpec, c: Constraints) -> str:
     engine = None if s.task == "train" or "engine" in s.model_fields_set else "vLLM or transformers"
     counts = f"1-{c.max_gpus}" if c.max_gpus > 1 else "1"
     cards = "the GPUs of --gpus" if c.gpus else "every GPU type with a price"
-    layout = "data parallel or ZeRO" if s.task == "train" else "tensor parallel"
+    layout = "data parallel or ZeRO" if s.task == "train" else \
+        "layers split, llama.cpp --split-mode layer" if s.engine == "llama.cpp" else "tensor parallel"
     return describe(s, m, engine=engine, hardware=f"{counts} x {cards} ({layout})")
 
 
@@ -386,8 +396,13 @@ def _what_fits_owned(s: Scenario, m: ModelSpec, c: Constraints) -> list[str]:
             out.append(f"your {count}x {short_id(gpu_id)}: {err}")
             continue
         _e, report = memory_report(scenario, m, gpu)
-        fixes = [x for x in suggestions(scenario, m, gpu, report) if x.fits and "num_gpus" not in x.fields]
         where = f"your {count}x {short_id(gpu_id)}"
+        if report.fits and not can_time(gpu):  # it fits, but there is no rate to time or price it by
+            out.append(f"{where}: fits ({report.device_peak_gib:.1f} of {gpu.usable_gib:.1f} GiB per card), but "
+                       "gpuplan's GPU catalog has no matrix rate for it, so no speed or cost (gpuplan estimate "
+                       "gives the memory)")
+            continue
+        fixes = [x for x in suggestions(scenario, m, gpu, report) if x.fits and "num_gpus" not in x.fields]
         if fixes:
             out.append(f"{where}: {fixes[0].change} ({fixes[0].cost})")
         else:
@@ -464,7 +479,8 @@ def _priced(s: Scenario, m: ModelSpec, gpu: GpuSpec, labels: list[str], peak: fl
         offer_label = f"your {offer.gpu_count}x {short_id(offer.gpu_id)} (power only)" if offer.pricing == "owned" \
             else cost.offer
         setup = Setup(scenario=s, gpu_id=gpu.id, num_gpus=s.world_size, strategy=s.resolved_strategy if
-                      s.task == "train" else f"tp{s.tp}", techniques=labels, offer=offer_label,
+                      s.task == "train" else f"pp{s.pp}" if s.pp > 1 else f"tp{s.tp}", techniques=labels,
+                      offer=offer_label,
                       provider=offer.provider, pricing=offer.pricing, owned=offer.pricing == "owned",
                       device_peak_gib=peak, capacity_gib=gpu.usable_gib,
                       headroom_pct=100 * (1 - peak / gpu.usable_gib), tokens_per_s=speed.tokens_per_s,

@@ -90,6 +90,8 @@ def describe(s: Scenario, m: ModelSpec | None = None, gpu_id: str | None = None,
                   "qlora": f"QLoRA r{s.lora_rank} ({s.quant or 'nf4'} base)"}[s.method]
         if s.method == "full" and (s.quant or shipped):
             method += f" ({s.quant or shipped} weights{' as shipped' if shipped else ''})"
+        if s.method == "lora" and s.quant not in (None, "none"):
+            method += f" ({s.quant} base)"
         parts = [f"train {method}", f"seq {s.seq_len:,} x micro-batch {s.micro_batch_size} x {s.grad_accum_steps} "
                  "accumulation", "no checkpointing" if s.grad_checkpointing == "none" else
                  f"{s.grad_checkpointing} checkpointing", s.precision, s.optimizer, s.attention]

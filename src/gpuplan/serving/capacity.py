@@ -15,10 +15,12 @@ from typing import TYPE_CHECKING
 
 from .. import overheads as oh
 from ..engines import vllm
+from ..errors import GpuplanError
 from ..hardware import GpuSpec, gpus
 from ..market.choice import matching
 from ..market.offers import Offer
 from ..market.store import load_offers
+from ..memory.fit import check_kv_cache
 from ..memory.pool import KvPool
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
@@ -332,6 +334,10 @@ def _longest(w: Workload, m: ModelSpec) -> int:
 
     longest = int(max(top(w.prompt_lengths()), w.mean_prompt_tokens) + max(top(w.output_lengths()),
                                                                             w.mean_output_tokens))
+    if m.position_params and m.max_context and longest > m.max_context:  # as fit.check refuses it
+        raise GpuplanError(f"{m.name} learns {m.max_context:,} positions (a position-embedding table, no RoPE to "
+                           f"extend): the workload's requests of up to {longest:,} tokens index past it; shorten "
+                           "its prompts or outputs")
     return min(longest, m.max_context or longest)
 
 
@@ -372,6 +378,11 @@ def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...]
              catalogs: tuple[str, ...] = ()) -> list[Deployment]:
     """Plans ranked by what the target costs (the workload's rate or users: whole instances), else by cost per
     request at their highest SLO-meeting load (unpriced setups last)."""
+    check_kv_cache(s)
+    simulated = [g for g in gpus().values() if g.vendor == "NVIDIA" and g.peak_tflops("fp16")]  # as setups()
+    if gpu_ids and not any(g.id in gpu_ids for g in simulated):
+        raise GpuplanError(f"capacity simulates vLLM and SGLang on NVIDIA GPUs only (their step model is measured "
+                           f"there), not on {', '.join(gpu_ids)}: name NVIDIA cards, or leave --gpus out")
     offers = load_offers(catalogs)
     w = with_scenario_prefix(w, s)
     longest = _longest(w, m)
@@ -436,8 +447,9 @@ def _plan(st: Setup, sc: Scenario, mem, model: StepModel, bound: tuple[float, fl
         best = max(at, key=lambda p: p.rate_rps)
         plan.ttft_s, plan.tpot_s, plan.e2e_s = best.ttft_s, best.tpot_s, best.e2e_s
         plan.max_rate_rps = best.rate_rps if w.users else rate
-        plan.output_tokens_per_s = best.output_tokens_per_s * (plan.max_rate_rps / best.rate_rps
-                                                               if best.rate_rps else 0.0)
+        # an engine that keeps up completes what arrives: the rate x the mean output (the short simulated window
+        # counts fewer completions while the queue fills, 10-20 % below the rate the row states)
+        plan.output_tokens_per_s = plan.max_rate_rps * w.mean_output_tokens
     plan.rate_band_rps = (plan.max_rate_rps * low, plan.max_rate_rps * high)
     rate = plan.max_rate_rps
     # estimate's figures for this load: TTFT alone, streaming speed with as many requests decoding (users, or

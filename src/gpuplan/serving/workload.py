@@ -106,6 +106,9 @@ class Workload(BaseModel):
         if self.prompt is None and self.preset is None and self.trace is None:
             raise ValueError("say how long requests are: prompt and output lengths, a preset "
                              f"({', '.join(PRESETS)}) or a trace file")
+        if self.trace is None and self.shared_prefix_tokens >= self.mean_prompt_tokens:  # as the scenario's rule
+            raise ValueError(f"shared_prefix_tokens ({self.shared_prefix_tokens:,}) must be below the mean prompt "
+                             f"({self.mean_prompt_tokens:,.0f} tokens): the shared start is part of each prompt")
         return self
 
     def prompt_lengths(self) -> Lengths:

@@ -80,8 +80,10 @@ class Stack:
 
     # -- what it stores ----------------------------------------------------------------------------------
     def base_format(self, s: Scenario, m: ModelSpec) -> tuple[Format, tuple[str, ...]]:
-        """The frozen base's storage under LoRA / QLoRA and the groups left in 16 bits."""
-        if s.method == "qlora":
+        """The frozen base's storage under LoRA / QLoRA and the groups left in 16 bits: LoRA over a quant named
+        (LLM.int8 ``load_in_8bit``, a GPTQ/AWQ or fp8 checkpoint) holds it so; without one, a 16-bit base (a
+        quantized checkpoint is dequantized to train on, as gpt-oss's MXFP4 is)."""
+        if s.method == "qlora" or (s.method == "lora" and s.quant not in (None, "none")):
             return weight_format(s, m)
         return make_format("none", high_bytes=s.compute_bytes), ("router",)
 

@@ -31,7 +31,8 @@ class Estimate:
     slack: float = oh.ALLOCATOR_SLACK_TRAIN
     outside_allocator: dict[str, float] = field(default_factory=dict)  # counted at device level only
     managed: dict[str, float] = field(default_factory=dict)  # CUDA managed memory (paged optimizers): device level
-    preallocated: float | None = None  # vLLM: the device level is its budget, whatever the tensors
+    preallocated: float | None = None  # vLLM: the device level is its budget, whatever the tensors (never below
+    # the tensors themselves: weights larger than the budget do not load, they do not shrink)
     fragmentation: float = 0.0  # reserved beyond the slack: blocks the allocator holds but cannot reuse
     extra: dict[str, object] = field(default_factory=dict)
     assumptions: list[str] = field(default_factory=list)
@@ -45,7 +46,7 @@ class Estimate:
     @property
     def reserved(self) -> float:
         if self.preallocated is not None:
-            return self.preallocated
+            return max(self.preallocated, self.allocated)
         return self.allocated * (1 + self.slack) + self.fragmentation
 
     @property

@@ -23,6 +23,7 @@ from ..plan.estimate import Plan
 from ..plan.gpus import cheapest_rentals, gpu_row
 from ..plan.recommend import Recommendation
 from ..scenario import Scenario
+from ..scenario.resolve import resolve
 from .explain import Explanation, explain
 from .export import Export, export
 from .forms import FieldSpec, field_specs
@@ -159,7 +160,11 @@ def _recommend(req: RecommendRequest, hub: bool) -> Recommendation:
 def _explain(s: Scenario, hub: bool) -> Explanation:
     check_model(s.model, hub)
     result = api.estimate(s)
-    return _named(explain(result, s, load_model(s.model), load_gpu(s.gpu) if s.gpu else None))
+    m, gpu = load_model(s.model), load_gpu(s.gpu) if s.gpu else None
+    if gpu is not None and s.gpu != gpu.id:
+        s = s.model_copy(update={"gpu": gpu.id})
+    s, _ = resolve(s, m, gpu)  # the scenario the plan was computed for (the serving split, the card's precision)
+    return _named(explain(result, s, m, gpu))
 
 
 def _grid(req: GridRequest, hub: bool) -> FitGrid:

@@ -2,7 +2,7 @@
 device memory against the context length next to every card's capacity.
 
 Every cell is the check and memory report ``gpuplan estimate`` runs for the scenario with that card and that
-change (what ``fits_only`` decides), without its solvers.
+change, the card's defaults resolved as it resolves them (what ``fits_only`` then decides), without its solvers.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from ..hardware import gpus, load_gpu
 from ..memory import check, memory_report
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
+from ..scenario.resolve import resolve
 
 Axis = Literal["auto", "quant", "method", "context"]
 QUANTS = ("none", "fp8", "int8", "awq-int4", "nf4")
@@ -81,6 +82,7 @@ def _columns(s: Scenario, axis: str) -> tuple[str, str, list[str], list[dict[str
 
 def _cell(s: Scenario, m: ModelSpec, gpu_id: str) -> Cell:
     gpu = gpus()[gpu_id]
+    s, _ = resolve(s, m, gpu)  # the card's defaults, as `gpuplan estimate` takes them (fp16 where there is no bf16)
     try:
         check(s, m, gpu)
     except GpuplanError as err:

@@ -23,7 +23,7 @@ def weights(x: Context) -> Formula:
         return Formula(label="weights", value=value, unit="GiB", formula="offloaded to CPU memory (ZeRO-3 offload)",
                        substituted="0 GiB on the GPU", computed=0.0)
     if s.task == "infer" or s.method != "full":
-        if s.task == "train" and s.method == "lora":
+        if s.task == "train" and s.method == "lora" and s.quant in (None, "none"):  # else the quant named holds it
             fmt, skip = make_format("none", high_bytes=x.c), ("router",)
         else:
             fmt, skip = weight_format(s, m)
@@ -158,7 +158,10 @@ def _kv_bytes(x: Context, tokens: int, windowed: bool = True) -> tuple[float, li
     text.append(f"{b:g} B each")
     if state:
         text.append(f"+ recurrent states {state / 2**20:,.1f} MiB")
-    return s.batch_size * (total + state), [*text, f"x {s.batch_size} sequences"]
+    split = s.tp * s.pp if s.engine == "llama.cpp" else 1  # llama.cpp spreads its layers' cache over the cards
+    if split > 1:
+        text.append(f"/ {split} GPUs")
+    return s.batch_size * (total + state) / split, [*text, f"x {s.batch_size} sequences"]
 
 
 def kv_cache(x: Context) -> Formula:
@@ -293,6 +296,16 @@ def allocated(x: Context) -> Formula:
 
 def reserved(x: Context) -> Formula:
     s, mem = x.s, x.r.memory
+    if s.task == "infer" and s.engine == "trtllm" and mem.engine:
+        parts = [("weights", mem.weights_gib), ("profiling forward", mem.activations_gib),
+                 ("KV pool", mem.kv_cache_gib), *mem.other.items()]
+        computed = sum(v for _, v in parts)
+        return Formula(label="reserved peak", value=mem.reserved_peak_gib, unit="GiB",
+                       formula="TensorRT-LLM holds its weights, its max_num_tokens profiling forward and "
+                               "free_gpu_memory_fraction of the memory they leave (KV blocks, then its reserve): the "
+                               "device level is their sum, whatever a step uses",
+                       substituted=" + ".join(f"{v:.2f} ({k})" for k, v in parts) + f" = {computed:.2f} GiB",
+                       computed=computed)
     if s.task == "infer" and s.engine == "sglang" and mem.engine:
         parts = [("weights", mem.weights_gib), ("token pool", mem.kv_cache_gib), *mem.other.items()]
         computed = sum(v for _, v in parts)
@@ -303,11 +316,15 @@ def reserved(x: Context) -> Formula:
                        computed=computed)
     if s.task == "infer" and s.engine == "vllm" and mem.engine:
         total = mem.capacity_gib - oh.CUDA_TOTAL_BELOW_USABLE_GIB
-        computed = mem.engine["requested_gib"]
+        requested = mem.engine["requested_gib"]
+        computed = max(requested, mem.allocated_peak_gib)
+        over = f"; its tensors, {mem.allocated_peak_gib:,.2f} GiB, exceed it" if computed > requested else ""
         return Formula(label="reserved peak", value=mem.reserved_peak_gib, unit="GiB",
                        formula="vLLM requests ceil(total x gpu_memory_utilization), total being what cudaMemGetInfo "
-                               "reports (vllm/v1/worker/utils.py request_memory)",
-                       substituted=f"ceil({total:,.2f} GiB x {s.gpu_memory_utilization}) = {computed:,.2f} GiB",
+                               "reports (vllm/v1/worker/utils.py request_memory), or holds its tensors where they "
+                               "exceed that (no KV block left: it does not start)",
+                       substituted=f"max(ceil({total:,.2f} GiB x {s.gpu_memory_utilization}) = {requested:,.2f}, "
+                                   f"allocated {mem.allocated_peak_gib:,.2f}) = {computed:,.2f} GiB{over}",
                        computed=computed,
                        constants=[Constant(name="cudaMemGetInfo total below usable",
                                            value=f"{oh.CUDA_TOTAL_BELOW_USABLE_GIB} GiB",

@@ -302,7 +302,8 @@ function renderVerdict(r) {
   } else {
     v.className = m.fits ? "ok" : "bad";
     v.dataset.fits = String(m.fits);
-    const pool = r.scenario.engine === "sglang" ? "SGLang's token pool" : "vLLM's KV pool";
+    const pool = {sglang: "SGLang's token pool", trtllm: "TensorRT-LLM's KV pool"}[r.scenario.engine] ||
+      "vLLM's KV pool";
     const engine = m.max_concurrency !== null
       ? [`: ${pool} holds ${m.max_concurrency} of the ${r.scenario.batch_size} concurrent requests; it takes `]
       : m.gpu_layers !== null ? [`: llama.cpp places ${m.gpu_layers} of ${r.model.num_layers} layers on the GPU; `]
@@ -318,7 +319,8 @@ function renderVerdict(r) {
   const lines = [];
   if (m.max_concurrency !== null) {
     const tokens = r.scenario.prompt_tokens + r.scenario.output_tokens;
-    lines.push(`${r.scenario.engine === "sglang" ? "SGLang" : "vLLM"} KV pool ${num(m.kv_cache_pool_gib, 1)} GiB: ` +
+    const engine = {sglang: "SGLang", trtllm: "TensorRT-LLM"}[r.scenario.engine] || "vLLM";
+    lines.push(`${engine} KV pool ${num(m.kv_cache_pool_gib, 1)} GiB: ` +
       `up to ${m.max_concurrency} concurrent requests of ${tokens.toLocaleString()} tokens ` +
       `(${m.max_context_tokens.toLocaleString()} tokens of such requests).`);
   }
