@@ -139,10 +139,10 @@ def mpt(row):
                     grad_checkpointing="full" if row["grad_ckpt"] == "full" else "none", attention="flash",
                     strategy="zero2" if "SHARD_GRAD_OP" in row["parallelism"] else "fsdp",
                     gpu=GPUS[row["gpu"]], **_nodes(n))
-    extra = int(row["seq_len"]) - 2048
-    notes = [f"MPT written as gpt2 layout (bench/models/mpt-{size}.json, n_positions 2048"
-             + (f"; at seq {row['seq_len']} the learned position table has {extra}*d_model more parameters)"
-                if extra > 0 else ")"),
+    fewer = 65536 - int(row["seq_len"])
+    notes = [f"MPT written as gpt2 layout (bench/models/mpt-{size}.json, n_positions 65536, the sweep's longest"
+             + (f"; at seq {row['seq_len']} the run's learned position table had {fewer}*d_model fewer parameters)"
+                if fewer > 0 else ")"),
              "Composer DecoupledAdamW (torch AdamW subclass, foreach assumed)",
              "attention: llm-foundry's Triton FlashAttention (attn_impl triton), FlashAttention-2's class on H100"]
     if "PURE" in row["precision"]:
