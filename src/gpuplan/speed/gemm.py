@@ -38,11 +38,12 @@ def power_limit_factor(gpu: GpuSpec) -> float:
 
 
 def matmul_fraction(gpu: GpuSpec) -> float:
-    """Achievable share of the datasheet matmul peak: the measured MAMF where published, else the vendor's
+    """Achievable share of the datasheet matmul peak: the measured MAMF where published (at most the datasheet
+    itself in a sustained run: :data:`~gpuplan.overheads.MATMUL_PEAK_FRACTION_SUSTAINED`), else the vendor's
     default, lowered for cards whose datasheet TFLOPS per watt exceed what their power cap sustains, and for a
     card run below its TDP (:func:`power_limit_factor`)."""
     if gpu.id in oh.MATMUL_PEAK_FRACTION:
-        return oh.MATMUL_PEAK_FRACTION[gpu.id] * power_limit_factor(gpu)
+        return min(oh.MATMUL_PEAK_FRACTION[gpu.id], oh.MATMUL_PEAK_FRACTION_SUSTAINED) * power_limit_factor(gpu)
     base = oh.MATMUL_PEAK_FRACTION_DEFAULT if gpu.vendor == "NVIDIA" else oh.MATMUL_PEAK_FRACTION_OTHER_VENDOR
     peak = gpu.peak_tflops("bf16") or gpu.peak_tflops("fp16") or 0.0
     per_watt = peak / gpu.tdp_w if gpu.tdp_w else 0.0
