@@ -825,3 +825,18 @@ def test_a_refusal_never_reads_as_the_same_gib_twice():
     GPU (23.9 usable)" for a plan that does not fit; the figures get a second decimal when one would hide the gap."""
     with pytest.raises(GpuplanError, match=r"23\.94 GiB per GPU on GeForce RTX 4090 \(23\.88 usable\)"):
         launch_plan({"model": "qwen3-8b", "task": "train", "method": "qlora", "gpu": "rtx-4090", "seq_len": 5312})
+
+
+def test_a_misspelt_target_is_said_before_the_plan_is_made(tmp_path):
+    """A typo in --target is answered first, with the names that come close, even for a plan that does not fit
+    (405B full fine-tuning on one RTX 4090 would otherwise be refused for its memory)."""
+    from gpuplan import GpuplanError
+    from gpuplan import launch as api_launch
+
+    job = {"model": "llama-3.1-405b", "task": "train", "method": "full", "gpu": "rtx-4090"}
+    with pytest.raises(GpuplanError, match="unknown target 'torchrn'; did you mean torchrun"):
+        api_launch(job, targets=["torchrn"], folder=tmp_path / "out")
+    r = subprocess.run([sys.executable, "-m", "gpuplan", "launch", "--model", "llama-3.1-405b", "--task", "train",
+                        "--gpu", "rtx-4090", "--target", "deepspeed,torchrn", "-o", str(tmp_path / "cli")],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "unknown target 'torchrn'" in r.stderr and "Traceback" not in r.stderr

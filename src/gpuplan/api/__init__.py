@@ -290,8 +290,9 @@ def launch(scenario: ScenarioLike, *, targets: Iterable[str] = (), folder: str |
     """Write the files that run the scenario's plan (SkyPilot, accelerate, DeepSpeed, torchrun, the trainer's
     arguments, torchtune, torchtitan, Axolotl, Unsloth, vllm serve: every target that applies, or ``targets``)
     into ``folder``: ``gpuplan launch``."""
-    from ..launchers import LaunchOptions, launch_plan
+    from ..launchers import LaunchOptions, check_target_names, launch_plan
 
+    check_target_names(names_of(targets, "targets"))
     s = scenario_of(scenario)
     plan = launch_plan(s, command=command, visible_devices=visible_devices)
     options = {"bucket": bucket}

@@ -42,8 +42,9 @@ def launch_cmd(scenario: str | None = None, as_json: bool = False, target: list[
       gpuplan launch --model llama-3.1-8b --task train --method qlora --gpu rtx-4090 --target trainer --target torchrun
       gpuplan launch --model llama-3.1-8b --task infer --engine vllm --gpu l40s --batch-size 16 --target vllm -o -
     """
-    from ..launchers import launch_plan
+    from ..launchers import check_target_names, launch_plan
 
+    check_target_names(target)  # a misspelt target is said before the plan's own problems
     s = load_scenario(scenario, overrides(fields))
     opts = launch_options(s.dataset, script, bucket)  # the scenario's dataset (--dataset) is what the files train on
     plan = launch_plan(s, command=command_line(), visible_devices=parse_devices(visible_devices, s.num_gpus))

@@ -61,15 +61,24 @@ def targets_for(plan: LaunchPlan, names: list[str] | None = None) -> list[str]:
         if key == "all":
             chosen += [n for n, module in TARGETS.items() if module.applies(plan) is None]
             continue
-        if key not in TARGETS:
-            close = did_you_mean(key, TARGETS)
-            raise GpuplanError(f"unknown target {name!r}" + (f"; did you mean {' or '.join(close)}?" if close else
-                                                            f"; choose from {', '.join(TARGETS)}"))
+        check_target_names([key])
         why = TARGETS[key].applies(plan)
         if why:
             raise GpuplanError(f"--target {key} does not apply: {why}")
         chosen.append(key)
     return list(dict.fromkeys(chosen))
+
+
+def check_target_names(names) -> None:
+    """Refuse an unknown target name before any planning (a typo should not be answered with the plan's own
+    problems): one sentence with the names that come close."""
+    for name in names or ():
+        for part in str(name).split(","):
+            key = part.strip().lower()
+            if key and key != "all" and key not in TARGETS:
+                close = did_you_mean(key, TARGETS)
+                raise GpuplanError(f"unknown target {part.strip()!r}" + (
+                    f"; did you mean {' or '.join(close)}?" if close else f"; choose from {', '.join(TARGETS)}"))
 
 
 def launch_files(plan: LaunchPlan, names: list[str] | None = None,
@@ -86,5 +95,5 @@ def launch_files(plan: LaunchPlan, names: list[str] | None = None,
     return files
 
 
-__all__ = ["TARGETS", "LaunchFile", "LaunchOptions", "LaunchPlan", "launch_files", "launch_plan", "targets_for",
-           "write"]
+__all__ = ["TARGETS", "LaunchFile", "LaunchOptions", "LaunchPlan", "check_target_names", "launch_files",
+           "launch_plan", "targets_for", "write"]
