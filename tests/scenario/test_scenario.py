@@ -105,3 +105,17 @@ def test_zero3_on_one_gpu_streams_weights_from_cpu_memory():
     assert plan.memory.cpu_gib >= 14 * 8_030_261_248 / 2**30
     with pytest.raises(GpuplanError, match="offload optimizer\\+params"):
         estimate({"model": "llama-3.1-8b", "task": "train", "gpu": "rtx-4090", "strategy": "zero3"})
+
+
+def test_the_other_tasks_settings_are_said_not_dropped_silently():
+    """h-walk: `--batch-size 8` on a training job was dropped without a word. A file may hold both tasks'
+    settings, so it is a warning naming the fields and the batch this plan uses; fields left at their defaults say
+    nothing."""
+    train = estimate({"model": "llama-3.1-8b", "task": "train", "gpu": "h100", "batch_size": 8}, advise=False)
+    assert any(w.startswith("batch_size is a serving setting") and "micro_batch_size x grad_accum_steps" in w
+               for w in train.warnings)
+    serve = estimate({"model": "llama-3.1-8b", "task": "infer", "gpu": "h100", "micro_batch_size": 8,
+                      "seq_len": 4096}, advise=False)
+    assert any(w.startswith("micro_batch_size, seq_len are training settings") for w in serve.warnings)
+    plain = estimate({"model": "llama-3.1-8b", "task": "train", "gpu": "h100"}, advise=False)
+    assert not any("setting" in w and "leaves" in w for w in plain.warnings)

@@ -12,7 +12,7 @@ from ..errors import GpuplanError
 from ..hardware import GpuSpec
 from ..model.spec import ModelSpec
 from ..result import MemoryReport
-from ..scenario import Scenario
+from ..scenario import INFER_ONLY, TRAIN_ONLY, Scenario
 from ..tensors.breakdown import GIB, Estimate, device_overheads
 from .inference import inference_memory
 from .training import training_memory
@@ -24,6 +24,13 @@ def check(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> list[str]:
     """Combinations that cannot run raise :class:`GpuplanError` (one sentence: what, and the fix); doubtful
     ones return warnings."""
     warnings: list[str] = []
+    other = sorted(s.model_fields_set & (INFER_ONLY if s.task == "train" else TRAIN_ONLY))
+    if other:  # one file may hold both tasks' settings, so this is said, not refused
+        kind, batch = (("serving", "micro_batch_size x grad_accum_steps") if s.task == "train" else
+                       ("training", "batch_size"))
+        warnings.append(f"{', '.join(other)} {'is a' if len(other) == 1 else 'are'} {kind} setting"
+                        f"{'s' if len(other) > 1 else ''}: this {'training' if s.task == 'train' else 'serving'} "
+                        f"plan leaves {'it' if len(other) == 1 else 'them'} out (its batch is {batch})")
     if s.task == "train" and s.method == "qlora":
         if s.precision in ("fp32", "fp8-mixed"):
             raise GpuplanError(f"precision {s.precision!r} does not work with QLoRA: its 4-bit base computes in "
