@@ -466,8 +466,8 @@ def _offload_s(s: Scenario, m: ModelSpec, forward_time: float, backward_time: fl
         for passes, pass_s in ((1, forward_time), (1 + again, backward_time + again * forward_time)):
             offload += max(0.0, passes * (copy + gather) - hide * pass_s) - max(0.0, passes * gather - hide * pass_s)
         assumptions.append(f"parameter offload: each forward, recomputation and backward copies this rank's "
-                           f"weights from pinned CPU memory ({copy * 1e3:.0f} ms per pass over PCIe), ahead of the "
-                           f"pass on a side stream: {offload * 1e3:.0f} ms of it not hidden")
+                           f"weights from pinned CPU memory ({copy * 1e3:,.0f} ms per pass over PCIe), ahead of the "
+                           f"pass on a side stream: {offload * 1e3:,.0f} ms of it not hidden")
     moved = offloaded_activation_bytes(s, m)
     activations_offload = 0.0
     if moved:  # copied out on a side stream behind the forward, back behind the backward: only the excess shows
