@@ -50,6 +50,9 @@ def launch_cmd(scenario: str | None = None, as_json: bool = False, target: list[
         output_folder(output, "-o")  # a bad folder name is said before the plan is made
     if scenario is not None:
         no_control(scenario, "the scenario file")  # its name is in the header of every file
+    for name, value in fields.items():  # before a file they name is opened
+        if isinstance(value, str):
+            no_control(value, f"--{name.replace('_', '-')}")
     s = load_scenario(scenario, overrides(fields))
     opts = launch_options(s.dataset, script, bucket)  # the scenario's dataset (--dataset) is what the files train on
     plan = launch_plan(s, command=command_line(), visible_devices=parse_devices(visible_devices, s.num_gpus))

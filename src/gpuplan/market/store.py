@@ -131,10 +131,10 @@ def save_refresh(name: str, source: str, origin: str, offers: list[Offer], now: 
         if path.parent.resolve() != folder.resolve():
             raise GpuplanError(f"{path} is not inside the offers cache {folder}")
         fd, note_tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(note, f, indent=1)
         backup, written = None, False
         try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(note, f, indent=1)
             if path.is_file() and not path.is_symlink():
                 backup = _kept(path, folder / f".{name}.csv.old.tmp")
             write_offers(path, offers)
