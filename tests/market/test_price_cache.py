@@ -216,3 +216,13 @@ def test_save_refresh_takes_only_slugs(cache):
         with pytest.raises(GpuplanError, match="not a plain name"):
             save_refresh(name, "file", "test", [offer])
     assert not cache.exists()
+
+
+def test_a_vendor_row_with_a_control_character_is_refused_before_the_cache(cache, tmp_path, capsys):
+    """A region holding a terminal escape would be printed by every later command, and the cached CSV would then
+    be refused on every read: the refresh is refused whole and the cache is not touched."""
+    vms = tmp_path / "vms.csv"
+    vms.write_text(VMS.replace("us-east-1\n", "us-east-1\x1b]0;x\x07\n", 1))
+    code, _, err = update(capsys, "--source", "skypilot", "--file", str(vms), "--provider", "aws")
+    assert code == 2 and "the skypilot source: region" in err and "control character" in err, err
+    assert not (cache / "offers").exists()

@@ -126,6 +126,20 @@ def implausible(price_usd_per_gpu_hour: float, gpu_count: int) -> str | None:
     return None
 
 
+def check_offer(o: Offer, where: str) -> Offer:
+    """``o``, or one sentence naming ``where`` when its provider is not an id (:func:`check_provider`), a text
+    field holds a control character (it is printed and written into launch files) or its price or GPU count is
+    implausible (:func:`implausible`): every offer from a file or a source passes here."""
+    check_provider(o.provider, f"{where}: provider")
+    for name, value in o.row().items():
+        if isinstance(value, str):
+            no_control(value, f"{where}: {name}")
+    why = implausible(o.price_usd_per_gpu_hour, o.gpu_count)
+    if why:
+        raise GpuplanError(f"{where}: {why}; check the units (US dollars per GPU per hour)")
+    return o
+
+
 def price_origin(o: Offer, today: dt.date | None = None) -> str:
     """Where a price came from and how old it is, in one line."""
     return f"{o.origin}: {o.source or 'no source given'}, observed {o.observed_at} ({o.age_days(today)} days old, " \
@@ -149,9 +163,6 @@ def parse_row(row: dict[str, str], origin: str, line: int, today: dt.date | None
     missing = [c for c in REQUIRED if not row.get(c)]
     if missing:
         raise GpuplanError(f"{where}: missing {', '.join(missing)} (columns as in data/offers.csv)")
-    for name, value in row.items():
-        no_control(value, f"{where}: {name}")
-    check_provider(row["provider"], f"{where}: provider")
     if row["gpu_id"] not in gpus():
         raise UnknownNameError("GPU id", row["gpu_id"], gpus(), hint=f"({where}; ids as in `gpuplan gpus`)")
     if row["pricing"] not in PRICINGS:
@@ -168,16 +179,13 @@ def parse_row(row: dict[str, str], origin: str, line: int, today: dt.date | None
         raise GpuplanError(f"{where}: observed_at {observed} is in the future; give the day the price was seen")
     price = _number(row["price_usd_per_gpu_hour"], where, "price_usd_per_gpu_hour")
     count = _number(row.get("gpu_count") or "1", where, "gpu_count", int)
-    why = implausible(price, count)
-    if why:
-        raise GpuplanError(f"{where}: {why}; check the units (US dollars per GPU per hour)")
     optional = {name: _number(row[name], where, name) for name in ("vcpus", "memory_gib", "inter_node_gbps")
                 if row.get(name)}
-    return Offer(provider=row["provider"], tier=row.get("tier", ""), gpu_id=row["gpu_id"], gpu_count=count,
+    return check_offer(Offer(provider=row["provider"], tier=row.get("tier", ""), gpu_id=row["gpu_id"], gpu_count=count,
                  pricing=row["pricing"], price_usd_per_gpu_hour=price, region=row.get("region", ""),
                  intra_node=row.get("intra_node", ""), observed_at=observed, source=row.get("source", ""),
                  notes=row.get("notes", ""), origin=origin, confidence=row.get("confidence") or "medium",
-                 instance=row.get("instance", ""), inter_node=row.get("inter_node", ""), **optional)
+                 instance=row.get("instance", ""), inter_node=row.get("inter_node", ""), **optional), where)
 
 
 def read_offers(path: Path | str, origin: str | None = None) -> list[Offer]:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ...errors import GpuplanError
-from ..offers import Offer, check_provider, check_spot_below_on_demand, implausible
+from ..offers import Offer, check_offer, check_provider, check_spot_below_on_demand, implausible
 
 
 class SourceError(GpuplanError):
@@ -79,10 +79,7 @@ def fetch(name: str, query: Query) -> Fetched:
     if query.provider is not None:
         check_provider(query.provider, "--provider")
     fetched = table[name].get(query)
-    for o in fetched.offers:  # each source checks its rows; this holds a new source to the same rules
-        check_provider(o.provider, f"{name}: provider")
-        why = implausible(o.price_usd_per_gpu_hour, o.gpu_count)
-        if why:
-            raise GpuplanError(f"{name}: {o.provider} {o.gpu_id}: {why}")
+    for o in fetched.offers:  # the vendor readers leave implausible rows out; a new source is held to the same
+        check_offer(o, f"the {name} source")
     check_spot_below_on_demand(fetched.offers)
     return fetched
