@@ -136,7 +136,7 @@ def shell_text(plan: LaunchPlan, argv: list[str], env: dict[str, str] | None = N
 
 
 # ---- writing the files: all or none ---------------------------------------------------------------------------
-NAME_MAX = 255  # bytes in one file name (Linux, macOS; os.pathconf PC_NAME_MAX where the system says)
+NAME_MAX = 255  # bytes in one file name: the limit of ext4, XFS, Btrfs and APFS (Linux NAME_MAX)
 
 
 def output_folder(folder, flag: str = "the output folder") -> Path:
