@@ -5,7 +5,6 @@ next; implausible prices and GPU counts are refused; and every message says what
 
 from __future__ import annotations
 
-import datetime as dt
 import errno
 import json
 import os
@@ -15,6 +14,7 @@ import sys
 
 import pytest
 
+from gpuplan import clock
 from gpuplan.cli import run
 from gpuplan.errors import GpuplanError
 from gpuplan.market.offers import MAX_GPUS_PER_INSTANCE, USD_PER_GPU_HOUR, read_offers
@@ -25,7 +25,7 @@ VMS = ("InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,Price,Spot
        "g6.xlarge,L4,1,4,16,0.8048,0.3512,us-east-1\n"
        "p4d.24xlarge,A100,8,96,1152,32.77,12.0,us-east-1\n")
 HEADER = "provider,tier,gpu_id,gpu_count,pricing,price_usd_per_gpu_hour,region,observed_at,source\n"
-TODAY = dt.date.today().isoformat()
+TODAY = clock.today().isoformat()
 
 
 @pytest.fixture
@@ -119,6 +119,7 @@ def test_a_refresh_is_in_force_whole_or_not_at_all(cache, vms, capsys, monkeypat
 
 KILL_DURING_RENAME = """import os, signal, sys
 os.replace = lambda *a: os.kill(os.getpid(), signal.SIGKILL)  # killed as the refreshed CSV is put in place
+from gpuplan import clock
 from gpuplan.cli import run
 run(sys.argv[1:])
 """
@@ -168,7 +169,7 @@ def test_vendor_catalogs_leave_implausible_rows_out_and_say_so(cache, tmp_path, 
     items = [type("Item", (), dict(provider="aws", gpu_name="L4", gpu_memory=24.0, gpu_count=n, price=p,
                                    instance_name="x", location="us", cpu=4, memory=16, spot=False))()
              for n, p in ((1, 0.8), (1, 5000.0), (300, 600.0), (0.5, 0.3))]
-    got = offers_from_items(items, dt.date.today())
+    got = offers_from_items(items, clock.today())
     assert [o.price_usd_per_gpu_hour for o in got.offers] == [0.8]
     assert got.implausible == {"price": 1, "GPU count": 1}
 
