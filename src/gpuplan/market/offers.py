@@ -182,11 +182,12 @@ def parse_row(row: dict[str, str], origin: str, line: int, today: dt.date | None
     count = _number(row.get("gpu_count") or "1", where, "gpu_count", int)
     optional = {name: _number(row[name], where, name) for name in ("vcpus", "memory_gib", "inter_node_gbps")
                 if row.get(name)}
-    return check_offer(Offer(provider=row["provider"], tier=row.get("tier", ""), gpu_id=row["gpu_id"], gpu_count=count,
-                 pricing=row["pricing"], price_usd_per_gpu_hour=price, region=row.get("region", ""),
-                 intra_node=row.get("intra_node", ""), observed_at=observed, source=row.get("source", ""),
-                 notes=row.get("notes", ""), origin=origin, confidence=row.get("confidence") or "medium",
-                 instance=row.get("instance", ""), inter_node=row.get("inter_node", ""), **optional), where)
+    offer = Offer(provider=row["provider"], tier=row.get("tier", ""), gpu_id=row["gpu_id"], gpu_count=count,
+                  pricing=row["pricing"], price_usd_per_gpu_hour=price, region=row.get("region", ""),
+                  intra_node=row.get("intra_node", ""), observed_at=observed, source=row.get("source", ""),
+                  notes=row.get("notes", ""), origin=origin, confidence=row.get("confidence") or "medium",
+                  instance=row.get("instance", ""), inter_node=row.get("inter_node", ""), **optional)
+    return check_offer(offer, where)
 
 
 def read_offers(path: Path | str, origin: str | None = None) -> list[Offer]:
