@@ -27,8 +27,9 @@ function h(tag, attrs, ...children) {
   return el;
 }
 
-async function api(path, body) {
-  const init = body === undefined ? {} :
+async function api(path, body) {  // a File is sent as its bytes (/api/upload), anything else as JSON
+  const init = body === undefined ? {} : body instanceof File ?
+    {method: "POST", headers: {"content-type": "application/octet-stream"}, body} :
     {method: "POST", headers: {"content-type": "application/json"}, body: JSON.stringify(body)};
   const res = await fetch(path, init);
   const data = await res.json().catch(() => ({detail: res.statusText}));
@@ -86,10 +87,8 @@ async function chooseFile(name, input) {
   if (file) {
     status.textContent = "uploading...";
     try {
-      const bytes = new Uint8Array(await file.arrayBuffer());
-      let binary = "";
-      for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-      const up = await api("/api/upload", {kind: name, name: file.name, content_base64: btoa(binary)});
+      const query = new URLSearchParams({kind: name, name: file.name});
+      const up = await api("/api/upload?" + query, file);
       state.uploads[name] = up.ref;
       status.textContent = `${up.bytes.toLocaleString("en-US")} bytes`;
     } catch (e) {
