@@ -93,7 +93,7 @@ def test_an_uploaded_dataset_gives_the_cli_plan(client, files):
     ("dataset", "notes.txt", b"hello", 422, "not a file gpuplan reads as a dataset: choose a .jsonl, .ndjson"),
     ("tokenizer", "vocab.txt", b"hello", 422, "not a file gpuplan reads as a tokenizer: choose a .json file"),
     ("dataset", "empty.jsonl", b"", 422, "'empty.jsonl' is empty"),
-    ("dataset", "big.jsonl", b"x" * (uploads.MAX_UPLOAD_BYTES + 1), 413, "the page takes files up to 16,777,216"),
+    ("dataset", "big.jsonl", b"x" * (uploads.MAX_UPLOAD_BYTES + 1), 413, "at most 16,777,216 are what the page takes"),
 ], ids=["text-file", "vocab-file", "empty", "too-big"])
 def test_bad_uploads_get_one_sentence(client, kind, name, content, status, text):
     r = upload(client, kind, name, content)

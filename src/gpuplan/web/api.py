@@ -170,15 +170,14 @@ async def answer(request: Request, job: Any, scenario: Any, *args: Any) -> Respo
     data = with_uploads(scenario, state.uploads)
     hide = state.uploads.hide
     if names_upload(data):
-        text = await state.pools.data.run(lambda worker, deadline: hide(worker.call(job, (data, state.hub, *args),
-                                                                                      deadline)))
+        text = await state.pools.data.run(lambda worker: hide(worker.call(job, (data, state.hub, *args))))
     else:
-        text = await state.pools.plans.run(lambda _, __: hide(job(data, state.hub, *args)))
+        text = await state.pools.plans.run(lambda _: hide(job(data, state.hub, *args)))
     return Response(text, media_type="application/json")
 
 
 async def in_thread(request: Request, fn: Any, *args: Any) -> Any:
-    return await request.app.state.pools.plans.run(lambda _, __: fn(*args))
+    return await request.app.state.pools.plans.run(lambda _: fn(*args))
 
 
 def _models(search: str | None, family: str | None) -> list[dict[str, Any]]:

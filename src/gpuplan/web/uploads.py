@@ -176,7 +176,7 @@ class Store:
                 async for chunk in chunks:
                     size += len(chunk)
                     if size > MAX_UPLOAD_BYTES:
-                        raise _too_big(name, size, at_least=True)
+                        raise _too_big(name, None)
                     if size > reserved:
                         grow = max(size - reserved, min(WRITE_BYTES, MAX_UPLOAD_BYTES - reserved))
                         self._reserve(grow)
@@ -218,8 +218,9 @@ class Store:
             raise GpuplanError(f"{ref[:60]!r} is not an upload reference of this server")
         with self._lock:
             if match[0] not in self._files:
-                raise GpuplanError(f"the uploaded file {match[2]!r} is no longer on this server (it keeps the last "
-                                   f"{MAX_UPLOADS} files): choose the file again")
+                raise GpuplanError(f"the uploaded file {match[2]!r} is no longer on this server (it keeps the "
+                                   f"{MAX_UPLOADS} files used last, {MAX_STORED_BYTES // 2**20} MiB in all): choose "
+                                   "the file again")
             self._files.move_to_end(match[0])
             return str(self._folder() / match[0])
 
@@ -240,7 +241,9 @@ def _write(f, digest, data: bytes) -> None:
     digest.update(data)
 
 
-def _too_big(name: str, size: int, at_least: bool = False) -> HTTPException:
-    return _refused(413, f"{name[:100]!r} is {'over ' if at_least else ''}{size:,} bytes; the page takes files up "
-                         f"to {MAX_UPLOAD_BYTES:,} bytes (use `gpuplan estimate --dataset FILE` for larger ones: it "
-                         "samples huge files)")
+def _too_big(name: str, size: int | None) -> HTTPException:
+    """413 for a file of ``size`` bytes (None: over the limit, as it streams)."""
+    said = f"is over {MAX_UPLOAD_BYTES:,} bytes, the most" if size is None else \
+        f"is {size:,} bytes; at most {MAX_UPLOAD_BYTES:,} are what"
+    return _refused(413, f"{name[:100]!r} {said} the page takes (use `gpuplan estimate --dataset FILE` for larger "
+                         "files: it samples huge ones)")

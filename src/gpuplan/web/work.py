@@ -1,17 +1,20 @@
-"""Where a request's work runs: never on the event loop, always within the request's deadline.
+"""Where a request's work runs: never on the event loop, and answered within the request's deadline.
 
 Two lanes, each a bounded pool with a bounded queue (:class:`Lane`):
 
 - **plans**: estimates, searches, grids, the form, the catalogs, in :data:`WORKERS` threads of the server;
   their work is bounded by the request's limits (:mod:`.guard`) and takes seconds at most;
-- **data**: any request whose scenario names an uploaded file. Reading and tokenizing a dataset grows with the
-  file, so it runs in a child process (:class:`Worker`, :data:`DATA_WORKERS` of them) that is killed when its
-  request's deadline passes and started again for the next one: the work is abandoned, not left running.
+- **data**: any request whose scenario names an uploaded file, in a child process (:class:`Worker`,
+  :data:`DATA_WORKERS` of them). Reading and tokenizing a dataset grows with the file (a 15 MB chat JSONL: about
+  5 s of CPU), so it runs apart from the server and its Python lock.
 
-A request waits for a free worker within its own deadline (:data:`TIMEOUT_S`); past it the request answers 503
-and work not yet started never starts. A lane already holding its workers' jobs and :data:`QUEUE` waiting ones
-answers 503 at once. So one request can hold back another at most until the other's deadline, and never the
-other lane: a long tokenization never delays the form or a plan.
+A request waits for a worker within its own deadline (:data:`TIMEOUT_S`); past it the request answers 503, and
+work not yet started never starts. A lane holding its workers' jobs and :data:`QUEUE` waiting ones answers 503 at
+once. A plan's job past the deadline finishes in its thread (seconds) and its result is dropped. A reader's job
+past the deadline goes on in the child, up to :data:`READ_LIMIT_S`, so that the dataset's token counts are cached
+there when the page asks again (the 503 says when: ``Retry-After``); past that limit the child is killed and the
+work abandoned. So no request is answered later than its deadline, none waits on the other lane, and the work a
+request leaves behind is bounded.
 """
 
 from __future__ import annotations
@@ -34,32 +37,42 @@ from starlette.exceptions import HTTPException
 from ..errors import GpuplanError
 
 TIMEOUT_S = 10.0
+READ_LIMIT_S = 60.0  # a reader's job, its request answered or not; then the child is killed
 WORKERS = 2  # plans computed at once
 DATA_WORKERS = 1  # child processes reading uploaded files
-QUEUE = 32  # requests a lane keeps waiting beyond those running; more are refused at once
+QUEUE = 64  # requests a lane keeps waiting beyond those running; more are refused at once
+RETRY_S = 5  # when the page asks again for a dataset still being read
 T = TypeVar("T")
 
 
 def too_slow(timeout_s: float) -> HTTPException:
     return HTTPException(503, f"the request took longer than {timeout_s:g} s and was abandoned; ask for less "
-                              "(fewer GPUs to search, a smaller top, a smaller dataset file)")
+                              "(fewer GPUs to search, a smaller top)")
+
+
+def still_reading(timeout_s: float) -> HTTPException:
+    return HTTPException(503, f"the uploaded files take longer than {timeout_s:g} s to read; reading goes on (up to "
+                              f"{READ_LIMIT_S:g} s) and the page asks again in {RETRY_S} s",
+                         {"Retry-After": str(RETRY_S)})
 
 
 class Lane:
-    """Jobs of one kind: at most ``workers`` at once and ``queue`` more waiting, each within its deadline. A job
-    is called with one of ``tokens`` (what a worker holds: nothing, or a child process) and its deadline."""
+    """Jobs of one kind: at most ``workers`` at once and ``queue`` more waiting, each answered within its deadline
+    (``late(timeout_s)``: the 503 past it). A job is called with one of ``tokens`` (what a worker holds: nothing, or
+    a child process)."""
 
-    def __init__(self, name: str, tokens: list[Any], waiting: int = QUEUE):
-        self.name, self.limit = name, len(tokens) + waiting
+    def __init__(self, name: str, tokens: list[Any], late: Callable[[float], HTTPException] = too_slow,
+                 waiting: int = QUEUE):
+        self.name, self.limit, self.late = name, len(tokens) + waiting, late
         self._tokens: queue.SimpleQueue[Any] = queue.SimpleQueue()
         for token in tokens:
             self._tokens.put(token)
-        self._pool = ThreadPoolExecutor(len(tokens), thread_name_prefix=f"gpuplan-{name}")
+        self._pool = ThreadPoolExecutor(len(tokens), thread_name_prefix=f"gpuplan-{name.replace(' ', '-')}")
         self._held = 0
         self._lock = threading.Lock()
 
-    async def run(self, job: Callable[[Any, float], T]) -> T:
-        """``job(token, deadline)`` in the lane's pool; 503 when it is not done within :data:`TIMEOUT_S` or the
+    async def run(self, job: Callable[[Any], T]) -> T:
+        """``job(token)`` in the lane's pool; 503 when it is not done within :data:`TIMEOUT_S` or the
         lane is full."""
         timeout_s = TIMEOUT_S
         deadline = time.monotonic() + timeout_s
@@ -75,14 +88,14 @@ class Lane:
                 return await asyncio.wrap_future(future)
         except TimeoutError:
             future.cancel()  # not started yet: it never will be
-            raise too_slow(timeout_s) from None
+            raise self.late(timeout_s) from None
 
-    def _in_turn(self, job: Callable[[Any, float], T], deadline: float) -> T | None:
+    def _in_turn(self, job: Callable[[Any], T], deadline: float) -> T | None:
         if time.monotonic() >= deadline:
             return None  # its request has already been answered
         token = self._tokens.get()
         try:
-            return job(token, deadline)
+            return job(token)
         finally:
             self._tokens.put(token)
 
@@ -95,8 +108,10 @@ class Lane:
 
 
 class Worker:
-    """One child process that runs jobs one at a time: started on first use (a fresh interpreter, ``spawn``),
-    killed when a job passes its deadline or the server stops."""
+    """One child process that runs jobs one at a time: started on first use, killed when a job runs past
+    :data:`READ_LIMIT_S` or the server stops. It is a fresh interpreter (``spawn``: nothing of the server's threads
+    or locks is copied), so a script that serves :func:`~gpuplan.web.app.create_app` itself guards its entry point
+    (``if __name__ == "__main__":``), as every program that starts processes so must."""
 
     def __init__(self) -> None:
         self._proc: Any = None
@@ -108,27 +123,31 @@ class Worker:
             if self._proc is not None and self._proc.is_alive():
                 return
             context = multiprocessing.get_context("spawn")
-            self._conn, child = context.Pipe()
-            self._proc = context.Process(target=_serve, args=(child,), daemon=True, name="gpuplan-data")
-            self._proc.start()
-            child.close()
+            conn, child = context.Pipe()
+            proc = context.Process(target=_serve, args=(child,), daemon=True, name="gpuplan-reader")
+            try:
+                proc.start()
+            finally:
+                child.close()
+            self._proc, self._conn = proc, conn
 
     def stop(self) -> None:
         with self._lock:
-            proc, conn, self._proc, self._conn = self._proc, self._conn, None, None
-        if proc is not None:
-            proc.kill()
-            proc.join(5)
-            conn.close()
+            if self._proc is not None:
+                self._proc.kill()
+                self._proc.join(5)
+                self._conn.close()
+            self._proc = self._conn = None
 
-    def call(self, fn: Callable[..., T], args: tuple, deadline: float) -> T:
-        """``fn(*args)`` in the child; :func:`too_slow` (and the child killed) past ``deadline``."""
+    def call(self, fn: Callable[..., T], args: tuple) -> T:
+        """``fn(*args)`` in the child. Its request is answered by its deadline either way (:class:`Lane`); the job
+        may go on to :data:`READ_LIMIT_S`, then the child is killed."""
         self.start()
         try:
             self._conn.send((fn, args))
-            if not self._conn.poll(max(0.0, deadline - time.monotonic())):
+            if not self._conn.poll(READ_LIMIT_S):
                 self.stop()
-                raise too_slow(TIMEOUT_S)
+                raise too_slow(READ_LIMIT_S)
             ok, value = self._conn.recv()
         except (EOFError, OSError):
             code = self._proc.exitcode if self._proc is not None else None
@@ -172,7 +191,7 @@ class Pools:
     def __init__(self) -> None:
         self.workers = [Worker() for _ in range(DATA_WORKERS)]
         self.plans = Lane("plans", [None] * WORKERS)
-        self.data = Lane("uploaded files", self.workers)
+        self.data = Lane("uploaded files", self.workers, late=still_reading)
 
     def warm(self) -> None:
         """Start the reader processes (a fresh interpreter takes seconds to import gpuplan)."""

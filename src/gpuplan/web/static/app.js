@@ -27,11 +27,18 @@ function h(tag, attrs, ...children) {
   return el;
 }
 
-async function api(path, body) {  // a File is sent as its bytes (/api/upload), anything else as JSON
+// A File is sent as its bytes (/api/upload), anything else as JSON. A 503 with Retry-After (a dataset still being
+// read, a busy server) is asked again after that wait, a bounded number of times.
+async function api(path, body, tries = 12) {
   const init = body === undefined ? {} : body instanceof File ?
     {method: "POST", headers: {"content-type": "application/octet-stream"}, body} :
     {method: "POST", headers: {"content-type": "application/json"}, body: JSON.stringify(body)};
   const res = await fetch(path, init);
+  const wait = res.status === 503 ? parseFloat(res.headers.get("Retry-After")) : NaN;
+  if (wait > 0 && tries > 0) {
+    await new Promise((done) => setTimeout(done, wait * 1000));
+    return api(path, body, tries - 1);
+  }
   const data = await res.json().catch(() => ({detail: res.statusText}));
   if (!res.ok) throw Object.assign(new Error(data.detail || res.statusText), {status: res.status});
   return data;
