@@ -98,7 +98,8 @@ def test_an_uploaded_dataset_gives_the_cli_plan(client, files):
 def test_bad_uploads_get_one_sentence(client, kind, name, content, status, text):
     r = upload(client, kind, name, content)
     assert r.status_code == status and text in r.json()["detail"], r.text
-    r = client.post("/api/upload", params={"kind": "model", "name": "a.jsonl"}, content=b"{}")
+    r = client.post("/api/upload", params={"kind": "model", "name": "a.jsonl"}, content=b"{}",
+                    headers={"content-type": "application/octet-stream"})
     assert r.status_code == 422 and r.json()["detail"].startswith("field 'kind'"), r.text
 
 

@@ -33,9 +33,11 @@ from gpuplan.web.app import create_app  # noqa: E402
 TRAIN = {"model": "llama-3.2-1b", "task": "train", "method": "lora", "gpu": "rtx-4090"}
 
 
+BYTES = {"content-type": "application/octet-stream"}
+
+
 def upload(client, kind: str, name: str, data: bytes):
-    return client.post("/api/upload", params={"kind": kind, "name": name}, content=data,
-                       headers={"content-type": "application/octet-stream"})
+    return client.post("/api/upload", params={"kind": kind, "name": name}, content=data, headers=BYTES)
 
 
 def on_disk(root: Path | None) -> tuple[int, int]:
@@ -85,6 +87,15 @@ def test_files_kept_are_counted_not_their_contents(client, app):
     assert len(kept) == uploads.MAX_UPLOADS and {p.name for p in kept} == {f"t{i}.json" for i in range(4, 20)}
 
 
+def test_each_upload_has_a_folder_of_its_own(client, app):
+    """Nothing is ever beside an uploaded tokenizer.json: a tokenizer_config.json there would be read (and its chat
+    template rendered), so the same bytes under another name go to another folder."""
+    refs = [upload(client, "tokenizer", name, TOKENIZER.read_bytes()).json()["ref"]
+            for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.json")]
+    folders = [app.state.uploads.root / ref.removeprefix("upload:").split("/")[0] for ref in refs]
+    assert len(set(folders)) == 3 and all(len(list(f.iterdir())) == 1 for f in folders)
+
+
 def test_uploads_per_address_are_rate_limited(client, monkeypatch):
     monkeypatch.setattr(uploads, "RATE_UPLOADS", 3)
     for i in range(3):
@@ -100,11 +111,11 @@ def test_uploads_per_address_are_rate_limited(client, monkeypatch):
 
 def test_an_oversized_upload_is_refused_as_it_streams(client, app):
     chunks = (b"x" * 2**20 for _ in range(17))  # no Content-Length: refused once 16 MiB have arrived
-    r = client.post("/api/upload", params={"kind": "dataset", "name": "big.jsonl"}, content=chunks)
+    r = client.post("/api/upload", params={"kind": "dataset", "name": "big.jsonl"}, content=chunks, headers=BYTES)
     assert r.status_code == 413 and "'big.jsonl' is over 16,777,216 bytes, the most" in r.json()["detail"]
     assert on_disk(app.state.uploads.root) == (0, 0)  # nothing half-written is left
     r = client.post("/api/upload", params={"kind": "dataset", "name": "big.jsonl"}, content=b"{}",
-                    headers={"content-length": str(uploads.MAX_UPLOAD_BYTES + 1)})
+                    headers={**BYTES, "content-length": str(uploads.MAX_UPLOAD_BYTES + 1)})
     assert r.status_code == 413 and "is 16,777,217 bytes; at most 16,777,216" in r.json()["detail"]
 
 
@@ -141,7 +152,8 @@ def test_a_body_too_slow_to_arrive_is_408(monkeypatch):
     async def send(message):
         sent.append(message)
 
-    scope = {"type": "http", "method": "POST", "path": "/api/estimate", "headers": [(b"content-length", b"40")]}
+    scope = {"type": "http", "method": "POST", "path": "/api/estimate",
+             "headers": [(b"content-length", b"40"), (b"content-type", b"application/json")]}
     anyio.run(guard.BoundedBody(never), scope, receive, send)
     assert sent[0]["status"] == 408 and b"did not arrive within 0.2 s" in sent[1]["body"]
 
@@ -157,11 +169,26 @@ def test_the_folder_goes_when_the_app_stops():
 
 
 # ---- C2 and C1 on the page: deep or odd input is 4xx, never 500 ---------------------------------------------------
-@pytest.mark.parametrize("headers", [{"content-type": "application/json"}, {"content-type": "text/plain"}, {}])
-def test_a_deeply_nested_body_is_422(client, headers):
+def test_a_deeply_nested_body_is_422(client):
     body = b"[" * 15_000 + b"]" * 15_000  # the review's 30 KB body, a RecursionError (500) in the bound check
-    r = client.post("/api/estimate", content=body, headers=headers)
+    r = client.post("/api/estimate", content=body, headers={"content-type": "application/json"})
     assert r.status_code == 422 and r.json()["detail"] == "body nests deeper than 4 levels"
+
+
+@pytest.mark.parametrize("path, headers, status, text", [
+    ("/api/estimate", {"content-type": "text/plain"}, 415, "application/json (content-type: application/json; not "
+                                                          "text/plain)"),
+    ("/api/estimate", {}, 415, "the header is missing"),
+    ("/api/upload?kind=dataset&name=a.jsonl", {"content-type": "text/plain"}, 415, "application/octet-stream"),
+    ("/api/upload?kind=dataset&name=a.jsonl", {"content-type": "multipart/form-data; boundary=x"}, 415, "not multi"),
+    ("/api/estimate", {"content-type": "application/json; charset=utf-8"}, 200, ""),
+])
+def test_a_body_must_say_what_it_is(client, app, path, headers, status, text):
+    """A page of another site can post text/plain or a form to localhost without the browser asking first (no
+    CORS preflight): such bodies are refused, so such a page cannot make the server store files or work."""
+    r = client.post(path, content=b'{"model": "llama-3.1-8b", "task": "train"}', headers=headers)
+    assert r.status_code == status and text in r.text, r.text
+    assert app.state.uploads.root is None  # nothing was stored
 
 
 @pytest.mark.parametrize("name, content", [

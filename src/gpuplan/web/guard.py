@@ -27,6 +27,10 @@ MAX_ITEMS = 64  # entries in any JSON list or object
 MAX_DEPTH = 4  # nesting of JSON lists and objects
 BODY_TIMEOUT_S = 10.0  # to receive a request body
 STREAMED = ("/api/upload",)  # paths that read (and bound) their own bodies
+# The body a POST must declare: JSON, or a file's bytes for the upload. A page of another site can send neither
+# without the browser asking first (a CORS preflight, which this server refuses), so it cannot make this one work.
+CONTENT_TYPES = {"/api/upload": "application/octet-stream"}
+JSON = "application/json"
 
 
 def check_bounds(value: Any, where: str = "body", depth: int = 0) -> None:
@@ -102,16 +106,25 @@ def check_model(name: str, hub: bool) -> None:
 
 
 class BoundedBody:
-    """ASGI middleware: refuse bodies over ``max_bytes`` (413) or slower than :data:`BODY_TIMEOUT_S` (408), and
-    JSON beyond :func:`check_bounds` (422); the paths in :data:`STREAMED` read and bound their own bodies."""
+    """ASGI middleware: refuse bodies of another type than :data:`CONTENT_TYPES` says (415), over ``max_bytes``
+    (413) or slower than :data:`BODY_TIMEOUT_S` (408), and JSON beyond :func:`check_bounds` (422); the paths in
+    :data:`STREAMED` read and bound their own bodies."""
 
     def __init__(self, app, max_bytes: int = MAX_BODY_BYTES):
         self.app, self.max_bytes = app, max_bytes
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] != "http" or scope["method"] not in ("POST", "PUT", "PATCH") or scope["path"] in STREAMED:
+        if scope["type"] != "http" or scope["method"] not in ("POST", "PUT", "PATCH"):
             return await self.app(scope, receive, send)
-        declared = dict(scope["headers"]).get(b"content-length")
+        headers = dict(scope["headers"])
+        declared = headers.get(b"content-length")
+        sent_type = headers.get(b"content-type", b"").decode("latin-1").split(";")[0].strip().lower()
+        expected = CONTENT_TYPES.get(scope["path"], JSON)
+        if sent_type != expected and (sent_type or declared not in (None, b"0")):
+            said = f"not {sent_type[:60]}" if sent_type else "the header is missing"
+            return await _reply(send, 415, f"send the body as {expected} (content-type: {expected}; {said})")
+        if scope["path"] in STREAMED:
+            return await self.app(scope, receive, send)
         if declared and declared.isdigit() and int(declared) > self.max_bytes:
             return await _reply(send, 413, self._too_big(int(declared)))
         try:

@@ -3,10 +3,10 @@
 The server never opens a path a request names (:func:`~gpuplan.web.guard.check_no_server_files`). The page posts
 the chosen file's bytes to ``/api/upload?kind=dataset&name=train.jsonl``; the server streams them into one private
 folder (mode 700, removed when the server stops: :meth:`Store.close` runs at shutdown, SIGTERM and SIGINT
-included, and at exit) and answers a reference, ``upload:<sha256 prefix>/<name>``, that a scenario's ``dataset``
-or ``tokenizer`` may carry. Before the scenario is read, each reference becomes the stored file's path, so
-``gpuplan.dataset`` reads and tokenizes it exactly as ``gpuplan estimate --dataset FILE`` does; what goes back
-names the file as the user did (:meth:`Store.hide`).
+included, and at exit) and answers a reference, ``upload:<hash>/<name>`` (the hash of the name and the bytes),
+that a scenario's ``dataset`` or ``tokenizer`` may carry. Before the scenario is read, each reference becomes the
+stored file's path, so ``gpuplan.dataset`` reads and tokenizes it exactly as ``gpuplan estimate --dataset FILE``
+does; what goes back names the file as the user did (:meth:`Store.hide`).
 
 Bounds, each one sentence when reached:
 
@@ -166,7 +166,7 @@ class Store:
             raise _too_big(name, declared)
         counted = self.rate.admit(client, declared or 0)
         incoming = self._folder() / f".incoming-{os.urandom(8).hex()}"
-        digest, size, reserved = hashlib.sha256(), 0, 0
+        digest, size, reserved = hashlib.sha256(safe.encode() + b"\0"), 0, 0  # one file per folder: see _keep
         try:
             if declared:
                 self._reserve(declared)
@@ -199,7 +199,9 @@ class Store:
 
     def _keep(self, incoming: Path, key: str, size: int) -> dict[str, Any]:
         """Keep a received file under ``key`` (the same bytes under the same name: the copy already kept), then
-        drop the least recently used files beyond :data:`MAX_UPLOADS`."""
+        drop the least recently used files beyond :data:`MAX_UPLOADS`. The key's folder is the hash of the name
+        and the bytes, so each folder holds one file: nothing is ever beside an uploaded tokenizer.json (a
+        tokenizer_config.json there would be read, and its chat template rendered)."""
         with self._lock:
             path = self._folder() / key
             if key not in self._files:
