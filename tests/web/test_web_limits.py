@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -248,6 +249,20 @@ def test_a_reader_past_its_limit_is_killed_and_the_next_request_starts_a_new_one
         r = client.post("/api/estimate", json={**TRAIN, "dataset": small, "tokenizer": tok})
         assert r.status_code == 200, r.text
         assert worker._proc.pid != pid
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the reader's memory is bounded by Linux's RLIMIT_DATA")
+def test_the_readers_memory_is_bounded(app, monkeypatch):
+    """A file that takes more memory to read than the reader is given is one sentence, and the server reads the
+    next file as before. 16 MiB of empty JSON lists take about 350 MiB as Python objects."""
+    monkeypatch.setattr(work, "READER_MEMORY", 256 * 2**20)
+    with TestClient(app, base_url="http://127.0.0.1") as client:
+        tok = upload(client, "tokenizer", "tokenizer.json", TOKENIZER.read_bytes()).json()["ref"]
+        heavy = upload(client, "dataset", "lists.json", b"[" + b"[]," * (5 * 2**20) + b"[]]").json()["ref"]
+        r = client.post("/api/estimate", json={**TRAIN, "dataset": heavy, "tokenizer": tok})
+        assert r.status_code == 422 and "memory" in r.json()["detail"], r.text
+        small = upload(client, "dataset", "small.jsonl", chat_jsonl(10_000)).json()["ref"]
+        assert client.post("/api/estimate", json={**TRAIN, "dataset": small, "tokenizer": tok}).status_code == 200
 
 
 def test_lanes_bound_their_queue_and_skip_work_whose_request_was_answered(monkeypatch):

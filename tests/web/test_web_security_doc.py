@@ -35,6 +35,7 @@ def test_the_threat_model_states_the_limits_the_page_enforces():
         f"| {work.WORKERS} threads, {work.QUEUE} requests waiting",
         f"| {work.DATA_WORKERS} reader process, {work.QUEUE} waiting",
         f"| {work.READ_LIMIT_S:g} s, then the process is killed",
+        f"| {work.READER_MEMORY / 2**30:g} GiB of heap",
         f"| {serve.CONNECTIONS} (uvicorn answers 503 beyond)",
     ]
     missing = [s for s in stated if s not in doc]

@@ -42,6 +42,7 @@ WORKERS = 2  # plans computed at once
 DATA_WORKERS = 1  # child processes reading uploaded files
 QUEUE = 64  # requests a lane keeps waiting beyond those running; more are refused at once
 RETRY_S = 5  # when the page asks again for a dataset still being read
+READER_MEMORY = 2 * 2**30  # the reader's heap (Linux RLIMIT_DATA): reading a 15 MB file takes about 110 MB
 T = TypeVar("T")
 
 
@@ -124,7 +125,7 @@ class Worker:
                 return
             context = multiprocessing.get_context("spawn")
             conn, child = context.Pipe()
-            proc = context.Process(target=_serve, args=(child,), daemon=True, name="gpuplan-reader")
+            proc = context.Process(target=_serve, args=(child, READER_MEMORY), daemon=True, name="gpuplan-reader")
             try:
                 proc.start()
             finally:
@@ -159,10 +160,15 @@ class Worker:
         return value
 
 
-def _serve(conn) -> None:
-    """The child's loop: one job at a time until the server closes the pipe. Every failure goes back as one
-    sentence: a GpuplanError's own, else what broke (and its traceback on the server's stderr)."""
+def _serve(conn, memory: int) -> None:
+    """The child's loop: one job at a time until the server closes the pipe, its heap at most ``memory`` bytes
+    (where the system bounds it). Every failure goes back as one sentence: a GpuplanError's own, else what broke
+    (and its traceback on the server's stderr)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C reaches the whole group: the server stops its child
+    if sys.platform == "linux":  # RLIMIT_DATA bounds malloc and mmap there (Linux 4.7+), not thread stacks
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_DATA, (memory, memory))
     from . import api  # noqa: F401  # the jobs' module, imported before the first job arrives
 
     while True:
@@ -176,6 +182,9 @@ def _serve(conn) -> None:
             reply = (False, str(err))
         except RecursionError:
             reply = (False, "an uploaded file nests deeper than gpuplan reads (over about 1,000 levels)")
+        except MemoryError:
+            reply = (False, f"reading the uploaded files needs more than the {memory / 2**30:g} GiB of memory the "
+                            "server gives it: use `gpuplan estimate --dataset FILE` on the command line")
         except Exception as err:  # a file the readers did not foresee: a 422 that says what broke, not a 500
             traceback.print_exc(file=sys.stderr)
             reply = (False, f"an uploaded file could not be read ({type(err).__name__}: {str(err)[:200]})")
