@@ -33,7 +33,6 @@ from .work import Pools
 
 STATIC = Path(str(resources.files("gpuplan") / "web" / "static"))
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
-SCENARIO_BODIES = ("/api/estimate", "/api/explain", "/api/export")
 PAGE_HEADERS = {"Content-Security-Policy": "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' "
                 "data:; connect-src 'self'; frame-ancestors 'none'", "X-Content-Type-Options": "nosniff",
                 "Referrer-Policy": "no-referrer"}
@@ -86,10 +85,10 @@ async def _bad_input(request: Request, exc: Exception) -> JSONResponse:
 
 async def _invalid_request(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
-    return JSONResponse({"detail": validation_sentence(exc, request.url.path)}, status_code=422)
+    return JSONResponse({"detail": validation_sentence(exc)}, status_code=422)
 
 
-def validation_sentence(exc: RequestValidationError, path: str) -> str:
+def validation_sentence(exc: RequestValidationError) -> str:
     """One sentence for a request FastAPI could not validate (a scenario is validated by its job, :mod:`.api`)."""
     errors = exc.errors()
     first = errors[0]
