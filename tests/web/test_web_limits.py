@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -81,6 +82,22 @@ def test_the_same_bytes_under_new_names_count_each_time(client, app, monkeypatch
     assert len(list(app.state.uploads.root.rglob("copy29.jsonl"))) == 1  # kept once
 
 
+def test_room_in_bytes_is_made_by_dropping_large_files_first(client, app, monkeypatch):
+    """A dataset upload that needs room drops the least recently used large file, not the small tokenizer.json a
+    page uploaded just before its own dataset."""
+    monkeypatch.setattr(uploads, "MAX_STORED_BYTES", 3 * 2**20)
+    monkeypatch.setattr(uploads, "MAX_UPLOADS", 8)  # a fair share: 384 KiB
+    big = chat_jsonl(2**20)
+    first = upload(client, "dataset", "first.jsonl", big).json()["ref"]
+    tok = upload(client, "tokenizer", "tokenizer.json", TOKENIZER.read_bytes()).json()["ref"]
+    for name in ("second.jsonl", "third.jsonl"):
+        assert upload(client, "dataset", name, big).status_code == 200
+    kept = {p.name for p in app.state.uploads.root.rglob("*") if p.is_file()}
+    assert kept == {"tokenizer.json", "second.jsonl", "third.jsonl"}, kept
+    assert client.post("/api/estimate", json={**TRAIN, "dataset": first}).status_code == 422
+    assert tok.endswith("/tokenizer.json")
+
+
 def test_files_kept_are_counted_not_their_contents(client, app):
     for i in range(uploads.MAX_UPLOADS + 4):
         assert upload(client, "tokenizer", f"t{i}.json", TOKENIZER.read_bytes()).status_code == 200
@@ -95,6 +112,28 @@ def test_each_upload_has_a_folder_of_its_own(client, app):
             for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.json")]
     folders = [app.state.uploads.root / ref.removeprefix("upload:").split("/")[0] for ref in refs]
     assert len(set(folders)) == 3 and all(len(list(f.iterdir())) == 1 for f in folders)
+
+
+def test_a_file_being_read_is_never_dropped(app, monkeypatch):
+    """Under load a new upload dropped the dataset a request was about to read ("no dataset file 'chat2.jsonl'"):
+    files in use stay until their reader is done, and an upload that would need their place waits (503)."""
+    monkeypatch.setattr(uploads, "MAX_UPLOADS", 2)
+    with TestClient(app, base_url="http://127.0.0.1") as client:
+        data = upload(client, "dataset", "chat.jsonl", chat_jsonl(4 * 2**20)).json()["ref"]
+        tok = upload(client, "tokenizer", "tokenizer.json", TOKENIZER.read_bytes()).json()["ref"]
+        answer = {}
+        reading = threading.Thread(target=lambda: answer.update(r=client.post(
+            "/api/estimate", json={**TRAIN, "dataset": data, "tokenizer": tok})))
+        reading.start()
+        while not app.state.uploads._in_use and reading.is_alive():
+            time.sleep(0.01)
+        r = upload(client, "tokenizer", "other.json", TOKENIZER.read_bytes())
+        assert r.status_code == 503 and "hold files being read" in r.json()["detail"], r.text
+        assert r.headers["retry-after"] == "5"
+        reading.join()
+        assert answer["r"].status_code == 200, answer["r"].text
+        assert not app.state.uploads._in_use  # given back
+        assert upload(client, "tokenizer", "other.json", TOKENIZER.read_bytes()).status_code == 200
 
 
 def test_uploads_per_address_are_rate_limited(client, monkeypatch):

@@ -29,7 +29,7 @@ from .explain import Explanation, explain
 from .export import Export, export
 from .forms import FieldSpec, field_specs
 from .grid import Axis, FitGrid, fit_grid
-from .guard import MAX_ITEMS, check_model, names_upload, with_uploads
+from .guard import MAX_ITEMS, check_model, held, with_uploads
 from .uploads import MAX_UPLOAD_BYTES
 
 router = APIRouter(prefix="/api")
@@ -169,8 +169,13 @@ async def answer(request: Request, job: Any, scenario: Any, *args: Any) -> Respo
     state = request.app.state
     data = with_uploads(scenario, state.uploads)
     hide = state.uploads.hide
-    if names_upload(data):
-        text = await state.pools.data.run(lambda worker: hide(worker.call(job, (data, state.hub, *args))))
+    if files := held(data):  # kept on the server until the reader is done with them, whether or not it is in time
+
+        def give_back() -> None:
+            for path in files:
+                state.uploads.give_back(path)
+
+        text = await state.pools.data.run(lambda worker: hide(worker.call(job, (data, state.hub, *args))), give_back)
     else:
         text = await state.pools.plans.run(lambda _: hide(job(data, state.hub, *args)))
     return Response(text, media_type="application/json")

@@ -65,16 +65,26 @@ def check_no_server_files(data: Any) -> None:
 
 
 def with_uploads(data: Any, store: Store) -> Any:
-    """``data`` checked (:func:`check_no_server_files`), its upload references turned into the stored files."""
+    """``data`` checked (:func:`check_no_server_files`), its upload references turned into the stored files, which
+    the store keeps until each is given back (:func:`held`, :meth:`~.uploads.Store.give_back`)."""
     check_no_server_files(data)
-    if isinstance(data, dict) and any(is_ref(data.get(k)) for k in SERVER_FILES):
-        data = {**data, **{k: store.resolve(data[k]) for k in SERVER_FILES if is_ref(data.get(k))}}
-    return data
+    if not (isinstance(data, dict) and any(is_ref(data.get(k)) for k in SERVER_FILES)):
+        return data
+    taken: dict[str, str] = {}
+    try:
+        for k in SERVER_FILES:
+            if is_ref(data.get(k)):
+                taken[k] = store.take(data[k])
+    except GpuplanError:
+        for path in taken.values():
+            store.give_back(path)
+        raise
+    return {**data, **taken}
 
 
-def names_upload(data: Any) -> bool:
-    """Whether a scenario (already :func:`with_uploads`) reads an uploaded file."""
-    return isinstance(data, dict) and any(data.get(k) for k in SERVER_FILES)
+def held(data: Any) -> list[str]:
+    """The uploaded files a scenario (after :func:`with_uploads`) reads: [] for none."""
+    return [data[k] for k in SERVER_FILES if data.get(k)] if isinstance(data, dict) else []
 
 
 def check_model(name: str, hub: bool) -> None:

@@ -12,8 +12,9 @@ Bounds, each one sentence when reached:
 
 - one file: :data:`MAX_UPLOAD_BYTES` (413), refused as it streams, never held in memory whole;
 - files kept: :data:`MAX_UPLOADS`, each upload counted (the same bytes under another name are another file) and
-  :data:`MAX_STORED_BYTES` on disk, uploads in progress included: the least recently used file is dropped first,
-  and an upload that cannot fit beside those in progress is refused (503);
+  :data:`MAX_STORED_BYTES` on disk, uploads in progress included: the least recently used file is dropped first
+  (for room in bytes, the least recently used large one), never one a request is reading (or waiting to read),
+  and an upload that cannot fit beside those is refused (503);
 - per client address: :data:`RATE_UPLOADS` uploads and :data:`RATE_BYTES` bytes a minute (429);
 - :data:`UPLOAD_TIMEOUT_S` to receive a file (408).
 
@@ -32,7 +33,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections import OrderedDict, deque
+from collections import Counter, OrderedDict, deque
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, Literal
@@ -112,6 +113,7 @@ class Store:
     def __init__(self) -> None:
         self._root: Path | None = None
         self._files: OrderedDict[str, int] = OrderedDict()  # "<digest>/<name>" -> bytes, least recently used first
+        self._in_use: Counter[str] = Counter()  # files requests are reading (or waiting to): never dropped
         self._reserved = 0  # bytes of uploads in progress
         self._lock = threading.RLock()
         self.rate = Rate()
@@ -132,12 +134,21 @@ class Store:
         with self._lock:
             root, self._root = self._root, None
             self._files.clear()
+            self._in_use.clear()
         if root is not None:
             shutil.rmtree(root, ignore_errors=True)
 
     def stored_bytes(self) -> int:
         with self._lock:
             return sum(self._files.values())
+
+    def _spare(self, for_bytes: bool = False) -> str | None:
+        """The least recently used file no request is using; the caller holds the lock. To make room in bytes, the
+        least recently used of those at least a fair share of the space (:data:`MAX_STORED_BYTES` over
+        :data:`MAX_UPLOADS`) goes first: dropping a tokenizer.json of a few kB frees nothing that counts."""
+        spare = [key for key in self._files if not self._in_use[key]]
+        large = [key for key in spare if self._files[key] >= MAX_STORED_BYTES // MAX_UPLOADS] if for_bytes else []
+        return (large or spare or [None])[0]
 
     def _drop(self, key: str) -> None:
         """Forget one kept file and delete it (and its folder once empty); the caller holds the lock."""
@@ -151,11 +162,11 @@ class Store:
         """Room for ``nbytes`` more of an upload in progress, dropping the least recently used files (503 when the
         uploads in progress alone would pass :data:`MAX_STORED_BYTES`)."""
         with self._lock:
-            while self._files and sum(self._files.values()) + self._reserved + nbytes > MAX_STORED_BYTES:
-                self._drop(next(iter(self._files)))
-            if self._reserved + nbytes > MAX_STORED_BYTES:
+            while sum(self._files.values()) + self._reserved + nbytes > MAX_STORED_BYTES and self._spare():
+                self._drop(self._spare(for_bytes=True))
+            if sum(self._files.values()) + self._reserved + nbytes > MAX_STORED_BYTES:
                 raise _refused(503, f"the server's upload space ({MAX_STORED_BYTES // 2**20} MiB) is taken by "
-                                    "uploads in progress; try again in a moment", 5)
+                                    "uploads in progress and files being read; try again in a moment", 5)
             self._reserved += nbytes
 
     async def receive(self, kind: Literal["dataset", "tokenizer"], name: str, chunks: AsyncIterator[bytes],
@@ -210,11 +221,16 @@ class Store:
             self._files[key] = size
             self._files.move_to_end(key)
             while len(self._files) > MAX_UPLOADS:
-                self._drop(next(iter(self._files)))
+                spare = self._spare()
+                self._drop(spare or key)
+                if spare is None or spare == key:
+                    raise _refused(503, f"the server's {MAX_UPLOADS} upload places hold files being read; try "
+                                        "again in a moment", 5)
         return {"ref": PREFIX + key, "name": key.split("/", 1)[1], "bytes": size}
 
-    def resolve(self, ref: str) -> str:
-        """The stored file of a reference (one sentence when it is malformed or no longer kept)."""
+    def take(self, ref: str) -> str:
+        """The stored file of a reference, kept until :meth:`give_back` (one sentence when the reference is
+        malformed or the file no longer kept)."""
         match = _REF.fullmatch(ref.removeprefix(PREFIX))
         if not match:
             raise GpuplanError(f"{ref[:60]!r} is not an upload reference of this server")
@@ -224,7 +240,16 @@ class Store:
                                    f"{MAX_UPLOADS} files used last, {MAX_STORED_BYTES // 2**20} MiB in all): choose "
                                    "the file again")
             self._files.move_to_end(match[0])
+            self._in_use[match[0]] += 1
             return str(self._folder() / match[0])
+
+    def give_back(self, path: str) -> None:
+        """The end of a request's use of a file :meth:`take` gave it."""
+        with self._lock:
+            key = "/".join(Path(path).parts[-2:])
+            self._in_use[key] -= 1
+            if self._in_use[key] <= 0:
+                del self._in_use[key]
 
     def hide(self, text: str) -> str:
         """``text`` with each stored file's folder taken off its path: the names the user gave; in a URL's query (a

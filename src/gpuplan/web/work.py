@@ -72,18 +72,20 @@ class Lane:
         self._held = 0
         self._lock = threading.Lock()
 
-    async def run(self, job: Callable[[Any], T]) -> T:
-        """``job(token)`` in the lane's pool; 503 when it is not done within :data:`TIMEOUT_S` or the
-        lane is full."""
+    async def run(self, job: Callable[[Any], T], finished: Callable[[], None] = lambda: None) -> T:
+        """``job(token)`` in the lane's pool; 503 when it is not done within :data:`TIMEOUT_S` or the lane is
+        full. ``finished()`` runs once the job is over: done, refused, or dropped unstarted."""
         timeout_s = TIMEOUT_S
         deadline = time.monotonic() + timeout_s
         with self._lock:
-            if self._held >= self.limit:
-                raise HTTPException(503, f"the server is busy ({self.limit} requests for {self.name} running or "
-                                         "waiting); try again in a moment", {"Retry-After": "2"})
-            self._held += 1
+            full = self._held >= self.limit
+            self._held += not full
+        if full:
+            finished()
+            raise HTTPException(503, f"the server is busy ({self.limit} requests for {self.name} running or "
+                                     "waiting); try again in a moment", {"Retry-After": "2"})
         future: Future[T] = self._pool.submit(self._in_turn, job, deadline)
-        future.add_done_callback(self._leave)
+        future.add_done_callback(lambda _: (self._leave(), finished()))
         try:
             with anyio.fail_after(timeout_s):
                 return await asyncio.wrap_future(future)
@@ -100,7 +102,7 @@ class Lane:
         finally:
             self._tokens.put(token)
 
-    def _leave(self, _: Future) -> None:
+    def _leave(self) -> None:
         with self._lock:
             self._held -= 1
 
