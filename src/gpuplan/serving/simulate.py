@@ -222,16 +222,17 @@ class _Step:
 
 class _Engine:
     """The engine's state, as the steps change it: each request's tokens in the cache (``done``: prefix hits count
-    as computed), tokens to prefill (``target``: the prompt, after a preemption the tokens generated too), tokens
-    generated, blocks held, first-token and finish times; the free blocks, the running batch (``ra``, in the order
-    admitted: an array, so that a step's arithmetic runs over it without list round trips) and the queue."""
+    as computed), tokens to prefill (``target``: the prompt, after a preemption the tokens generated too), output
+    tokens still to generate (``owed``), blocks held, first-token and finish times; the free blocks, the running
+    batch (``ra``, in the order admitted: an array, so that a step's arithmetic runs over it without list round
+    trips) and the queue."""
 
     def __init__(self, engine: Scheduler, prompt, output, hit, shared_blocks: int) -> None:
         n, bt = len(prompt), engine.block_tokens
         self.engine, self.bt, self.prompt, self.output, self.hit = engine, bt, prompt, output, hit
         self.done = hit.copy()
         self.target = prompt.copy()
-        self.generated = np.zeros(n, dtype=np.int64)
+        self.owed = output.copy()
         self.held = np.zeros(n, dtype=np.int64)
         self.first = np.full(n, np.nan)
         self.finish = np.full(n, np.nan)
@@ -251,37 +252,43 @@ class _Engine:
         admitted (:func:`_admit_waiting`). None when nothing can run."""
         engine, ra, held = self.engine, self.ra, self.held
         budget = engine.max_num_batched_tokens
-        run_idx = run_take = have = left = None
-        whole = False  # every running request scheduled in order: their tokens are known already
+        run_idx = run_take = left = pending = None
+        first = 0  # the running requests scheduled are the first ``first`` ones, in order (None: others)
         if len(ra):
             have_ra = self.done[ra]
             left = self.target[ra] - have_ra
+            pending = left > 0  # prompt tokens left
         # prefill first (SGLang): a step of prompt tokens alone whenever one can be formed
-        prefill_only = not engine.mixed_prefill and _prefill_ready(self, left)
-        if len(ra):
-            if prefill_only:
-                fits = _prompt_chunks(have_ra, left, ra, held, budget, self.free, self.bt)
-            else:
-                fits = _running_tokens(have_ra, left, ra, held[ra], budget, self.free, self.bt)
+        prefill_only = not engine.mixed_prefill and _prefill_ready(self, pending)
+        if prefill_only and len(ra):
+            fits = _prompt_chunks(have_ra, left, pending, ra, held, budget, self.free, self.bt) if pending.any() \
+                else (ra[:0], left[:0], 0, left[:0], 0)
             if fits is not None:
                 run_idx, run_take, wanted, need, total = fits
+                held[run_idx] += need
+                self.free -= total
+                budget -= wanted
+                first = None
+        if len(ra) and run_idx is None:
+            held_ra = held[ra]
+            first, run_take, wanted, need, total = _running_tokens(have_ra, left, held_ra, budget, self.bt)
+            if total <= self.free:
                 if total:
-                    held[run_idx if prefill_only else ra] += need
+                    held[ra[:first]] = held_ra[:first] + need
                     self.free -= total
                 budget -= wanted
-                whole = run_idx is ra
             else:
                 before = self.preempt
-                run_idx, run_take, budget = _schedule_with_preemption(self, budget)
+                first, run_take, budget = _schedule_with_preemption(self, budget, run_take, need, held_ra)
                 if self.preempt > before:  # vLLM admits no waiting request in a step that preempted
                     budget = 0
+            run_idx = ra[:first]
         admitted: list[int] = []
         takes: list[int] = []
         if self.waiting and budget > 0 and (engine.mixed_prefill or prefill_only):
             budget = _admit_waiting(self, budget, admitted, takes)
             if admitted:
                 self.ra = np.concatenate((self.ra, np.asarray(admitted, dtype=np.int64)))
-                whole = False
         if run_idx is not None and len(run_idx):
             idx, take = run_idx, run_take
             if admitted:
@@ -291,8 +298,8 @@ class _Engine:
             return None
         else:
             idx, take = np.asarray(admitted, dtype=np.int64), np.asarray(takes, dtype=np.int64)
-        if whole:
-            have, prefilling = have_ra, left > 0
+        if first is not None and not admitted:  # the first running requests: their tokens are known already
+            have, prefilling = have_ra[:first], pending[:first]
         else:
             have = self.done[idx]
             prefilling = have < self.target[idx]
@@ -300,7 +307,7 @@ class _Engine:
         blocked = bool(self.waiting) and (budget > 0 if engine.mixed_prefill else not prefill_only)
         return _Step(idx=idx, take=take, have=have, prefilling=prefilling, n_pre=n_pre,
                      want=self.target[idx] if n_pre else None,
-                     rem=None if n_pre else self.output[idx] - self.generated[idx], blocked=blocked)
+                     rem=None if n_pre else self.owed[idx], blocked=blocked)
 
     def land(self, step: _Step, k: int, t: float) -> np.ndarray:
         """The step's tokens land at ``t`` (``k`` steps of them in a decode run): prompts complete (their first
@@ -310,13 +317,13 @@ class _Engine:
         if step.n_pre:
             self.done[idx] = have + step.take  # k is 1 in a step with prompt tokens, and a decode takes 1
             completes_prompt = step.prefilling & (self.done[idx] >= step.want)
-            self.generated[idx] += np.where(step.prefilling, 0, k) + completes_prompt
+            self.owed[idx] -= np.where(step.prefilling, 0, k) + completes_prompt
             newly = idx[completes_prompt & np.isnan(self.first[idx])]
             self.first[newly] = t
-            over = idx[self.generated[idx] >= self.output[idx]]
+            over = idx[self.owed[idx] <= 0]
         else:
             self.done[idx] = have + k
-            self.generated[idx] = self.output[idx] - (step.rem - k)
+            self.owed[idx] = step.rem - k
             going = step.rem <= k
             over = idx[going]
             if len(idx) == len(self.ra):  # every running request decoded: idx is the batch, in order
@@ -420,34 +427,31 @@ def _cached_tokens(n: int, prompt: np.ndarray, bt: int, shared_prefix: int, pref
     return hit, cached_blocks
 
 
-def _running_tokens(have, left, ra, held, budget: int, free: int, bt: int):
+def _running_tokens(have, left, held, budget: int, bt: int):
     """The running requests' tokens this step, in order (``have`` in the cache, ``left`` of the prompt, ``held``
-    blocks each): a decode takes one, a prompt its rest, until the budget runs out. Returns the requests that take
-    any and their tokens, the tokens in all, the new blocks each running request needs and their sum; None when
-    the free blocks cannot hold them (then requests are preempted, :func:`_schedule_with_preemption`)."""
+    blocks each): a decode takes one, a prompt its rest, until the budget runs out. Returns how many the budget
+    reaches (the first ones), their tokens, the tokens in all, the new blocks each needs and their sum (more than
+    the free blocks: requests are preempted, :func:`_schedule_with_preemption`)."""
     want = np.maximum(left, 1)  # a decode takes one token
     wanted = int(_add(want))
     if wanted <= budget:  # all of them fit the budget whole (the usual step)
-        takes, sel = want, None
+        m, takes = len(want), want
     else:
         ahead = want.cumsum() - want
-        takes = np.minimum(np.maximum(budget - ahead, 0), want)
-        sel = takes > 0
+        m = int(np.searchsorted(ahead, budget, side="left"))
+        takes = np.minimum(want[:m], budget - ahead[:m])
         wanted = int(_add(takes))
-    need = np.maximum((have + takes + (bt - 1)) // bt - held, 0)
-    if sel is not None:
-        need *= sel
-    total = int(_add(need))
-    if total > free:
-        return None
-    return (ra, takes, wanted, need, total) if sel is None else (ra[sel], takes[sel], wanted, need, total)
+        have, held = have[:m], held[:m]
+    need = np.maximum((have + takes if bt == 1 else (have + takes + (bt - 1)) // bt) - held, 0)
+    return m, takes, wanted, need, int(_add(need))
 
 
-def _prompt_chunks(have, left, ra, held, budget: int, free: int, bt: int):
-    """Under SGLang's prefill first: only the running requests with prompt tokens left (a chunked prompt
-    continues) take them, in order, until the budget runs out; the decodes wait. Returns as
-    :func:`_running_tokens`, the new blocks for the requests returned."""
-    p = np.flatnonzero(left > 0)
+def _prompt_chunks(have, left, pending, ra, held, budget: int, free: int, bt: int):
+    """Under SGLang's prefill first: only the running requests with prompt tokens left (``pending``: a chunked
+    prompt continues) take them, in order, until the budget runs out; the decodes wait. Returns the requests that
+    take any, their tokens, the tokens in all, their new blocks and their sum; None when the free blocks cannot
+    hold them."""
+    p = np.flatnonzero(pending)
     want = left[p]
     ahead = want.cumsum() - want
     takes = np.minimum(np.maximum(budget - ahead, 0), want)
@@ -504,10 +508,16 @@ def _step_work(have, take, prefilling, n_pre: int, want_all) -> tuple[float, flo
 
 def _decode_run(rem, have, held, free: int, bt: int) -> int:
     """Pure-decode steps that can run back to back: until the first request finishes (``rem`` tokens left each),
-    halved until the free blocks hold the growing contexts (``have`` tokens, ``held`` blocks each)."""
+    halved until the free blocks hold the growing contexts (``have`` tokens, ``held`` blocks each). The halving
+    runs first on a lower bound of the blocks (the ceiling of the sum: exact for one-token pages), then on the
+    sum of each request's ceiling."""
     k = int(rem.min())
-    while k > 1 and int(_add(-(-(have + k) // bt) - held)) > free:
-        k //= 2
+    if k > 1:
+        n, have_all, held_all = len(have), int(_add(have)), int(_add(held))
+        while k > 1 and -(-(have_all + k * n) // bt) - held_all > free:
+            k //= 2
+        while bt > 1 and k > 1 and int(_add(-(-(have + k) // bt) - held)) > free:
+            k //= 2
     return k
 
 
@@ -527,13 +537,13 @@ def _outcome(model: StepModel, st: _Engine, sent, stopped: str, events: int, ste
                    events=events, steps=steps)
 
 
-def _prefill_ready(st: _Engine, left) -> bool:
+def _prefill_ready(st: _Engine, pending) -> bool:
     """Whether a prefill batch forms this step (SGLang's ``get_new_batch_prefill``): a running request has prompt
-    tokens left (``left``: a chunked prompt continues), or the first waiting request fits a seat and the free
+    tokens left (``pending``: a chunked prompt continues), or the first waiting request fits a seat and the free
     pool."""
     engine, waiting, done_tokens, target, held = st.engine, st.waiting, st.done, st.target, st.held
     running = len(st.ra)
-    if running and bool((left > 0).any()):
+    if running and bool(pending.any()):
         return True
     if not waiting or running >= engine.max_num_seqs:
         return False
@@ -556,10 +566,12 @@ def _next_user(arrive: np.ndarray, ready: list[float], nxt: int) -> None:
     arrive[nxt] = heapq.heappop(ready) if ready else math.inf
 
 
-def _schedule_with_preemption(st: _Engine, budget: int) -> tuple[np.ndarray, np.ndarray, int]:
+def _schedule_with_preemption(st: _Engine, budget: int, take, need, held_ra) -> tuple[int, np.ndarray, int]:
     """The running requests in order when the pool cannot hold their next tokens: a request that needs a block the
     pool lacks preempts the most recently admitted ones (recompute: their blocks freed, back to the head of the
-    queue) until it fits, itself if it is the last. Returns the requests served, their tokens and the budget left.
+    queue) until it fits, itself if it is the last. ``take`` and ``need``: the tokens and new blocks of the
+    requests the budget reaches (:func:`_running_tokens`), ``held_ra`` the blocks each running request holds.
+    Returns how many are served (the first ones), their tokens and the budget left.
 
     In closed form rather than one request at a time (a full pool of one-token pages, SGLang's, preempts at every
     step, and a walk over thousands of running requests each step took minutes): the requests the budget reaches
@@ -567,34 +579,29 @@ def _schedule_with_preemption(st: _Engine, budget: int) -> tuple[np.ndarray, np.
     pool holds ``S_i``, that is when the tail from ``p_i`` on is preempted, ``p_i`` the last position whose suffix
     of held blocks ``H[p]`` covers ``S_i - free``; the first ``i`` with ``p_i <= i`` goes with everything after it."""
     ra, held, done, target = st.ra, st.held, st.done, st.target
-    n = len(ra)
-    have = done[ra]
-    left = target[ra] - have
-    want = np.where(left > 0, left, 1)
-    ahead = np.cumsum(want) - want
-    m = int(np.searchsorted(ahead, budget, side="left"))  # requests reached while the budget lasts
-    take = np.minimum(want[:m], budget - ahead[:m])
-    need = np.maximum(-(-(have[:m] + take) // st.bt) - held[ra[:m]], 0)
+    n, m = len(ra), len(need)
     s = np.cumsum(need)
     # H[n - k]: blocks held by the last k running requests; p_i the largest p with H[p] >= S_i - free
-    from_end = np.concatenate(([0], np.cumsum(held[ra[::-1]])))
-    p = n - np.searchsorted(from_end, s - st.free, side="left")
-    short = np.flatnonzero(p <= np.arange(m))
-    served = int(short[0]) if len(short) else m
-    cut = served if len(short) else (int(p[m - 1]) if m else n)
+    from_end = np.concatenate(([0], np.cumsum(held_ra[::-1])))
+    last = n - int(np.searchsorted(from_end, s[-1] - st.free, side="left")) if m else n
+    if last >= m:  # every request reached is served (p_i >= p_last > i)
+        served, cut = m, last
+    else:  # p_i >= p_last > i below p_last: the first i with p_i <= i is at p_last or after it
+        lo = max(last, 0)
+        p = n - np.searchsorted(from_end, s[lo:] - st.free, side="left")
+        served = cut = lo + int(np.flatnonzero(p <= np.arange(lo, m))[0])
     gone = ra[cut:]
     if len(gone):
         st.free += int(_add(held[gone]))
         held[gone] = 0
         done[gone] = st.hit[gone]
-        target[gone] = st.prompt[gone] + st.generated[gone]
+        target[gone] = st.prompt[gone] + st.output[gone] - st.owed[gone]
         st.waiting.extendleft(gone[::-1].tolist())
         st.ra = ra[:cut]
         st.preempt += len(gone)
-    picked = ra[:served]
     if served:
         st.free -= int(s[served - 1])
-        held[picked] += need[:served]
+        held[ra[:served]] = held_ra[:served] + need[:served]
         budget -= int(_add(take[:served]))
-    return picked, take[:served], budget
+    return served, take[:served], budget
 
