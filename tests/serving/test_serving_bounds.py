@@ -77,11 +77,13 @@ def test_preemption_in_closed_form_keeps_the_rule_one_request_at_a_time():
         st.target, st.done, st.held, st.hit, st.prompt = target.copy(), done.copy(), held.copy(), hit, prompt
         st.output = prompt + generated + 5
         st.owed = st.output - generated
+        st.prompting = int(np.count_nonzero(st.done[st.ra] < st.target[st.ra]))
         have = st.done[st.ra]
         held_ra = st.held[st.ra]
         _, take, _, need, _ = sim._running_tokens(have, st.target[st.ra] - have, held_ra, budget, bt)
         first, takes, left = sim._schedule_with_preemption(st, budget, take, need, held_ra)
         assert [running[:first], list(takes), left, st.free, st.preempt] == [want[0], want[1], *want[2:]]
+        assert st.prompting == np.count_nonzero(st.done[st.ra] < st.target[st.ra])  # the running prompts counted
         cut_short += want[4] > 0
         all_gone += not st.ra.size
     assert cut_short > 500 and all_gone > 10  # both branches of the closed form ran
@@ -106,6 +108,25 @@ def test_sglang_saturation_run_of_the_fuzz_report_ends_within_its_bounds():
                                       mem.engine.max_num_batched_tokens, mem.engine.mixed_prefill)
     point = cap.saturated_rps(model, mem.engine, w, batch)
     assert point.stopped == "" and point.requests_per_s == pytest.approx(15.915, rel=1e-3)
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_saturation_run_that_ends_with_its_window_gives_the_whole_runs_rate(engine):
+    """The saturation run ends with its steady window's last send (a quarter of its events sooner): its rate is
+    the one the whole run gives, bit for bit."""
+    from gpuplan.serving import capacity as cap
+    from gpuplan.serving.workload import load_workload
+
+    m, gpu = load_model("llama-3.1-8b"), load_gpu("h100-sxm")
+    w = load_workload(None, {"preset": "chat"})
+    sc = cap.setups(scenario_from({"model": "llama-3.1-8b", "task": "infer", "engine": engine}), m, (gpu.id,), 1)[0]
+    sc = sc.scenario.model_copy(update={"max_model_len": 2048, "prompt_tokens": 230, "output_tokens": 203})
+    mem, model = cap.engine_memory(sc, m, gpu, 2048), cap.step_model(sc, m, gpu)
+    _, batch = cap.saturation_rate(model, w, mem.pool.kv_tokens, mem.engine.max_num_seqs,
+                                   mem.engine.max_num_batched_tokens, mem.engine.mixed_prefill)
+    users = max(int(2 * batch), int(batch) + 16)
+    whole = cap.evaluate_users(model, mem.engine, w, users)
+    assert cap.saturated_rps(model, mem.engine, w, batch).requests_per_s == whole.requests_per_s > 10
 
 
 def test_every_simulation_stops_at_its_bounds_and_says_so():

@@ -201,12 +201,34 @@ def _run(model: StepModel, engine, w: Workload, arrive, prompt, output, **kw):
 def saturated_rps(model: StepModel, engine, w: Workload, batch: float, deadline: float | None = None) -> RatePoint:
     """Requests/s the engine completes with a queue that never empties: a closed loop of twice the closed-form
     ``batch`` users (:func:`saturation_rate`), each sending its next request as its last one finishes, over the
-    steady window (:func:`evaluate_users`; its ``requests_per_s``, and ``stopped`` if the run was cut short). A
+    steady window (as :func:`evaluate_users`; ``requests_per_s``, and ``stopped`` if the run was cut short). A
     closed loop rather than a burst at time zero or an overload of arrivals: a burst admits a whole batch at once,
     whose requests of equal length then finish together in waves, and an overload run's window is short next to a
-    request's life; both miscount the rate."""
+    request's life; both miscount the rate.
+
+    The simulation ends with the window (its last send): what comes after, the last tenth of the requests and the
+    drain, changes no completion inside it, so the rate is the one of the whole run, a quarter of its events
+    sooner (the closed loop sends in request order, so the window's sends are known by index)."""
+    import numpy as np
+
     users = max(int(2 * batch), int(batch) + 16)
-    return evaluate_users(model, engine, w, users, deadline=deadline)
+    rng = np.random.default_rng(w.seed)
+    n = max(w.num_requests, 5 * users)
+    prompt, output = _requests(w, n, rng)
+    first = int(WARMUP_SHARE * n)
+    last = max(int((1 - COOLDOWN_SHARE) * n), first + 1) - 1
+    out = _run(model, engine, w, np.zeros(n), prompt, output, users=users, rng=rng, deadline=deadline,
+               until_sent=last)
+    if out.stopped or out.refused or out.completed == n:  # not ended with the window: judged as a whole run
+        point = _point(out, w, 0.0, n)
+    else:
+        start, end = float(out.sent_all[first]), float(out.sent_all[last])
+        done = int(np.count_nonzero((out.finished_at >= start) & (out.finished_at <= end)))
+        rps = done / (end - start) if end > start else 0.0
+        point = RatePoint(rate_rps=rps, ttft_s=math.inf, tpot_s=math.inf, e2e_s=math.inf, requests_per_s=rps,
+                          output_tokens_per_s=0.0, meets_slo=False)
+    point.rate_rps, point.users, point.stopped = point.requests_per_s, users, out.stopped
+    return point
 
 
 def _judged(out) -> tuple:

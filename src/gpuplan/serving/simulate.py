@@ -104,6 +104,8 @@ class Outcome:
     sent_at: np.ndarray = field(default_factory=lambda: np.zeros(0))
     finished_at: np.ndarray = field(default_factory=lambda: np.zeros(0))
     stopped: str = ""  # why the run ended before every request finished ("": it did not), in words
+    sent_all: np.ndarray = field(default_factory=lambda: np.zeros(0))  # every request's send time (inf: never)
+    refused: int = 0  # requests longer than the pool holds (never admitted)
     events: int = 0  # turns of the simulation's loop
     steps: int = 0  # engine steps simulated
 
@@ -142,7 +144,8 @@ def arrivals(rate_rps: float, n: int, burstiness: float, rng) -> np.ndarray:
 def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np.ndarray, output: np.ndarray,
              shared_prefix: int = 0, max_steps: int = MAX_STEPS, max_concurrency: int | None = None,
              prefix_hits: np.ndarray | None = None, cached_blocks: int = 0, users: int | None = None,
-             think_s: float = 0.0, rng=None, max_events: int = MAX_EVENTS, deadline: float | None = None) -> Outcome:
+             think_s: float = 0.0, rng=None, max_events: int = MAX_EVENTS, deadline: float | None = None,
+             until_sent: int | None = None) -> Outcome:
     """Serve the requests; returns per-request latencies (requests that never fit the pool are dropped and
     counted out of ``completed``). ``shared_prefix``: tokens every prompt starts with (cached after the first
     request); or ``prefix_hits``, each request's prompt tokens found in the prefix cache, with ``cached_blocks``
@@ -156,7 +159,11 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
 
     Bounded: at most ``max_steps`` engine steps, ``max_events`` turns and until ``deadline`` (``time.monotonic``;
     default :data:`TIME_LIMIT_S` from now). A run that reaches a bound, or whose queue can never be admitted,
-    stops there and says why in :attr:`Outcome.stopped` (its unfinished requests are not ``completed``)."""
+    stops there and says why in :attr:`Outcome.stopped` (its unfinished requests are not ``completed``).
+
+    ``until_sent``: a caller that judges only what happens until request ``until_sent`` (in the order sent) goes
+    out ends the run once the clock has passed that send (not an early stop: :attr:`Outcome.sent_all` has every
+    send time); ignored when a request can never fit the pool (the run's completed requests would differ)."""
     n = len(arrive)
     clients = _Clients(arrive, max_concurrency or n, users, think_s, rng)
     arrive = clients.arrive
@@ -168,7 +175,11 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
     t, steps, events, stopped = 0.0, 0, 0, ""
     lag, busy, scheduled_at = model.async_host, False, 0.0  # async: this step was scheduled when the last began
     next_at = clients.next_at()  # when the next request can go out (inf: none left, or every seat taken)
+    if until_sent is not None and (st.finished or not 0 <= until_sent < n):
+        until_sent = None
     while st.finished < n:
+        if until_sent is not None and clients.nxt > until_sent and t >= clients.sent[until_sent]:
+            break
         if steps >= max_steps or events >= max_events or (events % 256 == 255 and time.monotonic() > deadline):
             stopped = _bound_hit(steps, max_steps, events, max_events, deadline)
             break
@@ -239,6 +250,7 @@ class _Engine:
         self.free = engine.kv_blocks - shared_blocks
         self.ra = np.zeros(0, dtype=np.int64)
         self.waiting: deque[int] = deque()
+        self.prompting = 0  # running requests with prompt tokens left (chunked prompts mid-way, or just admitted)
         self.preempt = 0
         self.too_big = np.ceil((prompt + output) / bt) > engine.kv_blocks
         if not engine.chunked_prefill:  # vLLM refuses a prompt longer than the step budget without chunking
@@ -256,20 +268,20 @@ class _Engine:
         first = 0  # the running requests scheduled are the first ``first`` ones, in order (None: others)
         if len(ra):
             have_ra = self.done[ra]
-            left = self.target[ra] - have_ra
-            pending = left > 0  # prompt tokens left
+            if self.prompting:  # else every running request decodes: no prompt arithmetic
+                left = self.target[ra] - have_ra
+                pending = left > 0  # prompt tokens left
         # prefill first (SGLang): a step of prompt tokens alone whenever one can be formed
-        prefill_only = not engine.mixed_prefill and _prefill_ready(self, pending)
-        if prefill_only and len(ra):
-            fits = _prompt_chunks(have_ra, left, pending, ra, held, budget, self.free, self.bt) if pending.any() \
-                else (ra[:0], left[:0], 0, left[:0], 0)
+        prefill_only = not engine.mixed_prefill and _prefill_ready(self)
+        if prefill_only and self.prompting:
+            fits = _prompt_chunks(have_ra, left, pending, ra, held, budget, self.free, self.bt)
             if fits is not None:
                 run_idx, run_take, wanted, need, total = fits
                 held[run_idx] += need
                 self.free -= total
                 budget -= wanted
                 first = None
-        if len(ra) and run_idx is None:
+        if len(ra) and run_idx is None and (self.prompting or not prefill_only):  # (prompt chunks that do not fit)
             held_ra = held[ra]
             first, run_take, wanted, need, total = _running_tokens(have_ra, left, held_ra, budget, self.bt)
             if total <= self.free:
@@ -289,6 +301,7 @@ class _Engine:
             budget = _admit_waiting(self, budget, admitted, takes)
             if admitted:
                 self.ra = np.concatenate((self.ra, np.asarray(admitted, dtype=np.int64)))
+                self.prompting += len(admitted)
         if run_idx is not None and len(run_idx):
             idx, take = run_idx, run_take
             if admitted:
@@ -299,11 +312,11 @@ class _Engine:
         else:
             idx, take = np.asarray(admitted, dtype=np.int64), np.asarray(takes, dtype=np.int64)
         if first is not None and not admitted:  # the first running requests: their tokens are known already
-            have, prefilling = have_ra[:first], pending[:first]
+            have, prefilling = have_ra[:first], None if pending is None else pending[:first]
         else:
             have = self.done[idx]
             prefilling = have < self.target[idx]
-        n_pre = int(np.count_nonzero(prefilling))
+        n_pre = 0 if prefilling is None else int(np.count_nonzero(prefilling))
         blocked = bool(self.waiting) and (budget > 0 if engine.mixed_prefill else not prefill_only)
         return _Step(idx=idx, take=take, have=have, prefilling=prefilling, n_pre=n_pre,
                      want=self.target[idx] if n_pre else None,
@@ -317,6 +330,7 @@ class _Engine:
         if step.n_pre:
             self.done[idx] = have + step.take  # k is 1 in a step with prompt tokens, and a decode takes 1
             completes_prompt = step.prefilling & (self.done[idx] >= step.want)
+            self.prompting -= int(np.count_nonzero(completes_prompt))
             self.owed[idx] -= np.where(step.prefilling, 0, k) + completes_prompt
             newly = idx[completes_prompt & np.isnan(self.first[idx])]
             self.first[newly] = t
@@ -326,7 +340,7 @@ class _Engine:
             self.owed[idx] = step.rem - k
             going = step.rem <= k
             over = idx[going]
-            if len(idx) == len(self.ra):  # every running request decoded: idx is the batch, in order
+            if len(over) and len(idx) == len(self.ra):  # every running request decoded: idx is the batch
                 batch = idx[~going]
         if len(over):
             self.finish[over] = t
@@ -428,12 +442,15 @@ def _cached_tokens(n: int, prompt: np.ndarray, bt: int, shared_prefix: int, pref
 
 
 def _running_tokens(have, left, held, budget: int, bt: int):
-    """The running requests' tokens this step, in order (``have`` in the cache, ``left`` of the prompt, ``held``
-    blocks each): a decode takes one, a prompt its rest, until the budget runs out. Returns how many the budget
-    reaches (the first ones), their tokens, the tokens in all, the new blocks each needs and their sum (more than
-    the free blocks: requests are preempted, :func:`_schedule_with_preemption`)."""
-    want = np.maximum(left, 1)  # a decode takes one token
-    wanted = int(_add(want))
+    """The running requests' tokens this step, in order (``have`` in the cache, ``left`` of the prompt, None when
+    every one decodes; ``held`` blocks each): a decode takes one, a prompt its rest, until the budget runs out.
+    Returns how many the budget reaches (the first ones), their tokens, the tokens in all, the new blocks each
+    needs and their sum (more than the free blocks: requests are preempted, :func:`_schedule_with_preemption`)."""
+    if left is None:
+        want, wanted = np.ones(len(have), dtype=np.int64), len(have)
+    else:
+        want = np.maximum(left, 1)  # a decode takes one token
+        wanted = int(_add(want))
     if wanted <= budget:  # all of them fit the budget whole (the usual step)
         m, takes = len(want), want
     else:
@@ -472,12 +489,12 @@ def _admit_waiting(st: _Engine, budget: int, admitted: list[int], takes: list[in
     bt, seats = engine.block_tokens, engine.max_num_seqs - len(st.ra)
     while waiting and budget > 0 and len(admitted) < seats:
         r = waiting[0]
-        left = target[r] - done[r]
-        take = min(left, budget)
-        if not engine.chunked_prefill and take < left:
+        have, want, has = int(done[r]), int(target[r]), int(held[r])
+        take = min(want - have, budget)
+        if not engine.chunked_prefill and take < want - have:
             break
-        need = math.ceil((done[r] + take) / bt) - held[r]
-        whole = math.ceil(target[r] / bt) - held[r] if engine.reserve_full_sequence else need
+        need = -(-(have + take) // bt) - has
+        whole = -(-want // bt) - has if engine.reserve_full_sequence else need
         if max(need, whole) > st.free:
             break
         waiting.popleft()
@@ -534,27 +551,26 @@ def _outcome(model: StepModel, st: _Engine, sent, stopped: str, events: int, ste
                    duration_s=float(finish[ok].max() + model.request_s - sent[0]) if ok.any() else 0.0,
                    input_tokens=int(st.prompt[ok].sum()), output_tokens=int(out.sum()), preemptions=st.preempt,
                    completed=int(ok.sum()), sent_at=sent[ok], finished_at=finish[ok], stopped=stopped,
-                   events=events, steps=steps)
+                   events=events, steps=steps, sent_all=sent, refused=int(st.too_big.sum()))
 
 
-def _prefill_ready(st: _Engine, pending) -> bool:
+def _prefill_ready(st: _Engine) -> bool:
     """Whether a prefill batch forms this step (SGLang's ``get_new_batch_prefill``): a running request has prompt
-    tokens left (``pending``: a chunked prompt continues), or the first waiting request fits a seat and the free
-    pool."""
+    tokens left (a chunked prompt continues), or the first waiting request fits a seat and the free pool."""
     engine, waiting, done_tokens, target, held = st.engine, st.waiting, st.done, st.target, st.held
     running = len(st.ra)
-    if running and bool(pending.any()):
+    if st.prompting:
         return True
     if not waiting or running >= engine.max_num_seqs:
         return False
     r = waiting[0]
-    left = target[r] - done_tokens[r]
-    if not engine.chunked_prefill and left > engine.max_num_batched_tokens:
+    have, want, has = int(done_tokens[r]), int(target[r]), int(held[r])
+    if not engine.chunked_prefill and want - have > engine.max_num_batched_tokens:
         return False
-    take = min(left, engine.max_num_batched_tokens)
+    take = min(want - have, engine.max_num_batched_tokens)
     bt = engine.block_tokens
-    need = -(-(done_tokens[r] + take) // bt) - held[r]
-    whole = -(-target[r] // bt) - held[r] if engine.reserve_full_sequence else need
+    need = -(-(have + take) // bt) - has
+    whole = -(-want // bt) - has if engine.reserve_full_sequence else need
     return max(need, whole) <= st.free
 
 
@@ -592,7 +608,8 @@ def _schedule_with_preemption(st: _Engine, budget: int, take, need, held_ra) -> 
         served = cut = lo + int(np.flatnonzero(p <= np.arange(lo, m))[0])
     gone = ra[cut:]
     if len(gone):
-        st.free += int(_add(held[gone]))
+        st.free += int(_add(held_ra[cut:]))
+        st.prompting -= int(np.count_nonzero(done[gone] < target[gone]))
         held[gone] = 0
         done[gone] = st.hit[gone]
         target[gone] = st.prompt[gone] + st.output[gone] - st.owed[gone]
@@ -604,4 +621,5 @@ def _schedule_with_preemption(st: _Engine, budget: int, take, need, held_ra) -> 
         held[ra[:served]] = held_ra[:served] + need[:served]
         budget -= int(_add(take[:served]))
     return served, take[:served], budget
+
 
