@@ -224,7 +224,7 @@ class _Step:
     idx: np.ndarray
     take: np.ndarray
     have: np.ndarray
-    prefilling: np.ndarray
+    prefilling: np.ndarray | None  # None: every one decodes
     n_pre: int
     want: np.ndarray | None
     rem: np.ndarray | None
@@ -317,6 +317,8 @@ class _Engine:
             have = self.done[idx]
             prefilling = have < self.target[idx]
         n_pre = 0 if prefilling is None else int(np.count_nonzero(prefilling))
+        # the queue cannot move until a request finishes: it waits on max_num_seqs or on free blocks, not on this
+        # step's token budget (decoding takes blocks, never frees them)
         blocked = bool(self.waiting) and (budget > 0 if engine.mixed_prefill else not prefill_only)
         return _Step(idx=idx, take=take, have=have, prefilling=prefilling, n_pre=n_pre,
                      want=self.target[idx] if n_pre else None,
