@@ -1,14 +1,17 @@
 """Per-deployment corrections from the user's own benchmark runs: ``vllm bench serve --save-result``, GuideLLM
 ``benchmarks.json`` and AIPerf ``profile_export_aiperf.json``.
 
-Each file gives rate (or a burst), mean lengths, mean TTFT and mean TPOT. The simulation replays each run;
-the corrections are the median ratios measured/predicted: TTFT (prefill, compute-bound) scales the compute term,
-TPOT (decode, bandwidth-bound) the memory term. The error before and after is reported per run.
+Each file gives rate (or a burst), mean lengths, mean TTFT and mean TPOT. The simulation replays each run (at most
+:data:`MAX_REPLAY` requests, whatever count the file states); the corrections scale the compute term (prompt
+steps: TTFT) and the memory term (decode steps: TPOT), fitted together on half of each run's requests and applied
+only if they make no run's error on the other half worse (:func:`fit`). The error before and after is reported per
+run, on the held-out requests.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import statistics
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -113,12 +116,13 @@ def _aiperf(d: dict, src: str) -> Measurement:
 
 def replay(model, engine, *, rate_rps: float | None, prompt, output, shared_prefix: int = 0,
            distinct_prompts: int | None = None, max_concurrency: int | None = None, burstiness: float = 1.0,
-           seed: int = 0):
+           seed: int = 0, deadline: float | None = None):
     """Simulate one benchmark run: ``len(prompt)`` requests sent at ``rate_rps`` (Poisson; None: all at once),
     as ``vllm bench serve`` and inference-perf send them, by a client holding at most ``max_concurrency``.
     ``distinct_prompts``: the run cycles through that many prompts (inference-perf's shared-prefix data: groups x
     prompts per group, reused in turn), so from the second round each prompt's full blocks hit the prefix cache;
-    ``shared_prefix`` tokens (the group's system prompt) hit from the first round."""
+    ``shared_prefix`` tokens (the group's system prompt) hit from the first round. ``deadline``: as
+    :func:`.simulate.simulate`'s."""
     import numpy as np
 
     from .simulate import arrivals, pool_hits, simulate
@@ -128,42 +132,187 @@ def replay(model, engine, *, rate_rps: float | None, prompt, output, shared_pref
     rng = np.random.default_rng(seed)
     arrive = np.zeros(n) if not rate_rps else arrivals(rate_rps, n, burstiness, rng)
     if not distinct_prompts:
-        return simulate(model, engine, arrive, prompt, output, shared_prefix, max_concurrency=max_concurrency)
+        return simulate(model, engine, arrive, prompt, output, shared_prefix, max_concurrency=max_concurrency,
+                        deadline=deadline)
     hits, blocks = pool_hits(prompt, distinct_prompts, shared_prefix, engine.block_tokens)
     return simulate(model, engine, arrive, prompt, output, max_concurrency=max_concurrency, prefix_hits=hits,
-                    cached_blocks=blocks)
+                    cached_blocks=blocks, deadline=deadline)
 
 
-def predict(model, engine, m: Measurement) -> tuple[float, float, float]:
-    """(mean TTFT, mean TPOT, output tokens/s) the simulation gives for the run ``m`` (its mean lengths)."""
+# Requests one run's replay simulates at most: a result file's count never sizes an array. A longer run is replayed
+# in its first MAX_REPLAY requests, sent at its rate (at a steady rate its means are the whole run's; a burst of
+# more requests queues longer than the replay says, and the notes say that it was cut).
+MAX_REPLAY = 2_000
+FIT_TIME_S = 120.0  # wall seconds all the replays of one fit may take
+BOUNDS = (0.05, 20.0)  # the range of a correction (as load_calibration accepts it)
+
+
+@dataclass(frozen=True)
+class Halves:
+    """A run replayed: the mean (TTFT, TPOT) of every other request in the order sent (``fit``: the corrections
+    are fitted on them) and of the others (``check``: held out), and why the replay stopped early ("": it did
+    not)."""
+
+    fit: tuple[float, float]
+    check: tuple[float, float]
+    stopped: str = ""
+
+
+def deployment(s, m, gpu):
+    """The step model and vLLM scheduler of the deployment the runs measured (``s``: its model, GPU and tp);
+    refuses one whose weights leave vLLM no KV cache there: the runs cannot have been served on it."""
+    from ..engines import vllm
+    from .simulate import vllm_scheduler
+    from .steptime import step_model
+
+    mem = vllm.startup_memory(s, m, gpu)
+    if mem.num_blocks <= 0:
+        raise GpuplanError(f"{m.name} does not fit {gpu.name} at tp {s.tp} in vLLM: its weights take "
+                           f"{mem.weights / 2**30:.1f} GiB of the {mem.requested / 2**30:.1f} GiB vLLM may use on "
+                           "each GPU, leaving no KV cache; check --model, --gpu and --tp")
+    return step_model(s, m, gpu), vllm_scheduler(s, mem)
+
+
+def predict(model, engine, m: Measurement, deadline: float | None = None) -> Halves:
+    """The simulation of the run ``m`` (its mean lengths, at most :data:`MAX_REPLAY` requests), split into the
+    requests the corrections are fitted on and those held out."""
     import numpy as np
 
-    n = max(m.num_requests, 1)
+    n = min(max(int(m.num_requests), 1), MAX_REPLAY)
     out = replay(model, engine, rate_rps=m.rate_rps, prompt=np.full(n, max(round(m.mean_input_tokens), 1)),
-                 output=np.full(n, max(round(m.mean_output_tokens), 1)))
-    return float(out.ttft_s.mean()), float(out.tpot_s.mean()), out.output_tokens_per_s
+                 output=np.full(n, max(round(m.mean_output_tokens), 1)), deadline=deadline)
+    order = np.argsort(out.sent_at, kind="stable")
+
+    def means(part) -> tuple[float, float]:
+        return (float(out.ttft_s[part].mean()), float(out.tpot_s[part].mean())) if len(part) else (math.nan,) * 2
+
+    return Halves(fit=means(order[0::2]), check=means(order[1::2]), stopped=out.stopped)
 
 
-def fit(model, engine, runs: list[Measurement]) -> tuple[Calibration, list[dict]]:
-    """Corrections and, per run, the error before and after them."""
+def usable(model, engine, runs: list[Measurement]) -> tuple[list[Measurement], list[str]]:
+    """The runs a correction can be fitted on, and a sentence for each one left out: it needs a mean TTFT above
+    the API server's own per-request latency (:attr:`StepModel.request_s`), a TPOT above 0, a positive rate (or
+    none: a burst), at least one request, and requests that fit the deployment's KV pool."""
+    pool = engine.kv_blocks * engine.block_tokens
+    good, left_out = [], []
+    for r in runs:
+        length = r.mean_input_tokens + r.mean_output_tokens
+        why = ("its mean TTFT is not above the API server's own latency" if not r.mean_ttft_s > model.request_s
+               else "its mean TPOT is not above 0" if not r.mean_tpot_s > 0
+               else "its request rate is not positive" if r.rate_rps is not None and not r.rate_rps > 0
+               else "it counts no request" if not r.num_requests >= 1
+               else f"its requests of {length:,.0f} tokens do not fit the deployment's KV pool of {pool:,} tokens"
+               if not 0 < length <= pool else "")
+        if why:
+            left_out.append(f"{r.source} is left out: {why}")
+        else:
+            good.append(r)
+    return good, left_out
+
+
+def fit(model, engine, runs: list[Measurement], time_limit_s: float = FIT_TIME_S
+        ) -> tuple[Calibration, list[dict], list[str]]:
+    """Corrections fitted on the runs, each run's error before and after them on its held-out requests, and notes
+    (runs left out, corrections refused, replays cut).
+
+    Each run is replayed and its requests split in two (:func:`predict`). ``compute`` (prompt steps) and
+    ``memory`` (decode steps) are fitted together on the first half (:func:`_fixed_point`: fitted one after the
+    other, the memory factor also slowed the prompts and undid the TTFT fit, 43 % too slow on the run it came
+    from); the second half judges them (:func:`_judge`): a correction that makes any run's held-out TTFT or TPOT
+    worse is not applied. Refuses, in one sentence, runs it cannot fit (:class:`GpuplanError`)."""
+    import time
+
+    deadline = time.monotonic() + time_limit_s
+    good, notes = usable(model, engine, runs)
+    if not runs:
+        raise GpuplanError("no run to fit: the result files hold no benchmark")
+    if not good:
+        raise GpuplanError(f"no run can be fitted: {'; '.join(notes)}")
+    base = [predict(model, engine, r, deadline) for r in good]
+    chosen, after, refused = _judge(model, engine, good, base, _fixed_point(model, engine, good, base, deadline),
+                                    deadline)
+    notes += refused
+    notes += [f"{r.source}: {MAX_REPLAY:,} of its {r.num_requests:,} requests replayed" for r in good
+              if r.num_requests > MAX_REPLAY]
+    notes += sorted({f"{r.source}: a replay {h.stopped}" for r, b, a in zip(good, base, after, strict=True)
+                     for h in (b, a) if h.stopped})
+    rows = []
+    for r, b, a in zip(good, base, after, strict=True):
+        rows.append({"run": r.source, "rate_rps": r.rate_rps, "ttft_s": r.mean_ttft_s, "tpot_s": r.mean_tpot_s,
+                     "ttft_err_before_pct": _err(b.check[0], r.mean_ttft_s),
+                     "ttft_err_after_pct": _err(a.check[0], r.mean_ttft_s),
+                     "tpot_err_before_pct": _err(b.check[1], r.mean_tpot_s),
+                     "tpot_err_after_pct": _err(a.check[1], r.mean_tpot_s)})
+    source = f"{len(good)} run{'s' * (len(good) > 1)}"
+    return Calibration(compute=chosen[0], memory=chosen[1], source=source), rows, notes
+
+
+def _with(model, factors: tuple[float, float]):
+    """``model`` with the corrections (compute, memory)."""
     from dataclasses import replace
 
-    before = [predict(model, engine, r) for r in runs]
-    fixed = model.request_s  # the API server's per-request latency is not the engine's: left out of the ratio
-    ttft_ratio = statistics.median((r.mean_ttft_s - fixed) / (b[0] - fixed) for r, b in zip(runs, before, strict=True)
-                                   if b[0] > fixed and r.mean_ttft_s > fixed)
-    tpot_ratio = statistics.median(r.mean_tpot_s / b[1] for r, b in zip(runs, before, strict=True) if b[1] > 0)
-    cal = Calibration(compute=ttft_ratio, memory=tpot_ratio, source=f"{len(runs)} runs")
-    tuned = replace(model, calibration=cal)
-    after = [predict(tuned, engine, r) for r in runs]
-    rows = []
-    for r, b, a in zip(runs, before, after, strict=True):
-        rows.append({"run": r.source, "rate_rps": r.rate_rps, "ttft_s": r.mean_ttft_s, "tpot_s": r.mean_tpot_s,
-                     "ttft_err_before_pct": 100 * (b[0] / r.mean_ttft_s - 1),
-                     "ttft_err_after_pct": 100 * (a[0] / r.mean_ttft_s - 1),
-                     "tpot_err_before_pct": 100 * (b[1] / r.mean_tpot_s - 1),
-                     "tpot_err_after_pct": 100 * (a[1] / r.mean_tpot_s - 1)})
-    return cal, rows
+    return replace(model, calibration=Calibration(compute=factors[0], memory=factors[1]))
+
+
+def _err(predicted: float, measured: float) -> float | None:
+    """Percent error of a prediction (None: the replay finished no request of that half)."""
+    return 100 * (predicted / measured - 1) if math.isfinite(predicted) else None
+
+
+def _fixed_point(model, engine, runs: list[Measurement], base: list[Halves], deadline: float, rounds: int = 6
+                 ) -> tuple[float, float]:
+    """(compute, memory) fitted together on the runs' first halves: each round multiplies compute by the median
+    over runs of measured / predicted TTFT (beyond the API server's latency, which no factor scales) and memory by
+    that of TPOT, and replays the runs with both, until every median is within 1 % of 1 (or ``rounds`` rounds);
+    each factor stays within :data:`BOUNDS`."""
+    fixed, factors, pred = model.request_s, (1.0, 1.0), base
+    for _ in range(rounds):
+        ttft = [(r.mean_ttft_s - fixed) / (p.fit[0] - fixed) for r, p in zip(runs, pred, strict=True)
+                if p.fit[0] > fixed]
+        tpot = [r.mean_tpot_s / p.fit[1] for r, p in zip(runs, pred, strict=True) if p.fit[1] > 0]
+        if not ttft or not tpot:
+            break
+        q = (statistics.median(ttft), statistics.median(tpot))
+        if max(abs(q[0] - 1), abs(q[1] - 1)) < 0.01:
+            break
+        factors = tuple(min(max(f * x, BOUNDS[0]), BOUNDS[1]) for f, x in zip(factors, q, strict=True))
+        pred = [predict(_with(model, factors), engine, r, deadline) for r in runs]
+    return factors
+
+
+def _judge(model, engine, runs: list[Measurement], base: list[Halves], fitted: tuple[float, float],
+           deadline: float) -> tuple[tuple[float, float], list[Halves], list[str]]:
+    """The correction applied: of ``fitted``, its compute factor alone and its memory factor alone, the one with
+    the least error on the held-out halves among those that make no run's held-out TTFT or TPOT error larger than
+    without a correction (:func:`_worse`); none if each does. Returns it, the runs replayed with it, and a note
+    when the fitted correction is not the one applied."""
+    tried, why = [], ""
+    for factors in dict.fromkeys((fitted, (fitted[0], 1.0), (1.0, fitted[1]))):
+        if factors == (1.0, 1.0):
+            continue
+        preds = [predict(_with(model, factors), engine, r, deadline) for r in runs]
+        bad = _worse(preds, base, runs)
+        why = why or (bad if factors == fitted else "")
+        if not bad:
+            error = sum(abs(p.check[i] / m - 1) for p, r in zip(preds, runs, strict=True)
+                        for i, m in ((0, r.mean_ttft_s), (1, r.mean_tpot_s)))
+            tried.append((error, factors, preds))
+    factors, preds = min(tried, key=lambda x: x[0])[1:] if tried else ((1.0, 1.0), base)
+    if factors == fitted:
+        return factors, preds, []
+    applied = ("no correction is applied" if factors == (1.0, 1.0) else
+               f"only its {'compute' if factors[0] != 1.0 else 'memory'} factor is applied")
+    return factors, preds, [f"the fitted correction (compute x{fitted[0]:.2f}, memory x{fitted[1]:.2f}) made the "
+                            f"held-out {why} worse: {applied}"]
+
+
+def _worse(preds: list[Halves], base: list[Halves], runs: list[Measurement]) -> str:
+    """The first run whose held-out TTFT or TPOT error ``preds`` make larger than ``base`` ("": none)."""
+    for p, b, r in zip(preds, base, runs, strict=True):
+        for i, name, measured in ((0, "TTFT", r.mean_ttft_s), (1, "TPOT", r.mean_tpot_s)):
+            if not abs(p.check[i] - measured) <= abs(b.check[i] - measured):
+                return f"{name} of {r.source}"
+    return ""
 
 
 def save_calibration(cal: Calibration, path: str | Path) -> None:
