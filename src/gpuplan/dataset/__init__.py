@@ -109,9 +109,12 @@ def _read(key: tuple, tokenizer: str) -> Lengths:
     if fmt == "hub" and seen > SAMPLE_RECORDS:
         notes.append(f"the first {SAMPLE_RECORDS:,} records of {source} tokenized (a streamed dataset does not "
                      "say its size)")
-    if "messages" in kinds:
-        notes.append(f"chat template of {tok.source} applied as transformers' apply_chat_template" if tok.chat_template
-                     else f"{tok.source} has no chat template: turns joined by newlines + EOS (as a plain text)")
+    if "messages" in kinds and tok.chat_template:
+        notes.append(f"chat template of {tok.source} applied as transformers' apply_chat_template")
+    elif "messages" in kinds:
+        why = f"its chat template is left out ({tok.template_refused})" if tok.template_refused else \
+            "has no chat template"
+        notes.append(f"{tok.source} {why}: turns joined by newlines + EOS (as a plain text)")
     if tok.eos_token is None:
         notes.append(f"{tok.source} names no EOS token: none added")
     return Lengths(content=tuple(content), special=tuple(special), loss=tuple(loss), scale=samples / len(content),
