@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .errors import GpuplanError, echo, shown_number
+from .errors import GpuplanError, echo, echo_value, shown_number
 
 MAX_BYTES = 64 * 1024 * 1024  # a file read whole (the largest tokenizer.json released is ~35 MB)
 MAX_LINE_BYTES = 64 * 1024 * 1024  # one line of a streamed file (one record)
@@ -43,8 +43,12 @@ def read_text(path: str | Path, what: str, *, limit: int = MAX_BYTES) -> str:
     ``what`` names the file in the messages ("scenario", "benchmark result")."""
     p = Path(path)
     _check_file(p, what, limit)
-    with p.open("rb") as f:  # read at most limit + 1 bytes: /proc files and FIFOs say size 0
-        data = f.read(limit + 1)
+    with p.open("rb") as f:  # in pieces, at most limit + 1 bytes: /proc files say size 0, and read(n) takes n
+        pieces, size = [], 0
+        while size <= limit and (piece := f.read(min(2**20, limit + 1 - size))):
+            pieces.append(piece)
+            size += len(piece)
+    data = b"".join(pieces)
     if len(data) > limit:
         raise GpuplanError(f"{p} is larger than {limit // 2**20} MiB, more than gpuplan reads for a {what} file")
     return _decode(data, p, what)
@@ -334,7 +338,7 @@ def number(value: Any, where: str, *, least: float = 0.0, most: float = math.inf
     bounds = f"above {shown_number(least)}" if above else f"from {shown_number(least)}"
     bounds += f" to {shown_number(most)}" if math.isfinite(most) else ""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise GpuplanError(f"{where} must be {kind} {bounds}, got {echo(value)}")
+        raise GpuplanError(f"{where} must be {kind} {bounds}, got {echo_value(value)}")
     if isinstance(value, float) and not math.isfinite(value):
         raise GpuplanError(f"{where} must be {kind} {bounds}, got {value}")
     if whole and isinstance(value, float) and not value.is_integer():
