@@ -8,11 +8,14 @@ import json
 import tracemalloc
 
 import pytest
+from hypothesis import HealthCheck, given, seed, settings
+from hypothesis import strategies as st
 
 from gpuplan import GpuplanError
 from gpuplan import userfiles as uf
 from gpuplan.cli import run
 from gpuplan.errors import MESSAGE_LIMIT, echo, shown_number
+from sampling import sweep_round
 
 # fuzz-report-3's bomb.yaml: seven levels of ten aliases each, 10^7 values once expanded
 BOMB = ("model: gpt2\ntask: train\nmethod: lora\nseq_len: 512\nlora_targets: [&a0 [x,x,x,x,x,x,x,x,x,x], "
@@ -194,3 +197,87 @@ def test_an_empty_yaml_file_is_an_empty_mapping_and_a_list_is_refused(tmp_path):
     listed.write_text(json.dumps([1, 2]))
     with pytest.raises(GpuplanError, match="must hold a mapping of workload fields, not a list"):
         uf.read_mapping(listed, "workload")
+
+
+# ---- any value anywhere in any file a user gives ---------------------------------------------------------------
+def _readers():
+    from gpuplan.model.catalog import load_model
+    from gpuplan.scenario import load_scenario
+    from gpuplan.serving.calibrate import load_calibration, read_results
+    from gpuplan.serving.workload import load_workload, read_trace
+    from gpuplan.sim.probe import read_record
+
+    return {"scenario.yaml": load_scenario, "workload.yaml": load_workload, "calibration.yaml": load_calibration,
+            "trace.json": read_trace, "vllm.json": read_results, "guidellm.json": read_results,
+            "aiperf.json": read_results, "config.json": load_model, "probe.json": read_record}
+
+
+# a good file of each kind, which the test breaks in one place
+GOOD = {
+    "scenario.yaml": {"model": "gpt2", "task": "infer", "gpu": "rtx-4090", "lora_targets": ["c_attn"]},
+    "workload.yaml": {"preset": "chat", "rate_rps": 1, "slo": {"ttft_s": 1, "percentile": 95},
+                      "prompt": {"kind": "lognormal", "mean": 100, "std": 50}},
+    "calibration.yaml": {"compute": 1.1, "memory": 0.9, "overhead": 1.0, "source": "3 runs"},
+    "trace.json": [{"input_len": 10, "output_len": 5, "timestamp": 0},
+                   {"conversations": [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "hello"}]}],
+    "vllm.json": {"mean_ttft_ms": 50, "mean_tpot_ms": 20, "completed": 100, "total_input_tokens": 100000,
+                  "total_output_tokens": 20000, "request_rate": 2, "output_throughput": 300},
+    "guidellm.json": {"benchmarks": [{"args": {"strategy": {"rate": 2}}, "request_totals": {"successful": 50},
+                                      "metrics": {"time_to_first_token_ms": {"successful": {"mean": 60}},
+                                                  "time_per_output_token_ms": {"successful": {"mean": 25}},
+                                                  "prompt_token_count": {"successful": {"mean": 500}},
+                                                  "output_token_count": {"successful": {"mean": 100}}}}]},
+    "aiperf.json": {"time_to_first_token": {"avg": 70}, "inter_token_latency": {"avg": 22},
+                    "input_sequence_length": {"avg": 400}, "output_sequence_length": {"avg": 120},
+                    "request_count": {"avg": 40}, "input_config": {"loadgen": {"request_rate": 1}}},
+    "config.json": {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 256,
+                    "intermediate_size": 512, "num_attention_heads": 8, "num_key_value_heads": 4,
+                    "num_hidden_layers": 4, "vocab_size": 1000, "max_position_embeddings": 2048,
+                    "rope_scaling": {"rope_type": "llama3", "factor": 8.0}, "torch_dtype": "bfloat16"},
+    "probe.json": {"scenario": {"model": "gpt2", "task": "train"}, "model": "gpt2", "gpu": "H100",
+                   "probe": {"allocated_peak_gib": 2.0, "reserved_peak_gib": 2.2, "device_used_gib": 2.8},
+                   "estimate": {"allocated_peak_gib": 2.1, "reserved_peak_gib": 2.3, "device_peak_gib": 2.9}},
+}
+SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-10**20, 10**20), st.floats(allow_nan=False),
+                    st.sampled_from(["", "x", "10", "inf", "nan", "1e15"]))
+VALUES = st.recursive(SCALARS, lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                                       st.dictionaries(st.sampled_from(["a", "mean", "avg"]), inner,
+                                                                       max_size=2)), max_leaves=6)
+
+
+def _paths(value, here=()):
+    yield here
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, child in items:
+        yield from _paths(child, (*here, key))
+
+
+@seed(sweep_round())
+@settings(max_examples=600, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_any_value_anywhere_in_any_file_is_read_or_one_sentence(tmp_path_factory, data):
+    """A good file of each kind broken in one place (a value replaced by any other, or removed): its reader
+    answers or raises GpuplanError with one sentence; never a TypeError, KeyError or AttributeError from a value
+    of the wrong kind (a workload's slo of 5 was a TypeError)."""
+    import copy
+
+    name = data.draw(st.sampled_from(sorted(GOOD)))
+    doc = copy.deepcopy(GOOD[name])
+    path = data.draw(st.sampled_from(list(_paths(doc))))
+    value = data.draw(VALUES)
+    if not path:
+        doc = value
+    else:
+        parent = doc
+        for key in path[:-1]:
+            parent = parent[key]
+        if data.draw(st.booleans()) and isinstance(parent, dict):
+            del parent[path[-1]]
+        else:
+            parent[path[-1]] = value
+    file = tmp_path_factory.mktemp("any") / name
+    file.write_text(json.dumps(doc))
+    try:
+        _readers()[name](file)
+    except GpuplanError as err:
+        assert "\n" not in str(err) and len(str(err)) <= MESSAGE_LIMIT

@@ -245,7 +245,11 @@ def load_workload(path: str | Path | None = None, overrides: dict[str, Any] | No
     ``preset``, ``prompt_tokens``, ``output_tokens``, ``ttft_s``, ``tpot_s``, ``e2e_s``, ``percentile``..."""
     data: dict[str, Any] = dict(read_mapping(path, "workload")) if path is not None else {}
     flat = {k: v for k, v in (overrides or {}).items() if v is not None}
-    slo = dict(data.pop("slo", None) or {})
+    slo = data.pop("slo", None) or {}
+    if not isinstance(slo, dict):
+        raise GpuplanError(f"workload slo: a mapping of latency targets (ttft_s, tpot_s, e2e_s, percentile), not "
+                           f"{echo_value(slo)}")
+    slo = dict(slo)
     for key in ("ttft_s", "tpot_s", "e2e_s", "percentile"):
         if key in flat:
             slo[key] = flat.pop(key)
