@@ -52,9 +52,7 @@ def count_records(source: str, fmt: str) -> int | None:
         with path.open("rb") as f:
             return sum(1 for line in iter(lambda: f.readline(MAX_LINE_BYTES), b"") if line.strip())
     if fmt == "parquet":
-        import pyarrow.parquet as pq
-
-        return pq.ParquetFile(path).metadata.num_rows
+        return _parquet_file(path).metadata.num_rows
     return None
 
 
@@ -91,12 +89,21 @@ def _json(path: Path) -> Iterator[dict[str, Any]]:
     yield from data
 
 
-def _parquet(path: Path) -> Iterator[dict[str, Any]]:
+def _parquet_file(path: Path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
-        for batch in pq.ParquetFile(path).iter_batches(batch_size=4096):
+        return pq.ParquetFile(path)
+    except (pa.ArrowException, OSError) as err:
+        raise GpuplanError(f"{path} is not a Parquet file pyarrow reads ({str(err).splitlines()[0][:160]})") from None
+
+
+def _parquet(path: Path) -> Iterator[dict[str, Any]]:
+    import pyarrow as pa
+
+    try:
+        for batch in _parquet_file(path).iter_batches(batch_size=4096):
             yield from batch.to_pylist()
     except (pa.ArrowException, OSError) as err:
         raise GpuplanError(f"{path} is not a Parquet file pyarrow reads ({str(err).splitlines()[0][:160]})") from None

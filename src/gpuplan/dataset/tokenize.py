@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import GpuplanError
-from ..userfiles import load_json, read_text
+from ..userfiles import load_json, parse_json, read_text
 
 EOS_NAMES = ("<|im_end|>", "<|eot_id|>", "<|end_of_text|>", "<|endoftext|>", "</s>", "<eos>", "<|end|>", "[SEP]")
 
@@ -86,8 +86,9 @@ def load_tokenizer(name: str) -> Tokenizer:
     except ImportError:
         raise GpuplanError("counting a dataset's tokens needs the `tokenizers` package (pip install tokenizers), "
                            "or describe the data with --samples and --mean-tokens") from None
+    text = read_text(path, "tokenizer")  # bounded and UTF-8 checked, then parsed by the tokenizers library
     try:
-        tok = RustTokenizer.from_file(str(path))
+        rust = RustTokenizer.from_str(text)
     except Exception as err:
         raise GpuplanError(f"{path} is not a tokenizer.json the tokenizers library reads "
                            f"({str(err).splitlines()[0][:120]})") from None
@@ -96,11 +97,11 @@ def load_tokenizer(name: str) -> Tokenizer:
     special = {k: text for k, v in config.items() if k.endswith("_token") and (text := _token_text(v))}
     eos = special.get("eos_token")
     if eos is None:  # a bare tokenizer.json: its special token that ends a sequence
-        data = load_json(path, "tokenizer")
+        data = parse_json(text, str(path))
         added = data.get("added_tokens") if isinstance(data, dict) else None
         names = {t.get("content") for t in added or [] if isinstance(t, dict) and t.get("special")}
         eos = next((n for n in EOS_NAMES if n in names), None)
-    tok = Tokenizer(tokenizer=tok, source=str(path), chat_template=template, eos_token=eos, special=special,
+    tok = Tokenizer(tokenizer=rust, source=str(path), chat_template=template, eos_token=eos, special=special,
                     template_refused=refused)
     return _tried(tok)
 
