@@ -269,3 +269,17 @@ def test_spot_that_never_finishes_is_no_crash():
         scenario_from(dict(model="llama-3.1-8b", task="train", disk_gbs=1e-9))
     with pytest.raises(GpuplanError, match="mtbi_hours"):
         scenario_from(dict(model="llama-3.1-8b", task="train", mtbi_hours=float("inf")))
+
+
+def test_gpuplan_today_pins_the_day_prices_age_on(monkeypatch):
+    """GPUPLAN_TODAY repeats an answer as of a day: an offer's age counts from it; a bad date is one sentence."""
+    from gpuplan import clock
+    from gpuplan.market.store import bundled_offers
+
+    offer = min(bundled_offers(), key=lambda o: o.observed_at)
+    monkeypatch.setenv("GPUPLAN_TODAY", (offer.observed_at + dt.timedelta(days=7)).isoformat())
+    assert clock.today() == offer.observed_at + dt.timedelta(days=7)
+    assert offer.age_days() == 7
+    monkeypatch.setenv("GPUPLAN_TODAY", "next tuesday")
+    with pytest.raises(GpuplanError, match="GPUPLAN_TODAY must be a date like 2026-11-28, got 'next tuesday'"):
+        clock.today()

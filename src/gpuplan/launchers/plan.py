@@ -12,7 +12,7 @@ import datetime as dt
 import math
 from dataclasses import dataclass
 
-from .. import __version__
+from .. import __version__, clock
 from .. import overheads as oh
 from ..errors import GpuplanError
 from ..hardware import GpuSpec, load_gpu
@@ -290,7 +290,7 @@ def launch_plan(scenario: Scenario | dict, *, command: str = "gpuplan.launchers.
     return LaunchPlan(scenario=s, command=command, result=result, model=m, gpu=gpu, speed=speed, offer=offer,
                       offer_label=cost.offer if cost else None, owned=owned_usd_per_hour is not None,
                       usd_per_hour=per_hour, hours=hours, usd_total=usd,
-                      spot=spot, visible_devices=visible_devices, written_on=today or dt.date.today(),
+                      spot=spot, visible_devices=visible_devices, written_on=today or clock.today(),
                       recipe=plan_recipe)
 
 

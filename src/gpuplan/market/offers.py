@@ -25,6 +25,7 @@ from typing import Any
 
 import yaml
 
+from .. import clock
 from ..errors import GpuplanError, UnknownNameError
 from ..hardware import Network, gpus
 
@@ -80,7 +81,7 @@ class Offer:
         return self.price_usd_per_gpu_hour * self.discount
 
     def age_days(self, today: dt.date | None = None) -> int:
-        return max(((today or dt.date.today()) - self.observed_at).days, 0)
+        return max(((today or clock.today()) - self.observed_at).days, 0)
 
     @property
     def label(self) -> str:
@@ -130,7 +131,7 @@ def parse_row(row: dict[str, str], origin: str, line: int, today: dt.date | None
     except ValueError:
         raise GpuplanError(f"{where}: observed_at must be a date like 2026-11-23, got {row['observed_at']!r}") \
             from None
-    if observed > (today or dt.date.today()):
+    if observed > (today or clock.today()):
         raise GpuplanError(f"{where}: observed_at {observed} is in the future; give the day the price was seen")
     price = _number(row["price_usd_per_gpu_hour"], where, "price_usd_per_gpu_hour")
     count = _number(row.get("gpu_count") or "1", where, "gpu_count", int)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 
+from .. import clock
 from .. import overheads as oh
 from ..errors import GpuplanError
 from ..hardware import GpuSpec, Network, gpus, load_gpu, short_id
@@ -240,7 +241,6 @@ def _layouts(s: Scenario, m: ModelSpec, c: Constraints, framework: str = "hf") -
 
 
 def _owned_offers(c: Constraints) -> list[Offer]:
-    import datetime as dt
 
     out = []
     for gpu_id, count in c.have:  # links unknown: the card's own decide (GeForce: no peer-to-peer), as in estimate
@@ -248,7 +248,7 @@ def _owned_offers(c: Constraints) -> list[Offer]:
         power = (g.tdp_w or 300) / 1000 * oh.UTILIZATION * oh.PUE * oh.POWER_USD_PER_KWH
         # the cards' own links (GeForce: no peer-to-peer over PCIe), as ``estimate`` and ``launch`` time them
         out.append(Offer(provider="owned", tier="", gpu_id=gpu_id, gpu_count=count, pricing="owned",
-                         price_usd_per_gpu_hour=power, region="", intra_node="", observed_at=dt.date.today(),
+                         price_usd_per_gpu_hour=power, region="", intra_node="", observed_at=clock.today(),
                          source="power only", notes="", origin="--have"))
     return out
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from ... import clock
 from ...errors import GpuplanError
 from ..offers import Offer, check_spot_below_on_demand
 
@@ -30,7 +31,7 @@ class Query:
 
     provider: str | None = None
     path: Path | None = None
-    today: dt.date = field(default_factory=dt.date.today)
+    today: dt.date = field(default_factory=clock.today)
 
 
 @dataclass(kw_only=True)

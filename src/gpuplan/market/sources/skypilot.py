@@ -17,6 +17,7 @@ import csv
 import datetime as dt
 from pathlib import Path
 
+from ... import clock
 from ...errors import GpuplanError, echo
 from ...hardware import gpus
 from ..offers import Offer, providers, with_network
@@ -81,7 +82,7 @@ def read_catalog(path: Path, provider: str, today: dt.date | None = None) -> Fet
     missing = [c for c in NEEDED if c not in header]
     if missing:
         raise GpuplanError(f"{echo(path)} is not a SkyPilot vms.csv: no column {', '.join(missing)}")
-    observed = min(dt.date.fromtimestamp(path.stat().st_mtime), today or dt.date.today())
+    observed = min(dt.date.fromtimestamp(path.stat().st_mtime), today or clock.today())
     tier = providers().get(provider, {}).get("tier", "")
     best: dict[tuple, Offer] = {}
     unmapped: dict[str, int] = {}
