@@ -29,6 +29,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import yaml
+from yaml.composer import Composer
+from yaml.constructor import SafeConstructor
+from yaml.events import AliasEvent, MappingStartEvent, SequenceStartEvent
+from yaml.nodes import MappingNode, SequenceNode
+from yaml.resolver import Resolver
+
 from .errors import GpuplanError, echo, echo_value, shown_number
 
 MAX_BYTES = 64 * 1024 * 1024  # a file read whole (the largest tokenizer.json released is ~35 MB)
@@ -145,112 +152,100 @@ class _Refused(Exception):
         self.sentence, self.mark = sentence, mark
 
 
-def _loader_class() -> type:
-    """A YAML loader: libyaml's parser where installed, PyYAML's composer with the bounds above, the safe
-    constructor with duplicate keys refused."""
-    import yaml
-    from yaml.composer import Composer
-    from yaml.constructor import SafeConstructor
-    from yaml.events import AliasEvent, MappingStartEvent, SequenceStartEvent
-    from yaml.nodes import MappingNode, SequenceNode
-    from yaml.resolver import Resolver
+if hasattr(yaml, "CSafeLoader"):  # libyaml's parser: ~10x faster on large files
+    from yaml._yaml import CParser as _Parser
 
-    if hasattr(yaml, "CSafeLoader"):
-        from yaml._yaml import CParser as Parser  # libyaml: ~10x faster on large files
+    _parse_init = _Parser.__init__
+else:  # pragma: no cover - PyYAML without libyaml
+    from yaml.parser import Parser as _PyParser
+    from yaml.reader import Reader
+    from yaml.scanner import Scanner
 
-        parser_init = Parser.__init__
-    else:  # pragma: no cover - PyYAML without libyaml
-        from yaml.parser import Parser
-        from yaml.reader import Reader
-        from yaml.scanner import Scanner
+    class _Parser(Reader, Scanner, _PyParser):  # type: ignore[no-redef]
+        pass
 
-        class Parser(Reader, Scanner, Parser):  # type: ignore[no-redef]
-            pass
+    def _parse_init(self, stream):
+        Reader.__init__(self, stream)
+        Scanner.__init__(self)
+        _PyParser.__init__(self)
 
-        def parser_init(self, stream):
-            Reader.__init__(self, stream)
-            Scanner.__init__(self)
-            yaml.parser.Parser.__init__(self)
 
-    class Loader(Composer, Parser, SafeConstructor, Resolver):
-        def __init__(self, stream):
-            parser_init(self, stream)
-            Composer.__init__(self)
-            SafeConstructor.__init__(self)
-            Resolver.__init__(self)
-            self.depth, self.alias_values, self.open = 0, 0, set()
-            self.sizes: dict[int, tuple[int, int]] = {}  # id(node) -> (values once expanded, nesting depth)
+class _Loader(Composer, _Parser, SafeConstructor, Resolver):
+    """libyaml's parser, PyYAML's composer with the bounds above (depth, alias values, self-reference), the safe
+    constructor with duplicate keys refused. Each node's size once expanded and its depth are kept as it is
+    composed, so an alias costs what it would expand to without being expanded."""
 
-        def compose_node(self, parent, index):
-            if self.check_event(AliasEvent):
-                event = self.peek_event()
-                node = self.anchors.get(event.anchor)
-                if node is not None:
-                    if event.anchor in self.open:
-                        raise _Refused(f"alias *{event.anchor} refers to the value it is inside", event.start_mark)
-                    values, depth = self.sizes[id(node)]
-                    self.alias_values += values
-                    if self.alias_values > MAX_ALIAS_VALUES:
-                        raise _Refused(f"its aliases (*name) repeat more than {MAX_ALIAS_VALUES:,} values; write "
-                                       "the values out or use fewer aliases", event.start_mark)
-                    if self.depth + depth > MAX_DEPTH:
-                        raise _Refused(DEEP, event.start_mark)
-                return super().compose_node(parent, index)
-            event = self.peek_event()
-            if self.depth >= MAX_DEPTH:
-                raise _Refused(DEEP, event.start_mark)
-            opens = event.anchor is not None and isinstance(event, (SequenceStartEvent, MappingStartEvent))
+    def __init__(self, stream):
+        _parse_init(self, stream)
+        Composer.__init__(self)
+        SafeConstructor.__init__(self)
+        Resolver.__init__(self)
+        self.depth, self.alias_values, self.open = 0, 0, set()
+        self.sizes: dict[int, tuple[int, int]] = {}  # id(node) -> (values once expanded, nesting depth)
+
+    def compose_node(self, parent, index):
+        event = self.peek_event()
+        if isinstance(event, AliasEvent):
+            self._count_alias(event)
+            return super().compose_node(parent, index)
+        if self.depth >= MAX_DEPTH:
+            raise _Refused(DEEP, event.start_mark)
+        opens = event.anchor is not None and isinstance(event, (SequenceStartEvent, MappingStartEvent))
+        if opens:
+            self.open.add(event.anchor)
+        self.depth += 1
+        try:
+            node = super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
             if opens:
-                self.open.add(event.anchor)
-            self.depth += 1
-            try:
-                node = super().compose_node(parent, index)
-            finally:
-                self.depth -= 1
                 self.open.discard(event.anchor)
-            self.sizes[id(node)] = self._size(node)
-            return node
+        self.sizes[id(node)] = self._size(node)
+        return node
 
-        def _size(self, node) -> tuple[int, int]:
-            if isinstance(node, SequenceNode):
-                children = node.value
-            elif isinstance(node, MappingNode):
-                children = [n for pair in node.value for n in pair]
-            else:
-                return 1, 1
-            sizes = [self.sizes[id(c)] for c in children]
-            return 1 + sum(s for s, _ in sizes), 1 + max((d for _, d in sizes), default=0)
+    def _count_alias(self, event) -> None:
+        node = self.anchors.get(event.anchor)
+        if node is None:  # an undefined alias: the composer says so
+            return
+        if event.anchor in self.open:
+            raise _Refused(f"alias *{event.anchor} refers to the value it is inside", event.start_mark)
+        values, depth = self.sizes[id(node)]
+        self.alias_values += values
+        if self.alias_values > MAX_ALIAS_VALUES:
+            raise _Refused(f"its aliases (*name) repeat more than {MAX_ALIAS_VALUES:,} values; write the values out "
+                           "or use fewer aliases", event.start_mark)
+        if self.depth + depth > MAX_DEPTH:
+            raise _Refused(DEEP, event.start_mark)
 
-        def construct_mapping(self, node, deep=False):
-            if isinstance(node, MappingNode):
-                seen = set()
-                for key_node, _ in node.value:
-                    if key_node.tag == "tag:yaml.org,2002:merge":
-                        continue
-                    key = self.construct_object(key_node, deep=deep)
-                    try:
-                        if key in seen:
-                            raise _Refused(f"key {echo(key)} appears twice in one mapping; keep one",
-                                           key_node.start_mark)
-                        seen.add(key)
-                    except TypeError:  # an unhashable key: the constructor says so
-                        pass
-            return super().construct_mapping(node, deep)
+    def _size(self, node) -> tuple[int, int]:
+        if isinstance(node, SequenceNode):
+            children = node.value
+        elif isinstance(node, MappingNode):
+            children = [n for pair in node.value for n in pair]
+        else:
+            return 1, 1
+        sizes = [self.sizes[id(c)] for c in children]
+        return 1 + sum(s for s, _ in sizes), 1 + max((d for _, d in sizes), default=0)
 
-    return Loader
-
-
-_LOADER: type | None = None
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, MappingNode):
+            seen = set()
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=deep)
+                try:
+                    if key in seen:
+                        raise _Refused(f"key {echo(key)} appears twice in one mapping; keep one", key_node.start_mark)
+                    seen.add(key)
+                except TypeError:  # an unhashable key: the constructor says so
+                    pass
+        return super().construct_mapping(node, deep)
 
 
 def load_yaml(path: str | Path, what: str) -> Any:
     """The value of a YAML (or JSON) file, within the bounds above; one sentence with the line otherwise."""
-    import yaml
-
-    global _LOADER
-    text = read_text(path, what)
-    _LOADER = _LOADER or _loader_class()
-    loader = _LOADER(text)
+    loader = _Loader(read_text(path, what))
     try:
         node = loader.get_single_node()
         return None if node is None else loader.construct_document(node)

@@ -30,6 +30,12 @@ from collections.abc import Iterable
 from functools import cache, wraps
 from typing import Any
 
+from jinja2 import nodes, pass_context
+from jinja2.exceptions import TemplateError
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+from jinja2.utils import Namespace
+from jinja2.visitor import NodeTransformer
+
 STEPS = 200_000  # loop iterations, calls and filters in one render (a real template takes tens per message)
 TIME_S = 2.0  # seconds for one render (a real template takes well under a millisecond)
 BASE_CHARS = 100_000  # characters a render may write beyond PER_CHAR x the record's text
@@ -133,123 +139,126 @@ def _counted_filter(name: str, fn):
     return checked
 
 
-@cache
-def _environment():
-    """The sandbox as transformers builds it, with the budget's checks on calls, operators, filters, the
-    namespace and captured text."""
-    from jinja2 import pass_context
-    from jinja2.exceptions import TemplateError
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
-    from jinja2.utils import Namespace
+class _Bounded(ImmutableSandboxedEnvironment):
+    """transformers' sandbox with the budget's checks on operators, calls and str.format."""
 
-    class Bounded(ImmutableSandboxedEnvironment):
-        intercepted_binops = frozenset(["*", "**", "%", "+"])
+    intercepted_binops = frozenset(["*", "**", "%", "+"])
 
-        def call_binop(self, context, operator, left, right):
-            budget = _budget()
-            budget.step()
-            if operator == "*":
-                for seq, n in ((left, right), (right, left)):
-                    if isinstance(seq, (str, list, tuple)) and isinstance(n, int):
-                        budget.size(len(seq) * max(n, 0))
-            elif operator == "+":
-                budget.size(_length(left) + _length(right))
-            elif operator == "**" and isinstance(left, int) and isinstance(right, int) and abs(left) > 1:
-                if right > 64 or left.bit_length() * max(right, 0) > 4096:
-                    raise TemplateLimit(f"a power {left} ** {right}")
-            elif operator == "%":
-                _check_format(left)
-            return super().call_binop(context, operator, left, right)
-
-        def wrap_str_format(self, value):  # str.format and format_map, as the sandbox reaches them
-            wrapped = super().wrap_str_format(value)
-            if wrapped is not None:
-                _check_format(value.__self__)
-            return wrapped
-
-        def call(__self, __context, __obj, *args, **kwargs):  # jinja2 names them so
-            budget = _budget()
-            budget.step()
-            _check_args(budget, [*args, *kwargs.values()])
-            name = getattr(__obj, "__name__", "")
-            if name == "join" and args and not isinstance(args[0], (list, tuple)):
-                args = (list(args[0]), *args[1:])  # counted once, then joined
-            _check_growth(budget, name, getattr(__obj, "__self__", None), args, kwargs)
-            out = super().call(__context, __obj, *args, **kwargs)
-            budget.size(_length(out))
-            return out
-
-    class BoundedNamespace(Namespace):
-        def __setitem__(self, name, value):
-            _budget().write(_length(value))
-            super().__setitem__(name, value)
-
-    def raise_exception(message):
-        raise TemplateError(message)
-
-    @pass_context
-    def steps(context, iterable):
+    def call_binop(self, context, operator, left, right):
         budget = _budget()
-        for item in iterable:
-            budget.step()
-            yield item
+        budget.step()
+        if operator == "*":
+            for seq, n in ((left, right), (right, left)):
+                if isinstance(seq, (str, list, tuple)) and isinstance(n, int):
+                    budget.size(len(seq) * max(n, 0))
+        elif operator == "+":
+            budget.size(_length(left) + _length(right))
+        elif operator == "**" and isinstance(left, int) and isinstance(right, int) and abs(left) > 1:
+            if right > 64 or left.bit_length() * max(right, 0) > 4096:
+                raise TemplateLimit(f"a power {left} ** {right}")
+        elif operator == "%":
+            _check_format(left)
+        return super().call_binop(context, operator, left, right)
 
-    @pass_context
-    def written(context, value):
-        text = str(value)
-        _budget().write(len(text))
-        return text
+    def wrap_str_format(self, value):  # str.format and format_map, as the sandbox reaches them
+        wrapped = super().wrap_str_format(value)
+        if wrapped is not None:
+            _check_format(value.__self__)
+        return wrapped
 
-    @pass_context
-    def concatenated(context, parts):
-        texts = [str(p) for p in parts]
-        _budget().write(sum(map(len, texts)))
-        return "".join(texts)
+    def call(__self, __context, __obj, *args, **kwargs):  # jinja2 names them so
+        budget = _budget()
+        budget.step()
+        _check_args(budget, [*args, *kwargs.values()])
+        name = getattr(__obj, "__name__", "")
+        if name == "join" and args and not isinstance(args[0], (list, tuple)):
+            args = (list(args[0]), *args[1:])  # counted once, then joined
+        _check_growth(budget, name, getattr(__obj, "__self__", None), args, kwargs)
+        out = super().call(__context, __obj, *args, **kwargs)
+        budget.size(_length(out))
+        return out
 
-    env = Bounded(trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"])
+
+class _Namespace(Namespace):
+    """``namespace()``: what a template keeps across loop iterations, each value written counted."""
+
+    def __setitem__(self, name, value):
+        _budget().write(_length(value))
+        super().__setitem__(name, value)
+
+
+def _raise_exception(message):
+    raise TemplateError(message)
+
+
+@pass_context
+def _steps(context, iterable):
+    budget = _budget()
+    for item in iterable:
+        budget.step()
+        yield item
+
+
+@pass_context
+def _written(context, value):
+    text = str(value)
+    _budget().write(len(text))
+    return text
+
+
+@pass_context
+def _concatenated(context, parts):
+    texts = [str(p) for p in parts]
+    _budget().write(sum(map(len, texts)))
+    return "".join(texts)
+
+
+def _bounded_concat(parts):
+    parts = list(parts)
+    _budget().size(sum(_length(p) for p in parts))
+    return "".join(parts)
+
+
+@cache
+def _environment() -> _Bounded:
+    """The sandbox as transformers builds it (trim_blocks, lstrip_blocks, loopcontrols, raise_exception, tojson),
+    every filter counted and the budget's filters for loops, output and ``~`` added."""
+    env = _Bounded(trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"])
     env.filters["tojson"] = lambda x, indent=None, **kw: json.dumps(x, ensure_ascii=False, indent=indent)
     env.filters = {name: _counted_filter(name, fn) for name, fn in env.filters.items()}
-    env.filters.update({"_gpuplan_steps": steps, "_gpuplan_written": written, "_gpuplan_concat": concatenated})
-    env.globals.update(raise_exception=raise_exception, namespace=BoundedNamespace)
-
-    def bounded_concat(parts):
-        parts = list(parts)
-        _budget().size(sum(_length(p) for p in parts))
-        return "".join(parts)
-
-    env.concat = bounded_concat
+    env.filters.update({"_gpuplan_steps": _steps, "_gpuplan_written": _written, "_gpuplan_concat": _concatenated})
+    env.globals.update(raise_exception=_raise_exception, namespace=_Namespace)
+    env.concat = _bounded_concat  # captured blocks ({% set %}...{% endset %}) and macros' text
     return env
+
+
+def _through(node, name: str):
+    return nodes.Filter(node, name, [], [], None, None, lineno=node.lineno)
+
+
+class _Route(NodeTransformer):
+    """Every loop's iterable, every output expression and every ``~`` through the budget's filters."""
+
+    def visit_For(self, node):
+        node = self.generic_visit(node)
+        node.iter = _through(node.iter, "_gpuplan_steps")
+        return node
+
+    def visit_Output(self, node):
+        node = self.generic_visit(node)
+        node.nodes = [n if isinstance(n, nodes.TemplateData) else _through(n, "_gpuplan_written") for n in node.nodes]
+        return node
+
+    def visit_Concat(self, node):
+        node = self.generic_visit(node)
+        return _through(nodes.List(node.nodes, lineno=node.lineno), "_gpuplan_concat")
 
 
 @cache
 def compiled(source: str):
     """The template with every loop, output and concatenation routed through the budget's filters."""
-    from jinja2 import nodes
-    from jinja2.visitor import NodeTransformer
-
     env = _environment()
-
-    def through(node, name):
-        return nodes.Filter(node, name, [], [], None, None, lineno=node.lineno)
-
-    class Route(NodeTransformer):
-        def visit_For(self, node):
-            node = self.generic_visit(node)
-            node.iter = through(node.iter, "_gpuplan_steps")
-            return node
-
-        def visit_Output(self, node):
-            node = self.generic_visit(node)
-            node.nodes = [n if isinstance(n, nodes.TemplateData) else through(n, "_gpuplan_written")
-                          for n in node.nodes]
-            return node
-
-        def visit_Concat(self, node):
-            node = self.generic_visit(node)
-            return through(nodes.List(node.nodes, lineno=node.lineno), "_gpuplan_concat")
-
-    tree = Route().visit(env.parse(source))
-    return env.from_string(tree)
+    return env.from_string(_Route().visit(env.parse(source)))
 
 
 def render(source: str, text_chars: int, **variables: Any) -> str:
