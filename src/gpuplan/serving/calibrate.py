@@ -46,8 +46,10 @@ def read_results(path: str | Path) -> list[Measurement]:
         return [_vllm(data, str(path))]
     if isinstance(data, dict) and "benchmarks" in data:
         benchmarks = data["benchmarks"]
-        if not isinstance(benchmarks, list) or not benchmarks:
-            raise GpuplanError(f"{path}: benchmarks must be a non-empty list of GuideLLM benchmarks, got "
+        if benchmarks == []:
+            raise GpuplanError(f"{path} holds no benchmarks: GuideLLM wrote none (did every request fail?)")
+        if not isinstance(benchmarks, list):
+            raise GpuplanError(f"{path}: benchmarks must be a list of GuideLLM benchmarks, got "
                                f"{echo_value(benchmarks)}")
         if len(benchmarks) > MAX_RUNS:
             raise GpuplanError(f"{path} holds {len(benchmarks):,} benchmarks; gpuplan replays up to {MAX_RUNS} a file")
