@@ -285,10 +285,11 @@ def launch(scenario: ScenarioLike, *, targets: Iterable[str] = (), folder: str |
     arguments, torchtune, torchtitan, Axolotl, Unsloth, vllm serve: every target that applies, or ``targets``)
     into ``folder``: ``gpuplan launch``."""
     from ..launchers import LaunchOptions, check_target_names, launch_plan
+    from ..launchers.files import output_folder
 
     targets = names_of(targets, "targets")
     check_target_names(targets)
-    folder, force = arg.path(folder, "folder"), arg.flag(force, "force")
+    folder, force = output_folder(folder, "folder"), arg.flag(force, "force")  # checked before the plan is made
     options: dict[str, Any] = {"bucket": arg.text(bucket, "bucket", optional=True)}
     if arg.text(dataset, "dataset", optional=True):
         options["dataset"] = dataset
