@@ -67,6 +67,10 @@ def capacity_cmd(
 
     if model is None:
         raise GpuplanError("name the model: --model llama-3.1-8b (or a HF repo id / config.json path)")
+    if plot:
+        from ..serving.report import plot_target
+
+        plot_target(plot)  # before the simulation, not after it
     report = api.capacity(model, workload, engine=engine, gpus=(gpus or "").split(","), max_gpus=max_gpus,
                           any_quant=any_quant, engine_version=engine_version, kv_cache_dtype=kv_cache_dtype,
                           calibration=calibration, top=top, **dict(

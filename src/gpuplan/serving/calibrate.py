@@ -10,16 +10,16 @@ run, on the held-out requests.
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from ..errors import GpuplanError
+from ..errors import GpuplanError, echo, echo_value
+from ..userfiles import load_json, number, read_mapping
 from .steptime import Calibration
 
 
@@ -35,83 +35,138 @@ class Measurement:
     output_tokens_per_s: float | None
 
 
-def _num(x: Any) -> float | None:
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return None
-    return v if v == v and abs(v) != float("inf") else None
+MAX_RUN_REQUESTS = 1_000_000  # requests one benchmark run reports (vllm bench serve's default is 1,000)
+MAX_RUNS = 100  # benchmarks one file holds (a GuideLLM sweep has about 10)
+MAX_TOKENS = 10_000_000  # a mean prompt or output, as a workload's lengths
+MAX_TTFT_MS, MAX_TPOT_MS, MAX_RATE = 3_600_000, 60_000, 100_000  # 1 hour, 1 minute a token, as a workload's SLOs
 
 
 def read_results(path: str | Path) -> list[Measurement]:
-    """Measurements from one result file, whichever of the three tools wrote it."""
-    p = Path(path)
-    if not p.is_file():
-        raise GpuplanError(f"no benchmark result file {str(path)!r}")
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise GpuplanError(f"{path} is not JSON: {err}") from None
+    """Measurements from one result file, whichever of the three tools wrote it; every field read is checked
+    (type and range, one sentence naming the file and the field)."""
+    data = load_json(path, "benchmark result")
     if isinstance(data, dict) and "mean_ttft_ms" in data:
-        return [_vllm(data, str(p))]
+        return [_vllm(data, str(path))]
     if isinstance(data, dict) and "benchmarks" in data:
-        return [_guidellm(b, f"{p}#{i}") for i, b in enumerate(data["benchmarks"])]
+        benchmarks = data["benchmarks"]
+        if benchmarks == []:
+            raise GpuplanError(f"{path} holds no benchmarks: GuideLLM wrote none (did every request fail?)")
+        if not isinstance(benchmarks, list):
+            raise GpuplanError(f"{path}: benchmarks must be a list of GuideLLM benchmarks, got "
+                               f"{echo_value(benchmarks)}")
+        if len(benchmarks) > MAX_RUNS:
+            raise GpuplanError(f"{path} holds {len(benchmarks):,} benchmarks; gpuplan replays up to {MAX_RUNS} a file")
+        return [_guidellm(b, f"{path}#{i}") for i, b in enumerate(benchmarks)]
     if isinstance(data, dict) and "time_to_first_token" in data:
-        return [_aiperf(data, str(p))]
+        return [_aiperf(data, str(path))]
     raise GpuplanError(f"{path}: not a vllm bench serve, GuideLLM or AIPerf result (no mean_ttft_ms, benchmarks or "
                        "time_to_first_token)")
 
 
+def _object(value: Any, where: str) -> dict:
+    """``value`` if it is a JSON object (None: an empty one); else one sentence."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise GpuplanError(f"{where} must be a JSON object, got {echo_value(value)}")
+    return value
+
+
+def _rate(value: Any, where: str) -> float | None:
+    """A run's request rate: None when every request was sent at once ("inf", as vllm bench serve writes it)."""
+    if value is None or (isinstance(value, str) and value.strip().lower() in ("inf", "infinity")):
+        return None
+    if isinstance(value, float) and value == float("inf"):
+        return None
+    return number(value, where, least=0, above=True, most=MAX_RATE)
+
+
+def _run(src: str, *, rate: float | None, count: Any, inputs: Any, outputs: Any, ttft_ms: Any, tpot_ms: Any,
+         throughput: Any, names: tuple[str, str, str, str, str, str]) -> Measurement:
+    """A checked measurement; ``names`` are the file's own names of count, inputs, outputs, TTFT, TPOT and
+    throughput, for the messages."""
+    n = int(number(count, f"{src}: {names[0]}", least=1, most=MAX_RUN_REQUESTS, whole=True))
+    return Measurement(
+        source=src, rate_rps=rate, num_requests=n,
+        mean_input_tokens=number(inputs, f"{src}: {names[1]} per request", least=1, most=MAX_TOKENS),
+        mean_output_tokens=number(outputs, f"{src}: {names[2]} per request", least=1, most=MAX_TOKENS),
+        mean_ttft_s=number(ttft_ms, f"{src}: {names[3]}", least=0, above=True, most=MAX_TTFT_MS) / 1000,
+        mean_tpot_s=number(tpot_ms, f"{src}: {names[4]}", least=0, above=True, most=MAX_TPOT_MS) / 1000,
+        output_tokens_per_s=None if throughput is None else number(throughput, f"{src}: {names[5]}", least=0))
+
+
 def _vllm(d: dict, src: str) -> Measurement:
-    n = int(d.get("completed") or d.get("num_prompts") or 1)
-    rate = _num(d.get("request_rate"))
-    return Measurement(source=src, rate_rps=rate, num_requests=n,
-                       mean_input_tokens=(d.get("total_input_tokens") or 0) / n,
-                       mean_output_tokens=(d.get("total_output_tokens") or 0) / n,
-                       mean_ttft_s=float(d["mean_ttft_ms"]) / 1000, mean_tpot_s=float(d["mean_tpot_ms"]) / 1000,
-                       output_tokens_per_s=_num(d.get("output_throughput")))
+    """``vllm bench serve --save-result``: totals over the ``completed`` requests, means in milliseconds."""
+    count_key = "completed" if d.get("completed") is not None else "num_prompts"
+    n = d.get(count_key)
+    for key in ("mean_tpot_ms", "total_input_tokens", "total_output_tokens"):
+        if d.get(key) is None:
+            raise GpuplanError(f"{src}: a vllm bench serve result without {key}; pass the file --save-result wrote")
+    n = number(n, f"{src}: {count_key}", least=1, most=MAX_RUN_REQUESTS, whole=True)
+    totals = [number(d[k], f"{src}: {k}", least=0, most=MAX_TOKENS * MAX_RUN_REQUESTS)
+              for k in ("total_input_tokens", "total_output_tokens")]
+    return _run(src, rate=_rate(d.get("request_rate"), f"{src}: request_rate"), count=n, inputs=totals[0] / n,
+                outputs=totals[1] / n, ttft_ms=d["mean_ttft_ms"], tpot_ms=d["mean_tpot_ms"],
+                throughput=d.get("output_throughput"),
+                names=(count_key, "total_input_tokens", "total_output_tokens", "mean_ttft_ms", "mean_tpot_ms",
+                       "output_throughput"))
 
 
-def _metric(m: dict, *names: str) -> float | None:
+def _metric(m: dict, src: str, *names: str) -> Any:
+    """The mean of the first of ``names`` in a GuideLLM metrics object (``{"successful": {"mean": ...}}``, a
+    summary ``{"mean": ...}`` or a bare number), unchecked; None when none is there."""
     for name in names:
         v = m.get(name)
         if isinstance(v, dict):
-            v = (v.get("successful") or v).get("mean", v.get("avg"))
-        if _num(v) is not None:
-            return float(v)
+            part = _object(v.get("successful", v), f"{src}: metrics.{name}.successful")
+            v = part.get("mean", part.get("avg"))
+        if v is not None:
+            return v
     return None
 
 
-def _guidellm(b: dict, src: str) -> Measurement:
-    m = b.get("metrics") or {}
-    strategy = (b.get("args") or b.get("config") or {}).get("strategy") or b.get("strategy") or {}
-    rate = _num(strategy.get("rate")) if isinstance(strategy, dict) else None
-    ttft, tpot = _metric(m, "time_to_first_token_ms"), _metric(m, "time_per_output_token_ms",
-                                                                 "inter_token_latency_ms")
-    if ttft is None or tpot is None:
-        raise GpuplanError(f"{src}: GuideLLM benchmark without time_to_first_token_ms / time_per_output_token_ms")
-    return Measurement(source=src, rate_rps=rate, num_requests=int(_metric(m, "request_totals") or 100),
-                       mean_input_tokens=_metric(m, "prompt_token_count", "prompt_tokens") or 0,
-                       mean_output_tokens=_metric(m, "output_token_count", "output_tokens") or 0,
-                       mean_ttft_s=ttft / 1000, mean_tpot_s=tpot / 1000,
-                       output_tokens_per_s=_metric(m, "output_tokens_per_second"))
+def _guidellm(b: Any, src: str) -> Measurement:
+    """One GuideLLM benchmark: its strategy's rate, the successful requests' means (milliseconds) and count
+    (``request_totals``: at the benchmark's top level in GuideLLM 0.2, inside ``metrics`` in later releases)."""
+    b = _object(b, src)
+    m = _object(b.get("metrics"), f"{src}: metrics")
+    setup = _object(b.get("args") or b.get("config"), f"{src}: args")
+    strategy = _object(setup.get("strategy") or b.get("strategy"), f"{src}: strategy")
+    totals = b.get("request_totals") if b.get("request_totals") is not None else m.get("request_totals")
+    count = _object(totals, f"{src}: request_totals").get("successful", 100) if totals is not None else 100
+    names = {"ttft": ("time_to_first_token_ms",), "tpot": ("time_per_output_token_ms", "inter_token_latency_ms"),
+             "in": ("prompt_token_count", "prompt_tokens"), "out": ("output_token_count", "output_tokens")}
+    values = {k: _metric(m, src, *v) for k, v in names.items()}
+    missing = [v[0] for k, v in names.items() if values[k] is None]
+    if missing:
+        raise GpuplanError(f"{src}: a GuideLLM benchmark without metrics.{missing[0]}; pass the benchmarks.json "
+                           "GuideLLM wrote")
+    return _run(src, rate=_rate(strategy.get("rate"), f"{src}: strategy.rate"), count=count,
+                inputs=values["in"], outputs=values["out"], ttft_ms=values["ttft"], tpot_ms=values["tpot"],
+                throughput=_metric(m, src, "output_tokens_per_second"),
+                names=("request_totals.successful", "prompt_token_count", "output_token_count",
+                       "time_to_first_token_ms", "time_per_output_token_ms", "output_tokens_per_second"))
 
 
 def _aiperf(d: dict, src: str) -> Measurement:
-    def avg(key: str) -> float | None:
-        v = d.get(key)
-        return _num(v.get("avg")) if isinstance(v, dict) else None
+    """AIPerf's ``profile_export_aiperf.json``: per-metric summaries (``{"avg": ...}``, milliseconds) and the
+    load it was run with (``input_config.loadgen``)."""
+    def avg(key: str) -> Any:
+        return _object(d.get(key), f"{src}: {key}").get("avg")
 
-    load = ((d.get("input_config") or {}).get("loadgen") or {})
-    ttft, itl = avg("time_to_first_token"), avg("inter_token_latency")
-    if ttft is None or itl is None:
-        raise GpuplanError(f"{src}: AIPerf export without time_to_first_token / inter_token_latency averages")
-    return Measurement(source=src, rate_rps=_num(load.get("request_rate")),
-                       num_requests=int(avg("request_count") or load.get("request_count") or 100),
-                       mean_input_tokens=avg("input_sequence_length") or 0,
-                       mean_output_tokens=avg("output_sequence_length") or 0,
-                       mean_ttft_s=ttft / 1000, mean_tpot_s=itl / 1000,
-                       output_tokens_per_s=avg("output_token_throughput"))
+    load = _object(_object(d.get("input_config"), f"{src}: input_config").get("loadgen"),
+                   f"{src}: input_config.loadgen")
+    for key in ("time_to_first_token", "inter_token_latency", "input_sequence_length", "output_sequence_length"):
+        if avg(key) is None:
+            raise GpuplanError(f"{src}: an AIPerf export without {key}.avg; pass the profile_export_aiperf.json "
+                               "AIPerf wrote")
+    count = avg("request_count") if avg("request_count") is not None else load.get("request_count", 100)
+    return _run(src, rate=_rate(load.get("request_rate"), f"{src}: input_config.loadgen.request_rate"),
+                count=count, inputs=avg("input_sequence_length"), outputs=avg("output_sequence_length"),
+                ttft_ms=avg("time_to_first_token"), tpot_ms=avg("inter_token_latency"),
+                throughput=avg("output_token_throughput"),
+                names=("request_count", "input_sequence_length", "output_sequence_length", "time_to_first_token",
+                       "inter_token_latency", "output_token_throughput"))
 
 
 def replay(model, engine, *, rate_rps: float | None, prompt, output, shared_prefix: int = 0,
@@ -320,16 +375,15 @@ def save_calibration(cal: Calibration, path: str | Path) -> None:
 
 
 def load_calibration(path: str | Path) -> Calibration:
-    p = Path(path)
-    if not p.is_file():
-        raise GpuplanError(f"no calibration file {str(path)!r}")
-    data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
-    try:
-        cal = Calibration(**data)
-    except TypeError as err:
-        raise GpuplanError(f"{path}: {err}") from None
+    """Corrections written by :func:`save_calibration` (or by hand): each a number in [0.05, 20]."""
+    data = read_mapping(path, "calibration")
+    known = {f.name for f in fields(Calibration)}
+    unknown = sorted(str(k) for k in data if k not in known)
+    if unknown:
+        raise GpuplanError(f"{path}: unknown field {echo(unknown[0])}; a calibration holds {', '.join(sorted(known))}")
     for key in ("compute", "memory", "overhead"):
-        v = getattr(cal, key)
-        if not isinstance(v, (int, float)) or not 0.05 <= v <= 20:
-            raise GpuplanError(f"{path}: {key} correction must be a number in [0.05, 20], got {v!r}")
-    return cal
+        if key in data:
+            number(data[key], f"{path}: {key} correction", least=0.05, most=20)
+    if data.get("source") is not None and not isinstance(data["source"], str):
+        raise GpuplanError(f"{path}: source must be text, got {echo_value(data['source'])}")
+    return Calibration(**data)
