@@ -18,13 +18,21 @@ come here. Whatever a file holds, the answer is its data or one sentence naming 
   plain data is built (``SafeConstructor``: no Python tags).
 
 Values are checked by their readers; :func:`number` is the shared check for a number a file gives.
+
+A file a user asks gpuplan to write (``--out``, ``--plot``) goes through :func:`output_file`, checked before any
+work (a name, in a folder that exists, not a folder itself, with a suffix the writer knows), and
+:func:`write_file`, which writes it whole or not at all (a hidden file beside it, renamed into place): a full
+disk, a read-only folder or ``/proc`` give one sentence and leave nothing behind.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import math
+import os
+import secrets
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -36,7 +44,7 @@ from yaml.events import AliasEvent, MappingStartEvent, SequenceStartEvent
 from yaml.nodes import MappingNode, SequenceNode
 from yaml.resolver import Resolver
 
-from .errors import GpuplanError, echo, echo_value, shown_number
+from .errors import GpuplanError, echo, echo_value, no_control, shown_number
 
 MAX_BYTES = 64 * 1024 * 1024  # a file read whole (the largest tokenizer.json released is ~35 MB)
 MAX_LINE_BYTES = 64 * 1024 * 1024  # one line of a streamed file (one record)
@@ -343,5 +351,58 @@ def number(value: Any, where: str, *, least: float = 0.0, most: float = math.inf
     return int(value) if whole else float(value)
 
 
+# ---- files a user names for gpuplan to write -------------------------------------------------------------------
+NAME_MAX = 255  # bytes in one file name: the limit of ext4, XFS, Btrfs and APFS (Linux NAME_MAX)
+
+
+def output_file(path: Any, flag: str) -> Path:
+    """Where ``flag`` (``--out``) writes, checked before any work: a path (not blank, no control character, no
+    name longer than the file system allows, none beginning or ending with a space) in a folder that exists, and
+    not itself a folder; else one sentence."""
+    if isinstance(path, bytes) or not isinstance(path, (str, os.PathLike)) or not isinstance(os.fspath(path), str):
+        raise GpuplanError(f"{flag} must be a file path, got {type(path).__name__}")
+    text = os.fspath(path)
+    if not text.strip():
+        raise GpuplanError(f"{flag} is empty or blank: name the file to write")
+    no_control(text, flag)
+    p = Path(text).expanduser()
+    for part in p.parts:
+        if part != part.strip():
+            raise GpuplanError(f"{flag} {echo(text)} has a name that begins or ends with a space ({echo(part)})")
+        if len(os.fsencode(part)) > NAME_MAX:
+            raise GpuplanError(f"{flag} has a name of {len(os.fsencode(part)):,} bytes ({echo(part)}); file systems "
+                               f"allow {NAME_MAX}")
+    if p.is_dir() or text.endswith(("/", os.sep)):
+        raise GpuplanError(f"{flag} {echo(text)} is a folder: name the file to write in it")
+    if not p.parent.is_dir():
+        raise GpuplanError(f"{flag} {echo(text)}: no folder {echo(str(p.parent))}; create it first")
+    return p
+
+
+def write_file(path: Path, write: Any, flag: str) -> None:
+    """``write(temporary_path)`` writes the file beside ``path`` (a hidden name with the same suffix, which
+    matplotlib reads the format from), then it is renamed over ``path``; on any error the temporary file goes
+    and one sentence says why (nothing was written)."""
+    temp = path.with_name(f".{path.stem[:100]}.{secrets.token_hex(4)}.tmp{path.suffix}")
+    try:
+        write(temp)
+        os.replace(temp, path)
+    except (OSError, UnicodeEncodeError) as err:
+        with contextlib.suppress(OSError):
+            temp.unlink()
+        why = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+        raise GpuplanError(f"cannot write {flag} {echo(str(path))}: {why}; nothing was written") from None
+    except BaseException:
+        with contextlib.suppress(OSError):
+            temp.unlink()
+        raise
+
+
+def write_text(path: Path, text: str, flag: str) -> None:
+    """``text`` as the UTF-8 file ``path``, whole or not at all (:func:`write_file`)."""
+    write_file(path, lambda temp: temp.write_text(text, encoding="utf-8"), flag)
+
+
 __all__ = ["MAX_ALIAS_VALUES", "MAX_BYTES", "MAX_DEPTH", "check_depth", "csv_records", "json_lines", "load_json",
-           "load_yaml", "number", "parse_json", "read_mapping", "read_text", "text_lines"]
+           "load_yaml", "number", "output_file", "parse_json", "read_mapping", "read_text", "text_lines",
+           "write_file", "write_text"]
