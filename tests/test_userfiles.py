@@ -284,6 +284,15 @@ def test_any_value_anywhere_in_any_file_is_read_or_one_sentence(tmp_path_factory
         assert "\n" not in str(err) and len(str(err)) <= MESSAGE_LIMIT
 
 
+def test_a_file_the_system_cannot_read_is_one_sentence():
+    """/proc/self/mem says it is a file but reading it fails (EIO): an OSError traceback from load_scenario."""
+    with pytest.raises(GpuplanError) as err:
+        uf.read_mapping("/proc/self/mem", "scenario")
+    assert str(err.value) == "cannot read the scenario file '/proc/self/mem': Input/output error"
+    with pytest.raises(GpuplanError, match="cannot read the dataset file '/proc/self/mem'"):
+        list(uf.text_lines("/proc/self/mem", "dataset"))
+
+
 # ---- files a user names for gpuplan to write ---------------------------------------------------------------------
 @pytest.mark.parametrize("name, said", [
     ("", "--out is empty or blank"),

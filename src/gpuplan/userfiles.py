@@ -58,7 +58,7 @@ def read_text(path: str | Path, what: str, *, limit: int = MAX_BYTES) -> str:
     ``what`` names the file in the messages ("scenario", "benchmark result")."""
     p = Path(path)
     _check_file(p, what, limit)
-    with p.open("rb") as f:  # in pieces, at most limit + 1 bytes: /proc files say size 0, and read(n) takes n
+    with _reading(p, what), p.open("rb") as f:  # in pieces, at most limit + 1 bytes: /proc files say size 0
         pieces, size = [], 0
         while size <= limit and (piece := f.read(min(2**20, limit + 1 - size))):
             pieces.append(piece)
@@ -67,6 +67,16 @@ def read_text(path: str | Path, what: str, *, limit: int = MAX_BYTES) -> str:
     if len(data) > limit:
         raise GpuplanError(f"{p} is larger than {limit // 2**20} MiB, more than gpuplan reads for a {what} file")
     return _decode(data, p, what)
+
+
+@contextlib.contextmanager
+def _reading(p: Path, what: str) -> Iterator[None]:
+    """An error of the file system while a file is opened or read (no permission, /proc/self/mem's EIO) as one
+    sentence naming it."""
+    try:
+        yield
+    except OSError as err:
+        raise GpuplanError(f"cannot read the {what} file {echo(str(p))}: {err.strerror or err}") from None
 
 
 def _check_file(p: Path, what: str, limit: int) -> None:
@@ -292,7 +302,7 @@ def text_lines(path: str | Path, what: str) -> Iterator[tuple[int, str]]:
     :data:`MAX_LINE_BYTES`; one sentence naming the line otherwise."""
     p = Path(path)
     _check_lines(p, what)
-    with p.open("rb") as f:
+    with _reading(p, what), p.open("rb") as f:
         number = 0
         while raw := f.readline(MAX_LINE_BYTES + 1):
             number += 1
