@@ -44,9 +44,9 @@ def simulate_cmd(scenario: str | None = None, as_json: bool = False, compare: bo
 
     s = load_scenario(scenario, overrides(fields))
     target = plot_target(plot) if plot is not None else None  # before the simulation, not after it
-    if not as_json:
-        bullet(describe(s, load_model(s.model)), prefix="", style="bold")
     sim = simulate(s, timeline=target is not None, layers=layers)
+    if not as_json:  # after: a scenario simulate refuses prints its sentence alone
+        bullet(describe(s, load_model(s.model)), prefix="", style="bold")
     est = None
     if compare:
         from ..api import estimate
