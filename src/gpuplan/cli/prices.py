@@ -156,8 +156,9 @@ def update_cmd(
             print_json({"source": source, "updated": False, "reason": str(e), "in_force": status()})
         raise typer.Exit(1) from None
     summary = {"source": source, "updated": True, "rows": saved.rows,
-               "gpu_types": len({o.gpu_id for o in fetched.offers}), "path": str(saved.path), "fetched_at": saved.fetched_at, "origin": fetched.origin,
-               "unmapped_gpu_names": fetched.unmapped, "implausible_rows_left_out": fetched.implausible}
+               "gpu_types": len({o.gpu_id for o in fetched.offers}), "path": str(saved.path),
+               "fetched_at": saved.fetched_at, "origin": fetched.origin, "unmapped_gpu_names": fetched.unmapped,
+               "implausible_rows_left_out": fetched.implausible}
     if as_json:
         print_json(summary)
         return
