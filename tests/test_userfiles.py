@@ -293,6 +293,21 @@ def test_a_file_the_system_cannot_read_is_one_sentence():
         list(uf.text_lines("/proc/self/mem", "dataset"))
 
 
+@pytest.mark.parametrize("args, said", [
+    (["estimate", "--model", "~nouser/config.json", "--task", "infer"], "no such file: ~nouser/config.json"),
+    (["estimate", "--model", "gpt2", "--task", "train", "--dataset", "~nouser/x.jsonl"],
+     "no dataset file '~nouser/x.jsonl'"),
+    (["capacity", "--model", "gpt2", "--rate", "1", "--preset", "chat", "--plot", "~nouser/x.png"],
+     "no folder '~nouser'"),
+])
+def test_a_home_folder_of_no_user_is_a_name_like_any_other(capsys, args, said):
+    """`~nouser/x` made pathlib raise RuntimeError ("Could not determine home directory"): a traceback from every
+    path option (the fuzzer's hostile paths). It stays as written, and is not found."""
+    assert uf.user_path("~nouser/x") == Path("~nouser/x")
+    code, err = cli(capsys, *args)
+    assert code == 2 and said in err and err.count("\n") == 1, err
+
+
 # ---- files a user names for gpuplan to write ---------------------------------------------------------------------
 @pytest.mark.parametrize("name, said", [
     ("", "--out is empty or blank"),

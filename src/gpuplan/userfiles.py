@@ -53,6 +53,12 @@ MAX_DEPTH = 64  # levels of nesting (real inputs use under 10; Python's readers 
 MAX_ALIAS_VALUES = 10_000  # values YAML aliases may add to those the file spells out
 
 
+def user_path(name: str | os.PathLike) -> Path:
+    """A path as a user wrote it, ``~`` and ``~user`` expanded where they name a home folder: ``~nouser/x`` stays
+    as written (``Path.expanduser`` raises RuntimeError on it)."""
+    return Path(os.path.expanduser(name))
+
+
 def read_text(path: str | Path, what: str, *, limit: int = MAX_BYTES) -> str:
     """The text of a UTF-8 file (a leading byte-order mark dropped), at most ``limit`` bytes; else one sentence.
     ``what`` names the file in the messages ("scenario", "benchmark result")."""
@@ -375,7 +381,7 @@ def output_file(path: Any, flag: str) -> Path:
     if not text.strip():
         raise GpuplanError(f"{flag} is empty or blank: name the file to write")
     no_control(text, flag)
-    p = Path(text).expanduser()
+    p = user_path(text)
     for part in p.parts:
         if part != part.strip():
             raise GpuplanError(f"{flag} {echo(text)} has a name that begins or ends with a space ({echo(part)})")
@@ -415,4 +421,4 @@ def write_text(path: Path, text: str, flag: str) -> None:
 
 __all__ = ["MAX_ALIAS_VALUES", "MAX_BYTES", "MAX_DEPTH", "check_depth", "csv_records", "json_lines", "load_json",
            "load_yaml", "number", "output_file", "parse_json", "read_mapping", "read_text", "text_lines",
-           "write_file", "write_text"]
+           "user_path", "write_file", "write_text"]
