@@ -15,6 +15,7 @@ captured in tests/data/vllm).
 
 from __future__ import annotations
 
+from ..engines import engine_for
 from ..errors import GpuplanError
 from .files import LaunchFile, shell_text
 from .plan import LaunchPlan
@@ -33,7 +34,7 @@ def applies(plan: LaunchPlan) -> str | None:
     s = plan.scenario
     if plan.train:
         return "vLLM serves models; a training plan runs with --target trainer, accelerate, deepspeed or torchrun"
-    if s.engine != "vllm":
+    if engine_for(s).launch_target != NAME:
         return (f"the plan is for engine {s.engine}, whose memory differs from vLLM's preallocated pool: plan "
                 "again with --engine vllm")
     if s.entry_point != "serve":

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+from ..engines import ENGINES, engine_for
 from ..errors import GpuplanError
 from ..hardware import GpuSpec
 from ..model.spec import ModelSpec
@@ -82,30 +83,22 @@ def check(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> list[str]:
                            "them layer by layer; use offload optimizer, or strategy zero3")
     if s.engine != "transformers" and s.task == "train":
         raise GpuplanError(f"engine {s.engine!r} serves models; training runs on transformers (drop engine)")
-    if s.engine != "trtllm" and (s.free_gpu_memory_fraction is not None or s.tokens_per_block is not None
-                                 or s.capacity_scheduler_policy is not None):
-        raise GpuplanError("free_gpu_memory_fraction, tokens_per_block and capacity_scheduler_policy are "
-                           "TensorRT-LLM's settings: set engine trtllm, or drop them")
-    if s.engine == "trtllm" and s.quant and s.quant not in ("none", "fp8", "nvfp4", "int8", "awq-int4",
-                                                            "gptq-int4", "mxfp4"):
-        raise GpuplanError(f"TensorRT-LLM does not load {s.quant} weights: use quant fp8 or nvfp4 (or awq-int4, "
-                           "gptq-int4, int8)")
+    foreign = _foreign_settings(s)
+    if foreign:
+        raise GpuplanError(foreign)
     if s.task == "train" and s.method == "full" and s.quant not in (None, "none"):  # it was counted 16-bit
         raise GpuplanError(f"full fine-tuning updates every weight, and {s.quant} weights take no gradients (they "
                            "are loaded frozen): train LoRA or QLoRA on them, or drop quant")
-    if s.task == "infer" and s.engine == "transformers" and (s.quant or "").startswith("gguf-"):
-        raise GpuplanError(f"transformers dequantizes a GGUF file when it loads it, so {s.quant} saves no GPU memory "
-                           "there: serve it with engine llama.cpp (or vllm), or drop quant")
-    check_kv_cache(s)
-    if s.engine == "llama.cpp" and s.quant and not s.quant.startswith("gguf-") and s.quant != "none":
-        raise GpuplanError(f"llama.cpp runs GGUF files: set quant to a gguf type (gguf-q4_k_m, gguf-q8_0...), "
-                           f"not {s.quant!r}")
+    engine = engine_for(s)
+    why = engine.refusal(s)
+    if why:
+        raise GpuplanError(why)
     tokens = s.seq_len if s.task == "train" else s.prompt_tokens + s.output_tokens
-    engine = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}.get(s.engine)
-    if s.task == "infer" and engine and s.max_model_len and s.max_model_len < tokens:  # a longer request is refused
+    if s.task == "infer" and engine.checks_request_length and s.max_model_len and s.max_model_len < tokens:
         raise GpuplanError(f"max_model_len {s.max_model_len:,} is shorter than one request ({s.prompt_tokens:,} "
-                           f"prompt + {s.output_tokens:,} output = {tokens:,} tokens), which {engine} rejects: "
-                           f"set max_model_len to {tokens:,} or more (or leave it unset), or shorten the requests")
+                           f"prompt + {s.output_tokens:,} output = {tokens:,} tokens), which {engine.label} "
+                           f"rejects: set max_model_len to {tokens:,} or more (or leave it unset), or shorten the "
+                           "requests")
     warnings += _other_engines_settings(s)
     if gpu is not None:
         _check_gpu(s, m, gpu)
@@ -166,34 +159,32 @@ def check_megatron(s: Scenario, m: ModelSpec) -> list[str]:
     return warnings
 
 
-def check_kv_cache(s: Scenario) -> None:
-    """The KV-cache dtypes an engine has: llama.cpp's are f16, bf16 and integer blocks, SGLang's 16-bit and fp8."""
-    if s.task == "infer" and s.engine == "llama.cpp" and s.kv_cache_dtype == "fp8":
-        raise GpuplanError("llama.cpp caches keys and values in f16, bf16 or integer blocks (q8_0, q4_0), not fp8: "
-                           "set kv_cache_dtype int8 (--cache-type-k/v q8_0)")
-    if s.task == "infer" and s.engine == "sglang" and s.kv_cache_dtype == "int8":
-        raise GpuplanError("SGLang's KV cache is 16-bit or fp8, not int8: set kv_cache_dtype fp8 or auto")
+def _foreign_settings(s: Scenario) -> str | None:
+    """The sentence that refuses another engine's settings where that engine refuses them given elsewhere
+    (TensorRT-LLM's)."""
+    for engine in ENGINES.values():
+        if engine.refuses_foreign_settings and s.engine != engine.name and any(
+                getattr(s, name) is not None for name in engine.own_settings):
+            names = engine.own_settings
+            return (f"{', '.join(names[:-1])} and {names[-1]} are {engine.label}'s settings: set engine "
+                    f"{engine.name}, or drop them")
+    return None
 
 
 def _other_engines_settings(s: Scenario) -> list[str]:
     """A warning for each engine setting given to a scenario that serves with another engine (it changes nothing)."""
     if s.task != "infer":
         return []
-    owners = {"gpu_memory_utilization": ("vllm", s.gpu_memory_utilization != 0.9),
-              "mem_fraction_static": ("sglang", s.mem_fraction_static is not None),
-              "ubatch_tokens": ("llama.cpp", s.ubatch_tokens is not None)}
-    return [f"{name} is {engine}'s setting and changes nothing when serving with {s.engine}: drop it, or set engine "
-            f"{engine}" for name, (engine, given) in owners.items() if given and s.engine != engine]
+    return [f"{name} is {engine.name}'s setting and changes nothing when serving with {s.engine}: drop it, or set "
+            f"engine {engine.name}" for engine in ENGINES.values() if engine.name != s.engine
+            and not engine.refuses_foreign_settings for name in engine.own_settings
+            if getattr(s, name) != Scenario.model_fields[name].default]
 
 
 def _check_gpu(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> None:
-    flash = s.attention == "flash" and (s.task == "train" or s.engine == "transformers")
-    if flash and (gpu.vendor == "Apple" or (gpu.vendor == "NVIDIA" and float(gpu.compute_capability or 8) < 8)):
-        raise GpuplanError(f"FlashAttention 2 runs on Ampere or newer NVIDIA GPUs (and ROCm), and {gpu.name} is "
-                           f"{gpu.architecture}: use attention sdpa")
-    if s.task == "infer" and s.engine == "trtllm" and gpu.vendor != "NVIDIA":  # TensorRT builds CUDA engines only
-        raise GpuplanError(f"TensorRT-LLM runs on NVIDIA GPUs only, and {gpu.name} is {gpu.vendor}'s: use engine "
-                           "vllm or sglang" + (" (ROCm builds)" if gpu.vendor == "AMD" else ""))
+    why = engine_for(s).card_refusal(s, gpu)
+    if why:
+        raise GpuplanError(why)
     dtype = s.precision.split("-")[0]
     if dtype in ("bf16", "fp8") and not gpu.supports_dtype(dtype):
         if s.task == "infer":
@@ -207,15 +198,6 @@ def _check_gpu(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> None:
                            "has): use quant fp8, or a B200/GB200-class card")
     if s.kv_cache_dtype == "bf16" and not gpu.supports_dtype("bf16"):
         raise GpuplanError(f"{gpu.name} has no bf16: set kv_cache_dtype fp16")
-    if s.quant == "fp8" and s.engine == "trtllm" and not gpu.supports_dtype("fp8"):  # docs/source/features/
-        # quantization.md "Hardware Support Matrix": FP8 (per tensor) on Blackwell, Hopper and Ada, not Ampere
-        raise GpuplanError(f"TensorRT-LLM runs fp8 weights on Ada, Hopper and Blackwell only, and {gpu.name} is "
-                           f"{gpu.architecture}: use awq-int4 or gptq-int4 (W4A16), or engine vllm (weight-only fp8)")
-    if s.quant == "fp8" and s.engine == "transformers" and not gpu.supports_dtype("fp8"):
-        raise GpuplanError(f"{gpu.name} ({gpu.architecture}) has no fp8 tensor cores: choose int8, a 4-bit quant, "
-                           "or engine vllm (weight-only fp8)")
-    if s.precision.startswith("bf16") and s.task == "infer" and not gpu.supports_dtype("bf16"):
-        raise GpuplanError(f"{gpu.name} has no bf16: set precision fp16-true for inference")
 
 
 def memory_report(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> tuple[Estimate, MemoryReport]:
@@ -242,18 +224,9 @@ def memory_report(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> tuple[Estim
         report.logged_gib = report.allocated_peak_gib if s.recipe.logs_level == "allocated" else \
             report.reserved_peak_gib
     if capacity is not None:
-        report.fits = _fits(s, e, report, capacity)
+        report.fits = engine_for(s).fits(s, report, capacity)
         report.headroom_gib = capacity - device
     return e, report
-
-
-def _fits(s: Scenario, e: Estimate, r: MemoryReport, capacity: float) -> bool:
-    if s.engine in ("vllm", "sglang", "trtllm"):  # they take their budget whatever the job: the pool must hold the
-        # requests, and the budget with what lives outside it must fit the card ("fits" never with a negative headroom)
-        return (r.max_concurrency or 0) >= s.batch_size and r.device_peak_gib <= capacity
-    if s.engine == "llama.cpp":  # it places what fits and runs the rest on the CPU: that fits only when asked
-        return r.device_peak_gib <= capacity and (s.cpu_layers or not r.offloaded_layers)
-    return r.device_peak_gib <= capacity
 
 
 def fits_only(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> tuple[bool, float]:

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..engines import engine_for
 from ..errors import GpuplanError
 from ..hardware import GpuSpec
 from ..memory import check, fits_only, memory_report
@@ -231,7 +232,8 @@ def _speed_change(s: Scenario, changed: Scenario, m: ModelSpec, gpu: GpuSpec, be
 
 def _serving_fixes(s: Scenario, m: ModelSpec) -> list[Fix]:
     out: list[Fix] = []
-    if (s.quant or "none") == "none" and s.engine != "llama.cpp":
+    engine = engine_for(s)
+    if (s.quant or "none") == "none" and engine.loads_quants:
         # a checkpoint that ships quantized (MXFP4, FP8, AWQ/GPTQ) is re-quantized only from a converted copy
         shipped = m.shipped_format()[0].name if m.quantization else None
         re = f"re-quantize the {shipped} checkpoint to " if shipped else ""
@@ -241,22 +243,18 @@ def _serving_fixes(s: Scenario, m: ModelSpec) -> list[Fix]:
                        slowdown=1.5))
         out.append(Fix(label=f"{re}4-bit weights (AWQ)", change={"quant": "awq-int4"},
                        cost=f"fast kernels; small quality cost{convert}", group="weights", slowdown=1.0))
-        if s.engine in ("vllm", "sglang"):
+        if engine.fp8_weight_only:
             out.append(Fix(label=f"{re}fp8 weights", change={"quant": "fp8"},
                            cost=f"native on Ada/Hopper+, weight-only (Marlin) on Ampere; tiny quality cost{convert}",
                            group="weights", slowdown=1.0))
-    if s.engine == "sglang" and (s.mem_fraction_static or 0.0) < 0.93:
-        out.append(Fix(label="--mem-fraction-static 0.93 (a larger SGLang pool)", change={"mem_fraction_static": 0.93},
-                       cost="same speed; less room for activations and CUDA graphs", group="budget", slowdown=1.0))
-    if s.engine == "vllm" and s.gpu_memory_utilization < 0.95:
-        out.append(Fix(label="--gpu-memory-utilization 0.95 (a larger vLLM budget)",
-                       change={"gpu_memory_utilization": 0.95}, cost="same speed; less room for anything else on "
-                       "the GPU", group="budget", slowdown=1.0))
-    if s.kv_cache_dtype in ("auto", "fp16", "bf16") and s.engine != "llama.cpp":
+    if engine.budget_fix and (getattr(s, engine.budget_fix[0]) or 0.0) < engine.budget_fix[1]:
+        name, value, label, cost = engine.budget_fix
+        out.append(Fix(label=label, change={name: value}, cost=cost, group="budget", slowdown=1.0))
+    if s.kv_cache_dtype in ("auto", "fp16", "bf16") and "fp8" in engine.kv_dtypes:
         out.append(Fix(label="fp8 KV cache", change={"kv_cache_dtype": "fp8"},
                        cost="half the KV memory; tiny quality cost", group="kv", slowdown=1.0))
     n = s.world_size
-    if s.engine == "llama.cpp":  # llama.cpp splits by layer (or by row), never tensor parallel
+    if not engine.tensor_parallel:  # llama.cpp splits by layer (or by row), never tensor parallel
         out += [Fix(label=f"split the layers over {k} GPUs (llama.cpp --split-mode layer)", change={"num_gpus": k},
                     cost="the GPUs run their layers in turn: more memory, not more speed per request",
                     group="gpus", slowdown=1.0, more_gpus=True) for k in (2, 4, 8) if k > n]
@@ -348,7 +346,7 @@ def suggestions(s: Scenario, m: ModelSpec, gpu: GpuSpec, report) -> list[Suggest
     """When ``s`` does not fit: the smallest combination that fits (when no single fix does), then every single
     fix that lowers the device peak, fitting ones first, on the GPUs named before more GPUs."""
     fixes = on_card(s, m, gpu, candidate_fixes(s, m))
-    if s.engine in ("vllm", "sglang"):
+    if engine_for(s).advised_by_pool:
         return _vllm_suggestions(s, m, gpu, report, fixes)
     singles: list[tuple[Fix, bool, float, dict[str, Any]]] = []
     for fix in fixes:

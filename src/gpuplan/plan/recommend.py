@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 
 from .. import clock
 from .. import overheads as oh
+from ..engines import ENGINES, engine_for
 from ..errors import GpuplanError
 from ..hardware import GpuSpec, Network, gpus, load_gpu, short_id
 from ..market.choice import best_on_demand, cheapest_in_force
@@ -102,7 +103,7 @@ class Setup(BaseModel):
     tokens_per_s: float
     tokens_per_s_per_user: float | None = None  # streaming: 1 / decode step (speed.streaming_tokens_per_s_per_user)
     ttft_s: float | None = None
-    kv_tokens: int | None = None  # serving engines with a pool: memory.pool.kv_pool, as estimate and capacity
+    kv_tokens: int | None = None  # serving engines with a pool: the engine's kv_pool, as estimate and capacity
     max_concurrency: int | None = None
     tokens_per_s_low: float
     tokens_per_s_high: float
@@ -166,9 +167,10 @@ def _variants(s: Scenario, c: Constraints, shipped: str | None = None) -> list[t
             base = {"engine": engine} if engine != s.engine else {}
             label = [engine] if "engine" not in s.model_fields_set else []
             out.append((label, base))
-            if c.any_quant and s.quant is None and engine != "llama.cpp" and shipped:
+            loads = ENGINES[engine].loads_quants
+            if c.any_quant and s.quant is None and loads and shipped:
                 out.append(([*label, f"{shipped} as shipped", "fp8 KV cache"], {**base, "kv_cache_dtype": "fp8"}))
-            elif c.any_quant and s.quant is None and engine != "llama.cpp":
+            elif c.any_quant and s.quant is None and loads:
                 out += [([*label, "fp8 KV cache"], {**base, "kv_cache_dtype": "fp8"}),
                         ([*label, "int8 weights"], {**base, "quant": "int8"}),
                         ([*label, "fp8 weights"], {**base, "quant": "fp8"}),
@@ -227,7 +229,7 @@ def _layouts(s: Scenario, m: ModelSpec, c: Constraints, framework: str = "hf") -
         if n > c.max_gpus:
             break
         per_node, nodes = min(n, 8), max(n // 8, 1)
-        if s.task == "infer" and s.engine == "llama.cpp":  # it splits layers over cards (as estimate's default)
+        if s.task == "infer" and not engine_for(s).tensor_parallel:  # llama.cpp splits layers (estimate's default)
             if n <= min(8, m.num_layers):
                 out.append({"num_gpus": n, "num_nodes": 1, "tp": 1, "pp": n, "strategy": None})
             continue
@@ -286,7 +288,7 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
                 check(scenario, m, None)
             except GpuplanError:
                 continue
-            shared = None if scenario.task == "infer" and scenario.engine != "transformers" else \
+            shared = None if scenario.task == "infer" and engine_for(scenario).card_sized else \
                 memory_report(scenario, m, None)[0]
             trainable = int(shared.extra.get("params_trainable", 0)) if shared else 0
             key = tuple(sorted(layout.items()))
@@ -367,8 +369,9 @@ def searched(s: Scenario, m: ModelSpec, c: Constraints) -> str:
     engine = None if s.task == "train" or "engine" in s.model_fields_set else "vLLM or transformers"
     counts = f"1-{c.max_gpus}" if c.max_gpus > 1 else "1"
     cards = "the GPUs of --gpus" if c.gpus else "every GPU type with a price"
+    profile = engine_for(s)
     layout = "data parallel or ZeRO" if s.task == "train" else \
-        "layers split, llama.cpp --split-mode layer" if s.engine == "llama.cpp" else "tensor parallel"
+        f"layers split, {profile.layer_split_words}" if not profile.tensor_parallel else "tensor parallel"
     return describe(s, m, engine=engine, hardware=f"{counts} x {cards} ({layout})")
 
 
@@ -454,12 +457,10 @@ def _priced(s: Scenario, m: ModelSpec, gpu: GpuSpec, labels: list[str], peak: fl
             reference: tuple[float, str] | None, trainable: int, note: str = "") -> list[Setup]:
     """``s`` on every offer of ``gpu``; spot compared with ``reference``, the cheapest on-demand price anywhere;
     ``note`` says what the variant's techniques or stack save and cost."""
-    from ..memory.pool import kv_pool
-
     out = []
     speeds: dict[object, object] = {}
     per_node = s.world_size // s.num_nodes if s.task == "train" else s.tp * s.pp
-    pool = kv_pool(s, m, gpu) if s.task == "infer" else None
+    pool = engine_for(s).kv_pool(s, m, gpu) if s.task == "infer" else None
     for offer in offers:
         if offer.gpu_id != gpu.id or per_node > max_per_node(offer):
             continue

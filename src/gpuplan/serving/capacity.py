@@ -14,14 +14,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .. import overheads as oh
-from ..engines import vllm
+from ..engines import KvPool, engine_for, sglang, vllm
 from ..errors import GpuplanError
 from ..hardware import GpuSpec, gpus
 from ..market.choice import matching
 from ..market.offers import Offer
 from ..market.store import load_offers
-from ..memory.fit import check_kv_cache
-from ..memory.pool import KvPool
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from .steptime import Calibration, StepModel, step_model
@@ -67,7 +65,7 @@ class Deployment:
     num_gpus: int
     tp: int
     quant: str | None
-    kv_tokens: int  # tokens of the workload's mean request the pool holds (memory.pool, as estimate)
+    kv_tokens: int  # tokens of the workload's mean request the pool holds (the engine's KvPool, as estimate)
     max_concurrency: int  # such requests the pool holds at once
     max_rate_rps: float
     rate_band_rps: tuple[float, float]
@@ -343,7 +341,7 @@ def _longest(w: Workload, m: ModelSpec) -> int:
 
 @dataclass(frozen=True)
 class ServingMemory:
-    """What a setup's engine holds at startup, as the search needs it: the KV pool (:mod:`gpuplan.memory.pool`)
+    """What a setup's engine holds at startup, as the search needs it: the KV pool (:class:`gpuplan.engines.KvPool`)
     and the scheduler the simulation runs over it."""
 
     pool: KvPool
@@ -356,20 +354,17 @@ def engine_memory(sc: Scenario, m: ModelSpec, gpu: GpuSpec, longest: int) -> Ser
     pool (``max_total_num_tokens``) and scheduler (:func:`.simulate.sglang_scheduler`: prefill batches of
     ``chunked_prefill_size`` before decodes, ``max_running_requests``, one-token pages); its radix cache serves
     the workload's shared prefix and repeated prompts (other reuse, such as multi-turn history, is not modelled)."""
-    from ..memory.pool import sglang_pool, vllm_pool
     from .simulate import sglang_scheduler, vllm_scheduler
 
     if sc.engine == "sglang":
-        from ..engines import sglang
-
         sm = sglang.startup_memory(sc, m, gpu, mem_fraction_static=sc.mem_fraction_static)
         if sm.kv_tokens < longest:
             return None
-        return ServingMemory(pool=sglang_pool(sc, sm), engine=sglang_scheduler(sm))
+        return ServingMemory(pool=sglang.pool(sc, sm), engine=sglang_scheduler(sm))
     mem = vllm.startup_memory(sc, m, gpu)
     if mem.num_blocks <= 0 or not mem.fits_max_model_len:
         return None
-    pool = vllm_pool(sc, m, mem)
+    pool = vllm.pool(sc, m, mem)
     return ServingMemory(pool=pool, engine=vllm_scheduler(sc, mem, blocks=pool.sim_blocks))
 
 
@@ -378,7 +373,9 @@ def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...]
              catalogs: tuple[str, ...] = ()) -> list[Deployment]:
     """Plans ranked by what the target costs (the workload's rate or users: whole instances), else by cost per
     request at their highest SLO-meeting load (unpriced setups last)."""
-    check_kv_cache(s)
+    why = engine_for(s).refusal(s)
+    if why:
+        raise GpuplanError(why)
     simulated = [g for g in gpus().values() if g.vendor == "NVIDIA" and g.peak_tflops("fp16")]  # as setups()
     if gpu_ids and not any(g.id in gpu_ids for g in simulated):
         raise GpuplanError(f"capacity simulates vLLM and SGLang on NVIDIA GPUs only (their step model is measured "

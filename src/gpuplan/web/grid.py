@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from ..engines import engine_for
 from ..errors import GpuplanError
 from ..hardware import gpus, load_gpu
 from ..memory import check, memory_report
@@ -76,7 +77,7 @@ def _columns(s: Scenario, axis: str) -> tuple[str, str, list[str], list[dict[str
                                                            {"method": "qlora", "quant": None}]
     if s.task == "train":
         raise GpuplanError("the quant axis is for inference; for training compare methods (full, LoRA, QLoRA)")
-    names = GGUF if s.engine == "llama.cpp" else QUANTS
+    names = QUANTS if engine_for(s).loads_quants else GGUF
     return axis, "quant", ["bf16" if q == "none" else q for q in names], [{"quant": q} for q in names]
 
 
@@ -103,7 +104,7 @@ def _curve(s: Scenario, m: ModelSpec, field: str) -> list[CurvePoint]:
         try:
             check(changed, m, None)
             # vLLM and llama.cpp adapt to the card; without one they report what the batch needs
-            _, report = memory_report(changed, m, None if changed.engine != "transformers" else gpu)
+            _, report = memory_report(changed, m, None if engine_for(changed).card_sized else gpu)
             out.append(CurvePoint(tokens=tokens, device_peak_gib=report.device_peak_gib))
         except GpuplanError:
             out.append(CurvePoint(tokens=tokens, device_peak_gib=None))
