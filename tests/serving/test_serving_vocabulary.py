@@ -1,6 +1,6 @@
 """One serving scenario, every command: estimate, recommend, capacity, launch and the web API show the same KV
-tokens, concurrent requests, time to first token and streaming tokens/s per user (memory/pool.py and the speed
-layer are the one source of each)."""
+tokens, concurrent requests, time to first token and streaming tokens/s per user (the engine profiles' kv_pool and
+the speed layer are the one source of each)."""
 
 import pytest
 
