@@ -1,6 +1,12 @@
 """The GPU catalog: names, ambiguity, precision support and usable memory."""
 
+import json
+import subprocess
+import sys
+from importlib import resources
+
 import pytest
+import yaml
 
 from gpuplan import GpuplanError
 from gpuplan.errors import UnknownNameError
@@ -8,7 +14,9 @@ from gpuplan.hardware import gpus, load_gpu, resolve_gpu
 
 
 def test_catalog_loads_every_entry():
-    assert len(gpus()) == 52  # GB300 and MI355X added (issue 24), Grand Teton's 96GB HBM2e H100 (issue 20)
+    # GB300 and MI355X added (issue 24), Grand Teton's 96GB HBM2e H100 (issue 20); 2025 local cards and the
+    # unified-memory boxes (issue 33)
+    assert len(gpus()) == 60
 
 
 @pytest.mark.parametrize("name, gpu_id, others", [
@@ -82,3 +90,73 @@ def test_a_count_and_a_card_in_one_gpu_name_says_how_to_split_them():
     for name in ("0x3090", "2xnosuch"):
         with pytest.raises(GpuplanError, match="unknown GPU"):
             resolve_gpu(name)
+
+
+# ---- the 2025 local cards and unified-memory boxes (issue 33) ----------------------------------------------------
+# (name a user types, id, GiB, GB/s, bf16 TFLOPS dense, TDP W, MSRP $): each value as the entry's read source states
+# it (gpus.yaml sources, GPUS.md section 7); bf16 is derived where the vendor gives only a sparse "AI TOPS" figure
+NEW_CARDS = [
+    ("RTX 5080", "nvidia-geforce-rtx-5080", 16, 960, 112.6, 360, 999),
+    ("rtx-5070-ti", "nvidia-geforce-rtx-5070-ti", 16, 896, 87.9, 300, 749),
+    ("RTX 5070", "nvidia-geforce-rtx-5070", 12, 672, 61.7, 250, 549),
+    ("5060 Ti", "nvidia-geforce-rtx-5060-ti-16gb", 16, 448, 47.4, 180, 429),
+    ("DGX Spark", "nvidia-dgx-spark", 128, 273, 62.5, 140, 3999),
+    ("Strix Halo", "amd-ryzen-ai-max-plus-395", 128, 256, 59.4, 120, 1999),
+    ("7900 XTX", "amd-radeon-rx-7900-xtx", 24, 960, 122.8, 355, 999),
+    ("R9700", "amd-radeon-ai-pro-r9700", 32, 640, 191.4, 300, 1299),
+]
+
+
+@pytest.mark.parametrize("name, gpu_id, gib, gbs, bf16, tdp, msrp", NEW_CARDS)
+def test_new_cards_load_with_their_cited_values(name, gpu_id, gib, gbs, bf16, tdp, msrp):
+    g = load_gpu(name)
+    assert (g.id, g.memory_gib, g.bandwidth_gbs, g.peak_tflops("bf16"), g.tdp_w, g.msrp_usd) == \
+        (gpu_id, gib, gbs, bf16, tdp, msrp)
+
+
+def _entries() -> dict[str, dict]:
+    text = (resources.files("gpuplan") / "data" / "gpus.yaml").read_text(encoding="utf-8")
+    return {e["id"]: e for e in yaml.safe_load(text)}
+
+
+@pytest.mark.parametrize("gpu_id, units, clock_ghz, per_unit, published", [
+    # NVIDIA's "AI TOPS" are FP4 with sparsity: SMs x boost x 8192 (GeForce Blackwell, GPUS.md derivation table)
+    ("nvidia-geforce-rtx-5080", 84, 2.617, 8192, 1801),
+    ("nvidia-geforce-rtx-5070-ti", 70, 2.452, 8192, 1406),
+    ("nvidia-geforce-rtx-5070", 48, 2.512, 8192, 988),
+    ("nvidia-geforce-rtx-5060-ti-16gb", 36, 2.572, 8192, 759),
+    # AMD's R9700 "AI TOPS" are INT4 with sparsity: CUs x boost x 8192 (RDNA 4)
+    ("amd-radeon-ai-pro-r9700", 64, 2.92, 8192, 1531),
+])
+def test_derived_rates_reproduce_the_vendors_sparse_ai_tops(gpu_id, units, clock_ghz, per_unit, published):
+    """The tensor rates of these entries are derived from units x clock x per-unit rate; the same formula must
+    give the one figure the vendor publishes (its sparse 'AI TOPS'), and the entry's dense rate is its share."""
+    entry = _entries()[gpu_id]
+    assert units * clock_ghz * per_unit / 1000 == pytest.approx(published, abs=1)
+    dense = entry["dense_tflops"]
+    assert dense["bf16_tensor"] == pytest.approx(published / (16 if "geforce" in gpu_id else 8), rel=0.002)
+
+
+@pytest.mark.parametrize("gpu_id", [row[1] for row in NEW_CARDS])
+def test_new_entries_are_sourced_dated_and_say_their_slots(gpu_id):
+    entry = _entries()[gpu_id]
+    assert entry["sources"] and any(s["checked"] == "read" for s in entry["sources"])
+    assert entry["launch_msrp_date"][:4] == str(entry["release_year"])
+    assert "slot_width" in entry and entry["interconnect"]["nvlink"] is False
+    assert entry["pcie"]["generation"] in (4, 5, None)
+
+
+def test_rtx_5060_ti_is_an_x8_card_and_the_boxes_have_no_slot():
+    entries = _entries()
+    assert entries["nvidia-geforce-rtx-5060-ti-16gb"]["pcie"] == {"generation": 5, "lanes": 8}
+    for box in ("nvidia-dgx-spark", "amd-ryzen-ai-max-plus-395"):
+        assert entries[box]["memory"]["unified"] is True and entries[box]["pcie"]["generation"] is None
+
+
+def test_gpus_command_lists_the_new_cards():
+    done = subprocess.run([sys.executable, "-m", "gpuplan", "gpus", "--json"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    listed = {row["id"]: row for row in json.loads(done.stdout)}
+    for _, gpu_id, gib, gbs, _, _, msrp in NEW_CARDS:
+        assert (listed[gpu_id]["memory_gib"], listed[gpu_id]["bandwidth_gbs"], listed[gpu_id]["msrp_usd"]) == \
+            (gib, gbs, msrp)

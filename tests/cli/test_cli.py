@@ -31,7 +31,7 @@ def test_model_table():
 def test_models_filters_and_json():
     proc = gpuplan("models", "--moe", "--json", "--sort", "params")
     rows = json.loads(proc.stdout)
-    assert [r["moe"] for r in rows] == [True] * 26
+    assert [r["moe"] for r in rows] == [True] * 31  # 26 + Qwen3.6, Gemma 4 26B, MiniMax-M2.7, V4-Pro, GLM-5.1
     assert [r["params_total"] for r in rows] == sorted(r["params_total"] for r in rows)
     rows = json.loads(gpuplan("models", "--family", "qwen2", "--max-params", "2", "--json").stdout)
     assert {r["name"] for r in rows} == {"Qwen/Qwen2.5-0.5B", "Qwen/Qwen2.5-1.5B",

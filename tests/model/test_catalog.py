@@ -7,16 +7,19 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from gpuplan import GpuplanError, load_model
 from gpuplan.errors import UnknownNameError
-from gpuplan.model.catalog import aliases, bundled
+from gpuplan.model.catalog import aliases, bundled, bundled_repo
+
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
-def test_75_configs_bundled_without_transcription_keys():
-    assert len(bundled()) == 76
+def test_92_configs_bundled_without_transcription_keys():
+    assert len(bundled()) == 92
     for path in bundled().values():
         assert not any(k.startswith("_transcription") for k in json.loads(path.read_text()))
 
@@ -167,3 +170,81 @@ def _write(folder, config):
 def test_a_name_too_long_for_a_path_is_an_unknown_model():
     with pytest.raises(GpuplanError, match="unknown model"):
         load_model("a" * 300)
+
+
+# ---- the README's list of bundled models ------------------------------------------------------------------------
+def readme_model_names() -> list[str]:
+    """The names in the README's paragraph that starts "The bundled models (`gpuplan models`" and ends before
+    "Where each config came from": every backticked word but the command."""
+    text = README.read_text(encoding="utf-8")
+    start = text.index("The bundled models (`gpuplan models`")
+    paragraph = text[start:text.index("Where each config came from", start)]
+    return [name for name in re.findall(r"`([^`]+)`", paragraph)
+            if not name.startswith("gpuplan ") and not name.startswith("-")]
+
+
+def test_readme_lists_exactly_the_bundled_models():
+    """Every name in the README's list answers offline with a bundled model, no model is named twice, and every
+    bundled model is named: adding a config without the README (or the README without a config) fails here."""
+    names = readme_model_names()
+    assert len(names) >= 90
+    repos = {name: bundled_repo(name) for name in names}
+    assert [name for name, repo in repos.items() if repo is None] == []
+    assert len(set(repos.values())) == len(names)  # one name per model
+    assert set(bundled()) - set(repos.values()) == set()
+
+
+# ---- the models people ask about (issues 33 and 35): offline, their variants, exact counts ----------------------
+@pytest.mark.parametrize("name, repo, params", [
+    # transformers 5.24 on the meta device gives the same totals (tests/model/test_model_sim.py)
+    ("Qwen/Qwen3-4B", "Qwen/Qwen3-4B", 4_022_468_096),
+    ("qwen3-14b", "Qwen/Qwen3-14B", 14_768_307_200),
+    ("google/gemma-3-4b-it", "google/gemma-3-4b-it", 4_300_079_472),
+    ("gemma-3-12b", "google/gemma-3-12b-it", 12_187_325_040),
+    ("mistral-small-3.1", "mistralai/Mistral-Small-3.1-24B-Instruct-2503", 24_011_361_280),
+    ("mistralai/Mistral-Nemo-Base-2407", "mistralai/Mistral-Nemo-Base-2407", 12_247_782_400),
+])
+def test_models_people_ask_about_answer_offline(name, repo, params, tmp_path):
+    proc = _hub(f"from gpuplan import load_model; m = load_model({name!r}); print(m.name, m.params_total)", tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == [repo, str(params)]
+
+
+@pytest.mark.parametrize("variant, base", [
+    ("Qwen/Qwen3-14B-Instruct", "Qwen/Qwen3-14B"),  # a chat-tuned name maps to the bundled config
+    ("qwen3-4b-instruct", "Qwen/Qwen3-4B"),
+    ("google/gemma-3-12b-pt", "google/gemma-3-12b-it"),
+    ("gemma-3-4b-it", "google/gemma-3-4b-it"),
+    ("mistralai/Mistral-Nemo-Instruct-2407", "mistralai/Mistral-Nemo-Base-2407"),
+    ("mistralai/Mistral-Small-3.2-24B-Instruct-2506", "mistralai/Mistral-Small-3.1-24B-Instruct-2503"),
+])
+def test_tuned_variants_resolve_to_the_bundled_config(variant, base):
+    assert load_model(variant).params_total == load_model(base).params_total
+    assert bundled_repo(variant) == base or any(base in note for note in load_model(variant).notes)
+
+
+@pytest.mark.parametrize("name, published, vocab_rows, source", [
+    ("qwen3-4b", 4_022_468_096, 0, "keras-hub qwen3_presets.py qwen3_4b_en @1df65dab96fb"),
+    ("qwen3-14b", 14_768_307_200, 0, "keras-hub qwen3_presets.py qwen3_14b_en @1df65dab96fb"),
+    # keras-hub's Gemma 3 vision+text presets keep 262,144 vocabulary rows, the checkpoints' config 262,208
+    # (transformers' Gemma3TextConfig default, the rows its embedding holds): 64 rows of hidden_size apart;
+    # medgemma_4b, a Gemma 3 4B with the 262,208 rows, states 4,300,079,472 exactly
+    ("gemma-3-4b", 4_299_915_632, 64 * 2560, "keras-hub gemma3_presets.py gemma3_instruct_4b @00d9f10a8e74"),
+    ("gemma-3-12b", 12_187_079_280, 64 * 3840, "keras-hub gemma3_presets.py gemma3_instruct_12b @00d9f10a8e74"),
+    ("gemma-3-27b", 27_432_062_576, 64 * 5376, "keras-hub gemma3_presets.py gemma3_instruct_27b @00d9f10a8e74"),
+    ("mistral-small-3.1", 24_011_361_280, 0,
+     "keras-hub mistral3_presets.py mistral_small_3.1_24b_instruct_2503_en (and 3.2's) @961f8f7cce91"),
+])
+def test_new_models_match_published_exact_totals(name, published, vocab_rows, source):
+    """Exact totals published by another implementation (keras-hub's preset metadata), so a config value bundled
+    wrong (a head count, an untied head) shows here as well as against transformers."""
+    assert load_model(name).params_total == published + vocab_rows, source
+
+
+def test_new_models_match_their_cards():
+    """Rounded totals the publishers state: Qwen3-4B 4.0B and Qwen3-14B 14.8B ("Number of Parameters", Qwen model
+    cards as mirrored at hf.barry1.top/Qwen/Qwen3-4B); Gemma 4 E2B 5.1B with its embeddings (sophgo/LLM-TPU
+    models/Gemma4/README.md @988af09eeefb)."""
+    assert round(load_model("qwen3-4b").params_total / 1e9, 1) == 4.0
+    assert round(load_model("qwen3-14b").params_total / 1e9, 1) == 14.8
+    assert round(load_model("gemma-4-e2b").params_total / 1e9, 1) == 5.1

@@ -208,8 +208,8 @@ def test_time_limit_per_request(client, monkeypatch):
 
 def test_hub_ids_need_the_hub_flag():
     with pytest.raises(GpuplanError, match="gpuplan serve --hub"):
-        guard.check_model("Qwen/Qwen3-4B", hub=False)
-    guard.check_model("Qwen/Qwen3-4B", hub=True)  # accepted: only its config.json would be fetched
+        guard.check_model("Qwen/Qwen2.5-3B", hub=False)  # not bundled
+    guard.check_model("Qwen/Qwen2.5-3B", hub=True)  # accepted: only its config.json would be fetched
     guard.check_model("Llama 3 70B", hub=False)  # bundled aliases always
     with pytest.raises(GpuplanError, match="does not read files"):
         guard.check_model("./models/config.json", hub=True)

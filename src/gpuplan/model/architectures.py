@@ -148,8 +148,13 @@ def _gemma2(cfg: Config) -> dict:
 
 
 def _gemma3(cfg: Config) -> dict:
-    """Gemma 3: settings in ``text_config``; 5 local : 1 global layers; q/k norms; SigLIP vision tower."""
-    text = Config({"vocab_size": 262_208, **cfg.get("text_config", default=cfg.data)})
+    """Gemma 3: settings in ``text_config``; 5 local : 1 global layers; q/k norms; SigLIP vision tower.
+
+    Google's multimodal config.json files name only the keys that differ from transformers' ``Gemma3TextConfig``
+    defaults (gemma-3-4b-it names no head counts), so those defaults fill the gaps: vocabulary 262,208, 8 heads,
+    4 KV heads, head_dim 256 (transformers ``models/gemma3/configuration_gemma3.py``, ``Gemma3TextConfig``)."""
+    defaults = {"vocab_size": 262_208, "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256}
+    text = Config(defaults | cfg.get("text_config", default=cfg.data))
     n = text.need("num_hidden_layers")
     every = text.get("sliding_window_pattern", default=6)
     pattern = ["sliding_attention" if (k + 1) % every else "full_attention" for k in range(n)]
