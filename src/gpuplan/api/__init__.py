@@ -155,7 +155,7 @@ def fit(gpu: str, scenario: ScenarioLike | None = None, *, models: Iterable[str]
     with the largest batch and longest context: ``gpuplan fit``."""
     from ..plan.capability import what_fits
     from ..plan.recommend import parse_have
-    from ..scenario.resolve import describe
+    from ..scenario.describe import describe
 
     if not isinstance(gpu, str) or not gpu.strip():
         raise GpuplanError("fit needs your cards: --gpu 2x3090 (count x name, or a name for one card)")
@@ -199,7 +199,8 @@ def cost(scenario: ScenarioLike, *, catalogs: Iterable[str] = (), discounts: Map
     with its whole bill and the device peak per GPU: ``gpuplan cost``."""
     from ..market.store import load_offers
     from ..plan.pricing import compare, left_out
-    from ..scenario.resolve import describe, resolve
+    from ..plan.resolve import serving_split
+    from ..scenario.describe import describe
 
     if top is not None and top < 1:
         raise GpuplanError(f"--top must be 1 or more, got {top}")
@@ -207,7 +208,10 @@ def cost(scenario: ScenarioLike, *, catalogs: Iterable[str] = (), discounts: Map
     m = load_model(s.model)
     if s.gpu:  # one GPU: its name resolved (an ambiguous one takes its common variant)
         s = s.model_copy(update={"gpu": resolve_gpu(s.gpu)[0].id})
-    s, defaults = resolve(s, m, None)
+    split, said = serving_split(s, m)  # the card is each offer's
+    if split:
+        s = s.model_copy(update=split)
+    defaults = [said] if said else []
     base = _estimate(s.model_copy(update={"gpu": None}), advise=False)
     offers = load_offers(tuple(catalogs), dict(discounts or {}))
     rows = compare(s, m, offers, base.model.params_trainable)

@@ -147,9 +147,18 @@ class Engine:
         """Whether its memory depends on the card: a budget of the card's memory, or the layers that fit it."""
         return self.preallocates or self.offloads_layers
 
-    def refusal(self, s: Scenario) -> str | None:
-        """Why the engine cannot serve ``s``: weights or a KV-cache dtype it does not load. None: it can."""
+    def refusal(self, s: Scenario, m: ModelSpec) -> str | None:
+        """Why the engine cannot serve ``s`` on model ``m``: weights or a KV-cache dtype it does not load. None: it
+        can."""
         return None
+
+    def quantizes_to(self, s: Scenario, m: ModelSpec) -> str | None:
+        """The weight format the engine must quantize the checkpoint to on load (its ``--quantization``): the
+        scenario's, unless the checkpoint already ships in it (the engines read a shipped format from its
+        config.json); None when nothing is asked."""
+        q = s.quant
+        fmt, _ = m.shipped_format()
+        return None if q in (None, "none") or q == (None if fmt.name == "none" else fmt.name) else q
 
     def card_refusal(self, s: Scenario, gpu: GpuSpec) -> str | None:
         """Why the engine cannot run ``s`` on ``gpu``: a card it does not run on, weights the card has no kernels

@@ -132,7 +132,7 @@ class LlamaCpp(Engine):
         """f32 recurrent states (``llama_memory_recurrent``, ``type_r``/``type_s`` GGML_TYPE_F32)."""
         return 4
 
-    def refusal(self, s: Scenario) -> str | None:
+    def refusal(self, s: Scenario, m: ModelSpec) -> str | None:
         if s.task == "infer" and s.kv_cache_dtype not in self.kv_dtypes:
             return ("llama.cpp caches keys and values in f16, bf16 or integer blocks (q8_0, q4_0), not fp8: set "
                     "kv_cache_dtype int8 (--cache-type-k/v q8_0)")

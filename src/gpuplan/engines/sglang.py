@@ -192,6 +192,8 @@ def pool(s: Scenario, sm: StartupMemory) -> KvPool:
                   sim_blocks=sm.kv_tokens // oh.VLLM_BLOCK_TOKENS)
 
 
+# the formats SGLang loads a plain checkpoint in (its --quantization; python/sglang/srt/server_args.py)
+QUANTIZES = ("fp8", "awq-int4", "gptq-int4", "gptq-int8", "mxfp4")
 # how SGLang is timed, said in the plan's assumptions
 TIMING = ("SGLang: GPU work timed as vLLM's (CUDA graphs, the same attention kernels), its own host loop "
           "(overlap scheduler from v0.4) and scheduler (prefill batches before decodes, chunked_prefill_size, "
@@ -230,9 +232,12 @@ class Sglang(Engine):
     launch_target = "sglang"
     cache_words = "radix cache"
 
-    def refusal(self, s: Scenario) -> str | None:
+    def refusal(self, s: Scenario, m: ModelSpec) -> str | None:
         if s.task == "infer" and s.kv_cache_dtype not in self.kv_dtypes:
             return f"SGLang's KV cache is 16-bit or fp8, not {s.kv_cache_dtype}: set kv_cache_dtype fp8 or auto"
+        asked = self.quantizes_to(s, m)
+        if asked is not None and asked not in QUANTIZES:
+            return f"SGLang cannot quantize to {s.quant} on load: choose fp8, or an AWQ/GPTQ checkpoint"
         return None
 
     def memory(self, s: Scenario, m: ModelSpec, e: Estimate, fmt: Format, gpu: GpuSpec | None,

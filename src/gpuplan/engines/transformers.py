@@ -86,10 +86,10 @@ class Transformers(Engine):
     layer_split_words = 'transformers device_map="auto"'
     grows_cache = True
 
-    def refusal(self, s: Scenario) -> str | None:
+    def refusal(self, s: Scenario, m: ModelSpec) -> str | None:
         if s.task == "infer" and (s.quant or "").startswith("gguf-"):
             return (f"transformers dequantizes a GGUF file when it loads it, so {s.quant} saves no GPU memory there: "
-                    "serve it with engine llama.cpp (or vllm), or drop quant")
+                    "serve it with engine llama.cpp, or drop quant")
         return None
 
     def card_refusal(self, s: Scenario, gpu: GpuSpec) -> str | None:

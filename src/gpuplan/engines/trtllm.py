@@ -208,7 +208,7 @@ class Trtllm(Engine):
     offline_bench = True
     launch_target = "trtllm"
 
-    def refusal(self, s: Scenario) -> str | None:
+    def refusal(self, s: Scenario, m: ModelSpec) -> str | None:
         if s.quant and s.quant not in LOADS:
             return (f"TensorRT-LLM does not load {s.quant} weights: use quant fp8 or nvfp4 (or awq-int4, gptq-int4, "
                     "int8)")

@@ -533,6 +533,11 @@ def _engine_dict(sm: StartupMemory) -> dict:
             "forward_peak_gib": sm.forward_peak / GIB, "sampler_peak_gib": sm.sampler_peak / GIB}
 
 
+# the formats vLLM loads a plain checkpoint in (its --quantization: vllm/model_executor/layers/quantization
+# QuantizationMethods, vLLM 0.32 and 0.33; int8 weight-only online)
+QUANTIZES = ("fp8", "awq-int4", "gptq-int4", "gptq-int8", "mxfp4", "int8")
+
+
 class Vllm(Engine):
     """vLLM: a budget of ``gpu_memory_utilization`` of the card, the KV pool what its profiling run leaves (module
     docstring), paged blocks shared by prefix, CUDA graphs and an engine loop (V1 from 0.8)."""
@@ -551,6 +556,15 @@ class Vllm(Engine):
                   "same speed; less room for anything else on the GPU")
     kv_block_tokens = oh.VLLM_BLOCK_TOKENS
     launch_target = "vllm"
+
+    def refusal(self, s: Scenario, m: ModelSpec) -> str | None:
+        if s.task == "infer" and s.precision == "fp8-mixed":
+            return "vLLM serves fp8 as weight quantization: set quant fp8 and precision bf16-true"
+        asked = self.quantizes_to(s, m)
+        if asked is not None and asked not in QUANTIZES:
+            return (f"vLLM (0.32, 0.33) cannot load {s.quant} weights (no bitsandbytes or GGUF loading in its "
+                    "quantization methods): choose awq-int4, gptq-int4, fp8 or int8")
+        return None
 
     def memory(self, s: Scenario, m: ModelSpec, e: Estimate, fmt: Format, gpu: GpuSpec | None,
                capacity_gib: float | None) -> Estimate:

@@ -33,8 +33,6 @@ def applies(plan: LaunchPlan) -> str | None:
     if engine_for(s).launch_target != NAME:
         return (f"the plan is for engine {s.engine}, whose memory differs from SGLang's token pool: plan again "
                 "with --engine sglang")
-    if quant_to_ask(plan) is not None and quant_to_ask(plan) not in QUANTIZATION:
-        return f"SGLang cannot quantize to {s.quant} on load: choose fp8, or an AWQ/GPTQ checkpoint"
     if not plan.result.memory.engine:
         return "the estimate has no SGLang startup for this plan (a GPU is needed)"
     return None

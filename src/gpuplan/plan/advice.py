@@ -24,8 +24,7 @@ from typing import Any
 from ..engines import engine_for
 from ..errors import GpuplanError
 from ..hardware import GpuSpec
-from ..memory import check, fits_only, memory_report
-from ..memory.fit import rope_scaled_context
+from ..memory import memory_report
 from ..model.spec import ModelSpec
 from ..result import Suggestion
 from ..scenario import Scenario
@@ -33,6 +32,8 @@ from ..scenario.stacks import FRAMEWORKS, RECIPES
 from ..speed import training_speed
 from ..speed.gemm import can_time
 from ..stacks import stack_for
+from .refusals import check, refused
+from .resolve import fits_only
 
 MAX_COMBINED = 4  # fixes in one combination
 MAX_TRIES = 400  # combinations evaluated at most (each is one memory estimate, ~0.2 ms)
@@ -79,9 +80,9 @@ def largest_fitting(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> tuple[int | None
     def fits(**change) -> bool:
         return _fits_with(s, m, gpu, change)
 
-    limit = rope_scaled_context(m) or 131_072
+    limit = m.scaled_context or 131_072
     if s.task == "train":
-        # Megatron cuts sequences into 2·cp chunks and each rank's share over tp (fit.check_megatron)
+        # Megatron cuts sequences into 2·cp chunks and each rank's share over tp (refusals.check_megatron)
         q = 2 * s.cp * s.tp if s.framework == "megatron" and s.tp * s.cp > 1 else 1
         longest = _largest(lambda n: fits(seq_len=n * q), limit // q)
         return (_largest(lambda n: fits(micro_batch_size=n), 4096), longest * q if longest else None)
@@ -185,15 +186,9 @@ def _stack_fixes(s: Scenario) -> list[Fix]:
     for name in FRAMEWORKS:
         if name != s.framework:
             options.append((f"switch to {RECIPES[name].title}, with its defaults", {"framework": name}, "framework"))
-    out = []
-    for label, change, group in options:
-        try:
-            changed = s.model_copy(update=change)
-        except GpuplanError:
-            continue  # the scenario's framework cannot run it
-        del changed  # only whether the framework runs it; the speed cost comes on the card (speed_change)
-        out.append(Fix(label=label, change=change, group=group))
-    return out
+    # only whether the framework runs it; the speed cost comes on the card (speed_change)
+    return [Fix(label=label, change=change, group=group) for label, change, group in options
+            if _apply(s, (Fix(label=label, change=change, group=group),)) is not None]
 
 
 def speed_change(s: Scenario, changed: Scenario, m: ModelSpec, gpu: GpuSpec, before=None) -> str:
@@ -285,14 +280,15 @@ def _serving_fixes(s: Scenario, m: ModelSpec) -> list[Fix]:
 
 def _apply(s: Scenario, fixes: tuple[Fix, ...]) -> Scenario | None:
     """``s`` with the fixes' changes, validated again (the framework's defaults follow, e.g. QLoRA's recipe turns
-    checkpointing on); None when the stack refuses the result."""
+    checkpointing on); None when the result is refused (the stack cannot run it)."""
     change: dict[str, Any] = {}
     for fix in fixes:
         change.update(fix.change)
     try:
-        return s.model_copy(update=change)
+        changed = s.model_copy(update=change)
     except GpuplanError:
         return None
+    return None if refused(changed) else changed
 
 
 def _fits_with(s: Scenario, m: ModelSpec, gpu: GpuSpec, change: dict[str, Any]) -> bool:

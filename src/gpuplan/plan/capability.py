@@ -2,7 +2,7 @@
 large a batch and how long a context then fit.
 
 The same functions as ``gpuplan estimate``: each model's scenario is the user's (task, method, lengths, engine...)
-on the cards named, with the card- and count-dependent defaults of :mod:`gpuplan.scenario.resolve`. Several training
+on the cards named, with the card- and count-dependent defaults of :mod:`gpuplan.plan.resolve`. Several training
 GPUs try DDP, then ZeRO-2, then ZeRO-3 (the first that fits, unless a strategy was given). When the job does not fit
 as asked, the change that makes it fit on the same cards with the most room (a combination when no single one is
 enough, from :mod:`gpuplan.plan.advice`; CPU offload and another stack only when nothing else fits) is given, and
@@ -17,11 +17,11 @@ from pydantic import BaseModel, Field
 
 from ..errors import GpuplanError
 from ..hardware import GpuSpec
-from ..memory import check, fits_only, memory_report
+from ..memory import memory_report
 from ..model.catalog import bundled, load_model
 from ..scenario import Scenario, scenario_from
-from ..scenario.resolve import resolve
 from .advice import largest_fitting, suggestions
+from .resolve import fits_only, resolve
 
 
 class FitRow(BaseModel):
@@ -65,8 +65,7 @@ def _row(template: dict[str, Any], repo: str, gpu: GpuSpec, count: int) -> FitRo
     tried: list[Scenario] = []
     for layout in _layouts(base, count):
         try:
-            s, _ = resolve(base.model_copy(update=layout), m, gpu)
-            check(s, m, gpu)
+            s = resolve(base.model_copy(update=layout), m).scenario
         except GpuplanError as err:
             row.reason = str(err)
             continue

@@ -1,10 +1,10 @@
 """``estimate(scenario) -> Plan``: validate, estimate memory per GPU, say what fits and what would, time and price it.
 
 The plan is the one output of design.md, computed once per scenario and read by every interface (the command line,
-the web page, ``recommend --launch``, ``launch``): the scenario as resolved (the card- and count-dependent defaults of
-:mod:`gpuplan.scenario.resolve` filled in, and said in one line), model facts, the memory breakdown with three peak
-levels, and, when it does not fit, the changes that would (single ones, and the smallest combination when none is
-enough). A job that does not fit is not priced.
+the web page, ``recommend --launch``, ``launch``): the scenario as resolved (:mod:`.resolve`: every default
+filled in, each said with why, and what cannot run refused), said in one line, model facts, the memory breakdown
+with three peak levels, and, when it does not fit, the changes that would (single ones, and the smallest
+combination when none is enough). A job that does not fit is not priced.
 """
 
 from __future__ import annotations
@@ -15,17 +15,15 @@ from typing import Any
 from pydantic import ConfigDict
 
 from ..errors import UnknownNameError
-from ..hardware import GpuSpec, resolve_gpu
+from ..hardware import GpuSpec
 from ..market.cost import Cost
-from ..memory import check, memory_report
-from ..model.catalog import load_model
-from ..model.report import inexact_warning
+from ..memory import memory_report
 from ..model.spec import ModelSpec
 from ..result import Answer, GpuFacts, MemoryReport, ModelFacts, Suggestion
 from ..scenario import INFER_ONLY, TRAIN_ONLY, Scenario, scenario_from
-from ..scenario.resolve import describe, resolve
-from ..scenario.stacks import defaults_in_force
+from ..scenario.describe import describe
 from ..speed.breakdown import Speed
+from .resolve import resolve
 
 
 def _model_facts(m: ModelSpec, trainable: int) -> ModelFacts:
@@ -64,21 +62,12 @@ class Plan(Answer):
 def estimate(scenario: Scenario | dict[str, Any], *, advise: bool = True) -> Plan:
     """The plan of a scenario. ``advise`` adds the largest batch and context that fit and, when the job does not
     fit, the changes that would (they re-run the memory estimate)."""
-    s = scenario_from(scenario)
-    m = load_model(s.model)
-    gpu, gpu_note = resolve_gpu(s.gpu) if s.gpu else (None, None)
-    if gpu is not None and s.gpu != gpu.id:
-        s = s.model_copy(update={"gpu": gpu.id})
-    s, defaults = resolve(s, m, gpu)
-    warnings = check(s, m, gpu)
-    inexact = inexact_warning(m)
-    if inexact:
-        warnings.insert(0, inexact)
+    r = resolve(scenario_from(scenario))
+    s, m, gpu = r.scenario, r.model, r.gpu
     e, report = memory_report(s, m, gpu)
     trainable = int(e.extra.get("params_trainable", 0))
-    stack_defaults = defaults_in_force(s)
-    assumptions = ([stack_defaults] if stack_defaults else []) + e.assumptions
-    warnings += e.warnings
+    assumptions = [*r.assumptions, *e.assumptions]
+    warnings = [*r.warnings, *e.warnings]
     suggestions: tuple[Suggestion, ...] = ()
     if gpu and advise:
         from .advice import largest_fitting
@@ -102,7 +91,7 @@ def estimate(scenario: Scenario | dict[str, Any], *, advise: bool = True) -> Pla
         dataset = dataset_section(s, cost)
         recipe = recipe_section(s, m, gpu, cost, trainable)
     return Plan(scenario=_normalized(s), resolved=describe(s, m), model=_model_facts(m, trainable),
-                gpu=_gpu_facts(gpu), memory=report, defaults=[*([gpu_note] if gpu_note else []), *m.notes, *defaults],
+                gpu=_gpu_facts(gpu), memory=report, defaults=r.defaults,
                 suggestions=suggestions, speed=speed, cost=cost, dataset=dataset, recipe=recipe,
                 assumptions=assumptions, warnings=warnings)
 

@@ -29,18 +29,19 @@ from ..market.choice import best_on_demand, cheapest_in_force
 from ..market.cost import price_job
 from ..market.offers import Offer, max_per_node, multi_node
 from ..market.store import load_offers, price_filter
-from ..memory import check, memory_report
+from ..memory import memory_report
 from ..model.report import inexact_warning
 from ..model.spec import ModelSpec
 from ..result import Answer
 from ..scenario import Scenario
-from ..scenario.resolve import card_precision, resolve
 from ..scenario.stacks import FRAMEWORKS
 from ..speed import speed_of
 from ..speed.gemm import can_time
 from ..stacks import stack_for
 from ..tensors.breakdown import device_overheads
 from .pricing import left_out
+from .refusals import check
+from .resolve import resolve
 
 COUNTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 GIB = 2**30
@@ -296,10 +297,8 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
                 as_given[key] = (scenario, shared)
             for gpu in cards.values():
                 evaluated += 1
-                precision = card_precision(scenario, gpu)
-                try:  # the stack may refuse the card's precision
-                    placed = scenario.model_copy(update={"gpu": gpu.id, **({"precision": precision} if precision
-                                                                          else {})})
+                try:  # the stack may refuse the card's precision (fp16 where it has no bf16)
+                    placed = scenario.model_copy(update={"gpu": gpu.id})
                     check(placed, m, gpu)
                 except GpuplanError:
                     continue
@@ -364,7 +363,7 @@ def fewest_line(s: Scenario, m: ModelSpec, x: Setup, deadline_hours: float) -> s
 
 def searched(s: Scenario, m: ModelSpec, c: Constraints) -> str:
     """The resolved line of a search: the scenario, and the engines and GPU counts it tries."""
-    from ..scenario.resolve import describe
+    from ..scenario.describe import describe
 
     engine = None if s.task == "train" or "engine" in s.model_fields_set else "vLLM or transformers"
     counts = f"1-{c.max_gpus}" if c.max_gpus > 1 else "1"
@@ -389,12 +388,7 @@ def _what_fits_owned(s: Scenario, m: ModelSpec, c: Constraints) -> list[str]:
         else:
             layout.update(strategy=None, tp=1, pp=1)
         try:
-            scenario = s.model_copy(update=layout)
-            precision = card_precision(scenario, gpu)
-            if precision:
-                scenario = scenario.model_copy(update={"precision": precision})
-            scenario, _ = resolve(scenario, m, gpu)
-            check(scenario, m, gpu)
+            scenario = resolve(s.model_copy(update=layout), m).scenario
         except GpuplanError as err:
             out.append(f"your {count}x {short_id(gpu_id)}: {err}")
             continue

@@ -15,12 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..hardware import load_gpu
-from ..memory import fits_only
 from ..model.catalog import load_model
 from ..model.report import inexact_warning
 from ..scenario import Scenario
 from .estimate import estimate
 from .recommend import Constraints, Recommendation, recommend
+from .resolve import fits_only
 
 PROMPT, OUTPUT = 3584, 512
 INFER = {"task": "infer", "batch_size": 1, "prompt_tokens": PROMPT, "output_tokens": OUTPUT}

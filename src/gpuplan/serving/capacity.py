@@ -373,7 +373,7 @@ def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...]
              catalogs: tuple[str, ...] = ()) -> list[Deployment]:
     """Plans ranked by what the target costs (the workload's rate or users: whole instances), else by cost per
     request at their highest SLO-meeting load (unpriced setups last)."""
-    why = engine_for(s).refusal(s)
+    why = engine_for(s).refusal(s, m)
     if why:
         raise GpuplanError(why)
     simulated = [g for g in gpus().values() if g.vendor == "NVIDIA" and g.peak_tflops("fp16")]  # as setups()

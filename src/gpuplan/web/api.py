@@ -15,15 +15,15 @@ from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .. import api
-from ..hardware import gpus, load_gpu
+from ..hardware import gpus
 from ..model.catalog import bundled, load_model
 from ..model.quant import QUANT_FORMATS
 from ..model.report import model_summary
 from ..plan.estimate import Plan
 from ..plan.gpus import cheapest_rentals, gpu_row
 from ..plan.recommend import Recommendation
+from ..plan.resolve import resolve
 from ..scenario import Scenario
-from ..scenario.resolve import resolve
 from .explain import Explanation, explain
 from .export import Export, export
 from .forms import FieldSpec, field_specs
@@ -160,11 +160,8 @@ def _recommend(req: RecommendRequest, hub: bool) -> Recommendation:
 def _explain(s: Scenario, hub: bool) -> Explanation:
     check_model(s.model, hub)
     result = api.estimate(s)
-    m, gpu = load_model(s.model), load_gpu(s.gpu) if s.gpu else None
-    if gpu is not None and s.gpu != gpu.id:
-        s = s.model_copy(update={"gpu": gpu.id})
-    s, _ = resolve(s, m, gpu)  # the scenario the plan was computed for (the serving split, the card's precision)
-    return _named(explain(result, s, m, gpu))
+    r = resolve(s)  # the scenario the plan was computed for (the serving split, the card's precision)
+    return _named(explain(result, r.scenario, r.model, r.gpu))
 
 
 def _grid(req: GridRequest, hub: bool) -> FitGrid:

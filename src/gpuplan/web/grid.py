@@ -15,10 +15,11 @@ from pydantic import BaseModel
 from ..engines import engine_for
 from ..errors import GpuplanError
 from ..hardware import gpus, load_gpu
-from ..memory import check, memory_report
+from ..memory import memory_report
 from ..model.spec import ModelSpec
+from ..plan.refusals import check
+from ..plan.resolve import resolve
 from ..scenario import Scenario
-from ..scenario.resolve import resolve
 
 Axis = Literal["auto", "quant", "method", "context"]
 QUANTS = ("none", "fp8", "int8", "awq-int4", "nf4")
@@ -83,9 +84,8 @@ def _columns(s: Scenario, axis: str) -> tuple[str, str, list[str], list[dict[str
 
 def _cell(s: Scenario, m: ModelSpec, gpu_id: str) -> Cell:
     gpu = gpus()[gpu_id]
-    s, _ = resolve(s, m, gpu)  # the card's defaults, as `gpuplan estimate` takes them (fp16 where there is no bf16)
-    try:
-        check(s, m, gpu)
+    try:  # the card's defaults, as `gpuplan estimate` takes them (fp16 where there is no bf16)
+        s = resolve(s, m).scenario
     except GpuplanError as err:
         return Cell(fits=None, reason=str(err))
     _, report = memory_report(s, m, gpu)  # what fits_only reads, with the engine's own measures kept

@@ -1,78 +1,17 @@
-"""The defaults that depend on the model and the card, and the one line that says what was assumed.
-
-A scenario's own defaults (design.md) do not know the hardware. Where the user left a field unset and the card or
-the GPU count decides what people actually run, :func:`resolve` fills it in and says so in words:
-
-- **precision follows the card**: GPUs without bf16 (V100, T4 and other Turing cards, Apple silicon) run fp16
-  (``fp16-mixed`` for training as the Trainer's ``fp16=True``; ``fp16-true`` weights for serving);
-- **several GPUs for serving split the model** instead of copying it: vLLM shards it with tensor parallelism
-  (``--tensor-parallel-size``), as SGLang (``--tp``) and TensorRT-LLM (``--tp_size``) do, transformers places layers
-  across the cards (``device_map="auto"``) and llama.cpp splits by layer (``--split-mode layer``); replicas need
-  ``strategy: ddp``.
-
-:func:`describe` writes the resolved scenario as the first line of every answer.
+"""The scenario in words: :func:`describe` writes the resolved scenario as the first line of every answer, and
+:func:`defaults_said` every default left in force with why it was chosen. The defaults themselves are filled by
+the stack's recipe (:mod:`.stacks`, when the scenario is validated) and by the one resolver
+(:mod:`gpuplan.plan.resolve`).
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-from ..hardware import GpuSpec, short_id
+from ..hardware import short_id
 from ..model.spec import ModelSpec
 from .fields import INFER_ONLY, TRAIN_ONLY, TRAINING_LAYOUT, Scenario
 from .stacks import WHY
 
 STRATEGY_WORDS = {"single": "single GPU", "ddp": "DDP", "zero1": "ZeRO-1", "zero2": "ZeRO-2", "zero3": "ZeRO-3"}
-
-
-def card_precision(s: Scenario, gpu: GpuSpec) -> str | None:
-    """The precision to run on ``gpu`` when the user did not choose one and the default (bf16) has no tensor
-    cores there; None when the scenario's own precision stands."""
-    if "precision" in s.model_fields_set or gpu.supports_dtype("bf16") or not s.precision.startswith("bf16"):
-        return None
-    return "fp16-true" if s.task == "infer" else s.precision.replace("bf16", "fp16")  # -mixed or -true as the stack
-
-
-def tensor_parallel_ok(m: ModelSpec, n: int) -> bool:
-    """Whether ``n`` GPUs can split the model's heads evenly (KV heads divided or replicated evenly; MLA has none)."""
-    return m.num_heads % n == 0 and (m.mla is not None or (n <= m.num_kv_heads and m.num_kv_heads % n == 0)
-                                     or n % m.num_kv_heads == 0)
-
-
-def serving_split(s: Scenario, m: ModelSpec) -> tuple[dict[str, Any], str | None]:
-    """How several GPUs serve one model when the scenario does not say: (fields to set, the sentence)."""
-    n = s.world_size
-    if s.task != "infer" or n == 1 or s.tp * s.pp != 1 or s.strategy is not None or s.num_nodes != 1:
-        return {}, None
-    if s.engine in ("vllm", "sglang", "trtllm") and tensor_parallel_ok(m, n):
-        flag = {"vllm": "vLLM --tensor-parallel-size", "sglang": "SGLang --tp", "trtllm": "trtllm-serve --tp_size"}[
-            s.engine]
-        return {"tp": n}, (f"{n} GPUs serve one copy of the model with tensor parallelism ({flag} {n}); for {n} "
-                           "replicas set strategy ddp")
-    if n <= m.num_layers:
-        how = {"vllm": "vLLM --pipeline-parallel-size", "sglang": "SGLang --pp-size",
-               "llama.cpp": "llama.cpp --split-mode layer"}.get(
-            s.engine, 'transformers device_map="auto"')
-        return {"pp": n}, (f"{n} GPUs hold one copy of the model, its layers split across them ({how}): each "
-                           f"holds 1/{n} of the weights and KV cache; for {n} replicas set strategy ddp")
-    return {}, None
-
-
-def resolve(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> tuple[Scenario, list[str]]:
-    """``s`` with the card- and count-dependent defaults filled in, and one sentence per default taken."""
-    update: dict[str, Any] = {}
-    notes: list[str] = []
-    if gpu is not None:
-        precision = card_precision(s, gpu)
-        if precision:
-            update["precision"] = precision
-            notes.append(f"precision {precision}: {gpu.name} has no bf16 ({gpu.architecture}), so fp16 is what runs "
-                         "there (set precision to choose)")
-    split, note = serving_split(s, m)
-    if note:
-        update.update(split)
-        notes.append(note)
-    return (s.model_copy(update=update) if update else s), notes
 
 
 def describe(s: Scenario, m: ModelSpec | None = None, gpu_id: str | None = None, *, engine: str | None = None,
@@ -125,8 +64,8 @@ def defaults_said(s: Scenario) -> list[str]:
     """Every field the user left out, in words, with why its value was chosen: "optimizer adamw (default)",
     "grad checkpointing full (the hf recipe's default: peft's prepare_model_for_kbit_training ...)" where the
     framework chose it (:data:`~gpuplan.scenario.stacks.WHY`), the strategy from the GPU count. The card- and
-    model-dependent defaults are :func:`resolve`'s notes; the recipe's are :func:`gpuplan.scenario.stacks.resolve`:
-    every default a scenario takes is chosen in this package."""
+    model-dependent defaults are the resolver's notes (:func:`gpuplan.plan.resolve.resolve`); the recipe's are
+    :func:`gpuplan.scenario.stacks.resolve`."""
     skip = INFER_ONLY if s.task == "train" else TRAIN_ONLY | TRAINING_LAYOUT
     out = []
     for name, info in Scenario.model_fields.items():
