@@ -36,7 +36,7 @@ from . import (
     unsloth,
     vllm,
 )
-from .files import LaunchFile, write
+from .files import LaunchFile, output_folder, write
 from .plan import LaunchPlan, launch_plan
 from .settings import LaunchOptions
 
@@ -98,4 +98,4 @@ def launch_files(plan: LaunchPlan, names: list[str] | None = None,
 
 
 __all__ = ["TARGETS", "LaunchFile", "LaunchOptions", "LaunchPlan", "check_target_names", "launch_files",
-           "launch_plan", "targets_for", "write"]
+           "launch_plan", "output_folder", "targets_for", "write"]
