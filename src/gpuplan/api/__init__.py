@@ -1,7 +1,7 @@
 """The Python API, gpuplan's one face: a function per question, each returning a typed answer whose ``to_dict()``
 is exactly what the command's ``--json`` prints. The command line and the web page call these and only render.
 
-- :func:`estimate`: one scenario's :class:`~gpuplan.plan.estimate.Plan` (memory, fit, fixes, speed, cost);
+- :func:`estimate`: one scenario's :class:`~gpuplan.plan.plan.Plan` (memory, fit, fixes, speed, cost);
 - :func:`recommend`: the setups that fit, ranked (:class:`~gpuplan.plan.recommend.Recommendation`);
 - :func:`fit`: every bundled model on the user's cards (:class:`FitReport`);
 - :func:`cost`: the job priced on every offer that fits it (:class:`CostTable`);
@@ -26,8 +26,8 @@ from ..market.cost import Cost
 from ..model.catalog import load_model
 from ..model.report import inexact_warning
 from ..plan.capability import FitRow
-from ..plan.estimate import Plan
 from ..plan.estimate import estimate as _estimate
+from ..plan.plan import Plan
 from ..plan.recommend import Recommendation
 from ..result import Answer
 from ..scenario import Scenario, load_scenario, scenario_from

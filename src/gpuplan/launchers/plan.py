@@ -22,7 +22,8 @@ from ..market.offers import Offer
 from ..market.store import load_offers
 from ..model.catalog import load_model
 from ..model.spec import ModelSpec
-from ..plan.estimate import Plan, estimate
+from ..plan.estimate import estimate
+from ..plan.plan import Plan
 from ..plan.pricing import price
 from ..plan.recipe import Recipe
 from ..scenario import Scenario, scenario_from

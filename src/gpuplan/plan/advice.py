@@ -24,7 +24,6 @@ from typing import Any
 from ..engines import engine_for
 from ..errors import GpuplanError
 from ..hardware import GpuSpec
-from ..memory import memory_report
 from ..model.spec import ModelSpec
 from ..result import Suggestion
 from ..scenario import Scenario
@@ -32,8 +31,9 @@ from ..scenario.stacks import FRAMEWORKS, RECIPES
 from ..speed import training_speed
 from ..speed.gemm import can_time
 from ..stacks import stack_for
-from .refusals import check, refused
-from .resolve import fits_only
+from .plan import Plan, memory_plan, probe
+from .refusals import refused
+from .resolve import Resolved, resolve
 
 MAX_COMBINED = 4  # fixes in one combination
 MAX_TRIES = 400  # combinations evaluated at most (each is one memory estimate, ~0.2 ms)
@@ -70,6 +70,17 @@ def _largest(ok: Callable[[int], bool], hi: int) -> int | None:
         else:
             hi = mid - 1
     return lo
+
+
+def advice(r: Resolved, plan: Plan) -> dict[str, Any]:
+    """What the builder's advice stage adds to ``plan``: the largest batch and context that fit on its card (in
+    its memory report) and, when it does not fit, the changes that would (its suggestions). Every probe is a
+    memory-only plan of the changed scenario."""
+    s, m, gpu = r.scenario, r.model, r.gpu
+    batch, length = largest_fitting(s, m, gpu)
+    memory = plan.memory.model_copy(update={"max_batch_size": batch, "max_seq_len": length})
+    fixes = tuple(suggestions(s, m, gpu, plan.memory)) if not plan.verdict.fits else ()
+    return {"memory": memory, "suggestions": fixes}
 
 
 def largest_fitting(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> tuple[int | None, int | None]:
@@ -294,13 +305,13 @@ def _apply(s: Scenario, fixes: tuple[Fix, ...]) -> Scenario | None:
 def _fits_with(s: Scenario, m: ModelSpec, gpu: GpuSpec, change: dict[str, Any]) -> bool:
     """Whether ``s`` with ``change`` fits (False when the change is refused)."""
     try:
-        return fits_only(s.model_copy(update=change), m, gpu)[0]
+        return probe(s.model_copy(update=change), m)[0]
     except GpuplanError:
         return False
 
 
 def _fits(s: Scenario | None, m: ModelSpec, gpu: GpuSpec) -> tuple[bool, float]:
-    return (False, math.inf) if s is None else fits_only(s, m, gpu)
+    return (False, math.inf) if s is None else probe(s, m)
 
 
 def _implied(s: Scenario, changed: Scenario, given: dict[str, Any]) -> dict[str, Any]:
@@ -384,10 +395,9 @@ def _vllm_suggestions(s: Scenario, m: ModelSpec, gpu: GpuSpec, report, fixes: li
         if changed is None:
             continue
         try:
-            check(changed, m, gpu)
+            r = memory_plan(resolve(changed, m)).memory
         except GpuplanError:
             continue
-        _, r = memory_report(changed, m, gpu)
         gib, requests = pool(r)
         if r.fits or gib > before + 1e-3 or requests > held:
             found.append((fix, bool(r.fits), gib, requests, r.device_peak_gib, _implied(s, changed, fix.change),
@@ -461,7 +471,7 @@ def _combined_cost(s: Scenario, fitted: Scenario, m: ModelSpec, gpu: GpuSpec, co
 
 
 def _peak(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> float:
-    return fits_only(s, m, gpu)[1]
+    return probe(s, m)[1]
 
 
 def _all_at_once(s: Scenario, m: ModelSpec, gpu: GpuSpec, fixes: list[Fix]) -> bool:

@@ -21,7 +21,8 @@ from ..memory import memory_report
 from ..model.catalog import bundled, load_model
 from ..scenario import Scenario, scenario_from
 from .advice import largest_fitting, suggestions
-from .resolve import fits_only, resolve
+from .plan import probe
+from .resolve import resolve
 
 
 class FitRow(BaseModel):
@@ -70,7 +71,7 @@ def _row(template: dict[str, Any], repo: str, gpu: GpuSpec, count: int) -> FitRo
             row.reason = str(err)
             continue
         tried.append(s)
-        ok, peak = fits_only(s, m, gpu)
+        ok, peak = probe(s, m)
         if ok:
             row.fits, row.device_peak_gib, row.strategy = True, peak, s.resolved_strategy
             row.max_batch_size, row.max_seq_len = largest_fitting(s, m, gpu)

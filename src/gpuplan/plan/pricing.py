@@ -15,7 +15,7 @@ from ..market.store import price_filter
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from ..speed import speed_of
-from .resolve import fits_only
+from .plan import probe
 
 
 def price(s: Scenario, m: ModelSpec, offer: Offer, trainable: int, all_offers: list[Offer], today=None) -> Cost:
@@ -43,9 +43,8 @@ def compare(s: Scenario, m: ModelSpec, offers: list[Offer], trainable: int, toda
 
         gpu_id = load_gpu(s.gpu).id
     for offer in matching(offers, s, gpu_id):
-        gpu = gpus()[offer.gpu_id]
         if offer.gpu_id not in fit_cache:
-            fit_cache[offer.gpu_id] = fits_only(replace_gpu(s, offer.gpu_id), m, gpu)
+            fit_cache[offer.gpu_id] = probe(replace_gpu(s, offer.gpu_id), m)
         ok, peak = fit_cache[offer.gpu_id]
         if ok:
             cost = price(s, m, offer, trainable, offers, today)

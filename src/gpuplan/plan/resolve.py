@@ -19,14 +19,11 @@ what cannot run.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
 from ..engines import Engine, engine_for
-from ..errors import GpuplanError
 from ..hardware import GpuSpec, resolve_gpu
-from ..memory import memory_report
 from ..model.catalog import load_model
 from ..model.report import inexact_warning
 from ..model.spec import ModelSpec
@@ -101,13 +98,3 @@ def serving_split(s: Scenario, m: ModelSpec) -> tuple[dict[str, Any], str | None
                            "replicas set strategy ddp")
     return {}, None
 
-
-def fits_only(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> tuple[bool, float]:
-    """Whether ``s`` (placed on ``gpu``) fits it and its device peak in GiB, skipping solvers (for search loops):
-    (False, inf) when it cannot run there."""
-    try:
-        check(s, m, gpu)
-    except GpuplanError:
-        return False, math.inf
-    _, report = memory_report(s, m, gpu)
-    return bool(report.fits), report.device_peak_gib

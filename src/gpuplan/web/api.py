@@ -20,8 +20,8 @@ from ..hardware import gpus
 from ..model.catalog import bundled, load_model
 from ..model.quant import QUANT_FORMATS
 from ..model.report import model_summary
-from ..plan.estimate import Plan
 from ..plan.gpus import cheapest_rentals, gpu_row
+from ..plan.plan import Plan
 from ..plan.recommend import Recommendation
 from ..plan.resolve import resolve
 from ..scenario import Scenario, scenario_from

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..hardware import GpuSpec
 from ..model.spec import ModelSpec
-from ..plan.estimate import Plan
+from ..plan.plan import Plan
 from ..scenario import Scenario
 from ..scenario.describe import defaults_said
 from . import memory_formulas as mf

@@ -2,7 +2,7 @@
 device memory against the context length next to every card's capacity.
 
 Every cell is the check and memory report ``gpuplan estimate`` runs for the scenario with that card and that
-change, the card's defaults resolved as it resolves them (what ``fits_only`` then decides), without its solvers.
+change, the card's defaults resolved as it resolves them (what a memory-only plan then decides), without its solvers.
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ def _cell(s: Scenario, m: ModelSpec, gpu_id: str) -> Cell:
         s = resolve(s, m).scenario
     except GpuplanError as err:
         return Cell(fits=None, reason=str(err))
-    _, report = memory_report(s, m, gpu)  # what fits_only reads, with the engine's own measures kept
+    _, report = memory_report(s, m, gpu)  # what a memory-only plan reads, with the engine's own measures kept
     return Cell(fits=bool(report.fits), device_peak_gib=report.device_peak_gib, headroom_gib=report.headroom_gib,
                 max_concurrency=report.max_concurrency, gpu_layers=report.gpu_layers)
 

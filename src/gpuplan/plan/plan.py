@@ -1,0 +1,183 @@
+"""The plan: the one answer for one scenario, typed and immutable, that every interface renders.
+
+A :class:`Plan` holds the scenario as resolved (every default filled, each said with why), the model's facts, memory
+per GPU at three levels and the :class:`Verdict` on the card, the changes that would make it fit, the speed (on the
+interconnect of the offer priced) and the cost on the chosen offer. :func:`gpuplan.plan.build.build` makes it;
+:func:`memory_plan` here is its first two stages alone (memory, verdict), the plans the advice's probes and the
+searches' fits build. The command line, the web page, the Python API, the searches' rows and the launch files read
+plans; none recomputes a number of one.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, PrivateAttr
+
+from ..errors import GpuplanError
+from ..hardware import GpuSpec
+from ..market.cost import Cost
+from ..memory import memory_report
+from ..model.spec import ModelSpec
+from ..result import Answer, GpuFacts, MemoryReport, ModelFacts, Suggestion
+from ..scenario import INFER_ONLY, TRAIN_ONLY, Scenario
+from ..scenario.describe import describe
+from ..speed.breakdown import Speed
+from .resolve import Resolved, resolve
+
+
+class Verdict(BaseModel):
+    """Whether the job fits its card, as the one sentence every interface prints (the command line, the page, the
+    API): ``fits`` (None without a card), the ``sentence`` (it opens with ``word``: "fits" or "does not fit"), the
+    numbers it says, and the lines that belong under it (the engine's KV pool, the layers llama.cpp places, the
+    ``--max-model-len`` vLLM starts with).
+
+    The headroom is said only when memory decides: a KV pool too small for the requests, or llama.cpp layers left
+    on the CPU, are not out of memory, and a positive headroom beside "does not fit" would contradict it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    fits: bool | None
+    word: str = ""
+    sentence: str
+    device_peak_gib: float
+    capacity_gib: float | None = None
+    headroom_gib: float | None = None  # None: memory is not what decides, or no card
+    details: tuple[str, ...] = ()
+
+
+class Plan(Answer):
+    """The one answer for one scenario: the scenario as resolved (every default filled in, the card-dependent ones
+    said in ``defaults`` with why), the model's facts, memory per GPU at three levels and the verdict on the card,
+    the changes that would make it fit, the speed (on the interconnect of the offer priced) and the cost on the
+    cheapest offer per million tokens. Immutable: every interface renders it, none recomputes a number of it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    scenario: dict[str, Any]
+    resolved: str = ""  # the scenario as resolved, in one line (what every answer prints first)
+    defaults: tuple[str, ...] = ()  # the defaults taken for this card and model, in words (GPU variant, precision...)
+    model: ModelFacts
+    gpu: GpuFacts | None
+    memory: MemoryReport
+    verdict: Verdict
+    suggestions: tuple[Suggestion, ...] = ()
+    speed: Speed | None = None  # None without a GPU (or one with no tensor rate)
+    cost: Cost | None = None  # None when it does not fit, or no offer of the card is in force
+    dataset: dict[str, Any] | None = None  # the training data: samples, tokens, lengths, batching (gpuplan.dataset)
+    recipe: dict[str, Any] | None = None  # global batch, lr, schedule, layout, checkpoints, each with its source
+    assumptions: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+    _setup: Resolved | None = PrivateAttr(default=None)
+
+    @property
+    def setup(self) -> Resolved:
+        """The resolved scenario, model and card the plan was built from (typed: what the launch files and the
+        page's formulas read)."""
+        if self._setup is None:
+            raise GpuplanError("this plan was not built by gpuplan.plan.build (it was read back from JSON)")
+        return self._setup
+
+
+def memory_plan(r: Resolved) -> Plan:
+    """The builder's first two stages: memory per GPU on the card, then the verdict (no speed, cost or advice)."""
+    s, m, gpu = r.scenario, r.model, r.gpu
+    e, memory = memory_report(s, m, gpu)
+    plan = Plan.model_construct(
+        scenario=normalized(s), resolved=describe(s, m), defaults=r.defaults,
+        model=model_facts(m, int(e.extra.get("params_trainable", 0))), gpu=gpu_facts(gpu), memory=memory,
+        verdict=judge(r, memory), suggestions=(), speed=None, cost=None, dataset=None, recipe=None,
+        assumptions=(*r.assumptions, *e.assumptions), warnings=(*r.warnings, *e.warnings))
+    plan._setup = r
+    return plan
+
+
+def probe(s: Scenario, m: ModelSpec) -> tuple[bool, float]:
+    """Whether ``s`` (placed on its card) fits it, and its device peak in GiB: a memory plan's verdict, for the
+    searches' loops; (False, inf) when it cannot run there."""
+    try:
+        plan = memory_plan(resolve(s, m))
+    except GpuplanError:
+        return False, math.inf
+    return bool(plan.verdict.fits), plan.memory.device_peak_gib
+
+
+def judge(r: Resolved, mem: MemoryReport) -> Verdict:
+    """The verdict of ``mem`` on the resolved scenario's card (see :class:`Verdict`)."""
+    s, gpu, engine = r.scenario, r.gpu, r.engine
+    details = _details(r, mem)
+    if mem.fits is None or gpu is None:
+        return Verdict(fits=None, sentence=f"device peak {mem.device_peak_gib:,.2f} GiB per GPU: name a GPU to see "
+                       "whether it fits", device_peak_gib=mem.device_peak_gib, details=details)
+    word = "fits" if mem.fits else "does not fit"
+    where = f"{s.world_size}x {gpu.name}" if s.world_size > 1 else gpu.name
+    said = ""
+    if mem.max_concurrency is not None and engine.pool_words:
+        said = (f"{engine.pool_words} holds the {s.batch_size:,} concurrent requests asked (up to "
+                f"{mem.max_concurrency:,}); " if mem.max_concurrency >= s.batch_size else
+                f"{engine.pool_words} holds {mem.max_concurrency:,} of the {s.batch_size:,} concurrent requests "
+                f"asked ({engine.label} takes its budget whatever the job); ")
+    elif mem.gpu_layers is not None:
+        said = (f"{engine.label} would run {mem.offloaded_layers} of {r.model.num_layers} layers from system RAM "
+                "on the CPU (--cpu-layers counts that as fitting); " if mem.offloaded_layers and not s.cpu_layers else
+                f"{engine.label} places {mem.gpu_layers} of {r.model.num_layers} layers on the GPU; ")
+    decides = mem.fits or mem.headroom_gib < 0  # memory is what decides
+    room = f", headroom {mem.headroom_gib:+,.2f} GiB" if decides else ""
+    return Verdict(fits=mem.fits, word=word, sentence=f"{word} on {where}: {said}{mem.device_peak_gib:,.2f} of "
+                   f"{mem.capacity_gib:,.2f} GiB usable per GPU{room}", device_peak_gib=mem.device_peak_gib,
+                   capacity_gib=mem.capacity_gib, headroom_gib=mem.headroom_gib if decides else None,
+                   details=details)
+
+
+def _details(r: Resolved, mem: MemoryReport) -> tuple[str, ...]:
+    """The lines under the verdict: the engine's KV pool, the max_model_len vLLM starts with, llama.cpp's layers."""
+    s, engine, out = r.scenario, r.engine, []
+    if mem.max_concurrency is not None:
+        logged = (mem.engine or {}).get("kv_cache_tokens")
+        also = (f"; vLLM's log counts the same pool as {logged:,} tokens at --max-model-len "
+                f"{mem.engine['max_model_len']:,}" if logged and abs(logged - mem.max_context_tokens) > 0.01 * logged
+                else "")
+        if s.shared_prefix_tokens:
+            also += f"; the {s.shared_prefix_tokens:,}-token shared prefix held once where the engine caches it"
+        out.append(f"{engine.label} KV pool {mem.kv_cache_pool_gib:,.1f} GiB: up to {mem.max_concurrency:,} "
+                   f"concurrent requests of {s.prompt_tokens + s.output_tokens:,} tokens ({mem.max_context_tokens:,} "
+                   f"tokens of such requests){also}")
+    fit = (mem.engine or {}).get("max_model_len_that_fits")
+    if fit and fit < (mem.engine.get("max_model_len") or 0):  # its default would not start
+        out.append(f"{engine.label}: start it with --max-model-len {fit:,} or less (one request of that length fills "
+                   "the KV pool)")
+    if mem.gpu_layers is not None:
+        out.append(f"{engine.label}: {mem.gpu_layers} of {r.model.num_layers} layers on the GPU"
+                   + (f", {mem.offloaded_layers} offloaded to the CPU" if mem.offloaded_layers else ""))
+    return tuple(out)
+
+
+def normalized(s: Scenario) -> dict[str, Any]:
+    """The scenario as the plan states it: every field as resolved, the sharding by its engine's name, the other
+    task's fields left out."""
+    data = s.model_dump()
+    data["strategy"] = s.sharding if s.sharding.startswith("fsdp") else s.resolved_strategy
+    for key in TRAIN_ONLY if s.task == "infer" else INFER_ONLY:
+        data.pop(key, None)
+    return data
+
+
+@functools.lru_cache(maxsize=256)
+def model_facts(m: ModelSpec, trainable: int) -> ModelFacts:
+    """The model's facts the plan states (counts, shape, kinds of layers, whether counted exactly)."""
+    kinds: dict[str, int] = {}
+    for layer, count in m.layer_kinds():
+        kinds[layer.kind] = kinds.get(layer.kind, 0) + count
+    return ModelFacts(name=m.name, family=m.family, params_total=m.params_total, params_active=m.params_active,
+                      params_trainable=trainable, num_layers=m.num_layers, hidden_size=m.hidden_size,
+                      num_kv_heads=m.num_kv_heads, head_dim=m.head_dim, vocab_size=m.vocab_size, layer_kinds=kinds,
+                      exact=m.exact, exact_reason=m.inexact_reason, counted_by=m.counted_by)
+
+
+def gpu_facts(gpu: GpuSpec | None) -> GpuFacts | None:
+    if gpu is None:
+        return None
+    return GpuFacts(id=gpu.id, name=gpu.name, memory_gib=gpu.memory_gib, usable_gib=gpu.usable_gib,
+                    architecture=gpu.architecture)
