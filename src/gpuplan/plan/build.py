@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from .. import clock
 from ..errors import UnknownNameError
 from ..hardware import Network
 from ..market.choice import best_on_demand, matching
@@ -25,6 +26,7 @@ from ..market.offers import Offer
 from ..market.store import price_filter
 from ..scenario import Scenario
 from ..speed import Speed, speed_of
+from .advice import advice
 from .plan import Plan, memory_plan
 from .resolve import Resolved
 
@@ -53,37 +55,34 @@ def offers_for(r: Resolved, catalog: list[Offer]) -> Offers:
 
 
 def build(r: Resolved, offers: Offers | None = None, *, advise: bool = True, memory_only: bool = False,
-          offer_label: str | None = None) -> Plan:
-    """The plan of ``r`` priced on ``offers`` (the stages of the module docstring)."""
-    plan = memory_plan(r)
+          offer_label: str | None = None, base: Plan | None = None, speeds: dict | None = None) -> Plan:
+    """The plan of ``r`` priced on ``offers`` (the stages of the module docstring). A search passes the memory plan
+    it already made (``base``) and the speeds it timed on this card (``speeds``, by class of links)."""
+    plan = base if base is not None else memory_plan(r)
     if memory_only:
         return plan
     s, m, gpu = r.scenario, r.model, r.gpu
-    assumptions, warnings = list(plan.assumptions), list(plan.warnings)
-    speed = cost = None
+    offers = offers or Offers()
     if gpu is not None and gpu.peak_tflops("fp16"):  # speed always (what it would run at); cost for a job that fits
-        trainable = plan.model.params_trainable
-        priced = price_offers(s, m, gpu, trainable, offers or Offers(), speeds={})
+        priced = price_offers(s, m, gpu, plan.model.params_trainable, offers, speeds={} if speeds is None else speeds)
         chosen = choose(priced, offer_label)
-        speed = chosen[2] if chosen else speed_of(s, m, gpu)
-        assumptions += speed.assumptions
-        speed = replace(speed, assumptions=[])  # said once, in the plan's assumptions
-        if plan.verdict.fits is not False:
-            cost = chosen[0] if chosen else None
-            warnings += price_warnings(r, chosen, offers or Offers())
+        speed, said = (chosen.speed, chosen.said) if chosen else timed(s, m, gpu, None)
+        warned = price_warnings(r, chosen, offers) if plan.verdict.fits is not False else []
+        plan = plan.said(said, tuple(warned), speed=speed,
+                         cost=chosen.cost if chosen and plan.verdict.fits is not False else None)
+        plan._offer = chosen.offer if chosen else None
     elif gpu is not None:
-        warnings.append(f"no speed or cost: {gpu.name} has no dense 16-bit matrix rate in the GPU catalog")
-    update = {"speed": speed, "cost": cost, "assumptions": tuple(assumptions), "warnings": tuple(warnings)}
+        plan = plan.said(warnings=(f"no speed or cost: {gpu.name} has no dense 16-bit matrix rate in the GPU "
+                                   "catalog",))
+    update: dict = {}
     if gpu is not None and advise:
-        from .advice import advice
-
         update.update(advice(r, plan))
     if s.task == "train" and (s.dataset or s.samples or s.model_size or s.epochs):
         from .dataset_report import dataset_section, recipe_section
 
-        update.update(dataset=dataset_section(s, cost),
-                      recipe=recipe_section(s, m, gpu, cost, plan.model.params_trainable))
-    return plan.model_copy(update=update)
+        update.update(dataset=dataset_section(s, plan.cost),
+                      recipe=recipe_section(s, m, gpu, plan.cost, plan.model.params_trainable))
+    return plan.said(**update) if update else plan
 
 
 def links_that_matter(s: Scenario, network: Network) -> object:
@@ -94,32 +93,49 @@ def links_that_matter(s: Scenario, network: Network) -> object:
     return network.intra_node if s.world_size > 1 or s.tp * s.pp > 1 else None
 
 
-def price_offers(s: Scenario, m, gpu, trainable: int, offers: Offers, *, speeds: dict) -> list[
-        tuple[Cost, Offer, Speed]]:
+@dataclass(frozen=True, kw_only=True)
+class Priced:
+    """One offer priced: its cost, and the speed on its links with what that speed assumed (``said``)."""
+
+    cost: Cost
+    offer: Offer
+    speed: Speed
+    said: tuple[str, ...]
+
+
+def timed(s: Scenario, m, gpu, network: Network | None) -> tuple[Speed, tuple[str, ...]]:
+    """The speed of ``s`` on ``gpu`` over ``network`` (None: the card's own links), its assumptions apart (the plan
+    says them once)."""
+    speed = speed_of(s, m, gpu, network)
+    return replace(speed, assumptions=[]), tuple(speed.assumptions)
+
+
+def price_offers(s: Scenario, m, gpu, trainable: int, offers: Offers, *, speeds: dict) -> list[Priced]:
     """Every offer of ``offers`` that finishes the job, with its cost and the speed on its links, cheapest per
     million tokens first. ``speeds`` holds the speed of each class of links (:func:`links_that_matter`), filled
     here: one speed per class."""
-    out = []
+    out, today = [], clock.today()
     for offer in offers.candidates:
         links = links_that_matter(s, offer.network)
         if links not in speeds:
-            speeds[links] = speed_of(s, m, gpu, offer.network)
-        cost = price_job(s, m, speeds[links], offer, trainable, mtbi_h=s.mtbi_hours, disk_gbs=s.disk_gbs,
-                         best_on_demand=offers.reference)
+            speeds[links] = timed(s, m, gpu, offer.network)
+        speed, said = speeds[links]
+        cost = price_job(s, m, speed, offer, trainable, mtbi_h=s.mtbi_hours, disk_gbs=s.disk_gbs,
+                         best_on_demand=offers.reference, today=today)
         if cost.finishes:
-            out.append((cost, offer, speeds[links]))
-    return sorted(out, key=lambda x: x[0].usd_per_million_tokens)
+            out.append(Priced(cost=cost, offer=offer, speed=speed, said=said))
+    return sorted(out, key=lambda x: x.cost.usd_per_million_tokens)
 
 
-def choose(priced: list[tuple[Cost, Offer, Speed]], label: str | None = None) -> tuple[Cost, Offer, Speed] | None:
+def choose(priced: list[Priced], label: str | None = None) -> Priced | None:
     """The offer a plan is priced on: the lowest $ per million tokens (``priced`` is in that order), or the one
     labelled ``label`` (a ranked row's); None when there is none."""
     if label is not None:
-        priced = [x for x in priced if x[0].offer == label]
+        priced = [x for x in priced if x.cost.offer == label]
     return priced[0] if priced else None
 
 
-def price_warnings(r: Resolved, chosen: tuple[Cost, Offer, Speed] | None, offers: Offers) -> list[str]:
+def price_warnings(r: Resolved, chosen: Priced | None, offers: Offers) -> list[str]:
     """What the price of the chosen offer needs said: none in force, old, low confidence, spot dearer than
     on-demand once interruptions are counted."""
     s, gpu = r.scenario, r.gpu
@@ -128,7 +144,7 @@ def price_warnings(r: Resolved, chosen: tuple[Cost, Offer, Speed] | None, offers
         return [f"no price for {gpu.name}: no {s.pricing.replace('_', '-')} offer"
                 + (f" at {s.provider}" if s.provider else "") + f" in force{why}; "
                 "older or low-confidence rows need --max-price-age-days / --include-low-confidence"]
-    best, offer, _ = chosen
+    best, offer = chosen.cost, chosen.offer
     out = []
     if best.stale:
         out.append(f"the price of {best.offer} is {best.price_age_days} days old")

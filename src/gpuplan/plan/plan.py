@@ -14,17 +14,20 @@ import functools
 import math
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, PrivateAttr
+from pydantic import BaseModel, ConfigDict, PrivateAttr, computed_field, model_serializer
 
 from ..errors import GpuplanError
 from ..hardware import GpuSpec
 from ..market.cost import Cost
-from ..memory import memory_report
+from ..market.offers import Offer
+from ..memory import memory_report, report_of
 from ..model.spec import ModelSpec
 from ..result import Answer, GpuFacts, MemoryReport, ModelFacts, Suggestion
 from ..scenario import INFER_ONLY, TRAIN_ONLY, Scenario
 from ..scenario.describe import describe
 from ..speed.breakdown import Speed
+from ..stacks import stack_for
+from ..tensors.breakdown import Estimate
 from .resolve import Resolved, resolve
 
 
@@ -56,9 +59,6 @@ class Plan(Answer):
 
     model_config = ConfigDict(frozen=True)
 
-    scenario: dict[str, Any]
-    resolved: str = ""  # the scenario as resolved, in one line (what every answer prints first)
-    defaults: tuple[str, ...] = ()  # the defaults taken for this card and model, in words (GPU variant, precision...)
     model: ModelFacts
     gpu: GpuFacts | None
     memory: MemoryReport
@@ -68,30 +68,90 @@ class Plan(Answer):
     cost: Cost | None = None  # None when it does not fit, or no offer of the card is in force
     dataset: dict[str, Any] | None = None  # the training data: samples, tokens, lengths, batching (gpuplan.dataset)
     recipe: dict[str, Any] | None = None  # global batch, lr, schedule, layout, checkpoints, each with its source
-    assumptions: tuple[str, ...] = ()
-    warnings: tuple[str, ...] = ()
     _setup: Resolved | None = PrivateAttr(default=None)
+    # what the builder's stages assumed and warned of beyond the resolver's: (assumptions, warnings)
+    _said: tuple[tuple[str, ...], tuple[str, ...]] = PrivateAttr(default=((), ()))
+    _offer: Offer | None = PrivateAttr(default=None)  # the offer it is priced on (chosen by the builder)
 
     @property
     def setup(self) -> Resolved:
         """The resolved scenario, model and card the plan was built from (typed: what the launch files and the
         page's formulas read)."""
-        if self._setup is None:
+        setup = self.__pydantic_private__["_setup"]  # (not through pydantic's slower attribute lookup)
+        if setup is None:
             raise GpuplanError("this plan was not built by gpuplan.plan.build (it was read back from JSON)")
-        return self._setup
+        return setup
+
+    # the scenario in words, written when read (a search builds thousands of plans and shows a few)
+    @computed_field
+    @functools.cached_property
+    def scenario(self) -> dict[str, Any]:
+        """The scenario as resolved, every field (the sharding by its engine's name, the other task's left out)."""
+        return normalized(self.setup.scenario)
+
+    @computed_field
+    @functools.cached_property
+    def resolved(self) -> str:
+        """The scenario as resolved, in one line (what every answer prints first)."""
+        return describe(self.setup.scenario, self.setup.model)
+
+    @computed_field
+    @functools.cached_property
+    def defaults(self) -> tuple[str, ...]:
+        """The defaults taken for this card and model, in words (the GPU's variant, the precision, the split)."""
+        return self.setup.defaults
+
+    @computed_field
+    @property
+    def assumptions(self) -> tuple[str, ...]:
+        """Every default or efficiency assumed, in words: the stack's defaults, then the memory's, the speed's."""
+        return (*self.setup.assumptions, *self._said[0])
+
+    @computed_field
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """What runs but is doubtful: the model's counts, the combination, the memory, the price."""
+        return (*self.setup.warnings, *self._said[1])
+
+    @property
+    def offer(self) -> Offer | None:
+        """The offer the plan is priced on (None: not priced, or the user's own cards without one)."""
+        return self.__pydantic_private__["_offer"]
+
+    def said(self, assumptions: tuple[str, ...] = (), warnings: tuple[str, ...] = (), **update: Any) -> Plan:
+        """A copy with ``update`` (the builder's later stages) and their assumptions and warnings added."""
+        plan = self.model_copy(update=update)
+        plan._said = ((*self._said[0], *assumptions), (*self._said[1], *warnings))
+        return plan
+
+    @model_serializer(mode="wrap")
+    def _in_order(self, handler) -> dict[str, Any]:
+        """The scenario, its line and its defaults first, as they are said."""
+        data = handler(self)
+        return {k: data[k] for k in ("scenario", "resolved", "defaults")} | data
 
 
-def memory_plan(r: Resolved) -> Plan:
-    """The builder's first two stages: memory per GPU on the card, then the verdict (no speed, cost or advice)."""
+def memory_plan(r: Resolved, memory: tuple[Estimate, MemoryReport] | None = None) -> Plan:
+    """The builder's first two stages: memory per GPU on the card, then the verdict (no speed, cost or advice).
+    ``memory``: the estimate and its report on the card, where a search made them already (it estimates a layout
+    once, where the card does not change its memory, and reports it on every card: :func:`card_memory`)."""
     s, m, gpu = r.scenario, r.model, r.gpu
-    e, memory = memory_report(s, m, gpu)
-    plan = Plan.model_construct(
-        scenario=normalized(s), resolved=describe(s, m), defaults=r.defaults,
+    e, memory = memory if memory is not None else memory_report(s, m, gpu)
+    plan = Plan(
         model=model_facts(m, int(e.extra.get("params_trainable", 0))), gpu=gpu_facts(gpu), memory=memory,
-        verdict=judge(r, memory), suggestions=(), speed=None, cost=None, dataset=None, recipe=None,
-        assumptions=(*r.assumptions, *e.assumptions), warnings=(*r.warnings, *e.warnings))
+        verdict=judge(r, memory), suggestions=(), speed=None, cost=None, dataset=None, recipe=None)
     plan._setup = r
+    plan._said = (tuple(e.assumptions), tuple(e.warnings))
     return plan
+
+
+def card_memory(r: Resolved, shared: Estimate | None) -> tuple[Estimate, MemoryReport]:
+    """The memory of ``r`` on its card: ``shared``, a layout's estimate made without a card, reported on this one
+    (unless the stack sizes a buffer from the memory the card has free, or there is none), else estimated here."""
+    s = r.scenario
+    if shared is not None and not stack_for(s).sizes_from_free_memory:
+        return shared, report_of(s, shared, r.gpu)
+    return memory_report(s, r.model, r.gpu)
 
 
 def probe(s: Scenario, m: ModelSpec) -> tuple[bool, float]:
@@ -176,6 +236,7 @@ def model_facts(m: ModelSpec, trainable: int) -> ModelFacts:
                       exact=m.exact, exact_reason=m.inexact_reason, counted_by=m.counted_by)
 
 
+@functools.lru_cache(maxsize=256)
 def gpu_facts(gpu: GpuSpec | None) -> GpuFacts | None:
     if gpu is None:
         return None

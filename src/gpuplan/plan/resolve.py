@@ -19,6 +19,7 @@ what cannot run.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,37 +36,57 @@ from .refusals import check
 @dataclass(frozen=True, kw_only=True)
 class Resolved:
     """One scenario resolved on its model and card: every default filled, each said with why (``defaults`` for
-    the card and model's, ``assumptions`` for the stack's), the doubtful combinations in ``warnings``."""
+    the card and model's, ``assumptions`` for the stack's), the doubtful combinations in ``warnings``. The
+    sentences are written when read (a search resolves thousands of placements and says few)."""
 
     scenario: Scenario
     model: ModelSpec
     gpu: GpuSpec | None
-    defaults: tuple[str, ...] = ()
-    assumptions: tuple[str, ...] = ()
-    warnings: tuple[str, ...] = ()
+    gpu_note: str | None = None  # an ambiguous name's variant
+    split_note: str | None = None  # the serving split
+    checked: tuple[str, ...] = ()  # the refusals' warnings
 
     @property
     def engine(self) -> Engine:
         return engine_for(self.scenario)
 
+    @functools.cached_property
+    def defaults(self) -> tuple[str, ...]:
+        """The defaults taken for this card and model, in words: the GPU name's variant, the model's notes, the
+        card's precision, the serving split."""
+        said = (self.gpu_note, *self.model.notes, precision_note(self.scenario, self.gpu), self.split_note)
+        return tuple(n for n in said if n)
 
-def resolve(s: Scenario, m: ModelSpec | None = None) -> Resolved:
+    @functools.cached_property
+    def assumptions(self) -> tuple[str, ...]:
+        """The stack's defaults in force, in one sentence (the card's precision said in :attr:`defaults`)."""
+        card = precision_note(self.scenario, self.gpu)
+        stack = defaults_in_force(self.scenario, ("precision",) if card else ())
+        return (stack,) if stack else ()
+
+    @functools.cached_property
+    def warnings(self) -> tuple[str, ...]:
+        """What runs but is doubtful: a model not counted exactly first, then the refusals' warnings."""
+        inexact = inexact_warning(self.model)
+        return (inexact, *self.checked) if inexact else self.checked
+
+
+def resolve(s: Scenario, m: ModelSpec | None = None, gpu: GpuSpec | None = None) -> Resolved:
     """``s`` on its model (``m``, else loaded by name) and its card (``s.gpu``, else none), every default filled,
-    refused (:class:`~gpuplan.errors.GpuplanError`, one sentence) when it cannot run."""
+    refused (:class:`~gpuplan.errors.GpuplanError`, one sentence) when it cannot run. ``gpu``: the card ``s.gpu``
+    names by its catalog id, where a search placed the scenario on it."""
     m = m if m is not None else load_model(s.model)
-    gpu, note = resolve_gpu(s.gpu) if s.gpu else (None, None)
+    if gpu is not None and gpu.id == s.gpu:
+        note = None
+    else:
+        gpu, note = resolve_gpu(s.gpu) if s.gpu else (None, None)
     update: dict[str, Any] = {"gpu": gpu.id} if gpu is not None and s.gpu != gpu.id else {}
     split, said = serving_split(s, m)
     update.update(split)
     if update:  # the card's id and the split change no default: set them as given fields, without validating again
         s = s.with_resolved(update)
-    card = precision_note(s, gpu)
-    notes = [n for n in (note, *m.notes, card, said) if n]
     warnings = check(s, m, gpu)
-    inexact = inexact_warning(m)
-    stack = defaults_in_force(s, ("precision",) if card else ())
-    return Resolved(scenario=s, model=m, gpu=gpu, defaults=tuple(notes), assumptions=(stack,) if stack else (),
-                    warnings=(inexact, *warnings) if inexact else tuple(warnings))
+    return Resolved(scenario=s, model=m, gpu=gpu, gpu_note=note, split_note=said, checked=tuple(warnings))
 
 
 def precision_note(s: Scenario, gpu: GpuSpec | None) -> str | None:

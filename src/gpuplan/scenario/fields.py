@@ -289,6 +289,16 @@ class Scenario(BaseModel):
             return super().model_copy(deep=deep)
         return scenario_from({**{k: getattr(self, k) for k in self.model_fields_set}, **update})
 
+    def on_card(self, gpu: str) -> Scenario:
+        """This scenario, given no card, on card ``gpu`` (a search's placement): validated again only where the card
+        changes a default (a card without bf16 takes fp16, :func:`gpuplan.scenario.stacks.card_precision`), else a
+        copy with the card set."""
+        given = self.precision if "precision" in self.model_fields_set else None
+        if self.gpu is None and stacks.card_precision({"precision": given, "task": self.task, "gpu": gpu},
+                                                      self.precision) == self.precision:
+            return self.with_resolved({"gpu": gpu})
+        return self.model_copy(update={"gpu": gpu})
+
     def with_resolved(self, update: dict[str, Any]) -> Scenario:
         """A copy with the fields the resolver sets (:mod:`gpuplan.plan.resolve`: the card's catalog id, the
         serving split), as given fields, without validating again: they change no default (pydantic's own copy)."""
