@@ -21,7 +21,7 @@ from .. import clock
 from ..errors import UnknownNameError
 from ..hardware import Network
 from ..market.choice import best_on_demand, matching
-from ..market.cost import Cost, price_job
+from ..market.cost import Cost, checkpoint_bytes, price_job, spot_plan
 from ..market.offers import Offer
 from ..market.store import price_filter
 from ..scenario import Scenario
@@ -55,9 +55,11 @@ def offers_for(r: Resolved, catalog: list[Offer]) -> Offers:
 
 
 def build(r: Resolved, offers: Offers | None = None, *, advise: bool = True, memory_only: bool = False,
-          offer_label: str | None = None, base: Plan | None = None, speeds: dict | None = None) -> Plan:
+          offer_label: str | None = None, base: Plan | None = None, speeds: dict | None = None,
+          recipe: bool = False) -> Plan:
     """The plan of ``r`` priced on ``offers`` (the stages of the module docstring). A search passes the memory plan
-    it already made (``base``) and the speeds it timed on this card (``speeds``, by class of links)."""
+    it already made (``base``) and the speeds it timed on this card (``speeds``, by class of links); ``recipe``: the
+    training recipe even without data (a plan to launch)."""
     plan = base if base is not None else memory_plan(r)
     if memory_only:
         return plan
@@ -71,18 +73,29 @@ def build(r: Resolved, offers: Offers | None = None, *, advise: bool = True, mem
         plan = plan.said(said, tuple(warned), speed=speed,
                          cost=chosen.cost if chosen and plan.verdict.fits is not False else None)
         plan._offer = chosen.offer if chosen else None
+        plan._spot = unpriced_spot(plan) if chosen is None else None
     elif gpu is not None:
         plan = plan.said(warnings=(f"no speed or cost: {gpu.name} has no dense 16-bit matrix rate in the GPU "
                                    "catalog",))
-    update: dict = {}
     if gpu is not None and advise:
-        update.update(advice(r, plan))
-    if s.task == "train" and (s.dataset or s.samples or s.model_size or s.epochs):
-        from .dataset_report import dataset_section, recipe_section
+        plan = plan.said(**advice(r, plan))
+    if s.task == "train" and (recipe or s.dataset or s.samples or s.model_size or s.epochs):
+        from .dataset_report import dataset_section, plan_recipe
 
-        update.update(dataset=dataset_section(s, plan.cost),
-                      recipe=recipe_section(s, m, gpu, plan.cost, plan.model.params_trainable))
-    return plan.said(**update) if update else plan
+        typed = plan_recipe(plan)
+        plan = plan.said(dataset=dataset_section(s, plan.cost), recipe=typed.as_dict())
+        plan._recipe = typed
+    return plan
+
+
+def unpriced_spot(plan: Plan):
+    """Spot asked of a training plan with no offer priced: how it would checkpoint and restart, from its work
+    hours, its checkpoint's write time and the interruptions' prior (:func:`gpuplan.market.cost.spot_plan`)."""
+    s, m = plan.setup.scenario, plan.setup.model
+    if s.task != "train" or s.pricing != "spot":
+        return None
+    return spot_plan(plan.work_hours or 0.0, checkpoint_bytes(s, m, plan.model.params_trainable), s.world_size,
+                     mtbi_h=s.mtbi_hours, disk_gbs=s.disk_gbs)
 
 
 def links_that_matter(s: Scenario, network: Network) -> object:

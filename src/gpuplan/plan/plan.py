@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, PrivateAttr, computed_field, model_s
 
 from ..errors import GpuplanError
 from ..hardware import GpuSpec
-from ..market.cost import Cost
+from ..market.cost import Cost, SpotPlan
 from ..market.offers import Offer
 from ..memory import memory_report, report_of
 from ..model.spec import ModelSpec
@@ -28,6 +28,7 @@ from ..scenario.describe import describe
 from ..speed.breakdown import Speed
 from ..stacks import stack_for
 from ..tensors.breakdown import Estimate
+from .recipe import Recipe
 from .resolve import Resolved, resolve
 
 
@@ -72,6 +73,8 @@ class Plan(Answer):
     # what the builder's stages assumed and warned of beyond the resolver's: (assumptions, warnings)
     _said: tuple[tuple[str, ...], tuple[str, ...]] = PrivateAttr(default=((), ()))
     _offer: Offer | None = PrivateAttr(default=None)  # the offer it is priced on (chosen by the builder)
+    _spot: SpotPlan | None = PrivateAttr(default=None)  # spot without an offer priced: the interruptions' prior
+    _recipe: Recipe | None = PrivateAttr(default=None)  # the recipe, typed (``recipe`` is its JSON)
 
     @property
     def setup(self) -> Resolved:
@@ -115,8 +118,27 @@ class Plan(Answer):
 
     @property
     def offer(self) -> Offer | None:
-        """The offer the plan is priced on (None: not priced, or the user's own cards without one)."""
+        """The offer the plan is priced on (None: not priced)."""
         return self.__pydantic_private__["_offer"]
+
+    @property
+    def spot(self) -> SpotPlan | None:
+        """How a spot run checkpoints and restarts: the priced offer's, or, spot asked with no offer priced, the
+        interruptions' prior (the checkpoint interval needs only its write time and the MTBI)."""
+        return self.cost.spot if self.cost is not None else self.__pydantic_private__["_spot"]
+
+    @property
+    def typed_recipe(self) -> Recipe | None:
+        """The training recipe (its JSON is :attr:`recipe`)."""
+        return self.__pydantic_private__["_recipe"]
+
+    @property
+    def work_hours(self) -> float | None:
+        """Hours of training work at the plan's speed (``train_tokens`` / tokens per second), unpriced."""
+        s = self.setup.scenario
+        if s.task != "train" or not s.train_tokens or self.speed is None:
+            return None
+        return s.train_tokens / self.speed.tokens_per_s / 3600
 
     def said(self, assumptions: tuple[str, ...] = (), warnings: tuple[str, ...] = (), **update: Any) -> Plan:
         """A copy with ``update`` (the builder's later stages) and their assumptions and warnings added."""

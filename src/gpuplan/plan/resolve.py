@@ -45,6 +45,8 @@ class Resolved:
     gpu_note: str | None = None  # an ambiguous name's variant
     split_note: str | None = None  # the serving split
     checked: tuple[str, ...] = ()  # the refusals' warnings
+    chosen: tuple[str, ...] = ()  # defaults a run takes beyond an estimate's, with why (gpuplan.plan.launch)
+    layout_why: str | None = None  # why the micro-batch x accumulation are the recipe's (gpuplan.plan.launch)
 
     @property
     def engine(self) -> Engine:
@@ -54,7 +56,8 @@ class Resolved:
     def defaults(self) -> tuple[str, ...]:
         """The defaults taken for this card and model, in words: the GPU name's variant, the model's notes, the
         card's precision, the serving split."""
-        said = (self.gpu_note, *self.model.notes, precision_note(self.scenario, self.gpu), self.split_note)
+        said = (self.gpu_note, *self.model.notes, precision_note(self.scenario, self.gpu), self.split_note,
+                *self.chosen)
         return tuple(n for n in said if n)
 
     @functools.cached_property

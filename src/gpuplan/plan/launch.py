@@ -1,0 +1,126 @@
+"""A plan to launch: the scenario's plan with the defaults a run needs beyond an estimate's, chosen before the plan
+is built (each with why), and the recipe made by the builder. The launch files (``gpuplan launch``) are
+written from this plan alone.
+
+The defaults of a run:
+
+- **vLLM's --max-model-len**: vLLM refuses to start when one request of ``max_model_len`` (the model's context,
+  unless set) does not fit its KV pool: the run takes the longest that does, when the scenario's requests fit it;
+- **the recipe's micro-batch x accumulation** (:func:`gpuplan.plan.recipe.layout`): the fastest micro-batch that
+  fits and reaches the recipe's global batch, when the scenario set neither (a ranked setup keeps its micro-batch
+  and takes the accumulation).
+
+The offer is chosen by the builder as ``estimate`` chooses it, or the one a ranked row names (``offer_label``), or
+the user's own cards (``owned_usd_per_hour``: priced by power alone).
+"""
+
+from __future__ import annotations
+
+from .. import clock
+from ..errors import GpuplanError
+from ..market.offers import Offer
+from ..market.store import load_offers
+from ..scenario import Scenario
+from .build import Offers, build, offers_for
+from .plan import Plan, memory_plan
+from .resolve import Resolved, resolve
+
+
+def runnable(s: Scenario, *, offer_label: str | None = None, owned_usd_per_hour: float | None = None,
+             keep_micro_batch: bool = False) -> Plan:
+    """The plan to launch ``s`` on its card (module docstring); refused in one sentence when it does not fit."""
+    if not s.gpu:
+        raise GpuplanError("launch needs a GPU: set --gpu (and --num-gpus), or pick a setup with "
+                           "`gpuplan recommend ... --launch N`")
+    r = resolve(s)
+    memory = memory_plan(r)
+    again = _model_len(r, memory)
+    if again is not r:
+        r, memory = again, memory_plan(again)
+    _fits(memory)
+    if r.scenario.task == "train":
+        r = _layout(r, keep_micro_batch)
+    if owned_usd_per_hour is not None:
+        offers = Offers(candidates=(owned_offer(r.gpu.id, r.scenario.world_size,
+                                                owned_usd_per_hour / r.scenario.world_size),))
+    else:
+        offers = offers_for(r, load_offers())
+    plan = build(r, offers, advise=False, offer_label=offer_label, recipe=True)
+    if offer_label is not None and (plan.cost is None or plan.cost.offer != offer_label):
+        raise GpuplanError(f"no offer {offer_label!r} for {r.gpu.id} in the price catalog")
+    return plan
+
+
+def owned_offer(gpu_id: str, count: int, usd_per_gpu_hour: float) -> Offer:
+    """The user's own ``count`` cards as an offer priced ``usd_per_gpu_hour`` each (power alone); their links are
+    the cards' own (GeForce: no peer-to-peer over PCIe), as estimate times them."""
+    return Offer(provider="owned", tier="", gpu_id=gpu_id, gpu_count=count, pricing="owned",
+                 price_usd_per_gpu_hour=usd_per_gpu_hour, region="", intra_node="", observed_at=clock.today(),
+                 source="power only", notes="", origin="--have")
+
+
+def _model_len(r: Resolved, plan: Plan) -> Resolved:
+    """``r`` with vLLM's ``max_model_len`` the longest one request of which fits its pool (read off ``r``'s
+    memory ``plan``), where the model's own context does not and the scenario's requests do (vLLM refuses to start
+    otherwise)."""
+    s = r.scenario
+    if s.max_model_len is not None:
+        return r
+    engine = plan.memory.engine or {}  # vLLM's start-up says the longest that fits
+    fit = engine.get("max_model_len_that_fits")
+    if fit is None or not s.prompt_tokens + s.output_tokens <= fit < engine["max_model_len"]:
+        return r
+    why = (f"max_model_len {fit:,}: the longest request the predicted KV pool holds (vLLM would refuse to start at "
+           f"{engine['max_model_len']:,})")
+    return _again(r, {"max_model_len": fit}, why)
+
+
+def _layout(r: Resolved, keep_micro_batch: bool) -> Resolved:
+    """``r`` with the recipe's micro-batch x accumulation when the scenario set neither, and why."""
+    from ..dataset import profile
+    from .recipe import layout, published
+
+    s, m, gpu = r.scenario, r.model, r.gpu
+    if {"micro_batch_size", "grad_accum_steps"} & s.model_fields_set:
+        return r
+    data = profile(s)
+    global_batch = published(s, float(m.params_total))[0]
+    if data is not None:
+        global_batch = min(global_batch, data.batching.rows)
+    if keep_micro_batch:
+        mb = s.micro_batch_size
+        accum = 1 if s.optimizer_in_backward else max(1, -(-global_batch // (mb * s.dp)))
+        why = f"micro-batch {mb} as ranked" + ("" if s.optimizer_in_backward else
+                                               "; accumulation makes up the global batch")
+    else:
+        mb, accum, why = layout(s, m, gpu, global_batch)
+    if (mb, accum) == (s.micro_batch_size, s.grad_accum_steps):
+        return Resolved(**{**r.__dict__, "layout_why": why})
+    again = _again(r, {"micro_batch_size": mb, "grad_accum_steps": accum}, None, layout_why=why)
+    if memory_plan(again).verdict.fits:
+        return again
+    # the recipe's accumulation keeps more than the card holds (a full gradient buffer beside ZeRO-3's shards):
+    # the run keeps the layout that fits, and says so
+    return Resolved(**{**r.__dict__, "layout_why": f"as set: the recipe's {mb} x {accum} would not fit {gpu.name}"})
+
+
+def _again(r: Resolved, change: dict, why: str | None, *, layout_why: str | None = None) -> Resolved:
+    """``r``'s scenario with ``change``, resolved again, keeping what was said of it and adding ``why``."""
+    again = resolve(r.scenario.model_copy(update=change), r.model)
+    return Resolved(scenario=again.scenario, model=again.model, gpu=again.gpu, gpu_note=r.gpu_note,
+                    split_note=r.split_note, checked=again.checked,
+                    chosen=(*r.chosen, *([why] if why else [])), layout_why=layout_why or r.layout_why)
+
+
+def _fits(plan: Plan) -> None:
+    """Refuse a plan that does not fit, in one sentence: a launch would fail."""
+    mem, s = plan.memory, plan.setup.scenario
+    if mem.fits is not False:
+        return
+    digits = 1 if f"{mem.device_peak_gib:.1f}" != f"{mem.capacity_gib:.1f}" else 2  # never "23.9 of 23.9"
+    why = (f"its KV pool holds {mem.max_concurrency:,} of the {s.batch_size:,} concurrent requests asked "
+           f"({mem.device_peak_gib:.1f} of {mem.capacity_gib:.1f} GiB usable per GPU)"
+           if mem.max_concurrency is not None and mem.max_concurrency < s.batch_size
+           and mem.device_peak_gib <= mem.capacity_gib else
+           f"{mem.device_peak_gib:.{digits}f} GiB per GPU on {plan.gpu.name} ({mem.capacity_gib:.{digits}f} usable)")
+    raise GpuplanError(f"the plan does not fit: {why}; run `gpuplan estimate` for the changes that would make it fit")
