@@ -40,7 +40,7 @@ from .build import Offers, build
 from .plan import Plan, card_memory, memory_plan
 from .pricing import left_out
 from .refusals import check
-from .resolve import resolve
+from .resolve import resolve, within_context
 
 COUNTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 GIB = 2**30
@@ -297,6 +297,8 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
     """Every setup that fits ``s`` under ``c``, ranked; with ``explain``, the changes that would make one fit
     when none does. Every row is read from a plan (:meth:`Setup.of`)."""
     started = time.perf_counter()
+    fitted, context_note = within_context(s, m)  # default lengths past the model's context, shortened (said)
+    s = s.model_copy(update=fitted) if fitted else s
     all_offers = load_offers(c.catalogs)
     offers = _offers(s, c, all_offers)
     cards = {o.gpu_id: gpus()[o.gpu_id] for o in offers}
@@ -325,7 +327,7 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
                             "cache); re-quantizing it (--quant awq-int4, fp8, int8) needs a converted checkpoint "
                             "and is priced only when asked")
     result.model_exact, result.model_exact_reason = m.exact, m.inexact_reason
-    result.defaults = list(m.notes)
+    result.defaults = [*m.notes, *([context_note] if context_note else [])]
     result.warnings = [w for w in (inexact_warning(m),) if w]
     result.resolved = searched(s, m, c)
     if explain and c.have and not owned:

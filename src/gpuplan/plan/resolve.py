@@ -44,6 +44,7 @@ class Resolved:
     gpu: GpuSpec | None
     gpu_note: str | None = None  # an ambiguous name's variant
     split_note: str | None = None  # the serving split
+    length_note: str | None = None  # a default length shortened to the model's context
     checked: tuple[str, ...] = ()  # the refusals' warnings
     chosen: tuple[str, ...] = ()  # defaults a run takes beyond an estimate's, with why (gpuplan.plan.launch)
     layout_why: str | None = None  # why the micro-batch x accumulation are the recipe's (gpuplan.plan.launch)
@@ -57,7 +58,7 @@ class Resolved:
         """The defaults taken for this card and model, in words: the GPU name's variant, the model's notes, the
         card's precision, the serving split."""
         said = (self.gpu_note, *self.model.notes, precision_note(self.scenario, self.gpu), self.split_note,
-                *self.chosen)
+                self.length_note, *self.chosen)
         return tuple(n for n in said if n)
 
     @functools.cached_property
@@ -88,8 +89,12 @@ def resolve(s: Scenario, m: ModelSpec | None = None, gpu: GpuSpec | None = None)
     update.update(split)
     if update:  # the card's id and the split change no default: set them as given fields, without validating again
         s = s.with_resolved(update)
+    lengths, shortened = within_context(s, m)
+    if lengths:  # a shorter default length may change the stack's defaults (Unsloth's offload): validated again
+        s = s.model_copy(update=lengths)
     warnings = check(s, m, gpu)
-    return Resolved(scenario=s, model=m, gpu=gpu, gpu_note=note, split_note=said, checked=tuple(warnings))
+    return Resolved(scenario=s, model=m, gpu=gpu, gpu_note=note, split_note=said, length_note=shortened,
+                    checked=tuple(warnings))
 
 
 def precision_note(s: Scenario, gpu: GpuSpec | None) -> str | None:
@@ -122,3 +127,24 @@ def serving_split(s: Scenario, m: ModelSpec) -> tuple[dict[str, Any], str | None
                            "replicas set strategy ddp")
     return {}, None
 
+
+
+def within_context(s: Scenario, m: ModelSpec) -> tuple[dict[str, Any], str | None]:
+    """Default lengths that fit the model's context when they would not: a shorter default prompt for serving
+    (gpt2's 1,024 positions hold the default 1,024-token prompt only without the 256 output tokens), the context
+    as the default training sequence (a dataset's own lengths are capped where they are read,
+    :func:`gpuplan.dataset.fields`). Lengths the user set are kept, and judged as set."""
+    context = m.max_context
+    if not context:
+        return {}, None
+    if s.task == "infer" and "prompt_tokens" not in s.model_fields_set and \
+            s.shared_prefix_tokens < context - s.output_tokens < s.prompt_tokens:
+        prompt = context - s.output_tokens
+        return {"prompt_tokens": prompt}, (f"prompt_tokens {prompt:,}: the default {s.prompt_tokens:,} plus "
+                                           f"{s.output_tokens:,} output tokens would run past {m.name}'s "
+                                           f"{context:,} positions (set prompt_tokens to choose)")
+    if s.task == "train" and "seq_len" not in s.model_fields_set and not (s.dataset or s.samples) and \
+            s.seq_len > context:
+        return {"seq_len": context}, (f"seq_len {context:,}: the default {s.seq_len:,} would run past {m.name}'s "
+                                      f"{context:,} positions (set seq_len to choose)")
+    return {}, None
