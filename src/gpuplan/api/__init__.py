@@ -190,7 +190,7 @@ def cost(scenario: ScenarioLike, *, catalogs: Iterable[str] = (), discounts: Map
     with its whole bill and the device peak per GPU: ``gpuplan cost``."""
     from ..market.store import load_offers
     from ..plan.pricing import compare, left_out
-    from ..plan.resolve import serving_split
+    from ..plan.resolve import card_free
     from ..scenario.describe import describe
 
     top = arg.count(top, "top", most=100_000, optional=True)
@@ -200,10 +200,8 @@ def cost(scenario: ScenarioLike, *, catalogs: Iterable[str] = (), discounts: Map
     m = load_model(s.model)
     if s.gpu:  # one GPU: its name resolved (an ambiguous one takes its common variant)
         s = s.model_copy(update={"gpu": resolve_gpu(s.gpu)[0].id})
-    split, said = serving_split(s, m)  # the card is each offer's
-    if split:
-        s = s.model_copy(update=split)
-    defaults = [said] if said else []
+    s, said = card_free(s, m)  # the card is each offer's
+    defaults = [n for n in said if n]
     base = _estimate(s.model_copy(update={"gpu": None}), advise=False)
     offers = load_offers(catalogs, discounts)
     rows = compare(s, m, offers, base.model.params_trainable)

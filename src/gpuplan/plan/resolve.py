@@ -84,17 +84,26 @@ def resolve(s: Scenario, m: ModelSpec | None = None, gpu: GpuSpec | None = None)
         note = None
     else:
         gpu, note = resolve_gpu(s.gpu) if s.gpu else (None, None)
-    update: dict[str, Any] = {"gpu": gpu.id} if gpu is not None and s.gpu != gpu.id else {}
-    split, said = serving_split(s, m)
-    update.update(split)
-    if update:  # the card's id and the split change no default: set them as given fields, without validating again
-        s = s.with_resolved(update)
-    lengths, shortened = within_context(s, m)
-    if lengths:  # a shorter default length may change the stack's defaults (Unsloth's offload): validated again
-        s = s.model_copy(update=lengths)
+    if gpu is not None and s.gpu != gpu.id:  # the card's id changes no default: set without validating again
+        s = s.with_resolved({"gpu": gpu.id})
+    s, (said, shortened) = card_free(s, m)
     warnings = check(s, m, gpu)
     return Resolved(scenario=s, model=m, gpu=gpu, gpu_note=note, split_note=said, length_note=shortened,
                     checked=tuple(warnings))
+
+
+def card_free(s: Scenario, m: ModelSpec) -> tuple[Scenario, tuple[str | None, str | None]]:
+    """``s`` with the defaults that need the model but no card (a search over cards takes them once): the
+    serving split over its GPUs (:func:`serving_split`, set without validating again: it changes no default) and
+    default lengths within the model's context (:func:`within_context`, validated again: a shorter sequence may
+    change a stack's default); and why each was taken (None: not taken)."""
+    split, said = serving_split(s, m)
+    if split:
+        s = s.with_resolved(split)
+    lengths, shortened = within_context(s, m)
+    if lengths:
+        s = s.model_copy(update=lengths)
+    return s, (said, shortened)
 
 
 def precision_note(s: Scenario, gpu: GpuSpec | None) -> str | None:
