@@ -37,7 +37,7 @@ def simulate_cmd(scenario: str | None = None, as_json: bool = False, compare: bo
       gpuplan simulate examples/lora-llama-8b.yaml --plot memory.png
     """
     from ..model.catalog import load_model
-    from ..scenario.resolve import describe
+    from ..scenario.describe import describe
     from ..sim.simulate import simulate
 
     s = load_scenario(scenario, overrides(fields))
