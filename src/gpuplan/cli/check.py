@@ -38,7 +38,7 @@ def simulate_cmd(scenario: str | None = None, as_json: bool = False, compare: bo
       gpuplan simulate examples/lora-llama-8b.yaml --plot memory.png
     """
     from ..model.catalog import load_model
-    from ..scenario.resolve import describe
+    from ..scenario.describe import describe
     from ..serving.report import plot_target
     from ..sim.simulate import simulate
 
