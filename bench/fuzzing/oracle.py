@@ -239,6 +239,17 @@ def judge_web(status: int, body: bytes, model: Any, hidden: tuple[str, ...] = ()
     return Verdict(OK)
 
 
+def judge_page(status: int, body: bytes, path: str) -> Verdict:
+    """A page, a static file or a path beside them: any answer under 500, and never a file from outside the
+    package's static folder (a path that climbs out: /etc/passwd's ``root:`` line)."""
+    if status >= 500:
+        shown = body[:300].decode("utf-8", "replace")
+        return Verdict(HANG if status == 503 else NONSENSE, f"HTTP {status} for a page", shown)
+    if status == 200 and b"root:" in body and b":0:0:" in body:
+        return Verdict(NONSENSE, "a file outside the static folder was served", path[:200])
+    return Verdict(OK if status < 400 else CLEAN, detail=f"{status} {path[:100]}")
+
+
 TEMP_NAME = re.compile(r"^\.gpuplan-|^\..*\.tmp(\.\w+)?$|\.tmp$")
 
 
