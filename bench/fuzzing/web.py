@@ -122,7 +122,7 @@ HOSTILE_PAGES = ["/static/../../../../etc/passwd", "/static/..%2f..%2f..%2f..%2f
 def page_paths() -> list[str]:
     """Every path of the app outside its API: plain routes, and each file of a mounted static folder."""
     out = []
-    api = {p for p, _ in api_routes()}
+    api = {p for p, r in api_routes() if getattr(r, "include_in_schema", True)}
     for route in app().routes:
         path = getattr(route, "path", None)
         if path is None or path in api:
