@@ -180,6 +180,7 @@ def test_a_new_command_and_its_options_are_fuzzed_without_an_edit():
     (0, '{"memory": {"device_peak_gib": 1.5, "capacity_gib": 24, "fits": true}}', "", True, oracle.OK),
     (2, "", "error: unknown model 'x'\n", False, oracle.CLEAN),
     (2, "", "note: something\nerror: unknown model 'x'\n", False, oracle.NONSENSE),  # two lines
+    (2, "", "gpuplan: reading the structure of this x model\nerror: no\n", False, oracle.CLEAN),  # a slow step said
     (2, "partial table\n", "error: x\n", False, oracle.NONSENSE),  # something on stdout
     (1, "", "error: x\n", False, oracle.NONSENSE),  # an undocumented exit code
     (0, "done", "Traceback (most recent call last):\n  File \"/x/gpuplan/a.py\", line 1, in f\nKeyError: 'k'", False,

@@ -243,6 +243,10 @@ def upload_call(r: random.Random, kind: str, fixtures: Fixtures) -> Call:
     pool = [p for p in (valid if r.random() < 0.7 else other) or valid or other if p.is_file()]
     path = r.choice(pool) if pool else None
     data = path.read_bytes() if path is not None else b'{"text": "hello"}\n'
+    if path is not None and r.random() < 0.2:  # a value or two changed
+        from .mutate import change
+
+        data = change(r, path) or data
     name = path.name if path is not None and r.random() < 0.8 else r.choice(
         ["../../x.jsonl", "/etc/passwd", "a\x00b.jsonl", "ünï.jsonl", "x" * 200, "con.jsonl", "a b.jsonl"])
     return Call("POST", "/api/upload", {"kind": kind, "name": name}, raw=data,
