@@ -592,6 +592,12 @@ SHORTHAND_LENGTH_SIGMA = 0.7
 # 0.11-0.19, H100, RTX 4090 and RTX PRO 6000: 0.72 (Qwen3-32B over two PCIe RTX PRO 6000, simulated 39 % fast) to
 # 1.18 (the simulation errs low on the H100 runs). Multiplies the rate; updated with that table.
 SERVING_RATE_BAND = (0.72, 1.18)
+# Requests of a simulated load whose lengths are given as means (estimate --users / --rate, capacity's
+# --prompt-tokens / --output-tokens) draw them uniformly within +-50 % of the mean (vllm bench serve's random
+# dataset with --random-range-ratio 0.5). An assumption, not a measurement: any spread breaks the lockstep in which
+# fixed lengths keep a closed loop (new-user review 3, question 2: SGLang 34 users per H200 at fixed lengths, 193
+# at the same means spread out); 0.5 keeps the longest request within 1.5x the mean, and the mean as given.
+SERVING_LENGTH_SPREAD = 0.5
 
 # ---- launch: the disk a cloud job asks for (gpuplan launch) -------------------------------------------
 CHECKPOINTS_KEPT = 2  # Trainer save_total_limit: the newest checkpoint may be torn by an interruption
