@@ -92,7 +92,7 @@ def capacity_cmd(
 
 
 def render(plans, w, fmt: str = "table") -> None:
-    from ..serving.capacity import shown
+    from ..plan.capacity import shown
     from ..serving.workload import lengths_words
 
     slo = w.slo

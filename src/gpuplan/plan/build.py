@@ -31,7 +31,7 @@ from ..scenario import Scenario
 from ..speed import Speed, speed_of
 from .advice import advice
 from .plan import Plan, memory_plan
-from .resolve import Resolved
+from .resolve import Resolved, resolve
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -95,30 +95,42 @@ def build(r: Resolved, offers: Offers | None = None, *, advise: bool = True, mem
 
 
 def serving_runs(r: Resolved, plan: Plan) -> Plan:
-    """``plan`` with its serving runs (:mod:`gpuplan.serving.load`) on the links of the offer it is priced on: the
-    scenario's ``users`` or ``rate_rps`` (asked: numpy needed) and, for more than one request, its ``batch_size``
-    requests queued at once (said as skipped without numpy). Engines whose scheduler is not simulated get none."""
-    from ..serving.load import SIMULATED, run_load
+    """``plan`` with its serving runs (:mod:`gpuplan.serving.load`) through the engine's scheduler over the plan's
+    own KV pool and limits, on the links of the offer it is priced on: the scenario's ``users`` or ``rate_rps``
+    (asked: numpy needed) and, for more than one request, its ``batch_size`` requests queued at once (skipped, and
+    said, without numpy). Engines whose scheduler is not simulated get none; a vLLM that would not start at the
+    model's context runs at ``--max-model-len`` of the longest request (as the verdict tells the user to)."""
+    from ..serving.load import SIMULATED, longest_request, run_load
 
     s, offer = r.scenario, plan.offer
-    if s.engine not in SIMULATED:
+    asked, batch = bool(s.users or s.rate_rps), s.batch_size > 1 and not s.users
+    if s.engine not in SIMULATED or not (asked or batch):
         return plan
     try:
-        import numpy  # noqa: F401
-    except ImportError:
-        if s.users or s.rate_rps:
+        from ..serving.simulate import scheduler_for
+    except ImportError:  # numpy
+        if asked:
             raise GpuplanError("users and rate_rps run the engine's scheduler with numpy: pip install "
                                "'gpuplan[serving]'") from None
         return plan.said(("the offline run of the batch through the engine's scheduler needs numpy (pip install "
                           "'gpuplan[serving]')",))
-    network = offer.network if offer is not None else None
-    asked, batch = bool(s.users or s.rate_rps), s.batch_size > 1 and not s.users
-    load = run_load(s, r.model, r.gpu, network) if asked else None
-    offline = run_load(s, r.model, r.gpu, network, offline=True) if batch else None
+    network, runs = offer.network if offer is not None else None, {}
+    for key, offline in (("load", False), ("offline", True)):
+        if not (asked if key == "load" else batch):
+            continue
+        longest, said = longest_request(s, r.model, offline), ()
+        engine = scheduler_for(s, plan.startup, plan.pool, longest)
+        if engine is None and s.max_model_len is None:  # the default context would not start: the longest request
+            fitted = memory_plan(resolve(s.with_resolved({"max_model_len": longest}), r.model, r.gpu))
+            engine = scheduler_for(fitted.setup.scenario, fitted.startup, fitted.pool, longest)
+            said = (f"simulated with --max-model-len {longest:,} (the longest request): at the model's context the "
+                    "engine would not start",)
+        if engine is not None:
+            runs[key] = run_load(s, r.model, r.gpu, engine, network, offline=offline, said=said)
     # (the batch's run is not asked for: a pool too small for one request is the verdict's to say)
     warned = ("no simulated run: the engine's KV pool cannot hold one request of the longest length",) \
-        if asked and load is None else ()
-    return plan.said(warnings=warned, load=load, offline=offline)
+        if asked and "load" not in runs else ()
+    return plan.said(warnings=warned, **runs)
 
 
 def unpriced_spot(plan: Plan):

@@ -39,7 +39,7 @@ detokenizer process) and adds to no token's latency.
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -49,6 +49,9 @@ from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from .steptime import StepModel, step_model
 from .workload import Lengths, lengths_words, spread_lengths
+
+if TYPE_CHECKING:
+    from .simulate import Scheduler
 
 # Engines whose schedulers the simulation runs (:mod:`.simulate`).
 SIMULATED = ("vllm", "sglang")
@@ -108,41 +111,39 @@ class LoadRun(BaseModel):
         return {stat: getattr(self, f"{stat}_{metric}_ms") for stat in ("mean", "median", "p90", "p99")}
 
 
-def run_load(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None = None, *,
-             offline: bool = False) -> LoadRun | None:
-    """The benchmark run of ``s`` on ``gpu`` over ``network``: its ``users`` (closed loop) or ``rate_rps`` (open
-    loop), or with ``offline`` its ``batch_size`` requests at once (the module docstring). None when the engine's
-    pool cannot hold one request of the longest length (the plan's verdict says why)."""
+def run_load(s: Scenario, m: ModelSpec, gpu: GpuSpec, engine: Scheduler, network: Network | None = None, *,
+             offline: bool = False, said: tuple[str, ...] = ()) -> LoadRun:
+    """The benchmark run of ``s`` on ``gpu`` over ``network`` through the scheduler ``engine`` (the plan's pool and
+    limits, :func:`.simulate.scheduler_for`): its ``users`` (closed loop) or ``rate_rps`` (open loop), or with
+    ``offline`` its ``batch_size`` requests at once (the module docstring); ``said``: notes for its warnings."""
     import numpy as np
 
-    from .capacity import engine_memory
     from .simulate import arrivals, simulate
     from .workload import sample_lengths
 
-    n, prompt_d, output_d = _requests_of(s, offline)
+    n, prompt_d, output_d = requests_of(s, offline)
     rng = np.random.default_rng(0)
     prompt, output = sample_lengths(prompt_d, n, rng), sample_lengths(output_d, n, rng)
-    longest = int(prompt.max() + output.max())
-    if m.max_context and longest > m.max_context:
-        raise GpuplanError(f"the longest request drawn ({longest:,} tokens: prompts up to {int(prompt.max()):,}, "
-                           f"outputs up to {int(output.max()):,}) runs past {m.name}'s {m.max_context:,} positions: "
-                           "shorten prompt_tokens or output_tokens, or narrow length_spread")
-    mem, said = engine_memory(s, m, gpu, longest), []
-    if mem is None and s.max_model_len is None:  # vLLM would not start at the model's context: at the longest
-        mem = engine_memory(s.with_resolved({"max_model_len": longest}), m, gpu, longest)
-        said.append(f"simulated with --max-model-len {longest:,} (the longest request drawn): at the model's "
-                    "context the engine would not start")
-    if mem is None:
-        return None
     model = step_model(s, m, gpu, network)
     closed = s.users if not offline else None
     send = arrivals(s.rate_rps, n, 1.0, rng) if not offline and not s.users else np.zeros(n)
-    out = simulate(model, mem.engine, send, prompt, output, s.shared_prefix_tokens, users=closed,
+    out = simulate(model, engine, send, prompt, output, s.shared_prefix_tokens, users=closed,
                    think_s=s.think_time_s if closed else 0.0, rng=rng, inter_token_gaps=True, users_wait=True)
-    return summary(out, model, s, mem.engine, offline, prompt_d, output_d, said)
+    return summary(out, model, s, engine, offline, prompt_d, output_d, list(said))
 
 
-def _requests_of(s: Scenario, offline: bool) -> tuple[int, Lengths, Lengths]:
+def longest_request(s: Scenario, m: ModelSpec, offline: bool = False) -> int:
+    """The longest request a run draws (prompt + output: what the engine's ``max_model_len`` must hold); one
+    sentence when it runs past the model's context."""
+    _, prompt, output = requests_of(s, offline)
+    longest = sum(int(d.mean) if d.kind == "fixed" else d.max for d in (prompt, output))
+    if m.max_context and longest > m.max_context:
+        raise GpuplanError(f"the longest request drawn ({longest:,} tokens) runs past {m.name}'s {m.max_context:,} "
+                           "positions: shorten prompt_tokens or output_tokens, or narrow length_spread")
+    return longest
+
+
+def requests_of(s: Scenario, offline: bool) -> tuple[int, Lengths, Lengths]:
     """How many requests the run sends, and their prompt and output lengths (see the module docstring)."""
     if offline:
         return s.batch_size, spread_lengths(s.prompt_tokens, 0.0), spread_lengths(max(s.output_tokens, 1), 0.0)

@@ -91,6 +91,19 @@ def sglang_scheduler(sm) -> Scheduler:
                      mixed_prefill=sm.mixed_chunk)
 
 
+def scheduler_for(s, startup, pool, longest: int) -> Scheduler | None:
+    """The scheduler over an engine's start-up memory and KV pool (a plan's ``startup`` and ``pool``): SGLang's
+    (:func:`sglang_scheduler`) or vLLM's (:func:`vllm_scheduler`); None when there is no pool, or one request of
+    ``longest`` tokens does not fit it (vLLM: its ``max_model_len`` does not, and it would not start)."""
+    if startup is None or pool is None:
+        return None
+    if pool.engine == "sglang":
+        return sglang_scheduler(startup) if startup.kv_tokens >= longest else None
+    if startup.num_blocks <= 0 or not startup.fits_max_model_len:
+        return None
+    return vllm_scheduler(s, startup, blocks=pool.sim_blocks)
+
+
 @dataclass(frozen=True, kw_only=True)
 class Outcome:
     ttft_s: np.ndarray
