@@ -127,6 +127,8 @@ def _speed(result, s: dict) -> None:
                 + (f", {per_user:,.1f} tokens/s averaged over a whole request with the other users' prompts "
                    "prefilled in between" if per_user and s["batch_size"] > 1 else ""))
         bullet(line, prefix="")
+        if sp.band:
+            bullet(f"range: {sp.band}", prefix="  ", style="yellow" if sp.band.startswith("uncalibrated") else "dim")
         if result.offline is not None:
             render_offline(result.offline, s)
         if sp.offline_tokens_per_s:

@@ -173,6 +173,8 @@ class Plan(Answer):
         for key in ("load", "offline"):  # sections of serving plans the scheduler simulation ran
             if data.get(key) is None:
                 data.pop(key, None)
+        if data.get("speed") and data["speed"].get("band") is None:  # (a serving speed's words on its range)
+            data["speed"].pop("band", None)
         return {k: data[k] for k in ("scenario", "resolved", "defaults")} | data
 
 

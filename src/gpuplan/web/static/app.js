@@ -408,7 +408,8 @@ function renderSpeedCost(r) {
     }
   }
   if (sp.mfu) rows.push(numberRow("speed.mfu", "implied MFU", num(sp.mfu, 3), sp.mfu));
-  rows.push(h("p", {class: "hint"}, `${sp.bound}-bound; the range is the calibration spread of this kind of estimate`));
+  rows.push(h("p", {class: "hint"}, `${sp.bound}-bound; the range: ` +
+    (sp.band || "the calibration spread of this kind of estimate")));
   if (c) {
     rows.push(h("p", {class: "offer"}, `best offer: ${c.offer} (${c.gpu_id}), price from ${c.price_origin}, ` +
       `${c.price_age_days} days old`, c.stale ? h("span", {class: "stale"}, " (stale)") : null));
