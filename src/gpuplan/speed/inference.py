@@ -176,10 +176,14 @@ class StepTimer:
                 if lin.group == "experts" and lin.count > 1:
                     if dense_only:
                         continue
-                    rows = tokens * layer.experts_per_token / lin.count
-                    total += count * gemm_time_s(gpu, self.dtype, rows, lin.in_features, lin.out_features / tp,
-                                                 count=lin.count, weight_bytes=w, kernels=1, latency_s=latency,
-                                                 bandwidth_bps=bps)
+                    # the grouped GEMM runs the experts the tokens reach, E (1 - (1 - k/E)^T) of them (uniform
+                    # routing; vLLM's fused_moe moe_align_block_size gives an expert no block without tokens):
+                    # a short prompt does not read every expert
+                    k, e = layer.experts_per_token, lin.count
+                    touched = e * (1 - (1 - k / e) ** tokens)
+                    total += count * gemm_time_s(gpu, self.dtype, tokens * k / touched, lin.in_features,
+                                                 lin.out_features / tp, count=touched, weight_bytes=w, kernels=1,
+                                                 latency_s=latency, bandwidth_bps=bps)
                 else:
                     n = lin.out_features / tp if lin.group != "router" else lin.out_features
                     total += count * gemm_time_s(gpu, self.dtype, tokens, lin.in_features, n, weight_bytes=w,
