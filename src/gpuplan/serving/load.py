@@ -58,8 +58,6 @@ SIMULATED = ("vllm", "sglang")
 # Requests a run sends when the scenario does not say: vllm bench serve's --num-prompts default; a closed loop sends
 # ten per user (InferenceMAX's convention, 10 x CONC prompts per run), within bounds that keep a run to seconds.
 DEFAULT_REQUESTS, REQUESTS_PER_USER, MAX_REQUESTS = 1000, 10, 20_000
-PERCENTILES = (50, 90, 99)  # genai-perf's p50, p90, p99; vllm bench serve's default --metric-percentiles 99
-METRICS = ("ttft", "tpot", "itl", "e2el")
 
 
 class LoadRun(BaseModel):
