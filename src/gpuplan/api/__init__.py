@@ -202,9 +202,8 @@ def cost(scenario: ScenarioLike, *, catalogs: Iterable[str] = (), discounts: Map
         s = s.model_copy(update={"gpu": resolve_gpu(s.gpu)[0].id})
     s, said = card_free(s, m)  # the card is each offer's
     defaults = [n for n in said if n]
-    base = _estimate(s.model_copy(update={"gpu": None}), advise=False)
     offers = load_offers(catalogs, discounts)
-    rows = compare(s, m, offers, base.model.params_trainable)
+    rows = compare(s, m, offers)
     return CostTable(resolved=describe(s, m, hardware=f"on each offer's GPUs ({s.world_size} per job)"
                                        if not s.gpu else None),
                      model_exact=m.exact, model_exact_reason=m.inexact_reason, notes=[*m.notes, *defaults],

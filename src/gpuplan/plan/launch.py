@@ -86,7 +86,8 @@ def _model_len(r: Resolved, plan: Plan) -> Resolved:
 def _layout(r: Resolved, keep_micro_batch: bool) -> Resolved:
     """``r`` with the recipe's micro-batch x accumulation when the scenario set neither, and why."""
     from ..dataset import profile
-    from .recipe import layout, published
+    from .layout import layout
+    from .recipe import published
 
     s, m, gpu = r.scenario, r.model, r.gpu
     if {"micro_batch_size", "grad_accum_steps"} & s.model_fields_set:

@@ -74,6 +74,7 @@ class Plan(Answer):
     # what the builder's stages assumed and warned of beyond the resolver's: (assumptions, warnings)
     _said: tuple[tuple[str, ...], tuple[str, ...]] = PrivateAttr(default=((), ()))
     _offer: Offer | None = PrivateAttr(default=None)  # the offer it is priced on (chosen by the builder)
+    _priced: tuple = PrivateAttr(default=())  # every offer it may use, priced (gpuplan.plan.build.Priced)
     _spot: SpotPlan | None = PrivateAttr(default=None)  # spot without an offer priced: the interruptions' prior
     _recipe: Recipe | None = PrivateAttr(default=None)  # the recipe, typed (``recipe`` is its JSON)
     # a serving engine's KV pool and its start-up state (limits, blocks): what capacity's simulation runs over
@@ -124,6 +125,13 @@ class Plan(Answer):
     def offer(self) -> Offer | None:
         """The offer the plan is priced on (None: not priced)."""
         return self.__pydantic_private__["_offer"]
+
+    @property
+    def priced(self) -> tuple:
+        """Every offer the plan may use that finishes the job, priced on it (:class:`gpuplan.plan.build.Priced`:
+        the cost, the offer, the speed on its links), cheapest per million tokens first; the first is the one the
+        plan is priced on unless a ranked row named another."""
+        return self.__pydantic_private__["_priced"]
 
     @property
     def spot(self) -> SpotPlan | None:

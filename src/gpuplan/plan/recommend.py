@@ -28,7 +28,7 @@ from ..hardware import GpuSpec, gpus, load_gpu, short_id
 from ..market.choice import best_on_demand, cheapest_in_force
 from ..market.offers import Offer, max_per_node, multi_node
 from ..market.store import load_offers, price_filter
-from ..memory import device_gib, memory_report
+from ..memory import device_gib, estimate_memory
 from ..model.report import inexact_warning
 from ..model.spec import ModelSpec
 from ..result import Answer
@@ -430,7 +430,7 @@ def _search(s: Scenario, m: ModelSpec, c: Constraints, offers: list[Offer], card
             except GpuplanError:
                 continue
             shared = None if scenario.task == "infer" and engine_for(scenario).card_sized else \
-                memory_report(scenario, m, None)[0]
+                estimate_memory(scenario, m, None)
             key = tuple(sorted(layout.items()))
             if not change:
                 as_given[key] = (scenario, shared)
@@ -459,10 +459,8 @@ def _fitting(scenario: Scenario, m: ModelSpec, gpu: GpuSpec, shared, c: Constrai
     if shared is not None and not stack_for(r.scenario).sizes_from_free_memory and \
             device_gib(r.scenario, shared, gpu) > room:  # the layout's memory against the card, before a report
         return None
-    e, report = card_memory(r, shared)
-    if report.fits and report.device_peak_gib <= room:
-        return memory_plan(r, (e, report))
-    return None
+    plan = memory_plan(r, card_memory(r, shared))  # each report a plan's: what fits is the plan's verdict
+    return plan if plan.memory.fits and plan.memory.device_peak_gib <= room else None
 
 
 def _change_note(labels: list[str], given, scenario: Scenario, shared, m: ModelSpec, gpu: GpuSpec) -> str:
