@@ -59,7 +59,9 @@ class Plan(Answer):
     the changes that would make it fit, the speed (on the interconnect of the offer priced) and the cost on the
     cheapest offer per million tokens. Immutable: every interface renders it, none recomputes a number of it."""
 
-    model_config = ConfigDict(frozen=True)
+    # built when first validated or dumped, not on import: the builder makes plans of typed parts it made itself
+    # (model_construct), and an estimate read in Python never needs the validator
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     model: ModelFacts
     gpu: GpuFacts | None
@@ -182,7 +184,7 @@ def memory_plan(r: Resolved, memory: tuple[Estimate, MemoryReport] | None = None
     once, where the card does not change its memory, and reports it on every card: :func:`card_memory`)."""
     s, m, gpu = r.scenario, r.model, r.gpu
     e, memory = memory if memory is not None else memory_report(s, m, gpu)
-    plan = Plan(
+    plan = Plan.model_construct(  # its parts are the calculators' typed answers: nothing to validate again
         model=model_facts(m, int(e.extra.get("params_trainable", 0))), gpu=gpu_facts(gpu), memory=memory,
         verdict=judge(r, memory), suggestions=(), speed=None, cost=None, dataset=None, recipe=None)
     plan._setup = r

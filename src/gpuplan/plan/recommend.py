@@ -17,8 +17,9 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from typing import Annotated
 
-from pydantic import BaseModel, Field, SkipValidation
+from pydantic import BaseModel, Field, SkipValidation, WrapValidator
 
 from .. import clock
 from .. import overheads as oh
@@ -88,9 +89,10 @@ class Constraints:
 class Setup(BaseModel):
     """One setup that fits, priced on one offer, with the numbers ``estimate`` gives for it there."""
 
-    # as priced (provider, pricing) for the setups a Recommendation holds; validated when it was made (pydantic would
-    # validate an instance again, defaults and all, for each of the thousands of rows a search ranks)
-    scenario: SkipValidation[Scenario]
+    # as priced (provider, pricing) for the setups a Recommendation holds; an instance passes as it was validated when
+    # made (pydantic would validate it again, defaults and all, for each of the thousands of rows a search ranks), a
+    # dict is validated; the web API's schema names it (#/components/schemas/Scenario)
+    scenario: Annotated[Scenario, WrapValidator(lambda v, validate: v if isinstance(v, Scenario) else validate(v))]
     gpu_id: str
     num_gpus: int
     strategy: str
