@@ -173,8 +173,9 @@ def test_the_root_holds_only_the_ground_floor():
 
 FACES = {"cli", "web"}
 # what a face may import of the package: the Python API (its functions and the types of their answers), the errors,
-# the result types, the version; the command line also starts the web page (``gpuplan serve``)
-FACE_MAY = {"gpuplan.api", "gpuplan.errors", "gpuplan.result", "gpuplan._version"}
+# the result types, the version, the checked readers and writers of what a user names (userfiles: an output path
+# checked before any work, a file written whole); the command line also starts the web page (``gpuplan serve``)
+FACE_MAY = {"gpuplan.api", "gpuplan.errors", "gpuplan.result", "gpuplan._version", "gpuplan.userfiles"}
 
 
 def test_faces_import_only_the_api():

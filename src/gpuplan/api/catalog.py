@@ -165,6 +165,7 @@ class PriceUpdate(Answer):
     dropped), as ``--json`` prints it."""
 
     source: str
+    updated: bool = True
     rows: int | None = None
     gpu_types: int | None = None
     path: str | None = None
@@ -185,11 +186,12 @@ class PriceUpdate(Answer):
 def prices_update(source: str = "gpuhunt", *, file: str | Path | None = None,
                   provider: str | None = None) -> PriceUpdate:
     """Refresh the offers into the user's cache from ``source`` (gpuhunt, a SkyPilot catalog, the user's own CSV;
-    ``bundled`` drops every refresh): ``gpuplan prices update``. A source that cannot answer raises
-    :class:`~gpuplan.errors.SourceError`, its sentence saying that the prices in force stay as they were."""
+    ``bundled`` drops every refresh): ``gpuplan prices update``. A source that cannot answer, or a cache that
+    cannot be written, raises :class:`~gpuplan.errors.SourceError` (its reason); the prices in force stay as they
+    were."""
     from ..market.offers import check_provider
     from ..market.sources import Query, fetch
-    from ..market.store import clear_refreshes, in_force, refresh_name, save_refresh, status
+    from ..market.store import clear_refreshes, refresh_name, save_refresh, status
 
     if source not in PRICE_SOURCES:
         raise GpuplanError(f"--source must be one of {', '.join(PRICE_SOURCES)}, got {echo(source)}")
@@ -206,8 +208,7 @@ def prices_update(source: str = "gpuhunt", *, file: str | Path | None = None,
         fetched = fetch(source, Query(provider=provider, path=path))
         saved = save_refresh(refresh_name(source, provider, path), source, fetched.origin, fetched.offers)
     except (SourceError, OSError) as e:  # the source could not answer, or the cache could not be written
-        raise SourceError(f"prices not updated: {e}. The prices in force stay as they were: {in_force()}.") \
-            from None
+        raise SourceError(str(e)) from None  # the prices in force stay as they were
     return PriceUpdate(source=source, rows=saved.rows, gpu_types=len({o.gpu_id for o in fetched.offers}),
                        path=str(saved.path), fetched_at=saved.fetched_at, origin=fetched.origin,
                        unmapped_gpu_names=fetched.unmapped, implausible_rows_left_out=fetched.implausible)
@@ -218,6 +219,13 @@ def prices_in_force() -> str:
     from ..market.store import in_force
 
     return in_force()
+
+
+def prices_status() -> dict[str, Any]:
+    """What is in force, as data: the bundled snapshot's date and each refresh kept (``prices update --json``)."""
+    from ..market.store import status
+
+    return status()
 
 
 def plausible_prices() -> tuple[tuple[float, float], int]:
@@ -264,11 +272,12 @@ def check_model_name(name: str, *, hub: bool, where: str = "the web page") -> No
     unknown names, in one sentence (``where`` reads no files of its host: the web page). Asked before a scenario
     is read: the model's tokenizer is looked up by its name."""
     from ..model.catalog import REPO_ID, aliases, base_repo, bundled, bundled_repo
+    from ..userfiles import user_path
 
     if bundled_repo(name) or name.lower().startswith("synthetic-"):
         return
     try:
-        on_disk = Path(name).expanduser().exists()
+        on_disk = user_path(name).exists()
     except (OSError, ValueError):  # too long or otherwise impossible as a path
         on_disk = False
     if on_disk or name.endswith(".json") or name.startswith((".", "~", "/")) or "\\" in name:

@@ -172,7 +172,10 @@ def calibrate_serving_cmd(
       gpuplan calibrate-serving run-2rps.json run-8rps.json --model llama-3.1-8b --gpu h100-sxm --out cal.yaml
     """
     from .. import api
+    from ..userfiles import output_file
 
+    if save is not None:
+        output_file(save, "--out")  # before the replay, not after it
     report = api.calibrate_serving(results, model=model, gpu=gpu, tp=tp, out=save)
     cal, rows, notes = report.calibration, report.runs, report.notes
     if as_json:
@@ -191,7 +194,7 @@ def calibrate_serving_cmd(
            prefix="")
     for note in notes:
         bullet(note, prefix="note: ", style="yellow")
-    if save:
+    if save is not None:
         out.print(f"saved to {save}: pass --calibration {save} to gpuplan capacity")
 
 

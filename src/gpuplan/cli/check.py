@@ -11,6 +11,7 @@ from rich.text import Text
 
 from .. import api
 from ..errors import GpuplanError
+from ..userfiles import write_file
 from .app import JsonFlag, app, option, overrides, print_json, scenario_command
 from .render import Column, FormatOption, bullet, out, resolve_format, show
 
@@ -36,13 +37,16 @@ def simulate_cmd(scenario: str | None = None, as_json: bool = False, compare: bo
       gpuplan simulate --model llama-3.1-8b --task train --method qlora --seq-len 2048 --compare
       gpuplan simulate examples/lora-llama-8b.yaml --plot memory.png
     """
+    from .plots import plot_target
+
     s = api.load_scenario(scenario, overrides(fields))
-    if not as_json:
+    target = plot_target(plot) if plot is not None else None  # before the simulation, not after it
+    sim = api.simulate(s, timeline=target is not None, layers=layers, compare=compare)
+    if not as_json:  # after: a scenario simulate refuses prints its sentence alone
         bullet(api.describe(s, api.load_model(s.model)), prefix="", style="bold")
-    sim = api.simulate(s, timeline=plot is not None, layers=layers, compare=compare)
     est = sim.estimate
-    if plot:
-        _plot(sim, Path(plot))
+    if target is not None:
+        _plot(sim, target)
     if as_json:
         print_json(sim)
         return
@@ -106,8 +110,10 @@ def _plot(sim, path: Path) -> None:
                  "counts it")
     ax.legend(markerscale=8, title="phase")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    try:
+        write_file(path, lambda temp: fig.savefig(temp, dpi=120), "--plot")
+    finally:
+        plt.close(fig)
 
 
 scenario_command(

@@ -113,8 +113,10 @@ def update_cmd(
     try:
         u = api.prices_update(source, file=file, provider=provider)
     except SourceError as e:  # the source could not answer, or the cache could not be written: exit 1
-        err.print(Text("prices not updated:", style="yellow") + " " + str(e).removeprefix("prices not updated: "),
-                  highlight=False, soft_wrap=True)
+        err.print(Text("prices not updated:", style="yellow") + f" {e}. The prices in force stay as they were: "
+                  f"{api.prices_in_force()}.", highlight=False, soft_wrap=True)
+        if as_json:  # a script asked for JSON: it gets it, the failure included (exit 1 all the same)
+            print_json({"source": source, "updated": False, "reason": str(e), "in_force": api.prices_status()})
         raise typer.Exit(1) from None
     if as_json:
         print_json(u)
