@@ -266,7 +266,7 @@ def normalized(s: Scenario) -> dict[str, Any]:
     """The scenario as the plan states it: every field as resolved, the sharding by its engine's name, the other
     task's fields left out."""
     data = s.model_dump()
-    data["strategy"] = s.sharding if s.sharding.startswith("fsdp") else s.resolved_strategy
+    data["sharding"] = s.sharded_by if s.sharded_by.startswith("fsdp") else s.resolved_sharding
     for key in TRAIN_ONLY if s.task == "infer" else INFER_ONLY:
         data.pop(key, None)
     return data

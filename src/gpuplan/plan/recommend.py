@@ -34,7 +34,7 @@ from ..model.report import inexact_warning
 from ..model.spec import ModelSpec
 from ..result import Answer
 from ..scenario import Scenario
-from ..scenario.stacks import FRAMEWORKS
+from ..scenario.stacks import STACK_NAMES
 from ..speed.gemm import can_time
 from ..stacks import stack_for
 from .build import Offers, build
@@ -62,7 +62,7 @@ class Constraints:
     objective: str = "cost"  # cost | time | balanced
     any_method: bool = False  # LoRA / QLoRA may replace full fine-tuning
     any_quant: bool = False  # weight quantization and an fp8 KV cache may be used for inference
-    any_framework: bool = False  # other training stacks (torchtune, torchtitan, Unsloth, axolotl...) may be used
+    any_stack: bool = False  # other training stacks (torchtune, torchtitan, Unsloth, axolotl...) may be used
     top: int = 10
     catalogs: tuple[str, ...] = ()
     per_gpu: bool = False  # one setup per GPU type (its best), to compare cards
@@ -95,7 +95,7 @@ class Setup(BaseModel):
     scenario: Annotated[Scenario, WrapValidator(lambda v, validate: v if isinstance(v, Scenario) else validate(v))]
     gpu_id: str
     num_gpus: int
-    strategy: str
+    sharding: str
     techniques: list[str]
     offer: str
     provider: str
@@ -138,7 +138,7 @@ class Setup(BaseModel):
         hours = cost.hours if s.task == "train" and s.train_tokens else None
         label = f"your {offer.gpu_count}x {short_id(offer.gpu_id)} (power only)" if offer.pricing == "owned" else \
             cost.offer
-        row = cls(scenario=s, gpu_id=gpu.id, num_gpus=s.world_size, strategy=s.resolved_strategy if
+        row = cls(scenario=s, gpu_id=gpu.id, num_gpus=s.world_size, sharding=s.resolved_sharding if
                   s.task == "train" else f"pp{s.pp}" if s.pp > 1 else f"tp{s.tp}", techniques=labels, offer=label,
                   provider=offer.provider, pricing=offer.pricing, owned=offer.pricing == "owned",
                   device_peak_gib=mem.device_peak_gib, capacity_gib=gpu.usable_gib,
@@ -236,13 +236,13 @@ def _variants(s: Scenario, c: Constraints, shipped: str | None = None) -> list[t
             out.append(([*label, "gradient checkpointing", "bf16 embeddings"],
                         {**base, "grad_checkpointing": "full", "optimizer": "paged-adamw-8bit",
                          "qlora_fp32_upcast": False}))
-        if c.any_framework:  # every other stack with its recipe defaults, and with activation offloading
-            for name in FRAMEWORKS:
-                if name == s.framework:
+        if c.any_stack:  # every other stack with its recipe defaults, and with activation offloading
+            for name in STACK_NAMES:
+                if name == s.stack:
                     continue
-                out.append(([*label, name], {**base, "framework": name}))
+                out.append(([*label, name], {**base, "stack": name}))
                 if name in OFFLOADS:
-                    out.append(([*label, name, "activation offload"], {**base, "framework": name,
+                    out.append(([*label, name, "activation offload"], {**base, "stack": name,
                                                                        "grad_checkpointing": "full",
                                                                        "activation_offload": True}))
     return out
@@ -255,7 +255,7 @@ SHARDING = {"hf": ("ddp", "zero2", "zero3"), "axolotl": ("ddp", "zero2", "zero3"
 OFFLOADS = ("torchtune", "axolotl", "pytorch")  # Unsloth offloads by default; torchtitan and the Trainer cannot
 
 
-def _layouts(s: Scenario, m: ModelSpec, c: Constraints, framework: str = "hf") -> list[dict]:
+def _layouts(s: Scenario, m: ModelSpec, c: Constraints, stack: str = "hf") -> list[dict]:
     """GPU counts and parallel strategies: data parallel / ZeRO for training, tensor parallel for serving."""
     out = []
     for n in COUNTS:
@@ -264,14 +264,14 @@ def _layouts(s: Scenario, m: ModelSpec, c: Constraints, framework: str = "hf") -
         per_node, nodes = min(n, 8), max(n // 8, 1)
         if s.task == "infer" and not engine_for(s).tensor_parallel:  # llama.cpp splits layers (estimate's default)
             if n <= min(8, m.num_layers):
-                out.append({"num_gpus": n, "num_nodes": 1, "tp": 1, "pp": n, "strategy": None})
+                out.append({"num_gpus": n, "num_nodes": 1, "tp": 1, "pp": n, "sharding": None})
             continue
         if s.task == "infer":
             if n <= 8 and m.num_heads % n == 0 and (n <= m.num_kv_heads or n % m.num_kv_heads == 0 or m.mla):
-                out.append({"num_gpus": n, "num_nodes": 1, "tp": n, "pp": 1, "strategy": None})
+                out.append({"num_gpus": n, "num_nodes": 1, "tp": n, "pp": 1, "sharding": None})
             continue
-        strategies = ["single"] if n == 1 else list(SHARDING[framework])
-        out += [{"num_gpus": per_node, "num_nodes": nodes, "tp": 1, "pp": 1, "strategy": st} for st in strategies]
+        strategies = ["single"] if n == 1 else list(SHARDING[stack])
+        out += [{"num_gpus": per_node, "num_nodes": nodes, "tp": 1, "pp": 1, "sharding": st} for st in strategies]
     return out
 
 
@@ -345,7 +345,7 @@ def fewest_line(s: Scenario, m: ModelSpec, x: Setup, deadline_hours: float) -> s
     one (``model_size``)."""
     where = x.provider if x.pricing == "on_demand" else f"{x.provider} {x.pricing.replace('_', '-')}"
     line = (f"fewest GPUs that meet the {deadline_hours:g} h deadline: {x.num_gpus}x {short_id(x.gpu_id)} "
-            f"{x.strategy} on {where}, {x.hours:,.1f} h, ${x.usd_total:,.0f}")
+            f"{x.sharding} on {where}, {x.hours:,.1f} h, ${x.usd_total:,.0f}")
     if s.model_size:
         from ..model.synthetic import CHINCHILLA_TOKENS_PER_PARAM, nearest_size, param_count
 
@@ -380,9 +380,9 @@ def _what_fits_owned(s: Scenario, m: ModelSpec, c: Constraints) -> list[str]:
         gpu = gpus()[gpu_id]
         layout = {"num_gpus": count, "num_nodes": 1, "gpu": gpu_id}
         if s.task == "train":
-            layout.update(strategy="single" if count == 1 else "zero3", tp=1, pp=1)
+            layout.update(sharding="single" if count == 1 else "zero3", tp=1, pp=1)
         else:
-            layout.update(strategy=None, tp=1, pp=1)
+            layout.update(sharding=None, tp=1, pp=1)
         try:
             plan = memory_plan(resolve(s.model_copy(update=layout), m))
         except GpuplanError as err:
@@ -426,7 +426,7 @@ def _search(s: Scenario, m: ModelSpec, c: Constraints, offers: list[Offer], card
         if effect in tried:  # e.g. "gradient checkpointing" when the scenario has it on already
             continue
         tried.add(effect)
-        for layout in _layouts(s, m, c, change.get("framework", s.framework)):
+        for layout in _layouts(s, m, c, change.get("stack", s.stack)):
             try:  # a stack refuses what it cannot run (torchtune with ZeRO, Unsloth over FSDP...)
                 scenario = s.model_copy(update={**change, **layout, "gpu": None})
                 check(scenario, m, None)
@@ -576,9 +576,9 @@ def _what_would_fit(s: Scenario, m: ModelSpec, c: Constraints, biggest: GpuSpec 
         tries.append(("both", "", s, Constraints(**{**base, "budget_usd": None, "deadline_hours": None})))
     if s.task == "train" and not c.any_method:
         tries.append(("method", "allow LoRA/QLoRA (--any-method)", s, Constraints(**{**base, "any_method": True})))
-    if s.task == "train" and not c.any_framework:
-        tries.append(("framework", "allow other training stacks (--any-framework)", s,
-                      Constraints(**{**base, "any_framework": True})))
+    if s.task == "train" and not c.any_stack:
+        tries.append(("stack", "allow other training stacks (--any-stack)", s,
+                      Constraints(**{**base, "any_stack": True})))
     if s.task == "infer" and not c.any_quant:
         tries.append(("quant", "allow quantized weights / fp8 KV (--any-quant)", s,
                       Constraints(**{**base, "any_quant": True})))
@@ -612,7 +612,7 @@ def _what_would_fit(s: Scenario, m: ModelSpec, c: Constraints, biggest: GpuSpec 
                      f"{math.ceil((x.hours or 0) * 10) / 10:,} hours")
         total = f", ${x.usd_total:,.0f}" if x.usd_total is not None else ""
         found.append((_key(x, c.objective), f"{label}: {x.num_gpus}x {x.gpu_id} "
-                      f"{'+'.join([x.strategy, *x.techniques])} on {x.offer}{total} "
+                      f"{'+'.join([x.sharding, *x.techniques])} on {x.offer}{total} "
                       f"(${x.usd_per_million_tokens:,.2f}/M tokens)"))
     return [text for _, text in sorted(found)] or [
         f"nothing in the catalog fits, even on {c.max_gpus} x {biggest.name}: a smaller model or more GPUs"]
