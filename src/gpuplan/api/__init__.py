@@ -47,6 +47,7 @@ _HOMES = {
     "Plan": "..plan.plan", "Recommendation": "..plan.recommend", "Setup": "..plan.recommend",
     "Scenario": "..scenario", "load_scenario": "..scenario", "scenario_from": "..scenario",
     "describe": "..scenario.describe", "load_model": "..model.catalog", "Workload": "..serving.workload",
+    "lengths_words": "..serving.workload",
     "Deployment": "..plan.capacity",
     "Explanation": "..explain.formula", "FitGrid": "..explain.grid", "Export": "..explain.export",
     "FieldSpec": "..explain.forms", "Axis": "..explain.grid",
