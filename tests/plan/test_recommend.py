@@ -337,14 +337,14 @@ def test_llama_cpp_setups_split_layers_as_estimate_does():
                              "quant": "gguf-q4_k_m"}, gpus=["rtx-3090", "rtx-4090"], max_gpus=4, top=5)
     assert "layers split" in rec.resolved
     multi = [x for x in rec.setups if x.num_gpus > 1]
-    assert multi and all(x.scenario.pp == x.num_gpus and x.scenario.tp == 1 and x.strategy == f"pp{x.num_gpus}"
+    assert multi and all(x.scenario.pp == x.num_gpus and x.scenario.tp == 1 and x.sharding == f"pp{x.num_gpus}"
                          for x in multi)
     x = multi[0]
     assert estimate(x.scenario, advise=False).memory.device_peak_gib == pytest.approx(x.device_peak_gib)
 
 
 def test_every_stack_is_searched_over_its_own_shardings():
-    """`recommend --framework megatron` raised KeyError 'megatron' (the fuzzer, seed 6): the search knew the
+    """`recommend --stack megatron` raised KeyError 'megatron' (the fuzzer, seed 6): the search knew the
     shardings of every stack but Megatron-Core. Each stack the scenario accepts now has its list, and Megatron's
     multi-GPU setups use DDP or its distributed optimizer (zero1), each what estimate says of its scenario."""
     import typing
@@ -352,11 +352,11 @@ def test_every_stack_is_searched_over_its_own_shardings():
     import gpuplan
     from gpuplan.plan.recommend import SHARDING
 
-    stacks = typing.get_args(Scenario.model_fields["framework"].annotation)
+    stacks = typing.get_args(Scenario.model_fields["stack"].annotation)
     assert len(stacks) >= 7 and set(stacks) <= set(SHARDING)
-    rec = gpuplan.recommend({"model": "qwen3-0.6b", "task": "train", "framework": "megatron"}, gpus=["h100-sxm"],
+    rec = gpuplan.recommend({"model": "qwen3-0.6b", "task": "train", "stack": "megatron"}, gpus=["h100-sxm"],
                             max_gpus=2, top=10)
     multi = [x for x in rec.setups if x.num_gpus > 1]
-    assert multi and {x.scenario.strategy for x in multi} <= {"ddp", "zero1"}
+    assert multi and {x.scenario.sharding for x in multi} <= {"ddp", "zero1"}
     x = multi[0]
     assert estimate(x.scenario, advise=False).memory.device_peak_gib == pytest.approx(x.device_peak_gib)

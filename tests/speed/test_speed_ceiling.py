@@ -31,7 +31,7 @@ from gpuplan.speed.gemm import can_time
 
 CEILING = 0.80
 
-JOBS = [  # (model, method, framework, grad_checkpointing, micro-batch, seq, extra fields)
+JOBS = [  # (model, method, stack, grad_checkpointing, micro-batch, seq, extra fields)
     ("llama-3.2-1b", "full", "hf", "none", 4, 2048, {}),
     ("qwen3-0.6b", "full", "hf", "none", 8, 2048, {}),
     ("llama-3.2-3b", "full", "torchtune", "full", 2, 4096, {"compile": True}),
@@ -68,12 +68,12 @@ def test_every_card_and_enough_jobs_are_swept():
 
 @pytest.mark.parametrize("job", JOBS, ids=lambda j: f"{j[0]}-{j[1]}-{j[2]}-{j[3]}")
 def test_no_estimate_implies_more_than_the_card_can_do(job):
-    model, method, framework, ckpt, mb, seq, extra = job
+    model, method, stack, ckpt, mb, seq, extra = job
     m = load_model(model)
     bound = lower_bound_flops_per_token(method, ckpt, matmul_params(m))
     worst = []
     for gpu in _cards():
-        fields = dict(model=model, task="train", method=method, framework=framework, grad_checkpointing=ckpt,
+        fields = dict(model=model, task="train", method=method, stack=stack, grad_checkpointing=ckpt,
                       micro_batch_size=mb, seq_len=seq, gpu=gpu.id, **extra)
         if not gpu.supports_dtype("bf16") or not gpu.peak_tflops("bf16"):
             fields["precision"] = "fp16-mixed"
@@ -93,7 +93,7 @@ def test_issue_20_rtx_3060_qlora_unsloth_is_inside_the_card():
     of the same run planned on 300-450 tokens/s."""
     m = load_model("qwen3-8b")
     s = scenario_from(dict(model="qwen3-8b", task="train", method="qlora", gpu="rtx-3060", seq_len=4096,
-                           framework="unsloth"))
+                           stack="unsloth"))
     sp = speed_of(s, m, load_gpu("rtx-3060"))
     u = 6 * matmul_params(m) * sp.tokens_per_s / 25.5e12
     assert u < 0.7

@@ -10,7 +10,7 @@ Each default has one home, and the resolver gathers their reasons:
 - **several GPUs for serving split the model** instead of copying it (:func:`serving_split`): an engine that
   shards with tensor parallelism does (vLLM ``--tensor-parallel-size``, SGLang ``--tp``, TensorRT-LLM
   ``--tp_size``), the others place layers across the cards (transformers' ``device_map="auto"``, llama.cpp's
-  ``--split-mode layer``); replicas need ``strategy: ddp``.
+  ``--split-mode layer``); replicas need ``sharding: ddp``.
 
 These need no second validation of the scenario: the card's id and the split change no stack default, so the
 resolved scenario is a copy with them set (as given fields). :func:`gpuplan.plan.refusals.check` then refuses
@@ -124,16 +124,16 @@ def tensor_parallel_ok(m: ModelSpec, n: int) -> bool:
 def serving_split(s: Scenario, m: ModelSpec) -> tuple[dict[str, Any], str | None]:
     """How several GPUs serve one model when the scenario does not say: (fields to set, the sentence)."""
     n = s.world_size
-    if s.task != "infer" or n == 1 or s.tp * s.pp != 1 or s.strategy is not None or s.num_nodes != 1:
+    if s.task != "infer" or n == 1 or s.tp * s.pp != 1 or s.sharding is not None or s.num_nodes != 1:
         return {}, None
     engine = engine_for(s)
     if engine.tensor_parallel_flag and tensor_parallel_ok(m, n):
         return {"tp": n}, (f"{n} GPUs serve one copy of the model with tensor parallelism "
-                           f"({engine.tensor_parallel_flag} {n}); for {n} replicas set strategy ddp")
+                           f"({engine.tensor_parallel_flag} {n}); for {n} replicas set sharding ddp")
     if n <= m.num_layers:
         return {"pp": n}, (f"{n} GPUs hold one copy of the model, its layers split across them "
                            f"({engine.layer_split_words}): each holds 1/{n} of the weights and KV cache; for {n} "
-                           "replicas set strategy ddp")
+                           "replicas set sharding ddp")
     return {}, None
 
 
