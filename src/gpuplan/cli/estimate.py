@@ -168,9 +168,11 @@ def render_load(run, s: dict) -> None:
         cells = run.latency(metric)
         table.add_row(label, *(f"{v:,.1f}" if v == v else "" for v in cells.values()))
     out.print(table)
+    start = ("; every user sends its first request at once, as benchmark clients do, and that first wave is in "
+             "the p99" if run.mode == "closed loop" else "")
     bullet(f"TTFT and E2EL include {1e3 * run.per_request_s:.1f} ms per request outside the engine's steps (HTTP, "
-           "tokenizing, the first streamed chunk); TPOT is each request's mean gap, ITL every token's gap pooled",
-           prefix="  ", style="dim")
+           "tokenizing, the first streamed chunk); TPOT is each request's mean gap, ITL every token's gap pooled"
+           + start, prefix="  ", style="dim")
     for line in run.warnings:
         bullet(line, prefix="warning: ", style="yellow", stream=err)
 
