@@ -616,3 +616,12 @@ TRTLLM_GEMM_HALF_ROWS = {"fp8": 0.0, "fp4": 64.0}
 # fitted at 1.5x. trtllm-bench builds FP8 and NVFP4 engines with FP8 context FMHA (tensorrt_llm/bench/build/build.py:
 # use_fp8_context_fmha = True "if NVFP4 or FP8 quantization is enabled"), whose peak is twice the bf16 one.
 TRTLLM_CONTEXT_ATTENTION_SPEEDUP = 1.5
+# TensorRT-LLM's fused MoE beyond its grouped GEMMs (speed/offline.moe_dispatch_s): routing (top-k softmax), the
+# expansion of each token into its top-k rows with the activations' quantization, the finalize kernel that scatters
+# and weights them back, the per-expert padding of the grouped GEMM's tiles. Seconds per token and MoE layer at
+# prefill and at decode, and per MoE layer and iteration. Fitted by `python bench/trtllm.py --fit-moe` (a grid, median
+# |error|) on the 20 B200 MoE rows of the overview (Llama 4 Scout and Qwen3-30B-A3B, NVFP4: 3.0 %); held out: the
+# GB200 rows of the same tables and release 0.17's one-GPU Mixtral 8x7B rows on H100, H200 and GH200 (FP8).
+TRTLLM_MOE_PREFILL_TOKEN_S = 80e-9
+TRTLLM_MOE_DECODE_TOKEN_S = 250e-9
+TRTLLM_MOE_LAYER_STEP_S = 30e-6
