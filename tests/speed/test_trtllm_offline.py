@@ -105,7 +105,8 @@ def test_moe_held_out_median():
     median |error| under the issue's 15% target (6.8% when written; 31% with the serving estimate, 19% before the
     fused MoE's dispatch was timed)."""
     bench = _bench()
-    rows = [r for r in bench.load_rows() + bench.load_rows(bench.OLDER) if bench.role(r) == "MoE held-out" and not bench.why_not(r)]
+    rows = [r for r in bench.load_rows() + bench.load_rows(bench.OLDER)
+            if bench.role(r) == "MoE held-out" and not bench.why_not(r)]
     assert len(rows) == 47
     assert statistics.median(abs(bench.err(bench.offline(r), r)) for r in rows) < 0.10
 
