@@ -17,7 +17,7 @@ Fitted rows: H100 (FP8, Hopper) and B200 (NVFP4, Blackwell); held out: H200 and 
 the constants of overheads.py (TRTLLM_GEMM_PEAK_SHARE, TRTLLM_GEMM_HALF_ROWS,
 TRTLLM_CONTEXT_ATTENTION_SPEEDUP) on the fitted rows only. MoE on one GPU: the fused MoE's dispatch
 (TRTLLM_MOE_*, speed/offline.moe_dispatch_s) is fitted by ``--fit-moe`` on the B200 rows (Llama 4 Scout,
-Qwen3-30B-A3B) and held out on GB200 and on release 0.17's Mixtral 8x7B rows (H100, H200, GH200).
+Qwen3-30B-A3B) and held out on GB200; release 0.17's Mixtral 8x7B rows (FP8 on H100, H200, GH200) check the rest.
 error = (gpuplan - published) / published.
 """
 
@@ -55,9 +55,9 @@ def load_rows(path: Path = DATA) -> list[dict]:
 
 
 def role(row: dict) -> str:
-    """fitted / held-out (dense rows); MoE fitted / MoE held-out: MoE on one GPU (B200 rows fit the fused MoE's
-    dispatch, the GB200 rows and release 0.17's Mixtral rows check it); v0.17: release 0.17's dense rows (TensorRT
-    engines, H200/H100/GH200, TP 1-8), all held out."""
+    """fitted / held-out (dense rows); MoE fitted / MoE held-out: MoE on one GPU (B200 rows fit the fused NVFP4 MoE's
+    dispatch, the GB200 rows check it; release 0.17's Mixtral rows, FP8 on Hopper, check the grouped-GEMM path);
+    v0.17: release 0.17's dense rows (TensorRT engines, H200/H100/GH200, TP 1-8), all held out."""
     if load_model(row["model"]).is_moe:
         return "MoE fitted" if row["gpu_label"] == "B200" else "MoE held-out"
     if "@258c7540" in row["source"]:
@@ -196,7 +196,7 @@ def report(rows: list[dict]) -> str:
     tables = sorted({r["table"] for r in skipped})
     lines += ["", "MoE on one GPU (Llama 4 Scout, Qwen3-30B-A3B at TP1; Mixtral 8x7B at TP1 from release 0.17): the "
               "routed experts run as one grouped GEMM at the GEMM model's achievable rate (StepTimer.grouped_experts) "
-              "and each MoE layer adds the fused MoE's dispatch (speed/offline.moe_dispatch_s: "
+              "and each MoE layer of an NVFP4 run adds the fused MoE's dispatch (speed/offline.moe_dispatch_s: "
               f"{oh.TRTLLM_MOE_PREFILL_TOKEN_S * 1e9:.0f} ns per token at prefill, "
               f"{oh.TRTLLM_MOE_DECODE_TOKEN_S * 1e9:.0f} ns at decode, {oh.TRTLLM_MOE_LAYER_STEP_S * 1e6:.0f} us per "
               "iteration), fitted on the B200 rows. Without it Scout and Qwen3-30B-A3B came out 20-110% too fast. "

@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_serializer, model_validator
 
 from ..errors import GpuplanError, did_you_mean, echo_value
 from ..model.quant import QUANT_FORMATS
@@ -128,7 +128,7 @@ class Scenario(BaseModel):
                                       "(a system prompt): cached once and reused by the engines that share KV "
                                       "blocks across requests (vLLM V1 in whole blocks, SGLang token by token)")
     kv_cache_dtype: Literal["auto", "fp16", "bf16", "fp8", "int8"] = "auto"
-    engine: Literal["transformers", "vllm", "sglang", "llama.cpp", "trtllm"] = "transformers"
+    engine: Literal["transformers", "vllm", "sglang", "llama.cpp", "trtllm", "mlx"] = "transformers"
     gpu_memory_utilization: float = Field(default=0.9, gt=0.0, le=1.0, description="vLLM's share of the card")
     mem_fraction_static: float | None = Field(default=None, gt=0.0, le=1.0,
                                               description="SGLang --mem-fraction-static (weights and KV pool); "
@@ -164,6 +164,9 @@ class Scenario(BaseModel):
                              "(on the CPU, slow) as fitting; by default it fits only with every layer on the GPU")
     # hardware and parallelism
     gpu: str | None = None
+    wired_limit_mb: int | None = Field(
+        default=None, ge=1024, le=16_777_216, description="Apple silicon: macOS `sysctl iogpu.wired_limit_mb`, the "
+        "unified memory the GPU may wire (default: macOS's share, about 2/3 of RAM up to 36 GB and 3/4 above)")
     num_gpus: int = Field(default=1, ge=1, le=1024)
     num_nodes: int = Field(default=1, ge=1, le=4096)
     strategy: Literal["single", "ddp", "zero1", "zero2", "zero3", "fsdp", "fsdp1", "fsdp2"] | None = Field(
@@ -271,6 +274,15 @@ class Scenario(BaseModel):
                              f"({self.prompt_tokens:,}): the shared start is part of each prompt, which ends with "
                              "tokens of its own")
         return self
+
+    @model_serializer(mode="wrap")
+    def _machine_settings(self, handler) -> dict[str, Any]:
+        """A setting of one kind of machine is written only where it is set (``wired_limit_mb``: Macs), so that a
+        scenario of any other card reads as it did before the setting existed."""
+        data = handler(self)
+        if isinstance(data, dict) and data.get("wired_limit_mb") is None:
+            data.pop("wired_limit_mb", None)
+        return data
 
     @model_validator(mode="after")
     def _evaluation(self) -> Scenario:
