@@ -26,12 +26,12 @@ from ..market.cost import Cost
 from ..model.catalog import load_model
 from ..model.report import inexact_warning
 from ..plan.capability import FitRow
+from ..plan.capacity import Deployment
 from ..plan.estimate import estimate as _estimate
 from ..plan.plan import Plan
 from ..plan.recommend import Recommendation
 from ..result import Answer
 from ..scenario import Scenario, load_scenario, scenario_from
-from ..serving.capacity import Deployment
 from ..serving.workload import Workload
 from . import arguments as arg
 from .arguments import names_of
@@ -235,9 +235,9 @@ def capacity(model: str, workload: str | Path | Mapping[str, Any] | None = None,
     except ImportError:
         raise GpuplanError("capacity simulates vLLM's scheduler with numpy: pip install 'gpuplan[serving]'") from None
     from ..hardware import load_gpu
+    from ..plan.capacity import capacity as search
+    from ..plan.capacity import shown
     from ..serving.calibrate import load_calibration
-    from ..serving.capacity import capacity as search
-    from ..serving.capacity import shown
     from ..serving.workload import load_workload
 
     model = arg.text(model, "model")

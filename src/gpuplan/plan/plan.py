@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr, computed_field, model_serializer
 
+from ..engines import KvPool
 from ..errors import GpuplanError
 from ..hardware import GpuSpec
 from ..market.cost import Cost, SpotPlan
@@ -75,6 +76,9 @@ class Plan(Answer):
     _offer: Offer | None = PrivateAttr(default=None)  # the offer it is priced on (chosen by the builder)
     _spot: SpotPlan | None = PrivateAttr(default=None)  # spot without an offer priced: the interruptions' prior
     _recipe: Recipe | None = PrivateAttr(default=None)  # the recipe, typed (``recipe`` is its JSON)
+    # a serving engine's KV pool and its start-up state (limits, blocks): what capacity's simulation runs over
+    _pool: KvPool | None = PrivateAttr(default=None)
+    _startup: Any = PrivateAttr(default=None)
 
     @property
     def setup(self) -> Resolved:
@@ -128,6 +132,17 @@ class Plan(Answer):
         return self.cost.spot if self.cost is not None else self.__pydantic_private__["_spot"]
 
     @property
+    def pool(self) -> KvPool | None:
+        """The serving engine's KV pool (None: training, or an engine that grows its cache per request)."""
+        return self.__pydantic_private__["_pool"]
+
+    @property
+    def startup(self) -> Any:
+        """The serving engine's memory at start-up, as its own module computes it (vLLM's or SGLang's
+        ``StartupMemory``: the limits and the pool a scheduler simulation runs over); None without a pool."""
+        return self.__pydantic_private__["_startup"]
+
+    @property
     def typed_recipe(self) -> Recipe | None:
         """The training recipe (its JSON is :attr:`recipe`)."""
         return self.__pydantic_private__["_recipe"]
@@ -164,6 +179,7 @@ def memory_plan(r: Resolved, memory: tuple[Estimate, MemoryReport] | None = None
         verdict=judge(r, memory), suggestions=(), speed=None, cost=None, dataset=None, recipe=None)
     plan._setup = r
     plan._said = (tuple(e.assumptions), tuple(e.warnings))
+    plan._pool, plan._startup = e.extra.get("kv_pool"), e.extra.get("startup")
     return plan
 
 

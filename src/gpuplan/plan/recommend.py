@@ -248,7 +248,8 @@ def _variants(s: Scenario, c: Constraints, shipped: str | None = None) -> list[t
 
 # what each stack shards with (stacks.py refuses the others) and which add activation offloading to their defaults
 SHARDING = {"hf": ("ddp", "zero2", "zero3"), "axolotl": ("ddp", "zero2", "zero3"), "torchtune": ("fsdp",),
-            "torchtitan": ("ddp", "fsdp"), "unsloth": ("ddp",), "pytorch": ("ddp", "fsdp")}
+            "torchtitan": ("ddp", "fsdp"), "unsloth": ("ddp",), "pytorch": ("ddp", "fsdp"),
+            "megatron": ("ddp", "zero1")}  # Megatron-Core: DDP, or its distributed optimizer
 OFFLOADS = ("torchtune", "axolotl", "pytorch")  # Unsloth offloads by default; torchtitan and the Trainer cannot
 
 

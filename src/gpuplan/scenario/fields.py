@@ -8,7 +8,9 @@ Every error names the field and the fix, as one sentence.
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -462,6 +464,10 @@ def _one_sentence(err: ValidationError) -> str:
 
 def load_scenario(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> Scenario:
     """Read a scenario file (YAML or JSON) and apply ``overrides`` (CLI flags) on top."""
+    if path is not None and (isinstance(path, bytes) or not isinstance(path, (str, os.PathLike))):
+        raise GpuplanError(f"a scenario file is a path (text or a Path), not {echo_value(path)}")
+    if overrides is not None and not isinstance(overrides, Mapping):
+        raise GpuplanError(f"overrides are a mapping of scenario fields to values, not {echo_value(overrides)}")
     data: dict[str, Any] = dict(read_mapping(path, "scenario")) if path is not None else {}
     data.update({k: v for k, v in (overrides or {}).items() if v is not None})
     return scenario_from(data)
