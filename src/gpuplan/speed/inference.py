@@ -196,9 +196,13 @@ class StepTimer:
                 if lin.group == "experts" and lin.count > 1:
                     if dense_only:
                         continue
-                    rows = tokens * layer.experts_per_token / lin.count
+                    # the grouped GEMM reads the experts the tokens reach: E(1 - (1 - k/E)^T) of them (uniform
+                    # routing), all of them once a chunk has a few tokens per expert
+                    k, e = layer.experts_per_token, lin.count
+                    touched = e * (1 - (1 - k / e) ** tokens)
+                    rows = tokens * k / touched
                     total += count * gemm_time_s(gpu, self.dtype, rows, lin.in_features, lin.out_features / tp,
-                                                 count=lin.count, weight_bytes=w, kernels=1, latency_s=latency,
+                                                 count=touched, weight_bytes=w, kernels=1, latency_s=latency,
                                                  bandwidth_bps=bps)
                 else:
                     n = lin.out_features / tp if lin.group != "router" else lin.out_features
