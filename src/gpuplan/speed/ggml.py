@@ -129,15 +129,18 @@ def matmul_s(gpu: GpuSpec, backend: str, kind: str, rows: float, params: float, 
 
 
 def linears_s(s: Scenario, m: ModelSpec, gpu: GpuSpec, backend: str, tokens: float) -> float:
-    """Every decoder linear for a micro-batch of ``tokens`` rows (routed experts: ``tokens x k / E`` rows each,
-    all of them run by one ``mul_mat_id``). Layers split over GPUs (``--split-mode layer``) run one after another
-    for one micro-batch, so the time is the whole model's."""
+    """Every decoder linear for a micro-batch of ``tokens`` rows (routed experts: the experts the tokens reach, each
+    with its share of the ``tokens x k`` rows, all of them run by one ``mul_mat_id``). Layers split over GPUs
+    (``--split-mode layer``) run one after another for one micro-batch, so the time is the whole model's."""
     total = 0.0
     for i, lin, kind in _linear_types(m, ftype(s, m)):
         layer = m.layers[i]
-        rows = tokens * layer.experts_per_token / lin.count if lin.group == "experts" and lin.count > 1 else tokens
-        total += lin.count * matmul_s(gpu, backend, kind, rows, lin.in_features * lin.out_features,
-                                      lin.in_features)
+        copies, rows = lin.count, tokens
+        if lin.group == "experts" and lin.count > 1:  # the experts the tokens reach, E (1 - (1 - k/E)^T) of them
+            k = layer.experts_per_token
+            copies = lin.count * (1 - (1 - k / lin.count) ** tokens)
+            rows = tokens * k / copies
+        total += copies * matmul_s(gpu, backend, kind, rows, lin.in_features * lin.out_features, lin.in_features)
     return total
 
 
