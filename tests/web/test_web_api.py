@@ -334,14 +334,19 @@ def test_fit_grid_is_fits_only_on_every_card(client):
 
 def test_fit_grid_takes_each_cards_defaults_as_estimate_does(client):
     """A card without bf16 (T4, V100, Apple silicon) runs fp16, as `gpuplan estimate` resolves it: the grid's cell
-    is the estimate's verdict and peak, not a refusal to set precision (the grid skipped that default)."""
+    is the estimate's verdict and peak, not a refusal to set precision (the grid skipped that default). vLLM has no
+    Metal backend: its Apple cells carry the refusal estimate gives (issue 31)."""
     fields = {"model": "qwen2.5-1.5b", "task": "infer", "engine": "vllm"}
     grid = client.post("/api/fit-grid", json={"scenario": fields}).json()
-    for name in ("t4", "v100-sxm2-32gb", "apple-m3-ultra"):
+    for name in ("t4", "v100-sxm2-32gb"):
         plan = gpuplan.estimate({**fields, "gpu": name})
         cell = next(r for r in grid["rows"] if r["gpu_id"] == plan.gpu.id)["cells"][0]
         assert cell["reason"] == "" and cell["fits"] is plan.memory.fits, (name, cell)
         assert cell["device_peak_gib"] == pytest.approx(plan.memory.device_peak_gib)
+    apple = next(r for r in grid["rows"] if r["gpu_id"] == "apple-m3-ultra")["cells"][0]
+    assert "no Metal backend" in apple["reason"] and not apple["fits"]
+    plan = gpuplan.estimate({**fields, "engine": "llama.cpp", "gpu": "apple-m3-ultra"})
+    assert plan.memory.fits
 
 
 def test_fit_grid_counts_vllm_requests_and_llama_cpp_layers(client):

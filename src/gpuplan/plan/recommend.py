@@ -519,7 +519,7 @@ def _rationale(x: Setup, gpu: GpuSpec, speed, link: Link) -> str:
     parts = [f"fits with {x.headroom_pct:.0f}% headroom ({x.device_peak_gib:.1f} of {x.capacity_gib:.1f} GiB)"]
     if x.change:
         parts.append(x.change)
-    if gpu.vendor != "NVIDIA":
+    if gpu.vendor not in ("NVIDIA", "Apple"):  # Apple: the engines without Metal are refused (Engine.metal)
         parts.append(f"{gpu.vendor}: check your stack supports it (ROCm / Gaudi software)")
     parts.append(links_said(x.num_gpus, link, speed))
     if speed.bound.startswith("host"):

@@ -19,11 +19,13 @@ what cannot run.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 from typing import Any
 
 from ..engines import Engine, engine_for
+from ..errors import GpuplanError
 from ..hardware import GpuSpec, resolve_gpu
 from ..model.catalog import load_model
 from ..model.report import inexact_warning
@@ -86,10 +88,27 @@ def resolve(s: Scenario, m: ModelSpec | None = None, gpu: GpuSpec | None = None)
         gpu, note = resolve_gpu(s.gpu) if s.gpu else (None, None)
     if gpu is not None and s.gpu != gpu.id:  # the card's id changes no default: set without validating again
         s = s.with_resolved({"gpu": gpu.id})
+    gpu = wired(s, gpu)
     s, (said, shortened) = card_free(s, m)
     warnings = check(s, m, gpu)
     return Resolved(scenario=s, model=m, gpu=gpu, gpu_note=note, split_note=said, length_note=shortened,
                     checked=tuple(warnings))
+
+
+def wired(s: Scenario, gpu: GpuSpec | None) -> GpuSpec | None:
+    """The card with the unified memory ``wired_limit_mb`` lets an Apple silicon GPU wire (macOS's ``sysctl
+    iogpu.wired_limit_mb``) as its usable memory; refused above the machine's memory or on another card."""
+    if s.wired_limit_mb is None or gpu is None:
+        return gpu
+    if gpu.vendor != "Apple":
+        raise GpuplanError(f"wired_limit_mb is macOS's limit on the GPU's share of unified memory (Apple silicon); "
+                           f"{gpu.name} is not a Mac: leave it unset")
+    limit = s.wired_limit_mb / 1024
+    if limit > gpu.memory_gib:
+        raise GpuplanError(f"wired_limit_mb {s.wired_limit_mb:,} is more than the {gpu.name}'s "
+                           f"{gpu.memory_gib:,.0f} GB of memory: macOS keeps some for itself, so set it below "
+                           f"{gpu.memory_gib * 1024:,.0f}")
+    return dataclasses.replace(gpu, usable_gib=limit)
 
 
 def card_free(s: Scenario, m: ModelSpec) -> tuple[Scenario, tuple[str | None, str | None]]:

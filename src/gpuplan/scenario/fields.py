@@ -147,7 +147,7 @@ class Scenario(BaseModel):
     num_requests: int | None = Field(default=None, ge=1, le=100_000, description="with users or rate_rps: "
                                      "requests the simulated run sends (default: 10 per user, or 1,000)")
     kv_cache_dtype: Literal["auto", "fp16", "bf16", "fp8", "int8"] = "auto"
-    engine: Literal["transformers", "vllm", "sglang", "llama.cpp", "trtllm"] = "transformers"
+    engine: Literal["transformers", "vllm", "sglang", "llama.cpp", "trtllm", "mlx"] = "transformers"
     gpu_memory_utilization: float = Field(default=0.9, gt=0.0, le=1.0, description="vLLM's share of the card")
     mem_fraction_static: float | None = Field(default=None, gt=0.0, le=1.0,
                                               description="SGLang --mem-fraction-static (weights and KV pool); "
@@ -183,6 +183,9 @@ class Scenario(BaseModel):
                              "(on the CPU, slow) as fitting; by default it fits only with every layer on the GPU")
     # hardware and parallelism
     gpu: str | None = None
+    wired_limit_mb: int | None = Field(
+        default=None, ge=1024, le=16_777_216, description="Apple silicon: macOS `sysctl iogpu.wired_limit_mb`, the "
+        "unified memory the GPU may wire (default: macOS's share, about 2/3 of RAM up to 36 GB and 3/4 above)")
     num_gpus: int = Field(default=1, ge=1, le=1024)
     num_nodes: int = Field(default=1, ge=1, le=4096)
     sharding: Literal["single", "ddp", "zero1", "zero2", "zero3", "fsdp", "fsdp1", "fsdp2"] | None = Field(
@@ -320,12 +323,15 @@ class Scenario(BaseModel):
 
     @model_serializer(mode="wrap")
     def _without_idle_load(self, handler) -> dict[str, Any]:
-        """Every field, but a serving load's (:data:`LOAD_FIELDS`) when none is asked: defaults that say nothing
-        (the scenario read back from its dump is the same)."""
+        """Every field, but a serving load's (:data:`LOAD_FIELDS`) when none is asked, and a setting of one kind of
+        machine where it is not set (``wired_limit_mb``: Macs): defaults that say nothing (the scenario read back
+        from its dump is the same)."""
         data = handler(self)
         if self.users is None and self.rate_rps is None:
             for key in LOAD_FIELDS:
                 data.pop(key, None)
+        if self.wired_limit_mb is None:
+            data.pop("wired_limit_mb", None)
         return data
 
     def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> Scenario:
