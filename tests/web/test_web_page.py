@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -22,6 +23,7 @@ import gpuplan
 from conftest import require
 from gpuplan.hardware import load_gpu
 from gpuplan.scenario import Scenario
+from gpuplan.speed.breakdown import Speed
 
 CHROMIUM = Path("/usr/bin/chromium")
 ROOT = Path(__file__).resolve().parents[2]
@@ -115,6 +117,14 @@ def value(page, selector: str) -> float:
     return float(page.get_attribute(selector, "data-value"))
 
 
+def step_shares(page, speed) -> None:
+    """The page's step line: the plan's :meth:`Speed.step_shares`, summing to 100% (as the CLI prints them)."""
+    text = page.text_content("#step-shares")
+    shown = [(name.strip(), int(pct)) for name, pct in re.findall(r"([a-z0-9 ]+?) (\d+)%", text.split(": ", 1)[1])]
+    assert sum(pct for _, pct in shown) == 100, text
+    assert shown == [(k.replace("_", " "), pct) for k, pct in speed.step_shares()]
+
+
 def test_page_matches_the_estimate(server, page):
     fields = {"model": "qwen2.5-7b", "task": "infer", "batch_size": 16, "prompt_tokens": 8192, "gpu": "l40s"}
     page.goto(server + "/")
@@ -135,6 +145,7 @@ def test_page_matches_the_estimate(server, page):
         assert page.text_content(selector) == f"{expected:,.2f} GiB"
     assert value(page, 'details[data-key="speed.tokens_per_s"] .value') == pytest.approx(r.speed.tokens_per_s)
     assert value(page, 'details[data-key="cost.usd_per_hour"] .value') == pytest.approx(r.cost.usd_per_hour)
+    step_shares(page, r.speed)
     # a number opens into its formula, with this scenario's values, its constants and the measured accuracy
     page.click('details[data-key="memory.kv_cache_gib"] summary')
     formula = page.text_content('details[data-key="memory.kv_cache_gib"] .formula')
@@ -195,6 +206,19 @@ def test_the_verdict_names_the_engine_that_serves(server, page):
     verdict = page.text_content("#verdict")
     assert "TensorRT-LLM's KV pool holds" in verdict and "TensorRT-LLM KV pool" in verdict
     assert "vLLM" not in verdict
+
+
+def test_unsloth_headroom_says_it_is_small_by_design(server, page):
+    """The verdict carries the plan's headroom note: Unsloth's fused loss fills half of what is free (issue 35)."""
+    fields = {"model": "qwen3-14b", "task": "train", "method": "qlora", "framework": "unsloth", "gpu": "t4",
+              "seq_len": 2048, "micro_batch_size": 4}
+    page.goto(server + "/?" + "&".join(f"{k}={v}" for k, v in fields.items()))
+    settle(page)
+    note = gpuplan.estimate(fields).headroom_note()
+    assert note.startswith("small by design")
+    assert page.text_content("#headroom-note") == f", {note}"
+    page.click('details[data-key="memory.headroom_gib"] summary')
+    assert "half of it up to 4 GiB" in page.text_content('details[data-key="memory.headroom_gib"] .formula')
 
 
 def test_fixes_apply_and_refit(server, page, tmp_path):
@@ -289,6 +313,9 @@ def test_a_dataset_file_gives_the_cli_numbers(server, page, tmp_path):
     assert value(page, '[data-key="scenario.train_tokens"] .value') == cli["scenario"]["train_tokens"] == 40
     assert value(page, "#verdict-peak") == pytest.approx(cli["memory"]["device_peak_gib"], rel=1e-12)
     assert value(page, 'details[data-key="speed.tokens_per_s"] .value') == pytest.approx(cli["speed"]["tokens_per_s"])
+    # the step of the data's batch lengths, its parts adding up to it (issue 35: gemm 563% once data was given)
+    assert sum(cli["speed"]["parts_s"].values()) == pytest.approx(cli["speed"]["step_time_s"], rel=1e-9)
+    step_shares(page, Speed(**{k: cli["speed"][k] for k in ("tokens_per_s", "step_time_s", "bound", "parts_s")}))
     assert "--dataset train.jsonl --tokenizer tokenizer.json" in page.text_content("#export-command")
     # clearing the file takes the data out of the plan
     page.click('.field[data-field="dataset"] button.clear')

@@ -105,6 +105,8 @@ def render_estimate(result) -> None:
                    "CPU (--cpu-layers counts that as fitting, at the speed below); device")
         # headroom is the answer only when memory decides: a short KV pool or CPU layers are not out of memory
         room = f", headroom {mem.headroom_gib:+.1f} GiB" if mem.fits or mem.headroom_gib < 0 else ""
+        if result.headroom_note():
+            room += f", {result.headroom_note()}"
         out.print(verdict + Text(f" on {result.gpu.name}{why or ':'} {mem.device_peak_gib:.1f} of "
                                  f"{mem.capacity_gib:.1f} GiB usable{room}"))
         batch = "micro-batch" if s["task"] == "train" else "batch"
@@ -162,11 +164,10 @@ def _speed(result, s: dict) -> None:
             bullet(f"time to first token: {sp.ttft_s:.2f} s for one request alone{warm}"
                    + (f", {burst:.2f} s for the last of {s['batch_size']} arriving together"
                       if burst is not None and s["batch_size"] > 1 else ""), prefix="  ")
-    parts = sp.parts_s or {}
-    if parts and sp.step_time_s:
-        top = sorted(parts.items(), key=lambda kv: -kv[1])[:5]
+    shares = sp.step_shares()
+    if shares:
         bullet(("step" if s["task"] == "train" else "decode step") + ": " + ", ".join(
-            f"{k.replace('_', ' ')} {100 * v / sp.step_time_s:.0f}%" for k, v in top), prefix="  ", style="dim")
+            f"{k.replace('_', ' ')} {pct}%" for k, pct in shares), prefix="  ", style="dim")
 
 
 def _cost(result, s: dict) -> None:

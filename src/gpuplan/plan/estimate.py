@@ -26,6 +26,7 @@ from ..scenario import INFER_ONLY, TRAIN_ONLY, Scenario, scenario_from
 from ..scenario.resolve import describe, resolve
 from ..scenario.stacks import defaults_in_force
 from ..speed.breakdown import Speed
+from ..stacks.unsloth import FREE_SIZED_LOSS
 
 
 def _model_facts(m: ModelSpec, trainable: int) -> ModelFacts:
@@ -59,6 +60,14 @@ class Plan(Answer):
     recipe: dict[str, Any] | None = None  # global batch, lr, schedule, layout, checkpoints, each with its source
     assumptions: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+
+    def headroom_note(self) -> str:
+        """Why the headroom is small by design, in a few words, or "": a loss that sizes its chunks from the memory
+        left free (Unsloth's, :data:`~gpuplan.stacks.unsloth.FREE_SIZED_LOSS`) fills half of it whatever the batch,
+        so the peak sits near the card without being a near miss (the assumption says how much)."""
+        if self.memory.fits and any(a.startswith(FREE_SIZED_LOSS) for a in self.assumptions):
+            return "small by design: Unsloth's fused loss sizes its chunks to half of the memory left free"
+        return ""
 
 
 def estimate(scenario: Scenario | dict[str, Any], *, advise: bool = True) -> Plan:

@@ -15,6 +15,7 @@ from ..model.spec import ModelSpec
 from ..plan.estimate import Plan
 from ..scenario import Scenario
 from ..scenario.resolve import defaults_said
+from ..stacks.unsloth import FREE_SIZED_LOSS
 from . import memory_formulas as mf
 from . import speed_formulas as sf
 from .accuracy import memory_accuracy
@@ -52,4 +53,8 @@ def explain(result: Plan, s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> Exp
         numbers.update(sf.training_speed(x) if s.task == "train" else sf.inference_speed(x))
     if result.cost:
         numbers.update(sf.cost(x))
-    return Explanation(numbers=numbers, defaults=defaults_said(s))
+    shares = result.speed.step_shares() if result.speed else []
+    if result.headroom_note():
+        numbers["memory.headroom_gib"].note = next(a for a in result.assumptions if a.startswith(FREE_SIZED_LOSS))
+    return Explanation(numbers=numbers, defaults=defaults_said(s), step_shares=shares,
+                       headroom_note=result.headroom_note())

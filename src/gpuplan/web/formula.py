@@ -35,6 +35,10 @@ class Formula(BaseModel):
 class Explanation(BaseModel):
     numbers: dict[str, Formula]
     defaults: list[str]
+    # the step's parts in whole percent, summing to 100 (:meth:`gpuplan.speed.Speed.step_shares`, as the CLI's
+    # ``step:`` line prints them)
+    step_shares: list[tuple[str, int]] = []
+    headroom_note: str = ""  # why the headroom is small by design (:meth:`gpuplan.plan.estimate.Plan.headroom_note`)
 
 
 def gib(x: float) -> str:

@@ -216,10 +216,10 @@ async function update() {
     Object.assign(state, {result, explanation, scenario});
     clearError();
     showResolved(result.scenario);
-    renderVerdict(result);
+    renderVerdict(result, explanation);
     renderMemory(result);
     renderFixes(result);
-    renderSpeedCost(result);
+    renderSpeedCost(result, explanation);
     renderData(result);
     renderAssumptions(result, explanation);
     renderExport(exported);
@@ -286,8 +286,7 @@ function fillFormulas() {
     box.replaceChildren(...[
       h("p", {class: "rule"}, f.formula),
       h("p", {class: "with-values"}, f.substituted),
-      (off || f.computed === null) && (f.note || off)
-        ? h("p", {class: "note"}, f.note || "the estimate adds terms this formula does not show") : null,
+      f.note || off ? h("p", {class: "note"}, f.note || "the estimate adds terms this formula does not show") : null,
       f.constants.length ? h("table", {class: "constants"}, h("tr", {}, h("th", {}, "constant"), h("th", {}, "value"),
         h("th", {}, "source")), f.constants.map((c) => h("tr", {}, h("td", {}, c.name), h("td", {}, c.value),
         h("td", {}, c.source)))) : null,
@@ -298,7 +297,7 @@ function fillFormulas() {
 }
 
 // ---- sections ------------------------------------------------------------------------------------------
-function renderVerdict(r) {
+function renderVerdict(r, explanation) {
   const m = r.memory, v = $("#verdict");
   const where = r.gpu ? `${r.scenario.num_gpus > 1 ? r.scenario.num_gpus + "x " : ""}${r.gpu.name}` : "";
   if (m.fits === null) {
@@ -320,7 +319,9 @@ function renderVerdict(r) {
       // headroom is the answer only when memory decides: a short KV pool or CPU layers are not out of memory
       ...(m.fits || m.headroom_gib < 0 ? [" GiB usable per GPU, headroom ",
         h("span", {id: "verdict-headroom", "data-value": m.headroom_gib}, (m.headroom_gib >= 0 ? "+" : "") +
-          num(m.headroom_gib)), " GiB."] : [" GiB usable per GPU: memory is not what is short."]));
+          num(m.headroom_gib)), " GiB",
+        explanation && explanation.headroom_note ? h("span", {id: "headroom-note"}, `, ${explanation.headroom_note}`)
+          : null, "."] : [" GiB usable per GPU: memory is not what is short."]));
   }
   const lines = [];
   if (m.max_concurrency !== null) {
@@ -404,7 +405,7 @@ function renderFixes(r) {
   }
 }
 
-function renderSpeedCost(r) {
+function renderSpeedCost(r, explanation) {
   const sp = r.speed, c = r.cost, rows = [];
   if (!sp) {
     $("#speed-rows").replaceChildren(h("p", {class: "hint"}, "Name a GPU for speed and cost."));
@@ -428,6 +429,11 @@ function renderSpeedCost(r) {
   }
   if (sp.mfu) rows.push(numberRow("speed.mfu", "implied MFU", num(sp.mfu, 3), sp.mfu));
   rows.push(h("p", {class: "hint"}, `${sp.bound}-bound; the range is the calibration spread of this kind of estimate`));
+  const shares = explanation ? explanation.step_shares : [];
+  if (shares.length) {
+    rows.push(h("p", {class: "hint", id: "step-shares"}, (train ? "step: " : "decode step: ") +
+      shares.map(([name, pct]) => `${name.replace(/_/g, " ")} ${pct}%`).join(", ")));
+  }
   if (c) {
     rows.push(h("p", {class: "offer"}, `best offer: ${c.offer} (${c.gpu_id}), price from ${c.price_origin}, ` +
       `${c.price_age_days} days old`, c.stale ? h("span", {class: "stale"}, " (stale)") : null));
