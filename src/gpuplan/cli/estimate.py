@@ -178,8 +178,9 @@ def _cost(result, s: dict) -> None:
         return
     if not c:
         return
+    owned = c.pricing == "owned"
     label = c.label or f"{c.offer} at ${c.usd_per_hour:,.2f}/h"
-    line = f"cost: {short(c.gpu_id)} on {label}"
+    line = f"cost: {label}" if owned else f"cost: {short(c.gpu_id)} on {label}"
     if c.stale:
         line += f" (price {c.price_age_days} days old)"
     tokens = "output" if s["task"] == "infer" else "training"
@@ -203,8 +204,9 @@ def _cost(result, s: dict) -> None:
                prefix="  ")
     if s["task"] == "train" and not c.hours:
         bullet("set --train-tokens for hours and the total", prefix="  ", style="dim")
-    bullet(f"price from {c.price_origin}; `gpuplan cost` compares every offer and shows the whole bill",
-           prefix="  ", style="dim")
+    if not owned:
+        bullet(f"price from {c.price_origin}; `gpuplan cost` compares every offer and shows the whole bill",
+               prefix="  ", style="dim")
 
 
 scenario_command("estimate", estimate_cmd,

@@ -53,7 +53,7 @@ from .. import overheads as oh
 from ..hardware import GpuSpec
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
-from ..tensors.breakdown import GIB
+from ..tensors.breakdown import GIB, desktop_gib
 from ..tensors.kv import kv_dtype_bytes
 from ..tensors.state import weight_format
 from .vllm import cuda_total_gib, version_tuple
@@ -158,11 +158,11 @@ def startup_memory(s: Scenario, m: ModelSpec, gpu: GpuSpec, *, mem_fraction_stat
     """The pool SGLang (``s.engine_version``, default the 2025 heuristic) allocates for ``s`` on ``gpu``.
     ``total_gib``: the free memory at start if known (the log's first "avail mem"); else the card's
     ``cudaMemGetInfo`` total less the CUDA context and torch's start-up
-    (:data:`~gpuplan.overheads.SGLANG_START_GIB`)."""
+    (:data:`~gpuplan.overheads.SGLANG_START_GIB`) and a desktop on the card (``s.display``)."""
     d = defaults(gpu.usable_gib * 1024, s.tp, s.pp, s.engine_version)
     mfs = mem_fraction_static or d.mem_fraction_static
     card = cuda_total_gib(gpu)
-    total = total_gib if total_gib is not None else card - oh.SGLANG_START_GIB
+    total = total_gib if total_gib is not None else card - oh.SGLANG_START_GIB - desktop_gib(s, gpu.memory_gib)
     fmt, skip = weight_format(s, m)
     weights = sum(m.weight_bytes(fmt, skip=skip).values()) / (s.tp * s.pp) / GIB + oh.SGLANG_LOAD_EXTRA_GIB
     available = total - weights

@@ -202,7 +202,8 @@ class LaunchPlan:
         if self.usd_per_hour is not None:
             speed += f", ${self.usd_per_hour:,.2f}/h"
             if self.usd_total is not None and self.train and self.scenario.train_tokens:
-                speed += f", ${self.usd_total:,.0f} in total"
+                speed += f", ${self.usd_total:,.0f} in total" if self.usd_total >= 1 else \
+                    f", ${self.usd_total:.2f} in total"  # a job on one's own card costs cents of power
         lines.append(speed)
         if self.spot is not None:
             lines.append(f"spot: checkpoint every {p['checkpoint_every_min']} min (Daly; interruptions every "
@@ -266,6 +267,8 @@ def launch_plan(scenario: Scenario | dict, *, command: str = "gpuplan.launchers.
     if s.task == "train":  # the recipe's micro-batch and accumulation, unless the scenario set them
         s, result, layout = _recipe_layout(s, m, gpu, result, keep_micro_batch)
     offer, cost = (None, None) if owned_usd_per_hour is not None else _offer(s, m, gpu, result, offer_label)
+    if s.pricing == "owned" and owned_usd_per_hour is None and result.cost is not None:  # --pricing owned
+        owned_usd_per_hour = result.cost.usd_per_hour
     speed = speed_of(s, m, gpu, offer.network if offer else None)
     usd = None
     work_h = s.train_tokens / speed.tokens_per_s / 3600 if s.task == "train" and s.train_tokens else None

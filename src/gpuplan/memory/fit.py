@@ -220,7 +220,7 @@ def _check_gpu(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> None:
 
 def memory_report(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> tuple[Estimate, MemoryReport]:
     capacity = gpu.usable_gib if gpu else None
-    outside = device_overheads(s, gpu.generation if gpu else None)
+    outside = device_overheads(s, gpu.generation if gpu else None, gpu.memory_gib if gpu else None)
     e = training_memory(s, m, capacity, sum(outside.values()) / GIB) if s.task == "train" else \
         inference_memory(s, m, capacity, gpu)
     e.outside_allocator = outside

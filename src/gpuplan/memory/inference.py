@@ -183,7 +183,7 @@ def _sglang(s: Scenario, m: ModelSpec, e: Estimate, gpu: GpuSpec | None) -> Esti
     sm = sglang.startup_memory(s, m, gpu, mem_fraction_static=s.mem_fraction_static)
     e.weights, e.kv_cache = (sm.weights_gib - oh.SGLANG_LOAD_EXTRA_GIB) * GIB, sm.kv_pool_gib * GIB
     e.other["SGLang load overhead (beyond the weights)"] = oh.SGLANG_LOAD_EXTRA_GIB * GIB
-    budget = sm.budget_gib(sum(device_overheads(s, gpu.generation).values()) / GIB)
+    budget = sm.budget_gib(sum(device_overheads(s, gpu.generation, gpu.memory_gib).values()) / GIB)
     # weights beyond the card leave no reserve (the load fails), not a negative one
     e.other["SGLang reserve (activations, CUDA graphs)"] = max(budget - sm.weights_gib - sm.kv_pool_gib, 0.0) * GIB
     e.preallocated = budget * GIB

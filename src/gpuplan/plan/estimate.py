@@ -14,9 +14,11 @@ from typing import Any
 
 from pydantic import ConfigDict
 
+from .. import overheads as oh
 from ..errors import UnknownNameError
 from ..hardware import GpuSpec, resolve_gpu
-from ..market.cost import Cost
+from ..market.cost import Cost, price_job
+from ..market.offers import owned_offer
 from ..memory import check, memory_report
 from ..model.catalog import load_model
 from ..model.report import inexact_warning
@@ -130,7 +132,7 @@ def _speed_and_cost(s: Scenario, m: ModelSpec, gpu: GpuSpec, trainable: int, pri
     if s.provider and s.provider not in {o.provider for o in offers}:
         known = sorted({o.provider for o in offers})
         raise UnknownNameError("provider", s.provider, known, f"(providers in the price catalog: {', '.join(known)})")
-    candidates = matching(offers, s, gpu.id)
+    candidates = [] if s.pricing == "owned" else matching(offers, s, gpu.id)
     costs = sorted(((c, o) for o in candidates if (c := price(s, m, o, trainable, offers)).finishes),
                    key=lambda pair: pair[0].usd_per_million_tokens)
     speed = speed_of(s, m, gpu, costs[0][1].network if costs else None)  # the interconnect of the offer priced
@@ -140,11 +142,16 @@ def _speed_and_cost(s: Scenario, m: ModelSpec, gpu: GpuSpec, trainable: int, pri
         return speed, None, assumptions, warnings
     if not costs:
         known = [o for o in offers if o.gpu_id == gpu.id]
-        why = "" if known else " (no offer of it at all)"
-        warnings.append(f"no price for {gpu.name}: no {s.pricing.replace('_', '-')} offer"
-                        + (f" at {s.provider}" if s.provider else "") + f" in force{why}; "
-                        "older or low-confidence rows need --max-price-age-days / --include-low-confidence")
-        return speed, None, assumptions, warnings
+        if s.pricing != "owned" and known:  # rented, and none of its offers passes the filters
+            warnings.append(f"no price for {gpu.name}: no {s.pricing.replace('_', '-')} offer"
+                            + (f" at {s.provider}" if s.provider else "") + " in force; older or low-confidence "
+                            "rows need --max-price-age-days / --include-low-confidence")
+            return speed, None, assumptions, warnings
+        if s.pricing != "owned":  # a card no one rents: the user's own, as recommend --have prices it
+            warnings.append(f"no price for {gpu.name}: no offer of it at all; priced as your own card, by its "
+                            "power (--pricing owned)")
+        cost, how = _owned_cost(s, m, gpu, speed, trainable)
+        return speed, cost, [*assumptions, how], warnings
     best, offer = costs[0]
     if best.stale:
         warnings.append(f"the price of {best.offer} is {best.price_age_days} days old")
@@ -155,6 +162,16 @@ def _speed_and_cost(s: Scenario, m: ModelSpec, gpu: GpuSpec, trainable: int, pri
                         f"{gpu.name} ({best.best_on_demand_offer} at ${best.best_on_demand_usd_per_gpu_hour:.2f}"
                         "/GPU-h) once interruptions are counted: --pricing any picks the cheaper")
     return speed, best, assumptions, warnings
+
+
+def _owned_cost(s: Scenario, m: ModelSpec, gpu: GpuSpec, speed: Speed, trainable: int) -> tuple[Cost, str]:
+    """The job on the user's own cards (:func:`~gpuplan.market.offers.owned_offer`, the offer ``recommend --have``
+    ranks): its hours and the power it draws, and that price in words."""
+    owned = owned_offer(gpu.id, s.world_size if s.task == "train" else s.tp * s.pp)
+    cost = price_job(s, m, speed, owned, trainable, mtbi_h=s.mtbi_hours, disk_gbs=s.disk_gbs)
+    return cost, (f"cost: {cost.offer}: {gpu.tdp_w or 300:g} W per card x {oh.UTILIZATION:g} of it drawn under "
+                  f"load x PUE {oh.PUE:g} x ${oh.POWER_USD_PER_KWH:g}/kWh = ${owned.usd_per_gpu_hour:.3f} per "
+                  "GPU-hour; the cards themselves are not counted (`gpuplan buy` weighs buying against renting)")
 
 
 def _normalized(s: Scenario) -> dict[str, Any]:

@@ -12,7 +12,16 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from ..errors import GpuplanError, did_you_mean, echo_value
 from ..model.quant import QUANT_FORMATS
@@ -191,9 +200,14 @@ class Scenario(BaseModel):
         default=None, description="Megatron-Core activation_func_fp8_input_store (framework megatron, precision "
         "fp8-mixed): the MLP activation's input (SwiGLU's FC1 output) saved in fp8 for the backward (default: false)")
     offload: Literal["none", "optimizer", "optimizer+params"] = "none"
+    display: Literal["none", "linux", "windows"] = Field(
+        default="none", description="the card also drives a desktop on this OS: the memory the desktop holds "
+        "(ComfyUI's default reserve: 0.4 GiB on Linux, 0.6-0.7 GiB on Windows) is counted on the card beside the job")
     # pricing (speed and cost sections need a gpu)
     provider: str | None = Field(default=None, description="price on this provider's offers (e.g. runpod)")
-    pricing: Literal["on_demand", "spot", "any"] = "on_demand"
+    pricing: Literal["on_demand", "spot", "any", "owned"] = Field(
+        default="on_demand", description="on-demand, spot or any rented offer; owned: your own cards, priced by "
+        "their power only (a card no offer prices is priced so too)")
     mtbi_hours: float | None = Field(default=None, gt=0, le=1e6, allow_inf_nan=False,
                                      description="mean hours between spot interruptions")
     disk_gbs: float = Field(default=1.0, ge=0.001, le=1000, allow_inf_nan=False,
@@ -203,6 +217,15 @@ class Scenario(BaseModel):
     include_low_confidence: bool = Field(default=False, description="also rank prices marked low confidence")
     dataset_gb: float | None = Field(default=None, ge=0, le=1e7, allow_inf_nan=False,
                                      description="training data on disk, GB (default: 4 bytes per train token)")
+
+    @model_serializer(mode="wrap")
+    def _said_when_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """The fields as data; ``display`` only when the card drives a desktop, so that the answers (and the golden
+        records) of every other scenario read as they did before the field existed."""
+        data = handler(self)
+        if data.get("display") == "none":
+            del data["display"]
+        return data
 
     @field_validator("quant")
     @classmethod

@@ -435,8 +435,9 @@ function renderSpeedCost(r, explanation) {
       shares.map(([name, pct]) => `${name.replace(/_/g, " ")} ${pct}%`).join(", ")));
   }
   if (c) {
-    rows.push(h("p", {class: "offer"}, `best offer: ${c.offer} (${c.gpu_id}), price from ${c.price_origin}, ` +
-      `${c.price_age_days} days old`, c.stale ? h("span", {class: "stale"}, " (stale)") : null));
+    rows.push(c.pricing === "owned" ? h("p", {class: "offer"}, `${c.offer}: no rental price, the power it draws`)
+      : h("p", {class: "offer"}, `best offer: ${c.offer} (${c.gpu_id}), price from ${c.price_origin}, ` +
+        `${c.price_age_days} days old`, c.stale ? h("span", {class: "stale"}, " (stale)") : null));
     rows.push(numberRow("cost.usd_per_hour", "$ per hour", usd(c.usd_per_hour), c.usd_per_hour));
     if (c.usd_per_million_tokens !== null) {
       rows.push(numberRow("cost.usd_per_million_tokens", train ? "$ per million tokens trained" :
