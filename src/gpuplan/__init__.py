@@ -10,13 +10,13 @@ PyYAML; torch, transformers, huggingface_hub, pynvml, rich and typer load on dem
 import importlib as _importlib
 import typing as _typing
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 # public name -> the module that defines it (loaded on first use)
 _HOMES = {
     "estimate": ".api", "recommend": ".api", "fit": ".api", "cost": ".api", "capacity": ".api", "launch": ".api",
     "CapacityReport": ".api", "CostTable": ".api", "FitReport": ".api", "LaunchReport": ".api",
-    "Plan": ".plan.estimate", "Recommendation": ".plan.recommend", "GpuplanError": ".errors",
+    "Plan": ".plan.plan", "Recommendation": ".plan.recommend", "GpuplanError": ".errors",
     "load_model": ".model.catalog", "ModelSpec": ".model.spec", "Scenario": ".scenario", "load_scenario": ".scenario",
 }
 
@@ -36,7 +36,7 @@ if _typing.TYPE_CHECKING:
     from .errors import GpuplanError
     from .model.catalog import load_model
     from .model.spec import ModelSpec
-    from .plan.estimate import Plan
+    from .plan.plan import Plan
     from .plan.recommend import Recommendation
     from .scenario import Scenario, load_scenario
 

@@ -45,7 +45,7 @@ def test_the_cli_verdict_line_explains_it(capsys, monkeypatch):
     assert run(["estimate", "--model", "qwen3-14b", "--task", "train", "--method", "qlora", "--framework", "unsloth",
                 "--gpu", "t4", "--seq-len", "2048", "--micro-batch-size", "4"]) == 0
     line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("fits on"))
-    assert ", headroom +0.2 GiB, small by design: Unsloth's fused loss sizes its chunks to half of the memory left " \
+    assert ", headroom +0.20 GiB, small by design: Unsloth's fused loss sizes its chunks to half of the memory left " \
            "free" in line
 
 

@@ -134,9 +134,13 @@ def test_page_matches_the_estimate(server, page):
     mem = r.memory
     assert page.get_attribute("#verdict", "data-fits") == str(mem.fits).lower()
     assert page.text_content("#verdict-word") == ("Fits" if mem.fits else "Does not fit")
-    assert value(page, "#verdict-peak") == pytest.approx(mem.device_peak_gib, rel=1e-12)
-    assert page.text_content("#verdict-peak") == f"{mem.device_peak_gib:,.2f}"
-    assert page.text_content("#verdict-headroom") == f"{mem.headroom_gib:+,.2f}"
+    # the plan's own sentence, as the command line prints it
+    rest = r.verdict.sentence[len(r.verdict.word):]
+    assert page.text_content("#verdict")[len(r.verdict.word):].startswith(rest + ".")
+    assert float(page.get_attribute("#verdict", "data-peak")) == pytest.approx(mem.device_peak_gib, rel=1e-12)
+    assert f"{mem.device_peak_gib:,.2f} of {mem.capacity_gib:,.2f} GiB usable per GPU" in r.verdict.sentence
+    assert float(page.get_attribute("#verdict", "data-headroom")) == pytest.approx(mem.headroom_gib, rel=1e-12)
+    assert f"headroom {mem.headroom_gib:+,.2f} GiB" in page.text_content("#verdict")
     for key, expected in (("weights_gib", mem.weights_gib), ("kv_cache_gib", mem.kv_cache_gib),
                           ("activations_gib", mem.activations_gib), ("reserved_peak_gib", mem.reserved_peak_gib),
                           ("capacity_gib", mem.capacity_gib)):
@@ -189,8 +193,8 @@ def test_permalink_reopens_the_same_plan(server, page, browser):
     assert page.input_value("#f-tp") == "2" and page.input_value("#f-batch_size") == "32"
     r = gpuplan.estimate({"model": "llama-3.1-70b", "task": "infer", "engine": "vllm", "num_gpus": 2, "tp": 2,
                           "gpu": "h100-sxm", "batch_size": 32})
-    assert value(page, "#verdict-peak") == pytest.approx(r.memory.device_peak_gib)
-    assert f"up to {r.memory.max_concurrency} concurrent requests" in page.text_content("#verdict")
+    assert float(page.get_attribute("#verdict", "data-peak")) == pytest.approx(r.memory.device_peak_gib)
+    assert f"up to {r.memory.max_concurrency:,} concurrent requests" in page.text_content("#verdict")
     shared = page.input_value("#permalink")
     other = browser.new_context(bypass_csp=True).new_page()
     other.goto(shared)
@@ -216,7 +220,7 @@ def test_unsloth_headroom_says_it_is_small_by_design(server, page):
     settle(page)
     note = gpuplan.estimate(fields).headroom_note()
     assert note.startswith("small by design")
-    assert page.text_content("#headroom-note") == f", {note}"
+    assert f", {note}." in page.text_content("#verdict")  # the plan's verdict sentence says it
     page.click('details[data-key="memory.headroom_gib"] summary')
     assert "half of it up to 4 GiB" in page.text_content('details[data-key="memory.headroom_gib"] .formula')
 
@@ -250,7 +254,7 @@ def test_fixes_apply_and_refit(server, page, tmp_path):
     fixed = gpuplan.estimate({**base, "grad_checkpointing": "full"})
     assert page.input_value("#f-grad_checkpointing") == "full"
     assert page.get_attribute("#verdict", "data-fits") == str(fixed.memory.fits).lower()
-    assert value(page, "#verdict-peak") == pytest.approx(fixed.memory.device_peak_gib)
+    assert float(page.get_attribute("#verdict", "data-peak")) == pytest.approx(fixed.memory.device_peak_gib)
     assert page.text_content("#fixes-body").startswith("It fits with")
 
 
@@ -280,7 +284,7 @@ def test_task_switch_shows_the_task_fields(server, page):
     assert page.is_visible("#f-batch_size") and not page.is_visible("#f-seq_len")
     assert "task=infer" in page.url and "method" not in page.url  # training fields leave the plan
     r = gpuplan.estimate({"model": "llama-3.1-8b", "task": "infer", "gpu": "rtx-4090"})
-    assert value(page, "#verdict-peak") == pytest.approx(r.memory.device_peak_gib)
+    assert float(page.get_attribute("#verdict", "data-peak")) == pytest.approx(r.memory.device_peak_gib)
 
 
 def test_a_dataset_file_gives_the_cli_numbers(server, page, tmp_path):
@@ -311,7 +315,8 @@ def test_a_dataset_file_gives_the_cli_numbers(server, page, tmp_path):
         assert value(page, f'[data-key="dataset.{key}"] .value') == pytest.approx(d[key]), key
     assert page.text_content('[data-key="dataset.source"] .value') == "train.jsonl (tokenizer tokenizer.json)"
     assert value(page, '[data-key="scenario.train_tokens"] .value') == cli["scenario"]["train_tokens"] == 40
-    assert value(page, "#verdict-peak") == pytest.approx(cli["memory"]["device_peak_gib"], rel=1e-12)
+    peak = float(page.get_attribute("#verdict", "data-peak"))
+    assert peak == pytest.approx(cli["memory"]["device_peak_gib"], rel=1e-12)
     assert value(page, 'details[data-key="speed.tokens_per_s"] .value') == pytest.approx(cli["speed"]["tokens_per_s"])
     # the step of the data's batch lengths, its parts adding up to it (issue 35: gemm 563% once data was given)
     assert sum(cli["speed"]["parts_s"].values()) == pytest.approx(cli["speed"]["step_time_s"], rel=1e-9)

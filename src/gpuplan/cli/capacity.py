@@ -87,7 +87,7 @@ def capacity_cmd(
 
 
 def render(plans, w, fmt: str = "table") -> None:
-    from ..serving.capacity import shown
+    from ..plan.capacity import shown
 
     slo = w.slo
     targets = ", ".join(f"{k} <= {v:g} s" for k, v in (("TTFT", slo.ttft_s), ("TPOT", slo.tpot_s), ("E2E", slo.e2e_s))
@@ -175,14 +175,17 @@ def calibrate_serving_cmd(
     from ..model.catalog import load_model
     from ..scenario import scenario_from
     from ..serving.calibrate import deployment, fit, read_results, save_calibration
+    from ..userfiles import output_file
 
     _need_numpy()
+    if save is not None:
+        output_file(save, "--out")  # before the replay, not after it
     runs = [r for path in results for r in read_results(path)]
     g = load_gpu(gpu)
     m = load_model(model)
     s = scenario_from(dict(model=model, task="infer", engine="vllm", gpu=g.id, tp=tp, num_gpus=tp))
     cal, rows, notes = fit(*deployment(s, m, g), runs)
-    if save:
+    if save is not None:
         save_calibration(cal, save)
     if as_json:
         from dataclasses import asdict
@@ -201,7 +204,7 @@ def calibrate_serving_cmd(
            prefix="")
     for note in notes:
         bullet(note, prefix="note: ", style="yellow")
-    if save:
+    if save is not None:
         out.print(f"saved to {save}: pass --calibration {save} to gpuplan capacity")
 
 

@@ -8,20 +8,13 @@ Every error names the field and the fix, as one sentence.
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    SerializerFunctionWrapHandler,
-    ValidationError,
-    field_validator,
-    model_serializer,
-    model_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ..errors import GpuplanError, did_you_mean, echo_value
 from ..model.quant import QUANT_FORMATS
@@ -201,7 +194,8 @@ class Scenario(BaseModel):
         "fp8-mixed): the MLP activation's input (SwiGLU's FC1 output) saved in fp8 for the backward (default: false)")
     offload: Literal["none", "optimizer", "optimizer+params"] = "none"
     display: Literal["none", "linux", "windows"] = Field(
-        default="none", description="the card also drives a desktop on this OS: the memory the desktop holds "
+        default="none", exclude_if=lambda v: v == "none",  # said when set: other scenarios read as they did
+        description="the card also drives a desktop on this OS: the memory the desktop holds "
         "(ComfyUI's default reserve: 0.4 GiB on Linux, 0.6-0.7 GiB on Windows) is counted on the card beside the job")
     # pricing (speed and cost sections need a gpu)
     provider: str | None = Field(default=None, description="price on this provider's offers (e.g. runpod)")
@@ -217,15 +211,6 @@ class Scenario(BaseModel):
     include_low_confidence: bool = Field(default=False, description="also rank prices marked low confidence")
     dataset_gb: float | None = Field(default=None, ge=0, le=1e7, allow_inf_nan=False,
                                      description="training data on disk, GB (default: 4 bytes per train token)")
-
-    @model_serializer(mode="wrap")
-    def _said_when_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """The fields as data; ``display`` only when the card drives a desktop, so that the answers (and the golden
-        records) of every other scenario read as they did before the field existed."""
-        data = handler(self)
-        if data.get("display") == "none":
-            del data["display"]
-        return data
 
     @field_validator("quant")
     @classmethod
@@ -278,23 +263,15 @@ class Scenario(BaseModel):
     def _defaults(self) -> Scenario:
         """Fill the fields left unset with the defaults the given ones imply, then check the rules across fields.
 
-        The defaults come from pure functions of the validated input: the framework's recipe
-        (:func:`gpuplan.scenario.stacks.resolve`; what the framework cannot run is refused on its result), then the
-        training data's (:func:`_data_defaults`); :func:`_fill` sets them, which leaves ``model_fields_set`` the
-        set given explicitly. They are not passed in to a second validation: they are gpuplan's own choices, not
-        input (torchtitan's fp8-mixed resolves ``adapter_dtype`` to fp8, outside the field's choices, and the
-        refusals explain a bad combination better than a field error), and validating twice would cost half as
-        much again per scenario, on the search's hot path."""
+        The defaults come from pure functions of the validated input: the framework's recipe and the card's
+        precision (:func:`gpuplan.scenario.stacks.resolve`), then the training data's (:func:`_data_defaults`);
+        :func:`_fill` sets them, which leaves ``model_fields_set`` the set given explicitly. They are not passed in
+        to a second validation: they are gpuplan's own choices, not input (torchtitan's fp8-mixed resolves
+        ``adapter_dtype`` to fp8, outside the field's choices), and validating twice would cost half as much again
+        per scenario, on the search's hot path. What the result cannot run is refused when it is resolved
+        (:mod:`gpuplan.plan.refusals`), not here: these rules are about the input alone."""
         _fill(self, stacks.resolve(self.__dict__))
-        why = stacks.refusal(self)
-        if why:
-            raise ValueError(why)
         _fill(self, _data_defaults(self))
-        if self.task == "infer" and self.strategy not in (None, "single", "ddp"):
-            # serving splits a model with tensor or pipeline parallelism (tp, pp) or replicates it (ddp); ZeRO and
-            # FSDP shard training states and do not apply
-            raise ValueError(f"strategy {self.strategy!r} shards training states and does not apply to serving: "
-                             "to split a model over GPUs set tp (vLLM) or pp, or leave strategy unset")
         if self.shared_prefix_tokens and self.task == "train":
             raise ValueError("shared_prefix_tokens is the start every serving prompt shares: drop it for training")
         if self.shared_prefix_tokens >= self.prompt_tokens:
@@ -320,6 +297,21 @@ class Scenario(BaseModel):
         if not update:
             return super().model_copy(deep=deep)
         return scenario_from({**{k: getattr(self, k) for k in self.model_fields_set}, **update})
+
+    def on_card(self, gpu: str) -> Scenario:
+        """This scenario, given no card, on card ``gpu`` (a search's placement): validated again only where the card
+        changes a default (a card without bf16 takes fp16, :func:`gpuplan.scenario.stacks.card_precision`), else a
+        copy with the card set."""
+        given = self.precision if "precision" in self.model_fields_set else None
+        if self.gpu is None and stacks.card_precision({"precision": given, "task": self.task, "gpu": gpu},
+                                                      self.precision) == self.precision:
+            return self.with_resolved({"gpu": gpu})
+        return self.model_copy(update={"gpu": gpu})
+
+    def with_resolved(self, update: dict[str, Any]) -> Scenario:
+        """A copy with the fields the resolver sets (:mod:`gpuplan.plan.resolve`: the card's catalog id, the
+        serving split), as given fields, without validating again: they change no default (pydantic's own copy)."""
+        return super().model_copy(update=update)
 
     @property
     def recipe(self) -> stacks.Recipe:
@@ -466,6 +458,10 @@ def _one_sentence(err: ValidationError) -> str:
 
 def load_scenario(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> Scenario:
     """Read a scenario file (YAML or JSON) and apply ``overrides`` (CLI flags) on top."""
+    if path is not None and (isinstance(path, bytes) or not isinstance(path, (str, os.PathLike))):
+        raise GpuplanError(f"a scenario file is a path (text or a Path), not {echo_value(path)}")
+    if overrides is not None and not isinstance(overrides, Mapping):
+        raise GpuplanError(f"overrides are a mapping of scenario fields to values, not {echo_value(overrides)}")
     data: dict[str, Any] = dict(read_mapping(path, "scenario")) if path is not None else {}
     data.update({k: v for k, v in (overrides or {}).items() if v is not None})
     return scenario_from(data)

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from ..hardware import GpuSpec
 from ..model.spec import ModelSpec
-from ..plan.estimate import Plan
+from ..plan.plan import Plan
 from ..scenario import Scenario
-from ..scenario.resolve import defaults_said
+from ..scenario.describe import defaults_said
 from ..stacks.unsloth import FREE_SIZED_LOSS
 from . import memory_formulas as mf
 from . import speed_formulas as sf
@@ -56,5 +56,4 @@ def explain(result: Plan, s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> Exp
     shares = result.speed.step_shares() if result.speed else []
     if result.headroom_note():
         numbers["memory.headroom_gib"].note = next(a for a in result.assumptions if a.startswith(FREE_SIZED_LOSS))
-    return Explanation(numbers=numbers, defaults=defaults_said(s), step_shares=shares,
-                       headroom_note=result.headroom_note())
+    return Explanation(numbers=numbers, defaults=defaults_said(s), step_shares=shares)

@@ -7,7 +7,7 @@ from pydantic import BaseModel
 
 from ..hardware import GpuSpec
 from ..model.spec import ModelSpec
-from ..plan.estimate import Plan
+from ..plan.plan import Plan
 from ..scenario import Scenario
 from .accuracy import Accuracy
 
@@ -38,7 +38,6 @@ class Explanation(BaseModel):
     # the step's parts in whole percent, summing to 100 (:meth:`gpuplan.speed.Speed.step_shares`, as the CLI's
     # ``step:`` line prints them)
     step_shares: list[tuple[str, int]] = []
-    headroom_note: str = ""  # why the headroom is small by design (:meth:`gpuplan.plan.estimate.Plan.headroom_note`)
 
 
 def gib(x: float) -> str:
