@@ -45,6 +45,7 @@ class ApiCase:
     kwargs: dict[str, Any]
     mode: str
     optional: list[str] = field(default_factory=list)  # kwargs shrinking may drop
+    files: dict[str, bytes] = field(default_factory=dict)  # made files (mutate.py), written into the run's folder
 
     def call(self, drop: tuple[int, ...] = ()) -> tuple[list[Any], dict[str, Any]]:
         gone = {self.optional[i] for i in drop if i < len(self.optional)}
@@ -163,6 +164,16 @@ def _hostile(r: random.Random, name: str, param: inspect.Parameter, ctx: dict[st
 
 
 def draw_api(r: random.Random, name: str, fn: Any, ctx: dict[str, Any]) -> ApiCase:
+    """One call of ``fn``, with the files it made."""
+    from .mutate import collecting
+
+    with collecting() as files:
+        case = _draw_api(r, name, fn, ctx)
+    case.files = dict(files)
+    return case
+
+
+def _draw_api(r: random.Random, name: str, fn: Any, ctx: dict[str, Any]) -> ApiCase:
     mode = r.choices(["valid", "mixed", "wild"], [0.55, 0.35, 0.1])[0]
     params = [(n, p) for n, p in inspect.signature(fn).parameters.items() if p.kind not in (p.VAR_POSITIONAL,)]
     args, kwargs, optional = [], {}, []
