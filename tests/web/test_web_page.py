@@ -326,3 +326,43 @@ def test_a_dataset_file_gives_the_cli_numbers(server, page, tmp_path):
     page.click('.field[data-field="dataset"] button.clear')
     settle(page)
     assert page.is_hidden("#data") and "dataset" not in page.url
+
+
+PHONE = {"width": 390, "height": 844}  # an iPhone 12-15's CSS viewport
+
+
+def test_on_a_phone_the_verdict_comes_first(server, browser):
+    """Issue 35 (the third new-user review: on a phone the page showed the whole form before the verdict): at phone
+    size the verdict is above the fold, the plan's own sentence; the form comes after the results, one tap away;
+    nothing is wider than the screen."""
+    context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True, device_scale_factor=3,
+                                  bypass_csp=True)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    fields = {"model": "qwen3-8b", "task": "train", "method": "qlora", "gpu": "rtx-4090"}
+    try:
+        page.goto(server + "/?" + "&".join(f"{k}={v}" for k, v in fields.items()))
+        settle(page)
+        verdict = page.locator("#verdict").bounding_box()
+        assert verdict is not None and 0 <= verdict["y"] and verdict["y"] + verdict["height"] <= PHONE["height"]
+        plan = gpuplan.estimate(fields).verdict
+        assert page.text_content("#verdict").startswith(plan.word.capitalize() + plan.sentence[len(plan.word):])
+        form = page.locator("#scenario").bounding_box()
+        assert form["y"] > verdict["y"] + verdict["height"]  # the form below the verdict, not before it
+        assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+        assert page.is_visible("a.to-form")
+        page.click("a.to-form")  # one tap to the form
+        page.wait_for_function("() => { const top = document.getElementById('scenario').getBoundingClientRect().top;"
+                               " return scrollY > 0 && top >= 0 && top < innerHeight / 2; }")
+        assert page.locator("#f-model").bounding_box()["y"] < PHONE["height"]  # the form's first field in view
+    finally:
+        context.close()
+    assert not errors, errors
+
+
+def test_on_a_wide_screen_the_form_stays_beside_the_results(server, page):
+    page.goto(server + "/")
+    settle(page)
+    form, verdict = page.locator("#scenario").bounding_box(), page.locator("#verdict").bounding_box()
+    assert form["x"] + form["width"] <= verdict["x"] and not page.is_visible("a.to-form")
