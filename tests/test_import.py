@@ -80,4 +80,5 @@ def test_the_wheel_ships_py_typed_and_the_data(tmp_path):
     (wheel,) = (tmp_path / "dist").glob("gpuplan-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     assert "gpuplan/py.typed" in names
-    assert {"gpuplan/data/gpus.yaml", "gpuplan/web/static/app.js", "gpuplan/data/models/Qwen__Qwen3-14B.json"} <= names
+    assert {"gpuplan/data/gpus.yaml", "gpuplan/web/static/app.js", "gpuplan/data/models/Qwen__Qwen3-14B.json",
+            "gpuplan/data/accuracy.md"} <= names  # the accuracy tables the page quotes

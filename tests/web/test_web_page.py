@@ -27,7 +27,8 @@ from gpuplan.speed.breakdown import Speed
 
 CHROMIUM = Path("/usr/bin/chromium")
 ROOT = Path(__file__).resolve().parents[2]
-SCREENSHOT = ROOT / "bench" / "results" / "web-page.png"
+SCREENSHOT = ROOT / "docs" / "web-page.png"  # the calculator page's picture in docs/web-page.md
+LATEST = ROOT / "bench" / "results" / "web-page-latest.png"  # every run's (ignored by git)
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]
 SETTLED = ("() => state.timer === null && state.seq > 0 && "
@@ -154,7 +155,7 @@ def test_page_matches_the_estimate(server, page):
     page.click('details[data-key="memory.kv_cache_gib"] summary')
     formula = page.text_content('details[data-key="memory.kv_cache_gib"] .formula')
     assert f"{mem.kv_cache_gib:,.2f} GiB" in formula and "x 16 sequences" in formula
-    assert "measured accuracy: " in formula and "README table" in formula
+    assert "measured accuracy: " in formula and "accuracy table" in formula
     # the catalog grid: the card's own row, bf16 column, is the verdict's headroom
     l40s = load_gpu("l40s").id
     assert page.text_content(f'#grid tr[data-gpu="{l40s}"] td:nth-child(3)') == f"{mem.headroom_gib:+,.1f}"
@@ -180,7 +181,7 @@ def test_nothing_is_fetched_from_elsewhere(server, page):
     page.goto(server + "/docs")
     page.wait_for_selector(".swagger-ui .info", timeout=30_000)
     assert "gpuplan" in page.text_content(".swagger-ui .info")
-    page.goto(server + "/readme#accuracy-against-published-measurements")
+    page.goto(server + "/accuracy#accuracy-against-published-measurements")
     assert page.locator("#accuracy-against-published-measurements").count() == 1
     assert len(urls) > 10 and all(u.startswith((server, "data:", "blob:")) for u in urls), urls
 
@@ -241,10 +242,10 @@ def test_fixes_apply_and_refit(server, page, tmp_path):
     page.set_viewport_size({"width": 1360, "height": 1560})
     page.click('details[data-key="memory.device_peak_gib"] summary')
     assert "measured accuracy" in page.text_content('details[data-key="memory.device_peak_gib"] .formula')
-    # every run writes bench/results/web-page-latest.png (ignored by git); the README's copy is rewritten only when
+    # every run writes bench/results/web-page-latest.png (ignored by git); the docs' copy is rewritten only when
     # asked (GPUPLAN_UPDATE_SCREENSHOT=1) or missing, so that a test run leaves the tracked files as it found them
     update = os.environ.get("GPUPLAN_UPDATE_SCREENSHOT") == "1" or not SCREENSHOT.is_file()
-    shot = SCREENSHOT if update else SCREENSHOT.with_name("web-page-latest.png")
+    shot = SCREENSHOT if update else LATEST
     shot.parent.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(shot))
     assert 20_000 < shot.stat().st_size < 400_000

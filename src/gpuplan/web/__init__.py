@@ -6,7 +6,7 @@
   deadline; :mod:`.uploads`: the uploaded files, bounded, in one folder removed when the server stops;
 - :mod:`.forms`: the form, read from the Scenario model;
 - :mod:`.explain`: every number as its formula (:mod:`.formula`, :mod:`.memory_formulas`, :mod:`.speed_formulas`)
-  with the measured accuracy of :mod:`.accuracy` (the README's error tables);
+  with the measured accuracy of :mod:`.accuracy` (the accuracy tables, gpuplan/data/accuracy.md);
 - :mod:`.grid`: the fit on every card; :mod:`.export`: scenario.yaml, the command, Markdown, the permalink;
 - ``static/``: the page (vanilla JavaScript and SVG; no build step, nothing fetched at run time).
 """

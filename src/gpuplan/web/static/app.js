@@ -292,7 +292,7 @@ function fillFormulas() {
         h("th", {}, "source")), f.constants.map((c) => h("tr", {}, h("td", {}, c.name), h("td", {}, c.value),
         h("td", {}, c.source)))) : null,
       f.accuracy ? h("p", {class: "accuracy"}, "measured accuracy: ", f.accuracy.summary, " ",
-        h("a", {href: f.accuracy.link, target: "_blank", rel: "noopener"}, "README table")) : null,
+        h("a", {href: f.accuracy.link, target: "_blank", rel: "noopener"}, "accuracy table")) : null,
     ].filter(Boolean));
   });
 }
