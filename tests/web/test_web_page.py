@@ -346,7 +346,7 @@ def test_on_a_phone_the_verdict_comes_first(server, browser):
         page.goto(server + "/?" + "&".join(f"{k}={v}" for k, v in fields.items()))
         settle(page)
         verdict = page.locator("#verdict").bounding_box()
-        assert verdict is not None and 0 <= verdict["y"] and verdict["y"] + verdict["height"] <= PHONE["height"]
+        assert verdict is not None and verdict["y"] >= 0 and verdict["y"] + verdict["height"] <= PHONE["height"]
         plan = gpuplan.estimate(fields).verdict
         assert page.text_content("#verdict").startswith(plan.word.capitalize() + plan.sentence[len(plan.word):])
         form = page.locator("#scenario").bounding_box()
