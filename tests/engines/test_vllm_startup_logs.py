@@ -123,3 +123,16 @@ def test_gemma_3_27b_hybrid_groups_on_h100():
     assert e["available_kv_cache_gib"] == pytest.approx(19.53, rel=0.04)
     assert e["kv_cache_tokens"] == pytest.approx(36_560, rel=0.04)
     assert e["kv_cache_tokens"] / e["available_kv_cache_gib"] == pytest.approx(36_560 / 19.53, rel=0.005)
+
+
+def test_v0_chunked_prefill_took_512_tokens_before_0_6_5():
+    """vllm#10517 (RTX 3090, Llama-3.1-8B, V0 of 2024-12): at max-model-len 35,000 V0 turns chunked prefill on and
+    the profiling peak is 15.05 GiB (0.06 over the weights), so the pool is 23.58 x 0.9 - 15.05 - 0.35 = 5.82 GiB.
+    gpuplan with V0's 512-token default of that release: -1.3 %; with PR #10544's 2,048 (0.6.5 on) it was -4.0 %."""
+    _, e = engine(model="llama-3.1-8b", gpu="rtx-3090", engine_version="0.6.4", gpu_memory_utilization=0.9,
+                  max_model_len=35000)
+    assert e["max_num_batched_tokens"] == 512
+    assert e["available_kv_cache_gib"] == pytest.approx(5.82, rel=0.02)
+    _, later = engine(model="llama-3.1-8b", gpu="rtx-3090", engine_version="0.6.5", gpu_memory_utilization=0.9,
+                      max_model_len=35000)
+    assert later["max_num_batched_tokens"] == 2048

@@ -177,6 +177,15 @@ def cuda_total_gib(gpu: GpuSpec) -> float:
     return gpu.usable_gib - oh.CUDA_TOTAL_BELOW_USABLE_GIB
 
 
+def _v0_chunked_tokens(v: tuple[int, int, int]) -> int:
+    """V0's ``max_num_batched_tokens`` when chunked prefill is on (by default above 32,768 tokens of context):
+    512 up to 0.6.4 ("the best balance between ITL and TTFT on A100", ``SchedulerConfig``), 2,048 from 0.6.5
+    (vLLM PR #10544 of 2024-11-21, "512 is a very conservative value"). vllm#10517's RTX 3090 log (V0 of
+    2024-12, Llama-3.1-8B) shows the 512: at max-model-len 35,000 its profiling peak is 15.05 GiB, 0.06 GiB
+    over the weights, where 2,048 tokens would add ~0.2 GiB of MLP temporaries alone."""
+    return 512 if v < (0, 6, 5) else 2048
+
+
 def scheduler_limits(s: Scenario, m: ModelSpec, gpu: GpuSpec | None, *, current: bool = False) -> Limits:
     """``max_num_batched_tokens`` and ``max_num_seqs`` as the release sets them when the user does not (the current
     release's with ``current``: an engine timed as vLLM's current one)."""
@@ -187,7 +196,7 @@ def scheduler_limits(s: Scenario, m: ModelSpec, gpu: GpuSpec | None, *, current:
     big = gpu is not None and total >= 70 and "a100" not in gpu.id
     if v < (0, 8, 0):  # V0: SchedulerConfig.__post_init__ (vllm/config.py)
         chunked = max_len > 32_768
-        tokens, seqs = (2048 if chunked else max(max_len, 2048)), 256
+        tokens, seqs = (_v0_chunked_tokens(v) if chunked else max(max_len, 2048)), 256
     else:
         chunked = True
         if v >= (0, 21, 0) and total >= 160:
