@@ -192,24 +192,33 @@ def test_mxfp4_experts_are_padded_for_marlin_on_ampere():
         assert vllm.mxfp4_padding(m, 2, H100, old) == pytest.approx(3072 * 1536 / (2880 * 1440))
 
 
-def test_gpt_oss_120b_on_one_h100_does_not_start_at_the_defaults():
-    """Public logs of gpt-oss-120b on one H100 at --gpu-memory-utilization 0.9: vLLM 0.10.1 (Marlin) loaded
-    65.97 GiB and found -2.14 GiB for the KV cache (vllm#23278); 0.14.1 (Triton) loaded 64.38 GiB and ran out of
-    memory (vllm#33155). gpuplan: the same weights within 1 % and no KV pool, so its launch line cannot be the
-    one that fails; at today's rules it names the --max-model-len that fits."""
+def test_gpt_oss_120b_on_one_h100_as_vllm_starts_it():
+    """Public runs of gpt-oss-120b on one H100. vLLM 0.10.1 at the default 0.9 (Marlin) loaded 65.97 GiB and found
+    -2.14 GiB for the KV cache (vllm#23278): gpuplan refuses too, with the same weights within 1 %. vLLM 0.11.2
+    at 0.97 with 100 sequences served an 85K context (vllm#33155's description, 87,040 tokens): gpuplan starts it
+    with a pool that holds that request (11.3 GiB, 3.46 of them); 0.14.1 loaded the Triton layout in 64.38 GiB
+    (the same issue). At today's rules one H100 at 0.9 has a pool of a few GiB (the sampler's dummy run shrank in
+    0.17), and the launcher names the --max-model-len that fits it."""
     from gpuplan import estimate
     from gpuplan.launchers.plan import launch_plan
-
-    for version, loaded in (("0.10.1", 65.97), ("0.14.1", 64.38)):
-        r = estimate({"model": "gpt-oss-120b", "task": "infer", "engine": "vllm", "gpu": "h100-sxm",
-                      "engine_version": version}, advise=False)
-        assert r.memory.weights_gib == pytest.approx(loaded, rel=0.01)
-        assert r.memory.engine["available_kv_cache_gib"] == 0.0 and r.memory.max_concurrency == 0
-        assert any("refuse to start" in w for w in r.warnings)
-    plan = launch_plan({"model": "gpt-oss-120b", "task": "infer", "engine": "vllm", "gpu": "h100-sxm",
-                        "prompt_tokens": 8192, "batch_size": 1})
     from gpuplan.launchers.vllm import max_model_len
 
+    def run(version, **kw):
+        return estimate({"model": "gpt-oss-120b", "task": "infer", "engine": "vllm", "gpu": "h100-sxm",
+                         "engine_version": version, **kw}, advise=False)
+
+    r = run("0.10.1")
+    assert r.memory.weights_gib == pytest.approx(65.97, rel=0.01)
+    assert r.memory.engine["available_kv_cache_gib"] == 0.0 and r.memory.max_concurrency == 0
+    assert any("refuse to start" in w for w in r.warnings)
+    started = run("0.11.2", gpu_memory_utilization=0.97, max_num_seqs=100, max_model_len=87_040).memory.engine
+    assert started["max_concurrency_at_max_model_len"] >= 1
+    assert started["max_model_len_that_fits"] >= 87_040
+    assert run("0.14.1").memory.weights_gib == pytest.approx(64.38, rel=0.01)
+    today = run(None).memory.engine
+    assert 2.0 < today["available_kv_cache_gib"] < 4.0
+    plan = launch_plan({"model": "gpt-oss-120b", "task": "infer", "engine": "vllm", "gpu": "h100-sxm",
+                        "prompt_tokens": 8192, "batch_size": 1})
     fit = plan.result.memory.engine["max_model_len_that_fits"]
     assert 8448 <= fit < 131_072 and max_model_len(plan) <= fit
 
