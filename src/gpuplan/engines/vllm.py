@@ -25,7 +25,8 @@ Rules by release (each dated by the log or source it comes from; :func:`rules` p
   CUDA context included), 1.79 GiB on one GPU and 3.58 GiB at TP 2 in 0.6.5-0.6.x (vLLM PR #10511's H100
   logs), 0.16 GiB from 0.7 (PR #12126's H100 log). Before 0.6.5 the forward peak per token is the MLP's plus
   4.6 bytes x hidden (vllm#10517: 1.95 GiB at 20,000 tokens), 12 after.
-- V1 0.8: fp32 logits of every batched token, 4.86 bytes per token x vocab entry.
+- V1 0.8: fp32 logits of every batched token, 4.86 bytes per token x vocab entry. Up to 0.9.0 V1 counts all
+  device memory torch did not allocate as non-torch, the CUDA context included (0.35 GiB on one GPU).
 - V1 0.9 to 0.16: the sampler's dummy run over ``max_num_seqs`` rows holds 38.9 bytes per row x vocab entry
   (Llama-3.1-8B 4.76 GiB, Qwen3-14B 5.64 GiB at 1,024 sequences, llm-d-planner's vLLM 0.15/0.16 H100 runs;
   vllm#27508's gpt-oss-120b at 1,024 batched tokens keeps it); non-torch 0.13 GiB, 0.55 GiB with TP over NVLink.
@@ -126,6 +127,15 @@ def reserve_full_sequence(s: Scenario) -> bool:
     return version_tuple(s.engine_version) >= (0, 19, 0)
 
 
+# V1 from 0.8.0 to 0.9.0 counted everything on the device that torch had not allocated as non-torch memory
+# (``gpu_worker.py`` ``determine_available_memory``: ``mem_get_info`` total - free - torch's allocated bytes, after
+# profiling; quoted in vLLM PR #17122's review of 2025-05-12, and vLLM PR #19312: "V1's memory profiling
+# incorrectly counts memory used by other processes as non_torch_allocations"), the CUDA context included, as V0
+# did before 0.6.5. What that adds over the baseline accounting of later releases: V0's device-wide 0.35 GiB
+# (vllm#10517, RTX 3090) less the 0.13 GiB V1 counts from a baseline.
+_V1_DEVICE_WIDE_EXTRA_GIB = oh.VLLM_V0_EARLY_NON_TORCH_GIB - oh.VLLM_V1_EARLY_NON_TORCH_GIB
+
+
 def _non_torch_gib(v: tuple[int, int, int], s: Scenario, gpu: GpuSpec | None = None) -> float:
     """Memory outside torch that the profiling run counts (NCCL, custom all-reduce, cuBLAS workspaces). V0 changed
     what it counts twice: before 0.6.5 (vLLM PR #9352's accounting) the whole non-torch use after profiling, the
@@ -148,7 +158,8 @@ def _non_torch_gib(v: tuple[int, int, int], s: Scenario, gpu: GpuSpec | None = N
         return oh.VLLM_V0_LATE_NON_TORCH_GIB
     nvlink_tp = s.tp > 1 and (gpu is None or bool(gpu.nvlink_bandwidth_gbs))
     if v < (0, 18, 0):
-        return oh.VLLM_V1_EARLY_NON_TORCH_TP_GIB if nvlink_tp else oh.VLLM_V1_EARLY_NON_TORCH_GIB
+        base = oh.VLLM_V1_EARLY_NON_TORCH_TP_GIB if nvlink_tp else oh.VLLM_V1_EARLY_NON_TORCH_GIB
+        return base + (_V1_DEVICE_WIDE_EXTRA_GIB if v < (0, 9, 1) else 0.0)
     if nvlink_tp:
         return oh.VLLM_NON_TORCH_TP_GIB + oh.VLLM_NON_TORCH_PER_TP_RANK_GIB * s.tp
     return oh.VLLM_NON_TORCH_PP_GIB if s.pp > 1 and s.tp == 1 else oh.VLLM_NON_TORCH_GIB
