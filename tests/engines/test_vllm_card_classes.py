@@ -1,10 +1,7 @@
 """vLLM's startup KV tokens per card class, held out: the check rows of bench/serving/vllm_startup_cases.yaml
 (public startup logs that set no constant), scored by the bench's own code, against issue 31's goal of a 5 %
-median per class (datacenter SXM, PCIe datacenter, workstation, consumer).
-
-The consumer class does not meet the goal yet: its three token rows are +2.5 % (RTX 3090, V0 0.6), +7.7 % (one
-RTX 4090, vLLM 0.19: ~0.35 GiB of non-KV memory no rule here explains) and +18.6 % (2x RTX 4090, V0 0.7, which
-printed the other rank's smaller pool); its bound is the 8 % it reaches, not the goal."""
+median per class (datacenter SXM, PCIe datacenter, workstation, consumer). The classes hold 2 to 3 token rows
+each, so one row moves a median: the test also bounds the worst row of each class at 13 %."""
 
 from __future__ import annotations
 
@@ -29,11 +26,12 @@ def rows():
 
 
 @pytest.mark.parametrize(("card_class", "bound", "least"), [
-    ("datacenter SXM", GOAL, 2), ("PCIe datacenter", GOAL, 3), ("workstation", GOAL, 2), ("consumer", 8.0, 3)])
+    ("datacenter SXM", GOAL, 2), ("PCIe datacenter", GOAL, 3), ("workstation", GOAL, 2), ("consumer", GOAL, 3)])
 def test_kv_tokens_per_card_class_held_out(rows, card_class, bound, least):
     errors = vllm_startup.class_medians(rows, "KV tokens")[card_class]
     assert len(errors) >= least
     assert statistics.median(map(abs, errors)) <= bound
+    assert max(map(abs, errors)) <= 13.0
 
 
 def test_card_classes_and_verdicts(rows):
