@@ -34,17 +34,20 @@ QUANTITIES = (("KV pool", "kv_gib"), ("KV tokens", "kv_tokens"), ("weights", "we
 
 # What changed the check rows' medians, kept with the table it explains (the same rows scored by the code before
 # and after; `git log bench/serving/vllm_startup_cases.yaml` has the rows' history).
-HISTORY = """Check rows, median |error| before -> after (same 36 rows, gpuplan 0ca0851 -> this branch): KV pool 2.4% ->
-1.8% (n 9), KV tokens 4.4% -> 2.9% (n 10), concurrency 2.9% -> 1.9% (n 7), weights 0.5% -> 0.5% (n 8); most
-generous pool +91% -> +17% (Llama-4-Scout), most conservative tokens -18.6% -> -7.6%. The rules that moved them:
-Hopper runs gpt-oss's MXFP4 experts on Marlin up to vLLM 0.11.0 (vLLM PR #27370 brought triton_kernels in 0.11.1:
-vllm#27508 +91% -> +1.8%); the TP non-torch extra needs NVLink (L4, A10, RTX PRO 6000 rows); cudaMemGetInfo totals
-measured for the A10 and the RTX PRO 6000; the sampler's peak from 0.17 as 0.133 GiB + 14.37 B per element (the
-same llm-d fit, with its intercept: LLMServingSim's RTX 4090 row at 256 sequences +9.8% -> +7.7%). Open:
-Llama-4-Scout TP 4 on H100s (+17% pool: vLLM 0.19 loads 53.12 GiB per rank where the checkpoint's share is 50.6),
-2x RTX 4090 on V0 0.7 (+18.6% tokens, V0 printed the other rank's smaller pool), one RTX 4090 on 0.19 (+7.7%:
-~0.35 GiB that no rule here explains), 4x A10 Qwen3-30B-A3B on 0.8.5 (-7.6%, its gpu_memory_utilization not in
-the log)."""
+HISTORY = """Per card class, check rows' KV tokens median |error| before -> after (issue 31, item 5; gpuplan 4f4fe4d ->
+this branch): datacenter SXM 1.8% -> 1.8% (n 2), PCIe datacenter 4.7% -> 3.6% (n 3), workstation 1.8% -> 1.8%
+(n 2), consumer 7.7% -> 4.3% (n 3); all check rows 2.9% -> 2.9% (n 10), worst +18.6% -> +7.7% on the generous
+side. The rules that moved them, each from vLLM's code: V0 from 0.6.5 samples the profiling batch (top-k = vocab
+- 1) on the driver rank only and keeps the smallest rank's blocks, so its pool is the driver's (vllm#13061's 2x
+RTX 4090: +18.6% -> +4.3%; PR #10511's TP 2 pool +0.7% -> +0.1%); V0 before 0.6.5 chunked its prefill at 512
+tokens (PR #10544 raised it to 2,048; vllm#10517's RTX 3090 at 35k, a new row: -4.0% -> -1.3%); V1 0.8.0-0.9.0
+counted the CUDA context as non-torch memory (PR #19312 replaced the device-wide count; the L40S 0.8.4 row +4.7%
+-> +3.6%, the 4x A10 0.8.5 row -7.6% -> -12.4%, whose gpu_memory_utilization the log does not give: -2.6% at
+0.92). vllm#33155's 0.14.1 gpt-oss-120b row is read at its logged 0.97 (it was scored as a 0.9 refusal) and its
+0.11.2 run that started with an 85K context is a verdict row. Open: one RTX 4090 on 0.19 (+7.7%: ~0.35 GiB that
+no rule here explains), Llama-4-Scout TP 4 on H100s (+17% pool: vLLM 0.19 loads 53.12 GiB per rank where the
+checkpoint's share is 50.6), TP over bridged NVLink pairs (RTX 3090, A6000) takes the NVSwitch H100s' non-torch
+figure for want of a log."""
 
 
 def card_class(gpu: str) -> str:
