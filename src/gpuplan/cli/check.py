@@ -199,8 +199,8 @@ def calibrate_cmd(
     """
     from ..sim.probe import calibrate, read_record
 
-    report = calibrate([read_record(path) for path in records])
     fmt = resolve_format(fmt, as_json)
+    report = calibrate([read_record(path) for path in records])
     rows = []
     for r in report["records"]:
         row = {"model": str(r["model"]), "task": str(r["task"]), "gpu": str(r["gpu"])}

@@ -84,6 +84,7 @@ def gpus_compare(
     them; GeForce FP16 with FP16 accumulate runs at twice the FP32-accumulate rate frameworks use)."""
     from ..hardware import resolve_gpu
 
+    fmt = resolve_format(fmt, as_json)
     resolved = [resolve_gpu(n) for n in names]  # every name checked before anything is printed
     cards = [card for card, _ in resolved]
     for _, note in resolved:
@@ -113,7 +114,7 @@ def gpus_compare(
                                        for i, r in enumerate(rows)}} for label, key, spec in labels]
     columns = [Column("figure", "", priority=0),
                *(Column(f"c{i}", short(g.id), align="right", priority=0) for i, g in enumerate(cards))]
-    show(table_rows, columns, resolve_format(fmt, as_json), title="dense figures (TFLOPS = 1e12 FLOP/s, no sparsity)",
+    show(table_rows, columns, fmt, title="dense figures (TFLOPS = 1e12 FLOP/s, no sparsity)",
          notes=[f"{g.name}: {notes[g.id]}" for g in cards if notes[g.id]],
          json_data=[{**r, "marketing_note": notes[r["id"]]} for r in rows])
 
@@ -139,6 +140,7 @@ def cost_cmd(scenario: str | None = None, as_json: bool = False, catalog: list[s
     """
     from .. import api
 
+    fmt = resolve_format(fmt, as_json)
     s = load_scenario(scenario, overrides(fields))
     discounts = {}
     for item in discount or []:
@@ -147,7 +149,6 @@ def cost_cmd(scenario: str | None = None, as_json: bool = False, catalog: list[s
             discounts[provider.strip()] = float(factor)
         except ValueError:
             raise GpuplanError(f"--discount takes provider=multiplier (runpod=0.85), got {item!r}") from None
-    fmt = resolve_format(fmt, as_json)
     table = api.cost(s, catalogs=tuple(catalog or ()), discounts=discounts,
                      top=top or (20 if fmt != "json" else None))
     if fmt == "json":

@@ -46,6 +46,7 @@ def recommend_cmd(scenario: str | None = None, as_json: bool = False, budget_usd
     """
     from .. import api
 
+    fmt = resolve_format(fmt, as_json)
     try:
         headroom = float(min_headroom.rstrip("%")) / (100 if min_headroom.endswith("%") or
                                                        float(min_headroom.rstrip("%")) > 1 else 1)
@@ -63,7 +64,6 @@ def recommend_cmd(scenario: str | None = None, as_json: bool = False, budget_usd
     if launch is not None and not 1 <= launch <= len(listed):
         raise GpuplanError(f"--launch {launch}: the recommendation lists {len(listed)} setup(s); pick one of 1 to "
                            f"{len(listed)}" if listed else "--launch: no setup fits, so there is nothing to launch")
-    fmt = resolve_format(fmt, as_json)
     if fmt == "table" or (launch is not None and not as_json):  # what was assumed first, then its notes
         bullet(result.resolved, prefix="", style="bold")
         if result.fewest_line:  # the answer to "how many GPUs for this deadline", in one line
@@ -291,9 +291,9 @@ def fit_cmd(scenario: str | None = None, as_json: bool = False, gpu: str = "", s
     from .. import api
     from ..model.catalog import short_names
 
+    fmt = resolve_format(fmt, as_json)
     report = api.fit(gpu, scenario, **overrides(fields))
     rows, count = report.rows, report.num_gpus
-    fmt = resolve_format(fmt, as_json)
     if fmt == "json":
         print_json(report)
         return
