@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import overheads as oh
-from ..errors import GpuplanError
+from ..errors import GpuplanError, echo_value
 from ..model.catalog import load_model
 from ..plan.estimate import estimate
 from ..plan.refusals import scenario_refusal
@@ -193,6 +193,13 @@ def read_record(path: str | Path) -> dict[str, Any]:
             raise GpuplanError(f"{path}: {part!r} must be a JSON object, got {_kind(record[part])}")
     if "simulation" in record and not isinstance(record["simulation"], dict):
         raise GpuplanError(f"{path}: 'simulation' must be a JSON object")
+    if record["scenario"].get("task") not in ("train", "infer"):
+        task = record["scenario"].get("task")
+        raise GpuplanError(f"{path}: scenario.task must be train or infer, got {echo_value(task)}")
+    for key, where, kind in (("model", record, str), ("gpu", record, str), ("oom", record["probe"], bool)):
+        if key in where and not isinstance(where[key], kind):
+            raise GpuplanError(f"{path}: {'probe.' if key == 'oom' else ''}{key} must be "
+                               f"{'text' if kind is str else 'true or false'}, got {echo_value(where[key])}")
     for key in ("allocated_peak_gib", "reserved_peak_gib", "device_used_gib"):
         if key in record["probe"] or key != "device_used_gib":
             _gib(record["probe"].get(key), f"{path}: probe.{key}")
