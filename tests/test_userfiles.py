@@ -308,6 +308,30 @@ def test_a_home_folder_of_no_user_is_a_name_like_any_other(capsys, args, said):
     assert code == 2 and said in err and err.count("\n") == 1, err
 
 
+LONG = "x" * 300  # one name past the 255 bytes a file system allows: Path.is_file raises ENAMETOOLONG on it
+
+
+@pytest.mark.parametrize("args", [
+    ["calibrate", LONG],
+    ["cost", "--model", "qwen3-0.6b", "--task", "train", "--dataset", LONG],
+    ["estimate", "--model", "gpt2", "--task", "train", "--dataset", "tests/data/fuzz/datasets/ok-text.jsonl",
+     "--tokenizer", LONG],
+    ["prices", "update", "--source", "file", "--file", LONG],
+    ["prices", "update", "--source", "skypilot", "--file", LONG, "--provider", "aws"],
+    ["cost", "--model", "gpt2", "--task", "infer", "--catalog", LONG],
+    ["estimate", LONG],
+    ["model", LONG],
+])
+def test_a_name_too_long_for_the_file_system_is_not_a_traceback(capsys, monkeypatch, tmp_path, args):
+    """`calibrate xxx...` (300 characters) and `cost --dataset xxx...` raised OSError (File name too long) from
+    Path.is_file (the fuzzer, seed 22): a name the system cannot look at is a file that is not there."""
+    monkeypatch.chdir(Path(__file__).resolve().parents[1])
+    monkeypatch.setenv("GPUPLAN_CACHE_DIR", str(tmp_path))
+    code, err = cli(capsys, *args)
+    assert code == 2 and err.startswith("error: ") and err.count("\n") == 1, err
+    assert not uf.is_file(LONG) and not uf.is_folder(LONG) and not uf.is_file("a\0b")
+
+
 # ---- files a user names for gpuplan to write ---------------------------------------------------------------------
 @pytest.mark.parametrize("name, said", [
     ("", "--out is empty or blank"),

@@ -53,6 +53,23 @@ MAX_DEPTH = 64  # levels of nesting (real inputs use under 10; Python's readers 
 MAX_ALIAS_VALUES = 10_000  # values YAML aliases may add to those the file spells out
 
 
+def is_file(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a file (through links): False, not an OSError, for a path the system cannot look at (a
+    name over 255 bytes: ENAMETOOLONG, which ``Path.is_file`` lets out; a NUL)."""
+    try:
+        return Path(path).is_file()
+    except (OSError, ValueError):
+        return False
+
+
+def is_folder(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a folder, as :func:`is_file` answers for files."""
+    try:
+        return Path(path).is_dir()
+    except (OSError, ValueError):
+        return False
+
+
 def user_path(name: str | os.PathLike) -> Path:
     """A path as a user wrote it, ``~`` and ``~user`` expanded where they name a home folder: ``~nouser/x`` stays
     as written (``Path.expanduser`` raises RuntimeError on it)."""
@@ -425,6 +442,24 @@ def write_text(path: Path, text: str, flag: str) -> None:
     write_file(path, lambda temp: temp.write_text(text, encoding="utf-8"), flag)
 
 
-__all__ = ["MAX_ALIAS_VALUES", "MAX_BYTES", "MAX_DEPTH", "check_depth", "csv_records", "json_lines", "load_json",
-           "load_yaml", "number", "output_file", "parse_json", "read_mapping", "read_text", "text_lines",
-           "user_path", "write_file", "write_text"]
+__all__ = [
+    "MAX_ALIAS_VALUES",
+    "MAX_BYTES",
+    "MAX_DEPTH",
+    "check_depth",
+    "csv_records",
+    "is_file",
+    "is_folder",
+    "json_lines",
+    "load_json",
+    "load_yaml",
+    "number",
+    "output_file",
+    "parse_json",
+    "read_mapping",
+    "read_text",
+    "text_lines",
+    "user_path",
+    "write_file",
+    "write_text",
+]

@@ -31,7 +31,7 @@ from ..model.catalog import load_model
 from ..plan.estimate import estimate
 from ..plan.refusals import scenario_refusal
 from ..scenario import Scenario, scenario_from
-from ..userfiles import load_json
+from ..userfiles import is_folder, load_json
 
 GIB = 2**30
 
@@ -180,7 +180,7 @@ def read_record(path: str | Path) -> dict[str, Any]:
     """A probe record from ``path``, checked: a JSON object with ``scenario``, ``probe`` and ``estimate``
     objects whose measured and estimated GiB are finite numbers >= 0 (one sentence per problem)."""
     p = Path(path)
-    if p.is_dir():
+    if is_folder(p):
         raise GpuplanError(f"{path} is a folder: pass the probe records in it ({path}/*.json)")
     record = load_json(p, "probe record")
     if not isinstance(record, dict):
