@@ -125,6 +125,8 @@ def drawn_options(commands: list[tree.Command], fixtures: Fixtures, n: int = 400
             case = draw_cli(random.Random(f"options:{c.name}:{i}"), c, fixtures)
             for u in case.units:
                 p = c.param(u.param)
+                if p is None:  # junk the wild mode adds (an unknown option, a stray word)
+                    continue
                 seen[c.name].add(f"<{p.name}>" if p.argument else u.tokens[0].split("=", 1)[0])
     return seen
 
