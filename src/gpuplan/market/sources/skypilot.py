@@ -22,7 +22,7 @@ from ...errors import GpuplanError, echo
 from ...hardware import gpus
 from ...userfiles import is_file, is_folder
 from ..offers import Offer, providers, with_network
-from . import Fetched, Query, plausible
+from .base import Fetched, Query, plausible
 from .names import gpu_id_for
 
 NEEDED = ("InstanceType", "AcceleratorName", "AcceleratorCount", "Price", "Region")
