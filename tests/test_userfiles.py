@@ -382,3 +382,58 @@ def test_calibrate_serving_out_is_one_sentence_and_writes_nothing(tmp_path, monk
     code, err = cli(capsys, "calibrate-serving", result, "--model", "llama-3.2-1b", "--gpu", "h200-sxm", "--out", out)
     assert code == 2 and err.startswith(("error: --out", "error: cannot write --out")), err
     assert err.count("\n") == 1 and sorted(p.name for p in tmp_path.rglob("*")) == ["existing"]
+
+
+def test_a_stop_signal_mid_write_leaves_no_temporary_file(tmp_path):
+    """``--out`` and ``--plot`` files: a SIGTERM while the hidden temporary is written removes it, and the process
+    ends by the signal; the file that was there is untouched."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    import gpuplan
+
+    target = tmp_path / "report.json"
+    target.write_text("old\n")
+    child = """
+import sys, time
+from pathlib import Path
+from gpuplan import userfiles
+def slow(temp):
+    temp.write_text("half")
+    print("writing", flush=True)
+    time.sleep(60)
+userfiles.write_file(Path(sys.argv[1]), slow, "--out")
+"""
+    env = {**os.environ, "PYTHONPATH": str(Path(gpuplan.__file__).parents[1])}
+    proc = subprocess.Popen([sys.executable, "-c", child, str(target)], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stdout.readline().strip() == "writing"
+        assert len(list(tmp_path.iterdir())) == 2  # the temporary is there, mid-write
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == -signal.SIGTERM
+    finally:
+        proc.kill()
+    assert [p.name for p in tmp_path.iterdir()] == ["report.json"] and target.read_text() == "old\n"
+
+
+def test_sweep_removes_only_dead_processes_old_temporaries(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    dead = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                              text=True).stdout)
+    old_dead = tmp_path / f".plot.{dead}-0123abcd.tmp.png"
+    new_dead = tmp_path / f".plot.{dead}-89abcdef.tmp.png"
+    old_live = tmp_path / f".plot.{os.getpid()}-0123abcd.tmp.png"
+    other = tmp_path / f".other.{dead}-0123abcd.tmp.png"
+    mine = tmp_path / ".plot.png"  # the user's own hidden file
+    for p in (old_dead, new_dead, old_live, other, mine):
+        p.write_text("x")
+        if p is not new_dead:
+            os.utime(p, (0, 0))
+    uf.write_text(tmp_path / "plot.png", "new", "--plot")
+    kept = {p.name for p in (new_dead, old_live, other, mine)}
+    assert {p.name for p in tmp_path.iterdir()} == {*kept, "plot.png"}
