@@ -90,7 +90,7 @@ def calibrate(records: Iterable[str | Path | dict[str, Any]]) -> Record:
     record (a path, or the record), the simulation's error, and the allocator slack and CUDA overheads the
     measurements imply beside those the estimator assumes: ``gpuplan calibrate``."""
     from ..sim.probe import calibrate as report
-    from ..sim.probe import read_record
+    from ..sim.probe import check_record, read_record
 
     if isinstance(records, (str, Path, dict)):
         records = [records]
@@ -99,7 +99,7 @@ def calibrate(records: Iterable[str | Path | dict[str, Any]]) -> Record:
     taken = []
     for r in records:
         if isinstance(r, dict):
-            taken.append(r)
+            taken.append(check_record(r, f"record {len(taken) + 1}"))
         elif isinstance(r, (str, Path)):
             taken.append(read_record(arg.path(r, "records")))
         else:

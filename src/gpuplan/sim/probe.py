@@ -182,7 +182,12 @@ def read_record(path: str | Path) -> dict[str, Any]:
     p = Path(path)
     if is_folder(p):
         raise GpuplanError(f"{path} is a folder: pass the probe records in it ({path}/*.json)")
-    record = load_json(p, "probe record")
+    return check_record(load_json(p, "probe record"), str(path))
+
+
+def check_record(record: Any, path: str) -> dict[str, Any]:
+    """``record`` (read from ``path``, or given to the Python API as a dict) if it is a probe record as
+    :func:`read_record` asks, else one sentence naming ``path``."""
     if not isinstance(record, dict):
         raise GpuplanError(f"{path} is not a probe record: it holds a JSON {_kind(record)}, not an object")
     missing = {"scenario", "probe", "estimate"} - set(record)
