@@ -152,3 +152,11 @@ def test_hostile_values_anywhere_are_answered_or_one_sentence(data):
     value = data.draw(st.one_of(st.sampled_from(HOSTILE), st.floats(), st.integers(), st.text(max_size=8),
                                 st.lists(st.one_of(st.none(), st.integers(), st.text(max_size=3)), max_size=3)))
     answered_or_refused(name, param, value)
+
+
+@pytest.mark.parametrize("keyword, value", [("layers", "\t"), ("layers", 0), ("layers", 2.5), ("timeline", "yes"),
+                                            ("compare", 1)])
+def test_simulate_checks_its_keywords_before_it_imports_torch(keyword, value):
+    """simulate(layers='\t') was a TypeError from the simulation's own bound check (bench/fuzz.py, seed 1)."""
+    with pytest.raises(GpuplanError, match=keyword):
+        api.simulate({**SERVE, "gpu": "rtx-4090"}, **{keyword: value})
