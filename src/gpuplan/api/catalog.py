@@ -7,6 +7,7 @@ offers in force and their refresh, and the GPU guide's table recomputed. Each fu
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -270,7 +271,12 @@ def table(*, catalogs: tuple[str, ...] = (), cheapest: bool = True) -> GuideTabl
     QLoRA fine-tuning memory, and (``cheapest``) the cheapest setups to serve and to QLoRA: ``gpuplan table``."""
     from ..plan.table import guide_table
 
-    typed = guide_table(catalogs=tuple(arg.names_of(catalogs, "catalogs")), cheapest=arg.flag(cheapest, "cheapest"))
+    if isinstance(catalogs, (str, os.PathLike)):
+        catalogs = (catalogs,)
+    given = tuple(catalogs) if not isinstance(catalogs, (bytes, dict)) and hasattr(catalogs, "__iter__") else None
+    if given is None or not all(isinstance(c, (str, os.PathLike)) for c in given):
+        raise GpuplanError(f"catalogs takes the paths of offers CSV files, not {echo(catalogs)}")
+    typed = guide_table(catalogs=given, cheapest=arg.flag(cheapest, "cheapest"))
     rows = []
     for r in typed:
         raw = {k: v for k, v in asdict(r).items() if k not in ("serve", "qlora")}
