@@ -25,6 +25,7 @@ LAYERS = [
     ("market", {"market"}),
     ("serving", {"serving"}),
     ("planning", {"plan"}),
+    ("owning", {"owning"}),  # owning GPUs: reads Plans (estimate, recommend) and prices ownership
     ("checking and launch files", {"sim", "launchers"}),
     ("api", {"api", "(api)"}),  # gpuplan.api's functions, re-exported by the package
     ("web page", {"web"}),

@@ -6,7 +6,9 @@ is exactly what the command's ``--json`` prints. The command line and the web pa
 - :func:`fit`: every bundled model on the user's cards (:class:`FitReport`);
 - :func:`cost`: the job priced on every offer that fits it (:class:`CostTable`);
 - :func:`capacity`: the request rate each serving setup sustains within the SLOs (:class:`CapacityReport`);
-- :func:`launch`: the files that run a plan (:class:`LaunchReport`).
+- :func:`launch`: the files that run a plan (:class:`LaunchReport`);
+- :func:`buy`: owning a build against renting any card, or the builds a budget buys
+  (:class:`~gpuplan.owning.compare.BuyReport`).
 
 Every function takes a scenario as a :class:`~gpuplan.scenario.Scenario`, a dict of its fields or the path of a
 YAML/JSON file, and raises :class:`~gpuplan.errors.GpuplanError` (one sentence) on bad input.
@@ -14,6 +16,7 @@ YAML/JSON file, and raises :class:`~gpuplan.errors.GpuplanError` (one sentence) 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -25,6 +28,7 @@ from ..hardware import resolve_gpu
 from ..market.cost import Cost
 from ..model.catalog import load_model
 from ..model.report import inexact_warning
+from ..owning.compare import BuyReport
 from ..plan.capability import FitRow
 from ..plan.estimate import Plan
 from ..plan.estimate import estimate as _estimate
@@ -315,5 +319,71 @@ def write_plan(plan, targets: list[str], options, folder: str | Path, force: boo
                                for p, f in zip(paths, files, strict=True)])
 
 
-__all__ = ["CapacityReport", "CostTable", "FitReport", "LaunchReport", "capacity", "cost", "estimate", "fit",
-           "launch", "recommend"]
+def _rent_options(rent: Any) -> list[tuple[Any, int]]:
+    from ..owning.builds import parse_build
+
+    return [parse_build(r) for r in names_of(rent, "rent") if r.strip()]
+
+
+def _bounded(value: Any, what: str, low: float, high: float) -> None:
+    real_number(value, what)
+    if value is not None and not (math.isfinite(value) and low <= value <= high):
+        raise GpuplanError(f"{what} must be between {low:g} and {high:g}, got {value!r}")
+
+
+def buy(build: str | None = None, *, workloads: str | Path | Mapping[str, Any] | list | None = None,
+        rent: Iterable[str] | str = (), budget_usd: float | None = None, years: float | None = None,
+        gpus: Iterable[str] = (), price: float | None = None, prices: Mapping[str, float] | None = None,
+        used: bool = False, host: str | None = None, host_usd: float | None = None,
+        host_ram_gib: float | None = None, host_w: float | None = None, host_idle_w: float | None = None,
+        display: bool = False, region: str | None = None, sector: str = "residential",
+        usd_per_kwh: float | None = None, pue: float = 1.0, off_when_idle: bool = False,
+        maintenance_usd_per_year: float = 0.0, space_usd_per_month: float = 0.0, hours: float | None = None,
+        utilization: float | None = None, top: int = 10) -> BuyReport:
+    """Buy or rent: ``gpuplan buy``. With ``build`` (``"8x5090"``), the total cost of owning it over ``years``
+    for the ``workloads`` (a YAML file, a dict or a list of jobs: :mod:`gpuplan.owning.workloads`) against renting
+    them on ``rent`` (``["8xh100-sxm"]``; the same cards by default), with break-even months and utilization and the
+    build's checks; without workloads, ``hours`` of use (or ``utilization``, the share of the horizon's hours) against
+    renting the same cards. With ``budget_usd`` and ``workloads``, the builds the budget buys, ranked."""
+    from ..owning.advisor import advise
+    from ..owning.answer import Terms, buy_report, hours_report
+    from ..owning.builds import make_build, parse_build
+    from ..owning.power import HOURS_PER_YEAR, electricity_price
+    from ..owning.workloads import load_workloads
+
+    for value, what, low, high in ((budget_usd, "--budget", 1, 1e9), (years, "--years", 0.01, 10), (pue, "--pue", 1, 3),
+                                   (maintenance_usd_per_year, "--maintenance-usd", 0, 1e7),
+                                   (space_usd_per_month, "--space-usd-per-month", 0, 1e6), (hours, "--hours", 1, 1e6),
+                                   (utilization, "--utilization", 0.0001, 1), (top, "--top", 1, 100)):
+        _bounded(value, what, low, high)
+    if (build is None) == (budget_usd is None):
+        raise GpuplanError("name a build to price (8x5090) or give a budget to search (--budget 15000), one of them")
+    w = load_workloads(workloads, years) if workloads is not None else None
+    horizon = w.years if w else (years or 1.0)
+    terms = Terms(years=horizon, electricity=electricity_price(region, sector, usd_per_kwh), pue=pue,
+                  off_when_idle=off_when_idle, maintenance_usd_per_year=maintenance_usd_per_year,
+                  space_usd_per_month=space_usd_per_month)
+    if budget_usd is not None:
+        if w is None:
+            raise GpuplanError("a budget search needs the work: --workloads FILE (jobs and how often they run)")
+        price_map = {resolve_gpu(k)[0].id: v for k, v in (prices or {}).items()}
+        return advise(w, budget_usd, terms, cards=gpu_ids(gpus, []), prices=price_map, used=used,
+                      host_usd=host_usd, host_ram_gib=host_ram_gib, display=display, top=top)
+    gpu, count = parse_build(build)
+    b = make_build(gpu, count, price=price, used=used, host=host, host_usd=host_usd, host_ram_gib=host_ram_gib,
+                   host_w=host_w, host_idle_w=host_idle_w, display=display)
+    if w is not None:
+        if hours is not None or utilization is not None:
+            raise GpuplanError("the workloads say how busy the build is: drop --hours / --utilization")
+        return buy_report(b, w, _rent_options(rent), terms)
+    if _rent_options(rent):
+        raise GpuplanError("renting other cards needs the work they would do: --workloads FILE")
+    if hours is None and utilization is None:
+        raise GpuplanError("say what the cards will do: --workloads FILE, or --hours of use (or --utilization, the "
+                           "share of hours busy) over --years")
+    busy = hours if hours is not None else utilization * horizon * HOURS_PER_YEAR
+    return hours_report(b, busy, terms)
+
+
+__all__ = ["BuyReport", "CapacityReport", "CostTable", "FitReport", "LaunchReport", "buy", "capacity", "cost",
+           "estimate", "fit", "launch", "recommend"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 
 from ..errors import GpuplanError, cut_echoes
-from . import capacity, check, estimate, launch, market, models, plan, prices, serve  # noqa: F401 (commands)
+from . import buy, capacity, check, estimate, launch, market, models, plan, prices, serve  # noqa: F401 (commands)
 from .app import app
 from .render import err
 

@@ -1,4 +1,4 @@
-"""``gpuplan gpus``, ``gpus compare``, ``cost`` and ``buy``: the catalog, prices and owning."""
+"""``gpuplan gpus``, ``gpus compare`` and ``cost``: the catalog and prices (``buy`` is in :mod:`.buy`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from dataclasses import asdict
 from typing import Annotated, Any
 
 import typer
-from rich.text import Text
 
 from ..errors import GpuplanError
 from ..plan.gpus import cheapest_rentals
@@ -222,91 +221,3 @@ scenario_command(
     option("discount", list[str] | None, None, "Negotiated price multiplier: provider=0.85; repeatable."),
     option("top", int | None, None, "Show this many offers [default: 20 in tables, all in JSON]."),
     option("fmt", FormatValue, None, FORMAT_HELP, param_decls=("--format",)))
-
-
-def _finite(name: str, value: float, low: float, high: float) -> float:
-    if not (value == value and low <= value <= high):
-        raise GpuplanError(f"--{name.replace('_', '-')} must be between {low:g} and {high:g}, got {value}")
-    return value
-
-
-@app.command("buy")
-def buy_cmd(
-    gpu: Annotated[str, typer.Argument(help="The card(s) to buy: 4090, 2x4090, a6000, 'rtx 6000 ada'...")],
-    count: Annotated[int | None, typer.Option(help="How many cards (or write 2x4090).", min=1)] = None,
-    price: Annotated[float | None, typer.Option(help="What you pay per card, new or used (default: launch MSRP).")]
-    = None,
-    host_usd: Annotated[float, typer.Option(help="The PC around the cards (CPU, board, RAM, PSU), USD.")] = 0.0,
-    host_w: Annotated[float, typer.Option(help="Its average power draw, W.")] = 0.0,
-    hours: Annotated[float, typer.Option(help="Hours of use over the horizon (e.g. 2 years at 30% = 5256).")]
-    = 5000.0,
-    usd_per_kwh: Annotated[float, typer.Option(help="Electricity price.")] = 0.15,
-    pue: Annotated[float, typer.Option(help="Cooling overhead (power usage effectiveness): 1.0 at home, ~1.4 in a "
-                                            "data centre.")] = 1.0,
-    utilization: Annotated[float, typer.Option(help="Average share of TDP drawn.")] = 0.8,
-    as_json: JsonFlag = False,
-) -> None:
-    """Buy or rent? The break-even hours of owning a card.
-
-    What you pay for the cards (--price, new or used; launch MSRP otherwise) and the host, plus
-    power (TDP x utilization x PUE x $/kWh) over the hours you will use them, against the cheapest current
-    on-demand rental of the same cards (<= 90 days old, not low confidence); prints the break-even hours.
-
-    Examples:
-
-    \b
-      gpuplan buy 2x4090 --price 1800 --host-usd 1200 --host-w 150 --hours 3000
-      gpuplan buy 3090 --price 700 --hours 500
-    """
-    from dataclasses import asdict
-
-    from ..hardware import load_gpu
-    from ..market.cost import buy_vs_rent
-    from ..plan.recommend import parse_have
-
-    gpu_id, parsed = parse_have(gpu)
-    card = load_gpu(gpu_id)
-    if count is not None and count > 1024:
-        raise GpuplanError(f"--count must be between 1 and 1,024, got {count}")
-    n = count or parsed
-    for name, value, low, high in (("hours", hours, 1, 1e6), ("usd_per_kwh", usd_per_kwh, 0, 10), ("pue", pue, 1, 3),
-                                   ("utilization", utilization, 0.01, 1), ("host_usd", host_usd, 0, 1e7),
-                                   ("host_w", host_w, 0, 1e5)):
-        _finite(name, value, low, high)
-    if price is not None:
-        _finite("price", price, 1, 1e7)
-    per_card = price if price is not None else card.msrp_usd
-    if not per_card or not card.tdp_w:
-        raise GpuplanError(f"{card.name} has no public launch price in the catalog: give what you would pay with "
-                           "--price USD (per card)")
-    rentals = cheapest_rentals()
-    if card.id not in rentals:
-        raise GpuplanError(f"no recent on-demand rental of {card.name} in force to compare with (`gpuplan prices "
-                           f"--gpu {short(card.id)}`; `gpuplan prices update`)")
-    cheapest = rentals[card.id]
-    b = buy_vs_rent(per_card, card.tdp_w, n, cheapest.usd_per_gpu_hour * n, hours, usd_per_kwh=usd_per_kwh, pue=pue,
-                    utilization=utilization, host_usd=host_usd, host_w=host_w)
-    notes = [] if price is not None else [f"priced at launch MSRP ${per_card:,.0f}; pass --price for today's "
-                                          "new or used price"]
-    if pue == 1.0:
-        notes.append("PUE 1.0: a PC at home has no cooling plant; pass --pue 1.4 for a rack in a data centre")
-    if as_json:
-        print_json({**asdict(b), "rental": f"{cheapest.provider} {cheapest.gpu_count}x on_demand", "gpu_id": card.id,
-                    "num_gpus": n, "card_usd": per_card, "rental_observed_at": str(cheapest.observed_at),
-                    "notes": notes})
-        return
-    out.print(f"buy {n}x {card.name}: ${b.purchase_usd:,.0f} (cards ${per_card:,.0f} each"
-              + (f" + host ${host_usd:,.0f}" if host_usd else "") + f") + ${b.power_usd_per_hour:.3f}/h of power "
-              f"({n} x {card.tdp_w:.0f} W x {utilization:.0%}" + (f" + {host_w:.0f} W" if host_w else "")
-              + f", PUE {pue}, ${usd_per_kwh}/kWh)", highlight=False)
-    out.print(f"rent: {cheapest.provider} {n}x at ${b.rent_usd_per_hour:.2f}/h "
-              f"({n} x ${cheapest.usd_per_gpu_hour:.2f}; "
-              f"price {cheapest.age_days()} days old, {cheapest.confidence} confidence)", highlight=False)
-    if b.break_even_hours:
-        out.print(Text(f"break-even after {b.break_even_hours:,.0f} hours of use; over {hours:,.0f} h: buy "
-                       f"${b.buy_total_usd:,.0f} vs rent ${b.rent_total_usd:,.0f} -> ")
-                  + Text("buy" if b.buy_total_usd < b.rent_total_usd else "rent", style="bold"))
-    else:
-        out.print("renting costs less per hour than the power to run your own cards: rent")
-    for note in notes:
-        out.print(Text(note, style="dim"), highlight=False)

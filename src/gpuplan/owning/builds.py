@@ -1,0 +1,115 @@
+"""A build: ``count`` cards of one kind in a host (a profile of ``owning.yaml``, or the user's own figures), or one
+unified-memory computer (DGX Spark, Strix Halo, a Mac), whose price is the whole computer and whose "host RAM" is
+the part of its one memory pool the GPU does not take.
+
+The host's RAM has a stated default (the profile's, said in the answer) and ``--host-ram`` sets it; the host's own
+draw busy and idle likewise (``--host-w``, ``--host-idle-w``)."""
+
+from __future__ import annotations
+
+import math
+
+from pydantic import BaseModel, Field
+
+from ..errors import GpuplanError
+from ..hardware import GpuSpec, load_gpu, short_id
+from ..plan.recommend import parse_have
+from .facts import host_for, host_profile
+from .prices import Price, card_price
+
+
+class Build(BaseModel):
+    """What is bought: the cards (or the computer), the host around them, and the host's RAM and draw."""
+
+    gpu_id: str
+    gpu_name: str
+    count: int
+    whole_computer: bool  # a unified-memory computer: its price is the whole machine, no host is added
+    card: Price  # per card (or per computer)
+    host: str  # the host profile's id, or "" for a whole computer
+    host_label: str
+    host_usd: float
+    host_price: str  # where the host's price comes from
+    host_ram_gib: float
+    host_ram_note: str  # the default taken, or "given"
+    host_busy_w: float
+    host_idle_w: float
+    display: bool = False  # one card also drives the desktop
+    notes: list[str] = Field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return f"{self.count}x {short_id(self.gpu_id)}"
+
+    @property
+    def purchase_usd(self) -> float:
+        return self.card.usd * self.count + self.host_usd
+
+
+def _positive(value: float | None, what: str, high: float) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or not 0 <= value <= high:
+        raise GpuplanError(f"{what} must be between 0 and {high:,.0f}, got {value!r}")
+    return float(value)
+
+
+def whole_computer(gpu: GpuSpec) -> bool:
+    return gpu.unified_memory
+
+
+def make_build(gpu: GpuSpec | str, count: int = 1, *, price: float | None = None, used: bool = False,
+               host: str | None = None, host_usd: float | None = None, host_ram_gib: float | None = None,
+               host_w: float | None = None, host_idle_w: float | None = None, display: bool = False) -> Build:
+    """A build of ``count`` of ``gpu``: priced (``price`` per card, else street or MSRP), in ``host`` (a profile;
+    default the smallest that holds the cards), with the host's price, RAM and draw given or the profile's."""
+    gpu = gpu if isinstance(gpu, GpuSpec) else load_gpu(gpu)
+    if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= 8:
+        raise GpuplanError(f"a build holds 1 to 8 cards in one machine, got {count!r}")
+    host_usd, host_ram_gib = _positive(host_usd, "--host-usd", 1e7), _positive(host_ram_gib, "--host-ram", 65536)
+    host_w, host_idle_w = _positive(host_w, "--host-w", 1e5), _positive(host_idle_w, "--host-idle-w", 1e5)
+    card = card_price(gpu, given=price, used=used)
+    if whole_computer(gpu):
+        if count != 1:
+            raise GpuplanError(f"{gpu.name} is a whole computer: buy one (two linked over the network are not "
+                               "modelled yet)")
+        pool_left = max(gpu.memory_gib - gpu.usable_gib, 0.0)
+        return Build(gpu_id=gpu.id, gpu_name=gpu.name, count=1, whole_computer=True, card=card, host="",
+                     host_label="the computer itself", host_usd=0.0, host_price="included in the computer's price",
+                     host_ram_gib=host_ram_gib if host_ram_gib is not None else pool_left,
+                     host_ram_note="given" if host_ram_gib is not None else
+                     f"one memory pool: {gpu.memory_gib:,.0f} GB, {gpu.usable_gib:,.1f} GiB for the GPU, "
+                     f"{pool_left:,.1f} GiB left for the CPU side",
+                     host_busy_w=host_w or 0.0, host_idle_w=host_idle_w or 0.0, display=display,
+                     notes=["the computer's draw is the chip's TDP (the whole machine's supply may be larger)"])
+    module = not gpu.form_factor.lower().startswith("pcie")  # SXM/OAM: on a vendor's baseboard, in a server
+    profile = host_profile(host) if host else host_profile("server-8gpu") if module else host_for(count)
+    if module and profile.id != "server-8gpu":
+        raise GpuplanError(f"{gpu.name} is a {gpu.form_factor} module: it goes on a baseboard in a server "
+                           "(--host server-8gpu, with --host-usd for the server)")
+    if count > profile.max_gpus:
+        raise GpuplanError(f"the {profile.id} host holds {profile.max_gpus} cards, not {count}: choose another "
+                           "--host (desktop, epyc-4gpu, workstation, server-8gpu)")
+    if host_usd is None and profile.usd is None:
+        raise GpuplanError(f"no sourced price for a {profile.label} host: give what the computer around the cards "
+                           "costs with --host-usd USD")
+    return Build(gpu_id=gpu.id, gpu_name=gpu.name, count=count, whole_computer=False, card=card,
+                 host=profile.id, host_label=profile.label,
+                 host_usd=host_usd if host_usd is not None else float(profile.usd),
+                 host_price="given" if host_usd is not None else
+                 f"{profile.sources[0].line()} ({profile.notes[0] if profile.notes else 'profile'})",
+                 host_ram_gib=host_ram_gib if host_ram_gib is not None else profile.ram_gib,
+                 host_ram_note="given" if host_ram_gib is not None else
+                 f"the {profile.id} profile's {profile.ram_gib:,.0f} GiB (--host-ram to change)",
+                 host_busy_w=host_w if host_w is not None else profile.busy_w,
+                 host_idle_w=host_idle_w if host_idle_w is not None else profile.idle_w, display=display,
+                 notes=list(profile.notes[1:]))
+
+
+def parse_build(text: str) -> tuple[GpuSpec, int]:
+    """``8x5090`` -> (the card, 8); a bare name is one card."""
+    if not isinstance(text, str) or not text.strip():
+        raise GpuplanError("name the build: COUNTxCARD, e.g. 8x5090 or 2x3090")
+    gpu_id, count = parse_have(text)
+    return load_gpu(gpu_id), count
