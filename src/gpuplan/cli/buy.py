@@ -32,7 +32,26 @@ def _prices(values: list[str] | None) -> tuple[float | None, dict[str, float]]:
     return one, by_card
 
 
-@app.command("buy")
+BUY_HELP = """Buy or rent? The total cost of owning a build against renting any card for the same work.
+
+Owning: the cards (a dated street price, the launch MSRP, or --price) and the host (a profile or --host-usd),
+power for the hours the work takes (cards at TDP, idle draw otherwise, your region's electricity), less the
+resale after the horizon (used-market depreciation), plus maintenance and space where given. Renting: each job's
+plan on the rented cards, whole instances, on-demand and spot (with Daly's checkpointing overhead). Every total
+is at the pessimistic end of the speed band; break-even months and utilization are said. The build's checks
+(power supply, lanes, slots, cooling, NVLink, host RAM, display) follow. With --budget, the builds that budget
+buys, ranked by what they run and by cost per job.
+
+Examples:
+
+\b
+  gpuplan buy 8x5090 --rent 8xh100-sxm --workloads examples/weekly-8b-finetunes.yaml --host-usd 6000
+  gpuplan buy --budget 15000 --workloads examples/weekly-8b-finetunes.yaml
+  gpuplan buy 2x3090 --used --utilization 0.3 --years 2 --region us-ca
+"""
+
+
+@app.command("buy", help=BUY_HELP)
 def buy_cmd(
     build: Annotated[str | None, typer.Argument(help="The build to price: COUNTxCARD (8x5090, 2x3090, dgx-spark). "
                                                      "Leave it out with --budget to search.")] = None,
@@ -86,23 +105,6 @@ def buy_cmd(
     fmt: Annotated[FormatValue | None, typer.Option("--format", help=FORMAT_HELP, show_default=False)] = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Buy or rent? The total cost of owning a build against renting any card for the same work.
-
-    Owning: the cards (a dated street price, the launch MSRP, or --price) and the host (a profile or --host-usd),
-    power for the hours the work takes (cards at TDP, idle draw otherwise, your region's electricity), less the
-    resale after the horizon (used-market depreciation), plus maintenance and space where given. Renting: each job's
-    plan on the rented cards, whole instances, on-demand and spot (with Daly's checkpointing overhead). Every total
-    is at the pessimistic end of the speed band; break-even months and utilization are said. The build's checks
-    (power supply, lanes, slots, cooling, NVLink, host RAM, display) follow. With --budget, the builds that budget
-    buys, ranked by what they run and by cost per job.
-
-    Examples:
-
-    \b
-      gpuplan buy 8x5090 --rent 8xh100-sxm --workloads examples/weekly-8b-finetunes.yaml --host-usd 6000
-      gpuplan buy --budget 15000 --workloads examples/weekly-8b-finetunes.yaml
-      gpuplan buy 2x3090 --used --utilization 0.3 --years 2 --region us-ca
-    """
     from .. import api
 
     if count is not None and build:
