@@ -42,9 +42,10 @@ def workload_rows(w: Workloads) -> list[dict]:
              "output_tokens_per_day": j.output_tokens_per_day, "scenario": j.scenario} for j in w.workloads]
 
 
-def rentals_for(w: Workloads, rent: list[tuple[GpuSpec, int]]) -> list[RentalAnswer]:
-    """Each rental asked for, on-demand, and spot when a job trains (spot serving would be interrupted)."""
-    out = []
+def rentals_for(w: Workloads, rent: list[tuple[GpuSpec, int]]) -> tuple[list[RentalAnswer], list[str]]:
+    """Each rental asked for, on-demand, and spot when a job trains (spot serving would be interrupted); and a note
+    for each with no offer in force at all."""
+    out, missing = [], []
     trains = any(not j.serving for j in w.workloads)
     for gpu, count in rent:
         setup = f"{count}x {short_id(gpu.id)}"
@@ -52,10 +53,14 @@ def rentals_for(w: Workloads, rent: list[tuple[GpuSpec, int]]) -> list[RentalAns
             plans = [job_plan(j, gpu, count, owned=False, pricing=pricing) if not (j.serving and pricing == "spot")
                      else job_plan(j, gpu, count, owned=False) for j in w.workloads]
             answer = rental_answer(setup, pricing, plans)
+            if not any(p.offer for p in plans):
+                if pricing == "on_demand":
+                    missing.append(f"no offer of {setup} in force to rent: `gpuplan prices --gpu {short_id(gpu.id)}`")
+                continue
             if pricing == "spot" and not answer.runs_all:
                 continue  # no spot offer of these cards in force: the on-demand row says what renting costs
             out.append(answer)
-    return out
+    return out, missing
 
 
 def answer_build(build: Build, w: Workloads, terms: Terms, rentals: list[RentalAnswer]) -> BuildAnswer:
@@ -102,13 +107,13 @@ def _verdict(answer: BuildAnswer) -> str:
 def buy_report(build: Build, w: Workloads, rent: list[tuple[GpuSpec, int]], terms: Terms) -> BuyReport:
     """The answer for one named build against the rentals ``rent`` (the same cards when empty)."""
     rent = rent or [(gpus()[build.gpu_id], build.count)]
-    rentals = rentals_for(w, rent)
+    rentals, missing = rentals_for(w, rent)
     answer = answer_build(build, w, terms, rentals)
     warnings = [f"{c.name}: {c.line}" for c in answer.checks if c.status == "fail"]
     if answer.ownership.overbooked:
         warnings.append(f"the work needs {answer.ownership.busy_hours_low:,.0f} h at the low end of its speed, more "
                         f"than the {answer.ownership.horizon_hours:,.0f} h of {w.years:g} y")
-    notes = notes_for(build, terms, answer)
+    notes = missing + notes_for(build, terms, answer)
     if any(r.pricing == "spot" for r in rentals) or any(not j.serving for j in w.workloads):
         notes.append(spot_rows_missing())
     return BuyReport(years=w.years, workloads=workload_rows(w), builds=[answer], rentals=rentals,
