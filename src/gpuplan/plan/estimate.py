@@ -153,6 +153,8 @@ def _normalized(s: Scenario) -> dict[str, Any]:
     data["strategy"] = s.sharding if s.sharding.startswith("fsdp") else s.resolved_strategy
     for key in TRAIN_ONLY if s.task == "infer" else INFER_ONLY:
         data.pop(key, None)
+    if s.precision != "fp32":
+        data.pop("tf32", None)  # it means something with fp32 only
     return data
 
 

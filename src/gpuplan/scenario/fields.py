@@ -70,6 +70,9 @@ class Scenario(BaseModel):
         default=None, description="-mixed: fp32 master weights + autocast; -true: one dtype throughout; "
         "fp4-mixed: NVFP4 linears (Transformer Engine, Blackwell, framework megatron) "
         "(default: bf16-mixed; torchtune and pytorch bf16-true)")
+    tf32: bool = Field(default=False, description="with precision fp32: matmuls on TF32 tensor cores "
+                       "(torch.backends.cuda.matmul.allow_tf32, off by default since PyTorch 1.12), timed at the TF32 "
+                       "rate; off: at the fp32 rate")
     quant: str | None = Field(default=None, description="default: the checkpoint's own quantization_config")
     optimizer: Optimizer = "adamw"
     optimizer_impl: Literal["fused", "foreach"] = Field(
@@ -271,6 +274,9 @@ class Scenario(BaseModel):
             # FSDP shard training states and do not apply
             raise ValueError(f"strategy {self.strategy!r} shards training states and does not apply to serving: "
                              "to split a model over GPUs set tp (vLLM) or pp, or leave strategy unset")
+        if self.tf32 and self.precision != "fp32":
+            raise ValueError(f"tf32 runs fp32 matmuls on TF32 tensor cores: it goes with precision fp32, not "
+                             f"{self.precision} (16-bit precisions already run at the 16-bit rate)")
         if self.shared_prefix_tokens and self.task == "train":
             raise ValueError("shared_prefix_tokens is the start every serving prompt shares: drop it for training")
         if self.shared_prefix_tokens >= self.prompt_tokens:
@@ -379,7 +385,7 @@ def _data_defaults(s: Scenario) -> dict[str, Any]:
 
 FIELDS = tuple(Scenario.model_fields)
 # Fields that mean something for one task only: the normalized result drops the other task's.
-TRAIN_ONLY = frozenset({"method", "optimizer", "optimizer_impl", "lora_rank", "lora_targets", "lora_dropout",
+TRAIN_ONLY = frozenset({"method", "tf32", "optimizer", "optimizer_impl", "lora_rank", "lora_targets", "lora_dropout",
                         "micro_batch_size", "seq_len", "grad_accum_steps", "grad_checkpointing", "train_tokens",
                         "qlora_fp32_upcast", "loss", "loss_chunks", "activation_offload", "compile",
                         "optimizer_in_backward", "adapter_dtype", "checkpoint_every", "transformers_version",

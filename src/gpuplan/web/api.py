@@ -75,6 +75,8 @@ class GpuRow(BaseModel):
     bf16_tflops: float | None
     fp8_tflops: float | None
     fp4_tflops: float | None
+    tf32_tflops: float | None = None
+    fp32_tflops: float | None = None
     nvlink_gbs: float | None
     tdp_w: float | None
     msrp_usd: float | None
