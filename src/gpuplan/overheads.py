@@ -559,6 +559,14 @@ MULTINODE_STRAGGLER = 0.97  # cross-node jitter: the slowest rank sets the step
 SPEED_SPREAD = {"train": (-0.19, 0.12), "decode": (-0.03, 0.16)}
 SPEED_SPREAD_WIDENING = {"other vendor": 1.5, "no fabric data": 1.5, "cpu layers": 1.5}
 
+# ---- host memory ----------------------------------------------------------------------------------------
+# The RAM of the machine the GPUs are in, where the scenario does not say (host_ram_gib): 64 GiB per GPU of a node. A
+# 1-GPU desktop holds 64 GB (the desktop profile of data/owning.yaml, a Ryzen 9 7950X system with 64 GB DDR5-6000);
+# cloud GPU nodes hold more per GPU (offers.csv: Hyperbolic's 1x H100 433 GiB, AWS p5.48xlarge 2 TiB for 8), and some
+# small shapes less (Cudo's 1x H100 at 4 GiB): give host_ram_gib for the machine at hand. Offloaded states and
+# llama.cpp's CPU layers must fit in it (issue 33).
+HOST_RAM_PER_GPU_GIB = 64.0
+
 # ---- checkpointing and spot (cost) --------------------------------------------------------------------
 CHECKPOINT_WRITE_GBS = 1.0  # sustained write to network/local storage, GB/s (override: --disk-gbs)
 RESTART_MINUTES = 10.0  # reprovision + load checkpoint + warm up after an interruption

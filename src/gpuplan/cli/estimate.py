@@ -97,7 +97,10 @@ def render_estimate(result) -> None:
     if mem.fits is not None:
         verdict = Text("fits" if mem.fits else "does not fit", style="green" if mem.fits else "red bold")
         why = ""
-        if mem.max_concurrency is not None and not mem.fits and mem.headroom_gib >= 0:  # vLLM: the pool is short
+        host = any(w.startswith("the host's RAM cannot hold") for w in result.warnings)
+        if host and not mem.fits and mem.headroom_gib >= 0:  # offloaded states or CPU layers beyond the host's RAM
+            why = ": the host's RAM cannot hold what it keeps there (the warning says how much); device"
+        elif mem.max_concurrency is not None and not mem.fits and mem.headroom_gib >= 0:  # vLLM: the pool is short
             why = (f": {engine_name} takes its budget whatever the job, and the KV pool left holds "
                    f"{mem.max_concurrency:,} of the {s['batch_size']:,} concurrent requests asked; device")
         elif mem.offloaded_layers and not mem.fits and mem.headroom_gib >= 0:  # llama.cpp: layers left on the CPU

@@ -14,6 +14,7 @@ from ..model.spec import ModelSpec
 from ..result import MemoryReport
 from ..scenario import INFER_ONLY, TRAIN_ONLY, Scenario
 from ..tensors.breakdown import GIB, Estimate, device_overheads
+from .host import host_shortfall
 from .inference import inference_memory
 from .training import training_memory
 
@@ -244,6 +245,10 @@ def memory_report(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> tuple[Estim
     if capacity is not None:
         report.fits = _fits(s, e, report, capacity)
         report.headroom_gib = capacity - device
+        short = host_shortfall(s, report, gpu)  # offloaded states and CPU layers must fit the host's RAM
+        if short:
+            report.fits = False
+            e.warnings.append(short)
     return e, report
 
 

@@ -18,6 +18,7 @@ from ..errors import GpuplanError
 from ..hardware import GpuSpec, short_id
 from ..market.cost import checkpoint_bytes
 from ..market.job import job_time
+from ..memory.host import host_need_gib
 from ..model.catalog import load_model
 from ..plan.estimate import Plan, estimate
 from ..plan.recommend import Constraints, recommend
@@ -40,7 +41,7 @@ class JobPlan(BaseModel):
     scenario: dict = Field(default_factory=dict)  # the scenario as it runs
     device_peak_gib: float | None = None
     capacity_gib: float | None = None
-    cpu_gib: float = 0.0  # host memory the plan needs (offload, llama.cpp layers on the CPU)
+    cpu_gib: float = 0.0  # host memory the plan needs on a node (offload, llama.cpp layers on the CPU)
     tokens_per_s: float | None = None
     tokens_per_s_low: float | None = None
     per: str = "run"  # what hours_per_run is per: a training run, or a day of serving
@@ -55,8 +56,10 @@ class JobPlan(BaseModel):
     plan: Plan | None = Field(default=None, exclude=True)
 
 
-def _placed(job: Job, gpu: GpuSpec, count: int, pricing: str | None) -> Scenario:
+def _placed(job: Job, gpu: GpuSpec, count: int, pricing: str | None, host_ram_gib: float | None) -> Scenario:
     data = {**job.scenario, "gpu": gpu.id}
+    if host_ram_gib is not None:  # an owned build's RAM decides what offload and CPU layers it can hold
+        data["host_ram_gib"] = host_ram_gib
     if count > 8:  # several machines of eight
         if count % 8:
             raise GpuplanError(f"{count} GPUs across machines come in nodes of 8: ask for a multiple of 8")
@@ -85,22 +88,26 @@ def _fitting(s: Scenario, gpu: GpuSpec, count: int, owned: bool) -> tuple[Plan, 
     if rows:
         x = rows[0]
         placed = x.scenario.model_copy(update={"gpu": gpu.id} if owned else {"gpu": gpu.id, "pricing": s.pricing})
-        return estimate(placed, advise=False), placed, "+".join([x.strategy, *x.techniques]), ""
+        found_plan = estimate(placed, advise=False)
+        if found_plan.memory.fits:
+            return found_plan, placed, "+".join([x.strategy, *x.techniques]), ""
     advised = estimate(s)
     fix = next((f for f in advised.suggestions if f.fits and "num_gpus" not in f.fields), None)
     why = f"does not fit: {plan.memory.device_peak_gib:,.1f} of {plan.memory.capacity_gib or 0:,.1f} GiB per GPU"
     return plan, s, "", why + (f"; {fix.change} ({fix.cost})" if fix else "; nothing makes it fit on these cards")
 
 
-def job_plan(job: Job, gpu: GpuSpec, count: int, *, owned: bool, pricing: str = "on_demand") -> JobPlan:
-    """``job`` on ``count`` of ``gpu``: owned (power is the owner's to count) or rented at ``pricing``."""
-    s = _placed(job, gpu, count, None if owned else pricing)
+def job_plan(job: Job, gpu: GpuSpec, count: int, *, owned: bool, pricing: str = "on_demand",
+             host_ram_gib: float | None = None) -> JobPlan:
+    """``job`` on ``count`` of ``gpu``: owned (power is the owner's to count; ``host_ram_gib`` its RAM) or rented at
+    ``pricing``."""
+    s = _placed(job, gpu, count, None if owned else pricing, host_ram_gib)
     where = f"{count}x {short_id(gpu.id)}" + (" (owned)" if owned else "")
     plan, s, change, why = _fitting(s, gpu, count, owned)
     out = JobPlan(job=job.label, setup=where, runs=not why, why_not=why, change=change, scenario=plan.scenario,
                   per="day" if job.serving else "run",
                   device_peak_gib=plan.memory.device_peak_gib, capacity_gib=plan.memory.capacity_gib,
-                  cpu_gib=plan.memory.cpu_gib, plan=plan)
+                  cpu_gib=host_need_gib(s, plan.memory.cpu_gib), plan=plan)
     if why:
         return out
     if plan.speed is None:

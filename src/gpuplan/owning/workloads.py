@@ -13,8 +13,8 @@ hardware and how often it runs.
         scenario: {model: qwen3-8b, task: infer, engine: vllm, batch_size: 16}
 
 A scenario may also be the name of a scenario file beside the workloads file (inside its folder). The build or the
-rental sets the hardware, so a job's scenario leaves out ``gpu``, ``num_gpus``, ``num_nodes``, ``provider`` and
-``pricing``.
+rental sets the hardware, so a job's scenario leaves out ``gpu``, ``num_gpus``, ``num_nodes``, ``provider``,
+``pricing`` and ``host_ram_gib``.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from ..errors import GpuplanError, read_mapping
 from ..scenario import Scenario, load_scenario, scenario_from
 
-HARDWARE_FIELDS = ("gpu", "num_gpus", "num_nodes", "provider", "pricing")
+HARDWARE_FIELDS = ("gpu", "num_gpus", "num_nodes", "provider", "pricing", "host_ram_gib")
 MAX_JOBS = 20
 
 

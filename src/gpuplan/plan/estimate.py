@@ -155,6 +155,8 @@ def _normalized(s: Scenario) -> dict[str, Any]:
         data.pop(key, None)
     if s.precision != "fp32":
         data.pop("tf32", None)  # it means something with fp32 only
+    if s.host_ram_gib is None:
+        data.pop("host_ram_gib", None)  # the default is said where it decides (memory/host.py)
     return data
 
 

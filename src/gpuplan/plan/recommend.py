@@ -29,6 +29,7 @@ from ..market.cost import price_job
 from ..market.offers import Offer, max_per_node, multi_node
 from ..market.store import load_offers, price_filter
 from ..memory import check, memory_report
+from ..memory.host import host_holds
 from ..model.report import inexact_warning
 from ..model.spec import ModelSpec
 from ..result import Answer
@@ -427,7 +428,8 @@ def _fit(s: Scenario, m: ModelSpec, gpu: GpuSpec, shared, c: Constraints) -> tup
             report.device_peak_gib
     outside = sum(shared.managed.values()) + sum(device_overheads(s, gpu.generation).values())
     device = (shared.reserved + outside) / GIB
-    return device <= gpu.usable_gib * (1 - c.min_headroom), device
+    # offloaded states must fit the host's RAM too (memory/host.py), as estimate's verdict has them
+    return device <= gpu.usable_gib * (1 - c.min_headroom) and host_holds(s, shared.cpu / GIB, gpu), device
 
 
 def _change_note(labels: list[str], given, scenario: Scenario, shared, m: ModelSpec, gpu: GpuSpec) -> str:

@@ -193,6 +193,10 @@ class Scenario(BaseModel):
         default=None, description="Megatron-Core activation_func_fp8_input_store (framework megatron, precision "
         "fp8-mixed): the MLP activation's input (SwiGLU's FC1 output) saved in fp8 for the backward (default: false)")
     offload: Literal["none", "optimizer", "optimizer+params"] = "none"
+    host_ram_gib: float | None = Field(default=None, gt=0, le=1e6, allow_inf_nan=False,
+                                       description="RAM of each machine, GiB: offloaded states and llama.cpp's CPU "
+                                       "layers must fit in it (default: 64 GiB per GPU; a unified-memory computer: "
+                                       "the part of its pool the GPU does not take)")
     # pricing (speed and cost sections need a gpu)
     provider: str | None = Field(default=None, description="price on this provider's offers (e.g. runpod)")
     pricing: Literal["on_demand", "spot", "any"] = "on_demand"
