@@ -173,7 +173,8 @@ def _offer_cell(c) -> str:
 
 def render_costs(s, rows, skipped: dict[str, int], fmt: str = "table") -> None:
     if not rows:
-        out.print("no offer in force fits this scenario (try --pricing any, more GPUs, QLoRA, --max-price-age-days "
+        fix = "QLoRA" if s.task == "train" else "quantized weights (--quant awq-int4 or fp8), nodes (--num-nodes)"
+        out.print(f"no offer in force fits this scenario (try --pricing any, more GPUs, {fix}, --max-price-age-days "
                   "or --include-low-confidence)")
         return
     infer = s.task == "infer"

@@ -138,7 +138,7 @@ def price_job(s: Scenario, m: ModelSpec, speed: Speed, offer: Offer, trainable: 
     its effective price compared with ``best_on_demand`` (the cheapest on-demand $/GPU-hour of this GPU
     anywhere, and its label); the whole bill (:mod:`.bill`) alongside."""
     gpus_needed = s.world_size if s.task == "train" else s.tp * s.pp
-    per_node = gpus_needed // s.num_nodes if s.task == "train" else gpus_needed
+    per_node = gpus_needed // s.num_nodes  # a serving copy across nodes rents whole instances on each
     shape = instance_shape(offer, per_node)
     instances = math.ceil(gpus_needed / shape)
     rented = instances * shape

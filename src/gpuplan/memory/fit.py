@@ -43,6 +43,14 @@ def check(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> list[str]:
         what = "tp x pp x cp" if s.cp > 1 else "tp x pp"
         raise GpuplanError(f"{what} = {s.tp * s.pp * s.cp} must divide the {s.world_size} GPUs (num_gpus x "
                            "num_nodes)")
+    if s.task == "infer" and s.num_nodes > 1:  # one copy of the model across nodes (issue 33)
+        if s.tp * s.pp != s.world_size:
+            raise GpuplanError(f"serving over {s.num_nodes} nodes runs one copy of the model across them: set tp x pp "
+                               f"= {s.world_size} (tp {s.num_gpus} inside each node, pp {s.num_nodes} across nodes); "
+                               "for replicas, plan one node and count the nodes")
+        if s.tp > s.num_gpus:
+            raise GpuplanError(f"tensor parallel {s.tp} would cross nodes of {s.num_gpus} GPUs (an all-reduce per "
+                               f"layer over the network): keep tp at most {s.num_gpus} and split across nodes with pp")
     if s.framework == "megatron" and s.task == "train":
         warnings += check_megatron(s, m)
     strategy = s.resolved_strategy

@@ -34,7 +34,7 @@ from ..model.report import inexact_warning
 from ..model.spec import ModelSpec
 from ..result import Answer
 from ..scenario import Scenario
-from ..scenario.resolve import card_precision, resolve
+from ..scenario.resolve import card_precision, resolve, tensor_parallel_ok
 from ..scenario.stacks import FRAMEWORKS
 from ..speed import speed_of
 from ..speed.gemm import can_time
@@ -235,6 +235,8 @@ def _layouts(s: Scenario, m: ModelSpec, c: Constraints, framework: str = "hf") -
         if s.task == "infer":
             if n <= 8 and m.num_heads % n == 0 and (n <= m.num_kv_heads or n % m.num_kv_heads == 0 or m.mla):
                 out.append({"num_gpus": n, "num_nodes": 1, "tp": n, "pp": 1, "strategy": None})
+            elif n > 8 and tensor_parallel_ok(m, 8) and nodes <= m.num_layers:  # TP 8 per node, PP across nodes
+                out.append({"num_gpus": 8, "num_nodes": nodes, "tp": 8, "pp": nodes, "strategy": None})
             continue
         strategies = ["single"] if n == 1 else list(SHARDING[framework])
         out += [{"num_gpus": per_node, "num_nodes": nodes, "tp": 1, "pp": 1, "strategy": st} for st in strategies]
@@ -460,7 +462,7 @@ def _priced(s: Scenario, m: ModelSpec, gpu: GpuSpec, labels: list[str], peak: fl
 
     out = []
     speeds: dict[object, object] = {}
-    per_node = s.world_size // s.num_nodes if s.task == "train" else s.tp * s.pp
+    per_node = (s.world_size if s.task == "train" else s.tp * s.pp) // s.num_nodes
     pool = kv_pool(s, m, gpu) if s.task == "infer" else None
     for offer in offers:
         if offer.gpu_id != gpu.id or per_node > max_per_node(offer):
@@ -585,7 +587,7 @@ def _what_would_fit(s: Scenario, m: ModelSpec, c: Constraints, biggest: GpuSpec 
         tries.append(("quant", "allow quantized weights / fp8 KV (--any-quant)", s,
                       Constraints(**{**base, "any_quant": True})))
     for n in COUNTS:
-        if n > c.max_gpus and (s.task == "train" or n <= 8):
+        if n > c.max_gpus and (s.task == "train" or n <= 64):
             tries.append(("gpus", f"allow up to {n} GPUs (--max-gpus {n})", s,
                           Constraints(**{**base, "max_gpus": n})))
     name = "seq_len" if s.task == "train" else "prompt_tokens"

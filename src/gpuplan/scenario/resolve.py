@@ -42,7 +42,15 @@ def tensor_parallel_ok(m: ModelSpec, n: int) -> bool:
 def serving_split(s: Scenario, m: ModelSpec) -> tuple[dict[str, Any], str | None]:
     """How several GPUs serve one model when the scenario does not say: (fields to set, the sentence)."""
     n = s.world_size
-    if s.task != "infer" or n == 1 or s.tp * s.pp != 1 or s.strategy is not None or s.num_nodes != 1:
+    if s.task != "infer" or n == 1 or s.tp * s.pp != 1 or s.strategy is not None:
+        return {}, None
+    if s.num_nodes > 1:  # vLLM's multi-node recipe: tensor parallel inside each node, pipeline stages across nodes
+        if s.engine in ("vllm", "sglang", "trtllm") and tensor_parallel_ok(m, s.num_gpus):
+            return {"tp": s.num_gpus, "pp": s.num_nodes}, (
+                f"{s.num_nodes} nodes of {s.num_gpus} GPUs serve one copy of the model: tensor parallel {s.num_gpus} "
+                f"inside each node, {s.num_nodes} pipeline stages across nodes (vLLM docs, serving/"
+                "distributed_serving.md: the tensor parallel size is the GPUs per node, the pipeline parallel size "
+                "the number of nodes)")
         return {}, None
     if s.engine in ("vllm", "sglang", "trtllm") and tensor_parallel_ok(m, n):
         flag = {"vllm": "vLLM --tensor-parallel-size", "sglang": "SGLang --tp", "trtllm": "trtllm-serve --tp_size"}[

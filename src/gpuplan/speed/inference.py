@@ -38,7 +38,7 @@ from ..scenario import Scenario
 from ..tensors.kv import kv_bytes_per_sequence
 from ..tensors.state import attention_kernel, weight_format
 from .breakdown import Speed
-from .comms import Link, all_reduce_s, intra_node_link
+from .comms import Link, all_reduce_s, inter_node_link, intra_node_link
 from .gemm import bandwidth, gemm_time_s, peak_flops, streaming_bandwidth
 from .work import attention_s, eager_ops_per_layer, elementwise_s, expert_loop_s, lm_head_s, smooth_max
 
@@ -88,6 +88,7 @@ class StepTimer:
     grouped_experts: bool = False
     loop: EngineLoop | None = None  # an engine timed as vLLM on the GPU with a host loop of its own (SGLang)
     cached_prefix: int = 0  # shared-prefix tokens later requests find cached (:mod:`gpuplan.engines.prefix`)
+    inter: Link | None = None  # a copy of the model across nodes: each GPU's share of the node's network
 
     @property
     def other_dtype(self) -> str:
@@ -105,7 +106,7 @@ class StepTimer:
         attention = attention_s(m, gpu, self.other_dtype, seqs, math.ceil(tokens / seqs), kernel=self.kernel, tp=tp,
                                 context=context, masked_windows=self.s.engine == "transformers")
         parts = {"gemm": gemm, "attention": attention, "elementwise": self._elementwise_s(tokens),
-                 "tensor_parallel": self._tp_s(tokens)}
+                 "tensor_parallel": self._tp_s(tokens), "pipeline_across_nodes": self._node_hops_s(tokens)}
         host = self.host_s(prefill=True, seqs=seqs, tokens=tokens)
         parts["host"] = max(host - sum(parts.values()), 0.0) if self.async_host else host
         if self.cpu_layer_share:  # op offload: CPU-held weights cross PCIe once per 512-token micro-batch
@@ -137,6 +138,7 @@ class StepTimer:
             parts["cpu_layers"] = (self._layer_weight_bytes() * self.cpu_layer_share + cpu_kv) / cpu_bw
         host = self.host_s(prefill=False, context=context, seqs=batch)
         parts["tensor_parallel"] = self._tp_s(batch)
+        parts["pipeline_across_nodes"] = self._node_hops_s(batch)
         if s.engine == "transformers":  # eager: the GPU waits on Python unless its kernels are longer
             parts["host"] = smooth_max(gpu_s, host, oh.HOST_GPU_OVERLAP_SHARPNESS) - gpu_s
         elif self.async_host:  # vLLM async scheduling: only the host work the GPU step does not cover shows
@@ -306,6 +308,17 @@ class StepTimer:
         extra = self.loop.all_reduce_s if self.loop else 0.0
         return 2 * self.m.num_layers * (all_reduce_s(tokens * self.m.hidden_size * 2, self.s.tp, self.link) + extra)
 
+    def _node_hops_s(self, tokens: float) -> float:
+        """A copy of the model split into pipeline stages across nodes: at each of the ``nodes - 1`` stage
+        boundaries between nodes every step sends the ``tokens`` rows' hidden states and residual (16-bit) to the
+        next node (vLLM's IntermediateTensors, ``hidden_states`` and ``residual``: vllm/model_executor/models/
+        llama.py), over each GPU's share of the node's network, paying its latency. Stage boundaries inside a node
+        are not counted (they move the same bytes over NVLink or PCIe)."""
+        if self.inter is None or self.s.num_nodes <= 1:
+            return 0.0
+        nbytes = 2 * tokens * self.m.hidden_size * 2
+        return (self.s.num_nodes - 1) * (self.inter.latency_s + nbytes / self.inter.bytes_per_s)
+
     def host_s(self, *, prefill: bool, context: float = 0, seqs: float = 1, tokens: float | None = None) -> float:
         """Host time of one step of ``seqs`` sequences: eager transformers launches every op from Python; vLLM
         and llama.cpp replay CUDA graphs and run their engine loop between steps (transformers' MoE layers add their
@@ -349,9 +362,10 @@ def step_timer(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None 
     if s.engine == "llama.cpp":
         e = inference_memory(s, m, gpu.usable_gib)
         cpu_share = e.extra.get("offloaded_layers", 0) / m.num_layers
+    inter = inter_node_link(gpu, network, s.num_gpus) if s.num_nodes > 1 else None
     return StepTimer(s=s, m=m, gpu=gpu, link=intra_node_link(gpu, network), dtype=dtype,
                      weight_bytes_per_param=per_param, skip=skip, kernel=attention_kernel(s, m),
-                     cpu_layer_share=cpu_share, loop=loop, cached_prefix=cached)
+                     cpu_layer_share=cpu_share, loop=loop, cached_prefix=cached, inter=inter)
 
 
 @dataclass(frozen=True, kw_only=True)
