@@ -26,6 +26,7 @@ from ..scenario import INFER_ONLY, TRAIN_ONLY, Scenario, scenario_from
 from ..scenario.resolve import describe, resolve
 from ..scenario.stacks import defaults_in_force
 from ..speed.breakdown import Speed
+from .split import split_estimate
 
 
 def _model_facts(m: ModelSpec, trainable: int) -> ModelFacts:
@@ -63,8 +64,16 @@ class Plan(Answer):
 
 def estimate(scenario: Scenario | dict[str, Any], *, advise: bool = True) -> Plan:
     """The plan of a scenario. ``advise`` adds the largest batch and context that fit and, when the job does not
-    fit, the changes that would (they re-run the memory estimate)."""
+    fit, the changes that would (they re-run the memory estimate). A llama.cpp split over mixed cards
+    (``extra_gpus``, ``tensor_split``) is each device's plan, composed (:mod:`.split`)."""
     s = scenario_from(scenario)
+    if s.extra_gpus or s.tensor_split:
+        return split_estimate(s, device_plan)
+    return device_plan(s, advise=advise)
+
+
+def device_plan(s: Scenario, *, advise: bool = True) -> Plan:
+    """The plan of ``s`` on its one kind of card (every device alike, or the device ``gpu`` of a split)."""
     m = load_model(s.model)
     gpu, gpu_note = resolve_gpu(s.gpu) if s.gpu else (None, None)
     if gpu is not None and s.gpu != gpu.id:
@@ -155,8 +164,9 @@ def _normalized(s: Scenario) -> dict[str, Any]:
         data.pop(key, None)
     if s.precision != "fp32":
         data.pop("tf32", None)  # it means something with fp32 only
-    if s.host_ram_gib is None:
-        data.pop("host_ram_gib", None)  # the default is said where it decides (memory/host.py)
+    for key in ("host_ram_gib", "extra_gpus", "tensor_split"):  # unset: said where they decide
+        if data.get(key) is None:
+            data.pop(key, None)
     return data
 
 

@@ -164,6 +164,11 @@ class Scenario(BaseModel):
         default="auto", description="llama.cpp --flash-attn (auto: on where the backend supports it)")
     cpu_layers: bool = Field(default=False, description="llama.cpp: count a run with layers left in system RAM "
                              "(on the CPU, slow) as fitting; by default it fits only with every layer on the GPU")
+    extra_gpus: list[str] | None = Field(default=None, max_length=7, description="llama.cpp: the cards beside gpu, "
+                                         "one per device in device order (rtx-3090): a mixed split of the layers")
+    tensor_split: list[float] | None = Field(default=None, max_length=8, description="llama.cpp --tensor-split: "
+                                             "each device's share of the layers, gpu first (default: in proportion "
+                                             "to each card's memory, as llama.cpp splits by free memory)")
     # hardware and parallelism
     gpu: str | None = None
     num_gpus: int = Field(default=1, ge=1, le=1024)
@@ -238,6 +243,19 @@ class Scenario(BaseModel):
             raise ValueError(f"{info.field_name} takes a release number like {example}, not {value!r}")
         return text
 
+    @field_validator("extra_gpus", "tensor_split", mode="before")
+    @classmethod
+    def _comma_list(cls, value: Any) -> Any:
+        """``rtx-3090,rtx-3060`` and ``24,24`` as the command line gives them: lists."""
+        return [part.strip() for part in value.split(",") if part.strip()] if isinstance(value, str) else value
+
+    @field_validator("tensor_split")
+    @classmethod
+    def _shares(cls, value: list[float] | None) -> list[float] | None:
+        if value is not None and (not value or any(not (0 < v < 1e6) for v in value)):
+            raise ValueError("tensor_split takes one positive share per device, e.g. 24,24 or 3,1")
+        return value
+
     @field_validator("lora_targets")
     @classmethod
     def _targets(cls, value):
@@ -278,6 +296,7 @@ class Scenario(BaseModel):
             # FSDP shard training states and do not apply
             raise ValueError(f"strategy {self.strategy!r} shards training states and does not apply to serving: "
                              "to split a model over GPUs set tp (vLLM) or pp, or leave strategy unset")
+        _fill(self, _split_defaults(self))
         if self.tf32 and self.precision != "fp32":
             raise ValueError(f"tf32 runs fp32 matmuls on TF32 tensor cores: it goes with precision fp32, not "
                              f"{self.precision} (16-bit precisions already run at the 16-bit rate)")
@@ -356,6 +375,26 @@ def _fill(s: Scenario, values: dict[str, Any]) -> None:
     s.__dict__.update(values)
 
 
+def _split_defaults(s: Scenario) -> dict[str, Any]:
+    """llama.cpp's devices: with ``extra_gpus`` (mixed cards) or ``tensor_split``, one copy of the model split by
+    layers over ``num_gpus`` devices (``pp``); a mismatch is one sentence."""
+    if not s.extra_gpus and s.tensor_split is None:
+        return {}
+    if s.task != "infer" or s.engine != "llama.cpp":
+        raise ValueError("extra_gpus and tensor_split split llama.cpp's layers over devices: use them with task "
+                         "infer and engine llama.cpp (other engines split with tp or pp over cards of one kind)")
+    n = 1 + len(s.extra_gpus or [])
+    if s.extra_gpus and "num_gpus" in s.model_fields_set and s.num_gpus != n:
+        raise ValueError(f"extra_gpus names {n} devices with gpu: drop num_gpus or set it to {n}")
+    n = n if s.extra_gpus else s.num_gpus
+    if s.tensor_split is not None and len(s.tensor_split) != n:
+        raise ValueError(f"tensor_split gives {len(s.tensor_split)} shares for {n} devices: one per device, gpu "
+                         "first")
+    if s.tp != 1 or s.num_nodes != 1 or ("pp" in s.model_fields_set and s.pp != n):
+        raise ValueError(f"a llama.cpp split over {n} devices is pp {n} on one machine (tp 1)")
+    return {"num_gpus": n, "pp": n}
+
+
 def _data_defaults(s: Scenario) -> dict[str, Any]:
     """The fields the training data decides when they are unset: ``train_tokens`` (Chinchilla's for a synthetic
     model given no data), or ``train_tokens``, ``packing`` and a padded batch's ``seq_len`` from the data
@@ -404,7 +443,7 @@ INFER_ONLY = frozenset({"batch_size", "prompt_tokens", "output_tokens", "shared_
                         "mem_fraction_static", "gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs",
                         "max_model_len", "engine_version", "entry_point", "enforce_eager", "ubatch_tokens",
                         "free_gpu_memory_fraction", "tokens_per_block", "capacity_scheduler_policy",
-                        "flash_attention", "cpu_layers"})
+                        "flash_attention", "cpu_layers", "extra_gpus", "tensor_split"})
 
 
 def scenario_from(data: dict[str, Any] | Scenario) -> Scenario:

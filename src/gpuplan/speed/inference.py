@@ -126,7 +126,8 @@ class StepTimer:
         gpu_share = 1 - self.cpu_layer_share
         weights = (self._linears_s(batch, dense_only=True) + self._experts_decode_s(batch)) * gpu_share
         weights += lm_head_s(m, gpu, self.other_dtype, batch, tp=tp)
-        kv = batch * kv_bytes_per_sequence(s.model_copy(update={"engine": "vllm"}), m, int(context)) * gpu_share
+        vllm_s = s.model_copy(update={"engine": "vllm", "extra_gpus": None, "tensor_split": None})  # its KV layout
+        kv = batch * kv_bytes_per_sequence(vllm_s, m, int(context)) * gpu_share
         kv_s = kv / self._stream_bps
         kernels = self._kernels_per_layer() * m.num_layers * gpu_share * self._kernel_latency_s
         elementwise = self._elementwise_s(batch) * gpu_share
