@@ -12,12 +12,12 @@ from collections.abc import Iterable, Mapping
 
 from ..errors import GpuplanError
 from ..hardware import GpuSpec, gpus, short_id
+from ..market.offers import spot_rows_missing
 from ..model.catalog import load_model
 from ..plan.recommend import Constraints, recommend
 from .answer import Terms, answer_build, jobs_per_horizon, notes_for, workload_rows
 from .builds import make_build
 from .compare import BuildAnswer, BuyReport, RentalAnswer, rental_answer
-from .facts import spot_rows_missing
 from .plans import job_plan
 from .workloads import Workloads
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..hardware import GpuSpec, gpus, short_id
+from ..market.offers import spot_rows_missing
 from ..plan.gpus import cheapest_rentals
 from .builds import Build
 from .checks import build_checks
 from .compare import BuildAnswer, BuyReport, RentalAnswer, build_answer, rental_answer
-from .facts import spot_rows_missing
 from .plans import JobPlan, job_plan
 from .power import HOURS_PER_YEAR, Electricity
 from .tco import own

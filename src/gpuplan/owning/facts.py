@@ -1,6 +1,6 @@
 """The sourced figures owning needs, read once from ``data/owning.yaml`` (each with its url and the words that hold
 it; docs/owning.md says how each is used): street prices, depreciation, electricity, idle draw, coolers, host
-profiles, power delivery, the display margin, and why two spot markets have no rows."""
+profiles, power delivery and the display margin."""
 
 from __future__ import annotations
 
@@ -80,11 +80,6 @@ def power() -> dict[str, Any]:
 
 def display() -> dict[str, Any]:
     return owning_facts()["display"]
-
-
-def spot_rows_missing() -> str:
-    """Why RunPod spot and Vast interruptible are not ranked: the sources found, and why none holds up."""
-    return " ".join(owning_facts()["spot_rows_missing"].split())
 
 
 def _sources(entry: dict[str, Any]) -> tuple[Source, ...]:

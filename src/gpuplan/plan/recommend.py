@@ -26,7 +26,7 @@ from ..errors import GpuplanError
 from ..hardware import GpuSpec, Network, gpus, load_gpu, short_id
 from ..market.choice import best_on_demand, cheapest_in_force
 from ..market.cost import price_job
-from ..market.offers import Offer, max_per_node, multi_node
+from ..market.offers import Offer, max_per_node, multi_node, spot_rows_missing
 from ..market.store import load_offers, price_filter
 from ..memory import check, memory_report
 from ..memory.host import host_holds
@@ -419,6 +419,8 @@ def _price_notes(s: Scenario, c: Constraints, all_offers: list[Offer], cards: di
     notes = [f"{n} offers left out: {why} (--max-price-age-days, --include-low-confidence)"
              for why, n in left_out(all_offers, s).items() if n]
     notes += [f"no price for {gpus()[g].name} in the offers in force" for g in c.gpus if g not in cards]
+    if c.pricing != "on_demand":
+        notes.append(spot_rows_missing())
     return notes
 
 
