@@ -16,14 +16,13 @@ YAML/JSON file, and raises :class:`~gpuplan.errors.GpuplanError` (one sentence) 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ..errors import GpuplanError, UnknownNameError
+from ..errors import GpuplanError, UnknownNameError, echo_value
 from ..hardware import resolve_gpu
 from ..market.cost import Cost
 from ..model.catalog import load_model
@@ -37,6 +36,9 @@ from ..result import Answer
 from ..scenario import Scenario, load_scenario, scenario_from
 from ..serving.capacity import Deployment
 from ..serving.workload import Workload
+from ..userfiles import number
+from . import arguments as arg
+from .arguments import names_of
 
 ScenarioLike = Scenario | Mapping[str, Any] | str | Path
 
@@ -57,29 +59,7 @@ def scenario_of(scenario: ScenarioLike, overrides: Mapping[str, Any] | None = No
 def estimate(scenario: ScenarioLike, *, advise: bool = True) -> Plan:
     """Does the job fit, where does the memory go, what would make it fit, how fast and for how much:
     ``gpuplan estimate``. ``advise`` False skips the largest batch and context and the fixes (faster)."""
-    return _estimate(scenario_of(scenario), advise=advise)
-
-
-def names_of(value: Any, what: str, *, pairs: bool = False) -> list[Any]:
-    """A list argument as a list: one string is its comma-separated names (as the command line takes them, not its
-    characters); each item a string (or, with ``pairs``, a ``(name, count)`` pair)."""
-    if isinstance(value, str):
-        return value.split(",")
-    try:
-        items = list(value)
-    except TypeError:
-        raise GpuplanError(f"{what} takes names: a list of strings or one comma-separated string, not "
-                           f"{type(value).__name__}") from None
-    for item in items:
-        if not isinstance(item, str) and not (pairs and isinstance(item, tuple) and len(item) == 2):
-            raise GpuplanError(f"{what} takes names (strings), not {item!r}")
-    return items
-
-
-def real_number(value: Any, what: str) -> None:
-    """``value`` is None or a real number (not a string, not a bool): else one sentence."""
-    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
-        raise GpuplanError(f"{what} takes a number, not {value!r}")
+    return _estimate(scenario_of(scenario), advise=arg.flag(advise, "advise"))
 
 
 def gpu_ids(names: Iterable[str], notes: list[str]) -> tuple[str, ...]:
@@ -120,18 +100,25 @@ def recommend(scenario: ScenarioLike, *, budget_usd: float | None = None, deadli
     from ..plan.recommend import Constraints, parse_have
     from ..plan.recommend import recommend as search
 
+    budget_usd = arg.amount(budget_usd, "budget_usd", above=True, optional=True)
+    deadline_hours = arg.amount(deadline_hours, "deadline_hours", above=True, optional=True)
+    max_gpus = arg.count(max_gpus, "max_gpus", most=512)
+    min_headroom = arg.amount(min_headroom, "min_headroom", most=0.99)
+    top = arg.count(top, "top", most=10_000)
+    objective = arg.text(objective, "objective", choices=("cost", "time", "balanced"))
+    any_method, any_quant, any_framework, per_gpu = (arg.flag(v, k) for k, v in (
+        ("any_method", any_method), ("any_quant", any_quant), ("any_framework", any_framework),
+        ("per_gpu", per_gpu)))
+    catalogs = tuple(names_of(catalogs, "catalogs"))
     s = scenario_of(scenario)
     m = load_model(s.model)
     notes: list[str] = []
-    for value, what in ((budget_usd, "budget_usd"), (deadline_hours, "deadline_hours"), (min_headroom, "min_headroom"),
-                        (max_gpus, "max_gpus"), (top, "top")):
-        real_number(value, what)
     owned = tuple(parse_have(h) if isinstance(h, str) else (resolve_gpu(h[0])[0].id, int(h[1]))
                   for h in names_of(have, "have", pairs=True) if not isinstance(h, str) or h.strip())
     c = Constraints(budget_usd=budget_usd, deadline_hours=deadline_hours, max_gpus=max_gpus,
                     gpus=gpu_ids(gpus, notes), providers=provider_names(providers), pricing=s.pricing, have=owned,
                     min_headroom=min_headroom, objective=objective, top=top, any_method=any_method,
-                    any_quant=any_quant, any_framework=any_framework, catalogs=tuple(catalogs), per_gpu=per_gpu)
+                    any_quant=any_quant, any_framework=any_framework, catalogs=catalogs, per_gpu=per_gpu)
     result = search(s, m, c)
     result.defaults = [*notes, *result.defaults]
     return result
@@ -163,6 +150,7 @@ def fit(gpu: str, scenario: ScenarioLike | None = None, *, models: Iterable[str]
 
     if not isinstance(gpu, str) or not gpu.strip():
         raise GpuplanError("fit needs your cards: --gpu 2x3090 (count x name, or a name for one card)")
+    models = names_of(models, "models") if models is not None else None
     gpu_id, count = parse_have(gpu)
     count_text, sep, name = gpu.strip().partition("x")
     card, note = resolve_gpu(name.strip() if sep and count_text.strip().isdigit() else gpu.strip())
@@ -174,13 +162,16 @@ def fit(gpu: str, scenario: ScenarioLike | None = None, *, models: Iterable[str]
         template = load_scenario(scenario).model_dump(exclude_unset=True)
     elif isinstance(scenario, Scenario):
         template = scenario.model_dump(exclude_unset=True)
-    else:
+    elif isinstance(scenario, Mapping):
         template = dict(scenario)
+    else:
+        raise GpuplanError(f"a scenario is a Scenario, a dict of its fields or the path of a YAML/JSON file, not "
+                           f"{type(scenario).__name__}")
     template = {**template, **fields}
     template.pop("model", None)
     template.setdefault("task", "infer")
     example = load_scenario(None, {**template, "model": "each bundled model", "gpu": gpu_id, "num_gpus": count})
-    rows = what_fits(template, card, count, names_of(models, "models") if models is not None else None)
+    rows = what_fits(template, card, count, models)
     return FitReport(resolved=describe(example), task=example.task, gpu_id=card.id, num_gpus=count,
                      notes=[note] if note else [], rows=rows)
 
@@ -206,15 +197,16 @@ def cost(scenario: ScenarioLike, *, catalogs: Iterable[str] = (), discounts: Map
     from ..plan.pricing import compare, left_out
     from ..scenario.resolve import describe, resolve
 
-    if top is not None and top < 1:
-        raise GpuplanError(f"--top must be 1 or more, got {top}")
+    top = arg.count(top, "top", most=100_000, optional=True)
+    catalogs = tuple(names_of(catalogs, "catalogs"))
+    discounts = arg.discounts_of(discounts)
     s = scenario_of(scenario)
     m = load_model(s.model)
     if s.gpu:  # one GPU: its name resolved (an ambiguous one takes its common variant)
         s = s.model_copy(update={"gpu": resolve_gpu(s.gpu)[0].id})
     s, defaults = resolve(s, m, None)
     base = _estimate(s.model_copy(update={"gpu": None}), advise=False)
-    offers = load_offers(tuple(catalogs), dict(discounts or {}))
+    offers = load_offers(catalogs, discounts)
     rows = compare(s, m, offers, base.model.params_trainable)
     return CostTable(resolved=describe(s, m, hardware=f"on each offer's GPUs ({s.world_size} per job)"
                                        if not s.gpu else None),
@@ -252,10 +244,15 @@ def capacity(model: str, workload: str | Path | Mapping[str, Any] | None = None,
     from ..serving.capacity import shown
     from ..serving.workload import load_workload
 
-    real_number(max_gpus, "max_gpus")
-    real_number(top, "top")
-    if not 1 <= max_gpus <= 64 or not 1 <= top <= 100:
-        raise GpuplanError("--max-gpus takes 1..64 and --top 1..100")
+    model = arg.text(model, "model")
+    max_gpus = arg.count(max_gpus, "max_gpus", most=64)
+    top = arg.count(top, "top", most=100)
+    any_quant = arg.flag(any_quant, "any_quant")
+    engine = arg.text(engine, "engine", choices=("vllm", "sglang"))
+    engine_version = arg.text(engine_version, "engine_version", optional=True)
+    kv_cache_dtype = arg.text(kv_cache_dtype, "kv_cache_dtype", optional=True)
+    calibration = arg.path(calibration, "calibration", optional=True)
+    ids = tuple(load_gpu(g).id for g in names_of(gpus, "gpus") if g.strip())
     if isinstance(workload, Mapping):
         w = load_workload(None, {**workload, **workload_fields})
     elif workload is None or isinstance(workload, (str, Path)):
@@ -263,11 +260,8 @@ def capacity(model: str, workload: str | Path | Mapping[str, Any] | None = None,
     else:
         raise GpuplanError(f"a workload is a dict of its fields or the path of a YAML file, not "
                            f"{type(workload).__name__}")
-    if engine not in ("vllm", "sglang"):
-        raise GpuplanError(f"capacity simulates vllm or sglang, not {engine!r}")
     s = scenario_from({k: v for k, v in dict(model=model, task="infer", engine=engine, engine_version=engine_version,
                                              kv_cache_dtype=kv_cache_dtype).items() if v is not None})
-    ids = tuple(load_gpu(g).id for g in names_of(gpus, "gpus") if g.strip())
     plans = search(s, load_model(model), w, gpu_ids=ids, max_gpus=max_gpus, any_quant=any_quant,
                    simulate_top=top, calibration=load_calibration(calibration) if calibration else None)
     return CapacityReport(workload=w, plans=shown(plans), deployments=plans)
@@ -290,23 +284,28 @@ class LaunchReport(Answer):
 
 
 def launch(scenario: ScenarioLike, *, targets: Iterable[str] = (), folder: str | Path = "gpuplan-launch",
-           force: bool = False, dataset: str | None = None, script: Iterable[str] | None = None,
+           force: bool = False, dataset: str | None = None, script: str | Iterable[str] | None = None,
            bucket: str | None = None, visible_devices: tuple[int, ...] | None = None,
            command: str = "gpuplan.launch (Python API)") -> LaunchReport:
     """Write the files that run the scenario's plan (SkyPilot, accelerate, DeepSpeed, torchrun, the trainer's
     arguments, torchtune, torchtitan, Axolotl, Unsloth, vllm serve: every target that applies, or ``targets``)
     into ``folder``: ``gpuplan launch``."""
     from ..launchers import LaunchOptions, check_target_names, launch_plan
+    from ..launchers.files import output_folder
 
-    check_target_names(names_of(targets, "targets"))
+    targets = names_of(targets, "targets")
+    check_target_names(targets)
+    folder, force = output_folder(folder, "folder"), arg.flag(force, "force")  # checked before the plan is made
+    options: dict[str, Any] = {"bucket": arg.text(bucket, "bucket", optional=True)}
+    if arg.text(dataset, "dataset", optional=True):
+        options["dataset"] = dataset
+    if arg.script_of(script):
+        options["script"] = arg.script_of(script)
+    visible_devices = arg.devices_of(visible_devices)
+    command = arg.text(command, "command")
     s = scenario_of(scenario)
     plan = launch_plan(s, command=command, visible_devices=visible_devices)
-    options = {"bucket": bucket}
-    if dataset:
-        options["dataset"] = dataset
-    if script:
-        options["script"] = tuple(script)
-    return write_plan(plan, names_of(targets, "targets"), LaunchOptions(**options), folder, force)
+    return write_plan(plan, targets, LaunchOptions(**options), folder, force)
 
 
 def write_plan(plan, targets: list[str], options, folder: str | Path, force: bool) -> LaunchReport:
@@ -328,9 +327,27 @@ def _rent_options(rent: Any) -> list[tuple[Any, int]]:
 
 
 def _bounded(value: Any, what: str, low: float, high: float) -> None:
-    real_number(value, what)
-    if value is not None and not (math.isfinite(value) and low <= value <= high):
-        raise GpuplanError(f"{what} must be between {low:g} and {high:g}, got {value!r}")
+    if value is not None:
+        number(value, what, least=low, most=high, whole=what == "--top")
+
+
+def _buy_kinds(build: Any, host: Any, region: Any, sector: Any, prices: Any, flags: dict[str, Any],
+               amounts: dict[str, Any]) -> dict[str, float]:
+    """buy's arguments, each of its kind (or one sentence); ``prices`` as ``{card: USD}``."""
+    arg.text(build, "build", optional=True)
+    arg.text(host, "host", optional=True)
+    arg.text(region, "region", optional=True)
+    arg.text(sector, "sector", choices=("residential", "commercial"))
+    for name, value in flags.items():
+        arg.flag(value, name)
+    for name, value in amounts.items():
+        arg.amount(value, name, optional=True)
+    if prices is None:
+        return {}
+    if not isinstance(prices, Mapping):
+        raise GpuplanError(f"prices takes a dict of card: USD (e.g. {{'rtx-5090': 2500}}), not {echo_value(prices)}")
+    return {arg.text(k, "prices' card names"): number(v, f"price of {k}", above=True, most=1e8)
+            for k, v in prices.items()}
 
 
 def buy(build: str | None = None, *, workloads: str | Path | Mapping[str, Any] | list | None = None,
@@ -353,6 +370,10 @@ def buy(build: str | None = None, *, workloads: str | Path | Mapping[str, Any] |
     from ..owning.power import HOURS_PER_YEAR, electricity_price
     from ..owning.workloads import load_workloads
 
+    gpus = names_of(gpus, "gpus")
+    prices = _buy_kinds(build, host, region, sector, prices, {"used": used, "display": display,
+                        "off_when_idle": off_when_idle}, {"price": price, "host_usd": host_usd, "host_ram_gib":
+                        host_ram_gib, "host_w": host_w, "host_idle_w": host_idle_w, "usd_per_kwh": usd_per_kwh})
     for value, what, low, high in ((budget_usd, "--budget", 1, 1e9), (years, "--years", 0.01, 10), (pue, "--pue", 1, 3),
                                    (maintenance_usd_per_year, "--maintenance-usd", 0, 1e7),
                                    (space_usd_per_month, "--space-usd-per-month", 0, 1e6), (hours, "--hours", 1, 1e6),
@@ -368,7 +389,7 @@ def buy(build: str | None = None, *, workloads: str | Path | Mapping[str, Any] |
     if budget_usd is not None:
         if w is None:
             raise GpuplanError("a budget search needs the work: --workloads FILE (jobs and how often they run)")
-        price_map = {resolve_gpu(k)[0].id: v for k, v in (prices or {}).items()}
+        price_map = {resolve_gpu(k)[0].id: v for k, v in prices.items()}
         return advise(w, budget_usd, terms, cards=gpu_ids(gpus, []), prices=price_map, used=used,
                       host_usd=host_usd, host_ram_gib=host_ram_gib, display=display, top=top)
     gpu, count = parse_build(build)

@@ -13,7 +13,6 @@ otherwise an error with the closest bundled names.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import socket
@@ -24,7 +23,8 @@ from pathlib import Path
 
 import yaml
 
-from ..errors import GpuplanError, UnknownNameError, did_you_mean, normalize_name
+from ..errors import GpuplanError, UnknownNameError, did_you_mean, echo, normalize_name
+from ..userfiles import load_json
 from .spec import ModelSpec
 
 REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
@@ -96,6 +96,10 @@ def base_repo(name: str) -> str | None:
 
 def load_model(name: str) -> ModelSpec:
     """Resolve a model argument (alias, path or Hugging Face repo id) to a :class:`ModelSpec`."""
+    if isinstance(name, Path):
+        name = str(name)
+    if not isinstance(name, str):
+        raise GpuplanError(f"a model is named by text (a bundled name, a repo id or a path), not {echo(name)}")
     if not name or not name.strip():
         raise GpuplanError("no model given: pass a bundled name (see `gpuplan models`), a repo id or a path")
     if name.lower().startswith("synthetic-"):  # model_size: a published shape, gpuplan.model.synthetic
@@ -135,12 +139,7 @@ def _bundled_spec(repo: str) -> ModelSpec:
 def _spec_from_file(path: Path, name: str | None) -> ModelSpec:
     if not path.is_file():
         raise GpuplanError(f"no config.json at {path}: pass a config.json file or a folder that holds one")
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise GpuplanError(f"{path} is not valid JSON (line {err.lineno}, column {err.colno}: {err.msg})") from None
-    except UnicodeDecodeError:
-        raise GpuplanError(f"{path} is not a UTF-8 text file; pass the model's config.json") from None
+    config = load_json(path, "model config")
     if not isinstance(config, dict):
         raise GpuplanError(f"{path} holds a JSON {type(config).__name__}, not a config.json object")
     if name is None:

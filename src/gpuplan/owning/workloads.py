@@ -25,8 +25,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ..errors import GpuplanError, read_mapping
+from ..errors import GpuplanError
 from ..scenario import Scenario, load_scenario, scenario_from
+from ..userfiles import read_mapping
 
 HARDWARE_FIELDS = ("gpu", "num_gpus", "num_nodes", "provider", "pricing", "host_ram_gib")
 MAX_JOBS = 20
