@@ -214,15 +214,20 @@ def test_calibrate_serving_refuses_what_it_cannot_fit(tmp_path):
                                            r"weights take 27\.3 GiB of the 21\.2 GiB vLLM may use"):
         _deployment("phi-4", "rtx-4090")
     model, engine = _deployment("llama-3.2-1b", "h100-sxm")
-    zero = calibrate.read_results(_run(tmp_path, "zero.json", {**ok, "mean_ttft_ms": 0}))
+    with pytest.raises(GpuplanError, match=r"zero\.json: mean_ttft_ms must be a number above 0 to 3,600,000, got 0$"):
+        calibrate.read_results(_run(tmp_path, "zero.json", {**ok, "mean_ttft_ms": 0}))
+    zero = calibrate.read_results(_run(tmp_path, "zero.json", {**ok, "mean_ttft_ms": 0.001}))
     with pytest.raises(GpuplanError, match=r"^no run can be fitted: .*zero\.json is left out: its mean TTFT is not "
                                            r"above the API server's own latency$"):
         calibrate.fit(model, engine, zero)
     with pytest.raises(GpuplanError, match=r"^no run to fit: the result files hold no benchmark$"):
         calibrate.fit(model, engine, [])
-    huge = calibrate.read_results(_run(tmp_path, "huge.json", {**ok, "completed": 10**9,
-                                                                "total_input_tokens": 10**11,
-                                                                "total_output_tokens": 10**10}))
+    with pytest.raises(GpuplanError, match=r"huge\.json: completed must be a whole number from 1 to 1,000,000, "
+                                           r"got 1,000,000,000$"):
+        calibrate.read_results(_run(tmp_path, "huge.json", {**ok, "completed": 10**9}))
+    huge = calibrate.read_results(_run(tmp_path, "huge.json", {**ok, "completed": 10**6,
+                                                                "total_input_tokens": 10**8,
+                                                                "total_output_tokens": 10**7}))
     replayed = []
     original = calibrate.replay
 
@@ -236,7 +241,7 @@ def test_calibrate_serving_refuses_what_it_cannot_fit(tmp_path):
     finally:
         calibrate.replay = original
     assert replayed and max(replayed) == calibrate.MAX_REPLAY == 2000
-    assert f"{huge[0].source}: 2,000 of its 1,000,000,000 requests replayed" in notes and len(rows) == 1
+    assert f"{huge[0].source}: 2,000 of its 1,000,000 requests replayed" in notes and len(rows) == 1
 
 
 # The fuzz report's three well-formed results (fuzz-3-inputs/vllm_ok.json, guidellm_ok.json, aiperf_ok.json), as

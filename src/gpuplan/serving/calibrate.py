@@ -337,16 +337,18 @@ def _fixed_point(model, engine, runs: list[Measurement], base: list[Halves], dea
 
 def _judge(model, engine, runs: list[Measurement], base: list[Halves], fitted: tuple[float, float],
            deadline: float) -> tuple[tuple[float, float], list[Halves], list[str]]:
-    """The correction applied: of ``fitted``, its compute factor alone and its memory factor alone, the one with
-    the least error on the held-out halves among those that make no run's held-out TTFT or TPOT error larger than
-    without a correction (:func:`_worse`); none if each does. Returns it, the runs replayed with it, and a note
-    when the fitted correction is not the one applied."""
+    """The correction applied: ``fitted`` when it makes no run's held-out TTFT or TPOT error larger than without
+    a correction (:func:`_worse`); else, of its compute factor alone and its memory factor alone, the one with the
+    least error on the held-out halves among those that pass; none if neither does. Returns it, the runs replayed
+    with it, and a note when the fitted correction is not the one applied."""
     tried, why = [], ""
     for factors in dict.fromkeys((fitted, (fitted[0], 1.0), (1.0, fitted[1]))):
         if factors == (1.0, 1.0):
             continue
         preds = [predict(_with(model, factors), engine, r, deadline) for r in runs]
         bad = _worse(preds, base, runs)
+        if factors == fitted and not bad:
+            return factors, preds, []
         why = why or (bad if factors == fitted else "")
         if not bad:
             error = sum(abs(p.check[i] / m - 1) for p, r in zip(preds, runs, strict=True)
