@@ -104,6 +104,9 @@ class GpuSpec:
     msrp_date: str | None = None  # the day the launch MSRP applied from (entries added in 2026 have it)
     slot_width: float | None = None  # expansion slots the reference card takes (None: not in the catalog, or a SoC)
     unified_memory: bool = False  # one memory pool for CPU and GPU (Apple silicon, DGX Spark, Strix Halo)
+    # a whole computer's own ports for linking several (DGX Spark: ConnectX-7, RoCE at 200 Gb/s); "": none on file
+    network: str = ""
+    network_gbps: float | None = None
 
     @property
     def generation(self) -> str:
@@ -152,7 +155,8 @@ def _spec(entry: dict[str, Any]) -> GpuSpec:
         boost_clock_mhz=entry.get("boost_clock_mhz"), nvlink_domain=int(link.get("nvlink_domain") or 0),
         power_limit_w=entry.get("power_limit_w"),
         msrp_date=str(entry["launch_msrp_date"]) if entry.get("launch_msrp_date") else None,
-        slot_width=entry.get("slot_width"), unified_memory=bool(mem.get("unified")) or entry["vendor"] == "Apple")
+        slot_width=entry.get("slot_width"), unified_memory=bool(mem.get("unified")) or entry["vendor"] == "Apple",
+        network=str(link.get("network") or ""), network_gbps=link.get("network_gbps"))
 
 
 @cache

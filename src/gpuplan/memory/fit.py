@@ -44,13 +44,17 @@ def check(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> list[str]:
         raise GpuplanError(f"{what} = {s.tp * s.pp * s.cp} must divide the {s.world_size} GPUs (num_gpus x "
                            "num_nodes)")
     if s.task == "infer" and s.num_nodes > 1:  # one copy of the model across nodes (issue 33)
+        if s.engine not in ("vllm", "sglang", "trtllm"):
+            raise GpuplanError(f"{s.engine} serves on one machine: set engine to vllm, sglang or trtllm to split "
+                               f"the model across {s.num_nodes} nodes, or plan one node")
         if s.tp * s.pp != s.world_size:
             raise GpuplanError(f"serving over {s.num_nodes} nodes runs one copy of the model across them: set tp x pp "
-                               f"= {s.world_size} (tp {s.num_gpus} inside each node, pp {s.num_nodes} across nodes); "
-                               "for replicas, plan one node and count the nodes")
-        if s.tp > s.num_gpus:
-            raise GpuplanError(f"tensor parallel {s.tp} would cross nodes of {s.num_gpus} GPUs (an all-reduce per "
-                               f"layer over the network): keep tp at most {s.num_gpus} and split across nodes with pp")
+                               f"= {s.world_size} (tp {s.num_gpus} inside each node and pp {s.num_nodes} across nodes, "
+                               f"or tp {s.world_size} over all of them); for replicas, plan one node and count the "
+                               "nodes")
+        if s.tp % s.num_gpus and s.num_gpus % s.tp:
+            raise GpuplanError(f"a tensor-parallel group of {s.tp} would straddle nodes of {s.num_gpus} GPUs: set tp "
+                               f"to a divisor of {s.num_gpus} (inside each node) or a multiple of it (whole nodes)")
     if s.framework == "megatron" and s.task == "train":
         warnings += check_megatron(s, m)
     strategy = s.resolved_strategy

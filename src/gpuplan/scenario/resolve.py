@@ -45,6 +45,11 @@ def serving_split(s: Scenario, m: ModelSpec) -> tuple[dict[str, Any], str | None
     if s.task != "infer" or n == 1 or s.tp * s.pp != 1 or s.strategy is not None:
         return {}, None
     if s.num_nodes > 1:  # vLLM's multi-node recipe: tensor parallel inside each node, pipeline stages across nodes
+        if s.engine in ("vllm", "sglang", "trtllm") and s.num_gpus == 1 and tensor_parallel_ok(m, s.num_nodes):
+            return {"tp": s.num_nodes}, (
+                f"{s.num_nodes} machines of one GPU serve one copy of the model with tensor parallel {s.num_nodes} "
+                "across them, as two linked DGX Sparks run vLLM (--tensor-parallel-size 2 over Ray: conselara.dev/"
+                "notes/dgx-spark-benchmarks, corti.com's two-Spark cluster); set pp instead for pipeline stages")
         if s.engine in ("vllm", "sglang", "trtllm") and tensor_parallel_ok(m, s.num_gpus):
             return {"tp": s.num_gpus, "pp": s.num_nodes}, (
                 f"{s.num_nodes} nodes of {s.num_gpus} GPUs serve one copy of the model: tensor parallel {s.num_gpus} "

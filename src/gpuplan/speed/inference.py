@@ -38,7 +38,7 @@ from ..scenario import Scenario
 from ..tensors.kv import kv_bytes_per_sequence
 from ..tensors.state import attention_kernel, weight_format
 from .breakdown import Speed
-from .comms import Link, all_reduce_s, inter_node_link, intra_node_link
+from .comms import DataParallel, Link, all_reduce_s, inter_node_link, intra_node_link
 from .gemm import bandwidth, gemm_time_s, peak_flops, streaming_bandwidth
 from .work import attention_s, eager_ops_per_layer, elementwise_s, expert_loop_s, lm_head_s, smooth_max
 
@@ -303,22 +303,32 @@ class StepTimer:
     def _tp_s(self, tokens: float) -> float:
         """Two all-reduces of ``tokens x hidden`` 16-bit activations per layer (Megatron row-parallel outputs),
         each paying the link's latency (and an engine's own cost per all-reduce, :attr:`EngineLoop.all_reduce_s`):
-        the per-layer floor of tensor parallelism at small batch."""
+        the per-layer floor of tensor parallelism at small batch. A group wider than a node (SGLang's ``--tp 16
+        --nnodes 2``; two DGX Sparks at ``--tensor-parallel-size 2``) all-reduces hierarchically, inside each node
+        and then across the nodes over each GPU's share of the network (:class:`~gpuplan.speed.comms.DataParallel`,
+        NCCL's tree/ring over the rails)."""
         if self.s.tp <= 1:
             return 0.0
         extra = self.loop.all_reduce_s if self.loop else 0.0
-        return 2 * self.m.num_layers * (all_reduce_s(tokens * self.m.hidden_size * 2, self.s.tp, self.link) + extra)
+        nbytes = tokens * self.m.hidden_size * 2
+        if self.s.tp > self.s.num_gpus and self.inter is not None:
+            group = DataParallel(per_node=self.s.num_gpus, nodes=self.s.tp // self.s.num_gpus, intra=self.link,
+                                 inter=self.inter)
+            return 2 * self.m.num_layers * (group.all_reduce_s(nbytes) + extra)
+        return 2 * self.m.num_layers * (all_reduce_s(nbytes, self.s.tp, self.link) + extra)
 
     def _node_hops_s(self, tokens: float) -> float:
-        """A copy of the model split into pipeline stages across nodes: at each of the ``nodes - 1`` stage
-        boundaries between nodes every step sends the ``tokens`` rows' hidden states and residual (16-bit) to the
-        next node (vLLM's IntermediateTensors, ``hidden_states`` and ``residual``: vllm/model_executor/models/
-        llama.py), over each GPU's share of the node's network, paying its latency. Stage boundaries inside a node
-        are not counted (they move the same bytes over NVLink or PCIe)."""
-        if self.inter is None or self.s.num_nodes <= 1:
+        """A copy of the model split into pipeline stages across nodes: at each stage boundary between nodes
+        (``min(pp, nodes) - 1`` of them: none when one tensor-parallel group spans the nodes) every step sends the
+        ``tokens`` rows' hidden states and residual (16-bit) to the next node (vLLM's IntermediateTensors,
+        ``hidden_states`` and ``residual``: vllm/model_executor/models/llama.py), over each GPU's share of the
+        node's network, paying its latency. Stage boundaries inside a node are not counted (they move the same
+        bytes over NVLink or PCIe)."""
+        hops = min(self.s.pp, self.s.num_nodes) - 1
+        if self.inter is None or hops <= 0:
             return 0.0
         nbytes = 2 * tokens * self.m.hidden_size * 2
-        return (self.s.num_nodes - 1) * (self.inter.latency_s + nbytes / self.inter.bytes_per_s)
+        return hops * (self.inter.latency_s + nbytes / self.inter.bytes_per_s)
 
     def host_s(self, *, prefill: bool, context: float = 0, seqs: float = 1, tokens: float | None = None) -> float:
         """Host time of one step of ``seqs`` sequences: eager transformers launches every op from Python; vLLM

@@ -199,7 +199,7 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
     widen = []
     if gpu.vendor != "NVIDIA":
         widen.append("other vendor")
-    if s.num_nodes > 1 and not network.inter_node:
+    if s.num_nodes > 1 and not network.inter_node and not gpu.network:  # neither the offer's nor the computer's
         widen.append("no fabric data")
     return speed.with_range("train", *widen)
 
