@@ -59,12 +59,13 @@ class LaunchPlan:
 
     @property
     def gpus_per_node(self) -> int:
+        """GPUs on each node: a training node's, or the node's share of one serving copy (tp x pp over its nodes)."""
         s = self.scenario
-        return s.num_gpus if self.train else s.tp * s.pp
+        return s.num_gpus if self.train else s.tp * s.pp // s.num_nodes
 
     @property
     def num_nodes(self) -> int:
-        return self.scenario.num_nodes if self.train else 1
+        return self.scenario.num_nodes
 
     @property
     def tokens_per_step(self) -> int:
@@ -119,7 +120,7 @@ class LaunchPlan:
     @property
     def setup_label(self) -> str:
         s = self.scenario
-        what = f"{s.world_size if self.train else self.gpus_per_node}x {self.gpu.name}"
+        what = f"{s.world_size if self.train else s.tp * s.pp}x {self.gpu.name}"
         if self.train:
             what += f", {s.resolved_strategy}, {s.method}"
         else:
@@ -247,6 +248,8 @@ def launch_plan(scenario: Scenario | dict, *, command: str = "gpuplan.launchers.
         # vLLM refuses to start when one request of max_model_len does not fit its pool: plan the longest that does
         s = s.model_copy(update={"max_model_len": fit})
         result = estimate(s, advise=False)
+    if s.task == "infer" and (s.tp, s.pp) != (result.scenario["tp"], result.scenario["pp"]):
+        s = s.model_copy(update={"tp": result.scenario["tp"], "pp": result.scenario["pp"]})  # the split it planned
     if result.memory.fits is False:
         mem = result.memory
         digits = 1 if f"{mem.device_peak_gib:.1f}" != f"{mem.capacity_gib:.1f}" else 2  # never "23.9 of 23.9"

@@ -33,6 +33,9 @@ def applies(plan: LaunchPlan) -> str | None:
                 "--engine trtllm")
     if s.kv_cache_dtype not in KV_DTYPE:
         return f"TensorRT-LLM's KV cache is 16-bit or fp8, not {s.kv_cache_dtype}: set kv_cache_dtype fp8 or auto"
+    if plan.num_nodes > 1:
+        return (f"trtllm-serve over {plan.num_nodes} nodes starts under mpirun or Slurm, which gpuplan does not write: "
+                "plan with engine vllm or sglang to launch across nodes")
     if not plan.result.memory.engine:
         return "the estimate has no TensorRT-LLM startup for this plan (a GPU is needed)"
     return None
