@@ -178,8 +178,35 @@ def test_unified_memory_computers_are_bought_whole():
     assert spark.host_ram_gib == pytest.approx(128 - 115.85)
     assert load_gpu("dgx-spark").usable_gib == pytest.approx(115.85)
     assert load_gpu("amd-ryzen-ai-max-plus-395").usable_gib == 96.0
-    with pytest.raises(GpuplanError, match="whole computer"):
-        make_build("dgx-spark", 2)
+    with pytest.raises(GpuplanError, match="at most 2 link with one cable"):
+        make_build("dgx-spark", 3)
+    with pytest.raises(GpuplanError, match="buy one"):
+        make_build("amd-ryzen-ai-max-plus-395", 2)  # no sourced way to link several
+
+
+def test_two_dgx_sparks_linked_serve_qwen3_235b():
+    """Two DGX Sparks joined by one QSFP cable: bought as two whole computers, each job planned as two nodes of one
+    GPU over their ConnectX-7 RoCE link (200 Gb/s), the 235B model split by tensor parallel 2 across them as the
+    published two-Spark runs do. conselara.dev/notes/dgx-spark-benchmarks measured Qwen3-235B-A22B-GPTQ-Int4 on such
+    a pair (vLLM, TP 2, fp8 KV cache): 57.64 GiB of weights resident per node and 17.0 tokens/s for one request of
+    256 output tokens."""
+    pair = make_build("dgx-spark", 2)
+    assert pair.purchase_usd == 2 * 3999 and pair.host_usd == 0 and pair.host_ram_gib == pytest.approx(128 - 115.85)
+    assert any("one GPU per node" in n for n in pair.notes)
+    job = load_workloads([{"name": "235B", "hours_per_day": 8, "scenario": {
+        "model": "qwen3-235b-a22b", "task": "infer", "engine": "vllm", "quant": "gptq-int4", "kv_cache_dtype": "fp8",
+        "batch_size": 1, "output_tokens": 256, "gpu_memory_utilization": 0.87}}]).workloads[0]
+    plan = job_plan(job, load_gpu("dgx-spark"), 2, owned=True, host_ram_gib=pair.host_ram_gib)
+    assert plan.runs and not plan.change
+    sc = plan.scenario
+    assert (sc["num_gpus"], sc["num_nodes"], sc["tp"], sc["pp"]) == (1, 2, 2, 1)
+    assert plan.plan.memory.weights_gib == pytest.approx(57.64, rel=0.01)
+    assert plan.tokens_per_s == pytest.approx(17.0, rel=0.05)
+    checks = {c.name: c for c in build_checks(pair, [plan])}
+    assert checks["link"].status == "ok" and "roce 200 Gb/s" in checks["link"].line
+    assert checks["memory pool"].status == "ok"
+    one = job_plan(job, load_gpu("dgx-spark"), 1, owned=True)
+    assert not one.runs and "does not fit" in one.why_not  # 118 GB of weights: one Spark cannot hold them
 
 
 def test_host_profiles_and_prices():

@@ -1,7 +1,8 @@
-"""The buying advisor: every build a budget buys (1, 2, 4 or 8 of each card with a price, Macs and unified-memory
-computers as one machine each), each job's Plan on it, ranked by how many of the jobs it runs, then by the cost of
-owning it per job over the horizon (at the pessimistic end of the speed band), with what each build cannot do and
-where renting the same work (each job on its cheapest rental, as ``recommend`` ranks them) costs less.
+"""The buying advisor: every build a budget buys (1, 2, 4 or 8 of each card with a price; Macs and unified-memory
+computers one machine each, or as many as link with one cable: two DGX Sparks), each job's Plan on it, ranked by
+how many of the jobs it runs, then by the cost of owning it per job over the horizon (at the pessimistic end of the
+speed band), with what each build cannot do and where renting the same work (each job on its cheapest rental, as
+``recommend`` ranks them) costs less.
 
 Cards in SXM/OAM modules or superchips need a vendor's baseboard server (HGX, DGX, OAM) and are not built here."""
 
@@ -18,6 +19,7 @@ from ..plan.recommend import Constraints, recommend
 from .answer import Terms, answer_build, jobs_per_horizon, notes_for, workload_rows
 from .builds import make_build
 from .compare import BuildAnswer, BuyReport, RentalAnswer, rental_answer
+from .facts import linked
 from .plans import job_plan
 from .workloads import Workloads
 
@@ -42,6 +44,14 @@ def cheapest_rentals_of(w: Workloads) -> RentalAnswer | None:
     return rental_answer("each job on its cheapest offer", "on_demand", plans)
 
 
+def _counts(gpu: GpuSpec) -> tuple[int, ...]:
+    """1, 2, 4 and 8 cards; one unified-memory computer, or as many as link with one cable (two DGX Sparks)."""
+    if not gpu.unified_memory:
+        return COUNTS
+    link = linked(gpu.id)
+    return (1, link["most"]) if link else (1,)
+
+
 def _candidates(budget: float, cards: Iterable[str], prices: Mapping[str, float], used: bool,
                 host_usd: float | None, host_ram_gib: float | None, display: bool):
     """The builds within the budget, and a sentence for each card or count that could not be priced."""
@@ -49,7 +59,7 @@ def _candidates(budget: float, cards: Iterable[str], prices: Mapping[str, float]
     for gpu in (gpus()[g] for g in cards):
         if not buildable(gpu):
             continue
-        for count in (1,) if gpu.unified_memory else COUNTS:
+        for count in _counts(gpu):
             try:
                 b = make_build(gpu, count, price=prices.get(gpu.id), used=used, host_usd=host_usd,
                                host_ram_gib=host_ram_gib, display=display)

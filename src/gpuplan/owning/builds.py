@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 from ..errors import GpuplanError
 from ..hardware import GpuSpec, load_gpu, short_id
 from ..plan.recommend import parse_have
-from .facts import host_for, host_profile
+from .facts import host_for, host_profile, linked
 from .prices import Price, card_price
 
 
@@ -71,18 +71,7 @@ def make_build(gpu: GpuSpec | str, count: int = 1, *, price: float | None = None
     host_w, host_idle_w = _positive(host_w, "--host-w", 1e5), _positive(host_idle_w, "--host-idle-w", 1e5)
     card = card_price(gpu, given=price, used=used)
     if whole_computer(gpu):
-        if count != 1:
-            raise GpuplanError(f"{gpu.name} is a whole computer: buy one (two linked over the network are not "
-                               "modelled yet)")
-        pool_left = max(gpu.memory_gib - gpu.usable_gib, 0.0)
-        return Build(gpu_id=gpu.id, gpu_name=gpu.name, count=1, whole_computer=True, card=card, host="",
-                     host_label="the computer itself", host_usd=0.0, host_price="included in the computer's price",
-                     host_ram_gib=host_ram_gib if host_ram_gib is not None else pool_left,
-                     host_ram_note="given" if host_ram_gib is not None else
-                     f"one memory pool: {gpu.memory_gib:,.0f} GB, {gpu.usable_gib:,.1f} GiB for the GPU, "
-                     f"{pool_left:,.1f} GiB left for the CPU side",
-                     host_busy_w=host_w or 0.0, host_idle_w=host_idle_w or 0.0, display=display,
-                     notes=["the computer's draw is the chip's TDP (the whole machine's supply may be larger)"])
+        return _computers(gpu, count, card, host_ram_gib, host_w, host_idle_w, display)
     module = not gpu.form_factor.lower().startswith("pcie")  # SXM/OAM: on a vendor's baseboard, in a server
     profile = host_profile(host) if host else host_profile("server-8gpu") if module else host_for(count)
     if module and profile.id != "server-8gpu":
@@ -105,6 +94,31 @@ def make_build(gpu: GpuSpec | str, count: int = 1, *, price: float | None = None
                  host_busy_w=host_w if host_w is not None else profile.busy_w,
                  host_idle_w=host_idle_w if host_idle_w is not None else profile.idle_w, display=display,
                  notes=list(profile.notes[1:]))
+
+
+def _computers(gpu: GpuSpec, count: int, card: Price, host_ram_gib: float | None, host_w: float | None,
+               host_idle_w: float | None, display: bool) -> Build:
+    """``count`` unified-memory computers: one, or several linked over their own network ports (the catalog's
+    ``network``) where owning.yaml says how many join without a switch (two DGX Sparks, one QSFP cable: a plan
+    across them has one GPU per node)."""
+    link = linked(gpu.id) if count > 1 else None
+    if count > 1 and (link is None or not gpu.network or count > link["most"]):
+        raise GpuplanError(f"{gpu.name} is a whole computer: " + (
+            f"at most {link['most']} link with one cable ({count} need a switch gpuplan does not price)" if link
+            else "buy one (gpuplan has no sourced way to link several)"))
+    pool_left = max(gpu.memory_gib - gpu.usable_gib, 0.0)
+    notes = ["the computer's draw is the chip's TDP (the whole machine's supply may be larger)"]
+    if link:
+        notes.append(f"{count} linked over their own ports ({gpu.network} {gpu.network_gbps:,.0f} Gb/s), one GPU "
+                     f"per node ({link['sources'][0]['url']}); {link['note']}")
+    return Build(gpu_id=gpu.id, gpu_name=gpu.name, count=count, whole_computer=True, card=card, host="",
+                 host_label="the computer itself" if count == 1 else "the computers themselves", host_usd=0.0,
+                 host_price="included in the computer's price",
+                 host_ram_gib=host_ram_gib if host_ram_gib is not None else pool_left,
+                 host_ram_note="given" if host_ram_gib is not None else
+                 f"one memory pool{' in each' if count > 1 else ''}: {gpu.memory_gib:,.0f} GB, {gpu.usable_gib:,.1f} "
+                 f"GiB for the GPU, {pool_left:,.1f} GiB left for the CPU side",
+                 host_busy_w=host_w or 0.0, host_idle_w=host_idle_w or 0.0, display=display, notes=notes)
 
 
 def parse_build(text: str) -> tuple[GpuSpec, int]:

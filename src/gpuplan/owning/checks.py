@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 from ..hardware import GpuSpec, gpus
 from .builds import Build
-from .facts import Source, coolers, display, host_profiles, power
+from .facts import Source, coolers, display, host_profiles, linked, power
 from .plans import JobPlan
 
 
@@ -115,6 +115,16 @@ def _nvlink(b: Build, gpu: GpuSpec) -> Check:
                  line=f"{gpu.name}: NVLink on the baseboard ({link:,.0f} GB/s per GPU)")
 
 
+def _link(b: Build, gpu: GpuSpec) -> Check:
+    """Whole computers linked over their own ports: the cable between them, and the fabric the plans run over."""
+    link = linked(gpu.id) or {}
+    return Check(name="link", status="ok", source="; ".join(Source(s["url"], s["where"]).line()
+                                                           for s in link.get("sources", ())),
+                 line=f"{b.count} computers, one GPU each, joined port to port ({gpu.network} "
+                 f"{gpu.network_gbps or 0:,.0f} Gb/s): each job's Plan runs across {b.count} nodes over it; "
+                 f"{link.get('note', '')}")
+
+
 def _memory(b: Build, gpu: GpuSpec, plans: list[JobPlan]) -> list[Check]:
     out = []
     for p in plans:
@@ -122,10 +132,12 @@ def _memory(b: Build, gpu: GpuSpec, plans: list[JobPlan]) -> list[Check]:
             continue
         if b.whole_computer:
             pool = gpu.usable_gib + b.host_ram_gib
-            used = p.device_peak_gib + p.cpu_gib
-            out.append(Check(name="memory pool", status="ok" if used <= pool else "fail",
-                             line=f"{p.job}: {p.device_peak_gib:,.1f} GiB on the GPU + {p.cpu_gib:,.1f} GiB on the "
-                             f"CPU side of one {pool:,.1f} GiB pool", source=b.host_ram_note))
+            ok = p.device_peak_gib <= gpu.usable_gib and p.cpu_gib <= b.host_ram_gib
+            each = "one" if b.count == 1 else "each computer's"
+            out.append(Check(name="memory pool", status="ok" if ok else "fail",
+                             line=f"{p.job}: {p.device_peak_gib:,.1f} GiB on the GPU (of {gpu.usable_gib:,.1f}) + "
+                             f"{p.cpu_gib:,.1f} GiB on the CPU side (of {b.host_ram_gib:,.1f}) of {each} "
+                             f"{pool:,.1f} GiB pool", source=b.host_ram_note))
         elif p.cpu_gib:
             ok = p.cpu_gib <= b.host_ram_gib
             out.append(Check(name="host RAM", status="ok" if ok else "fail", source=b.host_ram_note,
@@ -155,4 +167,6 @@ def build_checks(b: Build, plans: list[JobPlan]) -> list[Check]:
     checks += _slots(b, gpu)
     if not b.whole_computer:
         checks += [_cooling(b, gpu), _nvlink(b, gpu)]
+    elif b.count > 1:
+        checks.append(_link(b, gpu))
     return checks + _memory(b, gpu, plans)

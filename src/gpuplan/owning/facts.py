@@ -82,6 +82,11 @@ def display() -> dict[str, Any]:
     return owning_facts()["display"]
 
 
+def linked(gpu_id: str) -> dict[str, Any] | None:
+    """How many of a unified-memory computer link with cables alone (``most``), with sources, or None."""
+    return owning_facts().get("linked_computers", {}).get(gpu_id)
+
+
 def _sources(entry: dict[str, Any]) -> tuple[Source, ...]:
     pairs = [("url", "where"), ("lanes_url", "lanes_where"), ("power_url", "power_where")]
     return tuple(Source(entry[u], entry.get(w, "")) for u, w in pairs if entry.get(u))

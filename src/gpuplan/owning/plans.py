@@ -60,7 +60,9 @@ def _placed(job: Job, gpu: GpuSpec, count: int, pricing: str | None, host_ram_gi
     data = {**job.scenario, "gpu": gpu.id}
     if host_ram_gib is not None:  # an owned build's RAM decides what offload and CPU layers it can hold
         data["host_ram_gib"] = host_ram_gib
-    if count > 8:  # several machines of eight
+    if gpu.unified_memory and count > 1:  # linked computers: one GPU in each, their own ports between them
+        data |= {"num_gpus": 1, "num_nodes": count}
+    elif count > 8:  # several machines of eight
         if count % 8:
             raise GpuplanError(f"{count} GPUs across machines come in nodes of 8: ask for a multiple of 8")
         data |= {"num_gpus": 8, "num_nodes": count // 8}
@@ -80,6 +82,8 @@ def _fitting(s: Scenario, gpu: GpuSpec, count: int, owned: bool) -> tuple[Plan, 
     plan = estimate(s, advise=False)
     if plan.memory.fits:
         return plan, s, "", ""
+    if owned and s.num_nodes > 1:  # linked computers, one GPU a node: the Plan's first fix that keeps them
+        return _linked_fix(s, plan)
     base = s.model_copy(update={"gpu": None, "num_gpus": 1, "num_nodes": 1, "strategy": None, "tp": 1, "pp": 1})
     c = Constraints(max_gpus=count, gpus=(gpu.id,), have=((gpu.id, count),) if owned else (), top=1,
                     pricing=s.pricing)
@@ -97,10 +101,33 @@ def _fitting(s: Scenario, gpu: GpuSpec, count: int, owned: bool) -> tuple[Plan, 
     return plan, s, "", why + (f"; {fix.change} ({fix.cost})" if fix else "; nothing makes it fit on these cards")
 
 
+# what ``recommend`` changes to make a job fit on owned cards (its layouts and techniques: plan/recommend.py
+# _variants and _layouts), and so what may be changed on linked computers; a fix beyond them (another method, a
+# quantization) changes the job and is named, not applied
+TECHNIQUES = frozenset({"strategy", "tp", "pp", "grad_checkpointing", "micro_batch_size", "grad_accum_steps",
+                        "optimizer", "offload", "activation_offload"})
+
+
+def _linked_fix(s: Scenario, plan: Plan) -> tuple[Plan, Scenario, str, str]:
+    """A job that does not fit on linked computers (one GPU in each, nodes joined by their own ports): the Plan's
+    first fix that keeps the layout of the machines (``recommend`` places owned cards in one node), applied when it
+    fits; else why it cannot run."""
+    fixes = [f for f in estimate(s).suggestions if f.fits and not {"num_gpus", "num_nodes", "gpu"} & set(f.fields)]
+    for fix in (f for f in fixes if set(f.fields) <= TECHNIQUES):
+        placed = s.model_copy(update=fix.fields)
+        fixed = estimate(placed, advise=False)
+        if fixed.memory.fits:
+            return fixed, placed, fix.change, ""
+    why = f"does not fit: {plan.memory.device_peak_gib:,.1f} of {plan.memory.capacity_gib or 0:,.1f} GiB per GPU"
+    if fixes:
+        return plan, s, "", f"{why}; {fixes[0].change} ({fixes[0].cost})"
+    return plan, s, "", why + "; nothing that keeps one GPU in each computer makes it fit"
+
+
 def job_plan(job: Job, gpu: GpuSpec, count: int, *, owned: bool, pricing: str = "on_demand",
              host_ram_gib: float | None = None) -> JobPlan:
     """``job`` on ``count`` of ``gpu``: owned (power is the owner's to count; ``host_ram_gib`` its RAM) or rented at
-    ``pricing``."""
+    ``pricing``. Several unified-memory computers are linked nodes of one GPU each, over their own ports."""
     s = _placed(job, gpu, count, None if owned else pricing, host_ram_gib)
     where = f"{count}x {short_id(gpu.id)}" + (" (owned)" if owned else "")
     plan, s, change, why = _fitting(s, gpu, count, owned)
