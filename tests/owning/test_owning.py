@@ -207,6 +207,9 @@ def test_two_dgx_sparks_linked_serve_qwen3_235b():
     assert checks["memory pool"].status == "ok"
     one = job_plan(job, load_gpu("dgx-spark"), 1, owned=True)
     assert not one.runs and "does not fit" in one.why_not  # 118 GB of weights: one Spark cannot hold them
+    ranked = gpuplan.buy(budget_usd=9000, workloads=[{"name": "235B", "hours_per_day": 8, "scenario": {
+        "model": "qwen3-235b-a22b", "task": "infer", "engine": "vllm", "quant": "gptq-int4"}}], gpus=["dgx-spark"])
+    assert [(b.build.count, b.runs) for b in ranked.builds] == [(2, 1), (1, 0)]  # the pair, then the one it buys
 
 
 def test_host_profiles_and_prices():
