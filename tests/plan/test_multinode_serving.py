@@ -69,7 +69,7 @@ def test_tensor_parallel_across_nodes_is_a_hierarchical_all_reduce():
     parts = timer.decode_parts(32, 2048)
     nbytes = 32 * 7168 * 2
     one = 2 * all_gather_s(nbytes, 8, timer.link) + all_reduce_s(nbytes / 8, 2, timer.inter)
-    extra = timer.loop.all_reduce_s if timer.loop else 0.0
+    extra = timer.timing.loop.all_reduce_s if timer.timing.loop else 0.0
     assert parts["tensor_parallel"] == pytest.approx(2 * m.num_layers * (one + extra))
     assert parts.get("pipeline_across_nodes", 0) == 0
     p = gpuplan.estimate({**R1, "engine": "sglang", "num_gpus": 8, "num_nodes": 2, "tp": 16}, advise=False)

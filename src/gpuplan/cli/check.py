@@ -11,6 +11,7 @@ from rich.text import Text
 
 from ..errors import GpuplanError
 from ..scenario import load_scenario
+from ..userfiles import write_file
 from .app import JsonFlag, app, option, overrides, print_json, scenario_command
 from .render import Column, FormatOption, bullet, out, resolve_format, show
 
@@ -37,20 +38,22 @@ def simulate_cmd(scenario: str | None = None, as_json: bool = False, compare: bo
       gpuplan simulate examples/lora-llama-8b.yaml --plot memory.png
     """
     from ..model.catalog import load_model
-    from ..scenario.resolve import describe
+    from ..scenario.describe import describe
+    from ..serving.report import plot_target
     from ..sim.simulate import simulate
 
     s = load_scenario(scenario, overrides(fields))
-    if not as_json:
+    target = plot_target(plot) if plot is not None else None  # before the simulation, not after it
+    sim = simulate(s, timeline=target is not None, layers=layers)
+    if not as_json:  # after: a scenario simulate refuses prints its sentence alone
         bullet(describe(s, load_model(s.model)), prefix="", style="bold")
-    sim = simulate(s, timeline=plot is not None, layers=layers)
     est = None
     if compare:
         from ..api import estimate
 
         est = estimate(s, advise=False).memory
-    if plot:
-        _plot(sim, Path(plot))
+    if target is not None:
+        _plot(sim, target)
     if as_json:
         data = {k: v for k, v in sim.__dict__.items() if k != "timeline"}
         if est is not None:
@@ -117,8 +120,10 @@ def _plot(sim, path: Path) -> None:
                  "counts it")
     ax.legend(markerscale=8, title="phase")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    try:
+        write_file(path, lambda temp: fig.savefig(temp, dpi=120), "--plot")
+    finally:
+        plt.close(fig)
 
 
 def _full_layers(sim) -> dict[str, int]:

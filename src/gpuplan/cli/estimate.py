@@ -74,42 +74,12 @@ def render_estimate(result) -> None:
         out.print(Text(f"its own log: {mem.logged_statistic}; compare with {mem.logged_gib:.2f} GiB", style="dim"))
     if mem.cpu_gib:
         out.print(f"CPU memory for offloaded states: {mem.cpu_gib:.1f} GiB")
-    # the engines that preallocate a pool
-    engine_name = {"sglang": "SGLang", "trtllm": "TensorRT-LLM"}.get(s.get("engine"), "vLLM")
-    engine = getattr(mem, "engine", None) or {}
-    if mem.max_concurrency is not None:
-        logged = engine.get("kv_cache_tokens") if isinstance(engine, dict) else None
-        also = (f"; vLLM's log counts the same pool as {logged:,} tokens at --max-model-len "
-                f"{engine['max_model_len']:,}" if logged and abs(logged - mem.max_context_tokens) > 0.01 * logged
-                else "")
-        if s.get("shared_prefix_tokens"):
-            also += f"; the {s['shared_prefix_tokens']:,}-token shared prefix held once where the engine caches it"
-        bullet(f"{engine_name} KV pool {mem.kv_cache_pool_gib:.1f} GiB: up to {mem.max_concurrency:,} concurrent "
-               f"requests of {s['prompt_tokens'] + s['output_tokens']:,} tokens ({mem.max_context_tokens:,} tokens "
-               f"of such requests){also}", prefix="")
-    if isinstance(engine, dict) and engine.get("max_model_len_that_fits") and \
-            engine["max_model_len_that_fits"] < (engine.get("max_model_len") or 0):  # its default would not start
-        bullet(f"vLLM: start it with --max-model-len {engine['max_model_len_that_fits']:,} or less (one request of "
-               "that length fills the KV pool)", prefix="")
-    if mem.gpu_layers is not None:
-        out.print(f"llama.cpp: {mem.gpu_layers} of {result.model.num_layers} layers on the GPU"
-                  + (f", {mem.offloaded_layers} offloaded to the CPU" if mem.offloaded_layers else ""))
+    v = result.verdict  # the plan's own sentence, as the page and the API state it
+    style = "green" if v.fits else "red bold" if v.fits is False else ""
+    out.print(Text(v.word, style=style) + Text(v.sentence[len(v.word):]), soft_wrap=True)
+    for line in v.details:
+        bullet(line, prefix="  ")
     if mem.fits is not None:
-        verdict = Text("fits" if mem.fits else "does not fit", style="green" if mem.fits else "red bold")
-        why = ""
-        host = any(w.startswith("the host's RAM cannot hold") for w in result.warnings)
-        if host and not mem.fits and mem.headroom_gib >= 0:  # offloaded states or CPU layers beyond the host's RAM
-            why = ": the host's RAM cannot hold what it keeps there (the warning says how much); device"
-        elif mem.max_concurrency is not None and not mem.fits and mem.headroom_gib >= 0:  # vLLM: the pool is short
-            why = (f": {engine_name} takes its budget whatever the job, and the KV pool left holds "
-                   f"{mem.max_concurrency:,} of the {s['batch_size']:,} concurrent requests asked; device")
-        elif mem.offloaded_layers and not mem.fits and mem.headroom_gib >= 0:  # llama.cpp: layers left on the CPU
-            why = (f": {mem.offloaded_layers} of {result.model.num_layers} layers would run from system RAM on the "
-                   "CPU (--cpu-layers counts that as fitting, at the speed below); device")
-        # headroom is the answer only when memory decides: a short KV pool or CPU layers are not out of memory
-        room = f", headroom {mem.headroom_gib:+.1f} GiB" if mem.fits or mem.headroom_gib < 0 else ""
-        out.print(verdict + Text(f" on {result.gpu.name}{why or ':'} {mem.device_peak_gib:.1f} of "
-                                 f"{mem.capacity_gib:.1f} GiB usable{room}"))
         batch = "micro-batch" if s["task"] == "train" else "batch"
         length = "sequence" if s["task"] == "train" else "prompt"
         out.print(f"largest {batch} that fits: {mem.max_batch_size or 'none'}; longest {length}: "
@@ -121,6 +91,8 @@ def render_estimate(result) -> None:
             prefix = "  * " if sug.combination else "  - "
             bullet(f"{'together: ' if sug.combination else ''}{sug.change} ({mark}; {sug.cost})", prefix=prefix)
     _speed(result, s)
+    if result.load is not None:
+        render_load(result.load, s)
     _cost(result, s)
     if result.dataset or result.recipe:
         from .data import render_data
@@ -155,6 +127,10 @@ def _speed(result, s: dict) -> None:
                 + (f", {per_user:,.1f} tokens/s averaged over a whole request with the other users' prompts "
                    "prefilled in between" if per_user and s["batch_size"] > 1 else ""))
         bullet(line, prefix="")
+        if sp.band:
+            bullet(f"range: {sp.band}", prefix="  ", style="yellow" if sp.band.startswith("uncalibrated") else "dim")
+        if result.offline is not None:
+            render_offline(result.offline, s)
         if sp.offline_tokens_per_s:
             gpus = s["num_gpus"] * s.get("num_nodes", 1)
             bullet(f"offline (every request queued at once, as trtllm-bench or MLPerf Offline): "
@@ -170,6 +146,53 @@ def _speed(result, s: dict) -> None:
         top = sorted(parts.items(), key=lambda kv: -kv[1])[:5]
         bullet(("step" if s["task"] == "train" else "decode step") + ": " + ", ".join(
             f"{k.replace('_', ' ')} {100 * v / sp.step_time_s:.0f}%" for k, v in top), prefix="  ", style="dim")
+
+
+ENGINE_LABELS = {"vllm": "vLLM", "sglang": "SGLang"}
+
+
+def render_load(run, s: dict) -> None:
+    """The simulated benchmark run at the scenario's users or rate, as ``vllm bench serve`` prints its result:
+    throughput, then mean, median, p90 and p99 of TTFT, TPOT, ITL and E2EL in ms."""
+    engine = ENGINE_LABELS.get(run.engine, run.engine)
+    load = (f"{run.max_concurrency:,} users (closed loop, think {run.think_time_s:g} s)" if run.mode == "closed loop"
+            else f"{run.request_rate:g} requests/s (open loop, Poisson)")
+    bullet(f"serving {load}: {engine}'s scheduler simulated over {run.num_prompts:,} requests, {run.lengths}",
+           prefix="", style="bold")
+    bullet(f"request throughput {run.request_throughput:,.2f} req/s, output token throughput "
+           f"{run.output_throughput:,.0f} tok/s, total token throughput {run.total_token_throughput:,.0f} tok/s "
+           f"over {run.duration:,.1f} s; at most {run.peak_running:,} requests running at once (cap "
+           f"{run.running_cap:,}), {run.preemptions:,} preempted", prefix="  ")
+    table = Table(title_justify="left", box=None, padding=(0, 2))
+    for col in ("ms", "mean", "median", "p90", "p99"):
+        table.add_column(col, justify="left" if col == "ms" else "right")
+    for metric, label in (("ttft", "TTFT"), ("tpot", "TPOT"), ("itl", "ITL"), ("e2el", "E2EL")):
+        cells = run.latency(metric)
+        table.add_row(label, *(f"{v:,.1f}" if v == v else "" for v in cells.values()))
+    out.print(table)
+    bullet(f"TTFT and E2EL include {1e3 * run.per_request_s:.1f} ms per request outside the engine's steps (HTTP, "
+           "tokenizing, the first streamed chunk); TPOT is each request's mean gap, ITL every token's gap pooled",
+           prefix="  ", style="dim")
+    for line in run.warnings:
+        bullet(line, prefix="warning: ", style="yellow", stream=err)
+
+
+def render_offline(run, s: dict) -> None:
+    """The batch queued at once through the engine's scheduler: its throughput, and how many ran together."""
+    engine = ENGINE_LABELS.get(run.engine, run.engine)
+    n, peak = run.num_prompts, run.peak_running
+    if peak >= n:
+        together = f"all {n:,} ran together"
+    else:
+        limit = (f"{engine} runs at most {run.running_cap:,} (max_num_seqs)" if peak >= run.running_cap else
+                 "the KV pool holds no more")
+        together = f"at most {peak:,} of the {n:,} ran together ({limit}): the others waited for them to finish"
+    preempted = f", {run.preemptions:,} preempted and recomputed" if run.preemptions else ""
+    bullet(f"offline (all {n:,} requests queued at once, as vllm bench throughput; {engine}'s scheduler simulated): "
+           f"{run.output_throughput:,.0f} output tokens/s, {run.duration:,.1f} s in all; {together}{preempted}",
+           prefix="  ")
+    for line in run.warnings:
+        bullet(line, prefix="warning: ", style="yellow", stream=err)
 
 
 def _cost(result, s: dict) -> None:

@@ -24,7 +24,7 @@ from pathlib import Path
 import yaml
 
 from ..errors import GpuplanError, UnknownNameError, did_you_mean, echo, normalize_name
-from ..userfiles import load_json
+from ..userfiles import load_json, user_path
 from .spec import ModelSpec
 
 REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
@@ -109,7 +109,7 @@ def load_model(name: str) -> ModelSpec:
     repo = bundled_repo(name)
     if repo:
         return _bundled_spec(repo)
-    path = Path(name).expanduser()
+    path = user_path(name)
     try:
         exists = path.exists()
     except OSError:  # a name too long or otherwise impossible as a path is not one

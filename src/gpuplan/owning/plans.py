@@ -20,7 +20,8 @@ from ..market.cost import checkpoint_bytes
 from ..market.job import job_time
 from ..memory.host import host_need_gib
 from ..model.catalog import load_model
-from ..plan.estimate import Plan, estimate
+from ..plan.estimate import estimate
+from ..plan.plan import Plan
 from ..plan.recommend import Constraints, recommend
 from ..scenario import Scenario
 from .power import HOURS_PER_YEAR

@@ -13,13 +13,15 @@ counted once). No offer rents a mixed pair: the plan is not priced.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
 
 from ..hardware import GpuSpec, resolve_gpu, short_id
 from ..result import GpuFacts
 from ..scenario import Scenario
 from ..speed.breakdown import Speed
+from .build import build
+from .plan import Plan, Verdict
+from .resolve import resolve
 
 
 def split_cards(s: Scenario) -> list[GpuSpec]:
@@ -36,7 +38,7 @@ def _device_scenario(s: Scenario, cards: list[GpuSpec], split: list[float], i: i
     return s.model_copy(update=update)
 
 
-def _speed(plans: list, shares: list[float]) -> Speed | None:
+def _speed(plans: list[Plan], shares: list[float]) -> Speed | None:
     speeds = [p.speed for p in plans]
     if any(sp is None for sp in speeds):
         return None
@@ -61,7 +63,7 @@ def _speed(plans: list, shares: list[float]) -> Speed | None:
                    if speeds[0].requests_per_s else None)
 
 
-def _device_row(card: GpuSpec, share: float, plan) -> dict:
+def _device_row(card: GpuSpec, share: float, plan: Plan) -> dict:
     engine = plan.memory.engine or {}
     return {"gpu": card.id, "name": card.name, "share": share, "layers": engine.get("device_layers"),
             "model_buffer_gib": engine.get("model_buffer_gib"), "kv_buffer_gib": engine.get("kv_buffer_gib"),
@@ -69,13 +71,22 @@ def _device_row(card: GpuSpec, share: float, plan) -> dict:
             "usable_gib": card.usable_gib, "fits": plan.memory.fits}
 
 
-def split_estimate(s: Scenario, device_plan: Callable) -> object:
-    """The plan of a llama.cpp split over the devices of ``s`` (module docstring); ``device_plan`` plans one
-    device."""
+def _verdict(cards: list[GpuSpec], fullest: Plan, card: GpuSpec, fits: bool) -> Verdict:
+    """The split's verdict: every device fits, said of the fullest one."""
+    mem, word = fullest.memory, "fits" if fits else "does not fit"
+    return Verdict(fits=fits, word=word, sentence=f"{word} on {' + '.join(c.name for c in cards)}: the fullest "
+                   f"device, {card.name}, holds {mem.device_peak_gib:,.2f} of {mem.capacity_gib:,.2f} GiB usable, "
+                   f"headroom {mem.headroom_gib:+,.2f} GiB", device_peak_gib=mem.device_peak_gib,
+                   capacity_gib=mem.capacity_gib, headroom_gib=mem.headroom_gib, details=fullest.verdict.details)
+
+
+def split_estimate(s: Scenario) -> Plan:
+    """The plan of a llama.cpp split over the devices of ``s`` (module docstring): each device a plan of its own
+    (unpriced, unadvised), composed."""
     cards = split_cards(s)
     split = list(s.tensor_split or [c.usable_gib for c in cards])
     shares = [v / sum(split) for v in split]
-    plans = [device_plan(_device_scenario(s, cards, split, i), advise=False) for i in range(len(cards))]
+    plans = [build(resolve(_device_scenario(s, cards, split, i)), advise=False) for i in range(len(cards))]
     fullest = min(range(len(cards)), key=lambda i: plans[i].memory.headroom_gib)
     rows = [_device_row(c, sh, p) for c, sh, p in zip(cards, shares, plans, strict=True)]
     fits = all(r["fits"] for r in rows)
@@ -84,23 +95,17 @@ def split_estimate(s: Scenario, device_plan: Callable) -> object:
     said = ", ".join(f"{short_id(r['gpu'])} {r['share']:.0%} ({r['layers']} layers, {r['device_peak_gib']:,.1f} of "
                      f"{r['usable_gib']:,.1f} GiB)" for r in rows)
     how = "as given" if s.tensor_split else "by each card's memory, llama.cpp's default"
-    over = [f"{r['name']} is over by {r['device_peak_gib'] - r['usable_gib']:,.1f} GiB: give it a smaller share "
-            "(tensor_split), or a smaller quantization" for r in rows if not r["fits"]]
-    card = cards[fullest]
-    base = plans[0]
-    priced = ("the price of ", "no price for ", "spot at ")  # the device plans' offers: a mixed pair has none
-    warnings = [w for w in base.warnings if not w.startswith(priced)]
-    resolved = base.resolved.replace(f"{len(cards)} x {short_id(cards[0].id)}",
-                                     " + ".join(short_id(c.id) for c in cards), 1)
-    normalized = {**base.scenario, "gpu": cards[0].id, "tensor_split": split,
-                  **({"extra_gpus": [c.id for c in cards[1:]]} if s.extra_gpus else {})}
-    return base.model_copy(update={
-        "scenario": normalized, "resolved": resolved, "memory": memory, "speed": _speed(plans, shares), "cost": None,
-        "suggestions": (),
-        "gpu": GpuFacts(id=card.id, name=card.name, memory_gib=card.memory_gib, usable_gib=card.usable_gib,
-                        architecture=card.architecture),
-        "defaults": (*base.defaults, f"llama.cpp --tensor-split {','.join(f'{v:g}' for v in split)} ({how}): "
-                     f"{said}; the memory shown is the fullest device's"),
-        "assumptions": (*base.assumptions, "a layer split runs the devices in turn: each step is every device's "
-                        "step weighted by its share of the layers (plan/split.py)"),
-        "warnings": (*warnings, *over, "no offer rents a mixed pair of cards: not priced (owning them: gpuplan buy)")})
+    over = tuple(f"{r['name']} is over by {r['device_peak_gib'] - r['usable_gib']:,.1f} GiB: give it a smaller share "
+                 "(tensor_split), or a smaller quantization" for r in rows if not r["fits"])
+    card, base = cards[fullest], plans[0]
+    plan = base.said(("a layer split runs the devices in turn: each step is every device's step weighted by its "
+                      "share of the layers (plan/split.py)",),
+                     (*over, "no offer rents a mixed pair of cards: not priced (owning them: gpuplan buy)"),
+                     memory=memory, speed=_speed(plans, shares), cost=None, suggestions=(),
+                     verdict=_verdict(cards, plans[fullest], card, fits),
+                     gpu=GpuFacts(id=card.id, name=card.name, memory_gib=card.memory_gib, usable_gib=card.usable_gib,
+                                  architecture=card.architecture))
+    plan._setup = replace(base.setup, chosen=(*base.setup.chosen, f"llama.cpp --tensor-split "
+                                              f"{','.join(f'{v:g}' for v in split)} ({how}): {said}; the memory shown "
+                                              "is the fullest device's"))
+    return plan

@@ -16,9 +16,11 @@ decode and time to first token, communication.
 
 from __future__ import annotations
 
+from ..engines import engine_for
 from ..hardware import GpuSpec, Network
 from ..model import ModelSpec
 from ..scenario import Scenario
+from .bands import decode_band, model_class
 from .breakdown import Speed
 from .flops import compute_dtype, matmul_params, training_flops_per_token
 from .gemm import gemm_efficiency, gemm_time_s
@@ -37,7 +39,7 @@ def speed_of(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None = 
     if s.task == "train":
         return training_speed(s, m, gpu, network)
     speed = inference_speed(s, m, gpu, network)
-    if s.engine == "trtllm" and s.pp == 1:
+    if engine_for(s).offline_bench and s.pp == 1:
         run = offline_throughput(s, m, gpu, network)
         if run.kv_requests:
             speed.offline_tokens_per_s = run.output_tokens_per_s * s.dp
@@ -46,9 +48,18 @@ def speed_of(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None = 
                 f"TensorRT-LLM at maximum load (trtllm-bench throughput or MLPerf Offline, every request "
                 f"{s.prompt_tokens:,} in and {s.output_tokens:,} out): {speed.offline_tokens_per_s:,.0f} output "
                 f"tokens/s in all at {run.concurrency:,} requests in flight{replicas} (max_batch_size "
-                f"{run.max_batch_size:,}, max_num_tokens {run.max_num_tokens:,}; calibrated on NVIDIA's published "
-                "trtllm-bench tables, median error 5% on held-out rows)")
+                f"{run.max_batch_size:,}, max_num_tokens {run.max_num_tokens:,}; {offline_band(m)})")
     return speed
+
+
+def offline_band(m: ModelSpec) -> str:
+    """How far the TensorRT-LLM offline figure is from NVIDIA's published runs of this class of model, in words: the
+    band of its held-out rows (:data:`gpuplan.overheads.DECODE_BANDS`), or uncalibrated."""
+    band = decode_band("trtllm", m)
+    if band is None:
+        return f"uncalibrated for {model_class(m)} models: no published trtllm-bench run of one is scored"
+    low, high, where = band
+    return f"measured {low:+.0%} to {high:+.0%} of it on {where}"
 
 
 __all__ = ["OfflineRun", "ServingRates", "Speed", "StepTimer", "compute_dtype", "gemm_efficiency", "gemm_time_s",

@@ -12,13 +12,13 @@ deadline: :mod:`.work`.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import anyio
 
 from ..errors import GpuplanError, UnknownNameError
 from ..model.catalog import REPO_ID, aliases, base_repo, bundled, bundled_repo
+from ..userfiles import user_path
 from .uploads import Store, is_ref
 
 MAX_BODY_BYTES = 32 * 1024
@@ -94,7 +94,7 @@ def check_model(name: str, hub: bool) -> None:
     if bundled_repo(name) or name.lower().startswith("synthetic-"):
         return
     try:
-        on_disk = Path(name).expanduser().exists()
+        on_disk = user_path(name).exists()
     except (OSError, ValueError):  # too long or otherwise impossible as a path
         on_disk = False
     if on_disk or name.endswith(".json") or name.startswith((".", "~", "/")) or "\\" in name:

@@ -220,6 +220,7 @@ async function update() {
     renderMemory(result);
     renderFixes(result);
     renderSpeedCost(result);
+    renderLoad(result);
     renderData(result);
     renderAssumptions(result, explanation);
     renderExport(exported);
@@ -299,37 +300,17 @@ function fillFormulas() {
 
 // ---- sections ------------------------------------------------------------------------------------------
 function renderVerdict(r) {
-  const m = r.memory, v = $("#verdict");
-  const where = r.gpu ? `${r.scenario.num_gpus > 1 ? r.scenario.num_gpus + "x " : ""}${r.gpu.name}` : "";
-  if (m.fits === null) {
-    v.className = "neutral";
-    v.dataset.fits = "none";
-    v.textContent = `Device peak ${num(m.device_peak_gib)} GiB per GPU. Name a GPU to see whether it fits.`;
-  } else {
-    v.className = m.fits ? "ok" : "bad";
-    v.dataset.fits = String(m.fits);
-    const pool = {sglang: "SGLang's token pool", trtllm: "TensorRT-LLM's KV pool"}[r.scenario.engine] ||
-      "vLLM's KV pool";
-    const engine = m.max_concurrency !== null
-      ? [`: ${pool} holds ${m.max_concurrency} of the ${r.scenario.batch_size} concurrent requests; it takes `]
-      : m.gpu_layers !== null ? [`: llama.cpp places ${m.gpu_layers} of ${r.model.num_layers} layers on the GPU; `]
-        : [": "];
-    v.replaceChildren(h("strong", {id: "verdict-word"}, m.fits ? "Fits" : "Does not fit"), ` on ${where}`, ...engine,
-      h("span", {id: "verdict-peak", "data-value": m.device_peak_gib}, num(m.device_peak_gib)), " of ",
-      h("span", {id: "verdict-capacity", "data-value": m.capacity_gib}, num(m.capacity_gib)),
-      // headroom is the answer only when memory decides: a short KV pool or CPU layers are not out of memory
-      ...(m.fits || m.headroom_gib < 0 ? [" GiB usable per GPU, headroom ",
-        h("span", {id: "verdict-headroom", "data-value": m.headroom_gib}, (m.headroom_gib >= 0 ? "+" : "") +
-          num(m.headroom_gib)), " GiB."] : [" GiB usable per GPU: memory is not what is short."]));
-  }
-  const lines = [];
-  if (m.max_concurrency !== null) {
-    const tokens = r.scenario.prompt_tokens + r.scenario.output_tokens;
-    const engine = {sglang: "SGLang", trtllm: "TensorRT-LLM"}[r.scenario.engine] || "vLLM";
-    lines.push(`${engine} KV pool ${num(m.kv_cache_pool_gib, 1)} GiB: ` +
-      `up to ${m.max_concurrency} concurrent requests of ${tokens.toLocaleString()} tokens ` +
-      `(${m.max_context_tokens.toLocaleString()} tokens of such requests).`);
-  }
+  // the plan's own sentence (gpuplan/plan/plan.py Verdict): the command line and the API state the same words
+  const m = r.memory, verdict = r.verdict, v = $("#verdict");
+  v.className = verdict.fits === null ? "neutral" : verdict.fits ? "ok" : "bad";
+  v.dataset.fits = verdict.fits === null ? "none" : String(verdict.fits);
+  v.dataset.peak = verdict.device_peak_gib;
+  v.dataset.headroom = verdict.headroom_gib ?? "";
+  const word = verdict.word ? [h("strong", {id: "verdict-word"}, verdict.word[0].toUpperCase() + verdict.word.slice(1))]
+    : [];
+  const rest = verdict.sentence.slice(verdict.word.length);
+  v.replaceChildren(...word, (word.length ? rest : rest[0].toUpperCase() + rest.slice(1)) + ".");
+  const lines = verdict.details.map((line) => line + ".");
   if (m.fits !== null) {
     const t = r.scenario.task === "train";
     lines.push(`Largest ${t ? "micro-batch" : "batch"} that fits: ${m.max_batch_size ?? "none"}; longest ` +
@@ -427,7 +408,8 @@ function renderSpeedCost(r) {
     }
   }
   if (sp.mfu) rows.push(numberRow("speed.mfu", "implied MFU", num(sp.mfu, 3), sp.mfu));
-  rows.push(h("p", {class: "hint"}, `${sp.bound}-bound; the range is the calibration spread of this kind of estimate`));
+  rows.push(h("p", {class: "hint"}, `${sp.bound}-bound; the range: ` +
+    (sp.band || "the calibration spread of this kind of estimate")));
   if (c) {
     rows.push(h("p", {class: "offer"}, `best offer: ${c.offer} (${c.gpu_id}), price from ${c.price_origin}, ` +
       `${c.price_age_days} days old`, c.stale ? h("span", {class: "stale"}, " (stale)") : null));
@@ -450,6 +432,41 @@ function renderSpeedCost(r) {
     }
   }
   $("#speed-rows").replaceChildren(...rows);
+}
+
+// the plan's simulated runs (gpuplan.serving.load): users or a rate, and the batch queued at once
+function renderLoad(r) {
+  const run = r.load, off = r.offline;
+  $("#load").hidden = !run && !off;
+  if (!run && !off) return;
+  const notes = [];
+  if (run) {
+    const load = run.mode === "closed loop" ? `${run.max_concurrency} users (closed loop, think ${run.think_time_s} s)`
+      : `${run.request_rate} requests/s (open loop, Poisson)`;
+    $("#load-head").textContent = `${load}, ${run.num_prompts} requests, ${run.lengths}: ` +
+      `${num(run.request_throughput, 2)} req/s, ${num(run.output_throughput, 0)} output tok/s, ` +
+      `${num(run.total_token_throughput, 0)} total tok/s; at most ${run.peak_running} running at once, ` +
+      `${run.preemptions} preempted`;
+    const cell = (v) => h("td", {class: "n", "data-value": v}, v === null ? "" : num(v, 1));
+    $("#load-table").replaceChildren(
+      h("tr", {}, ["ms", "mean", "median", "p90", "p99"].map((c) => h("th", {}, c))),
+      ...[["ttft", "TTFT"], ["tpot", "TPOT"], ["itl", "ITL"], ["e2el", "E2EL"]].map(([k, label]) =>
+        h("tr", {"data-key": "load." + k}, h("td", {}, label),
+          ...["mean", "median", "p90", "p99"].map((st) => cell(run[`${st}_${k}_ms`])))));
+    notes.push(`TTFT and E2EL include ${num(run.per_request_s * 1000, 1)} ms per request outside the engine's ` +
+      "steps; TPOT is each request's mean gap, ITL every token's gap pooled", ...run.warnings);
+  } else {
+    $("#load-head").textContent = "";
+    $("#load-table").replaceChildren();
+  }
+  if (off) {
+    const together = off.peak_running >= off.num_prompts ? `all ${off.num_prompts} ran together` :
+      `at most ${off.peak_running} of the ${off.num_prompts} ran together, the others waiting`;
+    notes.push(`offline (all ${off.num_prompts} requests queued at once, as vllm bench throughput): ` +
+      `${num(off.output_throughput, 0)} output tokens/s, ${num(off.duration, 1)} s in all; ${together}` +
+      (off.preemptions ? `, ${off.preemptions} preempted and recomputed` : ""), ...off.warnings);
+  }
+  $("#load-notes").replaceChildren(...notes.map((t) => h("li", {}, t)));
 }
 
 // the data as gpuplan.dataset read it: the same section as `gpuplan estimate --dataset FILE`
