@@ -8,7 +8,7 @@ import pytest
 import gpuplan
 from gpuplan.hardware import load_gpu
 
-OFFLOAD = {"model": "llama-3.1-8b", "task": "train", "method": "full", "gpu": "rtx-4090", "strategy": "zero3",
+OFFLOAD = {"model": "llama-3.1-8b", "task": "train", "method": "full", "gpu": "rtx-4090", "sharding": "zero3",
            "offload": "optimizer+params"}
 
 

@@ -160,7 +160,7 @@ def test_host_ram_and_display_against_the_plans():
     """A job whose Plan keeps 70B optimizer states in host memory does not fit the desktop's 64 GiB; --host-ram
     256 does. The desktop's display margin takes 1 GiB of the card."""
     w = load_workloads([{"per_year": 1, "scenario": {"model": "llama-3.1-8b", "task": "train", "method": "full",
-                                                      "train_tokens": 1e6, "strategy": "zero3",
+                                                      "train_tokens": 1e6, "sharding": "zero3",
                                                       "offload": "optimizer+params"}}])
     plan = job_plan(w.workloads[0], load_gpu("rtx-4090"), 2, owned=True)
     assert plan.cpu_gib > 64

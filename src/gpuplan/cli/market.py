@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict
 from typing import Annotated, Any
 
 import typer
 
+from .. import api
 from ..errors import GpuplanError
-from ..plan.gpus import cheapest_rentals
-from ..plan.gpus import gpu_row as _gpu_row
-from ..scenario import load_scenario
 from .app import JsonFlag, app, option, overrides, print_json, scenario_command, short
 from .render import FORMAT_HELP, Column, FormatOption, FormatValue, bullet, err, num, out, resolve_format, show, usd
 
@@ -19,7 +16,7 @@ from .render import FORMAT_HELP, Column, FormatOption, FormatValue, bullet, err,
 gpus_app = typer.Typer(help="The GPU catalog: dense TFLOPS, memory, bandwidth, NVLink, power, rental price.",
                        rich_markup_mode=None, no_args_is_help=False, pretty_exceptions_enable=False)
 app.add_typer(gpus_app, name="gpus")
-GPU_SORT = ("memory", "bandwidth", "bf16", "fp8", "tdp", "msrp", "usd_per_gb", "rent", "usd_per_tflop", "name")
+GPU_SORT = api.GPU_SORT
 
 
 @gpus_app.callback(invoke_without_command=True)
@@ -38,22 +35,8 @@ def gpus_cmd(
     cards side by side."""
     if ctx.invoked_subcommand:
         return
-    from ..hardware import gpus
-
-    if sort not in GPU_SORT:
-        raise GpuplanError(f"--sort must be one of {', '.join(GPU_SORT)}, got {sort!r}")
-    if not math.isfinite(min_memory) or min_memory < 0:
-        raise GpuplanError(f"--min-memory must be a number of GiB >= 0, got {min_memory}")
-    rentals = cheapest_rentals()
-    rows = [_gpu_row(g, rentals.get(g.id)) for g in gpus().values()]
-    rows = [r for r in rows if r["memory_gib"] >= min_memory and (not nvlink or r["nvlink_gbs"])
-            and (not vendor or r["vendor"].lower() == vendor.lower())
-            and (not segment or r["segment"] == segment.lower())]
-    field = {"memory": "memory_gib", "bandwidth": "bandwidth_gbs", "bf16": "bf16_tflops", "fp8": "fp8_tflops",
-             "tdp": "tdp_w", "msrp": "msrp_usd", "rent": "rent_usd_per_hour",
-             "usd_per_tflop": "usd_per_tflop_hour"}.get(sort, sort)
-    rows.sort(key=lambda r: (r[field] is None, r[field] or 0) if field != "name" else (False, r["id"]),
-              reverse=reverse)
+    rows = api.gpus(vendor=vendor, segment=segment, min_memory=min_memory, nvlink=nvlink, sort=sort,
+                    reverse=reverse)
     for r in rows:
         r["short"] = short(r["id"])
     f0, f1 = num(), num("{:,.1f}")
@@ -81,25 +64,11 @@ def gpus_compare(
 ) -> None:
     """Side by side, with dense figures, and where the usual marketing numbers differ (2:4 sparsity doubles
     them; GeForce FP16 with FP16 accumulate runs at twice the FP32-accumulate rate frameworks use)."""
-    from ..hardware import resolve_gpu
-
-    resolved = [resolve_gpu(n) for n in names]  # every name checked before anything is printed
-    cards = [card for card, _ in resolved]
-    for _, note in resolved:
-        if note:
-            bullet(note, prefix="note: ", style="yellow", stream=err)
-    rentals = cheapest_rentals()
-    rows = [_gpu_row(g, rentals.get(g.id)) for g in cards]
-    notes = {}
-    for g in cards:
-        half = g.dense_tflops.get("fp16_tensor_fp16acc")
-        bf16 = g.peak_tflops("bf16")
-        text = []
-        if bf16:
-            text.append(f"datasheets with 2:4 sparsity say {2 * bf16:,.0f} bf16 TFLOPS")
-        if half:
-            text.append(f"FP16 with FP16 accumulate {half:,.0f}, but PyTorch accumulates in FP32: {bf16:,.0f}")
-        notes[g.id] = "; ".join(text)
+    said: list[str] = []
+    rows = api.gpus_compare(names, said)
+    for note in said:
+        bullet(note, prefix="note: ", style="yellow", stream=err)
+    notes = {r["id"]: r["marketing_note"] for r in rows}
     labels = [("memory (GiB)", "memory_gib", "{:,.0f}"), ("usable (GiB)", "usable_gib", "{:,.1f}"),
               ("bandwidth (GB/s)", "bandwidth_gbs", "{:,.0f}"), ("bf16 dense TFLOPS", "bf16_tflops", "{:,.1f}"),
               ("fp8 dense TFLOPS", "fp8_tflops", "{:,.1f}"), ("fp4 dense TFLOPS", "fp4_tflops", "{:,.1f}"),
@@ -113,10 +82,9 @@ def gpus_compare(
     table_rows = [{"figure": label, **{f"c{i}": None if r[key] is None else spec.format(r[key])
                                        for i, r in enumerate(rows)}} for label, key, spec in labels]
     columns = [Column("figure", "", priority=0),
-               *(Column(f"c{i}", short(g.id), align="right", priority=0) for i, g in enumerate(cards))]
+               *(Column(f"c{i}", short(r["id"]), align="right", priority=0) for i, r in enumerate(rows))]
     show(table_rows, columns, resolve_format(fmt, as_json), title="dense figures (TFLOPS = 1e12 FLOP/s, no sparsity)",
-         notes=[f"{g.name}: {notes[g.id]}" for g in cards if notes[g.id]],
-         json_data=[{**r, "marketing_note": notes[r["id"]]} for r in rows])
+         notes=[f"{r['name']}: {notes[r['id']]}" for r in rows if notes[r["id"]]], json_data=rows)
 
 
 # ---- cost -------------------------------------------------------------------------------------------
@@ -138,9 +106,7 @@ def cost_cmd(scenario: str | None = None, as_json: bool = False, catalog: list[s
       gpuplan cost examples/lora-llama-8b.yaml --pricing any --format csv
       gpuplan cost --model qwen2.5-7b --task infer --engine vllm --discount runpod=0.85
     """
-    from .. import api
-
-    s = load_scenario(scenario, overrides(fields))
+    s = api.load_scenario(scenario, overrides(fields))
     discounts = {}
     for item in discount or []:
         provider, _, factor = item.partition("=")

@@ -85,7 +85,7 @@ def _fitting(s: Scenario, gpu: GpuSpec, count: int, owned: bool) -> tuple[Plan, 
         return plan, s, "", ""
     if owned and s.num_nodes > 1:  # linked computers, one GPU a node: the Plan's first fix that keeps them
         return _linked_fix(s, plan)
-    base = s.model_copy(update={"gpu": None, "num_gpus": 1, "num_nodes": 1, "strategy": None, "tp": 1, "pp": 1})
+    base = s.model_copy(update={"gpu": None, "num_gpus": 1, "num_nodes": 1, "sharding": None, "tp": 1, "pp": 1})
     c = Constraints(max_gpus=count, gpus=(gpu.id,), have=((gpu.id, count),) if owned else (), top=1,
                     pricing=s.pricing)
     found = recommend(base, load_model(s.model), c, explain=False)
@@ -95,7 +95,7 @@ def _fitting(s: Scenario, gpu: GpuSpec, count: int, owned: bool) -> tuple[Plan, 
         placed = x.scenario.model_copy(update={"gpu": gpu.id} if owned else {"gpu": gpu.id, "pricing": s.pricing})
         found_plan = estimate(placed, advise=False)
         if found_plan.memory.fits:
-            return found_plan, placed, "+".join([x.strategy, *x.techniques]), ""
+            return found_plan, placed, "+".join([x.sharding, *x.techniques]), ""
     advised = estimate(s)
     fix = next((f for f in advised.suggestions if f.fits and "num_gpus" not in f.fields), None)
     why = f"does not fit: {plan.memory.device_peak_gib:,.1f} of {plan.memory.capacity_gib or 0:,.1f} GiB per GPU"
@@ -105,7 +105,7 @@ def _fitting(s: Scenario, gpu: GpuSpec, count: int, owned: bool) -> tuple[Plan, 
 # what ``recommend`` changes to make a job fit on owned cards (its layouts and techniques: plan/recommend.py
 # _variants and _layouts), and so what may be changed on linked computers; a fix beyond them (another method, a
 # quantization) changes the job and is named, not applied
-TECHNIQUES = frozenset({"strategy", "tp", "pp", "grad_checkpointing", "micro_batch_size", "grad_accum_steps",
+TECHNIQUES = frozenset({"sharding", "tp", "pp", "grad_checkpointing", "micro_batch_size", "grad_accum_steps",
                         "optimizer", "offload", "activation_offload"})
 
 

@@ -1,0 +1,105 @@
+"""``buy``: owning a build against renting any card, or the builds a budget buys (issue 33), as an answer:
+:class:`~gpuplan.owning.compare.BuyReport`. The arguments are checked here, each of its kind; the pricing is
+:mod:`gpuplan.owning`'s."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ..errors import GpuplanError, echo_value
+from ..hardware import resolve_gpu
+from ..owning.compare import BuyReport
+from ..userfiles import number
+from . import arguments as arg
+from .arguments import names_of
+from .searches import gpu_ids
+
+
+def _rent_options(rent: Any) -> list[tuple[Any, int]]:
+    from ..owning.builds import parse_build
+
+    return [parse_build(r) for r in names_of(rent, "rent") if r.strip()]
+
+
+def _bounded(value: Any, what: str, low: float, high: float) -> None:
+    if value is not None:
+        number(value, what, least=low, most=high, whole=what == "--top")
+
+
+def _buy_kinds(build: Any, host: Any, region: Any, sector: Any, prices: Any, flags: dict[str, Any],
+               amounts: dict[str, Any]) -> dict[str, float]:
+    """buy's arguments, each of its kind (or one sentence); ``prices`` as ``{card: USD}``."""
+    arg.text(build, "build", optional=True)
+    arg.text(host, "host", optional=True)
+    arg.text(region, "region", optional=True)
+    arg.text(sector, "sector", choices=("residential", "commercial"))
+    for name, value in flags.items():
+        arg.flag(value, name)
+    for name, value in amounts.items():
+        arg.amount(value, name, optional=True)
+    if prices is None:
+        return {}
+    if not isinstance(prices, Mapping):
+        raise GpuplanError(f"prices takes a dict of card: USD (e.g. {{'rtx-5090': 2500}}), not {echo_value(prices)}")
+    return {arg.text(k, "prices' card names"): number(v, f"price of {k}", above=True, most=1e8)
+            for k, v in prices.items()}
+
+
+def buy(build: str | None = None, *, workloads: str | Path | Mapping[str, Any] | list | None = None,
+        rent: Iterable[str] | str = (), budget_usd: float | None = None, years: float | None = None,
+        gpus: Iterable[str] = (), price: float | None = None, prices: Mapping[str, float] | None = None,
+        used: bool = False, host: str | None = None, host_usd: float | None = None,
+        host_ram_gib: float | None = None, host_w: float | None = None, host_idle_w: float | None = None,
+        display: bool = False, region: str | None = None, sector: str = "residential",
+        usd_per_kwh: float | None = None, pue: float = 1.0, off_when_idle: bool = False,
+        maintenance_usd_per_year: float = 0.0, space_usd_per_month: float = 0.0, hours: float | None = None,
+        utilization: float | None = None, top: int = 10) -> BuyReport:
+    """Buy or rent: ``gpuplan buy``. With ``build`` (``"8x5090"``), the total cost of owning it over ``years``
+    for the ``workloads`` (a YAML file, a dict or a list of jobs: :mod:`gpuplan.owning.workloads`) against renting
+    them on ``rent`` (``["8xh100-sxm"]``; the same cards by default), with break-even months and utilization and the
+    build's checks; without workloads, ``hours`` of use (or ``utilization``, the share of the horizon's hours) against
+    renting the same cards. With ``budget_usd`` and ``workloads``, the builds the budget buys, ranked."""
+    from ..owning.advisor import advise
+    from ..owning.answer import Terms, buy_report, hours_report
+    from ..owning.builds import make_build, parse_build
+    from ..owning.power import HOURS_PER_YEAR, electricity_price
+    from ..owning.workloads import load_workloads
+
+    gpus = names_of(gpus, "gpus")
+    prices = _buy_kinds(build, host, region, sector, prices, {"used": used, "display": display,
+                        "off_when_idle": off_when_idle}, {"price": price, "host_usd": host_usd, "host_ram_gib":
+                        host_ram_gib, "host_w": host_w, "host_idle_w": host_idle_w, "usd_per_kwh": usd_per_kwh})
+    for value, what, low, high in ((budget_usd, "--budget", 1, 1e9), (years, "--years", 0.01, 10), (pue, "--pue", 1, 3),
+                                   (maintenance_usd_per_year, "--maintenance-usd", 0, 1e7),
+                                   (space_usd_per_month, "--space-usd-per-month", 0, 1e6), (hours, "--hours", 1, 1e6),
+                                   (utilization, "--utilization", 0.0001, 1), (top, "--top", 1, 100)):
+        _bounded(value, what, low, high)
+    if (build is None) == (budget_usd is None):
+        raise GpuplanError("name a build to price (8x5090) or give a budget to search (--budget 15000), one of them")
+    w = load_workloads(workloads, years) if workloads is not None else None
+    horizon = w.years if w else (years or 1.0)
+    terms = Terms(years=horizon, electricity=electricity_price(region, sector, usd_per_kwh), pue=pue,
+                  off_when_idle=off_when_idle, maintenance_usd_per_year=maintenance_usd_per_year,
+                  space_usd_per_month=space_usd_per_month)
+    if budget_usd is not None:
+        if w is None:
+            raise GpuplanError("a budget search needs the work: --workloads FILE (jobs and how often they run)")
+        price_map = {resolve_gpu(k)[0].id: v for k, v in prices.items()}
+        return advise(w, budget_usd, terms, cards=gpu_ids(gpus, []), prices=price_map, used=used,
+                      host_usd=host_usd, host_ram_gib=host_ram_gib, display=display, top=top)
+    gpu, count = parse_build(build)
+    b = make_build(gpu, count, price=price, used=used, host=host, host_usd=host_usd, host_ram_gib=host_ram_gib,
+                   host_w=host_w, host_idle_w=host_idle_w, display=display)
+    if w is not None:
+        if hours is not None or utilization is not None:
+            raise GpuplanError("the workloads say how busy the build is: drop --hours / --utilization")
+        return buy_report(b, w, _rent_options(rent), terms)
+    if _rent_options(rent):
+        raise GpuplanError("renting other cards needs the work they would do: --workloads FILE")
+    if hours is None and utilization is None:
+        raise GpuplanError("say what the cards will do: --workloads FILE, or --hours of use (or --utilization, the "
+                           "share of hours busy) over --years")
+    busy = hours if hours is not None else utilization * horizon * HOURS_PER_YEAR
+    return hours_report(b, busy, terms)
