@@ -184,6 +184,32 @@ def test_unified_memory_computers_are_bought_whole():
         make_build("amd-ryzen-ai-max-plus-395", 2)  # no sourced way to link several
 
 
+def test_a_mac_draws_what_apple_measured_at_the_wall_never_0_w():
+    """A Mac's chip has no TDP in the catalog: the M2 Max Mac Studio draws 145 W at work and 9 W at rest at the wall
+    (support.apple.com/en-us/102027), so 1,000 h of work a year and the rest idle at $0.20/kWh cost
+    (1,000 x 145 + 7,766 x 9) / 1000 = 214.894 kWh, $42.98. An M4 Max has no published figure: the user gives it
+    (one sentence naming --host-w), and the advisor says so instead of ranking it at 0 W."""
+    mac = make_build("apple-m2-max", price=2000)
+    assert (mac.host_busy_w, mac.host_idle_w, mac.host_usd) == (145, 9, 0)
+    o = own(mac, [_use(1000)], 1, electricity_price(usd_per_kwh=0.20))
+    assert (o.busy_w, o.idle_w) == (145, 9)
+    assert o.power.kwh == pytest.approx((1000 * 145 + (HOURS_PER_YEAR - 1000) * 9) / 1000)
+    assert o.power.usd == pytest.approx(42.9788)
+    power_check = next(c for c in build_checks(mac, []) if c.name == "power supply")
+    assert "145 W at work" in power_check.line and "support.apple.com" in power_check.source
+    with pytest.raises(GpuplanError, match=r"no published power draw for M4 Max.*--host-w"):
+        make_build("apple-m4-max", price=3500)
+    given = make_build("apple-m4-max", price=3500, host_w=200, host_idle_w=10)
+    assert (given.host_busy_w, given.host_idle_w) == (200, 10)
+    spark = make_build("dgx-spark")  # a chip with a TDP: the TDP is the draw, nothing added
+    assert (spark.host_busy_w, spark.host_idle_w) == (0, 0)
+    report = gpuplan.buy(budget_usd=5000, workloads=ROOT / "docs" / "owning-example.yaml",
+                         gpus=["apple-m4-max", "apple-m2-max"], prices={"apple-m4-max": 3500, "apple-m2-max": 2000},
+                         usd_per_kwh=0.2)
+    assert [b.build.label for b in report.builds] == ["1x apple-m2-max"]
+    assert any("no published power draw for apple-m4-max" in u for u in report.unranked)
+
+
 def test_two_dgx_sparks_linked_serve_qwen3_235b():
     """Two DGX Sparks joined by one QSFP cable: bought as two whole computers, each job planned as two nodes of one
     GPU over their ConnectX-7 RoCE link (200 Gb/s), the 235B model split by tensor parallel 2 across them as the

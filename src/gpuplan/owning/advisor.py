@@ -17,7 +17,7 @@ from ..market.offers import spot_rows_missing
 from ..model.catalog import load_model
 from ..plan.recommend import Constraints, recommend
 from .answer import Terms, answer_build, jobs_per_horizon, notes_for, workload_rows
-from .builds import make_build
+from .builds import UnknownDraw, make_build
 from .compare import BuildAnswer, BuyReport, RentalAnswer, rental_answer
 from .facts import linked
 from .plans import job_plan
@@ -55,7 +55,7 @@ def _counts(gpu: GpuSpec) -> tuple[int, ...]:
 def _candidates(budget: float, cards: Iterable[str], prices: Mapping[str, float], used: bool,
                 host_usd: float | None, host_ram_gib: float | None, display: bool):
     """The builds within the budget, and a sentence for each card or count that could not be priced."""
-    builds, unranked, over, no_host, no_price = [], [], 0, {}, []
+    builds, unranked, over, no_host, no_price, no_draw = [], [], 0, {}, [], []
     for gpu in (gpus()[g] for g in cards):
         if not buildable(gpu):
             continue
@@ -63,6 +63,9 @@ def _candidates(budget: float, cards: Iterable[str], prices: Mapping[str, float]
             try:
                 b = make_build(gpu, count, price=prices.get(gpu.id), used=used, host_usd=host_usd,
                                host_ram_gib=host_ram_gib, display=display)
+            except UnknownDraw:
+                no_draw.append(short_id(gpu.id))
+                break
             except GpuplanError as err:
                 if "host" in str(err):
                     no_host.setdefault(count, []).append(short_id(gpu.id))
@@ -78,6 +81,8 @@ def _candidates(budget: float, cards: Iterable[str], prices: Mapping[str, float]
                  "them" for n, cards in no_host.items()]
     if no_price:
         unranked.append(f"no price in gpuplan's data for {', '.join(no_price)}: give --price CARD=USD to rank them")
+    unranked += [f"no published power draw for {name}: price it alone with `gpuplan buy {name} --host-w W "
+                 "--host-idle-w W`" for name in no_draw]
     return builds, unranked, over
 
 

@@ -74,14 +74,17 @@ def answer_build(build: Build, w: Workloads, terms: Terms, rentals: list[RentalA
 
 def notes_for(build: Build, terms: Terms, answer: BuildAnswer) -> list[str]:
     o = answer.ownership
+    busy = "the computer" if build.whole_computer else "cards at TDP + host"
+    idle = "switched off" if terms.off_when_idle else \
+        o.idle_source if build.whole_computer else f"cards {o.idle_source}"
     notes = [f"card price: {build.card.label}: {build.card.source}" if build.card.source else
              f"card price: {build.card.label}",
              f"host: {build.host_label}, ${build.host_usd:,.0f} ({build.host_price}); RAM {build.host_ram_gib:,.0f} "
              f"GiB ({build.host_ram_note})",
              f"electricity: {terms.electricity.label}" + (f" ({terms.electricity.source})"
                                                           if terms.electricity.source else ""),
-             f"power: {o.busy_w:,.0f} W while the work runs (cards at TDP + host), {o.power.idle_w:,.0f} W idle "
-             f"({'switched off' if terms.off_when_idle else 'cards ' + o.idle_source}), PUE {terms.pue:g}",
+             f"power: {o.busy_w:,.0f} W while the work runs ({busy}), {o.power.idle_w:,.0f} W idle ({idle}), "
+             f"PUE {terms.pue:g}",
              f"resale after {o.years:g} y: {o.depreciation.per_year:.1%} a year ({o.depreciation.note}; "
              f"{o.depreciation.source}); the host counted as worth nothing",
              "maintenance and space: " + (f"${terms.maintenance_usd_per_year:,.0f}/year, "

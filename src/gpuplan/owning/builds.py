@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 from ..errors import GpuplanError
 from ..hardware import GpuSpec, load_gpu, short_id
 from ..plan.recommend import parse_have
-from .facts import host_for, host_profile, linked
+from .facts import computer_draw, host_for, host_profile, linked
 from .prices import Price, card_price
 
 
@@ -44,6 +44,10 @@ class Build(BaseModel):
     @property
     def purchase_usd(self) -> float:
         return self.card.usd * self.count + self.host_usd
+
+
+class UnknownDraw(GpuplanError):
+    """A whole computer whose chip has no TDP in the catalog and whose draw is not on file: the user gives it."""
 
 
 def _positive(value: float | None, what: str, high: float) -> float | None:
@@ -107,7 +111,7 @@ def _computers(gpu: GpuSpec, count: int, card: Price, host_ram_gib: float | None
             f"at most {link['most']} link with one cable ({count} need a switch gpuplan does not price)" if link
             else "buy one (gpuplan has no sourced way to link several)"))
     pool_left = max(gpu.memory_gib - gpu.usable_gib, 0.0)
-    notes = ["the computer's draw is the chip's TDP (the whole machine's supply may be larger)"]
+    busy_w, idle_w, notes = _computer_draw(gpu, host_w, host_idle_w)
     if link:
         notes.append(f"{count} linked over their own ports ({gpu.network} {gpu.network_gbps:,.0f} Gb/s), one GPU "
                      f"per node ({link['sources'][0]['url']}); {link['note']}")
@@ -118,7 +122,24 @@ def _computers(gpu: GpuSpec, count: int, card: Price, host_ram_gib: float | None
                  host_ram_note="given" if host_ram_gib is not None else
                  f"one memory pool{' in each' if count > 1 else ''}: {gpu.memory_gib:,.0f} GB, {gpu.usable_gib:,.1f} "
                  f"GiB for the GPU, {pool_left:,.1f} GiB left for the CPU side",
-                 host_busy_w=host_w or 0.0, host_idle_w=host_idle_w or 0.0, display=display, notes=notes)
+                 host_busy_w=busy_w, host_idle_w=idle_w, display=display, notes=notes)
+
+
+def _computer_draw(gpu: GpuSpec, host_w: float | None, host_idle_w: float | None) -> tuple[float, float, list[str]]:
+    """What a whole computer draws beyond its chip's TDP, at work and at rest (W), and the note that says whence: the
+    chip's TDP alone (the catalog's), else the maker's published wall figures (owning.yaml ``computers``: a Mac's
+    chip has no TDP), else what the user gives; never a silent 0 W."""
+    if gpu.tdp_w:
+        return host_w or 0.0, host_idle_w or 0.0, [
+            "the computer's draw is the chip's TDP (the whole machine's supply may be larger)"]
+    published = computer_draw(gpu.id)
+    if published is None and host_w is None:
+        raise UnknownDraw(f"no published power draw for {gpu.name} in gpuplan's data: give the computer's draw at "
+                          "the wall with --host-w W (at work) and --host-idle-w W (at rest)")
+    busy, idle, source = published or (host_w, host_idle_w or 0.0, None)
+    busy, idle = host_w if host_w is not None else busy, host_idle_w if host_idle_w is not None else idle
+    said = f"the maker's wall figures ({source.line()})" if source else "given"
+    return busy, idle, [f"the computer draws {busy:,.0f} W at work and {idle:,.0f} W at rest: {said}"]
 
 
 def parse_build(text: str) -> tuple[GpuSpec, int]:

@@ -161,9 +161,10 @@ def _memory(b: Build, gpu: GpuSpec, plans: list[JobPlan]) -> list[Check]:
 
 def build_checks(b: Build, plans: list[JobPlan]) -> list[Check]:
     gpu = gpus()[b.gpu_id]
+    draw = b.count * float(gpu.tdp_w or 0.0) + b.host_busy_w
     checks = _power(b, gpu) if not b.whole_computer else [
-        Check(name="power supply", status="ok", line=f"a whole computer with its own supply ({gpu.tdp_w or 0:,.0f} W "
-              "chip)", source="gpus.yaml tdp_w")]
+        Check(name="power supply", status="ok", line=f"a whole computer with its own supply ({draw:,.0f} W at work"
+              + (", the chip's TDP)" if gpu.tdp_w else ")"), source="gpus.yaml tdp_w" if gpu.tdp_w else b.notes[0])]
     checks += _slots(b, gpu)
     if not b.whole_computer:
         checks += [_cooling(b, gpu), _nvlink(b, gpu)]

@@ -87,6 +87,15 @@ def linked(gpu_id: str) -> dict[str, Any] | None:
     return owning_facts().get("linked_computers", {}).get(gpu_id)
 
 
+def computer_draw(gpu_id: str) -> tuple[float, float, Source] | None:
+    """A whole computer's published draw at the wall, at work and at rest (W), with its source; None if not on file."""
+    facts = owning_facts().get("computers", {})
+    row = facts.get("watts", {}).get(gpu_id)
+    if row is None:
+        return None
+    return float(row["busy_w"]), float(row["idle_w"]), Source(facts["url"], f"{facts['title']}: {row['where']}")
+
+
 def _sources(entry: dict[str, Any]) -> tuple[Source, ...]:
     pairs = [("url", "where"), ("lanes_url", "lanes_where"), ("power_url", "power_where")]
     return tuple(Source(entry[u], entry.get(w, "")) for u, w in pairs if entry.get(u))

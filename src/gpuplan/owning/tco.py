@@ -63,6 +63,8 @@ def own(build: Build, plans: list[JobPlan], years: float, price: Electricity, *,
     busy = sum(p.busy_hours_per_year for p in plans if p.runs) * years
     busy_low = sum(p.busy_hours_per_year_low for p in plans if p.runs) * years
     card_idle, idle_source = card_idle_w(gpu)
+    if build.whole_computer and not gpu.tdp_w:  # a Mac: the computer's own figures, not a share of a TDP
+        idle_source = build.notes[0]
     busy_w = build.count * card_busy_w(gpu) + build.host_busy_w
     idle_w = build.count * card_idle + build.host_idle_w
     central = energy(busy_w, idle_w, min(busy, horizon), horizon, pue, price, off_when_idle=off_when_idle)
