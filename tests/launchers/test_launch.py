@@ -302,7 +302,8 @@ def test_vllm_command_against_captured_parser(release):
 def test_serving_launch_takes_the_plans_split_and_nodes(tmp_path):
     """The written command is the Plan's: the tensor-parallel default it resolved (4 GPUs: tp 4, not 1), and one
     copy over two DGX Sparks (tp 2 across the nodes) as one script run on each node with NODE_RANK and MASTER_ADDR:
-    vLLM's multi-node flags, --headless on the second node only, each parsed by vLLM 0.33's captured parser."""
+    vLLM's multi-node flags, --headless on the second node only, each parsed by vLLM 0.33's captured parser. No offer
+    rents a Spark (the plan runs on owned cards), so the SkyPilot task is checked on a copy over two rented nodes."""
     on_four = {**SERVE, "gpu": "h100-sxm5", "num_gpus": 4, "quant": None}
     four = launch_plan(on_four)
     assert (four.scenario.tp, four.gpus_per_node, four.num_nodes) == (4, 4, 1)
@@ -312,7 +313,9 @@ def test_serving_launch_takes_the_plans_split_and_nodes(tmp_path):
     plan = launch_plan(sparks)
     assert (plan.scenario.tp, plan.scenario.pp, plan.gpus_per_node, plan.num_nodes) == (2, 1, 1, 2)
     assert plan.speed.tokens_per_s == pytest.approx(gpuplan.estimate(sparks).speed.tokens_per_s)
-    files = {f.name: f.text for f in launch_files(plan, ["vllm", "skypilot"])}
+    with pytest.raises(GpuplanError, match="runs on your own cards"):  # no offer rents a Spark: owned
+        launch_files(plan, ["skypilot"])
+    files = {f.name: f.text for f in launch_files(plan, ["vllm"])}
     script = tmp_path / "vllm-serve.sh"
     script.write_text(files["vllm-serve.sh"])
     fake = tmp_path / "bin"
@@ -333,9 +336,13 @@ def test_serving_launch_takes_the_plans_split_and_nodes(tmp_path):
     missing = subprocess.run(["bash", str(script)], env={"PATH": f"{fake}:/usr/bin:/bin"}, capture_output=True,
                              text=True)
     assert missing.returncode != 0 and "set NODE_RANK" in missing.stderr
-    task = body(files["sky.yaml"])
-    assert task["num_nodes"] == 2 and task["resources"]["accelerators"].endswith(":1")
+    rented = launch_plan(dict(model="deepseek-r1", task="infer", engine="vllm", gpu="a100-sxm4-80gb", num_gpus=8,
+                              num_nodes=2))  # a copy over two rented nodes: tp 8 in each, pp 2 across them
+    assert (rented.scenario.tp, rented.scenario.pp, rented.gpus_per_node, rented.num_nodes) == (8, 2, 8, 2)
+    task = body({f.name: f.text for f in launch_files(rented, ["skypilot"])}["sky.yaml"])
+    assert task["num_nodes"] == 2 and task["resources"]["accelerators"].endswith(":8")
     assert "$SKYPILOT_NODE_RANK" in task["run"] and "--nnodes 2" in task["run"]
+    assert "--pipeline-parallel-size 2" in task["run"]
 
 
 def test_vllm_max_model_len_fits_the_pool():

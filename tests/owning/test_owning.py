@@ -203,7 +203,7 @@ def test_a_mac_draws_what_apple_measured_at_the_wall_never_0_w():
     assert (given.host_busy_w, given.host_idle_w) == (200, 10)
     spark = make_build("dgx-spark")  # a chip with a TDP: the TDP is the draw, nothing added
     assert (spark.host_busy_w, spark.host_idle_w) == (0, 0)
-    report = gpuplan.buy(budget_usd=5000, workloads=ROOT / "docs" / "owning-example.yaml",
+    report = gpuplan.buy(budget_usd=5000, workloads=ROOT / "examples" / "owning-example.yaml",
                          gpus=["apple-m4-max", "apple-m2-max"], prices={"apple-m4-max": 3500, "apple-m2-max": 2000},
                          usd_per_kwh=0.2)
     assert [b.build.label for b in report.builds] == ["1x apple-m2-max"]
@@ -318,7 +318,7 @@ def _worked_case() -> dict:
 def test_the_advisor_ranks_the_case_worked_by_hand_in_the_docs():
     """docs/owning.md ranks three builds for a $4,000 budget by hand: each number of gpuplan's answer is the doc's."""
     case = _worked_case()
-    report = gpuplan.buy(budget_usd=4000, workloads=ROOT / "docs" / "owning-example.yaml",
+    report = gpuplan.buy(budget_usd=4000, workloads=ROOT / "examples" / "owning-example.yaml",
                          gpus=["rtx-3090", "rtx-4090"], prices={"3090": 700, "4090": 1700}, usd_per_kwh=0.2)
     assert [(b.build.gpu_id, b.build.count) for b in report.builds] == [(c["gpu"], c["count"]) for c in case["builds"]]
     runs = report.builds[0].jobs[0]
