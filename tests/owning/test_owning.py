@@ -158,7 +158,8 @@ def test_build_checks_that_fail():
 
 def test_host_ram_and_display_against_the_plans():
     """A job whose Plan keeps 70B optimizer states in host memory does not fit the desktop's 64 GiB; --host-ram
-    256 does. The desktop's display margin takes 1 GiB of the card."""
+    256 does. A Linux desktop on the card holds 400 MiB of it, counted by the job's Plan (the scenario's display, as
+    estimate --display counts it), and the display check reads that plan."""
     w = load_workloads([{"per_year": 1, "scenario": {"model": "llama-3.1-8b", "task": "train", "method": "full",
                                                       "train_tokens": 1e6, "sharding": "zero3",
                                                       "offload": "optimizer+params"}}])
@@ -168,8 +169,15 @@ def test_host_ram_and_display_against_the_plans():
     assert small["host RAM"].status == "fail" and "64 GiB" in small["host RAM"].line
     big = {c.name: c for c in build_checks(make_build("rtx-4090", 2, host_ram_gib=256), [plan])}
     assert big["host RAM"].status == "ok"
-    shown = [c for c in build_checks(make_build("rtx-4090", 2, display=True), [plan]) if c.name == "display"]
-    assert shown and f"of {plan.capacity_gib - 1.0:,.1f} GiB left" in shown[0].line
+    with_desktop = job_plan(w.workloads[0], load_gpu("rtx-4090"), 2, owned=True, display="linux")
+    assert with_desktop.scenario["display"] == "linux"
+    assert with_desktop.device_peak_gib == pytest.approx(plan.device_peak_gib + 400 / 1024, abs=0.011)
+    shown = [c for c in build_checks(make_build("rtx-4090", 2, display="linux"), [with_desktop])
+             if c.name == "display"]
+    assert len(shown) == 1 and "the desktop (linux) holds 0.39 GiB of the card" in shown[0].line
+    assert f"{with_desktop.device_peak_gib:,.1f} of {with_desktop.capacity_gib:,.1f} GiB" in shown[0].line
+    with pytest.raises(GpuplanError, match="--display takes linux, windows or none"):
+        make_build("rtx-4090", 2, display="mac")
 
 
 def test_unified_memory_computers_are_bought_whole():

@@ -28,13 +28,14 @@ def _bounded(value: Any, what: str, low: float, high: float) -> None:
         number(value, what, least=low, most=high, whole=what == "--top")
 
 
-def _buy_kinds(build: Any, host: Any, region: Any, sector: Any, prices: Any, flags: dict[str, Any],
+def _buy_kinds(build: Any, host: Any, region: Any, sector: Any, display: Any, prices: Any, flags: dict[str, Any],
                amounts: dict[str, Any]) -> dict[str, float]:
     """buy's arguments, each of its kind (or one sentence); ``prices`` as ``{card: USD}``."""
     arg.text(build, "build", optional=True)
     arg.text(host, "host", optional=True)
     arg.text(region, "region", optional=True)
     arg.text(sector, "sector", choices=("residential", "commercial"))
+    arg.text(display, "display", choices=("none", "linux", "windows"))
     for name, value in flags.items():
         arg.flag(value, name)
     for name, value in amounts.items():
@@ -52,7 +53,7 @@ def buy(build: str | None = None, *, workloads: str | Path | Mapping[str, Any] |
         gpus: Iterable[str] = (), price: float | None = None, prices: Mapping[str, float] | None = None,
         used: bool = False, host: str | None = None, host_usd: float | None = None,
         host_ram_gib: float | None = None, host_w: float | None = None, host_idle_w: float | None = None,
-        display: bool = False, region: str | None = None, sector: str = "residential",
+        display: str = "none", region: str | None = None, sector: str = "residential",
         usd_per_kwh: float | None = None, pue: float = 1.0, off_when_idle: bool = False,
         maintenance_usd_per_year: float = 0.0, space_usd_per_month: float = 0.0, hours: float | None = None,
         utilization: float | None = None, top: int = 10) -> BuyReport:
@@ -60,7 +61,8 @@ def buy(build: str | None = None, *, workloads: str | Path | Mapping[str, Any] |
     for the ``workloads`` (a YAML file, a dict or a list of jobs: :mod:`gpuplan.owning.workloads`) against renting
     them on ``rent`` (``["8xh100-sxm"]``; the same cards by default), with break-even months and utilization and the
     build's checks; without workloads, ``hours`` of use (or ``utilization``, the share of the horizon's hours) against
-    renting the same cards. With ``budget_usd`` and ``workloads``, the builds the budget buys, ranked."""
+    renting the same cards. With ``budget_usd`` and ``workloads``, the builds the budget buys, ranked. ``display``
+    (``linux`` or ``windows``): a card also drives that desktop, counted on the card by each job's Plan."""
     from ..owning.advisor import advise
     from ..owning.answer import Terms, buy_report, hours_report
     from ..owning.builds import make_build, parse_build
@@ -68,9 +70,9 @@ def buy(build: str | None = None, *, workloads: str | Path | Mapping[str, Any] |
     from ..owning.workloads import load_workloads
 
     gpus = names_of(gpus, "gpus")
-    prices = _buy_kinds(build, host, region, sector, prices, {"used": used, "display": display,
-                        "off_when_idle": off_when_idle}, {"price": price, "host_usd": host_usd, "host_ram_gib":
-                        host_ram_gib, "host_w": host_w, "host_idle_w": host_idle_w, "usd_per_kwh": usd_per_kwh})
+    prices = _buy_kinds(build, host, region, sector, display, prices, {"used": used, "off_when_idle": off_when_idle},
+                        {"price": price, "host_usd": host_usd, "host_ram_gib": host_ram_gib, "host_w": host_w,
+                         "host_idle_w": host_idle_w, "usd_per_kwh": usd_per_kwh})
     for value, what, low, high in ((budget_usd, "--budget", 1, 1e9), (years, "--years", 0.01, 10), (pue, "--pue", 1, 3),
                                    (maintenance_usd_per_year, "--maintenance-usd", 0, 1e7),
                                    (space_usd_per_month, "--space-usd-per-month", 0, 1e6), (hours, "--hours", 1, 1e6),

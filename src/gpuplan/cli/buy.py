@@ -81,8 +81,9 @@ def buy_cmd(
                                                  rich_help_panel=HELP_PANEL_POWER)] = None,
     host_idle_w: Annotated[float | None, typer.Option(help="The host's idle draw, W.",
                                                       rich_help_panel=HELP_PANEL_POWER)] = None,
-    display: Annotated[bool, typer.Option("--display", help="One card also drives the desktop (about 1 GiB of it "
-                                                            "is not yours).", rich_help_panel=HELP_PANEL_OWN)] = False,
+    display: Annotated[str, typer.Option(help="A card also drives a desktop on this OS: linux or windows (what it "
+                                              "holds is counted on the card, as estimate --display does).",
+                                         rich_help_panel=HELP_PANEL_OWN)] = "none",
     region: Annotated[str | None, typer.Option(help="Electricity price of: us, us-ca, us-tx, us-ny, us-wa, us-ma, "
                                                     "us-hi, eu, de, be, dk, hu [default: us].",
                                                rich_help_panel=HELP_PANEL_POWER)] = None,

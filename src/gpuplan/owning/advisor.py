@@ -53,7 +53,7 @@ def _counts(gpu: GpuSpec) -> tuple[int, ...]:
 
 
 def _candidates(budget: float, cards: Iterable[str], prices: Mapping[str, float], used: bool,
-                host_usd: float | None, host_ram_gib: float | None, display: bool):
+                host_usd: float | None, host_ram_gib: float | None, display: str):
     """The builds within the budget, and a sentence for each card or count that could not be priced."""
     builds, unranked, over, no_host, no_price, no_draw = [], [], 0, {}, [], []
     for gpu in (gpus()[g] for g in cards):
@@ -92,7 +92,7 @@ def _rank_key(a: BuildAnswer) -> tuple:
 
 def advise(w: Workloads, budget_usd: float, terms: Terms, *, cards: Iterable[str] = (),
            prices: Mapping[str, float] | None = None, used: bool = False, host_usd: float | None = None,
-           host_ram_gib: float | None = None, display: bool = False, top: int = 10) -> BuyReport:
+           host_ram_gib: float | None = None, display: str = "none", top: int = 10) -> BuyReport:
     """The builds ``budget_usd`` buys for the work ``w``, ranked (module docstring)."""
     ids = list(cards) or list(gpus())
     builds, unranked, over = _candidates(budget_usd, ids, prices or {}, used, host_usd, host_ram_gib, display)

@@ -65,7 +65,8 @@ def rentals_for(w: Workloads, rent: list[tuple[GpuSpec, int]]) -> tuple[list[Ren
 
 def answer_build(build: Build, w: Workloads, terms: Terms, rentals: list[RentalAnswer]) -> BuildAnswer:
     gpu = gpus()[build.gpu_id]
-    plans = [job_plan(j, gpu, build.count, owned=True, host_ram_gib=build.host_ram_gib) for j in w.workloads]
+    plans = [job_plan(j, gpu, build.count, owned=True, host_ram_gib=build.host_ram_gib, display=build.display)
+             for j in w.workloads]
     o = own(build, plans, w.years, terms.electricity, pue=terms.pue, off_when_idle=terms.off_when_idle,
             maintenance_usd_per_year=terms.maintenance_usd_per_year,
             space_usd_per_month=terms.space_usd_per_month)

@@ -34,7 +34,7 @@ class Build(BaseModel):
     host_ram_note: str  # the default taken, or "given"
     host_busy_w: float
     host_idle_w: float
-    display: bool = False  # one card also drives the desktop
+    display: str = "none"  # the desktop one card drives: linux | windows (the scenario's display) | none
     notes: list[str] = Field(default_factory=list)
 
     @property
@@ -65,7 +65,7 @@ def whole_computer(gpu: GpuSpec) -> bool:
 
 def make_build(gpu: GpuSpec | str, count: int = 1, *, price: float | None = None, used: bool = False,
                host: str | None = None, host_usd: float | None = None, host_ram_gib: float | None = None,
-               host_w: float | None = None, host_idle_w: float | None = None, display: bool = False) -> Build:
+               host_w: float | None = None, host_idle_w: float | None = None, display: str = "none") -> Build:
     """A build of ``count`` of ``gpu``: priced (``price`` per card, else street or MSRP), in ``host`` (a profile;
     default the smallest that holds the cards), with the host's price, RAM and draw given or the profile's."""
     gpu = gpu if isinstance(gpu, GpuSpec) else load_gpu(gpu)
@@ -73,6 +73,8 @@ def make_build(gpu: GpuSpec | str, count: int = 1, *, price: float | None = None
         raise GpuplanError(f"a build holds 1 to 8 cards in one machine, got {count!r}")
     host_usd, host_ram_gib = _positive(host_usd, "--host-usd", 1e7), _positive(host_ram_gib, "--host-ram", 65536)
     host_w, host_idle_w = _positive(host_w, "--host-w", 1e5), _positive(host_idle_w, "--host-idle-w", 1e5)
+    if display not in ("none", "linux", "windows"):
+        raise GpuplanError(f"--display takes linux, windows or none (the desktop's OS), got {display!r}")
     card = card_price(gpu, given=price, used=used)
     if whole_computer(gpu):
         return _computers(gpu, count, card, host_ram_gib, host_w, host_idle_w, display)
@@ -101,7 +103,7 @@ def make_build(gpu: GpuSpec | str, count: int = 1, *, price: float | None = None
 
 
 def _computers(gpu: GpuSpec, count: int, card: Price, host_ram_gib: float | None, host_w: float | None,
-               host_idle_w: float | None, display: bool) -> Build:
+               host_idle_w: float | None, display: str) -> Build:
     """``count`` unified-memory computers: one, or several linked over their own network ports (the catalog's
     ``network``) where owning.yaml says how many join without a switch (two DGX Sparks, one QSFP cable: a plan
     across them has one GPU per node)."""

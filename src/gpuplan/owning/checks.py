@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 from ..hardware import GpuSpec, gpus
 from .builds import Build
-from .facts import Source, coolers, display, host_profiles, linked, power
+from .facts import Source, coolers, host_profiles, linked, power
 from .plans import JobPlan
 
 
@@ -143,20 +143,24 @@ def _memory(b: Build, gpu: GpuSpec, plans: list[JobPlan]) -> list[Check]:
             out.append(Check(name="host RAM", status="ok" if ok else "fail", source=b.host_ram_note,
                              line=f"{p.job}: needs {p.cpu_gib:,.1f} GiB of host RAM, the host has "
                              f"{b.host_ram_gib:,.0f} GiB" + ("" if ok else ": more RAM (--host-ram) or less offload")))
-        if b.display and p.capacity_gib:
-            d = display()
-            left = p.capacity_gib - d["margin_gib"]
-            ok = p.device_peak_gib <= left
-            out.append(Check(name="display", status="ok" if ok else "warn",
-                             source="; ".join(Source(s["url"], s["where"]).line() for s in d["sources"]),
-                             line=f"{p.job}: the desktop holds ~{d['margin_gib']:.1f} GiB of the display card: "
-                             f"{p.device_peak_gib:,.1f} of {left:,.1f} GiB left" + ("" if ok else
-                                                                                  ": run headless, or use the "
-                                                                                  "other cards")))
+        if b.display != "none" and p.capacity_gib and p.plan is not None:
+            out.append(_display(p))
     if not any(c.name in ("host RAM", "memory pool") for c in out):
         out.append(Check(name="host RAM", status="ok", source=b.host_ram_note,
                          line=f"no job keeps anything in host memory; the host has {b.host_ram_gib:,.0f} GiB"))
     return out
+
+
+def _display(p: JobPlan) -> Check:
+    """The desktop a card drives, as the job's Plan counts it on the card (the scenario's ``display``)."""
+    desktop, gib = next(((k, v) for k, v in p.plan.memory.device_overheads.items() if k.startswith("desktop")),
+                        ("desktop", 0.0))
+    ok = p.plan.memory.fits
+    return Check(name="display", status="ok" if ok else "warn", source="overheads.DISPLAY_GIB (ComfyUI's default "
+                 "reserve for the OS: comfy/model_management.py EXTRA_RESERVED_VRAM)",
+                 line=f"{p.job}: the {desktop} holds {gib:.2f} GiB of the card, counted in the plan: "
+                 f"{p.device_peak_gib:,.1f} of {p.capacity_gib:,.1f} GiB" + ("" if ok else
+                                                                             ": run headless, or use other cards"))
 
 
 def build_checks(b: Build, plans: list[JobPlan]) -> list[Check]:

@@ -1,6 +1,6 @@
 """The sourced figures owning needs, read once from ``data/owning.yaml`` (each with its url and the words that hold
 it; docs/owning.md says how each is used): street prices, depreciation, electricity, idle draw, coolers, host
-profiles, power delivery and the display margin."""
+profiles and power delivery."""
 
 from __future__ import annotations
 
@@ -76,10 +76,6 @@ def coolers() -> dict[str, Any]:
 
 def power() -> dict[str, Any]:
     return owning_facts()["power"]
-
-
-def display() -> dict[str, Any]:
-    return owning_facts()["display"]
 
 
 def linked(gpu_id: str) -> dict[str, Any] | None:

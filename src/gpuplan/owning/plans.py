@@ -57,10 +57,13 @@ class JobPlan(BaseModel):
     plan: Plan | None = Field(default=None, exclude=True)
 
 
-def _placed(job: Job, gpu: GpuSpec, count: int, pricing: str | None, host_ram_gib: float | None) -> Scenario:
+def _placed(job: Job, gpu: GpuSpec, count: int, pricing: str | None, host_ram_gib: float | None,
+            display: str = "none") -> Scenario:
     data = {**job.scenario, "gpu": gpu.id}
     if host_ram_gib is not None:  # an owned build's RAM decides what offload and CPU layers it can hold
         data["host_ram_gib"] = host_ram_gib
+    if display != "none":  # the desktop an owned card drives, counted on the card by the Plan
+        data["display"] = display
     if gpu.unified_memory and count > 1:  # linked computers: one GPU in each, their own ports between them
         data |= {"num_gpus": 1, "num_nodes": count}
     elif count > 8:  # several machines of eight
@@ -126,10 +129,11 @@ def _linked_fix(s: Scenario, plan: Plan) -> tuple[Plan, Scenario, str, str]:
 
 
 def job_plan(job: Job, gpu: GpuSpec, count: int, *, owned: bool, pricing: str = "on_demand",
-             host_ram_gib: float | None = None) -> JobPlan:
-    """``job`` on ``count`` of ``gpu``: owned (power is the owner's to count; ``host_ram_gib`` its RAM) or rented at
-    ``pricing``. Several unified-memory computers are linked nodes of one GPU each, over their own ports."""
-    s = _placed(job, gpu, count, None if owned else pricing, host_ram_gib)
+             host_ram_gib: float | None = None, display: str = "none") -> JobPlan:
+    """``job`` on ``count`` of ``gpu``: owned (power is the owner's to count; ``host_ram_gib`` its RAM; ``display``
+    the desktop a card drives) or rented at ``pricing``. Several unified-memory computers are linked nodes of one GPU
+    each, over their own ports."""
+    s = _placed(job, gpu, count, None if owned else pricing, host_ram_gib, display)
     where = f"{count}x {short_id(gpu.id)}" + (" (owned)" if owned else "")
     plan, s, change, why = _fitting(s, gpu, count, owned)
     out = JobPlan(job=job.label, setup=where, runs=not why, why_not=why, change=change, scenario=plan.scenario,

@@ -128,7 +128,7 @@ class BuyRequest(BaseModel):
     host: str | None = Field(default=None, max_length=40)
     host_usd: float | None = Field(default=None, ge=0, le=1e7)
     host_ram_gib: float | None = Field(default=None, ge=0, le=65536)
-    display: bool = False
+    display: Literal["none", "linux", "windows"] = "none"
     region: str | None = Field(default=None, max_length=40)
     sector: Literal["residential", "commercial"] = "residential"
     usd_per_kwh: float | None = Field(default=None, ge=0, le=10)
