@@ -40,17 +40,17 @@ CALLS = {
     "launch": (gpuplan.launch, ({"model": "qwen2.5-0.5b", "task": "train", "method": "lora", "gpu": "rtx-4090"},),
                {"folder": "launch", "force": True}),
     "load_model": (load_model, ("gpt2",), {}),
+    "buy": (gpuplan.buy, ("1x4090",), {"hours": 100}),
     # load_scenario(path=0) and overrides='../../etc/passwd' raised TypeError and AttributeError (the fuzzer)
     "load_scenario": (gpuplan.load_scenario, (None,), {"overrides": {**SERVE, "gpu": "rtx-4090"}}),
     # the catalogs, buy, calibrate and the page's grid: table(catalogs=None) and prices(provider=10**30) raised
-    # TypeError and AttributeError (bench/fuzz.py, seeds 1-3), buy(gpu=[1]) and calibrate([{}]) too
+    # TypeError and AttributeError (bench/fuzz.py, seeds 1-3), buy(gpu=[1]) (now build) and calibrate([{}]) too
     "models": (api.models, (), {"family": "qwen"}),
     "model": (api.model, ("gpt2",), {}),
     "gpus": (api.gpus, (), {"vendor": "nvidia"}),
     "gpus_compare": (api.gpus_compare, (["a100", "h100"],), {"notes": []}),
     "prices": (api.prices, (), {"gpu": "h100"}),
     "table": (api.table, (), {"cheapest": False}),
-    "buy": (api.buy, ("2x4090",), {}),
     "calibrate": (api.calibrate, ([json.loads((FUZZ / "records" / "ok.json").read_text())],), {}),
     "fit_grid": (api.fit_grid, ({**SERVE, "gpu": "rtx-4090"},), {}),
 }
@@ -132,7 +132,7 @@ def test_every_parameter_refuses_a_value_of_no_kind_it_takes(name, param):
     ("launch", "visible_devices", math.nan), ("launch", "script", math.nan), ("launch", "script", [1]),
     ("load_model", "name", math.nan), ("load_model", "name", -1),
     ("table", "catalogs", -math.inf), ("table", "catalogs", None), ("prices", "provider", 10**30),
-    ("buy", "gpu", [1]), ("calibrate", "records", [{"a": None}]), ("fit_grid", "axis", 1),
+    ("buy", "build", [1]), ("calibrate", "records", [{"a": None}]), ("fit_grid", "axis", 1),
 ])
 def test_the_report_s_sixteen_untyped_exceptions_are_sentences(name, param, value):
     """fuzz-report-3 C8, as listed (fit's second argument is its scenario), and those bench/fuzz.py found since."""

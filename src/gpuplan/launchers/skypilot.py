@@ -94,7 +94,7 @@ def task(plan: LaunchPlan, opts: LaunchOptions) -> dict[str, Any]:
 
 def run(plan: LaunchPlan, opts: LaunchOptions) -> str:
     if not plan.train:
-        return command_text(vllm.command(plan, opts))
+        return command_text(vllm.command(plan, opts, multinode_env=True))
     if runner(plan) is torchtune:
         return command_text(torchtune.download(plan)) + command_text(torchtune.command(plan, multinode_env=True))
     out = CHECKPOINTS if opts.bucket and spot(plan) else None

@@ -261,6 +261,11 @@ def interruption_priors() -> list[dict[str, Any]]:
     return _providers_yaml()["interruption_priors"]
 
 
+def spot_rows_missing() -> str:
+    """Why RunPod spot and Vast interruptible are not ranked: the dated figures found, and why none holds up."""
+    return " ".join(_providers_yaml()["spot_rows_missing"].split())
+
+
 def provider_network(provider: str, tier: str) -> dict[str, Any]:
     """The provider's links (``intra_node``, ``inter_node``, ``inter_node_gbps``), its tier's entry overriding."""
     facts = providers().get(provider, {})
