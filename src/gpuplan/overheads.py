@@ -616,3 +616,25 @@ TRTLLM_GEMM_HALF_ROWS = {"fp8": 0.0, "fp4": 64.0}
 # fitted at 1.5x. trtllm-bench builds FP8 and NVFP4 engines with FP8 context FMHA (tensorrt_llm/bench/build/build.py:
 # use_fp8_context_fmha = True "if NVFP4 or FP8 quantization is enabled"), whose peak is twice the bf16 one.
 TRTLLM_CONTEXT_ATTENTION_SPEEDUP = 1.5
+
+# ---- profiled modules (speed/modules.py): diffusion denoisers, VAEs, text encoders, Whisper, T5 -----------------------
+# Host work of an eager pass read off the module's own profile: every aten op the dispatcher runs (views included:
+# Python, the dispatcher, the autograd bookkeeping) and every nn.Module call (diffusers' attention processors and
+# blocks are Python). Fitted on the fitted rows of bench/modules.py (see there), where a batch-1 Stable Diffusion
+# step is host-bound: published rates depend on the host CPU too, which the spread of the bench rows shows.
+DISPATCH_OVERHEAD_S = 12e-6
+MODULE_CALL_OVERHEAD_S = 8e-6
+# Bytes moved per weight element to unpack a stored weight to 16 bits before each GEMM that uses it: bitsandbytes'
+# NF4 dequantize reads the packed nibbles and absmax and writes a bf16 copy (0.56 + 2), fp8 storage cast up
+# (diffusers enable_layerwise_casting, kohya --fp8_base: 1 + 2), LLM.int8's int8 weights with their row scales;
+# diffusers' GGUF dequantization (quantizers/gguf/utils.py dequantize_functions) runs a dozen PyTorch ops over
+# each block's fields, each reading and writing a float copy: fitted on the H100 Flux rows of bench/modules.py.
+DEQUANT_BYTES_PER_WEIGHT = {"nf4": 2.6, "fp4": 2.6, "fp8": 3.0, "int8": 3.0, "gguf": 24.0}
+# An AdamW step over fp32 master weights, gradients and two moments, each read and written (16 B read + 16 B
+# written per parameter: torch's fused AdamW), for diffusion and encoder-decoder full fine-tuning.
+OPTIMIZER_BYTES_PER_PARAM = 32
+# A diffusers scheduler step between denoiser passes (FlowMatchEuler / Euler: a few element-wise ops on the latents
+# and their Python): host time per step.
+SCHEDULER_STEP_S = 0.4e-3
+# The range said around a profiled module's speed (samples/s): the held-out rows' errors in bench/modules.py.
+MODULE_SPEED_SPREAD = (-0.25, 0.25)

@@ -117,8 +117,13 @@ def render_estimate(result) -> None:
             mark = "fits" if sug.fits else "still too big"
             prefix = "  * " if sug.combination else "  - "
             bullet(f"{'together: ' if sug.combination else ''}{sug.change} ({mark}; {sug.cost})", prefix=prefix)
-    _speed(result, s)
-    _cost(result, s)
+    if getattr(result, "work", None) is not None:  # a diffusion pipeline, an encoder-decoder, an encoder
+        from .modules import render_work
+
+        render_work(result)
+    else:
+        _speed(result, s)
+        _cost(result, s)
     if result.dataset or result.recipe:
         from .data import render_data
 

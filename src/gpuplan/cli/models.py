@@ -11,6 +11,7 @@ from rich.text import Text
 
 from ..errors import GpuplanError
 from ..model.catalog import bundled, load_model
+from ..model.module import NotADecoder
 from ..model.report import human_count, model_facts, model_summary
 from .app import JsonFlag, app, print_json
 from .render import Column, FormatOption, err, num, out, resolve_format, show
@@ -100,7 +101,18 @@ def model_cmd(
     Example: gpuplan model llama-3.1-8b --json (also: gpuplan model meta-llama/Llama-3.1-8B-Instruct, or the
     path of a config.json)
     """
-    facts = model_facts(load_model(name))
+    try:
+        facts = model_facts(load_model(name))
+    except NotADecoder as other:  # a diffusion pipeline, an encoder-decoder, an encoder
+        from ..model.report import module_facts
+        from .modules import render_module
+
+        facts = module_facts(other.spec)
+        if as_json:
+            print_json(facts)
+        else:
+            render_module(facts)
+        return
     if as_json:
         print_json(facts)
         return

@@ -25,6 +25,8 @@ from pathlib import Path
 import yaml
 
 from ..errors import GpuplanError, UnknownNameError, did_you_mean, normalize_name
+from . import kinds
+from .module import NotADecoder
 from .spec import ModelSpec
 
 REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
@@ -105,12 +107,18 @@ def load_model(name: str) -> ModelSpec:
     repo = bundled_repo(name)
     if repo:
         return _bundled_spec(repo)
+    other = kinds.named(name)
+    if other:
+        raise NotADecoder(other)
     path = Path(name).expanduser()
     try:
         exists = path.exists()
     except OSError:  # a name too long or otherwise impossible as a path is not one
         exists = False
     if exists:
+        other = kinds.at_path(path)
+        if other:
+            raise NotADecoder(other)
         return _spec_from_file(path / "config.json" if path.is_dir() else path, None)
     base = base_repo(name)
     if base:
@@ -119,10 +127,17 @@ def load_model(name: str) -> ModelSpec:
                 "change the weights, not the shapes; pass the tuned model's config.json if it differs)")
         return replace(spec, name=name, notes=(*spec.notes, note))
     if REPO_ID.match(name) and not name.endswith(".json"):
-        return _spec_from_file(_fetch_config(name), name)
+        other = kinds.from_hub(name, _fetch_optional)
+        if other:
+            raise NotADecoder(other)
+        path = _fetch_config(name)
+        other = kinds.at_path(path)
+        if other:
+            raise NotADecoder(replace(other, name=name))
+        return _spec_from_file(path, name)
     if name.endswith(".json") or "/" in name or "\\" in name:
         raise GpuplanError(f"no such file: {name}")
-    raise UnknownNameError("model", name, [*bundled(), *aliases()],
+    raise UnknownNameError("model", name, [*bundled(), *aliases(), *kinds.names()],
                            hint="Run `gpuplan models` for the bundled list, or pass a Hugging Face repo id "
                                 "(org/name) or a path to a config.json.")
 
@@ -166,7 +181,8 @@ def _fetch_config(repo_id: str) -> Path:
     hint = f" (did you mean the bundled {close[0]!r}?)" if close else ""
     offline = (f"cannot fetch config.json of {repo_id!r}: the Hugging Face hub is unreachable or HF_HUB_OFFLINE is "
                f"set, and it is not in the local cache{hint}. Download it where you have network "
-               f"(huggingface.co/{repo_id}/blob/main/config.json) and pass its path: gpuplan model ./config.json")
+               f"(huggingface.co/{repo_id}/blob/main/config.json; a diffusers pipeline has model_index.json and a "
+               "config.json in each component's folder instead) and pass its path: gpuplan model ./config.json")
     try:  # the cache first: no network round trip when the config is already here
         return Path(hf_hub_download(repo_id, "config.json", local_files_only=True))
     except LocalEntryNotFoundError:
@@ -189,6 +205,28 @@ def _fetch_config(repo_id: str) -> Path:
     except OSError as err:
         raise GpuplanError(f"cannot fetch config.json of {repo_id!r} ({err.__class__.__name__}: {err}); "
                            "pass the path of a local config.json instead") from None
+
+
+def _fetch_optional(repo_id: str, filename: str) -> Path | None:
+    """A file of a Hugging Face repo from the cache, or fetched when the hub answers; None when it is not there
+    (or cannot be had: the caller then fetches config.json and says why that failed)."""
+    try:
+        from huggingface_hub import hf_hub_download
+        from huggingface_hub.errors import EntryNotFoundError, LocalEntryNotFoundError
+    except ImportError:
+        return None
+    try:
+        return Path(hf_hub_download(repo_id, filename, local_files_only=True))
+    except LocalEntryNotFoundError:
+        pass
+    except (OSError, ValueError):
+        return None
+    if not _hub_reachable():
+        return None
+    try:
+        return Path(hf_hub_download(repo_id, filename))
+    except (EntryNotFoundError, LocalEntryNotFoundError, OSError, ValueError):
+        return None
 
 
 def _hub_reachable(timeout_s: float = 3.0) -> bool:

@@ -76,6 +76,9 @@ class ModelSpec:
         is installed). Raises :class:`GpuplanError` when it cannot describe a decoder."""
         if not isinstance(config, dict):
             raise GpuplanError(f"a config.json must hold a JSON object, got {type(config).__name__}")
+        if isinstance(config.get("_class_name"), str):
+            raise GpuplanError(f"{name or 'this config'} is a diffusers {config['_class_name']} config, not a decoder "
+                               "LLM's: pass its path or name to gpuplan estimate, model or simulate")
         config = checked_config({k: v for k, v in config.items() if not k.startswith("_transcription")},
                                 f"config.json of {name}" if name else "config.json")
         if config.get("model_type") is None and config.keys() >= NANOGPT_KEYS:

@@ -14,11 +14,12 @@ from typing import Any
 
 from pydantic import ConfigDict
 
-from ..errors import UnknownNameError
+from ..errors import GpuplanError, UnknownNameError
 from ..hardware import GpuSpec, resolve_gpu
 from ..market.cost import Cost
 from ..memory import check, memory_report
 from ..model.catalog import load_model
+from ..model.module import NotADecoder
 from ..model.report import inexact_warning
 from ..model.spec import ModelSpec
 from ..result import Answer, GpuFacts, MemoryReport, ModelFacts, Suggestion
@@ -26,6 +27,7 @@ from ..scenario import INFER_ONLY, TRAIN_ONLY, Scenario, scenario_from
 from ..scenario.resolve import describe, resolve
 from ..scenario.stacks import defaults_in_force
 from ..speed.breakdown import Speed
+from .modules import MODULE_FIELDS, ModuleWork, module_plan
 
 
 def _model_facts(m: ModelSpec, trainable: int) -> ModelFacts:
@@ -61,11 +63,26 @@ class Plan(Answer):
     warnings: tuple[str, ...] = ()
 
 
+class ModulePlan(Plan):
+    """The plan of a model that is not a decoder LLM (a diffusion pipeline, an encoder-decoder, an encoder): a
+    :class:`Plan` with no token speed, and its work: it/s, seconds per image, the parts of a step, and which
+    numbers were simulated on fake tensors and which modelled (:mod:`gpuplan.plan.modules`)."""
+
+    work: ModuleWork | None = None
+
+
 def estimate(scenario: Scenario | dict[str, Any], *, advise: bool = True) -> Plan:
     """The plan of a scenario. ``advise`` adds the largest batch and context that fit and, when the job does not
     fit, the changes that would (they re-run the memory estimate)."""
     s = scenario_from(scenario)
-    m = load_model(s.model)
+    try:
+        m = load_model(s.model)
+    except NotADecoder as other:  # a diffusion pipeline, an encoder-decoder, an encoder: plan/modules.py
+        return ModulePlan(**module_plan(s, other.spec, advise=advise))
+    stray = [name for name in MODULE_FIELDS if name in s.model_fields_set]
+    if stray:
+        raise GpuplanError(f"{', '.join(stray)} apply to diffusion pipelines and encoder-decoders, and {m.name} is a "
+                           "decoder LLM: drop them")
     gpu, gpu_note = resolve_gpu(s.gpu) if s.gpu else (None, None)
     if gpu is not None and s.gpu != gpu.id:
         s = s.model_copy(update={"gpu": gpu.id})

@@ -1,0 +1,65 @@
+"""What the command line prints for a model that is not a decoder LLM: its plan's work (it/s, seconds per image,
+the parts of a step, the price), and ``gpuplan model``'s components."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+
+from .app import short
+from .render import bullet, out
+
+
+def render_work(result) -> None:
+    """The speed and price lines of a module plan (after the memory table :func:`..estimate.render_estimate`
+    prints)."""
+    w, s, c = result.work, result.scenario, result.cost
+    head = "speed" if result.memory.fits is not False else "speed, were it to fit"
+    likely = f" (likely {w.samples_per_s_low:,.2f}-{w.samples_per_s_high:,.2f})"
+    if w.kind == "diffusion generation":
+        bullet(f"{head}: {w.image_s:,.1f} s per call of {w.samples_per_step} image(s) ({w.steps} steps at "
+               f"{w.steps_per_s:,.2f} it/s, {1e3 * w.step_s:,.0f} ms per step, {w.bound}-bound); "
+               f"{w.images_per_hour:,.0f} images/h{likely.replace(')', ' images/s)')}", prefix="")
+    elif s["task"] == "train":
+        unit = "images" if w.kind == "diffusion training" else "samples"
+        bullet(f"{head}: {w.steps_per_s:,.2f} it/s ({w.step_s:,.2f} s per optimizer step), {w.samples_per_s:,.2f} "
+               f"{unit}/s{likely}, MFU {w.mfu:.2f}, {w.bound}-bound", prefix="")
+    else:
+        bullet(f"{head}: {w.image_s:,.3f} s per batch of {w.samples_per_step}, {w.samples_per_s:,.1f} samples/s"
+               f"{likely} ({w.bound}-bound)", prefix="")
+    total = sum(w.parts_s.values()) or 1.0
+    top = sorted(w.parts_s.items(), key=lambda kv: -kv[1])[:6]
+    bullet(("step: " if s["task"] == "train" else "call: ") + ", ".join(
+        f"{k} {100 * v / total:.0f}%" for k, v in top if v > 0), prefix="  ", style="dim")
+    if result.memory.fits is False:
+        bullet("not priced: the job does not fit on this GPU (apply a change above)", prefix="", style="yellow")
+    elif c is not None:
+        line = f"cost: {short(c.gpu_id)} on {c.offer} at ${c.usd_per_hour:,.2f}/h"
+        if s["task"] == "train" and w.job_hours:
+            line += f": {w.job_hours:,.2f} h, ${w.job_hours * c.usd_per_hour:,.2f} for {s['train_steps']:,} steps"
+        elif s["task"] == "train":
+            line += f"; ${w.usd_per_1000_samples:,.3f} per 1,000 {'images' if 'diffusion' in w.kind else 'samples'}"
+            line += " (set --train-steps for the job's hours and total)"
+        else:
+            line += f": ${w.usd_per_1000_samples:,.3f} per 1,000 {'images' if 'diffusion' in w.kind else 'samples'}"
+        bullet(line, prefix="")
+    bullet("simulated: " + "; ".join(w.simulated), prefix="  ", style="dim")
+    bullet("modelled: " + "; ".join(w.modelled), prefix="  ", style="dim")
+
+
+def render_module(spec_facts: dict) -> None:
+    """``gpuplan model`` for a pipeline or encoder-decoder: its components and their exact counts."""
+    out.print(Text(spec_facts["name"], style="bold") + f"  ({spec_facts['kind']}, {spec_facts['family']})")
+    out.print(f"{spec_facts['params_total']:,} parameters")
+    table = Table(title="components", title_justify="left")
+    for col in ("component", "class", "params", "share"):
+        table.add_column(col, justify="right" if col in ("params", "share") else "left")
+    for c in spec_facts["components"]:
+        table.add_row(c["name"], c["class"], f"{c['params']:,}", f"{100 * c['params'] / spec_facts['params_total']:.1f}%")
+    out.print(table)
+    defaults = spec_facts["defaults"]
+    if defaults:
+        out.print("defaults: " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in defaults.items()))
+    out.print(Text(f"counted by {spec_facts['counted_by']}", style="dim"))
+    for note in spec_facts["notes"]:
+        bullet(note, prefix="note: ", style="yellow")

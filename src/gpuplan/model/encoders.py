@@ -1,0 +1,184 @@
+"""Encoder-decoders (Whisper, T5, BART) and encoders (ViT, CLIP, SigLIP) as models: transformers' configs, counted
+and profiled with the real classes.
+
+Each family's inputs are what its training and inference feed it:
+
+- Whisper: the log-mel spectrogram of a 30-second window, ``num_mel_bins x 2·max_source_positions`` (3,000 frames;
+  ``WhisperFeatureExtractor`` pads every clip to 30 s), which the encoder's two convolutions (the second with stride
+  2) turn into ``max_source_positions`` = 1,500 frames whatever the clip's length; the decoder runs the transcript's
+  tokens (``decoder_tokens``, at most ``max_target_positions`` = 448) with cross-attention to those frames;
+- T5 and BART: the source's tokens through the encoder (``encoder_tokens``) and the target's through the decoder
+  (``decoder_tokens``); T5's attention adds a relative position bias to every score, so transformers runs it eagerly
+  (scores in memory: its profile is of degree 2);
+- ViT: one image at the config's ``image_size`` (``(image_size / patch_size)²`` patches and the class token);
+  CLIP and SigLIP: an image and a text of the text model's ``max_position_embeddings`` tokens (77; SigLIP pads to
+  64), through both towers.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ..errors import GpuplanError, normalize_name
+from .module import Component, ModuleSpec
+
+# model_type -> (kind, the class built when the config names none transformers has, its variables)
+FAMILIES: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "whisper": ("encoder-decoder", "WhisperForConditionalGeneration", ("decoder_tokens",)),
+    "t5": ("encoder-decoder", "T5ForConditionalGeneration", ("encoder_tokens", "decoder_tokens")),
+    "mt5": ("encoder-decoder", "MT5ForConditionalGeneration", ("encoder_tokens", "decoder_tokens")),
+    "umt5": ("encoder-decoder", "UMT5ForConditionalGeneration", ("encoder_tokens", "decoder_tokens")),
+    "bart": ("encoder-decoder", "BartForConditionalGeneration", ("encoder_tokens", "decoder_tokens")),
+    "mbart": ("encoder-decoder", "MBartForConditionalGeneration", ("encoder_tokens", "decoder_tokens")),
+    "vit": ("encoder", "ViTForImageClassification", ()),
+    "clip": ("encoder", "CLIPModel", ()),
+    "siglip": ("encoder", "SiglipModel", ()),
+    "clip_vision_model": ("encoder", "CLIPVisionModel", ()),
+    "siglip_vision_model": ("encoder", "SiglipVisionModel", ()),
+}
+EAGER = ("t5", "mt5", "umt5")  # relative position bias on every score: no SDPA in transformers
+# the projections peft's usual recipes adapt (the Whisper int8 LoRA example: q_proj and v_proj; T5: q and v)
+ATTENTION_LEAVES = ("q_proj", "v_proj", "q", "v", "query", "value")
+HEADS = ("lm_head", "proj_out", "classifier")  # output heads: not adapted by LoRA
+
+
+def _data() -> Path:
+    return Path(str(resources.files("gpuplan") / "data" / "modules" / "models"))
+
+
+@cache
+def bundled_models() -> dict[str, Path]:
+    return {f.stem.replace("__", "/", 1): f for f in sorted(_data().glob("*__*.json"))}
+
+
+@cache
+def model_aliases() -> dict[str, str]:
+    table = {}
+    for repo, path in bundled_models().items():
+        data = json.loads(path.read_text(encoding="utf-8"))
+        for name in (repo, repo.split("/", 1)[1], *data.get("aliases", [])):
+            table[normalize_name(name)] = repo
+    return table
+
+
+def bundled_model(repo: str, *, count: bool = False) -> ModuleSpec:
+    data = json.loads(bundled_models()[repo].read_text(encoding="utf-8"))
+    params = None if count else (data.get("params") or {}).get("model")
+    return model_spec(repo, data["config"], params=params, counted_by="" if count else
+                      "the real class on the meta device (bundled count, checked by the tests)")
+
+
+def is_encoder_family(config: dict[str, Any]) -> bool:
+    return config.get("model_type") in FAMILIES
+
+
+def class_of(config: dict[str, Any]) -> str:
+    """The class a config's ``architectures`` names when transformers has it, else its family's."""
+    named = (config.get("architectures") or [None])[0]
+    return named if isinstance(named, str) else FAMILIES[config["model_type"]][1]
+
+
+def model_spec(name: str, config: dict[str, Any], *, params: int | None = None, counted_by: str = "") -> ModuleSpec:
+    """The spec of an encoder-decoder or encoder: one component, the model, counted exactly."""
+    from .diffusers import _counted_by, count_params
+
+    kind, _, variables = FAMILIES[config["model_type"]]
+    cls = class_of(config)
+    component = Component(name="model", role="model", library="transformers", cls=cls, config=config,
+                          params=params if params is not None else count_params("transformers", cls, config),
+                          dtype=str(config.get("torch_dtype") or config.get("dtype") or "float32"))
+    return ModuleSpec(name=name, kind=kind, family=str(config["model_type"]), components=(component,),
+                      defaults=defaults(config), counted_by=counted_by or _counted_by().replace("diffusers",
+                                                                                                "transformers"))
+
+
+def defaults(config: dict[str, Any]) -> dict[str, Any]:
+    """What one sample holds when the scenario does not say: Whisper's 1,500 encoder frames (a 30 s window) and
+    up to 448 transcript tokens; the longest sources and targets the position tables allow (T5: none, 512 taken)."""
+    family = config["model_type"]
+    if family == "whisper":
+        return {"encoder_frames": int(config.get("max_source_positions", 1500)),
+                "decoder_tokens_max": int(config.get("max_target_positions", 448)), "decoder_tokens": 128}
+    if family in ("bart", "mbart"):
+        return {"encoder_tokens_max": int(config.get("max_position_embeddings", 1024))}
+    if family in ("vit", "clip_vision_model", "siglip_vision_model", "clip", "siglip"):
+        vision = config.get("vision_config") or config
+        return {"image_size": int(vision.get("image_size", 224)), "patch_size": int(vision.get("patch_size", 16))}
+    return {}
+
+
+def model_part(spec: ModuleSpec, c: Component):
+    """The model as :mod:`.record` runs it (see the module docstring for its inputs)."""
+    from .diffusers import _versions, build
+    from .record import Part
+
+    family = spec.family
+    variables = FAMILIES[family][2]
+    eager = family in EAGER
+    if variables == ("decoder_tokens",):
+        base, second, third, check = (64,), (128,), (96,), (192,)
+    elif variables:
+        base, second, third, check = (64, 32), (128, 64), (96, 48), (160, 80)
+    else:
+        base = second = third = check = ()
+    ways = ("inference", "train-full", "train-full-gc", "train-lora-attention", "train-lora-attention-gc")
+    return Part(name=c.cls, variables=variables, base=base, second=second, third=third, check=check,
+                degree=2 if eager else 1, ways=ways, role=linear_role, versions=_versions(),
+                build=lambda way: _with_way(build("transformers", c.cls, c.config), way, eager),
+                inputs=lambda batch, sizes: _inputs(spec, c, batch, sizes))
+
+
+def linear_role(name: str) -> str:
+    leaf = name.rsplit(".", 1)[-1]
+    if leaf in HEADS:
+        return "head"
+    return "attention" if leaf in ATTENTION_LEAVES else "block"
+
+
+def _with_way(module, way: str, eager: bool):
+    if eager:
+        module.config._attn_implementation = "eager"
+    if way.endswith("-gc"):
+        module.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    if "-lora-" in way:
+        from peft import LoraConfig, inject_adapter_in_model
+
+        roles = ("attention",) if "-attention" in way else ("attention", "block")
+        targets = [n for n, sub in module.named_modules() if hasattr(sub, "in_features") and linear_role(n) in roles]
+        module = inject_adapter_in_model(LoraConfig(r=16, lora_alpha=16, target_modules=targets), module)
+    return module
+
+
+def _inputs(spec: ModuleSpec, c: Component, batch: int, sizes: tuple[int, ...]):
+    import torch
+
+    cfg = c.config
+    family = spec.family
+    if family == "whisper":
+        frames = 2 * int(cfg.get("max_source_positions", 1500))
+        return (), {"input_features": torch.randn(batch, int(cfg.get("num_mel_bins", 80)), frames,
+                                                  dtype=torch.bfloat16),
+                    "decoder_input_ids": torch.randint(0, 1000, (batch, sizes[0]))}
+    if FAMILIES[family][0] == "encoder-decoder":
+        return (), {"input_ids": torch.randint(0, 1000, (batch, sizes[0])),
+                    "decoder_input_ids": torch.randint(0, 1000, (batch, sizes[1]))}
+    vision = cfg.get("vision_config") or cfg
+    size = int(vision.get("image_size", 224))
+    pixels = torch.randn(batch, int(vision.get("num_channels", 3)), size, size, dtype=torch.bfloat16)
+    if family in ("clip", "siglip"):
+        text = cfg.get("text_config") or {}
+        tokens = int(text.get("max_position_embeddings", 77 if family == "clip" else 64))
+        return (), {"input_ids": torch.randint(0, 1000, (batch, tokens)), "pixel_values": pixels}
+    return (), {"pixel_values": pixels}
+
+
+def refuse_unknown(config: dict[str, Any], where: str) -> GpuplanError:
+    """The one sentence for a config that is neither a decoder nor a family modelled here."""
+    return GpuplanError(
+        f"{where}: model_type {config.get('model_type')!r} is not a decoder LLM, and gpuplan models no "
+        f"encoder or encoder-decoder of that family (it knows {', '.join(sorted(FAMILIES))}): `gpuplan simulate "
+        "--module my_pkg.my_model:build` measures any module you build, on fake tensors")
