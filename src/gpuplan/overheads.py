@@ -617,7 +617,7 @@ TRTLLM_GEMM_HALF_ROWS = {"fp8": 0.0, "fp4": 64.0}
 # use_fp8_context_fmha = True "if NVFP4 or FP8 quantization is enabled"), whose peak is twice the bf16 one.
 TRTLLM_CONTEXT_ATTENTION_SPEEDUP = 1.5
 
-# ---- profiled modules (speed/modules.py): diffusion denoisers, VAEs, text encoders, Whisper, T5 -----------------------
+# ---- profiled modules (speed/modules.py): diffusion denoisers, VAEs, text encoders, Whisper, T5 ----------------------
 # Host work of an eager pass read off the module's own profile: every aten op the dispatcher runs (views included:
 # Python, the dispatcher, the autograd bookkeeping) and every nn.Module call (diffusers' attention processors and
 # blocks are Python). Fitted on the fitted rows of bench/modules.py (see there), where a batch-1 Stable Diffusion
@@ -626,10 +626,12 @@ DISPATCH_OVERHEAD_S = 12e-6
 MODULE_CALL_OVERHEAD_S = 8e-6
 # Bytes moved per weight element to unpack a stored weight to 16 bits before each GEMM that uses it: bitsandbytes'
 # NF4 dequantize reads the packed nibbles and absmax and writes a bf16 copy (0.56 + 2), fp8 storage cast up
-# (diffusers enable_layerwise_casting, kohya --fp8_base: 1 + 2), LLM.int8's int8 weights with their row scales;
-# diffusers' GGUF dequantization (quantizers/gguf/utils.py dequantize_functions) runs a dozen PyTorch ops over
-# each block's fields, each reading and writing a float copy: fitted on the H100 Flux rows of bench/modules.py.
-DEQUANT_BYTES_PER_WEIGHT = {"nf4": 2.6, "fp4": 2.6, "fp8": 3.0, "int8": 3.0, "gguf": 24.0}
+# (diffusers enable_layerwise_casting, kohya --fp8_base: 1 + 2). Three are fitted, each on its one row of
+# bench/modules.py (FLUX.1-dev on an H100, diffusers' quantization blog), as byte-equivalents of work that is not all
+# traffic: LLM.int8 (its int8 matmul with the outlier columns split off and multiplied in 16 bits, several kernels
+# per linear), and diffusers' GGUF dequantization (quantizers/gguf/utils.py dequantize_functions: a dozen PyTorch
+# ops over each block's fields, each reading and writing a float copy; the 8-bit blocks in fewer).
+DEQUANT_BYTES_PER_WEIGHT = {"nf4": 2.6, "fp4": 2.6, "fp8": 3.0, "int8": 60.0, "gguf": 45.0, "gguf-8bit": 4.0}
 # An AdamW step over fp32 master weights, gradients and two moments, each read and written (16 B read + 16 B
 # written per parameter: torch's fused AdamW), for diffusion and encoder-decoder full fine-tuning.
 OPTIMIZER_BYTES_PER_PARAM = 32

@@ -22,7 +22,8 @@ PARTS = (("parameters", ("parameters",), ("weights_gib",)), ("gradients", ("grad
 
 
 def simulate_cmd(scenario: str | None = None, as_json: bool = False, compare: bool = False,
-                 plot: str | None = None, layers: int | None = None, **fields: str | None) -> None:
+                 plot: str | None = None, layers: int | None = None, module: str | None = None,
+                 **fields: str | None) -> None:
     """The real training or serving step on fake tensors: exact memory, no GPU.
 
     Runs the scenario's step with the real transformers / peft code on fake tensors (no GPU, no download) and
@@ -35,14 +36,34 @@ def simulate_cmd(scenario: str | None = None, as_json: bool = False, compare: bo
     \b
       gpuplan simulate --model llama-3.1-8b --task train --method qlora --seq-len 2048 --compare
       gpuplan simulate examples/lora-llama-8b.yaml --plot memory.png
+      gpuplan simulate --model sdxl --task train --method lora --resolution 1024
+      gpuplan simulate --module my_pkg.my_model:build --task train --gpu rtx-4090
     """
     from ..model.catalog import load_model
+    from ..model.module import NotADecoder
     from ..scenario.resolve import describe
     from ..sim.simulate import simulate
 
+    if module:
+        from ..sim.module import simulate_module
+        from .modules import render_module_simulation
+
+        given = overrides(fields)
+        result = simulate_module(module, task=str(given.get("task") or "train"), gpu=given.get("gpu"))
+        print_json(result) if as_json else render_module_simulation(result)
+        return
     s = load_scenario(scenario, overrides(fields))
+    try:
+        m = load_model(s.model)
+    except NotADecoder as other:
+        from ..sim.module import simulate_pipeline
+        from .modules import render_pipeline_simulation
+
+        result = simulate_pipeline(s, other.spec)
+        print_json(result) if as_json else render_pipeline_simulation(result)
+        return
     if not as_json:
-        bullet(describe(s, load_model(s.model)), prefix="", style="bold")
+        bullet(describe(s, m), prefix="", style="bold")
     sim = simulate(s, timeline=plot is not None, layers=layers)
     est = None
     if compare:
@@ -134,7 +155,10 @@ scenario_command(
     "simulate", simulate_cmd,
     option("compare", bool, False, "Print the analytic estimate beside the simulation, part by part."),
     option("plot", str | None, None, "Draw memory over the step to this PNG (matplotlib)."),
-    option("layers", int | None, None, "Run this many layers as they are, without extrapolating."))
+    option("layers", int | None, None, "Run this many layers as they are, without extrapolating."),
+    option("module", str | None, None, "Your own PyTorch module: package.module:function, a callable returning "
+           "(module, example_input), run once on fake tensors (with --task train|infer, --gpu for its time); "
+           "the scenario's --model is not needed"))
 
 
 def probe_cmd(scenario: str | None = None, as_json: bool = False, steps: int = 2, out_dir: str = "probes",

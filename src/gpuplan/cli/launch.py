@@ -44,11 +44,50 @@ def launch_cmd(scenario: str | None = None, as_json: bool = False, target: list[
     """
     from ..launchers import check_target_names, launch_plan
 
-    check_target_names(target)  # a misspelt target is said before the plan's own problems
     s = load_scenario(scenario, overrides(fields))
+    from ..model.catalog import load_model
+    from ..model.module import NotADecoder
+
+    try:
+        load_model(s.model)
+    except NotADecoder as other:  # a diffusion pipeline: its trainers' files (launchers/diffusion.py)
+        write_diffusion_launch(s, other.spec, target, output, force, as_json)
+        return
+    check_target_names(target)  # a misspelt target is said before the plan's own problems
     opts = launch_options(s.dataset, script, bucket)  # the scenario's dataset (--dataset) is what the files train on
     plan = launch_plan(s, command=command_line(), visible_devices=parse_devices(visible_devices, s.num_gpus))
     write_launch(plan, target, opts, output, force, as_json)
+
+
+def write_diffusion_launch(s, spec, target, output: str, force: bool, as_json: bool) -> None:
+    """The diffusion trainers' files for a diffusion training plan (``--target diffusers|kohya|simpletuner|
+    ai-toolkit``; default: the plan's framework)."""
+    from pathlib import Path
+
+    from ..api import estimate
+    from ..launchers import write
+    from ..launchers.diffusion import diffusion_launch, files
+
+    plan = diffusion_launch(s, spec, estimate(s, advise=False), command_line())
+    chosen = files(plan, target, s.dataset)
+    if output == "-":
+        for f in chosen:
+            sys.stdout.write(f"# ===== {f.name} ({f.target}) =====\n{f.text}\n")
+        return
+    paths = write(chosen, Path(output), force=force)
+    if as_json:
+        print_json({"folder": output, "setup": plan.setup_label, "predicted": plan.predictions(),
+                    "files": [{"path": str(p), "target": f.target, "read_by": f.reader}
+                              for p, f in zip(paths, chosen, strict=True)]})
+        return
+    table = Table(title=f"{plan.setup_label}: files in {output}", title_justify="left", padding=(0, 1))
+    for col in ("file", "target", "read by"):
+        table.add_column(col)
+    for path, f in zip(paths, chosen, strict=True):
+        table.add_row(path.name, f.target, f.reader)
+    out.print(table)
+    for line in plan.header()[2:]:
+        out.print(Text(line, style="dim"), highlight=False)
 
 
 def launch_setup(setups: list, n: int, have: tuple[tuple[str, int], ...], output: str, as_json: bool) -> None:

@@ -55,7 +55,8 @@ def render_module(spec_facts: dict) -> None:
     for col in ("component", "class", "params", "share"):
         table.add_column(col, justify="right" if col in ("params", "share") else "left")
     for c in spec_facts["components"]:
-        table.add_row(c["name"], c["class"], f"{c['params']:,}", f"{100 * c['params'] / spec_facts['params_total']:.1f}%")
+        share = 100 * c["params"] / spec_facts["params_total"]
+        table.add_row(c["name"], c["class"], f"{c['params']:,}", f"{share:.1f}%")
     out.print(table)
     defaults = spec_facts["defaults"]
     if defaults:
@@ -63,3 +64,43 @@ def render_module(spec_facts: dict) -> None:
     out.print(Text(f"counted by {spec_facts['counted_by']}", style="dim"))
     for note in spec_facts["notes"]:
         bullet(note, prefix="note: ", style="yellow")
+
+
+def render_module_simulation(r) -> None:
+    """``simulate --module``: the module's memory and FLOPs on fake tensors, its time on a card."""
+    out.print(Text(f"{r.target}: {'training step' if r.task == 'train' else 'forward'} on fake tensors "
+                   f"({r.elapsed_s:.1f} s on the CPU)", style="bold"))
+    out.print(f"{r.params:,} parameters ({r.dtype})")
+    table = Table(title="memory", title_justify="left")
+    table.add_column("part")
+    table.add_column("GiB", justify="right")
+    for name, gib in (("weights", r.weights_gib), ("gradients", r.gradients_gib), ("optimizer states (AdamW)",
+                      r.optimizer_gib), ("activations", r.activations_gib)):
+        if gib or name == "activations":
+            table.add_row(name, f"{gib:.3f}")
+    table.add_section()
+    table.add_row(Text("allocated peak", style="bold"), Text(f"{r.allocated_peak_gib:.3f}", style="bold"))
+    table.add_row("device peak (+ allocator slack, CUDA context)", f"{r.device_peak_gib:.3f}")
+    out.print(table)
+    unit = "step" if r.task == "train" else "call"
+    out.print(f"FLOPs: {r.flops_forward:,.3g} forward, {r.flops_step:,.3g} per {unit}")
+    if r.gpu:
+        verdict = "fits" if r.fits else "does not fit"
+        out.print(f"{r.gpu}: {verdict}; {r.step_s * 1e3:,.1f} ms per {'step' if r.task == 'train' else 'call'}")
+    bullet("simulated: " + "; ".join(r.simulated), prefix="  ", style="dim")
+    bullet("modelled: " + "; ".join(r.modelled), prefix="  ", style="dim")
+
+
+def render_pipeline_simulation(r) -> None:
+    """``simulate`` of a pipeline or encoder-decoder: the exact pass beside the profile's estimate."""
+    bullet(r.resolved, prefix="", style="bold")
+    table = Table(title=f"{r.model}: {r.way}, batch {r.batch} ({r.elapsed_s:.1f} s on the CPU)", title_justify="left")
+    for col in ("", "simulated GiB", "estimate GiB", "estimate - simulated"):
+        table.add_column(col, justify="left" if not col else "right")
+    table.add_row("activations", f"{r.simulated_activations_gib:.3f}", f"{r.estimated_activations_gib:.3f}",
+                  f"{r.estimated_activations_gib - r.simulated_activations_gib:+.3f}")
+    table.add_row("allocated peak", f"{r.allocated_peak_gib:.3f}", f"{r.estimated_allocated_peak_gib:.3f}",
+                  f"{r.estimated_allocated_peak_gib - r.allocated_peak_gib:+.3f}")
+    out.print(table)
+    for note in r.notes:
+        bullet(note, style="dim")

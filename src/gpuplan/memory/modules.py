@@ -55,7 +55,7 @@ def stored_weight_bytes(p: Profile, params: int, weights: str, dtype: str) -> fl
     counted = 0
     sizes = _any(p)
     for op in p.ops:
-        if op.kind in ("linear", "conv"):
+        if op.kind in ("linear", "conv") and not op.stored_16bit(weights):
             _, k, n = op.at(1, sizes)
             stored += op.count * fmt.linear_weight_bytes(Linear(name="w", in_features=k, out_features=n))
             counted += op.count * k * n

@@ -19,6 +19,7 @@ Needs the ``diffusion`` extra (diffusers) only to count or profile a pipeline th
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from functools import cache
@@ -405,8 +406,6 @@ def _versions() -> dict[str, str]:
 
     out = {}
     for name in ("torch", "diffusers", "transformers", "peft"):
-        try:
+        with contextlib.suppress(metadata.PackageNotFoundError):
             out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            pass
     return out

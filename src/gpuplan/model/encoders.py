@@ -86,7 +86,7 @@ def model_spec(name: str, config: dict[str, Any], *, params: int | None = None, 
     """The spec of an encoder-decoder or encoder: one component, the model, counted exactly."""
     from .diffusers import _counted_by, count_params
 
-    kind, _, variables = FAMILIES[config["model_type"]]
+    kind = FAMILIES[config["model_type"]][0]
     cls = class_of(config)
     component = Component(name="model", role="model", library="transformers", cls=cls, config=config,
                           params=params if params is not None else count_params("transformers", cls, config),

@@ -17,6 +17,7 @@ A config of a diffusers class or a transformers family that is not modelled is r
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -50,14 +51,25 @@ def at_path(path: Path) -> ModuleSpec | None:
     return of_config(config, name)
 
 
+# transformers heads that no decoder LLM has: a config naming one is an encoder's (BERT, wav2vec 2.0, ViT...)
+NOT_DECODER_HEAD = re.compile(r"For(MaskedLM|SequenceClassification|TokenClassification|QuestionAnswering|CTC|"
+                              r"AudioClassification|AudioFrameClassification|XVector|ImageClassification|"
+                              r"ObjectDetection|SemanticSegmentation|MultipleChoice|PreTraining|SpeechSeq2Seq)$")
+
+
 def of_config(config: Any, name: str) -> ModuleSpec | None:
-    """The module a config dict describes, None for a decoder's; unmodelled diffusers classes are refused."""
+    """The module a config dict describes, None for a decoder's; a diffusers class or a transformers head that
+    gpuplan does not model is refused in one sentence."""
     if not isinstance(config, dict):
         return None
     if diffusers.class_of(config):
         return diffusers.component_spec(name, config)
     if encoders.is_encoder_family(config):
         return encoders.model_spec(name, config)
+    head = next((a for a in config.get("architectures") or [] if isinstance(a, str) and NOT_DECODER_HEAD.search(a)),
+                None)
+    if head:
+        raise encoders.refuse_unknown(config, f"{name} ({head})")
     return None
 
 

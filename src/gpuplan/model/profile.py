@@ -76,6 +76,13 @@ class Op:
     def at(self, batch: int, sizes: tuple[float, ...]) -> tuple[int, ...]:
         return tuple(round(d.at(batch, sizes)) for d in self.dims)
 
+    def stored_16bit(self, weights: str) -> bool:
+        """Whether this linear keeps 16-bit weights when the rest are stored in ``weights``: diffusers' fp8 layerwise
+        casting skips modules named like norms and the top-level projections (``hooks/layerwise_casting.py``
+        ``DEFAULT_SKIP_MODULES_PATTERN``: the adaptive norms' ``norm1.linear``, ``norm_out.linear``; ``^proj_out$``)."""
+        return weights == "fp8" and (self.leaf == "linear" or (self.leaf in ("proj_in", "proj_out")
+                                                               and self.role == "other"))
+
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind, "dims": [d.to_json() for d in self.dims], "count": self.count}
         if self.leaf:
@@ -97,9 +104,10 @@ class Profile:
     """One module's forward work and activation memory (see the module docstring). ``other_bytes`` and
     ``other_kernels``: the element-wise, normalization and copy kernels (every non-view op outside linears,
     convolutions and matrix products), their bytes read and written a polynomial like the dims. ``dispatches``
-    and ``calls``: every aten op (views too) and every module forward one pass runs, for the host's work. ``memory``: peak
-    activation bytes by way of running (``inference``, ``train-full``, ``train-full-gc``, ``train-lora-attention``,
-    ...), beyond the weights and the gradients, by segment of the pass (the largest is the peak). ``dtype``: the dtype it was recorded in (bytes scale with it)."""
+    and ``calls``: every aten op (views too) and every module forward one pass runs, for the host's work.
+    ``memory``: peak activation bytes by way of running (``inference``, ``train-full``, ``train-full-gc``,
+    ``train-lora-attention``, ...), beyond the weights and the gradients, by segment of the pass (the largest is the
+    peak). ``dtype``: the dtype it was recorded in (bytes scale with it)."""
 
     module: str
     variables: tuple[str, ...]
@@ -198,24 +206,3 @@ def store(config: dict[str, Any], part: str, profile: Profile, folder: Path | No
     except OSError:
         return None
 
-
-def obtain(config: dict[str, Any], part: str, make_part, ways: tuple[str, ...] = ("inference",)) -> Profile:
-    """The profile of ``part`` with (at least) ``ways`` recorded: bundled, else from the user cache, else recorded
-    now on fake tensors (:mod:`.record`; minutes for a large denoiser, once: the user cache keeps it). A stored
-    profile lacking a way gets it recorded and added. ``make_part(ways)`` builds the :class:`~.record.Part`."""
-    found = lookup(config, part)
-    if found and all(way in found[0].memory for way in ways):
-        return found[0]
-    import sys
-    from dataclasses import replace
-
-    from .record import record
-
-    missing = tuple(w for w in ways if not found or w not in found[0].memory)
-    print(f"gpuplan: recording the work of this {part} on fake tensors ({', '.join(missing)}; once, cached in "
-          f"{user_profiles()})", file=sys.stderr, flush=True)
-    recorded = record(make_part(tuple(dict.fromkeys(("inference", *missing)))))
-    if found:
-        recorded = replace(found[0], memory={**found[0].memory, **recorded.memory})
-    store(config, part, recorded)
-    return recorded

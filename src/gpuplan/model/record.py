@@ -37,6 +37,7 @@ from fractions import Fraction
 from typing import Any
 
 from ..errors import GpuplanError
+from . import profile
 from .profile import DIMS, Op, Poly, Profile
 
 # what a way of running needs: (train, trained weights, gradient checkpointing)
@@ -69,6 +70,7 @@ class Part:
     ways: tuple[str, ...] = ("inference",)
     role: Callable[[str], str] = lambda name: "other"  # a linear's role from its module name (LoRA presets)
     degree: int = 1
+    materialized: Any = None  # the FakeTensorMode a module built already fake belongs to (simulate --module)
     dtype: str = "bfloat16"
     versions: dict[str, str] = field(default_factory=dict)
 
@@ -274,16 +276,19 @@ def _materialize(part: Part, way: str):
     torch = _torch()
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    fake = FakeTensorMode(allow_non_fake_inputs=True)
-    with _quiet():
-        module = part.build(way)
-        with fake:
-            module = module.to_empty(device="cpu")
+    if part.materialized is not None:
+        module, fake = part.build(way), part.materialized
+    else:
+        fake = FakeTensorMode(allow_non_fake_inputs=True)
+        with _quiet():
+            module = part.build(way)
+            with fake:
+                module = module.to_empty(device="cpu")
     train = way != "inference"
     module.train(train)
     if way.startswith("train-full"):
         for p in module.parameters():
-            p.requires_grad_(True)
+            p.requires_grad_(p.is_floating_point())
     elif way.startswith("train-frozen") or way == "inference":
         for p in module.parameters():
             p.requires_grad_(False)
@@ -383,7 +388,7 @@ def _sizes(part: Part) -> list[tuple[int, tuple[int, ...]]]:
 def _solve(rows: list[list[Fraction]], values: list[Fraction]) -> list[Fraction]:
     """Gaussian elimination in fractions (the systems are small and exact)."""
     n = len(values)
-    m = [row[:] + [v] for row, v in zip(rows, values, strict=True)]
+    m = [[*row, v] for row, v in zip(rows, values, strict=True)]
     for col in range(n):
         pivot = next(r for r in range(col, n) if m[r][col] != 0)
         m[col], m[pivot] = m[pivot], m[col]
@@ -477,10 +482,47 @@ def _memory_fit(peaks: list[dict[str, int]], part: Part, way: str, misses: list[
                           f"{', '.join(part.variables)} and the batch ({measured:,} bytes measured at the check, "
                           f"{predicted:,.0f} predicted)")
     misses.append(miss)
-    return out
+    return _prune(out, part)
+
+
+def _prune(segments: dict[str, Poly], part: Part) -> dict[str, Poly]:
+    """The segments that hold the peak, or within 2 % of it, somewhere on a grid of batches (1 to 64) and sizes (the
+    fitted values and up to eight times the second): the others can never be the step's peak there."""
+    import itertools
+
+    batches = (1, 2, 4, 8, 16, 32, 64)
+    grid = list(itertools.product(*[(b, s, 2 * s, 4 * s, 8 * s) for b, s in zip(part.base, part.second,
+                                                                                    strict=True)]))
+    keep = set()
+    for batch in batches:
+        for sizes in grid or [()]:
+            values = {name: poly.at(batch, sizes) for name, poly in segments.items()}
+            top = max(values.values())
+            keep |= {name for name, v in values.items() if v >= 0.98 * top}
+    return {name: poly for name, poly in segments.items() if name in keep}
 
 
 def _params(part: Part) -> int:
     with _quiet():
         module = part.build("inference")
     return sum(p.numel() for p in module.parameters())
+
+
+def obtain(config: dict[str, Any], part: str, make_part, ways: tuple[str, ...] = ("inference",)) -> Profile:
+    """The profile of ``part`` with (at least) ``ways`` recorded: bundled, else from the user cache, else recorded
+    now on fake tensors (:mod:`.record`; minutes for a large denoiser, once: the user cache keeps it). A stored
+    profile lacking a way gets it recorded and added. ``make_part(ways)`` builds the :class:`~.record.Part`."""
+    found = profile.lookup(config, part)
+    if found and all(way in found[0].memory for way in ways):
+        return found[0]
+    import sys
+    from dataclasses import replace
+
+    missing = tuple(w for w in ways if not found or w not in found[0].memory)
+    print(f"gpuplan: recording the work of this {part} on fake tensors ({', '.join(missing)}; once, cached in "
+          f"{profile.user_profiles()})", file=sys.stderr, flush=True)
+    recorded = record(make_part(tuple(dict.fromkeys(("inference", *missing)))))
+    if found:
+        recorded = replace(found[0], memory={**found[0].memory, **recorded.memory})
+    profile.store(config, part, recorded)
+    return recorded

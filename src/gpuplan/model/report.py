@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .quant import make_format
 from .module import ModuleSpec
+from .quant import make_format
 from .spec import ModelSpec
 
 GIB = 2**30

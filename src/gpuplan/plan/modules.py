@@ -22,7 +22,8 @@ from ..memory.modules import generation_memory, model_memory, report, training_m
 from ..model import diffusers as diff
 from ..model import encoders as enc
 from ..model.module import ModuleSpec
-from ..model.profile import Profile, obtain
+from ..model.profile import Profile
+from ..model.record import obtain
 from ..result import GpuFacts, MemoryReport, ModelFacts, Suggestion
 from ..scenario import Scenario
 from ..scenario.modules import ModuleJob, resolve_module
@@ -31,8 +32,8 @@ from ..speed.modules import ModuleSpeed, generation, model_step, train_step
 
 KIND_WORDS = {"diffusion-train": "diffusion training", "diffusion-generate": "diffusion generation",
               "train": "training", "infer": "inference"}
-MODULE_FIELDS = ("resolution", "inference_steps", "cfg", "cpu_offload", "cache_latents", "text_encoders", "prior_preservation",
-                 "train_steps", "decoder_tokens")
+MODULE_FIELDS = ("resolution", "inference_steps", "cfg", "cpu_offload", "cache_latents", "text_encoders",
+                 "prior_preservation", "train_steps", "decoder_tokens")
 
 
 class ModuleWork(BaseModel):
@@ -318,10 +319,11 @@ def describe(s: Scenario, job: ModuleJob) -> str:
     if s.task == "train":
         method = {"full": "full fine-tuning", "lora": f"LoRA r{s.lora_rank}", "qlora": f"QLoRA r{s.lora_rank}"}[
             s.method]
+        checkpointing = "no checkpointing" if s.grad_checkpointing == "none" else "gradient checkpointing"
         return (f"{spec.name}: train {method}, micro-batch {s.micro_batch_size} x {s.grad_accum_steps} accumulation"
-                f"{', ' + sizes if sizes else ''}, {'no checkpointing' if s.grad_checkpointing == 'none' else 'gradient checkpointing'}, "
-                f"{s.precision}, {s.optimizer}; {where}")
-    return f"{spec.name}: run {s.batch_size} sample(s){', ' + sizes if sizes else ''}, {s.precision.split('-')[0]}; {where}"
+                f"{', ' + sizes if sizes else ''}, {checkpointing}, {s.precision}, {s.optimizer}; {where}")
+    return (f"{spec.name}: run {s.batch_size} sample(s){', ' + sizes if sizes else ''}, "
+            f"{s.precision.split('-')[0]}; {where}")
 
 
 def _variables(spec: ModuleSpec) -> tuple[str, ...]:

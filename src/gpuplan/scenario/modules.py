@@ -109,14 +109,20 @@ def resolve_diffusion(s: Scenario, spec: ModuleSpec) -> ModuleJob:
     if not s.resolution:
         notes.append(f"resolution {d['resolution']} (the pipeline's default)")
     buckets.sort(key=lambda wh: -wh[0] * wh[1])
-    text = d["text_tokens"]
+    t5 = d.get("t5_tokens", 0)
+    if "seq_len" in s.model_fields_set:  # the prompt's T5 tokens (the pipelines' max_sequence_length)
+        if not t5:
+            raise GpuplanError(f"seq_len sets the T5 tokens of a prompt, and {den.cls} reads CLIP's 77: drop it")
+        t5 = s.seq_len
+        notes.append(f"{t5} T5 tokens per prompt (seq_len: the pipeline's max_sequence_length)")
+    text = t5 if den.cls == "FluxTransformer2DModel" else (77 + t5 if t5 else d["text_tokens"])
     shapes = tuple(((w // 8) * (h // 8), text) for w, h in buckets)
     dtype = _dtype(s)
     vae = spec.role("vae")
     upcast = bool(vae and vae[0].config.get("force_upcast"))
     weights = STORED.get(s.quant, s.quant)
     common = dict(kind="", spec=spec, task=s.task, shapes=shapes, pixels=tuple(buckets), dtype=dtype,
-                  weights=weights, text_tokens=text, t5_tokens=d.get("t5_tokens", 0))
+                  weights=weights, text_tokens=text, t5_tokens=t5)
     if s.task == "infer":
         cfg = d["cfg"] if s.cfg is None else s.cfg
         steps = s.inference_steps or d["steps"]
@@ -183,7 +189,7 @@ def resolve_model(s: Scenario, spec: ModuleSpec) -> ModuleJob:
     if s.method == "full":
         way, roles, trained = "train-full", (), "all"
     else:
-        if "lora_targets" in s.model_fields_set and s.lora_targets == "all-linear" or \
+        if ("lora_targets" in s.model_fields_set and s.lora_targets == "all-linear") or \
                 ("lora_targets" in s.model_fields_set and not set(s.lora_targets) <= {"q_proj", "v_proj", "q", "v",
                                                                                        "query", "value"}):
             raise GpuplanError(f"LoRA of {spec.name} is modelled on the attention's query and value projections "

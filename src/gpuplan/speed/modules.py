@@ -89,9 +89,9 @@ def _act_bytes(dtype: str) -> float:
     return 4.0 if dtype == "fp32" else 2.0
 
 
-def _weight_bytes(run: Run, k: float, n: float) -> float:
+def _weight_bytes(run: Run, k: float, n: float, op: Op | None = None) -> float:
     """Bytes per weight element of a ``k x n`` linear in the run's storage (:mod:`gpuplan.model.quant`)."""
-    if run.weights in ("16bit", "none"):
+    if run.weights in ("16bit", "none") or (op is not None and op.stored_16bit(run.weights)):
         return _act_bytes(run.dtype)
     fmt = make_format(run.weights)
     return fmt.linear_weight_bytes(Linear(name="w", in_features=int(k), out_features=int(n))) / (k * n)
@@ -99,16 +99,17 @@ def _weight_bytes(run: Run, k: float, n: float) -> float:
 
 def _gemm(gpu: GpuSpec, run: Run, op: Op, m: float, k: float, n: float) -> float:
     return gemm_time_s(gpu, _rate_dtype(run.dtype), m, k, n, count=op.count, act_bytes=_act_bytes(run.dtype),
-                       weight_bytes=_weight_bytes(run, k, n))
+                       weight_bytes=_weight_bytes(run, k, n, op))
 
 
 def _dequant_s(gpu: GpuSpec, run: Run, op: Op, k: float, n: float) -> float:
     """Unpacking a stored weight to 16 bits before its GEMM: the bytes its kernels move per weight
     (:data:`~gpuplan.overheads.DEQUANT_BYTES_PER_WEIGHT`) and a kernel's latency."""
-    if run.weights in ("16bit", "none"):
+    if run.weights in ("16bit", "none") or op.stored_16bit(run.weights):
         return 0.0
-    kind = "gguf" if run.weights.startswith("gguf-") and run.weights not in oh.DEQUANT_BYTES_PER_WEIGHT \
-        else run.weights
+    kind = run.weights
+    if kind.startswith("gguf-"):  # 8-bit blocks unpack in fewer ops than the 2- to 6-bit ones
+        kind = "gguf-8bit" if kind in ("gguf-q8_0", "gguf-q8_k") else "gguf"
     moved = oh.DEQUANT_BYTES_PER_WEIGHT.get(kind, oh.DEQUANT_BYTES_PER_WEIGHT["fp8"])
     return op.count * (k * n * moved / bandwidth(gpu) + oh.GEMM_KERNEL_LATENCY_S)
 
