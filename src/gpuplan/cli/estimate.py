@@ -109,8 +109,10 @@ def render_estimate(result) -> None:
                                  f"{mem.capacity_gib:.1f} GiB usable{room}"))
         batch = "micro-batch" if s["task"] == "train" else "batch"
         length = "sequence" if s["task"] == "train" else "prompt"
-        out.print(f"largest {batch} that fits: {mem.max_batch_size or 'none'}; longest {length}: "
-                  f"{f'{mem.max_seq_len:,} tokens' if mem.max_seq_len else 'none'}")
+        longest = f"; longest {length}: {f'{mem.max_seq_len:,} tokens' if mem.max_seq_len else 'none'}"
+        if getattr(result, "work", None) is not None:  # images and audio windows have no longest sequence
+            longest = ""
+        out.print(f"largest {batch} that fits: {mem.max_batch_size or 'none'}{longest}")
     if result.suggestions:
         out.print(Text("changes that would make it fit", style="bold") + Text(" (or save the most):"))
         for sug in result.suggestions[:10]:
