@@ -25,7 +25,7 @@ from gpuplan.memory import fits_only, memory_report  # noqa: E402
 from gpuplan.model.catalog import load_model  # noqa: E402
 from gpuplan.scenario import Scenario, load_scenario  # noqa: E402
 from gpuplan.scenario.resolve import resolve  # noqa: E402
-from gpuplan.web import guard  # noqa: E402
+from gpuplan.web import guard, work  # noqa: E402
 from gpuplan.web.accuracy import readme_html  # noqa: E402
 from gpuplan.web.app import create_app  # noqa: E402
 
@@ -200,7 +200,7 @@ def test_oversized_body_and_searches_are_refused(client):
 
 
 def test_time_limit_per_request(client, monkeypatch):
-    monkeypatch.setattr(guard, "TIMEOUT_S", 0.001)
+    monkeypatch.setattr(work, "TIMEOUT_S", 0.001)
     r = client.post("/api/recommend", json={"scenario": {"model": "llama-3.1-70b", "task": "train"},
                                             "constraints": {"max_gpus": 64, "any_method": True}})
     assert r.status_code == 503 and "longer than 0.001 s" in r.json()["detail"]

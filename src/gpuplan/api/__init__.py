@@ -308,7 +308,7 @@ def write_plan(plan, targets: list[str], options, folder: str | Path, force: boo
     from ..launchers import launch_files, write
 
     files = launch_files(plan, targets, options)
-    paths = write(files, Path(folder), force=force)
+    paths = write(files, folder, force=force)  # write() checks the folder: one sentence if it is not a path
     return LaunchReport(folder=str(folder), setup=plan.setup_label, predicted=plan.predictions(),
                         scenario=plan.scenario.model_dump(mode="json", exclude_unset=True),
                         files=[LaunchFileInfo(path=str(p), target=f.target, read_by=f.reader)

@@ -42,18 +42,28 @@ def launch_cmd(scenario: str | None = None, as_json: bool = False, target: list[
       gpuplan launch --model llama-3.1-8b --task train --method qlora --gpu rtx-4090 --target trainer --target torchrun
       gpuplan launch --model llama-3.1-8b --task infer --engine vllm --gpu l40s --batch-size 16 --target vllm -o -
     """
-    from ..launchers import check_target_names, launch_plan
+    from ..errors import no_control
+    from ..launchers import check_target_names, launch_plan, output_folder
+    from ..launchers.diffusion import NAMES as DIFFUSION_TARGETS
 
+    check_target_names(target, also=DIFFUSION_TARGETS)  # a misspelt target is said before the plan's own problems
+    if output != "-":
+        output_folder(output, "-o")  # a bad folder name is said before the plan is made
+    if scenario is not None:
+        no_control(scenario, "the scenario file")  # its name is in the header of every file
+    for name, value in fields.items():  # before a file they name is opened
+        if isinstance(value, str):
+            no_control(value, f"--{name.replace('_', '-')}")
     s = load_scenario(scenario, overrides(fields))
     from ..model.catalog import load_model
     from ..model.module import NotADecoder
 
-    try:
+    try:  # the model decides which targets apply
         load_model(s.model)
     except NotADecoder as other:  # a diffusion pipeline: its trainers' files (launchers/diffusion.py)
         write_diffusion_launch(s, other.spec, target, output, force, as_json)
         return
-    check_target_names(target)  # a misspelt target is said before the plan's own problems
+    check_target_names(target)  # a diffusion trainer named for an LLM
     opts = launch_options(s.dataset, script, bucket)  # the scenario's dataset (--dataset) is what the files train on
     plan = launch_plan(s, command=command_line(), visible_devices=parse_devices(visible_devices, s.num_gpus))
     write_launch(plan, target, opts, output, force, as_json)
@@ -135,7 +145,13 @@ def launch_options(dataset: str | None = None, script: str | None = None, bucket
     if dataset:
         kwargs["dataset"] = dataset
     if script:
-        kwargs["script"] = tuple(shlex.split(script))
+        from ..errors import echo, no_control
+
+        no_control(script, "--script")
+        try:
+            kwargs["script"] = tuple(shlex.split(script))
+        except ValueError as err:  # shlex: an unclosed quote
+            raise GpuplanError(f"--script {echo(script)} is not a command line: {err}") from None
     return LaunchOptions(**kwargs)
 
 

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from ..errors import GpuplanError
+from ..errors import GpuplanError, echo
 from .app import JsonFlag, app, print_json, short
 from .render import Column, FormatOption, err, out, resolve_format, show
 
@@ -93,10 +93,10 @@ def render_prices(rows, state, fmt: str = "table") -> None:
          f"{len({o.provider for o in rows})} providers (yellow: over 90 days old or low confidence)")
     if fmt != "table":
         return
-    refreshed = state["refreshes"]
-    where = "; ".join(f"{r['source']} {r['fetched_at'][:10]} ({r['rows']} rows)" for r in refreshed)
-    out.print(Text(f"in force: bundled snapshot (observed until {state['bundled_observed_until']})"
-                   + (f" + refreshes: {where}" if where else "; refresh with `gpuplan prices update`"), style="dim"))
+    from ..market.store import in_force
+
+    out.print(Text(f"in force: {in_force(state)}" + ("" if state["refreshes"] else
+                                                      "; refresh with `gpuplan prices update`"), style="dim"))
 
 
 def _short_source(text: str) -> str:
@@ -127,31 +127,35 @@ def update_cmd(
       gpuplan prices update --source file --file my-offers.csv
       gpuplan prices update --source bundled                  # back to the bundled snapshot
     """
+    from ..market.offers import MAX_GPUS_PER_INSTANCE, USD_PER_GPU_HOUR, check_provider
     from ..market.sources import Query, SourceError, fetch
-    from ..market.store import bundled_date, clear_refreshes, save_refresh
+    from ..market.store import clear_refreshes, in_force, refresh_name, save_refresh, status
 
     if source not in SOURCES:
-        raise GpuplanError(f"--source must be one of {', '.join(SOURCES)}, got {source!r}")
+        raise GpuplanError(f"--source must be one of {', '.join(SOURCES)}, got {echo(source)}")
+    if provider is not None:
+        check_provider(provider, "--provider")  # it names the cache file: a plain name, never a path
     if source == "file" and file is None:
         raise GpuplanError("--source file needs --file PATH: a CSV with the columns of data/offers.csv")
     if file is not None and source == "gpuhunt":
         source = "file"  # `prices update --file my-offers.csv`: the user's own prices
     if source == "bundled":
         gone = clear_refreshes()
-        out.print(f"dropped {gone} refreshed file(s): the bundled snapshot (observed until {bundled_date()}) is in "
-                  "force")
+        if as_json:
+            print_json({"source": "bundled", "dropped_refreshes": gone, "in_force": status()})
+            return
+        out.print(f"dropped {gone} refreshed file(s): the {in_force()} is in force", highlight=False)
         return
     try:  # bad input (a missing file, gpuhunt not installed) is a GpuplanError: one line, exit 2
         fetched = fetch(source, Query(provider=provider, path=file))
-        name = f"{source}-{provider or (file.stem if source == 'file' and file else 'all')}"
-        saved = save_refresh(name, source, fetched.origin, fetched.offers)
+        saved = save_refresh(refresh_name(source, provider, file), source, fetched.origin, fetched.offers)
     except (SourceError, OSError) as e:  # the source could not answer, or the cache could not be written
-        err.print(Text("prices not updated:", style="yellow") + f" {e}. The prices in force stay as they were "
-                  f"(bundled snapshot observed until {bundled_date()}).", highlight=False, soft_wrap=True)
+        err.print(Text("prices not updated:", style="yellow") + f" {e}. The prices in force stay as they were: "
+                  f"{in_force()}.", highlight=False, soft_wrap=True)
         raise typer.Exit(1) from None
     summary = {"source": source, "rows": saved.rows, "gpu_types": len({o.gpu_id for o in fetched.offers}),
                "path": str(saved.path), "fetched_at": saved.fetched_at, "origin": fetched.origin,
-               "unmapped_gpu_names": fetched.unmapped}
+               "unmapped_gpu_names": fetched.unmapped, "implausible_rows_left_out": fetched.implausible}
     if as_json:
         print_json(summary)
         return
@@ -160,3 +164,8 @@ def update_cmd(
     if fetched.unmapped:
         names = ", ".join(f"{k} ({v})" for k, v in sorted(fetched.unmapped.items()))
         out.print(Text(f"not in the GPU catalog, skipped: {names}", style="dim"), highlight=False)
+    if fetched.implausible:
+        low, high = USD_PER_GPU_HOUR
+        counts = ", ".join(f"{n} by {kind}" for kind, n in sorted(fetched.implausible.items()))
+        out.print(Text(f"left out as implausible: {counts} (prices outside ${low:g}-${high:,.0f} per GPU-hour, or "
+                       f"more than {MAX_GPUS_PER_INSTANCE} GPUs per instance)", style="dim"), highlight=False)

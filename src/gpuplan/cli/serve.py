@@ -12,6 +12,7 @@ from .app import app
 from .render import err, out
 
 LOCAL = ("127.0.0.1", "localhost", "::1")
+CONNECTIONS = 256  # connections and requests at once; beyond them uvicorn answers 503 (the work itself: web/work.py)
 
 
 @app.command("serve")
@@ -26,7 +27,9 @@ def serve_cmd(
     """A local web page to size a job as you type: the verdict and the memory as a bar against the card, the
     fixes, speed and cost, the ranked setups with their cost-vs-speed front, the fit on every card, every
     number as its formula, a permalink and exports (scenario.yaml, the command, Markdown). The JSON API is at
-    /api (POST /api/estimate, /api/recommend; GET /api/models, /api/gpus) with its docs at /docs.
+    /api (POST /api/estimate, /api/recommend; GET /api/models, /api/gpus) with its docs at /docs. Each request
+    has 10 s; uploaded files (16 MiB each, 16 files and 64 MiB kept) live in one temporary folder removed when the
+    server stops. What it reads, writes and refuses: docs/security.md.
 
     Examples:
 
@@ -54,4 +57,4 @@ def serve_cmd(
 
         threading.Timer(1.0, webbrowser.open, args=(url,)).start()
     uvicorn.run(create_app(hub=hub, host=host), host=host, port=port, log_level="warning",
-                timeout_graceful_shutdown=2)
+                timeout_graceful_shutdown=2, limit_concurrency=CONNECTIONS)

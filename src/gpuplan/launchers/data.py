@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .files import Raw
+from .files import Raw, quote
 from .plan import LaunchPlan
 from .settings import LaunchOptions
 
@@ -69,5 +69,5 @@ def sft_fields(plan: LaunchPlan) -> dict[str, Any]:
 def resume_token(output_dir: str) -> Raw:
     """A shell word that becomes ``--resume_from_checkpoint <newest checkpoint in output_dir>`` once a checkpoint
     exists (after an interruption) and nothing on the first start: the Trainer resumes from it."""
-    return Raw(f"$(ls -d {output_dir}/checkpoint-* 2>/dev/null | sort -t- -k2 -n | tail -n 1 | "
+    return Raw(f"$(ls -d {quote(output_dir)}/checkpoint-* 2>/dev/null | sort -t- -k2 -n | tail -n 1 | "
                "sed 's/^/--resume_from_checkpoint /')")

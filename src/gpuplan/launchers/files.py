@@ -1,20 +1,30 @@
-"""The files a launch writes, and the one way each kind is rendered: YAML, TOML and shell files open with the
-plan's header as ``#`` comments; JSON, which has no comments, carries it under a ``_gpuplan`` key (DeepSpeed
-ignores top-level keys it does not know) and in ``plan.json`` beside it.
+"""The files a launch writes, and the one way each format is written. Every value a user gives (a model folder,
+a dataset, ``--script``, ``--bucket``, the scenario file and the output folder in the command line) reaches a file
+through these writers only: shell words through :func:`shlex.quote`, YAML through PyYAML's safe dumper, TOML
+strings as JSON-escaped basic strings, JSON through :func:`json.dumps`, Python through ``repr``; and comment lines
+through :func:`comment`, which escapes every character that could end the line or hide text. YAML, TOML, shell and
+Python files open with the plan's header as ``#`` comments; JSON, which has no comments, carries it under a
+``_gpuplan`` key (DeepSpeed ignores top-level keys it does not know) and in ``plan.json`` beside it.
+
+:func:`write` writes all the files or none: into a new hidden folder beside them, then each renamed into place.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
-import re
+import os
+import secrets
 import shlex
+import shutil
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
-from ..errors import GpuplanError
+from ..errors import GpuplanError, echo, no_control
 from .plan import LaunchPlan
 
 
@@ -31,8 +41,22 @@ class Raw(str):
     """A command token written as is, unquoted, so the shell expands it (``$SKYPILOT_NODE_RANK``)."""
 
 
+# characters a comment line shows escaped: controls (a newline or carriage return would end the comment, and the
+# rest of the line would run), format characters (bidirectional overrides and zero-width characters that make a
+# line read differently from what runs: "Trojan Source", CVE-2021-42574), surrogates, unassigned code points
+# (U+FFFE is not allowed in YAML), and line and paragraph separators (line breaks to YAML)
+HIDDEN = frozenset({"Cc", "Cf", "Cs", "Cn", "Zl", "Zp"})
+
+
+def visible(text: str) -> str:
+    """``text`` with every character of the :data:`HIDDEN` categories written as its Python escape (``\\n``,
+    ``\\u202e``): what one comment line may hold in shell, YAML, TOML and Python alike."""
+    return "".join(ascii(c)[1:-1] if unicodedata.category(c) in HIDDEN else c for c in text)
+
+
 def comment(lines: list[str], mark: str = "#") -> str:
-    return "".join(f"{mark} {line}".rstrip() + "\n" for line in lines)
+    """``lines`` as comment lines, one each, whatever they hold (:func:`visible`)."""
+    return "".join(f"{mark} {visible(line)}".rstrip() + "\n" for line in lines)
 
 
 class _Dumper(yaml.SafeDumper):
@@ -86,11 +110,10 @@ def json_text(plan: LaunchPlan, data: dict, notes: list[str] = ()) -> str:
                        **data}, indent=2) + "\n"
 
 
-_SAFE = re.compile(r"^[\w./:,=@%+-]+$")
-
-
 def quote(token: str) -> str:
-    return token if isinstance(token, Raw) or _SAFE.match(token) else shlex.quote(token)
+    """One shell word: :func:`shlex.quote` (a word of safe ASCII characters stays as it is), or a :class:`Raw`
+    token as written."""
+    return token if isinstance(token, Raw) else shlex.quote(token)
 
 
 def command_text(argv: list[str], env: dict[str, str] | None = None) -> str:
@@ -105,27 +128,112 @@ def command_text(argv: list[str], env: dict[str, str] | None = None) -> str:
 
 
 def shell_text(plan: LaunchPlan, argv: list[str], env: dict[str, str] | None = None,
-               notes: list[str] = ()) -> str:
+               notes: list[str] = (), before: list[list[str]] = ()) -> str:
+    """A bash script: the header and ``notes`` as comments, then each command of ``before`` and ``argv`` (with
+    ``env`` assignments), every word quoted (:func:`command_text`)."""
     return "#!/usr/bin/env bash\n" + comment([*plan.header(), *notes]) + "set -euo pipefail\n" + \
-        command_text(argv, env)
+        "".join(command_text(cmd) for cmd in before) + command_text(argv, env)
 
 
-def write(files: list[LaunchFile], folder: Path, *, force: bool = False) -> list[Path]:
-    """Write ``files`` into ``folder`` (created); existing files are kept unless ``force``."""
-    folder = Path(folder)
-    clash = [f.name for f in files if (folder / f.name).exists()]
+# ---- writing the files: all or none ---------------------------------------------------------------------------
+NAME_MAX = 255  # bytes in one file name: the limit of ext4, XFS, Btrfs and APFS (Linux NAME_MAX)
+
+
+def output_folder(folder, flag: str = "the output folder") -> Path:
+    """``folder`` as a path to write into, or one sentence saying why not: not a path, empty or blank (which
+    would write into the current folder unasked), a part that begins or ends with a space, a control character,
+    or a part longer than the file system allows."""
+    if isinstance(folder, bytes) or not isinstance(folder, (str, os.PathLike)):
+        raise GpuplanError(f"{flag} must be a folder path, got {type(folder).__name__}")
+    text = os.fspath(folder)
+    if not isinstance(text, str) or not text.strip():
+        raise GpuplanError(f"{flag} is empty or blank: name a folder (. for the current one)")
+    no_control(text, flag)
+    for part in Path(text).parts:
+        if part != part.strip():
+            raise GpuplanError(f"{flag} {echo(text)} has a name that begins or ends with a space ({part!r}): "
+                               "quote the name without it")
+        if len(os.fsencode(part)) > NAME_MAX:
+            raise GpuplanError(f"{flag} has a name of {len(os.fsencode(part)):,} bytes ({echo(part)}); file "
+                               f"systems allow {NAME_MAX}")
+    return Path(text)
+
+
+def write(files: list[LaunchFile], folder, *, force: bool = False) -> list[Path]:
+    """Write ``files`` into ``folder`` (created with its parents), all or none: each into a new hidden folder
+    first (where a full disk, a read-only folder or a too long name fails with nothing in place), then renamed
+    into ``folder``. Files already there are kept unless ``force``; a file replaced is renamed over (a symbolic
+    link in its place is replaced, not followed)."""
+    folder = output_folder(folder)
+    names = [f.name for f in files]
+    if any(not n or Path(n).name != n or n.startswith(".") for n in names):
+        raise ValueError(f"launch file names must be plain names: {names}")  # the writers' own, never a user's
+    if folder.exists() and not folder.is_dir():
+        raise GpuplanError(f"{echo(folder)} is a file, not a folder: choose a folder with -o")
+    clash = [n for n in names if os.path.lexists(folder / n)]
     if clash and not force:
         raise GpuplanError(f"{folder} already holds {', '.join(clash)}: choose another folder with -o, or pass "
                            "--force to overwrite")
+    if any((folder / n).is_dir() and not (folder / n).is_symlink() for n in clash):
+        raise GpuplanError(f"{folder} holds a folder named like a launch file ({', '.join(clash)}): remove it or "
+                           "choose another folder with -o")
+    made: list[Path] = []  # folders created here, removed again on failure
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise GpuplanError(f"cannot create {folder}: {err.strerror}") from None
-    paths = []
-    for f in files:
-        path = folder / f.name
-        path.write_text(f.text, encoding="utf-8")
-        if f.executable:
-            path.chmod(0o755)
-        paths.append(path)
-    return paths
+        if folder.is_dir():
+            _stage_and_move(files, folder)
+        else:
+            parent = folder.absolute().parent
+            made = [p for p in (parent, *parent.parents) if not p.exists()][::-1]
+            parent.mkdir(parents=True, exist_ok=True)
+            staged = _stage(files, parent)
+            os.rename(staged, folder)
+    except (OSError, UnicodeEncodeError) as err:
+        for p in reversed(made):
+            _remove_empty(p)
+        why = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+        raise GpuplanError(f"cannot write the launch files into {echo(folder)}: {why}; nothing was written") \
+            from None
+    return [folder / n for n in names]
+
+
+def _stage(files: list[LaunchFile], parent: Path) -> Path:
+    """A new hidden folder in ``parent`` holding ``files``; removed again if one cannot be written."""
+    staged = parent / f".gpuplan-launch-{secrets.token_hex(6)}.tmp"
+    os.mkdir(staged)  # mode 0o777 less the umask, as a folder made by hand
+    try:
+        for f in files:
+            path = staged / f.name
+            with open(path, "x", encoding="utf-8", newline="") as out:
+                out.write(f.text)
+            if f.executable:
+                path.chmod(0o755)
+    except BaseException:
+        shutil.rmtree(staged, ignore_errors=True)
+        raise
+    return staged
+
+
+def _stage_and_move(files: list[LaunchFile], folder: Path) -> None:
+    """Into an existing ``folder``: stage the files there, then rename each into place. What a file replaces is
+    kept in the staging folder until every rename succeeded, and put back if one fails."""
+    staged = _stage(files, folder)
+    moved: list[str] = []
+    try:
+        for f in files:
+            if os.path.lexists(folder / f.name):
+                os.rename(folder / f.name, staged / f".old-{f.name}")
+            os.rename(staged / f.name, folder / f.name)
+            moved.append(f.name)
+    except BaseException:
+        for name in moved:
+            (folder / name).unlink(missing_ok=True)
+        for old in staged.glob(".old-*"):
+            os.rename(old, folder / old.name[len(".old-"):])
+        raise
+    finally:
+        shutil.rmtree(staged, ignore_errors=True)
+
+
+def _remove_empty(path: Path) -> None:
+    with contextlib.suppress(OSError):  # not empty: someone else's now
+        path.rmdir()

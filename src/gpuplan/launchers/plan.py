@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from .. import __version__, clock
 from .. import overheads as oh
-from ..errors import GpuplanError
+from ..errors import GpuplanError, no_control
 from ..hardware import GpuSpec, load_gpu
 from ..market.choice import matching
 from ..market.cost import Cost, SpotPlan, checkpoint_bytes, dataset_gb, spot_plan
@@ -236,6 +236,7 @@ def launch_plan(scenario: Scenario | dict, *, command: str = "gpuplan.launchers.
     takes the recipe's micro-batch and accumulation when the scenario set neither (``keep_micro_batch``: only the
     accumulation, for a ranked setup whose micro-batch was searched)."""
     s = scenario_from(scenario)
+    _check_names(s)
     if not s.gpu:
         raise GpuplanError("launch needs a GPU: set --gpu (and --num-gpus), or pick a setup with "
                            "`gpuplan recommend ... --launch N`")
@@ -258,6 +259,7 @@ def launch_plan(scenario: Scenario | dict, *, command: str = "gpuplan.launchers.
         raise GpuplanError(f"the plan does not fit: {why}; run `gpuplan estimate` for the changes that would make it "
                            "fit")
     m, gpu = load_model(s.model), load_gpu(s.gpu)
+    no_control(m.name, "the model's name")
     layout = None
     if s.task == "train":  # the recipe's micro-batch and accumulation, unless the scenario set them
         s, result, layout = _recipe_layout(s, m, gpu, result, keep_micro_batch)
@@ -292,6 +294,15 @@ def launch_plan(scenario: Scenario | dict, *, command: str = "gpuplan.launchers.
                       usd_per_hour=per_hour, hours=hours, usd_total=usd,
                       spot=spot, visible_devices=visible_devices, written_on=today or clock.today(),
                       recipe=plan_recipe)
+
+
+def _check_names(s: Scenario) -> None:
+    """Refuse a scenario whose text (the model's folder, the dataset's file, ...) holds a control character: the
+    launch files carry these names."""
+    for name, value in s.model_dump().items():
+        for text in value if isinstance(value, (list, tuple)) else [value]:
+            if isinstance(text, str):
+                no_control(text, f"the {name.replace('_', ' ')}")
 
 
 def _recipe_layout(s: Scenario, m: ModelSpec, gpu: GpuSpec, result: Plan,

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import GpuplanError
+from ..errors import GpuplanError, no_control
 from ..scenario import Scenario
 
 if TYPE_CHECKING:
@@ -38,6 +38,18 @@ class LaunchOptions:
     bucket: str | None = None  # SkyPilot storage for checkpoints that survive spot interruptions
     output_dir: str = "checkpoints"
     port: int = 8000  # vLLM's default port
+
+    def __post_init__(self):
+        """Each value is written into the files (quoted for each format): text without control characters."""
+        texts = {"--dataset": [self.dataset], "--script": self.script, "--bucket": [self.bucket or ""],
+                 "the output_dir": [self.output_dir]}
+        for flag, values in texts.items():
+            if isinstance(values, str) or not all(isinstance(v, str) for v in values):
+                raise GpuplanError(f"{flag} must be text (a tuple of words for --script), got {values!r:.60}")
+            for value in values:
+                no_control(value, flag)
+        if isinstance(self.port, bool) or not isinstance(self.port, int) or not 0 < self.port < 65536:
+            raise GpuplanError(f"the port must be a whole number from 1 to 65535, got {self.port!r:.20}")
 
 
 def backend(s: Scenario) -> str:

@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 
 from . import accelerate, axolotl, torchtitan, torchtune, unsloth, vllm
-from .files import LaunchFile, Raw, command_text, yaml_text
+from .files import LaunchFile, Raw, command_text, quote, yaml_text
 from .plan import LaunchPlan
 from .settings import LaunchOptions, pip_packages
 
@@ -84,10 +84,10 @@ def task(plan: LaunchPlan, opts: LaunchOptions) -> dict[str, Any]:
     if plan.train and spot(plan) and opts.bucket:
         data["file_mounts"] = {CHECKPOINTS: {"name": opts.bucket, "mode": "MOUNT_CACHED"}}
     flash = plan.train and plan.scenario.attention == "flash"
-    build = " --no-build-isolation" if flash and runner(plan) is axolotl else ""  # axolotl[flash-attn] compiles
-    data["setup"] = f"pip install{build} " + " ".join(f'"{p}"' for p in pip_packages(plan)) + "\n"
+    build = ["--no-build-isolation"] if flash and runner(plan) is axolotl else []  # axolotl[flash-attn] compiles
+    data["setup"] = command_text(["pip", "install", *build, *pip_packages(plan)])
     if flash and runner(plan) is accelerate:
-        data["setup"] += "pip install flash-attn --no-build-isolation\n"
+        data["setup"] += command_text(["pip", "install", "flash-attn", "--no-build-isolation"])
     data["run"] = run(plan, opts)
     return data
 
@@ -110,7 +110,7 @@ def run(plan: LaunchPlan, opts: LaunchOptions) -> str:
     if not spot(plan):
         return command_text(argv)
     out = out or opts.output_dir
-    resume = f'LAST=$(ls -d {out}/checkpoint-* 2>/dev/null | sort -t- -k2 -n | tail -n 1 || true)\n'
+    resume = f'LAST=$(ls -d {quote(out)}/checkpoint-* 2>/dev/null | sort -t- -k2 -n | tail -n 1 || true)\n'
     return resume + command_text([*argv, "--output_dir", out,
                                   Raw('${LAST:+--resume_from_checkpoint "$LAST"}')])
 

@@ -155,8 +155,7 @@ def notes(plan: LaunchPlan) -> list[str]:
 
 
 def files(plan: LaunchPlan, opts: LaunchOptions) -> list[LaunchFile]:
-    script = shell_text(plan, command(plan)).replace(
-        "set -euo pipefail\n", "set -euo pipefail\n" + " ".join(download(plan)) + "\n")
+    script = shell_text(plan, command(plan), before=[download(plan)])
     return [LaunchFile(name=FILE, target=NAME, text=toml_text(plan, tables(plan, opts), notes(plan)),
                        reader="torchrun -m torchtitan.train --job.config_file torchtitan.toml"),
             LaunchFile(name=SCRIPT, target=NAME, text=script, reader="bash (hf download, torchrun torchtitan.train)",

@@ -169,8 +169,7 @@ def notes(plan: LaunchPlan) -> list[str]:
 
 
 def files(plan: LaunchPlan, opts: LaunchOptions) -> list[LaunchFile]:
-    script = shell_text(plan, command(plan), notes=[]).replace(
-        "set -euo pipefail\n", "set -euo pipefail\n" + " ".join(download(plan)) + "\n")
+    script = shell_text(plan, command(plan), before=[download(plan)])
     return [LaunchFile(name=FILE, target=NAME, text=yaml_text(plan, config(plan, opts), notes(plan)),
                        reader=f"tune run {recipe(plan)} --config torchtune.yaml"),
             LaunchFile(name=SCRIPT, target=NAME, text=script, reader="bash (tune download, tune run)",

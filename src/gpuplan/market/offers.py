@@ -1,8 +1,9 @@
 """Dated cloud prices: the :class:`Offer`, its CSV form (``data/offers.csv``) and provider facts
 (``data/providers.yaml``).
 
-Rows are validated on load: unknown GPU ids, non-positive or non-finite prices, dates in the future, spot prices
-above the matching on-demand price and unknown link kinds are errors naming the file and line. Every offer
+Rows are validated on load: unknown GPU ids, provider ids that are not plain names, text with control characters,
+prices and GPU counts outside a plausible range (:func:`implausible`), dates in the future, spot prices above the
+matching on-demand price and unknown link kinds are errors naming the file and line. Every offer
 carries its date, source, confidence (high | medium | low) and the file it came from; its network (links within
 a node and between nodes) is the row's own, or else the provider's from providers.yaml.
 
@@ -16,6 +17,7 @@ import csv
 import datetime as dt
 import math
 import os
+import re
 import tempfile
 from dataclasses import asdict, dataclass, fields
 from functools import cache
@@ -26,7 +28,7 @@ from typing import Any
 import yaml
 
 from .. import clock
-from ..errors import GpuplanError, UnknownNameError
+from ..errors import GpuplanError, UnknownNameError, echo, no_control
 from ..hardware import Network, gpus
 
 PRICINGS = ("on_demand", "spot", "interruptible", "reserved")
@@ -37,6 +39,15 @@ COLUMNS = ("provider", "tier", "gpu_id", "gpu_count", "pricing", "price_usd_per_
            "vcpus", "memory_gib", "intra_node", "inter_node", "inter_node_gbps", "observed_at", "source",
            "confidence", "notes")
 REQUIRED = ("provider", "gpu_id", "pricing", "price_usd_per_gpu_hour", "observed_at")
+# a provider id names cache files (`prices update --provider`) and is matched by --provider: a plain name
+PROVIDER_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+# Plausible offers (fuzz-report-3 N2: $1e-300 and $1e300 per GPU-hour were put in force). The bundled snapshot
+# spans $0.12 (a Vast.ai RTX 4090 bid) to $14.24 (an AWS p6-b200.48xlarge's B200) per GPU-hour: a price under a
+# cent or over $1,000 per GPU-hour is a typo or a unit slip (cents, a month), not an offer. The largest machine
+# sold as one instance is a GB200 NVL72 rack, 72 GPUs in one NVLink domain (NVIDIA's GB200 NVL72 product page);
+# 256 GPUs leaves room for the next rack and refuses counts that are typos or identifiers.
+USD_PER_GPU_HOUR = (0.01, 1000.0)
+MAX_GPUS_PER_INSTANCE = 256
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -96,6 +107,40 @@ class Offer:
         return {c: ("" if data[c] is None else data[c]) for c in COLUMNS}
 
 
+def check_provider(name: str, where: str = "provider") -> str:
+    """``name`` if it is a provider id (letters, digits, ``.``, ``_``, ``-``; 64 at most), else one sentence."""
+    if not isinstance(name, str) or not PROVIDER_ID.fullmatch(name):
+        raise GpuplanError(f"{where} {echo(name)} is not a provider id: use letters, digits, '.', '_' or '-' (like "
+                           "runpod or my-cloud), 64 at most")
+    return name
+
+
+def implausible(price_usd_per_gpu_hour: float, gpu_count: int) -> str | None:
+    """Why a price or a GPU count cannot be an offer (outside :data:`USD_PER_GPU_HOUR` or above
+    :data:`MAX_GPUS_PER_INSTANCE`), or None."""
+    low, high = USD_PER_GPU_HOUR
+    if not low <= price_usd_per_gpu_hour <= high:
+        return (f"price ${price_usd_per_gpu_hour:.3g} per GPU-hour is outside the plausible ${low:g} to "
+                f"${high:,.0f}")
+    if not 1 <= gpu_count <= MAX_GPUS_PER_INSTANCE:
+        return f"{gpu_count:.3g} GPUs per instance is outside the plausible 1 to {MAX_GPUS_PER_INSTANCE}"
+    return None
+
+
+def check_offer(o: Offer, where: str) -> Offer:
+    """``o``, or one sentence naming ``where`` when its provider is not an id (:func:`check_provider`), a text
+    field holds a control character (it is printed and written into launch files) or its price or GPU count is
+    implausible (:func:`implausible`): every offer from a file or a source passes here."""
+    check_provider(o.provider, f"{where}: provider")
+    for name, value in o.row().items():
+        if isinstance(value, str):
+            no_control(value, f"{where}: {name}")
+    why = implausible(o.price_usd_per_gpu_hour, o.gpu_count)
+    if why:
+        raise GpuplanError(f"{where}: {why}; check the units (US dollars per GPU per hour)")
+    return o
+
+
 def price_origin(o: Offer, today: dt.date | None = None) -> str:
     """Where a price came from and how old it is, in one line."""
     return f"{o.origin}: {o.source or 'no source given'}, observed {o.observed_at} ({o.age_days(today)} days old, " \
@@ -106,9 +151,9 @@ def _number(value: str, where: str, name: str, kind=float):
     try:
         x = kind(value)
     except ValueError:
-        raise GpuplanError(f"{where}: {name} must be a number, got {value!r}") from None
+        raise GpuplanError(f"{where}: {name} must be a number, got {echo(value)}") from None
     if not math.isfinite(x) or x <= 0:
-        raise GpuplanError(f"{where}: {name} must be positive and finite, got {value!r}")
+        raise GpuplanError(f"{where}: {name} must be positive and finite, got {echo(value)}")
     return x
 
 
@@ -137,11 +182,12 @@ def parse_row(row: dict[str, str], origin: str, line: int, today: dt.date | None
     count = _number(row.get("gpu_count") or "1", where, "gpu_count", int)
     optional = {name: _number(row[name], where, name) for name in ("vcpus", "memory_gib", "inter_node_gbps")
                 if row.get(name)}
-    return Offer(provider=row["provider"], tier=row.get("tier", ""), gpu_id=row["gpu_id"], gpu_count=count,
-                 pricing=row["pricing"], price_usd_per_gpu_hour=price, region=row.get("region", ""),
-                 intra_node=row.get("intra_node", ""), observed_at=observed, source=row.get("source", ""),
-                 notes=row.get("notes", ""), origin=origin, confidence=row.get("confidence") or "medium",
-                 instance=row.get("instance", ""), inter_node=row.get("inter_node", ""), **optional)
+    offer = Offer(provider=row["provider"], tier=row.get("tier", ""), gpu_id=row["gpu_id"], gpu_count=count,
+                  pricing=row["pricing"], price_usd_per_gpu_hour=price, region=row.get("region", ""),
+                  intra_node=row.get("intra_node", ""), observed_at=observed, source=row.get("source", ""),
+                  notes=row.get("notes", ""), origin=origin, confidence=row.get("confidence") or "medium",
+                  instance=row.get("instance", ""), inter_node=row.get("inter_node", ""), **optional)
+    return check_offer(offer, where)
 
 
 def read_offers(path: Path | str, origin: str | None = None) -> list[Offer]:

@@ -18,7 +18,12 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import re
+import shutil
 import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
 from functools import cache
 from importlib import resources
@@ -27,11 +32,12 @@ from typing import Any
 
 import yaml
 
-from ..errors import GpuplanError, UnknownNameError
+from ..errors import GpuplanError, UnknownNameError, echo
 from ..userdirs import cache_dir, config_dir
 from .offers import Offer, check_spot_below_on_demand, price_origin, read_offers, write_offers  # noqa: F401
 
 MAX_PRICE_AGE_DAYS = 90
+_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,79}")  # a refresh's file name in the cache (refresh_name)
 BUNDLED = "bundled data/offers.csv"
 
 
@@ -86,10 +92,13 @@ class Refresh:
 
 
 def refreshes() -> list[Refresh]:
-    """Every refreshed offers file in the cache, oldest first."""
+    """Every refreshed offers file in the cache, oldest first (a symbolic link is not one: the cache holds only
+    what ``prices update`` wrote)."""
     folder = offers_dir()
     out = []
     for meta in sorted(folder.glob("*.json")) if folder.is_dir() else ():
+        if meta.is_symlink() or meta.with_suffix(".csv").is_symlink():
+            continue
         try:
             data = json.loads(meta.read_text(encoding="utf-8"))
             out.append(Refresh(name=meta.stem, source=data["source"], fetched_at=data["fetched_at"],
@@ -99,30 +108,97 @@ def refreshes() -> list[Refresh]:
     return sorted((r for r in out if r.path.is_file()), key=lambda r: r.fetched_at)
 
 
+def refresh_name(source: str, provider: str | None = None, file: Path | None = None) -> str:
+    """The cache's name for a refresh: ``skypilot-aws``, ``gpuhunt-all``, ``file-my-offers``; slugged (lowercase
+    letters, digits, ``_`` and ``-``), so that no provider or file name can point outside the cache."""
+    what = provider or (file.stem if source == "file" and file else "all")
+    return re.sub(r"[^a-z0-9_]+", "-", f"{source}-{what}".lower()).strip("-_")[:80] or "offers"
+
+
 def save_refresh(name: str, source: str, origin: str, offers: list[Offer], now: dt.datetime | None = None) -> Refresh:
-    """Keep ``offers`` in the cache as ``<name>.csv`` with its note; both written atomically (CSV first, so a
-    note never points at a missing or partial file)."""
+    """Keep ``offers`` in the cache as ``<name>.csv`` with its note, both or neither: each written to a temporary
+    file first, then renamed into place (CSV first, so that a note never points at a missing or partial file),
+    and the old CSV put back if the note cannot be. ``name`` must be a :func:`refresh_name`."""
     if not offers:
         raise GpuplanError(f"{source} gave no offer for a GPU of the catalog; nothing was written")
-    path = offers_dir() / f"{name}.csv"
-    write_offers(path, offers)
+    if not _NAME.fullmatch(name):
+        raise GpuplanError(f"the cache name {echo(name)} is not a plain name (lowercase letters, digits, _ and -)")
+    folder = offers_dir()
+    path = folder / f"{name}.csv"
     stamp = (now or dt.datetime.now(dt.timezone.utc)).isoformat(timespec="seconds")
     note = {"source": source, "fetched_at": stamp, "origin": origin, "rows": len(offers)}
-    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump(note, f, indent=1)
-    os.replace(tmp, path.with_suffix(".json"))
+    with _cache_lock(folder):
+        if path.parent.resolve() != folder.resolve():
+            raise GpuplanError(f"{path} is not inside the offers cache {folder}")
+        fd, note_tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder)
+        backup, written = None, False
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(note, f, indent=1)
+            if path.is_file() and not path.is_symlink():
+                backup = _kept(path, folder / f".{name}.csv.old.tmp")
+            write_offers(path, offers)
+            written = True
+            os.replace(note_tmp, path.with_suffix(".json"))
+        except BaseException:
+            Path(note_tmp).unlink(missing_ok=True)
+            if written and backup is not None:  # the note could not follow the new CSV: the old one again
+                os.replace(backup, path)
+            elif written:
+                path.unlink(missing_ok=True)
+            raise
+        finally:
+            if backup is not None:
+                backup.unlink(missing_ok=True)
     return Refresh(name=name, source=source, fetched_at=stamp, origin=origin, rows=len(offers), path=path)
+
+
+def _kept(path: Path, copy: Path) -> Path:
+    """A second name for ``path``'s content (a hard link, else a copy), to put back if the refresh fails."""
+    try:
+        os.link(path, copy)
+    except OSError:
+        shutil.copyfile(path, copy)
+    return copy
 
 
 def clear_refreshes() -> int:
     """Remove every refreshed file from the cache (the bundled snapshot is then in force); returns how many."""
     gone = 0
-    for r in refreshes():
-        r.path.unlink(missing_ok=True)
-        r.path.with_suffix(".json").unlink(missing_ok=True)
-        gone += 1
+    folder = offers_dir()
+    if not folder.is_dir():
+        return 0
+    with _cache_lock(folder):
+        for r in refreshes():
+            r.path.unlink(missing_ok=True)
+            r.path.with_suffix(".json").unlink(missing_ok=True)
+            gone += 1
     return gone
+
+
+@contextmanager
+def _cache_lock(folder: Path) -> Iterator[None]:
+    """Hold the offers cache for one writer (an advisory ``flock`` on the folder itself), and first remove the
+    temporary files a writer killed mid-way left behind: with the lock held, no other writer is using one.
+    Without ``fcntl`` (Windows) only temporary files over an hour old are removed."""
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:
+        fcntl = None
+    fd = os.open(folder, os.O_RDONLY) if fcntl is not None else None
+    try:
+        if fd is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        oldest = time.time() - (0 if fd is not None else 3600)
+        for tmp in folder.glob(".*.tmp"):
+            with suppress(OSError):  # gone already, or not ours to remove
+                if tmp.lstat().st_mtime <= oldest:
+                    tmp.unlink()
+        yield
+    finally:
+        if fd is not None:
+            os.close(fd)  # releases the lock
 
 
 # ---- offers in force -----------------------------------------------------------------------------------------
@@ -163,6 +239,14 @@ def load_discounts() -> dict[str, float]:
         return {str(k): float(v) for k, v in data.items()}
     except (TypeError, ValueError):
         raise GpuplanError(f"{path}: every discount must be a number like 0.85") from None
+
+
+def in_force(state: dict[str, Any] | None = None) -> str:
+    """The prices in force in one phrase: the bundled snapshot, and the refreshes over it if any."""
+    state = state or status()
+    where = "; ".join(f"{r['source']} {r['fetched_at'][:10]} ({r['rows']} rows)" for r in state["refreshes"])
+    return f"bundled snapshot (observed until {state['bundled_observed_until']})" + (
+        f" + refreshes: {where}" if where else "")
 
 
 def status() -> dict[str, Any]:

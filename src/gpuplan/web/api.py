@@ -9,10 +9,11 @@ form (``/api/form``), the formulas (``/api/explain``), the exports (``/api/expor
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query, Request
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+import anyio.to_thread
+from fastapi import APIRouter, Body, Query, Request, Response
+from pydantic import BaseModel, ConfigDict, Field, SkipValidation
 
 from .. import api
 from ..hardware import gpus, load_gpu
@@ -22,50 +23,25 @@ from ..model.report import model_summary
 from ..plan.estimate import Plan
 from ..plan.gpus import cheapest_rentals, gpu_row
 from ..plan.recommend import Recommendation
-from ..scenario import Scenario
+from ..scenario import Scenario, scenario_from
 from ..scenario.resolve import resolve
 from .explain import Explanation, explain
 from .export import Export, export
 from .forms import FieldSpec, field_specs
 from .grid import Axis, FitGrid, fit_grid
-from .guard import MAX_ITEMS, check_model, run_limited, with_uploads
-from .uploads import MAX_UPLOAD_BYTES, hide_paths, save
-
-M = TypeVar("M", bound=BaseModel)
+from .guard import MAX_ITEMS, check_model, held, with_uploads
+from .uploads import MAX_UPLOAD_BYTES
 
 router = APIRouter(prefix="/api")
-
-
-class ServerScenario(Scenario):
-    """The scenario as the server takes it: the CLI's, but a dataset or tokenizer file on the server's disk is
-    refused before anything reads it (:func:`~gpuplan.web.guard.check_no_server_files`); a file the page uploaded
-    (its ``upload:`` reference) and the shorthand work."""
-
-    @model_validator(mode="before")
-    @classmethod
-    def _no_server_files(cls, data: Any) -> Any:
-        return with_uploads(data)
-
-
-class Upload(BaseModel):
-    """A file the page read: a dataset (.jsonl, .json, .parquet, .csv) or a tokenizer.json, its bytes in base64."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    kind: Literal["dataset", "tokenizer"]
-    name: str = Field(min_length=1, max_length=200)
-    content_base64: str = Field(max_length=-(-MAX_UPLOAD_BYTES // 3) * 4)
+# A scenario as the request sends it: documented as the Scenario, validated by the job (off the event loop: reading
+# a dataset it names is long work), after its upload references are checked (:func:`~.guard.with_uploads`).
+RawScenario = SkipValidation[Scenario]
 
 
 class Uploaded(BaseModel):
     ref: str  # what the scenario's dataset or tokenizer field takes
     name: str
     bytes: int
-
-
-def _named(model: M) -> M:
-    """``model`` with the uploaded files named as the user named them (:func:`~gpuplan.web.uploads.hide_paths`)."""
-    return type(model).model_validate_json(hide_paths(model.model_dump_json()))
 
 
 class ModelRow(BaseModel):
@@ -128,14 +104,14 @@ class RecommendOptions(BaseModel):
 class RecommendRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    scenario: ServerScenario
+    scenario: RawScenario
     constraints: RecommendOptions = RecommendOptions()
 
 
 class GridRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    scenario: ServerScenario
+    scenario: RawScenario
     axis: Axis = "auto"
 
 
@@ -147,29 +123,66 @@ class Form(BaseModel):
     max_upload_bytes: int = MAX_UPLOAD_BYTES  # the largest dataset or tokenizer file /api/upload keeps
 
 
-def _estimate(s: Scenario, hub: bool) -> Plan:
-    check_model(s.model, hub)
-    return _named(api.estimate(s))
+def _scenario(data: Any, hub: bool) -> Scenario:
+    """The scenario of a request: its model checked first (the model's name also finds its tokenizer), then
+    validated, which reads and tokenizes a dataset it names."""
+    if isinstance(data, dict) and isinstance(data.get("model"), str):
+        check_model(data["model"], hub)
+    s = scenario_from(data)
+    check_model(s.model, hub)  # model_size's synthetic model
+    return s
 
 
-def _recommend(req: RecommendRequest, hub: bool) -> Recommendation:
-    check_model(req.scenario.model, hub)
-    return _named(api.recommend(req.scenario, **req.constraints.model_dump()))
+# The jobs: a request's whole work, the scenario read included, in a worker thread or the reader process (their
+# arguments and JSON text cross the process boundary); the JSON is the Python API's objects, as --json prints.
+def estimate_json(data: Any, hub: bool) -> str:
+    return api.estimate(_scenario(data, hub)).model_dump_json()
 
 
-def _explain(s: Scenario, hub: bool) -> Explanation:
-    check_model(s.model, hub)
+def recommend_json(data: Any, hub: bool, constraints: dict[str, Any]) -> str:
+    return api.recommend(_scenario(data, hub), **constraints).model_dump_json()
+
+
+def explain_json(data: Any, hub: bool) -> str:
+    s = _scenario(data, hub)
     result = api.estimate(s)
     m, gpu = load_model(s.model), load_gpu(s.gpu) if s.gpu else None
     if gpu is not None and s.gpu != gpu.id:
         s = s.model_copy(update={"gpu": gpu.id})
     s, _ = resolve(s, m, gpu)  # the scenario the plan was computed for (the serving split, the card's precision)
-    return _named(explain(result, s, m, gpu))
+    return explain(result, s, m, gpu).model_dump_json()
 
 
-def _grid(req: GridRequest, hub: bool) -> FitGrid:
-    check_model(req.scenario.model, hub)
-    return _named(fit_grid(req.scenario, load_model(req.scenario.model), req.axis))
+def export_json(data: Any, hub: bool, base_url: str) -> str:
+    s = _scenario(data, hub)
+    return export(s, api.estimate(s), base_url).model_dump_json()
+
+
+def grid_json(data: Any, hub: bool, axis: str) -> str:
+    s = _scenario(data, hub)
+    return fit_grid(s, load_model(s.model), axis).model_dump_json()  # type: ignore[arg-type]
+
+
+async def answer(request: Request, job: Any, scenario: Any, *args: Any) -> Response:
+    """``job(scenario, hub, *args)`` in the lane for its kind of work (:mod:`.work`): the reader process when the
+    scenario reads an uploaded file, else a worker thread; the files named as the user named them."""
+    state = request.app.state
+    data = with_uploads(scenario, state.uploads)
+    hide = state.uploads.hide
+    if files := held(data):  # kept on the server until the reader is done with them, whether or not it is in time
+
+        def give_back() -> None:
+            for path in files:
+                state.uploads.give_back(path)
+
+        text = await state.pools.data.run(lambda worker: hide(worker.call(job, (data, state.hub, *args))), give_back)
+    else:
+        text = await state.pools.plans.run(lambda _: hide(job(data, state.hub, *args)))
+    return Response(text, media_type="application/json")
+
+
+async def in_thread(request: Request, fn: Any, *args: Any) -> Any:
+    return await request.app.state.pools.plans.run(lambda _: fn(*args))
 
 
 def _models(search: str | None, family: str | None) -> list[dict[str, Any]]:
@@ -182,25 +195,25 @@ def _models(search: str | None, family: str | None) -> list[dict[str, Any]]:
 
 
 @router.post("/estimate", response_model=Plan, summary="Does it fit, and where does the memory go")
-async def estimate_route(scenario: ServerScenario, request: Request) -> Plan:
+async def estimate_route(scenario: Annotated[RawScenario, Body()], request: Request) -> Response:
     """`gpuplan.estimate(scenario)`: memory per GPU at three levels, fit and headroom on a named GPU, the changes
     that would make it fit, speed and cost on the best offer (what `gpuplan estimate --json` prints)."""
-    return await run_limited(_estimate, scenario, request.app.state.hub)
+    return await answer(request, estimate_json, scenario)
 
 
 @router.post("/recommend", response_model=Recommendation, summary="The setups that fit, ranked")
-async def recommend_route(body: RecommendRequest, request: Request) -> Recommendation:
+async def recommend_route(body: RecommendRequest, request: Request) -> Response:
     """`gpuplan recommend`: GPU type x count x strategy x techniques x offers, pruned by memory, ranked by cost,
     time or both, with the Pareto front of cost vs speed marked (what `gpuplan recommend --json` prints)."""
-    return await run_limited(_recommend, body, request.app.state.hub)
+    return await answer(request, recommend_json, body.scenario, body.constraints.model_dump())
 
 
 @router.get("/models", response_model=list[ModelRow], summary="The bundled models")
-async def models_route(search: str | None = Query(default=None, max_length=100),
+async def models_route(request: Request, search: str | None = Query(default=None, max_length=100),
                        family: str | None = Query(default=None, max_length=40)) -> list[dict[str, Any]]:
     """The rows of `gpuplan models --json` (sorted by parameters); any Hugging Face repo id works too when the
     server runs with `--hub`."""
-    return await run_limited(_models, search, family)
+    return await in_thread(request, _models, search, family)
 
 
 def _gpus() -> list[dict[str, Any]]:
@@ -210,47 +223,63 @@ def _gpus() -> list[dict[str, Any]]:
 
 
 @router.get("/gpus", response_model=list[GpuRow], summary="The GPU catalog")
-async def gpus_route() -> list[dict[str, Any]]:
+async def gpus_route(request: Request) -> list[dict[str, Any]]:
     """The rows of `gpuplan gpus --json`: dense TFLOPS, memory (marketed and usable), bandwidth, NVLink, launch
     price, and the cheapest rental in force per hour and per TFLOP-hour."""
-    return await run_limited(_gpus)
+    return await in_thread(request, _gpus)
+
+
+def _form(hub: bool) -> Form:
+    from ..market.store import load_offers
+
+    return Form(fields=field_specs(), quants=list(QUANT_FORMATS), hub=hub,
+                providers=sorted({o.provider for o in load_offers()}))
 
 
 @router.get("/form", response_model=Form, summary="The scenario form")
 async def form_route(request: Request) -> Form:
     """One input per scenario field (choices, bounds, defaults, hints), read from the Scenario model."""
-    from ..market.store import load_offers
-
-    return Form(fields=field_specs(), quants=list(QUANT_FORMATS), hub=request.app.state.hub,
-                providers=sorted({o.provider for o in load_offers()}))
+    return await in_thread(request, _form, request.app.state.hub)
 
 
 @router.post("/explain", response_model=Explanation, summary="Every number as its formula")
-async def explain_route(scenario: ServerScenario, request: Request) -> Explanation:
+async def explain_route(scenario: Annotated[RawScenario, Body()], request: Request) -> Response:
     """Each number of the estimate as its formula with this scenario's values, the constants' sources, and the
     accuracy gpuplan measured for that kind of number; plus the defaults left in force."""
-    return await run_limited(_explain, scenario, request.app.state.hub)
+    return await answer(request, explain_json, scenario)
 
 
 @router.post("/export", response_model=Export, summary="scenario.yaml, the CLI command, Markdown")
-async def export_route(scenario: ServerScenario, request: Request) -> Export:
+async def export_route(scenario: Annotated[RawScenario, Body()], request: Request) -> Response:
     """The scenario as a file `gpuplan estimate` reads, the equivalent command, a Markdown report and the
     permalink's query string."""
-    result = await run_limited(_estimate, scenario, request.app.state.hub)
-    return _named(export(scenario, result, str(request.base_url)))
+    return await answer(request, export_json, scenario, str(request.base_url))
 
 
-@router.post("/upload", response_model=Uploaded, summary="A dataset or tokenizer.json for the scenario")
-async def upload_route(body: Upload) -> Uploaded:
-    """Keep a file the page read (at most 16 MiB; the server keeps the last 16) and answer its reference: a
-    scenario's `dataset` (or `tokenizer`) set to it is read and tokenized as `gpuplan estimate --dataset FILE`
-    does, with the model's own tokenizer from the server's Hugging Face cache unless a tokenizer.json is uploaded
-    too."""
-    return Uploaded(**await run_limited(save, body.kind, body.name, body.content_base64))
+UPLOAD_BODY = {"requestBody": {"required": True, "description": "the file's bytes, as they are on disk",
+                               "content": {"application/octet-stream": {"schema": {"type": "string",
+                                                                                   "format": "binary"}}}}}
+
+
+@router.post("/upload", response_model=Uploaded, summary="A dataset or tokenizer.json for the scenario",
+             openapi_extra=UPLOAD_BODY)
+async def upload_route(request: Request, kind: Literal["dataset", "tokenizer"] = Query(),
+                       name: str = Query(min_length=1, max_length=200)) -> Uploaded:
+    """Keep a file the page read, its bytes as the body (at most 16 MiB a file; the server keeps the last 16
+    files, 64 MiB in all, and takes 30 files a minute from one address) and answer its reference: a scenario's
+    `dataset` (or `tokenizer`) set to it is read and tokenized as `gpuplan estimate --dataset FILE` does, with the
+    model's own tokenizer from the server's Hugging Face cache unless a tokenizer.json is uploaded too."""
+    state = request.app.state
+    declared = request.headers.get("content-length", "")
+    client = request.client.host if request.client else "unknown"
+    kept = await state.uploads.receive(kind, name, request.stream(), client,
+                                       int(declared) if declared.isdigit() else None)
+    await anyio.to_thread.run_sync(state.pools.warm)  # the reader process starts now, not on the first plan
+    return Uploaded(**kept)
 
 
 @router.post("/fit-grid", response_model=FitGrid, summary="The fit on every card of the catalog")
-async def grid_route(body: GridRequest, request: Request) -> FitGrid:
+async def grid_route(body: GridRequest, request: Request) -> Response:
     """Fits / does not fit with the headroom on every GPU of the catalog, against quantization (inference),
     method (training) or context length; and device memory against context length."""
-    return await run_limited(_grid, body, request.app.state.hub)
+    return await answer(request, grid_json, body.scenario, body.axis)

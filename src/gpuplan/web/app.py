@@ -1,14 +1,18 @@
 """The application: the page, the README it links to, the API, the offline API docs, and the error replies.
 
 Bad input of any kind answers 422 with ``{"detail": sentence}``, the sentence the CLI prints after "error:";
-an oversized body 413; a request past its deadline 503. A dataset the page uploads (``/api/upload``,
-:mod:`.uploads`) is read by the CLI's own reader. The page and its scripts are files of this package:
-nothing is fetched from elsewhere at run time (``/docs`` serves Swagger UI from the ``fastapi-offline``
-package).
+an oversized body or file 413; a body or file too slow to arrive 408; too many uploads from one address 429; a
+request past its deadline, or a server too busy to start it, 503 (:mod:`.work`). A dataset the page uploads
+(``/api/upload``, :mod:`.uploads`) is read by the CLI's own reader. The uploads' folder and the reader process
+go when the server stops (the app's lifespan: uvicorn runs it on SIGINT and SIGTERM). The page and its scripts
+are files of this package: nothing is fetched from elsewhere at run time (``/docs`` serves Swagger UI from the
+``fastapi-offline`` package).
 """
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from importlib import resources
 from pathlib import Path
 
@@ -21,15 +25,14 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from .. import __version__
 from ..errors import GpuplanError
-from ..scenario import scenario_from
 from . import api
 from .accuracy import readme_html
-from .guard import BoundedBody, TooSlow, with_uploads
-from .uploads import MAX_UPLOAD_BYTES, hide_paths
+from .guard import BoundedBody
+from .uploads import Store
+from .work import Pools
 
 STATIC = Path(str(resources.files("gpuplan") / "web" / "static"))
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
-SCENARIO_BODIES = ("/api/estimate", "/api/explain", "/api/export")
 PAGE_HEADERS = {"Content-Security-Policy": "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' "
                 "data:; connect-src 'self'; frame-ancestors 'none'", "X-Content-Type-Options": "nosniff",
                 "Referrer-Policy": "no-referrer"}
@@ -38,17 +41,26 @@ PAGE_HEADERS = {"Content-Security-Policy": "default-src 'self'; style-src 'self'
 def create_app(*, hub: bool = False, host: str = "127.0.0.1") -> FastAPI:
     """The gpuplan web app. ``hub``: resolve Hugging Face repo ids (their config.json only); ``host``: the
     address the server binds, which Host headers must name (a DNS-rebinding guard) unless it is a wildcard."""
+    uploads, pools = Store(), Pools()
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:  # on SIGINT and SIGTERM too: uvicorn shuts the app down before it lets the signal end the process
+            pools.close()
+            uploads.close()
+
     app = FastAPIOffline(
-        title="gpuplan", version=__version__, redoc_url=None,
+        title="gpuplan", version=__version__, redoc_url=None, lifespan=lifespan,
         description="Which GPUs an LLM job needs and what it will cost. Each endpoint takes and returns what the "
                     "Python API and `--json` do. Bad input: 422 with one sentence in `detail`.")
-    app.state.hub = hub
+    app.state.hub, app.state.uploads, app.state.pools = hub, uploads, pools
     app.include_router(api.router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     app.add_exception_handler(GpuplanError, _bad_input)
     app.add_exception_handler(RequestValidationError, _invalid_request)
-    app.add_exception_handler(TooSlow, _too_slow)
-    app.add_middleware(BoundedBody, larger={"/api/upload": MAX_UPLOAD_BYTES * 4 // 3 + 4096})  # base64 + fields
+    app.add_middleware(BoundedBody)
     if host not in ("0.0.0.0", "::", ""):
         app.add_middleware(TrustedHostMiddleware, allowed_hosts=[*LOCAL_HOSTS, host.strip("[]")])
 
@@ -57,8 +69,8 @@ def create_app(*, hub: bool = False, host: str = "127.0.0.1") -> FastAPI:
         return FileResponse(STATIC / "index.html", headers=PAGE_HEADERS)
 
     @app.get("/readme", include_in_schema=False)
-    async def readme() -> HTMLResponse:
-        body = readme_html()
+    async def readme(request: Request) -> HTMLResponse:
+        body = await api.in_thread(request, readme_html)
         return HTMLResponse("<!doctype html><html lang=en><head><meta charset=utf-8><title>gpuplan README</title>"
                             "<link rel=stylesheet href=/static/style.css></head><body class=readme><main>"
                             f"<p><a href=/>back to the calculator</a></p>{body}</main></body></html>",
@@ -68,40 +80,25 @@ def create_app(*, hub: bool = False, host: str = "127.0.0.1") -> FastAPI:
 
 
 async def _bad_input(request: Request, exc: Exception) -> JSONResponse:
-    return JSONResponse({"detail": hide_paths(str(exc))}, status_code=422)
-
-
-async def _too_slow(request: Request, exc: Exception) -> JSONResponse:
-    return JSONResponse({"detail": str(exc)}, status_code=503)
+    return JSONResponse({"detail": request.app.state.uploads.hide(str(exc))}, status_code=422)
 
 
 async def _invalid_request(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
-    return JSONResponse({"detail": validation_sentence(exc, request.url.path)}, status_code=422)
+    return JSONResponse({"detail": validation_sentence(exc)}, status_code=422)
 
 
-def validation_sentence(exc: RequestValidationError, path: str) -> str:
-    """One sentence for a request FastAPI could not validate: for a scenario, the CLI's own sentence."""
+def validation_sentence(exc: RequestValidationError) -> str:
+    """One sentence for a request FastAPI could not validate (a scenario is validated by its job, :mod:`.api`)."""
     errors = exc.errors()
     first = errors[0]
     loc = [str(p) for p in first.get("loc", ())]
-    body = exc.body
     if loc[:1] == ["body"]:
-        if body is None or (first.get("type") == "missing" and len(loc) == 1):
+        if exc.body is None or (first.get("type") == "missing" and len(loc) == 1):
             return "the request has no JSON body: send a scenario such as {\"model\": \"llama-3.1-8b\", \"task\": " \
                    "\"train\"}"
         if first.get("type") == "json_invalid":
             return f"the request body is not valid JSON ({first.get('ctx', {}).get('error', first['msg'])})"
-        raw = None
-        if loc[1:2] == ["scenario"] and isinstance(body, dict):
-            raw = body.get("scenario")
-        elif path in SCENARIO_BODIES:
-            raw = body
-        if raw is not None:
-            try:
-                scenario_from(with_uploads(raw))  # type: ignore[arg-type]  # no server file is read
-            except GpuplanError as err:
-                return hide_paths(str(err))
     field = ".".join(loc[1:]) or loc[0] if loc else "request"
     msg = first["msg"].removeprefix("Value error, ")
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
@@ -109,4 +106,4 @@ def validation_sentence(exc: RequestValidationError, path: str) -> str:
         return f"unknown field {field!r}{more}"
     if first.get("type") == "missing":
         return f"field {field!r} is required{more}"
-    return f"field {field!r}: {msg} (got {first.get('input')!r}){more}"
+    return f"field {field!r}: {msg} (got {repr(first.get('input'))[:100]}){more}"

@@ -1,39 +1,36 @@
-"""What the server accepts: bounded request bodies, model names it may resolve, and a time limit per request.
+"""What the server accepts: bounded request bodies, model names it may resolve, files it may read.
 
-Bodies are read at most :data:`MAX_BODY_BYTES` (413 beyond) and every JSON string, list and object in them is
-bounded before any model sees them (422 with one sentence). Model names must be bundled, or Hugging Face repo
-ids when the server was started with ``--hub`` (only their ``config.json`` is fetched; no code from a repo
-is ever run). Paths on the server's disk are refused; files the page uploaded are read. Work runs in a worker
-thread under a deadline.
+Bodies are read at most :data:`MAX_BODY_BYTES` (413 beyond), within :data:`BODY_TIMEOUT_S` (408), and every JSON
+string, list and object in them is bounded before any model sees them (422 with one sentence; nesting too deep for
+Python's parser too). The upload streams its own body (:mod:`.uploads`). Model names must be bundled (aliases,
+chat and instruction-tuned variants of a bundled model, ``model_size``'s synthetic models), or Hugging Face repo
+ids when the server was started with ``--hub`` (only their ``config.json`` is fetched; no code from a repo is ever
+run). Paths on the server's disk are refused; files the page uploaded are read. Where the work runs, and its
+deadline: :mod:`.work`.
 """
 
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Callable
-from typing import Any, TypeVar
+from pathlib import Path
+from typing import Any
 
 import anyio
-import anyio.to_thread
 
 from ..errors import GpuplanError, UnknownNameError
-from ..model.catalog import REPO_ID, aliases, bundled, bundled_repo
-from .uploads import is_ref, resolve
+from ..model.catalog import REPO_ID, aliases, base_repo, bundled, bundled_repo
+from .uploads import Store, is_ref
 
 MAX_BODY_BYTES = 32 * 1024
 MAX_TEXT = 200  # characters in any JSON string (model ids are at most 96 on the hub)
 MAX_ITEMS = 64  # entries in any JSON list or object
 MAX_DEPTH = 4  # nesting of JSON lists and objects
-TIMEOUT_S = 10.0
-WORKERS = 2  # estimates computed at once; further requests wait (within their deadline)
-_slots = threading.BoundedSemaphore(WORKERS)
-
-T = TypeVar("T")
-
-
-class TooSlow(Exception):
-    """A request ran past its deadline."""
+BODY_TIMEOUT_S = 10.0  # to receive a request body
+STREAMED = ("/api/upload",)  # paths that read (and bound) their own bodies
+# The body a POST must declare: JSON, or a file's bytes for the upload. A page of another site can send neither
+# without the browser asking first (a CORS preflight, which this server refuses), so it cannot make this one work.
+CONTENT_TYPES = {"/api/upload": "application/octet-stream"}
+JSON = "application/json"
 
 
 def check_bounds(value: Any, where: str = "body", depth: int = 0) -> None:
@@ -67,87 +64,91 @@ def check_no_server_files(data: Any) -> None:
                            "mean_tokens, or use `gpuplan estimate --dataset` on the command line")
 
 
-def with_uploads(data: Any) -> Any:
-    """``data`` checked (:func:`check_no_server_files`), its upload references turned into the stored files."""
+def with_uploads(data: Any, store: Store) -> Any:
+    """``data`` checked (:func:`check_no_server_files`), its upload references turned into the stored files, which
+    the store keeps until each is given back (:func:`held`, :meth:`~.uploads.Store.give_back`)."""
     check_no_server_files(data)
-    if isinstance(data, dict) and any(is_ref(data.get(k)) for k in SERVER_FILES):
-        data = {**data, **{k: resolve(data[k]) for k in SERVER_FILES if is_ref(data.get(k))}}
-    return data
+    if not (isinstance(data, dict) and any(is_ref(data.get(k)) for k in SERVER_FILES)):
+        return data
+    taken: dict[str, str] = {}
+    try:
+        for k in SERVER_FILES:
+            if is_ref(data.get(k)):
+                taken[k] = store.take(data[k])
+    except GpuplanError:
+        for path in taken.values():
+            store.give_back(path)
+        raise
+    return {**data, **taken}
+
+
+def held(data: Any) -> list[str]:
+    """The uploaded files a scenario (after :func:`with_uploads`) reads: [] for none."""
+    return [data[k] for k in SERVER_FILES if data.get(k)] if isinstance(data, dict) else []
 
 
 def check_model(name: str, hub: bool) -> None:
-    """Accept bundled names always and Hugging Face repo ids with ``hub``; refuse paths and unknown names."""
-    if bundled_repo(name):
+    """Accept what resolves offline (bundled names, their chat and instruction-tuned variants, synthetic models)
+    always and Hugging Face repo ids with ``hub``; refuse paths on the server's disk and unknown names. This runs
+    before the scenario is read: the model's tokenizer is looked up by its name."""
+    if bundled_repo(name) or name.lower().startswith("synthetic-"):
         return
-    if REPO_ID.match(name) and not name.endswith(".json"):
+    try:
+        on_disk = Path(name).expanduser().exists()
+    except (OSError, ValueError):  # too long or otherwise impossible as a path
+        on_disk = False
+    if on_disk or name.endswith(".json") or name.startswith((".", "~", "/")) or "\\" in name:
+        raise GpuplanError(f"the web page does not read files on the server ({name[:100]!r}): name a bundled model "
+                           "or a Hugging Face repo id, or use `gpuplan estimate --model PATH` on the command line")
+    if base_repo(name):
+        return
+    if REPO_ID.match(name):
         if hub:
             return
         raise GpuplanError(f"{name!r} is not a bundled model, and this server does not fetch from the Hugging Face "
                            "hub: restart it with `gpuplan serve --hub`, or pick a bundled model")
-    if name.endswith(".json") or "/" in name or "\\" in name or name.startswith((".", "~")):
-        raise GpuplanError(f"the web page does not read files on the server ({name!r}): name a bundled model or a "
-                           "Hugging Face repo id, or use `gpuplan estimate --model PATH` on the command line")
+    if "/" in name:
+        raise GpuplanError(f"the web page does not read files on the server ({name[:100]!r}): name a bundled model "
+                           "or a Hugging Face repo id, or use `gpuplan estimate --model PATH` on the command line")
     raise UnknownNameError("model", name, [*bundled(), *aliases()],
                            hint="GET /api/models lists the bundled models; a Hugging Face repo id (org/name) "
                                 "works when the server runs with --hub.")
 
 
-def _in_slot(fn: Callable[..., T], *args: Any) -> T:
-    with _slots:
-        return fn(*args)
-
-
-async def run_limited(fn: Callable[..., T], *args: Any, timeout_s: float | None = None) -> T:
-    """``fn(*args)`` in a worker thread, at most :data:`WORKERS` at once; :class:`TooSlow` when it is not done
-    within ``timeout_s`` (the thread is left to finish and keeps its slot until then, so slow requests cannot
-    pile up)."""
-    timeout_s = TIMEOUT_S if timeout_s is None else timeout_s
-    try:
-        with anyio.fail_after(timeout_s):
-            return await anyio.to_thread.run_sync(_in_slot, fn, *args, abandon_on_cancel=True)
-    except TimeoutError:
-        raise TooSlow(f"the request took longer than {timeout_s:g} s and was abandoned; ask for less (fewer GPUs "
-                      "to search, a smaller top)") from None
-
-
 class BoundedBody:
-    """ASGI middleware: refuse bodies over ``max_bytes`` (413) and JSON beyond :func:`check_bounds` (422); the
-    paths in ``larger`` (the upload) take bodies up to their own size and bound their fields themselves."""
+    """ASGI middleware: refuse bodies of another type than :data:`CONTENT_TYPES` says (415), over ``max_bytes``
+    (413) or slower than :data:`BODY_TIMEOUT_S` (408), and JSON beyond :func:`check_bounds` (422); the paths in
+    :data:`STREAMED` read and bound their own bodies."""
 
-    def __init__(self, app, max_bytes: int = MAX_BODY_BYTES, larger: dict[str, int] | None = None):
-        self.app, self.max_bytes, self.larger = app, max_bytes, larger or {}
+    def __init__(self, app, max_bytes: int = MAX_BODY_BYTES):
+        self.app, self.max_bytes = app, max_bytes
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http" or scope["method"] not in ("POST", "PUT", "PATCH"):
             return await self.app(scope, receive, send)
-        if scope["path"] in self.larger:
-            return await BoundedBody(self.app, self.larger[scope["path"]], {})._read(scope, receive, send, False)
-        return await self._read(scope, receive, send, True)
-
-    async def _read(self, scope, receive, send, bound_json: bool):
         headers = dict(scope["headers"])
         declared = headers.get(b"content-length")
+        sent_type = headers.get(b"content-type", b"").decode("latin-1").split(";")[0].strip().lower()
+        expected = CONTENT_TYPES.get(scope["path"], JSON)
+        if sent_type != expected and (sent_type or declared not in (None, b"0")):
+            said = f"not {sent_type[:60]}" if sent_type else "the header is missing"
+            return await _reply(send, 415, f"send the body as {expected} (content-type: {expected}; {said})")
+        if scope["path"] in STREAMED:
+            return await self.app(scope, receive, send)
         if declared and declared.isdigit() and int(declared) > self.max_bytes:
             return await _reply(send, 413, self._too_big(int(declared)))
-        chunks, size = [], 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return None
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.max_bytes:
-                return await _reply(send, 413, self._too_big(size, at_least=True))
-            chunks.append(chunk)
-            if not message.get("more_body"):
-                break
-        body = b"".join(chunks)
-        if bound_json and b"json" in headers.get(b"content-type", b""):
-            try:
-                check_bounds(json.loads(body))
-            except ValueError as err:  # GpuplanError included; malformed JSON is FastAPI's to report
-                if isinstance(err, GpuplanError):
-                    return await _reply(send, 422, str(err))
+        try:
+            with anyio.fail_after(BODY_TIMEOUT_S):
+                body = await self._read(receive)
+        except TimeoutError:
+            return await _reply(send, 408, f"the request body did not arrive within {BODY_TIMEOUT_S:g} s")
+        if body is None:  # the client left
+            return None
+        if isinstance(body, int):
+            return await _reply(send, 413, self._too_big(body, at_least=True))
+        refused = _unbounded(body)
+        if refused:
+            return await _reply(send, 422, refused)
         sent = False
 
         async def replay():
@@ -159,9 +160,40 @@ class BoundedBody:
 
         return await self.app(scope, replay, send)
 
+    async def _read(self, receive) -> bytes | int | None:
+        """The body; its size so far when it passes ``max_bytes``; None when the client disconnects."""
+        chunks, size = [], 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return None
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_bytes:
+                return size
+            chunks.append(chunk)
+            if not message.get("more_body"):
+                return b"".join(chunks)
+
     def _too_big(self, size: int, at_least: bool = False) -> str:
         return (f"the request body is {'over ' if at_least else ''}{size:,} bytes; at most {self.max_bytes:,} are "
                 "accepted")
+
+
+def _unbounded(body: bytes) -> str | None:
+    """The sentence refusing a JSON body beyond :func:`check_bounds`; None for one within them, and for one that
+    is not JSON at all (FastAPI's validation says so)."""
+    if not body.strip():
+        return None
+    try:
+        check_bounds(json.loads(body))
+    except GpuplanError as err:
+        return str(err)
+    except RecursionError:  # Python's parser gives up near 1,000 levels
+        return f"body nests deeper than {MAX_DEPTH} levels"
+    except ValueError:  # malformed JSON (and bad UTF-8): FastAPI's to report
+        return None
+    return None
 
 
 async def _reply(send, status: int, detail: str) -> None:

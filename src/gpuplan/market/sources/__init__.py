@@ -17,7 +17,7 @@ from typing import Protocol
 
 from ... import clock
 from ...errors import GpuplanError
-from ..offers import Offer, check_spot_below_on_demand
+from ..offers import Offer, check_offer, check_provider, check_spot_below_on_demand, implausible
 
 
 class SourceError(GpuplanError):
@@ -41,6 +41,18 @@ class Fetched:
     offers: list[Offer]
     origin: str
     unmapped: dict[str, int] = field(default_factory=dict)
+    implausible: dict[str, int] = field(default_factory=dict)  # rows left out: "price" or "GPU count" -> rows
+
+
+def plausible(offer: Offer, left_out: dict[str, int]) -> bool:
+    """Whether a vendor catalog's row is a plausible offer (:func:`..offers.implausible`); one that is not is
+    counted in ``left_out`` ("price" or "GPU count") and left out: SkyPilot's and gpuhunt's catalogs hold odd
+    rows, and one should not cost the whole refresh (a file of the user's own is refused whole instead)."""
+    why = implausible(offer.price_usd_per_gpu_hour, offer.gpu_count)
+    if why:
+        kind = "price" if why.startswith("price") else "GPU count"
+        left_out[kind] = left_out.get(kind, 0) + 1
+    return why is None
 
 
 class Source(Protocol):
@@ -58,12 +70,17 @@ def sources() -> dict[str, Source]:
 
 
 def fetch(name: str, query: Query) -> Fetched:
-    """Ask source ``name``; the offers come back validated (spot never above the same on-demand price)."""
+    """Ask source ``name``; the offers come back validated: provider ids plain names, prices and GPU counts
+    plausible, spot never above the same on-demand price."""
     table = sources()
     if name not in table:
         from ...errors import UnknownNameError
 
         raise UnknownNameError("price source", name, table, hint=f"(sources: {', '.join(table)})")
+    if query.provider is not None:
+        check_provider(query.provider, "--provider")
     fetched = table[name].get(query)
+    for o in fetched.offers:  # the vendor readers leave implausible rows out; a new source is held to the same
+        check_offer(o, f"the {name} source")
     check_spot_below_on_demand(fetched.offers)
     return fetched

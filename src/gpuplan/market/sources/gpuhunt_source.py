@@ -19,7 +19,7 @@ from typing import Any
 from ...errors import GpuplanError
 from ...hardware import gpus
 from ..offers import Offer, providers, with_network
-from . import Fetched, Query, SourceError
+from . import Fetched, Query, SourceError, plausible
 from .names import gpu_id_for
 
 PROVIDERS = {"lambdalabs": "lambda", "vastai": "vast", "datacrunch": "verda"}  # gpuhunt name -> gpuplan id
@@ -38,8 +38,10 @@ def offers_from_items(items: Iterable[Any], today: dt.date, version: str = "") -
     """Catalog items (gpuhunt's fields) as offers; pure, so that recorded responses test it."""
     best: dict[tuple, Offer] = {}
     unmapped: dict[str, int] = {}
+    left_out: dict[str, int] = {}
     for item in items:
-        if not item.gpu_count or not item.gpu_name or not item.price or item.price <= 0:
+        if not item.gpu_count or not item.gpu_name or not item.price or item.price <= 0 or \
+                item.gpu_count != int(item.gpu_count):  # no GPU, no price, or a slice of a GPU
             continue
         provider = PROVIDERS.get(item.provider, item.provider)
         gpu_id = gpu_id_for(item.gpu_name, memory_gib=item.gpu_memory, instance=item.instance_name or "",
@@ -53,10 +55,11 @@ def offers_from_items(items: Iterable[Any], today: dt.date, version: str = "") -
                       instance=item.instance_name or "", vcpus=float(item.cpu) if item.cpu else None,
                       memory_gib=float(item.memory) if item.memory else None, intra_node="", observed_at=today,
                       source=f"gpuhunt {version}".strip(), notes="", origin="gpuhunt", confidence="high")
-        if offer.key not in best or offer.price_usd_per_gpu_hour < best[offer.key].price_usd_per_gpu_hour:
+        if plausible(offer, left_out) and (offer.key not in best or offer.price_usd_per_gpu_hour <
+                                           best[offer.key].price_usd_per_gpu_hour):
             best[offer.key] = offer
     return Fetched(offers=[with_network(o) for o in best.values()], origin=f"gpuhunt {version}".strip(),
-                   unmapped=unmapped)
+                   unmapped=unmapped, implausible=left_out)
 
 
 class GpuhuntSource:

@@ -21,7 +21,7 @@ from ... import clock
 from ...errors import GpuplanError, echo
 from ...hardware import gpus
 from ..offers import Offer, providers, with_network
-from . import Fetched, Query
+from . import Fetched, Query, plausible
 from .names import gpu_id_for
 
 NEEDED = ("InstanceType", "AcceleratorName", "AcceleratorCount", "Price", "Region")
@@ -86,10 +86,11 @@ def read_catalog(path: Path, provider: str, today: dt.date | None = None) -> Fet
     tier = providers().get(provider, {}).get("tier", "")
     best: dict[tuple, Offer] = {}
     unmapped: dict[str, int] = {}
+    left_out: dict[str, int] = {}
     for row in rows:
-        name, instance = (row.get("AcceleratorName") or "").strip(), row["InstanceType"].strip()
+        name, instance = (row.get("AcceleratorName") or "").strip(), (row["InstanceType"] or "").strip()
         count = _price(row.get("AcceleratorCount"))
-        if not name or not count:
+        if not name or not count or count != int(count):  # a CPU instance, or a slice of a GPU (Azure's 1/6 A10)
             continue
         gpu_id = gpu_id_for(name, memory_gib=_memory_gib(row.get("GpuInfo") or ""), instance=instance,
                             provider=provider)
@@ -110,20 +111,23 @@ def read_catalog(path: Path, provider: str, today: dt.date | None = None) -> Fet
                           intra_node="", observed_at=observed, source=f"SkyPilot catalog {path.name}",
                           notes="", origin=str(path), confidence="medium")
             key = offer.key
-            if key not in best or offer.price_usd_per_gpu_hour < best[key].price_usd_per_gpu_hour:
+            if plausible(offer, left_out) and (key not in best or offer.price_usd_per_gpu_hour <
+                                               best[key].price_usd_per_gpu_hour):
                 best[key] = offer
-    return Fetched(offers=[with_network(o) for o in best.values()], origin=str(path), unmapped=unmapped)
+    return Fetched(offers=[with_network(o) for o in best.values()], origin=str(path), unmapped=unmapped,
+                   implausible=left_out)
 
 
 class SkyPilotSource:
     name = "skypilot"
 
     def get(self, query: Query) -> Fetched:
-        offers, unmapped, origins = [], {}, []
+        offers, unmapped, left_out, origins = [], {}, {}, []
         for path, provider in _catalog_files(query):
             got = read_catalog(path, provider, query.today)
             offers += got.offers
             origins.append(got.origin)
-            for k, v in got.unmapped.items():
-                unmapped[k] = unmapped.get(k, 0) + v
-        return Fetched(offers=offers, origin=", ".join(origins), unmapped=unmapped)
+            for total, part in ((unmapped, got.unmapped), (left_out, got.implausible)):
+                for k, v in part.items():
+                    total[k] = total.get(k, 0) + v
+        return Fetched(offers=offers, origin=", ".join(origins), unmapped=unmapped, implausible=left_out)

@@ -27,10 +27,18 @@ function h(tag, attrs, ...children) {
   return el;
 }
 
-async function api(path, body) {
-  const init = body === undefined ? {} :
+// A File is sent as its bytes (/api/upload), anything else as JSON. A 503 with Retry-After (a dataset still being
+// read, a busy server) is asked again after that wait, a bounded number of times.
+async function api(path, body, tries = 12) {
+  const init = body === undefined ? {} : body instanceof File ?
+    {method: "POST", headers: {"content-type": "application/octet-stream"}, body} :
     {method: "POST", headers: {"content-type": "application/json"}, body: JSON.stringify(body)};
   const res = await fetch(path, init);
+  const wait = res.status === 503 ? parseFloat(res.headers.get("Retry-After")) : NaN;
+  if (wait > 0 && tries > 0) {
+    await new Promise((done) => setTimeout(done, wait * 1000));
+    return api(path, body, tries - 1);
+  }
   const data = await res.json().catch(() => ({detail: res.statusText}));
   if (!res.ok) throw Object.assign(new Error(data.detail || res.statusText), {status: res.status});
   return data;
@@ -86,10 +94,8 @@ async function chooseFile(name, input) {
   if (file) {
     status.textContent = "uploading...";
     try {
-      const bytes = new Uint8Array(await file.arrayBuffer());
-      let binary = "";
-      for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-      const up = await api("/api/upload", {kind: name, name: file.name, content_base64: btoa(binary)});
+      const query = new URLSearchParams({kind: name, name: file.name});
+      const up = await api("/api/upload?" + query, file);
       state.uploads[name] = up.ref;
       status.textContent = `${up.bytes.toLocaleString("en-US")} bytes`;
     } catch (e) {
