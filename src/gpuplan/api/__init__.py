@@ -291,9 +291,14 @@ def launch(scenario: ScenarioLike, *, targets: Iterable[str] = (), folder: str |
     arguments, torchtune, torchtitan, Axolotl, Unsloth, vllm serve: every target that applies, or ``targets``)
     into ``folder``: ``gpuplan launch``."""
     from ..launchers import LaunchOptions, check_target_names, launch_plan
+    from ..launchers.diffusion import NAMES as DIFFUSION_TARGETS
 
-    check_target_names(names_of(targets, "targets"))
+    check_target_names(names_of(targets, "targets"), also=DIFFUSION_TARGETS)
     s = scenario_of(scenario)
+    spec = _module_spec(s.model)
+    if spec is not None:  # a diffusion pipeline: its trainers' files (launchers/diffusion.py)
+        return _write_diffusion(s, spec, names_of(targets, "targets"), folder, force, command)
+    check_target_names(names_of(targets, "targets"))
     plan = launch_plan(s, command=command, visible_devices=visible_devices)
     options = {"bucket": bucket}
     if dataset:
@@ -301,6 +306,31 @@ def launch(scenario: ScenarioLike, *, targets: Iterable[str] = (), folder: str |
     if script:
         options["script"] = tuple(script)
     return write_plan(plan, names_of(targets, "targets"), LaunchOptions(**options), folder, force)
+
+
+def _module_spec(model: str):
+    """The module spec of a model that is not a decoder LLM (a diffusion pipeline...), or None."""
+    from ..model.catalog import load_model
+    from ..model.module import NotADecoder
+
+    try:
+        load_model(model)
+    except NotADecoder as other:
+        return other.spec
+    return None
+
+
+def _write_diffusion(s, spec, targets: list[str], folder: str | Path, force: bool, command: str) -> LaunchReport:
+    from ..launchers import write
+    from ..launchers.diffusion import diffusion_launch, files
+
+    plan = diffusion_launch(s, spec, estimate(s, advise=False), command)
+    chosen = files(plan, targets, None)
+    paths = write(chosen, folder, force=force)
+    return LaunchReport(folder=str(folder), setup=plan.setup_label, predicted=plan.predictions(),
+                        scenario=plan.scenario.model_dump(mode="json", exclude_unset=True),
+                        files=[LaunchFileInfo(path=str(p), target=f.target, read_by=f.reader)
+                               for p, f in zip(paths, chosen, strict=True)])
 
 
 def write_plan(plan, targets: list[str], options, folder: str | Path, force: bool) -> LaunchReport:

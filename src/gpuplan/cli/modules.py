@@ -68,7 +68,7 @@ def render_module(spec_facts: dict) -> None:
 
 def render_module_simulation(r) -> None:
     """``simulate --module``: the module's memory and FLOPs on fake tensors, its time on a card."""
-    out.print(Text(f"{r.target}: {'training step' if r.task == 'train' else 'forward'} on fake tensors "
+    out.print(Text(f"{r.target} ({r.module}): {'training step' if r.task == 'train' else 'forward'} on fake tensors "
                    f"({r.elapsed_s:.1f} s on the CPU)", style="bold"))
     out.print(f"{r.params:,} parameters ({r.dtype})")
     table = Table(title="memory", title_justify="left")

@@ -127,7 +127,11 @@ def _pixels(plan: DiffusionLaunch) -> list[tuple[int, int]]:
 
 
 def _repo(plan: DiffusionLaunch) -> str:
-    return plan.result.model.name
+    """The pipeline as the trainers load it: the folder given, or the Hugging Face repo id."""
+    from pathlib import Path
+
+    given = plan.scenario.model
+    return given if Path(given).is_dir() else plan.result.model.name
 
 
 def _steps(plan: DiffusionLaunch) -> int:
@@ -200,7 +204,7 @@ def kohya_tables(plan: DiffusionLaunch, images: str) -> dict[str, dict[str, Any]
     s, family = plan.scenario, plan.family
     pixels = _pixels(plan)
     largest = max(pixels, key=lambda wh: wh[0] * wh[1])
-    model: dict[str, Any] = {"pretrained_model_name_or_path": f"{_repo(plan)} (a single-file .safetensors)"}
+    model: dict[str, Any] = {"pretrained_model_name_or_path": f"{_repo(plan).rsplit('/', 1)[-1]}.safetensors"}
     if family in ("flux", "sd3"):  # the text encoders and AE as separate files (docs/flux_train_network.md)
         model.update(clip_l="clip_l.safetensors", t5xxl="t5xxl_fp16.safetensors")
         if family == "flux":
@@ -240,7 +244,7 @@ def kohya_files(plan: DiffusionLaunch, images: str) -> list[LaunchFile]:
     s, family = plan.scenario, plan.family
     script = KOHYA_SCRIPTS[(family, "full" if s.method == "full" else "lora")]
     notes = ["kohya-ss sd-scripts: accelerate launch " + script + " --config_file kohya.toml",
-             "pretrained_model_name_or_path: the single-file checkpoint (.safetensors) of the model"]
+             f"pretrained_model_name_or_path: the single-file checkpoint (.safetensors) of {_repo(plan)}"]
     toml = toml_text(_plan_header(plan), kohya_tables(plan, images), notes)
     run = "#!/usr/bin/env bash\n" + comment(plan.header()) + "set -euo pipefail\n" + command_text(
         ["accelerate", "launch", "--num_cpu_threads_per_process", "1", script, "--config_file", "kohya.toml"])
@@ -295,7 +299,7 @@ def simpletuner_config(plan: DiffusionLaunch) -> dict[str, Any]:
 
 
 def simpletuner_files(plan: DiffusionLaunch, images: str) -> list[LaunchFile]:
-    config = {"_gpuplan": {"header": plan.header()}, **simpletuner_config(plan)}
+    config = simpletuner_config(plan)  # its keys are read as options: the header is in plan.json
     backends = [{"id": "images", "type": "local", "instance_data_dir": images, "caption_strategy": "textfile",
                  "resolution": max(max(wh) for wh in _pixels(plan)), "resolution_type": "pixel",
                  "crop": len(_pixels(plan)) == 1, "cache_dir_vae": "cache/vae", "metadata_backend": "discovery",

@@ -225,42 +225,36 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 # ---- the real classes -------------------------------------------------------------------------------------------
 def library(name: str):
-    """Import diffusers or transformers quietly: their imports (torchao's kernels, torch's pytree) print to the
-    process's stderr, which a one-line answer must not carry."""
+    """Import diffusers or transformers quietly (:func:`~.record.silent_stderr`)."""
     import importlib
-    import os
     import sys
 
-    from .record import _quiet
+    from .record import silent_stderr
 
     if name in sys.modules:
         return sys.modules[name]
-    sys.stderr.flush()
-    saved = os.dup(2)
     try:
-        with open(os.devnull, "w") as null, _quiet():
-            os.dup2(null.fileno(), 2)
+        with silent_stderr():
             return importlib.import_module(name)
     except ImportError:
         extra = "diffusion" if name == "diffusers" else "sim"
         raise GpuplanError(f"counting this model needs {name}, which is not installed: pip install "
                            f"'gpuplan[{extra}]' (torch first: pip install torch==2.13.0)") from None
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
 
 
 def build(library_name: str, cls: str, config: dict[str, Any], dtype: str = "bfloat16"):
     """The component's real class built from its config on the meta device, in ``dtype``."""
     import torch
 
-    from .record import _quiet
+    from .record import silent_stderr
 
     lib = library(library_name)
-    if not hasattr(lib, cls):
+    with silent_stderr():  # the class's module is imported now (lazily)
+        known = hasattr(lib, cls)
+    if not known:
         raise GpuplanError(f"{library_name} has no class {cls} (the config names it): upgrade {library_name}, or "
                            "pass a config of a class it has")
-    with _quiet(), torch.device("meta"):
+    with silent_stderr(), torch.device("meta"):
         if library_name == "diffusers":
             module = getattr(lib, cls).from_config({k: v for k, v in config.items() if k != "_class_name"})
         else:

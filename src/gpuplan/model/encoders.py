@@ -72,6 +72,19 @@ def bundled_model(repo: str, *, count: bool = False) -> ModuleSpec:
                       "the real class on the meta device (bundled count, checked by the tests)")
 
 
+def bundled_count(config: dict[str, Any]) -> int | None:
+    """The bundled count of a model whose config equals a bundled one's (``_`` keys aside): no transformers
+    needed to count it."""
+    def clean(c):
+        return {k: v for k, v in c.items() if not k.startswith("_")}
+
+    for path in bundled_models().values():
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if clean(data["config"]) == clean(config) and "model" in (data.get("params") or {}):
+            return data["params"]["model"]
+    return None
+
+
 def is_encoder_family(config: dict[str, Any]) -> bool:
     return config.get("model_type") in FAMILIES
 
@@ -88,6 +101,8 @@ def model_spec(name: str, config: dict[str, Any], *, params: int | None = None, 
 
     kind = FAMILIES[config["model_type"]][0]
     cls = class_of(config)
+    if params is None:
+        params = bundled_count(config)
     component = Component(name="model", role="model", library="transformers", cls=cls, config=config,
                           params=params if params is not None else count_params("transformers", cls, config),
                           dtype=str(config.get("torch_dtype") or config.get("dtype") or "float32"))

@@ -221,6 +221,15 @@ class Recorder:
             self.result.ops.append(("attention", "", "", False, (heads, q.shape[-2], k.shape[-2], q.shape[-1],
                                                              v.shape[-1])))
             return
+        if name.startswith("_native_multi_head_attention"):  # nn.MultiheadAttention's inference fast path
+            q, k = args[0], args[1]
+            embed, heads = int(args[3]), int(args[4])
+            batch, sq, sk = q.shape[0], q.shape[-2], k.shape[-2]
+            self.result.ops += [("matmul", "", "", False, (1, batch * sq, embed, embed)),
+                                ("matmul", "", "", False, (1, batch * sk, embed, 2 * embed)),
+                                ("attention", "", "", False, (batch * heads, sq, sk, embed // heads, embed // heads)),
+                                ("matmul", "", "", False, (1, batch * sq, embed, embed))]
+            return
         if name.split(".")[0] in ("mm", "bmm", "baddbmm", "addmm", "matmul"):
             a, b = (args[1], args[2]) if name.startswith(("baddbmm", "addmm")) else (args[0], args[1])
             batch = a.numel() // (a.shape[-2] * a.shape[-1])
@@ -270,6 +279,26 @@ def _quiet():
             yield
         finally:
             logging.disable(previous)
+
+
+@contextlib.contextmanager
+def silent_stderr():
+    """The process's stderr (file descriptor 2) sent to /dev/null, with logging and warnings off: importing and
+    building diffusers', transformers' and peft's classes prints (torchao's kernels, torch's pytree), and a
+    one-line answer must not carry that."""
+    import os
+    import sys
+
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as null, _quiet():
+            os.dup2(null.fileno(), 2)
+            yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 def _materialize(part: Part, way: str):
@@ -521,7 +550,8 @@ def obtain(config: dict[str, Any], part: str, make_part, ways: tuple[str, ...] =
     missing = tuple(w for w in ways if not found or w not in found[0].memory)
     print(f"gpuplan: recording the work of this {part} on fake tensors ({', '.join(missing)}; once, cached in "
           f"{profile.user_profiles()})", file=sys.stderr, flush=True)
-    recorded = record(make_part(tuple(dict.fromkeys(("inference", *missing)))))
+    with silent_stderr():
+        recorded = record(make_part(tuple(dict.fromkeys(("inference", *missing)))))
     if found:
         recorded = replace(found[0], memory={**found[0].memory, **recorded.memory})
     profile.store(config, part, recorded)

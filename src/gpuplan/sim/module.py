@@ -40,6 +40,7 @@ class ModuleSimulation(Answer):
     """What ``simulate --module`` found (GiB and seconds); ``simulated`` and ``modelled`` say which is which."""
 
     target: str
+    module: str  # the class of the module built
     task: str
     params: int
     dtype: str
@@ -164,7 +165,8 @@ def _result(target: str, task: str, gpu_name: str | None, profile: Profile, para
         step = fwd + backward(profile, gpu, 1, (), run) if task == "train" else fwd
         step_s = step.total_s
     return ModuleSimulation(
-        target=target, task=task, params=params, dtype=dtype, weights_gib=weights / GIB, gradients_gib=grads / GIB,
+        target=target, module=profile.module, task=task, params=params, dtype=dtype, weights_gib=weights / GIB,
+        gradients_gib=grads / GIB,
         optimizer_gib=optimizer / GIB, activations_gib=activations / GIB, allocated_peak_gib=allocated / GIB,
         device_peak_gib=device / GIB, flops_forward=fwd.flops, flops_step=step_flops,
         gpu=gpu.name if gpu else None, fits=device / GIB <= gpu.usable_gib if gpu else None, step_s=step_s,
