@@ -4,10 +4,11 @@ Each row is a published number with its locator and the scenario that reproduces
 iterations per second of Stable Diffusion 1.5 across five cards and three batches (diffusers' PyTorch 2.0
 benchmark), FLUX.1-dev generation on an H100 in bf16, NF4, LLM.int8, GGUF and fp8 storage (diffusers' quantization
 blog: time per image, memory after loading and at the peak) and in NF4 on an RTX 4090, FLUX.1-dev LoRA and QLoRA
-training (diffusers' QLoRA blog, SimpleTuner's quickstart), SDXL LoRA training under 16 GB (diffusers' README), and
-T0-3B fine-tuning (peft's README). Error = (estimate - measured) / measured; a bound row passes when the estimate is
-below it. Rows marked ``fit`` set the profiled modules' host and GGUF constants (overheads.py); the summary gives the
-held-out rows' errors apart.
+training (diffusers' QLoRA blog, SimpleTuner's quickstart), SDXL LoRA training under 16 GB (diffusers' README),
+T0-3B fine-tuning (peft's README), Whisper-large LoRA on an 8-bit base under 8 GB (Hugging Face's PEFT Whisper blog)
+and Whisper-large-v3 transcription on an A100 (insanely-fast-whisper's benchmark). Error = (estimate - measured) /
+measured; a bound row passes when the estimate is below it. Rows marked ``fit`` set the profiled modules' host,
+dequantization and bitsandbytes-loading constants (overheads.py); the summary gives the held-out rows' errors apart.
 
 ``python bench/modules.py`` prints the table; ``--write`` also writes bench/results/modules.md.
 """
@@ -44,7 +45,9 @@ def measure(case: dict) -> list[tuple[str, float, float]]:
     mem, work = plan.memory, plan.work
     out = []
     if "weights_gib" in case:
-        out.append(("weights GiB", mem.weights_gib + sum(v for k, v in mem.other.items() if "weights" in k),
+        # the pipeline on the card after loading: its weights, and what loading left reserved
+        out.append(("weights GiB", mem.weights_gib + sum(v for k, v in mem.other.items()
+                                                         if "weights" in k or "load cache" in k),
                     case["weights_gib"]))
     if "memory_gib" in case:
         out.append((f"memory GiB ({case['level']})", getattr(mem, LEVEL[case["level"]]), case["memory_gib"]))
@@ -55,6 +58,8 @@ def measure(case: dict) -> list[tuple[str, float, float]]:
         out.append(("it/s", work.steps_per_s, case["it_per_s"]))
     if "seconds_per_call" in case:
         out.append(("s per image", work.image_s, case["seconds_per_call"]))
+    if "samples_per_s" in case:
+        out.append(("samples/s", work.samples_per_s, case["samples_per_s"]))
     return out
 
 

@@ -620,10 +620,11 @@ TRTLLM_CONTEXT_ATTENTION_SPEEDUP = 1.5
 # ---- profiled modules (speed/modules.py): diffusion denoisers, VAEs, text encoders, Whisper, T5 ----------------------
 # Host work of an eager pass read off the module's own profile: every aten op the dispatcher runs (views included:
 # Python, the dispatcher, the autograd bookkeeping) and every nn.Module call (diffusers' attention processors and
-# blocks are Python). Fitted on the fitted rows of bench/modules.py (see there), where a batch-1 Stable Diffusion
-# step is host-bound: published rates depend on the host CPU too, which the spread of the bench rows shows.
-DISPATCH_OVERHEAD_S = 12e-6
-MODULE_CALL_OVERHEAD_S = 8e-6
+# blocks are Python). Fitted on SD 1.5 at batch 1 on an RTX 4090 (diffusers' PyTorch 2.0 benchmark: 40.5 it/s, a
+# host-bound step of a desktop CPU); the same benchmark's A100 at batch 1 ran at 21.7 it/s, host-bound on its
+# server's slower cores: published rates depend on the host CPU, which one constant cannot follow.
+DISPATCH_OVERHEAD_S = 7e-6
+MODULE_CALL_OVERHEAD_S = 5e-6
 # Bytes moved per weight element to unpack a stored weight to 16 bits before each GEMM that uses it: bitsandbytes'
 # NF4 dequantize reads the packed nibbles and absmax and writes a bf16 copy (0.56 + 2), fp8 storage cast up
 # (diffusers enable_layerwise_casting, kohya --fp8_base: 1 + 2). Three are fitted, each on its one row of
@@ -632,6 +633,13 @@ MODULE_CALL_OVERHEAD_S = 8e-6
 # per linear), and diffusers' GGUF dequantization (quantizers/gguf/utils.py dequantize_functions: a dozen PyTorch
 # ops over each block's fields, each reading and writing a float copy; the 8-bit blocks in fewer).
 DEQUANT_BYTES_PER_WEIGHT = {"nf4": 2.6, "fp4": 2.6, "fp8": 3.0, "int8": 60.0, "gguf": 45.0, "gguf-8bit": 4.0}
+# bitsandbytes quantizing a pipeline's components as they load (diffusers' PipelineQuantizationConfig,
+# BitsAndBytesConfig in from_pretrained): each weight reaches the card in 16 bits and is replaced by its 4- or 8-bit
+# form, and the caching allocator keeps the freed 16-bit blocks reserved. Their size, as a share of the quantized
+# components' 16-bit bytes, fitted on the FLUX.1-dev NF4 row of huggingface/blog diffusers-quantization.md (12.58
+# GiB after loading against 8.58 GiB of weights and scales: 4.0 GiB of 31.0 GiB); its LLM.int8 and RTX 4090 rows are
+# held out (bench/modules.py).
+BNB_LOAD_CACHE_FRACTION = 0.129
 # An AdamW step over fp32 master weights, gradients and two moments, each read and written (16 B read + 16 B
 # written per parameter: torch's fused AdamW), for diffusion and encoder-decoder full fine-tuning.
 OPTIMIZER_BYTES_PER_PARAM = 32

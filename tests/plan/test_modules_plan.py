@@ -31,7 +31,7 @@ def test_sdxl_lora_on_a_12_gb_card_has_memory_speed_and_price():
              grad_checkpointing="full", optimizer="adamw-8bit", train_steps=2000)
     assert p.memory.fits and 6 < p.memory.device_peak_gib < p.memory.capacity_gib
     w = p.work
-    assert w.kind == "diffusion-train" and w.way == "train-lora-attention-gc" and w.batch == 1
+    assert w.kind == "diffusion training" and w.way == "train-lora-attention-gc" and w.batch == 1
     assert 0.2 < w.steps_per_s < 3 and w.samples_per_s_low < w.samples_per_s < w.samples_per_s_high
     assert w.flops_per_step > 0 and w.parts_s["gemm"] > 0 and "VAE encode" in w.parts_s
     assert w.job_hours == pytest.approx(2000 / w.steps_per_s / 3600)
@@ -82,11 +82,11 @@ def test_prior_preservation_doubles_the_images_per_step():
 def test_sdxl_generation_seconds_per_image_cfg_and_offload():
     base = dict(model="sdxl", task="infer", gpu="rtx-4090", resolution="1024", inference_steps=30)
     p = plan(**base)
-    assert p.work.kind == "diffusion-generate" and p.work.batch == 2  # classifier-free guidance: 2 per image
+    assert p.work.kind == "diffusion generation" and p.work.batch == 2  # classifier-free guidance: 2 per image
     assert 2 < p.work.image_s < 15 and p.work.images_per_hour == pytest.approx(3600 / p.work.image_s)
     assert "VAE decode" in p.work.parts_s
     no_cfg = plan(**base, cfg=False)
-    assert no_cfg.work.parts_s["denoiser"] < 0.7 * p.work.parts_s["denoiser"]
+    assert no_cfg.work.parts_s["denoise"] < 0.7 * p.work.parts_s["denoise"]
     model = plan(**base, cpu_offload="model")
     sequential = plan(**base, cpu_offload="sequential")
     assert sequential.memory.device_peak_gib < model.memory.device_peak_gib < p.memory.device_peak_gib
@@ -143,7 +143,7 @@ def test_whisper_lora_and_checkpointing_save_memory():
 
 def test_whisper_transcription_time_per_window():
     p = plan(model="whisper-large-v3", task="infer", gpu="l4", batch_size=8, output_tokens=128)
-    assert p.work.kind == "infer" and p.work.samples_per_s > 0
+    assert p.work.kind == "inference" and p.work.samples_per_s > 0
 
 
 @pytest.mark.parametrize("model, task", [("t0-3b", "train"), ("flan-t5-base", "infer"), ("bart-large", "train"),
@@ -181,7 +181,7 @@ def test_a_bare_unet_config_plans_the_unet_alone(capsys):
     assert run(["estimate", "--model", str(REVIEW / "sdxl-unet"), "--task", "train", "--method", "lora", "--gpu",
                 "rtx-4090", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["work"]["kind"] == "diffusion-train"
+    assert data["work"]["kind"] == "diffusion training"
     assert any("not counted" in n for n in data["warnings"] + data["defaults"])
 
 
@@ -191,3 +191,14 @@ def test_every_plan_here_read_bundled_profiles():
     for name in ("sdxl", "flux-dev", "whisper-large-v3"):
         spec = kinds.named(name)
         assert lookup(spec.main.config, "denoiser" if spec.kind == "diffusion" else "model")[1]
+
+
+def test_eager_attention_keeps_the_scores_and_is_slower():
+    """Without SDPA or xformers (``attention eager``), every attention call's softmax is kept for the backward."""
+    base = dict(model="flux-dev", task="train", method="qlora", resolution="512", gpu="a100-80gb")
+    fused, eager = plan(**base), plan(**base, attention="eager")
+    assert eager.memory.activations_gib > fused.memory.activations_gib + 1
+    assert eager.work.parts_s["attention"] > fused.work.parts_s["attention"]
+    assert "eager attention" in eager.resolved
+    small = plan(**{**base, "gpu": "rtx-3060"}, attention="eager")
+    assert any(x.change.startswith("SDPA attention") for x in small.suggestions)

@@ -116,6 +116,8 @@ def training_memory(s: Scenario, job: ModuleJob, main: Profile, parts: dict[str,
     e.extra["params_trainable"] = trainable
     batch = job.batch
     phases = {"forward and backward": main.activation_bytes(job.way, batch, sizes) * scale}
+    if job.attention == "eager":
+        phases["forward and backward"] += eager_scores(main, batch, sizes, job.dtype, not job.way.endswith("-gc"))
     vae = job.spec.role("vae")
     if vae and not job.cache_latents:
         e.other["VAE (encodes each batch)"] = component_bytes(vae[0], job.vae_dtype)
@@ -134,6 +136,17 @@ def training_memory(s: Scenario, job: ModuleJob, main: Profile, parts: dict[str,
     return e
 
 
+def eager_scores(p: Profile, batch: int, sizes: tuple[int, ...], dtype: str, saved: bool) -> float:
+    """Bytes eager attention adds to a pass's peak (PyTorch's ``baddbmm``, ``softmax``, ``bmm``; no SDPA or
+    xformers): the score matrix of one call and its softmax at a time, and when the backward needs them
+    (``saved``: training without checkpointing) every call's softmax kept until then."""
+    each = [op.count * op.at(batch, sizes)[0] * op.at(batch, sizes)[1] * op.at(batch, sizes)[2] * BYTES[dtype]
+            for op in p.ops if op.kind == "attention"]
+    largest = max((e / op.count for e, op in zip(each, [o for o in p.ops if o.kind == "attention"], strict=True)),
+                  default=0.0)
+    return 2 * largest + (sum(each) if saved else 0.0)
+
+
 def _edge(job: ModuleJob) -> int:
     w, h = job.pixels[0]
     return w // 8 + h // 8
@@ -150,6 +163,8 @@ def generation_memory(s: Scenario, job: ModuleJob, main: Profile, parts: dict[st
     phases: dict[str, float] = {}
     resident["denoiser"] = stored_weight_bytes(main, den.params, job.weights, job.dtype)
     phases["denoise"] = main.activation_bytes("inference", job.batch, sizes) * scale
+    if job.attention == "eager":
+        phases["denoise"] += eager_scores(main, job.batch, sizes, job.dtype, False)
     for te in job.spec.role("text_encoder"):
         bnb = job.weights in ("nf4", "fp4", "int8") and te.cls == "T5EncoderModel"
         prof = parts[f"text-encoder:{te.name}"]
@@ -164,6 +179,10 @@ def generation_memory(s: Scenario, job: ModuleJob, main: Profile, parts: dict[st
             "inference", job.samples_per_step, (sizes[0], _edge(job))) * BYTES[job.vae_dtype] / 2
         if job.vae_dtype != job.dtype:  # upcast for the decode: an fp32 copy of its weights
             phases["VAE decode"] += component_bytes(vae[0], job.vae_dtype)
+    cache = 0.0
+    if job.weights in ("nf4", "fp4", "int8"):  # quantized as they loaded: freed 16-bit blocks stay reserved
+        quantized = den.params + sum(te.params for te in job.spec.role("text_encoder") if te.cls == "T5EncoderModel")
+        cache = oh.BNB_LOAD_CACHE_FRACTION * quantized * 2
     owner = {"denoise": "denoiser", "VAE decode": "vae"}
     if job.offload == "none":
         e.weights = resident["denoiser"]
@@ -183,6 +202,8 @@ def generation_memory(s: Scenario, job: ModuleJob, main: Profile, parts: dict[st
         e.cpu = sum(resident.values())
         e.assumptions.append(f"{job.offload} CPU offload: {'one model' if job.offload == 'model' else 'one layer'} "
                              f"of the pipeline on the card at a time ({who} at the peak)")
+    if cache:
+        e.other["bitsandbytes' load cache (16-bit blocks freed while quantizing)"] = cache
     e.phases = {k: v / GIB for k, v in phases.items()}
     return e
 
@@ -205,6 +226,8 @@ def model_memory(s: Scenario, job: ModuleJob, main: Profile) -> Estimate:
     e = Estimate(slack=oh.ALLOCATOR_SLACK_INFER)
     e.weights = stored_weight_bytes(main, job.spec.main.params, job.weights, job.dtype)
     e.activations = main.activation_bytes("inference", job.batch, job.shapes[0]) * BYTES[job.dtype] / 2
+    if job.attention == "eager":
+        e.activations += eager_scores(main, job.batch, job.shapes[0], job.dtype, False)
     e.peak_phase = "forward"
     e.phases = {"forward": e.activations / GIB}
     return e

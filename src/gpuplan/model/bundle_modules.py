@@ -54,7 +54,8 @@ def rewrite(names: list[str]) -> None:
         data["params"] = {c.name: c.params for c in spec.components}
         path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
         for config, part_name, part in parts_of(spec):
-            if profile.lookup(config, part_name) and "--force" not in sys.argv:
+            found = profile.lookup(config, part_name)
+            if found and found[1] and "--force" not in sys.argv:  # bundled already (not a user-cache copy)
                 continue
             start = time.time()
             recorded = record(part)

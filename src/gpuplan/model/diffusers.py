@@ -292,7 +292,7 @@ def denoiser_part(c: Component, ways: tuple[str, ...] = DENOISER_WAYS):
                 second=(LATENTS[1], tokens[1]), check=(LATENTS[2], tokens[2]),
                 build=lambda way: _with_way(build(c.library, c.cls, c.config), way),
                 inputs=lambda batch, sizes: _denoiser_inputs(c, batch, sizes), ways=ways, role=linear_role,
-                versions=_versions())
+                versions=_versions("torch", "diffusers", "peft"))
 
 
 def _with_way(module, way: str):
@@ -365,7 +365,7 @@ def vae_part(c: Component, direction: str):
     return Part(name=f"{c.cls}-{direction}", variables=("latent_pixels", "latent_edge"), base=(64 * 64, 128),
                 second=(48 * 80, 32 + 128), check=(96 * 120, 216),
                 build=lambda way: build(c.library, c.cls, c.config), inputs=inputs, forward=forward,
-                versions=_versions())
+                versions=_versions("torch", "diffusers"))
 
 
 def latent_shape(pixels: int, edge: int) -> tuple[int, int]:
@@ -392,14 +392,16 @@ def text_encoder_part(c: Component):
     variables = ("text_tokens",) if t5 else ()
     return Part(name=c.cls, variables=variables, base=(256,) if t5 else (), second=(512,) if t5 else (),
                 third=(384,) if t5 else (), check=(640,) if t5 else (), degree=2 if t5 else 1,
-                build=lambda way: build(c.library, c.cls, c.config), inputs=inputs, versions=_versions())
+                build=lambda way: build(c.library, c.cls, c.config), inputs=inputs,
+                versions=_versions("torch", "transformers"))
 
 
-def _versions() -> dict[str, str]:
+def _versions(*names: str) -> dict[str, str]:
+    """The releases of the libraries a recording ran (``names``; default: all four)."""
     from importlib import metadata
 
     out = {}
-    for name in ("torch", "diffusers", "transformers", "peft"):
+    for name in names or ("torch", "diffusers", "transformers", "peft"):
         with contextlib.suppress(metadata.PackageNotFoundError):
             out[name] = metadata.version(name)
     return out

@@ -142,7 +142,8 @@ def model_part(spec: ModuleSpec, c: Component):
         base = second = third = check = ()
     ways = ("inference", "train-full", "train-full-gc", "train-lora-attention", "train-lora-attention-gc")
     return Part(name=c.cls, variables=variables, base=base, second=second, third=third, check=check,
-                degree=2 if eager else 1, ways=ways, role=linear_role, versions=_versions(),
+                degree=2 if eager else 1, ways=ways, role=linear_role,
+                versions=_versions("torch", "transformers", "peft"),
                 build=lambda way: _with_way(build("transformers", c.cls, c.config), way, eager),
                 inputs=lambda batch, sizes: _inputs(spec, c, batch, sizes))
 

@@ -175,6 +175,8 @@ def largest_batch(s: Scenario, spec: ModuleSpec, gpu: GpuSpec, limit: int = 1024
 def _changes(s: Scenario, spec: ModuleSpec) -> list[tuple[str, dict[str, Any]]]:
     """The changes people make to fit a diffusion or encoder-decoder job (each tried alone, then together)."""
     out: list[tuple[str, dict[str, Any]]] = []
+    if s.attention == "eager":
+        out.append(("SDPA attention (or xformers)", {"attention": "sdpa"}))
     if s.task == "train":
         if s.grad_checkpointing == "none":
             out.append(("gradient checkpointing", {"grad_checkpointing": "full"}))
@@ -303,7 +305,7 @@ def describe(s: Scenario, job: ModuleJob) -> str:
         return (f"{spec.name}: generate {s.batch_size} image(s) at {', '.join(f'{w}x{h}' for w, h in job.pixels)}, "
                 f"{job.steps} steps{', classifier-free guidance' if job.cfg else ''}, {s.precision.split('-')[0]}"
                 f"{f', {job.weights} denoiser' if job.weights != '16bit' else ''}"
-                f"{f', {job.offload} CPU offload' if job.offload != 'none' else ''}; {where}")
+                f"{f', {job.offload} CPU offload' if job.offload != 'none' else ''}{_eager_words(job)}; {where}")
     if job.kind == "diffusion-train":
         method = {"full": "full fine-tuning", "lora": f"LoRA r{s.lora_rank}",
                   "qlora": f"QLoRA r{s.lora_rank} ({job.weights} base)"}[s.method]
@@ -314,7 +316,7 @@ def describe(s: Scenario, job: ModuleJob) -> str:
                 f"{' (prior preservation: x2)' if s.prior_preservation else ''}, "
                 f"{'no checkpointing' if s.grad_checkpointing == 'none' else 'gradient checkpointing'}, "
                 f"{s.precision}, {s.optimizer}, latents {'cached' if job.cache_latents else 'encoded each step'}, "
-                f"text encoders {job.text_encoders}; {where}")
+                f"text encoders {job.text_encoders}{_eager_words(job)}; {where}")
     sizes = ", ".join(f"{name} {v:,}" for name, v in zip(_variables(spec), job.shapes[0], strict=False))
     if s.task == "train":
         method = {"full": "full fine-tuning", "lora": f"LoRA r{s.lora_rank}", "qlora": f"QLoRA r{s.lora_rank}"}[
@@ -324,6 +326,10 @@ def describe(s: Scenario, job: ModuleJob) -> str:
                 f"{', ' + sizes if sizes else ''}, {checkpointing}, {s.precision}, {s.optimizer}; {where}")
     return (f"{spec.name}: run {s.batch_size} sample(s){', ' + sizes if sizes else ''}, "
             f"{s.precision.split('-')[0]}; {where}")
+
+
+def _eager_words(job: ModuleJob) -> str:
+    return ", eager attention (no SDPA or xformers)" if job.attention == "eager" else ""
 
 
 def _variables(spec: ModuleSpec) -> tuple[str, ...]:

@@ -58,6 +58,7 @@ class ModuleJob:
     steps: int = 1
     cfg: bool = False
     offload: str = "none"
+    attention: str = "sdpa"  # sdpa (and flash, xformers: fused, no score matrix kept) | eager (scores kept)
     text_tokens: int = 77
     t5_tokens: int = 0
     notes: tuple[str, ...] = ()
@@ -122,7 +123,7 @@ def resolve_diffusion(s: Scenario, spec: ModuleSpec) -> ModuleJob:
     upcast = bool(vae and vae[0].config.get("force_upcast"))
     weights = STORED.get(s.quant, s.quant)
     common = dict(kind="", spec=spec, task=s.task, shapes=shapes, pixels=tuple(buckets), dtype=dtype,
-                  weights=weights, text_tokens=text, t5_tokens=t5)
+                  weights=weights, text_tokens=text, t5_tokens=t5, attention=s.attention)
     if s.task == "infer":
         cfg = d["cfg"] if s.cfg is None else s.cfg
         steps = s.inference_steps or d["steps"]
@@ -149,7 +150,7 @@ def resolve_diffusion(s: Scenario, spec: ModuleSpec) -> ModuleJob:
     vae_dtype = "fp32" if upcast else dtype  # diffusers' SDXL scripts and kohya keep an fp32 VAE (no_half_vae)
     return ModuleJob(**{**common, "kind": "diffusion-train", "weights": weights}, way=way, trained=trained,
                      lora_roles=roles, lora_rank=s.lora_rank, batch=batch, samples_per_step=batch,
-                     text_encoders=s.text_encoders or "cached", cache_latents=bool(s.cache_latents),
+                     text_encoders=s.text_encoders or "cached", cache_latents=bool(s.cache_latents) or not vae,
                      vae_dtype=vae_dtype, notes=tuple(notes))
 
 
@@ -184,8 +185,8 @@ def resolve_model(s: Scenario, spec: ModuleSpec) -> ModuleJob:
     batch = s.micro_batch_size if s.task == "train" else s.batch_size
     if s.task == "infer":
         return ModuleJob(kind="infer", spec=spec, task="infer", way="inference", trained="none", batch=batch,
-                         samples_per_step=batch, shapes=shapes, dtype=dtype, weights=STORED.get(s.quant, s.quant),
-                         notes=tuple(notes))
+                         samples_per_step=batch, shapes=shapes, dtype=dtype, attention=s.attention,
+                         weights=STORED.get(s.quant, s.quant), notes=tuple(notes))
     if s.method == "full":
         way, roles, trained = "train-full", (), "all"
     else:
@@ -199,6 +200,7 @@ def resolve_model(s: Scenario, spec: ModuleSpec) -> ModuleJob:
         way += "-gc"
     return ModuleJob(kind="train", spec=spec, task="train", way=way, trained=trained, lora_roles=roles,
                      lora_rank=s.lora_rank, batch=batch, samples_per_step=batch, shapes=shapes, dtype=dtype,
+                     attention=s.attention,
                      weights=STORED.get(s.quant, s.quant) if s.method != "qlora" else (s.quant or "nf4"),
                      notes=tuple(notes))
 

@@ -23,7 +23,7 @@ at the batch and sizes asked, timed as the LLM passes are (:mod:`.work`, :mod:`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .. import overheads as oh
 from ..hardware import GpuSpec
@@ -79,6 +79,7 @@ class Run:
     lora_rank: int = 16
     recompute: bool = False
     host_factor: float = 1.0  # compiled graphs and fused stacks launch fewer ops
+    attention: str = "sdpa"  # eager: the scores as two batched GEMMs and a softmax through memory
 
 
 def _rate_dtype(dtype: str) -> str:
@@ -137,8 +138,9 @@ def forward(p: Profile, gpu: GpuSpec, batch: int, sizes: tuple[float, ...], run:
         else:
             heads, q, kv, dk, dv = d
             work = op.count * 2 * heads * q * kv * (dk + dv)
-            attention += work / (peak_flops(gpu, _rate_dtype(run.dtype)) * attention_fraction(gpu)
-                                 * power_limit_factor(gpu)) + op.count * oh.GEMM_KERNEL_LATENCY_S
+            attention += _eager(gpu, run, op, d, 1) if run.attention == "eager" else \
+                work / (peak_flops(gpu, _rate_dtype(run.dtype)) * attention_fraction(gpu)
+                        * power_limit_factor(gpu)) + op.count * oh.GEMM_KERNEL_LATENCY_S
             flops += work
     scale = _act_bytes(run.dtype) / 2  # the profile moved bf16 activations
     elementwise = p.other_bytes.at(batch, sizes) * scale / bandwidth(gpu) + p.other_kernels * oh.GEMM_KERNEL_LATENCY_S
@@ -146,6 +148,19 @@ def forward(p: Profile, gpu: GpuSpec, batch: int, sizes: tuple[float, ...], run:
             + (kernels - p.other_kernels - sum(o.count for o in p.ops)) * oh.EAGER_OP_OVERHEAD_S) * run.host_factor
     return PassTime(gemm_s=gemm, attention_s=attention, elementwise_s=elementwise, dequant_s=dequant, host_s=host,
                     flops=flops)
+
+
+def _eager(gpu: GpuSpec, run: Run, op: Op, d: tuple[float, ...], factor: int) -> float:
+    """Eager attention (``factor`` 1 forward, 2 backward): ``Q·Kᵀ`` and ``P·V`` as batched GEMMs, and the score
+    matrix written, read and written by the softmax and read again (four passes through memory)."""
+    heads, q, kv, dk, dv = d
+    dtype = _rate_dtype(run.dtype)
+    gemms = (gemm_time_s(gpu, dtype, q, dk, kv, count=op.count * heads, kernels=op.count,
+                         act_bytes=_act_bytes(run.dtype), weight_bytes=_act_bytes(run.dtype))
+             + gemm_time_s(gpu, dtype, q, kv, dv, count=op.count * heads, kernels=op.count,
+                           act_bytes=_act_bytes(run.dtype), weight_bytes=_act_bytes(run.dtype)))
+    scores = op.count * heads * q * kv * _act_bytes(run.dtype) * 4 / bandwidth(gpu)
+    return factor * (gemms + scores)
 
 
 def _lora_forward(gpu: GpuSpec, run: Run, op: Op, m: float, k: float, n: float) -> float:
@@ -178,9 +193,13 @@ def backward(p: Profile, gpu: GpuSpec, batch: int, sizes: tuple[float, ...], run
             flops += op.count * 4 * b * m * k * n
         else:
             heads, q, kv, dk, dv = d
-            work = op.count * 2 * heads * q * kv * (dk + dv) * oh.ATTENTION_BACKWARD_FLOP_RATIO
-            attention += work / (peak_flops(gpu, _rate_dtype(run.dtype)) * attention_fraction(gpu)
-                                 * power_limit_factor(gpu)) + op.count * oh.GEMM_KERNEL_LATENCY_S
+            if run.attention == "eager":  # four GEMMs (dP, dV, dQ, dK) and the softmax's backward
+                work = op.count * 4 * heads * q * kv * (dk + dv)
+                attention += _eager(gpu, run, op, d, 2)
+            else:
+                work = op.count * 2 * heads * q * kv * (dk + dv) * oh.ATTENTION_BACKWARD_FLOP_RATIO
+                attention += work / (peak_flops(gpu, _rate_dtype(run.dtype)) * attention_fraction(gpu)
+                                     * power_limit_factor(gpu)) + op.count * oh.GEMM_KERNEL_LATENCY_S
             flops += work
     scale = _act_bytes(run.dtype) / 2
     elementwise = (p.other_bytes.at(batch, sizes) * scale * oh.ELEMENTWISE_BACKWARD_RATIO / bandwidth(gpu)
@@ -197,9 +216,18 @@ def backward(p: Profile, gpu: GpuSpec, batch: int, sizes: tuple[float, ...], run
 def decode_step(p: Profile, gpu: GpuSpec, batch: int, sizes: tuple[float, ...], grows: int, run: Run) -> PassTime:
     """One autoregressive step of the ops whose rows grow with variable ``grows`` (an encoder-decoder's decoder):
     each at one row per sequence, reading its weights (memory-bound), and the host work in proportion."""
-    gemm = flops = 0.0
+    gemm = flops = attention = 0.0
     share = 0
     for op in p.ops:
+        if op.kind == "attention" and _grows(op, grows, dim=1):
+            # one query row per sequence against the cached keys and values: their bytes read (the encoder's
+            # for cross-attention; the decoder's own, half their final length on average, for self-attention)
+            heads, _, kv, dk, dv = op.at(batch, sizes)
+            mean = 0.5 if _grows(op, grows, dim=2) else 1.0
+            attention += op.count * (heads * kv * mean * (dk + dv) * _act_bytes(run.dtype) / bandwidth(gpu)
+                                     + oh.GEMM_KERNEL_LATENCY_S)
+            flops += op.count * 2 * heads * kv * mean * (dk + dv)
+            continue
         if op.kind not in ("linear", "conv") or not _grows(op, grows):
             continue
         _, k, n = op.at(batch, sizes)
@@ -208,12 +236,13 @@ def decode_step(p: Profile, gpu: GpuSpec, batch: int, sizes: tuple[float, ...], 
         share += op.count
     linears = sum(o.count for o in p.ops if o.kind in ("linear", "conv")) or 1
     host = (p.dispatches * oh.DISPATCH_OVERHEAD_S + p.calls * oh.MODULE_CALL_OVERHEAD_S) * share / linears
-    return PassTime(gemm_s=gemm, host_s=host * run.host_factor, flops=flops)
+    return PassTime(gemm_s=gemm, attention_s=attention, host_s=host * run.host_factor, flops=flops)
 
 
-def _grows(op: Op, variable: int) -> bool:
-    """Whether the op's rows (its first dim) grow with the variable ``variable``."""
-    return any(exps[variable] and (a or b) for exps, a, b in op.dims[0].terms)
+def _grows(op: Op, variable: int, dim: int = 0) -> bool:
+    """Whether the op's dim ``dim`` (its rows: a linear's first, an attention's queries second) grows with the
+    variable ``variable``."""
+    return any(exps[variable] and (a or b) for exps, a, b in op.dims[dim].terms)
 
 
 def optimizer_s(gpu: GpuSpec, trainable: int, bytes_per_param: float) -> float:
@@ -252,7 +281,7 @@ class ModuleSpeed:
 def _run(job, s) -> Run:
     compiled = bool(getattr(s, "compile", False))
     return Run(dtype=job.dtype, weights=job.weights, trained=job.trained, lora_roles=job.lora_roles,
-               lora_rank=job.lora_rank, recompute=job.way.endswith("-gc"),
+               lora_rank=job.lora_rank, recompute=job.way.endswith("-gc"), attention=job.attention,
                host_factor=oh.HOST_OPS_FACTOR["compile"] if compiled else 1.0)
 
 
@@ -352,9 +381,13 @@ def model_step(s, job, main: Profile, gpu: GpuSpec) -> ModuleSpeed:
         first = tuple(1 if i == index else x for i, x in enumerate(sizes))
         prefill = forward(main, gpu, job.batch, first, run)
         step = decode_step(main, gpu, job.batch, sizes, index, run)
+        # transformers' generate between steps: inputs, cache and mask updates, logits processors, stopping criteria
+        step = step + PassTime(host_s=oh.GENERATE_STEP_OVERHEAD_S)
         call = prefill.total_s + (sizes[index] - 1) * step.total_s
         parts_s = {"encoder and first token": prefill.total_s, "decoder steps": call - prefill.total_s}
-        out = _speed(step.total_s, job.samples_per_step / call, parts_s, prefill.flops, dense, "infer")
+        flops = prefill.flops + (sizes[index] - 1) * step.flops
+        out = _speed(step.total_s, job.samples_per_step / call, parts_s, flops, dense, "infer")
+        out = replace(out, mfu=flops / (call * dense) if dense else 0.0)  # over the whole call
     else:
         fwd = forward(main, gpu, job.batch, sizes, run)
         call = fwd.total_s
