@@ -14,6 +14,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "gpuplan"
 # any room of a lower layer. The package's __init__ (the Python API) sits above planning, under the interfaces.
 LAYERS = [
     ("ground", {"errors", "overheads", "userdirs", "result"}),
+    ("user files", {"userfiles"}),  # the bounded readers of what a user gives: YAML, JSON, JSON lines, CSV
     ("domain", {"model", "hardware", "clock"}),  # clock: the day answers are made on
     ("data", {"dataset"}),  # the user's dataset: records, tokens, lengths, batching
     ("scenario", {"scenario"}),
@@ -146,7 +147,7 @@ def test_function_level_imports_dodge_nothing():
 
 
 def test_the_root_holds_only_the_ground_floor():
-    """The package root holds the ground floor and the domain's two nouns; every other module is in its layer's
-    folder."""
+    """The package root holds the ground floor, the readers of user files and the domain's nouns; every other
+    module is in its layer's folder."""
     root = {p.stem for p in PACKAGE.glob("*.py")} - {"__init__", "__main__"}
-    assert root == {"errors", "overheads", "userdirs", "result", "clock", "hardware"}, root
+    assert root == {"errors", "overheads", "userdirs", "result", "userfiles", "clock", "hardware"}, root

@@ -92,9 +92,9 @@ def allowed(case: dict, num_requests: int) -> float:
     except TypeError:  # older checkouts: the rate alone
         bound = cap.saturation_rate(model, w, mem.kv_tokens, mem.limits.max_num_seqs)
     if isinstance(bound, tuple):
-        rate, _ = cap.max_rate(model, engine, w, *bound)
+        rate, _, _ = cap.max_rate(model, engine, w, *bound)
     else:
-        rate, _ = cap.max_rate(model, engine, w, bound * 1.1)
+        rate, _, _ = cap.max_rate(model, engine, w, bound * 1.1)
     return rate * w.mean_output_tokens
 
 

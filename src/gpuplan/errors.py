@@ -8,14 +8,20 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Iterable
-from pathlib import Path
-from typing import Any
 
 ECHO_LIMIT = 60  # characters of a user's value an error line quotes back
+MESSAGE_LIMIT = 1000  # characters of a whole message: a sentence, a few names and values quoted back
 
 
 class GpuplanError(ValueError):
-    """Bad input: the message is one sentence a person can act on."""
+    """Bad input: the message is one sentence a person can act on. A message built around a long value (a
+    file's expanded content, a huge list) is cut to :data:`MESSAGE_LIMIT` characters, each quoted value first to
+    :data:`ECHO_LIMIT`, so that no input can bury the sentence or cost memory to print."""
+
+    def __init__(self, *args: object):
+        if len(args) == 1 and isinstance(args[0], str) and len(args[0]) > MESSAGE_LIMIT:
+            args = (bounded(args[0]),)
+        super().__init__(*args)
 
 
 class UnknownNameError(GpuplanError, LookupError):
@@ -34,9 +40,63 @@ class UnknownNameError(GpuplanError, LookupError):
 
 def echo(value: object, limit: int = ECHO_LIMIT) -> str:
     """``value`` quoted (``repr``) as an error line shows it: cut to ``limit`` characters with "..." so that a long
-    input cannot bury the sentence around it."""
-    text = str(value)
+    input cannot bury the sentence around it. A list or mapping is written by :mod:`reprlib` (its first few items,
+    a few levels deep), so a huge or deeply nested value costs no more than a short one."""
+    if isinstance(value, str):
+        text = value
+    elif isinstance(value, (list, tuple, dict, set, frozenset)):
+        text = _short_repr(value)
+    elif isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) >= 10**15:
+        text = shown_number(value)
+    else:
+        text = _short_repr(value) if type(value).__str__ is object.__str__ else str(value)
     return repr(text if len(text) <= limit else text[: limit - 3] + "...")
+
+
+def echo_value(value: object) -> str:
+    """A user's value as a message quotes it back: None, booleans and numbers as Python writes them (a huge number
+    in powers of ten), anything else by :func:`echo`."""
+    if value is None or isinstance(value, bool):
+        return repr(value)
+    if isinstance(value, (int, float)):
+        return repr(value) if abs(value) < 10**15 or value != value else shown_number(value)
+    return echo(value)
+
+
+def _short_repr(value: object) -> str:
+    import reprlib
+
+    r = reprlib.Repr()
+    r.maxlevel, r.maxlist, r.maxtuple, r.maxdict, r.maxset, r.maxstring, r.maxother = 3, 6, 6, 4, 6, ECHO_LIMIT, 40
+    r.maxlong = 40
+    try:
+        return r.repr(value)
+    except Exception:  # a user object whose repr fails
+        return f"<{type(value).__name__}>"
+
+
+def shown_number(value: float) -> str:
+    """A number as a message shows it: thousands separators, a huge one (10**100, 1e308) in powers of ten instead
+    of 300 digits, floats to 4 significant digits."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return echo(value)
+    if isinstance(value, int):
+        if abs(value) < 10**15:
+            return f"{value:,}"
+        return f"about 10^{int(abs(value).bit_length() * 0.30103)}" if value > 0 else \
+            f"about -10^{int(abs(value).bit_length() * 0.30103)}"
+    if value != value or value in (float("inf"), float("-inf")):
+        return str(value)
+    if value.is_integer() and abs(value) < 1e15:
+        return f"{int(value):,}"
+    return f"{value:.4g}"
+
+
+def bounded(message: str) -> str:
+    """``message`` with its quoted values cut (:func:`cut_echoes`) and the whole at most :data:`MESSAGE_LIMIT`
+    characters."""
+    message = cut_echoes(message[: 20 * MESSAGE_LIMIT])
+    return message if len(message) <= MESSAGE_LIMIT else message[: MESSAGE_LIMIT - 3] + "..."
 
 
 # a quoted value (opened after a space or bracket, not an apostrophe inside a word) longer than ECHO_LIMIT
@@ -64,30 +124,6 @@ def did_you_mean(name: str, known: Iterable[str], n: int = 3) -> list[str]:
     if len(hits) < n and len(key) >= 3:
         hits += [k for f, k in folded.items() if key in f and k not in hits][: n - len(hits)]
     return hits
-
-
-def read_mapping(path: str | Path, what: str) -> dict[str, Any]:
-    """The mapping a YAML (or JSON) file holds, or one sentence saying why it cannot be read: no such file, not
-    valid YAML (with the line), not UTF-8, not a mapping. ``what`` names the file's fields in the messages
-    ("scenario", "workload")."""
-    import yaml  # PyYAML: loaded only when a file is read
-
-    p = Path(path)
-    if not p.is_file():
-        raise GpuplanError(f"no {what} file {str(path)!r}")
-    try:
-        loaded = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark else ""
-        raise GpuplanError(f"{path} is not valid YAML{where}: {getattr(err, 'problem', err)}") from None
-    except UnicodeDecodeError:
-        raise GpuplanError(f"{path} is not a UTF-8 text file") from None
-    if loaded is None:
-        return {}
-    if not isinstance(loaded, dict):
-        raise GpuplanError(f"{path} must hold a mapping of {what} fields, not a {type(loaded).__name__}")
-    return loaded
 
 
 # C0 and C1 controls and DEL, the line and paragraph separators, and lone surrogates (bytes that were not UTF-8,

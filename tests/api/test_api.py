@@ -127,7 +127,7 @@ def test_a_list_argument_takes_one_string_as_the_command_line_does():
     assert [x.gpu_id for x in one.setups] == [x.gpu_id for x in listed.setups] != []
     assert gpuplan.recommend(job, have="1x4090", gpus="l40s", max_gpus=1, top=1).owned
     for call, text in ((lambda: gpuplan.recommend(job, gpus=[1, 2]), "gpus takes names"),
-                       (lambda: gpuplan.recommend(job, min_headroom="10%"), "min_headroom takes a number"),
+                       (lambda: gpuplan.recommend(job, min_headroom="10%"), "min_headroom must be a number"),
                        (lambda: gpuplan.fit("h100", models=5), "models takes names"),
                        (lambda: gpuplan.capacity("qwen2.5-0.5b", 5), "a workload is a dict")):
         with pytest.raises(GpuplanError, match=text):

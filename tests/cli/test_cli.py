@@ -50,7 +50,7 @@ def test_version():
     (("table", "--catalog", ""), "--catalog needs the path of an offers CSV, got an empty string"),
     (("estimate", "--model", "gpt2", "--task", "infer", "--strategy", "fsdp"), "does not apply to serving"),
     (("estimate", "--model", "gpt2", "--task", "train", "--train-tokens", "inf"), "finite number"),
-    (("recommend", "--model", "gpt2", "--task", "infer", "--top", "-1"), "--top must be 1 or more"),
+    (("recommend", "--model", "gpt2", "--task", "infer", "--top", "-1"), "top must be a whole number from 1"),
     (("buy", "4090", "--pue", "nan"), "--pue must be between 1 and 3"),
 ])
 def test_bad_input_is_one_red_line_exit_2(args, text):

@@ -131,3 +131,22 @@ def test_each_command_reads_columns_as_it_starts(monkeypatch):
     r = CliRunner().invoke(app, ["estimate", "--model", "llama-3.1-8b", "--task", "train", "--gpu", "rtx-4090",
                                  "--method", "qlora"], env={"COLUMNS": "120"})
     assert max(len(line) for line in r.output.splitlines()) > 80  # the table and the wrapped lines use the room
+
+
+@pytest.mark.parametrize("args", [["models", "--format", "csv", "--json"], ["models", "--json", "--format", "csv"],
+                                  ["gpus", "--format", "plain", "--json"], ["table", "--markdown", "--format", "csv"]])
+def test_two_formats_asked_at_once_are_refused(args, capsys):
+    """fuzz-report-3 N5: `--format csv --json` printed CSV, so a script that adds --json got no JSON."""
+    from gpuplan.cli import run
+
+    code = run(args)
+    captured = capsys.readouterr()
+    assert code == 2 and captured.out == "" and captured.err.count("\n") == 1
+    assert "ask for two formats: give one (--json is --format json)" in captured.err
+
+
+def test_json_asked_twice_is_json(capsys):
+    from gpuplan.cli import run
+
+    assert run(["models", "--json", "--format", "json"]) == 0
+    assert isinstance(json.loads(capsys.readouterr().out), list)

@@ -145,6 +145,14 @@ TINY = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_si
     ({"num_attention_heads": 257}, "hidden_size 256 is smaller than num_attention_heads 257"),  # found by the fuzz
     # found by the fuzz: it built two billion layer objects
     ({"num_hidden_layers": 2_000_000_000}, "num_hidden_layers must be between 1 and 10,000"),
+    # fuzz-report-3 N3: contradictory heads gave plans ("1.64 GiB, fits")
+    ({"num_key_value_heads": 64}, "num_key_value_heads 64 is more than num_attention_heads 8"),
+    ({"num_key_value_heads": 3}, "num_attention_heads 8 is not a multiple of num_key_value_heads 3"),
+    ({"head_dim": 0}, "head_dim 0 gives heads of no size; remove it (transformers then takes hidden_size / "
+                      "num_attention_heads = 32)"),
+    # fuzz-report-3: a 501-character line ending in a 300-digit number
+    ({"hidden_size": 1e308}, "hidden_size must be between 1 and 2,147,483,648, got 1e+308"),
+    ({"hidden_size": 10**100}, "hidden_size must be between 1 and 2,147,483,648, got about 10^100"),
 ])
 def test_broken_configs_are_refused_in_one_sentence(tmp_path, change, message):
     """The fuzz report's configs (a tiny Llama with one field broken): one sentence naming the key, not a
@@ -153,6 +161,33 @@ def test_broken_configs_are_refused_in_one_sentence(tmp_path, change, message):
     path.write_text(json.dumps({**TINY, **change}, allow_nan=True))
     with pytest.raises(GpuplanError, match=re.escape(message)):
         load_model(str(path))
+
+
+def test_head_dim_0_stands_in_mla_configs(tmp_path):
+    """DeepSeek's MLA configs may carry head_dim 0: their heads are sized by qk_nope_head_dim and v_head_dim."""
+    config = json.loads(bundled()["deepseek-ai/DeepSeek-V3"].read_text())
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**config, "head_dim": 0}))
+    assert load_model(str(path)).params_total == load_model("deepseek-ai/DeepSeek-V3").params_total
+
+
+def test_a_deep_or_huge_config_is_a_short_sentence(tmp_path):
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 3000 + "]" * 3000)
+    with pytest.raises(GpuplanError, match=r"deep\.json: lists or mappings nest more than 64 levels deep"):
+        load_model(str(deep))
+    huge = tmp_path / "config.json"
+    huge.write_text(json.dumps({**TINY, "hidden_size": 1e308}))
+    with pytest.raises(GpuplanError) as err:
+        load_model(str(huge))
+    assert len(str(err.value)) < len(str(huge)) + 80
+
+
+@pytest.mark.parametrize("name", [-1, float("nan"), None, b"gpt2", ["gpt2"], {"model": "gpt2"}])
+def test_a_model_named_by_anything_but_text_is_one_sentence(name):
+    """fuzz-report-3 F9/C8: load_model(-1) and load_model(nan) gave AttributeError."""
+    with pytest.raises(GpuplanError, match="a model is named by text"):
+        load_model(name)
 
 
 def test_integral_floats_are_read_as_counts(tmp_path):

@@ -91,3 +91,32 @@ def test_gguf_types_by_their_llama_cpp_names():
 def test_an_ambiguous_gpu_is_said_first():
     r = estimate({"model": "qwen2.5-0.5b", "task": "infer", "gpu": "a100-80gb"}, advise=False)
     assert r.gpu.id == "nvidia-a100-sxm4-80gb" and r.defaults[0].startswith("a100-80gb taken as A100 SXM4 80GB")
+
+
+@pytest.mark.parametrize("task, said", [
+    ("infer", "prompt_tokens 768: the default 1,024 plus 256 output tokens would run past openai-community/gpt2's "
+              "1,024 positions (set prompt_tokens to choose)"),
+    ("train", "seq_len 1,024: the default 2,048 would run past openai-community/gpt2's 1,024 positions (set seq_len "
+              "to choose)"),
+])
+def test_defaults_fit_the_model_s_context_and_say_so(task, said):
+    """fuzz-report-3: `gpuplan estimate --model gpt2 --task infer`, as a new user types it, failed: gpt2 learns
+    1,024 positions and the default request is 1,024 + 256 tokens."""
+    plan = estimate({"model": "gpt2", "task": task, "gpu": "rtx-4090"})
+    assert said in plan.defaults
+    s = plan.scenario  # as resolved, a dict of its fields
+    assert (s["prompt_tokens"] + s["output_tokens"] if task == "infer" else s["seq_len"]) == 1024
+
+
+def test_lengths_the_user_set_are_judged_as_set():
+    with pytest.raises(GpuplanError, match="1,280 tokens index past it"):
+        estimate({"model": "gpt2", "task": "infer", "prompt_tokens": 1024, "gpu": "rtx-4090"})
+
+
+def test_cost_and_recommend_take_the_same_default():
+    import gpuplan
+
+    table = gpuplan.cost({"model": "gpt2", "task": "infer"}, top=1)
+    assert "1 x (768 prompt + 256 output tokens)" in table.resolved and table.rows
+    rec = gpuplan.recommend({"model": "gpt2", "task": "infer"}, gpus=["rtx-4090"], top=1)
+    assert rec.setups and any("prompt_tokens 768" in d for d in rec.defaults)

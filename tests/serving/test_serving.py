@@ -263,11 +263,13 @@ def test_calibration_recovers_a_uniform_slowdown(tmp_path):
 
         fake = read_results(_vllm_result(tmp_path, rate, 1, 1))[0]
         slow = replace(sm, calibration=Calibration(compute=1.5, memory=1.3))
-        ttft, tpot, _ = predict(slow, eng, fake)
-        runs.append(replace(fake, mean_ttft_s=ttft, mean_tpot_s=tpot))
-    cal, rows = fit(sm, eng, runs)
+        h = predict(slow, eng, fake)  # the run as measured: the mean over all its requests
+        runs.append(replace(fake, mean_ttft_s=(h.fit[0] + h.check[0]) / 2, mean_tpot_s=(h.fit[1] + h.check[1]) / 2))
+    cal, rows, notes = fit(sm, eng, runs)
     assert cal.compute == pytest.approx(1.5, rel=0.15) and cal.memory == pytest.approx(1.3, rel=0.1)
+    assert len(rows) == 2 and not notes
     assert all(abs(r["tpot_err_after_pct"]) < abs(r["tpot_err_before_pct"]) for r in rows)
+    assert all(abs(r["ttft_err_after_pct"]) < abs(r["ttft_err_before_pct"]) for r in rows)
 
 
 def _vllm_result(tmp_path, rate, ttft_ms, tpot_ms):

@@ -33,6 +33,8 @@ from ..result import Answer
 from ..scenario import Scenario, load_scenario, scenario_from
 from ..serving.capacity import Deployment
 from ..serving.workload import Workload
+from . import arguments as arg
+from .arguments import names_of
 
 ScenarioLike = Scenario | Mapping[str, Any] | str | Path
 
@@ -53,29 +55,7 @@ def scenario_of(scenario: ScenarioLike, overrides: Mapping[str, Any] | None = No
 def estimate(scenario: ScenarioLike, *, advise: bool = True) -> Plan:
     """Does the job fit, where does the memory go, what would make it fit, how fast and for how much:
     ``gpuplan estimate``. ``advise`` False skips the largest batch and context and the fixes (faster)."""
-    return _estimate(scenario_of(scenario), advise=advise)
-
-
-def names_of(value: Any, what: str, *, pairs: bool = False) -> list[Any]:
-    """A list argument as a list: one string is its comma-separated names (as the command line takes them, not its
-    characters); each item a string (or, with ``pairs``, a ``(name, count)`` pair)."""
-    if isinstance(value, str):
-        return value.split(",")
-    try:
-        items = list(value)
-    except TypeError:
-        raise GpuplanError(f"{what} takes names: a list of strings or one comma-separated string, not "
-                           f"{type(value).__name__}") from None
-    for item in items:
-        if not isinstance(item, str) and not (pairs and isinstance(item, tuple) and len(item) == 2):
-            raise GpuplanError(f"{what} takes names (strings), not {item!r}")
-    return items
-
-
-def real_number(value: Any, what: str) -> None:
-    """``value`` is None or a real number (not a string, not a bool): else one sentence."""
-    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
-        raise GpuplanError(f"{what} takes a number, not {value!r}")
+    return _estimate(scenario_of(scenario), advise=arg.flag(advise, "advise"))
 
 
 def gpu_ids(names: Iterable[str], notes: list[str]) -> tuple[str, ...]:
@@ -116,18 +96,25 @@ def recommend(scenario: ScenarioLike, *, budget_usd: float | None = None, deadli
     from ..plan.recommend import Constraints, parse_have
     from ..plan.recommend import recommend as search
 
+    budget_usd = arg.amount(budget_usd, "budget_usd", above=True, optional=True)
+    deadline_hours = arg.amount(deadline_hours, "deadline_hours", above=True, optional=True)
+    max_gpus = arg.count(max_gpus, "max_gpus", most=512)
+    min_headroom = arg.amount(min_headroom, "min_headroom", most=0.99)
+    top = arg.count(top, "top", most=10_000)
+    objective = arg.text(objective, "objective", choices=("cost", "time", "balanced"))
+    any_method, any_quant, any_framework, per_gpu = (arg.flag(v, k) for k, v in (
+        ("any_method", any_method), ("any_quant", any_quant), ("any_framework", any_framework),
+        ("per_gpu", per_gpu)))
+    catalogs = tuple(names_of(catalogs, "catalogs"))
     s = scenario_of(scenario)
     m = load_model(s.model)
     notes: list[str] = []
-    for value, what in ((budget_usd, "budget_usd"), (deadline_hours, "deadline_hours"), (min_headroom, "min_headroom"),
-                        (max_gpus, "max_gpus"), (top, "top")):
-        real_number(value, what)
     owned = tuple(parse_have(h) if isinstance(h, str) else (resolve_gpu(h[0])[0].id, int(h[1]))
                   for h in names_of(have, "have", pairs=True) if not isinstance(h, str) or h.strip())
     c = Constraints(budget_usd=budget_usd, deadline_hours=deadline_hours, max_gpus=max_gpus,
                     gpus=gpu_ids(gpus, notes), providers=provider_names(providers), pricing=s.pricing, have=owned,
                     min_headroom=min_headroom, objective=objective, top=top, any_method=any_method,
-                    any_quant=any_quant, any_framework=any_framework, catalogs=tuple(catalogs), per_gpu=per_gpu)
+                    any_quant=any_quant, any_framework=any_framework, catalogs=catalogs, per_gpu=per_gpu)
     result = search(s, m, c)
     result.defaults = [*notes, *result.defaults]
     return result
@@ -159,6 +146,7 @@ def fit(gpu: str, scenario: ScenarioLike | None = None, *, models: Iterable[str]
 
     if not isinstance(gpu, str) or not gpu.strip():
         raise GpuplanError("fit needs your cards: --gpu 2x3090 (count x name, or a name for one card)")
+    models = names_of(models, "models") if models is not None else None
     gpu_id, count = parse_have(gpu)
     count_text, sep, name = gpu.strip().partition("x")
     card, note = resolve_gpu(name.strip() if sep and count_text.strip().isdigit() else gpu.strip())
@@ -170,13 +158,16 @@ def fit(gpu: str, scenario: ScenarioLike | None = None, *, models: Iterable[str]
         template = load_scenario(scenario).model_dump(exclude_unset=True)
     elif isinstance(scenario, Scenario):
         template = scenario.model_dump(exclude_unset=True)
-    else:
+    elif isinstance(scenario, Mapping):
         template = dict(scenario)
+    else:
+        raise GpuplanError(f"a scenario is a Scenario, a dict of its fields or the path of a YAML/JSON file, not "
+                           f"{type(scenario).__name__}")
     template = {**template, **fields}
     template.pop("model", None)
     template.setdefault("task", "infer")
     example = load_scenario(None, {**template, "model": "each bundled model", "gpu": gpu_id, "num_gpus": count})
-    rows = what_fits(template, card, count, names_of(models, "models") if models is not None else None)
+    rows = what_fits(template, card, count, models)
     return FitReport(resolved=describe(example), task=example.task, gpu_id=card.id, num_gpus=count,
                      notes=[note] if note else [], rows=rows)
 
@@ -201,15 +192,16 @@ def cost(scenario: ScenarioLike, *, catalogs: Iterable[str] = (), discounts: Map
     from ..plan.pricing import compare, left_out
     from ..scenario.resolve import describe, resolve
 
-    if top is not None and top < 1:
-        raise GpuplanError(f"--top must be 1 or more, got {top}")
+    top = arg.count(top, "top", most=100_000, optional=True)
+    catalogs = tuple(names_of(catalogs, "catalogs"))
+    discounts = arg.discounts_of(discounts)
     s = scenario_of(scenario)
     m = load_model(s.model)
     if s.gpu:  # one GPU: its name resolved (an ambiguous one takes its common variant)
         s = s.model_copy(update={"gpu": resolve_gpu(s.gpu)[0].id})
     s, defaults = resolve(s, m, None)
     base = _estimate(s.model_copy(update={"gpu": None}), advise=False)
-    offers = load_offers(tuple(catalogs), dict(discounts or {}))
+    offers = load_offers(catalogs, discounts)
     rows = compare(s, m, offers, base.model.params_trainable)
     return CostTable(resolved=describe(s, m, hardware=f"on each offer's GPUs ({s.world_size} per job)"
                                        if not s.gpu else None),
@@ -246,10 +238,15 @@ def capacity(model: str, workload: str | Path | Mapping[str, Any] | None = None,
     from ..serving.capacity import shown
     from ..serving.workload import load_workload
 
-    real_number(max_gpus, "max_gpus")
-    real_number(top, "top")
-    if not 1 <= max_gpus <= 64 or not 1 <= top <= 100:
-        raise GpuplanError("--max-gpus takes 1..64 and --top 1..100")
+    model = arg.text(model, "model")
+    max_gpus = arg.count(max_gpus, "max_gpus", most=64)
+    top = arg.count(top, "top", most=100)
+    any_quant = arg.flag(any_quant, "any_quant")
+    engine = arg.text(engine, "engine", choices=("vllm", "sglang"))
+    engine_version = arg.text(engine_version, "engine_version", optional=True)
+    kv_cache_dtype = arg.text(kv_cache_dtype, "kv_cache_dtype", optional=True)
+    calibration = arg.path(calibration, "calibration", optional=True)
+    ids = tuple(load_gpu(g).id for g in names_of(gpus, "gpus") if g.strip())
     if isinstance(workload, Mapping):
         w = load_workload(None, {**workload, **workload_fields})
     elif workload is None or isinstance(workload, (str, Path)):
@@ -257,11 +254,8 @@ def capacity(model: str, workload: str | Path | Mapping[str, Any] | None = None,
     else:
         raise GpuplanError(f"a workload is a dict of its fields or the path of a YAML file, not "
                            f"{type(workload).__name__}")
-    if engine not in ("vllm", "sglang"):
-        raise GpuplanError(f"capacity simulates vllm or sglang, not {engine!r}")
     s = scenario_from({k: v for k, v in dict(model=model, task="infer", engine=engine, engine_version=engine_version,
                                              kv_cache_dtype=kv_cache_dtype).items() if v is not None})
-    ids = tuple(load_gpu(g).id for g in names_of(gpus, "gpus") if g.strip())
     plans = search(s, load_model(model), w, gpu_ids=ids, max_gpus=max_gpus, any_quant=any_quant,
                    simulate_top=top, calibration=load_calibration(calibration) if calibration else None)
     return CapacityReport(workload=w, plans=shown(plans), deployments=plans)
@@ -284,7 +278,7 @@ class LaunchReport(Answer):
 
 
 def launch(scenario: ScenarioLike, *, targets: Iterable[str] = (), folder: str | Path = "gpuplan-launch",
-           force: bool = False, dataset: str | None = None, script: Iterable[str] | None = None,
+           force: bool = False, dataset: str | None = None, script: str | Iterable[str] | None = None,
            bucket: str | None = None, visible_devices: tuple[int, ...] | None = None,
            command: str = "gpuplan.launch (Python API)") -> LaunchReport:
     """Write the files that run the scenario's plan (SkyPilot, accelerate, DeepSpeed, torchrun, the trainer's
@@ -292,20 +286,25 @@ def launch(scenario: ScenarioLike, *, targets: Iterable[str] = (), folder: str |
     into ``folder``: ``gpuplan launch``."""
     from ..launchers import LaunchOptions, check_target_names, launch_plan
     from ..launchers.diffusion import NAMES as DIFFUSION_TARGETS
+    from ..launchers.files import output_folder
 
-    check_target_names(names_of(targets, "targets"), also=DIFFUSION_TARGETS)
+    targets = names_of(targets, "targets")
+    check_target_names(targets, also=DIFFUSION_TARGETS)
+    folder, force = output_folder(folder, "folder"), arg.flag(force, "force")  # checked before the plan is made
+    options: dict[str, Any] = {"bucket": arg.text(bucket, "bucket", optional=True)}
+    if arg.text(dataset, "dataset", optional=True):
+        options["dataset"] = dataset
+    if arg.script_of(script):
+        options["script"] = arg.script_of(script)
+    visible_devices = arg.devices_of(visible_devices)
+    command = arg.text(command, "command")
     s = scenario_of(scenario)
     spec = _module_spec(s.model)
     if spec is not None:  # a diffusion pipeline: its trainers' files (launchers/diffusion.py)
-        return _write_diffusion(s, spec, names_of(targets, "targets"), folder, force, command)
-    check_target_names(names_of(targets, "targets"))
+        return _write_diffusion(s, spec, targets, folder, force, command)
+    check_target_names(targets)
     plan = launch_plan(s, command=command, visible_devices=visible_devices)
-    options = {"bucket": bucket}
-    if dataset:
-        options["dataset"] = dataset
-    if script:
-        options["script"] = tuple(script)
-    return write_plan(plan, names_of(targets, "targets"), LaunchOptions(**options), folder, force)
+    return write_plan(plan, targets, LaunchOptions(**options), folder, force)
 
 
 def _module_spec(model: str):

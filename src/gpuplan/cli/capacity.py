@@ -10,7 +10,7 @@ from rich.text import Text
 
 from ..errors import GpuplanError
 from .app import JsonFlag, app, out, print_json
-from .render import Column, FormatOption, bullet, num, resolve_format, show, usd
+from .render import Column, FormatOption, bullet, err, num, resolve_format, show, usd
 
 
 @app.command("capacity")
@@ -67,6 +67,10 @@ def capacity_cmd(
 
     if model is None:
         raise GpuplanError("name the model: --model llama-3.1-8b (or a HF repo id / config.json path)")
+    if plot:
+        from ..serving.report import plot_target
+
+        plot_target(plot)  # before the simulation, not after it
     report = api.capacity(model, workload, engine=engine, gpus=(gpus or "").split(","), max_gpus=max_gpus,
                           any_quant=any_quant, engine_version=engine_version, kv_cache_dtype=kv_cache_dtype,
                           calibration=calibration, top=top, **dict(
@@ -94,9 +98,12 @@ def render(plans, w, fmt: str = "table") -> None:
     head = (f"workload: prompts ~{w.mean_prompt_tokens:,.0f} tokens, outputs ~{w.mean_output_tokens:,.0f}, {load}; "
             f"SLO p{slo.percentile}: {targets}")
     rows = shown(plans)
-    if fmt == "json":
+    if fmt == "json":  # each plan's warnings ride in its row
         show(rows, [], "json", json_data={"workload": w.model_dump(mode="json"), "plans": rows})
         return
+    for p in plans:  # first, on stderr, before the numbers they put in doubt (as estimate's)
+        for warning in p.warnings:
+            bullet(warning, prefix="warning: ", style="bold yellow", stream=err)
     if not plans:
         bullet(head, prefix="")
         out.print(Text("no setup meets the SLOs", style="red")
@@ -158,42 +165,48 @@ def calibrate_serving_cmd(
 ) -> None:
     """Fit per-deployment corrections on your own benchmark runs and show the error before and after.
 
+    Each run is replayed in simulation; the corrections are fitted on half of its requests and applied only if
+    they make no run's error on the other half worse (the errors shown are on that held-out half).
+
     Example:
       gpuplan calibrate-serving run-2rps.json run-8rps.json --model llama-3.1-8b --gpu h100-sxm --out cal.yaml
     """
-    from ..engines import vllm
     from ..hardware import load_gpu
     from ..model.catalog import load_model
     from ..scenario import scenario_from
-    from ..serving.calibrate import fit, read_results, save_calibration
-    from ..serving.simulate import vllm_scheduler
-    from ..serving.steptime import step_model
+    from ..serving.calibrate import deployment, fit, read_results, save_calibration
 
     _need_numpy()
     runs = [r for path in results for r in read_results(path)]
     g = load_gpu(gpu)
     m = load_model(model)
     s = scenario_from(dict(model=model, task="infer", engine="vllm", gpu=g.id, tp=tp, num_gpus=tp))
-    mem = vllm.startup_memory(s, m, g)
-    engine = vllm_scheduler(s, mem)
-    cal, rows = fit(step_model(s, m, g), engine, runs)
+    cal, rows, notes = fit(*deployment(s, m, g), runs)
     if save:
         save_calibration(cal, save)
     if as_json:
         from dataclasses import asdict
 
-        print_json({"calibration": asdict(cal), "runs": rows})
+        print_json({"calibration": asdict(cal), "runs": rows, "notes": notes})
         return
     table = Table(title=f"corrections: compute x{cal.compute:.2f}, memory x{cal.memory:.2f}", title_justify="left")
     for col in ("run", "rate", "TTFT", "err before", "err after", "TPOT", "err before", "err after"):
         table.add_column(col, justify="left" if col == "run" else "right")
     for r in rows:
         table.add_row(r["run"], "inf" if r["rate_rps"] is None else f"{r['rate_rps']:g}", _s(r["ttft_s"]),
-                      f"{r['ttft_err_before_pct']:+.0f}%", f"{r['ttft_err_after_pct']:+.0f}%", _s(r["tpot_s"]),
-                      f"{r['tpot_err_before_pct']:+.0f}%", f"{r['tpot_err_after_pct']:+.0f}%")
+                      _pct(r["ttft_err_before_pct"]), _pct(r["ttft_err_after_pct"]), _s(r["tpot_s"]),
+                      _pct(r["tpot_err_before_pct"]), _pct(r["tpot_err_after_pct"]))
     out.print(table)
+    bullet("Errors on held-out requests: each run's replay is split in two, the corrections fitted on one half.",
+           prefix="")
+    for note in notes:
+        bullet(note, prefix="note: ", style="yellow")
     if save:
         out.print(f"saved to {save}: pass --calibration {save} to gpuplan capacity")
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:+.0f}%"
 
 
 def _need_numpy() -> None:

@@ -31,6 +31,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from ..errors import GpuplanError
 from ..result import Answer, finite
 
 FORMATS = ("table", "plain", "csv", "markdown", "json")
@@ -83,10 +84,15 @@ def usd(value: float | None) -> str:
 
 
 def resolve_format(fmt: str | None, as_json: bool = False, markdown: bool = False) -> str:
-    """The format asked for, with the older ``--json`` / ``--markdown`` flags as shorthands."""
-    if fmt is not None:
-        return fmt
-    return "json" if as_json else "markdown" if markdown else "table"
+    """The format asked for, with the older ``--json`` / ``--markdown`` flags as shorthands; two flags that ask
+    for different formats (``--format csv --json``, in either order) are refused in one sentence rather than one
+    of them silently winning (a script that adds ``--json`` must get JSON or an error, not CSV)."""
+    asked = {f for f, on in (("json", as_json), ("markdown", markdown)) if on} | ({fmt} if fmt else set())
+    if len(asked) > 1:
+        flags = [f"--format {fmt}"] if fmt else []
+        flags += [flag for flag, on in (("--json", as_json), ("--markdown", markdown)) if on]
+        raise GpuplanError(f"{' and '.join(flags)} ask for two formats: give one (--json is --format json)")
+    return asked.pop() if asked else "table"
 
 
 # the CLI's two consoles: answers on stdout, errors and progress on stderr; markup off, so that text in square

@@ -109,9 +109,12 @@ def _read(key: tuple, tokenizer: str) -> Lengths:
     if fmt == "hub" and seen > SAMPLE_RECORDS:
         notes.append(f"the first {SAMPLE_RECORDS:,} records of {source} tokenized (a streamed dataset does not "
                      "say its size)")
-    if "messages" in kinds:
-        notes.append(f"chat template of {tok.source} applied as transformers' apply_chat_template" if tok.chat_template
-                     else f"{tok.source} has no chat template: turns joined by newlines + EOS (as a plain text)")
+    if "messages" in kinds and tok.chat_template:
+        notes.append(f"chat template of {tok.source} applied as transformers' apply_chat_template")
+    elif "messages" in kinds:
+        why = f"its chat template is left out ({tok.template_refused})" if tok.template_refused else \
+            "has no chat template"
+        notes.append(f"{tok.source} {why}: turns joined by newlines + EOS (as a plain text)")
     if tok.eos_token is None:
         notes.append(f"{tok.source} names no EOS token: none added")
     return Lengths(content=tuple(content), special=tuple(special), loss=tuple(loss), scale=samples / len(content),
@@ -163,13 +166,29 @@ def fields(data: dict[str, Any], explicit: set[str]) -> dict[str, Any]:
     if packing is None:
         packing, _ = default_packing(data["framework"], lengths, seq_len)
         out["packing"] = packing
+    context = model_context(data) if seq_len is None else None
     if seq_len is None and packing in ("none", "bucket"):
-        out["seq_len"] = max(lengths.sequences)
+        out["seq_len"] = min(max(lengths.sequences), context or max(lengths.sequences))
+    elif seq_len is None and context and data["seq_len"] > context:  # packed rows no longer than the context
+        out["seq_len"] = context
     seq_len = out.get("seq_len", data["seq_len"])
     if "train_tokens" not in explicit:
         epochs = data.get("epochs") or 1.0
         out["train_tokens"] = float(epochs * _statistics(lengths, seq_len).tokens_trained)
     return out
+
+
+def model_context(data: dict[str, Any]) -> int | None:
+    """The context of the scenario's model (``max_position_embeddings``): a padded batch is planned at the
+    longest record, but no longer than this, as the trainer truncates there (TRL ``SFTTrainer`` cuts each record
+    at ``max_length``). None when the model names none, or cannot be loaded (its own error comes when the plan is
+    made)."""
+    from ..model.catalog import load_model
+
+    try:
+        return load_model(str(data.get("model") or "")).max_context
+    except GpuplanError:
+        return None
 
 
 def profile(s) -> Profile | None:
@@ -184,9 +203,16 @@ def profile(s) -> Profile | None:
     if "packing" not in s.model_fields_set:
         notes.append(f"packing {s.packing}: " + default_packing(s.framework, lengths, s.seq_len if "seq_len" in
                                                                  s.model_fields_set else None)[1])
-    if "seq_len" not in s.model_fields_set and s.packing in ("none", "bucket"):
+    if "seq_len" not in s.model_fields_set and s.packing in ("none", "bucket") and stats.max_tokens > s.seq_len:
+        notes.append(f"the longest record is {stats.max_tokens:,} tokens, past the model's context of "
+                     f"{s.seq_len:,}: planned at seq_len {s.seq_len:,}, where the trainer truncates it (TRL "
+                     f"SFTTrainer max_length); {stats.truncated:,} records are cut")
+    elif "seq_len" not in s.model_fields_set and s.packing in ("none", "bucket"):
         notes.append(f"seq_len {s.seq_len:,}: the longest record, so none is cut and the peak is the batch that "
                      "holds it")
+    elif "seq_len" not in s.model_fields_set and s.seq_len < type(s).model_fields["seq_len"].default:
+        notes.append(f"seq_len {s.seq_len:,}: the model's context (the default "
+                     f"{type(s).model_fields['seq_len'].default:,} runs past it)")
     elif s.packing in ("none", "bucket") and stats.max_tokens < s.seq_len:
         notes.append(f"the longest record is {stats.max_tokens:,} tokens: memory is planned at seq_len "
                      f"{s.seq_len:,} (an upper bound); leave seq_len unset to plan at the longest batch")

@@ -2,14 +2,14 @@
 dataset id through ``datasets`` (installed with the ``hub`` extra).
 
 Files are streamed: JSON Lines and CSV a line at a time, Parquet a record batch at a time (``pyarrow``, imported
-here only), JSON whole (it has no streaming form). A file with more records than :data:`SAMPLE_RECORDS` is read
+here only), JSON whole (it has no streaming form; up to :data:`MAX_JSON_BYTES`). Text is read by
+:mod:`gpuplan.userfiles`: UTF-8 with or without a byte-order mark, nesting and sizes bounded, one sentence naming
+the file and line otherwise. A file with more records than :data:`SAMPLE_RECORDS` is read
 whole but tokenized in a regular stride (every k-th record), and the report says so and scales its totals.
 """
 
 from __future__ import annotations
 
-import csv
-import json
 import re
 import sys
 import time
@@ -18,9 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import GpuplanError
+from ..userfiles import MAX_LINE_BYTES, csv_records, json_lines, load_json
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")  # org/name
 FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".parquet": "parquet", ".csv": "csv"}
+MAX_JSON_BYTES = 256 * 1024 * 1024  # a .json dataset, read whole; JSON Lines, CSV and Parquet stream
 SAMPLE_RECORDS = 200_000  # more than this: tokenize a regular sample of this many records
 PROGRESS_EVERY_S = 1.0
 
@@ -46,13 +48,11 @@ def count_records(source: str, fmt: str) -> int | None:
     """The number of records without parsing them, where that is cheap (JSON Lines: non-blank lines; Parquet:
     the footer's row count); None otherwise."""
     path = Path(source).expanduser()
-    if fmt == "jsonl":
+    if fmt == "jsonl":  # in bounded pieces: a line longer than MAX_LINE_BYTES is refused when it is read
         with path.open("rb") as f:
-            return sum(1 for line in f if line.strip())
+            return sum(1 for line in iter(lambda: f.readline(MAX_LINE_BYTES), b"") if line.strip())
     if fmt == "parquet":
-        import pyarrow.parquet as pq
-
-        return pq.ParquetFile(path).metadata.num_rows
+        return _parquet_file(path).metadata.num_rows
     return None
 
 
@@ -64,44 +64,49 @@ def records(source: str, fmt: str) -> Iterator[dict[str, Any]]:
     elif fmt == "json":
         yield from _json(path)
     elif fmt == "csv":
-        with path.open(newline="", encoding="utf-8") as f:
-            yield from csv.DictReader(f)
+        yield from csv_records(path, "dataset")
     elif fmt == "parquet":
-        import pyarrow.parquet as pq
-
-        for batch in pq.ParquetFile(path).iter_batches(batch_size=4096):
-            yield from batch.to_pylist()
+        yield from _parquet(path)
     else:
         yield from _hub(source)
 
 
 def _jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    with path.open(encoding="utf-8") as f:
-        for number, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                item = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise GpuplanError(f"{path}, line {number}: not valid JSON ({err.msg}); a .jsonl file holds one "
-                                   "JSON object per line") from None
-            if not isinstance(item, dict):
-                raise GpuplanError(f"{path}, line {number}: a JSON {type(item).__name__}, not an object with "
-                                   "messages, prompt/completion or text")
-            yield item
+    for number, item in json_lines(path, "dataset"):
+        if not isinstance(item, dict):
+            raise GpuplanError(f"{path}, line {number:,}: a JSON {type(item).__name__}, not an object with "
+                               "messages, prompt/completion or text")
+        yield item
 
 
 def _json(path: Path) -> Iterator[dict[str, Any]]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise GpuplanError(f"{path} is not valid JSON (line {err.lineno}: {err.msg}); for one object per line "
-                           "name the file .jsonl") from None
+    """A JSON file read whole (JSON has no streaming form), up to :data:`MAX_JSON_BYTES`."""
+    data = load_json(path, "dataset", limit=MAX_JSON_BYTES, hint="for one object per line name the file .jsonl")
     if isinstance(data, dict):  # {"train": [...]} or {"data": [...]}: the first list of objects
         data = next((v for v in data.values() if isinstance(v, list)), [data])
     if not isinstance(data, list) or not all(isinstance(x, dict) for x in data):
         raise GpuplanError(f"{path} must hold a list of objects (records with messages, prompt/completion or text)")
     yield from data
+
+
+def _parquet_file(path: Path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.ParquetFile(path)
+    except (pa.ArrowException, OSError) as err:
+        raise GpuplanError(f"{path} is not a Parquet file pyarrow reads ({str(err).splitlines()[0][:160]})") from None
+
+
+def _parquet(path: Path) -> Iterator[dict[str, Any]]:
+    import pyarrow as pa
+
+    try:
+        for batch in _parquet_file(path).iter_batches(batch_size=4096):
+            yield from batch.to_pylist()
+    except (pa.ArrowException, OSError) as err:
+        raise GpuplanError(f"{path} is not a Parquet file pyarrow reads ({str(err).splitlines()[0][:160]})") from None
 
 
 def _hub(name: str) -> Iterator[dict[str, Any]]:

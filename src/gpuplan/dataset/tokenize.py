@@ -23,13 +23,13 @@ tokens the loss is computed on.
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from ..errors import GpuplanError
+from ..userfiles import load_json, parse_json, read_text
 
 EOS_NAMES = ("<|im_end|>", "<|eot_id|>", "<|end_of_text|>", "<|endoftext|>", "</s>", "<eos>", "<|end|>", "[SEP]")
 
@@ -43,6 +43,7 @@ class Tokenizer:
     chat_template: str | None
     eos_token: str | None
     special: dict[str, str] = field(default_factory=dict)  # bos_token, eos_token, ... for the template
+    template_refused: str | None = None  # why the chat template beside it is not applied, in words
 
     def count(self, texts: list[str], special: bool = False) -> list[int]:
         return [len(e.ids) for e in self.tokenizer.encode_batch(texts, add_special_tokens=special)]
@@ -85,51 +86,96 @@ def load_tokenizer(name: str) -> Tokenizer:
     except ImportError:
         raise GpuplanError("counting a dataset's tokens needs the `tokenizers` package (pip install tokenizers), "
                            "or describe the data with --samples and --mean-tokens") from None
+    text = read_text(path, "tokenizer")  # bounded and UTF-8 checked, then parsed by the tokenizers library
     try:
-        tok = RustTokenizer.from_file(str(path))
+        rust = RustTokenizer.from_str(text)
     except Exception as err:
         raise GpuplanError(f"{path} is not a tokenizer.json the tokenizers library reads "
                            f"({str(err).splitlines()[0][:120]})") from None
-    config: dict[str, Any] = {}
-    cfg_path = path.with_name("tokenizer_config.json")
-    if cfg_path.is_file():
-        config = json.loads(cfg_path.read_text(encoding="utf-8"))
-    elif "/" in name and not Path(name).expanduser().exists():
-        from huggingface_hub import try_to_load_from_cache
-
-        found = try_to_load_from_cache(name, "tokenizer_config.json")
-        if isinstance(found, str):
-            config = json.loads(Path(found).read_text(encoding="utf-8"))
-    template = config.get("chat_template")
-    if isinstance(template, list):  # [{"name": "default", "template": ...}, ...]
-        template = next((t["template"] for t in template if t.get("name") == "default"), None)
-    jinja = path.with_name("chat_template.jinja")
-    if template is None and jinja.is_file():
-        template = jinja.read_text(encoding="utf-8")
+    config = _settings(path, name)
+    template, refused = _template(path, config)
     special = {k: text for k, v in config.items() if k.endswith("_token") and (text := _token_text(v))}
     eos = special.get("eos_token")
     if eos is None:  # a bare tokenizer.json: its special token that ends a sequence
-        added = {t.get("content") for t in json.loads(path.read_text(encoding="utf-8")).get("added_tokens", [])
-                 if t.get("special")}
-        eos = next((n for n in EOS_NAMES if n in added), None)
-    return Tokenizer(tokenizer=tok, source=str(path), chat_template=template, eos_token=eos, special=special)
+        data = parse_json(text, str(path))
+        added = data.get("added_tokens") if isinstance(data, dict) else None
+        names = {t.get("content") for t in added or [] if isinstance(t, dict) and t.get("special")}
+        eos = next((n for n in EOS_NAMES if n in names), None)
+    tok = Tokenizer(tokenizer=rust, source=str(path), chat_template=template, eos_token=eos, special=special,
+                    template_refused=refused)
+    return _tried(tok)
+
+
+def _settings(path: Path, name: str) -> dict[str, Any]:
+    """``tokenizer_config.json`` beside the tokenizer (or in the hub cache for a repo id): an object, or one
+    sentence naming the file."""
+    cfg_path: Path | None = path.with_name("tokenizer_config.json")
+    if not cfg_path.is_file():
+        cfg_path = None
+        if "/" in name and not Path(name).expanduser().exists():
+            from huggingface_hub import try_to_load_from_cache
+
+            found = try_to_load_from_cache(name, "tokenizer_config.json")
+            cfg_path = Path(found) if isinstance(found, str) else None
+    if cfg_path is None:
+        return {}
+    config = load_json(cfg_path, "tokenizer config")
+    if not isinstance(config, dict):
+        raise GpuplanError(f"{cfg_path} holds a JSON {type(config).__name__}, not the tokenizer's settings (an "
+                           "object with chat_template, eos_token...); fix it or pass the tokenizer.json alone")
+    return config
+
+
+def _template(path: Path, config: dict[str, Any]) -> tuple[str | None, str | None]:
+    """The chat template (``tokenizer_config.json``'s, else ``chat_template.jinja``'s) and, where it is not text,
+    why it is left out."""
+    template = config.get("chat_template")
+    if isinstance(template, list):  # [{"name": "default", "template": ...}, ...]
+        template = next((t.get("template") for t in template if isinstance(t, dict) and t.get("name") == "default"),
+                        None)
+    jinja = path.with_name("chat_template.jinja")
+    if template is None and jinja.is_file():
+        template = read_text(jinja, "chat template")
+    if template is not None and not isinstance(template, str):
+        return None, f"its chat_template is a {type(template).__name__}, not text"
+    return template, None
+
+
+# A short conversation every chat template renders: one that breaks the render limits on it is left out.
+TRIAL = [{"role": "system", "content": "You are a helpful assistant."}, {"role": "user", "content": "Hello!"},
+         {"role": "assistant", "content": "Hi! How can I help?"}, {"role": "user", "content": "Thanks."},
+         {"role": "assistant", "content": "You're welcome."}]
+
+
+def _tried(tok: Tokenizer) -> Tokenizer:
+    """``tok``, or ``tok`` without its chat template when the template goes past the render limits on
+    :data:`TRIAL` (:mod:`.template`): the records are then counted without it, and the report says so."""
+    if not tok.chat_template:
+        return tok
+    from .template import TemplateLimit, render
+
+    try:
+        render(tok.chat_template, sum(len(m["content"]) for m in TRIAL), messages=TRIAL,
+               add_generation_prompt=False, **tok.special)
+    except TemplateLimit as limit:
+        return replace(tok, chat_template=None, template_refused=f"its chat template went past {limit} on a "
+                       "five-turn conversation")
+    except Exception:  # a template that refuses a system turn, or is broken: the records say so, one by one
+        pass
+    return tok
 
 
 def render_chat(tok: Tokenizer, messages: list[dict[str, Any]]) -> str:
     """The chat template applied as transformers' ``apply_chat_template`` does (sandboxed jinja2, trim_blocks,
-    lstrip_blocks, ``raise_exception``), without the generation prompt."""
-    from jinja2.exceptions import TemplateError
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
+    lstrip_blocks, ``raise_exception``), without the generation prompt, within the limits of :mod:`.template`."""
+    from .template import TemplateLimit, render
 
-    def raise_exception(message):
-        raise TemplateError(message)
-
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"])
-    env.globals["raise_exception"] = raise_exception
-    env.filters["tojson"] = lambda x, indent=None, **kw: json.dumps(x, ensure_ascii=False, indent=indent)
+    text = sum(len(_content(m)) for m in messages)
     try:
-        return env.from_string(tok.chat_template).render(messages=messages, add_generation_prompt=False,
-                                                           **tok.special)
+        return render(tok.chat_template, text, messages=messages, add_generation_prompt=False, **tok.special)
+    except TemplateLimit as limit:
+        raise GpuplanError(f"the chat template of {tok.source} went past {limit} on a record; pass --tokenizer "
+                           "with a tokenizer.json alone to count without the template") from None
     except Exception as err:
         raise GpuplanError(f"the chat template of {tok.source} fails on a record ({type(err).__name__}: "
                            f"{str(err)[:120]})") from None

@@ -30,10 +30,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ..errors import GpuplanError, UnknownNameError, echo
 from ..userdirs import cache_dir, config_dir
+from ..userfiles import read_mapping
 from .offers import Offer, check_spot_below_on_demand, price_origin, read_offers, write_offers  # noqa: F401
 
 MAX_PRICE_AGE_DAYS = 90
@@ -232,9 +231,7 @@ def load_discounts() -> dict[str, float]:
     path = config_dir() / "discounts.yaml"
     if not path.is_file():
         return {}
-    data = yaml.safe_load(path.read_text()) or {}
-    if not isinstance(data, dict):
-        raise GpuplanError(f"{path} must map provider ids to price multipliers")
+    data = read_mapping(path, "discounts")
     try:
         return {str(k): float(v) for k, v in data.items()}
     except (TypeError, ValueError):

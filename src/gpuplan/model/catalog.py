@@ -13,7 +13,6 @@ otherwise an error with the closest bundled names.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import socket
@@ -24,7 +23,8 @@ from pathlib import Path
 
 import yaml
 
-from ..errors import GpuplanError, UnknownNameError, did_you_mean, normalize_name
+from ..errors import GpuplanError, UnknownNameError, did_you_mean, echo, normalize_name
+from ..userfiles import load_json
 from . import kinds
 from .module import NotADecoder
 from .spec import ModelSpec
@@ -98,6 +98,10 @@ def base_repo(name: str) -> str | None:
 
 def load_model(name: str) -> ModelSpec:
     """Resolve a model argument (alias, path or Hugging Face repo id) to a :class:`ModelSpec`."""
+    if isinstance(name, Path):
+        name = str(name)
+    if not isinstance(name, str):
+        raise GpuplanError(f"a model is named by text (a bundled name, a repo id or a path), not {echo(name)}")
     if not name or not name.strip():
         raise GpuplanError("no model given: pass a bundled name (see `gpuplan models`), a repo id or a path")
     if name.lower().startswith("synthetic-"):  # model_size: a published shape, gpuplan.model.synthetic
@@ -116,9 +120,8 @@ def load_model(name: str) -> ModelSpec:
     except OSError:  # a name too long or otherwise impossible as a path is not one
         exists = False
     if exists:
-        other = kinds.at_path(path)
-        if other:
-            raise NotADecoder(other)
+        if path.is_dir() and (path / "model_index.json").is_file():  # a diffusers pipeline's folder
+            raise NotADecoder(kinds.pipeline_folder(path))
         return _spec_from_file(path / "config.json" if path.is_dir() else path, None)
     base = base_repo(name)
     if base:
@@ -130,11 +133,7 @@ def load_model(name: str) -> ModelSpec:
         other = kinds.from_hub(name, _fetch_optional)
         if other:
             raise NotADecoder(other)
-        path = _fetch_config(name)
-        other = kinds.at_path(path)
-        if other:
-            raise NotADecoder(replace(other, name=name))
-        return _spec_from_file(path, name)
+        return _spec_from_file(_fetch_config(name), name)
     if name.endswith(".json") or "/" in name or "\\" in name:
         raise GpuplanError(f"no such file: {name}")
     raise UnknownNameError("model", name, [*bundled(), *aliases(), *kinds.names()],
@@ -150,16 +149,14 @@ def _bundled_spec(repo: str) -> ModelSpec:
 def _spec_from_file(path: Path, name: str | None) -> ModelSpec:
     if not path.is_file():
         raise GpuplanError(f"no config.json at {path}: pass a config.json file or a folder that holds one")
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise GpuplanError(f"{path} is not valid JSON (line {err.lineno}, column {err.colno}: {err.msg})") from None
-    except UnicodeDecodeError:
-        raise GpuplanError(f"{path} is not a UTF-8 text file; pass the model's config.json") from None
+    config = load_json(path, "model config")
     if not isinstance(config, dict):
         raise GpuplanError(f"{path} holds a JSON {type(config).__name__}, not a config.json object")
     if name is None:
         name = config.get("_name_or_path") or (path.parent.name if path.name == "config.json" else path.stem)
+    other = kinds.of_config(config, str(name))  # a diffusers class, an encoder-decoder, an encoder
+    if other:
+        raise NotADecoder(other)
     return ModelSpec.from_config(config, name=name)
 
 

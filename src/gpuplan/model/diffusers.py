@@ -204,20 +204,20 @@ def _counted_by() -> str:
 
 def read_pipeline_folder(folder: Path, name: str) -> ModuleSpec:
     """A local pipeline folder: ``model_index.json`` and each component's ``<name>/config.json``."""
-    index = _read_json(folder / "model_index.json")
+    index = read_json(folder / "model_index.json")
     configs = {}
     for key, entry in index.items():
         path = folder / key / "config.json"
         if not key.startswith("_") and isinstance(entry, list) and path.is_file():
-            configs[key] = _read_json(path)
+            configs[key] = read_json(path)
     return pipeline_spec(name, index, configs)
 
 
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise GpuplanError(f"cannot read {path} ({err.__class__.__name__})") from None
+def read_json(path: Path) -> dict[str, Any]:
+    """A pipeline's JSON file (``model_index.json``, a component's ``config.json``), through the bounded reader."""
+    from ..userfiles import load_json
+
+    data = load_json(path, "pipeline config")
     if not isinstance(data, dict):
         raise GpuplanError(f"{path} holds a JSON {type(data).__name__}, not an object")
     return data

@@ -86,7 +86,8 @@ def bundled_count(config: dict[str, Any]) -> int | None:
 
 
 def is_encoder_family(config: dict[str, Any]) -> bool:
-    return config.get("model_type") in FAMILIES
+    family = config.get("model_type")
+    return isinstance(family, str) and family in FAMILIES
 
 
 def class_of(config: dict[str, Any]) -> str:

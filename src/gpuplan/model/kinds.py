@@ -6,8 +6,9 @@ Resolution, as :mod:`.catalog` resolves decoders (it asks here first, and raises
 
 1. a bundled pipeline or model by repo id or alias (``sdxl``, ``flux-dev``, ``whisper-large-v3``);
 2. a local folder with a diffusers ``model_index.json`` (each component's ``<name>/config.json`` beside it), or a
-   ``config.json`` (a file or a folder holding one) of a diffusers class (``_class_name``) or of a transformers
-   family modelled here (Whisper, T5, BART, ViT, CLIP, SigLIP);
+   ``config.json`` (a file or a folder holding one, read once by the catalog and handed to :func:`of_config`) of a
+   diffusers class (``_class_name``) or of a transformers family modelled here (Whisper, T5, BART, ViT, CLIP,
+   SigLIP);
 3. a Hugging Face repo id: its ``model_index.json`` and components' configs when it is a diffusers repo (fetched
    with ``huggingface_hub``, cache first), else its ``config.json`` as for decoders.
 
@@ -16,7 +17,6 @@ A config of a diffusers class or a transformers family that is not modelled is r
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -38,17 +38,9 @@ def named(name: str) -> ModuleSpec | None:
     return None
 
 
-def at_path(path: Path) -> ModuleSpec | None:
-    """The module a local path holds, or None when it holds a decoder's config (or nothing readable)."""
-    if path.is_dir() and (path / "model_index.json").is_file():
-        return diffusers.read_pipeline_folder(path, path.name)
-    file = path / "config.json" if path.is_dir() else path
-    try:
-        config = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return None  # the decoder reader says what is wrong with it
-    name = path.name if path.is_dir() else (file.parent.name if file.name == "config.json" else file.stem)
-    return of_config(config, name)
+def pipeline_folder(path: Path) -> ModuleSpec:
+    """The pipeline a local folder holds: its ``model_index.json`` and each component's ``<name>/config.json``."""
+    return diffusers.read_pipeline_folder(path, path.name)
 
 
 # transformers heads that no decoder LLM has: a config naming one is an encoder's (BERT, wav2vec 2.0, ViT...)
@@ -79,14 +71,14 @@ def from_hub(repo_id: str, fetch) -> ModuleSpec | None:
     index_path = fetch(repo_id, "model_index.json")
     if index_path is None:
         return None
-    index = json.loads(Path(index_path).read_text(encoding="utf-8"))
+    index = diffusers.read_json(Path(index_path))
     configs: dict[str, dict[str, Any]] = {}
     for key, entry in index.items():
         if key.startswith("_") or not isinstance(entry, list) or len(entry) != 2 or entry[1] is None:
             continue
         found = fetch(repo_id, f"{key}/config.json")
         if found is not None:
-            configs[key] = json.loads(Path(found).read_text(encoding="utf-8"))
+            configs[key] = diffusers.read_json(Path(found))
     if not configs:
         raise GpuplanError(f"{repo_id}: model_index.json lists no component whose config.json could be fetched")
     return diffusers.pipeline_spec(repo_id, index, configs)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..errors import GpuplanError
+from ..errors import GpuplanError, echo_value, shown_number
 
 # Sizes and counts that must be >= 1 wherever they appear.
 POSITIVE = (
@@ -70,6 +70,7 @@ def checked_config(config: dict[str, Any], where: str = "config.json", *, vision
     if hidden and isinstance(heads, int) and not out.get("head_dim") and hidden < heads:
         raise GpuplanError(f"{where}: hidden_size {hidden} is smaller than num_attention_heads {heads}, so each head "
                            "would have no dimensions (head_dim = hidden_size / heads); give head_dim or fix the sizes")
+    _check_heads(out, where, heads)
     experts = next((out[k] for k in ("num_local_experts", "num_experts", "n_routed_experts") if out.get(k)), None)
     per_token = out.get("num_experts_per_tok") or out.get("experts_per_token")
     experts = experts if isinstance(experts, int) else None
@@ -82,13 +83,36 @@ def checked_config(config: dict[str, Any], where: str = "config.json", *, vision
     return out
 
 
+def _check_heads(config: dict[str, Any], where: str, heads: Any) -> None:
+    """Attention heads that go together: key/value heads at most the query heads and dividing them evenly
+    (grouped-query attention shares each key/value head among an equal group: transformers' ``repeat_kv`` by
+    ``num_attention_heads // num_key_value_heads``), and no head of size 0 outside MLA (where ``head_dim`` is
+    unused)."""
+    kv_key = next((k for k in ("num_key_value_heads", "num_kv_heads", "n_head_kv") if config.get(k)), None)
+    kv = config.get(kv_key) if kv_key else None
+    if isinstance(heads, int) and isinstance(kv, int) and kv > heads:
+        raise GpuplanError(f"{where}: {kv_key} {kv} is more than num_attention_heads {heads}; each key/value head "
+                           "serves one or more query heads, so fix one of them")
+    if isinstance(heads, int) and isinstance(kv, int) and heads % kv:
+        raise GpuplanError(f"{where}: num_attention_heads {heads} is not a multiple of {kv_key} {kv}; grouped-query "
+                           "attention shares each key/value head among an equal number of query heads")
+    mla = config.get("kv_lora_rank") is not None or config.get("qk_nope_head_dim") is not None
+    if config.get("head_dim") == 0 and not mla:
+        hidden = config.get("hidden_size") or config.get("n_embd")
+        derived = f" = {hidden // heads}" if isinstance(hidden, int) and isinstance(heads, int) and heads else ""
+        raise GpuplanError(f"{where}: head_dim 0 gives heads of no size; remove it (transformers then takes "
+                           f"hidden_size / num_attention_heads{derived}) or give the real value")
+
+
 def _whole(value: Any, key: str, where: str, least: int, most: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise GpuplanError(f"{where}: {key} must be a number, got {value!r}; write it without quotes")
+        raise GpuplanError(f"{where}: {key} must be a number, got {echo_value(value)}; write it without quotes")
     if isinstance(value, float):
         if not math.isfinite(value) or not value.is_integer():
-            raise GpuplanError(f"{where}: {key} must be a whole number, got {value!r}")
+            raise GpuplanError(f"{where}: {key} must be a whole number, got {echo_value(value)}")
+        if not least <= value <= most:  # before int(): 1e308 is a 309-digit integer
+            raise GpuplanError(f"{where}: {key} must be between {least} and {most:,}, got {shown_number(value)}")
         value = int(value)
     if not least <= value <= most:
-        raise GpuplanError(f"{where}: {key} must be between {least} and {most:,}, got {value:,}")
+        raise GpuplanError(f"{where}: {key} must be between {least} and {most:,}, got {shown_number(value)}")
     return value

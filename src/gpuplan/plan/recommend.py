@@ -33,7 +33,7 @@ from ..model.report import inexact_warning
 from ..model.spec import ModelSpec
 from ..result import Answer
 from ..scenario import Scenario
-from ..scenario.resolve import card_precision, resolve
+from ..scenario.resolve import card_precision, resolve, within_context
 from ..scenario.stacks import FRAMEWORKS
 from ..speed import speed_of
 from ..speed.gemm import can_time
@@ -265,6 +265,8 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
     """Every setup that fits ``s`` under ``c``, ranked; with ``explain``, the changes that would make one fit
     when none does."""
     started = time.perf_counter()
+    fitted, context_note = within_context(s, m)  # default lengths past the model's context, shortened (said)
+    s = s.model_copy(update=fitted) if fitted else s
     all_offers = load_offers(c.catalogs)
     offers = _offers(s, c, all_offers)
     cards = {o.gpu_id: gpus()[o.gpu_id] for o in offers}
@@ -333,7 +335,7 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
                             "cache); re-quantizing it (--quant awq-int4, fp8, int8) needs a converted checkpoint "
                             "and is priced only when asked")
     result.model_exact, result.model_exact_reason = m.exact, m.inexact_reason
-    result.defaults = list(m.notes)
+    result.defaults = [*m.notes, *([context_note] if context_note else [])]
     result.warnings = [w for w in (inexact_warning(m),) if w]
     result.resolved = searched(s, m, c)
     if explain and c.have and not owned:

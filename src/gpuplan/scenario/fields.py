@@ -14,8 +14,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from ..errors import GpuplanError, did_you_mean, read_mapping
+from ..errors import GpuplanError, did_you_mean, echo_value
 from ..model.quant import QUANT_FORMATS
+from ..userfiles import read_mapping
 from . import stacks
 
 Precision = Literal["bf16-mixed", "fp16-mixed", "bf16-true", "fp16-true", "fp32", "fp8-mixed", "fp4-mixed"]
@@ -467,9 +468,12 @@ def _one_sentence(err: ValidationError) -> str:
     if first["type"] == "missing":
         return f"scenario field {field!r} is required (e.g. {field}: {'train' if field == 'task' else '...'})"
     value = first.get("input")
+    if field.endswith("_version") and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return (f"scenario field {field!r} is a release number, written in quotes ({field}: \"4.46\"): unquoted, "
+                "YAML reads it as a number and drops its trailing zeros (4.40 becomes 4.4)")
     msg = first["msg"].removeprefix("Value error, ")
     more = f" (and {len(err.errors()) - 1} more)" if len(err.errors()) > 1 else ""
-    return f"scenario field {field!r}: {msg} (got {value!r}){more}"
+    return f"scenario field {field!r}: {msg} (got {echo_value(value)}){more}"
 
 
 def load_scenario(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> Scenario:

@@ -72,7 +72,32 @@ def resolve(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> tuple[Scenario, l
     if note:
         update.update(split)
         notes.append(note)
+    lengths, note = within_context(s, m)
+    if note:
+        update.update(lengths)
+        notes.append(note)
     return (s.model_copy(update=update) if update else s), notes
+
+
+def within_context(s: Scenario, m: ModelSpec) -> tuple[dict[str, Any], str | None]:
+    """Default lengths that fit the model's context when they would not: a shorter default prompt for serving
+    (gpt2's 1,024 positions hold the default 1,024-token prompt only without the 256 output tokens), the context
+    as the default training sequence (a dataset's own lengths are capped where they are read,
+    :func:`gpuplan.dataset.fields`). Lengths the user set are kept, and judged as set."""
+    context = m.max_context
+    if not context:
+        return {}, None
+    if s.task == "infer" and "prompt_tokens" not in s.model_fields_set and \
+            s.shared_prefix_tokens < context - s.output_tokens < s.prompt_tokens:
+        prompt = context - s.output_tokens
+        return {"prompt_tokens": prompt}, (f"prompt_tokens {prompt:,}: the default {s.prompt_tokens:,} plus "
+                                           f"{s.output_tokens:,} output tokens would run past {m.name}'s "
+                                           f"{context:,} positions (set prompt_tokens to choose)")
+    if s.task == "train" and "seq_len" not in s.model_fields_set and not (s.dataset or s.samples) and \
+            s.seq_len > context:
+        return {"seq_len": context}, (f"seq_len {context:,}: the default {s.seq_len:,} would run past {m.name}'s "
+                                      f"{context:,} positions (set seq_len to choose)")
+    return {}, None
 
 
 def describe(s: Scenario, m: ModelSpec | None = None, gpu_id: str | None = None, *, engine: str | None = None,

@@ -5,11 +5,17 @@ A pipeline of pure stages (as recommend's): enumerate setups -> vLLM memory (doe
 length fit; how many KV blocks) -> a closed-form queueing pass (idle-engine latencies against the SLOs, and the
 saturation rate of a full decode batch) that drops hopeless setups and bounds the search -> bisection on the
 rate with the simulation (:mod:`.simulate`) for the most promising ones -> price on the cheapest matching offer.
+
+Bounded: the search has :data:`SEARCH_TIME_S` wall seconds, shared out among the setups it simulates (each gets
+what is left over the setups still to go), and every simulation its own bounds (:data:`.simulate.MAX_EVENTS`,
+:data:`.simulate.TIME_LIMIT_S`). A setup whose simulation stopped early says so in its ``warnings`` (its rate is
+then from the requests that finished: a lower bound when the run was cut short).
 """
 
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -57,6 +63,7 @@ class RatePoint:
     queue_growth: float = 0.0  # requests in the system, end of the steady window minus its start
     stable: bool = True
     users: int | None = None  # closed loop
+    stopped: str = ""  # why its simulation stopped early ("": it ran to the end)
 
 
 @dataclass(kw_only=True)
@@ -91,6 +98,7 @@ class Deployment:
     pareto: bool = False
     curve: list[RatePoint] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # what the user must know: a simulation that stopped early
 
 
 def setups(s: Scenario, m: ModelSpec, gpu_ids: tuple[str, ...] = (), max_gpus: int = 8, any_quant: bool = False
@@ -163,6 +171,8 @@ WARMUP_SHARE, COOLDOWN_SHARE = 0.2, 0.1
 # sent, while a stable one still drifts up by some as its batch grows to its steady size (a few percent of a
 # 600-request run at high load: public runs of bench/serving/capacity_accuracy.py).
 STABLE_LOAD, QUEUE_GROWTH_SHARE = 0.97, 0.10
+# Wall seconds one capacity search may take, all its simulations together.
+SEARCH_TIME_S = 120.0
 
 
 def _requests(w: Workload, n: int, rng):
@@ -178,7 +188,8 @@ def _requests(w: Workload, n: int, rng):
 
 
 def _run(model: StepModel, engine, w: Workload, arrive, prompt, output, **kw):
-    """The simulation of ``w``'s requests: its shared prefix, or the prefix hits of its pool of distinct prompts."""
+    """The simulation of ``w``'s requests: its shared prefix, or the prefix hits of its pool of distinct prompts
+    (``kw``: :func:`.simulate.simulate`'s, its ``deadline`` among them)."""
     from .simulate import pool_hits, simulate
 
     if w.distinct_prompts:
@@ -187,22 +198,48 @@ def _run(model: StepModel, engine, w: Workload, arrive, prompt, output, **kw):
     return simulate(model, engine, arrive, prompt, output, w.shared_prefix_tokens, **kw)
 
 
-def saturated_rps(model: StepModel, engine, w: Workload, batch: float) -> float:
+def saturated_rps(model: StepModel, engine, w: Workload, batch: float, deadline: float | None = None) -> RatePoint:
     """Requests/s the engine completes with a queue that never empties: a closed loop of twice the closed-form
     ``batch`` users (:func:`saturation_rate`), each sending its next request as its last one finishes, over the
-    steady window (:func:`evaluate_users`). A closed loop rather than a burst at time zero or an overload of
-    arrivals: a burst admits a whole batch at once, whose requests of equal length then finish together in
-    waves, and an overload run's window is short next to a request's life; both miscount the rate."""
+    steady window (as :func:`evaluate_users`; ``requests_per_s``, and ``stopped`` if the run was cut short). A
+    closed loop rather than a burst at time zero or an overload of arrivals: a burst admits a whole batch at once,
+    whose requests of equal length then finish together in waves, and an overload run's window is short next to a
+    request's life; both miscount the rate.
+
+    The simulation ends with the window (its last send): what comes after, the last tenth of the requests and the
+    drain, changes no completion inside it, so the rate is the one of the whole run, a quarter of its events
+    sooner (the closed loop sends in request order, so the window's sends are known by index)."""
+    import numpy as np
+
     users = max(int(2 * batch), int(batch) + 16)
-    return evaluate_users(model, engine, w, users).requests_per_s
+    rng = np.random.default_rng(w.seed)
+    n = max(w.num_requests, 5 * users)
+    prompt, output = _requests(w, n, rng)
+    first = int(WARMUP_SHARE * n)
+    last = max(int((1 - COOLDOWN_SHARE) * n), first + 1) - 1
+    out = _run(model, engine, w, np.zeros(n), prompt, output, users=users, rng=rng, deadline=deadline,
+               until_sent=last)
+    if out.stopped or out.refused or out.completed == n:  # not ended with the window: judged as a whole run
+        point = _point(out, w, 0.0, n)
+    else:
+        start, end = float(out.sent_all[first]), float(out.sent_all[last])
+        done = int(np.count_nonzero((out.finished_at >= start) & (out.finished_at <= end)))
+        rps = done / (end - start) if end > start else 0.0
+        point = RatePoint(rate_rps=rps, ttft_s=math.inf, tpot_s=math.inf, e2e_s=math.inf, requests_per_s=rps,
+                          output_tokens_per_s=0.0, meets_slo=False)
+    point.rate_rps, point.users, point.stopped = point.requests_per_s, users, out.stopped
+    return point
 
 
 def _judged(out) -> tuple:
-    """Indices of the completed requests in the steady window, and the window's (start, end) send times."""
+    """Indices of the completed requests in the steady window, and the window's (start, end) send times (none and
+    (0, 0) when no request completed: every one longer than the pool, or the run stopped before the first)."""
     import numpy as np
 
     order = np.argsort(out.sent_at, kind="stable")
     k = len(order)
+    if not k:
+        return order, 0.0, 0.0
     keep = order[int(WARMUP_SHARE * k):max(int((1 - COOLDOWN_SHARE) * k), int(WARMUP_SHARE * k) + 1)]
     return keep, float(out.sent_at[keep].min()), float(out.sent_at[keep].max())
 
@@ -240,10 +277,12 @@ def _point(out, w: Workload, rate: float, n: int) -> RatePoint:
                      output_tokens_per_s=rps * out.output_tokens / max(out.completed, 1), meets_slo=bool(meets))
 
 
-def evaluate(model: StepModel, engine, w: Workload, rate: float, saturated: float | None = None) -> RatePoint:
+def evaluate(model: StepModel, engine, w: Workload, rate: float, saturated: float | None = None,
+             deadline: float | None = None) -> RatePoint:
     """Simulate ``w.num_requests`` requests arriving at ``rate``; the SLO percentiles of the steady window, and
     whether the rate is a steady state at all (below :data:`STABLE_LOAD` of ``saturated``, the engine's
-    :func:`saturated_rps`, and a queue that does not grow)."""
+    :func:`saturated_rps`, and a queue that does not grow). A run stopped early (``deadline``, the simulation's
+    bounds) does not meet the SLOs and says why in ``stopped``."""
     import numpy as np
 
     from .simulate import arrivals
@@ -251,8 +290,9 @@ def evaluate(model: StepModel, engine, w: Workload, rate: float, saturated: floa
     rng = np.random.default_rng(w.seed)
     n = w.num_requests
     prompt, output = _requests(w, n, rng)
-    out = _run(model, engine, w, arrivals(rate, n, w.burstiness, rng), prompt, output)
+    out = _run(model, engine, w, arrivals(rate, n, w.burstiness, rng), prompt, output, deadline=deadline)
     point = _point(out, w, rate, n)
+    point.stopped = out.stopped
     keep, _, _ = _judged(out)
     point.queue_growth = queue_growth(out)
     point.stable = bool(point.queue_growth <= max(3.0, QUEUE_GROWTH_SHARE * len(keep))
@@ -261,56 +301,66 @@ def evaluate(model: StepModel, engine, w: Workload, rate: float, saturated: floa
     return point
 
 
-def evaluate_users(model: StepModel, engine, w: Workload, users: int, think_s: float = 0.0) -> RatePoint:
+def evaluate_users(model: StepModel, engine, w: Workload, users: int, think_s: float = 0.0,
+                   deadline: float | None = None) -> RatePoint:
     """Closed loop: ``users`` clients, each sending its next request ``think_s`` (exponential mean) after its
     last one finished; the SLO percentiles and the requests/s of the steady window (a closed loop cannot
-    overload: its queue holds at most ``users``)."""
+    overload: its queue holds at most ``users``). ``stopped``: as :func:`evaluate`."""
     import numpy as np
 
     rng = np.random.default_rng(w.seed)
     n = max(w.num_requests, 5 * users)
     prompt, output = _requests(w, n, rng)
-    out = _run(model, engine, w, np.zeros(n), prompt, output, users=users, think_s=think_s, rng=rng)
+    out = _run(model, engine, w, np.zeros(n), prompt, output, users=users, think_s=think_s, rng=rng,
+               deadline=deadline)
     point = _point(out, w, 0.0, n)
+    point.stopped = out.stopped
     point.rate_rps = point.requests_per_s
     point.users = users
     return point
 
 
-def max_rate(model: StepModel, engine, w: Workload, upper: float, batch: float = 1.0, iterations: int = 5
-             ) -> tuple[float, list]:
+def max_rate(model: StepModel, engine, w: Workload, upper: float, batch: float = 1.0, iterations: int = 5,
+             deadline: float | None = None) -> tuple[float, list, list[str]]:
     """Highest steady rate meeting the SLOs, by bisection in ``(0, STABLE_LOAD x saturated]``, the saturated
     throughput found by simulation from the closed-form rate ``upper`` and ``batch`` (5 halvings: within 3 % of
-    the top of the range, well inside the rate band of the accuracy table)."""
-    saturated = saturated_rps(model, engine, w, batch) or upper
+    the top of the range, well inside the rate band of the accuracy table). Also returns why simulations stopped
+    early, if any did (``deadline``: when all of them must end)."""
+    sat = saturated_rps(model, engine, w, batch, deadline)
+    saturated = sat.requests_per_s or upper
     curve = []
     lo, hi = 0.0, STABLE_LOAD * saturated
-    point = evaluate(model, engine, w, hi, saturated)
+    point = evaluate(model, engine, w, hi, saturated, deadline)
     curve.append(point)
-    if point.meets_slo:
-        return hi, curve
-    for _ in range(iterations):
-        mid = (lo + hi) / 2
-        point = evaluate(model, engine, w, mid, saturated)
-        curve.append(point)
-        lo, hi = (mid, hi) if point.meets_slo else (lo, mid)
-    return lo, sorted(curve, key=lambda p: p.rate_rps)
+    if not point.meets_slo:
+        for _ in range(iterations):
+            mid = (lo + hi) / 2
+            point = evaluate(model, engine, w, mid, saturated, deadline)
+            curve.append(point)
+            lo, hi = (mid, hi) if point.meets_slo else (lo, mid)
+        hi = lo
+    stops = [f"saturation run {sat.stopped}"] * bool(sat.stopped) + \
+        [f"run at {p.rate_rps:.3g} req/s {p.stopped}" for p in curve if p.stopped]
+    return hi, sorted(curve, key=lambda p: p.rate_rps), stops
 
 
-def max_users(model: StepModel, engine, w: Workload, users: int, think_s: float) -> tuple[int, list]:
-    """Most concurrent users (at most ``users``) whose requests meet the SLOs, by bisection."""
+def max_users(model: StepModel, engine, w: Workload, users: int, think_s: float, deadline: float | None = None
+              ) -> tuple[int, list, list[str]]:
+    """Most concurrent users (at most ``users``) whose requests meet the SLOs, by bisection; and why simulations
+    stopped early, if any did."""
     curve = []
-    point = evaluate_users(model, engine, w, users, think_s)
+    point = evaluate_users(model, engine, w, users, think_s, deadline)
     curve.append(point)
-    if point.meets_slo:
-        return users, curve
-    lo, hi = 0, users
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        point = evaluate_users(model, engine, w, mid, think_s)
-        curve.append(point)
-        lo, hi = (mid, hi) if point.meets_slo else (lo, mid)
-    return lo, sorted(curve, key=lambda p: p.users or 0)
+    lo = users
+    if not point.meets_slo:
+        lo, hi = 0, users
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            point = evaluate_users(model, engine, w, mid, think_s, deadline)
+            curve.append(point)
+            lo, hi = (mid, hi) if point.meets_slo else (lo, mid)
+    stops = [f"run with {p.users:,} users {p.stopped}" for p in curve if p.stopped]
+    return lo, sorted(curve, key=lambda p: p.users or 0), stops
 
 
 def cheapest_offer(s: Scenario, offers: list[Offer], gpu_id: str) -> tuple[float, str, int] | None:
@@ -325,6 +375,16 @@ def cheapest_offer(s: Scenario, offers: list[Offer], gpu_id: str) -> tuple[float
         size = max(o.gpu_count, group)
         rows.append((size * o.usd_per_gpu_hour, replace(o, gpu_count=size).label, size // group))
     return min(rows) if rows else None
+
+
+def _within_context(w: Workload, m: ModelSpec) -> None:
+    """Refuse a workload whose mean request (prompt + output) is longer than the model's context: no engine would
+    accept its requests (and none would finish in the simulation)."""
+    mean = w.mean_prompt_tokens + w.mean_output_tokens
+    if m.max_context and mean > m.max_context:
+        raise GpuplanError(f"the workload's requests average {mean:,.0f} tokens ({w.mean_prompt_tokens:,.0f} prompt "
+                           f"+ {w.mean_output_tokens:,.0f} output), more than {m.name}'s context of "
+                           f"{m.max_context:,} tokens: shorten them")
 
 
 def _longest(w: Workload, m: ModelSpec) -> int:
@@ -375,9 +435,10 @@ def engine_memory(sc: Scenario, m: ModelSpec, gpu: GpuSpec, longest: int) -> Ser
 
 def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...] = (), max_gpus: int = 8,
              any_quant: bool = False, simulate_top: int = 6, calibration: Calibration | None = None,
-             catalogs: tuple[str, ...] = ()) -> list[Deployment]:
+             catalogs: tuple[str, ...] = (), time_limit_s: float = SEARCH_TIME_S) -> list[Deployment]:
     """Plans ranked by what the target costs (the workload's rate or users: whole instances), else by cost per
-    request at their highest SLO-meeting load (unpriced setups last)."""
+    request at their highest SLO-meeting load (unpriced setups last). The simulations share ``time_limit_s``
+    wall seconds (see the module docstring)."""
     check_kv_cache(s)
     simulated = [g for g in gpus().values() if g.vendor == "NVIDIA" and g.peak_tflops("fp16")]  # as setups()
     if gpu_ids and not any(g.id in gpu_ids for g in simulated):
@@ -386,6 +447,7 @@ def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...]
     offers = load_offers(catalogs)
     w = with_scenario_prefix(w, s)
     longest = _longest(w, m)
+    _within_context(w, m)
     candidates = []
     prompt = round(w.mean_prompt_tokens)
     for st in setups(s, m, gpu_ids, max_gpus, any_quant):
@@ -411,8 +473,11 @@ def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...]
         candidates.append((st, sc, mem, model, bound, price))
     # closed-form cost per request decides which setups get simulated
     candidates.sort(key=lambda c: (c[5] is None, (c[5][0] / c[5][2] if c[5] else 0) / c[4][0]))
-    plans = [_plan(st, sc, mem, model, bound, price, w, m) for st, sc, mem, model, bound, price
-             in candidates[:simulate_top]]
+    chosen, start, plans = candidates[:simulate_top], time.monotonic(), []
+    for i, (st, sc, mem, model, bound, price) in enumerate(chosen):  # each the time left over the setups to go
+        now = time.monotonic()
+        deadline = now + max(time_limit_s - (now - start), 0.0) / (len(chosen) - i)
+        plans.append(_plan(st, sc, mem, model, bound, price, w, m, deadline))
     plans.sort(key=_rank)
     _mark_pareto(plans)
     return plans
@@ -427,9 +492,10 @@ def with_scenario_prefix(w: Workload, s: Scenario) -> Workload:
 
 
 def _plan(st: Setup, sc: Scenario, mem, model: StepModel, bound: tuple[float, float], price, w: Workload,
-          m: ModelSpec) -> Deployment:
-    """One setup simulated: its highest steady load meeting the SLOs, priced on whole instances; the KV pool
-    and the idle-engine speeds from the functions estimate uses (one scenario, one set of numbers)."""
+          m: ModelSpec, deadline: float | None = None) -> Deployment:
+    """One setup simulated (by ``deadline``): its highest steady load meeting the SLOs, priced on whole
+    instances; the KV pool and the idle-engine speeds from the functions estimate uses (one scenario, one set of
+    numbers)."""
     from ..speed.inference import inference_speed
 
     pool, engine = mem.pool, mem.engine
@@ -438,11 +504,14 @@ def _plan(st: Setup, sc: Scenario, mem, model: StepModel, bound: tuple[float, fl
                       quant=st.quant, kv_tokens=pool.kv_tokens, max_concurrency=pool.max_concurrency,
                       max_rate_rps=0.0, rate_band_rps=(0.0, 0.0), bound_rate_rps=bound[0])
     if w.users:
-        plan.max_users, plan.curve = max_users(model, engine, w, w.users, w.think_s)
+        plan.max_users, plan.curve, stops = max_users(model, engine, w, w.users, w.think_s, deadline)
         at = [p for p in plan.curve if p.meets_slo and p.users == plan.max_users]
     else:
-        rate, plan.curve = max_rate(model, engine, w, *bound)
+        rate, plan.curve, stops = max_rate(model, engine, w, *bound, deadline=deadline)
         at = [p for p in plan.curve if p.meets_slo and p.rate_rps <= rate]
+    if stops:
+        plan.warnings.append(f"{st.label}: {len(stops)} of its simulations stopped early ({stops[0]}), so its "
+                             "figures count only the requests that finished")
     if at:
         best = max(at, key=lambda p: p.rate_rps)
         plan.ttft_s, plan.tpot_s, plan.e2e_s = best.ttft_s, best.tpot_s, best.e2e_s
@@ -502,5 +571,6 @@ def shown(plans: list[Deployment]) -> list[dict]:
              "usd_per_hour": p.usd_per_hour, "replicas_per_instance": p.replicas_per_instance,
              "usd_per_million_input": p.usd_per_million_input, "usd_per_million_output": p.usd_per_million_output,
              "usd_per_1k_requests": p.usd_per_1k_requests, "replicas_for_target": p.replicas_for_target,
-             "instances_for_target": p.instances_for_target, "usd_per_hour_for_target": p.usd_per_hour_for_target}
+             "instances_for_target": p.instances_for_target, "usd_per_hour_for_target": p.usd_per_hour_for_target,
+             "warnings": list(p.warnings)}
             for p in plans]

@@ -3,11 +3,31 @@
 
 from __future__ import annotations
 
-from ..errors import GpuplanError
+from pathlib import Path
+
+from ..errors import GpuplanError, echo
+
+PLOT_FORMATS = (".png", ".svg", ".pdf", ".jpg", ".jpeg", ".webp", ".tif", ".tiff", ".eps", ".ps")  # matplotlib's
+
+
+def plot_target(path: str) -> Path:
+    """Where ``--plot`` writes, checked before any work: a file name with a picture suffix matplotlib writes, in a
+    folder that exists; else one sentence."""
+    p = Path(path).expanduser()
+    if p.suffix.lower() not in PLOT_FORMATS:
+        raise GpuplanError(f"--plot writes a picture: name it .png, .svg or .pdf (matplotlib also writes "
+                           f"{', '.join(s for s in PLOT_FORMATS[3:])}), not {echo(p.name)}")
+    folder = p.parent
+    if not folder.is_dir():
+        raise GpuplanError(f"--plot {echo(str(p))}: no folder {echo(str(folder))}; create it first")
+    if p.is_dir():
+        raise GpuplanError(f"--plot {echo(str(p))} is a folder: name the picture file")
+    return p
 
 
 def plot_curves(plans, workload, path: str) -> None:
     """p-th percentile TTFT and TPOT against the arrival rate, one line per plan, SLOs dashed."""
+    target = plot_target(path)
     try:
         import matplotlib
 
@@ -29,5 +49,9 @@ def plot_curves(plans, workload, path: str) -> None:
     b.set(xlabel="arrival rate (req/s)", ylabel=f"p{q} TPOT (ms)", title="time per output token")
     b.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    try:
+        fig.savefig(target, dpi=110)
+    except OSError as err:
+        raise GpuplanError(f"cannot write --plot {echo(str(target))}: {err.strerror or err}") from None
+    finally:
+        plt.close(fig)

@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import heapq
 import math
+import time
+from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -39,6 +41,13 @@ import numpy as np
 from .steptime import StepModel
 
 _add = np.add.reduce  # ndarray.sum without its Python wrapper (the step loop sums small arrays ~6 times a step)
+
+# Bounds of one simulation (:func:`simulate`), so that no input runs it for long: engine steps, turns of its loop
+# (a step, a run of decode steps or a wait for an arrival: events) and wall seconds. A capacity search's saturated
+# run of SGLang on a large card takes about 40,000 events; the bounds are 25 times that.
+MAX_STEPS = 2_000_000
+MAX_EVENTS = 1_000_000
+TIME_LIMIT_S = 60.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -94,6 +103,11 @@ class Outcome:
     # of the latencies
     sent_at: np.ndarray = field(default_factory=lambda: np.zeros(0))
     finished_at: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    stopped: str = ""  # why the run ended before every request finished ("": it did not), in words
+    sent_all: np.ndarray = field(default_factory=lambda: np.zeros(0))  # every request's send time (inf: never)
+    refused: int = 0  # requests longer than the pool holds (never admitted)
+    events: int = 0  # turns of the simulation's loop
+    steps: int = 0  # engine steps simulated
 
     @property
     def output_tokens_per_s(self) -> float:
@@ -128,155 +142,238 @@ def arrivals(rate_rps: float, n: int, burstiness: float, rng) -> np.ndarray:
 
 
 def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np.ndarray, output: np.ndarray,
-             shared_prefix: int = 0, max_steps: int = 2_000_000, max_concurrency: int | None = None,
+             shared_prefix: int = 0, max_steps: int = MAX_STEPS, max_concurrency: int | None = None,
              prefix_hits: np.ndarray | None = None, cached_blocks: int = 0, users: int | None = None,
-             think_s: float = 0.0, rng=None) -> Outcome:
+             think_s: float = 0.0, rng=None, max_events: int = MAX_EVENTS, deadline: float | None = None,
+             until_sent: int | None = None) -> Outcome:
     """Serve the requests; returns per-request latencies (requests that never fit the pool are dropped and
     counted out of ``completed``). ``shared_prefix``: tokens every prompt starts with (cached after the first
     request); or ``prefix_hits``, each request's prompt tokens found in the prefix cache, with ``cached_blocks``
     blocks the cache holds for them. ``users``: a closed loop (see the module docstring); ``arrive`` is then
     ignored past its length, the number of requests sent in all.
 
-    A step: the clients send what has arrived (:meth:`_Clients.send`); the running requests take their next tokens
-    (:func:`_schedule_with_preemption` when the pool runs out); waiting requests are admitted
-    (:func:`_admit_waiting`); the step's work (:func:`_step_work`) is timed, a run of pure-decode steps advanced
-    at once; requests that finish free their blocks and their clients' seats (:meth:`_Clients.replied`).
-    :func:`_outcome` turns the times into latencies."""
+    A turn of the loop (an event): the clients send what has arrived (:meth:`_Clients.send`); the engine schedules
+    a step (:meth:`_Engine.schedule`), or waits for the next arrival; the step is timed (:func:`_timed`: a run of
+    pure-decode steps advanced at once) and its tokens land (:meth:`_Engine.land`); requests that finish free
+    their clients' seats (:meth:`_Clients.replied`). :func:`_outcome` turns the times into latencies.
+
+    Bounded: at most ``max_steps`` engine steps, ``max_events`` turns and until ``deadline`` (``time.monotonic``;
+    default :data:`TIME_LIMIT_S` from now). A run that reaches a bound, or whose queue can never be admitted,
+    stops there and says why in :attr:`Outcome.stopped` (its unfinished requests are not ``completed``).
+
+    ``until_sent``: a caller that judges only what happens until request ``until_sent`` (in the order sent) goes
+    out ends the run once the clock has passed that send (not an early stop: :attr:`Outcome.sent_all` has every
+    send time); ignored when a request can never fit the pool (the run's completed requests would differ)."""
     n = len(arrive)
     clients = _Clients(arrive, max_concurrency or n, users, think_s, rng)
     arrive = clients.arrive
-    bt = engine.block_tokens
     prompt = np.asarray(prompt, dtype=np.int64)
     output = np.maximum(np.asarray(output, dtype=np.int64), 1)
-    hit, shared_blocks = _cached_tokens(n, prompt, bt, shared_prefix, prefix_hits, cached_blocks)
-    free = engine.kv_blocks - shared_blocks
-    done_tokens = hit.copy()  # tokens whose KV exists (prefix hits count as computed)
-    target = prompt.copy()  # tokens to prefill: the prompt, and after a preemption the tokens generated too
-    generated = np.zeros(n, dtype=np.int64)
-    held = np.zeros(n, dtype=np.int64)
-    first = np.full(n, np.nan)
-    finish = np.full(n, np.nan)
-    too_big = np.ceil((prompt + output) / bt) > engine.kv_blocks
-    if not engine.chunked_prefill:  # vLLM refuses a prompt longer than the step budget without chunking
-        too_big |= prompt - hit > engine.max_num_batched_tokens
-    waiting: list[int] = []
-    running: list[int] = []
-    ra = None
-    t, steps, preempt = 0.0, 0, 0
+    hit, shared_blocks = _cached_tokens(n, prompt, engine.block_tokens, shared_prefix, prefix_hits, cached_blocks)
+    st = _Engine(engine, prompt, output, hit, shared_blocks)
+    deadline = time.monotonic() + TIME_LIMIT_S if deadline is None else deadline
+    t, steps, events, stopped = 0.0, 0, 0, ""
     lag, busy, scheduled_at = model.async_host, False, 0.0  # async: this step was scheduled when the last began
-    finished = int(too_big.sum())
     next_at = clients.next_at()  # when the next request can go out (inf: none left, or every seat taken)
-    while finished < n and steps < max_steps:
+    if until_sent is not None and (st.finished or not 0 <= until_sent < n):
+        until_sent = None
+    while st.finished < n:
+        if until_sent is not None and clients.nxt > until_sent and t >= clients.sent[until_sent]:
+            break
+        if steps >= max_steps or events >= max_events or (events % 256 == 255 and time.monotonic() > deadline):
+            stopped = _bound_hit(steps, max_steps, events, max_events, deadline)
+            break
+        events += 1
         cutoff = scheduled_at if lag and busy else t
         if next_at <= cutoff:
-            next_at = clients.send(cutoff, too_big, waiting)
-        if not running and not waiting:
-            if clients.nxt >= n:
+            next_at = clients.send(cutoff, st.too_big, st.waiting)
+        step = st.schedule() if len(st.ra) or st.waiting else None
+        if step is None:  # idle, or nothing fits (cannot happen with requests running): wait for the next arrival
+            if clients.nxt >= n or (not len(st.ra) and st.waiting and math.isinf(next_at)):
+                if st.waiting:
+                    stopped = f"stalled: {len(st.waiting):,} queued requests can never be admitted"
                 break
             t, busy = max(t, float(arrive[clients.nxt])), False
             continue
-        budget = engine.max_num_batched_tokens
-        sched_idx: list[int] = []
-        sched_take: list[int] = []
-        run_idx = run_take = None  # the running requests scheduled by the vectorized path (arrays)
-        # prefill first (SGLang): a step of prompt tokens alone whenever one can be formed
-        prefill_only = not engine.mixed_prefill and _prefill_ready(engine, running, waiting, done_tokens, target,
-                                                                   held, free)
-        if running:  # running requests in order: the vectorized path unless the pool runs out (then preempt)
-            if ra is None:  # the running requests as an array, rebuilt when the set changes
-                ra = np.fromiter(running, dtype=np.int64, count=len(running))
-            have_ra = done_tokens[ra]
-            left = target[ra] - have_ra
-            held_ra = held[ra]
-            fits = _running_tokens(have_ra, left, held_ra, budget, free, bt, prefill_only)
-            if fits is not None:
-                takes, sel, wanted, need, total = fits
-                if total:
-                    held[ra] = held_ra + need
-                    free -= total
-                run_idx, run_take = (ra, takes) if sel is None else (ra[sel], takes[sel])
-                budget -= wanted
-            else:
-                before = preempt
-                ra = None
-                budget, free, preempt = _schedule_with_preemption(
-                    running, waiting, budget, free, preempt, bt, prompt, target, done_tokens, held, generated, hit,
-                    sched_idx, sched_take)
-                if preempt > before:  # vLLM admits no waiting request in a step that preempted
-                    budget = 0
-        if waiting and budget > 0 and (engine.mixed_prefill or prefill_only):
-            budget, free, admitted = _admit_waiting(engine, waiting, running, budget, free, done_tokens, target,
-                                                    held, sched_idx, sched_take)
-            if admitted:
-                ra = None
-        if run_idx is not None and len(run_idx):
-            if sched_idx:
-                idx = np.concatenate((run_idx, np.asarray(sched_idx, dtype=np.int64)))
-                take = np.concatenate((run_take, np.asarray(sched_take, dtype=np.int64)))
-            else:
-                idx, take = run_idx, run_take
-                if sel is None:  # every running request, in order: their tokens are known already
-                    have, prefilling = have_ra, left > 0
-        elif not sched_idx:  # nothing fits: wait for the next arrival (cannot happen with requests running)
-            if clients.nxt >= n:
-                break
-            t, busy = max(t, float(arrive[clients.nxt])), False
-            continue
-        else:
-            idx = np.asarray(sched_idx, dtype=np.int64)
-            take = np.asarray(sched_take, dtype=np.int64)
-        if idx is not run_idx or sel is not None:
-            have = done_tokens[idx]
-            prefilling = have < target[idx]
-        n_pre = int(np.count_nonzero(prefilling))
-        want_all = target[idx] if n_pre else None
-        pre_tok, pairs, finishing, ctx = _step_work(have, take, prefilling, n_pre, want_all)
-        pre_seqs, n_dec = float(n_pre), float(len(idx) - n_pre)
-        rem = None if n_pre else output[idx] - generated[idx]  # tokens each decoding request has left
-        k = 1
-        # the queue cannot move until a request finishes: it waits on max_num_seqs or on free blocks, not on
-        # this step's token budget (decoding takes blocks, never frees them)
-        blocked = bool(waiting) and (budget > 0 if engine.mixed_prefill else not prefill_only)
-        if not n_pre and (not waiting or blocked) and len(idx) == len(running):
-            # pure decode until a request finishes or the next one arrives (that could be admitted): advance k
-            # steps at once
-            k = _decode_run(rem, have, held[idx], free, bt)
-        dt1 = model.time(pre_tok, n_dec, ctx, pairs, pre_seqs, n_dec + finishing)
-        if k > 1:
-            dt_mid = model.time(0.0, float(len(idx)), ctx + len(idx) * (k - 1) / 2)
-            if next_at < math.inf and not blocked:
-                k = max(1, min(k, int((next_at - t) / dt_mid)))
-            extra = np.maximum(-(-(have + k) // bt) + (have + 1) // -bt, 0)
-            held[idx] += extra
-            free -= int(_add(extra))
-            dt = dt1 + (k - 1) * dt_mid
-        else:
-            dt = dt1
-        scheduled_at, busy = t + dt - (dt_mid if k > 1 else dt1), True  # the last step's start
+        k, dt, last = _timed(model, st, step, next_at, t)
+        scheduled_at, busy = t + dt - last, True  # the last step's start
         t += dt
         steps += k
-        # the step's tokens land: prompts complete (their first token), decodes generate, requests finish
-        if n_pre:
-            done_tokens[idx] = have + take  # k is 1 in a step with prompt tokens, and a decode takes 1
-            completes_prompt = prefilling & (done_tokens[idx] >= want_all)
-            generated[idx] += np.where(prefilling, 0, k) + completes_prompt
-            newly = idx[completes_prompt & np.isnan(first[idx])]
-            first[newly] = t
-            over = idx[generated[idx] >= output[idx]]
-        else:
-            done_tokens[idx] = have + k
-            generated[idx] = output[idx] - (rem - k)
-            over = idx[rem <= k]
-        if len(over):  # finished: their blocks go back to the pool, their seats to the clients
-            finish[over] = t
-            free += int(_add(held[over]))
-            held[over] = 0
-            gone = set(over.tolist())
-            running = [r for r in running if r not in gone]
-            ra = None
-            finished += len(over)
+        over = st.land(step, k, t)
+        if len(over):  # finished: their seats go back to the clients
             next_at = clients.replied(t, len(over))
-    return _outcome(model, prompt, output, first, finish, clients.sent, preempt)
+    return _outcome(model, st, clients.sent, stopped, events, steps)
+
+
+def _bound_hit(steps: int, max_steps: int, events: int, max_events: int, deadline: float) -> str:
+    """Which bound stopped a simulation, in words."""
+    if steps >= max_steps:
+        return f"stopped after {steps:,} engine steps (the bound is {max_steps:,})"
+    if events >= max_events:
+        return f"stopped after {events:,} events (the bound is {max_events:,})"
+    return f"stopped at its time limit after {events:,} events"
+
+
+@dataclass(slots=True)
+class _Step:
+    """One scheduled step: the requests (``idx``), the tokens each takes, its tokens in the cache before the step
+    (``have``), which take prompt tokens (``prefilling``, ``n_pre`` of them; ``want`` their prompts), what each
+    decoding one has left to generate (``rem``, pure-decode steps), and whether the queue is blocked (it cannot
+    move until a request finishes)."""
+
+    idx: np.ndarray
+    take: np.ndarray
+    have: np.ndarray
+    prefilling: np.ndarray | None  # None: every one decodes
+    n_pre: int
+    want: np.ndarray | None
+    rem: np.ndarray | None
+    blocked: bool
+
+
+class _Engine:
+    """The engine's state, as the steps change it: each request's tokens in the cache (``done``: prefix hits count
+    as computed), tokens to prefill (``target``: the prompt, after a preemption the tokens generated too), output
+    tokens still to generate (``owed``), blocks held, first-token and finish times; the free blocks, the running
+    batch (``ra``, in the order admitted: an array, so that a step's arithmetic runs over it without list round
+    trips) and the queue."""
+
+    def __init__(self, engine: Scheduler, prompt, output, hit, shared_blocks: int) -> None:
+        n, bt = len(prompt), engine.block_tokens
+        self.engine, self.bt, self.prompt, self.output, self.hit = engine, bt, prompt, output, hit
+        self.done = hit.copy()
+        self.target = prompt.copy()
+        self.owed = output.copy()
+        self.held = np.zeros(n, dtype=np.int64)
+        self.first = np.full(n, np.nan)
+        self.finish = np.full(n, np.nan)
+        self.free = engine.kv_blocks - shared_blocks
+        self.ra = np.zeros(0, dtype=np.int64)
+        self.waiting: deque[int] = deque()
+        self.prompting = 0  # running requests with prompt tokens left (chunked prompts mid-way, or just admitted)
+        self.preempt = 0
+        self.too_big = np.ceil((prompt + output) / bt) > engine.kv_blocks
+        if not engine.chunked_prefill:  # vLLM refuses a prompt longer than the step budget without chunking
+            self.too_big |= prompt - hit > engine.max_num_batched_tokens
+        self.finished = int(self.too_big.sum())
+
+    def schedule(self) -> _Step | None:
+        """This step's requests: the running ones in order, each taking its next prompt chunk or one decode token
+        out of the budget (:func:`_running_tokens`; under SGLang's prefill first only prompt chunks,
+        :func:`_prompt_chunks`; :func:`_schedule_with_preemption` when the pool runs out), then waiting ones
+        admitted (:func:`_admit_waiting`). None when nothing can run."""
+        engine, ra, held = self.engine, self.ra, self.held
+        budget = engine.max_num_batched_tokens
+        run_idx = run_take = left = pending = None
+        first = 0  # the running requests scheduled are the first ``first`` ones, in order (None: others)
+        if len(ra):
+            have_ra = self.done[ra]
+            if self.prompting:  # else every running request decodes: no prompt arithmetic
+                left = self.target[ra] - have_ra
+                pending = left > 0  # prompt tokens left
+        # prefill first (SGLang): a step of prompt tokens alone whenever one can be formed
+        prefill_only = not engine.mixed_prefill and _prefill_ready(self)
+        if prefill_only and self.prompting:
+            fits = _prompt_chunks(have_ra, left, pending, ra, held, budget, self.free, self.bt)
+            if fits is not None:
+                run_idx, run_take, wanted, need, total = fits
+                held[run_idx] += need
+                self.free -= total
+                budget -= wanted
+                first = None
+        if len(ra) and run_idx is None and (self.prompting or not prefill_only):  # (prompt chunks that do not fit)
+            held_ra = held[ra]
+            first, run_take, wanted, need, total = _running_tokens(have_ra, left, held_ra, budget, self.bt)
+            if total <= self.free:
+                if total:
+                    held[ra[:first]] = held_ra[:first] + need
+                    self.free -= total
+                budget -= wanted
+            else:
+                before = self.preempt
+                first, run_take, budget = _schedule_with_preemption(self, budget, run_take, need, held_ra)
+                if self.preempt > before:  # vLLM admits no waiting request in a step that preempted
+                    budget = 0
+            run_idx = ra[:first]
+        admitted: list[int] = []
+        takes: list[int] = []
+        if self.waiting and budget > 0 and (engine.mixed_prefill or prefill_only):
+            budget = _admit_waiting(self, budget, admitted, takes)
+            if admitted:
+                self.ra = np.concatenate((self.ra, np.asarray(admitted, dtype=np.int64)))
+                self.prompting += len(admitted)
+        if run_idx is not None and len(run_idx):
+            idx, take = run_idx, run_take
+            if admitted:
+                idx = np.concatenate((run_idx, np.asarray(admitted, dtype=np.int64)))
+                take = np.concatenate((run_take, np.asarray(takes, dtype=np.int64)))
+        elif not admitted:
+            return None
+        else:
+            idx, take = np.asarray(admitted, dtype=np.int64), np.asarray(takes, dtype=np.int64)
+        if first is not None and not admitted:  # the first running requests: their tokens are known already
+            have, prefilling = have_ra[:first], None if pending is None else pending[:first]
+        else:
+            have = self.done[idx]
+            prefilling = have < self.target[idx]
+        n_pre = 0 if prefilling is None else int(np.count_nonzero(prefilling))
+        # the queue cannot move until a request finishes: it waits on max_num_seqs or on free blocks, not on this
+        # step's token budget (decoding takes blocks, never frees them)
+        blocked = bool(self.waiting) and (budget > 0 if engine.mixed_prefill else not prefill_only)
+        return _Step(idx=idx, take=take, have=have, prefilling=prefilling, n_pre=n_pre,
+                     want=self.target[idx] if n_pre else None,
+                     rem=None if n_pre else self.owed[idx], blocked=blocked)
+
+    def land(self, step: _Step, k: int, t: float) -> np.ndarray:
+        """The step's tokens land at ``t`` (``k`` steps of them in a decode run): prompts complete (their first
+        token), decodes generate, requests finish and free their blocks. Returns the finished requests."""
+        idx, have = step.idx, step.have
+        batch = None  # the running requests left, when known without a search
+        if step.n_pre:
+            self.done[idx] = have + step.take  # k is 1 in a step with prompt tokens, and a decode takes 1
+            completes_prompt = step.prefilling & (self.done[idx] >= step.want)
+            self.prompting -= int(np.count_nonzero(completes_prompt))
+            self.owed[idx] -= np.where(step.prefilling, 0, k) + completes_prompt
+            newly = idx[completes_prompt & np.isnan(self.first[idx])]
+            self.first[newly] = t
+            over = idx[self.owed[idx] <= 0]
+        else:
+            self.done[idx] = have + k
+            self.owed[idx] = step.rem - k
+            going = step.rem <= k
+            over = idx[going]
+            if len(over) and len(idx) == len(self.ra):  # every running request decoded: idx is the batch
+                batch = idx[~going]
+        if len(over):
+            self.finish[over] = t
+            self.free += int(_add(self.held[over]))
+            self.held[over] = 0
+            self.ra = self.ra[np.isnan(self.finish[self.ra])] if batch is None else batch
+            self.finished += len(over)
+        return over
+
+
+def _timed(model: StepModel, st: _Engine, step: _Step, next_at: float, t: float) -> tuple[int, float, float]:
+    """How long ``step`` takes, and how many steps run back to back: a pure decode of every running request, with
+    nothing the queue can admit, repeats until a request finishes or the next one arrives (that could be admitted),
+    :func:`_decode_run`; those steps' blocks are taken here. Returns the steps, their seconds and the last one's."""
+    idx, have = step.idx, step.have
+    pre_tok, pairs, finishing, ctx = _step_work(have, step.take, step.prefilling, step.n_pre, step.want)
+    pre_seqs, n_dec = float(step.n_pre), float(len(idx) - step.n_pre)
+    dt1 = model.time(pre_tok, n_dec, ctx, pairs, pre_seqs, n_dec + finishing)
+    k = 1
+    if not step.n_pre and (not st.waiting or step.blocked) and len(idx) == len(st.ra):
+        k = _decode_run(step.rem, have, st.held[idx], st.free, st.bt)
+    if k == 1:
+        return 1, dt1, dt1
+    dt_mid = model.time(0.0, float(len(idx)), ctx + len(idx) * (k - 1) / 2)
+    if next_at < math.inf and not step.blocked:
+        k = max(1, min(k, int((next_at - t) / dt_mid)))
+    bt = st.bt
+    extra = np.maximum(-(-(have + k) // bt) + (have + 1) // -bt, 0)
+    st.held[idx] += extra
+    st.free -= int(_add(extra))
+    return k, dt1 + (k - 1) * dt_mid, dt_mid if k > 1 else dt1
 
 
 class _Clients:
@@ -301,7 +398,7 @@ class _Clients:
         """When the next request goes out: its arrival time; inf when all were sent or every seat is taken."""
         return float(self.arrive[self.nxt]) if self.nxt < self.n and self.in_flight < self.cap else math.inf
 
-    def send(self, cutoff: float, too_big, waiting: list[int]) -> float:
+    def send(self, cutoff: float, too_big, waiting: deque[int]) -> float:
         """Send the requests due by ``cutoff`` to the queue ``waiting`` (one too big for the pool is refused at
         once: its user thinks and sends another); returns :meth:`next_at`."""
         arrive, n, users = self.arrive, self.n, self.users
@@ -346,53 +443,69 @@ def _cached_tokens(n: int, prompt: np.ndarray, bt: int, shared_prefix: int, pref
     return hit, cached_blocks
 
 
-def _running_tokens(have, left, held, budget: int, free: int, bt: int, prefill_only: bool):
-    """The running requests' tokens this step, in order (``have`` in the cache, ``left`` of the prompt, ``held``
-    blocks each): a decode takes one, a prompt its rest, until the budget runs out; under SGLang's prefill first
-    only prompt chunks. Returns the tokens each takes, which take any (None: all of them), the tokens in all, the
-    new blocks each needs and their sum; None when the free blocks cannot hold them (then requests are preempted,
-    :func:`_schedule_with_preemption`)."""
-    want = np.where(left > 0, left, 0) if prefill_only else np.maximum(left, 1)  # a decode takes one token
-    wanted = int(_add(want))
-    if wanted <= budget and not prefill_only:  # all of them fit the budget whole (the usual step)
-        takes, sel = want, None
+def _running_tokens(have, left, held, budget: int, bt: int):
+    """The running requests' tokens this step, in order (``have`` in the cache, ``left`` of the prompt, None when
+    every one decodes; ``held`` blocks each): a decode takes one, a prompt its rest, until the budget runs out.
+    Returns how many the budget reaches (the first ones), their tokens, the tokens in all, the new blocks each
+    needs and their sum (more than the free blocks: requests are preempted, :func:`_schedule_with_preemption`)."""
+    if left is None:
+        want, wanted = np.ones(len(have), dtype=np.int64), len(have)
+    else:
+        want = np.maximum(left, 1)  # a decode takes one token
+        wanted = int(_add(want))
+    if wanted <= budget:  # all of them fit the budget whole (the usual step)
+        m, takes = len(want), want
     else:
         ahead = want.cumsum() - want
-        takes = np.minimum(np.maximum(budget - ahead, 0), want)
-        sel = takes > 0
+        m = int(np.searchsorted(ahead, budget, side="left"))
+        takes = np.minimum(want[:m], budget - ahead[:m])
         wanted = int(_add(takes))
-    need = np.maximum((have + takes + (bt - 1)) // bt - held, 0)
-    if sel is not None:
-        need *= sel
+        have, held = have[:m], held[:m]
+    need = np.maximum((have + takes if bt == 1 else (have + takes + (bt - 1)) // bt) - held, 0)
+    return m, takes, wanted, need, int(_add(need))
+
+
+def _prompt_chunks(have, left, pending, ra, held, budget: int, free: int, bt: int):
+    """Under SGLang's prefill first: only the running requests with prompt tokens left (``pending``: a chunked
+    prompt continues) take them, in order, until the budget runs out; the decodes wait. Returns the requests that
+    take any, their tokens, the tokens in all, their new blocks and their sum; None when the free blocks cannot
+    hold them."""
+    p = np.flatnonzero(pending)
+    want = left[p]
+    ahead = want.cumsum() - want
+    takes = np.minimum(np.maximum(budget - ahead, 0), want)
+    sel = takes > 0
+    p, takes = p[sel], takes[sel]
+    idx = ra[p]
+    need = np.maximum((have[p] + takes + (bt - 1)) // bt - held[idx], 0)
     total = int(_add(need))
-    return None if total > free else (takes, sel, wanted, need, total)
+    return None if total > free else (idx, takes, int(_add(takes)), need, total)
 
 
-def _admit_waiting(engine: Scheduler, waiting: list[int], running: list[int], budget: int, free: int, done_tokens,
-                   target, held, sched_idx: list[int], sched_take: list[int]) -> tuple[int, int, int]:
+def _admit_waiting(st: _Engine, budget: int, admitted: list[int], takes: list[int]) -> int:
     """Admit waiting requests in arrival order while the step's token budget, ``max_num_seqs`` and the free
     blocks allow: a prompt takes what the budget leaves (chunked prefill) or waits until it fits whole; from vLLM
-    0.19 its whole known sequence must fit the free blocks. Returns the budget and free blocks left and how many
-    were admitted."""
-    bt, admitted = engine.block_tokens, 0
-    while waiting and budget > 0 and len(running) < engine.max_num_seqs:
+    0.19 its whole known sequence must fit the free blocks. Appends them and their tokens to ``admitted`` and
+    ``takes``; returns the budget left."""
+    engine, waiting, done, target, held = st.engine, st.waiting, st.done, st.target, st.held
+    bt, seats = engine.block_tokens, engine.max_num_seqs - len(st.ra)
+    while waiting and budget > 0 and len(admitted) < seats:
         r = waiting[0]
-        take = min(target[r] - done_tokens[r], budget)
-        if not engine.chunked_prefill and take < target[r] - done_tokens[r]:
+        have, want, has = int(done[r]), int(target[r]), int(held[r])
+        take = min(want - have, budget)
+        if not engine.chunked_prefill and take < want - have:
             break
-        need = math.ceil((done_tokens[r] + take) / bt) - held[r]
-        whole = math.ceil(target[r] / bt) - held[r] if engine.reserve_full_sequence else need
-        if max(need, whole) > free:
+        need = -(-(have + take) // bt) - has
+        whole = -(-want // bt) - has if engine.reserve_full_sequence else need
+        if max(need, whole) > st.free:
             break
-        waiting.pop(0)
-        running.append(r)
-        admitted += 1
-        free -= need
+        waiting.popleft()
+        st.free -= need
         held[r] += need
-        sched_idx.append(r)
-        sched_take.append(take)
+        admitted.append(r)
+        takes.append(take)
         budget -= take
-    return budget, free, admitted
+    return budget
 
 
 def _step_work(have, take, prefilling, n_pre: int, want_all) -> tuple[float, float, float, float]:
@@ -414,16 +527,23 @@ def _step_work(have, take, prefilling, n_pre: int, want_all) -> tuple[float, flo
 
 def _decode_run(rem, have, held, free: int, bt: int) -> int:
     """Pure-decode steps that can run back to back: until the first request finishes (``rem`` tokens left each),
-    halved until the free blocks hold the growing contexts (``have`` tokens, ``held`` blocks each)."""
+    halved until the free blocks hold the growing contexts (``have`` tokens, ``held`` blocks each). The halving
+    runs first on a lower bound of the blocks (the ceiling of the sum: exact for one-token pages), then on the
+    sum of each request's ceiling."""
     k = int(rem.min())
-    while k > 1 and int(_add(-(-(have + k) // bt) - held)) > free:
-        k //= 2
+    if k > 1:
+        n, have_all, held_all = len(have), int(_add(have)), int(_add(held))
+        while k > 1 and -(-(have_all + k * n) // bt) - held_all > free:
+            k //= 2
+        while bt > 1 and k > 1 and int(_add(-(-(have + k) // bt) - held)) > free:
+            k //= 2
     return k
 
 
-def _outcome(model: StepModel, prompt, output, first, finish, sent, preemptions: int) -> Outcome:
+def _outcome(model: StepModel, st: _Engine, sent, stopped: str, events: int, steps: int) -> Outcome:
     """The latencies of the completed requests (a request's first token and last token plus the model's
     per-request latency outside the engine, from its send), the tokens served and the time it took."""
+    finish, first, output = st.finish, st.first, st.output
     ok = ~np.isnan(finish)
     ttft = first[ok] - sent[ok] + model.request_s
     e2e = finish[ok] - sent[ok] + model.request_s
@@ -431,27 +551,29 @@ def _outcome(model: StepModel, prompt, output, first, finish, sent, preemptions:
     tpot = np.where(out > 1, (finish[ok] - first[ok]) / np.maximum(out - 1, 1), 0.0)
     return Outcome(ttft_s=ttft, tpot_s=tpot, e2e_s=e2e,
                    duration_s=float(finish[ok].max() + model.request_s - sent[0]) if ok.any() else 0.0,
-                   input_tokens=int(prompt[ok].sum()), output_tokens=int(out.sum()), preemptions=preemptions,
-                   completed=int(ok.sum()), sent_at=sent[ok], finished_at=finish[ok])
+                   input_tokens=int(st.prompt[ok].sum()), output_tokens=int(out.sum()), preemptions=st.preempt,
+                   completed=int(ok.sum()), sent_at=sent[ok], finished_at=finish[ok], stopped=stopped,
+                   events=events, steps=steps, sent_all=sent, refused=int(st.too_big.sum()))
 
 
-def _prefill_ready(engine: Scheduler, running: list[int], waiting: list[int], done_tokens, target, held,
-                   free: int) -> bool:
+def _prefill_ready(st: _Engine) -> bool:
     """Whether a prefill batch forms this step (SGLang's ``get_new_batch_prefill``): a running request has prompt
     tokens left (a chunked prompt continues), or the first waiting request fits a seat and the free pool."""
-    if running and bool((done_tokens[running] < target[running]).any()):
+    engine, waiting, done_tokens, target, held = st.engine, st.waiting, st.done, st.target, st.held
+    running = len(st.ra)
+    if st.prompting:
         return True
-    if not waiting or len(running) >= engine.max_num_seqs:
+    if not waiting or running >= engine.max_num_seqs:
         return False
     r = waiting[0]
-    left = target[r] - done_tokens[r]
-    if not engine.chunked_prefill and left > engine.max_num_batched_tokens:
+    have, want, has = int(done_tokens[r]), int(target[r]), int(held[r])
+    if not engine.chunked_prefill and want - have > engine.max_num_batched_tokens:
         return False
-    take = min(left, engine.max_num_batched_tokens)
+    take = min(want - have, engine.max_num_batched_tokens)
     bt = engine.block_tokens
-    need = -(-(done_tokens[r] + take) // bt) - held[r]
-    whole = -(-target[r] // bt) - held[r] if engine.reserve_full_sequence else need
-    return max(need, whole) <= free
+    need = -(-(have + take) // bt) - has
+    whole = -(-want // bt) - has if engine.reserve_full_sequence else need
+    return max(need, whole) <= st.free
 
 
 def _next_user(arrive: np.ndarray, ready: list[float], nxt: int) -> None:
@@ -462,35 +584,44 @@ def _next_user(arrive: np.ndarray, ready: list[float], nxt: int) -> None:
     arrive[nxt] = heapq.heappop(ready) if ready else math.inf
 
 
-def _schedule_with_preemption(running: list[int], waiting: list[int], budget: int, free: int, preempt: int, bt: int,
-                              prompt, target, done_tokens, held, generated, hit, sched_idx: list[int],
-                              sched_take: list[int]) -> tuple[int, int, int]:
-    """The running requests one by one when the pool cannot hold their next tokens: a request that needs a block
-    the pool lacks preempts the most recently admitted one (recompute: its blocks freed, back to the head of the
-    queue), itself if it is the last. Returns the budget, free blocks and preemptions left."""
-    i = 0
-    while i < len(running) and budget > 0:
-        r = running[i]
-        left = target[r] - done_tokens[r]
-        take = min(left, budget) if left > 0 else 1
-        need = math.ceil((done_tokens[r] + take) / bt) - held[r]
-        while need > free and running[-1] != r:
-            v = running.pop()
-            free += held[v]
-            held[v], done_tokens[v], target[v] = 0, hit[v], prompt[v] + generated[v]
-            waiting.insert(0, v)
-            preempt += 1
-        if need > free:  # r itself must go
-            running.pop(i)
-            free += held[r]
-            held[r], done_tokens[r], target[r] = 0, hit[r], prompt[r] + generated[r]
-            waiting.insert(0, r)
-            preempt += 1
-            continue
-        free -= max(need, 0)
-        held[r] += max(need, 0)
-        sched_idx.append(r)
-        sched_take.append(take)
-        budget -= take
-        i += 1
-    return budget, free, preempt
+def _schedule_with_preemption(st: _Engine, budget: int, take, need, held_ra) -> tuple[int, np.ndarray, int]:
+    """The running requests in order when the pool cannot hold their next tokens: a request that needs a block the
+    pool lacks preempts the most recently admitted ones (recompute: their blocks freed, back to the head of the
+    queue) until it fits, itself if it is the last. ``take`` and ``need``: the tokens and new blocks of the
+    requests the budget reaches (:func:`_running_tokens`), ``held_ra`` the blocks each running request holds.
+    Returns how many are served (the first ones), their tokens and the budget left.
+
+    In closed form rather than one request at a time (a full pool of one-token pages, SGLang's, preempts at every
+    step, and a walk over thousands of running requests each step took minutes): the requests the budget reaches
+    take their tokens in order (``need`` new blocks each, ``S_i`` the running sum); request ``i`` is served once the
+    pool holds ``S_i``, that is when the tail from ``p_i`` on is preempted, ``p_i`` the last position whose suffix
+    of held blocks ``H[p]`` covers ``S_i - free``; the first ``i`` with ``p_i <= i`` goes with everything after it."""
+    ra, held, done, target = st.ra, st.held, st.done, st.target
+    n, m = len(ra), len(need)
+    s = np.cumsum(need)
+    # H[n - k]: blocks held by the last k running requests; p_i the largest p with H[p] >= S_i - free
+    from_end = np.concatenate(([0], np.cumsum(held_ra[::-1])))
+    last = n - int(np.searchsorted(from_end, s[-1] - st.free, side="left")) if m else n
+    if last >= m:  # every request reached is served (p_i >= p_last > i)
+        served, cut = m, last
+    else:  # p_i >= p_last > i below p_last: the first i with p_i <= i is at p_last or after it
+        lo = max(last, 0)
+        p = n - np.searchsorted(from_end, s[lo:] - st.free, side="left")
+        served = cut = lo + int(np.flatnonzero(p <= np.arange(lo, m))[0])
+    gone = ra[cut:]
+    if len(gone):
+        st.free += int(_add(held_ra[cut:]))
+        st.prompting -= int(np.count_nonzero(done[gone] < target[gone]))
+        held[gone] = 0
+        done[gone] = st.hit[gone]
+        target[gone] = st.prompt[gone] + st.output[gone] - st.owed[gone]
+        st.waiting.extendleft(gone[::-1].tolist())
+        st.ra = ra[:cut]
+        st.preempt += len(gone)
+    if served:
+        st.free -= int(s[served - 1])
+        held[ra[:served]] = held_ra[:served] + need[:served]
+        budget -= int(_add(take[:served]))
+    return served, take[:served], budget
+
+

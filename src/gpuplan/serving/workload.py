@@ -16,14 +16,14 @@ shape ``burstiness`` and the same mean (``vllm/benchmarks/serve.py`` ``get_reque
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ..errors import GpuplanError, did_you_mean, read_mapping
+from ..errors import GpuplanError, did_you_mean, echo_value
+from ..userfiles import number, parse_json, read_mapping, read_text
 
 
 class Lengths(BaseModel):
@@ -154,56 +154,90 @@ def sample_lengths(d: Lengths, n: int, rng) -> Any:
     return np.clip(np.rint(x), d.min, d.max).astype(np.int64)
 
 
+MAX_TRACE_REQUESTS = 1_000_000  # requests a trace may hold (the simulation draws num_requests of them)
+MAX_TOKENS = 10_000_000  # one request's prompt or output, as the workload's own lengths
+
+
 def read_trace(path: str | Path) -> tuple[list[int], list[int], list[float] | None, str]:
-    """(input lengths, output lengths, arrival offsets in seconds or None, how they were read)."""
+    """(input lengths, output lengths, arrival offsets in seconds or None, how they were read). Every length is a
+    whole number of tokens (prompts 1 to :data:`MAX_TOKENS`, outputs 0 to it), every time finite; one sentence
+    naming the record otherwise."""
     p = Path(path)
-    if not p.is_file():
-        raise GpuplanError(f"no trace file {str(path)!r}")
-    text = p.read_text(encoding="utf-8")
-    try:
-        data = json.loads(text)
-        records = data if isinstance(data, list) else [data]
-    except json.JSONDecodeError:
-        try:
-            records = [json.loads(line) for line in text.splitlines() if line.strip()]
-        except json.JSONDecodeError as err:
-            raise GpuplanError(f"{path} is neither JSON nor JSON lines: {err}") from None
+    records = _trace_records(p)
     if len(records) == 1 and isinstance(records[0], dict) and "input_lens" in records[0]:
         r = records[0]
-        return [int(x) for x in r["input_lens"]], [int(x) for x in r["output_lens"]], None, \
-            "vllm bench serve result (input_lens, output_lens)"
+        ins, outs = r.get("input_lens"), r.get("output_lens")
+        if not isinstance(ins, list) or not isinstance(outs, list) or len(ins) != len(outs) or not ins:
+            raise GpuplanError(f"{p}: input_lens and output_lens must be lists of the same length, one length per "
+                               "request (vllm bench serve --save-detailed)")
+        return ([_tokens(x, f"{p}: input_lens[{i}]", 1) for i, x in enumerate(ins)],
+                [_tokens(x, f"{p}: output_lens[{i}]", 0) for i, x in enumerate(outs)], None,
+                "vllm bench serve result (input_lens, output_lens)")
     ins, outs, times = [], [], []
     how = "request records"
     for i, r in enumerate(records):
+        where = f"{p}, record {i + 1:,}"
         if not isinstance(r, dict):
-            raise GpuplanError(f"{path}: record {i} is not an object")
+            raise GpuplanError(f"{where} is not an object")
         if "conversations" in r:
-            turns = [t.get("value", "") for t in r["conversations"]]
-            if len(turns) < 2:
-                continue
-            ins.append(max(1, len(turns[0]) // 4))
-            outs.append(max(1, len(turns[1]) // 4))
-            how = "ShareGPT conversations, 4 characters per token"
+            turns = _turns(r["conversations"], where)
+            if len(turns) >= 2:
+                ins.append(_tokens(max(1, len(turns[0]) // 4), f"{where}: the first turn's tokens", 1))
+                outs.append(_tokens(max(1, len(turns[1]) // 4), f"{where}: the second turn's tokens", 1))
+                how = "ShareGPT conversations, 4 characters per token"
             continue
         a = _first(r, ("input_len", "prompt_len", "input_length", "prompt_tokens", "input_tokens"))
         b = _first(r, ("output_len", "output_tokens", "output_length", "completion_tokens"))
         if a is None or b is None:
-            raise GpuplanError(f"{path}: record {i} has no input/output lengths (input_len and output_len, or "
-                               "input_length and output_length)")
-        ins.append(int(a))
-        outs.append(int(b))
-        t = r.get("arrival_s", r.get("timestamp"))
-        times.append(None if t is None else float(t) / (1000 if "timestamp" in r else 1))
+            raise GpuplanError(f"{where} has no input/output lengths (input_len and output_len, or input_length "
+                               "and output_length)")
+        ins.append(_tokens(r[a], f"{where}: {a}", 1))
+        outs.append(_tokens(r[b], f"{where}: {b}", 0))
+        key = "arrival_s" if r.get("arrival_s") is not None else "timestamp"
+        t = r.get(key)
+        times.append(None if t is None else number(t, f"{where}: {key}", least=-1e15, most=1e15)
+                     / (1000 if key == "timestamp" else 1))
     if not ins:
-        raise GpuplanError(f"{path} holds no requests")
-    if any(x <= 0 for x in ins) or any(x < 0 for x in outs):
-        raise GpuplanError(f"{path}: lengths must be positive")
+        raise GpuplanError(f"{p} holds no requests")
     arrivals = None if any(t is None for t in times) or not times else [t - min(times) for t in times]
     return ins, outs, arrivals, how
 
 
-def _first(r: dict, keys: tuple[str, ...]):
-    return next((r[k] for k in keys if r.get(k) is not None), None)
+def _trace_records(p: Path) -> list[Any]:
+    """The records of a trace: a JSON list (or one object), or JSON lines; at most :data:`MAX_TRACE_REQUESTS`."""
+    text = read_text(p, "trace")
+    lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+    if p.suffix.lower() in (".jsonl", ".ndjson") and len(lines) > 1:
+        records = [parse_json(line, f"{p}, line {n:,}") for n, line in lines]
+    else:
+        try:
+            data = parse_json(text, str(p))
+        except GpuplanError:
+            if len(lines) < 2:
+                raise
+            data = [parse_json(line, f"{p}, line {n:,}") for n, line in lines]
+        records = data if isinstance(data, list) else [data]
+    if len(records) > MAX_TRACE_REQUESTS:
+        raise GpuplanError(f"{p} holds {len(records):,} requests; gpuplan reads traces of up to "
+                           f"{MAX_TRACE_REQUESTS:,} (the simulation draws its requests from them)")
+    return records
+
+
+def _tokens(value: Any, where: str, least: int) -> int:
+    return int(number(value, where, least=least, most=MAX_TOKENS, whole=True))
+
+
+def _turns(conversations: Any, where: str) -> list[str]:
+    if not isinstance(conversations, list) or not all(isinstance(t, dict) for t in conversations):
+        raise GpuplanError(f"{where}: conversations must be a list of turns ({{\"from\": ..., \"value\": ...}})")
+    turns = [t.get("value", "") for t in conversations]
+    if not all(isinstance(t, str) for t in turns):
+        raise GpuplanError(f"{where}: each turn's value must be text")
+    return turns
+
+
+def _first(r: dict, keys: tuple[str, ...]) -> str | None:
+    return next((k for k in keys if r.get(k) is not None), None)
 
 
 def load_workload(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> Workload:
@@ -211,7 +245,11 @@ def load_workload(path: str | Path | None = None, overrides: dict[str, Any] | No
     ``preset``, ``prompt_tokens``, ``output_tokens``, ``ttft_s``, ``tpot_s``, ``e2e_s``, ``percentile``..."""
     data: dict[str, Any] = dict(read_mapping(path, "workload")) if path is not None else {}
     flat = {k: v for k, v in (overrides or {}).items() if v is not None}
-    slo = dict(data.pop("slo", None) or {})
+    slo = data.pop("slo", None) or {}
+    if not isinstance(slo, dict):
+        raise GpuplanError(f"workload slo: a mapping of latency targets (ttft_s, tpot_s, e2e_s, percentile), not "
+                           f"{echo_value(slo)}")
+    slo = dict(slo)
     for key in ("ttft_s", "tpot_s", "e2e_s", "percentile"):
         if key in flat:
             slo[key] = flat.pop(key)
@@ -232,5 +270,5 @@ def load_workload(path: str | Path | None = None, overrides: dict[str, Any] | No
             msg = "unknown field" + (f"; did you mean {close[0]!r}?" if close else "")
         if not first["loc"]:  # a rule across fields: the sentence says it all
             raise GpuplanError(f"workload: {msg}") from None
-        raise GpuplanError(f"workload {field}: {msg}" + (f" (got {first.get('input')!r})"
+        raise GpuplanError(f"workload {field}: {msg}" + (f" (got {echo_value(first.get('input'))})"
                                                           if first["type"] != "extra_forbidden" else "")) from None

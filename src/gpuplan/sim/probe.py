@@ -30,6 +30,7 @@ from ..errors import GpuplanError
 from ..model.catalog import load_model
 from ..plan.estimate import estimate
 from ..scenario import Scenario, scenario_from
+from ..userfiles import load_json
 
 GIB = 2**30
 
@@ -179,14 +180,7 @@ def read_record(path: str | Path) -> dict[str, Any]:
     p = Path(path)
     if p.is_dir():
         raise GpuplanError(f"{path} is a folder: pass the probe records in it ({path}/*.json)")
-    try:
-        record = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise GpuplanError(f"no probe record at {path}") from None
-    except (UnicodeDecodeError, OSError):
-        raise GpuplanError(f"{path} is not a probe record (not a readable UTF-8 JSON file)") from None
-    except json.JSONDecodeError as e:
-        raise GpuplanError(f"{path} is not a probe record (invalid JSON at line {e.lineno})") from None
+    record = load_json(p, "probe record")
     if not isinstance(record, dict):
         raise GpuplanError(f"{path} is not a probe record: it holds a JSON {_kind(record)}, not an object")
     missing = {"scenario", "probe", "estimate"} - set(record)

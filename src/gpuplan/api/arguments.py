@@ -1,0 +1,128 @@
+"""The Python API's keyword arguments, checked at the door: each is of its kind (a number in range, a flag, text,
+names, a path) or the call raises :class:`~gpuplan.errors.GpuplanError` with one sentence naming the argument.
+
+Scenario fields are checked by the scenario itself (:class:`~gpuplan.scenario.Scenario`); these are the other
+arguments of :func:`~gpuplan.api.recommend`, :func:`~gpuplan.api.cost`, :func:`~gpuplan.api.capacity`,
+:func:`~gpuplan.api.fit` and :func:`~gpuplan.api.launch`. Numbers use the same check as the files a user gives
+(:func:`gpuplan.userfiles.number`): None, NaN, text, bytes or a list where a number goes is one sentence, not a
+``TypeError`` three calls down.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shlex
+from collections.abc import Mapping
+from typing import Any
+
+from ..errors import GpuplanError, echo_value
+from ..userfiles import number
+
+
+def count(value: Any, what: str, *, least: int = 1, most: int, optional: bool = False) -> int | None:
+    """A whole number in ``[least, most]`` (None allowed where ``optional``)."""
+    if value is None and optional:
+        return None
+    return int(number(value, what, least=least, most=most, whole=True))
+
+
+def amount(value: Any, what: str, *, least: float = 0.0, most: float = math.inf, above: bool = False,
+           optional: bool = False) -> float | None:
+    """A finite number in range (None allowed where ``optional``)."""
+    if value is None and optional:
+        return None
+    return number(value, what, least=least, most=most, above=above)
+
+
+def flag(value: Any, what: str) -> bool:
+    """True or False, nothing else (not 0, not "yes")."""
+    if not isinstance(value, bool):
+        raise GpuplanError(f"{what} takes True or False, not {echo_value(value)}")
+    return value
+
+
+def text(value: Any, what: str, *, optional: bool = False, choices: tuple[str, ...] = ()) -> str | None:
+    """A string (one of ``choices`` when given)."""
+    if value is None and optional:
+        return None
+    if not isinstance(value, str):
+        raise GpuplanError(f"{what} takes text, not {echo_value(value)}")
+    if choices and value not in choices:
+        raise GpuplanError(f"{what} takes {', '.join(choices[:-1])} or {choices[-1]}, not {echo_value(value)}")
+    return value
+
+
+def path(value: Any, what: str, *, optional: bool = False) -> str | None:
+    """A file or folder name: text or a path object, not empty."""
+    if value is None and optional:
+        return None
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if not isinstance(value, str) or not value.strip():
+        raise GpuplanError(f"{what} takes a file or folder name (text or a Path), not {echo_value(value)}")
+    return value
+
+
+def names_of(value: Any, what: str, *, pairs: bool = False) -> list[Any]:
+    """A list argument as a list: one string is its comma-separated names (as the command line takes them, not its
+    characters); each item a string (or, with ``pairs``, a ``(name, count)`` pair: ``("rtx-3090", 2)``). Names
+    are stripped and blank ones dropped."""
+    if isinstance(value, str):
+        return [n.strip() for n in value.split(",") if n.strip()]
+    if isinstance(value, (bytes, Mapping)) or not hasattr(value, "__iter__"):
+        raise GpuplanError(f"{what} takes names: a list of strings or one comma-separated string, not "
+                           f"{echo_value(value)}")
+    items = [v.strip() if isinstance(v, str) else v for v in value]
+    for item in items:
+        if isinstance(item, str):
+            continue
+        if pairs and isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str):
+            count(item[1], f"{what} count of {item[0]!r}", most=512)
+            continue
+        raise GpuplanError(f"{what} takes names (strings){' or (name, count) pairs' if pairs else ''}, not "
+                           f"{echo_value(item)}")
+    return [i for i in items if i != ""]
+
+
+def discounts_of(value: Any) -> dict[str, float]:
+    """``{provider: price multiplier}``: each a number in (0, 1.5]."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise GpuplanError(f"discounts takes a dict of provider: price multiplier (e.g. {{'runpod': 0.85}}), not "
+                           f"{echo_value(value)}")
+    out = {}
+    for provider, factor in value.items():
+        text(provider, "discounts' provider names")
+        out[provider] = number(factor, f"discount for {provider}", least=0, above=True, most=1.5)
+    return out
+
+
+def script_of(value: Any) -> tuple[str, ...] | None:
+    """The training entry point: one command line (split as a shell would) or its words."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            words = shlex.split(value)
+        except ValueError as err:
+            raise GpuplanError(f"script {echo_value(value)} is not one command line ({err})") from None
+        return tuple(words) or None
+    words = names_of(value, "script")
+    return tuple(words) or None
+
+
+def devices_of(value: Any) -> tuple[int, ...] | None:
+    """CUDA device numbers (0 to 1,023), each once."""
+    if value is None:
+        return None
+    if isinstance(value, (str, bytes, Mapping)) or not hasattr(value, "__iter__"):
+        raise GpuplanError(f"visible_devices takes device numbers, e.g. (0, 1), not {echo_value(value)}")
+    devices = tuple(int(number(d, "visible_devices", least=0, most=1023, whole=True)) for d in value)
+    if len(set(devices)) != len(devices):
+        raise GpuplanError(f"visible_devices names a device twice: {devices}")
+    return devices
+
+
+__all__ = ["amount", "count", "devices_of", "discounts_of", "flag", "names_of", "path", "script_of", "text"]

@@ -1,0 +1,347 @@
+"""The one place gpuplan reads the files a user gives it: YAML, JSON, JSON lines and CSV text, each bounded.
+
+Scenarios, workloads, calibrations, model configs, benchmark results, traces, datasets and tokenizer configs all
+come here. Whatever a file holds, the answer is its data or one sentence naming the file:
+
+- **size**: a file read whole is at most :data:`MAX_BYTES` (datasets and traces stream line by line, each line at
+  most :data:`MAX_LINE_BYTES`; a CSV field at most :data:`MAX_CSV_FIELD` characters);
+- **text**: UTF-8, with or without a byte-order mark (Windows tools write one); any other encoding or a binary
+  file is refused with the byte and its position;
+- **nesting**: at most :data:`MAX_DEPTH` levels of lists and mappings, so no reader (Python's own included) runs
+  out of stack;
+- **YAML aliases** (``&a`` / ``*a``) add at most :data:`MAX_ALIAS_VALUES` values to what the file spells out, and
+  may not refer to themselves: the "billion laughs" bomb (each level repeating the one before) stops at its first
+  levels, in milliseconds;
+- **duplicate keys** in one mapping or object are refused, naming the key (YAML and JSON would keep the last one
+  without a word);
+- YAML is read by libyaml (PyYAML's ``CParser``) where installed, the pure-Python parser otherwise; either way only
+  plain data is built (``SafeConstructor``: no Python tags).
+
+Values are checked by their readers; :func:`number` is the shared check for a number a file gives.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+from yaml.composer import Composer
+from yaml.constructor import SafeConstructor
+from yaml.events import AliasEvent, MappingStartEvent, SequenceStartEvent
+from yaml.nodes import MappingNode, SequenceNode
+from yaml.resolver import Resolver
+
+from .errors import GpuplanError, echo, echo_value, shown_number
+
+MAX_BYTES = 64 * 1024 * 1024  # a file read whole (the largest tokenizer.json released is ~35 MB)
+MAX_LINE_BYTES = 64 * 1024 * 1024  # one line of a streamed file (one record)
+MAX_CSV_FIELD = 64 * 1024 * 1024  # characters in one CSV field (Python's csv default, 131,072, is one long document)
+MAX_DEPTH = 64  # levels of nesting (real inputs use under 10; Python's readers fail near 1,000)
+MAX_ALIAS_VALUES = 10_000  # values YAML aliases may add to those the file spells out
+
+
+def read_text(path: str | Path, what: str, *, limit: int = MAX_BYTES) -> str:
+    """The text of a UTF-8 file (a leading byte-order mark dropped), at most ``limit`` bytes; else one sentence.
+    ``what`` names the file in the messages ("scenario", "benchmark result")."""
+    p = Path(path)
+    _check_file(p, what, limit)
+    with p.open("rb") as f:  # in pieces, at most limit + 1 bytes: /proc files say size 0, and read(n) takes n
+        pieces, size = [], 0
+        while size <= limit and (piece := f.read(min(2**20, limit + 1 - size))):
+            pieces.append(piece)
+            size += len(piece)
+    data = b"".join(pieces)
+    if len(data) > limit:
+        raise GpuplanError(f"{p} is larger than {limit // 2**20} MiB, more than gpuplan reads for a {what} file")
+    return _decode(data, p, what)
+
+
+def _check_file(p: Path, what: str, limit: int) -> None:
+    try:
+        is_file, is_dir = p.is_file(), p.is_dir()
+        size = p.stat().st_size if is_file else 0
+    except OSError:  # a name too long, a symlink loop
+        is_file, is_dir, size = False, False, 0
+    if is_dir:
+        raise GpuplanError(f"{p} is a folder, not a {what} file")
+    if not is_file:
+        raise GpuplanError(f"no {what} file {echo(str(p))}")
+    if size > limit:
+        raise GpuplanError(f"{p} is {size / 2**20:,.0f} MiB, more than gpuplan reads for a {what} file "
+                           f"({limit // 2**20} MiB)")
+
+
+def _decode(data: bytes, p: Path, what: str, line: int | None = None) -> str:
+    where = f"{p}, line {line}," if line else str(p)
+    nul = data.find(b"\0")
+    if nul >= 0:
+        raise GpuplanError(f"{where} is not {what} text: it holds a NUL byte (position {nul:,}), as binary and "
+                           "UTF-16 files do; save it as UTF-8 text")
+    try:
+        return data.decode("utf-8-sig" if not line or line == 1 else "utf-8")
+    except UnicodeDecodeError as err:
+        raise GpuplanError(f"{where} is not UTF-8 text (byte 0x{data[err.start]:02x} at position {err.start:,}): "
+                           f"save the {what} file as UTF-8") from None
+
+
+# ---- JSON ------------------------------------------------------------------------------------------------------
+class _Duplicate(Exception):
+    def __init__(self, key: Any):
+        self.key = key
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        raise _Duplicate(next(k for k, _ in pairs if k in seen or seen.add(k)))
+    return out
+
+
+def parse_json(text: str, where: str, *, hint: str = "") -> Any:
+    """The value of a JSON text (one file, or one line of a JSON lines file named by ``where``): duplicate keys
+    and nesting deeper than :data:`MAX_DEPTH` refused. ``hint`` follows the message of a syntax error."""
+    try:
+        value = json.loads(text, object_pairs_hook=_unique)
+    except json.JSONDecodeError as err:
+        raise GpuplanError(f"{where} is not valid JSON (line {err.lineno}, column {err.colno}: {err.msg})"
+                           + (f"; {hint}" if hint else "")) from None
+    except _Duplicate as dup:
+        raise GpuplanError(f"{where}: key {echo(dup.key)} appears twice in one object; keep one") from None
+    except RecursionError:  # Python's parser gives up near 1,000 levels
+        raise GpuplanError(f"{where}: {DEEP}") from None
+    except ValueError as err:  # an integer of more than 4,300 digits
+        raise GpuplanError(f"{where} is not JSON gpuplan can read ({str(err).split(';')[0]})") from None
+    if text.count("[") + text.count("{") > MAX_DEPTH:  # fewer brackets cannot nest deeper
+        check_depth(value, where)
+    return value
+
+
+def load_json(path: str | Path, what: str, *, limit: int = MAX_BYTES, hint: str = "") -> Any:
+    """The value of a JSON file (:func:`read_text`, :func:`parse_json`)."""
+    return parse_json(read_text(path, what, limit=limit), str(path), hint=hint)
+
+
+DEEP = f"lists or mappings nest more than {MAX_DEPTH} levels deep, more than any input gpuplan reads"
+
+
+def check_depth(value: Any, where: str) -> None:
+    """One sentence if ``value`` nests lists and dicts deeper than :data:`MAX_DEPTH` (walked without recursion)."""
+    todo = [(value, 1)]
+    while todo:
+        item, depth = todo.pop()
+        children = item.values() if isinstance(item, dict) else item
+        for child in children:
+            if isinstance(child, (dict, list)):
+                if depth >= MAX_DEPTH:
+                    raise GpuplanError(f"{where}: {DEEP}")
+                todo.append((child, depth + 1))
+
+
+# ---- YAML ------------------------------------------------------------------------------------------------------
+class _Refused(Exception):
+    """A bound a YAML file broke, with the line where it did."""
+
+    def __init__(self, sentence: str, mark: Any = None):
+        super().__init__(sentence)
+        self.sentence, self.mark = sentence, mark
+
+
+if hasattr(yaml, "CSafeLoader"):  # libyaml's parser: ~10x faster on large files
+    from yaml._yaml import CParser as _Parser
+
+    _parse_init = _Parser.__init__
+else:  # pragma: no cover - PyYAML without libyaml
+    from yaml.parser import Parser as _PyParser
+    from yaml.reader import Reader
+    from yaml.scanner import Scanner
+
+    class _Parser(Reader, Scanner, _PyParser):  # type: ignore[no-redef]
+        pass
+
+    def _parse_init(self, stream):
+        Reader.__init__(self, stream)
+        Scanner.__init__(self)
+        _PyParser.__init__(self)
+
+
+class _Loader(Composer, _Parser, SafeConstructor, Resolver):
+    """libyaml's parser, PyYAML's composer with the bounds above (depth, alias values, self-reference), the safe
+    constructor with duplicate keys refused. Each node's size once expanded and its depth are kept as it is
+    composed, so an alias costs what it would expand to without being expanded."""
+
+    def __init__(self, stream):
+        _parse_init(self, stream)
+        Composer.__init__(self)
+        SafeConstructor.__init__(self)
+        Resolver.__init__(self)
+        self.depth, self.alias_values, self.open = 0, 0, set()
+        self.sizes: dict[int, tuple[int, int]] = {}  # id(node) -> (values once expanded, nesting depth)
+
+    def compose_node(self, parent, index):
+        event = self.peek_event()
+        if isinstance(event, AliasEvent):
+            self._count_alias(event)
+            return super().compose_node(parent, index)
+        if self.depth >= MAX_DEPTH:
+            raise _Refused(DEEP, event.start_mark)
+        opens = event.anchor is not None and isinstance(event, (SequenceStartEvent, MappingStartEvent))
+        if opens:
+            self.open.add(event.anchor)
+        self.depth += 1
+        try:
+            node = super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+            if opens:
+                self.open.discard(event.anchor)
+        self.sizes[id(node)] = self._size(node)
+        return node
+
+    def _count_alias(self, event) -> None:
+        node = self.anchors.get(event.anchor)
+        if node is None:  # an undefined alias: the composer says so
+            return
+        if event.anchor in self.open:
+            raise _Refused(f"alias *{event.anchor} refers to the value it is inside", event.start_mark)
+        values, depth = self.sizes[id(node)]
+        self.alias_values += values
+        if self.alias_values > MAX_ALIAS_VALUES:
+            raise _Refused(f"its aliases (*name) repeat more than {MAX_ALIAS_VALUES:,} values; write the values out "
+                           "or use fewer aliases", event.start_mark)
+        if self.depth + depth > MAX_DEPTH:
+            raise _Refused(DEEP, event.start_mark)
+
+    def _size(self, node) -> tuple[int, int]:
+        if isinstance(node, SequenceNode):
+            children = node.value
+        elif isinstance(node, MappingNode):
+            children = [n for pair in node.value for n in pair]
+        else:
+            return 1, 1
+        sizes = [self.sizes[id(c)] for c in children]
+        return 1 + sum(s for s, _ in sizes), 1 + max((d for _, d in sizes), default=0)
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, MappingNode):
+            seen = set()
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=deep)
+                try:
+                    if key in seen:
+                        raise _Refused(f"key {echo(key)} appears twice in one mapping; keep one", key_node.start_mark)
+                    seen.add(key)
+                except TypeError:  # an unhashable key: the constructor says so
+                    pass
+        return super().construct_mapping(node, deep)
+
+
+def load_yaml(path: str | Path, what: str) -> Any:
+    """The value of a YAML (or JSON) file, within the bounds above; one sentence with the line otherwise."""
+    loader = _Loader(read_text(path, what))
+    try:
+        node = loader.get_single_node()
+        return None if node is None else loader.construct_document(node)
+    except _Refused as err:
+        raise GpuplanError(f"{path}{_at(err.mark)}: {err.sentence}") from None
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise GpuplanError(f"{path} is not valid YAML{_at(mark)}: {problem}") from None
+    except RecursionError:
+        raise GpuplanError(f"{path}: {DEEP}") from None
+    except ValueError as err:  # an integer of more than 4,300 digits
+        raise GpuplanError(f"{path} is not YAML gpuplan can read ({str(err).split(';')[0]})") from None
+    finally:
+        loader.dispose()
+
+
+def _at(mark: Any) -> str:
+    return f" at line {mark.line + 1}" if mark is not None else ""
+
+
+def read_mapping(path: str | Path, what: str) -> dict[str, Any]:
+    """The mapping a YAML (or JSON) file holds (:func:`load_yaml`), or one sentence: ``what`` names its fields in
+    the messages ("scenario", "workload"). An empty file is an empty mapping."""
+    loaded = load_yaml(path, what)
+    if loaded is None:
+        return {}
+    if not isinstance(loaded, dict):
+        raise GpuplanError(f"{path} must hold a mapping of {what} fields, not a {type(loaded).__name__}")
+    return loaded
+
+
+# ---- streamed text ---------------------------------------------------------------------------------------------
+def text_lines(path: str | Path, what: str) -> Iterator[tuple[int, str]]:
+    """``(line number, text)`` of each line of a UTF-8 file, streamed: a byte-order mark dropped, each line at most
+    :data:`MAX_LINE_BYTES`; one sentence naming the line otherwise."""
+    p = Path(path)
+    _check_lines(p, what)
+    with p.open("rb") as f:
+        number = 0
+        while raw := f.readline(MAX_LINE_BYTES + 1):
+            number += 1
+            if len(raw) > MAX_LINE_BYTES:
+                raise GpuplanError(f"{p}, line {number:,}: longer than {MAX_LINE_BYTES // 2**20} MiB, more than "
+                                   f"gpuplan reads as one {what} record")
+            yield number, _decode(raw, p, what, number)
+
+
+def _check_lines(p: Path, what: str) -> None:
+    try:
+        is_file = p.is_file()
+    except OSError:
+        is_file = False
+    if not is_file:
+        raise GpuplanError(f"no {what} file {echo(str(p))}")
+
+
+def json_lines(path: str | Path, what: str) -> Iterator[tuple[int, Any]]:
+    """``(line number, value)`` of each non-blank line of a JSON lines file (:func:`parse_json` per line)."""
+    for number, line in text_lines(path, what):
+        if line.strip():
+            yield number, parse_json(line, f"{path}, line {number:,}")
+
+
+def csv_records(path: str | Path, what: str) -> Iterator[dict[str, Any]]:
+    """Each row of a CSV file with a header line, as a dict, streamed (:func:`text_lines`); a field may hold up to
+    :data:`MAX_CSV_FIELD` characters (long documents), more is one sentence."""
+    previous = csv.field_size_limit(MAX_CSV_FIELD)
+    reader = csv.DictReader(line for _, line in text_lines(path, what))
+    try:
+        yield from reader
+    except csv.Error as err:
+        raise GpuplanError(f"{path}, line {reader.line_num:,}: not a CSV row gpuplan reads ({err})") from None
+    finally:
+        csv.field_size_limit(previous)
+
+
+# ---- values ----------------------------------------------------------------------------------------------------
+def number(value: Any, where: str, *, least: float = 0.0, most: float = math.inf, whole: bool = False,
+           above: bool = False) -> float:
+    """``value`` as a finite number in ``[least, most]`` (``above``: strictly above ``least``), whole where
+    ``whole`` (4096.0 taken as 4096); else one sentence starting with ``where`` ("trace.jsonl, record 3:
+    input_len")."""
+    kind = "a whole number" if whole else "a number"
+    bounds = f"above {shown_number(least)}" if above else f"from {shown_number(least)}"
+    bounds += f" to {shown_number(most)}" if math.isfinite(most) else ""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise GpuplanError(f"{where} must be {kind} {bounds}, got {echo_value(value)}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise GpuplanError(f"{where} must be {kind} {bounds}, got {value}")
+    if whole and isinstance(value, float) and not value.is_integer():
+        raise GpuplanError(f"{where} must be {kind}, got {value:g}")
+    if value < least or (above and value == least) or value > most:
+        raise GpuplanError(f"{where} must be {kind} {bounds}, got {shown_number(value)}")
+    return int(value) if whole else float(value)
+
+
+__all__ = ["MAX_ALIAS_VALUES", "MAX_BYTES", "MAX_DEPTH", "check_depth", "csv_records", "json_lines", "load_json",
+           "load_yaml", "number", "parse_json", "read_mapping", "read_text", "text_lines"]

@@ -1,0 +1,178 @@
+"""Datasets and tokenizer folders a user may point at (fuzz-report-3 C1, C2, C5, S5, N4 and the encodings): each is
+read, or is one sentence naming the file; a chat template that loops or grows its output is left out and said."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gpuplan import GpuplanError
+from gpuplan.cli import run
+from gpuplan.dataset import template as tpl
+from gpuplan.dataset import tokenize
+from gpuplan.scenario import scenario_from
+
+WORDS = ["hello", "world", "user", "assistant", "the", "cat", "a"]
+CHAT = {"messages": [{"role": "user", "content": "hello world"}, {"role": "assistant", "content": "the cat"}]}
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tmp_path_factory) -> Path:
+    """A word-level tokenizer.json with </s>: every count is a count of words."""
+    from tokenizers import AddedToken, Tokenizer, models, pre_tokenizers
+
+    tok = Tokenizer(models.WordLevel({"[UNK]": 0, "</s>": 1, **{w: i + 2 for i, w in enumerate(WORDS)}},
+                                     unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tok.add_special_tokens([AddedToken("</s>", special=True)])
+    path = tmp_path_factory.mktemp("tok") / "tokenizer.json"
+    tok.save(str(path))
+    return path
+
+
+def folder_with(tmp_path: Path, tokenizer: Path, config: str) -> Path:
+    folder = tmp_path / "tok"
+    folder.mkdir()
+    (folder / "tokenizer.json").write_bytes(tokenizer.read_bytes())
+    (folder / "tokenizer_config.json").write_text(config)
+    tokenize.load_tokenizer.cache_clear()
+    return folder
+
+
+def plan(dataset: Path, tok: Path, **fields):
+    return scenario_from({"model": "llama-3.2-1b", "task": "train", "method": "lora", "dataset": str(dataset),
+                          "tokenizer": str(tok), **fields})
+
+
+def chat_file(tmp_path: Path) -> Path:
+    path = tmp_path / "chat.jsonl"
+    path.write_text(json.dumps(CHAT) + "\n")
+    return path
+
+
+def test_a_csv_field_over_128k_characters_is_read(tmp_path, tokenizer):
+    """C1: Python's csv stops at 131,072 characters a field; a long document is one field."""
+    path = tmp_path / "long.csv"
+    path.write_text("text\n" + "hello " * 30_000 + "\n")  # 180,000 characters, 30,000 words
+    s = plan(path, tokenizer)
+    from gpuplan.dataset import profile
+
+    assert profile(s).stats.tokens_total == 30_000
+
+
+@pytest.mark.parametrize("name, content, said", [
+    ("deep.json", "[" * 3000 + "]" * 3000, "deep.json: lists or mappings nest more than 64 levels deep"),
+    ("deep.jsonl", '{"text": ' + "[" * 3000 + "]" * 3000 + "}\n", "deep.jsonl, line 1: lists or mappings nest"),
+    ("latin.jsonl", '{"text": "caf\xe9"}\n', "latin.jsonl, line 1, is not UTF-8 text (byte 0xe9 at position 13)"),
+    ("binary.csv", "\x89PNG\r\n\x1a\n\x00", "binary.csv, line 1, is not UTF-8 text (byte 0x89 at position 0)"),
+    ("nul.jsonl", '{"text": "a\x00"}\n', "nul.jsonl, line 1, is not dataset text: it holds a NUL byte"),
+    ("dup.jsonl", '{"text": "a", "text": "b"}\n', "dup.jsonl, line 1: key 'text' appears twice"),
+])
+def test_bad_dataset_files_are_one_sentence_naming_the_file(tmp_path, tokenizer, name, content, said):
+    path = tmp_path / name
+    path.write_bytes(content.encode("latin-1"))
+    with pytest.raises(GpuplanError) as err:
+        plan(path, tokenizer)
+    assert said in str(err.value), str(err.value)
+
+
+def test_a_byte_order_mark_at_the_start_of_a_jsonl_is_read(tmp_path, tokenizer):
+    path = tmp_path / "bom.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps({"text": "hello world"}).encode() + b"\n")
+    from gpuplan.dataset import profile
+
+    assert profile(plan(path, tokenizer)).stats.tokens_total == 2
+
+
+@pytest.mark.parametrize("config, said", [
+    ("[1, 2]", "tokenizer_config.json holds a JSON list, not the tokenizer's settings"),  # C5 tok_listcfg
+    ("{not json", "tokenizer_config.json is not valid JSON (line 1, column 2"),  # C5 tok_badcfg: names the file
+])
+def test_a_broken_tokenizer_config_is_one_sentence_naming_it(tmp_path, tokenizer, config, said):
+    folder = folder_with(tmp_path, tokenizer, config)
+    with pytest.raises(GpuplanError) as err:
+        plan(chat_file(tmp_path), folder)
+    assert said in str(err.value) and str(folder) in str(err.value)
+
+
+@pytest.mark.parametrize("template, limit", [
+    ("{% for i in range(100000) %}{% for j in range(100000) %}x{% endfor %}{% endfor %}", "characters"),  # tok_loop
+    ('{{ "hello " * 100000000 }}', "a value of more than"),  # S5's string growth
+    ("{% set l = range(100000)|list %}{% for a in l %}{% for b in l %}{% endfor %}{% endfor %}", "loop steps"),
+])
+def test_a_template_that_loops_or_grows_is_left_out_and_said(tmp_path, tokenizer, template, limit):
+    """S5: the records are counted without the template (turns joined by newlines + EOS), and the report says
+    which limit the template broke."""
+    folder = folder_with(tmp_path, tokenizer, json.dumps({"chat_template": template, "eos_token": "</s>"}))
+    from gpuplan.dataset import profile
+
+    p = profile(plan(chat_file(tmp_path), folder))
+    assert p.lengths.content == (4,) and p.lengths.special == (1,)  # 4 words, one EOS: no template
+    note = next(n for n in p.lengths.notes if "chat template is left out" in n)
+    assert limit in note and "turns joined by newlines + EOS" in note
+
+
+def test_a_template_within_its_limits_renders_as_the_plain_sandbox_does():
+    """The bounded sandbox changes no output: a template using what released templates use (namespace, loop.last,
+    macros, filters, ~, format, tojson, slicing) renders exactly as jinja2's ImmutableSandboxedEnvironment."""
+    import jinja2.sandbox
+
+    source = ("{% macro turn(m) %}<|{{ m.role|upper }}|>{{ m.content|trim }}{% endmacro %}"
+              "{% set ns = namespace(n=0, last='') %}{{ bos_token }}"
+              "{% for m in messages[::-1] if m.role != 'x' %}{% set ns.n = ns.n + 1 %}{% set ns.last = m.role ~ '!' %}"
+              "{{ turn(m) }}{% if not loop.last %}\n{% endif %}{% endfor %}"
+              "{{ '%s turns, last %s' % (ns.n, ns.last) }} {{ '{} {}'.format(1, 'x') }} {{ messages|tojson }}"
+              "{% for k, v in {'a': 1}.items() %}{{ k }}={{ v }}{% endfor %}{{ ' '.join(['p', 'q']) }}")
+    messages = [{"role": "system", "content": " be brief "}, {"role": "user", "content": "hi"}]
+    plain = jinja2.sandbox.ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    plain.filters["tojson"] = lambda x, indent=None: json.dumps(x, ensure_ascii=False, indent=indent)
+    want = plain.from_string(source).render(messages=messages, bos_token="<s>")
+    assert tpl.render(source, 20, messages=messages, bos_token="<s>") == want
+    assert want.startswith("<s><|USER|>hi<|SYSTEM|>be brief2 turns, last system! 1 x [{")
+
+
+@pytest.mark.parametrize("source", [
+    "{{ 'x'|center(1000000000) }}", "{{ '%1000000000d' % 1 }}", "{{ '{:>1000000000}'.format(1) }}",
+    "{% set a = 'a' * 90000 %}{{ a.replace('a', a) }}", "{% set a = 'a' * 90000 %}{{ range(100000)|join(a) }}",
+    "{{ 10 ** 100000000 }}", "{% set ns = namespace(s='x') %}{% for i in range(60) %}{% set ns.s = ns.s ~ ns.s %}"
+    "{% endfor %}", "{% set b %}{% for i in range(100000) %}{{ 'y' * 50000 }}{% endfor %}{% endset %}",
+])
+def test_every_way_to_grow_a_string_stops_at_the_budget(source):
+    with pytest.raises(tpl.TemplateLimit):
+        tpl.render(source, 10, messages=[])
+
+
+def test_a_template_past_its_limits_on_a_record_is_one_sentence(tmp_path, tokenizer):
+    """A template fine on the trial conversation that loops on a record's own data."""
+    template = ("{% for m in messages %}{% for i in range(m.content|length) %}{% for j in range(1000) %}{% endfor %}"
+                "{% endfor %}{% endfor %}")  # 75,000 steps on the trial conversation, 300,000 on the record
+    folder = folder_with(tmp_path, tokenizer, json.dumps({"chat_template": template}))
+    path = tmp_path / "chat.jsonl"
+    path.write_text(json.dumps({"messages": [{"role": "user", "content": "hello " * 50}]}) + "\n")
+    with pytest.raises(GpuplanError, match="went past more than 200,000 loop steps and calls on a record"):
+        plan(path, folder)
+
+
+def test_a_record_past_the_model_s_context_is_planned_at_the_context(tmp_path, tokenizer):
+    """N4: one record of 140,000 tokens on Llama-3.2-1B (context 131,072): the padded batch is planned at the
+    context, where TRL's SFTTrainer truncates at max_length, and the report says so."""
+    from gpuplan.dataset import profile
+
+    path = tmp_path / "long.jsonl"
+    path.write_text(json.dumps({"text": "hello " * 140_000}) + "\n" + json.dumps({"text": "the cat"}) + "\n")
+    s = plan(path, tokenizer)
+    p = profile(s)
+    assert s.seq_len == 131_072 and p.stats.max_tokens == 140_001 and p.stats.truncated == 1
+    assert s.train_tokens == 131_072 + 3  # the long record cut at the context, the short one whole (EOS included)
+    assert any("the longest record is 140,001 tokens, past the model's context of 131,072: planned at seq_len "
+               "131,072, where the trainer truncates it" in n for n in p.notes)
+
+
+def test_the_estimate_cli_reads_the_report_s_tokenizer_folders(tmp_path, tokenizer, capsys):
+    folder = folder_with(tmp_path, tokenizer, "[1, 2]")
+    code = run(["estimate", "--model", "llama-3.2-1b", "--task", "train", "--method", "lora", "--gpu", "rtx-4090",
+                "--dataset", str(chat_file(tmp_path)), "--tokenizer", str(folder)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "holds a JSON list" in err

@@ -1,0 +1,283 @@
+"""The bounded readers of user files (gpuplan.userfiles), on the inputs of fuzz-report-3: the 374-byte YAML alias
+bomb, nesting 3,000 levels deep, duplicate keys, byte-order marks, latin-1 and binary files, a CSV field of 140,000
+characters, unquoted version numbers; every one is its data or one sentence naming the file."""
+
+from __future__ import annotations
+
+import json
+import tracemalloc
+
+import pytest
+from hypothesis import HealthCheck, given, seed, settings
+from hypothesis import strategies as st
+
+from gpuplan import GpuplanError
+from gpuplan import userfiles as uf
+from gpuplan.cli import run
+from gpuplan.errors import MESSAGE_LIMIT, echo, shown_number
+from sampling import sweep_round
+
+# fuzz-report-3's bomb.yaml: seven levels of ten aliases each, 10^7 values once expanded
+BOMB = ("model: gpt2\ntask: train\nmethod: lora\nseq_len: 512\nlora_targets: [&a0 [x,x,x,x,x,x,x,x,x,x], "
+        + ", ".join(f"&a{i} [" + ",".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 7)) + "]\n")
+DEEP = "[" * 3000 + "]" * 3000  # fuzz-report-3's deep.json
+
+
+def cli(capsys, *args: str) -> tuple[int, str]:
+    code = run(list(args))
+    return code, capsys.readouterr().err
+
+
+def test_the_alias_bomb_stops_at_its_first_levels_in_little_memory(tmp_path):
+    path = tmp_path / "bomb.yaml"
+    path.write_text(BOMB)
+    assert len(BOMB) == 374  # the report's file, byte for byte in size
+    tracemalloc.start()
+    with pytest.raises(GpuplanError) as err:
+        uf.read_mapping(path, "scenario")
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert str(err.value) == (f"{path} at line 5: its aliases (*name) repeat more than 10,000 values; write the "
+                              "values out or use fewer aliases")
+    assert peak < 20 * 2**20, peak  # the expanded value (10^7 strings) is never built
+
+
+def test_the_alias_bomb_through_the_cli_is_one_line(tmp_path, capsys):
+    path = tmp_path / "bomb.yaml"
+    path.write_text(BOMB)
+    code, err = cli(capsys, "estimate", str(path))
+    assert code == 2 and err.count("\n") == 1 and "aliases" in err and len(err) < 300, err
+
+
+def test_a_few_aliases_and_merge_keys_still_read(tmp_path):
+    path = tmp_path / "anchors.yaml"
+    path.write_text("base: &b {rate_rps: 2, preset: chat}\nrun:\n  <<: *b\n  rate_rps: 4\ncopy: *b\n")
+    assert uf.read_mapping(path, "workload") == {"base": {"rate_rps": 2, "preset": "chat"},
+                                                 "run": {"rate_rps": 4, "preset": "chat"},
+                                                 "copy": {"rate_rps": 2, "preset": "chat"}}
+
+
+def test_aliases_that_refer_to_themselves_or_nest_deep_are_refused(tmp_path):
+    loop = tmp_path / "loop.yaml"
+    loop.write_text("a: &a [1, *a]\n")
+    with pytest.raises(GpuplanError, match=r"alias \*a refers to the value it is inside"):
+        uf.load_yaml(loop, "scenario")
+    chain = tmp_path / "chain.yaml"  # 70 anchors, each one level deeper than the last: few values, deep nesting
+    chain.write_text("a0: &a0 [x]\n" + "".join(f"a{i}: &a{i} [*a{i - 1}]\n" for i in range(1, 70)))
+    with pytest.raises(GpuplanError, match="nest more than 64 levels deep"):
+        uf.load_yaml(chain, "scenario")
+
+
+@pytest.mark.parametrize("name, text", [("deep.json", DEEP), ("deep.yaml", "a: " + DEEP),
+                                        ("deep-block.yaml", "".join("  " * i + f"k{i}:\n" for i in range(70)))])
+def test_deep_nesting_is_one_sentence(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text)
+    reader = uf.load_json if name.endswith(".json") else uf.load_yaml
+    with pytest.raises(GpuplanError, match=f"{name}.*nest more than 64 levels deep"):
+        reader(path, "scenario")
+
+
+def test_nesting_within_the_bound_reads():
+    value = uf.parse_json("[" * 64 + "]" * 64, "x")
+    depth = 0
+    while isinstance(value, list) and value:
+        value, depth = value[0], depth + 1
+    assert depth == 63  # 64 levels: the outer list and 63 inside it
+    with pytest.raises(GpuplanError, match="nest more than 64"):
+        uf.parse_json("[" * 65 + "]" * 65, "x")
+
+
+@pytest.mark.parametrize("name, text, key", [
+    ("dup.yaml", "model: gpt2\ntask: train\nmodel: llama-3.2-1b\n", "model"),
+    ("dup.json", '{"task": "train", "task": "infer"}', "task"),
+    ("nested.yaml", "slo:\n  ttft_s: 1\n  ttft_s: 2\n", "ttft_s"),
+])
+def test_duplicate_keys_are_refused_naming_the_key(tmp_path, name, text, key):
+    path = tmp_path / name
+    path.write_text(text)
+    reader = uf.load_json if name.endswith(".json") else uf.load_yaml
+    with pytest.raises(GpuplanError, match=f"key '{key}' appears twice"):
+        reader(path, "scenario")
+
+
+def test_a_duplicate_scenario_key_through_the_cli(tmp_path, capsys):
+    path = tmp_path / "s.yaml"
+    path.write_text("model: gpt2\ntask: infer\nmodel: llama-3.2-1b\n")
+    code, err = cli(capsys, "estimate", str(path))
+    assert code == 2 and err == f"error: {path} at line 3: key 'model' appears twice in one mapping; keep one\n"
+
+
+def test_a_byte_order_mark_is_read_and_other_encodings_are_named(tmp_path):
+    bom = tmp_path / "bom.yaml"
+    bom.write_bytes(b"\xef\xbb\xbfmodel: gpt2\n")
+    assert uf.read_mapping(bom, "scenario") == {"model": "gpt2"}
+    latin = tmp_path / "latin.yaml"
+    latin.write_bytes("model: café\n".encode("latin-1"))
+    with pytest.raises(GpuplanError) as err:
+        uf.read_mapping(latin, "scenario")
+    assert str(err.value) == f"{latin} is not UTF-8 text (byte 0xe9 at position 10): save the scenario file as UTF-8"
+    binary = tmp_path / "x.json"
+    binary.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
+    with pytest.raises(GpuplanError, match=r"x\.json is not benchmark result text: it holds a NUL byte"):
+        uf.load_json(binary, "benchmark result")
+
+
+def test_lines_and_csv_stream_with_their_line_numbers(tmp_path):
+    jsonl = tmp_path / "d.jsonl"
+    jsonl.write_bytes(b'\xef\xbb\xbf{"text": "a"}\n\n{"text": "b"}\n{"text": "caf\xe9"}\n')
+    seen = []
+    with pytest.raises(GpuplanError, match=r"d\.jsonl, line 4, is not UTF-8 text"):
+        for number, value in uf.json_lines(jsonl, "dataset"):
+            seen.append((number, value))
+    assert seen == [(1, {"text": "a"}), (3, {"text": "b"})]
+    csv_path = tmp_path / "long.csv"  # fuzz-report-3 C1: one field of 140,000 characters
+    csv_path.write_text("text\n" + "a" * 140_000 + "\n")
+    rows = list(uf.csv_records(csv_path, "dataset"))
+    assert rows == [{"text": "a" * 140_000}]
+
+
+def test_files_past_the_size_bound_are_refused_before_reading(tmp_path, monkeypatch):
+    path = tmp_path / "big.yaml"
+    path.write_text("model: gpt2\n# " + "x" * 2000 + "\n")
+    monkeypatch.setattr(uf, "MAX_BYTES", 1024)
+    with pytest.raises(GpuplanError, match=r"big\.yaml is 0 MiB, more than gpuplan reads for a scenario file"):
+        uf.read_text(path, "scenario", limit=uf.MAX_BYTES)
+
+
+def test_a_number_past_python_s_digit_limit_is_one_sentence(tmp_path):
+    path = tmp_path / "n.json"
+    path.write_text('{"hidden_size": ' + "9" * 5000 + "}")
+    with pytest.raises(GpuplanError, match=r"n\.json is not JSON gpuplan can read \(Exceeds the limit"):
+        uf.load_json(path, "model config")
+
+
+def test_an_unquoted_version_number_says_to_quote_it(tmp_path, capsys):
+    path = tmp_path / "s.yaml"
+    path.write_text("model: gpt2\ntask: train\ntransformers_version: 4.40\n")
+    code, err = cli(capsys, "estimate", str(path))
+    assert code == 2 and err == ("error: scenario field 'transformers_version' is a release number, written in "
+                                 "quotes (transformers_version: \"4.46\"): unquoted, YAML reads it as a number and "
+                                 "drops its trailing zeros (4.40 becomes 4.4)\n")
+
+
+def test_messages_quote_little_of_the_input():
+    big = [["x"] * 1000] * 1000
+    assert echo(big).startswith('"[[\'x\', \'x\', \'x\', \'x\', \'x\', \'x\', ...], [\'x\'') and len(echo(big)) <= 64
+    assert shown_number(10**100) == "about 10^100" and shown_number(1e308) == "1e+308"
+    err = GpuplanError("scenario field 'lora_targets' is wrong (got " + repr(big) + ")")
+    assert len(str(err)) <= MESSAGE_LIMIT and str(err).startswith("scenario field 'lora_targets' is wrong (got [[")
+
+
+def test_a_hostile_value_in_a_scenario_dict_gets_a_short_message():
+    """fuzz-report-3 D1: the Python API returned a 580 KB message for a 280-byte file."""
+    import gpuplan
+
+    with pytest.raises(GpuplanError) as err:
+        gpuplan.estimate({"model": "gpt2", "task": "train", "method": "lora",
+                          "lora_targets": [[["x"] * 100] * 100] * 100})
+    assert "lora_targets" in str(err.value) and len(str(err.value)) < 400, len(str(err.value))
+
+
+def test_number_checks_type_and_range():
+    assert uf.number(4096.0, "x", whole=True) == 4096
+    for bad, said in ((float("nan"), "got nan"), ("10", "got '10'"), (True, "got True"), (None, "got None"),
+                      (1e15, "got 1e+15"), (2.5, "got 2.5")):
+        with pytest.raises(GpuplanError) as err:
+            uf.number(bad, "trace.jsonl, record 1: input_len", least=1, most=10_000_000, whole=True)
+        assert str(err.value).startswith("trace.jsonl, record 1: input_len must be a whole number") and \
+            str(err.value).endswith(said), str(err.value)
+
+
+def test_an_empty_yaml_file_is_an_empty_mapping_and_a_list_is_refused(tmp_path):
+    empty = tmp_path / "e.yaml"
+    empty.write_text("# nothing\n")
+    assert uf.read_mapping(empty, "workload") == {}
+    listed = tmp_path / "l.yaml"
+    listed.write_text(json.dumps([1, 2]))
+    with pytest.raises(GpuplanError, match="must hold a mapping of workload fields, not a list"):
+        uf.read_mapping(listed, "workload")
+
+
+# ---- any value anywhere in any file a user gives ---------------------------------------------------------------
+def _readers():
+    from gpuplan.model.catalog import load_model
+    from gpuplan.scenario import load_scenario
+    from gpuplan.serving.calibrate import load_calibration, read_results
+    from gpuplan.serving.workload import load_workload, read_trace
+    from gpuplan.sim.probe import read_record
+
+    return {"scenario.yaml": load_scenario, "workload.yaml": load_workload, "calibration.yaml": load_calibration,
+            "trace.json": read_trace, "vllm.json": read_results, "guidellm.json": read_results,
+            "aiperf.json": read_results, "config.json": load_model, "probe.json": read_record}
+
+
+# a good file of each kind, which the test breaks in one place
+GOOD = {
+    "scenario.yaml": {"model": "gpt2", "task": "infer", "gpu": "rtx-4090", "lora_targets": ["c_attn"]},
+    "workload.yaml": {"preset": "chat", "rate_rps": 1, "slo": {"ttft_s": 1, "percentile": 95},
+                      "prompt": {"kind": "lognormal", "mean": 100, "std": 50}},
+    "calibration.yaml": {"compute": 1.1, "memory": 0.9, "overhead": 1.0, "source": "3 runs"},
+    "trace.json": [{"input_len": 10, "output_len": 5, "timestamp": 0},
+                   {"conversations": [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "hello"}]}],
+    "vllm.json": {"mean_ttft_ms": 50, "mean_tpot_ms": 20, "completed": 100, "total_input_tokens": 100000,
+                  "total_output_tokens": 20000, "request_rate": 2, "output_throughput": 300},
+    "guidellm.json": {"benchmarks": [{"args": {"strategy": {"rate": 2}}, "request_totals": {"successful": 50},
+                                      "metrics": {"time_to_first_token_ms": {"successful": {"mean": 60}},
+                                                  "time_per_output_token_ms": {"successful": {"mean": 25}},
+                                                  "prompt_token_count": {"successful": {"mean": 500}},
+                                                  "output_token_count": {"successful": {"mean": 100}}}}]},
+    "aiperf.json": {"time_to_first_token": {"avg": 70}, "inter_token_latency": {"avg": 22},
+                    "input_sequence_length": {"avg": 400}, "output_sequence_length": {"avg": 120},
+                    "request_count": {"avg": 40}, "input_config": {"loadgen": {"request_rate": 1}}},
+    "config.json": {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 256,
+                    "intermediate_size": 512, "num_attention_heads": 8, "num_key_value_heads": 4,
+                    "num_hidden_layers": 4, "vocab_size": 1000, "max_position_embeddings": 2048,
+                    "rope_scaling": {"rope_type": "llama3", "factor": 8.0}, "torch_dtype": "bfloat16"},
+    "probe.json": {"scenario": {"model": "gpt2", "task": "train"}, "model": "gpt2", "gpu": "H100",
+                   "probe": {"allocated_peak_gib": 2.0, "reserved_peak_gib": 2.2, "device_used_gib": 2.8},
+                   "estimate": {"allocated_peak_gib": 2.1, "reserved_peak_gib": 2.3, "device_peak_gib": 2.9}},
+}
+SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-10**20, 10**20), st.floats(allow_nan=False),
+                    st.sampled_from(["", "x", "10", "inf", "nan", "1e15"]))
+VALUES = st.recursive(SCALARS, lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                                       st.dictionaries(st.sampled_from(["a", "mean", "avg"]), inner,
+                                                                       max_size=2)), max_leaves=6)
+
+
+def _paths(value, here=()):
+    yield here
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, child in items:
+        yield from _paths(child, (*here, key))
+
+
+@seed(sweep_round())
+@settings(max_examples=600, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_any_value_anywhere_in_any_file_is_read_or_one_sentence(tmp_path_factory, data):
+    """A good file of each kind broken in one place (a value replaced by any other, or removed): its reader
+    answers or raises GpuplanError with one sentence; never a TypeError, KeyError or AttributeError from a value
+    of the wrong kind (a workload's slo of 5 was a TypeError)."""
+    import copy
+
+    name = data.draw(st.sampled_from(sorted(GOOD)))
+    doc = copy.deepcopy(GOOD[name])
+    path = data.draw(st.sampled_from(list(_paths(doc))))
+    value = data.draw(VALUES)
+    if not path:
+        doc = value
+    else:
+        parent = doc
+        for key in path[:-1]:
+            parent = parent[key]
+        if data.draw(st.booleans()) and isinstance(parent, dict):
+            del parent[path[-1]]
+        else:
+            parent[path[-1]] = value
+    file = tmp_path_factory.mktemp("any") / name
+    file.write_text(json.dumps(doc))
+    try:
+        _readers()[name](file)
+    except GpuplanError as err:
+        assert "\n" not in str(err) and len(str(err)) <= MESSAGE_LIMIT
