@@ -1,5 +1,6 @@
 """Rewrite the bundled counts and profiles of the models that are not decoder LLMs (diffusion pipelines, Whisper,
-T5, BART, ViT, CLIP, SigLIP): ``python -m gpuplan.model.bundle_modules [NAME ...]``.
+T5, BART, ViT, CLIP, SigLIP): ``python -m gpuplan.model.bundle_modules [NAME ...]`` (``--force`` records again
+what is bundled; ``--prune`` only prunes the bundled profiles' memory segments again).
 
 Each component's exact parameter count (its real class on the meta device) is written into its bundled file, and
 each part it runs (a denoiser in every way of training, a VAE encoding and decoding, a text encoder, an
@@ -64,5 +65,28 @@ def rewrite(names: list[str]) -> None:
                   f"{time.time() - start:.0f} s", flush=True)
 
 
+def reprune() -> None:
+    """Prune the bundled profiles' memory segments again (:func:`~.record.prune`), without recording: for a change
+    to the pruning alone."""
+    from dataclasses import replace
+
+    from . import diffusers, encoders, kinds
+    from .record import prune, prune_grid
+
+    for repo in [*diffusers.bundled_pipelines(), *encoders.bundled_models()]:
+        for config, part_name, part in parts_of(kinds.named(repo)):
+            found = profile.lookup(config, part_name)
+            if not found or not found[1]:
+                continue
+            grid = prune_grid(part.base, part.second)
+            memory = {way: prune(segments, grid) for way, segments in found[0].memory.items()}
+            if memory != found[0].memory:
+                profile.store(config, part_name, replace(found[0], memory=memory), profile.bundled_profiles())
+                print(f"{repo} {part_name}: pruned", flush=True)
+
+
 if __name__ == "__main__":
-    rewrite([a for a in sys.argv[1:] if not a.startswith("--")])
+    if "--prune" in sys.argv:
+        reprune()
+    else:
+        rewrite([a for a in sys.argv[1:] if not a.startswith("--")])

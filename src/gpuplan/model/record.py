@@ -500,15 +500,18 @@ def _memory_fit(peaks: list[dict[str, int]], part: Part, way: str, misses: list[
     peak can move from one op to another as the sizes change (which layer's backward holds the most), so the
     largest predicted peak must meet the check pass's within :data:`MEMORY_TOLERANCE`; the miss is kept in
     ``misses``."""
+    grid = prune_grid(part.base, part.second)
     out = {}
     for segment in sorted(set.intersection(*(set(p) for p in peaks))):
-        out[segment], _ = _fit([p[segment] for p in peaks[:-1]], part)
+        poly, _ = _fit([p[segment] for p in peaks[:-1]], part)
+        if _grows_with_batch(poly, grid):
+            out[segment] = poly
     measured = max(peaks[-1].values())
-    predicted = max(poly.at(CHECK_BATCH, part.check) for poly in out.values())
-    miss = abs(predicted - measured) / max(measured, 1)
     # the segments' labels can move between passes (which block's backward, or recomputed forward, held the peak):
     # the pass's peak itself, fitted as one polynomial, is kept instead when it meets the check better
     whole, _ = _fit([max(p.values()) for p in peaks[:-1]], part)
+    predicted = max((poly.at(CHECK_BATCH, part.check) for poly in out.values()), default=-math.inf)
+    miss = abs(predicted - measured) / max(measured, 1)
     whole_miss = abs(whole.at(CHECK_BATCH, part.check) - measured) / max(measured, 1)
     if whole_miss < miss:
         out, miss, predicted = {"peak": whole}, whole_miss, whole.at(CHECK_BATCH, part.check)
@@ -517,24 +520,42 @@ def _memory_fit(peaks: list[dict[str, int]], part: Part, way: str, misses: list[
                           f"{', '.join(part.variables)} and the batch ({measured:,} bytes measured at the check, "
                           f"{predicted:,.0f} predicted)")
     misses.append(miss)
-    return _prune(out, part)
+    return prune(out, grid)
 
 
-def _prune(segments: dict[str, Poly], part: Part) -> dict[str, Poly]:
-    """The segments that hold the peak, or within 2 % of it, somewhere on a grid of batches (1 to 64) and sizes (the
-    fitted values and up to eight times the second): the others can never be the step's peak there."""
+PRUNE_BATCHES = (1, 2, 4, 8, 16, 32, 64)
+
+
+def prune_grid(base: Sequence[int], second: Sequence[int]) -> list[tuple[int, ...]]:
+    """The sizes a profile's segments are compared at: each variable at its base and second fitted values and at
+    two, four and eight times the second."""
     import itertools
 
-    batches = (1, 2, 4, 8, 16, 32, 64)
-    grid = list(itertools.product(*[(b, s, 2 * s, 4 * s, 8 * s) for b, s in zip(part.base, part.second,
-                                                                                    strict=True)]))
+    return list(itertools.product(*[(b, s, 2 * s, 4 * s, 8 * s) for b, s in zip(base, second, strict=True)])) or [()]
+
+
+def _grows_with_batch(poly: Poly, grid: list[tuple[int, ...]]) -> bool:
+    """Whether a segment's peak is a memory at all on the grid: at least 0 at batch 1 and not shrinking as the
+    batch grows. A backward segment is named by the first forward activation it frees, and when that changes
+    between the fitting passes its "peak" is two different moments fitted as one: a slope below 0 in the batch
+    (SD 1.5's ``backward up_blocks.3``, LoRA training: 1.09 GiB fitted at batch 1 where the pass holds 0.77)."""
+    return all(poly.at(1, x) >= 0 and poly.at(2, x) >= poly.at(1, x) - 1.0 for x in grid)
+
+
+def prune(segments: dict[str, Poly], grid: list[tuple[int, ...]]) -> dict[str, Poly]:
+    """The segments that are memories (:func:`_grows_with_batch`) and hold the peak, or within 2 % of it,
+    somewhere on a grid of batches (1 to 64) and sizes (:func:`prune_grid`): the others can never be the step's
+    peak there. The whole pass's peak (``peak``) is kept when it is the only segment."""
+    sane = {name: poly for name, poly in segments.items() if _grows_with_batch(poly, grid)}
+    if not sane:
+        raise RecordError("no segment of the pass grows with the batch: its peak is not a memory gpuplan can fit")
     keep = set()
-    for batch in batches:
-        for sizes in grid or [()]:
-            values = {name: poly.at(batch, sizes) for name, poly in segments.items()}
+    for batch in PRUNE_BATCHES:
+        for sizes in grid:
+            values = {name: poly.at(batch, sizes) for name, poly in sane.items()}
             top = max(values.values())
             keep |= {name for name, v in values.items() if v >= 0.98 * top}
-    return {name: poly for name, poly in segments.items() if name in keep}
+    return {name: poly for name, poly in sane.items() if name in keep}
 
 
 def _params(part: Part) -> int:
