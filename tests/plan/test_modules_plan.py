@@ -117,7 +117,7 @@ def test_whisper_full_fine_tuning_counts_the_encoder_and_every_gradient():
     assert p.model.params_total == WHISPER_PARAMS
     assert p.memory.gradients_gib == pytest.approx(WHISPER_PARAMS * 4 / GIB, rel=1e-6)
     assert p.memory.weights_gib == pytest.approx(WHISPER_PARAMS * 4 / GIB, rel=1e-6)
-    assert p.work.sizes["model"] == [448]
+    assert p.work.sizes == {"decoder_tokens": [448]}
     assert any("1,500 frames" in d for d in p.defaults)
     # 6 x params x tokens, tokens = 1,500 frames through the encoder's half and 448 through the decoder's, plus the
     # attention: the recorded FLOPs are within 15 % of that count and above it

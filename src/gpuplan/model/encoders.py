@@ -8,8 +8,9 @@ Each family's inputs are what its training and inference feed it:
   2) turn into ``max_source_positions`` = 1,500 frames whatever the clip's length; the decoder runs the transcript's
   tokens (``decoder_tokens``, at most ``max_target_positions`` = 448) with cross-attention to those frames;
 - T5 and BART: the source's tokens through the encoder (``encoder_tokens``) and the target's through the decoder
-  (``decoder_tokens``); T5's attention adds a relative position bias to every score, so transformers runs it eagerly
-  (scores in memory: its profile is of degree 2);
+  (``decoder_tokens``), each with its LM head (a bare ``BartModel`` checkpoint is trained and run as
+  ``BartForConditionalGeneration``, with the same parameters); T5's attention adds a relative position bias, one
+  float per head and pair of tokens, to every score (SDPA takes it as its mask), so its profile is of degree 2;
 - ViT: one image at the config's ``image_size`` (``(image_size / patch_size)²`` patches and the class token);
   CLIP and SigLIP: an image and a text of the text model's ``max_position_embeddings`` tokens (77; SigLIP pads to
   64), through both towers.
@@ -40,7 +41,8 @@ FAMILIES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "clip_vision_model": ("encoder", "CLIPVisionModel", ()),
     "siglip_vision_model": ("encoder", "SiglipVisionModel", ()),
 }
-EAGER = ("t5", "mt5", "umt5")  # relative position bias on every score: no SDPA in transformers
+# a relative position bias, heads x query x key, added to every score: memory of degree 2 in the tokens
+PAIRWISE = ("t5", "mt5", "umt5")
 # the projections peft's usual recipes adapt (the Whisper int8 LoRA example: q_proj and v_proj; T5: q and v)
 ATTENTION_LEAVES = ("q_proj", "v_proj", "q", "v", "query", "value")
 HEADS = ("lm_head", "proj_out", "classifier")  # output heads: not adapted by LoRA
@@ -91,9 +93,15 @@ def is_encoder_family(config: dict[str, Any]) -> bool:
 
 
 def class_of(config: dict[str, Any]) -> str:
-    """The class a config's ``architectures`` names when transformers has it, else its family's."""
-    named = (config.get("architectures") or [None])[0]
-    return named if isinstance(named, str) else FAMILIES[config["model_type"]][1]
+    """The class a config's ``architectures`` names, else its family's; an encoder-decoder runs with its LM head
+    (its family's ``...ForConditionalGeneration`` unless the config names one): a bare ``BartModel`` has no logits,
+    and the logits are what its training holds most of."""
+    architectures = config.get("architectures")
+    named = architectures[0] if isinstance(architectures, list) and architectures else None
+    kind, default, _ = FAMILIES[config["model_type"]]
+    if kind == "encoder-decoder" and not (isinstance(named, str) and named.endswith("ForConditionalGeneration")):
+        return default
+    return named if isinstance(named, str) else default
 
 
 def model_spec(name: str, config: dict[str, Any], *, params: int | None = None, counted_by: str = "") -> ModuleSpec:
@@ -134,7 +142,6 @@ def model_part(spec: ModuleSpec, c: Component):
 
     family = spec.family
     variables = FAMILIES[family][2]
-    eager = family in EAGER
     if variables == ("decoder_tokens",):
         base, second, third, check = (64,), (128,), (96,), (192,)
     elif variables:
@@ -143,9 +150,9 @@ def model_part(spec: ModuleSpec, c: Component):
         base = second = third = check = ()
     ways = ("inference", "train-full", "train-full-gc", "train-lora-attention", "train-lora-attention-gc")
     return Part(name=c.cls, variables=variables, base=base, second=second, third=third, check=check,
-                degree=2 if eager else 1, ways=ways, role=linear_role,
+                degree=2 if family in PAIRWISE else 1, ways=ways, role=linear_role,
                 versions=_versions("torch", "transformers", "peft"),
-                build=lambda way: _with_way(build("transformers", c.cls, c.config), way, eager),
+                build=lambda way: _with_way(build("transformers", c.cls, c.config), way),
                 inputs=lambda batch, sizes: _inputs(spec, c, batch, sizes))
 
 
@@ -156,9 +163,9 @@ def linear_role(name: str) -> str:
     return "attention" if leaf in ATTENTION_LEAVES else "block"
 
 
-def _with_way(module, way: str, eager: bool):
-    if eager:
-        module.config._attn_implementation = "eager"
+def _with_way(module, way: str):
+    """Checkpointing (transformers' non-reentrant ``gradient_checkpointing_enable``) and peft's LoRA adapters, rank
+    16, on the attention's query and value projections (or every linear of the blocks) as the way says."""
     if way.endswith("-gc"):
         module.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     if "-lora-" in way:
