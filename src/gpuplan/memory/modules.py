@@ -24,7 +24,7 @@ from .. import overheads as oh
 from ..hardware import GpuSpec
 from ..model.layers import Linear
 from ..model.module import Component
-from ..model.profile import Profile
+from ..model.profile import FP8_ALL, Profile, storage_format
 from ..model.quant import make_format
 from ..result import MemoryReport
 from ..scenario import Scenario
@@ -46,11 +46,11 @@ def _any(p: Profile) -> tuple[int, ...]:
 
 def stored_weight_bytes(p: Profile, params: int, weights: str, dtype: str) -> float:
     """Bytes of a component's weights with its linears and convolutions stored as ``weights`` (16bit, nf4, fp8,
-    gguf-...), the rest in ``dtype``."""
+    gguf-...), the rest in ``dtype`` (in fp8 too where the whole module is cast: :data:`~.profile.FP8_ALL`)."""
     high = BYTES[dtype]
     if weights == "16bit":
         return params * high
-    fmt = make_format(weights, high_bytes=high)
+    fmt = make_format(storage_format(weights), high_bytes=high)
     stored = 0.0
     counted = 0
     sizes = _any(p)
@@ -59,7 +59,7 @@ def stored_weight_bytes(p: Profile, params: int, weights: str, dtype: str) -> fl
             _, k, n = op.at(1, sizes)
             stored += op.count * fmt.linear_weight_bytes(Linear(name="w", in_features=k, out_features=n))
             counted += op.count * k * n
-    return stored + max(params - counted, 0) * high
+    return stored + max(params - counted, 0) * (1 if weights == FP8_ALL else high)
 
 
 def lora_params(p: Profile, roles: tuple[str, ...], rank: int) -> int:

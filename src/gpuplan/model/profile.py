@@ -29,6 +29,14 @@ from typing import Any
 
 FORMAT = 1
 KINDS = ("linear", "conv", "attention", "matmul")
+# every weight of the module stored in fp8: kohya sd-scripts' --fp8_base (flux_train_network.py load_target_model:
+# model.to(torch.float8_e4m3fn), the norms and modulation linears too), where diffusers' layerwise casting skips some
+FP8_ALL = "fp8-all"
+
+
+def storage_format(weights: str) -> str:
+    """The stored format of ``weights`` as :func:`gpuplan.model.quant.make_format` names it."""
+    return "fp8" if weights == FP8_ALL else weights
 # the dims of each kind of op, in order
 DIMS = {"linear": ("m", "k", "n"), "conv": ("m", "k", "n"), "matmul": ("batch", "m", "k", "n"),
         "attention": ("batch_heads", "q_len", "kv_len", "head_dim", "value_dim")}
@@ -79,7 +87,8 @@ class Op:
     def stored_16bit(self, weights: str) -> bool:
         """Whether this linear keeps 16-bit weights when the rest are stored in ``weights``: diffusers' fp8 layerwise
         casting skips modules named like norms and the top-level projections (``hooks/layerwise_casting.py``
-        ``DEFAULT_SKIP_MODULES_PATTERN``: the adaptive norms' ``norm1.linear``, ``norm_out.linear``; ``^proj_out$``)."""
+        ``DEFAULT_SKIP_MODULES_PATTERN``: the adaptive norms' ``norm1.linear``, ``norm_out.linear``; ``^proj_out$``);
+        kohya's ``--fp8_base`` (:data:`FP8_ALL`) casts every weight."""
         return weights == "fp8" and (self.leaf == "linear" or (self.leaf in ("proj_in", "proj_out")
                                                                and self.role == "other"))
 

@@ -22,7 +22,7 @@ from ..memory.modules import generation_memory, model_memory, report, training_m
 from ..model import diffusers as diff
 from ..model import encoders as enc
 from ..model.module import ModuleSpec
-from ..model.profile import Profile
+from ..model.profile import Profile, storage_format
 from ..model.record import obtain
 from ..result import GpuFacts, MemoryReport, ModelFacts, Suggestion
 from ..scenario import Scenario
@@ -308,9 +308,9 @@ def describe(s: Scenario, job: ModuleJob) -> str:
                 f"{f', {job.offload} CPU offload' if job.offload != 'none' else ''}{_eager_words(job)}; {where}")
     if job.kind == "diffusion-train":
         method = {"full": "full fine-tuning", "lora": f"LoRA r{s.lora_rank}",
-                  "qlora": f"QLoRA r{s.lora_rank} ({job.weights} base)"}[s.method]
+                  "qlora": f"QLoRA r{s.lora_rank} ({storage_format(job.weights)} base)"}[s.method]
         if s.method == "lora" and job.weights != "16bit":
-            method += f" ({job.weights} base)"
+            method += f" ({storage_format(job.weights)} base)"
         return (f"{spec.name}: train {method} with {s.framework}, {s.micro_batch_size} image(s) at "
                 f"{', '.join(f'{w}x{h}' for w, h in job.pixels)} x {s.grad_accum_steps} accumulation"
                 f"{' (prior preservation: x2)' if s.prior_preservation else ''}, "

@@ -25,6 +25,7 @@ from typing import Any
 from ..errors import GpuplanError
 from ..model.encoders import FAMILIES
 from ..model.module import ModuleSpec
+from ..model.profile import FP8_ALL
 from .fields import Scenario
 from .stacks import DIFFUSION_FRAMEWORKS
 
@@ -146,6 +147,9 @@ def resolve_diffusion(s: Scenario, spec: ModuleSpec) -> ModuleJob:
         way += "-gc"
     if s.method == "qlora":
         weights = s.quant or "nf4"
+    if framework == "kohya" and weights == "fp8":
+        weights = FP8_ALL
+        notes.append("fp8 base: kohya's --fp8_base casts every weight to fp8, the norms and modulation too")
     batch = s.micro_batch_size * (2 if s.prior_preservation else 1)
     vae_dtype = "fp32" if upcast else dtype  # diffusers' SDXL scripts and kohya keep an fp32 VAE (no_half_vae)
     return ModuleJob(**{**common, "kind": "diffusion-train", "weights": weights}, way=way, trained=trained,

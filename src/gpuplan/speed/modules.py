@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from .. import overheads as oh
 from ..hardware import GpuSpec
 from ..model.layers import Linear
-from ..model.profile import Op, Profile
+from ..model.profile import Op, Profile, storage_format
 from ..model.quant import make_format
 from .gemm import bandwidth, gemm_time_s, peak_flops, power_limit_factor
 from .work import attention_fraction, smooth_max
@@ -94,7 +94,7 @@ def _weight_bytes(run: Run, k: float, n: float, op: Op | None = None) -> float:
     """Bytes per weight element of a ``k x n`` linear in the run's storage (:mod:`gpuplan.model.quant`)."""
     if run.weights in ("16bit", "none") or (op is not None and op.stored_16bit(run.weights)):
         return _act_bytes(run.dtype)
-    fmt = make_format(run.weights)
+    fmt = make_format(storage_format(run.weights))
     return fmt.linear_weight_bytes(Linear(name="w", in_features=int(k), out_features=int(n))) / (k * n)
 
 
@@ -108,7 +108,7 @@ def _dequant_s(gpu: GpuSpec, run: Run, op: Op, k: float, n: float) -> float:
     (:data:`~gpuplan.overheads.DEQUANT_BYTES_PER_WEIGHT`) and a kernel's latency."""
     if run.weights in ("16bit", "none") or op.stored_16bit(run.weights):
         return 0.0
-    kind = run.weights
+    kind = storage_format(run.weights)
     if kind.startswith("gguf-"):  # 8-bit blocks unpack in fewer ops than the 2- to 6-bit ones
         kind = "gguf-8bit" if kind in ("gguf-q8_0", "gguf-q8_k") else "gguf"
     moved = oh.DEQUANT_BYTES_PER_WEIGHT.get(kind, oh.DEQUANT_BYTES_PER_WEIGHT["fp8"])
