@@ -39,6 +39,12 @@ MODEL = textwrap.dedent('''
         return Net(), ((torch.randn(8, 3, 64, 64), torch.randn(8, 128, 256)), {})
 
 
+    def mlp():
+        """Linear 1,024 -> 4,096, GELU, Linear 4,096 -> 1,024 on 64 rows of fp32."""
+        net = nn.Sequential(nn.Linear(1024, 4096), nn.GELU(), nn.Linear(4096, 1024))
+        return net, torch.randn(64, 1024)
+
+
     def broken():
         raise RuntimeError("no weights here")
 
@@ -92,6 +98,17 @@ def test_a_module_simulated_counts_what_torch_counts(package, capsys):
     assert data["activations_gib"] > 0 and data["fits"] and data["step_s"] > 0
     assert any("activation peak" in s for s in data["simulated"])
     assert any("AdamW" in m for m in data["modelled"])
+
+
+def test_an_inference_peak_is_the_hand_count(package, capsys):
+    """Under no_grad the MLP holds its first linear's output (64 x 4,096 fp32, 1 MiB) while GELU writes another
+    1 MiB; the second linear's 64 x 1,024 output comes after the first is freed: the peak is 2 MiB exactly. Its
+    FLOPs are two GEMMs, 2 x 64 x 1,024 x 4,096 each."""
+    assert run(["simulate", "--module", "my_pkg.my_model:mlp", "--task", "infer", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["activations_gib"] * 2**30 == 2 * 64 * 4096 * 4
+    assert data["flops_forward"] == 2 * (2 * 64 * 1024 * 4096)
+    assert data["params"] == 2 * 1024 * 4096 + 4096 + 1024
 
 
 def test_inference_has_no_gradients(package, capsys):

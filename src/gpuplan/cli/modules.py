@@ -15,18 +15,19 @@ def render_work(result) -> None:
     prints)."""
     w, s, c = result.work, result.scenario, result.cost
     head = "speed" if result.memory.fits is not False else "speed, were it to fit"
-    likely = f" (likely {w.samples_per_s_low:,.2f}-{w.samples_per_s_high:,.2f})"
     if w.kind == "diffusion generation":
         bullet(f"{head}: {w.image_s:,.1f} s per call of {w.samples_per_step} image(s) ({w.steps} steps at "
                f"{w.steps_per_s:,.2f} it/s, {1e3 * w.step_s:,.0f} ms per step, {w.bound}-bound); "
-               f"{w.images_per_hour:,.0f} images/h{likely.replace(')', ' images/s)')}", prefix="")
+               f"{w.images_per_hour:,.0f} images/h (likely {_sig(3600 * w.samples_per_s_low)}-"
+               f"{_sig(3600 * w.samples_per_s_high)})", prefix="")
     elif s["task"] == "train":
         unit = "images" if w.kind == "diffusion training" else "samples"
-        bullet(f"{head}: {w.steps_per_s:,.2f} it/s ({w.step_s:,.2f} s per optimizer step), {w.samples_per_s:,.2f} "
-               f"{unit}/s{likely}, MFU {w.mfu:.2f}, {w.bound}-bound", prefix="")
+        bullet(f"{head}: {w.steps_per_s:,.2f} it/s ({w.step_s:,.2f} s per optimizer step), {_sig(w.samples_per_s)} "
+               f"{unit}/s (likely {_sig(w.samples_per_s_low)}-{_sig(w.samples_per_s_high)}), MFU {w.mfu:.2f}, "
+               f"{w.bound}-bound", prefix="")
     else:
-        bullet(f"{head}: {w.image_s:,.3f} s per batch of {w.samples_per_step}, {w.samples_per_s:,.1f} samples/s"
-               f"{likely} ({w.bound}-bound)", prefix="")
+        bullet(f"{head}: {w.image_s:,.3f} s per batch of {w.samples_per_step}, {_sig(w.samples_per_s)} samples/s "
+               f"(likely {_sig(w.samples_per_s_low)}-{_sig(w.samples_per_s_high)}; {w.bound}-bound)", prefix="")
     total = sum(w.parts_s.values()) or 1.0
     top = sorted(w.parts_s.items(), key=lambda kv: -kv[1])[:6]
     bullet(("step: " if s["task"] == "train" else "call: ") + ", ".join(
@@ -45,6 +46,11 @@ def render_work(result) -> None:
         bullet(line, prefix="")
     bullet("simulated: " + "; ".join(w.simulated), prefix="  ", style="dim")
     bullet("modelled: " + "; ".join(w.modelled), prefix="  ", style="dim")
+
+
+def _sig(x: float) -> str:
+    """A rate with three significant figures (0.0486, 1.23, 1,234)."""
+    return f"{x:,.0f}" if x >= 100 else f"{x:.3g}"
 
 
 def render_module(spec_facts: dict) -> None:
