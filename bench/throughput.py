@@ -18,7 +18,7 @@ sys.path.insert(0, str(HERE.parent / "src"))
 
 from gpuplan import GpuplanError, load_model  # noqa: E402
 from gpuplan.hardware import Network, load_gpu  # noqa: E402
-from gpuplan.memory import check  # noqa: E402
+from gpuplan.plan.refusals import check  # noqa: E402
 from gpuplan.scenario import scenario_from  # noqa: E402
 from gpuplan.speed import speed_of  # noqa: E402
 

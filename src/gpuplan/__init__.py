@@ -12,13 +12,13 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 # public name -> the module that defines it (loaded on first use)
 _HOMES = {
     "estimate": ".api", "recommend": ".api", "fit": ".api", "cost": ".api", "capacity": ".api", "launch": ".api",
     "CapacityReport": ".api", "CostTable": ".api", "FitReport": ".api", "LaunchReport": ".api",
-    "Plan": ".plan.estimate", "Recommendation": ".plan.recommend", "GpuplanError": ".errors",
+    "Plan": ".plan.plan", "Recommendation": ".plan.recommend", "GpuplanError": ".errors",
     "load_model": ".model.catalog", "ModelSpec": ".model.spec", "Scenario": ".scenario", "load_scenario": ".scenario",
 }
 
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from .errors import GpuplanError
     from .model.catalog import load_model
     from .model.spec import ModelSpec
-    from .plan.estimate import Plan
+    from .plan.plan import Plan
     from .plan.recommend import Recommendation
     from .scenario import Scenario, load_scenario
 

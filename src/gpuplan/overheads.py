@@ -483,7 +483,7 @@ VLLM_STEP_OVERHEAD_S = 3e-3
 VLLM_V1_STEP_OVERHEAD_S = 0.765e-3
 VLLM_V1_HOST_S_PER_SEQ = 19.9e-6
 VLLM_V1_REQUEST_S = 14.7e-3
-# SGLang's host loop (speed/inference.py sglang_loop), fitted by `python bench/serving/sglang_serving.py
+# SGLang's host loop (engines/sglang.py Sglang.timing), fitted by `python bench/serving/sglang_serving.py
 # --calibrate` on the calibration rows of bench/data/sglang_serving.csv (SGLang v0.3.0's own benchmark against
 # vLLM 0.6.0, sgl-project/sglang benchmark/benchmark_vllm_060/README.md: Llama-3.1-8B-Instruct on one A100 80GB,
 # ShareGPT), in turn: per step from the median TPOT at 4 requests/s less the simulated GPU work, per scheduled

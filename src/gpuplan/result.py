@@ -2,7 +2,7 @@
 make a job fit, and :class:`Answer`, the base of every answer the Python API returns.
 
 Plain pydantic models with units in their field names; the CLI, the web page and scripts read the same fields. The
-plan itself (:class:`gpuplan.plan.estimate.Plan`) adds speed and cost, which live above this floor.
+plan itself (:class:`gpuplan.plan.plan.Plan`) adds speed and cost, which live above this floor.
 """
 
 from __future__ import annotations

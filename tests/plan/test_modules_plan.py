@@ -13,7 +13,7 @@ import gpuplan
 from gpuplan.cli import run
 from gpuplan.errors import GpuplanError
 from gpuplan.model.profile import lookup
-from gpuplan.plan.estimate import ModulePlan
+from gpuplan.plan.modules import ModulePlan
 
 GIB = 2**30
 REVIEW = Path(__file__).resolve().parents[1] / "data" / "review-3-q8"

@@ -1,6 +1,6 @@
 """One serving scenario, every command: estimate, recommend, capacity, launch and the web API show the same KV
-tokens, concurrent requests, time to first token and streaming tokens/s per user (memory/pool.py and the speed
-layer are the one source of each)."""
+tokens, concurrent requests, time to first token and streaming tokens/s per user (the engine profiles' kv_pool and
+the speed layer are the one source of each)."""
 
 import pytest
 
@@ -12,8 +12,8 @@ from fastapi.testclient import TestClient
 from gpuplan import estimate
 from gpuplan.launchers.plan import launch_plan
 from gpuplan.model.catalog import load_model
+from gpuplan.plan.capacity import capacity
 from gpuplan.scenario import scenario_from
-from gpuplan.serving.capacity import capacity
 from gpuplan.serving.workload import load_workload
 from gpuplan.web.app import create_app
 

@@ -7,13 +7,17 @@ import math
 import pytest
 
 from gpuplan import estimate
-from gpuplan.engines import sglang, vllm
+from gpuplan.engines import engine_for, sglang, vllm
 from gpuplan.errors import GpuplanError
 from gpuplan.hardware import load_gpu
-from gpuplan.memory.pool import kv_pool
 from gpuplan.model.catalog import load_model
 from gpuplan.scenario import scenario_from
 from gpuplan.speed.inference import step_timer
+
+
+def kv_pool(s, m, gpu):
+    return engine_for(s).kv_pool(s, m, gpu)
+
 
 M, H100 = load_model("llama-3.1-8b"), load_gpu("h100-sxm")
 # 20 users, 2,100-token prompts whose first 2,010 tokens are one system prompt, 300-token answers, one H100
@@ -49,7 +53,7 @@ def test_sglang_burst_skips_the_prefix_token_by_token():
     """SGLang's radix cache matches token by token: all 2,010 shared tokens. 2,100 + 19 x 90 = 3,810 new tokens
     under its 8,192-token chunk: one prefill of 3,810 tokens in 3,810 // 90 = 42 sequences after 2,010 cached."""
     t = timer("sglang", 2010)
-    assert t.loop.chunk_tokens == 8192 and t.cached_prefix == 2010
+    assert t.timing.loop.chunk_tokens == 8192 and t.cached_prefix == 2010
     assert t.burst_ttft_s(2100, 20) == pytest.approx(t.prefill_s(3810, seqs=42, context=2010), rel=1e-12)
     assert t.ttft_s(2100) == pytest.approx(t.prefill_s(90, context=2010), rel=1e-12)
     assert t.ttft_s(2100) < timer("vllm", 2010).ttft_s(2100)  # 90 tokens to prefill, not vLLM's 100

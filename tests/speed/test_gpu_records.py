@@ -40,7 +40,7 @@ def test_gemma3_long_prompt_mask_by_hand():
     """Gemma-3-1B, 2 x 30,000-token prompt under SDPA in transformers: the boolean sliding-window mask (30,000^2 B)
     and SDPA's bf16 additive copy for both sequences (2 x 2 x 30,000^2 B) make the prefill's attention working set
     4.19 GiB beside the projections' 0.86; measured allocated 8.30 GiB against 8.4 estimated (was 5.9)."""
-    from gpuplan.memory.inference import prefill_working_set
+    from gpuplan.engines.transformers import prefill_working_set
     from gpuplan.model.catalog import load_model
     from gpuplan.scenario import scenario_from
 

@@ -14,6 +14,7 @@ import pytest
 
 from gpuplan import GpuplanError, estimate
 from gpuplan.model.catalog import load_model
+from gpuplan.plan.refusals import scenario_refusal
 from gpuplan.scenario import scenario_from
 from gpuplan.stacks import megatron as mg
 
@@ -130,7 +131,7 @@ def test_megatron_rules_are_one_sentence(fields, message):
 ])
 def test_what_megatron_cannot_run(fields, message):
     with pytest.raises(GpuplanError, match=message):
-        scenario(**fields)
+        scenario_refusal(scenario(**fields))
 
 
 def test_cli_exit_code_2():

@@ -15,6 +15,7 @@ from gpuplan import GpuplanError, estimate
 from gpuplan import overheads as oh
 from gpuplan.hardware import load_gpu
 from gpuplan.model.catalog import load_model
+from gpuplan.plan.refusals import scenario_refusal
 from gpuplan.scenario import scenario_from
 from gpuplan.stacks import megatron as mg
 
@@ -103,7 +104,7 @@ def test_mlperf_gb300_lora_step_against_the_log():
 ])
 def test_settings_refused_outside_their_stack(fields, message):
     with pytest.raises(GpuplanError, match=message) as info:
-        scenario(**fields)
+        scenario_refusal(scenario(**fields))
     assert "\n" not in str(info.value)
 
 
@@ -150,7 +151,7 @@ def test_nvfp4_gemms_run_at_the_fp4_rate():
 ])
 def test_nvfp4_refused_where_it_cannot_run(fields, message):
     with pytest.raises(GpuplanError, match=message) as info:
-        scenario(**fields)
+        scenario_refusal(scenario(**fields))
     assert "\n" not in str(info.value)
 
 

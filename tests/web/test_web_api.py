@@ -21,10 +21,11 @@ import gpuplan  # noqa: E402
 from gpuplan.cli import app as cli_app  # noqa: E402
 from gpuplan.errors import GpuplanError  # noqa: E402
 from gpuplan.hardware import gpus, load_gpu  # noqa: E402
-from gpuplan.memory import fits_only, memory_report  # noqa: E402
+from gpuplan.memory import memory_report  # noqa: E402
 from gpuplan.model.catalog import load_model  # noqa: E402
+from gpuplan.plan.plan import probe  # noqa: E402
+from gpuplan.plan.resolve import resolve  # noqa: E402
 from gpuplan.scenario import Scenario, load_scenario  # noqa: E402
-from gpuplan.scenario.resolve import resolve  # noqa: E402
 from gpuplan.web import guard, work  # noqa: E402
 from gpuplan.web.accuracy import readme_html  # noqa: E402
 from gpuplan.web.app import create_app  # noqa: E402
@@ -320,9 +321,8 @@ def test_fit_grid_is_fits_only_on_every_card(client):
             if cell["fits"] is None:
                 assert cell["reason"]
                 continue
-            gpu = gpus()[row["gpu_id"]]
-            resolved, _ = resolve(s.model_copy(update={**change, "gpu": row["gpu_id"]}), m, gpu)
-            assert (cell["fits"], cell["device_peak_gib"]) == fits_only(resolved, m, gpu)
+            resolved = resolve(s.model_copy(update={**change, "gpu": row["gpu_id"]}), m).scenario
+            assert (cell["fits"], cell["device_peak_gib"]) == probe(resolved, m)
     l40s = next(r for r in grid["rows"] if r["gpu_id"] == load_gpu("l40s").id)
     assert l40s["cells"][0]["headroom_gib"] == pytest.approx(gpuplan.estimate(fields).memory.headroom_gib)
     point = next(p for p in grid["curve"] if p["tokens"] == 8192)

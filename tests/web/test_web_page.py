@@ -124,9 +124,13 @@ def test_page_matches_the_estimate(server, page):
     mem = r.memory
     assert page.get_attribute("#verdict", "data-fits") == str(mem.fits).lower()
     assert page.text_content("#verdict-word") == ("Fits" if mem.fits else "Does not fit")
-    assert value(page, "#verdict-peak") == pytest.approx(mem.device_peak_gib, rel=1e-12)
-    assert page.text_content("#verdict-peak") == f"{mem.device_peak_gib:,.2f}"
-    assert page.text_content("#verdict-headroom") == f"{mem.headroom_gib:+,.2f}"
+    # the plan's own sentence, as the command line prints it
+    rest = r.verdict.sentence[len(r.verdict.word):]
+    assert page.text_content("#verdict")[len(r.verdict.word):].startswith(rest + ".")
+    assert float(page.get_attribute("#verdict", "data-peak")) == pytest.approx(mem.device_peak_gib, rel=1e-12)
+    assert f"{mem.device_peak_gib:,.2f} of {mem.capacity_gib:,.2f} GiB usable per GPU" in r.verdict.sentence
+    assert float(page.get_attribute("#verdict", "data-headroom")) == pytest.approx(mem.headroom_gib, rel=1e-12)
+    assert f"headroom {mem.headroom_gib:+,.2f} GiB" in page.text_content("#verdict")
     for key, expected in (("weights_gib", mem.weights_gib), ("kv_cache_gib", mem.kv_cache_gib),
                           ("activations_gib", mem.activations_gib), ("reserved_peak_gib", mem.reserved_peak_gib),
                           ("capacity_gib", mem.capacity_gib)):
@@ -178,8 +182,8 @@ def test_permalink_reopens_the_same_plan(server, page, browser):
     assert page.input_value("#f-tp") == "2" and page.input_value("#f-batch_size") == "32"
     r = gpuplan.estimate({"model": "llama-3.1-70b", "task": "infer", "engine": "vllm", "num_gpus": 2, "tp": 2,
                           "gpu": "h100-sxm", "batch_size": 32})
-    assert value(page, "#verdict-peak") == pytest.approx(r.memory.device_peak_gib)
-    assert f"up to {r.memory.max_concurrency} concurrent requests" in page.text_content("#verdict")
+    assert float(page.get_attribute("#verdict", "data-peak")) == pytest.approx(r.memory.device_peak_gib)
+    assert f"up to {r.memory.max_concurrency:,} concurrent requests" in page.text_content("#verdict")
     shared = page.input_value("#permalink")
     other = browser.new_context(bypass_csp=True).new_page()
     other.goto(shared)
@@ -226,7 +230,7 @@ def test_fixes_apply_and_refit(server, page, tmp_path):
     fixed = gpuplan.estimate({**base, "grad_checkpointing": "full"})
     assert page.input_value("#f-grad_checkpointing") == "full"
     assert page.get_attribute("#verdict", "data-fits") == str(fixed.memory.fits).lower()
-    assert value(page, "#verdict-peak") == pytest.approx(fixed.memory.device_peak_gib)
+    assert float(page.get_attribute("#verdict", "data-peak")) == pytest.approx(fixed.memory.device_peak_gib)
     assert page.text_content("#fixes-body").startswith("It fits with")
 
 
@@ -256,7 +260,7 @@ def test_task_switch_shows_the_task_fields(server, page):
     assert page.is_visible("#f-batch_size") and not page.is_visible("#f-seq_len")
     assert "task=infer" in page.url and "method" not in page.url  # training fields leave the plan
     r = gpuplan.estimate({"model": "llama-3.1-8b", "task": "infer", "gpu": "rtx-4090"})
-    assert value(page, "#verdict-peak") == pytest.approx(r.memory.device_peak_gib)
+    assert float(page.get_attribute("#verdict", "data-peak")) == pytest.approx(r.memory.device_peak_gib)
 
 
 def test_a_dataset_file_gives_the_cli_numbers(server, page, tmp_path):
@@ -287,7 +291,8 @@ def test_a_dataset_file_gives_the_cli_numbers(server, page, tmp_path):
         assert value(page, f'[data-key="dataset.{key}"] .value') == pytest.approx(d[key]), key
     assert page.text_content('[data-key="dataset.source"] .value') == "train.jsonl (tokenizer tokenizer.json)"
     assert value(page, '[data-key="scenario.train_tokens"] .value') == cli["scenario"]["train_tokens"] == 40
-    assert value(page, "#verdict-peak") == pytest.approx(cli["memory"]["device_peak_gib"], rel=1e-12)
+    peak = float(page.get_attribute("#verdict", "data-peak"))
+    assert peak == pytest.approx(cli["memory"]["device_peak_gib"], rel=1e-12)
     assert value(page, 'details[data-key="speed.tokens_per_s"] .value') == pytest.approx(cli["speed"]["tokens_per_s"])
     assert "--dataset train.jsonl --tokenizer tokenizer.json" in page.text_content("#export-command")
     # clearing the file takes the data out of the plan

@@ -1,7 +1,7 @@
 """The Python API, gpuplan's one face: a function per question, each returning a typed answer whose ``to_dict()``
 is exactly what the command's ``--json`` prints. The command line and the web page call these and only render.
 
-- :func:`estimate`: one scenario's :class:`~gpuplan.plan.estimate.Plan` (memory, fit, fixes, speed, cost);
+- :func:`estimate`: one scenario's :class:`~gpuplan.plan.plan.Plan` (memory, fit, fixes, speed, cost);
 - :func:`recommend`: the setups that fit, ranked (:class:`~gpuplan.plan.recommend.Recommendation`);
 - :func:`fit`: every bundled model on the user's cards (:class:`FitReport`);
 - :func:`cost`: the job priced on every offer that fits it (:class:`CostTable`);
@@ -26,12 +26,12 @@ from ..market.cost import Cost
 from ..model.catalog import load_model
 from ..model.report import inexact_warning
 from ..plan.capability import FitRow
-from ..plan.estimate import Plan
+from ..plan.capacity import Deployment
 from ..plan.estimate import estimate as _estimate
+from ..plan.plan import Plan
 from ..plan.recommend import Recommendation
 from ..result import Answer
 from ..scenario import Scenario, load_scenario, scenario_from
-from ..serving.capacity import Deployment
 from ..serving.workload import Workload
 from . import arguments as arg
 from .arguments import names_of
@@ -142,7 +142,7 @@ def fit(gpu: str, scenario: ScenarioLike | None = None, *, models: Iterable[str]
     with the largest batch and longest context: ``gpuplan fit``."""
     from ..plan.capability import what_fits
     from ..plan.recommend import parse_have
-    from ..scenario.resolve import describe
+    from ..scenario.describe import describe
 
     if not isinstance(gpu, str) or not gpu.strip():
         raise GpuplanError("fit needs your cards: --gpu 2x3090 (count x name, or a name for one card)")
@@ -190,7 +190,8 @@ def cost(scenario: ScenarioLike, *, catalogs: Iterable[str] = (), discounts: Map
     with its whole bill and the device peak per GPU: ``gpuplan cost``."""
     from ..market.store import load_offers
     from ..plan.pricing import compare, left_out
-    from ..scenario.resolve import describe, resolve
+    from ..plan.resolve import card_free
+    from ..scenario.describe import describe
 
     top = arg.count(top, "top", most=100_000, optional=True)
     catalogs = tuple(names_of(catalogs, "catalogs"))
@@ -199,7 +200,8 @@ def cost(scenario: ScenarioLike, *, catalogs: Iterable[str] = (), discounts: Map
     m = load_model(s.model)
     if s.gpu:  # one GPU: its name resolved (an ambiguous one takes its common variant)
         s = s.model_copy(update={"gpu": resolve_gpu(s.gpu)[0].id})
-    s, defaults = resolve(s, m, None)
+    s, said = card_free(s, m)  # the card is each offer's
+    defaults = [n for n in said if n]
     base = _estimate(s.model_copy(update={"gpu": None}), advise=False)
     offers = load_offers(catalogs, discounts)
     rows = compare(s, m, offers, base.model.params_trainable)
@@ -233,9 +235,9 @@ def capacity(model: str, workload: str | Path | Mapping[str, Any] | None = None,
     except ImportError:
         raise GpuplanError("capacity simulates vLLM's scheduler with numpy: pip install 'gpuplan[serving]'") from None
     from ..hardware import load_gpu
+    from ..plan.capacity import capacity as search
+    from ..plan.capacity import shown
     from ..serving.calibrate import load_calibration
-    from ..serving.capacity import capacity as search
-    from ..serving.capacity import shown
     from ..serving.workload import load_workload
 
     model = arg.text(model, "model")

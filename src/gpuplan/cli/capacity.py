@@ -87,7 +87,7 @@ def capacity_cmd(
 
 
 def render(plans, w, fmt: str = "table") -> None:
-    from ..serving.capacity import shown
+    from ..plan.capacity import shown
 
     slo = w.slo
     targets = ", ".join(f"{k} <= {v:g} s" for k, v in (("TTFT", slo.ttft_s), ("TPOT", slo.tpot_s), ("E2E", slo.e2e_s))

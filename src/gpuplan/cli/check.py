@@ -41,7 +41,7 @@ def simulate_cmd(scenario: str | None = None, as_json: bool = False, compare: bo
     """
     from ..model.catalog import load_model
     from ..model.module import NotADecoder
-    from ..scenario.resolve import describe
+    from ..scenario.describe import describe
     from ..sim.simulate import simulate
 
     if module:

@@ -74,39 +74,12 @@ def render_estimate(result) -> None:
         out.print(Text(f"its own log: {mem.logged_statistic}; compare with {mem.logged_gib:.2f} GiB", style="dim"))
     if mem.cpu_gib:
         out.print(f"CPU memory for offloaded states: {mem.cpu_gib:.1f} GiB")
-    # the engines that preallocate a pool
-    engine_name = {"sglang": "SGLang", "trtllm": "TensorRT-LLM"}.get(s.get("engine"), "vLLM")
-    engine = getattr(mem, "engine", None) or {}
-    if mem.max_concurrency is not None:
-        logged = engine.get("kv_cache_tokens") if isinstance(engine, dict) else None
-        also = (f"; vLLM's log counts the same pool as {logged:,} tokens at --max-model-len "
-                f"{engine['max_model_len']:,}" if logged and abs(logged - mem.max_context_tokens) > 0.01 * logged
-                else "")
-        if s.get("shared_prefix_tokens"):
-            also += f"; the {s['shared_prefix_tokens']:,}-token shared prefix held once where the engine caches it"
-        bullet(f"{engine_name} KV pool {mem.kv_cache_pool_gib:.1f} GiB: up to {mem.max_concurrency:,} concurrent "
-               f"requests of {s['prompt_tokens'] + s['output_tokens']:,} tokens ({mem.max_context_tokens:,} tokens "
-               f"of such requests){also}", prefix="")
-    if isinstance(engine, dict) and engine.get("max_model_len_that_fits") and \
-            engine["max_model_len_that_fits"] < (engine.get("max_model_len") or 0):  # its default would not start
-        bullet(f"vLLM: start it with --max-model-len {engine['max_model_len_that_fits']:,} or less (one request of "
-               "that length fills the KV pool)", prefix="")
-    if mem.gpu_layers is not None:
-        out.print(f"llama.cpp: {mem.gpu_layers} of {result.model.num_layers} layers on the GPU"
-                  + (f", {mem.offloaded_layers} offloaded to the CPU" if mem.offloaded_layers else ""))
+    v = result.verdict  # the plan's own sentence, as the page and the API state it
+    style = "green" if v.fits else "red bold" if v.fits is False else ""
+    out.print(Text(v.word, style=style) + Text(v.sentence[len(v.word):]), soft_wrap=True)
+    for line in v.details:
+        bullet(line, prefix="  ")
     if mem.fits is not None:
-        verdict = Text("fits" if mem.fits else "does not fit", style="green" if mem.fits else "red bold")
-        why = ""
-        if mem.max_concurrency is not None and not mem.fits and mem.headroom_gib >= 0:  # vLLM: the pool is short
-            why = (f": {engine_name} takes its budget whatever the job, and the KV pool left holds "
-                   f"{mem.max_concurrency:,} of the {s['batch_size']:,} concurrent requests asked; device")
-        elif mem.offloaded_layers and not mem.fits and mem.headroom_gib >= 0:  # llama.cpp: layers left on the CPU
-            why = (f": {mem.offloaded_layers} of {result.model.num_layers} layers would run from system RAM on the "
-                   "CPU (--cpu-layers counts that as fitting, at the speed below); device")
-        # headroom is the answer only when memory decides: a short KV pool or CPU layers are not out of memory
-        room = f", headroom {mem.headroom_gib:+.1f} GiB" if mem.fits or mem.headroom_gib < 0 else ""
-        out.print(verdict + Text(f" on {result.gpu.name}{why or ':'} {mem.device_peak_gib:.1f} of "
-                                 f"{mem.capacity_gib:.1f} GiB usable{room}"))
         batch = "micro-batch" if s["task"] == "train" else "batch"
         length = "sequence" if s["task"] == "train" else "prompt"
         longest = f"; longest {length}: {f'{mem.max_seq_len:,} tokens' if mem.max_seq_len else 'none'}"

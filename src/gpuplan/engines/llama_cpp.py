@@ -21,10 +21,13 @@ from __future__ import annotations
 import math
 
 from .. import overheads as oh
+from ..hardware import GpuSpec
 from ..model.quant import Format
 from ..model.spec import ModelSpec
+from ..result import MemoryReport
 from ..scenario import Scenario
 from ..tensors.breakdown import GIB, Estimate
+from .base import Engine, HostLoop, Timing
 
 # families whose windowed layers llama.cpp caches in a second, window-sized cache (llama_kv_cache_iswa; Llama 4's
 # chunked attention is its LLAMA_SWA_TYPE_CHUNKED)
@@ -36,10 +39,9 @@ def kv_bytes(s: Scenario, m: ModelSpec, n_ctx: int, seqs: int) -> float:
     """KV cache bytes for ``seqs`` sequences of ``n_ctx`` cells (f16, or q8_0 with an 8-bit KV dtype), plus the
     recurrent states of linear-attention and Mamba layers, one per sequence in f32 (``llama_memory_recurrent``
     with ``type_r``/``type_s`` GGML_TYPE_F32)."""
-    per = 2 if s.kv_cache_dtype in ("auto", "fp16", "bf16") else 8.5 / 8
-    swa = m.family in SWA_FAMILIES
+    per, swa, state = LLAMA_CPP.kv_element_bytes(s), LLAMA_CPP.caps_windows(m), LLAMA_CPP.state_element_bytes(s)
     return seqs * sum(layer.kv_dims * per * (min(n_ctx, layer.window) if layer.window and swa else n_ctx)
-                      + 4 * layer.state_elements for layer in m.layers)
+                      + state * layer.state_elements for layer in m.layers)
 
 
 def compute_buffer(s: Scenario, m: ModelSpec, n_ctx: int, seqs: int) -> float:
@@ -99,3 +101,57 @@ def llama_cpp_memory(s: Scenario, m: ModelSpec, e: Estimate, fmt: Format, capaci
             e.assumptions.append(f"llama.cpp keeps {offloaded} of {m.num_layers} layers ({held / GIB:.1f} GiB) in "
                                  "system RAM and runs them on the CPU: it runs, at the RAM's speed")
     return e
+
+
+class LlamaCpp(Engine):
+    """llama.cpp (``llama-server``): GGUF files, the layers that fit on the GPU and the rest run from system RAM on
+    the CPU (module docstring); a C++ loop per token."""
+
+    name = label = "llama.cpp"
+    layer_split_words = "llama.cpp --split-mode layer"
+    own_settings = ("ubatch_tokens",)
+    kv_dtypes = ("auto", "fp16", "bf16", "int8")
+    loads_quants = False
+    tensor_parallel = False
+    offloads_layers = True
+    host_embedding = True
+
+    def kv_element_bytes(self, s: Scenario) -> float:
+        """f16 cells, or q8_0 (8.5 bits: a 16-bit scale per 32 values) with an 8-bit KV dtype."""
+        return 2 if s.kv_cache_dtype in ("auto", "fp16", "bf16") else 8.5 / 8
+
+    def kv_heads_share(self, s: Scenario, m: ModelSpec) -> float:
+        """Every KV head: it splits layers over the cards, not heads."""
+        return 1.0
+
+    def caps_windows(self, m: ModelSpec) -> bool:
+        """Only the architectures whose ``llama_model`` builds an SWA cache (:data:`SWA_FAMILIES`)."""
+        return m.family in SWA_FAMILIES
+
+    def state_element_bytes(self, s: Scenario) -> float:
+        """f32 recurrent states (``llama_memory_recurrent``, ``type_r``/``type_s`` GGML_TYPE_F32)."""
+        return 4
+
+    def refusal(self, s: Scenario, m: ModelSpec) -> str | None:
+        if s.task == "infer" and s.kv_cache_dtype not in self.kv_dtypes:
+            return ("llama.cpp caches keys and values in f16, bf16 or integer blocks (q8_0, q4_0), not fp8: set "
+                    "kv_cache_dtype int8 (--cache-type-k/v q8_0)")
+        if s.quant and not s.quant.startswith("gguf-") and s.quant != "none":
+            return (f"llama.cpp runs GGUF files: set quant to a gguf type (gguf-q4_k_m, gguf-q8_0...), not "
+                    f"{s.quant!r}")
+        return None
+
+    def memory(self, s: Scenario, m: ModelSpec, e: Estimate, fmt: Format, gpu: GpuSpec | None,
+               capacity_gib: float | None) -> Estimate:
+        return llama_cpp_memory(s, m, e, fmt, capacity_gib)
+
+    def fits(self, s: Scenario, report: MemoryReport, capacity_gib: float) -> bool:
+        """It places what fits and runs the rest on the CPU: that fits only when asked (``cpu_layers``)."""
+        return report.device_peak_gib <= capacity_gib and (s.cpu_layers or not report.offloaded_layers)
+
+    def timing(self, s: Scenario, m: ModelSpec, gpu: GpuSpec) -> Timing:
+        """Its C++ loop: sampling, graph build and launch per token; a burst of prompts prefilled at once."""
+        return Timing(loop=HostLoop(step_s=oh.LLAMA_CPP_STEP_OVERHEAD_S))
+
+
+LLAMA_CPP = LlamaCpp()

@@ -51,12 +51,15 @@ from dataclasses import dataclass
 
 from .. import overheads as oh
 from ..hardware import GpuSpec
+from ..model.quant import Format
 from ..model.spec import ModelSpec
+from ..result import MemoryReport
 from ..scenario import Scenario
-from ..tensors.breakdown import GIB
+from ..tensors.breakdown import GIB, Estimate, device_overheads
 from ..tensors.kv import kv_dtype_bytes
 from ..tensors.state import weight_format
-from .vllm import cuda_total_gib, version_tuple
+from .base import Engine, HostLoop, KvPool, Timing
+from .vllm import cuda_total_gib, current_timing, version_tuple
 
 HEURISTIC_FROM = (0, 5, 3)  # the first release with PR #10975's reserve (2025-10)
 EARLY_MEM_FRACTION_BY_TP = ((16, 0.79), (8, 0.81), (4, 0.85), (2, 0.87))  # before HEURISTIC_FROM; TP 1: 0.88
@@ -173,3 +176,121 @@ def startup_memory(s: Scenario, m: ModelSpec, gpu: GpuSpec, *, mem_fraction_stat
                          kv_tokens=tokens, kv_pool_gib=tokens * cell / GIB, chunked_prefill_size=d.chunked_prefill_size,
                          max_running_requests=max_running_requests(tokens, context), context_len=context,
                          cuda_graph_max_bs=d.cuda_graph_max_bs, card_gib=max(card, total))
+
+
+# ---- the engine profile ----------------------------------------------------------------------------
+def pool(s: Scenario, sm: StartupMemory) -> KvPool:
+    """The pool of the startup memory ``sm`` (:func:`startup_memory` of ``s``): its ``max_total_num_tokens`` over
+    the request's tokens, capped by ``max_running_requests``; the radix cache holds a shared prefix of ``c`` tokens
+    once: ``(pool - c) // (tokens - c)`` requests. ``kv_tokens`` is the pool."""
+    tokens = s.prompt_tokens + s.output_tokens
+    cached = SGLANG.cached_prefix_tokens(s)
+    return KvPool(engine="sglang", pool_gib=sm.kv_pool_gib, request_tokens=tokens,
+                  max_concurrency=min((sm.kv_tokens - cached) // (tokens - cached), sm.max_running_requests)
+                  if tokens else 0,
+                  kv_tokens=sm.kv_tokens, logged_tokens=sm.kv_tokens, max_model_len=sm.context_len,
+                  sim_blocks=sm.kv_tokens // oh.VLLM_BLOCK_TOKENS)
+
+
+# the formats SGLang loads a plain checkpoint in (its --quantization; python/sglang/srt/server_args.py)
+QUANTIZES = ("fp8", "awq-int4", "gptq-int4", "gptq-int8", "mxfp4")
+# how SGLang is timed, said in the plan's assumptions
+TIMING = ("SGLang: GPU work timed as vLLM's (CUDA graphs, the same attention kernels), its own host loop "
+          "(overlap scheduler from v0.4) and scheduler (prefill batches before decodes, chunked_prefill_size, "
+          "max_running_requests, radix cache), fitted and checked on SGLang's published runs "
+          "(bench/results/sglang_serving.md: few rows, Llama-3.1 8B and 70B)")
+
+
+def _engine_dict(s: Scenario, sm: StartupMemory) -> dict:
+    """What SGLang's startup log prints, for the report."""
+    return {"engine": "sglang", "version": s.engine_version or "0.5 (2025-10 reserve rule)",
+            "mem_fraction_static": sm.mem_fraction_static, "max_total_num_tokens": sm.kv_tokens,
+            "chunked_prefill_size": sm.chunked_prefill_size, "max_running_requests": sm.max_running_requests,
+            "context_len": sm.context_len, "available_kv_cache_gib": sm.kv_pool_gib,
+            "cuda_graph_max_bs": sm.cuda_graph_max_bs, "schedule_policy": SCHEDULE_POLICY,
+            "mixed_chunk": sm.mixed_chunk, "radix_cache": True, "overlap_schedule": overlap_schedule(s)}
+
+
+class Sglang(Engine):
+    """SGLang: a token pool from what the weights leave, keeping ``total x (1 - mem_fraction_static)`` for
+    activations and CUDA graphs (module docstring, checked against public startup logs); a radix cache shared
+    token by token; its GPU work timed as vLLM's current engine's, its host loop as its own."""
+
+    name = "sglang"
+    label = "SGLang"
+    pool_words = "SGLang's token pool"
+    preallocates = True
+    advised_by_pool = True
+    tensor_parallel_flag = "SGLang --tp"
+    layer_split_words = "SGLang --pp-size"
+    own_settings = ("mem_fraction_static",)
+    checks_request_length = True
+    kv_dtypes = ("auto", "fp16", "bf16", "fp8")
+    fp8_weight_only = True
+    budget_fix = ("mem_fraction_static", 0.93, "--mem-fraction-static 0.93 (a larger SGLang pool)",
+                  "same speed; less room for activations and CUDA graphs")
+    launch_target = "sglang"
+    cache_words = "radix cache"
+
+    def refusal(self, s: Scenario, m: ModelSpec) -> str | None:
+        if s.task == "infer" and s.kv_cache_dtype not in self.kv_dtypes:
+            return f"SGLang's KV cache is 16-bit or fp8, not {s.kv_cache_dtype}: set kv_cache_dtype fp8 or auto"
+        asked = self.quantizes_to(s, m)
+        if asked is not None and asked not in QUANTIZES:
+            return f"SGLang cannot quantize to {s.quant} on load: choose fp8, or an AWQ/GPTQ checkpoint"
+        return None
+
+    def memory(self, s: Scenario, m: ModelSpec, e: Estimate, fmt: Format, gpu: GpuSpec | None,
+               capacity_gib: float | None) -> Estimate:
+        """The weights, the token pool and the reserve SGLang keeps; without a GPU, the weights and the cache of
+        ``batch_size`` requests."""
+        e.peak_phase = "serving"
+        tokens = s.prompt_tokens + s.output_tokens
+        cell = cell_bytes(s, m)
+        if gpu is None:
+            e.kv_cache = s.batch_size * tokens * cell
+            return e
+        sm = startup_memory(s, m, gpu, mem_fraction_static=s.mem_fraction_static)
+        e.weights, e.kv_cache = (sm.weights_gib - oh.SGLANG_LOAD_EXTRA_GIB) * GIB, sm.kv_pool_gib * GIB
+        e.other["SGLang load overhead (beyond the weights)"] = oh.SGLANG_LOAD_EXTRA_GIB * GIB
+        budget = sm.budget_gib(sum(device_overheads(s, gpu.generation).values()) / GIB)
+        # weights beyond the card leave no reserve (the load fails), not a negative one
+        e.other["SGLang reserve (activations, CUDA graphs)"] = max(budget - sm.weights_gib - sm.kv_pool_gib,
+                                                                   0.0) * GIB
+        e.preallocated = budget * GIB
+        kv = pool(s, sm)
+        e.extra.update(max_concurrency=kv.max_concurrency, max_context_tokens=kv.kv_tokens,
+                       kv_cache_pool_gib=sm.kv_pool_gib, engine=_engine_dict(s, sm), kv_pool=kv, startup=sm)
+        e.assumptions.append(
+            f"SGLang: mem_fraction_static {sm.mem_fraction_static} of {sm.total_gib:.1f} GiB free at start, pool of "
+            f"{sm.kv_tokens:,} tokens at {cell:,.0f} B each, chunked_prefill_size {sm.chunked_prefill_size:,}, "
+            f"max_running_requests {sm.max_running_requests:,}")
+        if sm.kv_tokens < tokens:
+            e.warnings.append(f"SGLang's token pool holds {sm.kv_tokens:,} tokens, less than one request of "
+                              f"{tokens:,}: quantize the weights, use more GPUs (tp) or raise --mem-fraction-static")
+        return e
+
+    def kv_pool(self, s: Scenario, m: ModelSpec, gpu: GpuSpec) -> KvPool:
+        return pool(s, startup_memory(s, m, gpu, mem_fraction_static=s.mem_fraction_static))
+
+    def fits(self, s: Scenario, report: MemoryReport, capacity_gib: float) -> bool:
+        """As vLLM: the pool must hold the requests, the budget the card."""
+        return (report.max_concurrency or 0) >= s.batch_size and report.device_peak_gib <= capacity_gib
+
+    def cached_prefix_tokens(self, s: Scenario, m: ModelSpec | None = None) -> int:
+        """The radix cache (on unless ``--disable-radix-cache``) matches token by token at its default
+        ``page_size`` of 1: the whole prefix."""
+        return s.shared_prefix_tokens
+
+    def timing(self, s: Scenario, m: ModelSpec, gpu: GpuSpec) -> Timing:
+        """The GPU's work as vLLM's current engine's (CUDA graphs, the same attention kernels); the host loop
+        SGLang's own (constants fitted on SGLang's published runs, see
+        :data:`gpuplan.overheads.SGLANG_STEP_OVERHEAD_S`)."""
+        d = defaults(gpu.usable_gib * 1024, s.tp, s.pp, s.engine_version)
+        loop = HostLoop(step_s=oh.SGLANG_STEP_OVERHEAD_S, seq_s=oh.SGLANG_HOST_S_PER_SEQ,
+                        request_s=oh.SGLANG_REQUEST_S, overlapped=overlap_schedule(s),
+                        chunk_tokens=d.chunked_prefill_size, all_reduce_s=oh.SGLANG_ALL_REDUCE_S)
+        return current_timing(s, m, gpu, loop=loop, note=TIMING)
+
+
+SGLANG = Sglang()

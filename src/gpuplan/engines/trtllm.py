@@ -32,13 +32,16 @@ from dataclasses import dataclass
 
 from .. import overheads as oh
 from ..hardware import GpuSpec
+from ..model.quant import Format
 from ..model.spec import ModelSpec
+from ..result import MemoryReport
 from ..scenario import Scenario
 from ..tensors.activations import INPUT_OF
-from ..tensors.breakdown import GIB
+from ..tensors.breakdown import GIB, Estimate
 from ..tensors.kv import kv_bytes_per_sequence
 from ..tensors.state import weight_format
-from .vllm import cuda_total_gib
+from .base import Engine, KvPool, Timing
+from .vllm import cuda_total_gib, current_timing
 
 FREE_GPU_MEMORY_FRACTION = 0.9  # KvCacheConfig.free_gpu_memory_fraction
 TOKENS_PER_BLOCK = 32  # KvCacheConfig.tokens_per_block
@@ -87,8 +90,8 @@ def limits(s: Scenario, m: ModelSpec) -> tuple[int, int, int]:
 def activation(s: Scenario, m: ModelSpec) -> float:
     """The profiling forward's peak: one layer's largest working set for ``max_num_tokens`` tokens (the MLP's
     ``3·i + 2·h`` 16-bit elements per token, per routed expert a token visits for MoE plus the fp32 router; or
-    attention's q, k, v and two hidden-wide tensors plus an fp32 one), as :func:`gpuplan.memory.inference.
-    prefill_working_set` counts it for the other engines, and the last positions' fp32 logits of ``max_batch_size``
+    attention's q, k, v and two hidden-wide tensors plus an fp32 one), as :func:`gpuplan.engines.transformers.
+    prefill_working_set` counts it for transformers, and the last positions' fp32 logits of ``max_batch_size``
     sequences."""
     batch, T, _ = limits(s, m)
     c, t, h = s.compute_bytes, s.tp, m.hidden_size
@@ -172,3 +175,102 @@ def bench_settings(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> tuple[int, int]:
     else:
         tokens = (512 if raw_tokens < 8192 else 1024) * math.ceil(raw_tokens / (512 if raw_tokens < 8192 else 1024))
     return batch, max(tokens, isl + batch)
+
+
+# ---- the engine profile ----------------------------------------------------------------------------
+LOADS = ("none", "fp8", "nvfp4", "int8", "awq-int4", "gptq-int4", "mxfp4")  # weight formats it loads
+
+
+def pool(s: Scenario, sm: StartupMemory) -> KvPool:
+    """The pool of the startup memory ``sm`` (:func:`startup_memory`): whole blocks of ``tokens_per_block`` per
+    request, capped by ``max_batch_size``; ``kv_tokens`` is the pool."""
+    tokens = s.prompt_tokens + s.output_tokens
+    return KvPool(engine="trtllm", pool_gib=sm.kv_pool / GIB, request_tokens=tokens,
+                  max_concurrency=sm.max_concurrency(tokens), kv_tokens=sm.kv_tokens, logged_tokens=sm.kv_tokens,
+                  max_model_len=sm.max_seq_len, sim_blocks=sm.kv_tokens // oh.VLLM_BLOCK_TOKENS)
+
+
+class Trtllm(Engine):
+    """TensorRT-LLM (``trtllm-serve``, PyTorch backend): ``free_gpu_memory_fraction`` of what the weights and its
+    profiling forward leave, in paged KV blocks (module docstring); in-flight batching with CUDA graphs, timed as
+    vLLM's current engine."""
+
+    name = "trtllm"
+    label = "TensorRT-LLM"
+    pool_words = "TensorRT-LLM's KV pool"
+    preallocates = True
+    tensor_parallel_flag = "trtllm-serve --tp_size"
+    layer_split_words = "trtllm-serve --pp_size"
+    own_settings = ("free_gpu_memory_fraction", "tokens_per_block", "capacity_scheduler_policy")
+    refuses_foreign_settings = True
+    checks_request_length = True
+    kv_dtypes = ("auto", "fp16", "bf16", "fp8")
+    offline_bench = True
+    launch_target = "trtllm"
+
+    def refusal(self, s: Scenario, m: ModelSpec) -> str | None:
+        if s.quant and s.quant not in LOADS:
+            return (f"TensorRT-LLM does not load {s.quant} weights: use quant fp8 or nvfp4 (or awq-int4, gptq-int4, "
+                    "int8)")
+        if s.task == "infer" and s.kv_cache_dtype not in self.kv_dtypes:
+            return (f"TensorRT-LLM's KV cache is 16-bit or fp8, not {s.kv_cache_dtype}: set kv_cache_dtype fp8 or "
+                    "auto")
+        return None
+
+    def card_refusal(self, s: Scenario, gpu: GpuSpec) -> str | None:
+        if s.task == "infer" and gpu.vendor != "NVIDIA":  # TensorRT builds CUDA engines only
+            return (f"TensorRT-LLM runs on NVIDIA GPUs only, and {gpu.name} is {gpu.vendor}'s: use engine vllm or "
+                    "sglang" + (" (ROCm builds)" if gpu.vendor == "AMD" else ""))
+        if s.quant == "fp8" and not gpu.supports_dtype("fp8"):  # docs/source/features/quantization.md "Hardware
+            # Support Matrix": FP8 (per tensor) on Blackwell, Hopper and Ada, not Ampere
+            return (f"TensorRT-LLM runs fp8 weights on Ada, Hopper and Blackwell only, and {gpu.name} is "
+                    f"{gpu.architecture}: use awq-int4 or gptq-int4 (W4A16), or engine vllm (weight-only fp8)")
+        return None
+
+    def memory(self, s: Scenario, m: ModelSpec, e: Estimate, fmt: Format, gpu: GpuSpec | None,
+               capacity_gib: float | None) -> Estimate:
+        """The weights, the profiling forward and ``free_gpu_memory_fraction`` of what they leave. Without a GPU,
+        the weights and the cache of ``batch_size`` requests."""
+        e.peak_phase = "serving"
+        tokens = s.prompt_tokens + s.output_tokens
+        if gpu is None:
+            e.kv_cache = s.batch_size * kv_bytes_per_sequence(s, m, tokens, m.layers[:math.ceil(m.num_layers / s.pp)])
+            return e
+        sm = startup_memory(s, m, gpu, activation(s, m))
+        e.weights, e.activations, e.kv_cache = sm.weights, sm.activation, sm.kv_pool
+        e.other["TensorRT-LLM reserve (1 - free_gpu_memory_fraction: CUDA graphs, runtime buffers)"] = \
+            sm.free - sm.kv_pool
+        e.preallocated = sm.weights + sm.activation + sm.free
+        kv = pool(s, sm)
+        e.extra.update(max_concurrency=kv.max_concurrency, max_context_tokens=kv.kv_tokens,
+                       kv_cache_pool_gib=sm.kv_pool / GIB, engine={
+                           "engine": "trtllm", "free_gpu_memory_fraction": sm.fraction,
+                           "tokens_per_block": sm.tokens_per_block, "max_batch_size": sm.max_batch_size,
+                           "max_num_tokens": sm.max_num_tokens, "max_seq_len": sm.max_seq_len,
+                           "num_blocks": sm.num_blocks, "kv_cache_tokens": sm.kv_tokens,
+                           "available_kv_cache_gib": sm.kv_pool / GIB})
+        e.assumptions.append(
+            f"TensorRT-LLM: {sm.fraction} of the {sm.free / GIB:.1f} GiB free after the weights and a "
+            f"{sm.max_num_tokens:,}-token profiling forward: {sm.num_blocks:,} KV blocks of {sm.tokens_per_block} "
+            f"tokens ({sm.kv_tokens:,} tokens), max_batch_size {sm.max_batch_size:,}")
+        if sm.kv_tokens < tokens:
+            e.warnings.append(f"TensorRT-LLM's KV cache holds {sm.kv_tokens:,} tokens, less than one request of "
+                              f"{tokens:,}: quantize (fp8, nvfp4), use more GPUs (tp) or an fp8 KV cache")
+        return e
+
+    def kv_pool(self, s: Scenario, m: ModelSpec, gpu: GpuSpec) -> KvPool:
+        return pool(s, startup_memory(s, m, gpu, activation(s, m)))
+
+    def fits(self, s: Scenario, report: MemoryReport, capacity_gib: float) -> bool:
+        """As vLLM: the pool must hold the requests, the budget the card."""
+        return (report.max_concurrency or 0) >= s.batch_size and report.device_peak_gib <= capacity_gib
+
+    def uncached_prefix_why(self, s: Scenario) -> str:
+        return "TensorRT-LLM's KV block reuse is not modelled"
+
+    def timing(self, s: Scenario, m: ModelSpec, gpu: GpuSpec) -> Timing:
+        """In-flight batching with CUDA graphs, timed as vLLM's current engine."""
+        return current_timing(s, m, gpu)
+
+
+TRTLLM = Trtllm()

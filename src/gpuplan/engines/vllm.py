@@ -52,10 +52,14 @@ from dataclasses import dataclass, field
 from .. import overheads as oh
 from ..hardware import GpuSpec
 from ..model.layers import Layer
+from ..model.quant import Format
 from ..model.spec import ModelSpec
+from ..result import MemoryReport
 from ..scenario import Scenario
-from ..tensors.breakdown import GIB
+from ..tensors.breakdown import GIB, Estimate
+from ..tensors.kv import kv_bytes_per_sequence
 from ..tensors.state import weight_format
+from .base import Engine, HostLoop, KvPool, Timing
 
 CURRENT_VERSION = "0.33.0"
 
@@ -174,9 +178,10 @@ def cuda_total_gib(gpu: GpuSpec) -> float:
     return gpu.usable_gib - oh.CUDA_TOTAL_BELOW_USABLE_GIB
 
 
-def scheduler_limits(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> Limits:
-    """``max_num_batched_tokens`` and ``max_num_seqs`` as the release sets them when the user does not."""
-    v = version_tuple(s.engine_version)
+def scheduler_limits(s: Scenario, m: ModelSpec, gpu: GpuSpec | None, *, current: bool = False) -> Limits:
+    """``max_num_batched_tokens`` and ``max_num_seqs`` as the release sets them when the user does not (the current
+    release's with ``current``: an engine timed as vLLM's current one)."""
+    v = version_tuple(None if current else s.engine_version)
     max_len = s.max_model_len or m.max_context or (s.prompt_tokens + s.output_tokens)
     serve = s.entry_point == "serve"
     total = cuda_total_gib(gpu) if gpu else 0.0
@@ -332,9 +337,7 @@ def cudagraph_estimate(m: ModelSpec, lim: Limits, tp: int, gpu: GpuSpec | None) 
 def layer_page_bytes(s: Scenario, m: ModelSpec, layer: Layer, block: int) -> float:
     """Bytes of one block of one layer on one GPU, from the per-layer cache function (KV heads split over TP,
     MLA latent replicated, fp8 / int8 KV with their scales)."""
-    from ..tensors.kv import kv_bytes_per_sequence
-
-    return kv_bytes_per_sequence(s, m, block, layers=(layer,))
+    return kv_bytes_per_sequence(s, m, block, layers=(layer,), block=oh.VLLM_BLOCK_TOKENS)
 
 
 def _layer_blocks(layer: Layer, lim: Limits, block: int) -> int:
@@ -479,3 +482,158 @@ def max_model_len_that_fits(s: Scenario, m: ModelSpec, stage_blocks, lim: Limits
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if fits(mid) else (lo, mid)
     return lo
+
+
+# ---- the engine profile ----------------------------------------------------------------------------
+def pool(s: Scenario, m: ModelSpec, sm: StartupMemory) -> KvPool:
+    """The pool of the startup memory ``sm`` (:func:`startup_memory` of ``s``) for requests of ``prompt_tokens +
+    output_tokens``: the pool's block ids over the ids one such request takes in every KV-cache group
+    (:func:`kv_geometry`: whole blocks of its tokens in full-attention groups; in sliding-window groups the window
+    plus one step's tokens, ``SlidingWindowSpec.max_memory_usage_bytes``), which is how vLLM counts its "Maximum
+    concurrency for N tokens per request" (``vllm/v1/core/kv_cache_utils.py``
+    ``get_max_concurrency_for_kv_cache_config``) at N = the request's length. ``kv_tokens`` is that concurrency
+    times the request's length; vLLM's own log line "GPU KV cache size: N tokens" counts at ``--max-model-len``
+    instead (``logged_tokens``): the same pool, a different request length, so for hybrid sliding-window models
+    (gpt-oss) a different number of tokens. A shared prefix the prefix cache holds (:meth:`Vllm.cached_prefix_tokens`)
+    takes its ``S`` blocks once and each request adds its other ``R - S`` blocks: ``(blocks - S) // (R - S)``
+    requests (only on models of full attention in every layer: a sliding window or a recurrent state keeps blocks
+    per request that this does not count); ``kv_tokens`` stays the pool's tokens, each held once."""
+    tokens = s.prompt_tokens + s.output_tokens
+    per_request = max(kv_geometry(s, m, st, sm.limits, max_len=tokens)[1] for st in stages(m, s.pp))
+    full = all(layer.kv_dims and not layer.window and not layer.state_elements for layer in m.layers)
+    cached = VLLM.cached_prefix_tokens(s, m) if full else 0
+    shared = max(kv_geometry(s, m, st, sm.limits, max_len=cached)[1] for st in stages(m, s.pp)) if cached else 0
+    own = per_request - shared
+    exact = sm.num_blocks / per_request if per_request else 0.0  # the pool in tokens, with or without sharing
+    plain = math.ceil(tokens / oh.VLLM_BLOCK_TOKENS)  # the blocks of one group of full attention
+    return KvPool(engine="vllm", pool_gib=sm.kv_pool / GIB, request_tokens=tokens,
+                  max_concurrency=(sm.num_blocks - shared) // own if own else 0,
+                  kv_tokens=int(exact * tokens), logged_tokens=sm.kv_tokens, max_model_len=sm.limits.max_model_len,
+                  sim_blocks=sm.num_blocks * plain // per_request if per_request else 0)
+
+
+def _memory_without_card(s: Scenario, m: ModelSpec, e: Estimate) -> Estimate:
+    """Without a GPU: the working set of one step and the KV cache of ``batch_size`` requests (paged blocks)."""
+    lim = scheduler_limits(s, m, None)
+    stage = stages(m, s.pp)[0]
+    fwd, sampler = profile_peak(rules(s), m, lim, stage, s.tp)
+    e.activations = max(fwd, sampler)
+    e.kv_cache = s.batch_size * kv_bytes_per_sequence(s, m, s.prompt_tokens + s.output_tokens, stage.layers,
+                                                      block=oh.VLLM_BLOCK_TOKENS)
+    return e
+
+
+def _engine_dict(sm: StartupMemory) -> dict:
+    """What vLLM's startup log prints, for the report."""
+    return {"engine": "vllm", "version": sm.rules.version, "max_num_batched_tokens": sm.limits.max_num_batched_tokens,
+            "max_num_seqs": sm.limits.max_num_seqs, "max_model_len": sm.limits.max_model_len,
+            "max_model_len_that_fits": sm.max_model_len_fit, "available_kv_cache_gib": sm.kv_pool / GIB,
+            "kv_cache_tokens": sm.kv_tokens, "num_gpu_blocks": sm.num_blocks,
+            "max_concurrency_at_max_model_len": round(sm.max_concurrency, 2), "requested_gib": sm.requested / GIB,
+            "forward_peak_gib": sm.forward_peak / GIB, "sampler_peak_gib": sm.sampler_peak / GIB}
+
+
+# the formats vLLM loads a plain checkpoint in (its --quantization: vllm/model_executor/layers/quantization
+# QuantizationMethods, vLLM 0.32 and 0.33; int8 weight-only online)
+QUANTIZES = ("fp8", "awq-int4", "gptq-int4", "gptq-int8", "mxfp4", "int8")
+
+
+class Vllm(Engine):
+    """vLLM: a budget of ``gpu_memory_utilization`` of the card, the KV pool what its profiling run leaves (module
+    docstring), paged blocks shared by prefix, CUDA graphs and an engine loop (V1 from 0.8)."""
+
+    name = "vllm"
+    label = "vLLM"
+    pool_words = "vLLM's KV pool"
+    preallocates = True
+    advised_by_pool = True
+    tensor_parallel_flag = "vLLM --tensor-parallel-size"
+    layer_split_words = "vLLM --pipeline-parallel-size"
+    own_settings = ("gpu_memory_utilization",)
+    checks_request_length = True
+    fp8_weight_only = True
+    budget_fix = ("gpu_memory_utilization", 0.95, "--gpu-memory-utilization 0.95 (a larger vLLM budget)",
+                  "same speed; less room for anything else on the GPU")
+    kv_block_tokens = oh.VLLM_BLOCK_TOKENS
+    launch_target = "vllm"
+
+    def refusal(self, s: Scenario, m: ModelSpec) -> str | None:
+        if s.task == "infer" and s.precision == "fp8-mixed":
+            return "vLLM serves fp8 as weight quantization: set quant fp8 and precision bf16-true"
+        asked = self.quantizes_to(s, m)
+        if asked is not None and asked not in QUANTIZES:
+            return (f"vLLM (0.32, 0.33) cannot load {s.quant} weights (no bitsandbytes or GGUF loading in its "
+                    "quantization methods): choose awq-int4, gptq-int4, fp8 or int8")
+        return None
+
+    def memory(self, s: Scenario, m: ModelSpec, e: Estimate, fmt: Format, gpu: GpuSpec | None,
+               capacity_gib: float | None) -> Estimate:
+        """vLLM preallocates its budget and gives what the profiling run leaves to the KV cache, by the rules of
+        the release named. Without a GPU, the working set of one step and the KV cache of ``batch_size``
+        requests."""
+        e.peak_phase = "serving"
+        if gpu is None:
+            return _memory_without_card(s, m, e)
+        sm = startup_memory(s, m, gpu)
+        e.weights, e.activations, e.kv_cache = sm.weights, sm.activation, sm.kv_pool
+        e.other["non-torch (NCCL, workspaces)"] = sm.non_torch
+        if sm.rules.cudagraphs_in_budget:
+            e.other["CUDA graphs (estimate)"] = sm.cuda_graphs
+        elif not s.enforce_eager:
+            e.extra["outside"] = {"CUDA graphs": cudagraph_estimate(m, sm.limits, s.tp, gpu)}
+        e.preallocated = sm.requested
+        e.assumptions += sm.assumptions
+        kv = pool(s, m, sm)
+        e.extra.update(max_concurrency=kv.max_concurrency, max_context_tokens=kv.kv_tokens,
+                       kv_cache_pool_gib=sm.kv_pool / GIB, engine=_engine_dict(sm), kv_pool=kv, startup=sm)
+        if not sm.fits_max_model_len:
+            tokens = s.prompt_tokens + s.output_tokens
+            fix = (f"set --max-model-len {sm.max_model_len_fit:,} or less" if sm.max_model_len_fit >= tokens else
+                   "the KV pool cannot hold one request of this length: use more GPUs (tp), quantization, or a "
+                   "shorter context")
+            e.warnings.append(f"vLLM will refuse to start with max_model_len {sm.limits.max_model_len:,}: its KV "
+                              f"pool holds {sm.kv_tokens:,} tokens, one request of up to {sm.max_model_len_fit:,}; "
+                              f"{fix}")
+        return e
+
+    def kv_pool(self, s: Scenario, m: ModelSpec, gpu: GpuSpec) -> KvPool:
+        return pool(s, m, startup_memory(s, m, gpu))
+
+    def fits(self, s: Scenario, report: MemoryReport, capacity_gib: float) -> bool:
+        """The budget is taken whatever the job: the pool must hold the requests, and the budget with what lives
+        outside it must fit the card ("fits" never with a negative headroom)."""
+        return (report.max_concurrency or 0) >= s.batch_size and report.device_peak_gib <= capacity_gib
+
+    def cached_prefix_tokens(self, s: Scenario, m: ModelSpec | None = None) -> int:
+        """Automatic prefix caching (V1, on by default but on hybrid Mamba models: :func:`prefix_caching`) hashes
+        and matches whole KV blocks (``vllm/v1/core/kv_cache_utils.py`` ``hash_request_tokens``: full blocks only),
+        so a request finds ``floor(prefix / 16) x 16`` tokens cached and holds those blocks in common with the
+        others; V0 caches nothing unless ``--enable-prefix-caching`` is given."""
+        if not s.shared_prefix_tokens or not prefix_caching(s, m):
+            return 0
+        return s.shared_prefix_tokens // oh.VLLM_BLOCK_TOKENS * oh.VLLM_BLOCK_TOKENS
+
+    def uncached_prefix_why(self, s: Scenario) -> str:
+        return "vLLM before 0.8 caches prefixes only with --enable-prefix-caching"
+
+    def timing(self, s: Scenario, m: ModelSpec, gpu: GpuSpec) -> Timing:
+        return current_timing(s, m, gpu, current=False)
+
+
+def current_timing(s: Scenario, m: ModelSpec, gpu: GpuSpec, *, current: bool = True,
+                   loop: HostLoop | None = None, note: str = "") -> Timing:
+    """vLLM's timing of ``s`` (its release; the current one with ``current``, for an engine timed as vLLM's):
+    CUDA graphs and fused element-wise kernels in the V1 engine (0.8+), packed projections, the measured kernel
+    bandwidth, and its engine loop (``loop``: another engine's own), whose host work per step overlaps the GPU's
+    under async scheduling (0.14+) and whose prompts are prefilled in chunks of ``max_num_batched_tokens``."""
+    v1 = current or version_tuple(s.engine_version) >= (0, 8, 0)
+    if loop is None:
+        chunk = scheduler_limits(s, m, gpu, current=current).max_num_batched_tokens
+        overlapped = s.pp == 1 if current else async_scheduling(s)
+        loop = HostLoop(step_s=oh.VLLM_V1_STEP_OVERHEAD_S if v1 else oh.VLLM_STEP_OVERHEAD_S,
+                        seq_s=oh.VLLM_V1_HOST_S_PER_SEQ if v1 else 0.0, request_s=oh.VLLM_V1_REQUEST_S,
+                        overlapped=overlapped, chunk_tokens=chunk)
+    return Timing(graphs=v1, packed_linears=True, streaming_bandwidth=True, loop=loop, note=note)
+
+
+VLLM = Vllm()

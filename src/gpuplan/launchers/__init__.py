@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from types import ModuleType
 
+from ..engines import engine_for
 from ..errors import GpuplanError, did_you_mean
 from . import (
     accelerate,
@@ -52,7 +53,8 @@ def targets_for(plan: LaunchPlan, names: list[str] | None = None) -> list[str]:
         chosen = [name for name, module in TARGETS.items() if module.applies(plan) is None]
         if not chosen:
             framework = plan.scenario.framework
-            main = TARGETS["vllm" if not plan.train else framework if framework in TARGETS else "trainer"]
+            serving = engine_for(plan.scenario).launch_target or "vllm"
+            main = TARGETS[serving if not plan.train else framework if framework in TARGETS else "trainer"]
             raise GpuplanError(f"no launch target applies to this plan: {main.applies(plan)}")
         return chosen
     chosen = []

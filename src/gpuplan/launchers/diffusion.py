@@ -37,7 +37,7 @@ class DiffusionLaunch:
     """A diffusion training plan to launch: the scenario as resolved and its plan (memory, work, cost)."""
 
     scenario: Scenario
-    result: Any  # gpuplan.plan.estimate.ModulePlan
+    result: Any  # gpuplan.plan.modules.ModulePlan
     command: str
     family: str  # sd, sdxl, sd3, flux
 

@@ -1,44 +1,40 @@
 """The plan a launch writes: one setup (scenario + offer) and what gpuplan predicted for it.
 
-A :class:`LaunchPlan` is built from a scenario (``gpuplan launch``) or from a ranked setup (``gpuplan recommend
---launch N``). Both run the same functions as ``estimate`` and ``recommend``: memory from
-:func:`gpuplan.estimate`, speed on the offer's own interconnect, the price and the spot plan (Young/Daly
-checkpoint interval) from :func:`gpuplan.market.cost.price_job`. Writers read only this object.
+A :class:`LaunchPlan` is the launch files' view of one :class:`~gpuplan.plan.plan.Plan`, the plan to launch a
+scenario (``gpuplan launch``) or a ranked setup (``gpuplan recommend --launch N``) that
+:func:`gpuplan.plan.launch.runnable` builds: memory, speed on the offer's own interconnect, the price and the spot
+plan (Young/Daly checkpoint interval), the recipe. Nothing here computes a number of its own; the writers read only
+this object.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import math
 from dataclasses import dataclass
 
-from .. import __version__, clock
-from .. import overheads as oh
-from ..errors import GpuplanError, no_control
-from ..hardware import GpuSpec, load_gpu
-from ..market.choice import matching
-from ..market.cost import Cost, SpotPlan, checkpoint_bytes, dataset_gb, spot_plan
+from .. import clock
+from .._version import __version__
+from ..errors import no_control
+from ..hardware import GpuSpec
+from ..market.cost import SpotPlan
 from ..market.offers import Offer
-from ..market.store import load_offers
-from ..model.catalog import load_model
 from ..model.spec import ModelSpec
-from ..plan.estimate import Plan, estimate
-from ..plan.pricing import price
+from ..plan.launch import run_of, runnable
+from ..plan.plan import Plan
 from ..plan.recipe import Recipe
 from ..scenario import Scenario, scenario_from
-from ..speed import Speed, speed_of
+from ..speed import Speed
 from .settings import pip_packages
-
-GB = 1e9
 
 
 @dataclass(frozen=True, kw_only=True)
 class LaunchPlan:
-    """One setup to run and the numbers predicted for it (per GPU unless named otherwise)."""
+    """One setup to run and the numbers predicted for it (per GPU unless named otherwise), each read off the plan
+    (:func:`gpuplan.plan.launch.run_of`)."""
 
     scenario: Scenario
     command: str  # the gpuplan command (or API call) that produced the plan
-    result: Plan  # gpuplan.estimate(scenario): memory, model facts, warnings
+    result: Plan  # the plan to launch: memory, model facts, warnings, speed, cost, recipe
     model: ModelSpec
     gpu: GpuSpec
     speed: Speed
@@ -52,6 +48,25 @@ class LaunchPlan:
     visible_devices: tuple[int, ...] | None = None  # CUDA_VISIBLE_DEVICES when the plan uses some of the cards
     written_on: dt.date
     recipe: Recipe | None = None  # training: batch, lr, schedule, steps, checkpoints (gpuplan.plan.recipe)
+    setup_label: str  # the setup in one line (cards, layout or engine, offer)
+    max_steps: int | None = None  # optimizer steps that process train_tokens
+    save_steps: int | None = None  # optimizer steps between checkpoints (None: only the final save)
+    checkpoint_gb: float = 0.0  # one resumable checkpoint (weights and optimizer states), GB
+    weights_gb: float = 0.0  # the checkpoint as downloaded from the hub, GB
+    disk_gb: int = 0  # disk to ask for, GB
+
+    @classmethod
+    def of(cls, plan: Plan, *, command: str, visible_devices: tuple[int, ...] | None, written_on: dt.date
+           ) -> LaunchPlan:
+        """The launch files' view of ``plan``: its scenario, model and card as resolved, its speed, its run
+        (:func:`gpuplan.plan.launch.run_of`: the offer, cost, steps, checkpoints, disk), its spot plan and recipe."""
+        r, run = plan.setup, run_of(plan)
+        return cls(scenario=r.scenario, command=command, result=plan, model=r.model, gpu=r.gpu, speed=plan.speed,
+                   offer=run.offer, offer_label=run.offer_label, owned=run.owned, usd_per_hour=run.usd_per_hour,
+                   hours=run.hours, usd_total=run.usd_total, spot=plan.spot, visible_devices=visible_devices,
+                   written_on=written_on, recipe=plan.typed_recipe, setup_label=run.label, max_steps=run.max_steps,
+                   save_steps=run.save_steps, checkpoint_gb=run.checkpoint_gb, weights_gb=run.weights_gb,
+                   disk_gb=run.disk_gb)
 
     @property
     def train(self) -> bool:
@@ -65,70 +80,6 @@ class LaunchPlan:
     @property
     def num_nodes(self) -> int:
         return self.scenario.num_nodes if self.train else 1
-
-    @property
-    def tokens_per_step(self) -> int:
-        """Tokens one optimizer step consumes: micro-batch x sequence x accumulation x data-parallel ranks."""
-        s = self.scenario
-        return s.micro_batch_size * s.seq_len * s.grad_accum_steps * s.dp
-
-    @property
-    def max_steps(self) -> int | None:
-        """Optimizer steps that process ``train_tokens`` (rounded up); None without ``train_tokens``."""
-        if not self.train or not self.scenario.train_tokens:
-            return None
-        if self.recipe is not None and self.recipe.steps is not None:
-            return self.recipe.steps
-        return math.ceil(self.scenario.train_tokens / self.tokens_per_step)
-
-    @property
-    def save_steps(self) -> int | None:
-        """Optimizer steps between checkpoints: the spot plan's Daly interval over the predicted step time
-        (at least 1); on demand, the recipe's (Daly's interval for hardware failures), None when that is longer
-        than the run; the scenario's ``save_interval`` when it sets one (its saves are priced in the time)."""
-        if not self.train:
-            return None
-        if self.scenario.save_interval:
-            return self.scenario.save_interval
-        if self.spot is None:
-            return self.recipe.save_steps if self.recipe is not None else None
-        return max(1, math.floor(self.spot.interval_h * 3600 / self.speed.step_time_s))
-
-    @property
-    def checkpoint_gb(self) -> float:
-        """Size of one resumable checkpoint (weights and optimizer states), GB."""
-        trainable = self.result.model.params_trainable
-        return checkpoint_bytes(self.scenario, self.model, trainable) / GB if self.train else 0.0
-
-    @property
-    def weights_gb(self) -> float:
-        """The checkpoint as downloaded from the hub, GB."""
-        return sum(self.model.weight_bytes().values()) / GB
-
-    @property
-    def disk_gb(self) -> int:
-        """Disk to ask for: the downloaded weights, ``CHECKPOINTS_KEPT`` resumable checkpoints and the final
-        save (counted as one more checkpoint, an upper bound), the dataset (``dataset_gb``, else 4 bytes per
-        train token: :func:`gpuplan.market.cost.dataset_gb`), and an allowance for the software
-        (:data:`gpuplan.overheads.LAUNCH_SOFTWARE_GB`), rounded up to 10 GB."""
-        need = self.weights_gb + oh.LAUNCH_SOFTWARE_GB + dataset_gb(self.scenario)
-        if self.train:
-            need += (oh.CHECKPOINTS_KEPT + 1) * self.checkpoint_gb
-        return int(math.ceil(need / 10) * 10)
-
-    @property
-    def setup_label(self) -> str:
-        s = self.scenario
-        what = f"{s.world_size if self.train else self.gpus_per_node}x {self.gpu.name}"
-        if self.train:
-            what += f", {s.resolved_strategy}, {s.method}"
-        else:
-            what += f", {s.engine} tp{s.tp}" + (f" pp{s.pp}" if s.pp > 1 else "")
-        if self.offer is not None:
-            what += f", {self.offer_label}" + (f" {self.offer.region}" if self.offer.region else "")
-        elif self.owned:
-            what += ", your own cards"
-        return what
 
     def launch_command(self) -> str:
         """``gpuplan launch`` with the plan's scenario as flags (the fields given explicitly; the framework fills
@@ -229,71 +180,16 @@ def launch_plan(scenario: Scenario | dict, *, command: str = "gpuplan.launchers.
                 offer_label: str | None = None, visible_devices: tuple[int, ...] | None = None,
                 owned_usd_per_hour: float | None = None, today: dt.date | None = None,
                 keep_micro_batch: bool = False) -> LaunchPlan:
-    """The plan for ``scenario`` on its GPU: memory from :func:`gpuplan.estimate`; the offer priced the way
-    ``estimate`` and ``recommend`` rank (lowest $ per million tokens among those the scenario's provider and
-    pricing allow), or the offer named ``offer_label`` (a ``recommend`` setup's); speed on that offer's
-    interconnect. ``owned_usd_per_hour`` marks the user's own cards (no offer, power price only). A training plan
-    takes the recipe's micro-batch and accumulation when the scenario set neither (``keep_micro_batch``: only the
-    accumulation, for a ranked setup whose micro-batch was searched)."""
+    """The files' view of the plan to launch ``scenario`` on its GPU (:func:`gpuplan.plan.launch.runnable`: the
+    run's defaults chosen before the plan is built, the offer priced the way ``estimate`` and ``recommend`` rank
+    it or the one named ``offer_label`` (a ranked setup's), the user's own cards priced by power alone with
+    ``owned_usd_per_hour``, the recipe made by the builder); everything here is read off that plan."""
     s = scenario_from(scenario)
     _check_names(s)
-    if not s.gpu:
-        raise GpuplanError("launch needs a GPU: set --gpu (and --num-gpus), or pick a setup with "
-                           "`gpuplan recommend ... --launch N`")
-    result = estimate(s, advise=False)
-    fit = (result.memory.engine or {}).get("max_model_len_that_fits")
-    if s.engine == "vllm" and s.max_model_len is None and fit is not None and \
-            s.prompt_tokens + s.output_tokens <= fit < result.memory.engine["max_model_len"]:
-        # vLLM refuses to start when one request of max_model_len does not fit its pool: plan the longest that does
-        s = s.model_copy(update={"max_model_len": fit})
-        result = estimate(s, advise=False)
-    if result.memory.fits is False:
-        mem = result.memory
-        digits = 1 if f"{mem.device_peak_gib:.1f}" != f"{mem.capacity_gib:.1f}" else 2  # never "23.9 of 23.9"
-        why = (f"its KV pool holds {mem.max_concurrency:,} of the {s.batch_size:,} concurrent requests asked "
-               f"({mem.device_peak_gib:.1f} of {mem.capacity_gib:.1f} GiB usable per GPU)"
-               if mem.max_concurrency is not None and mem.max_concurrency < s.batch_size
-               and mem.device_peak_gib <= mem.capacity_gib else
-               f"{mem.device_peak_gib:.{digits}f} GiB per GPU on {result.gpu.name} ({mem.capacity_gib:.{digits}f} "
-               "usable)")
-        raise GpuplanError(f"the plan does not fit: {why}; run `gpuplan estimate` for the changes that would make it "
-                           "fit")
-    m, gpu = load_model(s.model), load_gpu(s.gpu)
-    no_control(m.name, "the model's name")
-    layout = None
-    if s.task == "train":  # the recipe's micro-batch and accumulation, unless the scenario set them
-        s, result, layout = _recipe_layout(s, m, gpu, result, keep_micro_batch)
-    offer, cost = (None, None) if owned_usd_per_hour is not None else _offer(s, m, gpu, result, offer_label)
-    speed = speed_of(s, m, gpu, offer.network if offer else None)
-    usd = None
-    work_h = s.train_tokens / speed.tokens_per_s / 3600 if s.task == "train" and s.train_tokens else None
-    if cost is not None:
-        per_hour, hours, usd = cost.usd_per_hour, *((cost.hours, cost.usd_total) if work_h else (None, None))
-    else:
-        per_hour, hours = owned_usd_per_hour, work_h
-    spot = cost.spot if cost is not None else None
-    if spot is None and s.task == "train" and s.pricing == "spot" and owned_usd_per_hour is None:
-        # no spot offer in the catalog: the interval needs only the checkpoint write time and the MTBI prior
-        spot = spot_plan(work_h or 0.0, checkpoint_bytes(s, m, result.model.params_trainable), s.world_size,
-                         mtbi_h=s.mtbi_hours, disk_gbs=s.disk_gbs)
-        hours = spot.wall_h if work_h else None
-    if cost is None and per_hour is not None and hours is not None:
-        usd = per_hour * hours
-    plan_recipe = None
-    if s.task == "train":
-        from ..dataset import profile
-        from ..plan.recipe import recipe
-
-        data = profile(s)
-        plan_recipe = recipe(s, m, gpu, network=offer.network if offer else None,
-                             spot_mtbi_h=spot.mtbi_h if spot else None,
-                             checkpoint_bytes=checkpoint_bytes(s, m, result.model.params_trainable),
-                             rows_per_epoch=data.batching.rows if data else None, layout_why=layout)
-    return LaunchPlan(scenario=s, command=command, result=result, model=m, gpu=gpu, speed=speed, offer=offer,
-                      offer_label=cost.offer if cost else None, owned=owned_usd_per_hour is not None,
-                      usd_per_hour=per_hour, hours=hours, usd_total=usd,
-                      spot=spot, visible_devices=visible_devices, written_on=today or clock.today(),
-                      recipe=plan_recipe)
+    plan = runnable(s, offer_label=offer_label, owned_usd_per_hour=owned_usd_per_hour,
+                    keep_micro_batch=keep_micro_batch)
+    no_control(plan.setup.model.name, "the model's name")
+    return LaunchPlan.of(plan, command=command, visible_devices=visible_devices, written_on=today or clock.today())
 
 
 def _check_names(s: Scenario) -> None:
@@ -303,44 +199,3 @@ def _check_names(s: Scenario) -> None:
         for text in value if isinstance(value, (list, tuple)) else [value]:
             if isinstance(text, str):
                 no_control(text, f"the {name.replace('_', ' ')}")
-
-
-def _recipe_layout(s: Scenario, m: ModelSpec, gpu: GpuSpec, result: Plan,
-                   keep_micro_batch: bool = False) -> tuple[Scenario, Plan, str | None]:
-    """The scenario with the recipe's micro-batch x accumulation (the fastest that fits and reaches its global
-    batch) when it set neither, re-estimated; and the reason, for the recipe's line."""
-    if {"micro_batch_size", "grad_accum_steps"} & s.model_fields_set:
-        return s, result, None
-    from ..dataset import profile
-    from ..plan.recipe import layout, published
-
-    data = profile(s)
-    global_batch = published(s, float(m.params_total))[0]
-    if data is not None:
-        global_batch = min(global_batch, data.batching.rows)
-    if keep_micro_batch:
-        mb = s.micro_batch_size
-        accum = 1 if s.optimizer_in_backward else max(1, -(-global_batch // (mb * s.dp)))
-        why = f"micro-batch {mb} as ranked" + ("" if s.optimizer_in_backward else
-                                               "; accumulation makes up the global batch")
-    else:
-        mb, accum, why = layout(s, m, gpu, global_batch)
-    if (mb, accum) == (s.micro_batch_size, s.grad_accum_steps):
-        return s, result, why
-    s = s.model_copy(update={"micro_batch_size": mb, "grad_accum_steps": accum})
-    return s, estimate(s, advise=False), why
-
-
-def _offer(s: Scenario, m: ModelSpec, gpu: GpuSpec, result: Plan,
-           label: str | None) -> tuple[Offer | None, Cost | None]:
-    """The offer ``estimate`` prices (lowest $ per million tokens among those that finish), or the one
-    ``recommend`` labelled ``label``."""
-    offers = load_offers()
-    trainable = result.model.params_trainable
-    costs = sorted(((c, o) for o in matching(offers, s, gpu.id) if (c := price(s, m, o, trainable, offers)).finishes),
-                   key=lambda pair: pair[0].usd_per_million_tokens)
-    if label is not None:
-        costs = [(c, o) for c, o in costs if c.offer == label]
-        if not costs:
-            raise GpuplanError(f"no offer {label!r} for {gpu.id} in the price catalog")
-    return (costs[0][1], costs[0][0]) if costs else (None, None)

@@ -3,17 +3,15 @@ line that states the predicted KV pool, and the note that a re-quantized plan ne
 
 from __future__ import annotations
 
+from ..engines import engine_for
 from .plan import LaunchPlan
 
 CONVERTED = ("awq-int4", "gptq-int4", "gptq-int8")  # formats an engine reads from a converted checkpoint only
 
 
 def quant_to_ask(plan: LaunchPlan) -> str | None:
-    """The quantization to ask the engine for: the plan's, unless the checkpoint already ships in it (the engines
-    read a shipped format from its config.json), or none."""
-    q = plan.scenario.quant
-    fmt, _ = plan.model.shipped_format()
-    return None if q in (None, "none") or q == (None if fmt.name == "none" else fmt.name) else q
+    """The quantization to ask the engine for (:meth:`gpuplan.engines.Engine.quantizes_to`)."""
+    return engine_for(plan.scenario).quantizes_to(plan.scenario, plan.model)
 
 
 def pool_line(plan: LaunchPlan, pool: str, detail: str = "") -> str:

@@ -13,6 +13,7 @@ off (prefill batches run apart from decodes, as simulated). Option names are tho
 
 from __future__ import annotations
 
+from ..engines import engine_for
 from .files import LaunchFile, shell_text
 from .plan import LaunchPlan
 from .serving import converted_note, pool_line, quant_to_ask
@@ -29,13 +30,9 @@ def applies(plan: LaunchPlan) -> str | None:
     s = plan.scenario
     if plan.train:
         return "SGLang serves models; a training plan runs with --target trainer, accelerate, deepspeed or torchrun"
-    if s.engine != "sglang":
+    if engine_for(s).launch_target != NAME:
         return (f"the plan is for engine {s.engine}, whose memory differs from SGLang's token pool: plan again "
                 "with --engine sglang")
-    if s.kv_cache_dtype not in KV_CACHE_DTYPE:
-        return f"SGLang's KV cache is 16-bit or fp8, not {s.kv_cache_dtype}: set kv_cache_dtype fp8 or auto"
-    if quant_to_ask(plan) is not None and quant_to_ask(plan) not in QUANTIZATION:
-        return f"SGLang cannot quantize to {s.quant} on load: choose fp8, or an AWQ/GPTQ checkpoint"
     if not plan.result.memory.engine:
         return "the estimate has no SGLang startup for this plan (a GPU is needed)"
     return None

@@ -13,6 +13,7 @@ quantized that way (NVIDIA ModelOpt): TensorRT-LLM reads the format from the che
 
 from __future__ import annotations
 
+from ..engines import engine_for
 from .files import LaunchFile, shell_text, yaml_text
 from .plan import LaunchPlan
 from .serving import pool_line
@@ -28,11 +29,9 @@ def applies(plan: LaunchPlan) -> str | None:
     s = plan.scenario
     if plan.train:
         return "TensorRT-LLM serves models; a training plan runs with --target trainer, torchrun or its framework's"
-    if s.engine != "trtllm":
+    if engine_for(s).launch_target != NAME:
         return (f"the plan is for engine {s.engine}, whose memory differs from TensorRT-LLM's: plan again with "
                 "--engine trtllm")
-    if s.kv_cache_dtype not in KV_DTYPE:
-        return f"TensorRT-LLM's KV cache is 16-bit or fp8, not {s.kv_cache_dtype}: set kv_cache_dtype fp8 or auto"
     if not plan.result.memory.engine:
         return "the estimate has no TensorRT-LLM startup for this plan (a GPU is needed)"
     return None

@@ -15,6 +15,7 @@ captured in tests/data/vllm).
 
 from __future__ import annotations
 
+from ..engines import engine_for
 from ..errors import GpuplanError
 from .files import LaunchFile, shell_text
 from .plan import LaunchPlan
@@ -33,17 +34,12 @@ def applies(plan: LaunchPlan) -> str | None:
     s = plan.scenario
     if plan.train:
         return "vLLM serves models; a training plan runs with --target trainer, accelerate, deepspeed or torchrun"
-    if s.engine != "vllm":
+    if engine_for(s).launch_target != NAME:
         return (f"the plan is for engine {s.engine}, whose memory differs from vLLM's preallocated pool: plan "
                 "again with --engine vllm")
     if s.entry_point != "serve":
         return (f"the plan is for vLLM's {s.entry_point} entry point, whose defaults differ from `vllm serve`: plan "
                 "with entry_point serve")
-    if s.precision == "fp8-mixed":
-        return "vLLM serves fp8 as weight quantization: set quant fp8 and precision bf16-true"
-    if quant_to_ask(plan) is not None and quant_to_ask(plan) not in QUANTIZATION:
-        return (f"vLLM (0.32, 0.33) cannot load {s.quant} weights (no bitsandbytes or GGUF loading in its quantization "
-                "methods): choose awq-int4, gptq-int4, fp8 or int8")
     if not plan.result.memory.engine:
         return "the estimate has no vLLM startup for this plan (a GPU is needed)"
     return None

@@ -3,13 +3,14 @@
 - :mod:`.training`: a training step's peak over phases, from the stack's tensors (:mod:`gpuplan.stacks`) held the
   way the sharding splits them (:mod:`gpuplan.sharding`);
 - :mod:`.inference`: inference's peak over phases per serving engine (:mod:`gpuplan.engines`);
-- :mod:`.fit`: the checks a scenario must pass and the report that says whether it fits.
+- :mod:`.report`: the report that says whether it fits the card.
 
-The bytes of each kind of tensor they add up are in :mod:`gpuplan.tensors`.
+The bytes of each kind of tensor they add up are in :mod:`gpuplan.tensors`; what cannot run at all is
+:mod:`gpuplan.plan.refusals`'s.
 """
 
-from .fit import check, fits_only, memory_report
 from .inference import inference_memory
+from .report import device_gib, memory_report, report_of
 from .training import training_memory
 
-__all__ = ["check", "fits_only", "inference_memory", "memory_report", "training_memory"]
+__all__ = ["device_gib", "inference_memory", "memory_report", "report_of", "training_memory"]

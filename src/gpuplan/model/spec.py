@@ -144,6 +144,22 @@ class ModelSpec:
     def is_moe(self) -> bool:
         return any(layer.moe for layer in self.layers)
 
+    @property
+    def scaled_context(self) -> int:
+        """The context a config's ``rope_scaling`` (``rope_parameters`` in transformers 5) already extends to: YaRN
+        reaches ``original_max_position_embeddings x factor`` (vLLM's ``_get_and_verify_max_len``; Qwen's
+        long-context recipe adds it to a 32k config). Other kinds are taken as inside max_position_embeddings
+        (llama3, longrope; Gemma 3 states its linear-scaled 128k there)."""
+        text = self.config.get("text_config") or self.config
+        rope = text.get("rope_scaling") or text.get("rope_parameters") or self.config.get("rope_scaling")
+        context = self.max_context or 0
+        if not isinstance(rope, dict) or not isinstance(rope.get("factor"), (int, float)):
+            return context
+        kind = rope.get("rope_type") or rope.get("type")
+        if kind == "yarn" and isinstance(rope.get("original_max_position_embeddings"), int):
+            return max(context, int(rope["original_max_position_embeddings"] * rope["factor"]))
+        return context
+
     def layer_kinds(self) -> list[tuple[Layer, int]]:
         """Distinct layers with how many times each occurs, in order of first appearance."""
         return self._kinds

@@ -21,10 +21,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..engines import engine_for
 from ..errors import GpuplanError
 from ..hardware import GpuSpec
-from ..memory import check, fits_only, memory_report
-from ..memory.fit import rope_scaled_context
 from ..model.spec import ModelSpec
 from ..result import Suggestion
 from ..scenario import Scenario
@@ -32,6 +31,9 @@ from ..scenario.stacks import FRAMEWORKS, RECIPES
 from ..speed import training_speed
 from ..speed.gemm import can_time
 from ..stacks import stack_for
+from .plan import Plan, memory_plan, probe
+from .refusals import refused
+from .resolve import Resolved, resolve
 
 MAX_COMBINED = 4  # fixes in one combination
 MAX_TRIES = 400  # combinations evaluated at most (each is one memory estimate, ~0.2 ms)
@@ -70,6 +72,17 @@ def _largest(ok: Callable[[int], bool], hi: int) -> int | None:
     return lo
 
 
+def advice(r: Resolved, plan: Plan) -> dict[str, Any]:
+    """What the builder's advice stage adds to ``plan``: the largest batch and context that fit on its card (in
+    its memory report) and, when it does not fit, the changes that would (its suggestions). Every probe is a
+    memory-only plan of the changed scenario."""
+    s, m, gpu = r.scenario, r.model, r.gpu
+    batch, length = largest_fitting(s, m, gpu)
+    memory = plan.memory.model_copy(update={"max_batch_size": batch, "max_seq_len": length})
+    fixes = tuple(suggestions(s, m, gpu, plan.memory)) if not plan.verdict.fits else ()
+    return {"memory": memory, "suggestions": fixes}
+
+
 def largest_fitting(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> tuple[int | None, int | None]:
     """(largest batch, longest context) that fit on ``gpu``, all else equal. Training varies
     ``micro_batch_size`` and ``seq_len``; inference ``batch_size`` and ``prompt_tokens``. The context searched
@@ -78,9 +91,9 @@ def largest_fitting(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> tuple[int | None
     def fits(**change) -> bool:
         return _fits_with(s, m, gpu, change)
 
-    limit = rope_scaled_context(m) or 131_072
+    limit = m.scaled_context or 131_072
     if s.task == "train":
-        # Megatron cuts sequences into 2·cp chunks and each rank's share over tp (fit.check_megatron)
+        # Megatron cuts sequences into 2·cp chunks and each rank's share over tp (refusals.check_megatron)
         q = 2 * s.cp * s.tp if s.framework == "megatron" and s.tp * s.cp > 1 else 1
         longest = _largest(lambda n: fits(seq_len=n * q), limit // q)
         return (_largest(lambda n: fits(micro_batch_size=n), 4096), longest * q if longest else None)
@@ -184,15 +197,9 @@ def _stack_fixes(s: Scenario) -> list[Fix]:
     for name in FRAMEWORKS:
         if name != s.framework:
             options.append((f"switch to {RECIPES[name].title}, with its defaults", {"framework": name}, "framework"))
-    out = []
-    for label, change, group in options:
-        try:
-            changed = s.model_copy(update=change)
-        except GpuplanError:
-            continue  # the scenario's framework cannot run it
-        del changed  # only whether the framework runs it; the speed cost comes on the card (speed_change)
-        out.append(Fix(label=label, change=change, group=group))
-    return out
+    # only whether the framework runs it; the speed cost comes on the card (speed_change)
+    return [Fix(label=label, change=change, group=group) for label, change, group in options
+            if _apply(s, (Fix(label=label, change=change, group=group),)) is not None]
 
 
 def speed_change(s: Scenario, changed: Scenario, m: ModelSpec, gpu: GpuSpec, before=None) -> str:
@@ -231,7 +238,8 @@ def _speed_change(s: Scenario, changed: Scenario, m: ModelSpec, gpu: GpuSpec, be
 
 def _serving_fixes(s: Scenario, m: ModelSpec) -> list[Fix]:
     out: list[Fix] = []
-    if (s.quant or "none") == "none" and s.engine != "llama.cpp":
+    engine = engine_for(s)
+    if (s.quant or "none") == "none" and engine.loads_quants:
         # a checkpoint that ships quantized (MXFP4, FP8, AWQ/GPTQ) is re-quantized only from a converted copy
         shipped = m.shipped_format()[0].name if m.quantization else None
         re = f"re-quantize the {shipped} checkpoint to " if shipped else ""
@@ -241,22 +249,18 @@ def _serving_fixes(s: Scenario, m: ModelSpec) -> list[Fix]:
                        slowdown=1.5))
         out.append(Fix(label=f"{re}4-bit weights (AWQ)", change={"quant": "awq-int4"},
                        cost=f"fast kernels; small quality cost{convert}", group="weights", slowdown=1.0))
-        if s.engine in ("vllm", "sglang"):
+        if engine.fp8_weight_only:
             out.append(Fix(label=f"{re}fp8 weights", change={"quant": "fp8"},
                            cost=f"native on Ada/Hopper+, weight-only (Marlin) on Ampere; tiny quality cost{convert}",
                            group="weights", slowdown=1.0))
-    if s.engine == "sglang" and (s.mem_fraction_static or 0.0) < 0.93:
-        out.append(Fix(label="--mem-fraction-static 0.93 (a larger SGLang pool)", change={"mem_fraction_static": 0.93},
-                       cost="same speed; less room for activations and CUDA graphs", group="budget", slowdown=1.0))
-    if s.engine == "vllm" and s.gpu_memory_utilization < 0.95:
-        out.append(Fix(label="--gpu-memory-utilization 0.95 (a larger vLLM budget)",
-                       change={"gpu_memory_utilization": 0.95}, cost="same speed; less room for anything else on "
-                       "the GPU", group="budget", slowdown=1.0))
-    if s.kv_cache_dtype in ("auto", "fp16", "bf16") and s.engine != "llama.cpp":
+    if engine.budget_fix and (getattr(s, engine.budget_fix[0]) or 0.0) < engine.budget_fix[1]:
+        name, value, label, cost = engine.budget_fix
+        out.append(Fix(label=label, change={name: value}, cost=cost, group="budget", slowdown=1.0))
+    if s.kv_cache_dtype in ("auto", "fp16", "bf16") and "fp8" in engine.kv_dtypes:
         out.append(Fix(label="fp8 KV cache", change={"kv_cache_dtype": "fp8"},
                        cost="half the KV memory; tiny quality cost", group="kv", slowdown=1.0))
     n = s.world_size
-    if s.engine == "llama.cpp":  # llama.cpp splits by layer (or by row), never tensor parallel
+    if not engine.tensor_parallel:  # llama.cpp splits by layer (or by row), never tensor parallel
         out += [Fix(label=f"split the layers over {k} GPUs (llama.cpp --split-mode layer)", change={"num_gpus": k},
                     cost="the GPUs run their layers in turn: more memory, not more speed per request",
                     group="gpus", slowdown=1.0, more_gpus=True) for k in (2, 4, 8) if k > n]
@@ -287,26 +291,27 @@ def _serving_fixes(s: Scenario, m: ModelSpec) -> list[Fix]:
 
 def _apply(s: Scenario, fixes: tuple[Fix, ...]) -> Scenario | None:
     """``s`` with the fixes' changes, validated again (the framework's defaults follow, e.g. QLoRA's recipe turns
-    checkpointing on); None when the stack refuses the result."""
+    checkpointing on); None when the result is refused (the stack cannot run it)."""
     change: dict[str, Any] = {}
     for fix in fixes:
         change.update(fix.change)
     try:
-        return s.model_copy(update=change)
+        changed = s.model_copy(update=change)
     except GpuplanError:
         return None
+    return None if refused(changed) else changed
 
 
 def _fits_with(s: Scenario, m: ModelSpec, gpu: GpuSpec, change: dict[str, Any]) -> bool:
     """Whether ``s`` with ``change`` fits (False when the change is refused)."""
     try:
-        return fits_only(s.model_copy(update=change), m, gpu)[0]
+        return probe(s.model_copy(update=change), m)[0]
     except GpuplanError:
         return False
 
 
 def _fits(s: Scenario | None, m: ModelSpec, gpu: GpuSpec) -> tuple[bool, float]:
-    return (False, math.inf) if s is None else fits_only(s, m, gpu)
+    return (False, math.inf) if s is None else probe(s, m)
 
 
 def _implied(s: Scenario, changed: Scenario, given: dict[str, Any]) -> dict[str, Any]:
@@ -348,7 +353,7 @@ def suggestions(s: Scenario, m: ModelSpec, gpu: GpuSpec, report) -> list[Suggest
     """When ``s`` does not fit: the smallest combination that fits (when no single fix does), then every single
     fix that lowers the device peak, fitting ones first, on the GPUs named before more GPUs."""
     fixes = on_card(s, m, gpu, candidate_fixes(s, m))
-    if s.engine in ("vllm", "sglang"):
+    if engine_for(s).advised_by_pool:
         return _vllm_suggestions(s, m, gpu, report, fixes)
     singles: list[tuple[Fix, bool, float, dict[str, Any]]] = []
     for fix in fixes:
@@ -390,10 +395,9 @@ def _vllm_suggestions(s: Scenario, m: ModelSpec, gpu: GpuSpec, report, fixes: li
         if changed is None:
             continue
         try:
-            check(changed, m, gpu)
+            r = memory_plan(resolve(changed, m)).memory
         except GpuplanError:
             continue
-        _, r = memory_report(changed, m, gpu)
         gib, requests = pool(r)
         if r.fits or gib > before + 1e-3 or requests > held:
             found.append((fix, bool(r.fits), gib, requests, r.device_peak_gib, _implied(s, changed, fix.change),
@@ -467,7 +471,7 @@ def _combined_cost(s: Scenario, fitted: Scenario, m: ModelSpec, gpu: GpuSpec, co
 
 
 def _peak(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> float:
-    return fits_only(s, m, gpu)[1]
+    return probe(s, m)[1]
 
 
 def _all_at_once(s: Scenario, m: ModelSpec, gpu: GpuSpec, fixes: list[Fix]) -> bool:

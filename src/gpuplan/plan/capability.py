@@ -2,7 +2,7 @@
 large a batch and how long a context then fit.
 
 The same functions as ``gpuplan estimate``: each model's scenario is the user's (task, method, lengths, engine...)
-on the cards named, with the card- and count-dependent defaults of :mod:`gpuplan.scenario.resolve`. Several training
+on the cards named, with the card- and count-dependent defaults of :mod:`gpuplan.plan.resolve`. Several training
 GPUs try DDP, then ZeRO-2, then ZeRO-3 (the first that fits, unless a strategy was given). When the job does not fit
 as asked, the change that makes it fit on the same cards with the most room (a combination when no single one is
 enough, from :mod:`gpuplan.plan.advice`; CPU offload and another stack only when nothing else fits) is given, and
@@ -17,11 +17,11 @@ from pydantic import BaseModel, Field
 
 from ..errors import GpuplanError
 from ..hardware import GpuSpec
-from ..memory import check, fits_only, memory_report
 from ..model.catalog import bundled, load_model
 from ..scenario import Scenario, scenario_from
-from ..scenario.resolve import resolve
 from .advice import largest_fitting, suggestions
+from .plan import Plan, memory_plan
+from .resolve import resolve
 
 
 class FitRow(BaseModel):
@@ -55,6 +55,8 @@ def _layouts(s: Scenario, count: int) -> list[dict[str, Any]]:
 
 
 def _row(template: dict[str, Any], repo: str, gpu: GpuSpec, count: int) -> FitRow:
+    """The model's row: the first layout whose plan fits as asked, else the change that makes the most sharded
+    one fit (each a plan of the changed scenario)."""
     m = load_model(repo)
     row = FitRow(model=repo, params_total=m.params_total, fits=False)
     try:
@@ -62,44 +64,49 @@ def _row(template: dict[str, Any], repo: str, gpu: GpuSpec, count: int) -> FitRo
     except GpuplanError as err:  # the template is checked by the caller; a model may still refuse it
         row.reason = str(err).splitlines()[0]
         return row
-    tried: list[Scenario] = []
+    tried: list[Plan] = []
     for layout in _layouts(base, count):
         try:
-            s, _ = resolve(base.model_copy(update=layout), m, gpu)
-            check(s, m, gpu)
+            plan = memory_plan(resolve(base.model_copy(update=layout), m, gpu))
         except GpuplanError as err:
             row.reason = str(err)
             continue
-        tried.append(s)
-        ok, peak = fits_only(s, m, gpu)
-        if ok:
-            row.fits, row.device_peak_gib, row.strategy = True, peak, s.resolved_strategy
-            row.max_batch_size, row.max_seq_len = largest_fitting(s, m, gpu)
-            return row
-    if not tried:
-        return row
-    s = tried[-1]  # the most sharded layout: the changes start from there
-    _e, report = memory_report(s, m, gpu)
-    fixes = [x for x in suggestions(s, m, gpu, report) if x.fits and "num_gpus" not in x.fields
+        tried.append(plan)
+        if plan.verdict.fits:
+            s = plan.setup.scenario
+            return row.model_copy(update={"fits": True, "device_peak_gib": plan.memory.device_peak_gib,
+                                          "strategy": s.resolved_strategy,
+                                          **dict(zip(("max_batch_size", "max_seq_len"), largest_fitting(s, m, gpu),
+                                                     strict=True))})
+    return _with_change(row, tried[-1]) if tried else row  # the most sharded layout: the changes start there
+
+
+def _with_change(row: FitRow, plan: Plan) -> FitRow:
+    """The row of a model that does not fit as asked: the change that makes it fit with the most room, read off
+    the plan of the changed scenario, or why none does."""
+    s, m, gpu = plan.setup.scenario, plan.setup.model, plan.setup.gpu
+    fixes = [x for x in suggestions(s, m, gpu, plan.memory) if x.fits and "num_gpus" not in x.fields
              and not _changes_job(x.fields, s)]
     if not fixes:
-        row.device_peak_gib = report.device_peak_gib
-        row.reason = f"needs {report.device_peak_gib:,.0f} GiB per card as asked, and no change on these cards fits"
+        row.device_peak_gib = plan.memory.device_peak_gib
+        row.reason = (f"needs {plan.memory.device_peak_gib:,.0f} GiB per card as asked, and no change on these cards "
+                      "fits")
         return row
     # the most room on the cards (the question is how much fits), keeping the method and weights asked for, in the
     # user's stack, without CPU offload, as far as some change does without each
     fixes.sort(key=lambda x: ("offload" in x.fields or "activation_offload" in x.fields, "framework" in x.fields,
                               "method" in x.fields or "quant" in x.fields, x.device_peak_gib))
     best = fixes[0]
-    fixed = s.model_copy(update=best.fields)
-    moved = {k: getattr(fixed, k) for k in type(s).model_fields if getattr(fixed, k) != getattr(s, k)}
+    fixed = memory_plan(resolve(s.model_copy(update=best.fields), m, gpu))
+    after = fixed.setup.scenario
+    moved = {k: getattr(after, k) for k in type(s).model_fields if getattr(after, k) != getattr(s, k)}
     row.fits, row.change, row.fields = True, change_words(moved, s), best.fields  # what moves, said; what to set
-    row.cpu_gib = memory_report(s.model_copy(update=best.fields), m, gpu)[1].cpu_gib
+    row.cpu_gib = fixed.memory.cpu_gib
     if row.cpu_gib:
         row.change += f" ({row.cpu_gib:,.0f} GiB of RAM)"
-    row.device_peak_gib, row.strategy = best.device_peak_gib, fixed.resolved_strategy
+    row.device_peak_gib, row.strategy = best.device_peak_gib, after.resolved_strategy
     row.max_batch_size, row.max_seq_len = (best.max_batch_size, best.max_seq_len) if best.combination else \
-        largest_fitting(fixed, m, gpu)
+        largest_fitting(after, m, gpu)
     return row
 
 

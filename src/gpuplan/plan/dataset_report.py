@@ -30,13 +30,17 @@ def dataset_section(s, cost) -> dict[str, Any] | None:
     return out
 
 
-def recipe_section(s, m, gpu, cost, trainable: int) -> dict[str, Any]:
-    """The recipe on the card and offer the estimate priced (its spot interruption rate, if spot)."""
+def plan_recipe(plan):
+    """The recipe of a plan: on its card, over the links of the offer it is priced on, checkpointing for its spot
+    interruptions (if spot), its micro-batch x accumulation the one the run takes (why, where a launch chose it)."""
     from ..market.cost import checkpoint_bytes
 
+    r = plan.setup
+    s, m, gpu = r.scenario, r.model, r.gpu
     p = profile(s)
-    spot_mtbi = cost.spot.mtbi_h if cost is not None and cost.spot is not None else None
-    r = recipe(s, m, gpu, spot_mtbi_h=spot_mtbi or (s.mtbi_hours if s.pricing == "spot" else None),
-               checkpoint_bytes=checkpoint_bytes(s, m, trainable),
-               rows_per_epoch=p.batching.rows if p else None)
-    return r.as_dict()
+    spot = plan.spot
+    return recipe(s, m, gpu, network=plan.offer.network if plan.offer else None,
+                  spot_mtbi_h=spot.mtbi_h if spot else None,
+                  checkpoint_bytes=checkpoint_bytes(s, m, plan.model.params_trainable),
+                  rows_per_epoch=p.batching.rows if p else None, layout_why=r.layout_why,
+                  step_s=plan.speed.step_time_s if plan.speed else None)

@@ -11,9 +11,11 @@ and which numbers were simulated on fake tensors and which were modelled.
 
 from __future__ import annotations
 
+import functools
+from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, PrivateAttr, computed_field
 
 from ..errors import GpuplanError
 from ..hardware import GpuSpec, resolve_gpu
@@ -24,16 +26,19 @@ from ..model import encoders as enc
 from ..model.module import ModuleSpec
 from ..model.profile import Profile, storage_format
 from ..model.record import obtain
-from ..result import GpuFacts, MemoryReport, ModelFacts, Suggestion
+from ..result import MemoryReport, ModelFacts, Suggestion
 from ..scenario import Scenario
-from ..scenario.modules import ModuleJob, resolve_module
-from ..scenario.resolve import card_precision
+from ..scenario.modules import MODULE_FIELDS, ModuleJob, resolve_module
+from ..scenario.stacks import defaults_in_force
 from ..speed.modules import ModuleSpeed, generation, model_step, train_step
+from .plan import Plan, gpu_facts, verdict
+from .resolve import precision_note
 
+# the technique fields a module plan reads, said when the stack chose them (scenario.stacks.defaults_in_force)
+STACK_FIELDS = {"diffusion": ("precision", "grad_checkpointing", "cache_latents", "text_encoders"),
+                "encoder-decoder": ("precision", "grad_checkpointing"), "encoder": ("precision", "grad_checkpointing")}
 KIND_WORDS = {"diffusion-train": "diffusion training", "diffusion-generate": "diffusion generation",
               "train": "training", "infer": "inference"}
-MODULE_FIELDS = ("resolution", "inference_steps", "cfg", "cpu_offload", "cache_latents", "text_encoders",
-                 "prior_preservation", "train_steps", "decoder_tokens")
 
 
 class ModuleWork(BaseModel):
@@ -93,17 +98,70 @@ def _model_part(spec: ModuleSpec, ways: tuple[str, ...]):
 
 
 # ---- the plan ------------------------------------------------------------------------------------------------------
-def module_plan(s: Scenario, spec: ModuleSpec, *, advise: bool = True) -> dict[str, Any]:
-    """The fields of the plan of scenario ``s`` for module ``spec`` (see the module docstring)."""
+@dataclass(frozen=True, kw_only=True)
+class ModuleSetup:
+    """What a module plan was built from: the scenario as resolved, its job, the card, and what was taken and
+    assumed on the way (as :class:`~gpuplan.plan.resolve.Resolved` is for a decoder LLM's plan)."""
+
+    scenario: Scenario
+    job: ModuleJob
+    gpu: GpuSpec | None
+    defaults: tuple[str, ...] = ()
+    assumptions: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+
+class ModulePlan(Plan):
+    """The plan of a model that is not a decoder LLM: a :class:`~gpuplan.plan.plan.Plan` (memory, the verdict on the
+    card, the changes that fit, the cost) whose speed is its ``work``: it/s, seconds per image, the parts of a step,
+    and which numbers were simulated on fake tensors and which modelled. Its scenario, line, defaults, assumptions
+    and warnings come from its :class:`ModuleSetup`."""
+
+    work: ModuleWork | None = None
+    _module: ModuleSetup | None = PrivateAttr(default=None)
+
+    @property
+    def module(self) -> ModuleSetup:
+        if self._module is None:
+            raise GpuplanError("this plan was not built by gpuplan.plan.modules (it was read back from JSON)")
+        return self._module
+
+    @computed_field
+    @functools.cached_property
+    def scenario(self) -> dict[str, Any]:
+        return normalized(self.module.scenario)
+
+    @computed_field
+    @functools.cached_property
+    def resolved(self) -> str:
+        return describe(self.module.scenario, self.module.job)
+
+    @computed_field
+    @functools.cached_property
+    def defaults(self) -> tuple[str, ...]:
+        return self.module.defaults
+
+    @computed_field
+    @property
+    def assumptions(self) -> tuple[str, ...]:
+        return self.module.assumptions
+
+    @computed_field
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return self.module.warnings
+
+    @property
+    def work_hours(self) -> float | None:
+        return self.work.job_hours if self.work else None
+
+
+def module_plan(s: Scenario, spec: ModuleSpec, *, advise: bool = True) -> ModulePlan:
+    """The plan of scenario ``s`` for module ``spec`` (see the module docstring): memory and its verdict on the
+    card, the largest batch and the changes that fit, then the speed and the price."""
     gpu, gpu_note = resolve_gpu(s.gpu) if s.gpu else (None, None)
-    defaults = [gpu_note] if gpu_note else []
-    if gpu is not None:
-        update: dict[str, Any] = {"gpu": gpu.id}
-        precision = card_precision(s, gpu)
-        if precision:
-            update["precision"] = precision
-            defaults.append(f"precision {precision}: {gpu.name} has no bf16 ({gpu.architecture})")
-        s = s.model_copy(update=update)
+    if gpu is not None and s.gpu != gpu.id:
+        s = s.with_resolved({"gpu": gpu.id})
     s, job = resolve_module(s, spec)
     main, parts = profiles(job)
     e = _estimate(s, job, main, parts)
@@ -121,11 +179,13 @@ def module_plan(s: Scenario, spec: ModuleSpec, *, advise: bool = True) -> dict[s
         warnings += more
     elif gpu is not None:
         warnings.append(f"no speed or cost: {gpu.name} has no dense 16-bit matrix rate in the GPU catalog")
-    trainable = int(e.extra.get("params_trainable", 0))
-    return dict(scenario=normalized(s), resolved=describe(s, job), model=facts(spec, trainable),
-                gpu=_gpu_facts(gpu), memory=mem, defaults=(*defaults, *spec.notes, *job.notes),
-                suggestions=suggestions, speed=None, cost=cost, work=work, assumptions=tuple(e.assumptions),
-                warnings=tuple(warnings))
+    stack = defaults_in_force(s, ("precision",) if precision_note(s, gpu) else (), STACK_FIELDS[spec.kind])
+    said = (gpu_note, precision_note(s, gpu), *spec.notes, *job.notes)
+    plan = ModulePlan(model=facts(spec, int(e.extra.get("params_trainable", 0))), gpu=gpu_facts(gpu), memory=mem,
+                      verdict=verdict(s, gpu, mem), suggestions=suggestions, cost=cost, work=work)
+    plan._module = ModuleSetup(scenario=s, job=job, gpu=gpu, defaults=tuple(n for n in said if n),
+                               assumptions=(*((stack,) if stack else ()), *e.assumptions), warnings=tuple(warnings))
+    return plan
 
 
 def _estimate(s: Scenario, job: ModuleJob, main: Profile, parts: dict[str, Profile]):
@@ -350,9 +410,3 @@ def facts(spec: ModuleSpec, trainable: int) -> ModelFacts:
                       num_kv_heads=0, head_dim=0, vocab_size=0, layer_kinds={}, exact=True,
                       counted_by=spec.counted_by)
 
-
-def _gpu_facts(gpu: GpuSpec | None) -> GpuFacts | None:
-    if gpu is None:
-        return None
-    return GpuFacts(id=gpu.id, name=gpu.name, memory_gib=gpu.memory_gib, usable_gib=gpu.usable_gib,
-                    architecture=gpu.architecture)

@@ -7,17 +7,15 @@ network and priced. Spot offers are compared with the cheapest on-demand price o
 
 from __future__ import annotations
 
-from ..errors import GpuplanError
 from ..hardware import gpus
 from ..market.choice import best_on_demand, matching
 from ..market.cost import Cost, price_job
 from ..market.offers import Offer
 from ..market.store import price_filter
-from ..memory import fits_only
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
-from ..scenario.resolve import card_precision
 from ..speed import speed_of
+from .plan import probe
 
 
 def price(s: Scenario, m: ModelSpec, offer: Offer, trainable: int, all_offers: list[Offer], today=None) -> Cost:
@@ -29,12 +27,9 @@ def price(s: Scenario, m: ModelSpec, offer: Offer, trainable: int, all_offers: l
 
 
 def replace_gpu(s: Scenario, gpu_id: str) -> Scenario:
-    """``s`` on ``gpu_id``, in fp16 where the card has no bf16 and the precision was left to the card."""
-    precision = card_precision(s, gpus()[gpu_id])
-    try:
-        return s.model_copy(update={"gpu": gpu_id, **({"precision": precision} if precision else {})})
-    except GpuplanError:  # the stack refuses fp16: keep its precision, and the card check says why it cannot run
-        return s.model_copy(update={"gpu": gpu_id})
+    """``s`` on ``gpu_id`` (in fp16 where the card has no bf16 and the precision was left to the card: the
+    scenario's validation takes the card's precision)."""
+    return s.model_copy(update={"gpu": gpu_id})
 
 
 def compare(s: Scenario, m: ModelSpec, offers: list[Offer], trainable: int, today=None) -> list[Cost]:
@@ -48,9 +43,8 @@ def compare(s: Scenario, m: ModelSpec, offers: list[Offer], trainable: int, toda
 
         gpu_id = load_gpu(s.gpu).id
     for offer in matching(offers, s, gpu_id):
-        gpu = gpus()[offer.gpu_id]
         if offer.gpu_id not in fit_cache:
-            fit_cache[offer.gpu_id] = fits_only(replace_gpu(s, offer.gpu_id), m, gpu)
+            fit_cache[offer.gpu_id] = probe(replace_gpu(s, offer.gpu_id), m)
         ok, peak = fit_cache[offer.gpu_id]
         if ok:
             cost = price(s, m, offer, trainable, offers, today)

@@ -158,9 +158,10 @@ def checkpoint_steps(s, step_time_s: float, checkpoint_bytes: float, spot_mtbi_h
 
 
 def recipe(s, m, gpu, *, network=None, spot_mtbi_h: float | None = None, checkpoint_bytes: float = 0.0,
-           rows_per_epoch: int | None = None, layout_why: str | None = None) -> Recipe:
+           rows_per_epoch: int | None = None, layout_why: str | None = None, step_s: float | None = None) -> Recipe:
     """The recipe of ``s`` (module docstring) on ``gpu`` over ``network``; ``rows_per_epoch``: sequences per epoch
-    after packing; the checkpoint interval needs a GPU to time the step."""
+    after packing; the checkpoint interval needs a GPU to time the step (``step_s``: the plan's, when the recipe's
+    layout is the scenario's)."""
     params = float(m.params_total)
     global_batch, lr, schedule, clip, why = published(s, params)
     choices = [Choice(name="global batch", value=f"{global_batch:,} sequences", why=why)]
@@ -168,9 +169,10 @@ def recipe(s, m, gpu, *, network=None, spot_mtbi_h: float | None = None, checkpo
         global_batch = rows_per_epoch
         choices[0] = Choice(name="global batch", value=f"{global_batch:,} sequences",
                             why=f"{why}; capped at the {rows_per_epoch:,} sequences of one epoch")
-    mb, accum, why_layout = layout(s, m, gpu, global_batch)
-    if layout_why:  # the layout was searched before the scenario took it (gpuplan launch)
-        why_layout = layout_why
+    if layout_why:  # the run's layout, chosen before the scenario took it (gpuplan launch)
+        mb, accum, why_layout = s.micro_batch_size, s.grad_accum_steps, layout_why
+    else:
+        mb, accum, why_layout = layout(s, m, gpu, global_batch)
     dp = s.dp
     effective = mb * accum * dp
     choices.append(Choice(name="micro-batch x accumulation x GPUs",
@@ -202,8 +204,9 @@ def recipe(s, m, gpu, *, network=None, spot_mtbi_h: float | None = None, checkpo
     if gpu is not None and gpu.peak_tflops("fp16"):
         from ..speed import speed_of
 
-        step_s = speed_of(s.model_copy(update={"micro_batch_size": mb, "grad_accum_steps": accum}), m, gpu,
-                          network).step_time_s
+        if step_s is None or (mb, accum) != (s.micro_batch_size, s.grad_accum_steps):
+            step_s = speed_of(s.model_copy(update={"micro_batch_size": mb, "grad_accum_steps": accum}), m, gpu,
+                              network).step_time_s
         save, why_save = checkpoint_steps(s, step_s, checkpoint_bytes, spot_mtbi_h, steps)
         choices.append(Choice(name="checkpoint every", value=f"{save:,} steps" if save else "end of run",
                               why=why_save))

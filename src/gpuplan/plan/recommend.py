@@ -18,28 +18,29 @@ import math
 import time
 from dataclasses import dataclass
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SkipValidation
 
 from .. import clock
 from .. import overheads as oh
+from ..engines import ENGINES, engine_for
 from ..errors import GpuplanError
-from ..hardware import GpuSpec, Network, gpus, load_gpu, short_id
+from ..hardware import GpuSpec, gpus, load_gpu, short_id
 from ..market.choice import best_on_demand, cheapest_in_force
-from ..market.cost import price_job
 from ..market.offers import Offer, max_per_node, multi_node
 from ..market.store import load_offers, price_filter
-from ..memory import check, memory_report
+from ..memory import device_gib, memory_report
 from ..model.report import inexact_warning
 from ..model.spec import ModelSpec
 from ..result import Answer
 from ..scenario import Scenario
-from ..scenario.resolve import card_precision, resolve, within_context
 from ..scenario.stacks import FRAMEWORKS
-from ..speed import speed_of
 from ..speed.gemm import can_time
 from ..stacks import stack_for
-from ..tensors.breakdown import device_overheads
+from .build import Offers, build
+from .plan import Plan, card_memory, memory_plan
 from .pricing import left_out
+from .refusals import check
+from .resolve import resolve, within_context
 
 COUNTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 GIB = 2**30
@@ -87,7 +88,9 @@ class Constraints:
 class Setup(BaseModel):
     """One setup that fits, priced on one offer, with the numbers ``estimate`` gives for it there."""
 
-    scenario: Scenario  # as priced (provider, pricing) for the setups a Recommendation holds
+    # as priced (provider, pricing) for the setups a Recommendation holds; validated when it was made (pydantic would
+    # validate an instance again, defaults and all, for each of the thousands of rows a search ranks)
+    scenario: SkipValidation[Scenario]
     gpu_id: str
     num_gpus: int
     strategy: str
@@ -102,7 +105,7 @@ class Setup(BaseModel):
     tokens_per_s: float
     tokens_per_s_per_user: float | None = None  # streaming: 1 / decode step (speed.streaming_tokens_per_s_per_user)
     ttft_s: float | None = None
-    kv_tokens: int | None = None  # serving engines with a pool: memory.pool.kv_pool, as estimate and capacity
+    kv_tokens: int | None = None  # serving engines with a pool: the engine's kv_pool, as estimate and capacity
     max_concurrency: int | None = None
     tokens_per_s_low: float
     tokens_per_s_high: float
@@ -122,6 +125,34 @@ class Setup(BaseModel):
     pareto: bool = False
     rationale: str = ""
     change: str = ""  # what the techniques or the stack change save and cost against the scenario as given
+    # the plan this row reads (the setup's scenario, memory, speed and cost on its offer); not in the JSON
+    plan: SkipValidation[Plan | None] = Field(default=None, exclude=True, repr=False)
+
+    @classmethod
+    def of(cls, plan: Plan, labels: list[str], offer: Offer, note: str = "") -> Setup:
+        """The row of ``plan``, priced on ``offer`` (its techniques ``labels``; ``note``: what they change)."""
+        r = plan.setup
+        s, gpu, mem, speed, cost = r.scenario, r.gpu, plan.memory, plan.speed, plan.cost
+        hours = cost.hours if s.task == "train" and s.train_tokens else None
+        label = f"your {offer.gpu_count}x {short_id(offer.gpu_id)} (power only)" if offer.pricing == "owned" else \
+            cost.offer
+        row = cls(scenario=s, gpu_id=gpu.id, num_gpus=s.world_size, strategy=s.resolved_strategy if
+                  s.task == "train" else f"pp{s.pp}" if s.pp > 1 else f"tp{s.tp}", techniques=labels, offer=label,
+                  provider=offer.provider, pricing=offer.pricing, owned=offer.pricing == "owned",
+                  device_peak_gib=mem.device_peak_gib, capacity_gib=gpu.usable_gib,
+                  headroom_pct=100 * (1 - mem.device_peak_gib / gpu.usable_gib), tokens_per_s=speed.tokens_per_s,
+                  tokens_per_s_per_user=speed.streaming_tokens_per_s_per_user, ttft_s=speed.ttft_s,
+                  kv_tokens=mem.max_context_tokens, max_concurrency=mem.max_concurrency,
+                  tokens_per_s_low=speed.tokens_per_s_low, tokens_per_s_high=speed.tokens_per_s_high,
+                  bound=speed.bound, usd_per_hour=cost.usd_per_hour, hours=hours,
+                  usd_total=cost.usd_total if hours is not None else None,
+                  usd_per_million_tokens=cost.usd_per_million_tokens, price_age_days=cost.price_age_days,
+                  stale=cost.stale, price_confidence=cost.price_confidence, observed_at=cost.observed_at,
+                  price_origin=cost.price_origin, usd_per_gpu_hour=cost.usd_per_gpu_hour,
+                  gpus_per_instance=cost.gpus_per_instance, bill_usd=cost.bill_usd if hours is not None else None,
+                  change=note, plan=plan)
+        row.rationale = _rationale(row, gpu, speed)
+        return row
 
 
 class Recommendation(Answer):
@@ -166,9 +197,10 @@ def _variants(s: Scenario, c: Constraints, shipped: str | None = None) -> list[t
             base = {"engine": engine} if engine != s.engine else {}
             label = [engine] if "engine" not in s.model_fields_set else []
             out.append((label, base))
-            if c.any_quant and s.quant is None and engine != "llama.cpp" and shipped:
+            loads = ENGINES[engine].loads_quants
+            if c.any_quant and s.quant is None and loads and shipped:
                 out.append(([*label, f"{shipped} as shipped", "fp8 KV cache"], {**base, "kv_cache_dtype": "fp8"}))
-            elif c.any_quant and s.quant is None and engine != "llama.cpp":
+            elif c.any_quant and s.quant is None and loads:
                 out += [([*label, "fp8 KV cache"], {**base, "kv_cache_dtype": "fp8"}),
                         ([*label, "int8 weights"], {**base, "quant": "int8"}),
                         ([*label, "fp8 weights"], {**base, "quant": "fp8"}),
@@ -227,7 +259,7 @@ def _layouts(s: Scenario, m: ModelSpec, c: Constraints, framework: str = "hf") -
         if n > c.max_gpus:
             break
         per_node, nodes = min(n, 8), max(n // 8, 1)
-        if s.task == "infer" and s.engine == "llama.cpp":  # it splits layers over cards (as estimate's default)
+        if s.task == "infer" and not engine_for(s).tensor_parallel:  # llama.cpp splits layers (estimate's default)
             if n <= min(8, m.num_layers):
                 out.append({"num_gpus": n, "num_nodes": 1, "tp": 1, "pp": n, "strategy": None})
             continue
@@ -263,7 +295,7 @@ def _offers(s: Scenario, c: Constraints, all_offers: list[Offer]) -> list[Offer]
 
 def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -> Recommendation:
     """Every setup that fits ``s`` under ``c``, ranked; with ``explain``, the changes that would make one fit
-    when none does."""
+    when none does. Every row is read from a plan (:meth:`Setup.of`)."""
     started = time.perf_counter()
     fitted, context_note = within_context(s, m)  # default lengths past the model's context, shortened (said)
     s = s.model_copy(update=fitted) if fitted else s
@@ -271,49 +303,9 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
     offers = _offers(s, c, all_offers)
     cards = {o.gpu_id: gpus()[o.gpu_id] for o in offers}
     references = {g: best_on_demand(all_offers, g, price_filter(s)) for g in cards}
-    evaluated, setups, fitting = 0, [], 0
     biggest = max(cards.values(), key=lambda g: g.usable_gib, default=None)
-    as_given: dict[tuple, tuple] = {}  # layout -> (scenario as given on it, its allocator-level bytes)
-    pending: dict[int, tuple] = {}  # setup -> what its change note needs (written for the setups shown only)
     shipped = m.shipped_format()[0].name if m.quantization else None
-    tried: set[frozenset] = set()  # what each variant changes in ``s``: one already given is not searched twice
-    for labels, change in _variants(s, c, shipped):
-        effect = frozenset((k, v) for k, v in change.items() if getattr(s, k) != v)
-        if effect in tried:  # e.g. "gradient checkpointing" when the scenario has it on already
-            continue
-        tried.add(effect)
-        for layout in _layouts(s, m, c, change.get("framework", s.framework)):
-            try:  # a stack refuses what it cannot run (torchtune with ZeRO, Unsloth over FSDP...)
-                scenario = s.model_copy(update={**change, **layout, "gpu": None})
-                check(scenario, m, None)
-            except GpuplanError:
-                continue
-            shared = None if scenario.task == "infer" and scenario.engine != "transformers" else \
-                memory_report(scenario, m, None)[0]
-            trainable = int(shared.extra.get("params_trainable", 0)) if shared else 0
-            key = tuple(sorted(layout.items()))
-            if not change:
-                as_given[key] = (scenario, shared)
-            for gpu in cards.values():
-                evaluated += 1
-                precision = card_precision(scenario, gpu)
-                try:  # the stack may refuse the card's precision
-                    placed = scenario.model_copy(update={"gpu": gpu.id, **({"precision": precision} if precision
-                                                                          else {})})
-                    check(placed, m, gpu)
-                except GpuplanError:
-                    continue
-                ok, peak = _fit(placed, m, gpu, shared, c)
-                if not ok:
-                    continue
-                fitting += 1
-                try:  # a card the catalog gives no matrix rate (Apple silicon) fits but cannot be timed or priced
-                    priced = _priced(placed, m, gpu, labels, peak, offers, references[gpu.id], trainable)
-                except GpuplanError:
-                    continue
-                if change and shared:
-                    pending.update({id(x): (labels, as_given.get(key), scenario, shared, gpu) for x in priced})
-                setups += priced
+    evaluated, fitting, setups, pending = _search(s, m, c, offers, cards, references, shipped)
     owned = _filter_rank([x for x in setups if x.owned], c)
     setups = _filter_rank([x for x in setups if not x.owned], c)
     for x in setups[: c.top]:  # the scenario as priced: validated for the setups shown only (thousands are ranked)
@@ -364,13 +356,14 @@ def fewest_line(s: Scenario, m: ModelSpec, x: Setup, deadline_hours: float) -> s
 
 def searched(s: Scenario, m: ModelSpec, c: Constraints) -> str:
     """The resolved line of a search: the scenario, and the engines and GPU counts it tries."""
-    from ..scenario.resolve import describe
+    from ..scenario.describe import describe
 
     engine = None if s.task == "train" or "engine" in s.model_fields_set else "vLLM or transformers"
     counts = f"1-{c.max_gpus}" if c.max_gpus > 1 else "1"
     cards = "the GPUs of --gpus" if c.gpus else "every GPU type with a price"
+    profile = engine_for(s)
     layout = "data parallel or ZeRO" if s.task == "train" else \
-        "layers split, llama.cpp --split-mode layer" if s.engine == "llama.cpp" else "tensor parallel"
+        f"layers split, {profile.layer_split_words}" if not profile.tensor_parallel else "tensor parallel"
     return describe(s, m, engine=engine, hardware=f"{counts} x {cards} ({layout})")
 
 
@@ -388,16 +381,11 @@ def _what_fits_owned(s: Scenario, m: ModelSpec, c: Constraints) -> list[str]:
         else:
             layout.update(strategy=None, tp=1, pp=1)
         try:
-            scenario = s.model_copy(update=layout)
-            precision = card_precision(scenario, gpu)
-            if precision:
-                scenario = scenario.model_copy(update={"precision": precision})
-            scenario, _ = resolve(scenario, m, gpu)
-            check(scenario, m, gpu)
+            plan = memory_plan(resolve(s.model_copy(update=layout), m))
         except GpuplanError as err:
             out.append(f"your {count}x {short_id(gpu_id)}: {err}")
             continue
-        _e, report = memory_report(scenario, m, gpu)
+        scenario, report = plan.setup.scenario, plan.memory
         where = f"your {count}x {short_id(gpu_id)}"
         if report.fits and not can_time(gpu):  # it fits, but there is no rate to time or price it by
             out.append(f"{where}: fits ({report.device_peak_gib:.1f} of {gpu.usable_gib:.1f} GiB per card), but "
@@ -421,15 +409,60 @@ def _price_notes(s: Scenario, c: Constraints, all_offers: list[Offer], cards: di
     return notes
 
 
-def _fit(s: Scenario, m: ModelSpec, gpu: GpuSpec, shared, c: Constraints) -> tuple[bool, float]:
-    if shared is None or stack_for(s).sizes_from_free_memory:  # vLLM / llama.cpp, Unsloth's fused loss: memory
-        # depends on the card's capacity
-        _e, report = memory_report(s, m, gpu)
-        return bool(report.fits) and report.device_peak_gib <= gpu.usable_gib * (1 - c.min_headroom), \
-            report.device_peak_gib
-    outside = sum(shared.managed.values()) + sum(device_overheads(s, gpu.generation).values())
-    device = (shared.reserved + outside) / GIB
-    return device <= gpu.usable_gib * (1 - c.min_headroom), device
+def _search(s: Scenario, m: ModelSpec, c: Constraints, offers: list[Offer], cards: dict[str, GpuSpec],
+            references: dict, shipped: str | None) -> tuple[int, int, list[Setup], dict]:
+    """Every setup that fits: each variant x layout validated and refused once without a card, its memory
+    estimated once (where the card does not change it) and reported on every card, and where it fits, a plan on
+    each of the card's offers. Returns (setups evaluated, fitting, the rows, what their change notes need)."""
+    evaluated, fitting, setups = 0, 0, []
+    as_given: dict[tuple, tuple] = {}  # layout -> (scenario as given on it, its allocator-level bytes)
+    pending: dict[int, tuple] = {}  # setup -> what its change note needs (written for the setups shown only)
+    tried: set[frozenset] = set()  # what each variant changes in ``s``: one already given is not searched twice
+    for labels, change in _variants(s, c, shipped):
+        effect = frozenset((k, v) for k, v in change.items() if getattr(s, k) != v)
+        if effect in tried:  # e.g. "gradient checkpointing" when the scenario has it on already
+            continue
+        tried.add(effect)
+        for layout in _layouts(s, m, c, change.get("framework", s.framework)):
+            try:  # a stack refuses what it cannot run (torchtune with ZeRO, Unsloth over FSDP...)
+                scenario = s.model_copy(update={**change, **layout, "gpu": None})
+                check(scenario, m, None)
+            except GpuplanError:
+                continue
+            shared = None if scenario.task == "infer" and engine_for(scenario).card_sized else \
+                memory_report(scenario, m, None)[0]
+            key = tuple(sorted(layout.items()))
+            if not change:
+                as_given[key] = (scenario, shared)
+            for gpu in cards.values():
+                evaluated += 1
+                plan = _fitting(scenario, m, gpu, shared, c)
+                if plan is None:
+                    continue
+                fitting += 1
+                priced = _priced(plan, labels, offers, references[gpu.id])
+                if change and shared:
+                    pending.update({id(x): (labels, as_given.get(key), scenario, shared, gpu) for x in priced})
+                setups += priced
+    return evaluated, fitting, setups, pending
+
+
+def _fitting(scenario: Scenario, m: ModelSpec, gpu: GpuSpec, shared, c: Constraints) -> Plan | None:
+    """The memory plan of ``scenario`` on ``gpu`` when it runs there and fits with the headroom asked, else None.
+    ``shared``: the layout's memory estimated without a card, reported on this one unless the stack sizes a
+    buffer from the memory the card has free (Unsloth's fused loss)."""
+    try:
+        r = resolve(scenario.on_card(gpu.id), m, gpu)
+    except GpuplanError:  # the stack may refuse the card's precision (fp16 where it has no bf16)
+        return None
+    room = gpu.usable_gib * (1 - c.min_headroom)
+    if shared is not None and not stack_for(r.scenario).sizes_from_free_memory and \
+            device_gib(r.scenario, shared, gpu) > room:  # the layout's memory against the card, before a report
+        return None
+    e, report = card_memory(r, shared)
+    if report.fits and report.device_peak_gib <= room:
+        return memory_plan(r, (e, report))
+    return None
 
 
 def _change_note(labels: list[str], given, scenario: Scenario, shared, m: ModelSpec, gpu: GpuSpec) -> str:
@@ -444,24 +477,14 @@ def _change_note(labels: list[str], given, scenario: Scenario, shared, m: ModelS
     return f"{' + '.join(labels)}: {before:.1f} -> {after:.1f} GiB, {speed_change(given[0], scenario, m, gpu)}"
 
 
-def _links_that_matter(s: Scenario, network: Network) -> object:
-    """The part of an offer's links that can change the speed of ``s``: none on one GPU, the links inside the
-    node on one node, all of them across nodes (offers that differ only elsewhere share one speed evaluation)."""
-    if s.num_nodes > 1:
-        return network
-    return network.intra_node if s.world_size > 1 or s.tp * s.pp > 1 else None
-
-
-def _priced(s: Scenario, m: ModelSpec, gpu: GpuSpec, labels: list[str], peak: float, offers: list[Offer],
-            reference: tuple[float, str] | None, trainable: int, note: str = "") -> list[Setup]:
-    """``s`` on every offer of ``gpu``; spot compared with ``reference``, the cheapest on-demand price anywhere;
-    ``note`` says what the variant's techniques or stack save and cost."""
-    from ..memory.pool import kv_pool
-
-    out = []
-    speeds: dict[object, object] = {}
+def _priced(plan: Plan, labels: list[str], offers: list[Offer], reference: tuple[float, str] | None) -> list[Setup]:
+    """A row for each of the card's offers that holds the setup, each read from the plan built on that offer (the
+    memory plan made once, the speed once per class of links); spot compared with ``reference``, the cheapest
+    on-demand price of the card anywhere."""
+    s, gpu = plan.setup.scenario, plan.setup.gpu
     per_node = s.world_size // s.num_nodes if s.task == "train" else s.tp * s.pp
-    pool = kv_pool(s, m, gpu) if s.task == "infer" else None
+    speeds: dict = {}
+    out = []
     for offer in offers:
         if offer.gpu_id != gpu.id or per_node > max_per_node(offer):
             continue
@@ -469,36 +492,10 @@ def _priced(s: Scenario, m: ModelSpec, gpu: GpuSpec, labels: list[str], peak: fl
             continue
         if s.num_nodes > 1 and not multi_node(offer):
             continue  # the provider sells no fabric between machines
-        links = _links_that_matter(s, offer.network)
-        if links not in speeds:
-            speeds[links] = speed_of(s, m, gpu, offer.network)
-        speed = speeds[links]
-        cost = price_job(s, m, speed, offer, trainable, mtbi_h=s.mtbi_hours, disk_gbs=s.disk_gbs,
-                         best_on_demand=reference)
-        if not cost.finishes:
-            continue
-        hours = cost.hours if s.task == "train" and s.train_tokens else None
-        offer_label = f"your {offer.gpu_count}x {short_id(offer.gpu_id)} (power only)" if offer.pricing == "owned" \
-            else cost.offer
-        setup = Setup(scenario=s, gpu_id=gpu.id, num_gpus=s.world_size, strategy=s.resolved_strategy if
-                      s.task == "train" else f"pp{s.pp}" if s.pp > 1 else f"tp{s.tp}", techniques=labels,
-                      offer=offer_label,
-                      provider=offer.provider, pricing=offer.pricing, owned=offer.pricing == "owned",
-                      device_peak_gib=peak, capacity_gib=gpu.usable_gib,
-                      headroom_pct=100 * (1 - peak / gpu.usable_gib), tokens_per_s=speed.tokens_per_s,
-                      tokens_per_s_per_user=speed.streaming_tokens_per_s_per_user, ttft_s=speed.ttft_s,
-                      kv_tokens=pool.kv_tokens if pool else None,
-                      max_concurrency=pool.max_concurrency if pool else None,
-                      tokens_per_s_low=speed.tokens_per_s_low, tokens_per_s_high=speed.tokens_per_s_high,
-                      bound=speed.bound, usd_per_hour=cost.usd_per_hour, hours=hours,
-                      usd_total=cost.usd_total if hours is not None else None,
-                      usd_per_million_tokens=cost.usd_per_million_tokens,
-                      price_age_days=cost.price_age_days, stale=cost.stale, price_confidence=cost.price_confidence,
-                      observed_at=cost.observed_at, price_origin=cost.price_origin,
-                      usd_per_gpu_hour=cost.usd_per_gpu_hour, gpus_per_instance=cost.gpus_per_instance,
-                      bill_usd=cost.bill_usd if hours is not None else None, change=note)
-        setup.rationale = _rationale(setup, gpu, speed)
-        out.append(setup)
+        row = build(plan.setup, Offers(candidates=(offer,), reference=reference), advise=False, base=plan,
+                    speeds=speeds)
+        if row.cost is not None:  # a card without a matrix rate (Apple silicon) fits but cannot be timed or priced
+            out.append(Setup.of(row, labels, offer))
     return out
 
 

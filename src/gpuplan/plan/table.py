@@ -14,12 +14,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..hardware import load_gpu
-from ..memory import fits_only
 from ..model.catalog import load_model
 from ..model.report import inexact_warning
 from ..scenario import Scenario
 from .estimate import estimate
+from .plan import probe
 from .recommend import Constraints, Recommendation, recommend
 
 PROMPT, OUTPUT = 3584, 512
@@ -111,7 +110,7 @@ def fits_on(model: str, gpu: str, n: int, fields: dict) -> bool:
     """Whether ``model`` fits ``n`` x ``gpu`` (tensor parallel for inference) with these scenario fields."""
     layout = {"num_gpus": n, "tp": n} if fields["task"] == "infer" else {"num_gpus": n}
     s = Scenario.model_validate({"model": model, "gpu": gpu, **fields, **layout})
-    return fits_only(s, load_model(model), load_gpu(gpu))[0]
+    return probe(s, load_model(model))[0]
 
 
 def footnotes(r: TableRow) -> list[str]:

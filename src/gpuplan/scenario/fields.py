@@ -290,23 +290,15 @@ class Scenario(BaseModel):
     def _defaults(self) -> Scenario:
         """Fill the fields left unset with the defaults the given ones imply, then check the rules across fields.
 
-        The defaults come from pure functions of the validated input: the framework's recipe
-        (:func:`gpuplan.scenario.stacks.resolve`; what the framework cannot run is refused on its result), then the
-        training data's (:func:`_data_defaults`); :func:`_fill` sets them, which leaves ``model_fields_set`` the
-        set given explicitly. They are not passed in to a second validation: they are gpuplan's own choices, not
-        input (torchtitan's fp8-mixed resolves ``adapter_dtype`` to fp8, outside the field's choices, and the
-        refusals explain a bad combination better than a field error), and validating twice would cost half as
-        much again per scenario, on the search's hot path."""
+        The defaults come from pure functions of the validated input: the framework's recipe and the card's
+        precision (:func:`gpuplan.scenario.stacks.resolve`), then the training data's (:func:`_data_defaults`);
+        :func:`_fill` sets them, which leaves ``model_fields_set`` the set given explicitly. They are not passed in
+        to a second validation: they are gpuplan's own choices, not input (torchtitan's fp8-mixed resolves
+        ``adapter_dtype`` to fp8, outside the field's choices), and validating twice would cost half as much again
+        per scenario, on the search's hot path. What the result cannot run is refused when it is resolved
+        (:mod:`gpuplan.plan.refusals`), not here: these rules are about the input alone."""
         _fill(self, stacks.resolve(self.__dict__))
-        why = stacks.refusal(self)
-        if why:
-            raise ValueError(why)
         _fill(self, _data_defaults(self))
-        if self.task == "infer" and self.strategy not in (None, "single", "ddp"):
-            # serving splits a model with tensor or pipeline parallelism (tp, pp) or replicates it (ddp); ZeRO and
-            # FSDP shard training states and do not apply
-            raise ValueError(f"strategy {self.strategy!r} shards training states and does not apply to serving: "
-                             "to split a model over GPUs set tp (vLLM) or pp, or leave strategy unset")
         if self.shared_prefix_tokens and self.task == "train":
             raise ValueError("shared_prefix_tokens is the start every serving prompt shares: drop it for training")
         if self.shared_prefix_tokens >= self.prompt_tokens:
@@ -332,6 +324,21 @@ class Scenario(BaseModel):
         if not update:
             return super().model_copy(deep=deep)
         return scenario_from({**{k: getattr(self, k) for k in self.model_fields_set}, **update})
+
+    def on_card(self, gpu: str) -> Scenario:
+        """This scenario, given no card, on card ``gpu`` (a search's placement): validated again only where the card
+        changes a default (a card without bf16 takes fp16, :func:`gpuplan.scenario.stacks.card_precision`), else a
+        copy with the card set."""
+        given = self.precision if "precision" in self.model_fields_set else None
+        if self.gpu is None and stacks.card_precision({"precision": given, "task": self.task, "gpu": gpu},
+                                                      self.precision) == self.precision:
+            return self.with_resolved({"gpu": gpu})
+        return self.model_copy(update={"gpu": gpu})
+
+    def with_resolved(self, update: dict[str, Any]) -> Scenario:
+        """A copy with the fields the resolver sets (:mod:`gpuplan.plan.resolve`: the card's catalog id, the
+        serving split), as given fields, without validating again: they change no default (pydantic's own copy)."""
+        return super().model_copy(update=update)
 
     @property
     def recipe(self) -> stacks.Recipe:

@@ -45,6 +45,7 @@ Sources of the defaults (the recipes people run):
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -318,6 +319,10 @@ def resolve(data: Mapping[str, Any]) -> dict[str, Any]:
     if data.get("activation_offload") is None and stack.name == "unsloth":
         # unsloth _utils.apply_unsloth_gradient_checkpointing: plain checkpointing below 512 tokens
         out["activation_offload"] = get("grad_checkpointing") == "full" and data.get("seq_len", 2048) >= 512
+    card = card_precision(data, get("precision"))
+    if card != get("precision"):
+        out["precision"] = card
+        get = {**data, **out}.get
     if get("loss") == "chunked" and data.get("loss_chunks") is None:
         out["loss_chunks"] = 8  # torchtune CEWithChunkedOutputLoss(num_output_chunks=8); axolotl's and torchtitan's 8
     if data.get("adapter_dtype") in (None, "auto"):
@@ -332,6 +337,30 @@ def resolve(data: Mapping[str, Any]) -> dict[str, Any]:
         if data.get("fp8_recipe") is None and get("precision") == "fp8-mixed":
             out["fp8_recipe"] = "delayed"  # NeMo's fp8_recipe default ('delayed', TE DelayedScaling)
     return out
+
+
+def card_precision(data: Mapping[str, Any], precision: str) -> str:
+    """The precision that runs on the scenario's card when it was left to the stack: GPUs without bf16 tensor cores
+    (V100, T4 and other Turing cards, Apple silicon) run fp16 (``fp16-mixed`` for training as the Trainer's
+    ``fp16=True``, ``-true`` where the stack holds one dtype; ``fp16-true`` weights for serving). A card the catalog
+    does not know keeps the stack's."""
+    if data.get("precision") is not None or not precision.startswith("bf16") or not data.get("gpu"):
+        return precision
+    if _has_bf16(str(data["gpu"])):
+        return precision
+    return "fp16-true" if data["task"] == "infer" else precision.replace("bf16", "fp16")
+
+
+@functools.cache
+def _has_bf16(gpu: str) -> bool:
+    """Whether the catalog gives ``gpu`` bf16 tensor cores; unknown cards pass (their name is refused later)."""
+    from ..errors import GpuplanError
+    from ..hardware import load_gpu
+
+    try:
+        return load_gpu(gpu).supports_dtype("bf16")
+    except GpuplanError:
+        return True
 
 
 def refusal(s) -> str | None:
@@ -380,13 +409,15 @@ WHY = {  # the reason behind a default worth saying, by (framework, field, value
 }
 
 
-def defaults_in_force(s) -> str | None:
-    """One sentence naming the technique fields the scenario left to its framework, with their values."""
+def defaults_in_force(s, card_chose: tuple[str, ...] = (), fields: tuple[str, ...] = TECHNIQUES) -> str | None:
+    """One sentence naming the technique ``fields`` the scenario left to its framework, with their values (those the
+    card chose, ``card_chose``, are said apart)."""
     if s.task != "train":
         return None
     parts = []
-    for name in TECHNIQUES:
-        if name in s.model_fields_set and (name != "adapter_dtype" or s.adapter_dtype != "auto"):
+    for name in fields:
+        if name in card_chose or (name in s.model_fields_set and (name != "adapter_dtype" or
+                                                                  s.adapter_dtype != "auto")):
             continue
         value = getattr(s, name)
         if value is None or (name == "adapter_dtype" and s.method == "full") or (

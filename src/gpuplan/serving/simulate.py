@@ -66,7 +66,7 @@ class Scheduler:
 def vllm_scheduler(s, mem, *, chunked_prefill: bool = True, blocks: int | None = None) -> Scheduler:
     """The scheduler of ``s``'s vLLM release over the KV pool and limits its startup ``mem`` gives
     (:func:`gpuplan.engines.vllm.startup_memory`); ``blocks``: the pool in 16-token blocks of requests
-    (:attr:`gpuplan.memory.pool.KvPool.sim_blocks`: hybrid models' sliding-window pages counted), by default
+    (:attr:`gpuplan.engines.KvPool.sim_blocks`: hybrid models' sliding-window pages counted), by default
     its block ids."""
     from .. import overheads as oh
     from ..engines import vllm

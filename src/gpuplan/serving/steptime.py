@@ -19,8 +19,8 @@ closed form of it::
   exact for full attention, an upper bound for sliding-window layers);
 - the host: vLLM's engine loop per step and per scheduled sequence ``S`` (``StepTimer``'s host term), added to the
   GPU's time in the synchronous loop; with async scheduling (vLLM 0.14+) it runs beside the GPU's step, so the
-  step takes the longer of the two (``max(gpu, host)``). SGLang: its own loop (``speed/inference.py``
-  ``sglang_loop``: fitted on its published runs), beside the GPU's step from v0.4 (its overlap scheduler).
+  step takes the longer of the two (``max(gpu, host)``). SGLang: its own loop (its engine profile's
+  host loop, fitted on its published runs), beside the GPU's step from v0.4 (its overlap scheduler).
 
 Outside the steps, each request pays ``request_s`` once before its first token (the API server: HTTP, tokenizing,
 handing the request to the engine core and streaming the token back): it adds to TTFT and end-to-end latency,
@@ -37,7 +37,6 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass
 
-from .. import overheads as oh
 from ..hardware import GpuSpec, Network
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
@@ -137,7 +136,7 @@ def sample(timer: StepTimer, calibration: Calibration | None = None) -> StepMode
     context = 1024
     kv = timer.decode_parts(1, context).get("kv_cache", 0.0) / context
     one, two = timer.host_s(prefill=False, seqs=1), timer.host_s(prefill=False, seqs=2)
-    request = timer.loop.request_s if timer.loop else oh.VLLM_V1_REQUEST_S if timer.s.engine == "vllm" else 0.0
+    request = timer.timing.loop.request_s if timer.timing.loop else 0.0
     return StepModel(grid_tokens=tuple(float(t) for t in GRID_TOKENS), dense_s=tuple(dense), lm_head_s=tuple(heads),
                      attention_s_per_pair=attn, kv_s_per_token=kv, step_host_s=2 * one - two, seq_host_s=two - one,
                      request_s=request, async_host=timer.async_host, calibration=calibration or Calibration())

@@ -29,6 +29,7 @@ from .. import overheads as oh
 from ..errors import GpuplanError
 from ..model.catalog import load_model
 from ..plan.estimate import estimate
+from ..plan.refusals import scenario_refusal
 from ..scenario import Scenario, scenario_from
 from ..userfiles import load_json
 
@@ -49,6 +50,7 @@ def probe(scenario: Scenario | dict[str, Any], *, steps: int = 2, simulate_too: 
     from .simulate import _check
 
     s = scenario_from(scenario)
+    scenario_refusal(s)  # what the stack cannot run
     m = load_model(s.model)
     _check(s, m)
     notes: list[str] = []

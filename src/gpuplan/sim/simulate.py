@@ -39,6 +39,7 @@ from ..model.catalog import load_model
 from ..model.modules import decoder_layers, is_tower
 from ..model.spec import ModelSpec
 from ..model.trace import cache_layer_tensors, instantiate, new_cache, quiet
+from ..plan.refusals import scenario_refusal
 from ..scenario import Scenario, scenario_from
 from ..tensors.state import PEFT_MAMBA_REFUSED, PEFT_MAMBA_TYPES
 from . import depth, stacks
@@ -79,6 +80,7 @@ def simulate(scenario: Scenario | dict[str, Any], *, timeline: bool = False, lay
     are run and extrapolated to the full depth (:mod:`gpuplan.sim.depth`)."""
     torch = _require()
     s = scenario_from(scenario)
+    scenario_refusal(s)  # what the stack cannot run
     m = load_model(s.model)
     _check(s, m)
     if layers is not None and not 1 <= layers <= m.num_layers:

@@ -16,6 +16,7 @@ decode and time to first token, communication.
 
 from __future__ import annotations
 
+from ..engines import engine_for
 from ..hardware import GpuSpec, Network
 from ..model import ModelSpec
 from ..scenario import Scenario
@@ -37,7 +38,7 @@ def speed_of(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None = 
     if s.task == "train":
         return training_speed(s, m, gpu, network)
     speed = inference_speed(s, m, gpu, network)
-    if s.engine == "trtllm" and s.pp == 1:
+    if engine_for(s).offline_bench and s.pp == 1:
         run = offline_throughput(s, m, gpu, network)
         if run.kv_requests:
             speed.offline_tokens_per_s = run.output_tokens_per_s * s.dp

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from ..model import ModelSpec
 from ..model.layers import Layer
 from ..scenario import Scenario
-from ..stacks import stack_for
+from ..stacks import Recompute, stack_for
 
 
 def matmul_params(m: ModelSpec) -> int:
@@ -47,11 +47,13 @@ def active_params_of(m: ModelSpec, chosen: Mapping[Layer, frozenset[str]]) -> fl
     return total
 
 
-def training_flops_per_token(s: Scenario, m: ModelSpec) -> float:
+def training_flops_per_token(s: Scenario, m: ModelSpec, *, recompute: bool = True) -> float:
+    """FLOPs a training step spends per token (module docstring); ``recompute`` False: the model's own, without
+    what checkpointing runs again (MFU's numerator)."""
     n = matmul_params(m)
     attention = attention_flops_per_token(m, s.seq_len)
     dense = 6 * n if s.method == "full" else 4 * n
-    rc = stack_for(s).recompute(s, m)
+    rc = stack_for(s).recompute(s, m) if recompute else Recompute()
     if rc.selective:
         dense += 2 * active_params_of(m, rc.linears)
     else:

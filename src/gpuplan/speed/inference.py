@@ -28,8 +28,7 @@ import math
 from dataclasses import dataclass
 
 from .. import overheads as oh
-from ..engines import vllm
-from ..engines.prefix import cached_prefix_tokens
+from ..engines import Timing, engine_for
 from ..hardware import GpuSpec, Network
 from ..memory import inference_memory
 from ..model import gguf
@@ -41,33 +40,6 @@ from .breakdown import Speed
 from .comms import Link, all_reduce_s, intra_node_link
 from .gemm import bandwidth, gemm_time_s, peak_flops, streaming_bandwidth
 from .work import attention_s, eager_ops_per_layer, elementwise_s, expert_loop_s, lm_head_s, smooth_max
-
-
-@dataclass(frozen=True, kw_only=True)
-class EngineLoop:
-    """The host loop of an engine whose GPU work is timed as vLLM's (SGLang: the same CUDA-graph decode, FlashInfer
-    or FlashAttention kernels) but whose scheduler is its own: its cost per step and per scheduled sequence,
-    whether it runs beside the GPU's step (SGLang's overlap scheduler), its prefill chunk, each request's latency
-    outside the steps (HTTP, tokenizing, detokenizing), and what each tensor-parallel all-reduce costs it beyond
-    the link's latency."""
-
-    step_s: float
-    seq_s: float
-    request_s: float
-    overlapped: bool
-    chunk_tokens: int
-    all_reduce_s: float = 0.0  # beyond the link's latency, per tensor-parallel all-reduce
-
-
-def sglang_loop(s: Scenario, gpu: GpuSpec) -> EngineLoop:
-    """SGLang's host loop (:mod:`gpuplan.engines.sglang`; constants fitted on SGLang's published runs, see
-    :data:`gpuplan.overheads.SGLANG_STEP_OVERHEAD_S`)."""
-    from ..engines import sglang
-
-    d = sglang.defaults(gpu.usable_gib * 1024, s.tp, s.pp, s.engine_version)
-    return EngineLoop(step_s=oh.SGLANG_STEP_OVERHEAD_S, seq_s=oh.SGLANG_HOST_S_PER_SEQ,
-                      request_s=oh.SGLANG_REQUEST_S, overlapped=sglang.overlap_schedule(s),
-                      chunk_tokens=d.chunked_prefill_size, all_reduce_s=oh.SGLANG_ALL_REDUCE_S)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,11 +55,11 @@ class StepTimer:
     skip: tuple[str, ...]
     kernel: str
     cpu_layer_share: float  # llama.cpp: share of the decoder layers held in system RAM
+    timing: Timing  # how the engine's steps are timed (its profile: gpuplan.engines)
     # routed experts at decode as one grouped GEMM at the GEMM model's achievable rate (TensorRT-LLM's fused MoE,
     # speed/offline.py); False: the bandwidth / datasheet-peak roofline the vLLM calibration used
     grouped_experts: bool = False
-    loop: EngineLoop | None = None  # an engine timed as vLLM on the GPU with a host loop of its own (SGLang)
-    cached_prefix: int = 0  # shared-prefix tokens later requests find cached (:mod:`gpuplan.engines.prefix`)
+    cached_prefix: int = 0  # shared-prefix tokens later requests find cached (the engine's prefix cache)
 
     @property
     def other_dtype(self) -> str:
@@ -103,7 +75,7 @@ class StepTimer:
             return {}
         gemm = self._linears_s(tokens) + lm_head_s(m, gpu, self.other_dtype, seqs, tp=tp)
         attention = attention_s(m, gpu, self.other_dtype, seqs, math.ceil(tokens / seqs), kernel=self.kernel, tp=tp,
-                                context=context, masked_windows=self.s.engine == "transformers")
+                                context=context, masked_windows=self.timing.eager)
         parts = {"gemm": gemm, "attention": attention, "elementwise": self._elementwise_s(tokens),
                  "tensor_parallel": self._tp_s(tokens)}
         host = self.host_s(prefill=True, seqs=seqs, tokens=tokens)
@@ -125,7 +97,8 @@ class StepTimer:
         gpu_share = 1 - self.cpu_layer_share
         weights = (self._linears_s(batch, dense_only=True) + self._experts_decode_s(batch)) * gpu_share
         weights += lm_head_s(m, gpu, self.other_dtype, batch, tp=tp)
-        kv = batch * kv_bytes_per_sequence(s.model_copy(update={"engine": "vllm"}), m, int(context)) * gpu_share
+        # the cache read in whole 16-token pages, as the kernels the vLLM calibration timed read it
+        kv = batch * kv_bytes_per_sequence(s, m, int(context), block=oh.VLLM_BLOCK_TOKENS) * gpu_share
         kv_s = kv / self._stream_bps
         kernels = self._kernels_per_layer() * m.num_layers * gpu_share * self._kernel_latency_s
         elementwise = self._elementwise_s(batch) * gpu_share
@@ -137,9 +110,9 @@ class StepTimer:
             parts["cpu_layers"] = (self._layer_weight_bytes() * self.cpu_layer_share + cpu_kv) / cpu_bw
         host = self.host_s(prefill=False, context=context, seqs=batch)
         parts["tensor_parallel"] = self._tp_s(batch)
-        if s.engine == "transformers":  # eager: the GPU waits on Python unless its kernels are longer
+        if self.timing.eager:  # the GPU waits on Python unless its kernels are longer
             parts["host"] = smooth_max(gpu_s, host, oh.HOST_GPU_OVERLAP_SHARPNESS) - gpu_s
-        elif self.async_host:  # vLLM async scheduling: only the host work the GPU step does not cover shows
+        elif self.async_host:  # async scheduling: only the host work the GPU step does not cover shows
             parts["host"] = max(host - gpu_s - parts["tensor_parallel"], 0.0)
         else:
             parts["host"] = host
@@ -169,14 +142,19 @@ class StepTimer:
             return self._chunked_s(prompt_tokens + (requests - 1) * (prompt_tokens - cached),
                                    prompt_tokens - cached, context=cached)
         total = prompt_tokens * requests
-        if self.s.engine != "vllm":
+        if self._chunk is None:
             return self.prefill_s(total, seqs=requests)
         return self._chunked_s(total, prompt_tokens)
 
+    @property
+    def _chunk(self) -> int | None:
+        """Prompt tokens one step of the engine prefills (None: a burst at once)."""
+        return self.timing.loop.chunk_tokens if self.timing.loop else None
+
     def _chunked_s(self, total: int, per_seq: int, *, context: int = 0) -> float:
-        """``total`` prompt tokens in sequences of ``per_seq`` prefilled in chunks of the engine's step budget."""
-        chunk = self.loop.chunk_tokens if self.loop else \
-            vllm.scheduler_limits(self.s, self.m, self.gpu).max_num_batched_tokens
+        """``total`` prompt tokens in sequences of ``per_seq`` prefilled in chunks of the engine's step budget (a
+        burst at once for an engine without chunked prefill)."""
+        chunk = self._chunk or total
         full, rest = divmod(total, chunk)
         seqs_per_chunk = max(chunk / max(per_seq, 1), 1)
         t = full * self.prefill_s(chunk, seqs=max(int(seqs_per_chunk), 1), context=context) if full else 0.0
@@ -209,8 +187,8 @@ class StepTimer:
 
     def _packed_followers(self, layer) -> frozenset[str]:
         """Names of the linears vLLM runs inside an earlier one's GEMM (all of a pack but its first present
-        member; :data:`~gpuplan.overheads.VLLM_PACKED_LINEARS`); none for other engines."""
-        if self.s.engine != "vllm":
+        member; :data:`~gpuplan.overheads.VLLM_PACKED_LINEARS`); none for engines that do not pack them."""
+        if not self.timing.packed_linears:
             return frozenset()
         names = [lin.name for lin in layer.linears]
         follow = []
@@ -250,41 +228,34 @@ class StepTimer:
                                for lin in layer.linears) for layer, count in self.m.layer_kinds()) / self.s.tp
 
     @property
-    def _v1(self) -> bool:
-        """vLLM's V1 engine (0.8 and later)."""
-        return self.s.engine == "vllm" and vllm.version_tuple(self.s.engine_version) >= (0, 8, 0)
-
-    @property
     def async_host(self) -> bool:
         """vLLM with async scheduling (0.14+), SGLang's overlap scheduler (0.4+): the engine's host work per step
         overlaps the GPU's."""
-        if self.loop is not None:
-            return self.loop.overlapped
-        return self.s.engine == "vllm" and vllm.async_scheduling(self.s)
+        return self.timing.loop is not None and self.timing.loop.overlapped
 
     @property
     def _stream_bps(self) -> float:
-        """Bandwidth of the weight and KV streaming: the card's measured kernel figure for vLLM (whose kernels
-        Vidur's per-operation profiles time), the speed layer's achievable bandwidth for other engines."""
-        return streaming_bandwidth(self.gpu) if self.s.engine == "vllm" else bandwidth(self.gpu)
+        """Bandwidth of the weight and KV streaming: the card's measured kernel figure for the engines timed as
+        vLLM (whose kernels Vidur's per-operation profiles time), the speed layer's achievable bandwidth for
+        others."""
+        return streaming_bandwidth(self.gpu) if self.timing.streaming_bandwidth else bandwidth(self.gpu)
 
     @property
     def _kernel_latency_s(self) -> float:
-        """Fixed GPU time per kernel: CUDA-graph replay in vLLM V1 (kernels back to back, no launch gap), else the
+        """Fixed GPU time per kernel: CUDA-graph replay (vLLM V1: kernels back to back, no launch gap), else the
         speed layer's calibrated figure."""
-        return oh.GRAPH_KERNEL_LATENCY_S if self._v1 else oh.GEMM_KERNEL_LATENCY_S
+        return oh.GRAPH_KERNEL_LATENCY_S if self.timing.graphs else oh.GEMM_KERNEL_LATENCY_S
 
     def _elementwise_s(self, tokens: float) -> float:
         """Element-wise traffic: vLLM's fused kernels (residual add + RMSNorm, SiLU-and-mul, rotary with the cache
         write) move a fraction of what unfused modules do; transformers' Python RMSNorm more
         (:func:`~.work.eager_elementwise_bytes`)."""
-        if self._v1:
-            plain = (oh.ELEMENTWISE_BYTES_PER_HIDDEN, oh.ELEMENTWISE_BYTES_PER_MLP)
+        plain = (oh.ELEMENTWISE_BYTES_PER_HIDDEN, oh.ELEMENTWISE_BYTES_PER_MLP)
+        if self.timing.graphs:
             return elementwise_s(self.m, self.gpu, tokens, tp=self.s.tp, per_element=plain) \
                 * oh.FUSED_ELEMENTWISE_FACTOR
-        return elementwise_s(self.m, self.gpu, tokens, tp=self.s.tp,
-                             per_element=None if self.s.engine == "transformers" else
-                             (oh.ELEMENTWISE_BYTES_PER_HIDDEN, oh.ELEMENTWISE_BYTES_PER_MLP))
+        return elementwise_s(self.m, self.gpu, tokens, tp=self.s.tp, per_element=None if self.timing.eager else
+                             plain)
 
     def _kernels_per_layer(self) -> float:
         """Non-GEMM kernels of one decoder layer (norms, rotary, cache write, attention, activation...)."""
@@ -299,11 +270,11 @@ class StepTimer:
 
     def _tp_s(self, tokens: float) -> float:
         """Two all-reduces of ``tokens x hidden`` 16-bit activations per layer (Megatron row-parallel outputs),
-        each paying the link's latency (and an engine's own cost per all-reduce, :attr:`EngineLoop.all_reduce_s`):
-        the per-layer floor of tensor parallelism at small batch."""
+        each paying the link's latency (and an engine's own cost per all-reduce,
+        :attr:`gpuplan.engines.HostLoop.all_reduce_s`): the per-layer floor of tensor parallelism at small batch."""
         if self.s.tp <= 1:
             return 0.0
-        extra = self.loop.all_reduce_s if self.loop else 0.0
+        extra = self.timing.loop.all_reduce_s if self.timing.loop else 0.0
         return 2 * self.m.num_layers * (all_reduce_s(tokens * self.m.hidden_size * 2, self.s.tp, self.link) + extra)
 
     def host_s(self, *, prefill: bool, context: float = 0, seqs: float = 1, tokens: float | None = None) -> float:
@@ -313,30 +284,20 @@ class StepTimer:
         step and
         per scheduled sequence (scheduling, input preparation, sampling, output processing): the V1 engine
         (0.8+) far less per step than V0, whose Python scheduler and sampler ran between steps."""
-        s, m = self.s, self.m
-        if s.engine == "transformers":
+        m, loop = self.m, self.timing.loop
+        if loop is None:
             ops = eager_ops_per_layer() * m.num_layers * oh.EAGER_OP_OVERHEAD_S
             return (ops + expert_loop_s(m, seqs if tokens is None else tokens) + oh.GENERATE_STEP_OVERHEAD_S
                     + oh.EAGER_DECODE_S_PER_CONTEXT_TOKEN * context)
-        if self.loop is not None:
-            return self.loop.step_s + self.loop.seq_s * seqs
-        if s.engine == "vllm":
-            if vllm.version_tuple(s.engine_version) < (0, 8, 0):
-                return oh.VLLM_STEP_OVERHEAD_S
-            return oh.VLLM_V1_STEP_OVERHEAD_S + oh.VLLM_V1_HOST_S_PER_SEQ * seqs
-        return oh.LLAMA_CPP_STEP_OVERHEAD_S
+        return loop.step_s + loop.seq_s * seqs
 
 
 def step_timer(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None = None) -> StepTimer:
-    """The step-time primitives of ``s`` (engine, quantization, TP) on ``gpu`` over ``network``. SGLang's GPU work
-    is timed as vLLM's current engine's (CUDA graphs, the same attention kernels), its host loop as its own
-    (:func:`sglang_loop`: :data:`SGLANG_TIMING`); TensorRT-LLM as vLLM's current engine."""
+    """The step-time primitives of ``s`` (engine, quantization, TP) on ``gpu`` over ``network``, the engine timed as
+    its profile says (:meth:`gpuplan.engines.Engine.timing`: SGLang's GPU work as vLLM's current engine's with its
+    own host loop, TensorRT-LLM as vLLM's current engine)."""
     network = network or Network()
-    loop = sglang_loop(s, gpu) if s.engine == "sglang" else None
-    cached = cached_prefix_tokens(s, m)
-    if s.engine in ("sglang", "trtllm"):  # in-flight batching with CUDA graphs, timed as vLLM's current engine
-        s = s.model_copy(update={"engine": "vllm", "engine_version": None, "free_gpu_memory_fraction": None,
-                                 "tokens_per_block": None, "capacity_scheduler_policy": None})
+    engine = engine_for(s)
     dtype = "fp16" if not gpu.supports_dtype("bf16") else (
         "fp8" if s.quant == "fp8" and gpu.supports_dtype("fp8") else
         "fp4" if s.quant == "nvfp4" and gpu.supports_dtype("fp4") else "bf16")
@@ -346,12 +307,13 @@ def step_timer(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None 
     if fmt.name.startswith("gguf-"):  # a GGUF mixes types by tensor: the average over the decoder's linears
         per_param = gguf.linear_bytes_per_param(m, fmt.name[5:])
     cpu_share = 0.0
-    if s.engine == "llama.cpp":
+    if engine.offloads_layers:  # the layers it leaves in system RAM run on the CPU
         e = inference_memory(s, m, gpu.usable_gib)
         cpu_share = e.extra.get("offloaded_layers", 0) / m.num_layers
     return StepTimer(s=s, m=m, gpu=gpu, link=intra_node_link(gpu, network), dtype=dtype,
                      weight_bytes_per_param=per_param, skip=skip, kernel=attention_kernel(s, m),
-                     cpu_layer_share=cpu_share, loop=loop, cached_prefix=cached)
+                     cpu_layer_share=cpu_share, timing=engine.timing(s, m, gpu),
+                     cached_prefix=engine.cached_prefix_tokens(s, m))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -381,12 +343,6 @@ def serving_rates(timer: StepTimer, *, concurrency: int, prompt_tokens: int, out
                         tokens_per_s_per_user=output_tokens / cycle, request_latency_s=cycle, decode_step_s=decode)
 
 
-SGLANG_TIMING = ("SGLang: GPU work timed as vLLM's (CUDA graphs, the same attention kernels), its own host loop "
-                 "(overlap scheduler from v0.4) and scheduler (prefill batches before decodes, chunked_prefill_size, "
-                 "max_running_requests, radix cache), fitted and checked on SGLang's published runs "
-                 "(bench/results/sglang_serving.md: few rows, Llama-3.1 8B and 70B)")
-
-
 def inference_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None = None) -> Speed:
     """Decode step, aggregate and per-user output tokens/s, and time to first token (alone and in a burst)
     of ``batch_size`` concurrent requests of ``prompt_tokens`` + ``output_tokens``."""
@@ -400,7 +356,7 @@ def inference_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | 
     burst = timer.burst_ttft_s(p, b)
     gpu_side = parts.get("weights", 0) + parts.get("kv_cache", 0) + parts.get("elementwise", 0)
     latency = parts.get("kernel_latency", 0) + parts.get("tensor_parallel", 0)
-    bound = max(("memory", gpu_side), ("host (kernel launches)" if s.engine == "transformers" else "host (engine loop)",
+    bound = max(("memory", gpu_side), ("host (kernel launches)" if timer.timing.eager else "host (engine loop)",
                                        parts.get("host", 0)),
                 ("latency (per-layer kernels and all-reduces)", latency),
                 ("system memory (CPU layers)", parts.get("cpu_layers", 0)), key=lambda kv: kv[1])[0]
@@ -415,17 +371,16 @@ def inference_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | 
                              f"every weight and the whole KV cache read once per step")
     speed.assumptions.append(f"time to first token {single:.2f} s for one {p:,}-token prompt alone, "
                              f"{burst:.2f} s for the last of {b} arriving together")
+    engine = engine_for(s)
     if timer.cached_prefix:
         speed.assumptions.append(f"{timer.cached_prefix:,} of the {s.shared_prefix_tokens:,} shared prefix tokens "
-                                 f"found in the {'radix' if s.engine == 'sglang' else 'prefix'} cache: the first "
-                                 "request prefills them, later ones start after them")
+                                 f"found in the {engine.cache_words}: the first request prefills them, later ones "
+                                 "start after them")
     elif s.shared_prefix_tokens:
-        why = {"trtllm": "TensorRT-LLM's KV block reuse is not modelled",
-               "vllm": "vLLM before 0.8 caches prefixes only with --enable-prefix-caching"
-               }.get(s.engine, f"{s.engine} shares no KV across the requests of a batch")
-        speed.assumptions.append(f"the shared prefix is prefilled by every request ({why})")
-    if s.engine == "sglang":
-        speed.assumptions.append(SGLANG_TIMING)
+        speed.assumptions.append(f"the shared prefix is prefilled by every request "
+                                 f"({engine.uncached_prefix_why(s)})")
+    if timer.timing.note:
+        speed.assumptions.append(timer.timing.note)
     if timer.cpu_layer_share:
         speed.assumptions.append(f"llama.cpp: {timer.cpu_layer_share:.0%} of the layers run on the CPU from system "
                                  f"RAM at ~{oh.CPU_MEMORY_GBS * oh.CPU_BANDWIDTH_FRACTION:.0f} GB/s (assumed "

@@ -501,7 +501,7 @@ def _speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, dtype: str, parts: dict[str,
     bound = max(("compute", gpu_work), ("host (kernel launches)", parts.get("host_overhead", 0)),
                 ("communication", comm + parts.get("offload", 0) + parts.get("activation_offload", 0)),
                 key=lambda kv: kv[1])[0]
-    model_fpt = training_flops_per_token(s.model_copy(update={"grad_checkpointing": "none", "checkpoint_every": 1}), m)
+    model_fpt = training_flops_per_token(s, m, recompute=False)
     tokens_per_s = tokens_step / step
     peak = peak_flops(gpu, dtype)
     return Speed(tokens_per_s=tokens_per_s, step_time_s=step, bound=bound, parts_s=parts,

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import math
 
-from .. import overheads as oh
-from ..model.layers import WINDOWED, Layer
+from ..model.layers import Layer
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
 
@@ -18,21 +17,23 @@ def kv_dtype_bytes(s: Scenario) -> float:
     return {"auto": s.compute_bytes, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1}[s.kv_cache_dtype]
 
 
-def layer_cache_bytes(s: Scenario, m: ModelSpec, layer: Layer, tokens: int, *, windowed: bool = True) -> float:
+def layer_cache_bytes(s: Scenario, m: ModelSpec, layer: Layer, tokens: int, *, windowed: bool = True,
+                      block: int = 1) -> float:
     """Cache bytes of one sequence of ``tokens`` tokens in one layer, on one GPU.
 
     Keys and values: ``kv_dims`` elements per token (``2·kv_heads·head_dim``; MLA's latent and rope key, which
     transformers 5 and vLLM both cache), KV heads split over TP (replicated when TP exceeds them; MLA's latent is
     replicated), at the KV-cache dtype (int8 adds an fp32 scale per token and head), for at most ``window``
-    tokens on sliding and chunked layers when ``windowed`` (vLLM: whole blocks of ``VLLM_BLOCK_TOKENS``).
+    tokens on sliding and chunked layers when ``windowed``, in whole blocks of ``block`` tokens (vLLM's pages:
+    ``VLLM_BLOCK_TOKENS``).
     Linear-attention and state-space layers add their fixed recurrent state (``state_elements`` 16-bit units:
     convolution window and SSM / delta-rule state, measured off transformers' cache), split over TP by heads,
     whatever the length (transformers ``LinearAttentionLayer``; vLLM's ``MambaSpec`` keeps one state per request).
     """
     b = kv_dtype_bytes(s)
     cached = layer.cached_tokens(tokens) if windowed else (tokens if layer.kv_dims else 0)
-    if s.engine == "vllm":
-        cached = math.ceil(cached / oh.VLLM_BLOCK_TOKENS) * oh.VLLM_BLOCK_TOKENS
+    if block > 1:
+        cached = math.ceil(cached / block) * block
     if layer.attention == "mla":
         dims = layer.kv_dims
         heads = 1
@@ -45,18 +46,13 @@ def layer_cache_bytes(s: Scenario, m: ModelSpec, layer: Layer, tokens: int, *, w
     return total + layer.state_elements * s.compute_bytes / s.tp
 
 
-def kv_bytes_per_sequence(s: Scenario, m: ModelSpec, tokens: int, layers=None, *, windowed: bool = True) -> float:
+def kv_bytes_per_sequence(s: Scenario, m: ModelSpec, tokens: int, layers=None, *, windowed: bool = True,
+                          block: int = 1) -> float:
     """Cache bytes of one sequence on one GPU, summed over ``layers`` (default: all) with
     :func:`layer_cache_bytes`: keys and values per layer kind (sliding and chunked windows capped when
-    ``windowed``), plus the fixed recurrent states of linear-attention and state-space layers."""
+    ``windowed``) in blocks of ``block`` tokens, plus the fixed recurrent states of linear-attention and
+    state-space layers."""
     kinds = m.layer_kinds() if layers is None else [(layer, 1) for layer in layers]
-    return sum(count * layer_cache_bytes(s, m, layer, tokens, windowed=windowed) for layer, count in kinds)
+    return sum(count * layer_cache_bytes(s, m, layer, tokens, windowed=windowed, block=block)
+               for layer, count in kinds)
 
-
-def cache_bytes_per_token(s: Scenario, m: ModelSpec, layers=None) -> float:
-    """Bytes the cache grows by per token of a long sequence: keys and values of the layers whose cache grows
-    without bound (full attention, MLA); windowed layers and fixed states do not grow."""
-    kinds = m.layer_kinds() if layers is None else [(layer, 1) for layer in layers]
-    one = s.model_copy(update={"engine": "transformers"}) if s.engine == "vllm" else s
-    return sum(count * (layer_cache_bytes(one, m, layer, 2) - layer_cache_bytes(one, m, layer, 1))
-               for layer, count in kinds if not (layer.window and layer.attention in WINDOWED))

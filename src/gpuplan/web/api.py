@@ -16,15 +16,15 @@ from fastapi import APIRouter, Body, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field, SkipValidation
 
 from .. import api
-from ..hardware import gpus, load_gpu
+from ..hardware import gpus
 from ..model.catalog import bundled, load_model
 from ..model.quant import QUANT_FORMATS
 from ..model.report import model_summary
-from ..plan.estimate import Plan
 from ..plan.gpus import cheapest_rentals, gpu_row
+from ..plan.plan import Plan
 from ..plan.recommend import Recommendation
+from ..plan.resolve import resolve
 from ..scenario import Scenario, scenario_from
-from ..scenario.resolve import resolve
 from .explain import Explanation, explain
 from .export import Export, export
 from .forms import FieldSpec, field_specs
@@ -146,11 +146,8 @@ def recommend_json(data: Any, hub: bool, constraints: dict[str, Any]) -> str:
 def explain_json(data: Any, hub: bool) -> str:
     s = _scenario(data, hub)
     result = api.estimate(s)
-    m, gpu = load_model(s.model), load_gpu(s.gpu) if s.gpu else None
-    if gpu is not None and s.gpu != gpu.id:
-        s = s.model_copy(update={"gpu": gpu.id})
-    s, _ = resolve(s, m, gpu)  # the scenario the plan was computed for (the serving split, the card's precision)
-    return explain(result, s, m, gpu).model_dump_json()
+    r = resolve(s)  # the scenario the plan was computed for (the serving split, the card's precision)
+    return explain(result, r.scenario, r.model, r.gpu).model_dump_json()
 
 
 def export_json(data: Any, hub: bool, base_url: str) -> str:

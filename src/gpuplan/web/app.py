@@ -23,7 +23,7 @@ from fastapi.staticfiles import StaticFiles
 from fastapi_offline import FastAPIOffline
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
-from .. import __version__
+from .._version import __version__
 from ..errors import GpuplanError
 from . import api
 from .accuracy import readme_html

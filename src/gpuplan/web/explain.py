@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from ..hardware import GpuSpec
 from ..model.spec import ModelSpec
-from ..plan.estimate import Plan
+from ..plan.plan import Plan
 from ..scenario import Scenario
-from ..scenario.resolve import defaults_said
+from ..scenario.describe import defaults_said
 from . import memory_formulas as mf
 from . import speed_formulas as sf
 from .accuracy import memory_accuracy

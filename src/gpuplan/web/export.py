@@ -10,7 +10,7 @@ from urllib.parse import urlencode
 import yaml
 from pydantic import BaseModel
 
-from ..plan.estimate import Plan
+from ..plan.plan import Plan
 from ..scenario import Scenario
 from .forms import given
 
@@ -61,10 +61,9 @@ def markdown(s: Scenario, r: Plan, link: str = "") -> str:
     what = f"{s.task} {r.model.name}" + (f" ({s.method})" if s.task == "train" else "") + \
         (f" on {s.num_gpus}x {r.gpu.name}" if r.gpu else "")
     lines = [f"### gpuplan: {what}", ""]
-    if mem.fits is not None:
-        verdict = "fits" if mem.fits else "does not fit"
-        lines += [f"**{verdict}**: {mem.device_peak_gib:.1f} of {mem.capacity_gib:.1f} GiB usable per GPU, headroom "
-                  f"{mem.headroom_gib:+.1f} GiB", ""]
+    if mem.fits is not None:  # the plan's own sentence, its first words in bold
+        v = r.verdict
+        lines += [f"**{v.word}**{v.sentence[len(v.word):]}", ""]
     lines += ["| part | GiB |", "|---|---:|"]
     parts = [("weights", mem.weights_gib), ("gradients", mem.gradients_gib), ("optimizer states", mem.optimizer_gib),
              ("activations", mem.activations_gib), ("KV cache", mem.kv_cache_gib), *mem.other.items()]

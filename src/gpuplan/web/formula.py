@@ -7,7 +7,7 @@ from pydantic import BaseModel
 
 from ..hardware import GpuSpec
 from ..model.spec import ModelSpec
-from ..plan.estimate import Plan
+from ..plan.plan import Plan
 from ..scenario import Scenario
 from .accuracy import Accuracy
 

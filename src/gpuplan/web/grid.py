@@ -2,7 +2,7 @@
 device memory against the context length next to every card's capacity.
 
 Every cell is the check and memory report ``gpuplan estimate`` runs for the scenario with that card and that
-change, the card's defaults resolved as it resolves them (what ``fits_only`` then decides), without its solvers.
+change, the card's defaults resolved as it resolves them (what a memory-only plan then decides), without its solvers.
 """
 
 from __future__ import annotations
@@ -12,12 +12,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from ..engines import engine_for
 from ..errors import GpuplanError
 from ..hardware import gpus, load_gpu
-from ..memory import check, memory_report
+from ..memory import memory_report
 from ..model.spec import ModelSpec
+from ..plan.refusals import check
+from ..plan.resolve import resolve
 from ..scenario import Scenario
-from ..scenario.resolve import resolve
 
 Axis = Literal["auto", "quant", "method", "context"]
 QUANTS = ("none", "fp8", "int8", "awq-int4", "nf4")
@@ -76,18 +78,17 @@ def _columns(s: Scenario, axis: str) -> tuple[str, str, list[str], list[dict[str
                                                            {"method": "qlora", "quant": None}]
     if s.task == "train":
         raise GpuplanError("the quant axis is for inference; for training compare methods (full, LoRA, QLoRA)")
-    names = GGUF if s.engine == "llama.cpp" else QUANTS
+    names = QUANTS if engine_for(s).loads_quants else GGUF
     return axis, "quant", ["bf16" if q == "none" else q for q in names], [{"quant": q} for q in names]
 
 
 def _cell(s: Scenario, m: ModelSpec, gpu_id: str) -> Cell:
     gpu = gpus()[gpu_id]
-    s, _ = resolve(s, m, gpu)  # the card's defaults, as `gpuplan estimate` takes them (fp16 where there is no bf16)
-    try:
-        check(s, m, gpu)
+    try:  # the card's defaults, as `gpuplan estimate` takes them (fp16 where there is no bf16)
+        s = resolve(s, m).scenario
     except GpuplanError as err:
         return Cell(fits=None, reason=str(err))
-    _, report = memory_report(s, m, gpu)  # what fits_only reads, with the engine's own measures kept
+    _, report = memory_report(s, m, gpu)  # what a memory-only plan reads, with the engine's own measures kept
     return Cell(fits=bool(report.fits), device_peak_gib=report.device_peak_gib, headroom_gib=report.headroom_gib,
                 max_concurrency=report.max_concurrency, gpu_layers=report.gpu_layers)
 
@@ -103,7 +104,7 @@ def _curve(s: Scenario, m: ModelSpec, field: str) -> list[CurvePoint]:
         try:
             check(changed, m, None)
             # vLLM and llama.cpp adapt to the card; without one they report what the batch needs
-            _, report = memory_report(changed, m, None if changed.engine != "transformers" else gpu)
+            _, report = memory_report(changed, m, None if engine_for(changed).card_sized else gpu)
             out.append(CurvePoint(tokens=tokens, device_peak_gib=report.device_peak_gib))
         except GpuplanError:
             out.append(CurvePoint(tokens=tokens, device_peak_gib=None))

@@ -8,10 +8,9 @@ from __future__ import annotations
 import math
 
 from .. import overheads as oh
-from ..engines import llama_cpp
+from ..engines import engine_for
 from ..hardware import DRIVER_RESERVE, ECC_INBAND_RESERVE, REPORTED_USABLE_GIB
 from ..model.quant import make_format
-from ..tensors.kv import kv_dtype_bytes
 from ..tensors.state import weight_format
 from .formula import GIB, Constant, Context, Formula, count, gib
 
@@ -29,7 +28,7 @@ def weights(x: Context) -> Formula:
             fmt, skip = weight_format(s, m)
         parts = {k: v for k, v in m.weight_bytes(fmt, skip=skip).items() if v}
         params = m.params_breakdown()
-        host = s.task == "infer" and s.engine == "llama.cpp" and not m.tie_word_embeddings
+        host = s.task == "infer" and engine_for(s).host_embedding and not m.tie_word_embeddings
         if host:  # llama.cpp keeps the token embedding in host memory (engines/llama_cpp.py)
             parts.pop("embeddings", None)
         base = sum(parts.values())
@@ -126,7 +125,7 @@ def optimizer(x: Context) -> Formula:
 
 def _kv_tokens(x: Context) -> int:
     s = x.s
-    if s.engine == "transformers" and x.r.memory.peak_phase == "prefill":
+    if engine_for(s).grows_cache and x.r.memory.peak_phase == "prefill":
         return s.prompt_tokens
     return s.prompt_tokens + s.output_tokens
 
@@ -135,22 +134,20 @@ def _kv_bytes(x: Context, tokens: int, windowed: bool = True) -> tuple[float, li
     """Bytes of the cache of ``batch_size`` sequences of ``tokens`` tokens (GQA; windows capped when
     ``windowed``; the fixed recurrent states of linear-attention and Mamba layers)."""
     s, m = x.s, x.m
-    if s.engine == "llama.cpp":
-        b = 2 if s.kv_cache_dtype in ("auto", "fp16", "bf16") else 8.5 / 8
-        heads = 1.0
-        windowed = windowed and m.family in llama_cpp.SWA_FAMILIES  # the others cache whole contexts there
-    else:
-        b = kv_dtype_bytes(s)
-        heads = math.ceil(m.num_kv_heads / s.tp) / m.num_kv_heads
-    layers = m.layers[: math.ceil(m.num_layers / s.pp)] if s.engine != "llama.cpp" else m.layers
+    engine = engine_for(s)
+    b, heads = engine.kv_element_bytes(s), engine.kv_heads_share(s, m)
+    windowed = windowed and engine.caps_windows(m)  # llama.cpp caches whole contexts but in SWA families
+    # an engine that splits layers over the cards holds its share of every layer's cache; the others one stage's
+    split = 1 if engine.tensor_parallel else s.tp * s.pp
+    layers = m.layers[: math.ceil(m.num_layers / s.pp)] if split == 1 else m.layers
+    block = engine.kv_block_tokens
     total, terms, state = 0.0, {}, 0.0
     for layer in layers:
         cached = (layer.cached_tokens(tokens) if windowed else tokens) if layer.kv_dims else 0
-        if s.engine == "vllm":
-            cached = math.ceil(cached / oh.VLLM_BLOCK_TOKENS) * oh.VLLM_BLOCK_TOKENS
+        cached = math.ceil(cached / block) * block
         dims = layer.kv_dims * heads
         total += cached * dims * b
-        state += layer.state_elements * (4 if s.engine == "llama.cpp" else s.compute_bytes) / s.tp
+        state += layer.state_elements * engine.state_element_bytes(s) / s.tp
         if layer.kv_dims:
             key = (cached, dims)
             terms[key] = terms.get(key, 0) + 1
@@ -158,20 +155,18 @@ def _kv_bytes(x: Context, tokens: int, windowed: bool = True) -> tuple[float, li
     text.append(f"{b:g} B each")
     if state:
         text.append(f"+ recurrent states {state / 2**20:,.1f} MiB")
-    split = s.tp * s.pp if s.engine == "llama.cpp" else 1  # llama.cpp spreads its layers' cache over the cards
     if split > 1:
         text.append(f"/ {split} GPUs")
     return s.batch_size * (total + state) / split, [*text, f"x {s.batch_size} sequences"]
 
 
 def kv_cache(x: Context) -> Formula:
-    if x.s.engine == "vllm" and x.r.memory.engine:
-        return _vllm_pool(x)
-    if x.s.engine == "sglang" and x.r.memory.engine:
-        return _sglang_pool(x)
+    pool = POOL_FORMULAS.get(x.s.engine)
+    if pool and x.r.memory.engine:
+        return pool(x)
     tokens = _kv_tokens(x)
     # at transformers' prefill peak the sliding layers still hold the whole prompt (DynamicSlidingWindowLayer)
-    prefill = x.s.engine == "transformers" and x.r.memory.peak_phase == "prefill"
+    prefill = engine_for(x.s).grows_cache and x.r.memory.peak_phase == "prefill"
     total, text = _kv_bytes(x, tokens, windowed=not prefill)
     note = "MLA models cache decompressed keys and values in transformers" if x.m.mla else ""
     return Formula(label="KV cache", value=x.r.memory.kv_cache_gib, unit="GiB",
@@ -294,41 +289,58 @@ def allocated(x: Context) -> Formula:
                    f" = {sum(parts.values()):,.2f} GiB", computed=sum(parts.values()))
 
 
+def _trtllm_reserved(x: Context) -> Formula:
+    mem = x.r.memory
+    parts = [("weights", mem.weights_gib), ("profiling forward", mem.activations_gib),
+             ("KV pool", mem.kv_cache_gib), *mem.other.items()]
+    computed = sum(v for _, v in parts)
+    return Formula(label="reserved peak", value=mem.reserved_peak_gib, unit="GiB",
+                   formula="TensorRT-LLM holds its weights, its max_num_tokens profiling forward and "
+                           "free_gpu_memory_fraction of the memory they leave (KV blocks, then its reserve): the "
+                           "device level is their sum, whatever a step uses",
+                   substituted=" + ".join(f"{v:.2f} ({k})" for k, v in parts) + f" = {computed:.2f} GiB",
+                   computed=computed)
+
+
+def _sglang_reserved(x: Context) -> Formula:
+    mem = x.r.memory
+    parts = [("weights", mem.weights_gib), ("token pool", mem.kv_cache_gib), *mem.other.items()]
+    computed = sum(v for _, v in parts)
+    return Formula(label="reserved peak", value=mem.reserved_peak_gib, unit="GiB",
+                   formula="SGLang holds its weights and token pool and keeps its reserve for activations and "
+                           "CUDA graphs: the device level is their sum, whatever a step uses",
+                   substituted=" + ".join(f"{v:.2f} ({k})" for k, v in parts) + f" = {computed:.2f} GiB",
+                   computed=computed)
+
+
+def _vllm_reserved(x: Context) -> Formula:
+    s, mem = x.s, x.r.memory
+    total = mem.capacity_gib - oh.CUDA_TOTAL_BELOW_USABLE_GIB
+    requested = mem.engine["requested_gib"]
+    computed = max(requested, mem.allocated_peak_gib)
+    over = f"; its tensors, {mem.allocated_peak_gib:,.2f} GiB, exceed it" if computed > requested else ""
+    return Formula(label="reserved peak", value=mem.reserved_peak_gib, unit="GiB",
+                   formula="vLLM requests ceil(total x gpu_memory_utilization), total being what cudaMemGetInfo "
+                           "reports (vllm/v1/worker/utils.py request_memory), or holds its tensors where they "
+                           "exceed that (no KV block left: it does not start)",
+                   substituted=f"max(ceil({total:,.2f} GiB x {s.gpu_memory_utilization}) = {requested:,.2f}, "
+                               f"allocated {mem.allocated_peak_gib:,.2f}) = {computed:,.2f} GiB{over}",
+                   computed=computed,
+                   constants=[Constant(name="cudaMemGetInfo total below usable",
+                                       value=f"{oh.CUDA_TOTAL_BELOW_USABLE_GIB} GiB",
+                                       source="overheads.CUDA_TOTAL_BELOW_USABLE_GIB (vLLM startup logs)")])
+
+
+# the formulas of the engines whose pool and reserved memory are their own budget (by engine name)
+POOL_FORMULAS = {"vllm": _vllm_pool, "sglang": _sglang_pool}
+RESERVED_FORMULAS = {"trtllm": _trtllm_reserved, "sglang": _sglang_reserved, "vllm": _vllm_reserved}
+
+
 def reserved(x: Context) -> Formula:
     s, mem = x.s, x.r.memory
-    if s.task == "infer" and s.engine == "trtllm" and mem.engine:
-        parts = [("weights", mem.weights_gib), ("profiling forward", mem.activations_gib),
-                 ("KV pool", mem.kv_cache_gib), *mem.other.items()]
-        computed = sum(v for _, v in parts)
-        return Formula(label="reserved peak", value=mem.reserved_peak_gib, unit="GiB",
-                       formula="TensorRT-LLM holds its weights, its max_num_tokens profiling forward and "
-                               "free_gpu_memory_fraction of the memory they leave (KV blocks, then its reserve): the "
-                               "device level is their sum, whatever a step uses",
-                       substituted=" + ".join(f"{v:.2f} ({k})" for k, v in parts) + f" = {computed:.2f} GiB",
-                       computed=computed)
-    if s.task == "infer" and s.engine == "sglang" and mem.engine:
-        parts = [("weights", mem.weights_gib), ("token pool", mem.kv_cache_gib), *mem.other.items()]
-        computed = sum(v for _, v in parts)
-        return Formula(label="reserved peak", value=mem.reserved_peak_gib, unit="GiB",
-                       formula="SGLang holds its weights and token pool and keeps its reserve for activations and "
-                               "CUDA graphs: the device level is their sum, whatever a step uses",
-                       substituted=" + ".join(f"{v:.2f} ({k})" for k, v in parts) + f" = {computed:.2f} GiB",
-                       computed=computed)
-    if s.task == "infer" and s.engine == "vllm" and mem.engine:
-        total = mem.capacity_gib - oh.CUDA_TOTAL_BELOW_USABLE_GIB
-        requested = mem.engine["requested_gib"]
-        computed = max(requested, mem.allocated_peak_gib)
-        over = f"; its tensors, {mem.allocated_peak_gib:,.2f} GiB, exceed it" if computed > requested else ""
-        return Formula(label="reserved peak", value=mem.reserved_peak_gib, unit="GiB",
-                       formula="vLLM requests ceil(total x gpu_memory_utilization), total being what cudaMemGetInfo "
-                               "reports (vllm/v1/worker/utils.py request_memory), or holds its tensors where they "
-                               "exceed that (no KV block left: it does not start)",
-                       substituted=f"max(ceil({total:,.2f} GiB x {s.gpu_memory_utilization}) = {requested:,.2f}, "
-                                   f"allocated {mem.allocated_peak_gib:,.2f}) = {computed:,.2f} GiB{over}",
-                       computed=computed,
-                       constants=[Constant(name="cudaMemGetInfo total below usable",
-                                           value=f"{oh.CUDA_TOTAL_BELOW_USABLE_GIB} GiB",
-                                           source="overheads.CUDA_TOTAL_BELOW_USABLE_GIB (vLLM startup logs)")])
+    own = RESERVED_FORMULAS.get(s.engine)
+    if s.task == "infer" and own and mem.engine:
+        return own(x)
     slack = oh.ALLOCATOR_SLACK_TRAIN if s.task == "train" else oh.ALLOCATOR_SLACK_INFER
     computed = mem.allocated_peak_gib * (1 + slack)
     formula = "reserved = allocated x (1 + allocator slack)"
@@ -337,7 +349,7 @@ def reserved(x: Context) -> Formula:
                           source="overheads.ALLOCATOR_SLACK_*: max_memory_reserved is typically 3-15 % above "
                                  "allocated (measured.md)")]
     frag = 0.0
-    if s.task == "infer" and s.engine == "transformers":
+    if s.task == "infer" and engine_for(s).grows_cache:
         final_kv, _ = _kv_bytes(x, s.prompt_tokens + s.output_tokens)
         prefill, decode = mem.phases_gib.get("prefill", 0.0), mem.phases_gib.get("decode", 0.0)
         frag = max(0.0, decode + oh.KV_GROWTH_FRAGMENTATION * final_kv / GIB - max(prefill, decode))

@@ -299,37 +299,17 @@ function fillFormulas() {
 
 // ---- sections ------------------------------------------------------------------------------------------
 function renderVerdict(r) {
-  const m = r.memory, v = $("#verdict");
-  const where = r.gpu ? `${r.scenario.num_gpus > 1 ? r.scenario.num_gpus + "x " : ""}${r.gpu.name}` : "";
-  if (m.fits === null) {
-    v.className = "neutral";
-    v.dataset.fits = "none";
-    v.textContent = `Device peak ${num(m.device_peak_gib)} GiB per GPU. Name a GPU to see whether it fits.`;
-  } else {
-    v.className = m.fits ? "ok" : "bad";
-    v.dataset.fits = String(m.fits);
-    const pool = {sglang: "SGLang's token pool", trtllm: "TensorRT-LLM's KV pool"}[r.scenario.engine] ||
-      "vLLM's KV pool";
-    const engine = m.max_concurrency !== null
-      ? [`: ${pool} holds ${m.max_concurrency} of the ${r.scenario.batch_size} concurrent requests; it takes `]
-      : m.gpu_layers !== null ? [`: llama.cpp places ${m.gpu_layers} of ${r.model.num_layers} layers on the GPU; `]
-        : [": "];
-    v.replaceChildren(h("strong", {id: "verdict-word"}, m.fits ? "Fits" : "Does not fit"), ` on ${where}`, ...engine,
-      h("span", {id: "verdict-peak", "data-value": m.device_peak_gib}, num(m.device_peak_gib)), " of ",
-      h("span", {id: "verdict-capacity", "data-value": m.capacity_gib}, num(m.capacity_gib)),
-      // headroom is the answer only when memory decides: a short KV pool or CPU layers are not out of memory
-      ...(m.fits || m.headroom_gib < 0 ? [" GiB usable per GPU, headroom ",
-        h("span", {id: "verdict-headroom", "data-value": m.headroom_gib}, (m.headroom_gib >= 0 ? "+" : "") +
-          num(m.headroom_gib)), " GiB."] : [" GiB usable per GPU: memory is not what is short."]));
-  }
-  const lines = [];
-  if (m.max_concurrency !== null) {
-    const tokens = r.scenario.prompt_tokens + r.scenario.output_tokens;
-    const engine = {sglang: "SGLang", trtllm: "TensorRT-LLM"}[r.scenario.engine] || "vLLM";
-    lines.push(`${engine} KV pool ${num(m.kv_cache_pool_gib, 1)} GiB: ` +
-      `up to ${m.max_concurrency} concurrent requests of ${tokens.toLocaleString()} tokens ` +
-      `(${m.max_context_tokens.toLocaleString()} tokens of such requests).`);
-  }
+  // the plan's own sentence (gpuplan/plan/plan.py Verdict): the command line and the API state the same words
+  const m = r.memory, verdict = r.verdict, v = $("#verdict");
+  v.className = verdict.fits === null ? "neutral" : verdict.fits ? "ok" : "bad";
+  v.dataset.fits = verdict.fits === null ? "none" : String(verdict.fits);
+  v.dataset.peak = verdict.device_peak_gib;
+  v.dataset.headroom = verdict.headroom_gib ?? "";
+  const word = verdict.word ? [h("strong", {id: "verdict-word"}, verdict.word[0].toUpperCase() + verdict.word.slice(1))]
+    : [];
+  const rest = verdict.sentence.slice(verdict.word.length);
+  v.replaceChildren(...word, (word.length ? rest : rest[0].toUpperCase() + rest.slice(1)) + ".");
+  const lines = verdict.details.map((line) => line + ".");
   if (m.fits !== null) {
     const t = r.scenario.task === "train";
     lines.push(`Largest ${t ? "micro-batch" : "batch"} that fits: ${m.max_batch_size ?? "none"}; longest ` +

@@ -1,0 +1,194 @@
+"""What a serving-engine profile answers: its name and label, what it refuses to load, how it holds memory at
+start-up and sizes its KV pool, whether it shares a prompt prefix across requests, how its steps are timed, and
+which ``gpuplan launch`` target writes its command.
+
+The answers here are the neutral ones (no pool, nothing refused, no shared prefix, no host loop); each engine's
+module overrides what its own code does (:mod:`.transformers`, :mod:`.vllm`, :mod:`.sglang`, :mod:`.llama_cpp`,
+:mod:`.trtllm`). The calculators (memory, speed, the refusals, the verdict) ask the profile instead of comparing
+the engine's name.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..hardware import GpuSpec
+from ..model.quant import Format
+from ..model.spec import ModelSpec
+from ..result import MemoryReport
+from ..scenario import Scenario
+from ..tensors.breakdown import Estimate
+from ..tensors.kv import kv_dtype_bytes
+
+
+@dataclass(frozen=True, kw_only=True)
+class KvPool:
+    """KV tokens and concurrent requests of one serving scenario's pool: the one answer estimate, recommend,
+    capacity, launch and the web page read, so that one scenario shows the same numbers everywhere.
+
+    ``max_concurrency`` counts whole requests of ``prompt_tokens + output_tokens`` the pool holds at once (a
+    shared prefix the engine caches held once beside them); ``kv_tokens`` the tokens of such requests the pool
+    holds; ``logged_tokens`` what the engine's own log prints at its maximum length."""
+
+    engine: str
+    pool_gib: float
+    request_tokens: int  # one request: prompt + output
+    max_concurrency: int  # whole requests of request_tokens the pool holds at once
+    kv_tokens: int  # tokens of such requests the pool holds at once
+    logged_tokens: int  # what the engine logs at its max_model_len (vLLM "GPU KV cache size", SGLang #tokens)
+    max_model_len: int
+    sim_blocks: int  # 16-token blocks a scheduler simulation gives the pool (requests of this length fill it alike)
+
+
+@dataclass(frozen=True, kw_only=True)
+class HostLoop:
+    """An engine's host loop between GPU steps: its cost per step and per scheduled sequence, whether it runs
+    beside the GPU's step (vLLM's async scheduling, SGLang's overlap scheduler), the prompt tokens one step
+    prefills (chunked prefill; None: a burst of prompts is prefilled at once), each request's latency outside the
+    steps (HTTP, tokenizing, detokenizing), and what each tensor-parallel all-reduce costs it beyond the link's
+    latency."""
+
+    step_s: float
+    seq_s: float = 0.0
+    request_s: float = 0.0
+    overlapped: bool = False
+    chunk_tokens: int | None = None
+    all_reduce_s: float = 0.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Timing:
+    """How the speed model times an engine's steps (:mod:`gpuplan.speed.inference`).
+
+    ``eager``: every op launched from Python (transformers' ``generate``: the host's launch time, unfused
+    element-wise traffic, explicit sliding-window masks); ``graphs``: CUDA-graph replay with fused element-wise
+    kernels (vLLM's V1 engine); ``packed_linears``: the projections vLLM packs run as one GEMM;
+    ``streaming_bandwidth``: weights and KV read at the card's measured kernel bandwidth (the kernels vLLM's
+    per-operation profiles time); ``loop``: the host loop (None: the eager Python host); ``note``: what the timing
+    borrows, said in the plan's assumptions."""
+
+    eager: bool = False
+    graphs: bool = False
+    packed_linears: bool = False
+    streaming_bandwidth: bool = False
+    loop: HostLoop | None = None
+    note: str = ""
+
+
+class Engine:
+    """A serving engine. The neutral answers: nothing preallocated, nothing refused, no shared prefix cache."""
+
+    name = ""
+    label = ""  # as people write it: vLLM, SGLang, TensorRT-LLM
+    # how the verdict names the pool of an engine that preallocates one ("vLLM's KV pool"); None: no pool
+    pool_words: str | None = None
+    # the engine takes its budget whatever the job: it fits when its pool holds the requests (and the budget the
+    # card), not by the device peak alone
+    preallocates = False
+    # the flag that splits one model over several GPUs by tensor parallelism (None: it does not by default) and the
+    # words for a split by layers
+    tensor_parallel_flag: str | None = None
+    layer_split_words = ""
+    # scenario fields only this engine reads; given to a plan of another engine they are refused (``True``) or
+    # said in a warning, since one file may hold several engines' settings
+    own_settings: tuple[str, ...] = ()
+    refuses_foreign_settings = False
+    # it rejects a request longer than its max_model_len
+    checks_request_length = False
+    # the KV-cache dtypes it holds
+    kv_dtypes: tuple[str, ...] = ("auto", "fp16", "bf16", "fp8", "int8")
+    # it loads int8 and AWQ / GPTQ checkpoints (llama.cpp: GGUF files only), and fp8 weights on cards without fp8
+    # tensor cores (weight-only, Marlin)
+    loads_quants = True
+    fp8_weight_only = False
+    # it can split one model over GPUs by tensor parallelism at all (llama.cpp: by layer only)
+    tensor_parallel = True
+    # a change is judged by the KV pool it leaves (its budget is a fixed share of the card, so the device peak does
+    # not move) rather than by the device peak
+    advised_by_pool = False
+    # the setting that grows its pool, the value to suggest and why: (field, value, label, cost)
+    budget_fix: tuple[str, float, str, str] | None = None
+    # its KV cache is held in blocks of this many tokens (a batch's cache without a card)
+    kv_block_tokens = 1
+    # it places what fits on the GPU and runs the other layers from system RAM on the CPU
+    offloads_layers = False
+    # NVIDIA's trtllm-bench tables time it at maximum load too (``Speed.offline_tokens_per_s``)
+    offline_bench = False
+    # the ``gpuplan launch`` target that writes its command (None: the plan is launched with another engine)
+    launch_target: str | None = None
+    # what its shared-prefix cache is called ("prefix cache", "radix cache")
+    cache_words = "prefix cache"
+    # its cache grows with each step (transformers' ``generate``): the peak may be the prefill's, and the freed
+    # smaller blocks stay reserved
+    grows_cache = False
+    # the token embedding stays in host memory (llama.cpp's ``get_rows`` runs on the CPU)
+    host_embedding = False
+
+    # ---- its KV cache's layout (the arithmetic of gpuplan.tensors.kv, and the page's formulas) ----------------
+    def kv_element_bytes(self, s: Scenario) -> float:
+        """Bytes per cached key or value element: the compute dtype unless ``kv_cache_dtype`` names another."""
+        return kv_dtype_bytes(s)
+
+    def kv_heads_share(self, s: Scenario, m: ModelSpec) -> float:
+        """The share of the KV heads one GPU caches: split over tensor parallelism (replicated beyond them)."""
+        return math.ceil(m.num_kv_heads / s.tp) / m.num_kv_heads
+
+    def caps_windows(self, m: ModelSpec) -> bool:
+        """Whether sliding-window layers keep only their window."""
+        return True
+
+    def state_element_bytes(self, s: Scenario) -> float:
+        """Bytes per element of a linear-attention or Mamba layer's recurrent state."""
+        return s.compute_bytes
+
+    @property
+    def card_sized(self) -> bool:
+        """Whether its memory depends on the card: a budget of the card's memory, or the layers that fit it."""
+        return self.preallocates or self.offloads_layers
+
+    def refusal(self, s: Scenario, m: ModelSpec) -> str | None:
+        """Why the engine cannot serve ``s`` on model ``m``: weights or a KV-cache dtype it does not load. None: it
+        can."""
+        return None
+
+    def quantizes_to(self, s: Scenario, m: ModelSpec) -> str | None:
+        """The weight format the engine must quantize the checkpoint to on load (its ``--quantization``): the
+        scenario's, unless the checkpoint already ships in it (the engines read a shipped format from its
+        config.json); None when nothing is asked."""
+        q = s.quant
+        fmt, _ = m.shipped_format()
+        return None if q in (None, "none") or q == (None if fmt.name == "none" else fmt.name) else q
+
+    def card_refusal(self, s: Scenario, gpu: GpuSpec) -> str | None:
+        """Why the engine cannot run ``s`` on ``gpu``: a card it does not run on, weights the card has no kernels
+        for in it. None: it can."""
+        return None
+
+    def memory(self, s: Scenario, m: ModelSpec, e: Estimate, fmt: Format, gpu: GpuSpec | None,
+               capacity_gib: float | None) -> Estimate:
+        """The inference memory ``e`` (weights split over the GPUs already set) completed by the engine's own
+        allocation: its working set, KV cache and what it preallocates."""
+        raise NotImplementedError
+
+    def kv_pool(self, s: Scenario, m: ModelSpec, gpu: GpuSpec) -> KvPool | None:
+        """The KV pool the engine allocates on ``gpu`` (None: it grows its cache per request)."""
+        return None
+
+    def fits(self, s: Scenario, report: MemoryReport, capacity_gib: float) -> bool:
+        """Whether the job fits: by the device peak, for an engine that allocates what the job needs."""
+        return report.device_peak_gib <= capacity_gib
+
+    def cached_prefix_tokens(self, s: Scenario, m: ModelSpec | None = None) -> int:
+        """Tokens of ``s.shared_prefix_tokens`` a request after the first finds cached (no prefill compute, KV
+        held once). transformers' ``generate`` and llama.cpp share nothing across the requests of a batch
+        (llama-server's ``cache_prompt`` reuses a slot's own previous prompt, not another slot's)."""
+        return 0
+
+    def uncached_prefix_why(self, s: Scenario) -> str:
+        """Why a shared prefix is prefilled by every request."""
+        return f"{self.name} shares no KV across the requests of a batch"
+
+    def timing(self, s: Scenario, m: ModelSpec, gpu: GpuSpec) -> Timing:
+        """How the speed model times this engine's steps on ``gpu``."""
+        raise NotImplementedError

@@ -1,0 +1,66 @@
+"""The memory report of a scenario on a GPU: the peak per GPU at three levels, and whether it fits the card (by the
+engine's own rule: vLLM by its KV pool, llama.cpp by the layers it places).
+
+What cannot run at all is :mod:`gpuplan.plan.refusals`'s to say, before this is asked.
+"""
+
+from __future__ import annotations
+
+from ..engines import engine_for
+from ..hardware import GpuSpec
+from ..model.spec import ModelSpec
+from ..result import MemoryReport
+from ..scenario import Scenario
+from ..tensors.breakdown import GIB, Estimate, device_overheads
+from .inference import inference_memory
+from .training import training_memory
+
+
+def memory_report(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> tuple[Estimate, MemoryReport]:
+    """The estimate of ``s`` per GPU (training or serving) and its report on ``gpu`` (capacity, fit, headroom)."""
+    capacity = gpu.usable_gib if gpu else None
+    outside = device_overheads(s, gpu.generation if gpu else None)
+    e = training_memory(s, m, capacity, sum(outside.values()) / GIB) if s.task == "train" else \
+        inference_memory(s, m, capacity, gpu)
+    e.outside_allocator = {**outside, **e.extra.get("outside", {})}
+    return e, report_of(s, e, gpu)
+
+
+def _outside(s: Scenario, e: Estimate, gpu: GpuSpec | None) -> dict[str, float]:
+    """Bytes outside the allocator on ``gpu``: the card's (CUDA context, NCCL) and the engine's own."""
+    return {**device_overheads(s, gpu.generation if gpu else None), **e.extra.get("outside", {})}
+
+
+def device_gib(s: Scenario, e: Estimate, gpu: GpuSpec | None) -> float:
+    """The device level of the estimate ``e`` on ``gpu`` (what :func:`report_of` reports as the device peak),
+    alone: a search compares it with every card before it writes a report."""
+    return (e.reserved + sum(e.managed.values()) + sum(_outside(s, e, gpu).values())) / GIB
+
+
+def report_of(s: Scenario, e: Estimate, gpu: GpuSpec | None) -> MemoryReport:
+    """The report of the estimate ``e`` of ``s`` on ``gpu``: its parts at three levels, the device level with the
+    card's own memory outside the allocator (CUDA context, NCCL), and whether it fits by the engine's rule. ``e``
+    is left as it is: a search compares one layout's estimate with every card (when its memory does not depend on
+    the card)."""
+    capacity = gpu.usable_gib if gpu else None
+    outside = _outside(s, e, gpu)
+    other = {k: v / GIB for k, v in e.other.items()}
+    device = (e.reserved + sum(e.managed.values()) + sum(outside.values())) / GIB
+    report = MemoryReport(
+        weights_gib=e.weights / GIB, gradients_gib=e.gradients / GIB, optimizer_gib=e.optimizer / GIB,
+        activations_gib=e.activations / GIB, kv_cache_gib=e.kv_cache / GIB, other_gib=sum(other.values()),
+        other=other, allocated_peak_gib=e.allocated / GIB, reserved_peak_gib=e.reserved / GIB,
+        device_peak_gib=device, device_overheads={k: v / GIB for k, v in {**e.managed, **outside}.items()},
+        cached_gib=e.fragmentation / GIB if e.preallocated is None else 0.0,
+        capacity_gib=capacity, peak_phase=e.peak_phase, phases_gib=e.phases, cpu_gib=e.cpu / GIB,
+        max_concurrency=e.extra.get("max_concurrency"), max_context_tokens=e.extra.get("max_context_tokens"),
+        kv_cache_pool_gib=e.extra.get("kv_cache_pool_gib"), gpu_layers=e.extra.get("gpu_layers"),
+        offloaded_layers=e.extra.get("offloaded_layers"), engine=e.extra.get("engine"))
+    if s.task == "train":
+        report.logged_statistic = f"{s.framework}: {s.recipe.logs}"
+        report.logged_gib = report.allocated_peak_gib if s.recipe.logs_level == "allocated" else \
+            report.reserved_peak_gib
+    if capacity is not None:
+        report.fits = engine_for(s).fits(s, report, capacity)
+        report.headroom_gib = capacity - device
+    return report

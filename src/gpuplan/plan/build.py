@@ -1,0 +1,170 @@
+"""``build(resolved, offers) -> Plan``: the one road from a resolved scenario (:mod:`.resolve`) to its plan.
+
+Read top to bottom, each stage once:
+
+1. **memory** per GPU at three levels, then the **verdict** on the card (:func:`.plan.memory_plan`; a memory-only
+   build stops here: the advice's probes are plans of this kind);
+2. **speed**, once per class of links among the offers (the links that can change it: none on one GPU, the
+   node's within one node), and **cost** on every offer the scenario may use; the offer the plan is priced on is
+   chosen here alone (:func:`choose`: the lowest $ per million tokens, the order ``recommend`` ranks by, or the
+   offer a ranked row named); a job that does not fit is timed, not priced;
+3. **advice**: the largest batch and context that fit, and when it does not fit, the changes that would
+   (:mod:`.advice`, each a memory-only build);
+4. the training **data** and the **recipe**, when the scenario names data or a pretraining run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from .. import clock
+from ..errors import UnknownNameError
+from ..hardware import Network
+from ..market.choice import best_on_demand, matching
+from ..market.cost import Cost, checkpoint_bytes, price_job, spot_plan
+from ..market.offers import Offer
+from ..market.store import price_filter
+from ..scenario import Scenario
+from ..speed import Speed, speed_of
+from .advice import advice
+from .plan import Plan, memory_plan
+from .resolve import Resolved
+
+
+@dataclass(frozen=True, kw_only=True)
+class Offers:
+    """The offers a plan may be priced on (those its scenario may use) and the cheapest on-demand price of its card
+    anywhere (what spot is compared with); ``listed``: whether the catalog has the card at all."""
+
+    candidates: tuple[Offer, ...] = ()
+    reference: tuple[float, str] | None = None
+    listed: bool = True
+
+
+def offers_for(r: Resolved, catalog: list[Offer]) -> Offers:
+    """The catalog's offers the resolved scenario may use on its card (:func:`gpuplan.market.choice.matching`: its
+    provider and pricing, prices in force, instances that hold its GPUs)."""
+    s, gpu = r.scenario, r.gpu
+    if gpu is None:
+        return Offers()
+    if s.provider and s.provider not in {o.provider for o in catalog}:
+        known = sorted({o.provider for o in catalog})
+        raise UnknownNameError("provider", s.provider, known, f"(providers in the price catalog: {', '.join(known)})")
+    return Offers(candidates=tuple(matching(catalog, s, gpu.id)), listed=any(o.gpu_id == gpu.id for o in catalog),
+                  reference=best_on_demand(catalog, gpu.id, price_filter(s)))
+
+
+def build(r: Resolved, offers: Offers | None = None, *, advise: bool = True, memory_only: bool = False,
+          offer_label: str | None = None, base: Plan | None = None, speeds: dict | None = None,
+          recipe: bool = False) -> Plan:
+    """The plan of ``r`` priced on ``offers`` (the stages of the module docstring). A search passes the memory plan
+    it already made (``base``) and the speeds it timed on this card (``speeds``, by class of links); ``recipe``: the
+    training recipe even without data (a plan to launch)."""
+    plan = base if base is not None else memory_plan(r)
+    if memory_only:
+        return plan
+    s, m, gpu = r.scenario, r.model, r.gpu
+    offers = offers or Offers()
+    if gpu is not None and gpu.peak_tflops("fp16"):  # speed always (what it would run at); cost for a job that fits
+        priced = price_offers(s, m, gpu, plan.model.params_trainable, offers, speeds={} if speeds is None else speeds)
+        chosen = choose(priced, offer_label)
+        speed, said = (chosen.speed, chosen.said) if chosen else timed(s, m, gpu, None)
+        warned = price_warnings(r, chosen, offers) if plan.verdict.fits is not False else []
+        plan = plan.said(said, tuple(warned), speed=speed,
+                         cost=chosen.cost if chosen and plan.verdict.fits is not False else None)
+        plan._offer = chosen.offer if chosen else None
+        plan._spot = unpriced_spot(plan) if chosen is None else None
+    elif gpu is not None:
+        plan = plan.said(warnings=(f"no speed or cost: {gpu.name} has no dense 16-bit matrix rate in the GPU "
+                                   "catalog",))
+    if gpu is not None and advise:
+        plan = plan.said(**advice(r, plan))
+    if s.task == "train" and (recipe or s.dataset or s.samples or s.model_size or s.epochs):
+        from .dataset_report import dataset_section, plan_recipe
+
+        typed = plan_recipe(plan)
+        plan = plan.said(dataset=dataset_section(s, plan.cost), recipe=typed.as_dict())
+        plan._recipe = typed
+    return plan
+
+
+def unpriced_spot(plan: Plan):
+    """Spot asked of a training plan with no offer priced: how it would checkpoint and restart, from its work
+    hours, its checkpoint's write time and the interruptions' prior (:func:`gpuplan.market.cost.spot_plan`)."""
+    s, m = plan.setup.scenario, plan.setup.model
+    if s.task != "train" or s.pricing != "spot":
+        return None
+    return spot_plan(plan.work_hours or 0.0, checkpoint_bytes(s, m, plan.model.params_trainable), s.world_size,
+                     mtbi_h=s.mtbi_hours, disk_gbs=s.disk_gbs)
+
+
+def links_that_matter(s: Scenario, network: Network) -> object:
+    """The part of an offer's links that can change the speed of ``s``: none on one GPU, the links inside the
+    node on one node, all of them across nodes (offers that differ only elsewhere share one speed)."""
+    if s.num_nodes > 1:
+        return network
+    return network.intra_node if s.world_size > 1 or s.tp * s.pp > 1 else None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Priced:
+    """One offer priced: its cost, and the speed on its links with what that speed assumed (``said``)."""
+
+    cost: Cost
+    offer: Offer
+    speed: Speed
+    said: tuple[str, ...]
+
+
+def timed(s: Scenario, m, gpu, network: Network | None) -> tuple[Speed, tuple[str, ...]]:
+    """The speed of ``s`` on ``gpu`` over ``network`` (None: the card's own links), its assumptions apart (the plan
+    says them once)."""
+    speed = speed_of(s, m, gpu, network)
+    return replace(speed, assumptions=[]), tuple(speed.assumptions)
+
+
+def price_offers(s: Scenario, m, gpu, trainable: int, offers: Offers, *, speeds: dict) -> list[Priced]:
+    """Every offer of ``offers`` that finishes the job, with its cost and the speed on its links, cheapest per
+    million tokens first. ``speeds`` holds the speed of each class of links (:func:`links_that_matter`), filled
+    here: one speed per class."""
+    out, today = [], clock.today()
+    for offer in offers.candidates:
+        links = links_that_matter(s, offer.network)
+        if links not in speeds:
+            speeds[links] = timed(s, m, gpu, offer.network)
+        speed, said = speeds[links]
+        cost = price_job(s, m, speed, offer, trainable, mtbi_h=s.mtbi_hours, disk_gbs=s.disk_gbs,
+                         best_on_demand=offers.reference, today=today)
+        if cost.finishes:
+            out.append(Priced(cost=cost, offer=offer, speed=speed, said=said))
+    return sorted(out, key=lambda x: x.cost.usd_per_million_tokens)
+
+
+def choose(priced: list[Priced], label: str | None = None) -> Priced | None:
+    """The offer a plan is priced on: the lowest $ per million tokens (``priced`` is in that order), or the one
+    labelled ``label`` (a ranked row's); None when there is none."""
+    if label is not None:
+        priced = [x for x in priced if x.cost.offer == label]
+    return priced[0] if priced else None
+
+
+def price_warnings(r: Resolved, chosen: Priced | None, offers: Offers) -> list[str]:
+    """What the price of the chosen offer needs said: none in force, old, low confidence, spot dearer than
+    on-demand once interruptions are counted."""
+    s, gpu = r.scenario, r.gpu
+    if chosen is None:
+        why = "" if offers.listed else " (no offer of it at all)"
+        return [f"no price for {gpu.name}: no {s.pricing.replace('_', '-')} offer"
+                + (f" at {s.provider}" if s.provider else "") + f" in force{why}; "
+                "older or low-confidence rows need --max-price-age-days / --include-low-confidence"]
+    best, offer = chosen.cost, chosen.offer
+    out = []
+    if best.stale:
+        out.append(f"the price of {best.offer} is {best.price_age_days} days old")
+    if best.price_confidence == "low":
+        out.append(f"the price of {best.offer} is marked low confidence in {offer.origin}")
+    if best.spot_multiplier and best.spot_multiplier > 1:
+        out.append(f"spot at {best.provider} costs {best.spot_multiplier:.2f}x the cheapest on-demand {gpu.name} "
+                   f"({best.best_on_demand_offer} at ${best.best_on_demand_usd_per_gpu_hour:.2f}/GPU-h) once "
+                   "interruptions are counted: --pricing any picks the cheaper")
+    return out

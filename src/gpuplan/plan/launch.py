@@ -1,0 +1,235 @@
+"""A plan to launch: the scenario's plan with the defaults a run needs beyond an estimate's, chosen before the plan
+is built (each with why), and the recipe made by the builder. The launch files (``gpuplan launch``) are
+written from this plan alone.
+
+The defaults of a run:
+
+- **vLLM's --max-model-len**: vLLM refuses to start when one request of ``max_model_len`` (the model's context,
+  unless set) does not fit its KV pool: the run takes the longest that does, when the scenario's requests fit it;
+- **the recipe's micro-batch x accumulation** (:func:`gpuplan.plan.recipe.layout`): the fastest micro-batch that
+  fits and reaches the recipe's global batch, when the scenario set neither (a ranked setup keeps its micro-batch
+  and takes the accumulation).
+
+The offer is chosen by the builder as ``estimate`` chooses it, or the one a ranked row names (``offer_label``), or
+the user's own cards (``owned_usd_per_hour``: priced by power alone).
+
+:func:`run_of` reads what the files state off that plan (:class:`Run`): the setup in words, the price and hours, the
+steps, the steps between checkpoints, the checkpoint's and the disk's size. The launch files compute nothing.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .. import clock
+from .. import overheads as oh
+from ..errors import GpuplanError
+from ..market.cost import checkpoint_bytes, dataset_gb
+from ..market.offers import Offer
+from ..market.store import load_offers
+from ..scenario import Scenario
+from .build import Offers, build, offers_for
+from .plan import Plan, memory_plan
+from .resolve import Resolved, resolve
+
+
+def runnable(s: Scenario, *, offer_label: str | None = None, owned_usd_per_hour: float | None = None,
+             keep_micro_batch: bool = False) -> Plan:
+    """The plan to launch ``s`` on its card (module docstring); refused in one sentence when it does not fit."""
+    if not s.gpu:
+        raise GpuplanError("launch needs a GPU: set --gpu (and --num-gpus), or pick a setup with "
+                           "`gpuplan recommend ... --launch N`")
+    r = resolve(s)
+    memory = memory_plan(r)
+    again = _model_len(r, memory)
+    if again is not r:
+        r, memory = again, memory_plan(again)
+    _fits(memory)
+    if r.scenario.task == "train":
+        r = _layout(r, keep_micro_batch)
+    if owned_usd_per_hour is not None:
+        offers = Offers(candidates=(owned_offer(r.gpu.id, r.scenario.world_size,
+                                                owned_usd_per_hour / r.scenario.world_size),))
+    else:
+        offers = offers_for(r, load_offers())
+    plan = build(r, offers, advise=False, offer_label=offer_label, recipe=True)
+    if offer_label is not None and (plan.cost is None or plan.cost.offer != offer_label):
+        raise GpuplanError(f"no offer {offer_label!r} for {r.gpu.id} in the price catalog")
+    return plan
+
+
+def owned_offer(gpu_id: str, count: int, usd_per_gpu_hour: float) -> Offer:
+    """The user's own ``count`` cards as an offer priced ``usd_per_gpu_hour`` each (power alone); their links are
+    the cards' own (GeForce: no peer-to-peer over PCIe), as estimate times them."""
+    return Offer(provider="owned", tier="", gpu_id=gpu_id, gpu_count=count, pricing="owned",
+                 price_usd_per_gpu_hour=usd_per_gpu_hour, region="", intra_node="", observed_at=clock.today(),
+                 source="power only", notes="", origin="--have")
+
+
+def _model_len(r: Resolved, plan: Plan) -> Resolved:
+    """``r`` with vLLM's ``max_model_len`` the longest one request of which fits its pool (read off ``r``'s
+    memory ``plan``), where the model's own context does not and the scenario's requests do (vLLM refuses to start
+    otherwise)."""
+    s = r.scenario
+    if s.max_model_len is not None:
+        return r
+    engine = plan.memory.engine or {}  # vLLM's start-up says the longest that fits
+    fit = engine.get("max_model_len_that_fits")
+    if fit is None or not s.prompt_tokens + s.output_tokens <= fit < engine["max_model_len"]:
+        return r
+    why = (f"max_model_len {fit:,}: the longest request the predicted KV pool holds (vLLM would refuse to start at "
+           f"{engine['max_model_len']:,})")
+    return _again(r, {"max_model_len": fit}, why)
+
+
+def _layout(r: Resolved, keep_micro_batch: bool) -> Resolved:
+    """``r`` with the recipe's micro-batch x accumulation when the scenario set neither, and why."""
+    from ..dataset import profile
+    from .recipe import layout, published
+
+    s, m, gpu = r.scenario, r.model, r.gpu
+    if {"micro_batch_size", "grad_accum_steps"} & s.model_fields_set:
+        return r
+    data = profile(s)
+    global_batch = published(s, float(m.params_total))[0]
+    if data is not None:
+        global_batch = min(global_batch, data.batching.rows)
+    if keep_micro_batch:
+        mb = s.micro_batch_size
+        accum = 1 if s.optimizer_in_backward else max(1, -(-global_batch // (mb * s.dp)))
+        why = f"micro-batch {mb} as ranked" + ("" if s.optimizer_in_backward else
+                                               "; accumulation makes up the global batch")
+    else:
+        mb, accum, why = layout(s, m, gpu, global_batch)
+    if (mb, accum) == (s.micro_batch_size, s.grad_accum_steps):
+        return Resolved(**{**r.__dict__, "layout_why": why})
+    again = _again(r, {"micro_batch_size": mb, "grad_accum_steps": accum}, None, layout_why=why)
+    if memory_plan(again).verdict.fits:
+        return again
+    # the recipe's accumulation keeps more than the card holds (a full gradient buffer beside ZeRO-3's shards):
+    # the run keeps the layout that fits, and says so
+    return Resolved(**{**r.__dict__, "layout_why": f"as set: the recipe's {mb} x {accum} would not fit {gpu.name}"})
+
+
+def _again(r: Resolved, change: dict, why: str | None, *, layout_why: str | None = None) -> Resolved:
+    """``r``'s scenario with ``change``, resolved again, keeping what was said of it and adding ``why``."""
+    again = resolve(r.scenario.model_copy(update=change), r.model)
+    return Resolved(scenario=again.scenario, model=again.model, gpu=again.gpu, gpu_note=r.gpu_note,
+                    split_note=r.split_note, checked=again.checked,
+                    chosen=(*r.chosen, *([why] if why else [])), layout_why=layout_why or r.layout_why)
+
+
+def _fits(plan: Plan) -> None:
+    """Refuse a plan that does not fit, in one sentence: a launch would fail."""
+    mem, s = plan.memory, plan.setup.scenario
+    if mem.fits is not False:
+        return
+    digits = 1 if f"{mem.device_peak_gib:.1f}" != f"{mem.capacity_gib:.1f}" else 2  # never "23.9 of 23.9"
+    why = (f"its KV pool holds {mem.max_concurrency:,} of the {s.batch_size:,} concurrent requests asked "
+           f"({mem.device_peak_gib:.1f} of {mem.capacity_gib:.1f} GiB usable per GPU)"
+           if mem.max_concurrency is not None and mem.max_concurrency < s.batch_size
+           and mem.device_peak_gib <= mem.capacity_gib else
+           f"{mem.device_peak_gib:.{digits}f} GiB per GPU on {plan.gpu.name} ({mem.capacity_gib:.{digits}f} usable)")
+    raise GpuplanError(f"the plan does not fit: {why}; run `gpuplan estimate` for the changes that would make it fit")
+
+
+GB = 1e9
+
+
+@dataclass(frozen=True, kw_only=True)
+class Run:
+    """A plan's run as its launch files state it, read off the plan (per GPU unless named otherwise)."""
+
+    label: str  # the setup in words: cards, sharding and parallel layout, method (or engine), offer
+    offer: Offer | None  # None: the user's own cards, or no matching offer in the price catalog
+    offer_label: str | None  # as `estimate` and `recommend` print it: ``vast 2x interruptible``
+    owned: bool  # the user's own cards, priced by power alone
+    usd_per_hour: float | None
+    hours: float | None  # wall-clock hours of a training run of train_tokens, spot restarts included
+    usd_total: float | None
+    max_steps: int | None  # optimizer steps of the run (the recipe's); None without train_tokens or data
+    save_steps: int | None  # optimizer steps between checkpoints (None: only the final save)
+    checkpoint_gb: float  # one resumable checkpoint: weights and optimizer states
+    weights_gb: float  # the checkpoint as downloaded from the hub
+    disk_gb: int  # disk to ask for
+
+
+def run_of(plan: Plan) -> Run:
+    """The run of ``plan``: its offer and cost (hours and total for a training run of ``train_tokens``), its steps
+    and checkpoints, the disk it needs, and its setup in words."""
+    r, cost = plan.setup, plan.cost
+    s, m = r.scenario, r.model
+    train = s.task == "train"
+    owned = plan.offer is not None and plan.offer.pricing == "owned"
+    whole_run = train and bool(s.train_tokens)
+    if cost is not None:
+        per_hour, hours, usd = cost.usd_per_hour, *((cost.hours, cost.usd_total) if whole_run else (None, None))
+    else:
+        per_hour, usd = None, None
+        hours = (plan.spot.wall_h if plan.spot else plan.work_hours) if whole_run else None
+    offer, offer_label = (None, None) if owned else (plan.offer, cost.offer if cost else None)
+    checkpoint = checkpoint_bytes(s, m, plan.model.params_trainable) / GB if train else 0.0
+    weights = sum(m.weight_bytes().values()) / GB
+    return Run(label=setup_label(plan, offer, offer_label, owned), offer=offer, offer_label=offer_label,
+               owned=owned, usd_per_hour=per_hour, hours=hours, usd_total=usd, max_steps=max_steps(plan),
+               save_steps=save_steps(plan), checkpoint_gb=checkpoint, weights_gb=weights,
+               disk_gb=disk_gb(s, weights, checkpoint))
+
+
+def max_steps(plan: Plan) -> int | None:
+    """Optimizer steps that process ``train_tokens`` (the recipe's, else rounded up from the tokens one step
+    takes: micro-batch x sequence x accumulation x data-parallel ranks); None without ``train_tokens``."""
+    s = plan.setup.scenario
+    if s.task != "train" or not s.train_tokens:
+        return None
+    if plan.typed_recipe is not None and plan.typed_recipe.steps is not None:
+        return plan.typed_recipe.steps
+    return math.ceil(s.train_tokens / (s.micro_batch_size * s.seq_len * s.grad_accum_steps * s.dp))
+
+
+def save_steps(plan: Plan) -> int | None:
+    """Optimizer steps between checkpoints: the scenario's ``save_interval`` when it sets one (its saves are priced
+    in the time); on spot, the spot plan's Daly interval over the plan's step time (at least 1); on demand, the
+    recipe's (Daly's interval for hardware failures), None when that is longer than the run."""
+    s = plan.setup.scenario
+    if s.task != "train":
+        return None
+    if s.save_interval:
+        return s.save_interval
+    if plan.spot is None:
+        return plan.typed_recipe.save_steps if plan.typed_recipe is not None else None
+    return max(1, math.floor(plan.spot.interval_h * 3600 / plan.speed.step_time_s))
+
+
+def disk_gb(s: Scenario, weights_gb: float, checkpoint_gb: float) -> int:
+    """Disk to ask for: the downloaded weights, ``CHECKPOINTS_KEPT`` resumable checkpoints and the final save
+    (counted as one more checkpoint, an upper bound), the dataset (``dataset_gb``, else 4 bytes per train token:
+    :func:`gpuplan.market.cost.dataset_gb`), and an allowance for the software
+    (:data:`gpuplan.overheads.LAUNCH_SOFTWARE_GB`), rounded up to 10 GB."""
+    need = weights_gb + oh.LAUNCH_SOFTWARE_GB + dataset_gb(s)
+    if s.task == "train":
+        need += (oh.CHECKPOINTS_KEPT + 1) * checkpoint_gb
+    return int(math.ceil(need / 10) * 10)
+
+
+def layout_words(s: Scenario) -> str:
+    """The parallel layout in words, as the plan states it: the sharding (FSDP by its version, ``single`` only
+    when nothing else splits the work) and the tensor, pipeline, context and expert parallel degrees."""
+    sharding = s.sharding if s.sharding.startswith("fsdp") else s.resolved_strategy
+    split = [f"{name}{n}" for name, n in (("tp", s.tp), ("pp", s.pp), ("cp", s.cp), ("ep", s.ep)) if n > 1]
+    return " ".join(([sharding] if sharding != "single" or not split else []) + split)
+
+
+def setup_label(plan: Plan, offer: Offer | None, offer_label: str | None, owned: bool) -> str:
+    """The setup in one line: the cards, the layout (training) or the engine and its split (serving), the offer."""
+    s, gpu = plan.setup.scenario, plan.setup.gpu
+    if s.task == "train":
+        what = f"{s.world_size}x {gpu.name}, {layout_words(s)}, {s.method}"
+    else:
+        what = f"{s.tp * s.pp}x {gpu.name}, {s.engine} tp{s.tp}" + (f" pp{s.pp}" if s.pp > 1 else "")
+    if offer is not None:
+        what += f", {offer_label}" + (f" {offer.region}" if offer.region else "")
+    elif owned:
+        what += ", your own cards"
+    return what

@@ -1,0 +1,272 @@
+"""Every "cannot run", in one place: :func:`check` raises one sentence (what, and the fix) for a resolved scenario
+that cannot run on its model and card, and returns the warnings for what runs but is doubtful.
+
+The rules, in the order they are asked:
+
+- what only diffusion pipelines and encoder-decoders read (a resolution, denoising steps, a diffusion trainer), asked
+  of a decoder LLM;
+- what the training stack cannot run (each stack's recipe, :mod:`gpuplan.scenario.stacks`), and sharding asked of a
+  serving plan;
+- the method: QLoRA's 4-bit bases and compute dtypes;
+- the layout: tp x pp x cp against the GPUs, data-parallel strategies against their ranks, DeepSpeed's pipeline
+  limit, Megatron-Core's own sizes, tensor parallelism against the attention and KV heads, pipeline stages against
+  the layers;
+- offloading, and a full fine-tune of frozen quantized weights;
+- the serving engine: training on transformers only, another engine's settings, what it does not load (its
+  profile's :meth:`~gpuplan.engines.Engine.refusal`), a max_model_len shorter than one request;
+- the card: what the engine does not run on it (:meth:`~gpuplan.engines.Engine.card_refusal`), dtypes without
+  tensor cores;
+- the context: a learned position table the sequence runs past.
+"""
+
+from __future__ import annotations
+
+from ..engines import ENGINES, engine_for
+from ..errors import GpuplanError
+from ..hardware import GpuSpec
+from ..model.spec import ModelSpec
+from ..scenario import INFER_ONLY, TRAIN_ONLY, Scenario, stacks
+
+QLORA_BASES = ("nf4", "fp4", "gptq-int4", "awq-int4")  # the 4-bit bases QLoRA is estimated on
+
+
+def check(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> list[str]:
+    """Raise :class:`GpuplanError` for what cannot run (the module docstring's rules, in that order); return the
+    warnings for what is doubtful."""
+    _not_a_module(s, m)
+    scenario_refusal(s)
+    warnings = _other_task(s)
+    _qlora(s)
+    warnings += _layout(s, m)
+    if s.task == "train" and s.method == "lora" and s.quant not in (None, "none"):
+        warnings.append(f"LoRA on a {s.quant} base: its memory holds the {s.quant} weights, its speed is LoRA's on a "
+                        "16-bit base (the base's own kernels, int8 matmuls or dequantization, are not timed)")
+    _offload(s)
+    warnings += _engine(s, m)
+    if gpu is not None:
+        _card(s, gpu)
+    return warnings + _context(s, m)
+
+
+def _not_a_module(s: Scenario, m: ModelSpec) -> None:
+    """The fields and trainers of diffusion pipelines and encoder-decoders (:mod:`gpuplan.plan.modules`), given
+    with a decoder LLM."""
+    from ..scenario.modules import MODULE_FIELDS
+    from ..scenario.stacks import DIFFUSION_FRAMEWORKS
+
+    stray = [name for name in MODULE_FIELDS if name in s.model_fields_set]
+    if stray:
+        raise GpuplanError(f"{', '.join(stray)} apply to diffusion pipelines and encoder-decoders, and {m.name} is a "
+                           "decoder LLM: drop them")
+    if s.framework in DIFFUSION_FRAMEWORKS:
+        raise GpuplanError(f"framework {s.framework} trains diffusion models, and {m.name} is a decoder LLM: use hf, "
+                           "torchtune, torchtitan, unsloth, axolotl, pytorch or megatron")
+
+
+def scenario_refusal(s: Scenario) -> None:
+    """What the scenario's own fields cannot run together, whatever the model and card: the training stack's
+    refusals (:func:`gpuplan.scenario.stacks.refusal`), and ZeRO or FSDP asked of a serving plan."""
+    why = stacks.refusal(s)
+    if why:
+        raise GpuplanError(why)
+    if s.task == "infer" and s.strategy not in (None, "single", "ddp"):
+        # serving splits a model with tensor or pipeline parallelism (tp, pp) or replicates it (ddp); ZeRO and
+        # FSDP shard training states and do not apply
+        raise GpuplanError(f"strategy {s.strategy!r} shards training states and does not apply to serving: to split "
+                           "a model over GPUs set tp (vLLM) or pp, or leave strategy unset")
+
+
+def refused(s: Scenario) -> bool:
+    """Whether the scenario's own fields cannot run together (:func:`scenario_refusal`), for searches that skip
+    such variants without a word."""
+    try:
+        scenario_refusal(s)
+    except GpuplanError:
+        return True
+    return False
+
+
+def _other_task(s: Scenario) -> list[str]:
+    """The other task's settings, given (one file may hold both tasks' settings, so this is said, not refused)."""
+    other = sorted(s.model_fields_set & (INFER_ONLY if s.task == "train" else TRAIN_ONLY))
+    if not other:
+        return []
+    kind, batch = (("serving", "micro_batch_size x grad_accum_steps") if s.task == "train" else
+                   ("training", "batch_size"))
+    return [f"{', '.join(other)} {'is a' if len(other) == 1 else 'are'} {kind} setting"
+            f"{'s' if len(other) > 1 else ''}: this {'training' if s.task == 'train' else 'serving'} "
+            f"plan leaves {'it' if len(other) == 1 else 'them'} out (its batch is {batch})"]
+
+
+def _qlora(s: Scenario) -> None:
+    if s.task == "train" and s.method == "qlora":
+        if s.precision in ("fp32", "fp8-mixed"):
+            raise GpuplanError(f"precision {s.precision!r} does not work with QLoRA: its 4-bit base computes in "
+                               "bf16 or fp16; set precision to bf16-mixed (or fp16-mixed on GPUs without bf16)")
+        if s.quant not in (None, *QLORA_BASES):
+            raise GpuplanError(f"QLoRA trains adapters on a 4-bit base (nf4, fp4, gptq-int4 or awq-int4), not "
+                               f"{s.quant!r}: set quant to nf4 or drop it")
+
+
+def _layout(s: Scenario, m: ModelSpec) -> list[str]:
+    """The GPUs against the parallel sizes, the strategy against its ranks, the heads and layers against tp, pp."""
+    warnings: list[str] = []
+    if s.world_size % (s.tp * s.pp * s.cp):
+        what = "tp x pp x cp" if s.cp > 1 else "tp x pp"
+        raise GpuplanError(f"{what} = {s.tp * s.pp * s.cp} must divide the {s.world_size} GPUs (num_gpus x "
+                           "num_nodes)")
+    if s.framework == "megatron" and s.task == "train":
+        warnings += check_megatron(s, m)
+    _data_parallel(s)
+    if m.num_heads % s.tp:
+        raise GpuplanError(f"tp={s.tp} does not divide the {m.num_heads} attention heads of {m.name}; "
+                           f"use a divisor of {m.num_heads}")
+    if s.tp > m.num_kv_heads and s.tp % m.num_kv_heads and not m.mla:
+        raise GpuplanError(f"tp={s.tp} exceeds the {m.num_kv_heads} KV heads of {m.name} and is not a multiple of "
+                           "them, so KV heads cannot be replicated evenly; use tp <= "
+                           f"{m.num_kv_heads} or a multiple of it")
+    if s.tp > m.num_kv_heads and not m.mla:
+        warnings.append(f"tp={s.tp} > {m.num_kv_heads} KV heads: each rank replicates KV heads")
+    if s.pp > m.num_layers:
+        raise GpuplanError(f"pp={s.pp} is more pipeline stages than {m.name}'s {m.num_layers} layers")
+    return warnings
+
+
+def _data_parallel(s: Scenario) -> None:
+    """A training strategy against the data-parallel ranks it shards or replicates over."""
+    strategy = s.resolved_strategy
+    # on one GPU ZeRO-3 still streams the weights from CPU memory layer by layer (DeepSpeed's ZeRO-Offload /
+    # ZeRO-Infinity and FSDP's CPUOffload run with one rank): what fits a model the card cannot hold
+    alone = strategy == "zero3" and s.offload == "optimizer+params"
+    if s.task == "train" and strategy != "single" and s.dp * s.cp == 1 and not alone:
+        taken = (f"tp x pp = {s.tp * s.pp} takes all {s.world_size} GPUs, leaving one data-parallel rank: add GPUs "
+                 "(num_gpus a multiple of tp x pp)" if s.world_size > 1 else "there is one: set num_gpus >= 2")
+        raise GpuplanError(f"strategy {s.strategy!r} shards or replicates over data-parallel GPUs, but {taken}, "
+                           "or use strategy single (offload optimizer to save memory), or zero3 with offload "
+                           "optimizer+params to stream the weights from CPU memory")
+    if s.task == "train" and strategy == "single" and s.dp > 1:
+        raise GpuplanError(f"strategy 'single' uses one GPU but the scenario has {s.dp} data-parallel GPUs: "
+                           "choose ddp, zero1, zero2, zero3 or fsdp")
+    if s.task == "train" and s.pp > 1 and s.sharding == "deepspeed" and strategy in ("zero2", "zero3"):
+        # DeepSpeed's PipelineEngine asserts zero_optimization_stage < 2 (runtime/pipe/engine.py)
+        raise GpuplanError(f"DeepSpeed runs pipeline parallelism with ZeRO-1 at most, not {strategy}: use strategy "
+                           "zero1 with pp, or pp 1 with ZeRO-2/3")
+
+
+def check_megatron(s: Scenario, m: ModelSpec) -> list[str]:
+    """Megatron-Core's own rules for its parallel sizes (``megatron/training/arguments.py`` and Transformer
+    Engine's context-parallel attention), one sentence each; returns warnings for what it runs unevenly."""
+    if s.cp > 1 and s.seq_len % (2 * s.cp):
+        raise GpuplanError(f"cp={s.cp} needs seq_len divisible by 2 x cp = {2 * s.cp} (each sequence is cut into "
+                           f"2·cp chunks for load-balanced causal ring attention); seq_len is {s.seq_len}")
+    if s.tp > 1 and (s.seq_len // s.cp) % s.tp:
+        raise GpuplanError(f"sequence parallelism splits each rank's {s.seq_len // s.cp} tokens (seq_len / cp) over "
+                           f"tp={s.tp} ranks: choose a seq_len divisible by tp x cp = {s.tp * s.cp}")
+    if s.ep > 1 and not m.is_moe:
+        raise GpuplanError(f"ep={s.ep} splits the experts of an MoE model, and {m.name} has none: set ep 1")
+    if s.ep > 1 and m.num_experts % s.ep:
+        raise GpuplanError(f"ep={s.ep} does not divide the {m.num_experts} experts of {m.name}; use a divisor of "
+                           f"{m.num_experts}")
+    if s.ep > 1 and (s.tp * s.cp * s.dp) % s.ep:
+        raise GpuplanError(f"ep={s.ep} must divide tp x cp x dp = {s.tp * s.cp * s.dp}, the ranks of one pipeline "
+                           "stage that the expert-parallel groups are cut from (expert_tensor_parallel_size 1)")
+    warnings = []
+    if m.num_layers % (s.pp * s.vpp) and (m.num_layers + 2) % (s.pp * s.vpp):
+        warnings.append(f"{m.num_layers} layers do not split evenly into pp x vpp = {s.pp * s.vpp} model chunks: "
+                        "Megatron needs an uneven split (num_layers_in_first/last_pipeline_stage); the first stage "
+                        "is counted with the rounded-up share")
+    if s.vpp > 1 and s.grad_accum_steps % s.pp:
+        warnings.append(f"the interleaved schedule runs best with micro-batches per step ({s.grad_accum_steps}) a "
+                        f"multiple of pp={s.pp}")
+    return warnings
+
+
+def _offload(s: Scenario) -> None:
+    if s.offload != "none" and s.task == "infer":
+        raise GpuplanError("offload applies to training states; for inference use quant or a llama.cpp engine")
+    if s.offload == "optimizer+params" and s.resolved_strategy != "zero3":
+        raise GpuplanError("offloading parameters needs ZeRO-3 (strategy zero3 or fsdp, on one GPU too) to fetch "
+                           "them layer by layer; use offload optimizer, or strategy zero3")
+
+
+def _engine(s: Scenario, m: ModelSpec) -> list[str]:
+    """The serving engine: training runs on transformers; another engine's settings; what the engine does not load
+    (its profile's refusal); a request longer than the max_model_len it would reject. Warns of settings of other
+    engines that change nothing."""
+    if s.engine != "transformers" and s.task == "train":
+        raise GpuplanError(f"engine {s.engine!r} serves models; training runs on transformers (drop engine)")
+    foreign = _foreign_settings(s)
+    if foreign:
+        raise GpuplanError(foreign)
+    if s.task == "train" and s.method == "full" and s.quant not in (None, "none"):  # it was counted 16-bit
+        raise GpuplanError(f"full fine-tuning updates every weight, and {s.quant} weights take no gradients (they "
+                           "are loaded frozen): train LoRA or QLoRA on them, or drop quant")
+    engine = engine_for(s)
+    why = engine.refusal(s, m)
+    if why:
+        raise GpuplanError(why)
+    tokens = s.prompt_tokens + s.output_tokens
+    if s.task == "infer" and engine.checks_request_length and s.max_model_len and s.max_model_len < tokens:
+        raise GpuplanError(f"max_model_len {s.max_model_len:,} is shorter than one request ({s.prompt_tokens:,} "
+                           f"prompt + {s.output_tokens:,} output = {tokens:,} tokens), which {engine.label} "
+                           f"rejects: set max_model_len to {tokens:,} or more (or leave it unset), or shorten the "
+                           "requests")
+    return _other_engines_settings(s)
+
+
+def _foreign_settings(s: Scenario) -> str | None:
+    """The sentence that refuses another engine's settings where that engine refuses them given elsewhere
+    (TensorRT-LLM's)."""
+    for engine in ENGINES.values():
+        if engine.refuses_foreign_settings and s.engine != engine.name and any(
+                getattr(s, name) is not None for name in engine.own_settings):
+            names = engine.own_settings
+            return (f"{', '.join(names[:-1])} and {names[-1]} are {engine.label}'s settings: set engine "
+                    f"{engine.name}, or drop them")
+    return None
+
+
+def _other_engines_settings(s: Scenario) -> list[str]:
+    """A warning for each engine setting given to a scenario that serves with another engine (it changes nothing)."""
+    if s.task != "infer":
+        return []
+    return [f"{name} is {engine.name}'s setting and changes nothing when serving with {s.engine}: drop it, or set "
+            f"engine {engine.name}" for engine in ENGINES.values() if engine.name != s.engine
+            and not engine.refuses_foreign_settings for name in engine.own_settings
+            if getattr(s, name) != Scenario.model_fields[name].default]
+
+
+def _card(s: Scenario, gpu: GpuSpec) -> None:
+    """What the engine does not run on the card, and dtypes the card has no tensor cores for."""
+    why = engine_for(s).card_refusal(s, gpu)
+    if why:
+        raise GpuplanError(why)
+    dtype = s.precision.split("-")[0]
+    if dtype in ("bf16", "fp8") and not gpu.supports_dtype(dtype):
+        if s.task == "infer":
+            fix = "fp16-true (for serving, precision is the dtype the weights run in)"
+        else:
+            fix = "fp16-mixed" if dtype == "bf16" else "bf16-mixed"
+        raise GpuplanError(f"{gpu.name} has no {dtype} tensor cores ({gpu.architecture}): set precision {fix}, or "
+                           "leave precision unset to get the card's own")
+    if s.quant == "nvfp4" and not gpu.supports_dtype("fp4"):
+        raise GpuplanError(f"{gpu.name} ({gpu.architecture}) has no fp4 tensor cores for nvfp4 weights (Blackwell "
+                           "has): use quant fp8, or a B200/GB200-class card")
+    if s.kv_cache_dtype == "bf16" and not gpu.supports_dtype("bf16"):
+        raise GpuplanError(f"{gpu.name} has no bf16: set kv_cache_dtype fp16")
+
+
+def _context(s: Scenario, m: ModelSpec) -> list[str]:
+    """A sequence past a learned position table is refused; past the context a rope scaling reaches, warned."""
+    tokens = s.seq_len if s.task == "train" else s.prompt_tokens + s.output_tokens
+    if m.max_context and tokens > m.max_context and m.position_params:  # a learned position table has no row past it
+        raise GpuplanError(f"{m.name} learns {m.max_context:,} positions (a position-embedding table, no RoPE to "
+                           f"extend): {tokens:,} tokens index past it; use at most {m.max_context:,} tokens "
+                           f"({'seq_len' if s.task == 'train' else 'prompt_tokens + output_tokens'})")
+    scaled = m.scaled_context
+    if m.max_context and tokens > scaled:
+        limit = (f"max_position_embeddings {m.max_context:,}" if scaled == m.max_context else
+                 f"context {scaled:,} (max_position_embeddings {m.max_context:,} with its rope_scaling)")
+        return [f"{tokens:,} tokens exceed {m.name}'s {limit}: quality degrades unless the context is extended "
+                "(RoPE scaling)"]
+    return []

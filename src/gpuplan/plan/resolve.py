@@ -1,0 +1,159 @@
+"""The one resolver: a scenario on its model and card, every default filled once and said with why, refused when
+it cannot run.
+
+Each default has one home, and the resolver gathers their reasons:
+
+- the training stack's recipe and the card's precision are filled when the scenario is validated
+  (:func:`gpuplan.scenario.stacks.resolve`: a field left unset takes the stack's default; GPUs without bf16 run
+  fp16), and said here (:func:`gpuplan.scenario.stacks.defaults_in_force`, :func:`precision_note`);
+- the card named resolves to its catalog id (an ambiguous name takes its common variant, said);
+- **several GPUs for serving split the model** instead of copying it (:func:`serving_split`): an engine that
+  shards with tensor parallelism does (vLLM ``--tensor-parallel-size``, SGLang ``--tp``, TensorRT-LLM
+  ``--tp_size``), the others place layers across the cards (transformers' ``device_map="auto"``, llama.cpp's
+  ``--split-mode layer``); replicas need ``strategy: ddp``.
+
+These need no second validation of the scenario: the card's id and the split change no stack default, so the
+resolved scenario is a copy with them set (as given fields). :func:`gpuplan.plan.refusals.check` then refuses
+what cannot run.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+from ..engines import Engine, engine_for
+from ..hardware import GpuSpec, resolve_gpu
+from ..model.catalog import load_model
+from ..model.report import inexact_warning
+from ..model.spec import ModelSpec
+from ..scenario import Scenario
+from ..scenario.stacks import defaults_in_force
+from .refusals import check
+
+
+@dataclass(frozen=True, kw_only=True)
+class Resolved:
+    """One scenario resolved on its model and card: every default filled, each said with why (``defaults`` for
+    the card and model's, ``assumptions`` for the stack's), the doubtful combinations in ``warnings``. The
+    sentences are written when read (a search resolves thousands of placements and says few)."""
+
+    scenario: Scenario
+    model: ModelSpec
+    gpu: GpuSpec | None
+    gpu_note: str | None = None  # an ambiguous name's variant
+    split_note: str | None = None  # the serving split
+    length_note: str | None = None  # a default length shortened to the model's context
+    checked: tuple[str, ...] = ()  # the refusals' warnings
+    chosen: tuple[str, ...] = ()  # defaults a run takes beyond an estimate's, with why (gpuplan.plan.launch)
+    layout_why: str | None = None  # why the micro-batch x accumulation are the recipe's (gpuplan.plan.launch)
+
+    @property
+    def engine(self) -> Engine:
+        return engine_for(self.scenario)
+
+    @functools.cached_property
+    def defaults(self) -> tuple[str, ...]:
+        """The defaults taken for this card and model, in words: the GPU name's variant, the model's notes, the
+        card's precision, the serving split."""
+        said = (self.gpu_note, *self.model.notes, precision_note(self.scenario, self.gpu), self.split_note,
+                self.length_note, *self.chosen)
+        return tuple(n for n in said if n)
+
+    @functools.cached_property
+    def assumptions(self) -> tuple[str, ...]:
+        """The stack's defaults in force, in one sentence (the card's precision said in :attr:`defaults`)."""
+        card = precision_note(self.scenario, self.gpu)
+        stack = defaults_in_force(self.scenario, ("precision",) if card else ())
+        return (stack,) if stack else ()
+
+    @functools.cached_property
+    def warnings(self) -> tuple[str, ...]:
+        """What runs but is doubtful: a model not counted exactly first, then the refusals' warnings."""
+        inexact = inexact_warning(self.model)
+        return (inexact, *self.checked) if inexact else self.checked
+
+
+def resolve(s: Scenario, m: ModelSpec | None = None, gpu: GpuSpec | None = None) -> Resolved:
+    """``s`` on its model (``m``, else loaded by name) and its card (``s.gpu``, else none), every default filled,
+    refused (:class:`~gpuplan.errors.GpuplanError`, one sentence) when it cannot run. ``gpu``: the card ``s.gpu``
+    names by its catalog id, where a search placed the scenario on it."""
+    m = m if m is not None else load_model(s.model)
+    if gpu is not None and gpu.id == s.gpu:
+        note = None
+    else:
+        gpu, note = resolve_gpu(s.gpu) if s.gpu else (None, None)
+    if gpu is not None and s.gpu != gpu.id:  # the card's id changes no default: set without validating again
+        s = s.with_resolved({"gpu": gpu.id})
+    s, (said, shortened) = card_free(s, m)
+    warnings = check(s, m, gpu)
+    return Resolved(scenario=s, model=m, gpu=gpu, gpu_note=note, split_note=said, length_note=shortened,
+                    checked=tuple(warnings))
+
+
+def card_free(s: Scenario, m: ModelSpec) -> tuple[Scenario, tuple[str | None, str | None]]:
+    """``s`` with the defaults that need the model but no card (a search over cards takes them once): the
+    serving split over its GPUs (:func:`serving_split`, set without validating again: it changes no default) and
+    default lengths within the model's context (:func:`within_context`, validated again: a shorter sequence may
+    change a stack's default); and why each was taken (None: not taken)."""
+    split, said = serving_split(s, m)
+    if split:
+        s = s.with_resolved(split)
+    lengths, shortened = within_context(s, m)
+    if lengths:
+        s = s.model_copy(update=lengths)
+    return s, (said, shortened)
+
+
+def precision_note(s: Scenario, gpu: GpuSpec | None) -> str | None:
+    """The sentence for a precision the card chose (:func:`gpuplan.scenario.stacks.card_precision`)."""
+    if gpu is None or "precision" in s.model_fields_set or gpu.supports_dtype("bf16") or \
+            not s.precision.startswith("fp16"):
+        return None
+    return (f"precision {s.precision}: {gpu.name} has no bf16 ({gpu.architecture}), so fp16 is what runs there (set "
+            "precision to choose)")
+
+
+def tensor_parallel_ok(m: ModelSpec, n: int) -> bool:
+    """Whether ``n`` GPUs can split the model's heads evenly (KV heads divided or replicated evenly; MLA has none)."""
+    return m.num_heads % n == 0 and (m.mla is not None or (n <= m.num_kv_heads and m.num_kv_heads % n == 0)
+                                     or n % m.num_kv_heads == 0)
+
+
+def serving_split(s: Scenario, m: ModelSpec) -> tuple[dict[str, Any], str | None]:
+    """How several GPUs serve one model when the scenario does not say: (fields to set, the sentence)."""
+    n = s.world_size
+    if s.task != "infer" or n == 1 or s.tp * s.pp != 1 or s.strategy is not None or s.num_nodes != 1:
+        return {}, None
+    engine = engine_for(s)
+    if engine.tensor_parallel_flag and tensor_parallel_ok(m, n):
+        return {"tp": n}, (f"{n} GPUs serve one copy of the model with tensor parallelism "
+                           f"({engine.tensor_parallel_flag} {n}); for {n} replicas set strategy ddp")
+    if n <= m.num_layers:
+        return {"pp": n}, (f"{n} GPUs hold one copy of the model, its layers split across them "
+                           f"({engine.layer_split_words}): each holds 1/{n} of the weights and KV cache; for {n} "
+                           "replicas set strategy ddp")
+    return {}, None
+
+
+
+def within_context(s: Scenario, m: ModelSpec) -> tuple[dict[str, Any], str | None]:
+    """Default lengths that fit the model's context when they would not: a shorter default prompt for serving
+    (gpt2's 1,024 positions hold the default 1,024-token prompt only without the 256 output tokens), the context
+    as the default training sequence (a dataset's own lengths are capped where they are read,
+    :func:`gpuplan.dataset.fields`). Lengths the user set are kept, and judged as set."""
+    context = m.max_context
+    if not context:
+        return {}, None
+    if s.task == "infer" and "prompt_tokens" not in s.model_fields_set and \
+            s.shared_prefix_tokens < context - s.output_tokens < s.prompt_tokens:
+        prompt = context - s.output_tokens
+        return {"prompt_tokens": prompt}, (f"prompt_tokens {prompt:,}: the default {s.prompt_tokens:,} plus "
+                                           f"{s.output_tokens:,} output tokens would run past {m.name}'s "
+                                           f"{context:,} positions (set prompt_tokens to choose)")
+    if s.task == "train" and "seq_len" not in s.model_fields_set and not (s.dataset or s.samples) and \
+            s.seq_len > context:
+        return {"seq_len": context}, (f"seq_len {context:,}: the default {s.seq_len:,} would run past {m.name}'s "
+                                      f"{context:,} positions (set seq_len to choose)")
+    return {}, None

@@ -1,0 +1,92 @@
+"""The scenario in words: :func:`describe` writes the resolved scenario as the first line of every answer, and
+:func:`defaults_said` every default left in force with why it was chosen. The defaults themselves are filled by
+the stack's recipe (:mod:`.stacks`, when the scenario is validated) and by the one resolver
+(:mod:`gpuplan.plan.resolve`).
+"""
+
+from __future__ import annotations
+
+from ..hardware import short_id
+from ..model.spec import ModelSpec
+from .fields import INFER_ONLY, TRAIN_ONLY, TRAINING_LAYOUT, Scenario
+from .stacks import WHY
+
+STRATEGY_WORDS = {"single": "single GPU", "ddp": "DDP", "zero1": "ZeRO-1", "zero2": "ZeRO-2", "zero3": "ZeRO-3"}
+
+
+def describe(s: Scenario, m: ModelSpec | None = None, gpu_id: str | None = None, *, engine: str | None = None,
+             hardware: str | None = None) -> str:
+    """The scenario as resolved, in one line: model, task, method and rank, lengths and batch, checkpointing,
+    precision, engine, framework, GPUs and strategy. ``engine`` and ``hardware`` replace those parts where a
+    search tries several (``recommend``, ``cost``)."""
+    model = m.name if m is not None else s.model
+    framework = getattr(s, "framework", None)
+    shipped = None  # the checkpoint's own quantization, which a scenario without quant keeps
+    if s.quant is None and m is not None and m.quantization:
+        shipped = m.shipped_format()[0].name
+    if s.task == "train":
+        method = {"full": "full fine-tuning", "lora": f"LoRA r{s.lora_rank}",
+                  "qlora": f"QLoRA r{s.lora_rank} ({s.quant or 'nf4'} base)"}[s.method]
+        if s.method == "full" and (s.quant or shipped):
+            method += f" ({s.quant or shipped} weights{' as shipped' if shipped else ''})"
+        if s.method == "lora" and s.quant not in (None, "none"):
+            method += f" ({s.quant} base)"
+        parts = [f"train {method}", f"seq {s.seq_len:,} x micro-batch {s.micro_batch_size} x {s.grad_accum_steps} "
+                 "accumulation", "no checkpointing" if s.grad_checkpointing == "none" else
+                 f"{s.grad_checkpointing} checkpointing", s.precision, s.optimizer, s.attention]
+        if s.offload != "none":
+            parts.append(f"{s.offload} offloaded to CPU")
+    else:
+        dense = "fp16" if s.precision.startswith("fp16") else "fp32" if s.precision == "fp32" else "bf16"
+        weights = (dense if s.quant == "none" else s.quant) if s.quant else \
+            f"{shipped} (as shipped)" if shipped else dense
+        parts = [f"serve with {engine or s.engine}",
+                 f"{s.batch_size:,} x ({s.prompt_tokens:,} prompt + {s.output_tokens:,} output tokens)",
+                 f"{weights} weights",
+                 f"KV cache {dense if s.kv_cache_dtype == 'auto' else s.kv_cache_dtype}"]
+    if framework and s.task == "train":  # the training stack; serving runs the engine named
+        parts.append(str(framework))
+    gpu = s.gpu if gpu_id is None else gpu_id
+    where = f"{s.world_size} x {short_id(gpu)}" if gpu else (f"{s.world_size} GPUs" if s.world_size > 1 else
+                                                               "no GPU named")
+    strategy = s.resolved_strategy if s.task == "train" or s.strategy else ""
+    layout = [STRATEGY_WORDS.get(strategy, strategy)]
+    if s.tp > 1:
+        layout.append(f"tensor parallel {s.tp}")
+    if s.pp > 1:
+        layout.append(f"{s.pp} pipeline stages" if s.task == "train" else f"layers split over {s.pp} GPUs")
+    if s.task == "infer" and s.world_size == 1:
+        layout.append("single GPU")
+    return f"{model}: {', '.join(parts)}; {hardware or where + ', ' + ', '.join(x for x in layout if x)}"
+
+
+def defaults_said(s: Scenario) -> list[str]:
+    """Every field the user left out, in words, with why its value was chosen: "optimizer adamw (default)",
+    "grad checkpointing full (the hf recipe's default: peft's prepare_model_for_kbit_training ...)" where the
+    framework chose it (:data:`~gpuplan.scenario.stacks.WHY`), the strategy from the GPU count. The card- and
+    model-dependent defaults are the resolver's notes (:func:`gpuplan.plan.resolve.resolve`); the recipe's are
+    :func:`gpuplan.scenario.stacks.resolve`."""
+    skip = INFER_ONLY if s.task == "train" else TRAIN_ONLY | TRAINING_LAYOUT
+    out = []
+    for name, info in Scenario.model_fields.items():
+        if name in s.model_fields_set or name in skip or info.is_required():
+            continue
+        value = getattr(s, name)
+        label = name.replace("_", " ")
+        if name == "strategy":
+            out.append(f"{label} {s.resolved_strategy} (from the GPU count)")
+        elif value is None:
+            said = {"quant": "the checkpoint's own format", "gpu": "none named (no fit, speed or cost)",
+                    "provider": "any", "train_tokens": "not set (no job hours or total)",
+                    "mtbi_hours": "the provider's interruption rate",
+                    "max_num_batched_tokens": "vLLM's default for the release, GPU and entry point",
+                    "max_num_seqs": "vLLM's default for the release, GPU and entry point",
+                    "max_model_len": "the model's context (max_position_embeddings)",
+                    "dataset_gb": "4 bytes per train token"}.get(name, "not set")
+            out.append(f"{label}: {said}")
+        elif info.default is None and s.task == "train":
+            why = WHY.get((s.framework, name, value))
+            out.append(f"{label} {value} (the {s.framework} recipe's default" + (f": {why})" if why else ")"))
+        else:
+            out.append(f"{label} {value} (default)")
+    return out

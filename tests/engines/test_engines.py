@@ -1,0 +1,62 @@
+"""The engine profiles (gpuplan/engines): one per engine a scenario can name, each answering the same questions,
+and the launch targets and refusals reading them rather than the engine's name."""
+
+from __future__ import annotations
+
+import typing
+
+import pytest
+
+from gpuplan import GpuplanError, estimate
+from gpuplan.engines import ENGINES, engine_for
+from gpuplan.engines import sglang as sglang_engine
+from gpuplan.engines import vllm as vllm_engine
+from gpuplan.launchers import TARGETS
+from gpuplan.launchers import sglang as sglang_target
+from gpuplan.launchers import vllm as vllm_target
+from gpuplan.scenario import Scenario, scenario_from
+
+
+def test_every_engine_a_scenario_names_has_a_profile():
+    names = typing.get_args(Scenario.model_fields["engine"].annotation)
+    assert set(ENGINES) == set(names) and len(names) == 5
+    assert {e.label for e in ENGINES.values()} == {"transformers", "vLLM", "SGLang", "llama.cpp", "TensorRT-LLM"}
+    s = scenario_from({"model": "llama-3.1-8b", "task": "infer", "engine": "sglang"})
+    assert engine_for(s) is ENGINES["sglang"]
+
+
+def test_the_pool_engines_are_launched_by_their_own_target():
+    targets = {e.name: e.launch_target for e in ENGINES.values()}
+    assert targets == {"transformers": None, "vllm": "vllm", "sglang": "sglang", "llama.cpp": None,
+                       "trtllm": "trtllm"}
+    assert {t for t in targets.values() if t} <= set(TARGETS)
+    # the engines that preallocate are those whose plan the verdict judges by the pool
+    assert {e.name for e in ENGINES.values() if e.preallocates} == {"vllm", "sglang", "trtllm"}
+    assert {e.name for e in ENGINES.values() if e.pool_words} == {"vllm", "sglang", "trtllm"}
+
+
+def test_what_an_engine_loads_is_what_its_launch_file_can_ask_for():
+    """The formats the profile lets vLLM and SGLang quantize a plain checkpoint to are the launchers' flags."""
+    assert set(vllm_engine.QUANTIZES) == set(vllm_target.QUANTIZATION)
+    assert set(sglang_engine.QUANTIZES) == set(sglang_target.QUANTIZATION)
+
+
+@pytest.mark.parametrize("fields, message", [
+    ({"engine": "vllm", "quant": "nf4"}, "vLLM \\(0.32, 0.33\\) cannot load nf4"),
+    ({"engine": "sglang", "quant": "int8"}, "SGLang cannot quantize to int8 on load"),
+    ({"engine": "sglang", "kv_cache_dtype": "int8"}, "SGLang's KV cache is 16-bit or fp8, not int8"),
+    ({"engine": "trtllm", "kv_cache_dtype": "int8"}, "TensorRT-LLM's KV cache is 16-bit or fp8, not int8"),
+    ({"engine": "llama.cpp", "kv_cache_dtype": "fp8"}, "llama.cpp caches keys and values"),
+    ({"engine": "transformers", "quant": "q4_k_m"}, "transformers dequantizes a GGUF file"),
+    ({"engine": "vllm", "tokens_per_block": 64}, "are TensorRT-LLM's settings: set engine trtllm"),
+])
+def test_an_engine_refuses_what_it_cannot_load(fields, message):
+    with pytest.raises(GpuplanError, match=message):
+        estimate({"model": "llama-3.1-8b", "task": "infer", **fields}, advise=False)
+
+
+def test_another_engines_setting_is_said():
+    plan = estimate({"model": "llama-3.1-8b", "task": "infer", "engine": "sglang", "gpu_memory_utilization": 0.8},
+                    advise=False)
+    assert any("gpu_memory_utilization is vllm's setting and changes nothing when serving with sglang" in w
+               for w in plan.warnings)

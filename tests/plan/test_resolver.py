@@ -1,0 +1,55 @@
+"""The one resolver (gpuplan/plan/resolve.py) and the one place that refuses (gpuplan/plan/refusals.py): every
+default filled once, with its reason; every "cannot run" raised from the resolved scenario, not while parsing."""
+
+from __future__ import annotations
+
+import pytest
+
+from counting import VALIDATIONS, counting
+from gpuplan import GpuplanError
+from gpuplan.model.catalog import load_model
+from gpuplan.plan.resolve import resolve
+from gpuplan.scenario import scenario_from
+
+
+def test_the_card_precision_is_a_default_filled_once():
+    """A V100 has no bf16: the HF QLoRA recipe runs fp16-mixed there. The precision is filled when the scenario is
+    validated (with the recipe's other defaults), and the resolver only says why: one validation in all."""
+    m = load_model("llama-3.1-8b")
+    with counting(VALIDATIONS) as calls:
+        s = scenario_from({"model": "llama-3.1-8b", "task": "train", "method": "qlora", "gpu": "v100"})
+        r = resolve(s, m)
+    assert calls[VALIDATIONS] == 1
+    assert s.precision == "fp16-mixed" and "precision" not in s.model_fields_set
+    assert r.scenario.gpu == "nvidia-v100-sxm2-32gb" and r.scenario.precision == "fp16-mixed"
+    assert r.defaults[0].startswith("v100 taken as Tesla V100 SXM2 32GB")
+    assert r.defaults[-1] == ("precision fp16-mixed: Tesla V100 SXM2 32GB has no bf16 (Volta), so fp16 is what runs "
+                              "there (set precision to choose)")
+    # the stack's sentence leaves the card's choice to the card's line
+    assert r.assumptions and "precision" not in r.assumptions[0] and "grad_checkpointing full" in r.assumptions[0]
+    # a precision given is kept, and judged on the card
+    with pytest.raises(GpuplanError, match="has no bf16 tensor cores"):
+        resolve(scenario_from({"model": "llama-3.1-8b", "task": "train", "gpu": "v100", "precision": "bf16-mixed"}))
+
+
+def test_the_serving_split_is_set_without_a_second_validation():
+    """Two L40S serving Qwen2.5-14B with vLLM split it by tensor parallelism; the split changes no default, so
+    the resolved scenario is a copy with tp set (a given field), not a second validation."""
+    m = load_model("qwen2.5-14b")
+    with counting(VALIDATIONS) as calls:
+        s = scenario_from({"model": "qwen2.5-14b", "task": "infer", "engine": "vllm", "gpu": "l40s", "num_gpus": 2})
+        r = resolve(s, m)
+    assert calls[VALIDATIONS] == 1 and r.scenario.tp == 2 and "tp" in r.scenario.model_fields_set
+    assert r.defaults[-1].startswith("2 GPUs serve one copy of the model with tensor parallelism (vLLM "
+                                     "--tensor-parallel-size 2)")
+
+
+@pytest.mark.parametrize("fields, message", [
+    ({"framework": "torchtitan", "method": "lora"}, "torchtitan pre-trains and fully fine-tunes"),
+    ({"task": "infer", "framework": "unsloth"}, "is a training stack"),
+    ({"task": "infer", "strategy": "zero3", "num_gpus": 2}, "does not apply to serving"),
+])
+def test_what_cannot_run_is_refused_when_resolved_not_when_parsed(fields, message):
+    s = scenario_from({"model": "llama-3.1-8b", "task": "train", **fields})  # a valid input
+    with pytest.raises(GpuplanError, match=message):
+        resolve(s)
