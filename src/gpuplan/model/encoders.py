@@ -10,10 +10,13 @@ Each family's inputs are what its training and inference feed it:
 - T5 and BART: the source's tokens through the encoder (``encoder_tokens``) and the target's through the decoder
   (``decoder_tokens``), each with its LM head (a bare ``BartModel`` checkpoint is trained and run as
   ``BartForConditionalGeneration``, with the same parameters); T5's attention adds a relative position bias, one
-  float per head and pair of tokens, to every score (SDPA takes it as its mask), so its profile is of degree 2;
+  float per head and pair of tokens, to every score (SDPA takes it as its mask), and BART builds 4-D attention masks,
+  so their profiles are of degree 2 (:data:`PAIRWISE`);
 - ViT: one image at the config's ``image_size`` (``(image_size / patch_size)²`` patches and the class token);
   CLIP and SigLIP: an image and a text of the text model's ``max_position_embeddings`` tokens (77; SigLIP pads to
-  64), through both towers.
+  64), through both towers to their embeddings (``get_image_features``, ``get_text_features``). The contrastive
+  logits of a batch against itself (batch² values, a few kilobytes) are left out: they are no polynomial of degree
+  1 in the batch.
 """
 
 from __future__ import annotations
@@ -41,8 +44,10 @@ FAMILIES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "clip_vision_model": ("encoder", "CLIPVisionModel", ()),
     "siglip_vision_model": ("encoder", "SiglipVisionModel", ()),
 }
-# a relative position bias, heads x query x key, added to every score: memory of degree 2 in the tokens
-PAIRWISE = ("t5", "mt5", "umt5")
+# tensors of one value per pair of tokens, so profiles of degree 2 in the tokens: T5's relative position bias (heads x
+# query x key, added to every score), BART's 4-D attention masks (batch x 1 x query x key, built by transformers'
+# masking_utils for its decoder's causal and cross attention)
+PAIRWISE = ("t5", "mt5", "umt5", "bart", "mbart")
 # the projections peft's usual recipes adapt (the Whisper int8 LoRA example: q_proj and v_proj; T5: q and v)
 ATTENTION_LEAVES = ("q_proj", "v_proj", "q", "v", "query", "value")
 HEADS = ("lm_head", "proj_out", "classifier")  # output heads: not adapted by LoRA
@@ -117,7 +122,19 @@ def model_spec(name: str, config: dict[str, Any], *, params: int | None = None, 
                           dtype=str(config.get("torch_dtype") or config.get("dtype") or "float32"))
     return ModuleSpec(name=name, kind=kind, family=str(config["model_type"]), components=(component,),
                       defaults=defaults(config), counted_by=counted_by or _counted_by().replace("diffusers",
-                                                                                                "transformers"))
+                                                                                                "transformers"),
+                      notes=_tied_head_note(config))
+
+
+def _tied_head_note(config: dict[str, Any]) -> tuple[str, ...]:
+    """What a T5 v1.1 config's untied head means under transformers 5: its T5Config ties the LM head to the shared
+    embeddings whatever ``tie_word_embeddings`` says (``T5Config.__post_init__``: "we tie weights always"), so the
+    count is the tied model's; transformers 4 built the separate head the config asks for."""
+    if config["model_type"] != "t5" or config.get("tie_word_embeddings") is not False:
+        return ()
+    head = int(config.get("vocab_size", 32128)) * int(config.get("d_model", 512))
+    return (f"transformers 5 ties T5's LM head to its embeddings whatever tie_word_embeddings says; under transformers "
+            f"4 this config built a separate head of {head:,} more parameters",)
 
 
 def defaults(config: dict[str, Any]) -> dict[str, Any]:
@@ -151,9 +168,19 @@ def model_part(spec: ModuleSpec, c: Component):
     ways = ("inference", "train-full", "train-full-gc", "train-lora-attention", "train-lora-attention-gc")
     return Part(name=c.cls, variables=variables, base=base, second=second, third=third, check=check,
                 degree=2 if family in PAIRWISE else 1, ways=ways, role=linear_role,
+                forward=_both_towers if family in ("clip", "siglip") else None,
                 versions=_versions("torch", "transformers", "peft"),
                 build=lambda way: _with_way(build("transformers", c.cls, c.config), way),
                 inputs=lambda batch, sizes: _inputs(spec, c, batch, sizes))
+
+
+def _both_towers(module, args, kwargs):
+    """CLIP's and SigLIP's image and text embeddings, side by side (what contrastive training and retrieval run)."""
+    import torch
+
+    image = module.get_image_features(pixel_values=kwargs["pixel_values"]).pooler_output
+    text = module.get_text_features(input_ids=kwargs["input_ids"]).pooler_output
+    return torch.cat([image.flatten(), text.flatten()])
 
 
 def linear_role(name: str) -> str:
