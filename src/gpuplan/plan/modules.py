@@ -37,6 +37,12 @@ from .resolve import precision_note
 # the technique fields a module plan reads, said when the stack chose them (scenario.stacks.defaults_in_force)
 STACK_FIELDS = {"diffusion": ("precision", "grad_checkpointing", "cache_latents", "text_encoders"),
                 "encoder-decoder": ("precision", "grad_checkpointing"), "encoder": ("precision", "grad_checkpointing")}
+# what the published Whisper runs spent beyond the model's work (bench/results/modules.md: whisper-small on a V100,
+# transformers' speech-recognition README; whisper-large-v3 on an A100, insanely-fast-whisper)
+WHISPER_WALL_TIME = ("the time is the model's work on the card and eager PyTorch's dispatch: Hugging Face's Whisper "
+                     "recipes also build each batch's log-mel features on the CPU, evaluate with generate, and run "
+                     "generate's logits processors at every step, and their published wall times were 2 to 5 times "
+                     "this (bench/results/modules.md)")
 KIND_WORDS = {"diffusion-train": "diffusion training", "diffusion-generate": "diffusion generation",
               "train": "training", "infer": "inference"}
 
@@ -177,6 +183,8 @@ def module_plan(s: Scenario, spec: ModuleSpec, *, advise: bool = True) -> Module
         speed = _speed(s, job, main, parts, gpu)
         work, cost, more = _work(s, job, main, speed, gpu, price_it=mem.fits is not False)
         warnings += more
+        if spec.family == "whisper":
+            warnings.append(WHISPER_WALL_TIME)
     elif gpu is not None:
         warnings.append(f"no speed or cost: {gpu.name} has no dense 16-bit matrix rate in the GPU catalog")
     stack = defaults_in_force(s, ("precision",) if precision_note(s, gpu) else (), STACK_FIELDS[spec.kind])
