@@ -18,6 +18,7 @@ from typing import Any
 import anyio
 
 from ..errors import GpuplanError, UnknownNameError
+from ..model import kinds
 from ..model.catalog import REPO_ID, aliases, base_repo, bundled, bundled_repo
 from .uploads import Store, is_ref
 
@@ -93,6 +94,10 @@ def check_model(name: str, hub: bool) -> None:
     before the scenario is read: the model's tokenizer is looked up by its name."""
     if bundled_repo(name) or name.lower().startswith("synthetic-"):
         return
+    other = kinds.named(name)
+    if other is not None:  # a bundled diffusion pipeline, encoder-decoder or encoder
+        raise GpuplanError(f"{other.describe()}: the web page plans decoder LLMs; `gpuplan estimate --model "
+                           f"{other.name}` on the command line, or gpuplan.estimate in Python, plans it")
     try:
         on_disk = Path(name).expanduser().exists()
     except (OSError, ValueError):  # too long or otherwise impossible as a path
