@@ -45,23 +45,12 @@ def simulate_cmd(scenario: str | None = None, as_json: bool = False, compare: bo
     from ..sim.simulate import simulate
 
     if module:
-        from ..sim.module import simulate_module
-        from .modules import render_module_simulation
-
-        given = overrides(fields)
-        result = simulate_module(module, task=str(given.get("task") or "train"), gpu=given.get("gpu"))
-        print_json(result) if as_json else render_module_simulation(result)
-        return
+        return _simulate_module(module, overrides(fields), as_json)
     s = load_scenario(scenario, overrides(fields))
     try:
         m = load_model(s.model)
     except NotADecoder as other:
-        from ..sim.module import simulate_pipeline
-        from .modules import render_pipeline_simulation
-
-        result = simulate_pipeline(s, other.spec)
-        print_json(result) if as_json else render_pipeline_simulation(result)
-        return
+        return _simulate_pipeline(s, other.spec, as_json)
     if not as_json:
         bullet(describe(s, m), prefix="", style="bold")
     sim = simulate(s, timeline=plot is not None, layers=layers)
@@ -107,6 +96,24 @@ def simulate_cmd(scenario: str | None = None, as_json: bool = False, compare: bo
         bullet(note, style="dim")
     if plot:
         out.print(f"timeline written to {plot}")
+
+
+def _simulate_module(target: str, given: dict, as_json: bool) -> None:
+    """``simulate --module``: the user's own module on fake tensors (:func:`gpuplan.sim.module.simulate_module`)."""
+    from ..sim.module import simulate_module
+    from .modules import render_module_simulation
+
+    result = simulate_module(target, task=str(given.get("task") or "train"), gpu=given.get("gpu"))
+    print_json(result) if as_json else render_module_simulation(result)
+
+
+def _simulate_pipeline(s, spec, as_json: bool) -> None:
+    """``simulate`` of a diffusion pipeline or encoder-decoder: its main component at the scenario's sizes."""
+    from ..sim.module import simulate_pipeline
+    from .modules import render_pipeline_simulation
+
+    result = simulate_pipeline(s, spec)
+    print_json(result) if as_json else render_pipeline_simulation(result)
 
 
 def _plot(sim, path: Path) -> None:
