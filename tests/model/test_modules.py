@@ -102,6 +102,25 @@ def test_an_encoder_head_is_refused_not_read_as_a_decoder(tmp_path):
         load_model(str(path))
 
 
+@pytest.mark.parametrize("config", [
+    {"model_type": "bert", "architectures": ["BertModel"], "hidden_size": 768, "num_hidden_layers": 12,
+     "num_attention_heads": 12, "intermediate_size": 3072, "vocab_size": 30522},  # read off transformers as a decoder
+    {"model_type": "marian", "architectures": ["MarianMTModel"], "d_model": 512, "encoder_layers": 6,
+     "decoder_layers": 6, "vocab_size": 58101, "is_encoder_decoder": True},
+    {"model_type": "my_seq2seq", "is_encoder_decoder": True, "hidden_size": 512, "num_hidden_layers": 6,
+     "num_attention_heads": 8, "vocab_size": 32000},
+], ids=["bert", "marian", "custom-encoder-decoder"])
+def test_an_encoder_or_encoder_decoder_family_is_refused(tmp_path, config):
+    """A bare BERT was counted and planned as a decoder LLM (a KV cache it has not): families that are no decoder
+    and not modelled, and any config that says is_encoder_decoder, are refused in one sentence."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    with pytest.raises(GpuplanError) as err:
+        load_model(str(path))
+    message = str(err.value)
+    assert "is not a decoder LLM" in message and config["model_type"] in message and "\n" not in message
+
+
 def test_a_bare_denoiser_config_is_the_bundled_one_when_it_is(tmp_path):
     """The review's SDXL UNet config (its own folder, no model_index.json): counted without diffusers, the bundled
     profile read, and the note says its VAE and text encoders are not counted."""

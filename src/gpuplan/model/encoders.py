@@ -44,6 +44,19 @@ FAMILIES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "clip_vision_model": ("encoder", "CLIPVisionModel", ()),
     "siglip_vision_model": ("encoder", "SiglipVisionModel", ()),
 }
+# transformers families that are no decoder LLM and that gpuplan does not model: encoders of text, speech and images,
+# and encoder-decoders other than the FAMILIES above. A config of one is refused (kinds.of_config) where it would
+# otherwise be read off transformers as a decoder (BERT's BertModel: a KV cache and causal decoding it has not).
+NOT_DECODERS = frozenset((
+    "bert", "roberta", "xlm-roberta", "xlm-roberta-xl", "distilbert", "albert", "electra", "deberta", "deberta-v2",
+    "camembert", "mpnet", "modernbert", "longformer", "xlm", "flaubert", "funnel", "mobilebert", "squeezebert",
+    "ernie", "canine", "esm", "layoutlm", "layoutlmv2", "layoutlmv3", "data2vec-text", "wav2vec2", "wav2vec2-bert",
+    "wav2vec2-conformer", "hubert", "wavlm", "data2vec-audio", "unispeech", "unispeech-sat", "sew", "sew-d",
+    "beit", "deit", "dinov2", "swin", "swinv2", "convnext", "convnextv2", "resnet", "segformer", "mobilevit",
+    "data2vec-vision", "sam", "detr", "yolos", "owlvit", "owlv2", "clap", "marian", "pegasus", "pegasus_x", "led",
+    "m2m_100", "nllb-moe", "seamless_m4t", "seamless_m4t_v2", "speech_to_text", "bigbird_pegasus", "prophetnet",
+    "fsmt", "plbart", "blenderbot", "blenderbot-small", "longt5", "switch_transformers", "pix2struct", "mvp",
+    "vision-encoder-decoder", "speech-encoder-decoder", "encoder-decoder"))
 # tensors of one value per pair of tokens, so profiles of degree 2 in the tokens: T5's relative position bias (heads x
 # query x key, added to every score), BART's 4-D attention masks (batch x 1 x query x key, built by transformers'
 # masking_utils for its decoder's causal and cross attention)

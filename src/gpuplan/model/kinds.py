@@ -62,6 +62,9 @@ def of_config(config: Any, name: str) -> ModuleSpec | None:
                 None)
     if head:
         raise encoders.refuse_unknown(config, f"{name} ({head})")
+    family = config.get("model_type")
+    if (isinstance(family, str) and family in encoders.NOT_DECODERS) or config.get("is_encoder_decoder") is True:
+        raise encoders.refuse_unknown(config, name)
     return None
 
 
