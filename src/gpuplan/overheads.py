@@ -557,7 +557,22 @@ MULTINODE_STRAGGLER = 0.97  # cross-node jitter: the slowest rank sets the step
 # decode 3 % below to 16 % above (13 rows); widened where the estimate rests on a default (another vendor's
 # software, a fabric the offer does not state, CPU-held layers).
 SPEED_SPREAD = {"train": (-0.19, 0.12), "decode": (-0.03, 0.16)}
-SPEED_SPREAD_WIDENING = {"other vendor": 1.5, "no fabric data": 1.5, "cpu layers": 1.5}
+# Decode speed per serving engine x class of model (gpuplan.speed.bands): (low, high, held-out rows, where), the
+# 10th-90th percentile of measured / estimated - 1 over the rows bench/serving/bands.py holds out
+# (bench/results/bands.md). A pair missing here is uncalibrated: no bench measures it.
+DECODE_BANDS: dict[tuple[str, str], tuple[float, float, int, str]] = {
+    ("vllm", "dense"): (-0.04, 0.12, 31, "Llama-2 7B/70B, CodeLlama-34B, Llama-3.1-8B and Qwen2.5 0.5B-72B serving "
+                        "and decode runs (bench/results/bands.md)"),
+    ("vllm", "MoE"): (0.00, 0.05, 4, "Mixtral-8x7B serving runs only: no DeepSeek, Qwen3 MoE or gpt-oss run "
+                      "(bench/results/bands.md)"),
+    ("sglang", "dense"): (-0.12, 0.02, 4, "Llama-3.1 8B and 70B, SGLang 0.3-0.4 (bench/results/bands.md)"),
+    ("trtllm", "dense"): (-0.12, 0.08, 164, "NVIDIA's trtllm-bench tables, Llama 3.x 8B-405B "
+                          "(bench/results/bands.md)"),
+    ("trtllm", "MoE"): (-0.52, 0.01, 67, "NVIDIA's trtllm-bench tables on one GPU, Llama 4 Scout, Qwen3-30B-A3B, "
+                        "Mixtral-8x7B: gpuplan up to 2x too fast (bench/results/bands.md)"),
+    ("transformers", "dense"): (-0.20, 0.05, 4, "Qwen-1 1.8B-72B decode runs (bench/results/bands.md)"),
+}
+SPEED_SPREAD_WIDENING = {"other vendor": 1.5, "no fabric data": 1.5, "cpu layers": 1.5, "uncalibrated": 2.0}
 
 # ---- checkpointing and spot (cost) --------------------------------------------------------------------
 CHECKPOINT_WRITE_GBS = 1.0  # sustained write to network/local storage, GB/s (override: --disk-gbs)
@@ -592,6 +607,12 @@ SHORTHAND_LENGTH_SIGMA = 0.7
 # 0.11-0.19, H100, RTX 4090 and RTX PRO 6000: 0.72 (Qwen3-32B over two PCIe RTX PRO 6000, simulated 39 % fast) to
 # 1.18 (the simulation errs low on the H100 runs). Multiplies the rate; updated with that table.
 SERVING_RATE_BAND = (0.72, 1.18)
+# Requests of a simulated load whose lengths are given as means (estimate --users / --rate, capacity's
+# --prompt-tokens / --output-tokens) draw them uniformly within +-50 % of the mean (vllm bench serve's random
+# dataset with --random-range-ratio 0.5). An assumption, not a measurement: any spread breaks the lockstep in which
+# fixed lengths keep a closed loop (new-user review 3, question 2: SGLang 34 users per H200 at fixed lengths, 193
+# at the same means spread out); 0.5 keeps the longest request within 1.5x the mean, and the mean as given.
+SERVING_LENGTH_SPREAD = 0.5
 
 # ---- launch: the disk a cloud job asks for (gpuplan launch) -------------------------------------------
 CHECKPOINTS_KEPT = 2  # Trainer save_total_limit: the newest checkpoint may be torn by an interruption

@@ -94,6 +94,10 @@ FIELD_HELP = {
 }
 
 
+# Scenario fields with a second, shorter flag: the names the benchmark clients and `gpuplan capacity` use.
+FLAG_ALIASES = {"rate_rps": "--rate", "think_time_s": "--think-time"}
+
+
 def scenario_options() -> list[inspect.Parameter]:
     """One ``--field-name`` option per scenario field, typed as the field is (int, float, true/false, a choice or
     text), with the scenario's default in the help; ranges and choices are checked by the scenario model, which
@@ -123,7 +127,8 @@ def scenario_options() -> list[inspect.Parameter]:
         params.append(inspect.Parameter(
             name, inspect.Parameter.KEYWORD_ONLY, default=None,
             annotation=Annotated[kind | None, typer.Option(  # type: ignore[operator]
-                f"--{name.replace('_', '-')}", help=helptext.strip(), metavar=metavar, show_default=False,
+                f"--{name.replace('_', '-')}", *([FLAG_ALIASES[name]] if name in FLAG_ALIASES else []),
+                help=helptext.strip(), metavar=metavar, show_default=False,
                 rich_help_panel="Scenario fields", **extra)]))
     return params
 

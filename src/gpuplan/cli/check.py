@@ -11,6 +11,7 @@ from rich.text import Text
 
 from ..errors import GpuplanError
 from ..scenario import load_scenario
+from ..userfiles import write_file
 from .app import JsonFlag, app, option, overrides, print_json, scenario_command
 from .render import Column, FormatOption, bullet, out, resolve_format, show
 
@@ -42,25 +43,27 @@ def simulate_cmd(scenario: str | None = None, as_json: bool = False, compare: bo
     from ..model.catalog import load_model
     from ..model.module import NotADecoder
     from ..scenario.describe import describe
+    from ..serving.report import plot_target
     from ..sim.simulate import simulate
 
     if module:
         return _simulate_module(module, overrides(fields), as_json)
     s = load_scenario(scenario, overrides(fields))
+    target = plot_target(plot) if plot is not None else None  # before the simulation, not after it
     try:
         m = load_model(s.model)
     except NotADecoder as other:
         return _simulate_pipeline(s, other.spec, as_json)
-    if not as_json:
+    sim = simulate(s, timeline=target is not None, layers=layers)
+    if not as_json:  # after: a scenario simulate refuses prints its sentence alone
         bullet(describe(s, m), prefix="", style="bold")
-    sim = simulate(s, timeline=plot is not None, layers=layers)
     est = None
     if compare:
         from ..api import estimate
 
         est = estimate(s, advise=False).memory
-    if plot:
-        _plot(sim, Path(plot))
+    if target is not None:
+        _plot(sim, target)
     if as_json:
         data = {k: v for k, v in sim.__dict__.items() if k != "timeline"}
         if est is not None:
@@ -145,8 +148,10 @@ def _plot(sim, path: Path) -> None:
                  "counts it")
     ax.legend(markerscale=8, title="phase")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    try:
+        write_file(path, lambda temp: fig.savefig(temp, dpi=120), "--plot")
+    finally:
+        plt.close(fig)
 
 
 def _full_layers(sim) -> dict[str, int]:

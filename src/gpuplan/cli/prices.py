@@ -152,10 +152,13 @@ def update_cmd(
     except (SourceError, OSError) as e:  # the source could not answer, or the cache could not be written
         err.print(Text("prices not updated:", style="yellow") + f" {e}. The prices in force stay as they were: "
                   f"{in_force()}.", highlight=False, soft_wrap=True)
+        if as_json:  # a script asked for JSON: it gets it, the failure included (exit 1 all the same)
+            print_json({"source": source, "updated": False, "reason": str(e), "in_force": status()})
         raise typer.Exit(1) from None
-    summary = {"source": source, "rows": saved.rows, "gpu_types": len({o.gpu_id for o in fetched.offers}),
-               "path": str(saved.path), "fetched_at": saved.fetched_at, "origin": fetched.origin,
-               "unmapped_gpu_names": fetched.unmapped, "implausible_rows_left_out": fetched.implausible}
+    summary = {"source": source, "updated": True, "rows": saved.rows,
+               "gpu_types": len({o.gpu_id for o in fetched.offers}), "path": str(saved.path),
+               "fetched_at": saved.fetched_at, "origin": fetched.origin, "unmapped_gpu_names": fetched.unmapped,
+               "implausible_rows_left_out": fetched.implausible}
     if as_json:
         print_json(summary)
         return

@@ -24,7 +24,7 @@ from pathlib import Path
 import yaml
 
 from ..errors import GpuplanError, UnknownNameError, did_you_mean, echo, normalize_name
-from ..userfiles import load_json
+from ..userfiles import load_json, user_path
 from . import kinds
 from .module import NotADecoder
 from .spec import ModelSpec
@@ -114,7 +114,7 @@ def load_model(name: str) -> ModelSpec:
     other = kinds.named(name)
     if other:
         raise NotADecoder(other)
-    path = Path(name).expanduser()
+    path = user_path(name)
     try:
         exists = path.exists()
     except OSError:  # a name too long or otherwise impossible as a path is not one

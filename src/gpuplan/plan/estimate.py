@@ -16,8 +16,9 @@ from .resolve import resolve
 
 def estimate(scenario: Scenario | dict[str, Any], *, advise: bool = True) -> Plan:
     """The plan of a scenario. ``advise`` adds the largest batch and context that fit and, when the job does not
-    fit, the changes that would (each a memory-only plan of the changed scenario). A model that is not a decoder LLM
-    (a diffusion pipeline, an encoder-decoder, an encoder) is planned from its recorded profiles
+    fit, the changes that would (each a memory-only plan of the changed scenario). A serving plan runs its load
+    and its batch through the engine's scheduler (:func:`gpuplan.plan.build.serving_runs`). A model that is not a
+    decoder LLM (a diffusion pipeline, an encoder-decoder, an encoder) is planned from its recorded profiles
     (:func:`gpuplan.plan.modules.module_plan`), into the same :class:`Plan`."""
     s = scenario_from(scenario)
     try:
@@ -26,4 +27,4 @@ def estimate(scenario: Scenario | dict[str, Any], *, advise: bool = True) -> Pla
         from .modules import module_plan
 
         return module_plan(s, other.spec, advise=advise)
-    return build(r, offers_for(r, load_offers()) if r.gpu is not None else None, advise=advise)
+    return build(r, offers_for(r, load_offers()) if r.gpu is not None else None, advise=advise, simulate=True)

@@ -34,6 +34,7 @@ from ..model.spec import ModelSpec
 from ..result import Answer
 from ..scenario import Scenario
 from ..scenario.stacks import FRAMEWORKS
+from ..speed.comms import Link, intra_node_link
 from ..speed.gemm import can_time
 from ..stacks import stack_for
 from .build import Offers, build
@@ -151,7 +152,7 @@ class Setup(BaseModel):
                   price_origin=cost.price_origin, usd_per_gpu_hour=cost.usd_per_gpu_hour,
                   gpus_per_instance=cost.gpus_per_instance, bill_usd=cost.bill_usd if hours is not None else None,
                   change=note, plan=plan)
-        row.rationale = _rationale(row, gpu, speed)
+        row.rationale = _rationale(row, gpu, speed, intra_node_link(gpu, offer.network))
         return row
 
 
@@ -248,7 +249,8 @@ def _variants(s: Scenario, c: Constraints, shipped: str | None = None) -> list[t
 
 # what each stack shards with (stacks.py refuses the others) and which add activation offloading to their defaults
 SHARDING = {"hf": ("ddp", "zero2", "zero3"), "axolotl": ("ddp", "zero2", "zero3"), "torchtune": ("fsdp",),
-            "torchtitan": ("ddp", "fsdp"), "unsloth": ("ddp",), "pytorch": ("ddp", "fsdp")}
+            "torchtitan": ("ddp", "fsdp"), "unsloth": ("ddp",), "pytorch": ("ddp", "fsdp"),
+            "megatron": ("ddp", "zero1")}  # Megatron-Core: DDP, or its distributed optimizer
 OFFLOADS = ("torchtune", "axolotl", "pytorch")  # Unsloth offloads by default; torchtitan and the Trainer cannot
 
 
@@ -512,26 +514,41 @@ def _no_price(s: Scenario, c: Constraints, all_offers: list[Offer]) -> str:
     return f"no {c.pricing.replace('_', '-')} offer for {names} matches --providers / --pricing: widen them"
 
 
-def _rationale(x: Setup, gpu: GpuSpec, speed) -> str:
+def _rationale(x: Setup, gpu: GpuSpec, speed, link: Link) -> str:
     """Memory, then communication, then budget, as the guides order the decision."""
     parts = [f"fits with {x.headroom_pct:.0f}% headroom ({x.device_peak_gib:.1f} of {x.capacity_gib:.1f} GiB)"]
     if x.change:
         parts.append(x.change)
     if gpu.vendor != "NVIDIA":
         parts.append(f"{gpu.vendor}: check your stack supports it (ROCm / Gaudi software)")
-    if x.num_gpus == 1:
-        parts.append("one GPU: no interconnect needed")
-    elif speed.bound == "communication":
-        parts.append("communication-bound: prefer NVLink" if not gpu.nvlink_bandwidth_gbs else
-                     "communication-bound even on NVLink")
-    else:
-        parts.append(f"{speed.bound}-bound, so " +
-                     ("NVLink helps little" if gpu.nvlink_bandwidth_gbs else "PCIe is enough"))
+    parts.append(links_said(x.num_gpus, link, speed))
     if speed.bound.startswith("host"):
         parts.append("eager decoding: a serving engine (--engine vllm) is several times faster")
     parts.append(f"${x.usd_per_million_tokens:,.3g} per million tokens at {x.tokens_per_s:,.0f} tokens/s "
                  f"(likely {x.tokens_per_s_low:,.0f}-{x.tokens_per_s_high:,.0f}: ranked on the central value)")
     return "; ".join(parts)
+
+
+# Below this share of the step, the links of a PCIe card are not worth replacing (the plan's own breakdown).
+LINKS_MINOR_SHARE = 0.05
+
+
+def links_said(num_gpus: int, link: Link, speed) -> str:
+    """What the plan's own breakdown says of its links (``link``: the one its speed was timed on): the share of
+    the step its collectives take (``speed.communication_s`` of ``step_time_s``: tensor-parallel all-reduces when
+    serving, the exposed collectives when training), and a verdict only where the share decides it: over PCIe,
+    under :data:`LINKS_MINOR_SHARE` "PCIe is enough", above it faster links would shorten the step. Over NVLink the
+    share is said and nothing more: how much slower PCIe would be is not in this plan."""
+    if num_gpus == 1:
+        return "one GPU: no interconnect needed"
+    share = min(speed.communication_s / speed.step_time_s, 1.0) if speed.step_time_s else 0.0
+    step = "decode step" if speed.ttft_s is not None else "step"
+    said = f"{speed.bound}-bound; collectives take {share:.0%} of the {step} over {link.label}"
+    if link.kind == "nvlink":
+        return said + (" (communication-bound even there)" if speed.bound == "communication" else "")
+    if share < LINKS_MINOR_SHARE:
+        return said + ", so PCIe is enough"
+    return said + ": faster GPU-to-GPU links (NVLink) would shorten it"
 
 
 def _key(x: Setup, objective: str) -> float:

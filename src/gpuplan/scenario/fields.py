@@ -8,12 +8,15 @@ Every error names the field and the fix, as one sentence.
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_serializer, model_validator
 
+from .. import overheads as oh
 from ..errors import GpuplanError, did_you_mean, echo_value
 from ..model.quant import QUANT_FORMATS
 from ..userfiles import read_mapping
@@ -129,6 +132,21 @@ class Scenario(BaseModel):
     shared_prefix_tokens: int = Field(default=0, ge=0, le=10_000_000, description="tokens every prompt starts with "
                                       "(a system prompt): cached once and reused by the engines that share KV "
                                       "blocks across requests (vLLM V1 in whole blocks, SGLang token by token)")
+    # a load on the serving setup: estimate runs the engine's scheduler on it (gpuplan.serving.load)
+    users: int | None = Field(default=None, ge=1, le=10_000, description="simulate this many users (closed loop): "
+                              "each sends its next request think_time_s after its last reply, as vllm bench serve "
+                              "--max-concurrency; the plan gains TTFT, TPOT, ITL and end-to-end percentiles "
+                              "(engine vllm or sglang; batch_size defaults to it)")
+    think_time_s: float = Field(default=0.0, ge=0, le=3600, description="with users: mean seconds a user waits "
+                                "between a reply and its next request (0: back to back, as benchmarks run)")
+    rate_rps: float | None = Field(default=None, gt=0, le=10_000, description="simulate requests arriving at this "
+                                   "rate, requests/s (open loop, Poisson: vllm bench serve --request-rate)")
+    length_spread: float = Field(default=oh.SERVING_LENGTH_SPREAD, ge=0, lt=1, description="with users or "
+                                 "rate_rps: each request's prompt and output lengths drawn uniformly within (1 +- "
+                                 "spread) x prompt_tokens and output_tokens (vllm bench serve --random-range-ratio); "
+                                 "0: every request the same length, which keeps a closed loop in lockstep")
+    num_requests: int | None = Field(default=None, ge=1, le=100_000, description="with users or rate_rps: "
+                                     "requests the simulated run sends (default: 10 per user, or 1,000)")
     kv_cache_dtype: Literal["auto", "fp16", "bf16", "fp8", "int8"] = "auto"
     engine: Literal["transformers", "vllm", "sglang", "llama.cpp", "trtllm"] = "transformers"
     gpu_memory_utilization: float = Field(default=0.9, gt=0.0, le=1.0, description="vLLM's share of the card")
@@ -299,6 +317,7 @@ class Scenario(BaseModel):
         (:mod:`gpuplan.plan.refusals`), not here: these rules are about the input alone."""
         _fill(self, stacks.resolve(self.__dict__))
         _fill(self, _data_defaults(self))
+        _fill(self, _load_defaults(self))
         if self.shared_prefix_tokens and self.task == "train":
             raise ValueError("shared_prefix_tokens is the start every serving prompt shares: drop it for training")
         if self.shared_prefix_tokens >= self.prompt_tokens:
@@ -317,6 +336,16 @@ class Scenario(BaseModel):
             raise ValueError(f"give eval_tokens (tokens of one evaluation pass) with eval_interval: {self.framework}"
                              " evaluates whatever eval set it is given")
         return self
+
+    @model_serializer(mode="wrap")
+    def _without_idle_load(self, handler) -> dict[str, Any]:
+        """Every field, but a serving load's (:data:`LOAD_FIELDS`) when none is asked: defaults that say nothing
+        (the scenario read back from its dump is the same)."""
+        data = handler(self)
+        if self.users is None and self.rate_rps is None:
+            for key in LOAD_FIELDS:
+                data.pop(key, None)
+        return data
 
     def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> Scenario:
         """A copy with ``update`` applied to the fields given explicitly, validated again, so that the framework's
@@ -389,6 +418,33 @@ def _fill(s: Scenario, values: dict[str, Any]) -> None:
     s.__dict__.update(values)
 
 
+LOAD_FIELDS = ("users", "think_time_s", "rate_rps", "length_spread", "num_requests")
+
+
+def _load_defaults(s: Scenario) -> dict[str, Any]:
+    """A serving load's rules (:mod:`gpuplan.serving.load`): users or a rate, not both, on an engine whose scheduler
+    is simulated; its other fields only with one of them. ``batch_size`` left unset takes ``users``."""
+    given = [k for k in LOAD_FIELDS if getattr(s, k) != Scenario.model_fields[k].default]  # (a dump has them all)
+    if not given:
+        return {}
+    if s.task == "train":
+        raise ValueError(f"{', '.join(given)} describe a serving load: drop them for training")
+    if s.users is not None and s.rate_rps is not None:
+        raise ValueError("give users (a closed loop) or rate_rps (an open loop), not both")
+    if s.users is None and s.rate_rps is None:
+        raise ValueError(f"{', '.join(given)} {'shape' if len(given) > 1 else 'shapes'} a simulated load: give "
+                         "users (closed loop) or rate_rps (open loop) too")
+    if s.think_time_s and s.users is None:
+        raise ValueError("think_time_s is the users' pause between requests: give users (a closed loop), not a "
+                         "rate")
+    if s.engine not in ("vllm", "sglang"):
+        raise ValueError(f"users and rate_rps run the engine's scheduler, simulated for vllm and sglang, not "
+                         f"{s.engine}: set engine vllm or sglang")
+    if s.users is not None and "batch_size" not in s.model_fields_set:
+        return {"batch_size": s.users}
+    return {}
+
+
 def _data_defaults(s: Scenario) -> dict[str, Any]:
     """The fields the training data decides when they are unset: ``train_tokens`` (Chinchilla's for a synthetic
     model given no data), or ``train_tokens``, ``packing`` and a padded batch's ``seq_len`` from the data
@@ -433,7 +489,7 @@ TRAIN_ONLY = frozenset({"method", "optimizer", "optimizer_impl", "lora_rank", "l
 # fields that lay out training over GPUs: the web form and the list of defaults leave them out of serving
 TRAINING_LAYOUT = frozenset({"num_nodes", "strategy", "pp", "offload", "framework", "dataset_gb"})
 INFER_ONLY = frozenset({"batch_size", "prompt_tokens", "output_tokens", "shared_prefix_tokens", "kv_cache_dtype",
-                        "engine",
+                        "engine", *LOAD_FIELDS,
                         "mem_fraction_static", "gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs",
                         "max_model_len", "engine_version", "entry_point", "enforce_eager", "ubatch_tokens",
                         "free_gpu_memory_fraction", "tokens_per_block", "capacity_scheduler_policy",
@@ -485,6 +541,10 @@ def _one_sentence(err: ValidationError) -> str:
 
 def load_scenario(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> Scenario:
     """Read a scenario file (YAML or JSON) and apply ``overrides`` (CLI flags) on top."""
+    if path is not None and (isinstance(path, bytes) or not isinstance(path, (str, os.PathLike))):
+        raise GpuplanError(f"a scenario file is a path (text or a Path), not {echo_value(path)}")
+    if overrides is not None and not isinstance(overrides, Mapping):
+        raise GpuplanError(f"overrides are a mapping of scenario fields to values, not {echo_value(overrides)}")
     data: dict[str, Any] = dict(read_mapping(path, "scenario")) if path is not None else {}
     data.update({k: v for k, v in (overrides or {}).items() if v is not None})
     return scenario_from(data)

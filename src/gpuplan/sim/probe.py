@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import overheads as oh
-from ..errors import GpuplanError
+from ..errors import GpuplanError, echo_value
 from ..model.catalog import load_model
 from ..plan.estimate import estimate
 from ..plan.refusals import scenario_refusal
@@ -180,7 +180,11 @@ def read_record(path: str | Path) -> dict[str, Any]:
     """A probe record from ``path``, checked: a JSON object with ``scenario``, ``probe`` and ``estimate``
     objects whose measured and estimated GiB are finite numbers >= 0 (one sentence per problem)."""
     p = Path(path)
-    if p.is_dir():
+    try:
+        folder = p.is_dir()
+    except OSError as err:  # a name too long for the file system (ENAMETOOLONG), a loop of links
+        raise GpuplanError(f"{echo_value(str(path))} cannot be read: {err.strerror or err}") from None
+    if folder:
         raise GpuplanError(f"{path} is a folder: pass the probe records in it ({path}/*.json)")
     record = load_json(p, "probe record")
     if not isinstance(record, dict):

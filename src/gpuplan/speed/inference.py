@@ -36,6 +36,7 @@ from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from ..tensors.kv import kv_bytes_per_sequence
 from ..tensors.state import attention_kernel, weight_format
+from .bands import decode_band, model_class
 from .breakdown import Speed
 from .comms import Link, all_reduce_s, intra_node_link
 from .gemm import bandwidth, gemm_time_s, peak_flops, streaming_bandwidth
@@ -175,10 +176,14 @@ class StepTimer:
                 if lin.group == "experts" and lin.count > 1:
                     if dense_only:
                         continue
-                    rows = tokens * layer.experts_per_token / lin.count
-                    total += count * gemm_time_s(gpu, self.dtype, rows, lin.in_features, lin.out_features / tp,
-                                                 count=lin.count, weight_bytes=w, kernels=1, latency_s=latency,
-                                                 bandwidth_bps=bps)
+                    # the grouped GEMM runs the experts the tokens reach, E (1 - (1 - k/E)^T) of them (uniform
+                    # routing; vLLM's fused_moe moe_align_block_size gives an expert no block without tokens):
+                    # a short prompt does not read every expert
+                    k, e = layer.experts_per_token, lin.count
+                    touched = e * (1 - (1 - k / e) ** tokens)
+                    total += count * gemm_time_s(gpu, self.dtype, tokens * k / touched, lin.in_features,
+                                                 lin.out_features / tp, count=touched, weight_bytes=w, kernels=1,
+                                                 latency_s=latency, bandwidth_bps=bps)
                 else:
                     n = lin.out_features / tp if lin.group != "router" else lin.out_features
                     total += count * gemm_time_s(gpu, self.dtype, tokens, lin.in_features, n, weight_bytes=w,
@@ -388,4 +393,18 @@ def inference_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | 
     widen = ["cpu layers"] if timer.cpu_layer_share else []
     if gpu.vendor != "NVIDIA":
         widen.append("other vendor")
-    return speed.with_range("decode", *widen)
+    return banded(speed, engine.name, m, widen)
+
+
+def banded(speed: Speed, engine: str, m: ModelSpec, widen: list[str]) -> Speed:
+    """``speed`` with its range: the band the benches measure for ``engine`` on ``m``'s class of model
+    (:func:`.bands.decode_band`), else the decode spread doubled and said "uncalibrated"."""
+    found = decode_band(engine, m)
+    if found is None:
+        cls = model_class(m)
+        speed.band = (f"uncalibrated: no bench measures {engine} on {cls} models, so the range is the decode "
+                      "spread of the measured pairs, doubled")
+        return speed.with_range("decode", *widen, "uncalibrated")
+    low, high, where = found
+    speed.band = where + (" (widened: " + ", ".join(widen) + ")" if widen else "")
+    return speed.with_range("decode", *widen, band=(low, high))

@@ -29,6 +29,7 @@ GROUPS = {
     "techniques": ("loss", "loss_chunks", "activation_offload", "compile", "optimizer_in_backward",
                    "checkpoint_every"),
     "inference": ("shared_prefix_tokens", "kv_cache_dtype", "gpu_memory_utilization", "max_num_batched_tokens"),
+    "load": ("users", "think_time_s", "rate_rps", "length_spread", "num_requests"),
     "parallelism": ("num_nodes", "strategy", "tp", "pp", "offload"),
     "pricing": ("provider", "pricing", "mtbi_hours", "disk_gbs", "max_price_age_days", "include_low_confidence"),
 }

@@ -12,7 +12,6 @@ deadline: :mod:`.work`.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -20,6 +19,7 @@ import anyio
 from ..errors import GpuplanError, UnknownNameError
 from ..model import kinds
 from ..model.catalog import REPO_ID, aliases, base_repo, bundled, bundled_repo
+from ..userfiles import user_path
 from .uploads import Store, is_ref
 
 MAX_BODY_BYTES = 32 * 1024
@@ -99,7 +99,7 @@ def check_model(name: str, hub: bool) -> None:
         raise GpuplanError(f"{other.describe()}: the web page plans decoder LLMs; `gpuplan estimate --model "
                            f"{other.name}` on the command line, or gpuplan.estimate in Python, plans it")
     try:
-        on_disk = Path(name).expanduser().exists()
+        on_disk = user_path(name).exists()
     except (OSError, ValueError):  # too long or otherwise impossible as a path
         on_disk = False
     if on_disk or name.endswith(".json") or name.startswith((".", "~", "/")) or "\\" in name:

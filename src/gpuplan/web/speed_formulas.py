@@ -33,7 +33,13 @@ def _flops_per_token(x: Context, recompute: bool = True) -> tuple[float, str]:
     return dense + attention, f"{k} x N{again} + attention, N = {count(n)}"
 
 
-def _range(sp: dict, kind: str) -> Constant:
+def _range(sp, kind: str) -> Constant:
+    if sp.band:  # serving: the engine x model class's measured band, or uncalibrated (speed/bands.py)
+        rate = sp.tokens_per_s or 1.0
+        low, high = (sp.tokens_per_s_low or 0) / rate - 1, (sp.tokens_per_s_high or 0) / rate - 1
+        return Constant(name="range", value=f"{(sp.tokens_per_s_low or 0):,.0f} to {(sp.tokens_per_s_high or 0):,.0f} "
+                        f"tokens/s ({low:+.0%} / {high:+.0%} of the estimate)",
+                        source=f"{sp.band}; overheads.DECODE_BANDS")
     low, high = oh.SPEED_SPREAD[kind]
     return Constant(name="calibration spread", value=f"{(sp.tokens_per_s_low or 0):,.0f} to "
                     f"{(sp.tokens_per_s_high or 0):,.0f} tokens/s ({low:+.0%} / {high:+.0%} of the estimate, "
