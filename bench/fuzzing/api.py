@@ -224,7 +224,7 @@ def meta_case(r: random.Random, which: str) -> dict[str, Any]:
         base["seq_len"] = 2 ** r.randint(6, 14)
         return {"base": base, "vary": "seq_len", "values": [base["seq_len"], base["seq_len"] * r.choice([1.5, 2])]}
     n = r.choice([2, 4, 8, 16])
-    base.update(strategy=r.choice(["zero3", "fsdp"]), gpu=r.choice(["h100-sxm", "a100-sxm4-80gb", "l40s"]),
+    base.update(sharding=r.choice(["zero3", "fsdp"]), gpu=r.choice(["h100-sxm", "a100-sxm4-80gb", "l40s"]),
                 seq_len=r.choice([512, 2048]), num_gpus=n)
     return {"base": base, "vary": "num_gpus", "values": [n, n * 2]}
 

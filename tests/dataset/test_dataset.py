@@ -197,7 +197,7 @@ def test_launch_3060_qlora_unsloth(data, tokenizer):
     from gpuplan.launchers import launch_files, launch_plan
     from gpuplan.launchers.settings import LaunchOptions
 
-    s = {"model": "qwen3-8b", "task": "train", "method": "qlora", "framework": "unsloth", "gpu": "rtx-3060",
+    s = {"model": "qwen3-8b", "task": "train", "method": "qlora", "stack": "unsloth", "gpu": "rtx-3060",
          "seq_len": 4096, "samples": 10_000, "mean_tokens": 1000, "epochs": 2}
     plan = launch_plan(s)
     text = next(f.text for f in launch_files(plan, ["unsloth"], LaunchOptions(dataset=str(data)))
@@ -226,7 +226,7 @@ def test_launch_32b_zero3(tmp_path, monkeypatch):
     from gpuplan.launchers import launch_files, launch_plan, write
     from gpuplan.launchers.settings import LaunchOptions
 
-    s = {"model": "qwen2.5-32b", "task": "train", "method": "full", "strategy": "zero3", "gpu": "a100-80gb",
+    s = {"model": "qwen2.5-32b", "task": "train", "method": "full", "sharding": "zero3", "gpu": "a100-80gb",
          "num_gpus": 8, "seq_len": 6144, "grad_checkpointing": "full", "loss": "fused-linear", "train_tokens": 5e7}
     plan = launch_plan(s)
     write(launch_files(plan, ["trainer", "deepspeed", "accelerate"], LaunchOptions()), tmp_path)

@@ -88,7 +88,7 @@ def kohya_options() -> set[str]:
 ])
 def test_kohya_toml_holds_sd_scripts_options(model, extra, tmp_path):
     out = write(tmp_path, "--model", model, "--task", "train", "--method", "lora", "--gpu", "rtx-4090",
-                "--framework", "kohya", *extra)
+                "--stack", "kohya", *extra)
     tables = tomllib.loads((out / "kohya.toml").read_text())
     keys = {k for table in tables.values() for k in table}
     assert keys <= kohya_options(), keys - kohya_options()
@@ -107,7 +107,7 @@ def test_kohya_toml_holds_sd_scripts_options(model, extra, tmp_path):
 
 def test_simpletuner_config_keys_are_its_options(tmp_path):
     out = write(tmp_path, "--model", "flux-dev", "--task", "train", "--method", "qlora", "--gpu", "rtx-4090",
-                "--framework", "simpletuner", "--resolution", "1024", "--micro-batch-size", "2")
+                "--stack", "simpletuner", "--resolution", "1024", "--micro-batch-size", "2")
     options = {line.strip() for line in (DATA / "simpletuner" / "arguments.txt").read_text().splitlines()
                if line.startswith("--")}
     config = json.loads((out / "config.json").read_text())
@@ -120,7 +120,7 @@ def test_simpletuner_config_keys_are_its_options(tmp_path):
 
 def test_ai_toolkit_yaml_has_the_example_configs_layout(tmp_path):
     out = write(tmp_path, "--model", "flux-dev", "--task", "train", "--method", "lora", "--gpu", "rtx-4090",
-                "--framework", "ai-toolkit", "--quant", "fp8", "--resolution", "512,768,1024")
+                "--stack", "ai-toolkit", "--quant", "fp8", "--resolution", "512,768,1024")
     ours = yaml.safe_load((out / "ai-toolkit.yaml").read_text())
     example = yaml.safe_load((DATA / "ai-toolkit" / "train_lora_flux_24gb.yaml").read_text())
 
@@ -141,7 +141,7 @@ def test_ai_toolkit_yaml_has_the_example_configs_layout(tmp_path):
 
 @pytest.mark.parametrize("args, words", [
     (["--model", "flux-dev", "--method", "qlora", "--target", "diffusers"], "16-bit base"),
-    (["--model", "flux-dev", "--method", "qlora", "--framework", "kohya"], "not NF4"),
+    (["--model", "flux-dev", "--method", "qlora", "--stack", "kohya"], "not NF4"),
     (["--model", "sdxl", "--method", "full", "--target", "diffusers"], "no full DreamBooth script for SDXL"),
     (["--model", "sdxl", "--resolution", "1024,1216x832", "--target", "diffusers"], "aspect buckets"),
     (["--model", "sdxl", "--target", "vllm"], "does not apply to a diffusion model"),

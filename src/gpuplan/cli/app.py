@@ -9,7 +9,8 @@ from typing import Annotated, Any
 
 import typer
 
-from .. import __version__
+from .._version import __version__
+from ..errors import GpuplanError, renamed
 from .render import follow_columns, out, write_json
 
 app = typer.Typer(
@@ -88,7 +89,7 @@ FIELD_HELP = {
     "output_tokens": "generated tokens per request (serve)", "kv_cache_dtype": "KV cache storage (serve)",
     "engine": "serving engine: memory policies differ", "gpu_memory_utilization": "share of the card vLLM takes",
     "max_num_batched_tokens": "vLLM's prefill chunk", "gpu": "GPU name or id (`gpuplan gpus`)",
-    "num_gpus": "GPUs per node", "num_nodes": "nodes", "strategy": "data parallel strategy (train); fsdp = zero3",
+    "num_gpus": "GPUs per node", "num_nodes": "nodes", "sharding": "data parallel strategy (train); fsdp = zero3",
     "tp": "tensor parallel degree", "pp": "pipeline stages (serve: layers split over GPUs)",
     "offload": "training states kept in CPU memory", "pricing": "offers to price on",
 }
@@ -102,10 +103,10 @@ def scenario_options() -> list[inspect.Parameter]:
     """One ``--field-name`` option per scenario field, typed as the field is (int, float, true/false, a choice or
     text), with the scenario's default in the help; ranges and choices are checked by the scenario model, which
     names the field and the fix."""
-    from ..scenario import Scenario
+    from .. import api
 
     params = []
-    for name, info in Scenario.model_fields.items():
+    for name, info in api.Scenario.model_fields.items():
         kind, metavar, extra = _kind(info.annotation)
         choices = extra.pop("choices", None)
         about = info.description or FIELD_HELP.get(name, "")
@@ -113,9 +114,7 @@ def scenario_options() -> list[inspect.Parameter]:
         if name == "lora_targets":
             helptext, metavar = "all-linear, or modules separated by commas: q_proj,v_proj", "TEXT"
         if name == "quant":
-            from ..model.quant import QUANT_FORMATS
-
-            named = [q for q in QUANT_FORMATS if not q.startswith("gguf-")]
+            named = [q for q in api.quant_formats() if not q.startswith("gguf-")]
             helptext = (f"weight format: {' | '.join(named)} | a GGUF type (q4_k_m, q8_0...); default: the "
                         "checkpoint's own quantization_config")
         default = None if info.is_required() else info.default
@@ -133,7 +132,27 @@ def scenario_options() -> list[inspect.Parameter]:
     return params
 
 
+# flags renamed with their fields (issue 30): still read, hidden from --help, said once on stderr
+OLD_FLAGS = {"framework": "stack", "strategy": "sharding"}
+
+
+def old_flags(skip: tuple[str, ...] = ()) -> list[inspect.Parameter]:
+    """Hidden options for the old names of the scenario's renamed fields (``--framework``, ``--strategy``)."""
+    return [inspect.Parameter(old, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[
+        str | None, typer.Option(f"--{old}", hidden=True, help=f"old name of --{new}")])
+        for old, new in OLD_FLAGS.items() if new not in skip]
+
+
 def overrides(fields: dict[str, Any]) -> dict[str, Any]:
+    fields = dict(fields)
+    for old, new in OLD_FLAGS.items():
+        if fields.get(old) is None:
+            fields.pop(old, None)
+            continue
+        if fields.get(new) is not None and fields[new] != fields[old]:
+            raise GpuplanError(f"give --{new} or its old name --{old}, not both")
+        renamed(old, "flag")
+        fields[new] = fields.pop(old)
     out: dict[str, Any] = {k: v for k, v in fields.items() if v is not None}
     if "lora_targets" in out and out["lora_targets"] != "all-linear":
         out["lora_targets"] = [t.strip() for t in out["lora_targets"].split(",") if t.strip()]
@@ -142,9 +161,9 @@ def overrides(fields: dict[str, Any]) -> dict[str, Any]:
 
 def short(gpu_id: str) -> str:
     """nvidia-geforce-rtx-4090 -> rtx-4090: table cells stay narrow; the JSON keeps full ids."""
-    from ..hardware import short_id
+    from .. import api
 
-    return short_id(gpu_id)
+    return api.short_gpu(gpu_id)
 
 
 def option(name: str, kind: Any, default: Any, text: str, panel: str | None = None,
@@ -165,5 +184,6 @@ def scenario_command(name: str, fn, *extra: inspect.Parameter, skip: tuple[str, 
         inspect.Parameter("as_json", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=JsonFlag),
         *extra,
         *[p for p in scenario_options() if p.name not in skip],
+        *old_flags(skip),
     ])
     app.command(name)(fn)

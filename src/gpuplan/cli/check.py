@@ -9,8 +9,8 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
+from .. import api
 from ..errors import GpuplanError
-from ..scenario import load_scenario
 from ..userfiles import write_file
 from .app import JsonFlag, app, option, overrides, print_json, scenario_command
 from .render import Column, FormatOption, bullet, out, resolve_format, show
@@ -40,35 +40,24 @@ def simulate_cmd(scenario: str | None = None, as_json: bool = False, compare: bo
       gpuplan simulate --model sdxl --task train --method lora --resolution 1024
       gpuplan simulate --module my_pkg.my_model:build --task train --gpu rtx-4090
     """
-    from ..model.catalog import load_model
-    from ..model.module import NotADecoder
-    from ..scenario.describe import describe
-    from ..serving.report import plot_target
-    from ..sim.simulate import simulate
+    from .plots import plot_target
 
     if module:
         return _simulate_module(module, overrides(fields), as_json)
-    s = load_scenario(scenario, overrides(fields))
+    s = api.load_scenario(scenario, overrides(fields))
     target = plot_target(plot) if plot is not None else None  # before the simulation, not after it
     try:
-        m = load_model(s.model)
-    except NotADecoder as other:
-        return _simulate_pipeline(s, other.spec, as_json)
-    sim = simulate(s, timeline=target is not None, layers=layers)
+        m = api.load_model(s.model)
+    except api.NotADecoder:  # a diffusion pipeline or an encoder-decoder: its main component
+        return _simulate_pipeline(s, as_json)
+    sim = api.simulate(s, timeline=target is not None, layers=layers, compare=compare)
     if not as_json:  # after: a scenario simulate refuses prints its sentence alone
-        bullet(describe(s, m), prefix="", style="bold")
-    est = None
-    if compare:
-        from ..api import estimate
-
-        est = estimate(s, advise=False).memory
+        bullet(api.describe(s, m), prefix="", style="bold")
+    est = sim.estimate
     if target is not None:
         _plot(sim, target)
     if as_json:
-        data = {k: v for k, v in sim.__dict__.items() if k != "timeline"}
-        if est is not None:
-            data["estimate"] = est.model_dump()
-        print_json(data)
+        print_json(sim)
         return
     cuda_only = est.other.get("cuBLAS workspace", 0.0) if est else 0.0
     table = Table(title=f"{sim.model}: simulated step ({sim.elapsed_s:.1f} s on the CPU)", title_justify="left")
@@ -102,20 +91,18 @@ def simulate_cmd(scenario: str | None = None, as_json: bool = False, compare: bo
 
 
 def _simulate_module(target: str, given: dict, as_json: bool) -> None:
-    """``simulate --module``: the user's own module on fake tensors (:func:`gpuplan.sim.module.simulate_module`)."""
-    from ..sim.module import simulate_module
+    """``simulate --module``: the user's own module on fake tensors (:func:`gpuplan.api.simulate_module`)."""
     from .modules import render_module_simulation
 
-    result = simulate_module(target, task=str(given.get("task") or "train"), gpu=given.get("gpu"))
+    result = api.simulate_module(target, task=str(given.get("task") or "train"), gpu=given.get("gpu"))
     print_json(result) if as_json else render_module_simulation(result)
 
 
-def _simulate_pipeline(s, spec, as_json: bool) -> None:
+def _simulate_pipeline(s, as_json: bool) -> None:
     """``simulate`` of a diffusion pipeline or encoder-decoder: its main component at the scenario's sizes."""
-    from ..sim.module import simulate_pipeline
     from .modules import render_pipeline_simulation
 
-    result = simulate_pipeline(s, spec)
+    result = api.simulate_pipeline(s)
     print_json(result) if as_json else render_pipeline_simulation(result)
 
 
@@ -130,7 +117,7 @@ def _plot(sim, path: Path) -> None:
     if not sim.timeline:
         raise GpuplanError("the simulation recorded no timeline to plot")
     depth = sum(sim.runs[0]["layers"].values()) if len(sim.runs) == 1 else None
-    full = depth or sum(v for v in _full_layers(sim).values())
+    full = depth or sim.full_layers
     fig, ax = plt.subplots(figsize=(9, 4.5))
     phases = list(dict.fromkeys(phase for _, _, phase in sim.timeline))
     for phase in phases:
@@ -152,15 +139,6 @@ def _plot(sim, path: Path) -> None:
         write_file(path, lambda temp: fig.savefig(temp, dpi=120), "--plot")
     finally:
         plt.close(fig)
-
-
-def _full_layers(sim) -> dict[str, int]:
-    from ..model.catalog import load_model
-
-    counts: dict[str, int] = {}
-    for layer, n in load_model(sim.scenario["model"]).layer_kinds():
-        counts[layer.kind] = counts.get(layer.kind, 0) + n
-    return counts
 
 
 scenario_command(
@@ -186,10 +164,9 @@ def probe_cmd(scenario: str | None = None, as_json: bool = False, steps: int = 2
     \b
       CUDA_VISIBLE_DEVICES=0 gpuplan probe --model llama-3.1-8b --task train --method lora --seq-len 2048
     """
-    from ..sim.probe import probe, write_record
-
-    record = probe(load_scenario(scenario, overrides(fields)), steps=steps, simulate_too=not no_simulate)
-    path = write_record(record, Path(out_dir))
+    report, path = api.probe(api.load_scenario(scenario, overrides(fields)), steps=steps,
+                             simulate_too=not no_simulate, out_dir=out_dir)
+    record = report.to_dict()
     if as_json:
         print_json(record)
         return
@@ -228,9 +205,7 @@ def calibrate_cmd(
     \b
       gpuplan calibrate probes/*.json
     """
-    from ..sim.probe import calibrate, read_record
-
-    report = calibrate([read_record(path) for path in records])
+    report = api.calibrate(records).to_dict()
     fmt = resolve_format(fmt, as_json)
     rows = []
     for r in report["records"]:

@@ -7,8 +7,8 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
+from .. import api
 from ..errors import GpuplanError
-from ..scenario import load_scenario
 from .app import option, overrides, print_json, scenario_command, short
 from .render import bullet, err, out
 
@@ -33,9 +33,7 @@ def estimate_cmd(scenario: str | None = None, as_json: bool = False, check: bool
       gpuplan estimate examples/lora-llama-8b.yaml --micro-batch-size 8 --json
       gpuplan estimate --model qwen2.5-7b --task infer --gpu l40s --check && echo fits
     """
-    from ..api import estimate
-
-    result = estimate(load_scenario(scenario, overrides(fields)))
+    result = api.estimate(api.load_scenario(scenario, overrides(fields)))
     if check and result.memory.fits is None:
         raise GpuplanError("--check needs a GPU to check against: add --gpu (e.g. --gpu rtx-4090)")
     if as_json:
@@ -177,9 +175,11 @@ def render_load(run, s: dict) -> None:
         cells = run.latency(metric)
         table.add_row(label, *(f"{v:,.1f}" if v == v else "" for v in cells.values()))
     out.print(table)
+    start = ("; every user sends its first request at once, as benchmark clients do, and that first wave is in "
+             "the p99" if run.mode == "closed loop" else "")
     bullet(f"TTFT and E2EL include {1e3 * run.per_request_s:.1f} ms per request outside the engine's steps (HTTP, "
-           "tokenizing, the first streamed chunk); TPOT is each request's mean gap, ITL every token's gap pooled",
-           prefix="  ", style="dim")
+           "tokenizing, the first streamed chunk); TPOT is each request's mean gap, ITL every token's gap pooled"
+           + start, prefix="  ", style="dim")
     for line in run.warnings:
         bullet(line, prefix="warning: ", style="yellow", stream=err)
 

@@ -12,8 +12,8 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from ..errors import GpuplanError
-from ..scenario import load_scenario
+from .. import api
+from ..errors import GpuplanError, no_control
 from .app import overrides, print_json, scenario_command
 from .render import out
 
@@ -27,99 +27,47 @@ def launch_cmd(scenario: str | None = None, as_json: bool = False, target: list[
     """Write the files that run the plan, with the plan's settings intact: a SkyPilot task (rent the cards),
     an accelerate config and its launch command, a DeepSpeed JSON (ZeRO plans), a torchrun command, the
     trainer's arguments (Hugging Face Trainer / TRL SFTConfig, read by `trl sft --config`), a torchtune recipe
-    config (framework torchtune), a torchtitan job config (framework torchtitan), an Axolotl config (framework
-    axolotl), an Unsloth script (framework unsloth), or the serving command of a serving plan (`vllm serve`,
+    config (stack torchtune), a torchtitan job config (stack torchtitan), an Axolotl config (stack
+    axolotl), an Unsloth script (stack unsloth), or the serving command of a serving plan (`vllm serve`,
     SGLang's launch_server, `trtllm-serve`); for a diffusion pipeline, diffusers' DreamBooth command, kohya
     sd-scripts' TOML, SimpleTuner's config.json or ai-toolkit's job YAML. Every file opens with the command that
     wrote it and what gpuplan predicted (peak memory per GPU, tokens/s, hours, dollars); plan.json holds the same
     numbers for scripts.
 
-    The scenario must name the GPU and the layout (--gpu, --num-gpus, --strategy; --engine vllm --tp for
+    The scenario must name the GPU and the layout (--gpu, --num-gpus, --sharding; --engine vllm --tp for
     serving); `gpuplan recommend ... --launch N` writes the files of its N-th setup instead.
 
     Examples:
 
     \b
-      gpuplan launch --model llama-3.1-8b --task train --gpu a100-sxm4-80gb --num-gpus 4 --strategy zero3 -o run/
+      gpuplan launch --model llama-3.1-8b --task train --gpu a100-sxm4-80gb --num-gpus 4 --sharding zero3 -o run/
       gpuplan launch --model llama-3.1-8b --task train --method qlora --gpu rtx-4090 --target trainer --target torchrun
       gpuplan launch --model llama-3.1-8b --task infer --engine vllm --gpu l40s --batch-size 16 --target vllm -o -
     """
-    from ..errors import no_control
-    from ..launchers import check_target_names, launch_plan, output_folder
-    from ..launchers.diffusion import NAMES as DIFFUSION_TARGETS
-
-    check_target_names(target, also=DIFFUSION_TARGETS)  # a misspelt target is said before the plan's own problems
-    if output != "-":
-        output_folder(output, "-o")  # a bad folder name is said before the plan is made
+    api.check_launch(target or (), output, flag="-o")  # said before the scenario's and the plan's own problems
     if scenario is not None:
         no_control(scenario, "the scenario file")  # its name is in the header of every file
     for name, value in fields.items():  # before a file they name is opened
         if isinstance(value, str):
             no_control(value, f"--{name.replace('_', '-')}")
-    s = load_scenario(scenario, overrides(fields))
-    from ..model.catalog import load_model
-    from ..model.module import NotADecoder
-
-    try:  # the model decides which targets apply
-        load_model(s.model)
-    except NotADecoder as other:  # a diffusion pipeline: its trainers' files (launchers/diffusion.py)
-        write_diffusion_launch(s, other.spec, target, output, force, as_json)
-        return
-    check_target_names(target)  # a diffusion trainer named for an LLM
-    opts = launch_options(s.dataset, script, bucket)  # the scenario's dataset (--dataset) is what the files train on
-    plan = launch_plan(s, command=command_line(), visible_devices=parse_devices(visible_devices, s.num_gpus))
-    write_launch(plan, target, opts, output, force, as_json)
+    if script is not None:
+        no_control(script, "--script")
+    s = api.load_scenario(scenario, overrides(fields))
+    report = api.launch(s, targets=target or (), folder=output, force=force, dataset=s.dataset, script=script,
+                        bucket=bucket, visible_devices=parse_devices(visible_devices, s.num_gpus),
+                        command=command_line())
+    show_launch(report, output, as_json)
 
 
-def write_diffusion_launch(s, spec, target, output: str, force: bool, as_json: bool) -> None:
-    """The diffusion trainers' files for a diffusion training plan (``--target diffusers|kohya|simpletuner|
-    ai-toolkit``; default: the plan's framework)."""
-    from pathlib import Path
-
-    from ..api import estimate
-    from ..launchers import write
-    from ..launchers.diffusion import diffusion_launch, files
-
-    plan = diffusion_launch(s, spec, estimate(s, advise=False), command_line())
-    chosen = files(plan, target, s.dataset)
-    if output == "-":
-        for f in chosen:
-            sys.stdout.write(f"# ===== {f.name} ({f.target}) =====\n{f.text}\n")
-        return
-    paths = write(chosen, Path(output), force=force)
-    if as_json:
-        print_json({"folder": output, "setup": plan.setup_label, "predicted": plan.predictions(),
-                    "files": [{"path": str(p), "target": f.target, "read_by": f.reader}
-                              for p, f in zip(paths, chosen, strict=True)]})
-        return
-    table = Table(title=f"{plan.setup_label}: files in {output}", title_justify="left", padding=(0, 1))
-    for col in ("file", "target", "read by"):
-        table.add_column(col)
-    for path, f in zip(paths, chosen, strict=True):
-        table.add_row(path.name, f.target, f.reader)
-    out.print(table)
-    for line in plan.header()[2:]:
-        out.print(Text(line, style="dim"), highlight=False)
-
-
-def launch_setup(setups: list, n: int, have: tuple[tuple[str, int], ...], output: str, as_json: bool) -> None:
+def launch_setup(setups: list, n: int, have: tuple[str, ...], output: str, as_json: bool) -> None:
     """``recommend --launch N``: the files of the N-th setup, on its offer (or the user's own cards)."""
-    from ..launchers import launch_plan
-
     if not 1 <= n <= len(setups):
         raise GpuplanError(f"--launch {n}: the recommendation lists {len(setups)} setup(s); pick one of 1 to "
                            f"{len(setups)}" if setups else "--launch: no setup fits, so there is nothing to launch")
-    x = setups[n - 1]
-    if x.owned:
-        owned = dict(have).get(x.gpu_id, x.num_gpus)
-        plan = launch_plan(x.scenario, command=command_line(), owned_usd_per_hour=x.usd_per_hour,
-                           visible_devices=tuple(range(x.num_gpus)) if owned > x.num_gpus else None,
-                           keep_micro_batch=True)
-    else:
-        plan = launch_plan(x.scenario, command=command_line(), offer_label=x.offer, keep_micro_batch=True)
-    write_launch(plan, None, launch_options(x.scenario.dataset), output, False, as_json)
-    if not as_json and not plan.owned:
-        out.print(Text(f"other targets or options (--target, --bucket, --dataset): {plan.launch_command()}",
+    report = api.ranked_launch(setups[n - 1], have=have, folder=output, command=command_line())
+    show_launch(report, output, as_json)
+    if not as_json and not report.said["owned"]:
+        out.print(Text(f"other targets or options (--target, --bucket, --dataset): {report.said['again']}",
                        style="dim"), highlight=False, soft_wrap=True)
 
 
@@ -140,37 +88,14 @@ def parse_devices(text: str | None, num_gpus: int) -> tuple[int, ...] | None:
     return devices
 
 
-def launch_options(dataset: str | None = None, script: str | None = None, bucket: str | None = None):
-    from ..launchers import LaunchOptions
-
-    kwargs = {"bucket": bucket}
-    if dataset:
-        kwargs["dataset"] = dataset
-    if script:
-        from ..errors import echo, no_control
-
-        no_control(script, "--script")
-        try:
-            kwargs["script"] = tuple(shlex.split(script))
-        except ValueError as err:  # shlex: an unclosed quote
-            raise GpuplanError(f"--script {echo(script)} is not a command line: {err}") from None
-    return LaunchOptions(**kwargs)
-
-
-def write_launch(plan, names, opts, output: str, force: bool, as_json: bool) -> None:
-    """Write (or, with ``-o -``, print) the files of ``names`` (every target that applies when empty)."""
+def show_launch(report, output: str, as_json: bool) -> None:
+    """The files written (or, with ``-o -``, printed), then what every file opens with and the next step."""
     from pathlib import Path
 
-    from ..api import write_plan
-    from ..launchers import launch_files
-
-    chosen = [n for text in names or () for n in text.split(",") if n.strip()]
     if output == "-":
-        files = launch_files(plan, chosen, opts)
-        for f in files:
-            sys.stdout.write(f"# ===== {f.name} ({f.target}) =====\n{f.text}\n")
+        for name, target, text in report.printed:
+            sys.stdout.write(f"# ===== {name} ({target}) =====\n{text}\n")
         return
-    report = write_plan(plan, chosen, opts, output, force)
     if as_json:
         print_json(report)
         return
@@ -180,11 +105,11 @@ def write_launch(plan, names, opts, output: str, force: bool, as_json: bool) -> 
     for f in report.files:
         table.add_row(Path(f.path).name, f.target, f.read_by)
     out.print(table)
-    for line in plan.header()[2:]:
+    for line in report.said["header"][2:]:
         out.print(Text(line, style="dim"), highlight=False)
     names = {Path(f.path).name for f in report.files}
     if "sky.yaml" in names:
-        how = "sky jobs launch" if plan.train and plan.spot is not None else "sky launch -c gpuplan"
+        how = "sky jobs launch" if report.said["train"] and report.said["spot"] else "sky launch -c gpuplan"
         out.print(f"next: cd {shlex.quote(output)} && {how} sky.yaml", highlight=False)
     for script in ("accelerate-launch.sh", "vllm-serve.sh", "torchrun.sh", "tune-run.sh", "torchtitan-run.sh",
                    "axolotl-train.sh", "unsloth-run.sh"):
@@ -202,9 +127,9 @@ def launch_params() -> list[inspect.Parameter]:
     return [
         opt("target", list[str] | None, None, "--target", "-t",
             text="skypilot, accelerate, deepspeed, torchrun, trainer, torchtune, torchtitan, axolotl, unsloth, "
-                 "megatron, nemo, vllm, sglang, trtllm; for a diffusion model diffusers, kohya, simpletuner, "
-                 "ai-toolkit; or all (repeatable or comma-separated; default: every target that applies, the "
-                 "scenario's framework for a diffusion model)", metavar="TARGET"),
+                 "megatron, nemo, vllm, trtllm; for a diffusion model diffusers, kohya, simpletuner, ai-toolkit; or "
+                 "all (repeatable or comma-separated; default: every target that applies, the scenario's stack for "
+                 "a diffusion model)", metavar="TARGET"),
         opt("output", str, DEFAULT_DIR, "--output", "-o", text="Folder to write into; - prints the files.",
             metavar="DIR"),
         opt("force", bool, False, "--force", text="Overwrite files already in the folder."),

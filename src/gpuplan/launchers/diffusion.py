@@ -22,7 +22,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from .. import __version__, clock
+from .. import clock
+from .._version import __version__
 from ..errors import GpuplanError
 from ..scenario import Scenario
 from ..scenario.modules import parse_resolution
@@ -44,7 +45,7 @@ class DiffusionLaunch:
     @property
     def setup_label(self) -> str:
         s = self.scenario
-        return f"{s.world_size}x {self.result.gpu.name}, {s.framework}, {s.method}"
+        return f"{s.world_size}x {self.result.gpu.name}, {s.stack}, {s.method}"
 
     def predictions(self) -> dict[str, Any]:
         mem, w = self.result.memory, self.result.work
@@ -93,12 +94,12 @@ def result_scenario(result, s: Scenario) -> Scenario:
     from ..scenario import scenario_from
 
     given = {k: getattr(s, k) for k in s.model_fields_set}
-    return scenario_from({**given, "framework": result.scenario["framework"]})
+    return scenario_from({**given, "stack": result.scenario["stack"]})
 
 
 def targets(plan: DiffusionLaunch, names: list[str] | None) -> list[str]:
     chosen = [n.strip().lower() for text in names or () for n in text.split(",") if n.strip()] or \
-        [plan.scenario.framework]
+        [plan.scenario.stack]
     if "all" in chosen:
         chosen = list(NAMES)
     for name in chosen:
@@ -108,7 +109,7 @@ def targets(plan: DiffusionLaunch, names: list[str] | None) -> list[str]:
 
 
 def files(plan: DiffusionLaunch, names: list[str] | None, dataset: str | None = None) -> list[LaunchFile]:
-    """The files of the chosen trainers (the scenario's framework by default), and ``plan.json``."""
+    """The files of the chosen trainers (the scenario's stack by default), and ``plan.json``."""
     images = dataset or "images"
     out: list[LaunchFile] = []
     for name in targets(plan, names):
@@ -152,13 +153,13 @@ def diffusers_argv(plan: DiffusionLaunch, images: str) -> list[str]:
     script = SCRIPTS.get((family, method))
     if script is None:
         raise GpuplanError(f"diffusers has no {method} DreamBooth script for {family.upper()} "
-                           "(examples/dreambooth): use framework kohya or simpletuner")
+                           "(examples/dreambooth): use stack kohya or simpletuner")
     if s.method == "qlora" or s.quant:
-        raise GpuplanError("diffusers' DreamBooth scripts load a 16-bit base: for an fp8 or NF4 base use framework "
+        raise GpuplanError("diffusers' DreamBooth scripts load a 16-bit base: for an fp8 or NF4 base use stack "
                            "kohya (--fp8_base), simpletuner or ai-toolkit")
     pixels = _pixels(plan)
     if len(pixels) > 1 or pixels[0][0] != pixels[0][1]:
-        raise GpuplanError("diffusers' DreamBooth scripts train one square resolution: use framework kohya, "
+        raise GpuplanError("diffusers' DreamBooth scripts train one square resolution: use stack kohya, "
                            "simpletuner or ai-toolkit for aspect buckets")
     argv = ["accelerate", "launch", script, "--pretrained_model_name_or_path", _repo(plan),
             "--instance_data_dir", images, "--instance_prompt", "a photo of sks subject", "--output_dir", "output",
@@ -236,7 +237,7 @@ def kohya_tables(plan: DiffusionLaunch, images: str) -> dict[str, dict[str, Any]
             tables["network"]["fp8_base"] = True
         elif s.quant or s.method == "qlora":
             raise GpuplanError("kohya's sd-scripts run a 16-bit or fp8 base (--fp8_base), not NF4: set quant fp8, "
-                               "or framework simpletuner or ai-toolkit")
+                               "or stack simpletuner or ai-toolkit")
     return tables
 
 
@@ -321,7 +322,7 @@ def ai_toolkit_config(plan: DiffusionLaunch, images: str) -> dict[str, Any]:
     s, family = plan.scenario, plan.family
     if s.method == "full":
         raise GpuplanError("gpuplan writes ai-toolkit's LoRA jobs (its sd_trainer with a lora network): use "
-                           "framework kohya or simpletuner for full fine-tuning")
+                           "stack kohya or simpletuner for full fine-tuning")
     quant = s.quant or ("nf4" if s.method == "qlora" else None)
     if quant not in (None, "none", "fp8"):
         raise GpuplanError("ai-toolkit quantizes the base to 8 bits (quantize: true, optimum-quanto qfloat8): set "

@@ -24,7 +24,7 @@ from ..plan.plan import Plan
 from ..plan.recipe import Recipe
 from ..scenario import Scenario, scenario_from
 from ..speed import Speed
-from .settings import pip_packages
+from .settings import AXOLOTL_VERSION, TESTED, TORCHTITAN_VERSION, UNSLOTH_VERSION, backend
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -82,7 +82,7 @@ class LaunchPlan:
         return self.scenario.num_nodes if self.train else 1
 
     def launch_command(self) -> str:
-        """``gpuplan launch`` with the plan's scenario as flags (the fields given explicitly; the framework fills
+        """``gpuplan launch`` with the plan's scenario as flags (the fields given explicitly; the stack fills
         the rest again), to write the files again with other targets or options."""
         import shlex
 
@@ -199,3 +199,32 @@ def _check_names(s: Scenario) -> None:
         for text in value if isinstance(value, (list, tuple)) else [value]:
             if isinstance(text, str):
                 no_control(text, f"the {name.replace('_', ' ')}")
+
+
+def pip_packages(plan: LaunchPlan) -> list[str]:
+    """What ``pip install`` needs for the plan, pinned to the releases gpuplan's rules follow and its launch tests
+    read the files with (:data:`TESTED`); a lower bound where no test reads it."""
+    s = plan.scenario
+    if not plan.train:  # the release whose memory rules the estimate followed
+        return [f"vllm=={plan.result.memory.engine['version']}"]
+    if s.stack == "torchtune":  # torchtune 0.6.1 imports torchao APIs that torchao 0.16 removed
+        return ["torch>=2.6", "torchtune>=0.6", "torchao>=0.13,<0.16"] + \
+            (["bitsandbytes>=0.45"] if "8bit" in s.optimizer else [])
+    if s.stack == "torchtitan":  # its config_manager imports tyro and its metrics tensorboard, undeclared
+        return ["torch>=2.7", f"torchtitan=={TORCHTITAN_VERSION}", "tyro", "tensorboard"] + \
+            (["torchao>=0.9"] if s.precision == "fp8-mixed" else [])
+    if s.stack == "unsloth":  # it brings TRL, peft and bitsandbytes
+        return [f"unsloth=={UNSLOTH_VERSION}", f"datasets=={TESTED['datasets']}"]
+    if s.stack == "axolotl":  # liger-kernel and bitsandbytes come with it
+        extras = [e for e, used in (("deepspeed", backend(s) == "deepspeed"), ("flash-attn", s.attention == "flash"))
+                  if used]
+        return [f"axolotl[{','.join(extras)}]=={AXOLOTL_VERSION}" if extras else f"axolotl=={AXOLOTL_VERSION}"]
+    pin = [f"{name}=={TESTED[name]}" for name in ("torch", "transformers", "accelerate", "trl", "datasets")]
+    packages = pin + ([f"peft=={TESTED['peft']}"] if s.method != "full" else [])
+    if s.method == "qlora" or s.quant in ("int8", "nf4", "fp4") or "8bit" in s.optimizer:
+        packages.append("bitsandbytes>=0.45")  # needs a GPU to import: not read by the tests, a lower bound
+    if backend(s) == "deepspeed":
+        packages.append(f"deepspeed=={TESTED['deepspeed']}")
+    if s.loss == "fused-linear":
+        packages.append("liger-kernel")
+    return packages

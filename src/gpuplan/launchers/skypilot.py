@@ -24,8 +24,8 @@ import yaml
 
 from . import accelerate, axolotl, torchtitan, torchtune, unsloth, vllm
 from .files import LaunchFile, Raw, command_text, quote, yaml_text
-from .plan import LaunchPlan
-from .settings import LaunchOptions, pip_packages
+from .plan import LaunchPlan, pip_packages
+from .settings import LaunchOptions
 
 NAME = "skypilot"
 FILE = "sky.yaml"
@@ -45,12 +45,12 @@ def applies(plan: LaunchPlan) -> str | None:
 
 
 def runner(plan: LaunchPlan):
-    """The target whose command the task runs: vLLM to serve; to train, the framework's own (torchtune,
+    """The target whose command the task runs: vLLM to serve; to train, the stack's own (torchtune,
     torchtitan, Axolotl), else accelerate with the Trainer's arguments."""
     if not plan.train:
         return vllm
     return {"torchtune": torchtune, "torchtitan": torchtitan, "axolotl": axolotl,
-            "unsloth": unsloth}.get(plan.scenario.framework, accelerate)
+            "unsloth": unsloth}.get(plan.scenario.stack, accelerate)
 
 
 def cloud(plan: LaunchPlan) -> str | None:

@@ -18,12 +18,19 @@ from .training import training_memory
 
 def memory_report(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> tuple[Estimate, MemoryReport]:
     """The estimate of ``s`` per GPU (training or serving) and its report on ``gpu`` (capacity, fit, headroom)."""
+    e = estimate_memory(s, m, gpu)
+    return e, report_of(s, e, gpu)
+
+
+def estimate_memory(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> Estimate:
+    """The estimate of ``s`` per GPU (training or serving) on ``gpu``, unreported: a search estimates a layout once
+    without a card and reports it on each card (:func:`report_of`)."""
     capacity = gpu.usable_gib if gpu else None
     outside = device_overheads(s, gpu.generation if gpu else None)
     e = training_memory(s, m, capacity, sum(outside.values()) / GIB) if s.task == "train" else \
         inference_memory(s, m, capacity, gpu)
     e.outside_allocator = {**outside, **e.extra.get("outside", {})}
-    return e, report_of(s, e, gpu)
+    return e
 
 
 def _outside(s: Scenario, e: Estimate, gpu: GpuSpec | None) -> dict[str, float]:
@@ -57,7 +64,7 @@ def report_of(s: Scenario, e: Estimate, gpu: GpuSpec | None) -> MemoryReport:
         kv_cache_pool_gib=e.extra.get("kv_cache_pool_gib"), gpu_layers=e.extra.get("gpu_layers"),
         offloaded_layers=e.extra.get("offloaded_layers"), engine=e.extra.get("engine"))
     if s.task == "train":
-        report.logged_statistic = f"{s.framework}: {s.recipe.logs}"
+        report.logged_statistic = f"{s.stack}: {s.recipe.logs}"
         report.logged_gib = report.allocated_peak_gib if s.recipe.logs_level == "allocated" else \
             report.reserved_peak_gib
     if capacity is not None:

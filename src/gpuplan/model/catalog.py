@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 from dataclasses import replace
 from functools import cache
 from importlib import resources
@@ -234,6 +233,8 @@ def _hub_reachable(timeout_s: float = 3.0) -> bool:
     from urllib.parse import urlparse
 
     url = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    import socket  # only when the hub is asked: a model neither bundled nor cached
+
     try:
         with socket.create_connection((url.hostname or "huggingface.co", url.port or 443), timeout=timeout_s):
             return True

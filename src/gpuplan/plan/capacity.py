@@ -96,10 +96,11 @@ class Deployment:
     plan: Plan | None = field(default=None, repr=False)
 
 
-def setups(s: Scenario, m: ModelSpec, gpu_ids: tuple[str, ...] = (), max_gpus: int = 8, any_quant: bool = False
-           ) -> list[Setup]:
+def setups(s: Scenario, m: ModelSpec, gpu_ids: tuple[str, ...] = (), max_gpus: int = 8, any_quant: bool = False,
+           *, fields: dict | None = None) -> list[Setup]:
     """GPU type x count (1, 2, 4, 8, all tensor-parallel) x weights (as shipped; fp8 where the card has fp8
-    tensor cores or vLLM runs it weight-only; awq-int4 with ``any_quant``)."""
+    tensor cores or vLLM runs it weight-only; awq-int4 with ``any_quant``); ``fields``: set on every setup's
+    scenario too (the workload's lengths), in its one validation."""
     out = []
     quants: list[str | None] = [s.quant]
     if any_quant and s.quant is None and not m.quantization:
@@ -118,7 +119,7 @@ def setups(s: Scenario, m: ModelSpec, gpu_ids: tuple[str, ...] = (), max_gpus: i
                 precision = "bf16-true" if gpu.supports_dtype("bf16") else "fp16-true"
                 sc = s.model_copy(update={"gpu": gpu.id, "num_gpus": n, "tp": n, "pp": 1, "quant": q,
                                           "engine": s.engine if s.engine == "sglang" else "vllm",
-                                          "precision": precision})
+                                          "precision": precision, **(fields or {})})
                 out.append(Setup(gpu=gpu, num_gpus=n, quant=q, scenario=sc))
     return out
 
@@ -208,13 +209,12 @@ def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...]
     _within_context(w, m)
     candidates = []
     prompt = round(w.mean_prompt_tokens)
-    for st in setups(s, m, gpu_ids, max_gpus, any_quant):
-        sc = st.scenario.model_copy(update={
-            "max_model_len": st.scenario.max_model_len or longest, "prompt_tokens": prompt,
-            "output_tokens": round(w.mean_output_tokens), "batch_size": w.users or st.scenario.batch_size,
-            "shared_prefix_tokens": max(min(w.shared_prefix_tokens, prompt - 1), 0)})
+    lengths = {"max_model_len": s.max_model_len or longest, "prompt_tokens": prompt,
+               "output_tokens": round(w.mean_output_tokens), "batch_size": w.users or s.batch_size,
+               "shared_prefix_tokens": max(min(w.shared_prefix_tokens, prompt - 1), 0)}
+    for st in setups(s, m, gpu_ids, max_gpus, any_quant, fields=lengths):
         try:
-            mem = engine_memory(sc, m, st.gpu, longest)
+            mem = engine_memory(st.scenario, m, st.gpu, longest)
         except (ValueError, ZeroDivisionError):
             continue
         if mem is None:
@@ -281,7 +281,8 @@ def _row(st: Setup, sc: Scenario, mem: ServingMemory, model: StepModel, bound: t
     # estimate's figures for this load: TTFT alone, streaming speed with as many requests decoding (users, or
     # Little's law: rate x end-to-end latency)
     busy = (row.max_users or w.users) if w.users else max(1, round(rate * (row.e2e_s or 0.0)))
-    row.plan = at_load = build(resolve(sc.model_copy(update={"batch_size": busy}), m, st.gpu), advise=False)
+    loaded = sc if sc.batch_size == busy else sc.model_copy(update={"batch_size": busy})
+    row.plan = at_load = build(resolve(loaded, m, st.gpu), advise=False)
     speed = at_load.speed  # on the card's own links: no offer is priced by the builder here
     # the shared prefix rides in sc: TTFT alone starts after the cached part, as estimate's does
     row.ttft_alone_s, row.streaming_tokens_per_s_per_user = speed.ttft_s, speed.streaming_tokens_per_s_per_user

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..dataset import profile
+from .layout import layout
 from .recipe import recipe
 
 
@@ -43,4 +44,4 @@ def plan_recipe(plan):
                   spot_mtbi_h=spot.mtbi_h if spot else None,
                   checkpoint_bytes=checkpoint_bytes(s, m, plan.model.params_trainable),
                   rows_per_epoch=p.batching.rows if p else None, layout_why=r.layout_why,
-                  step_s=plan.speed.step_time_s if plan.speed else None)
+                  step_s=plan.speed.step_time_s if plan.speed else None, layout_of=layout)

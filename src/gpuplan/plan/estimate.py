@@ -7,24 +7,17 @@ from __future__ import annotations
 from typing import Any
 
 from ..market.store import load_offers
-from ..model.module import NotADecoder
 from ..scenario import Scenario, scenario_from
 from .build import build, offers_for
 from .plan import Plan
-from .resolve import resolve
+from .resolve import resolve_any
 
 
 def estimate(scenario: Scenario | dict[str, Any], *, advise: bool = True) -> Plan:
     """The plan of a scenario. ``advise`` adds the largest batch and context that fit and, when the job does not
     fit, the changes that would (each a memory-only plan of the changed scenario). A serving plan runs its load
     and its batch through the engine's scheduler (:func:`gpuplan.plan.build.serving_runs`). A model that is not a
-    decoder LLM (a diffusion pipeline, an encoder-decoder, an encoder) is planned from its recorded profiles
-    (:func:`gpuplan.plan.modules.module_plan`), into the same :class:`Plan`."""
-    s = scenario_from(scenario)
-    try:
-        r = resolve(s)
-    except NotADecoder as other:
-        from .modules import module_plan
-
-        return module_plan(s, other.spec, advise=advise)
+    decoder LLM (a diffusion pipeline, an encoder-decoder, an encoder) is resolved and built on the same road, from
+    its recorded profiles (:func:`gpuplan.plan.modules.build_module`), into the same :class:`Plan`."""
+    r = resolve_any(scenario_from(scenario))
     return build(r, offers_for(r, load_offers()) if r.gpu is not None else None, advise=advise, simulate=True)

@@ -86,7 +86,8 @@ def _model_len(r: Resolved, plan: Plan) -> Resolved:
 def _layout(r: Resolved, keep_micro_batch: bool) -> Resolved:
     """``r`` with the recipe's micro-batch x accumulation when the scenario set neither, and why."""
     from ..dataset import profile
-    from .recipe import layout, published
+    from .layout import layout
+    from .recipe import published
 
     s, m, gpu = r.scenario, r.model, r.gpu
     if {"micro_batch_size", "grad_accum_steps"} & s.model_fields_set:
@@ -216,7 +217,7 @@ def disk_gb(s: Scenario, weights_gb: float, checkpoint_gb: float) -> int:
 def layout_words(s: Scenario) -> str:
     """The parallel layout in words, as the plan states it: the sharding (FSDP by its version, ``single`` only
     when nothing else splits the work) and the tensor, pipeline, context and expert parallel degrees."""
-    sharding = s.sharding if s.sharding.startswith("fsdp") else s.resolved_strategy
+    sharding = s.sharded_by if s.sharded_by.startswith("fsdp") else s.resolved_sharding
     split = [f"{name}{n}" for name, n in (("tp", s.tp), ("pp", s.pp), ("cp", s.cp), ("ep", s.ep)) if n > 1]
     return " ".join(([sharding] if sharding != "single" or not split else []) + split)
 

@@ -1,10 +1,13 @@
 """The plan of a model that is not a decoder LLM (a diffusion pipeline, an encoder-decoder, an encoder): the fields
 of a :class:`~gpuplan.plan.estimate.Plan`, built from the module's profiles.
 
-The scenario is resolved into its job (:mod:`gpuplan.scenario.modules`); each component's profile is read
-(bundled, cached, or recorded now on fake tensors: :mod:`gpuplan.model.profile`); memory comes from
-:mod:`gpuplan.memory.modules`, time from :mod:`gpuplan.speed.modules`, and the price from the cheapest matching
-offer of the card, for the job's ``train_steps`` (training) or per thousand images or samples (inference).
+It is the module's leg of the one road: the one resolver resolves the scenario into its job
+(:func:`gpuplan.plan.resolve.resolve_module_scenario`), and the one builder (:func:`gpuplan.plan.build.build`) runs
+:func:`build_module`'s stages in its order: memory and the verdict, speed, cost, advice. Each component's profile
+is read (bundled, cached, or recorded now on fake tensors: :mod:`gpuplan.model.profile`); memory comes from
+:mod:`gpuplan.memory.modules`, time from :mod:`gpuplan.speed.modules`, and the price from the cheapest of the offers
+the builder found for the card, for the job's ``train_steps`` (training) or per thousand images or samples
+(inference).
 :class:`ModuleWork` carries what the LLM plan's speed does not say: it/s, seconds per image, the parts of a step,
 and which numbers were simulated on fake tensors and which were modelled.
 """
@@ -18,7 +21,7 @@ from typing import Any
 from pydantic import BaseModel, PrivateAttr, computed_field
 
 from ..errors import GpuplanError
-from ..hardware import GpuSpec, resolve_gpu
+from ..hardware import GpuSpec
 from ..market.cost import Cost, offer_label
 from ..memory.modules import generation_memory, model_memory, report, training_memory
 from ..model import diffusers as diff
@@ -28,15 +31,11 @@ from ..model.profile import Profile, storage_format
 from ..model.record import obtain
 from ..result import MemoryReport, ModelFacts, Suggestion
 from ..scenario import Scenario
-from ..scenario.modules import MODULE_FIELDS, ModuleJob, resolve_module
-from ..scenario.stacks import defaults_in_force
+from ..scenario.modules import MODULE_FIELDS, ModuleJob
 from ..speed.modules import ModuleSpeed, generation, model_step, train_step
 from .plan import Plan, gpu_facts, verdict
-from .resolve import precision_note
+from .resolve import ResolvedModule, resolve_module_scenario
 
-# the technique fields a module plan reads, said when the stack chose them (scenario.stacks.defaults_in_force)
-STACK_FIELDS = {"diffusion": ("precision", "grad_checkpointing", "cache_latents", "text_encoders"),
-                "encoder-decoder": ("precision", "grad_checkpointing"), "encoder": ("precision", "grad_checkpointing")}
 # what the published Whisper runs spent beyond the model's work (bench/results/modules.md: whisper-small on a V100,
 # transformers' speech-recognition README; whisper-large-v3 on an A100, insanely-fast-whisper)
 WHISPER_WALL_TIME = ("the time is the model's work on the card and eager PyTorch's dispatch: Hugging Face's Whisper "
@@ -162,37 +161,32 @@ class ModulePlan(Plan):
         return self.work.job_hours if self.work else None
 
 
-def module_plan(s: Scenario, spec: ModuleSpec, *, advise: bool = True) -> ModulePlan:
-    """The plan of scenario ``s`` for module ``spec`` (see the module docstring): memory and its verdict on the
-    card, the largest batch and the changes that fit, then the speed and the price."""
-    gpu, gpu_note = resolve_gpu(s.gpu) if s.gpu else (None, None)
-    if gpu is not None and s.gpu != gpu.id:
-        s = s.with_resolved({"gpu": gpu.id})
-    s, job = resolve_module(s, spec)
+def build_module(r: ResolvedModule, candidates: tuple = (), *, advise: bool = True,
+                 memory_only: bool = False) -> ModulePlan:
+    """The plan of a resolved module scenario, in :func:`gpuplan.plan.build.build`'s stages: memory and its verdict
+    on the card (a memory-only build stops there), the speed and the price on the cheapest of ``candidates`` (the
+    offers the builder found for the card), then the largest batch and the changes that fit."""
+    s, spec, job, gpu = r.scenario, r.spec, r.job, r.gpu
     main, parts = profiles(job)
     e = _estimate(s, job, main, parts)
     mem = report(s, e, gpu)
-    warnings = list(e.warnings)
-    suggestions: tuple[Suggestion, ...] = ()
-    if gpu and advise:
-        mem.max_batch_size = largest_batch(s, spec, gpu)
-        if not mem.fits:
-            suggestions = tuple(fixes(s, spec, gpu, mem))
-    work = cost = None
-    if gpu is not None and (gpu.peak_tflops("bf16") or gpu.peak_tflops("fp16")):
+    judged = verdict(s, gpu, mem)
+    warnings, work, cost, suggestions = list(e.warnings), None, None, ()
+    if not memory_only and gpu is not None and (gpu.peak_tflops("bf16") or gpu.peak_tflops("fp16")):
         speed = _speed(s, job, main, parts, gpu)
-        work, cost, more = _work(s, job, main, speed, gpu, price_it=mem.fits is not False)
+        work, cost, more = _work(s, job, main, speed, gpu, candidates, price_it=mem.fits is not False)
         warnings += more
         if spec.family == "whisper":
             warnings.append(WHISPER_WALL_TIME)
-    elif gpu is not None:
+    elif not memory_only and gpu is not None:
         warnings.append(f"no speed or cost: {gpu.name} has no dense 16-bit matrix rate in the GPU catalog")
-    stack = defaults_in_force(s, ("precision",) if precision_note(s, gpu) else (), STACK_FIELDS[spec.kind])
-    said = (gpu_note, precision_note(s, gpu), *spec.notes, *job.notes)
+    if not memory_only and gpu is not None and advise:
+        mem.max_batch_size = largest_batch(s, spec, gpu)
+        suggestions = tuple(fixes(s, spec, gpu, mem)) if not mem.fits else ()
     plan = ModulePlan(model=facts(spec, int(e.extra.get("params_trainable", 0))), gpu=gpu_facts(gpu), memory=mem,
-                      verdict=verdict(s, gpu, mem), suggestions=suggestions, cost=cost, work=work)
-    plan._module = ModuleSetup(scenario=s, job=job, gpu=gpu, defaults=tuple(n for n in said if n),
-                               assumptions=(*((stack,) if stack else ()), *e.assumptions), warnings=tuple(warnings))
+                      verdict=judged, suggestions=suggestions, cost=cost, work=work)
+    plan._module = ModuleSetup(scenario=s, job=job, gpu=gpu, defaults=r.defaults,
+                               assumptions=(*r.assumptions, *e.assumptions), warnings=tuple(warnings))
     return plan
 
 
@@ -213,10 +207,8 @@ def _speed(s: Scenario, job: ModuleJob, main: Profile, parts: dict[str, Profile]
 
 
 def memory_only(s: Scenario, spec: ModuleSpec, gpu: GpuSpec) -> MemoryReport:
-    """The memory report alone (the searches: largest batch, the changes that fit)."""
-    s, job = resolve_module(s, spec)
-    main, parts = profiles(job)
-    return report(s, _estimate(s, job, main, parts), gpu)
+    """The memory report alone of ``s`` resolved on the card (the advice: largest batch, the changes that fit)."""
+    return build_module(resolve_module_scenario(s, spec, gpu), memory_only=True).memory
 
 
 def largest_batch(s: Scenario, spec: ModuleSpec, gpu: GpuSpec, limit: int = 1024) -> int | None:
@@ -299,15 +291,12 @@ def fixes(s: Scenario, spec: ModuleSpec, gpu: GpuSpec, now: MemoryReport) -> lis
 
 
 # ---- speed and price ---------------------------------------------------------------------------------------------
-def _work(s: Scenario, job: ModuleJob, main: Profile, speed: ModuleSpeed, gpu: GpuSpec, *,
+def _work(s: Scenario, job: ModuleJob, main: Profile, speed: ModuleSpeed, gpu: GpuSpec, candidates: tuple, *,
           price_it: bool) -> tuple[ModuleWork, Cost | None, list[str]]:
-    from ..market.choice import matching
-    from ..market.store import load_offers
-
     warnings: list[str] = []
     hours = s.train_steps * speed.step_s / 3600 if s.task == "train" and s.train_steps else None
-    offers = sorted((o for o in matching(load_offers(), s, gpu.id) if o.pricing == "on_demand" or
-                     s.pricing != "on_demand"), key=lambda o: o.usd_per_gpu_hour)
+    offers = sorted((o for o in candidates if o.pricing == "on_demand" or s.pricing != "on_demand"),
+                    key=lambda o: o.usd_per_gpu_hour)
     cost = None
     per_1000 = None
     if price_it and offers:
@@ -379,7 +368,7 @@ def describe(s: Scenario, job: ModuleJob) -> str:
                   "qlora": f"QLoRA r{s.lora_rank} ({storage_format(job.weights)} base)"}[s.method]
         if s.method == "lora" and job.weights != "16bit":
             method += f" ({storage_format(job.weights)} base)"
-        return (f"{spec.name}: train {method} with {s.framework}, {s.micro_batch_size} image(s) at "
+        return (f"{spec.name}: train {method} with {s.stack}, {s.micro_batch_size} image(s) at "
                 f"{', '.join(f'{w}x{h}' for w, h in job.pixels)} x {s.grad_accum_steps} accumulation"
                 f"{' (prior preservation: x2)' if s.prior_preservation else ''}, "
                 f"{'no checkpointing' if s.grad_checkpointing == 'none' else 'gradient checkpointing'}, "

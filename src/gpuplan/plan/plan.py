@@ -60,7 +60,9 @@ class Plan(Answer):
     the changes that would make it fit, the speed (on the interconnect of the offer priced) and the cost on the
     cheapest offer per million tokens. Immutable: every interface renders it, none recomputes a number of it."""
 
-    model_config = ConfigDict(frozen=True)
+    # built when first validated or dumped, not on import: the builder makes plans of typed parts it made itself
+    # (model_construct), and an estimate read in Python never needs the validator
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     model: ModelFacts
     gpu: GpuFacts | None
@@ -79,6 +81,7 @@ class Plan(Answer):
     # what the builder's stages assumed and warned of beyond the resolver's: (assumptions, warnings)
     _said: tuple[tuple[str, ...], tuple[str, ...]] = PrivateAttr(default=((), ()))
     _offer: Offer | None = PrivateAttr(default=None)  # the offer it is priced on (chosen by the builder)
+    _priced: tuple = PrivateAttr(default=())  # every offer it may use, priced (gpuplan.plan.build.Priced)
     _spot: SpotPlan | None = PrivateAttr(default=None)  # spot without an offer priced: the interruptions' prior
     _recipe: Recipe | None = PrivateAttr(default=None)  # the recipe, typed (``recipe`` is its JSON)
     # a serving engine's KV pool and its start-up state (limits, blocks): what capacity's simulation runs over
@@ -129,6 +132,13 @@ class Plan(Answer):
     def offer(self) -> Offer | None:
         """The offer the plan is priced on (None: not priced)."""
         return self.__pydantic_private__["_offer"]
+
+    @property
+    def priced(self) -> tuple:
+        """Every offer the plan may use that finishes the job, priced on it (:class:`gpuplan.plan.build.Priced`:
+        the cost, the offer, the speed on its links), cheapest per million tokens first; the first is the one the
+        plan is priced on unless a ranked row named another."""
+        return self.__pydantic_private__["_priced"]
 
     @property
     def spot(self) -> SpotPlan | None:
@@ -184,7 +194,7 @@ def memory_plan(r: Resolved, memory: tuple[Estimate, MemoryReport] | None = None
     once, where the card does not change its memory, and reports it on every card: :func:`card_memory`)."""
     s, m, gpu = r.scenario, r.model, r.gpu
     e, memory = memory if memory is not None else memory_report(s, m, gpu)
-    plan = Plan(
+    plan = Plan.model_construct(  # its parts are the calculators' typed answers: nothing to validate again
         model=model_facts(m, int(e.extra.get("params_trainable", 0))), gpu=gpu_facts(gpu), memory=memory,
         verdict=judge(r, memory), suggestions=(), speed=None, cost=None, dataset=None, recipe=None)
     plan._setup = r
@@ -231,7 +241,7 @@ def judge(r: Resolved, mem: MemoryReport) -> Verdict:
 def verdict(s: Scenario, gpu: GpuSpec | None, mem: MemoryReport, said: str = "",
             details: tuple[str, ...] = ()) -> Verdict:
     """The sentence of ``mem`` on ``gpu`` (``said``: what the engine holds, before the numbers): every plan's,
-    the decoder LLMs' (:func:`judge`) and the other models' (:func:`gpuplan.plan.modules.module_plan`)."""
+    the decoder LLMs' (:func:`judge`) and the other models' (:func:`gpuplan.plan.modules.build_module`)."""
     if mem.fits is None or gpu is None:
         return Verdict(fits=None, sentence=f"device peak {mem.device_peak_gib:,.2f} GiB per GPU: name a GPU to see "
                        "whether it fits", device_peak_gib=mem.device_peak_gib, details=details)
@@ -272,7 +282,7 @@ def normalized(s: Scenario) -> dict[str, Any]:
     """The scenario as the plan states it: every field as resolved, the sharding by its engine's name, the other
     task's fields left out."""
     data = s.model_dump()
-    data["strategy"] = s.sharding if s.sharding.startswith("fsdp") else s.resolved_strategy
+    data["sharding"] = s.sharded_by if s.sharded_by.startswith("fsdp") else s.resolved_sharding
     for key in TRAIN_ONLY if s.task == "infer" else INFER_ONLY:
         data.pop(key, None)
     return data

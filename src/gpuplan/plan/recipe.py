@@ -96,45 +96,6 @@ def published(s, params: float) -> tuple[int, float, str, float, str]:
     return max(1, round(tokens / s.seq_len)), lr, "cosine", 1.0, why
 
 
-def layout(s, m, gpu, global_batch: int) -> tuple[int, int, str]:
-    """(micro-batch, accumulation, why): the micro-batch that fits ``gpu`` and reaches ``global_batch`` sequences
-    (with accumulation over the data-parallel GPUs) at the least time per sequence; the scenario's own when it
-    set either (the layout it runs, which `gpuplan launch` writes: an accumulation the scenario does not run would
-    make the steps count other batches than the trainer's), or when there is no GPU to time on."""
-    dp = s.dp
-    if "micro_batch_size" in s.model_fields_set or "grad_accum_steps" in s.model_fields_set or gpu is None:
-        mb, accum = s.micro_batch_size, s.grad_accum_steps
-        reach = max(1, -(-global_batch // (mb * dp)))
-        short = f"; grad_accum_steps {reach} would reach the recipe's {global_batch:,}" \
-            if mb * accum * dp < global_batch and not s.optimizer_in_backward else ""
-        return mb, accum, f"as set{short}"
-    from ..memory import memory_report
-    from ..speed import speed_of
-
-    best = None
-    mb = 1
-    tried = []
-    stepwise = bool(s.optimizer_in_backward)  # steps as gradients arrive: no accumulation
-    while mb <= max(1, global_batch // dp):
-        accum = 1 if stepwise else max(1, -(-global_batch // (mb * dp)))
-        trial = s.model_copy(update={"micro_batch_size": mb, "grad_accum_steps": accum})
-        _, report = memory_report(trial, m, gpu)
-        if not report.fits:
-            break
-        per_sequence = speed_of(trial, m, gpu).step_time_s / (mb * accum * dp)
-        tried.append(f"{mb}: {per_sequence:.3g} s")
-        if best is None or per_sequence < best[2] * 0.98 or stepwise:  # a bigger one must be clearly faster
-            best = (mb, accum, per_sequence)
-        mb *= 2
-    if best is None:
-        return 1, 1 if stepwise else max(1, -(-global_batch // dp)), "micro-batch 1 (none larger fits)"
-    if stepwise:
-        return best[0], 1, (f"the largest micro-batch that fits {gpu.name} up to the global batch: "
-                            "optimizer_in_backward cannot accumulate")
-    return best[0], best[1], (f"the fastest per sequence that fits {gpu.name} (seconds per sequence by micro-batch: "
-                              f"{', '.join(tried)})")
-
-
 def checkpoint_steps(s, step_time_s: float, checkpoint_bytes: float, spot_mtbi_h: float | None,
                      steps: int | None) -> tuple[int | None, str]:
     """Daly's optimum interval, in optimizer steps, for the offer's spot interruptions or on demand the hardware
@@ -158,10 +119,13 @@ def checkpoint_steps(s, step_time_s: float, checkpoint_bytes: float, spot_mtbi_h
 
 
 def recipe(s, m, gpu, *, network=None, spot_mtbi_h: float | None = None, checkpoint_bytes: float = 0.0,
-           rows_per_epoch: int | None = None, layout_why: str | None = None, step_s: float | None = None) -> Recipe:
+           rows_per_epoch: int | None = None, layout_why: str | None = None, step_s: float | None = None,
+           layout_of=None) -> Recipe:
     """The recipe of ``s`` (module docstring) on ``gpu`` over ``network``; ``rows_per_epoch``: sequences per epoch
     after packing; the checkpoint interval needs a GPU to time the step (``step_s``: the plan's, when the recipe's
-    layout is the scenario's)."""
+    layout is the scenario's). The micro-batch x accumulation: the scenario's, as chosen before it was planned
+    (``layout_why``, a launch's), else ``layout_of(s, m, gpu, global_batch)`` (:func:`gpuplan.plan.layout.layout`,
+    which plans each micro-batch it tries)."""
     params = float(m.params_total)
     global_batch, lr, schedule, clip, why = published(s, params)
     choices = [Choice(name="global batch", value=f"{global_batch:,} sequences", why=why)]
@@ -172,7 +136,7 @@ def recipe(s, m, gpu, *, network=None, spot_mtbi_h: float | None = None, checkpo
     if layout_why:  # the run's layout, chosen before the scenario took it (gpuplan launch)
         mb, accum, why_layout = s.micro_batch_size, s.grad_accum_steps, layout_why
     else:
-        mb, accum, why_layout = layout(s, m, gpu, global_batch)
+        mb, accum, why_layout = layout_of(s, m, gpu, global_batch)
     dp = s.dp
     effective = mb * accum * dp
     choices.append(Choice(name="micro-batch x accumulation x GPUs",

@@ -17,8 +17,9 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from typing import Annotated
 
-from pydantic import BaseModel, Field, SkipValidation
+from pydantic import BaseModel, Field, SkipValidation, WrapValidator
 
 from .. import clock
 from .. import overheads as oh
@@ -28,12 +29,12 @@ from ..hardware import GpuSpec, gpus, load_gpu, short_id
 from ..market.choice import best_on_demand, cheapest_in_force
 from ..market.offers import Offer, max_per_node, multi_node
 from ..market.store import load_offers, price_filter
-from ..memory import device_gib, memory_report
+from ..memory import device_gib, estimate_memory
 from ..model.report import inexact_warning
 from ..model.spec import ModelSpec
 from ..result import Answer
 from ..scenario import Scenario
-from ..scenario.stacks import FRAMEWORKS
+from ..scenario.stacks import STACK_NAMES
 from ..speed.comms import Link, intra_node_link
 from ..speed.gemm import can_time
 from ..stacks import stack_for
@@ -62,7 +63,7 @@ class Constraints:
     objective: str = "cost"  # cost | time | balanced
     any_method: bool = False  # LoRA / QLoRA may replace full fine-tuning
     any_quant: bool = False  # weight quantization and an fp8 KV cache may be used for inference
-    any_framework: bool = False  # other training stacks (torchtune, torchtitan, Unsloth, axolotl...) may be used
+    any_stack: bool = False  # other training stacks (torchtune, torchtitan, Unsloth, axolotl...) may be used
     top: int = 10
     catalogs: tuple[str, ...] = ()
     per_gpu: bool = False  # one setup per GPU type (its best), to compare cards
@@ -89,12 +90,13 @@ class Constraints:
 class Setup(BaseModel):
     """One setup that fits, priced on one offer, with the numbers ``estimate`` gives for it there."""
 
-    # as priced (provider, pricing) for the setups a Recommendation holds; validated when it was made (pydantic would
-    # validate an instance again, defaults and all, for each of the thousands of rows a search ranks)
-    scenario: SkipValidation[Scenario]
+    # as priced (provider, pricing) for the setups a Recommendation holds; an instance passes as it was validated when
+    # made (pydantic would validate it again, defaults and all, for each of the thousands of rows a search ranks), a
+    # dict is validated; the web API's schema names it (#/components/schemas/Scenario)
+    scenario: Annotated[Scenario, WrapValidator(lambda v, validate: v if isinstance(v, Scenario) else validate(v))]
     gpu_id: str
     num_gpus: int
-    strategy: str
+    sharding: str
     techniques: list[str]
     offer: str
     provider: str
@@ -137,7 +139,7 @@ class Setup(BaseModel):
         hours = cost.hours if s.task == "train" and s.train_tokens else None
         label = f"your {offer.gpu_count}x {short_id(offer.gpu_id)} (power only)" if offer.pricing == "owned" else \
             cost.offer
-        row = cls(scenario=s, gpu_id=gpu.id, num_gpus=s.world_size, strategy=s.resolved_strategy if
+        row = cls(scenario=s, gpu_id=gpu.id, num_gpus=s.world_size, sharding=s.resolved_sharding if
                   s.task == "train" else f"pp{s.pp}" if s.pp > 1 else f"tp{s.tp}", techniques=labels, offer=label,
                   provider=offer.provider, pricing=offer.pricing, owned=offer.pricing == "owned",
                   device_peak_gib=mem.device_peak_gib, capacity_gib=gpu.usable_gib,
@@ -235,13 +237,13 @@ def _variants(s: Scenario, c: Constraints, shipped: str | None = None) -> list[t
             out.append(([*label, "gradient checkpointing", "bf16 embeddings"],
                         {**base, "grad_checkpointing": "full", "optimizer": "paged-adamw-8bit",
                          "qlora_fp32_upcast": False}))
-        if c.any_framework:  # every other stack with its recipe defaults, and with activation offloading
-            for name in FRAMEWORKS:
-                if name == s.framework:
+        if c.any_stack:  # every other stack with its recipe defaults, and with activation offloading
+            for name in STACK_NAMES:
+                if name == s.stack:
                     continue
-                out.append(([*label, name], {**base, "framework": name}))
+                out.append(([*label, name], {**base, "stack": name}))
                 if name in OFFLOADS:
-                    out.append(([*label, name, "activation offload"], {**base, "framework": name,
+                    out.append(([*label, name, "activation offload"], {**base, "stack": name,
                                                                        "grad_checkpointing": "full",
                                                                        "activation_offload": True}))
     return out
@@ -254,7 +256,7 @@ SHARDING = {"hf": ("ddp", "zero2", "zero3"), "axolotl": ("ddp", "zero2", "zero3"
 OFFLOADS = ("torchtune", "axolotl", "pytorch")  # Unsloth offloads by default; torchtitan and the Trainer cannot
 
 
-def _layouts(s: Scenario, m: ModelSpec, c: Constraints, framework: str = "hf") -> list[dict]:
+def _layouts(s: Scenario, m: ModelSpec, c: Constraints, stack: str = "hf") -> list[dict]:
     """GPU counts and parallel strategies: data parallel / ZeRO for training, tensor parallel for serving."""
     out = []
     for n in COUNTS:
@@ -263,14 +265,14 @@ def _layouts(s: Scenario, m: ModelSpec, c: Constraints, framework: str = "hf") -
         per_node, nodes = min(n, 8), max(n // 8, 1)
         if s.task == "infer" and not engine_for(s).tensor_parallel:  # llama.cpp splits layers (estimate's default)
             if n <= min(8, m.num_layers):
-                out.append({"num_gpus": n, "num_nodes": 1, "tp": 1, "pp": n, "strategy": None})
+                out.append({"num_gpus": n, "num_nodes": 1, "tp": 1, "pp": n, "sharding": None})
             continue
         if s.task == "infer":
             if n <= 8 and m.num_heads % n == 0 and (n <= m.num_kv_heads or n % m.num_kv_heads == 0 or m.mla):
-                out.append({"num_gpus": n, "num_nodes": 1, "tp": n, "pp": 1, "strategy": None})
+                out.append({"num_gpus": n, "num_nodes": 1, "tp": n, "pp": 1, "sharding": None})
             continue
-        strategies = ["single"] if n == 1 else list(SHARDING[framework])
-        out += [{"num_gpus": per_node, "num_nodes": nodes, "tp": 1, "pp": 1, "strategy": st} for st in strategies]
+        strategies = ["single"] if n == 1 else list(SHARDING[stack])
+        out += [{"num_gpus": per_node, "num_nodes": nodes, "tp": 1, "pp": 1, "sharding": st} for st in strategies]
     return out
 
 
@@ -344,7 +346,7 @@ def fewest_line(s: Scenario, m: ModelSpec, x: Setup, deadline_hours: float) -> s
     one (``model_size``)."""
     where = x.provider if x.pricing == "on_demand" else f"{x.provider} {x.pricing.replace('_', '-')}"
     line = (f"fewest GPUs that meet the {deadline_hours:g} h deadline: {x.num_gpus}x {short_id(x.gpu_id)} "
-            f"{x.strategy} on {where}, {x.hours:,.1f} h, ${x.usd_total:,.0f}")
+            f"{x.sharding} on {where}, {x.hours:,.1f} h, ${x.usd_total:,.0f}")
     if s.model_size:
         from ..model.synthetic import CHINCHILLA_TOKENS_PER_PARAM, nearest_size, param_count
 
@@ -379,9 +381,9 @@ def _what_fits_owned(s: Scenario, m: ModelSpec, c: Constraints) -> list[str]:
         gpu = gpus()[gpu_id]
         layout = {"num_gpus": count, "num_nodes": 1, "gpu": gpu_id}
         if s.task == "train":
-            layout.update(strategy="single" if count == 1 else "zero3", tp=1, pp=1)
+            layout.update(sharding="single" if count == 1 else "zero3", tp=1, pp=1)
         else:
-            layout.update(strategy=None, tp=1, pp=1)
+            layout.update(sharding=None, tp=1, pp=1)
         try:
             plan = memory_plan(resolve(s.model_copy(update=layout), m))
         except GpuplanError as err:
@@ -425,14 +427,14 @@ def _search(s: Scenario, m: ModelSpec, c: Constraints, offers: list[Offer], card
         if effect in tried:  # e.g. "gradient checkpointing" when the scenario has it on already
             continue
         tried.add(effect)
-        for layout in _layouts(s, m, c, change.get("framework", s.framework)):
+        for layout in _layouts(s, m, c, change.get("stack", s.stack)):
             try:  # a stack refuses what it cannot run (torchtune with ZeRO, Unsloth over FSDP...)
                 scenario = s.model_copy(update={**change, **layout, "gpu": None})
                 check(scenario, m, None)
             except GpuplanError:
                 continue
             shared = None if scenario.task == "infer" and engine_for(scenario).card_sized else \
-                memory_report(scenario, m, None)[0]
+                estimate_memory(scenario, m, None)
             key = tuple(sorted(layout.items()))
             if not change:
                 as_given[key] = (scenario, shared)
@@ -461,10 +463,8 @@ def _fitting(scenario: Scenario, m: ModelSpec, gpu: GpuSpec, shared, c: Constrai
     if shared is not None and not stack_for(r.scenario).sizes_from_free_memory and \
             device_gib(r.scenario, shared, gpu) > room:  # the layout's memory against the card, before a report
         return None
-    e, report = card_memory(r, shared)
-    if report.fits and report.device_peak_gib <= room:
-        return memory_plan(r, (e, report))
-    return None
+    plan = memory_plan(r, card_memory(r, shared))  # each report a plan's: what fits is the plan's verdict
+    return plan if plan.memory.fits and plan.memory.device_peak_gib <= room else None
 
 
 def _change_note(labels: list[str], given, scenario: Scenario, shared, m: ModelSpec, gpu: GpuSpec) -> str:
@@ -519,7 +519,7 @@ def _rationale(x: Setup, gpu: GpuSpec, speed, link: Link) -> str:
     parts = [f"fits with {x.headroom_pct:.0f}% headroom ({x.device_peak_gib:.1f} of {x.capacity_gib:.1f} GiB)"]
     if x.change:
         parts.append(x.change)
-    if gpu.vendor != "NVIDIA":
+    if gpu.vendor not in ("NVIDIA", "Apple"):  # Apple: the engines without Metal are refused (Engine.metal)
         parts.append(f"{gpu.vendor}: check your stack supports it (ROCm / Gaudi software)")
     parts.append(links_said(x.num_gpus, link, speed))
     if speed.bound.startswith("host"):
@@ -592,9 +592,9 @@ def _what_would_fit(s: Scenario, m: ModelSpec, c: Constraints, biggest: GpuSpec 
         tries.append(("both", "", s, Constraints(**{**base, "budget_usd": None, "deadline_hours": None})))
     if s.task == "train" and not c.any_method:
         tries.append(("method", "allow LoRA/QLoRA (--any-method)", s, Constraints(**{**base, "any_method": True})))
-    if s.task == "train" and not c.any_framework:
-        tries.append(("framework", "allow other training stacks (--any-framework)", s,
-                      Constraints(**{**base, "any_framework": True})))
+    if s.task == "train" and not c.any_stack:
+        tries.append(("stack", "allow other training stacks (--any-stack)", s,
+                      Constraints(**{**base, "any_stack": True})))
     if s.task == "infer" and not c.any_quant:
         tries.append(("quant", "allow quantized weights / fp8 KV (--any-quant)", s,
                       Constraints(**{**base, "any_quant": True})))
@@ -628,7 +628,7 @@ def _what_would_fit(s: Scenario, m: ModelSpec, c: Constraints, biggest: GpuSpec 
                      f"{math.ceil((x.hours or 0) * 10) / 10:,} hours")
         total = f", ${x.usd_total:,.0f}" if x.usd_total is not None else ""
         found.append((_key(x, c.objective), f"{label}: {x.num_gpus}x {x.gpu_id} "
-                      f"{'+'.join([x.strategy, *x.techniques])} on {x.offer}{total} "
+                      f"{'+'.join([x.sharding, *x.techniques])} on {x.offer}{total} "
                       f"(${x.usd_per_million_tokens:,.2f}/M tokens)"))
     return [text for _, text in sorted(found)] or [
         f"nothing in the catalog fits, even on {c.max_gpus} x {biggest.name}: a smaller model or more GPUs"]

@@ -8,7 +8,7 @@ taken, in words.
   SimpleTuner and ai-toolkit, unless ``lora_targets`` names them) on ``micro_batch_size`` images per step, twice
   that with DreamBooth's ``prior_preservation``, at each aspect bucket of ``resolution`` (latents 8x smaller); the
   VAE encodes each batch unless ``cache_latents``; the text encoders run every step when ``frozen``. The trainer
-  (``framework``) sets the defaults: diffusers' scripts unless another is named.
+  (``stack``) sets the defaults: diffusers' scripts unless another is named.
 - **Diffusion generation** (``task infer``): ``batch_size`` images per call, ``steps`` denoising steps, the
   denoiser's batch doubled by classifier-free guidance (``cfg``), the prompt encoded once, the latents decoded once
   (the VAE in fp32 where its config says ``force_upcast`` and the pipeline runs fp16, as diffusers' pipelines do).
@@ -27,7 +27,7 @@ from ..model.encoders import FAMILIES
 from ..model.module import ModuleSpec
 from ..model.profile import FP8_ALL
 from .fields import Scenario
-from .stacks import DIFFUSION_FRAMEWORKS
+from .stacks import DIFFUSION_STACKS
 
 # the fields only a model that is not a decoder LLM reads (refused on a decoder's plan: gpuplan.plan.refusals)
 MODULE_FIELDS = ("resolution", "inference_steps", "cfg", "cpu_offload", "cache_latents", "text_encoders",
@@ -86,7 +86,7 @@ def parse_resolution(text: str) -> list[tuple[int, int]]:
     return out
 
 
-def _lora_roles(s: Scenario, framework: str) -> tuple[tuple[str, ...], str]:
+def _lora_roles(s: Scenario, stack: str) -> tuple[tuple[str, ...], str]:
     """The roles LoRA adapts and the way's suffix: the trainer's default, or what ``lora_targets`` names."""
     if "lora_targets" in s.model_fields_set:
         if s.lora_targets == "all-linear":
@@ -97,7 +97,7 @@ def _lora_roles(s: Scenario, framework: str) -> tuple[tuple[str, ...], str]:
         if names <= attention:
             return ("attention",), "attention"
         return ("attention", "block"), "all"
-    preset = LORA_DEFAULT.get(framework, "attention")
+    preset = LORA_DEFAULT.get(stack, "attention")
     return (("attention",), "attention") if preset == "attention" else (("attention", "block"), "all")
 
 
@@ -140,17 +140,17 @@ def resolve_diffusion(s: Scenario, spec: ModuleSpec) -> ModuleJob:
                          batch=s.batch_size * (2 if cfg else 1), samples_per_step=s.batch_size, steps=steps,
                          cfg=cfg, offload=s.cpu_offload,
                          vae_dtype="fp32" if upcast and dtype == "fp16" else dtype, notes=tuple(notes))
-    framework = s.framework
+    stack = s.stack
     if s.method == "full":
         way, roles, trained = "train-full", (), "all"
     else:
-        roles, preset = _lora_roles(s, framework)
+        roles, preset = _lora_roles(s, stack)
         way, trained = f"train-lora-{preset}", "none"
     if s.grad_checkpointing != "none":
         way += "-gc"
     if s.method == "qlora":
         weights = s.quant or "nf4"
-    if framework == "kohya" and weights == "fp8":
+    if stack == "kohya" and weights == "fp8":
         weights = FP8_ALL
         notes.append("fp8 base: kohya's --fp8_base casts every weight to fp8, the norms and modulation too")
     batch = s.micro_batch_size * (2 if s.prior_preservation else 1)
@@ -180,8 +180,13 @@ def resolve_model(s: Scenario, spec: ModuleSpec) -> ModuleJob:
         shapes: tuple[tuple[int, ...], ...] = ((tokens,),)
     elif variables:
         source = s.seq_len if s.task == "train" else s.prompt_tokens
-        target = s.decoder_tokens or (max(source // 4, 1) if s.task == "train" else s.output_tokens)
         limit = d.get("encoder_tokens_max")
+        given = "seq_len" if s.task == "train" else "prompt_tokens"
+        if limit and source > limit and given not in s.model_fields_set:  # a default, not the user's: within reach
+            notes.append(f"{given} {limit:,}: the default {source:,} would run past {spec.name}'s {limit:,} "
+                         f"positions (set {given} to choose)")
+            source = limit
+        target = s.decoder_tokens or (max(source // 4, 1) if s.task == "train" else s.output_tokens)
         if limit and max(source, target) > limit:
             raise GpuplanError(f"{spec.name} learns {limit:,} positions: use at most {limit:,} source and target "
                                "tokens")
@@ -220,14 +225,14 @@ def resolve_module(s: Scenario, spec: ModuleSpec) -> tuple[Scenario, ModuleJob]:
     """Scenario ``s`` with the module's defaults taken (a diffusion model trains with diffusers' scripts unless a
     trainer is named), and its job; refuses what the module cannot run, in one sentence."""
     if spec.kind == "diffusion":
-        if s.task == "train" and "framework" not in s.model_fields_set:
-            s = s.model_copy(update={"framework": "diffusers"})
-        if s.task == "train" and s.framework not in DIFFUSION_FRAMEWORKS:
-            raise GpuplanError(f"framework {s.framework} trains LLMs; a diffusion model trains with framework "
-                               f"{', '.join(DIFFUSION_FRAMEWORKS)} (left unset: diffusers)")
+        if s.task == "train" and "stack" not in s.model_fields_set:
+            s = s.model_copy(update={"stack": "diffusers"})
+        if s.task == "train" and s.stack not in DIFFUSION_STACKS:
+            raise GpuplanError(f"stack {s.stack} trains LLMs; a diffusion model trains with stack "
+                               f"{', '.join(DIFFUSION_STACKS)} (left unset: diffusers)")
         return s, resolve_diffusion(s, spec)
-    if s.framework in DIFFUSION_FRAMEWORKS:
-        raise GpuplanError(f"framework {s.framework} trains diffusion models, and {spec.describe()}: use framework "
+    if s.stack in DIFFUSION_STACKS:
+        raise GpuplanError(f"stack {s.stack} trains diffusion models, and {spec.describe()}: use stack "
                            "hf (the Hugging Face Trainer)")
     for name in ("resolution", "inference_steps", "cfg", "cache_latents", "text_encoders"):
         if name in s.model_fields_set:

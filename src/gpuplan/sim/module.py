@@ -213,10 +213,11 @@ def simulate_pipeline(s, spec) -> PipelineSimulation:
     from ..memory.modules import BYTES
     from ..model import diffusers, encoders
     from ..plan.modules import _estimate, describe, profiles
-    from ..scenario.modules import resolve_module
+    from ..plan.resolve import resolve_module_scenario
 
     start = time.time()
-    s, job = resolve_module(s, spec)
+    r = resolve_module_scenario(s, spec)  # the one resolver, as the plan it checks
+    s, job = r.scenario, r.job
     main, parts = profiles(job)
     c = spec.main
     part = diffusers.denoiser_part(c, (job.way,)) if spec.kind == "diffusion" else encoders.model_part(spec, c)

@@ -24,11 +24,10 @@ from fastapi.staticfiles import StaticFiles
 from fastapi_offline import FastAPIOffline
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
+from .. import api as gpuplan_api
 from .._version import __version__
 from ..errors import GpuplanError
-from ..scenario import Scenario
 from . import api
-from .accuracy import readme_html
 from .guard import BoundedBody
 from .uploads import Store
 from .work import Pools
@@ -73,7 +72,7 @@ def create_app(*, hub: bool = False, host: str = "127.0.0.1") -> FastAPI:
 
     @app.get("/readme", include_in_schema=False)
     async def readme(request: Request) -> HTMLResponse:
-        body = await api.in_thread(request, readme_html)
+        body = await api.in_thread(request, gpuplan_api.readme_html)
         return HTMLResponse("<!doctype html><html lang=en><head><meta charset=utf-8><title>gpuplan README</title>"
                             "<link rel=stylesheet href=/static/style.css></head><body class=readme><main>"
                             f"<p><a href=/>back to the calculator</a></p>{body}</main></body></html>",
@@ -118,7 +117,7 @@ def _with_scenario(app: FastAPI) -> dict:
     if app.openapi_schema:
         return app.openapi_schema
     schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
-    scenario = Scenario.model_json_schema(ref_template="#/components/schemas/{model}")
+    scenario = gpuplan_api.Scenario.model_json_schema(ref_template="#/components/schemas/{model}")
     schemas = schema.setdefault("components", {}).setdefault("schemas", {})
     schemas.update(scenario.pop("$defs", {}))
     schemas["Scenario"] = scenario

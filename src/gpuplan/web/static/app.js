@@ -172,7 +172,7 @@ function readForm() {
   return out;
 }
 
-// "(auto)" choices say what the framework or the GPU count resolved them to
+// "(auto)" choices say what the stack or the GPU count resolved them to
 function showResolved(normalized) {
   for (const f of state.fields) {
     const el = document.getElementById("f-" + f.name);
@@ -500,7 +500,7 @@ function renderData(r) {
 
 function setupLabel(x) {
   return `${x.num_gpus}x ${x.gpu_id.replace(/^nvidia-|^geforce-|^amd-instinct-/g, "").replace(/^geforce-/, "")} ` +
-    [x.strategy, ...x.techniques].join("+");
+    [x.sharding, ...x.techniques].join("+");
 }
 
 function renderSetups(rec, scenario) {

@@ -25,7 +25,7 @@ def _flops_per_token(x: Context, recompute: bool = True) -> tuple[float, str]:
     if rc.selective:  # the matmuls the stack's per-op policy does not save
         re_run = active_params_of(m, rc.linears)
         dense += 2 * re_run
-        again = f" + 2 x {count(re_run)} (matmuls re-run by {s.framework}'s per-op checkpointing)"
+        again = f" + 2 x {count(re_run)} (matmuls re-run by {s.stack}'s per-op checkpointing)"
     elif rc.layers:
         dense += 2 * n * rc.layers
         attention *= (12 + 4 * rc.layers) / 12
