@@ -154,6 +154,39 @@ def test_encoder_decoders_and_encoders_are_planned(model, task):
     assert p.memory.device_peak_gib > 0 and p.work.samples_per_s > 0 and p.work.flops_per_step > 0
 
 
+def test_a_default_length_past_an_encoder_decoders_positions_is_shortened_and_said():
+    """BART learns 1,024 positions: the default seq_len (2,048) is shortened to them and said, as a decoder LLM's
+    is (plan.resolve.within_context); a seq_len the user set past them is refused."""
+    p = plan(model="bart-large", task="train", method="lora", gpu="a100-80gb")
+    assert p.work.sizes == {"encoder_tokens": [1024], "decoder_tokens": [256]}
+    assert any("seq_len 1,024: the default 2,048" in d for d in p.defaults)
+    with pytest.raises(GpuplanError, match="learns 1,024 positions"):
+        plan(model="bart-large", task="train", method="lora", gpu="a100-80gb", seq_len=2048)
+
+
+def test_a_module_plan_is_resolved_and_built_on_the_one_road():
+    """estimate() of a diffusion pipeline is the one resolver's answer built by the one builder: the same plan,
+    number for number, as resolve_any then build on the offers offers_for finds; a memory-only build stops before
+    the speed and the price, as a decoder's does."""
+    from gpuplan.market.store import load_offers
+    from gpuplan.plan.build import build, offers_for
+    from gpuplan.plan.resolve import ResolvedModule, resolve_any
+    from gpuplan.scenario import scenario_from
+
+    asked = dict(model="sdxl", task="train", method="lora", resolution="1024", gpu="rtx 3060", train_steps=500)
+    r = resolve_any(scenario_from(asked))
+    assert isinstance(r, ResolvedModule) and r.gpu.id == "nvidia-geforce-rtx-3060-12gb" and r.job.way
+    assert any("stack diffusers" in a for a in r.assumptions)
+    offers = offers_for(r, load_offers())
+    built = build(r, offers)
+    assert built.to_dict() == gpuplan.estimate(asked).to_dict()
+    on_demand = [o.usd_per_gpu_hour for o in offers.candidates if o.pricing == "on_demand"]
+    assert on_demand and built.cost.usd_per_gpu_hour == min(on_demand)  # the cheapest of the builder's offers
+    alone = build(r, memory_only=True)
+    assert alone.work is None and alone.cost is None and alone.memory == built.memory.model_copy(
+        update={"max_batch_size": None})
+
+
 # ---- refusals --------------------------------------------------------------------------------------------------
 def test_module_fields_on_a_decoder_llm_are_refused():
     with pytest.raises(GpuplanError, match="resolution apply to diffusion pipelines"):
