@@ -67,6 +67,8 @@ def _module_spec(model: str):
         load_model(model)
     except NotADecoder as other:
         return other.spec
+    except GpuplanError:  # any other problem of the name is the decoder's road's to say, in its order
+        return None
     return None
 
 
