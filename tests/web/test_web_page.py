@@ -215,7 +215,7 @@ def test_the_verdict_names_the_engine_that_serves(server, page):
 
 def test_unsloth_headroom_says_it_is_small_by_design(server, page):
     """The verdict carries the plan's headroom note: Unsloth's fused loss fills half of what is free (issue 35)."""
-    fields = {"model": "qwen3-14b", "task": "train", "method": "qlora", "framework": "unsloth", "gpu": "t4",
+    fields = {"model": "qwen3-14b", "task": "train", "method": "qlora", "stack": "unsloth", "gpu": "t4",
               "seq_len": 2048, "micro_batch_size": 4}
     page.goto(server + "/?" + "&".join(f"{k}={v}" for k, v in fields.items()))
     settle(page)
