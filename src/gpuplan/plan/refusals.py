@@ -33,7 +33,7 @@ QLORA_BASES = ("nf4", "fp4", "gptq-int4", "awq-int4")  # the 4-bit bases QLoRA i
 def check(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> list[str]:
     """Raise :class:`GpuplanError` for what cannot run (the module docstring's rules, in that order); return the
     warnings for what is doubtful."""
-    _not_a_module(s, m)
+    not_a_module(s, m)
     scenario_refusal(s)
     warnings = _other_task(s)
     _qlora(s)
@@ -48,7 +48,7 @@ def check(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> list[str]:
     return warnings + _context(s, m)
 
 
-def _not_a_module(s: Scenario, m: ModelSpec) -> None:
+def not_a_module(s: Scenario, m: ModelSpec) -> None:
     """The fields and trainers of diffusion pipelines and encoder-decoders (:mod:`gpuplan.plan.modules`), given
     with a decoder LLM."""
     from ..scenario.modules import MODULE_FIELDS
