@@ -51,9 +51,8 @@ def rows(tmp_path_factory):
 
 
 def readme_misses() -> set[str]:
-    """The model_types the accuracy tables list (src/gpuplan/data/accuracy.md, where the README's moved with the
-    docs), each with its reason, as misses of `gpuplan model` (the paragraph after "Architectures `gpuplan model`
-    misses")."""
+    """The model_types the accuracy tables list, each with its reason, as misses of `gpuplan model` (the paragraph
+    after "Architectures `gpuplan model` misses" in src/gpuplan/data/accuracy.md, which the docs site includes)."""
     text = (ROOT / "src" / "gpuplan" / "data" / "accuracy.md").read_text(encoding="utf-8")
     paragraph = text.split("Architectures `gpuplan model` misses", 1)[1].split("\n\n", 1)[0]
     return set(re.findall(r"`([a-z0-9_\-]+)`:", paragraph))

@@ -61,12 +61,13 @@ def offers_for(r: Resolved | ResolvedModule, catalog: list[Offer]) -> Offers:
 
 def build(r: Resolved | ResolvedModule, offers: Offers | None = None, *, advise: bool = True, memory_only: bool = False,
           offer_label: str | None = None, base: Plan | None = None, speeds: dict | None = None,
-          recipe: bool = False, simulate: bool = False) -> Plan:
+          recipe: bool | None = None, simulate: bool = False) -> Plan:
     """The plan of ``r`` priced on ``offers`` (the stages of the module docstring). A search passes the memory plan
     it already made (``base``) and the speeds it timed on this card (``speeds``, by class of links); ``recipe``: the
-    training recipe even without data (a plan to launch); ``simulate``: the serving runs (one plan's question,
-    not a search's). A model that is not a decoder LLM (``r`` a :class:`ResolvedModule`) runs the same stages on
-    its recorded profiles (:func:`gpuplan.plan.modules.build_module`)."""
+    training recipe even without data (True: a plan to launch), with data only (None), or never (False: a
+    search's row, whose recipe is made for the setup launched); ``simulate``: the serving runs (one plan's
+    question, not a search's). A model that is not a decoder LLM (``r`` a :class:`ResolvedModule`) runs the same
+    stages on its recorded profiles (:func:`gpuplan.plan.modules.build_module`)."""
     if isinstance(r, ResolvedModule):
         return build_module(r, (offers or Offers()).candidates, advise=advise, memory_only=memory_only)
     plan = base if base is not None else memory_plan(r)
@@ -95,7 +96,7 @@ def build(r: Resolved | ResolvedModule, offers: Offers | None = None, *, advise:
         plan = serving_runs(r, plan)
     if gpu is not None and advise:
         plan = plan.said(**advice(r, plan))
-    if s.task == "train" and (recipe or s.dataset or s.samples or s.model_size or s.epochs):
+    if s.task == "train" and recipe is not False and (recipe or s.dataset or s.samples or s.model_size or s.epochs):
         from .dataset_report import dataset_section, plan_recipe
 
         typed = plan_recipe(plan)
