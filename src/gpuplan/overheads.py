@@ -701,3 +701,37 @@ TRTLLM_CONTEXT_ATTENTION_SPEEDUP = 1.5
 TRTLLM_MOE_PREFILL_TOKEN_S = 80e-9
 TRTLLM_MOE_DECODE_TOKEN_S = 250e-9
 TRTLLM_MOE_LAYER_STEP_S = 30e-6
+
+# ---- profiled modules (speed/modules.py): diffusion denoisers, VAEs, text encoders, Whisper, T5 ----------------------
+# Host work of an eager pass read off the module's own profile: every aten op the dispatcher runs (views included:
+# Python, the dispatcher, the autograd bookkeeping) and every nn.Module call (diffusers' attention processors and
+# blocks are Python). Fitted on SD 1.5 at batch 1 on an RTX 4090 (diffusers' PyTorch 2.0 benchmark: 40.5 it/s, a
+# host-bound step of a desktop CPU); the same benchmark's A100 at batch 1 ran at 21.7 it/s, host-bound on its
+# server's slower cores: published rates depend on the host CPU, which one constant cannot follow.
+DISPATCH_OVERHEAD_S = 7e-6
+MODULE_CALL_OVERHEAD_S = 5e-6
+# Bytes moved per weight element to unpack a stored weight to 16 bits before each GEMM that uses it: bitsandbytes'
+# NF4 dequantize reads the packed nibbles and absmax and writes a bf16 copy (0.56 + 2), fp8 storage cast up
+# (diffusers enable_layerwise_casting, kohya --fp8_base: 1 + 2). Three are fitted, each on its one row of
+# bench/modules.py (FLUX.1-dev on an H100, diffusers' quantization blog), as byte-equivalents of work that is not all
+# traffic: LLM.int8 (its int8 matmul with the outlier columns split off and multiplied in 16 bits, several kernels
+# per linear), and diffusers' GGUF dequantization (quantizers/gguf/utils.py dequantize_functions: a dozen PyTorch
+# ops over each block's fields, each reading and writing a float copy; the 8-bit blocks in fewer).
+DEQUANT_BYTES_PER_WEIGHT = {"nf4": 2.6, "fp4": 2.6, "fp8": 3.0, "int8": 60.0, "gguf": 45.0, "gguf-8bit": 4.0}
+# bitsandbytes quantizing a pipeline's components as they load (diffusers' PipelineQuantizationConfig,
+# BitsAndBytesConfig in from_pretrained): each weight reaches the card in 16 bits and is replaced by its 4- or 8-bit
+# form, and the caching allocator keeps the freed 16-bit blocks reserved. Their size, as a share of the quantized
+# components' 16-bit bytes, fitted on the FLUX.1-dev NF4 row of huggingface/blog diffusers-quantization.md (12.58
+# GiB after loading against 8.58 GiB of weights and scales: 4.0 GiB of 31.0 GiB); its LLM.int8 and RTX 4090 rows are
+# held out (bench/modules.py).
+BNB_LOAD_CACHE_FRACTION = 0.129
+# An AdamW step over fp32 master weights, gradients and two moments, each read and written (16 B read + 16 B
+# written per parameter: torch's fused AdamW), for diffusion and encoder-decoder full fine-tuning.
+OPTIMIZER_BYTES_PER_PARAM = 32
+# A diffusers scheduler step between denoiser passes (FlowMatchEuler / Euler: a few element-wise ops on the latents
+# and their Python): host time per step.
+SCHEDULER_STEP_S = 0.4e-3
+# The range said around a profiled module's speed (samples/s): issue 34's goal, which 15 of the 27 held-out speeds of
+# bench/results/modules.md meet (median error 20 %; the misses are Stable Diffusion 1.5 on datacenter cards and the
+# Whisper recipes' wall times, said in the README and in every Whisper plan).
+MODULE_SPEED_SPREAD = (-0.25, 0.25)

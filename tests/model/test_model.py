@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from conftest import require
 from gpuplan import load_model
 from gpuplan.model.spec import ModelSpec
 
@@ -264,3 +265,30 @@ def test_a_config_missing_every_size_names_the_keys():
 
     with pytest.raises(GpuplanError, match="lacks hidden_size, num_attention_heads, num_hidden_layers, vocab_size"):
         ModelSpec.from_config({"model_type": "mystery_lm"})
+
+
+# nanoGPT's GPTConfig as the review's file holds it (new-user-review-3, question 8)
+NANOGPT = {"n_layer": 24, "n_head": 16, "n_embd": 2048, "block_size": 2048, "vocab_size": 50304, "dropout": 0.0,
+           "bias": False}
+
+
+def test_a_nanogpt_config_is_gpt2_shaped_with_a_tied_head():
+    """The review counted +38% (a SwiGLU MLP and an untied head assumed). nanoGPT's GPT, written out: 24 blocks of
+    12·C² weights (c_attn 3C², c_proj C², c_fc 4C², mlp c_proj 4C²), the tied wte (V·C) once, wpe (block_size·C),
+    and without biases one weight per LayerNorm (2 per block and ln_f)."""
+    m = ModelSpec.from_config(NANOGPT, name="nanogpt")
+    C = 2048
+    assert m.params_total == 24 * 12 * C * C + 50304 * C + 2048 * C + (2 * 24 + 1) * C == 1_315_276_800
+    assert m.exact and m.family == "nanogpt" and m.tie_word_embeddings and not m.gated_mlp
+    assert m.lm_head is None and m.max_context == 2048 and m.dtype == "float32"
+
+
+def test_nanogpt_with_biases_equals_transformers_gpt2():
+    """``bias: true`` is GPT-2 exactly: transformers' GPT2LMHeadModel on the meta device holds the same count."""
+    torch = require("torch")
+    transformers = require("transformers")
+    config = {**NANOGPT, "n_layer": 4, "n_embd": 256, "n_head": 8, "bias": True}
+    cfg = transformers.GPT2Config(n_layer=4, n_embd=256, n_head=8, n_positions=2048, vocab_size=50304)
+    with torch.device("meta"):
+        model = transformers.GPT2LMHeadModel(cfg)
+    assert ModelSpec.from_config(config).params_total == sum(p.numel() for p in model.parameters()) == 16_561_664

@@ -12,7 +12,7 @@ import pytest
 from gpuplan import GpuplanError, estimate, load_scenario
 from gpuplan.plan.refusals import scenario_refusal
 from gpuplan.scenario import scenario_from
-from gpuplan.scenario.stacks import RECIPES, SCALE_STACKS, STACK_NAMES, TECHNIQUES
+from gpuplan.scenario.stacks import DIFFUSION_STACKS, RECIPES, SCALE_STACKS, STACK_NAMES, TECHNIQUES
 
 BASE = {"model": "llama-3.1-8b", "task": "train"}
 
@@ -114,7 +114,7 @@ def test_what_a_framework_cannot_run_is_one_sentence(fields, message):
 
 
 def test_every_stack_is_described():
-    assert set(RECIPES) == set(STACK_NAMES) | set(SCALE_STACKS)
+    assert set(RECIPES) == set(STACK_NAMES) | set(SCALE_STACKS) | set(DIFFUSION_STACKS)
     for stack in RECIPES.values():
         assert stack.title and stack.logs and stack.logs_level in ("allocated", "reserved")
         assert stack.fsdp in (None, "fsdp1", "fsdp2")

@@ -62,9 +62,13 @@ def model(name: str) -> dict[str, Any]:
     """One model's facts: parameters by part, layer kinds, KV bytes per token, weight sizes as shipped and at
     bf16 / int8 / int4, and how it was counted: ``gpuplan model``."""
     from ..model.catalog import load_model
-    from ..model.report import model_facts
+    from ..model.module import NotADecoder
+    from ..model.report import model_facts, module_facts
 
-    return model_facts(load_model(arg.text(name, "model")))
+    try:
+        return model_facts(load_model(arg.text(name, "model")))
+    except NotADecoder as other:  # a diffusion pipeline, an encoder-decoder, an encoder: its components
+        return module_facts(other.spec)
 
 
 def short_names() -> dict[str, list[str]]:
@@ -296,11 +300,16 @@ def check_model_name(name: str, *, hub: bool, where: str = "the web page") -> No
     synthetic models) always, and Hugging Face repo ids with ``hub``; refuse paths on this machine's disk and
     unknown names, in one sentence (``where`` reads no files of its host: the web page). Asked before a scenario
     is read: the model's tokenizer is looked up by its name."""
+    from ..model import kinds
     from ..model.catalog import REPO_ID, aliases, base_repo, bundled, bundled_repo
     from ..userfiles import user_path
 
     if bundled_repo(name) or name.lower().startswith("synthetic-"):
         return
+    other = kinds.named(name)
+    if other is not None:  # a bundled diffusion pipeline, encoder-decoder or encoder
+        raise GpuplanError(f"{other.describe()}: {where} plans decoder LLMs; `gpuplan estimate --model "
+                           f"{other.name}` on the command line, or gpuplan.estimate in Python, plans it")
     try:
         on_disk = user_path(name).exists()
     except (OSError, ValueError):  # too long or otherwise impossible as a path

@@ -67,6 +67,32 @@ def simulate(scenario, *, layers: int | None = None, timeline: bool = False, com
     return SimulationReport(**{k: v for k, v in sim.__dict__.items()}, estimate=est, full_layers=depth)
 
 
+def simulate_module(target: str, *, task: str = "train", gpu: str | None = None):
+    """Your own PyTorch module on fake tensors: ``target`` is ``package.module:function``, a callable returning
+    ``(module, example_input)``, run once for its memory, its FLOPs and bytes counted for time on ``gpu``:
+    ``gpuplan simulate --module`` (:func:`gpuplan.sim.module.simulate_module`). Needs torch."""
+    from ..sim.module import simulate_module as run
+
+    return run(arg.text(target, "module"), task=arg.text(task, "task", choices=("train", "infer")),
+               gpu=arg.text(gpu, "gpu", optional=True))
+
+
+def simulate_pipeline(scenario):
+    """The main component of a diffusion pipeline or an encoder-decoder (the scenario's model) run once on fake
+    tensors the way the scenario runs it, at its largest size, beside the plan's estimate: ``gpuplan simulate``
+    of such a model (:func:`gpuplan.sim.module.simulate_pipeline`). A decoder LLM goes to :func:`simulate`."""
+    from ..model.catalog import load_model
+    from ..model.module import NotADecoder
+    from ..sim.module import simulate_pipeline as run
+
+    s = scenario_of(scenario)
+    try:
+        load_model(s.model)
+    except NotADecoder as other:
+        return run(s, other.spec)
+    raise GpuplanError(f"{s.model} is a decoder LLM: gpuplan.simulate runs it")
+
+
 class Record(Answer):
     """A record as its command prints it (a probe's measurement, calibrate's report): a JSON object whose keys
     are documented where it is made (:func:`gpuplan.sim.probe.probe`, :func:`gpuplan.sim.probe.calibrate`)."""

@@ -42,15 +42,53 @@ def launch(scenario: ScenarioLike, *, targets: Iterable[str] = (), folder: str |
     arguments, torchtune, torchtitan, Axolotl, Unsloth, vllm serve: every target that applies, or ``targets``)
     into ``folder`` (``-``: make them, write nothing; their text is the answer's ``printed``): ``gpuplan
     launch``."""
-    from ..launchers import launch_plan
+    from ..launchers import check_target_names, launch_plan
 
     targets, folder = check_launch(targets, folder)
     force = arg.flag(force, "force")
     options = _options(dataset, script, bucket)
     visible_devices = arg.devices_of(visible_devices)
     command = arg.text(command, "command")
-    plan = launch_plan(scenario_of(scenario), command=command, visible_devices=visible_devices)
+    s = scenario_of(scenario)
+    spec = _module_spec(s.model)
+    if spec is not None:  # a diffusion pipeline: its trainers' files (launchers/diffusion.py)
+        return _write_diffusion(s, spec, targets, folder, force, command, dataset)
+    check_target_names(targets)  # a diffusion trainer named for a decoder LLM
+    plan = launch_plan(s, command=command, visible_devices=visible_devices)
     return write_plan(plan, targets, options, folder, force)
+
+
+def _module_spec(model: str):
+    """The module spec of a model that is not a decoder LLM (a diffusion pipeline...), or None."""
+    from ..model.catalog import load_model
+    from ..model.module import NotADecoder
+
+    try:
+        load_model(model)
+    except NotADecoder as other:
+        return other.spec
+    except GpuplanError:  # any other problem of the name is the decoder's road's to say, in its order
+        return None
+    return None
+
+
+def _write_diffusion(s, spec, targets: list[str], folder: str | Path, force: bool, command: str,
+                     dataset: str | None) -> LaunchReport:
+    """The diffusion trainers' files of a diffusion training plan (``diffusers``, ``kohya``, ``simpletuner``,
+    ``ai-toolkit``; by default the plan's stack's), written or, with folder ``-``, made only."""
+    from ..launchers import write
+    from ..launchers.diffusion import diffusion_launch, files
+    from ..plan.estimate import estimate
+
+    plan = diffusion_launch(s, spec, estimate(s, advise=False), command)
+    chosen = files(plan, targets, dataset)
+    paths = [Path(f.name) for f in chosen] if folder == "-" else write(chosen, folder, force=force)
+    said = {"header": plan.header(), "train": True, "spot": False, "owned": False, "again": command}
+    return LaunchReport(folder=str(folder), setup=plan.setup_label, predicted=plan.predictions(),
+                        scenario=plan.scenario.model_dump(mode="json", exclude_unset=True),
+                        files=[LaunchFileInfo(path=str(p), target=f.target, read_by=f.reader)
+                               for p, f in zip(paths, chosen, strict=True)],
+                        printed=[(f.name, f.target, f.text) for f in chosen] if folder == "-" else [], said=said)
 
 
 def check_launch(targets: Iterable[str] = (), folder: str | Path = "gpuplan-launch", *, flag: str = "folder"
@@ -58,10 +96,11 @@ def check_launch(targets: Iterable[str] = (), folder: str | Path = "gpuplan-laun
     """The targets named (each a known one; comma-separated names split) and the folder (``-``: none), checked
     before a plan is made: a misspelt target or a bad folder name is said before the plan's own problems."""
     from ..launchers import check_target_names
+    from ..launchers.diffusion import NAMES as DIFFUSION_TARGETS
     from ..launchers.files import output_folder
 
     names = [n.strip() for text in names_of(targets, "targets") for n in text.split(",") if n.strip()]
-    check_target_names(names)
+    check_target_names(names, also=DIFFUSION_TARGETS)  # the diffusion trainers' too: the model is not read yet
     return names, folder if folder == "-" else output_folder(folder, flag)
 
 

@@ -23,7 +23,8 @@ PARTS = (("parameters", ("parameters",), ("weights_gib",)), ("gradients", ("grad
 
 
 def simulate_cmd(scenario: str | None = None, as_json: bool = False, compare: bool = False,
-                 plot: str | None = None, layers: int | None = None, **fields: str | None) -> None:
+                 plot: str | None = None, layers: int | None = None, module: str | None = None,
+                 **fields: str | None) -> None:
     """The real training or serving step on fake tensors: exact memory, no GPU.
 
     Runs the scenario's step with the real transformers / peft code on fake tensors (no GPU, no download) and
@@ -36,14 +37,22 @@ def simulate_cmd(scenario: str | None = None, as_json: bool = False, compare: bo
     \b
       gpuplan simulate --model llama-3.1-8b --task train --method qlora --seq-len 2048 --compare
       gpuplan simulate examples/lora-llama-8b.yaml --plot memory.png
+      gpuplan simulate --model sdxl --task train --method lora --resolution 1024
+      gpuplan simulate --module my_pkg.my_model:build --task train --gpu rtx-4090
     """
     from .plots import plot_target
 
+    if module:
+        return _simulate_module(module, overrides(fields), as_json)
     s = api.load_scenario(scenario, overrides(fields))
     target = plot_target(plot) if plot is not None else None  # before the simulation, not after it
+    try:
+        m = api.load_model(s.model)
+    except api.NotADecoder:  # a diffusion pipeline or an encoder-decoder: its main component
+        return _simulate_pipeline(s, as_json)
     sim = api.simulate(s, timeline=target is not None, layers=layers, compare=compare)
     if not as_json:  # after: a scenario simulate refuses prints its sentence alone
-        bullet(api.describe(s, api.load_model(s.model)), prefix="", style="bold")
+        bullet(api.describe(s, m), prefix="", style="bold")
     est = sim.estimate
     if target is not None:
         _plot(sim, target)
@@ -79,6 +88,22 @@ def simulate_cmd(scenario: str | None = None, as_json: bool = False, compare: bo
         bullet(note, style="dim")
     if plot:
         out.print(f"timeline written to {plot}")
+
+
+def _simulate_module(target: str, given: dict, as_json: bool) -> None:
+    """``simulate --module``: the user's own module on fake tensors (:func:`gpuplan.api.simulate_module`)."""
+    from .modules import render_module_simulation
+
+    result = api.simulate_module(target, task=str(given.get("task") or "train"), gpu=given.get("gpu"))
+    print_json(result) if as_json else render_module_simulation(result)
+
+
+def _simulate_pipeline(s, as_json: bool) -> None:
+    """``simulate`` of a diffusion pipeline or encoder-decoder: its main component at the scenario's sizes."""
+    from .modules import render_pipeline_simulation
+
+    result = api.simulate_pipeline(s)
+    print_json(result) if as_json else render_pipeline_simulation(result)
 
 
 def _plot(sim, path: Path) -> None:
@@ -120,7 +145,10 @@ scenario_command(
     "simulate", simulate_cmd,
     option("compare", bool, False, "Print the analytic estimate beside the simulation, part by part."),
     option("plot", str | None, None, "Draw memory over the step to this PNG (matplotlib)."),
-    option("layers", int | None, None, "Run this many layers as they are, without extrapolating."))
+    option("layers", int | None, None, "Run this many layers as they are, without extrapolating."),
+    option("module", str | None, None, "Your own PyTorch module: package.module:function, a callable returning "
+           "(module, example_input), run once on fake tensors (with --task train|infer, --gpu for its time); "
+           "the scenario's --model is not needed"))
 
 
 def probe_cmd(scenario: str | None = None, as_json: bool = False, steps: int = 2, out_dir: str = "probes",

@@ -80,18 +80,25 @@ def render_estimate(result) -> None:
     if mem.fits is not None:
         batch = "micro-batch" if s["task"] == "train" else "batch"
         length = "sequence" if s["task"] == "train" else "prompt"
-        out.print(f"largest {batch} that fits: {mem.max_batch_size or 'none'}; longest {length}: "
-                  f"{f'{mem.max_seq_len:,} tokens' if mem.max_seq_len else 'none'}")
+        longest = f"; longest {length}: {f'{mem.max_seq_len:,} tokens' if mem.max_seq_len else 'none'}"
+        if getattr(result, "work", None) is not None:  # images and audio windows have no longest sequence
+            longest = ""
+        out.print(f"largest {batch} that fits: {mem.max_batch_size or 'none'}{longest}")
     if result.suggestions:
         out.print(Text("changes that would make it fit", style="bold") + Text(" (or save the most):"))
         for sug in result.suggestions[:10]:
             mark = "fits" if sug.fits else "still too big"
             prefix = "  * " if sug.combination else "  - "
             bullet(f"{'together: ' if sug.combination else ''}{sug.change} ({mark}; {sug.cost})", prefix=prefix)
-    _speed(result, s)
-    if result.load is not None:
-        render_load(result.load, s)
-    _cost(result, s)
+    if getattr(result, "work", None) is not None:  # a diffusion pipeline, an encoder-decoder, an encoder
+        from .modules import render_work
+
+        render_work(result)
+    else:
+        _speed(result, s)
+        if result.load is not None:
+            render_load(result.load, s)
+        _cost(result, s)
     if result.dataset or result.recipe:
         from .data import render_data
 

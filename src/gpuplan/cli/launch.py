@@ -29,8 +29,10 @@ def launch_cmd(scenario: str | None = None, as_json: bool = False, target: list[
     trainer's arguments (Hugging Face Trainer / TRL SFTConfig, read by `trl sft --config`), a torchtune recipe
     config (stack torchtune), a torchtitan job config (stack torchtitan), an Axolotl config (stack
     axolotl), an Unsloth script (stack unsloth), or the serving command of a serving plan (`vllm serve`,
-    SGLang's launch_server, `trtllm-serve`). Every file opens with the command that wrote it and what gpuplan
-    predicted (peak memory per GPU, tokens/s, hours, dollars); plan.json holds the same numbers for scripts.
+    SGLang's launch_server, `trtllm-serve`); for a diffusion pipeline, diffusers' DreamBooth command, kohya
+    sd-scripts' TOML, SimpleTuner's config.json or ai-toolkit's job YAML. Every file opens with the command that
+    wrote it and what gpuplan predicted (peak memory per GPU, tokens/s, hours, dollars); plan.json holds the same
+    numbers for scripts.
 
     The scenario must name the GPU and the layout (--gpu, --num-gpus, --sharding; --engine vllm --tp for
     serving); `gpuplan recommend ... --launch N` writes the files of its N-th setup instead.
@@ -125,8 +127,9 @@ def launch_params() -> list[inspect.Parameter]:
     return [
         opt("target", list[str] | None, None, "--target", "-t",
             text="skypilot, accelerate, deepspeed, torchrun, trainer, torchtune, torchtitan, axolotl, unsloth, "
-                 "megatron, nemo, vllm, trtllm, or all (repeatable or comma-separated; default: every target that "
-                 "applies)", metavar="TARGET"),
+                 "megatron, nemo, vllm, trtllm; for a diffusion model diffusers, kohya, simpletuner, ai-toolkit; or "
+                 "all (repeatable or comma-separated; default: every target that applies, the scenario's stack for "
+                 "a diffusion model)", metavar="TARGET"),
         opt("output", str, DEFAULT_DIR, "--output", "-o", text="Folder to write into; - prints the files.",
             metavar="DIR"),
         opt("force", bool, False, "--force", text="Overwrite files already in the folder."),

@@ -85,6 +85,11 @@ def model_cmd(
     if as_json:
         print_json(facts)
         return
+    if "components" in facts:  # a diffusion pipeline, an encoder-decoder, an encoder
+        from .modules import render_module
+
+        render_module(facts)
+        return
     if not facts["exact"]:
         err.print(Text("warning:", style="bold yellow") + f" not counted exactly: {facts['exact_reason']}")
     for note in facts["notes"]:

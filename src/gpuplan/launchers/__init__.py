@@ -71,16 +71,18 @@ def targets_for(plan: LaunchPlan, names: list[str] | None = None) -> list[str]:
     return list(dict.fromkeys(chosen))
 
 
-def check_target_names(names) -> None:
+def check_target_names(names, also: tuple[str, ...] = ()) -> None:
     """Refuse an unknown target name before any planning (a typo should not be answered with the plan's own
-    problems): one sentence with the names that come close."""
+    problems): one sentence with the names that come close. ``also``: more names that are known (the diffusion
+    trainers' before the model is read)."""
+    known = [*TARGETS, *also]
     for name in names or ():
         for part in str(name).split(","):
             key = part.strip().lower()
-            if key and key != "all" and key not in TARGETS:
-                close = did_you_mean(key, TARGETS)
+            if key and key != "all" and key not in known:
+                close = did_you_mean(key, known)
                 raise GpuplanError(f"unknown target {part.strip()!r}" + (
-                    f"; did you mean {' or '.join(close)}?" if close else f"; choose from {', '.join(TARGETS)}"))
+                    f"; did you mean {' or '.join(close)}?" if close else f"; choose from {', '.join(known)}"))
 
 
 def launch_files(plan: LaunchPlan, names: list[str] | None = None,

@@ -328,6 +328,27 @@ def _gpt2(cfg: Config) -> dict:
                 tie_default=True, max_context=positions)
 
 
+def _nanogpt(cfg: Config) -> dict:
+    """nanoGPT's ``GPT`` (karpathy/nanoGPT ``model.py``, ``GPTConfig``): GPT-2's block (fused ``c_attn``, a GELU
+    MLP four times as wide, LayerNorms before attention and MLP, a final ``ln_f``), learned positions for
+    ``block_size`` tokens and the head tied to ``wte`` (``self.transformer.wte.weight = self.lm_head.weight``);
+    ``bias: false`` drops every linear's and LayerNorm's bias (its ``LayerNorm(ndim, bias)``)."""
+    h, n, V = cfg.need("n_embd"), cfg.need("n_layer"), cfg.need("vocab_size")
+    a, positions = cfg.need("n_head"), cfg.need("block_size")
+    bias = bool(cfg.get("bias", default=True))
+    norm = _layernorm(h) if bias else h
+    linears = (
+        Linear(name="c_attn", in_features=h, out_features=3 * h, bias=bias),
+        Linear(name="c_proj", in_features=h, out_features=h, bias=bias),
+        Linear(name="c_fc", in_features=h, out_features=4 * h, bias=bias, group="mlp"),
+        Linear(name="mlp.c_proj", in_features=4 * h, out_features=h, bias=bias, group="mlp"),
+    )
+    layers = [Layer(attention="full", linears=linears, norm_params=2 * norm, kv_dims=2 * h)] * n
+    return dict(vocab_size=V, hidden_size=h, num_heads=a, num_kv_heads=a, head_dim=h // a, intermediate_size=4 * h,
+                layers=layers, final_norm_params=norm, position_params=positions * h, tie_default=True,
+                gated_mlp=False, max_context=positions)
+
+
 def _bloom(cfg: Config) -> dict:
     """BLOOM: ALiBi (no position table), a LayerNorm right after the embeddings, GELU MLP, tied head."""
     h, n, V = cfg.need("hidden_size", "n_embed"), cfg.need("n_layer", "num_hidden_layers"), cfg.need("vocab_size")
@@ -413,6 +434,7 @@ READERS: dict[str, Callable[[Config], dict]] = {
     "kimi_k2": _deepseek_v3,  # Kimi K2 ships DeepseekV3ForCausalLM under its own model_type
     "gpt_neox": _gpt_neox,
     "gpt2": _gpt2,
+    "nanogpt": _nanogpt,
     "bloom": _bloom,
     "falcon": _falcon,
     "RefinedWeb": _falcon,

@@ -24,6 +24,8 @@ import yaml
 
 from ..errors import GpuplanError, UnknownNameError, did_you_mean, echo, normalize_name
 from ..userfiles import load_json, user_path
+from . import kinds
+from .module import NotADecoder
 from .spec import ModelSpec
 
 REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
@@ -108,12 +110,17 @@ def load_model(name: str) -> ModelSpec:
     repo = bundled_repo(name)
     if repo:
         return _bundled_spec(repo)
+    other = kinds.named(name)
+    if other:
+        raise NotADecoder(other)
     path = user_path(name)
     try:
         exists = path.exists()
     except OSError:  # a name too long or otherwise impossible as a path is not one
         exists = False
     if exists:
+        if path.is_dir() and (path / "model_index.json").is_file():  # a diffusers pipeline's folder
+            raise NotADecoder(kinds.pipeline_folder(path))
         return _spec_from_file(path / "config.json" if path.is_dir() else path, None)
     base = base_repo(name)
     if base:
@@ -122,10 +129,13 @@ def load_model(name: str) -> ModelSpec:
                 "change the weights, not the shapes; pass the tuned model's config.json if it differs)")
         return replace(spec, name=name, notes=(*spec.notes, note))
     if REPO_ID.match(name) and not name.endswith(".json"):
+        other = kinds.from_hub(name, _fetch_optional)
+        if other:
+            raise NotADecoder(other)
         return _spec_from_file(_fetch_config(name), name)
     if name.endswith(".json") or "/" in name or "\\" in name:
         raise GpuplanError(f"no such file: {name}")
-    raise UnknownNameError("model", name, [*bundled(), *aliases()],
+    raise UnknownNameError("model", name, [*bundled(), *aliases(), *kinds.names()],
                            hint="Run `gpuplan models` for the bundled list, or pass a Hugging Face repo id "
                                 "(org/name) or a path to a config.json.")
 
@@ -143,6 +153,9 @@ def _spec_from_file(path: Path, name: str | None) -> ModelSpec:
         raise GpuplanError(f"{path} holds a JSON {type(config).__name__}, not a config.json object")
     if name is None:
         name = config.get("_name_or_path") or (path.parent.name if path.name == "config.json" else path.stem)
+    other = kinds.of_config(config, str(name))  # a diffusers class, an encoder-decoder, an encoder
+    if other:
+        raise NotADecoder(other)
     return ModelSpec.from_config(config, name=name)
 
 
@@ -164,7 +177,8 @@ def _fetch_config(repo_id: str) -> Path:
     hint = f" (did you mean the bundled {close[0]!r}?)" if close else ""
     offline = (f"cannot fetch config.json of {repo_id!r}: the Hugging Face hub is unreachable or HF_HUB_OFFLINE is "
                f"set, and it is not in the local cache{hint}. Download it where you have network "
-               f"(huggingface.co/{repo_id}/blob/main/config.json) and pass its path: gpuplan model ./config.json")
+               f"(huggingface.co/{repo_id}/blob/main/config.json; a diffusers pipeline has model_index.json and a "
+               "config.json in each component's folder instead) and pass its path: gpuplan model ./config.json")
     try:  # the cache first: no network round trip when the config is already here
         return Path(hf_hub_download(repo_id, "config.json", local_files_only=True))
     except LocalEntryNotFoundError:
@@ -187,6 +201,28 @@ def _fetch_config(repo_id: str) -> Path:
     except OSError as err:
         raise GpuplanError(f"cannot fetch config.json of {repo_id!r} ({err.__class__.__name__}: {err}); "
                            "pass the path of a local config.json instead") from None
+
+
+def _fetch_optional(repo_id: str, filename: str) -> Path | None:
+    """A file of a Hugging Face repo from the cache, or fetched when the hub answers; None when it is not there
+    (or cannot be had: the caller then fetches config.json and says why that failed)."""
+    try:
+        from huggingface_hub import hf_hub_download
+        from huggingface_hub.errors import EntryNotFoundError, LocalEntryNotFoundError
+    except ImportError:
+        return None
+    try:
+        return Path(hf_hub_download(repo_id, filename, local_files_only=True))
+    except LocalEntryNotFoundError:
+        pass
+    except (OSError, ValueError):
+        return None
+    if not _hub_reachable():
+        return None
+    try:
+        return Path(hf_hub_download(repo_id, filename))
+    except (EntryNotFoundError, LocalEntryNotFoundError, OSError, ValueError):
+        return None
 
 
 def _hub_reachable(timeout_s: float = 3.0) -> bool:

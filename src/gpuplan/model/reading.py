@@ -25,6 +25,9 @@ EXACT_READERS: dict[str, Callable[[Config], dict]] = {
     **READERS, **{family: (lambda c: conventions.read(c.data)) for family in CONVENTION_EXACT}}
 TOWER_READERS = ("gemma3",)  # readers that count a vision tower too
 TOWER_KEYS = ("vision_config", "audio_config", "vision_tower", "speech_config")
+# what the common keys leave to assumption, said with every count read that way
+ASSUMED = ("assumed: a gated SwiGLU MLP of intermediate_size, or 4 x hidden_size when absent; an untied head unless "
+           "tie_word_embeddings is true; no biases, no position table")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -99,8 +102,8 @@ def read_architecture(config: dict[str, Any], *, use_transformers: bool = True) 
                   "builds it, gpuplan counts it exactly and gpuplan simulate checks it)")
     elif use_transformers:
         reason = (f"model_type {model_type!r} has no exact reader in gpuplan: its counts come from the config's "
-                  "common keys and may be off; install transformers (pip install 'gpuplan[sim]') for an exact count, "
-                  "or check with gpuplan simulate")
+                  f"common keys and may be off ({ASSUMED}); install transformers (pip install 'gpuplan[sim]') for "
+                  "an exact count, or check with gpuplan simulate")
     else:
-        reason = f"model_type {model_type!r} is read from the config's common keys, not counted exactly"
+        reason = f"model_type {model_type!r} is read from the config's common keys, not counted exactly ({ASSUMED})"
     return Reading(arch=arch, counted_by="the common config keys", inexact_reason=reason)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .module import ModuleSpec
 from .quant import make_format
 from .spec import ModelSpec
 
@@ -92,3 +93,11 @@ def model_facts(spec: ModelSpec) -> dict[str, Any]:
         "counted_by": spec.counted_by,
         "notes": list(spec.notes),
     }
+
+
+def module_facts(spec: ModuleSpec) -> dict[str, Any]:
+    """What ``gpuplan model`` says of a model that is not a decoder LLM: its components and exact counts."""
+    return {"name": spec.name, "kind": spec.kind, "family": spec.family, "params_total": spec.params_total,
+            "components": [{"name": c.name, "role": c.role, "library": c.library, "class": c.cls,
+                            "params": c.params} for c in spec.components],
+            "defaults": dict(spec.defaults), "counted_by": spec.counted_by, "exact": True, "notes": list(spec.notes)}

@@ -23,7 +23,10 @@ from .reading import read_architecture
 from .validate import checked_config
 
 # The dtype checkpoints ship in when their config.json does not say (the repos' safetensors headers).
-SHIPPED_DTYPE = {"gpt2": "float32", "bloom": "bfloat16", "gpt_oss": "bfloat16", "phi3": "bfloat16"}
+SHIPPED_DTYPE = {"gpt2": "float32", "bloom": "bfloat16", "gpt_oss": "bfloat16", "phi3": "bfloat16",
+                 "nanogpt": "float32"}
+# nanoGPT's GPTConfig (karpathy/nanoGPT model.py) as its checkpoints' "model_args" hold it: no model_type of its own
+NANOGPT_KEYS = frozenset({"n_layer", "n_head", "n_embd", "block_size", "vocab_size"})
 
 PARTS = ("embeddings", "attention", "mlp", "experts", "norms", "lm_head", "vision", "other")
 
@@ -73,8 +76,13 @@ class ModelSpec:
         is installed). Raises :class:`GpuplanError` when it cannot describe a decoder."""
         if not isinstance(config, dict):
             raise GpuplanError(f"a config.json must hold a JSON object, got {type(config).__name__}")
+        if isinstance(config.get("_class_name"), str):
+            raise GpuplanError(f"{name or 'this config'} is a diffusers {config['_class_name']} config, not a decoder "
+                               "LLM's: pass its path or name to gpuplan estimate, model or simulate")
         config = checked_config({k: v for k, v in config.items() if not k.startswith("_transcription")},
                                 f"config.json of {name}" if name else "config.json")
+        if config.get("model_type") is None and config.keys() >= NANOGPT_KEYS:
+            config = {**config, "model_type": "nanogpt", "architectures": config.get("architectures") or ["GPT"]}
         reading = read_architecture(config, use_transformers=use_transformers)
         arch, notes = dict(reading.arch), list(reading.notes)
         text = config.get("text_config") or config

@@ -21,7 +21,7 @@ POSITIVE = (
     "n_inner", "ffn_dim", "ffn_hidden_size", "max_position_embeddings", "n_positions", "seq_length",
     "num_local_experts", "num_experts", "n_routed_experts", "num_experts_per_tok", "experts_per_token",
     "moe_layer_freq", "decoder_sparse_step", "kv_lora_rank", "qk_nope_head_dim", "v_head_dim", "word_embed_proj_dim",
-    "patch_size", "image_size", "num_channels", "sliding_window_pattern",
+    "patch_size", "image_size", "num_channels", "sliding_window_pattern", "block_size",
 )
 # Sizes and counts that may be 0 in released configs: 0 means "none" or "derive it" (Qwen3-Coder's
 # shared_expert_intermediate_size 0: no shared expert; head_dim 0: hidden_size / heads; q_lora_rank 0: no

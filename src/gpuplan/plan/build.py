@@ -31,8 +31,9 @@ from ..market.store import price_filter
 from ..scenario import Scenario
 from ..speed import Speed, speed_of
 from .advice import advice
+from .modules import build_module
 from .plan import Plan, memory_plan
-from .resolve import Resolved, resolve
+from .resolve import Resolved, ResolvedModule, resolve
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -45,7 +46,7 @@ class Offers:
     listed: bool = True
 
 
-def offers_for(r: Resolved, catalog: list[Offer]) -> Offers:
+def offers_for(r: Resolved | ResolvedModule, catalog: list[Offer]) -> Offers:
     """The catalog's offers the resolved scenario may use on its card (:func:`gpuplan.market.choice.matching`: its
     provider and pricing, prices in force, instances that hold its GPUs)."""
     s, gpu = r.scenario, r.gpu
@@ -58,14 +59,17 @@ def offers_for(r: Resolved, catalog: list[Offer]) -> Offers:
                   reference=best_on_demand(catalog, gpu.id, price_filter(s)))
 
 
-def build(r: Resolved, offers: Offers | None = None, *, advise: bool = True, memory_only: bool = False,
+def build(r: Resolved | ResolvedModule, offers: Offers | None = None, *, advise: bool = True, memory_only: bool = False,
           offer_label: str | None = None, base: Plan | None = None, speeds: dict | None = None,
           recipe: bool | None = None, simulate: bool = False) -> Plan:
     """The plan of ``r`` priced on ``offers`` (the stages of the module docstring). A search passes the memory plan
     it already made (``base``) and the speeds it timed on this card (``speeds``, by class of links); ``recipe``: the
     training recipe even without data (True: a plan to launch), with data only (None), or never (False: a
     search's row, whose recipe is made for the setup launched); ``simulate``: the serving runs (one plan's
-    question, not a search's)."""
+    question, not a search's). A model that is not a decoder LLM (``r`` a :class:`ResolvedModule`) runs the same
+    stages on its recorded profiles (:func:`gpuplan.plan.modules.build_module`)."""
+    if isinstance(r, ResolvedModule):
+        return build_module(r, (offers or Offers()).candidates, advise=advise, memory_only=memory_only)
     plan = base if base is not None else memory_plan(r)
     if memory_only:
         return plan

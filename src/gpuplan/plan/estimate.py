@@ -10,7 +10,7 @@ from ..market.store import load_offers
 from ..scenario import Scenario, scenario_from
 from .build import build, offers_for
 from .plan import Plan
-from .resolve import resolve
+from .resolve import resolve_any
 from .split import split_estimate
 
 
@@ -18,9 +18,11 @@ def estimate(scenario: Scenario | dict[str, Any], *, advise: bool = True) -> Pla
     """The plan of a scenario. ``advise`` adds the largest batch and context that fit and, when the job does not
     fit, the changes that would (each a memory-only plan of the changed scenario). A serving plan runs its load
     and its batch through the engine's scheduler (:func:`gpuplan.plan.build.serving_runs`). A llama.cpp split over
-    mixed cards (``extra_gpus``, ``tensor_split``) is each device's plan, composed (:mod:`.split`)."""
+    mixed cards (``extra_gpus``, ``tensor_split``) is each device's plan, composed (:mod:`.split`). A model that is
+    not a decoder LLM (a diffusion pipeline, an encoder-decoder, an encoder) is resolved and built on the same road,
+    from its recorded profiles (:func:`gpuplan.plan.modules.build_module`), into the same :class:`Plan`."""
     s = scenario_from(scenario)
     if s.extra_gpus or s.tensor_split:
         return split_estimate(s)
-    r = resolve(s)
+    r = resolve_any(s)
     return build(r, offers_for(r, load_offers()) if r.gpu is not None else None, advise=advise, simulate=True)

@@ -238,14 +238,9 @@ def judge(r: Resolved, mem: MemoryReport, by_design: bool = False) -> Verdict:
     """The verdict of ``mem`` on the resolved scenario's card (see :class:`Verdict`); ``by_design``: the peak sits
     near the card because a buffer was sized from the memory left free (:data:`BY_DESIGN` is said)."""
     s, gpu, engine = r.scenario, r.gpu, r.engine
-    details = _details(r, mem)
-    if mem.fits is None or gpu is None:
-        return Verdict(fits=None, sentence=f"device peak {mem.device_peak_gib:,.2f} GiB per GPU: name a GPU to see "
-                       "whether it fits", device_peak_gib=mem.device_peak_gib, details=details)
-    word = "fits" if mem.fits else "does not fit"
-    where = f"{s.world_size}x {gpu.name}" if s.world_size > 1 else gpu.name
     said = ""
-    if not mem.fits and mem.headroom_gib >= 0 and host_shortfall(s, mem, gpu):  # the card holds it, the host not
+    # the card holds it, the host not (no card: no verdict of the host either)
+    if mem.fits is False and (mem.headroom_gib or 0) >= 0 and host_shortfall(s, mem, gpu):
         said = "the host's RAM cannot hold what it keeps there (the warning says how much); "
     elif mem.max_concurrency is not None and engine.pool_words:
         said = (f"{engine.pool_words} holds the {s.batch_size:,} concurrent requests asked (up to "
@@ -256,6 +251,19 @@ def judge(r: Resolved, mem: MemoryReport, by_design: bool = False) -> Verdict:
         said = (f"{engine.label} would run {mem.offloaded_layers} of {r.model.num_layers} layers from system RAM "
                 "on the CPU (--cpu-layers counts that as fitting); " if mem.offloaded_layers and not s.cpu_layers else
                 f"{engine.label} places {mem.gpu_layers} of {r.model.num_layers} layers on the GPU; ")
+    return verdict(s, gpu, mem, said, _details(r, mem), by_design=by_design)
+
+
+def verdict(s: Scenario, gpu: GpuSpec | None, mem: MemoryReport, said: str = "",
+            details: tuple[str, ...] = (), *, by_design: bool = False) -> Verdict:
+    """The sentence of ``mem`` on ``gpu`` (``said``: what the engine holds, before the numbers; ``by_design``: see
+    :func:`judge`): every plan's, the decoder LLMs' (:func:`judge`) and the other models'
+    (:func:`gpuplan.plan.modules.build_module`)."""
+    if mem.fits is None or gpu is None:
+        return Verdict(fits=None, sentence=f"device peak {mem.device_peak_gib:,.2f} GiB per GPU: name a GPU to see "
+                       "whether it fits", device_peak_gib=mem.device_peak_gib, details=details)
+    word = "fits" if mem.fits else "does not fit"
+    where = f"{s.world_size}x {gpu.name}" if s.world_size > 1 else gpu.name
     decides = mem.fits or mem.headroom_gib < 0  # memory is what decides
     room = f", headroom {mem.headroom_gib:+,.2f} GiB" if decides else ""
     if by_design and mem.fits:

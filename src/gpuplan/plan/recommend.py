@@ -39,7 +39,7 @@ from ..stacks import stack_for
 from .build import Offers, build
 from .plan import Plan, card_memory, memory_plan
 from .pricing import left_out
-from .refusals import check
+from .refusals import check, not_a_module
 from .resolve import resolve, tensor_parallel_ok, within_context
 
 COUNTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
@@ -295,6 +295,7 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
     """Every setup that fits ``s`` under ``c``, ranked; with ``explain``, the changes that would make one fit
     when none does. Every row is read from a plan (:meth:`Setup.of`)."""
     started = time.perf_counter()
+    not_a_module(s, m)  # a diffusion trainer or a module's field asked of a decoder LLM: one sentence, no search
     fitted, context_note = within_context(s, m)  # default lengths past the model's context, shortened (said)
     s = s.model_copy(update=fitted) if fitted else s
     all_offers = load_offers(c.catalogs)

@@ -3,6 +3,8 @@ that cannot run on its model and card, and returns the warnings for what runs bu
 
 The rules, in the order they are asked:
 
+- what only diffusion pipelines and encoder-decoders read (a resolution, denoising steps, a diffusion trainer), asked
+  of a decoder LLM;
 - what the training stack cannot run (each stack's recipe, :mod:`gpuplan.scenario.stacks`), and sharding asked of a
   serving plan;
 - the method: QLoRA's 4-bit bases and compute dtypes;
@@ -31,6 +33,7 @@ QLORA_BASES = ("nf4", "fp4", "gptq-int4", "awq-int4")  # the 4-bit bases QLoRA i
 def check(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> list[str]:
     """Raise :class:`GpuplanError` for what cannot run (the module docstring's rules, in that order); return the
     warnings for what is doubtful."""
+    not_a_module(s, m)
     scenario_refusal(s)
     warnings = _other_task(s)
     _qlora(s)
@@ -43,6 +46,21 @@ def check(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> list[str]:
     if gpu is not None:
         _card(s, gpu)
     return warnings + _context(s, m)
+
+
+def not_a_module(s: Scenario, m: ModelSpec) -> None:
+    """The fields and trainers of diffusion pipelines and encoder-decoders (:mod:`gpuplan.plan.modules`), given
+    with a decoder LLM."""
+    from ..scenario.modules import MODULE_FIELDS
+    from ..scenario.stacks import DIFFUSION_STACKS
+
+    stray = [name for name in MODULE_FIELDS if name in s.model_fields_set]
+    if stray:
+        raise GpuplanError(f"{', '.join(stray)} apply to diffusion pipelines and encoder-decoders, and {m.name} is a "
+                           "decoder LLM: drop them")
+    if s.stack in DIFFUSION_STACKS:
+        raise GpuplanError(f"stack {s.stack} trains diffusion models, and {m.name} is a decoder LLM: use hf, "
+                           "torchtune, torchtitan, unsloth, axolotl, pytorch or megatron")
 
 
 def scenario_refusal(s: Scenario) -> None:

@@ -28,11 +28,18 @@ from ..engines import Engine, engine_for
 from ..errors import GpuplanError
 from ..hardware import GpuSpec, resolve_gpu
 from ..model.catalog import load_model
+from ..model.module import ModuleSpec, NotADecoder
 from ..model.report import inexact_warning
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
+from ..scenario.modules import ModuleJob, resolve_module
 from ..scenario.stacks import defaults_in_force
 from .refusals import check
+
+# the technique fields a module's plan reads, said when the stack chose them (scenario.stacks.defaults_in_force)
+MODULE_STACK_FIELDS = {"diffusion": ("precision", "grad_checkpointing", "cache_latents", "text_encoders"),
+                       "encoder-decoder": ("precision", "grad_checkpointing"),
+                       "encoder": ("precision", "grad_checkpointing")}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -93,6 +100,53 @@ def resolve(s: Scenario, m: ModelSpec | None = None, gpu: GpuSpec | None = None)
     warnings = check(s, m, gpu)
     return Resolved(scenario=s, model=m, gpu=gpu, gpu_note=note, split_note=said, length_note=shortened,
                     checked=tuple(warnings))
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResolvedModule:
+    """One scenario resolved on a model that is not a decoder LLM (a diffusion pipeline, an encoder-decoder, an
+    encoder: ``spec``) and its card: the module's defaults taken and its ``job`` (:mod:`gpuplan.scenario.modules`:
+    the way it runs, its batch and sizes), each default said as :class:`Resolved` says a decoder's."""
+
+    scenario: Scenario
+    spec: ModuleSpec
+    job: ModuleJob
+    gpu: GpuSpec | None
+    gpu_note: str | None = None
+
+    @functools.cached_property
+    def defaults(self) -> tuple[str, ...]:
+        said = (self.gpu_note, precision_note(self.scenario, self.gpu), *self.spec.notes, *self.job.notes)
+        return tuple(n for n in said if n)
+
+    @functools.cached_property
+    def assumptions(self) -> tuple[str, ...]:
+        card = precision_note(self.scenario, self.gpu)
+        stack = defaults_in_force(self.scenario, ("precision",) if card else (), MODULE_STACK_FIELDS[self.spec.kind])
+        return (stack,) if stack else ()
+
+
+def resolve_any(s: Scenario) -> Resolved | ResolvedModule:
+    """``s`` resolved whatever its model is: a decoder LLM's :class:`Resolved` (:func:`resolve`), or, for a model
+    that is not one (the model's reader raises :class:`~gpuplan.model.module.NotADecoder`), the module's
+    (:func:`resolve_module_scenario`). ``estimate`` plans both; the searches plan decoder LLMs and let the
+    sentence of NotADecoder say which commands plan the others."""
+    try:
+        return resolve(s)
+    except NotADecoder as other:
+        return resolve_module_scenario(s, other.spec)
+
+
+def resolve_module_scenario(s: Scenario, spec: ModuleSpec, gpu: GpuSpec | None = None) -> ResolvedModule:
+    """``s`` on module ``spec`` and its card (resolved by name as a decoder's is, or ``gpu`` when a search already
+    did), refused in one sentence where the module cannot run it (:func:`gpuplan.scenario.modules.resolve_module`)."""
+    note = None
+    if gpu is None or gpu.id != s.gpu:
+        gpu, note = resolve_gpu(s.gpu) if s.gpu else (None, None)
+    if gpu is not None and s.gpu != gpu.id:
+        s = s.with_resolved({"gpu": gpu.id})
+    s, job = resolve_module(s, spec)
+    return ResolvedModule(scenario=s, spec=spec, job=job, gpu=wired(s, gpu), gpu_note=note)
 
 
 def wired(s: Scenario, gpu: GpuSpec | None) -> GpuSpec | None:

@@ -46,9 +46,11 @@ class Scenario(BaseModel):
     model: str = Field(min_length=1, description="catalog alias, HF repo id, or path to a config.json")
     task: Literal["train", "infer"]
     # the training stack and its techniques (None: the stack's default)
-    stack: Literal["hf", "torchtune", "torchtitan", "unsloth", "axolotl", "pytorch", "megatron"] = Field(
+    stack: Literal["hf", "torchtune", "torchtitan", "unsloth", "axolotl", "pytorch", "megatron", "diffusers", "kohya",
+                   "simpletuner", "ai-toolkit"] = Field(
         default="hf", description="training stack; its recipes set the defaults below (pytorch: your own loop "
-        "over a transformers model, e.g. Answer.AI fsdp_qlora; megatron: Megatron-Core with NeMo's recipes)")
+        "over a transformers model, e.g. Answer.AI fsdp_qlora; megatron: Megatron-Core with NeMo's recipes; "
+        "diffusers, kohya, simpletuner, ai-toolkit: diffusion trainers, diffusers' scripts by default)")
     loss: Literal["full", "chunked", "fused-linear"] | None = Field(
         default=None, description="full: fp32 logits as transformers computes them; chunked: torchtune/torchtitan/"
         "axolotl chunked cross-entropy; fused-linear: Liger, Unsloth or Cut Cross-Entropy (no logits) "
@@ -252,6 +254,39 @@ class Scenario(BaseModel):
     include_low_confidence: bool = Field(default=False, description="also rank prices marked low confidence")
     dataset_gb: float | None = Field(default=None, ge=0, le=1e7, allow_inf_nan=False,
                                      description="training data on disk, GB (default: 4 bytes per train token)")
+
+    # models that are not decoder LLMs (gpuplan.plan.modules): diffusion pipelines, encoder-decoders, encoders. Left
+    # out of every dump (exclude): a decoder's answers stay as they were; the module plan reports them itself.
+    resolution: str | None = Field(
+        default=None, exclude=True, description="diffusion: image size in pixels, 1024 or WIDTHxHEIGHT (1216x832), "
+        "or aspect buckets separated by commas (1024x1024,1216x832,832x1216): a training step's time averages the "
+        "buckets, memory takes the largest (default: the pipeline's, 1024 for SDXL, SD3 and FLUX.1)")
+    inference_steps: int | None = Field(
+        default=None, ge=1, le=10_000, exclude=True, description="diffusion generation: denoising steps per image "
+        "(diffusers' num_inference_steps; default: the pipeline's: 50 SD/SDXL, 28 SD3 and FLUX.1-dev, 4 "
+        "FLUX.1-schnell)")
+    cfg: bool | None = Field(default=None, exclude=True, description="diffusion generation: classifier-free "
+                             "guidance runs the denoiser on the negative prompt too, doubling its batch (default: "
+                             "true for SD, SDXL and SD3; false for FLUX.1, guidance-distilled)")
+    cpu_offload: Literal["none", "model", "sequential"] = Field(
+        default="none", exclude=True, description="diffusion generation: diffusers' enable_model_cpu_offload (one "
+        "model of the pipeline on the GPU at a time) or enable_sequential_cpu_offload (one layer at a time)")
+    cache_latents: bool | None = Field(default=None, exclude=True, description="diffusion training: the VAE "
+                                       "encodes the images once before training and leaves the GPU (default: the "
+                                       "trainer's)")
+    text_encoders: Literal["cached", "frozen"] | None = Field(
+        default=None, exclude=True, description="diffusion training: cached: prompt embeddings computed once "
+        "before training, the text encoders off the GPU; frozen: on the GPU, run every step without gradients "
+        "(default: the trainer's)")
+    prior_preservation: bool = Field(default=False, exclude=True, description="DreamBooth's prior-preservation "
+                                     "loss: a class image beside each instance image (twice the batch)")
+    train_steps: int | None = Field(default=None, ge=1, le=10**9, exclude=True, description="diffusion and "
+                                    "encoder-decoder training: optimizer steps of the job, for hours and cost")
+    decoder_tokens: int | None = Field(default=None, ge=1, le=1_000_000, exclude=True, description="encoder-"
+                                       "decoders: tokens through the decoder per sample (Whisper: the transcript, "
+                                       "default 128, at most 448; T5/BART: the target, default seq_len / 4); "
+                                       "seq_len is the source's tokens (Whisper's encoder always sees 30 s: 1,500 "
+                                       "frames)")
 
     @field_validator("quant")
     @classmethod

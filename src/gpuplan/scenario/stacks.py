@@ -54,6 +54,8 @@ from typing import Any
 STACK_NAMES = ("hf", "torchtune", "torchtitan", "unsloth", "axolotl", "pytorch")
 # stacks for training at scale, estimated in closed form (Megatron-Core does not build on the CPU's meta device)
 SCALE_STACKS = ("megatron",)
+# stacks that train diffusion models (gpuplan.plan.modules): the denoiser's LoRA, DreamBooth or full fine-tuning
+DIFFUSION_STACKS = ("diffusers", "kohya", "simpletuner", "ai-toolkit")
 # the fields only Megatron-Core's parallelism and Transformer Engine's fp8 take
 MEGATRON_FIELDS = ("cp", "ep", "vpp", "fp8_recipe")
 # Technique fields whose ``None`` means "the stack's default"; resolved on every scenario.
@@ -217,6 +219,15 @@ def _has_fp4(gpu: str) -> bool:
         return True
 
 
+def _refuse_diffusion(s) -> str | None:
+    if s.resolved_sharding not in ("single", "ddp") or s.tp > 1 or s.pp > 1:
+        return (f"{s.stack} trains a diffusion model on one GPU, or as DDP replicas: use sharding single or ddp "
+                "(and tp, pp 1)")
+    if s.method == "qlora" and (s.quant or "nf4") not in ("nf4", "fp4"):
+        return f"QLoRA of a diffusion model runs a bitsandbytes 4-bit base: set quant nf4, not {s.quant}"
+    return None
+
+
 def _refuse_pytorch(s) -> str | None:
     if s.grad_checkpointing == "selective":  # your own loop: anything PyTorch can do, with no policy of its own
         return ("a plain PyTorch loop has no selective checkpointing policy of its own: use grad_checkpointing full "
@@ -254,6 +265,26 @@ RECIPES: dict[str, Recipe] = {s.name: s for s in (
           defaults={**BASE, "precision": "bf16-true"}, fsdp="fsdp1",
           logs="whatever your loop prints (Answer.AI fsdp_qlora: max_memory_reserved over epoch 0)",
           logs_level="reserved", peft_adapters=True, refuse=_refuse_pytorch),
+    # diffusion trainers: diffusers' scripts compute the instance prompt's embeddings once and free the text encoders
+    # (train_dreambooth_lora_*.py, without --train_text_encoder or captions), encode latents every step unless
+    # --cache_latents, checkpoint only with --gradient_checkpointing; kohya's sd-scripts keep the text encoders on the
+    # GPU unless --cache_text_encoder_outputs; SimpleTuner always caches VAE latents and text embeddings and
+    # recommends checkpointing "in practically every situation" (documentation/quickstart); ai-toolkit's example
+    # configs cache latents and text embeddings and set gradient_checkpointing: true
+    Recipe(name="diffusers", title="diffusers' training scripts (examples/dreambooth, examples/text_to_image)",
+          defaults={**BASE, "cache_latents": False, "text_encoders": "cached"}, fsdp=None,
+          logs="none by default (its Flux QLoRA example prints torch.cuda.max_memory_allocated)",
+          logs_level="allocated", peft_adapters=False, refuse=_refuse_diffusion),
+    Recipe(name="kohya", title="kohya-ss sd-scripts (train_network.py, sdxl_train_network.py, flux_train_network.py)",
+          defaults={**BASE, "cache_latents": False, "text_encoders": "frozen"}, fsdp=None,
+          logs="none (nvidia-smi, or the GUI's VRAM readout)", logs_level="reserved", peft_adapters=False,
+          refuse=_refuse_diffusion),
+    Recipe(name="simpletuner", title="SimpleTuner (bghira/SimpleTuner)",
+          defaults={**BASE, "grad_checkpointing": "full", "cache_latents": True, "text_encoders": "cached"},
+          fsdp=None, logs="none (nvidia-smi)", logs_level="reserved", peft_adapters=False, refuse=_refuse_diffusion),
+    Recipe(name="ai-toolkit", title="ai-toolkit (ostris/ai-toolkit)",
+          defaults={**BASE, "grad_checkpointing": "full", "cache_latents": True, "text_encoders": "cached"},
+          fsdp=None, logs="none (nvidia-smi)", logs_level="reserved", peft_adapters=False, refuse=_refuse_diffusion),
     Recipe(name="megatron", title="Megatron-Core with NeMo's recipes (NVIDIA/Megatron-LM, NVIDIA/NeMo)",
           defaults={**BASE, "grad_checkpointing": "selective"}, fsdp=None,
           logs="'memory (MB) | allocated: ... | max allocated: ... | reserved: ... | max reserved: ...' after the "
@@ -371,16 +402,20 @@ WHY = {  # the reason behind a default worth saying, by (stack, field, value)
     ("unsloth", "activation_offload", True): "use_gradient_checkpointing='unsloth' offloads checkpoints to CPU",
     ("torchtune", "loss", "chunked"): "CEWithChunkedOutputLoss",
     ("megatron", "grad_checkpointing", "selective"): "recompute_granularity selective: core attention only",
+    ("simpletuner", "grad_checkpointing", "full"): "its quickstarts: 'set this to true in practically every "
+                                                   "situation'",
+    ("ai-toolkit", "grad_checkpointing", "full"): "its example configs set gradient_checkpointing: true",
+    ("diffusers", "text_encoders", "cached"): "the instance prompt's embeddings computed once, encoders freed",
 }
 
 
-def defaults_in_force(s, card_chose: tuple[str, ...] = ()) -> str | None:
-    """One sentence naming the technique fields the scenario left to its stack, with their values (those the
+def defaults_in_force(s, card_chose: tuple[str, ...] = (), fields: tuple[str, ...] = TECHNIQUES) -> str | None:
+    """One sentence naming the technique ``fields`` the scenario left to its stack, with their values (those the
     card chose, ``card_chose``, are said apart)."""
     if s.task != "train":
         return None
     parts = []
-    for name in TECHNIQUES:
+    for name in fields:
         if name in card_chose or (name in s.model_fields_set and (name != "adapter_dtype" or
                                                                   s.adapter_dtype != "auto")):
             continue

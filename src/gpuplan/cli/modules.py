@@ -1,0 +1,112 @@
+"""What the command line prints for a model that is not a decoder LLM: its plan's work (it/s, seconds per image,
+the parts of a step, the price), and ``gpuplan model``'s components."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+
+from .app import short
+from .render import bullet, out
+
+
+def render_work(result) -> None:
+    """The speed and price lines of a module plan (after the memory table :func:`..estimate.render_estimate`
+    prints)."""
+    w, s, c = result.work, result.scenario, result.cost
+    head = "speed" if result.memory.fits is not False else "speed, were it to fit"
+    if w.kind == "diffusion generation":
+        bullet(f"{head}: {w.image_s:,.1f} s per call of {w.samples_per_step} image(s) ({w.steps} steps at "
+               f"{w.steps_per_s:,.2f} it/s, {1e3 * w.step_s:,.0f} ms per step, {w.bound}-bound); "
+               f"{w.images_per_hour:,.0f} images/h (likely {_sig(3600 * w.samples_per_s_low)}-"
+               f"{_sig(3600 * w.samples_per_s_high)})", prefix="")
+    elif s["task"] == "train":
+        unit = "images" if w.kind == "diffusion training" else "samples"
+        bullet(f"{head}: {w.steps_per_s:,.2f} it/s ({w.step_s:,.2f} s per optimizer step), {_sig(w.samples_per_s)} "
+               f"{unit}/s (likely {_sig(w.samples_per_s_low)}-{_sig(w.samples_per_s_high)}), MFU {w.mfu:.2f}, "
+               f"{w.bound}-bound", prefix="")
+    else:
+        bullet(f"{head}: {w.image_s:,.3f} s per batch of {w.samples_per_step}, {_sig(w.samples_per_s)} samples/s "
+               f"(likely {_sig(w.samples_per_s_low)}-{_sig(w.samples_per_s_high)}; {w.bound}-bound)", prefix="")
+    total = sum(w.parts_s.values()) or 1.0
+    top = sorted(w.parts_s.items(), key=lambda kv: -kv[1])[:6]
+    bullet(("step: " if s["task"] == "train" else "call: ") + ", ".join(
+        f"{k} {100 * v / total:.0f}%" for k, v in top if v > 0), prefix="  ", style="dim")
+    if result.memory.fits is False:
+        bullet("not priced: the job does not fit on this GPU (apply a change above)", prefix="", style="yellow")
+    elif c is not None:
+        line = f"cost: {short(c.gpu_id)} on {c.offer} at ${c.usd_per_hour:,.2f}/h"
+        if s["task"] == "train" and w.job_hours:
+            line += f": {w.job_hours:,.2f} h, ${w.job_hours * c.usd_per_hour:,.2f} for {s['train_steps']:,} steps"
+        elif s["task"] == "train":
+            line += f"; ${w.usd_per_1000_samples:,.3f} per 1,000 {'images' if 'diffusion' in w.kind else 'samples'}"
+            line += " (set --train-steps for the job's hours and total)"
+        else:
+            line += f": ${w.usd_per_1000_samples:,.3f} per 1,000 {'images' if 'diffusion' in w.kind else 'samples'}"
+        bullet(line, prefix="")
+    bullet("simulated: " + "; ".join(w.simulated), prefix="  ", style="dim")
+    bullet("modelled: " + "; ".join(w.modelled), prefix="  ", style="dim")
+
+
+def _sig(x: float) -> str:
+    """A rate with three significant figures (0.0486, 1.23, 1,234)."""
+    return f"{x:,.0f}" if x >= 100 else f"{x:.3g}"
+
+
+def render_module(spec_facts: dict) -> None:
+    """``gpuplan model`` for a pipeline or encoder-decoder: its components and their exact counts."""
+    out.print(Text(spec_facts["name"], style="bold") + f"  ({spec_facts['kind']}, {spec_facts['family']})")
+    out.print(f"{spec_facts['params_total']:,} parameters")
+    table = Table(title="components", title_justify="left")
+    for col in ("component", "class", "params", "share"):
+        table.add_column(col, justify="right" if col in ("params", "share") else "left")
+    for c in spec_facts["components"]:
+        share = 100 * c["params"] / spec_facts["params_total"]
+        table.add_row(c["name"], c["class"], f"{c['params']:,}", f"{share:.1f}%")
+    out.print(table)
+    defaults = spec_facts["defaults"]
+    if defaults:
+        out.print("defaults: " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in defaults.items()))
+    out.print(Text(f"counted by {spec_facts['counted_by']}", style="dim"))
+    for note in spec_facts["notes"]:
+        bullet(note, prefix="note: ", style="yellow")
+
+
+def render_module_simulation(r) -> None:
+    """``simulate --module``: the module's memory and FLOPs on fake tensors, its time on a card."""
+    out.print(Text(f"{r.target} ({r.module}): {'training step' if r.task == 'train' else 'forward'} on fake tensors "
+                   f"({r.elapsed_s:.1f} s on the CPU)", style="bold"))
+    out.print(f"{r.params:,} parameters ({r.dtype})")
+    table = Table(title="memory", title_justify="left")
+    table.add_column("part")
+    table.add_column("GiB", justify="right")
+    for name, gib in (("weights", r.weights_gib), ("gradients", r.gradients_gib), ("optimizer states (AdamW)",
+                      r.optimizer_gib), ("activations", r.activations_gib)):
+        if gib or name == "activations":
+            table.add_row(name, f"{gib:.3f}")
+    table.add_section()
+    table.add_row(Text("allocated peak", style="bold"), Text(f"{r.allocated_peak_gib:.3f}", style="bold"))
+    table.add_row("device peak (+ allocator slack, CUDA context)", f"{r.device_peak_gib:.3f}")
+    out.print(table)
+    unit = "step" if r.task == "train" else "call"
+    out.print(f"FLOPs: {r.flops_forward:,.3g} forward, {r.flops_step:,.3g} per {unit}")
+    if r.gpu:
+        verdict = "fits" if r.fits else "does not fit"
+        out.print(f"{r.gpu}: {verdict}; {r.step_s * 1e3:,.1f} ms per {'step' if r.task == 'train' else 'call'}")
+    bullet("simulated: " + "; ".join(r.simulated), prefix="  ", style="dim")
+    bullet("modelled: " + "; ".join(r.modelled), prefix="  ", style="dim")
+
+
+def render_pipeline_simulation(r) -> None:
+    """``simulate`` of a pipeline or encoder-decoder: the exact pass beside the profile's estimate."""
+    bullet(r.resolved, prefix="", style="bold")
+    table = Table(title=f"{r.model}: {r.way}, batch {r.batch} ({r.elapsed_s:.1f} s on the CPU)", title_justify="left")
+    for col in ("", "simulated GiB", "estimate GiB", "estimate - simulated"):
+        table.add_column(col, justify="left" if not col else "right")
+    table.add_row("activations", f"{r.simulated_activations_gib:.3f}", f"{r.estimated_activations_gib:.3f}",
+                  f"{r.estimated_activations_gib - r.simulated_activations_gib:+.3f}")
+    table.add_row("allocated peak", f"{r.allocated_peak_gib:.3f}", f"{r.estimated_allocated_peak_gib:.3f}",
+                  f"{r.estimated_allocated_peak_gib - r.allocated_peak_gib:+.3f}")
+    out.print(table)
+    for note in r.notes:
+        bullet(note, style="dim")

@@ -1,0 +1,251 @@
+"""Peak GPU memory of a module job (:mod:`gpuplan.scenario.modules`): the weights of the components on the card,
+the trained parameters' gradients and optimizer states, and the largest transient of the step, by phase.
+
+- **weights**: each component in the dtype it runs in (a full fine-tune under ``-mixed`` precision keeps fp32
+  master weights); the main component's linears and convolutions in the stored format asked (``quant``: NF4,
+  fp8, GGUF blocks: :mod:`gpuplan.model.quant`), the rest 16-bit; LoRA adapters ``r·(in + out)`` per adapted linear;
+- **gradients and optimizer states** of what is trained (:func:`optimizer_bytes`), in fp32 under ``-mixed``;
+- **activations**: the main component's peak from its profile for the way it runs, at the job's batch and largest
+  sizes (fp32 activations twice the recorded bf16); under autocast a full fine-tune also holds the 16-bit copies of
+  its fp32 linear weights that autocast makes for the forward and autograd keeps for the backward;
+- **the other components' transients**: a VAE encoding each batch (training without cached latents) or decoding
+  the latents (generation), text encoders encoding the prompts, each in its own phase, after or before the
+  denoiser's: the step's peak is the largest phase;
+- **offloading** (generation): diffusers' ``enable_model_cpu_offload`` keeps one model on the card at a time (the
+  peak is the largest component with its transient); ``enable_sequential_cpu_offload`` one layer at a time.
+
+Then, as for LLMs (:mod:`gpuplan.memory.fit`): the caching allocator's slack over the allocated peak
+(:data:`~gpuplan.overheads.ALLOCATOR_SLACK_TRAIN`, ``_INFER``) and the CUDA context outside it.
+"""
+
+from __future__ import annotations
+
+from .. import overheads as oh
+from ..hardware import GpuSpec
+from ..model.layers import Linear
+from ..model.module import Component
+from ..model.profile import FP8_ALL, Profile, storage_format
+from ..model.quant import make_format
+from ..result import MemoryReport
+from ..scenario import Scenario
+from ..scenario.modules import ModuleJob
+from ..tensors.breakdown import GIB, Estimate, device_overheads
+
+BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
+
+
+def linear_weights(p: Profile) -> int:
+    """Weights of the profile's linears and convolutions (each module called once per pass), at most all."""
+    return min(p.params, sum(op.count * op.at(1, _any(p))[1] * op.at(1, _any(p))[2] for op in p.ops
+                             if op.kind in ("linear", "conv")))
+
+
+def _any(p: Profile) -> tuple[int, ...]:
+    return tuple(64 for _ in p.variables)
+
+
+def stored_weight_bytes(p: Profile, params: int, weights: str, dtype: str) -> float:
+    """Bytes of a component's weights with its linears and convolutions stored as ``weights`` (16bit, nf4, fp8,
+    gguf-...), the rest in ``dtype`` (in fp8 too where the whole module is cast: :data:`~.profile.FP8_ALL`)."""
+    high = BYTES[dtype]
+    if weights == "16bit":
+        return params * high
+    fmt = make_format(storage_format(weights), high_bytes=high)
+    stored = 0.0
+    counted = 0
+    sizes = _any(p)
+    for op in p.ops:
+        if op.kind in ("linear", "conv") and not op.stored_16bit(weights):
+            _, k, n = op.at(1, sizes)
+            stored += op.count * fmt.linear_weight_bytes(Linear(name="w", in_features=k, out_features=n))
+            counted += op.count * k * n
+    return stored + max(params - counted, 0) * (1 if weights == FP8_ALL else high)
+
+
+def lora_params(p: Profile, roles: tuple[str, ...], rank: int) -> int:
+    """Adapter parameters: ``r·(in + out)`` per adapted linear or 1x1 convolution."""
+    sizes = _any(p)
+    return sum(op.count * rank * (op.at(1, sizes)[1] + op.at(1, sizes)[2]) for op in p.ops
+               if op.kind in ("linear", "conv") and op.role in roles)
+
+
+def optimizer_bytes(optimizer: str, trainable: int, state_bytes: int, factored: int) -> float:
+    """AdamW: two moments; 8-bit AdamW one byte each plus an fp32 absmax per 256 values (Dettmers et al. 2022);
+    Lion and SGD with momentum one state; Adafactor (beta1 None) factored second moments, a row and a column per
+    matrix (Shazeer & Stern 2018: ``factored`` elements)."""
+    if optimizer == "adamw":
+        return 2 * state_bytes * trainable
+    if optimizer in ("adamw-8bit", "paged-adamw-8bit"):
+        return trainable * (2 + 2 * 4 / oh.BNB_STATE_BLOCK)
+    if optimizer in ("lion", "sgd-momentum"):
+        return state_bytes * trainable
+    if optimizer == "adafactor":
+        return state_bytes * factored
+    return 0.0
+
+
+def component_bytes(c: Component, dtype: str) -> float:
+    return c.params * BYTES[dtype]
+
+
+def training_memory(s: Scenario, job: ModuleJob, main: Profile, parts: dict[str, Profile]) -> Estimate:
+    """A training step's peak (see the module docstring). ``parts``: the other components' profiles by part name
+    (``vae-encode``, ``text-encoder:<name>``)."""
+    e = Estimate(slack=oh.ALLOCATOR_SLACK_TRAIN)
+    c = job.spec.main
+    mixed = s.precision.endswith("-mixed")
+    state = 4 if mixed or job.dtype == "fp32" else 2
+    sizes = job.shapes[0]
+    scale = BYTES[job.dtype] / 2
+    if job.trained == "all":
+        trainable = c.params
+        e.weights = c.params * (4 if mixed else BYTES[job.dtype])
+        e.gradients = trainable * state
+        factored = sum(op.count * (op.at(1, _any(main))[1] + op.at(1, _any(main))[2]) for op in main.ops
+                       if op.kind in ("linear", "conv")) + (c.params - linear_weights(main))
+        if mixed:
+            e.other["autocast 16-bit weight copies"] = linear_weights(main) * 2
+    else:
+        trainable = lora_params(main, job.lora_roles, job.lora_rank)
+        adapter = BYTES["fp32" if s.adapter_dtype == "fp32" else job.dtype]
+        e.weights = stored_weight_bytes(main, c.params, job.weights, job.dtype) + trainable * adapter
+        e.gradients = trainable * adapter
+        state = 4 if adapter == 4 or mixed else 2
+        factored = trainable // max(job.lora_rank, 1) * 2  # thin factors: about r + d per r x d matrix
+    e.optimizer = optimizer_bytes(s.optimizer, trainable, state, factored)
+    e.extra["params_trainable"] = trainable
+    batch = job.batch
+    phases = {"forward and backward": main.activation_bytes(job.way, batch, sizes) * scale}
+    if job.attention == "eager":
+        phases["forward and backward"] += eager_scores(main, batch, sizes, job.dtype, not job.way.endswith("-gc"))
+    vae = job.spec.role("vae")
+    if vae and not job.cache_latents:
+        e.other["VAE (encodes each batch)"] = component_bytes(vae[0], job.vae_dtype)
+        edge = _edge(job)
+        phases["VAE encode"] = parts["vae-encode"].activation_bytes(
+            "inference", batch, (sizes[0], edge)) * BYTES[job.vae_dtype] / 2
+    if job.text_encoders == "frozen":
+        for te in job.spec.role("text_encoder"):
+            e.other[f"{te.name} ({te.cls}, frozen)"] = component_bytes(te, job.dtype)
+            tokens = (job.t5_tokens,) if te.cls == "T5EncoderModel" else ()
+            phases[f"{te.name} encode"] = parts[f"text-encoder:{te.name}"].activation_bytes(
+                "inference", batch, tokens) * scale
+    e.peak_phase = max(phases, key=phases.get)
+    e.activations = phases[e.peak_phase]
+    e.phases = {k: v / GIB for k, v in phases.items()}
+    return e
+
+
+def eager_scores(p: Profile, batch: int, sizes: tuple[int, ...], dtype: str, saved: bool) -> float:
+    """Bytes eager attention adds to a pass's peak (PyTorch's ``baddbmm``, ``softmax``, ``bmm``; no SDPA or
+    xformers): the score matrix of one call and its softmax at a time, and when the backward needs them
+    (``saved``: training without checkpointing) every call's softmax kept until then."""
+    each = [op.count * op.at(batch, sizes)[0] * op.at(batch, sizes)[1] * op.at(batch, sizes)[2] * BYTES[dtype]
+            for op in p.ops if op.kind == "attention"]
+    largest = max((e / op.count for e, op in zip(each, [o for o in p.ops if o.kind == "attention"], strict=True)),
+                  default=0.0)
+    return 2 * largest + (sum(each) if saved else 0.0)
+
+
+def _edge(job: ModuleJob) -> int:
+    w, h = job.pixels[0]
+    return w // 8 + h // 8
+
+
+def generation_memory(s: Scenario, job: ModuleJob, main: Profile, parts: dict[str, Profile]) -> Estimate:
+    """A generation call's peak: the prompt encoded, the latents denoised, then decoded (see the module
+    docstring); with offloading only what runs is on the card."""
+    e = Estimate(slack=oh.ALLOCATOR_SLACK_INFER)
+    sizes = job.shapes[0]
+    scale = BYTES[job.dtype] / 2
+    den = job.spec.main
+    resident: dict[str, float] = {}
+    phases: dict[str, float] = {}
+    resident["denoiser"] = stored_weight_bytes(main, den.params, job.weights, job.dtype)
+    phases["denoise"] = main.activation_bytes("inference", job.batch, sizes) * scale
+    if job.attention == "eager":
+        phases["denoise"] += eager_scores(main, job.batch, sizes, job.dtype, False)
+    for te in job.spec.role("text_encoder"):
+        bnb = job.weights in ("nf4", "fp4", "int8") and te.cls == "T5EncoderModel"
+        prof = parts[f"text-encoder:{te.name}"]
+        resident[te.name] = stored_weight_bytes(prof, te.params, job.weights, job.dtype) if bnb else \
+            component_bytes(te, job.dtype)
+        tokens = (job.t5_tokens,) if te.cls == "T5EncoderModel" else ()
+        phases[f"{te.name} encode"] = prof.activation_bytes("inference", job.samples_per_step, tokens) * scale
+    vae = job.spec.role("vae")
+    if vae:
+        resident["vae"] = component_bytes(vae[0], job.dtype)
+        phases["VAE decode"] = parts["vae-decode"].activation_bytes(
+            "inference", job.samples_per_step, (sizes[0], _edge(job))) * BYTES[job.vae_dtype] / 2
+        if job.vae_dtype != job.dtype:  # upcast for the decode: an fp32 copy of its weights
+            phases["VAE decode"] += component_bytes(vae[0], job.vae_dtype)
+    cache = 0.0
+    if job.weights in ("nf4", "fp4", "int8"):  # quantized as they loaded: freed 16-bit blocks stay reserved
+        quantized = den.params + sum(te.params for te in job.spec.role("text_encoder") if te.cls == "T5EncoderModel")
+        cache = oh.BNB_LOAD_CACHE_FRACTION * quantized * 2
+    owner = {"denoise": "denoiser", "VAE decode": "vae"}
+    if job.offload == "none":
+        e.weights = resident["denoiser"]
+        e.other.update({f"{k} weights": v for k, v in resident.items() if k != "denoiser"})
+        e.peak_phase = max(phases, key=phases.get)
+        e.activations = phases[e.peak_phase]
+    else:
+        totals = {}
+        for phase, act in phases.items():
+            who = owner.get(phase) or phase.removesuffix(" encode")
+            held = resident[who] if job.offload == "model" else _largest_linear(main, parts, who, job)
+            totals[phase] = held + act
+        e.peak_phase = max(totals, key=totals.get)
+        who = owner.get(e.peak_phase) or e.peak_phase.removesuffix(" encode")
+        e.weights = totals[e.peak_phase] - phases[e.peak_phase]
+        e.activations = phases[e.peak_phase]
+        e.cpu = sum(resident.values())
+        e.assumptions.append(f"{job.offload} CPU offload: {'one model' if job.offload == 'model' else 'one layer'} "
+                             f"of the pipeline on the card at a time ({who} at the peak)")
+    if cache:
+        e.other["bitsandbytes' load cache (16-bit blocks freed while quantizing)"] = cache
+    e.phases = {k: v / GIB for k, v in phases.items()}
+    return e
+
+
+def _largest_linear(main: Profile, parts: dict[str, Profile], who: str, job: ModuleJob) -> float:
+    """Sequential offload holds one leaf module's weights at a time: the largest linear of the component."""
+    prof = main if who == "denoiser" else parts.get("vae-decode" if who == "vae" else f"text-encoder:{who}")
+    if prof is None:
+        return 0.0
+    sizes = tuple(64 for _ in prof.variables)
+    largest = max((op.at(1, sizes)[1] * op.at(1, sizes)[2] for op in prof.ops if op.kind in ("linear", "conv")),
+                  default=0)
+    return largest * BYTES[job.dtype]
+
+
+def model_memory(s: Scenario, job: ModuleJob, main: Profile) -> Estimate:
+    """An encoder-decoder's or encoder's step: its weights, what training adds, its activations."""
+    if job.task == "train":
+        return training_memory(s, job, main, {})
+    e = Estimate(slack=oh.ALLOCATOR_SLACK_INFER)
+    e.weights = stored_weight_bytes(main, job.spec.main.params, job.weights, job.dtype)
+    e.activations = main.activation_bytes("inference", job.batch, job.shapes[0]) * BYTES[job.dtype] / 2
+    if job.attention == "eager":
+        e.activations += eager_scores(main, job.batch, job.shapes[0], job.dtype, False)
+    e.peak_phase = "forward"
+    e.phases = {"forward": e.activations / GIB}
+    return e
+
+
+def report(s: Scenario, e: Estimate, gpu: GpuSpec | None) -> MemoryReport:
+    """The memory report of an estimate on a card (as :func:`gpuplan.memory.fit.memory_report` reports a
+    decoder's): allocated, reserved with the allocator's slack, device with the CUDA context."""
+    e.outside_allocator = device_overheads(s, gpu.generation if gpu else None)
+    capacity = gpu.usable_gib if gpu else None
+    other = {k: v / GIB for k, v in e.other.items()}
+    out = MemoryReport(
+        weights_gib=e.weights / GIB, gradients_gib=e.gradients / GIB, optimizer_gib=e.optimizer / GIB,
+        activations_gib=e.activations / GIB, kv_cache_gib=0.0, other_gib=sum(other.values()), other=other,
+        allocated_peak_gib=e.allocated / GIB, reserved_peak_gib=e.reserved / GIB, device_peak_gib=e.device / GIB,
+        device_overheads={k: v / GIB for k, v in e.outside_allocator.items()}, capacity_gib=capacity,
+        peak_phase=e.peak_phase, phases_gib=e.phases, cpu_gib=e.cpu / GIB)
+    if capacity is not None:
+        out.fits = out.device_peak_gib <= capacity
+        out.headroom_gib = capacity - out.device_peak_gib
+    return out

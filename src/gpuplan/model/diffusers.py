@@ -1,0 +1,407 @@
+"""Diffusion pipelines as models: diffusers' ``model_index.json`` and component configs, counted and profiled with
+the real classes.
+
+What gpuplan models (the classes the pipelines of Stable Diffusion 1.x/2.x/XL, SD3/SD3.5 and FLUX.1 build):
+
+- denoisers: ``UNet2DConditionModel`` (SD 1.x/2.x/XL), ``SD3Transformer2DModel`` (SD3/3.5's MMDiT),
+  ``FluxTransformer2DModel`` (FLUX.1), each fed its latents, timestep and text conditioning as its pipeline feeds
+  it (``diffusers/pipelines/*/pipeline_*.py``: the UNet's ``encoder_hidden_states`` and SDXL's ``added_cond_kwargs``
+  text_embeds and six time ids; SD3's joint text of CLIP and T5 tokens and pooled projection; FLUX's packed 2x2
+  latent patches, ``img_ids``/``txt_ids`` and guidance);
+- the VAE: ``AutoencoderKL`` (encoding training images, decoding generated latents), 8x downsampling;
+- text encoders: ``CLIPTextModel``, ``CLIPTextModelWithProjection`` (CLIP-L, OpenCLIP-H, CLIP-G) and
+  ``T5EncoderModel`` (T5-XXL) from transformers.
+
+Counts are exact: each class built from its config on the meta device (bundled pipelines carry the count, and a
+test checks it against the real class). A config of another class is refused in one sentence that names it.
+Needs the ``diffusion`` extra (diffusers) only to count or profile a pipeline that is not bundled.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ..errors import GpuplanError, normalize_name
+from .module import Component, ModuleSpec
+
+DENOISERS = ("UNet2DConditionModel", "SD3Transformer2DModel", "FluxTransformer2DModel")
+VAES = ("AutoencoderKL",)
+TEXT_ENCODERS = ("CLIPTextModel", "CLIPTextModelWithProjection", "T5EncoderModel")
+# The attention projections LoRA scripts target (diffusers' train_dreambooth_lora_*: to_k, to_q, to_v, to_out.0;
+# the joint-attention models' context stream too: add_k_proj, add_q_proj, add_v_proj, to_add_out)
+ATTENTION_LEAVES = ("to_q", "to_k", "to_v", "to_out.0", "add_q_proj", "add_k_proj", "add_v_proj", "to_add_out")
+BLOCK_MARKERS = (".attentions.", "transformer_blocks.", "single_transformer_blocks.")
+# What each pipeline runs with by default (its __call__ signature): steps, classifier-free guidance (a second,
+# unconditional pass of the denoiser per step), and the T5 tokens its max_sequence_length keeps
+PIPELINES = {
+    "StableDiffusionPipeline": {"steps": 50, "cfg": True},
+    "StableDiffusionXLPipeline": {"steps": 50, "cfg": True},
+    "StableDiffusion3Pipeline": {"steps": 28, "cfg": True, "t5_tokens": 256},
+    "FluxPipeline": {"steps": 28, "cfg": False, "t5_tokens": 512},
+}
+CLIP_TOKENS = 77
+
+
+def _data() -> Path:
+    return Path(str(resources.files("gpuplan") / "data" / "modules" / "pipelines"))
+
+
+@cache
+def bundled_pipelines() -> dict[str, Path]:
+    return {f.stem.replace("__", "/", 1): f for f in sorted(_data().glob("*__*.json"))}
+
+
+@cache
+def pipeline_aliases() -> dict[str, str]:
+    """Every accepted name of a bundled pipeline, normalized, -> repo id."""
+    table = {}
+    for repo, path in bundled_pipelines().items():
+        data = json.loads(path.read_text(encoding="utf-8"))
+        for name in (repo, repo.split("/", 1)[1], *data.get("aliases", [])):
+            table[normalize_name(name)] = repo
+    return table
+
+
+def bundled_pipeline(repo: str) -> ModuleSpec:
+    data = json.loads(bundled_pipelines()[repo].read_text(encoding="utf-8"))
+    return pipeline_spec(repo, data["model_index"], data["configs"], params=data.get("params"),
+                         counted_by="the real classes on the meta device (bundled counts, checked by the tests)")
+
+
+# ---- reading ----------------------------------------------------------------------------------------------------
+def class_of(config: dict[str, Any]) -> str | None:
+    return config.get("_class_name") if isinstance(config.get("_class_name"), str) else None
+
+
+def refuse_class(cls: str, where: str) -> GpuplanError:
+    """The one sentence for a diffusers class gpuplan does not model."""
+    return GpuplanError(
+        f"{where} is a diffusers {cls}, which gpuplan does not model (it knows the inputs and pipeline of "
+        f"{', '.join(DENOISERS)}, {', '.join(VAES)} and the {', '.join(TEXT_ENCODERS)} text encoders): "
+        "`gpuplan simulate --module my_pkg.my_model:build` measures any module you build, on fake tensors")
+
+
+def role_of(library: str, cls: str, where: str) -> str:
+    if cls in DENOISERS:
+        return "denoiser"
+    if cls in VAES:
+        return "vae"
+    if cls in TEXT_ENCODERS:
+        return "text_encoder"
+    if library == "transformers":
+        raise GpuplanError(f"{where} uses the transformers class {cls} as a text encoder, which gpuplan does not "
+                           f"model (it knows {', '.join(TEXT_ENCODERS)})")
+    raise refuse_class(cls, where)
+
+
+def pipeline_spec(name: str, model_index: dict[str, Any], configs: dict[str, dict[str, Any]], *,
+                  params: dict[str, int] | None = None, counted_by: str = "") -> ModuleSpec:
+    """The spec of a pipeline: its model components (tokenizers, schedulers and feature extractors hold no
+    weights; a safety checker is left out, with a note), counted exactly."""
+    pipeline = model_index.get("_class_name") or "pipeline"
+    components, notes = [], []
+    for key, entry in model_index.items():
+        if key.startswith("_") or not isinstance(entry, list) or len(entry) != 2 or entry[1] is None:
+            continue
+        library, cls = entry
+        if cls.endswith(("Tokenizer", "TokenizerFast", "Scheduler", "ImageProcessor", "FeatureExtractor")):
+            continue
+        if key in ("safety_checker", "feature_extractor", "image_encoder"):
+            notes.append(f"the {key} ({cls}) the pipeline lists is not counted (pass {key}=None, as most do)")
+            continue
+        if key not in configs:
+            raise GpuplanError(f"{name}: model_index.json lists {key} ({cls}) but its config ({key}/config.json) "
+                               "was not found")
+        role = role_of(library, cls, f"{name}'s {key}")
+        config = configs[key]
+        count = (params or {}).get(key)
+        if count is None:
+            count = count_params(library, cls, config)
+        components.append(Component(name=key, role=role, library=library, cls=cls, config=config, params=count,
+                                    dtype=str(config.get("torch_dtype") or "float32")))
+    if not any(c.role == "denoiser" for c in components):
+        raise GpuplanError(f"{name}: the pipeline ({pipeline}) has no denoiser gpuplan models ({', '.join(DENOISERS)})")
+    return ModuleSpec(name=name, kind="diffusion", family=pipeline, components=tuple(components),
+                      defaults=defaults(pipeline, components), counted_by=counted_by or _counted_by(),
+                      notes=tuple(notes))
+
+
+def component_spec(name: str, config: dict[str, Any]) -> ModuleSpec:
+    """One diffusers model config (a UNet's, a transformer's): a pipeline of that denoiser alone; its VAE and text
+    encoders are not counted (their latents and embeddings count as cached), and the plan says so."""
+    cls = class_of(config) or "?"
+    role = role_of("diffusers", cls, name)
+    if role != "denoiser":
+        raise GpuplanError(f"{name} is a {cls} ({role}): plan the pipeline it belongs to (a folder with "
+                           "model_index.json, or its repo id)")
+    key = "transformer" if cls != "UNet2DConditionModel" else "unet"
+    known = bundled_count(config)
+    component = Component(name=key, role=role, library="diffusers", cls=cls, config=config,
+                          params=known if known is not None else count_params("diffusers", cls, config))
+    pipeline = {"UNet2DConditionModel": "StableDiffusionXLPipeline" if config.get("addition_embed_type") == "text_time"
+                else "StableDiffusionPipeline", "SD3Transformer2DModel": "StableDiffusion3Pipeline",
+                "FluxTransformer2DModel": "FluxPipeline"}[cls]
+    return ModuleSpec(name=name, kind="diffusion", family=cls, components=(component,),
+                      defaults=defaults(pipeline, [component]), counted_by=_counted_by(),
+                      notes=(f"{name} is a {cls} alone: its pipeline's VAE and text encoders are not counted (their "
+                             "latents and text embeddings count as cached); pass the pipeline's folder or repo id "
+                             "to count them",))
+
+
+def bundled_count(config: dict[str, Any]) -> int | None:
+    """The bundled count of a component whose config equals one of the bundled pipelines' (``_`` keys aside)."""
+    def clean(c):
+        return {k: v for k, v in c.items() if not k.startswith("_") or k == "_class_name"}
+
+    for path in bundled_pipelines().values():
+        data = json.loads(path.read_text(encoding="utf-8"))
+        for key, other in data["configs"].items():
+            if clean(other) == clean(config) and key in (data.get("params") or {}):
+                return data["params"][key]
+    return None
+
+
+def defaults(pipeline: str, components) -> dict[str, Any]:
+    """Resolution, steps, guidance and text tokens the pipeline runs with by default (FLUX.1 without guidance
+    embedding is schnell: 4 steps, 256 T5 tokens; the resolution is the denoiser's ``sample_size`` x 8)."""
+    den = next(c for c in components if c.role == "denoiser")
+    out = dict(PIPELINES.get(pipeline, {"steps": 50, "cfg": True}))
+    if den.cls == "FluxTransformer2DModel":
+        resolution = 1024
+        if not den.config.get("guidance_embeds", True):
+            out.update(steps=4, t5_tokens=256)
+    else:
+        resolution = 8 * int(den.config.get("sample_size") or 128)
+    out["resolution"] = resolution
+    out["text_tokens"] = text_tokens(den, out)
+    return out
+
+
+def text_tokens(denoiser: Component, defaults: dict[str, Any]) -> int:
+    """Text tokens the denoiser attends to: CLIP's 77 (UNets), CLIP + T5 joined (SD3), T5 alone (FLUX.1)."""
+    if denoiser.cls == "UNet2DConditionModel":
+        return CLIP_TOKENS
+    if denoiser.cls == "SD3Transformer2DModel":
+        return CLIP_TOKENS + defaults.get("t5_tokens", 256)
+    return defaults.get("t5_tokens", 512)
+
+
+def _counted_by() -> str:
+    from importlib import metadata
+
+    try:
+        version = metadata.version("diffusers")
+    except metadata.PackageNotFoundError:
+        version = "?"
+    return f"the real classes on the meta device (diffusers {version})"
+
+
+def read_pipeline_folder(folder: Path, name: str) -> ModuleSpec:
+    """A local pipeline folder: ``model_index.json`` and each component's ``<name>/config.json``."""
+    index = read_json(folder / "model_index.json")
+    configs = {}
+    for key, entry in index.items():
+        path = folder / key / "config.json"
+        if not key.startswith("_") and isinstance(entry, list) and path.is_file():
+            configs[key] = read_json(path)
+    return pipeline_spec(name, index, configs)
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    """A pipeline's JSON file (``model_index.json``, a component's ``config.json``), through the bounded reader."""
+    from ..userfiles import load_json
+
+    data = load_json(path, "pipeline config")
+    if not isinstance(data, dict):
+        raise GpuplanError(f"{path} holds a JSON {type(data).__name__}, not an object")
+    return data
+
+
+# ---- the real classes -------------------------------------------------------------------------------------------
+def library(name: str):
+    """Import diffusers or transformers quietly (:func:`~.record.silent_stderr`)."""
+    import importlib
+    import sys
+
+    from .record import silent_stderr
+
+    if name in sys.modules:
+        return sys.modules[name]
+    try:
+        with silent_stderr():
+            return importlib.import_module(name)
+    except ImportError:
+        extra = "diffusion" if name == "diffusers" else "sim"
+        raise GpuplanError(f"counting this model needs {name}, which is not installed: pip install "
+                           f"'gpuplan[{extra}]' (torch first: pip install torch==2.13.0)") from None
+
+
+def build(library_name: str, cls: str, config: dict[str, Any], dtype: str = "bfloat16"):
+    """The component's real class built from its config on the meta device, in ``dtype``."""
+    import torch
+
+    from .record import silent_stderr
+
+    lib = library(library_name)
+    with silent_stderr():  # the class's module is imported now (lazily)
+        known = hasattr(lib, cls)
+    if not known:
+        raise GpuplanError(f"{library_name} has no class {cls} (the config names it): upgrade {library_name}, or "
+                           "pass a config of a class it has")
+    with silent_stderr(), torch.device("meta"):
+        if library_name == "diffusers":
+            module = getattr(lib, cls).from_config({k: v for k, v in config.items() if k != "_class_name"})
+        else:
+            clean = {k: v for k, v in config.items() if k not in ("architectures", "torch_dtype", "dtype")}
+            module = getattr(lib, cls)(lib.AutoConfig.for_model(**clean))
+        return module.to(getattr(torch, dtype))
+
+
+def count_params(library_name: str, cls: str, config: dict[str, Any]) -> int:
+    return sum(p.numel() for p in build(library_name, cls, config).parameters())
+
+
+# ---- what to record -----------------------------------------------------------------------------------------------
+def linear_role(name: str) -> str:
+    leaf = name.rsplit(".", 2)
+    tail = ".".join(leaf[-2:]) if leaf[-1].isdigit() else leaf[-1]
+    if tail in ATTENTION_LEAVES:
+        return "attention"
+    return "block" if any(marker in f".{name}" for marker in BLOCK_MARKERS) else "other"
+
+
+DENOISER_WAYS = ("inference", "train-full", "train-full-gc", "train-lora-attention", "train-lora-attention-gc",
+                 "train-lora-all", "train-lora-all-gc")
+LATENTS = (64 * 64, 96 * 96, 112 * 112)  # latent pixels of the fitting passes (512, 768 px) and the check (896 px)
+
+
+def denoiser_part(c: Component, ways: tuple[str, ...] = DENOISER_WAYS):
+    """The denoiser as :mod:`.record` runs it: latents of ``latent_pixels`` (square in the recording) and
+    ``text_tokens`` of conditioning, fed as its pipeline feeds it (see the module docstring)."""
+    from .record import Part
+
+    t5 = c.cls != "UNet2DConditionModel"
+    tokens = (256, 512, 640) if t5 else (77, 154, 231)
+    return Part(name=c.cls, variables=("latent_pixels", "text_tokens"), base=(LATENTS[0], tokens[0]),
+                second=(LATENTS[1], tokens[1]), check=(LATENTS[2], tokens[2]),
+                build=lambda way: _with_way(build(c.library, c.cls, c.config), way),
+                inputs=lambda batch, sizes: _denoiser_inputs(c, batch, sizes), ways=ways, role=linear_role,
+                versions=_versions("torch", "diffusers", "peft"))
+
+
+def _with_way(module, way: str):
+    """Checkpointing and LoRA adapters as the way says (diffusers' ``enable_gradient_checkpointing``; peft
+    adapters through ``add_adapter``, rank 16, on the attention projections or every linear of the blocks)."""
+    if way.endswith("-gc"):
+        module.enable_gradient_checkpointing()
+    if "-lora-" in way:
+        from peft import LoraConfig
+
+        roles = ("attention",) if "-attention" in way else ("attention", "block")
+        targets = [n for n, sub in module.named_modules() if linear_role(n) in roles
+                   and (hasattr(sub, "in_features") or getattr(sub, "kernel_size", None) in ((1, 1), (1,)))]
+        module.add_adapter(LoraConfig(r=16, lora_alpha=16, target_modules=targets))
+    return module
+
+
+def _denoiser_inputs(c: Component, batch: int, sizes: tuple[int, ...]):
+    import torch
+
+    pixels, tokens = sizes
+    side = math.isqrt(pixels)
+    cfg = c.config
+    dt = torch.bfloat16
+    t = torch.full((batch,), 500, dtype=torch.long)
+    if c.cls == "UNet2DConditionModel":
+        width = cfg.get("cross_attention_dim") or 1280
+        width = width[0] if isinstance(width, list) else width
+        kwargs: dict[str, Any] = {"encoder_hidden_states": torch.randn(batch, tokens, width, dtype=dt)}
+        if cfg.get("addition_embed_type") == "text_time":
+            pooled = cfg["projection_class_embeddings_input_dim"] - 6 * cfg["addition_time_embed_dim"]
+            kwargs["added_cond_kwargs"] = {"text_embeds": torch.randn(batch, pooled, dtype=dt),
+                                           "time_ids": torch.randn(batch, 6, dtype=dt)}
+        return (torch.randn(batch, cfg.get("in_channels", 4), side, side, dtype=dt), t), kwargs
+    context = torch.randn(batch, tokens, cfg.get("joint_attention_dim", 4096), dtype=dt)
+    pooled = torch.randn(batch, cfg.get("pooled_projection_dim", 768), dtype=dt)
+    if c.cls == "SD3Transformer2DModel":
+        latents = torch.randn(batch, cfg.get("in_channels", 16), side, side, dtype=dt)
+        return (), {"hidden_states": latents, "encoder_hidden_states": context, "pooled_projections": pooled,
+                    "timestep": t}
+    patches = pixels // 4  # FluxPipeline._pack_latents: 2x2 latent patches, 16 channels each -> 64
+    kwargs = {"hidden_states": torch.randn(batch, patches, cfg.get("in_channels", 64), dtype=dt),
+              "encoder_hidden_states": context, "pooled_projections": pooled, "timestep": t.to(dt) / 1000,
+              "img_ids": torch.zeros(patches, 3, dtype=dt), "txt_ids": torch.zeros(tokens, 3, dtype=dt)}
+    if cfg.get("guidance_embeds", True):
+        kwargs["guidance"] = torch.full((batch,), 3.5, dtype=dt)
+    return (), kwargs
+
+
+def vae_part(c: Component, direction: str):
+    """The VAE encoding images (training without cached latents) or decoding latents (generation). Its encoder
+    pads each downsampling input by one row and column (``Downsample2D``, ``padding=0``), so its traffic grows with
+    ``latent_edge`` (height + width, in latent pixels) as well as with the pixels: the recording varies both, on
+    non-square latents."""
+    from .record import Part
+
+    def inputs(batch, sizes):
+        import torch
+
+        h, w = latent_shape(*sizes)
+        if direction == "encode":
+            return (torch.randn(batch, c.config.get("in_channels", 3), 8 * h, 8 * w, dtype=torch.bfloat16),), {}
+        return (torch.randn(batch, c.config.get("latent_channels", 4), h, w, dtype=torch.bfloat16),), {}
+
+    def forward(module, args, kwargs):
+        if direction == "encode":
+            return module.encode(*args).latent_dist.mean
+        return module.decode(*args).sample
+
+    return Part(name=f"{c.cls}-{direction}", variables=("latent_pixels", "latent_edge"), base=(64 * 64, 128),
+                second=(48 * 80, 32 + 128), check=(96 * 120, 216),
+                build=lambda way: build(c.library, c.cls, c.config), inputs=inputs, forward=forward,
+                versions=_versions("torch", "diffusers"))
+
+
+def latent_shape(pixels: int, edge: int) -> tuple[int, int]:
+    """Height and width of a latent with ``pixels`` = h·w and ``edge`` = h + w."""
+    root = math.isqrt(edge * edge - 4 * pixels)
+    h, w = (edge - root) // 2, (edge + root) // 2
+    if h * w != pixels or h + w != edge:
+        raise GpuplanError(f"no latent has {pixels} pixels and height + width {edge}")
+    return h, w
+
+
+def text_encoder_part(c: Component):
+    """A text encoder over its prompt's tokens: CLIP's 77 always, T5's as many as the pipeline keeps."""
+    from .record import Part
+
+    t5 = c.cls == "T5EncoderModel"
+
+    def inputs(batch, sizes):
+        import torch
+
+        tokens = sizes[0] if t5 else CLIP_TOKENS
+        return (torch.randint(0, 1000, (batch, tokens)),), {}
+
+    variables = ("text_tokens",) if t5 else ()
+    return Part(name=c.cls, variables=variables, base=(256,) if t5 else (), second=(512,) if t5 else (),
+                third=(384,) if t5 else (), check=(640,) if t5 else (), degree=2 if t5 else 1,
+                build=lambda way: build(c.library, c.cls, c.config), inputs=inputs,
+                versions=_versions("torch", "transformers"))
+
+
+def _versions(*names: str) -> dict[str, str]:
+    """The releases of the libraries a recording ran (``names``; default: all four)."""
+    from importlib import metadata
+
+    out = {}
+    for name in names or ("torch", "diffusers", "transformers", "peft"):
+        with contextlib.suppress(metadata.PackageNotFoundError):
+            out[name] = metadata.version(name)
+    return out

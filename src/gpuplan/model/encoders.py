@@ -1,0 +1,248 @@
+"""Encoder-decoders (Whisper, T5, BART) and encoders (ViT, CLIP, SigLIP) as models: transformers' configs, counted
+and profiled with the real classes.
+
+Each family's inputs are what its training and inference feed it:
+
+- Whisper: the log-mel spectrogram of a 30-second window, ``num_mel_bins x 2·max_source_positions`` (3,000 frames;
+  ``WhisperFeatureExtractor`` pads every clip to 30 s), which the encoder's two convolutions (the second with stride
+  2) turn into ``max_source_positions`` = 1,500 frames whatever the clip's length; the decoder runs the transcript's
+  tokens (``decoder_tokens``, at most ``max_target_positions`` = 448) with cross-attention to those frames;
+- T5 and BART: the source's tokens through the encoder (``encoder_tokens``) and the target's through the decoder
+  (``decoder_tokens``), each with its LM head (a bare ``BartModel`` checkpoint is trained and run as
+  ``BartForConditionalGeneration``, with the same parameters); T5's attention adds a relative position bias, one
+  float per head and pair of tokens, to every score (SDPA takes it as its mask), and BART builds 4-D attention masks,
+  so their profiles are of degree 2 (:data:`PAIRWISE`);
+- ViT: one image at the config's ``image_size`` (``(image_size / patch_size)²`` patches and the class token);
+  CLIP and SigLIP: an image and a text of the text model's ``max_position_embeddings`` tokens (77; SigLIP pads to
+  64), through both towers to their embeddings (``get_image_features``, ``get_text_features``). The contrastive
+  logits of a batch against itself (batch² values, a few kilobytes) are left out: they are no polynomial of degree
+  1 in the batch.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ..errors import GpuplanError, normalize_name
+from .module import Component, ModuleSpec
+
+# model_type -> (kind, the class built when the config names none transformers has, its variables)
+FAMILIES: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "whisper": ("encoder-decoder", "WhisperForConditionalGeneration", ("decoder_tokens",)),
+    "t5": ("encoder-decoder", "T5ForConditionalGeneration", ("encoder_tokens", "decoder_tokens")),
+    "mt5": ("encoder-decoder", "MT5ForConditionalGeneration", ("encoder_tokens", "decoder_tokens")),
+    "umt5": ("encoder-decoder", "UMT5ForConditionalGeneration", ("encoder_tokens", "decoder_tokens")),
+    "bart": ("encoder-decoder", "BartForConditionalGeneration", ("encoder_tokens", "decoder_tokens")),
+    "mbart": ("encoder-decoder", "MBartForConditionalGeneration", ("encoder_tokens", "decoder_tokens")),
+    "vit": ("encoder", "ViTForImageClassification", ()),
+    "clip": ("encoder", "CLIPModel", ()),
+    "siglip": ("encoder", "SiglipModel", ()),
+    "clip_vision_model": ("encoder", "CLIPVisionModel", ()),
+    "siglip_vision_model": ("encoder", "SiglipVisionModel", ()),
+}
+# transformers families that are no decoder LLM and that gpuplan does not model: encoders of text, speech and images,
+# and encoder-decoders other than the FAMILIES above. A config of one is refused (kinds.of_config) where it would
+# otherwise be read off transformers as a decoder (BERT's BertModel: a KV cache and causal decoding it has not).
+NOT_DECODERS = frozenset((
+    "bert", "roberta", "xlm-roberta", "xlm-roberta-xl", "distilbert", "albert", "electra", "deberta", "deberta-v2",
+    "camembert", "mpnet", "modernbert", "longformer", "xlm", "flaubert", "funnel", "mobilebert", "squeezebert",
+    "ernie", "canine", "esm", "layoutlm", "layoutlmv2", "layoutlmv3", "data2vec-text", "wav2vec2", "wav2vec2-bert",
+    "wav2vec2-conformer", "hubert", "wavlm", "data2vec-audio", "unispeech", "unispeech-sat", "sew", "sew-d",
+    "beit", "deit", "dinov2", "swin", "swinv2", "convnext", "convnextv2", "resnet", "segformer", "mobilevit",
+    "data2vec-vision", "sam", "detr", "yolos", "owlvit", "owlv2", "clap", "marian", "pegasus", "pegasus_x", "led",
+    "m2m_100", "nllb-moe", "seamless_m4t", "seamless_m4t_v2", "speech_to_text", "bigbird_pegasus", "prophetnet",
+    "fsmt", "plbart", "blenderbot", "blenderbot-small", "longt5", "switch_transformers", "pix2struct", "mvp",
+    "vision-encoder-decoder", "speech-encoder-decoder", "encoder-decoder"))
+# tensors of one value per pair of tokens, so profiles of degree 2 in the tokens: T5's relative position bias (heads x
+# query x key, added to every score), BART's 4-D attention masks (batch x 1 x query x key, built by transformers'
+# masking_utils for its decoder's causal and cross attention)
+PAIRWISE = ("t5", "mt5", "umt5", "bart", "mbart")
+# the projections peft's usual recipes adapt (the Whisper int8 LoRA example: q_proj and v_proj; T5: q and v)
+ATTENTION_LEAVES = ("q_proj", "v_proj", "q", "v", "query", "value")
+HEADS = ("lm_head", "proj_out", "classifier")  # output heads: not adapted by LoRA
+
+
+def _data() -> Path:
+    return Path(str(resources.files("gpuplan") / "data" / "modules" / "models"))
+
+
+@cache
+def bundled_models() -> dict[str, Path]:
+    return {f.stem.replace("__", "/", 1): f for f in sorted(_data().glob("*__*.json"))}
+
+
+@cache
+def model_aliases() -> dict[str, str]:
+    table = {}
+    for repo, path in bundled_models().items():
+        data = json.loads(path.read_text(encoding="utf-8"))
+        for name in (repo, repo.split("/", 1)[1], *data.get("aliases", [])):
+            table[normalize_name(name)] = repo
+    return table
+
+
+def bundled_model(repo: str, *, count: bool = False) -> ModuleSpec:
+    data = json.loads(bundled_models()[repo].read_text(encoding="utf-8"))
+    params = None if count else (data.get("params") or {}).get("model")
+    return model_spec(repo, data["config"], params=params, counted_by="" if count else
+                      "the real class on the meta device (bundled count, checked by the tests)")
+
+
+def bundled_count(config: dict[str, Any]) -> int | None:
+    """The bundled count of a model whose config equals a bundled one's (``_`` keys aside): no transformers
+    needed to count it."""
+    def clean(c):
+        return {k: v for k, v in c.items() if not k.startswith("_")}
+
+    for path in bundled_models().values():
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if clean(data["config"]) == clean(config) and "model" in (data.get("params") or {}):
+            return data["params"]["model"]
+    return None
+
+
+def is_encoder_family(config: dict[str, Any]) -> bool:
+    family = config.get("model_type")
+    return isinstance(family, str) and family in FAMILIES
+
+
+def class_of(config: dict[str, Any]) -> str:
+    """The class a config's ``architectures`` names, else its family's; an encoder-decoder runs with its LM head
+    (its family's ``...ForConditionalGeneration`` unless the config names one): a bare ``BartModel`` has no logits,
+    and the logits are what its training holds most of."""
+    architectures = config.get("architectures")
+    named = architectures[0] if isinstance(architectures, list) and architectures else None
+    kind, default, _ = FAMILIES[config["model_type"]]
+    if kind == "encoder-decoder" and not (isinstance(named, str) and named.endswith("ForConditionalGeneration")):
+        return default
+    return named if isinstance(named, str) else default
+
+
+def model_spec(name: str, config: dict[str, Any], *, params: int | None = None, counted_by: str = "") -> ModuleSpec:
+    """The spec of an encoder-decoder or encoder: one component, the model, counted exactly."""
+    from .diffusers import _counted_by, count_params
+
+    kind = FAMILIES[config["model_type"]][0]
+    cls = class_of(config)
+    if params is None:
+        params = bundled_count(config)
+    component = Component(name="model", role="model", library="transformers", cls=cls, config=config,
+                          params=params if params is not None else count_params("transformers", cls, config),
+                          dtype=str(config.get("torch_dtype") or config.get("dtype") or "float32"))
+    return ModuleSpec(name=name, kind=kind, family=str(config["model_type"]), components=(component,),
+                      defaults=defaults(config), counted_by=counted_by or _counted_by().replace("diffusers",
+                                                                                                "transformers"),
+                      notes=_tied_head_note(config))
+
+
+def _tied_head_note(config: dict[str, Any]) -> tuple[str, ...]:
+    """What a T5 v1.1 config's untied head means under transformers 5: its T5Config ties the LM head to the shared
+    embeddings whatever ``tie_word_embeddings`` says (``T5Config.__post_init__``: "we tie weights always"), so the
+    count is the tied model's; transformers 4 built the separate head the config asks for."""
+    if config["model_type"] != "t5" or config.get("tie_word_embeddings") is not False:
+        return ()
+    head = int(config.get("vocab_size", 32128)) * int(config.get("d_model", 512))
+    return (f"transformers 5 ties T5's LM head to its embeddings whatever tie_word_embeddings says; under transformers "
+            f"4 this config built a separate head of {head:,} more parameters",)
+
+
+def defaults(config: dict[str, Any]) -> dict[str, Any]:
+    """What one sample holds when the scenario does not say: Whisper's 1,500 encoder frames (a 30 s window) and
+    up to 448 transcript tokens; the longest sources and targets the position tables allow (T5: none, 512 taken)."""
+    family = config["model_type"]
+    if family == "whisper":
+        return {"encoder_frames": int(config.get("max_source_positions", 1500)),
+                "decoder_tokens_max": int(config.get("max_target_positions", 448)), "decoder_tokens": 128}
+    if family in ("bart", "mbart"):
+        return {"encoder_tokens_max": int(config.get("max_position_embeddings", 1024))}
+    if family in ("vit", "clip_vision_model", "siglip_vision_model", "clip", "siglip"):
+        vision = config.get("vision_config") or config
+        return {"image_size": int(vision.get("image_size", 224)), "patch_size": int(vision.get("patch_size", 16))}
+    return {}
+
+
+def model_part(spec: ModuleSpec, c: Component):
+    """The model as :mod:`.record` runs it (see the module docstring for its inputs)."""
+    from .diffusers import _versions, build
+    from .record import Part
+
+    family = spec.family
+    variables = FAMILIES[family][2]
+    if variables == ("decoder_tokens",):
+        base, second, third, check = (64,), (128,), (96,), (192,)
+    elif variables:
+        base, second, third, check = (64, 32), (128, 64), (96, 48), (160, 80)
+    else:
+        base = second = third = check = ()
+    ways = ("inference", "train-full", "train-full-gc", "train-lora-attention", "train-lora-attention-gc")
+    return Part(name=c.cls, variables=variables, base=base, second=second, third=third, check=check,
+                degree=2 if family in PAIRWISE else 1, ways=ways, role=linear_role,
+                forward=_both_towers if family in ("clip", "siglip") else None,
+                versions=_versions("torch", "transformers", "peft"),
+                build=lambda way: _with_way(build("transformers", c.cls, c.config), way),
+                inputs=lambda batch, sizes: _inputs(spec, c, batch, sizes))
+
+
+def _both_towers(module, args, kwargs):
+    """CLIP's and SigLIP's image and text embeddings, side by side (what contrastive training and retrieval run)."""
+    import torch
+
+    image = module.get_image_features(pixel_values=kwargs["pixel_values"]).pooler_output
+    text = module.get_text_features(input_ids=kwargs["input_ids"]).pooler_output
+    return torch.cat([image.flatten(), text.flatten()])
+
+
+def linear_role(name: str) -> str:
+    leaf = name.rsplit(".", 1)[-1]
+    if leaf in HEADS:
+        return "head"
+    return "attention" if leaf in ATTENTION_LEAVES else "block"
+
+
+def _with_way(module, way: str):
+    """Checkpointing (transformers' non-reentrant ``gradient_checkpointing_enable``) and peft's LoRA adapters, rank
+    16, on the attention's query and value projections (or every linear of the blocks) as the way says."""
+    if way.endswith("-gc"):
+        module.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    if "-lora-" in way:
+        from peft import LoraConfig, inject_adapter_in_model
+
+        roles = ("attention",) if "-attention" in way else ("attention", "block")
+        targets = [n for n, sub in module.named_modules() if hasattr(sub, "in_features") and linear_role(n) in roles]
+        module = inject_adapter_in_model(LoraConfig(r=16, lora_alpha=16, target_modules=targets), module)
+    return module
+
+
+def _inputs(spec: ModuleSpec, c: Component, batch: int, sizes: tuple[int, ...]):
+    import torch
+
+    cfg = c.config
+    family = spec.family
+    if family == "whisper":
+        frames = 2 * int(cfg.get("max_source_positions", 1500))
+        return (), {"input_features": torch.randn(batch, int(cfg.get("num_mel_bins", 80)), frames,
+                                                  dtype=torch.bfloat16),
+                    "decoder_input_ids": torch.randint(0, 1000, (batch, sizes[0]))}
+    if FAMILIES[family][0] == "encoder-decoder":
+        return (), {"input_ids": torch.randint(0, 1000, (batch, sizes[0])),
+                    "decoder_input_ids": torch.randint(0, 1000, (batch, sizes[1]))}
+    vision = cfg.get("vision_config") or cfg
+    size = int(vision.get("image_size", 224))
+    pixels = torch.randn(batch, int(vision.get("num_channels", 3)), size, size, dtype=torch.bfloat16)
+    if family in ("clip", "siglip"):
+        text = cfg.get("text_config") or {}
+        tokens = int(text.get("max_position_embeddings", 77 if family == "clip" else 64))
+        return (), {"input_ids": torch.randint(0, 1000, (batch, tokens)), "pixel_values": pixels}
+    return (), {"pixel_values": pixels}
+
+
+def refuse_unknown(config: dict[str, Any], where: str) -> GpuplanError:
+    """The one sentence for a config that is neither a decoder nor a family modelled here."""
+    return GpuplanError(
+        f"{where}: model_type {config.get('model_type')!r} is not a decoder LLM, and gpuplan models no "
+        f"encoder or encoder-decoder of that family (it knows {', '.join(sorted(FAMILIES))}): `gpuplan simulate "
+        "--module my_pkg.my_model:build` measures any module you build, on fake tensors")

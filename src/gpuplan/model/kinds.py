@@ -1,0 +1,93 @@
+"""Which kind of model a model argument names, when it is not a decoder LLM: a diffusion pipeline or one of its
+denoisers, an encoder-decoder or an encoder (:mod:`.module`).
+
+Resolution, as :mod:`.catalog` resolves decoders (it asks here first, and raises
+:class:`~.module.NotADecoder` with what it found):
+
+1. a bundled pipeline or model by repo id or alias (``sdxl``, ``flux-dev``, ``whisper-large-v3``);
+2. a local folder with a diffusers ``model_index.json`` (each component's ``<name>/config.json`` beside it), or a
+   ``config.json`` (a file or a folder holding one, read once by the catalog and handed to :func:`of_config`) of a
+   diffusers class (``_class_name``) or of a transformers family modelled here (Whisper, T5, BART, ViT, CLIP,
+   SigLIP);
+3. a Hugging Face repo id: its ``model_index.json`` and components' configs when it is a diffusers repo (fetched
+   with ``huggingface_hub``, cache first), else its ``config.json`` as for decoders.
+
+A config of a diffusers class or a transformers family that is not modelled is refused in one sentence naming it.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from ..errors import GpuplanError, normalize_name
+from . import diffusers, encoders
+from .module import ModuleSpec
+
+
+def named(name: str) -> ModuleSpec | None:
+    """A bundled pipeline or model answering to ``name``, or None."""
+    key = normalize_name(name)
+    repo = diffusers.pipeline_aliases().get(key)
+    if repo:
+        return diffusers.bundled_pipeline(repo)
+    repo = encoders.model_aliases().get(key)
+    if repo:
+        return encoders.bundled_model(repo)
+    return None
+
+
+def pipeline_folder(path: Path) -> ModuleSpec:
+    """The pipeline a local folder holds: its ``model_index.json`` and each component's ``<name>/config.json``."""
+    return diffusers.read_pipeline_folder(path, path.name)
+
+
+# transformers heads that no decoder LLM has: a config naming one is an encoder's (BERT, wav2vec 2.0, ViT...)
+NOT_DECODER_HEAD = re.compile(r"For(MaskedLM|SequenceClassification|TokenClassification|QuestionAnswering|CTC|"
+                              r"AudioClassification|AudioFrameClassification|XVector|ImageClassification|"
+                              r"ObjectDetection|SemanticSegmentation|MultipleChoice|PreTraining|SpeechSeq2Seq)$")
+
+
+def of_config(config: Any, name: str) -> ModuleSpec | None:
+    """The module a config dict describes, None for a decoder's; a diffusers class or a transformers head that
+    gpuplan does not model is refused in one sentence."""
+    if not isinstance(config, dict):
+        return None
+    if diffusers.class_of(config):
+        return diffusers.component_spec(name, config)
+    if encoders.is_encoder_family(config):
+        return encoders.model_spec(name, config)
+    head = next((a for a in config.get("architectures") or [] if isinstance(a, str) and NOT_DECODER_HEAD.search(a)),
+                None)
+    if head:
+        raise encoders.refuse_unknown(config, f"{name} ({head})")
+    family = config.get("model_type")
+    if (isinstance(family, str) and family in encoders.NOT_DECODERS) or config.get("is_encoder_decoder") is True:
+        raise encoders.refuse_unknown(config, name)
+    return None
+
+
+def from_hub(repo_id: str, fetch) -> ModuleSpec | None:
+    """A diffusers repo's pipeline, fetched (``fetch(repo, filename)`` returns a local path or None when the file
+    is not there), or None when the repo has no ``model_index.json``."""
+    index_path = fetch(repo_id, "model_index.json")
+    if index_path is None:
+        return None
+    index = diffusers.read_json(Path(index_path))
+    configs: dict[str, dict[str, Any]] = {}
+    for key, entry in index.items():
+        if key.startswith("_") or not isinstance(entry, list) or len(entry) != 2 or entry[1] is None:
+            continue
+        found = fetch(repo_id, f"{key}/config.json")
+        if found is not None:
+            configs[key] = diffusers.read_json(Path(found))
+    if not configs:
+        raise GpuplanError(f"{repo_id}: model_index.json lists no component whose config.json could be fetched")
+    return diffusers.pipeline_spec(repo_id, index, configs)
+
+
+def names() -> list[str]:
+    """Every bundled module's repo id and aliases (for "did you mean")."""
+    return [*diffusers.pipeline_aliases(), *encoders.model_aliases(), *diffusers.bundled_pipelines(),
+            *encoders.bundled_models()]

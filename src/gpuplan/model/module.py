@@ -1,0 +1,75 @@
+"""Models that are not decoder LLMs: diffusion pipelines, encoder-decoders (Whisper, T5, BART) and encoders (ViT,
+CLIP, SigLIP), each a set of components built by their own library's class.
+
+A :class:`ModuleSpec` is what gpuplan knows of such a model: its components (denoiser, VAE and text encoders of a
+diffusion pipeline; the one model of a Whisper checkpoint), each with its class, config and exact parameter count
+(the real class built on the meta device: :mod:`.diffusers`, :mod:`.encoders`), and the defaults its pipeline runs
+with (resolution, steps, guidance, text tokens; audio frames). The work and activation memory of each component
+come from its profile (:mod:`.profile`).
+
+:class:`NotADecoder` is raised where a command that plans decoder LLMs meets one of these: it carries the spec, so
+the commands that plan them (``estimate``, ``simulate``, ``model``) take it, and the others say so in one sentence.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import GpuplanError
+
+KINDS = {"diffusion": "a diffusion pipeline", "encoder-decoder": "an encoder-decoder model",
+         "encoder": "an encoder model"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Component:
+    """One model of a pipeline: its ``name`` in the pipeline (``unet``, ``transformer``, ``vae``,
+    ``text_encoder_2``; ``model`` for a single model), its ``role`` (``denoiser``, ``vae``, ``text_encoder``,
+    ``model``), the library and class that build it, its config, and its exact parameter count."""
+
+    name: str
+    role: str
+    library: str
+    cls: str
+    config: dict[str, Any] = field(hash=False, compare=False, repr=False)
+    params: int
+    dtype: str = "bfloat16"  # the dtype its weights ship in
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModuleSpec:
+    """A model that is not a decoder LLM (see the module docstring). ``defaults``: what its pipeline runs with
+    when the scenario does not say (``resolution``, ``steps``, ``cfg``, ``text_tokens``; ``encoder_frames``)."""
+
+    name: str
+    kind: str
+    family: str
+    components: tuple[Component, ...]
+    defaults: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    counted_by: str = ""
+    notes: tuple[str, ...] = ()
+
+    @property
+    def params_total(self) -> int:
+        return sum(c.params for c in self.components)
+
+    def role(self, role: str) -> tuple[Component, ...]:
+        return tuple(c for c in self.components if c.role == role)
+
+    @property
+    def main(self) -> Component:
+        """The component that does the work: the denoiser of a pipeline, else the model itself."""
+        return next((c for c in self.components if c.role in ("denoiser", "model")), self.components[0])
+
+    def describe(self) -> str:
+        return f"{self.name} is {KINDS.get(self.kind, self.kind)} ({self.family})"
+
+
+class NotADecoder(GpuplanError):
+    """The model is not a decoder LLM: ``spec`` says what it is. Its message says which commands plan it."""
+
+    def __init__(self, spec: ModuleSpec):
+        self.spec = spec
+        super().__init__(f"{spec.describe()}: `gpuplan estimate`, `simulate` and `model` plan it; this command "
+                         "plans decoder LLMs")

@@ -1,0 +1,409 @@
+"""The plan of a model that is not a decoder LLM (a diffusion pipeline, an encoder-decoder, an encoder): the fields
+of a :class:`~gpuplan.plan.estimate.Plan`, built from the module's profiles.
+
+It is the module's leg of the one road: the one resolver resolves the scenario into its job
+(:func:`gpuplan.plan.resolve.resolve_module_scenario`), and the one builder (:func:`gpuplan.plan.build.build`) runs
+:func:`build_module`'s stages in its order: memory and the verdict, speed, cost, advice. Each component's profile
+is read (bundled, cached, or recorded now on fake tensors: :mod:`gpuplan.model.profile`); memory comes from
+:mod:`gpuplan.memory.modules`, time from :mod:`gpuplan.speed.modules`, and the price from the cheapest of the offers
+the builder found for the card, for the job's ``train_steps`` (training) or per thousand images or samples
+(inference).
+:class:`ModuleWork` carries what the LLM plan's speed does not say: it/s, seconds per image, the parts of a step,
+and which numbers were simulated on fake tensors and which were modelled.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, PrivateAttr, computed_field
+
+from ..errors import GpuplanError
+from ..hardware import GpuSpec
+from ..market.cost import Cost, offer_label
+from ..memory.modules import generation_memory, model_memory, report, training_memory
+from ..model import diffusers as diff
+from ..model import encoders as enc
+from ..model.module import ModuleSpec
+from ..model.profile import Profile, storage_format
+from ..model.record import obtain
+from ..result import MemoryReport, ModelFacts, Suggestion
+from ..scenario import Scenario
+from ..scenario.modules import MODULE_FIELDS, ModuleJob
+from ..speed.modules import ModuleSpeed, generation, model_step, train_step
+from .plan import Plan, gpu_facts, verdict
+from .resolve import ResolvedModule, resolve_module_scenario
+
+# what the published Whisper runs spent beyond the model's work (bench/results/modules.md: whisper-small on a V100,
+# transformers' speech-recognition README; whisper-large-v3 on an A100, insanely-fast-whisper)
+WHISPER_WALL_TIME = ("the time is the model's work on the card and eager PyTorch's dispatch: Hugging Face's Whisper "
+                     "recipes also build each batch's log-mel features on the CPU, evaluate with generate, and run "
+                     "generate's logits processors at every step, and their published wall times were 2 to 5 times "
+                     "this (bench/results/modules.md)")
+KIND_WORDS = {"diffusion-train": "diffusion training", "diffusion-generate": "diffusion generation",
+              "train": "training", "infer": "inference"}
+
+
+class ModuleWork(BaseModel):
+    """The work of a module plan: the job, its speed and what each number rests on."""
+
+    kind: str
+    components: list[dict[str, Any]]
+    way: str
+    batch: int
+    samples_per_step: int
+    sizes: dict[str, list[int]]
+    buckets: list[str] = []
+    steps: int | None = None
+    step_s: float
+    steps_per_s: float
+    samples_per_s: float
+    samples_per_s_low: float
+    samples_per_s_high: float
+    image_s: float | None = None
+    images_per_hour: float | None = None
+    parts_s: dict[str, float]
+    flops_per_step: float
+    mfu: float
+    bound: str
+    job_hours: float | None = None
+    usd_per_1000_samples: float | None = None
+    simulated: list[str]
+    modelled: list[str]
+
+
+# ---- profiles ------------------------------------------------------------------------------------------------------
+def profiles(job: ModuleJob) -> tuple[Profile, dict[str, Profile]]:
+    """The main component's profile (with the job's way) and the others' the job runs."""
+    spec = job.spec
+    main_c = spec.main
+    if spec.kind == "diffusion":
+        main = obtain(main_c.config, "denoiser", lambda ways: diff.denoiser_part(main_c, ways), (job.way,))
+    else:
+        main = obtain(main_c.config, "model", lambda ways: _model_part(spec, ways), (job.way,))
+    parts: dict[str, Profile] = {}
+    vae = spec.role("vae")
+    if vae and job.kind == "diffusion-train" and not job.cache_latents:
+        parts["vae-encode"] = obtain(vae[0].config, "vae-encode", lambda ways: diff.vae_part(vae[0], "encode"))
+    if vae and job.kind == "diffusion-generate":
+        parts["vae-decode"] = obtain(vae[0].config, "vae-decode", lambda ways: diff.vae_part(vae[0], "decode"))
+    if job.kind == "diffusion-generate" or job.text_encoders == "frozen":
+        for te in spec.role("text_encoder"):
+            parts[f"text-encoder:{te.name}"] = obtain(te.config, "text-encoder",
+                                                      lambda ways, te=te: diff.text_encoder_part(te))
+    return main, parts
+
+
+def _model_part(spec: ModuleSpec, ways: tuple[str, ...]):
+    from dataclasses import replace
+
+    return replace(enc.model_part(spec, spec.main), ways=ways)
+
+
+# ---- the plan ------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True, kw_only=True)
+class ModuleSetup:
+    """What a module plan was built from: the scenario as resolved, its job, the card, and what was taken and
+    assumed on the way (as :class:`~gpuplan.plan.resolve.Resolved` is for a decoder LLM's plan)."""
+
+    scenario: Scenario
+    job: ModuleJob
+    gpu: GpuSpec | None
+    defaults: tuple[str, ...] = ()
+    assumptions: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+
+class ModulePlan(Plan):
+    """The plan of a model that is not a decoder LLM: a :class:`~gpuplan.plan.plan.Plan` (memory, the verdict on the
+    card, the changes that fit, the cost) whose speed is its ``work``: it/s, seconds per image, the parts of a step,
+    and which numbers were simulated on fake tensors and which modelled. Its scenario, line, defaults, assumptions
+    and warnings come from its :class:`ModuleSetup`."""
+
+    work: ModuleWork | None = None
+    _module: ModuleSetup | None = PrivateAttr(default=None)
+
+    @property
+    def module(self) -> ModuleSetup:
+        if self._module is None:
+            raise GpuplanError("this plan was not built by gpuplan.plan.modules (it was read back from JSON)")
+        return self._module
+
+    @computed_field
+    @functools.cached_property
+    def scenario(self) -> dict[str, Any]:
+        return normalized(self.module.scenario)
+
+    @computed_field
+    @functools.cached_property
+    def resolved(self) -> str:
+        return describe(self.module.scenario, self.module.job)
+
+    @computed_field
+    @functools.cached_property
+    def defaults(self) -> tuple[str, ...]:
+        return self.module.defaults
+
+    @computed_field
+    @property
+    def assumptions(self) -> tuple[str, ...]:
+        return self.module.assumptions
+
+    @computed_field
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return self.module.warnings
+
+    @property
+    def work_hours(self) -> float | None:
+        return self.work.job_hours if self.work else None
+
+
+def build_module(r: ResolvedModule, candidates: tuple = (), *, advise: bool = True,
+                 memory_only: bool = False) -> ModulePlan:
+    """The plan of a resolved module scenario, in :func:`gpuplan.plan.build.build`'s stages: memory and its verdict
+    on the card (a memory-only build stops there), the speed and the price on the cheapest of ``candidates`` (the
+    offers the builder found for the card), then the largest batch and the changes that fit."""
+    s, spec, job, gpu = r.scenario, r.spec, r.job, r.gpu
+    main, parts = profiles(job)
+    e = _estimate(s, job, main, parts)
+    mem = report(s, e, gpu)
+    judged = verdict(s, gpu, mem)
+    warnings, work, cost, suggestions = list(e.warnings), None, None, ()
+    if not memory_only and gpu is not None and (gpu.peak_tflops("bf16") or gpu.peak_tflops("fp16")):
+        speed = _speed(s, job, main, parts, gpu)
+        work, cost, more = _work(s, job, main, speed, gpu, candidates, price_it=mem.fits is not False)
+        warnings += more
+        if spec.family == "whisper":
+            warnings.append(WHISPER_WALL_TIME)
+    elif not memory_only and gpu is not None:
+        warnings.append(f"no speed or cost: {gpu.name} has no dense 16-bit matrix rate in the GPU catalog")
+    if not memory_only and gpu is not None and advise:
+        mem.max_batch_size = largest_batch(s, spec, gpu)
+        suggestions = tuple(fixes(s, spec, gpu, mem)) if not mem.fits else ()
+    plan = ModulePlan(model=facts(spec, int(e.extra.get("params_trainable", 0))), gpu=gpu_facts(gpu), memory=mem,
+                      verdict=judged, suggestions=suggestions, cost=cost, work=work)
+    plan._module = ModuleSetup(scenario=s, job=job, gpu=gpu, defaults=r.defaults,
+                               assumptions=(*r.assumptions, *e.assumptions), warnings=tuple(warnings))
+    return plan
+
+
+def _estimate(s: Scenario, job: ModuleJob, main: Profile, parts: dict[str, Profile]):
+    if job.kind == "diffusion-train":
+        return training_memory(s, job, main, parts)
+    if job.kind == "diffusion-generate":
+        return generation_memory(s, job, main, parts)
+    return model_memory(s, job, main)
+
+
+def _speed(s: Scenario, job: ModuleJob, main: Profile, parts: dict[str, Profile], gpu: GpuSpec) -> ModuleSpeed:
+    if job.kind == "diffusion-train":
+        return train_step(s, job, main, parts, gpu)
+    if job.kind == "diffusion-generate":
+        return generation(s, job, main, parts, gpu)
+    return model_step(s, job, main, gpu)
+
+
+def memory_only(s: Scenario, spec: ModuleSpec, gpu: GpuSpec) -> MemoryReport:
+    """The memory report alone of ``s`` resolved on the card (the advice: largest batch, the changes that fit)."""
+    return build_module(resolve_module_scenario(s, spec, gpu), memory_only=True).memory
+
+
+def largest_batch(s: Scenario, spec: ModuleSpec, gpu: GpuSpec, limit: int = 1024) -> int | None:
+    """The largest (micro-)batch that fits the card, by bisection on the memory alone."""
+    field = "micro_batch_size" if s.task == "train" else "batch_size"
+
+    def fits(n: int) -> bool:
+        try:
+            return bool(memory_only(s.model_copy(update={field: n}), spec, gpu).fits)
+        except GpuplanError:
+            return False
+
+    if not fits(1):
+        return None
+    low, high = 1, 2
+    while high <= limit and fits(high):
+        low, high = high, high * 2
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (mid, high) if fits(mid) else (low, mid)
+    return low
+
+
+def _changes(s: Scenario, spec: ModuleSpec) -> list[tuple[str, dict[str, Any]]]:
+    """The changes people make to fit a diffusion or encoder-decoder job (each tried alone, then together)."""
+    out: list[tuple[str, dict[str, Any]]] = []
+    if s.attention == "eager":
+        out.append(("SDPA attention (or xformers)", {"attention": "sdpa"}))
+    if s.task == "train":
+        if s.grad_checkpointing == "none":
+            out.append(("gradient checkpointing", {"grad_checkpointing": "full"}))
+        if s.optimizer == "adamw":
+            out.append(("8-bit AdamW", {"optimizer": "adamw-8bit"}))
+        if spec.kind == "diffusion":
+            if not s.cache_latents and spec.role("vae"):
+                out.append(("cached latents", {"cache_latents": True}))
+            if s.text_encoders == "frozen":
+                out.append(("cached text embeddings", {"text_encoders": "cached"}))
+            if s.method == "lora" and not s.quant:
+                out.append(("fp8 base weights", {"quant": "fp8"}))
+                out.append(("QLoRA (NF4 base)", {"method": "qlora", "quant": "nf4"}))
+        if s.method == "full":
+            out.append(("LoRA instead of full fine-tuning", {"method": "lora"}))
+        if s.micro_batch_size > 1:
+            out.append(("micro-batch 1", {"micro_batch_size": 1}))
+    else:
+        if spec.kind == "diffusion" and s.cpu_offload == "none":
+            out.append(("model CPU offload", {"cpu_offload": "model"}))
+        if not s.quant:
+            out.append(("NF4 weights", {"quant": "nf4"}))
+            out.append(("fp8 weights", {"quant": "fp8"}))
+        if spec.kind == "diffusion" and s.cpu_offload != "sequential":
+            out.append(("sequential CPU offload", {"cpu_offload": "sequential"}))
+        if s.batch_size > 1:
+            out.append(("batch 1", {"batch_size": 1}))
+    return out
+
+
+def fixes(s: Scenario, spec: ModuleSpec, gpu: GpuSpec, now: MemoryReport) -> list[Suggestion]:
+    """Each change alone, and when none fits, all of them together."""
+    out = []
+    changes = _changes(s, spec)
+    for label, update in changes:
+        try:
+            r = memory_only(s.model_copy(update=update), spec, gpu)
+        except GpuplanError:
+            continue
+        out.append(Suggestion(change=label, fields=update, device_peak_gib=r.device_peak_gib, fits=r.fits,
+                              cost=f"{now.device_peak_gib:.1f} -> {r.device_peak_gib:.1f} GiB"))
+    if changes and not any(x.fits for x in out):
+        together = {k: v for _, update in changes for k, v in update.items() if k not in ("batch_size",)}
+        try:
+            r = memory_only(s.model_copy(update=together), spec, gpu)
+            out.append(Suggestion(change=" + ".join(label for label, _ in changes), fields=together,
+                                  device_peak_gib=r.device_peak_gib, fits=r.fits, combination=True,
+                                  cost=f"{now.device_peak_gib:.1f} -> {r.device_peak_gib:.1f} GiB"))
+        except GpuplanError:
+            pass
+    return sorted(out, key=lambda x: (not x.fits, x.device_peak_gib))
+
+
+# ---- speed and price ---------------------------------------------------------------------------------------------
+def _work(s: Scenario, job: ModuleJob, main: Profile, speed: ModuleSpeed, gpu: GpuSpec, candidates: tuple, *,
+          price_it: bool) -> tuple[ModuleWork, Cost | None, list[str]]:
+    warnings: list[str] = []
+    hours = s.train_steps * speed.step_s / 3600 if s.task == "train" and s.train_steps else None
+    offers = sorted((o for o in candidates if o.pricing == "on_demand" or s.pricing != "on_demand"),
+                    key=lambda o: o.usd_per_gpu_hour)
+    cost = None
+    per_1000 = None
+    if price_it and offers:
+        o = offers[0]
+        gpus = s.world_size
+        per_hour = o.usd_per_gpu_hour * gpus
+        per_1000 = 1000 / (speed.samples_per_s * gpus) / 3600 * per_hour
+        cost = Cost(offer=offer_label(o, 1), provider=o.provider, gpu_id=o.gpu_id, pricing=o.pricing,
+                    num_gpus=gpus, instances=gpus, usd_per_hour=per_hour, hours=hours or 0.0,
+                    usd_total=(hours or 0.0) * per_hour, usd_per_gpu_hour=o.usd_per_gpu_hour,
+                    price_origin=o.origin, observed_at=o.observed_at.isoformat(), price_confidence=o.confidence)
+    elif price_it:
+        warnings.append(f"no price for {gpu.name}: no {s.pricing.replace('_', '-')} offer of it in force")
+    spec = job.spec
+    on_card = _on_card(job)
+    work = ModuleWork(
+        kind=KIND_WORDS[job.kind], way=job.way, batch=job.batch, samples_per_step=job.samples_per_step,
+        components=[{"name": c.name, "class": c.cls, "params": c.params, "on_gpu": c.name in on_card}
+                    for c in spec.components],
+        sizes=dict(zip(main.variables, [list(x) for x in zip(*job.shapes, strict=True)], strict=True))
+        if main.variables else {},
+        buckets=[f"{w}x{h}" for w, h in job.pixels], steps=job.steps if job.kind == "diffusion-generate" else None,
+        step_s=speed.step_s, steps_per_s=speed.steps_per_s, samples_per_s=speed.samples_per_s,
+        samples_per_s_low=speed.low, samples_per_s_high=speed.high, image_s=speed.image_s,
+        images_per_hour=speed.images_per_hour, parts_s=speed.parts_s, flops_per_step=speed.flops_per_step,
+        mfu=speed.mfu, bound=speed.bound, job_hours=hours, usd_per_1000_samples=per_1000,
+        simulated=_simulated(main, job), modelled=MODELLED)
+    return work, cost, warnings
+
+
+MODELLED = ["the time of each op on the card (GEMM and convolution shapes at the card's measured matmul rates, "
+            "fused attention, element-wise bytes at its bandwidth, eager PyTorch's host work per op)",
+            "weights, gradients and optimizer states from the parameter counts and dtypes",
+            "the CUDA context and the caching allocator's slack"]
+
+
+def _simulated(main: Profile, job: ModuleJob) -> list[str]:
+    versions = ", ".join(f"{k} {v}" for k, v in main.recorded_with.items())
+    return [f"the {main.module}'s ops and its activation peaks ({job.way}) at any batch and size: the real class "
+            f"on fake tensors ({versions}), fitted and checked exactly on its recorded passes"
+            + (f"; {main.notes[0]}" if main.notes else "")]
+
+
+def _on_card(job: ModuleJob) -> set[str]:
+    spec = job.spec
+    if job.kind == "diffusion-generate":
+        return {c.name for c in spec.components} if job.offload == "none" else set()
+    names = {spec.main.name}
+    if job.kind == "diffusion-train":
+        if not job.cache_latents:
+            names |= {c.name for c in spec.role("vae")}
+        if job.text_encoders == "frozen":
+            names |= {c.name for c in spec.role("text_encoder")}
+    return names
+
+
+# ---- words -------------------------------------------------------------------------------------------------------
+def describe(s: Scenario, job: ModuleJob) -> str:
+    """The scenario as resolved, in one line."""
+    spec = job.spec
+    where = f"{s.world_size} x {s.gpu}" if s.gpu else "no GPU named"
+    if job.kind == "diffusion-generate":
+        return (f"{spec.name}: generate {s.batch_size} image(s) at {', '.join(f'{w}x{h}' for w, h in job.pixels)}, "
+                f"{job.steps} steps{', classifier-free guidance' if job.cfg else ''}, {s.precision.split('-')[0]}"
+                f"{f', {job.weights} denoiser' if job.weights != '16bit' else ''}"
+                f"{f', {job.offload} CPU offload' if job.offload != 'none' else ''}{_eager_words(job)}; {where}")
+    if job.kind == "diffusion-train":
+        method = {"full": "full fine-tuning", "lora": f"LoRA r{s.lora_rank}",
+                  "qlora": f"QLoRA r{s.lora_rank} ({storage_format(job.weights)} base)"}[s.method]
+        if s.method == "lora" and job.weights != "16bit":
+            method += f" ({storage_format(job.weights)} base)"
+        return (f"{spec.name}: train {method} with {s.stack}, {s.micro_batch_size} image(s) at "
+                f"{', '.join(f'{w}x{h}' for w, h in job.pixels)} x {s.grad_accum_steps} accumulation"
+                f"{' (prior preservation: x2)' if s.prior_preservation else ''}, "
+                f"{'no checkpointing' if s.grad_checkpointing == 'none' else 'gradient checkpointing'}, "
+                f"{s.precision}, {s.optimizer}, latents {'cached' if job.cache_latents else 'encoded each step'}, "
+                f"text encoders {job.text_encoders}{_eager_words(job)}; {where}")
+    sizes = ", ".join(f"{name} {v:,}" for name, v in zip(_variables(spec), job.shapes[0], strict=False))
+    if s.task == "train":
+        method = {"full": "full fine-tuning", "lora": f"LoRA r{s.lora_rank}", "qlora": f"QLoRA r{s.lora_rank}"}[
+            s.method]
+        checkpointing = "no checkpointing" if s.grad_checkpointing == "none" else "gradient checkpointing"
+        return (f"{spec.name}: train {method}, micro-batch {s.micro_batch_size} x {s.grad_accum_steps} accumulation"
+                f"{', ' + sizes if sizes else ''}, {checkpointing}, {s.precision}, {s.optimizer}; {where}")
+    return (f"{spec.name}: run {s.batch_size} sample(s){', ' + sizes if sizes else ''}, "
+            f"{s.precision.split('-')[0]}; {where}")
+
+
+def _eager_words(job: ModuleJob) -> str:
+    return ", eager attention (no SDPA or xformers)" if job.attention == "eager" else ""
+
+
+def _variables(spec: ModuleSpec) -> tuple[str, ...]:
+    return enc.FAMILIES[spec.family][2] if spec.kind != "diffusion" else ("latent_pixels", "text_tokens")
+
+
+def normalized(s: Scenario) -> dict[str, Any]:
+    """The scenario as resolved, with the module fields (left out of decoder plans) in."""
+    data = s.model_dump()
+    for name in MODULE_FIELDS:
+        data[name] = getattr(s, name)
+    return data
+
+
+def facts(spec: ModuleSpec, trainable: int) -> ModelFacts:
+    return ModelFacts(name=spec.name, family=spec.family, params_total=spec.params_total,
+                      params_active=spec.params_total, params_trainable=trainable, num_layers=0, hidden_size=0,
+                      num_kv_heads=0, head_dim=0, vocab_size=0, layer_kinds={}, exact=True,
+                      counted_by=spec.counted_by)
+

@@ -1,0 +1,240 @@
+"""A scenario for a model that is not a decoder LLM, resolved into the job its memory and speed are computed for:
+which way the main component runs (inference; training with all weights or LoRA adapters, with or without
+checkpointing), at which batch and sizes, in which dtypes, with which components on the GPU; and every default
+taken, in words.
+
+- **Diffusion training** (``task train``): the denoiser is trained (``method full``; ``lora`` / ``qlora``: adapters on
+  the attention projections for diffusers' scripts, on every linear of the transformer blocks for kohya,
+  SimpleTuner and ai-toolkit, unless ``lora_targets`` names them) on ``micro_batch_size`` images per step, twice
+  that with DreamBooth's ``prior_preservation``, at each aspect bucket of ``resolution`` (latents 8x smaller); the
+  VAE encodes each batch unless ``cache_latents``; the text encoders run every step when ``frozen``. The trainer
+  (``stack``) sets the defaults: diffusers' scripts unless another is named.
+- **Diffusion generation** (``task infer``): ``batch_size`` images per call, ``steps`` denoising steps, the
+  denoiser's batch doubled by classifier-free guidance (``cfg``), the prompt encoded once, the latents decoded once
+  (the VAE in fp32 where its config says ``force_upcast`` and the pipeline runs fp16, as diffusers' pipelines do).
+- **Encoder-decoders and encoders**: ``seq_len`` source tokens and ``decoder_tokens`` target tokens per sample
+  (Whisper: its 30-second window, 1,500 encoder frames, and the transcript's tokens); images at the config's size.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import GpuplanError
+from ..model.encoders import FAMILIES
+from ..model.module import ModuleSpec
+from ..model.profile import FP8_ALL
+from .fields import Scenario
+from .stacks import DIFFUSION_STACKS
+
+# the fields only a model that is not a decoder LLM reads (refused on a decoder's plan: gpuplan.plan.refusals)
+MODULE_FIELDS = ("resolution", "inference_steps", "cfg", "cpu_offload", "cache_latents", "text_encoders",
+                 "prior_preservation", "train_steps", "decoder_tokens")
+# what each trainer's LoRA adapts by default (diffusers train_dreambooth_lora_*.py --lora_layers unset: the attention
+# projections; kohya networks.lora / lora_flux, SimpleTuner's "all" target, ai-toolkit: every linear of the blocks)
+LORA_DEFAULT = {"diffusers": "attention", "kohya": "all", "simpletuner": "all", "ai-toolkit": "all"}
+STORED = {None: "16bit", "none": "16bit"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModuleJob:
+    """What one step of a module scenario runs (see the module docstring). ``shapes``: the main component's sizes
+    per aspect bucket (its profile's variables), the first the largest; ``pixels``: (width, height) per bucket."""
+
+    kind: str  # diffusion-train | diffusion-generate | train | infer
+    spec: ModuleSpec
+    task: str
+    way: str
+    trained: str  # all | none
+    lora_roles: tuple[str, ...] = ()
+    lora_rank: int = 16
+    batch: int = 1
+    samples_per_step: int = 1
+    shapes: tuple[tuple[int, ...], ...] = ()
+    pixels: tuple[tuple[int, int], ...] = ()
+    dtype: str = "bf16"
+    weights: str = "16bit"
+    text_encoders: str = "cached"
+    cache_latents: bool = True
+    vae_dtype: str = "bf16"
+    steps: int = 1
+    cfg: bool = False
+    offload: str = "none"
+    attention: str = "sdpa"  # sdpa (and flash, xformers: fused, no score matrix kept) | eager (scores kept)
+    text_tokens: int = 77
+    t5_tokens: int = 0
+    notes: tuple[str, ...] = ()
+    fields: dict[str, Any] = field(default_factory=dict)
+
+
+def parse_resolution(text: str) -> list[tuple[int, int]]:
+    """``1024`` -> [(1024, 1024)]; ``1216x832`` -> [(1216, 832)] (width x height); buckets separated by commas."""
+    out = []
+    for part in str(text).replace(" ", "").split(","):
+        match = re.fullmatch(r"(\d{2,5})(?:[x*](\d{2,5}))?", part)
+        if not match:
+            raise GpuplanError(f"resolution {text!r}: give pixels as 1024, WIDTHxHEIGHT (1216x832) or buckets "
+                               "separated by commas (1024x1024,1216x832)")
+        w = int(match[1])
+        h = int(match[2] or match[1])
+        if not (64 <= w <= 8192 and 64 <= h <= 8192) or w % 16 or h % 16:
+            raise GpuplanError(f"resolution {part}: each side must be 64-8192 pixels and a multiple of 16 (latents are "
+                               "8x smaller, and transformers cut them into 2x2 patches)")
+        out.append((w, h))
+    return out
+
+
+def _lora_roles(s: Scenario, stack: str) -> tuple[tuple[str, ...], str]:
+    """The roles LoRA adapts and the way's suffix: the trainer's default, or what ``lora_targets`` names."""
+    if "lora_targets" in s.model_fields_set:
+        if s.lora_targets == "all-linear":
+            return ("attention", "block"), "all"
+        names = set(s.lora_targets)
+        attention = {"to_q", "to_k", "to_v", "to_out.0", "add_q_proj", "add_k_proj", "add_v_proj", "to_add_out",
+                     "q_proj", "v_proj", "k_proj", "q", "v", "k", "query", "value"}
+        if names <= attention:
+            return ("attention",), "attention"
+        return ("attention", "block"), "all"
+    preset = LORA_DEFAULT.get(stack, "attention")
+    return (("attention",), "attention") if preset == "attention" else (("attention", "block"), "all")
+
+
+def _dtype(s: Scenario) -> str:
+    return "fp32" if s.precision == "fp32" else ("fp16" if s.precision.startswith("fp16") else "bf16")
+
+
+def resolve_diffusion(s: Scenario, spec: ModuleSpec) -> ModuleJob:
+    """The job of a diffusion scenario (see the module docstring)."""
+    d = spec.defaults
+    notes = []
+    den = spec.main
+    buckets = parse_resolution(s.resolution) if s.resolution else [(d["resolution"], d["resolution"])]
+    if not s.resolution:
+        notes.append(f"resolution {d['resolution']} (the pipeline's default)")
+    buckets.sort(key=lambda wh: -wh[0] * wh[1])
+    t5 = d.get("t5_tokens", 0)
+    if "seq_len" in s.model_fields_set:  # the prompt's T5 tokens (the pipelines' max_sequence_length)
+        if not t5:
+            raise GpuplanError(f"seq_len sets the T5 tokens of a prompt, and {den.cls} reads CLIP's 77: drop it")
+        t5 = s.seq_len
+        notes.append(f"{t5} T5 tokens per prompt (seq_len: the pipeline's max_sequence_length)")
+    text = t5 if den.cls == "FluxTransformer2DModel" else (77 + t5 if t5 else d["text_tokens"])
+    shapes = tuple(((w // 8) * (h // 8), text) for w, h in buckets)
+    dtype = _dtype(s)
+    vae = spec.role("vae")
+    upcast = bool(vae and vae[0].config.get("force_upcast"))
+    weights = STORED.get(s.quant, s.quant)
+    common = dict(kind="", spec=spec, task=s.task, shapes=shapes, pixels=tuple(buckets), dtype=dtype,
+                  weights=weights, text_tokens=text, t5_tokens=t5, attention=s.attention)
+    if s.task == "infer":
+        cfg = d["cfg"] if s.cfg is None else s.cfg
+        steps = s.inference_steps or d["steps"]
+        if s.inference_steps is None:
+            notes.append(f"{steps} steps (the pipeline's default)")
+        if s.cfg is None:
+            notes.append("classifier-free guidance: the denoiser runs twice per step (negative prompt)" if cfg else
+                         f"no classifier-free guidance ({den.cls} is guidance-distilled: one pass per step)")
+        return ModuleJob(**{**common, "kind": "diffusion-generate"}, way="inference", trained="none",
+                         batch=s.batch_size * (2 if cfg else 1), samples_per_step=s.batch_size, steps=steps,
+                         cfg=cfg, offload=s.cpu_offload,
+                         vae_dtype="fp32" if upcast and dtype == "fp16" else dtype, notes=tuple(notes))
+    stack = s.stack
+    if s.method == "full":
+        way, roles, trained = "train-full", (), "all"
+    else:
+        roles, preset = _lora_roles(s, stack)
+        way, trained = f"train-lora-{preset}", "none"
+    if s.grad_checkpointing != "none":
+        way += "-gc"
+    if s.method == "qlora":
+        weights = s.quant or "nf4"
+    if stack == "kohya" and weights == "fp8":
+        weights = FP8_ALL
+        notes.append("fp8 base: kohya's --fp8_base casts every weight to fp8, the norms and modulation too")
+    batch = s.micro_batch_size * (2 if s.prior_preservation else 1)
+    vae_dtype = "fp32" if upcast else dtype  # diffusers' SDXL scripts and kohya keep an fp32 VAE (no_half_vae)
+    return ModuleJob(**{**common, "kind": "diffusion-train", "weights": weights}, way=way, trained=trained,
+                     lora_roles=roles, lora_rank=s.lora_rank, batch=batch, samples_per_step=batch,
+                     text_encoders=s.text_encoders or "cached", cache_latents=bool(s.cache_latents) or not vae,
+                     vae_dtype=vae_dtype, notes=tuple(notes))
+
+
+def resolve_model(s: Scenario, spec: ModuleSpec) -> ModuleJob:
+    """The job of an encoder-decoder or encoder scenario: tokens per sample from ``seq_len`` and
+    ``decoder_tokens`` (Whisper: the transcript's tokens; its encoder always runs 1,500 frames)."""
+    d = spec.defaults
+    notes = []
+    variables = _variables(spec)
+    if variables == ("decoder_tokens",):  # Whisper
+        if s.decoder_tokens is None and "seq_len" in s.model_fields_set:
+            tokens = s.seq_len
+            notes.append(f"seq_len {tokens:,} taken as the transcript's tokens: Whisper's encoder always runs "
+                         f"{d['encoder_frames']:,} frames (30 s of audio)")
+        else:
+            tokens = s.decoder_tokens or (s.output_tokens if s.task == "infer" else d["decoder_tokens"])
+        if tokens > d["decoder_tokens_max"]:
+            raise GpuplanError(f"{spec.name}'s decoder takes at most {d['decoder_tokens_max']} tokens "
+                               f"(max_target_positions), not {tokens:,}")
+        shapes: tuple[tuple[int, ...], ...] = ((tokens,),)
+    elif variables:
+        source = s.seq_len if s.task == "train" else s.prompt_tokens
+        limit = d.get("encoder_tokens_max")
+        given = "seq_len" if s.task == "train" else "prompt_tokens"
+        if limit and source > limit and given not in s.model_fields_set:  # a default, not the user's: within reach
+            notes.append(f"{given} {limit:,}: the default {source:,} would run past {spec.name}'s {limit:,} "
+                         f"positions (set {given} to choose)")
+            source = limit
+        target = s.decoder_tokens or (max(source // 4, 1) if s.task == "train" else s.output_tokens)
+        if limit and max(source, target) > limit:
+            raise GpuplanError(f"{spec.name} learns {limit:,} positions: use at most {limit:,} source and target "
+                               "tokens")
+        shapes = ((source, target),)
+    else:
+        shapes = ((),)
+    dtype = _dtype(s)
+    batch = s.micro_batch_size if s.task == "train" else s.batch_size
+    if s.task == "infer":
+        return ModuleJob(kind="infer", spec=spec, task="infer", way="inference", trained="none", batch=batch,
+                         samples_per_step=batch, shapes=shapes, dtype=dtype, attention=s.attention,
+                         weights=STORED.get(s.quant, s.quant), notes=tuple(notes))
+    if s.method == "full":
+        way, roles, trained = "train-full", (), "all"
+    else:
+        if ("lora_targets" in s.model_fields_set and s.lora_targets == "all-linear") or \
+                ("lora_targets" in s.model_fields_set and not set(s.lora_targets) <= {"q_proj", "v_proj", "q", "v",
+                                                                                       "query", "value"}):
+            raise GpuplanError(f"LoRA of {spec.name} is modelled on the attention's query and value projections "
+                               "(peft's usual q_proj, v_proj): set lora_targets q_proj,v_proj or leave it unset")
+        way, roles, trained = "train-lora-attention", ("attention",), "none"
+    if s.grad_checkpointing != "none":
+        way += "-gc"
+    return ModuleJob(kind="train", spec=spec, task="train", way=way, trained=trained, lora_roles=roles,
+                     lora_rank=s.lora_rank, batch=batch, samples_per_step=batch, shapes=shapes, dtype=dtype,
+                     attention=s.attention,
+                     weights=STORED.get(s.quant, s.quant) if s.method != "qlora" else (s.quant or "nf4"),
+                     notes=tuple(notes))
+
+
+def _variables(spec: ModuleSpec) -> tuple[str, ...]:
+    return FAMILIES[spec.family][2]
+
+
+def resolve_module(s: Scenario, spec: ModuleSpec) -> tuple[Scenario, ModuleJob]:
+    """Scenario ``s`` with the module's defaults taken (a diffusion model trains with diffusers' scripts unless a
+    trainer is named), and its job; refuses what the module cannot run, in one sentence."""
+    if spec.kind == "diffusion":
+        if s.task == "train" and "stack" not in s.model_fields_set:
+            s = s.model_copy(update={"stack": "diffusers"})
+        if s.task == "train" and s.stack not in DIFFUSION_STACKS:
+            raise GpuplanError(f"stack {s.stack} trains LLMs; a diffusion model trains with stack "
+                               f"{', '.join(DIFFUSION_STACKS)} (left unset: diffusers)")
+        return s, resolve_diffusion(s, spec)
+    if s.stack in DIFFUSION_STACKS:
+        raise GpuplanError(f"stack {s.stack} trains diffusion models, and {spec.describe()}: use stack "
+                           "hf (the Hugging Face Trainer)")
+    for name in ("resolution", "inference_steps", "cfg", "cache_latents", "text_encoders"):
+        if name in s.model_fields_set:
+            raise GpuplanError(f"{name} applies to diffusion pipelines, and {spec.describe()}: drop it")
+    return s, resolve_model(s, spec)

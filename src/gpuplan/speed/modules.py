@@ -1,0 +1,407 @@
+"""The time of a profiled module's passes on one card: every op its profile holds (:mod:`gpuplan.model.profile`),
+at the batch and sizes asked, timed as the LLM passes are (:mod:`.work`, :mod:`.gemm`).
+
+- **forward**: each linear and convolution as the GEMM it is, at its shape's efficiency on the card
+  (:func:`~.gemm.gemm_time_s`: a convolution as cuDNN's implicit GEMM, ``M`` = batch x output pixels, ``K`` =
+  input channels x kernel area); each attention call at the card's fused-attention rate
+  (:func:`~.work.attention_fraction`, FlashAttention-style: ``2·q·k·(d + d_v)`` FLOPs per head); every other
+  matrix product as a batched GEMM; the element-wise, normalization and copy kernels as the bytes they move at the
+  achievable bandwidth, each kernel at least its launch latency;
+- **backward**: each linear's and convolution's input gradient (same shape), the weight gradient of the weights
+  trained (``[K x M] @ [M x N]``), attention at 2.5x its forward FLOPs (FlashAttention-2: 5 matmuls to 2), the
+  element-wise kernels moving twice their forward bytes (:data:`~gpuplan.overheads.ELEMENTWISE_BACKWARD_RATIO`);
+  LoRA adapters add their two thin GEMMs forward and four backward per adapted linear, with peft's scale and add;
+  gradient checkpointing runs the forward once more;
+- **host**: eager PyTorch's dispatcher and Python per aten op (views too) and per module call the pass makes (both
+  counted in the profile), the backward's autograd ops at their own cost; host and GPU overlap, the pass takes
+  their smooth maximum (:func:`~.work.smooth_max`);
+- **weights stored in fewer bits**: a bitsandbytes NF4 weight is dequantized to 16 bits before each GEMM that
+  uses it (forward, and the input gradient), fp8 storage (diffusers' layerwise casting, kohya's ``--fp8_base``)
+  cast up the same way, and GGUF blocks unpacked by diffusers' PyTorch code: the bytes those kernels move per
+  weight, at the achievable bandwidth (:data:`~gpuplan.overheads.DEQUANT_BYTES_PER_WEIGHT`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from .. import overheads as oh
+from ..hardware import GpuSpec
+from ..model.layers import Linear
+from ..model.profile import Op, Profile, storage_format
+from ..model.quant import make_format
+from .gemm import bandwidth, gemm_time_s, peak_flops, power_limit_factor
+from .work import attention_fraction, smooth_max
+
+
+@dataclass(frozen=True, kw_only=True)
+class PassTime:
+    """Seconds of one pass by kind of work, its FLOPs, and the total (GPU and host overlapped)."""
+
+    gemm_s: float = 0.0
+    attention_s: float = 0.0
+    elementwise_s: float = 0.0
+    dequant_s: float = 0.0
+    host_s: float = 0.0
+    flops: float = 0.0
+
+    @property
+    def gpu_s(self) -> float:
+        return self.gemm_s + self.attention_s + self.elementwise_s + self.dequant_s
+
+    @property
+    def total_s(self) -> float:
+        return smooth_max(self.gpu_s, self.host_s, oh.HOST_GPU_OVERLAP_SHARPNESS)
+
+    def __add__(self, other: PassTime) -> PassTime:
+        return PassTime(gemm_s=self.gemm_s + other.gemm_s, attention_s=self.attention_s + other.attention_s,
+                        elementwise_s=self.elementwise_s + other.elementwise_s,
+                        dequant_s=self.dequant_s + other.dequant_s, host_s=self.host_s + other.host_s,
+                        flops=self.flops + other.flops)
+
+    def scaled(self, factor: float) -> PassTime:
+        return PassTime(gemm_s=self.gemm_s * factor, attention_s=self.attention_s * factor,
+                        elementwise_s=self.elementwise_s * factor, dequant_s=self.dequant_s * factor,
+                        host_s=self.host_s * factor, flops=self.flops * factor)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Run:
+    """How a pass runs: the compute dtype (``bf16``, ``fp16``, ``fp32``: fp32 convolutions and matmuls take the
+    card's TF32 rate, as PyTorch's cuDNN default allows), activation bytes per element, the storage of the
+    weights of linears and convolutions (``16bit``, ``fp8``, ``nf4``, ``gguf-q4_0``...), what is trained (``all``,
+    ``none``), the LoRA adapters (the roles they adapt and their rank) and whether checkpointing recomputes."""
+
+    dtype: str = "bf16"
+    weights: str = "16bit"
+    trained: str = "none"
+    lora_roles: tuple[str, ...] = ()
+    lora_rank: int = 16
+    recompute: bool = False
+    host_factor: float = 1.0  # compiled graphs and fused stacks launch fewer ops
+    attention: str = "sdpa"  # eager: the scores as two batched GEMMs and a softmax through memory
+
+
+def _rate_dtype(dtype: str) -> str:
+    return "tf32" if dtype == "fp32" else dtype
+
+
+def _act_bytes(dtype: str) -> float:
+    return 4.0 if dtype == "fp32" else 2.0
+
+
+def _weight_bytes(run: Run, k: float, n: float, op: Op | None = None) -> float:
+    """Bytes per weight element of a ``k x n`` linear in the run's storage (:mod:`gpuplan.model.quant`)."""
+    if run.weights in ("16bit", "none") or (op is not None and op.stored_16bit(run.weights)):
+        return _act_bytes(run.dtype)
+    fmt = make_format(storage_format(run.weights))
+    return fmt.linear_weight_bytes(Linear(name="w", in_features=int(k), out_features=int(n))) / (k * n)
+
+
+def _gemm(gpu: GpuSpec, run: Run, op: Op, m: float, k: float, n: float) -> float:
+    return gemm_time_s(gpu, _rate_dtype(run.dtype), m, k, n, count=op.count, act_bytes=_act_bytes(run.dtype),
+                       weight_bytes=_weight_bytes(run, k, n, op))
+
+
+def _dequant_s(gpu: GpuSpec, run: Run, op: Op, k: float, n: float) -> float:
+    """Unpacking a stored weight to 16 bits before its GEMM: the bytes its kernels move per weight
+    (:data:`~gpuplan.overheads.DEQUANT_BYTES_PER_WEIGHT`) and a kernel's latency."""
+    if run.weights in ("16bit", "none") or op.stored_16bit(run.weights):
+        return 0.0
+    kind = storage_format(run.weights)
+    if kind.startswith("gguf-"):  # 8-bit blocks unpack in fewer ops than the 2- to 6-bit ones
+        kind = "gguf-8bit" if kind in ("gguf-q8_0", "gguf-q8_k") else "gguf"
+    moved = oh.DEQUANT_BYTES_PER_WEIGHT.get(kind, oh.DEQUANT_BYTES_PER_WEIGHT["fp8"])
+    return op.count * (k * n * moved / bandwidth(gpu) + oh.GEMM_KERNEL_LATENCY_S)
+
+
+def forward(p: Profile, gpu: GpuSpec, batch: int, sizes: tuple[float, ...], run: Run) -> PassTime:
+    """One forward pass (see the module docstring)."""
+    gemm = attention = dequant = flops = 0.0
+    kernels = p.other_kernels
+    for op in p.ops:
+        d = op.at(batch, sizes)
+        kernels += op.count
+        if op.kind in ("linear", "conv"):
+            m, k, n = d
+            gemm += _gemm(gpu, run, op, m, k, n)
+            dequant += _dequant_s(gpu, run, op, k, n)
+            flops += op.count * 2 * m * k * n
+            if run.lora_roles and op.role in run.lora_roles:
+                gemm += _lora_forward(gpu, run, op, m, k, n)
+                kernels += op.count * oh.LORA_OPS_PER_LINEAR
+        elif op.kind == "matmul":
+            b, m, k, n = d
+            gemm += gemm_time_s(gpu, _rate_dtype(run.dtype), m, k, n, count=op.count * b, kernels=op.count,
+                                act_bytes=_act_bytes(run.dtype), weight_bytes=_act_bytes(run.dtype))
+            flops += op.count * 2 * b * m * k * n
+        else:
+            heads, q, kv, dk, dv = d
+            work = op.count * 2 * heads * q * kv * (dk + dv)
+            attention += _eager(gpu, run, op, d, 1) if run.attention == "eager" else \
+                work / (peak_flops(gpu, _rate_dtype(run.dtype)) * attention_fraction(gpu)
+                        * power_limit_factor(gpu)) + op.count * oh.GEMM_KERNEL_LATENCY_S
+            flops += work
+    scale = _act_bytes(run.dtype) / 2  # the profile moved bf16 activations
+    elementwise = p.other_bytes.at(batch, sizes) * scale / bandwidth(gpu) + p.other_kernels * oh.GEMM_KERNEL_LATENCY_S
+    host = (p.dispatches * oh.DISPATCH_OVERHEAD_S + p.calls * oh.MODULE_CALL_OVERHEAD_S
+            + (kernels - p.other_kernels - sum(o.count for o in p.ops)) * oh.EAGER_OP_OVERHEAD_S) * run.host_factor
+    return PassTime(gemm_s=gemm, attention_s=attention, elementwise_s=elementwise, dequant_s=dequant, host_s=host,
+                    flops=flops)
+
+
+def _eager(gpu: GpuSpec, run: Run, op: Op, d: tuple[float, ...], factor: int) -> float:
+    """Eager attention (``factor`` 1 forward, 2 backward): ``Q·Kᵀ`` and ``P·V`` as batched GEMMs, and the score
+    matrix written, read and written by the softmax and read again (four passes through memory)."""
+    heads, q, kv, dk, dv = d
+    dtype = _rate_dtype(run.dtype)
+    gemms = (gemm_time_s(gpu, dtype, q, dk, kv, count=op.count * heads, kernels=op.count,
+                         act_bytes=_act_bytes(run.dtype), weight_bytes=_act_bytes(run.dtype))
+             + gemm_time_s(gpu, dtype, q, kv, dv, count=op.count * heads, kernels=op.count,
+                           act_bytes=_act_bytes(run.dtype), weight_bytes=_act_bytes(run.dtype)))
+    scores = op.count * heads * q * kv * _act_bytes(run.dtype) * 4 / bandwidth(gpu)
+    return factor * (gemms + scores)
+
+
+def _lora_forward(gpu: GpuSpec, run: Run, op: Op, m: float, k: float, n: float) -> float:
+    """peft's adapter path: ``x @ A`` (k -> r), ``@ B`` (r -> n), scaled and added to the base output."""
+    r = run.lora_rank
+    return (gemm_time_s(gpu, _rate_dtype(run.dtype), m, k, r, count=op.count)
+            + gemm_time_s(gpu, _rate_dtype(run.dtype), m, r, n, count=op.count)
+            + op.count * m * n * oh.LORA_BYTES_PER_OUTPUT / bandwidth(gpu))
+
+
+def backward(p: Profile, gpu: GpuSpec, batch: int, sizes: tuple[float, ...], run: Run) -> PassTime:
+    """The backward of one pass (and the recomputed forward under checkpointing)."""
+    gemm = attention = dequant = flops = 0.0
+    for op in p.ops:
+        d = op.at(batch, sizes)
+        if op.kind in ("linear", "conv"):
+            m, k, n = d
+            gemm += _gemm(gpu, run, op, m, n, k)  # input gradient
+            dequant += _dequant_s(gpu, run, op, k, n)
+            flops += op.count * 2 * m * k * n
+            if run.trained == "all":
+                gemm += gemm_time_s(gpu, _rate_dtype(run.dtype), k, m, n, count=op.count)  # weight gradient
+                flops += op.count * 2 * m * k * n
+            if run.lora_roles and op.role in run.lora_roles:
+                gemm += 2 * _lora_forward(gpu, run, op, m, k, n)  # dX and dW through A and B
+        elif op.kind == "matmul":
+            b, m, k, n = d
+            gemm += 2 * gemm_time_s(gpu, _rate_dtype(run.dtype), m, k, n, count=op.count * b, kernels=op.count,
+                                    act_bytes=_act_bytes(run.dtype), weight_bytes=_act_bytes(run.dtype))
+            flops += op.count * 4 * b * m * k * n
+        else:
+            heads, q, kv, dk, dv = d
+            if run.attention == "eager":  # four GEMMs (dP, dV, dQ, dK) and the softmax's backward
+                work = op.count * 4 * heads * q * kv * (dk + dv)
+                attention += _eager(gpu, run, op, d, 2)
+            else:
+                work = op.count * 2 * heads * q * kv * (dk + dv) * oh.ATTENTION_BACKWARD_FLOP_RATIO
+                attention += work / (peak_flops(gpu, _rate_dtype(run.dtype)) * attention_fraction(gpu)
+                                     * power_limit_factor(gpu)) + op.count * oh.GEMM_KERNEL_LATENCY_S
+            flops += work
+    scale = _act_bytes(run.dtype) / 2
+    elementwise = (p.other_bytes.at(batch, sizes) * scale * oh.ELEMENTWISE_BACKWARD_RATIO / bandwidth(gpu)
+                   + p.other_kernels * oh.GEMM_KERNEL_LATENCY_S)
+    kernels = p.other_kernels + sum(o.count for o in p.ops)
+    host = kernels * oh.BACKWARD_OPS_RATIO * oh.AUTOGRAD_OP_OVERHEAD_S * run.host_factor
+    out = PassTime(gemm_s=gemm, attention_s=attention, elementwise_s=elementwise, dequant_s=dequant, host_s=host,
+                   flops=flops)
+    if run.recompute:
+        out = out + forward(p, gpu, batch, sizes, run)
+    return out
+
+
+def decode_step(p: Profile, gpu: GpuSpec, batch: int, sizes: tuple[float, ...], grows: int, run: Run) -> PassTime:
+    """One autoregressive step of the ops whose rows grow with variable ``grows`` (an encoder-decoder's decoder):
+    each at one row per sequence, reading its weights (memory-bound), and the host work in proportion."""
+    gemm = flops = attention = 0.0
+    share = 0
+    for op in p.ops:
+        if op.kind == "attention" and _grows(op, grows, dim=1):
+            # one query row per sequence against the cached keys and values: their bytes read (the encoder's
+            # for cross-attention; the decoder's own, half their final length on average, for self-attention)
+            heads, _, kv, dk, dv = op.at(batch, sizes)
+            mean = 0.5 if _grows(op, grows, dim=2) else 1.0
+            attention += op.count * (heads * kv * mean * (dk + dv) * _act_bytes(run.dtype) / bandwidth(gpu)
+                                     + oh.GEMM_KERNEL_LATENCY_S)
+            flops += op.count * 2 * heads * kv * mean * (dk + dv)
+            continue
+        if op.kind not in ("linear", "conv") or not _grows(op, grows):
+            continue
+        _, k, n = op.at(batch, sizes)
+        gemm += _gemm(gpu, run, op, batch, k, n)
+        flops += op.count * 2 * batch * k * n
+        share += op.count
+    linears = sum(o.count for o in p.ops if o.kind in ("linear", "conv")) or 1
+    host = (p.dispatches * oh.DISPATCH_OVERHEAD_S + p.calls * oh.MODULE_CALL_OVERHEAD_S) * share / linears
+    return PassTime(gemm_s=gemm, attention_s=attention, host_s=host * run.host_factor, flops=flops)
+
+
+def _grows(op: Op, variable: int, dim: int = 0) -> bool:
+    """Whether the op's dim ``dim`` (its rows: a linear's first, an attention's queries second) grows with the
+    variable ``variable``."""
+    return any(exps[variable] and (a or b) for exps, a, b in op.dims[dim].terms)
+
+
+def optimizer_s(gpu: GpuSpec, trainable: int, bytes_per_param: float) -> float:
+    """An optimizer step: each trained parameter's weight, gradient and states read and written once."""
+    return trainable * bytes_per_param / bandwidth(gpu)
+
+
+def transfer_s(nbytes: float, gpu: GpuSpec) -> float:
+    """Copying ``nbytes`` between pinned CPU memory and the card over its PCIe link."""
+    gen = gpu.pcie_generation or 4
+    return nbytes / (oh.PCIE_X16_GBS.get(gen, 32.0) * 1e9 * oh.PCIE_EFFICIENCY)
+
+
+# ---- jobs ---------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True, kw_only=True)
+class ModuleSpeed:
+    """The speed of a module job on one card. Training: ``step_s`` one optimizer step, ``steps_per_s`` (the it/s
+    the trainers' progress bars print), ``samples_per_s``. Generation: ``step_s`` one denoising step (the
+    pipelines' it/s is its inverse), ``image_s`` one call of ``batch`` images (prompt, steps, decode, transfers),
+    ``images_per_hour``. Encoder-decoders serving: ``image_s`` one batch of samples. ``parts_s`` add up to the
+    step (training) or the call (generation); ``mfu``: the main component's FLOPs over the card's dense peak."""
+
+    step_s: float
+    steps_per_s: float
+    samples_per_s: float
+    image_s: float | None = None
+    images_per_hour: float | None = None
+    parts_s: dict[str, float]
+    flops_per_step: float
+    mfu: float
+    bound: str
+    low: float = 0.0  # samples_per_s at the ends of the calibration spread
+    high: float = 0.0
+
+
+def _run(job, s) -> Run:
+    compiled = bool(getattr(s, "compile", False))
+    return Run(dtype=job.dtype, weights=job.weights, trained=job.trained, lora_roles=job.lora_roles,
+               lora_rank=job.lora_rank, recompute=job.way.endswith("-gc"), attention=job.attention,
+               host_factor=oh.HOST_OPS_FACTOR["compile"] if compiled else 1.0)
+
+
+def train_step(s, job, main: Profile, parts: dict[str, Profile], gpu: GpuSpec) -> ModuleSpeed:
+    """One optimizer step: ``grad_accum_steps`` micro-steps, each the main component's forward and backward
+    averaged over the aspect buckets, the VAE encoding the batch (no cached latents) and frozen text encoders
+    encoding the prompts, then the optimizer (see the module docstring)."""
+    run = _run(job, s)
+    parts_s: dict[str, float] = {}
+    flops = 0.0
+    micro = 0.0
+    for i, sizes in enumerate(job.shapes):
+        fwd = forward(main, gpu, job.batch, sizes, run)
+        bwd = backward(main, gpu, job.batch, sizes, run)
+        total = fwd + bwd
+        micro += total.total_s / len(job.shapes)
+        flops += total.flops / len(job.shapes)
+        for key, value in (("gemm", total.gemm_s), ("attention", total.attention_s),
+                           ("elementwise", total.elementwise_s), ("dequantize", total.dequant_s)):
+            parts_s[key] = parts_s.get(key, 0.0) + value / len(job.shapes)
+        parts_s["host (overlapped)"] = parts_s.get("host (overlapped)", 0.0) + max(
+            total.total_s - total.gpu_s, 0.0) / len(job.shapes)
+        if job.kind == "diffusion-train" and not job.cache_latents:
+            w, h = job.pixels[i]
+            vae = forward(parts["vae-encode"], gpu, job.batch, (sizes[0], w // 8 + h // 8),
+                          Run(dtype="fp32" if job.vae_dtype == "fp32" else job.dtype))
+            micro += vae.total_s / len(job.shapes)
+            parts_s["VAE encode"] = parts_s.get("VAE encode", 0.0) + vae.total_s / len(job.shapes)
+    if job.kind == "diffusion-train" and job.text_encoders == "frozen":
+        for te in job.spec.role("text_encoder"):
+            tokens = (job.t5_tokens,) if te.cls == "T5EncoderModel" else ()
+            t = forward(parts[f"text-encoder:{te.name}"], gpu, job.batch, tokens, Run(dtype=job.dtype)).total_s
+            micro += t
+            parts_s["text encoders"] = parts_s.get("text encoders", 0.0) + t
+    trainable = job.spec.main.params if job.trained == "all" else 0
+    accum = s.grad_accum_steps
+    step = micro * accum
+    parts_s = {k: v * accum for k, v in parts_s.items()}
+    if trainable:  # weights, gradients and two moments, fp32 where mixed: read and written (LoRA: negligible)
+        opt = optimizer_s(gpu, trainable, oh.OPTIMIZER_BYTES_PER_PARAM)
+        step += opt
+        parts_s["optimizer"] = opt
+    step += oh.DATALOADER_S_PER_MICRO_STEP * accum
+    parts_s["trainer loop"] = oh.DATALOADER_S_PER_MICRO_STEP * accum
+    samples = job.samples_per_step * accum / step
+    dense = peak_flops(gpu, _rate_dtype(job.dtype))
+    return _speed(step, samples, parts_s, flops * accum, dense, "train")
+
+
+def generation(s, job, main: Profile, parts: dict[str, Profile], gpu: GpuSpec) -> ModuleSpeed:
+    """One pipeline call: the prompt through each text encoder, ``steps`` denoiser passes (the batch doubled by
+    classifier-free guidance), the latents through the VAE decoder, and what offloading moves over PCIe: each model
+    once per call (model offload) or the denoiser's weights every step (sequential offload)."""
+    run = _run(job, s)
+    sizes = job.shapes[0]
+    w, h = job.pixels[0]
+    den = forward(main, gpu, job.batch, sizes, run)
+    step = den.total_s + oh.SCHEDULER_STEP_S
+    parts_s = {"denoise": step * job.steps}
+    for te in job.spec.role("text_encoder"):
+        tokens = (job.t5_tokens,) if te.cls == "T5EncoderModel" else ()
+        parts_s["text encoders"] = parts_s.get("text encoders", 0.0) + forward(
+            parts[f"text-encoder:{te.name}"], gpu, job.samples_per_step, tokens, Run(dtype=job.dtype)).total_s
+    if job.spec.role("vae"):
+        parts_s["VAE decode"] = forward(parts["vae-decode"], gpu, job.samples_per_step, (sizes[0], w // 8 + h // 8),
+                                        Run(dtype=job.vae_dtype)).total_s
+    moved = _offload_bytes(job, main)
+    if moved:
+        parts_s["CPU offload transfers"] = transfer_s(moved, gpu)
+    call = sum(parts_s.values())
+    dense = peak_flops(gpu, _rate_dtype(job.dtype))
+    out = _speed(step, job.samples_per_step / call, parts_s, den.flops, dense, "infer")
+    return ModuleSpeed(**{**out.__dict__, "image_s": call, "images_per_hour": 3600 * job.samples_per_step / call})
+
+
+def _offload_bytes(job, main: Profile) -> float:
+    """Bytes moved to the card per call: every model once (model offload), the denoiser's every step too
+    (sequential offload)."""
+    if job.offload == "none":
+        return 0.0
+    weights = sum(c.params for c in job.spec.components) * (4 if job.dtype == "fp32" else 2)
+    if job.offload == "model":
+        return weights
+    return weights + job.spec.main.params * (4 if job.dtype == "fp32" else 2) * job.steps
+
+
+def model_step(s, job, main: Profile, gpu: GpuSpec) -> ModuleSpeed:
+    """An encoder-decoder's or encoder's training step, or one inference call (encoder-decoders: the encoder and
+    the first decoder token, then one decoder step per further output token)."""
+    run = _run(job, s)
+    sizes = job.shapes[0]
+    dense = peak_flops(gpu, _rate_dtype(job.dtype))
+    if job.task == "train":
+        return train_step(s, job, main, {}, gpu)
+    if sizes and "decoder_tokens" in main.variables:
+        index = main.variables.index("decoder_tokens")
+        first = tuple(1 if i == index else x for i, x in enumerate(sizes))
+        prefill = forward(main, gpu, job.batch, first, run)
+        step = decode_step(main, gpu, job.batch, sizes, index, run)
+        # transformers' generate between steps: inputs, cache and mask updates, logits processors, stopping criteria
+        step = step + PassTime(host_s=oh.GENERATE_STEP_OVERHEAD_S)
+        call = prefill.total_s + (sizes[index] - 1) * step.total_s
+        parts_s = {"encoder and first token": prefill.total_s, "decoder steps": call - prefill.total_s}
+        flops = prefill.flops + (sizes[index] - 1) * step.flops
+        out = _speed(step.total_s, job.samples_per_step / call, parts_s, flops, dense, "infer")
+        out = replace(out, mfu=flops / (call * dense) if dense else 0.0)  # over the whole call
+    else:
+        fwd = forward(main, gpu, job.batch, sizes, run)
+        call = fwd.total_s
+        out = _speed(call, job.samples_per_step / call, {"forward": call}, fwd.flops, dense, "infer")
+    return ModuleSpeed(**{**out.__dict__, "image_s": call, "images_per_hour": 3600 * job.samples_per_step / call})
+
+
+def _speed(step: float, samples: float, parts_s: dict[str, float], flops: float, dense: float,
+           kind: str) -> ModuleSpeed:
+    host = parts_s.get("host (overlapped)", 0.0)
+    bound = "host" if host > 0.5 * step else ("memory" if parts_s.get("elementwise", 0) + parts_s.get(
+        "dequantize", 0) > parts_s.get("gemm", 0) + parts_s.get("attention", 0) else "compute")
+    low, high = oh.MODULE_SPEED_SPREAD
+    return ModuleSpeed(step_s=step, steps_per_s=1 / step, samples_per_s=samples, parts_s=parts_s,
+                       flops_per_step=flops, mfu=flops / (step * dense) if dense else 0.0, bound=bound,
+                       low=samples * (1 + low),
+                       high=samples * (1 + high))

@@ -1,0 +1,214 @@
+"""Launch files for diffusion training (issue 34): diffusers' DreamBooth scripts, kohya sd-scripts, SimpleTuner and
+ai-toolkit, each read back by its own reader where it can be (the diffusers scripts' ``parse_args``, copied
+verbatim into tests/data/diffusers), else checked against the trainer's own list of options (tests/data/kohya,
+tests/data/simpletuner) or example config (tests/data/ai-toolkit); names stay data (the hostile-names harness)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shlex
+import sys
+from pathlib import Path
+
+import pytest
+import test_hostile_names as hostile
+import tomllib
+import yaml
+
+import gpuplan
+from gpuplan.cli import run
+from gpuplan.errors import GpuplanError
+from gpuplan.model import diffusers as diff
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+FLUX = "black-forest-labs/FLUX.1-dev"
+
+
+def parse_with_script(script: str, argv: list[str]):
+    """``argv`` through the diffusers script's own ``parse_args``."""
+    path = DATA / "diffusers" / script.replace(".py", "_args.py")
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.parse_args(argv)
+
+
+def command_of(text: str) -> list[str]:
+    """The command of a written shell script, as bash splits it (comments and ``set`` left out)."""
+    body = "\n".join(line for line in text.splitlines() if not line.startswith(("#", "set ")))
+    return shlex.split(body.replace("\\\n", " "))  # bash's line continuations
+
+
+def write(tmp_path: Path, *args: str) -> Path:
+    out = tmp_path / "out"
+    assert run(["launch", *args, "-o", str(out)]) == 0
+    return out
+
+
+@pytest.mark.parametrize("model, script, extra", [
+    ("flux-dev", "train_dreambooth_lora_flux.py", ["--resolution", "512", "--grad-checkpointing", "full"]),
+    ("sd3-medium", "train_dreambooth_sd3.py", ["--method", "full", "--resolution", "512", "--optimizer",
+                                               "adamw-8bit", "--grad-checkpointing", "full"]),
+    ("sdxl", "train_dreambooth_lora_sdxl.py", ["--resolution", "1024", "--prior-preservation", "true"]),
+    ("sd1.5", "train_dreambooth_lora.py", ["--resolution", "512", "--micro-batch-size", "4"]),
+    ("sd1.5", "train_dreambooth.py", ["--method", "full", "--resolution", "512"]),
+    ("sd3-medium", "train_dreambooth_lora_sd3.py", ["--resolution", "1024", "--lora-rank", "8"]),
+])
+def test_diffusers_command_reads_back_through_the_scripts_parse_args(model, script, extra, tmp_path):
+    args = ["--model", model, "--task", "train", "--method", "lora", "--gpu", "a100-80gb", "--target", "diffusers",
+            *extra]
+    out = write(tmp_path, *args)
+    argv = command_of((out / "diffusers-train.sh").read_text())
+    assert argv[:3] == ["accelerate", "launch", script]
+    parsed = parse_with_script(script, argv[3:])
+    given = dict(zip(extra[::2], extra[1::2], strict=True))
+    assert parsed.resolution == int(given["--resolution"])
+    assert parsed.pretrained_model_name_or_path == diff.pipeline_aliases()[model.lower()]
+    assert parsed.gradient_checkpointing == ("--grad-checkpointing" in given)
+    assert parsed.use_8bit_adam == (given.get("--optimizer") == "adamw-8bit")
+    assert parsed.train_batch_size == int(given.get("--micro-batch-size", 1))
+    assert parsed.with_prior_preservation == ("--prior-preservation" in given)
+    if "lora" in script:
+        assert parsed.rank == int(given.get("--lora-rank", 16))
+    plan = json.loads((out / "plan.json").read_text())
+    assert plan["predicted"]["it_per_s"] > 0 and plan["files"]["diffusers-train.sh"].startswith("bash")
+
+
+def kohya_options() -> set[str]:
+    lines = (DATA / "kohya" / "arguments.txt").read_text().splitlines()
+    return {line.split()[1].removeprefix("--") for line in lines if line and not line.startswith("#")}
+
+
+@pytest.mark.parametrize("model, extra", [
+    ("flux-dev", ["--quant", "fp8", "--resolution", "1024,1216x832,832x1216", "--grad-checkpointing", "full",
+                  "--optimizer", "adamw-8bit", "--text-encoders", "cached"]),
+    ("sdxl", ["--resolution", "1024", "--cache-latents", "true", "--text-encoders", "frozen"]),
+    ("sd1.5", ["--method", "full", "--resolution", "512"]),
+])
+def test_kohya_toml_holds_sd_scripts_options(model, extra, tmp_path):
+    out = write(tmp_path, "--model", model, "--task", "train", "--method", "lora", "--gpu", "rtx-4090",
+                "--stack", "kohya", *extra)
+    tables = tomllib.loads((out / "kohya.toml").read_text())
+    keys = {k for table in tables.values() for k in table}
+    assert keys <= kohya_options(), keys - kohya_options()
+    training = tables["training"]
+    assert training["cache_latents"] == ("--cache-latents" in extra)  # sd-scripts' defaults: neither cached
+    assert training["cache_text_encoder_outputs"] == ("cached" in extra)
+    if "," in extra[extra.index("--resolution") + 1]:
+        assert training["enable_bucket"] and training["max_bucket_reso"] == 1216
+    if "fp8" in extra:
+        assert tables["network"]["fp8_base"] and tables["network"]["network_module"] == "networks.lora_flux"
+    argv = command_of((out / "kohya-train.sh").read_text())
+    assert argv[-2:] == ["--config_file", "kohya.toml"]
+    assert argv[4] == {"flux-dev": "flux_train_network.py", "sdxl": "sdxl_train_network.py",
+                       "sd1.5": "train_db.py"}[model]
+
+
+def test_simpletuner_config_keys_are_its_options(tmp_path):
+    out = write(tmp_path, "--model", "flux-dev", "--task", "train", "--method", "qlora", "--gpu", "rtx-4090",
+                "--stack", "simpletuner", "--resolution", "1024", "--micro-batch-size", "2")
+    options = {line.strip() for line in (DATA / "simpletuner" / "arguments.txt").read_text().splitlines()
+               if line.startswith("--")}
+    config = json.loads((out / "config.json").read_text())
+    assert set(config) <= options, set(config) - options
+    assert config["--model_family"] == "flux" and config["--base_model_precision"] == "nf4-bnb"
+    assert config["--train_batch_size"] == 2 and config["--resolution"] == 1024
+    backends = json.loads((out / "multidatabackend.json").read_text())
+    assert {b["id"] for b in backends} == {"images", "text-embeds"}
+
+
+def test_ai_toolkit_yaml_has_the_example_configs_layout(tmp_path):
+    out = write(tmp_path, "--model", "flux-dev", "--task", "train", "--method", "lora", "--gpu", "rtx-4090",
+                "--stack", "ai-toolkit", "--quant", "fp8", "--resolution", "512,768,1024")
+    ours = yaml.safe_load((out / "ai-toolkit.yaml").read_text())
+    example = yaml.safe_load((DATA / "ai-toolkit" / "train_lora_flux_24gb.yaml").read_text())
+
+    def within(mine, theirs, path="") -> list[str]:
+        """Keys of ``mine`` the example does not have at the same place."""
+        if isinstance(mine, dict):
+            return [p for k, v in mine.items() for p in (
+                [f"{path}.{k}"] if k not in theirs else within(v, theirs[k], f"{path}.{k}"))]
+        if isinstance(mine, list) and mine and isinstance(mine[0], dict):
+            return [p for item in mine for p in within(item, theirs[0], path + "[]")]
+        return []
+
+    assert within(ours, example) == []
+    process = ours["config"]["process"][0]
+    assert process["model"]["is_flux"] and process["model"]["quantize"]
+    assert process["datasets"][0]["resolution"] == [512, 768, 1024]
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--model", "flux-dev", "--method", "qlora", "--target", "diffusers"], "16-bit base"),
+    (["--model", "flux-dev", "--method", "qlora", "--stack", "kohya"], "not NF4"),
+    (["--model", "sdxl", "--method", "full", "--target", "diffusers"], "no full DreamBooth script for SDXL"),
+    (["--model", "sdxl", "--resolution", "1024,1216x832", "--target", "diffusers"], "aspect buckets"),
+    (["--model", "sdxl", "--target", "vllm"], "does not apply to a diffusion model"),
+    (["--model", "sdxl", "--target", "kohyaa"], "did you mean kohya"),
+])
+def test_what_a_trainer_cannot_run_is_one_sentence(args, words, tmp_path, capsys):
+    base = ["launch", "--task", "train", "--method", "lora", "--gpu", "a100-80gb", "-o", str(tmp_path / "o")]
+    assert run([*base, *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert words in err and "\n" not in err, err
+    assert not (tmp_path / "o").exists()
+
+
+def test_generation_has_no_launch_files(tmp_path):
+    with pytest.raises(GpuplanError, match="generation runs in your own"):
+        gpuplan.launch({"model": "sdxl", "task": "infer", "gpu": "rtx-4090"}, folder=tmp_path / "o")
+
+
+# ---- names are data ----------------------------------------------------------------------------------------------
+def pipeline_folder(folder: Path, name: str) -> Path:
+    """FLUX.1-dev's bundled configs as a local pipeline folder called ``name``."""
+    data = json.loads(diff.bundled_pipelines()[FLUX].read_text())
+    local = folder / name
+    local.mkdir(exist_ok=True)
+    (local / "model_index.json").write_text(json.dumps(data["model_index"]))
+    for component, config in data["configs"].items():
+        (local / component).mkdir(exist_ok=True)
+        (local / component / "config.json").write_text(json.dumps(config))
+    return local
+
+
+def write_named(folder: Path, name: str, via: str, monkeypatch) -> Path:
+    fields = {"model": str(pipeline_folder(folder, name)), "task": "train", "method": "lora", "gpu": "a100-80gb",
+              "resolution": "512"}
+    out = folder / "out" / name
+    if via == "cli":
+        scenario = folder / f"{name}.yaml"
+        scenario.write_text(yaml.safe_dump(fields, allow_unicode=True), encoding="utf-8")
+        args = ["launch", str(scenario), "--target", "all", "-o", str(out)]
+        monkeypatch.setattr(sys, "argv", ["gpuplan", *args])
+        assert run(args) == 0
+    else:
+        gpuplan.launch(fields, targets=["all"], folder=out, command=f"{hostile.COMMAND} {name}")
+    return out
+
+
+@pytest.mark.parametrize("via", ["cli", "api"])
+def test_a_hostile_pipeline_folder_name_stays_data(via, tmp_path, monkeypatch):
+    kit = {"bin": tmp_path / "bin"}
+    kit["bin"].mkdir()
+    for name in hostile.STUBS:
+        stub = kit["bin"] / name
+        stub.write_text(f"#!{sys.executable}\nimport json, os, sys\n"
+                        "with open(os.environ['STUB_LOG'], 'a', encoding='utf-8') as f:\n"
+                        "    f.write(json.dumps([os.path.basename(sys.argv[0]), *sys.argv[1:]]) + '\\n')\n")
+        stub.chmod(0o755)
+    bad, plain = write_named(tmp_path, hostile.HOSTILE, via, monkeypatch), write_named(tmp_path, hostile.PLAIN, via,
+                                                                                        monkeypatch)
+    names = sorted(p.name for p in bad.iterdir())
+    assert names == ["ai-toolkit.yaml", "config.json", "diffusers-train.sh", "kohya-train.sh", "kohya.toml",
+                     "multidatabackend.json", "plan.json"]
+    carried = set()
+    for name in names:
+        got, want = hostile.reading(bad / name, kit), hostile.reading(plain / name, kit)
+        want = hostile.swap(hostile.without_headers(want))
+        assert hostile.without_headers(got) == want, name
+        if hostile.carries(got):
+            carried.add(name)
+    assert {"ai-toolkit.yaml", "config.json", "diffusers-train.sh"} <= carried
+    assert not [p for p in tmp_path.rglob("*") if p.name == "PWNED"]

@@ -1,0 +1,188 @@
+"""Models that are not decoder LLMs: diffusion pipelines, encoder-decoders, encoders (issue 34). Their counts are the
+real classes' on the meta device, their profiles the real modules' work on fake tensors, and what gpuplan does not
+model is refused in one sentence."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from conftest import require
+from gpuplan.errors import GpuplanError
+from gpuplan.model import diffusers, encoders, kinds
+from gpuplan.model.catalog import load_model
+from gpuplan.model.module import NotADecoder
+from gpuplan.model.profile import Poly, lookup
+
+# Published totals the bundled counts must equal (the real classes give the same: test below): the UNets'
+# (SD 1.5 859.5M, SD 2.1 865.9M, SDXL 2.567B as diffusers' model cards and the SDXL paper's 2.6B), FLUX.1-dev's
+# transformer (huggingface/blog flux-qlora.md: "trainable params: 4,669,440 || all params: 11,906,077,760" with a
+# rank-4 LoRA on to_k/to_q/to_v/to_out.0: 11,906,077,760 - 4,669,440), the text encoders and VAEs, Whisper-large-v3
+# (new-user review 3: 1,543,490,560)
+PUBLISHED = {
+    ("stable-diffusion-v1-5/stable-diffusion-v1-5", "unet"): 859_520_964,
+    ("stabilityai/stable-diffusion-2-1", "unet"): 865_910_724,
+    ("stabilityai/stable-diffusion-xl-base-1.0", "unet"): 2_567_463_684,
+    ("stabilityai/stable-diffusion-xl-base-1.0", "text_encoder"): 123_060_480,
+    ("stabilityai/stable-diffusion-xl-base-1.0", "text_encoder_2"): 694_659_840,
+    ("stabilityai/stable-diffusion-xl-base-1.0", "vae"): 83_653_863,
+    ("black-forest-labs/FLUX.1-dev", "transformer"): 11_906_077_760 - 4_669_440,
+    ("black-forest-labs/FLUX.1-dev", "text_encoder_2"): 4_762_310_656,
+    ("stabilityai/stable-diffusion-3-medium-diffusers", "transformer"): 2_028_328_000,
+}
+
+
+def test_bundled_pipelines_and_models_answer_offline_with_their_counts(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    for (repo, name), count in PUBLISHED.items():
+        spec = diffusers.bundled_pipeline(repo)
+        assert next(c.params for c in spec.components if c.name == name) == count, (repo, name)
+    assert encoders.bundled_model("openai/whisper-large-v3").params_total == 1_543_490_560
+    for name in ("sdxl", "flux-dev", "whisper-large-v3", "sd3.5-large", "t0-3b"):
+        with pytest.raises(NotADecoder) as found:
+            load_model(name)
+        assert found.value.spec.params_total > 0 and "gpuplan estimate" in str(found.value)
+    flux = kinds.named("FLUX.1-schnell")
+    assert flux.defaults["steps"] == 4 and flux.defaults["text_tokens"] == 256 and not flux.defaults["cfg"]
+    sdxl = kinds.named("sdxl")
+    assert sdxl.defaults == {"steps": 50, "cfg": True, "resolution": 1024, "text_tokens": 77}
+    assert {c.role for c in sdxl.components} == {"denoiser", "vae", "text_encoder"}
+
+
+@pytest.mark.sim
+def test_bundled_counts_are_the_real_classes_on_the_meta_device():
+    """Every bundled component and model, built by diffusers or transformers from its bundled config."""
+    require("diffusers")
+    require("transformers")
+    checked = 0
+    for repo, path in diffusers.bundled_pipelines().items():
+        data = json.loads(path.read_text(encoding="utf-8"))
+        for name, config in data["configs"].items():
+            library, cls = data["model_index"][name]
+            assert diffusers.count_params(library, cls, config) == data["params"][name], (repo, name)
+            checked += 1
+    for repo in encoders.bundled_models():
+        bundled = encoders.bundled_model(repo)
+        assert encoders.bundled_model(repo, count=True).params_total == bundled.params_total, repo
+        checked += 1
+    assert checked >= 30
+
+
+def test_profiles_of_the_bundled_parts_are_bundled():
+    """Every part a plan of a bundled model reads is bundled: no recording on a user's machine."""
+    from gpuplan.model.bundle_modules import parts_of
+
+    missing = []
+    for repo in [*diffusers.bundled_pipelines(), *encoders.bundled_models()]:
+        spec = kinds.named(repo)
+        for config, part, _ in parts_of(spec):
+            if lookup(config, part) is None:
+                missing.append(f"{repo} {part}")
+    assert missing == []
+
+
+def test_a_diffusers_config_of_another_class_is_refused_in_one_sentence(tmp_path):
+    path = tmp_path / "unet3d"
+    path.mkdir()
+    (path / "config.json").write_text(json.dumps({"_class_name": "UNet3DConditionModel", "in_channels": 4}))
+    with pytest.raises(GpuplanError) as err:
+        load_model(str(path))
+    message = str(err.value)
+    assert "UNet3DConditionModel" in message and "simulate --module" in message and "\n" not in message
+    assert "upgrade transformers" not in message
+
+
+def test_an_encoder_head_is_refused_not_read_as_a_decoder(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "wav2vec2", "architectures": ["Wav2Vec2ForCTC"], "hidden_size": 768,
+                                "num_hidden_layers": 12, "num_attention_heads": 12, "vocab_size": 32}))
+    with pytest.raises(GpuplanError, match=r"Wav2Vec2ForCTC.*not a decoder LLM.*simulate --module"):
+        load_model(str(path))
+
+
+@pytest.mark.parametrize("config", [
+    {"model_type": "bert", "architectures": ["BertModel"], "hidden_size": 768, "num_hidden_layers": 12,
+     "num_attention_heads": 12, "intermediate_size": 3072, "vocab_size": 30522},  # read off transformers as a decoder
+    {"model_type": "marian", "architectures": ["MarianMTModel"], "d_model": 512, "encoder_layers": 6,
+     "decoder_layers": 6, "vocab_size": 58101, "is_encoder_decoder": True},
+    {"model_type": "my_seq2seq", "is_encoder_decoder": True, "hidden_size": 512, "num_hidden_layers": 6,
+     "num_attention_heads": 8, "vocab_size": 32000},
+], ids=["bert", "marian", "custom-encoder-decoder"])
+def test_an_encoder_or_encoder_decoder_family_is_refused(tmp_path, config):
+    """A bare BERT was counted and planned as a decoder LLM (a KV cache it has not): families that are no decoder
+    and not modelled, and any config that says is_encoder_decoder, are refused in one sentence."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    with pytest.raises(GpuplanError) as err:
+        load_model(str(path))
+    message = str(err.value)
+    assert "is not a decoder LLM" in message and config["model_type"] in message and "\n" not in message
+
+
+def test_a_bare_denoiser_config_is_the_bundled_one_when_it_is(tmp_path):
+    """The review's SDXL UNet config (its own folder, no model_index.json): counted without diffusers, the bundled
+    profile read, and the note says its VAE and text encoders are not counted."""
+    config = json.loads(diffusers.bundled_pipelines()["stabilityai/stable-diffusion-xl-base-1.0"].read_text())
+    unet = {**config["configs"]["unet"], "_diffusers_version": "0.19.0.dev0"}
+    folder = tmp_path / "sdxl-unet"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(unet))
+    with pytest.raises(NotADecoder) as found:
+        load_model(str(folder))
+    spec = found.value.spec
+    assert spec.params_total == 2_567_463_684 and spec.family == "UNet2DConditionModel"
+    assert "not counted" in spec.notes[0] and spec.defaults["resolution"] == 1024
+
+
+def test_the_diffusers_config_as_a_decoder_says_what_it_is():
+    from gpuplan.model.spec import ModelSpec
+
+    with pytest.raises(GpuplanError, match="diffusers UNet2DConditionModel config, not a decoder"):
+        ModelSpec.from_config({"_class_name": "UNet2DConditionModel", "in_channels": 4})
+
+
+def test_a_polynomial_term_evaluates_with_the_batch():
+    """``Σ (p + q·B)·Π x^e``: 3 + 2·B·x (a per-sample size growing with x), at B = 4, x = 10."""
+    poly = Poly((((0,), 3.0, 0.0), ((1,), 0.0, 2.0)))
+    assert poly.at(4, (10,)) == 3 + 2 * 4 * 10
+    assert Poly.from_json(poly.to_json()) == poly
+
+
+@pytest.mark.sim
+@pytest.mark.slow
+def test_a_bundled_profile_equals_a_fresh_recording():
+    """SD 1.5's CLIP text encoder recorded again on fake tensors gives the bundled profile exactly."""
+    require("diffusers")
+    require("transformers")
+    from gpuplan.model.record import record
+
+    spec = diffusers.bundled_pipeline("stable-diffusion-v1-5/stable-diffusion-v1-5")
+    te = spec.role("text_encoder")[0]
+    fresh = record(diffusers.text_encoder_part(te))
+    bundled, is_bundled = lookup(te.config, "text-encoder")
+    assert is_bundled
+    assert fresh.ops == bundled.ops and fresh.other_bytes == bundled.other_bytes
+    assert fresh.dispatches == bundled.dispatches and fresh.memory == bundled.memory
+
+
+@pytest.mark.sim
+@pytest.mark.slow
+def test_a_profile_predicts_a_size_it_was_not_fitted_on():
+    """The SD VAE's decoder at a 40 x 56 latent (320 x 448 pixels, batch 1: neither fitted nor checked on): every
+    GEMM's shape, the other kernels' bytes exactly, the activation peak within the recorder's tolerance."""
+    require("diffusers")
+    from gpuplan.model.record import MEMORY_TOLERANCE, run_pass
+
+    spec = diffusers.bundled_pipeline("stable-diffusion-v1-5/stable-diffusion-v1-5")
+    vae = spec.role("vae")[0]
+    profile, _ = lookup(vae.config, "vae-decode")
+    sizes = (40 * 56, 40 + 56)
+    measured = run_pass(diffusers.vae_part(vae, "decode"), "inference", 1, sizes, record_ops=True)
+    assert len(measured.ops) == sum(op.count for op in profile.ops)
+    predicted = sorted((op.kind, op.leaf, *op.at(1, sizes)) for op in profile.ops for _ in range(op.count))
+    assert sorted((kind, leaf, *dims) for kind, leaf, _, _, dims in measured.ops) == predicted
+    assert measured.other_bytes == round(profile.other_bytes.at(1, sizes))
+    peak = max(measured.peaks.values())
+    assert math.isclose(profile.activation_bytes("inference", 1, sizes), peak, rel_tol=MEMORY_TOLERANCE)

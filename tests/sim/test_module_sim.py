@@ -1,0 +1,147 @@
+"""``gpuplan simulate --module my_pkg.my_model:build`` (issue 34): any PyTorch module, run once on fake tensors; its
+FLOPs are torch's own count (``torch.utils.flop_counter``), its parameters the module's, and the answer says what
+was simulated and what modelled. A pipeline's simulation runs its denoiser at the scenario's exact sizes."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+
+from conftest import require
+from gpuplan.cli import run
+
+pytestmark = pytest.mark.sim
+
+MODEL = textwrap.dedent('''
+    import torch
+    from torch import nn
+
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 64, 3, padding=1)
+            self.blocks = nn.Sequential(*[nn.Sequential(nn.Linear(256, 1024), nn.GELU(), nn.Linear(1024, 256))
+                                          for _ in range(4)])
+            self.attn = nn.MultiheadAttention(256, 8, batch_first=True)
+            self.head = nn.Linear(256, 10)
+
+        def forward(self, x, tokens):
+            y = self.conv(x).mean()
+            h = self.blocks(tokens) + y
+            h, _ = self.attn(h, h, h, need_weights=False)
+            return self.head(h)
+
+
+    def build():
+        return Net(), ((torch.randn(8, 3, 64, 64), torch.randn(8, 128, 256)), {})
+
+
+    def mlp():
+        """Linear 1,024 -> 4,096, GELU, Linear 4,096 -> 1,024 on 64 rows of fp32."""
+        net = nn.Sequential(nn.Linear(1024, 4096), nn.GELU(), nn.Linear(4096, 1024))
+        return net, torch.randn(64, 1024)
+
+
+    def broken():
+        raise RuntimeError("no weights here")
+
+
+    def not_a_pair():
+        return Net()
+''')
+
+
+@pytest.fixture
+def package(tmp_path, monkeypatch):
+    folder = tmp_path / "my_pkg"
+    folder.mkdir()
+    (folder / "__init__.py").write_text("")
+    (folder / "my_model.py").write_text(MODEL)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield folder
+    import sys
+
+    for name in [n for n in sys.modules if n == "my_pkg" or n.startswith("my_pkg.")]:
+        del sys.modules[name]
+
+
+def torch_count():
+    """The module's parameters and forward FLOPs as torch counts them, on fake tensors."""
+    torch = require("torch")
+    import my_pkg.my_model as m
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with FakeTensorMode():
+        net, (args, _) = m.build()
+        with FlopCounterMode(display=False) as counter, torch.no_grad():
+            net(*args)
+    return sum(p.numel() for p in net.parameters()), counter.get_total_flops()
+
+
+def test_a_module_simulated_counts_what_torch_counts(package, capsys):
+    assert run(["simulate", "--module", "my_pkg.my_model:build", "--task", "train", "--gpu", "rtx-4090",
+                "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    params, flops = torch_count()
+    assert data["params"] == params
+    # torch's counter has no formula for the CPU kernel of scaled_dot_product_attention: its 4·B·H·S²·D is added
+    attention = 4 * 8 * 8 * 128 * 128 * 32
+    assert data["flops_forward"] == flops + attention  # the GEMMs, convolutions and attention, exactly
+    assert data["flops_step"] == pytest.approx(3 * data["flops_forward"], rel=0.05)
+    assert data["weights_gib"] * 2**30 == pytest.approx(params * 4)
+    assert data["gradients_gib"] == data["weights_gib"] and data["optimizer_gib"] == 2 * data["weights_gib"]
+    assert data["activations_gib"] > 0 and data["fits"] and data["step_s"] > 0
+    assert any("activation peak" in s for s in data["simulated"])
+    assert any("AdamW" in m for m in data["modelled"])
+
+
+def test_an_inference_peak_is_the_hand_count(package, capsys):
+    """Under no_grad the MLP holds its first linear's output (64 x 4,096 fp32, 1 MiB) while GELU writes another
+    1 MiB; the second linear's 64 x 1,024 output comes after the first is freed: the peak is 2 MiB exactly. Its
+    FLOPs are two GEMMs, 2 x 64 x 1,024 x 4,096 each."""
+    assert run(["simulate", "--module", "my_pkg.my_model:mlp", "--task", "infer", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["activations_gib"] * 2**30 == 2 * 64 * 4096 * 4
+    assert data["flops_forward"] == 2 * (2 * 64 * 1024 * 4096)
+    assert data["params"] == 2 * 1024 * 4096 + 4096 + 1024
+
+
+def test_inference_has_no_gradients(package, capsys):
+    assert run(["simulate", "--module", "my_pkg.my_model:build", "--task", "infer", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["gradients_gib"] == 0 and data["optimizer_gib"] == 0 and data["step_s"] is None
+
+
+def test_the_table_says_simulated_and_modelled(package, capsys):
+    assert run(["simulate", "--module", "my_pkg.my_model:build", "--gpu", "l4"]) == 0
+    out = capsys.readouterr().out
+    assert "simulated" in out and "modelled" in out and "Net" in out
+
+
+@pytest.mark.parametrize("target, words", [
+    ("my_pkg.my_model", "package.module:function"),
+    ("my_pkg.nowhere:build", "cannot import my_pkg.nowhere"),
+    ("my_pkg.my_model:missing", "no callable missing"),
+    ("my_pkg.my_model:broken", "failed on fake tensors (RuntimeError: no weights here)"),
+    ("my_pkg.my_model:not_a_pair", "must return (module, example_input)"),
+])
+def test_a_bad_target_is_one_sentence(package, target, words, capsys):
+    assert run(["simulate", "--module", target]) == 2
+    err = capsys.readouterr().err.strip()
+    assert words in err and "\n" not in err and "Traceback" not in err
+
+
+@pytest.mark.slow
+def test_a_pipeline_simulated_at_its_sizes_matches_its_profile(capsys):
+    """SD 1.5's UNet at 512 x 512 (a 64 x 64 latent: a fitted size) gives the profile's activation peak."""
+    require("diffusers")
+    assert run(["simulate", "--model", "sd1.5", "--task", "train", "--method", "lora", "--resolution", "512",
+                "--gpu", "a100-80gb", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["sizes"] == [64 * 64, 77]
+    assert data["simulated_activations_gib"] == pytest.approx(data["estimated_activations_gib"], rel=0.02)
