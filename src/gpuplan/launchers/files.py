@@ -1,7 +1,7 @@
 """The files a launch writes, and the one way each format is written. Every value a user gives (a model folder,
 a dataset, ``--script``, ``--bucket``, the scenario file and the output folder in the command line) reaches a file
 through these writers only: shell words through :func:`shlex.quote`, YAML through PyYAML's safe dumper, TOML
-strings as JSON-escaped basic strings, JSON through :func:`json.dumps`, Python through ``repr``; and comment lines
+through tomli-w, JSON through :func:`json.dumps`, Python through ``repr``; and comment lines
 through :func:`comment`, which escapes every character that could end the line or hide text. YAML, TOML, shell and
 Python files open with the plan's header as ``#`` comments; JSON, which has no comments, carries it under a
 ``_gpuplan`` key (DeepSpeed ignores top-level keys it does not know) and in ``plan.json`` beside it.
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import secrets
 import shlex
@@ -79,29 +78,11 @@ def yaml_text(plan: LaunchPlan, data: dict, notes: list[str] = ()) -> str:
 
 
 def toml_text(plan: LaunchPlan, tables: dict[str, dict], notes: list[str] = ()) -> str:
-    """The header and ``notes`` as comments, then one ``[table]`` per entry of ``tables``, in order. Values are
-    what job configs hold: strings, booleans, integers, finite floats and lists of strings; :mod:`tomllib` reads
-    the text back to ``tables`` (a test checks it)."""
-    out = [comment([*plan.header(), *notes])]
-    for name, table in tables.items():
-        out.append(f"\n[{name}]\n")
-        out += [f"{key} = {_toml_value(value)}\n" for key, value in table.items()]
-    return "".join(out)
+    """The header and ``notes`` as comments, then ``tables`` written by tomli-w (every string escaped as TOML asks;
+    a value TOML has no form for, such as None, is a TypeError); :mod:`tomllib` reads the text back to ``tables``."""
+    import tomli_w
 
-
-def _toml_value(value) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float) and math.isfinite(value):
-        return repr(value)
-    if isinstance(value, str):
-        # a JSON string is a TOML basic string: the same escapes (non-ASCII kept as is, DEL escaped as TOML asks)
-        return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    raise TypeError(f"no TOML form for {value!r}")
+    return comment([*plan.header(), *notes]) + "\n" + tomli_w.dumps(tables)
 
 
 def json_text(plan: LaunchPlan, data: dict, notes: list[str] = ()) -> str:

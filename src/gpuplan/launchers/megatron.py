@@ -17,6 +17,8 @@ The data is Megatron's mock data until you point ``--data-path`` at your indexed
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ..stacks.megatron import embedding_in_split
 from ..tensors.activations import INPUT_OF
 from .files import LaunchFile, shell_text
@@ -27,6 +29,7 @@ from .torchrun import launcher
 NAME = "megatron"
 SCRIPT = "megatron-pretrain.sh"
 FP8_RECIPE = {"delayed": "delayed", "current": "tensorwise"}  # Megatron-LM's names for TE's scaling recipes
+DATA_PREFIX = "data/gpuplan"  # the indexed dataset preprocess_data.py writes (.bin and .idx)
 LLAMA_LIKE = ("llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe")
 
 
@@ -100,35 +103,92 @@ def precision_args(plan: LaunchPlan) -> list[str]:
 
 
 def training_args(plan: LaunchPlan) -> list[str]:
-    s = plan.scenario
+    """The batch, the optimizer and its schedule (the recipe's warm-up, then cosine down to its floor over the run:
+    ``--lr-warmup-iters``, ``--lr-decay-iters``, ``--min-lr``), random initialization (Megatron's normal init of
+    standard deviation 0.02), the tokenizer and data (:func:`data_args`), the run length and checkpoints."""
+    s, r = plan.scenario, plan.recipe
     global_batch = s.micro_batch_size * s.grad_accum_steps * s.dp
-    lr = plan.recipe.learning_rate if plan.recipe else 3e-4
+    lr = r.learning_rate if r else 3e-4
+    floor = r.min_lr_ratio if r and r.min_lr_ratio else 0.1
     argv = ["--micro-batch-size", str(s.micro_batch_size), "--global-batch-size", str(global_batch),
             "--seq-length", str(s.seq_len), "--optimizer", "adam" if s.optimizer == "adamw" else "sgd",
-            "--lr", f"{lr:g}", "--min-lr", f"{lr / 10:g}", "--lr-decay-style", "cosine",
-            "--weight-decay", "0.1", "--clip-grad", "1.0", "--transformer-impl", "transformer_engine",
-            "--tokenizer-type", "HuggingFaceTokenizer", "--tokenizer-model", plan.model.name, "--mock-data",
+            "--lr", f"{lr:g}", "--min-lr", f"{lr * floor:g}", "--lr-decay-style", "cosine",
+            "--weight-decay", "0.1", "--clip-grad", f"{r.max_grad_norm if r else 1.0:g}",
+            "--init-method-std", "0.02", "--transformer-impl", "transformer_engine", *data_args(plan),
             "--log-interval", "10"]
+    if r is not None and r.warmup_steps:
+        argv += ["--lr-warmup-iters", str(r.warmup_steps)]
     if plan.max_steps is not None:
-        argv += ["--train-iters", str(plan.max_steps)]
+        argv += ["--train-iters", str(plan.max_steps), "--lr-decay-iters", str(plan.max_steps)]
     if plan.save_steps:
-        argv += ["--save", "checkpoints", "--save-interval", str(plan.save_steps)]
+        argv += ["--save", "checkpoints", "--load", "checkpoints", "--save-interval", str(plan.save_steps)]
     return argv
 
 
+def tokenizer_folder(plan: LaunchPlan) -> str | None:
+    """What ``HuggingFaceTokenizer`` loads (``AutoTokenizer.from_pretrained``): the plan's tokenizer's folder, the
+    model's local folder, or its Hugging Face id; None for a size-only model without a tokenizer."""
+    if "tokenizer" in plan.inputs:
+        path = Path(plan.inputs["tokenizer"])
+        return str(path.parent if path.is_file() else path)
+    if plan.synthetic:
+        return None
+    return plan.model_ref
+
+
+def data_args(plan: LaunchPlan) -> list[str]:
+    """The tokenizer and the data: the indexed dataset :data:`DATA_SCRIPT` makes from the plan's text file (Megatron's
+    tokenized-data loader, ``--data-path``), else ``--mock-data`` (random tokens); a size-only model without a
+    tokenizer takes ``NullTokenizer`` over its vocabulary (mock data needs no text)."""
+    folder = tokenizer_folder(plan)
+    argv = (["--tokenizer-type", "NullTokenizer"] if folder is None else
+            ["--tokenizer-type", "HuggingFaceTokenizer", "--tokenizer-model", folder])
+    if text_data(plan) and folder is not None:
+        return [*argv, "--data-path", f"{DATA_PREFIX}_text_document", "--split", "99,1,0"]
+    return [*argv, "--mock-data"]
+
+
+def text_data(plan: LaunchPlan) -> bool:
+    """Whether the plan's dataset is a local file of ``text`` records, which preprocess_data.py tokenizes."""
+    p = plan.result.dataset
+    return "dataset" in plan.inputs and bool(p) and p.get("kind") == "text"
+
+
+def preprocess(plan: LaunchPlan) -> list[str]:
+    """Megatron-LM's ``tools/preprocess_data.py``: the text file tokenized into an indexed dataset, EOD after each
+    document."""
+    return ["python", "tools/preprocess_data.py", "--input", plan.inputs["dataset"], "--output-prefix", DATA_PREFIX,
+            "--json-keys", "text", "--tokenizer-type", "HuggingFaceTokenizer", "--tokenizer-model",
+            tokenizer_folder(plan), "--append-eod", "--workers", "8"]
+
+
 def command(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
-    return [*launcher(plan), "pretrain_gpt.py", *model_args(plan), *parallel_args(plan), *precision_args(plan),
+    argv = [*launcher(plan), "pretrain_gpt.py", *model_args(plan), *parallel_args(plan), *precision_args(plan),
             *training_args(plan)]
+    if opts.max_steps:  # a smoke run: the last value of a repeated flag wins in argparse
+        argv += ["--train-iters", str(opts.max_steps), "--lr-decay-iters", str(opts.max_steps), "--log-interval",
+                 "1", "--save", "checkpoints", "--save-interval", str(opts.max_steps)]
+    return argv
 
 
 def notes(plan: LaunchPlan) -> list[str]:
     mem = plan.result.memory
-    return ["run from a Megatron-LM checkout (pretrain_gpt.py) in NVIDIA's PyTorch container, on every node",
-            f"predicted per rank: {mem.allocated_peak_gib:.1f} GiB allocated; Megatron logs 'memory (MB) | allocated "
-            "... | max allocated ...' after the first iterations",
-            "--mock-data: replace with --data-path <your indexed dataset prefix> (tools/preprocess_data.py)"]
+    out = ["run from a Megatron-LM checkout (pretrain_gpt.py) in NVIDIA's PyTorch container, on every node",
+           f"predicted per rank: {mem.allocated_peak_gib:.1f} GiB allocated; Megatron logs 'memory (MB) | allocated "
+           "... | max allocated ...' after the first iterations"]
+    if text_data(plan) and tokenizer_folder(plan):
+        out.append(f"the data: tools/preprocess_data.py tokenizes {plan.inputs['dataset']} into {DATA_PREFIX}_text_"
+                   "document first (once)")
+    else:
+        out.append("--mock-data (random tokens): for real data tokenize a JSONL of text records with "
+                   "tools/preprocess_data.py and pass --data-path <prefix>_text_document")
+    if plan.synthetic:
+        out.append(f"{plan.model.name} is built from the shape above with random weights (pretraining)")
+    return out
 
 
 def files(plan: LaunchPlan, opts: LaunchOptions) -> list[LaunchFile]:
-    return [LaunchFile(name=SCRIPT, target=NAME, text=shell_text(plan, command(plan, opts), notes=notes(plan)),
+    before = [preprocess(plan)] if text_data(plan) and tokenizer_folder(plan) else []
+    return [LaunchFile(name=SCRIPT, target=NAME, text=shell_text(plan, command(plan, opts), notes=notes(plan),
+                                                                 before=before),
                        reader="bash (torchrun pretrain_gpt.py, Megatron-LM)", executable=True)]

@@ -5,8 +5,10 @@ plan's cards and runs it (SkyPilot ``sky/task.py`` ``Task.from_yaml``; schema ``
 ``cloud[/region]`` of the offer priced (SkyPilot >= 0.10 spells cloud and region this way), ``use_spot`` for
 interruptible offers, ``disk_size`` from the weights, the checkpoints, the dataset and the software
 (:meth:`LaunchPlan.disk_gb`), and the serving port. ``num_nodes``; ``workdir: .`` syncs this folder (the configs)
-to every node; ``setup`` installs the stack; ``run`` is the training command (accelerate launch, tune run,
-torchrun torchtitan.train, axolotl train, the Unsloth script) or vllm serve. On spot, the trainer saves every
+to every node; ``file_mounts`` copies the local model folder, tokenizer and dataset the plan names to the same
+absolute paths there (SkyPilot ``file_mounts``: ``/remote/path: /local/path``), so the configs read them alike;
+``setup`` installs the stack; ``run`` is the training command (accelerate launch, tune run, torchrun
+torchtitan.train, axolotl train, the Unsloth script) or vllm serve. On spot, the trainer saves every
 ``save_steps`` (the Daly interval) into ``/checkpoints``, a bucket mounted with ``MOUNT_CACHED`` when ``--bucket``
 names one, and resumes from the newest checkpoint after an interruption (the Trainer with
 ``--resume_from_checkpoint``, torchtitan from its dump folder, Axolotl with ``auto_resume_from_checkpoints``, the
@@ -81,8 +83,11 @@ def task(plan: LaunchPlan, opts: LaunchOptions) -> dict[str, Any]:
     data: dict[str, Any] = {"name": _slug(f"gpuplan-{plan.model.name.split('/')[-1]}-"
                                           f"{'train' if plan.train else 'serve'}"),
                             "resources": res, "num_nodes": plan.num_nodes, "workdir": "."}
+    mounts: dict[str, Any] = {path: path for path in plan.inputs.values()}  # the same absolute path on every node
     if plan.train and spot(plan) and opts.bucket:
-        data["file_mounts"] = {CHECKPOINTS: {"name": opts.bucket, "mode": "MOUNT_CACHED"}}
+        mounts[CHECKPOINTS] = {"name": opts.bucket, "mode": "MOUNT_CACHED"}
+    if mounts:
+        data["file_mounts"] = mounts
     flash = plan.train and plan.scenario.attention == "flash"
     build = ["--no-build-isolation"] if flash and runner(plan) is axolotl else []  # axolotl[flash-attn] compiles
     data["setup"] = command_text(["pip", "install", *build, *pip_packages(plan)])
@@ -96,12 +101,13 @@ def run(plan: LaunchPlan, opts: LaunchOptions) -> str:
     if not plan.train:
         return command_text(vllm.command(plan, opts))
     if runner(plan) is torchtune:
-        return command_text(torchtune.download(plan)) + command_text(torchtune.command(plan, multinode_env=True))
+        fetch = torchtune.download(plan)
+        return (command_text(fetch) if fetch else "") + command_text(torchtune.command(plan, multinode_env=True))
     out = CHECKPOINTS if opts.bucket and spot(plan) else None
     if runner(plan) is torchtitan:  # it resumes from the newest checkpoint under its dump folder by itself
         argv = torchtitan.command(plan, multinode_env=True)
-        return command_text(torchtitan.download(plan)) + command_text(argv + (["--job.dump_folder", out] if out
-                                                                               else []))
+        fetch = command_text(torchtitan.download(plan)) if torchtitan.download(plan) else ""
+        return fetch + command_text(argv + (["--job.dump_folder", out] if out else []))
     if runner(plan) is axolotl:  # auto_resume_from_checkpoints on spot
         return command_text(axolotl.command(plan, multinode_env=True, output_dir=out))
     if runner(plan) is unsloth:  # the script resumes from the newest checkpoint in its output folder
@@ -121,6 +127,8 @@ def notes(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
            plan.train else "run: sky launch -c gpuplan sky.yaml"]
     if not known:
         out.append(f"SkyPilot's catalog has no {plan.gpu.name}: {name!r} only matches a Kubernetes node labelled so")
+    for role, path in plan.inputs.items():
+        out.append(f"the {role} {path} is copied to the same path on every node (file_mounts)")
     if plan.offer and not cloud(plan):
         out.append(f"{plan.offer.provider} is not a SkyPilot cloud: the task lets SkyPilot choose among your clouds")
     if plan.train and spot(plan) and not opts.bucket and runner(plan) is not torchtune:

@@ -57,7 +57,7 @@ def max_model_len(plan: LaunchPlan) -> int:
 
 def command(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
     s = plan.scenario
-    argv = ["vllm", "serve", plan.model.name, "--tensor-parallel-size", str(s.tp)]
+    argv = ["vllm", "serve", plan.model_ref, "--tensor-parallel-size", str(s.tp)]
     if s.pp > 1:
         argv += ["--pipeline-parallel-size", str(s.pp)]
     engine = plan.result.memory.engine

@@ -10,6 +10,15 @@ The defaults of a run:
   fits and reaches the recipe's global batch, when the scenario set neither (a ranked setup keeps its micro-batch
   and takes the accumulation).
 
+- **a pretraining stack for pretraining**: a model that exists only as a size (``model_size``) trains from random
+  weights on a pretraining stack, never an SFT trainer (which loads pretrained weights and a chat set): a plan left
+  on the default stack (``hf``) takes torchtitan with FSDP2 (:func:`pretraining_stack`), whose speed the plan then
+  times;
+- **nodes x GPUs per node**: a training job of more GPUs than the card's largest instance holds runs on several
+  instances (:func:`node_shape`): ``--num-gpus 16`` of H100 SXM is 2 nodes x 8, the largest instance in force in
+  the price catalog that divides the count (8 where no offer lists the card: an HGX board), as ``recommend``
+  places it;
+
 The offer is chosen by the builder as ``estimate`` chooses it, or the one a ranked row names (``offer_label``), or
 the user's own cards (``owned_usd_per_hour``: priced by power alone).
 """
@@ -18,8 +27,9 @@ from __future__ import annotations
 
 from .. import clock
 from ..errors import GpuplanError
-from ..market.offers import Offer
-from ..market.store import load_offers
+from ..market.choice import cheapest_in_force
+from ..market.offers import Offer, max_per_node, multi_node
+from ..market.store import load_offers, price_filter
 from ..scenario import Scenario
 from .build import Offers, build, offers_for
 from .plan import Plan, memory_plan
@@ -32,7 +42,13 @@ def runnable(s: Scenario, *, offer_label: str | None = None, owned_usd_per_hour:
     if not s.gpu:
         raise GpuplanError("launch needs a GPU: set --gpu (and --num-gpus), or pick a setup with "
                            "`gpuplan recommend ... --launch N`")
+    catalog = load_offers()
+    s, why = pretraining_stack(s)
     r = resolve(s)
+    if why:
+        r = Resolved(**{**r.__dict__, "chosen": (*r.chosen, why)})
+    if owned_usd_per_hour is None and offer_label is None:
+        r = _nodes(r, catalog)
     memory = memory_plan(r)
     again = _model_len(r, memory)
     if again is not r:
@@ -44,7 +60,7 @@ def runnable(s: Scenario, *, offer_label: str | None = None, owned_usd_per_hour:
         offers = Offers(candidates=(owned_offer(r.gpu.id, r.scenario.world_size,
                                                 owned_usd_per_hour / r.scenario.world_size),))
     else:
-        offers = offers_for(r, load_offers())
+        offers = offers_for(r, catalog)
     plan = build(r, offers, advise=False, offer_label=offer_label, recipe=True)
     if offer_label is not None and (plan.cost is None or plan.cost.offer != offer_label):
         raise GpuplanError(f"no offer {offer_label!r} for {r.gpu.id} in the price catalog")
@@ -57,6 +73,63 @@ def owned_offer(gpu_id: str, count: int, usd_per_gpu_hour: float) -> Offer:
     return Offer(provider="owned", tier="", gpu_id=gpu_id, gpu_count=count, pricing="owned",
                  price_usd_per_gpu_hour=usd_per_gpu_hour, region="", intra_node="", observed_at=clock.today(),
                  source="power only", notes="", origin="--have")
+
+
+PRETRAINING_STACK = "torchtitan"
+# fields of the default stack's that torchtitan refuses (gpuplan.scenario.stacks._refuse_torchtitan): dropped so
+# its own defaults fill them
+NOT_TORCHTITAN = {"optimizer": ("adamw",), "precision": ("bf16-mixed", "fp8-mixed", "fp32"), "loss": ("full",
+                                                                                                     "chunked")}
+
+
+def pretraining_stack(s: Scenario) -> tuple[Scenario, str | None]:
+    """``s`` on torchtitan when it pretrains a size-only model on the default stack, and why (module docstring);
+    the sharding becomes FSDP2 (torchtitan's) where it was ZeRO or FSDP."""
+    if s.task != "train" or not s.model_size or s.method != "full" or "framework" in s.model_fields_set:
+        return s, None
+    given = {k: getattr(s, k) for k in s.model_fields_set if k not in ("model", "strategy")}
+    for key, allowed in NOT_TORCHTITAN.items():
+        if key in given and given[key] not in allowed:
+            del given[key]
+    if "strategy" in s.model_fields_set and s.strategy in ("single", "ddp"):
+        given["strategy"] = s.strategy
+    elif s.world_size > 1:  # torchtitan's recipes shard with FSDP2
+        given["strategy"] = "fsdp"
+    again = Scenario.model_validate({**given, "framework": PRETRAINING_STACK})
+    return again, (f"framework {PRETRAINING_STACK}: {s.model} pretrains from random weights, which a pretraining "
+                   "stack does (an SFT trainer loads pretrained weights); set --framework megatron for Megatron-LM")
+
+
+NODE_GPUS = 8  # GPUs of one HGX/DGX board: the node size where no offer lists the card
+
+
+def node_shape(s: Scenario, gpu_id: str, catalog: list[Offer]) -> tuple[int, int, str] | None:
+    """(GPUs per node, nodes, why) for a training scenario of more GPUs on one node than the card's largest
+    instance holds: the largest instance in force (offers of several nodes) whose size divides the count; None
+    when the scenario fits one node or sets its nodes itself."""
+    if s.task != "train" or s.num_nodes > 1 or "num_nodes" in s.model_fields_set:
+        return None
+    offers = [o for o in cheapest_in_force(catalog, price_filter(s)) if o.gpu_id == gpu_id and multi_node(o)]
+    sizes = sorted({max_per_node(o) for o in offers}, reverse=True) or [NODE_GPUS]
+    if s.num_gpus <= sizes[0]:
+        return None
+    per_node = next((n for n in sizes if s.num_gpus % n == 0 and n % s.tp == 0), None)  # a TP group in one node
+    if per_node is None:
+        raise GpuplanError(f"{s.num_gpus} GPUs do not split into nodes of {' or '.join(map(str, sizes))} (the "
+                           f"instances of {gpu_id} in the price catalog): set --num-gpus per node and --num-nodes")
+    where = (f"the largest {gpu_id} instance in force in the price catalog holds {sizes[0]}" if offers else
+             f"no offer lists {gpu_id}: {NODE_GPUS} per node, an HGX board")
+    return per_node, s.num_gpus // per_node, (f"{s.num_gpus} GPUs as {s.num_gpus // per_node} nodes x {per_node} "
+                                              f"({where}; set --num-nodes to choose)")
+
+
+def _nodes(r: Resolved, catalog: list[Offer]) -> Resolved:
+    """``r`` on several nodes when one node cannot hold its GPUs (:func:`node_shape`), and why."""
+    shape = r.gpu and node_shape(r.scenario, r.gpu.id, catalog)
+    if not shape:
+        return r
+    per_node, nodes, why = shape
+    return _again(r, {"num_gpus": per_node, "num_nodes": nodes}, why)
 
 
 def _model_len(r: Resolved, plan: Plan) -> Resolved:
@@ -78,14 +151,17 @@ def _model_len(r: Resolved, plan: Plan) -> Resolved:
 def _layout(r: Resolved, keep_micro_batch: bool) -> Resolved:
     """``r`` with the recipe's micro-batch x accumulation when the scenario set neither, and why."""
     from ..dataset import profile
-    from .recipe import layout, published
+    from .recipe import data_batch, kind_of, layout, published
 
     s, m, gpu = r.scenario, r.model, r.gpu
     if {"micro_batch_size", "grad_accum_steps"} & s.model_fields_set:
         return r
     data = profile(s)
-    global_batch = published(s, float(m.params_total))[0]
-    if data is not None:
+    params = float(m.params_total)
+    global_batch = published(s, params)[0]
+    if data is not None and data.stats.samples and kind_of(s) != "pretraining":  # examples before packing
+        global_batch = data_batch(s, params, data.stats.samples, data.batching.rows)[1]
+    elif data is not None:
         global_batch = min(global_batch, data.batching.rows)
     if keep_micro_batch:
         mb = s.micro_batch_size
