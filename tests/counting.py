@@ -10,17 +10,24 @@ import sys
 
 @contextlib.contextmanager
 def counting(*where: str):
-    """Count the calls of each ``"path/in/gpuplan.py:function"`` named while the block runs."""
+    """Count the calls of each ``"path/in/gpuplan.py:function"`` named while the block runs (from a cold memo of
+    scenario copies: what an earlier test validated counts again)."""
+    from gpuplan.scenario.fields import _copy
+
+    _copy.cache_clear()
     wanted = {tuple(w.split(":")) for w in where}
     seen: collections.Counter = collections.Counter()
+
+    previous = sys.getprofile()  # a hook already counting keeps counting (blocks nest)
 
     def hook(frame, event, arg):
         if event == "call":
             key = (frame.f_code.co_filename.split("/gpuplan/")[-1], frame.f_code.co_name)
             if key in wanted:
                 seen[":".join(key)] += 1
+        if previous is not None:
+            previous(frame, event, arg)
 
-    previous = sys.getprofile()
     sys.setprofile(hook)
     try:
         yield seen
@@ -29,4 +36,26 @@ def counting(*where: str):
 
 
 VALIDATIONS = "scenario/fields.py:_defaults"  # the scenario's cross-field validator: once per validation
-MEMORY = "memory/report.py:memory_report"
+MEMORY = "memory/report.py:report_of"  # each memory report written (on a card or without one)
+ESTIMATES = "memory/report.py:estimate_memory"  # each memory estimate (a search reports one on several cards)
+
+
+@contextlib.contextmanager
+def validations():
+    """Each scenario validated while the block runs, by what was given (the fields set and their values): a
+    scenario validated twice appears twice in the list."""
+    given: list = []
+    previous = sys.getprofile()  # a hook already counting keeps counting (blocks nest)
+
+    def hook(frame, event, arg):
+        if event == "return" and frame.f_code.co_name == "_defaults" and \
+                frame.f_code.co_filename.endswith("scenario/fields.py") and arg is not None:
+            given.append(tuple(sorted((k, repr(getattr(arg, k))) for k in arg.model_fields_set)))
+        if previous is not None:
+            previous(frame, event, arg)
+
+    sys.setprofile(hook)
+    try:
+        yield given
+    finally:
+        sys.setprofile(previous)

@@ -1,6 +1,7 @@
-"""The house's rules, read off the source (design.md "Architecture"; architecture-review.md): no import circle
-between modules, no import from a lower layer up to a higher one, and no import tucked inside a function to dodge
-a circle. Type-only imports (under ``if TYPE_CHECKING:``) are allowed anywhere: they never run."""
+"""The house's rules, read off the source (docs/design.md, "The house"): no import circle between modules, not even
+one closed only by type-only imports (under ``if TYPE_CHECKING:``) or by an import of a parent package; no import
+from a lower layer up to a higher one; no import tucked inside a function to dodge a circle; and the faces (the
+command line, the web page) import the Python API, the errors and the result types, nothing else."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "gpuplan"
 # Layers, bottom first (design.md): a module may import its own layer's other rooms only where noted below, and
 # any room of a lower layer. The package's __init__ (the Python API) sits above planning, under the interfaces.
 LAYERS = [
-    ("ground", {"errors", "overheads", "userdirs", "result"}),
+    ("ground", {"_version", "errors", "overheads", "userdirs", "result"}),
     ("user files", {"userfiles"}),  # the bounded readers of what a user gives: YAML, JSON, JSON lines, CSV
     ("domain", {"model", "hardware", "clock"}),  # clock: the day answers are made on
     ("data", {"dataset"}),  # the user's dataset: records, tokens, lengths, batching
@@ -27,7 +28,9 @@ LAYERS = [
     ("serving", {"serving"}),
     ("planning", {"plan"}),
     ("checking and launch files", {"sim", "launchers"}),
-    ("api", {"api", "(api)"}),  # gpuplan.api's functions, re-exported by the package
+    ("explaining", {"explain"}),  # a plan in words for the page: formulas, the catalog grid, exports, the form
+    ("api", {"api"}),  # the Python API: a function per question
+    ("package face", {"(api)"}),  # gpuplan/__init__.py: the API's names, loaded on first use
     ("web page", {"web"}),
     ("command line", {"cli"}),  # `gpuplan serve` starts the web page
     ("entry point", {"__main__"}),
@@ -62,8 +65,9 @@ def _type_only(tree: ast.AST) -> set[int]:
 
 
 def _targets(module: str, node: ast.ImportFrom | ast.Import) -> list[str]:
-    """The gpuplan modules an import statement loads (a submodule named in ``from package import name`` counts
-    as that submodule; a package's own ancestors are not counted: importing a child always loads them)."""
+    """The gpuplan modules an import statement names (a submodule named in ``from package import name`` counts
+    as that submodule; a name taken from a package, the module's own parents included, counts as that package's
+    ``__init__``: ``from .. import __version__`` in a subpackage is an arrow up to the package's face)."""
     if isinstance(node, ast.Import):
         names = [alias.name for alias in node.names]
     else:
@@ -75,33 +79,39 @@ def _targets(module: str, node: ast.ImportFrom | ast.Import) -> list[str]:
             origin = node.module or ""
         subs = [f"{origin}.{a.name}" for a in node.names if f"{origin}.{a.name}" in MODULES]
         names = subs + ([origin] if len(subs) < len(node.names) else [])
-    return [n for n in names if n in MODULES and n != module and not module.startswith(n + ".")]
+    return [n for n in names if n in MODULES and n != module]
 
 
-def imports() -> tuple[dict[str, set[str]], list[tuple[str, str, int]]]:
-    """Module-level edges, and the imports inside functions (module, target, line)."""
+def imports() -> tuple[dict[str, set[str]], dict[str, set[str]], list[tuple[str, str, int]]]:
+    """Module-level edges, type-only edges (under ``if TYPE_CHECKING:``), and the imports inside functions
+    (module, target, line)."""
     edges: dict[str, set[str]] = defaultdict(set)
+    typed: dict[str, set[str]] = defaultdict(set)
     local = []
     for module, path in MODULES.items():
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        skip = _type_only(tree)
+        type_only = _type_only(tree)
         in_function = {id(child) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
                        for child in ast.walk(f)}
         for node in ast.walk(tree):
-            if not isinstance(node, (ast.Import, ast.ImportFrom)) or id(node) in skip:
+            if not isinstance(node, (ast.Import, ast.ImportFrom)):
                 continue
             for target in _targets(module, node):
-                if id(node) in in_function:
+                if id(node) in type_only:
+                    typed[module].add(target)
+                elif id(node) in in_function:
                     local.append((module, target, node.lineno))
                 else:
                     edges[module].add(target)
-    return edges, local
+    return edges, typed, local
 
 
-EDGES, LOCAL = imports()
+EDGES, TYPED, LOCAL = imports()
+# every arrow that names a module, run or not: a circle closed by a type-only import is a circle of the design
+EVERY = {m: EDGES.get(m, set()) | TYPED.get(m, set()) | {b for a, b, _ in LOCAL if a == m} for m in MODULES}
 
 
-def reaches(start: str, goal: str) -> bool:
+def reaches(start: str, goal: str, edges: dict[str, set[str]] = EDGES) -> bool:
     seen, todo = set(), [start]
     while todo:
         here = todo.pop()
@@ -109,7 +119,7 @@ def reaches(start: str, goal: str) -> bool:
             return True
         if here not in seen:
             seen.add(here)
-            todo.extend(EDGES.get(here, ()))
+            todo.extend(edges.get(here, ()))
     return False
 
 
@@ -124,9 +134,17 @@ def test_no_import_circles():
     assert circles == [], f"modules that import each other, directly or through others: {circles[:10]}"
 
 
+def test_no_circles_of_any_kind():
+    """Counting type-only imports and imports inside functions too, and imports of a module's own parent packages
+    (the market/sources plugins took their contract from the package that imports them)."""
+    assert TYPED and LOCAL  # the walk sees both kinds
+    circles = sorted((a, b) for a in EVERY for b in EVERY[a] if reaches(b, a, EVERY))
+    assert circles == [], f"modules that name each other, directly or through others: {circles[:10]}"
+
+
 def test_no_upward_imports():
     upward = []
-    for a, targets in EDGES.items():
+    for a, targets in EVERY.items():
         for b in targets:
             ra, rb = RANK[room(a)], RANK[room(b)]
             if rb > ra or (rb == ra and room(a) != room(b)):
@@ -150,4 +168,45 @@ def test_the_root_holds_only_the_ground_floor():
     """The package root holds the ground floor, the readers of user files and the domain's nouns; every other
     module is in its layer's folder."""
     root = {p.stem for p in PACKAGE.glob("*.py")} - {"__init__", "__main__"}
-    assert root == {"errors", "overheads", "userdirs", "result", "userfiles", "clock", "hardware"}, root
+    assert root == {"_version", "errors", "overheads", "userdirs", "result", "userfiles", "clock", "hardware"}, root
+
+
+FACES = {"cli", "web"}
+# what a face may import of the package: the Python API (its functions and the types of their answers), the errors,
+# the result types, the version, the checked readers and writers of what a user names (userfiles: an output path
+# checked before any work, a file written whole); the command line also starts the web page (``gpuplan serve``)
+FACE_MAY = {"gpuplan.api", "gpuplan.errors", "gpuplan.result", "gpuplan._version", "gpuplan.userfiles"}
+
+
+def test_faces_import_only_the_api():
+    reached = [f"{a} -> {b}" for a, targets in EVERY.items() if room(a) in FACES for b in targets
+               if b not in FACE_MAY and room(b) != room(a) and not (room(a) == "cli" and room(b) == "web")]
+    assert any(room(a) in FACES for a in EVERY)
+    assert reached == [], "faces reaching past the Python API: " + ", ".join(reached)
+
+
+def test_every_command_has_an_api_function():
+    """Each command of the command line calls a function of the Python API (``gpuplan serve`` starts the page)."""
+    import re
+
+    import gpuplan.api
+
+    commands = {}
+    for path in (PACKAGE / "cli").glob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        for name in re.findall(r'(?:app\.command|scenario_command)\(\s*"([a-z-]+)"', text):
+            commands[name] = text
+    called = {name for name in dir(gpuplan.api) if not name.startswith("_")}
+    assert len(commands) >= 15, sorted(commands)
+    missing = [c for c, text in commands.items() if c != "serve" and not set(re.findall(r"api\.(\w+)\(", text))
+               & called]
+    assert missing == [], f"commands with no API call: {missing}"
+
+
+def test_the_version_is_the_projects():
+    import tomllib
+
+    from gpuplan._version import __version__
+
+    project = tomllib.loads((PACKAGE.parents[1] / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert __version__ == project["version"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import tracemalloc
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, seed, settings
@@ -281,3 +282,77 @@ def test_any_value_anywhere_in_any_file_is_read_or_one_sentence(tmp_path_factory
         _readers()[name](file)
     except GpuplanError as err:
         assert "\n" not in str(err) and len(str(err)) <= MESSAGE_LIMIT
+
+
+def test_a_file_the_system_cannot_read_is_one_sentence():
+    """/proc/self/mem says it is a file but reading it fails (EIO): an OSError traceback from load_scenario."""
+    with pytest.raises(GpuplanError) as err:
+        uf.read_mapping("/proc/self/mem", "scenario")
+    assert str(err.value) == "cannot read the scenario file '/proc/self/mem': Input/output error"
+    with pytest.raises(GpuplanError, match="cannot read the dataset file '/proc/self/mem'"):
+        list(uf.text_lines("/proc/self/mem", "dataset"))
+
+
+@pytest.mark.parametrize("args, said", [
+    (["estimate", "--model", "~nouser/config.json", "--task", "infer"], "no such file: ~nouser/config.json"),
+    (["estimate", "--model", "gpt2", "--task", "train", "--dataset", "~nouser/x.jsonl"],
+     "no dataset file '~nouser/x.jsonl'"),
+    (["capacity", "--model", "gpt2", "--rate", "1", "--preset", "chat", "--plot", "~nouser/x.png"],
+     "no folder '~nouser'"),
+])
+def test_a_home_folder_of_no_user_is_a_name_like_any_other(capsys, args, said):
+    """`~nouser/x` made pathlib raise RuntimeError ("Could not determine home directory"): a traceback from every
+    path option (the fuzzer's hostile paths). It stays as written, and is not found."""
+    assert uf.user_path("~nouser/x") == Path("~nouser/x")
+    code, err = cli(capsys, *args)
+    assert code == 2 and said in err and err.count("\n") == 1, err
+
+
+# ---- files a user names for gpuplan to write ---------------------------------------------------------------------
+@pytest.mark.parametrize("name, said", [
+    ("", "--out is empty or blank"),
+    ("existing", "--out 'existing' is a folder: name the file to write in it"),
+    ("missing/cal.yaml", "--out 'missing/cal.yaml': no folder 'missing'; create it first"),
+    ("afile.txt/cal.yaml", "no folder 'afile.txt'"),
+    ("a\nb.yaml", "holds a control character (\\n)"),
+    ("x" * 300 + ".yaml", "a name of 305 bytes"),
+    (" cal.yaml", "begins or ends with a space"),
+])
+def test_an_output_file_is_checked_before_any_work(tmp_path, monkeypatch, name, said):
+    """The fuzzer's `calibrate-serving --out existing` (IsADirectoryError), `--out sub/cal.yaml`
+    (FileNotFoundError) and `--out /proc/x.yaml` were tracebacks after the whole replay."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "existing").mkdir()
+    (tmp_path / "afile.txt").write_text("a file\n")
+    with pytest.raises(GpuplanError) as err:
+        uf.output_file(name, "--out")
+    assert said in str(err.value), str(err.value)
+    assert uf.output_file("cal.yaml", "--out") == tmp_path.joinpath("cal.yaml").relative_to(tmp_path)
+
+
+def test_a_file_is_written_whole_or_not_at_all(tmp_path):
+    target = tmp_path / "cal.yaml"
+    target.write_text("old\n")
+
+    def half(temp):
+        temp.write_text("half of it")
+        raise OSError(28, "No space left on device")
+
+    with pytest.raises(GpuplanError) as err:
+        uf.write_file(target, half, "--out")
+    assert str(err.value) == f"cannot write --out {echo(str(target))}: No space left on device; nothing was written"
+    assert target.read_text() == "old\n" and sorted(p.name for p in tmp_path.iterdir()) == ["cal.yaml"]
+    uf.write_text(target, "compute: 1.2\n", "--out")
+    assert target.read_text() == "compute: 1.2\n" and len(list(tmp_path.iterdir())) == 1
+    with pytest.raises(GpuplanError, match=r"^cannot write --out '/proc/x\.yaml': .*; nothing was written$"):
+        uf.write_text(uf.output_file("/proc/x.yaml", "--out"), "x", "--out")
+
+
+@pytest.mark.parametrize("out", ["existing", "sub/cal.yaml", "/proc/x.yaml"])
+def test_calibrate_serving_out_is_one_sentence_and_writes_nothing(tmp_path, monkeypatch, capsys, out):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "existing").mkdir()
+    result = str(Path(__file__).parent / "data" / "fuzz" / "results" / "ok-vllm.json")
+    code, err = cli(capsys, "calibrate-serving", result, "--model", "llama-3.2-1b", "--gpu", "h200-sxm", "--out", out)
+    assert code == 2 and err.startswith(("error: --out", "error: cannot write --out")), err
+    assert err.count("\n") == 1 and sorted(p.name for p in tmp_path.rglob("*")) == ["existing"]

@@ -16,8 +16,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 from gpuplan.engines import vllm
 from gpuplan.hardware import load_gpu
 from gpuplan.model.catalog import load_model
+from gpuplan.plan.capacity import capacity
 from gpuplan.scenario import scenario_from
-from gpuplan.serving.capacity import capacity, evaluate
+from gpuplan.serving.capacity import evaluate
 from gpuplan.serving.simulate import vllm_scheduler
 from gpuplan.serving.steptime import step_model
 from gpuplan.serving.workload import load_workload

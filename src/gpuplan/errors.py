@@ -24,6 +24,11 @@ class GpuplanError(ValueError):
         super().__init__(*args)
 
 
+class SourceError(GpuplanError):
+    """A source of prices could not answer though the input was right (offline, a provider's API failed): not a
+    usage error, so the CLI says the prices in force stay and exits 1."""
+
+
 class UnknownNameError(GpuplanError, LookupError):
     """A model, GPU or provider name that is not in a catalog."""
 

@@ -9,13 +9,14 @@ lets the GPU wire.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
+from pathlib import Path
 from typing import Any
-
-import yaml
 
 from .errors import GpuplanError, UnknownNameError, normalize_name
 
@@ -141,13 +142,41 @@ def _spec(entry: dict[str, Any]) -> GpuSpec:
         power_limit_w=entry.get("power_limit_w"))
 
 
+def _entries() -> list[dict]:
+    """The entries of ``gpus.yaml``, read from its JSON twin ``gpus.json`` when the twin was made from this very
+    text (its ``yaml_sha256``): PyYAML builds its objects in Python even over libyaml, a tenth to a third of a
+    second for this file, the JSON twin a millisecond. A stale or missing twin only costs that time: the YAML, the
+    file people edit, is what is read then (``python -m gpuplan.hardware`` writes the twin again)."""
+    data = resources.files("gpuplan") / "data"
+    text = (data / "gpus.yaml").read_text(encoding="utf-8")
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    try:
+        twin = json.loads((data / "gpus.json").read_text(encoding="utf-8"))
+        if twin.get("yaml_sha256") == digest:
+            return twin["gpus"]
+    except (OSError, ValueError, AttributeError):
+        pass
+    import yaml
+
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # libyaml when present
+
+
+def write_twin() -> Path:
+    """Write ``gpus.json``, the JSON twin of ``gpus.yaml`` (:func:`_entries`), beside it; its path."""
+    import yaml
+
+    folder = Path(str(resources.files("gpuplan") / "data"))
+    text = (folder / "gpus.yaml").read_text(encoding="utf-8")
+    entries = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    twin = {"yaml_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(), "gpus": entries}
+    (folder / "gpus.json").write_text(json.dumps(twin, separators=(",", ":")) + "\n", encoding="utf-8")
+    return folder / "gpus.json"
+
+
 @cache
 def gpus() -> dict[str, GpuSpec]:
     """The catalog by id, validated: unique ids, positive memory."""
-    path = resources.files("gpuplan") / "data" / "gpus.yaml"
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: 10x faster on this file
-    entries = yaml.load(path.read_text(encoding="utf-8"), Loader=loader)
-    specs = [_spec(e) for e in entries]
+    specs = [_spec(e) for e in _entries()]
     ids = [s.id for s in specs]
     if len(ids) != len(set(ids)):
         raise RuntimeError("gpus.yaml has duplicate ids")
@@ -220,3 +249,6 @@ class Network:
     inter_node: str = ""
     inter_node_gbps: float | None = None
 
+
+if __name__ == "__main__":  # python -m gpuplan.hardware: the JSON twin of gpus.yaml, after editing it
+    print(f"wrote {write_twin()}")

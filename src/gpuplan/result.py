@@ -97,3 +97,12 @@ class Suggestion(BaseModel):
     combination: bool = False  # several fixes together (when no single one is enough)
     max_batch_size: int | None = None  # with a combination: the largest (micro-)batch that still fits
     max_seq_len: int | None = None  # ... and the longest context
+
+
+def human_count(n: float) -> str:
+    """8030261248 -> '8.03B', 124439808 -> '124.4M'."""
+    for unit, size in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
+        if abs(n) >= size:
+            value = n / size
+            return f"{value:.3g}{unit}" if value < 100 else f"{value:.1f}{unit}"
+    return str(int(n))

@@ -18,13 +18,21 @@ come here. Whatever a file holds, the answer is its data or one sentence naming 
   plain data is built (``SafeConstructor``: no Python tags).
 
 Values are checked by their readers; :func:`number` is the shared check for a number a file gives.
+
+A file a user asks gpuplan to write (``--out``, ``--plot``) goes through :func:`output_file`, checked before any
+work (a name, in a folder that exists, not a folder itself, with a suffix the writer knows), and
+:func:`write_file`, which writes it whole or not at all (a hidden file beside it, renamed into place): a full
+disk, a read-only folder or ``/proc`` give one sentence and leave nothing behind.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import math
+import os
+import secrets
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -36,7 +44,7 @@ from yaml.events import AliasEvent, MappingStartEvent, SequenceStartEvent
 from yaml.nodes import MappingNode, SequenceNode
 from yaml.resolver import Resolver
 
-from .errors import GpuplanError, echo, echo_value, shown_number
+from .errors import GpuplanError, echo, echo_value, no_control, shown_number
 
 MAX_BYTES = 64 * 1024 * 1024  # a file read whole (the largest tokenizer.json released is ~35 MB)
 MAX_LINE_BYTES = 64 * 1024 * 1024  # one line of a streamed file (one record)
@@ -45,12 +53,18 @@ MAX_DEPTH = 64  # levels of nesting (real inputs use under 10; Python's readers 
 MAX_ALIAS_VALUES = 10_000  # values YAML aliases may add to those the file spells out
 
 
+def user_path(name: str | os.PathLike) -> Path:
+    """A path as a user wrote it, ``~`` and ``~user`` expanded where they name a home folder: ``~nouser/x`` stays
+    as written (``Path.expanduser`` raises RuntimeError on it)."""
+    return Path(os.path.expanduser(name))
+
+
 def read_text(path: str | Path, what: str, *, limit: int = MAX_BYTES) -> str:
     """The text of a UTF-8 file (a leading byte-order mark dropped), at most ``limit`` bytes; else one sentence.
     ``what`` names the file in the messages ("scenario", "benchmark result")."""
     p = Path(path)
     _check_file(p, what, limit)
-    with p.open("rb") as f:  # in pieces, at most limit + 1 bytes: /proc files say size 0, and read(n) takes n
+    with _reading(p, what), p.open("rb") as f:  # in pieces, at most limit + 1 bytes: /proc files say size 0
         pieces, size = [], 0
         while size <= limit and (piece := f.read(min(2**20, limit + 1 - size))):
             pieces.append(piece)
@@ -59,6 +73,16 @@ def read_text(path: str | Path, what: str, *, limit: int = MAX_BYTES) -> str:
     if len(data) > limit:
         raise GpuplanError(f"{p} is larger than {limit // 2**20} MiB, more than gpuplan reads for a {what} file")
     return _decode(data, p, what)
+
+
+@contextlib.contextmanager
+def _reading(p: Path, what: str) -> Iterator[None]:
+    """An error of the file system while a file is opened or read (no permission, /proc/self/mem's EIO) as one
+    sentence naming it."""
+    try:
+        yield
+    except OSError as err:
+        raise GpuplanError(f"cannot read the {what} file {echo(str(p))}: {err.strerror or err}") from None
 
 
 def _check_file(p: Path, what: str, limit: int) -> None:
@@ -284,7 +308,7 @@ def text_lines(path: str | Path, what: str) -> Iterator[tuple[int, str]]:
     :data:`MAX_LINE_BYTES`; one sentence naming the line otherwise."""
     p = Path(path)
     _check_lines(p, what)
-    with p.open("rb") as f:
+    with _reading(p, what), p.open("rb") as f:
         number = 0
         while raw := f.readline(MAX_LINE_BYTES + 1):
             number += 1
@@ -343,5 +367,58 @@ def number(value: Any, where: str, *, least: float = 0.0, most: float = math.inf
     return int(value) if whole else float(value)
 
 
+# ---- files a user names for gpuplan to write -------------------------------------------------------------------
+NAME_MAX = 255  # bytes in one file name: the limit of ext4, XFS, Btrfs and APFS (Linux NAME_MAX)
+
+
+def output_file(path: Any, flag: str) -> Path:
+    """Where ``flag`` (``--out``) writes, checked before any work: a path (not blank, no control character, no
+    name longer than the file system allows, none beginning or ending with a space) in a folder that exists, and
+    not itself a folder; else one sentence."""
+    if isinstance(path, bytes) or not isinstance(path, (str, os.PathLike)) or not isinstance(os.fspath(path), str):
+        raise GpuplanError(f"{flag} must be a file path, got {type(path).__name__}")
+    text = os.fspath(path)
+    if not text.strip():
+        raise GpuplanError(f"{flag} is empty or blank: name the file to write")
+    no_control(text, flag)
+    p = user_path(text)
+    for part in p.parts:
+        if part != part.strip():
+            raise GpuplanError(f"{flag} {echo(text)} has a name that begins or ends with a space ({echo(part)})")
+        if len(os.fsencode(part)) > NAME_MAX:
+            raise GpuplanError(f"{flag} has a name of {len(os.fsencode(part)):,} bytes ({echo(part)}); file systems "
+                               f"allow {NAME_MAX}")
+    if p.is_dir() or text.endswith(("/", os.sep)):
+        raise GpuplanError(f"{flag} {echo(text)} is a folder: name the file to write in it")
+    if not p.parent.is_dir():
+        raise GpuplanError(f"{flag} {echo(text)}: no folder {echo(str(p.parent))}; create it first")
+    return p
+
+
+def write_file(path: Path, write: Any, flag: str) -> None:
+    """``write(temporary_path)`` writes the file beside ``path`` (a hidden name with the same suffix, which
+    matplotlib reads the format from), then it is renamed over ``path``; on any error the temporary file goes
+    and one sentence says why (nothing was written)."""
+    temp = path.with_name(f".{path.stem[:100]}.{secrets.token_hex(4)}.tmp{path.suffix}")
+    try:
+        write(temp)
+        os.replace(temp, path)
+    except (OSError, UnicodeEncodeError) as err:
+        with contextlib.suppress(OSError):
+            temp.unlink()
+        why = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+        raise GpuplanError(f"cannot write {flag} {echo(str(path))}: {why}; nothing was written") from None
+    except BaseException:
+        with contextlib.suppress(OSError):
+            temp.unlink()
+        raise
+
+
+def write_text(path: Path, text: str, flag: str) -> None:
+    """``text`` as the UTF-8 file ``path``, whole or not at all (:func:`write_file`)."""
+    write_file(path, lambda temp: temp.write_text(text, encoding="utf-8"), flag)
+
+
 __all__ = ["MAX_ALIAS_VALUES", "MAX_BYTES", "MAX_DEPTH", "check_depth", "csv_records", "json_lines", "load_json",
-           "load_yaml", "number", "parse_json", "read_mapping", "read_text", "text_lines"]
+           "load_yaml", "number", "output_file", "parse_json", "read_mapping", "read_text", "text_lines",
+           "user_path", "write_file", "write_text"]

@@ -38,6 +38,8 @@ CALLS = {
     "launch": (gpuplan.launch, ({"model": "qwen2.5-0.5b", "task": "train", "method": "lora", "gpu": "rtx-4090"},),
                {"folder": "launch", "force": True}),
     "load_model": (load_model, ("gpt2",), {}),
+    # load_scenario(path=0) and overrides='../../etc/passwd' raised TypeError and AttributeError (the fuzzer)
+    "load_scenario": (gpuplan.load_scenario, (None,), {"overrides": {**SERVE, "gpu": "rtx-4090"}}),
 }
 # keywords that go on to the scenario or the workload (``**fields``): a hostile value there too
 EXTRA = {"fit": "batch_size", "capacity": "prompt_tokens"}

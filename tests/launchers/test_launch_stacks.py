@@ -133,7 +133,9 @@ def test_torchtitan_config_through_torchtitan(titan_written, monkeypatch):
         assert cfg.parallelism.pipeline_parallel_microbatch_size == s.micro_batch_size
     else:
         assert (cfg.training.local_batch_size, accumulation) == (s.micro_batch_size, s.grad_accum_steps)
-    assert cfg.training.global_batch_size * cfg.training.seq_len == plan.tokens_per_step
+    # tokens per optimizer step: micro-batch x sequence x accumulation x data-parallel ranks
+    assert cfg.training.global_batch_size * cfg.training.seq_len == \
+        s.micro_batch_size * s.seq_len * s.grad_accum_steps * s.dp
     assert cfg.training.seq_len == s.seq_len and cfg.training.compile == s.compile
     assert cfg.training.steps == (plan.max_steps or 10_000)
     assert cfg.training.enable_cpu_offload == (s.offload == "optimizer+params")

@@ -207,6 +207,10 @@ def test_a_failed_update_says_what_is_in_force(cache, vms, capsys, monkeypatch):
     update(capsys, "--source", "bundled")
     code, _, err = update(capsys, "--source", "gpuhunt")
     assert code == 1 and "stay as they were: bundled snapshot (observed until" in err and "refreshes" not in err
+    code, out, err = update(capsys, "--source", "gpuhunt", "--json")  # a script gets JSON (the fuzzer: none)
+    data = json.loads(out)
+    assert code == 1 and data["updated"] is False and "no route to host" in data["reason"] and err
+    assert data["in_force"]["refreshes"] == [] and data["source"] == "gpuhunt"
 
 
 def test_save_refresh_takes_only_slugs(cache):

@@ -375,3 +375,22 @@ def test_llama_cpp_setups_split_layers_as_estimate_does():
                          for x in multi)
     x = multi[0]
     assert estimate(x.scenario, advise=False).memory.device_peak_gib == pytest.approx(x.device_peak_gib)
+
+
+def test_every_stack_is_searched_over_its_own_shardings():
+    """`recommend --framework megatron` raised KeyError 'megatron' (the fuzzer, seed 6): the search knew the
+    shardings of every stack but Megatron-Core. Each stack the scenario accepts now has its list, and Megatron's
+    multi-GPU setups use DDP or its distributed optimizer (zero1), each what estimate says of its scenario."""
+    import typing
+
+    import gpuplan
+    from gpuplan.plan.recommend import SHARDING
+
+    stacks = typing.get_args(Scenario.model_fields["framework"].annotation)
+    assert len(stacks) >= 7 and set(stacks) <= set(SHARDING)
+    rec = gpuplan.recommend({"model": "qwen3-0.6b", "task": "train", "framework": "megatron"}, gpus=["h100-sxm"],
+                            max_gpus=2, top=10)
+    multi = [x for x in rec.setups if x.num_gpus > 1]
+    assert multi and {x.scenario.strategy for x in multi} <= {"ddp", "zero1"}
+    x = multi[0]
+    assert estimate(x.scenario, advise=False).memory.device_peak_gib == pytest.approx(x.device_peak_gib)

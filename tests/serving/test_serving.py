@@ -399,7 +399,7 @@ def test_a_tensor_parallel_group_is_priced_on_one_instance_that_holds_it():
     and its $/h is that instance's."""
     from gpuplan.market.choice import matching
     from gpuplan.market.store import load_offers
-    from gpuplan.serving.capacity import cheapest_offer
+    from gpuplan.plan.capacity import cheapest_offer
 
     s = scenario_from(dict(model="llama-3.1-8b", task="infer", engine="vllm", gpu="h100-sxm", tp=4, num_gpus=4))
     offers = load_offers(())
@@ -414,7 +414,7 @@ def test_capacity_with_sglang_uses_its_pool_and_scheduler_limits():
     """`capacity --engine sglang`: SGLang's token pool (the function estimate shows) and its chunked_prefill_size
     and max_running_requests run the same simulation; the KV tokens are the pool's."""
     from gpuplan import estimate
-    from gpuplan.serving.capacity import capacity
+    from gpuplan.plan.capacity import capacity
 
     w = load_workload(None, {"rate_rps": 2, "prompt_tokens": 1000, "output_tokens": 100, "ttft_s": 2,
                              "tpot_s": 0.1, "num_requests": 60})

@@ -94,16 +94,17 @@ def test_sglang_saturation_run_of_the_fuzz_report_ends_within_its_bounds():
     saturation run (1x L40S) took 60-100 s. It now runs to the end within the simulation's bounds: 27,730
     requests, 69,437 preemptions (SGLang's one-token pages preempt at every step of a full pool), about 35,000
     events (bench/serving/capacity_speed.py times it)."""
+    from gpuplan.plan import capacity as search
     from gpuplan.serving import capacity as cap
     from gpuplan.serving.workload import load_workload
 
     m, gpu = load_model("qwen2.5-0.5b"), load_gpu("l40s")
     w = load_workload(None, {"preset": "generate"})
-    setup = cap.setups(scenario_from({"model": "qwen2.5-0.5b", "task": "infer", "engine": "sglang"}), m,
+    setup = search.setups(scenario_from({"model": "qwen2.5-0.5b", "task": "infer", "engine": "sglang"}), m,
                        (gpu.id,), 1)[0]
     sc = setup.scenario.model_copy(update={"max_model_len": 2176, "prompt_tokens": 128, "output_tokens": 2048})
-    mem = cap.engine_memory(sc, m, gpu, 2176)
-    model = cap.step_model(sc, m, gpu)
+    mem = search.engine_memory(sc, m, gpu, 2176)
+    model = search.step_model(sc, m, gpu)
     _, batch = cap.saturation_rate(model, w, mem.pool.kv_tokens, mem.engine.max_num_seqs,
                                       mem.engine.max_num_batched_tokens, mem.engine.mixed_prefill)
     point = cap.saturated_rps(model, mem.engine, w, batch)
@@ -114,14 +115,15 @@ def test_sglang_saturation_run_of_the_fuzz_report_ends_within_its_bounds():
 def test_saturation_run_that_ends_with_its_window_gives_the_whole_runs_rate(engine):
     """The saturation run ends with its steady window's last send (a quarter of its events sooner): its rate is
     the one the whole run gives, bit for bit."""
+    from gpuplan.plan import capacity as search
     from gpuplan.serving import capacity as cap
     from gpuplan.serving.workload import load_workload
 
     m, gpu = load_model("llama-3.1-8b"), load_gpu("h100-sxm")
     w = load_workload(None, {"preset": "chat"})
-    sc = cap.setups(scenario_from({"model": "llama-3.1-8b", "task": "infer", "engine": engine}), m, (gpu.id,), 1)[0]
+    sc = search.setups(scenario_from({"model": "llama-3.1-8b", "task": "infer", "engine": engine}), m, (gpu.id,), 1)[0]
     sc = sc.scenario.model_copy(update={"max_model_len": 2048, "prompt_tokens": 230, "output_tokens": 203})
-    mem, model = cap.engine_memory(sc, m, gpu, 2048), cap.step_model(sc, m, gpu)
+    mem, model = search.engine_memory(sc, m, gpu, 2048), search.step_model(sc, m, gpu)
     _, batch = cap.saturation_rate(model, w, mem.pool.kv_tokens, mem.engine.max_num_seqs,
                                    mem.engine.max_num_batched_tokens, mem.engine.mixed_prefill)
     users = max(int(2 * batch), int(batch) + 16)
@@ -159,7 +161,7 @@ def test_capacity_says_which_setups_stopped_early(capsys):
     """A search past its time limit still answers, each setup saying that its simulations were cut short (in its
     JSON row and as a warning on stderr)."""
     from gpuplan.cli.capacity import render
-    from gpuplan.serving import capacity as cap
+    from gpuplan.plan import capacity as cap
     from gpuplan.serving.workload import load_workload
 
     w = load_workload(None, {"rate_rps": 2, "prompt_tokens": 1000, "output_tokens": 100, "num_requests": 300})

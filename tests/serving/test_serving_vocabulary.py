@@ -12,8 +12,8 @@ from fastapi.testclient import TestClient
 from gpuplan import estimate
 from gpuplan.launchers.plan import launch_plan
 from gpuplan.model.catalog import load_model
+from gpuplan.plan.capacity import capacity
 from gpuplan.scenario import scenario_from
-from gpuplan.serving.capacity import capacity
 from gpuplan.serving.workload import load_workload
 from gpuplan.web.app import create_app
 

@@ -96,8 +96,8 @@ def test_a_shared_prefix_raises_sglangs_capacity_and_cuts_its_ttft():
     """`capacity --engine sglang` with a 1,500-token system prompt in 2,000-token prompts: the radix cache skips
     three quarters of each prefill, so the time to first token (alone, and the engine's part of the median at 5
     requests/s) falls below half and the rate one H100 sustains within the SLOs rises by more than 30%."""
+    from gpuplan.plan.capacity import capacity, engine_memory
     from gpuplan.serving.calibrate import replay
-    from gpuplan.serving.capacity import capacity, engine_memory
 
     s = scenario_from(dict(model="llama-3.1-8b", task="infer", engine="sglang", max_model_len=2200))
     base = {"prompt_tokens": 2000, "output_tokens": 100, "ttft_s": 0.5, "tpot_s": 0.05, "num_requests": 200}

@@ -291,3 +291,12 @@ def test_adapters_take_the_dtype_the_stack_gives_them(adapter_dtype, state_bytes
                         adapter_dtype=adapter_dtype), layers=2)
     expected = 2 * sim.params_trainable * state_bytes / GIB
     assert sim.phase_parts_gib["backward"]["optimizer"] == pytest.approx(expected, rel=0.02)
+
+
+def test_a_scenario_simulate_refuses_prints_its_sentence_alone(capsys):
+    """The plan's description went to stdout before simulate refused llama.cpp (exit 2 with output; the fuzzer)."""
+    from gpuplan.cli import run
+
+    code = run(["simulate", "--model", "gpt2", "--task", "infer", "--engine", "llama.cpp"])
+    out, err = capsys.readouterr()
+    assert code == 2 and not out and err.startswith("error: simulate runs transformers") and err.count("\n") == 1

@@ -20,6 +20,7 @@ from typer.testing import CliRunner  # noqa: E402
 import gpuplan  # noqa: E402
 from gpuplan.cli import app as cli_app  # noqa: E402
 from gpuplan.errors import GpuplanError  # noqa: E402
+from gpuplan.explain.accuracy import readme_html  # noqa: E402
 from gpuplan.hardware import gpus, load_gpu  # noqa: E402
 from gpuplan.memory import memory_report  # noqa: E402
 from gpuplan.model.catalog import load_model  # noqa: E402
@@ -27,7 +28,6 @@ from gpuplan.plan.plan import probe  # noqa: E402
 from gpuplan.plan.resolve import resolve  # noqa: E402
 from gpuplan.scenario import Scenario, load_scenario  # noqa: E402
 from gpuplan.web import guard, work  # noqa: E402
-from gpuplan.web.accuracy import readme_html  # noqa: E402
 from gpuplan.web.app import create_app  # noqa: E402
 
 SCENARIOS = [

@@ -154,7 +154,7 @@ def test_page_matches_the_estimate(server, page):
     assert rows >= 2 and page.locator("#scatter circle").count() == rows
     assert page.locator("#scatter circle.pareto").count() >= 1
     # exports and the permalink
-    from gpuplan.web.export import command
+    from gpuplan.explain.export import command
 
     assert page.text_content("#export-command") == command(Scenario(**fields))
     assert "prompt_tokens=8192" in page.url and "gpu=l40s" in page.url

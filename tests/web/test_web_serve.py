@@ -66,6 +66,24 @@ def test_binding_elsewhere_warns():
     assert "warning: binding 0.0.0.0 exposes gpuplan to your network" in " ".join(err.split())
 
 
+@pytest.mark.parametrize("host", ["127.0.0.1", "not a host", "192.0.2.1", " "])
+def test_an_address_it_cannot_listen_on_is_one_sentence(capsys, host):
+    """A port in use made uvicorn print its own ERROR line and exit 3, after "gpuplan serving ..." was said (the
+    fuzzer's `serve --port 2` in a real process served until killed); an address not of this machine, a name that
+    does not resolve and a blank host the same. Now one sentence and exit 2 before anything is said."""
+    from gpuplan.cli import run
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code = run(["serve", "--host", host, "--port", str(port)])
+    out, err = capsys.readouterr()
+    assert code == 2 and not out and err.count("\n") == 1 and err.startswith("error: "), (out, err)
+    if host == "127.0.0.1":
+        assert f"cannot listen on '127.0.0.1' port {port}: Address already in use" in err
+
+
 def _has_ss() -> bool:
     return subprocess.run(["sh", "-c", "command -v ss"], capture_output=True).returncode == 0
 

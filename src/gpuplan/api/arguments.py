@@ -14,10 +14,14 @@ import math
 import os
 import shlex
 from collections.abc import Mapping
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Union
 
 from ..errors import GpuplanError, echo_value
 from ..userfiles import number
+
+if TYPE_CHECKING:
+    from ..scenario import Scenario
 
 
 def count(value: Any, what: str, *, least: int = 1, most: int, optional: bool = False) -> int | None:
@@ -126,3 +130,21 @@ def devices_of(value: Any) -> tuple[int, ...] | None:
 
 
 __all__ = ["amount", "count", "devices_of", "discounts_of", "flag", "names_of", "path", "script_of", "text"]
+
+
+ScenarioLike = Union["Scenario", Mapping[str, Any], str, Path]
+
+
+def scenario_of(scenario: ScenarioLike, overrides: Mapping[str, Any] | None = None) -> Scenario:
+    """A scenario from an object, a dict of its fields or a YAML/JSON file, with ``overrides`` on top."""
+    from ..scenario import Scenario, load_scenario, scenario_from
+
+    if not isinstance(scenario, (Scenario, Mapping, str, Path)):
+        raise GpuplanError(f"a scenario is a Scenario, a dict of its fields or the path of a YAML/JSON file, not "
+                           f"{type(scenario).__name__}")
+    if isinstance(scenario, (str, Path)):
+        return load_scenario(scenario, dict(overrides or {}))
+    if overrides:
+        base = scenario.model_dump(exclude_unset=True) if isinstance(scenario, Scenario) else dict(scenario)
+        return scenario_from({**base, **overrides})
+    return scenario_from(scenario if isinstance(scenario, Scenario) else dict(scenario))

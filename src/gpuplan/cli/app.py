@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from .. import __version__
+from .._version import __version__
 from .render import follow_columns, out, write_json
 
 app = typer.Typer(
@@ -98,10 +98,10 @@ def scenario_options() -> list[inspect.Parameter]:
     """One ``--field-name`` option per scenario field, typed as the field is (int, float, true/false, a choice or
     text), with the scenario's default in the help; ranges and choices are checked by the scenario model, which
     names the field and the fix."""
-    from ..scenario import Scenario
+    from .. import api
 
     params = []
-    for name, info in Scenario.model_fields.items():
+    for name, info in api.Scenario.model_fields.items():
         kind, metavar, extra = _kind(info.annotation)
         choices = extra.pop("choices", None)
         about = info.description or FIELD_HELP.get(name, "")
@@ -109,9 +109,7 @@ def scenario_options() -> list[inspect.Parameter]:
         if name == "lora_targets":
             helptext, metavar = "all-linear, or modules separated by commas: q_proj,v_proj", "TEXT"
         if name == "quant":
-            from ..model.quant import QUANT_FORMATS
-
-            named = [q for q in QUANT_FORMATS if not q.startswith("gguf-")]
+            named = [q for q in api.quant_formats() if not q.startswith("gguf-")]
             helptext = (f"weight format: {' | '.join(named)} | a GGUF type (q4_k_m, q8_0...); default: the "
                         "checkpoint's own quantization_config")
         default = None if info.is_required() else info.default
@@ -137,9 +135,9 @@ def overrides(fields: dict[str, Any]) -> dict[str, Any]:
 
 def short(gpu_id: str) -> str:
     """nvidia-geforce-rtx-4090 -> rtx-4090: table cells stay narrow; the JSON keeps full ids."""
-    from ..hardware import short_id
+    from .. import api
 
-    return short_id(gpu_id)
+    return api.short_gpu(gpu_id)
 
 
 def option(name: str, kind: Any, default: Any, text: str, panel: str | None = None,

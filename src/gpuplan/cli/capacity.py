@@ -68,7 +68,7 @@ def capacity_cmd(
     if model is None:
         raise GpuplanError("name the model: --model llama-3.1-8b (or a HF repo id / config.json path)")
     if plot:
-        from ..serving.report import plot_target
+        from .plots import plot_target
 
         plot_target(plot)  # before the simulation, not after it
     report = api.capacity(model, workload, engine=engine, gpus=(gpus or "").split(","), max_gpus=max_gpus,
@@ -80,14 +80,14 @@ def capacity_cmd(
                               shared_prefix_tokens=shared_prefix))
     plans, w = report.deployments, report.workload
     if plot:
-        from ..serving.report import plot_curves
+        from .plots import plot_curves
 
         plot_curves(plans, w, plot)
     render(plans, w, resolve_format(fmt, as_json))
 
 
 def render(plans, w, fmt: str = "table") -> None:
-    from ..serving.capacity import shown
+    from .. import api
 
     slo = w.slo
     targets = ", ".join(f"{k} <= {v:g} s" for k, v in (("TTFT", slo.ttft_s), ("TPOT", slo.tpot_s), ("E2E", slo.e2e_s))
@@ -97,7 +97,7 @@ def render(plans, w, fmt: str = "table") -> None:
             + (f", target {w.rate_rps:g} req/s" if w.rate_rps else ""))
     head = (f"workload: prompts ~{w.mean_prompt_tokens:,.0f} tokens, outputs ~{w.mean_output_tokens:,.0f}, {load}; "
             f"SLO p{slo.percentile}: {targets}")
-    rows = shown(plans)
+    rows = api.shown(plans)
     if fmt == "json":  # each plan's warnings ride in its row
         show(rows, [], "json", json_data={"workload": w.model_dump(mode="json"), "plans": rows})
         return
@@ -171,25 +171,18 @@ def calibrate_serving_cmd(
     Example:
       gpuplan calibrate-serving run-2rps.json run-8rps.json --model llama-3.1-8b --gpu h100-sxm --out cal.yaml
     """
-    from ..hardware import load_gpu
-    from ..model.catalog import load_model
-    from ..scenario import scenario_from
-    from ..serving.calibrate import deployment, fit, read_results, save_calibration
+    from .. import api
+    from ..userfiles import output_file
 
-    _need_numpy()
-    runs = [r for path in results for r in read_results(path)]
-    g = load_gpu(gpu)
-    m = load_model(model)
-    s = scenario_from(dict(model=model, task="infer", engine="vllm", gpu=g.id, tp=tp, num_gpus=tp))
-    cal, rows, notes = fit(*deployment(s, m, g), runs)
-    if save:
-        save_calibration(cal, save)
+    if save is not None:
+        output_file(save, "--out")  # before the replay, not after it
+    report = api.calibrate_serving(results, model=model, gpu=gpu, tp=tp, out=save)
+    cal, rows, notes = report.calibration, report.runs, report.notes
     if as_json:
-        from dataclasses import asdict
-
-        print_json({"calibration": asdict(cal), "runs": rows, "notes": notes})
+        print_json(report)
         return
-    table = Table(title=f"corrections: compute x{cal.compute:.2f}, memory x{cal.memory:.2f}", title_justify="left")
+    table = Table(title=f"corrections: compute x{cal['compute']:.2f}, memory x{cal['memory']:.2f}",
+                  title_justify="left")
     for col in ("run", "rate", "TTFT", "err before", "err after", "TPOT", "err before", "err after"):
         table.add_column(col, justify="left" if col == "run" else "right")
     for r in rows:
@@ -201,16 +194,9 @@ def calibrate_serving_cmd(
            prefix="")
     for note in notes:
         bullet(note, prefix="note: ", style="yellow")
-    if save:
+    if save is not None:
         out.print(f"saved to {save}: pass --calibration {save} to gpuplan capacity")
 
 
 def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{x:+.0f}%"
-
-
-def _need_numpy() -> None:
-    try:
-        import numpy  # noqa: F401
-    except ImportError:
-        raise GpuplanError("the serving simulation needs numpy: pip install 'gpuplan[serving]'") from None

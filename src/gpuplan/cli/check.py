@@ -9,8 +9,9 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
+from .. import api
 from ..errors import GpuplanError
-from ..scenario import load_scenario
+from ..userfiles import write_file
 from .app import JsonFlag, app, option, overrides, print_json, scenario_command
 from .render import Column, FormatOption, bullet, out, resolve_format, show
 
@@ -36,26 +37,18 @@ def simulate_cmd(scenario: str | None = None, as_json: bool = False, compare: bo
       gpuplan simulate --model llama-3.1-8b --task train --method qlora --seq-len 2048 --compare
       gpuplan simulate examples/lora-llama-8b.yaml --plot memory.png
     """
-    from ..model.catalog import load_model
-    from ..scenario.describe import describe
-    from ..sim.simulate import simulate
+    from .plots import plot_target
 
-    s = load_scenario(scenario, overrides(fields))
-    if not as_json:
-        bullet(describe(s, load_model(s.model)), prefix="", style="bold")
-    sim = simulate(s, timeline=plot is not None, layers=layers)
-    est = None
-    if compare:
-        from ..api import estimate
-
-        est = estimate(s, advise=False).memory
-    if plot:
-        _plot(sim, Path(plot))
+    s = api.load_scenario(scenario, overrides(fields))
+    target = plot_target(plot) if plot is not None else None  # before the simulation, not after it
+    sim = api.simulate(s, timeline=target is not None, layers=layers, compare=compare)
+    if not as_json:  # after: a scenario simulate refuses prints its sentence alone
+        bullet(api.describe(s, api.load_model(s.model)), prefix="", style="bold")
+    est = sim.estimate
+    if target is not None:
+        _plot(sim, target)
     if as_json:
-        data = {k: v for k, v in sim.__dict__.items() if k != "timeline"}
-        if est is not None:
-            data["estimate"] = est.model_dump()
-        print_json(data)
+        print_json(sim)
         return
     cuda_only = est.other.get("cuBLAS workspace", 0.0) if est else 0.0
     table = Table(title=f"{sim.model}: simulated step ({sim.elapsed_s:.1f} s on the CPU)", title_justify="left")
@@ -99,7 +92,7 @@ def _plot(sim, path: Path) -> None:
     if not sim.timeline:
         raise GpuplanError("the simulation recorded no timeline to plot")
     depth = sum(sim.runs[0]["layers"].values()) if len(sim.runs) == 1 else None
-    full = depth or sum(v for v in _full_layers(sim).values())
+    full = depth or sim.full_layers
     fig, ax = plt.subplots(figsize=(9, 4.5))
     phases = list(dict.fromkeys(phase for _, _, phase in sim.timeline))
     for phase in phases:
@@ -117,17 +110,10 @@ def _plot(sim, path: Path) -> None:
                  "counts it")
     ax.legend(markerscale=8, title="phase")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-
-
-def _full_layers(sim) -> dict[str, int]:
-    from ..model.catalog import load_model
-
-    counts: dict[str, int] = {}
-    for layer, n in load_model(sim.scenario["model"]).layer_kinds():
-        counts[layer.kind] = counts.get(layer.kind, 0) + n
-    return counts
+    try:
+        write_file(path, lambda temp: fig.savefig(temp, dpi=120), "--plot")
+    finally:
+        plt.close(fig)
 
 
 scenario_command(
@@ -150,10 +136,9 @@ def probe_cmd(scenario: str | None = None, as_json: bool = False, steps: int = 2
     \b
       CUDA_VISIBLE_DEVICES=0 gpuplan probe --model llama-3.1-8b --task train --method lora --seq-len 2048
     """
-    from ..sim.probe import probe, write_record
-
-    record = probe(load_scenario(scenario, overrides(fields)), steps=steps, simulate_too=not no_simulate)
-    path = write_record(record, Path(out_dir))
+    report, path = api.probe(api.load_scenario(scenario, overrides(fields)), steps=steps,
+                             simulate_too=not no_simulate, out_dir=out_dir)
+    record = report.to_dict()
     if as_json:
         print_json(record)
         return
@@ -192,9 +177,7 @@ def calibrate_cmd(
     \b
       gpuplan calibrate probes/*.json
     """
-    from ..sim.probe import calibrate, read_record
-
-    report = calibrate([read_record(path) for path in records])
+    report = api.calibrate(records).to_dict()
     fmt = resolve_format(fmt, as_json)
     rows = []
     for r in report["records"]:

@@ -7,8 +7,8 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
+from .. import api
 from ..errors import GpuplanError
-from ..scenario import load_scenario
 from .app import option, overrides, print_json, scenario_command, short
 from .render import bullet, err, out
 
@@ -33,9 +33,7 @@ def estimate_cmd(scenario: str | None = None, as_json: bool = False, check: bool
       gpuplan estimate examples/lora-llama-8b.yaml --micro-batch-size 8 --json
       gpuplan estimate --model qwen2.5-7b --task infer --gpu l40s --check && echo fits
     """
-    from ..api import estimate
-
-    result = estimate(load_scenario(scenario, overrides(fields)))
+    result = api.estimate(api.load_scenario(scenario, overrides(fields)))
     if check and result.memory.fits is None:
         raise GpuplanError("--check needs a GPU to check against: add --gpu (e.g. --gpu rtx-4090)")
     if as_json:

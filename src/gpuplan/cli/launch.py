@@ -12,8 +12,8 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from ..errors import GpuplanError
-from ..scenario import load_scenario
+from .. import api
+from ..errors import GpuplanError, no_control
 from .app import overrides, print_json, scenario_command
 from .render import out
 
@@ -42,24 +42,22 @@ def launch_cmd(scenario: str | None = None, as_json: bool = False, target: list[
       gpuplan launch --model llama-3.1-8b --task train --method qlora --gpu rtx-4090 --target trainer --target torchrun
       gpuplan launch --model llama-3.1-8b --task infer --engine vllm --gpu l40s --batch-size 16 --target vllm -o -
     """
-    from ..errors import no_control
-    from ..launchers import check_target_names, launch_plan, output_folder
-
-    check_target_names(target)  # a misspelt target is said before the plan's own problems
-    if output != "-":
-        output_folder(output, "-o")  # a bad folder name is said before the plan is made
+    api.check_launch(target or (), output, flag="-o")  # said before the scenario's and the plan's own problems
     if scenario is not None:
         no_control(scenario, "the scenario file")  # its name is in the header of every file
     for name, value in fields.items():  # before a file they name is opened
         if isinstance(value, str):
             no_control(value, f"--{name.replace('_', '-')}")
-    s = load_scenario(scenario, overrides(fields))
+    if script is not None:
+        no_control(script, "--script")
+    s = api.load_scenario(scenario, overrides(fields))
     if smoke:
         smoke_run(s, target, output, as_json)
         return
-    opts = launch_options(s.dataset, script, bucket)  # the scenario's dataset (--dataset) is what the files train on
-    plan = launch_plan(s, command=command_line(), visible_devices=parse_devices(visible_devices, s.num_gpus))
-    write_launch(plan, target, opts, output, force, as_json)
+    report = api.launch(s, targets=target or (), folder=output, force=force, dataset=s.dataset, script=script,
+                        bucket=bucket, visible_devices=parse_devices(visible_devices, s.num_gpus),
+                        command=command_line())
+    show_launch(report, output, as_json)
 
 
 def smoke_run(s, names, output: str, as_json: bool) -> None:
@@ -96,24 +94,15 @@ def smoke_run(s, names, output: str, as_json: bool) -> None:
         raise typer.Exit(1)
 
 
-def launch_setup(setups: list, n: int, have: tuple[tuple[str, int], ...], output: str, as_json: bool) -> None:
+def launch_setup(setups: list, n: int, have: tuple[str, ...], output: str, as_json: bool) -> None:
     """``recommend --launch N``: the files of the N-th setup, on its offer (or the user's own cards)."""
-    from ..launchers import launch_plan
-
     if not 1 <= n <= len(setups):
         raise GpuplanError(f"--launch {n}: the recommendation lists {len(setups)} setup(s); pick one of 1 to "
                            f"{len(setups)}" if setups else "--launch: no setup fits, so there is nothing to launch")
-    x = setups[n - 1]
-    if x.owned:
-        owned = dict(have).get(x.gpu_id, x.num_gpus)
-        plan = launch_plan(x.scenario, command=command_line(), owned_usd_per_hour=x.usd_per_hour,
-                           visible_devices=tuple(range(x.num_gpus)) if owned > x.num_gpus else None,
-                           keep_micro_batch=True)
-    else:
-        plan = launch_plan(x.scenario, command=command_line(), offer_label=x.offer, keep_micro_batch=True)
-    write_launch(plan, None, launch_options(x.scenario.dataset), output, False, as_json)
-    if not as_json and not plan.owned:
-        out.print(Text(f"other targets or options (--target, --bucket, --dataset): {plan.launch_command()}",
+    report = api.ranked_launch(setups[n - 1], have=have, folder=output, command=command_line())
+    show_launch(report, output, as_json)
+    if not as_json and not report.said["owned"]:
+        out.print(Text(f"other targets or options (--target, --bucket, --dataset): {report.said['again']}",
                        style="dim"), highlight=False, soft_wrap=True)
 
 
@@ -134,37 +123,14 @@ def parse_devices(text: str | None, num_gpus: int) -> tuple[int, ...] | None:
     return devices
 
 
-def launch_options(dataset: str | None = None, script: str | None = None, bucket: str | None = None):
-    from ..launchers import LaunchOptions
-
-    kwargs = {"bucket": bucket}
-    if dataset:
-        kwargs["dataset"] = dataset
-    if script:
-        from ..errors import echo, no_control
-
-        no_control(script, "--script")
-        try:
-            kwargs["script"] = tuple(shlex.split(script))
-        except ValueError as err:  # shlex: an unclosed quote
-            raise GpuplanError(f"--script {echo(script)} is not a command line: {err}") from None
-    return LaunchOptions(**kwargs)
-
-
-def write_launch(plan, names, opts, output: str, force: bool, as_json: bool) -> None:
-    """Write (or, with ``-o -``, print) the files of ``names`` (every target that applies when empty)."""
+def show_launch(report, output: str, as_json: bool) -> None:
+    """The files written (or, with ``-o -``, printed), then what every file opens with and the next step."""
     from pathlib import Path
 
-    from ..api import write_plan
-    from ..launchers import launch_files
-
-    chosen = [n for text in names or () for n in text.split(",") if n.strip()]
     if output == "-":
-        files = launch_files(plan, chosen, opts)
-        for f in files:
-            sys.stdout.write(f"# ===== {f.name} ({f.target}) =====\n{f.text}\n")
+        for name, target, text in report.printed:
+            sys.stdout.write(f"# ===== {name} ({target}) =====\n{text}\n")
         return
-    report = write_plan(plan, chosen, opts, output, force)
     if as_json:
         print_json(report)
         return
@@ -174,11 +140,11 @@ def write_launch(plan, names, opts, output: str, force: bool, as_json: bool) -> 
     for f in report.files:
         table.add_row(Path(f.path).name, f.target, f.read_by)
     out.print(table)
-    for line in plan.header()[2:]:
+    for line in report.said["header"][2:]:
         out.print(Text(line, style="dim"), highlight=False)
     names = {Path(f.path).name for f in report.files}
     if "sky.yaml" in names:
-        how = "sky jobs launch" if plan.train and plan.spot is not None else "sky launch -c gpuplan"
+        how = "sky jobs launch" if report.said["train"] and report.said["spot"] else "sky launch -c gpuplan"
         out.print(f"next: cd {shlex.quote(output)} && {how} sky.yaml", highlight=False)
     for script in ("accelerate-launch.sh", "vllm-serve.sh", "torchrun.sh", "tune-run.sh", "torchtitan-run.sh",
                    "axolotl-train.sh", "unsloth-run.sh"):

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict
 from typing import Annotated, Any
 
 import typer
 from rich.text import Text
 
+from .. import api
 from ..errors import GpuplanError
-from ..plan.gpus import cheapest_rentals
-from ..plan.gpus import gpu_row as _gpu_row
-from ..scenario import load_scenario
 from .app import JsonFlag, app, option, overrides, print_json, scenario_command, short
 from .render import FORMAT_HELP, Column, FormatOption, FormatValue, bullet, err, num, out, resolve_format, show, usd
 
@@ -20,7 +17,7 @@ from .render import FORMAT_HELP, Column, FormatOption, FormatValue, bullet, err,
 gpus_app = typer.Typer(help="The GPU catalog: dense TFLOPS, memory, bandwidth, NVLink, power, rental price.",
                        rich_markup_mode=None, no_args_is_help=False, pretty_exceptions_enable=False)
 app.add_typer(gpus_app, name="gpus")
-GPU_SORT = ("memory", "bandwidth", "bf16", "fp8", "tdp", "msrp", "usd_per_gb", "rent", "usd_per_tflop", "name")
+GPU_SORT = api.GPU_SORT
 
 
 @gpus_app.callback(invoke_without_command=True)
@@ -39,22 +36,8 @@ def gpus_cmd(
     cards side by side."""
     if ctx.invoked_subcommand:
         return
-    from ..hardware import gpus
-
-    if sort not in GPU_SORT:
-        raise GpuplanError(f"--sort must be one of {', '.join(GPU_SORT)}, got {sort!r}")
-    if not math.isfinite(min_memory) or min_memory < 0:
-        raise GpuplanError(f"--min-memory must be a number of GiB >= 0, got {min_memory}")
-    rentals = cheapest_rentals()
-    rows = [_gpu_row(g, rentals.get(g.id)) for g in gpus().values()]
-    rows = [r for r in rows if r["memory_gib"] >= min_memory and (not nvlink or r["nvlink_gbs"])
-            and (not vendor or r["vendor"].lower() == vendor.lower())
-            and (not segment or r["segment"] == segment.lower())]
-    field = {"memory": "memory_gib", "bandwidth": "bandwidth_gbs", "bf16": "bf16_tflops", "fp8": "fp8_tflops",
-             "tdp": "tdp_w", "msrp": "msrp_usd", "rent": "rent_usd_per_hour",
-             "usd_per_tflop": "usd_per_tflop_hour"}.get(sort, sort)
-    rows.sort(key=lambda r: (r[field] is None, r[field] or 0) if field != "name" else (False, r["id"]),
-              reverse=reverse)
+    rows = api.gpus(vendor=vendor, segment=segment, min_memory=min_memory, nvlink=nvlink, sort=sort,
+                    reverse=reverse)
     for r in rows:
         r["short"] = short(r["id"])
     f0, f1 = num(), num("{:,.1f}")
@@ -82,25 +65,11 @@ def gpus_compare(
 ) -> None:
     """Side by side, with dense figures, and where the usual marketing numbers differ (2:4 sparsity doubles
     them; GeForce FP16 with FP16 accumulate runs at twice the FP32-accumulate rate frameworks use)."""
-    from ..hardware import resolve_gpu
-
-    resolved = [resolve_gpu(n) for n in names]  # every name checked before anything is printed
-    cards = [card for card, _ in resolved]
-    for _, note in resolved:
-        if note:
-            bullet(note, prefix="note: ", style="yellow", stream=err)
-    rentals = cheapest_rentals()
-    rows = [_gpu_row(g, rentals.get(g.id)) for g in cards]
-    notes = {}
-    for g in cards:
-        half = g.dense_tflops.get("fp16_tensor_fp16acc")
-        bf16 = g.peak_tflops("bf16")
-        text = []
-        if bf16:
-            text.append(f"datasheets with 2:4 sparsity say {2 * bf16:,.0f} bf16 TFLOPS")
-        if half:
-            text.append(f"FP16 with FP16 accumulate {half:,.0f}, but PyTorch accumulates in FP32: {bf16:,.0f}")
-        notes[g.id] = "; ".join(text)
+    said: list[str] = []
+    rows = api.gpus_compare(names, said)
+    for note in said:
+        bullet(note, prefix="note: ", style="yellow", stream=err)
+    notes = {r["id"]: r["marketing_note"] for r in rows}
     labels = [("memory (GiB)", "memory_gib", "{:,.0f}"), ("usable (GiB)", "usable_gib", "{:,.1f}"),
               ("bandwidth (GB/s)", "bandwidth_gbs", "{:,.0f}"), ("bf16 dense TFLOPS", "bf16_tflops", "{:,.1f}"),
               ("fp8 dense TFLOPS", "fp8_tflops", "{:,.1f}"), ("fp4 dense TFLOPS", "fp4_tflops", "{:,.1f}"),
@@ -112,10 +81,9 @@ def gpus_compare(
     table_rows = [{"figure": label, **{f"c{i}": None if r[key] is None else spec.format(r[key])
                                        for i, r in enumerate(rows)}} for label, key, spec in labels]
     columns = [Column("figure", "", priority=0),
-               *(Column(f"c{i}", short(g.id), align="right", priority=0) for i, g in enumerate(cards))]
+               *(Column(f"c{i}", short(r["id"]), align="right", priority=0) for i, r in enumerate(rows))]
     show(table_rows, columns, resolve_format(fmt, as_json), title="dense figures (TFLOPS = 1e12 FLOP/s, no sparsity)",
-         notes=[f"{g.name}: {notes[g.id]}" for g in cards if notes[g.id]],
-         json_data=[{**r, "marketing_note": notes[r["id"]]} for r in rows])
+         notes=[f"{r['name']}: {notes[r['id']]}" for r in rows if notes[r["id"]]], json_data=rows)
 
 
 # ---- cost -------------------------------------------------------------------------------------------
@@ -137,9 +105,7 @@ def cost_cmd(scenario: str | None = None, as_json: bool = False, catalog: list[s
       gpuplan cost examples/lora-llama-8b.yaml --pricing any --format csv
       gpuplan cost --model qwen2.5-7b --task infer --engine vllm --discount runpod=0.85
     """
-    from .. import api
-
-    s = load_scenario(scenario, overrides(fields))
+    s = api.load_scenario(scenario, overrides(fields))
     discounts = {}
     for item in discount or []:
         provider, _, factor = item.partition("=")
@@ -224,12 +190,6 @@ scenario_command(
     option("fmt", FormatValue, None, FORMAT_HELP, param_decls=("--format",)))
 
 
-def _finite(name: str, value: float, low: float, high: float) -> float:
-    if not (value == value and low <= value <= high):
-        raise GpuplanError(f"--{name.replace('_', '-')} must be between {low:g} and {high:g}, got {value}")
-    return value
-
-
 @app.command("buy")
 def buy_cmd(
     gpu: Annotated[str, typer.Argument(help="The card(s) to buy: 4090, 2x4090, a6000, 'rtx 6000 ada'...")],
@@ -258,55 +218,24 @@ def buy_cmd(
       gpuplan buy 2x4090 --price 1800 --host-usd 1200 --host-w 150 --hours 3000
       gpuplan buy 3090 --price 700 --hours 500
     """
-    from dataclasses import asdict
-
-    from ..hardware import load_gpu
-    from ..market.cost import buy_vs_rent
-    from ..plan.recommend import parse_have
-
-    gpu_id, parsed = parse_have(gpu)
-    card = load_gpu(gpu_id)
-    if count is not None and count > 1024:
-        raise GpuplanError(f"--count must be between 1 and 1,024, got {count}")
-    n = count or parsed
-    for name, value, low, high in (("hours", hours, 1, 1e6), ("usd_per_kwh", usd_per_kwh, 0, 10), ("pue", pue, 1, 3),
-                                   ("utilization", utilization, 0.01, 1), ("host_usd", host_usd, 0, 1e7),
-                                   ("host_w", host_w, 0, 1e5)):
-        _finite(name, value, low, high)
-    if price is not None:
-        _finite("price", price, 1, 1e7)
-    per_card = price if price is not None else card.msrp_usd
-    if not per_card or not card.tdp_w:
-        raise GpuplanError(f"{card.name} has no public launch price in the catalog: give what you would pay with "
-                           "--price USD (per card)")
-    rentals = cheapest_rentals()
-    if card.id not in rentals:
-        raise GpuplanError(f"no recent on-demand rental of {card.name} in force to compare with (`gpuplan prices "
-                           f"--gpu {short(card.id)}`; `gpuplan prices update`)")
-    cheapest = rentals[card.id]
-    b = buy_vs_rent(per_card, card.tdp_w, n, cheapest.usd_per_gpu_hour * n, hours, usd_per_kwh=usd_per_kwh, pue=pue,
-                    utilization=utilization, host_usd=host_usd, host_w=host_w)
-    notes = [] if price is not None else [f"priced at launch MSRP ${per_card:,.0f}; pass --price for today's "
-                                          "new or used price"]
-    if pue == 1.0:
-        notes.append("PUE 1.0: a PC at home has no cooling plant; pass --pue 1.4 for a rack in a data centre")
+    b = api.buy(gpu, count=count, price=price, host_usd=host_usd, host_w=host_w, hours=hours,
+                usd_per_kwh=usd_per_kwh, pue=pue, utilization=utilization)
     if as_json:
-        print_json({**asdict(b), "rental": f"{cheapest.provider} {cheapest.gpu_count}x on_demand", "gpu_id": card.id,
-                    "num_gpus": n, "card_usd": per_card, "rental_observed_at": str(cheapest.observed_at),
-                    "notes": notes})
+        print_json(b)
         return
-    out.print(f"buy {n}x {card.name}: ${b.purchase_usd:,.0f} (cards ${per_card:,.0f} each"
+    x, n = b.said, b.num_gpus
+    out.print(f"buy {n}x {x['card_name']}: ${b.purchase_usd:,.0f} (cards ${b.card_usd:,.0f} each"
               + (f" + host ${host_usd:,.0f}" if host_usd else "") + f") + ${b.power_usd_per_hour:.3f}/h of power "
-              f"({n} x {card.tdp_w:.0f} W x {utilization:.0%}" + (f" + {host_w:.0f} W" if host_w else "")
+              f"({n} x {x['tdp_w']:.0f} W x {utilization:.0%}" + (f" + {host_w:.0f} W" if host_w else "")
               + f", PUE {pue}, ${usd_per_kwh}/kWh)", highlight=False)
-    out.print(f"rent: {cheapest.provider} {n}x at ${b.rent_usd_per_hour:.2f}/h "
-              f"({n} x ${cheapest.usd_per_gpu_hour:.2f}; "
-              f"price {cheapest.age_days()} days old, {cheapest.confidence} confidence)", highlight=False)
+    out.print(f"rent: {x['provider']} {n}x at ${b.rent_usd_per_hour:.2f}/h "
+              f"({n} x ${x['rent_usd_per_gpu_hour']:.2f}; "
+              f"price {x['age_days']} days old, {x['confidence']} confidence)", highlight=False)
     if b.break_even_hours:
         out.print(Text(f"break-even after {b.break_even_hours:,.0f} hours of use; over {hours:,.0f} h: buy "
                        f"${b.buy_total_usd:,.0f} vs rent ${b.rent_total_usd:,.0f} -> ")
                   + Text("buy" if b.buy_total_usd < b.rent_total_usd else "rent", style="bold"))
     else:
         out.print("renting costs less per hour than the power to run your own cards: rent")
-    for note in notes:
+    for note in b.notes:
         out.print(Text(note, style="dim"), highlight=False)

@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-import math
 from typing import Annotated
 
 import typer
 from rich.table import Table
 from rich.text import Text
 
-from ..errors import GpuplanError
-from ..model.catalog import bundled, load_model
-from ..model.report import human_count, model_facts, model_summary
+from .. import api
+from ..result import human_count
 from .app import JsonFlag, app, print_json
 from .render import Column, FormatOption, err, num, out, resolve_format, show
 
-SORT_KEYS = ("name", "params", "active", "layers", "hidden", "context", "family")
+SORT_KEYS = api.MODEL_SORT
 
 
 @app.command("models")
@@ -44,25 +42,8 @@ def models_cmd(
       gpuplan models --family qwen2 --sort params
       gpuplan models --moe --sort active --format csv
     """
-    if sort not in SORT_KEYS:
-        raise GpuplanError(f"--sort must be one of {', '.join(SORT_KEYS)}, got {sort!r}")
-    for name, value in (("--min-params", min_params), ("--max-params", max_params)):
-        if value is not None and not (math.isfinite(value) and value >= 0):
-            raise GpuplanError(f"{name} takes a number of billions >= 0, got {value}")
-    rows = [model_summary(load_model(repo), repo) for repo in bundled()]
-    if family:
-        rows = [r for r in rows if r["family"].lower() == family.lower()]
-    if search:
-        rows = [r for r in rows if search.lower() in r["name"].lower()
-                or any(search.lower() in n.lower() for n in r["names"])]
-    if moe is not None:
-        rows = [r for r in rows if r["moe"] == moe]
-    rows = [r for r in rows if r["params_total"] >= min_params * 1e9
-            and (max_params is None or r["params_total"] <= max_params * 1e9)]
-    field = {"params": "params_total", "active": "params_active", "layers": "num_layers", "hidden": "hidden_size",
-             "context": "max_context"}.get(sort, sort)
-    rows.sort(key=lambda r: (r[field] is None, r[field] or 0) if field not in ("name", "family")
-              else str(r[field]).lower(), reverse=reverse)
+    rows = api.models(family=family, search=search, moe=moe, min_params=min_params, max_params=max_params,
+                      sort=sort, reverse=reverse)
     for r in rows:
         r["short"] = r["names"][0] if r["names"] else r["name"].split("/", 1)[-1]
         r["active_if_moe"] = r["params_active"] if r["moe"] else None
@@ -100,7 +81,7 @@ def model_cmd(
     Example: gpuplan model llama-3.1-8b --json (also: gpuplan model meta-llama/Llama-3.1-8B-Instruct, or the
     path of a config.json)
     """
-    facts = model_facts(load_model(name))
+    facts = api.model(name)
     if as_json:
         print_json(facts)
         return

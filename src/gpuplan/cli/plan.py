@@ -8,10 +8,9 @@ from typing import Annotated, Any
 import typer
 from rich.text import Text
 
+from .. import api
 from ..errors import GpuplanError
-from ..hardware import gpus
-from ..model.report import human_count
-from ..scenario import load_scenario
+from ..result import human_count
 from .app import JsonFlag, app, option, overrides, print_json, scenario_command, short
 from .render import FORMAT_HELP, Column, FormatOption, FormatValue, bullet, err, num, out, resolve_format, show, usd
 
@@ -44,8 +43,6 @@ def recommend_cmd(scenario: str | None = None, as_json: bool = False, budget_usd
       gpuplan recommend examples/lora-llama-8b.yaml --gpus a100-80gb,h100,l40s --max-gpus 1 --per-gpu
       gpuplan recommend examples/lora-llama-8b.yaml --pricing spot --launch 1 --launch-dir run/
     """
-    from .. import api
-
     try:
         headroom = float(min_headroom.rstrip("%")) / (100 if min_headroom.endswith("%") or
                                                        float(min_headroom.rstrip("%")) > 1 else 1)
@@ -53,7 +50,7 @@ def recommend_cmd(scenario: str | None = None, as_json: bool = False, budget_usd
         raise GpuplanError(f"--min-headroom takes a percentage like 10%, got {min_headroom!r}") from None
     if not (math.isfinite(headroom) and 0 <= headroom < 1):
         raise GpuplanError(f"--min-headroom must be between 0% and 100%, got {min_headroom!r}")
-    s = load_scenario(scenario, overrides(fields))
+    s = api.load_scenario(scenario, overrides(fields))
     result = api.recommend(s, budget_usd=budget_usd, deadline_hours=deadline_hours, max_gpus=max_gpus,
                            gpus=(gpus or "").split(","), providers=(providers or "").split(","), have=have or (),
                            min_headroom=headroom, objective=objective, top=top, any_method=any_method,
@@ -77,9 +74,7 @@ def recommend_cmd(scenario: str | None = None, as_json: bool = False, budget_usd
 
         if not as_json:
             render_recommendation(s, result)
-        from ..plan.recommend import parse_have
-
-        launch_setup(listed, launch, tuple(parse_have(h) for h in have or ()), launch_dir, as_json)
+        launch_setup(listed, launch, tuple(have or ()), launch_dir, as_json)
         return
     if fmt == "json":
         print_json(result)  # its fewest_line field holds the headline
@@ -217,24 +212,11 @@ def table_cmd(
     all linear layers, micro-batch 1 x 4,096 tokens, full checkpointing. Device peak in GB (10^9 bytes, as the
     guide writes). Re-run any cell with gpuplan estimate.
     """
-    from dataclasses import asdict
-
-    from ..plan.table import guide_table
-
     fmt = resolve_format(fmt, as_json, markdown)
-    rows = guide_table(catalogs=tuple(catalog or ()), cheapest=cheapest)
+    table = api.table(catalogs=tuple(catalog or ()), cheapest=cheapest)
+    rows = table.cells
     if fmt == "json":
-        data = []
-        for r in rows:
-            raw = {k: v for k, v in asdict(r).items() if k not in ("serve", "qlora")}
-            for key in ("serve", "qlora"):
-                best = getattr(r, key).setups[0] if getattr(r, key) and getattr(r, key).setups else None
-                raw[key] = None if best is None else {
-                    "gpu": best.gpu_id, "num_gpus": best.num_gpus, "strategy": best.strategy,
-                    "techniques": best.techniques, "offer": best.offer, "usd_per_hour": best.usd_per_hour,
-                    "device_peak_gib": best.device_peak_gib}
-            data.append(raw)
-        print_json(data)
+        print_json(table)
         return
     gb = 2**30 / 1e9
     notes: list[str] = []
@@ -292,9 +274,6 @@ def fit_cmd(scenario: str | None = None, as_json: bool = False, gpu: str = "", s
       gpuplan fit --gpu rtx-4090 --engine vllm --prompt-tokens 8192
       gpuplan fit --gpu 8xh100-sxm --task train --method full --seq-len 4096 --format csv
     """
-    from .. import api
-    from ..model.catalog import short_names
-
     report = api.fit(gpu, scenario, **overrides(fields))
     rows, count = report.rows, report.num_gpus
     fmt = resolve_format(fmt, as_json)
@@ -302,7 +281,7 @@ def fit_cmd(scenario: str | None = None, as_json: bool = False, gpu: str = "", s
         print_json(report)
         return
     shown = rows if show_all or fmt != "table" else [r for r in rows if r.fits]
-    names = short_names()
+    names = api.short_names()
     data = []
     for r in shown:
         data.append({**r.__dict__, "name": (names.get(r.model) or [r.model.split("/", 1)[-1]])[0],
@@ -325,7 +304,7 @@ def fit_cmd(scenario: str | None = None, as_json: bool = False, gpu: str = "", s
             object.__setattr__(c, "priority", 0)
     hidden = len(rows) - len(shown)
     show(data, [c for c in columns if c], fmt,
-         title=f"{report.fitting} of {len(rows)} bundled models fit {count} x {gpus()[report.gpu_id].name}",
+         title=f"{report.fitting} of {len(rows)} bundled models fit {count} x {api.gpu_name(report.gpu_id)}",
          notes=[f"{hidden} more do not fit even with changes on these cards; --all lists them"] if hidden else [])
 
 

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from ..errors import GpuplanError
+from ..errors import GpuplanError, echo
 from .app import app
 from .render import err, out
 
@@ -44,6 +44,8 @@ def serve_cmd(
     except ImportError as e:
         raise GpuplanError(f"gpuplan serve needs the web extra ({e.name} is missing): pip install 'gpuplan[web]'") \
             from None
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host  # [::1] as URLs write it
+    listenable(host, port)
     if host not in LOCAL:
         err.print(Text("warning:", style="yellow") + f" binding {host} exposes gpuplan to your network: anyone who "
                   f"reaches port {port} can use it (there is no login); bind 127.0.0.1 to keep it on this machine",
@@ -58,3 +60,27 @@ def serve_cmd(
         threading.Timer(1.0, webbrowser.open, args=(url,)).start()
     uvicorn.run(create_app(hub=hub, host=host), host=host, port=port, log_level="warning",
                 timeout_graceful_shutdown=2, limit_concurrency=CONNECTIONS)
+
+
+def listenable(host: str, port: int) -> None:
+    """One sentence unless this machine can listen on ``host:port`` now (checked as uvicorn binds: the first
+    address ``host`` resolves to, ``SO_REUSEADDR``): a port in use or privileged, an address not of this machine,
+    a name that does not resolve; uvicorn itself would print its own error and exit 3 after "serving" was said."""
+    import socket
+
+    if not host.strip():
+        raise GpuplanError("--host is blank: give the address to listen on (127.0.0.1 keeps the page on this "
+                           "machine, 0.0.0.0 opens it to your network)")
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port,
+                                                             type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+    except (OSError, UnicodeError) as e:
+        raise GpuplanError(f"--host {echo(host)} is not an address this machine can listen on "
+                           f"({getattr(e, 'strerror', None) or e})") from None
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as e:
+            raise GpuplanError(f"cannot listen on {echo(host)} port {port}: {e.strerror or e}; choose another "
+                               "--port (or --host)") from None

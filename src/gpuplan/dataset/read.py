@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import GpuplanError
-from ..userfiles import MAX_LINE_BYTES, csv_records, json_lines, load_json
+from ..userfiles import MAX_LINE_BYTES, csv_records, json_lines, load_json, user_path
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")  # org/name
 FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".parquet": "parquet", ".csv": "csv"}
@@ -29,7 +29,7 @@ PROGRESS_EVERY_S = 1.0
 
 def dataset_format(source: str) -> str:
     """``jsonl``, ``json``, ``parquet``, ``csv`` for a file (by its suffix), ``hub`` for a Hugging Face id."""
-    path = Path(source).expanduser()
+    path = user_path(source)
     suffix = path.suffix.lower()
     if path.is_file():
         if suffix not in FORMATS:
@@ -47,7 +47,7 @@ def dataset_format(source: str) -> str:
 def count_records(source: str, fmt: str) -> int | None:
     """The number of records without parsing them, where that is cheap (JSON Lines: non-blank lines; Parquet:
     the footer's row count); None otherwise."""
-    path = Path(source).expanduser()
+    path = user_path(source)
     if fmt == "jsonl":  # in bounded pieces: a line longer than MAX_LINE_BYTES is refused when it is read
         with path.open("rb") as f:
             return sum(1 for line in iter(lambda: f.readline(MAX_LINE_BYTES), b"") if line.strip())
@@ -58,7 +58,7 @@ def count_records(source: str, fmt: str) -> int | None:
 
 def records(source: str, fmt: str) -> Iterator[dict[str, Any]]:
     """Every record of ``source`` as a dict, in file order."""
-    path = Path(source).expanduser()
+    path = user_path(source)
     if fmt == "jsonl":
         yield from _jsonl(path)
     elif fmt == "json":

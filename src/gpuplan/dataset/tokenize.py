@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import GpuplanError
-from ..userfiles import load_json, parse_json, read_text
+from ..userfiles import load_json, parse_json, read_text, user_path
 
 EOS_NAMES = ("<|im_end|>", "<|eot_id|>", "<|end_of_text|>", "<|endoftext|>", "</s>", "<eos>", "<|end|>", "[SEP]")
 
@@ -57,7 +57,7 @@ def _token_text(value: Any) -> str | None:
 
 def _find(name: str) -> Path | None:
     """``tokenizer.json`` of a path, or of a repo in the local Hugging Face cache (never downloaded)."""
-    path = Path(name).expanduser()
+    path = user_path(name)
     if path.is_file():
         return path
     if path.is_dir():
@@ -112,7 +112,7 @@ def _settings(path: Path, name: str) -> dict[str, Any]:
     cfg_path: Path | None = path.with_name("tokenizer_config.json")
     if not cfg_path.is_file():
         cfg_path = None
-        if "/" in name and not Path(name).expanduser().exists():
+        if "/" in name and not user_path(name).exists():
             from huggingface_hub import try_to_load_from_cache
 
             found = try_to_load_from_cache(name, "tokenizer_config.json")

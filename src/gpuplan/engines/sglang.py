@@ -260,7 +260,7 @@ class Sglang(Engine):
         e.preallocated = budget * GIB
         kv = pool(s, sm)
         e.extra.update(max_concurrency=kv.max_concurrency, max_context_tokens=kv.kv_tokens,
-                       kv_cache_pool_gib=sm.kv_pool_gib, engine=_engine_dict(s, sm))
+                       kv_cache_pool_gib=sm.kv_pool_gib, engine=_engine_dict(s, sm), kv_pool=kv, startup=sm)
         e.assumptions.append(
             f"SGLang: mem_fraction_static {sm.mem_fraction_static} of {sm.total_gib:.1f} GiB free at start, pool of "
             f"{sm.kv_tokens:,} tokens at {cell:,.0f} B each, chunked_prefill_size {sm.chunked_prefill_size:,}, "

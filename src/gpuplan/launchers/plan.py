@@ -10,30 +10,28 @@ this object.
 from __future__ import annotations
 
 import datetime as dt
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import __version__, clock
-from .. import overheads as oh
+from .. import clock
+from .._version import __version__
 from ..errors import no_control
 from ..hardware import GpuSpec
-from ..market.cost import SpotPlan, checkpoint_bytes, dataset_gb
+from ..market.cost import SpotPlan
 from ..market.offers import Offer
 from ..model.spec import ModelSpec
-from ..plan.launch import runnable
+from ..plan.launch import run_of, runnable
 from ..plan.plan import Plan
 from ..plan.recipe import Recipe
 from ..scenario import Scenario, scenario_from
 from ..speed import Speed
-from .settings import pip_packages
-
-GB = 1e9
+from .settings import AXOLOTL_VERSION, TESTED, TORCHTITAN_VERSION, UNSLOTH_VERSION, backend
 
 
 @dataclass(frozen=True, kw_only=True)
 class LaunchPlan:
-    """One setup to run and the numbers predicted for it (per GPU unless named otherwise)."""
+    """One setup to run and the numbers predicted for it (per GPU unless named otherwise), each read off the plan
+    (:func:`gpuplan.plan.launch.run_of`)."""
 
     scenario: Scenario
     command: str  # the gpuplan command (or API call) that produced the plan
@@ -51,26 +49,25 @@ class LaunchPlan:
     visible_devices: tuple[int, ...] | None = None  # CUDA_VISIBLE_DEVICES when the plan uses some of the cards
     written_on: dt.date
     recipe: Recipe | None = None  # training: batch, lr, schedule, steps, checkpoints (gpuplan.plan.recipe)
+    setup_label: str  # the setup in one line (cards, layout or engine, offer)
+    max_steps: int | None = None  # optimizer steps that process train_tokens
+    save_steps: int | None = None  # optimizer steps between checkpoints (None: only the final save)
+    checkpoint_gb: float = 0.0  # one resumable checkpoint (weights and optimizer states), GB
+    weights_gb: float = 0.0  # the checkpoint as downloaded from the hub, GB
+    disk_gb: int = 0  # disk to ask for, GB
 
     @classmethod
     def of(cls, plan: Plan, *, command: str, visible_devices: tuple[int, ...] | None, written_on: dt.date
            ) -> LaunchPlan:
-        """The launch files' view of ``plan``: its scenario, model and card as resolved, its speed, the offer it is
-        priced on and its cost (hours and total for a training run of ``train_tokens``), its spot plan and recipe."""
-        r, cost = plan.setup, plan.cost
-        s = r.scenario
-        owned = plan.offer is not None and plan.offer.pricing == "owned"
-        whole_run = s.task == "train" and bool(s.train_tokens)
-        if cost is not None:
-            per_hour, hours, usd = cost.usd_per_hour, *((cost.hours, cost.usd_total) if whole_run else (None, None))
-        else:
-            spot = plan.spot
-            per_hour, usd = None, None
-            hours = (spot.wall_h if spot else plan.work_hours) if whole_run else None
-        return cls(scenario=s, command=command, result=plan, model=r.model, gpu=r.gpu, speed=plan.speed,
-                   offer=None if owned else plan.offer, offer_label=cost.offer if cost and not owned else None,
-                   owned=owned, usd_per_hour=per_hour, hours=hours, usd_total=usd, spot=plan.spot,
-                   visible_devices=visible_devices, written_on=written_on, recipe=plan.typed_recipe)
+        """The launch files' view of ``plan``: its scenario, model and card as resolved, its speed, its run
+        (:func:`gpuplan.plan.launch.run_of`: the offer, cost, steps, checkpoints, disk), its spot plan and recipe."""
+        r, run = plan.setup, run_of(plan)
+        return cls(scenario=r.scenario, command=command, result=plan, model=r.model, gpu=r.gpu, speed=plan.speed,
+                   offer=run.offer, offer_label=run.offer_label, owned=run.owned, usd_per_hour=run.usd_per_hour,
+                   hours=run.hours, usd_total=run.usd_total, spot=plan.spot, visible_devices=visible_devices,
+                   written_on=written_on, recipe=plan.typed_recipe, setup_label=run.label, max_steps=run.max_steps,
+                   save_steps=run.save_steps, checkpoint_gb=run.checkpoint_gb, weights_gb=run.weights_gb,
+                   disk_gb=run.disk_gb)
 
     @property
     def inputs(self) -> dict[str, str]:
@@ -106,70 +103,6 @@ class LaunchPlan:
     @property
     def num_nodes(self) -> int:
         return self.scenario.num_nodes if self.train else 1
-
-    @property
-    def tokens_per_step(self) -> int:
-        """Tokens one optimizer step consumes: micro-batch x sequence x accumulation x data-parallel ranks."""
-        s = self.scenario
-        return s.micro_batch_size * s.seq_len * s.grad_accum_steps * s.dp
-
-    @property
-    def max_steps(self) -> int | None:
-        """Optimizer steps that process ``train_tokens`` (rounded up); None without ``train_tokens``."""
-        if not self.train or not self.scenario.train_tokens:
-            return None
-        if self.recipe is not None and self.recipe.steps is not None:
-            return self.recipe.steps
-        return math.ceil(self.scenario.train_tokens / self.tokens_per_step)
-
-    @property
-    def save_steps(self) -> int | None:
-        """Optimizer steps between checkpoints: the spot plan's Daly interval over the predicted step time
-        (at least 1); on demand, the recipe's (Daly's interval for hardware failures), None when that is longer
-        than the run; the scenario's ``save_interval`` when it sets one (its saves are priced in the time)."""
-        if not self.train:
-            return None
-        if self.scenario.save_interval:
-            return self.scenario.save_interval
-        if self.spot is None:
-            return self.recipe.save_steps if self.recipe is not None else None
-        return max(1, math.floor(self.spot.interval_h * 3600 / self.speed.step_time_s))
-
-    @property
-    def checkpoint_gb(self) -> float:
-        """Size of one resumable checkpoint (weights and optimizer states), GB."""
-        trainable = self.result.model.params_trainable
-        return checkpoint_bytes(self.scenario, self.model, trainable) / GB if self.train else 0.0
-
-    @property
-    def weights_gb(self) -> float:
-        """The checkpoint as downloaded from the hub, GB."""
-        return sum(self.model.weight_bytes().values()) / GB
-
-    @property
-    def disk_gb(self) -> int:
-        """Disk to ask for: the downloaded weights, ``CHECKPOINTS_KEPT`` resumable checkpoints and the final
-        save (counted as one more checkpoint, an upper bound), the dataset (``dataset_gb``, else 4 bytes per
-        train token: :func:`gpuplan.market.cost.dataset_gb`), and an allowance for the software
-        (:data:`gpuplan.overheads.LAUNCH_SOFTWARE_GB`), rounded up to 10 GB."""
-        need = self.weights_gb + oh.LAUNCH_SOFTWARE_GB + dataset_gb(self.scenario)
-        if self.train:
-            need += (oh.CHECKPOINTS_KEPT + 1) * self.checkpoint_gb
-        return int(math.ceil(need / 10) * 10)
-
-    @property
-    def setup_label(self) -> str:
-        s = self.scenario
-        what = f"{s.world_size if self.train else self.gpus_per_node}x {self.gpu.name}"
-        if self.train:
-            what += f", {s.resolved_strategy}, {s.method}"
-        else:
-            what += f", {s.engine} tp{s.tp}" + (f" pp{s.pp}" if s.pp > 1 else "")
-        if self.offer is not None:
-            what += f", {self.offer_label}" + (f" {self.offer.region}" if self.offer.region else "")
-        elif self.owned:
-            what += ", your own cards"
-        return what
 
     def launch_command(self) -> str:
         """``gpuplan launch`` with the plan's scenario as flags (the fields given explicitly; the framework fills
@@ -300,3 +233,32 @@ def _check_names(s: Scenario) -> None:
         for text in value if isinstance(value, (list, tuple)) else [value]:
             if isinstance(text, str):
                 no_control(text, f"the {name.replace('_', ' ')}")
+
+
+def pip_packages(plan: LaunchPlan) -> list[str]:
+    """What ``pip install`` needs for the plan, pinned to the releases gpuplan's rules follow and its launch tests
+    read the files with (:data:`TESTED`); a lower bound where no test reads it."""
+    s = plan.scenario
+    if not plan.train:  # the release whose memory rules the estimate followed
+        return [f"vllm=={plan.result.memory.engine['version']}"]
+    if s.framework == "torchtune":  # torchtune 0.6.1 imports torchao APIs that torchao 0.16 removed
+        return ["torch>=2.6", "torchtune>=0.6", "torchao>=0.13,<0.16"] + \
+            (["bitsandbytes>=0.45"] if "8bit" in s.optimizer else [])
+    if s.framework == "torchtitan":  # its config_manager imports tyro and its metrics tensorboard, undeclared
+        return ["torch>=2.7", f"torchtitan=={TORCHTITAN_VERSION}", "tyro", "tensorboard"] + \
+            (["torchao>=0.9"] if s.precision == "fp8-mixed" else [])
+    if s.framework == "unsloth":  # it brings TRL, peft and bitsandbytes
+        return [f"unsloth=={UNSLOTH_VERSION}", f"datasets=={TESTED['datasets']}"]
+    if s.framework == "axolotl":  # liger-kernel and bitsandbytes come with it
+        extras = [e for e, used in (("deepspeed", backend(s) == "deepspeed"), ("flash-attn", s.attention == "flash"))
+                  if used]
+        return [f"axolotl[{','.join(extras)}]=={AXOLOTL_VERSION}" if extras else f"axolotl=={AXOLOTL_VERSION}"]
+    pin = [f"{name}=={TESTED[name]}" for name in ("torch", "transformers", "accelerate", "trl", "datasets")]
+    packages = pin + ([f"peft=={TESTED['peft']}"] if s.method != "full" else [])
+    if s.method == "qlora" or s.quant in ("int8", "nf4", "fp4") or "8bit" in s.optimizer:
+        packages.append("bitsandbytes>=0.45")  # needs a GPU to import: not read by the tests, a lower bound
+    if backend(s) == "deepspeed":
+        packages.append(f"deepspeed=={TESTED['deepspeed']}")
+    if s.loss == "fused-linear":
+        packages.append("liger-kernel")
+    return packages

@@ -11,13 +11,10 @@ in that dtype.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import GpuplanError, no_control
 from ..scenario import Scenario
-
-if TYPE_CHECKING:
-    from .plan import LaunchPlan
 
 # the releases whose config schemas (Unsloth: signatures) the files follow; the launch tests read them with these
 # (tests/test_launch_readers.py parses trainer.yaml with this TRL and transformers, ds_config.json with this
@@ -132,30 +129,3 @@ def hf_optim(s: Scenario) -> tuple[str, str | None]:
     return names[s.optimizer], "momentum=0.9" if s.optimizer == "sgd-momentum" else None
 
 
-def pip_packages(plan: LaunchPlan) -> list[str]:
-    """What ``pip install`` needs for the plan, pinned to the releases gpuplan's rules follow and its launch tests
-    read the files with (:data:`TESTED`); a lower bound where no test reads it."""
-    s = plan.scenario
-    if not plan.train:  # the release whose memory rules the estimate followed
-        return [f"vllm=={plan.result.memory.engine['version']}"]
-    if s.framework == "torchtune":  # torchtune 0.6.1 imports torchao APIs that torchao 0.16 removed
-        return ["torch>=2.6", "torchtune>=0.6", "torchao>=0.13,<0.16"] + \
-            (["bitsandbytes>=0.45"] if "8bit" in s.optimizer else [])
-    if s.framework == "torchtitan":  # its config_manager imports tyro and its metrics tensorboard, undeclared
-        return ["torch>=2.7", f"torchtitan=={TORCHTITAN_VERSION}", "tyro", "tensorboard"] + \
-            (["torchao>=0.9"] if s.precision == "fp8-mixed" else [])
-    if s.framework == "unsloth":  # it brings TRL, peft and bitsandbytes
-        return [f"unsloth=={UNSLOTH_VERSION}", f"datasets=={TESTED['datasets']}"]
-    if s.framework == "axolotl":  # liger-kernel and bitsandbytes come with it
-        extras = [e for e, used in (("deepspeed", backend(s) == "deepspeed"), ("flash-attn", s.attention == "flash"))
-                  if used]
-        return [f"axolotl[{','.join(extras)}]=={AXOLOTL_VERSION}" if extras else f"axolotl=={AXOLOTL_VERSION}"]
-    pin = [f"{name}=={TESTED[name]}" for name in ("torch", "transformers", "accelerate", "trl", "datasets")]
-    packages = pin + ([f"peft=={TESTED['peft']}"] if s.method != "full" else [])
-    if s.method == "qlora" or s.quant in ("int8", "nf4", "fp4") or "8bit" in s.optimizer:
-        packages.append("bitsandbytes>=0.45")  # needs a GPU to import: not read by the tests, a lower bound
-    if backend(s) == "deepspeed":
-        packages.append(f"deepspeed=={TESTED['deepspeed']}")
-    if s.loss == "fused-linear":
-        packages.append("liger-kernel")
-    return packages

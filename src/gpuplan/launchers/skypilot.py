@@ -26,8 +26,8 @@ import yaml
 
 from . import accelerate, axolotl, torchtitan, torchtune, unsloth, vllm
 from .files import LaunchFile, Raw, command_text, quote, yaml_text
-from .plan import LaunchPlan
-from .settings import LaunchOptions, pip_packages
+from .plan import LaunchPlan, pip_packages
+from .settings import LaunchOptions
 
 NAME = "skypilot"
 FILE = "sky.yaml"

@@ -25,8 +25,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from .. import clock
 from ..errors import GpuplanError, UnknownNameError, echo, no_control
 from ..hardware import Network, gpus
@@ -233,9 +231,12 @@ def check_spot_below_on_demand(offers: list[Offer]) -> None:
 @cache
 def _providers_yaml() -> dict[str, Any]:
     path = resources.files("gpuplan") / "data" / "providers.yaml"
-    return yaml.safe_load(path.read_text(encoding="utf-8"))
+    import yaml
+
+    return yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
+@cache
 def providers() -> dict[str, dict[str, Any]]:
     """Provider facts by id (spot semantics, interruption notice, network, storage, egress, billing)."""
     return {p["id"]: p for p in _providers_yaml()["providers"]}

@@ -10,7 +10,7 @@ The bytes of each kind of tensor they add up are in :mod:`gpuplan.tensors`; what
 """
 
 from .inference import inference_memory
-from .report import device_gib, memory_report, report_of
+from .report import device_gib, estimate_memory, memory_report, report_of
 from .training import training_memory
 
-__all__ = ["device_gib", "inference_memory", "memory_report", "report_of", "training_memory"]
+__all__ = ["device_gib", "estimate_memory", "inference_memory", "memory_report", "report_of", "training_memory"]

@@ -18,12 +18,19 @@ from .training import training_memory
 
 def memory_report(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> tuple[Estimate, MemoryReport]:
     """The estimate of ``s`` per GPU (training or serving) and its report on ``gpu`` (capacity, fit, headroom)."""
+    e = estimate_memory(s, m, gpu)
+    return e, report_of(s, e, gpu)
+
+
+def estimate_memory(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> Estimate:
+    """The estimate of ``s`` per GPU (training or serving) on ``gpu``, unreported: a search estimates a layout once
+    without a card and reports it on each card (:func:`report_of`)."""
     capacity = gpu.usable_gib if gpu else None
     outside = device_overheads(s, gpu.generation if gpu else None)
     e = training_memory(s, m, capacity, sum(outside.values()) / GIB) if s.task == "train" else \
         inference_memory(s, m, capacity, gpu)
     e.outside_allocator = {**outside, **e.extra.get("outside", {})}
-    return e, report_of(s, e, gpu)
+    return e
 
 
 def _outside(s: Scenario, e: Estimate, gpu: GpuSpec | None) -> dict[str, float]:

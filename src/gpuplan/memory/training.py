@@ -94,9 +94,24 @@ def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None
     # its own (:func:`_backward_peak`)
     before = max(fwd_loss, fwd_layer - L, loss_point, layer_peak, step if "optimizer_step" in phases else 0.0)
     held_blocks = max(before, cached) + L - peak
-    if not at_layer[e.peak_phase]:
+    _parts_at_peak(e, peak, other, layer_only, at_layer=at_layer[e.peak_phase], grads_total=grads_total,
+                   grads_prev=grads_prev, held=held, activations=A_all)
+    e.slack = engine.slack
+    e.fragmentation = engine.fragmentation(s, m, rt, e) + max(0.0, held_blocks) * (1 + e.slack)
+    _init_blocks(e, s, m, rt)
+    e.extra["params_trainable"] = st.trainable
+    e.assumptions += rt.notes(s)
+    return e
+
+
+def _parts_at_peak(e: Estimate, peak: float, other: dict[str, float], layer_only: dict[str, float], *,
+                   at_layer: bool, grads_total: float, grads_prev: float, held: float, activations: float) -> None:
+    """Split the peak phase's bytes (``peak``, beyond the weights and optimizer states) into the estimate's
+    parts: the gradients live then, the activations, the other buffers (those alive only while a decoder layer
+    runs counted when the peak is at one: ``at_layer``), the optimizer step's temporaries, the output the loop
+    keeps (``held``)."""
+    if not at_layer:
         other = {k: v - layer_only.get(k, 0.0) for k, v in other.items()}
-    # split the peak phase into parts
     if e.peak_phase == "optimizer_step":
         e.gradients = grads_total
         e.activations = 0.0
@@ -104,22 +119,23 @@ def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None
         if held:
             other["model output kept by the loop (logits)"] = held
     else:
-        A_total = sum(resident) * in_flight
-        live_grads = grads_prev if e.peak_phase == "forward" else min(grads_total, max(peak - A_total, grads_prev))
+        live_grads = grads_prev if e.peak_phase == "forward" else min(grads_total, max(peak - activations,
+                                                                                         grads_prev))
         e.gradients = live_grads
-        e.activations = peak - live_grads - (L if at_layer[e.peak_phase] else 0.0)
+        e.activations = peak - live_grads - (sum(layer_only.values()) if at_layer else 0.0)
     e.other = {k: v for k, v in other.items() if v > 0}
-    e.slack = engine.slack
-    e.fragmentation = engine.fragmentation(s, m, rt, e) + max(0.0, held_blocks) * (1 + e.slack)
+
+
+def _init_blocks(e: Estimate, s: Scenario, m: ModelSpec, rt) -> None:
+    """The blocks model init leaves reserved where the stack's allocations are replayed on the caching allocator
+    (:meth:`gpuplan.stacks.base.Stack.replayed_reserved`): the peak counters are reset after init, the blocks it
+    cached are not given back."""
     replayed, at_init = rt.replayed_reserved(s, m)
-    if replayed:  # the peak counters are reset after init; the blocks the allocator cached then are not given back
+    if replayed:
         e.fragmentation += max(0.0, replayed - e.reserved)
         e.assumptions.append(f"model init leaves {at_init / GIB:.2f} GiB reserved and the step takes it to "
                              f"{replayed / GIB:.2f} GiB ({rt.name}'s allocations replayed on the caching "
                              "allocator); training's reserved keeps init's blocks")
-    e.extra["params_trainable"] = st.trainable
-    e.assumptions += rt.notes(s)
-    return e
 
 
 def _free_at_loss(s: Scenario, m: ModelSpec, setup, before: float, capacity_gib: float | None,

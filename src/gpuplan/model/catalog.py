@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 from dataclasses import replace
 from functools import cache
 from importlib import resources
@@ -24,7 +23,7 @@ from pathlib import Path
 import yaml
 
 from ..errors import GpuplanError, UnknownNameError, did_you_mean, echo, normalize_name
-from ..userfiles import load_json
+from ..userfiles import load_json, user_path
 from .spec import ModelSpec
 
 REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
@@ -109,7 +108,7 @@ def load_model(name: str) -> ModelSpec:
     repo = bundled_repo(name)
     if repo:
         return _bundled_spec(repo)
-    path = Path(name).expanduser()
+    path = user_path(name)
     try:
         exists = path.exists()
     except OSError:  # a name too long or otherwise impossible as a path is not one
@@ -198,6 +197,8 @@ def _hub_reachable(timeout_s: float = 3.0) -> bool:
     from urllib.parse import urlparse
 
     url = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    import socket  # only when the hub is asked: a model neither bundled nor cached
+
     try:
         with socket.create_connection((url.hostname or "huggingface.co", url.port or 443), timeout=timeout_s):
             return True

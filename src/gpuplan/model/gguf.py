@@ -24,12 +24,31 @@ rules for IQ types and Q4_0/Q5_0). Block sizes: ``ggml/src/ggml-common.h`` block
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
-from .layers import Linear
+from .layers import Layer, Linear
 
-if TYPE_CHECKING:
-    from .spec import ModelSpec
+
+class Checkpoint(Protocol):
+    """What the GGUF rules read of a model (a :class:`~gpuplan.model.spec.ModelSpec`): its family and shape, its
+    decoder layers, its embedding and output head."""
+
+    family: str
+    num_layers: int
+    num_heads: int
+    num_kv_heads: int
+    num_experts: int
+    vocab_size: int
+    embedding_dim: int
+    position_params: int
+    projection_params: int
+    layers: list[Layer]
+    lm_head: Any
+
+    @property
+    def is_moe(self) -> bool: ...
+
+    def params_breakdown(self) -> dict[str, int]: ...
 
 # ggml type: (elements per block, bytes per block)
 BLOCKS = {
@@ -147,25 +166,7 @@ def layer_type(ftype: str, category: str, i: int, m: Model, *, i_wv: int, n_wv: 
             return "iq2_xxs" if ftype in ("iq1_s", "iq1_m") else ("iq3_s" if iq3 else t)
         return t
     if attn_v:
-        if ftype == "q2_k":
-            t = "q4_k" if gqa >= 4 else "q3_k"
-        elif ftype == "q2_k_s" and gqa >= 4:
-            t = "q4_k"
-        elif ftype == "iq3_xxs":
-            t = "q4_k" if gqa >= 4 else "iq3_s"
-        elif (ftype in ("iq3_xs", "iq3_s") and gqa >= 4) or ftype == "iq3_m":
-            t = "q4_k"
-        elif ftype == "q3_k_m":
-            t = "q5_k" if i_wv < 2 else "q4_k"
-        elif ftype == "q3_k_l" or (ftype in ("iq4_nl", "iq4_xs") and gqa >= 4):
-            t = "q5_k"
-        elif ftype in ("q4_k_m", "q5_k_m") and _use_more_bits(i_wv, n_wv):
-            t = "q6_k"
-        elif ftype == "q4_k_s" and i_wv < 4:
-            t = "q5_k"
-        if m.is_70b_llama and t in ("q3_k", "q4_k"):
-            t = "q5_k"
-        return "q8_0" if e == 8 else t
+        return _value_type(ftype, t, m, i_wv=i_wv, n_wv=n_wv)
     if category == "attn_k":
         if e == 8:
             return "q8_0"
@@ -173,30 +174,7 @@ def layer_type(ftype: str, category: str, i: int, m: Model, *, i_wv: int, n_wv: 
     if category == "attn_q":
         return {"iq3_xs": "iq3_xxs", "iq3_xxs": "iq2_s"}.get(ftype, t)
     if category == "ffn_down":
-        falcon = m.family == "falcon"
-        if ftype == "q2_k":
-            return "q3_k"
-        if ftype == "q2_k_s":
-            return "q4_k" if i < n // 8 else t
-        if ftype == "iq3_xxs":
-            return "q4_k" if i < n // 8 else "q3_k"
-        if ftype == "q3_k_m":
-            return "q5_k" if i < n // 16 else ("q4_k" if not falcon or _use_more_bits(i, n) else "q3_k")
-        if ftype == "iq3_m" and (i < n // 8 or (e == 8 and _use_more_bits(i, n))):
-            return "q4_k"
-        if ftype == "q3_k_l":
-            return "q4_k" if falcon else "q5_k"
-        if ftype == "q4_k_m":
-            if falcon:
-                return "q6_k" if i < n // 16 else ("q5_k" if _use_more_bits(i, n) else "q4_k")
-            return "q6_k" if _use_more_bits(i, n) else t
-        if i < n // 8 and ftype in ("iq4_nl", "iq4_xs"):
-            return "q5_k"
-        if ftype == "q5_k_m" and _use_more_bits(i, n):
-            return "q6_k"
-        if ftype == "q4_k_s" and not falcon and i < n // 8:
-            return "q5_k"
-        return t
+        return _ffn_down_type(ftype, t, m, i)
     if category == "attn_output":
         if m.family == "falcon":
             return "q4_k" if ftype == "q3_k_l" else t
@@ -210,13 +188,67 @@ def layer_type(ftype: str, category: str, i: int, m: Model, *, i_wv: int, n_wv: 
     return t
 
 
+def _value_type(ftype: str, t: str, m: Model, *, i_wv: int, n_wv: int) -> str:
+    """The type of the ``i_wv``-th of ``n_wv`` attention value tensors (llama.cpp gives V more bits: its error
+    costs the most), ``t`` the file type's default."""
+    gqa = m.n_gqa
+    if ftype == "q2_k":
+        t = "q4_k" if gqa >= 4 else "q3_k"
+    elif ftype == "q2_k_s" and gqa >= 4:
+        t = "q4_k"
+    elif ftype == "iq3_xxs":
+        t = "q4_k" if gqa >= 4 else "iq3_s"
+    elif (ftype in ("iq3_xs", "iq3_s") and gqa >= 4) or ftype == "iq3_m":
+        t = "q4_k"
+    elif ftype == "q3_k_m":
+        t = "q5_k" if i_wv < 2 else "q4_k"
+    elif ftype == "q3_k_l" or (ftype in ("iq4_nl", "iq4_xs") and gqa >= 4):
+        t = "q5_k"
+    elif ftype in ("q4_k_m", "q5_k_m") and _use_more_bits(i_wv, n_wv):
+        t = "q6_k"
+    elif ftype == "q4_k_s" and i_wv < 4:
+        t = "q5_k"
+    if m.is_70b_llama and t in ("q3_k", "q4_k"):
+        t = "q5_k"
+    return "q8_0" if m.n_expert == 8 else t
+
+
+def _ffn_down_type(ftype: str, t: str, m: Model, i: int) -> str:
+    """The type of layer ``i``'s ffn_down tensor (more bits in some layers: the first sixteenth or eighth, and
+    :func:`_use_more_bits`'s), ``t`` the file type's default."""
+    n, e, falcon = m.num_layers, m.n_expert, m.family == "falcon"
+    if ftype == "q2_k":
+        return "q3_k"
+    if ftype == "q2_k_s":
+        return "q4_k" if i < n // 8 else t
+    if ftype == "iq3_xxs":
+        return "q4_k" if i < n // 8 else "q3_k"
+    if ftype == "q3_k_m":
+        return "q5_k" if i < n // 16 else ("q4_k" if not falcon or _use_more_bits(i, n) else "q3_k")
+    if ftype == "iq3_m" and (i < n // 8 or (e == 8 and _use_more_bits(i, n))):
+        return "q4_k"
+    if ftype == "q3_k_l":
+        return "q4_k" if falcon else "q5_k"
+    if ftype == "q4_k_m":
+        if falcon:
+            return "q6_k" if i < n // 16 else ("q5_k" if _use_more_bits(i, n) else "q4_k")
+        return "q6_k" if _use_more_bits(i, n) else t
+    if i < n // 8 and ftype in ("iq4_nl", "iq4_xs"):
+        return "q5_k"
+    if ftype == "q5_k_m" and _use_more_bits(i, n):
+        return "q6_k"
+    if ftype == "q4_k_s" and not falcon and i < n // 8:
+        return "q5_k"
+    return t
+
+
 def _linear_category(lin: Linear) -> str:
     if lin.group == "router":
         return "router"
     return _CATEGORY.get(lin.name, "other")
 
 
-def tensor_types(m: ModelSpec, ftype: str) -> list[tuple[str, int, Linear, str]]:
+def tensor_types(m: Checkpoint, ftype: str) -> list[tuple[str, int, Linear, str]]:
     """(category, layer, linear, ggml type) for every decoder linear of ``m`` in a ``ftype`` GGUF."""
     rules = Model(family=m.family, num_layers=m.num_layers, n_gqa=m.num_heads / max(m.num_kv_heads, 1),
                   n_expert=m.num_experts if m.is_moe else 0)
@@ -239,7 +271,7 @@ def tensor_types(m: ModelSpec, ftype: str) -> list[tuple[str, int, Linear, str]]
     return out
 
 
-def weight_bytes(m: ModelSpec, ftype: str) -> dict[str, float]:
+def weight_bytes(m: Checkpoint, ftype: str) -> dict[str, float]:
     """Bytes of a ``ftype`` GGUF of ``m`` by part (the ``ModelSpec.weight_bytes`` parts): each tensor at the type
     the rules give it; norms, biases and routers F32."""
     params = m.params_breakdown()
@@ -265,7 +297,7 @@ def weight_bytes(m: ModelSpec, ftype: str) -> dict[str, float]:
     return out
 
 
-def linear_bytes_per_param(m: ModelSpec, ftype: str) -> float:
+def linear_bytes_per_param(m: Checkpoint, ftype: str) -> float:
     """Average bytes per decoder-linear weight of a ``ftype`` GGUF (what decode reads per parameter)."""
     rows = [(type_bytes(kind, lin.weight_params), lin.weight_params) for cat, _, lin, kind in tensor_types(m, ftype)
             if cat != "router"]

@@ -13,15 +13,6 @@ from .spec import ModelSpec
 GIB = 2**30
 
 
-def human_count(n: float) -> str:
-    """8030261248 -> '8.03B', 124439808 -> '124.4M'."""
-    for unit, size in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
-        if abs(n) >= size:
-            value = n / size
-            return f"{value:.3g}{unit}" if value < 100 else f"{value:.1f}{unit}"
-    return str(int(n))
-
-
 # model_type values that name a family by an older or internal name
 FAMILY_NAMES = {"RefinedWeb": "falcon", "RefinedWebModel": "falcon", "gemma3_text": "gemma3"}
 

@@ -291,7 +291,8 @@ def _serving_fixes(s: Scenario, m: ModelSpec) -> list[Fix]:
 
 def _apply(s: Scenario, fixes: tuple[Fix, ...]) -> Scenario | None:
     """``s`` with the fixes' changes, validated again (the framework's defaults follow, e.g. QLoRA's recipe turns
-    checkpointing on); None when the result is refused (the stack cannot run it)."""
+    checkpointing on; :meth:`Scenario.model_copy` validates one change once, though the advice asks of one fix
+    several times); None when the result is refused (the stack cannot run it)."""
     change: dict[str, Any] = {}
     for fix in fixes:
         change.update(fix.change)

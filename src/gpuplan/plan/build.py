@@ -73,6 +73,7 @@ def build(r: Resolved, offers: Offers | None = None, *, advise: bool = True, mem
         plan = plan.said(said, tuple(warned), speed=speed,
                          cost=chosen.cost if chosen and plan.verdict.fits is not False else None)
         plan._offer = chosen.offer if chosen else None
+        plan._priced = tuple(priced)
         plan._spot = unpriced_spot(plan) if chosen is None else None
     elif gpu is not None:
         plan = plan.said(warnings=(f"no speed or cost: {gpu.name} has no dense 16-bit matrix rate in the GPU "

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..dataset import profile
+from .layout import layout
 from .recipe import recipe
 
 
@@ -45,4 +46,4 @@ def plan_recipe(plan):
                   rows_per_epoch=p.batching.rows if p else None,
                   examples_per_epoch=p.stats.samples if p else None,
                   roles=bool(p) and "messages" in p.lengths.kind, layout_why=r.layout_why,
-                  step_s=plan.speed.step_time_s if plan.speed else None)
+                  step_s=plan.speed.step_time_s if plan.speed else None, layout_of=layout)

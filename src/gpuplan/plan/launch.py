@@ -21,13 +21,21 @@ The defaults of a run:
 
 The offer is chosen by the builder as ``estimate`` chooses it, or the one a ranked row names (``offer_label``), or
 the user's own cards (``owned_usd_per_hour``: priced by power alone).
+
+:func:`run_of` reads what the files state off that plan (:class:`Run`): the setup in words, the price and hours, the
+steps, the steps between checkpoints, the checkpoint's and the disk's size. The launch files compute nothing.
 """
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+
 from .. import clock
+from .. import overheads as oh
 from ..errors import GpuplanError
 from ..market.choice import cheapest_in_force
+from ..market.cost import checkpoint_bytes, dataset_gb
 from ..market.offers import Offer, max_per_node, multi_node
 from ..market.store import load_offers, price_filter
 from ..scenario import Scenario
@@ -151,7 +159,8 @@ def _model_len(r: Resolved, plan: Plan) -> Resolved:
 def _layout(r: Resolved, keep_micro_batch: bool) -> Resolved:
     """``r`` with the recipe's micro-batch x accumulation when the scenario set neither, and why."""
     from ..dataset import profile
-    from .recipe import data_batch, kind_of, layout, published
+    from .layout import layout
+    from .recipe import data_batch, kind_of, published
 
     s, m, gpu = r.scenario, r.model, r.gpu
     if {"micro_batch_size", "grad_accum_steps"} & s.model_fields_set:
@@ -200,3 +209,104 @@ def _fits(plan: Plan) -> None:
            and mem.device_peak_gib <= mem.capacity_gib else
            f"{mem.device_peak_gib:.{digits}f} GiB per GPU on {plan.gpu.name} ({mem.capacity_gib:.{digits}f} usable)")
     raise GpuplanError(f"the plan does not fit: {why}; run `gpuplan estimate` for the changes that would make it fit")
+
+
+GB = 1e9
+
+
+@dataclass(frozen=True, kw_only=True)
+class Run:
+    """A plan's run as its launch files state it, read off the plan (per GPU unless named otherwise)."""
+
+    label: str  # the setup in words: cards, sharding and parallel layout, method (or engine), offer
+    offer: Offer | None  # None: the user's own cards, or no matching offer in the price catalog
+    offer_label: str | None  # as `estimate` and `recommend` print it: ``vast 2x interruptible``
+    owned: bool  # the user's own cards, priced by power alone
+    usd_per_hour: float | None
+    hours: float | None  # wall-clock hours of a training run of train_tokens, spot restarts included
+    usd_total: float | None
+    max_steps: int | None  # optimizer steps of the run (the recipe's); None without train_tokens or data
+    save_steps: int | None  # optimizer steps between checkpoints (None: only the final save)
+    checkpoint_gb: float  # one resumable checkpoint: weights and optimizer states
+    weights_gb: float  # the checkpoint as downloaded from the hub
+    disk_gb: int  # disk to ask for
+
+
+def run_of(plan: Plan) -> Run:
+    """The run of ``plan``: its offer and cost (hours and total for a training run of ``train_tokens``), its steps
+    and checkpoints, the disk it needs, and its setup in words."""
+    r, cost = plan.setup, plan.cost
+    s, m = r.scenario, r.model
+    train = s.task == "train"
+    owned = plan.offer is not None and plan.offer.pricing == "owned"
+    whole_run = train and bool(s.train_tokens)
+    if cost is not None:
+        per_hour, hours, usd = cost.usd_per_hour, *((cost.hours, cost.usd_total) if whole_run else (None, None))
+    else:
+        per_hour, usd = None, None
+        hours = (plan.spot.wall_h if plan.spot else plan.work_hours) if whole_run else None
+    offer, offer_label = (None, None) if owned else (plan.offer, cost.offer if cost else None)
+    checkpoint = checkpoint_bytes(s, m, plan.model.params_trainable) / GB if train else 0.0
+    weights = sum(m.weight_bytes().values()) / GB
+    return Run(label=setup_label(plan, offer, offer_label, owned), offer=offer, offer_label=offer_label,
+               owned=owned, usd_per_hour=per_hour, hours=hours, usd_total=usd, max_steps=max_steps(plan),
+               save_steps=save_steps(plan), checkpoint_gb=checkpoint, weights_gb=weights,
+               disk_gb=disk_gb(s, weights, checkpoint))
+
+
+def max_steps(plan: Plan) -> int | None:
+    """Optimizer steps that process ``train_tokens`` (the recipe's, else rounded up from the tokens one step
+    takes: micro-batch x sequence x accumulation x data-parallel ranks); None without ``train_tokens``."""
+    s = plan.setup.scenario
+    if s.task != "train" or not s.train_tokens:
+        return None
+    if plan.typed_recipe is not None and plan.typed_recipe.steps is not None:
+        return plan.typed_recipe.steps
+    return math.ceil(s.train_tokens / (s.micro_batch_size * s.seq_len * s.grad_accum_steps * s.dp))
+
+
+def save_steps(plan: Plan) -> int | None:
+    """Optimizer steps between checkpoints: the scenario's ``save_interval`` when it sets one (its saves are priced
+    in the time); on spot, the spot plan's Daly interval over the plan's step time (at least 1); on demand, the
+    recipe's (Daly's interval for hardware failures), None when that is longer than the run."""
+    s = plan.setup.scenario
+    if s.task != "train":
+        return None
+    if s.save_interval:
+        return s.save_interval
+    if plan.spot is None:
+        return plan.typed_recipe.save_steps if plan.typed_recipe is not None else None
+    return max(1, math.floor(plan.spot.interval_h * 3600 / plan.speed.step_time_s))
+
+
+def disk_gb(s: Scenario, weights_gb: float, checkpoint_gb: float) -> int:
+    """Disk to ask for: the downloaded weights, ``CHECKPOINTS_KEPT`` resumable checkpoints and the final save
+    (counted as one more checkpoint, an upper bound), the dataset (``dataset_gb``, else 4 bytes per train token:
+    :func:`gpuplan.market.cost.dataset_gb`), and an allowance for the software
+    (:data:`gpuplan.overheads.LAUNCH_SOFTWARE_GB`), rounded up to 10 GB."""
+    need = weights_gb + oh.LAUNCH_SOFTWARE_GB + dataset_gb(s)
+    if s.task == "train":
+        need += (oh.CHECKPOINTS_KEPT + 1) * checkpoint_gb
+    return int(math.ceil(need / 10) * 10)
+
+
+def layout_words(s: Scenario) -> str:
+    """The parallel layout in words, as the plan states it: the sharding (FSDP by its version, ``single`` only
+    when nothing else splits the work) and the tensor, pipeline, context and expert parallel degrees."""
+    sharding = s.sharding if s.sharding.startswith("fsdp") else s.resolved_strategy
+    split = [f"{name}{n}" for name, n in (("tp", s.tp), ("pp", s.pp), ("cp", s.cp), ("ep", s.ep)) if n > 1]
+    return " ".join(([sharding] if sharding != "single" or not split else []) + split)
+
+
+def setup_label(plan: Plan, offer: Offer | None, offer_label: str | None, owned: bool) -> str:
+    """The setup in one line: the cards, the layout (training) or the engine and its split (serving), the offer."""
+    s, gpu = plan.setup.scenario, plan.setup.gpu
+    if s.task == "train":
+        what = f"{s.world_size}x {gpu.name}, {layout_words(s)}, {s.method}"
+    else:
+        what = f"{s.tp * s.pp}x {gpu.name}, {s.engine} tp{s.tp}" + (f" pp{s.pp}" if s.pp > 1 else "")
+    if offer is not None:
+        what += f", {offer_label}" + (f" {offer.region}" if offer.region else "")
+    elif owned:
+        what += ", your own cards"
+    return what

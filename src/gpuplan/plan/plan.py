@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr, computed_field, model_serializer
 
+from ..engines import KvPool
 from ..errors import GpuplanError
 from ..hardware import GpuSpec
 from ..market.cost import Cost, SpotPlan
@@ -58,7 +59,9 @@ class Plan(Answer):
     the changes that would make it fit, the speed (on the interconnect of the offer priced) and the cost on the
     cheapest offer per million tokens. Immutable: every interface renders it, none recomputes a number of it."""
 
-    model_config = ConfigDict(frozen=True)
+    # built when first validated or dumped, not on import: the builder makes plans of typed parts it made itself
+    # (model_construct), and an estimate read in Python never needs the validator
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     model: ModelFacts
     gpu: GpuFacts | None
@@ -73,8 +76,12 @@ class Plan(Answer):
     # what the builder's stages assumed and warned of beyond the resolver's: (assumptions, warnings)
     _said: tuple[tuple[str, ...], tuple[str, ...]] = PrivateAttr(default=((), ()))
     _offer: Offer | None = PrivateAttr(default=None)  # the offer it is priced on (chosen by the builder)
+    _priced: tuple = PrivateAttr(default=())  # every offer it may use, priced (gpuplan.plan.build.Priced)
     _spot: SpotPlan | None = PrivateAttr(default=None)  # spot without an offer priced: the interruptions' prior
     _recipe: Recipe | None = PrivateAttr(default=None)  # the recipe, typed (``recipe`` is its JSON)
+    # a serving engine's KV pool and its start-up state (limits, blocks): what capacity's simulation runs over
+    _pool: KvPool | None = PrivateAttr(default=None)
+    _startup: Any = PrivateAttr(default=None)
 
     @property
     def setup(self) -> Resolved:
@@ -122,10 +129,28 @@ class Plan(Answer):
         return self.__pydantic_private__["_offer"]
 
     @property
+    def priced(self) -> tuple:
+        """Every offer the plan may use that finishes the job, priced on it (:class:`gpuplan.plan.build.Priced`:
+        the cost, the offer, the speed on its links), cheapest per million tokens first; the first is the one the
+        plan is priced on unless a ranked row named another."""
+        return self.__pydantic_private__["_priced"]
+
+    @property
     def spot(self) -> SpotPlan | None:
         """How a spot run checkpoints and restarts: the priced offer's, or, spot asked with no offer priced, the
         interruptions' prior (the checkpoint interval needs only its write time and the MTBI)."""
         return self.cost.spot if self.cost is not None else self.__pydantic_private__["_spot"]
+
+    @property
+    def pool(self) -> KvPool | None:
+        """The serving engine's KV pool (None: training, or an engine that grows its cache per request)."""
+        return self.__pydantic_private__["_pool"]
+
+    @property
+    def startup(self) -> Any:
+        """The serving engine's memory at start-up, as its own module computes it (vLLM's or SGLang's
+        ``StartupMemory``: the limits and the pool a scheduler simulation runs over); None without a pool."""
+        return self.__pydantic_private__["_startup"]
 
     @property
     def typed_recipe(self) -> Recipe | None:
@@ -159,11 +184,12 @@ def memory_plan(r: Resolved, memory: tuple[Estimate, MemoryReport] | None = None
     once, where the card does not change its memory, and reports it on every card: :func:`card_memory`)."""
     s, m, gpu = r.scenario, r.model, r.gpu
     e, memory = memory if memory is not None else memory_report(s, m, gpu)
-    plan = Plan(
+    plan = Plan.model_construct(  # its parts are the calculators' typed answers: nothing to validate again
         model=model_facts(m, int(e.extra.get("params_trainable", 0))), gpu=gpu_facts(gpu), memory=memory,
         verdict=judge(r, memory), suggestions=(), speed=None, cost=None, dataset=None, recipe=None)
     plan._setup = r
     plan._said = (tuple(e.assumptions), tuple(e.warnings))
+    plan._pool, plan._startup = e.extra.get("kv_pool"), e.extra.get("startup")
     return plan
 
 

@@ -1,56 +1,45 @@
-"""A scenario priced across offers: keep the GPUs it fits on, estimate speed there, then cost.
+"""``cost``: a scenario priced on every offer it may use, each row a reading of the plan on that offer's card.
 
-The same memory, speed and cost functions as ``gpuplan estimate``; this module only chooses offers:
-the offers the scenario may use (:func:`gpuplan.market.choice.matching`), each estimated on its own card and
-network and priced. Spot offers are compared with the cheapest on-demand price of the same GPU anywhere.
+For each card among the offers (the scenario's, when it names one): the scenario placed on it, resolved and
+refused as every plan, its memory plan, and where it fits, the plan built on the card's offers
+(:func:`gpuplan.plan.build.build`: timed once per class of links, priced on each offer); its costs on every offer
+that finishes the job are the rows, with the plan's device peak. Spot offers are compared with the cheapest
+on-demand price of the same GPU anywhere (the builder's ``Offers.reference``).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from ..errors import GpuplanError
 from ..hardware import gpus
-from ..market.choice import best_on_demand, matching
-from ..market.cost import Cost, price_job
+from ..market.choice import matching
+from ..market.cost import Cost
 from ..market.offers import Offer
 from ..market.store import price_filter
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
-from ..speed import speed_of
-from .plan import probe
+from .build import build, offers_for
+from .plan import memory_plan
+from .resolve import resolve
 
 
-def price(s: Scenario, m: ModelSpec, offer: Offer, trainable: int, all_offers: list[Offer], today=None) -> Cost:
-    gpu = gpus()[offer.gpu_id]
-    scenario = replace_gpu(s, offer.gpu_id)
-    speed = speed_of(scenario, m, gpu, offer.network)
-    return price_job(scenario, m, speed, offer, trainable, today=today, mtbi_h=s.mtbi_hours, disk_gbs=s.disk_gbs,
-                     best_on_demand=best_on_demand(all_offers, offer.gpu_id, price_filter(s)))
-
-
-def replace_gpu(s: Scenario, gpu_id: str) -> Scenario:
-    """``s`` on ``gpu_id`` (in fp16 where the card has no bf16 and the precision was left to the card: the
-    scenario's validation takes the card's precision)."""
-    return s.model_copy(update={"gpu": gpu_id})
-
-
-def compare(s: Scenario, m: ModelSpec, offers: list[Offer], trainable: int, today=None) -> list[Cost]:
-    """Every matching offer whose GPU fits the scenario, its cost with the device peak, cheapest first (by $ per
-    million tokens, spot with its interruption overhead)."""
+def compare(s: Scenario, m: ModelSpec, catalog: list[Offer]) -> list[Cost]:
+    """Every offer of ``catalog`` the scenario may use, on a card it fits, with its cost and the device peak per GPU,
+    cheapest first (by $ per million tokens, spot with its interruption overhead; then more GPUs first)."""
     rows = []
-    fit_cache: dict[str, tuple[bool, float]] = {}
-    gpu_id = None
-    if s.gpu:
-        from ..hardware import load_gpu
-
-        gpu_id = load_gpu(s.gpu).id
-    for offer in matching(offers, s, gpu_id):
-        if offer.gpu_id not in fit_cache:
-            fit_cache[offer.gpu_id] = probe(replace_gpu(s, offer.gpu_id), m)
-        ok, peak = fit_cache[offer.gpu_id]
-        if ok:
-            cost = price(s, m, offer, trainable, offers, today)
-            cost.device_peak_gib = peak
-            if cost.finishes:
-                rows.append(cost)
+    cards = dict.fromkeys(o.gpu_id for o in matching(catalog, s, s.gpu))  # in the catalog's order
+    for gpu_id in cards:
+        gpu = gpus()[gpu_id]
+        try:
+            r = resolve(s.on_card(gpu_id) if s.gpu is None else s, m, gpu)
+            plan = memory_plan(r)
+        except GpuplanError:  # the card cannot run it (its precision, its kernels)
+            continue
+        if not plan.verdict.fits:
+            continue
+        plan = build(r, offers_for(r, catalog), advise=False, base=plan)
+        rows += [replace(p.cost, device_peak_gib=plan.memory.device_peak_gib) for p in plan.priced]
     return sorted(rows, key=lambda c: (c.usd_per_million_tokens, -c.num_gpus))
 
 

@@ -43,7 +43,6 @@ GPT3_TABLE = ((125e6, 0.5e6, 6.0e-4), (350e6, 0.5e6, 3.0e-4), (760e6, 0.5e6, 2.5
               (2.7e9, 1e6, 1.6e-4), (6.7e9, 2e6, 1.2e-4), (13e9, 2e6, 1.0e-4))
 WARMUP_RATIO = 0.03  # QLoRA and Alpaca
 GPT3_WARMUP_TOKENS = 375e6
-OVERSHOOT = 1.1  # a layout may exceed the recipe's global batch by 10 % at most (a micro-batch that does not divide it)
 GPT3_MIN_LR = 0.1  # GPT-3 (Brown et al. 2020, appendix B): cosine decay to 10 % of the peak
 # a floor on optimizer steps: gpuplan's rule, not a paper's: the 3 % warm-up takes at least one step and the schedule
 # has room to act (the published recipes run hundreds to thousands: QLoRA's Guanaco 1,875, Alpaca ~1,200)
@@ -144,49 +143,6 @@ def data_batch(s, params: float, examples: int, rows: int) -> tuple[int, int, st
     return batch, rows_per_step, f"{said}{why}"
 
 
-def layout(s, m, gpu, global_batch: int) -> tuple[int, int, str]:
-    """(micro-batch, accumulation, why): the micro-batch that fits ``gpu`` and reaches ``global_batch`` sequences
-    (with accumulation over the data-parallel GPUs, at most :data:`OVERSHOOT` past it) at the least time per
-    sequence; the scenario's own when it
-    set either (the layout it runs, which `gpuplan launch` writes: an accumulation the scenario does not run would
-    make the steps count other batches than the trainer's), or when there is no GPU to time on."""
-    dp = s.dp
-    if "micro_batch_size" in s.model_fields_set or "grad_accum_steps" in s.model_fields_set or gpu is None:
-        mb, accum = s.micro_batch_size, s.grad_accum_steps
-        reach = max(1, -(-global_batch // (mb * dp)))
-        short = f"; grad_accum_steps {reach} would reach the recipe's {global_batch:,}" \
-            if mb * accum * dp < global_batch and not s.optimizer_in_backward else ""
-        return mb, accum, f"as set{short}"
-    from ..memory import memory_report
-    from ..speed import speed_of
-
-    best = None
-    mb = 1
-    tried = []
-    stepwise = bool(s.optimizer_in_backward)  # steps as gradients arrive: no accumulation
-    while mb <= max(1, global_batch // dp):
-        accum = 1 if stepwise else max(1, -(-global_batch // (mb * dp)))
-        if mb > 1 and not stepwise and mb * accum * dp > OVERSHOOT * global_batch:  # the steps would count other
-            mb *= 2                                                                  # batches than the recipe's
-            continue
-        trial = s.model_copy(update={"micro_batch_size": mb, "grad_accum_steps": accum})
-        _, report = memory_report(trial, m, gpu)
-        if not report.fits:
-            break
-        per_sequence = speed_of(trial, m, gpu).step_time_s / (mb * accum * dp)
-        tried.append(f"{mb}: {per_sequence:.3g} s")
-        if best is None or per_sequence < best[2] * 0.98 or stepwise:  # a bigger one must be clearly faster
-            best = (mb, accum, per_sequence)
-        mb *= 2
-    if best is None:
-        return 1, 1 if stepwise else max(1, -(-global_batch // dp)), "micro-batch 1 (none larger fits)"
-    if stepwise:
-        return best[0], 1, (f"the largest micro-batch that fits {gpu.name} up to the global batch: "
-                            "optimizer_in_backward cannot accumulate")
-    return best[0], best[1], (f"the fastest per sequence that fits {gpu.name} (seconds per sequence by micro-batch: "
-                              f"{', '.join(tried)})")
-
-
 def checkpoint_steps(s, step_time_s: float, checkpoint_bytes: float, spot_mtbi_h: float | None,
                      steps: int | None) -> tuple[int | None, str]:
     """Daly's optimum interval, in optimizer steps, for the offer's spot interruptions or on demand the hardware
@@ -211,11 +167,13 @@ def checkpoint_steps(s, step_time_s: float, checkpoint_bytes: float, spot_mtbi_h
 
 def recipe(s, m, gpu, *, network=None, spot_mtbi_h: float | None = None, checkpoint_bytes: float = 0.0,
            rows_per_epoch: int | None = None, examples_per_epoch: int | None = None, roles: bool = False,
-           layout_why: str | None = None, step_s: float | None = None) -> Recipe:
+           layout_why: str | None = None, step_s: float | None = None, layout_of=None) -> Recipe:
     """The recipe of ``s`` (module docstring) on ``gpu`` over ``network``; ``rows_per_epoch``: sequences per epoch
     after packing, ``examples_per_epoch`` the records they hold, ``roles``: whether the data has roles (chat turns);
     the checkpoint interval needs a GPU to time the step (``step_s``: the plan's, when the recipe's layout is the
-    scenario's)."""
+    scenario's). The micro-batch x accumulation: the scenario's, as chosen before it was planned (``layout_why``, a
+    launch's), else ``layout_of(s, m, gpu, global_batch)`` (:func:`gpuplan.plan.layout.layout`, which plans each
+    micro-batch it tries)."""
     params = float(m.params_total)
     global_batch, lr, schedule, clip, why = published(s, params)
     kind = kind_of(s)
@@ -233,7 +191,7 @@ def recipe(s, m, gpu, *, network=None, spot_mtbi_h: float | None = None, checkpo
     if layout_why:  # the run's layout, chosen before the scenario took it (gpuplan launch)
         mb, accum, why_layout = s.micro_batch_size, s.grad_accum_steps, layout_why
     else:
-        mb, accum, why_layout = layout(s, m, gpu, global_batch)
+        mb, accum, why_layout = layout_of(s, m, gpu, global_batch)
     dp = s.dp
     effective = mb * accum * dp
     choices.append(Choice(name="micro-batch x accumulation x GPUs",

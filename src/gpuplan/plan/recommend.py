@@ -17,8 +17,9 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from typing import Annotated
 
-from pydantic import BaseModel, Field, SkipValidation
+from pydantic import BaseModel, Field, SkipValidation, WrapValidator
 
 from .. import clock
 from .. import overheads as oh
@@ -28,7 +29,7 @@ from ..hardware import GpuSpec, gpus, load_gpu, short_id
 from ..market.choice import best_on_demand, cheapest_in_force
 from ..market.offers import Offer, max_per_node, multi_node
 from ..market.store import load_offers, price_filter
-from ..memory import device_gib, memory_report
+from ..memory import device_gib, estimate_memory
 from ..model.report import inexact_warning
 from ..model.spec import ModelSpec
 from ..result import Answer
@@ -88,9 +89,10 @@ class Constraints:
 class Setup(BaseModel):
     """One setup that fits, priced on one offer, with the numbers ``estimate`` gives for it there."""
 
-    # as priced (provider, pricing) for the setups a Recommendation holds; validated when it was made (pydantic would
-    # validate an instance again, defaults and all, for each of the thousands of rows a search ranks)
-    scenario: SkipValidation[Scenario]
+    # as priced (provider, pricing) for the setups a Recommendation holds; an instance passes as it was validated when
+    # made (pydantic would validate it again, defaults and all, for each of the thousands of rows a search ranks), a
+    # dict is validated; the web API's schema names it (#/components/schemas/Scenario)
+    scenario: Annotated[Scenario, WrapValidator(lambda v, validate: v if isinstance(v, Scenario) else validate(v))]
     gpu_id: str
     num_gpus: int
     strategy: str
@@ -263,7 +265,8 @@ def _variants(s: Scenario, c: Constraints, shipped: str | None = None) -> list[t
 
 # what each stack shards with (stacks.py refuses the others) and which add activation offloading to their defaults
 SHARDING = {"hf": ("ddp", "zero2", "zero3"), "axolotl": ("ddp", "zero2", "zero3"), "torchtune": ("fsdp",),
-            "torchtitan": ("ddp", "fsdp"), "unsloth": ("ddp",), "pytorch": ("ddp", "fsdp")}
+            "torchtitan": ("ddp", "fsdp"), "unsloth": ("ddp",), "pytorch": ("ddp", "fsdp"),
+            "megatron": ("ddp", "zero1")}  # Megatron-Core: DDP, or its distributed optimizer
 OFFLOADS = ("torchtune", "axolotl", "pytorch")  # Unsloth offloads by default; torchtitan and the Trainer cannot
 
 
@@ -446,7 +449,7 @@ def _search(s: Scenario, m: ModelSpec, c: Constraints, offers: list[Offer], card
             except GpuplanError:
                 continue
             shared = None if scenario.task == "infer" and engine_for(scenario).card_sized else \
-                memory_report(scenario, m, None)[0]
+                estimate_memory(scenario, m, None)
             key = tuple(sorted(layout.items()))
             if not change:
                 as_given[key] = (scenario, shared)
@@ -475,10 +478,8 @@ def _fitting(scenario: Scenario, m: ModelSpec, gpu: GpuSpec, shared, c: Constrai
     if shared is not None and not stack_for(r.scenario).sizes_from_free_memory and \
             device_gib(r.scenario, shared, gpu) > room:  # the layout's memory against the card, before a report
         return None
-    e, report = card_memory(r, shared)
-    if report.fits and report.device_peak_gib <= room:
-        return memory_plan(r, (e, report))
-    return None
+    plan = memory_plan(r, card_memory(r, shared))  # each report a plan's: what fits is the plan's verdict
+    return plan if plan.memory.fits and plan.memory.device_peak_gib <= room else None
 
 
 def _change_note(labels: list[str], given, scenario: Scenario, shared, m: ModelSpec, gpu: GpuSpec) -> str:

@@ -8,7 +8,10 @@ Every error names the field and the fix, as one sentence.
 
 from __future__ import annotations
 
+import functools
+import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -285,10 +288,17 @@ class Scenario(BaseModel):
 
     def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> Scenario:
         """A copy with ``update`` applied to the fields given explicitly, validated again, so that the framework's
-        defaults follow the change (changing ``method`` to qlora turns the HF QLoRA recipe's checkpointing on)."""
+        defaults follow the change (changing ``method`` to qlora turns the HF QLoRA recipe's checkpointing on).
+        One change of one scenario is validated once (:func:`_copy`): a search and the advice ask for the same
+        changed scenario more than once (a layout tried, then planned)."""
         if not update:
             return super().model_copy(deep=deep)
-        return scenario_from({**{k: getattr(self, k) for k in self.model_fields_set}, **update})
+        key = (self, frozenset(self.model_fields_set), tuple(update.items()))
+        try:
+            hash(key)
+        except TypeError:  # a list among the values: validated without the memo
+            return _copy.__wrapped__(*key)
+        return _copy(*key)
 
     def on_card(self, gpu: str) -> Scenario:
         """This scenario, given no card, on card ``gpu`` (a search's placement): validated again only where the card
@@ -450,6 +460,18 @@ def _one_sentence(err: ValidationError) -> str:
 
 def load_scenario(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> Scenario:
     """Read a scenario file (YAML or JSON) and apply ``overrides`` (CLI flags) on top."""
+    if path is not None and (isinstance(path, bytes) or not isinstance(path, (str, os.PathLike))):
+        raise GpuplanError(f"a scenario file is a path (text or a Path), not {echo_value(path)}")
+    if overrides is not None and not isinstance(overrides, Mapping):
+        raise GpuplanError(f"overrides are a mapping of scenario fields to values, not {echo_value(overrides)}")
     data: dict[str, Any] = dict(read_mapping(path, "scenario")) if path is not None else {}
     data.update({k: v for k, v in (overrides or {}).items() if v is not None})
     return scenario_from(data)
+
+
+@functools.lru_cache(maxsize=1024)
+def _copy(s: Scenario, given: frozenset, update: tuple) -> Scenario:
+    """:meth:`Scenario.model_copy`'s validation, kept for the next ask of the same change (``given``: the fields
+    ``s`` sets, which the copy keeps and which equal scenarios may not share). A refusal is not kept: it raises
+    again."""
+    return scenario_from({**{k: getattr(s, k) for k in given}, **dict(update)})

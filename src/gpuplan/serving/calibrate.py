@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from ..errors import GpuplanError, echo, echo_value
-from ..userfiles import load_json, number, read_mapping
+from ..userfiles import load_json, number, output_file, read_mapping, write_text
 from .steptime import Calibration
 
 
@@ -372,8 +372,10 @@ def _worse(preds: list[Halves], base: list[Halves], runs: list[Measurement]) -> 
     return ""
 
 
-def save_calibration(cal: Calibration, path: str | Path) -> None:
-    Path(path).write_text(yaml.safe_dump(asdict(cal), sort_keys=False), encoding="utf-8")
+def save_calibration(cal: Calibration, path: str | Path, flag: str = "--out") -> None:
+    """The corrections as YAML at ``path`` (checked: :func:`~gpuplan.userfiles.output_file`), whole or not at
+    all; one sentence when it cannot be written."""
+    write_text(output_file(path, flag), yaml.safe_dump(asdict(cal), sort_keys=False), flag)
 
 
 def load_calibration(path: str | Path) -> Calibration:

@@ -1,52 +1,19 @@
-"""How many GPUs a request stream needs: for every GPU type x count x TP x quantization that fits, the highest
-arrival rate that meets the SLOs, its cost per unit of goodput, and the Pareto front of cost vs latency.
+"""The rate one serving setup sustains within its SLOs: the closed-form bounds (the latencies on an idle engine, the
+saturation rate of a full decode batch) and the simulations that judge a rate or a number of users (:mod:`.simulate`,
+judged on the steady window after warm-up), with the bisections on them. The search over setups that uses these,
+and its rows (plans), are :mod:`gpuplan.plan.capacity`'s.
 
-A pipeline of pure stages (as recommend's): enumerate setups -> vLLM memory (does one request of the longest
-length fit; how many KV blocks) -> a closed-form queueing pass (idle-engine latencies against the SLOs, and the
-saturation rate of a full decode batch) that drops hopeless setups and bounds the search -> bisection on the
-rate with the simulation (:mod:`.simulate`) for the most promising ones -> price on the cheapest matching offer.
-
-Bounded: the search has :data:`SEARCH_TIME_S` wall seconds, shared out among the setups it simulates (each gets
-what is left over the setups still to go), and every simulation its own bounds (:data:`.simulate.MAX_EVENTS`,
-:data:`.simulate.TIME_LIMIT_S`). A setup whose simulation stopped early says so in its ``warnings`` (its rate is
-then from the requests that finished: a lower bound when the run was cut short).
+Bounded: every simulation has its own bounds (:data:`.simulate.MAX_EVENTS`, :data:`.simulate.TIME_LIMIT_S`) and
+the search's ``deadline``; a run stopped early says why in its ``stopped``.
 """
 
 from __future__ import annotations
 
 import math
-import time
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
-from .. import overheads as oh
-from ..engines import KvPool, engine_for, sglang, vllm
-from ..errors import GpuplanError
-from ..hardware import GpuSpec, gpus
-from ..market.choice import matching
-from ..market.offers import Offer
-from ..market.store import load_offers
-from ..model.spec import ModelSpec
-from ..scenario import Scenario
-from .steptime import Calibration, StepModel, step_model
+from .steptime import StepModel
 from .workload import Workload
-
-if TYPE_CHECKING:
-    from .simulate import Scheduler
-
-
-@dataclass(frozen=True, kw_only=True)
-class Setup:
-    gpu: GpuSpec
-    num_gpus: int
-    quant: str | None
-    scenario: Scenario
-
-    @property
-    def label(self) -> str:
-        q = f" {self.quant}" if self.quant else ""
-        name = self.gpu.id.removeprefix("nvidia-").removeprefix("geforce-")
-        return f"{self.num_gpus}x {name} tp{self.scenario.tp}{q}"
 
 
 @dataclass(kw_only=True)
@@ -63,67 +30,6 @@ class RatePoint:
     users: int | None = None  # closed loop
     stopped: str = ""  # why its simulation stopped early ("": it ran to the end)
 
-
-@dataclass(kw_only=True)
-class Deployment:
-    setup: str
-    engine: str = "vllm"
-    gpu_id: str
-    num_gpus: int
-    tp: int
-    quant: str | None
-    kv_tokens: int  # tokens of the workload's mean request the pool holds (the engine's KvPool, as estimate)
-    max_concurrency: int  # such requests the pool holds at once
-    max_rate_rps: float
-    rate_band_rps: tuple[float, float]
-    bound_rate_rps: float  # closed-form saturation bound
-    ttft_s: float | None = None
-    tpot_s: float | None = None
-    e2e_s: float | None = None
-    usd_per_hour: float | None = None
-    offer: str | None = None
-    usd_per_million_input: float | None = None
-    usd_per_million_output: float | None = None
-    usd_per_1k_requests: float | None = None
-    replicas_for_target: int | None = None
-    replicas_per_instance: int = 1  # tensor-parallel groups one rented instance holds
-    instances_for_target: int | None = None
-    usd_per_hour_for_target: float | None = None
-    max_users: int | None = None  # closed loop: most concurrent users one replica serves within the SLOs
-    output_tokens_per_s: float | None = None  # at max_rate_rps
-    ttft_alone_s: float | None = None  # one request on an idle engine (estimate's figure)
-    streaming_tokens_per_s_per_user: float | None = None  # 1 / decode step at this load (estimate's figure)
-    pareto: bool = False
-    curve: list[RatePoint] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)  # what the user must know: a simulation that stopped early
-
-
-def setups(s: Scenario, m: ModelSpec, gpu_ids: tuple[str, ...] = (), max_gpus: int = 8, any_quant: bool = False
-           ) -> list[Setup]:
-    """GPU type x count (1, 2, 4, 8, all tensor-parallel) x weights (as shipped; fp8 where the card has fp8
-    tensor cores or vLLM runs it weight-only; awq-int4 with ``any_quant``)."""
-    out = []
-    quants: list[str | None] = [s.quant]
-    if any_quant and s.quant is None and not m.quantization:
-        quants += ["fp8", "awq-int4"]
-    for gpu in gpus().values():
-        if gpu_ids and gpu.id not in gpu_ids:
-            continue
-        if gpu.vendor != "NVIDIA" or not gpu.peak_tflops("fp16"):
-            continue
-        for n in (1, 2, 4, 8):
-            if n > max_gpus or m.num_heads % n or (n > m.num_kv_heads and n % m.num_kv_heads):
-                continue
-            for q in quants:
-                if q == "fp8" and not gpu.supports_dtype("fp8"):
-                    continue
-                precision = "bf16-true" if gpu.supports_dtype("bf16") else "fp16-true"
-                sc = s.model_copy(update={"gpu": gpu.id, "num_gpus": n, "tp": n, "pp": 1, "quant": q,
-                                          "engine": s.engine if s.engine == "sglang" else "vllm",
-                                          "precision": precision})
-                out.append(Setup(gpu=gpu, num_gpus=n, quant=q, scenario=sc))
-    return out
 
 
 def idle_latencies(model: StepModel, w: Workload) -> tuple[float, float]:
@@ -169,9 +75,6 @@ WARMUP_SHARE, COOLDOWN_SHARE = 0.2, 0.1
 # sent, while a stable one still drifts up by some as its batch grows to its steady size (a few percent of a
 # 600-request run at high load: public runs of bench/serving/capacity_accuracy.py).
 STABLE_LOAD, QUEUE_GROWTH_SHARE = 0.97, 0.10
-# Wall seconds one capacity search may take, all its simulations together.
-SEARCH_TIME_S = 120.0
-
 
 def _requests(w: Workload, n: int, rng):
     import numpy as np
@@ -359,215 +262,3 @@ def max_users(model: StepModel, engine, w: Workload, users: int, think_s: float,
             lo, hi = (mid, hi) if point.meets_slo else (lo, mid)
     stops = [f"run with {p.users:,} users {p.stopped}" for p in curve if p.stopped]
     return lo, sorted(curve, key=lambda p: p.users or 0), stops
-
-
-def cheapest_offer(s: Scenario, offers: list[Offer], gpu_id: str) -> tuple[float, str, int] | None:
-    """The cheapest instance that holds one tensor-parallel group of ``s`` whole (a group never spans rented
-    instances: its all-reduces need the node's links): (the instance's $/h, its label with the GPUs rented,
-    groups it holds). Providers that rent any pod size up to a node (``max_per_node``) rent the group's size."""
-    from dataclasses import replace
-
-    group = s.tp * s.pp
-    rows = []
-    for o in matching(offers, s, gpu_id):
-        size = max(o.gpu_count, group)
-        rows.append((size * o.usd_per_gpu_hour, replace(o, gpu_count=size).label, size // group))
-    return min(rows) if rows else None
-
-
-def _within_context(w: Workload, m: ModelSpec) -> None:
-    """Refuse a workload whose mean request (prompt + output) is longer than the model's context: no engine would
-    accept its requests (and none would finish in the simulation)."""
-    mean = w.mean_prompt_tokens + w.mean_output_tokens
-    if m.max_context and mean > m.max_context:
-        raise GpuplanError(f"the workload's requests average {mean:,.0f} tokens ({w.mean_prompt_tokens:,.0f} prompt "
-                           f"+ {w.mean_output_tokens:,.0f} output), more than {m.name}'s context of "
-                           f"{m.max_context:,} tokens: shorten them")
-
-
-def _longest(w: Workload, m: ModelSpec) -> int:
-    """The longest request of the workload (prompt + output), within the model's context: vLLM's max_model_len."""
-    def top(d):
-        return d.max if d.kind != "fixed" else d.mean
-
-    longest = int(max(top(w.prompt_lengths()), w.mean_prompt_tokens) + max(top(w.output_lengths()),
-                                                                            w.mean_output_tokens))
-    if m.position_params and m.max_context and longest > m.max_context:  # as fit.check refuses it
-        raise GpuplanError(f"{m.name} learns {m.max_context:,} positions (a position-embedding table, no RoPE to "
-                           f"extend): the workload's requests of up to {longest:,} tokens index past it; shorten "
-                           "its prompts or outputs")
-    return min(longest, m.max_context or longest)
-
-
-@dataclass(frozen=True)
-class ServingMemory:
-    """What a setup's engine holds at startup, as the search needs it: the KV pool (:class:`gpuplan.engines.KvPool`)
-    and the scheduler the simulation runs over it."""
-
-    pool: KvPool
-    engine: Scheduler
-
-
-def engine_memory(sc: Scenario, m: ModelSpec, gpu: GpuSpec, longest: int) -> ServingMemory | None:
-    """The KV pool and scheduler of ``sc``'s engine on ``gpu``; None when one request of ``longest`` tokens
-    does not fit. vLLM: its startup rules and V1 scheduler (:func:`.simulate.vllm_scheduler`). SGLang: its token
-    pool (``max_total_num_tokens``) and scheduler (:func:`.simulate.sglang_scheduler`: prefill batches of
-    ``chunked_prefill_size`` before decodes, ``max_running_requests``, one-token pages); its radix cache serves
-    the workload's shared prefix and repeated prompts (other reuse, such as multi-turn history, is not modelled)."""
-    from .simulate import sglang_scheduler, vllm_scheduler
-
-    if sc.engine == "sglang":
-        sm = sglang.startup_memory(sc, m, gpu, mem_fraction_static=sc.mem_fraction_static)
-        if sm.kv_tokens < longest:
-            return None
-        return ServingMemory(pool=sglang.pool(sc, sm), engine=sglang_scheduler(sm))
-    mem = vllm.startup_memory(sc, m, gpu)
-    if mem.num_blocks <= 0 or not mem.fits_max_model_len:
-        return None
-    pool = vllm.pool(sc, m, mem)
-    return ServingMemory(pool=pool, engine=vllm_scheduler(sc, mem, blocks=pool.sim_blocks))
-
-
-def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...] = (), max_gpus: int = 8,
-             any_quant: bool = False, simulate_top: int = 6, calibration: Calibration | None = None,
-             catalogs: tuple[str, ...] = (), time_limit_s: float = SEARCH_TIME_S) -> list[Deployment]:
-    """Plans ranked by what the target costs (the workload's rate or users: whole instances), else by cost per
-    request at their highest SLO-meeting load (unpriced setups last). The simulations share ``time_limit_s``
-    wall seconds (see the module docstring)."""
-    why = engine_for(s).refusal(s, m)
-    if why:
-        raise GpuplanError(why)
-    simulated = [g for g in gpus().values() if g.vendor == "NVIDIA" and g.peak_tflops("fp16")]  # as setups()
-    if gpu_ids and not any(g.id in gpu_ids for g in simulated):
-        raise GpuplanError(f"capacity simulates vLLM and SGLang on NVIDIA GPUs only (their step model is measured "
-                           f"there), not on {', '.join(gpu_ids)}: name NVIDIA cards, or leave --gpus out")
-    offers = load_offers(catalogs)
-    w = with_scenario_prefix(w, s)
-    longest = _longest(w, m)
-    _within_context(w, m)
-    candidates = []
-    prompt = round(w.mean_prompt_tokens)
-    for st in setups(s, m, gpu_ids, max_gpus, any_quant):
-        sc = st.scenario.model_copy(update={
-            "max_model_len": st.scenario.max_model_len or longest, "prompt_tokens": prompt,
-            "output_tokens": round(w.mean_output_tokens), "batch_size": w.users or st.scenario.batch_size,
-            "shared_prefix_tokens": max(min(w.shared_prefix_tokens, prompt - 1), 0)})
-        try:
-            mem = engine_memory(sc, m, st.gpu, longest)
-        except (ValueError, ZeroDivisionError):
-            continue
-        if mem is None:
-            continue
-        model = step_model(sc, m, st.gpu, calibration=calibration)
-        ttft0, tpot0 = idle_latencies(model, w)
-        slo = w.slo
-        if (slo.ttft_s and ttft0 > slo.ttft_s) or (slo.tpot_s and tpot0 > slo.tpot_s) or \
-                (slo.e2e_s and ttft0 + tpot0 * w.mean_output_tokens > slo.e2e_s):
-            continue
-        bound = saturation_rate(model, w, mem.pool.kv_tokens, mem.engine.max_num_seqs,
-                                mem.engine.max_num_batched_tokens, mem.engine.mixed_prefill)  # (rate, batch)
-        price = cheapest_offer(sc, offers, st.gpu.id)
-        candidates.append((st, sc, mem, model, bound, price))
-    # closed-form cost per request decides which setups get simulated
-    candidates.sort(key=lambda c: (c[5] is None, (c[5][0] / c[5][2] if c[5] else 0) / c[4][0]))
-    chosen, start, plans = candidates[:simulate_top], time.monotonic(), []
-    for i, (st, sc, mem, model, bound, price) in enumerate(chosen):  # each the time left over the setups to go
-        now = time.monotonic()
-        deadline = now + max(time_limit_s - (now - start), 0.0) / (len(chosen) - i)
-        plans.append(_plan(st, sc, mem, model, bound, price, w, m, deadline))
-    plans.sort(key=_rank)
-    _mark_pareto(plans)
-    return plans
-
-
-def with_scenario_prefix(w: Workload, s: Scenario) -> Workload:
-    """The workload with the scenario's ``shared_prefix_tokens`` where the workload does not say its own (the
-    ``--shared-prefix`` flag or the workload file's field win): one scenario, one prefix in every command."""
-    if "shared_prefix_tokens" in w.model_fields_set or not s.shared_prefix_tokens:
-        return w
-    return w.model_copy(update={"shared_prefix_tokens": s.shared_prefix_tokens})
-
-
-def _plan(st: Setup, sc: Scenario, mem, model: StepModel, bound: tuple[float, float], price, w: Workload,
-          m: ModelSpec, deadline: float | None = None) -> Deployment:
-    """One setup simulated (by ``deadline``): its highest steady load meeting the SLOs, priced on whole
-    instances; the KV pool and the idle-engine speeds from the functions estimate uses (one scenario, one set of
-    numbers)."""
-    from ..speed.inference import inference_speed
-
-    pool, engine = mem.pool, mem.engine
-    low, high = oh.SERVING_RATE_BAND
-    plan = Deployment(setup=st.label, engine=sc.engine, gpu_id=st.gpu.id, num_gpus=st.num_gpus, tp=sc.tp,
-                      quant=st.quant, kv_tokens=pool.kv_tokens, max_concurrency=pool.max_concurrency,
-                      max_rate_rps=0.0, rate_band_rps=(0.0, 0.0), bound_rate_rps=bound[0])
-    if w.users:
-        plan.max_users, plan.curve, stops = max_users(model, engine, w, w.users, w.think_s, deadline)
-        at = [p for p in plan.curve if p.meets_slo and p.users == plan.max_users]
-    else:
-        rate, plan.curve, stops = max_rate(model, engine, w, *bound, deadline=deadline)
-        at = [p for p in plan.curve if p.meets_slo and p.rate_rps <= rate]
-    if stops:
-        plan.warnings.append(f"{st.label}: {len(stops)} of its simulations stopped early ({stops[0]}), so its "
-                             "figures count only the requests that finished")
-    if at:
-        best = max(at, key=lambda p: p.rate_rps)
-        plan.ttft_s, plan.tpot_s, plan.e2e_s = best.ttft_s, best.tpot_s, best.e2e_s
-        plan.max_rate_rps = best.rate_rps if w.users else rate
-        # an engine that keeps up completes what arrives: the rate x the mean output (the short simulated window
-        # counts fewer completions while the queue fills, 10-20 % below the rate the row states)
-        plan.output_tokens_per_s = plan.max_rate_rps * w.mean_output_tokens
-    plan.rate_band_rps = (plan.max_rate_rps * low, plan.max_rate_rps * high)
-    rate = plan.max_rate_rps
-    # estimate's figures for this load: TTFT alone, streaming speed with as many requests decoding (users, or
-    # Little's law: rate x end-to-end latency)
-    busy = (plan.max_users or w.users) if w.users else max(1, round(rate * (plan.e2e_s or 0.0)))
-    speed = inference_speed(sc.model_copy(update={"batch_size": busy}), m, st.gpu)
-    # the shared prefix rides in sc: TTFT alone starts after the cached part, as estimate's does
-    plan.ttft_alone_s, plan.streaming_tokens_per_s_per_user = speed.ttft_s, speed.streaming_tokens_per_s_per_user
-    if w.users and plan.max_users:
-        plan.replicas_for_target = math.ceil(w.users / plan.max_users)
-    elif w.rate_rps and rate > 0:
-        plan.replicas_for_target = math.ceil(w.rate_rps / rate)
-    if price and rate > 0:
-        per_hour, label, groups = price
-        plan.usd_per_hour, plan.offer, plan.replicas_per_instance = per_hour, label, groups
-        per_s = per_hour / groups / 3600  # one replica's share of the instance
-        plan.usd_per_million_input = per_s / (rate * w.mean_prompt_tokens) * 1e6
-        plan.usd_per_million_output = per_s / (rate * w.mean_output_tokens) * 1e6
-        plan.usd_per_1k_requests = per_s / rate * 1000
-        if plan.replicas_for_target:
-            plan.instances_for_target = math.ceil(plan.replicas_for_target / groups)
-            plan.usd_per_hour_for_target = plan.instances_for_target * per_hour
-    return plan
-
-
-def _rank(p: Deployment) -> tuple:
-    if p.usd_per_hour_for_target is not None:
-        return (0, p.usd_per_hour_for_target, p.usd_per_1k_requests or 0, -p.max_rate_rps)
-    return (1 if p.usd_per_1k_requests is not None else 2, p.usd_per_1k_requests or 0, -p.max_rate_rps)
-
-
-def _mark_pareto(plans: list[Deployment]) -> None:
-    """Pareto front of cost per request vs the SLO-percentile TTFT at the plan's rate (lower is better)."""
-    priced = [p for p in plans if p.usd_per_1k_requests is not None and p.ttft_s is not None]
-    for p in priced:
-        p.pareto = not any(q is not p and q.usd_per_1k_requests <= p.usd_per_1k_requests and q.ttft_s <= p.ttft_s
-                           and (q.usd_per_1k_requests < p.usd_per_1k_requests or q.ttft_s < p.ttft_s)
-                           for q in priced)
-
-
-def shown(plans: list[Deployment]) -> list[dict]:
-    """What the listing shows, one dict per plan (the json format prints these)."""
-    return [{"setup": p.setup, "engine": p.engine, "pareto": p.pareto, "max_users": p.max_users,
-             "max_rate_rps": p.max_rate_rps,
-             "rate_band_rps": list(p.rate_band_rps), "output_tokens_per_s": p.output_tokens_per_s,
-             "ttft_s": p.ttft_s, "tpot_s": p.tpot_s, "e2e_s": p.e2e_s,
-             "streaming_tokens_per_s_per_user": p.streaming_tokens_per_s_per_user, "ttft_alone_s": p.ttft_alone_s,
-             "kv_tokens": p.kv_tokens, "max_concurrency": p.max_concurrency,
-             "gpu_id": p.gpu_id, "num_gpus": p.num_gpus, "tp": p.tp, "quant": p.quant, "offer": p.offer,
-             "usd_per_hour": p.usd_per_hour, "replicas_per_instance": p.replicas_per_instance,
-             "usd_per_million_input": p.usd_per_million_input, "usd_per_million_output": p.usd_per_million_output,
-             "usd_per_1k_requests": p.usd_per_1k_requests, "replicas_for_target": p.replicas_for_target,
-             "instances_for_target": p.instances_for_target, "usd_per_hour_for_target": p.usd_per_hour_for_target,
-             "warnings": list(p.warnings)}
-            for p in plans]

@@ -16,26 +16,13 @@ from fastapi import APIRouter, Body, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field, SkipValidation
 
 from .. import api
-from ..hardware import gpus
-from ..model.catalog import bundled, load_model
-from ..model.quant import QUANT_FORMATS
-from ..model.report import model_summary
-from ..plan.gpus import cheapest_rentals, gpu_row
-from ..plan.plan import Plan
-from ..plan.recommend import Recommendation
-from ..plan.resolve import resolve
-from ..scenario import Scenario, scenario_from
-from .explain import Explanation, explain
-from .export import Export, export
-from .forms import FieldSpec, field_specs
-from .grid import Axis, FitGrid, fit_grid
 from .guard import MAX_ITEMS, check_model, held, with_uploads
 from .uploads import MAX_UPLOAD_BYTES
 
 router = APIRouter(prefix="/api")
 # A scenario as the request sends it: documented as the Scenario, validated by the job (off the event loop: reading
 # a dataset it names is long work), after its upload references are checked (:func:`~.guard.with_uploads`).
-RawScenario = SkipValidation[Scenario]
+RawScenario = SkipValidation[api.Scenario]
 
 
 class Uploaded(BaseModel):
@@ -112,23 +99,23 @@ class GridRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     scenario: RawScenario
-    axis: Axis = "auto"
+    axis: api.Axis = "auto"
 
 
 class Form(BaseModel):
-    fields: list[FieldSpec]
+    fields: list[api.FieldSpec]
     quants: list[str]
     providers: list[str]
     hub: bool
     max_upload_bytes: int = MAX_UPLOAD_BYTES  # the largest dataset or tokenizer file /api/upload keeps
 
 
-def _scenario(data: Any, hub: bool) -> Scenario:
+def _scenario(data: Any, hub: bool) -> api.Scenario:
     """The scenario of a request: its model checked first (the model's name also finds its tokenizer), then
     validated, which reads and tokenizes a dataset it names."""
     if isinstance(data, dict) and isinstance(data.get("model"), str):
         check_model(data["model"], hub)
-    s = scenario_from(data)
+    s = api.scenario_from(data)
     check_model(s.model, hub)  # model_size's synthetic model
     return s
 
@@ -144,20 +131,15 @@ def recommend_json(data: Any, hub: bool, constraints: dict[str, Any]) -> str:
 
 
 def explain_json(data: Any, hub: bool) -> str:
-    s = _scenario(data, hub)
-    result = api.estimate(s)
-    r = resolve(s)  # the scenario the plan was computed for (the serving split, the card's precision)
-    return explain(result, r.scenario, r.model, r.gpu).model_dump_json()
+    return api.explain(_scenario(data, hub)).model_dump_json()
 
 
 def export_json(data: Any, hub: bool, base_url: str) -> str:
-    s = _scenario(data, hub)
-    return export(s, api.estimate(s), base_url).model_dump_json()
+    return api.export(_scenario(data, hub), base_url).model_dump_json()
 
 
 def grid_json(data: Any, hub: bool, axis: str) -> str:
-    s = _scenario(data, hub)
-    return fit_grid(s, load_model(s.model), axis).model_dump_json()  # type: ignore[arg-type]
+    return api.fit_grid(_scenario(data, hub), axis).model_dump_json()
 
 
 async def answer(request: Request, job: Any, scenario: Any, *args: Any) -> Response:
@@ -183,22 +165,17 @@ async def in_thread(request: Request, fn: Any, *args: Any) -> Any:
 
 
 def _models(search: str | None, family: str | None) -> list[dict[str, Any]]:
-    rows = [model_summary(load_model(repo), repo) for repo in bundled()]
-    if family:
-        rows = [r for r in rows if r["family"].lower() == family.lower()]
-    if search:
-        rows = [r for r in rows if search.lower() in r["name"].lower()]
-    return sorted(rows, key=lambda r: r["params_total"])
+    return api.models(family=family, search=search)
 
 
-@router.post("/estimate", response_model=Plan, summary="Does it fit, and where does the memory go")
+@router.post("/estimate", response_model=api.Plan, summary="Does it fit, and where does the memory go")
 async def estimate_route(scenario: Annotated[RawScenario, Body()], request: Request) -> Response:
     """`gpuplan.estimate(scenario)`: memory per GPU at three levels, fit and headroom on a named GPU, the changes
     that would make it fit, speed and cost on the best offer (what `gpuplan estimate --json` prints)."""
     return await answer(request, estimate_json, scenario)
 
 
-@router.post("/recommend", response_model=Recommendation, summary="The setups that fit, ranked")
+@router.post("/recommend", response_model=api.Recommendation, summary="The setups that fit, ranked")
 async def recommend_route(body: RecommendRequest, request: Request) -> Response:
     """`gpuplan recommend`: GPU type x count x strategy x techniques x offers, pruned by memory, ranked by cost,
     time or both, with the Pareto front of cost vs speed marked (what `gpuplan recommend --json` prints)."""
@@ -214,9 +191,7 @@ async def models_route(request: Request, search: str | None = Query(default=None
 
 
 def _gpus() -> list[dict[str, Any]]:
-    rentals = cheapest_rentals()
-    rows = [gpu_row(g, rentals.get(g.id)) for g in gpus().values()]
-    return sorted(rows, key=lambda r: r["memory_gib"])
+    return api.gpus(sort="memory")
 
 
 @router.get("/gpus", response_model=list[GpuRow], summary="The GPU catalog")
@@ -227,10 +202,7 @@ async def gpus_route(request: Request) -> list[dict[str, Any]]:
 
 
 def _form(hub: bool) -> Form:
-    from ..market.store import load_offers
-
-    return Form(fields=field_specs(), quants=list(QUANT_FORMATS), hub=hub,
-                providers=sorted({o.provider for o in load_offers()}))
+    return Form(fields=api.form_fields(), quants=api.quant_formats(), hub=hub, providers=api.providers())
 
 
 @router.get("/form", response_model=Form, summary="The scenario form")
@@ -239,14 +211,14 @@ async def form_route(request: Request) -> Form:
     return await in_thread(request, _form, request.app.state.hub)
 
 
-@router.post("/explain", response_model=Explanation, summary="Every number as its formula")
+@router.post("/explain", response_model=api.Explanation, summary="Every number as its formula")
 async def explain_route(scenario: Annotated[RawScenario, Body()], request: Request) -> Response:
     """Each number of the estimate as its formula with this scenario's values, the constants' sources, and the
     accuracy gpuplan measured for that kind of number; plus the defaults left in force."""
     return await answer(request, explain_json, scenario)
 
 
-@router.post("/export", response_model=Export, summary="scenario.yaml, the CLI command, Markdown")
+@router.post("/export", response_model=api.Export, summary="scenario.yaml, the CLI command, Markdown")
 async def export_route(scenario: Annotated[RawScenario, Body()], request: Request) -> Response:
     """The scenario as a file `gpuplan estimate` reads, the equivalent command, a Markdown report and the
     permalink's query string."""
@@ -275,7 +247,7 @@ async def upload_route(request: Request, kind: Literal["dataset", "tokenizer"] =
     return Uploaded(**kept)
 
 
-@router.post("/fit-grid", response_model=FitGrid, summary="The fit on every card of the catalog")
+@router.post("/fit-grid", response_model=api.FitGrid, summary="The fit on every card of the catalog")
 async def grid_route(body: GridRequest, request: Request) -> Response:
     """Fits / does not fit with the headroom on every GPU of the catalog, against quantization (inference),
     method (training) or context length; and device memory against context length."""

@@ -23,10 +23,10 @@ from fastapi.staticfiles import StaticFiles
 from fastapi_offline import FastAPIOffline
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
-from .. import __version__
+from .. import api as gpuplan_api
+from .._version import __version__
 from ..errors import GpuplanError
 from . import api
-from .accuracy import readme_html
 from .guard import BoundedBody
 from .uploads import Store
 from .work import Pools
@@ -70,7 +70,7 @@ def create_app(*, hub: bool = False, host: str = "127.0.0.1") -> FastAPI:
 
     @app.get("/readme", include_in_schema=False)
     async def readme(request: Request) -> HTMLResponse:
-        body = await api.in_thread(request, readme_html)
+        body = await api.in_thread(request, gpuplan_api.readme_html)
         return HTMLResponse("<!doctype html><html lang=en><head><meta charset=utf-8><title>gpuplan README</title>"
                             "<link rel=stylesheet href=/static/style.css></head><body class=readme><main>"
                             f"<p><a href=/>back to the calculator</a></p>{body}</main></body></html>",

@@ -12,13 +12,12 @@ deadline: :mod:`.work`.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import anyio
 
-from ..errors import GpuplanError, UnknownNameError
-from ..model.catalog import REPO_ID, aliases, base_repo, bundled, bundled_repo
+from .. import api
+from ..errors import GpuplanError
 from .uploads import Store, is_ref
 
 MAX_BODY_BYTES = 32 * 1024
@@ -53,6 +52,12 @@ def check_bounds(value: Any, where: str = "body", depth: int = 0) -> None:
 SERVER_FILES = ("dataset", "tokenizer")  # scenario fields that name files: the server never reads them
 
 
+def check_model(name: str, hub: bool) -> None:
+    """The model names the server resolves (:func:`gpuplan.api.check_model_name`: bundled names always, Hugging Face
+    repo ids with ``hub``, never a path on the server's disk)."""
+    api.check_model_name(name, hub=hub, where="the web page")
+
+
 def check_no_server_files(data: Any) -> None:
     """Refuse a scenario that names a file on the server (a dataset or a tokenizer): a file the page uploaded
     (:mod:`~gpuplan.web.uploads`, an ``upload:`` reference) or the shorthand ``samples`` and ``mean_tokens``
@@ -85,34 +90,6 @@ def with_uploads(data: Any, store: Store) -> Any:
 def held(data: Any) -> list[str]:
     """The uploaded files a scenario (after :func:`with_uploads`) reads: [] for none."""
     return [data[k] for k in SERVER_FILES if data.get(k)] if isinstance(data, dict) else []
-
-
-def check_model(name: str, hub: bool) -> None:
-    """Accept what resolves offline (bundled names, their chat and instruction-tuned variants, synthetic models)
-    always and Hugging Face repo ids with ``hub``; refuse paths on the server's disk and unknown names. This runs
-    before the scenario is read: the model's tokenizer is looked up by its name."""
-    if bundled_repo(name) or name.lower().startswith("synthetic-"):
-        return
-    try:
-        on_disk = Path(name).expanduser().exists()
-    except (OSError, ValueError):  # too long or otherwise impossible as a path
-        on_disk = False
-    if on_disk or name.endswith(".json") or name.startswith((".", "~", "/")) or "\\" in name:
-        raise GpuplanError(f"the web page does not read files on the server ({name[:100]!r}): name a bundled model "
-                           "or a Hugging Face repo id, or use `gpuplan estimate --model PATH` on the command line")
-    if base_repo(name):
-        return
-    if REPO_ID.match(name):
-        if hub:
-            return
-        raise GpuplanError(f"{name!r} is not a bundled model, and this server does not fetch from the Hugging Face "
-                           "hub: restart it with `gpuplan serve --hub`, or pick a bundled model")
-    if "/" in name:
-        raise GpuplanError(f"the web page does not read files on the server ({name[:100]!r}): name a bundled model "
-                           "or a Hugging Face repo id, or use `gpuplan estimate --model PATH` on the command line")
-    raise UnknownNameError("model", name, [*bundled(), *aliases()],
-                           hint="GET /api/models lists the bundled models; a Hugging Face repo id (org/name) "
-                                "works when the server runs with --hub.")
 
 
 class BoundedBody:

@@ -43,7 +43,7 @@ import anyio
 import anyio.to_thread
 from starlette.exceptions import HTTPException
 
-from ..dataset.read import FORMATS
+from .. import api
 from ..errors import GpuplanError
 
 MAX_UPLOAD_BYTES = 16 * 1024 * 1024  # a Llama-3 tokenizer.json is 9 MB
@@ -55,7 +55,7 @@ RATE_BYTES = 128 * 1024 * 1024
 UPLOAD_TIMEOUT_S = 60.0
 MAX_CLIENTS = 1024  # client addresses whose recent uploads are remembered (the oldest forgotten first)
 PREFIX = "upload:"
-SUFFIXES = {"dataset": tuple(FORMATS), "tokenizer": (".json",)}
+SUFFIXES = {"dataset": api.dataset_formats(), "tokenizer": (".json",)}
 WRITE_BYTES = 1024 * 1024  # received bytes are written (and hashed) in a worker thread this many at a time
 _NAME = re.compile(r"[^A-Za-z0-9._-]+")
 _REF = re.compile(r"([0-9a-f]{16})/([A-Za-z0-9_-][A-Za-z0-9._-]*)")

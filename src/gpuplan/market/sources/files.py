@@ -6,7 +6,7 @@ from __future__ import annotations
 from ...errors import GpuplanError
 from ..offers import read_offers
 from ..store import BUNDLED, bundled_offers
-from . import Fetched, Query
+from .base import Fetched, Query
 
 
 class BundledSource:

@@ -16,10 +16,10 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ...errors import GpuplanError
+from ...errors import GpuplanError, SourceError
 from ...hardware import gpus
 from ..offers import Offer, providers, with_network
-from . import Fetched, Query, SourceError, plausible
+from .base import Fetched, Query, plausible
 from .names import gpu_id_for
 
 PROVIDERS = {"lambdalabs": "lambda", "vastai": "vast", "datacrunch": "verda"}  # gpuhunt name -> gpuplan id

@@ -21,7 +21,7 @@ from ... import clock
 from ...errors import GpuplanError, echo
 from ...hardware import gpus
 from ..offers import Offer, providers, with_network
-from . import Fetched, Query, plausible
+from .base import Fetched, Query, plausible
 from .names import gpu_id_for
 
 NEEDED = ("InstanceType", "AcceleratorName", "AcceleratorCount", "Price", "Region")

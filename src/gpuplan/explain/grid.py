@@ -1,8 +1,10 @@
 """The fit across the whole GPU catalog at once: a GPU x quantization (or method, or context) grid, and the
 device memory against the context length next to every card's capacity.
 
-Every cell is the check and memory report ``gpuplan estimate`` runs for the scenario with that card and that
-change, the card's defaults resolved as it resolves them (what a memory-only plan then decides), without its solvers.
+Every cell is the memory-only plan of the scenario with that card and that change
+(:func:`gpuplan.plan.plan.memory_plan`:
+resolved, refused and judged as ``gpuplan estimate``'s plan is, without its speed, cost or advice); every point of
+the curve the memory-only plan at that length.
 """
 
 from __future__ import annotations
@@ -14,10 +16,9 @@ from pydantic import BaseModel
 
 from ..engines import engine_for
 from ..errors import GpuplanError
-from ..hardware import gpus, load_gpu
-from ..memory import memory_report
+from ..hardware import gpus
 from ..model.spec import ModelSpec
-from ..plan.refusals import check
+from ..plan.plan import memory_plan
 from ..plan.resolve import resolve
 from ..scenario import Scenario
 
@@ -83,12 +84,10 @@ def _columns(s: Scenario, axis: str) -> tuple[str, str, list[str], list[dict[str
 
 
 def _cell(s: Scenario, m: ModelSpec, gpu_id: str) -> Cell:
-    gpu = gpus()[gpu_id]
     try:  # the card's defaults, as `gpuplan estimate` takes them (fp16 where there is no bf16)
-        s = resolve(s, m).scenario
+        report = memory_plan(resolve(s, m, gpus()[gpu_id])).memory
     except GpuplanError as err:
         return Cell(fits=None, reason=str(err))
-    _, report = memory_report(s, m, gpu)  # what a memory-only plan reads, with the engine's own measures kept
     return Cell(fits=bool(report.fits), device_peak_gib=report.device_peak_gib, headroom_gib=report.headroom_gib,
                 max_concurrency=report.max_concurrency, gpu_layers=report.gpu_layers)
 
@@ -98,16 +97,14 @@ def _curve(s: Scenario, m: ModelSpec, field: str) -> list[CurvePoint]:
     top = max(m.max_context or 0, getattr(s, field), 4096)
     points = sorted({*(512 * 2**k for k in range(int(math.log2(top / 512)) + 1)), getattr(s, field), top})
     out = []
-    gpu = load_gpu(s.gpu) if s.gpu else None
     for tokens in points:
-        changed = s.model_copy(update={field: tokens, "gpu": None})
         try:
-            check(changed, m, None)
             # vLLM and llama.cpp adapt to the card; without one they report what the batch needs
-            _, report = memory_report(changed, m, None if engine_for(changed).card_sized else gpu)
-            out.append(CurvePoint(tokens=tokens, device_peak_gib=report.device_peak_gib))
+            changed = s.model_copy(update={field: tokens, **({} if engine_for(s).card_sized else {"gpu": None})})
+            peak = memory_plan(resolve(changed, m)).memory.device_peak_gib
         except GpuplanError:
-            out.append(CurvePoint(tokens=tokens, device_peak_gib=None))
+            peak = None
+        out.append(CurvePoint(tokens=tokens, device_peak_gib=peak))
     return out
 
 

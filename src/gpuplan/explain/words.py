@@ -10,19 +10,18 @@ estimate on a matrix of scenarios, so a changed estimator cannot leave a stale f
 
 from __future__ import annotations
 
-from ..hardware import GpuSpec
-from ..model.spec import ModelSpec
 from ..plan.plan import Plan
-from ..scenario import Scenario
 from ..scenario.describe import defaults_said
-from . import memory_formulas as mf
-from . import speed_formulas as sf
+from . import memory as mf
+from . import speed as sf
 from .accuracy import memory_accuracy
 from .formula import Context, Explanation, Formula
 
 
-def explain(result: Plan, s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> Explanation:
-    """Formulas for every number ``result`` holds, keyed ``memory.weights_gib``, ``speed.tokens_per_s``..."""
+def explain(result: Plan) -> Explanation:
+    """Formulas for every number the plan ``result`` holds, keyed ``memory.weights_gib``, ``speed.tokens_per_s``...,
+    on the scenario, model and card it was built from (as resolved: the serving split, the card's precision)."""
+    s, m, gpu = result.setup.scenario, result.setup.model, result.setup.gpu
     x = Context(s, m, gpu, result)
     method = s.method if s.task == "train" else None
     part_acc = memory_accuracy(s.task, method, part=True)

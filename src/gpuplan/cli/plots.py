@@ -6,22 +6,18 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import GpuplanError, echo
+from ..userfiles import output_file, write_file
 
 PLOT_FORMATS = (".png", ".svg", ".pdf", ".jpg", ".jpeg", ".webp", ".tif", ".tiff", ".eps", ".ps")  # matplotlib's
 
 
 def plot_target(path: str) -> Path:
     """Where ``--plot`` writes, checked before any work: a file name with a picture suffix matplotlib writes, in a
-    folder that exists; else one sentence."""
-    p = Path(path).expanduser()
+    folder that exists (:func:`~gpuplan.userfiles.output_file`); else one sentence."""
+    p = output_file(path, "--plot")
     if p.suffix.lower() not in PLOT_FORMATS:
         raise GpuplanError(f"--plot writes a picture: name it .png, .svg or .pdf (matplotlib also writes "
                            f"{', '.join(s for s in PLOT_FORMATS[3:])}), not {echo(p.name)}")
-    folder = p.parent
-    if not folder.is_dir():
-        raise GpuplanError(f"--plot {echo(str(p))}: no folder {echo(str(folder))}; create it first")
-    if p.is_dir():
-        raise GpuplanError(f"--plot {echo(str(p))} is a folder: name the picture file")
     return p
 
 
@@ -50,8 +46,6 @@ def plot_curves(plans, workload, path: str) -> None:
     b.legend(fontsize=7)
     fig.tight_layout()
     try:
-        fig.savefig(target, dpi=110)
-    except OSError as err:
-        raise GpuplanError(f"cannot write --plot {echo(str(target))}: {err.strerror or err}") from None
+        write_file(target, lambda temp: fig.savefig(temp, dpi=110), "--plot")
     finally:
         plt.close(fig)

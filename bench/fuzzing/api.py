@@ -1,0 +1,236 @@
+"""The Python API half: every public function of ``gpuplan`` (its ``__all__``) and ``gpuplan.api`` called with
+arguments drawn from its signature (by the parameter's name where it says what it holds, else by its
+annotation), wrong types included; and the metamorphic checks (a longer sequence never needs less training
+memory; more GPUs under ZeRO-3 never need more memory per GPU).
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import values as V
+from .draw import OUT, Fixtures, file_value, model_value
+from .oracle import NONSENSE, OK, Verdict
+
+WRONG = [None, math.nan, math.inf, -1, 0, 10**30, "x", "", b"x", [1], {}, {"a": None}, object(), True, 1j, set(),
+         ("a",), Path("/dev/zero"), "\x00", "a\nb"]
+WORKLOAD_FIELDS = {"rate_rps": [0.5, 2, 5], "users": [1, 8], "preset": ["chat", "summarize", "generate"],
+                   "prompt_tokens": [128, 1024], "output_tokens": [32, 256], "ttft_s": [1, 2], "tpot_s": [0.05, 0.1],
+                   "burstiness": [0.5, 1], "num_requests": [50, 200]}
+
+
+def functions() -> dict[str, Any]:
+    """Every public function: ``gpuplan.__all__`` and ``gpuplan.api.__all__``, by name."""
+    import gpuplan
+    import gpuplan.api
+
+    names = sorted({*gpuplan.__all__, *getattr(gpuplan.api, "__all__", ())})
+    found = {}
+    for name in names:
+        obj = getattr(gpuplan, name, None) or getattr(gpuplan.api, name, None)
+        if inspect.isfunction(obj):
+            found[name] = obj
+    return found
+
+
+@dataclass
+class ApiCase:
+    function: str
+    args: list[Any]
+    kwargs: dict[str, Any]
+    mode: str
+    optional: list[str] = field(default_factory=list)  # kwargs shrinking may drop
+
+    def call(self, drop: tuple[int, ...] = ()) -> tuple[list[Any], dict[str, Any]]:
+        gone = {self.optional[i] for i in drop if i < len(self.optional)}
+        return self.args, {k: v for k, v in self.kwargs.items() if k not in gone}
+
+    def text(self, drop: tuple[int, ...] = (), roots: tuple[str, ...] = ()) -> str:
+        args, kwargs = self.call(drop)
+        shown = [_shown(a, roots) for a in args] + [f"{k}={_shown(v, roots)}" for k, v in kwargs.items()]
+        return f"gpuplan.{self.function}({', '.join(shown)})"
+
+
+def _shown(value: Any, roots: tuple[str, ...]) -> str:
+    text = repr(value) if not isinstance(value, object) or type(value) is not object else "object()"
+    for root in roots:
+        text = text.replace(root, "$FUZZ")
+    return text[:300]
+
+
+def _scenario_fields(r: random.Random, estimate_cmd: Any, hostile: bool, fx: Fixtures) -> dict[str, Any]:
+    """A job as a dict of typed fields (numbers as numbers), from the CLI's own recipe."""
+    from .recipes import job
+    from .tree import BOOL_TEXT, FLOAT, INT
+
+    fields: dict[str, Any] = {}
+    for name, text in job(r, estimate_cmd).items():
+        p = estimate_cmd.param(name)
+        kind = p.kind if p is not None else ""
+        try:
+            fields[name] = int(text) if kind == INT else float(text) if kind == FLOAT else text
+        except ValueError:
+            fields[name] = text
+    if hostile:
+        names = [p.name for p in estimate_cmd.params if p.field]
+        for name in r.sample(names, r.randint(1, 2)):
+            p = estimate_cmd.param(name)
+            fields[name] = r.choice(WRONG) if r.random() < 0.5 else (
+                V.bool_text(r, True) if p.kind == BOOL_TEXT else V.scalar(r, p, True, []))
+    return fields
+
+
+def scenario_value(r: random.Random, estimate_cmd: Any, hostile: bool, fx: Fixtures) -> Any:
+    pick = r.random()
+    if pick < 0.1:
+        return file_value(r, "scenarios", hostile, fx)
+    fields = _scenario_fields(r, estimate_cmd, hostile, fx)
+    if pick < 0.15 and not hostile:
+        import gpuplan
+
+        try:
+            return gpuplan.load_scenario(None, fields)
+        except Exception:
+            return fields
+    return fields
+
+
+def _by_annotation(r: random.Random, annotation: str) -> Any:
+    text = str(annotation)
+    if "bool" in text:
+        return r.choice([True, False])
+    if "Iterable" in text or "list" in text or "tuple" in text:
+        return [V.named(r, "model", False)]
+    if "Mapping" in text or "dict" in text:
+        return {}
+    if "int" in text:
+        return r.choice([1, 2, 4, 8])
+    if "float" in text:
+        return r.choice([0.0, 0.5, 1.0, 10.0])
+    return V.named(r, "model", False)
+
+
+def _valid(r: random.Random, name: str, param: inspect.Parameter, ctx: dict[str, Any]) -> Any:
+    """A valid value for an API parameter, by its name first."""
+    fx: Fixtures = ctx["fixtures"]
+    table = {
+        "scenario": lambda: scenario_value(r, ctx["estimate"], False, fx),
+        "model": lambda: model_value(r, False, fx), "name": lambda: model_value(r, False, fx),
+        "gpu": lambda: r.choice(["rtx-4090", "2x3090", "l40s", "h100-sxm", "a100-sxm4-80gb"]),
+        "workload": lambda: r.choice([file_value(r, "workloads", False, fx), {"rate_rps": 1, "preset": "chat"},
+                                      None]),
+        "folder": lambda: r.choice(OUT["folder"][0]), "path": lambda: file_value(r, "scenarios", False, fx),
+        "overrides": lambda: {"task": r.choice(["train", "infer"])},
+        "targets": lambda: r.sample(["trainer", "accelerate", "torchrun", "skypilot", "vllm", "deepspeed"],
+                                    r.randint(0, 2)),
+        "catalogs": lambda: [file_value(r, "offers", False, fx)] if r.random() < 0.3 else [],
+        "discounts": lambda: r.choice([None, {"runpod": 0.85}, {"vast": 0.5, "aws": 1.0}]),
+        "gpus": lambda: r.sample(["l4", "l40s", "h100-sxm", "rtx-4090"], r.randint(1, 2)),
+        "providers": lambda: r.sample(["runpod", "vast", "lambda", "aws"], r.randint(0, 2)),
+        "have": lambda: r.choice([[], ["2x3090"], [("rtx-4090", 1)]]),
+        "models": lambda: r.choice([None, r.sample(V.SMALL_MODELS, 2)]),
+        "calibration": lambda: r.choice([None, file_value(r, "calibrations", False, fx)]),
+        "dataset": lambda: None, "script": lambda: r.choice([None, "train.py", ["train.py", "--lr", "1e-4"]]),
+        "bucket": lambda: r.choice([None, "s3://my-bucket"]), "visible_devices": lambda: r.choice([None, (0,), (0, 1)]),
+        "command": lambda: "gpuplan fuzz", "engine": lambda: r.choice(["vllm", "vllm", "sglang"]),
+        "objective": lambda: r.choice(["cost", "time", "balanced"]), "min_headroom": lambda: r.choice([0.0, 0.1]),
+        "max_gpus": lambda: r.choice([1, 2, 4]), "top": lambda: r.choice([1, 2, 5]),
+        "budget_usd": lambda: r.choice([None, 50.0, 1e4]), "deadline_hours": lambda: r.choice([None, 10.0, 1e3]),
+        "kv_cache_dtype": lambda: r.choice([None, "auto", "fp8"]), "engine_version": lambda: None,
+    }
+    make = table.get(name)
+    return make() if make else _by_annotation(r, param.annotation)
+
+
+def _hostile(r: random.Random, name: str, param: inspect.Parameter, ctx: dict[str, Any]) -> Any:
+    fx: Fixtures = ctx["fixtures"]
+    if name == "scenario" and r.random() < 0.6:
+        return scenario_value(r, ctx["estimate"], True, fx)
+    if name in ("model", "name") and r.random() < 0.5:
+        return model_value(r, True, fx)
+    if name == "folder" and r.random() < 0.6:
+        return r.choice(OUT["folder"][1])
+    if name in ("workload", "calibration", "path", "catalogs") and r.random() < 0.5:
+        kind = {"workload": "workloads", "calibration": "calibrations", "path": "scenarios"}.get(name, "offers")
+        found = file_value(r, kind, True, fx)
+        return [found] if name == "catalogs" else found
+    return r.choice(WRONG + V.HOSTILE_TEXT[:20] + [-5, 1e308, -math.inf, 2**63])
+
+
+def draw_api(r: random.Random, name: str, fn: Any, ctx: dict[str, Any]) -> ApiCase:
+    mode = r.choices(["valid", "mixed", "wild"], [0.55, 0.35, 0.1])[0]
+    params = [(n, p) for n, p in inspect.signature(fn).parameters.items() if p.kind not in (p.VAR_POSITIONAL,)]
+    args, kwargs, optional = [], {}, []
+    spoil = {n for n, _ in r.sample(params, min(len(params), r.randint(1, 2)))} if mode == "mixed" else set()
+    for n, p in params:
+        if p.kind == p.VAR_KEYWORD:
+            for key, v in _extra_fields(r, name, ctx, mode).items():
+                kwargs[key] = v
+                optional.append(key)
+            continue
+        required = p.default is p.empty
+        if not required and mode == "valid" and r.random() < 0.4 and n not in ("gpus", "max_gpus", "top", "folder"):
+            continue  # the default
+        hostile = n in spoil or (mode == "wild" and r.random() < 0.5)
+        v = _hostile(r, n, p, ctx) if hostile else _valid(r, n, p, ctx)
+        if required and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            args.append(v)
+        else:
+            kwargs[n] = v
+            optional.append(n)
+    return ApiCase(function=name, args=args, kwargs=kwargs, mode=mode, optional=optional)
+
+
+def _extra_fields(r: random.Random, name: str, ctx: dict[str, Any], mode: str) -> dict[str, Any]:
+    """What ``**fields`` takes: scenario fields (fit) or workload fields (capacity)."""
+    if r.random() < 0.4:
+        return {}
+    if name == "capacity":
+        keys = r.sample(sorted(WORKLOAD_FIELDS), r.randint(1, 2))
+        out = {k: r.choice(WORKLOAD_FIELDS[k]) for k in keys}
+    else:
+        fields = _scenario_fields(r, ctx["estimate"], False, ctx["fixtures"])
+        keys = r.sample(sorted(k for k in fields if k not in ("model", "gpu", "num_gpus")), 2)
+        out = {k: fields[k] for k in keys if k in fields}
+    if mode != "valid":
+        out[r.choice(["nosuch_field", *out])] = r.choice(WRONG)
+    return out
+
+
+# ---- metamorphic checks ----------------------------------------------------------------------------------------
+META_MODELS = ["llama-3.2-1b", "qwen2.5-0.5b", "mistral-7b", "gemma-2-9b", "mixtral-8x7b", "qwen3-4b", "gpt-oss-20b"]
+
+
+def meta_case(r: random.Random, which: str) -> dict[str, Any]:
+    base = {"model": r.choice(META_MODELS), "task": "train", "method": r.choice(["full", "lora", "qlora"]),
+            "grad_checkpointing": r.choice(["none", "selective", "full"]), "micro_batch_size": r.randint(1, 4)}
+    if which == "seq_len":
+        base["seq_len"] = 2 ** r.randint(6, 14)
+        return {"base": base, "vary": "seq_len", "values": [base["seq_len"], base["seq_len"] * r.choice([1.5, 2])]}
+    n = r.choice([2, 4, 8, 16])
+    base.update(strategy=r.choice(["zero3", "fsdp"]), gpu=r.choice(["h100-sxm", "a100-sxm4-80gb", "l40s"]),
+                seq_len=r.choice([512, 2048]), num_gpus=n)
+    return {"base": base, "vary": "num_gpus", "values": [n, n * 2]}
+
+
+def judge_meta(case: dict[str, Any]) -> Verdict:
+    """Longer sequences never need less training memory; more ZeRO-3 GPUs never need more per GPU."""
+    import gpuplan
+
+    peaks = []
+    for v in case["values"]:
+        fields = {**case["base"], case["vary"]: int(v)}
+        try:
+            peaks.append(gpuplan.estimate(fields, advise=False).memory.allocated_peak_gib)
+        except gpuplan.GpuplanError:
+            return Verdict(OK, detail="refused")  # both sides must be plans to compare
+    if case["vary"] == "seq_len" and peaks[1] < peaks[0] * (1 - 1e-9):
+        return Verdict(NONSENSE, "a longer seq_len lowered training memory", f"{case} -> {peaks}")
+    if case["vary"] == "num_gpus" and peaks[1] > peaks[0] * (1 + 1e-9):
+        return Verdict(NONSENSE, "more ZeRO-3 GPUs raised memory per GPU", f"{case} -> {peaks}")
+    return Verdict(OK)

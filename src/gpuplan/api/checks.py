@@ -1,0 +1,127 @@
+"""Checks of the estimate against the real code and real runs, as answers: the fake-tensor simulation of a step
+(``gpuplan simulate``), a measured step on this machine's CUDA GPU (``probe``), the estimate's error over probe
+records (``calibrate``), and corrections fitted on the user's own serving benchmarks (``calibrate-serving``).
+Each function returns what its command's ``--json`` prints; the command line only renders it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from pydantic import ConfigDict, Field
+
+from ..errors import GpuplanError
+from ..result import Answer, MemoryReport, finite
+from .arguments import scenario_of
+
+
+class SimulationReport(Answer):
+    """``simulate``'s answer: what the simulated step allocated at the model's full depth (GiB), by phase and by
+    category, the runs it extrapolated from, and with ``compare`` the estimate's memory beside it. ``timeline``
+    (the allocations over the step, for a plot) is not in the JSON."""
+
+    model: str
+    scenario: dict[str, Any]
+    allocated_peak_gib: float
+    peak_phase: str
+    peak_op: str
+    parts_gib: dict[str, float]
+    phase_parts_gib: dict[str, dict[str, float]]
+    phases_gib: dict[str, float]
+    runs: list[dict[str, Any]]
+    params_trainable: int = 0
+    cache_gib: float = 0.0
+    notes: list[str] = Field(default_factory=list)
+    timeline_layers: int = 0
+    elapsed_s: float = 0.0
+    estimate: MemoryReport | None = None  # with compare: the analytic estimate of the same scenario
+    timeline: list[tuple[int, float, str]] = Field(default_factory=list, exclude=True)
+    full_layers: int = Field(default=0, exclude=True)  # the model's depth (the plot's axis)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = super().to_dict()
+        if self.estimate is None:
+            data.pop("estimate")
+        return data
+
+
+def simulate(scenario, *, layers: int | None = None, timeline: bool = False, compare: bool = False
+             ) -> SimulationReport:
+    """The scenario's real training or serving step on fake tensors (transformers / peft, no GPU, no download),
+    every tensor counted as the CUDA caching allocator would: ``gpuplan simulate``. ``layers`` runs that many
+    layers without extrapolating; ``compare`` adds the estimate's memory. Needs the ``sim`` extra."""
+    from ..model.catalog import load_model
+    from ..plan.estimate import estimate
+    from ..sim.simulate import simulate as run
+
+    s = scenario_of(scenario)
+    sim = run(s, timeline=timeline, layers=layers)
+    est = estimate(s, advise=False).memory if compare else None
+    depth = sum(n for _, n in load_model(s.model).layer_kinds())
+    return SimulationReport(**{k: v for k, v in sim.__dict__.items()}, estimate=est, full_layers=depth)
+
+
+class Record(Answer):
+    """A record as its command prints it (a probe's measurement, calibrate's report): a JSON object whose keys
+    are documented where it is made (:func:`gpuplan.sim.probe.probe`, :func:`gpuplan.sim.probe.calibrate`)."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+def probe(scenario, *, steps: int = 2, simulate_too: bool = True, out_dir: str | Path | None = None
+          ) -> tuple[Record, Path | None]:
+    """The scenario's step run and measured on the visible CUDA GPU (max_memory_allocated / reserved, device memory
+    in use, step time, tokens/s), with the estimate and the simulation of the same scenario: ``gpuplan probe``.
+    Returns the record and, with ``out_dir``, the JSON file it was written to (for ``calibrate``)."""
+    from ..sim.probe import probe as run
+    from ..sim.probe import write_record
+
+    record = run(scenario_of(scenario), steps=steps, simulate_too=simulate_too)
+    path = write_record(record, Path(out_dir)) if out_dir is not None else None
+    return Record(**finite(record)), path
+
+
+def calibrate(records: Iterable[str | Path | dict[str, Any]]) -> Record:
+    """How far the estimate was from real runs: the error per level (allocated, reserved, device) of each probe
+    record (a path, or the record), the simulation's error, and the allocator slack and CUDA overheads the
+    measurements imply beside those the estimator assumes: ``gpuplan calibrate``."""
+    from ..sim.probe import calibrate as report
+    from ..sim.probe import read_record
+
+    return Record(**report([r if isinstance(r, dict) else read_record(r) for r in records]))
+
+
+class ServingCalibration(Answer):
+    """``calibrate-serving``'s answer: the corrections (``calibration``, what ``capacity --calibration`` reads),
+    each run's error before and after them on its held-out requests, and notes."""
+
+    calibration: dict[str, float]
+    runs: list[dict[str, Any]]
+    notes: list[str] = Field(default_factory=list)
+
+
+def calibrate_serving(results: Iterable[str | Path], *, model: str, gpu: str, tp: int = 1,
+                      out: str | Path | None = None) -> ServingCalibration:
+    """Corrections fitted on the user's own benchmark runs of one deployment (``vllm bench serve
+    --save-result``, GuideLLM, AIPerf files), each run replayed in simulation, fitted on half its requests and
+    applied only where they make no run's held-out error worse; ``out`` writes them (YAML) for ``capacity
+    --calibration``: ``gpuplan calibrate-serving``. Needs numpy (the ``serving`` extra)."""
+    try:
+        import numpy  # noqa: F401
+    except ImportError:
+        raise GpuplanError("the serving simulation needs numpy: pip install 'gpuplan[serving]'") from None
+    from ..hardware import load_gpu
+    from ..model.catalog import load_model
+    from ..scenario import scenario_from
+    from ..serving.calibrate import deployment, fit, read_results, save_calibration
+
+    runs = [r for path in results for r in read_results(path)]
+    g, m = load_gpu(gpu), load_model(model)
+    s = scenario_from(dict(model=model, task="infer", engine="vllm", gpu=g.id, tp=tp, num_gpus=tp))
+    cal, rows, notes = fit(*deployment(s, m, g), runs)
+    if out:
+        save_calibration(cal, out)
+    return ServingCalibration(calibration=asdict(cal), runs=rows, notes=notes)

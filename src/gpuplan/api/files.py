@@ -1,0 +1,110 @@
+"""``launch``: the files that run a plan, written, as an answer."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from ..result import Answer
+from . import arguments as arg
+from .arguments import ScenarioLike, names_of, scenario_of
+
+
+class LaunchFileInfo(BaseModel):
+    path: str
+    target: str
+    read_by: str
+
+
+class LaunchReport(Answer):
+    """``launch``'s answer: the setup, what gpuplan predicted for it, and the files written. Kept beside, not in
+    the JSON: the files' text (``printed``: with folder ``-`` they are not written, only made) and the lines every
+    file opens with and the next steps, in words (``said``)."""
+
+    folder: str
+    setup: str
+    scenario: dict[str, Any]  # the scenario launched: with the recipe's micro-batch x accumulation when it set neither
+    predicted: dict[str, Any]  # what gpuplan.estimate(scenario) predicts for it
+    files: list[LaunchFileInfo]
+    printed: list[tuple[str, str, str]] = Field(default_factory=list, exclude=True)  # (name, target, text)
+    said: dict[str, Any] = Field(default_factory=dict, exclude=True)
+
+
+def launch(scenario: ScenarioLike, *, targets: Iterable[str] = (), folder: str | Path = "gpuplan-launch",
+           force: bool = False, dataset: str | None = None, script: str | Iterable[str] | None = None,
+           bucket: str | None = None, visible_devices: tuple[int, ...] | None = None,
+           command: str = "gpuplan.launch (Python API)") -> LaunchReport:
+    """Write the files that run the scenario's plan (SkyPilot, accelerate, DeepSpeed, torchrun, the trainer's
+    arguments, torchtune, torchtitan, Axolotl, Unsloth, vllm serve: every target that applies, or ``targets``)
+    into ``folder`` (``-``: make them, write nothing; their text is the answer's ``printed``): ``gpuplan
+    launch``."""
+    from ..launchers import launch_plan
+
+    targets, folder = check_launch(targets, folder)
+    force = arg.flag(force, "force")
+    options = _options(dataset, script, bucket)
+    visible_devices = arg.devices_of(visible_devices)
+    command = arg.text(command, "command")
+    plan = launch_plan(scenario_of(scenario), command=command, visible_devices=visible_devices)
+    return write_plan(plan, targets, options, folder, force)
+
+
+def check_launch(targets: Iterable[str] = (), folder: str | Path = "gpuplan-launch", *, flag: str = "folder"
+                 ) -> tuple[list[str], str | Path]:
+    """The targets named (each a known one; comma-separated names split) and the folder (``-``: none), checked
+    before a plan is made: a misspelt target or a bad folder name is said before the plan's own problems."""
+    from ..launchers import check_target_names
+    from ..launchers.files import output_folder
+
+    names = [n.strip() for text in names_of(targets, "targets") for n in text.split(",") if n.strip()]
+    check_target_names(names)
+    return names, folder if folder == "-" else output_folder(folder, flag)
+
+
+def ranked_launch(setup, *, have: Iterable[str | tuple[str, int]] = (), folder: str | Path = "gpuplan-launch",
+                  force: bool = False, command: str = "gpuplan.ranked_launch (Python API)") -> LaunchReport:
+    """The files of one setup ``recommend`` ranked (a :class:`~gpuplan.plan.recommend.Setup`), on its offer, or on
+    the user's own cards (``have``: ``"2x3090"`` or ``(gpu id, count)``, as recommend took them) priced by power
+    alone: ``recommend --launch N``."""
+    from ..launchers import launch_plan
+    from ..plan.recommend import parse_have
+
+    x = setup
+    if x.owned:
+        owned = dict(parse_have(h) if isinstance(h, str) else h for h in have).get(x.gpu_id, x.num_gpus)
+        plan = launch_plan(x.scenario, command=command, owned_usd_per_hour=x.usd_per_hour,
+                           visible_devices=tuple(range(x.num_gpus)) if owned > x.num_gpus else None,
+                           keep_micro_batch=True)
+    else:
+        plan = launch_plan(x.scenario, command=command, offer_label=x.offer, keep_micro_batch=True)
+    return write_plan(plan, [], _options(x.scenario.dataset), folder, force)
+
+
+def _options(dataset: str | None = None, script: str | Iterable[str] | None = None, bucket: str | None = None):
+    """The launch files' options, checked: the dataset they train on, the training entry point, the bucket."""
+    from ..launchers import LaunchOptions
+
+    options: dict[str, Any] = {"bucket": arg.text(bucket, "bucket", optional=True)}
+    if arg.text(dataset, "dataset", optional=True):
+        options["dataset"] = dataset
+    if arg.script_of(script):
+        options["script"] = arg.script_of(script)
+    return LaunchOptions(**options)
+
+
+def write_plan(plan, targets: list[str], options, folder: str | Path, force: bool) -> LaunchReport:
+    """Write a launch plan's files (folder ``-``: make them only) and say what was written."""
+    from ..launchers import launch_files, write
+
+    files = launch_files(plan, targets, options)
+    paths = [Path(f.name) for f in files] if folder == "-" else write(files, folder, force=force)
+    said = {"header": plan.header(), "train": plan.train, "spot": plan.spot is not None, "owned": plan.owned,
+            "again": plan.launch_command()}
+    return LaunchReport(folder=str(folder), setup=plan.setup_label, predicted=plan.predictions(),
+                        scenario=plan.scenario.model_dump(mode="json", exclude_unset=True),
+                        files=[LaunchFileInfo(path=str(p), target=f.target, read_by=f.reader)
+                               for p, f in zip(paths, files, strict=True)],
+                        printed=[(f.name, f.target, f.text) for f in files] if folder == "-" else [], said=said)

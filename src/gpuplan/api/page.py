@@ -1,0 +1,78 @@
+"""What the web page shows beside a plan, as answers: every number as its formula (``explain``), the fit on every
+card of the catalog (``fit_grid``), the plan taken away (``export``: scenario.yaml, the command, Markdown), the
+scenario form (``form``) and the README as a page. Each reads plans (:mod:`gpuplan.explain`); the page renders."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .arguments import ScenarioLike, scenario_of
+
+if TYPE_CHECKING:
+    from ..explain.export import Export
+    from ..explain.formula import Explanation
+    from ..explain.grid import FitGrid
+
+
+def explain(scenario: ScenarioLike) -> Explanation:
+    """Each number of the scenario's plan as its formula with this scenario's values, the constants' sources, the
+    accuracy gpuplan measured for that kind of number, and the defaults left in force."""
+    from ..explain.words import explain as words
+    from ..plan.estimate import estimate
+
+    return words(estimate(scenario_of(scenario)))
+
+
+def fit_grid(scenario: ScenarioLike, axis: str = "auto") -> FitGrid:
+    """The fit with its headroom on every card of the catalog, against quantization (serving), method (training)
+    or context length (``axis``), and device memory against the context length: memory-only plans."""
+    from ..explain.grid import fit_grid as grid
+    from ..model.catalog import load_model
+
+    s = scenario_of(scenario)
+    return grid(s, load_model(s.model), axis)  # type: ignore[arg-type]
+
+
+def export(scenario: ScenarioLike, base_url: str = "") -> Export:
+    """The scenario's plan taken away: scenario.yaml (which ``gpuplan estimate`` reads), the equivalent command, a
+    Markdown report (its verdict, memory, fixes, speed and cost) and the permalink's query string."""
+    from ..explain.export import export as taken
+    from ..plan.estimate import estimate
+
+    s = scenario_of(scenario)
+    return taken(s, estimate(s), base_url)
+
+
+def form_fields() -> list:
+    """One input per scenario field (choices, bounds, defaults, hints), read from the Scenario model."""
+    from ..explain.forms import field_specs
+
+    return field_specs()
+
+
+def quant_formats() -> list[str]:
+    """The weight formats a scenario's ``quant`` takes."""
+    from ..model.quant import QUANT_FORMATS
+
+    return list(QUANT_FORMATS)
+
+
+def providers() -> list[str]:
+    """The providers of the price catalog in force."""
+    from ..market.store import load_offers
+
+    return sorted({o.provider for o in load_offers()})
+
+
+def readme_html() -> str:
+    """The README as an HTML page (the accuracy the page quotes links into it)."""
+    from ..explain.accuracy import readme_html as html
+
+    return html()
+
+
+def dataset_formats() -> tuple[str, ...]:
+    """The file suffixes a training dataset may have (JSON lines, JSON, CSV, Parquet...)."""
+    from ..dataset.read import FORMATS
+
+    return tuple(FORMATS)

@@ -1,0 +1,176 @@
+"""The searches as answers: ``recommend`` (the setups that fit, ranked), ``fit`` (every bundled model on the user's
+cards) and ``cost`` (the job on every offer that fits it); each row a reading of plans."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from ..errors import GpuplanError, UnknownNameError
+from ..hardware import resolve_gpu
+from ..market.cost import Cost
+from ..model.catalog import load_model
+from ..model.report import inexact_warning
+from ..plan.capability import FitRow
+from ..plan.recommend import Recommendation
+from ..result import Answer
+from ..scenario import Scenario, load_scenario
+from . import arguments as arg
+from .arguments import ScenarioLike, names_of, scenario_of
+
+
+def gpu_ids(names: Iterable[str], notes: list[str]) -> tuple[str, ...]:
+    """Catalog ids of GPU names (aliases, ambiguous names taking their common variant, said in ``notes``)."""
+    out = []
+    for name in names_of(names, "gpus"):
+        if not name.strip():
+            continue
+        gpu, note = resolve_gpu(name.strip())
+        if note:
+            notes.append(note)
+        out.append(gpu.id)
+    return tuple(out)
+
+
+def provider_names(names: Iterable[str]) -> tuple[str, ...]:
+    """Providers of the price catalog, checked (an unknown one gets "did you mean")."""
+    from ..market.store import load_offers
+
+    wanted = [n.strip() for n in names_of(names, "providers") if n.strip()]
+    if not wanted:
+        return ()
+    known = sorted({o.provider for o in load_offers()})
+    for name in wanted:
+        if name not in known:
+            raise UnknownNameError("provider", name, known, f"(providers in the price catalog: {', '.join(known)})")
+    return tuple(wanted)
+
+
+def recommend(scenario: ScenarioLike, *, budget_usd: float | None = None, deadline_hours: float | None = None,
+              max_gpus: int = 8, gpus: Iterable[str] = (), providers: Iterable[str] = (),
+              have: Iterable[str | tuple[str, int]] = (), min_headroom: float = 0.0, objective: str = "cost",
+              top: int = 10, any_method: bool = False, any_quant: bool = False, any_framework: bool = False,
+              catalogs: Iterable[str] = (), per_gpu: bool = False) -> Recommendation:
+    """Which GPUs, how many, where: every setup that fits, ranked by ``objective`` (cost, time or balanced), your
+    own cards (``have``: ``"2x3090"`` or ``("nvidia-geforce-rtx-3090", 2)``) in their own list: ``gpuplan
+    recommend``. ``min_headroom`` is a fraction of the card's usable memory (0.1 for 10 %)."""
+    from ..plan.recommend import Constraints, parse_have
+    from ..plan.recommend import recommend as search
+
+    budget_usd = arg.amount(budget_usd, "budget_usd", above=True, optional=True)
+    deadline_hours = arg.amount(deadline_hours, "deadline_hours", above=True, optional=True)
+    max_gpus = arg.count(max_gpus, "max_gpus", most=512)
+    min_headroom = arg.amount(min_headroom, "min_headroom", most=0.99)
+    top = arg.count(top, "top", most=10_000)
+    objective = arg.text(objective, "objective", choices=("cost", "time", "balanced"))
+    any_method, any_quant, any_framework, per_gpu = (arg.flag(v, k) for k, v in (
+        ("any_method", any_method), ("any_quant", any_quant), ("any_framework", any_framework),
+        ("per_gpu", per_gpu)))
+    catalogs = tuple(names_of(catalogs, "catalogs"))
+    s = scenario_of(scenario)
+    m = load_model(s.model)
+    notes: list[str] = []
+    owned = tuple(parse_have(h) if isinstance(h, str) else (resolve_gpu(h[0])[0].id, int(h[1]))
+                  for h in names_of(have, "have", pairs=True) if not isinstance(h, str) or h.strip())
+    c = Constraints(budget_usd=budget_usd, deadline_hours=deadline_hours, max_gpus=max_gpus,
+                    gpus=gpu_ids(gpus, notes), providers=provider_names(providers), pricing=s.pricing, have=owned,
+                    min_headroom=min_headroom, objective=objective, top=top, any_method=any_method,
+                    any_quant=any_quant, any_framework=any_framework, catalogs=catalogs, per_gpu=per_gpu)
+    result = search(s, m, c)
+    result.defaults = [*notes, *result.defaults]
+    return result
+
+
+class FitReport(Answer):
+    """``fit``'s answer: every bundled model on the cards, those that fit first."""
+
+    resolved: str  # the job, resolved, in one line
+    task: str
+    gpu_id: str
+    num_gpus: int
+    notes: list[str] = Field(default_factory=list)
+    rows: list[FitRow]
+
+    @property
+    def fitting(self) -> int:
+        return sum(r.fits for r in self.rows)
+
+
+def fit(gpu: str, scenario: ScenarioLike | None = None, *, models: Iterable[str] | None = None,
+        **fields: Any) -> FitReport:
+    """What can my cards do? Each bundled model (or ``models``) with the job of ``scenario`` (serving unless
+    ``task`` says train) on ``gpu`` (``"2x3090"``, ``"rtx-4090"``): fits as asked, fits with a change, or not,
+    with the largest batch and longest context: ``gpuplan fit``."""
+    from ..plan.capability import what_fits
+    from ..plan.recommend import parse_have
+    from ..scenario.describe import describe
+
+    if not isinstance(gpu, str) or not gpu.strip():
+        raise GpuplanError("fit needs your cards: --gpu 2x3090 (count x name, or a name for one card)")
+    models = names_of(models, "models") if models is not None else None
+    gpu_id, count = parse_have(gpu)
+    count_text, sep, name = gpu.strip().partition("x")
+    card, note = resolve_gpu(name.strip() if sep and count_text.strip().isdigit() else gpu.strip())
+    if count > 8:
+        raise GpuplanError(f"fit looks at one machine: --gpu takes up to 8 cards, got {count}")
+    if scenario is None:
+        template: dict[str, Any] = {}
+    elif isinstance(scenario, (str, Path)):
+        template = load_scenario(scenario).model_dump(exclude_unset=True)
+    elif isinstance(scenario, Scenario):
+        template = scenario.model_dump(exclude_unset=True)
+    elif isinstance(scenario, Mapping):
+        template = dict(scenario)
+    else:
+        raise GpuplanError(f"a scenario is a Scenario, a dict of its fields or the path of a YAML/JSON file, not "
+                           f"{type(scenario).__name__}")
+    template = {**template, **fields}
+    template.pop("model", None)
+    template.setdefault("task", "infer")
+    example = load_scenario(None, {**template, "model": "each bundled model", "gpu": gpu_id, "num_gpus": count})
+    rows = what_fits(template, card, count, models)
+    return FitReport(resolved=describe(example), task=example.task, gpu_id=card.id, num_gpus=count,
+                     notes=[note] if note else [], rows=rows)
+
+
+class CostTable(Answer):
+    """``cost``'s answer: the job on every offer that fits it, cheapest per million tokens first."""
+
+    resolved: str
+    model_exact: bool = True
+    model_exact_reason: str | None = None
+    notes: list[str] = Field(default_factory=list)  # the defaults taken, in words
+    warnings: list[str] = Field(default_factory=list)  # a model not counted exactly, before every number
+    left_out: dict[str, int] = Field(default_factory=dict)  # offers the price filter left out, by reason
+    rows: list[Cost]
+
+
+def cost(scenario: ScenarioLike, *, catalogs: Iterable[str] = (), discounts: Mapping[str, float] | None = None,
+         top: int | None = None) -> CostTable:
+    """What the job costs on every offer that fits it (the scenario's GPU only, when it names one), each row
+    with its whole bill and the device peak per GPU: ``gpuplan cost``."""
+    from ..market.store import load_offers
+    from ..plan.pricing import compare, left_out
+    from ..plan.resolve import card_free
+    from ..scenario.describe import describe
+
+    top = arg.count(top, "top", most=100_000, optional=True)
+    catalogs = tuple(names_of(catalogs, "catalogs"))
+    discounts = arg.discounts_of(discounts)
+    s = scenario_of(scenario)
+    m = load_model(s.model)
+    if s.gpu:  # one GPU: its name resolved (an ambiguous one takes its common variant)
+        s = s.model_copy(update={"gpu": resolve_gpu(s.gpu)[0].id})
+    s, said = card_free(s, m)  # the card is each offer's
+    defaults = [n for n in said if n]
+    offers = load_offers(catalogs, discounts)
+    rows = compare(s, m, offers)
+    return CostTable(resolved=describe(s, m, hardware=f"on each offer's GPUs ({s.world_size} per job)"
+                                       if not s.gpu else None),
+                     model_exact=m.exact, model_exact_reason=m.inexact_reason, notes=[*m.notes, *defaults],
+                     warnings=[w for w in (inexact_warning(m),) if w],
+                     left_out={k: v for k, v in left_out(offers, s).items() if v},
+                     rows=rows[:top] if top else rows)

@@ -1,0 +1,70 @@
+"""``capacity``: the request rate each serving setup sustains within the SLOs, as an answer."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from ..errors import GpuplanError
+from ..model.catalog import load_model
+from ..plan.capacity import Deployment, shown
+from ..result import Answer
+from ..scenario import scenario_from
+from ..serving.workload import Workload
+from . import arguments as arg
+from .arguments import names_of
+
+
+class CapacityReport(Answer):
+    """``capacity``'s answer: the workload as resolved and each serving setup's sustainable rate and price."""
+
+    workload: Workload
+    plans: list[dict[str, Any]]  # the rows ``gpuplan capacity`` shows
+    deployments: list[Deployment] = Field(default_factory=list, exclude=True)  # each with its latency curve
+
+
+def capacity(model: str, workload: str | Path | Mapping[str, Any] | None = None, *, engine: str = "vllm",
+             gpus: Iterable[str] = (),
+             max_gpus: int = 8, any_quant: bool = False, engine_version: str | None = None,
+             kv_cache_dtype: str | None = None, calibration: str | Path | None = None, top: int = 8,
+             **workload_fields: Any) -> CapacityReport:
+    """For every GPU type x count x tensor parallelism that holds ``model`` in vLLM, the highest request rate that
+    meets the workload's SLOs, the cheapest offer and the price per million tokens: ``gpuplan capacity``.
+    ``workload`` is a YAML file or a dict of :class:`~gpuplan.serving.workload.Workload` fields; flat fields
+    (``rate_rps``, ``prompt_tokens``, ``ttft_s``...) override it. Needs numpy (the ``serving`` extra)."""
+    try:
+        import numpy  # noqa: F401
+    except ImportError:
+        raise GpuplanError("capacity simulates vLLM's scheduler with numpy: pip install 'gpuplan[serving]'") from None
+    from ..hardware import load_gpu
+    from ..plan.capacity import capacity as search
+    from ..serving.calibrate import load_calibration
+    from ..serving.workload import load_workload
+
+    model = arg.text(model, "model")
+    max_gpus = arg.count(max_gpus, "max_gpus", most=64)
+    top = arg.count(top, "top", most=100)
+    any_quant = arg.flag(any_quant, "any_quant")
+    engine = arg.text(engine, "engine", choices=("vllm", "sglang"))
+    engine_version = arg.text(engine_version, "engine_version", optional=True)
+    kv_cache_dtype = arg.text(kv_cache_dtype, "kv_cache_dtype", optional=True)
+    calibration = arg.path(calibration, "calibration", optional=True)
+    ids = tuple(load_gpu(g).id for g in names_of(gpus, "gpus") if g.strip())
+    if isinstance(workload, Mapping):
+        w = load_workload(None, {**workload, **workload_fields})
+    elif workload is None or isinstance(workload, (str, Path)):
+        w = load_workload(workload, workload_fields)
+    else:
+        raise GpuplanError(f"a workload is a dict of its fields or the path of a YAML file, not "
+                           f"{type(workload).__name__}")
+    s = scenario_from({k: v for k, v in dict(model=model, task="infer", engine=engine, engine_version=engine_version,
+                                             kv_cache_dtype=kv_cache_dtype).items() if v is not None})
+    plans = search(s, load_model(model), w, gpu_ids=ids, max_gpus=max_gpus, any_quant=any_quant,
+                   simulate_top=top, calibration=load_calibration(calibration) if calibration else None)
+    return CapacityReport(workload=w, plans=shown(plans), deployments=plans)
+
+
+__all__ = ["CapacityReport", "capacity", "shown"]

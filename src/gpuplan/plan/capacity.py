@@ -1,0 +1,344 @@
+"""``capacity``: how many GPUs a request stream needs. For every GPU type x count x TP x quantization whose engine
+holds one request of the longest length, the highest arrival rate (or number of users) that meets the SLOs, its
+cost per unit of goodput, and the Pareto front of cost vs latency; each row a reading of plans.
+
+A search over setups, as ``recommend``'s: enumerate setups -> each setup's **memory plan** (the one resolver and
+builder's memory stage, :func:`gpuplan.plan.plan.memory_plan`: the engine's KV pool and start-up limits, as
+``estimate`` reports them) -> a closed-form queueing pass (:mod:`gpuplan.serving.capacity`: idle-engine latencies
+against the SLOs, the saturation rate of a full decode batch) that drops hopeless setups and bounds the search ->
+bisection on the rate with the simulation for the most promising ones -> the **plan at the load found** (built
+once per row: its TTFT alone and streaming speed) -> price on the cheapest instance that holds a tensor-parallel
+group whole (whole instances: a group never spans rented instances, so this is not the builder's cheapest per
+million tokens).
+
+Bounded: the search has :data:`SEARCH_TIME_S` wall seconds, shared out among the setups it simulates (each gets
+what is left over the setups still to go), and every simulation its own bounds
+(:data:`gpuplan.serving.simulate.MAX_EVENTS`, :data:`gpuplan.serving.simulate.TIME_LIMIT_S`). A setup whose
+simulation stopped early says so in its ``warnings`` (its rate is then from the requests that finished: a lower
+bound when the run was cut short).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from .. import overheads as oh
+from ..engines import KvPool, engine_for
+from ..errors import GpuplanError
+from ..hardware import GpuSpec, gpus
+from ..market.choice import matching
+from ..market.offers import Offer
+from ..market.store import load_offers
+from ..model.spec import ModelSpec
+from ..scenario import Scenario
+from ..serving.capacity import RatePoint, idle_latencies, max_rate, max_users, saturation_rate
+from ..serving.steptime import Calibration, StepModel, step_model
+from ..serving.workload import Workload
+from .build import build
+from .plan import Plan, memory_plan
+from .resolve import resolve
+
+if TYPE_CHECKING:
+    from ..serving.simulate import Scheduler
+
+
+@dataclass(frozen=True, kw_only=True)
+class Setup:
+    gpu: GpuSpec
+    num_gpus: int
+    quant: str | None
+    scenario: Scenario
+
+    @property
+    def label(self) -> str:
+        q = f" {self.quant}" if self.quant else ""
+        name = self.gpu.id.removeprefix("nvidia-").removeprefix("geforce-")
+        return f"{self.num_gpus}x {name} tp{self.scenario.tp}{q}"
+
+
+@dataclass(kw_only=True)
+class Deployment:
+    setup: str
+    engine: str = "vllm"
+    gpu_id: str
+    num_gpus: int
+    tp: int
+    quant: str | None
+    kv_tokens: int  # tokens of the workload's mean request the pool holds (the engine's KvPool, as estimate)
+    max_concurrency: int  # such requests the pool holds at once
+    max_rate_rps: float
+    rate_band_rps: tuple[float, float]
+    bound_rate_rps: float  # closed-form saturation bound
+    ttft_s: float | None = None
+    tpot_s: float | None = None
+    e2e_s: float | None = None
+    usd_per_hour: float | None = None
+    offer: str | None = None
+    usd_per_million_input: float | None = None
+    usd_per_million_output: float | None = None
+    usd_per_1k_requests: float | None = None
+    replicas_for_target: int | None = None
+    replicas_per_instance: int = 1  # tensor-parallel groups one rented instance holds
+    instances_for_target: int | None = None
+    usd_per_hour_for_target: float | None = None
+    max_users: int | None = None  # closed loop: most concurrent users one replica serves within the SLOs
+    output_tokens_per_s: float | None = None  # at max_rate_rps
+    ttft_alone_s: float | None = None  # one request on an idle engine (estimate's figure)
+    streaming_tokens_per_s_per_user: float | None = None  # 1 / decode step at this load (estimate's figure)
+    pareto: bool = False
+    curve: list[RatePoint] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # what the user must know: a simulation that stopped early
+    # the plan this row reads: the setup at the load found (memory, KV pool, TTFT alone, streaming speed); not shown
+    plan: Plan | None = field(default=None, repr=False)
+
+
+def setups(s: Scenario, m: ModelSpec, gpu_ids: tuple[str, ...] = (), max_gpus: int = 8, any_quant: bool = False,
+           *, fields: dict | None = None) -> list[Setup]:
+    """GPU type x count (1, 2, 4, 8, all tensor-parallel) x weights (as shipped; fp8 where the card has fp8
+    tensor cores or vLLM runs it weight-only; awq-int4 with ``any_quant``); ``fields``: set on every setup's
+    scenario too (the workload's lengths), in its one validation."""
+    out = []
+    quants: list[str | None] = [s.quant]
+    if any_quant and s.quant is None and not m.quantization:
+        quants += ["fp8", "awq-int4"]
+    for gpu in gpus().values():
+        if gpu_ids and gpu.id not in gpu_ids:
+            continue
+        if gpu.vendor != "NVIDIA" or not gpu.peak_tflops("fp16"):
+            continue
+        for n in (1, 2, 4, 8):
+            if n > max_gpus or m.num_heads % n or (n > m.num_kv_heads and n % m.num_kv_heads):
+                continue
+            for q in quants:
+                if q == "fp8" and not gpu.supports_dtype("fp8"):
+                    continue
+                precision = "bf16-true" if gpu.supports_dtype("bf16") else "fp16-true"
+                sc = s.model_copy(update={"gpu": gpu.id, "num_gpus": n, "tp": n, "pp": 1, "quant": q,
+                                          "engine": s.engine if s.engine == "sglang" else "vllm",
+                                          "precision": precision, **(fields or {})})
+                out.append(Setup(gpu=gpu, num_gpus=n, quant=q, scenario=sc))
+    return out
+
+
+# Wall seconds one capacity search may take, all its simulations together.
+SEARCH_TIME_S = 120.0
+
+
+def cheapest_offer(s: Scenario, offers: list[Offer], gpu_id: str) -> tuple[float, str, int] | None:
+    """The cheapest instance that holds one tensor-parallel group of ``s`` whole (a group never spans rented
+    instances: its all-reduces need the node's links): (the instance's $/h, its label with the GPUs rented,
+    groups it holds). Providers that rent any pod size up to a node (``max_per_node``) rent the group's size."""
+    from dataclasses import replace
+
+    group = s.tp * s.pp
+    rows = []
+    for o in matching(offers, s, gpu_id):
+        size = max(o.gpu_count, group)
+        rows.append((size * o.usd_per_gpu_hour, replace(o, gpu_count=size).label, size // group))
+    return min(rows) if rows else None
+
+
+def _within_context(w: Workload, m: ModelSpec) -> None:
+    """Refuse a workload whose mean request (prompt + output) is longer than the model's context: no engine would
+    accept its requests (and none would finish in the simulation)."""
+    mean = w.mean_prompt_tokens + w.mean_output_tokens
+    if m.max_context and mean > m.max_context:
+        raise GpuplanError(f"the workload's requests average {mean:,.0f} tokens ({w.mean_prompt_tokens:,.0f} prompt "
+                           f"+ {w.mean_output_tokens:,.0f} output), more than {m.name}'s context of "
+                           f"{m.max_context:,} tokens: shorten them")
+
+
+def _longest(w: Workload, m: ModelSpec) -> int:
+    """The longest request of the workload (prompt + output), within the model's context: vLLM's max_model_len."""
+    def top(d):
+        return d.max if d.kind != "fixed" else d.mean
+
+    longest = int(max(top(w.prompt_lengths()), w.mean_prompt_tokens) + max(top(w.output_lengths()),
+                                                                            w.mean_output_tokens))
+    if m.position_params and m.max_context and longest > m.max_context:  # as fit.check refuses it
+        raise GpuplanError(f"{m.name} learns {m.max_context:,} positions (a position-embedding table, no RoPE to "
+                           f"extend): the workload's requests of up to {longest:,} tokens index past it; shorten "
+                           "its prompts or outputs")
+    return min(longest, m.max_context or longest)
+
+
+@dataclass(frozen=True)
+class ServingMemory:
+    """What a setup's engine holds at start-up, as the search needs it: the setup's memory plan, its KV pool
+    (:class:`gpuplan.engines.KvPool`, the plan's) and the scheduler the simulation runs over it."""
+
+    plan: Plan
+    pool: KvPool
+    engine: Scheduler
+
+
+def engine_memory(sc: Scenario, m: ModelSpec, gpu: GpuSpec, longest: int) -> ServingMemory | None:
+    """The memory plan of ``sc`` on ``gpu`` (resolved and refused as every plan), its KV pool and the scheduler
+    over it; None when one request of ``longest`` tokens does not fit the pool. vLLM: its startup rules and V1
+    scheduler (:func:`gpuplan.serving.simulate.vllm_scheduler`). SGLang: its token pool (``max_total_num_tokens``)
+    and scheduler (:func:`gpuplan.serving.simulate.sglang_scheduler`: prefill batches of ``chunked_prefill_size``
+    before decodes, ``max_running_requests``, one-token pages); its radix cache serves the workload's shared prefix
+    and repeated prompts (other reuse, such as multi-turn history, is not modelled)."""
+    from ..serving.simulate import sglang_scheduler, vllm_scheduler
+
+    plan = memory_plan(resolve(sc, m, gpu))
+    startup, pool = plan.startup, plan.pool
+    if startup is None or pool is None:
+        return None
+    if pool.engine == "sglang":
+        if startup.kv_tokens < longest:
+            return None
+        return ServingMemory(plan=plan, pool=pool, engine=sglang_scheduler(startup))
+    if startup.num_blocks <= 0 or not startup.fits_max_model_len:
+        return None
+    return ServingMemory(plan=plan, pool=pool, engine=vllm_scheduler(plan.setup.scenario, startup,
+                                                                     blocks=pool.sim_blocks))
+
+
+def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...] = (), max_gpus: int = 8,
+             any_quant: bool = False, simulate_top: int = 6, calibration: Calibration | None = None,
+             catalogs: tuple[str, ...] = (), time_limit_s: float = SEARCH_TIME_S) -> list[Deployment]:
+    """Plans ranked by what the target costs (the workload's rate or users: whole instances), else by cost per
+    request at their highest SLO-meeting load (unpriced setups last). The simulations share ``time_limit_s``
+    wall seconds (see the module docstring)."""
+    why = engine_for(s).refusal(s, m)
+    if why:
+        raise GpuplanError(why)
+    simulated = [g for g in gpus().values() if g.vendor == "NVIDIA" and g.peak_tflops("fp16")]  # as setups()
+    if gpu_ids and not any(g.id in gpu_ids for g in simulated):
+        raise GpuplanError(f"capacity simulates vLLM and SGLang on NVIDIA GPUs only (their step model is measured "
+                           f"there), not on {', '.join(gpu_ids)}: name NVIDIA cards, or leave --gpus out")
+    offers = load_offers(catalogs)
+    w = with_scenario_prefix(w, s)
+    longest = _longest(w, m)
+    _within_context(w, m)
+    candidates = []
+    prompt = round(w.mean_prompt_tokens)
+    lengths = {"max_model_len": s.max_model_len or longest, "prompt_tokens": prompt,
+               "output_tokens": round(w.mean_output_tokens), "batch_size": w.users or s.batch_size,
+               "shared_prefix_tokens": max(min(w.shared_prefix_tokens, prompt - 1), 0)}
+    for st in setups(s, m, gpu_ids, max_gpus, any_quant, fields=lengths):
+        try:
+            mem = engine_memory(st.scenario, m, st.gpu, longest)
+        except (ValueError, ZeroDivisionError):
+            continue
+        if mem is None:
+            continue
+        sc = mem.plan.setup.scenario  # as resolved
+        model = step_model(sc, m, st.gpu, calibration=calibration)
+        ttft0, tpot0 = idle_latencies(model, w)
+        slo = w.slo
+        if (slo.ttft_s and ttft0 > slo.ttft_s) or (slo.tpot_s and tpot0 > slo.tpot_s) or \
+                (slo.e2e_s and ttft0 + tpot0 * w.mean_output_tokens > slo.e2e_s):
+            continue
+        bound = saturation_rate(model, w, mem.pool.kv_tokens, mem.engine.max_num_seqs,
+                                mem.engine.max_num_batched_tokens, mem.engine.mixed_prefill)  # (rate, batch)
+        price = cheapest_offer(sc, offers, st.gpu.id)
+        candidates.append((st, sc, mem, model, bound, price))
+    # closed-form cost per request decides which setups get simulated
+    candidates.sort(key=lambda c: (c[5] is None, (c[5][0] / c[5][2] if c[5] else 0) / c[4][0]))
+    chosen, start, plans = candidates[:simulate_top], time.monotonic(), []
+    for i, (st, sc, mem, model, bound, price) in enumerate(chosen):  # each the time left over the setups to go
+        now = time.monotonic()
+        deadline = now + max(time_limit_s - (now - start), 0.0) / (len(chosen) - i)
+        plans.append(_row(st, sc, mem, model, bound, price, w, m, deadline))
+    plans.sort(key=_rank)
+    _mark_pareto(plans)
+    return plans
+
+
+def with_scenario_prefix(w: Workload, s: Scenario) -> Workload:
+    """The workload with the scenario's ``shared_prefix_tokens`` where the workload does not say its own (the
+    ``--shared-prefix`` flag or the workload file's field win): one scenario, one prefix in every command."""
+    if "shared_prefix_tokens" in w.model_fields_set or not s.shared_prefix_tokens:
+        return w
+    return w.model_copy(update={"shared_prefix_tokens": s.shared_prefix_tokens})
+
+
+def _row(st: Setup, sc: Scenario, mem: ServingMemory, model: StepModel, bound: tuple[float, float], price,
+         w: Workload, m: ModelSpec, deadline: float | None = None) -> Deployment:
+    """One setup simulated (by ``deadline``): its highest steady load meeting the SLOs, priced on whole
+    instances; the KV pool from its memory plan, and the idle-engine speeds from its plan at that load (one
+    scenario, one set of numbers)."""
+    pool, engine = mem.pool, mem.engine
+    low, high = oh.SERVING_RATE_BAND
+    row = Deployment(setup=st.label, engine=sc.engine, gpu_id=st.gpu.id, num_gpus=st.num_gpus, tp=sc.tp,
+                     quant=st.quant, kv_tokens=pool.kv_tokens, max_concurrency=pool.max_concurrency,
+                     max_rate_rps=0.0, rate_band_rps=(0.0, 0.0), bound_rate_rps=bound[0])
+    if w.users:
+        row.max_users, row.curve, stops = max_users(model, engine, w, w.users, w.think_s, deadline)
+        at = [p for p in row.curve if p.meets_slo and p.users == row.max_users]
+    else:
+        rate, row.curve, stops = max_rate(model, engine, w, *bound, deadline=deadline)
+        at = [p for p in row.curve if p.meets_slo and p.rate_rps <= rate]
+    if stops:
+        row.warnings.append(f"{st.label}: {len(stops)} of its simulations stopped early ({stops[0]}), so its "
+                             "figures count only the requests that finished")
+    if at:
+        best = max(at, key=lambda p: p.rate_rps)
+        row.ttft_s, row.tpot_s, row.e2e_s = best.ttft_s, best.tpot_s, best.e2e_s
+        row.max_rate_rps = best.rate_rps if w.users else rate
+        # an engine that keeps up completes what arrives: the rate x the mean output (the short simulated window
+        # counts fewer completions while the queue fills, 10-20 % below the rate the row states)
+        row.output_tokens_per_s = row.max_rate_rps * w.mean_output_tokens
+    row.rate_band_rps = (row.max_rate_rps * low, row.max_rate_rps * high)
+    rate = row.max_rate_rps
+    # estimate's figures for this load: TTFT alone, streaming speed with as many requests decoding (users, or
+    # Little's law: rate x end-to-end latency)
+    busy = (row.max_users or w.users) if w.users else max(1, round(rate * (row.e2e_s or 0.0)))
+    loaded = sc if sc.batch_size == busy else sc.model_copy(update={"batch_size": busy})
+    row.plan = at_load = build(resolve(loaded, m, st.gpu), advise=False)
+    speed = at_load.speed  # on the card's own links: no offer is priced by the builder here
+    # the shared prefix rides in sc: TTFT alone starts after the cached part, as estimate's does
+    row.ttft_alone_s, row.streaming_tokens_per_s_per_user = speed.ttft_s, speed.streaming_tokens_per_s_per_user
+    if w.users and row.max_users:
+        row.replicas_for_target = math.ceil(w.users / row.max_users)
+    elif w.rate_rps and rate > 0:
+        row.replicas_for_target = math.ceil(w.rate_rps / rate)
+    if price and rate > 0:
+        per_hour, label, groups = price
+        row.usd_per_hour, row.offer, row.replicas_per_instance = per_hour, label, groups
+        per_s = per_hour / groups / 3600  # one replica's share of the instance
+        row.usd_per_million_input = per_s / (rate * w.mean_prompt_tokens) * 1e6
+        row.usd_per_million_output = per_s / (rate * w.mean_output_tokens) * 1e6
+        row.usd_per_1k_requests = per_s / rate * 1000
+        if row.replicas_for_target:
+            row.instances_for_target = math.ceil(row.replicas_for_target / groups)
+            row.usd_per_hour_for_target = row.instances_for_target * per_hour
+    return row
+
+
+def _rank(p: Deployment) -> tuple:
+    if p.usd_per_hour_for_target is not None:
+        return (0, p.usd_per_hour_for_target, p.usd_per_1k_requests or 0, -p.max_rate_rps)
+    return (1 if p.usd_per_1k_requests is not None else 2, p.usd_per_1k_requests or 0, -p.max_rate_rps)
+
+
+def _mark_pareto(plans: list[Deployment]) -> None:
+    """Pareto front of cost per request vs the SLO-percentile TTFT at the plan's rate (lower is better)."""
+    priced = [p for p in plans if p.usd_per_1k_requests is not None and p.ttft_s is not None]
+    for p in priced:
+        p.pareto = not any(q is not p and q.usd_per_1k_requests <= p.usd_per_1k_requests and q.ttft_s <= p.ttft_s
+                           and (q.usd_per_1k_requests < p.usd_per_1k_requests or q.ttft_s < p.ttft_s)
+                           for q in priced)
+
+
+def shown(plans: list[Deployment]) -> list[dict]:
+    """What the listing shows, one dict per plan (the json format prints these)."""
+    return [{"setup": p.setup, "engine": p.engine, "pareto": p.pareto, "max_users": p.max_users,
+             "max_rate_rps": p.max_rate_rps,
+             "rate_band_rps": list(p.rate_band_rps), "output_tokens_per_s": p.output_tokens_per_s,
+             "ttft_s": p.ttft_s, "tpot_s": p.tpot_s, "e2e_s": p.e2e_s,
+             "streaming_tokens_per_s_per_user": p.streaming_tokens_per_s_per_user, "ttft_alone_s": p.ttft_alone_s,
+             "kv_tokens": p.kv_tokens, "max_concurrency": p.max_concurrency,
+             "gpu_id": p.gpu_id, "num_gpus": p.num_gpus, "tp": p.tp, "quant": p.quant, "offer": p.offer,
+             "usd_per_hour": p.usd_per_hour, "replicas_per_instance": p.replicas_per_instance,
+             "usd_per_million_input": p.usd_per_million_input, "usd_per_million_output": p.usd_per_million_output,
+             "usd_per_1k_requests": p.usd_per_1k_requests, "replicas_for_target": p.replicas_for_target,
+             "instances_for_target": p.instances_for_target, "usd_per_hour_for_target": p.usd_per_hour_for_target,
+             "warnings": list(p.warnings)}
+            for p in plans]
