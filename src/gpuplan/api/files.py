@@ -52,6 +52,19 @@ def launch(scenario: ScenarioLike, *, targets: Iterable[str] = (), folder: str |
     return write_plan(plan, targets, options, folder, force)
 
 
+def smoke(scenario: ScenarioLike, *, folder: str | Path, targets: Iterable[str] = ()):
+    """``gpuplan launch --smoke``: the plan rewritten onto a tiny model of its architecture, its files written into
+    ``folder`` and each target that runs here run a few steps (:mod:`gpuplan.launchers.smoke`); the smoke plan and
+    one :class:`~gpuplan.launchers.smoke.SmokeRun` per target."""
+    from ..launchers import check_target_names
+    from ..launchers.files import output_folder
+    from ..launchers.smoke import smoke as run
+
+    names = [n for text in targets for n in str(text).split(",") if n.strip()]
+    check_target_names(names)
+    return run(scenario_of(scenario), output_folder(folder), names or None)
+
+
 def check_launch(targets: Iterable[str] = (), folder: str | Path = "gpuplan-launch", *, flag: str = "folder"
                  ) -> tuple[list[str], str | Path]:
     """The targets named (each a known one; comma-separated names split) and the folder (``-``: none), checked

@@ -63,16 +63,11 @@ def launch_cmd(scenario: str | None = None, as_json: bool = False, target: list[
 def smoke_run(s, names, output: str, as_json: bool) -> None:
     """``--smoke``: the plan on a tiny model of its architecture, its files written into ``output`` and run a few
     steps (:mod:`gpuplan.launchers.smoke`); one row per target, exit 1 when one fails."""
-    from pathlib import Path
-
-    from ..launchers.smoke import smoke
-
     if output == "-":
         raise GpuplanError("--smoke writes and runs files: name a folder with -o, not -")
     if s.task != "train":
         raise GpuplanError("--smoke runs training plans; a serving plan's engine starts with its own checks")
-    chosen = [n for text in names or () for n in text.split(",") if n.strip()] or None
-    plan, runs = smoke(s, Path(output), chosen)
+    plan, runs = api.smoke(s, folder=output, targets=names or ())
     if as_json:
         print_json({"setup": plan.setup_label, "folder": output, "runs": [
             {"target": r.target, "passed": r.passed, "command": r.command, "returncode": r.returncode,
