@@ -12,7 +12,7 @@ from gpuplan import estimate
 SCENARIOS = {
     "train full 8B": dict(model="llama-3.1-8b", task="train", seq_len=4096, micro_batch_size=2),
     "train qlora 70B": dict(model="llama-3.1-70b", task="train", method="qlora", grad_checkpointing="full"),
-    "train zero3 405B": dict(model="llama-3.1-405b", task="train", num_gpus=8, num_nodes=4, strategy="zero3"),
+    "train zero3 405B": dict(model="llama-3.1-405b", task="train", num_gpus=8, num_nodes=4, sharding="zero3"),
     "infer 70B vllm tp2": dict(model="llama-3.1-70b", task="infer", engine="vllm", num_gpus=2, tp=2),
     "infer deepseek-v3": dict(model="deepseek-v3", task="infer", batch_size=8, prompt_tokens=8192),
 }

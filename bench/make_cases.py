@@ -100,8 +100,8 @@ def qwen1_finetune(row):
     if gpus > 1:
         nodes = 2 if "2 nodes" in par else 1
         scenario.update(num_gpus=gpus // nodes, num_nodes=nodes,
-                        strategy="zero3" if "ZeRO-3" in par else "zero2")
-        notes += f"DeepSpeed {scenario['strategy'].upper()} over {gpus} GPUs; "
+                        sharding="zero3" if "ZeRO-3" in par else "zero2")
+        notes += f"DeepSpeed {scenario['sharding'].upper()} over {gpus} GPUs; "
     elif deepspeed:
         notes += ("DeepSpeed ZeRO on one GPU (its fp16/bf16 optimizer wrapper, fp32 partitions, buckets) is "
                   "modelled as a plain single GPU: gpuplan rejects ZeRO with one data-parallel rank; ")
@@ -200,7 +200,7 @@ def torchtune(row):
     # torchtune 0.1.0 (2024-04-15): the QLoRA tutorial (0914d5cf) and the README table (fef3ed10) of its week
     v01 = row["source"].startswith(("torchtune README (2024-04", "torchtune docs QLoRA tutorial"))
     seq = 4096 if row["seq_len"].startswith("4096") else 512
-    scenario = dict(model=model, task="train", framework="torchtune",
+    scenario = dict(model=model, task="train", stack="torchtune",
                     micro_batch_size=int(row["micro_batch"].split()[0]), seq_len=seq,
                     grad_checkpointing="full" if row["grad_ckpt"].startswith("on") else "none",
                     precision="bf16-true", attention="sdpa", optimizer="adamw")
@@ -235,7 +235,7 @@ def torchtune(row):
         scenario["gpu"] = "rtx-4090"
     n = int(row["n_gpus"] or 1)
     if n > 1:
-        scenario.update(num_gpus=n, strategy="fsdp1" if v01 else "fsdp")
+        scenario.update(num_gpus=n, sharding="fsdp1" if v01 else "fsdp")
         if v01:
             notes.insert(0, "torchtune 0.1's full_finetune_distributed wrapped the model in FSDP1 (FULL_SHARD, one "
                             "unit per decoder layer, mixed_precision None, flat parameters: torch AdamW foreach "
@@ -274,7 +274,7 @@ def torchtune_llama31(row):
                       "CPUOffloadPolicy is not a gpuplan scenario")
     model = {"meta-llama/Llama-3.1-8B-Instruct": "llama-3.1-8b", "meta-llama/Llama-3.1-70B-Instruct": "llama-3.1-70b",
              "meta-llama/Llama-3.1-405B-Instruct": "llama-3.1-405b"}[row["model"]]
-    scenario = dict(model=model, task="train", framework="torchtune", micro_batch_size=2, seq_len=2048,
+    scenario = dict(model=model, task="train", stack="torchtune", micro_batch_size=2, seq_len=2048,
                     grad_checkpointing="full", precision="bf16-true", attention="sdpa", compile=True,
                     optimizer="adamw", optimizer_impl="fused", loss="full" if model == "llama-3.1-405b" else "chunked",
                     gpu={"RTX 4090 24GB": "rtx-4090", "RTX A6000 48GB": "rtx-a6000"}.get(row["gpu"], "a100-sxm4-80gb"))
@@ -288,7 +288,7 @@ def torchtune_llama31(row):
         scenario.update(method=row["workload"].lower(), lora_rank=16,
                         lora_targets=["q_proj", "k_proj", "v_proj"] if row["workload"] == "LoRA" else "all-linear")
     if int(row["n_gpus"]) > 1:
-        scenario.update(num_gpus=int(row["n_gpus"]), strategy="fsdp")
+        scenario.update(num_gpus=int(row["n_gpus"]), sharding="fsdp")
         notes.append("8 x A100 taken as 80GB; FSDP2 (lora_finetune_distributed)")
     case = dict(scenario=scenario, level="allocated")
     if model == "llama-3.1-405b":
@@ -327,14 +327,14 @@ def torchtitan(row):
     local = int(row["micro_batch"].split()[0])
     model = {"meta-llama/Llama-3.1-8B": "llama-3.1-8b", "meta-llama/Llama-3.1-70B": "llama-3.1-70b",
              "meta-llama/Llama-3.1-405B": "llama-3.1-405b"}[row["model"]]
-    scenario = dict(model=model, task="train", framework="torchtitan",
+    scenario = dict(model=model, task="train", stack="torchtitan",
                     micro_batch_size=local // pp if pp > 1 else local,
                     grad_accum_steps=pp, seq_len=int(row["seq_len"].split()[0]),
                     grad_checkpointing="selective" if row["grad_ckpt"].startswith("selective") else "full",
                     attention="flash", precision="fp8-mixed" if "float8" in row["precision"] else "bf16-mixed",
                     optimizer="adamw", optimizer_impl="foreach",
-                    num_gpus=8, num_nodes=n // 8, strategy="fsdp", tp=tp, pp=pp)
-    notes = ["framework torchtitan: FSDP2 with fp32 master weights and reductions"]
+                    num_gpus=8, num_nodes=n // 8, sharding="fsdp", tp=tp, pp=pp)
+    notes = ["stack torchtitan: FSDP2 with fp32 master weights and reductions"]
     if "compile" in row["notes"]:
         notes.append("torchtitan 9dec370 compiled the blocks but not the loss (the loss is compiled from 2025 on, "
                      "as gpuplan's compile models it): taken with compile false, so the blocks' fusions (5.0-5.4 "
@@ -359,7 +359,7 @@ def unsloth_readme(row):
     FlashAttention-2 baseline: the HF stack with checkpointing (the QLoRA recipe's default), NF4, fp32 upcast. The
     table came into the README on 2025-01-14 (unslothai/unsloth e3162dc5bf) with the Llama 3.3 rows of December
     2024: transformers 4.46-4.48 then, whose ``ForCausalLMLoss`` shifted an fp32 copy of the logits."""
-    scenario = dict(model="llama-3.1-8b", task="train", framework="hf", method="qlora", quant="nf4", lora_rank=32,
+    scenario = dict(model="llama-3.1-8b", task="train", stack="hf", method="qlora", quant="nf4", lora_rank=32,
                     lora_targets="all-linear", micro_batch_size=1, seq_len=2048, grad_checkpointing="full",
                     attention="flash", gpu="a100-sxm4-80gb", transformers_version="4.47")
     return dict(scenario=scenario, level="max_seq_len", measured_gib=float(row["value"]),
@@ -386,7 +386,7 @@ def unsloth_context_table(row):
     vram = row["gpu"].split()[0]
     model = "llama-3.3-70b" if "70B" in row["model"] else "llama-3.1-8b"
     unsloth = "Unsloth column" in row["source"]
-    scenario = dict(model=model, task="train", framework="unsloth" if unsloth else "hf", method="qlora", quant="nf4",
+    scenario = dict(model=model, task="train", stack="unsloth" if unsloth else "hf", method="qlora", quant="nf4",
                     lora_rank=32, lora_targets="all-linear", micro_batch_size=1, seq_len=2048,
                     gpu=UNSLOTH_CARDS[vram])
     if not unsloth:
@@ -408,7 +408,7 @@ def unsloth_context_table(row):
 
 
 def answerai(row):
-    """Answer.AI fsdp_qlora ``train.py`` (benchmarks_03_2024.md): a plain PyTorch loop (framework pytorch) over
+    """Answer.AI fsdp_qlora ``train.py`` (benchmarks_03_2024.md): a plain PyTorch loop (stack pytorch) over
     transformers' Llama with peft, FSDP1 ``full_shard`` over 2 GPUs (``ddp`` = NO_SHARD), pure bf16 (its default
     ``precision bf16``: params, grads and AdamW states), reentrant checkpointing, LoRA r=64, dropout 0.1 on k, q, v,
     up, down, gate; the dummy dataset makes every sample exactly ``context_length`` tokens. peft of March 2024
@@ -417,12 +417,12 @@ def answerai(row):
     model = {"meta-llama/Llama-2-7b-hf": "llama-2-7b", "01-ai/Yi-34B": "yi-34b",
              "meta-llama/Llama-2-70b-hf": "llama-2-70b"}[row["model"]]
     par = row["parallelism"]
-    scenario = dict(model=model, task="train", framework="pytorch", method=row["workload"].lower(),
+    scenario = dict(model=model, task="train", stack="pytorch", method=row["workload"].lower(),
                     precision="bf16-true", adapter_dtype="bf16", lora_rank=64, lora_dropout=0.1,
                     lora_targets=["q_proj", "k_proj", "v_proj", "gate_proj", "up_proj", "down_proj"],
                     micro_batch_size=int(row["micro_batch"]), seq_len=int(row["seq_len"]), grad_checkpointing="full",
                     attention="sdpa", optimizer="adamw", optimizer_impl="foreach", num_gpus=2,
-                    strategy="ddp" if "no_shard" in par else "fsdp1", transformers_version="4.39")
+                    sharding="ddp" if "no_shard" in par else "fsdp1", transformers_version="4.39")
     notes = ["FSDP1 (FullyShardedDataParallel) as fsdp_qlora wraps it; adapters bf16 (peft < 0.12)",
              "transformers of March 2024 (4.39 taken; 4.37.2-4.45 share the loss code): fp32 logits returned by "
              "the model and a shifted fp32 copy in the loss; train.py keeps `output` to the optimizer step"]

@@ -137,7 +137,7 @@ def mpt(row):
                     precision="fp8-mixed" if fp8 else "bf16-mixed", optimizer="adamw", optimizer_impl="foreach",
                     micro_batch_size=int(row["micro_batch"]), seq_len=int(row["seq_len"]), grad_accum_steps=accum,
                     grad_checkpointing="full" if row["grad_ckpt"] == "full" else "none", attention="flash",
-                    strategy="zero2" if "SHARD_GRAD_OP" in row["parallelism"] else "fsdp",
+                    sharding="zero2" if "SHARD_GRAD_OP" in row["parallelism"] else "fsdp",
                     gpu=GPUS[row["gpu"]], **_nodes(n))
     fewer = 65536 - int(row["seq_len"])
     notes = [f"MPT written as gpt2 layout (bench/models/mpt-{size}.json, n_positions 65536, the sweep's longest"
@@ -148,7 +148,7 @@ def mpt(row):
     if "PURE" in row["precision"]:
         notes.append("FSDP mixed_precision PURE: bf16 params, grads and reductions (fp32 master shard kept)")
     if fp8:
-        notes.append("TransformerEngine fp8 linears; the default framework under fp8 stands for Transformer Engine "
+        notes.append("TransformerEngine fp8 linears; the default stack under fp8 stands for Transformer Engine "
                      "throughout, its fused attention included (llm-foundry kept its Triton attention)")
     if "SHARD_GRAD_OP" in row["parallelism"]:
         notes.append("FSDP SHARD_GRAD_OP taken as ZeRO-2")
@@ -206,7 +206,7 @@ def megatron_lm(row):
     n = int(row["n_gpus"])
     scenario = dict(model=f"bench/models/{MEGATRON_GPT[h]}.json", task="train", method="full",
                     precision="fp16-mixed", optimizer="adamw", micro_batch_size=1, seq_len=2048,
-                    grad_accum_steps=gbs // dp, grad_checkpointing="full", attention="eager", strategy="ddp",
+                    grad_accum_steps=gbs // dp, grad_checkpointing="full", attention="eager", sharding="ddp",
                     tp=tp, pp=pp, gpu=GPUS[row["gpu"]], **_nodes(n))
     return dict(scenario=scenario, assumptions=f"micro-batch not in the table: 1 assumed, so {gbs // dp} "
                 "micro-batches per step; interleaved schedule not a field; achieved TFLOP/s count the recompute "
@@ -231,7 +231,7 @@ def nemo(row):
     mbs = int(row["micro_batch"])
     scenario = dict(model=model, task="train", precision="fp8-mixed", optimizer="adamw", micro_batch_size=mbs,
                     seq_len=int(row["seq_len"].split()[0]), grad_accum_steps=max(gbs // (dp * mbs), 1),
-                    attention="flash", strategy="zero1" if dp > 1 else "single", tp=tp, pp=pp,
+                    attention="flash", sharding="zero1" if dp > 1 else "single", tp=tp, pp=pp,
                     gpu=GPUS[row["gpu"]], **_nodes(n))
     notes = ["distributed Adam = ZeRO-1", "activation recompute not stated: none assumed"]
     if "VP" in par and not re.search(r"VP1\b", par):
@@ -252,10 +252,10 @@ def hf_blog_zero3(row):
     bf16-mixed either way). The batch of 8 and the tokens per step (tokens/s x step time = 8 x 4096) give micro-batch
     8 at 4,096 tokens; checkpointing is not stated but 8 x 4,096 tokens of a 7B need it on an 80 GB card."""
     deepspeed = "DeepSpeed" in row["parallelism"]
-    scenario = dict(model="llama-2-7b", task="train", framework="hf", method="full", precision="bf16-mixed",
+    scenario = dict(model="llama-2-7b", task="train", stack="hf", method="full", precision="bf16-mixed",
                     optimizer="adamw", micro_batch_size=8, grad_accum_steps=1, seq_len=4096,
                     grad_checkpointing="full", attention="sdpa", num_gpus=4,
-                    strategy="zero3" if deepspeed else "fsdp", gpu="nvidia-a100-sxm4-80gb")
+                    sharding="zero3" if deepspeed else "fsdp", gpu="nvidia-a100-sxm4-80gb")
     return dict(scenario=scenario, assumptions="granite-7b as llama-2-7b (same shape); batch 8 taken as the "
                 "micro-batch (no accumulation), 4,096 tokens from tokens/s x step time; full checkpointing and SDPA "
                 "assumed (not stated); A100 taken as SXM4 80 GB" + ("" if deepspeed else "; FSDP1 (accelerate), "
@@ -272,11 +272,11 @@ def fms_fsdp(row):
     if "HSDP" in row["parallelism"]:
         return None, "HSDP (shard within a node, replicate across nodes) is not a gpuplan strategy"
     model = next(v for k, v in FMS_MODELS.items() if row["model"].startswith(k))
-    scenario = dict(model=model, task="train", framework="pytorch", method="full", precision="bf16-mixed",
+    scenario = dict(model=model, task="train", stack="pytorch", method="full", precision="bf16-mixed",
                     optimizer="adamw", micro_batch_size=int(row["micro_batch"]), grad_accum_steps=1, seq_len=4096,
                     grad_checkpointing="full" if row["grad_ckpt"].startswith("full") else "none",
-                    attention="flash", strategy="fsdp", gpu=GPUS[row["gpu"]], **_nodes(int(row["n_gpus"])))
-    return dict(scenario=scenario, assumptions="fms-fsdp's own loop over FSDP (framework pytorch); bf16 reductions "
+                    attention="flash", sharding="fsdp", gpu=GPUS[row["gpu"]], **_nodes(int(row["n_gpus"])))
+    return dict(scenario=scenario, assumptions="fms-fsdp's own loop over FSDP (stack pytorch); bf16 reductions "
                 "(fms bfSixteen) taken as bf16-mixed; AdamW implementation not stated: torch default (foreach)"), None
 
 
@@ -291,9 +291,9 @@ def llama3_table4(row):
     tp, cp, pp, dp = (int(re.search(rf"{k}(\d+)", par).group(1)) for k in ("TP", "CP", "PP", "DP"))
     n, seq = int(row["n_gpus"]), int(row["seq_len"])
     per_dp = 16 * 2**20 // (seq * dp)  # 16M tokens per batch (Table 4: batch size/DP)
-    scenario = dict(model="llama-3.1-405b", task="train", framework="megatron", method="full", precision="bf16-mixed",
+    scenario = dict(model="llama-3.1-405b", task="train", stack="megatron", method="full", precision="bf16-mixed",
                     optimizer="adamw", micro_batch_size=1, grad_accum_steps=per_dp, seq_len=seq,
-                    grad_checkpointing="none", attention="flash", strategy="zero1", tp=tp, cp=cp, pp=pp, vpp=2,
+                    grad_checkpointing="none", attention="flash", sharding="zero1", tp=tp, cp=cp, pp=pp, vpp=2,
                     gpu=GPUS[row["gpu"]], **_nodes(n))
     return dict(scenario=scenario, assumptions=f"{per_dp} micro-batches of one sequence per step (batch size/DP); "
                 "interleaved schedule with 2 virtual stages assumed (not in the table); no activation recompute "

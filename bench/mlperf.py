@@ -2,7 +2,7 @@
 mlcommons/training_results_v4.0-v5.1 by bench/make_mlperf.py).
 
 Each row is a whole job: the samples its runs trained to reach the benchmark's target (median of the runs) times
-8,192 tokens, at gpuplan's throughput for the submission's own layout (framework megatron: TP, PP, virtual
+8,192 tokens, at gpuplan's throughput for the submission's own layout (stack megatron: TP, PP, virtual
 stages, CP, micro and global batch, fp8, its activation recompute), plus its evaluation passes (the log's
 ``eval_start`` count x ``eval_samples`` sequences, each a forward: :func:`gpuplan.market.job.forward_share`; every
 data-parallel rank runs whole micro-batches, so a pass takes ``ceil(eval_samples / (dp x mbs))`` rounds), with the
@@ -47,7 +47,7 @@ def scenario(row: dict) -> dict:
     tp, pp, cp, vpp = (int(row[k]) for k in ("tp", "pp", "cp", "vpp"))
     mb, gbs, seq = int(row["micro_batch"]), int(row["global_batch"]), int(row["seq_len"])
     dp = n // (tp * pp * cp)
-    return {"model": row["model"], "task": "train", "framework": "megatron", "gpu": row["gpu"],
+    return {"model": row["model"], "task": "train", "stack": "megatron", "gpu": row["gpu"],
             "num_gpus": n // nodes, "num_nodes": nodes, "tp": tp, "pp": pp, "cp": cp, "vpp": vpp,
             "seq_len": seq, "micro_batch_size": mb, "grad_accum_steps": max(1, gbs // (mb * dp)),
             "precision": f"{row['precision']}-mixed", "train_tokens": float(row["samples_to_converge"]) * seq,

@@ -5,7 +5,7 @@ Inference Offline results (bench/data/mlperf-inference.csv).
 
 Each row (a submitter's system, a benchmark, the round) becomes the scenario a user would write for it: the model,
 the GPU, ``num_gpus`` x ``num_nodes`` as the system has them, the submitter's tensor / pipeline parallelism with
-the remaining GPUs as data-parallel replicas (``strategy: ddp``: MLPerf's harness runs one TensorRT-LLM instance
+the remaining GPUs as data-parallel replicas (``sharding: ddp``: MLPerf's harness runs one TensorRT-LLM instance
 per ``tp x pp`` GPUs), ``quant`` the submission's precision (FP8 on Hopper, NVFP4 on Blackwell), an FP8 KV cache,
 and the submitter's TensorRT-LLM settings from its config (``gpu_batch_size`` as ``max_num_seqs``, the runtime
 ``max_num_tokens`` as ``max_num_batched_tokens``, ``kvcache_free_gpu_mem_frac`` as ``free_gpu_memory_fraction``).
@@ -94,7 +94,7 @@ def scenario(row: dict, prompt_scale: float = 1.0, settings: bool = True):
     if row["kv_fraction"] and settings:
         spec["free_gpu_memory_fraction"] = float(row["kv_fraction"])
     if gpus * nodes > tp * pp:
-        spec["strategy"] = "ddp"
+        spec["sharding"] = "ddp"
     return scenario_from(spec)
 
 
@@ -118,7 +118,7 @@ def serving(row: dict) -> float:
     m, gpu = load_model(s.model), load_gpu(s.gpu)
     run = offline_throughput(s, m, gpu)
     one = s.model_copy(update={"batch_size": run.concurrency, "num_gpus": s.tp * s.pp, "num_nodes": 1,
-                               "strategy": None})
+                               "sharding": None})
     return inference_speed(one, m, gpu).tokens_per_s * s.dp
 
 

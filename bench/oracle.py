@@ -91,34 +91,34 @@ CASES = [
 ]
 
 
-# The training stacks (framework field): their own code where it is plain PyTorch (torchtune's Llama and
+# The training stacks (stack field): their own code where it is plain PyTorch (torchtune's Llama and
 # losses, torchtitan's Transformer and apply_ac, torchao's NF4), their kernels emulated with the bytes they save
 # (Liger, Unsloth). tests/test_simulate.py holds each within 3 %.
 TT, TI, US, AX = "torchtune", "torchtitan", "unsloth", "axolotl"
 STACK_CASES = [
-    ("llama-3.1-8b", dict(task=TRAIN, framework=TT, method="full", seq_len=512)),
-    ("llama-3.1-8b", dict(task=TRAIN, framework=TT, method="full", seq_len=512, loss="full",
+    ("llama-3.1-8b", dict(task=TRAIN, stack=TT, method="full", seq_len=512)),
+    ("llama-3.1-8b", dict(task=TRAIN, stack=TT, method="full", seq_len=512, loss="full",
                           grad_checkpointing="none")),
-    ("llama-3.2-1b", dict(task=TRAIN, framework=TT, method="full", seq_len=512)),
-    ("llama-3.1-8b", dict(task=TRAIN, framework=TT, method="lora", seq_len=512, micro_batch_size=2)),
-    ("llama-3.1-8b", dict(task=TRAIN, framework=TT, method="qlora", seq_len=512)),
-    ("llama-3.2-3b", dict(task=TRAIN, framework=TT, method="full", seq_len=1024, optimizer_in_backward=True), True),
-    ("llama-3.1-8b", dict(task=TRAIN, framework=TT, method="lora", seq_len=1024, activation_offload=True), True),
-    ("llama-3.1-8b", dict(task=TRAIN, framework=TI, method="full", seq_len=512)),
-    ("llama-3.1-8b", dict(task=TRAIN, framework=TI, method="full", seq_len=512, grad_checkpointing="none")),
-    ("llama-3.1-8b", dict(task=TRAIN, framework=TI, method="full", seq_len=512, grad_checkpointing="full",
+    ("llama-3.2-1b", dict(task=TRAIN, stack=TT, method="full", seq_len=512)),
+    ("llama-3.1-8b", dict(task=TRAIN, stack=TT, method="lora", seq_len=512, micro_batch_size=2)),
+    ("llama-3.1-8b", dict(task=TRAIN, stack=TT, method="qlora", seq_len=512)),
+    ("llama-3.2-3b", dict(task=TRAIN, stack=TT, method="full", seq_len=1024, optimizer_in_backward=True), True),
+    ("llama-3.1-8b", dict(task=TRAIN, stack=TT, method="lora", seq_len=1024, activation_offload=True), True),
+    ("llama-3.1-8b", dict(task=TRAIN, stack=TI, method="full", seq_len=512)),
+    ("llama-3.1-8b", dict(task=TRAIN, stack=TI, method="full", seq_len=512, grad_checkpointing="none")),
+    ("llama-3.1-8b", dict(task=TRAIN, stack=TI, method="full", seq_len=512, grad_checkpointing="full",
                           checkpoint_every=2)),
-    ("llama-3.1-8b", dict(task=TRAIN, framework=TI, method="full", seq_len=1024), True),
-    ("llama-3.1-8b", dict(task=TRAIN, framework=US, method="qlora", seq_len=1024)),
-    ("llama-3.1-8b", dict(task=TRAIN, framework=US, method="lora", seq_len=1024), True),
-    ("llama-3.1-8b", dict(task=TRAIN, framework=AX, method="qlora", seq_len=1024), True),
-    ("llama-3.1-8b", dict(task=TRAIN, framework=AX, method="full", seq_len=512, micro_batch_size=2)),
-    ("llama-3.1-8b", dict(task=TRAIN, framework="hf", method="full", seq_len=512, loss="fused-linear")),
-    ("llama-3.1-8b", dict(task=TRAIN, framework="hf", method="lora", seq_len=512, precision="bf16-true")),
-    ("llama-3.1-8b", dict(task=TRAIN, framework="hf", method="lora", seq_len=512, precision="bf16-true",
+    ("llama-3.1-8b", dict(task=TRAIN, stack=TI, method="full", seq_len=1024), True),
+    ("llama-3.1-8b", dict(task=TRAIN, stack=US, method="qlora", seq_len=1024)),
+    ("llama-3.1-8b", dict(task=TRAIN, stack=US, method="lora", seq_len=1024), True),
+    ("llama-3.1-8b", dict(task=TRAIN, stack=AX, method="qlora", seq_len=1024), True),
+    ("llama-3.1-8b", dict(task=TRAIN, stack=AX, method="full", seq_len=512, micro_batch_size=2)),
+    ("llama-3.1-8b", dict(task=TRAIN, stack="hf", method="full", seq_len=512, loss="fused-linear")),
+    ("llama-3.1-8b", dict(task=TRAIN, stack="hf", method="lora", seq_len=512, precision="bf16-true")),
+    ("llama-3.1-8b", dict(task=TRAIN, stack="hf", method="lora", seq_len=512, precision="bf16-true",
                           adapter_dtype="bf16", lora_dropout=0.1)),
-    ("llama-3.1-8b", dict(task=TRAIN, framework="pytorch", method="lora", seq_len=512)),
-    ("llama-3.1-8b", dict(task=TRAIN, framework="pytorch", method="qlora", seq_len=1024, grad_checkpointing="full",
+    ("llama-3.1-8b", dict(task=TRAIN, stack="pytorch", method="lora", seq_len=512)),
+    ("llama-3.1-8b", dict(task=TRAIN, stack="pytorch", method="qlora", seq_len=1024, grad_checkpointing="full",
                           activation_offload=True), True),
 ]
 

@@ -23,10 +23,10 @@ from gpuplan.launchers.smoke import STEPS, smoke  # noqa: E402
 from gpuplan.scenario import scenario_from  # noqa: E402
 
 BASE = dict(model="qwen2.5-0.5b", task="train", gpu="l40s")
-PLANS = (({**BASE, "method": "full", "num_gpus": 2, "strategy": "ddp"}, ["trainer", "accelerate", "torchrun",
+PLANS = (({**BASE, "method": "full", "num_gpus": 2, "sharding": "ddp"}, ["trainer", "accelerate", "torchrun",
                                                                           "skypilot"]),
-         ({**BASE, "method": "full", "num_gpus": 2, "strategy": "zero2"}, ["deepspeed"]),
-         ({**BASE, "method": "lora", "framework": "torchtune"}, ["torchtune"]))
+         ({**BASE, "method": "full", "num_gpus": 2, "sharding": "zero2"}, ["deepspeed"]),
+         ({**BASE, "method": "lora", "stack": "torchtune"}, ["torchtune"]))
 
 
 def main() -> int:

@@ -38,12 +38,12 @@ from gpuplan.scenario import scenario_from  # noqa: E402
 
 GPU = "h100-sxm"
 TRAIN = {  # name -> (scenario, targets, the package it needs)
-    "torchtitan": (dict(model="llama-3.1-8b", task="train", framework="torchtitan", gpu=GPU, num_gpus=1),
+    "torchtitan": (dict(model="llama-3.1-8b", task="train", stack="torchtitan", gpu=GPU, num_gpus=1),
                    ["torchtitan"], "torchtitan"),
-    "unsloth": (dict(model="qwen2.5-0.5b", task="train", framework="unsloth", method="qlora", gpu=GPU),
+    "unsloth": (dict(model="qwen2.5-0.5b", task="train", stack="unsloth", method="qlora", gpu=GPU),
                 ["unsloth"], "unsloth"),
     "hf": (dict(model="qwen2.5-0.5b", task="train", method="full", gpu=GPU, num_gpus=1), ["trainer"], "trl"),
-    "deepspeed": (dict(model="qwen2.5-0.5b", task="train", method="full", gpu=GPU, num_gpus=1, strategy="zero2",
+    "deepspeed": (dict(model="qwen2.5-0.5b", task="train", method="full", gpu=GPU, num_gpus=1, sharding="zero2",
                        offload="optimizer"), ["deepspeed"], "deepspeed"),
 }
 SERVE = {"vllm": ("vllm", "vllm-serve.sh"), "sglang": ("sglang", "sglang-serve.sh"),
@@ -73,7 +73,7 @@ def megatron(root: Path, checkout: Path | None, steps: int) -> tuple[str, str, s
     from gpuplan.launchers.smoke import losses_in
 
     inputs = write_inputs(root / "megatron" / "inputs", model_config(scenario_from(TRAIN["torchtitan"][0])))
-    plan = launch_plan(dict(model=str(inputs["model"]), task="train", framework="megatron", gpu=GPU, num_gpus=1,
+    plan = launch_plan(dict(model=str(inputs["model"]), task="train", stack="megatron", gpu=GPU, num_gpus=1,
                             train_tokens=1e6))  # HuggingFaceTokenizer reads the model folder's tokenizer
     write(launch_files(plan, ["megatron"], LaunchOptions(max_steps=steps)), root / "megatron", force=True)
     start = time.monotonic()

@@ -32,6 +32,9 @@ CLI_ESTIMATE = ["estimate", "--model", "llama-3.1-8b", "--task", "train", "--met
 IMPORTS = {
     "python -c pass": ["-c", "pass"],
     "import pydantic, yaml": ["-c", "import pydantic, yaml"],
+    # the floor of any answer typed with pydantic: its lazily imported model machinery, one model built and used
+    "pydantic, yaml, one BaseModel used": ["-c", "import pydantic, yaml\nclass A(pydantic.BaseModel):\n    x: int\n"
+                                                 "A(x=1)"],
     "import gpuplan": ["-c", "import gpuplan"],
     "from gpuplan import estimate, Scenario, load_model": ["-c", "from gpuplan import estimate, Scenario, load_model"],
     "first gpuplan.estimate(...)": ["-c", FIRST_ESTIMATE],

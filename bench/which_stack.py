@@ -16,7 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
 from gpuplan import GpuplanError, estimate
-from gpuplan.scenario.stacks import FRAMEWORKS
+from gpuplan.scenario.stacks import STACK_NAMES
 
 WHAT = {  # the technique that makes the difference in each stack's defaults
     "hf": "fp32 logits (12 bytes per logit at the loss backward); QLoRA: checkpointing on (peft), fp32 embeddings",
@@ -32,19 +32,19 @@ WHAT = {  # the technique that makes the difference in each stack's defaults
 def rows(model: str, gpu: str) -> list[str]:
     lines = ["| stack | method | tokens | peak GiB | fits | tokens/s | what makes the difference |",
              "|---|---|---:|---:|---|---:|---|"]
-    for framework in FRAMEWORKS:
+    for stack in STACK_NAMES:
         for method in ("lora", "qlora"):
             for seq in (2048, 8192):
-                scenario = dict(model=model, task="train", framework=framework, method=method, seq_len=seq, gpu=gpu)
+                scenario = dict(model=model, task="train", stack=stack, method=method, seq_len=seq, gpu=gpu)
                 try:
                     r = estimate(scenario, advise=False)
                 except GpuplanError as err:
-                    lines.append(f"| {framework} | {method} | {seq:,} | - | - | - | {err} |")
+                    lines.append(f"| {stack} | {method} | {seq:,} | - | - | - | {err} |")
                     break
                 mem, tokens_per_s = r.memory, (r.speed.tokens_per_s if r.speed else 0.0)
-                lines.append(f"| {framework} | {method} | {seq:,} | {mem.device_peak_gib:.1f} | "
+                lines.append(f"| {stack} | {method} | {seq:,} | {mem.device_peak_gib:.1f} | "
                              f"{'yes' if mem.fits else 'no'} | {tokens_per_s:,.0f} | "
-                             f"{WHAT[framework]} |")
+                             f"{WHAT[stack]} |")
             else:
                 continue
             break

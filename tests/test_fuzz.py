@@ -190,6 +190,7 @@ def test_a_new_command_and_its_options_are_fuzzed_without_an_edit():
     (0, '{"memory": {"device_peak_gib": 1.5, "capacity_gib": 24, "fits": true}}', "", True, oracle.OK),
     (2, "", "error: unknown model 'x'\n", False, oracle.CLEAN),
     (2, "", "note: something\nerror: unknown model 'x'\n", False, oracle.NONSENSE),  # two lines
+    (2, "", "gpuplan: reading the structure of this x model\nerror: no\n", False, oracle.CLEAN),  # a slow step said
     (2, "partial table\n", "error: x\n", False, oracle.NONSENSE),  # something on stdout
     (1, "", "error: x\n", False, oracle.NONSENSE),  # an undocumented exit code
     (0, "done", "Traceback (most recent call last):\n  File \"/x/gpuplan/a.py\", line 1, in f\nKeyError: 'k'", False,
@@ -255,12 +256,14 @@ def test_the_generator_sends_to_every_endpoint_the_page_declares():
     """Every route of the app (its OpenAPI schema) with each query parameter and its body's schema; a new one is
     drawn with no edit (a scenario body gets the CLI's recipes)."""
     routes = {(m, p) for p, r in web.api_routes() if r.include_in_schema for m in r.methods}
-    assert {(e.method, e.path) for e in ENDPOINTS} == routes and len(routes) >= 9
+    assert {(e.method, e.path) for e in ENDPOINTS if e is not web.PAGES} == routes and len(routes) >= 9
+    assert {"/", "/readme", "/docs", "/static/app.js"} <= set(web.page_paths())  # and the rest of the app
     assert web.response_model("POST", "/api/estimate").__name__ == "Plan"  # what a 200 is checked against
     upload = next(e for e in ENDPOINTS if e.path == "/api/upload")
     assert set(upload.query) == {"kind", "name"} and upload.content_type == "application/octet-stream"
     estimate = next(e for e in ENDPOINTS if e.path == "/api/estimate")
-    assert estimate.body["title"] == "Scenario" and {"model", "task", "seq_len"} <= set(estimate.body["properties"])
+    body = web.Schemas(web.app_schema(), None, None).resolve(estimate.body)  # the generator's own $ref resolution
+    assert body["title"] == "Scenario" and {"model", "task", "seq_len"} <= set(body["properties"])
 
 
 @pytest.mark.parametrize("endpoint", [e.row for e in ENDPOINTS])
@@ -320,7 +323,7 @@ def answer(args: list[str]):
 
 SMALL = ["qwen2.5-0.5b", "llama-3.2-1b"]  # fit every card below in every method, so every case must answer
 BIG_CARDS = ["h100", "a100-80gb", "l40s", "h200", "mi300x"]
-# training stacks and what each writes: (framework, methods, strategies over 2+ GPUs, models)
+# training stacks and what each writes: (stack, methods, strategies over 2+ GPUs, models)
 STACKS = [("hf", ("full", "lora", "qlora"), ("ddp", "zero2", "zero3", "fsdp"), SMALL),
           ("axolotl", ("full", "lora", "qlora"), ("ddp", "zero2", "zero3", "fsdp"), SMALL),
           ("torchtune", ("full", "lora"), ("fsdp",), SMALL),
@@ -337,17 +340,17 @@ def launch_cases(draw) -> list[str]:
                 "--engine", "vllm", "--gpu", draw(st.sampled_from(BIG_CARDS[:3])), "--num-gpus", str(tp),
                 "--tp", str(tp), "--batch-size", draw(st.sampled_from(["1", "8", "32"])),
                 "--prompt-tokens", draw(st.sampled_from(["512", "2048"]))]
-    framework, methods, strategies, models = draw(st.sampled_from(STACKS))
+    stack, methods, strategies, models = draw(st.sampled_from(STACKS))
     method = draw(st.sampled_from(methods))
-    gpus = draw(st.sampled_from([1, 2, 4, 8] if framework != "torchtitan" else [4, 8]))
-    cards = BIG_CARDS[:2] if framework == "torchtitan" else BIG_CARDS if method == "full" else [
+    gpus = draw(st.sampled_from([1, 2, 4, 8] if stack != "torchtitan" else [4, 8]))
+    cards = BIG_CARDS[:2] if stack == "torchtitan" else BIG_CARDS if method == "full" else [
         *BIG_CARDS, "rtx-4090", "rtx-3090", "a6000"]
-    args = ["--model", draw(st.sampled_from(models)), "--task", "train", "--method", method, "--framework", framework,
+    args = ["--model", draw(st.sampled_from(models)), "--task", "train", "--method", method, "--stack", stack,
             "--gpu", draw(st.sampled_from(cards)), "--num-gpus", str(gpus),
             "--seq-len", draw(st.sampled_from(["512", "1024", "2048"])),
             "--micro-batch-size", draw(st.sampled_from(["1", "2"]))]
-    if gpus > 1 or framework == "torchtitan":
-        args += ["--strategy", draw(st.sampled_from(strategies))]
+    if gpus > 1 or stack == "torchtitan":
+        args += ["--sharding", draw(st.sampled_from(strategies))]
     if draw(st.booleans()):
         args += ["--train-tokens", draw(st.sampled_from(["1e6", "2e7"]))]
     return args

@@ -317,10 +317,12 @@ def test_a_home_folder_of_no_user_is_a_name_like_any_other(capsys, args, said):
     ("a\nb.yaml", "holds a control character (\\n)"),
     ("x" * 300 + ".yaml", "a name of 305 bytes"),
     (" cal.yaml", "begins or ends with a space"),
+    ("/proc/x.yaml", "cannot write --out '/proc/x.yaml': No such file or directory; nothing was written"),
 ])
 def test_an_output_file_is_checked_before_any_work(tmp_path, monkeypatch, name, said):
     """The fuzzer's `calibrate-serving --out existing` (IsADirectoryError), `--out sub/cal.yaml`
-    (FileNotFoundError) and `--out /proc/x.yaml` were tracebacks after the whole replay."""
+    (FileNotFoundError) and `--out /proc/x.yaml` were tracebacks after the whole replay; `capacity --plot
+    /proc/x.png` failed after the whole search (a folder that takes no file is found by making one)."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "existing").mkdir()
     (tmp_path / "afile.txt").write_text("a file\n")

@@ -48,6 +48,7 @@ class ApiCase:
     kwargs: dict[str, Any]
     mode: str
     optional: list[str] = field(default_factory=list)  # kwargs shrinking may drop
+    files: dict[str, bytes] = field(default_factory=dict)  # made files (mutate.py), written into the run's folder
 
     def call(self, drop: tuple[int, ...] = ()) -> tuple[list[Any], dict[str, Any]]:
         gone = {self.optional[i] for i in drop if i < len(self.optional)}
@@ -166,6 +167,16 @@ def _hostile(r: random.Random, name: str, param: inspect.Parameter, ctx: dict[st
 
 
 def draw_api(r: random.Random, name: str, fn: Any, ctx: dict[str, Any]) -> ApiCase:
+    """One call of ``fn``, with the files it made."""
+    from .mutate import collecting
+
+    with collecting() as files:
+        case = _draw_api(r, name, fn, ctx)
+    case.files = dict(files)
+    return case
+
+
+def _draw_api(r: random.Random, name: str, fn: Any, ctx: dict[str, Any]) -> ApiCase:
     mode = r.choices(["valid", "mixed", "wild"], [0.55, 0.35, 0.1])[0]
     params = [(n, p) for n, p in inspect.signature(fn).parameters.items() if p.kind not in (p.VAR_POSITIONAL,)]
     args, kwargs, optional = [], {}, []
@@ -216,7 +227,7 @@ def meta_case(r: random.Random, which: str) -> dict[str, Any]:
         base["seq_len"] = 2 ** r.randint(6, 14)
         return {"base": base, "vary": "seq_len", "values": [base["seq_len"], base["seq_len"] * r.choice([1.5, 2])]}
     n = r.choice([2, 4, 8, 16])
-    base.update(strategy=r.choice(["zero3", "fsdp"]), gpu=r.choice(["h100-sxm", "a100-sxm4-80gb", "l40s"]),
+    base.update(sharding=r.choice(["zero3", "fsdp"]), gpu=r.choice(["h100-sxm", "a100-sxm4-80gb", "l40s"]),
                 seq_len=r.choice([512, 2048]), num_gpus=n)
     return {"base": base, "vary": "num_gpus", "values": [n, n * 2]}
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import values as V
+from .mutate import collecting, made_file
 from .tree import FLAG, Command, Param
 
 MODES = (("valid", 0.5), ("mixed", 0.35), ("wild", 0.15))
@@ -33,6 +34,7 @@ class CliCase:
     path: tuple[str, ...]
     units: list[Unit]
     mode: str
+    files: dict[str, bytes] = field(default_factory=dict)  # made files (mutate.py), written into the run's folder
 
     def kept(self, drop: tuple[int, ...] = ()) -> list[Unit]:
         return [u for i, u in enumerate(self.units) if i not in drop]
@@ -83,6 +85,10 @@ OUT = {
 
 def file_value(r: random.Random, kind: str, hostile: bool, fx: Fixtures) -> str:
     valid, other = fx.files(kind)
+    if valid and r.random() < (0.5 if hostile else 0.1):  # a valid file with a value or two changed
+        made = made_file(r, r.choice(valid))
+        if made:
+            return made
     if not hostile and valid:
         return str(r.choice(valid))
     if other and r.random() < 0.7:
@@ -144,7 +150,14 @@ RUNS_JOBS = ("smoke",)
 
 
 def draw_cli(r: random.Random, cmd: Command, fx: Fixtures) -> CliCase:
-    """One command line for ``cmd``."""
+    """One command line for ``cmd``, with the files it made."""
+    with collecting() as files:
+        case = _draw_cli(r, cmd, fx)
+    case.files = dict(files)
+    return case
+
+
+def _draw_cli(r: random.Random, cmd: Command, fx: Fixtures) -> CliCase:
     from .recipes import recipe
 
     mode = r.choices([m for m, _ in MODES], [w for _, w in MODES])[0]
@@ -162,7 +175,11 @@ def draw_cli(r: random.Random, cmd: Command, fx: Fixtures) -> CliCase:
         hostile = mode == "wild" and r.random() < 0.5
         chosen[p.name] = draw_values(r, p, hostile, fx)
     if mode == "mixed" and options:
-        for p in r.sample(options, min(r.choice([1, 1, 2]), len(options))):
+        files = [p for p in options if V.role(p).startswith("file:") or V.role(p) == "model"]
+        spoiled = r.sample(options, min(r.choice([1, 1, 2]), len(options)))
+        if files and r.random() < 0.4:  # files are where the readers are: spoil one of them more often
+            spoiled = [r.choice(files)]
+        for p in spoiled:
             chosen[p.name] = draw_values(r, p, True, fx)
     if mode == "wild":
         for p in cmd.params:

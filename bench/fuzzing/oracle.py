@@ -5,8 +5,8 @@
   asked for it, no NaN or Infinity anywhere, no negative memory, time, money or rate, no ``fits: true`` above the
   capacity it is measured against, no model FLOPs utilization above 1 (no speed above the card's peak), a speed's
   low and high bounds around it.
-- **CLEAN-ERROR**: exit 2 with exactly one line on stderr (``error: ...``), nothing on stdout, and no file left
-  behind outside the user's cache.
+- **CLEAN-ERROR**: exit 2 with exactly one line on stderr (``error: ...``; a slow step's progress line before it,
+  ``gpuplan: reading ...``, is not counted), nothing on stdout, and no file left behind outside the user's cache.
 - **Files** (:func:`judge_files`, every run): no file that was there changed or removed, no temporary file left
   anywhere (the cache included), nothing written outside the current folder, the cache and the paths the run
   named (a path that climbs out of the cache), and every file written parses in its format (JSON, YAML, TOML,
@@ -37,6 +37,7 @@ FAILURES = (TRACEBACK, NONSENSE, HANG)
 # keys holding amounts that are never negative (headroom, differences and errors may be)
 AMOUNT = re.compile(r"(_gib|_gb|_usd|^usd.*|_days|hours|_h|_s|_ms|tokens_per_s.*|_rps|_tflops|_tbs)$")
 SIGNED = ("headroom", "difference", "error", "delta", "change", "saving", "slack", "margin", "vs_", "offset")
+PROGRESS = "gpuplan: "  # a slow step says what it does on stderr (model/reading.py)
 NAN_WORD = re.compile(r"(?<![\w.-])[-+]?(nan|inf|infinity)(?![\w-])", re.IGNORECASE)
 
 
@@ -118,8 +119,8 @@ def judge_cli(command: str, argv: list[str], code: int | None, out: str, err: st
     if "Traceback (most recent call last)" in out + err:
         return Verdict(TRACEBACK, _printed_cause(out + err), (out + err)[-600:])
     documented = documented_exit_codes(command, argv)
-    if code == 2:
-        lines = [line for line in err.splitlines() if line.strip()]
+    if code == 2:  # one error line (after the progress lines of slow steps: "gpuplan: reading ...")
+        lines = [line for line in err.splitlines() if line.strip() and not line.startswith(PROGRESS)]
         if len(lines) != 1 or not lines[0].startswith("error: ") or out.strip():
             return Verdict(NONSENSE, f"{command}: exit 2 without exactly one error line",
                            f"stdout {out[:200]!r} stderr {err[:400]!r}")
@@ -237,6 +238,17 @@ def judge_web(status: int, body: bytes, model: Any, hidden: tuple[str, ...] = ()
             name = getattr(model, "__name__", str(model))
             return Verdict(NONSENSE, f"the answer does not match its response model {name}", str(e)[:300])
     return Verdict(OK)
+
+
+def judge_page(status: int, body: bytes, path: str) -> Verdict:
+    """A page, a static file or a path beside them: any answer under 500, and never a file from outside the
+    package's static folder (a path that climbs out: /etc/passwd's ``root:`` line)."""
+    if status >= 500:
+        shown = body[:300].decode("utf-8", "replace")
+        return Verdict(HANG if status == 503 else NONSENSE, f"HTTP {status} for a page", shown)
+    if status == 200 and b"root:" in body and b":0:0:" in body:
+        return Verdict(NONSENSE, "a file outside the static folder was served", path[:200])
+    return Verdict(OK if status < 400 else CLEAN, detail=f"{status} {path[:100]}")
 
 
 TEMP_NAME = re.compile(r"^\.gpuplan-|^\..*\.tmp(\.\w+)?$|\.tmp$")

@@ -327,10 +327,14 @@ def execute(ctx: Context, seed: int, index: int, drop: tuple[int, ...] = (), tim
     root, cwd = _run_dir(ctx, seed, index, drop)
     via = "subprocess" if kind == "cli" and random.Random(f"{seed}:{index}:via").random() < ctx.subprocess_share \
         else "in process"
+    for name, data in getattr(case, "files", {}).items():  # the files the case made (mutate.py)
+        (cwd / name).write_bytes(data)
     before = snapshot(root)
     t0, c0 = time.perf_counter(), time.process_time()
     verdict, repro, units, named = _run(ctx, kind, case, index, drop, root, cwd, via, timeout)
     cpu, wall = time.process_time() - c0, time.perf_counter() - t0
+    for name, data in getattr(case, "files", {}).items():
+        repro += f"  # {name}: {data[:300].decode('utf-8', 'replace')!r}"
     if verdict.klass in (oracle.OK, oracle.CLEAN):
         verdict = _files_verdict(root, cwd, before, named, verdict.klass == oracle.CLEAN) or verdict
     shutil.rmtree(box_of(root), ignore_errors=True)
@@ -495,5 +499,7 @@ class Pool:
             repro = case.text(drop, (str(COMMITTED), *(str(r) for r in self.ctx.fixtures.roots[1:])))
         else:
             repro = str(case)
+        for name, data in getattr(case, "files", {}).items():
+            repro += f"  # {name}: {data[:300].decode('utf-8', 'replace')!r}"
         return Outcome(seed=seed, index=index, kind=kind, command=row, klass=klass, signature=f"{row}: {why}",
                        detail=detail, repro=repro, cpu_s=round(cpu, 1), wall_s=round(wall, 1), drop=tuple(drop))

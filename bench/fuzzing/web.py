@@ -109,7 +109,30 @@ def endpoints(schema: dict | None = None) -> list[Endpoint]:
             ctype = next(iter(content), JSON_TYPE)
             body = content.get(ctype, {}).get("schema") if content else None
             found.append(Endpoint(method.upper(), path, query, required, body, ctype))
-    return found
+    return [*found, PAGES]
+
+
+PAGES = Endpoint("GET", "(pages)", {}, (), None)  # the page, the README, the docs and static files: not in the schema
+HOSTILE_PAGES = ["/static/../../../../etc/passwd", "/static/..%2f..%2f..%2f..%2fetc%2fpasswd", "/static/%2e%2e/%2e%2e/"
+                 "%2e%2e/etc/passwd", "/static/", "/static", "/static/.", "/static/%00", "/static/" + "a" * 5000,
+                 "/nonexistent", "/api/nonexistent", "/api", "//etc/passwd", "/readme?x=" + "%ff" * 100,
+                 "/static/index.html/..", "/docs/../../etc/passwd", "/%2e%2e/%2e%2e/etc/passwd", "/static/~root"]
+
+
+def page_paths() -> list[str]:
+    """Every path of the app outside its API: plain routes, and each file of a mounted static folder."""
+    out = []
+    api = {p for p, r in api_routes() if getattr(r, "include_in_schema", True)}
+    for route in app().routes:
+        path = getattr(route, "path", None)
+        if path is None or path in api:
+            continue
+        directory = getattr(getattr(route, "app", None), "directory", None)
+        if directory:
+            out += [f"{path}/{f.relative_to(directory)}" for f in sorted(Path(directory).rglob("*")) if f.is_file()]
+        else:
+            out.append(path)
+    return out
 
 
 class Schemas:
@@ -220,6 +243,10 @@ def upload_call(r: random.Random, kind: str, fixtures: Fixtures) -> Call:
     pool = [p for p in (valid if r.random() < 0.7 else other) or valid or other if p.is_file()]
     path = r.choice(pool) if pool else None
     data = path.read_bytes() if path is not None else b'{"text": "hello"}\n'
+    if path is not None and r.random() < 0.2:  # a value or two changed
+        from .mutate import change
+
+        data = change(r, path) or data
     name = path.name if path is not None and r.random() < 0.8 else r.choice(
         ["../../x.jsonl", "/etc/passwd", "a\x00b.jsonl", "ünï.jsonl", "x" * 200, "con.jsonl", "a b.jsonl"])
     return Call("POST", "/api/upload", {"kind": kind, "name": name}, raw=data,
@@ -270,8 +297,21 @@ def _query(r: random.Random, ep: Endpoint, sch: Schemas, mode: str) -> dict[str,
     return out
 
 
+def draw_page(r: random.Random, mode: str) -> WebCase:
+    """A GET (now and then another method) of a page, a static file, or a path that climbs out of them."""
+    path = r.choice(page_paths()) if mode == "valid" else r.choice(HOSTILE_PAGES + page_paths()[:3])
+    method = "GET" if mode != "wild" else r.choice(["GET", "HEAD", "OPTIONS", "POST", "PUT", "DELETE"])
+    return WebCase(row=PAGES.row, calls=[Call(method, path)], mode=mode)
+
+
 def draw_web(r: random.Random, ep: Endpoint, sch: Schemas) -> WebCase:
     mode = r.choices(["valid", "mixed", "wild"], [0.5, 0.35, 0.15])[0]
+    if ep.path == PAGES.path:
+        return draw_page(r, mode)
+    row = ep.row
+    if mode == "wild" and r.random() < 0.1:  # a method the endpoint does not take
+        ep = Endpoint(r.choice(["GET", "PUT", "DELETE", "PATCH"] if ep.method == "POST" else ["POST", "PUT"]),
+                      ep.path, ep.query, ep.required, ep.body, ep.content_type)
     body, raw, ctype, has_body = _body(r, ep, sch, mode)
     query = _query(r, ep, sch, mode)
     calls = []
@@ -287,7 +327,7 @@ def draw_web(r: random.Random, ep: Endpoint, sch: Schemas) -> WebCase:
             target[c.query["kind"]] = f"$REF{i}"
     calls.append(Call(ep.method, ep.path, query, body, raw, ctype, has_body))
     optional = sorted(body) if isinstance(body, dict) else []
-    return WebCase(row=ep.row, calls=calls, mode=mode, optional=optional)
+    return WebCase(row=row, calls=calls, mode=mode, optional=optional)
 
 
 # ---- running a case ----------------------------------------------------------------------------------------------
@@ -384,6 +424,8 @@ def judge(case: WebCase, drop: tuple[int, ...], address: str) -> Any:
         return oracle.Verdict(oracle.TRACEBACK, oracle.cause(e), "".join(traceback.format_exception(e))[-800:])
     src = str(Path(__file__).resolve().parents[2] / "src")
     call = case.final(drop)
+    if case.row == PAGES.row:
+        return oracle.judge_page(last.status_code, last.content, call.path)
     verdict = oracle.judge_web(last.status_code, last.content, response_model(call.method, call.path),
                                hidden=(str(root) if root else "", src, sys.prefix))
     if root is not None and root.is_dir():

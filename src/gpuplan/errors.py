@@ -29,6 +29,29 @@ class SourceError(GpuplanError):
     usage error, so the CLI says the prices in force stay and exits 1."""
 
 
+class RenamedWarning(DeprecationWarning):
+    """An old name used where a new one stands: said once per name and process, and the old name still works
+    (the command line prints it as one note on stderr)."""
+
+
+RENAMED = {"framework": "stack", "strategy": "sharding", "any_framework": "any_stack"}
+_SAID: set[str] = set()
+
+
+def renamed(old: str, where: str = "field") -> str:
+    """The new name of ``old`` (:data:`RENAMED`), with one :class:`RenamedWarning` the first time it is used in
+    the process: "the scenario field 'framework' is now 'stack' (the old name still works)"."""
+    import warnings
+
+    new = RENAMED[old]
+    if old not in _SAID:
+        _SAID.add(old)
+        said = (f"--{old.replace('_', '-')} is now --{new.replace('_', '-')}" if where == "flag" else
+                f"the {where} {old!r} is now {new!r}")
+        warnings.warn(f"{said} (the old name still works)", RenamedWarning, stacklevel=3)
+    return new
+
+
 class UnknownNameError(GpuplanError, LookupError):
     """A model, GPU or provider name that is not in a catalog."""
 

@@ -68,6 +68,43 @@ LLAMA_CPP_UBATCH = 512
 LLAMA_CPP_OUTPUT_STAGE_ACTIVATIONS = 5
 LLAMA_CPP_KQ_STAGE_ACTIVATIONS = 4
 LLAMA_CPP_KQ_MASK_PAD = 64
+# llama.cpp's prompt processing from its kernels (speed/ggml.py). Counted from the graph (fp32 activations between
+# kernels, src/llama-model.cpp llm_build_llama): bytes per token and layer per hidden element (norm 8, the query's
+# output and its rotary 12, the attention output 4, the output projection's 4, two residual adds 24, the second norm
+# 8, the down projection's output 4), per K/V element (output 4, rotary 8 on K, the f16 copy into the cache 6: 14 on
+# average) and per MLP element (gate and up outputs 8, the fused SwiGLU's read and write 12).
+LLAMA_CPP_ACT_BYTES_PER_HIDDEN = 64
+LLAMA_CPP_ACT_BYTES_PER_KV = 14
+LLAMA_CPP_ACT_BYTES_PER_MLP = 20
+# Volta runs MMQ below this many rows, dequantize + cuBLAS above (ggml/src/ggml-cuda/mmq.cuh MMQ_DP4A_MAX_BATCH_SIZE).
+LLAMA_CPP_MMQ_DP4A_MAX_BATCH = 64
+# Fitted by `python bench/llama_bench.py --fit` (grids, median |error|) on the fitted rows of bench/data/llama-bench.csv
+# only: MMQ on the Llama-2-7B Q4_0 prompts of the flagship GeForce card of each generation in llama.cpp's CUDA
+# scoreboard (RTX 3090, 4090, 5090: 7.5 %); every other card there is held out (bench/results/llama_bench.md).
+LLAMA_CPP_MMQ_FLOP_PER_SM_CYCLE = 700.0
+# By ggml type, against Q4_0: K-quants 0.90 (PR #7860's Q4_K_S against PR #7676's Q4_0 at micro-batch 512 on the
+# same RTX 4090, June 2024: 9,278.55 against 10,358.75 tokens/s); other types as Q4_0 (no like-for-like table read).
+LLAMA_CPP_MMQ_TYPE_FACTOR = {"q4_0": 1.0, "q4_1": 1.0, "q5_0": 1.0, "q5_1": 1.0, "q8_0": 1.0, "q2_k": 0.9,
+                             "q3_k": 0.9, "q4_k": 0.9, "q5_k": 0.9, "q6_k": 0.9}
+LLAMA_CPP_MMQ_TYPE_FACTOR_DEFAULT = 0.9
+# A card without an SM count and clock in the catalog (DGX Spark's GB10): the fitted rate against the GeForce cards'
+# int8 tensor rate, 2,048 operations per SM and clock: 700 / 2,048.
+LLAMA_CPP_MMQ_INT8_FRACTION = 0.34
+# Metal (kernel_mul_mm, simdgroup matrices on the shader ALUs): share of the FP32 rate for f16 and for quantized
+# weights, and generation's streaming share of the bandwidth and fixed time per layer (command encoding and the
+# ~15 kernels of a layer): fitted on the M1 Max row of discussion #4167 (F16 and Q4_0, prompt and generation).
+LLAMA_CPP_METAL_MATMUL_FRACTION = {"plain": 0.80, "quantized": 0.70}
+LLAMA_CPP_METAL_DECODE_BANDWIDTH_FRACTION = 0.87
+LLAMA_CPP_METAL_LAYER_S = 140e-6
+# MLX (mlx-lm) on Apple silicon (speed/mlx.py): generation streams at llama.cpp Metal's fitted bandwidth share; the
+# fixed time per layer is fitted by `python bench/llama_bench.py --fit` on the one fitted MLX row of
+# bench/data/llama-bench.csv (Llama-3.1-8B 4-bit on an M2 Pro, llmfit PR #1031); the prompt's share of the FP32 rate
+# is llama.cpp Metal's for quantized weights (not fitted: one M3 Pro row checks it); mlx-lm's Python loop per token
+# as llama.cpp's C++ one.
+MLX_DECODE_BANDWIDTH_FRACTION = LLAMA_CPP_METAL_DECODE_BANDWIDTH_FRACTION
+MLX_LAYER_S = 70e-6
+MLX_MATMUL_FRACTION = 0.70
+MLX_STEP_OVERHEAD_S = 1e-3
 
 # vLLM: default block size of the paged KV cache in tokens (vllm/config/cache.py CacheConfig.DEFAULT_BLOCK_SIZE).
 # The rules that change by release are in engines/vllm.py; these are their measured constants.
@@ -557,7 +594,22 @@ MULTINODE_STRAGGLER = 0.97  # cross-node jitter: the slowest rank sets the step
 # decode 3 % below to 16 % above (13 rows); widened where the estimate rests on a default (another vendor's
 # software, a fabric the offer does not state, CPU-held layers).
 SPEED_SPREAD = {"train": (-0.19, 0.12), "decode": (-0.03, 0.16)}
-SPEED_SPREAD_WIDENING = {"other vendor": 1.5, "no fabric data": 1.5, "cpu layers": 1.5}
+# Decode speed per serving engine x class of model (gpuplan.speed.bands): (low, high, held-out rows, where), the
+# 10th-90th percentile of measured / estimated - 1 over the rows bench/serving/bands.py holds out
+# (bench/results/bands.md). A pair missing here is uncalibrated: no bench measures it.
+DECODE_BANDS: dict[tuple[str, str], tuple[float, float, int, str]] = {
+    ("vllm", "dense"): (-0.04, 0.12, 31, "Llama-2 7B/70B, CodeLlama-34B, Llama-3.1-8B and Qwen2.5 0.5B-72B serving "
+                        "and decode runs (bench/results/bands.md)"),
+    ("vllm", "MoE"): (0.00, 0.05, 4, "Mixtral-8x7B serving runs only: no DeepSeek, Qwen3 MoE or gpt-oss run "
+                      "(bench/results/bands.md)"),
+    ("sglang", "dense"): (-0.12, 0.02, 4, "Llama-3.1 8B and 70B, SGLang 0.3-0.4 (bench/results/bands.md)"),
+    ("trtllm", "dense"): (-0.12, 0.08, 164, "NVIDIA's trtllm-bench tables, Llama 3.x 8B-405B "
+                          "(bench/results/bands.md)"),
+    ("trtllm", "MoE"): (-0.52, 0.01, 67, "NVIDIA's trtllm-bench tables on one GPU, Llama 4 Scout, Qwen3-30B-A3B, "
+                        "Mixtral-8x7B: gpuplan up to 2x too fast (bench/results/bands.md)"),
+    ("transformers", "dense"): (-0.20, 0.05, 4, "Qwen-1 1.8B-72B decode runs (bench/results/bands.md)"),
+}
+SPEED_SPREAD_WIDENING = {"other vendor": 1.5, "no fabric data": 1.5, "cpu layers": 1.5, "uncalibrated": 2.0}
 
 # ---- checkpointing and spot (cost) --------------------------------------------------------------------
 CHECKPOINT_WRITE_GBS = 1.0  # sustained write to network/local storage, GB/s (override: --disk-gbs)
@@ -592,6 +644,12 @@ SHORTHAND_LENGTH_SIGMA = 0.7
 # 0.11-0.19, H100, RTX 4090 and RTX PRO 6000: 0.72 (Qwen3-32B over two PCIe RTX PRO 6000, simulated 39 % fast) to
 # 1.18 (the simulation errs low on the H100 runs). Multiplies the rate; updated with that table.
 SERVING_RATE_BAND = (0.72, 1.18)
+# Requests of a simulated load whose lengths are given as means (estimate --users / --rate, capacity's
+# --prompt-tokens / --output-tokens) draw them uniformly within +-50 % of the mean (vllm bench serve's random
+# dataset with --random-range-ratio 0.5). An assumption, not a measurement: any spread breaks the lockstep in which
+# fixed lengths keep a closed loop (new-user review 3, question 2: SGLang 34 users per H200 at fixed lengths, 193
+# at the same means spread out); 0.5 keeps the longest request within 1.5x the mean, and the mean as given.
+SERVING_LENGTH_SPREAD = 0.5
 
 # ---- launch: the disk a cloud job asks for (gpuplan launch) -------------------------------------------
 CHECKPOINTS_KEPT = 2  # Trainer save_total_limit: the newest checkpoint may be torn by an interruption
@@ -616,3 +674,13 @@ TRTLLM_GEMM_HALF_ROWS = {"fp8": 0.0, "fp4": 64.0}
 # fitted at 1.5x. trtllm-bench builds FP8 and NVFP4 engines with FP8 context FMHA (tensorrt_llm/bench/build/build.py:
 # use_fp8_context_fmha = True "if NVFP4 or FP8 quantization is enabled"), whose peak is twice the bf16 one.
 TRTLLM_CONTEXT_ATTENTION_SPEEDUP = 1.5
+# TensorRT-LLM's fused NVFP4 MoE beyond its grouped GEMMs (speed/offline.moe_dispatch_s): routing (top-k softmax), the
+# expansion of each token into its top-k rows with the activations' FP4 quantization, the finalize kernel that
+# scatters and weights them back, the per-expert padding of the grouped GEMM's tiles. Seconds per token and MoE layer
+# at prefill and at decode, and per MoE layer and iteration. Fitted by `python bench/trtllm.py --fit-moe` (a grid,
+# median |error|) on the 20 B200 MoE rows of the overview (Llama 4 Scout and Qwen3-30B-A3B, NVFP4: 3.0 %); held out:
+# the GB200 rows of the same tables. FP8 MoE on Hopper does not pay it (release 0.17's one-GPU Mixtral 8x7B rows on
+# H100, H200 and GH200 and MLPerf's Mixtral on 8 H200s land within 2-8 % without it, 5-15 % slow with it).
+TRTLLM_MOE_PREFILL_TOKEN_S = 80e-9
+TRTLLM_MOE_DECODE_TOKEN_S = 250e-9
+TRTLLM_MOE_LAYER_STEP_S = 30e-6

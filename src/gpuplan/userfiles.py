@@ -373,8 +373,9 @@ NAME_MAX = 255  # bytes in one file name: the limit of ext4, XFS, Btrfs and APFS
 
 def output_file(path: Any, flag: str) -> Path:
     """Where ``flag`` (``--out``) writes, checked before any work: a path (not blank, no control character, no
-    name longer than the file system allows, none beginning or ending with a space) in a folder that exists, and
-    not itself a folder; else one sentence."""
+    name longer than the file system allows, none beginning or ending with a space) in a folder that exists and
+    takes a new file (an empty one is made there and removed: not read-only, not /proc), and not itself a
+    folder; else one sentence."""
     if isinstance(path, bytes) or not isinstance(path, (str, os.PathLike)) or not isinstance(os.fspath(path), str):
         raise GpuplanError(f"{flag} must be a file path, got {type(path).__name__}")
     text = os.fspath(path)
@@ -392,17 +393,22 @@ def output_file(path: Any, flag: str) -> Path:
         raise GpuplanError(f"{flag} {echo(text)} is a folder: name the file to write in it")
     if not p.parent.is_dir():
         raise GpuplanError(f"{flag} {echo(text)}: no folder {echo(str(p.parent))}; create it first")
+    write_file(p, lambda temp: temp.write_bytes(b""), flag, keep=False)  # can a file be made there? (not /proc)
     return p
 
 
-def write_file(path: Path, write: Any, flag: str) -> None:
+def write_file(path: Path, write: Any, flag: str, *, keep: bool = True) -> None:
     """``write(temporary_path)`` writes the file beside ``path`` (a hidden name with the same suffix, which
-    matplotlib reads the format from), then it is renamed over ``path``; on any error the temporary file goes
-    and one sentence says why (nothing was written)."""
+    matplotlib reads the format from), then it is renamed over ``path`` (removed instead unless ``keep``: a
+    probe of the folder); on any error the temporary file goes and one sentence says why (nothing was
+    written)."""
     temp = path.with_name(f".{path.stem[:100]}.{secrets.token_hex(4)}.tmp{path.suffix}")
     try:
         write(temp)
-        os.replace(temp, path)
+        if keep:
+            os.replace(temp, path)
+        else:
+            temp.unlink()
     except (OSError, UnicodeEncodeError) as err:
         with contextlib.suppress(OSError):
             temp.unlink()

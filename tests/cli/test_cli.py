@@ -48,7 +48,7 @@ def test_version():
     (("models", "--sort", "size"), "--sort must be one of"),
     (("model", "None"), "unknown model 'None'. Run `gpuplan models`"),  # the fuzz report's run-together sentence
     (("table", "--catalog", ""), "--catalog needs the path of an offers CSV, got an empty string"),
-    (("estimate", "--model", "gpt2", "--task", "infer", "--strategy", "fsdp"), "does not apply to serving"),
+    (("estimate", "--model", "gpt2", "--task", "infer", "--sharding", "fsdp"), "does not apply to serving"),
     (("estimate", "--model", "gpt2", "--task", "train", "--train-tokens", "inf"), "finite number"),
     (("recommend", "--model", "gpt2", "--task", "infer", "--top", "-1"), "top must be a whole number from 1"),
     (("buy", "4090", "--pue", "nan"), "--pue must be between 1 and 3"),
@@ -96,7 +96,7 @@ def test_estimate_table_names_parts_and_phase():
 
 @pytest.mark.parametrize("args, text", [
     (("estimate", "--model", "llama-3.1-8b", "--task", "train", "--micro-batch-size", "x"), "--micro-batch-size"),
-    (("estimate", "--model", "llama-3.1-8b", "--task", "train", "--strategy", "zero3"), "num_gpus >= 2"),
+    (("estimate", "--model", "llama-3.1-8b", "--task", "train", "--sharding", "zero3"), "num_gpus >= 2"),
     (("estimate", "--model", "llama-3.1-8b"), "'task' is required"),
     (("estimate", "missing.yaml"), "no scenario file"),
 ])

@@ -198,7 +198,7 @@ def test_launch_3060_qlora_unsloth(data, tokenizer):
     from gpuplan.launchers import launch_files, launch_plan
     from gpuplan.launchers.settings import LaunchOptions
 
-    s = {"model": "qwen3-8b", "task": "train", "method": "qlora", "framework": "unsloth", "gpu": "rtx-3060",
+    s = {"model": "qwen3-8b", "task": "train", "method": "qlora", "stack": "unsloth", "gpu": "rtx-3060",
          "seq_len": 4096, "samples": 10_000, "mean_tokens": 1000, "epochs": 2}
     plan = launch_plan(s)
     text = next(f.text for f in launch_files(plan, ["unsloth"], LaunchOptions(dataset=str(data)))
@@ -224,12 +224,14 @@ def test_launch_3060_qlora_unsloth(data, tokenizer):
 def test_launch_32b_zero3(tmp_path, monkeypatch):
     """Done when: a 32B full fine-tune over 8 A100s under ZeRO-3 trains at Alpaca's global batch of 128 sequences,
     lr 1e-5 (Tulu 2's for its largest model; Alpaca's 2e-5 is for 7B and 13B), cosine after a 3 % warm-up;
-    DeepSpeed and TRL read the files, and the launch script resumes."""
+    DeepSpeed and TRL read the files, and the launch script resumes. At 6,144 tokens the 16 accumulation steps fit
+    (77.8 GiB); at 8,192 their gradient buffer does not (79.9 of 79.6 GiB), and the run keeps 1 x 1 x 8 and says
+    why (golden launch-1)."""
     from gpuplan.launchers import launch_files, launch_plan, write
     from gpuplan.launchers.settings import LaunchOptions
 
-    s = {"model": "qwen2.5-32b", "task": "train", "method": "full", "strategy": "zero3", "gpu": "a100-80gb",
-         "num_gpus": 8, "seq_len": 8192, "grad_checkpointing": "full", "loss": "fused-linear", "train_tokens": 5e7}
+    s = {"model": "qwen2.5-32b", "task": "train", "method": "full", "sharding": "zero3", "gpu": "a100-80gb",
+         "num_gpus": 8, "seq_len": 6144, "grad_checkpointing": "full", "loss": "fused-linear", "train_tokens": 5e7}
     plan = launch_plan(s)
     write(launch_files(plan, ["trainer", "deepspeed", "accelerate"], LaunchOptions()), tmp_path)
     ds = json.loads((tmp_path / "ds_config.json").read_text())

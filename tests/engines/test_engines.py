@@ -19,8 +19,9 @@ from gpuplan.scenario import Scenario, scenario_from
 
 def test_every_engine_a_scenario_names_has_a_profile():
     names = typing.get_args(Scenario.model_fields["engine"].annotation)
-    assert set(ENGINES) == set(names) and len(names) == 5
-    assert {e.label for e in ENGINES.values()} == {"transformers", "vLLM", "SGLang", "llama.cpp", "TensorRT-LLM"}
+    assert set(ENGINES) == set(names) and len(names) == 6
+    assert {e.label for e in ENGINES.values()} == {"transformers", "vLLM", "SGLang", "llama.cpp", "TensorRT-LLM",
+                                                   "MLX (mlx-lm)"}
     s = scenario_from({"model": "llama-3.1-8b", "task": "infer", "engine": "sglang"})
     assert engine_for(s) is ENGINES["sglang"]
 
@@ -28,7 +29,7 @@ def test_every_engine_a_scenario_names_has_a_profile():
 def test_the_pool_engines_are_launched_by_their_own_target():
     targets = {e.name: e.launch_target for e in ENGINES.values()}
     assert targets == {"transformers": None, "vllm": "vllm", "sglang": "sglang", "llama.cpp": None,
-                       "trtllm": "trtllm"}
+                       "trtllm": "trtllm", "mlx": None}
     assert {t for t in targets.values() if t} <= set(TARGETS)
     # the engines that preallocate are those whose plan the verdict judges by the pool
     assert {e.name for e in ENGINES.values() if e.preallocates} == {"vllm", "sglang", "trtllm"}

@@ -30,15 +30,15 @@ def _train(r: random.Random) -> list[str]:
     method = r.choice(("full", "lora", "qlora")) if stack not in ("torchtitan", "megatron") else "full"
     if stack == "megatron" and r.random() < 0.5:
         method = "lora"
-    args = ["--model", model, "--task", "train", "--framework", stack, "--method", method,
+    args = ["--model", model, "--task", "train", "--stack", stack, "--method", method,
             "--seq-len", str(r.choice((512, 1024, 2048, 4096, 8192))),
             "--micro-batch-size", str(r.choice((1, 2, 4, 8))), "--train-tokens", r.choice(("1e7", "1e8", "1e9"))]
     count = r.choice((1, 1, 1, 2, 4, 8))
     args += ["--gpu", r.choice(CARDS), "--num-gpus", str(count)]
     if count > 1 and stack == "torchtune":
-        args += ["--strategy", r.choice(("fsdp", "fsdp2", "zero2"))]  # zero2 is refused: a refusal is golden too
+        args += ["--sharding", r.choice(("fsdp", "fsdp2", "zero2"))]  # zero2 is refused: a refusal is golden too
     elif count > 1 and stack not in ("megatron", "torchtitan", "unsloth"):
-        args += ["--strategy", r.choice(SHARDINGS[1:])]
+        args += ["--sharding", r.choice(SHARDINGS[1:])]
     if r.random() < 0.3:
         args += ["--grad-checkpointing", r.choice(("none", "full"))]
     if r.random() < 0.2:
@@ -84,10 +84,10 @@ def cases() -> dict[str, list[str]]:
     out["estimate-pretrain"] = ["estimate", "--json", "--model-size", "3B", "--task", "train", "--gpu", "h100-sxm",
                                 "--num-gpus", "8"]
     out["estimate-offload"] = ["estimate", "--json", "--model", "llama-3.1-8b", "--task", "train", "--gpu",
-                               "rtx-4090", "--strategy", "zero3", "--offload", "optimizer+params"]
+                               "rtx-4090", "--sharding", "zero3", "--offload", "optimizer+params"]
     for i, (model, extra) in enumerate((
             ("llama-3.1-8b", ["--method", "lora"]), ("qwen2.5-7b", ["--method", "qlora", "--any-method"]),
-            ("llama-3.1-70b", ["--method", "qlora"]), ("qwen3-30b-a3b", ["--method", "lora", "--any-framework"]))):
+            ("llama-3.1-70b", ["--method", "qlora"]), ("qwen3-30b-a3b", ["--method", "lora", "--any-stack"]))):
         out[f"recommend-train-{i}"] = ["recommend", "--json", "--model", model, "--task", "train",
                                        "--train-tokens", "1e8", *extra]
     for i, (model, extra) in enumerate((
@@ -125,17 +125,17 @@ def cases() -> dict[str, list[str]]:
     for i, extra in enumerate((["--model", "llama-3.1-8b", "--task", "train", "--method", "lora", "--gpu",
                                 "rtx-4090", "--grad-checkpointing", "full"],
                                ["--model", "qwen2.5-32b", "--task", "train", "--gpu", "a100-sxm4-80gb", "--num-gpus",
-                                "8", "--strategy", "zero3", "--train-tokens", "1e8", "--seq-len", "8192",
+                                "8", "--sharding", "zero3", "--train-tokens", "1e8", "--seq-len", "8192",
                                 "--loss", "fused-linear", "--grad-checkpointing", "full"],
-                               ["--model", "qwen3-8b", "--task", "train", "--method", "qlora", "--framework",
+                               ["--model", "qwen3-8b", "--task", "train", "--method", "qlora", "--stack",
                                 "unsloth", "--gpu", "rtx-3060"],
-                               ["--model", "llama-3.1-8b", "--task", "train", "--framework", "torchtune", "--method",
+                               ["--model", "llama-3.1-8b", "--task", "train", "--stack", "torchtune", "--method",
                                 "lora", "--gpu", "a100-sxm4-80gb", "--num-gpus", "2"],
-                               ["--model", "llama-3.1-8b", "--task", "train", "--framework", "torchtitan", "--gpu",
-                                "h100-sxm", "--num-gpus", "8", "--strategy", "fsdp"],
-                               ["--model", "llama-3.1-8b", "--task", "train", "--framework", "axolotl", "--method",
+                               ["--model", "llama-3.1-8b", "--task", "train", "--stack", "torchtitan", "--gpu",
+                                "h100-sxm", "--num-gpus", "8", "--sharding", "fsdp"],
+                               ["--model", "llama-3.1-8b", "--task", "train", "--stack", "axolotl", "--method",
                                 "qlora", "--gpu", "rtx-4090"],
-                               ["--model", "llama-3.1-70b", "--task", "train", "--framework", "megatron", "--gpu",
+                               ["--model", "llama-3.1-70b", "--task", "train", "--stack", "megatron", "--gpu",
                                 "h100-sxm", "--num-gpus", "16", "--tp", "8", "--pp", "2", "--train-tokens", "1e9",
                                 "--grad-checkpointing", "full"],
                                ["--model", "llama-3.1-70b", "--task", "infer", "--engine", "vllm", "--gpu",

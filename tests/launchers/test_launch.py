@@ -31,7 +31,7 @@ DATA = Path(__file__).parents[1] / "data"
 QLORA_SPOT = dict(model="llama-3.1-8b", task="train", method="qlora", gpu="l40s", micro_batch_size=2,
                   grad_accum_steps=8, grad_checkpointing="full", optimizer="paged-adamw-8bit", train_tokens=5e7,
                   pricing="spot", seq_len=2048)
-ZERO3 = dict(model="llama-3.1-8b", task="train", gpu="nvidia-a100-sxm4-80gb", num_gpus=4, strategy="zero3",
+ZERO3 = dict(model="llama-3.1-8b", task="train", gpu="nvidia-a100-sxm4-80gb", num_gpus=4, sharding="zero3",
              micro_batch_size=4, grad_accum_steps=2, seq_len=4096, grad_checkpointing="full", train_tokens=1e8)
 SMALL = dict(model="qwen2.5-0.5b", task="train", gpu="h100-sxm5", seq_len=1024, train_tokens=1e7)
 SERVE = dict(model="llama-3.1-8b", task="infer", engine="vllm", gpu="l40s", batch_size=16, prompt_tokens=4096,
@@ -113,9 +113,9 @@ def test_trainer_fields_qlora():
 
 
 @pytest.mark.parametrize("change, dtype, bf16, fp16", [
-    ({"strategy": "ddp", "num_gpus": 2}, "float32", True, False),  # autocast over fp32 weights
-    ({"strategy": "zero3", "num_gpus": 2}, "bfloat16", True, False),  # DeepSpeed: bf16 weights, fp32 master
-    ({"strategy": "fsdp", "num_gpus": 2}, "float32", True, False),  # FSDP mixed precision: fp32 shards
+    ({"sharding": "ddp", "num_gpus": 2}, "float32", True, False),  # autocast over fp32 weights
+    ({"sharding": "zero3", "num_gpus": 2}, "bfloat16", True, False),  # DeepSpeed: bf16 weights, fp32 master
+    ({"sharding": "fsdp", "num_gpus": 2}, "float32", True, False),  # FSDP mixed precision: fp32 shards
     ({"precision": "bf16-true"}, "bfloat16", True, False),
     ({"precision": "fp16-mixed"}, "float32", False, True),
     ({"precision": "fp32"}, "float32", False, False),
@@ -158,19 +158,19 @@ def test_accelerate_config():
     assert cfg["deepspeed_config"] == {"deepspeed_config_file": "ds_config.json", "zero3_init_flag": True,
                                        "deepspeed_multinode_launcher": "standard"}
     assert "mixed_precision" not in cfg  # accelerate refuses it beside a deepspeed_config_file
-    # strategy fsdp is FSDP1 in the HF stack (gpuplan.stacks), fsdp2 when asked
-    fsdp = body(files_of({**ZERO3, "strategy": "fsdp", "offload": "optimizer+params"})["accelerate.yaml"])
+    # sharding fsdp is FSDP1 in the HF stack (gpuplan.stacks), fsdp2 when asked
+    fsdp = body(files_of({**ZERO3, "sharding": "fsdp", "offload": "optimizer+params"})["accelerate.yaml"])
     assert fsdp["distributed_type"] == "FSDP" and fsdp["mixed_precision"] == "bf16"
     assert fsdp["fsdp_config"]["fsdp_version"] == 1 and fsdp["fsdp_config"]["fsdp_offload_params"] is True
     assert fsdp["fsdp_config"]["fsdp_sharding_strategy"] == "FULL_SHARD"
-    fsdp2 = body(files_of({**ZERO3, "strategy": "fsdp2"})["accelerate.yaml"])
+    fsdp2 = body(files_of({**ZERO3, "sharding": "fsdp2"})["accelerate.yaml"])
     assert fsdp2["fsdp_config"]["fsdp_version"] == 2 and fsdp2["fsdp_config"]["fsdp_reshard_after_forward"] is True
     single = body(files_of(QLORA_SPOT)["accelerate.yaml"])
     assert single["distributed_type"] == "NO" and single["num_processes"] == 1
 
 
 def test_multinode_and_visible_devices():
-    s = {**ZERO3, "gpu": "h100-sxm5", "num_gpus": 8, "num_nodes": 2, "strategy": "zero2"}
+    s = {**ZERO3, "gpu": "h100-sxm5", "num_gpus": 8, "num_nodes": 2, "sharding": "zero2"}
     files = files_of(s)
     argv = command_of(files["torchrun.sh"])
     assert argv[:5] == ["torchrun", "--nproc-per-node", "8", "--nnodes", "2"]
@@ -184,13 +184,13 @@ def test_multinode_and_visible_devices():
 
 def test_skypilot_task():
     """RunPod calls the H100 SXM ``H100-SXM`` (SkyPilot catalog v8); AWS is ``infra: aws/us-east-1``."""
-    s = {**ZERO3, "gpu": "h100-sxm5", "provider": "runpod", "strategy": "zero3"}
+    s = {**ZERO3, "gpu": "h100-sxm5", "provider": "runpod", "sharding": "zero3"}
     task = body(files_of({**s, "dataset_gb": 5.0}, ["skypilot"])["sky.yaml"])
     assert task["resources"]["accelerators"] == "H100-SXM:4" and task["resources"]["infra"] == "runpod"
     assert task["resources"]["use_spot"] is False and task["num_nodes"] == 1 and task["workdir"] == "."
     assert task["resources"]["disk_size"] == launch_plan({**s, "dataset_gb": 5.0}).disk_gb
     assert "deepspeed" in task["setup"] and "accelerate launch" in task["run"]
-    aws = {**QLORA_SPOT, "gpu": "h100-sxm5", "num_gpus": 8, "strategy": "zero2", "provider": "aws"}
+    aws = {**QLORA_SPOT, "gpu": "h100-sxm5", "num_gpus": 8, "sharding": "zero2", "provider": "aws"}
     task = body(files_of(aws, ["skypilot"], bucket="ckpt")["sky.yaml"])
     assert task["resources"]["infra"] == "aws/us-east-1" and task["resources"]["use_spot"] is True
     assert task["resources"]["accelerators"] == "H100:8"
@@ -319,14 +319,14 @@ def test_vllm_max_model_len_fits_the_pool():
 @pytest.mark.parametrize("scenario, target, text", [
     (ZERO3, "vllm", "vLLM serves models"),
     (QLORA_SPOT, "deepspeed", "single GPU without ZeRO"),
-    ({**SMALL, "strategy": "ddp", "num_gpus": 2}, "deepspeed", "plain DDP"),
-    ({**ZERO3, "strategy": "fsdp"}, "deepspeed", "FSDP"),
+    ({**SMALL, "sharding": "ddp", "num_gpus": 2}, "deepspeed", "plain DDP"),
+    ({**ZERO3, "sharding": "fsdp"}, "deepspeed", "FSDP"),
     (SERVE, "trainer", "for training"),
     ({**SERVE, "engine": "transformers", "quant": None, "kv_cache_dtype": "auto"}, "vllm", "engine transformers"),
     ({**SERVE, "quant": "nf4"}, "vllm", "cannot load nf4"),
     ({**SERVE, "entry_point": "offline"}, "vllm", "offline entry point"),
     ({**ZERO3, "tp": 2}, "torchrun", "tensor/pipeline parallel"),
-    ({**SMALL, "framework": "axolotl", "precision": "bf16-true"}, "accelerate", "use --target axolotl"),
+    ({**SMALL, "stack": "axolotl", "precision": "bf16-true"}, "accelerate", "use --target axolotl"),
     (ZERO3, "torchrum", "did you mean torchrun"),
 ])
 def test_targets_that_do_not_apply(scenario, target, text):
@@ -335,13 +335,13 @@ def test_targets_that_do_not_apply(scenario, target, text):
 
 
 def test_no_target_for_other_frameworks_yet():
-    s = {**SMALL, "framework": "pytorch"}  # a loop of your own: nothing to write for it
-    with pytest.raises(GpuplanError, match="no launch target applies to this plan: framework pytorch"):
+    s = {**SMALL, "stack": "pytorch"}  # a loop of your own: nothing to write for it
+    with pytest.raises(GpuplanError, match="no launch target applies to this plan: stack pytorch"):
         targets_for(launch_plan(s))
-    # a framework with its own target says why that target does not apply (axolotl's own default is bf16-true)
+    # a stack with its own target says why that target does not apply (axolotl's own default is bf16-true)
     with pytest.raises(GpuplanError, match="no launch target applies to this plan: axolotl loads the weights in bf16"):
-        targets_for(launch_plan({**SMALL, "framework": "axolotl", "precision": "bf16-mixed"}))
-    assert "axolotl" in targets_for(launch_plan({**SMALL, "framework": "axolotl"}))
+        targets_for(launch_plan({**SMALL, "stack": "axolotl", "precision": "bf16-mixed"}))
+    assert "axolotl" in targets_for(launch_plan({**SMALL, "stack": "axolotl"}))
 
 
 def test_liger_and_compile():
@@ -360,9 +360,9 @@ def test_default_targets():
 
 @pytest.mark.parametrize("scenario, text", [
     ({**ZERO3, "gpu": None}, "launch needs a GPU"),
-    ({**ZERO3, "num_gpus": 1, "strategy": None, "micro_batch_size": 16}, "does not fit"),
-    ({**ZERO3, "strategy": "fsdp", "offload": "optimizer"}, "FSDP offloads parameters"),
-    ({**ZERO3, "strategy": "fsdp2", "offload": "optimizer"}, "FSDP offloads parameters"),
+    ({**ZERO3, "num_gpus": 1, "sharding": None, "micro_batch_size": 16}, "does not fit"),
+    ({**ZERO3, "sharding": "fsdp", "offload": "optimizer"}, "FSDP offloads parameters"),
+    ({**ZERO3, "sharding": "fsdp2", "offload": "optimizer"}, "FSDP offloads parameters"),
 ])
 def test_plans_that_cannot_launch(scenario, text):
     with pytest.raises(GpuplanError, match=text):
@@ -461,7 +461,7 @@ def test_recommend_launch_on_some_of_your_cards(tmp_path):
 
 
 # ---- torchtune --------------------------------------------------------------------------------------------
-TUNE = dict(model="llama-3.1-8b", task="train", method="lora", gpu="l40s", framework="torchtune",
+TUNE = dict(model="llama-3.1-8b", task="train", method="lora", gpu="l40s", stack="torchtune",
             qlora_fp32_upcast=False, micro_batch_size=2, grad_accum_steps=4, seq_len=4096, train_tokens=1e7)
 
 
@@ -479,7 +479,7 @@ def test_torchtune_config():
     assert cfg["checkpointer"]["checkpoint_files"][-1] == "model-00004-of-00004.safetensors"
     script = files_of(TUNE, ["torchtune"])["tune-run.sh"]
     assert "tune run lora_finetune_single_device" in script.replace(" \\\n    ", " ")
-    distributed = body(files_of({**TUNE, "num_gpus": 2, "strategy": "fsdp", "offload": "optimizer+params",
+    distributed = body(files_of({**TUNE, "num_gpus": 2, "sharding": "fsdp", "offload": "optimizer+params",
                                  "lora_targets": ["q_proj", "v_proj"]}, ["torchtune"])["torchtune.yaml"])
     assert distributed["fsdp_cpu_offload"] is True
     assert distributed["model"]["lora_attn_modules"] == ["q_proj", "v_proj"]
@@ -492,7 +492,7 @@ TUNE_SIGNATURES = json.loads((DATA / "torchtune" / "signatures-0.6.1.json").read
 
 
 @pytest.mark.parametrize("change", [{}, {"model": "llama-3.2-1b", "lora_rank": 8, "lora_targets": ["q_proj", "v_proj"],
-                                         "num_gpus": 2, "strategy": "fsdp"},
+                                         "num_gpus": 2, "sharding": "fsdp"},
                                     {"model": "qwen2.5-0.5b", "method": "full", "optimizer_in_backward": True,
                                      "grad_accum_steps": 1, "loss": "full"},
                                     {"method": "qlora", "gpu": "rtx-4090"}])
@@ -551,8 +551,8 @@ def test_help_examples_run(tmp_path):
 
 
 # ---- torchtitan -------------------------------------------------------------------------------------------
-TITAN = dict(model="llama-3.1-70b", task="train", framework="torchtitan", gpu="h100-sxm5", num_gpus=8, num_nodes=4,
-             strategy="fsdp", tp=8, seq_len=8192, micro_batch_size=1, grad_accum_steps=4, grad_checkpointing="full",
+TITAN = dict(model="llama-3.1-70b", task="train", stack="torchtitan", gpu="h100-sxm5", num_gpus=8, num_nodes=4,
+             sharding="fsdp", tp=8, seq_len=8192, micro_batch_size=1, grad_accum_steps=4, grad_checkpointing="full",
              train_tokens=1e9)
 
 
@@ -610,10 +610,10 @@ def test_torchtitan_float8_checkpointing_and_spot():
     ({"model": "qwen2.5-7b"}, "builds its own Llama 3"),
     ({"loss": "chunked"}, "plan with loss full"),
     ({"attention": "eager"}, "SDPA attention"),
-    ({"strategy": None, "tp": 8}, "only with FSDP"),
-    ({"strategy": "ddp", "tp": 2, "precision": "fp32", "gpu": "b200", "seq_len": 1024},
+    ({"sharding": None, "tp": 8}, "only with FSDP"),
+    ({"sharding": "ddp", "tp": 2, "precision": "fp32", "gpu": "b200", "seq_len": 1024},
      "one-dimensional mesh"),
-    ({"framework": "hf"}, "not for framework torchtitan"),
+    ({"stack": "hf"}, "not for stack torchtitan"),
 ])
 def test_torchtitan_refusals(change, text):
     eight = {**TITAN, "model": "llama-3.1-8b", "num_nodes": 1, "tp": 1}
@@ -636,7 +636,7 @@ def test_toml_writer_reads_back():
 
 
 # ---- Axolotl ----------------------------------------------------------------------------------------------
-AXOLOTL = dict(model="llama-3.1-8b", task="train", framework="axolotl", method="qlora", gpu="l40s",
+AXOLOTL = dict(model="llama-3.1-8b", task="train", stack="axolotl", method="qlora", gpu="l40s",
                micro_batch_size=2, grad_accum_steps=4, train_tokens=1e7, pricing="spot")
 AXOLOTL_SCHEMA = json.loads((DATA / "axolotl" / "schema-0.18.0.json").read_text())
 
@@ -665,9 +665,9 @@ def test_axolotl_config_by_hand():
 @pytest.mark.parametrize("change, bf16, extra", [
     ({"method": "full", "model": "qwen2.5-0.5b", "precision": "bf16-true"}, True, {}),
     ({"method": "full", "model": "qwen2.5-0.5b", "precision": "fp32"}, False, {}),
-    ({"method": "full", "gpu": "nvidia-a100-sxm4-80gb", "num_gpus": 4, "strategy": "zero3"}, True,
+    ({"method": "full", "gpu": "nvidia-a100-sxm4-80gb", "num_gpus": 4, "sharding": "zero3"}, True,
      {"deepspeed": "ds_config.json"}),
-    ({"method": "lora", "model": "qwen2.5-7b", "num_gpus": 2, "strategy": "fsdp", "lora_targets": ["q_proj", "v_proj"],
+    ({"method": "lora", "model": "qwen2.5-7b", "num_gpus": 2, "sharding": "fsdp", "lora_targets": ["q_proj", "v_proj"],
       "adapter_dtype": "bf16"}, True,
      {"fsdp_version": 1, "lora_target_modules": ["q_proj", "v_proj"], "peft_autocast_adapter_dtype": False}),
     ({"method": "full", "model": "qwen2.5-0.5b", "precision": "bf16-true", "loss": "chunked",
@@ -689,7 +689,7 @@ def test_axolotl_precision_and_layouts(change, bf16, extra):
 
 @pytest.mark.parametrize("change, text", [
     ({"method": "full", "model": "qwen2.5-0.5b", "precision": "bf16-mixed"}, "plan precision bf16-true"),  # one GPU
-    ({"method": "full", "model": "qwen2.5-1.5b", "num_gpus": 2, "strategy": "fsdp", "precision": "bf16-true"},
+    ({"method": "full", "model": "qwen2.5-1.5b", "num_gpus": 2, "sharding": "fsdp", "precision": "bf16-true"},
      "upcasts the shards to fp32"),
     ({"method": "qlora", "quant": "gptq-int4"}, "set quant nf4 or fp4"),
     ({"method": "full", "model": "qwen2.5-0.5b", "precision": "fp8-mixed", "gpu": "h100-sxm5"}, "bf16, fp16 or fp32"),
@@ -710,8 +710,8 @@ def _schema_ok(value, field: dict) -> bool:
 
 
 @pytest.mark.parametrize("change", [{}, {"method": "full", "gpu": "nvidia-a100-sxm4-80gb", "num_gpus": 4,
-                                         "strategy": "zero3"},
-                                    {"method": "lora", "model": "qwen2.5-7b", "num_gpus": 2, "strategy": "fsdp2",
+                                         "sharding": "zero3"},
+                                    {"method": "lora", "model": "qwen2.5-7b", "num_gpus": 2, "sharding": "fsdp2",
                                      "attention": "flash", "compile": True, "quant": None},
                                     {"method": "lora", "quant": "int8", "optimizer": "adamw-8bit"}])
 def test_axolotl_against_captured_schema(change):
@@ -741,7 +741,7 @@ def test_axolotl_against_captured_schema(change):
 
 
 # ---- Unsloth ----------------------------------------------------------------------------------------------
-UNSLOTH = dict(model="llama-3.1-8b", task="train", framework="unsloth", method="qlora", gpu="l40s",
+UNSLOTH = dict(model="llama-3.1-8b", task="train", stack="unsloth", method="qlora", gpu="l40s",
                micro_batch_size=2, grad_accum_steps=4, train_tokens=1e7, pricing="spot")
 
 
@@ -755,7 +755,7 @@ def test_unsloth_script_by_hand():
     assert "'use_gradient_checkpointing': 'unsloth'," in text and "UNSLOTH_RETURN_LOGITS" not in text
     assert "'target_modules': ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj']," in text
     assert f"'save_steps': {launch_plan(UNSLOTH).save_steps}," in text and "'max_steps': 611," in text
-    ddp = files_of({**UNSLOTH, "method": "lora", "model": "qwen2.5-7b", "num_gpus": 2, "strategy": "ddp",
+    ddp = files_of({**UNSLOTH, "method": "lora", "model": "qwen2.5-7b", "num_gpus": 2, "sharding": "ddp",
                     "loss": "full"}, ["unsloth"])
     assert "'load_in_4bit': False," in ddp["unsloth_train.py"]
     assert 'os.environ["UNSLOTH_RETURN_LOGITS"] = "1"' in ddp["unsloth_train.py"]
@@ -786,7 +786,7 @@ def test_old_transformers_plans_say_what_runs():
     assert now.device_peak_gib <= then.device_peak_gib and now.phases_gib["forward"] < then.phases_gib["forward"]
     note = "the plan's loss follows transformers 4.44"
     assert note in files_of(old, ["trainer"])["trainer.yaml"]
-    axolotl = {**old, "framework": "axolotl", "method": "lora", "loss": "full"}
+    axolotl = {**old, "stack": "axolotl", "method": "lora", "loss": "full"}
     assert note in files_of(axolotl, ["axolotl"])["axolotl.yaml"]
 
 
@@ -808,7 +808,7 @@ def test_a_micro_batch_set_alone_runs_the_accumulation_the_steps_count():
     tokens). The layout set is the one run (estimate, recommend and launch report its speed), so the recipe counts
     its steps with it, 5e7 / (8 x 4,096) = 1,526, and says what accumulation would reach its batch of 16."""
     job = {"model": "qwen3-8b", "task": "train", "method": "lora", "gpu": "a100-sxm4-80gb", "num_gpus": 2,
-           "strategy": "zero2", "micro_batch_size": 4, "seq_len": 4096, "train_tokens": 5e7,
+           "sharding": "zero2", "micro_batch_size": 4, "seq_len": 4096, "train_tokens": 5e7,
            "grad_checkpointing": "full"}
     plan = launch_plan(job)
     r = plan.recipe

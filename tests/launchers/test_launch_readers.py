@@ -42,19 +42,19 @@ PLANS = {  # the layouts a launch writes: one GPU, DDP, ZeRO-2/3 (offload, bf16-
     "qlora-4090": dict(model="llama-3.1-8b", task="train", method="qlora", gpu="rtx-4090", micro_batch_size=2,
                        grad_accum_steps=8, grad_checkpointing="full", optimizer="paged-adamw-8bit",
                        train_tokens=5e7, pricing="spot"),
-    "full-zero3": dict(model="llama-3.1-8b", task="train", gpu="nvidia-a100-sxm4-80gb", num_gpus=4, strategy="zero3",
+    "full-zero3": dict(model="llama-3.1-8b", task="train", gpu="nvidia-a100-sxm4-80gb", num_gpus=4, sharding="zero3",
                        micro_batch_size=4, grad_accum_steps=2, seq_len=4096, grad_checkpointing="full",
                        train_tokens=1e8),
-    "ddp-small": dict(model="qwen2.5-0.5b", task="train", gpu="l40s", num_gpus=2, strategy="ddp", seq_len=1024,
+    "ddp-small": dict(model="qwen2.5-0.5b", task="train", gpu="l40s", num_gpus=2, sharding="ddp", seq_len=1024,
                       micro_batch_size=4, optimizer_impl="foreach"),
-    "fsdp-offload": dict(model="qwen2.5-1.5b", task="train", gpu="l40s", num_gpus=2, strategy="fsdp",
+    "fsdp-offload": dict(model="qwen2.5-1.5b", task="train", gpu="l40s", num_gpus=2, sharding="fsdp",
                          offload="optimizer+params", grad_checkpointing="full"),
     "fsdp2-lora-liger": dict(model="qwen2.5-7b", task="train", method="lora", gpu="l40s", num_gpus=2,
-                             strategy="fsdp2", loss="fused-linear", compile=True, attention="flash"),
-    "zero3-bf16-true-offload": dict(model="qwen2.5-7b", task="train", gpu="l40s", num_gpus=2, strategy="zero3",
+                             sharding="fsdp2", loss="fused-linear", compile=True, attention="flash"),
+    "zero3-bf16-true-offload": dict(model="qwen2.5-7b", task="train", gpu="l40s", num_gpus=2, sharding="zero3",
                                     precision="bf16-true", offload="optimizer", grad_checkpointing="full"),
     "lora-2-nodes": dict(model="llama-3.1-8b", task="train", method="lora", gpu="h100-sxm5", num_gpus=8,
-                         num_nodes=2, strategy="zero2", lora_rank=64, lora_targets=["q_proj", "v_proj"],
+                         num_nodes=2, sharding="zero2", lora_rank=64, lora_targets=["q_proj", "v_proj"],
                          train_tokens=1e9, pricing="spot", provider="aws"),
     "lora-offload-1-gpu": dict(model="llama-3.1-8b", task="train", method="lora", gpu="l40s", offload="optimizer",
                                optimizer="adamw", grad_checkpointing="full"),
@@ -121,9 +121,9 @@ def test_trainer_yaml_through_trl(written, monkeypatch):
         assert args.save_steps == plan.save_steps
     if args.deepspeed:  # the Trainer's own check of ds_config.json against its arguments: no mismatch
         assert args.hf_deepspeed_config.mismatches == []
-        assert args.hf_deepspeed_config.config["zero_optimization"]["stage"] == int(s.resolved_strategy[-1]) \
-            if s.resolved_strategy.startswith("zero") else 1
-    if s.strategy == "fsdp":
+        assert args.hf_deepspeed_config.config["zero_optimization"]["stage"] == int(s.resolved_sharding[-1]) \
+            if s.resolved_sharding.startswith("zero") else 1
+    if s.sharding == "fsdp":
         plugin_args = args._process_fsdp_args() if hasattr(args, "_process_fsdp_args") else None
         assert args.fsdp_config["version"] == 2 and args.fsdp_config["cpu_offload"] is (s.offload != "none")
         assert plugin_args is None or plugin_args["cpu_offload"] is (s.offload != "none")
@@ -159,7 +159,7 @@ def test_ds_config_through_deepspeed(written_deepspeed, monkeypatch):
                                                                                     s.grad_accum_steps)
     assert ds.train_batch_size == s.micro_batch_size * s.grad_accum_steps * s.dp
     assert ds.gradient_clipping == plan.recipe.max_grad_norm  # the recipe's (QLoRA's 0.3 for LoRA), as the Trainer's
-    assert ds.zero_optimization_stage == (int(s.resolved_strategy[-1]) if s.dp > 1 else 1)
+    assert ds.zero_optimization_stage == (int(s.resolved_sharding[-1]) if s.dp > 1 else 1)
     assert (ds.zero_config.offload_optimizer is not None) == (s.offload != "none")
     assert (ds.zero_config.offload_param is not None) == (s.offload == "optimizer+params")
     assert ds.bfloat16_config.enabled == s.precision.startswith("bf16")
@@ -223,7 +223,7 @@ def test_accelerate_config_and_launch(written, monkeypatch):
         monkeypatch.setattr(acc_dataclasses, "is_cuda_available", lambda: True)
         monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
         plugin = FullyShardedDataParallelPlugin()
-        version = 2 if s.sharding == "fsdp2" else 1
+        version = 2 if s.sharded_by == "fsdp2" else 1
         assert plugin.fsdp_version == version
         if version == 2:  # torch.distributed.fsdp offload policies: CPUOffloadPolicy moves params, grads, the step
             assert plugin.reshard_after_forward is True
@@ -389,16 +389,16 @@ def read_back(folder: Path, monkeypatch, world_size: int) -> dict:
     if kind == "DEEPSPEED":
         ds = json.loads((folder / "ds_config.json").read_text())
         zero = ds["zero_optimization"]
-        out["strategy"] = f"zero{zero['stage']}" if out["num_gpus"] * out["num_nodes"] > 1 else "single"
+        out["sharding"] = f"zero{zero['stage']}" if out["num_gpus"] * out["num_nodes"] > 1 else "single"
         offload = "optimizer+params" if "offload_param" in zero else "optimizer" if "offload_optimizer" in zero \
             else "none"
         bf16 = ds.get("bf16", {})
         out["precision"] = ("bf16-true" if bf16.get("bf16_master_weights_and_grads") else "bf16-mixed") \
             if bf16.get("enabled") else "fp16-mixed" if ds.get("fp16", {}).get("enabled") else "fp32"
     else:
-        out["strategy"] = {"NO": "single", "MULTI_GPU": "ddp", "FSDP": "fsdp"}[kind]
+        out["sharding"] = {"NO": "single", "MULTI_GPU": "ddp", "FSDP": "fsdp"}[kind]
         if kind == "FSDP":
-            out["strategy"] = f"fsdp{cfg.fsdp_config['fsdp_version']}"
+            out["sharding"] = f"fsdp{cfg.fsdp_config['fsdp_version']}"
             offload = "optimizer+params" if cfg.fsdp_config["fsdp_offload_params"] else "none"
         half = "bf16" if args.bf16 else "fp16" if args.fp16 else None
         mixed = model.dtype == "float32" or out["method"] != "full"
@@ -424,7 +424,7 @@ def test_round_trip(written, monkeypatch):
     for field in MEMORY_FIELDS:
         want = plan.model.name if field == "model" else original[field]
         assert back[field] == want, field
-    assert back["strategy"] == (s.strategy or s.resolved_strategy)
+    assert back["sharding"] == (s.sharding or s.resolved_sharding)
     if s.method != "full":
         assert back["lora_rank"] == s.lora_rank
         assert back["lora_targets"] == (s.lora_targets if isinstance(s.lora_targets, str) else

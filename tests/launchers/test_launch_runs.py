@@ -44,7 +44,7 @@ def body(text: str) -> dict:
 # ---- nodes x GPUs per node ----------------------------------------------------------------------------------
 def test_sixteen_h100_are_two_nodes_of_eight():
     """The review's repro: --num-gpus 16 of H100 SXM (whose instances hold 8) is 2 nodes x 8 in every file."""
-    plan = launch_plan(dict(model="llama-3.1-8b", task="train", gpu="h100-sxm", num_gpus=16, strategy="zero2",
+    plan = launch_plan(dict(model="llama-3.1-8b", task="train", gpu="h100-sxm", num_gpus=16, sharding="zero2",
                             train_tokens=1e9))
     assert (plan.scenario.num_gpus, plan.scenario.num_nodes, plan.scenario.world_size) == (8, 2, 16)
     assert any("16 GPUs as 2 nodes x 8" in d for d in plan.result.defaults)
@@ -60,7 +60,7 @@ def test_sixteen_h100_are_two_nodes_of_eight():
 
 def test_nodes_set_by_hand_are_kept():
     plan = launch_plan(dict(model="llama-3.1-8b", task="train", gpu="h100-sxm", num_gpus=4, num_nodes=2,
-                            strategy="zero2", train_tokens=1e9))
+                            sharding="zero2", train_tokens=1e9))
     assert (plan.scenario.num_gpus, plan.scenario.num_nodes) == (4, 2)
 
 
@@ -91,7 +91,7 @@ def test_local_model_folder_is_its_absolute_path(local_model, monkeypatch):
     written as its absolute path, and sky.yaml copies it there on every node."""
     monkeypatch.chdir(local_model.parent)
     scenario = dict(model="./qwen3-14b", task="train", method="qlora", gpu="a100-sxm4-80gb", train_tokens=1e7)
-    files = files_of({**scenario, "framework": "unsloth"}, ["unsloth"])
+    files = files_of({**scenario, "stack": "unsloth"}, ["unsloth"])
     assert f"'model_name': {str(local_model)!r}" in files["unsloth_train.py"]
     files = files_of(scenario, ["trainer", "skypilot"])
     assert body(files["trainer.yaml"])["model_name_or_path"] == str(local_model)
@@ -117,7 +117,7 @@ def test_size_only_model_pretrains_on_torchtitan():
     """The review's repro: --model-size 3B --method full on 16 H100 writes torchtitan (never trl sft), 2 nodes x 8,
     ~1M-token batches (GPT-3's 1M at 2.7B) and the steps that cover train_tokens."""
     plan = launch_plan(PRETRAIN)
-    assert plan.scenario.framework == "torchtitan" and plan.scenario.num_nodes == 2
+    assert plan.scenario.stack == "torchtitan" and plan.scenario.num_nodes == 2
     files = {f.name: f.text for f in launch_files(plan, None, LaunchOptions())}
     assert not {"trainer.yaml", "accelerate.yaml", "torchrun.sh"} & set(files)
     toml = tomllib.loads(files["torchtitan.toml"])
@@ -152,7 +152,7 @@ def test_torchtitan_builds_the_model_gpuplan_counted():
 def test_megatron_size_only_model_takes_null_tokenizer():
     """No '--tokenizer-model synthetic-3b': a size-only model on mock data takes NullTokenizer, random init, the
     recipe's warm-up and cosine decay over the run, 2 nodes x 8."""
-    script = files_of({**PRETRAIN, "framework": "megatron"}, ["megatron"])["megatron-pretrain.sh"]
+    script = files_of({**PRETRAIN, "stack": "megatron"}, ["megatron"])["megatron-pretrain.sh"]
     assert "synthetic-3b" not in script.split("set -euo pipefail")[1]
     for flag in ("--tokenizer-type NullTokenizer", "--mock-data", "--lr-decay-style cosine", "--init-method-std 0.02",
                  "--nproc-per-node 8", "--nnodes 2"):
@@ -166,7 +166,7 @@ def test_megatron_tokenizes_a_local_text_file(tmp_path):
     data = tmp_path / "corpus.jsonl"
     data.write_text("".join(json.dumps({"text": f"document {i} " * 50}) + "\n" for i in range(200)))
     shutil.copy(DATA / "web" / "tokenizer.json", tmp_path / "tokenizer.json")
-    script = files_of({**PRETRAIN, "framework": "megatron", "dataset": str(data), "tokenizer":
+    script = files_of({**PRETRAIN, "stack": "megatron", "dataset": str(data), "tokenizer":
                        str(tmp_path / "tokenizer.json")}, ["megatron"])["megatron-pretrain.sh"]
     assert f"tools/preprocess_data.py \\\n    --input {data}" in script
     assert f"--tokenizer-model {tmp_path}" in script and "--data-path data/gpuplan_text_document" in script
@@ -175,7 +175,7 @@ def test_megatron_tokenizes_a_local_text_file(tmp_path):
 
 def test_explicit_hf_stack_for_pretraining_is_refused():
     with pytest.raises(GpuplanError, match="pretrain"):
-        files_of({**PRETRAIN, "framework": "hf"}, ["trainer"])
+        files_of({**PRETRAIN, "stack": "hf"}, ["trainer"])
 
 
 # ---- the recipe in examples -----------------------------------------------------------------------------------

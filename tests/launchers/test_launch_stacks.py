@@ -63,23 +63,23 @@ def child(code: str, args: list[str], cwd: Path, path: Path) -> dict:
 # ---- torchtitan -----------------------------------------------------------------------------------------------
 TITAN_PLANS = {  # FSDP2 on spot, float8 + compile, DDP, one GPU, one block in 2 with the optimizer in backward,
     # TP x FSDP on 4 nodes, PP x FSDP with CPU offload
-    "fsdp-8b-spot": dict(model="llama-3.1-8b", task="train", framework="torchtitan", gpu="h100-sxm5", num_gpus=8,
-                         strategy="fsdp", seq_len=8192, micro_batch_size=1, grad_accum_steps=2, train_tokens=1e8,
+    "fsdp-8b-spot": dict(model="llama-3.1-8b", task="train", stack="torchtitan", gpu="h100-sxm5", num_gpus=8,
+                         sharding="fsdp", seq_len=8192, micro_batch_size=1, grad_accum_steps=2, train_tokens=1e8,
                          pricing="spot"),
-    "fp8-compile": dict(model="llama-3.1-8b", task="train", framework="torchtitan", gpu="h100-sxm5", num_gpus=8,
-                        strategy="fsdp", precision="fp8-mixed", compile=True, seq_len=4096, micro_batch_size=2),
-    "ddp-2-gpus": dict(model="llama-3.1-8b", task="train", framework="torchtitan", gpu="b200", num_gpus=2,
-                       strategy="ddp", seq_len=2048, grad_accum_steps=4),
-    "one-gpu": dict(model="llama-3.1-8b", task="train", framework="torchtitan", gpu="b200", seq_len=2048,
+    "fp8-compile": dict(model="llama-3.1-8b", task="train", stack="torchtitan", gpu="h100-sxm5", num_gpus=8,
+                        sharding="fsdp", precision="fp8-mixed", compile=True, seq_len=4096, micro_batch_size=2),
+    "ddp-2-gpus": dict(model="llama-3.1-8b", task="train", stack="torchtitan", gpu="b200", num_gpus=2,
+                       sharding="ddp", seq_len=2048, grad_accum_steps=4),
+    "one-gpu": dict(model="llama-3.1-8b", task="train", stack="torchtitan", gpu="b200", seq_len=2048,
                     grad_checkpointing="full", optimizer_impl="foreach", train_tokens=2e7),
-    "fsdp-every-2": dict(model="llama-3.1-8b", task="train", framework="torchtitan", gpu="h100-sxm5", num_gpus=4,
-                         strategy="fsdp", seq_len=4096, grad_checkpointing="full", checkpoint_every=2,
+    "fsdp-every-2": dict(model="llama-3.1-8b", task="train", stack="torchtitan", gpu="h100-sxm5", num_gpus=4,
+                         sharding="fsdp", seq_len=4096, grad_checkpointing="full", checkpoint_every=2,
                          optimizer_in_backward=True),
-    "70b-tp": dict(model="llama-3.1-70b", task="train", framework="torchtitan", gpu="h100-sxm5", num_gpus=8,
-                   num_nodes=4, strategy="fsdp", tp=8, seq_len=8192, micro_batch_size=1, grad_accum_steps=4,
+    "70b-tp": dict(model="llama-3.1-70b", task="train", stack="torchtitan", gpu="h100-sxm5", num_gpus=8,
+                   num_nodes=4, sharding="fsdp", tp=8, seq_len=8192, micro_batch_size=1, grad_accum_steps=4,
                    grad_checkpointing="full", train_tokens=1e9),
-    "8b-pp-offload": dict(model="llama-3.1-8b", task="train", framework="torchtitan", gpu="h100-sxm5", num_gpus=8,
-                          strategy="fsdp", pp=2, seq_len=4096, micro_batch_size=1, grad_accum_steps=8,
+    "8b-pp-offload": dict(model="llama-3.1-8b", task="train", stack="torchtitan", gpu="h100-sxm5", num_gpus=8,
+                          sharding="fsdp", pp=2, seq_len=4096, micro_batch_size=1, grad_accum_steps=8,
                           grad_checkpointing="full", offload="optimizer+params"),
 }
 
@@ -123,7 +123,7 @@ def test_torchtitan_config_through_torchtitan(titan_written, monkeypatch):
                         tp=cfg.parallelism.tensor_parallel_degree, pp=cfg.parallelism.pipeline_parallel_degree,
                         world_size=s.world_size, enable_loss_parallel=True)
     assert (dims.tp, dims.pp, dims.dp_replicate * dims.dp_shard) == (s.tp, s.pp, s.dp)
-    assert dims.fsdp_enabled == (s.sharding == "fsdp2")
+    assert dims.fsdp_enabled == (s.sharded_by == "fsdp2")
     # train.py: gradient_accumulation_steps = global_batch_size // (local_batch_size * dp_degree)
     accumulation = cfg.training.global_batch_size // (cfg.training.local_batch_size * s.dp)
     if s.pp > 1:  # the pipeline schedule runs local / microbatch micro-batches instead
@@ -219,10 +219,10 @@ def titan_back(cfg, argv: list[str]) -> dict:
     dp = p.data_parallel_replicate_degree * p.data_parallel_shard_degree
     micro = p.pipeline_parallel_microbatch_size if p.pipeline_parallel_degree > 1 else t.local_batch_size
     model = next(name for name, (flavor, _) in titan.FLAVORS.items() if flavor == cfg.model.flavor)
-    out = {"model": model, "task": "train", "framework": "torchtitan", "micro_batch_size": micro,
+    out = {"model": model, "task": "train", "stack": "torchtitan", "micro_batch_size": micro,
            "grad_accum_steps": t.global_batch_size // (micro * dp), "seq_len": t.seq_len, "num_gpus": world // nodes,
            "num_nodes": nodes, "tp": p.tensor_parallel_degree, "pp": p.pipeline_parallel_degree,
-           "strategy": "fsdp2" if p.data_parallel_shard_degree > 1 else "ddp" if dp > 1 else None,
+           "sharding": "fsdp2" if p.data_parallel_shard_degree > 1 else "ddp" if dp > 1 else None,
            "compile": t.compile, "offload": "optimizer+params" if t.enable_cpu_offload else "none",
            "optimizer_impl": cfg.optimizer.implementation,
            "optimizer_in_backward": cfg.optimizer.early_step_in_backward,
@@ -250,20 +250,20 @@ def test_torchtitan_round_trip(titan_written, monkeypatch):
 # ---- Axolotl ----------------------------------------------------------------------------------------------
 AXOLOTL_PLANS = {  # QLoRA on spot, LoRA under FSDP2, full FSDP1 with offload, full ZeRO-3, full bf16 on one GPU,
     # 8-bit LoRA over DDP with bf16 adapters, LoRA on two nodes
-    "qlora-spot": dict(model="llama-3.1-8b", task="train", framework="axolotl", method="qlora", gpu="l40s",
+    "qlora-spot": dict(model="llama-3.1-8b", task="train", stack="axolotl", method="qlora", gpu="l40s",
                        micro_batch_size=2, grad_accum_steps=4, train_tokens=1e7, pricing="spot"),
-    "lora-fsdp2": dict(model="qwen2.5-7b", task="train", framework="axolotl", method="lora", gpu="l40s", num_gpus=2,
-                       strategy="fsdp2", attention="flash", compile=True, lora_targets=["q_proj", "v_proj"]),
-    "full-fsdp1-offload": dict(model="qwen2.5-1.5b", task="train", framework="axolotl", gpu="l40s", num_gpus=2,
-                               strategy="fsdp", offload="optimizer+params"),
-    "full-zero3": dict(model="llama-3.1-8b", task="train", framework="axolotl", gpu="nvidia-a100-sxm4-80gb",
-                       num_gpus=4, strategy="zero3", micro_batch_size=2, grad_accum_steps=2, train_tokens=1e8),
-    "full-bf16-1-gpu": dict(model="qwen2.5-0.5b", task="train", framework="axolotl", gpu="l40s",
+    "lora-fsdp2": dict(model="qwen2.5-7b", task="train", stack="axolotl", method="lora", gpu="l40s", num_gpus=2,
+                       sharding="fsdp2", attention="flash", compile=True, lora_targets=["q_proj", "v_proj"]),
+    "full-fsdp1-offload": dict(model="qwen2.5-1.5b", task="train", stack="axolotl", gpu="l40s", num_gpus=2,
+                               sharding="fsdp", offload="optimizer+params"),
+    "full-zero3": dict(model="llama-3.1-8b", task="train", stack="axolotl", gpu="nvidia-a100-sxm4-80gb",
+                       num_gpus=4, sharding="zero3", micro_batch_size=2, grad_accum_steps=2, train_tokens=1e8),
+    "full-bf16-1-gpu": dict(model="qwen2.5-0.5b", task="train", stack="axolotl", gpu="l40s",
                             precision="bf16-true", loss="chunked", activation_offload=True),
-    "lora-int8-ddp": dict(model="qwen2.5-1.5b", task="train", framework="axolotl", method="lora", quant="int8",
-                          gpu="l40s", num_gpus=2, strategy="ddp", optimizer="adamw-8bit", adapter_dtype="bf16"),
-    "lora-2-nodes": dict(model="llama-3.1-8b", task="train", framework="axolotl", method="lora", gpu="h100-sxm5",
-                         num_gpus=8, num_nodes=2, strategy="zero2", train_tokens=1e9, pricing="spot", provider="aws"),
+    "lora-int8-ddp": dict(model="qwen2.5-1.5b", task="train", stack="axolotl", method="lora", quant="int8",
+                          gpu="l40s", num_gpus=2, sharding="ddp", optimizer="adamw-8bit", adapter_dtype="bf16"),
+    "lora-2-nodes": dict(model="llama-3.1-8b", task="train", stack="axolotl", method="lora", gpu="h100-sxm5",
+                         num_gpus=8, num_nodes=2, sharding="zero2", train_tokens=1e9, pricing="spot", provider="aws"),
 }
 AXOLOTL_READ = """import json, os, sys, yaml
 from axolotl.integrations.config import merge_input_args
@@ -334,7 +334,7 @@ def axolotl_back(plan, folder: Path, cfg: dict) -> dict:
     nodes, per_node = int(argv[argv.index("--nnodes") + 1]), int(argv[argv.index("--nproc-per-node") + 1])
     optim, impl = OPTIM[cfg["optimizer"]]
     method = "qlora" if cfg.get("load_in_4bit") else "lora" if cfg.get("adapter") == "lora" else "full"
-    out = {"model": cfg["base_model"], "task": "train", "framework": "axolotl", "method": method,
+    out = {"model": cfg["base_model"], "task": "train", "stack": "axolotl", "method": method,
            "micro_batch_size": cfg["micro_batch_size"], "grad_accum_steps": cfg["gradient_accumulation_steps"],
            "seq_len": cfg["sequence_len"], "grad_checkpointing": "full" if cfg["gradient_checkpointing"] else "none",
            "activation_offload": bool(cfg.get("activation_offloading")), "compile": bool(cfg.get("torch_compile")),
@@ -358,7 +358,7 @@ def axolotl_back(plan, folder: Path, cfg: dict) -> dict:
         offload = "optimizer+params" if cfg["fsdp_config"].get("offload_params") else "none"
     else:
         true = method == "full"  # axolotl loads the weights in the half dtype
-    out.update(strategy=strategy, offload=offload,
+    out.update(sharding=strategy, offload=offload,
                precision="fp32" if half is None else f"{half}-{'true' if true else 'mixed'}")
     if method != "full":
         out.update(lora_rank=cfg["lora_r"], lora_dropout=cfg["lora_dropout"],
@@ -375,7 +375,7 @@ def test_axolotl_round_trip(axolotl_read):
     back = axolotl_back(plan, folder, read["config"])
     s = plan.scenario
     for field, value in back.items():
-        want = plan.model.name if field == "model" else (s.strategy or s.resolved_strategy) if field == "strategy" \
+        want = plan.model.name if field == "model" else (s.sharding or s.resolved_sharding) if field == "sharding" \
             else getattr(s, field)
         assert value == (list(want) if isinstance(want, tuple) else want), field
     again = gpuplan.estimate({**back, "gpu": s.gpu}, advise=False)
@@ -400,14 +400,14 @@ def test_axolotl_command(tmp_path):
 
 # ---- torchtune ----------------------------------------------------------------------------------------------
 TUNE_PLANS = {
-    "lora-8b-all-linear": dict(model="llama-3.1-8b", task="train", method="lora", gpu="l40s", framework="torchtune",
+    "lora-8b-all-linear": dict(model="llama-3.1-8b", task="train", method="lora", gpu="l40s", stack="torchtune",
                                qlora_fp32_upcast=False, micro_batch_size=2, grad_accum_steps=4, train_tokens=1e7),
     "lora-1b-qv-2-gpus": dict(model="llama-3.2-1b", task="train", method="lora", gpu="l40s", num_gpus=2,
-                              strategy="fsdp", framework="torchtune", qlora_fp32_upcast=False, lora_rank=8,
+                              sharding="fsdp", stack="torchtune", qlora_fp32_upcast=False, lora_rank=8,
                               lora_targets=["q_proj", "v_proj"], activation_offload=True, compile=True),
-    "full-qwen-0.5b": dict(model="qwen2.5-0.5b", task="train", gpu="l40s", framework="torchtune",
+    "full-qwen-0.5b": dict(model="qwen2.5-0.5b", task="train", gpu="l40s", stack="torchtune",
                            qlora_fp32_upcast=False, optimizer_in_backward=True, loss="full"),
-    "qlora-8b": dict(model="llama-3.1-8b", task="train", method="qlora", gpu="rtx-4090", framework="torchtune",
+    "qlora-8b": dict(model="llama-3.1-8b", task="train", method="qlora", gpu="rtx-4090", stack="torchtune",
                      qlora_fp32_upcast=False),
 }
 TUNE_READ = """import json, os, sys
@@ -458,7 +458,7 @@ def tune_back(cfg: dict, argv: list[str]) -> dict:
                          for method, path in entry["builders"].items() if path == builder)
     gpus = int(argv[argv.index("--nproc_per_node") + 1]) if "--nproc_per_node" in argv else 1
     optimizer = TUNE_OPTIMIZERS[cfg["optimizer"]["_component_"]]
-    out = {"model": model, "task": "train", "framework": "torchtune", "method": method, "num_gpus": gpus,
+    out = {"model": model, "task": "train", "stack": "torchtune", "method": method, "num_gpus": gpus,
            "micro_batch_size": cfg["batch_size"], "grad_accum_steps": cfg["gradient_accumulation_steps"],
            "seq_len": cfg["tokenizer"]["max_seq_len"],
            "grad_checkpointing": "full" if cfg["enable_activation_checkpointing"] else "none",
@@ -466,7 +466,7 @@ def tune_back(cfg: dict, argv: list[str]) -> dict:
            "precision": "bf16-true" if cfg["dtype"] == "bf16" else "fp32",
            "optimizer": "sgd-momentum" if optimizer == "sgd" and cfg["optimizer"].get("momentum") else optimizer,
            "optimizer_in_backward": bool(cfg.get("optimizer_in_bwd")),
-           "strategy": "fsdp2" if gpus > 1 else None,
+           "sharding": "fsdp2" if gpus > 1 else None,
            "offload": "optimizer+params" if cfg.get("fsdp_cpu_offload") else "none"}
     if cfg["loss"]["_component_"].endswith("CEWithChunkedOutputLoss"):
         out.update(loss="chunked", loss_chunks=cfg["loss"]["num_output_chunks"])
@@ -531,12 +531,12 @@ def test_torchtune_config_through_torchtune(name, tune_validated):
 # ---- Unsloth ----------------------------------------------------------------------------------------------
 UNSLOTH_PLANS = {  # QLoRA on spot (offloaded checkpoints, fused loss), 16-bit LoRA over DDP with the full loss,
     # 8-bit LoRA with plain checkpointing and an 8-bit optimizer
-    "qlora-spot": dict(model="llama-3.1-8b", task="train", framework="unsloth", method="qlora", gpu="l40s",
+    "qlora-spot": dict(model="llama-3.1-8b", task="train", stack="unsloth", method="qlora", gpu="l40s",
                        micro_batch_size=2, grad_accum_steps=4, train_tokens=1e7, pricing="spot"),
-    "lora-ddp-full-loss": dict(model="qwen2.5-7b", task="train", framework="unsloth", method="lora", gpu="l40s",
-                               num_gpus=2, strategy="ddp", loss="full", lora_targets=["q_proj", "v_proj"],
+    "lora-ddp-full-loss": dict(model="qwen2.5-7b", task="train", stack="unsloth", method="lora", gpu="l40s",
+                               num_gpus=2, sharding="ddp", loss="full", lora_targets=["q_proj", "v_proj"],
                                lora_rank=32),
-    "lora-int8": dict(model="qwen2.5-1.5b", task="train", framework="unsloth", method="lora", quant="int8",
+    "lora-int8": dict(model="qwen2.5-1.5b", task="train", stack="unsloth", method="lora", quant="int8",
                       gpu="rtx-4090", grad_checkpointing="full", activation_offload=False,
                       optimizer="adamw-8bit", lora_dropout=0.05),
 }
@@ -610,7 +610,7 @@ def test_unsloth_round_trip(unsloth_written, monkeypatch):
     gpus = int(argv[argv.index("--nproc-per-node") + 1]) if argv[0] == "torchrun" else 1
     checkpointing = peft["use_gradient_checkpointing"]
     optim, impl = OPTIM[train["optim"]]
-    back = {"model": load["model_name"], "task": "train", "framework": "unsloth",
+    back = {"model": load["model_name"], "task": "train", "stack": "unsloth",
             "method": "qlora" if load["load_in_4bit"] else "lora", "seq_len": load["max_seq_length"],
             "micro_batch_size": train["per_device_train_batch_size"],
             "grad_accum_steps": train["gradient_accumulation_steps"], "optimizer": optim, "optimizer_impl": impl,
@@ -619,11 +619,11 @@ def test_unsloth_round_trip(unsloth_written, monkeypatch):
             else peft["target_modules"], "grad_checkpointing": "full" if checkpointing else "none",
             "activation_offload": checkpointing == "unsloth", "loss": "full" if read["return_logits"] else
             "fused-linear", "precision": "bf16-mixed" if train["bf16"] else "fp16-mixed", "num_gpus": gpus,
-            "strategy": "ddp" if gpus > 1 else "single"}
+            "sharding": "ddp" if gpus > 1 else "single"}
     if load["load_in_8bit"]:
         back["quant"] = "int8"
     for field, value in back.items():
-        want = plan.model.name if field == "model" else (s.strategy or s.resolved_strategy) if field == "strategy" \
+        want = plan.model.name if field == "model" else (s.sharding or s.resolved_sharding) if field == "sharding" \
             else getattr(s, field)
         assert value == (list(want) if isinstance(want, tuple) else want), field
     again = gpuplan.estimate({**back, "gpu": s.gpu}, advise=False)

@@ -27,7 +27,7 @@ HOLDERS = {"trainer.strategy.ddp": F["DistributedDataParallelConfig"],
            "log.ckpt": F["ModelCheckpoint"],
            "resume": F["AutoResume"],
            "peft": F["LoRA"]}
-MEGATRON = {"task": "train", "framework": "megatron", "gpu": "h100-sxm", "num_gpus": 8}
+MEGATRON = {"task": "train", "stack": "megatron", "gpu": "h100-sxm", "num_gpus": 8}
 CASES = [
     {**MEGATRON, "model": "llama-3.1-405b", "num_nodes": 64, "tp": 8, "pp": 8, "vpp": 2, "cp": 4, "seq_len": 8192,
      "grad_accum_steps": 256, "precision": "fp8-mixed", "train_tokens": 1e11, "eval_interval": 2000,
@@ -110,7 +110,7 @@ def test_every_mapped_model_has_a_nemo_recipe():
 
 
 @pytest.mark.parametrize("fields, message", [
-    ({**MEGATRON, "model": "llama-3.1-8b", "framework": "hf", "method": "lora"}, "framework megatron"),
+    ({**MEGATRON, "model": "llama-3.1-8b", "stack": "hf", "method": "lora"}, "stack megatron"),
     ({**MEGATRON, "model": "llama-2-70b", "method": "lora", "tp": 8}, "NeMo has no recipe for meta-llama/Llama-2-70b"),
     ({**MEGATRON, "model": "llama-3.1-8b", "method": "lora", "lora_targets": ["q_proj", "v_proj"]},
      "q, k and v together"),

@@ -36,15 +36,15 @@ def check(runs, targets) -> None:
 
 def test_ddp_plan_trains_with_trainer_accelerate_torchrun_and_skypilot(tmp_path):
     targets = ["trainer", "accelerate", "torchrun", "skypilot"]
-    plan, runs = smoke(scenario_from({**BASE, "num_gpus": 2, "strategy": "ddp"}), tmp_path, targets, cuda=False)
+    plan, runs = smoke(scenario_from({**BASE, "num_gpus": 2, "sharding": "ddp"}), tmp_path, targets, cuda=False)
     assert plan.scenario.world_size == 2 and plan.model.num_layers == 2 and plan.model.hidden_size == 64
     check(runs, targets)
 
 
 def test_zero2_plan_trains_with_deepspeed_on_the_cpu(tmp_path):
-    plan, runs = smoke(scenario_from({**BASE, "num_gpus": 2, "strategy": "zero2"}), tmp_path, ["deepspeed"],
+    plan, runs = smoke(scenario_from({**BASE, "num_gpus": 2, "sharding": "zero2"}), tmp_path, ["deepspeed"],
                        cuda=False)
-    assert (tmp_path / "ds_config.json").is_file() and plan.scenario.resolved_strategy == "zero2"
+    assert (tmp_path / "ds_config.json").is_file() and plan.scenario.resolved_sharding == "zero2"
     check(runs, ["deepspeed"])
 
 
@@ -57,7 +57,7 @@ def test_torchtune_recipe_trains(tmp_path, monkeypatch):
 
     old = cached_packages("torchao-0.15.0", ["torchao==0.15.0"])
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(old), *filter(None, [os.environ.get("PYTHONPATH")])]))
-    plan, runs = smoke(scenario_from({**BASE, "method": "lora", "framework": "torchtune"}), tmp_path,
+    plan, runs = smoke(scenario_from({**BASE, "method": "lora", "stack": "torchtune"}), tmp_path,
                        ["torchtune"], cuda=False)
-    assert (tmp_path / "torchtune.yaml").is_file() and plan.scenario.framework == "torchtune"
+    assert (tmp_path / "torchtune.yaml").is_file() and plan.scenario.stack == "torchtune"
     check(runs, ["torchtune"])

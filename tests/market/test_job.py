@@ -51,9 +51,9 @@ def test_eval_tokens_given():
 
 @pytest.mark.parametrize("fields, message", [
     ({"eval_tokens": 1e6}, "give eval_interval"),
-    ({"framework": "hf", "eval_interval": 10}, "give eval_tokens"),
+    ({"stack": "hf", "eval_interval": 10}, "give eval_tokens"),
 ])
 def test_evaluation_needs_its_size(fields, message):
     with pytest.raises(GpuplanError, match=message):
         estimate({"model": "llama-3.1-8b", "task": "train", "method": "lora", "gpu": "h100-sxm",
-                  "framework": "megatron", **fields}, advise=False)
+                  "stack": "megatron", **fields}, advise=False)

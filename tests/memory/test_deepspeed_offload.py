@@ -23,18 +23,18 @@ def _states(**fields):
 
 
 def test_zero2_offload_keeps_the_16_bit_weights_only():
-    gpu, cpu = _states(num_gpus=2, strategy="zero2", offload="optimizer")
+    gpu, cpu = _states(num_gpus=2, sharding="zero2", offload="optimizer")
     assert gpu == pytest.approx(2 * P / GIB, rel=1e-9)  # estimator: gpu_mem = 2 * total_params
     assert cpu * 2 == pytest.approx(16 * P / GIB, rel=1e-9)  # two ranks' partitions: 16 B per parameter
 
 
 def test_zero3_offload_keeps_the_16_bit_partition():
-    gpu, cpu = _states(num_gpus=2, strategy="zero3", offload="optimizer")
+    gpu, cpu = _states(num_gpus=2, sharding="zero3", offload="optimizer")
     assert gpu == pytest.approx(2 * P / 2 / GIB, rel=1e-9)  # estimator: largest layer + 2 * total_params / gpus
     assert cpu * 2 == pytest.approx(16 * P / GIB, rel=1e-9)
 
 
 def test_zero3_parameter_offload_on_one_gpu_keeps_no_model_state():
-    gpu, cpu = _states(num_gpus=1, strategy="zero3", offload="optimizer+params", gpu="rtx-4090")
+    gpu, cpu = _states(num_gpus=1, sharding="zero3", offload="optimizer+params", gpu="rtx-4090")
     assert gpu == 0.0  # estimator: the largest layer alone (gpuplan's "ZeRO-3 gathered layers")
     assert cpu == pytest.approx(18 * P / GIB, rel=1e-9)  # estimator: total_params * 18 (zero_init)

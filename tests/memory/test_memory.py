@@ -96,7 +96,7 @@ def test_eager_attention_materializes_scores():
 
 def test_parts_add_up():
     for fields in (dict(model="mixtral-8x7b", task="train", method="qlora", seq_len=1024),
-                   dict(model="qwen2.5-7b", task="train", num_gpus=4, strategy="zero3", seq_len=2048),
+                   dict(model="qwen2.5-7b", task="train", num_gpus=4, sharding="zero3", seq_len=2048),
                    dict(model="gemma-2-9b", task="infer", batch_size=4, prompt_tokens=8192)):
         m = mem(**fields)
         parts = m.weights_gib + m.gradients_gib + m.optimizer_gib + m.activations_gib + m.kv_cache_gib + m.other_gib
@@ -162,8 +162,8 @@ def test_qlora_below_lora_below_full(s):
 
 @given(train.filter(lambda s: s["method"] == "full"), st.sampled_from([2, 4]))
 def test_zero3_per_gpu_memory_falls_with_more_gpus(s, n):
-    fewer = mem(**s, num_gpus=n, strategy="zero3")
-    more = mem(**s, num_gpus=2 * n, strategy="zero3")
+    fewer = mem(**s, num_gpus=n, sharding="zero3")
+    more = mem(**s, num_gpus=2 * n, sharding="zero3")
     assert more.allocated_peak_gib < fewer.allocated_peak_gib
     assert more.weights_gib + more.optimizer_gib < fewer.weights_gib + fewer.optimizer_gib
 
@@ -297,7 +297,7 @@ def test_zero3_qlora_shards_base_and_adapters_and_gathers_4bit_layers():
     nf4 = (4 + 8 / 64 + 32 / (64 * 256)) / 8
     base = 6_979_321_856 * nf4 + (8_030_261_248 - 6_979_321_856) * 4
     adapters = 32 * 16 * (2 * 8192 + 2 * 5120 + 3 * 18432) * 4
-    e = mem(model="llama-3.1-8b", task="train", method="qlora", num_gpus=4, strategy="zero3")
+    e = mem(model="llama-3.1-8b", task="train", method="qlora", num_gpus=4, sharding="zero3")
     assert e.weights_gib * GIB == pytest.approx((base + adapters) / 4, rel=1e-6)
     assert e.other["ZeRO-3 gathered layers"] * GIB == pytest.approx(2 * 218_103_808 * nf4, rel=1e-6)
 
@@ -338,10 +338,10 @@ def test_sharding_strategy_without_data_parallel_ranks_says_why():
     that tp takes the GPUs (it said "set num_gpus >= 2" to a user who had set 2)."""
     with pytest.raises(GpuplanError, match="tp x pp = 2 takes all 2 GPUs") as err:
         estimate({"model": "qwen3-8b", "task": "train", "method": "lora", "gpu": "h100-sxm", "num_gpus": 2,
-                  "tp": 2, "strategy": "zero3"}, advise=False)
+                  "tp": 2, "sharding": "zero3"}, advise=False)
     assert "num_gpus >= 2" not in str(err.value)
     with pytest.raises(GpuplanError, match="there is one: set num_gpus >= 2"):
-        estimate({"model": "qwen3-8b", "task": "train", "strategy": "zero3"}, advise=False)
+        estimate({"model": "qwen3-8b", "task": "train", "sharding": "zero3"}, advise=False)
 
 
 def test_another_engines_setting_is_said_to_change_nothing():
@@ -420,9 +420,9 @@ def test_deepspeed_pipeline_parallelism_takes_zero1_at_most():
     job = {"model": "qwen3-8b", "task": "train", "gpu": "h100-sxm", "num_gpus": 4, "pp": 2}
     for strategy in ("zero2", "zero3"):
         with pytest.raises(GpuplanError, match=f"ZeRO-1 at most, not {strategy}"):
-            estimate({**job, "strategy": strategy}, advise=False)
-    assert estimate({**job, "strategy": "zero1"}, advise=False).memory.device_peak_gib > 0
-    assert estimate({**job, "strategy": "fsdp", "framework": "torchtitan"}, advise=False).memory.device_peak_gib > 0
+            estimate({**job, "sharding": strategy}, advise=False)
+    assert estimate({**job, "sharding": "zero1"}, advise=False).memory.device_peak_gib > 0
+    assert estimate({**job, "sharding": "fsdp", "stack": "torchtitan"}, advise=False).memory.device_peak_gib > 0
 
 
 def test_lora_on_a_quantized_base_holds_it_quantized():

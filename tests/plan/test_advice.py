@@ -28,7 +28,7 @@ def test_the_classic_oom_gets_the_combination_that_fits():
     r = estimate(OOM)
     assert not r.memory.fits
     singles = [x for x in r.suggestions if not x.combination]
-    in_stack = [x for x in singles if not {"seq_len", "num_gpus", "framework"} & set(x.fields)]
+    in_stack = [x for x in singles if not {"seq_len", "num_gpus", "stack"} & set(x.fields)]
     assert in_stack and not any(x.fits for x in in_stack)
     combo = r.suggestions[0]
     assert combo.combination and combo.fits and " + " in combo.change
@@ -57,7 +57,7 @@ def test_without_the_stack_techniques_it_is_checkpointing_and_micro_batch_one():
 def test_fixes_keep_the_gpus_named_before_adding_more():
     """Serving Llama-3.1-70B as two replicas on two 80 GB cards does not fit (131 GiB each); splitting it over
     the same two cards does, and comes before tensor parallel over 4 or 8."""
-    r = estimate({"model": "llama-3.1-70b", "task": "infer", "gpu": "h100-sxm", "num_gpus": 2, "strategy": "ddp"})
+    r = estimate({"model": "llama-3.1-70b", "task": "infer", "gpu": "h100-sxm", "num_gpus": 2, "sharding": "ddp"})
     gpu_fixes = [x for x in r.suggestions if "tp" in x.fields]
     assert gpu_fixes[0].fields.get("tp") == 2 and "your 2 GPUs" in gpu_fixes[0].change and gpu_fixes[0].fits
     assert r.suggestions.index(gpu_fixes[0]) < min(r.suggestions.index(x) for x in gpu_fixes[1:])
@@ -89,7 +89,7 @@ def test_one_card_streams_the_weights_when_nothing_else_fits():
     best = smallest_combination(s, m, load_gpu(s.gpu), [f for f in candidate_fixes(s, m) if not f.more_gpus])
     assert best is not None and "QLoRA" in best.change and "offload optimizer and parameters" in best.change
     plan = estimate({"model": "llama-3.1-405b", "task": "train", "method": "qlora", "gpu": "rtx-4090",
-                     "strategy": "zero3", "offload": "optimizer+params", "grad_checkpointing": "full",
+                     "sharding": "zero3", "offload": "optimizer+params", "grad_checkpointing": "full",
                      "qlora_fp32_upcast": False}, advise=False)
     assert plan.memory.fits and plan.memory.cpu_gib >= 0.5 * 405e9 / 2**30
 
@@ -98,12 +98,12 @@ def test_fit_lists_what_your_cards_hold_with_the_numbers_estimate_gives():
     rows = {r.model: r for r in what_fits({"task": "train", "method": "lora"}, load_gpu("rtx-3090"), 2)}
     assert len(rows) == len(bundled())  # every bundled model, fitting or not
     small = rows["Qwen/Qwen2.5-0.5B"]
-    assert small.fits and not small.change and small.strategy == "ddp"
+    assert small.fits and not small.change and small.sharding == "ddp"
     eight = rows["meta-llama/Llama-3.1-8B"]  # not as asked (no checkpointing at 2k tokens), with one change
     assert eight.fits and eight.change and " + " not in eight.change
     for row in (small, eight, rows["mistralai/Mixtral-8x7B-v0.1"]):
         again = estimate({"model": row.model, "task": "train", "method": "lora", "gpu": "rtx-3090", "num_gpus": 2,
-                          "strategy": row.strategy, **row.fields})
+                          "sharding": row.sharding, **row.fields})
         assert again.memory.fits and again.memory.max_seq_len == row.max_seq_len, row.model
     order = [r for r in rows.values()]
     assert all(r.fits for r in order[:40])

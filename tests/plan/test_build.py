@@ -41,7 +41,7 @@ def test_one_validation_and_one_memory_report_per_plan(argv):
 def test_a_plan_without_advice_is_one_of_each():
     with counting(VALIDATIONS, MEMORY, PLANS, SPEED) as seen:
         plan = gpuplan.estimate({"model": "llama-3.1-8b", "task": "train", "method": "lora", "gpu": "h100-sxm",
-                                 "num_gpus": 2, "strategy": "zero2", "train_tokens": 1e8}, advise=False)
+                                 "num_gpus": 2, "sharding": "zero2", "train_tokens": 1e8}, advise=False)
     assert plan.cost is not None
     assert (seen[VALIDATIONS], seen[MEMORY], seen[PLANS]) == (1, 1, 1)
     offers = offers_for(plan.setup, load_offers()).candidates

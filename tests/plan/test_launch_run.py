@@ -11,13 +11,13 @@ from gpuplan.scenario import scenario_from
 
 
 @pytest.mark.parametrize(("fields", "words"), [
-    ({"framework": "torchtitan", "num_gpus": 8, "strategy": "fsdp"}, "fsdp2"),
-    ({"framework": "megatron", "num_gpus": 16, "tp": 8, "pp": 2}, "tp8 pp2"),
-    ({"framework": "megatron", "num_gpus": 16, "tp": 4, "pp": 2}, "zero1 tp4 pp2"),  # its distributed optimizer
-    ({"framework": "hf", "num_gpus": 8, "strategy": "zero3"}, "zero3"),
-    ({"framework": "hf", "num_gpus": 2, "strategy": "fsdp2"}, "fsdp2"),
-    ({"framework": "hf", "num_gpus": 1}, "single"),
-    ({"framework": "hf", "num_gpus": 4}, "ddp"),
+    ({"stack": "torchtitan", "num_gpus": 8, "sharding": "fsdp"}, "fsdp2"),
+    ({"stack": "megatron", "num_gpus": 16, "tp": 8, "pp": 2}, "tp8 pp2"),
+    ({"stack": "megatron", "num_gpus": 16, "tp": 4, "pp": 2}, "zero1 tp4 pp2"),  # its distributed optimizer
+    ({"stack": "hf", "num_gpus": 8, "sharding": "zero3"}, "zero3"),
+    ({"stack": "hf", "num_gpus": 2, "sharding": "fsdp2"}, "fsdp2"),
+    ({"stack": "hf", "num_gpus": 1}, "single"),
+    ({"stack": "hf", "num_gpus": 4}, "ddp"),
 ])
 def test_layout_words_name_what_runs(fields, words):
     s = scenario_from({"model": "llama-3.1-70b", "task": "train", "gpu": "h100-sxm", **fields})

@@ -31,7 +31,7 @@ training = st.fixed_dictionaries({
     "task": st.just("train"), "method": st.sampled_from(["full", "lora", "qlora"]),
     "seq_len": st.sampled_from([512, 1024, 2048, 4096]), "micro_batch_size": st.sampled_from([1, 2, 4]),
     "grad_checkpointing": st.sampled_from(["none", "full"]), "train_tokens": st.sampled_from([1e7, 1e8]),
-}, optional={"framework": st.sampled_from(["hf", "torchtune", "unsloth", "axolotl"]),
+}, optional={"stack": st.sampled_from(["hf", "torchtune", "unsloth", "axolotl"]),
              "pricing": st.sampled_from(["on_demand", "spot", "any"])})
 serving = st.fixed_dictionaries({
     "task": st.just("infer"), "engine": st.sampled_from(["transformers", "vllm"]),
@@ -89,7 +89,7 @@ def check_fit(s, plan) -> None:
     template = {k: v for k, v in s.model_dump(exclude_unset=True).items()
                 if k not in ("model", "gpu", "num_gpus", "num_nodes", "provider", "pricing")}
     row, = what_fits(template, load_gpu(s.gpu), s.num_gpus, [s.model])
-    if row.fits and not row.change and row.strategy == s.resolved_strategy:
+    if row.fits and not row.change and row.sharding == s.resolved_sharding:
         assert row.device_peak_gib == pytest.approx(plan.memory.device_peak_gib, **SAME), "fit's memory"
 
 

@@ -45,9 +45,9 @@ def test_the_serving_split_is_set_without_a_second_validation():
 
 
 @pytest.mark.parametrize("fields, message", [
-    ({"framework": "torchtitan", "method": "lora"}, "torchtitan pre-trains and fully fine-tunes"),
-    ({"task": "infer", "framework": "unsloth"}, "is a training stack"),
-    ({"task": "infer", "strategy": "zero3", "num_gpus": 2}, "does not apply to serving"),
+    ({"stack": "torchtitan", "method": "lora"}, "torchtitan pre-trains and fully fine-tunes"),
+    ({"task": "infer", "stack": "unsloth"}, "is a training stack"),
+    ({"task": "infer", "sharding": "zero3", "num_gpus": 2}, "does not apply to serving"),
 ])
 def test_what_cannot_run_is_refused_when_resolved_not_when_parsed(fields, message):
     s = scenario_from({"model": "llama-3.1-8b", "task": "train", **fields})  # a valid input

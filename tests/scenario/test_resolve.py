@@ -50,13 +50,13 @@ def test_several_gpus_serving_one_model_split_it():
     assert two.scenario["tp"] == 2 and two.memory.weights_gib == pytest.approx(one.memory.weights_gib / 2, rel=0.01)
     assert any("--tensor-parallel-size 2" in d for d in two.defaults)
     replicas = estimate({"model": "llama-3.1-70b", "task": "infer", "gpu": "h100-sxm", "num_gpus": 2,
-                         "strategy": "ddp"}, advise=False)
+                         "sharding": "ddp"}, advise=False)
     assert replicas.memory.weights_gib == pytest.approx(weights, rel=0.01) and not replicas.memory.fits
 
 
 def test_serving_rejects_training_sharding():
     with pytest.raises(GpuplanError, match="does not apply to serving"):
-        estimate({"model": "llama-3.2-1b", "task": "infer", "strategy": "fsdp", "num_gpus": 2})
+        estimate({"model": "llama-3.2-1b", "task": "infer", "sharding": "fsdp", "num_gpus": 2})
 
 
 @pytest.mark.parametrize("name, base", [

@@ -36,7 +36,7 @@ def test_bad_files(tmp_path, text, message):
     ({"model": "llama-3.1-8b", "task": "train", "precision": "bf17"}, "precision"),
     ({"model": "llama-3.1-8b", "task": "infer", "quant": "nf5"}, "did you mean"),
     ({"model": "llama-3.1-8b", "task": "train", "method": "qlora", "precision": "fp32"}, "QLoRA"),
-    ({"model": "llama-3.1-8b", "task": "train", "strategy": "zero3"}, "num_gpus >= 2"),
+    ({"model": "llama-3.1-8b", "task": "train", "sharding": "zero3"}, "num_gpus >= 2"),
     ({"model": "llama-3.1-8b", "task": "infer", "num_gpus": 3, "tp": 3}, "does not divide the 32 attention heads"),
     ({"model": "qwen2.5-7b", "task": "infer", "num_gpus": 14, "tp": 14}, "exceeds the 4 KV heads"),
     ({"model": "llama-3.1-8b", "task": "train", "num_gpus": 2, "tp": 4}, "must divide"),
@@ -85,8 +85,8 @@ def test_defaults_fill_values_not_the_explicit_set():
     assert (s.qlora_fp32_upcast, s.grad_checkpointing, s.precision) == (True, "full", "bf16-mixed")
     # one epoch of 1,000 records of 300 tokens, one record per micro-batch (no padding): 300,000 tokens
     assert s.train_tokens == pytest.approx(1000 * 300, rel=1e-4)
-    c = s.model_copy(update={"framework": "axolotl"})
-    assert c.model_fields_set == set(given) | {"framework"}
+    c = s.model_copy(update={"stack": "axolotl"})
+    assert c.model_fields_set == set(given) | {"stack"}
     assert (c.loss, c.grad_checkpointing) == ("fused-linear", "full")  # axolotl's Liger recipe
     with pytest.raises(ValueError):
         s.precision = "fp32"  # frozen
@@ -98,13 +98,13 @@ def test_zero3_on_one_gpu_streams_weights_from_cpu_memory():
     alone are 16.06 GB, yet on the GPU only the gathered layers stay; the CPU holds fp32 master weights and both
     Adam moments (12 B) plus the 16-bit weights (2 B) per parameter: 14 x 8,030,261,248 B = 104.7 GiB at least.
     Without offload, ZeRO-3 on one GPU shards nothing and is refused."""
-    plan = estimate({"model": "llama-3.1-8b", "task": "train", "gpu": "rtx-4090", "strategy": "zero3",
+    plan = estimate({"model": "llama-3.1-8b", "task": "train", "gpu": "rtx-4090", "sharding": "zero3",
                      "offload": "optimizer+params", "grad_checkpointing": "full"}, advise=False)
     assert plan.memory.fits
     assert plan.memory.weights_gib < 2.0
     assert plan.memory.cpu_gib >= 14 * 8_030_261_248 / 2**30
     with pytest.raises(GpuplanError, match="offload optimizer\\+params"):
-        estimate({"model": "llama-3.1-8b", "task": "train", "gpu": "rtx-4090", "strategy": "zero3"})
+        estimate({"model": "llama-3.1-8b", "task": "train", "gpu": "rtx-4090", "sharding": "zero3"})
 
 
 def test_the_other_tasks_settings_are_said_not_dropped_silently():

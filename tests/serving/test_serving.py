@@ -434,10 +434,10 @@ def test_capacity_refuses_what_it_cannot_simulate():
 
     with pytest.raises(GpuplanError, match=r"NVIDIA GPUs only .* not on amd-instinct-mi300x"):
         gpuplan.capacity("qwen3-8b", rate_rps=2, prompt_tokens=3000, output_tokens=400, gpus=["mi300x"])
-    with pytest.raises(GpuplanError, match=r"learns 2,048 positions .* up to 3,400 tokens"):
+    with pytest.raises(GpuplanError, match=r"learns 2,048 positions .* up to 5,100 tokens"):  # 1.5 x 3,400
         gpuplan.capacity("opt-6.7b", rate_rps=1, prompt_tokens=3000, output_tokens=400, gpus=["h100"], top=1)
-    fits = gpuplan.capacity("opt-6.7b", rate_rps=1, prompt_tokens=1000, output_tokens=400, gpus=["h100", "mi300x"],
-                            top=1)
+    fits = gpuplan.capacity("opt-6.7b", rate_rps=1, prompt_tokens=1000, output_tokens=360, gpus=["h100", "mi300x"],
+                            top=1)  # up to 1,500 + 540 tokens
     assert fits.deployments and fits.deployments[0].max_rate_rps > 1
 
 

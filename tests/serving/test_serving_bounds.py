@@ -127,7 +127,7 @@ def test_saturation_run_that_ends_with_its_window_gives_the_whole_runs_rate(engi
     _, batch = cap.saturation_rate(model, w, mem.pool.kv_tokens, mem.engine.max_num_seqs,
                                    mem.engine.max_num_batched_tokens, mem.engine.mixed_prefill)
     users = max(int(2 * batch), int(batch) + 16)
-    whole = cap.evaluate_users(model, mem.engine, w, users)
+    whole = cap.evaluate_users(model, mem.engine, w, users, users_wait=False)  # (a saturation run's users do not)
     assert cap.saturated_rps(model, mem.engine, w, batch).requests_per_s == whole.requests_per_s > 10
 
 

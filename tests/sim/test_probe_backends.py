@@ -30,7 +30,7 @@ def test_qlora_with_bitsandbytes_runs_its_4bit_linears_and_8bit_optimizer():
     parts = _parts(backends(s, have(*EVERYTHING)))
     assert parts["4-bit base"].real and "Linear4bit" in parts["4-bit base"].runs
     assert parts["optimizer"].real and "PagedAdamW8bit" in parts["optimizer"].runs
-    assert parts["training loop"].real and "Trainer" in parts["training loop"].runs  # framework hf
+    assert parts["training loop"].real and "Trainer" in parts["training loop"].runs  # stack hf
 
 
 def test_without_a_library_its_part_is_the_stand_in_and_the_record_says_why():
@@ -41,22 +41,22 @@ def test_without_a_library_its_part_is_the_stand_in_and_the_record_says_why():
 
 
 def test_liger_for_the_fused_loss_on_hf_and_axolotl():
-    for framework in ("hf", "axolotl"):
-        s = scenario_from(dict(model="llama-3.1-8b", task="train", method="lora", framework=framework,
+    for stack in ("hf", "axolotl"):
+        s = scenario_from(dict(model="llama-3.1-8b", task="train", method="lora", stack=stack,
                                loss="fused-linear"))
         assert uses(backends(s, have("liger_kernel")), "fused kernels")
         assert not uses(backends(s, have()), "fused kernels")
 
 
 def test_unsloth_stays_emulated_and_says_why():
-    s = scenario_from(dict(model="llama-3.1-8b", task="train", method="qlora", framework="unsloth"))
+    s = scenario_from(dict(model="llama-3.1-8b", task="train", method="qlora", stack="unsloth"))
     parts = _parts(backends(s, have(*EVERYTHING)))
     assert not parts["fused kernels"].real and "checkpoint" in parts["fused kernels"].why
     assert parts["4-bit base"].real  # bitsandbytes still runs the base
 
 
 def test_torchtune_runs_its_own_model():
-    s = scenario_from(dict(model="llama-3.2-1b", task="train", method="lora", framework="torchtune"))
+    s = scenario_from(dict(model="llama-3.2-1b", task="train", method="lora", stack="torchtune"))
     parts = _parts(backends(s, have("torchtune")))
     assert parts["model"].real and "torchtune" in parts["model"].runs
     assert "4-bit base" not in parts and "plain loop" in parts["training loop"].runs
@@ -117,7 +117,7 @@ def test_the_probe_builds_its_model_with_the_chosen_backends_on_the_cpu(tmp_path
 
     path = oracle.narrowed("llama-3.1-8b", tmp_path)
     s = scenario_from({"model": path, "task": "train", "method": "lora", "seq_len": 64, "loss": "fused-linear",
-                       "framework": "pytorch"})
+                       "stack": "pytorch"})
     chosen = backends(s, have())
     notes: list[str] = []
     model, forward_loss = _build_on_device(s, load_model(path), chosen, notes, device="cpu")

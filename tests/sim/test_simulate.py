@@ -122,23 +122,23 @@ def test_estimate_within_5_percent_of_the_simulation(tmp_path, case):
 @pytest.mark.sampled(3)
 @pytest.mark.parametrize("case", oracle.STACK_CASES, ids=[oracle.case_id(*c) for c in oracle.STACK_CASES])
 def test_each_training_stack_within_3_percent_of_its_simulation(tmp_path, case):
-    """Every framework against its own code on fake tensors (torchtune, torchtitan, torchao) or its kernels'
+    """Every stack against its own code on fake tensors (torchtune, torchtitan, torchao) or its kernels'
     bytes (Liger, Unsloth): the estimate within 3 %."""
     require("transformers")
     require("peft")
-    framework = case[1]["framework"]
-    if framework in ("torchtune", "torchtitan"):
-        require(framework)
+    stack = case[1]["stack"]
+    if stack in ("torchtune", "torchtitan"):
+        require(stack)
     row = oracle.compare(*case[:2], tmp_path, *case[2:])
     assert abs(row["error_pct"]) < 3, row
 
 
 def test_the_stack_matrix_covers_every_framework_and_technique():
-    from gpuplan.scenario.stacks import FRAMEWORKS
+    from gpuplan.scenario.stacks import STACK_NAMES
 
     cases = [f for _, f, *_ in oracle.STACK_CASES]
-    assert {f["framework"] for f in cases} == set(FRAMEWORKS)
-    by_stack = {fw: [f for f in cases if f["framework"] == fw] for fw in FRAMEWORKS}
+    assert {f["stack"] for f in cases} == set(STACK_NAMES)
+    by_stack = {fw: [f for f in cases if f["stack"] == fw] for fw in STACK_NAMES}
     assert {f.get("method") for f in by_stack["torchtune"]} == {"full", "lora", "qlora"}
     assert {f.get("grad_checkpointing", "selective") for f in by_stack["torchtitan"]} == {"selective", "none", "full"}
     assert any(f.get("checkpoint_every", 1) > 1 for f in cases)
@@ -152,7 +152,7 @@ def test_emulated_kernels_are_said():
     require("peft")
     from gpuplan.sim.simulate import simulate
 
-    sim = simulate({"model": "llama-3.2-1b", "task": "train", "method": "lora", "framework": "unsloth",
+    sim = simulate({"model": "llama-3.2-1b", "task": "train", "method": "lora", "stack": "unsloth",
                     "seq_len": 128}, layers=2)
     said = " ".join(sim.notes)
     assert "Unsloth" in said and "emulated" in said
@@ -199,11 +199,11 @@ def test_the_matrix_covers_what_the_issue_asks():
 
 # ---- what cannot be simulated, and the CLI -------------------------------------------------------------
 @pytest.mark.parametrize("fields, text", [
-    (dict(task="train", num_gpus=2, strategy="ddp"), "one GPU"),
+    (dict(task="train", num_gpus=2, sharding="ddp"), "one GPU"),
     (dict(task="infer", engine="vllm"), "transformers"),
     (dict(task="train", grad_checkpointing="selective"), "selective"),
-    (dict(task="train", framework="torchtune", compile=True), "compile false"),
-    (dict(task="train", framework="torchtitan", model="qwen2.5-7b"), "own Llama"),
+    (dict(task="train", stack="torchtune", compile=True), "compile false"),
+    (dict(task="train", stack="torchtitan", model="qwen2.5-7b"), "own Llama"),
     (dict(task="infer", quant="awq-int4"), "nf4"),
 ])
 def test_unsupported_scenarios_say_why(fields, text):
@@ -232,7 +232,7 @@ def test_simulate_cli_json_compare_and_plot(tmp_path):
     table = gpuplan("simulate", *common, "--compare", "--plot", str(plot))
     assert table.returncode == 0, table.stderr
     assert "estimate" in table.stdout and "simulated" in table.stdout and plot.stat().st_size > 1000
-    bad = gpuplan("simulate", "--model", "llama-3.2-1b", "--task", "train", "--num-gpus", "2", "--strategy", "ddp")
+    bad = gpuplan("simulate", "--model", "llama-3.2-1b", "--task", "train", "--num-gpus", "2", "--sharding", "ddp")
     assert bad.returncode == 2 and "one GPU" in bad.stderr and "Traceback" not in bad.stderr
 
 

@@ -58,12 +58,12 @@ def test_each_stack_runs_its_own_kernel():
     assert _kernel(attention="sdpa", torch_version="2.4") == "flash2"
     assert _kernel(attention="sdpa", torch_version="2.5.0") == "cudnn"
     # Transformer Engine's DotProductAttention prefers cuDNN's fused attention on Hopper: Megatron-LM, and the
-    # default framework with tensor parallelism or fp8 (how NeMo's rows are written)
-    assert _kernel(framework="megatron", attention="flash", num_gpus=8, tp=8) == "cudnn"
+    # default stack with tensor parallelism or fp8 (how NeMo's rows are written)
+    assert _kernel(stack="megatron", attention="flash", num_gpus=8, tp=8) == "cudnn"
     assert _kernel(attention="flash", num_gpus=8, tp=8) == "cudnn"
     assert _kernel(attention="flash", precision="fp8-mixed") == "cudnn"
     # torchtitan calls PyTorch's SDPA whatever the parallelism
-    assert _kernel(framework="torchtitan", attention="flash", num_gpus=8, tp=8) == "flash2"
+    assert _kernel(stack="torchtitan", attention="flash", num_gpus=8, tp=8) == "flash2"
 
 
 def test_torch_version_is_a_release_number():

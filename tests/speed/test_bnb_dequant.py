@@ -38,9 +38,9 @@ def test_issue_1319_share_of_the_gemm(tmp_path):
     assert 0.30 <= share <= 0.50
 
 
-def _scenario(framework: str, gpu: str = "a100-80gb", quant: str | None = None):
+def _scenario(stack: str, gpu: str = "a100-80gb", quant: str | None = None):
     return scenario_from(dict(model="llama-3.1-8b", task="train", method="qlora", gpu=gpu, micro_batch_size=2,
-                              seq_len=512, grad_checkpointing="full", attention="flash", framework=framework,
+                              seq_len=512, grad_checkpointing="full", attention="flash", stack=stack,
                               quant=quant))
 
 

@@ -119,19 +119,19 @@ def test_torchao_float8_fuses_nothing_beyond_the_linears():
     """torchao swaps the nn.Linear modules only: torchtitan's norms stay as its bf16 run has them (fused only when
     compiled), while Megatron's fp8 runs Transformer Engine's fused kernels."""
     base = dict(model="llama-3.1-8b", task="train", gpu="h100-sxm", precision="fp8-mixed", num_gpus=8)
-    titan = scenario_from({**base, "framework": "torchtitan", "strategy": "fsdp"})
+    titan = scenario_from({**base, "stack": "torchtitan", "sharding": "fsdp"})
     assert not stack_for(titan).kernels(titan).fused_elementwise
     compiled = titan.model_copy(update={"compile": True})
     assert stack_for(compiled).kernels(compiled).fused_elementwise
-    megatron = scenario_from({**base, "framework": "megatron"})
+    megatron = scenario_from({**base, "stack": "megatron"})
     assert stack_for(megatron).kernels(megatron).fused_elementwise
 
 
 def test_fsdp2_gathers_the_float8_weights_in_one_byte():
     """enable_fsdp_float8_all_gather: the speed model's gathers move 1 B per decoder-linear weight (the embeddings,
     norms and output layer stay 2 B); the assumption line names the casts."""
-    s = scenario_from(dict(model="llama-3.1-8b", task="train", framework="torchtitan", gpu="h100-sxm",
-                           precision="fp8-mixed", num_gpus=8, strategy="fsdp", micro_batch_size=2, seq_len=8192,
+    s = scenario_from(dict(model="llama-3.1-8b", task="train", stack="torchtitan", gpu="h100-sxm",
+                           precision="fp8-mixed", num_gpus=8, sharding="fsdp", micro_batch_size=2, seq_len=8192,
                            grad_checkpointing="selective"))
     from gpuplan.speed.training import _sharded_weight_bytes
 

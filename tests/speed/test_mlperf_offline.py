@@ -74,7 +74,7 @@ def test_median_over_every_mlperf_row():
 
 
 SERVE = {"task": "infer", "engine": "trtllm", "model": "meta-llama/Llama-2-70b-hf", "gpu": "nvidia-h200-sxm-141gb",
-         "tp": 1, "num_gpus": 8, "strategy": "ddp", "quant": "fp8", "kv_cache_dtype": "fp8", "prompt_tokens": 300,
+         "tp": 1, "num_gpus": 8, "sharding": "ddp", "quant": "fp8", "kv_cache_dtype": "fp8", "prompt_tokens": 300,
          "output_tokens": 290, "batch_size": 64}
 
 
@@ -82,7 +82,7 @@ def test_offline_figure_is_the_whole_setup():
     """8 replicas of one GPU: the plan's offline figure is 8 x one instance's trtllm-bench run, and is a JSON key of
     the plan; the serving headline (tokens/s at the user's batch size) is another number."""
     plan = estimate(SERVE, advise=False)
-    one = offline_throughput(scenario_from({**SERVE, "num_gpus": 1, "strategy": None}),
+    one = offline_throughput(scenario_from({**SERVE, "num_gpus": 1, "sharding": None}),
                              load_model(SERVE["model"]), load_gpu(SERVE["gpu"]))
     assert plan.speed.offline_tokens_per_s == pytest.approx(8 * one.output_tokens_per_s)
     assert plan.to_dict()["speed"]["offline_tokens_per_s"] == pytest.approx(plan.speed.offline_tokens_per_s)
@@ -97,7 +97,7 @@ def test_other_engines_have_no_offline_figure():
 def test_max_utilization_holds_requests_at_their_mean_length():
     """300 in, 290 out, blocks of 32 tokens: GUARANTEED_NO_EVICT reserves ceil(590 / 32) = 19 blocks a request,
     MAX_UTILIZATION holds ceil((300 + 145) / 32) = 14 on average: 19/14 as many requests in the same pool."""
-    s = scenario_from({**SERVE, "num_gpus": 1, "strategy": None})
+    s = scenario_from({**SERVE, "num_gpus": 1, "sharding": None})
     util = s.model_copy(update={"capacity_scheduler_policy": "max_utilization"})
     assert held_tokens(s) == 590 and held_tokens(util) == 445
     m, gpu = load_model(s.model), load_gpu(s.gpu)
@@ -115,7 +115,7 @@ def test_capacity_policy_is_tensorrt_llm_s():
 def test_several_gpus_serve_one_tensor_parallel_copy():
     """trtllm-serve on 8 GPUs without tp or strategy: one copy split by tensor parallelism (``--tp_size 8``), as vLLM
     and SGLang are, not layers spread over the cards; so the plan has its offline figure (one instance of 8)."""
-    plan = estimate({k: v for k, v in SERVE.items() if k not in ("tp", "strategy")}, advise=False)
+    plan = estimate({k: v for k, v in SERVE.items() if k not in ("tp", "sharding")}, advise=False)
     assert plan.scenario["tp"] == 8 and plan.scenario.get("pp", 1) == 1
     assert "tensor parallelism (trtllm-serve --tp_size 8)" in str(plan.to_dict())
     assert plan.speed.offline_tokens_per_s

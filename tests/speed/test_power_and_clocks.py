@@ -35,9 +35,9 @@ def test_the_500_w_h100_sustains_what_torchtitan_says_of_it():
 
 
 def _titan(gpu, **fields) -> float:
-    base = dict(model="llama-3.1-8b", task="train", method="full", framework="torchtitan", micro_batch_size=2,
+    base = dict(model="llama-3.1-8b", task="train", method="full", stack="torchtitan", micro_batch_size=2,
                 seq_len=8192, grad_checkpointing="selective", attention="flash", precision="bf16-mixed", compile=True,
-                optimizer="adamw", optimizer_impl="foreach", strategy="fsdp", num_gpus=8)
+                optimizer="adamw", optimizer_impl="foreach", sharding="fsdp", num_gpus=8)
     s = scenario_from({**base, "gpu": gpu.id, **fields})
     return speed_of(s, load_model(s.model), gpu, RDMA).tokens_per_s / s.world_size
 
@@ -72,10 +72,10 @@ def test_geforce_matmul_runs_at_its_datasheet_rate(card, size, published):
 
 
 def _answerai(**fields) -> float:
-    base = dict(task="train", framework="pytorch", precision="bf16-true", adapter_dtype="bf16", lora_rank=64,
+    base = dict(task="train", stack="pytorch", precision="bf16-true", adapter_dtype="bf16", lora_rank=64,
                 lora_dropout=0.1, lora_targets=["q_proj", "k_proj", "v_proj", "gate_proj", "up_proj", "down_proj"],
                 seq_len=2048, grad_checkpointing="full", attention="sdpa", optimizer="adamw",
-                optimizer_impl="foreach", num_gpus=2, strategy="fsdp1", transformers_version="4.39",
+                optimizer_impl="foreach", num_gpus=2, sharding="fsdp1", transformers_version="4.39",
                 gpu="nvidia-geforce-rtx-4090")
     s = scenario_from({**base, **fields})
     return speed_of(s, load_model(s.model), load_gpu(s.gpu)).tokens_per_s / s.world_size
@@ -84,7 +84,7 @@ def _answerai(**fields) -> float:
 @pytest.mark.parametrize(("fields", "seconds"), [
     ({"model": "llama-2-7b", "method": "lora", "micro_batch_size": 6}, 481),
     ({"model": "llama-2-7b", "method": "qlora", "micro_batch_size": 10}, 466),
-    ({"model": "llama-2-7b", "method": "lora", "micro_batch_size": 4, "strategy": "ddp"}, 437),
+    ({"model": "llama-2-7b", "method": "lora", "micro_batch_size": 4, "sharding": "ddp"}, 437),
 ])
 def test_answerai_dual_4090_llama2_7b(fields, seconds):
     """AnswerDotAI/fsdp_qlora benchmarks_03_2024.md, 'Case Study: A Dual 4090 Budget Workstation' (two RTX 4090 on
@@ -97,9 +97,9 @@ def test_torchtitan_mfu_on_the_sxm_peak():
     """torchtitan's own figure (llama3_h100_202412_torchtitan.md): "the 1D Llama 3.1 8B model training on 8 or 128
     H100 GPUs without Float8 achieves 33% to 39% MFU", against the SXM's 989 TFLOPS (footnote 2) with attention
     counted (6N + 12 l h q t per token, as gpuplan's MFU counts it)."""
-    s = scenario_from(dict(model="llama-3.1-8b", task="train", method="full", framework="torchtitan",
+    s = scenario_from(dict(model="llama-3.1-8b", task="train", method="full", stack="torchtitan",
                            micro_batch_size=2, seq_len=8192, grad_checkpointing="selective", attention="flash",
-                           precision="bf16-mixed", optimizer="adamw", optimizer_impl="foreach", strategy="fsdp",
+                           precision="bf16-mixed", optimizer="adamw", optimizer_impl="foreach", sharding="fsdp",
                            num_gpus=8, gpu=TITAN_CARD.id))
     mfu = speed_of(s, load_model(s.model), TITAN_CARD, RDMA).mfu
     assert TITAN_CARD.peak_tflops("bf16") == H100_SXM.peak_tflops("bf16")  # the SXM datasheet, as torchtitan divides

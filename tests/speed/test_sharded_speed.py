@@ -27,13 +27,13 @@ def _speed(gpu, network=None, **fields):
     return s, speed_of(s, load_model(s.model), gpu, network or Network())
 
 
-@pytest.mark.parametrize(("strategy", "published"), [("zero3", 3094.5), ("fsdp", 3158.7)])
-def test_granite_7b_on_four_a100s_deepspeed_and_fsdp(strategy, published):
+@pytest.mark.parametrize(("sharding", "published"), [("zero3", 3094.5), ("fsdp", 3158.7)])
+def test_granite_7b_on_four_a100s_deepspeed_and_fsdp(sharding, published):
     """HF blog 'From DeepSpeed to FSDP and Back Again' (huggingface/blog@09e9aa2d, Table 3): IBM Granite-7B (the
     Llama-2-7B shape), batch 8 x 4,096 tokens per device, 4 A100s: DeepSpeed ZeRO-3 3,094.5 and FSDP 3,158.7
     tokens/s per GPU (step 10.6 and 10.4 s; the blog's MFU, 6N per token, 0.40 and 0.41)."""
     s, sp = _speed(A100, model="llama-2-7b", micro_batch_size=8, seq_len=4096, grad_checkpointing="full",
-                   attention="sdpa", num_gpus=4, strategy=strategy)
+                   attention="sdpa", num_gpus=4, sharding=sharding)
     assert sp.tokens_per_s / s.world_size == pytest.approx(published, rel=0.10)
     six_n = 6 * 6.74e9 * sp.tokens_per_s / s.world_size / 312e12  # the blog's MFU definition
     assert six_n == pytest.approx(0.40, abs=0.04)
@@ -46,8 +46,8 @@ def test_fms_fsdp_on_128_a100s(model, micro, published):
     """fms-fsdp README (foundation-model-stack/fms-fsdp@0d319983): FSDP over 128 A100 80GB (16 nodes, 400 Gb/s),
     4,096 tokens, full activation checkpointing: the llama2_34b at 772 and Llama-2-70B at 380 tokens/s per GPU."""
     s, sp = _speed(A100, Network(intra_node="nvlink", inter_node="infiniband", inter_node_gbps=400), model=model,
-                   framework="pytorch", micro_batch_size=micro, seq_len=4096, grad_checkpointing="full",
-                   attention="flash", num_gpus=8, num_nodes=16, strategy="fsdp", optimizer="adamw")
+                   stack="pytorch", micro_batch_size=micro, seq_len=4096, grad_checkpointing="full",
+                   attention="flash", num_gpus=8, num_nodes=16, sharding="fsdp", optimizer="adamw")
     assert sp.tokens_per_s / s.world_size == pytest.approx(published, rel=0.10)
 
 
@@ -60,7 +60,7 @@ def test_deepspeed_zero3_gathers_show_at_short_micro_steps(seq_len, published_s)
     _, sp = _speed(A100, model=str(MODELS / "Qwen-72B.json"), method="lora", lora_rank=64,
                    lora_targets="all-linear", lora_dropout=0.05, micro_batch_size=1, grad_accum_steps=8,
                    seq_len=seq_len, grad_checkpointing="full", attention="flash", optimizer="adamw",
-                   optimizer_impl="fused", num_gpus=4, strategy="zero3")
+                   optimizer_impl="fused", num_gpus=4, sharding="zero3")
     assert sp.step_time_s == pytest.approx(published_s, rel=0.10)
 
 
@@ -73,9 +73,9 @@ def test_fsdp2_with_pipeline_stages_gathers_and_reduces_once_per_step():
     213 that gathering and reduce-scattering per micro-batch gave; the rest of the gap is the interleaved schedule
     torchtitan's fields here do not express. Attention as today's torchtitan runs it: SDPA with cuDNN's kernel first
     (pytorch/torchtitan#1776), the Hopper kernel Meta's run is credited with in bench/throughput.py."""
-    fields = dict(model="llama-3.1-405b", framework="torchtitan", micro_batch_size=1, seq_len=8192,
+    fields = dict(model="llama-3.1-405b", stack="torchtitan", micro_batch_size=1, seq_len=8192,
                   grad_checkpointing="none", attention="sdpa", optimizer="adamw", num_gpus=8, num_nodes=1024,
-                  strategy="fsdp", tp=8, pp=16)
+                  sharding="fsdp", tp=8, pp=16)
     s, sp = _speed(H100, ROCE, grad_accum_steps=32, **fields)
     _, half = _speed(H100, ROCE, grad_accum_steps=16, **fields)
     assert "zero3_gathers" not in sp.parts_s
@@ -90,8 +90,8 @@ def test_llama3_405b_table4(gpus, cp, seq_len, micro_batches, published):
     """Llama 3 paper (Dubey et al. 2024, arXiv 2407.21783) Table 4: 405B with TP 8, PP 16, CP 1 or 16, 16M tokens per
     batch: 430 / 400 / 380 TFLOP/s per GPU (BF16 MFU 43 / 41 / 38 %). Written as Megatron-style 4D parallelism with
     the interleaved schedule at 2 virtual stages (the paper's number is not in the table: an assumption), 15 %."""
-    s, sp = _speed(H100, ROCE, model="llama-3.1-405b", framework="megatron", micro_batch_size=1, seq_len=seq_len,
+    s, sp = _speed(H100, ROCE, model="llama-3.1-405b", stack="megatron", micro_batch_size=1, seq_len=seq_len,
                    grad_accum_steps=micro_batches, grad_checkpointing="none", attention="flash", optimizer="adamw",
-                   num_gpus=8, num_nodes=gpus // 8, strategy="zero1", tp=8, pp=16, cp=cp, vpp=2)
+                   num_gpus=8, num_nodes=gpus // 8, sharding="zero1", tp=8, pp=16, cp=cp, vpp=2)
     tflops = sp.flops_per_token * sp.tokens_per_s / s.world_size / 1e12
     assert tflops == pytest.approx(published, rel=0.15)

@@ -63,7 +63,7 @@ def test_zero3_gathers_once_per_micro_batch_forward_and_backward():
     net = Network(intra_node="pcie")  # slow links, so the gathers show
     runs = {}
     for accum in (1, 4):
-        s = scenario_from(dict(model="llama-3.1-8b", task="train", gpu="h100-sxm", num_gpus=8, strategy="zero3",
+        s = scenario_from(dict(model="llama-3.1-8b", task="train", gpu="h100-sxm", num_gpus=8, sharding="zero3",
                                micro_batch_size=1, seq_len=256, grad_accum_steps=accum))
         runs[accum] = speed_of(s, m, H100, net)
     # all-gather of the 16-bit weights: 7/8 of 16.06 GB over PCIe gen5 x16 at 80 % of 64 GB/s, + 20 us latency
@@ -76,7 +76,7 @@ def test_zero3_gathers_once_per_micro_batch_forward_and_backward():
     assert oh.ZERO3_GATHER_OVERLAP == 0.1 and oh.DP_OVERLAP == 0.8
     assert runs[4].parts_s["zero3_gathers"] == pytest.approx(4 * exposed, rel=1e-9)
     assert runs[4].parts_s["zero3_gathers"] == pytest.approx(4 * runs[1].parts_s["zero3_gathers"], rel=1e-9)
-    s = scenario_from(dict(model="llama-3.1-8b", task="train", gpu="h100-sxm", num_gpus=8, strategy="fsdp",
+    s = scenario_from(dict(model="llama-3.1-8b", task="train", gpu="h100-sxm", num_gpus=8, sharding="fsdp",
                            micro_batch_size=1, seq_len=256, grad_accum_steps=4))
     fsdp = speed_of(s, m, H100, net)
     busy = fsdp.compute_s / 4
@@ -159,7 +159,7 @@ def test_deepseek_r1_batch_one_on_8_h200_is_latency_bound():
 
 
 def test_cpu_parameter_offload_is_slower():
-    base = dict(model="llama-3.1-8b", task="train", gpu="rtx-4090", num_gpus=2, strategy="zero3", seq_len=512)
+    base = dict(model="llama-3.1-8b", task="train", gpu="rtx-4090", num_gpus=2, sharding="zero3", seq_len=512)
     plain, offload = _speed(**base), _speed(**base, offload="optimizer+params")
     assert offload.tokens_per_s < plain.tokens_per_s / 2 and offload.parts_s["offload"] > 0
 
@@ -168,8 +168,8 @@ def test_parameter_offload_copies_hide_behind_a_long_pass():
     """FSDP1's CPU offload copies each pass's shard on the pre-unshard side stream, ahead of the compute: on Llama-2-
     70B QLoRA over two RTX 4090s at 2 x 2,048 tokens (Answer.AI's case study) a pass runs ~5 s of GPU work against
     a 17.5 GB NF4 shard's 8.7 GB per GPU: 8.7e9 / (32 GB/s x 0.8) = 0.34 s per pass, hidden."""
-    sp = _speed(model="llama-2-70b", task="train", method="qlora", gpu="rtx-4090", num_gpus=2, strategy="fsdp1",
-                framework="pytorch", micro_batch_size=2, seq_len=2048, offload="optimizer+params")
+    sp = _speed(model="llama-2-70b", task="train", method="qlora", gpu="rtx-4090", num_gpus=2, sharding="fsdp1",
+                stack="pytorch", micro_batch_size=2, seq_len=2048, offload="optimizer+params")
     assert sp.parts_s.get("offload", 0.0) == 0.0
     assert any(a.endswith("side stream: 0 ms of it not hidden") for a in sp.assumptions)
 
@@ -178,7 +178,7 @@ def test_parameter_offload_copies_show_beyond_a_short_pass():
     """With almost no compute to hide behind (Llama-3.2-1B full, 1 x 64 tokens), each of the forward, the
     recomputation and the backward waits for its copy: 3 x 2 B x 1,235,814,400 parameters / 2 ranks over PCIe 4.0
     x16 at 80 % (25.6 GB/s), less the sliver of the short passes that hides it (within 3 %)."""
-    sp = _speed(model="llama-3.2-1b", task="train", gpu="rtx-4090", num_gpus=2, strategy="fsdp1", seq_len=64,
+    sp = _speed(model="llama-3.2-1b", task="train", gpu="rtx-4090", num_gpus=2, sharding="fsdp1", seq_len=64,
                 micro_batch_size=1, offload="optimizer+params", grad_checkpointing="full")
     copy = 2 * 1_235_814_400 / 2 / (32e9 * 0.8)
     assert sp.parts_s["offload"] == pytest.approx(3 * copy, rel=0.03)
@@ -187,7 +187,7 @@ def test_parameter_offload_copies_show_beyond_a_short_pass():
 def test_multi_node_over_ethernet_is_several_times_slower():
     """Hierarchical collectives: each GPU sends only its 1/8 over the fabric, so 100 Gb/s Ethernet per node costs
     ~2.6x against InfiniBand here, where the cards' own PCIe without peer-to-peer bounds both."""
-    job = dict(model="llama-3.1-70b", task="train", gpu="rtx-4090", num_gpus=8, num_nodes=8, strategy="zero3",
+    job = dict(model="llama-3.1-70b", task="train", gpu="rtx-4090", num_gpus=8, num_nodes=8, sharding="zero3",
                grad_checkpointing="full")
     ib = _speed(Network(intra_node="pcie-no-p2p", inter_node="infiniband", inter_node_gbps=3200), **job)
     eth = _speed(Network(intra_node="pcie-no-p2p", inter_node="ethernet", inter_node_gbps=100), **job)
@@ -206,7 +206,8 @@ def test_speed_parts_add_up_and_carry_a_range():
                    dict(model="qwen3-30b-a3b", task="infer", engine="vllm", gpu="h100-sxm", batch_size=16)):
         sp = _speed(**fields)
         assert sum(sp.parts_s.values()) == pytest.approx(sp.step_time_s, rel=1e-12)
-        low, high = oh.SPEED_SPREAD["train" if fields["task"] == "train" else "decode"]
+        # serving: the band of vLLM x MoE's held-out rows (speed/bands.py); training: the training spread
+        low, high = oh.SPEED_SPREAD["train"] if fields["task"] == "train" else oh.DECODE_BANDS["vllm", "MoE"][:2]
         assert sp.tokens_per_s_low == pytest.approx(sp.tokens_per_s * (1 + low))
         assert sp.tokens_per_s_high == pytest.approx(sp.tokens_per_s * (1 + high))
 
@@ -247,7 +248,7 @@ def test_multi_node_data_parallel_is_hierarchical_and_hidden_behind_the_backward
         2 * 31 / 32 * 4 * n / 8 / (1600e9 / 8 / 8 * 0.9) + 30e-6)
     assert dp.all_reduce_s(4 * n) == pytest.approx(expected, rel=1e-9)
     one, many = (_speed(model="llama-3.2-1b", task="train", gpu="h100-sxm", num_gpus=8, num_nodes=nodes,
-                        strategy="ddp", micro_batch_size=4, seq_len=2048) for nodes in (1, 32))
+                        sharding="ddp", micro_batch_size=4, seq_len=2048) for nodes in (1, 32))
     assert many.tokens_per_s / 256 > 0.9 * one.tokens_per_s / 8
 
 

@@ -1,4 +1,4 @@
-"""Megatron-Core as a training stack (framework megatron): NeMo's recipe defaults, Megatron's rules for its parallel
+"""Megatron-Core as a training stack (stack megatron): NeMo's recipe defaults, Megatron's rules for its parallel
 sizes (one sentence, exit code 2), and memory per rank checked against hand arithmetic written out here.
 
 Sources of the formulas are in gpuplan/stacks/megatron.py; the numbers below are counted from Llama-3.1-8B's and
@@ -19,7 +19,7 @@ from gpuplan.scenario import scenario_from
 from gpuplan.stacks import megatron as mg
 
 GIB = 2**30
-BASE = {"model": "llama-3.1-8b", "task": "train", "framework": "megatron"}
+BASE = {"model": "llama-3.1-8b", "task": "train", "stack": "megatron"}
 
 
 def scenario(**fields):
@@ -28,7 +28,7 @@ def scenario(**fields):
 
 def test_nemo_recipe_defaults():
     s = scenario(num_gpus=8, tp=2)
-    assert (s.precision, s.grad_checkpointing, s.loss, s.strategy) == ("bf16-mixed", "selective", "full", "zero1")
+    assert (s.precision, s.grad_checkpointing, s.loss, s.sharding) == ("bf16-mixed", "selective", "full", "zero1")
     assert s.dp == 4
     fp8 = scenario(precision="fp8-mixed")
     assert fp8.fp8_recipe == "delayed"  # NeMo's fp8_recipe default
@@ -82,7 +82,7 @@ def test_state_per_rank_by_hand():
     assert e.weights_gib == pytest.approx(2 * params / GIB, rel=1e-6)
     assert e.gradients_gib == pytest.approx(4 * params / GIB, rel=1e-6)
     assert e.optimizer_gib == pytest.approx(12 * params / 4 / GIB, rel=1e-6)
-    ddp = estimate({**BASE, "num_gpus": 8, "tp": 2, "strategy": "ddp"}, advise=False).memory
+    ddp = estimate({**BASE, "num_gpus": 8, "tp": 2, "sharding": "ddp"}, advise=False).memory
     assert ddp.optimizer_gib == pytest.approx(12 * params / GIB, rel=1e-6)  # Megatron's 18 bytes/parameter
 
 
@@ -122,11 +122,11 @@ def test_megatron_rules_are_one_sentence(fields, message):
 
 
 @pytest.mark.parametrize("fields, message", [
-    (dict(framework="hf", cp=2, num_gpus=2), "cp=2 is a Megatron-Core training setting"),
+    (dict(stack="hf", cp=2, num_gpus=2), "cp=2 is a Megatron-Core training setting"),
     (dict(vpp=2, num_gpus=2), "vpp=2 interleaves virtual stages of a pipeline: set pp >= 2"),
     (dict(method="qlora"), "no 4-bit"),
     (dict(precision="bf16-true"), "fp32 master weights"),
-    (dict(strategy="zero3", num_gpus=2), "distributed optimizer"),
+    (dict(sharding="zero3", num_gpus=2), "distributed optimizer"),
     (dict(fp8_recipe="current"), "set precision fp8-mixed"),
 ])
 def test_what_megatron_cannot_run(fields, message):
@@ -136,7 +136,7 @@ def test_what_megatron_cannot_run(fields, message):
 
 def test_cli_exit_code_2():
     out = subprocess.run([sys.executable, "-m", "gpuplan", "estimate", "--model", "llama-3.1-8b", "--task", "train",
-                          "--framework", "megatron", "--num-gpus", "4", "--cp", "4", "--seq-len", "8196"],
+                          "--stack", "megatron", "--num-gpus", "4", "--cp", "4", "--seq-len", "8196"],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 2 and "2 x cp = 8" in out.stderr and "Traceback" not in out.stderr
 
@@ -286,7 +286,7 @@ def test_launch_megatron_refuses_what_its_parser_lacks():
 def test_launch_megatron_needs_framework_megatron():
     from gpuplan.launchers import launch_files, launch_plan
 
-    with pytest.raises(GpuplanError, match="framework megatron"):
+    with pytest.raises(GpuplanError, match="stack megatron"):
         launch_files(launch_plan({"model": "llama-3.1-8b", "task": "train", "gpu": "h100-sxm", "method": "lora"}),
                      ["megatron"])
 
@@ -312,7 +312,7 @@ def test_lora_base_in_fp8_by_hand():
 # 576 GPUs, seq 8192, TP 8, PP 9, CP 2, DP 4, VP 7, micro-batch 1, global batch 252), with the recipe's
 # bf16_with_fp8_mixed (nemo/collections/llm/recipes/precision/mixed_precision.py: fp8 hybrid, delayed scaling,
 # fp8_param_gather=True)
-NEMO_405B = {"model": "llama-3.1-405b", "task": "train", "framework": "megatron", "gpu": "h100-sxm", "num_gpus": 8,
+NEMO_405B = {"model": "llama-3.1-405b", "task": "train", "stack": "megatron", "gpu": "h100-sxm", "num_gpus": 8,
              "num_nodes": 72, "tp": 8, "pp": 9, "vpp": 7, "cp": 2, "seq_len": 8192, "micro_batch_size": 1,
              "grad_accum_steps": 63, "precision": "fp8-mixed"}
 

@@ -1,4 +1,4 @@
-"""The settings NVIDIA's MLPerf Training configs turn on in Megatron-Core / Transformer Engine (framework megatron):
+"""The settings NVIDIA's MLPerf Training configs turn on in Megatron-Core / Transformer Engine (stack megatron):
 CUDA graphs (``MCORE_CUDA_GRAPH`` / ``LAYER_CUDA_GRAPH``), fp8 attention (``FP8_DPA`` with ``NVTE_FP8_DPA_BWD``)
 and the fp8 store of the MLP activation's input (``FP8_ACT``: ``activation_func_fp8_input_store``), each checked
 against hand arithmetic written out here and, for the step, against the step time NVIDIA's own log prints.
@@ -19,7 +19,7 @@ from gpuplan.plan.refusals import scenario_refusal
 from gpuplan.scenario import scenario_from
 from gpuplan.stacks import megatron as mg
 
-BASE = {"model": "llama-3.1-8b", "task": "train", "framework": "megatron"}
+BASE = {"model": "llama-3.1-8b", "task": "train", "stack": "megatron"}
 
 
 def scenario(**fields):
@@ -55,7 +55,7 @@ def test_one_node_tp1_lora_layout_fits_b200():
     """NVIDIA's MLPerf v5.0 Llama-2-70B LoRA on one DGX B200 (nyx_n1_ngc25.04_nemo, config_DGXB200_1x8x1xtp1pp1cp1:
     TP 1, CP 1, FP8, FP8_DPA=1, FP8_ACT=1) ran: it must fit the B200's 180 GB. Without the fp8 stores the estimate
     does not (~200 GiB: SwiGLU's 16-bit input alone is 80 layers x 8,192 tokens x 2·28,672 x 2 B = 70 GiB)."""
-    run = {"model": "meta-llama/Llama-2-70b-hf", "task": "train", "framework": "megatron", "gpu": "b200",
+    run = {"model": "meta-llama/Llama-2-70b-hf", "task": "train", "stack": "megatron", "gpu": "b200",
            "num_gpus": 8, "tp": 1, "seq_len": 8192, "micro_batch_size": 1, "precision": "fp8-mixed",
            "method": "lora", "lora_rank": 16, "lora_targets": ["q_proj", "k_proj", "v_proj", "o_proj"]}
     assert not estimate(run, advise=False).memory.fits
@@ -89,7 +89,7 @@ def test_mlperf_gb300_lora_step_against_the_log():
     TP 1, CP 8, global batch 9, FP8, FP8_DPA=1, MCORE_CUDA_GRAPH=1): its log prints train_step_time 0.172 s
     (mlcommons/training_results_v5.1 NVIDIA/results/theia_ngpu72_ngc25.09_nemo/llama2_70b_lora/result_0.txt, first
     block). Eager (no graphs, bf16 attention) gpuplan said 0.29 s (+69 %); with the config's settings within 25 %."""
-    run = {"model": "meta-llama/Llama-2-70b-hf", "task": "train", "framework": "megatron", "gpu": "gb300",
+    run = {"model": "meta-llama/Llama-2-70b-hf", "task": "train", "stack": "megatron", "gpu": "gb300",
            "num_gpus": 4, "num_nodes": 18, "cp": 8, "seq_len": 8192, "micro_batch_size": 1, "grad_accum_steps": 1,
            "precision": "fp8-mixed", "method": "lora", "lora_rank": 16,
            "lora_targets": ["q_proj", "k_proj", "v_proj", "o_proj"], "cuda_graphs": True, "fp8_attention": True}
@@ -100,7 +100,7 @@ def test_mlperf_gb300_lora_step_against_the_log():
 @pytest.mark.parametrize("fields, message", [
     (dict(fp8_attention=True), "fp8_attention keeps fp8 tensors: set precision fp8-mixed"),
     (dict(fp8_activation_store=True), "fp8_activation_store keeps fp8 tensors: set precision fp8-mixed"),
-    (dict(framework="hf", cuda_graphs=True), "cuda_graphs=true is a Megatron-Core training setting"),
+    (dict(stack="hf", cuda_graphs=True), "cuda_graphs=true is a Megatron-Core training setting"),
 ])
 def test_settings_refused_outside_their_stack(fields, message):
     with pytest.raises(GpuplanError, match=message) as info:
@@ -147,7 +147,7 @@ def test_nvfp4_gemms_run_at_the_fp4_rate():
 
 @pytest.mark.parametrize("fields, message", [
     (dict(precision="fp4-mixed", gpu="h100-sxm"), "h100-sxm has none: use precision fp8-mixed"),
-    (dict(framework="hf", precision="fp4-mixed"), "precision=fp4-mixed is a Megatron-Core training setting"),
+    (dict(stack="hf", precision="fp4-mixed"), "precision=fp4-mixed is a Megatron-Core training setting"),
 ])
 def test_nvfp4_refused_where_it_cannot_run(fields, message):
     with pytest.raises(GpuplanError, match=message) as info:

@@ -53,18 +53,18 @@ UNSLOTH_A100 = dict(task="train", method="qlora", gpu="nvidia-a100-sxm4-40gb", m
 T4_LLAMA = {**UNSLOTH_T4, "model": "llama-2-7b", "seq_len": 512}
 T4_MISTRAL = {**UNSLOTH_T4, "model": "mistral-7b-v0.1", "seq_len": 256}
 A100_MISTRAL = {**UNSLOTH_A100, "model": "mistral-7b-v0.1", "seq_len": 512}
-LIGER = dict(model="llama-3-8b", task="train", gpu="a100-80gb", num_gpus=4, strategy="fsdp", micro_batch_size=8,
+LIGER = dict(model="llama-3-8b", task="train", gpu="a100-80gb", num_gpus=4, sharding="fsdp", micro_batch_size=8,
              seq_len=512, grad_checkpointing="full")
-TORCHTUNE = dict(model="llama-3.2-3b", task="train", framework="torchtune", gpu="a100-80gb", micro_batch_size=2,
+TORCHTUNE = dict(model="llama-3.2-3b", task="train", stack="torchtune", gpu="a100-80gb", micro_batch_size=2,
                  seq_len=4096)
-TORCHTITAN = dict(model="llama-3.1-8b", task="train", framework="torchtitan", gpu="h100-sxm", num_gpus=8,
-                  strategy="fsdp", micro_batch_size=2, seq_len=8192, grad_checkpointing="selective",
+TORCHTITAN = dict(model="llama-3.1-8b", task="train", stack="torchtitan", gpu="h100-sxm", num_gpus=8,
+                  sharding="fsdp", micro_batch_size=2, seq_len=8192, grad_checkpointing="selective",
                   attention="flash")
 
 CHECKS = [  # (what, baseline fields, changed fields, published speed-up)
-    ("Unsloth T4 Llama-2 7B OASST (HF) 1.64x", T4_LLAMA, {**T4_LLAMA, "framework": "unsloth"}, 1.95 / 1.19),
-    ("Unsloth T4 Mistral 7B Alpaca (HF) 1.46x", T4_MISTRAL, {**T4_MISTRAL, "framework": "unsloth"}, 1.56 / 1.07),
-    ("Unsloth A100 Mistral 7B Slim Orca 1.87x", A100_MISTRAL, {**A100_MISTRAL, "framework": "unsloth"}, 1571 / 842),
+    ("Unsloth T4 Llama-2 7B OASST (HF) 1.64x", T4_LLAMA, {**T4_LLAMA, "stack": "unsloth"}, 1.95 / 1.19),
+    ("Unsloth T4 Mistral 7B Alpaca (HF) 1.46x", T4_MISTRAL, {**T4_MISTRAL, "stack": "unsloth"}, 1.56 / 1.07),
+    ("Unsloth A100 Mistral 7B Slim Orca 1.87x", A100_MISTRAL, {**A100_MISTRAL, "stack": "unsloth"}, 1571 / 842),
     ("Liger ~20%", LIGER, {**LIGER, "loss": "fused-linear"}, 1.2),
     ("torchtune compile", TORCHTUNE, {**TORCHTUNE, "compile": True}, 8998 / 7075),
     ("torchtitan compile", TORCHTITAN, {**TORCHTITAN, "compile": True}, 6667 / 5762),
@@ -91,7 +91,7 @@ def test_torchtune_chunked_loss_is_about_the_same_speed():
 def test_unsloth_full_fine_tuning_claims_nothing_and_gains_little():
     """Unsloth claims no speed-up for full fine-tuning; its fused norms and loss change a few percent of the step."""
     base = {**UNSLOTH, "method": "full", "model": "llama-3.2-1b"}
-    ratio = _tps(**{**base, "framework": "unsloth"}) / _tps(**base)
+    ratio = _tps(**{**base, "stack": "unsloth"}) / _tps(**base)
     assert 1.0 <= ratio < 1.3
 
 
@@ -102,6 +102,6 @@ def test_unsloth_headline_within_the_measured_range():
     (fast_dequantize calls cdequantize_blockwise_*_nf4 itself), so what Unsloth saves is host work, peft's clone,
     the fp32 upcast, its fused norms, activations, adapters and loss. What the measured rows above support is
     checked instead: the modelled speed-up lies within their range (1.46x-1.87x), 20 % either side, and above 1."""
-    ratio = _tps(**{**UNSLOTH, "seq_len": 256, "framework": "unsloth"}) / _tps(**{**UNSLOTH, "seq_len": 256})
+    ratio = _tps(**{**UNSLOTH, "seq_len": 256, "stack": "unsloth"}) / _tps(**{**UNSLOTH, "seq_len": 256})
     assert 1.46 * (1 - TOLERANCE) <= ratio <= 1.87 * (1 + TOLERANCE)
     assert ratio > 1

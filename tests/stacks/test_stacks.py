@@ -1,5 +1,5 @@
-"""The training stacks as scenario fields: each framework's defaults, explicit fields winning over them, and one
-sentence (exit code 2 in the CLI) for what a framework cannot run."""
+"""The training stacks as scenario fields: each stack's defaults, explicit fields winning over them, and one
+sentence (exit code 2 in the CLI) for what a stack cannot run."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from gpuplan import GpuplanError, estimate, load_scenario
 from gpuplan.plan.refusals import scenario_refusal
 from gpuplan.scenario import scenario_from
-from gpuplan.scenario.stacks import FRAMEWORKS, RECIPES, SCALE_FRAMEWORKS, TECHNIQUES
+from gpuplan.scenario.stacks import RECIPES, SCALE_STACKS, STACK_NAMES, TECHNIQUES
 
 BASE = {"model": "llama-3.1-8b", "task": "train"}
 
@@ -21,7 +21,7 @@ def scenario(**fields):
     return scenario_from({**BASE, **fields})
 
 
-@pytest.mark.parametrize("framework, method, expected", [
+@pytest.mark.parametrize("stack, method, expected", [
     # the HF Trainer as before, with peft's fp32 adapters and the QLoRA recipe's checkpointing
     ("hf", "lora", dict(precision="bf16-mixed", loss="full", grad_checkpointing="none", adapter_dtype="fp32",
                         activation_offload=False, compile=False, optimizer_in_backward=False)),
@@ -37,21 +37,21 @@ def scenario(**fields):
     ("axolotl", "full", dict(precision="bf16-true", loss="fused-linear")),
     ("pytorch", "lora", dict(precision="bf16-true", loss="full", grad_checkpointing="none", adapter_dtype="fp32")),
 ])
-def test_each_framework_sets_its_recipe_defaults(framework, method, expected):
-    s = scenario(framework=framework, method=method)
+def test_each_framework_sets_its_recipe_defaults(stack, method, expected):
+    s = scenario(stack=stack, method=method)
     assert {k: getattr(s, k) for k in expected} == expected
     assert all(getattr(s, k) is not None for k in TECHNIQUES if k != "loss_chunks")  # every technique resolved
 
 
 def test_axolotl_keeps_fp32_where_its_loader_does():
     """DeepSpeed's bf16 optimizer keeps fp32 masters of a bf16 model; QLoRA under FSDP skips the cast back."""
-    full = dict(model="llama-3.1-8b", task="train", framework="axolotl", num_gpus=2)
-    assert scenario_from({**full, "strategy": "zero2"}).precision == "bf16-mixed"
-    assert scenario_from({**full, "method": "qlora", "strategy": "fsdp"}).qlora_fp32_upcast is True
+    full = dict(model="llama-3.1-8b", task="train", stack="axolotl", num_gpus=2)
+    assert scenario_from({**full, "sharding": "zero2"}).precision == "bf16-mixed"
+    assert scenario_from({**full, "method": "qlora", "sharding": "fsdp"}).qlora_fp32_upcast is True
 
 
 def test_explicit_fields_win_and_stay_explicit():
-    s = scenario(framework="torchtune", method="lora", loss="full", grad_checkpointing="none")
+    s = scenario(stack="torchtune", method="lora", loss="full", grad_checkpointing="none")
     assert (s.loss, s.loss_chunks, s.grad_checkpointing, s.precision) == ("full", None, "none", "bf16-true")
     assert {"loss", "grad_checkpointing"} <= s.model_fields_set and "precision" not in s.model_fields_set
     assert scenario(method="qlora", grad_checkpointing="none").grad_checkpointing == "none"
@@ -62,49 +62,49 @@ def test_explicit_fields_win_and_stay_explicit():
 
 
 def test_fsdp_means_each_stacks_own_engine():
-    two = dict(num_gpus=2, strategy="fsdp")
-    assert scenario(**two).sharding == "fsdp1"  # accelerate's FSDP plugin
-    assert scenario(framework="torchtune", **two).sharding == "fsdp2"
-    assert scenario(framework="torchtitan", **two).strategy == "fsdp2"
-    assert scenario(strategy="fsdp2", num_gpus=2).sharding == "fsdp2"
-    assert scenario(strategy="zero3", num_gpus=2).sharding == "deepspeed"
+    two = dict(num_gpus=2, sharding="fsdp")
+    assert scenario(**two).sharded_by == "fsdp1"  # accelerate's FSDP plugin
+    assert scenario(stack="torchtune", **two).sharded_by == "fsdp2"
+    assert scenario(stack="torchtitan", **two).sharded_by == "fsdp2"
+    assert scenario(sharding="fsdp2", num_gpus=2).sharded_by == "fsdp2"
+    assert scenario(sharding="zero3", num_gpus=2).sharded_by == "deepspeed"
     for strategy in ("fsdp", "fsdp1", "fsdp2", "zero3"):
-        assert scenario(strategy=strategy, num_gpus=2).resolved_strategy == "zero3"  # FULL_SHARD shards as ZeRO-3
+        assert scenario(sharding=strategy, num_gpus=2).resolved_sharding == "zero3"  # FULL_SHARD shards as ZeRO-3
 
 
 def test_a_change_of_framework_or_method_reapplies_the_defaults():
     s = scenario(method="lora", micro_batch_size=2)
-    tt = s.model_copy(update={"framework": "torchtune"})
+    tt = s.model_copy(update={"stack": "torchtune"})
     assert (tt.precision, tt.loss, tt.adapter_dtype, tt.micro_batch_size) == ("bf16-true", "chunked", "bf16", 2)
     assert s.model_copy(update={"method": "qlora"}).grad_checkpointing == "full"
     with pytest.raises(GpuplanError, match="no LoRA"):
-        scenario_refusal(s.model_copy(update={"framework": "torchtitan"}))
+        scenario_refusal(s.model_copy(update={"stack": "torchtitan"}))
 
 
 @pytest.mark.parametrize("fields, message", [
-    (dict(framework="torchtune", precision="bf16-mixed"), "one dtype"),
-    (dict(framework="torchtune", method="lora", adapter_dtype="fp32"), "model dtype"),
-    (dict(framework="torchtune", num_gpus=2, strategy="zero3"), "FSDP2 only"),
-    (dict(framework="torchtune", loss="fused-linear"), "no fused linear cross-entropy"),
-    (dict(framework="torchtune", method="lora", optimizer_in_backward=True), "full fine-tuning recipes"),
-    (dict(framework="torchtitan", method="qlora"), "no LoRA"),
-    (dict(framework="torchtitan", optimizer="adamw-8bit"), "torch AdamW"),
-    (dict(framework="torchtitan", precision="bf16-true"), "fp32 parameters"),
-    (dict(framework="torchtitan", activation_offload=True), "no activation offloading"),
-    (dict(framework="unsloth", num_gpus=2, strategy="zero3"), "one GPU"),
-    (dict(framework="unsloth", method="qlora", quant="gptq-int4"), "bitsandbytes"),
-    (dict(framework="hf", loss="chunked"), "full logits"),
-    (dict(framework="hf", activation_offload=True), "no activation offloading"),
-    (dict(framework="hf", optimizer_in_backward=True), "optimizer_in_backward needs"),
-    (dict(framework="hf", grad_checkpointing="selective"), "no selective checkpointing"),
-    (dict(framework="axolotl", grad_checkpointing="full", checkpoint_every=2), "every decoder layer"),
-    (dict(framework="pytorch", optimizer_in_backward=True, grad_accum_steps=4), "cannot accumulate"),
-    (dict(framework="torchtune", loss="full", loss_chunks=4), "loss_chunks applies"),
-    (dict(framework="torchtitan", checkpoint_every=2), "grad_checkpointing full"),
-    (dict(framework="unsloth", task="infer"), "training stack"),
-    (dict(framework="tourchtune"), "framework"),
-    (dict(framework="torchtune", transformers_version="4.39"), "its own code"),
-    (dict(framework="pytorch", grad_checkpointing="selective"), "no selective checkpointing policy"),
+    (dict(stack="torchtune", precision="bf16-mixed"), "one dtype"),
+    (dict(stack="torchtune", method="lora", adapter_dtype="fp32"), "model dtype"),
+    (dict(stack="torchtune", num_gpus=2, sharding="zero3"), "FSDP2 only"),
+    (dict(stack="torchtune", loss="fused-linear"), "no fused linear cross-entropy"),
+    (dict(stack="torchtune", method="lora", optimizer_in_backward=True), "full fine-tuning recipes"),
+    (dict(stack="torchtitan", method="qlora"), "no LoRA"),
+    (dict(stack="torchtitan", optimizer="adamw-8bit"), "torch AdamW"),
+    (dict(stack="torchtitan", precision="bf16-true"), "fp32 parameters"),
+    (dict(stack="torchtitan", activation_offload=True), "no activation offloading"),
+    (dict(stack="unsloth", num_gpus=2, sharding="zero3"), "one GPU"),
+    (dict(stack="unsloth", method="qlora", quant="gptq-int4"), "bitsandbytes"),
+    (dict(stack="hf", loss="chunked"), "full logits"),
+    (dict(stack="hf", activation_offload=True), "no activation offloading"),
+    (dict(stack="hf", optimizer_in_backward=True), "optimizer_in_backward needs"),
+    (dict(stack="hf", grad_checkpointing="selective"), "no selective checkpointing"),
+    (dict(stack="axolotl", grad_checkpointing="full", checkpoint_every=2), "every decoder layer"),
+    (dict(stack="pytorch", optimizer_in_backward=True, grad_accum_steps=4), "cannot accumulate"),
+    (dict(stack="torchtune", loss="full", loss_chunks=4), "loss_chunks applies"),
+    (dict(stack="torchtitan", checkpoint_every=2), "grad_checkpointing full"),
+    (dict(stack="unsloth", task="infer"), "training stack"),
+    (dict(stack="tourchtune"), "stack"),
+    (dict(stack="torchtune", transformers_version="4.39"), "its own code"),
+    (dict(stack="pytorch", grad_checkpointing="selective"), "no selective checkpointing policy"),
     (dict(transformers_version="4.39-dev"), "transformers_version takes a release number like 4.38.2"),
 ])
 def test_what_a_framework_cannot_run_is_one_sentence(fields, message):
@@ -114,15 +114,15 @@ def test_what_a_framework_cannot_run_is_one_sentence(fields, message):
 
 
 def test_every_stack_is_described():
-    assert set(RECIPES) == set(FRAMEWORKS) | set(SCALE_FRAMEWORKS)
+    assert set(RECIPES) == set(STACK_NAMES) | set(SCALE_STACKS)
     for stack in RECIPES.values():
         assert stack.title and stack.logs and stack.logs_level in ("allocated", "reserved")
         assert stack.fsdp in (None, "fsdp1", "fsdp2")
 
 
 def test_the_result_names_the_framework_and_every_technique():
-    r = estimate({**BASE, "method": "qlora", "framework": "hf"}, advise=False)
-    for key in ("framework", "loss", "loss_chunks", "activation_offload", "compile", "optimizer_in_backward",
+    r = estimate({**BASE, "method": "qlora", "stack": "hf"}, advise=False)
+    for key in ("stack", "loss", "loss_chunks", "activation_offload", "compile", "optimizer_in_backward",
                 "adapter_dtype", "grad_checkpointing", "checkpoint_every", "precision", "qlora_fp32_upcast"):
         assert key in r.scenario
     assert r.scenario["grad_checkpointing"] == "full"
@@ -130,7 +130,7 @@ def test_the_result_names_the_framework_and_every_technique():
     assert "grad_checkpointing full (peft's prepare_model_for_kbit_training" in said
     assert "adapter_dtype fp32" in said
     infer = estimate({"model": "llama-3.1-8b", "task": "infer"}, advise=False).scenario
-    assert "loss" not in infer and "adapter_dtype" not in infer and infer["framework"] == "hf"
+    assert "loss" not in infer and "adapter_dtype" not in infer and infer["stack"] == "hf"
 
 
 def gpuplan(*args: str) -> subprocess.CompletedProcess:
@@ -139,22 +139,22 @@ def gpuplan(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_cli_flags_and_files_take_the_framework(tmp_path):
-    flags = ["--model", "llama-3.1-8b", "--task", "train", "--method", "lora", "--framework", "torchtune", "--json"]
+    flags = ["--model", "llama-3.1-8b", "--task", "train", "--method", "lora", "--stack", "torchtune", "--json"]
     done = gpuplan("estimate", *flags)
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)["scenario"]
-    assert (data["framework"], data["precision"], data["loss"], data["loss_chunks"]) == ("torchtune", "bf16-true",
+    assert (data["stack"], data["precision"], data["loss"], data["loss_chunks"]) == ("torchtune", "bf16-true",
                                                                                         "chunked", 8)
     job = tmp_path / "job.yaml"
     job.write_text("model: llama-3.1-8b\ntask: train\nmethod: lora\nframework: unsloth\n")
     s = load_scenario(job, {"compile": "true"})
-    assert (s.framework, s.loss, s.activation_offload, s.compile) == ("unsloth", "fused-linear", True, True)
-    bad = gpuplan("estimate", "--model", "llama-3.1-8b", "--task", "train", "--method", "lora", "--framework",
+    assert (s.stack, s.loss, s.activation_offload, s.compile) == ("unsloth", "fused-linear", True, True)
+    bad = gpuplan("estimate", "--model", "llama-3.1-8b", "--task", "train", "--method", "lora", "--stack",
                   "torchtitan")
     assert bad.returncode == 2 and "no LoRA" in bad.stderr and "Traceback" not in bad.stderr
 
 
-# ---- the stacks as fixes: estimate's advice, recommend --any-framework, speed ------------------------------------
+# ---- the stacks as fixes: estimate's advice, recommend --any-stack, speed ------------------------------------
 def test_advice_offers_stacks_and_techniques_with_saving_and_speed():
     """Llama-3.1-8B LoRA at 8k tokens does not fit a 24 GB card with the HF Trainer (the fp32 logits alone are
     8192 x 128,256 x 4 B = 3.9 GiB, saved next to two more copies in the backward); other stacks' defaults and the
@@ -162,7 +162,7 @@ def test_advice_offers_stacks_and_techniques_with_saving_and_speed():
     r = estimate({**BASE, "method": "lora", "seq_len": 8192, "gpu": "rtx-4090"})
     assert r.memory.fits is False
     by_field = {tuple(sorted(s.fields.items())): s for s in r.suggestions}
-    unsloth = by_field[(("framework", "unsloth"),)]
+    unsloth = by_field[(("stack", "unsloth"),)]
     assert unsloth.fits and unsloth.device_peak_gib < r.memory.device_peak_gib - 40
     # Unsloth's defaults checkpoint (offloaded): the recomputed forward (+1/3 of the GEMMs) against its fused kernels,
     # from the speed model, not a published "2x" (issue 20): between 40 % faster and 40 % slower per step here
@@ -172,7 +172,7 @@ def test_advice_offers_stacks_and_techniques_with_saving_and_speed():
     assert "Unsloth" in unsloth.cost and change and int(change.group(1)) < 40
     fused = by_field[(("loss", "fused-linear"),)]
     assert fused.device_peak_gib < r.memory.device_peak_gib - 15 and "Liger" in fused.cost
-    assert not any(s.fields.get("loss") == "chunked" and "framework" not in s.fields for s in r.suggestions)  # hf
+    assert not any(s.fields.get("loss") == "chunked" and "stack" not in s.fields for s in r.suggestions)  # hf
 
 
 def test_recommend_any_framework_answers_which_stack():
@@ -182,11 +182,11 @@ def test_recommend_any_framework_answers_which_stack():
     s = scenario_from({**BASE, "method": "lora", "seq_len": 8192, "train_tokens": 1e7})
     m = load_model("llama-3.1-8b")
     plain = recommend(s, m, Constraints(gpus=("nvidia-geforce-rtx-4090",), max_gpus=1))
-    assert not plain.setups and any("--any-framework" in c for c in plain.changes)
-    found = recommend(s, m, Constraints(gpus=("nvidia-geforce-rtx-4090",), max_gpus=1, any_framework=True))
+    assert not plain.setups and any("--any-stack" in c for c in plain.changes)
+    found = recommend(s, m, Constraints(gpus=("nvidia-geforce-rtx-4090",), max_gpus=1, any_stack=True))
     assert found.setups
     best = found.setups[0]
-    assert best.scenario.framework != "hf" and best.scenario.framework in best.techniques
+    assert best.scenario.stack != "hf" and best.scenario.stack in best.techniques
     assert "GiB" in best.change and ("faster" in best.change or "slower" in best.change)
     again = estimate(best.scenario.model_copy(update={"gpu": best.gpu_id}), advise=False)
     assert again.memory.device_peak_gib == pytest.approx(best.device_peak_gib, rel=1e-6)
@@ -215,7 +215,7 @@ def test_fsdp2_buffers_by_hand():
     norms of 4,096 each, bf16), of which the peak, in the loss's backward, sees one: the last block, which
     torchtitan leaves unsharded after the forward (the others are resharded and gathered again by their backward);
     one layer's gradient in bf16 and its fp32 copy for the reduce-scatter; the head's gradient in bf16."""
-    mem = estimate({**BASE, "framework": "torchtitan", "num_gpus": 8, "strategy": "fsdp", "seq_len": 8192},
+    mem = estimate({**BASE, "stack": "torchtitan", "num_gpus": 8, "sharding": "fsdp", "seq_len": 8192},
                    advise=False).memory
     r = mem.other
     assert mem.peak_phase == "backward"
@@ -232,8 +232,8 @@ def test_fsdp1_keeps_bitsandbytes_quant_state_whole():
     """QLoRA over FSDP1 on 2 GPUs: bitsandbytes' quant_state (a uint8 absmax per 64 values and an fp32 scale per
     256 absmax) is not a parameter, so each rank keeps all of it: half of it beyond the sharded share. Llama-2-7B:
     32 layers of 4 x 4096^2 + 3 x 4096 x 11008 weights."""
-    r = estimate({"model": "llama-2-7b", "task": "train", "method": "qlora", "framework": "pytorch",
-                  "num_gpus": 2, "strategy": "fsdp1"}, advise=False).memory.other
+    r = estimate({"model": "llama-2-7b", "task": "train", "method": "qlora", "stack": "pytorch",
+                  "num_gpus": 2, "sharding": "fsdp1"}, advise=False).memory.other
     per_layer = 0
     for n in [4096 * 4096] * 4 + [4096 * 11008] * 3:
         blocks = -(-n // 64)
@@ -241,11 +241,11 @@ def test_fsdp1_keeps_bitsandbytes_quant_state_whole():
     key = "bitsandbytes quant_state (FSDP1 does not shard or offload it)"
     assert r[key] * GIB == pytest.approx(32 * per_layer / 2)
     # CPU offload moves the packed shards away, not the quant_state: all of it stays on the GPU
-    offloaded = estimate({"model": "llama-2-7b", "task": "train", "method": "qlora", "framework": "pytorch",
-                          "num_gpus": 2, "strategy": "fsdp1", "offload": "optimizer+params"}, advise=False).memory
+    offloaded = estimate({"model": "llama-2-7b", "task": "train", "method": "qlora", "stack": "pytorch",
+                          "num_gpus": 2, "sharding": "fsdp1", "offload": "optimizer+params"}, advise=False).memory
     assert offloaded.other[key] * GIB == pytest.approx(32 * per_layer) and offloaded.weights_gib == 0
-    fsdp2 = estimate({"model": "llama-2-7b", "task": "train", "method": "qlora", "framework": "pytorch",
-                      "num_gpus": 2, "strategy": "fsdp2"}, advise=False).memory.other
+    fsdp2 = estimate({"model": "llama-2-7b", "task": "train", "method": "qlora", "stack": "pytorch",
+                      "num_gpus": 2, "sharding": "fsdp2"}, advise=False).memory.other
     assert not any("quant_state" in k for k in fsdp2)
 
 
@@ -259,7 +259,7 @@ def test_unsloth_fused_loss_chunk_follows_free_memory():
     from gpuplan.tensors import activations as act
 
     m = load_model("llama-3.1-8b")
-    s = scenario(framework="unsloth", method="qlora", seq_len=65_536)
+    s = scenario(stack="unsloth", method="qlora", seq_len=65_536)
     setup = act.ActivationSetup(tokens=65_536, batch=1, seq=65_536)
     assert STACKS["unsloth"].loss(s, m, setup, False, None).forward == pytest.approx((2 + 4) * 2**30)
     small = STACKS["unsloth"].loss(s, m, setup, False, 2 * 2**30)
@@ -267,10 +267,10 @@ def test_unsloth_fused_loss_chunk_follows_free_memory():
     assert small.saved == 2 * 65_536 * 4096  # grad_inputs, filled in the forward
 
 
-@pytest.mark.parametrize("framework, method", [(f, mth) for f in FRAMEWORKS for mth in ("full", "lora", "qlora")
+@pytest.mark.parametrize("stack, method", [(f, mth) for f in STACK_NAMES for mth in ("full", "lora", "qlora")
                                                if not (f == "torchtitan" and mth != "full")])
-def test_every_stack_breakdown_adds_up(framework, method):
-    m = estimate({**BASE, "framework": framework, "method": method, "seq_len": 1024}, advise=False).memory
+def test_every_stack_breakdown_adds_up(stack, method):
+    m = estimate({**BASE, "stack": stack, "method": method, "seq_len": 1024}, advise=False).memory
     parts = m.weights_gib + m.gradients_gib + m.optimizer_gib + m.activations_gib + m.kv_cache_gib + m.other_gib
     assert parts == pytest.approx(m.allocated_peak_gib)
     assert m.allocated_peak_gib < m.reserved_peak_gib < m.device_peak_gib
@@ -280,7 +280,7 @@ def test_transformers_loss_by_release_by_hand():
     """Llama-2-7B, one sequence of 2,048 tokens, vocabulary 32,000, bf16: TV = 65.5 M logits. Before 4.46 the model
     returns fp32 logits and the loss shifts an fp32 copy (4 + 4 bytes per logit at the log-softmax, whose output,
     4 more, is saved); 4.46-4.48 return bf16 logits, upcast (4) and shift (4) them in the loss; from 4.49 the labels
-    are padded instead (bf16 2 + fp32 4). A loop that keeps ``output`` (framework pytorch) holds the output logits
+    are padded instead (bf16 2 + fp32 4). A loop that keeps ``output`` (stack pytorch) holds the output logits
     to the end of the optimizer step instead of dropping them when the loss returns."""
     from gpuplan.model.catalog import load_model
     from gpuplan.stacks.base import release, transformers_logits
@@ -300,7 +300,7 @@ def test_transformers_loss_by_release_by_hand():
     assert scenario(method="lora").transformers_version is None  # the current release unless given
     # in the estimate: the held fp32 logits are still there at the optimizer step (LoRA, no offload)
     old = dict(model="llama-2-7b", method="lora", lora_rank=64, seq_len=2048, transformers_version="4.39")
-    step = {fw: estimate({**BASE, **old, "framework": fw}, advise=False).memory.phases_gib["optimizer_step"]
+    step = {fw: estimate({**BASE, **old, "stack": fw}, advise=False).memory.phases_gib["optimizer_step"]
             for fw in ("hf", "pytorch")}
     assert (step["pytorch"] - step["hf"]) * GIB == pytest.approx(4 * TV)
 
@@ -315,7 +315,7 @@ def test_fsdp1_offload_adds_the_pre_unshard_streams_shards_by_hand():
     from gpuplan.tensors.breakdown import Estimate
 
     m = load_model("llama-2-7b")
-    fields = dict(model="llama-2-7b", framework="pytorch", method="lora", num_gpus=2, strategy="fsdp1")
+    fields = dict(model="llama-2-7b", stack="pytorch", method="lora", num_gpus=2, sharding="fsdp1")
     pools = {off: SHARDINGS["fsdp1"].fragmentation(scenario(**fields, offload=off), m, STACKS["pytorch"], Estimate())
              for off in ("none", "optimizer+params")}
     unit = 2 * (4 * 4096**2 + 3 * 4096 * 11008)
@@ -336,14 +336,14 @@ def test_op_sac_recomputes_every_second_matmul_and_no_attention():
     from gpuplan.speed.work import elementwise_s, linears_s
 
     m, gpu = load_model("llama-3.1-8b"), load_gpu("h100-sxm")
-    common = {**BASE, "framework": "torchtitan", "gpu": "h100-sxm", "seq_len": 4096}
+    common = {**BASE, "stack": "torchtitan", "gpu": "h100-sxm", "seq_len": 4096}
     none, sac = (estimate({**common, "grad_checkpointing": g}, advise=False).speed for g in ("none", "selective"))
     again = linears_s(m, gpu, "bf16", 4096, targets=frozenset({"k_proj", "o_proj", "up_proj"}))
     assert sac.parts_s["gemm"] - none.parts_s["gemm"] == pytest.approx(again, rel=1e-9)
     assert sac.parts_s["attention"] == pytest.approx(none.parts_s["attention"], rel=1e-12)
     assert sac.parts_s["elementwise"] - none.parts_s["elementwise"] == pytest.approx(
         elementwise_s(m, gpu, 4096), rel=1e-9)
-    flops = {g: training_flops_per_token(scenario(framework="torchtitan", seq_len=4096, grad_checkpointing=g), m)
+    flops = {g: training_flops_per_token(scenario(stack="torchtitan", seq_len=4096, grad_checkpointing=g), m)
              for g in ("none", "selective")}
     assert flops["selective"] - flops["none"] == 2 * 32 * 4096 * (1024 + 4096 + 14336)
 
@@ -358,12 +358,12 @@ def test_checkpoint_every_recomputes_one_layer_in_n():
     from gpuplan.speed.work import linears_s
 
     m, gpu = load_model("llama-3.1-8b"), load_gpu("h100-sxm")
-    common = {**BASE, "framework": "torchtitan", "gpu": "h100-sxm", "seq_len": 4096}
+    common = {**BASE, "stack": "torchtitan", "gpu": "h100-sxm", "seq_len": 4096}
     none = estimate({**common, "grad_checkpointing": "none"}, advise=False).speed
     every4 = estimate({**common, "grad_checkpointing": "full", "checkpoint_every": 4}, advise=False).speed
     assert every4.parts_s["gemm"] - none.parts_s["gemm"] == pytest.approx(
         linears_s(m, gpu, "bf16", 4096) / 4, rel=1e-9)
-    s = scenario(framework="torchtitan", seq_len=4096, grad_checkpointing="full", checkpoint_every=4)
+    s = scenario(stack="torchtitan", seq_len=4096, grad_checkpointing="full", checkpoint_every=4)
     n, attention = matmul_params(m), attention_flops_per_token(m, 4096)
     assert training_flops_per_token(s, m) == pytest.approx(6 * n + 2 * n / 4 + attention * (12 + 4 / 4) / 12)
 
@@ -380,7 +380,7 @@ def test_activation_offload_pcie_round_trip_by_hand():
 
     m, gpu = load_model("llama-3.2-1b"), load_gpu("rtx-4090")
     pcie = intra_node_link(gpu, Network(intra_node="pcie")).bytes_per_s
-    common = {"model": "llama-3.2-1b", "task": "train", "framework": "torchtune", "gpu": "rtx-4090",
+    common = {"model": "llama-3.2-1b", "task": "train", "stack": "torchtune", "gpu": "rtx-4090",
               "seq_len": 2048, "activation_offload": True}
     ckpt = scenario_from({**common, "grad_checkpointing": "full"})
     assert offloaded_activation_bytes(ckpt, m) == (16 - 5) * 2048 * 2048 * 2
@@ -407,7 +407,7 @@ def test_advice_speed_cost_is_the_speed_models_ratio():
     fields = {**BASE, "method": "lora", "seq_len": 8192, "gpu": "rtx-4090"}
     r = estimate(fields)
     m, gpu, s = load_model("llama-3.1-8b"), load_gpu("rtx-4090"), scenario_from(fields)
-    for change in ({"grad_checkpointing": "full"}, {"framework": "unsloth"}, {"loss": "fused-linear"}):
+    for change in ({"grad_checkpointing": "full"}, {"stack": "unsloth"}, {"loss": "fused-linear"}):
         cost = next(x.cost for x in r.suggestions if x.fields == change)
         ratio = training_speed(s, m, gpu).tokens_per_s / training_speed(s.model_copy(update=change), m,
                                                                         gpu).tokens_per_s

@@ -22,7 +22,7 @@ from gpuplan.stacks import torchao_nf4 as nf4
 from gpuplan.stacks.torchtune_step import replay, replay_step
 
 GB = 1e9 / 2**30  # the tutorial and the README print torch's bytes / 1e9
-BASE = dict(model="llama-2-7b", task="train", framework="torchtune", micro_batch_size=2, seq_len=512,
+BASE = dict(model="llama-2-7b", task="train", stack="torchtune", micro_batch_size=2, seq_len=512,
             grad_checkpointing="full", precision="bf16-true", attention="sdpa", optimizer="adamw",
             optimizer_impl="foreach", loss="full", torchtune_version="0.1.0")
 QLORA = dict(BASE, method="qlora", lora_rank=8, lora_targets="all-linear")
@@ -87,7 +87,7 @@ def test_chunked_quantization_has_no_init_peak():
 @pytest.mark.parametrize("row, published, fields", [
     ("full, low memory, 1x 4090", 14.97, dict(method="full", gpu="rtx-4090", optimizer="paged-adamw-8bit",
                                               optimizer_in_backward=True)),
-    ("full, FSDP1, 4x 4090", 22.9, dict(method="full", gpu="rtx-4090", num_gpus=4, strategy="fsdp1")),
+    ("full, FSDP1, 4x 4090", 22.9, dict(method="full", gpu="rtx-4090", num_gpus=4, sharding="fsdp1")),
 ])
 def test_readme_2024_04_table_reserved(row, published, fields):
     mem = estimate({**BASE, **fields}, advise=False).memory
@@ -95,9 +95,9 @@ def test_readme_2024_04_table_reserved(row, published, fields):
 
 
 @pytest.mark.parametrize("fields, words", [
-    (dict(strategy="fsdp"), "wrapped its distributed recipes in FSDP1"),
-    (dict(strategy="fsdp1", torchtune_version=None), "FSDP2 only"),
-    (dict(framework="hf", precision="bf16-mixed"), "torchtune_version applies to framework torchtune"),
+    (dict(sharding="fsdp"), "wrapped its distributed recipes in FSDP1"),
+    (dict(sharding="fsdp1", torchtune_version=None), "FSDP2 only"),
+    (dict(stack="hf", precision="bf16-mixed"), "torchtune_version applies to stack torchtune"),
     (dict(torchtune_version="latest"), "release number like 0.1.1 or 0.6"),
 ])
 def test_torchtune_version_refusals(fields, words):

@@ -14,7 +14,7 @@ import pytest
 
 from gpuplan import estimate
 
-BASE = dict(task="train", framework="torchtune", micro_batch_size=2, seq_len=2048, grad_checkpointing="full",
+BASE = dict(task="train", stack="torchtune", micro_batch_size=2, seq_len=2048, grad_checkpointing="full",
             precision="bf16-true", attention="sdpa", compile=True, optimizer="adamw", optimizer_impl="fused",
             loss="chunked")
 ROWS = [  # (row, published GiB, scenario)
@@ -25,11 +25,11 @@ ROWS = [  # (row, published GiB, scenario)
     ("8B QLoRA, 1x 4090", 7.4, dict(model="llama-3.1-8b", gpu="rtx-4090", method="qlora", lora_rank=8,
                                     lora_targets="all-linear")),
     ("70B LoRA, 8x A100", 27.6, dict(model="llama-3.1-70b", gpu="a100-sxm4-80gb", method="lora", lora_rank=16,
-                                     lora_targets=["q_proj", "k_proj", "v_proj"], num_gpus=8, strategy="fsdp")),
+                                     lora_targets=["q_proj", "k_proj", "v_proj"], num_gpus=8, sharding="fsdp")),
     # the config's batch 1: at batch 2 the NF4 shard, the unsharded root (with the head) and the checkpoints alone
     # pass the published 44.8 (torchtune logs GiB; the table prints 'GB' on this row only)
     ("405B QLoRA, 8x A100", 44.8, dict(model="llama-3.1-405b", gpu="a100-sxm4-80gb", method="qlora", lora_rank=16,
-                                       lora_targets="all-linear", num_gpus=8, strategy="fsdp", micro_batch_size=1,
+                                       lora_targets="all-linear", num_gpus=8, sharding="fsdp", micro_batch_size=1,
                                        loss="full")),
 ]
 

@@ -26,10 +26,10 @@ HF = [("llama-3.1-8b", 12, 932), ("llama-3.1-8b", 16, 2_551), ("llama-3.1-8b", 2
       ("llama-3.1-8b", 40, 12_264), ("llama-3.1-8b", 48, 15_502), ("llama-3.3-70b", 80, 6_916)]
 
 
-def scenario(model: str, gb: int, framework: str, seq_len: int) -> dict:
-    out = dict(model=model, task="train", framework=framework, method="qlora", quant="nf4", lora_rank=32,
+def scenario(model: str, gb: int, stack: str, seq_len: int) -> dict:
+    out = dict(model=model, task="train", stack=stack, method="qlora", quant="nf4", lora_rank=32,
                lora_targets="all-linear", micro_batch_size=1, seq_len=seq_len, gpu=CARDS[gb])
-    if framework == "hf":
+    if stack == "hf":
         out.update(grad_checkpointing="full", attention="flash", transformers_version="4.47")
     return out
 

@@ -34,9 +34,9 @@ SCENARIOS = [
     {"model": "llama-3.1-8b", "task": "train", "method": "qlora", "gpu": "rtx-4090"},
     {"model": "llama-3.1-8b", "task": "train", "method": "lora", "gpu": "h100-sxm", "train_tokens": 1e8,
      "grad_checkpointing": "full"},
-    {"model": "llama-3.1-8b", "task": "train", "gpu": "h100-sxm", "num_gpus": 8, "strategy": "zero3",
+    {"model": "llama-3.1-8b", "task": "train", "gpu": "h100-sxm", "num_gpus": 8, "sharding": "zero3",
      "micro_batch_size": 4, "train_tokens": 2e8},
-    {"model": "llama-3.1-8b", "task": "train", "gpu": "h100-sxm", "num_gpus": 4, "strategy": "ddp",
+    {"model": "llama-3.1-8b", "task": "train", "gpu": "h100-sxm", "num_gpus": 4, "sharding": "ddp",
      "precision": "bf16-true", "optimizer": "adamw-8bit"},
     {"model": "gemma-2-9b", "task": "train", "method": "lora", "gpu": "nvidia-a100-sxm4-80gb", "seq_len": 4096,
      "train_tokens": 2e8, "pricing": "spot"},
@@ -290,7 +290,7 @@ def test_formula_accuracy_links_point_at_readme_tables(client):
 
 def test_defaults_in_force_are_said(client):
     defaults = client.post("/api/explain", json={"model": "llama-3.1-8b", "task": "train"}).json()["defaults"]
-    assert "optimizer adamw (default)" in defaults and "strategy single (from the GPU count)" in defaults
+    assert "optimizer adamw (default)" in defaults and "sharding single (from the GPU count)" in defaults
     assert "precision bf16-mixed (the hf recipe's default)" in defaults
     assert not any(d.startswith(("batch size", "engine")) for d in defaults)  # inference fields do not apply
 
@@ -334,14 +334,19 @@ def test_fit_grid_is_fits_only_on_every_card(client):
 
 def test_fit_grid_takes_each_cards_defaults_as_estimate_does(client):
     """A card without bf16 (T4, V100, Apple silicon) runs fp16, as `gpuplan estimate` resolves it: the grid's cell
-    is the estimate's verdict and peak, not a refusal to set precision (the grid skipped that default)."""
+    is the estimate's verdict and peak, not a refusal to set precision (the grid skipped that default). vLLM has no
+    Metal backend: its Apple cells carry the refusal estimate gives (issue 31)."""
     fields = {"model": "qwen2.5-1.5b", "task": "infer", "engine": "vllm"}
     grid = client.post("/api/fit-grid", json={"scenario": fields}).json()
-    for name in ("t4", "v100-sxm2-32gb", "apple-m3-ultra"):
+    for name in ("t4", "v100-sxm2-32gb"):
         plan = gpuplan.estimate({**fields, "gpu": name})
         cell = next(r for r in grid["rows"] if r["gpu_id"] == plan.gpu.id)["cells"][0]
         assert cell["reason"] == "" and cell["fits"] is plan.memory.fits, (name, cell)
         assert cell["device_peak_gib"] == pytest.approx(plan.memory.device_peak_gib)
+    apple = next(r for r in grid["rows"] if r["gpu_id"] == "apple-m3-ultra")["cells"][0]
+    assert "no Metal backend" in apple["reason"] and not apple["fits"]
+    plan = gpuplan.estimate({**fields, "engine": "llama.cpp", "gpu": "apple-m3-ultra"})
+    assert plan.memory.fits
 
 
 def test_fit_grid_counts_vllm_requests_and_llama_cpp_layers(client):
@@ -371,13 +376,13 @@ def test_form_lists_every_scenario_field(client):
     fields = {f["name"]: f for f in form["fields"]}
     assert set(fields) == set(Scenario.model_fields)
     assert fields["task"]["choices"] == ["train", "infer"] and fields["task"]["required"]
-    assert fields["strategy"]["optional"] and "zero3" in fields["strategy"]["choices"]
+    assert fields["sharding"]["optional"] and "zero3" in fields["sharding"]["choices"]
     assert (fields["micro_batch_size"]["kind"], fields["micro_batch_size"]["minimum"]) == ("int", 1)
     assert fields["lora_dropout"]["exclusive_maximum"] and fields["train_tokens"]["kind"] == "float"
     assert fields["lora_targets"]["kind"] == "list" and fields["include_low_confidence"]["kind"] == "bool"
-    # unset, true or false: a framework default stays expressible
+    # unset, true or false: a stack default stays expressible
     upcast = fields["qlora_fp32_upcast"]
     assert (upcast["kind"], upcast["choices"], upcast["optional"]) == ("choice", ["true", "false"], True)
-    assert fields["framework"]["group"] == "main" and "torchtune" in fields["framework"]["choices"]
+    assert fields["stack"]["group"] == "main" and "torchtune" in fields["stack"]["choices"]
     assert fields["batch_size"]["task"] == "infer" and fields["seq_len"]["task"] == "train"
     assert "nf4" in form["quants"] and "runpod" in form["providers"]

@@ -47,6 +47,7 @@ _HOMES = {
     "Plan": "..plan.plan", "Recommendation": "..plan.recommend", "Setup": "..plan.recommend",
     "Scenario": "..scenario", "load_scenario": "..scenario", "scenario_from": "..scenario",
     "describe": "..scenario.describe", "load_model": "..model.catalog", "Workload": "..serving.workload",
+    "lengths_words": "..serving.workload",
     "Deployment": "..plan.capacity",
     "Explanation": "..explain.formula", "FitGrid": "..explain.grid", "Export": "..explain.export",
     "FieldSpec": "..explain.forms", "Axis": "..explain.grid",
@@ -65,4 +66,13 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *__all__})
 
 
-__all__ = sorted(_HOMES)
+# the public API (what `from gpuplan.api import *` gives, and what its fuzz test calls): the questions and the types
+# of their answers; the other names of _HOMES are the faces' words (a model's short names, a card's, the resolved
+# line, the form's fields) and checks, importable by name
+__all__ = sorted([
+    "estimate", "recommend", "fit", "cost", "capacity", "launch", "ranked_launch", "models", "model", "gpus",
+    "gpus_compare", "prices", "prices_update", "table", "buy", "simulate", "probe", "calibrate", "calibrate_serving",
+    "explain", "fit_grid", "export",
+    "Plan", "Recommendation", "Setup", "Scenario", "FitReport", "CostTable", "CapacityReport", "Deployment",
+    "Workload", "LaunchReport", "LaunchFileInfo", "Prices", "PriceUpdate", "GuideTable", "BuyReport",
+    "SimulationReport", "Record", "ServingCalibration", "Explanation", "FitGrid", "Export"])

@@ -97,7 +97,11 @@ def gpus_compare(names: list[str], notes: list[str] | None = None) -> list[dict[
     ``notes``."""
     from ..hardware import resolve_gpu
     from ..plan.gpus import cheapest_rentals, gpu_row
+    from .arguments import names_of
 
+    names = names_of(names, "names")
+    if not names:
+        raise GpuplanError("gpus compare needs the cards to compare: two or more names (4090 a6000)")
     resolved = [resolve_gpu(n) for n in names]  # every name checked before anything is answered
     if notes is not None:
         notes += [note for _, note in resolved if note]
@@ -118,7 +122,7 @@ def short_gpu(gpu_id: str) -> str:
     """The shortest name that still means this card, for table cells (``nvidia-geforce-rtx-4090`` -> ``rtx-4090``)."""
     from ..hardware import short_id
 
-    return short_id(gpu_id)
+    return short_id(gpu_id) if isinstance(gpu_id, str) else str(gpu_id)
 
 
 def gpu_name(gpu: str) -> str:
@@ -259,7 +263,7 @@ def table(*, catalogs: tuple[str, ...] = (), cheapest: bool = True) -> GuideTabl
             found = getattr(r, key)
             best = found.setups[0] if found and found.setups else None
             raw[key] = None if best is None else {
-                "gpu": best.gpu_id, "num_gpus": best.num_gpus, "strategy": best.strategy,
+                "gpu": best.gpu_id, "num_gpus": best.num_gpus, "sharding": best.sharding,
                 "techniques": best.techniques, "offer": best.offer, "usd_per_hour": best.usd_per_hour,
                 "device_peak_gib": best.device_peak_gib}
         rows.append(raw)

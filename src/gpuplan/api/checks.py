@@ -15,6 +15,7 @@ from pydantic import ConfigDict, Field
 
 from ..errors import GpuplanError
 from ..result import Answer, MemoryReport, finite
+from . import arguments as arg
 from .arguments import scenario_of
 
 
@@ -91,14 +92,28 @@ def calibrate(records: Iterable[str | Path | dict[str, Any]]) -> Record:
     from ..sim.probe import calibrate as report
     from ..sim.probe import read_record
 
-    return Record(**report([r if isinstance(r, dict) else read_record(r) for r in records]))
+    if isinstance(records, (str, Path, dict)):
+        records = [records]
+    if isinstance(records, bytes) or not hasattr(records, "__iter__"):
+        raise GpuplanError(f"calibrate takes probe records: paths or records, not {type(records).__name__}")
+    taken = []
+    for r in records:
+        if isinstance(r, dict):
+            taken.append(r)
+        elif isinstance(r, (str, Path)):
+            taken.append(read_record(arg.path(r, "records")))
+        else:
+            raise GpuplanError(f"calibrate takes probe records: paths or records, not {type(r).__name__}")
+    if not taken:
+        raise GpuplanError("calibrate needs at least one probe record (written by gpuplan probe)")
+    return Record(**report(taken))
 
 
 class ServingCalibration(Answer):
     """``calibrate-serving``'s answer: the corrections (``calibration``, what ``capacity --calibration`` reads),
     each run's error before and after them on its held-out requests, and notes."""
 
-    calibration: dict[str, float]
+    calibration: dict[str, Any]  # compute, memory, overhead multipliers and their source
     runs: list[dict[str, Any]]
     notes: list[str] = Field(default_factory=list)
 
@@ -118,6 +133,16 @@ def calibrate_serving(results: Iterable[str | Path], *, model: str, gpu: str, tp
     from ..scenario import scenario_from
     from ..serving.calibrate import deployment, fit, read_results, save_calibration
 
+    if isinstance(results, (str, Path)):
+        results = [results]
+    if isinstance(results, (bytes, dict)) or not hasattr(results, "__iter__"):
+        raise GpuplanError(f"calibrate-serving takes result files, not {type(results).__name__}")
+    results = [arg.path(r, "results") for r in results]
+    if not results:
+        raise GpuplanError("calibrate-serving needs benchmark result files (vllm bench serve, GuideLLM, AIPerf)")
+    model, gpu = arg.text(model, "model"), arg.text(gpu, "gpu")
+    tp = arg.count(tp, "tp", most=64)
+    out = arg.path(out, "out", optional=True)
     runs = [r for path in results for r in read_results(path)]
     g, m = load_gpu(gpu), load_model(model)
     s = scenario_from(dict(model=model, task="infer", engine="vllm", gpu=g.id, tp=tp, num_gpus=tp))

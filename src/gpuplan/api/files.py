@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from ..errors import GpuplanError
 from ..result import Answer
 from . import arguments as arg
 from .arguments import ScenarioLike, names_of, scenario_of
@@ -83,8 +84,14 @@ def ranked_launch(setup, *, have: Iterable[str | tuple[str, int]] = (), folder: 
     the user's own cards (``have``: ``"2x3090"`` or ``(gpu id, count)``, as recommend took them) priced by power
     alone: ``recommend --launch N``."""
     from ..launchers import launch_plan
-    from ..plan.recommend import parse_have
+    from ..plan.recommend import Setup, parse_have
 
+    if not isinstance(setup, Setup):
+        raise GpuplanError(f"ranked_launch takes a setup recommend ranked (its answer's setups or owned), not "
+                           f"{type(setup).__name__}")
+    have = names_of(have, "have", pairs=True)
+    folder, force = check_launch((), folder)[1], arg.flag(force, "force")
+    command = arg.text(command, "command")
     x = setup
     if x.owned:
         owned = dict(parse_have(h) if isinstance(h, str) else h for h in have).get(x.gpu_id, x.num_gpus)

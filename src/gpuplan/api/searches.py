@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import Field
 
-from ..errors import GpuplanError, UnknownNameError
+from ..errors import GpuplanError, UnknownNameError, renamed
 from ..hardware import resolve_gpu
 from ..market.cost import Cost
 from ..model.catalog import load_model
@@ -52,12 +52,18 @@ def provider_names(names: Iterable[str]) -> tuple[str, ...]:
 def recommend(scenario: ScenarioLike, *, budget_usd: float | None = None, deadline_hours: float | None = None,
               max_gpus: int = 8, gpus: Iterable[str] = (), providers: Iterable[str] = (),
               have: Iterable[str | tuple[str, int]] = (), min_headroom: float = 0.0, objective: str = "cost",
-              top: int = 10, any_method: bool = False, any_quant: bool = False, any_framework: bool = False,
-              catalogs: Iterable[str] = (), per_gpu: bool = False) -> Recommendation:
+              top: int = 10, any_method: bool = False, any_quant: bool = False, any_stack: bool = False,
+              catalogs: Iterable[str] = (), per_gpu: bool = False, any_framework: bool | None = None
+              ) -> Recommendation:
     """Which GPUs, how many, where: every setup that fits, ranked by ``objective`` (cost, time or balanced), your
     own cards (``have``: ``"2x3090"`` or ``("nvidia-geforce-rtx-3090", 2)``) in their own list: ``gpuplan
-    recommend``. ``min_headroom`` is a fraction of the card's usable memory (0.1 for 10 %)."""
+    recommend``. ``min_headroom`` is a fraction of the card's usable memory (0.1 for 10 %). ``any_framework``:
+    the old name of ``any_stack`` (said once, still read)."""
     from ..plan.recommend import Constraints, parse_have
+
+    if any_framework is not None:
+        renamed("any_framework", "argument")
+        any_stack = any_stack or arg.flag(any_framework, "any_framework")
     from ..plan.recommend import recommend as search
 
     budget_usd = arg.amount(budget_usd, "budget_usd", above=True, optional=True)
@@ -66,8 +72,8 @@ def recommend(scenario: ScenarioLike, *, budget_usd: float | None = None, deadli
     min_headroom = arg.amount(min_headroom, "min_headroom", most=0.99)
     top = arg.count(top, "top", most=10_000)
     objective = arg.text(objective, "objective", choices=("cost", "time", "balanced"))
-    any_method, any_quant, any_framework, per_gpu = (arg.flag(v, k) for k, v in (
-        ("any_method", any_method), ("any_quant", any_quant), ("any_framework", any_framework),
+    any_method, any_quant, any_stack, per_gpu = (arg.flag(v, k) for k, v in (
+        ("any_method", any_method), ("any_quant", any_quant), ("any_stack", any_stack),
         ("per_gpu", per_gpu)))
     catalogs = tuple(names_of(catalogs, "catalogs"))
     s = scenario_of(scenario)
@@ -78,7 +84,7 @@ def recommend(scenario: ScenarioLike, *, budget_usd: float | None = None, deadli
     c = Constraints(budget_usd=budget_usd, deadline_hours=deadline_hours, max_gpus=max_gpus,
                     gpus=gpu_ids(gpus, notes), providers=provider_names(providers), pricing=s.pricing, have=owned,
                     min_headroom=min_headroom, objective=objective, top=top, any_method=any_method,
-                    any_quant=any_quant, any_framework=any_framework, catalogs=catalogs, per_gpu=per_gpu)
+                    any_quant=any_quant, any_stack=any_stack, catalogs=catalogs, per_gpu=per_gpu)
     result = search(s, m, c)
     result.defaults = [*notes, *result.defaults]
     return result

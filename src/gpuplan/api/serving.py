@@ -13,7 +13,7 @@ from ..model.catalog import load_model
 from ..plan.capacity import Deployment, shown
 from ..result import Answer
 from ..scenario import scenario_from
-from ..serving.workload import Workload
+from ..serving.workload import DEFAULT_SPREAD, Workload
 from . import arguments as arg
 from .arguments import names_of
 
@@ -34,7 +34,9 @@ def capacity(model: str, workload: str | Path | Mapping[str, Any] | None = None,
     """For every GPU type x count x tensor parallelism that holds ``model`` in vLLM, the highest request rate that
     meets the workload's SLOs, the cheapest offer and the price per million tokens: ``gpuplan capacity``.
     ``workload`` is a YAML file or a dict of :class:`~gpuplan.serving.workload.Workload` fields; flat fields
-    (``rate_rps``, ``prompt_tokens``, ``ttft_s``...) override it. Needs numpy (the ``serving`` extra)."""
+    (``rate_rps``, ``prompt_tokens``, ``ttft_s``...) override it. Lengths given as ``prompt_tokens`` and
+    ``output_tokens`` are means, each request's drawn within ``length_spread`` (default 0.5: +-50 %; 0 keeps them
+    fixed, which puts a closed loop in lockstep). Needs numpy (the ``serving`` extra)."""
     try:
         import numpy  # noqa: F401
     except ImportError:
@@ -53,6 +55,9 @@ def capacity(model: str, workload: str | Path | Mapping[str, Any] | None = None,
     kv_cache_dtype = arg.text(kv_cache_dtype, "kv_cache_dtype", optional=True)
     calibration = arg.path(calibration, "calibration", optional=True)
     ids = tuple(load_gpu(g).id for g in names_of(gpus, "gpus") if g.strip())
+    if workload_fields.get("length_spread") is None and (workload_fields.get("prompt_tokens") is not None
+                                                        or workload_fields.get("output_tokens") is not None):
+        workload_fields["length_spread"] = DEFAULT_SPREAD  # lengths given as means are spread (lockstep)
     if isinstance(workload, Mapping):
         w = load_workload(None, {**workload, **workload_fields})
     elif workload is None or isinstance(workload, (str, Path)):

@@ -6,8 +6,9 @@ One module per group of commands; importing them registers their commands on :da
 from __future__ import annotations
 
 import sys
+import warnings
 
-from ..errors import GpuplanError, cut_echoes
+from ..errors import GpuplanError, RenamedWarning, cut_echoes
 from . import capacity, check, estimate, launch, market, models, plan, prices, serve  # noqa: F401 (commands)
 from .app import app
 from .render import err
@@ -27,7 +28,19 @@ def error_line(message: str) -> str:
 
 def run(args: list[str] | None = None) -> int:
     """Run the CLI on ``args`` (default: sys.argv) and return the exit code: 0, 2 for bad input or usage
-    (one line on stderr), 3 for ``estimate --check`` when the job does not fit."""
+    (one line on stderr), 3 for ``estimate --check`` when the job does not fit. An old name used (``--framework``
+    for ``--stack``) is said in one note on stderr after the answer."""
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always", RenamedWarning)
+        code = _run(args)
+    if code == 0:
+        for w in said:
+            if issubclass(w.category, RenamedWarning):
+                err.print(f"note: {w.message}", markup=False, highlight=False, soft_wrap=True)
+    return code
+
+
+def _run(args: list[str] | None) -> int:
     try:
         code = app(args=args, standalone_mode=False, prog_name="gpuplan")
     except GpuplanError as e:

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from .._version import __version__
+from ..errors import GpuplanError, renamed
 from .render import follow_columns, out, write_json
 
 app = typer.Typer(
@@ -88,10 +89,14 @@ FIELD_HELP = {
     "output_tokens": "generated tokens per request (serve)", "kv_cache_dtype": "KV cache storage (serve)",
     "engine": "serving engine: memory policies differ", "gpu_memory_utilization": "share of the card vLLM takes",
     "max_num_batched_tokens": "vLLM's prefill chunk", "gpu": "GPU name or id (`gpuplan gpus`)",
-    "num_gpus": "GPUs per node", "num_nodes": "nodes", "strategy": "data parallel strategy (train); fsdp = zero3",
+    "num_gpus": "GPUs per node", "num_nodes": "nodes", "sharding": "data parallel strategy (train); fsdp = zero3",
     "tp": "tensor parallel degree", "pp": "pipeline stages (serve: layers split over GPUs)",
     "offload": "training states kept in CPU memory", "pricing": "offers to price on",
 }
+
+
+# Scenario fields with a second, shorter flag: the names the benchmark clients and `gpuplan capacity` use.
+FLAG_ALIASES = {"rate_rps": "--rate", "think_time_s": "--think-time"}
 
 
 def scenario_options() -> list[inspect.Parameter]:
@@ -121,12 +126,33 @@ def scenario_options() -> list[inspect.Parameter]:
         params.append(inspect.Parameter(
             name, inspect.Parameter.KEYWORD_ONLY, default=None,
             annotation=Annotated[kind | None, typer.Option(  # type: ignore[operator]
-                f"--{name.replace('_', '-')}", help=helptext.strip(), metavar=metavar, show_default=False,
+                f"--{name.replace('_', '-')}", *([FLAG_ALIASES[name]] if name in FLAG_ALIASES else []),
+                help=helptext.strip(), metavar=metavar, show_default=False,
                 rich_help_panel="Scenario fields", **extra)]))
     return params
 
 
+# flags renamed with their fields (issue 30): still read, hidden from --help, said once on stderr
+OLD_FLAGS = {"framework": "stack", "strategy": "sharding"}
+
+
+def old_flags(skip: tuple[str, ...] = ()) -> list[inspect.Parameter]:
+    """Hidden options for the old names of the scenario's renamed fields (``--framework``, ``--strategy``)."""
+    return [inspect.Parameter(old, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[
+        str | None, typer.Option(f"--{old}", hidden=True, help=f"old name of --{new}")])
+        for old, new in OLD_FLAGS.items() if new not in skip]
+
+
 def overrides(fields: dict[str, Any]) -> dict[str, Any]:
+    fields = dict(fields)
+    for old, new in OLD_FLAGS.items():
+        if fields.get(old) is None:
+            fields.pop(old, None)
+            continue
+        if fields.get(new) is not None and fields[new] != fields[old]:
+            raise GpuplanError(f"give --{new} or its old name --{old}, not both")
+        renamed(old, "flag")
+        fields[new] = fields.pop(old)
     out: dict[str, Any] = {k: v for k, v in fields.items() if v is not None}
     if "lora_targets" in out and out["lora_targets"] != "all-linear":
         out["lora_targets"] = [t.strip() for t in out["lora_targets"].split(",") if t.strip()]
@@ -158,5 +184,6 @@ def scenario_command(name: str, fn, *extra: inspect.Parameter, skip: tuple[str, 
         inspect.Parameter("as_json", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=JsonFlag),
         *extra,
         *[p for p in scenario_options() if p.name not in skip],
+        *old_flags(skip),
     ])
     app.command(name)(fn)

@@ -25,8 +25,12 @@ def capacity_cmd(
     think_time: Annotated[float | None, typer.Option("--think-time", help="Closed loop: mean seconds a user waits "
                                                      "between a reply and the next request [default 0].")] = None,
     preset: Annotated[str | None, typer.Option(help="Lengths: chat, summarize, generate, balanced, rag, code.")] = None,
-    prompt_tokens: Annotated[int | None, typer.Option(help="Mean prompt length (fixed).")] = None,
-    output_tokens: Annotated[int | None, typer.Option(help="Mean output length (fixed).")] = None,
+    prompt_tokens: Annotated[int | None, typer.Option(help="Mean prompt length.")] = None,
+    output_tokens: Annotated[int | None, typer.Option(help="Mean output length.")] = None,
+    length_spread: Annotated[float | None, typer.Option(help="Each request's prompt and output lengths drawn "
+                                                        "uniformly within (1 +- spread) x the means (vllm bench "
+                                                        "serve --random-range-ratio); 0: fixed lengths, which keep "
+                                                        "a closed loop in lockstep [default 0.5].")] = None,
     trace: Annotated[str | None, typer.Option(help="Trace: vllm bench serve result, JSON lines, ShareGPT.")] = None,
     ttft: Annotated[float | None, typer.Option(help="SLO: time to first token, seconds.")] = None,
     tpot: Annotated[float | None, typer.Option(help="SLO: time per output token, seconds.")] = None,
@@ -75,7 +79,8 @@ def capacity_cmd(
                           any_quant=any_quant, engine_version=engine_version, kv_cache_dtype=kv_cache_dtype,
                           calibration=calibration, top=top, **dict(
                               rate_rps=rate, users=users, think_s=think_time, preset=preset,
-                              prompt_tokens=prompt_tokens, output_tokens=output_tokens, trace=trace, ttft_s=ttft,
+                              prompt_tokens=prompt_tokens, output_tokens=output_tokens,
+                              length_spread=length_spread, trace=trace, ttft_s=ttft,
                               tpot_s=tpot, e2e_s=e2e, percentile=percentile, burstiness=burstiness,
                               shared_prefix_tokens=shared_prefix))
     plans, w = report.deployments, report.workload
@@ -95,8 +100,8 @@ def render(plans, w, fmt: str = "table") -> None:
     load = (f"{w.users} users (closed loop, think {w.think_s:g} s)" if w.users else
             f"{'Poisson' if w.burstiness == 1 else f'gamma(shape {w.burstiness:g})'} arrivals"
             + (f", target {w.rate_rps:g} req/s" if w.rate_rps else ""))
-    head = (f"workload: prompts ~{w.mean_prompt_tokens:,.0f} tokens, outputs ~{w.mean_output_tokens:,.0f}, {load}; "
-            f"SLO p{slo.percentile}: {targets}")
+    lengths = "lengths from the trace" if w.trace else api.lengths_words(w.prompt_lengths(), w.output_lengths())
+    head = f"workload: {lengths}, {load}; SLO p{slo.percentile}: {targets}"
     rows = api.shown(plans)
     if fmt == "json":  # each plan's warnings ride in its row
         show(rows, [], "json", json_data={"workload": w.model_dump(mode="json"), "plans": rows})

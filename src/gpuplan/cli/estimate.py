@@ -89,6 +89,8 @@ def render_estimate(result) -> None:
             prefix = "  * " if sug.combination else "  - "
             bullet(f"{'together: ' if sug.combination else ''}{sug.change} ({mark}; {sug.cost})", prefix=prefix)
     _speed(result, s)
+    if result.load is not None:
+        render_load(result.load, s)
     _cost(result, s)
     if result.dataset or result.recipe:
         from .data import render_data
@@ -123,6 +125,10 @@ def _speed(result, s: dict) -> None:
                 + (f", {per_user:,.1f} tokens/s averaged over a whole request with the other users' prompts "
                    "prefilled in between" if per_user and s["batch_size"] > 1 else ""))
         bullet(line, prefix="")
+        if sp.band:
+            bullet(f"range: {sp.band}", prefix="  ", style="yellow" if sp.band.startswith("uncalibrated") else "dim")
+        if result.offline is not None:
+            render_offline(result.offline, s)
         if sp.offline_tokens_per_s:
             gpus = s["num_gpus"] * s.get("num_nodes", 1)
             bullet(f"offline (every request queued at once, as trtllm-bench or MLPerf Offline): "
@@ -138,6 +144,55 @@ def _speed(result, s: dict) -> None:
         top = sorted(parts.items(), key=lambda kv: -kv[1])[:5]
         bullet(("step" if s["task"] == "train" else "decode step") + ": " + ", ".join(
             f"{k.replace('_', ' ')} {100 * v / sp.step_time_s:.0f}%" for k, v in top), prefix="  ", style="dim")
+
+
+ENGINE_LABELS = {"vllm": "vLLM", "sglang": "SGLang"}
+
+
+def render_load(run, s: dict) -> None:
+    """The simulated benchmark run at the scenario's users or rate, as ``vllm bench serve`` prints its result:
+    throughput, then mean, median, p90 and p99 of TTFT, TPOT, ITL and E2EL in ms."""
+    engine = ENGINE_LABELS.get(run.engine, run.engine)
+    load = (f"{run.max_concurrency:,} users (closed loop, think {run.think_time_s:g} s)" if run.mode == "closed loop"
+            else f"{run.request_rate:g} requests/s (open loop, Poisson)")
+    bullet(f"serving {load}: {engine}'s scheduler simulated over {run.num_prompts:,} requests, {run.lengths}",
+           prefix="", style="bold")
+    bullet(f"request throughput {run.request_throughput:,.2f} req/s, output token throughput "
+           f"{run.output_throughput:,.0f} tok/s, total token throughput {run.total_token_throughput:,.0f} tok/s "
+           f"over {run.duration:,.1f} s; at most {run.peak_running:,} requests running at once (cap "
+           f"{run.running_cap:,}), {run.preemptions:,} preempted", prefix="  ")
+    table = Table(title_justify="left", box=None, padding=(0, 2))
+    for col in ("ms", "mean", "median", "p90", "p99"):
+        table.add_column(col, justify="left" if col == "ms" else "right")
+    for metric, label in (("ttft", "TTFT"), ("tpot", "TPOT"), ("itl", "ITL"), ("e2el", "E2EL")):
+        cells = run.latency(metric)
+        table.add_row(label, *(f"{v:,.1f}" if v == v else "" for v in cells.values()))
+    out.print(table)
+    start = ("; every user sends its first request at once, as benchmark clients do, and that first wave is in "
+             "the p99" if run.mode == "closed loop" else "")
+    bullet(f"TTFT and E2EL include {1e3 * run.per_request_s:.1f} ms per request outside the engine's steps (HTTP, "
+           "tokenizing, the first streamed chunk); TPOT is each request's mean gap, ITL every token's gap pooled"
+           + start, prefix="  ", style="dim")
+    for line in run.warnings:
+        bullet(line, prefix="warning: ", style="yellow", stream=err)
+
+
+def render_offline(run, s: dict) -> None:
+    """The batch queued at once through the engine's scheduler: its throughput, and how many ran together."""
+    engine = ENGINE_LABELS.get(run.engine, run.engine)
+    n, peak = run.num_prompts, run.peak_running
+    if peak >= n:
+        together = f"all {n:,} ran together"
+    else:
+        limit = (f"{engine} runs at most {run.running_cap:,} (max_num_seqs)" if peak >= run.running_cap else
+                 "the KV pool holds no more")
+        together = f"at most {peak:,} of the {n:,} ran together ({limit}): the others waited for them to finish"
+    preempted = f", {run.preemptions:,} preempted and recomputed" if run.preemptions else ""
+    bullet(f"offline (all {n:,} requests queued at once, as vllm bench throughput; {engine}'s scheduler simulated): "
+           f"{run.output_throughput:,.0f} output tokens/s, {run.duration:,.1f} s in all; {together}{preempted}",
+           prefix="  ")
+    for line in run.warnings:
+        bullet(line, prefix="warning: ", style="yellow", stream=err)
 
 
 def _cost(result, s: dict) -> None:

@@ -27,18 +27,18 @@ def launch_cmd(scenario: str | None = None, as_json: bool = False, target: list[
     """Write the files that run the plan, with the plan's settings intact: a SkyPilot task (rent the cards),
     an accelerate config and its launch command, a DeepSpeed JSON (ZeRO plans), a torchrun command, the
     trainer's arguments (Hugging Face Trainer / TRL SFTConfig, read by `trl sft --config`), a torchtune recipe
-    config (framework torchtune), a torchtitan job config (framework torchtitan), an Axolotl config (framework
-    axolotl), an Unsloth script (framework unsloth), or the serving command of a serving plan (`vllm serve`,
+    config (stack torchtune), a torchtitan job config (stack torchtitan), an Axolotl config (stack
+    axolotl), an Unsloth script (stack unsloth), or the serving command of a serving plan (`vllm serve`,
     SGLang's launch_server, `trtllm-serve`). Every file opens with the command that wrote it and what gpuplan
     predicted (peak memory per GPU, tokens/s, hours, dollars); plan.json holds the same numbers for scripts.
 
-    The scenario must name the GPU and the layout (--gpu, --num-gpus, --strategy; --engine vllm --tp for
+    The scenario must name the GPU and the layout (--gpu, --num-gpus, --sharding; --engine vllm --tp for
     serving); `gpuplan recommend ... --launch N` writes the files of its N-th setup instead.
 
     Examples:
 
     \b
-      gpuplan launch --model llama-3.1-8b --task train --gpu a100-sxm4-80gb --num-gpus 4 --strategy zero3 -o run/
+      gpuplan launch --model llama-3.1-8b --task train --gpu a100-sxm4-80gb --num-gpus 4 --sharding zero3 -o run/
       gpuplan launch --model llama-3.1-8b --task train --method qlora --gpu rtx-4090 --target trainer --target torchrun
       gpuplan launch --model llama-3.1-8b --task infer --engine vllm --gpu l40s --batch-size 16 --target vllm -o -
     """

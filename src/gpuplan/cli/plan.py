@@ -9,7 +9,7 @@ import typer
 from rich.text import Text
 
 from .. import api
-from ..errors import GpuplanError
+from ..errors import GpuplanError, renamed
 from ..result import human_count
 from .app import JsonFlag, app, option, overrides, print_json, scenario_command, short
 from .render import FORMAT_HELP, Column, FormatOption, FormatValue, bullet, err, num, out, resolve_format, show, usd
@@ -20,9 +20,9 @@ def recommend_cmd(scenario: str | None = None, as_json: bool = False, budget_usd
                   deadline_hours: float | None = None, max_gpus: int = 8, gpus: str | None = None,
                   providers: str | None = None, have: list[str] | None = None, min_headroom: str = "0%",
                   objective: str = "cost", top: int = 10, any_method: bool = False, any_quant: bool = False,
-                  any_framework: bool = False, catalog: list[str] | None = None, launch: int | None = None,
+                  any_stack: bool = False, catalog: list[str] | None = None, launch: int | None = None,
                   launch_dir: str = "gpuplan-launch", per_gpu: bool = False, fmt: str | None = None,
-                  **fields: Any) -> None:
+                  any_framework: bool = False, **fields: Any) -> None:
     """Which GPUs, how many, where: the setups that fit, ranked.
 
     Memory first, then communication, then cost, then headroom. Searches GPU type x count (1-8, multi-node for
@@ -30,7 +30,7 @@ def recommend_cmd(scenario: str | None = None, as_json: bool = False, budget_usd
     unless --engine is given) x techniques (checkpointing, micro-batch 1 with accumulation, 8-bit AdamW;
     LoRA/QLoRA with --any-method; int8, fp8, AWQ weights and an fp8 KV cache with --any-quant; the other training
     stacks, torchtune, torchtitan, Unsloth, axolotl, a plain PyTorch loop, with their defaults and activation
-    offloading, with --any-framework, or one with --framework) x every offer. Your own cards (--have) come first,
+    offloading, with --any-stack, or one with --stack) x every offer. Your own cards (--have) come first,
     in their own list, with what would make the job fit on them when nothing does. Marks the Pareto front of cost
     vs speed; at equal cost the faster setup ranks first; when nothing fits, lists the smallest changes that would.
 
@@ -43,6 +43,8 @@ def recommend_cmd(scenario: str | None = None, as_json: bool = False, budget_usd
       gpuplan recommend examples/lora-llama-8b.yaml --gpus a100-80gb,h100,l40s --max-gpus 1 --per-gpu
       gpuplan recommend examples/lora-llama-8b.yaml --pricing spot --launch 1 --launch-dir run/
     """
+    if any_framework:
+        renamed("any_framework", "flag")
     try:
         headroom = float(min_headroom.rstrip("%")) / (100 if min_headroom.endswith("%") or
                                                        float(min_headroom.rstrip("%")) > 1 else 1)
@@ -54,7 +56,7 @@ def recommend_cmd(scenario: str | None = None, as_json: bool = False, budget_usd
     result = api.recommend(s, budget_usd=budget_usd, deadline_hours=deadline_hours, max_gpus=max_gpus,
                            gpus=(gpus or "").split(","), providers=(providers or "").split(","), have=have or (),
                            min_headroom=headroom, objective=objective, top=top, any_method=any_method,
-                           any_quant=any_quant, any_framework=any_framework, catalogs=tuple(catalog or ()),
+                           any_quant=any_quant, any_stack=any_stack or any_framework, catalogs=tuple(catalog or ()),
                            per_gpu=per_gpu)
     listed = result.owned + result.setups  # numbered as shown: your cards first
     if launch is not None and not 1 <= launch <= len(listed):
@@ -96,7 +98,7 @@ def _rows(s, setups, start: int = 1) -> list[dict[str, Any]]:
     rows = []
     for i, x in enumerate(setups, start):
         techniques = [TECHNIQUE_CELLS.get(t, t) for t in x.techniques]
-        tags = techniques if s.task == "infer" else [x.strategy, *techniques]  # serving: tensor parallel over all
+        tags = techniques if s.task == "infer" else [x.sharding, *techniques]  # serving: tensor parallel over all
         spread = 50 * (x.tokens_per_s_high - x.tokens_per_s_low) / x.tokens_per_s if x.tokens_per_s else 0.0
         rows.append({**x.__dict__, "rank": f"{i}{'*' if x.pareto else ''}",
                      "setup": f"{x.num_gpus}x {short(x.gpu_id)}" + (f" {'+'.join(tags)}" if tags else ""),
@@ -182,14 +184,15 @@ scenario_command(
         ("top", int, 10, "Show this many setups."),
         ("any_method", bool, False, "Allow LoRA / QLoRA instead of the scenario's method."),
         ("any_quant", bool, False, "Allow int8, fp8 and AWQ weights and an fp8 KV cache for serving."),
-        ("any_framework", bool, False, "Allow every training stack (torchtune, torchtitan, Unsloth, axolotl, a "
+        ("any_stack", bool, False, "Allow every training stack (torchtune, torchtitan, Unsloth, axolotl, a "
          "plain PyTorch loop) with its defaults: which stack for this job on this card?"),
         ("catalog", list[str] | None, None, "Extra offers CSV overriding bundled prices (repeatable)."),
         ("per_gpu", bool, False, "One row per GPU type, its best setup: to compare cards."))],
     option("launch", int | None, None, "Write the files that run the N-th setup (as gpuplan launch does).", "Launch"),
     option("launch_dir", str, "gpuplan-launch", "Folder --launch writes into.", "Launch"),
     option("fmt", FormatValue, None, FORMAT_HELP, param_decls=("--format",)),
-    skip=("gpu", "num_gpus", "num_nodes", "tp", "pp", "strategy"))
+    option("any_framework", bool, False, "old name of --any-stack", hidden=True),
+    skip=("gpu", "num_gpus", "num_nodes", "tp", "pp", "sharding"))
 
 
 @app.command("table")
@@ -296,7 +299,7 @@ def fit_cmd(scenario: str | None = None, as_json: bool = False, gpu: str = "", s
     columns = [Column("name", "model", priority=0), Column("params", "params", align="right", priority=2),
                Column("verdict", "fits", priority=1),
                Column("device_peak_gib", "GiB/card", fmt=num("{:,.1f}"), align="right", priority=3),
-               Column("strategy", "strategy", priority=4) if train else None,
+               Column("sharding", "sharding", priority=4) if train else None,
                Column("max_batch_size", "max micro-batch" if train else "max batch", fmt=num(), align="right"),
                Column("max_seq_len", "max seq_len" if train else "max prompt", fmt=num(), align="right")]
     for c in columns:  # the batch and the context are the answer: they stay at any width

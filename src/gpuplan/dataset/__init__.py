@@ -142,16 +142,16 @@ def _batching(lengths: Lengths, seq_len: int, micro_batch: int, packing: str, pa
     return batching(lengths.sequences, lengths.scale, seq_len, micro_batch, packing, pad_packs)
 
 
-def default_packing(framework: str, lengths: Lengths, seq_len: int | None) -> tuple[str, str]:
+def default_packing(stack: str, lengths: Lengths, seq_len: int | None) -> tuple[str, str]:
     """The packing to plan when none is named, and why: the stack's pretraining concatenation (torchtitan),
     best-fit packing where the stack packs without attention across records and records average under half a
     sequence, else padding per batch (every stack's default)."""
-    if framework == "torchtitan":
+    if stack == "torchtitan":
         return "wrapped", "torchtitan concatenates its data into full rows"
     mean = sum(lengths.sequences) / len(lengths.sequences)
-    if framework in PACKING_STACKS and seq_len and mean < PACK_BELOW * seq_len:
+    if stack in PACKING_STACKS and seq_len and mean < PACK_BELOW * seq_len:
         return "bfd", (f"records average {mean:,.0f} tokens, under half of {seq_len:,}: packed "
-                       f"({PACKING_STACKS[framework]}), set packing none to pad instead")
+                       f"({PACKING_STACKS[stack]}), set packing none to pad instead")
     return "none", "padded per batch, the stacks' default (packing bfd packs)"
 
 
@@ -164,7 +164,7 @@ def fields(data: dict[str, Any], explicit: set[str]) -> dict[str, Any]:
     seq_len = data["seq_len"] if "seq_len" in explicit else None
     packing = data.get("packing")
     if packing is None:
-        packing, _ = default_packing(data["framework"], lengths, seq_len)
+        packing, _ = default_packing(data["stack"], lengths, seq_len)
         out["packing"] = packing
     context = model_context(data) if seq_len is None else None
     if seq_len is None and packing in ("none", "bucket"):
@@ -198,10 +198,10 @@ def profile(s) -> Profile | None:
         return None
     lengths = lengths_of(data)
     stats = _statistics(lengths, s.seq_len)
-    b = _batching(lengths, s.seq_len, s.micro_batch_size, s.packing or "none", s.framework == "torchtune")
+    b = _batching(lengths, s.seq_len, s.micro_batch_size, s.packing or "none", s.stack == "torchtune")
     notes = list(lengths.notes)
     if "packing" not in s.model_fields_set:
-        notes.append(f"packing {s.packing}: " + default_packing(s.framework, lengths, s.seq_len if "seq_len" in
+        notes.append(f"packing {s.packing}: " + default_packing(s.stack, lengths, s.seq_len if "seq_len" in
                                                                  s.model_fields_set else None)[1])
     if "seq_len" not in s.model_fields_set and s.packing in ("none", "bucket") and stats.max_tokens > s.seq_len:
         notes.append(f"the longest record is {stats.max_tokens:,} tokens, past the model's context of "

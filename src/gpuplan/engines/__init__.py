@@ -9,7 +9,8 @@ the launch target that writes its command. Adding an engine is adding a module h
 - :mod:`.vllm`: vLLM's memory profiling, ``gpu_memory_utilization`` budget, paged KV blocks and scheduler limits;
 - :mod:`.sglang`: SGLang's ``mem_fraction_static`` token pool and radix cache;
 - :mod:`.llama_cpp`: llama.cpp's layer split between the GPU and the CPU, and its compute buffers;
-- :mod:`.trtllm`: TensorRT-LLM's paged KV cache from ``free_gpu_memory_fraction`` of the memory left free.
+- :mod:`.trtllm`: TensorRT-LLM's paged KV cache from ``free_gpu_memory_fraction`` of the memory left free;
+- :mod:`.mlx`: MLX's ``mlx-lm`` on Apple silicon (a cache grown in 256-token steps in unified memory).
 
 The KV and recurrent-state arithmetic every engine uses is :mod:`gpuplan.tensors.kv`.
 """
@@ -19,12 +20,13 @@ from __future__ import annotations
 from ..scenario import Scenario
 from .base import Engine, HostLoop, KvPool, Timing
 from .llama_cpp import LLAMA_CPP
+from .mlx import MLX
 from .sglang import SGLANG
 from .transformers import TRANSFORMERS
 from .trtllm import TRTLLM
 from .vllm import VLLM
 
-ENGINES: dict[str, Engine] = {e.name: e for e in (TRANSFORMERS, VLLM, SGLANG, LLAMA_CPP, TRTLLM)}
+ENGINES: dict[str, Engine] = {e.name: e for e in (TRANSFORMERS, VLLM, SGLANG, LLAMA_CPP, TRTLLM, MLX)}
 
 
 def engine_for(s: Scenario) -> Engine:

@@ -65,14 +65,17 @@ class Timing:
     element-wise traffic, explicit sliding-window masks); ``graphs``: CUDA-graph replay with fused element-wise
     kernels (vLLM's V1 engine); ``packed_linears``: the projections vLLM packs run as one GEMM;
     ``streaming_bandwidth``: weights and KV read at the card's measured kernel bandwidth (the kernels vLLM's
-    per-operation profiles time); ``loop``: the host loop (None: the eager Python host); ``note``: what the timing
-    borrows, said in the plan's assumptions."""
+    per-operation profiles time); ``loop``: the host loop (None: the eager Python host); ``kernels``: a local
+    engine's kernels, ``ggml-cuda`` or ``ggml-metal`` (llama.cpp, :mod:`gpuplan.speed.ggml`: prompts by
+    micro-batch and kernel, generation on Metal from the unified memory's bandwidth) or ``mlx``
+    (:mod:`gpuplan.speed.mlx`); ``note``: what the timing borrows, said in the plan's assumptions."""
 
     eager: bool = False
     graphs: bool = False
     packed_linears: bool = False
     streaming_bandwidth: bool = False
     loop: HostLoop | None = None
+    kernels: str = ""
     note: str = ""
 
 
@@ -124,6 +127,8 @@ class Engine:
     grows_cache = False
     # the token embedding stays in host memory (llama.cpp's ``get_rows`` runs on the CPU)
     host_embedding = False
+    # it runs on Apple silicon's GPU (Metal: llama.cpp, MLX; transformers through PyTorch's MPS backend)
+    metal = False
 
     # ---- its KV cache's layout (the arithmetic of gpuplan.tensors.kv, and the page's formulas) ----------------
     def kv_element_bytes(self, s: Scenario) -> float:
@@ -162,7 +167,10 @@ class Engine:
 
     def card_refusal(self, s: Scenario, gpu: GpuSpec) -> str | None:
         """Why the engine cannot run ``s`` on ``gpu``: a card it does not run on, weights the card has no kernels
-        for in it. None: it can."""
+        for in it. None: it can. An engine without a Metal backend does not run on Apple silicon."""
+        if gpu.vendor == "Apple" and not self.metal:
+            return (f"{self.label or self.name} has no Metal backend, so it does not run on {gpu.name}: serve it with "
+                    "engine llama.cpp or mlx")
         return None
 
     def memory(self, s: Scenario, m: ModelSpec, e: Estimate, fmt: Format, gpu: GpuSpec | None,

@@ -115,6 +115,7 @@ class LlamaCpp(Engine):
     tensor_parallel = False
     offloads_layers = True
     host_embedding = True
+    metal = True
 
     def kv_element_bytes(self, s: Scenario) -> float:
         """f16 cells, or q8_0 (8.5 bits: a 16-bit scale per 32 values) with an 8-bit KV dtype."""
@@ -150,8 +151,10 @@ class LlamaCpp(Engine):
         return report.device_peak_gib <= capacity_gib and (s.cpu_layers or not report.offloaded_layers)
 
     def timing(self, s: Scenario, m: ModelSpec, gpu: GpuSpec) -> Timing:
-        """Its C++ loop: sampling, graph build and launch per token; a burst of prompts prefilled at once."""
-        return Timing(loop=HostLoop(step_s=oh.LLAMA_CPP_STEP_OVERHEAD_S))
+        """Its C++ loop: sampling, graph build and launch per token; a burst of prompts prefilled at once; ggml's
+        kernels, Metal's on Apple silicon and CUDA's elsewhere (:mod:`gpuplan.speed.ggml`)."""
+        return Timing(loop=HostLoop(step_s=oh.LLAMA_CPP_STEP_OVERHEAD_S),
+                      kernels="ggml-metal" if gpu.vendor == "Apple" else "ggml-cuda")
 
 
 LLAMA_CPP = LlamaCpp()

@@ -85,6 +85,7 @@ class Transformers(Engine):
     name = label = "transformers"
     layer_split_words = 'transformers device_map="auto"'
     grows_cache = True
+    metal = True
 
     def refusal(self, s: Scenario, m: ModelSpec) -> str | None:
         if s.task == "infer" and (s.quant or "").startswith("gguf-"):

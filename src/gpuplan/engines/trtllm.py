@@ -219,8 +219,9 @@ class Trtllm(Engine):
 
     def card_refusal(self, s: Scenario, gpu: GpuSpec) -> str | None:
         if s.task == "infer" and gpu.vendor != "NVIDIA":  # TensorRT builds CUDA engines only
-            return (f"TensorRT-LLM runs on NVIDIA GPUs only, and {gpu.name} is {gpu.vendor}'s: use engine vllm or "
-                    "sglang" + (" (ROCm builds)" if gpu.vendor == "AMD" else ""))
+            other = "llama.cpp or mlx" if gpu.vendor == "Apple" else "vllm or sglang" + (
+                " (ROCm builds)" if gpu.vendor == "AMD" else "")
+            return f"TensorRT-LLM runs on NVIDIA GPUs only, and {gpu.name} is {gpu.vendor}'s: use engine {other}"
         if s.quant == "fp8" and not gpu.supports_dtype("fp8"):  # docs/source/features/quantization.md "Hardware
             # Support Matrix": FP8 (per tensor) on Blackwell, Hopper and Ada, not Ampere
             return (f"TensorRT-LLM runs fp8 weights on Ada, Hopper and Blackwell only, and {gpu.name} is "

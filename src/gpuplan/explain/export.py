@@ -23,7 +23,7 @@ class Export(BaseModel):
 
 
 def _fields(s: Scenario) -> dict[str, Any]:
-    """The fields the user gave, in the model's order: the framework fills the others in the same way again."""
+    """The fields the user gave, in the model's order: the stack fills the others in the same way again."""
     return given(s)
 
 

@@ -2,7 +2,7 @@
 
 Literal fields become choices, bounded numbers keep their bounds, optional fields get an empty "(default)"
 choice, fields that name a file a file input (the page uploads the file), and the field's description is its
-hint. A field the model gains later (a framework, a technique) appears on the page without a change here: known
+hint. A field the model gains later (a stack, a technique) appears on the page without a change here: known
 fields are placed in groups, new ones go to "more".
 """
 
@@ -19,8 +19,8 @@ from pydantic_core import PydanticUndefined
 from ..scenario import Scenario
 from ..scenario import fields as scenario
 
-# Shown first, in this order (names the model lacks are skipped: `framework` appears once it exists).
-PRIMARY = ("model", "task", "method", "framework", "precision", "quant", "seq_len", "micro_batch_size",
+# Shown first, in this order (names the model lacks are skipped: `stack` appears once it exists).
+PRIMARY = ("model", "task", "method", "stack", "precision", "quant", "seq_len", "micro_batch_size",
            "grad_checkpointing", "batch_size", "prompt_tokens", "output_tokens", "engine", "gpu", "num_gpus")
 GROUPS = {
     "training": ("dataset", "tokenizer", "optimizer", "optimizer_impl", "lora_rank", "lora_targets", "lora_dropout",
@@ -29,7 +29,8 @@ GROUPS = {
     "techniques": ("loss", "loss_chunks", "activation_offload", "compile", "optimizer_in_backward",
                    "checkpoint_every"),
     "inference": ("shared_prefix_tokens", "kv_cache_dtype", "gpu_memory_utilization", "max_num_batched_tokens"),
-    "parallelism": ("num_nodes", "strategy", "tp", "pp", "offload"),
+    "load": ("users", "think_time_s", "rate_rps", "length_spread", "num_requests"),
+    "parallelism": ("num_nodes", "sharding", "tp", "pp", "offload"),
     "pricing": ("provider", "pricing", "mtbi_hours", "disk_gbs", "max_price_age_days", "include_low_confidence"),
 }
 # Fields that only mean something for one task (scenario.py; the normalized result drops them too), and those the
@@ -99,7 +100,7 @@ def field_specs() -> list[FieldSpec]:
             kind = "list"
         elif choices and not other:
             kind = "choice"
-        elif other == {bool} and optional:  # unset, true or false: the framework decides when unset
+        elif other == {bool} and optional:  # unset, true or false: the stack decides when unset
             kind, choices = "choice", ["true", "false"]
         elif bool in other:
             kind = "bool"
@@ -130,7 +131,7 @@ def field_specs() -> list[FieldSpec]:
 
 def given(s: Scenario) -> dict[str, Any]:
     """The fields of a scenario given explicitly (model and task always), in the model's order; the fields left out
-    take the framework's defaults again when the scenario is read back."""
+    take the stack's defaults again when the scenario is read back."""
     data = s.model_dump()
     return {name: data[name] for name, info in Scenario.model_fields.items()
             if name in s.model_fields_set or info.is_required()}

@@ -50,9 +50,9 @@ class Context:
 
     def __init__(self, s: Scenario, m: ModelSpec, gpu: GpuSpec | None, result: Plan):
         self.s, self.m, self.gpu, self.r = s, m, gpu, result
-        self.strategy = s.resolved_strategy
+        self.sharding = s.resolved_sharding
         self.mixed = s.precision.endswith("-mixed")
-        self.deepspeed = self.strategy.startswith("zero")
+        self.deepspeed = self.sharding.startswith("zero")
         self.c = s.compute_bytes
         self.P = m.params_total
         self.trainable = result.model.params_trainable

@@ -100,7 +100,7 @@ def _curve(s: Scenario, m: ModelSpec, field: str) -> list[CurvePoint]:
     for tokens in points:
         try:
             # vLLM and llama.cpp adapt to the card; without one they report what the batch needs
-            changed = s.model_copy(update={field: tokens, **({} if engine_for(s).card_sized else {"gpu": None})})
+            changed = s.model_copy(update={field: tokens, **({"gpu": None} if engine_for(s).card_sized else {})})
             peak = memory_plan(resolve(changed, m)).memory.device_peak_gib
         except GpuplanError:
             peak = None

@@ -46,7 +46,7 @@ def weights(x: Context) -> Formula:
             extra += f" + adapters {x.trainable:,} x {x.state_bytes} B"
             formula += " (+ peft's fp32 upcast of non-4-bit parameters, + the LoRA adapters)"
         total = base + upcast + (x.state_bytes * x.trainable if s.task == "train" else 0)
-        over_dp = s.task == "train" and x.strategy == "zero3"
+        over_dp = s.task == "train" and x.sharding == "zero3"
         div = x.shard * (x.N if over_dp else 1)
         computed = total / div / GIB
         return Formula(label="weights", value=value, unit="GiB", formula=formula + f", / ({x.shards_text(over_dp)})",
@@ -55,7 +55,7 @@ def weights(x: Context) -> Formula:
                                                               source="gpuplan/model/quant.py (bytes per format)")])
     # full fine-tuning
     if x.deepspeed and x.mixed:
-        w16_div = x.shard * (x.N if x.strategy == "zero3" else 1)
+        w16_div = x.shard * (x.N if x.sharding == "zero3" else 1)
         computed = (2 * x.P / w16_div + 4 * x.P / (x.shard * x.N)) / GIB
         return Formula(label="weights", value=value, unit="GiB",
                        formula="W = 2 B x P (bf16 working copy, / ranks under ZeRO-3) + 4 B x P fp32 master / ranks",
@@ -64,7 +64,7 @@ def weights(x: Context) -> Formula:
                        computed=computed, constants=[Constant(name="ZeRO model states", value="2 + 4 B per parameter",
                                                               source="ZeRO paper section 3; DeepSpeed stage3.py")])
     wbytes = 4 if (x.mixed or s.precision == "fp32") else 2
-    div = x.shard * (x.N if x.deepspeed and x.strategy == "zero3" else 1)
+    div = x.shard * (x.N if x.deepspeed and x.sharding == "zero3" else 1)
     computed = wbytes * x.P / div / GIB
     why = "fp32 master weights under torch autocast" if x.mixed else f"weights in {s.precision}"
     return Formula(label="weights", value=value, unit="GiB", formula=f"W = {wbytes} B x P / shards ({why})",
@@ -75,12 +75,12 @@ def _gradient_total(x: Context) -> tuple[float, str]:
     s = x.s
     if s.method == "full":
         if x.deepspeed and x.mixed:
-            gbytes, div = 2, x.shard * (x.N if x.strategy in ("zero2", "zero3") else 1)
+            gbytes, div = 2, x.shard * (x.N if x.sharding in ("zero2", "zero3") else 1)
         else:
             gbytes = 4 if (x.mixed or s.precision == "fp32") else 2
-            div = x.shard * (x.N if x.deepspeed and x.strategy in ("zero2", "zero3") else 1)
+            div = x.shard * (x.N if x.deepspeed and x.sharding in ("zero2", "zero3") else 1)
         return gbytes * x.P / div, f"{gbytes} x {count(x.P)} / {div}"
-    div = x.shard * (x.N if x.strategy in ("zero2", "zero3") else 1)
+    div = x.shard * (x.N if x.sharding in ("zero2", "zero3") else 1)
     return x.state_bytes * x.trainable / div, f"{x.state_bytes} x {x.trainable:,} adapter parameters / {div}"
 
 

@@ -25,7 +25,7 @@ def _flops_per_token(x: Context, recompute: bool = True) -> tuple[float, str]:
     if rc.selective:  # the matmuls the stack's per-op policy does not save
         re_run = active_params_of(m, rc.linears)
         dense += 2 * re_run
-        again = f" + 2 x {count(re_run)} (matmuls re-run by {s.framework}'s per-op checkpointing)"
+        again = f" + 2 x {count(re_run)} (matmuls re-run by {s.stack}'s per-op checkpointing)"
     elif rc.layers:
         dense += 2 * n * rc.layers
         attention *= (12 + 4 * rc.layers) / 12
@@ -33,7 +33,13 @@ def _flops_per_token(x: Context, recompute: bool = True) -> tuple[float, str]:
     return dense + attention, f"{k} x N{again} + attention, N = {count(n)}"
 
 
-def _range(sp: dict, kind: str) -> Constant:
+def _range(sp, kind: str) -> Constant:
+    if sp.band:  # serving: the engine x model class's measured band, or uncalibrated (speed/bands.py)
+        rate = sp.tokens_per_s or 1.0
+        low, high = (sp.tokens_per_s_low or 0) / rate - 1, (sp.tokens_per_s_high or 0) / rate - 1
+        return Constant(name="range", value=f"{(sp.tokens_per_s_low or 0):,.0f} to {(sp.tokens_per_s_high or 0):,.0f} "
+                        f"tokens/s ({low:+.0%} / {high:+.0%} of the estimate)",
+                        source=f"{sp.band}; overheads.DECODE_BANDS")
     low, high = oh.SPEED_SPREAD[kind]
     return Constant(name="calibration spread", value=f"{(sp.tokens_per_s_low or 0):,.0f} to "
                     f"{(sp.tokens_per_s_high or 0):,.0f} tokens/s ({low:+.0%} / {high:+.0%} of the estimate, "

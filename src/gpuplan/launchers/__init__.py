@@ -52,9 +52,9 @@ def targets_for(plan: LaunchPlan, names: list[str] | None = None) -> list[str]:
     if not names:
         chosen = [name for name, module in TARGETS.items() if module.applies(plan) is None]
         if not chosen:
-            framework = plan.scenario.framework
+            stack = plan.scenario.stack
             serving = engine_for(plan.scenario).launch_target or "vllm"
-            main = TARGETS[serving if not plan.train else framework if framework in TARGETS else "trainer"]
+            main = TARGETS[serving if not plan.train else stack if stack in TARGETS else "trainer"]
             raise GpuplanError(f"no launch target applies to this plan: {main.applies(plan)}")
         return chosen
     chosen = []

@@ -4,7 +4,7 @@
 ``num_processes`` counts every GPU of every machine (accelerate's convention). Under DeepSpeed the config only
 points at ``ds_config.json``: accelerate refuses ``mixed_precision`` and the ZeRO keys beside a
 ``deepspeed_config_file`` (``DeepSpeedPlugin._deepspeed_config_checks``), so they live in that one file. FSDP is
-the plan's version (``strategy fsdp`` is FSDP1 in the HF stack, as the memory estimate assumes; fsdp2 for
+the plan's version (``sharding fsdp`` is FSDP1 in the HF stack, as the memory estimate assumes; fsdp2 for
 ``fully_shard``), fully sharded, with CPU offload when the plan offloads.
 """
 

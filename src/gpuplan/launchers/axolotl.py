@@ -1,4 +1,4 @@
-"""``axolotl.yaml`` and ``axolotl-train.sh``: a plan for ``framework axolotl`` as the config ``axolotl train`` reads
+"""``axolotl.yaml`` and ``axolotl-train.sh``: a plan for ``stack axolotl`` as the config ``axolotl train`` reads
 (axolotl 0.18 ``utils/schemas/config.py`` ``AxolotlInputConfig``, with the Liger plugin's ``LigerArgs``), and, for
 ZeRO plans, the ``ds_config.json`` it names (:mod:`.deepspeed`).
 
@@ -44,13 +44,13 @@ KERNELS = ("lora_mlp_kernel", "lora_qkv_kernel", "lora_o_kernel", "lora_embeddin
 
 def applies(plan: LaunchPlan) -> str | None:
     s = plan.scenario
-    if not plan.train or s.framework != "axolotl":
-        return "the plan is not for framework axolotl (set --framework axolotl to plan an Axolotl run)"
+    if not plan.train or s.stack != "axolotl":
+        return "the plan is not for stack axolotl (set --stack axolotl to plan an Axolotl run)"
     if plan.synthetic:
         return pretraining_refusal(plan)
     if s.tp > 1 or s.pp > 1:
         return (f"tensor/pipeline parallel training (tp={s.tp}, pp={s.pp}) is not in gpuplan's axolotl plans: set tp "
-                "and pp to 1 and shard with strategy zero3 or fsdp")
+                "and pp to 1 and shard with sharding zero3 or fsdp")
     kind = backend(s)
     mixed = s.precision.endswith("-mixed")
     if s.precision in ("fp8-mixed", "fp16-true"):

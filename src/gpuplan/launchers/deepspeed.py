@@ -38,7 +38,7 @@ def applies(plan: LaunchPlan) -> str | None:
         return str(err)
     if kind != "deepspeed":
         what = {"none": "a single GPU without ZeRO or offload", "ddp": "plain DDP"}.get(kind, kind.upper())
-        return (f"the plan runs {what}, not DeepSpeed: use --target accelerate or torchrun, or plan with strategy "
+        return (f"the plan runs {what}, not DeepSpeed: use --target accelerate or torchrun, or plan with sharding "
                 "zero1/zero2/zero3 (or offload on one GPU)")
     if s.precision in ("fp16-true", "fp8-mixed"):
         return f"DeepSpeed's config has no {s.precision} training: use bf16-mixed, fp16-mixed or bf16-true"

@@ -1,4 +1,4 @@
-"""``megatron-pretrain.sh``: Megatron-LM's ``pretrain_gpt.py`` under ``torchrun`` for a plan of framework megatron.
+"""``megatron-pretrain.sh``: Megatron-LM's ``pretrain_gpt.py`` under ``torchrun`` for a plan of stack megatron.
 
 The arguments are the settings the estimate assumed (:mod:`gpuplan.stacks.megatron`), written out: the parallel
 sizes (``--tensor-model-parallel-size``, ``--pipeline-model-parallel-size`` and
@@ -35,8 +35,8 @@ LLAMA_LIKE = ("llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe")
 
 def applies(plan: LaunchPlan) -> str | None:
     s, m = plan.scenario, plan.model
-    if not plan.train or s.framework != "megatron":
-        return "pretrain_gpt.py runs plans of framework megatron: plan with --framework megatron"
+    if not plan.train or s.stack != "megatron":
+        return "pretrain_gpt.py runs plans of stack megatron: plan with --stack megatron"
     if s.method != "full":
         return "Megatron-LM's pretrain_gpt.py trains every weight; NeMo's LoRA is not written by gpuplan launch"
     stores = [k for k in ("fp8_attention", "fp8_activation_store") if getattr(s, k)]
@@ -81,7 +81,7 @@ def parallel_args(plan: LaunchPlan) -> list[str]:
         argv += ["--expert-model-parallel-size", str(s.ep), "--expert-tensor-parallel-size", "1"]
     if s.tp > 1:
         argv.append("--sequence-parallel")
-    if s.resolved_strategy == "zero1":
+    if s.resolved_sharding == "zero1":
         argv += ["--use-distributed-optimizer", "--overlap-grad-reduce", "--overlap-param-gather"]
     return [*argv, "--accumulate-allreduce-grads-in-fp32"]
 

@@ -1,4 +1,4 @@
-"""``nemo-recipe.py``: a NeMo 2.0 recipe (NeMo-Run) for a plan of framework megatron.
+"""``nemo-recipe.py``: a NeMo 2.0 recipe (NeMo-Run) for a plan of stack megatron.
 
 The script takes NeMo's own recipe for the model (``llm.<recipe>.pretrain_recipe`` for full training,
 ``finetune_recipe(peft_scheme='lora')`` for LoRA) and sets on it the settings the estimate assumed
@@ -57,8 +57,8 @@ LORA_TARGETS = {"q_proj": "linear_qkv", "k_proj": "linear_qkv", "v_proj": "linea
 
 def applies(plan: LaunchPlan) -> str | None:
     s, m = plan.scenario, plan.model
-    if not plan.train or s.framework != "megatron":
-        return "NeMo's recipes run plans of framework megatron: plan with --framework megatron"
+    if not plan.train or s.stack != "megatron":
+        return "NeMo's recipes run plans of stack megatron: plan with --stack megatron"
     if m.name not in RECIPES:
         return f"NeMo has no recipe for {m.name} among the models gpuplan knows (see launchers/nemo.py RECIPES)"
     if s.method not in ("full", "lora"):
@@ -96,7 +96,7 @@ def settings(plan: LaunchPlan) -> list[tuple[str, object]]:
         ("trainer.strategy.sequence_parallel", s.tp > 1),
         ("trainer.strategy.account_for_embedding_in_pipeline_split", split),
         ("trainer.strategy.account_for_loss_in_pipeline_split", split),
-        ("optim.config.use_distributed_optimizer", s.resolved_strategy == "zero1"),
+        ("optim.config.use_distributed_optimizer", s.resolved_sharding == "zero1"),
         ("model.config.seq_length", s.seq_len),
         ("data.seq_length", s.seq_len),
         ("data.micro_batch_size", s.micro_batch_size),

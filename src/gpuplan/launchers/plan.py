@@ -105,7 +105,7 @@ class LaunchPlan:
         return self.scenario.num_nodes if self.train else 1
 
     def launch_command(self) -> str:
-        """``gpuplan launch`` with the plan's scenario as flags (the fields given explicitly; the framework fills
+        """``gpuplan launch`` with the plan's scenario as flags (the fields given explicitly; the stack fills
         the rest again), to write the files again with other targets or options."""
         import shlex
 
@@ -241,15 +241,15 @@ def pip_packages(plan: LaunchPlan) -> list[str]:
     s = plan.scenario
     if not plan.train:  # the release whose memory rules the estimate followed
         return [f"vllm=={plan.result.memory.engine['version']}"]
-    if s.framework == "torchtune":  # torchtune 0.6.1 imports torchao APIs that torchao 0.16 removed
+    if s.stack == "torchtune":  # torchtune 0.6.1 imports torchao APIs that torchao 0.16 removed
         return ["torch>=2.6", "torchtune>=0.6", "torchao>=0.13,<0.16"] + \
             (["bitsandbytes>=0.45"] if "8bit" in s.optimizer else [])
-    if s.framework == "torchtitan":  # its config_manager imports tyro and its metrics tensorboard, undeclared
+    if s.stack == "torchtitan":  # its config_manager imports tyro and its metrics tensorboard, undeclared
         return ["torch>=2.7", f"torchtitan=={TORCHTITAN_VERSION}", "tyro", "tensorboard"] + \
             (["torchao>=0.9"] if s.precision == "fp8-mixed" else [])
-    if s.framework == "unsloth":  # it brings TRL, peft and bitsandbytes
+    if s.stack == "unsloth":  # it brings TRL, peft and bitsandbytes
         return [f"unsloth=={UNSLOTH_VERSION}", f"datasets=={TESTED['datasets']}"]
-    if s.framework == "axolotl":  # liger-kernel and bitsandbytes come with it
+    if s.stack == "axolotl":  # liger-kernel and bitsandbytes come with it
         extras = [e for e, used in (("deepspeed", backend(s) == "deepspeed"), ("flash-attn", s.attention == "flash"))
                   if used]
         return [f"axolotl[{','.join(extras)}]=={AXOLOTL_VERSION}" if extras else f"axolotl=={AXOLOTL_VERSION}"]

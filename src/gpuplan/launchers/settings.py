@@ -60,17 +60,17 @@ class LaunchOptions:
 
 def backend(s: Scenario) -> str:
     """``none`` (one process), ``ddp``, ``deepspeed`` (ZeRO stages, or CPU offload on one GPU), ``fsdp1`` or
-    ``fsdp2`` (the scenario's sharding engine: ``strategy fsdp`` is FSDP1 in the HF stack)."""
-    engine = s.sharding
+    ``fsdp2`` (the scenario's sharding engine: ``sharding fsdp`` is FSDP1 in the HF stack)."""
+    engine = s.sharded_by
     if engine in ("fsdp1", "fsdp2"):
         if s.offload == "optimizer":
             raise GpuplanError("FSDP offloads parameters, gradients and optimizer states together: set offload "
-                               "optimizer+params, or strategy zero3 to offload the optimizer alone")
+                               "optimizer+params, or sharding zero3 to offload the optimizer alone")
         return engine
     if engine == "deepspeed" or (engine == "single" and s.offload != "none"):
         return "deepspeed"
     if s.offload != "none":
-        raise GpuplanError("offloading with DDP needs DeepSpeed ZeRO: set strategy zero1 or zero2 (same memory per "
+        raise GpuplanError("offloading with DDP needs DeepSpeed ZeRO: set sharding zero1 or zero2 (same memory per "
                            "GPU, optimizer on the CPU)")
     return "ddp" if engine == "ddp" else "none"
 
@@ -101,7 +101,7 @@ def fsdp_settings(s: Scenario, *, accelerate_names: bool = False) -> dict[str, A
 def zero_stage(s: Scenario) -> int:
     """ZeRO stage: the strategy's, or 1 for a single GPU with its optimizer offloaded (ZeRO-Offload; DeepSpeed
     accepts ``offload_optimizer`` for stages 1-3, and stage 1 on one GPU shards nothing)."""
-    strategy = s.resolved_strategy
+    strategy = s.resolved_sharding
     return int(strategy[-1]) if strategy.startswith("zero") else 1
 
 

@@ -47,12 +47,12 @@ def applies(plan: LaunchPlan) -> str | None:
 
 
 def runner(plan: LaunchPlan):
-    """The target whose command the task runs: vLLM to serve; to train, the framework's own (torchtune,
+    """The target whose command the task runs: vLLM to serve; to train, the stack's own (torchtune,
     torchtitan, Axolotl), else accelerate with the Trainer's arguments."""
     if not plan.train:
         return vllm
     return {"torchtune": torchtune, "torchtitan": torchtitan, "axolotl": axolotl,
-            "unsloth": unsloth}.get(plan.scenario.framework, accelerate)
+            "unsloth": unsloth}.get(plan.scenario.stack, accelerate)
 
 
 def cloud(plan: LaunchPlan) -> str | None:

@@ -1,4 +1,4 @@
-"""``torchtitan.toml`` and ``torchtitan-run.sh``: a plan for ``framework torchtitan`` as the job config that
+"""``torchtitan.toml`` and ``torchtitan-run.sh``: a plan for ``stack torchtitan`` as the job config that
 ``torchrun ... -m torchtitan.train --job.config_file torchtitan.toml`` reads (torchtitan 0.1.0
 ``config_manager.py``: ``ConfigManager.parse_args`` loads the TOML into ``JobConfig``, section by section).
 
@@ -49,8 +49,8 @@ DATASET = "c4"  # the dataset torchtitan 0.1.0 registers (datasets/hf_datasets.p
 
 def applies(plan: LaunchPlan) -> str | None:
     s = plan.scenario
-    if not plan.train or s.framework != "torchtitan":
-        return "the plan is not for framework torchtitan (set --framework torchtitan to plan a torchtitan job)"
+    if not plan.train or s.stack != "torchtitan":
+        return "the plan is not for stack torchtitan (set --stack torchtitan to plan a torchtitan job)"
     if plan.model.name not in FLAVORS and not buildable(plan):
         return (f"torchtitan {VERSION} builds its own Llama 3 (8B, 70B, 405B) and, from a config, Llama-style models "
                 f"with untied embeddings (or a size-only model), not {plan.model.name}")
@@ -58,11 +58,11 @@ def applies(plan: LaunchPlan) -> str | None:
         return f"torchtitan {VERSION}'s loss is cross-entropy on the full logits: plan with loss full, not {s.loss}"
     if s.attention == "eager":
         return "torchtitan's Llama runs SDPA attention: plan with attention sdpa or flash, not eager"
-    if s.precision != "fp32" and (s.tp > 1 or s.pp > 1) and s.sharding != "fsdp2":
+    if s.precision != "fp32" and (s.tp > 1 or s.pp > 1) and s.sharded_by != "fsdp2":
         return ("torchtitan computes in bf16 under tensor or pipeline parallelism only with FSDP (maybe_enable_amp "
-                "turns autocast off otherwise): shard the data-parallel ranks with strategy fsdp, or plan fp32")
-    if s.sharding == "ddp" and (s.tp > 1 or s.pp > 1):
-        return "torchtitan's DDP runs on a one-dimensional mesh: use strategy fsdp with tensor or pipeline parallelism"
+                "turns autocast off otherwise): shard the data-parallel ranks with sharding fsdp, or plan fp32")
+    if s.sharded_by == "ddp" and (s.tp > 1 or s.pp > 1):
+        return "torchtitan's DDP runs on a one-dimensional mesh: use sharding fsdp with tensor or pipeline parallelism"
     return None
 
 
@@ -123,9 +123,9 @@ def tokenizer_source(plan: LaunchPlan) -> tuple[str, list[str] | None]:
 def degrees(plan: LaunchPlan) -> tuple[int, int]:
     """(``data_parallel_replicate_degree``, ``data_parallel_shard_degree``): DDP replicates, FSDP2 shards."""
     s = plan.scenario
-    if s.sharding == "fsdp2":
+    if s.sharded_by == "fsdp2":
         return 1, s.dp
-    return (s.dp, 1) if s.sharding == "ddp" else (1, 1)
+    return (s.dp, 1) if s.sharded_by == "ddp" else (1, 1)
 
 
 def checkpointing(plan: LaunchPlan) -> tuple[str, str]:

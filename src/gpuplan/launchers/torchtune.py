@@ -1,4 +1,4 @@
-"""``torchtune.yaml`` and ``tune-run.sh``: a plan for ``framework torchtune`` as a torchtune recipe config
+"""``torchtune.yaml`` and ``tune-run.sh``: a plan for ``stack torchtune`` as a torchtune recipe config
 (``tune run <recipe> --config torchtune.yaml``; torchtune 0.6 recipe configs, ``recipes/configs/*``).
 
 The model builder, tokenizer and checkpoint files are those of torchtune's own config for the model
@@ -69,8 +69,8 @@ def entry_of(plan: LaunchPlan) -> dict[str, Any] | None:
 
 def applies(plan: LaunchPlan) -> str | None:
     s = plan.scenario
-    if not plan.train or s.framework != "torchtune":
-        return "the plan is not for framework torchtune (set --framework torchtune to plan a torchtune recipe)"
+    if not plan.train or s.stack != "torchtune":
+        return "the plan is not for stack torchtune (set --stack torchtune to plan a torchtune recipe)"
     entry = entry_of(plan)
     if entry is None:
         return (f"torchtune ships no recipe config for {plan.model.name}; gpuplan knows torchtune builders for "

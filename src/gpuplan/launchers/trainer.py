@@ -35,11 +35,11 @@ def applies(plan: LaunchPlan) -> str | None:
     s = plan.scenario
     if plan.synthetic:
         return pretraining_refusal(plan)
-    if s.framework in OWN_CONFIG:
-        return f"framework {s.framework} runs from its own config, not the Trainer's: use --target {s.framework}"
-    if s.framework != "hf":
-        return (f"framework {s.framework}: gpuplan launch writes the Hugging Face Trainer stack (framework hf); a "
-                f"{s.framework} writer is not built yet")
+    if s.stack in OWN_CONFIG:
+        return f"stack {s.stack} runs from its own config, not the Trainer's: use --target {s.stack}"
+    if s.stack != "hf":
+        return (f"stack {s.stack}: gpuplan launch writes the Hugging Face Trainer stack (stack hf); a "
+                f"{s.stack} writer is not built yet")
     if s.tp > 1 or s.pp > 1:
         return (f"tensor/pipeline parallel training (tp={s.tp}, pp={s.pp}) is not a Trainer setting: "
                 "gpuplan launch writes data-parallel, ZeRO and FSDP plans (set tp and pp to 1)")
@@ -53,7 +53,7 @@ def applies(plan: LaunchPlan) -> str | None:
 def pretraining_refusal(plan: LaunchPlan) -> str:
     """Why a fine-tuning stack does not run a size-only model: it loads pretrained weights and a chat set."""
     return (f"{plan.model.name} exists only as a size: it pretrains from random weights, which an SFT trainer does "
-            "not (it loads pretrained weights); plan --framework torchtitan or megatron")
+            "not (it loads pretrained weights); plan --stack torchtitan or megatron")
 
 
 def fields(plan: LaunchPlan, opts: LaunchOptions) -> dict[str, Any]:
@@ -118,7 +118,7 @@ def _quantized_base(plan: LaunchPlan) -> dict[str, Any]:
     if s.method == "qlora" and s.quant in (None, "nf4", "fp4"):
         out: dict[str, Any] = {"load_in_4bit": True, "bnb_4bit_quant_type": s.quant or "nf4",
                                "use_bnb_nested_quant": True}
-        if s.resolved_strategy == "zero3":
+        if s.resolved_sharding == "zero3":
             out["bnb_4bit_quant_storage"] = model_dtype(s)  # ZeRO-3/FSDP shard 4-bit weights stored as this dtype
         return out
     if s.method == "lora" and s.quant == "int8":

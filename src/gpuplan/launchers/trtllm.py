@@ -28,7 +28,7 @@ KV_DTYPE = {"auto": "auto", "fp16": "auto", "bf16": "auto", "fp8": "fp8"}
 def applies(plan: LaunchPlan) -> str | None:
     s = plan.scenario
     if plan.train:
-        return "TensorRT-LLM serves models; a training plan runs with --target trainer, torchrun or its framework's"
+        return "TensorRT-LLM serves models; a training plan runs with --target trainer, torchrun or its stack's"
     if engine_for(s).launch_target != NAME:
         return (f"the plan is for engine {s.engine}, whose memory differs from TensorRT-LLM's: plan again with "
                 "--engine trtllm")

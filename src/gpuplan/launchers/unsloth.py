@@ -1,4 +1,4 @@
-"""``unsloth_train.py`` (and ``unsloth-run.sh``): a plan for ``framework unsloth`` as the short script Unsloth's
+"""``unsloth_train.py`` (and ``unsloth-run.sh``): a plan for ``stack unsloth`` as the short script Unsloth's
 own notebooks are: ``FastLanguageModel.from_pretrained``, ``FastLanguageModel.get_peft_model``, then TRL's
 ``SFTTrainer`` with an ``SFTConfig``. The arguments are three Python literals at the top of the script (``LOAD``,
 ``PEFT``, ``TRAIN``), so a test reads them back without running Unsloth, which needs a GPU to import.
@@ -36,11 +36,11 @@ ALL_LINEAR = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "d
 
 def applies(plan: LaunchPlan) -> str | None:
     s = plan.scenario
-    if not plan.train or s.framework != "unsloth":
-        return "the plan is not for framework unsloth (set --framework unsloth to plan an Unsloth run)"
+    if not plan.train or s.stack != "unsloth":
+        return "the plan is not for stack unsloth (set --stack unsloth to plan an Unsloth run)"
     if s.method == "full":
         return ("gpuplan writes Unsloth's LoRA and QLoRA runs (its documented use): for full fine-tuning plan "
-                "framework hf or axolotl")
+                "stack hf or axolotl")
     if s.method == "lora" and s.quant not in (None, "none", "int8"):
         return f"Unsloth's LoRA loads 16-bit or bitsandbytes 8-bit weights: set quant int8 or none, not {s.quant}"
     if s.method == "qlora" and (s.quant or "nf4") != "nf4":

@@ -3,7 +3,7 @@ checkpoint saves the scenario asks for, each its own part.
 
 - **training**: ``train_tokens / tokens_per_s`` (the speed model's optimizer steps, recomputation included);
 - **evaluation**: every ``eval_interval`` optimizer steps one pass over ``eval_tokens`` (NeMo's recipes under
-  framework megatron: ``limit_val_batches`` = 32 global batches). A pass runs the forward only, ``2·N + 4·L·a·d·s``
+  stack megatron: ``limit_val_batches`` = 32 global batches). A pass runs the forward only, ``2·N + 4·L·a·d·s``
   FLOPs per token against the step's ``training_flops_per_token`` (PaLM's count, appendix B: the forward is a
   third of ``6·N`` and of attention's ``12·L·a·d·s``), at the training step's own rate;
 - **checkpoints**: every ``save_interval`` steps a pause of the checkpoint's size (weights and optimizer states,
@@ -48,7 +48,7 @@ def tokens_per_step(s: Scenario) -> int:
 
 
 def eval_tokens(s: Scenario) -> float:
-    """Tokens of one evaluation pass: the scenario's, else NeMo's 32 global batches (framework megatron)."""
+    """Tokens of one evaluation pass: the scenario's, else NeMo's 32 global batches (stack megatron)."""
     return s.eval_tokens if s.eval_tokens is not None else NEMO_VAL_BATCHES * tokens_per_step(s)
 
 

@@ -24,6 +24,6 @@ def inference_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None, gpu:
     fmt, skip = weight_format(s, m)
     e.weights = sum(m.weight_bytes(fmt, skip=skip).values()) / (s.tp * s.pp)
     if fmt.name != "none":
-        e.assumptions.append(f"weights stored as {fmt.name}; embeddings, lm_head and norms at {s.compute_bytes} "
-                             "bytes")
+        kept = "norms" if fmt.name.startswith("mlx-") else "embeddings, lm_head and norms"
+        e.assumptions.append(f"weights stored as {fmt.name}; {kept} at {s.compute_bytes} bytes")
     return engine_for(s).memory(s, m, e, fmt, gpu, capacity_gib)

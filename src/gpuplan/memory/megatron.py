@@ -86,7 +86,7 @@ def _stage(s: Scenario, m: ModelSpec, rank: int) -> Estimate:
         f"state per rank{stage}: {st.dense / 1e9:.3g}B dense + {st.embedding / 1e9:.3g}B embedding/output + "
         f"{st.experts / 1e9:.3g}B expert parameters; 2 B weights + 4 B fp32 gradients"
         + (f" + 12 B master/Adam over {s.dp * s.cp} DP x CP ranks (distributed optimizer)"
-           if s.resolved_strategy == "zero1" else " + optimizer states unsharded"),
+           if s.resolved_sharding == "zero1" else " + optimizer states unsharded"),
         f"activations{stage}: {per_mb / GIB:.2f} GiB per micro-batch of {mg.tokens(s):,} tokens/rank "
         f"(seq_len / cp) x {flight:.3g} in flight ({s.grad_checkpointing} recompute)",
         *stack_for(s).notes(s)]

@@ -64,7 +64,7 @@ def report_of(s: Scenario, e: Estimate, gpu: GpuSpec | None) -> MemoryReport:
         kv_cache_pool_gib=e.extra.get("kv_cache_pool_gib"), gpu_layers=e.extra.get("gpu_layers"),
         offloaded_layers=e.extra.get("offloaded_layers"), engine=e.extra.get("engine"))
     if s.task == "train":
-        report.logged_statistic = f"{s.framework}: {s.recipe.logs}"
+        report.logged_statistic = f"{s.stack}: {s.recipe.logs}"
         report.logged_gib = report.allocated_peak_gib if s.recipe.logs_level == "allocated" else \
             report.reserved_peak_gib
     if capacity is not None:

@@ -28,7 +28,7 @@ def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None
     """The peak of one training step of ``s`` per GPU; ``capacity_gib`` (the card's usable memory) and
     ``outside_gib`` (what lives outside PyTorch's allocator: the CUDA context) only matter to stacks that size
     buffers from the memory the driver reports free (Unsloth's fused loss: :func:`_free_at_loss`)."""
-    if s.framework == "megatron":
+    if s.stack == "megatron":
         return megatron_memory(s, m)
     e = Estimate()
     rt, engine = stack_for(s), sharding_for(s)

@@ -18,6 +18,10 @@ Each format stores the weight matrix of a linear layer; the modules libraries ke
   ModelOpt checkpoints' ``weight_scale`` (fp8, ``in/16`` per row) and ``weight_scale_2`` (fp32)).
 - ``gguf-<ftype>``: llama.cpp files: a type per tensor by the file type's rules (:mod:`gpuplan.model.gguf`),
   the token embedding and output matrices quantized too.
+- ``mlx-4bit`` / ``mlx-8bit``: MLX's affine quantization as ``mlx_lm.convert -q`` writes it (mlx-community
+  checkpoints): groups of 64 values, each with a scale and a bias in the 16-bit dtype (``mlx.core.quantize``:
+  ``group_size=64``, ``bits=4``): ``n·bits/8 + 4·n/64`` bytes, 4.5 and 8.5 bits per weight; the token embedding and
+  the output head are quantized too (``QuantizedEmbedding``, ``QuantizedLinear``).
 """
 
 from __future__ import annotations
@@ -37,7 +41,13 @@ DTYPE_BYTES = {"float32": 4, "fp32": 4, "bfloat16": 2, "bf16": 2, "float16": 2, 
 GGUF_BITS = {kind: 8 * size / per for kind, (per, size) in BLOCKS.items()}
 
 QUANT_FORMATS = ("none", "int8", "nf4", "fp4", "gptq-int4", "gptq-int8", "awq-int4", "fp8", "mxfp4", "nvfp4",
-                 *(f"gguf-{t}" for t in FTYPES))
+                 "mlx-4bit", "mlx-8bit", *(f"gguf-{t}" for t in FTYPES))
+MLX_GROUP = 64  # mlx.core.quantize's default group size
+
+
+def mlx_bits(name: str) -> int:
+    """Bits per value of an ``mlx-<bits>bit`` format."""
+    return int(name[4:-3])
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -52,7 +62,7 @@ class Format:
 
     @property
     def quantizes_embeddings(self) -> bool:
-        return self.name.startswith("gguf-")
+        return self.name.startswith(("gguf-", "mlx-"))
 
     def linear_weight_bytes(self, lin: Linear) -> float:
         """Bytes of the weight matrices of ``lin`` (biases are counted apart, at ``high_bytes``)."""
@@ -78,11 +88,15 @@ class Format:
             per = math.ceil(n / 16) * 9 + 4
         elif name.startswith("gguf-"):  # one linear alone, at the file type's default type (files: model.gguf)
             per = n * GGUF_BITS[FTYPES[name[5:]]] / 8
+        elif name.startswith("mlx-"):
+            per = n * mlx_bits(name) / 8 + 2 * self.high_bytes * math.ceil(n / MLX_GROUP)
         else:  # validated in make_format
             raise AssertionError(name)
         return per * lin.count
 
     def embedding_bytes(self, params: int) -> float:
+        if self.name.startswith("mlx-"):
+            return params * mlx_bits(self.name) / 8 + 2 * self.high_bytes * math.ceil(params / MLX_GROUP)
         if self.quantizes_embeddings:
             return params * GGUF_BITS[FTYPES[self.name[5:]]] / 8
         return params * self.high_bytes

@@ -12,6 +12,7 @@ import math
 from typing import Any
 
 from ..errors import GpuplanError, echo_value, shown_number
+from .quant import checkpoint_format
 
 # Sizes and counts that must be >= 1 wherever they appear.
 POSITIVE = (
@@ -80,7 +81,23 @@ def checked_config(config: dict[str, Any], where: str = "config.json", *, vision
     for key in ("text_config", "vision_config"):
         if isinstance(out.get(key), dict):
             out[key] = checked_config(out[key], f"{where} ({key})", vision=key == "vision_config")
+    _check_quantization(out.get("quantization_config"), where)
     return out
+
+
+def _check_quantization(quantization: dict[str, Any] | None, where: str) -> None:
+    """A ``quantization_config`` read now, as every plan will read it (:func:`gpuplan.model.quant.checkpoint_format`),
+    so an unknown ``quant_method`` or a bad ``bits`` is refused at the door, not when a plan is printed."""
+    if not quantization:
+        return
+    try:
+        checkpoint_format(quantization, 2)
+    except GpuplanError as err:
+        raise GpuplanError(f"{where}: {err}") from None
+    except (TypeError, ValueError):
+        raise GpuplanError(f"{where}: quantization_config's bits and group_size must be whole numbers, got "
+                           f"{echo_value(quantization.get('bits'))} and {echo_value(quantization.get('group_size'))}"
+                           ) from None
 
 
 def _check_heads(config: dict[str, Any], where: str, heads: Any) -> None:

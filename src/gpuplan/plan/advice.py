@@ -27,7 +27,7 @@ from ..hardware import GpuSpec
 from ..model.spec import ModelSpec
 from ..result import Suggestion
 from ..scenario import Scenario
-from ..scenario.stacks import FRAMEWORKS, RECIPES
+from ..scenario.stacks import RECIPES, STACK_NAMES
 from ..speed import training_speed
 from ..speed.gemm import can_time
 from ..stacks import stack_for
@@ -94,7 +94,7 @@ def largest_fitting(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> tuple[int | None
     limit = m.scaled_context or 131_072
     if s.task == "train":
         # Megatron cuts sequences into 2·cp chunks and each rank's share over tp (refusals.check_megatron)
-        q = 2 * s.cp * s.tp if s.framework == "megatron" and s.tp * s.cp > 1 else 1
+        q = 2 * s.cp * s.tp if s.stack == "megatron" and s.tp * s.cp > 1 else 1
         longest = _largest(lambda n: fits(seq_len=n * q), limit // q)
         return (_largest(lambda n: fits(micro_batch_size=n), 4096), longest * q if longest else None)
     prefix = s.shared_prefix_tokens  # a prompt is at least the shared prefix and one token of its own
@@ -144,22 +144,22 @@ def _training_fixes(s: Scenario, m: ModelSpec) -> list[Fix]:
             "precision": "bf16-mixed" if s.precision == "fp32" else s.precision},
             cost="slower than LoRA (dequantization on every matmul); small quality cost", group="method",
             slowdown=1.5))
-    if s.world_size > 1 and s.resolved_strategy not in ("zero3",) and s.tp * s.pp == 1:
-        out.append(Fix(label=f"ZeRO-3 over your {s.world_size} GPUs", change={"strategy": "zero3"},
+    if s.world_size > 1 and s.resolved_sharding not in ("zero3",) and s.tp * s.pp == 1:
+        out.append(Fix(label=f"ZeRO-3 over your {s.world_size} GPUs", change={"sharding": "zero3"},
                        cost="all-gathers weights each step: NVLink recommended", group="gpus", slowdown=1.2))
     if s.offload == "none":
         out.append(Fix(label="offload the optimizer to CPU", change={"offload": "optimizer"},
                        cost="the step runs on the CPU: often 2-5x slower steps; needs CPU RAM", group="offload",
                        slowdown=3.0))
     if s.offload != "optimizer+params" and s.tp * s.pp == 1:  # on one GPU too (DeepSpeed ZeRO-Offload)
-        fsdp = s.framework in ("torchtune", "torchtitan")  # they shard with FSDP2 only
+        fsdp = s.stack in ("torchtune", "torchtitan")  # they shard with FSDP2 only
         out.append(Fix(label=f"offload optimizer and parameters to CPU ({'FSDP' if fsdp else 'ZeRO-3'} offload)",
-                       change={"offload": "optimizer+params", "strategy": "fsdp" if fsdp else "zero3"},
+                       change={"offload": "optimizer+params", "sharding": "fsdp" if fsdp else "zero3"},
                        cost="weights stream over PCIe every step: several times slower; needs CPU RAM",
                        group="offload", slowdown=5.0))
     for n in (2, 4, 8):
         if n > s.num_gpus:
-            out.append(Fix(label=f"ZeRO-3 over {n} GPUs", change={"num_gpus": n, "strategy": "zero3", "tp": 1,
+            out.append(Fix(label=f"ZeRO-3 over {n} GPUs", change={"num_gpus": n, "sharding": "zero3", "tp": 1,
                                                                   "pp": 1},
                            cost="all-gathers weights each step: NVLink recommended", group="gpus", slowdown=1.2,
                            more_gpus=True))
@@ -176,7 +176,7 @@ STACK_FIELDS = {"loss", "compile", "activation_offload", "optimizer_in_backward"
 
 
 def _stack_fixes(s: Scenario) -> list[Fix]:
-    """The training stacks' techniques (each kept only where the scenario's framework runs it), then the other
+    """The training stacks' techniques (each kept only where the scenario's stack runs it), then the other
     stacks themselves with their recipe defaults; their speed cost from :func:`speed_change`."""
     options: list[tuple[str, dict[str, Any], str]] = []
     if s.loss != "fused-linear":
@@ -194,10 +194,10 @@ def _stack_fixes(s: Scenario) -> list[Fix]:
         options.append(("torch.compile", {"compile": True}, "compile"))
     if s.grad_checkpointing == "none":
         options.append(("selective (per-op) checkpointing", {"grad_checkpointing": "selective"}, "checkpointing"))
-    for name in FRAMEWORKS:
-        if name != s.framework:
-            options.append((f"switch to {RECIPES[name].title}, with its defaults", {"framework": name}, "framework"))
-    # only whether the framework runs it; the speed cost comes on the card (speed_change)
+    for name in STACK_NAMES:
+        if name != s.stack:
+            options.append((f"switch to {RECIPES[name].title}, with its defaults", {"stack": name}, "stack"))
+    # only whether the stack runs it; the speed cost comes on the card (speed_change)
     return [Fix(label=label, change=change, group=group) for label, change, group in options
             if _apply(s, (Fix(label=label, change=change, group=group),)) is not None]
 
@@ -271,12 +271,12 @@ def _serving_fixes(s: Scenario, m: ModelSpec) -> list[Fix]:
     else:
         if n > 1 and s.tp * s.pp == 1:
             out.append(Fix(label=f"split the model over your {n} GPUs (tensor parallel {n})",
-                           change={"tp": n, "strategy": None}, cost="all-reduce per layer: NVLink recommended",
+                           change={"tp": n, "sharding": None}, cost="all-reduce per layer: NVLink recommended",
                            group="gpus", slowdown=1.1))
         for k in (2, 4, 8):
             if k > n and m.num_heads % k == 0:
                 out.append(Fix(label=f"tensor parallel over {k} GPUs", change={"num_gpus": k, "tp": k, "pp": 1,
-                                                                               "strategy": None},
+                                                                               "sharding": None},
                                cost="all-reduce per layer: NVLink recommended", group="gpus", slowdown=1.1,
                                more_gpus=True))
     if s.batch_size > 1:
@@ -290,7 +290,7 @@ def _serving_fixes(s: Scenario, m: ModelSpec) -> list[Fix]:
 
 
 def _apply(s: Scenario, fixes: tuple[Fix, ...]) -> Scenario | None:
-    """``s`` with the fixes' changes, validated again (the framework's defaults follow, e.g. QLoRA's recipe turns
+    """``s`` with the fixes' changes, validated again (the stack's defaults follow, e.g. QLoRA's recipe turns
     checkpointing on; :meth:`Scenario.model_copy` validates one change once, though the advice asks of one fix
     several times); None when the result is refused (the stack cannot run it)."""
     change: dict[str, Any] = {}
@@ -316,7 +316,7 @@ def _fits(s: Scenario | None, m: ModelSpec, gpu: GpuSpec) -> tuple[bool, float]:
 
 
 def _implied(s: Scenario, changed: Scenario, given: dict[str, Any]) -> dict[str, Any]:
-    """Fields a change moved without naming them (the framework's defaults following it)."""
+    """Fields a change moved without naming them (the stack's defaults following it)."""
     return {k: getattr(changed, k) for k in type(s).model_fields if k not in given and k != "gpu"
             and getattr(changed, k) != getattr(s, k)}
 
@@ -324,7 +324,7 @@ def _implied(s: Scenario, changed: Scenario, given: dict[str, Any]) -> dict[str,
 def _with_implied(label: str, implied: dict[str, Any]) -> str:
     if not implied:
         return label
-    return f"{label} (and, as the framework's recipe then sets, " + ", ".join(
+    return f"{label} (and, as the stack's recipe then sets, " + ", ".join(
         f"{k.replace('_', ' ')} {str(v).lower() if isinstance(v, bool) else v}" for k, v in implied.items()) + ")"
 
 
@@ -364,13 +364,13 @@ def suggestions(s: Scenario, m: ModelSpec, gpu: GpuSpec, report) -> list[Suggest
             singles.append((fix, ok, peak, _implied(s, changed, fix.change)))
     # fitting fixes: in the user's stack, on the GPUs named, keeping the job, gentlest first (another stack after
     # those); the others: the biggest saving first
-    singles.sort(key=lambda x: (not x[1], x[0].group == "framework", x[0].more_gpus, not x[0].keeps_job,
+    singles.sort(key=lambda x: (not x[1], x[0].group == "stack", x[0].more_gpus, not x[0].keeps_job,
                                 x[0].slowdown if x[1] else x[2]))
-    found = [Suggestion(change=f"{fix.label if fix.group == 'framework' else _with_implied(fix.label, implied)}: "
+    found = [Suggestion(change=f"{fix.label if fix.group == 'stack' else _with_implied(fix.label, implied)}: "
                         f"{report.device_peak_gib:.1f} -> {peak:.1f} GiB",
                         fields={k: v for k, v in fix.change.items() if v is not None}, device_peak_gib=peak, fits=ok,
                         cost=fix.cost) for fix, ok, peak, implied in singles]
-    in_stack = [ok for fix, ok, _, _ in singles if fix.keeps_job and not fix.more_gpus and fix.group != "framework"]
+    in_stack = [ok for fix, ok, _, _ in singles if fix.keeps_job and not fix.more_gpus and fix.group != "stack"]
     if not any(in_stack):
         # every fix that keeps the job: one that saves nothing alone (QLoRA when activations dominate) may be the
         # one a combination needs
@@ -423,8 +423,8 @@ def smallest_combination(s: Scenario, m: ModelSpec, gpu: GpuSpec, fixes: list[Fi
     tried before those that add GPUs. With it, the largest micro-batch (keeping the global batch through
     accumulation) or batch, and the longest context, that still fit."""
     order = {f.label: i for i, f in enumerate(candidate_fixes(s, m))}
-    # a framework switch is a single suggestion of its own, not one of several changes made together
-    fixes = sorted(on_card(s, m, gpu, [f for f in fixes if f.group != "framework"]),
+    # a stack switch is a single suggestion of its own, not one of several changes made together
+    fixes = sorted(on_card(s, m, gpu, [f for f in fixes if f.group != "stack"]),
                    key=lambda f: order.get(f.label, len(order)))
     same = [f for f in fixes if not f.more_gpus]
     best = None

@@ -8,9 +8,12 @@ Read top to bottom, each stage once:
    node's within one node), and **cost** on every offer the scenario may use; the offer the plan is priced on is
    chosen here alone (:func:`choose`: the lowest $ per million tokens, the order ``recommend`` ranks by, or the
    offer a ranked row named); a job that does not fit is timed, not priced;
-3. **advice**: the largest batch and context that fit, and when it does not fit, the changes that would
+3. **serving runs** (``simulate``): a serving plan on an engine whose scheduler is simulated runs its ``users`` or
+   ``rate_rps`` and its ``batch_size`` requests at once through it (:func:`serving_runs`, on the priced offer's
+   links);
+4. **advice**: the largest batch and context that fit, and when it does not fit, the changes that would
    (:mod:`.advice`, each a memory-only build);
-4. the training **data** and the **recipe**, when the scenario names data or a pretraining run.
+5. the training **data** and the **recipe**, when the scenario names data or a pretraining run.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from .. import clock
-from ..errors import UnknownNameError
+from ..errors import GpuplanError, UnknownNameError
 from ..hardware import Network
 from ..market.choice import best_on_demand, matching
 from ..market.cost import Cost, checkpoint_bytes, price_job, spot_plan
@@ -28,7 +31,7 @@ from ..scenario import Scenario
 from ..speed import Speed, speed_of
 from .advice import advice
 from .plan import Plan, memory_plan
-from .resolve import Resolved
+from .resolve import Resolved, resolve
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,10 +59,11 @@ def offers_for(r: Resolved, catalog: list[Offer]) -> Offers:
 
 def build(r: Resolved, offers: Offers | None = None, *, advise: bool = True, memory_only: bool = False,
           offer_label: str | None = None, base: Plan | None = None, speeds: dict | None = None,
-          recipe: bool = False) -> Plan:
+          recipe: bool = False, simulate: bool = False) -> Plan:
     """The plan of ``r`` priced on ``offers`` (the stages of the module docstring). A search passes the memory plan
     it already made (``base``) and the speeds it timed on this card (``speeds``, by class of links); ``recipe``: the
-    training recipe even without data (a plan to launch)."""
+    training recipe even without data (a plan to launch); ``simulate``: the serving runs (one plan's question,
+    not a search's)."""
     plan = base if base is not None else memory_plan(r)
     if memory_only:
         return plan
@@ -78,6 +82,8 @@ def build(r: Resolved, offers: Offers | None = None, *, advise: bool = True, mem
     elif gpu is not None:
         plan = plan.said(warnings=(f"no speed or cost: {gpu.name} has no dense 16-bit matrix rate in the GPU "
                                    "catalog",))
+    if simulate and plan.speed is not None and s.task == "infer":
+        plan = serving_runs(r, plan)
     if gpu is not None and advise:
         plan = plan.said(**advice(r, plan))
     if s.task == "train" and (recipe or s.dataset or s.samples or s.model_size or s.epochs):
@@ -87,6 +93,45 @@ def build(r: Resolved, offers: Offers | None = None, *, advise: bool = True, mem
         plan = plan.said(dataset=dataset_section(s, plan.cost), recipe=typed.as_dict())
         plan._recipe = typed
     return plan
+
+
+def serving_runs(r: Resolved, plan: Plan) -> Plan:
+    """``plan`` with its serving runs (:mod:`gpuplan.serving.load`) through the engine's scheduler over the plan's
+    own KV pool and limits, on the links of the offer it is priced on: the scenario's ``users`` or ``rate_rps``
+    (asked: numpy needed) and, for more than one request, its ``batch_size`` requests queued at once (skipped, and
+    said, without numpy). Engines whose scheduler is not simulated get none; a vLLM that would not start at the
+    model's context runs at ``--max-model-len`` of the longest request (as the verdict tells the user to)."""
+    from ..serving.load import SIMULATED, longest_request, run_load
+
+    s, offer = r.scenario, plan.offer
+    asked, batch = bool(s.users or s.rate_rps), s.batch_size > 1 and not s.users
+    if s.engine not in SIMULATED or not (asked or batch):
+        return plan
+    try:
+        from ..serving.simulate import scheduler_for
+    except ImportError:  # numpy
+        if asked:
+            raise GpuplanError("users and rate_rps run the engine's scheduler with numpy: pip install "
+                               "'gpuplan[serving]'") from None
+        return plan.said(("the offline run of the batch through the engine's scheduler needs numpy (pip install "
+                          "'gpuplan[serving]')",))
+    network, runs = offer.network if offer is not None else None, {}
+    for key, offline in (("load", False), ("offline", True)):
+        if not (asked if key == "load" else batch):
+            continue
+        longest, said = longest_request(s, r.model, offline), ()
+        engine = scheduler_for(s, plan.startup, plan.pool, longest)
+        if engine is None and s.max_model_len is None:  # the default context would not start: the longest request
+            fitted = memory_plan(resolve(s.with_resolved({"max_model_len": longest}), r.model, r.gpu))
+            engine = scheduler_for(fitted.setup.scenario, fitted.startup, fitted.pool, longest)
+            said = (f"simulated with --max-model-len {longest:,} (the longest request): at the model's context the "
+                    "engine would not start",)
+        if engine is not None:
+            runs[key] = run_load(s, r.model, r.gpu, engine, network, offline=offline, said=said)
+    # (the batch's run is not asked for: a pool too small for one request is the verdict's to say)
+    warned = ("no simulated run: the engine's KV pool cannot hold one request of the longest length",) \
+        if asked and "load" not in runs else ()
+    return plan.said(warnings=warned, **runs)
 
 
 def unpriced_spot(plan: Plan):

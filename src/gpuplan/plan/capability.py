@@ -32,7 +32,7 @@ class FitRow(BaseModel):
     fits: bool  # as asked, or with ``change``
     change: str = ""  # what makes it fit on these cards ("" when it fits as asked)
     fields: dict[str, Any] = Field(default_factory=dict)  # the scenario fields of that change
-    strategy: str = ""
+    sharding: str = ""
     device_peak_gib: float | None = None
     max_batch_size: int | None = None
     max_seq_len: int | None = None
@@ -49,9 +49,9 @@ def what_fits(template: dict[str, Any], gpu: GpuSpec, count: int, models: list[s
 
 
 def _layouts(s: Scenario, count: int) -> list[dict[str, Any]]:
-    if s.task == "infer" or count == 1 or s.strategy is not None:
+    if s.task == "infer" or count == 1 or s.sharding is not None:
         return [{}]
-    return [{"strategy": st} for st in ("ddp", "zero2", "zero3")]
+    return [{"sharding": st} for st in ("ddp", "zero2", "zero3")]
 
 
 def _row(template: dict[str, Any], repo: str, gpu: GpuSpec, count: int) -> FitRow:
@@ -75,7 +75,7 @@ def _row(template: dict[str, Any], repo: str, gpu: GpuSpec, count: int) -> FitRo
         if plan.verdict.fits:
             s = plan.setup.scenario
             return row.model_copy(update={"fits": True, "device_peak_gib": plan.memory.device_peak_gib,
-                                          "strategy": s.resolved_strategy,
+                                          "sharding": s.resolved_sharding,
                                           **dict(zip(("max_batch_size", "max_seq_len"), largest_fitting(s, m, gpu),
                                                      strict=True))})
     return _with_change(row, tried[-1]) if tried else row  # the most sharded layout: the changes start there
@@ -94,7 +94,7 @@ def _with_change(row: FitRow, plan: Plan) -> FitRow:
         return row
     # the most room on the cards (the question is how much fits), keeping the method and weights asked for, in the
     # user's stack, without CPU offload, as far as some change does without each
-    fixes.sort(key=lambda x: ("offload" in x.fields or "activation_offload" in x.fields, "framework" in x.fields,
+    fixes.sort(key=lambda x: ("offload" in x.fields or "activation_offload" in x.fields, "stack" in x.fields,
                               "method" in x.fields or "quant" in x.fields, x.device_peak_gib))
     best = fixes[0]
     fixed = memory_plan(resolve(s.model_copy(update=best.fields), m, gpu))
@@ -104,7 +104,7 @@ def _with_change(row: FitRow, plan: Plan) -> FitRow:
     row.cpu_gib = fixed.memory.cpu_gib
     if row.cpu_gib:
         row.change += f" ({row.cpu_gib:,.0f} GiB of RAM)"
-    row.device_peak_gib, row.strategy = best.device_peak_gib, after.resolved_strategy
+    row.device_peak_gib, row.sharding = best.device_peak_gib, after.resolved_sharding
     row.max_batch_size, row.max_seq_len = (best.max_batch_size, best.max_seq_len) if best.combination else \
         largest_fitting(after, m, gpu)
     return row
@@ -135,8 +135,8 @@ def change_words(fields: dict[str, Any], s: Scenario) -> str:
                      + " weights")
     if fields.get("kv_cache_dtype"):
         words.append(f"{fields['kv_cache_dtype']} KV cache")
-    if fields.get("strategy") and fields["strategy"] != s.strategy:
-        words.append({"zero3": "ZeRO-3", "zero2": "ZeRO-2"}.get(fields["strategy"], fields["strategy"]))
+    if fields.get("sharding") and fields["sharding"] != s.sharding:
+        words.append({"zero3": "ZeRO-3", "zero2": "ZeRO-2"}.get(fields["sharding"], fields["sharding"]))
     if fields.get("tp", 1) > 1 and fields.get("tp") != s.tp:
         words.append(f"tensor parallel {fields['tp']}")
     if fields.get("offload"):
@@ -152,12 +152,12 @@ def change_words(fields: dict[str, Any], s: Scenario) -> str:
         words.append("activation offload")
     if fields.get("optimizer_in_backward") and not s.optimizer_in_backward:
         words.append("optimizer in backward")
-    if fields.get("framework") and fields["framework"] != s.framework:
-        words.insert(0, f"the {fields['framework']} stack")
+    if fields.get("stack") and fields["stack"] != s.stack:
+        words.insert(0, f"the {fields['stack']} stack")
     if fields.get("cpu_layers") and not s.cpu_layers:
         words.append("llama.cpp layers on the CPU")
     said = {"grad_checkpointing", "micro_batch_size", "grad_accum_steps", "method", "optimizer", "qlora_fp32_upcast",
-            "quant", "kv_cache_dtype", "strategy", "tp", "offload", "attention", "loss", "compile",
-            "activation_offload", "optimizer_in_backward", "framework", "precision", "pp", "num_gpus", "cpu_layers"}
+            "quant", "kv_cache_dtype", "sharding", "tp", "offload", "attention", "loss", "compile",
+            "activation_offload", "optimizer_in_backward", "stack", "precision", "pp", "num_gpus", "cpu_layers"}
     words += [f"{k.replace('_', ' ')} {v}" for k, v in fields.items() if k not in said and v != getattr(s, k, v)]
     return " + ".join(words) or "a change"

@@ -183,20 +183,11 @@ def engine_memory(sc: Scenario, m: ModelSpec, gpu: GpuSpec, longest: int) -> Ser
     and scheduler (:func:`gpuplan.serving.simulate.sglang_scheduler`: prefill batches of ``chunked_prefill_size``
     before decodes, ``max_running_requests``, one-token pages); its radix cache serves the workload's shared prefix
     and repeated prompts (other reuse, such as multi-turn history, is not modelled)."""
-    from ..serving.simulate import sglang_scheduler, vllm_scheduler
+    from ..serving.simulate import scheduler_for
 
     plan = memory_plan(resolve(sc, m, gpu))
-    startup, pool = plan.startup, plan.pool
-    if startup is None or pool is None:
-        return None
-    if pool.engine == "sglang":
-        if startup.kv_tokens < longest:
-            return None
-        return ServingMemory(plan=plan, pool=pool, engine=sglang_scheduler(startup))
-    if startup.num_blocks <= 0 or not startup.fits_max_model_len:
-        return None
-    return ServingMemory(plan=plan, pool=pool, engine=vllm_scheduler(plan.setup.scenario, startup,
-                                                                     blocks=pool.sim_blocks))
+    engine = scheduler_for(plan.setup.scenario, plan.startup, plan.pool, longest)
+    return None if engine is None else ServingMemory(plan=plan, pool=plan.pool, engine=engine)
 
 
 def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...] = (), max_gpus: int = 8,

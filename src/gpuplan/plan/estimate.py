@@ -15,6 +15,7 @@ from .resolve import resolve
 
 def estimate(scenario: Scenario | dict[str, Any], *, advise: bool = True) -> Plan:
     """The plan of a scenario. ``advise`` adds the largest batch and context that fit and, when the job does not
-    fit, the changes that would (each a memory-only plan of the changed scenario)."""
+    fit, the changes that would (each a memory-only plan of the changed scenario). A serving plan runs its load
+    and its batch through the engine's scheduler (:func:`gpuplan.plan.build.serving_runs`)."""
     r = resolve(scenario_from(scenario))
-    return build(r, offers_for(r, load_offers()) if r.gpu is not None else None, advise=advise)
+    return build(r, offers_for(r, load_offers()) if r.gpu is not None else None, advise=advise, simulate=True)

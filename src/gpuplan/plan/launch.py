@@ -93,19 +93,19 @@ NOT_TORCHTITAN = {"optimizer": ("adamw",), "precision": ("bf16-mixed", "fp8-mixe
 def pretraining_stack(s: Scenario) -> tuple[Scenario, str | None]:
     """``s`` on torchtitan when it pretrains a size-only model on the default stack, and why (module docstring);
     the sharding becomes FSDP2 (torchtitan's) where it was ZeRO or FSDP."""
-    if s.task != "train" or not s.model_size or s.method != "full" or "framework" in s.model_fields_set:
+    if s.task != "train" or not s.model_size or s.method != "full" or "stack" in s.model_fields_set:
         return s, None
-    given = {k: getattr(s, k) for k in s.model_fields_set if k not in ("model", "strategy")}
+    given = {k: getattr(s, k) for k in s.model_fields_set if k not in ("model", "sharding")}
     for key, allowed in NOT_TORCHTITAN.items():
         if key in given and given[key] not in allowed:
             del given[key]
-    if "strategy" in s.model_fields_set and s.strategy in ("single", "ddp"):
-        given["strategy"] = s.strategy
+    if "sharding" in s.model_fields_set and s.sharding in ("single", "ddp"):
+        given["sharding"] = s.sharding
     elif s.world_size > 1:  # torchtitan's recipes shard with FSDP2
-        given["strategy"] = "fsdp"
-    again = Scenario.model_validate({**given, "framework": PRETRAINING_STACK})
-    return again, (f"framework {PRETRAINING_STACK}: {s.model} pretrains from random weights, which a pretraining "
-                   "stack does (an SFT trainer loads pretrained weights); set --framework megatron for Megatron-LM")
+        given["sharding"] = "fsdp"
+    again = Scenario.model_validate({**given, "stack": PRETRAINING_STACK})
+    return again, (f"stack {PRETRAINING_STACK}: {s.model} pretrains from random weights, which a pretraining "
+                   "stack does (an SFT trainer loads pretrained weights); set --stack megatron for Megatron-LM")
 
 
 NODE_GPUS = 8  # GPUs of one HGX/DGX board: the node size where no offer lists the card
@@ -293,7 +293,7 @@ def disk_gb(s: Scenario, weights_gb: float, checkpoint_gb: float) -> int:
 def layout_words(s: Scenario) -> str:
     """The parallel layout in words, as the plan states it: the sharding (FSDP by its version, ``single`` only
     when nothing else splits the work) and the tensor, pipeline, context and expert parallel degrees."""
-    sharding = s.sharding if s.sharding.startswith("fsdp") else s.resolved_strategy
+    sharding = s.sharded_by if s.sharded_by.startswith("fsdp") else s.resolved_sharding
     split = [f"{name}{n}" for name, n in (("tp", s.tp), ("pp", s.pp), ("cp", s.cp), ("ep", s.ep)) if n > 1]
     return " ".join(([sharding] if sharding != "single" or not split else []) + split)
 

@@ -26,6 +26,7 @@ from ..model.spec import ModelSpec
 from ..result import Answer, GpuFacts, MemoryReport, ModelFacts, Suggestion
 from ..scenario import INFER_ONLY, TRAIN_ONLY, Scenario
 from ..scenario.describe import describe
+from ..serving.load import LoadRun
 from ..speed.breakdown import Speed
 from ..stacks import stack_for
 from ..tensors.breakdown import Estimate
@@ -72,6 +73,10 @@ class Plan(Answer):
     cost: Cost | None = None  # None when it does not fit, or no offer of the card is in force
     dataset: dict[str, Any] | None = None  # the training data: samples, tokens, lengths, batching (gpuplan.dataset)
     recipe: dict[str, Any] | None = None  # global batch, lr, schedule, layout, checkpoints, each with its source
+    # serving through the engine's scheduler (gpuplan.serving.load): the run at the scenario's users or rate, and
+    # its batch_size requests queued at once (waves, preemptions); None where not simulated
+    load: LoadRun | None = None
+    offline: LoadRun | None = None
     _setup: Resolved | None = PrivateAttr(default=None)
     # what the builder's stages assumed and warned of beyond the resolver's: (assumptions, warnings)
     _said: tuple[tuple[str, ...], tuple[str, ...]] = PrivateAttr(default=((), ()))
@@ -175,6 +180,11 @@ class Plan(Answer):
     def _in_order(self, handler) -> dict[str, Any]:
         """The scenario, its line and its defaults first, as they are said."""
         data = handler(self)
+        for key in ("load", "offline"):  # sections of serving plans the scheduler simulation ran
+            if data.get(key) is None:
+                data.pop(key, None)
+        if data.get("speed") and data["speed"].get("band") is None:  # (a serving speed's words on its range)
+            data["speed"].pop("band", None)
         return {k: data[k] for k in ("scenario", "resolved", "defaults")} | data
 
 
@@ -266,7 +276,7 @@ def normalized(s: Scenario) -> dict[str, Any]:
     """The scenario as the plan states it: every field as resolved, the sharding by its engine's name, the other
     task's fields left out."""
     data = s.model_dump()
-    data["strategy"] = s.sharding if s.sharding.startswith("fsdp") else s.resolved_strategy
+    data["sharding"] = s.sharded_by if s.sharded_by.startswith("fsdp") else s.resolved_sharding
     for key in TRAIN_ONLY if s.task == "infer" else INFER_ONLY:
         data.pop(key, None)
     return data

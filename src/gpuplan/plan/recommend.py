@@ -34,7 +34,8 @@ from ..model.report import inexact_warning
 from ..model.spec import ModelSpec
 from ..result import Answer
 from ..scenario import Scenario
-from ..scenario.stacks import FRAMEWORKS
+from ..scenario.stacks import STACK_NAMES
+from ..speed.comms import Link, intra_node_link
 from ..speed.gemm import can_time
 from ..stacks import stack_for
 from .build import Offers, build
@@ -62,7 +63,7 @@ class Constraints:
     objective: str = "cost"  # cost | time | balanced
     any_method: bool = False  # LoRA / QLoRA may replace full fine-tuning
     any_quant: bool = False  # weight quantization and an fp8 KV cache may be used for inference
-    any_framework: bool = False  # other training stacks (torchtune, torchtitan, Unsloth, axolotl...) may be used
+    any_stack: bool = False  # other training stacks (torchtune, torchtitan, Unsloth, axolotl...) may be used
     top: int = 10
     catalogs: tuple[str, ...] = ()
     per_gpu: bool = False  # one setup per GPU type (its best), to compare cards
@@ -95,7 +96,7 @@ class Setup(BaseModel):
     scenario: Annotated[Scenario, WrapValidator(lambda v, validate: v if isinstance(v, Scenario) else validate(v))]
     gpu_id: str
     num_gpus: int
-    strategy: str
+    sharding: str
     techniques: list[str]
     offer: str
     provider: str
@@ -153,7 +154,7 @@ class Setup(BaseModel):
         hours = cost.hours if s.task == "train" and s.train_tokens else None
         label = f"your {offer.gpu_count}x {short_id(offer.gpu_id)} (power only)" if offer.pricing == "owned" else \
             cost.offer
-        row = cls(scenario=s, gpu_id=gpu.id, num_gpus=s.world_size, strategy=s.resolved_strategy if
+        row = cls(scenario=s, gpu_id=gpu.id, num_gpus=s.world_size, sharding=s.resolved_sharding if
                   s.task == "train" else f"pp{s.pp}" if s.pp > 1 else f"tp{s.tp}", techniques=labels, offer=label,
                   provider=offer.provider, pricing=offer.pricing, owned=offer.pricing == "owned",
                   device_peak_gib=mem.device_peak_gib, capacity_gib=gpu.usable_gib,
@@ -168,7 +169,7 @@ class Setup(BaseModel):
                   price_origin=cost.price_origin, usd_per_gpu_hour=cost.usd_per_gpu_hour,
                   gpus_per_instance=cost.gpus_per_instance, bill_usd=cost.bill_usd if hours is not None else None,
                   change=note, plan=plan)
-        row.rationale = _rationale(row, gpu, speed)
+        row.rationale = _rationale(row, gpu, speed, intra_node_link(gpu, offer.network))
         return row
 
 
@@ -251,13 +252,13 @@ def _variants(s: Scenario, c: Constraints, shipped: str | None = None) -> list[t
             out.append(([*label, "gradient checkpointing", "bf16 embeddings"],
                         {**base, "grad_checkpointing": "full", "optimizer": "paged-adamw-8bit",
                          "qlora_fp32_upcast": False}))
-        if c.any_framework:  # every other stack with its recipe defaults, and with activation offloading
-            for name in FRAMEWORKS:
-                if name == s.framework:
+        if c.any_stack:  # every other stack with its recipe defaults, and with activation offloading
+            for name in STACK_NAMES:
+                if name == s.stack:
                     continue
-                out.append(([*label, name], {**base, "framework": name}))
+                out.append(([*label, name], {**base, "stack": name}))
                 if name in OFFLOADS:
-                    out.append(([*label, name, "activation offload"], {**base, "framework": name,
+                    out.append(([*label, name, "activation offload"], {**base, "stack": name,
                                                                        "grad_checkpointing": "full",
                                                                        "activation_offload": True}))
     return out
@@ -270,7 +271,7 @@ SHARDING = {"hf": ("ddp", "zero2", "zero3"), "axolotl": ("ddp", "zero2", "zero3"
 OFFLOADS = ("torchtune", "axolotl", "pytorch")  # Unsloth offloads by default; torchtitan and the Trainer cannot
 
 
-def _layouts(s: Scenario, m: ModelSpec, c: Constraints, framework: str = "hf") -> list[dict]:
+def _layouts(s: Scenario, m: ModelSpec, c: Constraints, stack: str = "hf") -> list[dict]:
     """GPU counts and parallel strategies: data parallel / ZeRO for training, tensor parallel for serving."""
     out = []
     for n in COUNTS:
@@ -279,14 +280,14 @@ def _layouts(s: Scenario, m: ModelSpec, c: Constraints, framework: str = "hf") -
         per_node, nodes = min(n, 8), max(n // 8, 1)
         if s.task == "infer" and not engine_for(s).tensor_parallel:  # llama.cpp splits layers (estimate's default)
             if n <= min(8, m.num_layers):
-                out.append({"num_gpus": n, "num_nodes": 1, "tp": 1, "pp": n, "strategy": None})
+                out.append({"num_gpus": n, "num_nodes": 1, "tp": 1, "pp": n, "sharding": None})
             continue
         if s.task == "infer":
             if n <= 8 and m.num_heads % n == 0 and (n <= m.num_kv_heads or n % m.num_kv_heads == 0 or m.mla):
-                out.append({"num_gpus": n, "num_nodes": 1, "tp": n, "pp": 1, "strategy": None})
+                out.append({"num_gpus": n, "num_nodes": 1, "tp": n, "pp": 1, "sharding": None})
             continue
-        strategies = ["single"] if n == 1 else list(SHARDING[framework])
-        out += [{"num_gpus": per_node, "num_nodes": nodes, "tp": 1, "pp": 1, "strategy": st} for st in strategies]
+        strategies = ["single"] if n == 1 else list(SHARDING[stack])
+        out += [{"num_gpus": per_node, "num_nodes": nodes, "tp": 1, "pp": 1, "sharding": st} for st in strategies]
     return out
 
 
@@ -360,7 +361,7 @@ def fewest_line(s: Scenario, m: ModelSpec, x: Setup, deadline_hours: float) -> s
     one (``model_size``)."""
     where = x.provider if x.pricing == "on_demand" else f"{x.provider} {x.pricing.replace('_', '-')}"
     line = (f"fewest GPUs that meet the {deadline_hours:g} h deadline: {x.num_gpus}x {short_id(x.gpu_id)} "
-            f"{x.strategy} on {where}, {x.hours:,.1f} h, ${x.usd_total:,.0f} (at most {x.hours_high:,.1f} h and "
+            f"{x.sharding} on {where}, {x.hours:,.1f} h, ${x.usd_total:,.0f} (at most {x.hours_high:,.1f} h and "
             f"${x.usd_total_high:,.0f} at the slow end of its likely speed, {x.tokens_per_s_low:,.0f} tokens/s)")
     if s.model_size:
         from ..model.synthetic import CHINCHILLA_TOKENS_PER_PARAM, nearest_size, param_count
@@ -396,9 +397,9 @@ def _what_fits_owned(s: Scenario, m: ModelSpec, c: Constraints) -> list[str]:
         gpu = gpus()[gpu_id]
         layout = {"num_gpus": count, "num_nodes": 1, "gpu": gpu_id}
         if s.task == "train":
-            layout.update(strategy="single" if count == 1 else "zero3", tp=1, pp=1)
+            layout.update(sharding="single" if count == 1 else "zero3", tp=1, pp=1)
         else:
-            layout.update(strategy=None, tp=1, pp=1)
+            layout.update(sharding=None, tp=1, pp=1)
         try:
             plan = memory_plan(resolve(s.model_copy(update=layout), m))
         except GpuplanError as err:
@@ -442,7 +443,7 @@ def _search(s: Scenario, m: ModelSpec, c: Constraints, offers: list[Offer], card
         if effect in tried:  # e.g. "gradient checkpointing" when the scenario has it on already
             continue
         tried.add(effect)
-        for layout in _layouts(s, m, c, change.get("framework", s.framework)):
+        for layout in _layouts(s, m, c, change.get("stack", s.stack)):
             try:  # a stack refuses what it cannot run (torchtune with ZeRO, Unsloth over FSDP...)
                 scenario = s.model_copy(update={**change, **layout, "gpu": None})
                 check(scenario, m, None)
@@ -529,26 +530,41 @@ def _no_price(s: Scenario, c: Constraints, all_offers: list[Offer]) -> str:
     return f"no {c.pricing.replace('_', '-')} offer for {names} matches --providers / --pricing: widen them"
 
 
-def _rationale(x: Setup, gpu: GpuSpec, speed) -> str:
+def _rationale(x: Setup, gpu: GpuSpec, speed, link: Link) -> str:
     """Memory, then communication, then budget, as the guides order the decision."""
     parts = [f"fits with {x.headroom_pct:.0f}% headroom ({x.device_peak_gib:.1f} of {x.capacity_gib:.1f} GiB)"]
     if x.change:
         parts.append(x.change)
-    if gpu.vendor != "NVIDIA":
+    if gpu.vendor not in ("NVIDIA", "Apple"):  # Apple: the engines without Metal are refused (Engine.metal)
         parts.append(f"{gpu.vendor}: check your stack supports it (ROCm / Gaudi software)")
-    if x.num_gpus == 1:
-        parts.append("one GPU: no interconnect needed")
-    elif speed.bound == "communication":
-        parts.append("communication-bound: prefer NVLink" if not gpu.nvlink_bandwidth_gbs else
-                     "communication-bound even on NVLink")
-    else:
-        parts.append(f"{speed.bound}-bound, so " +
-                     ("NVLink helps little" if gpu.nvlink_bandwidth_gbs else "PCIe is enough"))
+    parts.append(links_said(x.num_gpus, link, speed))
     if speed.bound.startswith("host"):
         parts.append("eager decoding: a serving engine (--engine vllm) is several times faster")
     parts.append(f"${x.usd_per_million_tokens:,.3g} per million tokens at {x.tokens_per_s:,.0f} tokens/s "
                  f"(likely {x.tokens_per_s_low:,.0f}-{x.tokens_per_s_high:,.0f}: ranked on the central value)")
     return "; ".join(parts)
+
+
+# Below this share of the step, the links of a PCIe card are not worth replacing (the plan's own breakdown).
+LINKS_MINOR_SHARE = 0.05
+
+
+def links_said(num_gpus: int, link: Link, speed) -> str:
+    """What the plan's own breakdown says of its links (``link``: the one its speed was timed on): the share of
+    the step its collectives take (``speed.communication_s`` of ``step_time_s``: tensor-parallel all-reduces when
+    serving, the exposed collectives when training), and a verdict only where the share decides it: over PCIe,
+    under :data:`LINKS_MINOR_SHARE` "PCIe is enough", above it faster links would shorten the step. Over NVLink the
+    share is said and nothing more: how much slower PCIe would be is not in this plan."""
+    if num_gpus == 1:
+        return "one GPU: no interconnect needed"
+    share = min(speed.communication_s / speed.step_time_s, 1.0) if speed.step_time_s else 0.0
+    step = "decode step" if speed.ttft_s is not None else "step"
+    said = f"{speed.bound}-bound; collectives take {share:.0%} of the {step} over {link.label}"
+    if link.kind == "nvlink":
+        return said + (" (communication-bound even there)" if speed.bound == "communication" else "")
+    if share < LINKS_MINOR_SHARE:
+        return said + ", so PCIe is enough"
+    return said + ": faster GPU-to-GPU links (NVLink) would shorten it"
 
 
 def _key(x: Setup, objective: str) -> float:
@@ -592,9 +608,9 @@ def _what_would_fit(s: Scenario, m: ModelSpec, c: Constraints, biggest: GpuSpec 
         tries.append(("both", "", s, Constraints(**{**base, "budget_usd": None, "deadline_hours": None})))
     if s.task == "train" and not c.any_method:
         tries.append(("method", "allow LoRA/QLoRA (--any-method)", s, Constraints(**{**base, "any_method": True})))
-    if s.task == "train" and not c.any_framework:
-        tries.append(("framework", "allow other training stacks (--any-framework)", s,
-                      Constraints(**{**base, "any_framework": True})))
+    if s.task == "train" and not c.any_stack:
+        tries.append(("stack", "allow other training stacks (--any-stack)", s,
+                      Constraints(**{**base, "any_stack": True})))
     if s.task == "infer" and not c.any_quant:
         tries.append(("quant", "allow quantized weights / fp8 KV (--any-quant)", s,
                       Constraints(**{**base, "any_quant": True})))
@@ -628,7 +644,7 @@ def _what_would_fit(s: Scenario, m: ModelSpec, c: Constraints, biggest: GpuSpec 
                      f"{math.ceil((x.hours_high or 0) * 10) / 10:,} hours")
         total = f", ${x.usd_total:,.0f}" if x.usd_total is not None else ""
         found.append((_key(x, c.objective), f"{label}: {x.num_gpus}x {x.gpu_id} "
-                      f"{'+'.join([x.strategy, *x.techniques])} on {x.offer}{total} "
+                      f"{'+'.join([x.sharding, *x.techniques])} on {x.offer}{total} "
                       f"(${x.usd_per_million_tokens:,.2f}/M tokens)"))
     return [text for _, text in sorted(found)] or [
         f"nothing in the catalog fits, even on {c.max_gpus} x {biggest.name}: a smaller model or more GPUs"]

@@ -51,11 +51,11 @@ def scenario_refusal(s: Scenario) -> None:
     why = stacks.refusal(s)
     if why:
         raise GpuplanError(why)
-    if s.task == "infer" and s.strategy not in (None, "single", "ddp"):
+    if s.task == "infer" and s.sharding not in (None, "single", "ddp"):
         # serving splits a model with tensor or pipeline parallelism (tp, pp) or replicates it (ddp); ZeRO and
         # FSDP shard training states and do not apply
-        raise GpuplanError(f"strategy {s.strategy!r} shards training states and does not apply to serving: to split "
-                           "a model over GPUs set tp (vLLM) or pp, or leave strategy unset")
+        raise GpuplanError(f"sharding {s.sharding!r} shards training states and does not apply to serving: to split "
+                           "a model over GPUs set tp (vLLM) or pp, or leave sharding unset")
 
 
 def refused(s: Scenario) -> bool:
@@ -97,7 +97,7 @@ def _layout(s: Scenario, m: ModelSpec) -> list[str]:
         what = "tp x pp x cp" if s.cp > 1 else "tp x pp"
         raise GpuplanError(f"{what} = {s.tp * s.pp * s.cp} must divide the {s.world_size} GPUs (num_gpus x "
                            "num_nodes)")
-    if s.framework == "megatron" and s.task == "train":
+    if s.stack == "megatron" and s.task == "train":
         warnings += check_megatron(s, m)
     _data_parallel(s)
     if m.num_heads % s.tp:
@@ -116,22 +116,22 @@ def _layout(s: Scenario, m: ModelSpec) -> list[str]:
 
 def _data_parallel(s: Scenario) -> None:
     """A training strategy against the data-parallel ranks it shards or replicates over."""
-    strategy = s.resolved_strategy
+    strategy = s.resolved_sharding
     # on one GPU ZeRO-3 still streams the weights from CPU memory layer by layer (DeepSpeed's ZeRO-Offload /
     # ZeRO-Infinity and FSDP's CPUOffload run with one rank): what fits a model the card cannot hold
     alone = strategy == "zero3" and s.offload == "optimizer+params"
     if s.task == "train" and strategy != "single" and s.dp * s.cp == 1 and not alone:
         taken = (f"tp x pp = {s.tp * s.pp} takes all {s.world_size} GPUs, leaving one data-parallel rank: add GPUs "
                  "(num_gpus a multiple of tp x pp)" if s.world_size > 1 else "there is one: set num_gpus >= 2")
-        raise GpuplanError(f"strategy {s.strategy!r} shards or replicates over data-parallel GPUs, but {taken}, "
-                           "or use strategy single (offload optimizer to save memory), or zero3 with offload "
+        raise GpuplanError(f"sharding {s.sharding!r} shards or replicates over data-parallel GPUs, but {taken}, "
+                           "or use sharding single (offload optimizer to save memory), or zero3 with offload "
                            "optimizer+params to stream the weights from CPU memory")
     if s.task == "train" and strategy == "single" and s.dp > 1:
-        raise GpuplanError(f"strategy 'single' uses one GPU but the scenario has {s.dp} data-parallel GPUs: "
+        raise GpuplanError(f"sharding 'single' uses one GPU but the scenario has {s.dp} data-parallel GPUs: "
                            "choose ddp, zero1, zero2, zero3 or fsdp")
-    if s.task == "train" and s.pp > 1 and s.sharding == "deepspeed" and strategy in ("zero2", "zero3"):
+    if s.task == "train" and s.pp > 1 and s.sharded_by == "deepspeed" and strategy in ("zero2", "zero3"):
         # DeepSpeed's PipelineEngine asserts zero_optimization_stage < 2 (runtime/pipe/engine.py)
-        raise GpuplanError(f"DeepSpeed runs pipeline parallelism with ZeRO-1 at most, not {strategy}: use strategy "
+        raise GpuplanError(f"DeepSpeed runs pipeline parallelism with ZeRO-1 at most, not {strategy}: use sharding "
                            "zero1 with pp, or pp 1 with ZeRO-2/3")
 
 
@@ -166,9 +166,9 @@ def check_megatron(s: Scenario, m: ModelSpec) -> list[str]:
 def _offload(s: Scenario) -> None:
     if s.offload != "none" and s.task == "infer":
         raise GpuplanError("offload applies to training states; for inference use quant or a llama.cpp engine")
-    if s.offload == "optimizer+params" and s.resolved_strategy != "zero3":
-        raise GpuplanError("offloading parameters needs ZeRO-3 (strategy zero3 or fsdp, on one GPU too) to fetch "
-                           "them layer by layer; use offload optimizer, or strategy zero3")
+    if s.offload == "optimizer+params" and s.resolved_sharding != "zero3":
+        raise GpuplanError("offloading parameters needs ZeRO-3 (sharding zero3 or fsdp, on one GPU too) to fetch "
+                           "them layer by layer; use offload optimizer, or sharding zero3")
 
 
 def _engine(s: Scenario, m: ModelSpec) -> list[str]:

@@ -10,7 +10,7 @@ Each default has one home, and the resolver gathers their reasons:
 - **several GPUs for serving split the model** instead of copying it (:func:`serving_split`): an engine that
   shards with tensor parallelism does (vLLM ``--tensor-parallel-size``, SGLang ``--tp``, TensorRT-LLM
   ``--tp_size``), the others place layers across the cards (transformers' ``device_map="auto"``, llama.cpp's
-  ``--split-mode layer``); replicas need ``strategy: ddp``.
+  ``--split-mode layer``); replicas need ``sharding: ddp``.
 
 These need no second validation of the scenario: the card's id and the split change no stack default, so the
 resolved scenario is a copy with them set (as given fields). :func:`gpuplan.plan.refusals.check` then refuses
@@ -19,11 +19,13 @@ what cannot run.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 from typing import Any
 
 from ..engines import Engine, engine_for
+from ..errors import GpuplanError
 from ..hardware import GpuSpec, resolve_gpu
 from ..model.catalog import load_model
 from ..model.report import inexact_warning
@@ -86,10 +88,27 @@ def resolve(s: Scenario, m: ModelSpec | None = None, gpu: GpuSpec | None = None)
         gpu, note = resolve_gpu(s.gpu) if s.gpu else (None, None)
     if gpu is not None and s.gpu != gpu.id:  # the card's id changes no default: set without validating again
         s = s.with_resolved({"gpu": gpu.id})
+    gpu = wired(s, gpu)
     s, (said, shortened) = card_free(s, m)
     warnings = check(s, m, gpu)
     return Resolved(scenario=s, model=m, gpu=gpu, gpu_note=note, split_note=said, length_note=shortened,
                     checked=tuple(warnings))
+
+
+def wired(s: Scenario, gpu: GpuSpec | None) -> GpuSpec | None:
+    """The card with the unified memory ``wired_limit_mb`` lets an Apple silicon GPU wire (macOS's ``sysctl
+    iogpu.wired_limit_mb``) as its usable memory; refused above the machine's memory or on another card."""
+    if s.wired_limit_mb is None or gpu is None:
+        return gpu
+    if gpu.vendor != "Apple":
+        raise GpuplanError(f"wired_limit_mb is macOS's limit on the GPU's share of unified memory (Apple silicon); "
+                           f"{gpu.name} is not a Mac: leave it unset")
+    limit = s.wired_limit_mb / 1024
+    if limit > gpu.memory_gib:
+        raise GpuplanError(f"wired_limit_mb {s.wired_limit_mb:,} is more than the {gpu.name}'s "
+                           f"{gpu.memory_gib:,.0f} GB of memory: macOS keeps some for itself, so set it below "
+                           f"{gpu.memory_gib * 1024:,.0f}")
+    return dataclasses.replace(gpu, usable_gib=limit)
 
 
 def card_free(s: Scenario, m: ModelSpec) -> tuple[Scenario, tuple[str | None, str | None]]:
@@ -124,16 +143,16 @@ def tensor_parallel_ok(m: ModelSpec, n: int) -> bool:
 def serving_split(s: Scenario, m: ModelSpec) -> tuple[dict[str, Any], str | None]:
     """How several GPUs serve one model when the scenario does not say: (fields to set, the sentence)."""
     n = s.world_size
-    if s.task != "infer" or n == 1 or s.tp * s.pp != 1 or s.strategy is not None or s.num_nodes != 1:
+    if s.task != "infer" or n == 1 or s.tp * s.pp != 1 or s.sharding is not None or s.num_nodes != 1:
         return {}, None
     engine = engine_for(s)
     if engine.tensor_parallel_flag and tensor_parallel_ok(m, n):
         return {"tp": n}, (f"{n} GPUs serve one copy of the model with tensor parallelism "
-                           f"({engine.tensor_parallel_flag} {n}); for {n} replicas set strategy ddp")
+                           f"({engine.tensor_parallel_flag} {n}); for {n} replicas set sharding ddp")
     if n <= m.num_layers:
         return {"pp": n}, (f"{n} GPUs hold one copy of the model, its layers split across them "
                            f"({engine.layer_split_words}): each holds 1/{n} of the weights and KV cache; for {n} "
-                           "replicas set strategy ddp")
+                           "replicas set sharding ddp")
     return {}, None
 
 

@@ -17,10 +17,10 @@ STRATEGY_WORDS = {"single": "single GPU", "ddp": "DDP", "zero1": "ZeRO-1", "zero
 def describe(s: Scenario, m: ModelSpec | None = None, gpu_id: str | None = None, *, engine: str | None = None,
              hardware: str | None = None) -> str:
     """The scenario as resolved, in one line: model, task, method and rank, lengths and batch, checkpointing,
-    precision, engine, framework, GPUs and strategy. ``engine`` and ``hardware`` replace those parts where a
+    precision, engine, stack, GPUs and strategy. ``engine`` and ``hardware`` replace those parts where a
     search tries several (``recommend``, ``cost``)."""
     model = m.name if m is not None else s.model
-    framework = getattr(s, "framework", None)
+    stack = getattr(s, "stack", None)
     shipped = None  # the checkpoint's own quantization, which a scenario without quant keeps
     if s.quant is None and m is not None and m.quantization:
         shipped = m.shipped_format()[0].name
@@ -44,12 +44,12 @@ def describe(s: Scenario, m: ModelSpec | None = None, gpu_id: str | None = None,
                  f"{s.batch_size:,} x ({s.prompt_tokens:,} prompt + {s.output_tokens:,} output tokens)",
                  f"{weights} weights",
                  f"KV cache {dense if s.kv_cache_dtype == 'auto' else s.kv_cache_dtype}"]
-    if framework and s.task == "train":  # the training stack; serving runs the engine named
-        parts.append(str(framework))
+    if stack and s.task == "train":  # the training stack; serving runs the engine named
+        parts.append(str(stack))
     gpu = s.gpu if gpu_id is None else gpu_id
     where = f"{s.world_size} x {short_id(gpu)}" if gpu else (f"{s.world_size} GPUs" if s.world_size > 1 else
                                                                "no GPU named")
-    strategy = s.resolved_strategy if s.task == "train" or s.strategy else ""
+    strategy = s.resolved_sharding if s.task == "train" or s.sharding else ""
     layout = [STRATEGY_WORDS.get(strategy, strategy)]
     if s.tp > 1:
         layout.append(f"tensor parallel {s.tp}")
@@ -63,7 +63,7 @@ def describe(s: Scenario, m: ModelSpec | None = None, gpu_id: str | None = None,
 def defaults_said(s: Scenario) -> list[str]:
     """Every field the user left out, in words, with why its value was chosen: "optimizer adamw (default)",
     "grad checkpointing full (the hf recipe's default: peft's prepare_model_for_kbit_training ...)" where the
-    framework chose it (:data:`~gpuplan.scenario.stacks.WHY`), the strategy from the GPU count. The card- and
+    stack chose it (:data:`~gpuplan.scenario.stacks.WHY`), the strategy from the GPU count. The card- and
     model-dependent defaults are the resolver's notes (:func:`gpuplan.plan.resolve.resolve`); the recipe's are
     :func:`gpuplan.scenario.stacks.resolve`."""
     skip = INFER_ONLY if s.task == "train" else TRAIN_ONLY | TRAINING_LAYOUT
@@ -73,8 +73,8 @@ def defaults_said(s: Scenario) -> list[str]:
             continue
         value = getattr(s, name)
         label = name.replace("_", " ")
-        if name == "strategy":
-            out.append(f"{label} {s.resolved_strategy} (from the GPU count)")
+        if name == "sharding":
+            out.append(f"{label} {s.resolved_sharding} (from the GPU count)")
         elif value is None:
             said = {"quant": "the checkpoint's own format", "gpu": "none named (no fit, speed or cost)",
                     "provider": "any", "train_tokens": "not set (no job hours or total)",
@@ -85,8 +85,8 @@ def defaults_said(s: Scenario) -> list[str]:
                     "dataset_gb": "4 bytes per train token"}.get(name, "not set")
             out.append(f"{label}: {said}")
         elif info.default is None and s.task == "train":
-            why = WHY.get((s.framework, name, value))
-            out.append(f"{label} {value} (the {s.framework} recipe's default" + (f": {why})" if why else ")"))
+            why = WHY.get((s.stack, name, value))
+            out.append(f"{label} {value} (the {s.stack} recipe's default" + (f": {why})" if why else ")"))
         else:
             out.append(f"{label} {value} (default)")
     return out

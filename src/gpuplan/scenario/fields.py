@@ -15,9 +15,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_serializer, model_validator
 
-from ..errors import GpuplanError, did_you_mean, echo_value
+from .. import overheads as oh
+from ..errors import GpuplanError, did_you_mean, echo_value, renamed
 from ..model.quant import QUANT_FORMATS
 from ..userfiles import read_mapping
 from . import stacks
@@ -27,7 +28,7 @@ Optimizer = Literal["adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "sgd-momen
 
 
 class Scenario(BaseModel):
-    """What the user wants to run, on what. Defaults follow the training stack named by ``framework`` (the Hugging
+    """What the user wants to run, on what. Defaults follow the training stack named by ``stack`` (the Hugging
     Face Trainer unless set; :mod:`gpuplan.scenario.stacks`) and vLLM. A technique field left unset (``None``) takes the
     stack's default when the scenario is built; ``model_fields_set`` keeps what was given explicitly."""
 
@@ -36,13 +37,13 @@ class Scenario(BaseModel):
     model: str = Field(min_length=1, description="catalog alias, HF repo id, or path to a config.json")
     task: Literal["train", "infer"]
     # the training stack and its techniques (None: the stack's default)
-    framework: Literal["hf", "torchtune", "torchtitan", "unsloth", "axolotl", "pytorch", "megatron"] = Field(
+    stack: Literal["hf", "torchtune", "torchtitan", "unsloth", "axolotl", "pytorch", "megatron"] = Field(
         default="hf", description="training stack; its recipes set the defaults below (pytorch: your own loop "
         "over a transformers model, e.g. Answer.AI fsdp_qlora; megatron: Megatron-Core with NeMo's recipes)")
     loss: Literal["full", "chunked", "fused-linear"] | None = Field(
         default=None, description="full: fp32 logits as transformers computes them; chunked: torchtune/torchtitan/"
         "axolotl chunked cross-entropy; fused-linear: Liger, Unsloth or Cut Cross-Entropy (no logits) "
-        "(default: the framework's: full; torchtune chunked; unsloth, axolotl fused-linear)")
+        "(default: the stack's: full; torchtune chunked; unsloth, axolotl fused-linear)")
     loss_chunks: int | None = Field(default=None, ge=1, le=4096, description="chunks of loss chunked "
                                     "(default: torchtune's 8)")
     activation_offload: bool | None = Field(
@@ -65,14 +66,14 @@ class Scenario(BaseModel):
         default=None, description="the PyTorch release under the stack: which kernel SDPA runs on Hopper and newer "
         "(cuDNN's in 2.5.0, 2.9 and from 2.11, FlashAttention-2 otherwise) (default: the current release)")
     torchtune_version: str | None = Field(
-        default=None, description="the torchtune release whose recipes run (framework torchtune): 0.1 pinned "
+        default=None, description="the torchtune release whose recipes run (stack torchtune): 0.1 pinned "
         "torchao 0.1, which quantized each NF4 weight in one piece at model init; before 0.3 the distributed recipes "
         "wrapped the model in FSDP1 (default: the current release)")
     # training
     method: Literal["full", "lora", "qlora"] = "full"
     precision: Precision | None = Field(
         default=None, description="-mixed: fp32 master weights + autocast; -true: one dtype throughout; "
-        "fp4-mixed: NVFP4 linears (Transformer Engine, Blackwell, framework megatron) "
+        "fp4-mixed: NVFP4 linears (Transformer Engine, Blackwell, stack megatron) "
         "(default: bf16-mixed; torchtune and pytorch bf16-true)")
     quant: str | None = Field(default=None, description="default: the checkpoint's own quantization_config")
     optimizer: Optimizer = "adamw"
@@ -97,7 +98,7 @@ class Scenario(BaseModel):
     eval_interval: int | None = Field(default=None, ge=1, le=10**9, description="optimizer steps between "
                                       "evaluation passes, counted in the time and cost (default: none)")
     eval_tokens: float | None = Field(default=None, gt=0, le=1e13, allow_inf_nan=False, description="tokens of "
-                                      "one evaluation pass (default with eval_interval, framework megatron: NeMo's "
+                                      "one evaluation pass (default with eval_interval, stack megatron: NeMo's "
                                       "limit_val_batches, 32 global batches)")
     save_interval: int | None = Field(default=None, ge=1, le=10**9, description="optimizer steps between "
                                       "checkpoint saves, each a pause of its size / disk_gbs (default: none "
@@ -130,8 +131,23 @@ class Scenario(BaseModel):
     shared_prefix_tokens: int = Field(default=0, ge=0, le=10_000_000, description="tokens every prompt starts with "
                                       "(a system prompt): cached once and reused by the engines that share KV "
                                       "blocks across requests (vLLM V1 in whole blocks, SGLang token by token)")
+    # a load on the serving setup: estimate runs the engine's scheduler on it (gpuplan.serving.load)
+    users: int | None = Field(default=None, ge=1, le=10_000, description="simulate this many users (closed loop): "
+                              "each sends its next request think_time_s after its last reply, as vllm bench serve "
+                              "--max-concurrency; the plan gains TTFT, TPOT, ITL and end-to-end percentiles "
+                              "(engine vllm or sglang; batch_size defaults to it)")
+    think_time_s: float = Field(default=0.0, ge=0, le=3600, description="with users: mean seconds a user waits "
+                                "between a reply and its next request (0: back to back, as benchmarks run)")
+    rate_rps: float | None = Field(default=None, gt=0, le=10_000, description="simulate requests arriving at this "
+                                   "rate, requests/s (open loop, Poisson: vllm bench serve --request-rate)")
+    length_spread: float = Field(default=oh.SERVING_LENGTH_SPREAD, ge=0, lt=1, description="with users or "
+                                 "rate_rps: each request's prompt and output lengths drawn uniformly within (1 +- "
+                                 "spread) x prompt_tokens and output_tokens (vllm bench serve --random-range-ratio); "
+                                 "0: every request the same length, which keeps a closed loop in lockstep")
+    num_requests: int | None = Field(default=None, ge=1, le=100_000, description="with users or rate_rps: "
+                                     "requests the simulated run sends (default: 10 per user, or 1,000)")
     kv_cache_dtype: Literal["auto", "fp16", "bf16", "fp8", "int8"] = "auto"
-    engine: Literal["transformers", "vllm", "sglang", "llama.cpp", "trtllm"] = "transformers"
+    engine: Literal["transformers", "vllm", "sglang", "llama.cpp", "trtllm", "mlx"] = "transformers"
     gpu_memory_utilization: float = Field(default=0.9, gt=0.0, le=1.0, description="vLLM's share of the card")
     mem_fraction_static: float | None = Field(default=None, gt=0.0, le=1.0,
                                               description="SGLang --mem-fraction-static (weights and KV pool); "
@@ -167,31 +183,34 @@ class Scenario(BaseModel):
                              "(on the CPU, slow) as fitting; by default it fits only with every layer on the GPU")
     # hardware and parallelism
     gpu: str | None = None
+    wired_limit_mb: int | None = Field(
+        default=None, ge=1024, le=16_777_216, description="Apple silicon: macOS `sysctl iogpu.wired_limit_mb`, the "
+        "unified memory the GPU may wire (default: macOS's share, about 2/3 of RAM up to 36 GB and 3/4 above)")
     num_gpus: int = Field(default=1, ge=1, le=1024)
     num_nodes: int = Field(default=1, ge=1, le=4096)
-    strategy: Literal["single", "ddp", "zero1", "zero2", "zero3", "fsdp", "fsdp1", "fsdp2"] | None = Field(
-        default=None, description="zero*: DeepSpeed; fsdp: the framework's FSDP (fsdp1 for hf, axolotl and "
+    sharding: Literal["single", "ddp", "zero1", "zero2", "zero3", "fsdp", "fsdp1", "fsdp2"] | None = Field(
+        default=None, description="zero*: DeepSpeed; fsdp: the stack's FSDP (fsdp1 for hf, axolotl and "
         "pytorch, fsdp2 for torchtune and torchtitan) (default: single on one GPU, else ddp)")
     tp: int = Field(default=1, ge=1, le=1024)
     pp: int = Field(default=1, ge=1, le=1024)
-    cp: int = Field(default=1, ge=1, le=1024, description="context parallel ranks (framework megatron): each holds "
+    cp: int = Field(default=1, ge=1, le=1024, description="context parallel ranks (stack megatron): each holds "
                     "seq_len / cp tokens of every sequence, ring attention passes keys and values between them")
-    ep: int = Field(default=1, ge=1, le=1024, description="expert parallel ranks (framework megatron, MoE models): "
+    ep: int = Field(default=1, ge=1, le=1024, description="expert parallel ranks (stack megatron, MoE models): "
                     "each holds num_experts / ep experts of every MoE layer")
-    vpp: int = Field(default=1, ge=1, le=128, description="virtual pipeline stages per rank (framework megatron, "
+    vpp: int = Field(default=1, ge=1, le=128, description="virtual pipeline stages per rank (stack megatron, "
                      "interleaved 1F1B): smaller bubble, more micro-batches in flight")
     fp8_recipe: Literal["delayed", "current"] | None = Field(
-        default=None, description="Transformer Engine fp8 scaling with precision fp8-mixed (framework megatron): "
+        default=None, description="Transformer Engine fp8 scaling with precision fp8-mixed (stack megatron): "
         "delayed (amax history) or current (per-tensor, this step's amax) (default: delayed)")
     cuda_graphs: bool | None = Field(
         default=None, description="Megatron-Core CUDA graphs (enable_cuda_graph, cuda_graph_scope full_iteration; "
-        "framework megatron): each step replays its captured kernels, no per-kernel host launches (default: false)")
+        "stack megatron): each step replays its captured kernels, no per-kernel host launches (default: false)")
     fp8_attention: bool | None = Field(
         default=None, description="Transformer Engine fp8 attention (fp8_dot_product_attention with "
-        "NVTE_FP8_DPA_BWD; framework megatron, precision fp8-mixed): attention at the fp8 rate, its q, k, v and "
+        "NVTE_FP8_DPA_BWD; stack megatron, precision fp8-mixed): attention at the fp8 rate, its q, k, v and "
         "output saved in fp8 (default: false)")
     fp8_activation_store: bool | None = Field(
-        default=None, description="Megatron-Core activation_func_fp8_input_store (framework megatron, precision "
+        default=None, description="Megatron-Core activation_func_fp8_input_store (stack megatron, precision "
         "fp8-mixed): the MLP activation's input (SwiGLU's FC1 output) saved in fp8 for the backward (default: false)")
     offload: Literal["none", "optimizer", "optimizer+params"] = "none"
     # pricing (speed and cost sections need a gpu)
@@ -244,6 +263,21 @@ class Scenario(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
+    def _old_names(cls, data: Any) -> Any:
+        """``framework`` and ``strategy``, the fields' names before ``stack`` and ``sharding``, still read (said
+        once: :func:`gpuplan.errors.renamed`); both names at once is one sentence."""
+        if not isinstance(data, Mapping) or not OLD_NAMES.keys() & data.keys():
+            return data
+        data = dict(data)
+        for old in sorted(OLD_NAMES.keys() & data.keys()):
+            new = OLD_NAMES[old]
+            if new in data and data[new] != data[old]:
+                raise ValueError(f"give {new} or its old name {old}, not both")
+            data[renamed(old, "scenario field")] = data.pop(old)
+        return data
+
+    @model_validator(mode="before")
+    @classmethod
     def _synthetic_model(cls, data: Any) -> Any:
         """``model_size`` names a synthetic model (:mod:`gpuplan.model.synthetic`) in place of ``model``."""
         if isinstance(data, dict) and data.get("model_size"):
@@ -258,7 +292,7 @@ class Scenario(BaseModel):
     def _defaults(self) -> Scenario:
         """Fill the fields left unset with the defaults the given ones imply, then check the rules across fields.
 
-        The defaults come from pure functions of the validated input: the framework's recipe and the card's
+        The defaults come from pure functions of the validated input: the stack's recipe and the card's
         precision (:func:`gpuplan.scenario.stacks.resolve`), then the training data's (:func:`_data_defaults`);
         :func:`_fill` sets them, which leaves ``model_fields_set`` the set given explicitly. They are not passed in
         to a second validation: they are gpuplan's own choices, not input (torchtitan's fp8-mixed resolves
@@ -267,6 +301,7 @@ class Scenario(BaseModel):
         (:mod:`gpuplan.plan.refusals`), not here: these rules are about the input alone."""
         _fill(self, stacks.resolve(self.__dict__))
         _fill(self, _data_defaults(self))
+        _fill(self, _load_defaults(self))
         if self.shared_prefix_tokens and self.task == "train":
             raise ValueError("shared_prefix_tokens is the start every serving prompt shares: drop it for training")
         if self.shared_prefix_tokens >= self.prompt_tokens:
@@ -277,17 +312,30 @@ class Scenario(BaseModel):
 
     @model_validator(mode="after")
     def _evaluation(self) -> Scenario:
-        """An evaluation pass needs its size: given, or NeMo's recipe default under framework megatron."""
+        """An evaluation pass needs its size: given, or NeMo's recipe default under stack megatron."""
         if self.eval_tokens is not None and self.eval_interval is None:
             raise ValueError("eval_tokens is the size of one evaluation pass: give eval_interval (steps between "
                              "passes) too")
-        if self.eval_interval is not None and self.eval_tokens is None and self.framework != "megatron":
-            raise ValueError(f"give eval_tokens (tokens of one evaluation pass) with eval_interval: {self.framework}"
+        if self.eval_interval is not None and self.eval_tokens is None and self.stack != "megatron":
+            raise ValueError(f"give eval_tokens (tokens of one evaluation pass) with eval_interval: {self.stack}"
                              " evaluates whatever eval set it is given")
         return self
 
+    @model_serializer(mode="wrap")
+    def _without_idle_load(self, handler) -> dict[str, Any]:
+        """Every field, but a serving load's (:data:`LOAD_FIELDS`) when none is asked, and a setting of one kind of
+        machine where it is not set (``wired_limit_mb``: Macs): defaults that say nothing (the scenario read back
+        from its dump is the same)."""
+        data = handler(self)
+        if self.users is None and self.rate_rps is None:
+            for key in LOAD_FIELDS:
+                data.pop(key, None)
+        if self.wired_limit_mb is None:
+            data.pop("wired_limit_mb", None)
+        return data
+
     def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> Scenario:
-        """A copy with ``update`` applied to the fields given explicitly, validated again, so that the framework's
+        """A copy with ``update`` applied to the fields given explicitly, validated again, so that the stack's
         defaults follow the change (changing ``method`` to qlora turns the HF QLoRA recipe's checkpointing on).
         One change of one scenario is validated once (:func:`_copy`): a search and the advice ask for the same
         changed scenario more than once (a layout tried, then planned)."""
@@ -317,7 +365,7 @@ class Scenario(BaseModel):
 
     @property
     def recipe(self) -> stacks.Recipe:
-        return stacks.RECIPES[self.framework]
+        return stacks.RECIPES[self.stack]
 
     @property
     def world_size(self) -> int:
@@ -329,21 +377,21 @@ class Scenario(BaseModel):
         return self.world_size // (self.tp * self.pp * self.cp)
 
     @property
-    def resolved_strategy(self) -> str:
+    def resolved_sharding(self) -> str:
         """The sharding stage: ``single`` on one data-parallel rank, else ``ddp``, unless set; FSDP's FULL_SHARD
         (fsdp, fsdp1, fsdp2) shards as ZeRO-3 does. :attr:`sharding` tells the engines apart."""
-        if self.strategy is None:
+        if self.sharding is None:
             return "single" if self.dp == 1 else "ddp"
-        return "zero3" if self.strategy.startswith("fsdp") else self.strategy
+        return "zero3" if self.sharding.startswith("fsdp") else self.sharding
 
     @property
-    def sharding(self) -> str:
+    def sharded_by(self) -> str:
         """Who shards or replicates: ``single``, ``ddp``, ``deepspeed`` (zero1-3), ``fsdp1`` or ``fsdp2``."""
-        strategy = self.resolved_strategy
-        if strategy.startswith("zero") and not (self.strategy or "").startswith("fsdp"):
+        strategy = self.resolved_sharding
+        if strategy.startswith("zero") and not (self.sharding or "").startswith("fsdp"):
             return "deepspeed"
-        if (self.strategy or "").startswith("fsdp"):
-            return self.strategy if self.strategy != "fsdp" else (self.recipe.fsdp or "fsdp1")
+        if (self.sharding or "").startswith("fsdp"):
+            return self.sharding if self.sharding != "fsdp" else (self.recipe.fsdp or "fsdp1")
         return strategy
 
     @property
@@ -362,6 +410,33 @@ def _fill(s: Scenario, values: dict[str, Any]) -> None:
     (``model_construct``, ``model_copy(update=...)``); ``model_fields_set`` is not touched. (``object.__setattr__``
     per field, the frozen-dataclass idiom, does the same at ~0.1 us a field: 2% more CPU in ``recommend``.)"""
     s.__dict__.update(values)
+
+
+LOAD_FIELDS = ("users", "think_time_s", "rate_rps", "length_spread", "num_requests")
+
+
+def _load_defaults(s: Scenario) -> dict[str, Any]:
+    """A serving load's rules (:mod:`gpuplan.serving.load`): users or a rate, not both, on an engine whose scheduler
+    is simulated; its other fields only with one of them. ``batch_size`` left unset takes ``users``."""
+    given = [k for k in LOAD_FIELDS if getattr(s, k) != Scenario.model_fields[k].default]  # (a dump has them all)
+    if not given:
+        return {}
+    if s.task == "train":
+        raise ValueError(f"{', '.join(given)} describe a serving load: drop them for training")
+    if s.users is not None and s.rate_rps is not None:
+        raise ValueError("give users (a closed loop) or rate_rps (an open loop), not both")
+    if s.users is None and s.rate_rps is None:
+        raise ValueError(f"{', '.join(given)} {'shape' if len(given) > 1 else 'shapes'} a simulated load: give "
+                         "users (closed loop) or rate_rps (open loop) too")
+    if s.think_time_s and s.users is None:
+        raise ValueError("think_time_s is the users' pause between requests: give users (a closed loop), not a "
+                         "rate")
+    if s.engine not in ("vllm", "sglang"):
+        raise ValueError(f"users and rate_rps run the engine's scheduler, simulated for vllm and sglang, not "
+                         f"{s.engine}: set engine vllm or sglang")
+    if s.users is not None and "batch_size" not in s.model_fields_set:
+        return {"batch_size": s.users}
+    return {}
 
 
 def _data_defaults(s: Scenario) -> dict[str, Any]:
@@ -406,9 +481,10 @@ TRAIN_ONLY = frozenset({"method", "optimizer", "optimizer_impl", "lora_rank", "l
                         "cp", "ep", "vpp", "fp8_recipe", "cuda_graphs", "fp8_attention",
                         "fp8_activation_store", "eval_interval", "eval_tokens", "save_interval"})
 # fields that lay out training over GPUs: the web form and the list of defaults leave them out of serving
-TRAINING_LAYOUT = frozenset({"num_nodes", "strategy", "pp", "offload", "framework", "dataset_gb"})
+OLD_NAMES = {"framework": "stack", "strategy": "sharding"}  # fields renamed (issue 30): the old names still read
+TRAINING_LAYOUT = frozenset({"num_nodes", "sharding", "pp", "offload", "stack", "dataset_gb"})
 INFER_ONLY = frozenset({"batch_size", "prompt_tokens", "output_tokens", "shared_prefix_tokens", "kv_cache_dtype",
-                        "engine",
+                        "engine", *LOAD_FIELDS,
                         "mem_fraction_static", "gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs",
                         "max_model_len", "engine_version", "entry_point", "enforce_eager", "ubatch_tokens",
                         "free_gpu_memory_fraction", "tokens_per_block", "capacity_scheduler_policy",
@@ -436,7 +512,7 @@ def _one_sentence(err: ValidationError) -> str:
     errors = err.errors()
     nested = [e for e in errors if e["type"] == "extra_forbidden" and isinstance(e.get("input"), dict)]
     first = (nested or errors)[0]
-    if not first["loc"]:  # a rule across fields (the framework's refusals): the message is the sentence
+    if not first["loc"]:  # a rule across fields (the stack's refusals): the message is the sentence
         return first["msg"].removeprefix("Value error, ")
     field = ".".join(str(p) for p in first["loc"])
     if first["type"] == "extra_forbidden":

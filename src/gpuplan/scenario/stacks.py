@@ -1,4 +1,4 @@
-"""The training stacks a scenario names with ``framework``: what each one's recipes default to, what it cannot
+"""The training stacks a scenario names with ``stack``: what each one's recipes default to, what it cannot
 run, and which memory statistic its own logs print.
 
 A field left unset takes the stack's default; a field set explicitly wins, unless the stack cannot run it, in
@@ -51,9 +51,9 @@ from dataclasses import dataclass
 from typing import Any
 
 # the fine-tuning stacks recommend and advice switch between, each checked on fake tensors (gpuplan simulate)
-FRAMEWORKS = ("hf", "torchtune", "torchtitan", "unsloth", "axolotl", "pytorch")
+STACK_NAMES = ("hf", "torchtune", "torchtitan", "unsloth", "axolotl", "pytorch")
 # stacks for training at scale, estimated in closed form (Megatron-Core does not build on the CPU's meta device)
-SCALE_FRAMEWORKS = ("megatron",)
+SCALE_STACKS = ("megatron",)
 # the fields only Megatron-Core's parallelism and Transformer Engine's fp8 take
 MEGATRON_FIELDS = ("cp", "ep", "vpp", "fp8_recipe")
 # Technique fields whose ``None`` means "the stack's default"; resolved on every scenario.
@@ -63,12 +63,12 @@ TECHNIQUES = ("precision", "grad_checkpointing", "qlora_fp32_upcast", "loss", "l
 
 @dataclass(frozen=True, kw_only=True)
 class Recipe:
-    """One training stack: its defaults, what ``strategy: fsdp`` means in it, the statistic its logs print."""
+    """One training stack: its defaults, what ``sharding: fsdp`` means in it, the statistic its logs print."""
 
     name: str
     title: str
     defaults: Mapping[str, Any]
-    fsdp: str | None  # the engine ``strategy: fsdp`` selects (fsdp1 | fsdp2); None: the stack does not shard
+    fsdp: str | None  # the engine ``sharding: fsdp`` selects (fsdp1 | fsdp2); None: the stack does not shard
     logs: str  # which allocator statistic the stack's own memory log prints, in words
     logs_level: str  # the estimate level to compare it with: allocated | reserved
     peft_adapters: bool  # adapters built by peft's get_peft_model (autocast_adapter_dtype=True: fp32)
@@ -79,18 +79,18 @@ class Recipe:
 def _hf_like(s, name: str, *, chunked: bool, offload: bool) -> str | None:
     if s.loss == "chunked" and not chunked:
         return (f"{name} computes the loss on the full logits; chunked cross-entropy is torchtune's, torchtitan's "
-                "or axolotl's: use loss fused-linear (Liger, use_liger_kernel) or framework torchtune")
+                "or axolotl's: use loss fused-linear (Liger, use_liger_kernel) or stack torchtune")
     if s.activation_offload and not offload:
-        return (f"{name} has no activation offloading: use framework axolotl, torchtune or unsloth, or pytorch for "
+        return (f"{name} has no activation offloading: use stack axolotl, torchtune or unsloth, or pytorch for "
                 "your own loop (torch.autograd.graph.save_on_cpu)")
     if s.optimizer_in_backward:
-        return (f"{name}'s Trainer steps the optimizer after backward: optimizer_in_backward needs framework "
+        return (f"{name}'s Trainer steps the optimizer after backward: optimizer_in_backward needs stack "
                 "torchtune, torchtitan or pytorch")
     if s.grad_checkpointing == "selective":
         return (f"transformers has no selective checkpointing ({name}): use grad_checkpointing none or full, or "
-                "framework torchtitan / torchtune for per-op selective checkpointing")
+                "stack torchtitan / torchtune for per-op selective checkpointing")
     if s.checkpoint_every > 1:
-        return (f"transformers checkpoints every decoder layer ({name}): drop checkpoint_every, or use framework "
+        return (f"transformers checkpoints every decoder layer ({name}): drop checkpoint_every, or use stack "
                 "torchtitan, torchtune or pytorch to checkpoint one layer in N")
     return None
 
@@ -104,9 +104,9 @@ def _refuse_axolotl(s) -> str | None:
 
 
 def _refuse_unsloth(s) -> str | None:
-    if s.resolved_strategy not in ("single", "ddp") or s.tp > 1 or s.pp > 1:
-        return ("Unsloth trains on one GPU (or DDP replicas): for sharded training use framework hf or axolotl "
-                "with strategy fsdp or zero3, or framework torchtune")
+    if s.resolved_sharding not in ("single", "ddp") or s.tp > 1 or s.pp > 1:
+        return ("Unsloth trains on one GPU (or DDP replicas): for sharded training use stack hf or axolotl "
+                "with sharding fsdp or zero3, or stack torchtune")
     if s.precision not in ("bf16-mixed", "fp16-mixed"):
         return f"Unsloth trains a bf16 or fp16 model under autocast: use precision bf16-mixed, not {s.precision}"
     if s.method == "qlora" and (s.quant or "nf4") not in ("nf4", "fp4"):
@@ -129,11 +129,11 @@ def _refuse_torchtune(s) -> str | None:
         return (f"torchtune trains in one dtype (no autocast, no fp32 master weights): use precision bf16-true or "
                 f"fp32, not {s.precision}")
     if torchtune_before(s, 0, 3):  # full_finetune_distributed.py: FSDP(...) until 0.3 (training.shard_model)
-        if s.strategy not in (None, "single", "fsdp1"):
+        if s.sharding not in (None, "single", "fsdp1"):
             return (f"torchtune {s.torchtune_version} wrapped its distributed recipes in FSDP1 (FSDP2 came in 0.3): "
-                    "use strategy fsdp1")
-    elif s.strategy not in (None, "single", "fsdp2"):
-        return f"torchtune shards with FSDP2 only: use strategy fsdp (or fsdp2), not {s.strategy}"
+                    "use sharding fsdp1")
+    elif s.sharding not in (None, "single", "fsdp2"):
+        return f"torchtune shards with FSDP2 only: use sharding fsdp (or fsdp2), not {s.sharding}"
     if s.pp > 1:
         return "torchtune has no pipeline parallelism: set pp 1"
     if s.method == "qlora" and (s.quant or "nf4") != "nf4":
@@ -153,12 +153,12 @@ def _refuse_torchtune(s) -> str | None:
 
 def _refuse_torchtitan(s) -> str | None:
     if s.method != "full":
-        return "torchtitan pre-trains and fully fine-tunes (no LoRA): use method full, or framework torchtune"
+        return "torchtitan pre-trains and fully fine-tunes (no LoRA): use method full, or stack torchtune"
     if s.precision not in ("bf16-mixed", "fp8-mixed", "fp32"):
         return (f"torchtitan keeps fp32 parameters and computes in bf16 (FSDP2 MixedPrecisionPolicy) or float8: use "
                 f"precision bf16-mixed or fp8-mixed, not {s.precision}")
-    if s.strategy not in (None, "single", "ddp", "fsdp2"):
-        return f"torchtitan shards with FSDP2: use strategy fsdp (or fsdp2), not {s.strategy}"
+    if s.sharding not in (None, "single", "ddp", "fsdp2"):
+        return f"torchtitan shards with FSDP2: use sharding fsdp (or fsdp2), not {s.sharding}"
     if s.optimizer != "adamw":
         return f"torchtitan builds torch AdamW: use optimizer adamw, not {s.optimizer}"
     if s.loss == "fused-linear":
@@ -180,9 +180,9 @@ def _refuse_megatron(s) -> str | None:
     if s.precision == "fp4-mixed" and s.gpu and not _has_fp4(s.gpu):
         return (f"NVFP4 training (precision fp4-mixed) runs on Blackwell's fp4 tensor cores; {s.gpu} has none: use "
                 "precision fp8-mixed")
-    if s.strategy not in (None, "single", "ddp", "zero1"):
-        return (f"Megatron-Core shards optimizer states with its distributed optimizer (strategy zero1) or "
-                f"replicates them (ddp); gpuplan does not model its FSDP: use zero1 or ddp, not {s.strategy}")
+    if s.sharding not in (None, "single", "ddp", "zero1"):
+        return (f"Megatron-Core shards optimizer states with its distributed optimizer (sharding zero1) or "
+                f"replicates them (ddp); gpuplan does not model its FSDP: use zero1 or ddp, not {s.sharding}")
     if s.optimizer not in ("adamw", "sgd", "sgd-momentum"):
         return f"Megatron-Core's optimizers are Adam(W) and SGD: use optimizer adamw, not {s.optimizer}"
     if s.loss != "full":
@@ -220,7 +220,7 @@ def _has_fp4(gpu: str) -> bool:
 def _refuse_pytorch(s) -> str | None:
     if s.grad_checkpointing == "selective":  # your own loop: anything PyTorch can do, with no policy of its own
         return ("a plain PyTorch loop has no selective checkpointing policy of its own: use grad_checkpointing full "
-                "(checkpoint_every N for one layer in N), or framework torchtitan or torchtune for per-op selective "
+                "(checkpoint_every N for one layer in N), or stack torchtitan or torchtune for per-op selective "
                 "checkpointing")
     return None
 
@@ -263,11 +263,11 @@ RECIPES: dict[str, Recipe] = {s.name: s for s in (
 
 
 def resolve(data: Mapping[str, Any]) -> dict[str, Any]:
-    """Values for the technique fields ``data`` leaves unset (``None``), from its framework's recipes.
+    """Values for the technique fields ``data`` leaves unset (``None``), from its stack's recipes.
 
     ``data`` holds the scenario's validated fields; the result holds only the fields to fill in.
     """
-    stack = RECIPES[data["framework"]]
+    stack = RECIPES[data["stack"]]
     out: dict[str, Any] = {}
     for name, value in stack.defaults.items():
         if data.get(name) is None:
@@ -280,10 +280,10 @@ def resolve(data: Mapping[str, Any]) -> dict[str, Any]:
         # peft prepare_model_for_kbit_training(use_gradient_checkpointing=True): the HF QLoRA recipe checkpoints
         out["grad_checkpointing"] = "full"
     if stack.name == "axolotl":  # see the module docstring: bf16 weights unless sharded, upcast undone but FSDP
-        sharded = str(data.get("strategy") or "").startswith(("zero", "fsdp"))
+        sharded = str(data.get("sharding") or "").startswith(("zero", "fsdp"))
         if data.get("precision") is None and get("method") == "full" and not sharded:
             out["precision"] = "bf16-true"
-        if data.get("qlora_fp32_upcast") is None and str(data.get("strategy") or "").startswith("fsdp"):
+        if data.get("qlora_fp32_upcast") is None and str(data.get("sharding") or "").startswith("fsdp"):
             out["qlora_fp32_upcast"] = True
     if data.get("activation_offload") is None and stack.name == "unsloth":
         # unsloth _utils.apply_unsloth_gradient_checkpointing: plain checkpointing below 512 tokens
@@ -297,12 +297,12 @@ def resolve(data: Mapping[str, Any]) -> dict[str, Any]:
     if data.get("adapter_dtype") in (None, "auto"):
         compute = "fp32" if get("precision") == "fp32" else get("precision").split("-")[0]
         out["adapter_dtype"] = "fp32" if stack.peft_adapters else compute
-    if data.get("strategy") == "fsdp" and stack.fsdp:
-        out["strategy"] = stack.fsdp
+    if data.get("sharding") == "fsdp" and stack.fsdp:
+        out["sharding"] = stack.fsdp
     if stack.name == "megatron" and data["task"] == "train":
         dp = data["num_gpus"] * data["num_nodes"] // (data["tp"] * data["pp"] * data["cp"])
-        if data.get("strategy") is None and dp * data["cp"] > 1:
-            out["strategy"] = "zero1"  # NeMo: use_distributed_optimizer=True (shards over DP x CP)
+        if data.get("sharding") is None and dp * data["cp"] > 1:
+            out["sharding"] = "zero1"  # NeMo: use_distributed_optimizer=True (shards over DP x CP)
         if data.get("fp8_recipe") is None and get("precision") == "fp8-mixed":
             out["fp8_recipe"] = "delayed"  # NeMo's fp8_recipe default ('delayed', TE DelayedScaling)
     return out
@@ -338,12 +338,12 @@ def refusal(s) -> str | None:
     used += [f"{k}=true" for k in ("cuda_graphs", "fp8_attention", "fp8_activation_store") if getattr(s, k)]
     if s.precision == "fp4-mixed":
         used.append("precision=fp4-mixed")
-    if used and (s.framework != "megatron" or s.task != "train"):
+    if used and (s.stack != "megatron" or s.task != "train"):
         what = "is a Megatron-Core training setting" if len(used) == 1 else "are Megatron-Core training settings"
-        return f"{', '.join(used)} {what}: set framework megatron and task train, or drop them"
+        return f"{', '.join(used)} {what}: set stack megatron and task train, or drop them"
     if s.task == "infer":
-        if s.framework != "hf":
-            return (f"framework {s.framework} is a training stack; for inference leave framework hf and choose engine "
+        if s.stack != "hf":
+            return (f"stack {s.stack} is a training stack; for inference leave stack hf and choose engine "
                     "transformers, vllm or llama.cpp")
         return None
     if s.loss_chunks is not None and s.loss != "chunked":
@@ -353,17 +353,17 @@ def refusal(s) -> str | None:
     if s.optimizer_in_backward and s.grad_accum_steps > 1:
         return ("optimizer_in_backward steps each parameter as its gradient is ready, so gradients cannot "
                 "accumulate: set grad_accum_steps 1")
-    if s.transformers_version is not None and s.framework in ("torchtune", "torchtitan", "unsloth"):
-        return (f"framework {s.framework} computes the loss with its own code, not transformers': drop "
+    if s.transformers_version is not None and s.stack in ("torchtune", "torchtitan", "unsloth"):
+        return (f"stack {s.stack} computes the loss with its own code, not transformers': drop "
                 "transformers_version (it applies to hf, axolotl and pytorch)")
-    if s.torchtune_version is not None and s.framework != "torchtune":
-        return f"torchtune_version applies to framework torchtune, not {s.framework}: drop it"
-    if s.strategy == "fsdp" and RECIPES[s.framework].fsdp is None:
-        return f"framework {s.framework} does not shard with FSDP: use strategy single or ddp"
-    return RECIPES[s.framework].refuse(s)
+    if s.torchtune_version is not None and s.stack != "torchtune":
+        return f"torchtune_version applies to stack torchtune, not {s.stack}: drop it"
+    if s.sharding == "fsdp" and RECIPES[s.stack].fsdp is None:
+        return f"stack {s.stack} does not shard with FSDP: use sharding single or ddp"
+    return RECIPES[s.stack].refuse(s)
 
 
-WHY = {  # the reason behind a default worth saying, by (framework, field, value)
+WHY = {  # the reason behind a default worth saying, by (stack, field, value)
     ("hf", "grad_checkpointing", "full"): "peft's prepare_model_for_kbit_training(use_gradient_checkpointing=True) "
                                           "turns it on for QLoRA",
     ("hf", "adapter_dtype", "fp32"): "peft's get_peft_model(autocast_adapter_dtype=True) upcasts adapters",
@@ -375,7 +375,7 @@ WHY = {  # the reason behind a default worth saying, by (framework, field, value
 
 
 def defaults_in_force(s, card_chose: tuple[str, ...] = ()) -> str | None:
-    """One sentence naming the technique fields the scenario left to its framework, with their values (those the
+    """One sentence naming the technique fields the scenario left to its stack, with their values (those the
     card chose, ``card_chose``, are said apart)."""
     if s.task != "train":
         return None
@@ -388,9 +388,9 @@ def defaults_in_force(s, card_chose: tuple[str, ...] = ()) -> str | None:
         if value is None or (name == "adapter_dtype" and s.method == "full") or (
                 name == "qlora_fp32_upcast" and s.method != "qlora"):
             continue
-        why = WHY.get((s.framework, name, value))
+        why = WHY.get((s.stack, name, value))
         text = f"{name} {str(value).lower()}" + (f" ({why})" if why else "")
         parts.append(text)
     if not parts:
         return None
-    return f"framework {s.framework} ({RECIPES[s.framework].title}) sets the fields not given: " + ", ".join(parts)
+    return f"stack {s.stack} ({RECIPES[s.stack].title}) sets the fields not given: " + ", ".join(parts)

@@ -131,7 +131,7 @@ def _guidellm(b: Any, src: str) -> Measurement:
     b = _object(b, src)
     m = _object(b.get("metrics"), f"{src}: metrics")
     setup = _object(b.get("args") or b.get("config"), f"{src}: args")
-    strategy = _object(setup.get("strategy") or b.get("strategy"), f"{src}: strategy")
+    strategy = _object(setup.get("strategy") or b.get("strategy"), f"{src}: strategy")  # GuideLLM's own key
     totals = b.get("request_totals") if b.get("request_totals") is not None else m.get("request_totals")
     count = _object(totals, f"{src}: request_totals").get("successful", 100) if totals is not None else 100
     names = {"ttft": ("time_to_first_token_ms",), "tpot": ("time_per_output_token_ms", "inter_token_latency_ms"),

@@ -203,17 +203,18 @@ def evaluate(model: StepModel, engine, w: Workload, rate: float, saturated: floa
 
 
 def evaluate_users(model: StepModel, engine, w: Workload, users: int, think_s: float = 0.0,
-                   deadline: float | None = None) -> RatePoint:
+                   deadline: float | None = None, users_wait: bool = True) -> RatePoint:
     """Closed loop: ``users`` clients, each sending its next request ``think_s`` (exponential mean) after its
-    last one finished; the SLO percentiles and the requests/s of the steady window (a closed loop cannot
-    overload: its queue holds at most ``users``). ``stopped``: as :func:`evaluate`."""
+    last one finished, received the API server's latency later (``users_wait``, :func:`.simulate.simulate`); the
+    SLO percentiles and the requests/s of the steady window (a closed loop cannot overload: its queue holds at most
+    ``users``). ``stopped``: as :func:`evaluate`."""
     import numpy as np
 
     rng = np.random.default_rng(w.seed)
     n = max(w.num_requests, 5 * users)
     prompt, output = _requests(w, n, rng)
     out = _run(model, engine, w, np.zeros(n), prompt, output, users=users, think_s=think_s, rng=rng,
-               deadline=deadline)
+               deadline=deadline, users_wait=users_wait)
     point = _point(out, w, 0.0, n)
     point.stopped = out.stopped
     point.rate_rps = point.requests_per_s

@@ -15,7 +15,9 @@ Shared-prefix tokens hit the prefix cache after the first request (no compute, b
 ``max_concurrency`` (``vllm bench serve --max-concurrency``, inference-perf's workers) sends a request only while
 fewer are in flight; latencies count from the send. Closed loop (``users`` with ``think_s``): each of ``users``
 clients sends its next request ``think_s`` seconds after its last one finished (exponential think times of that
-mean; 0: back to back, as ``vllm bench serve --max-concurrency``). With vLLM's async scheduling
+mean; 0: back to back, as ``vllm bench serve --max-concurrency``), and with ``users_wait`` the engine receives it
+the model's per-request latency outside the engine (``request_s``) later, which the user's next cycle waits for as
+its TTFT counts it. With vLLM's async scheduling
 (``StepModel.async_host``, 0.14+) the engine core schedules step N+1 while the GPU runs step N
 (``vllm/v1/engine/core.py`` ``step_with_batch_queue``), so a request arriving during step N first runs in step N+2:
 one step later than the synchronous loop, unless the engine was idle. Runs of pure-decode steps with no arrival in
@@ -89,6 +91,19 @@ def sglang_scheduler(sm) -> Scheduler:
                      mixed_prefill=sm.mixed_chunk)
 
 
+def scheduler_for(s, startup, pool, longest: int) -> Scheduler | None:
+    """The scheduler over an engine's start-up memory and KV pool (a plan's ``startup`` and ``pool``): SGLang's
+    (:func:`sglang_scheduler`) or vLLM's (:func:`vllm_scheduler`); None when there is no pool, or one request of
+    ``longest`` tokens does not fit it (vLLM: its ``max_model_len`` does not, and it would not start)."""
+    if startup is None or pool is None:
+        return None
+    if pool.engine == "sglang":
+        return sglang_scheduler(startup) if startup.kv_tokens >= longest else None
+    if startup.num_blocks <= 0 or not startup.fits_max_model_len:
+        return None
+    return vllm_scheduler(s, startup, blocks=pool.sim_blocks)
+
+
 @dataclass(frozen=True, kw_only=True)
 class Outcome:
     ttft_s: np.ndarray
@@ -108,6 +123,8 @@ class Outcome:
     refused: int = 0  # requests longer than the pool holds (never admitted)
     events: int = 0  # turns of the simulation's loop
     steps: int = 0  # engine steps simulated
+    gaps: TokenGaps | None = None  # every output token's gap since the one before it (``inter_token_gaps``)
+    peak_running: int = 0  # the most requests the engine ran at once
 
     @property
     def output_tokens_per_s(self) -> float:
@@ -145,7 +162,7 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
              shared_prefix: int = 0, max_steps: int = MAX_STEPS, max_concurrency: int | None = None,
              prefix_hits: np.ndarray | None = None, cached_blocks: int = 0, users: int | None = None,
              think_s: float = 0.0, rng=None, max_events: int = MAX_EVENTS, deadline: float | None = None,
-             until_sent: int | None = None) -> Outcome:
+             until_sent: int | None = None, inter_token_gaps: bool = False, users_wait: bool = False) -> Outcome:
     """Serve the requests; returns per-request latencies (requests that never fit the pool are dropped and
     counted out of ``completed``). ``shared_prefix``: tokens every prompt starts with (cached after the first
     request); or ``prefix_hits``, each request's prompt tokens found in the prefix cache, with ``cached_blocks``
@@ -163,14 +180,22 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
 
     ``until_sent``: a caller that judges only what happens until request ``until_sent`` (in the order sent) goes
     out ends the run once the clock has passed that send (not an early stop: :attr:`Outcome.sent_all` has every
-    send time); ignored when a request can never fit the pool (the run's completed requests would differ)."""
+    send time); ignored when a request can never fit the pool (the run's completed requests would differ).
+
+    ``users_wait``: a closed loop's users are people (or benchmark clients): each next request reaches the engine
+    the model's ``request_s`` after the user sends it (a saturation run's users only keep the queue full).
+
+    ``inter_token_gaps``: also keep every output token's gap since the request's previous token
+    (:class:`TokenGaps`, :attr:`Outcome.gaps`): the inter-token latency benchmark clients pool over all requests."""
     n = len(arrive)
-    clients = _Clients(arrive, max_concurrency or n, users, think_s, rng)
+    clients = _Clients(arrive, max_concurrency or n, users, think_s, rng, model.request_s if users_wait else 0.0)
     arrive = clients.arrive
     prompt = np.asarray(prompt, dtype=np.int64)
     output = np.maximum(np.asarray(output, dtype=np.int64), 1)
     hit, shared_blocks = _cached_tokens(n, prompt, engine.block_tokens, shared_prefix, prefix_hits, cached_blocks)
     st = _Engine(engine, prompt, output, hit, shared_blocks)
+    if inter_token_gaps:
+        st.gaps = TokenGaps(n)
     deadline = time.monotonic() + TIME_LIMIT_S if deadline is None else deadline
     t, steps, events, stopped = 0.0, 0, 0, ""
     lag, busy, scheduled_at = model.async_host, False, 0.0  # async: this step was scheduled when the last began
@@ -199,7 +224,7 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
         scheduled_at, busy = t + dt - last, True  # the last step's start
         t += dt
         steps += k
-        over = st.land(step, k, t)
+        over = st.land(step, k, t, t - (k - 1) * last)
         if len(over):  # finished: their seats go back to the clients
             next_at = clients.replied(t, len(over))
     return _outcome(model, st, clients.sent, stopped, events, steps)
@@ -252,6 +277,8 @@ class _Engine:
         self.waiting: deque[int] = deque()
         self.prompting = 0  # running requests with prompt tokens left (chunked prompts mid-way, or just admitted)
         self.preempt = 0
+        self.gaps: TokenGaps | None = None  # the inter-token gaps, when kept
+        self.peak = 0  # the most requests running at once
         self.too_big = np.ceil((prompt + output) / bt) > engine.kv_blocks
         if not engine.chunked_prefill:  # vLLM refuses a prompt longer than the step budget without chunking
             self.too_big |= prompt - hit > engine.max_num_batched_tokens
@@ -302,6 +329,7 @@ class _Engine:
             if admitted:
                 self.ra = np.concatenate((self.ra, np.asarray(admitted, dtype=np.int64)))
                 self.prompting += len(admitted)
+                self.peak = max(self.peak, len(self.ra))
         if run_idx is not None and len(run_idx):
             idx, take = run_idx, run_take
             if admitted:
@@ -324,22 +352,30 @@ class _Engine:
                      want=self.target[idx] if n_pre else None,
                      rem=None if n_pre else self.owed[idx], blocked=blocked)
 
-    def land(self, step: _Step, k: int, t: float) -> np.ndarray:
-        """The step's tokens land at ``t`` (``k`` steps of them in a decode run): prompts complete (their first
-        token), decodes generate, requests finish and free their blocks. Returns the finished requests."""
+    def land(self, step: _Step, k: int, t: float, t_first: float | None = None) -> np.ndarray:
+        """The step's tokens land at ``t`` (``k`` steps of them in a decode run, the first at ``t_first``):
+        prompts complete (their first token), decodes generate, requests finish and free their blocks. Returns the
+        finished requests."""
         idx, have = step.idx, step.have
         batch = None  # the running requests left, when known without a search
+        gaps = self.gaps
         if step.n_pre:
             self.done[idx] = have + step.take  # k is 1 in a step with prompt tokens, and a decode takes 1
             completes_prompt = step.prefilling & (self.done[idx] >= step.want)
             self.prompting -= int(np.count_nonzero(completes_prompt))
             self.owed[idx] -= np.where(step.prefilling, 0, k) + completes_prompt
-            newly = idx[completes_prompt & np.isnan(self.first[idx])]
+            fresh = completes_prompt & np.isnan(self.first[idx])
+            newly = idx[fresh]
             self.first[newly] = t
+            if gaps is not None:  # decodes, and prompts recomputed after a preemption, emit a token
+                gaps.started(newly, t)
+                gaps.emitted(idx[~step.prefilling | (completes_prompt & ~fresh)], t, 1, 0.0)
             over = idx[self.owed[idx] <= 0]
         else:
             self.done[idx] = have + k
             self.owed[idx] = step.rem - k
+            if gaps is not None:
+                gaps.emitted(idx, t if t_first is None else t_first, k, (t - t_first) / (k - 1) if k > 1 else 0.0)
             going = step.rem <= k
             over = idx[going]
             if len(over) and len(idx) == len(self.ra):  # every running request decoded: idx is the batch
@@ -351,6 +387,58 @@ class _Engine:
             self.ra = self.ra[np.isnan(self.finish[self.ra])] if batch is None else batch
             self.finished += len(over)
         return over
+
+
+class TokenGaps:
+    """Every output token's gap since its request's previous token: the inter-token latency (ITL) that ``vllm
+    bench serve`` and genai-perf pool over all requests (``vllm/benchmarks/serve.py`` ``calculate_metrics``:
+    ``itls += outputs[i].itl``), as opposed to TPOT, one mean per request. A decode step's tokens come ``dt`` after
+    the previous ones; a decode stalled by a prompt batch (SGLang's prefill first) or a preemption shows as one
+    long gap. Kept as counts in log-spaced bins (:data:`BINS_PER_DECADE` per decade from 1 us: 1 % wide) and the
+    exact sum, so memory stays fixed however long the run."""
+
+    BINS_PER_DECADE = 230  # 10^(1/230) = 1.0101: bins 1 % wide
+    LOW_S = 1e-6
+    DECADES = 10  # up to 10^4 s
+
+    def __init__(self, n: int) -> None:
+        self.last = np.full(n, np.nan)  # each request's last token
+        self.counts = np.zeros(self.BINS_PER_DECADE * self.DECADES + 1)
+        self.total_s = 0.0
+        self.tokens = 0
+
+    def started(self, idx: np.ndarray, t: float) -> None:
+        """First tokens of ``idx`` at ``t`` (no gap: that is the time to first token)."""
+        self.last[idx] = t
+
+    def emitted(self, idx: np.ndarray, t_first: float, k: int, dt: float) -> None:
+        """``k`` tokens of each request in ``idx``: the first at ``t_first``, the others ``dt`` apart."""
+        if not len(idx):
+            return
+        first = t_first - self.last[idx]
+        self._add(first, 1.0)
+        if k > 1:
+            self._add(np.array([dt]), float((k - 1) * len(idx)))
+        self.total_s += float(_add(first)) + (k - 1) * len(idx) * dt
+        self.tokens += k * len(idx)
+        self.last[idx] = t_first + (k - 1) * dt
+
+    def _add(self, gaps: np.ndarray, weight: float) -> None:
+        at = np.log10(np.maximum(gaps, self.LOW_S) / self.LOW_S) * self.BINS_PER_DECADE
+        bins = np.minimum(np.rint(at).astype(np.int64), len(self.counts) - 1)
+        self.counts += np.bincount(bins, minlength=len(self.counts)) * weight
+
+    @property
+    def mean_s(self) -> float:
+        return self.total_s / self.tokens if self.tokens else math.nan
+
+    def percentile(self, q: float) -> float:
+        """The ``q``-th percentile gap in seconds (the centre of its bin: within 0.5 %); nan without gaps."""
+        if not self.tokens:
+            return math.nan
+        cum = np.cumsum(self.counts)
+        i = int(np.searchsorted(cum, q / 100 * cum[-1], side="left"))
+        return self.LOW_S * 10 ** (i / self.BINS_PER_DECADE)
 
 
 def _timed(model: StepModel, st: _Engine, step: _Step, next_at: float, t: float) -> tuple[int, float, float]:
@@ -379,13 +467,16 @@ def _timed(model: StepModel, st: _Engine, step: _Step, next_at: float, t: float)
 class _Clients:
     """Who sends the requests (see the module docstring): each at its arrival time (open loop), or ``users``
     each sending the next ``think_s`` seconds (exponential of that mean with ``rng``) after its last reply (closed
-    loop); no more than ``cap`` in flight (``max_concurrency``: a request waits for a free seat, and its latency
-    counts from the send, ``sent``)."""
+    loop), received by the engine ``delay_s`` later; no more than ``cap`` in flight (``max_concurrency``: a
+    request waits for a free seat, and its latency counts from the send, ``sent``)."""
 
-    def __init__(self, arrive, cap: int, users: int | None, think_s: float, rng) -> None:
+    def __init__(self, arrive, cap: int, users: int | None, think_s: float, rng, delay_s: float = 0.0) -> None:
         n = len(arrive)
         self.users, self.ready = users, []
-        self.think = (lambda: rng.exponential(think_s)) if think_s > 0 and rng is not None else (lambda: think_s)
+        # a user's next request reaches the engine its think time, plus the API server's own latency per request
+        # (``delay_s``, StepModel.request_s: HTTP, tokenizing), after the last one's final token
+        self.think = (lambda: rng.exponential(think_s) + delay_s) if think_s > 0 and rng is not None else \
+            (lambda: think_s + delay_s)
         if users:  # request i goes out when a user is ready; times are filled in as they become known
             self.ready = sorted(self.think() for _ in range(users))
             arrive = np.full(n, math.inf)
@@ -553,7 +644,8 @@ def _outcome(model: StepModel, st: _Engine, sent, stopped: str, events: int, ste
                    duration_s=float(finish[ok].max() + model.request_s - sent[0]) if ok.any() else 0.0,
                    input_tokens=int(st.prompt[ok].sum()), output_tokens=int(out.sum()), preemptions=st.preempt,
                    completed=int(ok.sum()), sent_at=sent[ok], finished_at=finish[ok], stopped=stopped,
-                   events=events, steps=steps, sent_all=sent, refused=int(st.too_big.sum()))
+                   events=events, steps=steps, sent_all=sent, refused=int(st.too_big.sum()), gaps=st.gaps,
+                   peak_running=st.peak)
 
 
 def _prefill_ready(st: _Engine) -> bool:

@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from .. import overheads as oh
 from ..errors import GpuplanError, did_you_mean, echo_value
 from ..userfiles import number, parse_json, read_mapping, read_text
 
@@ -58,6 +59,32 @@ PRESETS: dict[str, tuple[Lengths, Lengths, str]] = {
     "rag": (_fixed(4000), _fixed(300), "retrieval-augmented: long context, short answer"),
     "code": (_fixed(1500), _fixed(400), "code completion with file context"),
 }
+
+
+DEFAULT_SPREAD = oh.SERVING_LENGTH_SPREAD  # lengths given as means (flags): uniform within +-50 % of the mean
+
+
+def spread_lengths(mean: float, spread: float, least: int = 1) -> Lengths:
+    """Lengths around ``mean``: the integers in ``[floor(mean (1 - spread)), ceil(mean (1 + spread))]``, uniformly
+    (``vllm bench serve --random-range-ratio``: ``vllm/benchmarks/datasets/random.py``
+    ``RandomDataset.get_sampling_params``), at least ``least``; ``mean`` itself at spread 0 (fixed)."""
+    if spread <= 0:
+        return Lengths(mean=max(mean, least))
+    low, high = max(math.floor(mean * (1 - spread)), least), max(math.ceil(mean * (1 + spread)), least)
+    return Lengths(kind="uniform", mean=max(mean, least), min=low, max=high)
+
+
+def lengths_words(prompt: Lengths, output: Lengths) -> str:
+    """How a workload's lengths are drawn, in words: "prompts 1,000-3,000 (uniform, mean 2,000) and outputs 400
+    tokens"."""
+    def one(d: Lengths, what: str) -> str:
+        if d.kind == "fixed":
+            return f"{what} {d.mean:,.0f}"
+        low, high = f"{d.min:,}", f"{d.max:,}" if d.max < 10_000_000 else "any"
+        spread = f", std {d.std:,.0f}" if d.kind in ("normal", "lognormal") else ""
+        return f"{what} {low}-{high} ({d.kind}, mean {_clipped_mean(d):,.0f}{spread})"
+
+    return f"{one(prompt, 'prompts')} and {one(output, 'outputs')} tokens"
 
 
 class Slo(BaseModel):
@@ -242,7 +269,9 @@ def _first(r: dict, keys: tuple[str, ...]) -> str | None:
 
 def load_workload(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> Workload:
     """A workload from a YAML file (keys as :class:`Workload`), with flat CLI overrides on top: ``rate_rps``,
-    ``preset``, ``prompt_tokens``, ``output_tokens``, ``ttft_s``, ``tpot_s``, ``e2e_s``, ``percentile``..."""
+    ``preset``, ``prompt_tokens``, ``output_tokens``, ``ttft_s``, ``tpot_s``, ``e2e_s``, ``percentile``...;
+    ``length_spread`` draws the lengths given as ``prompt_tokens`` and ``output_tokens`` around them
+    (:func:`spread_lengths`; fixed without it)."""
     data: dict[str, Any] = dict(read_mapping(path, "workload")) if path is not None else {}
     flat = {k: v for k, v in (overrides or {}).items() if v is not None}
     slo = data.pop("slo", None) or {}
@@ -253,9 +282,17 @@ def load_workload(path: str | Path | None = None, overrides: dict[str, Any] | No
     for key in ("ttft_s", "tpot_s", "e2e_s", "percentile"):
         if key in flat:
             slo[key] = flat.pop(key)
+    spread = flat.pop("length_spread", None)
+    given = [key for key in ("prompt_tokens", "output_tokens") if key in flat]
+    if spread is not None and not given:
+        raise GpuplanError("length_spread draws the lengths given as prompt_tokens and output_tokens around them; a "
+                           "preset, a trace or a workload file's lengths say their own")
+    spread = number(spread, "length_spread", least=0, most=0.99) if spread is not None else 0.0
     for key, field in (("prompt_tokens", "prompt"), ("output_tokens", "output")):
         if key in flat:
-            data[field] = {"mean": flat.pop(key)}
+            mean = flat.pop(key)
+            data[field] = {"mean": mean} if not spread else spread_lengths(
+                number(mean, key, least=1, most=MAX_TOKENS), spread).model_dump(exclude_defaults=True)
     data.update(flat)
     if slo:
         data["slo"] = slo

@@ -8,7 +8,7 @@ buffers it gathers, and the reserved memory it leaves beyond the allocated peak:
 - :mod:`.deepspeed`: DeepSpeed ZeRO-1/2/3;
 - :mod:`.fsdp`: what FSDP1 (:mod:`.fsdp1`) and FSDP2 (:mod:`.fsdp2`) share, and how they differ.
 
-Which one a scenario uses is ``Scenario.sharding`` (its ``strategy`` and, for FSDP, the stack's version).
+Which one a scenario uses is ``Scenario.sharded_by`` (its ``strategy`` and, for FSDP, the stack's version).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ SHARDINGS: dict[str, Sharding] = {"single": Sharding(), "ddp": Sharding(), "deep
 
 def sharding_for(s: Scenario) -> Sharding:
     """The sharding code that holds the scenario's training state."""
-    return SHARDINGS[s.sharding]
+    return SHARDINGS[s.sharded_by]
 
 
 __all__ = ["SHARDINGS", "Sharding", "sharding_for"]

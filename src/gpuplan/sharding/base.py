@@ -87,7 +87,7 @@ class Sharding:
     def buffers(self, s: Scenario, m: ModelSpec, rt: Stack, st: State) -> dict[str, float]:
         """Buffers of the engine alive at the peak: DDP's gradient buckets (PyTorch DDP keeps flat bucket copies of
         the gradients)."""
-        return {"DDP gradient buckets": st.gradients} if s.resolved_strategy == "ddp" else {}
+        return {"DDP gradient buckets": st.gradients} if s.resolved_sharding == "ddp" else {}
 
     def layer_buffers(self, s: Scenario, buffers: dict[str, float]) -> dict[str, float]:
         """Those of ``buffers`` that exist only while a decoder layer runs (none here)."""

@@ -23,14 +23,14 @@ class DeepSpeed(Sharding):
     autocasts_fp32_weights = False
 
     def shards(self, s: Scenario) -> tuple[int, int, int]:
-        n, stage = s.dp, s.resolved_strategy
+        n, stage = s.dp, s.resolved_sharding
         return (n if stage == "zero3" else 1, n if stage in ("zero2", "zero3") else 1, n)
 
     def state(self, s: Scenario, m: ModelSpec, rt: Stack) -> State:
         if s.method != "full" or not s.precision.endswith("-mixed"):
             st = super().state(s, m, rt)
             if s.method == "full":
-                st.assumptions.append(f"{s.resolved_strategy.upper()} in {s.precision}: weights, gradients and "
+                st.assumptions.append(f"{s.resolved_sharding.upper()} in {s.precision}: weights, gradients and "
                                       f"optimizer states in one dtype, sharded over {s.dp} ranks")
             return st
         P, tp_pp, n = m.params_total, 1 / (s.tp * s.pp), s.dp
@@ -39,8 +39,8 @@ class DeepSpeed(Sharding):
         st.weights = 2 * P * tp_pp / w_n + 4 * P * tp_pp / n  # 16-bit working copy + fp32 master partition
         st.gradients = 2 * P * tp_pp / g_n
         st.optimizer = optimizer_state_bytes(s, m, P, 4) * tp_pp / o_n
-        st.step_extra = 4 * min(P * tp_pp / n, 1e9 if s.resolved_strategy == "zero3" else P)
-        st.assumptions.append(f"{s.resolved_strategy.upper()} as DeepSpeed runs it: bf16 working weights and "
+        st.step_extra = 4 * min(P * tp_pp / n, 1e9 if s.resolved_sharding == "zero3" else P)
+        st.assumptions.append(f"{s.resolved_sharding.upper()} as DeepSpeed runs it: bf16 working weights and "
                               "gradients, fp32 master weights and optimizer states sharded; the fp32 gradient "
                               "partition exists during the step (ZeRO paper section 5; DeepSpeed stage_1_and_2.py, "
                               "stage3.py)")
@@ -63,7 +63,7 @@ class DeepSpeed(Sharding):
 
     def buffers(self, s: Scenario, m: ModelSpec, rt: Stack, st: State) -> dict[str, float]:
         out = {"ZeRO communication buckets": 2 * 2 * oh.deepspeed_bucket_elements(m.hidden_size)}
-        if s.resolved_strategy != "zero3":
+        if s.resolved_sharding != "zero3":
             return out
         tp_pp = 1 / (s.tp * s.pp)
         if s.method == "full":

@@ -71,7 +71,7 @@ class Fsdp(Sharding):
         key = f"{self.name.upper()} units in flight (current + prefetched)"
         if key not in buffers:
             return {}
-        return {key: buffers[key] / 2 if s.framework == "torchtitan" else buffers[key]}
+        return {key: buffers[key] / 2 if s.stack == "torchtitan" else buffers[key]}
 
     def root_grad_params(self, m: ModelSpec) -> int:
         return self.root_params(m)

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import overheads as oh
-from ..errors import GpuplanError
+from ..errors import GpuplanError, echo_value
 from ..model.catalog import load_model
 from ..plan.estimate import estimate
 from ..plan.refusals import scenario_refusal
@@ -90,7 +90,7 @@ def _build_on_device(s: Scenario, m, chosen, notes: list[str], device: str = "cu
     from .simulate import build, sized_config
 
     device = torch.device(device)
-    if s.task == "train" and s.framework in stacks.OWN_MODELS:
+    if s.task == "train" and s.stack in stacks.OWN_MODELS:
         with device:
             return stacks.build_own(s, m, m.num_layers, notes)
     real_4bit = s.task == "train" and s.method == "qlora" and real.uses(chosen, "4-bit base")
@@ -123,7 +123,7 @@ def _build_on_device(s: Scenario, m, chosen, notes: list[str], device: str = "cu
                     p.data = p.data.float()
     if s.task != "train":
         return model, None
-    if liger and s.framework != "hf":  # the hf stack's Trainer applies Liger itself (use_liger_kernel)
+    if liger and s.stack != "hf":  # the hf stack's Trainer applies Liger itself (use_liger_kernel)
         real.apply_liger(model)
     return model, None if liger else stacks.fused_loss(s, m, model)
 
@@ -137,7 +137,7 @@ def _measure(s: Scenario, m, model, forward_loss, chosen, steps: int, notes: lis
     from . import real
     from .simulate import SAFE_IDS, Phases, generate_steps, train_steps
 
-    if s.task == "train" and s.framework == "hf":
+    if s.task == "train" and s.stack == "hf":
         times = real.trainer_step_times(s, model, min(m.vocab_size, SAFE_IDS), steps,
                                         liger=real.uses(chosen, "fused kernels"))
         step_s = statistics.median(times)
@@ -180,7 +180,11 @@ def read_record(path: str | Path) -> dict[str, Any]:
     """A probe record from ``path``, checked: a JSON object with ``scenario``, ``probe`` and ``estimate``
     objects whose measured and estimated GiB are finite numbers >= 0 (one sentence per problem)."""
     p = Path(path)
-    if p.is_dir():
+    try:
+        folder = p.is_dir()
+    except OSError as err:  # a name too long for the file system (ENAMETOOLONG), a loop of links
+        raise GpuplanError(f"{echo_value(str(path))} cannot be read: {err.strerror or err}") from None
+    if folder:
         raise GpuplanError(f"{path} is a folder: pass the probe records in it ({path}/*.json)")
     record = load_json(p, "probe record")
     if not isinstance(record, dict):

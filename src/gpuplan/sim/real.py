@@ -12,7 +12,7 @@ GPU the probe swaps in the real ones where the library is installed:
   RMSNorm, RoPE, SwiGLU and fused linear cross-entropy in the model's own forward;
 - torchtune and torchtitan: their own model builders (``torchtune.models.llama3*``, torchtitan's ``Transformer``)
   and losses, as the simulator builds them, on the device;
-- the training loop: the HF ``Trainer`` for ``framework: hf`` (``TrainingArguments`` from the scenario: batch,
+- the training loop: the HF ``Trainer`` for ``stack: hf`` (``TrainingArguments`` from the scenario: batch,
   accumulation, precision, checkpointing, optimizer, Liger), timed per optimizer step by a callback; the other
   stacks run gpuplan's plain loop (two optimizer steps per timed run).
 
@@ -55,7 +55,7 @@ def installed(module: str) -> bool:
 
 
 def _liger(s: Scenario) -> bool:
-    return s.loss == "fused-linear" and s.framework in ("hf", "pytorch", "axolotl")
+    return s.loss == "fused-linear" and s.stack in ("hf", "pytorch", "axolotl")
 
 
 def backends(s: Scenario, have: Callable[[str], bool] = installed) -> list[Backend]:
@@ -69,10 +69,10 @@ def backends(s: Scenario, have: Callable[[str], bool] = installed) -> list[Backe
                                "gpuplan's NF4 stand-in", real=have("bitsandbytes"),
                                why="" if have("bitsandbytes") else f"bitsandbytes {missing}"))
         return out
-    own = s.framework in ("torchtune", "torchtitan")
+    own = s.stack in ("torchtune", "torchtitan")
     if own:
-        out.append(Backend(part="model", runs=f"{s.framework}'s own model builder and loss", real=have(s.framework),
-                           why="" if have(s.framework) else f"{s.framework} not installed: the probe refuses"))
+        out.append(Backend(part="model", runs=f"{s.stack}'s own model builder and loss", real=have(s.stack),
+                           why="" if have(s.stack) else f"{s.stack} not installed: the probe refuses"))
     else:
         out.append(Backend(part="model", runs="transformers" + (" + peft" if s.method != "full" else ""), real=True))
     if s.method == "qlora" and not own:
@@ -89,15 +89,15 @@ def backends(s: Scenario, have: Callable[[str], bool] = installed) -> list[Backe
         out.append(Backend(part="fused kernels", runs="Liger (_apply_liger_kernel_to_instance)" if real
                            else "gpuplan's emulation of Liger's kernels", real=real,
                            why="" if real else f"liger_kernel {missing}"))
-    if s.framework == "unsloth":
+    if s.stack == "unsloth":
         out.append(Backend(part="fused kernels", runs="gpuplan's emulation of Unsloth's kernels", real=False,
                            why="Unsloth loads only from a checkpoint with its tokenizer; the probe builds random "
                                "weights from the config"))
-    if s.framework == "hf":
+    if s.stack == "hf":
         out.append(Backend(part="training loop", runs="transformers Trainer (timed per optimizer step)", real=True))
     else:
         out.append(Backend(part="training loop", runs="gpuplan's plain loop (two optimizer steps per timed run)",
-                           real=s.framework == "pytorch"))
+                           real=s.stack == "pytorch"))
     return out
 
 

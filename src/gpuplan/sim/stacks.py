@@ -43,21 +43,21 @@ def check(s: Scenario, m: ModelSpec, kinds) -> None:
     if s.compile:
         raise GpuplanError("simulate runs eager kernels; torch.compile's fusions are estimated, not simulated: set "
                            "compile false")
-    if s.framework in OWN_MODELS:
+    if s.stack in OWN_MODELS:
         if m.family not in LLAMA_LIKE or len(kinds) > 1 or m.is_moe:
-            raise GpuplanError(f"simulate builds {s.framework}'s own Llama; {m.name} ({m.family}) is not one: use "
-                               "framework hf, or gpuplan estimate")
+            raise GpuplanError(f"simulate builds {s.stack}'s own Llama; {m.name} ({m.family}) is not one: use "
+                               "stack hf, or gpuplan estimate")
         try:
-            __import__(s.framework)
+            __import__(s.stack)
         except ImportError:
-            raise GpuplanError(f"simulating {s.framework} needs its code: pip install 'gpuplan[stacks]'") from None
+            raise GpuplanError(f"simulating {s.stack} needs its code: pip install 'gpuplan[stacks]'") from None
 
 
 # ---- torchtune and torchtitan models --------------------------------------------------------------------------
 def build_own(s: Scenario, m: ModelSpec, layers: int, notes: list[str]):
     """The stack's own model with ``layers`` decoder layers, built on fake tensors (call inside FakeTensorMode),
     and the function that runs its forward and loss on token ids."""
-    return (_torchtune if s.framework == "torchtune" else _torchtitan)(s, m, layers, notes)
+    return (_torchtune if s.stack == "torchtune" else _torchtitan)(s, m, layers, notes)
 
 
 def _rope_theta(m: ModelSpec) -> float:
@@ -214,7 +214,7 @@ def _functions() -> dict[str, Any]:
 
 def fused_kernels(s: Scenario) -> bool:
     """Whether the transformers model runs Liger's (or Unsloth's) norm and MLP kernels."""
-    return s.framework in ("axolotl", "unsloth") or (s.framework in ("hf", "pytorch") and s.loss == "fused-linear")
+    return s.stack in ("axolotl", "unsloth") or (s.stack in ("hf", "pytorch") and s.loss == "fused-linear")
 
 
 def patch_hf(s: Scenario, m: ModelSpec, model, notes: list[str]) -> None:
@@ -222,18 +222,18 @@ def patch_hf(s: Scenario, m: ModelSpec, model, notes: list[str]) -> None:
     if s.task != "train" or not fused_kernels(s):
         return
     fn = _functions()
-    who = "Unsloth" if s.framework == "unsloth" else "Liger"
+    who = "Unsloth" if s.stack == "unsloth" else "Liger"
     for module in model.modules():
         name = type(module).__name__
         if name.endswith("RMSNorm") and hasattr(module, "weight") and module.weight is not None:
             module.forward = types.MethodType(lambda self, x: fn["FusedRMSNorm"].apply(x, self.weight), module)
         elif name.endswith("MLP") and all(hasattr(module, k) for k in ("gate_proj", "up_proj", "down_proj")):
-            if s.framework == "unsloth" and _fast_lora(s, module):
+            if s.stack == "unsloth" and _fast_lora(s, module):
                 module.forward = types.MethodType(_unsloth_mlp, module)
             else:
                 module.forward = types.MethodType(
                     lambda self, x: self.down_proj(fn["SiLUMul"].apply(self.gate_proj(x), self.up_proj(x))), module)
-    if s.framework == "unsloth" and s.method != "full" and s.lora_dropout == 0:
+    if s.stack == "unsloth" and s.method != "full" and s.lora_dropout == 0:
         for name, module in model.named_modules():
             if name.rsplit(".", 1)[-1] in ("q_proj", "k_proj", "v_proj", "o_proj") and hasattr(module, "lora_A"):
                 module.forward = types.MethodType(_unsloth_proj, module)
@@ -285,7 +285,7 @@ def fused_loss(s: Scenario, m: ModelSpec, model, capacity_bytes: float | None = 
     head = model.get_output_embeddings()
     decoder = model.get_base_model().model if hasattr(model, "get_base_model") else model.model
     T, V, h = s.micro_batch_size * s.seq_len, m.vocab_size, m.embedding_dim
-    if s.framework == "unsloth":
+    if s.stack == "unsloth":
         target = 4 * 2**30 if capacity_bytes is None else min(4 * 2**30, 0.5 * capacity_bytes)
         chunk, fp32 = max(1, int(min(T * V, target / 4) // V)), True
     else:

@@ -20,6 +20,7 @@ from ..engines import engine_for
 from ..hardware import GpuSpec, Network
 from ..model import ModelSpec
 from ..scenario import Scenario
+from .bands import decode_band, model_class
 from .breakdown import Speed
 from .flops import compute_dtype, matmul_params, training_flops_per_token
 from .gemm import gemm_efficiency, gemm_time_s
@@ -47,9 +48,18 @@ def speed_of(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None = 
                 f"TensorRT-LLM at maximum load (trtllm-bench throughput or MLPerf Offline, every request "
                 f"{s.prompt_tokens:,} in and {s.output_tokens:,} out): {speed.offline_tokens_per_s:,.0f} output "
                 f"tokens/s in all at {run.concurrency:,} requests in flight{replicas} (max_batch_size "
-                f"{run.max_batch_size:,}, max_num_tokens {run.max_num_tokens:,}; calibrated on NVIDIA's published "
-                "trtllm-bench tables, median error 5% on held-out rows)")
+                f"{run.max_batch_size:,}, max_num_tokens {run.max_num_tokens:,}; {offline_band(m)})")
     return speed
+
+
+def offline_band(m: ModelSpec) -> str:
+    """How far the TensorRT-LLM offline figure is from NVIDIA's published runs of this class of model, in words: the
+    band of its held-out rows (:data:`gpuplan.overheads.DECODE_BANDS`), or uncalibrated."""
+    band = decode_band("trtllm", m)
+    if band is None:
+        return f"uncalibrated for {model_class(m)} models: no published trtllm-bench run of one is scored"
+    low, high, where = band
+    return f"measured {low:+.0%} to {high:+.0%} of it on {where}"
 
 
 __all__ = ["OfflineRun", "ServingRates", "Speed", "StepTimer", "compute_dtype", "gemm_efficiency", "gemm_time_s",

@@ -44,11 +44,15 @@ class Speed:
     # queued at once (trtllm-bench throughput, MLPerf Offline): speed/offline.py; None for other engines
     offline_tokens_per_s: float | None = None
     assumptions: list[str] = field(default_factory=list)
+    # serving: where the low/high range comes from, in words (the engine x model class's held-out rows, or
+    # "uncalibrated"); None for training, whose range is bench/throughput.py's training rows
+    band: str | None = None
 
-    def with_range(self, kind: str, *widen: str) -> Speed:
-        """Set the low/high rates from the spread of ``kind`` (train | decode | prefill), widened for each
-        named weakness of this estimate (a default fabric, another vendor's software, CPU-held layers)."""
-        low, high = oh.SPEED_SPREAD[kind]
+    def with_range(self, kind: str, *widen: str, band: tuple[float, float] | None = None) -> Speed:
+        """Set the low/high rates from the spread of ``kind`` (train | decode | prefill), or the measured ``band``
+        (measured / estimated - 1, low and high), widened for each named weakness of this estimate (a default
+        fabric, another vendor's software, CPU-held layers, no bench at all)."""
+        low, high = band if band is not None else oh.SPEED_SPREAD[kind]
         factor = 1.0
         for reason in widen:
             factor *= oh.SPEED_SPREAD_WIDENING[reason]

@@ -36,6 +36,8 @@ from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from ..tensors.kv import kv_bytes_per_sequence
 from ..tensors.state import attention_kernel, weight_format
+from . import ggml, mlx
+from .bands import decode_band, model_class
 from .breakdown import Speed
 from .comms import Link, all_reduce_s, intra_node_link
 from .gemm import bandwidth, gemm_time_s, peak_flops, streaming_bandwidth
@@ -73,6 +75,13 @@ class StepTimer:
         m, gpu, tp = self.m, self.gpu, self.s.tp
         if tokens <= 0:
             return {}
+        if self.timing.kernels:  # llama.cpp (micro-batch by micro-batch, kernel by kernel) and MLX
+            local = mlx if self.timing.kernels == "mlx" else ggml
+            parts = local.prefill_parts(self, tokens, context=context, seqs=seqs)
+            parts["gemm"] += lm_head_s(m, gpu, "fp16", seqs)
+            parts["host"] = self.host_s(prefill=True, seqs=seqs, tokens=tokens)
+            parts.update(self._offload_parts(tokens))
+            return {k: v for k, v in parts.items() if v > 0}
         gemm = self._linears_s(tokens) + lm_head_s(m, gpu, self.other_dtype, seqs, tp=tp)
         attention = attention_s(m, gpu, self.other_dtype, seqs, math.ceil(tokens / seqs), kernel=self.kernel, tp=tp,
                                 context=context, masked_windows=self.timing.eager)
@@ -80,11 +89,17 @@ class StepTimer:
                  "tensor_parallel": self._tp_s(tokens)}
         host = self.host_s(prefill=True, seqs=seqs, tokens=tokens)
         parts["host"] = max(host - sum(parts.values()), 0.0) if self.async_host else host
-        if self.cpu_layer_share:  # op offload: CPU-held weights cross PCIe once per 512-token micro-batch
-            pcie = intra_node_link(gpu, Network(intra_node="pcie")).bytes_per_s
-            ubatches = math.ceil(tokens / oh.LLAMA_CPP_UBATCH)
-            parts["cpu_layers_over_pcie"] = ubatches * self._layer_weight_bytes() * self.cpu_layer_share / pcie
+        parts.update(self._offload_parts(tokens))
         return {k: v for k, v in parts.items() if v > 0}
+
+    def _offload_parts(self, tokens: int) -> dict[str, float]:
+        """llama.cpp's op offload: CPU-held weights cross PCIe once per micro-batch of a prompt (none on a unified
+        machine: the GPU reads them where they are)."""
+        if not self.cpu_layer_share or self.timing.kernels == "ggml-metal":
+            return {}
+        pcie = intra_node_link(self.gpu, Network(intra_node="pcie")).bytes_per_s
+        ubatches = math.ceil(tokens / (self.s.ubatch_tokens or oh.LLAMA_CPP_UBATCH))
+        return {"cpu_layers_over_pcie": ubatches * self._layer_weight_bytes() * self.cpu_layer_share / pcie}
 
     def prefill_s(self, tokens: int, *, context: int = 0, seqs: int = 1) -> float:
         """Seconds to prefill ``tokens`` new tokens after ``context`` cached ones."""
@@ -94,6 +109,13 @@ class StepTimer:
     def decode_parts(self, batch: int, context: float) -> dict[str, float]:
         """Seconds by kind of work of one decode step of ``batch`` sequences of ``context`` tokens each."""
         s, m, gpu, tp = self.s, self.m, self.gpu, self.s.tp
+        if self.timing.kernels in ("ggml-metal", "mlx"):  # Apple silicon: the unified memory's bandwidth, per layer
+            parts = mlx.decode_parts(self, batch, context) if self.timing.kernels == "mlx" else \
+                ggml.metal_decode_parts(s, m, gpu, batch, context, weight_bytes=ggml.streamed_bytes(s, m),
+                                        bandwidth_fraction=oh.LLAMA_CPP_METAL_DECODE_BANDWIDTH_FRACTION,
+                                        layer_s=oh.LLAMA_CPP_METAL_LAYER_S)
+            parts["host"] = self.host_s(prefill=False, context=context, seqs=batch)
+            return {k: v for k, v in parts.items() if v > 0}
         gpu_share = 1 - self.cpu_layer_share
         weights = (self._linears_s(batch, dense_only=True) + self._experts_decode_s(batch)) * gpu_share
         weights += lm_head_s(m, gpu, self.other_dtype, batch, tp=tp)
@@ -175,10 +197,14 @@ class StepTimer:
                 if lin.group == "experts" and lin.count > 1:
                     if dense_only:
                         continue
-                    rows = tokens * layer.experts_per_token / lin.count
-                    total += count * gemm_time_s(gpu, self.dtype, rows, lin.in_features, lin.out_features / tp,
-                                                 count=lin.count, weight_bytes=w, kernels=1, latency_s=latency,
-                                                 bandwidth_bps=bps)
+                    # the grouped GEMM runs the experts the tokens reach, E (1 - (1 - k/E)^T) of them (uniform
+                    # routing; vLLM's fused_moe moe_align_block_size gives an expert no block without tokens):
+                    # a short prompt does not read every expert
+                    k, e = layer.experts_per_token, lin.count
+                    touched = e * (1 - (1 - k / e) ** tokens)
+                    total += count * gemm_time_s(gpu, self.dtype, tokens * k / touched, lin.in_features,
+                                                 lin.out_features / tp, count=touched, weight_bytes=w, kernels=1,
+                                                 latency_s=latency, bandwidth_bps=bps)
                 else:
                     n = lin.out_features / tp if lin.group != "router" else lin.out_features
                     total += count * gemm_time_s(gpu, self.dtype, tokens, lin.in_features, n, weight_bytes=w,
@@ -388,4 +414,18 @@ def inference_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | 
     widen = ["cpu layers"] if timer.cpu_layer_share else []
     if gpu.vendor != "NVIDIA":
         widen.append("other vendor")
-    return speed.with_range("decode", *widen)
+    return banded(speed, engine.name, m, widen)
+
+
+def banded(speed: Speed, engine: str, m: ModelSpec, widen: list[str]) -> Speed:
+    """``speed`` with its range: the band the benches measure for ``engine`` on ``m``'s class of model
+    (:func:`.bands.decode_band`), else the decode spread doubled and said "uncalibrated"."""
+    found = decode_band(engine, m)
+    if found is None:
+        cls = model_class(m)
+        speed.band = (f"uncalibrated: no bench measures {engine} on {cls} models, so the range is the decode "
+                      "spread of the measured pairs, doubled")
+        return speed.with_range("decode", *widen, "uncalibrated")
+    low, high, where = found
+    speed.band = where + (" (widened: " + ", ".join(widen) + ")" if widen else "")
+    return speed.with_range("decode", *widen, band=(low, high))

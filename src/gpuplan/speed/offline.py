@@ -32,9 +32,9 @@ Not modelled: CUDA-graph padding to the captured batch sizes, mixed context + ge
 graphs (chunked prefill, on in MLPerf's v5.1 runs, shares iterations between prompts and decoding sequences: timed
 that way, the MLPerf rows move by 1-2 points, so prefill stays its own phase), pipeline parallelism as trtllm-bench
 pipelines it (the step timer runs stages one after another), expert parallelism and attention data parallelism. MoE
-models run through the same path, their routed experts at decode as one grouped GEMM
-(``StepTimer.grouped_experts``), but nothing MoE is fitted: one-GPU Mixtral 8x7B lands within 2-8% of release 0.17's
-table, Llama 4 Scout and Qwen3-30B-A3B 20-110% too fast (bench/results/trtllm.md).
+models run through the same path, their routed experts as one grouped GEMM (``StepTimer.grouped_experts``), and
+each MoE layer adds what the fused MoE does beside its GEMMs (:func:`moe_dispatch_s`: fitted on the B200 rows of
+Llama 4 Scout and Qwen3-30B-A3B, held out on GB200 and release 0.17's Mixtral rows; bench/results/trtllm.md).
 """
 
 from __future__ import annotations
@@ -100,20 +100,39 @@ def held_tokens(s: Scenario) -> int:
     return s.prompt_tokens + osl
 
 
+def moe_dispatch_s(m: ModelSpec, tokens: float, *, decode: bool, dtype: str = "fp4") -> float:
+    """What TensorRT-LLM's fused MoE does beside its grouped GEMMs in one iteration of ``tokens`` tokens of an NVFP4
+    (W4A4) model: per MoE layer a fixed cost (its routing, expansion and finalize kernels) and a cost per token (top-k
+    routing, the expansion of each token into its top-k rows with the activations' FP4 quantization and block scales,
+    the finalize that weights and sums them back, the tiles the grouped GEMM pads per expert), higher at decode, where
+    each expert gets few rows (:data:`~gpuplan.overheads.TRTLLM_MOE_PREFILL_TOKEN_S`, ``..._DECODE_TOKEN_S``,
+    ``..._LAYER_STEP_S``: fitted on NVIDIA's B200 MoE rows). Zero for a dense model, and for FP8 (W8A8) MoE on
+    Hopper, which the grouped-GEMM path alone already times within 2-8% (release 0.17's Mixtral rows; MLPerf's
+    Mixtral on 8 H200s): the NVFP4 rows are the only ones that show it."""
+    if dtype != "fp4":
+        return 0.0
+    layers = sum(1 for layer in m.layers if layer.moe)
+    per_token = oh.TRTLLM_MOE_DECODE_TOKEN_S if decode else oh.TRTLLM_MOE_PREFILL_TOKEN_S
+    return layers * (oh.TRTLLM_MOE_LAYER_STEP_S + per_token * tokens)
+
+
 def decode_step_s(timer: StepTimer, batch: int, context: float) -> float:
     """One decode iteration under TensorRT-LLM: the step timer's GPU work (weights, the FP8 KV cache read, kernel
-    latencies, TP all-reduces), its vLLM engine loop left out (TensorRT-LLM's overlap scheduler hides the
-    executor's host work behind the GPU's step; a fitted per-request host cost came out at zero)."""
+    latencies, TP all-reduces) and the fused MoE's dispatch (:func:`moe_dispatch_s`), its vLLM engine loop left out
+    (TensorRT-LLM's overlap scheduler hides the executor's host work behind the GPU's step; a fitted per-request host
+    cost came out at zero on the dense rows)."""
     parts = timer.decode_parts(batch, context)
-    return sum(v for k, v in parts.items() if k != "host")
+    return sum(v for k, v in parts.items() if k != "host") + moe_dispatch_s(timer.m, batch, decode=True,
+                                                                                dtype=timer.dtype)
 
 
 def prefill_s(timer: StepTimer, tokens: int, seqs: int) -> float:
     """The context phase of ``seqs`` whole prompts of ``tokens`` in all, its attention at TensorRT-LLM's context
-    FMHA speed against gpuplan's FlashAttention figure (:data:`~gpuplan.overheads.TRTLLM_CONTEXT_ATTENTION_SPEEDUP`)."""
+    FMHA speed against gpuplan's FlashAttention figure (:data:`~gpuplan.overheads.TRTLLM_CONTEXT_ATTENTION_SPEEDUP`),
+    with the fused MoE's dispatch (:func:`moe_dispatch_s`)."""
     parts = timer.prefill_parts(tokens, seqs=seqs)
     parts["attention"] = parts.get("attention", 0.0) / oh.TRTLLM_CONTEXT_ATTENTION_SPEEDUP
-    return sum(parts.values())
+    return sum(parts.values()) + moe_dispatch_s(timer.m, tokens, decode=False, dtype=timer.dtype)
 
 
 def offline_throughput(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None = None, *,

@@ -109,7 +109,7 @@ def _optimizer_bytes_per_param(s: Scenario) -> float:
 def _fp8_gather(s: Scenario) -> bool:
     """Whether FSDP2 gathers the decoder's linear weights in float8: torchtitan's fp8-mixed over sharded data
     parallelism (``enable_fsdp_float8_all_gather``, on when the weights are sharded: ``dp_shard_enabled``)."""
-    return s.framework == "torchtitan" and s.precision == "fp8-mixed" and s.resolved_strategy == "zero3" and s.dp > 1
+    return s.stack == "torchtitan" and s.precision == "fp8-mixed" and s.resolved_sharding == "zero3" and s.dp > 1
 
 
 def _sharded_weight_bytes(s: Scenario, m: ModelSpec) -> float:
@@ -160,7 +160,7 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
                            "replayed from one capture, no per-kernel launches from Python")
     busy = smooth_max(work.gpu_busy, host, oh.HOST_GPU_OVERLAP_SHARPNESS)
     if kern.why:
-        assumptions.append(f"{s.framework} kernels: {kern.text}")
+        assumptions.append(f"{s.stack} kernels: {kern.text}")
     if (kern.attention, gpu.generation) in oh.ATTENTION_KERNEL_PEAK_FRACTION and attention_kernel(s, m) != "eager":
         assumptions.append(f"attention: a FlashAttention-2-class kernel (Ampere's mma.sync) on {gpu.generation}, "
                            f"{attention_fraction(gpu, kern.attention):.2f} of the peak against "
@@ -215,7 +215,7 @@ def _micro_work(s: Scenario, m: ModelSpec, gpu: GpuSpec, dtype: str, tokens: int
     forward = linears_s(m, gpu, dtype, tokens, tp=tp, layers=share, act_bytes=act_bytes, weight_bytes=act_bytes)
     # recomputation (the stack's checkpointing, its Recompute): the re-run linears' GEMMs; a selective policy
     # keeps attention's output and re-runs the element-wise ops and adapters, full checkpointing all of a layer
-    if s.framework == "megatron" and s.grad_checkpointing == "selective":  # core_attn: attention's forward again
+    if s.stack == "megatron" and s.grad_checkpointing == "selective":  # core_attn: attention's forward again
         again, attention_again, rest_again = 0.0, 1.0, 0.0
     elif rc.selective:
         again = linears_s(m, gpu, dtype, tokens, tp=tp, layers=share, act_bytes=act_bytes, weight_bytes=act_bytes,
@@ -264,7 +264,7 @@ def _dequant_and_casts_s(s: Scenario, m: ModelSpec, gpu: GpuSpec, dtype: str, to
             extra += cast / bandwidth(gpu)
             assumptions.append(f"prepare_model_for_kbit_training's fp32 parameters: fp32 activations between the "
                                f"linears and {cast / 2**30:.1f} GiB of dtype casts per micro-step")
-    if dtype == "fp8" and s.framework == "torchtitan":  # torchao's Float8Linear, compiled (.float8)
+    if dtype == "fp8" and s.stack == "torchtitan":  # torchao's Float8Linear, compiled (.float8)
         # the per-op policy keeps no fp8 tensor: its backward casts every input again
         again = 1.0 if rc.selective else rc.layers
         cast = torchao_cast_bytes(m, tokens, tp=s.tp, layers=1 / s.pp, again=again, fp8_weights=_fp8_gather(s))
@@ -348,9 +348,9 @@ def _host_s(s: Scenario, m: ModelSpec, tokens: int, kern, rest_again: float) -> 
         modules = sum(c * lin.count for lin, c in _quantized_linears(s, m)) * share
         host += modules * oh.EAGER_OP_OVERHEAD_S * (kern.dequant_host_ops * (2 + again)
                                                      + kern.linear_4bit_host_ops * (1 + again))
-    if s.framework in ("hf", "axolotl", "pytorch", "unsloth"):  # transformers' Python loop over the experts hit
+    if s.stack in ("hf", "axolotl", "pytorch", "unsloth"):  # transformers' Python loop over the experts hit
         host += expert_loop_s(m, tokens, layers=share) * (1 + rest_again + oh.BACKWARD_OPS_RATIO)
-    deepspeed_zero3 = s.sharding == "deepspeed" and s.resolved_strategy == "zero3"
+    deepspeed_zero3 = s.sharded_by == "deepspeed" and s.resolved_sharding == "zero3"
     if deepspeed_zero3:
         host += layers_here * (2 + stack_for(s).recompute(s, m).layers) * oh.ZERO3_HOOK_S_PER_LAYER_PASS
     return host, deepspeed_zero3
@@ -415,12 +415,12 @@ class _Comms:
         """(ZeRO-3's gathers and ZeRO-2/3's reduce-scatters per micro-step, the step's gradient sync), each the
         part its pass does not hide."""
         s, m = self.s, self.m
-        strategy, dp = s.resolved_strategy, s.dp
+        strategy, dp = s.resolved_sharding, s.dp
         trainable = _trainable(s, m)
-        grad_bytes = 2.0 if s.sharding == "deepspeed" else (4.0 if s.precision.endswith("mixed") else 2.0)
+        grad_bytes = 2.0 if s.sharded_by == "deepspeed" else (4.0 if s.precision.endswith("mixed") else 2.0)
         grads = trainable * grad_bytes / (s.tp * s.pp)
         gather = reduce = sync = 0.0
-        if strategy == "zero3" and dp > 1 and s.pp > 1 and s.sharding == "fsdp2":
+        if strategy == "zero3" and dp > 1 and s.pp > 1 and s.sharded_by == "fsdp2":
             # FSDP2 under torch.distributed.pipelining: torchtitan keeps a stage's weights gathered after the
             # forward when PP is on (apply_fsdp, reshard_after_forward = not pp_enabled) and the pipeline stage
             # turns off resharding after backward and gradient sync for every micro-batch, reducing once after the
@@ -432,7 +432,7 @@ class _Comms:
             return gather, reduce, sync
         if strategy == "zero3" and dp > 1:
             g = self.all_gather_s(_sharded_weight_bytes(s, m))
-            hide = oh.ZERO3_GATHER_OVERLAP if s.sharding == "deepspeed" else oh.DP_OVERLAP
+            hide = oh.ZERO3_GATHER_OVERLAP if s.sharded_by == "deepspeed" else oh.DP_OVERLAP
             gather = max(0.0, g - hide * forward_time) + max(0.0, g - hide * backward_time)
         if strategy in ("zero2", "zero3") and dp > 1:
             reduce = max(0.0, self.all_gather_s(grads) - oh.DP_OVERLAP * backward_time)
@@ -459,9 +459,9 @@ def _offload_s(s: Scenario, m: ModelSpec, forward_time: float, backward_time: fl
     offload = 0.0
     if s.offload == "optimizer+params":  # every pass fetches this rank's shard from host memory
         copy = _sharded_weight_bytes(s, m) / s.dp / comm.pcie
-        gather = comm.all_gather_s(_sharded_weight_bytes(s, m)) if s.resolved_strategy == "zero3" and s.dp > 1 \
+        gather = comm.all_gather_s(_sharded_weight_bytes(s, m)) if s.resolved_sharding == "zero3" and s.dp > 1 \
             else 0.0
-        hide = oh.ZERO3_GATHER_OVERLAP if s.sharding == "deepspeed" else oh.DP_OVERLAP
+        hide = oh.ZERO3_GATHER_OVERLAP if s.sharded_by == "deepspeed" else oh.DP_OVERLAP
         again = stack_for(s).recompute(s, m).layers  # the recomputation fetches the weights once more
         for passes, pass_s in ((1, forward_time), (1 + again, backward_time + again * forward_time)):
             offload += max(0.0, passes * (copy + gather) - hide * pass_s) - max(0.0, passes * gather - hide * pass_s)
@@ -482,7 +482,7 @@ def _offload_s(s: Scenario, m: ModelSpec, forward_time: float, backward_time: fl
 def _optimizer_s(s: Scenario, m: ModelSpec, gpu: GpuSpec, pcie: float, assumptions: list[str]) -> float:
     """Gradient clipping and the optimizer step over this rank's shard: memory-bound on the GPU, or DeepSpeed's CPU
     Adam when offloaded."""
-    shard = _trainable(s, m) / (s.tp * s.pp) / (s.dp * s.cp if s.resolved_strategy in ("zero1", "zero2", "zero3")
+    shard = _trainable(s, m) / (s.tp * s.pp) / (s.dp * s.cp if s.resolved_sharding in ("zero1", "zero2", "zero3")
                                                 else 1)
     if s.offload == "none":  # and clip_grad_norm_ over the gradients first (overheads.GRAD_CLIP_GRAD_PASSES)
         grad = 4 if s.precision.endswith("mixed") or s.method != "full" else 2

@@ -1,7 +1,7 @@
-"""Training stacks: one profile per framework a scenario names with ``framework`` (design.md, "One plan, three
+"""Training stacks: one profile per stack a scenario names with ``stack`` (design.md, "One plan, three
 words").
 
-A :class:`Stack` answers for one framework's code (transformers + peft, torchtune's modules, torchtitan's model,
+A :class:`Stack` answers for one stack's code (transformers + peft, torchtune's modules, torchtitan's model,
 Unsloth's and Liger's kernels): what each decoder layer saves for backward, what its selective checkpointing keeps,
 what its loss materializes, what stays on the GPU under activation offloading, which buffers it adds, and how its
 techniques change the step (:mod:`.speedups`). Its recipe defaults and refusals are in
@@ -36,8 +36,8 @@ STACKS: dict[str, Stack] = {r.name: r for r in (Hf(), Torchtune(), Torchtitan(),
 
 
 def stack_for(s: Scenario) -> Stack:
-    """The profile of the scenario's ``framework``."""
-    return STACKS[s.framework]
+    """The profile of the scenario's ``stack``."""
+    return STACKS[s.stack]
 
 
 __all__ = ["STACKS", "LossBytes", "Recompute", "Stack", "State", "stack_for"]

@@ -63,7 +63,7 @@ def sdpa_prefers_cudnn(torch_version: str | None) -> bool:
 
 def attention_class(stack: str, s: Scenario, *, te: bool = False) -> str:
     """``cudnn`` or ``flash2`` (module docstring) for the fused attention ``stack`` runs: Transformer Engine's in
-    Megatron-LM and where ``te`` (the default framework with tensor parallelism or fp8 stands for NeMo's Megatron
+    Megatron-LM and where ``te`` (the default stack with tensor parallelism or fp8 stands for NeMo's Megatron
     stack), the ``flash_attn`` package for ``attention: flash``, and for ``attention: sdpa`` the backend
     ``s.torch_version``'s SDPA tries first. Eager attention does not use it."""
     if stack == "megatron" or te:

@@ -213,8 +213,8 @@ def rank_state(s: Scenario, m: ModelSpec, *, first: bool, last: bool) -> RankSta
         sum(lin.weight_params for lyr in layers for lin in lyr.linears if lin.group == "experts") / e
     fp8 = linear if s.precision == "fp8-mixed" else 0.0  # fp8 primary weights: 1 B each
     transposes = fp8 if keeps_fp8_transpose(s) else 0.0  # and on Hopper and Ada their transposes, 1 B each
-    n = s.dp * s.cp if s.resolved_strategy == "zero1" else 1  # distributed optimizer: over DP x CP
-    n_experts = max(n * t // e, 1) if s.resolved_strategy == "zero1" else 1
+    n = s.dp * s.cp if s.resolved_sharding == "zero1" else 1  # distributed optimizer: over DP x CP
+    n_experts = max(n * t // e, 1) if s.resolved_sharding == "zero1" else 1
     opt = OPTIMIZER_BYTES[s.optimizer]
     if s.method == "full":
         params = dense + embedding + experts

@@ -53,7 +53,7 @@ class Kernels:
 
 def kernels(stack: str, s: Scenario, *, fused_stack: bool = False, te_attention: bool | None = None) -> Kernels:
     """The kernels ``stack`` runs for ``s``; ``fused_stack``: a Megatron-style stack (tensor parallel, Transformer
-    Engine under fp8) whose norms and activations are fused kernels whatever the framework field says, and whose
+    Engine under fp8) whose norms and activations are fused kernels whatever the stack field says, and whose
     attention is Transformer Engine's unless ``te_attention`` says otherwise."""
     fused, host, why = False, 1.0, []
     loss = oh.LOSS_BYTES_PER_LOGIT_STACK.get(s.loss, oh.LOSS_BYTES_PER_LOGIT)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi_offline import FastAPIOffline
@@ -57,6 +58,7 @@ def create_app(*, hub: bool = False, host: str = "127.0.0.1") -> FastAPI:
                     "Python API and `--json` do. Bad input: 422 with one sentence in `detail`.")
     app.state.hub, app.state.uploads, app.state.pools = hub, uploads, pools
     app.include_router(api.router)
+    app.openapi = lambda: _with_scenario(app)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     app.add_exception_handler(GpuplanError, _bad_input)
     app.add_exception_handler(RequestValidationError, _invalid_request)
@@ -107,3 +109,20 @@ def validation_sentence(exc: RequestValidationError) -> str:
     if first.get("type") == "missing":
         return f"field {field!r} is required{more}"
     return f"field {field!r}: {msg} (got {repr(first.get('input'))[:100]}){more}"
+
+
+def _with_scenario(app: FastAPI) -> dict:
+    """The OpenAPI document with the scenario every POST takes named as its body: the route reads it unvalidated
+    (api.RawScenario, checked by gpuplan.api's own arguments), so FastAPI would document an empty object."""
+    if app.openapi_schema:
+        return app.openapi_schema
+    schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
+    scenario = gpuplan_api.Scenario.model_json_schema(ref_template="#/components/schemas/{model}")
+    schemas = schema.setdefault("components", {}).setdefault("schemas", {})
+    schemas.update(scenario.pop("$defs", {}))
+    schemas["Scenario"] = scenario
+    body = schema["paths"]["/api/estimate"]["post"].get("requestBody", {}).get("content", {}).get("application/json")
+    if body is not None:
+        body["schema"] = {"$ref": "#/components/schemas/Scenario"}
+    app.openapi_schema = schema
+    return schema

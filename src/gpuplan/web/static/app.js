@@ -172,7 +172,7 @@ function readForm() {
   return out;
 }
 
-// "(auto)" choices say what the framework or the GPU count resolved them to
+// "(auto)" choices say what the stack or the GPU count resolved them to
 function showResolved(normalized) {
   for (const f of state.fields) {
     const el = document.getElementById("f-" + f.name);
@@ -220,6 +220,7 @@ async function update() {
     renderMemory(result);
     renderFixes(result);
     renderSpeedCost(result);
+    renderLoad(result);
     renderData(result);
     renderAssumptions(result, explanation);
     renderExport(exported);
@@ -407,7 +408,8 @@ function renderSpeedCost(r) {
     }
   }
   if (sp.mfu) rows.push(numberRow("speed.mfu", "implied MFU", num(sp.mfu, 3), sp.mfu));
-  rows.push(h("p", {class: "hint"}, `${sp.bound}-bound; the range is the calibration spread of this kind of estimate`));
+  rows.push(h("p", {class: "hint"}, `${sp.bound}-bound; the range: ` +
+    (sp.band || "the calibration spread of this kind of estimate")));
   if (c) {
     rows.push(h("p", {class: "offer"}, `best offer: ${c.offer} (${c.gpu_id}), price from ${c.price_origin}, ` +
       `${c.price_age_days} days old`, c.stale ? h("span", {class: "stale"}, " (stale)") : null));
@@ -430,6 +432,41 @@ function renderSpeedCost(r) {
     }
   }
   $("#speed-rows").replaceChildren(...rows);
+}
+
+// the plan's simulated runs (gpuplan.serving.load): users or a rate, and the batch queued at once
+function renderLoad(r) {
+  const run = r.load, off = r.offline;
+  $("#load").hidden = !run && !off;
+  if (!run && !off) return;
+  const notes = [];
+  if (run) {
+    const load = run.mode === "closed loop" ? `${run.max_concurrency} users (closed loop, think ${run.think_time_s} s)`
+      : `${run.request_rate} requests/s (open loop, Poisson)`;
+    $("#load-head").textContent = `${load}, ${run.num_prompts} requests, ${run.lengths}: ` +
+      `${num(run.request_throughput, 2)} req/s, ${num(run.output_throughput, 0)} output tok/s, ` +
+      `${num(run.total_token_throughput, 0)} total tok/s; at most ${run.peak_running} running at once, ` +
+      `${run.preemptions} preempted`;
+    const cell = (v) => h("td", {class: "n", "data-value": v}, v === null ? "" : num(v, 1));
+    $("#load-table").replaceChildren(
+      h("tr", {}, ["ms", "mean", "median", "p90", "p99"].map((c) => h("th", {}, c))),
+      ...[["ttft", "TTFT"], ["tpot", "TPOT"], ["itl", "ITL"], ["e2el", "E2EL"]].map(([k, label]) =>
+        h("tr", {"data-key": "load." + k}, h("td", {}, label),
+          ...["mean", "median", "p90", "p99"].map((st) => cell(run[`${st}_${k}_ms`])))));
+    notes.push(`TTFT and E2EL include ${num(run.per_request_s * 1000, 1)} ms per request outside the engine's ` +
+      "steps; TPOT is each request's mean gap, ITL every token's gap pooled", ...run.warnings);
+  } else {
+    $("#load-head").textContent = "";
+    $("#load-table").replaceChildren();
+  }
+  if (off) {
+    const together = off.peak_running >= off.num_prompts ? `all ${off.num_prompts} ran together` :
+      `at most ${off.peak_running} of the ${off.num_prompts} ran together, the others waiting`;
+    notes.push(`offline (all ${off.num_prompts} requests queued at once, as vllm bench throughput): ` +
+      `${num(off.output_throughput, 0)} output tokens/s, ${num(off.duration, 1)} s in all; ${together}` +
+      (off.preemptions ? `, ${off.preemptions} preempted and recomputed` : ""), ...off.warnings);
+  }
+  $("#load-notes").replaceChildren(...notes.map((t) => h("li", {}, t)));
 }
 
 // the data as gpuplan.dataset read it: the same section as `gpuplan estimate --dataset FILE`
@@ -463,7 +500,7 @@ function renderData(r) {
 
 function setupLabel(x) {
   return `${x.num_gpus}x ${x.gpu_id.replace(/^nvidia-|^geforce-|^amd-instinct-/g, "").replace(/^geforce-/, "")} ` +
-    [x.strategy, ...x.techniques].join("+");
+    [x.sharding, ...x.techniques].join("+");
 }
 
 function renderSetups(rec, scenario) {

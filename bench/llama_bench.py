@@ -1,0 +1,151 @@
+"""Replay public llama-bench (and MLX) tables with gpuplan: prompt processing and generation, CUDA and Metal.
+
+    python bench/llama_bench.py [--out bench/results/llama_bench.md] [--fit]
+
+Each row of bench/data/llama-bench.csv (card, model, GGUF type, flash attention, micro-batch, test) becomes an
+``engine: llama.cpp`` (or ``mlx``) scenario on one GPU with every layer on it. ``pp512`` is llama-bench's prompt
+test: 512 tokens from an empty cache, one sequence: gpuplan's ``512 / time to first token``. ``tg128`` generates 128
+tokens from an empty cache: one over the mean decode step, at 64 tokens of context (``@dN``: after N cached
+tokens). error = (gpuplan - published) /
+published. Rows marked ``fitted`` set the constants of overheads.py (``--fit`` grid-searches them on those rows
+only); ``check`` rows are held out; ``excluded`` rows are shown with why and not scored.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import itertools
+import statistics
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT / "src"))
+
+from gpuplan import overheads as oh  # noqa: E402
+from gpuplan.hardware import load_gpu  # noqa: E402
+from gpuplan.model.catalog import load_model  # noqa: E402
+from gpuplan.scenario import scenario_from  # noqa: E402
+from gpuplan.speed.inference import step_timer  # noqa: E402
+
+DATA = ROOT / "bench" / "data" / "llama-bench.csv"
+
+
+def load_rows(path: Path = DATA) -> list[dict]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(line for line in f if not line.startswith("#")))
+
+
+def backend(row: dict) -> str:
+    """cuda / metal / mlx: the kind of kernels the row ran."""
+    if row["engine"] == "mlx":
+        return "mlx"
+    return "metal" if row["gpu"].startswith("apple-") else "cuda"
+
+
+def predict(row: dict) -> float:
+    """gpuplan's tokens/s for the row's test."""
+    fields = {"task": "infer", "engine": row["engine"], "model": row["model"], "gpu": row["gpu"], "batch_size": 1,
+              "prompt_tokens": 512, "output_tokens": 128, "quant": None if row["quant"] == "none" else row["quant"]}
+    if row["engine"] == "llama.cpp":
+        fields.update(flash_attention=row["fa"] or "auto", ubatch_tokens=int(row["ubatch"] or 512))
+    s = scenario_from(fields)
+    timer = step_timer(s, load_model(s.model), load_gpu(s.gpu))
+    test, _, depth = row["test"].partition("@d")  # llama-bench's depth notation: tokens already in the cache
+    n, depth = int(test[2:]), int(depth or 0)
+    if test.startswith("pp"):
+        return n / timer.prefill_s(n, context=depth)
+    return 1 / timer.decode_s(1, depth + n / 2)
+
+
+def err(row: dict) -> float:
+    return predict(row) / float(row["value"]) - 1
+
+
+def median_abs(errors: list[float]) -> float:
+    return statistics.median(abs(e) for e in errors) if errors else float("nan")
+
+
+def _best(rows: list[dict], grid: dict[str, tuple]) -> tuple:
+    """The grid point of overheads constants (name -> values) with the lowest median |error| on ``rows``."""
+    scores = []
+    for values in itertools.product(*grid.values()):
+        for name, v in zip(grid, values, strict=True):
+            setattr(oh, name, v)
+        scores.append((median_abs([err(r) for r in rows]), values))
+    best = min(scores)
+    for name, v in zip(grid, best[1], strict=True):
+        setattr(oh, name, v)
+    return best
+
+
+def fit(rows: list[dict]) -> None:
+    """Grid-search the constants on the fitted rows, each group on its own rows: MMQ on the CUDA Q4_0 prompts,
+    Metal's matmuls on its prompts, Metal's generation on its tg rows, MLX's time per layer on its tg rows."""
+    fitted = [r for r in rows if r["role"] == "fitted"]
+    pick = {"mmq": lambda r: backend(r) == "cuda" and r["quant"] != "none" and r["test"].startswith("pp"),
+            "metal pp": lambda r: backend(r) == "metal" and r["test"].startswith("pp"),
+            "metal tg": lambda r: backend(r) == "metal" and r["test"].startswith("tg"),
+            "mlx tg": lambda r: backend(r) == "mlx" and r["test"].startswith("tg")}
+    grids = {"mmq": {"LLAMA_CPP_MMQ_FLOP_PER_SM_CYCLE": tuple(range(600, 2601, 50))},
+             "metal pp": {"LLAMA_CPP_METAL_MATMUL_FRACTION": tuple(
+                 {"plain": p / 100, "quantized": q / 100} for p in range(50, 101, 2) for q in range(50, 101, 2))},
+             "metal tg": {"LLAMA_CPP_METAL_DECODE_BANDWIDTH_FRACTION": tuple(x / 100 for x in range(70, 101)),
+                          "LLAMA_CPP_METAL_LAYER_S": tuple(x * 1e-6 for x in range(40, 241, 5))},
+             "mlx tg": {"MLX_LAYER_S": tuple(x * 1e-6 for x in range(0, 241, 5))}}
+    for name, grid in grids.items():
+        sel = [r for r in fitted if pick[name](r)]
+        score, values = _best(sel, grid)
+        print(f"{name}: {dict(zip(grid, values, strict=True))} -> median |error| {score:.1%} on {len(sel)} fitted rows")
+
+
+def groups(rows: list[dict]) -> list[tuple[str, list[dict]]]:
+    out = []
+    for kind in ("cuda", "metal", "mlx"):
+        for test in ("pp", "tg"):
+            for role in ("fitted", "check"):
+                sel = [r for r in rows if backend(r) == kind and r["test"].startswith(test) and r["role"] == role]
+                if sel:
+                    out.append((f"{kind} {test} {role}", sel))
+    return out
+
+
+def report(rows: list[dict]) -> str:
+    lines = ["# llama.cpp and MLX on public llama-bench tables: prompt processing and generation", "",
+             "Generated by `python bench/llama_bench.py` from bench/data/llama-bench.csv (each row's source is "
+             "there). pp512: 512 prompt tokens from an empty cache; tg128: 128 generated tokens. error = (gpuplan - "
+             "published) / published; fitted rows set the constants (`--fit`), check rows are held out.", "",
+             "| backend, test, role | n | median abs error | most generous | most conservative |",
+             "|---|---:|---:|---:|---:|"]
+    errors = {r["id"]: err(r) for r in rows}
+    for name, sel in groups(rows):
+        es = [errors[r["id"]] for r in sel]
+        lines.append(f"| {name} | {len(sel)} | {median_abs(es):.1%} | {max(es):+.0%} | {min(es):+.0%} |")
+    lines += ["", "| row | card | model | type | test | role | published | gpuplan | error |",
+              "|---|---|---|---|---|---|---:|---:|---:|"]
+    for r in rows:
+        pub = float(r["value"])
+        lines.append(f"| {r['id']} | {r['gpu']} | {r['model'].split('/')[-1]} | {r['quant']} | {r['test']} | "
+                     f"{r['role']} | {pub:,.1f} | {pub * (1 + errors[r['id']]):,.1f} | {errors[r['id']]:+.0%} |")
+    why = [f"- {r['id']}: {r['notes']}" for r in rows if r["notes"]]
+    return "\n".join([*lines, "", "Notes:", *why, ""])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "llama_bench.md")
+    ap.add_argument("--fit", action="store_true", help="grid-search the constants on the fitted rows")
+    args = ap.parse_args()
+    rows = load_rows()
+    if args.fit:
+        fit(rows)
+        return
+    text = report(rows)
+    args.out.write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,189 @@
+"""One serving setup under a load, as the benchmark clients measure it: ``estimate --users N`` (a closed loop),
+``--rate R`` (an open loop) and the offline run of ``batch_size`` requests queued at once.
+
+- **closed loop** (``users``): N clients, each sending its next request ``think_time_s`` (exponential, that mean)
+  after its last reply; think 0 is ``vllm bench serve --max-concurrency N --request-rate inf``, SGLang's
+  ``bench_serving --max-concurrency`` and genai-perf's ``--concurrency``;
+- **open loop** (``rate_rps``): Poisson arrivals at R requests/s (``vllm bench serve --request-rate R``);
+- **offline**: every request sent at once (``vllm bench throughput``, ``LLM.generate`` of a list, ``vllm bench
+  serve`` at an infinite rate without a concurrency cap): the engine's own cap on running requests
+  (``max_num_seqs``, SGLang's ``max_running_requests``) and its KV pool decide how many run together; the rest wait
+  and are admitted as others finish (waves), and a pool that runs out preempts and recomputes.
+
+The run is the scheduler simulation ``capacity`` uses (:mod:`.simulate`: the engine's pool and limits from
+:func:`.capacity.engine_memory`, as the plan's memory states them; the step model of :mod:`.steptime`, the plan's
+speed layer sampled), over a finite set of requests sent from an idle engine, and it is summarised as the clients
+summarise theirs (all completed requests, start-up included): ``vllm bench serve`` (``vllm/benchmarks/serve.py``
+``BenchmarkMetrics`` and its saved result's keys: mean, median and percentiles of TTFT, TPOT, ITL and E2EL in ms;
+request, output and total token throughput over the benchmark's duration), which SGLang's ``bench_serving`` prints
+under the same names and genai-perf as time to first token, inter-token latency and request latency (avg, p50, p90,
+p99). TPOT is each request's ``(e2e - ttft) / (output - 1)``, its percentiles over requests; ITL every token's gap
+since the previous one, pooled over all tokens (:class:`.simulate.TokenGaps`).
+
+**Lengths.** The scenario's ``prompt_tokens`` and ``output_tokens`` are the means; each request draws its own from
+the integers in ``[floor(L (1 - r)), ceil(L (1 + r))]``, ``r = length_spread`` (``vllm bench serve --dataset-name
+random --random-range-ratio r``, ``vllm/benchmarks/datasets/random.py`` ``RandomDataset.get_sampling_params``), by
+default ``r = 0.5`` (:data:`gpuplan.overheads.SERVING_LENGTH_SPREAD`). Fixed lengths (``length_spread 0``) keep a
+closed loop in lockstep: requests sent together finish together and come back together, so every prompt queues
+behind a whole wave of others (new-user review 3, question 2: SGLang served 34 users per H200 at fixed lengths, 193
+at the same means drawn from a distribution). The offline run keeps the lengths fixed, as ``vllm bench throughput
+--input-len --output-len`` and ``trtllm-bench`` run.
+
+Each request also pays the engine's fixed latency outside its steps (:attr:`.steptime.StepModel.request_s`: the
+API server's HTTP and OpenAI-protocol handling, tokenizing, the hand-off to the engine core and the first streamed
+chunk; fitted per engine on published runs, :data:`gpuplan.overheads.VLLM_V1_REQUEST_S`,
+:data:`gpuplan.overheads.SGLANG_REQUEST_S`); detokenizing runs beside the steps (vLLM's API-server process, SGLang's
+detokenizer process) and adds to no token's latency.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from ..errors import GpuplanError
+from ..hardware import GpuSpec, Network
+from ..model.spec import ModelSpec
+from ..scenario import Scenario
+from .steptime import StepModel, step_model
+from .workload import Lengths, lengths_words, spread_lengths
+
+if TYPE_CHECKING:
+    from .simulate import Scheduler
+
+# Engines whose schedulers the simulation runs (:mod:`.simulate`).
+SIMULATED = ("vllm", "sglang")
+# Requests a run sends when the scenario does not say: vllm bench serve's --num-prompts default; a closed loop sends
+# ten per user (InferenceMAX's convention, 10 x CONC prompts per run), within bounds that keep a run to seconds.
+DEFAULT_REQUESTS, REQUESTS_PER_USER, MAX_REQUESTS = 1000, 10, 20_000
+
+
+class LoadRun(BaseModel):
+    """One simulated benchmark run of a serving setup, named as ``vllm bench serve --save-result`` names its
+    fields (times in ms, throughputs per second over ``duration``). ``mode``: closed loop (``max_concurrency``
+    users, each thinking ``think_time_s`` between a reply and its next request), open loop (``request_rate``) or
+    offline (every request at once)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    mode: Literal["closed loop", "open loop", "offline"]
+    engine: str
+    max_concurrency: int | None = None
+    think_time_s: float = 0.0
+    request_rate: float | None = None
+    lengths: str  # how each request's lengths were drawn, in words
+    num_prompts: int
+    completed: int
+    duration: float
+    total_input_tokens: int
+    total_output_tokens: int
+    request_throughput: float
+    output_throughput: float
+    total_token_throughput: float
+    mean_ttft_ms: float
+    median_ttft_ms: float
+    p90_ttft_ms: float
+    p99_ttft_ms: float
+    mean_tpot_ms: float
+    median_tpot_ms: float
+    p90_tpot_ms: float
+    p99_tpot_ms: float
+    mean_itl_ms: float
+    median_itl_ms: float
+    p90_itl_ms: float
+    p99_itl_ms: float
+    mean_e2el_ms: float
+    median_e2el_ms: float
+    p90_e2el_ms: float
+    p99_e2el_ms: float
+    running_cap: int  # the engine's cap on running requests (max_num_seqs, max_running_requests)
+    peak_running: int  # the most requests the engine ran at once in this run
+    preemptions: int  # requests preempted (their KV freed, recomputed when resumed)
+    per_request_s: float  # the engine's fixed latency per request outside its steps, in TTFT and E2EL
+    warnings: tuple[str, ...] = ()
+
+    def latency(self, metric: str) -> dict[str, float]:
+        """``{"mean": ..., "median": ..., "p90": ..., "p99": ...}`` of ``metric`` (ttft, tpot, itl, e2el), in ms."""
+        return {stat: getattr(self, f"{stat}_{metric}_ms") for stat in ("mean", "median", "p90", "p99")}
+
+
+def run_load(s: Scenario, m: ModelSpec, gpu: GpuSpec, engine: Scheduler, network: Network | None = None, *,
+             offline: bool = False, said: tuple[str, ...] = ()) -> LoadRun:
+    """The benchmark run of ``s`` on ``gpu`` over ``network`` through the scheduler ``engine`` (the plan's pool and
+    limits, :func:`.simulate.scheduler_for`): its ``users`` (closed loop) or ``rate_rps`` (open loop), or with
+    ``offline`` its ``batch_size`` requests at once (the module docstring); ``said``: notes for its warnings."""
+    import numpy as np
+
+    from .simulate import arrivals, simulate
+    from .workload import sample_lengths
+
+    n, prompt_d, output_d = requests_of(s, offline)
+    rng = np.random.default_rng(0)
+    prompt, output = sample_lengths(prompt_d, n, rng), sample_lengths(output_d, n, rng)
+    model = step_model(s, m, gpu, network)
+    closed = s.users if not offline else None
+    send = arrivals(s.rate_rps, n, 1.0, rng) if not offline and not s.users else np.zeros(n)
+    out = simulate(model, engine, send, prompt, output, s.shared_prefix_tokens, users=closed,
+                   think_s=s.think_time_s if closed else 0.0, rng=rng, inter_token_gaps=True, users_wait=True)
+    return summary(out, model, s, engine, offline, prompt_d, output_d, list(said))
+
+
+def longest_request(s: Scenario, m: ModelSpec, offline: bool = False) -> int:
+    """The longest request a run draws (prompt + output: what the engine's ``max_model_len`` must hold); one
+    sentence when it runs past the model's context."""
+    _, prompt, output = requests_of(s, offline)
+    longest = sum(int(d.mean) if d.kind == "fixed" else d.max for d in (prompt, output))
+    if m.max_context and longest > m.max_context:
+        raise GpuplanError(f"the longest request drawn ({longest:,} tokens) runs past {m.name}'s {m.max_context:,} "
+                           "positions: shorten prompt_tokens or output_tokens, or narrow length_spread")
+    return longest
+
+
+def requests_of(s: Scenario, offline: bool) -> tuple[int, Lengths, Lengths]:
+    """How many requests the run sends, and their prompt and output lengths (see the module docstring)."""
+    if offline:
+        return s.batch_size, spread_lengths(s.prompt_tokens, 0.0), spread_lengths(max(s.output_tokens, 1), 0.0)
+    spread = s.length_spread
+    least = s.shared_prefix_tokens + 1  # a prompt holds the shared start and tokens of its own
+    n = s.num_requests or (min(max(REQUESTS_PER_USER * s.users, 200), MAX_REQUESTS) if s.users else DEFAULT_REQUESTS)
+    return n, spread_lengths(s.prompt_tokens, spread, least), spread_lengths(max(s.output_tokens, 1), spread)
+
+
+def summary(out, model: StepModel, s: Scenario, engine, offline: bool, prompt_d: Lengths, output_d: Lengths,
+            said: list[str]) -> LoadRun:
+    """The run ``out`` of :func:`.simulate.simulate` as a benchmark client reports it (all completed requests)."""
+    import numpy as np
+
+    def stats(x: np.ndarray) -> dict[str, float]:
+        if not len(x):
+            return {"mean": math.nan, "median": math.nan, "p90": math.nan, "p99": math.nan}
+        return {"mean": float(x.mean()) * 1e3, "median": float(np.percentile(x, 50)) * 1e3,
+                "p90": float(np.percentile(x, 90)) * 1e3, "p99": float(np.percentile(x, 99)) * 1e3}
+
+    gaps = out.gaps
+    itl = {"mean": gaps.mean_s * 1e3, "median": gaps.percentile(50) * 1e3, "p90": gaps.percentile(90) * 1e3,
+           "p99": gaps.percentile(99) * 1e3}
+    ttft, tpot, e2el = stats(out.ttft_s), stats(out.tpot_s[out.tpot_s > 0]), stats(out.e2e_s)
+    values = {f"{stat}_{name}_ms": v for name, d in (("ttft", ttft), ("tpot", tpot), ("itl", itl),
+                                                        ("e2el", e2el)) for stat, v in d.items()}
+    duration = out.duration_s
+    warnings = list(said)
+    if out.stopped:
+        warnings.append(f"the simulation {out.stopped}: its figures count only the {out.completed:,} requests "
+                        "that finished")
+    if out.refused:
+        warnings.append(f"{out.refused:,} requests are longer than the engine's KV pool holds and were never "
+                        "admitted")
+    mode = "offline" if offline else "closed loop" if s.users else "open loop"
+    return LoadRun(mode=mode, engine=s.engine, max_concurrency=None if offline else s.users,
+                   think_time_s=0.0 if offline else s.think_time_s,
+                   request_rate=None if offline or s.users else s.rate_rps,
+                   lengths=lengths_words(prompt_d, output_d), num_prompts=len(out.sent_all), completed=out.completed,
+                   duration=duration, total_input_tokens=out.input_tokens, total_output_tokens=out.output_tokens,
+                   request_throughput=out.completed / duration if duration else 0.0,
+                   output_throughput=out.output_tokens / duration if duration else 0.0,
+                   total_token_throughput=(out.input_tokens + out.output_tokens) / duration if duration else 0.0,
+                   running_cap=engine.max_num_seqs, peak_running=out.peak_running, preemptions=out.preemptions,
+                   per_request_s=model.request_s, warnings=tuple(warnings), **values)

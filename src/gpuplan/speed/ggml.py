@@ -1,0 +1,193 @@
+"""llama.cpp's prompt processing from the kernels ggml runs, and token generation on Apple silicon (Metal).
+
+A prompt is processed in micro-batches of ``n_ubatch`` tokens (``-ub``, 512 by default: ``common/arg.cpp``); each
+runs the whole graph once. Per micro-batch of ``u`` tokens (:func:`prefill_parts`):
+
+- **matrix multiplications**, by the ggml type of each weight (:func:`gpuplan.model.gguf.tensor_types`, the types
+  llama-quantize gives each tensor):
+
+  - CUDA, quantized weights: MMQ, the quantized-matrix kernels (``ggml/src/ggml-cuda/mmq.cu``
+    ``ggml_cuda_should_use_mmq`` at ggml-org/llama.cpp@027ef876): always on Turing and later (int8 tensor cores),
+    on Volta only below ``MMQ_DP4A_MAX_BATCH_SIZE`` (64) rows; past that Volta dequantizes the weight to f16 and
+    calls cuBLAS. MMQ's tiles unpack and scale the quantized blocks in integer and fp32 instructions beside the
+    int8 MMAs; the public llama-bench tables put its rate in proportion to the SMs times their clock, not to the
+    int8 tensor peak (an A100, 624 int8 TOPS, runs Llama-2-7B Q4_0 at the RTX 3090's pace, 284 TOPS; the RTX 4090
+    with 128 SMs at 2.5 GHz three times as fast): ``LLAMA_CPP_MMQ_FLOP_PER_SM_CYCLE`` FLOPs per SM and clock,
+    scaled by the type (``LLAMA_CPP_MMQ_TYPE_FACTOR``).
+  - CUDA, f16/bf16 weights (and quantized ones past MMQ): cuBLAS ``GemmEx`` with ``CUBLAS_COMPUTE_16F``
+    (``ggml-cuda.cu`` ``ggml_cuda_op_mul_mat_cublas``: ``use_fp16`` for f16 and quantized weights at
+    ``GGML_PREC_DEFAULT``): the GEMM model's fp16 time with its math at the fp16-accumulate rate, twice the
+    fp32-accumulate one on GeForce cards (:func:`cublas_s`); a dequantized weight is written and read again as f16
+    first.
+  - Metal: ``kernel_mul_mm`` (``ggml/src/ggml-metal``): simdgroup matrices on the shader ALUs, each block
+    dequantized into threadgroup memory; a share of the GPU's FP32 rate (Apple's GPUs run FP16 at the same rate),
+    lower for quantized weights than for f16 (``LLAMA_CPP_METAL_MATMUL_FRACTION``).
+
+  Each is a roofline with the weight's bytes streamed once per micro-batch.
+- **attention**: the causal score and value matmuls at the card's attention efficiency (flash attention is on by
+  default where the backend has it: ``--flash-attn auto``);
+- **element-wise work**: ggml keeps activations in fp32 between kernels: the norms, rotary embedding, the KV
+  cache copies in f16, residual adds and the gated activation, counted from the graph (``LLAMA_CPP_ACT_BYTES_*``),
+  and on CUDA each matmul's input converted for its kernel (:func:`matmul_s`);
+- **kernel launches**: a graph of ~``DECODE_KERNELS_PER_LAYER`` kernels per layer, each at least the launch latency.
+
+Token generation on Metal (:func:`metal_decode_parts`): every weight streamed once per token at a share of the
+unified memory's bandwidth, plus a fixed time per layer (Metal's command encoding and the ~15 kernels of a layer):
+the public M-series tables fit ``bytes / (BW x 0.89) + n_layers x t`` across F16, Q8_0 and Q4_0 (the Q4_0 runs are
+not 'less efficient': they spend the same time per layer on a third of the bytes). On CUDA, generation stays the
+step timer's (weights, KV cache, kernel latency, llama.cpp's loop) as it was; 2025 builds (CUDA graphs, faster MMVQ)
+generate faster than it says on GeForce cards (bench/results/llama_bench.md).
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+from .. import overheads as oh
+from ..hardware import GpuSpec
+from ..model import gguf
+from ..model.spec import ModelSpec
+from ..scenario import Scenario
+from ..tensors.kv import kv_bytes_per_sequence
+from ..tensors.state import weight_format
+from .gemm import bandwidth, gemm_time_s
+from .work import attention_s
+
+PLAIN = ("f32", "f16", "bf16")
+
+
+def ftype(s: Scenario, m: ModelSpec) -> str:
+    """The GGUF file type of ``s``: its ``gguf-<ftype>`` quant, else an f16 file (``convert_hf_to_gguf.py``'s
+    default output type)."""
+    fmt, _ = weight_format(s, m)
+    return fmt.name[5:] if fmt.name.startswith("gguf-") else "f16"
+
+
+@lru_cache(maxsize=64)
+def _linear_types(m: ModelSpec, file_type: str) -> tuple[tuple[int, object, str], ...]:
+    return tuple((i, lin, kind) for _, i, lin, kind in gguf.tensor_types(m, file_type) if kind != "f32")
+
+
+def mmq_flops(gpu: GpuSpec, kind: str) -> float:
+    """FLOP/s of CUDA's MMQ kernels for ggml type ``kind`` on ``gpu``: SMs x clock x
+    :data:`~gpuplan.overheads.LLAMA_CPP_MMQ_FLOP_PER_SM_CYCLE` x the type's factor (module docstring); a card
+    without an SM count and clock in the catalog takes its int8 tensor rate at the fraction the fitted cards reach."""
+    factor = oh.LLAMA_CPP_MMQ_TYPE_FACTOR.get(kind, oh.LLAMA_CPP_MMQ_TYPE_FACTOR_DEFAULT)
+    if gpu.sm_count and gpu.boost_clock_mhz:
+        return oh.LLAMA_CPP_MMQ_FLOP_PER_SM_CYCLE * gpu.sm_count * gpu.boost_clock_mhz * 1e6 * factor
+    int8 = gpu.peak_tflops("int8") or 2 * (gpu.peak_tflops("fp16") or 0.0)
+    return int8 * 1e12 * oh.LLAMA_CPP_MMQ_INT8_FRACTION * factor
+
+
+def cublas_s(gpu: GpuSpec, rows: float, k: float, n: float) -> float:
+    """cuBLAS's fp16-accumulate GEMM (``CUBLAS_COMPUTE_16F``) of ``[rows x k] @ [k x n]``: the GEMM model's fp16
+    time (:func:`~.gemm.gemm_time_s`: the card's achievable rate, shape and traffic), its math at the fp16-accumulate
+    rate where the card has a faster one (GeForce: twice the fp32-accumulate rate PyTorch's GEMMs run at)."""
+    fast = gpu.dense_tflops.get("fp16_tensor_fp16acc")
+    slow = gpu.peak_tflops("fp16")
+    speedup = fast / slow if fast and slow else 1.0
+    return gemm_time_s(gpu, "fp16", rows, k, n, latency_s=0.0) / speedup
+
+
+def metal_flops(gpu: GpuSpec, kind: str) -> float:
+    """FLOP/s of Metal's ``kernel_mul_mm`` for ggml type ``kind``: a share of the GPU's FP32 rate."""
+    share = oh.LLAMA_CPP_METAL_MATMUL_FRACTION["plain" if kind in PLAIN else "quantized"]
+    return (gpu.peak_tflops("fp32") or 0.0) * 1e12 * share
+
+
+def uses_mmq(gpu: GpuSpec, rows: float) -> bool:
+    """Whether CUDA runs a quantized matmul of ``rows`` rows on MMQ (``ggml_cuda_should_use_mmq``): Turing and later
+    always (int8 MMA), Volta below 64 rows, Pascal always."""
+    cc = gpu.compute_capability or "8.0"
+    major, minor = (int(x) for x in cc.split(".")[:2])
+    if (major, minor) >= (7, 5) or major < 7:
+        return True
+    return rows < oh.LLAMA_CPP_MMQ_DP4A_MAX_BATCH
+
+
+def _roofline(compute: float, traffic: float) -> float:
+    p = oh.GEMM_ROOFLINE_SHARPNESS
+    return (compute**p + traffic**p) ** (1 / p)
+
+
+def matmul_s(gpu: GpuSpec, backend: str, kind: str, rows: float, params: float, in_features: float) -> float:
+    """One weight of ``params`` elements (``in_features`` inputs) of ggml type ``kind`` multiplied by ``rows``
+    activation rows: a roofline of its math and the weight's bytes, plus the fp32 input's conversion (CUDA: each
+    MMQ call quantizes its input to q8_1, 4 bytes read and 1.125 written per element; cuBLAS takes it as f16, 4
+    read and 2 written; Metal reads the fp32 input in the kernel)."""
+    per, size = gguf.BLOCKS[kind]
+    weight = params * size / per
+    bw = bandwidth(gpu)
+    flops = 2 * rows * params
+    if backend == "metal":
+        return _roofline(flops / metal_flops(gpu, kind), weight / bw)
+    if kind not in PLAIN and uses_mmq(gpu, rows):
+        return _roofline(flops / mmq_flops(gpu, kind), weight / bw) + rows * in_features * 5.125 / bw
+    dequant = 0.0 if kind in PLAIN else (weight + 2 * params) / bw  # write the f16 copy cuBLAS then reads
+    return dequant + cublas_s(gpu, rows, in_features, params / in_features) + rows * in_features * 6.0 / bw
+
+
+def linears_s(s: Scenario, m: ModelSpec, gpu: GpuSpec, backend: str, tokens: float) -> float:
+    """Every decoder linear for a micro-batch of ``tokens`` rows (routed experts: the experts the tokens reach, each
+    with its share of the ``tokens x k`` rows, all of them run by one ``mul_mat_id``). Layers split over GPUs
+    (``--split-mode layer``) run one after another for one micro-batch, so the time is the whole model's."""
+    total = 0.0
+    for i, lin, kind in _linear_types(m, ftype(s, m)):
+        layer = m.layers[i]
+        copies, rows = lin.count, tokens
+        if lin.group == "experts" and lin.count > 1:  # the experts the tokens reach, E (1 - (1 - k/E)^T) of them
+            k = layer.experts_per_token
+            copies = lin.count * (1 - (1 - k / lin.count) ** tokens)
+            rows = tokens * k / copies
+        total += copies * matmul_s(gpu, backend, kind, rows, lin.in_features * lin.out_features, lin.in_features)
+    return total
+
+
+def elementwise_s(m: ModelSpec, gpu: GpuSpec, tokens: float) -> float:
+    """The fp32 activations ggml moves between kernels (module docstring), per token and layer."""
+    total = 0.0
+    for layer in m.layers:
+        mlp = max((lin.in_features for lin in layer.linears if lin.name in ("down_proj", "w2", "fc2")), default=0)
+        inter = mlp * (layer.experts_per_token if layer.moe else 1)
+        total += m.hidden_size * oh.LLAMA_CPP_ACT_BYTES_PER_HIDDEN + layer.kv_dims * oh.LLAMA_CPP_ACT_BYTES_PER_KV \
+            + inter * oh.LLAMA_CPP_ACT_BYTES_PER_MLP
+    return tokens * total / bandwidth(gpu)
+
+
+def prefill_parts(timer, tokens: int, *, context: int = 0, seqs: int = 1) -> dict[str, float]:
+    """Seconds by kind of work of llama.cpp prefilling ``tokens`` tokens after ``context`` cached ones on the step
+    timer's card, micro-batch by micro-batch (module docstring). Layers held in system RAM run on the GPU too for a
+    prompt (ggml's op offload copies their weights over PCIe: the step timer adds that)."""
+    s, m, gpu = timer.s, timer.m, timer.gpu
+    backend = timer.timing.kernels.removeprefix("ggml-")
+    ub = s.ubatch_tokens or oh.LLAMA_CPP_UBATCH
+    parts = {"gemm": 0.0, "attention": 0.0, "elementwise": 0.0, "kernel_latency": 0.0}
+    done = 0
+    while done < tokens:
+        u = min(ub, tokens - done)
+        parts["gemm"] += linears_s(s, m, gpu, backend, u)
+        per_seq = max(math.ceil(u / seqs), 1)
+        parts["attention"] += attention_s(m, gpu, "fp16", seqs, per_seq, kernel=timer.kernel, context=context + done)
+        parts["elementwise"] += elementwise_s(m, gpu, u)
+        parts["kernel_latency"] += oh.DECODE_KERNELS_PER_LAYER * m.num_layers * oh.GEMM_KERNEL_LATENCY_S
+        done += u
+    return parts
+
+
+def streamed_bytes(s: Scenario, m: ModelSpec) -> float:
+    """Bytes a GGUF's generation step reads: every layer's weights and the output matrix (the token embedding is
+    one row per token: ``get_rows``)."""
+    parts = gguf.weight_bytes(m, ftype(s, m))
+    head = parts["lm_head"] or parts["embeddings"]  # tied: the output reads the token embedding's matrix
+    return sum(v for k, v in parts.items() if k not in ("embeddings", "lm_head", "vision")) + head
+
+
+def metal_decode_parts(s: Scenario, m: ModelSpec, gpu: GpuSpec, batch: int, context: float, *, weight_bytes: float,
+                       bandwidth_fraction: float, layer_s: float) -> dict[str, float]:
+    """One token generation step on Apple silicon: ``weight_bytes`` (and the KV cache) streamed once at
+    ``bandwidth_fraction`` of the unified memory's bandwidth, and ``layer_s`` per layer (module docstring); layers
+    split over machines run one after another, so the time is the whole model's."""
+    bps = gpu.bandwidth_gbs * 1e9 * bandwidth_fraction
+    kv = batch * kv_bytes_per_sequence(s, m, int(context))
+    return {"weights": weight_bytes / bps, "kv_cache": kv / bps, "kernel_latency": m.num_layers * layer_s}

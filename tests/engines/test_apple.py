@@ -1,0 +1,96 @@
+"""Apple silicon as a device (issue 31, item 6): the MLX engine (mlx-lm), MLX's quantized weights, the GPU's share of
+unified memory (macOS's default and ``wired_limit_mb``), which engines run there, and its speed from bandwidth."""
+
+from __future__ import annotations
+
+import importlib.util
+import statistics
+from pathlib import Path
+
+import pytest
+
+from gpuplan import GpuplanError, estimate
+from gpuplan.hardware import load_gpu
+from gpuplan.model.layers import Linear
+from gpuplan.model.quant import make_format
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVE = {"model": "llama-3.1-8b", "task": "infer", "batch_size": 1, "prompt_tokens": 512, "output_tokens": 128}
+
+
+def test_mlx_quantized_bytes_by_hand():
+    """mlx.core.quantize, group 64: a 4096 x 4096 weight at 4 bits is 8,388,608 bytes of values plus 262,144 groups x
+    (fp16 scale + fp16 bias) = 1,048,576: 4.5 bits per weight; 8-bit 8.5."""
+    lin = Linear(name="q_proj", in_features=4096, out_features=4096)
+    assert make_format("mlx-4bit").linear_weight_bytes(lin) == 4096 * 4096 / 2 + 4 * 4096 * 4096 / 64
+    assert make_format("mlx-8bit").linear_weight_bytes(lin) == pytest.approx(4096 * 4096 * 8.5 / 8)
+    assert make_format("mlx-4bit").quantizes_embeddings
+
+
+def test_mlx_serves_on_apple_only_and_loads_its_own_quants():
+    ok = estimate({**SERVE, "engine": "mlx", "gpu": "apple-m4-max", "quant": "mlx-4bit"}, advise=False)
+    assert ok.speed.tokens_per_s > 0
+    with pytest.raises(GpuplanError, match="MLX runs on Apple silicon"):
+        estimate({**SERVE, "engine": "mlx", "gpu": "h100-sxm"}, advise=False)
+    with pytest.raises(GpuplanError, match="set quant mlx-4bit or mlx-8bit"):
+        estimate({**SERVE, "engine": "mlx", "gpu": "apple-m4-max", "quant": "gguf-q4_k_m"}, advise=False)
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
+def test_engines_without_metal_are_refused_on_a_mac(engine):
+    with pytest.raises(GpuplanError, match=r"llama\.cpp or mlx"):
+        estimate({**SERVE, "engine": engine, "gpu": "apple-m2-ultra"}, advise=False)
+
+
+def test_mlx_memory_by_hand():
+    """Llama-3.1-8B, 4-bit: the KV cache in 256-token steps (640 tokens -> 768) x 32 layers x 8 KV heads x 128 x 2
+    (K and V) x 2 bytes = 100,663,296 bytes for the one sequence; 4 sequences four times that."""
+    one = estimate({**SERVE, "engine": "mlx", "gpu": "apple-m4-max", "quant": "mlx-4bit"}, advise=False).memory
+    four = estimate({**SERVE, "engine": "mlx", "gpu": "apple-m4-max", "quant": "mlx-4bit", "batch_size": 4},
+                    advise=False).memory
+    assert one.kv_cache_gib * 2**30 == pytest.approx(768 * 32 * 8 * 128 * 2 * 2)
+    assert four.kv_cache_gib == pytest.approx(4 * one.kv_cache_gib)
+
+
+def test_the_gpu_share_of_unified_memory():
+    """macOS wires 3/4 of a 128 GB Mac for the GPU by default (96 GiB); ``wired_limit_mb`` (sysctl
+    iogpu.wired_limit_mb) sets it, at most the machine's memory, and only on a Mac."""
+    base = {**SERVE, "engine": "llama.cpp", "gpu": "apple-m4-max", "quant": "gguf-q4_k_m"}
+    assert load_gpu("apple-m4-max").usable_gib == 96.0
+    raised = estimate({**base, "wired_limit_mb": 120_000}, advise=False)
+    assert raised.memory.capacity_gib == pytest.approx(120_000 / 1024)
+    with pytest.raises(GpuplanError, match="more than the M4 Max"):
+        estimate({**base, "wired_limit_mb": 140_000}, advise=False)
+    with pytest.raises(GpuplanError, match="not a Mac"):
+        estimate({**base, "gpu": "rtx-4090", "wired_limit_mb": 20_000}, advise=False)
+
+
+def test_llama_cpp_on_a_mac_copies_nothing_over_pcie():
+    """Unified memory: a prompt reads the layers where they are; no op-offload copies over PCIe as on a discrete
+    card."""
+    r = estimate({**SERVE, "engine": "llama.cpp", "gpu": "apple-m2-ultra", "quant": "gguf-q4_0",
+                  "model": "meta-llama/Llama-2-7b-hf"}, advise=False)
+    assert r.speed.ttft_s > 0 and "cpu_layers_over_pcie" not in (r.speed.parts_s or {})
+
+
+def test_apple_generation_within_the_issue_target():
+    """Every held-out Apple silicon generation row of bench/data/llama-bench.csv (llama.cpp Metal and MLX): median
+    |error| under 15% (4.6% when written: Metal 3.8%, MLX 6.6%)."""
+    spec = importlib.util.spec_from_file_location("bench_llama", ROOT / "bench" / "llama_bench.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    rows = [r for r in bench.load_rows() if bench.backend(r) in ("metal", "mlx") and r["test"].startswith("tg")
+            and r["role"] == "check"]
+    assert len(rows) == 12
+    assert statistics.median(abs(bench.err(r)) for r in rows) < 0.15
+
+
+def test_every_apple_chip_has_cores_clock_and_rate():
+    """GPU cores x 128 lanes x 2 FLOPs x clock is the FP32 rate the catalog states (within 3%: Apple rounds)."""
+    from gpuplan.hardware import gpus
+
+    apple = [g for g in gpus().values() if g.vendor == "Apple"]
+    assert len(apple) == 11
+    for g in apple:
+        assert g.peak_tflops("fp32") == pytest.approx(g.sm_count * 256 * g.boost_clock_mhz / 1e6, rel=0.03)
+        assert g.bandwidth_gbs > 0 and "unified" in g.memory_type

@@ -1,0 +1,29 @@
+"""recommend's explanations read the plan's own breakdown (issue 31 item 7; new-user review 3, question 6: "memory-
+bound, so PCIe is enough" for TP4 DeepSeek-R1 whose breakdown put the all-reduces at 16 % of the step)."""
+
+import re
+
+from gpuplan import recommend
+from gpuplan.plan.recommend import LINKS_MINOR_SHARE
+
+
+def test_the_links_sentence_is_the_breakdowns_share():
+    rec = recommend({"model": "deepseek-r1", "task": "infer", "batch_size": 32, "prompt_tokens": 2048,
+                     "output_tokens": 512}, gpus=["h200-sxm", "mi300x"], max_gpus=8)
+    multi = [x for x in rec.setups if x.num_gpus > 1]
+    assert len(multi) >= 2
+    for x in multi:
+        speed = x.plan.speed
+        share = speed.communication_s / speed.step_time_s
+        said = re.search(r"collectives take (\d+)% of the decode step over ([^:;,]+)", x.rationale)
+        assert said and int(said.group(1)) == round(100 * share), x.rationale
+        assert ("PCIe is enough" in x.rationale) == (share < LINKS_MINOR_SHARE and "NVLink" not in said.group(2))
+        assert "helps little" not in x.rationale
+    mi300x = next(x for x in multi if x.gpu_id == "amd-instinct-mi300x")
+    assert mi300x.plan.speed.communication_s / mi300x.plan.speed.step_time_s > 0.1
+    assert "PCIe is enough" not in mi300x.rationale and "would shorten it" in mi300x.rationale
+
+
+def test_one_gpu_needs_no_links():
+    rec = recommend({"model": "llama-3.1-8b", "task": "infer"}, gpus=["h100-sxm"], max_gpus=1)
+    assert all("one GPU: no interconnect needed" in x.rationale for x in rec.setups)

@@ -1,0 +1,200 @@
+"""A serving setup under a load (gpuplan.serving.load): estimate --users / --rate and the batch queued at once, the
+scheduler simulation capacity runs, reported as vllm bench serve names its fields, on the plan every face renders."""
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+pytest.importorskip("numpy")
+
+from typer.testing import CliRunner
+
+from gpuplan import estimate
+from gpuplan.cli import app as cli_app
+from gpuplan.errors import GpuplanError
+from gpuplan.plan.resolve import resolve
+from gpuplan.scenario import scenario_from
+from gpuplan.serving.simulate import TokenGaps
+from gpuplan.serving.steptime import step_model
+from gpuplan.serving.workload import load_workload, spread_lengths
+
+runner = CliRunner()
+BASE = {"model": "llama-3.1-8b", "task": "infer", "engine": "vllm", "gpu": "h100-sxm"}
+
+
+def model_of(fields):
+    r = resolve(scenario_from(fields))
+    return step_model(r.scenario, r.model, r.gpu)
+
+
+def test_one_user_back_to_back_is_the_step_model_by_hand():
+    """One user, fixed lengths: each request is one prefill step (its first token) and 100 decode steps of one
+    sequence, plus the API server's 14.7 ms outside the engine in TTFT and E2E; the user's next request reaches the
+    engine that 14.7 ms after the last token, so a cycle is TTFT + 100 TPOT."""
+    fields = {**BASE, "users": 1, "length_spread": 0, "num_requests": 20, "prompt_tokens": 2000,
+              "output_tokens": 101}
+    run = estimate(fields, advise=False).load
+    sm = model_of(fields)
+    ttft = sm.time(2000, 0, 0, 2000 * 1000, 1, 1) + sm.request_s
+    tpot = sm.time(0, 1, 2000 + 50)  # the decode run timed at its mid-point context
+    assert sm.request_s == pytest.approx(0.0147)
+    assert (run.mode, run.max_concurrency, run.num_prompts, run.completed) == ("closed loop", 1, 20, 20)
+    assert run.median_ttft_ms == pytest.approx(1e3 * ttft, rel=1e-6)
+    assert run.median_tpot_ms == pytest.approx(1e3 * tpot, rel=1e-3)
+    assert run.mean_itl_ms == pytest.approx(1e3 * tpot, rel=1e-3)  # one sequence: every gap is a decode step
+    assert run.median_e2el_ms == pytest.approx(1e3 * (ttft + 100 * tpot), rel=1e-3)
+    assert run.request_throughput == pytest.approx(1 / (ttft + 100 * tpot), rel=2e-3)
+    assert run.output_throughput == pytest.approx(101 * run.request_throughput, rel=1e-9)
+    assert run.total_token_throughput == pytest.approx(2101 * run.request_throughput, rel=1e-9)
+    assert (run.peak_running, run.preemptions) == (1, 0)
+
+
+def test_offline_batch_runs_in_waves_of_the_engines_cap():
+    """32 requests queued at once under max_num_seqs 8 (a pool far larger): four waves, each one prefill step of
+    8 prompts (4,096 tokens, within the 8,192-token budget) then 63 decode steps of 8 sequences, back to back."""
+    fields = {**BASE, "batch_size": 32, "max_num_seqs": 8, "prompt_tokens": 512, "output_tokens": 64}
+    plan = estimate(fields, advise=False)
+    run, sm = plan.offline, model_of(fields)
+    wave = sm.time(4096, 0, 0, 8 * 512 * 256, 8, 8) + 63 * sm.time(0, 8, 8 * (512 + 32))
+    assert (run.mode, run.num_prompts, run.completed, run.peak_running, run.running_cap) == ("offline", 32, 32, 8, 8)
+    assert run.duration == pytest.approx(4 * wave, rel=0.01)
+    assert run.output_throughput == pytest.approx(32 * 64 / (4 * wave), rel=0.01)
+    # the waves wait: the last wave's first token comes after three whole waves
+    assert run.p99_ttft_ms > 1e3 * 3 * wave
+    # the steady-state speed assumes all 32 decode together: faster than the engine, capped at 8, is
+    assert plan.speed.tokens_per_s > 1.5 * run.output_throughput
+
+
+def test_offline_batch_the_pool_cannot_hold_preempts_and_is_slower_than_the_steady_state():
+    """Llama-3.1-405B FP8 on 8 H100s, 256 prompts of 32,000 tokens (the issue's case): the pool holds 8 such
+    requests, so the batch runs 8 at a time and the offline rate is well below the all-at-once figure."""
+    fields = {"model": "llama-3.1-405b", "task": "infer", "engine": "vllm", "gpu": "h100-sxm", "num_gpus": 8,
+              "quant": "fp8", "batch_size": 256, "prompt_tokens": 32000, "output_tokens": 1000}
+    plan = estimate(fields, advise=False)
+    run = plan.offline
+    assert plan.memory.max_concurrency == 8 and plan.verdict.fits is False
+    assert run.completed == 256 and 8 <= run.peak_running <= 9
+    assert run.output_throughput < 0.7 * plan.speed.tokens_per_s
+    assert run.duration > 256 / 9 * (1000 * plan.speed.step_time_s / 256 * 8)  # at least 29 waves of decode
+
+
+def test_fixed_lengths_lock_a_closed_loop_step_and_the_default_spread_does_not():
+    """New-user review 3, question 2: SGLang, Qwen3-30B-A3B on one H200, 200 users of 2,000 + 400 tokens, think 0.
+    Fixed lengths send every request back together (each waits for a whole wave of prompts: median TTFT in
+    seconds); drawn within +-50 % they spread out (median TTFT a few prefills)."""
+    fields = {"model": "qwen3-30b-a3b", "task": "infer", "engine": "sglang", "gpu": "h200", "users": 200,
+              "prompt_tokens": 2000, "output_tokens": 400}
+    fixed = estimate({**fields, "length_spread": 0}, advise=False).load
+    spread = estimate(fields, advise=False).load
+    assert spread.lengths == "prompts 1,000-3,000 (uniform, mean 2,000) and outputs 200-600 (uniform, mean 400) tokens"
+    assert fixed.lengths == "prompts 2,000 and outputs 400 tokens"
+    assert fixed.median_ttft_ms > 1000 and spread.median_ttft_ms < 250
+    assert fixed.median_ttft_ms > 10 * spread.median_ttft_ms
+    # the same work in both: throughput within 15 %
+    assert spread.request_throughput == pytest.approx(fixed.request_throughput, rel=0.15)
+
+
+def test_open_loop_at_a_low_rate_is_the_idle_engine():
+    """At 0.5 requests/s of 1,000 + 100 tokens an H100 is idle between requests: it completes what arrives, and
+    the median TTFT is one prompt's prefill step plus the API server's latency."""
+    fields = {**BASE, "rate_rps": 0.5, "num_requests": 200, "prompt_tokens": 1000, "output_tokens": 100,
+              "length_spread": 0}
+    run = estimate(fields, advise=False).load
+    sm = model_of(fields)
+    assert (run.mode, run.request_rate, run.max_concurrency) == ("open loop", 0.5, None)
+    assert run.request_throughput == pytest.approx(0.5, rel=0.15)
+    assert run.median_ttft_ms == pytest.approx(1e3 * (sm.time(1000, 0, 0, 1000 * 500, 1, 1) + sm.request_s),
+                                               rel=0.02)
+
+
+def test_token_gaps_percentiles_within_a_bin_of_numpy():
+    rng = np.random.default_rng(1)
+    gaps = rng.lognormal(np.log(0.02), 0.8, 5000)
+    t = TokenGaps(5000)
+    t.started(np.arange(5000), 0.0)
+    for i, g in enumerate(gaps):
+        t.emitted(np.array([i]), float(g), 1, 0.0)
+    assert t.tokens == 5000 and t.mean_s == pytest.approx(gaps.mean(), rel=1e-9)
+    for q in (50, 90, 99):
+        assert t.percentile(q) == pytest.approx(np.percentile(gaps, q), rel=0.01)
+    # a run of k tokens dt apart counts k - 1 gaps of dt after the first
+    run = TokenGaps(2)
+    run.started(np.array([0, 1]), 0.0)
+    run.emitted(np.array([0, 1]), 0.5, 10, 0.01)
+    assert run.tokens == 20 and run.total_s == pytest.approx(2 * 0.5 + 18 * 0.01)
+    assert run.percentile(50) == pytest.approx(0.01, rel=0.01) and run.percentile(99) == pytest.approx(0.5, rel=0.01)
+
+
+def test_spread_lengths_are_vllms_random_dataset_bounds():
+    d = spread_lengths(1000, 0.5)
+    assert (d.kind, d.min, d.max, d.mean) == ("uniform", 500, 1500, 1000)
+    assert spread_lengths(7, 0.9).min == 1  # floor(0.7) -> at least one token
+    assert spread_lengths(300, 0).kind == "fixed"
+    w = load_workload(None, {"prompt_tokens": 2000, "output_tokens": 400, "length_spread": 0.25})
+    assert (w.prompt.min, w.prompt.max, w.output.min, w.output.max) == (1500, 2500, 300, 500)
+    with pytest.raises(GpuplanError, match="length_spread draws the lengths given as prompt_tokens"):
+        load_workload(None, {"preset": "chat", "length_spread": 0.5})
+
+
+@pytest.mark.parametrize("fields, text", [
+    ({"users": 4, "rate_rps": 1}, "give users (a closed loop) or rate_rps (an open loop), not both"),
+    ({"users": 4, "engine": "llama.cpp"}, "simulated for vllm and sglang, not llama.cpp"),
+    ({"think_time_s": 3}, "give users (closed loop) or rate_rps (open loop) too"),
+    ({"rate_rps": 2, "think_time_s": 3}, "think_time_s is the users' pause between requests"),
+    ({"users": 4, "task": "train"}, "describe a serving load: drop them for training"),
+    ({"users": 4, "length_spread": 1.0}, "length_spread"),
+])
+def test_load_fields_refused_in_one_sentence(fields, text):
+    with pytest.raises(GpuplanError, match=re.escape(text)):
+        scenario_from({**BASE, **fields})
+
+
+def test_users_set_the_batch_the_pool_is_judged_on():
+    s = scenario_from({**BASE, "users": 48})
+    assert s.batch_size == 48 and "batch_size" not in s.model_fields_set
+    assert scenario_from({**BASE, "users": 48, "batch_size": 8}).batch_size == 8
+
+
+def test_cli_table_and_json_are_the_plans_run():
+    args = ["estimate", "--model", "llama-3.1-8b", "--task", "infer", "--engine", "sglang", "--gpu", "h100-sxm",
+            "--rate", "2", "--prompt-tokens", "1000", "--output-tokens", "100", "--num-requests", "100"]
+    plan = estimate({**BASE, "engine": "sglang", "rate_rps": 2, "prompt_tokens": 1000, "output_tokens": 100,
+                     "num_requests": 100})
+    data = json.loads(runner.invoke(cli_app, [*args, "--json"]).stdout)
+    assert data["load"] == plan.load.model_dump(mode="json")
+    assert {"median_ttft_ms", "p90_tpot_ms", "p99_itl_ms", "mean_e2el_ms", "request_throughput",
+            "output_throughput", "total_token_throughput", "duration", "completed"} <= set(data["load"])
+    assert data["scenario"]["rate_rps"] == 2 and "offline" not in data  # one request at a time: no batch
+    table = runner.invoke(cli_app, args, env={"COLUMNS": "200"}).stdout
+    assert "serving 2 requests/s (open loop, Poisson): SGLang's scheduler simulated over 100 requests" in \
+        " ".join(table.split())
+    ttft = next(line for line in table.splitlines() if line.strip().startswith("TTFT"))
+    assert f"{plan.load.median_ttft_ms:,.1f}" in ttft and f"{plan.load.p99_ttft_ms:,.1f}" in ttft
+    think = runner.invoke(cli_app, ["estimate", *args[1:9], "--users", "3", "--think-time", "2", "--json"])
+    assert json.loads(think.stdout)["load"]["think_time_s"] == 2.0
+
+
+def test_scenarios_without_a_load_do_not_show_its_fields():
+    plan = estimate({**BASE, "batch_size": 4}, advise=False)
+    data = plan.to_dict()
+    assert "users" not in data["scenario"] and "length_spread" not in data["scenario"] and "load" not in data
+    assert data["offline"]["num_prompts"] == 4
+    assert "users" not in scenario_from(BASE).model_dump()
+    assert scenario_from({**BASE, "users": 2}).model_dump()["length_spread"] == 0.5
+
+
+def test_http_api_returns_the_plans_run():
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from gpuplan.web.app import create_app
+
+    fields = {**BASE, "users": 6, "think_time_s": 1.5, "prompt_tokens": 800, "output_tokens": 120}
+    client = TestClient(create_app(), base_url="http://127.0.0.1")
+    body = client.post("/api/estimate", json=fields).json()
+    assert body["load"] == estimate(fields).to_dict()["load"]
+    assert body["load"]["mode"] == "closed loop" and body["load"]["max_concurrency"] == 6
+    refused = client.post("/api/estimate", json={**fields, "rate_rps": 1})
+    assert refused.status_code == 422 and "not both" in refused.text

@@ -1,0 +1,102 @@
+"""llama.cpp's prompt processing from ggml's kernels (speed/ggml.py), CUDA and Metal, and generation on Apple silicon,
+against public llama-bench tables (bench/data/llama-bench.csv, scored by bench/llama_bench.py) and by hand."""
+
+from __future__ import annotations
+
+import importlib.util
+import statistics
+from pathlib import Path
+
+import pytest
+
+from gpuplan import overheads as oh
+from gpuplan.hardware import load_gpu
+from gpuplan.model.catalog import load_model
+from gpuplan.scenario import scenario_from
+from gpuplan.speed import ggml
+from gpuplan.speed.inference import step_timer
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("bench_llama", ROOT / "bench" / "llama_bench.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    return bench
+
+
+def _held_out(bench, kind: str, test: str) -> list[float]:
+    rows = [r for r in bench.load_rows()
+            if bench.backend(r) == kind and r["test"].startswith(test) and r["role"] == "check"]
+    assert rows
+    return [bench.err(r) for r in rows]
+
+
+@pytest.mark.parametrize(("kind", "test", "count", "limit"), [("cuda", "pp", 17, 0.15), ("metal", "pp", 14, 0.15),
+                                                              ("metal", "tg", 9, 0.15)])
+def test_held_out_rows_within_the_issue_target(kind, test, count, limit):
+    """Held-out llama-bench rows, median |error| under the issue's 15% (when written: CUDA prompts 9.6%, Metal
+    prompts 6.7%, Metal generation 3.8%; CUDA prompts were 36% before, the A100 +203%)."""
+    errors = _held_out(_bench(), kind, test)
+    assert len(errors) == count
+    assert statistics.median(abs(e) for e in errors) < limit
+
+
+def _timer(model: str, gpu: str, quant: str | None, **extra):
+    s = scenario_from({"task": "infer", "engine": "llama.cpp", "model": model, "gpu": gpu, "batch_size": 1,
+                       "prompt_tokens": 512, "output_tokens": 128, "quant": quant, **extra})
+    return step_timer(s, load_model(s.model), load_gpu(s.gpu))
+
+
+def test_mmq_rate_by_hand():
+    """RTX 4090: 128 SMs at 2,520 MHz x 700 FLOPs per SM and clock = 225.8 TFLOP/s for Q4_0, 0.9 of it for Q4_K;
+    the A100 (108 SMs at 1,410 MHz) gets 106.6, below the RTX 3090's 97.3 x 1.1: the int8 peak (624 against 284
+    TOPS) does not set it."""
+    rtx4090, a100 = load_gpu("rtx-4090"), load_gpu("a100-sxm4-80gb")
+    assert ggml.mmq_flops(rtx4090, "q4_0") == pytest.approx(700 * 128 * 2520e6)
+    assert ggml.mmq_flops(rtx4090, "q4_k") == pytest.approx(0.9 * 700 * 128 * 2520e6)
+    assert ggml.mmq_flops(a100, "q4_0") == pytest.approx(700 * 108 * 1410e6)
+
+
+def test_mmq_or_cublas_by_card_and_rows():
+    """ggml_cuda_should_use_mmq: Turing and later always, Volta below 64 rows, then dequantize + cuBLAS; the cuBLAS
+    path writes and reads the f16 copy, so a V100 prompt costs more per row past 64 rows than below."""
+    v100, t4 = load_gpu("nvidia-v100-sxm2-32gb"), load_gpu("t4")
+    assert ggml.uses_mmq(t4, 512) and ggml.uses_mmq(v100, 63) and not ggml.uses_mmq(v100, 64)
+    params = 4096 * 4096
+    assert ggml.matmul_s(v100, "cuda", "q4_0", 64, params, 4096) > ggml.matmul_s(v100, "cuda", "q4_0", 63, params,
+                                                                                   4096)
+
+
+def test_micro_batch_sweep_follows_the_published_one():
+    """PR #7676's RTX 4090 sweep of -ub (Llama-3-8B Q4_0, pp512): 1,937 tokens/s at 16 to 10,359 at 512. The
+    kernels' model keeps the shape: every micro-batch within 16%, and a larger one never slower."""
+    published = {16: 1937.21, 32: 3427.61, 64: 5420.06, 128: 7443.66, 256: 9601.53, 512: 10358.75}
+    got = {ub: 512 / _timer("meta-llama/Meta-Llama-3-8B", "rtx-4090", "gguf-q4_0", ubatch_tokens=ub,
+                            flash_attention="off").prefill_s(512) for ub in published}
+    assert all(got[ub] == pytest.approx(v, rel=0.16) for ub, v in published.items())
+    assert list(got.values()) == sorted(got.values())
+
+
+def test_metal_generation_by_hand():
+    """Llama-2-7B Q4_0 on an M2 Ultra: every layer's weights and the Q6_K output, 3.83 GB, at 0.87 x 800 GB/s =
+    5.50 ms; 32 layers x 140 us = 4.48 ms; llama.cpp's loop 1 ms; the KV cache of 64 tokens. #4167 measured 94.3
+    tokens/s (10.6 ms)."""
+    timer = _timer("meta-llama/Llama-2-7b-hf", "apple-m2-ultra", "gguf-q4_0")
+    parts = timer.decode_parts(1, 64)
+    weights = ggml.streamed_bytes(timer.s, timer.m)
+    assert 3.7e9 < weights < 3.9e9
+    assert parts["weights"] == pytest.approx(weights / (800e9 * oh.LLAMA_CPP_METAL_DECODE_BANDWIDTH_FRACTION))
+    assert parts["kernel_latency"] == pytest.approx(32 * oh.LLAMA_CPP_METAL_LAYER_S)
+    assert 1 / timer.decode_s(1, 64) == pytest.approx(94.3, rel=0.05)
+
+
+def test_metal_prompt_is_a_share_of_the_fp32_rate():
+    """An f16 prompt on an M1 Max runs at 0.80 of 10.4 TFLOPS, a quantized one at 0.70: Q4_0 and Q8_0 prompts take
+    the same time (#4167: 530 and 537 tokens/s), F16's is faster (600)."""
+    f16 = _timer("meta-llama/Llama-2-7b-hf", "apple-m1-max", None).prefill_s(512)
+    q8 = _timer("meta-llama/Llama-2-7b-hf", "apple-m1-max", "gguf-q8_0").prefill_s(512)
+    q4 = _timer("meta-llama/Llama-2-7b-hf", "apple-m1-max", "gguf-q4_0").prefill_s(512)
+    assert f16 < q4 and q8 == pytest.approx(q4, rel=0.02)
+    assert ggml.metal_flops(load_gpu("apple-m1-max"), "f16") == pytest.approx(0.80 * 10.4e12)
