@@ -64,6 +64,27 @@ def test_nodes_set_by_hand_are_kept():
     assert (plan.scenario.num_gpus, plan.scenario.num_nodes) == (4, 2)
 
 
+def test_estimate_and_cost_place_sixteen_h100_as_launch_does():
+    """One road: estimate and cost place --num-gpus 16 of H100 SXM on 2 nodes x 8 before they build the plan, so it
+    is priced (it said "no price": no instance holds 16) on the links between nodes, exactly as the same job with
+    its nodes set by hand; the bill is 16 x the offer's own $/GPU-hour."""
+    from gpuplan.api import cost, estimate
+
+    job = dict(model="llama-3.1-8b", task="train", gpu="h100-sxm", sharding="zero2", train_tokens=1e9)
+    plan = estimate({**job, "num_gpus": 16}, advise=False)
+    by_hand = estimate({**job, "num_gpus": 8, "num_nodes": 2}, advise=False)
+    s = plan.setup.scenario
+    assert (s.num_gpus, s.num_nodes) == (8, 2)
+    assert any("16 GPUs as 2 nodes x 8" in d for d in plan.setup.defaults)
+    assert plan.cost is not None and plan.offer is not None and plan.offer.inter_node != "none"
+    assert plan.cost.usd_per_hour == pytest.approx(16 * plan.offer.usd_per_gpu_hour)
+    assert plan.speed.tokens_per_s == by_hand.speed.tokens_per_s
+    assert (plan.cost.offer, plan.cost.usd_total) == (by_hand.cost.offer, by_hand.cost.usd_total)
+    rows = cost({**job, "num_gpus": 16}).rows
+    assert rows and all(r.num_gpus == 16 for r in rows)
+    assert (rows[0].offer, rows[0].usd_total) == (plan.cost.offer, pytest.approx(plan.cost.usd_total))
+
+
 # ---- local paths ----------------------------------------------------------------------------------------------
 @pytest.fixture()
 def local_model(tmp_path) -> Path:

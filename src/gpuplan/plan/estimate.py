@@ -1,5 +1,6 @@
 """``estimate(scenario) -> Plan``: the scenario resolved (:mod:`.resolve`) and its plan built (:mod:`.build`) on the
-offers of the price catalog: memory per GPU, whether it fits and what would, speed and cost.
+offers of the price catalog: memory per GPU, whether it fits and what would, speed and cost. A training job of more
+GPUs than one instance holds is placed on several (:func:`gpuplan.plan.nodes.on_nodes`), as ``launch`` writes it.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from typing import Any
 from ..market.store import load_offers
 from ..scenario import Scenario, scenario_from
 from .build import build, offers_for
+from .nodes import on_nodes
 from .plan import Plan
 from .resolve import resolve
 
@@ -18,4 +20,8 @@ def estimate(scenario: Scenario | dict[str, Any], *, advise: bool = True) -> Pla
     fit, the changes that would (each a memory-only plan of the changed scenario). A serving plan runs its load
     and its batch through the engine's scheduler (:func:`gpuplan.plan.build.serving_runs`)."""
     r = resolve(scenario_from(scenario))
-    return build(r, offers_for(r, load_offers()) if r.gpu is not None else None, advise=advise, simulate=True)
+    if r.gpu is None:
+        return build(r, None, advise=advise, simulate=True)
+    catalog = load_offers()
+    r = on_nodes(r, catalog)
+    return build(r, offers_for(r, catalog), advise=advise, simulate=True)

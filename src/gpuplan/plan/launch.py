@@ -15,9 +15,7 @@ The defaults of a run:
   on the default stack (``hf``) takes torchtitan with FSDP2 (:func:`pretraining_stack`), whose speed the plan then
   times;
 - **nodes x GPUs per node**: a training job of more GPUs than the card's largest instance holds runs on several
-  instances (:func:`node_shape`): ``--num-gpus 16`` of H100 SXM is 2 nodes x 8, the largest instance in force in
-  the price catalog that divides the count (8 where no offer lists the card: an HGX board), as ``recommend``
-  places it;
+  instances (:func:`gpuplan.plan.nodes.on_nodes`, as ``estimate`` places it);
 
 The offer is chosen by the builder as ``estimate`` chooses it, or the one a ranked row names (``offer_label``), or
 the user's own cards (``owned_usd_per_hour``: priced by power alone).
@@ -34,14 +32,14 @@ from dataclasses import dataclass
 from .. import clock
 from .. import overheads as oh
 from ..errors import GpuplanError
-from ..market.choice import cheapest_in_force
 from ..market.cost import checkpoint_bytes, dataset_gb
-from ..market.offers import Offer, max_per_node, multi_node
-from ..market.store import load_offers, price_filter
+from ..market.offers import Offer
+from ..market.store import load_offers
 from ..scenario import Scenario
 from .build import Offers, build, offers_for
+from .nodes import on_nodes
 from .plan import Plan, memory_plan
-from .resolve import Resolved, resolve
+from .resolve import Resolved, changed, resolve
 
 
 def runnable(s: Scenario, *, offer_label: str | None = None, owned_usd_per_hour: float | None = None,
@@ -56,7 +54,7 @@ def runnable(s: Scenario, *, offer_label: str | None = None, owned_usd_per_hour:
     if why:
         r = Resolved(**{**r.__dict__, "chosen": (*r.chosen, why)})
     if owned_usd_per_hour is None and offer_label is None:
-        r = _nodes(r, catalog)
+        r = on_nodes(r, catalog)
     memory = memory_plan(r)
     again = _model_len(r, memory)
     if again is not r:
@@ -108,38 +106,6 @@ def pretraining_stack(s: Scenario) -> tuple[Scenario, str | None]:
                    "stack does (an SFT trainer loads pretrained weights); set --stack megatron for Megatron-LM")
 
 
-NODE_GPUS = 8  # GPUs of one HGX/DGX board: the node size where no offer lists the card
-
-
-def node_shape(s: Scenario, gpu_id: str, catalog: list[Offer]) -> tuple[int, int, str] | None:
-    """(GPUs per node, nodes, why) for a training scenario of more GPUs on one node than the card's largest
-    instance holds: the largest instance in force (offers of several nodes) whose size divides the count; None
-    when the scenario fits one node or sets its nodes itself."""
-    if s.task != "train" or s.num_nodes > 1 or "num_nodes" in s.model_fields_set:
-        return None
-    offers = [o for o in cheapest_in_force(catalog, price_filter(s)) if o.gpu_id == gpu_id and multi_node(o)]
-    sizes = sorted({max_per_node(o) for o in offers}, reverse=True) or [NODE_GPUS]
-    if s.num_gpus <= sizes[0]:
-        return None
-    per_node = next((n for n in sizes if s.num_gpus % n == 0 and n % s.tp == 0), None)  # a TP group in one node
-    if per_node is None:
-        raise GpuplanError(f"{s.num_gpus} GPUs do not split into nodes of {' or '.join(map(str, sizes))} (the "
-                           f"instances of {gpu_id} in the price catalog): set --num-gpus per node and --num-nodes")
-    where = (f"the largest {gpu_id} instance in force in the price catalog holds {sizes[0]}" if offers else
-             f"no offer lists {gpu_id}: {NODE_GPUS} per node, an HGX board")
-    return per_node, s.num_gpus // per_node, (f"{s.num_gpus} GPUs as {s.num_gpus // per_node} nodes x {per_node} "
-                                              f"({where}; set --num-nodes to choose)")
-
-
-def _nodes(r: Resolved, catalog: list[Offer]) -> Resolved:
-    """``r`` on several nodes when one node cannot hold its GPUs (:func:`node_shape`), and why."""
-    shape = r.gpu and node_shape(r.scenario, r.gpu.id, catalog)
-    if not shape:
-        return r
-    per_node, nodes, why = shape
-    return _again(r, {"num_gpus": per_node, "num_nodes": nodes}, why)
-
-
 def _model_len(r: Resolved, plan: Plan) -> Resolved:
     """``r`` with vLLM's ``max_model_len`` the longest one request of which fits its pool (read off ``r``'s
     memory ``plan``), where the model's own context does not and the scenario's requests do (vLLM refuses to start
@@ -153,7 +119,7 @@ def _model_len(r: Resolved, plan: Plan) -> Resolved:
         return r
     why = (f"max_model_len {fit:,}: the longest request the predicted KV pool holds (vLLM would refuse to start at "
            f"{engine['max_model_len']:,})")
-    return _again(r, {"max_model_len": fit}, why)
+    return changed(r, {"max_model_len": fit}, why)
 
 
 def _layout(r: Resolved, keep_micro_batch: bool) -> Resolved:
@@ -181,20 +147,12 @@ def _layout(r: Resolved, keep_micro_batch: bool) -> Resolved:
         mb, accum, why = layout(s, m, gpu, global_batch)
     if (mb, accum) == (s.micro_batch_size, s.grad_accum_steps):
         return Resolved(**{**r.__dict__, "layout_why": why})
-    again = _again(r, {"micro_batch_size": mb, "grad_accum_steps": accum}, None, layout_why=why)
+    again = changed(r, {"micro_batch_size": mb, "grad_accum_steps": accum}, None, layout_why=why)
     if memory_plan(again).verdict.fits:
         return again
     # the recipe's accumulation keeps more than the card holds (a full gradient buffer beside ZeRO-3's shards):
     # the run keeps the layout that fits, and says so
     return Resolved(**{**r.__dict__, "layout_why": f"as set: the recipe's {mb} x {accum} would not fit {gpu.name}"})
-
-
-def _again(r: Resolved, change: dict, why: str | None, *, layout_why: str | None = None) -> Resolved:
-    """``r``'s scenario with ``change``, resolved again, keeping what was said of it and adding ``why``."""
-    again = resolve(r.scenario.model_copy(update=change), r.model)
-    return Resolved(scenario=again.scenario, model=again.model, gpu=again.gpu, gpu_note=r.gpu_note,
-                    split_note=r.split_note, checked=again.checked,
-                    chosen=(*r.chosen, *([why] if why else [])), layout_why=layout_why or r.layout_why)
 
 
 def _fits(plan: Plan) -> None:
