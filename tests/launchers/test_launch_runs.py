@@ -194,6 +194,40 @@ def test_megatron_tokenizes_a_local_text_file(tmp_path):
     assert "--mock-data" not in script
 
 
+def test_sky_task_runs_megatron_from_the_captured_commit(tmp_path):
+    """SkyPilot runs a Megatron plan (it refused one): NVIDIA's PyTorch container Megatron-LM's CI uses, Megatron-LM
+    checked out at the commit whose parser the tests read, the text file tokenized there, pretrain_gpt.py with
+    SkyPilot's rendezvous on 2 nodes x 8, and on spot with a bucket saving to and loading from /checkpoints (last
+    flag wins in argparse); the arguments after pretrain_gpt.py are megatron-pretrain.sh's."""
+    import shlex
+
+    data = tmp_path / "corpus.jsonl"
+    data.write_text("".join(json.dumps({"text": f"document {i} " * 50}) + "\n" for i in range(200)))
+    shutil.copy(DATA / "web" / "tokenizer.json", tmp_path / "tokenizer.json")
+    job = {**PRETRAIN, "stack": "megatron", "dataset": str(data), "tokenizer": str(tmp_path / "tokenizer.json"),
+           "pricing": "spot"}
+    files = files_of(job, ["skypilot", "megatron"], bucket="ckpt")
+    sky = body(files["sky.yaml"])
+    commit = json.loads((DATA / "megatron" / "pretrain-args.json").read_text())["source"].split("@")[1].split()[0]
+    assert sky["resources"]["image_id"] == "docker:nvcr.io/nvidia/pytorch:26.06-py3"
+    assert sky["num_nodes"] == 2 and sky["resources"]["accelerators"].endswith(":8") and sky["resources"]["use_spot"]
+    assert f"checkout {commit}" in sky["setup"].replace("\\\n", " ").replace("  ", "")
+    assert sky["envs"] == {"PIP_CONSTRAINT": ""} and sky["file_mounts"][str(data)] == str(data)
+    lines = shlex.split(sky["run"].replace("\\\n", " "), comments=False)
+    assert lines[:2] == ["cd", "megatron-lm"] and "tools/preprocess_data.py" in lines
+    argv = lines[lines.index("pretrain_gpt.py") + 1:]
+    assert "$SKYPILOT_NODE_RANK" in lines and argv[-4:] == ["--save", "/checkpoints", "--load", "/checkpoints"]
+    script = files["megatron-pretrain.sh"]
+    alone = shlex.split(script[script.index("\ntorchrun") + 1:].replace("\\\n", " "))
+    assert argv[:-4] == alone[alone.index("pretrain_gpt.py") + 1:]
+
+
+def test_sky_task_refuses_megatron_lora_saying_nemo():
+    with pytest.raises(GpuplanError, match="launch --target nemo"):
+        files_of(dict(model="llama-3.1-8b", task="train", stack="megatron", method="lora", gpu="h100-sxm",
+                      num_gpus=8), ["skypilot"])
+
+
 def test_explicit_hf_stack_for_pretraining_is_refused():
     with pytest.raises(GpuplanError, match="pretrain"):
         files_of({**PRETRAIN, "stack": "hf"}, ["trainer"])

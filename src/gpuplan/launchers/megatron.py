@@ -13,6 +13,11 @@ shape from its config.json (Llama-style: RMSNorm, SwiGLU, rotary, grouped-query 
 ``--num-experts``, ``--moe-router-topk``, ``--moe-ffn-hidden-size``). Option names and choices are those of
 Megatron-LM's own parser (``megatron/training/arguments.py``, captured in tests/data/megatron by its capture.py).
 The data is Megatron's mock data until you point ``--data-path`` at your indexed dataset.
+
+In a SkyPilot task (:mod:`.skypilot`) the nodes run NVIDIA's PyTorch container that Megatron-LM's CI builds on at
+the commit whose parser is captured (``docker/Dockerfile.ci.dev`` ``FROM_IMAGE_NAME`` at :data:`COMMIT`), check
+that commit out and install it with its training extras as its install guide says for the container
+(``docs/get-started/install.md``, option C: ``PIP_CONSTRAINT`` unset, ``--no-build-isolation``).
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from pathlib import Path
 
 from ..stacks.megatron import embedding_in_split
 from ..tensors.activations import INPUT_OF
-from .files import LaunchFile, shell_text
+from .files import LaunchFile, command_text, quote, shell_text
 from .plan import LaunchPlan
 from .settings import LaunchOptions
 from .torchrun import launcher
@@ -31,6 +36,10 @@ SCRIPT = "megatron-pretrain.sh"
 FP8_RECIPE = {"delayed": "delayed", "current": "tensorwise"}  # Megatron-LM's names for TE's scaling recipes
 DATA_PREFIX = "data/gpuplan"  # the indexed dataset preprocess_data.py writes (.bin and .idx)
 LLAMA_LIKE = ("llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe")
+REPO = "https://github.com/NVIDIA/Megatron-LM.git"
+COMMIT = "d98e8a64ddf34856e74b24714e3bedb2f5a39553"  # its parser: tests/data/megatron/pretrain-args.json
+IMAGE = "nvcr.io/nvidia/pytorch:26.06-py3"  # docker/Dockerfile.ci.dev FROM_IMAGE_NAME at COMMIT
+CHECKOUT = "megatron-lm"  # the folder the SkyPilot task checks Megatron-LM out into, under its workdir
 
 
 def applies(plan: LaunchPlan) -> str | None:
@@ -38,7 +47,8 @@ def applies(plan: LaunchPlan) -> str | None:
     if not plan.train or s.stack != "megatron":
         return "pretrain_gpt.py runs plans of stack megatron: plan with --stack megatron"
     if s.method != "full":
-        return "Megatron-LM's pretrain_gpt.py trains every weight; NeMo's LoRA is not written by gpuplan launch"
+        return ("Megatron-LM's pretrain_gpt.py trains every weight: for LoRA launch --target nemo (NeMo's finetune "
+                "recipe)")
     stores = [k for k in ("fp8_attention", "fp8_activation_store") if getattr(s, k)]
     if stores:  # TransformerConfig fields (fp8_dot_product_attention, activation_func_fp8_input_store) without a flag
         return (f"Megatron-LM's pretrain_gpt.py has no argument for {' or '.join(stores)} (TransformerConfig "
@@ -162,13 +172,33 @@ def preprocess(plan: LaunchPlan) -> list[str]:
             tokenizer_folder(plan), "--append-eod", "--workers", "8"]
 
 
-def command(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
-    argv = [*launcher(plan), "pretrain_gpt.py", *model_args(plan), *parallel_args(plan), *precision_args(plan),
-            *training_args(plan)]
+def command(plan: LaunchPlan, opts: LaunchOptions, *, multinode_env: bool = False,
+            checkpoints: str | None = None) -> list[str]:
+    """``torchrun ... pretrain_gpt.py`` and its arguments; ``multinode_env``: the rendezvous from SkyPilot's
+    variables; ``checkpoints``: save to and resume from that folder (Megatron loads the newest checkpoint under
+    ``--load``)."""
+    argv = [*launcher(plan, multinode_env=multinode_env), "pretrain_gpt.py", *model_args(plan), *parallel_args(plan),
+            *precision_args(plan), *training_args(plan)]
     if opts.max_steps:  # a smoke run: the last value of a repeated flag wins in argparse
         argv += ["--train-iters", str(opts.max_steps), "--lr-decay-iters", str(opts.max_steps), "--log-interval",
                  "1", "--save", "checkpoints", "--save-interval", str(opts.max_steps)]
+    if checkpoints:
+        argv += ["--save", checkpoints, "--load", checkpoints]
     return argv
+
+
+def before(plan: LaunchPlan) -> list[list[str]]:
+    """What runs before training: the text file tokenized (:func:`preprocess`), when the plan has one."""
+    return [preprocess(plan)] if text_data(plan) and tokenizer_folder(plan) else []
+
+
+def setup() -> str:
+    """A node's setup in NVIDIA's PyTorch container: Megatron-LM checked out at :data:`COMMIT` (cloned once: a
+    second ``sky launch`` on the cluster runs the setup again) and installed with its training extras (the Hugging
+    Face tokenizer)."""
+    clone = " ".join(quote(w) for w in ["git", "clone", "--filter=blob:none", REPO, CHECKOUT])
+    return (f"test -d {quote(CHECKOUT)} || {clone}\n" + command_text(["git", "-C", CHECKOUT, "checkout", COMMIT]) +
+            command_text(["pip", "install", "--no-build-isolation", "-e", f"./{CHECKOUT}[training]"]))
 
 
 def notes(plan: LaunchPlan) -> list[str]:
@@ -188,7 +218,6 @@ def notes(plan: LaunchPlan) -> list[str]:
 
 
 def files(plan: LaunchPlan, opts: LaunchOptions) -> list[LaunchFile]:
-    before = [preprocess(plan)] if text_data(plan) and tokenizer_folder(plan) else []
     return [LaunchFile(name=SCRIPT, target=NAME, text=shell_text(plan, command(plan, opts), notes=notes(plan),
-                                                                 before=before),
+                                                                 before=before(plan)),
                        reader="bash (torchrun pretrain_gpt.py, Megatron-LM)", executable=True)]
