@@ -1,13 +1,18 @@
 """``import gpuplan`` must stay light: no torch, transformers, huggingface_hub, pynvml, rich or typer; the package
 itself loads no submodule until one of its names is used (bench/startup.py times it)."""
 
+import json
+import shutil
 import subprocess
 import sys
+import zipfile
+from pathlib import Path
 
 import pytest
 
 import gpuplan
 
+ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("torch", "transformers", "huggingface_hub", "pynvml", "rich", "typer", "pandas", "tokenizers", "datasets",
          "pyarrow", "jinja2")
 
@@ -50,3 +55,30 @@ def test_the_api_functions_stay_functions_when_every_module_is_loaded():
 def test_unknown_name_is_an_attribute_error():
     with pytest.raises(AttributeError, match="no_such_name"):
         gpuplan.no_such_name  # noqa: B018
+
+
+def test_dir_lists_only_the_public_names():
+    """issue 35: dir(gpuplan) listed Any, TYPE_CHECKING, annotations and import_module; it is ``__all__``, also once
+    every name (and so the subpackages that hold them) has been loaded."""
+    code = ("import gpuplan, json; before = dir(gpuplan); [getattr(gpuplan, n) for n in gpuplan.__all__]; "
+            "print(json.dumps([before, dir(gpuplan), gpuplan.__all__]))")
+    before, after, public = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                                      check=True).stdout)
+    assert before == after == sorted(public)
+    assert "estimate" in public and not {"Any", "TYPE_CHECKING", "annotations", "import_module", "api"} & set(after)
+
+
+@pytest.mark.slow
+def test_the_wheel_ships_py_typed_and_the_data(tmp_path):
+    """The wheel pip builds carries the PEP 561 marker (type checkers read the annotations of an installed gpuplan)
+    and the package data the answers need. Built from a copy, so the checkout gets no build/ folder."""
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    shutil.copytree(ROOT / "src", tmp_path / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    subprocess.run([sys.executable, "-m", "pip", "wheel", ".", "--no-deps", "--no-build-isolation", "-q", "-w",
+                    str(tmp_path / "dist")], cwd=tmp_path, check=True, capture_output=True)
+    (wheel,) = (tmp_path / "dist").glob("gpuplan-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert "gpuplan/py.typed" in names
+    assert {"gpuplan/data/gpus.yaml", "gpuplan/web/static/app.js", "gpuplan/data/models/Qwen__Qwen3-14B.json",
+            "gpuplan/data/accuracy.md"} <= names  # the accuracy tables the page quotes

@@ -1,8 +1,11 @@
-"""The README stays true: every command in its ```bash blocks runs, its ```python block runs and prints what its
-comments say, and every output it quotes between ``<!-- output of: CMD -->`` and ``<!-- end of output -->`` is
-what CMD prints today.
+"""The README and the documentation pages stay true: every command in their ```bash blocks runs, their ```python
+blocks run and print what their comments say, and every output they quote between ``<!-- output of: CMD -->`` and
+``<!-- end of output -->`` is what CMD prints today. A fenced block's language is its mark: ``bash`` and ``python``
+blocks are runnable examples and run here; ``text`` (or ``console``) blocks are shown only.
 
-Commands are found by parsing the README, so a command added to it later is tested without touching this file.
+The pages are README.md, every ``docs/*.md`` and the accuracy tables ``docs/accuracy.md`` includes
+(``src/gpuplan/data/accuracy.md``, shipped with the package: the web page quotes them). Commands are found by parsing
+the pages, so a command added to one later is tested without touching this file.
 A command that cannot run here (the network, a GPU, hours of CPU) must match an entry of :data:`NOT_RUN`, with
 the reason; any other command that is not ``gpuplan ...`` fails the test, so that nothing is skipped silently.
 ``gpuplan`` commands run in process (:func:`gpuplan.cli.run`) from a folder that holds the repository's
@@ -25,6 +28,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
+PAGES = [README, *sorted((ROOT / "docs").glob("*.md")), ROOT / "src" / "gpuplan" / "data" / "accuracy.md"]
 
 # command prefix -> why it does not run in the test suite
 NOT_RUN = {
@@ -42,7 +46,8 @@ OUTPUT = re.compile(r"<!-- output of: (?P<cmd>.+?) -->\n(?P<body>.*?)\n<!-- end 
 
 
 def blocks(language: str) -> list[str]:
-    return re.findall(rf"```{language}\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
+    return [block for page in PAGES for block in re.findall(rf"```{language}\n(.*?)```",
+                                                            page.read_text(encoding="utf-8"), re.S)]
 
 
 def commands() -> list[str]:
@@ -119,8 +124,8 @@ def test_the_readme_lists_every_command_it_cannot_run():
             f"NOT_RUN entry {prefix!r} matches nothing"
 
 
-@pytest.mark.parametrize("command, quoted", [(m["cmd"], m["body"]) for m in OUTPUT.finditer(
-    README.read_text(encoding="utf-8"))], ids=lambda x: x[:60] if isinstance(x, str) and x.startswith("gpuplan") else
+@pytest.mark.parametrize("command, quoted", [(m["cmd"], m["body"]) for page in PAGES for m in OUTPUT.finditer(
+    page.read_text(encoding="utf-8"))], ids=lambda x: x[:60] if isinstance(x, str) and x.startswith("gpuplan") else
     "output")
 def test_quoted_outputs_are_what_the_commands_print(command, quoted, in_a_folder_with_examples):
     code, out, err = run_cli(shlex.split(command)[1:])
@@ -152,8 +157,7 @@ def test_the_python_block_prints_what_its_comments_say():
 
 
 def rewrite() -> None:
-    """Replace every quoted output in the README with what its command prints now."""
-    text = README.read_text(encoding="utf-8")
+    """Replace every quoted output of the pages with what its command prints now."""
 
     def fresh(match: re.Match) -> str:
         code, out, err = run_cli(shlex.split(match["cmd"])[1:])
@@ -161,10 +165,13 @@ def rewrite() -> None:
             raise SystemExit(f"{match['cmd']} failed: {err}")
         return f"<!-- output of: {match['cmd']} -->\n{out.rstrip()}\n<!-- end of output -->"
 
-    README.write_text(OUTPUT.sub(fresh, text), encoding="utf-8")
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        if OUTPUT.search(text):
+            page.write_text(OUTPUT.sub(fresh, text), encoding="utf-8")
+            print(f"rewrote the quoted outputs of {page.relative_to(ROOT)}")
 
 
 if __name__ == "__main__":
     sys.path.insert(0, str(ROOT / "src"))
     rewrite()
-    print(f"rewrote the quoted outputs of {README}")

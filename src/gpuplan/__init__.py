@@ -7,10 +7,8 @@ names below load their modules on first use (PEP 562 module ``__getattr__``), an
 PyYAML; torch, transformers, huggingface_hub, pynvml, rich and typer load on demand.
 """
 
-from __future__ import annotations
-
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+import importlib as _importlib
+import typing as _typing
 
 from ._version import __version__
 
@@ -22,7 +20,7 @@ _HOMES = {
     "load_model": ".model.catalog", "ModelSpec": ".model.spec", "Scenario": ".scenario", "load_scenario": ".scenario",
 }
 
-if TYPE_CHECKING:
+if _typing.TYPE_CHECKING:
     from .api import (
         CapacityReport,
         CostTable,
@@ -43,17 +41,19 @@ if TYPE_CHECKING:
     from .scenario import Scenario, load_scenario
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _typing.Any:
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module 'gpuplan' has no attribute {name!r}")
-    value = getattr(import_module(home, __name__), name)
+    value = getattr(_importlib.import_module(home, __name__), name)
     globals()[name] = value  # the next access skips this function
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+    """The public names only (what ``from gpuplan import *`` gives, what a completion offers): not the helpers of
+    this module nor the subpackages that loading a name brings in."""
+    return sorted(__all__)
 
 
 __all__ = ["CapacityReport", "CostTable", "FitReport", "GpuplanError", "LaunchReport", "ModelSpec", "Plan",

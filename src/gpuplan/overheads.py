@@ -17,6 +17,16 @@ GIB = 2**30
 CUDA_CONTEXT_GIB = {"Volta": 0.30, "Turing": 0.30, "Ampere": 0.40, "Ada": 0.40, "Hopper": 0.50, "Blackwell": 0.55}
 CUDA_CONTEXT_DEFAULT_GIB = 0.45
 
+# A desktop on the card (``--display``): what the window system and its clients hold on the card that drives the
+# screen, counted like the CUDA context (outside the allocator, in nvidia-smi's total). ComfyUI keeps this much free
+# for "your OS/other software" by default (Comfy-Org/ComfyUI comfy/model_management.py EXTRA_RESERVED_VRAM
+# @02b2b3886164: 400 MiB; 600 MiB on Windows "because of the shared vram issue", 100 MiB more on cards over 15 GiB);
+# an nvidia-smi process list of an idle GNOME session shows less (Xorg 28 MiB + gnome-shell 46 MiB,
+# NVIDIA/nvidia-docker#1264), so the margin is a desktop with a browser and a few windows open. Apple silicon's
+# unified memory has no such split (its usable memory is the wired limit).
+DISPLAY_GIB = {"linux": 400 / 1024, "windows": 600 / 1024}
+DISPLAY_WINDOWS_LARGE_CARD_GIB = 100 / 1024  # Windows, cards over 15 GiB (ComfyUI: total_vram > 15 * 1024 MiB)
+
 # cuBLAS/cuBLASLt workspace per stream, allocated through the caching allocator (PyTorch default
 # CUBLAS_WORKSPACE_CONFIG ":4096:8" = 4 MiB x 8 = 32 MiB; Hopper gets 32 MiB for cuBLASLt too).
 CUBLAS_WORKSPACE_GIB = 64 / 1024

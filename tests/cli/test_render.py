@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import csv
 import io
 import json
 import os
@@ -12,7 +13,7 @@ import sys
 import pytest
 from rich.console import Console
 
-from gpuplan.cli.render import Column, bullet, fit_columns, num, show, table, to_csv, usd, write_json
+from gpuplan.cli.render import Column, bullet, fit_columns, num, plain, show, table, to_csv, usd, write_json
 
 ROWS = [{"id": "nvidia-h100-sxm5-80gb", "memory": 80.0, "price": 2.4, "note": "the SXM board, NVLink 900 GB/s"},
         {"id": "nvidia-geforce-rtx-4090", "memory": 24.0, "price": None, "note": "GeForce"}]
@@ -150,3 +151,39 @@ def test_json_asked_twice_is_json(capsys):
 
     assert run(["models", "--json", "--format", "json"]) == 0
     assert isinstance(json.loads(capsys.readouterr().out), list)
+
+
+def test_plain_wraps_text_columns_to_the_width():
+    """A text cell wider than the room wraps onto the lines below, in its column; names and numbers keep their
+    width (the review's `fit --format plain` had a ~200-character column)."""
+    text = plain(ROWS, COLS, width=50)
+    assert text.splitlines() == [
+        "gpu                      GiB   $/h  note",
+        "nvidia-h100-sxm5-80gb     80  2.40  the SXM board,",
+        "                                    NVLink 900",
+        "                                    GB/s",
+        "nvidia-geforce-rtx-4090   24        GeForce"]
+    assert plain(ROWS, COLS, width=200) == plain(ROWS, COLS, width=66)  # room enough: one line a row
+    assert len(plain(ROWS, COLS, width=65).splitlines()) == 4
+    # no narrower than the text's least width (its longest word, or 12): 23 + 3 + 4 + 12 and the gaps
+    assert plain(ROWS, COLS, width=10) == plain(ROWS, COLS, width=23 + 2 + 3 + 2 + 4 + 2 + 12) \
+        != plain(ROWS, COLS, width=23 + 2 + 3 + 2 + 4 + 2 + 13)
+
+
+def test_fit_plain_rows_fit_120_columns_unless_a_name_is_longer(monkeypatch):
+    """issue 35: every line of `fit --format plain` within 120 characters in a pipe (no COLUMNS), except one
+    whose model name alone is longer; the wrapped lines keep every word of the verdicts."""
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    done = subprocess.run([sys.executable, "-m", "gpuplan", "fit", "--gpu", "2x3090", "--format", "plain"],
+                          capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    over = [x for x in lines if len(x) > 120 and len(x.split()[0]) <= 120]
+    assert over == [] and len(lines) > 60
+    wrapped = [x for x in lines if x.startswith(" " * 20) and x.strip()]
+    assert wrapped, "no verdict needed wrapping: the test would not see a long column"
+    csv_rows = subprocess.run([sys.executable, "-m", "gpuplan", "fit", "--gpu", "2x3090", "--format", "csv"],
+                              capture_output=True, text=True, env=env).stdout
+    verdicts = [row["fits"] for row in csv.DictReader(io.StringIO(csv_rows))]
+    assert len(verdicts) > 60
+    assert set(" ".join(verdicts).split()) <= set(done.stdout.split())

@@ -20,7 +20,7 @@ from typer.testing import CliRunner  # noqa: E402
 import gpuplan  # noqa: E402
 from gpuplan.cli import app as cli_app  # noqa: E402
 from gpuplan.errors import GpuplanError  # noqa: E402
-from gpuplan.explain.accuracy import readme_html  # noqa: E402
+from gpuplan.explain.accuracy import accuracy_html  # noqa: E402
 from gpuplan.hardware import gpus, load_gpu  # noqa: E402
 from gpuplan.memory import memory_report  # noqa: E402
 from gpuplan.model.catalog import load_model  # noqa: E402
@@ -276,11 +276,15 @@ def test_formulas_explain_the_plan_as_resolved(client, fields):
         assert f["computed"] == pytest.approx(f["value"], rel=1e-3, abs=1e-6), (key, f["substituted"])
 
 
-def test_formula_accuracy_links_point_at_readme_tables(client):
+def test_formula_accuracy_links_point_at_the_accuracy_tables(client):
+    """The formulas' accuracy links point at headings of the accuracy tables (gpuplan/data/accuracy.md, shipped
+    with the package; the documentation's Accuracy page includes it), which the server renders at /accuracy."""
     numbers = client.post("/api/explain", json=SCENARIOS[1]).json()["numbers"]
-    anchors = set(re.findall(r'<h\d id="([^"]+)"', readme_html()))
+    anchors = set(re.findall(r'<h\d id="([^"]+)"', accuracy_html()))
     links = {f["accuracy"]["link"] for f in numbers.values() if f["accuracy"]}
-    assert links and all(link.split("#")[1] in anchors for link in links)
+    assert links and all(link.startswith("/accuracy#") and link.split("#")[1] in anchors for link in links)
+    page = client.get("/accuracy")
+    assert page.status_code == 200 and 'id="accuracy-against-published-measurements"' in page.text
     speed = numbers["speed.tokens_per_s"]["accuracy"]
     assert speed["rows"] and "median |error|" in speed["summary"]
     device = numbers["memory.device_peak_gib"]["accuracy"]

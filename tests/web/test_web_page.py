@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -22,10 +23,12 @@ import gpuplan
 from conftest import require
 from gpuplan.hardware import load_gpu
 from gpuplan.scenario import Scenario
+from gpuplan.speed.breakdown import Speed
 
 CHROMIUM = Path("/usr/bin/chromium")
 ROOT = Path(__file__).resolve().parents[2]
-SCREENSHOT = ROOT / "bench" / "results" / "web-page.png"
+SCREENSHOT = ROOT / "docs" / "web-page.png"  # the calculator page's picture in docs/web-page.md
+LATEST = ROOT / "bench" / "results" / "web-page-latest.png"  # every run's (ignored by git)
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]
 SETTLED = ("() => state.timer === null && state.seq > 0 && "
@@ -115,6 +118,14 @@ def value(page, selector: str) -> float:
     return float(page.get_attribute(selector, "data-value"))
 
 
+def step_shares(page, speed) -> None:
+    """The page's step line: the plan's :meth:`Speed.step_shares`, summing to 100% (as the CLI prints them)."""
+    text = page.text_content("#step-shares")
+    shown = [(name.strip(), int(pct)) for name, pct in re.findall(r"([a-z0-9 ]+?) (\d+)%", text.split(": ", 1)[1])]
+    assert sum(pct for _, pct in shown) == 100, text
+    assert shown == [(k.replace("_", " "), pct) for k, pct in speed.step_shares()]
+
+
 def test_page_matches_the_estimate(server, page):
     fields = {"model": "qwen2.5-7b", "task": "infer", "batch_size": 16, "prompt_tokens": 8192, "gpu": "l40s"}
     page.goto(server + "/")
@@ -139,11 +150,12 @@ def test_page_matches_the_estimate(server, page):
         assert page.text_content(selector) == f"{expected:,.2f} GiB"
     assert value(page, 'details[data-key="speed.tokens_per_s"] .value') == pytest.approx(r.speed.tokens_per_s)
     assert value(page, 'details[data-key="cost.usd_per_hour"] .value') == pytest.approx(r.cost.usd_per_hour)
+    step_shares(page, r.speed)
     # a number opens into its formula, with this scenario's values, its constants and the measured accuracy
     page.click('details[data-key="memory.kv_cache_gib"] summary')
     formula = page.text_content('details[data-key="memory.kv_cache_gib"] .formula')
     assert f"{mem.kv_cache_gib:,.2f} GiB" in formula and "x 16 sequences" in formula
-    assert "measured accuracy: " in formula and "README table" in formula
+    assert "measured accuracy: " in formula and "accuracy table" in formula
     # the catalog grid: the card's own row, bf16 column, is the verdict's headroom
     l40s = load_gpu("l40s").id
     assert page.text_content(f'#grid tr[data-gpu="{l40s}"] td:nth-child(3)') == f"{mem.headroom_gib:+,.1f}"
@@ -169,7 +181,7 @@ def test_nothing_is_fetched_from_elsewhere(server, page):
     page.goto(server + "/docs")
     page.wait_for_selector(".swagger-ui .info", timeout=30_000)
     assert "gpuplan" in page.text_content(".swagger-ui .info")
-    page.goto(server + "/readme#accuracy-against-published-measurements")
+    page.goto(server + "/accuracy#accuracy-against-published-measurements")
     assert page.locator("#accuracy-against-published-measurements").count() == 1
     assert len(urls) > 10 and all(u.startswith((server, "data:", "blob:")) for u in urls), urls
 
@@ -201,6 +213,19 @@ def test_the_verdict_names_the_engine_that_serves(server, page):
     assert "vLLM" not in verdict
 
 
+def test_unsloth_headroom_says_it_is_small_by_design(server, page):
+    """The verdict carries the plan's headroom note: Unsloth's fused loss fills half of what is free (issue 35)."""
+    fields = {"model": "qwen3-14b", "task": "train", "method": "qlora", "framework": "unsloth", "gpu": "t4",
+              "seq_len": 2048, "micro_batch_size": 4}
+    page.goto(server + "/?" + "&".join(f"{k}={v}" for k, v in fields.items()))
+    settle(page)
+    note = gpuplan.estimate(fields).headroom_note()
+    assert note.startswith("small by design")
+    assert f", {note}." in page.text_content("#verdict")  # the plan's verdict sentence says it
+    page.click('details[data-key="memory.headroom_gib"] summary')
+    assert "half of it up to 4 GiB" in page.text_content('details[data-key="memory.headroom_gib"] .formula')
+
+
 def test_fixes_apply_and_refit(server, page, tmp_path):
     """LoRA on Llama-3.1-8B at 2,048 tokens does not fit an RTX 4090; each fix shows its new peak; applying
     gradient checkpointing re-estimates to what ``gpuplan.estimate`` says for that change."""
@@ -217,10 +242,10 @@ def test_fixes_apply_and_refit(server, page, tmp_path):
     page.set_viewport_size({"width": 1360, "height": 1560})
     page.click('details[data-key="memory.device_peak_gib"] summary')
     assert "measured accuracy" in page.text_content('details[data-key="memory.device_peak_gib"] .formula')
-    # every run writes bench/results/web-page-latest.png (ignored by git); the README's copy is rewritten only when
+    # every run writes bench/results/web-page-latest.png (ignored by git); the docs' copy is rewritten only when
     # asked (GPUPLAN_UPDATE_SCREENSHOT=1) or missing, so that a test run leaves the tracked files as it found them
     update = os.environ.get("GPUPLAN_UPDATE_SCREENSHOT") == "1" or not SCREENSHOT.is_file()
-    shot = SCREENSHOT if update else SCREENSHOT.with_name("web-page-latest.png")
+    shot = SCREENSHOT if update else LATEST
     shot.parent.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(shot))
     assert 20_000 < shot.stat().st_size < 400_000
@@ -294,8 +319,51 @@ def test_a_dataset_file_gives_the_cli_numbers(server, page, tmp_path):
     peak = float(page.get_attribute("#verdict", "data-peak"))
     assert peak == pytest.approx(cli["memory"]["device_peak_gib"], rel=1e-12)
     assert value(page, 'details[data-key="speed.tokens_per_s"] .value') == pytest.approx(cli["speed"]["tokens_per_s"])
+    # the step of the data's batch lengths, its parts adding up to it (issue 35: gemm 563% once data was given)
+    assert sum(cli["speed"]["parts_s"].values()) == pytest.approx(cli["speed"]["step_time_s"], rel=1e-9)
+    step_shares(page, Speed(**{k: cli["speed"][k] for k in ("tokens_per_s", "step_time_s", "bound", "parts_s")}))
     assert "--dataset train.jsonl --tokenizer tokenizer.json" in page.text_content("#export-command")
     # clearing the file takes the data out of the plan
     page.click('.field[data-field="dataset"] button.clear')
     settle(page)
     assert page.is_hidden("#data") and "dataset" not in page.url
+
+
+PHONE = {"width": 390, "height": 844}  # an iPhone 12-15's CSS viewport
+
+
+def test_on_a_phone_the_verdict_comes_first(server, browser):
+    """Issue 35 (the third new-user review: on a phone the page showed the whole form before the verdict): at phone
+    size the verdict is above the fold, the plan's own sentence; the form comes after the results, one tap away;
+    nothing is wider than the screen."""
+    context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True, device_scale_factor=3,
+                                  bypass_csp=True)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    fields = {"model": "qwen3-8b", "task": "train", "method": "qlora", "gpu": "rtx-4090"}
+    try:
+        page.goto(server + "/?" + "&".join(f"{k}={v}" for k, v in fields.items()))
+        settle(page)
+        verdict = page.locator("#verdict").bounding_box()
+        assert verdict is not None and verdict["y"] >= 0 and verdict["y"] + verdict["height"] <= PHONE["height"]
+        plan = gpuplan.estimate(fields).verdict
+        assert page.text_content("#verdict").startswith(plan.word.capitalize() + plan.sentence[len(plan.word):])
+        form = page.locator("#scenario").bounding_box()
+        assert form["y"] > verdict["y"] + verdict["height"]  # the form below the verdict, not before it
+        assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+        assert page.is_visible("a.to-form")
+        page.click("a.to-form")  # one tap to the form
+        page.wait_for_function("() => { const top = document.getElementById('scenario').getBoundingClientRect().top;"
+                               " return scrollY > 0 && top >= 0 && top < innerHeight / 2; }")
+        assert page.locator("#f-model").bounding_box()["y"] < PHONE["height"]  # the form's first field in view
+    finally:
+        context.close()
+    assert not errors, errors
+
+
+def test_on_a_wide_screen_the_form_stays_beside_the_results(server, page):
+    page.goto(server + "/")
+    settle(page)
+    form, verdict = page.locator("#scenario").bounding_box(), page.locator("#verdict").bounding_box()
+    assert form["x"] + form["width"] <= verdict["x"] and not page.is_visible("a.to-form")

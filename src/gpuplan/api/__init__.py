@@ -41,6 +41,7 @@ _HOMES = {
     **dict.fromkeys(("simulate", "SimulationReport", "probe", "calibrate", "Record", "calibrate_serving",
                      "ServingCalibration"), ".checks"),
     **dict.fromkeys(("explain", "fit_grid", "export", "form_fields", "quant_formats", "providers", "readme_html",
+                     "accuracy_html",
                      "dataset_formats"), ".page"),
     **dict.fromkeys(("scenario_of", "ScenarioLike"), ".arguments"),
     # the types the answers are made of, for the faces to name

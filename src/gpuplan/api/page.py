@@ -65,8 +65,15 @@ def providers() -> list[str]:
 
 
 def readme_html() -> str:
-    """The README as an HTML page (the accuracy the page quotes links into it)."""
+    """The README as an HTML fragment."""
     from ..explain.accuracy import readme_html as html
+
+    return html()
+
+
+def accuracy_html() -> str:
+    """The accuracy tables (gpuplan/data/accuracy.md) as an HTML fragment; the page's accuracy figures link into it."""
+    from ..explain.accuracy import accuracy_html as html
 
     return html()
 

@@ -167,6 +167,9 @@ def cost(scenario: ScenarioLike, *, catalogs: Iterable[str] = (), discounts: Map
     catalogs = tuple(names_of(catalogs, "catalogs"))
     discounts = arg.discounts_of(discounts)
     s = scenario_of(scenario)
+    if s.pricing == "owned":
+        raise GpuplanError("--pricing owned has no offers to compare: `gpuplan estimate --pricing owned` prices "
+                           "your own cards by their power, `gpuplan buy` weighs buying against renting")
     m = load_model(s.model)
     if s.gpu:  # one GPU: its name resolved (an ambiguous one takes its common variant)
         s = s.model_copy(update={"gpu": resolve_gpu(s.gpu)[0].id})

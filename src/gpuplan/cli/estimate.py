@@ -139,11 +139,10 @@ def _speed(result, s: dict) -> None:
             bullet(f"time to first token: {sp.ttft_s:.2f} s for one request alone{warm}"
                    + (f", {burst:.2f} s for the last of {s['batch_size']} arriving together"
                       if burst is not None and s["batch_size"] > 1 else ""), prefix="  ")
-    parts = sp.parts_s or {}
-    if parts and sp.step_time_s:
-        top = sorted(parts.items(), key=lambda kv: -kv[1])[:5]
+    shares = sp.step_shares()
+    if shares:
         bullet(("step" if s["task"] == "train" else "decode step") + ": " + ", ".join(
-            f"{k.replace('_', ' ')} {100 * v / sp.step_time_s:.0f}%" for k, v in top), prefix="  ", style="dim")
+            f"{k.replace('_', ' ')} {pct}%" for k, pct in shares), prefix="  ", style="dim")
 
 
 ENGINE_LABELS = {"vllm": "vLLM", "sglang": "SGLang"}
@@ -203,8 +202,9 @@ def _cost(result, s: dict) -> None:
         return
     if not c:
         return
+    owned = c.pricing == "owned"
     label = c.label or f"{c.offer} at ${c.usd_per_hour:,.2f}/h"
-    line = f"cost: {short(c.gpu_id)} on {label}"
+    line = f"cost: {label}" if owned else f"cost: {short(c.gpu_id)} on {label}"
     if c.stale:
         line += f" (price {c.price_age_days} days old)"
     tokens = "output" if s["task"] == "infer" else "training"
@@ -228,8 +228,9 @@ def _cost(result, s: dict) -> None:
                prefix="  ")
     if s["task"] == "train" and not c.hours:
         bullet("set --train-tokens for hours and the total", prefix="  ", style="dim")
-    bullet(f"price from {c.price_origin}; `gpuplan cost` compares every offer and shows the whole bill",
-           prefix="  ", style="dim")
+    if not owned:
+        bullet(f"price from {c.price_origin}; `gpuplan cost` compares every offer and shows the whole bill",
+               prefix="  ", style="dim")
 
 
 scenario_command("estimate", estimate_cmd,

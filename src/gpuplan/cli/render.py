@@ -163,20 +163,53 @@ def table(rows: list[dict[str, Any]], columns: Sequence[Column], *, title: str |
     return t, dropped
 
 
-def plain(rows: list[dict[str, Any]], columns: Sequence[Column]) -> str:
-    """Every column, aligned with two spaces, no box: one line per row."""
-    cells = [[c.header for c in columns], *([c.cell(r) for c in columns] for r in rows)]
-    widths = [max(len(line[i]) for line in cells) for i in range(len(columns))]
+PIPE_WIDTH = 120  # the width plain text wraps to when stdout is no terminal and COLUMNS is not set
+
+
+def plain_width() -> int:
+    """The width ``plain`` wraps to: the terminal's (or ``COLUMNS``), else :data:`PIPE_WIDTH`: a file or a pipe
+    keeps readable lines without rich's 80-column guess."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    return console().width if console().is_terminal else PIPE_WIDTH
+
+
+def _plain_widths(rows: list[dict[str, Any]], columns: Sequence[Column], width: int) -> list[int]:
+    """Each column's width in ``plain``: natural, then the widest text column narrowed a character at a time, down
+    to its least width (:func:`_widths`), until the row fits ``width`` (two spaces between columns) or none can
+    narrow: identities and numbers keep their width, so a name longer than the room overflows it."""
+    sizes = [_widths(rows, c) for c in columns]
+    widths = [natural for natural, _ in sizes]
+    while sum(widths) + 2 * (len(widths) - 1) > width:
+        narrowable = [i for i, (w, (_, least)) in enumerate(zip(widths, sizes, strict=True)) if w > least]
+        if not narrowable:
+            break
+        widest = max(narrowable, key=lambda i: widths[i])
+        widths[widest] -= 1
+    return widths
+
+
+def plain(rows: list[dict[str, Any]], columns: Sequence[Column], width: int | None = None) -> str:
+    """Every column, aligned with two spaces, no box: one line per row, and where a text cell is wider than its
+    column (the row would pass ``width``, :func:`plain_width` by default), its words wrap onto lines below, in the
+    same column."""
+    widths = _plain_widths(rows, columns, width or plain_width())
     lines = []
-    for line in cells:
-        parts = [cell.rjust(w) if c.align == "right" else cell.ljust(w)
-                 for cell, w, c in zip(line, widths, columns, strict=True)]
-        lines.append("  ".join(parts).rstrip())
+    for line in [[c.header for c in columns], *([c.cell(r) for c in columns] for r in rows)]:
+        wrapped = [textwrap.wrap(cell, w, break_long_words=False, break_on_hyphens=False) or [""]
+                   if len(cell) > w else [cell] for cell, w in zip(line, widths, strict=True)]
+        for k in range(max(len(cell) for cell in wrapped)):
+            parts = [(cell[k] if k < len(cell) else "").rjust(w) if c.align == "right"
+                     else (cell[k] if k < len(cell) else "").ljust(w)
+                     for cell, w, c in zip(wrapped, widths, columns, strict=True)]
+            lines.append("  ".join(parts).rstrip())
     return "\n".join(lines)
 
 
 def markdown(rows: list[dict[str, Any]], columns: Sequence[Column]) -> str:
-    """A pipe table; ``|`` in cells is escaped."""
+    """A pipe table; ``|`` in cells is escaped. A row is one line whatever its width: the Markdown renderer wraps
+    the cells to its page (a line break inside a cell would end the row)."""
     esc = lambda s: s.replace("|", "\\|")  # noqa: E731
     lines = ["| " + " | ".join(esc(c.header) for c in columns) + " |",
              "|" + "|".join("---:" if c.align == "right" else "---" for c in columns) + "|"]
@@ -223,6 +256,9 @@ def show(rows: list[dict[str, Any]], columns: Sequence[Column], fmt: str = "tabl
     if fmt in ("plain", "markdown"):
         body = plain(rows, columns) if fmt == "plain" else markdown(rows, columns)
         head = [title, ""] if title and fmt == "plain" else [f"**{title}**", ""] if title else []
+        if fmt == "plain":  # the title and the notes wrap as the rows do
+            head, notes = ([textwrap.fill(n, plain_width(), subsequent_indent="  ", break_long_words=False,
+                                          break_on_hyphens=False) for n in lines] for lines in (head, notes))
         sys.stdout.write("\n".join([*head, body, *([""] if notes else []), *notes]) + "\n")
         return
     t, dropped = table(rows, columns, title=title)

@@ -61,12 +61,27 @@ def _file_key(source: str) -> tuple:
 
 @lru_cache(maxsize=32)
 def _read(key: tuple, tokenizer: str) -> Lengths:
-    """Tokenize the records of ``key``'s file (a regular sample of a huge one)."""
+    """The token counts of ``key``'s file: kept from an earlier run on the same bytes and tokenizer
+    (:mod:`.cache`), else tokenized here and kept."""
+    from . import cache
+    from .read import dataset_format
+
+    source = key[0]
+    kept = cache.name_of(source, tokenizer) if dataset_format(source) != "hub" else None
+    lengths = cache.load(kept) if kept else None
+    if lengths is None:
+        lengths = _tokenized(source, tokenizer)
+        if kept:
+            cache.store(kept, lengths)
+    return lengths
+
+
+def _tokenized(source: str, tokenizer: str) -> Lengths:
+    """Tokenize the records of ``source`` (a regular sample of a huge file)."""
     from .read import SAMPLE_RECORDS, Progress, count_records, dataset_format, records
     from .tokenize import count_records as count_tokens
     from .tokenize import load_tokenizer, record_kind
 
-    source = key[0]
     fmt = dataset_format(source)
     tok = load_tokenizer(tokenizer)
     total = count_records(source, fmt) if fmt != "hub" else None

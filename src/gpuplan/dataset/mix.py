@@ -18,6 +18,8 @@ from dataclasses import replace
 
 TIME_BINS = 6  # batch lengths at which the step is timed for padded batches
 PER_TOKEN = ("gemm", "elementwise", "lora_adapters", "tensor_parallel", "activation_offload")
+# the parts :attr:`~gpuplan.speed.Speed.compute_s` counts (speed/training.py: the micro-steps' busy time)
+BUSY = ("gemm", "attention", "elementwise", "lora_adapters", "dequant_and_casts", "host_overhead")
 
 
 def _bins(dist: tuple[tuple[int, float], ...], n: int) -> list[tuple[int, float]]:
@@ -47,10 +49,15 @@ def speed_at_mix(s, m, gpu, network, timer):
     b = p.batching
     rows_per_step = s.micro_batch_size * s.grad_accum_steps * s.dp
     if b.packing in ("none", "bucket"):
-        step = 0.0
+        parts: dict[str, float] = {}
+        compute = comm = 0.0
         for length, weight in _bins(b.row_lengths, TIME_BINS):
             at = base if length == s.seq_len else timer(s.model_copy(update={"seq_len": length}), m, gpu, network)
-            step += weight * at.step_time_s
+            for k, v in at.parts_s.items():
+                parts[k] = parts.get(k, 0.0) + weight * v
+            compute += weight * at.compute_s
+            comm += weight * at.communication_s
+        step = sum(parts.values())
         real_per_step = rows_per_step * b.real_tokens / max(b.rows, 1)
         how = (f"padded batches ({b.packing}): step timed at the batch lengths of the data (mean padded "
                f"{b.padded_tokens / max(b.rows, 1):,.0f} tokens per record, {100 * b.waste:.0f}% padding)")
@@ -59,7 +66,9 @@ def speed_at_mix(s, m, gpu, network, timer):
         fill = 1.0 if s.stack == "torchtune" else b.fill
         parts = {k: v * (fill if k in PER_TOKEN else b.attention_ratio if k == "attention" else 1.0)
                  for k, v in parts.items()}
-        step = sum(parts.values()) if parts else base.step_time_s
+        step = sum(parts.values())
+        compute = sum(v for k, v in parts.items() if k in BUSY)
+        comm = base.communication_s
         real_per_step = rows_per_step * s.seq_len * b.fill
         how = (f"packed rows {100 * b.fill:.0f}% full, attention masked per record "
                f"({100 * b.attention_ratio:.0f}% of full rows' attention work)")
@@ -69,7 +78,6 @@ def speed_at_mix(s, m, gpu, network, timer):
     k = tps / base.tokens_per_s
     scaled = replace(base, tokens_per_s=tps, step_time_s=step, tokens_per_s_low=base.tokens_per_s_low * k,
                      tokens_per_s_high=base.tokens_per_s_high * k, mfu=base.mfu * k if base.mfu else base.mfu,
+                     parts_s=parts, compute_s=compute, communication_s=comm,
                      assumptions=[*base.assumptions, f"tokens/s counts the data's own tokens: {how}"])
-    if b.packing == "bfd":
-        scaled.parts_s = parts
     return scaled

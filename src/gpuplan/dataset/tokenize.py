@@ -106,17 +106,34 @@ def load_tokenizer(name: str) -> Tokenizer:
     return _tried(tok)
 
 
+def tokenizer_files(name: str) -> list[Path] | None:
+    """The files :func:`load_tokenizer` reads for ``name``, unread: its ``tokenizer.json``, and the
+    ``tokenizer_config.json`` and ``chat_template.jinja`` where there are (what a record's tokens depend on: the
+    dataset cache keys on their bytes); None without a tokenizer.json (loading it says why)."""
+    path = _find(name)
+    if path is None:
+        return None
+    jinja = path.with_name("chat_template.jinja")
+    return [p for p in (path, _config_path(path, name), jinja if jinja.is_file() else None) if p is not None]
+
+
+def _config_path(path: Path, name: str) -> Path | None:
+    """``tokenizer_config.json`` beside the tokenizer, or in the hub cache for a repo id; None when there is none."""
+    beside = path.with_name("tokenizer_config.json")
+    if beside.is_file():
+        return beside
+    if "/" in name and not user_path(name).exists():
+        from huggingface_hub import try_to_load_from_cache
+
+        found = try_to_load_from_cache(name, "tokenizer_config.json")
+        return Path(found) if isinstance(found, str) else None
+    return None
+
+
 def _settings(path: Path, name: str) -> dict[str, Any]:
     """``tokenizer_config.json`` beside the tokenizer (or in the hub cache for a repo id): an object, or one
     sentence naming the file."""
-    cfg_path: Path | None = path.with_name("tokenizer_config.json")
-    if not cfg_path.is_file():
-        cfg_path = None
-        if "/" in name and not user_path(name).exists():
-            from huggingface_hub import try_to_load_from_cache
-
-            found = try_to_load_from_cache(name, "tokenizer_config.json")
-            cfg_path = Path(found) if isinstance(found, str) else None
+    cfg_path = _config_path(path, name)
     if cfg_path is None:
         return {}
     config = load_json(cfg_path, "tokenizer config")

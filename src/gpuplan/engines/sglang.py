@@ -53,9 +53,8 @@ from .. import overheads as oh
 from ..hardware import GpuSpec
 from ..model.quant import Format
 from ..model.spec import ModelSpec
-from ..result import MemoryReport
 from ..scenario import Scenario
-from ..tensors.breakdown import GIB, Estimate, device_overheads
+from ..tensors.breakdown import GIB, Estimate, desktop_gib, device_overheads
 from ..tensors.kv import kv_dtype_bytes
 from ..tensors.state import weight_format
 from .base import Engine, HostLoop, KvPool, Timing
@@ -161,11 +160,11 @@ def startup_memory(s: Scenario, m: ModelSpec, gpu: GpuSpec, *, mem_fraction_stat
     """The pool SGLang (``s.engine_version``, default the 2025 heuristic) allocates for ``s`` on ``gpu``.
     ``total_gib``: the free memory at start if known (the log's first "avail mem"); else the card's
     ``cudaMemGetInfo`` total less the CUDA context and torch's start-up
-    (:data:`~gpuplan.overheads.SGLANG_START_GIB`)."""
+    (:data:`~gpuplan.overheads.SGLANG_START_GIB`) and a desktop on the card (``s.display``)."""
     d = defaults(gpu.usable_gib * 1024, s.tp, s.pp, s.engine_version)
     mfs = mem_fraction_static or d.mem_fraction_static
     card = cuda_total_gib(gpu)
-    total = total_gib if total_gib is not None else card - oh.SGLANG_START_GIB
+    total = total_gib if total_gib is not None else card - oh.SGLANG_START_GIB - desktop_gib(s, gpu.memory_gib)
     fmt, skip = weight_format(s, m)
     weights = sum(m.weight_bytes(fmt, skip=skip).values()) / (s.tp * s.pp) / GIB + oh.SGLANG_LOAD_EXTRA_GIB
     available = total - weights
@@ -253,7 +252,7 @@ class Sglang(Engine):
         sm = startup_memory(s, m, gpu, mem_fraction_static=s.mem_fraction_static)
         e.weights, e.kv_cache = (sm.weights_gib - oh.SGLANG_LOAD_EXTRA_GIB) * GIB, sm.kv_pool_gib * GIB
         e.other["SGLang load overhead (beyond the weights)"] = oh.SGLANG_LOAD_EXTRA_GIB * GIB
-        budget = sm.budget_gib(sum(device_overheads(s, gpu.generation).values()) / GIB)
+        budget = sm.budget_gib(sum(device_overheads(s, gpu.generation, gpu.memory_gib).values()) / GIB)
         # weights beyond the card leave no reserve (the load fails), not a negative one
         e.other["SGLang reserve (activations, CUDA graphs)"] = max(budget - sm.weights_gib - sm.kv_pool_gib,
                                                                    0.0) * GIB
@@ -273,9 +272,6 @@ class Sglang(Engine):
     def kv_pool(self, s: Scenario, m: ModelSpec, gpu: GpuSpec) -> KvPool:
         return pool(s, startup_memory(s, m, gpu, mem_fraction_static=s.mem_fraction_static))
 
-    def fits(self, s: Scenario, report: MemoryReport, capacity_gib: float) -> bool:
-        """As vLLM: the pool must hold the requests, the budget the card."""
-        return (report.max_concurrency or 0) >= s.batch_size and report.device_peak_gib <= capacity_gib
 
     def cached_prefix_tokens(self, s: Scenario, m: ModelSpec | None = None) -> int:
         """The radix cache (on unless ``--disable-radix-cache``) matches token by token at its default

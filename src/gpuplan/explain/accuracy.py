@@ -1,15 +1,15 @@
-"""The accuracy gpuplan measured, quoted from the README it links to, and the README as a page.
+"""The accuracy gpuplan measured, quoted from the accuracy tables it links to; those tables and the README as pages.
 
-The page never restates an error figure of its own: it reads the README's accuracy tables (the source
-checkout's README.md, else the copy in the installed package's metadata), so the numbers it shows are the ones
-the linked tables print. A README that lost a table shows the link alone.
+The page never restates an error figure of its own: it reads the accuracy tables (``gpuplan/data/accuracy.md``,
+shipped with the package; the documentation site's Accuracy page includes the same file), so the numbers it shows
+are the ones the linked tables print. A file that lost a table shows the link alone.
 """
 
 from __future__ import annotations
 
 import re
 from functools import cache
-from importlib import metadata
+from importlib import metadata, resources
 from pathlib import Path
 
 from markdown_it import MarkdownIt
@@ -29,11 +29,17 @@ class AccuracyRow(BaseModel):
 
 
 class Accuracy(BaseModel):
-    """What gpuplan measured for one kind of number: a sentence, the rows behind it, and the README link."""
+    """What gpuplan measured for one kind of number: a sentence, the rows behind it, and the tables' link."""
 
     summary: str
     rows: list[AccuracyRow] = []
     link: str
+
+
+@cache
+def accuracy_text() -> str:
+    """The accuracy tables (``gpuplan/data/accuracy.md``)."""
+    return resources.files("gpuplan.data").joinpath("accuracy.md").read_text(encoding="utf-8")
 
 
 @cache
@@ -93,8 +99,8 @@ def _rows(table: list[dict[str, str]], what_key: str, keep) -> list[AccuracyRow]
 
 
 @cache
-def _readme_facts() -> dict:
-    text = readme_text()
+def _facts() -> dict:
+    text = accuracy_text()
     facts: dict = {"memory": [], "speed": [], "headline": None, "oracle": None, "memory_anchor": "",
                    "speed_anchor": "", "oracle_anchor": ""}
     for anchor, table in _tables(text):
@@ -127,7 +133,7 @@ def _span(rows: list[AccuracyRow]) -> str:
 def memory_accuracy(task: str, method: str | None, part: bool = False) -> Accuracy:
     """Error of memory estimates against published measurements for this workload; for a part of the
     breakdown (weights, activations...), also the fake-tensor oracle's figure."""
-    facts = _readme_facts()
+    facts = _facts()
     workload = WORKLOAD["infer" if task == "infer" else method or "full"]
     rows = [r for r in facts["memory"] if r.what == workload]
     sentences = [f"{workload}: {_span(rows)}"] if rows else []
@@ -137,31 +143,41 @@ def memory_accuracy(task: str, method: str | None, part: bool = False) -> Accura
         n, median, worst = facts["oracle"]
         return Accuracy(summary=f"against the fake-tensor simulation of the real code: median {median:.1f} %, worst "
                         f"{worst:.1f} % over {n} cases; " + "; ".join(sentences), rows=rows,
-                        link=f"/readme#{facts['oracle_anchor']}")
-    return Accuracy(summary="; ".join(sentences) or "see the README's accuracy tables", rows=rows,
-                    link=f"/readme#{facts['memory_anchor']}")
+                        link=f"/accuracy#{facts['oracle_anchor']}")
+    return Accuracy(summary="; ".join(sentences) or "see the accuracy tables", rows=rows,
+                    link=f"/accuracy#{facts['memory_anchor']}")
 
 
 def speed_accuracy(task: str) -> Accuracy:
     """Error of throughput estimates against published measurements (training or decoding)."""
     metrics = DECODE_METRICS if task == "infer" else TRAIN_METRICS
-    facts = _readme_facts()
+    facts = _facts()
     rows = [r for r in facts["speed"] if r.what in metrics]
     if not rows:
-        return Accuracy(summary="see the README's throughput table", link=f"/readme#{facts['speed_anchor']}")
-    return Accuracy(summary=_span(rows), rows=rows, link=f"/readme#{facts['speed_anchor']}")
+        return Accuracy(summary="see the throughput table", link=f"/accuracy#{facts['speed_anchor']}")
+    return Accuracy(summary=_span(rows), rows=rows, link=f"/accuracy#{facts['speed_anchor']}")
 
 
 def price_accuracy() -> Accuracy:
     return Accuracy(summary="prices are dated quotes, not estimates: their error is their age (shown with the "
                     "offer); the hours and $ per token inherit the speed's error",
-                    link=f"/readme#{_readme_facts()['speed_anchor']}")
+                    link=f"/accuracy#{_facts()['speed_anchor']}")
 
 
 def readme_html() -> str:
-    """The README as an HTML fragment whose headings carry GitHub's anchors (the page links to them)."""
+    """The README as an HTML fragment whose headings carry GitHub's anchors."""
+    return markdown_html(readme_text())
+
+
+def accuracy_html() -> str:
+    """The accuracy tables as an HTML fragment whose headings carry GitHub's anchors (the page links to them)."""
+    return markdown_html(accuracy_text())
+
+
+def markdown_html(text: str) -> str:
+    """Markdown as an HTML fragment: raw HTML escaped, headings with GitHub's anchors, images left out."""
     md = MarkdownIt("commonmark", {"html": False}).enable("table")
-    tokens = md.parse(readme_text())
+    tokens = md.parse(text)
     for i, token in enumerate(tokens):
         if token.type == "heading_open":
             token.attrSet("id", slug(tokens[i + 1].content))

@@ -35,6 +35,9 @@ class Formula(BaseModel):
 class Explanation(BaseModel):
     numbers: dict[str, Formula]
     defaults: list[str]
+    # the step's parts in whole percent, summing to 100 (:meth:`gpuplan.speed.Speed.step_shares`, as the CLI's
+    # ``step:`` line prints them)
+    step_shares: list[tuple[str, int]] = []
 
 
 def gib(x: float) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ..plan.plan import Plan
 from ..scenario.describe import defaults_said
+from ..stacks.unsloth import FREE_SIZED_LOSS
 from . import memory as mf
 from . import speed as sf
 from .accuracy import memory_accuracy
@@ -51,4 +52,7 @@ def explain(result: Plan) -> Explanation:
         numbers.update(sf.training_speed(x) if s.task == "train" else sf.inference_speed(x))
     if result.cost:
         numbers.update(sf.cost(x))
-    return Explanation(numbers=numbers, defaults=defaults_said(s))
+    shares = result.speed.step_shares() if result.speed else []
+    if result.headroom_note():
+        numbers["memory.headroom_gib"].note = next(a for a in result.assumptions if a.startswith(FREE_SIZED_LOSS))
+    return Explanation(numbers=numbers, defaults=defaults_said(s), step_shares=shares)

@@ -164,6 +164,8 @@ class LaunchPlan:
         lines.append(f"predicted per GPU: device peak {mem.device_peak_gib:.1f} GiB of {self.gpu.usable_gib:.1f} "
                      f"(reserved {mem.reserved_peak_gib:.1f}, allocated {mem.allocated_peak_gib:.1f}; "
                      f"torch.cuda.max_memory_reserved / max_memory_allocated), peak in {mem.peak_phase}")
+        if self.result.headroom_note():
+            lines.append(f"  headroom {mem.headroom_gib:+.1f} GiB, {self.result.headroom_note()}")
         speed = f"predicted: {self.speed.tokens_per_s:,.0f} tokens/s"
         if self.speed.tokens_per_s_low and self.speed.tokens_per_s_high:
             speed += f" ({self.speed.tokens_per_s_low:,.0f}-{self.speed.tokens_per_s_high:,.0f})"
@@ -174,7 +176,8 @@ class LaunchPlan:
         if self.usd_per_hour is not None:
             speed += f", ${self.usd_per_hour:,.2f}/h"
             if self.usd_total is not None and self.train and self.scenario.train_tokens:
-                speed += f", ${self.usd_total:,.0f} in total"
+                speed += f", ${self.usd_total:,.0f} in total" if self.usd_total >= 1 else \
+                    f", ${self.usd_total:.2f} in total"  # a job on one's own card costs cents of power
         lines.append(speed)
         if self.spot is not None:
             lines.append(f"spot: checkpoint every {p['checkpoint_every_min']} min (Daly; interruptions every "

@@ -30,8 +30,8 @@ def allowed(o: Offer, s: Scenario, per_node: int, num_nodes: int) -> bool:
         return False
     if s.provider and o.provider != s.provider:
         return False
-    if s.pricing == "on_demand":
-        return o.pricing == "on_demand"
+    if s.pricing in ("on_demand", "owned"):  # owned: the user's cards, no offer to rent (market.offers.owned_offer)
+        return o.pricing == s.pricing
     return o.interruptible if s.pricing == "spot" else True
 
 

@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass, field
 
 from .. import overheads as oh
+from ..hardware import short_id
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from ..speed import Speed
@@ -143,7 +144,9 @@ def price_job(s: Scenario, m: ModelSpec, speed: Speed, offer: Offer, trainable: 
     instances = math.ceil(gpus_needed / shape)
     rented = instances * shape
     per_hour = rented * offer.usd_per_gpu_hour
-    cost = Cost(offer=offer_label(offer, shape), provider=offer.provider, gpu_id=offer.gpu_id, pricing=offer.pricing,
+    label = f"your {rented}x {short_id(offer.gpu_id)} (power only)" if offer.pricing == "owned" else \
+        offer_label(offer, shape)
+    cost = Cost(offer=label, provider=offer.provider, gpu_id=offer.gpu_id, pricing=offer.pricing,
                 num_gpus=rented, instances=instances, usd_per_hour=per_hour, hours=0.0, usd_total=0.0,
                 price_origin=price_origin(offer, today), price_age_days=offer.age_days(today),
                 stale=offer.age_days(today) > 30,

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import clock
+from .. import overheads as oh
 from ..errors import GpuplanError, UnknownNameError, echo, no_control
 from ..hardware import Network, gpus
 
@@ -103,6 +104,19 @@ class Offer:
         data = asdict(self)
         data["observed_at"] = self.observed_at.isoformat()
         return {c: ("" if data[c] is None else data[c]) for c in COLUMNS}
+
+
+def owned_offer(gpu_id: str, count: int, usd_per_gpu_hour: float | None = None) -> Offer:
+    """The user's own ``count`` cards of ``gpu_id`` as an offer priced by power only (``recommend --have``,
+    ``estimate --pricing owned``, and any card no offer prices): TDP x :data:`~gpuplan.overheads.UTILIZATION` x
+    :data:`~gpuplan.overheads.PUE` x :data:`~gpuplan.overheads.POWER_USD_PER_KWH` per GPU-hour, unless
+    ``usd_per_gpu_hour`` says (a ranked setup's, launched); the links are the card's own (GeForce: no peer-to-peer),
+    as ``estimate`` and ``launch`` time them."""
+    if usd_per_gpu_hour is None:
+        usd_per_gpu_hour = (gpus()[gpu_id].tdp_w or 300) / 1000 * oh.UTILIZATION * oh.PUE * oh.POWER_USD_PER_KWH
+    return Offer(provider="owned", tier="", gpu_id=gpu_id, gpu_count=count, pricing="owned",
+                 price_usd_per_gpu_hour=usd_per_gpu_hour, region="", intra_node="", observed_at=clock.today(),
+                 source="power only", notes="", origin="--have")
 
 
 def check_provider(name: str, where: str = "provider") -> str:

@@ -26,7 +26,7 @@ def estimate_memory(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> Estimate:
     """The estimate of ``s`` per GPU (training or serving) on ``gpu``, unreported: a search estimates a layout once
     without a card and reports it on each card (:func:`report_of`)."""
     capacity = gpu.usable_gib if gpu else None
-    outside = device_overheads(s, gpu.generation if gpu else None)
+    outside = device_overheads(s, gpu.generation if gpu else None, gpu.memory_gib if gpu else None)
     e = training_memory(s, m, capacity, sum(outside.values()) / GIB) if s.task == "train" else \
         inference_memory(s, m, capacity, gpu)
     e.outside_allocator = {**outside, **e.extra.get("outside", {})}
@@ -34,8 +34,9 @@ def estimate_memory(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> Estimate:
 
 
 def _outside(s: Scenario, e: Estimate, gpu: GpuSpec | None) -> dict[str, float]:
-    """Bytes outside the allocator on ``gpu``: the card's (CUDA context, NCCL) and the engine's own."""
-    return {**device_overheads(s, gpu.generation if gpu else None), **e.extra.get("outside", {})}
+    """Bytes outside the allocator on ``gpu``: the card's (CUDA context, NCCL, a desktop) and the engine's own."""
+    card = device_overheads(s, gpu.generation if gpu else None, gpu.memory_gib if gpu else None)
+    return {**card, **e.extra.get("outside", {})}
 
 
 def device_gib(s: Scenario, e: Estimate, gpu: GpuSpec | None) -> float:

@@ -61,6 +61,8 @@ def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None
     free = _free_at_loss(s, m, setup, e.weights + persistent_other + L + A_all, capacity_gib, outside_gib,
                          engine.slack)
     loss = rt.loss(s, m, setup, lm_head_cast, free) if pp == 1 else None
+    if loss and loss.note:
+        e.assumptions.append(loss.note)
     lsaved, lfwd, lbwd, held = (loss.saved + head_inputs(s, m, setup), loss.forward, loss.backward,
                                 loss.held) if loss else (0.0, 0.0, 0.0, 0.0)
     fwd_kinds = {layer: act.forward_transient(layer, m, setup) for layer in kinds}

@@ -21,11 +21,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from .. import clock
+from .. import overheads as oh
 from ..errors import GpuplanError, UnknownNameError
 from ..hardware import Network
 from ..market.choice import best_on_demand, matching
 from ..market.cost import Cost, checkpoint_bytes, price_job, spot_plan
-from ..market.offers import Offer
+from ..market.offers import Offer, owned_offer
 from ..market.store import price_filter
 from ..scenario import Scenario
 from ..speed import Speed, speed_of
@@ -72,10 +73,14 @@ def build(r: Resolved, offers: Offers | None = None, *, advise: bool = True, mem
     if gpu is not None and gpu.peak_tflops("fp16"):  # speed always (what it would run at); cost for a job that fits
         priced = price_offers(s, m, gpu, plan.model.params_trainable, offers, speeds={} if speeds is None else speeds)
         chosen = choose(priced, offer_label)
+        if chosen is None and offer_label is None and (s.pricing == "owned" or not offers.listed):
+            chosen = owned(s, m, gpu, plan.model.params_trainable)
         speed, said = (chosen.speed, chosen.said) if chosen else timed(s, m, gpu, None)
+        cost = chosen.cost if chosen and plan.verdict.fits is not False else None
         warned = price_warnings(r, chosen, offers) if plan.verdict.fits is not False else []
-        plan = plan.said(said, tuple(warned), speed=speed,
-                         cost=chosen.cost if chosen and plan.verdict.fits is not False else None)
+        if cost is not None and cost.pricing == "owned":
+            said = (*said, power_words(gpu, cost))
+        plan = plan.said(said, tuple(warned), speed=speed, cost=cost)
         plan._offer = chosen.offer if chosen else None
         plan._priced = tuple(priced)
         plan._spot = unpriced_spot(plan) if chosen is None else None
@@ -186,6 +191,23 @@ def price_offers(s: Scenario, m, gpu, trainable: int, offers: Offers, *, speeds:
     return sorted(out, key=lambda x: x.cost.usd_per_million_tokens)
 
 
+def owned(s: Scenario, m, gpu, trainable: int) -> Priced:
+    """The job on the user's own cards (``--pricing owned``, or a card no offer prices): the offer
+    ``recommend --have`` ranks (:func:`~gpuplan.market.offers.owned_offer`: the power they draw), timed on the
+    card's own links; the price said in words."""
+    offer = owned_offer(gpu.id, s.world_size if s.task == "train" else s.tp * s.pp)
+    speed, said = timed(s, m, gpu, None)
+    cost = price_job(s, m, speed, offer, trainable, mtbi_h=s.mtbi_hours, disk_gbs=s.disk_gbs)
+    return Priced(cost=cost, offer=offer, speed=speed, said=said)
+
+
+def power_words(gpu, cost: Cost) -> str:
+    """How a plan on the user's own cards is priced, in words (the assumption it says)."""
+    return (f"cost: {cost.offer}: {gpu.tdp_w or 300:g} W per card x {oh.UTILIZATION:g} of it drawn under load x "
+            f"PUE {oh.PUE:g} x ${oh.POWER_USD_PER_KWH:g}/kWh = ${cost.usd_per_gpu_hour:.3f} per GPU-hour; the cards "
+            "themselves are not counted (`gpuplan buy` weighs buying against renting)")
+
+
 def choose(priced: list[Priced], label: str | None = None) -> Priced | None:
     """The offer a plan is priced on: the lowest $ per million tokens (``priced`` is in that order), or the one
     labelled ``label`` (a ranked row's); None when there is none."""
@@ -204,6 +226,9 @@ def price_warnings(r: Resolved, chosen: Priced | None, offers: Offers) -> list[s
                 + (f" at {s.provider}" if s.provider else "") + f" in force{why}; "
                 "older or low-confidence rows need --max-price-age-days / --include-low-confidence"]
     best, offer = chosen.cost, chosen.offer
+    if offer.pricing == "owned":  # a card no one rents: the user's own, as recommend --have prices it
+        return [] if s.pricing == "owned" else [f"no price for {gpu.name}: no offer of it at all; priced as your "
+                                                "own card, by its power (--pricing owned)"]
     out = []
     if best.stale:
         out.append(f"the price of {best.offer} is {best.price_age_days} days old")

@@ -29,11 +29,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .. import clock
 from .. import overheads as oh
 from ..errors import GpuplanError
 from ..market.cost import checkpoint_bytes, dataset_gb
-from ..market.offers import Offer
+from ..market.offers import Offer, owned_offer
 from ..market.store import load_offers
 from ..scenario import Scenario
 from .build import Offers, build, offers_for
@@ -71,14 +70,6 @@ def runnable(s: Scenario, *, offer_label: str | None = None, owned_usd_per_hour:
     if offer_label is not None and (plan.cost is None or plan.cost.offer != offer_label):
         raise GpuplanError(f"no offer {offer_label!r} for {r.gpu.id} in the price catalog")
     return plan
-
-
-def owned_offer(gpu_id: str, count: int, usd_per_gpu_hour: float) -> Offer:
-    """The user's own ``count`` cards as an offer priced ``usd_per_gpu_hour`` each (power alone); their links are
-    the cards' own (GeForce: no peer-to-peer over PCIe), as estimate times them."""
-    return Offer(provider="owned", tier="", gpu_id=gpu_id, gpu_count=count, pricing="owned",
-                 price_usd_per_gpu_hour=usd_per_gpu_hour, region="", intra_node="", observed_at=clock.today(),
-                 source="power only", notes="", origin="--have")
 
 
 PRETRAINING_STACK = "torchtitan"

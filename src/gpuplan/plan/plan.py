@@ -29,9 +29,12 @@ from ..scenario.describe import describe
 from ..serving.load import LoadRun
 from ..speed.breakdown import Speed
 from ..stacks import stack_for
+from ..stacks.unsloth import FREE_SIZED_LOSS
 from ..tensors.breakdown import Estimate
 from .recipe import Recipe
 from .resolve import Resolved, resolve
+
+BY_DESIGN = "small by design: Unsloth's fused loss sizes its chunks to half of the memory left free"
 
 
 class Verdict(BaseModel):
@@ -176,6 +179,12 @@ class Plan(Answer):
         plan._said = ((*self._said[0], *assumptions), (*self._said[1], *warnings))
         return plan
 
+    def headroom_note(self) -> str:
+        """Why the headroom is small by design, in a few words, or "": a loss that sizes its chunks from the memory
+        left free (Unsloth's, :data:`~gpuplan.stacks.unsloth.FREE_SIZED_LOSS`) fills half of it whatever the batch,
+        so the peak sits near the card without being a near miss (the assumption says how much)."""
+        return BY_DESIGN if self.verdict.sentence.endswith(BY_DESIGN) else ""
+
     @model_serializer(mode="wrap")
     def _in_order(self, handler) -> dict[str, Any]:
         """The scenario, its line and its defaults first, as they are said."""
@@ -196,7 +205,8 @@ def memory_plan(r: Resolved, memory: tuple[Estimate, MemoryReport] | None = None
     e, memory = memory if memory is not None else memory_report(s, m, gpu)
     plan = Plan.model_construct(  # its parts are the calculators' typed answers: nothing to validate again
         model=model_facts(m, int(e.extra.get("params_trainable", 0))), gpu=gpu_facts(gpu), memory=memory,
-        verdict=judge(r, memory), suggestions=(), speed=None, cost=None, dataset=None, recipe=None)
+        verdict=judge(r, memory, by_design=any(a.startswith(FREE_SIZED_LOSS) for a in e.assumptions)),
+        suggestions=(), speed=None, cost=None, dataset=None, recipe=None)
     plan._setup = r
     plan._said = (tuple(e.assumptions), tuple(e.warnings))
     plan._pool, plan._startup = e.extra.get("kv_pool"), e.extra.get("startup")
@@ -222,8 +232,9 @@ def probe(s: Scenario, m: ModelSpec) -> tuple[bool, float]:
     return bool(plan.verdict.fits), plan.memory.device_peak_gib
 
 
-def judge(r: Resolved, mem: MemoryReport) -> Verdict:
-    """The verdict of ``mem`` on the resolved scenario's card (see :class:`Verdict`)."""
+def judge(r: Resolved, mem: MemoryReport, by_design: bool = False) -> Verdict:
+    """The verdict of ``mem`` on the resolved scenario's card (see :class:`Verdict`); ``by_design``: the peak sits
+    near the card because a buffer was sized from the memory left free (:data:`BY_DESIGN` is said)."""
     s, gpu, engine = r.scenario, r.gpu, r.engine
     details = _details(r, mem)
     if mem.fits is None or gpu is None:
@@ -243,6 +254,8 @@ def judge(r: Resolved, mem: MemoryReport) -> Verdict:
                 f"{engine.label} places {mem.gpu_layers} of {r.model.num_layers} layers on the GPU; ")
     decides = mem.fits or mem.headroom_gib < 0  # memory is what decides
     room = f", headroom {mem.headroom_gib:+,.2f} GiB" if decides else ""
+    if by_design and mem.fits:
+        room += f", {BY_DESIGN}"
     return Verdict(fits=mem.fits, word=word, sentence=f"{word} on {where}: {said}{mem.device_peak_gib:,.2f} of "
                    f"{mem.capacity_gib:,.2f} GiB usable per GPU{room}", device_peak_gib=mem.device_peak_gib,
                    capacity_gib=mem.capacity_gib, headroom_gib=mem.headroom_gib if decides else None,

@@ -21,13 +21,11 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field, SkipValidation, WrapValidator
 
-from .. import clock
-from .. import overheads as oh
 from ..engines import ENGINES, engine_for
 from ..errors import GpuplanError
 from ..hardware import GpuSpec, gpus, load_gpu, short_id
 from ..market.choice import best_on_demand, cheapest_in_force
-from ..market.offers import Offer, max_per_node, multi_node
+from ..market.offers import Offer, max_per_node, multi_node, owned_offer
 from ..market.store import load_offers, price_filter
 from ..memory import device_gib, estimate_memory
 from ..model.report import inexact_warning
@@ -80,6 +78,9 @@ class Constraints:
             raise GpuplanError(f"--min-headroom must be between 0% and 100%, got {self.min_headroom!r}")
         if self.objective not in ("cost", "time", "balanced"):
             raise GpuplanError(f"--objective must be cost, time or balanced, got {self.objective!r}")
+        if self.pricing == "owned":
+            raise GpuplanError("--pricing owned prices one plan on your own cards (gpuplan estimate); recommend "
+                               "ranks your cards beside the rentals with --have (e.g. --have 2x3090)")
         if self.pricing not in ("on_demand", "spot", "any"):
             raise GpuplanError(f"--pricing must be on-demand, spot or any, got {self.pricing!r}")
         for gpu_id, count in self.have:
@@ -292,16 +293,7 @@ def _layouts(s: Scenario, m: ModelSpec, c: Constraints, stack: str = "hf") -> li
 
 
 def _owned_offers(c: Constraints) -> list[Offer]:
-
-    out = []
-    for gpu_id, count in c.have:  # links unknown: the card's own decide (GeForce: no peer-to-peer), as in estimate
-        g = gpus()[gpu_id]
-        power = (g.tdp_w or 300) / 1000 * oh.UTILIZATION * oh.PUE * oh.POWER_USD_PER_KWH
-        # the cards' own links (GeForce: no peer-to-peer over PCIe), as ``estimate`` and ``launch`` time them
-        out.append(Offer(provider="owned", tier="", gpu_id=gpu_id, gpu_count=count, pricing="owned",
-                         price_usd_per_gpu_hour=power, region="", intra_node="", observed_at=clock.today(),
-                         source="power only", notes="", origin="--have"))
-    return out
+    return [owned_offer(gpu_id, count) for gpu_id, count in c.have]
 
 
 def _offers(s: Scenario, c: Constraints, all_offers: list[Offer]) -> list[Offer]:

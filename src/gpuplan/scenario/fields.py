@@ -213,9 +213,15 @@ class Scenario(BaseModel):
         default=None, description="Megatron-Core activation_func_fp8_input_store (stack megatron, precision "
         "fp8-mixed): the MLP activation's input (SwiGLU's FC1 output) saved in fp8 for the backward (default: false)")
     offload: Literal["none", "optimizer", "optimizer+params"] = "none"
+    display: Literal["none", "linux", "windows"] = Field(
+        default="none", exclude_if=lambda v: v == "none",  # said when set: other scenarios read as they did
+        description="the card also drives a desktop on this OS: the memory the desktop holds "
+        "(ComfyUI's default reserve: 0.4 GiB on Linux, 0.6-0.7 GiB on Windows) is counted on the card beside the job")
     # pricing (speed and cost sections need a gpu)
     provider: str | None = Field(default=None, description="price on this provider's offers (e.g. runpod)")
-    pricing: Literal["on_demand", "spot", "any"] = "on_demand"
+    pricing: Literal["on_demand", "spot", "any", "owned"] = Field(
+        default="on_demand", description="on-demand, spot or any rented offer; owned: your own cards, priced by "
+        "their power only (a card no offer prices is priced so too)")
     mtbi_hours: float | None = Field(default=None, gt=0, le=1e6, allow_inf_nan=False,
                                      description="mean hours between spot interruptions")
     disk_gbs: float = Field(default=1.0, ge=0.001, le=1000, allow_inf_nan=False,

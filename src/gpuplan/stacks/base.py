@@ -25,12 +25,14 @@ from ..tensors.state import adapts_experts, attention_kernel, lora_targets, weig
 class LossBytes:
     """Bytes of the output projection and loss: kept from the loss's forward to its backward (``saved``), alive
     only at the end of the forward (``forward``) or at the start of the backward (``backward``), and the model
-    output the training loop keeps from the forward to the end of the optimizer step (``held``)."""
+    output the training loop keeps from the forward to the end of the optimizer step (``held``); ``note``: how a
+    loss sized from the free memory chose its size, in words (an assumption of the plan)."""
 
     saved: float
     forward: float
     backward: float
     held: float = 0.0
+    note: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -29,6 +29,8 @@ from ..tensors import activations as act
 from .base import LossBytes, Stack
 
 FUSED_LOSS_MAX_GIB = 4.0  # unsloth-zoo fused_losses: target_gb = min(0.5 x free, 4.0)
+# how the plan's assumption that the fused loss was sized from the free memory begins (Plan.headroom_note reads it)
+FREE_SIZED_LOSS = "Unsloth's fused loss sizes its fp32 logit chunks from the memory free"
 
 
 class Unsloth(Stack):
@@ -88,4 +90,11 @@ class Unsloth(Stack):
         target = FUSED_LOSS_MAX_GIB * oh.GIB if free is None else min(FUSED_LOSS_MAX_GIB * oh.GIB,
                                                                         0.5 * max(free - saved, 0.0))
         chunk = min(TV, target / 4)  # logits per chunk (fp32 bytes within the target)
-        return LossBytes(saved=saved, forward=(c + 4) * chunk, backward=0.0)
+        note = ""
+        if free is not None and chunk < TV and target < FUSED_LOSS_MAX_GIB * oh.GIB:  # half of what is free
+            left = max(free - saved, 0.0) / oh.GIB
+            note = (f"{FREE_SIZED_LOSS} at the first step's loss, half of it up to {FUSED_LOSS_MAX_GIB:g} GiB "
+                    f"(unsloth-zoo get_chunk_size): {target / oh.GIB:.2f} GiB of the {left:.2f} GiB free here, so "
+                    "the peak grows toward the card by design; a larger batch or a desktop on the card leaves "
+                    "smaller chunks, not an out-of-memory error")
+        return LossBytes(saved=saved, forward=(c + 4) * chunk, backward=0.0, note=note)

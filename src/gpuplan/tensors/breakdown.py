@@ -54,13 +54,26 @@ class Estimate:
         return self.reserved + sum(self.managed.values()) + sum(self.outside_allocator.values())
 
 
-def device_overheads(s: Scenario, generation: str | None) -> dict[str, float]:
-    """Memory outside PyTorch's allocator: CUDA context, and NCCL buffers when several GPUs talk. Apple silicon
-    runs Metal, with neither (its wired-memory limit is in the card's usable memory)."""
+def device_overheads(s: Scenario, generation: str | None, memory_gib: float | None = None) -> dict[str, float]:
+    """Memory outside PyTorch's allocator: CUDA context, NCCL buffers when several GPUs talk, and the desktop when
+    the card drives a screen (``s.display``: :data:`~gpuplan.overheads.DISPLAY_GIB`, on Windows more on a card of
+    over 15 GiB, ``memory_gib``). Apple silicon runs Metal, with none of them (its wired-memory limit is in the
+    card's usable memory)."""
     if generation == "Apple":
         return {}
     out = {"CUDA context": oh.CUDA_CONTEXT_GIB.get(generation or "", oh.CUDA_CONTEXT_DEFAULT_GIB) * GIB}
     if s.world_size > 1:
         out["NCCL buffers"] = oh.NCCL_GIB * GIB
+    if s.display != "none":
+        out[f"desktop ({s.display})"] = desktop_gib(s, memory_gib) * GIB
     return out
+
+
+def desktop_gib(s: Scenario, memory_gib: float | None) -> float:
+    """GiB a desktop holds on the card that drives it (``s.display``; 0 for none): :data:`~gpuplan.overheads.
+    DISPLAY_GIB`, on Windows 100 MiB more on a card of over 15 GiB (``memory_gib``), as ComfyUI reserves."""
+    if s.display == "none":
+        return 0.0
+    large = s.display == "windows" and (memory_gib or 0) > 15
+    return oh.DISPLAY_GIB[s.display] + (oh.DISPLAY_WINDOWS_LARGE_CARD_GIB if large else 0.0)
 

@@ -72,13 +72,21 @@ def create_app(*, hub: bool = False, host: str = "127.0.0.1") -> FastAPI:
 
     @app.get("/readme", include_in_schema=False)
     async def readme(request: Request) -> HTMLResponse:
-        body = await api.in_thread(request, gpuplan_api.readme_html)
-        return HTMLResponse("<!doctype html><html lang=en><head><meta charset=utf-8><title>gpuplan README</title>"
-                            "<link rel=stylesheet href=/static/style.css></head><body class=readme><main>"
-                            f"<p><a href=/>back to the calculator</a></p>{body}</main></body></html>",
-                            headers=PAGE_HEADERS)
+        return _document("README", await api.in_thread(request, gpuplan_api.readme_html))
+
+    @app.get("/accuracy", include_in_schema=False)
+    async def accuracy(request: Request) -> HTMLResponse:
+        return _document("accuracy", await api.in_thread(request, gpuplan_api.accuracy_html))
 
     return app
+
+
+def _document(title: str, body: str) -> HTMLResponse:
+    """A Markdown document the server renders (the README, the accuracy tables) as a page of its own."""
+    return HTMLResponse(f"<!doctype html><html lang=en><head><meta charset=utf-8><title>gpuplan {title}</title>"
+                        "<link rel=stylesheet href=/static/style.css></head><body class=readme><main>"
+                        f"<p><a href=/>back to the calculator</a></p>{body}</main></body></html>",
+                        headers=PAGE_HEADERS)
 
 
 async def _bad_input(request: Request, exc: Exception) -> JSONResponse:

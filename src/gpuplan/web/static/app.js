@@ -219,7 +219,7 @@ async function update() {
     renderVerdict(result);
     renderMemory(result);
     renderFixes(result);
-    renderSpeedCost(result);
+    renderSpeedCost(result, explanation);
     renderLoad(result);
     renderData(result);
     renderAssumptions(result, explanation);
@@ -287,13 +287,12 @@ function fillFormulas() {
     box.replaceChildren(...[
       h("p", {class: "rule"}, f.formula),
       h("p", {class: "with-values"}, f.substituted),
-      (off || f.computed === null) && (f.note || off)
-        ? h("p", {class: "note"}, f.note || "the estimate adds terms this formula does not show") : null,
+      f.note || off ? h("p", {class: "note"}, f.note || "the estimate adds terms this formula does not show") : null,
       f.constants.length ? h("table", {class: "constants"}, h("tr", {}, h("th", {}, "constant"), h("th", {}, "value"),
         h("th", {}, "source")), f.constants.map((c) => h("tr", {}, h("td", {}, c.name), h("td", {}, c.value),
         h("td", {}, c.source)))) : null,
       f.accuracy ? h("p", {class: "accuracy"}, "measured accuracy: ", f.accuracy.summary, " ",
-        h("a", {href: f.accuracy.link, target: "_blank", rel: "noopener"}, "README table")) : null,
+        h("a", {href: f.accuracy.link, target: "_blank", rel: "noopener"}, "accuracy table")) : null,
     ].filter(Boolean));
   });
 }
@@ -385,7 +384,7 @@ function renderFixes(r) {
   }
 }
 
-function renderSpeedCost(r) {
+function renderSpeedCost(r, explanation) {
   const sp = r.speed, c = r.cost, rows = [];
   if (!sp) {
     $("#speed-rows").replaceChildren(h("p", {class: "hint"}, "Name a GPU for speed and cost."));
@@ -410,9 +409,15 @@ function renderSpeedCost(r) {
   if (sp.mfu) rows.push(numberRow("speed.mfu", "implied MFU", num(sp.mfu, 3), sp.mfu));
   rows.push(h("p", {class: "hint"}, `${sp.bound}-bound; the range: ` +
     (sp.band || "the calibration spread of this kind of estimate")));
+  const shares = explanation ? explanation.step_shares : [];
+  if (shares.length) {
+    rows.push(h("p", {class: "hint", id: "step-shares"}, (train ? "step: " : "decode step: ") +
+      shares.map(([name, pct]) => `${name.replace(/_/g, " ")} ${pct}%`).join(", ")));
+  }
   if (c) {
-    rows.push(h("p", {class: "offer"}, `best offer: ${c.offer} (${c.gpu_id}), price from ${c.price_origin}, ` +
-      `${c.price_age_days} days old`, c.stale ? h("span", {class: "stale"}, " (stale)") : null));
+    rows.push(c.pricing === "owned" ? h("p", {class: "offer"}, `${c.offer}: no rental price, the power it draws`)
+      : h("p", {class: "offer"}, `best offer: ${c.offer} (${c.gpu_id}), price from ${c.price_origin}, ` +
+        `${c.price_age_days} days old`, c.stale ? h("span", {class: "stale"}, " (stale)") : null));
     rows.push(numberRow("cost.usd_per_hour", "$ per hour", usd(c.usd_per_hour), c.usd_per_hour));
     if (c.usd_per_million_tokens !== null) {
       rows.push(numberRow("cost.usd_per_million_tokens", train ? "$ per million tokens trained" :
