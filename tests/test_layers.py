@@ -27,6 +27,7 @@ LAYERS = [
     ("market", {"market"}),
     ("serving", {"serving"}),
     ("planning", {"plan"}),
+    ("owning", {"owning"}),  # owning GPUs: reads Plans (estimate, recommend) and prices ownership
     ("checking and launch files", {"sim", "launchers"}),
     ("explaining", {"explain"}),  # a plan in words for the page: formulas, the catalog grid, exports, the form
     ("api", {"api"}),  # the Python API: a function per question

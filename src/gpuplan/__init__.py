@@ -1,10 +1,10 @@
 """gpuplan: which GPUs an LLM job needs and what it costs, checked against measurements.
 
 The Python API is the one face the command line and the web page call (:mod:`gpuplan.api`): ``estimate``,
-``recommend``, ``fit``, ``cost``, ``capacity`` and ``launch``, each returning a typed answer whose ``to_dict()``
-is what the command's ``--json`` prints. ``import gpuplan`` stays light: it loads only the standard library; the
-names below load their modules on first use (PEP 562 module ``__getattr__``), and those need only pydantic and
-PyYAML; torch, transformers, huggingface_hub, pynvml, rich and typer load on demand.
+``recommend``, ``fit``, ``cost``, ``capacity``, ``launch`` and ``buy``, each returning a typed answer whose
+``to_dict()`` is what the command's ``--json`` prints. ``import gpuplan`` stays light: it loads only the standard
+library; the names below load their modules on first use (PEP 562 module ``__getattr__``), and those need only
+pydantic and PyYAML; torch, transformers, huggingface_hub, pynvml, rich and typer load on demand.
 """
 
 import importlib as _importlib
@@ -15,17 +15,20 @@ from ._version import __version__
 # public name -> the module that defines it (loaded on first use)
 _HOMES = {
     "estimate": ".api", "recommend": ".api", "fit": ".api", "cost": ".api", "capacity": ".api", "launch": ".api",
-    "CapacityReport": ".api", "CostTable": ".api", "FitReport": ".api", "LaunchReport": ".api",
+    "buy": ".api", "BuyReport": ".api", "CapacityReport": ".api", "CostTable": ".api", "FitReport": ".api",
+    "LaunchReport": ".api",
     "Plan": ".plan.plan", "Recommendation": ".plan.recommend", "GpuplanError": ".errors",
     "load_model": ".model.catalog", "ModelSpec": ".model.spec", "Scenario": ".scenario", "load_scenario": ".scenario",
 }
 
 if _typing.TYPE_CHECKING:
     from .api import (
+        BuyReport,
         CapacityReport,
         CostTable,
         FitReport,
         LaunchReport,
+        buy,
         capacity,
         cost,
         estimate,
@@ -56,6 +59,6 @@ def __dir__() -> list[str]:
     return sorted(__all__)
 
 
-__all__ = ["CapacityReport", "CostTable", "FitReport", "GpuplanError", "LaunchReport", "ModelSpec", "Plan",
-           "Recommendation", "Scenario", "__version__", "capacity", "cost", "estimate", "fit", "launch",
+__all__ = ["BuyReport", "CapacityReport", "CostTable", "FitReport", "GpuplanError", "LaunchReport", "ModelSpec", "Plan",
+           "Recommendation", "Scenario", "__version__", "buy", "capacity", "cost", "estimate", "fit", "launch",
            "load_model", "load_scenario", "recommend"]

@@ -33,6 +33,15 @@ REPORTED_USABLE_GIB = {
     "nvidia-l40s": 46068 / 1024,
     "nvidia-rtx-pro-6000-blackwell": 97887 / 1024,
     "nvidia-b300": 270e9 / 2**30,
+    # Unified memory shared with the OS and the CPU (GPUS.md section 7). DGX Spark: what the kernel can hand the GPU,
+    # /proc/meminfo MemAvailable on a GB10 at rest, 115.85 of the 121.69 GiB pool (unslothai/unsloth PR #10704:
+    # "[baseline] cuda_free=103.25 MemFree=103.25 MemAvailable=115.85"; vLLM reads MemAvailable on integrated GPUs
+    # since PR #35356, vllm-project/vllm issue 35313). Strix Halo: 96 GiB, the GPU's share in the usual setting (the
+    # BIOS carve-out's 96 GB on Windows; on Linux the GTT ceiling ttm.pages_limit sets, measured at 96.00 GiB and
+    # reported by llama.cpp's HIP backend as 98304 MiB, noamsto/nix-amd-ai issue 42; Linux can raise it, adiudiuu/tps
+    # issue 1).
+    "nvidia-dgx-spark": 115.85,
+    "amd-ryzen-ai-max-plus-395": 96.0,
 }
 
 # macOS lets the GPU wire only part of unified memory unless `sysctl iogpu.wired_limit_mb` raises it: Metal's
@@ -93,6 +102,12 @@ class GpuSpec:
     nvlink_domain: int = 0
     # the power limit the card is run at where it is set below its TDP (Grand Teton's H100s: 500 W of 700 W)
     power_limit_w: float | None = None
+    msrp_date: str | None = None  # the day the launch MSRP applied from (entries added in 2026 have it)
+    slot_width: float | None = None  # expansion slots the reference card takes (None: not in the catalog, or a SoC)
+    unified_memory: bool = False  # one memory pool for CPU and GPU (Apple silicon, DGX Spark, Strix Halo)
+    # a whole computer's own ports for linking several (DGX Spark: ConnectX-7, RoCE at 200 Gb/s); "": none on file
+    network: str = ""
+    network_gbps: float | None = None
 
     @property
     def generation(self) -> str:
@@ -139,7 +154,10 @@ def _spec(entry: dict[str, Any]) -> GpuSpec:
         msrp_usd=entry.get("launch_msrp_usd"), compute_capability=entry.get("compute_capability"),
         aliases=tuple(str(a) for a in entry.get("aliases") or ()), sm_count=entry.get("sm_count"),
         boost_clock_mhz=entry.get("boost_clock_mhz"), nvlink_domain=int(link.get("nvlink_domain") or 0),
-        power_limit_w=entry.get("power_limit_w"))
+        power_limit_w=entry.get("power_limit_w"),
+        msrp_date=str(entry["launch_msrp_date"]) if entry.get("launch_msrp_date") else None,
+        slot_width=entry.get("slot_width"), unified_memory=bool(mem.get("unified")) or entry["vendor"] == "Apple",
+        network=str(link.get("network") or ""), network_gbps=link.get("network_gbps"))
 
 
 def _entries() -> list[dict]:

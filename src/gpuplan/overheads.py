@@ -621,13 +621,20 @@ DECODE_BANDS: dict[tuple[str, str], tuple[float, float, int, str]] = {
 }
 SPEED_SPREAD_WIDENING = {"other vendor": 1.5, "no fabric data": 1.5, "cpu layers": 1.5, "uncalibrated": 2.0}
 
+# ---- host memory ----------------------------------------------------------------------------------------
+# The RAM of the machine the GPUs are in, where the scenario does not say (host_ram_gib): 64 GiB per GPU of a node. A
+# 1-GPU desktop holds 64 GB (the desktop profile of data/owning.yaml, a Ryzen 9 7950X system with 64 GB DDR5-6000);
+# cloud GPU nodes hold more per GPU (offers.csv: Hyperbolic's 1x H100 433 GiB, AWS p5.48xlarge 2 TiB for 8), and some
+# small shapes less (Cudo's 1x H100 at 4 GiB): give host_ram_gib for the machine at hand. Offloaded states and
+# llama.cpp's CPU layers must fit in it (issue 33).
+HOST_RAM_PER_GPU_GIB = 64.0
+
 # ---- checkpointing and spot (cost) --------------------------------------------------------------------
 CHECKPOINT_WRITE_GBS = 1.0  # sustained write to network/local storage, GB/s (override: --disk-gbs)
 RESTART_MINUTES = 10.0  # reprovision + load checkpoint + warm up after an interruption
 POWER_USD_PER_KWH = 0.15  # US average commercial electricity 2025 (EIA); override
 PUE = 1.4  # data-centre / home cooling overhead (Uptime Institute 2024 average PUE ~1.5)
 UTILIZATION = 0.8  # share of TDP drawn on average under training load
-HOME_PUE = 1.0  # a PC at home has no data-centre cooling plant; air-conditioning the room is the user's to add
 # The whole bill (market/bill.py): defaults where data/providers.yaml gives no figure for a provider, each said as
 # an assumption. 730 h per month is the cloud providers' billing convention (AWS, GCP price pages).
 HOURS_PER_MONTH = 730.0

@@ -299,6 +299,52 @@ def test_vllm_command_against_captured_parser(release):
     assert set(vllm_target.KV_CACHE_DTYPE.values()) <= set(kv_choices or VLLM_032_KV_CHOICES)
 
 
+def test_serving_launch_takes_the_plans_split_and_nodes(tmp_path):
+    """The written command is the Plan's: the tensor-parallel default it resolved (4 GPUs: tp 4, not 1), and one
+    copy over two DGX Sparks (tp 2 across the nodes) as one script run on each node with NODE_RANK and MASTER_ADDR:
+    vLLM's multi-node flags, --headless on the second node only, each parsed by vLLM 0.33's captured parser. No offer
+    rents a Spark (the plan runs on owned cards), so the SkyPilot task is checked on a copy over two rented nodes."""
+    on_four = {**SERVE, "gpu": "h100-sxm5", "num_gpus": 4, "quant": None}
+    four = launch_plan(on_four)
+    assert (four.scenario.tp, four.gpus_per_node, four.num_nodes) == (4, 4, 1)
+    assert four.speed.tokens_per_s == pytest.approx(gpuplan.estimate(on_four).speed.tokens_per_s)
+    sparks = dict(model="qwen3-235b-a22b", task="infer", engine="vllm", gpu="dgx-spark", num_nodes=2,
+                  quant="gptq-int4")
+    plan = launch_plan(sparks)
+    assert (plan.scenario.tp, plan.scenario.pp, plan.gpus_per_node, plan.num_nodes) == (2, 1, 1, 2)
+    assert plan.speed.tokens_per_s == pytest.approx(gpuplan.estimate(sparks).speed.tokens_per_s)
+    with pytest.raises(GpuplanError, match="runs on your own cards"):  # no offer rents a Spark: owned
+        launch_files(plan, ["skypilot"])
+    files = {f.name: f.text for f in launch_files(plan, ["vllm"])}
+    script = tmp_path / "vllm-serve.sh"
+    script.write_text(files["vllm-serve.sh"])
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "vllm").write_text('#!/bin/sh\nfor a in "$@"; do printf "%s\\n" "$a"; done\n')
+    (fake / "vllm").chmod(0o755)
+    parser, _ = captured_vllm("0.33.0")
+    seen = []
+    for rank in ("0", "1"):
+        env = {"PATH": f"{fake}:/usr/bin:/bin", "NODE_RANK": rank, "MASTER_ADDR": "10.0.0.1"}
+        out = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, check=True).stdout
+        args = parser.parse_args(out.splitlines()[1:])
+        assert (args.tensor_parallel_size, args.nnodes, args.node_rank, args.master_addr) == (2, 2, int(rank),
+                                                                                            "10.0.0.1")
+        assert args.distributed_executor_backend == "mp"
+        seen.append(args.headless)
+    assert seen == [False, True]
+    missing = subprocess.run(["bash", str(script)], env={"PATH": f"{fake}:/usr/bin:/bin"}, capture_output=True,
+                             text=True)
+    assert missing.returncode != 0 and "set NODE_RANK" in missing.stderr
+    rented = launch_plan(dict(model="deepseek-r1", task="infer", engine="vllm", gpu="a100-sxm4-80gb", num_gpus=8,
+                              num_nodes=2))  # a copy over two rented nodes: tp 8 in each, pp 2 across them
+    assert (rented.scenario.tp, rented.scenario.pp, rented.gpus_per_node, rented.num_nodes) == (8, 2, 8, 2)
+    task = body({f.name: f.text for f in launch_files(rented, ["skypilot"])}["sky.yaml"])
+    assert task["num_nodes"] == 2 and task["resources"]["accelerators"].endswith(":8")
+    assert "$SKYPILOT_NODE_RANK" in task["run"] and "--nnodes 2" in task["run"]
+    assert "--pipeline-parallel-size 2" in task["run"]
+
+
 def test_vllm_max_model_len_fits_the_pool():
     """Llama-3.1-8B in bf16 on a 4090: vLLM would refuse the 131,072-token context (the estimate warns so), so the
     plan takes the longest request the pool holds, and its estimate no longer warns."""
@@ -328,6 +374,8 @@ def test_vllm_max_model_len_fits_the_pool():
     ({**ZERO3, "tp": 2}, "torchrun", "tensor/pipeline parallel"),
     ({**SMALL, "stack": "axolotl", "precision": "bf16-true"}, "accelerate", "use --target axolotl"),
     (ZERO3, "torchrum", "did you mean torchrun"),
+    (dict(model="deepseek-r1", task="infer", engine="trtllm", gpu="h100-sxm", num_gpus=8, num_nodes=2), "trtllm",
+     "mpirun or Slurm"),
 ])
 def test_targets_that_do_not_apply(scenario, target, text):
     with pytest.raises(GpuplanError, match=text):

@@ -54,3 +54,28 @@ def test_only_sglang_plans_take_the_sglang_target():
     assert targets_for(launch_plan(SERVE)) == ["sglang"]
     with pytest.raises(Exception, match="plan again with --engine sglang"):
         targets_for(launch_plan({**SERVE, "engine": "vllm"}), ["sglang"])
+
+
+def test_a_copy_over_two_nodes_joins_them(tmp_path):
+    """DeepSeek-R1 with SGLang's two-node recipe (--tp 16 over 2 nodes of 8 H100s): the same script on each node,
+    --nnodes 2, this node's rank from NODE_RANK and --dist-init-addr from MASTER_ADDR, as SGLang's multi-node
+    examples run it; a missing NODE_RANK stops the script with one sentence."""
+    import subprocess
+
+    plan = launch_plan(dict(model="deepseek-r1", task="infer", engine="sglang", gpu="h100-sxm", num_gpus=8,
+                            num_nodes=2, tp=16))
+    assert (plan.gpus_per_node, plan.num_nodes) == (8, 2)
+    script = tmp_path / "sglang-serve.sh"
+    script.write_text({f.name: f.text for f in launch_files(plan, ["sglang"], LaunchOptions())}["sglang-serve.sh"])
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "python").write_text('#!/bin/sh\nfor a in "$@"; do printf "%s\\n" "$a"; done\n')
+    (fake / "python").chmod(0o755)
+    env = {"PATH": f"{fake}:/usr/bin:/bin", "NODE_RANK": "1", "MASTER_ADDR": "10.0.0.1"}
+    argv = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, check=True).stdout.split()
+    f = dict(zip(argv[2::2], argv[3::2], strict=True))
+    assert (f["--tp-size"], f["--nnodes"], f["--node-rank"], f["--dist-init-addr"]) == ("16", "2", "1",
+                                                                                       "10.0.0.1:25000")
+    missing = subprocess.run(["bash", str(script)], env={"PATH": f"{fake}:/usr/bin:/bin"}, capture_output=True,
+                             text=True)
+    assert missing.returncode != 0 and "set NODE_RANK" in missing.stderr

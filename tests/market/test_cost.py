@@ -8,7 +8,7 @@ import math
 import pytest
 
 from gpuplan import GpuplanError, estimate
-from gpuplan.market.cost import buy_vs_rent, daly_interval_h, daly_wall_time_h, young_interval_h
+from gpuplan.market.cost import daly_interval_h, daly_wall_time_h, young_interval_h
 from gpuplan.market.offers import read_offers
 from gpuplan.market.store import bundled_offers, load_offers
 from gpuplan.model.catalog import load_model
@@ -80,16 +80,6 @@ def test_training_flops_per_token_by_hand():
     lora = scenario_from(dict(model="llama-3.1-8b", task="train", method="lora", seq_len=2048,
                               grad_checkpointing="full"))
     assert training_flops_per_token(lora, m) == pytest.approx(6 * n + attention * 16 / 12)  # 4N + 2N recompute
-
-
-def test_buy_vs_rent_arithmetic():
-    b = buy_vs_rent(1599, 450, 1, rent_usd_per_hour=0.34, horizon_hours=5000, usd_per_kwh=0.15, pue=1.4,
-                    utilization=0.8)
-    power = 0.450 * 0.8 * 1.4 * 0.15  # kW x utilization x PUE x $/kWh = $0.0756/h
-    assert b.power_usd_per_hour == pytest.approx(power)
-    assert b.break_even_hours == pytest.approx(1599 / (0.34 - power))  # ~6,060 h
-    assert b.buy_total_usd == pytest.approx(1599 + power * 5000)
-    assert buy_vs_rent(1599, 450, 1, rent_usd_per_hour=0.05, horizon_hours=1).break_even_hours is None
 
 
 def test_estimate_prices_on_the_cheapest_offer():

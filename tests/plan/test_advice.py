@@ -83,15 +83,18 @@ def test_a_hopeless_job_has_no_combination():
 def test_one_card_streams_the_weights_when_nothing_else_fits():
     """On one 24 GB card 405B fits only as QLoRA with the 4-bit base streamed from CPU memory (ZeRO-3 offload, the
     path Answer.AI's FSDP QLoRA took for 70B on 24 GB cards), and the plan says how much CPU memory that takes: at
-    least the NF4 base, 0.5 B x 405 billion parameters = 189 GiB."""
-    s = Scenario.model_validate(dict(model="llama-3.1-405b", task="train", method="full", gpu="rtx-4090"))
+    least the NF4 base, 0.5 B x 405 billion parameters = 189 GiB, so it fits a machine with 256 GiB of RAM and not
+    one with the default 64 GiB per GPU (issue 33: offload never fits beyond the host's RAM)."""
+    s = Scenario.model_validate(dict(model="llama-3.1-405b", task="train", method="full", gpu="rtx-4090",
+                                     host_ram_gib=256))
     m = load_model(s.model)
     best = smallest_combination(s, m, load_gpu(s.gpu), [f for f in candidate_fixes(s, m) if not f.more_gpus])
     assert best is not None and "QLoRA" in best.change and "offload optimizer and parameters" in best.change
-    plan = estimate({"model": "llama-3.1-405b", "task": "train", "method": "qlora", "gpu": "rtx-4090",
-                     "sharding": "zero3", "offload": "optimizer+params", "grad_checkpointing": "full",
-                     "qlora_fp32_upcast": False}, advise=False)
+    job = {"model": "llama-3.1-405b", "task": "train", "method": "qlora", "gpu": "rtx-4090", "sharding": "zero3",
+           "offload": "optimizer+params", "grad_checkpointing": "full", "qlora_fp32_upcast": False}
+    plan = estimate({**job, "host_ram_gib": 256}, advise=False)
     assert plan.memory.fits and plan.memory.cpu_gib >= 0.5 * 405e9 / 2**30
+    assert estimate(job, advise=False).memory.fits is False
 
 
 def test_fit_lists_what_your_cards_hold_with_the_numbers_estimate_gives():

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from pathlib import Path
 
 import pytest
 
@@ -105,6 +106,32 @@ def test_recommend_says_what_would_fit(client):
     cli = cli_json("recommend", "--model", "llama-3.1-405b", "--task", "train", "--train-tokens", "1e9",
                    "--max-gpus", "1")
     assert api["changes"] == cli["changes"]
+
+
+def test_buy_is_the_python_api_and_the_cli_json(client):
+    """The issue's question on the page's API: 8x RTX 5090 owned against 8x H100 rented for a year of weekly 8B
+    fine-tunes, the same answer as gpuplan.buy and `gpuplan buy --json`."""
+    import yaml
+
+    weekly = Path(__file__).resolve().parents[2] / "examples" / "weekly-8b-finetunes.yaml"
+    jobs = yaml.safe_load(weekly.read_text(encoding="utf-8"))["workloads"]
+    body = {"build": "8x5090", "rent": ["8xh100-sxm"], "workloads": jobs, "host_usd": 6000}
+    r = client.post("/api/buy", json=body)
+    assert r.status_code == 200, r.text
+    page = r.json()
+    assert page == json.loads(json.dumps(gpuplan.buy("8x5090", rent=["8xh100-sxm"], workloads=jobs,
+                                                     host_usd=6000).to_dict()))
+    assert page == cli_json("buy", "8x5090", "--rent", "8xh100-sxm", "--workloads", str(weekly), "--host-usd", "6000")
+    versus = page["builds"][0]["versus"][0]
+    assert versus["rental"] == "8x h100-sxm on-demand" and versus["break_even_utilization"] > 0
+    assert page["builds"][0]["ownership"]["resale_usd"] > 0 and page["builds"][0]["ownership"]["power_low"]["usd"] > 0
+    for bad, words in (({**body, "workloads": [{**jobs[0], "scenario": {**jobs[0]["scenario"], "dataset": "/etc/x"}}]},
+                        "does not read files on the server"),
+                       ({**body, "workloads": [{**jobs[0], "scenario": {**jobs[0]["scenario"], "model": "/etc"}}]},
+                        "does not read files on the server"),
+                       ({**body, "pue": 9}, "less than or equal to 3")):
+        r = client.post("/api/buy", json=bad)
+        assert r.status_code == 422 and words in r.text, r.text
 
 
 def test_models_and_gpus_are_the_cli_json(client):

@@ -172,6 +172,27 @@ def test_page_matches_the_estimate(server, page):
     assert "prompt_tokens=8192" in page.url and "gpu=l40s" in page.url
 
 
+def test_buy_or_rent_prices_the_job_on_the_page(server, page):
+    """The page's "Buy or rent" section: the form's job, owned on its cards against renting others, what
+    gpuplan.buy answers (the verdict line and the owned total at the low end of the speed band)."""
+    fields = {"model": "llama-3.1-8b", "task": "train", "method": "lora", "train_tokens": "100000000",
+              "seq_len": "4096", "gpu": "rtx-5090", "num_gpus": "8"}
+    page.goto(server + "/?" + "&".join(f"{k}={v}" for k, v in fields.items()))
+    settle(page)
+    page.fill("#buy-rent", "8xh100-sxm")
+    page.fill("#buy-host-usd", "6000")
+    page.click("#buy-go")
+    page.wait_for_function("document.querySelector('#buy-table').rows.length >= 2", timeout=60_000)
+    job = {"name": "this job", "per_week": 1.0,
+           "scenario": {k: v for k, v in page.evaluate("state.scenario").items()
+                        if k not in ("gpu", "num_gpus", "num_nodes", "provider", "pricing")}}
+    report = gpuplan.buy("8x5090", workloads=[job], rent=["8xh100-sxm"], host_usd=6000)
+    assert page.text_content("#buy-verdict") == report.verdict
+    own = report.builds[0].ownership.total_usd_low
+    assert f"${own:,.0f}" in page.text_content("#buy-table")
+    assert page.locator("#buy-checks li").count() >= len(report.builds[0].checks)
+
+
 def test_nothing_is_fetched_from_elsewhere(server, page):
     """The page and the API docs load only from the server (the machine may be offline)."""
     urls: list[str] = []
@@ -215,7 +236,7 @@ def test_the_verdict_names_the_engine_that_serves(server, page):
 
 def test_unsloth_headroom_says_it_is_small_by_design(server, page):
     """The verdict carries the plan's headroom note: Unsloth's fused loss fills half of what is free (issue 35)."""
-    fields = {"model": "qwen3-14b", "task": "train", "method": "qlora", "framework": "unsloth", "gpu": "t4",
+    fields = {"model": "qwen3-14b", "task": "train", "method": "qlora", "stack": "unsloth", "gpu": "t4",
               "seq_len": 2048, "micro_batch_size": 4}
     page.goto(server + "/?" + "&".join(f"{k}={v}" for k, v in fields.items()))
     settle(page)

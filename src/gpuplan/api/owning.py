@@ -1,88 +1,107 @@
-"""``buy``: owning cards against renting them, as an answer (the break-even hours)."""
+"""``buy``: owning a build against renting any card, or the builds a budget buys (issue 33), as an answer:
+:class:`~gpuplan.owning.compare.BuyReport`. The arguments are checked here, each of its kind; the pricing is
+:mod:`gpuplan.owning`'s."""
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
-from pydantic import Field
-
-from ..errors import GpuplanError
-from ..result import Answer
-
-
-class BuyReport(Answer):
-    """``buy``'s answer: what owning costs (the cards, the host, power per hour) against the cheapest current
-    on-demand rental of the same cards, and the break-even hours, as ``gpuplan buy --json`` prints it. The words
-    the table needs (the card's name and power, the rental's price, age and confidence) are kept beside, not in
-    the JSON."""
-
-    purchase_usd: float
-    power_usd_per_hour: float
-    rent_usd_per_hour: float
-    break_even_hours: float | None
-    horizon_hours: float
-    buy_total_usd: float
-    rent_total_usd: float
-    rental: str
-    gpu_id: str
-    num_gpus: int
-    card_usd: float
-    rental_observed_at: str
-    notes: list[str] = Field(default_factory=list)
-    said: dict[str, Any] = Field(default_factory=dict, exclude=True)
+from ..errors import GpuplanError, echo_value
+from ..hardware import resolve_gpu
+from ..owning.compare import BuyReport
+from ..userfiles import number
+from . import arguments as arg
+from .arguments import names_of
+from .searches import gpu_ids
 
 
-def _within(name: str, value: float, low: float, high: float) -> float:
-    if not (isinstance(value, (int, float)) and value == value and low <= value <= high):
-        raise GpuplanError(f"--{name.replace('_', '-')} must be between {low:g} and {high:g}, got {value}")
-    return value
+def _rent_options(rent: Any) -> list[tuple[Any, int]]:
+    from ..owning.builds import parse_build
+
+    return [parse_build(r) for r in names_of(rent, "rent") if r.strip()]
 
 
-def buy(gpu: str, *, count: int | None = None, price: float | None = None, host_usd: float = 0.0,
-        host_w: float = 0.0, hours: float = 5000.0, usd_per_kwh: float = 0.15, pue: float = 1.0,
-        utilization: float = 0.8) -> BuyReport:
-    """Buy or rent: what you pay for the cards (``price`` per card, new or used; launch MSRP otherwise) and the
-    host, plus power (TDP x utilization x PUE x $/kWh) over the ``hours`` you will use them, against the cheapest
-    current on-demand rental of the same cards; the break-even hours: ``gpuplan buy``. ``gpu``: ``2x4090`` or a
-    name (one card, or ``count``)."""
-    from ..hardware import load_gpu
-    from ..market.cost import buy_vs_rent
-    from ..plan.gpus import cheapest_rentals
-    from ..plan.recommend import parse_have
+def _bounded(value: Any, what: str, low: float, high: float) -> None:
+    if value is not None:
+        number(value, what, least=low, most=high, whole=what == "--top")
 
-    gpu_id, parsed = parse_have(gpu)
-    card = load_gpu(gpu_id)
-    if count is not None and not (isinstance(count, int) and 1 <= count <= 1024):
-        raise GpuplanError(f"--count must be between 1 and 1,024, got {count}")
-    n = count or parsed
-    for name, value, low, high in (("hours", hours, 1, 1e6), ("usd_per_kwh", usd_per_kwh, 0, 10), ("pue", pue, 1, 3),
-                                   ("utilization", utilization, 0.01, 1), ("host_usd", host_usd, 0, 1e7),
-                                   ("host_w", host_w, 0, 1e5)):
-        _within(name, value, low, high)
-    if price is not None:
-        _within("price", price, 1, 1e7)
-    per_card = price if price is not None else card.msrp_usd
-    if not per_card or not card.tdp_w:
-        raise GpuplanError(f"{card.name} has no public launch price in the catalog: give what you would pay with "
-                           "--price USD (per card)")
-    rentals = cheapest_rentals()
-    if card.id not in rentals:
-        from ..hardware import short_id
 
-        raise GpuplanError(f"no recent on-demand rental of {card.name} in force to compare with (`gpuplan prices "
-                           f"--gpu {short_id(card.id)}`; `gpuplan prices update`)")
-    cheapest = rentals[card.id]
-    b = buy_vs_rent(per_card, card.tdp_w, n, cheapest.usd_per_gpu_hour * n, hours, usd_per_kwh=usd_per_kwh, pue=pue,
-                    utilization=utilization, host_usd=host_usd, host_w=host_w)
-    notes = [] if price is not None else [f"priced at launch MSRP ${per_card:,.0f}; pass --price for today's "
-                                          "new or used price"]
-    if pue == 1.0:
-        notes.append("PUE 1.0: a PC at home has no cooling plant; pass --pue 1.4 for a rack in a data centre")
-    said = {"card_name": card.name, "tdp_w": card.tdp_w, "provider": cheapest.provider,
-            "rent_usd_per_gpu_hour": cheapest.usd_per_gpu_hour, "age_days": cheapest.age_days(),
-            "confidence": cheapest.confidence, "host_usd": host_usd, "host_w": host_w, "utilization": utilization,
-            "pue": pue, "usd_per_kwh": usd_per_kwh, "hours": hours}
-    return BuyReport(**asdict(b), rental=f"{cheapest.provider} {cheapest.gpu_count}x on_demand", gpu_id=card.id,
-                     num_gpus=n, card_usd=per_card, rental_observed_at=str(cheapest.observed_at), notes=notes,
-                     said=said)
+def _buy_kinds(build: Any, host: Any, region: Any, sector: Any, display: Any, prices: Any, flags: dict[str, Any],
+               amounts: dict[str, Any]) -> dict[str, float]:
+    """buy's arguments, each of its kind (or one sentence); ``prices`` as ``{card: USD}``."""
+    arg.text(build, "build", optional=True)
+    arg.text(host, "host", optional=True)
+    arg.text(region, "region", optional=True)
+    arg.text(sector, "sector", choices=("residential", "commercial"))
+    arg.text(display, "display", choices=("none", "linux", "windows"))
+    for name, value in flags.items():
+        arg.flag(value, name)
+    for name, value in amounts.items():
+        arg.amount(value, name, optional=True)
+    if prices is None:
+        return {}
+    if not isinstance(prices, Mapping):
+        raise GpuplanError(f"prices takes a dict of card: USD (e.g. {{'rtx-5090': 2500}}), not {echo_value(prices)}")
+    return {arg.text(k, "prices' card names"): number(v, f"price of {k}", above=True, most=1e8)
+            for k, v in prices.items()}
+
+
+def buy(build: str | None = None, *, workloads: str | Path | Mapping[str, Any] | list | None = None,
+        rent: Iterable[str] | str = (), budget_usd: float | None = None, years: float | None = None,
+        gpus: Iterable[str] = (), price: float | None = None, prices: Mapping[str, float] | None = None,
+        used: bool = False, host: str | None = None, host_usd: float | None = None,
+        host_ram_gib: float | None = None, host_w: float | None = None, host_idle_w: float | None = None,
+        display: str = "none", region: str | None = None, sector: str = "residential",
+        usd_per_kwh: float | None = None, pue: float = 1.0, off_when_idle: bool = False,
+        maintenance_usd_per_year: float = 0.0, space_usd_per_month: float = 0.0, hours: float | None = None,
+        utilization: float | None = None, top: int = 10) -> BuyReport:
+    """Buy or rent: ``gpuplan buy``. With ``build`` (``"8x5090"``), the total cost of owning it over ``years``
+    for the ``workloads`` (a YAML file, a dict or a list of jobs: :mod:`gpuplan.owning.workloads`) against renting
+    them on ``rent`` (``["8xh100-sxm"]``; the same cards by default), with break-even months and utilization and the
+    build's checks; without workloads, ``hours`` of use (or ``utilization``, the share of the horizon's hours) against
+    renting the same cards. With ``budget_usd`` and ``workloads``, the builds the budget buys, ranked. ``display``
+    (``linux`` or ``windows``): a card also drives that desktop, counted on the card by each job's Plan."""
+    from ..owning.advisor import advise
+    from ..owning.answer import Terms, buy_report, hours_report
+    from ..owning.builds import make_build, parse_build
+    from ..owning.power import HOURS_PER_YEAR, electricity_price
+    from ..owning.workloads import load_workloads
+
+    gpus = names_of(gpus, "gpus")
+    prices = _buy_kinds(build, host, region, sector, display, prices, {"used": used, "off_when_idle": off_when_idle},
+                        {"price": price, "host_usd": host_usd, "host_ram_gib": host_ram_gib, "host_w": host_w,
+                         "host_idle_w": host_idle_w, "usd_per_kwh": usd_per_kwh})
+    for value, what, low, high in ((budget_usd, "--budget", 1, 1e9), (years, "--years", 0.01, 10), (pue, "--pue", 1, 3),
+                                   (maintenance_usd_per_year, "--maintenance-usd", 0, 1e7),
+                                   (space_usd_per_month, "--space-usd-per-month", 0, 1e6), (hours, "--hours", 1, 1e6),
+                                   (utilization, "--utilization", 0.0001, 1), (top, "--top", 1, 100)):
+        _bounded(value, what, low, high)
+    if (build is None) == (budget_usd is None):
+        raise GpuplanError("name a build to price (8x5090) or give a budget to search (--budget 15000), one of them")
+    w = load_workloads(workloads, years) if workloads is not None else None
+    horizon = w.years if w else (years or 1.0)
+    terms = Terms(years=horizon, electricity=electricity_price(region, sector, usd_per_kwh), pue=pue,
+                  off_when_idle=off_when_idle, maintenance_usd_per_year=maintenance_usd_per_year,
+                  space_usd_per_month=space_usd_per_month)
+    if budget_usd is not None:
+        if w is None:
+            raise GpuplanError("a budget search needs the work: --workloads FILE (jobs and how often they run)")
+        price_map = {resolve_gpu(k)[0].id: v for k, v in prices.items()}
+        return advise(w, budget_usd, terms, cards=gpu_ids(gpus, []), prices=price_map, used=used,
+                      host_usd=host_usd, host_ram_gib=host_ram_gib, display=display, top=top)
+    gpu, count = parse_build(build)
+    b = make_build(gpu, count, price=price, used=used, host=host, host_usd=host_usd, host_ram_gib=host_ram_gib,
+                   host_w=host_w, host_idle_w=host_idle_w, display=display)
+    if w is not None:
+        if hours is not None or utilization is not None:
+            raise GpuplanError("the workloads say how busy the build is: drop --hours / --utilization")
+        return buy_report(b, w, _rent_options(rent), terms)
+    if _rent_options(rent):
+        raise GpuplanError("renting other cards needs the work they would do: --workloads FILE")
+    if hours is None and utilization is None:
+        raise GpuplanError("say what the cards will do: --workloads FILE, or --hours of use (or --utilization, the "
+                           "share of hours busy) over --years")
+    busy = hours if hours is not None else utilization * horizon * HOURS_PER_YEAR
+    return hours_report(b, busy, terms)

@@ -158,6 +158,7 @@ def cost(scenario: ScenarioLike, *, catalogs: Iterable[str] = (), discounts: Map
          top: int | None = None) -> CostTable:
     """What the job costs on every offer that fits it (the scenario's GPU only, when it names one), each row
     with its whole bill and the device peak per GPU: ``gpuplan cost``."""
+    from ..market.offers import spot_rows_missing
     from ..market.store import load_offers
     from ..plan.pricing import compare, left_out
     from ..plan.resolve import card_free
@@ -179,7 +180,8 @@ def cost(scenario: ScenarioLike, *, catalogs: Iterable[str] = (), discounts: Map
     rows = compare(s, m, offers)
     return CostTable(resolved=describe(s, m, hardware=f"on each offer's GPUs ({s.world_size} per job)"
                                        if not s.gpu else None),
-                     model_exact=m.exact, model_exact_reason=m.inexact_reason, notes=[*m.notes, *defaults],
+                     model_exact=m.exact, model_exact_reason=m.inexact_reason,
+                     notes=[*m.notes, *defaults, *([spot_rows_missing()] if s.pricing != "on_demand" else [])],
                      warnings=[w for w in (inexact_warning(m),) if w],
                      left_out={k: v for k, v in left_out(offers, s).items() if v},
                      rows=rows[:top] if top else rows)

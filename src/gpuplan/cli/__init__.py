@@ -9,7 +9,7 @@ import sys
 import warnings
 
 from ..errors import GpuplanError, RenamedWarning, cut_echoes
-from . import capacity, check, estimate, launch, market, models, plan, prices, serve  # noqa: F401 (commands)
+from . import buy, capacity, check, estimate, launch, market, models, plan, prices, serve  # noqa: F401 (commands)
 from .app import app
 from .render import err
 

@@ -1,4 +1,4 @@
-"""``gpuplan gpus``, ``gpus compare``, ``cost`` and ``buy``: the catalog, prices and owning."""
+"""``gpuplan gpus``, ``gpus compare`` and ``cost``: the catalog and prices (``buy`` is in :mod:`.buy`)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ from dataclasses import asdict
 from typing import Annotated, Any
 
 import typer
-from rich.text import Text
 
 from .. import api
 from ..errors import GpuplanError
@@ -65,6 +64,7 @@ def gpus_compare(
 ) -> None:
     """Side by side, with dense figures, and where the usual marketing numbers differ (2:4 sparsity doubles
     them; GeForce FP16 with FP16 accumulate runs at twice the FP32-accumulate rate frameworks use)."""
+    fmt = resolve_format(fmt, as_json)
     said: list[str] = []
     rows = api.gpus_compare(names, said)
     for note in said:
@@ -73,6 +73,8 @@ def gpus_compare(
     labels = [("memory (GiB)", "memory_gib", "{:,.0f}"), ("usable (GiB)", "usable_gib", "{:,.1f}"),
               ("bandwidth (GB/s)", "bandwidth_gbs", "{:,.0f}"), ("bf16 dense TFLOPS", "bf16_tflops", "{:,.1f}"),
               ("fp8 dense TFLOPS", "fp8_tflops", "{:,.1f}"), ("fp4 dense TFLOPS", "fp4_tflops", "{:,.1f}"),
+              ("tf32 dense TFLOPS (tf32 true)", "tf32_tflops", "{:,.1f}"),
+              ("fp32 TFLOPS (precision fp32)", "fp32_tflops", "{:,.1f}"),
               ("NVLink (GB/s, both ways)", "nvlink_gbs", "{:,.0f}"), ("TDP (W)", "tdp_w", "{:,.0f}"),
               ("launch MSRP ($)", "msrp_usd", "{:,.0f}"), ("$ per GB", "usd_per_gb", "{:,.1f}"),
               ("$ per bf16 TFLOP (MSRP)", "msrp_usd_per_tflop", "{:,.1f}"),
@@ -82,7 +84,7 @@ def gpus_compare(
                                        for i, r in enumerate(rows)}} for label, key, spec in labels]
     columns = [Column("figure", "", priority=0),
                *(Column(f"c{i}", short(r["id"]), align="right", priority=0) for i, r in enumerate(rows))]
-    show(table_rows, columns, resolve_format(fmt, as_json), title="dense figures (TFLOPS = 1e12 FLOP/s, no sparsity)",
+    show(table_rows, columns, fmt, title="dense figures (TFLOPS = 1e12 FLOP/s, no sparsity)",
          notes=[f"{r['name']}: {notes[r['id']]}" for r in rows if notes[r["id"]]], json_data=rows)
 
 
@@ -105,6 +107,7 @@ def cost_cmd(scenario: str | None = None, as_json: bool = False, catalog: list[s
       gpuplan cost examples/lora-llama-8b.yaml --pricing any --format csv
       gpuplan cost --model qwen2.5-7b --task infer --engine vllm --discount runpod=0.85
     """
+    fmt = resolve_format(fmt, as_json)
     s = api.load_scenario(scenario, overrides(fields))
     discounts = {}
     for item in discount or []:
@@ -113,7 +116,6 @@ def cost_cmd(scenario: str | None = None, as_json: bool = False, catalog: list[s
             discounts[provider.strip()] = float(factor)
         except ValueError:
             raise GpuplanError(f"--discount takes provider=multiplier (runpod=0.85), got {item!r}") from None
-    fmt = resolve_format(fmt, as_json)
     table = api.cost(s, catalogs=tuple(catalog or ()), discounts=discounts,
                      top=top or (20 if fmt != "json" else None))
     if fmt == "json":
@@ -138,7 +140,8 @@ def _offer_cell(c) -> str:
 
 def render_costs(s, rows, skipped: dict[str, int], fmt: str = "table") -> None:
     if not rows:
-        out.print("no offer in force fits this scenario (try --pricing any, more GPUs, QLoRA, --max-price-age-days "
+        fix = "QLoRA" if s.task == "train" else "quantized weights (--quant awq-int4 or fp8), nodes (--num-nodes)"
+        out.print(f"no offer in force fits this scenario (try --pricing any, more GPUs, {fix}, --max-price-age-days "
                   "or --include-low-confidence)")
         return
     infer = s.task == "infer"
@@ -188,54 +191,3 @@ scenario_command(
     option("discount", list[str] | None, None, "Negotiated price multiplier: provider=0.85; repeatable."),
     option("top", int | None, None, "Show this many offers [default: 20 in tables, all in JSON]."),
     option("fmt", FormatValue, None, FORMAT_HELP, param_decls=("--format",)))
-
-
-@app.command("buy")
-def buy_cmd(
-    gpu: Annotated[str, typer.Argument(help="The card(s) to buy: 4090, 2x4090, a6000, 'rtx 6000 ada'...")],
-    count: Annotated[int | None, typer.Option(help="How many cards (or write 2x4090).", min=1)] = None,
-    price: Annotated[float | None, typer.Option(help="What you pay per card, new or used (default: launch MSRP).")]
-    = None,
-    host_usd: Annotated[float, typer.Option(help="The PC around the cards (CPU, board, RAM, PSU), USD.")] = 0.0,
-    host_w: Annotated[float, typer.Option(help="Its average power draw, W.")] = 0.0,
-    hours: Annotated[float, typer.Option(help="Hours of use over the horizon (e.g. 2 years at 30% = 5256).")]
-    = 5000.0,
-    usd_per_kwh: Annotated[float, typer.Option(help="Electricity price.")] = 0.15,
-    pue: Annotated[float, typer.Option(help="Cooling overhead (power usage effectiveness): 1.0 at home, ~1.4 in a "
-                                            "data centre.")] = 1.0,
-    utilization: Annotated[float, typer.Option(help="Average share of TDP drawn.")] = 0.8,
-    as_json: JsonFlag = False,
-) -> None:
-    """Buy or rent? The break-even hours of owning a card.
-
-    What you pay for the cards (--price, new or used; launch MSRP otherwise) and the host, plus
-    power (TDP x utilization x PUE x $/kWh) over the hours you will use them, against the cheapest current
-    on-demand rental of the same cards (<= 90 days old, not low confidence); prints the break-even hours.
-
-    Examples:
-
-    \b
-      gpuplan buy 2x4090 --price 1800 --host-usd 1200 --host-w 150 --hours 3000
-      gpuplan buy 3090 --price 700 --hours 500
-    """
-    b = api.buy(gpu, count=count, price=price, host_usd=host_usd, host_w=host_w, hours=hours,
-                usd_per_kwh=usd_per_kwh, pue=pue, utilization=utilization)
-    if as_json:
-        print_json(b)
-        return
-    x, n = b.said, b.num_gpus
-    out.print(f"buy {n}x {x['card_name']}: ${b.purchase_usd:,.0f} (cards ${b.card_usd:,.0f} each"
-              + (f" + host ${host_usd:,.0f}" if host_usd else "") + f") + ${b.power_usd_per_hour:.3f}/h of power "
-              f"({n} x {x['tdp_w']:.0f} W x {utilization:.0%}" + (f" + {host_w:.0f} W" if host_w else "")
-              + f", PUE {pue}, ${usd_per_kwh}/kWh)", highlight=False)
-    out.print(f"rent: {x['provider']} {n}x at ${b.rent_usd_per_hour:.2f}/h "
-              f"({n} x ${x['rent_usd_per_gpu_hour']:.2f}; "
-              f"price {x['age_days']} days old, {x['confidence']} confidence)", highlight=False)
-    if b.break_even_hours:
-        out.print(Text(f"break-even after {b.break_even_hours:,.0f} hours of use; over {hours:,.0f} h: buy "
-                       f"${b.buy_total_usd:,.0f} vs rent ${b.rent_total_usd:,.0f} -> ")
-                  + Text("buy" if b.buy_total_usd < b.rent_total_usd else "rent", style="bold"))
-    else:
-        out.print("renting costs less per hour than the power to run your own cards: rent")
-    for note in b.notes:
-        out.print(Text(note, style="dim"), highlight=False)

@@ -82,6 +82,8 @@ def llama_cpp_memory(s: Scenario, m: ModelSpec, e: Estimate, fmt: Format, capaci
     e.extra["engine"] = {"engine": "llama.cpp", "model_buffer_gib": e.weights / GIB, "kv_buffer_gib":
                          e.kv_cache / GIB, "compute_buffer_gib": e.activations / GIB,
                          "host_model_buffer_gib": host_embedding / GIB}
+    if s.tensor_split or s.extra_gpus:
+        return _split_device(s, m, e, parts["lm_head"] + parts["norms"], whole, kv_whole)
     if capacity_gib is not None:
         # what the device peak will count: context and cuBLAS outside, the allocator's slack on top of the tensors
         budget = (capacity_gib - oh.CUDA_CONTEXT_DEFAULT_GIB - oh.CUBLAS_WORKSPACE_GIB) * GIB / (1 + e.slack) \
@@ -100,6 +102,31 @@ def llama_cpp_memory(s: Scenario, m: ModelSpec, e: Estimate, fmt: Format, capaci
             e.kv_cache -= offloaded * kv_whole / m.num_layers / n
             e.assumptions.append(f"llama.cpp keeps {offloaded} of {m.num_layers} layers ({held / GIB:.1f} GiB) in "
                                  "system RAM and runs them on the CPU: it runs, at the RAM's speed")
+    return e
+
+
+def device_share(s: Scenario) -> float:
+    """The share of the layers the scenario's ``gpu`` holds in a split: its ``tensor_split`` over their sum (equal
+    shares when none is given)."""
+    split = s.tensor_split or [1.0] * (1 + len(s.extra_gpus or ()) if s.extra_gpus else s.num_gpus)
+    return split[0] / sum(split)
+
+
+def _split_device(s: Scenario, m: ModelSpec, e: Estimate, head: float, whole: float, kv_whole: float) -> Estimate:
+    """One device of a ``--tensor-split`` run, the scenario's ``gpu``: llama.cpp gives each device the layers its
+    share of the split covers (src/llama-model.cpp ``load_tensors``: a layer goes to the device whose cumulative
+    split fraction its index reaches), with their KV cells, and every device runs its part of the graph with a
+    compute buffer of its own; the output head is counted on this device too (on the fullest, as above). Every
+    layer is on a GPU: CPU layers are not modelled with a split."""
+    share = device_share(s)
+    e.weights = (whole - head) * share + head
+    e.kv_cache = kv_whole * share
+    layers = round(m.num_layers * share)
+    e.extra["gpu_layers"], e.extra["offloaded_layers"] = m.num_layers, 0
+    e.extra["engine"] = {**e.extra["engine"], "model_buffer_gib": e.weights / GIB, "kv_buffer_gib": e.kv_cache / GIB,
+                         "device_layers": layers, "device_share": share}
+    e.assumptions.append(f"llama.cpp --tensor-split: this device holds {share:.0%} of the layers ({layers} of "
+                         f"{m.num_layers}) and their KV cache, a compute buffer of its own and the output head")
     return e
 
 

@@ -25,12 +25,12 @@ PRIMARY = ("model", "task", "method", "stack", "precision", "quant", "seq_len", 
 GROUPS = {
     "training": ("dataset", "tokenizer", "optimizer", "optimizer_impl", "lora_rank", "lora_targets", "lora_dropout",
                  "qlora_fp32_upcast", "adapter_dtype", "grad_accum_steps", "attention", "train_tokens", "dataset_gb",
-                 "samples", "mean_tokens", "max_tokens", "epochs", "packing"),
+                 "samples", "mean_tokens", "max_tokens", "epochs", "packing", "tf32"),
     "techniques": ("loss", "loss_chunks", "activation_offload", "compile", "optimizer_in_backward",
                    "checkpoint_every"),
     "inference": ("shared_prefix_tokens", "kv_cache_dtype", "gpu_memory_utilization", "max_num_batched_tokens"),
     "load": ("users", "think_time_s", "rate_rps", "length_spread", "num_requests"),
-    "parallelism": ("num_nodes", "sharding", "tp", "pp", "offload"),
+    "parallelism": ("num_nodes", "sharding", "tp", "pp", "offload", "host_ram_gib", "extra_gpus", "tensor_split"),
     "pricing": ("provider", "pricing", "mtbi_hours", "disk_gbs", "max_price_age_days", "include_low_confidence"),
 }
 # Fields that only mean something for one task (scenario.py; the normalized result drops them too), and those the

@@ -6,7 +6,9 @@ through :func:`comment`, which escapes every character that could end the line o
 Python files open with the plan's header as ``#`` comments; JSON, which has no comments, carries it under a
 ``_gpuplan`` key (DeepSpeed ignores top-level keys it does not know) and in ``plan.json`` beside it.
 
-:func:`write` writes all the files or none: into a new hidden folder beside them, then each renamed into place.
+:func:`write` writes all the files or none: into a new hidden folder beside them, then each renamed into place; a
+stop signal (SIGTERM, SIGHUP, Ctrl-C) removes the hidden folder first, and one a killed launch left is removed by
+the next launch into the same folder.
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import secrets
 import shlex
 import shutil
 import unicodedata
@@ -24,6 +25,7 @@ from pathlib import Path
 import yaml
 
 from ..errors import GpuplanError, echo, no_control
+from ..userfiles import signals_clean_up, sweep, temporary
 from .plan import LaunchPlan
 
 
@@ -34,6 +36,9 @@ class LaunchFile:
     text: str
     reader: str  # what reads it, in words a user can run
     executable: bool = False
+
+
+STAGING = "gpuplan-launch"  # the staging folder's stem: .gpuplan-launch.PID-RANDOM.tmp
 
 
 class Raw(str):
@@ -159,27 +164,35 @@ def write(files: list[LaunchFile], folder, *, force: bool = False) -> list[Path]
         raise GpuplanError(f"{folder} holds a folder named like a launch file ({', '.join(clash)}): remove it or "
                            "choose another folder with -o")
     made: list[Path] = []  # folders created here, removed again on failure
-    try:
-        if folder.is_dir():
-            _stage_and_move(files, folder)
-        else:
-            parent = folder.absolute().parent
-            made = [p for p in (parent, *parent.parents) if not p.exists()][::-1]
-            parent.mkdir(parents=True, exist_ok=True)
-            staged = _stage(files, parent)
-            os.rename(staged, folder)
-    except (OSError, UnicodeEncodeError) as err:
-        for p in reversed(made):
-            _remove_empty(p)
-        why = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
-        raise GpuplanError(f"cannot write the launch files into {echo(folder)}: {why}; nothing was written") \
-            from None
+    with signals_clean_up():  # a stop signal: the staging folder and the folders made go, then the process ends
+        try:
+            if folder.is_dir():
+                _stage_and_move(files, folder)
+            else:
+                parent = folder.absolute().parent
+                made = [p for p in (parent, *parent.parents) if not p.exists()][::-1]
+                parent.mkdir(parents=True, exist_ok=True)
+                staged = _stage(files, parent)
+                try:
+                    os.rename(staged, folder)
+                finally:
+                    shutil.rmtree(staged, ignore_errors=True)  # left only if the rename failed or was stopped
+        except BaseException as err:
+            for p in reversed(made):
+                _remove_empty(p)
+            if not isinstance(err, (OSError, UnicodeEncodeError)):
+                raise
+            why = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+            raise GpuplanError(f"cannot write the launch files into {echo(folder)}: {why}; nothing was written") \
+                from None
     return [folder / n for n in names]
 
 
 def _stage(files: list[LaunchFile], parent: Path) -> Path:
-    """A new hidden folder in ``parent`` holding ``files``; removed again if one cannot be written."""
-    staged = parent / f".gpuplan-launch-{secrets.token_hex(6)}.tmp"
+    """A new hidden folder in ``parent`` holding ``files``; removed again if one cannot be written, or on a stop
+    signal; what a killed launch (SIGKILL) left there goes first (:func:`~gpuplan.userfiles.sweep`)."""
+    sweep(parent, STAGING)
+    staged = temporary(parent, STAGING)
     os.mkdir(staged)  # mode 0o777 less the umask, as a folder made by hand
     try:
         for f in files:

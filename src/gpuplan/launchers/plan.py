@@ -97,12 +97,13 @@ class LaunchPlan:
 
     @property
     def gpus_per_node(self) -> int:
+        """GPUs on each node: a training node's, or the node's share of one serving copy (tp x pp over its nodes)."""
         s = self.scenario
-        return s.num_gpus if self.train else s.tp * s.pp
+        return s.num_gpus if self.train else s.tp * s.pp // s.num_nodes
 
     @property
     def num_nodes(self) -> int:
-        return self.scenario.num_nodes if self.train else 1
+        return self.scenario.num_nodes
 
     def launch_command(self) -> str:
         """``gpuplan launch`` with the plan's scenario as flags (the fields given explicitly; the stack fills

@@ -8,18 +8,21 @@ change across releases: ``--tp-size`` / ``--pp-size``, ``--mem-fraction-static``
 checkpoint that is not already quantized. The radix cache and, from 0.4, the overlap scheduler are SGLang's
 defaults and stay on (no ``--disable-radix-cache``, ``--disable-overlap-schedule``); ``--enable-mixed-chunk`` stays
 off (prefill batches run apart from decodes, as simulated). Option names are those of SGLang's ``ServerArgs``
-(``python/sglang/srt/server_args.py`` ``add_cli_args``).
+(``python/sglang/srt/server_args.py`` ``add_cli_args``). A copy over several nodes runs the same script on each
+(``NODE_RANK``, ``MASTER_ADDR``) with ``--nnodes``, ``--node-rank`` and ``--dist-init-addr`` (SGLang's multi-node
+serving: ``ServerArgs.nnodes``, ``node_rank``, ``dist_init_addr``).
 """
 
 from __future__ import annotations
 
 from ..engines import engine_for
-from .files import LaunchFile, shell_text
+from .files import LaunchFile, Raw, shell_text
 from .plan import LaunchPlan
 from .serving import converted_note, pool_line, quant_to_ask
 from .settings import LaunchOptions
 
 NAME = "sglang"
+PORT = 25000  # the first node's port for the others to join (SGLang's multi-node examples)
 SCRIPT = "sglang-serve.sh"
 DTYPE = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 KV_CACHE_DTYPE = {"auto": "auto", "fp16": "auto", "bf16": "auto", "fp8": "fp8_e4m3"}
@@ -43,6 +46,10 @@ def command(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
     argv = ["python", "-m", "sglang.launch_server", "--model-path", plan.model_ref, "--tp-size", str(s.tp)]
     if s.pp > 1:
         argv += ["--pp-size", str(s.pp)]
+    if plan.num_nodes > 1:
+        argv += ["--nnodes", str(plan.num_nodes),
+                 "--node-rank", Raw('"${NODE_RANK:?set NODE_RANK to the rank of this node, 0 on the main one}"'),
+                 "--dist-init-addr", Raw(f'"${{MASTER_ADDR:?set MASTER_ADDR to the address of the main node}}:{PORT}"')]
     argv += ["--dtype", DTYPE[s.precision.split("-")[0]],
              "--mem-fraction-static", f"{engine['mem_fraction_static']:g}",
              "--context-length", str(engine["context_len"]),
@@ -59,7 +66,10 @@ def command(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
 def notes(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
     s, mem = plan.scenario, plan.result.memory
     eng = mem.engine
-    out = [f"run: bash {SCRIPT}; the OpenAI-compatible server listens on port {opts.port}",
+    out = [f"run: bash {SCRIPT}" + (f" on each of the {plan.num_nodes} machines, with NODE_RANK (0 on the main one) "
+                                    "and MASTER_ADDR set" if plan.num_nodes > 1 else "")
+           + f"; the OpenAI-compatible server listens on port {opts.port}" + (" of the main one" if plan.num_nodes > 1
+                                                                              else ""),
            f"{pool_line(plan, 'token pool')}; memory rules of SGLang {eng['version']}",
            "scheduler as gpuplan timed it: prefill batches of up to "
            f"{eng['chunked_prefill_size']:,} tokens before decodes (no --enable-mixed-chunk), radix cache on"

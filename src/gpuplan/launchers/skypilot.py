@@ -106,7 +106,7 @@ def task(plan: LaunchPlan, opts: LaunchOptions) -> dict[str, Any]:
 
 def run(plan: LaunchPlan, opts: LaunchOptions) -> str:
     if not plan.train:
-        return command_text(vllm.command(plan, opts))
+        return command_text(vllm.command(plan, opts, multinode_env=True))
     if runner(plan) is torchtune:
         fetch = torchtune.download(plan)
         return (command_text(fetch) if fetch else "") + command_text(torchtune.command(plan, multinode_env=True))

@@ -69,6 +69,8 @@ def fields(plan: LaunchPlan, opts: LaunchOptions) -> dict[str, Any]:
     mixed = autocast(s)
     data["bf16"] = mixed in ("bf16", "fp8") or s.precision == "bf16-true"
     data["fp16"] = mixed == "fp16"
+    if s.tf32:  # TrainingArguments.tf32 sets torch.backends.cuda.matmul.allow_tf32 (transformers training_args.py)
+        data["tf32"] = True
     optim, optim_args = hf_optim(s)
     data["optim"] = optim
     if optim_args:

@@ -32,6 +32,9 @@ def applies(plan: LaunchPlan) -> str | None:
     if engine_for(s).launch_target != NAME:
         return (f"the plan is for engine {s.engine}, whose memory differs from TensorRT-LLM's: plan again with "
                 "--engine trtllm")
+    if plan.num_nodes > 1:
+        return (f"trtllm-serve over {plan.num_nodes} nodes starts under mpirun or Slurm, which gpuplan does not write: "
+                "plan with engine vllm or sglang to launch across nodes")
     if not plan.result.memory.engine:
         return "the estimate has no TensorRT-LLM startup for this plan (a GPU is needed)"
     return None

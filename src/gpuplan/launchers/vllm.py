@@ -7,7 +7,10 @@ written out rather than left to vLLM's defaults, so the server starts with the p
 ``--max-num-seqs`` and ``--max-num-batched-tokens`` (the scheduler limits of the profiling run), ``--enforce-eager``,
 and ``--max-model-len``: the scenario's, else the model's context when one request of it fits the predicted KV
 pool, else the longest that fits (:func:`gpuplan.launchers.plan.launch_plan` re-plans with it; vLLM refuses to start
-otherwise). Option names and choices are those of vLLM 0.32's and 0.33's parsers
+otherwise). A copy over several nodes runs the same script on each (``NODE_RANK``, ``MASTER_ADDR``): vLLM's
+multiprocessing executor across nodes, ``--nnodes``, ``--node-rank``, ``--master-addr``, ``--master-port`` and
+``--headless`` on every node but the first (vLLM's multi-node serving without Ray, its parser's ``nnodes``,
+``node_rank``, ``master_addr``, ``headless``). Option names and choices are those of vLLM 0.32's and 0.33's parsers
 (``make_arg_parser`` in ``vllm/entrypoints/launchers/cli_args.py``, in 0.33 ``entrypoints/common/cli_args.py``;
 ``vllm/config/cache.py`` ``CacheDType``; ``vllm/model_executor/layers/quantization`` ``QuantizationMethods``;
 captured in tests/data/vllm).
@@ -17,12 +20,13 @@ from __future__ import annotations
 
 from ..engines import engine_for
 from ..errors import GpuplanError
-from .files import LaunchFile, shell_text
+from .files import LaunchFile, Raw, shell_text
 from .plan import LaunchPlan
 from .serving import converted_note, pool_line, quant_to_ask
 from .settings import LaunchOptions
 
 NAME = "vllm"
+PORT = 29500  # the first node's port for the others to join (vLLM's --master-port default)
 SCRIPT = "vllm-serve.sh"
 DTYPE = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 KV_CACHE_DTYPE = {"auto": "auto", "fp16": "float16", "bf16": "bfloat16", "fp8": "fp8", "int8": "int8_per_token_head"}
@@ -55,11 +59,26 @@ def max_model_len(plan: LaunchPlan) -> int:
     return engine["max_model_len"]
 
 
-def command(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
+def nodes(plan: LaunchPlan, *, multinode_env: bool = False) -> list[str]:
+    """The flags that join the nodes of one copy (none on one node): this node's rank and the first node's address,
+    from ``NODE_RANK`` and ``MASTER_ADDR`` (with ``multinode_env``, SkyPilot's ``SKYPILOT_NODE_RANK`` and the first
+    of ``SKYPILOT_NODE_IPS``); the nodes after the first run headless (no API server)."""
+    if plan.num_nodes <= 1:
+        return []
+    var = "SKYPILOT_NODE_RANK" if multinode_env else "NODE_RANK"
+    rank, addr = (("$SKYPILOT_NODE_RANK", '"$(echo "$SKYPILOT_NODE_IPS" | head -n1)"') if multinode_env else
+                  ('"${NODE_RANK:?set NODE_RANK to the rank of this node, 0 on the main one}"',
+                   '"${MASTER_ADDR:?set MASTER_ADDR to the address of the main node}"'))
+    return ["--distributed-executor-backend", "mp", "--nnodes", str(plan.num_nodes), "--node-rank", Raw(rank),
+            "--master-addr", Raw(addr), "--master-port", str(PORT), Raw(f'$([ "${var}" = 0 ] || echo --headless)')]
+
+
+def command(plan: LaunchPlan, opts: LaunchOptions, *, multinode_env: bool = False) -> list[str]:
     s = plan.scenario
     argv = ["vllm", "serve", plan.model_ref, "--tensor-parallel-size", str(s.tp)]
     if s.pp > 1:
         argv += ["--pipeline-parallel-size", str(s.pp)]
+    argv += nodes(plan, multinode_env=multinode_env)
     engine = plan.result.memory.engine
     argv += ["--dtype", DTYPE[s.precision.split("-")[0]], "--gpu-memory-utilization", f"{s.gpu_memory_utilization:g}",
              "--max-model-len", str(max_model_len(plan)), "--max-num-seqs", str(engine["max_num_seqs"]),
@@ -74,7 +93,10 @@ def command(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
 
 def notes(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
     s, mem = plan.scenario, plan.result.memory
-    out = [f"run: bash {SCRIPT}; the OpenAI-compatible server listens on port {opts.port}",
+    out = [f"run: bash {SCRIPT}" + (f" on each of the {plan.num_nodes} machines, with NODE_RANK (0 on the main one) "
+                                    "and MASTER_ADDR set" if plan.num_nodes > 1 else "")
+           + f"; the OpenAI-compatible server listens on port {opts.port}" + (" of the main one" if plan.num_nodes > 1
+                                                                              else ""),
            f"{pool_line(plan, 'KV pool')}; memory rules of vLLM {mem.engine['version']}"]
     if plan.model.max_context and max_model_len(plan) < plan.model.max_context:
         out.append(f"--max-model-len {max_model_len(plan):,}: the longest request the predicted KV pool holds (vLLM "

@@ -1,7 +1,7 @@
 """Which offers a scenario may use: those in force that pass its price filter (age, confidence:
 :func:`gpuplan.market.store.matches`), its provider and pricing, whose instances hold the GPUs that run together
-(a training job's GPUs per node; a serving replica's tensor- and pipeline-parallel group), and whose provider has
-a fabric when the scenario spans nodes; the cheapest region of each product only.
+(a training job's GPUs per node; a serving replica's tensor- and pipeline-parallel group, split over its nodes), and
+whose provider has a fabric when the scenario spans nodes; the cheapest region of each product only.
 """
 
 from __future__ import annotations
@@ -37,9 +37,9 @@ def allowed(o: Offer, s: Scenario, per_node: int, num_nodes: int) -> bool:
 
 def matching(offers: list[Offer], s: Scenario, gpu_id: str | None = None) -> list[Offer]:
     """Offers for ``gpu_id`` (any GPU when None) that the scenario may use (see :func:`allowed`)."""
-    per_node = s.num_gpus if s.task == "train" else s.tp * s.pp
+    per_node = s.num_gpus if s.task == "train" else s.tp * s.pp // s.num_nodes  # a serving copy may span nodes
     return [o for o in cheapest_in_force(offers, price_filter(s)) if (not gpu_id or o.gpu_id == gpu_id)
-            and allowed(o, s, per_node, s.num_nodes if s.task == "train" else 1)]
+            and allowed(o, s, per_node, s.num_nodes)]
 
 
 def best_on_demand(offers: list[Offer], gpu_id: str, f: PriceFilter) -> tuple[float, str] | None:

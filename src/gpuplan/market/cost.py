@@ -1,5 +1,5 @@
-"""What a job costs: hours x GPUs x price, spot interruptions with checkpointing, serving price per token,
-and buying vs renting with power included.
+"""What a job costs: hours x GPUs x price, spot interruptions with checkpointing, serving price per token (owning
+cards is :mod:`gpuplan.owning`).
 
 Spot: work ``T_s`` is interrupted on average every ``M`` hours; each checkpoint takes ``d`` to write and a
 restart ``R``. Young (1974) gives the checkpoint interval ``tau = sqrt(2·d·M)``; Daly (2006, "A higher order
@@ -139,7 +139,7 @@ def price_job(s: Scenario, m: ModelSpec, speed: Speed, offer: Offer, trainable: 
     its effective price compared with ``best_on_demand`` (the cheapest on-demand $/GPU-hour of this GPU
     anywhere, and its label); the whole bill (:mod:`.bill`) alongside."""
     gpus_needed = s.world_size if s.task == "train" else s.tp * s.pp
-    per_node = gpus_needed // s.num_nodes if s.task == "train" else gpus_needed
+    per_node = gpus_needed // s.num_nodes  # a serving copy across nodes rents whole instances on each
     shape = instance_shape(offer, per_node)
     instances = math.ceil(gpus_needed / shape)
     rented = instances * shape
@@ -211,28 +211,3 @@ def dataset_gb(s: Scenario) -> float:
     if getattr(s, "dataset_gb", None) is not None:
         return s.dataset_gb
     return (s.train_tokens or 0.0) * oh.DATASET_BYTES_PER_TOKEN / 1e9
-
-
-@dataclass(kw_only=True)
-class BuyVsRent:
-    purchase_usd: float
-    power_usd_per_hour: float
-    rent_usd_per_hour: float
-    break_even_hours: float | None
-    horizon_hours: float
-    buy_total_usd: float
-    rent_total_usd: float
-
-
-def buy_vs_rent(card_usd: float, tdp_w: float, num_gpus: int, rent_usd_per_hour: float, horizon_hours: float, *,
-                usd_per_kwh: float = oh.POWER_USD_PER_KWH, pue: float = oh.HOME_PUE,
-                utilization: float = oh.UTILIZATION, host_usd: float = 0.0, host_w: float = 0.0) -> BuyVsRent:
-    """Owning = cards (what you pay, new or used) + host + power ((cards' TDP x utilization + host watts) x PUE x
-    $/kWh) for the hours used; renting = the hours at the cheapest rental. Break-even: the hours at which both cost
-    the same (none if power costs more than rent). PUE defaults to 1.0 (a PC at home, no cooling plant)."""
-    purchase = card_usd * num_gpus + host_usd
-    power = (num_gpus * tdp_w * utilization + host_w) / 1000 * pue * usd_per_kwh
-    margin = rent_usd_per_hour - power
-    return BuyVsRent(purchase_usd=purchase, power_usd_per_hour=power, rent_usd_per_hour=rent_usd_per_hour,
-                     break_even_hours=purchase / margin if margin > 0 else None, horizon_hours=horizon_hours,
-                     buy_total_usd=purchase + power * horizon_hours, rent_total_usd=rent_usd_per_hour * horizon_hours)

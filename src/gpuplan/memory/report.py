@@ -12,6 +12,7 @@ from ..model.spec import ModelSpec
 from ..result import MemoryReport
 from ..scenario import Scenario
 from ..tensors.breakdown import GIB, Estimate, device_overheads
+from .host import host_shortfall
 from .inference import inference_memory
 from .training import training_memory
 
@@ -69,6 +70,7 @@ def report_of(s: Scenario, e: Estimate, gpu: GpuSpec | None) -> MemoryReport:
         report.logged_gib = report.allocated_peak_gib if s.recipe.logs_level == "allocated" else \
             report.reserved_peak_gib
     if capacity is not None:
-        report.fits = engine_for(s).fits(s, report, capacity)
+        # by the engine's rule, and what the plan keeps in host memory within the host's RAM (memory/host.py)
+        report.fits = engine_for(s).fits(s, report, capacity) and not host_shortfall(s, report, gpu)
         report.headroom_gib = capacity - device
     return report

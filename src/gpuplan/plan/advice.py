@@ -24,6 +24,7 @@ from typing import Any
 from ..engines import engine_for
 from ..errors import GpuplanError
 from ..hardware import GpuSpec
+from ..memory.host import host_need_gib, host_ram
 from ..model.spec import ModelSpec
 from ..result import Suggestion
 from ..scenario import Scenario
@@ -350,9 +351,22 @@ def on_card(s: Scenario, m: ModelSpec, gpu: GpuSpec, fixes: list[Fix]) -> list[F
     return out
 
 
+def _more_host_ram(s: Scenario, gpu: GpuSpec, report) -> list[Suggestion]:
+    """When the GPU holds the job and only the host's RAM is short (offloaded states, CPU layers): a machine with
+    enough RAM, in steps of 64 GiB (none on a unified-memory computer, whose one pool cannot grow)."""
+    need, (ram, _) = host_need_gib(s, report.cpu_gib), host_ram(s, gpu)
+    if need <= ram or gpu.unified_memory or report.device_peak_gib > (report.capacity_gib or 0):
+        return []
+    size = math.ceil(need / 64) * 64
+    return [Suggestion(change=f"a machine with {size:,} GiB of RAM (host_ram_gib {size}): it keeps {need:,.1f} GiB "
+                       f"there, the host has {ram:,.0f}", fields={"host_ram_gib": size},
+                       device_peak_gib=report.device_peak_gib, fits=True, cost="the same speed; more host RAM")]
+
+
 def suggestions(s: Scenario, m: ModelSpec, gpu: GpuSpec, report) -> list[Suggestion]:
-    """When ``s`` does not fit: the smallest combination that fits (when no single fix does), then every single
-    fix that lowers the device peak, fitting ones first, on the GPUs named before more GPUs."""
+    """When ``s`` does not fit: a machine with enough RAM when only the host's RAM is short, the smallest
+    combination that fits (when no single fix does), then every single fix that lowers the device peak, fitting
+    ones first, on the GPUs named before more GPUs."""
     fixes = on_card(s, m, gpu, candidate_fixes(s, m))
     if engine_for(s).advised_by_pool:
         return _vllm_suggestions(s, m, gpu, report, fixes)
@@ -379,7 +393,7 @@ def suggestions(s: Scenario, m: ModelSpec, gpu: GpuSpec, report) -> list[Suggest
         if combos[0] is not None and set(combos[0].fields) & STACK_FIELDS:  # and the one with no extra library
             combos.append(smallest_combination(s, m, gpu, [f for f in pool if not set(f.change) & STACK_FIELDS]))
         found[:0] = [c for c in combos if c is not None]
-    return found
+    return _more_host_ram(s, gpu, report) + found
 
 
 def _vllm_suggestions(s: Scenario, m: ModelSpec, gpu: GpuSpec, report, fixes: list[Fix]) -> list[Suggestion]:

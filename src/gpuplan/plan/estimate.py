@@ -13,13 +13,18 @@ from .build import build, offers_for
 from .nodes import on_nodes
 from .plan import Plan
 from .resolve import resolve
+from .split import split_estimate
 
 
 def estimate(scenario: Scenario | dict[str, Any], *, advise: bool = True) -> Plan:
     """The plan of a scenario. ``advise`` adds the largest batch and context that fit and, when the job does not
     fit, the changes that would (each a memory-only plan of the changed scenario). A serving plan runs its load
-    and its batch through the engine's scheduler (:func:`gpuplan.plan.build.serving_runs`)."""
-    r = resolve(scenario_from(scenario))
+    and its batch through the engine's scheduler (:func:`gpuplan.plan.build.serving_runs`). A llama.cpp split over
+    mixed cards (``extra_gpus``, ``tensor_split``) is each device's plan, composed (:mod:`.split`)."""
+    s = scenario_from(scenario)
+    if s.extra_gpus or s.tensor_split:
+        return split_estimate(s)
+    r = resolve(s)
     if r.gpu is None:
         return build(r, None, advise=advise, simulate=True)
     catalog = load_offers()

@@ -30,6 +30,7 @@ def gpu_row(g: GpuSpec, rental=None) -> dict[str, Any]:
     return {"id": g.id, "name": g.name, "vendor": g.vendor, "architecture": g.architecture, "segment": g.segment,
             "memory_gib": g.memory_gib, "usable_gib": round(g.usable_gib, 2), "bandwidth_gbs": g.bandwidth_gbs,
             "bf16_tflops": bf16, "fp8_tflops": g.peak_tflops("fp8"), "fp4_tflops": g.peak_tflops("fp4"),
+            "tf32_tflops": g.peak_tflops("tf32"), "fp32_tflops": g.peak_tflops("fp32"),
             "nvlink_gbs": g.nvlink_bandwidth_gbs, "tdp_w": g.tdp_w, "msrp_usd": g.msrp_usd,
             "usd_per_gb": round(g.msrp_usd / g.memory_gib, 1) if g.msrp_usd else None,
             "msrp_usd_per_tflop": round(g.msrp_usd / bf16, 1) if g.msrp_usd and bf16 else None,

@@ -22,6 +22,7 @@ from ..hardware import GpuSpec
 from ..market.cost import Cost, SpotPlan
 from ..market.offers import Offer
 from ..memory import memory_report, report_of
+from ..memory.host import host_shortfall
 from ..model.spec import ModelSpec
 from ..result import Answer, GpuFacts, MemoryReport, ModelFacts, Suggestion
 from ..scenario import INFER_ONLY, TRAIN_ONLY, Scenario
@@ -208,7 +209,8 @@ def memory_plan(r: Resolved, memory: tuple[Estimate, MemoryReport] | None = None
         verdict=judge(r, memory, by_design=any(a.startswith(FREE_SIZED_LOSS) for a in e.assumptions)),
         suggestions=(), speed=None, cost=None, dataset=None, recipe=None)
     plan._setup = r
-    plan._said = (tuple(e.assumptions), tuple(e.warnings))
+    short = host_shortfall(s, memory, gpu)  # what it keeps in host memory beyond the host's RAM: it does not run
+    plan._said = (tuple(e.assumptions), (*e.warnings, *((short,) if short else ())))
     plan._pool, plan._startup = e.extra.get("kv_pool"), e.extra.get("startup")
     return plan
 
@@ -243,7 +245,9 @@ def judge(r: Resolved, mem: MemoryReport, by_design: bool = False) -> Verdict:
     word = "fits" if mem.fits else "does not fit"
     where = f"{s.world_size}x {gpu.name}" if s.world_size > 1 else gpu.name
     said = ""
-    if mem.max_concurrency is not None and engine.pool_words:
+    if not mem.fits and mem.headroom_gib >= 0 and host_shortfall(s, mem, gpu):  # the card holds it, the host not
+        said = "the host's RAM cannot hold what it keeps there (the warning says how much); "
+    elif mem.max_concurrency is not None and engine.pool_words:
         said = (f"{engine.pool_words} holds the {s.batch_size:,} concurrent requests asked (up to "
                 f"{mem.max_concurrency:,}); " if mem.max_concurrency >= s.batch_size else
                 f"{engine.pool_words} holds {mem.max_concurrency:,} of the {s.batch_size:,} concurrent requests "
@@ -292,6 +296,11 @@ def normalized(s: Scenario) -> dict[str, Any]:
     data["sharding"] = s.sharded_by if s.sharded_by.startswith("fsdp") else s.resolved_sharding
     for key in TRAIN_ONLY if s.task == "infer" else INFER_ONLY:
         data.pop(key, None)
+    if s.precision != "fp32":
+        data.pop("tf32", None)  # it means something with fp32 only
+    for key in ("host_ram_gib", "extra_gpus", "tensor_split"):  # unset: said where they decide
+        if data.get(key) is None:
+            data.pop(key, None)
     return data
 
 

@@ -25,13 +25,13 @@ from ..engines import ENGINES, engine_for
 from ..errors import GpuplanError
 from ..hardware import GpuSpec, gpus, load_gpu, short_id
 from ..market.choice import best_on_demand, cheapest_in_force
-from ..market.offers import Offer, max_per_node, multi_node, owned_offer
+from ..market.offers import Offer, max_per_node, multi_node, owned_offer, spot_rows_missing
 from ..market.store import load_offers, price_filter
 from ..memory import device_gib, estimate_memory
 from ..model.report import inexact_warning
 from ..model.spec import ModelSpec
 from ..result import Answer
-from ..scenario import Scenario
+from ..scenario import Scenario, read_back
 from ..scenario.stacks import STACK_NAMES
 from ..speed.comms import Link, intra_node_link
 from ..speed.gemm import can_time
@@ -40,7 +40,7 @@ from .build import Offers, build
 from .plan import Plan, card_memory, memory_plan
 from .pricing import left_out
 from .refusals import check
-from .resolve import resolve, within_context
+from .resolve import resolve, tensor_parallel_ok, within_context
 
 COUNTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 GIB = 2**30
@@ -94,7 +94,7 @@ class Setup(BaseModel):
     # as priced (provider, pricing) for the setups a Recommendation holds; an instance passes as it was validated when
     # made (pydantic would validate it again, defaults and all, for each of the thousands of rows a search ranks), a
     # dict is validated; the web API's schema names it (#/components/schemas/Scenario)
-    scenario: Annotated[Scenario, WrapValidator(lambda v, validate: v if isinstance(v, Scenario) else validate(v))]
+    scenario: Annotated[Scenario, WrapValidator(lambda v, _: read_back(v))]  # read back: its data not read again
     gpu_id: str
     num_gpus: int
     sharding: str
@@ -286,6 +286,8 @@ def _layouts(s: Scenario, m: ModelSpec, c: Constraints, stack: str = "hf") -> li
         if s.task == "infer":
             if n <= 8 and m.num_heads % n == 0 and (n <= m.num_kv_heads or n % m.num_kv_heads == 0 or m.mla):
                 out.append({"num_gpus": n, "num_nodes": 1, "tp": n, "pp": 1, "sharding": None})
+            elif n > 8 and tensor_parallel_ok(m, 8) and nodes <= m.num_layers:  # TP 8 per node, PP across nodes
+                out.append({"num_gpus": 8, "num_nodes": nodes, "tp": 8, "pp": nodes, "sharding": None})
             continue
         strategies = ["single"] if n == 1 else list(SHARDING[stack])
         out += [{"num_gpus": per_node, "num_nodes": nodes, "tp": 1, "pp": 1, "sharding": st} for st in strategies]
@@ -418,6 +420,8 @@ def _price_notes(s: Scenario, c: Constraints, all_offers: list[Offer], cards: di
     notes = [f"{n} offers left out: {why} (--max-price-age-days, --include-low-confidence)"
              for why, n in left_out(all_offers, s).items() if n]
     notes += [f"no price for {gpus()[g].name} in the offers in force" for g in c.gpus if g not in cards]
+    if c.pricing != "on_demand":
+        notes.append(spot_rows_missing())
     return notes
 
 
@@ -492,7 +496,7 @@ def _priced(plan: Plan, labels: list[str], offers: list[Offer], reference: tuple
     memory plan made once, the speed once per class of links); spot compared with ``reference``, the cheapest
     on-demand price of the card anywhere."""
     s, gpu = plan.setup.scenario, plan.setup.gpu
-    per_node = s.world_size // s.num_nodes if s.task == "train" else s.tp * s.pp
+    per_node = (s.world_size if s.task == "train" else s.tp * s.pp) // s.num_nodes
     speeds: dict = {}
     out = []
     for offer in offers:
@@ -503,7 +507,7 @@ def _priced(plan: Plan, labels: list[str], offers: list[Offer], reference: tuple
         if s.num_nodes > 1 and not multi_node(offer):
             continue  # the provider sells no fabric between machines
         row = build(plan.setup, Offers(candidates=(offer,), reference=reference), advise=False, base=plan,
-                    speeds=speeds)
+                    speeds=speeds, recipe=False)
         if row.cost is not None:  # a card without a matrix rate (Apple silicon) fits but cannot be timed or priced
             out.append(Setup.of(row, labels, offer))
     return out
@@ -607,7 +611,7 @@ def _what_would_fit(s: Scenario, m: ModelSpec, c: Constraints, biggest: GpuSpec 
         tries.append(("quant", "allow quantized weights / fp8 KV (--any-quant)", s,
                       Constraints(**{**base, "any_quant": True})))
     for n in COUNTS:
-        if n > c.max_gpus and (s.task == "train" or n <= 8):
+        if n > c.max_gpus and (s.task == "train" or n <= 64):
             tries.append(("gpus", f"allow up to {n} GPUs (--max-gpus {n})", s,
                           Constraints(**{**base, "max_gpus": n})))
     name = "seq_len" if s.task == "train" else "prompt_tokens"

@@ -97,6 +97,8 @@ def _layout(s: Scenario, m: ModelSpec) -> list[str]:
         what = "tp x pp x cp" if s.cp > 1 else "tp x pp"
         raise GpuplanError(f"{what} = {s.tp * s.pp * s.cp} must divide the {s.world_size} GPUs (num_gpus x "
                            "num_nodes)")
+    if s.task == "infer" and s.num_nodes > 1:
+        _across_nodes(s)
     if s.stack == "megatron" and s.task == "train":
         warnings += check_megatron(s, m)
     _data_parallel(s)
@@ -112,6 +114,21 @@ def _layout(s: Scenario, m: ModelSpec) -> list[str]:
     if s.pp > m.num_layers:
         raise GpuplanError(f"pp={s.pp} is more pipeline stages than {m.name}'s {m.num_layers} layers")
     return warnings
+
+
+def _across_nodes(s: Scenario) -> None:
+    """One copy of a model served across nodes (issue 33): an engine that runs across machines, tp x pp over all
+    the GPUs, and a tensor-parallel group inside a node or over whole nodes."""
+    if not engine_for(s).tensor_parallel_flag:  # the engines that shard a model run it across machines
+        raise GpuplanError(f"{s.engine} serves on one machine: set engine to vllm, sglang or trtllm to split the "
+                           f"model across {s.num_nodes} nodes, or plan one node")
+    if s.tp * s.pp != s.world_size:
+        raise GpuplanError(f"serving over {s.num_nodes} nodes runs one copy of the model across them: set tp x pp = "
+                           f"{s.world_size} (tp {s.num_gpus} inside each node and pp {s.num_nodes} across nodes, or tp "
+                           f"{s.world_size} over all of them); for replicas, plan one node and count the nodes")
+    if s.tp % s.num_gpus and s.num_gpus % s.tp:
+        raise GpuplanError(f"a tensor-parallel group of {s.tp} would straddle nodes of {s.num_gpus} GPUs: set tp to a "
+                           f"divisor of {s.num_gpus} (inside each node) or a multiple of it (whole nodes)")
 
 
 def _data_parallel(s: Scenario) -> None:

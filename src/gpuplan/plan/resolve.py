@@ -143,9 +143,22 @@ def tensor_parallel_ok(m: ModelSpec, n: int) -> bool:
 def serving_split(s: Scenario, m: ModelSpec) -> tuple[dict[str, Any], str | None]:
     """How several GPUs serve one model when the scenario does not say: (fields to set, the sentence)."""
     n = s.world_size
-    if s.task != "infer" or n == 1 or s.tp * s.pp != 1 or s.sharding is not None or s.num_nodes != 1:
+    if s.task != "infer" or n == 1 or s.tp * s.pp != 1 or s.sharding is not None:
         return {}, None
     engine = engine_for(s)
+    if s.num_nodes > 1:  # vLLM's multi-node recipe: tensor parallel inside each node, pipeline stages across nodes
+        if engine.tensor_parallel_flag and s.num_gpus == 1 and tensor_parallel_ok(m, s.num_nodes):
+            return {"tp": s.num_nodes}, (
+                f"{s.num_nodes} machines of one GPU serve one copy of the model with tensor parallel {s.num_nodes} "
+                "across them, as two linked DGX Sparks run vLLM (--tensor-parallel-size 2 over Ray: conselara.dev/"
+                "notes/dgx-spark-benchmarks, corti.com's two-Spark cluster); set pp instead for pipeline stages")
+        if engine.tensor_parallel_flag and tensor_parallel_ok(m, s.num_gpus):
+            return {"tp": s.num_gpus, "pp": s.num_nodes}, (
+                f"{s.num_nodes} nodes of {s.num_gpus} GPUs serve one copy of the model: tensor parallel {s.num_gpus} "
+                f"inside each node, {s.num_nodes} pipeline stages across nodes (vLLM docs, serving/"
+                "distributed_serving.md: the tensor parallel size is the GPUs per node, the pipeline parallel size "
+                "the number of nodes)")
+        return {}, None
     if engine.tensor_parallel_flag and tensor_parallel_ok(m, n):
         return {"tp": n}, (f"{n} GPUs serve one copy of the model with tensor parallelism "
                            f"({engine.tensor_parallel_flag} {n}); for {n} replicas set sharding ddp")
@@ -154,7 +167,6 @@ def serving_split(s: Scenario, m: ModelSpec) -> tuple[dict[str, Any], str | None
                            f"({engine.layer_split_words}): each holds 1/{n} of the weights and KV cache; for {n} "
                            "replicas set sharding ddp")
     return {}, None
-
 
 
 def within_context(s: Scenario, m: ModelSpec) -> tuple[dict[str, Any], str | None]:

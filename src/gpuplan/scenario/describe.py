@@ -47,8 +47,9 @@ def describe(s: Scenario, m: ModelSpec | None = None, gpu_id: str | None = None,
     if stack and s.task == "train":  # the training stack; serving runs the engine named
         parts.append(str(stack))
     gpu = s.gpu if gpu_id is None else gpu_id
-    where = f"{s.world_size} x {short_id(gpu)}" if gpu else (f"{s.world_size} GPUs" if s.world_size > 1 else
-                                                               "no GPU named")
+    where = " + ".join(short_id(g) for g in (gpu, *s.extra_gpus)) if gpu and s.extra_gpus else \
+        f"{s.world_size} x {short_id(gpu)}" if gpu else (f"{s.world_size} GPUs" if s.world_size > 1 else
+                                                         "no GPU named")
     strategy = s.resolved_sharding if s.task == "train" or s.sharding else ""
     layout = [STRATEGY_WORDS.get(strategy, strategy)]
     if s.tp > 1:

@@ -15,7 +15,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_serializer, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from .. import overheads as oh
 from ..errors import GpuplanError, did_you_mean, echo_value, renamed
@@ -75,6 +84,9 @@ class Scenario(BaseModel):
         default=None, description="-mixed: fp32 master weights + autocast; -true: one dtype throughout; "
         "fp4-mixed: NVFP4 linears (Transformer Engine, Blackwell, stack megatron) "
         "(default: bf16-mixed; torchtune and pytorch bf16-true)")
+    tf32: bool = Field(default=False, description="with precision fp32: matmuls on TF32 tensor cores "
+                       "(torch.backends.cuda.matmul.allow_tf32, off by default since PyTorch 1.12), timed at the TF32 "
+                       "rate; off: at the fp32 rate")
     quant: str | None = Field(default=None, description="default: the checkpoint's own quantization_config")
     optimizer: Optimizer = "adamw"
     optimizer_impl: Literal["fused", "foreach"] = Field(
@@ -181,6 +193,11 @@ class Scenario(BaseModel):
         default="auto", description="llama.cpp --flash-attn (auto: on where the backend supports it)")
     cpu_layers: bool = Field(default=False, description="llama.cpp: count a run with layers left in system RAM "
                              "(on the CPU, slow) as fitting; by default it fits only with every layer on the GPU")
+    extra_gpus: list[str] | None = Field(default=None, max_length=7, description="llama.cpp: the cards beside gpu, "
+                                         "one per device in device order (rtx-3090): a mixed split of the layers")
+    tensor_split: list[float] | None = Field(default=None, max_length=8, description="llama.cpp --tensor-split: "
+                                             "each device's share of the layers, gpu first (default: in proportion "
+                                             "to each card's memory, as llama.cpp splits by free memory)")
     # hardware and parallelism
     gpu: str | None = None
     wired_limit_mb: int | None = Field(
@@ -213,6 +230,10 @@ class Scenario(BaseModel):
         default=None, description="Megatron-Core activation_func_fp8_input_store (stack megatron, precision "
         "fp8-mixed): the MLP activation's input (SwiGLU's FC1 output) saved in fp8 for the backward (default: false)")
     offload: Literal["none", "optimizer", "optimizer+params"] = "none"
+    host_ram_gib: float | None = Field(default=None, gt=0, le=1e6, allow_inf_nan=False,
+                                       description="RAM of each machine, GiB: offloaded states and llama.cpp's CPU "
+                                       "layers must fit in it (default: 64 GiB per GPU; a unified-memory computer: "
+                                       "the part of its pool the GPU does not take)")
     display: Literal["none", "linux", "windows"] = Field(
         default="none", exclude_if=lambda v: v == "none",  # said when set: other scenarios read as they did
         description="the card also drives a desktop on this OS: the memory the desktop holds "
@@ -260,6 +281,19 @@ class Scenario(BaseModel):
             raise ValueError(f"{info.field_name} takes a release number like {example}, not {value!r}")
         return text
 
+    @field_validator("extra_gpus", "tensor_split", mode="before")
+    @classmethod
+    def _comma_list(cls, value: Any) -> Any:
+        """``rtx-3090,rtx-3060`` and ``24,24`` as the command line gives them: lists."""
+        return [part.strip() for part in value.split(",") if part.strip()] if isinstance(value, str) else value
+
+    @field_validator("tensor_split")
+    @classmethod
+    def _shares(cls, value: list[float] | None) -> list[float] | None:
+        if value is not None and (not value or any(not (0 < v < 1e6) for v in value)):
+            raise ValueError("tensor_split takes one positive share per device, e.g. 24,24 or 3,1")
+        return value
+
     @field_validator("lora_targets")
     @classmethod
     def _targets(cls, value):
@@ -295,7 +329,7 @@ class Scenario(BaseModel):
         return data
 
     @model_validator(mode="after")
-    def _defaults(self) -> Scenario:
+    def _defaults(self, info: ValidationInfo) -> Scenario:
         """Fill the fields left unset with the defaults the given ones imply, then check the rules across fields.
 
         The defaults come from pure functions of the validated input: the stack's recipe and the card's
@@ -306,8 +340,12 @@ class Scenario(BaseModel):
         per scenario, on the search's hot path. What the result cannot run is refused when it is resolved
         (:mod:`gpuplan.plan.refusals`), not here: these rules are about the input alone."""
         _fill(self, stacks.resolve(self.__dict__))
-        _fill(self, _data_defaults(self))
+        _fill(self, _data_defaults(self, read_back=bool(info.context and info.context.get(READ_BACK))))
         _fill(self, _load_defaults(self))
+        _fill(self, _split_defaults(self))
+        if self.tf32 and self.precision != "fp32":
+            raise ValueError(f"tf32 runs fp32 matmuls on TF32 tensor cores: it goes with precision fp32, not "
+                             f"{self.precision} (16-bit precisions already run at the 16-bit rate)")
         if self.shared_prefix_tokens and self.task == "train":
             raise ValueError("shared_prefix_tokens is the start every serving prompt shares: drop it for training")
         if self.shared_prefix_tokens >= self.prompt_tokens:
@@ -418,6 +456,26 @@ def _fill(s: Scenario, values: dict[str, Any]) -> None:
     s.__dict__.update(values)
 
 
+def _split_defaults(s: Scenario) -> dict[str, Any]:
+    """llama.cpp's devices: with ``extra_gpus`` (mixed cards) or ``tensor_split``, one copy of the model split by
+    layers over ``num_gpus`` devices (``pp``); a mismatch is one sentence."""
+    if not s.extra_gpus and s.tensor_split is None:
+        return {}
+    if s.task != "infer" or s.engine != "llama.cpp":
+        raise ValueError("extra_gpus and tensor_split split llama.cpp's layers over devices: use them with task "
+                         "infer and engine llama.cpp (other engines split with tp or pp over cards of one kind)")
+    n = 1 + len(s.extra_gpus or [])
+    if s.extra_gpus and "num_gpus" in s.model_fields_set and s.num_gpus != n:
+        raise ValueError(f"extra_gpus names {n} devices with gpu: drop num_gpus or set it to {n}")
+    n = n if s.extra_gpus else s.num_gpus
+    if s.tensor_split is not None and len(s.tensor_split) != n:
+        raise ValueError(f"tensor_split gives {len(s.tensor_split)} shares for {n} devices: one per device, gpu "
+                         "first")
+    if s.tp != 1 or s.num_nodes != 1 or ("pp" in s.model_fields_set and s.pp != n):
+        raise ValueError(f"a llama.cpp split over {n} devices is pp {n} on one machine (tp 1)")
+    return {"num_gpus": n, "pp": n}
+
+
 LOAD_FIELDS = ("users", "think_time_s", "rate_rps", "length_spread", "num_requests")
 
 
@@ -445,10 +503,11 @@ def _load_defaults(s: Scenario) -> dict[str, Any]:
     return {}
 
 
-def _data_defaults(s: Scenario) -> dict[str, Any]:
+def _data_defaults(s: Scenario, read_back: bool = False) -> dict[str, Any]:
     """The fields the training data decides when they are unset: ``train_tokens`` (Chinchilla's for a synthetic
     model given no data), or ``train_tokens``, ``packing`` and a padded batch's ``seq_len`` from the data
-    (:func:`gpuplan.dataset.fields`). Data fields that do not go together raise ``ValueError``."""
+    (:func:`gpuplan.dataset.fields`). Data fields that do not go together raise ``ValueError``. ``read_back``: a
+    scenario an answer carries (:func:`read_back`), whose data decided its fields already; the file is not read."""
     given = {k for k in ("dataset", "samples", "mean_tokens", "max_tokens", "tokenizer", "epochs", "packing")
              if getattr(s, k) is not None}
     out: dict[str, Any] = {}
@@ -469,7 +528,7 @@ def _data_defaults(s: Scenario) -> dict[str, Any]:
         raise ValueError("max_tokens goes with the shorthand and must be at least mean_tokens")
     if s.tokenizer and not s.dataset:
         raise ValueError("tokenizer counts a dataset file: give dataset too")
-    if s.dataset or s.samples:
+    if (s.dataset or s.samples) and not read_back:
         from ..dataset import fields
 
         out.update(fields(s.__dict__, set(s.model_fields_set)))
@@ -478,7 +537,7 @@ def _data_defaults(s: Scenario) -> dict[str, Any]:
 
 FIELDS = tuple(Scenario.model_fields)
 # Fields that mean something for one task only: the normalized result drops the other task's.
-TRAIN_ONLY = frozenset({"method", "optimizer", "optimizer_impl", "lora_rank", "lora_targets", "lora_dropout",
+TRAIN_ONLY = frozenset({"method", "tf32", "optimizer", "optimizer_impl", "lora_rank", "lora_targets", "lora_dropout",
                         "micro_batch_size", "seq_len", "grad_accum_steps", "grad_checkpointing", "train_tokens",
                         "qlora_fp32_upcast", "loss", "loss_chunks", "activation_offload", "compile",
                         "optimizer_in_backward", "adapter_dtype", "checkpoint_every", "transformers_version",
@@ -487,6 +546,15 @@ TRAIN_ONLY = frozenset({"method", "optimizer", "optimizer_impl", "lora_rank", "l
                         "cp", "ep", "vpp", "fp8_recipe", "cuda_graphs", "fp8_attention",
                         "fp8_activation_store", "eval_interval", "eval_tokens", "save_interval"})
 # fields that lay out training over GPUs: the web form and the list of defaults leave them out of serving
+READ_BACK = "read_back"  # the validation context of a scenario an answer carries (:func:`read_back`)
+
+
+def read_back(data: Any) -> Scenario:
+    """A scenario an answer carries, read back from the answer's JSON: validated as input is, but its training data
+    is not read again (the fields the data decided are in the dump; the file may be gone, or hidden by the page)."""
+    return data if isinstance(data, Scenario) else Scenario.model_validate(data, context={READ_BACK: True})
+
+
 OLD_NAMES = {"framework": "stack", "strategy": "sharding"}  # fields renamed (issue 30): the old names still read
 TRAINING_LAYOUT = frozenset({"num_nodes", "sharding", "pp", "offload", "stack", "dataset_gb"})
 INFER_ONLY = frozenset({"batch_size", "prompt_tokens", "output_tokens", "shared_prefix_tokens", "kv_cache_dtype",
@@ -494,7 +562,7 @@ INFER_ONLY = frozenset({"batch_size", "prompt_tokens", "output_tokens", "shared_
                         "mem_fraction_static", "gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs",
                         "max_model_len", "engine_version", "entry_point", "enforce_eager", "ubatch_tokens",
                         "free_gpu_memory_fraction", "tokens_per_block", "capacity_scheduler_policy",
-                        "flash_attention", "cpu_layers"})
+                        "flash_attention", "cpu_layers", "extra_gpus", "tensor_split"})
 
 
 def scenario_from(data: dict[str, Any] | Scenario) -> Scenario:

@@ -64,17 +64,23 @@ def intra_node_link(gpu: GpuSpec, network: Network) -> Link:
 
 def inter_node_link(gpu: GpuSpec, network: Network, gpus_per_node: int) -> Link | None:
     """Between nodes, per GPU: the node's fabric shared by its GPUs. ``None`` when the provider sells no
-    multi-node fabric. Unknown fabrics take the default of the card's class (HGX: one 200 Gb/s NIC per GPU;
-    others: one 100 Gb/s Ethernet port per node), said in the assumptions."""
+    multi-node fabric. Where the offer does not say, a whole computer's own ports (the catalog's ``network``: two
+    DGX Sparks over ConnectX-7 RoCE at 200 Gb/s), else the default of the card's class (HGX: one 200 Gb/s NIC per
+    GPU; others: one 100 Gb/s Ethernet port per node), said in the assumptions."""
     kind = network.inter_node
     if kind == "none":
         return None
-    if not kind:
+    own = not kind and bool(gpu.network)
+    if own:
+        kind = gpu.network
+    elif not kind:
         kind = "infiniband" if _is_sxm(gpu) else "ethernet"
-    gbps = network.inter_node_gbps or oh.INTER_NODE_DEFAULT_GBPS["sxm" if _is_sxm(gpu) else "other"]
+    gbps = network.inter_node_gbps or (gpu.network_gbps if own else None) or oh.INTER_NODE_DEFAULT_GBPS[
+        "sxm" if _is_sxm(gpu) else "other"]
     per_gpu = gbps / 8 * 1e9 / max(gpus_per_node, 1) * oh.INTER_NODE_EFFICIENCY.get(kind, 0.6)
+    said = "" if network.inter_node else " (the computer's own ports)" if own else " (assumed)"
     return Link(bytes_per_s=per_gpu, latency_s=oh.COLLECTIVE_LATENCY_S.get(kind, 100e-6), kind=kind,
-                label=f"{kind} {gbps:.0f} Gb/s per node{'' if network.inter_node else ' (assumed)'}")
+                label=f"{kind} {gbps:.0f} Gb/s per node{said}")
 
 
 def in_nvlink_domain(gpu: GpuSpec, network: Network, ranks: int) -> bool:

@@ -67,6 +67,6 @@ def compute_dtype(s: Scenario) -> str:
         return "fp8"
     if s.precision == "fp4-mixed":  # NVFP4 linears (Transformer Engine NVFP4BlockScaling)
         return "fp4"
-    if s.precision == "fp32":
-        return "tf32"
+    if s.precision == "fp32":  # PyTorch runs fp32 matmuls in fp32 unless TF32 is allowed (off since 1.12)
+        return "tf32" if s.tf32 else "fp32"
     return s.precision.split("-")[0]

@@ -55,7 +55,11 @@ def matmul_fraction(gpu: GpuSpec) -> float:
 def peak_flops(gpu: GpuSpec, dtype: str) -> float:
     """Dense datasheet FLOP/s for ``dtype``, falling back to bf16 then fp16 where the card lacks it (0 where the
     catalog has no matrix rate at all: :func:`can_time`). GeForce cards' bf16/fp16 rates in the catalog are the
-    fp32-accumulate ones PyTorch's GEMMs use (half the fp16-accumulate marketing figure)."""
+    fp32-accumulate ones PyTorch's GEMMs use (half the fp16-accumulate marketing figure). fp32 runs at the card's
+    fp32 (CUDA-core) rate, and TF32 where the card has TF32 tensor cores (else fp32 too: V100 and T4 have none);
+    neither falls back to a 16-bit rate (issue 33: T4 fp32 was timed at its fp16 tensor-core rate)."""
+    if dtype in ("fp32", "tf32"):
+        return (gpu.peak_tflops(dtype) or gpu.peak_tflops("fp32") or 0.0) * 1e12
     return (gpu.peak_tflops(dtype) or gpu.peak_tflops("bf16") or gpu.peak_tflops("fp16") or 0.0) * 1e12
 
 

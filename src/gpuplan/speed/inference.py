@@ -39,7 +39,7 @@ from ..tensors.state import attention_kernel, weight_format
 from . import ggml, mlx
 from .bands import decode_band, model_class
 from .breakdown import Speed
-from .comms import Link, all_reduce_s, intra_node_link
+from .comms import DataParallel, Link, all_reduce_s, inter_node_link, intra_node_link
 from .gemm import bandwidth, gemm_time_s, peak_flops, streaming_bandwidth
 from .work import attention_s, eager_ops_per_layer, elementwise_s, expert_loop_s, lm_head_s, smooth_max
 
@@ -62,6 +62,7 @@ class StepTimer:
     # speed/offline.py); False: the bandwidth / datasheet-peak roofline the vLLM calibration used
     grouped_experts: bool = False
     cached_prefix: int = 0  # shared-prefix tokens later requests find cached (the engine's prefix cache)
+    inter: Link | None = None  # a copy of the model across nodes: each GPU's share of the node's network
 
     @property
     def other_dtype(self) -> str:
@@ -86,7 +87,7 @@ class StepTimer:
         attention = attention_s(m, gpu, self.other_dtype, seqs, math.ceil(tokens / seqs), kernel=self.kernel, tp=tp,
                                 context=context, masked_windows=self.timing.eager)
         parts = {"gemm": gemm, "attention": attention, "elementwise": self._elementwise_s(tokens),
-                 "tensor_parallel": self._tp_s(tokens)}
+                 "tensor_parallel": self._tp_s(tokens), "pipeline_across_nodes": self._node_hops_s(tokens)}
         host = self.host_s(prefill=True, seqs=seqs, tokens=tokens)
         parts["host"] = max(host - sum(parts.values()), 0.0) if self.async_host else host
         parts.update(self._offload_parts(tokens))
@@ -132,6 +133,7 @@ class StepTimer:
             parts["cpu_layers"] = (self._layer_weight_bytes() * self.cpu_layer_share + cpu_kv) / cpu_bw
         host = self.host_s(prefill=False, context=context, seqs=batch)
         parts["tensor_parallel"] = self._tp_s(batch)
+        parts["pipeline_across_nodes"] = self._node_hops_s(batch)
         if self.timing.eager:  # the GPU waits on Python unless its kernels are longer
             parts["host"] = smooth_max(gpu_s, host, oh.HOST_GPU_OVERLAP_SHARPNESS) - gpu_s
         elif self.async_host:  # async scheduling: only the host work the GPU step does not cover shows
@@ -297,11 +299,31 @@ class StepTimer:
     def _tp_s(self, tokens: float) -> float:
         """Two all-reduces of ``tokens x hidden`` 16-bit activations per layer (Megatron row-parallel outputs),
         each paying the link's latency (and an engine's own cost per all-reduce,
-        :attr:`gpuplan.engines.HostLoop.all_reduce_s`): the per-layer floor of tensor parallelism at small batch."""
+        :attr:`gpuplan.engines.HostLoop.all_reduce_s`): the per-layer floor of tensor parallelism at small batch. A
+        group wider than a node (SGLang's ``--tp 16 --nnodes 2``; two DGX Sparks at ``--tensor-parallel-size 2``)
+        all-reduces hierarchically, inside each node and then across the nodes over each GPU's share of the network
+        (:class:`~gpuplan.speed.comms.DataParallel`, NCCL's tree/ring over the rails)."""
         if self.s.tp <= 1:
             return 0.0
         extra = self.timing.loop.all_reduce_s if self.timing.loop else 0.0
-        return 2 * self.m.num_layers * (all_reduce_s(tokens * self.m.hidden_size * 2, self.s.tp, self.link) + extra)
+        nbytes = tokens * self.m.hidden_size * 2
+        if self.s.tp > self.s.num_gpus and self.inter is not None:
+            group = DataParallel(per_node=self.s.num_gpus, nodes=self.s.tp // self.s.num_gpus, intra=self.link,
+                                 inter=self.inter)
+            return 2 * self.m.num_layers * (group.all_reduce_s(nbytes) + extra)
+        return 2 * self.m.num_layers * (all_reduce_s(nbytes, self.s.tp, self.link) + extra)
+    def _node_hops_s(self, tokens: float) -> float:
+        """A copy of the model split into pipeline stages across nodes: at each stage boundary between nodes
+        (``min(pp, nodes) - 1`` of them: none when one tensor-parallel group spans the nodes) every step sends the
+        ``tokens`` rows' hidden states and residual (16-bit) to the next node (vLLM's IntermediateTensors,
+        ``hidden_states`` and ``residual``: vllm/model_executor/models/llama.py), over each GPU's share of the
+        node's network, paying its latency. Stage boundaries inside a node are not counted (they move the same
+        bytes over NVLink or PCIe)."""
+        hops = min(self.s.pp, self.s.num_nodes) - 1
+        if self.inter is None or hops <= 0:
+            return 0.0
+        nbytes = 2 * tokens * self.m.hidden_size * 2
+        return hops * (self.inter.latency_s + nbytes / self.inter.bytes_per_s)
 
     def host_s(self, *, prefill: bool, context: float = 0, seqs: float = 1, tokens: float | None = None) -> float:
         """Host time of one step of ``seqs`` sequences: eager transformers launches every op from Python; vLLM
@@ -336,10 +358,11 @@ def step_timer(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None 
     if engine.offloads_layers:  # the layers it leaves in system RAM run on the CPU
         e = inference_memory(s, m, gpu.usable_gib)
         cpu_share = e.extra.get("offloaded_layers", 0) / m.num_layers
+    inter = inter_node_link(gpu, network, s.num_gpus) if s.num_nodes > 1 else None
     return StepTimer(s=s, m=m, gpu=gpu, link=intra_node_link(gpu, network), dtype=dtype,
                      weight_bytes_per_param=per_param, skip=skip, kernel=attention_kernel(s, m),
                      cpu_layer_share=cpu_share, timing=engine.timing(s, m, gpu),
-                     cached_prefix=engine.cached_prefix_tokens(s, m))
+                     cached_prefix=engine.cached_prefix_tokens(s, m), inter=inter)
 
 
 @dataclass(frozen=True, kw_only=True)

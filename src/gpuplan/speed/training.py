@@ -199,7 +199,7 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
     widen = []
     if gpu.vendor != "NVIDIA":
         widen.append("other vendor")
-    if s.num_nodes > 1 and not network.inter_node:
+    if s.num_nodes > 1 and not network.inter_node and not gpu.network:  # neither the offer's nor the computer's
         widen.append("no fabric data")
     return speed.with_range("train", *widen)
 
@@ -211,7 +211,8 @@ def _micro_work(s: Scenario, m: ModelSpec, gpu: GpuSpec, dtype: str, tokens: int
     tp, share, full = s.tp, 1 / s.pp, s.method == "full"  # each pipeline stage holds 1/pp of the layers
     rc = stack_for(s).recompute(s, m)
     kernel = attention_kernel(s, m)
-    act_bytes = oh.NVFP4_BYTES if dtype == "fp4" else 1.0 if dtype == "fp8" else (4.0 if dtype == "tf32" else 2.0)
+    act_bytes = oh.NVFP4_BYTES if dtype == "fp4" else 1.0 if dtype == "fp8" else \
+        (4.0 if dtype in ("tf32", "fp32") else 2.0)
     forward = linears_s(m, gpu, dtype, tokens, tp=tp, layers=share, act_bytes=act_bytes, weight_bytes=act_bytes)
     # recomputation (the stack's checkpointing, its Recompute): the re-run linears' GEMMs; a selective policy
     # keeps attention's output and re-runs the element-wise ops and adapters, full checkpointing all of a layer
@@ -516,5 +517,20 @@ def _summary(s: Scenario, gpu: GpuSpec, dtype: str, tokens: int, speed: Speed) -
     top = sorted(speed.parts_s.items(), key=lambda kv: -kv[1])[:3]
     shares = ", ".join(f"{k.replace('_', ' ')} {100 * v / speed.step_time_s:.0f}%" for k, v in top)
     return (f"step = work per micro-step x {s.grad_accum_steps} + per-step costs ({shares}); a {tokens:,}-token "
-            f"micro-step's 4096x4096 GEMM reaches {eff:.0%} of the {dtype} peak on {gpu.name}; implied MFU "
-            f"{speed.mfu or math.nan:.2f}")
+            f"micro-step's 4096x4096 GEMM reaches {eff:.0%} of the {dtype} peak on {gpu.name}"
+            f"{_rate_said(s, gpu, dtype)}; implied MFU {speed.mfu or math.nan:.2f}")
+
+
+def _rate_said(s: Scenario, gpu: GpuSpec, dtype: str) -> str:
+    """The dense rate a precision runs at, said where it is not the card's 16-bit tensor rate: fp32 at the fp32 rate
+    (TF32 off, PyTorch's default since 1.12: docs.pytorch.org notes/cuda.html, "TensorFloat-32 (TF32) on Ampere
+    (and later) devices"), or TF32 (``tf32``), with the rate the other choice would give."""
+    if dtype not in ("fp32", "tf32"):
+        return ""
+    rate = peak_flops(gpu, dtype) / 1e12
+    tf32 = gpu.peak_tflops("tf32")
+    if dtype == "tf32":
+        return f" ({rate:,.1f} TFLOPS: TF32 tensor cores, as tf32 allows)" if tf32 else \
+            f" ({rate:,.1f} TFLOPS: {gpu.name} has no TF32 tensor cores, so fp32 runs on CUDA cores)"
+    other = f"; tf32 true for the TF32 rate, {tf32:,.1f} TFLOPS" if tf32 else ""
+    return f" ({rate:,.1f} TFLOPS fp32: TF32 is off by default since PyTorch 1.12{other})"

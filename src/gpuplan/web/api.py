@@ -1,7 +1,8 @@
 """The JSON API: the Python API's inputs and outputs over HTTP (``--json`` prints the same objects).
 
 ``POST /api/estimate`` takes a scenario and returns :class:`~gpuplan.result.Plan`; ``POST /api/recommend`` a
-scenario and constraints, returning what ``gpuplan recommend --json`` prints; ``GET /api/models`` and
+scenario and constraints, returning what ``gpuplan recommend --json`` prints; ``POST /api/buy`` a build (or a
+budget), workloads and the owner's terms, returning what ``gpuplan buy --json`` prints; ``GET /api/models`` and
 ``GET /api/gpus`` the rows of ``gpuplan models --json`` and ``gpuplan gpus --json``. The page also reads the
 form (``/api/form``), the formulas (``/api/explain``), the exports (``/api/export``) and the catalog grid
 (``/api/fit-grid``).
@@ -16,7 +17,8 @@ from fastapi import APIRouter, Body, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field, SkipValidation
 
 from .. import api
-from .guard import MAX_ITEMS, check_model, held, with_uploads
+from ..errors import RENAMED
+from .guard import MAX_ITEMS, check_model, check_no_server_files, held, with_uploads
 from .uploads import MAX_UPLOAD_BYTES
 
 router = APIRouter(prefix="/api")
@@ -60,6 +62,8 @@ class GpuRow(BaseModel):
     bf16_tflops: float | None
     fp8_tflops: float | None
     fp4_tflops: float | None
+    tf32_tflops: float | None = None
+    fp32_tflops: float | None = None
     nvlink_gbs: float | None
     tdp_w: float | None
     msrp_usd: float | None
@@ -95,6 +99,47 @@ class RecommendRequest(BaseModel):
     constraints: RecommendOptions = RecommendOptions()
 
 
+class BuyJob(BaseModel):
+    """One job of the work: a scenario without hardware and how often it runs (gpuplan.owning.workloads.Job)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(default="", max_length=80)
+    scenario: dict[str, Any]
+    per_year: float | None = Field(default=None, ge=0, le=100_000)
+    per_month: float | None = Field(default=None, ge=0, le=10_000)
+    per_week: float | None = Field(default=None, ge=0, le=2_000)
+    hours_per_day: float | None = Field(default=None, gt=0, le=24)
+    output_tokens_per_day: float | None = Field(default=None, gt=0, le=1e13)
+
+
+class BuyRequest(BaseModel):
+    """``gpuplan buy``'s arguments (the workloads inline: the page reads no files on the server)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    build: str | None = Field(default=None, max_length=80, description="COUNTxCARD to price: 8x5090")
+    workloads: list[BuyJob] = Field(default=[], max_length=20, description="the jobs and how often they run")
+    rent: list[str] = Field(default=[], max_length=8, description="rent these instead: 8xh100-sxm")
+    budget_usd: float | None = Field(default=None, gt=0, le=1e9, description="search the builds this buys")
+    years: float | None = Field(default=None, gt=0, le=10)
+    gpus: list[str] = Field(default=[], max_length=MAX_ITEMS, description="a search's cards")
+    price: float | None = Field(default=None, gt=0, le=1e8, description="what you pay per card")
+    used: bool = False
+    host: str | None = Field(default=None, max_length=40)
+    host_usd: float | None = Field(default=None, ge=0, le=1e7)
+    host_ram_gib: float | None = Field(default=None, ge=0, le=65536)
+    display: Literal["none", "linux", "windows"] = "none"
+    region: str | None = Field(default=None, max_length=40)
+    sector: Literal["residential", "commercial"] = "residential"
+    usd_per_kwh: float | None = Field(default=None, ge=0, le=10)
+    pue: float = Field(default=1.0, ge=1, le=3)
+    off_when_idle: bool = False
+    hours: float | None = Field(default=None, ge=1, le=1e6)
+    utilization: float | None = Field(default=None, gt=0, le=1)
+    top: int = Field(default=10, ge=1, le=50)
+
+
 class GridRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -108,6 +153,8 @@ class Form(BaseModel):
     providers: list[str]
     hub: bool
     max_upload_bytes: int = MAX_UPLOAD_BYTES  # the largest dataset or tokenizer file /api/upload keeps
+    # fields renamed since a permalink may have been made (framework -> stack): the page reads the old names too
+    renamed: dict[str, str] = dict(RENAMED)
 
 
 def _scenario(data: Any, hub: bool) -> api.Scenario:
@@ -128,6 +175,18 @@ def estimate_json(data: Any, hub: bool) -> str:
 
 def recommend_json(data: Any, hub: bool, constraints: dict[str, Any]) -> str:
     return api.recommend(_scenario(data, hub), **constraints).model_dump_json()
+
+
+def buy_json(body: dict[str, Any], hub: bool) -> str:
+    """``api.buy`` on the request's fields; each job's model checked as the page checks every model, and no job may
+    name a file on the server."""
+    jobs = body.pop("workloads")
+    for job in jobs:
+        check_no_server_files(job["scenario"])
+        if isinstance(job["scenario"].get("model"), str):
+            check_model(job["scenario"]["model"], hub)
+    jobs = [{k: v for k, v in job.items() if v is not None and v != ""} for job in jobs]
+    return api.buy(workloads=jobs or None, **body).model_dump_json()
 
 
 def explain_json(data: Any, hub: bool) -> str:
@@ -252,3 +311,14 @@ async def grid_route(body: GridRequest, request: Request) -> Response:
     """Fits / does not fit with the headroom on every GPU of the catalog, against quantization (inference),
     method (training) or context length; and device memory against context length."""
     return await answer(request, grid_json, body.scenario, body.axis)
+
+
+@router.post("/buy", response_model=api.BuyReport, summary="Buy or rent: owning a build against renting any card")
+async def buy_route(body: BuyRequest, request: Request) -> Response:
+    """`gpuplan buy`: a build's total cost of owning (purchase, power at the hours used, resale, upkeep) against
+    renting the same work on any card, with break-even months and utilization and the build's checks; or, with
+    `budget_usd`, the builds that budget buys, ranked (what `gpuplan buy --json` prints)."""
+    data = body.model_dump()
+    hub = request.app.state.hub
+    text = await in_thread(request, buy_json, data, hub)
+    return Response(text, media_type="application/json")

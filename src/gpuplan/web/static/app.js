@@ -580,6 +580,57 @@ function renderModel(r) {
     `vocabulary ${m.vocab_size.toLocaleString()}.`;
 }
 
+// ---- buy or rent (POST /api/buy: the current scenario as one job) ----------------------------------------------
+const HARDWARE = ["gpu", "num_gpus", "num_nodes", "provider", "pricing"];
+
+function buyRequest() {
+  const scenario = Object.fromEntries(Object.entries(state.scenario).filter(([k]) => !HARDWARE.includes(k)));
+  const job = {name: "this job", scenario};
+  if (scenario.task === "train") job.per_week = parseFloat($("#buy-runs").value) || 0;
+  else job.hours_per_day = parseFloat($("#buy-hours").value) || 8;
+  const build = $("#buy-build").value.trim() || `${state.scenario.num_gpus || 1}x${state.scenario.gpu || "rtx-4090"}`;
+  const body = {build, workloads: [job], years: parseFloat($("#buy-years").value) || 1};
+  const rent = $("#buy-rent").value.trim();
+  if (rent) body.rent = rent.split(",").map((x) => x.trim()).filter(Boolean);
+  const hostUsd = $("#buy-host-usd").value;
+  if (hostUsd !== "") body.host_usd = parseFloat(hostUsd);
+  return body;
+}
+
+function renderBuy(report) {
+  const b = report.builds[0];
+  const o = b.ownership;
+  $("#buy-verdict").textContent = report.verdict;
+  const rows = [h("tr", {}, ["setup", "total (low end)", "central", "break-even"].map((c) => h("th", {}, c))),
+    h("tr", {}, h("td", {}, `own ${b.build.count}x ${b.build.gpu_name}: purchase ${usd(o.purchase_usd)} + power ` +
+      `${usd(o.power_low.usd)} - resale ${usd(o.resale_usd)}`), h("td", {class: "n"}, usd(o.total_usd_low)),
+      h("td", {class: "n"}, usd(o.total_usd)), h("td", {}, `busy ${num(o.utilization_low * 100, 1)}% of hours`))];
+  report.rentals.forEach((r, i) => {
+    const v = b.versus[i];
+    if (!v) return;
+    const months = v.break_even_months ? `${v.break_even_months} months` : "not within 10 years";
+    const share = v.break_even_utilization ? `${num(v.break_even_utilization * 100, 1)}% of hours` : "none";
+    rows.push(h("tr", {}, h("td", {}, `rent ${r.setup} ${r.pricing.replace("_", "-")} (${r.offers.join(", ")})`),
+      h("td", {class: "n"}, usd(v.rent_usd)), h("td", {class: "n"}, usd(v.rent_usd_central)),
+      h("td", {}, `owning pays after ${months}; at ${share}`)));
+  });
+  $("#buy-table").replaceChildren(...rows);
+  $("#buy-checks").replaceChildren(...b.checks.map((c) => h("li", {class: c.status}, `${c.status}: ${c.line}`)),
+    ...report.notes.map((n) => h("li", {}, n)));
+}
+
+async function compareBuy() {
+  if (!state.scenario) return;
+  $("#buy-verdict").textContent = "pricing...";
+  try {
+    renderBuy(await api("/api/buy", buyRequest()));
+  } catch (e) {
+    $("#buy-verdict").textContent = e.message;
+    $("#buy-table").replaceChildren();
+    $("#buy-checks").replaceChildren();
+  }
+}
+
 // ---- start ---------------------------------------------------------------------------------------------
 function wireExports() {
   document.querySelectorAll("[data-copy]").forEach((b) => b.addEventListener("click", () => {
@@ -592,6 +643,7 @@ function wireExports() {
     URL.revokeObjectURL(a.href);
   }));
   $("#permalink").addEventListener("focus", (e) => e.target.select());
+  $("#buy-go").addEventListener("click", compareBuy);
   for (const id of ["#objective", "#max-gpus", "#any-method", "#any-quant", "#grid-axis"]) {
     $(id).addEventListener("change", () => state.scenario && heavy(state.seq));
   }
@@ -603,7 +655,8 @@ async function start() {
   $("#list-models").replaceChildren(...models.map((m) => h("option", {value: m.name},
     `${m.family}, ${(m.params_total / 1e9).toFixed(1)}B`)));
   $("#list-gpus").replaceChildren(...gpus.map((g) => h("option", {value: g.id}, `${g.name}, ${g.usable_gib} GiB`)));
-  const params = Object.fromEntries(new URLSearchParams(location.search));
+  // a permalink made before a field was renamed (framework -> stack) fills the field by its new name
+  const params = Object.fromEntries([...new URLSearchParams(location.search)].map(([k, v]) => [form.renamed[k] || k, v]));
   fillForm(Object.keys(params).length ? params : DEFAULT_SCENARIO);
   wireExports();
   await update();

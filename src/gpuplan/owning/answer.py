@@ -1,0 +1,151 @@
+"""``buy`` for one named build: each job's Plan on it and on the rentals asked for (the same cards by default),
+the cost of owning it, the build checks, and the verdict at the pessimistic end of the speed band. Without
+workloads, ``hours`` (or a utilization, the share of the horizon's hours) of use against renting the same cards."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..hardware import GpuSpec, gpus, short_id
+from ..market.offers import spot_rows_missing
+from ..plan.gpus import cheapest_rentals
+from .builds import Build
+from .checks import build_checks
+from .compare import BuildAnswer, BuyReport, RentalAnswer, build_answer, rental_answer
+from .plans import JobPlan, job_plan
+from .power import HOURS_PER_YEAR, Electricity
+from .tco import own
+from .workloads import Workloads
+
+
+@dataclass(frozen=True, kw_only=True)
+class Terms:
+    """The owner's terms: the horizon, the electricity price, the room's PUE, whether the machine is switched off
+    between jobs, and maintenance and space where given."""
+
+    years: float
+    electricity: Electricity
+    pue: float = 1.0
+    off_when_idle: bool = False
+    maintenance_usd_per_year: float = 0.0
+    space_usd_per_month: float = 0.0
+
+
+def jobs_per_horizon(w: Workloads) -> float:
+    """Runs over the horizon: training runs, and a serving day counted as one job."""
+    return sum((HOURS_PER_YEAR / 24 if j.serving else j.runs_per_year) for j in w.workloads) * w.years
+
+
+def workload_rows(w: Workloads) -> list[dict]:
+    return [{"label": j.label, "kind": "serving" if j.serving else "training",
+             "runs_per_year": None if j.serving else j.runs_per_year, "hours_per_day": j.hours_per_day,
+             "output_tokens_per_day": j.output_tokens_per_day, "scenario": j.scenario} for j in w.workloads]
+
+
+def rentals_for(w: Workloads, rent: list[tuple[GpuSpec, int]]) -> tuple[list[RentalAnswer], list[str]]:
+    """Each rental asked for, on-demand, and spot when a job trains (spot serving would be interrupted); and a note
+    for each with no offer in force at all."""
+    out, missing = [], []
+    trains = any(not j.serving for j in w.workloads)
+    for gpu, count in rent:
+        setup = f"{count}x {short_id(gpu.id)}"
+        for pricing in ("on_demand", "spot") if trains else ("on_demand",):
+            plans = [job_plan(j, gpu, count, owned=False, pricing=pricing) if not (j.serving and pricing == "spot")
+                     else job_plan(j, gpu, count, owned=False) for j in w.workloads]
+            answer = rental_answer(setup, pricing, plans)
+            if not any(p.offer for p in plans):
+                if pricing == "on_demand":
+                    missing.append(f"no offer of {setup} in force to rent: `gpuplan prices --gpu {short_id(gpu.id)}`")
+                continue
+            if pricing == "spot" and not answer.runs_all:
+                continue  # no spot offer of these cards in force: the on-demand row says what renting costs
+            out.append(answer)
+    return out, missing
+
+
+def answer_build(build: Build, w: Workloads, terms: Terms, rentals: list[RentalAnswer]) -> BuildAnswer:
+    gpu = gpus()[build.gpu_id]
+    plans = [job_plan(j, gpu, build.count, owned=True, host_ram_gib=build.host_ram_gib, display=build.display)
+             for j in w.workloads]
+    o = own(build, plans, w.years, terms.electricity, pue=terms.pue, off_when_idle=terms.off_when_idle,
+            maintenance_usd_per_year=terms.maintenance_usd_per_year,
+            space_usd_per_month=terms.space_usd_per_month)
+    return build_answer(build, plans, o, build_checks(build, plans), rentals, jobs_per_horizon(w))
+
+
+def notes_for(build: Build, terms: Terms, answer: BuildAnswer) -> list[str]:
+    o = answer.ownership
+    busy = "the computer" if build.whole_computer else "cards at TDP + host"
+    idle = "switched off" if terms.off_when_idle else \
+        o.idle_source if build.whole_computer else f"cards {o.idle_source}"
+    notes = [f"card price: {build.card.label}: {build.card.source}" if build.card.source else
+             f"card price: {build.card.label}",
+             f"host: {build.host_label}, ${build.host_usd:,.0f} ({build.host_price}); RAM {build.host_ram_gib:,.0f} "
+             f"GiB ({build.host_ram_note})",
+             f"electricity: {terms.electricity.label}" + (f" ({terms.electricity.source})"
+                                                          if terms.electricity.source else ""),
+             f"power: {o.busy_w:,.0f} W while the work runs ({busy}), {o.power.idle_w:,.0f} W idle ({idle}), "
+             f"PUE {terms.pue:g}",
+             f"resale after {o.years:g} y: {o.depreciation.per_year:.1%} a year ({o.depreciation.note}; "
+             f"{o.depreciation.source}); the host counted as worth nothing",
+             "maintenance and space: " + (f"${terms.maintenance_usd_per_year:,.0f}/year, "
+                                          f"${terms.space_usd_per_month:,.0f}/month" if
+                                          terms.maintenance_usd_per_year or terms.space_usd_per_month else
+                                          "none counted (--maintenance-usd, --space-usd-per-month)"),
+             "rent: GPU hours at each offer's price, whole instances (storage and egress: `gpuplan cost` itemizes "
+             "them); spot hours include Daly's checkpoint-and-restart overhead",
+             "every total is at the pessimistic end of each setup's speed band (the central figure beside it)"]
+    return notes + build.notes
+
+
+def _verdict(answer: BuildAnswer) -> str:
+    if answer.cannot:
+        return f"{answer.build.label} cannot run all the work: " + "; ".join(answer.cannot)
+    if not answer.versus:
+        return f"owning {answer.build.label}: ${answer.ownership.total_usd_low:,.0f} over {answer.ownership.years:g} " \
+               "y (no rental of the work to compare with)"
+    best = min(answer.versus, key=lambda v: v.rent_usd)
+    return best.line.replace("vs ", f"{answer.build.label} vs ", 1)
+
+
+def buy_report(build: Build, w: Workloads, rent: list[tuple[GpuSpec, int]], terms: Terms) -> BuyReport:
+    """The answer for one named build against the rentals ``rent`` (the same cards when empty)."""
+    rent = rent or [(gpus()[build.gpu_id], build.count)]
+    rentals, missing = rentals_for(w, rent)
+    answer = answer_build(build, w, terms, rentals)
+    warnings = [f"{c.name}: {c.line}" for c in answer.checks if c.status == "fail"]
+    if answer.ownership.overbooked:
+        warnings.append(f"the work needs {answer.ownership.busy_hours_low:,.0f} h at the low end of its speed, more "
+                        f"than the {answer.ownership.horizon_hours:,.0f} h of {w.years:g} y")
+    notes = missing + notes_for(build, terms, answer)
+    if any(r.pricing == "spot" for r in rentals) or any(not j.serving for j in w.workloads):
+        notes.append(spot_rows_missing())
+    return BuyReport(years=w.years, workloads=workload_rows(w), builds=[answer], rentals=rentals,
+                     verdict=_verdict(answer), notes=notes, warnings=warnings)
+
+
+def hours_report(build: Build, busy_hours: float, terms: Terms) -> BuyReport:
+    """No workloads: ``busy_hours`` of use over the horizon against renting the same cards for those hours at the
+    cheapest on-demand price per GPU-hour in force."""
+    gpu = gpus()[build.gpu_id]
+    use = JobPlan(job=f"{busy_hours:,.0f} h of use", setup=f"{build.label} (owned)", runs=True,
+                  busy_hours_per_year=busy_hours / terms.years, busy_hours_per_year_low=busy_hours / terms.years)
+    o = own(build, [use], terms.years, terms.electricity, pue=terms.pue, off_when_idle=terms.off_when_idle,
+            maintenance_usd_per_year=terms.maintenance_usd_per_year, space_usd_per_month=terms.space_usd_per_month)
+    rentals = []
+    offer = cheapest_rentals().get(gpu.id)
+    if offer is not None:
+        per_year = offer.usd_per_gpu_hour * build.count * busy_hours / terms.years
+        label = f"{build.count} x ${offer.usd_per_gpu_hour:,.2f}/GPU-h at {offer.provider} (instances of " \
+                f"{offer.gpu_count}; {offer.age_days()} days old, {offer.confidence} confidence)"
+        rented = JobPlan(job=use.job, setup=build.label, runs=True, offer=label,
+                         usd_per_hour=offer.usd_per_gpu_hour * build.count, usd_per_year=per_year,
+                         usd_per_year_low=per_year)
+        rentals.append(rental_answer(build.label, "on_demand", [rented]))
+    answer = build_answer(build, [use], o, build_checks(build, []), rentals, 0.0)
+    report = BuyReport(years=terms.years, builds=[answer], rentals=rentals, verdict=_verdict(answer),
+                       notes=notes_for(build, terms, answer))
+    if offer is None:
+        report.warnings.append(f"no recent on-demand rental of {gpu.name} in force to compare with (`gpuplan prices "
+                               f"--gpu {short_id(gpu.id)}`; `gpuplan prices update`)")
+    return report

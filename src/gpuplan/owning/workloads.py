@@ -1,0 +1,150 @@
+"""The work a build is bought for, over a horizon: a YAML file (or a dict) of jobs, each a scenario without its
+hardware and how often it runs.
+
+.. code-block:: yaml
+
+    years: 1                 # the horizon (default 1)
+    workloads:
+      - name: weekly LoRA
+        per_week: 1          # training: per_week, per_month or per_year runs
+        scenario: {model: llama-3.1-8b, task: train, method: lora, train_tokens: 1e8, seq_len: 4096}
+      - name: chat API
+        hours_per_day: 8     # serving: hours a day the server is up at the scenario's batch
+        scenario: {model: qwen3-8b, task: infer, engine: vllm, batch_size: 16}
+
+A scenario may also be the name of a scenario file beside the workloads file (inside its folder). The build or the
+rental sets the hardware, so a job's scenario leaves out ``gpu``, ``num_gpus``, ``num_nodes``, ``provider``,
+``pricing`` and ``host_ram_gib``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from ..errors import GpuplanError
+from ..scenario import Scenario, load_scenario, scenario_from
+from ..userfiles import read_mapping
+
+HARDWARE_FIELDS = ("gpu", "num_gpus", "num_nodes", "provider", "pricing", "host_ram_gib")
+MAX_JOBS = 20
+
+
+class Job(BaseModel):
+    """One kind of work: its scenario (no hardware) and how much of it over a year."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(default="", max_length=80)
+    scenario: dict[str, Any]
+    per_year: float | None = Field(default=None, ge=0, le=100_000, allow_inf_nan=False)
+    per_month: float | None = Field(default=None, ge=0, le=10_000, allow_inf_nan=False)
+    per_week: float | None = Field(default=None, ge=0, le=2_000, allow_inf_nan=False)
+    hours_per_day: float | None = Field(default=None, gt=0, le=24, allow_inf_nan=False,
+                                        description="serving: hours a day the server is up")
+    output_tokens_per_day: float | None = Field(default=None, gt=0, le=1e13, allow_inf_nan=False,
+                                                description="serving as batch work: output tokens a day")
+
+    @model_validator(mode="after")
+    def _one_rate(self) -> Job:
+        given = [k for k in ("per_year", "per_month", "per_week", "hours_per_day", "output_tokens_per_day")
+                 if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError("say how much of this job there is with one of per_week, per_month, per_year "
+                             "(training runs) or hours_per_day, output_tokens_per_day (serving)"
+                             + (f", not {' and '.join(given)}" if given else ""))
+        return self
+
+    @property
+    def runs_per_year(self) -> float:
+        """Training runs a year (serving: 0)."""
+        if self.per_week is not None:
+            return self.per_week * 365.25 / 7
+        if self.per_month is not None:
+            return self.per_month * 12
+        return self.per_year or 0.0
+
+    @property
+    def serving(self) -> bool:
+        return self.hours_per_day is not None or self.output_tokens_per_day is not None
+
+    def parsed(self) -> Scenario:
+        return scenario_from(self.scenario)
+
+    @property
+    def label(self) -> str:
+        return self.name or f"{self.scenario.get('model', '?')} {self.scenario.get('task', '')}".strip()
+
+
+class Workloads(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    years: float = Field(default=1.0, gt=0, le=10, allow_inf_nan=False, description="the horizon")
+    workloads: list[Job] = Field(min_length=1, max_length=MAX_JOBS)
+
+
+def _scenario_data(value: Any, folder: Path | None) -> dict[str, Any]:
+    """A job's scenario as a dict: given inline, or a scenario file inside the workloads file's folder."""
+    if isinstance(value, str) and folder is not None:
+        path = (folder / value).resolve()
+        if folder.resolve() not in path.parents:
+            raise GpuplanError(f"the scenario file {value!r} is outside the workloads file's folder: keep it beside "
+                               "the workloads file")
+        return load_scenario(path).model_dump(exclude_unset=True)
+    if not isinstance(value, Mapping):
+        raise GpuplanError("a workload's scenario is a mapping of scenario fields (or a scenario file's name)")
+    return dict(value)
+
+
+def _check_job(job: Job) -> None:
+    fields = set(job.scenario)
+    hardware = [k for k in HARDWARE_FIELDS if k in fields or k.replace("_", "-") in fields]
+    if hardware:
+        raise GpuplanError(f"workload {job.label!r}: leave {', '.join(hardware)} out of its scenario: the build and "
+                           "the rentals set the hardware")
+    s = job.parsed()
+    if s.task == "train" and job.serving:
+        raise GpuplanError(f"workload {job.label!r} trains: give runs (per_week, per_month, per_year), not serving "
+                           "hours")
+    if s.task == "infer" and not job.serving:
+        raise GpuplanError(f"workload {job.label!r} serves: give hours_per_day (the server is up) or "
+                           "output_tokens_per_day (batch work), not runs")
+    if s.task == "train" and not s.train_tokens:
+        raise GpuplanError(f"workload {job.label!r}: say how much it trains (train_tokens, or a dataset, or "
+                           "samples with mean_tokens) so a run has a length")
+
+
+def load_workloads(source: str | Path | Mapping[str, Any] | list, years: float | None = None) -> Workloads:
+    """Workloads from a YAML/JSON file, a dict (``{"years": 1, "workloads": [...]}``) or a list of jobs; ``years``
+    overrides the file's horizon. Each job's scenario is validated now (one sentence if it is wrong)."""
+    folder = None
+    if isinstance(source, (str, Path)):
+        folder = Path(source).parent
+        data: Any = read_mapping(source, "workloads")
+    elif isinstance(source, list):
+        data = {"workloads": source}
+    elif isinstance(source, Mapping):
+        data = dict(source)
+    else:
+        raise GpuplanError(f"workloads are a file, a dict or a list of jobs, not {type(source).__name__}")
+    jobs = data.get("workloads")
+    if isinstance(jobs, list):
+        data["workloads"] = [{**j, "scenario": _scenario_data(j.get("scenario"), folder)} if isinstance(j, Mapping)
+                             else j for j in jobs[:MAX_JOBS + 1]]
+    if years is not None:
+        data["years"] = years
+    try:
+        w = Workloads(**data)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise GpuplanError(f"workloads: {where + ': ' if where else ''}{first['msg'].removeprefix('Value error, ')}"
+                           ) from None
+    except TypeError as err:
+        raise GpuplanError(f"workloads: {err}") from None
+    for job in w.workloads:
+        _check_job(job)
+    return w

@@ -1,0 +1,111 @@
+"""A llama.cpp run split over mixed cards (``--tensor-split``; a 4090 beside a 3090): each device's own plan,
+composed into one (issue 33).
+
+Each device is planned as the scenario's ``gpu`` with its share of the layers first in ``tensor_split`` (memory:
+:func:`gpuplan.engines.llama_cpp.device_share`); the split's default is in proportion to each card's memory, as
+llama.cpp splits by the devices' free memory when ``--tensor-split`` is not given (src/llama-model.cpp
+``load_tensors``). The whole fits when every device fits; the memory shown is the fullest device's (least
+headroom), with every device in ``memory.engine["devices"]``. A layer split runs the devices one after another for
+each token, so a step is each device's step weighted by its share of the layers: ``step = sum(share_i x step_i)``,
+and tokens/s ``1 / sum(share_i / tokens_per_s_i)`` (each device timed as if it held the whole model, its host loop
+counted once). No offer rents a mixed pair: the plan is not priced.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..hardware import GpuSpec, resolve_gpu, short_id
+from ..result import GpuFacts
+from ..scenario import Scenario
+from ..speed.breakdown import Speed
+from .build import build
+from .plan import Plan, Verdict
+from .resolve import resolve
+
+
+def split_cards(s: Scenario) -> list[GpuSpec]:
+    """The devices in order: ``gpu``, then ``extra_gpus`` (or ``gpu`` on every device of an uneven split)."""
+    main = resolve_gpu(s.gpu)[0]
+    return [main, *(resolve_gpu(g)[0] for g in s.extra_gpus)] if s.extra_gpus else [main] * s.num_gpus
+
+
+def _device_scenario(s: Scenario, cards: list[GpuSpec], split: list[float], i: int) -> Scenario:
+    order = [i] + [j for j in range(len(cards)) if j != i]
+    update = {"gpu": cards[i].id, "tensor_split": [split[j] for j in order]}
+    if s.extra_gpus:
+        update["extra_gpus"] = [cards[j].id for j in order[1:]]
+    return s.model_copy(update=update)
+
+
+def _speed(plans: list[Plan], shares: list[float]) -> Speed | None:
+    speeds = [p.speed for p in plans]
+    if any(sp is None for sp in speeds):
+        return None
+
+    def weighted(attr: str) -> float | None:
+        values = [getattr(sp, attr) for sp in speeds]
+        return None if any(v is None for v in values) else sum(w * v for w, v in zip(shares, values, strict=True))
+
+    def rate(attr: str) -> float:
+        return 1 / sum(w / getattr(sp, attr) for w, sp in zip(shares, speeds, strict=True))
+
+    step = weighted("step_time_s")
+    parts = {k: sum(w * sp.parts_s.get(k, 0.0) for w, sp in zip(shares, speeds, strict=True))
+             for k in {k for sp in speeds for k in sp.parts_s}}
+    return replace(speeds[0], tokens_per_s=rate("tokens_per_s"), tokens_per_s_low=rate("tokens_per_s_low"),
+                   tokens_per_s_high=rate("tokens_per_s_high"), step_time_s=step, parts_s=parts,
+                   ttft_s=weighted("ttft_s"), ttft_burst_s=weighted("ttft_burst_s"),
+                   streaming_tokens_per_s_per_user=1 / step if step else None,
+                   tokens_per_s_per_sequence=rate("tokens_per_s_per_sequence")
+                   if speeds[0].tokens_per_s_per_sequence else None,
+                   request_latency_s=weighted("request_latency_s"), requests_per_s=rate("requests_per_s")
+                   if speeds[0].requests_per_s else None)
+
+
+def _device_row(card: GpuSpec, share: float, plan: Plan) -> dict:
+    engine = plan.memory.engine or {}
+    return {"gpu": card.id, "name": card.name, "share": share, "layers": engine.get("device_layers"),
+            "model_buffer_gib": engine.get("model_buffer_gib"), "kv_buffer_gib": engine.get("kv_buffer_gib"),
+            "compute_buffer_gib": engine.get("compute_buffer_gib"), "device_peak_gib": plan.memory.device_peak_gib,
+            "usable_gib": card.usable_gib, "fits": plan.memory.fits}
+
+
+def _verdict(cards: list[GpuSpec], fullest: Plan, card: GpuSpec, fits: bool) -> Verdict:
+    """The split's verdict: every device fits, said of the fullest one."""
+    mem, word = fullest.memory, "fits" if fits else "does not fit"
+    return Verdict(fits=fits, word=word, sentence=f"{word} on {' + '.join(c.name for c in cards)}: the fullest "
+                   f"device, {card.name}, holds {mem.device_peak_gib:,.2f} of {mem.capacity_gib:,.2f} GiB usable, "
+                   f"headroom {mem.headroom_gib:+,.2f} GiB", device_peak_gib=mem.device_peak_gib,
+                   capacity_gib=mem.capacity_gib, headroom_gib=mem.headroom_gib, details=fullest.verdict.details)
+
+
+def split_estimate(s: Scenario) -> Plan:
+    """The plan of a llama.cpp split over the devices of ``s`` (module docstring): each device a plan of its own
+    (unpriced, unadvised), composed."""
+    cards = split_cards(s)
+    split = list(s.tensor_split or [c.usable_gib for c in cards])
+    shares = [v / sum(split) for v in split]
+    plans = [build(resolve(_device_scenario(s, cards, split, i)), advise=False) for i in range(len(cards))]
+    fullest = min(range(len(cards)), key=lambda i: plans[i].memory.headroom_gib)
+    rows = [_device_row(c, sh, p) for c, sh, p in zip(cards, shares, plans, strict=True)]
+    fits = all(r["fits"] for r in rows)
+    memory = plans[fullest].memory.model_copy(update={"fits": fits, "engine": {
+        **(plans[fullest].memory.engine or {}), "devices": rows}})
+    said = ", ".join(f"{short_id(r['gpu'])} {r['share']:.0%} ({r['layers']} layers, {r['device_peak_gib']:,.1f} of "
+                     f"{r['usable_gib']:,.1f} GiB)" for r in rows)
+    how = "as given" if s.tensor_split else "by each card's memory, llama.cpp's default"
+    over = tuple(f"{r['name']} is over by {r['device_peak_gib'] - r['usable_gib']:,.1f} GiB: give it a smaller share "
+                 "(tensor_split), or a smaller quantization" for r in rows if not r["fits"])
+    card, base = cards[fullest], plans[0]
+    plan = base.said(("a layer split runs the devices in turn: each step is every device's step weighted by its "
+                      "share of the layers (plan/split.py)",),
+                     (*over, "no offer rents a mixed pair of cards: not priced (owning them: gpuplan buy)"),
+                     memory=memory, speed=_speed(plans, shares), cost=None, suggestions=(),
+                     verdict=_verdict(cards, plans[fullest], card, fits),
+                     gpu=GpuFacts(id=card.id, name=card.name, memory_gib=card.memory_gib, usable_gib=card.usable_gib,
+                                  architecture=card.architecture))
+    plan._setup = replace(base.setup, chosen=(*base.setup.chosen, f"llama.cpp --tensor-split "
+                                              f"{','.join(f'{v:g}' for v in split)} ({how}): {said}; the memory shown "
+                                              "is the fullest device's"))
+    return plan

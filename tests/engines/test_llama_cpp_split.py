@@ -1,0 +1,56 @@
+"""A llama.cpp run split over mixed cards (issue 33): a 4090 beside a 3090, --tensor-split; each device's plan,
+composed (plan/split.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+import gpuplan
+from gpuplan.errors import GpuplanError
+
+PAIR = {"model": "llama-3.1-70b", "task": "infer", "engine": "llama.cpp", "quant": "q4_k_m", "gpu": "rtx-4090",
+        "extra_gpus": ["rtx-3090"]}
+
+
+def one(gpu: str):
+    return gpuplan.estimate({**{k: v for k, v in PAIR.items() if k != "extra_gpus"}, "gpu": gpu, "num_gpus": 2},
+                            advise=False)
+
+
+def test_a_4090_beside_a_3090_splits_70b_q4_k_m_by_memory():
+    p = gpuplan.estimate(PAIR)
+    devices = p.memory.engine["devices"]
+    assert [d["gpu"] for d in devices] == ["nvidia-geforce-rtx-4090", "nvidia-geforce-rtx-3090"]
+    assert [d["layers"] for d in devices] == [40, 40] and sum(d["share"] for d in devices) == pytest.approx(1)
+    assert p.memory.fits and all(d["fits"] for d in devices) and p.cost is None
+    assert p.scenario["tensor_split"] == pytest.approx([23.88, 23.88], abs=0.01)
+    assert "rtx-4090 + rtx-3090" in p.resolved
+    # each device holds half the layers: what two 4090s hold each, so the same per-device peak
+    assert devices[0]["device_peak_gib"] == pytest.approx(one("rtx-4090").memory.device_peak_gib, rel=0.02)
+    # a layer split runs the devices in turn: the step is each card's weighted by its share
+    s4090, s3090 = one("rtx-4090").speed, one("rtx-3090").speed
+    assert p.speed.step_time_s == pytest.approx(0.5 * s4090.step_time_s + 0.5 * s3090.step_time_s)
+    assert s3090.tokens_per_s < p.speed.tokens_per_s < s4090.tokens_per_s
+
+
+def test_a_split_that_overfills_one_card_does_not_fit():
+    p = gpuplan.estimate({**PAIR, "tensor_split": [3, 1]})
+    first, second = p.memory.engine["devices"]
+    assert first["layers"] == 60 and not first["fits"] and second["fits"] and p.memory.fits is False
+    assert p.gpu.name == "GeForce RTX 4090" and p.memory.device_peak_gib == first["device_peak_gib"]
+    assert any("GeForce RTX 4090 is over by" in w and "tensor_split" in w for w in p.warnings)
+
+
+def test_the_split_takes_the_command_line_s_words():
+    from typer.testing import CliRunner
+
+    from gpuplan.cli import app
+
+    out = CliRunner().invoke(app, ["estimate", "--model", "llama-3.1-70b", "--task", "infer", "--engine", "llama.cpp",
+                                   "--quant", "q4_k_m", "--gpu", "rtx-4090", "--extra-gpus", "rtx-3090",
+                                   "--tensor-split", "24,24"]).stdout
+    assert "llama.cpp --tensor-split 24,24 (as given)" in " ".join(out.split())
+    for bad, words in (({"engine": "vllm"}, "engine llama.cpp"), ({"tensor_split": [1, 1, 1]}, "3 shares for 2"),
+                       ({"num_gpus": 3}, "drop num_gpus"), ({"tensor_split": [1, -1]}, "positive share")):
+        with pytest.raises(GpuplanError, match=words):
+            gpuplan.estimate({**PAIR, **bad})

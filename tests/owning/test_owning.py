@@ -1,0 +1,344 @@
+"""Owning GPUs (issue 33): the sourced figures, the cost of owning worked by hand, the build checks, buy vs rent, and
+the buying advisor against docs/owning.md's case worked by hand."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+import gpuplan
+from gpuplan.errors import GpuplanError
+from gpuplan.hardware import load_gpu
+from gpuplan.owning.builds import make_build
+from gpuplan.owning.checks import build_checks
+from gpuplan.owning.compare import break_even_months, break_even_utilization
+from gpuplan.owning.facts import host_for, host_profiles, owning_facts
+from gpuplan.owning.plans import JobPlan, job_plan
+from gpuplan.owning.power import HOURS_PER_YEAR, electricity_price, energy
+from gpuplan.owning.prices import card_price
+from gpuplan.owning.resale import consumer_rate, depreciation_of
+from gpuplan.owning.tco import own
+from gpuplan.owning.workloads import load_workloads
+
+ROOT = Path(__file__).resolve().parents[2]
+WEEKLY = ROOT / "examples" / "weekly-8b-finetunes.yaml"
+
+
+@pytest.fixture(autouse=True)
+def _pinned_day(monkeypatch):
+    monkeypatch.setenv("GPUPLAN_TODAY", "2026-11-28")  # the offers in force, as the golden answers have them
+
+
+def test_every_figure_has_a_source():
+    facts = owning_facts()
+    rows = [r for rows in facts["street_prices"].values() for r in rows]
+    assert len(rows) >= 12
+    for r in rows:
+        assert r["url"].startswith("https://") and r["where"] and r["date"], r
+        assert r["condition"] in ("new", "used")
+    regions = facts["electricity"]["regions"]
+    assert len(regions) >= 10
+    assert all(r["url"].startswith("https://") and r["where"] for r in regions.values())
+    for profile in host_profiles().values():
+        assert profile.sources or profile.usd is None, profile.id  # a priced profile says where the price is from
+        assert profile.sources[0].url.startswith("https://") if profile.sources else True
+
+
+def test_derived_figures_follow_from_their_sources():
+    """The consumer rate is the RTX 3090's $1,499 -> $700 over 5.75 years; the data-center rate the median of
+    SpotWire's four measured decays; the idle share the median of the five captures' W / TDP."""
+    assert consumer_rate() == pytest.approx(1 - (700 / 1499) ** (1 / 5.75))
+    assert consumer_rate() == pytest.approx(0.1240, abs=1e-4)
+    decays = sorted([54.5, 28.2, 36.5, -0.6])
+    assert owning_facts()["depreciation"]["datacenter"]["per_year"] == pytest.approx(
+        (decays[1] + decays[2]) / 200, abs=1e-3)
+    idle = owning_facts()["idle"]
+    shares = sorted(v["w"] / load_gpu(k).tdp_w for k, v in idle["watts"].items())
+    assert len(shares) == 5
+    assert idle["idle_share_of_tdp"] == pytest.approx(shares[2], abs=1e-3)
+    assert depreciation_of(load_gpu("h100-sxm")).kind == "datacenter"
+    assert "no used-market study" in depreciation_of(load_gpu("dgx-spark")).note
+
+
+def test_card_prices_street_msrp_given_and_missing():
+    p = card_price(load_gpu("rtx-5090"))
+    assert (p.usd, p.kind, p.date) == (2699, "street new", "2026-06-22") and "signal-noise" in p.source
+    assert card_price(load_gpu("rtx-3090")).kind == "street used"  # no new 3090 is sold: the used price
+    assert card_price(load_gpu("rtx-4080")).kind == "launch MSRP"
+    assert card_price(load_gpu("rtx-4080")).usd == 1199
+    assert card_price(load_gpu("rtx-5090"), given=3000).kind == "given"
+    with pytest.raises(GpuplanError, match="--price"):
+        card_price(load_gpu("apple-m4-max"))  # only the 36 GB configuration is priced
+    with pytest.raises(GpuplanError, match="no used price"):
+        card_price(load_gpu("rtx-5090"), used=True)
+
+
+def test_electricity_by_region_and_given():
+    assert electricity_price("us-ca").usd_per_kwh == pytest.approx(0.2951)
+    assert electricity_price("us-ca", "commercial").usd_per_kwh == pytest.approx(0.2391)
+    assert electricity_price("de").usd_per_kwh == pytest.approx(0.3835 * 1.0968)
+    assert "no commercial figure for de" in electricity_price("de", "commercial").label
+    assert electricity_price(usd_per_kwh=0.31).usd_per_kwh == 0.31
+    with pytest.raises(GpuplanError, match="did you mean"):
+        electricity_price("us-cx")
+
+
+def test_energy_is_busy_hours_at_busy_draw_and_the_rest_idle():
+    price = electricity_price(usd_per_kwh=0.25)
+    e = energy(1000, 100, 2000, 8766, 1.2, price)
+    assert e.kwh == pytest.approx((2000 * 1000 + 6766 * 100) / 1000 * 1.2)
+    assert e.usd == pytest.approx(e.kwh * 0.25)
+    off = energy(1000, 100, 2000, 8766, 1.0, price, off_when_idle=True)
+    assert off.kwh == pytest.approx(2000.0)
+
+
+def _use(hours: float) -> JobPlan:
+    return JobPlan(job="use", setup="", runs=True, busy_hours_per_year=hours, busy_hours_per_year_low=hours * 1.25)
+
+
+def test_cost_of_owning_by_hand():
+    """2x RTX 5090 at $2,500 in the desktop profile ($1,500; 450 W busy, 60 W idle), 1,000 h of work a year (1,250 at
+    the low end), 2 years, $0.30/kWh, PUE 1.1, $200 a year of maintenance and $50 a month of space."""
+    b = make_build("rtx-5090", 2, price=2500)
+    price = electricity_price(usd_per_kwh=0.30)
+    o = own(b, [_use(1000)], 2, price, pue=1.1, maintenance_usd_per_year=200, space_usd_per_month=50)
+    idle_w = 2 * 575 * 0.094 + 60
+    busy_w = 2 * 575 + 450
+    assert (o.busy_w, o.idle_w) == (pytest.approx(busy_w), pytest.approx(idle_w))
+    hours = 2 * HOURS_PER_YEAR
+    kwh_low = (2500 * busy_w + (hours - 2500) * idle_w) / 1000 * 1.1
+    resale = 5000 * (1 - consumer_rate()) ** 2
+    assert o.resale_usd == pytest.approx(resale)
+    assert o.total_usd_low == pytest.approx(5000 + 1500 + 400 + 1200 + kwh_low * 0.30 - resale)
+    assert o.utilization_low == pytest.approx(2500 / hours)
+
+
+def test_break_even_months_and_utilization_by_hand():
+    """Owning: $10,000 up front, nothing kept (a card class losing 100 % a year is not real: it makes the sums
+    plain), no power (0 $/kWh). Renting the same work: $5,000 a year. Break-even: month 24. Utilization: owning
+    costs the purchase whatever the work, so renting must cost $10,000 over the horizon: 2x the work."""
+    b = make_build("rtx-5090", 1, price=10000 - 1500)
+    o = own(b, [_use(1000)], 1, electricity_price(usd_per_kwh=0.0))
+    o = o.model_copy(update={"depreciation": o.depreciation.model_copy(update={"per_year": 1.0}), "resale_usd": 0.0})
+    assert break_even_months(o, 5000) == 24
+    assert break_even_utilization(o, 5000) == pytest.approx(2 * o.busy_hours_low / HOURS_PER_YEAR)
+    assert break_even_utilization(o, 1) is None  # the share would pass every hour of the year
+
+
+def test_build_checks_8x5090():
+    b = make_build("rtx-5090", 8, host_usd=6000)
+    checks = {c.name: c for c in build_checks(b, [])}
+    power = checks["power supply"].line
+    assert "8 x 575 W + 1,300 W host = 5,900 W sustained" in power
+    assert "7,550 W" in power  # (3 x 4,600 + 1,300) / 2: the cards' spikes against a supply's 2x
+    assert checks["circuits"].line.startswith("5,900 W continuous needs 5 circuit(s) of 1,440 W")
+    assert checks["slot width"].status == "ok"  # 2-slot Founders Edition cards in 8 double-width bays
+    assert checks["cooling"].status == "warn" and "90 mm" in checks["cooling"].line
+    assert "no NVLink" in checks["NVLink"].line and "peer-to-peer off" in checks["NVLink"].line
+    assert all(c.source for c in checks.values() if c.status in ("warn", "fail"))
+
+
+def test_build_checks_that_fail():
+    three_slot = {c.name: c for c in build_checks(make_build("rtx-4090", 4, host="epyc-4gpu"), [])}
+    assert three_slot["slot width"].status == "fail"  # 3-slot cards in single-pitch slots 1, 4 and 7: 3 fit of 4
+    assert "3 fit, 4 asked" in three_slot["slot width"].line
+    passive = {c.name: c for c in build_checks(make_build("h100-pcie", 2, price=25000), [])}
+    assert passive["cooling"].status == "fail" and "passive" in passive["cooling"].line
+    assert "pairs" in passive["NVLink"].line
+    psu = {c.name: c for c in build_checks(make_build("rtx-5090", 4, host="epyc-4gpu"), [])}
+    assert psu["power supply"].status == "fail"  # 4 x 575 W spikes need more than the board's 1600 W supply
+
+
+def test_host_ram_and_display_against_the_plans():
+    """A job whose Plan keeps 70B optimizer states in host memory does not fit the desktop's 64 GiB; --host-ram
+    256 does. A Linux desktop on the card holds 400 MiB of it, counted by the job's Plan (the scenario's display, as
+    estimate --display counts it), and the display check reads that plan."""
+    w = load_workloads([{"per_year": 1, "scenario": {"model": "llama-3.1-8b", "task": "train", "method": "full",
+                                                      "train_tokens": 1e6, "sharding": "zero3",
+                                                      "offload": "optimizer+params"}}])
+    plan = job_plan(w.workloads[0], load_gpu("rtx-4090"), 2, owned=True)
+    assert plan.cpu_gib > 64
+    small = {c.name: c for c in build_checks(make_build("rtx-4090", 2), [plan])}
+    assert small["host RAM"].status == "fail" and "64 GiB" in small["host RAM"].line
+    big = {c.name: c for c in build_checks(make_build("rtx-4090", 2, host_ram_gib=256), [plan])}
+    assert big["host RAM"].status == "ok"
+    with_desktop = job_plan(w.workloads[0], load_gpu("rtx-4090"), 2, owned=True, display="linux")
+    assert with_desktop.scenario["display"] == "linux"
+    assert with_desktop.device_peak_gib == pytest.approx(plan.device_peak_gib + 400 / 1024, abs=0.011)
+    shown = [c for c in build_checks(make_build("rtx-4090", 2, display="linux"), [with_desktop])
+             if c.name == "display"]
+    assert len(shown) == 1 and "the desktop (linux) holds 0.39 GiB of the card" in shown[0].line
+    assert f"{with_desktop.device_peak_gib:,.1f} of {with_desktop.capacity_gib:,.1f} GiB" in shown[0].line
+    with pytest.raises(GpuplanError, match="--display takes linux, windows or none"):
+        make_build("rtx-4090", 2, display="mac")
+
+
+def test_unified_memory_computers_are_bought_whole():
+    spark = make_build("dgx-spark")
+    assert spark.host_usd == 0 and spark.purchase_usd == 3999 and spark.whole_computer
+    assert spark.host_ram_gib == pytest.approx(128 - 115.85)
+    assert load_gpu("dgx-spark").usable_gib == pytest.approx(115.85)
+    assert load_gpu("amd-ryzen-ai-max-plus-395").usable_gib == 96.0
+    with pytest.raises(GpuplanError, match="at most 2 link with one cable"):
+        make_build("dgx-spark", 3)
+    with pytest.raises(GpuplanError, match="buy one"):
+        make_build("amd-ryzen-ai-max-plus-395", 2)  # no sourced way to link several
+
+
+def test_a_mac_draws_what_apple_measured_at_the_wall_never_0_w():
+    """A Mac's chip has no TDP in the catalog: the M2 Max Mac Studio draws 145 W at work and 9 W at rest at the wall
+    (support.apple.com/en-us/102027), so 1,000 h of work a year and the rest idle at $0.20/kWh cost
+    (1,000 x 145 + 7,766 x 9) / 1000 = 214.894 kWh, $42.98. An M4 Max has no published figure: the user gives it
+    (one sentence naming --host-w), and the advisor says so instead of ranking it at 0 W."""
+    mac = make_build("apple-m2-max", price=2000)
+    assert (mac.host_busy_w, mac.host_idle_w, mac.host_usd) == (145, 9, 0)
+    o = own(mac, [_use(1000)], 1, electricity_price(usd_per_kwh=0.20))
+    assert (o.busy_w, o.idle_w) == (145, 9)
+    assert o.power.kwh == pytest.approx((1000 * 145 + (HOURS_PER_YEAR - 1000) * 9) / 1000)
+    assert o.power.usd == pytest.approx(42.9788)
+    power_check = next(c for c in build_checks(mac, []) if c.name == "power supply")
+    assert "145 W at work" in power_check.line and "support.apple.com" in power_check.source
+    with pytest.raises(GpuplanError, match=r"no published power draw for M4 Max.*--host-w"):
+        make_build("apple-m4-max", price=3500)
+    given = make_build("apple-m4-max", price=3500, host_w=200, host_idle_w=10)
+    assert (given.host_busy_w, given.host_idle_w) == (200, 10)
+    spark = make_build("dgx-spark")  # a chip with a TDP: the TDP is the draw, nothing added
+    assert (spark.host_busy_w, spark.host_idle_w) == (0, 0)
+    report = gpuplan.buy(budget_usd=5000, workloads=ROOT / "examples" / "owning-example.yaml",
+                         gpus=["apple-m4-max", "apple-m2-max"], prices={"apple-m4-max": 3500, "apple-m2-max": 2000},
+                         usd_per_kwh=0.2)
+    assert [b.build.label for b in report.builds] == ["1x apple-m2-max"]
+    assert any("no published power draw for apple-m4-max" in u for u in report.unranked)
+
+
+def test_two_dgx_sparks_linked_serve_qwen3_235b():
+    """Two DGX Sparks joined by one QSFP cable: bought as two whole computers, each job planned as two nodes of one
+    GPU over their ConnectX-7 RoCE link (200 Gb/s), the 235B model split by tensor parallel 2 across them as the
+    published two-Spark runs do. conselara.dev/notes/dgx-spark-benchmarks measured Qwen3-235B-A22B-GPTQ-Int4 on such
+    a pair (vLLM, TP 2, fp8 KV cache): 57.64 GiB of weights resident per node and 17.0 tokens/s for one request of
+    256 output tokens."""
+    pair = make_build("dgx-spark", 2)
+    assert pair.purchase_usd == 2 * 3999 and pair.host_usd == 0 and pair.host_ram_gib == pytest.approx(128 - 115.85)
+    assert any("one GPU per node" in n for n in pair.notes)
+    job = load_workloads([{"name": "235B", "hours_per_day": 8, "scenario": {
+        "model": "qwen3-235b-a22b", "task": "infer", "engine": "vllm", "quant": "gptq-int4", "kv_cache_dtype": "fp8",
+        "batch_size": 1, "output_tokens": 256, "gpu_memory_utilization": 0.87}}]).workloads[0]
+    plan = job_plan(job, load_gpu("dgx-spark"), 2, owned=True, host_ram_gib=pair.host_ram_gib)
+    assert plan.runs and not plan.change
+    sc = plan.scenario
+    assert (sc["num_gpus"], sc["num_nodes"], sc["tp"], sc["pp"]) == (1, 2, 2, 1)
+    assert plan.plan.memory.weights_gib == pytest.approx(57.64, rel=0.01)
+    assert plan.tokens_per_s == pytest.approx(17.0, rel=0.05)
+    checks = {c.name: c for c in build_checks(pair, [plan])}
+    assert checks["link"].status == "ok" and "roce 200 Gb/s" in checks["link"].line
+    assert checks["memory pool"].status == "ok"
+    one = job_plan(job, load_gpu("dgx-spark"), 1, owned=True)
+    assert not one.runs and "does not fit" in one.why_not  # 118 GB of weights: one Spark cannot hold them
+    ranked = gpuplan.buy(budget_usd=9000, workloads=[{"name": "235B", "hours_per_day": 8, "scenario": {
+        "model": "qwen3-235b-a22b", "task": "infer", "engine": "vllm", "quant": "gptq-int4"}}], gpus=["dgx-spark"])
+    assert [(b.build.count, b.runs) for b in ranked.builds] == [(2, 1), (1, 0)]  # the pair, then the one it buys
+
+
+def test_host_profiles_and_prices():
+    assert host_for(1).id == "desktop" and host_for(4).id == "epyc-4gpu" and host_for(8).id == "server-8gpu"
+    assert make_build("rtx-3090", 4).host_usd == pytest.approx(4314 - 4 * 750)
+    with pytest.raises(GpuplanError, match="--host-usd"):
+        make_build("rtx-3090", 8)  # no sourced price for an 8-GPU server
+    with pytest.raises(GpuplanError, match="holds 2 cards"):
+        make_build("rtx-3090", 4, host="desktop")
+
+
+def test_workloads_file_refuses_what_it_cannot_price(tmp_path):
+    base = {"model": "llama-3.1-8b", "task": "train", "method": "lora", "train_tokens": 1e8}
+    for job, words in (({"scenario": base}, "one of per_week"),
+                       ({"per_week": 1, "hours_per_day": 2, "scenario": base}, "not per_week and hours_per_day"),
+                       ({"per_week": 1, "scenario": {**base, "gpu": "h100"}}, "leave gpu out"),
+                       ({"hours_per_day": 8, "scenario": base}, "trains"),
+                       ({"per_week": 1, "scenario": {**base, "train_tokens": None}}, "how much it trains")):
+        with pytest.raises(GpuplanError, match=words):
+            load_workloads([job])
+    (tmp_path / "w").mkdir()
+    (tmp_path / "w" / "jobs.yaml").write_text("workloads:\n  - per_week: 1\n    scenario: ../x.yaml\n")
+    with pytest.raises(GpuplanError, match="outside the workloads file's folder"):
+        load_workloads(tmp_path / "w" / "jobs.yaml")
+    w = load_workloads(WEEKLY)
+    assert [j.runs_per_year for j in w.workloads] == [pytest.approx(365.25 / 7)] * 2
+
+
+def _buy_cli(*args: str) -> dict:
+    proc = subprocess.run([sys.executable, "-m", "gpuplan", "buy", *args, "--json"], capture_output=True, text=True,
+                          env={"GPUPLAN_TODAY": "2026-11-28", "PYTHONPATH": str(ROOT / "src"), "PATH": ""})
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_buy_8x5090_vs_rent_8xh100_in_one_command():
+    """The issue's question: a year of weekly 8B fine-tunes (LoRA and full), 8x RTX 5090 owned against 8x H100
+    rented, with break-even, resale and power; the Python API and the CLI give the same answer."""
+    report = gpuplan.buy("8x5090", workloads=WEEKLY, rent=["8xh100-sxm"], host_usd=6000)
+    b = report.builds[0]
+    assert b.runs == 2 and not b.cannot
+    assert {j.change for j in b.jobs} == {"zero2+gradient checkpointing+8-bit AdamW"}  # what the 5090s need
+    o = b.ownership
+    assert o.purchase_usd == 8 * 2699 + 6000
+    assert o.resale_usd == pytest.approx(8 * 2699 * (1 - consumer_rate()))
+    assert o.power_low.usd > o.power.usd > 0 and o.busy_hours_low > o.busy_hours
+    labels = [r.label for r in report.rentals]
+    assert labels[0] == "8x h100-sxm on-demand"
+    versus = b.versus[0]
+    assert versus.cheaper == "rent" and versus.rent_usd < versus.own_usd
+    assert versus.break_even_months is None and 0 < versus.break_even_utilization < 1
+    rent = report.rentals[0]
+    assert all(j.hours_per_run_low > j.hours_per_run for j in rent.jobs)  # the pessimistic end takes longer
+    assert rent.usd_per_year_low == pytest.approx(sum(j.usd_per_year_low for j in rent.jobs))
+    cli = _buy_cli("8x5090", "--rent", "8xh100-sxm", "--workloads", str(WEEKLY), "--host-usd", "6000")
+    assert cli == json.loads(json.dumps(report.to_dict()))
+
+
+def test_hours_of_use_without_workloads():
+    """No workloads: hours of use against renting the same cards; --utilization is a share of HOURS."""
+    by_hours = gpuplan.buy("2x4090", hours=2000, price=1800)
+    by_share = gpuplan.buy("2x4090", utilization=2000 / HOURS_PER_YEAR, price=1800)
+    assert by_hours.builds[0].ownership.busy_hours == pytest.approx(2000)
+    assert by_share.builds[0].ownership.total_usd == pytest.approx(by_hours.builds[0].ownership.total_usd)
+    rent = by_hours.rentals[0].jobs[0]
+    assert rent.usd_per_year == pytest.approx(rent.usd_per_hour * 2000)
+    with pytest.raises(GpuplanError, match="--workloads"):
+        gpuplan.buy("2x4090")
+    with pytest.raises(GpuplanError, match="one of them"):
+        gpuplan.buy("2x4090", budget_usd=5000, workloads=WEEKLY)
+
+
+def _worked_case() -> dict:
+    text = (ROOT / "docs" / "owning.md").read_text(encoding="utf-8")
+    block = re.search(r"```owning-example\n(.*?)```", text, re.S)
+    assert block, "docs/owning.md lost its worked case"
+    return yaml.safe_load(block[1])
+
+
+def test_the_advisor_ranks_the_case_worked_by_hand_in_the_docs():
+    """docs/owning.md ranks three builds for a $4,000 budget by hand: each number of gpuplan's answer is the doc's."""
+    case = _worked_case()
+    report = gpuplan.buy(budget_usd=4000, workloads=ROOT / "examples" / "owning-example.yaml",
+                         gpus=["rtx-3090", "rtx-4090"], prices={"3090": 700, "4090": 1700}, usd_per_kwh=0.2)
+    assert [(b.build.gpu_id, b.build.count) for b in report.builds] == [(c["gpu"], c["count"]) for c in case["builds"]]
+    runs = report.builds[0].jobs[0]
+    assert runs.busy_hours_per_year_low / runs.hours_per_run_low == pytest.approx(case["runs_per_year"], abs=1e-3)
+    for b, c in zip(report.builds, case["builds"], strict=True):
+        o = b.ownership
+        assert b.build.purchase_usd == c["purchase"]
+        assert b.jobs[0].hours_per_run_low == pytest.approx(c["hours_low"], rel=1e-4)
+        assert (o.busy_w, round(o.idle_w)) == (c["busy_w"], c["idle_w"])
+        assert o.power_low.kwh == pytest.approx(c["kwh"], abs=0.01)
+        assert o.resale_usd == pytest.approx(c["resale"], abs=0.01)
+        assert o.total_usd_low == pytest.approx(c["total"], abs=0.01)
+        assert b.usd_per_job == pytest.approx(c["per_job"], abs=0.005)
+    assert report.builds[0].renting_wins.startswith("renting wins")
+    assert not math.isnan(report.rentals[0].usd_per_year_low)
