@@ -25,11 +25,14 @@ WORKLOAD_FIELDS = {"rate_rps": [0.5, 2, 5], "users": [1, 8], "preset": ["chat", 
 
 
 def functions() -> dict[str, Any]:
-    """Every public function: ``gpuplan.__all__`` and ``gpuplan.api.__all__``, by name."""
+    """Every public function: ``gpuplan.__all__`` and ``gpuplan.api.__all__``, by name (but ``smoke``, which trains
+    for minutes: tests/launchers/test_smoke.py runs it)."""
     import gpuplan
     import gpuplan.api
 
-    names = sorted({*gpuplan.__all__, *getattr(gpuplan.api, "__all__", ())})
+    from .draw import RUNS_JOBS
+
+    names = sorted({*gpuplan.__all__, *getattr(gpuplan.api, "__all__", ())} - set(RUNS_JOBS))  # they train
     found = {}
     for name in names:
         obj = getattr(gpuplan, name, None) or getattr(gpuplan.api, name, None)

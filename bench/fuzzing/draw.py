@@ -146,6 +146,11 @@ def draw_values(r: random.Random, p: Param, hostile: bool, fx: Fixtures) -> list
     return [value(r, p, hostile, fx) for _ in range(n)]
 
 
+# options that run real work for minutes (``launch --smoke`` trains with the written files): the suite runs them in
+# their own tests (tests/launchers/test_smoke.py), a fuzz case would only time out
+RUNS_JOBS = ("smoke",)
+
+
 def draw_cli(r: random.Random, cmd: Command, fx: Fixtures) -> CliCase:
     """One command line for ``cmd``, with the files it made."""
     with collecting() as files:
@@ -164,7 +169,7 @@ def _draw_cli(r: random.Random, cmd: Command, fx: Fixtures) -> CliCase:
         for p in cmd.params:  # required ones the recipe left out
             if p.required and p.name not in chosen:
                 chosen[p.name] = draw_values(r, p, False, fx)
-    options = [p for p in cmd.params if p.name not in ("as_json", "fmt")]
+    options = [p for p in cmd.params if p.name not in ("as_json", "fmt", *RUNS_JOBS)]
     extra = r.randint(0, 3) if mode == "valid" else r.randint(1, 6)
     for p in r.sample(options, min(extra, len(options))):
         if mode == "valid" and p.name in chosen:

@@ -190,7 +190,8 @@ def _literals(source: str) -> dict:
 
 def test_launch_3060_qlora_unsloth(data, tokenizer):
     """Done when: the Unsloth script for QLoRA Qwen3-8B on an RTX 3060 trains the file, at the QLoRA recipe's
-    global batch of 16 sequences (micro-batch x accumulation), lr 2e-4 after a 3 % warm-up, for the epochs asked,
+    global batch of 16 examples (issue 32: before packing; micro-batch x accumulation are the packed rows that hold
+    them), lr 2e-4 after a 3 % warm-up, for the epochs asked,
     with checkpoints and resume; TRL's SFTConfig takes its arguments."""
     from trl import SFTConfig
 
@@ -204,7 +205,10 @@ def test_launch_3060_qlora_unsloth(data, tokenizer):
                 if f.name == "unsloth_train.py")
     lit = _literals(text)
     train = lit["TRAIN"]
-    assert train["per_device_train_batch_size"] * train["gradient_accumulation_steps"] >= 16
+    rows = plan.result.dataset["packed_sequences"]
+    per_row = 10_000 / rows  # examples a packed 4,096-token row holds
+    assert plan.recipe.examples_per_step == 16 and per_row > 2
+    assert train["per_device_train_batch_size"] * train["gradient_accumulation_steps"] == round(16 / per_row)
     assert (train["learning_rate"], train["lr_scheduler_type"], train["num_train_epochs"]) == \
         (2e-4, "constant_with_warmup", 2)
     r = plan.recipe

@@ -176,3 +176,15 @@ def test_the_estimate_cli_reads_the_report_s_tokenizer_folders(tmp_path, tokeniz
                 "--dataset", str(chat_file(tmp_path)), "--tokenizer", str(folder)])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "holds a JSON list" in err
+
+
+def test_generation_markers_render_as_their_body():
+    """``{% generation %}`` (transformers' assistant-mask tag, which TRL's training templates add) renders its
+    body, so a template made for assistant-only loss counts the same tokens as without the markers."""
+    from gpuplan.dataset.template import render
+
+    marked = ("{% for m in messages %}<|{{ m['role'] }}|>{% if m['role'] == 'assistant' %}{% generation %}"
+              "{{ m['content'] }}{% endgeneration %}{% else %}{{ m['content'] }}{% endif %}{% endfor %}")
+    plain = marked.replace("{% generation %}", "").replace("{% endgeneration %}", "")
+    messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    assert render(marked, 7, messages=messages) == render(plain, 7, messages=messages) == "<|user|>hi<|assistant|>hello"

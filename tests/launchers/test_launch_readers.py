@@ -275,7 +275,8 @@ task = sky.Task.from_yaml(sys.argv[1])
 (res,) = list(task.resources)
 print(json.dumps({"num_nodes": task.num_nodes, "workdir": task.workdir, "accelerators": res.accelerators,
                   "use_spot": res.use_spot, "disk_size": res.disk_size, "cloud": str(res.cloud),
-                  "region": res.region, "ports": res.ports, "run": task.run, "setup": task.setup}))
+                  "region": res.region, "ports": res.ports, "run": task.run, "setup": task.setup,
+                  "image_id": res.image_id, "envs": task.envs}))
 """
 
 

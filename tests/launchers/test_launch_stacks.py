@@ -632,7 +632,9 @@ def test_unsloth_round_trip(unsloth_written, monkeypatch):
 
 # ---- SkyPilot running the stacks ----------------------------------------------------------------------------
 STACK_TASKS = {"torchtitan": TITAN_PLANS["fsdp-8b-spot"], "axolotl": AXOLOTL_PLANS["lora-2-nodes"],
-               "torchtune": TUNE_PLANS["lora-8b-all-linear"], "unsloth": UNSLOTH_PLANS["qlora-spot"]}
+               "torchtune": TUNE_PLANS["lora-8b-all-linear"], "unsloth": UNSLOTH_PLANS["qlora-spot"],
+               "megatron": {"model": "llama-3.1-8b", "task": "train", "stack": "megatron", "gpu": "h100-sxm",
+                            "num_gpus": 16, "tp": 2, "pricing": "spot", "train_tokens": 1e9}}
 
 
 @pytest.mark.slow
@@ -648,5 +650,9 @@ def test_sky_task_runs_the_stack(stack, tmp_path, sky_python):  # noqa: F811 (th
     command = {"torchtitan": "-m torchtitan.train --job.config_file torchtitan.toml --job.dump_folder /checkpoints",
                "axolotl": "axolotl train axolotl.yaml --output-dir /checkpoints --launcher torchrun --",
                "torchtune": "tune run lora_finetune_single_device --config torchtune.yaml",
-               "unsloth": "OUTPUT_DIR=/checkpoints python unsloth_train.py"}[stack]
+               "unsloth": "OUTPUT_DIR=/checkpoints python unsloth_train.py",
+               "megatron": "--save /checkpoints --load /checkpoints"}[stack]
     assert command in run and stack in task["setup"]
+    if stack == "megatron":  # in NVIDIA's PyTorch container, from Megatron-LM's checkout
+        assert list(task["image_id"].values()) == ["docker:nvcr.io/nvidia/pytorch:26.06-py3"]  # by region
+        assert run.startswith("cd megatron-lm\ntorchrun") and "pretrain_gpt.py" in run

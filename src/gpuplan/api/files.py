@@ -91,6 +91,19 @@ def _write_diffusion(s, spec, targets: list[str], folder: str | Path, force: boo
                         printed=[(f.name, f.target, f.text) for f in chosen] if folder == "-" else [], said=said)
 
 
+def smoke(scenario: ScenarioLike, *, folder: str | Path, targets: Iterable[str] = ()):
+    """``gpuplan launch --smoke``: the plan rewritten onto a tiny model of its architecture, its files written into
+    ``folder`` and each target that runs here run a few steps (:mod:`gpuplan.launchers.smoke`); the smoke plan and
+    one :class:`~gpuplan.launchers.smoke.SmokeRun` per target."""
+    from ..launchers import check_target_names
+    from ..launchers.files import output_folder
+    from ..launchers.smoke import smoke as run
+
+    names = [n for text in targets for n in str(text).split(",") if n.strip()]
+    check_target_names(names)
+    return run(scenario_of(scenario), output_folder(folder), names or None)
+
+
 def check_launch(targets: Iterable[str] = (), folder: str | Path = "gpuplan-launch", *, flag: str = "folder"
                  ) -> tuple[list[str], str | Path]:
     """The targets named (each a known one; comma-separated names split) and the folder (``-``: none), checked

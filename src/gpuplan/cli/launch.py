@@ -23,7 +23,7 @@ DEFAULT_DIR = "gpuplan-launch"
 def launch_cmd(scenario: str | None = None, as_json: bool = False, target: list[str] | None = None,
                output: str = DEFAULT_DIR, force: bool = False,
                script: str | None = None, bucket: str | None = None, visible_devices: str | None = None,
-               **fields: str | None) -> None:
+               smoke: bool = False, **fields: str | None) -> None:
     """Write the files that run the plan, with the plan's settings intact: a SkyPilot task (rent the cards),
     an accelerate config and its launch command, a DeepSpeed JSON (ZeRO plans), a torchrun command, the
     trainer's arguments (Hugging Face Trainer / TRL SFTConfig, read by `trl sft --config`), a torchtune recipe
@@ -53,10 +53,42 @@ def launch_cmd(scenario: str | None = None, as_json: bool = False, target: list[
     if script is not None:
         no_control(script, "--script")
     s = api.load_scenario(scenario, overrides(fields))
+    if smoke:
+        smoke_run(s, target, output, as_json)
+        return
     report = api.launch(s, targets=target or (), folder=output, force=force, dataset=s.dataset, script=script,
                         bucket=bucket, visible_devices=parse_devices(visible_devices, s.num_gpus),
                         command=command_line())
     show_launch(report, output, as_json)
+
+
+def smoke_run(s, names, output: str, as_json: bool) -> None:
+    """``--smoke``: the plan on a tiny model of its architecture, its files written into ``output`` and run a few
+    steps (:mod:`gpuplan.launchers.smoke`); one row per target, exit 1 when one fails."""
+    if output == "-":
+        raise GpuplanError("--smoke writes and runs files: name a folder with -o, not -")
+    if s.task != "train":
+        raise GpuplanError("--smoke runs training plans; a serving plan's engine starts with its own checks")
+    plan, runs = api.smoke(s, folder=output, targets=names or ())
+    if as_json:
+        print_json({"setup": plan.setup_label, "folder": output, "runs": [
+            {"target": r.target, "passed": r.passed, "command": r.command, "returncode": r.returncode,
+             "seconds": round(r.seconds, 1), "losses": list(r.losses), "checkpoint": r.checkpoint} for r in runs]})
+    else:
+        table = Table(title=f"smoke run of {plan.setup_label} (tiny {plan.model.family}): files in {output}",
+                      title_justify="left", padding=(0, 1))
+        for col in ("target", "result", "steps", "loss first -> last", "checkpoint", "seconds"):
+            table.add_column(col)
+        for r in runs:
+            loss = f"{r.losses[0]:.4f} -> {r.losses[-1]:.4f}" if r.losses else "-"
+            table.add_row(r.target, "passed" if r.passed else f"FAILED (exit {r.returncode})", str(len(r.losses)),
+                          loss, "yes" if r.checkpoint else "no", f"{r.seconds:.0f}")
+        out.print(table)
+        for r in runs:
+            if not r.passed:
+                out.print(Text(f"{r.target}: {r.command}\n{r.tail[-1500:]}", style="dim"), highlight=False)
+    if not runs or not all(r.passed for r in runs):
+        raise typer.Exit(1)
 
 
 def launch_setup(setups: list, n: int, have: tuple[str, ...], output: str, as_json: bool) -> None:
@@ -141,6 +173,9 @@ def launch_params() -> list[inspect.Parameter]:
             metavar="NAME"),
         opt("visible_devices", str | None, None, "--visible-devices",
             text="Your own cards to use, as CUDA_VISIBLE_DEVICES: 0,2.", metavar="INDICES"),
+        opt("smoke", bool, False, "--smoke",
+            text="Rewrite the plan onto a tiny model of the same architecture, write its files into -o and run "
+                 "each target that runs here a few steps (on the CPU without a GPU): loss, checkpoint, exit code."),
     ]
 
 

@@ -79,8 +79,12 @@ def recommend_cmd(scenario: str | None = None, as_json: bool = False, budget_usd
         launch_setup(listed, launch, tuple(have or ()), launch_dir, as_json)
         return
     if fmt == "json":
-        print_json(result)
+        print_json(result)  # its fewest_line field holds the headline
         return
+    if result.fewest_line and fmt in ("plain", "markdown"):  # the headline in every format
+        out.print(result.fewest_line, highlight=False, soft_wrap=True)
+    elif result.fewest_line and fmt == "csv":  # stdout stays one CSV table
+        bullet(result.fewest_line, prefix="note: ", stream=err)
     render_recommendation(s, result, fmt)
 
 

@@ -32,6 +32,7 @@ from typing import Any
 
 from jinja2 import nodes, pass_context
 from jinja2.exceptions import TemplateError
+from jinja2.ext import Extension
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from jinja2.utils import Namespace
 from jinja2.visitor import NodeTransformer
@@ -179,6 +180,21 @@ class _Bounded(ImmutableSandboxedEnvironment):
         return out
 
 
+class _Generation(Extension):
+    """``{% generation %}...{% endgeneration %}``: the assistant's part of a turn, as transformers parses it
+    (``chat_template_utils.py`` ``AssistantTracker``, for assistant-only loss masks): rendered as its body."""
+
+    tags = frozenset({"generation"})
+
+    def parse(self, parser):
+        lineno = next(parser.stream).lineno
+        body = parser.parse_statements(("name:endgeneration",), drop_needle=True)
+        return nodes.CallBlock(self.call_method("_body"), [], [], body).set_lineno(lineno)
+
+    def _body(self, caller):
+        return caller()
+
+
 class _Namespace(Namespace):
     """``namespace()``: what a template keeps across loop iterations, each value written counted."""
 
@@ -223,7 +239,7 @@ def _bounded_concat(parts):
 def _environment() -> _Bounded:
     """The sandbox as transformers builds it (trim_blocks, lstrip_blocks, loopcontrols, raise_exception, tojson),
     every filter counted and the budget's filters for loops, output and ``~`` added."""
-    env = _Bounded(trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"])
+    env = _Bounded(trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols", _Generation])
     env.filters["tojson"] = lambda x, indent=None, **kw: json.dumps(x, ensure_ascii=False, indent=indent)
     env.filters = {name: _counted_filter(name, fn) for name, fn in env.filters.items()}
     env.filters.update({"_gpuplan_steps": _steps, "_gpuplan_written": _written, "_gpuplan_concat": _concatenated})

@@ -29,16 +29,18 @@ def applies(plan: LaunchPlan) -> str | None:
     return trainer_applies(plan)
 
 
-def config(plan: LaunchPlan) -> dict[str, Any]:
+def config(plan: LaunchPlan, opts: LaunchOptions | None = None) -> dict[str, Any]:
     s = plan.scenario
     kind = backend(s)
-    data: dict[str, Any] = {"compute_environment": "LOCAL_MACHINE", "distributed_type": DISTRIBUTED[kind]}
+    cpu = opts is not None and opts.device == "cpu"  # a smoke run: processes on the CPU, gloo between them
+    distributed = "MULTI_CPU" if cpu and kind == "ddp" else DISTRIBUTED[kind]
+    data: dict[str, Any] = {"compute_environment": "LOCAL_MACHINE", "distributed_type": distributed}
     if kind != "deepspeed":
         data["mixed_precision"] = autocast(s) or "no"
     data.update({"num_machines": plan.num_nodes, "num_processes": plan.num_nodes * plan.gpus_per_node,
                  "machine_rank": 0, "gpu_ids": ",".join(map(str, plan.visible_devices)) if plan.visible_devices
                  else "all", "main_training_function": "main", "rdzv_backend": "static",
-                 "same_network": True, "use_cpu": False})
+                 "same_network": True, "use_cpu": cpu})
     if kind == "deepspeed":
         data["deepspeed_config"] = {"deepspeed_config_file": "ds_config.json",
                                     "zero3_init_flag": zero_stage(s) == 3,
@@ -69,7 +71,7 @@ def files(plan: LaunchPlan, opts: LaunchOptions) -> list[LaunchFile]:
     notes = [f"run: bash {SCRIPT}"]
     if plan.num_nodes > 1:
         notes.append(f"{plan.num_nodes} machines: run {SCRIPT} on each with MACHINE_RANK and MAIN_PROCESS_IP set")
-    return [LaunchFile(name=FILE, target=NAME, text=yaml_text(plan, config(plan), notes),
+    return [LaunchFile(name=FILE, target=NAME, text=yaml_text(plan, config(plan, opts), notes),
                        reader="accelerate launch --config_file accelerate.yaml"),
             LaunchFile(name=SCRIPT, target=NAME, text=shell_text(plan, [*command(plan, opts),
                                                                      resume_token(opts.output_dir)], notes=notes[1:]),

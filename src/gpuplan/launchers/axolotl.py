@@ -32,6 +32,7 @@ from .plan import LaunchPlan
 from .settings import AXOLOTL_VERSION as VERSION
 from .settings import LaunchOptions, backend, fsdp_settings, hf_optim
 from .torchrun import launcher
+from .trainer import pretraining_refusal
 
 NAME = "axolotl"
 FILE = "axolotl.yaml"
@@ -45,6 +46,8 @@ def applies(plan: LaunchPlan) -> str | None:
     s = plan.scenario
     if not plan.train or s.stack != "axolotl":
         return "the plan is not for stack axolotl (set --stack axolotl to plan an Axolotl run)"
+    if plan.synthetic:
+        return pretraining_refusal(plan)
     if s.tp > 1 or s.pp > 1:
         return (f"tensor/pipeline parallel training (tp={s.tp}, pp={s.pp}) is not in gpuplan's axolotl plans: set tp "
                 "and pp to 1 and shard with sharding zero3 or fsdp")
@@ -75,7 +78,7 @@ def dtype_flags(s) -> dict[str, bool]:
 
 def config(plan: LaunchPlan, opts: LaunchOptions) -> dict[str, Any]:
     s = plan.scenario
-    data: dict[str, Any] = {"base_model": plan.model.name}
+    data: dict[str, Any] = {"base_model": plan.model_ref}
     if s.method == "qlora":
         data.update({"load_in_4bit": True, "adapter": "qlora"})
         if (s.quant or "nf4") != "nf4":  # axolotl's BitsAndBytesConfig is nf4 with double quantization
@@ -102,6 +105,8 @@ def config(plan: LaunchPlan, opts: LaunchOptions) -> dict[str, Any]:
         "num_epochs": (plan.recipe.epochs or 1) if plan.recipe and (s.dataset or s.samples) else 1})
     if plan.max_steps is not None and not (s.dataset or s.samples):
         data["max_steps"] = plan.max_steps
+    if plan.recipe is not None and plan.recipe.assistant_only:  # the loss on the assistant turns only
+        data["train_on_inputs"] = False
     optim, optim_args = hf_optim(s)
     data["optimizer"] = optim
     if optim_args:

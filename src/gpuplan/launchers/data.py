@@ -13,16 +13,18 @@ from pathlib import Path
 from typing import Any
 
 from .files import Raw, quote
-from .plan import LaunchPlan
+from .plan import LaunchPlan, local_path
 from .settings import LaunchOptions
 
 BUILDERS = {".jsonl": "json", ".ndjson": "json", ".json": "json", ".parquet": "parquet", ".csv": "csv"}
 
 
 def local_file(opts: LaunchOptions) -> tuple[str, str] | None:
-    """(datasets builder, path) when the dataset is a local file; None for a Hugging Face id."""
+    """(datasets builder, path) when the dataset is a local file (its absolute path when it is on this machine,
+    so the run finds it wherever it starts); None for a Hugging Face id."""
     builder = BUILDERS.get(Path(opts.dataset).suffix.lower())
-    return (builder, opts.dataset) if builder else None
+    path = local_path(opts.dataset)
+    return (builder, str(path) if path else opts.dataset) if builder else None
 
 
 def trl_dataset(opts: LaunchOptions) -> dict[str, Any]:
@@ -63,6 +65,8 @@ def sft_fields(plan: LaunchPlan) -> dict[str, Any]:
                 "warmup_steps": r.warmup_steps, "max_grad_norm": r.max_grad_norm})
     if s.dataset or s.samples:
         out["num_train_epochs"] = r.epochs or 1.0
+    if r.assistant_only:  # TRL patches the chat templates it knows with {% generation %} markers
+        out["assistant_only_loss"] = True
     return out
 
 

@@ -13,13 +13,20 @@ shape from its config.json (Llama-style: RMSNorm, SwiGLU, rotary, grouped-query 
 ``--num-experts``, ``--moe-router-topk``, ``--moe-ffn-hidden-size``). Option names and choices are those of
 Megatron-LM's own parser (``megatron/training/arguments.py``, captured in tests/data/megatron by its capture.py).
 The data is Megatron's mock data until you point ``--data-path`` at your indexed dataset.
+
+In a SkyPilot task (:mod:`.skypilot`) the nodes run NVIDIA's PyTorch container that Megatron-LM's CI builds on at
+the commit whose parser is captured (``docker/Dockerfile.ci.dev`` ``FROM_IMAGE_NAME`` at :data:`COMMIT`), check
+that commit out and install it with its training extras as its install guide says for the container
+(``docs/get-started/install.md``, option C: ``PIP_CONSTRAINT`` unset, ``--no-build-isolation``).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ..stacks.megatron import embedding_in_split
 from ..tensors.activations import INPUT_OF
-from .files import LaunchFile, shell_text
+from .files import LaunchFile, command_text, quote, shell_text
 from .plan import LaunchPlan
 from .settings import LaunchOptions
 from .torchrun import launcher
@@ -27,7 +34,12 @@ from .torchrun import launcher
 NAME = "megatron"
 SCRIPT = "megatron-pretrain.sh"
 FP8_RECIPE = {"delayed": "delayed", "current": "tensorwise"}  # Megatron-LM's names for TE's scaling recipes
+DATA_PREFIX = "data/gpuplan"  # the indexed dataset preprocess_data.py writes (.bin and .idx)
 LLAMA_LIKE = ("llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe")
+REPO = "https://github.com/NVIDIA/Megatron-LM.git"
+COMMIT = "d98e8a64ddf34856e74b24714e3bedb2f5a39553"  # its parser: tests/data/megatron/pretrain-args.json
+IMAGE = "nvcr.io/nvidia/pytorch:26.06-py3"  # docker/Dockerfile.ci.dev FROM_IMAGE_NAME at COMMIT
+CHECKOUT = "megatron-lm"  # the folder the SkyPilot task checks Megatron-LM out into, under its workdir
 
 
 def applies(plan: LaunchPlan) -> str | None:
@@ -35,7 +47,8 @@ def applies(plan: LaunchPlan) -> str | None:
     if not plan.train or s.stack != "megatron":
         return "pretrain_gpt.py runs plans of stack megatron: plan with --stack megatron"
     if s.method != "full":
-        return "Megatron-LM's pretrain_gpt.py trains every weight; NeMo's LoRA is not written by gpuplan launch"
+        return ("Megatron-LM's pretrain_gpt.py trains every weight: for LoRA launch --target nemo (NeMo's finetune "
+                "recipe)")
     stores = [k for k in ("fp8_attention", "fp8_activation_store") if getattr(s, k)]
     if stores:  # TransformerConfig fields (fp8_dot_product_attention, activation_func_fp8_input_store) without a flag
         return (f"Megatron-LM's pretrain_gpt.py has no argument for {' or '.join(stores)} (TransformerConfig "
@@ -100,35 +113,111 @@ def precision_args(plan: LaunchPlan) -> list[str]:
 
 
 def training_args(plan: LaunchPlan) -> list[str]:
-    s = plan.scenario
+    """The batch, the optimizer and its schedule (the recipe's warm-up, then cosine down to its floor over the run:
+    ``--lr-warmup-iters``, ``--lr-decay-iters``, ``--min-lr``), random initialization (Megatron's normal init of
+    standard deviation 0.02), the tokenizer and data (:func:`data_args`), the run length and checkpoints."""
+    s, r = plan.scenario, plan.recipe
     global_batch = s.micro_batch_size * s.grad_accum_steps * s.dp
-    lr = plan.recipe.learning_rate if plan.recipe else 3e-4
+    lr = r.learning_rate if r else 3e-4
+    floor = r.min_lr_ratio if r and r.min_lr_ratio else 0.1
     argv = ["--micro-batch-size", str(s.micro_batch_size), "--global-batch-size", str(global_batch),
             "--seq-length", str(s.seq_len), "--optimizer", "adam" if s.optimizer == "adamw" else "sgd",
-            "--lr", f"{lr:g}", "--min-lr", f"{lr / 10:g}", "--lr-decay-style", "cosine",
-            "--weight-decay", "0.1", "--clip-grad", "1.0", "--transformer-impl", "transformer_engine",
-            "--tokenizer-type", "HuggingFaceTokenizer", "--tokenizer-model", plan.model.name, "--mock-data",
+            "--lr", f"{lr:g}", "--min-lr", f"{lr * floor:g}", "--lr-decay-style", "cosine",
+            "--weight-decay", "0.1", "--clip-grad", f"{r.max_grad_norm if r else 1.0:g}",
+            "--init-method-std", "0.02", "--transformer-impl", "transformer_engine", *data_args(plan),
             "--log-interval", "10"]
+    if r is not None and r.warmup_steps:
+        argv += ["--lr-warmup-iters", str(r.warmup_steps)]
     if plan.max_steps is not None:
-        argv += ["--train-iters", str(plan.max_steps)]
+        argv += ["--train-iters", str(plan.max_steps), "--lr-decay-iters", str(plan.max_steps)]
     if plan.save_steps:
-        argv += ["--save", "checkpoints", "--save-interval", str(plan.save_steps)]
+        argv += ["--save", "checkpoints", "--load", "checkpoints", "--save-interval", str(plan.save_steps)]
     return argv
 
 
-def command(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
-    return [*launcher(plan), "pretrain_gpt.py", *model_args(plan), *parallel_args(plan), *precision_args(plan),
-            *training_args(plan)]
+def tokenizer_folder(plan: LaunchPlan) -> str | None:
+    """What ``HuggingFaceTokenizer`` loads (``AutoTokenizer.from_pretrained``): the plan's tokenizer's folder, the
+    model's local folder, or its Hugging Face id; None for a size-only model without a tokenizer."""
+    if "tokenizer" in plan.inputs:
+        path = Path(plan.inputs["tokenizer"])
+        return str(path.parent if path.is_file() else path)
+    if plan.synthetic:
+        return None
+    return plan.model_ref
+
+
+def data_args(plan: LaunchPlan) -> list[str]:
+    """The tokenizer and the data: the indexed dataset :data:`DATA_SCRIPT` makes from the plan's text file (Megatron's
+    tokenized-data loader, ``--data-path``), else ``--mock-data`` (random tokens); a size-only model without a
+    tokenizer takes ``NullTokenizer`` over its vocabulary (mock data needs no text)."""
+    folder = tokenizer_folder(plan)
+    argv = (["--tokenizer-type", "NullTokenizer"] if folder is None else
+            ["--tokenizer-type", "HuggingFaceTokenizer", "--tokenizer-model", folder])
+    if text_data(plan) and folder is not None:
+        return [*argv, "--data-path", f"{DATA_PREFIX}_text_document", "--split", "99,1,0"]
+    return [*argv, "--mock-data"]
+
+
+def text_data(plan: LaunchPlan) -> bool:
+    """Whether the plan's dataset is a local file of ``text`` records, which preprocess_data.py tokenizes."""
+    p = plan.result.dataset
+    return "dataset" in plan.inputs and bool(p) and p.get("kind") == "text"
+
+
+def preprocess(plan: LaunchPlan) -> list[str]:
+    """Megatron-LM's ``tools/preprocess_data.py``: the text file tokenized into an indexed dataset, EOD after each
+    document."""
+    return ["python", "tools/preprocess_data.py", "--input", plan.inputs["dataset"], "--output-prefix", DATA_PREFIX,
+            "--json-keys", "text", "--tokenizer-type", "HuggingFaceTokenizer", "--tokenizer-model",
+            tokenizer_folder(plan), "--append-eod", "--workers", "8"]
+
+
+def command(plan: LaunchPlan, opts: LaunchOptions, *, multinode_env: bool = False,
+            checkpoints: str | None = None) -> list[str]:
+    """``torchrun ... pretrain_gpt.py`` and its arguments; ``multinode_env``: the rendezvous from SkyPilot's
+    variables; ``checkpoints``: save to and resume from that folder (Megatron loads the newest checkpoint under
+    ``--load``)."""
+    argv = [*launcher(plan, multinode_env=multinode_env), "pretrain_gpt.py", *model_args(plan), *parallel_args(plan),
+            *precision_args(plan), *training_args(plan)]
+    if opts.max_steps:  # a smoke run: the last value of a repeated flag wins in argparse
+        argv += ["--train-iters", str(opts.max_steps), "--lr-decay-iters", str(opts.max_steps), "--log-interval",
+                 "1", "--save", "checkpoints", "--save-interval", str(opts.max_steps)]
+    if checkpoints:
+        argv += ["--save", checkpoints, "--load", checkpoints]
+    return argv
+
+
+def before(plan: LaunchPlan) -> list[list[str]]:
+    """What runs before training: the text file tokenized (:func:`preprocess`), when the plan has one."""
+    return [preprocess(plan)] if text_data(plan) and tokenizer_folder(plan) else []
+
+
+def setup() -> str:
+    """A node's setup in NVIDIA's PyTorch container: Megatron-LM checked out at :data:`COMMIT` (cloned once: a
+    second ``sky launch`` on the cluster runs the setup again) and installed with its training extras (the Hugging
+    Face tokenizer)."""
+    clone = " ".join(quote(w) for w in ["git", "clone", "--filter=blob:none", REPO, CHECKOUT])
+    return (f"test -d {quote(CHECKOUT)} || {clone}\n" + command_text(["git", "-C", CHECKOUT, "checkout", COMMIT]) +
+            command_text(["pip", "install", "--no-build-isolation", "-e", f"./{CHECKOUT}[training]"]))
 
 
 def notes(plan: LaunchPlan) -> list[str]:
     mem = plan.result.memory
-    return ["run from a Megatron-LM checkout (pretrain_gpt.py) in NVIDIA's PyTorch container, on every node",
-            f"predicted per rank: {mem.allocated_peak_gib:.1f} GiB allocated; Megatron logs 'memory (MB) | allocated "
-            "... | max allocated ...' after the first iterations",
-            "--mock-data: replace with --data-path <your indexed dataset prefix> (tools/preprocess_data.py)"]
+    out = ["run from a Megatron-LM checkout (pretrain_gpt.py) in NVIDIA's PyTorch container, on every node",
+           f"predicted per rank: {mem.allocated_peak_gib:.1f} GiB allocated; Megatron logs 'memory (MB) | allocated "
+           "... | max allocated ...' after the first iterations"]
+    if text_data(plan) and tokenizer_folder(plan):
+        out.append(f"the data: tools/preprocess_data.py tokenizes {plan.inputs['dataset']} into {DATA_PREFIX}_text_"
+                   "document first (once)")
+    else:
+        out.append("--mock-data (random tokens): for real data tokenize a JSONL of text records with "
+                   "tools/preprocess_data.py and pass --data-path <prefix>_text_document")
+    if plan.synthetic:
+        out.append(f"{plan.model.name} is built from the shape above with random weights (pretraining)")
+    return out
 
 
 def files(plan: LaunchPlan, opts: LaunchOptions) -> list[LaunchFile]:
-    return [LaunchFile(name=SCRIPT, target=NAME, text=shell_text(plan, command(plan, opts), notes=notes(plan)),
+    return [LaunchFile(name=SCRIPT, target=NAME, text=shell_text(plan, command(plan, opts), notes=notes(plan),
+                                                                 before=before(plan)),
                        reader="bash (torchrun pretrain_gpt.py, Megatron-LM)", executable=True)]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from pathlib import Path
 
 from .. import clock
 from .._version import __version__
@@ -67,6 +68,28 @@ class LaunchPlan:
                    written_on=written_on, recipe=plan.typed_recipe, setup_label=run.label, max_steps=run.max_steps,
                    save_steps=run.save_steps, checkpoint_gb=run.checkpoint_gb, weights_gb=run.weights_gb,
                    disk_gb=run.disk_gb)
+
+    @property
+    def inputs(self) -> dict[str, str]:
+        """The local files and folders the run reads, by role (``model``: a config folder; ``tokenizer``;
+        ``dataset``), as absolute paths: the files name them there, and SkyPilot copies each to the same path on
+        every node (``file_mounts``), so one config runs here and there."""
+        s, out = self.scenario, {}
+        for role, text in (("model", s.model), ("tokenizer", s.tokenizer), ("dataset", s.dataset)):
+            path = local_path(text)
+            if path is not None:
+                out[role] = str(path.parent if role == "model" and path.is_file() else path)
+        return out
+
+    @property
+    def model_ref(self) -> str:
+        """The model as the stacks load it: its local folder (absolute), else its Hugging Face id."""
+        return self.inputs.get("model", self.model.name)
+
+    @property
+    def synthetic(self) -> bool:
+        """A model that exists only as a size (``model_size``): built from its config with random weights."""
+        return bool(self.scenario.model_size)
 
     @property
     def train(self) -> bool:
@@ -178,6 +201,17 @@ class LaunchPlan:
             out += [f"  {c.name}: {c.value} ({c.why})" for c in self.recipe.choices]
         out.append("tested with: pip install " + " ".join(pip_packages(self)))
         return out
+
+
+def local_path(text: str | None) -> Path | None:
+    """``text`` as an absolute path when it names a file or folder on this machine, else None (a hub id)."""
+    if not text or text.lower().startswith("synthetic-"):
+        return None
+    path = Path(text).expanduser()
+    try:
+        return path.resolve() if path.exists() else None
+    except OSError:  # too long or otherwise impossible as a path: not one
+        return None
 
 
 def launch_plan(scenario: Scenario | dict, *, command: str = "gpuplan.launchers.launch_plan (Python API)",

@@ -35,6 +35,10 @@ class LaunchOptions:
     bucket: str | None = None  # SkyPilot storage for checkpoints that survive spot interruptions
     output_dir: str = "checkpoints"
     port: int = 8000  # vLLM's default port
+    # a smoke run (gpuplan launch --smoke, gpuplan.launchers.smoke): the files as written, on the CPU when there is
+    # no GPU, for max_steps optimizer steps, logging each
+    device: str = "cuda"
+    max_steps: int | None = None
 
     def __post_init__(self):
         """Each value is written into the files (quoted for each format): text without control characters."""
@@ -45,6 +49,11 @@ class LaunchOptions:
                 raise GpuplanError(f"{flag} must be text (a tuple of words for --script), got {values!r:.60}")
             for value in values:
                 no_control(value, flag)
+        if self.device not in ("cuda", "cpu"):
+            raise GpuplanError(f"the device is cuda or cpu, not {self.device!r:.20}")
+        if self.max_steps is not None and (isinstance(self.max_steps, bool) or not isinstance(self.max_steps, int)
+                                           or not 0 < self.max_steps <= 10_000):
+            raise GpuplanError(f"max_steps must be a whole number from 1 to 10,000, got {self.max_steps!r:.20}")
         if isinstance(self.port, bool) or not isinstance(self.port, int) or not 0 < self.port < 65536:
             raise GpuplanError(f"the port must be a whole number from 1 to 65535, got {self.port!r:.20}")
 

@@ -43,7 +43,7 @@ def applies(plan: LaunchPlan) -> str | None:
 
 def command(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
     s, engine = plan.scenario, plan.result.memory.engine
-    argv = ["python", "-m", "sglang.launch_server", "--model-path", plan.model.name, "--tp-size", str(s.tp)]
+    argv = ["python", "-m", "sglang.launch_server", "--model-path", plan.model_ref, "--tp-size", str(s.tp)]
     if s.pp > 1:
         argv += ["--pp-size", str(s.pp)]
     if plan.num_nodes > 1:

@@ -5,12 +5,15 @@ plan's cards and runs it (SkyPilot ``sky/task.py`` ``Task.from_yaml``; schema ``
 ``cloud[/region]`` of the offer priced (SkyPilot >= 0.10 spells cloud and region this way), ``use_spot`` for
 interruptible offers, ``disk_size`` from the weights, the checkpoints, the dataset and the software
 (:meth:`LaunchPlan.disk_gb`), and the serving port. ``num_nodes``; ``workdir: .`` syncs this folder (the configs)
-to every node; ``setup`` installs the stack; ``run`` is the training command (accelerate launch, tune run,
-torchrun torchtitan.train, axolotl train, the Unsloth script) or vllm serve. On spot, the trainer saves every
+to every node; ``file_mounts`` copies the local model folder, tokenizer and dataset the plan names to the same
+absolute paths there (SkyPilot ``file_mounts``: ``/remote/path: /local/path``), so the configs read them alike;
+``setup`` installs the stack; ``run`` is the training command (accelerate launch, tune run, torchrun
+torchtitan.train, axolotl train, the Unsloth script, torchrun pretrain_gpt.py in NVIDIA's PyTorch container with
+Megatron-LM checked out: :mod:`.megatron`) or vllm serve. On spot, the trainer saves every
 ``save_steps`` (the Daly interval) into ``/checkpoints``, a bucket mounted with ``MOUNT_CACHED`` when ``--bucket``
 names one, and resumes from the newest checkpoint after an interruption (the Trainer with
-``--resume_from_checkpoint``, torchtitan from its dump folder, Axolotl with ``auto_resume_from_checkpoints``, the
-Unsloth script by itself).
+``--resume_from_checkpoint``, torchtitan from its dump folder, Megatron-LM with ``--load``, Axolotl with
+``auto_resume_from_checkpoints``, the Unsloth script by itself).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from . import accelerate, axolotl, torchtitan, torchtune, unsloth, vllm
+from . import accelerate, axolotl, megatron, torchtitan, torchtune, unsloth, vllm
 from .files import LaunchFile, Raw, command_text, quote, yaml_text
 from .plan import LaunchPlan, pip_packages
 from .settings import LaunchOptions
@@ -46,11 +49,11 @@ def applies(plan: LaunchPlan) -> str | None:
 
 def runner(plan: LaunchPlan):
     """The target whose command the task runs: vLLM to serve; to train, the stack's own (torchtune,
-    torchtitan, Axolotl), else accelerate with the Trainer's arguments."""
+    torchtitan, Axolotl, Unsloth, Megatron-LM's pretrain_gpt.py), else accelerate with the Trainer's arguments."""
     if not plan.train:
         return vllm
-    return {"torchtune": torchtune, "torchtitan": torchtitan, "axolotl": axolotl,
-            "unsloth": unsloth}.get(plan.scenario.stack, accelerate)
+    return {"torchtune": torchtune, "torchtitan": torchtitan, "axolotl": axolotl, "unsloth": unsloth,
+            "megatron": megatron}.get(plan.scenario.stack, accelerate)
 
 
 def cloud(plan: LaunchPlan) -> str | None:
@@ -74,6 +77,8 @@ def task(plan: LaunchPlan, opts: LaunchOptions) -> dict[str, Any]:
     res: dict[str, Any] = {"accelerators": f"{name}:{plan.gpus_per_node}"}
     if cloud(plan):
         res["infra"] = cloud(plan) + (f"/{plan.offer.region}" if plan.offer.region else "")
+    if runner(plan) is megatron:  # the container Megatron-LM's CI runs in (megatron.IMAGE)
+        res["image_id"] = f"docker:{megatron.IMAGE}"
     res["use_spot"] = spot(plan)
     res["disk_size"] = plan.disk_gb
     if not plan.train:
@@ -81,11 +86,18 @@ def task(plan: LaunchPlan, opts: LaunchOptions) -> dict[str, Any]:
     data: dict[str, Any] = {"name": _slug(f"gpuplan-{plan.model.name.split('/')[-1]}-"
                                           f"{'train' if plan.train else 'serve'}"),
                             "resources": res, "num_nodes": plan.num_nodes, "workdir": "."}
+    mounts: dict[str, Any] = {path: path for path in plan.inputs.values()}  # the same absolute path on every node
     if plan.train and spot(plan) and opts.bucket:
-        data["file_mounts"] = {CHECKPOINTS: {"name": opts.bucket, "mode": "MOUNT_CACHED"}}
+        mounts[CHECKPOINTS] = {"name": opts.bucket, "mode": "MOUNT_CACHED"}
+    if mounts:
+        data["file_mounts"] = mounts
     flash = plan.train and plan.scenario.attention == "flash"
     build = ["--no-build-isolation"] if flash and runner(plan) is axolotl else []  # axolotl[flash-attn] compiles
-    data["setup"] = command_text(["pip", "install", *build, *pip_packages(plan)])
+    if runner(plan) is megatron:  # the container pins pip's packages; Megatron-LM's guide unsets the pin
+        data["envs"] = {"PIP_CONSTRAINT": ""}
+        data["setup"] = megatron.setup()
+    else:
+        data["setup"] = command_text(["pip", "install", *build, *pip_packages(plan)])
     if flash and runner(plan) is accelerate:
         data["setup"] += command_text(["pip", "install", "flash-attn", "--no-build-isolation"])
     data["run"] = run(plan, opts)
@@ -96,12 +108,16 @@ def run(plan: LaunchPlan, opts: LaunchOptions) -> str:
     if not plan.train:
         return command_text(vllm.command(plan, opts, multinode_env=True))
     if runner(plan) is torchtune:
-        return command_text(torchtune.download(plan)) + command_text(torchtune.command(plan, multinode_env=True))
+        fetch = torchtune.download(plan)
+        return (command_text(fetch) if fetch else "") + command_text(torchtune.command(plan, multinode_env=True))
     out = CHECKPOINTS if opts.bucket and spot(plan) else None
     if runner(plan) is torchtitan:  # it resumes from the newest checkpoint under its dump folder by itself
         argv = torchtitan.command(plan, multinode_env=True)
-        return command_text(torchtitan.download(plan)) + command_text(argv + (["--job.dump_folder", out] if out
-                                                                               else []))
+        fetch = command_text(torchtitan.download(plan)) if torchtitan.download(plan) else ""
+        return fetch + command_text(argv + (["--job.dump_folder", out] if out else []))
+    if runner(plan) is megatron:  # from the checkout; --load resumes from the newest checkpoint
+        steps = [megatron.command(plan, opts, multinode_env=True, checkpoints=out)]
+        return f"cd {megatron.CHECKOUT}\n" + "".join(command_text(argv) for argv in [*megatron.before(plan), *steps])
     if runner(plan) is axolotl:  # auto_resume_from_checkpoints on spot
         return command_text(axolotl.command(plan, multinode_env=True, output_dir=out))
     if runner(plan) is unsloth:  # the script resumes from the newest checkpoint in its output folder
@@ -121,6 +137,8 @@ def notes(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
            plan.train else "run: sky launch -c gpuplan sky.yaml"]
     if not known:
         out.append(f"SkyPilot's catalog has no {plan.gpu.name}: {name!r} only matches a Kubernetes node labelled so")
+    for role, path in plan.inputs.items():
+        out.append(f"the {role} {path} is copied to the same path on every node (file_mounts)")
     if plan.offer and not cloud(plan):
         out.append(f"{plan.offer.provider} is not a SkyPilot cloud: the task lets SkyPilot choose among your clouds")
     if plan.train and spot(plan) and not opts.bucket and runner(plan) is not torchtune:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from functools import cache
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -42,11 +43,35 @@ def models() -> dict[str, Any]:
     return yaml.safe_load(path.read_text(encoding="utf-8"))["models"]
 
 
+def entry_of(plan: LaunchPlan) -> dict[str, Any] | None:
+    """How torchtune builds the plan's model: a bundled model's recipe entry (data/torchtune.yaml), or for a local
+    Qwen2-family folder with a byte-level BPE (vocab.json, merges.txt, tokenizer.json) the component builders
+    ``torchtune.models.qwen2.qwen2`` / ``lora_qwen2`` (0.6.1 ``_component_builders.py``) with its shape, its
+    tokenizer with the folder's own special tokens (``qwen2_tokenizer(special_tokens_path=tokenizer.json)``), and
+    its safetensors read as ``QWEN2``."""
+    if plan.model.name in models():
+        return {**models()[plan.model.name], "folder": f"models/{plan.model.name.split('/')[-1]}", "args": {}}
+    folder = plan.inputs.get("model")
+    files = ("vocab.json", "merges.txt", "tokenizer.json", "model.safetensors")
+    if plan.model.family != "qwen2" or folder is None or not all((Path(folder) / f).is_file() for f in files):
+        return None
+    m, c = plan.model, plan.model.config
+    args = {"vocab_size": m.vocab_size, "num_layers": m.num_layers, "num_heads": m.num_heads,
+            "num_kv_heads": m.num_kv_heads, "embed_dim": m.hidden_size, "intermediate_dim": m.intermediate_size,
+            "max_seq_len": m.max_context or plan.scenario.seq_len, "norm_eps": float(c.get("rms_norm_eps", 1e-6)),
+            "rope_base": float(c.get("rope_theta", 1e6)), "tie_word_embeddings": m.tie_word_embeddings}
+    return {"config": "qwen2_5/0.5B_lora_single_device", "folder": folder, "args": args,
+            "builders": {"full": "torchtune.models.qwen2.qwen2", "lora": "torchtune.models.qwen2.lora_qwen2"},
+            "tokenizer": {"_component_": "torchtune.models.qwen2.qwen2_tokenizer", "path": "vocab.json",
+                          "merges_file": "merges.txt", "special_tokens_path": "tokenizer.json"},
+            "checkpoint_files": ["model.safetensors"], "model_type": "QWEN2"}
+
+
 def applies(plan: LaunchPlan) -> str | None:
     s = plan.scenario
     if not plan.train or s.stack != "torchtune":
         return "the plan is not for stack torchtune (set --stack torchtune to plan a torchtune recipe)"
-    entry = models().get(plan.model.name)
+    entry = entry_of(plan)
     if entry is None:
         return (f"torchtune ships no recipe config for {plan.model.name}; gpuplan knows torchtune builders for "
                 f"{', '.join(models())}")
@@ -88,14 +113,15 @@ def _lora_modules(s) -> tuple[list[str], bool, bool]:
 
 def config(plan: LaunchPlan, opts: LaunchOptions) -> dict[str, Any]:
     s, r, local = plan.scenario, plan.recipe, local_file(opts)
-    entry = models()[plan.model.name]
-    folder = f"models/{plan.model.name.split('/')[-1]}"
-    model: dict[str, Any] = {"_component_": entry["builders"][s.method]}
+    entry = entry_of(plan)
+    folder = entry["folder"]
+    model: dict[str, Any] = {"_component_": entry["builders"][s.method], **entry["args"]}
     if s.method != "full":
         attn, mlp, output = _lora_modules(s)
         model.update({"lora_attn_modules": attn, "apply_lora_to_mlp": mlp, "apply_lora_to_output": output,
                       "lora_rank": s.lora_rank, "lora_alpha": 2 * s.lora_rank, "lora_dropout": s.lora_dropout})
-    tokenizer = {k: (f"{folder}/{v}" if k in ("path", "merges_file") else v) for k, v in entry["tokenizer"].items()}
+    tokenizer = {k: (f"{folder}/{v}" if k in ("path", "merges_file", "special_tokens_path") else v)
+                 for k, v in entry["tokenizer"].items()}
     data: dict[str, Any] = {
         "output_dir": opts.output_dir, "model": model, "tokenizer": {**tokenizer, "max_seq_len": s.seq_len},
         "checkpointer": {"_component_": "torchtune.training.FullModelHFCheckpointer", "checkpoint_dir": folder,
@@ -105,6 +131,7 @@ def config(plan: LaunchPlan, opts: LaunchOptions) -> dict[str, Any]:
         "dataset": {"_component_": "torchtune.datasets.chat_dataset", "source": local[0] if local else opts.dataset,
                     **({"data_files": local[1]} if local else {}),
                     "conversation_column": "messages", "conversation_style": "openai", "split": "train",
+                    "train_on_input": not (r is not None and r.assistant_only),
                     "packed": (s.packing or "bfd") in ("bfd", "wrapped")},
         "seed": None, "shuffle": True, "batch_size": s.micro_batch_size,
         "optimizer": {**OPTIMIZERS[s.optimizer], "lr": r.learning_rate if r else 2e-5 if s.method == "full" else
@@ -120,10 +147,11 @@ def config(plan: LaunchPlan, opts: LaunchOptions) -> dict[str, Any]:
     data["loss"] = {"_component_": "torchtune.modules.loss.CEWithChunkedOutputLoss",
                     "num_output_chunks": s.loss_chunks} if s.loss == "chunked" else \
         {"_component_": "torch.nn.CrossEntropyLoss", "ignore_index": -100}
-    data.update({"epochs": math.ceil(r.epochs) if r and r.epochs else 1,
-                 "max_steps_per_epoch": None if r and r.epochs else plan.max_steps,
+    data.update({"epochs": 1 if opts.max_steps else math.ceil(r.epochs) if r and r.epochs else 1,
+                 "max_steps_per_epoch": opts.max_steps or (None if r and r.epochs else plan.max_steps),
                  "gradient_accumulation_steps": s.grad_accum_steps, "clip_grad_norm": None,
-                 "compile": bool(s.compile), "device": "cuda", "dtype": "fp32" if s.precision == "fp32" else "bf16",
+                 "compile": bool(s.compile), "device": opts.device,
+                 "dtype": "fp32" if s.precision == "fp32" else "bf16",
                  "enable_activation_checkpointing": s.grad_checkpointing != "none",
                  "enable_activation_offloading": bool(s.activation_offload)})
     if s.world_size > 1:
@@ -148,14 +176,17 @@ def command(plan: LaunchPlan, *, multinode_env: bool = False) -> list[str]:
     return [*argv, recipe(plan), "--config", FILE]
 
 
-def download(plan: LaunchPlan) -> list[str]:
+def download(plan: LaunchPlan) -> list[str] | None:
+    """``tune download`` of a bundled model's weights; None for a local folder."""
+    if "model" in plan.inputs:
+        return None
     return ["tune", "download", plan.model.name, "--output-dir", f"models/{plan.model.name.split('/')[-1]}"]
 
 
 def notes(plan: LaunchPlan) -> list[str]:
     s = plan.scenario
     out = [f"run: bash {SCRIPT} (downloads the weights with tune download, then tune run {recipe(plan)}); from "
-           f"torchtune's {models()[plan.model.name]['config']} config"]
+           f"torchtune's {entry_of(plan)['config']} config"]
     if s.grad_checkpointing == "selective" or s.checkpoint_every > 1:
         out.append("torchtune's LoRA and full recipes expose whole-layer checkpointing only: every layer is "
                    "checkpointed (less memory, slower than planned)")
@@ -169,7 +200,7 @@ def notes(plan: LaunchPlan) -> list[str]:
 
 
 def files(plan: LaunchPlan, opts: LaunchOptions) -> list[LaunchFile]:
-    script = shell_text(plan, command(plan), before=[download(plan)])
+    script = shell_text(plan, command(plan), before=[d for d in [download(plan)] if d])
     return [LaunchFile(name=FILE, target=NAME, text=yaml_text(plan, config(plan, opts), notes(plan)),
                        reader=f"tune run {recipe(plan)} --config torchtune.yaml"),
             LaunchFile(name=SCRIPT, target=NAME, text=script, reader="bash (tune download, tune run)",

@@ -33,6 +33,8 @@ def applies(plan: LaunchPlan) -> str | None:
     if not plan.train:
         return "trainer arguments are for training; serve with --target vllm"
     s = plan.scenario
+    if plan.synthetic:
+        return pretraining_refusal(plan)
     if s.stack in OWN_CONFIG:
         return f"stack {s.stack} runs from its own config, not the Trainer's: use --target {s.stack}"
     if s.stack != "hf":
@@ -48,9 +50,15 @@ def applies(plan: LaunchPlan) -> str | None:
     return None
 
 
+def pretraining_refusal(plan: LaunchPlan) -> str:
+    """Why a fine-tuning stack does not run a size-only model: it loads pretrained weights and a chat set."""
+    return (f"{plan.model.name} exists only as a size: it pretrains from random weights, which an SFT trainer does "
+            "not (it loads pretrained weights); plan --stack torchtitan or megatron")
+
+
 def fields(plan: LaunchPlan, opts: LaunchOptions) -> dict[str, Any]:
     s = plan.scenario
-    data: dict[str, Any] = {"model_name_or_path": plan.model.name, "dtype": model_dtype(s),
+    data: dict[str, Any] = {"model_name_or_path": plan.model_ref, "dtype": model_dtype(s),
                             "attn_implementation": ATTENTION[s.attention], **trl_dataset(opts),
                             "output_dir": opts.output_dir, "max_length": s.seq_len, **sft_fields(plan),
                             "per_device_train_batch_size": s.micro_batch_size,
@@ -91,7 +99,18 @@ def fields(plan: LaunchPlan, opts: LaunchOptions) -> dict[str, Any]:
         data.update({"use_peft": True, "lora_r": s.lora_rank, "lora_alpha": 2 * s.lora_rank,
                      "lora_dropout": s.lora_dropout, "lora_target_modules": targets})
     data.update(_quantized_base(plan))
-    return data
+    return {**data, **smoke_fields(opts)}
+
+
+def smoke_fields(opts: LaunchOptions) -> dict[str, Any]:
+    """A smoke run's changes (:mod:`.smoke`): on the CPU (``use_cpu``, no half precision), ``max_steps`` steps
+    (the Trainer stops there whatever the epochs), logging and saving at the last."""
+    out: dict[str, Any] = {}
+    if opts.device == "cpu":
+        out.update({"use_cpu": True, "bf16": False, "fp16": False})
+    if opts.max_steps:
+        out.update({"max_steps": opts.max_steps, "logging_steps": 1, "save_steps": opts.max_steps})
+    return out
 
 
 def _quantized_base(plan: LaunchPlan) -> dict[str, Any]:

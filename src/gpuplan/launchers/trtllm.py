@@ -42,7 +42,7 @@ def applies(plan: LaunchPlan) -> str | None:
 
 def command(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
     s, engine = plan.scenario, plan.result.memory.engine
-    return ["trtllm-serve", plan.model.name, "--backend", "pytorch", "--tp_size", str(s.tp), "--pp_size", str(s.pp),
+    return ["trtllm-serve", plan.model_ref, "--backend", "pytorch", "--tp_size", str(s.tp), "--pp_size", str(s.pp),
             "--max_batch_size", str(engine["max_batch_size"]), "--max_num_tokens", str(engine["max_num_tokens"]),
             "--max_seq_len", str(engine["max_seq_len"]),
             "--kv_cache_free_gpu_memory_fraction", f"{engine['free_gpu_memory_fraction']:g}",

@@ -20,12 +20,13 @@ from __future__ import annotations
 from typing import Any
 
 from .. import overheads as oh
-from .data import hf_dataset_call, sft_fields
+from .data import hf_dataset_call, local_file, sft_fields
 from .files import LaunchFile, comment, shell_text
 from .plan import LaunchPlan
 from .settings import UNSLOTH_VERSION as VERSION
 from .settings import LaunchOptions, autocast, hf_optim
 from .torchrun import launcher
+from .trainer import smoke_fields
 
 NAME = "unsloth"
 FILE = "unsloth_train.py"
@@ -55,7 +56,7 @@ def arguments(plan: LaunchPlan, opts: LaunchOptions) -> dict[str, dict[str, Any]
     """``LOAD``, ``PEFT`` and ``TRAIN``: the keyword arguments of from_pretrained, get_peft_model and SFTConfig."""
     s = plan.scenario
     checkpointing = ("unsloth" if s.activation_offload else True) if s.grad_checkpointing == "full" else False
-    load = {"model_name": plan.model.name, "max_seq_length": s.seq_len, "load_in_4bit": s.method == "qlora",
+    load = {"model_name": plan.model_ref, "max_seq_length": s.seq_len, "load_in_4bit": s.method == "qlora",
             "load_in_8bit": s.quant == "int8", "full_finetuning": False}
     peft = {"r": s.lora_rank, "lora_alpha": 2 * s.lora_rank, "lora_dropout": s.lora_dropout,
             "target_modules": ALL_LINEAR if s.lora_targets == "all-linear" else list(s.lora_targets),
@@ -74,7 +75,7 @@ def arguments(plan: LaunchPlan, opts: LaunchOptions) -> dict[str, dict[str, Any]
         train["max_steps"] = plan.max_steps
     if plan.save_steps is not None:
         train["save_steps"] = plan.save_steps
-    return {"LOAD": load, "PEFT": peft, "TRAIN": train}
+    return {"LOAD": load, "PEFT": peft, "TRAIN": {**train, **smoke_fields(opts)}}
 
 
 def script(plan: LaunchPlan, opts: LaunchOptions) -> str:
@@ -88,7 +89,7 @@ def script(plan: LaunchPlan, opts: LaunchOptions) -> str:
             "import os\nfrom pathlib import Path\n\n" + logits +
             "from unsloth import FastLanguageModel  # first: Unsloth patches transformers and TRL on import\n"
             "import torch\nfrom datasets import load_dataset\nfrom trl import SFTConfig, SFTTrainer\n\n"
-            f"DATASET = {opts.dataset!r}\nDTYPE = {dtype!r}\n" + literals +
+            f"DATASET = {(local_file(opts) or (None, opts.dataset))[1]!r}\nDTYPE = {dtype!r}\n" + literals +
             "TRAIN[\"output_dir\"] = os.environ.get(\"OUTPUT_DIR\", TRAIN[\"output_dir\"])  # SkyPilot: the bucket\n"
             "\nmodel, tokenizer = FastLanguageModel.from_pretrained(**LOAD, dtype=getattr(torch, DTYPE))\n"
             "model = FastLanguageModel.get_peft_model(model, **PEFT)\n"

@@ -75,7 +75,7 @@ def nodes(plan: LaunchPlan, *, multinode_env: bool = False) -> list[str]:
 
 def command(plan: LaunchPlan, opts: LaunchOptions, *, multinode_env: bool = False) -> list[str]:
     s = plan.scenario
-    argv = ["vllm", "serve", plan.model.name, "--tensor-parallel-size", str(s.tp)]
+    argv = ["vllm", "serve", plan.model_ref, "--tensor-parallel-size", str(s.tp)]
     if s.pp > 1:
         argv += ["--pipeline-parallel-size", str(s.pp)]
     argv += nodes(plan, multinode_env=multinode_env)

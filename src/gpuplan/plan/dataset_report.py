@@ -43,5 +43,7 @@ def plan_recipe(plan):
     return recipe(s, m, gpu, network=plan.offer.network if plan.offer else None,
                   spot_mtbi_h=spot.mtbi_h if spot else None,
                   checkpoint_bytes=checkpoint_bytes(s, m, plan.model.params_trainable),
-                  rows_per_epoch=p.batching.rows if p else None, layout_why=r.layout_why,
+                  rows_per_epoch=p.batching.rows if p else None,
+                  examples_per_epoch=p.stats.samples if p else None,
+                  roles=bool(p) and "messages" in p.lengths.kind, layout_why=r.layout_why,
                   step_s=plan.speed.step_time_s if plan.speed else None, layout_of=layout)

@@ -1,5 +1,6 @@
 """``estimate(scenario) -> Plan``: the scenario resolved (:mod:`.resolve`) and its plan built (:mod:`.build`) on the
-offers of the price catalog: memory per GPU, whether it fits and what would, speed and cost.
+offers of the price catalog: memory per GPU, whether it fits and what would, speed and cost. A training job of more
+GPUs than one instance holds is placed on several (:func:`gpuplan.plan.nodes.on_nodes`), as ``launch`` writes it.
 """
 
 from __future__ import annotations
@@ -9,8 +10,9 @@ from typing import Any
 from ..market.store import load_offers
 from ..scenario import Scenario, scenario_from
 from .build import build, offers_for
+from .nodes import on_nodes
 from .plan import Plan
-from .resolve import resolve_any
+from .resolve import Resolved, resolve_any
 from .split import split_estimate
 
 
@@ -25,4 +27,9 @@ def estimate(scenario: Scenario | dict[str, Any], *, advise: bool = True) -> Pla
     if s.extra_gpus or s.tensor_split:
         return split_estimate(s)
     r = resolve_any(s)
-    return build(r, offers_for(r, load_offers()) if r.gpu is not None else None, advise=advise, simulate=True)
+    if r.gpu is None:
+        return build(r, None, advise=advise, simulate=True)
+    catalog = load_offers()
+    if isinstance(r, Resolved):  # a decoder's training job on more GPUs than one machine holds: on nodes
+        r = on_nodes(r, catalog)
+    return build(r, offers_for(r, catalog), advise=advise, simulate=True)

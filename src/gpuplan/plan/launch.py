@@ -10,6 +10,13 @@ The defaults of a run:
   fits and reaches the recipe's global batch, when the scenario set neither (a ranked setup keeps its micro-batch
   and takes the accumulation).
 
+- **a pretraining stack for pretraining**: a model that exists only as a size (``model_size``) trains from random
+  weights on a pretraining stack, never an SFT trainer (which loads pretrained weights and a chat set): a plan left
+  on the default stack (``hf``) takes torchtitan with FSDP2 (:func:`pretraining_stack`), whose speed the plan then
+  times;
+- **nodes x GPUs per node**: a training job of more GPUs than the card's largest instance holds runs on several
+  instances (:func:`gpuplan.plan.nodes.on_nodes`, as ``estimate`` places it);
+
 The offer is chosen by the builder as ``estimate`` chooses it, or the one a ranked row names (``offer_label``), or
 the user's own cards (``owned_usd_per_hour``: priced by power alone).
 
@@ -29,8 +36,9 @@ from ..market.offers import Offer, owned_offer
 from ..market.store import load_offers
 from ..scenario import Scenario
 from .build import Offers, build, offers_for
+from .nodes import on_nodes
 from .plan import Plan, memory_plan
-from .resolve import Resolved, resolve
+from .resolve import Resolved, changed, resolve
 
 
 def runnable(s: Scenario, *, offer_label: str | None = None, owned_usd_per_hour: float | None = None,
@@ -39,7 +47,13 @@ def runnable(s: Scenario, *, offer_label: str | None = None, owned_usd_per_hour:
     if not s.gpu:
         raise GpuplanError("launch needs a GPU: set --gpu (and --num-gpus), or pick a setup with "
                            "`gpuplan recommend ... --launch N`")
+    catalog = load_offers()
+    s, why = pretraining_stack(s)
     r = resolve(s)
+    if why:
+        r = Resolved(**{**r.__dict__, "chosen": (*r.chosen, why)})
+    if owned_usd_per_hour is None and offer_label is None:
+        r = on_nodes(r, catalog)
     memory = memory_plan(r)
     again = _model_len(r, memory)
     if again is not r:
@@ -51,11 +65,36 @@ def runnable(s: Scenario, *, offer_label: str | None = None, owned_usd_per_hour:
         offers = Offers(candidates=(owned_offer(r.gpu.id, r.scenario.world_size,
                                                 owned_usd_per_hour / r.scenario.world_size),))
     else:
-        offers = offers_for(r, load_offers())
+        offers = offers_for(r, catalog)
     plan = build(r, offers, advise=False, offer_label=offer_label, recipe=True)
     if offer_label is not None and (plan.cost is None or plan.cost.offer != offer_label):
         raise GpuplanError(f"no offer {offer_label!r} for {r.gpu.id} in the price catalog")
     return plan
+
+
+PRETRAINING_STACK = "torchtitan"
+# fields of the default stack's that torchtitan refuses (gpuplan.scenario.stacks._refuse_torchtitan): dropped so
+# its own defaults fill them
+NOT_TORCHTITAN = {"optimizer": ("adamw",), "precision": ("bf16-mixed", "fp8-mixed", "fp32"), "loss": ("full",
+                                                                                                     "chunked")}
+
+
+def pretraining_stack(s: Scenario) -> tuple[Scenario, str | None]:
+    """``s`` on torchtitan when it pretrains a size-only model on the default stack, and why (module docstring);
+    the sharding becomes FSDP2 (torchtitan's) where it was ZeRO or FSDP."""
+    if s.task != "train" or not s.model_size or s.method != "full" or "stack" in s.model_fields_set:
+        return s, None
+    given = {k: getattr(s, k) for k in s.model_fields_set if k not in ("model", "sharding")}
+    for key, allowed in NOT_TORCHTITAN.items():
+        if key in given and given[key] not in allowed:
+            del given[key]
+    if "sharding" in s.model_fields_set and s.sharding in ("single", "ddp"):
+        given["sharding"] = s.sharding
+    elif s.world_size > 1:  # torchtitan's recipes shard with FSDP2
+        given["sharding"] = "fsdp"
+    again = Scenario.model_validate({**given, "stack": PRETRAINING_STACK})
+    return again, (f"stack {PRETRAINING_STACK}: {s.model} pretrains from random weights, which a pretraining "
+                   "stack does (an SFT trainer loads pretrained weights); set --stack megatron for Megatron-LM")
 
 
 def _model_len(r: Resolved, plan: Plan) -> Resolved:
@@ -71,21 +110,24 @@ def _model_len(r: Resolved, plan: Plan) -> Resolved:
         return r
     why = (f"max_model_len {fit:,}: the longest request the predicted KV pool holds (vLLM would refuse to start at "
            f"{engine['max_model_len']:,})")
-    return _again(r, {"max_model_len": fit}, why)
+    return changed(r, {"max_model_len": fit}, why)
 
 
 def _layout(r: Resolved, keep_micro_batch: bool) -> Resolved:
     """``r`` with the recipe's micro-batch x accumulation when the scenario set neither, and why."""
     from ..dataset import profile
     from .layout import layout
-    from .recipe import published
+    from .recipe import data_batch, kind_of, published
 
     s, m, gpu = r.scenario, r.model, r.gpu
     if {"micro_batch_size", "grad_accum_steps"} & s.model_fields_set:
         return r
     data = profile(s)
-    global_batch = published(s, float(m.params_total))[0]
-    if data is not None:
+    params = float(m.params_total)
+    global_batch = published(s, params)[0]
+    if data is not None and data.stats.samples and kind_of(s) != "pretraining":  # examples before packing
+        global_batch = data_batch(s, params, data.stats.samples, data.batching.rows)[1]
+    elif data is not None:
         global_batch = min(global_batch, data.batching.rows)
     if keep_micro_batch:
         mb = s.micro_batch_size
@@ -96,20 +138,12 @@ def _layout(r: Resolved, keep_micro_batch: bool) -> Resolved:
         mb, accum, why = layout(s, m, gpu, global_batch)
     if (mb, accum) == (s.micro_batch_size, s.grad_accum_steps):
         return Resolved(**{**r.__dict__, "layout_why": why})
-    again = _again(r, {"micro_batch_size": mb, "grad_accum_steps": accum}, None, layout_why=why)
+    again = changed(r, {"micro_batch_size": mb, "grad_accum_steps": accum}, None, layout_why=why)
     if memory_plan(again).verdict.fits:
         return again
     # the recipe's accumulation keeps more than the card holds (a full gradient buffer beside ZeRO-3's shards):
     # the run keeps the layout that fits, and says so
     return Resolved(**{**r.__dict__, "layout_why": f"as set: the recipe's {mb} x {accum} would not fit {gpu.name}"})
-
-
-def _again(r: Resolved, change: dict, why: str | None, *, layout_why: str | None = None) -> Resolved:
-    """``r``'s scenario with ``change``, resolved again, keeping what was said of it and adding ``why``."""
-    again = resolve(r.scenario.model_copy(update=change), r.model)
-    return Resolved(scenario=again.scenario, model=again.model, gpu=again.gpu, gpu_note=r.gpu_note,
-                    split_note=r.split_note, checked=again.checked,
-                    chosen=(*r.chosen, *([why] if why else [])), layout_why=layout_why or r.layout_why)
 
 
 def _fits(plan: Plan) -> None:

@@ -9,10 +9,13 @@ from ..speed import speed_of
 from .plan import memory_plan
 from .resolve import resolve
 
+OVERSHOOT = 1.1  # a layout may exceed the recipe's global batch by 10 % at most (a micro-batch that does not divide it)
+
 
 def layout(s, m, gpu, global_batch: int) -> tuple[int, int, str]:
     """(micro-batch, accumulation, why): the micro-batch that fits ``gpu`` and reaches ``global_batch`` sequences
-    (with accumulation over the data-parallel GPUs) at the least time per sequence (each one tried a memory plan,
+    (with accumulation over the data-parallel GPUs, at most :data:`OVERSHOOT` past it: the steps would count other
+    batches than the recipe's) at the least time per sequence (each one tried a memory plan,
     timed on the card's own links when it fits); the scenario's own when it
     set either (the layout it runs, which `gpuplan launch` writes: an accumulation the scenario does not run would
     make the steps count other batches than the trainer's), or when there is no GPU to time on."""
@@ -29,6 +32,9 @@ def layout(s, m, gpu, global_batch: int) -> tuple[int, int, str]:
     stepwise = bool(s.optimizer_in_backward)  # steps as gradients arrive: no accumulation
     while mb <= max(1, global_batch // dp):
         accum = 1 if stepwise else max(1, -(-global_batch // (mb * dp)))
+        if mb > 1 and not stepwise and mb * accum * dp > OVERSHOOT * global_batch:
+            mb *= 2
+            continue
         try:
             plan = memory_plan(resolve(s.model_copy(update={"micro_batch_size": mb, "grad_accum_steps": accum}), m,
                                        gpu))

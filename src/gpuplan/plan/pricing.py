@@ -1,7 +1,8 @@
 """``cost``: a scenario priced on every offer it may use, each row a reading of the plan on that offer's card.
 
 For each card among the offers (the scenario's, when it names one): the scenario placed on it, resolved and
-refused as every plan, its memory plan, and where it fits, the plan built on the card's offers
+refused as every plan, on several nodes where one instance cannot hold its GPUs
+(:func:`gpuplan.plan.nodes.on_nodes`), its memory plan, and where it fits, the plan built on the card's offers
 (:func:`gpuplan.plan.build.build`: timed once per class of links, priced on each offer); its costs on every offer
 that finishes the job are the rows, with the plan's device peak. Spot offers are compared with the cheapest
 on-demand price of the same GPU anywhere (the builder's ``Offers.reference``).
@@ -13,13 +14,14 @@ from dataclasses import replace
 
 from ..errors import GpuplanError
 from ..hardware import gpus
-from ..market.choice import matching
+from ..market.choice import cheapest_in_force
 from ..market.cost import Cost
 from ..market.offers import Offer
 from ..market.store import price_filter
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from .build import build, offers_for
+from .nodes import on_nodes
 from .plan import memory_plan
 from .resolve import resolve
 
@@ -28,17 +30,19 @@ def compare(s: Scenario, m: ModelSpec, catalog: list[Offer]) -> list[Cost]:
     """Every offer of ``catalog`` the scenario may use, on a card it fits, with its cost and the device peak per GPU,
     cheapest first (by $ per million tokens, spot with its interruption overhead; then more GPUs first)."""
     rows = []
-    cards = dict.fromkeys(o.gpu_id for o in matching(catalog, s, s.gpu))  # in the catalog's order
+    in_force = cheapest_in_force(catalog, price_filter(s))
+    cards = dict.fromkeys(o.gpu_id for o in in_force if not s.gpu or o.gpu_id == s.gpu)  # in the catalog's order
     for gpu_id in cards:
         gpu = gpus()[gpu_id]
         try:
-            r = resolve(s.on_card(gpu_id) if s.gpu is None else s, m, gpu)
-            plan = memory_plan(r)
-        except GpuplanError:  # the card cannot run it (its precision, its kernels)
+            r = on_nodes(resolve(s.on_card(gpu_id) if s.gpu is None else s, m, gpu), catalog)
+            offers = offers_for(r, catalog)
+            plan = memory_plan(r) if offers.candidates else None
+        except GpuplanError:  # the card cannot run it (its precision, its kernels), or its GPUs make no nodes
             continue
-        if not plan.verdict.fits:
+        if plan is None or not plan.verdict.fits:
             continue
-        plan = build(r, offers_for(r, catalog), advise=False, base=plan)
+        plan = build(r, offers, advise=False, base=plan)
         rows += [replace(p.cost, device_peak_gib=plan.memory.device_peak_gib) for p in plan.priced]
     return sorted(rows, key=lambda c: (c.usd_per_million_tokens, -c.num_gpus))
 

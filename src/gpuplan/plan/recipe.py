@@ -14,6 +14,12 @@ Published recipes, by kind of run:
   learning rate by size, 125M to 13B; 375M tokens of linear warm-up, appendix B; cosine decay to 10 %), and
   Llama 2 (Touvron et al. 2023, section 2.2: 4M-token batches, 1.5e-4 for 34B and 70B, 2,000 warm-up steps).
 
+With data, the fine-tuning batches are **examples** (what the papers count), before packing: a packed row holds
+``examples / rows`` of them, so the trainer's rows per step are the examples per step over that. The run is at
+least :data:`MIN_STEPS` optimizer steps (the batch shrinks for a small set), and the epochs are suggested from the
+set's size (:func:`suggested_epochs`). Data with roles (chat ``messages``) trains on the assistant turns only
+(``assistant_only``).
+
 The micro-batch is searched on the card (1, 2, 4, ... while it fits): accumulation and data-parallel GPUs make up
 the global batch, and the fastest time per sequence wins. The checkpoint interval is Daly's optimum
 (:func:`gpuplan.market.cost.daly_interval_h`) for the offer's spot interruption rate, or on demand for the
@@ -37,6 +43,16 @@ GPT3_TABLE = ((125e6, 0.5e6, 6.0e-4), (350e6, 0.5e6, 3.0e-4), (760e6, 0.5e6, 2.5
               (2.7e9, 1e6, 1.6e-4), (6.7e9, 2e6, 1.2e-4), (13e9, 2e6, 1.0e-4))
 WARMUP_RATIO = 0.03  # QLoRA and Alpaca
 GPT3_WARMUP_TOKENS = 375e6
+GPT3_MIN_LR = 0.1  # GPT-3 (Brown et al. 2020, appendix B): cosine decay to 10 % of the peak
+# a floor on optimizer steps: gpuplan's rule, not a paper's: the 3 % warm-up takes at least one step and the schedule
+# has room to act (the published recipes run hundreds to thousands: QLoRA's Guanaco 1,875, Alpaca ~1,200)
+MIN_STEPS = 50
+# epochs by the number of examples: Stanford Alpaca (52k, 3 epochs, its README), Vicuna (FastChat's train script,
+# 3 epochs of 70k conversations), QLoRA's Guanaco (1,875 steps x 16 on OASST1's 9,846: 3 epochs); Tulu 2 (Ivison
+# et al. 2023, section 3: 2 epochs of its 326k mixture)
+EPOCHS_BY_SIZE = ((100_000, 3.0, "under 100k examples: 3 epochs, as Alpaca (52k), Vicuna (70k) and QLoRA's Guanaco "
+                                  "(9.8k) train"),
+                  (None, 2.0, "100k examples or more: 2 epochs, as Tulu 2 trains its 326k"))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,7 +65,7 @@ class Choice:
 @dataclass(frozen=True, kw_only=True)
 class Recipe:
     kind: str  # lora | full fine-tuning | pretraining
-    global_batch: int  # sequences per optimizer step, as the recipe asks
+    global_batch: int  # sequences per optimizer step, as the recipe asks (rows as the trainer counts them)
     learning_rate: float
     schedule: str  # constant | cosine
     warmup_steps: int
@@ -61,6 +77,10 @@ class Recipe:
     save_steps: int | None
     max_grad_norm: float
     choices: tuple[Choice, ...]
+    examples_per_step: int | None = None  # fine-tuning with data: the global batch in examples, before packing
+    suggested_epochs: float | None = None  # from the data set's size (EPOCHS_BY_SIZE)
+    assistant_only: bool = False  # the loss on the assistant turns only (data with roles)
+    min_lr_ratio: float = 0.0  # the floor of the decay, as a share of the peak
 
     @property
     def effective_batch(self) -> int:
@@ -96,6 +116,33 @@ def published(s, params: float) -> tuple[int, float, str, float, str]:
     return max(1, round(tokens / s.seq_len)), lr, "cosine", 1.0, why
 
 
+def suggested_epochs(examples: int) -> tuple[float, str]:
+    """The epochs the published fine-tuning recipes run on a set of ``examples`` (:data:`EPOCHS_BY_SIZE`)."""
+    for below, epochs, why in EPOCHS_BY_SIZE:
+        if below is None or examples < below:
+            return epochs, why
+    raise AssertionError("EPOCHS_BY_SIZE ends with a catch-all")
+
+
+def data_batch(s, params: float, examples: int, rows: int) -> tuple[int, int, str]:
+    """(examples per step, rows per step, why) of a fine-tuning run on ``examples`` packed into ``rows`` per epoch:
+    the recipe's batch in examples, at most one epoch, shrunk so the run makes :data:`MIN_STEPS` optimizer steps;
+    the trainer's rows per step are those examples over the examples a row holds (at least one row)."""
+    wanted, *_, why = published(s, params)
+    epochs = s.epochs or 1.0
+    batch = min(wanted, examples)
+    said = f"the recipe's {wanted:,}, capped at the {examples:,} of one epoch; " if batch < wanted else ""
+    if math.ceil(epochs * examples / batch) < MIN_STEPS:  # at least one example per data-parallel rank
+        batch = max(s.dp, math.floor(epochs * examples / MIN_STEPS))
+        said = (f"the recipe's {wanted:,} would make fewer than {MIN_STEPS} optimizer steps of {epochs:g} epoch(s) "
+                f"of {examples:,} examples (gpuplan's floor); ")
+    per_row = examples / rows
+    rows_per_step = max(1, round(batch / per_row))
+    if per_row > 1.01:
+        said += f"{batch:,} examples are {rows_per_step:,} packed rows of {per_row:.1f} examples each; "
+    return batch, rows_per_step, f"{said}{why}"
+
+
 def checkpoint_steps(s, step_time_s: float, checkpoint_bytes: float, spot_mtbi_h: float | None,
                      steps: int | None) -> tuple[int | None, str]:
     """Daly's optimum interval, in optimizer steps, for the offer's spot interruptions or on demand the hardware
@@ -119,20 +166,28 @@ def checkpoint_steps(s, step_time_s: float, checkpoint_bytes: float, spot_mtbi_h
 
 
 def recipe(s, m, gpu, *, network=None, spot_mtbi_h: float | None = None, checkpoint_bytes: float = 0.0,
-           rows_per_epoch: int | None = None, layout_why: str | None = None, step_s: float | None = None,
-           layout_of=None) -> Recipe:
+           rows_per_epoch: int | None = None, examples_per_epoch: int | None = None, roles: bool = False,
+           layout_why: str | None = None, step_s: float | None = None, layout_of=None) -> Recipe:
     """The recipe of ``s`` (module docstring) on ``gpu`` over ``network``; ``rows_per_epoch``: sequences per epoch
-    after packing; the checkpoint interval needs a GPU to time the step (``step_s``: the plan's, when the recipe's
-    layout is the scenario's). The micro-batch x accumulation: the scenario's, as chosen before it was planned
-    (``layout_why``, a launch's), else ``layout_of(s, m, gpu, global_batch)`` (:func:`gpuplan.plan.layout.layout`,
-    which plans each micro-batch it tries)."""
+    after packing, ``examples_per_epoch`` the records they hold, ``roles``: whether the data has roles (chat turns);
+    the checkpoint interval needs a GPU to time the step (``step_s``: the plan's, when the recipe's layout is the
+    scenario's). The micro-batch x accumulation: the scenario's, as chosen before it was planned (``layout_why``, a
+    launch's), else ``layout_of(s, m, gpu, global_batch)`` (:func:`gpuplan.plan.layout.layout`, which plans each
+    micro-batch it tries)."""
     params = float(m.params_total)
     global_batch, lr, schedule, clip, why = published(s, params)
-    choices = [Choice(name="global batch", value=f"{global_batch:,} sequences", why=why)]
-    if rows_per_epoch and rows_per_epoch < global_batch:
-        global_batch = rows_per_epoch
-        choices[0] = Choice(name="global batch", value=f"{global_batch:,} sequences",
-                            why=f"{why}; capped at the {rows_per_epoch:,} sequences of one epoch")
+    kind = kind_of(s)
+    examples = None
+    if rows_per_epoch and examples_per_epoch and kind != "pretraining":
+        examples, global_batch, said = data_batch(s, params, examples_per_epoch, rows_per_epoch)
+        choices = [Choice(name="global batch", value=f"{examples:,} examples" + (
+            f" ({global_batch:,} sequences)" if global_batch != examples else ""), why=said)]
+    else:
+        choices = [Choice(name="global batch", value=f"{global_batch:,} sequences", why=why)]
+        if rows_per_epoch and rows_per_epoch < global_batch:
+            global_batch = rows_per_epoch
+            choices[0] = Choice(name="global batch", value=f"{global_batch:,} sequences",
+                                why=f"{why}; capped at the {rows_per_epoch:,} sequences of one epoch")
     if layout_why:  # the run's layout, chosen before the scenario took it (gpuplan launch)
         mb, accum, why_layout = s.micro_batch_size, s.grad_accum_steps, layout_why
     else:
@@ -143,27 +198,15 @@ def recipe(s, m, gpu, *, network=None, spot_mtbi_h: float | None = None, checkpo
                           value=f"{mb} x {accum} x {dp} = {effective:,} sequences", why=why_layout))
     choices.append(Choice(name="learning rate", value=f"{lr:g}", why=why))
     epochs = s.epochs or (1.0 if rows_per_epoch else None)
-    if rows_per_epoch:
-        steps = math.ceil(epochs * rows_per_epoch / effective)
-        choices.append(Choice(name="steps", value=f"{steps:,} ({epochs:g} epoch(s) of {rows_per_epoch:,} sequences)",
-                              why="epochs x sequences per epoch (after packing) / global batch"))
-    elif s.train_tokens:
-        steps = math.ceil(s.train_tokens / (effective * s.seq_len))
-        choices.append(Choice(name="steps", value=f"{steps:,}", why=f"train_tokens {s.train_tokens:,.3g} / "
-                              f"({effective:,} x {s.seq_len:,} tokens per step)"))
-    else:
-        steps = None
-    if kind_of(s) == "pretraining":
-        warm = math.ceil(GPT3_WARMUP_TOKENS / (effective * s.seq_len)) if params <= 20e9 else 2000
-        source = f"{GPT3}: 375M tokens of warm-up" if params <= 20e9 else f"{LLAMA2}: 2,000 steps"
-        if steps:
-            warm = min(warm, max(1, steps // 10))
-        choices.append(Choice(name="warm-up", value=f"{warm:,} steps, then {schedule}", why=source +
-                              (" (at most a tenth of the run)" if steps else "")))
-    else:
-        warm = max(1, math.ceil(WARMUP_RATIO * steps)) if steps else 0
-        choices.append(Choice(name="warm-up", value=f"{warm:,} steps (3 %), then {schedule}",
-                              why=f"{QLORA if kind_of(s) == 'lora' else ALPACA}: warm-up ratio 0.03"))
+    steps, more = run_length(s, epochs, rows_per_epoch, examples_per_epoch, effective)
+    choices += more
+    warm, said = warmup(s, params, effective, steps, schedule)
+    choices.append(said)
+    assistant_only = bool(roles) and kind != "pretraining"
+    if assistant_only:
+        choices.append(Choice(name="loss on", value="the assistant turns only", why=(
+            "the data has roles: the user and system turns are context, not targets (TRL assistant_only_loss, "
+            "torchtune train_on_input false, Axolotl train_on_inputs false, Unsloth train_on_responses_only)")))
     save = None
     if gpu is not None and gpu.peak_tflops("fp16"):
         from ..speed import speed_of
@@ -174,7 +217,51 @@ def recipe(s, m, gpu, *, network=None, spot_mtbi_h: float | None = None, checkpo
         save, why_save = checkpoint_steps(s, step_s, checkpoint_bytes, spot_mtbi_h, steps)
         choices.append(Choice(name="checkpoint every", value=f"{save:,} steps" if save else "end of run",
                               why=why_save))
-    return Recipe(kind=kind_of(s), global_batch=global_batch, learning_rate=lr, schedule=schedule,
+    suggested = suggested_epochs(examples_per_epoch)[0] if examples_per_epoch and kind != "pretraining" else None
+    return Recipe(kind=kind, global_batch=global_batch, learning_rate=lr, schedule=schedule,
                   warmup_steps=warm, steps=steps, epochs=epochs if rows_per_epoch else s.epochs,
                   micro_batch_size=mb, grad_accum_steps=accum, data_parallel=dp, save_steps=save,
-                  max_grad_norm=clip, choices=tuple(choices))
+                  max_grad_norm=clip, choices=tuple(choices), examples_per_step=examples,
+                  suggested_epochs=suggested, assistant_only=assistant_only,
+                  min_lr_ratio=GPT3_MIN_LR if kind == "pretraining" else 0.0)
+
+
+def run_length(s, epochs: float | None, rows: int | None, examples: int | None, effective: int
+               ) -> tuple[int | None, list[Choice]]:
+    """Optimizer steps (epochs x rows per epoch / rows per step, or train_tokens / tokens per step), and the lines
+    that say them, with the epochs suggested for the set's size."""
+    out = []
+    if rows:
+        steps = math.ceil(epochs * rows / effective)
+        what = f"{examples:,} examples in {rows:,} sequences" if examples and examples != rows else \
+            f"{rows:,} sequences"
+        out.append(Choice(name="steps", value=f"{steps:,} ({epochs:g} epoch(s) of {what})",
+                          why="epochs x sequences per epoch (after packing) / sequences per step"))
+        if examples and kind_of(s) != "pretraining":
+            suggested, why = suggested_epochs(examples)
+            run = f"{epochs:g} as set" if s.epochs else f"{epochs:g} (the default)"
+            out.append(Choice(name="epochs", value=f"{run}; {suggested:g} suggested for {examples:,} examples",
+                              why=why + ("" if s.epochs or suggested == epochs else
+                                         f": set --epochs {suggested:g} to train so")))
+    elif s.train_tokens:
+        steps = math.ceil(s.train_tokens / (effective * s.seq_len))
+        out.append(Choice(name="steps", value=f"{steps:,}", why=f"train_tokens {s.train_tokens:,.3g} / "
+                          f"({effective:,} x {s.seq_len:,} tokens per step)"))
+    else:
+        steps = None
+    return steps, out
+
+
+def warmup(s, params: float, effective: int, steps: int | None, schedule: str) -> tuple[int, Choice]:
+    """Warm-up steps and the line that says them: pretraining GPT-3's 375M tokens (Llama 2's 2,000 steps above
+    20B), at most a tenth of the run; fine-tuning 3 % of the run (QLoRA, Alpaca)."""
+    if kind_of(s) == "pretraining":
+        warm = math.ceil(GPT3_WARMUP_TOKENS / (effective * s.seq_len)) if params <= 20e9 else 2000
+        source = f"{GPT3}: 375M tokens of warm-up" if params <= 20e9 else f"{LLAMA2}: 2,000 steps"
+        if steps:
+            warm = min(warm, max(1, steps // 10))
+        return warm, Choice(name="warm-up", value=f"{warm:,} steps, then {schedule} to 10 %",
+                            why=source + (" (at most a tenth of the run)" if steps else ""))
+    warm = max(1, math.ceil(WARMUP_RATIO * steps)) if steps else 0
+    return warm, Choice(name="warm-up", value=f"{warm:,} steps (3 %), then {schedule}",
+                        why=f"{QLORA if kind_of(s) == 'lora' else ALPACA}: warm-up ratio 0.03")

@@ -132,6 +132,21 @@ class Setup(BaseModel):
     # the plan this row reads (the setup's scenario, memory, speed and cost on its offer); not in the JSON
     plan: SkipValidation[Plan | None] = Field(default=None, exclude=True, repr=False)
 
+    @property
+    def slow_end(self) -> float:
+        """How much longer (and dearer, time being billed) the job runs at the slow end of its likely speed range
+        (``tokens_per_s_low``, the calibration's spread) than at its central speed: deadlines and budgets are met
+        only there."""
+        return self.tokens_per_s / self.tokens_per_s_low if self.tokens_per_s_low else 1.0
+
+    @property
+    def hours_high(self) -> float | None:
+        return None if self.hours is None else self.hours * self.slow_end
+
+    @property
+    def usd_total_high(self) -> float | None:
+        return None if self.usd_total is None else self.usd_total * self.slow_end
+
     @classmethod
     def of(cls, plan: Plan, labels: list[str], offer: Offer, note: str = "") -> Setup:
         """The row of ``plan``, priced on ``offer`` (its techniques ``labels``; ``note``: what they change)."""
@@ -341,7 +356,8 @@ def fewest_line(s: Scenario, m: ModelSpec, x: Setup, deadline_hours: float) -> s
     one (``model_size``)."""
     where = x.provider if x.pricing == "on_demand" else f"{x.provider} {x.pricing.replace('_', '-')}"
     line = (f"fewest GPUs that meet the {deadline_hours:g} h deadline: {x.num_gpus}x {short_id(x.gpu_id)} "
-            f"{x.sharding} on {where}, {x.hours:,.1f} h, ${x.usd_total:,.0f}")
+            f"{x.sharding} on {where}, {x.hours:,.1f} h, ${x.usd_total:,.0f} (at most {x.hours_high:,.1f} h and "
+            f"${x.usd_total_high:,.0f} at the slow end of its likely speed, {x.tokens_per_s_low:,.0f} tokens/s)")
     if s.model_size:
         from ..model.synthetic import CHINCHILLA_TOKENS_PER_PARAM, nearest_size, param_count
 
@@ -554,9 +570,9 @@ def _key(x: Setup, objective: str) -> float:
 
 
 def _filter_rank(setups: list[Setup], c: Constraints) -> list[Setup]:
-    kept = [x for x in setups
-            if (c.budget_usd is None or x.usd_total is None or x.usd_total <= c.budget_usd)
-            and (c.deadline_hours is None or x.hours is None or x.hours <= c.deadline_hours)]
+    kept = [x for x in setups  # met at the slow end of the likely range, not only at the central estimate
+            if (c.budget_usd is None or x.usd_total is None or x.usd_total_high <= c.budget_usd)
+            and (c.deadline_hours is None or x.hours is None or x.hours_high <= c.deadline_hours)]
     best: dict[tuple, Setup] = {}  # one per (GPU, count, provider, pricing): its best offer, techniques, strategy
     for x in kept:
         k = (x.gpu_id,) if c.per_gpu else (x.gpu_id, x.num_gpus, x.provider, x.pricing)
@@ -615,14 +631,14 @@ def _what_would_fit(s: Scenario, m: ModelSpec, c: Constraints, biggest: GpuSpec 
         done.add(group)
         x = best[0]
         if group == "budget":
-            label = f"raise the budget to ${math.ceil(x.usd_total or 0):,} (--budget-usd)"
+            label = f"raise the budget to ${math.ceil(x.usd_total_high or 0):,} (--budget-usd)"
         elif group == "deadline":
-            label = f"extend the deadline to {math.ceil((x.hours or 0) * 10) / 10:,} hours (--deadline-hours)"
+            label = f"extend the deadline to {math.ceil((x.hours_high or 0) * 10) / 10:,} hours (--deadline-hours)"
         elif group == "both":
             if found:  # one of the two alone is enough
                 continue
-            label = (f"raise the budget to ${math.ceil(x.usd_total or 0):,} and the deadline to "
-                     f"{math.ceil((x.hours or 0) * 10) / 10:,} hours")
+            label = (f"raise the budget to ${math.ceil(x.usd_total_high or 0):,} and the deadline to "
+                     f"{math.ceil((x.hours_high or 0) * 10) / 10:,} hours")
         total = f", ${x.usd_total:,.0f}" if x.usd_total is not None else ""
         found.append((_key(x, c.objective), f"{label}: {x.num_gpus}x {x.gpu_id} "
                       f"{'+'.join([x.sharding, *x.techniques])} on {x.offer}{total} "

@@ -242,3 +242,12 @@ def within_context(s: Scenario, m: ModelSpec) -> tuple[dict[str, Any], str | Non
         return {"seq_len": context}, (f"seq_len {context:,}: the default {s.seq_len:,} would run past {m.name}'s "
                                       f"{context:,} positions (set seq_len to choose)")
     return {}, None
+
+
+def changed(r: Resolved, change: dict[str, Any], why: str | None, *, layout_why: str | None = None) -> Resolved:
+    """``r``'s scenario with ``change``, resolved again, keeping what was said of it and adding ``why`` (a default
+    a run takes: :mod:`gpuplan.plan.nodes`, :mod:`gpuplan.plan.launch`)."""
+    again = resolve(r.scenario.model_copy(update=change), r.model)
+    return Resolved(scenario=again.scenario, model=again.model, gpu=again.gpu, gpu_note=r.gpu_note,
+                    split_note=r.split_note, checked=again.checked,
+                    chosen=(*r.chosen, *([why] if why else [])), layout_why=layout_why or r.layout_why)

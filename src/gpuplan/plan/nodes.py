@@ -1,0 +1,48 @@
+"""Nodes x GPUs per node: a training job of more GPUs than one machine holds runs on several instances.
+``--num-gpus 16`` of H100 SXM is 2 nodes x 8, the largest instance in force in the price catalog that divides the
+count (8 where no offer lists the card: an HGX board), as ``recommend`` places it. ``estimate``,
+``cost`` and ``launch`` place the scenario here before they build its plan, so its speed is timed over the links
+between nodes and it is priced on instances that exist (one plan, one offer, whatever the command).
+"""
+
+from __future__ import annotations
+
+from ..errors import GpuplanError
+from ..market.choice import cheapest_in_force
+from ..market.offers import Offer, max_per_node, multi_node
+from ..market.store import price_filter
+from ..scenario import Scenario
+from .resolve import Resolved, changed
+
+NODE_GPUS = 8  # GPUs of one HGX/DGX board: the node size where no offer lists the card
+
+
+def node_shape(s: Scenario, gpu_id: str, catalog: list[Offer]) -> tuple[int, int, str] | None:
+    """(GPUs per node, nodes, why) for a training scenario of more GPUs than one machine holds (the card's largest
+    instance in force, and at least an HGX board's 8: a server or workstation of up to 8 cards is one node, priced
+    where the catalog rents it): the largest instance in force among offers of several nodes (a fabric between
+    them) whose size divides the count; None when one machine holds the GPUs or the scenario sets its nodes."""
+    if s.task != "train" or s.num_nodes > 1 or "num_nodes" in s.model_fields_set:
+        return None
+    card = [o for o in cheapest_in_force(catalog, price_filter(s)) if o.gpu_id == gpu_id]
+    if s.num_gpus <= max([NODE_GPUS, *(max_per_node(o) for o in card)]):  # one machine holds them
+        return None
+    offers = [o for o in card if multi_node(o)]
+    sizes = sorted({max_per_node(o) for o in offers}, reverse=True) or [NODE_GPUS]
+    per_node = next((n for n in sizes if s.num_gpus % n == 0 and n % s.tp == 0), None)  # a TP group in one node
+    if per_node is None:
+        raise GpuplanError(f"{s.num_gpus} GPUs do not split into nodes of {' or '.join(map(str, sizes))} (the "
+                           f"instances of {gpu_id} in the price catalog): set --num-gpus per node and --num-nodes")
+    where = (f"the largest {gpu_id} instance in force in the price catalog holds {sizes[0]}" if offers else
+             f"no offer lists {gpu_id}: {NODE_GPUS} per node, an HGX board")
+    return per_node, s.num_gpus // per_node, (f"{s.num_gpus} GPUs as {s.num_gpus // per_node} nodes x {per_node} "
+                                              f"({where}; set --num-nodes to choose)")
+
+
+def on_nodes(r: Resolved, catalog: list[Offer]) -> Resolved:
+    """``r`` on several nodes when one node cannot hold its GPUs (:func:`node_shape`), and why."""
+    shape = r.gpu and node_shape(r.scenario, r.gpu.id, catalog)
+    if not shape:
+        return r
+    per_node, nodes, why = shape
+    return changed(r, {"num_gpus": per_node, "num_nodes": nodes}, why)

@@ -1,0 +1,63 @@
+"""The launch files run: each plan rewritten onto a tiny Qwen2 (2 layers, 64 wide, random weights) and its files
+run for STEPS optimizer steps on the CPU (gpuplan.launchers.smoke): the TRL trainer alone, ``accelerate launch``
+and ``torchrun`` with 2 DDP processes over gloo, SkyPilot's ``run`` section as it runs on one node, and DeepSpeed
+ZeRO-2 on its CPU accelerator through accelerate. Each must exit 0, log STEPS finite losses, the last lower than the
+first, and leave its checkpoint in the plan's output folder; and torchtune's LoRA recipe on one device (torchtune
+builds the tiny Qwen2 from its component builders, reading its safetensors and its BPE tokenizer).
+
+Measured on this 2-core machine: about 2-3 minutes for the six runs (bench/smoke.py times each). The GPU-only
+targets (Unsloth, Megatron-LM, torchtitan, vLLM, SGLang, TensorRT-LLM) run in bench/smoke_gpu.py on a CUDA machine.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import pytest
+
+from gpuplan.launchers.smoke import STEPS, smoke
+from gpuplan.scenario import scenario_from
+
+pytest.importorskip("trl")
+pytest.importorskip("deepspeed")
+BASE = dict(model="qwen2.5-0.5b", task="train", method="full", gpu="l40s")
+
+
+def check(runs, targets) -> None:
+    assert [r.target for r in runs] == targets  # every target ran
+    for r in runs:
+        assert r.returncode == 0, f"{r.target}: {r.command} exited {r.returncode}:\n{r.tail}"
+        assert len(r.losses) == STEPS and all(map(math.isfinite, r.losses)), f"{r.target}: losses {r.losses}"
+        assert r.losses[-1] < r.losses[0], f"{r.target}: the loss did not fall: {r.losses}"
+        assert r.checkpoint, f"{r.target}: no checkpoint in the output folder"
+        assert r.passed
+
+
+def test_ddp_plan_trains_with_trainer_accelerate_torchrun_and_skypilot(tmp_path):
+    targets = ["trainer", "accelerate", "torchrun", "skypilot"]
+    plan, runs = smoke(scenario_from({**BASE, "num_gpus": 2, "sharding": "ddp"}), tmp_path, targets, cuda=False)
+    assert plan.scenario.world_size == 2 and plan.model.num_layers == 2 and plan.model.hidden_size == 64
+    check(runs, targets)
+
+
+def test_zero2_plan_trains_with_deepspeed_on_the_cpu(tmp_path):
+    plan, runs = smoke(scenario_from({**BASE, "num_gpus": 2, "sharding": "zero2"}), tmp_path, ["deepspeed"],
+                       cuda=False)
+    assert (tmp_path / "ds_config.json").is_file() and plan.scenario.resolved_sharding == "zero2"
+    check(runs, ["deepspeed"])
+
+
+def test_torchtune_recipe_trains(tmp_path, monkeypatch):
+    """torchtune 0.6.1's recipes import an API torchao 0.16 removed: the run takes torchao 0.15 first on its path
+    (the same no-deps install test_launch_stacks.py reads torchtune's checkpointer with; tune-run's setup pins
+    torchao<0.16)."""
+    pytest.importorskip("torchtune")
+    from test_launch_stacks import cached_packages
+
+    old = cached_packages("torchao-0.15.0", ["torchao==0.15.0"])
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(old), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    plan, runs = smoke(scenario_from({**BASE, "method": "lora", "stack": "torchtune"}), tmp_path,
+                       ["torchtune"], cuda=False)
+    assert (tmp_path / "torchtune.yaml").is_file() and plan.scenario.stack == "torchtune"
+    check(runs, ["torchtune"])
