@@ -32,7 +32,6 @@ import csv
 import json
 import math
 import os
-import secrets
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -402,6 +401,8 @@ def write_file(path: Path, write: Any, flag: str, *, keep: bool = True) -> None:
     matplotlib reads the format from), then it is renamed over ``path`` (removed instead unless ``keep``: a
     probe of the folder); on any error the temporary file goes and one sentence says why (nothing was
     written)."""
+    import secrets  # (hmac and OpenSSL, ~10 ms: only when a file is written)
+
     temp = path.with_name(f".{path.stem[:100]}.{secrets.token_hex(4)}.tmp{path.suffix}")
     try:
         write(temp)
