@@ -184,8 +184,11 @@ class Engine:
         return None
 
     def fits(self, s: Scenario, report: MemoryReport, capacity_gib: float) -> bool:
-        """Whether the job fits: by the device peak, for an engine that allocates what the job needs."""
-        return report.device_peak_gib <= capacity_gib
+        """Whether the job fits: by the device peak, for an engine that allocates what the job needs; an engine
+        that preallocates its budget also needs its pool to hold the requests ("fits" never with a negative
+        headroom)."""
+        pooled = not self.preallocates or (report.max_concurrency or 0) >= s.batch_size
+        return pooled and report.device_peak_gib <= capacity_gib
 
     def cached_prefix_tokens(self, s: Scenario, m: ModelSpec | None = None) -> int:
         """Tokens of ``s.shared_prefix_tokens`` a request after the first finds cached (no prefill compute, KV

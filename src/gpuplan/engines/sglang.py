@@ -53,7 +53,6 @@ from .. import overheads as oh
 from ..hardware import GpuSpec
 from ..model.quant import Format
 from ..model.spec import ModelSpec
-from ..result import MemoryReport
 from ..scenario import Scenario
 from ..tensors.breakdown import GIB, Estimate, desktop_gib, device_overheads
 from ..tensors.kv import kv_dtype_bytes
@@ -273,9 +272,6 @@ class Sglang(Engine):
     def kv_pool(self, s: Scenario, m: ModelSpec, gpu: GpuSpec) -> KvPool:
         return pool(s, startup_memory(s, m, gpu, mem_fraction_static=s.mem_fraction_static))
 
-    def fits(self, s: Scenario, report: MemoryReport, capacity_gib: float) -> bool:
-        """As vLLM: the pool must hold the requests, the budget the card."""
-        return (report.max_concurrency or 0) >= s.batch_size and report.device_peak_gib <= capacity_gib
 
     def cached_prefix_tokens(self, s: Scenario, m: ModelSpec | None = None) -> int:
         """The radix cache (on unless ``--disable-radix-cache``) matches token by token at its default

@@ -34,7 +34,6 @@ from .. import overheads as oh
 from ..hardware import GpuSpec
 from ..model.quant import Format
 from ..model.spec import ModelSpec
-from ..result import MemoryReport
 from ..scenario import Scenario
 from ..tensors.activations import INPUT_OF
 from ..tensors.breakdown import GIB, Estimate
@@ -262,9 +261,6 @@ class Trtllm(Engine):
     def kv_pool(self, s: Scenario, m: ModelSpec, gpu: GpuSpec) -> KvPool:
         return pool(s, startup_memory(s, m, gpu, activation(s, m)))
 
-    def fits(self, s: Scenario, report: MemoryReport, capacity_gib: float) -> bool:
-        """As vLLM: the pool must hold the requests, the budget the card."""
-        return (report.max_concurrency or 0) >= s.batch_size and report.device_peak_gib <= capacity_gib
 
     def uncached_prefix_why(self, s: Scenario) -> str:
         return "TensorRT-LLM's KV block reuse is not modelled"

@@ -54,7 +54,6 @@ from ..hardware import GpuSpec
 from ..model.layers import Layer
 from ..model.quant import Format
 from ..model.spec import ModelSpec
-from ..result import MemoryReport
 from ..scenario import Scenario
 from ..tensors.breakdown import GIB, Estimate
 from ..tensors.kv import kv_bytes_per_sequence
@@ -599,10 +598,6 @@ class Vllm(Engine):
     def kv_pool(self, s: Scenario, m: ModelSpec, gpu: GpuSpec) -> KvPool:
         return pool(s, m, startup_memory(s, m, gpu))
 
-    def fits(self, s: Scenario, report: MemoryReport, capacity_gib: float) -> bool:
-        """The budget is taken whatever the job: the pool must hold the requests, and the budget with what lives
-        outside it must fit the card ("fits" never with a negative headroom)."""
-        return (report.max_concurrency or 0) >= s.batch_size and report.device_peak_gib <= capacity_gib
 
     def cached_prefix_tokens(self, s: Scenario, m: ModelSpec | None = None) -> int:
         """Automatic prefix caching (V1, on by default but on hybrid Mamba models: :func:`prefix_caching`) hashes
