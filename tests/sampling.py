@@ -44,7 +44,9 @@ def part_of(items: Sequence[T], parts: int, always: Iterable[T] = ()) -> list[T]
 
 def header() -> str:
     """The line a run prints first: which part of the sampled checks it runs, and how to run them all."""
+    fuzz = os.environ.get("GPUPLAN_FUZZ_SEED", "").strip()
+    seed = f"; fuzzing seed {fuzz} (GPUPLAN_FUZZ_SEED)" if fuzz else ""  # else the fuzzing follows the round
     if every_item():
-        return "gpuplan sampled checks: every item (GPUPLAN_SWEEP=all)"
+        return f"gpuplan sampled checks: every item (GPUPLAN_SWEEP=all){seed}"
     return (f"gpuplan sampled checks: round {sweep_round()} (GPUPLAN_SWEEP_SEED={sweep_round()} reproduces it; "
-            "GPUPLAN_SWEEP=all runs every item)")
+            f"GPUPLAN_SWEEP=all runs every item){seed}")

@@ -125,6 +125,8 @@ def drawn_options(commands: list[tree.Command], fixtures: Fixtures, n: int = 400
             case = draw_cli(random.Random(f"options:{c.name}:{i}"), c, fixtures)
             for u in case.units:
                 p = c.param(u.param)
+                if p is None:  # junk the wild mode adds (an unknown option, a stray word)
+                    continue
                 seen[c.name].add(f"<{p.name}>" if p.argument else u.tokens[0].split("=", 1)[0])
     return seen
 
@@ -227,6 +229,20 @@ def test_the_oracle_classes_api_answers():
 
     assert oracle.judge_api(Answer(), None).klass == oracle.NONSENSE
     assert oracle.documented_exit_codes("estimate", ["--check"]) == {0, 3}
+
+
+def test_the_oracle_reads_the_page_s_answer_against_its_published_schema():
+    """An answer is checked against the schema a client reads, not the model's validators: a scenario naming an
+    uploaded dataset by the user's name (the server's path hidden) is a valid answer, a wrong type is not."""
+    from gpuplan.api import Scenario
+
+    named = {"model": "qwen2.5-0.5b", "task": "train", "dataset": "mine.csv", "gpu": "l40s"}
+    with pytest.raises(ValueError, match="no dataset file"):  # the validators read the file: not there here
+        Scenario.model_validate(named)
+    assert oracle.judge_web(200, json.dumps(named).encode(), Scenario).klass == oracle.OK
+    verdict = oracle.judge_web(200, json.dumps({**named, "seq_len": "long"}).encode(), Scenario)
+    assert verdict.klass == oracle.NONSENSE and "seq_len" in verdict.detail
+    assert oracle.judge_web(422, b'{"detail": "field \'model\' is required"}', Scenario).klass == oracle.CLEAN
 
 
 # ---- the runs ----------------------------------------------------------------------------------------------------

@@ -35,3 +35,12 @@ def test_always_and_all(monkeypatch):
     assert "case-3" in sampling.part_of(ITEMS, 4, always=["case-3"])
     monkeypatch.setenv("GPUPLAN_SWEEP", "all")
     assert sampling.part_of(ITEMS, 4) == ITEMS and "every item" in sampling.header()
+
+
+def test_the_header_names_a_fuzzing_seed_given_apart(monkeypatch):
+    monkeypatch.delenv("GPUPLAN_SWEEP", raising=False)
+    monkeypatch.setenv("GPUPLAN_SWEEP_SEED", "7")
+    monkeypatch.delenv("GPUPLAN_FUZZ_SEED", raising=False)
+    assert "fuzzing seed" not in sampling.header()
+    monkeypatch.setenv("GPUPLAN_FUZZ_SEED", "42")
+    assert sampling.header().endswith("; fuzzing seed 42 (GPUPLAN_FUZZ_SEED)")

@@ -308,6 +308,30 @@ def test_a_home_folder_of_no_user_is_a_name_like_any_other(capsys, args, said):
     assert code == 2 and said in err and err.count("\n") == 1, err
 
 
+LONG = "x" * 300  # one name past the 255 bytes a file system allows: Path.is_file raises ENAMETOOLONG on it
+
+
+@pytest.mark.parametrize("args", [
+    ["calibrate", LONG],
+    ["cost", "--model", "qwen3-0.6b", "--task", "train", "--dataset", LONG],
+    ["estimate", "--model", "gpt2", "--task", "train", "--dataset", "tests/data/fuzz/datasets/ok-text.jsonl",
+     "--tokenizer", LONG],
+    ["prices", "update", "--source", "file", "--file", LONG],
+    ["prices", "update", "--source", "skypilot", "--file", LONG, "--provider", "aws"],
+    ["cost", "--model", "gpt2", "--task", "infer", "--catalog", LONG],
+    ["estimate", LONG],
+    ["model", LONG],
+])
+def test_a_name_too_long_for_the_file_system_is_not_a_traceback(capsys, monkeypatch, tmp_path, args):
+    """`calibrate xxx...` (300 characters) and `cost --dataset xxx...` raised OSError (File name too long) from
+    Path.is_file (the fuzzer, seed 22): a name the system cannot look at is a file that is not there."""
+    monkeypatch.chdir(Path(__file__).resolve().parents[1])
+    monkeypatch.setenv("GPUPLAN_CACHE_DIR", str(tmp_path))
+    code, err = cli(capsys, *args)
+    assert code == 2 and err.startswith("error: ") and err.count("\n") == 1, err
+    assert not uf.is_file(LONG) and not uf.is_folder(LONG) and not uf.is_file("a\0b")
+
+
 # ---- files a user names for gpuplan to write ---------------------------------------------------------------------
 @pytest.mark.parametrize("name, said", [
     ("", "--out is empty or blank"),
@@ -358,3 +382,58 @@ def test_calibrate_serving_out_is_one_sentence_and_writes_nothing(tmp_path, monk
     code, err = cli(capsys, "calibrate-serving", result, "--model", "llama-3.2-1b", "--gpu", "h200-sxm", "--out", out)
     assert code == 2 and err.startswith(("error: --out", "error: cannot write --out")), err
     assert err.count("\n") == 1 and sorted(p.name for p in tmp_path.rglob("*")) == ["existing"]
+
+
+def test_a_stop_signal_mid_write_leaves_no_temporary_file(tmp_path):
+    """``--out`` and ``--plot`` files: a SIGTERM while the hidden temporary is written removes it, and the process
+    ends by the signal; the file that was there is untouched."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    import gpuplan
+
+    target = tmp_path / "report.json"
+    target.write_text("old\n")
+    child = """
+import sys, time
+from pathlib import Path
+from gpuplan import userfiles
+def slow(temp):
+    temp.write_text("half")
+    print("writing", flush=True)
+    time.sleep(60)
+userfiles.write_file(Path(sys.argv[1]), slow, "--out")
+"""
+    env = {**os.environ, "PYTHONPATH": str(Path(gpuplan.__file__).parents[1])}
+    proc = subprocess.Popen([sys.executable, "-c", child, str(target)], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stdout.readline().strip() == "writing"
+        assert len(list(tmp_path.iterdir())) == 2  # the temporary is there, mid-write
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == -signal.SIGTERM
+    finally:
+        proc.kill()
+    assert [p.name for p in tmp_path.iterdir()] == ["report.json"] and target.read_text() == "old\n"
+
+
+def test_sweep_removes_only_dead_processes_old_temporaries(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    dead = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                              text=True).stdout)
+    old_dead = tmp_path / f".plot.{dead}-0123abcd.tmp.png"
+    new_dead = tmp_path / f".plot.{dead}-89abcdef.tmp.png"
+    old_live = tmp_path / f".plot.{os.getpid()}-0123abcd.tmp.png"
+    other = tmp_path / f".other.{dead}-0123abcd.tmp.png"
+    mine = tmp_path / ".plot.png"  # the user's own hidden file
+    for p in (old_dead, new_dead, old_live, other, mine):
+        p.write_text("x")
+        if p is not new_dead:
+            os.utime(p, (0, 0))
+    uf.write_text(tmp_path / "plot.png", "new", "--plot")
+    kept = {p.name for p in (new_dead, old_live, other, mine)}
+    assert {p.name for p in tmp_path.iterdir()} == {*kept, "plot.png"}

@@ -43,7 +43,9 @@ class CliCase:
         return [*self.path, *(t for u in self.kept(drop) for t in u.tokens)]
 
     def wants_json(self, drop: tuple[int, ...] = ()) -> bool:
-        """--json given, or --format json (the oracle then requires strict JSON on stdout)."""
+        """--json given, or --format json (the oracle then requires strict JSON on stdout); not with --help."""
+        if any(u.tokens in (("--help",), ("-h",)) for u in self.kept(drop)):
+            return False
         for u in self.kept(drop):
             if u.param == "as_json" and u.tokens in (("--json",),):
                 return True
@@ -182,6 +184,10 @@ def _draw_cli(r: random.Random, cmd: Command, fx: Fixtures) -> CliCase:
                 del chosen[p.name]  # a required value left out
     _output(r, cmd, chosen, mode)
     units = [u for p in cmd.params if p.name in chosen for u in units_for(r, p, chosen[p.name])]
+    if mode == "wild" and r.random() < 0.2:  # what a command line may hold beyond the options
+        units.append(r.choice([Unit("(junk)", ("--nosuch", "x")), Unit("(junk)", ("--",)), Unit("(junk)", ("-",)),
+                               Unit("(junk)", ("extra",)), Unit("(junk)", ("--help",)), Unit("(junk)", ("-h",)),
+                               *([r.choice(units)] if units else [])]))  # an option given twice
     if mode != "valid":
         r.shuffle(units)
     return CliCase(command=cmd.name, path=cmd.path, units=units, mode=mode)

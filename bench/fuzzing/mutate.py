@@ -51,11 +51,16 @@ def made_file(r: random.Random, source: Path) -> str | None:
 
 
 def change(r: random.Random, source: Path) -> bytes | None:
-    suffix = source.suffix.lower()
+    """``source``'s bytes with a value or two changed; None when it is not a file this reads (or reads at all)."""
     try:
-        text = source.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError):
+        return _change(r, source)
+    except (OSError, ValueError, RecursionError, yaml.YAMLError, csv.Error):  # a broken fixture: left as it is
         return None
+
+
+def _change(r: random.Random, source: Path) -> bytes | None:
+    suffix = source.suffix.lower()
+    text = source.read_text(encoding="utf-8-sig")
     if suffix == ".json":
         return _dump_json(_mutate(r, json.loads(text)))
     if suffix == ".jsonl":

@@ -230,14 +230,24 @@ def judge_web(status: int, body: bytes, model: Any, hidden: tuple[str, ...] = ()
         check, where = problems[0]
         return Verdict(NONSENSE, f"{check} at {_norm(where)}", f"{len(problems)} problems, first {where}")
     if model is not None:
-        from pydantic import TypeAdapter, ValidationError
-
-        try:
-            TypeAdapter(model).validate_python(data)
-        except ValidationError as e:
+        wrong = _off_schema(data, model)
+        if wrong:
             name = getattr(model, "__name__", str(model))
-            return Verdict(NONSENSE, f"the answer does not match its response model {name}", str(e)[:300])
+            return Verdict(NONSENSE, f"the answer does not match its response model {name}", wrong[:300])
     return Verdict(OK)
+
+
+def _off_schema(data: Any, model: Any) -> str | None:
+    """Where ``data`` leaves the JSON schema of its response model (validation mode: the types, ranges and
+    choices of every field, the answer read back as its model), or None. The schema, not the model's validators:
+    those read the files a scenario names, which live on the server under names the answer hides (an uploaded
+    dataset is answered as 'data.csv'); the serialization schema would leave a scenario an open object."""
+    import jsonschema
+    from pydantic import TypeAdapter
+
+    schema = TypeAdapter(model).json_schema(mode="validation")
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(data))
+    return None if error is None else f"{'/'.join(map(str, error.absolute_path)) or '(root)'}: {error.message}"
 
 
 def judge_page(status: int, body: bytes, path: str) -> Verdict:

@@ -7,7 +7,9 @@ names. An endpoint added tomorrow is fuzzed with no edit here.
 The page must answer 200 with strict JSON its response model accepts, or a 4xx whose body is one sentence in
 ``{"detail": ...}`` that shows no path of the server's; never a 5xx, an exception, or a request past its deadline
 (503). The requests run in process through Starlette's test client against one app per worker, its lifespan
-entered (the reader process, the uploads' folder), and the uploads' folder must stay within the store's caps.
+entered (the reader process, the uploads' folder), and the uploads' folder must stay within the store's caps. The
+machine being shared, the app waits three times its deadline in wall time, and an answer whose work took more CPU
+than the deadline is past it (as the CLI's runs are limited in CPU seconds).
 """
 
 from __future__ import annotations
@@ -332,13 +334,21 @@ def draw_web(r: random.Random, ep: Endpoint, sch: Schemas) -> WebCase:
 
 # ---- running a case ----------------------------------------------------------------------------------------------
 _APP: dict[str, Any] = {}
+# the page's deadline is wall time; the campaign shares its cores (as the CLI's runs get three times their CPU
+# limit in wall time): the app it drives waits this many times the deadline, and an answer whose work took more
+# CPU than the deadline itself is past it (:func:`judge`)
+WALL_FACTOR = 3.0
 
 
 def app() -> Any:
-    """One app per process (its reader process and uploads' folder go at exit)."""
+    """One app per process (its reader process and uploads' folder go at exit), with its deadline
+    :data:`WALL_FACTOR` times the page's (restored by :func:`close`)."""
     if "app" not in _APP:
+        from gpuplan.web import work
         from gpuplan.web.app import create_app
 
+        _APP["deadline_s"] = work.TIMEOUT_S
+        work.TIMEOUT_S = _APP["deadline_s"] * WALL_FACTOR
         _APP["app"] = create_app()
     return _APP["app"]
 
@@ -347,6 +357,9 @@ def close() -> None:
     """Stop the app's reader process and remove its uploads (what its lifespan does at shutdown)."""
     page = _APP.pop("app", None)
     if page is not None:
+        from gpuplan.web import work
+
+        work.TIMEOUT_S = _APP.pop("deadline_s")
         page.state.pools.close()
         page.state.uploads.close()
 
@@ -389,10 +402,12 @@ def response_model(method: str, path: str) -> Any:
     return next((r.response_model for p, r in api_routes() if p == path and method in r.methods), None)
 
 
-def run(case: WebCase, drop: tuple[int, ...], address: str, patience_s: float = 60.0) -> tuple[Any, Path | None]:
+def run(case: WebCase, drop: tuple[int, ...], address: str, patience_s: float = 60.0
+        ) -> tuple[Any, Path | None, float]:
     """Send the case's requests from client ``address`` (the page limits uploads per address), asking again as
     the page does when an answer says to (503 with ``Retry-After``: an uploaded file still being read), for at most
-    ``patience_s``; the last response and the uploads' folder."""
+    ``patience_s``; the last response, the uploads' folder, and the CPU seconds (this process's, its threads
+    included: where the page computes a plan) the last request took."""
     from fastapi.testclient import TestClient
 
     client = TestClient(app(), base_url=BASE, raise_server_exceptions=True, client=(address, 50000))
@@ -401,11 +416,13 @@ def run(case: WebCase, drop: tuple[int, ...], address: str, patience_s: float = 
         answer = send(client, call, refs)
         refs.append(answer.json().get("ref", "") if answer.status_code == 200 else "")
     until = time.monotonic() + patience_s
+    cpu = time.process_time()
     last = send(client, case.final(drop), refs)
     while last.status_code == 503 and "retry-after" in last.headers and time.monotonic() < until:
         time.sleep(min(float(last.headers["retry-after"]), max(0.0, until - time.monotonic())))
+        cpu = time.process_time()
         last = send(client, case.final(drop), refs)
-    return last, app().state.uploads.root
+    return last, app().state.uploads.root, time.process_time() - cpu
 
 
 def judge(case: WebCase, drop: tuple[int, ...], address: str) -> Any:
@@ -419,7 +436,7 @@ def judge(case: WebCase, drop: tuple[int, ...], address: str) -> Any:
     from . import oracle
 
     try:
-        last, root = run(case, drop, address)
+        last, root, cpu_s = run(case, drop, address)
     except Exception as e:
         return oracle.Verdict(oracle.TRACEBACK, oracle.cause(e), "".join(traceback.format_exception(e))[-800:])
     src = str(Path(__file__).resolve().parents[2] / "src")
@@ -428,6 +445,9 @@ def judge(case: WebCase, drop: tuple[int, ...], address: str) -> Any:
         return oracle.judge_page(last.status_code, last.content, call.path)
     verdict = oracle.judge_web(last.status_code, last.content, response_model(call.method, call.path),
                                hidden=(str(root) if root else "", src, sys.prefix))
+    if verdict.klass == oracle.OK and cpu_s > _APP.get("deadline_s", math.inf):
+        return oracle.Verdict(oracle.HANG, "an answer that took more CPU than the page's deadline",
+                              f"{cpu_s:.1f} s of CPU; the deadline is {_APP['deadline_s']:g} s")
     if root is not None and root.is_dir():
         files = [p for p in root.rglob("*") if p.is_file()]
         size = sum(p.stat().st_size for p in files)

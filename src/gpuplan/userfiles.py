@@ -52,6 +52,23 @@ MAX_DEPTH = 64  # levels of nesting (real inputs use under 10; Python's readers 
 MAX_ALIAS_VALUES = 10_000  # values YAML aliases may add to those the file spells out
 
 
+def is_file(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a file (through links): False, not an OSError, for a path the system cannot look at (a
+    name over 255 bytes: ENAMETOOLONG, which ``Path.is_file`` lets out; a NUL)."""
+    try:
+        return Path(path).is_file()
+    except (OSError, ValueError):
+        return False
+
+
+def is_folder(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a folder, as :func:`is_file` answers for files."""
+    try:
+        return Path(path).is_dir()
+    except (OSError, ValueError):
+        return False
+
+
 def user_path(name: str | os.PathLike) -> Path:
     """A path as a user wrote it, ``~`` and ``~user`` expanded where they name a home folder: ``~nouser/x`` stays
     as written (``Path.expanduser`` raises RuntimeError on it)."""
@@ -396,29 +413,117 @@ def output_file(path: Any, flag: str) -> Path:
     return p
 
 
+class Stopped(BaseException):
+    """A stop signal (SIGTERM, SIGHUP) that came while a file was written: raised where the write was, so that its
+    cleanup runs; :func:`signals_clean_up` then ends the process by the same signal."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def signals_clean_up() -> Iterator[None]:
+    """While a file or folder is written into a user's folder: SIGTERM and SIGHUP (``timeout``, ``kill``, a closed
+    terminal) raise :class:`Stopped` where the write is, so its ``except BaseException`` removes the temporary,
+    then the process ends by that signal as it would have (Ctrl-C already raises KeyboardInterrupt). Only in the
+    main thread, and only for a signal left at its default (a server's own handlers stay). SIGKILL cannot be
+    caught: :func:`temporary` names carry the process id, and :func:`sweep` removes them once it is gone."""
+    import signal
+    import threading
+
+    kinds = [getattr(signal, n) for n in ("SIGTERM", "SIGHUP") if hasattr(signal, n)]
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, _frame):
+        raise Stopped(signum)
+
+    old = {k: signal.getsignal(k) for k in kinds}
+    for k in kinds:
+        if old[k] == signal.SIG_DFL:
+            signal.signal(k, stop)
+    try:
+        yield
+    except Stopped as e:
+        signal.signal(e.signum, signal.SIG_DFL)
+        os.kill(os.getpid(), e.signum)
+        raise
+    finally:
+        for k, handler in old.items():
+            if handler == signal.SIG_DFL:
+                signal.signal(k, handler)
+
+
+def temporary(folder: Path, stem: str, suffix: str = "") -> Path:
+    """A hidden name in ``folder`` for something being written: ``.STEM.PID-RANDOM.tmpSUFFIX``, the process id in
+    it for :func:`sweep`."""
+    import secrets  # (hmac and OpenSSL, ~10 ms: only when a file is written)
+
+    return folder / f".{stem}.{os.getpid()}-{secrets.token_hex(4)}.tmp{suffix}"
+
+
+def sweep(folder: Path, stem: str, *, older_s: float = 60.0) -> None:
+    """Remove what a killed write (SIGKILL, a power cut) left in ``folder``: :func:`temporary` names of ``stem``
+    whose process is gone, untouched for ``older_s`` seconds (another machine's process, sharing the folder,
+    may reuse a process id for a while). Never follows a link; on systems without process signals, nothing."""
+    import re
+    import shutil
+    import time
+
+    if os.name != "posix":
+        return
+    pattern = re.compile(re.escape(f".{stem}.") + r"(\d+)-[0-9a-f]{8}\.tmp.*")
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(folder):
+            found = pattern.fullmatch(entry.name)
+            if not found or _running(int(found.group(1))):
+                continue
+            with contextlib.suppress(OSError):
+                if entry.stat(follow_symlinks=False).st_mtime > time.time() - older_s:
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path)
+                else:
+                    os.unlink(entry.path)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # signal 0: is there such a process (POSIX only: on Windows it would end it)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True  # another user's process, or no such number: leave the file
+    return True
+
+
 def write_file(path: Path, write: Any, flag: str, *, keep: bool = True) -> None:
     """``write(temporary_path)`` writes the file beside ``path`` (a hidden name with the same suffix, which
     matplotlib reads the format from), then it is renamed over ``path`` (removed instead unless ``keep``: a
-    probe of the folder); on any error the temporary file goes and one sentence says why (nothing was
-    written)."""
-    import secrets  # (hmac and OpenSSL, ~10 ms: only when a file is written)
-
-    temp = path.with_name(f".{path.stem[:100]}.{secrets.token_hex(4)}.tmp{path.suffix}")
-    try:
-        write(temp)
-        if keep:
-            os.replace(temp, path)
-        else:
-            temp.unlink()
-    except (OSError, UnicodeEncodeError) as err:
-        with contextlib.suppress(OSError):
-            temp.unlink()
-        why = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
-        raise GpuplanError(f"cannot write {flag} {echo(str(path))}: {why}; nothing was written") from None
-    except BaseException:
-        with contextlib.suppress(OSError):
-            temp.unlink()
-        raise
+    probe of the folder); on any error, or a stop signal (:func:`signals_clean_up`), the temporary file goes and
+    one sentence says why (nothing was written). What a killed write left beside ``path`` goes first
+    (:func:`sweep`)."""
+    stem = path.stem[:100]
+    sweep(path.parent, stem)
+    temp = temporary(path.parent, stem, path.suffix)
+    with signals_clean_up():  # the temporary goes before the process ends by the signal
+        try:
+            write(temp)
+            if keep:
+                os.replace(temp, path)
+            else:
+                temp.unlink()
+        except (OSError, UnicodeEncodeError) as err:
+            with contextlib.suppress(OSError):
+                temp.unlink()
+            why = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+            raise GpuplanError(f"cannot write {flag} {echo(str(path))}: {why}; nothing was written") from None
+        except BaseException:
+            with contextlib.suppress(OSError):
+                temp.unlink()
+            raise
 
 
 def write_text(path: Path, text: str, flag: str) -> None:
@@ -426,6 +531,24 @@ def write_text(path: Path, text: str, flag: str) -> None:
     write_file(path, lambda temp: temp.write_text(text, encoding="utf-8"), flag)
 
 
-__all__ = ["MAX_ALIAS_VALUES", "MAX_BYTES", "MAX_DEPTH", "check_depth", "csv_records", "json_lines", "load_json",
-           "load_yaml", "number", "output_file", "parse_json", "read_mapping", "read_text", "text_lines",
-           "user_path", "write_file", "write_text"]
+__all__ = [
+    "MAX_ALIAS_VALUES",
+    "MAX_BYTES",
+    "MAX_DEPTH",
+    "check_depth",
+    "csv_records",
+    "is_file",
+    "is_folder",
+    "json_lines",
+    "load_json",
+    "load_yaml",
+    "number",
+    "output_file",
+    "parse_json",
+    "read_mapping",
+    "read_text",
+    "text_lines",
+    "user_path",
+    "write_file",
+    "write_text",
+]

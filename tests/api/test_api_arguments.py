@@ -11,13 +11,14 @@ import inspect
 import json
 import math
 import os
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 import gpuplan
-from gpuplan import GpuplanError
+from gpuplan import GpuplanError, api
 from gpuplan.errors import MESSAGE_LIMIT
 from gpuplan.model.catalog import load_model
 from gpuplan.result import Answer
@@ -27,6 +28,7 @@ SCALE = float(os.environ.get("GPUPLAN_FUZZ_SCALE", "1")) * (1 if every_item() el
 SEED = int(os.environ.get("GPUPLAN_FUZZ_SEED") or sweep_round())
 
 SERVE = {"model": "qwen2.5-0.5b", "task": "infer"}
+FUZZ = Path(__file__).resolve().parents[1] / "data" / "fuzz"
 # each function with arguments that answer quickly (one GPU type, one setup simulated), and its extra keywords
 CALLS = {
     "estimate": (gpuplan.estimate, ({**SERVE, "gpu": "rtx-4090"},), {"advise": False}),
@@ -40,6 +42,17 @@ CALLS = {
     "load_model": (load_model, ("gpt2",), {}),
     # load_scenario(path=0) and overrides='../../etc/passwd' raised TypeError and AttributeError (the fuzzer)
     "load_scenario": (gpuplan.load_scenario, (None,), {"overrides": {**SERVE, "gpu": "rtx-4090"}}),
+    # the catalogs, buy, calibrate and the page's grid: table(catalogs=None) and prices(provider=10**30) raised
+    # TypeError and AttributeError (bench/fuzz.py, seeds 1-3), buy(gpu=[1]) and calibrate([{}]) too
+    "models": (api.models, (), {"family": "qwen"}),
+    "model": (api.model, ("gpt2",), {}),
+    "gpus": (api.gpus, (), {"vendor": "nvidia"}),
+    "gpus_compare": (api.gpus_compare, (["a100", "h100"],), {"notes": []}),
+    "prices": (api.prices, (), {"gpu": "h100"}),
+    "table": (api.table, (), {"cheapest": False}),
+    "buy": (api.buy, ("2x4090",), {}),
+    "calibrate": (api.calibrate, ([json.loads((FUZZ / "records" / "ok.json").read_text())],), {}),
+    "fit_grid": (api.fit_grid, ({**SERVE, "gpu": "rtx-4090"},), {}),
 }
 # keywords that go on to the scenario or the workload (``**fields``): a hostile value there too
 EXTRA = {"fit": "batch_size", "capacity": "prompt_tokens"}
@@ -118,9 +131,11 @@ def test_every_parameter_refuses_a_value_of_no_kind_it_takes(name, param):
     ("capacity", "calibration", b"x"), ("fit", "scenario", math.nan), ("launch", "folder", None),
     ("launch", "visible_devices", math.nan), ("launch", "script", math.nan), ("launch", "script", [1]),
     ("load_model", "name", math.nan), ("load_model", "name", -1),
+    ("table", "catalogs", -math.inf), ("table", "catalogs", None), ("prices", "provider", 10**30),
+    ("buy", "gpu", [1]), ("calibrate", "records", [{"a": None}]), ("fit_grid", "axis", 1),
 ])
 def test_the_report_s_sixteen_untyped_exceptions_are_sentences(name, param, value):
-    """fuzz-report-3 C8, as listed (fit's second argument is its scenario)."""
+    """fuzz-report-3 C8, as listed (fit's second argument is its scenario), and those bench/fuzz.py found since."""
     assert not answered_or_refused(name, param, value)
 
 
@@ -137,3 +152,11 @@ def test_hostile_values_anywhere_are_answered_or_one_sentence(data):
     value = data.draw(st.one_of(st.sampled_from(HOSTILE), st.floats(), st.integers(), st.text(max_size=8),
                                 st.lists(st.one_of(st.none(), st.integers(), st.text(max_size=3)), max_size=3)))
     answered_or_refused(name, param, value)
+
+
+@pytest.mark.parametrize("keyword, value", [("layers", "\t"), ("layers", 0), ("layers", 2.5), ("timeline", "yes"),
+                                            ("compare", 1)])
+def test_simulate_checks_its_keywords_before_it_imports_torch(keyword, value):
+    """simulate(layers='\t') was a TypeError from the simulation's own bound check (bench/fuzz.py, seed 1)."""
+    with pytest.raises(GpuplanError, match=keyword):
+        api.simulate({**SERVE, "gpu": "rtx-4090"}, **{keyword: value})

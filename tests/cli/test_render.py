@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from rich.console import Console
@@ -144,6 +145,49 @@ def test_two_formats_asked_at_once_are_refused(args, capsys):
     captured = capsys.readouterr()
     assert code == 2 and captured.out == "" and captured.err.count("\n") == 1
     assert "ask for two formats: give one (--json is --format json)" in captured.err
+
+
+def _commands_with_two_format_flags() -> list[tuple[str, ...]]:
+    """Every command taking both --format and --json, read off the CLI's tree."""
+    import typer.main
+
+    from gpuplan.cli import app
+
+    found = []
+
+    def walk(cmd, path):
+        for name, sub in sorted(getattr(cmd, "commands", {}).items()):
+            walk(sub, (*path, name))
+        opts = {o for p in cmd.params for o in getattr(p, "opts", ())}
+        if {"--format", "--json"} <= opts:
+            found.append(path)
+
+    walk(typer.main.get_command(app), ())
+    return found
+
+
+NEEDS = {("gpus", "compare"): ["a100", "4090"], ("calibrate",): ["tests/data/fuzz/records/ok.json"],
+         ("capacity",): ["--model", "gpt2", "--rate", "1", "--preset", "chat"], ("fit",): ["--gpu", "a100"],
+         ("recommend",): ["--model", "gpt2", "--task", "infer"], ("cost",): ["--model", "gpt2", "--task", "infer"],
+         ("estimate",): ["--model", "gpt2", "--task", "infer", "--gpu", "a100"]}
+
+
+@pytest.mark.parametrize("path", _commands_with_two_format_flags())
+def test_two_formats_are_refused_before_anything_is_said(path, capsys, monkeypatch):
+    """`gpus compare --format csv a100 --json` printed its note on a100 before refusing (the fuzzer), and capacity,
+    recommend and fit ran their whole search first: every command refuses two formats before any work (the
+    search would fail the test) and says nothing else."""
+    import gpuplan.api
+    from gpuplan.cli import run
+
+    for name in ("capacity", "recommend", "fit", "cost"):
+        monkeypatch.setattr(gpuplan.api, name, lambda *a, **k: pytest.fail("worked before the format was checked"))
+    monkeypatch.chdir(Path(__file__).resolve().parents[2])
+    code = run([*path, *NEEDS.get(path, []), "--format", "csv", "--json"])
+    captured = capsys.readouterr()
+    assert code == 2 and captured.out == "" and captured.err.count("\n") == 1, captured
+    assert "ask for two formats" in captured.err
+    assert len(_commands_with_two_format_flags()) >= 10
 
 
 def test_json_asked_twice_is_json(capsys):

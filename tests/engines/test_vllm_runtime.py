@@ -56,8 +56,13 @@ def test_v0_without_chunked_prefill_profiles_the_whole_context():
     lim = vllm.scheduler_limits(sc(engine_version="0.6.5", max_model_len=16_384), m, H100)
     assert (lim.max_num_batched_tokens, lim.max_num_seqs, lim.chunked_prefill) == (16_384, 256, False)
     mem = vllm.startup_memory(sc(engine_version="0.6.5", max_model_len=16_384), m, H100)
-    # V0: the forward of 16,384 tokens plus fp32 logits of 256 rows
-    assert mem.activation == pytest.approx(vllm.forward_peak(m, 16_384, 1) + 256 * 128_256 * 4)
+    # V0 from 0.6.5: the larger of the forward of 16,384 tokens and the driver's sampler over 256 rows
+    fwd, sampler = vllm.forward_peak(m, 16_384, 1), oh.VLLM_SAMPLER_EARLY_BYTES * 256 * 128_256
+    assert fwd > sampler and mem.activation == pytest.approx(fwd)
+    early = vllm.startup_memory(sc(engine_version="0.6.4", max_model_len=16_384), m, H100)
+    # before 0.6.5: the forward plus fp32 logits of 256 rows
+    assert early.activation == pytest.approx(vllm.forward_peak(m, 16_384, 1, oh.VLLM_V0_EARLY_FWD_HIDDEN_BYTES)
+                                             + 256 * 128_256 * 4)
 
 
 def test_v1_up_to_0_16_sampler_peak_scales_with_sampled_rows_times_vocab():
@@ -115,15 +120,22 @@ def test_v0_before_0_6_5_on_an_rtx_3090_vllm10517():
     assert mem.num_blocks == pytest.approx(1478, rel=0.03)
 
 
-def test_v0_from_0_7_counts_little_non_torch_memory_even_at_tp2_vllm13061():
-    """vllm#13061 (0.7.2, 2x RTX 4090, R1-Distill-Qwen-14B, TP 2, 0.98): non_torch 0.25 GiB, activation
-    0.19 GiB, KV 8.69 GiB on rank 0 (PR #12126's H100 log: 0.16 GiB, the constant)."""
+def test_v0_from_0_7_tp2_pool_is_the_driver_ranks_vllm13061():
+    """vllm#13061 (0.7.2, 2x RTX 4090, R1-Distill-Qwen-14B, TP 2, 0.98): a worker rank logged non_torch 0.25 GiB,
+    activation 0.19 GiB and 8.69 GiB of KV cache; vLLM printed 81,536 tokens (96 KiB each: 7.46 GiB), the
+    driver rank's, which also runs the profiling batch's sampler (max_num_seqs x vocab rows; V0 keeps the
+    smallest rank's blocks). gpuplan: the forward 0.196 GiB, the worker rank's pool +3.5 % on 8.69 GiB and the
+    driver's +4.3 % on 7.46 GiB (weights 0.19 GiB light, non-torch 0.16 GiB from PR #12126's H100 log against the
+    0.25 logged)."""
     g = load_gpu("rtx-4090")
     s = scenario_from(dict(model="deepseek-r1-distill-qwen-14b", task="infer", engine="vllm", gpu=g.id,
                            engine_version="0.7.2", gpu_memory_utilization=0.98, tp=2, num_gpus=2))
     mem = vllm.startup_memory(s, load_model("deepseek-r1-distill-qwen-14b"), g)
     assert mem.non_torch / GIB == 0.16
-    assert mem.kv_pool / GIB == pytest.approx(8.69, rel=0.03)
+    assert mem.forward_peak / GIB == pytest.approx(0.19, abs=0.01)
+    worker_rank = mem.kv_pool + mem.activation - mem.forward_peak
+    assert worker_rank / GIB == pytest.approx(8.69, rel=0.04)
+    assert mem.kv_pool / GIB == pytest.approx(81_536 * 96 / 2**20, rel=0.05)
 
 
 def test_mla_latent_is_replicated_and_pipeline_stages_size_the_pool_pr20665():
@@ -192,24 +204,33 @@ def test_mxfp4_experts_are_padded_for_marlin_on_ampere():
         assert vllm.mxfp4_padding(m, 2, H100, old) == pytest.approx(3072 * 1536 / (2880 * 1440))
 
 
-def test_gpt_oss_120b_on_one_h100_does_not_start_at_the_defaults():
-    """Public logs of gpt-oss-120b on one H100 at --gpu-memory-utilization 0.9: vLLM 0.10.1 (Marlin) loaded
-    65.97 GiB and found -2.14 GiB for the KV cache (vllm#23278); 0.14.1 (Triton) loaded 64.38 GiB and ran out of
-    memory (vllm#33155). gpuplan: the same weights within 1 % and no KV pool, so its launch line cannot be the
-    one that fails; at today's rules it names the --max-model-len that fits."""
+def test_gpt_oss_120b_on_one_h100_as_vllm_starts_it():
+    """Public runs of gpt-oss-120b on one H100. vLLM 0.10.1 at the default 0.9 (Marlin) loaded 65.97 GiB and found
+    -2.14 GiB for the KV cache (vllm#23278): gpuplan refuses too, with the same weights within 1 %. vLLM 0.11.2
+    at 0.97 with 100 sequences served an 85K context (vllm#33155's description, 87,040 tokens): gpuplan starts it
+    with a pool that holds that request (11.3 GiB, 3.46 of them); 0.14.1 loaded the Triton layout in 64.38 GiB
+    (the same issue). At today's rules one H100 at 0.9 has a pool of a few GiB (the sampler's dummy run shrank in
+    0.17), and the launcher names the --max-model-len that fits it."""
     from gpuplan import estimate
     from gpuplan.launchers.plan import launch_plan
-
-    for version, loaded in (("0.10.1", 65.97), ("0.14.1", 64.38)):
-        r = estimate({"model": "gpt-oss-120b", "task": "infer", "engine": "vllm", "gpu": "h100-sxm",
-                      "engine_version": version}, advise=False)
-        assert r.memory.weights_gib == pytest.approx(loaded, rel=0.01)
-        assert r.memory.engine["available_kv_cache_gib"] == 0.0 and r.memory.max_concurrency == 0
-        assert any("refuse to start" in w for w in r.warnings)
-    plan = launch_plan({"model": "gpt-oss-120b", "task": "infer", "engine": "vllm", "gpu": "h100-sxm",
-                        "prompt_tokens": 8192, "batch_size": 1})
     from gpuplan.launchers.vllm import max_model_len
 
+    def run(version, **kw):
+        return estimate({"model": "gpt-oss-120b", "task": "infer", "engine": "vllm", "gpu": "h100-sxm",
+                         "engine_version": version, **kw}, advise=False)
+
+    r = run("0.10.1")
+    assert r.memory.weights_gib == pytest.approx(65.97, rel=0.01)
+    assert r.memory.engine["available_kv_cache_gib"] == 0.0 and r.memory.max_concurrency == 0
+    assert any("refuse to start" in w for w in r.warnings)
+    started = run("0.11.2", gpu_memory_utilization=0.97, max_num_seqs=100, max_model_len=87_040).memory.engine
+    assert started["max_concurrency_at_max_model_len"] >= 1
+    assert started["max_model_len_that_fits"] >= 87_040
+    assert run("0.14.1").memory.weights_gib == pytest.approx(64.38, rel=0.01)
+    today = run(None).memory.engine
+    assert 2.0 < today["available_kv_cache_gib"] < 4.0
+    plan = launch_plan({"model": "gpt-oss-120b", "task": "infer", "engine": "vllm", "gpu": "h100-sxm",
+                        "prompt_tokens": 8192, "batch_size": 1})
     fit = plan.result.memory.engine["max_model_len_that_fits"]
     assert 8448 <= fit < 131_072 and max_model_len(plan) <= fit
 

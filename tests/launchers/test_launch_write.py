@@ -153,3 +153,74 @@ def test_a_file_or_a_folder_in_the_way_is_one_sentence(tmp_path, capsys):
     (tmp_path / "out" / "trainer.yaml").mkdir(parents=True)
     code, err = launch(capsys, "-o", str(tmp_path / "out"), "--force")
     assert code == 2 and "holds a folder named like a launch file" in err
+
+
+# a child that launches into FOLDER (new, or existing with a file already there) and stops in the middle: its
+# staging folder holds the files, nothing is in place yet; it says so on stdout and waits for the signal
+STOPPED_CHILD = """
+import os, sys, time
+from pathlib import Path
+import gpuplan
+from gpuplan.launchers import files
+folder, into_existing = Path(sys.argv[1]), sys.argv[2] == "existing"
+rename = os.rename
+said = []
+def slow_rename(a, b):
+    if ".gpuplan-launch." in str(a) + str(b) and not said:  # the first rename out of or into staging
+        said.append(print("staged", flush=True))
+        time.sleep(60)
+    return rename(a, b)
+files.os.rename = slow_rename
+gpuplan.launch({"model": "qwen2.5-0.5b", "task": "train", "method": "lora", "gpu": "rtx-4090"},
+               targets=["trainer", "torchrun"], folder=folder, force=into_existing)
+"""
+
+
+@pytest.mark.parametrize("into", ["new", "existing"])
+@pytest.mark.parametrize("signum", ["SIGTERM", "SIGHUP", "SIGINT"])
+def test_a_stop_signal_mid_write_leaves_no_hidden_folder(tmp_path, into, signum):
+    """A launch stopped while it writes (``timeout``, ``kill``, a closed terminal, Ctrl-C) removes its hidden
+    staging folder (``.gpuplan-launch.*.tmp``) and the folders it made, then ends by that signal; the user's
+    folder holds what it held before."""
+    import signal
+    import subprocess
+    import sys
+
+    folder = tmp_path / "runs" / "a"
+    if into == "existing":
+        folder.mkdir(parents=True)
+        (folder / "trainer.yaml").write_text("mine\n")
+    before = {p: p.read_bytes() if p.is_file() else None for p in tmp_path.rglob("*")}
+    env = {**os.environ, "PYTHONPATH": str(Path(gpuplan.__file__).parents[1])}
+    child = subprocess.Popen([sys.executable, "-c", STOPPED_CHILD, str(folder), into], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert child.stdout.readline().strip() == "staged", child.stderr.read()[-2000:]
+        assert any(p.name.startswith(".gpuplan-launch.") for p in tmp_path.rglob("*"))  # mid-write, for real
+        child.send_signal(getattr(signal, signum))
+        code = child.wait(timeout=60)
+    finally:
+        child.kill()
+    assert code == -getattr(signal, signum)  # ended by the signal, as it would have without the write
+    after = {p: p.read_bytes() if p.is_file() else None for p in tmp_path.rglob("*")}
+    assert after == before, sorted(map(str, set(after) ^ set(before)))
+
+
+def test_what_a_killed_launch_left_goes_at_the_next(tmp_path):
+    """SIGKILL cannot be caught: the staging folder a killed launch left (its process gone, a minute untouched) is
+    removed by the next launch into the same folder; one of a running process, or a fresh one, stays."""
+    import subprocess
+    import sys
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = int(gone.stdout)
+    stale, fresh = tmp_path / f".gpuplan-launch.{dead}-0123abcd.tmp", tmp_path / f".gpuplan-launch.{dead}-89abcdef.tmp"
+    live = tmp_path / f".gpuplan-launch.{os.getpid()}-0123abcd.tmp"
+    for p in (stale, fresh, live):
+        p.mkdir()
+        (p / "torchrun.sh").write_text("#!/bin/sh\n")
+    os.utime(stale, (0, 0))
+    os.utime(live, (0, 0))
+    gpuplan.launch(SCENARIO, targets=["trainer"], folder=tmp_path / "run")
+    assert not stale.exists() and fresh.is_dir() and live.is_dir()
+    assert (tmp_path / "run" / "trainer.yaml").is_file()

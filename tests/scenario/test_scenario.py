@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuplan import GpuplanError, estimate, load_scenario
-from gpuplan.scenario import FIELDS, scenario_from
+from gpuplan.scenario import FIELDS, read_back, scenario_from
 
 
 def test_file_and_overrides(tmp_path):
@@ -119,3 +121,20 @@ def test_the_other_tasks_settings_are_said_not_dropped_silently():
     assert any(w.startswith("micro_batch_size, seq_len are training settings") for w in serve.warnings)
     plain = estimate({"model": "llama-3.1-8b", "task": "train", "gpu": "h100"}, advise=False)
     assert not any("setting" in w and "leaves" in w for w in plain.warnings)
+
+
+def test_a_scenario_an_answer_carries_reads_back_without_its_data(tmp_path):
+    """The scenario of an answer (a recommend row) read back from its JSON keeps what the data decided and does
+    not read the data again: the file may be gone, or hidden by the page under its upload name."""
+    data = tmp_path / "train.jsonl"
+    data.write_text('{"text": "the a of and"}\n{"text": "of and the"}\n', encoding="utf-8")
+    tok = Path(__file__).resolve().parents[1] / "data" / "fuzz" / "tokenizers" / "ok-word-level.json"
+    s = scenario_from({"model": "qwen2.5-0.5b", "task": "train", "method": "lora", "dataset": str(data),
+                       "tokenizer": str(tok), "epochs": 2})
+    assert s.train_tokens == 2 * (5 + 4)  # 4 and 3 words, each + EOS, twice
+    dump = s.model_dump(mode="json")
+    data.unlink()
+    with pytest.raises(GpuplanError, match="no dataset file"):
+        scenario_from(dump)  # as input, the file must be there
+    back = read_back(dump)
+    assert back.model_dump(mode="json") == dump and back.train_tokens == 18

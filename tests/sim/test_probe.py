@@ -110,6 +110,10 @@ RECORD = {"scenario": {"model": "gpt2", "task": "train"}, "model": "gpt2", "gpu"
     ({**RECORD, "estimate": {}}, "estimate.allocated_peak_gib is missing"),
     ({**RECORD, "probe": {**RECORD["probe"], "allocated_peak_gib": "2.0"}}, "must be a number of GiB >= 0, got '2.0'"),
     ({**RECORD, "probe": {**RECORD["probe"], "allocated_peak_gib": float("nan")}}, "got nan"),
+    # the fuzzer: a task of "nan" went to the table as it was; model, gpu and oom are checked as well
+    ({**RECORD, "scenario": {"task": "nan"}}, "scenario.task must be train or infer, got 'nan'"),
+    ({**RECORD, "model": ["gpt2"]}, "model must be text, got \"['gpt2']\""),
+    ({**RECORD, "probe": {**RECORD["probe"], "oom": "no"}}, "probe.oom must be true or false, got 'no'"),
 ])
 def test_bad_probe_records_are_refused_in_one_sentence(tmp_path, content, message):
     path = tmp_path / "record.json"

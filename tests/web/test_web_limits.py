@@ -372,3 +372,17 @@ def test_a_repo_id_that_is_also_a_server_folder_is_refused(tmp_path, monkeypatch
     guard.check_model("org/other", hub=True)  # a repo id: only its config.json would be fetched
     with pytest.raises(GpuplanError, match="gpuplan serve --hub"):
         guard.check_model("org/other", hub=False)
+
+
+def test_an_unforeseen_failure_in_the_reader_names_no_path_of_the_server():
+    """The reader answered an exception it did not foresee with its text, which may hold the server's paths (the
+    fuzzer: "cannot import name ... (/.../src/gpuplan/userfiles.py)"): the page gets its type, the server's log
+    the rest."""
+    reader = work.Worker()
+    try:
+        with pytest.raises(GpuplanError) as err:
+            reader.call(os.listdir, ("/nonexistent/server/secret",))
+    finally:
+        reader.stop()
+    assert str(err.value) == ("an uploaded file could not be read (FileNotFoundError; the server's log has the "
+                              "details)")

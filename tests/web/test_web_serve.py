@@ -84,6 +84,37 @@ def test_an_address_it_cannot_listen_on_is_one_sentence(capsys, host):
         assert f"cannot listen on '127.0.0.1' port {port}: Address already in use" in err
 
 
+def test_the_address_said_for_ipv6_everywhere_is_one_that_answers():
+    """`serve --host ::` said "serving http://127.0.0.1:PORT/", but it listens on IPv6 only (asyncio sets
+    IPV6_V6ONLY), so the address it gave did not answer (the fuzzer's serve run waited on it)."""
+    import re
+
+    try:
+        with socket.socket(socket.AF_INET6) as probe:
+            probe.bind(("::1", 0))
+            port = probe.getsockname()[1]
+    except OSError:
+        pytest.skip("no IPv6 on this machine")
+    proc = subprocess.Popen([sys.executable, "-m", "gpuplan.cli", "serve", "--host", "::", "--port", str(port)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    try:
+        url = re.search(r"serving (http://\S+/) ", proc.stdout.readline()).group(1)
+        assert url == f"http://[::1]:{port}/"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(url, timeout=2) as reply:
+                    assert reply.status == 200
+                    break
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline
+                time.sleep(0.2)
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=10)
+
+
 def _has_ss() -> bool:
     return subprocess.run(["sh", "-c", "command -v ss"], capture_output=True).returncode == 0
 

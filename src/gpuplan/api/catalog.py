@@ -7,6 +7,7 @@ offers in force and their refresh, and the GPU guide's table recomputed. Each fu
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from pydantic import Field
 
 from ..errors import GpuplanError, SourceError, UnknownNameError, echo
 from ..result import Answer, finite
+from . import arguments as arg
 
 MODEL_SORT = ("name", "params", "active", "layers", "hidden", "context", "family")
 GPU_SORT = ("memory", "bandwidth", "bf16", "fp8", "tdp", "msrp", "usd_per_gb", "rent", "usd_per_tflop", "name")
@@ -29,11 +31,16 @@ def models(*, family: str | None = None, search: str | None = None, moe: bool | 
     from ..model.catalog import bundled, load_model
     from ..model.report import model_summary
 
-    if sort not in MODEL_SORT:
+    family, search = arg.text(family, "family", optional=True), arg.text(search, "search", optional=True)
+    if moe is not None:
+        arg.flag(moe, "moe")
+    arg.flag(reverse, "reverse")
+    if not isinstance(sort, str) or sort not in MODEL_SORT:
         raise GpuplanError(f"--sort must be one of {', '.join(MODEL_SORT)}, got {echo(sort)}")
     for name, value in (("--min-params", min_params), ("--max-params", max_params)):
-        if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
-            raise GpuplanError(f"{name} takes a number of billions >= 0, got {value}")
+        if value is not None and not (isinstance(value, (int, float)) and not isinstance(value, bool)
+                                      and math.isfinite(value) and value >= 0):
+            raise GpuplanError(f"{name} takes a number of billions >= 0, got {echo(value)}")
     rows = [model_summary(load_model(repo), repo) for repo in bundled()]
     if family:
         rows = [r for r in rows if r["family"].lower() == family.lower()]
@@ -57,7 +64,7 @@ def model(name: str) -> dict[str, Any]:
     from ..model.catalog import load_model
     from ..model.report import model_facts
 
-    return model_facts(load_model(name))
+    return model_facts(load_model(arg.text(name, "model")))
 
 
 def short_names() -> dict[str, list[str]]:
@@ -74,10 +81,13 @@ def gpus(*, vendor: str | None = None, segment: str | None = None, min_memory: f
     from ..hardware import gpus as catalog
     from ..plan.gpus import cheapest_rentals, gpu_row
 
-    if sort not in GPU_SORT:
+    vendor, segment = arg.text(vendor, "vendor", optional=True), arg.text(segment, "segment", optional=True)
+    nvlink, reverse = arg.flag(nvlink, "nvlink"), arg.flag(reverse, "reverse")
+    if not isinstance(sort, str) or sort not in GPU_SORT:
         raise GpuplanError(f"--sort must be one of {', '.join(GPU_SORT)}, got {echo(sort)}")
-    if not (isinstance(min_memory, (int, float)) and math.isfinite(min_memory) and min_memory >= 0):
-        raise GpuplanError(f"--min-memory must be a number of GiB >= 0, got {min_memory}")
+    if not (isinstance(min_memory, (int, float)) and not isinstance(min_memory, bool) and math.isfinite(min_memory)
+            and min_memory >= 0):
+        raise GpuplanError(f"--min-memory must be a number of GiB >= 0, got {echo(min_memory)}")
     rentals = cheapest_rentals()
     rows = [gpu_row(g, rentals.get(g.id)) for g in catalog().values()]
     rows = [r for r in rows if r["memory_gib"] >= min_memory and (not nvlink or r["nvlink_gbs"])
@@ -100,6 +110,8 @@ def gpus_compare(names: list[str], notes: list[str] | None = None) -> list[dict[
     from .arguments import names_of
 
     names = names_of(names, "names")
+    if notes is not None and not isinstance(notes, list):
+        raise GpuplanError(f"gpus_compare's notes takes a list to add the notes to, not {echo(notes)}")
     if not names:
         raise GpuplanError("gpus compare needs the cards to compare: two or more names (4090 a6000)")
     resolved = [resolve_gpu(n) for n in names]  # every name checked before anything is answered
@@ -151,6 +163,9 @@ def prices(*, gpu: str | None = None, provider: str | None = None, spot: bool = 
     from ..hardware import load_gpu
     from ..market.store import PriceFilter, in_force, load_offers, matches, price_origin, status
 
+    gpu, provider = arg.text(gpu, "gpu", optional=True), arg.text(provider, "provider", optional=True)
+    spot, low_confidence = arg.flag(spot, "spot"), arg.flag(low_confidence, "low_confidence")
+    max_age = arg.count(max_age, "max_age (days)", least=0, most=10**9, optional=True)
     gpu_id = load_gpu(gpu).id if gpu else None
     offers = load_offers()
     if provider and provider not in {o.provider for o in offers}:
@@ -197,8 +212,9 @@ def prices_update(source: str = "gpuhunt", *, file: str | Path | None = None,
     from ..market.sources import Query, fetch
     from ..market.store import clear_refreshes, refresh_name, save_refresh, status
 
-    if source not in PRICE_SOURCES:
+    if not isinstance(source, str) or source not in PRICE_SOURCES:
         raise GpuplanError(f"--source must be one of {', '.join(PRICE_SOURCES)}, got {echo(source)}")
+    file = arg.path(file, "file", optional=True)
     if provider is not None:
         check_provider(provider, "--provider")  # it names the cache file: a plain name, never a path
     if source == "file" and file is None:
@@ -255,7 +271,12 @@ def table(*, catalogs: tuple[str, ...] = (), cheapest: bool = True) -> GuideTabl
     QLoRA fine-tuning memory, and (``cheapest``) the cheapest setups to serve and to QLoRA: ``gpuplan table``."""
     from ..plan.table import guide_table
 
-    typed = guide_table(catalogs=tuple(catalogs), cheapest=cheapest)
+    if isinstance(catalogs, (str, os.PathLike)):
+        catalogs = (catalogs,)
+    given = tuple(catalogs) if not isinstance(catalogs, (bytes, dict)) and hasattr(catalogs, "__iter__") else None
+    if given is None or not all(isinstance(c, (str, os.PathLike)) for c in given):
+        raise GpuplanError(f"catalogs takes the paths of offers CSV files, not {echo(catalogs)}")
+    typed = guide_table(catalogs=given, cheapest=arg.flag(cheapest, "cheapest"))
     rows = []
     for r in typed:
         raw = {k: v for k, v in asdict(r).items() if k not in ("serve", "qlora")}

@@ -58,6 +58,8 @@ def simulate(scenario, *, layers: int | None = None, timeline: bool = False, com
     from ..plan.estimate import estimate
     from ..sim.simulate import simulate as run
 
+    layers = arg.count(layers, "layers", most=10_000, optional=True)
+    timeline, compare = arg.flag(timeline, "timeline"), arg.flag(compare, "compare")
     s = scenario_of(scenario)
     sim = run(s, timeline=timeline, layers=layers)
     est = estimate(s, advise=False).memory if compare else None
@@ -80,6 +82,8 @@ def probe(scenario, *, steps: int = 2, simulate_too: bool = True, out_dir: str |
     from ..sim.probe import probe as run
     from ..sim.probe import write_record
 
+    steps = arg.count(steps, "steps", most=10_000)
+    simulate_too, out_dir = arg.flag(simulate_too, "simulate_too"), arg.path(out_dir, "out_dir", optional=True)
     record = run(scenario_of(scenario), steps=steps, simulate_too=simulate_too)
     path = write_record(record, Path(out_dir)) if out_dir is not None else None
     return Record(**finite(record)), path
@@ -90,7 +94,7 @@ def calibrate(records: Iterable[str | Path | dict[str, Any]]) -> Record:
     record (a path, or the record), the simulation's error, and the allocator slack and CUDA overheads the
     measurements imply beside those the estimator assumes: ``gpuplan calibrate``."""
     from ..sim.probe import calibrate as report
-    from ..sim.probe import read_record
+    from ..sim.probe import check_record, read_record
 
     if isinstance(records, (str, Path, dict)):
         records = [records]
@@ -99,7 +103,7 @@ def calibrate(records: Iterable[str | Path | dict[str, Any]]) -> Record:
     taken = []
     for r in records:
         if isinstance(r, dict):
-            taken.append(r)
+            taken.append(check_record(r, f"record {len(taken) + 1}"))
         elif isinstance(r, (str, Path)):
             taken.append(read_record(arg.path(r, "records")))
         else:

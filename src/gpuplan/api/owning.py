@@ -9,6 +9,7 @@ from pydantic import Field
 
 from ..errors import GpuplanError
 from ..result import Answer
+from . import arguments as arg
 
 
 class BuyReport(Answer):
@@ -51,9 +52,9 @@ def buy(gpu: str, *, count: int | None = None, price: float | None = None, host_
     from ..plan.gpus import cheapest_rentals
     from ..plan.recommend import parse_have
 
-    gpu_id, parsed = parse_have(gpu)
+    gpu_id, parsed = parse_have(arg.text(gpu, "gpu"))
     card = load_gpu(gpu_id)
-    if count is not None and not (isinstance(count, int) and 1 <= count <= 1024):
+    if count is not None and not (isinstance(count, int) and not isinstance(count, bool) and 1 <= count <= 1024):
         raise GpuplanError(f"--count must be between 1 and 1,024, got {count}")
     n = count or parsed
     for name, value, low, high in (("hours", hours, 1, 1e6), ("usd_per_kwh", usd_per_kwh, 0, 10), ("pue", pue, 1, 3),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from . import arguments as arg
 from .arguments import ScenarioLike, scenario_of
 
 if TYPE_CHECKING:
@@ -29,6 +30,7 @@ def fit_grid(scenario: ScenarioLike, axis: str = "auto") -> FitGrid:
     from ..explain.grid import fit_grid as grid
     from ..model.catalog import load_model
 
+    axis = arg.text(axis, "axis", choices=("auto", "quant", "method", "context"))
     s = scenario_of(scenario)
     return grid(s, load_model(s.model), axis)  # type: ignore[arg-type]
 

@@ -69,6 +69,7 @@ def capacity_cmd(
     """
     from .. import api
 
+    fmt = resolve_format(fmt, as_json)  # two formats asked for: refused before the search
     if model is None:
         raise GpuplanError("name the model: --model llama-3.1-8b (or a HF repo id / config.json path)")
     if plot:
@@ -88,7 +89,7 @@ def capacity_cmd(
         from .plots import plot_curves
 
         plot_curves(plans, w, plot)
-    render(plans, w, resolve_format(fmt, as_json))
+    render(plans, w, fmt)
 
 
 def render(plans, w, fmt: str = "table") -> None:

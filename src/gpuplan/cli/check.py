@@ -177,8 +177,8 @@ def calibrate_cmd(
     \b
       gpuplan calibrate probes/*.json
     """
-    report = api.calibrate(records).to_dict()
     fmt = resolve_format(fmt, as_json)
+    report = api.calibrate(records).to_dict()
     rows = []
     for r in report["records"]:
         row = {"model": str(r["model"]), "task": str(r["task"]), "gpu": str(r["gpu"])}

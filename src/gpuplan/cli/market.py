@@ -65,6 +65,7 @@ def gpus_compare(
 ) -> None:
     """Side by side, with dense figures, and where the usual marketing numbers differ (2:4 sparsity doubles
     them; GeForce FP16 with FP16 accumulate runs at twice the FP32-accumulate rate frameworks use)."""
+    fmt = resolve_format(fmt, as_json)
     said: list[str] = []
     rows = api.gpus_compare(names, said)
     for note in said:
@@ -82,7 +83,7 @@ def gpus_compare(
                                        for i, r in enumerate(rows)}} for label, key, spec in labels]
     columns = [Column("figure", "", priority=0),
                *(Column(f"c{i}", short(r["id"]), align="right", priority=0) for i, r in enumerate(rows))]
-    show(table_rows, columns, resolve_format(fmt, as_json), title="dense figures (TFLOPS = 1e12 FLOP/s, no sparsity)",
+    show(table_rows, columns, fmt, title="dense figures (TFLOPS = 1e12 FLOP/s, no sparsity)",
          notes=[f"{r['name']}: {notes[r['id']]}" for r in rows if notes[r["id"]]], json_data=rows)
 
 
@@ -105,6 +106,7 @@ def cost_cmd(scenario: str | None = None, as_json: bool = False, catalog: list[s
       gpuplan cost examples/lora-llama-8b.yaml --pricing any --format csv
       gpuplan cost --model qwen2.5-7b --task infer --engine vllm --discount runpod=0.85
     """
+    fmt = resolve_format(fmt, as_json)
     s = api.load_scenario(scenario, overrides(fields))
     discounts = {}
     for item in discount or []:
@@ -113,7 +115,6 @@ def cost_cmd(scenario: str | None = None, as_json: bool = False, catalog: list[s
             discounts[provider.strip()] = float(factor)
         except ValueError:
             raise GpuplanError(f"--discount takes provider=multiplier (runpod=0.85), got {item!r}") from None
-    fmt = resolve_format(fmt, as_json)
     table = api.cost(s, catalogs=tuple(catalog or ()), discounts=discounts,
                      top=top or (20 if fmt != "json" else None))
     if fmt == "json":

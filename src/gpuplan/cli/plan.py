@@ -43,6 +43,7 @@ def recommend_cmd(scenario: str | None = None, as_json: bool = False, budget_usd
       gpuplan recommend examples/lora-llama-8b.yaml --gpus a100-80gb,h100,l40s --max-gpus 1 --per-gpu
       gpuplan recommend examples/lora-llama-8b.yaml --pricing spot --launch 1 --launch-dir run/
     """
+    fmt = resolve_format(fmt, as_json)
     if any_framework:
         renamed("any_framework", "flag")
     try:
@@ -62,7 +63,6 @@ def recommend_cmd(scenario: str | None = None, as_json: bool = False, budget_usd
     if launch is not None and not 1 <= launch <= len(listed):
         raise GpuplanError(f"--launch {launch}: the recommendation lists {len(listed)} setup(s); pick one of 1 to "
                            f"{len(listed)}" if listed else "--launch: no setup fits, so there is nothing to launch")
-    fmt = resolve_format(fmt, as_json)
     if fmt == "table" or (launch is not None and not as_json):  # what was assumed first, then its notes
         bullet(result.resolved, prefix="", style="bold")
         if result.fewest_line:  # the answer to "how many GPUs for this deadline", in one line
@@ -273,9 +273,9 @@ def fit_cmd(scenario: str | None = None, as_json: bool = False, gpu: str = "", s
       gpuplan fit --gpu rtx-4090 --engine vllm --prompt-tokens 8192
       gpuplan fit --gpu 8xh100-sxm --task train --method full --seq-len 4096 --format csv
     """
+    fmt = resolve_format(fmt, as_json)
     report = api.fit(gpu, scenario, **overrides(fields))
     rows, count = report.rows, report.num_gpus
-    fmt = resolve_format(fmt, as_json)
     if fmt == "json":
         print_json(report)
         return

@@ -50,7 +50,8 @@ def serve_cmd(
         err.print(Text("warning:", style="yellow") + f" binding {host} exposes gpuplan to your network: anyone who "
                   f"reaches port {port} can use it (there is no login); bind 127.0.0.1 to keep it on this machine",
                   highlight=False, soft_wrap=True)
-    shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+    # the address this machine reaches the page at: "::" listens on IPv6 only (asyncio sets IPV6_V6ONLY)
+    shown = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)
     url = f"http://{'[' + shown + ']' if ':' in shown else shown}:{port}/"
     out.print(f"gpuplan serving {url} (API docs: {url}docs); Ctrl+C stops it", highlight=False)
     if open_browser:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import GpuplanError
-from ..userfiles import MAX_LINE_BYTES, csv_records, json_lines, load_json, user_path
+from ..userfiles import MAX_LINE_BYTES, csv_records, is_file, is_folder, json_lines, load_json, user_path
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")  # org/name
 FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".parquet": "parquet", ".csv": "csv"}
@@ -31,12 +31,12 @@ def dataset_format(source: str) -> str:
     """``jsonl``, ``json``, ``parquet``, ``csv`` for a file (by its suffix), ``hub`` for a Hugging Face id."""
     path = user_path(source)
     suffix = path.suffix.lower()
-    if path.is_file():
+    if is_file(path):
         if suffix not in FORMATS:
             raise GpuplanError(f"dataset {source!r}: unknown file type {suffix or '(none)'!r}; gpuplan reads "
                                ".jsonl, .json, .parquet and .csv files")
         return FORMATS[suffix]
-    if path.is_dir():
+    if is_folder(path):
         raise GpuplanError(f"dataset {source!r} is a folder: pass one .jsonl, .json, .parquet or .csv file")
     if suffix in FORMATS or source.startswith((".", "/", "~")) or not HUB_ID.match(source):
         raise GpuplanError(f"no dataset file {source!r}" + ("" if suffix in FORMATS else

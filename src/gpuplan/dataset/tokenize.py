@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import GpuplanError
-from ..userfiles import load_json, parse_json, read_text, user_path
+from ..userfiles import is_file, is_folder, load_json, parse_json, read_text, user_path
 
 EOS_NAMES = ("<|im_end|>", "<|eot_id|>", "<|end_of_text|>", "<|endoftext|>", "</s>", "<eos>", "<|end|>", "[SEP]")
 
@@ -58,10 +58,10 @@ def _token_text(value: Any) -> str | None:
 def _find(name: str) -> Path | None:
     """``tokenizer.json`` of a path, or of a repo in the local Hugging Face cache (never downloaded)."""
     path = user_path(name)
-    if path.is_file():
+    if is_file(path):
         return path
-    if path.is_dir():
-        return path / "tokenizer.json" if (path / "tokenizer.json").is_file() else None
+    if is_folder(path):
+        return path / "tokenizer.json" if is_file(path / "tokenizer.json") else None
     if "/" not in name or name.endswith(".json"):
         return None
     try:
@@ -114,15 +114,15 @@ def tokenizer_files(name: str) -> list[Path] | None:
     if path is None:
         return None
     jinja = path.with_name("chat_template.jinja")
-    return [p for p in (path, _config_path(path, name), jinja if jinja.is_file() else None) if p is not None]
+    return [p for p in (path, _config_path(path, name), jinja if is_file(jinja) else None) if p is not None]
 
 
 def _config_path(path: Path, name: str) -> Path | None:
     """``tokenizer_config.json`` beside the tokenizer, or in the hub cache for a repo id; None when there is none."""
     beside = path.with_name("tokenizer_config.json")
-    if beside.is_file():
+    if is_file(beside):
         return beside
-    if "/" in name and not user_path(name).exists():
+    if "/" in name and not is_file(name) and not is_folder(name):
         from huggingface_hub import try_to_load_from_cache
 
         found = try_to_load_from_cache(name, "tokenizer_config.json")
@@ -151,7 +151,7 @@ def _template(path: Path, config: dict[str, Any]) -> tuple[str | None, str | Non
         template = next((t.get("template") for t in template if isinstance(t, dict) and t.get("name") == "default"),
                         None)
     jinja = path.with_name("chat_template.jinja")
-    if template is None and jinja.is_file():
+    if template is None and is_file(jinja):
         template = read_text(jinja, "chat template")
     if template is not None and not isinstance(template, str):
         return None, f"its chat_template is a {type(template).__name__}, not text"

@@ -20,12 +20,15 @@ cache size" is ``int(max_concurrency x max_model_len)`` and the concurrency coun
 Rules by release (each dated by the log or source it comes from; :func:`rules` picks them):
 
 - V0 engine (< 0.8): the profiling run takes the whole ``max_model_len`` at once when chunked prefill is off
-  (``max_num_batched_tokens = max(max_model_len, 2048)``), its peak is the forward of those tokens plus fp32
-  logits of ``max_num_seqs`` rows. Non-torch memory by accounting: 0.35 GiB before 0.6.5 (vllm#10517, RTX 3090,
-  CUDA context included), 1.79 GiB on one GPU and 3.58 GiB at TP 2 in 0.6.5-0.6.x (vLLM PR #10511's H100
-  logs), 0.16 GiB from 0.7 (PR #12126's H100 log). Before 0.6.5 the forward peak per token is the MLP's plus
-  4.6 bytes x hidden (vllm#10517: 1.95 GiB at 20,000 tokens), 12 after.
-- V1 0.8: fp32 logits of every batched token, 4.86 bytes per token x vocab entry.
+  (``max_num_batched_tokens = max(max_model_len, 2048)``; with it on, 512 tokens before 0.6.5 and 2,048 after),
+  its peak is the forward of those tokens plus fp32 logits of ``max_num_seqs`` rows before 0.6.5; from 0.6.5
+  the larger of the forward and the driver rank's sampler run (38.9 bytes per row x vocab entry, as V1 0.9-0.16),
+  and under TP the pool is the driver's (the smallest). Non-torch memory by accounting: 0.35 GiB before 0.6.5
+  (vllm#10517, RTX 3090, CUDA context included), 1.79 GiB on one GPU and 3.58 GiB at TP 2 in 0.6.5-0.6.x
+  (vLLM PR #10511's H100 logs), 0.16 GiB from 0.7 (PR #12126's H100 log). Before 0.6.5 the forward peak per
+  token is the MLP's plus 4.6 bytes x hidden (vllm#10517: 1.95 GiB at 20,000 tokens), 12 after.
+- V1 0.8: fp32 logits of every batched token, 4.86 bytes per token x vocab entry. Up to 0.9.0 V1 counts all
+  device memory torch did not allocate as non-torch, the CUDA context included (0.35 GiB on one GPU).
 - V1 0.9 to 0.16: the sampler's dummy run over ``max_num_seqs`` rows holds 38.9 bytes per row x vocab entry
   (Llama-3.1-8B 4.76 GiB, Qwen3-14B 5.64 GiB at 1,024 sequences, llm-d-planner's vLLM 0.15/0.16 H100 runs;
   vllm#27508's gpt-oss-120b at 1,024 batched tokens keeps it); non-torch 0.13 GiB, 0.55 GiB with TP over NVLink.
@@ -83,6 +86,7 @@ class Rules:
     sampler_bytes: float  # V1 from 0.9: bytes per sampled row x vocab entry of the dummy sampler run
     sampler_fixed: float  # V1 from 0.17: bytes of the sampler's peak whatever the batch
     v0_hidden_bytes: float  # V0: forward temporaries per batched token x hidden
+    v0_logits_only: bool  # V0 before 0.6.5: the profiling peak is the forward plus fp32 logits, no sampler's
     cudagraphs_in_budget: bool  # >= 0.21
     non_torch_gib: float
 
@@ -99,6 +103,7 @@ def rules(s: Scenario, gpu: GpuSpec | None = None) -> Rules:
                  sampler_bytes=oh.VLLM_SAMPLER_EARLY_BYTES if v < (0, 17, 0) else oh.VLLM_SAMPLER_BYTES,
                  sampler_fixed=0.0 if v < (0, 17, 0) else oh.VLLM_SAMPLER_FIXED_GIB * GIB,
                  v0_hidden_bytes=oh.VLLM_V0_EARLY_FWD_HIDDEN_BYTES if v < (0, 6, 5) else oh.VLLM_FWD_HIDDEN_BYTES,
+                 v0_logits_only=v < (0, 6, 5),
                  cudagraphs_in_budget=v >= (0, 21, 0) and not s.enforce_eager, non_torch_gib=_non_torch_gib(v, s, gpu))
 
 
@@ -126,6 +131,15 @@ def reserve_full_sequence(s: Scenario) -> bool:
     return version_tuple(s.engine_version) >= (0, 19, 0)
 
 
+# V1 from 0.8.0 to 0.9.0 counted everything on the device that torch had not allocated as non-torch memory
+# (``gpu_worker.py`` ``determine_available_memory``: ``mem_get_info`` total - free - torch's allocated bytes, after
+# profiling; quoted in vLLM PR #17122's review of 2025-05-12, and vLLM PR #19312: "V1's memory profiling
+# incorrectly counts memory used by other processes as non_torch_allocations"), the CUDA context included, as V0
+# did before 0.6.5. What that adds over the baseline accounting of later releases: V0's device-wide 0.35 GiB
+# (vllm#10517, RTX 3090) less the 0.13 GiB V1 counts from a baseline.
+_V1_DEVICE_WIDE_EXTRA_GIB = oh.VLLM_V0_EARLY_NON_TORCH_GIB - oh.VLLM_V1_EARLY_NON_TORCH_GIB
+
+
 def _non_torch_gib(v: tuple[int, int, int], s: Scenario, gpu: GpuSpec | None = None) -> float:
     """Memory outside torch that the profiling run counts (NCCL, custom all-reduce, cuBLAS workspaces). V0 changed
     what it counts twice: before 0.6.5 (vLLM PR #9352's accounting) the whole non-torch use after profiling, the
@@ -148,7 +162,8 @@ def _non_torch_gib(v: tuple[int, int, int], s: Scenario, gpu: GpuSpec | None = N
         return oh.VLLM_V0_LATE_NON_TORCH_GIB
     nvlink_tp = s.tp > 1 and (gpu is None or bool(gpu.nvlink_bandwidth_gbs))
     if v < (0, 18, 0):
-        return oh.VLLM_V1_EARLY_NON_TORCH_TP_GIB if nvlink_tp else oh.VLLM_V1_EARLY_NON_TORCH_GIB
+        base = oh.VLLM_V1_EARLY_NON_TORCH_TP_GIB if nvlink_tp else oh.VLLM_V1_EARLY_NON_TORCH_GIB
+        return base + (_V1_DEVICE_WIDE_EXTRA_GIB if v < (0, 9, 1) else 0.0)
     if nvlink_tp:
         return oh.VLLM_NON_TORCH_TP_GIB + oh.VLLM_NON_TORCH_PER_TP_RANK_GIB * s.tp
     return oh.VLLM_NON_TORCH_PP_GIB if s.pp > 1 and s.tp == 1 else oh.VLLM_NON_TORCH_GIB
@@ -177,6 +192,15 @@ def cuda_total_gib(gpu: GpuSpec) -> float:
     return gpu.usable_gib - oh.CUDA_TOTAL_BELOW_USABLE_GIB
 
 
+def _v0_chunked_tokens(v: tuple[int, int, int]) -> int:
+    """V0's ``max_num_batched_tokens`` when chunked prefill is on (by default above 32,768 tokens of context):
+    512 up to 0.6.4 ("the best balance between ITL and TTFT on A100", ``SchedulerConfig``), 2,048 from 0.6.5
+    (vLLM PR #10544 of 2024-11-21, "512 is a very conservative value"). vllm#10517's RTX 3090 log (V0 of
+    2024-12, Llama-3.1-8B) shows the 512: at max-model-len 35,000 its profiling peak is 15.05 GiB, 0.06 GiB
+    over the weights, where 2,048 tokens would add ~0.2 GiB of MLP temporaries alone."""
+    return 512 if v < (0, 6, 5) else 2048
+
+
 def scheduler_limits(s: Scenario, m: ModelSpec, gpu: GpuSpec | None, *, current: bool = False) -> Limits:
     """``max_num_batched_tokens`` and ``max_num_seqs`` as the release sets them when the user does not (the current
     release's with ``current``: an engine timed as vLLM's current one)."""
@@ -187,7 +211,7 @@ def scheduler_limits(s: Scenario, m: ModelSpec, gpu: GpuSpec | None, *, current:
     big = gpu is not None and total >= 70 and "a100" not in gpu.id
     if v < (0, 8, 0):  # V0: SchedulerConfig.__post_init__ (vllm/config.py)
         chunked = max_len > 32_768
-        tokens, seqs = (2048 if chunked else max(max_len, 2048)), 256
+        tokens, seqs = (_v0_chunked_tokens(v) if chunked else max(max_len, 2048)), 256
     else:
         chunked = True
         if v >= (0, 21, 0) and total >= 160:
@@ -292,17 +316,23 @@ def forward_peak(m: ModelSpec, tokens: int, tp: int, hidden_bytes: float = oh.VL
 
 
 def profile_peak(r: Rules, m: ModelSpec, lim: Limits, stage: Stage, tp: int) -> tuple[float, float]:
-    """(forward, sampler) peaks of the profiling run on one GPU of ``stage``; the worker's peak is the larger
-    (V0: their sum, logits of ``max_num_seqs`` rows in fp32). V1's dummy run returns the hidden states of one
-    token per request (``_dummy_run``: ``outputs[logit_indices]``, in the code from 0.10), so the sampler's rows
-    are ``min(max_num_seqs, max_num_batched_tokens)``; in 0.8 the logits covered every batched token (PR #17122's
-    0.8.4 L40S log fits that reading at +4.7 %, the per-row one at +23 %); 0.9 is put with the later rule, unpinned."""
+    """(forward, sampler) peaks of the profiling run on one GPU of ``stage``; the worker's peak is the larger (V0
+    before 0.6.5: their sum, logits of ``max_num_seqs`` rows in fp32). V0 from 0.6.5 samples the profiling batch
+    with top-k = vocab - 1 and top-p 0.99 (``model_runner.py`` ``profile_run``) on the driver worker only, and takes
+    the smallest rank's blocks, so its pool is the driver's: vLLM PR #10511's H100 logs keep the same 1.26 GiB
+    activation peak at TP 1 and TP 2 (the forward halves, the sampler does not), and vllm#13061's 2x RTX 4090
+    (0.7.2) printed 81,536 tokens where its other rank's 8.69 GiB holds ~94,900: the driver's sampler at the V1
+    0.9-0.16 bytes per row (``VLLM_SAMPLER_EARLY_BYTES``) accounts for the difference. V1's dummy run returns the
+    hidden states of one token per request (``_dummy_run``: ``outputs[logit_indices]``, in the code from 0.10), so
+    the sampler's rows are ``min(max_num_seqs, max_num_batched_tokens)``; in 0.8 the logits covered every batched
+    token (PR #17122's 0.8.4 L40S log fits that reading at +3.6 %, the per-row one at +22 %); 0.9 is put with the
+    later rule, unpinned."""
     tokens = lim.max_num_batched_tokens
     fwd = forward_peak(m, tokens, tp, r.v0_hidden_bytes if r.engine == "v0" else oh.VLLM_FWD_HIDDEN_BYTES)
     if not stage.last:
         return fwd, 0.0
     rows = min(lim.max_num_seqs, tokens)
-    if r.engine == "v0":
+    if r.v0_logits_only:
         return fwd, rows * m.vocab_size * 4.0
     if r.logits_all_tokens:
         return fwd, oh.VLLM_LOGITS_ALL_BYTES * tokens * m.vocab_size
@@ -437,7 +467,7 @@ def startup_memory(s: Scenario, m: ModelSpec, gpu: GpuSpec, total_gib: float | N
     for st in stages(m, s.pp):
         weights = stage_weights(s, m, st, gpu)
         fwd, sampler = profile_peak(r, m, lim, st, s.tp)
-        act = fwd + sampler if r.engine == "v0" else max(fwd, sampler)
+        act = fwd + sampler if r.v0_logits_only else max(fwd, sampler)
         graphs = cudagraph_estimate(m, lim, s.tp, gpu) if r.cudagraphs_in_budget else 0.0
         pool = requested - weights - act - r.non_torch_gib * GIB - graphs
         block_bytes, per_request = kv_geometry(s, m, st, lim)

@@ -1,21 +1,21 @@
 """The files a launch writes, and the one way each format is written. Every value a user gives (a model folder,
 a dataset, ``--script``, ``--bucket``, the scenario file and the output folder in the command line) reaches a file
 through these writers only: shell words through :func:`shlex.quote`, YAML through PyYAML's safe dumper, TOML
-strings as JSON-escaped basic strings, JSON through :func:`json.dumps`, Python through ``repr``; and comment lines
+through tomli-w, JSON through :func:`json.dumps`, Python through ``repr``; and comment lines
 through :func:`comment`, which escapes every character that could end the line or hide text. YAML, TOML, shell and
 Python files open with the plan's header as ``#`` comments; JSON, which has no comments, carries it under a
 ``_gpuplan`` key (DeepSpeed ignores top-level keys it does not know) and in ``plan.json`` beside it.
 
-:func:`write` writes all the files or none: into a new hidden folder beside them, then each renamed into place.
+:func:`write` writes all the files or none: into a new hidden folder beside them, then each renamed into place; a
+stop signal (SIGTERM, SIGHUP, Ctrl-C) removes the hidden folder first, and one a killed launch left is removed by
+the next launch into the same folder.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
-import secrets
 import shlex
 import shutil
 import unicodedata
@@ -25,6 +25,7 @@ from pathlib import Path
 import yaml
 
 from ..errors import GpuplanError, echo, no_control
+from ..userfiles import signals_clean_up, sweep, temporary
 from .plan import LaunchPlan
 
 
@@ -35,6 +36,9 @@ class LaunchFile:
     text: str
     reader: str  # what reads it, in words a user can run
     executable: bool = False
+
+
+STAGING = "gpuplan-launch"  # the staging folder's stem: .gpuplan-launch.PID-RANDOM.tmp
 
 
 class Raw(str):
@@ -79,29 +83,11 @@ def yaml_text(plan: LaunchPlan, data: dict, notes: list[str] = ()) -> str:
 
 
 def toml_text(plan: LaunchPlan, tables: dict[str, dict], notes: list[str] = ()) -> str:
-    """The header and ``notes`` as comments, then one ``[table]`` per entry of ``tables``, in order. Values are
-    what job configs hold: strings, booleans, integers, finite floats and lists of strings; :mod:`tomllib` reads
-    the text back to ``tables`` (a test checks it)."""
-    out = [comment([*plan.header(), *notes])]
-    for name, table in tables.items():
-        out.append(f"\n[{name}]\n")
-        out += [f"{key} = {_toml_value(value)}\n" for key, value in table.items()]
-    return "".join(out)
+    """The header and ``notes`` as comments, then ``tables`` written by tomli-w (every string escaped as TOML asks;
+    a value TOML has no form for, such as None, is a TypeError); :mod:`tomllib` reads the text back to ``tables``."""
+    import tomli_w
 
-
-def _toml_value(value) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float) and math.isfinite(value):
-        return repr(value)
-    if isinstance(value, str):
-        # a JSON string is a TOML basic string: the same escapes (non-ASCII kept as is, DEL escaped as TOML asks)
-        return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    raise TypeError(f"no TOML form for {value!r}")
+    return comment([*plan.header(), *notes]) + "\n" + tomli_w.dumps(tables)
 
 
 def json_text(plan: LaunchPlan, data: dict, notes: list[str] = ()) -> str:
@@ -178,27 +164,35 @@ def write(files: list[LaunchFile], folder, *, force: bool = False) -> list[Path]
         raise GpuplanError(f"{folder} holds a folder named like a launch file ({', '.join(clash)}): remove it or "
                            "choose another folder with -o")
     made: list[Path] = []  # folders created here, removed again on failure
-    try:
-        if folder.is_dir():
-            _stage_and_move(files, folder)
-        else:
-            parent = folder.absolute().parent
-            made = [p for p in (parent, *parent.parents) if not p.exists()][::-1]
-            parent.mkdir(parents=True, exist_ok=True)
-            staged = _stage(files, parent)
-            os.rename(staged, folder)
-    except (OSError, UnicodeEncodeError) as err:
-        for p in reversed(made):
-            _remove_empty(p)
-        why = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
-        raise GpuplanError(f"cannot write the launch files into {echo(folder)}: {why}; nothing was written") \
-            from None
+    with signals_clean_up():  # a stop signal: the staging folder and the folders made go, then the process ends
+        try:
+            if folder.is_dir():
+                _stage_and_move(files, folder)
+            else:
+                parent = folder.absolute().parent
+                made = [p for p in (parent, *parent.parents) if not p.exists()][::-1]
+                parent.mkdir(parents=True, exist_ok=True)
+                staged = _stage(files, parent)
+                try:
+                    os.rename(staged, folder)
+                finally:
+                    shutil.rmtree(staged, ignore_errors=True)  # left only if the rename failed or was stopped
+        except BaseException as err:
+            for p in reversed(made):
+                _remove_empty(p)
+            if not isinstance(err, (OSError, UnicodeEncodeError)):
+                raise
+            why = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+            raise GpuplanError(f"cannot write the launch files into {echo(folder)}: {why}; nothing was written") \
+                from None
     return [folder / n for n in names]
 
 
 def _stage(files: list[LaunchFile], parent: Path) -> Path:
-    """A new hidden folder in ``parent`` holding ``files``; removed again if one cannot be written."""
-    staged = parent / f".gpuplan-launch-{secrets.token_hex(6)}.tmp"
+    """A new hidden folder in ``parent`` holding ``files``; removed again if one cannot be written, or on a stop
+    signal; what a killed launch (SIGKILL) left there goes first (:func:`~gpuplan.userfiles.sweep`)."""
+    sweep(parent, STAGING)
+    staged = temporary(parent, STAGING)
     os.mkdir(staged)  # mode 0o777 less the umask, as a folder made by hand
     try:
         for f in files:

@@ -29,6 +29,7 @@ from .. import clock
 from .. import overheads as oh
 from ..errors import GpuplanError, UnknownNameError, echo, no_control
 from ..hardware import Network, gpus
+from ..userfiles import is_file
 
 PRICINGS = ("on_demand", "spot", "interruptible", "reserved")
 CONFIDENCES = ("high", "medium", "low")
@@ -204,7 +205,7 @@ def parse_row(row: dict[str, str], origin: str, line: int, today: dt.date | None
 
 def read_offers(path: Path | str, origin: str | None = None) -> list[Offer]:
     """The offers of a CSV file with the columns of data/offers.csv (only :data:`REQUIRED` are mandatory)."""
-    if not str(path).strip() or not Path(path).is_file():
+    if not str(path).strip() or not is_file(path):
         raise GpuplanError(f"no offers file {str(path)!r}: give the path of a CSV with the columns of "
                            "data/offers.csv")
     path = Path(path)

@@ -30,13 +30,8 @@ def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None
     buffers from the memory the driver reports free (Unsloth's fused loss: :func:`_free_at_loss`)."""
     if s.stack == "megatron":
         return megatron_memory(s, m)
-    e = Estimate()
+    e = _checked(s, m)
     rt, engine = stack_for(s), sharding_for(s)
-    if attention_kernel(s, m) != s.attention:
-        e.assumptions.append(f"{m.family} runs eager attention in transformers (no SDPA support): the s x s "
-                             "scores are materialized; attention flash (FlashAttention-2) avoids them")
-    if s.method != "full":
-        _check_targets(s, m)
     pp = s.pp
     stage_layers = m.layers[:math.ceil(m.num_layers / pp)]  # the first stage holds the most micro-batches
     shard = 1 / (s.tp * pp)
@@ -102,6 +97,17 @@ def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None
     _init_blocks(e, s, m, rt)
     e.extra["params_trainable"] = st.trainable
     e.assumptions += rt.notes(s)
+    return e
+
+
+def _checked(s: Scenario, m: ModelSpec) -> Estimate:
+    """A new estimate, with the LoRA targets checked and the eager-attention fallback said."""
+    e = Estimate()
+    if attention_kernel(s, m) != s.attention:
+        e.assumptions.append(f"{m.family} runs eager attention in transformers (no SDPA support): the s x s "
+                             "scores are materialized; attention flash (FlashAttention-2) avoids them")
+    if s.method != "full":
+        _check_targets(s, m)
     return e
 
 

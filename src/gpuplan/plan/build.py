@@ -60,11 +60,12 @@ def offers_for(r: Resolved, catalog: list[Offer]) -> Offers:
 
 def build(r: Resolved, offers: Offers | None = None, *, advise: bool = True, memory_only: bool = False,
           offer_label: str | None = None, base: Plan | None = None, speeds: dict | None = None,
-          recipe: bool = False, simulate: bool = False) -> Plan:
+          recipe: bool | None = None, simulate: bool = False) -> Plan:
     """The plan of ``r`` priced on ``offers`` (the stages of the module docstring). A search passes the memory plan
     it already made (``base``) and the speeds it timed on this card (``speeds``, by class of links); ``recipe``: the
-    training recipe even without data (a plan to launch); ``simulate``: the serving runs (one plan's question,
-    not a search's)."""
+    training recipe even without data (True: a plan to launch), with data only (None), or never (False: a
+    search's row, whose recipe is made for the setup launched); ``simulate``: the serving runs (one plan's
+    question, not a search's)."""
     plan = base if base is not None else memory_plan(r)
     if memory_only:
         return plan
@@ -91,7 +92,7 @@ def build(r: Resolved, offers: Offers | None = None, *, advise: bool = True, mem
         plan = serving_runs(r, plan)
     if gpu is not None and advise:
         plan = plan.said(**advice(r, plan))
-    if s.task == "train" and (recipe or s.dataset or s.samples or s.model_size or s.epochs):
+    if s.task == "train" and recipe is not False and (recipe or s.dataset or s.samples or s.model_size or s.epochs):
         from .dataset_report import dataset_section, plan_recipe
 
         typed = plan_recipe(plan)

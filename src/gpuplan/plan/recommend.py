@@ -31,7 +31,7 @@ from ..memory import device_gib, estimate_memory
 from ..model.report import inexact_warning
 from ..model.spec import ModelSpec
 from ..result import Answer
-from ..scenario import Scenario
+from ..scenario import Scenario, read_back
 from ..scenario.stacks import STACK_NAMES
 from ..speed.comms import Link, intra_node_link
 from ..speed.gemm import can_time
@@ -94,7 +94,7 @@ class Setup(BaseModel):
     # as priced (provider, pricing) for the setups a Recommendation holds; an instance passes as it was validated when
     # made (pydantic would validate it again, defaults and all, for each of the thousands of rows a search ranks), a
     # dict is validated; the web API's schema names it (#/components/schemas/Scenario)
-    scenario: Annotated[Scenario, WrapValidator(lambda v, validate: v if isinstance(v, Scenario) else validate(v))]
+    scenario: Annotated[Scenario, WrapValidator(lambda v, _: read_back(v))]  # read back: its data not read again
     gpu_id: str
     num_gpus: int
     sharding: str
@@ -487,7 +487,7 @@ def _priced(plan: Plan, labels: list[str], offers: list[Offer], reference: tuple
         if s.num_nodes > 1 and not multi_node(offer):
             continue  # the provider sells no fabric between machines
         row = build(plan.setup, Offers(candidates=(offer,), reference=reference), advise=False, base=plan,
-                    speeds=speeds)
+                    speeds=speeds, recipe=False)
         if row.cost is not None:  # a card without a matrix rate (Apple silicon) fits but cannot be timed or priced
             out.append(Setup.of(row, labels, offer))
     return out

@@ -15,7 +15,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_serializer, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from .. import overheads as oh
 from ..errors import GpuplanError, did_you_mean, echo_value, renamed
@@ -295,7 +304,7 @@ class Scenario(BaseModel):
         return data
 
     @model_validator(mode="after")
-    def _defaults(self) -> Scenario:
+    def _defaults(self, info: ValidationInfo) -> Scenario:
         """Fill the fields left unset with the defaults the given ones imply, then check the rules across fields.
 
         The defaults come from pure functions of the validated input: the stack's recipe and the card's
@@ -306,7 +315,7 @@ class Scenario(BaseModel):
         per scenario, on the search's hot path. What the result cannot run is refused when it is resolved
         (:mod:`gpuplan.plan.refusals`), not here: these rules are about the input alone."""
         _fill(self, stacks.resolve(self.__dict__))
-        _fill(self, _data_defaults(self))
+        _fill(self, _data_defaults(self, read_back=bool(info.context and info.context.get(READ_BACK))))
         _fill(self, _load_defaults(self))
         if self.shared_prefix_tokens and self.task == "train":
             raise ValueError("shared_prefix_tokens is the start every serving prompt shares: drop it for training")
@@ -445,10 +454,11 @@ def _load_defaults(s: Scenario) -> dict[str, Any]:
     return {}
 
 
-def _data_defaults(s: Scenario) -> dict[str, Any]:
+def _data_defaults(s: Scenario, read_back: bool = False) -> dict[str, Any]:
     """The fields the training data decides when they are unset: ``train_tokens`` (Chinchilla's for a synthetic
     model given no data), or ``train_tokens``, ``packing`` and a padded batch's ``seq_len`` from the data
-    (:func:`gpuplan.dataset.fields`). Data fields that do not go together raise ``ValueError``."""
+    (:func:`gpuplan.dataset.fields`). Data fields that do not go together raise ``ValueError``. ``read_back``: a
+    scenario an answer carries (:func:`read_back`), whose data decided its fields already; the file is not read."""
     given = {k for k in ("dataset", "samples", "mean_tokens", "max_tokens", "tokenizer", "epochs", "packing")
              if getattr(s, k) is not None}
     out: dict[str, Any] = {}
@@ -469,7 +479,7 @@ def _data_defaults(s: Scenario) -> dict[str, Any]:
         raise ValueError("max_tokens goes with the shorthand and must be at least mean_tokens")
     if s.tokenizer and not s.dataset:
         raise ValueError("tokenizer counts a dataset file: give dataset too")
-    if s.dataset or s.samples:
+    if (s.dataset or s.samples) and not read_back:
         from ..dataset import fields
 
         out.update(fields(s.__dict__, set(s.model_fields_set)))
@@ -487,6 +497,15 @@ TRAIN_ONLY = frozenset({"method", "optimizer", "optimizer_impl", "lora_rank", "l
                         "cp", "ep", "vpp", "fp8_recipe", "cuda_graphs", "fp8_attention",
                         "fp8_activation_store", "eval_interval", "eval_tokens", "save_interval"})
 # fields that lay out training over GPUs: the web form and the list of defaults leave them out of serving
+READ_BACK = "read_back"  # the validation context of a scenario an answer carries (:func:`read_back`)
+
+
+def read_back(data: Any) -> Scenario:
+    """A scenario an answer carries, read back from the answer's JSON: validated as input is, but its training data
+    is not read again (the fields the data decided are in the dump; the file may be gone, or hidden by the page)."""
+    return data if isinstance(data, Scenario) else Scenario.model_validate(data, context={READ_BACK: True})
+
+
 OLD_NAMES = {"framework": "stack", "strategy": "sharding"}  # fields renamed (issue 30): the old names still read
 TRAINING_LAYOUT = frozenset({"num_nodes", "sharding", "pp", "offload", "stack", "dataset_gb"})
 INFER_ONLY = frozenset({"batch_size", "prompt_tokens", "output_tokens", "shared_prefix_tokens", "kv_cache_dtype",

@@ -31,7 +31,7 @@ from ..model.catalog import load_model
 from ..plan.estimate import estimate
 from ..plan.refusals import scenario_refusal
 from ..scenario import Scenario, scenario_from
-from ..userfiles import load_json
+from ..userfiles import is_folder, load_json
 
 GIB = 2**30
 
@@ -180,13 +180,14 @@ def read_record(path: str | Path) -> dict[str, Any]:
     """A probe record from ``path``, checked: a JSON object with ``scenario``, ``probe`` and ``estimate``
     objects whose measured and estimated GiB are finite numbers >= 0 (one sentence per problem)."""
     p = Path(path)
-    try:
-        folder = p.is_dir()
-    except OSError as err:  # a name too long for the file system (ENAMETOOLONG), a loop of links
-        raise GpuplanError(f"{echo_value(str(path))} cannot be read: {err.strerror or err}") from None
-    if folder:
+    if is_folder(p):
         raise GpuplanError(f"{path} is a folder: pass the probe records in it ({path}/*.json)")
-    record = load_json(p, "probe record")
+    return check_record(load_json(p, "probe record"), str(path))
+
+
+def check_record(record: Any, path: str) -> dict[str, Any]:
+    """``record`` (read from ``path``, or given to the Python API as a dict) if it is a probe record as
+    :func:`read_record` asks, else one sentence naming ``path``."""
     if not isinstance(record, dict):
         raise GpuplanError(f"{path} is not a probe record: it holds a JSON {_kind(record)}, not an object")
     missing = {"scenario", "probe", "estimate"} - set(record)
@@ -197,6 +198,13 @@ def read_record(path: str | Path) -> dict[str, Any]:
             raise GpuplanError(f"{path}: {part!r} must be a JSON object, got {_kind(record[part])}")
     if "simulation" in record and not isinstance(record["simulation"], dict):
         raise GpuplanError(f"{path}: 'simulation' must be a JSON object")
+    if record["scenario"].get("task") not in ("train", "infer"):
+        task = record["scenario"].get("task")
+        raise GpuplanError(f"{path}: scenario.task must be train or infer, got {echo_value(task)}")
+    for key, where, kind in (("model", record, str), ("gpu", record, str), ("oom", record["probe"], bool)):
+        if key in where and not isinstance(where[key], kind):
+            raise GpuplanError(f"{path}: {'probe.' if key == 'oom' else ''}{key} must be "
+                               f"{'text' if kind is str else 'true or false'}, got {echo_value(where[key])}")
     for key in ("allocated_peak_gib", "reserved_peak_gib", "device_used_gib"):
         if key in record["probe"] or key != "device_used_gib":
             _gib(record["probe"].get(key), f"{path}: probe.{key}")

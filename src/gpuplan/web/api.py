@@ -16,6 +16,7 @@ from fastapi import APIRouter, Body, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field, SkipValidation
 
 from .. import api
+from ..errors import RENAMED
 from .guard import MAX_ITEMS, check_model, held, with_uploads
 from .uploads import MAX_UPLOAD_BYTES
 
@@ -108,6 +109,8 @@ class Form(BaseModel):
     providers: list[str]
     hub: bool
     max_upload_bytes: int = MAX_UPLOAD_BYTES  # the largest dataset or tokenizer file /api/upload keeps
+    # fields renamed since a permalink may have been made (framework -> stack): the page reads the old names too
+    renamed: dict[str, str] = dict(RENAMED)
 
 
 def _scenario(data: Any, hub: bool) -> api.Scenario:

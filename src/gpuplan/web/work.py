@@ -187,9 +187,10 @@ def _serve(conn, memory: int) -> None:
         except MemoryError:
             reply = (False, f"reading the uploaded files needs more than the {memory / 2**30:g} GiB of memory the "
                             "server gives it: use `gpuplan estimate --dataset FILE` on the command line")
-        except Exception as err:  # a file the readers did not foresee: a 422 that says what broke, not a 500
-            traceback.print_exc(file=sys.stderr)
-            reply = (False, f"an uploaded file could not be read ({type(err).__name__}: {str(err)[:200]})")
+        except Exception as err:  # a file the readers did not foresee: a 422 that says what broke, not a 500;
+            traceback.print_exc(file=sys.stderr)  # its text stays in the server's log: it may name the server's paths
+            reply = (False, f"an uploaded file could not be read ({type(err).__name__}; the server's log has the "
+                            "details)")
         try:
             conn.send(reply)
         except (EOFError, OSError):

@@ -20,6 +20,7 @@ from pathlib import Path
 from ... import clock
 from ...errors import GpuplanError, echo
 from ...hardware import gpus
+from ...userfiles import is_file, is_folder
 from ..offers import Offer, providers, with_network
 from .base import Fetched, Query, plausible
 from .names import gpu_id_for
@@ -36,14 +37,14 @@ def local_catalogs() -> Path:
 def _catalog_files(query: Query) -> list[tuple[Path, str]]:
     """(file, provider) pairs: the given file, a folder of ``<cloud>/vms.csv``, or SkyPilot's local cache."""
     path = query.path or local_catalogs()
-    if path.is_file():
+    if is_file(path):
         if not query.provider:
             provider = CLOUDS.get(path.parent.name, path.parent.name)
             if provider not in providers():
                 raise GpuplanError(f"say which cloud {echo(path)} prices with --provider (aws, gcp, lambda...)")
             return [(path, provider)]
         return [(path, query.provider)]
-    if not path.is_dir():
+    if not is_folder(path):
         raise GpuplanError(f"no SkyPilot catalog at {echo(path)}: give --file PATH/vms.csv (a file of the "
                           "skypilot-catalog repository) or install SkyPilot, whose catalogs live there")
     found = sorted(path.glob("**/vms.csv"))

@@ -603,7 +603,8 @@ async function start() {
   $("#list-models").replaceChildren(...models.map((m) => h("option", {value: m.name},
     `${m.family}, ${(m.params_total / 1e9).toFixed(1)}B`)));
   $("#list-gpus").replaceChildren(...gpus.map((g) => h("option", {value: g.id}, `${g.name}, ${g.usable_gib} GiB`)));
-  const params = Object.fromEntries(new URLSearchParams(location.search));
+  // a permalink made before a field was renamed (framework -> stack) fills the field by its new name
+  const params = Object.fromEntries([...new URLSearchParams(location.search)].map(([k, v]) => [form.renamed[k] || k, v]));
   fillForm(Object.keys(params).length ? params : DEFAULT_SCENARIO);
   wireExports();
   await update();
