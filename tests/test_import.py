@@ -36,6 +36,37 @@ def test_import_gpuplan_loads_no_submodule():
     assert not imported & {"pydantic", "yaml"}
 
 
+def test_one_command_imports_its_own_module_only():
+    """``gpuplan estimate`` imports the estimate command's module and none of the other commands' (the root group
+    loads a command when it is named; converting all 17 to click took a fifth of a second of every run)."""
+    code = ("import contextlib, io, json, sys; from gpuplan.cli import run\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    assert run(['estimate', '--model', 'llama-3.1-8b', '--task', 'infer']) == 0\n"
+            "print(json.dumps(sorted(sys.modules)))")
+    loaded = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                       check=True).stdout)
+    commands = {name for name in loaded if name.startswith("gpuplan.cli.")}
+    assert "gpuplan.cli.estimate" in commands
+    assert not commands & {f"gpuplan.cli.{m}" for m in ("capacity", "check", "launch", "market", "models", "plan",
+                                                          "prices", "serve")}, commands
+
+
+def test_a_training_estimate_loads_only_what_it_uses():
+    """The first estimate of QLoRA on the Hugging Face stack loads that stack's profile and not the six others, not
+    the serving simulation's step model and workloads, and not OpenSSL (hashlib, secrets): each was a few
+    milliseconds of every fresh process (bench/startup.py)."""
+    code = ("import json, sys, gpuplan\n"
+            "gpuplan.estimate({'model': 'llama-3.1-8b', 'task': 'train', 'method': 'qlora', 'gpu': 'rtx-4090'})\n"
+            "print(json.dumps(sorted(sys.modules)))")
+    loaded = set(json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                           check=True).stdout))
+    assert {"gpuplan.stacks.hf", "gpuplan.serving.load"} <= loaded  # the trace is real
+    unused = {f"gpuplan.stacks.{m}" for m in ("torchtune", "torchtune_step", "torchtitan", "axolotl", "pytorch",
+                                              "torchao_nf4")} | {"gpuplan.serving.steptime", "gpuplan.serving.workload",
+                                                                 "hashlib", "secrets"}
+    assert not loaded & unused, loaded & unused
+
+
 def test_every_public_name_resolves():
     for name in gpuplan.__all__:
         assert getattr(gpuplan, name) is not None, name

@@ -167,7 +167,10 @@ def click_root(app: Any = None) -> Any:
 
     if app is None:
         from gpuplan.cli import app
-    return typer.main.get_command(app)
+    root = typer.main.get_command(app)
+    if hasattr(root, "list_commands"):  # gpuplan's root group imports its commands when they are listed
+        root.list_commands(None)
+    return root
 
 
 def commands(app: Any = None) -> list[Command]:

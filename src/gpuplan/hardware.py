@@ -9,9 +9,9 @@ lets the GPU wire.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
+import zlib
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -162,21 +162,26 @@ def _spec(entry: dict[str, Any]) -> GpuSpec:
 
 def _entries() -> list[dict]:
     """The entries of ``gpus.yaml``, read from its JSON twin ``gpus.json`` when the twin was made from this very
-    text (its ``yaml_sha256``): PyYAML builds its objects in Python even over libyaml, a tenth to a third of a
+    text (its ``yaml_crc32``): PyYAML builds its objects in Python even over libyaml, a tenth to a third of a
     second for this file, the JSON twin a millisecond. A stale or missing twin only costs that time: the YAML, the
-    file people edit, is what is read then (``python -m gpuplan.hardware`` writes the twin again)."""
+    file people edit, is what is read then (``python -m gpuplan.hardware`` writes the twin again). The check is a
+    CRC-32 (zlib, built in), not a SHA-256: it catches an edit as surely, and hashlib loads OpenSSL (~10 ms)."""
     data = resources.files("gpuplan") / "data"
     text = (data / "gpus.yaml").read_text(encoding="utf-8")
-    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     try:
         twin = json.loads((data / "gpus.json").read_text(encoding="utf-8"))
-        if twin.get("yaml_sha256") == digest:
+        if twin.get("yaml_crc32") == yaml_crc32(text):
             return twin["gpus"]
     except (OSError, ValueError, AttributeError):
         pass
     import yaml
 
     return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # libyaml when present
+
+
+def yaml_crc32(text: str) -> str:
+    """The CRC-32 of the catalog's YAML text (its UTF-8 bytes) in hex: what ties ``gpus.json`` to it."""
+    return f"{zlib.crc32(text.encode('utf-8')):08x}"
 
 
 def write_twin() -> Path:
@@ -186,7 +191,7 @@ def write_twin() -> Path:
     folder = Path(str(resources.files("gpuplan") / "data"))
     text = (folder / "gpus.yaml").read_text(encoding="utf-8")
     entries = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    twin = {"yaml_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(), "gpus": entries}
+    twin = {"yaml_crc32": yaml_crc32(text), "gpus": entries}
     (folder / "gpus.json").write_text(json.dumps(twin, separators=(",", ":")) + "\n", encoding="utf-8")
     return folder / "gpus.json"
 

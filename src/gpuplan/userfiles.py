@@ -32,7 +32,6 @@ import csv
 import json
 import math
 import os
-import secrets
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -460,6 +459,8 @@ def signals_clean_up() -> Iterator[None]:
 def temporary(folder: Path, stem: str, suffix: str = "") -> Path:
     """A hidden name in ``folder`` for something being written: ``.STEM.PID-RANDOM.tmpSUFFIX``, the process id in
     it for :func:`sweep`."""
+    import secrets  # (hmac and OpenSSL, ~10 ms: only when a file is written)
+
     return folder / f".{stem}.{os.getpid()}-{secrets.token_hex(4)}.tmp{suffix}"
 
 

@@ -191,3 +191,20 @@ def test_every_help_prints_its_examples_one_per_line():
         assert all(line.count("gpuplan ") <= 1 for line in examples.splitlines()), (path, examples[:300])
         checked += 1
     assert checked >= 10
+
+
+def test_every_command_is_named_in_the_lazy_table_with_its_module():
+    """The root group imports a command's module when the command is named (gpuplan.cli.app.COMMANDS): every
+    command and group the modules register is in that table, with the module that registers it, and the table
+    names nothing else."""
+    import typer
+
+    from gpuplan.cli import app
+    from gpuplan.cli.app import COMMANDS
+
+    root = typer.main.get_command(app)
+    listed = root.list_commands(None)  # loads every module
+    assert listed == list(COMMANDS)
+    homes = {c.name: c.callback.__module__ for c in app.registered_commands}
+    homes |= {g.name: g.typer_instance.registered_commands[0].callback.__module__ for g in app.registered_groups}
+    assert homes == {name: f"gpuplan.cli.{module}" for name, module in COMMANDS.items()}

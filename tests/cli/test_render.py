@@ -155,21 +155,24 @@ def _commands_with_two_format_flags() -> list[tuple[str, ...]]:
 
     found = []
 
-    def walk(cmd, path):
-        for name, sub in sorted(getattr(cmd, "commands", {}).items()):
-            walk(sub, (*path, name))
+    def walk(cmd, path):  # click's own listing: the root loads its commands when they are listed (cli.app.LazyGroup)
+        if hasattr(cmd, "list_commands"):
+            ctx = cmd.context_class(cmd)
+            for name in sorted(cmd.list_commands(ctx)):
+                walk(cmd.get_command(ctx, name), (*path, name))
         opts = {o for p in cmd.params for o in getattr(p, "opts", ())}
         if {"--format", "--json"} <= opts:
             found.append(path)
 
     walk(typer.main.get_command(app), ())
+    assert len(found) >= 7, found  # the walk reached the commands (estimate, recommend, fit, capacity...)
     return found
 
 
 NEEDS = {("gpus", "compare"): ["a100", "4090"], ("calibrate",): ["tests/data/fuzz/records/ok.json"],
          ("capacity",): ["--model", "gpt2", "--rate", "1", "--preset", "chat"], ("fit",): ["--gpu", "a100"],
          ("recommend",): ["--model", "gpt2", "--task", "infer"], ("cost",): ["--model", "gpt2", "--task", "infer"],
-         ("estimate",): ["--model", "gpt2", "--task", "infer", "--gpu", "a100"]}
+         ("estimate",): ["--model", "gpt2", "--task", "infer", "--gpu", "a100"], ("buy",): ["2x4090", "--hours", "100"]}
 
 
 @pytest.mark.parametrize("path", _commands_with_two_format_flags())
@@ -180,7 +183,7 @@ def test_two_formats_are_refused_before_anything_is_said(path, capsys, monkeypat
     import gpuplan.api
     from gpuplan.cli import run
 
-    for name in ("capacity", "recommend", "fit", "cost"):
+    for name in ("capacity", "recommend", "fit", "cost", "buy"):
         monkeypatch.setattr(gpuplan.api, name, lambda *a, **k: pytest.fail("worked before the format was checked"))
     monkeypatch.chdir(Path(__file__).resolve().parents[2])
     code = run([*path, *NEEDS.get(path, []), "--format", "csv", "--json"])

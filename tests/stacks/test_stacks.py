@@ -413,3 +413,18 @@ def test_advice_speed_cost_is_the_speed_models_ratio():
                                                                         gpu).tokens_per_s
         pct, word = re.match(r"(\d+)% (slower|faster) steps", cost).groups()
         assert int(pct) == round(abs(ratio - 1) * 100) and word == ("slower" if ratio > 1 else "faster")
+
+
+def test_every_stack_profile_is_found_by_its_name():
+    """STACKS imports a profile's module when its stack is first asked for: each name finds the profile of that
+    name, and every profile module of gpuplan.stacks is listed."""
+    from pathlib import Path
+
+    import gpuplan.stacks
+    from gpuplan.stacks import HOMES, STACKS
+
+    assert list(STACKS) == ["hf", "torchtune", "torchtitan", "unsloth", "axolotl", "pytorch", "megatron"]
+    assert all(STACKS[name].name == name for name in STACKS)
+    folder = Path(gpuplan.stacks.__file__).parent
+    helpers = {"__init__", "base", "attention", "speedups", "native", "torchtune_step", "torchao_nf4"}
+    assert {p.stem for p in folder.glob("*.py")} - helpers == {module for module, _ in HOMES.values()}

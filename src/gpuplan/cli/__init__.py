@@ -1,6 +1,7 @@
 """The ``gpuplan`` command line (typer + rich). Bad input prints one line and exits with code 2.
 
-One module per group of commands; importing them registers their commands on :data:`app`.
+One module per group of commands; importing one registers its commands on :data:`app`, which imports a command's
+module when the command is first named (:class:`.app.LazyGroup`).
 """
 
 from __future__ import annotations
@@ -9,7 +10,6 @@ import sys
 import warnings
 
 from ..errors import GpuplanError, RenamedWarning, cut_echoes
-from . import buy, capacity, check, estimate, launch, market, models, plan, prices, serve  # noqa: F401 (commands)
 from .app import app
 from .render import err
 

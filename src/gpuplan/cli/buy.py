@@ -108,6 +108,7 @@ def buy_cmd(
 ) -> None:
     from .. import api
 
+    fmt = resolve_format(fmt, as_json)  # two formats asked for: refused before any work
     if count is not None and build:
         counted = re.fullmatch(r"\s*\d+\s*x\s*(.+)", build, re.IGNORECASE)
         build = f"{count}x{counted[1] if counted else build}"
@@ -118,7 +119,6 @@ def buy_cmd(
                      display=display, region=region, sector=sector, usd_per_kwh=usd_per_kwh, pue=pue,
                      off_when_idle=off_when_idle, maintenance_usd_per_year=maintenance_usd,
                      space_usd_per_month=space_usd_per_month, hours=hours, utilization=utilization, top=top)
-    fmt = resolve_format(fmt, as_json)
     if fmt == "json":
         print_json(report)
         return

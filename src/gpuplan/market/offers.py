@@ -19,7 +19,7 @@ import math
 import os
 import re
 import tempfile
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -102,9 +102,9 @@ class Offer:
 
     def row(self) -> dict[str, Any]:
         """The CSV/JSON row: the columns of offers.csv (discount and origin left out)."""
-        data = asdict(self)
+        data = {c: getattr(self, c) for c in COLUMNS}  # (asdict's deep copy of plain values cost ~10 ms a catalog)
         data["observed_at"] = self.observed_at.isoformat()
-        return {c: ("" if data[c] is None else data[c]) for c in COLUMNS}
+        return {c: ("" if v is None else v) for c, v in data.items()}
 
 
 def owned_offer(gpu_id: str, count: int, usd_per_gpu_hour: float | None = None) -> Offer:

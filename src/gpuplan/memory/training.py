@@ -38,7 +38,6 @@ def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None
 
     st = _model_state(e, s, m, rt, engine)
     grads_total = st.gradients
-
     # -- activations: what each layer keeps under the checkpointing policy, on the GPU
     mixed = s.precision.endswith("-mixed")
     autocast_fp32 = mixed and s.method == "full" and engine.autocasts_fp32_weights

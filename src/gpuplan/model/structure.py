@@ -15,7 +15,6 @@ test checks they equal a fresh trace.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import asdict, dataclass
 from importlib import resources
@@ -31,6 +30,8 @@ def config_key(config: dict[str, Any]) -> str:
     """The cache key of a config: SHA-256 of its sorted JSON without ``_``-prefixed keys, and the format."""
     clean = {k: v for k, v in config.items() if not k.startswith("_")}
     text = json.dumps(clean, sort_keys=True, default=str)
+    import hashlib  # (OpenSSL, ~10 ms: only when a structure is looked up, never for a bundled model)
+
     return hashlib.sha256(f"{FORMAT}:{text}".encode()).hexdigest()[:32]
 
 

@@ -47,11 +47,11 @@ from ..errors import GpuplanError
 from ..hardware import GpuSpec, Network
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
-from .steptime import StepModel, step_model
-from .workload import Lengths, lengths_words, spread_lengths
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # (the step model and the workload load with a run: a plan's LoadRun field needs neither)
     from .simulate import Scheduler
+    from .steptime import StepModel
+    from .workload import Lengths
 
 # Engines whose schedulers the simulation runs (:mod:`.simulate`).
 SIMULATED = ("vllm", "sglang")
@@ -66,7 +66,8 @@ class LoadRun(BaseModel):
     users, each thinking ``think_time_s`` between a reply and its next request), open loop (``request_rate``) or
     offline (every request at once)."""
 
-    model_config = ConfigDict(frozen=True)
+    # built when a run is made or a plan dumped, not when a training plan's module imports it
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     mode: Literal["closed loop", "open loop", "offline"]
     engine: str
@@ -117,6 +118,7 @@ def run_load(s: Scenario, m: ModelSpec, gpu: GpuSpec, engine: Scheduler, network
     import numpy as np
 
     from .simulate import arrivals, simulate
+    from .steptime import step_model
     from .workload import sample_lengths
 
     n, prompt_d, output_d = requests_of(s, offline)
@@ -143,6 +145,8 @@ def longest_request(s: Scenario, m: ModelSpec, offline: bool = False) -> int:
 
 def requests_of(s: Scenario, offline: bool) -> tuple[int, Lengths, Lengths]:
     """How many requests the run sends, and their prompt and output lengths (see the module docstring)."""
+    from .workload import spread_lengths
+
     if offline:
         return s.batch_size, spread_lengths(s.prompt_tokens, 0.0), spread_lengths(max(s.output_tokens, 1), 0.0)
     spread = s.length_spread
@@ -155,6 +159,8 @@ def summary(out, model: StepModel, s: Scenario, engine, offline: bool, prompt_d:
             said: list[str]) -> LoadRun:
     """The run ``out`` of :func:`.simulate.simulate` as a benchmark client reports it (all completed requests)."""
     import numpy as np
+
+    from .workload import lengths_words
 
     def stats(x: np.ndarray) -> dict[str, float]:
         if not len(x):

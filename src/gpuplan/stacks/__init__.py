@@ -17,22 +17,43 @@ adding a module here, its entry below and its recipe there.
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
-from .axolotl import Axolotl
 from .base import LossBytes, Recompute, Stack, State
-from .hf import Hf
-from .megatron import Megatron
-from .pytorch import PlainPytorch
-from .torchtitan import Torchtitan
-from .torchtune import Torchtune
-from .unsloth import Unsloth
 
 if TYPE_CHECKING:
     from ..scenario import Scenario
 
-STACKS: dict[str, Stack] = {r.name: r for r in (Hf(), Torchtune(), Torchtitan(), Unsloth(), Axolotl(),
-                                                         PlainPytorch(), Megatron())}
+
+# each stack's name -> (its module here, its profile's class)
+HOMES = {"hf": ("hf", "Hf"), "torchtune": ("torchtune", "Torchtune"), "torchtitan": ("torchtitan", "Torchtitan"),
+         "unsloth": ("unsloth", "Unsloth"), "axolotl": ("axolotl", "Axolotl"), "pytorch": ("pytorch", "PlainPytorch"),
+         "megatron": ("megatron", "Megatron")}
+
+
+class _Profiles(Mapping[str, Stack]):
+    """Stack name -> its profile, each module imported when its stack is first asked for: a plan uses one stack,
+    and importing the seven (torchtune's step replay, torchao's NF4 among them) cost every first estimate."""
+
+    def __init__(self) -> None:
+        self._made: dict[str, Stack] = {}
+
+    def __getitem__(self, name: str) -> Stack:
+        if name not in self._made:
+            module, cls = HOMES[name]
+            self._made[name] = getattr(importlib.import_module(f"{__name__}.{module}"), cls)()
+        return self._made[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(HOMES)
+
+    def __len__(self) -> int:
+        return len(HOMES)
+
+
+STACKS: Mapping[str, Stack] = _Profiles()
 
 
 def stack_for(s: Scenario) -> Stack:
