@@ -292,3 +292,16 @@ def test_nanogpt_with_biases_equals_transformers_gpt2():
     with torch.device("meta"):
         model = transformers.GPT2LMHeadModel(cfg)
     assert ModelSpec.from_config(config).params_total == sum(p.numel() for p in model.parameters()) == 16_561_664
+
+
+@pytest.mark.parametrize("architectures", ["NaN", "3", '"LlamaForCausalLM"', "{}"])
+def test_architectures_of_the_wrong_type_are_one_sentence(tmp_path, architectures):
+    """A config whose ``architectures`` is not a list (bench/fuzz.py seed 4: NaN raised TypeError while the
+    catalog asked what kind of model it is) is refused as the decoder's reader refuses it."""
+    from gpuplan import GpuplanError
+
+    path = tmp_path / "config.json"
+    path.write_text(f'{{"architectures": {architectures}, "model_type": "llama", "hidden_size": 512, '
+                    '"intermediate_size": 1376, "num_attention_heads": 8, "num_hidden_layers": 2, "vocab_size": 1000}')
+    with pytest.raises(GpuplanError, match="architectures must be a JSON list"):
+        load_model(str(path))

@@ -58,8 +58,9 @@ def of_config(config: Any, name: str) -> ModuleSpec | None:
         return diffusers.component_spec(name, config)
     if encoders.is_encoder_family(config):
         return encoders.model_spec(name, config)
-    head = next((a for a in config.get("architectures") or [] if isinstance(a, str) and NOT_DECODER_HEAD.search(a)),
-                None)
+    named = config.get("architectures")  # its shape is checked where the decoder is read (model/validate.py)
+    head = next((a for a in named if isinstance(a, str) and NOT_DECODER_HEAD.search(a)), None) \
+        if isinstance(named, list) else None
     if head:
         raise encoders.refuse_unknown(config, f"{name} ({head})")
     family = config.get("model_type")
