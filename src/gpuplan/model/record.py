@@ -39,6 +39,7 @@ from typing import Any
 from ..errors import GpuplanError
 from . import profile
 from .profile import DIMS, Op, Poly, Profile
+from .trace import quiet
 
 # what a way of running needs: (train, trained weights, gradient checkpointing)
 WAYS = {"inference": (False, "none", False), "train-full": (True, "all", False),
@@ -267,21 +268,6 @@ def _leaf(name: str) -> str:
 
 
 @contextlib.contextmanager
-def _quiet():
-    import logging
-    import warnings
-
-    previous = logging.root.manager.disable
-    logging.disable(logging.ERROR)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            yield
-        finally:
-            logging.disable(previous)
-
-
-@contextlib.contextmanager
 def silent_stderr():
     """The process's stderr (file descriptor 2) sent to /dev/null, with logging and warnings off: importing and
     building diffusers', transformers' and peft's classes prints (torchao's kernels, torch's pytree), and a
@@ -292,7 +278,7 @@ def silent_stderr():
     sys.stderr.flush()
     saved = os.dup(2)
     try:
-        with open(os.devnull, "w") as null, _quiet():
+        with open(os.devnull, "w") as null, quiet():
             os.dup2(null.fileno(), 2)
             yield
     finally:
@@ -309,7 +295,7 @@ def _materialize(part: Part, way: str):
         module, fake = part.build(way), part.materialized
     else:
         fake = FakeTensorMode(allow_non_fake_inputs=True)
-        with _quiet():
+        with quiet():
             module = part.build(way)
             with fake:
                 module = module.to_empty(device="cpu")
@@ -337,7 +323,7 @@ def run_pass(part: Part, way: str, batch: int, sizes: tuple[int, ...], record_op
                 p.register_post_accumulate_grad_hook(lambda p: recorder.set_aside(p.grad))
     forward = part.forward or (lambda m, a, k: m(*a, **k))
     try:
-        with _quiet(), fake:
+        with quiet(), fake:
             args, kwargs = part.inputs(batch, sizes)
             with recorder.mode, (contextlib.nullcontext() if train else torch.no_grad()):
                 out = _first_tensor(forward(module, args, kwargs))
@@ -559,7 +545,7 @@ def prune(segments: dict[str, Poly], grid: list[tuple[int, ...]]) -> dict[str, P
 
 
 def _params(part: Part) -> int:
-    with _quiet():
+    with quiet():
         module = part.build("inference")
     return sum(p.numel() for p in module.parameters())
 
