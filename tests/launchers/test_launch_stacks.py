@@ -656,3 +656,18 @@ def test_sky_task_runs_the_stack(stack, tmp_path, sky_python):  # noqa: F811 (th
     if stack == "megatron":  # in NVIDIA's PyTorch container, from Megatron-LM's checkout
         assert list(task["image_id"].values()) == ["docker:nvcr.io/nvidia/pytorch:26.06-py3"]  # by region
         assert run.startswith("cd megatron-lm\ntorchrun") and "pretrain_gpt.py" in run
+
+
+def test_megatron_files_name_the_checkout_they_were_read_with():
+    """A Megatron plan's files say Megatron-LM's commit and container, not the Hugging Face packages the other
+    stacks pin (issue 32: the header said `pip install torch transformers accelerate trl datasets`)."""
+    plan = launch_plan(STACK_TASKS["megatron"])
+    files = launch_files(plan, ["megatron", "skypilot"], LaunchOptions(bucket="ckpt"))
+    scripts = [f for f in files if f.name in ("megatron-pretrain.sh", "sky.yaml")]
+    assert len(scripts) == 2  # beside them, plan.json
+    for f in scripts:
+        header = [line for line in f.text.splitlines() if "tested with:" in line]
+        assert header == ["# tested with: Megatron-LM d98e8a64ddf3 (https://github.com/NVIDIA/Megatron-LM.git) in "
+                          "nvcr.io/nvidia/pytorch:26.06-py3; NeMo 2.0's recipes (--target nemo) in NVIDIA's NeMo "
+                          "container"], f.name
+        assert "transformers==" not in f.text, f.name

@@ -28,7 +28,7 @@ from ..stacks.megatron import embedding_in_split
 from ..tensors.activations import INPUT_OF
 from .files import LaunchFile, command_text, quote, shell_text
 from .plan import LaunchPlan
-from .settings import LaunchOptions
+from .settings import MEGATRON_COMMIT, MEGATRON_IMAGE, MEGATRON_REPO, LaunchOptions
 from .torchrun import launcher
 
 NAME = "megatron"
@@ -36,9 +36,7 @@ SCRIPT = "megatron-pretrain.sh"
 FP8_RECIPE = {"delayed": "delayed", "current": "tensorwise"}  # Megatron-LM's names for TE's scaling recipes
 DATA_PREFIX = "data/gpuplan"  # the indexed dataset preprocess_data.py writes (.bin and .idx)
 LLAMA_LIKE = ("llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe")
-REPO = "https://github.com/NVIDIA/Megatron-LM.git"
-COMMIT = "d98e8a64ddf34856e74b24714e3bedb2f5a39553"  # its parser: tests/data/megatron/pretrain-args.json
-IMAGE = "nvcr.io/nvidia/pytorch:26.06-py3"  # docker/Dockerfile.ci.dev FROM_IMAGE_NAME at COMMIT
+REPO, COMMIT, IMAGE = MEGATRON_REPO, MEGATRON_COMMIT, MEGATRON_IMAGE  # the release its parser was read from
 CHECKOUT = "megatron-lm"  # the folder the SkyPilot task checks Megatron-LM out into, under its workdir
 
 

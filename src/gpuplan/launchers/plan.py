@@ -25,7 +25,16 @@ from ..plan.plan import Plan
 from ..plan.recipe import Recipe
 from ..scenario import Scenario, scenario_from
 from ..speed import Speed
-from .settings import AXOLOTL_VERSION, TESTED, TORCHTITAN_VERSION, UNSLOTH_VERSION, backend
+from .settings import (
+    AXOLOTL_VERSION,
+    MEGATRON_COMMIT,
+    MEGATRON_IMAGE,
+    MEGATRON_REPO,
+    TESTED,
+    TORCHTITAN_VERSION,
+    UNSLOTH_VERSION,
+    backend,
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -199,7 +208,11 @@ class LaunchPlan:
         if self.recipe is not None:
             out.append(f"recipe ({self.recipe.kind}):")
             out += [f"  {c.name}: {c.value} ({c.why})" for c in self.recipe.choices]
-        out.append("tested with: pip install " + " ".join(pip_packages(self)))
+        if self.scenario.stack == "megatron":  # no pip line: Megatron-LM's checkout in NVIDIA's container
+            out.append(f"tested with: Megatron-LM {MEGATRON_COMMIT[:12]} ({MEGATRON_REPO}) in {MEGATRON_IMAGE}; "
+                       "NeMo 2.0's recipes (--target nemo) in NVIDIA's NeMo container")
+        else:
+            out.append("tested with: pip install " + " ".join(pip_packages(self)))
         return out
 
 

@@ -24,6 +24,11 @@ TESTED = {"torch": "2.13.0", "transformers": "5.24.0", "accelerate": "1.15.0", "
 TORCHTITAN_VERSION = "0.1.0"
 AXOLOTL_VERSION = "0.18.0"
 UNSLOTH_VERSION = "2026.10.9"
+# Megatron-LM: the commit whose pretrain_gpt.py parser the tests read (tests/data/megatron/pretrain-args.json), run in
+# the container its CI runs in (docker/Dockerfile.ci.dev FROM_IMAGE_NAME at that commit)
+MEGATRON_REPO = "https://github.com/NVIDIA/Megatron-LM.git"
+MEGATRON_COMMIT = "d98e8a64ddf34856e74b24714e3bedb2f5a39553"
+MEGATRON_IMAGE = "nvcr.io/nvidia/pytorch:26.06-py3"
 
 
 @dataclass(frozen=True, kw_only=True)
