@@ -18,21 +18,14 @@ def counting(*where: str):
     wanted = {tuple(w.split(":")) for w in where}
     seen: collections.Counter = collections.Counter()
 
-    previous = sys.getprofile()  # a hook already counting keeps counting (blocks nest)
-
-    def hook(frame, event, arg):
+    def on(frame, event, arg):
         if event == "call":
             key = (frame.f_code.co_filename.split("/gpuplan/")[-1], frame.f_code.co_name)
             if key in wanted:
                 seen[":".join(key)] += 1
-        if previous is not None:
-            previous(frame, event, arg)
 
-    sys.setprofile(hook)
-    try:
+    with _profiling(on):
         yield seen
-    finally:
-        sys.setprofile(previous)
 
 
 VALIDATIONS = "scenario/fields.py:_defaults"  # the scenario's cross-field validator: once per validation
@@ -45,17 +38,29 @@ def validations():
     """Each scenario validated while the block runs, by what was given (the fields set and their values): a
     scenario validated twice appears twice in the list."""
     given: list = []
-    previous = sys.getprofile()  # a hook already counting keeps counting (blocks nest)
 
-    def hook(frame, event, arg):
+    def on(frame, event, arg):
         if event == "return" and frame.f_code.co_name == "_defaults" and \
                 frame.f_code.co_filename.endswith("scenario/fields.py") and arg is not None:
             given.append(tuple(sorted((k, repr(getattr(arg, k))) for k in arg.model_fields_set)))
+
+    with _profiling(on):
+        yield given
+
+
+@contextlib.contextmanager
+def _profiling(on):
+    """``on(frame, event, arg)`` as the profile hook while the block runs; a hook already set keeps running after
+    it (blocks nest: an outer count keeps counting)."""
+    previous = sys.getprofile()
+
+    def hook(frame, event, arg):
+        on(frame, event, arg)
         if previous is not None:
             previous(frame, event, arg)
 
     sys.setprofile(hook)
     try:
-        yield given
+        yield
     finally:
         sys.setprofile(previous)
