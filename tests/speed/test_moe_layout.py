@@ -126,3 +126,18 @@ def test_the_first_fix_for_4_b200_is_nvidias_nvfp4_checkpoint():
     first = plan.suggestions[0]
     assert not plan.verdict.fits and "nvidia/DeepSeek-R1-FP4" in first.change and first.fits
     assert first.fields == {"quant": "nvfp4"}
+
+
+def test_capacity_lays_out_an_moe_model_on_each_setup():
+    """`capacity --expert-parallel --attention-dp`: every setup of 2 GPUs or more runs ep = tp with attention data
+    parallel (1 GPU has nothing to spread); a dense model is refused in one sentence."""
+    from gpuplan import api
+
+    fields = dict(users=16, prompt_tokens=2000, output_tokens=300, ttft_s=2, tpot_s=0.05)
+    report = api.capacity("qwen3-30b-a3b", engine="sglang", gpus=["h100"], max_gpus=2, expert_parallel=True,
+                          attention_dp=True, top=1, **fields)
+    assert report.deployments
+    for p in report.deployments:
+        assert p.setup.endswith("tp2 ep2 dp-attention") and p.tp == 2
+    with pytest.raises(GpuplanError, match="has no experts"):
+        api.capacity("llama-3.1-8b", engine="sglang", gpus=["h100"], attention_dp=True, **fields)

@@ -41,6 +41,12 @@ def capacity_cmd(
     gpus: Annotated[str | None, typer.Option(help="Only these GPUs, comma-separated.")] = None,
     max_gpus: Annotated[int, typer.Option(help="Largest tensor-parallel group.")] = 8,
     any_quant: Annotated[bool, typer.Option(help="Also try fp8 weights (where supported) and AWQ int4.")] = False,
+    expert_parallel: Annotated[bool, typer.Option(
+        help="MoE models: the experts spread over each setup's GPUs (ep = tp: SGLang --ep-size, vLLM "
+        "--enable-expert-parallel).")] = False,
+    attention_dp: Annotated[bool, typer.Option(
+        help="MoE models: attention data parallel over each setup's GPUs (SGLang --enable-dp-attention, vLLM "
+        "--data-parallel-size).")] = False,
     engine: Annotated[str, typer.Option(help="vllm or sglang (each engine's pool, scheduler and host loop).")
                       ] = "vllm",
     engine_version: Annotated[str | None, typer.Option(help="Engine release whose rules apply [default: current].")
@@ -78,7 +84,8 @@ def capacity_cmd(
         plot_target(plot)  # before the simulation, not after it
     report = api.capacity(model, workload, engine=engine, gpus=(gpus or "").split(","), max_gpus=max_gpus,
                           any_quant=any_quant, engine_version=engine_version, kv_cache_dtype=kv_cache_dtype,
-                          calibration=calibration, top=top, **dict(
+                          calibration=calibration, top=top, expert_parallel=expert_parallel,
+                          attention_dp=attention_dp, **dict(
                               rate_rps=rate, users=users, think_s=think_time, preset=preset,
                               prompt_tokens=prompt_tokens, output_tokens=output_tokens,
                               length_spread=length_spread, trace=trace, ttft_s=ttft,
