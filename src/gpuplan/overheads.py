@@ -578,6 +578,9 @@ INFINITY_FABRIC_EFFICIENCY = 0.75
 # PR #3318) at concurrency 4, 16, 64, each row's measured / predicted TPOT over H200's (v0.5.12, PR #3173) at the same
 # concurrency; the median of the three (bench/serving/rocm_share.py; concurrency 8 and 32 held out).
 ROCM_DECODE_SLOWDOWN = 1.53
+# ... and the largest held-out error of the AMD / NVIDIA TPOT ratio it gives (concurrency 8: -10 %, 32: +8 %), added
+# to each side of an AMD plan's band
+ROCM_BAND = 0.10
 # Between nodes: Gbit/s per node. Defaults when the offer does not say: HGX/SXM nodes sold for multi-node run
 # one 200-400 Gb/s NIC per GPU (DGX A100: 8x 200 Gb/s HDR; DGX H100: 8x 400 Gb/s NDR); other cards get a
 # single 100 Gb/s Ethernet port, the common marketplace/community-cloud machine. NCCL over TCP sockets

@@ -116,6 +116,9 @@ def test_the_rocm_builds_decode_at_the_measured_share():
     amd = timer(**{**R1, "gpu": "mi300x"})
     assert amd.timing.gpu_scale == oh.ROCM_DECODE_SLOWDOWN
     assert "ROCm" in amd.timing.note and timer(**R1).timing.gpu_scale == 1.0
+    nvidia, rocm = gpuplan.estimate({**R1, "gpu": "h200", "engine": "vllm"}), gpuplan.estimate(
+        {**R1, "gpu": "mi300x", "engine": "vllm"})
+    assert "ROCm build's measured share" in rocm.speed.band and rocm.speed.spread_pct > nvidia.speed.spread_pct + 10
 
 
 def test_the_first_fix_for_4_b200_is_nvidias_nvfp4_checkpoint():

@@ -54,6 +54,10 @@ def describe(s: Scenario, m: ModelSpec | None = None, gpu_id: str | None = None,
     layout = [STRATEGY_WORDS.get(strategy, strategy)]
     if s.tp > 1:
         layout.append(f"tensor parallel {s.tp}")
+    if s.task == "infer" and s.ep > 1:
+        layout.append(f"expert parallel {s.ep}")
+    if s.task == "infer" and s.attention_dp:
+        layout.append(f"attention data parallel {s.tp}")
     if s.pp > 1:
         layout.append(f"{s.pp} pipeline stages" if s.task == "train" else f"layers split over {s.pp} GPUs")
     if s.task == "infer" and s.world_size == 1:

@@ -218,14 +218,15 @@ class Scenario(BaseModel):
                     "num_experts / ep experts of every MoE layer; training: stack megatron; serving: engine vllm, "
                     "sglang or trtllm, a divisor of tp (SGLang --ep-size, vLLM --enable-expert-parallel, "
                     "TensorRT-LLM moe_expert_parallel_size), tokens sent to their experts by all-to-all")
-    attention_dp: bool = Field(default=False, description="serving an MoE model over tp GPUs: attention data "
-                               "parallel, each GPU runs attention whole for its own requests and holds their KV "
-                               "cache (SGLang --enable-dp-attention, vLLM --data-parallel-size, TensorRT-LLM "
-                               "enable_attention_dp)")
+    attention_dp: bool = Field(
+        default=False, exclude_if=lambda v: not v, description="serving an MoE model over tp GPUs: attention data "
+        "parallel, each GPU runs attention whole for its own requests and holds their KV cache (SGLang "
+        "--enable-dp-attention, vLLM --data-parallel-size, TensorRT-LLM enable_attention_dp)")
     moe_dispatch: Literal["allgather", "deepep"] | None = Field(
-        default=None, description="with ep and attention_dp: how tokens reach their experts: allgather (gather the "
-        "batch, reduce-scatter the outputs: SGLang's and vLLM's default) or deepep (DeepEP all-to-all: SGLang "
-        "--moe-a2a-backend deepep, vLLM --all2all-backend deepep_low_latency); default: the engine's own")
+        default=None, exclude_if=lambda v: v is None, description="with ep and attention_dp: how tokens reach their "
+        "experts: allgather (gather the batch, reduce-scatter the outputs: SGLang's and vLLM's default) or deepep "
+        "(DeepEP all-to-all: SGLang --moe-a2a-backend deepep, vLLM --all2all-backend deepep_low_latency); default: "
+        "the engine's own")
     vpp: int = Field(default=1, ge=1, le=128, description="virtual pipeline stages per rank (stack megatron, "
                      "interleaved 1F1B): smaller bubble, more micro-batches in flight")
     fp8_recipe: Literal["delayed", "current"] | None = Field(

@@ -125,10 +125,12 @@ class StepTimer:
         weights = (self._linears_s(batch, dense_only=True) + self._experts_decode_s(batch)) * gpu_share
         weights += lm_head_s(m, gpu, self.other_dtype, batch, tp=tp)
         # the cache read in whole 16-token pages, as the kernels the vLLM calibration timed read it; under
-        # attention data parallelism the busiest rank's sequences, MLA's absorbed decode at its compute floor
+        # attention data parallelism the busiest rank's sequences; the serving engines' absorbed MLA decode
+        # (FlashMLA and its kin) at its compute floor where all heads of a GPU make it compute-bound
         rank_batch = rank_share(batch, s.attention_ranks)
         kv = rank_batch * kv_bytes_per_sequence(s, m, int(context), block=oh.VLLM_BLOCK_TOKENS) * gpu_share
-        kv_s = max(kv / self._stream_bps, mla_absorbed_s(self, rank_batch, context) * gpu_share)
+        mla = mla_absorbed_s(self, rank_batch, context) * gpu_share if self.timing.graphs else 0.0
+        kv_s = max(kv / self._stream_bps, mla)
         kernels = self._kernels_per_layer() * m.num_layers * gpu_share * self._kernel_latency_s
         elementwise = self._elementwise_s(batch) * gpu_share
         if self.timing.gpu_scale != 1.0:  # an engine's ROCm build on AMD (engines.rocm)
@@ -463,12 +465,13 @@ def inference_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | 
     widen = ["cpu layers"] if timer.cpu_layer_share else []
     if gpu.vendor != "NVIDIA":
         widen.append("other vendor")
-    return banded(speed, engine.name, m, widen)
+    return banded(speed, engine.name, m, widen, rocm=timer.timing.gpu_scale != 1.0)
 
 
-def banded(speed: Speed, engine: str, m: ModelSpec, widen: list[str]) -> Speed:
+def banded(speed: Speed, engine: str, m: ModelSpec, widen: list[str], *, rocm: bool = False) -> Speed:
     """``speed`` with its range: the band the benches measure for ``engine`` on ``m``'s class of model
-    (:func:`.bands.decode_band`), else the decode spread doubled and said "uncalibrated"."""
+    (:func:`.bands.decode_band`), else the decode spread doubled and said "uncalibrated"; an engine's ROCm build
+    adds the held-out error of its measured share (:data:`~gpuplan.overheads.ROCM_BAND`) on each side."""
     found = decode_band(engine, m)
     if found is None:
         cls = model_class(m)
@@ -476,5 +479,8 @@ def banded(speed: Speed, engine: str, m: ModelSpec, widen: list[str]) -> Speed:
                       "spread of the measured pairs, doubled")
         return speed.with_range("decode", *widen, "uncalibrated")
     low, high, where = found
+    if rocm:
+        low, high = low - oh.ROCM_BAND, high + oh.ROCM_BAND
+        where += f", +-{oh.ROCM_BAND:.0%} for the ROCm build's measured share (bench/results/rocm_share.md)"
     speed.band = where + (" (widened: " + ", ".join(widen) + ")" if widen else "")
     return speed.with_range("decode", *widen, band=(low, high))
