@@ -30,8 +30,8 @@ ms of weight reads, B300 NVFP4 at 1 request 5.6 ms against 2.3 ms. SGLang 0.5 fu
 (FlashInfer's all-reduce + RMSNorm fusion, TRT-LLM MLA and MoE kernels). The all-reduce cost (SGLANG_ALL_REDUCE_S)
 and the kernel counts belong to SGLang's per-engine decode model and are left to that work; the ROCm share is
 measured relative to the H200 rows of the same harness, so it stays right when that floor is fixed (AMD's TPOT
-error then follows NVIDIA's). TTFT is low everywhere: InferenceX's TTFT includes the client's and server's per-
-request work, which gpuplan's SGLang host loop (fitted on SGLang 0.3.0) does not."""
+error then follows NVIDIA's). TTFT is low everywhere: InferenceX's TTFT includes the client's and server's
+per-request work, which gpuplan's SGLang host loop (fitted on SGLang 0.3.0) does not."""
 FAMILIES = (("ix3173-", "H200 FP8 TP 8, SGLang 0.5.12"), ("ix3363-", "B200 FP8 TP 8, SGLang 0.5.12"),
             ("ix3183-r1fp4-b300-tp8", "B300 NVFP4 TP 8 EP 8, SGLang 0.5.12"),
             ("ix3183-r1fp4-b300-tp4", "B300 NVFP4 TP 4 EP 4, SGLang 0.5.12"),
