@@ -12,6 +12,14 @@ from ..errors import GpuplanError
 from .app import JsonFlag, app, out, print_json
 from .render import Column, FormatOption, bullet, err, num, resolve_format, show, usd
 
+# an MoE model's layout on each setup (issue 31): the options' types, kept out of the command's long signature
+ExpertParallel = Annotated[bool, typer.Option(
+    help="MoE models: the experts spread over each setup's GPUs (ep = tp: SGLang --ep-size, vLLM "
+    "--enable-expert-parallel).")]
+AttentionDp = Annotated[bool, typer.Option(
+    help="MoE models: attention data parallel over each setup's GPUs (SGLang --enable-dp-attention, vLLM "
+    "--data-parallel-size).")]
+
 
 @app.command("capacity")
 def capacity_cmd(
@@ -41,12 +49,7 @@ def capacity_cmd(
     gpus: Annotated[str | None, typer.Option(help="Only these GPUs, comma-separated.")] = None,
     max_gpus: Annotated[int, typer.Option(help="Largest tensor-parallel group.")] = 8,
     any_quant: Annotated[bool, typer.Option(help="Also try fp8 weights (where supported) and AWQ int4.")] = False,
-    expert_parallel: Annotated[bool, typer.Option(
-        help="MoE models: the experts spread over each setup's GPUs (ep = tp: SGLang --ep-size, vLLM "
-        "--enable-expert-parallel).")] = False,
-    attention_dp: Annotated[bool, typer.Option(
-        help="MoE models: attention data parallel over each setup's GPUs (SGLang --enable-dp-attention, vLLM "
-        "--data-parallel-size).")] = False,
+    expert_parallel: ExpertParallel = False, attention_dp: AttentionDp = False,
     engine: Annotated[str, typer.Option(help="vllm or sglang (each engine's pool, scheduler and host loop).")
                       ] = "vllm",
     engine_version: Annotated[str | None, typer.Option(help="Engine release whose rules apply [default: current].")
