@@ -142,7 +142,8 @@ class StepTimer:
             cpu_bw = oh.CPU_MEMORY_GBS * 1e9 * oh.CPU_BANDWIDTH_FRACTION
             cpu_kv = batch * kv_bytes_per_sequence(s, m, int(context)) * self.cpu_layer_share
             parts["cpu_layers"] = (self._layer_weight_bytes() * self.cpu_layer_share + cpu_kv) / cpu_bw
-        host = self.host_s(prefill=False, context=context, seqs=batch)
+        # each attention data-parallel rank runs its own scheduler (SGLang's DP workers, vLLM's engine cores)
+        host = self.host_s(prefill=False, context=context, seqs=rank_batch)
         parts["tensor_parallel"] = self._tp_s(batch)
         parts["pipeline_across_nodes"] = self._node_hops_s(batch)
         if s.attention_dp:
