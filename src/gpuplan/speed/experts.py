@@ -43,7 +43,8 @@ from __future__ import annotations
 
 import math
 
-from .comms import Link, all_reduce_s
+from ..scenario import Scenario
+from .comms import DataParallel, Link, all_reduce_s
 from .gemm import gemm_time_s, peak_flops
 
 # DeepEP across nodes, GB/s per GPU on CX7 400 Gb/s NICs (~50 GB/s): by EP size, (dispatch, combine)
@@ -136,11 +137,17 @@ def layout_comms_s(timer, tokens: float, seqs: float, *, decode: bool) -> dict[s
     """The communication of one step of ``tokens`` tokens in ``seqs`` sequences under attention data parallelism,
     by kind: the MoE layers' dispatch and combine (``deepep``) or gather and reduce-scatter (``allgather``: one
     all-reduce's traffic of the whole step's tokens), and the dense layers' gather and reduce-scatter (the dense
-    MLPs run split over the ``tp`` GPUs on the gathered tokens: SGLang's default ``moe_dense_tp_size``)."""
+    MLPs run split over the ``tp`` GPUs on the gathered tokens: SGLang's default ``moe_dense_tp_size``). A copy over
+    whole nodes gathers hierarchically (:class:`~.comms.DataParallel`), as the tensor-parallel all-reduces do."""
     s, m = timer.s, timer.m
     dense_layers = sum(count for layer, count in m.layer_kinds() if not layer.moe)
     moe_layers = m.num_layers - dense_layers
-    gather = all_reduce_s(tokens * m.hidden_size * 2, s.tp, timer.link)
+    nbytes = tokens * m.hidden_size * 2
+    if s.tp > s.num_gpus and timer.inter is not None:  # a copy over whole nodes: inside each, then across
+        gather = DataParallel(per_node=s.num_gpus, nodes=s.tp // s.num_gpus, intra=timer.link,
+                              inter=timer.inter).all_reduce_s(nbytes)
+    else:
+        gather = all_reduce_s(nbytes, s.tp, timer.link)
     extra = timer.timing.loop.all_reduce_s if timer.timing.loop else 0.0
     parts = {"tensor_parallel": dense_layers * (gather + extra)}
     if s.ep > 1 and moe_dispatch(s) == "deepep":
@@ -151,7 +158,7 @@ def layout_comms_s(timer, tokens: float, seqs: float, *, decode: bool) -> dict[s
     return parts
 
 
-def moe_dispatch(s) -> str:
+def moe_dispatch(s: Scenario) -> str:
     """How tokens reach their experts: the scenario's ``moe_dispatch``, else the engine's default (SGLang and vLLM
     gather and reduce-scatter; TensorRT-LLM's attention-DP MoE runs its own all-to-all, timed as DeepEP's)."""
     return s.moe_dispatch or ("deepep" if s.engine == "trtllm" else "allgather")
