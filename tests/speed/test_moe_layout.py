@@ -144,3 +144,14 @@ def test_capacity_lays_out_an_moe_model_on_each_setup():
         assert p.setup.endswith("tp2 ep2 dp-attention") and p.tp == 2
     with pytest.raises(GpuplanError, match="has no experts"):
         api.capacity("llama-3.1-8b", engine="sglang", gpus=["h100"], attention_dp=True, **fields)
+
+
+def test_the_simulated_copy_schedules_every_rank():
+    """`estimate --users` under attention data parallelism simulates the copy's 8 schedulers side by side: 8 pools,
+    8 running-request caps and 8 prefill chunks per step, each rank's as the plan's engine settings state it."""
+    tp, dp = gpuplan.estimate(R1, advise=False), gpuplan.estimate({**R1, **DP}, advise=False)
+    one = dp.memory.engine
+    assert dp.startup.max_running_requests == 8 * one["max_running_requests"]
+    assert dp.startup.chunked_prefill_size == 8 * one["chunked_prefill_size"]
+    assert dp.startup.kv_tokens == 8 * one["max_total_num_tokens"]
+    assert tp.startup.kv_tokens == tp.memory.engine["max_total_num_tokens"]
