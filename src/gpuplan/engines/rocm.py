@@ -10,7 +10,7 @@ bench/results/rocm_share.md) is :data:`gpuplan.overheads.ROCM_DECODE_SLOWDOWN` o
 rows check it. It scales the decode step's GPU work (weight and KV streaming, kernel latency, element-wise work);
 prefill is timed from the card's measured matmul rate (:data:`gpuplan.overheads.MATMUL_PEAK_FRACTION`: MI300X's
 MAMF under ROCm) and is not scaled again. vLLM's ROCm build has no such runs in the bench: it takes SGLang's
-figure, said as borrowed.
+figure, said as borrowed; models other than DeepSeek-R1 (dense ones included) take it unmeasured, said so.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ def rocm_note(engine_label: str, gpu: GpuSpec, *, measured: bool) -> str:
     if gpu.vendor != "AMD":
         return ""
     where = ("measured on InferenceX's SGLang runs of DeepSeek-R1 on MI325X against H200 (bench/results/"
-             "rocm_share.md)" if measured else "borrowed from SGLang's ROCm runs (no vLLM ROCm run is in the bench)")
+             "rocm_share.md; other models take the same figure, unmeasured)" if measured else
+             "borrowed from SGLang's ROCm runs of DeepSeek-R1 (no vLLM ROCm run is in the bench)")
     return (f"{engine_label} on ROCm ({gpu.name}): decode GPU work {oh.ROCM_DECODE_SLOWDOWN:.2f}x the CUDA build's on "
             f"the same datasheet, {where}")
