@@ -4,7 +4,8 @@ at the batch and sizes asked, timed as the LLM passes are (:mod:`.work`, :mod:`.
 - **forward**: each linear and convolution as the GEMM it is, at its shape's efficiency on the card
   (:func:`~.gemm.gemm_time_s`: a convolution as cuDNN's implicit GEMM, ``M`` = batch x output pixels, ``K`` =
   input channels x kernel area); each attention call at the card's fused-attention rate
-  (:func:`~.work.attention_fraction`, FlashAttention-style: ``2·q·k·(d + d_v)`` FLOPs per head); every other
+  (:func:`attention_share`: the softmax weighs more beside narrow heads; FlashAttention-style:
+  ``2·q·k·(d + d_v)`` FLOPs per head); every other
   matrix product as a batched GEMM; the element-wise, normalization and copy kernels as the bytes they move at the
   achievable bandwidth, each kernel at least its launch latency;
 - **backward**: each linear's and convolution's input gradient (same shape), the weight gradient of the weights
@@ -115,6 +116,29 @@ def _dequant_s(gpu: GpuSpec, run: Run, op: Op, k: float, n: float) -> float:
     return op.count * (k * n * moved / bandwidth(gpu) + oh.GEMM_KERNEL_LATENCY_S)
 
 
+def attention_share(gpu: GpuSpec, head_dim: float) -> float:
+    """Share of the dense 16-bit peak a fused attention kernel reaches on heads ``head_dim`` wide: the card's
+    fraction for 128-wide heads (:func:`~.work.attention_fraction`) times ``(1 + r(128)) / (1 + r(d))``, ``r(d)``
+    the softmax's exponential and FP32 work per score in tensor-FLOP equivalents over the ``4d`` matmul FLOPs
+    per score (:data:`~gpuplan.overheads.ATTENTION_REFERENCE_HEAD_DIM`; the card's fraction alone where its SM
+    count, clock or FP32 rate are not in the catalog)."""
+    peak = peak_flops(gpu, "bf16")
+    fp32 = peak_flops(gpu, "fp32")
+    if not (gpu.sm_count and gpu.boost_clock_mhz and fp32 and peak) or head_dim <= 0:
+        return attention_fraction(gpu)
+    per_score = (peak / (gpu.sm_count * oh.SFU_OPS_PER_SM_CLOCK * gpu.boost_clock_mhz * 1e6)
+                 + oh.SOFTMAX_FP32_OPS_PER_SCORE * peak / fp32)
+    ratio = (1 + per_score / (4 * oh.ATTENTION_REFERENCE_HEAD_DIM)) / (1 + per_score / (4 * head_dim))
+    return attention_fraction(gpu) * ratio
+
+
+def _attention_s(gpu: GpuSpec, run: Run, work: float, d: tuple[float, ...], count: float) -> float:
+    """A fused attention kernel's FLOPs ``work`` on heads of ``d``'s widths, and each call's latency."""
+    share = attention_share(gpu, (d[3] + d[4]) / 2)
+    return work / (peak_flops(gpu, _rate_dtype(run.dtype)) * share * power_limit_factor(gpu)) \
+        + count * oh.GEMM_KERNEL_LATENCY_S
+
+
 def forward(p: Profile, gpu: GpuSpec, batch: int, sizes: tuple[float, ...], run: Run) -> PassTime:
     """One forward pass (see the module docstring)."""
     gemm = attention = dequant = flops = 0.0
@@ -139,8 +163,7 @@ def forward(p: Profile, gpu: GpuSpec, batch: int, sizes: tuple[float, ...], run:
             heads, q, kv, dk, dv = d
             work = op.count * 2 * heads * q * kv * (dk + dv)
             attention += _eager(gpu, run, op, d, 1) if run.attention == "eager" else \
-                work / (peak_flops(gpu, _rate_dtype(run.dtype)) * attention_fraction(gpu)
-                        * power_limit_factor(gpu)) + op.count * oh.GEMM_KERNEL_LATENCY_S
+                _attention_s(gpu, run, work, d, op.count)
             flops += work
     scale = _act_bytes(run.dtype) / 2  # the profile moved bf16 activations
     elementwise = p.other_bytes.at(batch, sizes) * scale / bandwidth(gpu) + p.other_kernels * oh.GEMM_KERNEL_LATENCY_S
@@ -198,8 +221,7 @@ def backward(p: Profile, gpu: GpuSpec, batch: int, sizes: tuple[float, ...], run
                 attention += _eager(gpu, run, op, d, 2)
             else:
                 work = op.count * 2 * heads * q * kv * (dk + dv) * oh.ATTENTION_BACKWARD_FLOP_RATIO
-                attention += work / (peak_flops(gpu, _rate_dtype(run.dtype)) * attention_fraction(gpu)
-                                     * power_limit_factor(gpu)) + op.count * oh.GEMM_KERNEL_LATENCY_S
+                attention += _attention_s(gpu, run, work, d, op.count)
             flops += work
     scale = _act_bytes(run.dtype) / 2
     elementwise = (p.other_bytes.at(batch, sizes) * scale * oh.ELEMENTWISE_BACKWARD_RATIO / bandwidth(gpu)
