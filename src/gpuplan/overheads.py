@@ -526,6 +526,12 @@ MOE_SMALL_BATCH_BANDWIDTH_FRACTION = 0.5
 MOE_FULL_BANDWIDTH_BYTES = 256e6
 LLAMA_CPP_STEP_OVERHEAD_S = 1e-3  # llama.cpp's C++ loop: sampling, graph build and launch per token
 GENERATE_STEP_OVERHEAD_S = 2e-3  # transformers generate: inputs, mask update, logits processors, sampling
+# Whisper's log-mel features on the CPU, per 30-second window: transformers' WhisperFeatureExtractor (numpy STFT,
+# every window padded to 30 s) measured on one core of this project's build machine (AMD EPYC VM, transformers
+# 5.24.0, mean of 10 calls): 14.6 ms with 80 mel bins, 15.4 ms with 128. The speech-recognition pipeline builds them
+# in its DataLoader, num_workers 0 by default (pipelines/base.py Pipeline.__call__), so they run between the GPU's
+# batches, not beside them. A slower or busier host takes longer; decoding the audio file (ffmpeg) is not counted.
+WHISPER_LOG_MEL_S_PER_WINDOW = 0.015
 # vLLM's V0 engine loop (scheduler, sampler, detokenizer in Python) between GPU steps: ~3 ms per decode step at
 # low concurrency (a 0.5B model decodes at ~300 tokens/s on an A100 in the Qwen2.5 vLLM 0.6.3 benchmark, where
 # its weights alone would allow ~1,500).

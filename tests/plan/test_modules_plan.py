@@ -146,6 +146,37 @@ def test_whisper_transcription_time_per_window():
     assert p.work.kind == "inference" and p.work.samples_per_s > 0
 
 
+def test_a_recording_is_cut_into_the_pipelines_windows_and_timed_pass_by_pass():
+    """150 minutes of audio are 450 windows (30 s, 20 s new after the first: transformers' pipeline), 24 per pass:
+    18 passes of 24 and one of 18, each its encoder, first token and decoder steps, and 450 windows' log-mel
+    features on the CPU; a recording of 20 s is one window, padded: the encoder's work does not shrink."""
+    from gpuplan import overheads as oh
+
+    base = dict(model="whisper-large-v3", task="infer", gpu="a100-80gb", output_tokens=110, batch_size=24)
+    long = plan(**base, audio_seconds=9000)
+    assert long.work.samples_per_step == 450 and long.work.batch == 24
+    assert "450 windows of 30 s, 24 per pass" in long.resolved
+    assert long.work.parts_s["log-mel features (CPU)"] == pytest.approx(450 * oh.WHISPER_LOG_MEL_S_PER_WINDOW)
+    one_pass = plan(**base)  # 24 windows, one pass
+    gpu_one = one_pass.work.image_s - one_pass.work.parts_s["log-mel features (CPU)"]
+    gpu_long = long.work.image_s - long.work.parts_s["log-mel features (CPU)"]
+    assert 18 * gpu_one < gpu_long < 19 * gpu_one  # the last pass, on 18 windows, costs less than a full one
+    assert long.work.samples_per_s == pytest.approx(450 / long.work.image_s)
+    short = plan(**{**base, "batch_size": 1}, audio_seconds=20)
+    full = plan(**{**base, "batch_size": 1}, audio_seconds=30)
+    assert short.work.samples_per_step == 1 and short.work.image_s == pytest.approx(full.work.image_s)
+    assert plan(**base, audio_seconds=51).work.samples_per_step == 3  # 30 s, then 20 s and 1 s more
+
+
+def test_audio_seconds_is_refused_where_it_cannot_apply():
+    with pytest.raises(GpuplanError, match="at most 30 s"):
+        plan(model="whisper-small", task="train", gpu="a100-80gb", audio_seconds=45)
+    with pytest.raises(GpuplanError, match="audio_seconds sizes Whisper's audio"):
+        plan(model="sdxl", task="infer", gpu="a100-80gb", audio_seconds=10)
+    clip = plan(model="whisper-small", task="train", gpu="a100-80gb", audio_seconds=12)
+    assert any("12 s clips, padded to 30 s: 1,500 encoder frames" in d for d in clip.defaults)
+
+
 @pytest.mark.parametrize("model, task", [("t0-3b", "train"), ("flan-t5-base", "infer"), ("bart-large", "train"),
                                          ("vit-base", "infer"), ("clip-vit-large", "infer"),
                                          ("siglip-so400m", "infer")])

@@ -25,6 +25,10 @@ def render_work(result) -> None:
         bullet(f"{head}: {w.steps_per_s:,.2f} it/s ({w.step_s:,.2f} s per optimizer step), {_sig(w.samples_per_s)} "
                f"{unit}/s (likely {_sig(w.samples_per_s_low)}-{_sig(w.samples_per_s_high)}), MFU {w.mfu:.2f}, "
                f"{w.bound}-bound", prefix="")
+    elif s.get("audio_seconds") and s["task"] == "infer":
+        bullet(f"{head}: {w.image_s:,.1f} s per recording of {s['audio_seconds']:g} s ({w.samples_per_step:,} "
+               f"windows, {w.batch} per pass), {_sig(w.samples_per_s)} windows/s (likely "
+               f"{_sig(w.samples_per_s_low)}-{_sig(w.samples_per_s_high)}; {w.bound}-bound)", prefix="")
     else:
         bullet(f"{head}: {w.image_s:,.3f} s per batch of {w.samples_per_step}, {_sig(w.samples_per_s)} samples/s "
                f"(likely {_sig(w.samples_per_s_low)}-{_sig(w.samples_per_s_high)}; {w.bound}-bound)", prefix="")
@@ -42,7 +46,8 @@ def render_work(result) -> None:
             line += f"; ${w.usd_per_1000_samples:,.3f} per 1,000 {'images' if 'diffusion' in w.kind else 'samples'}"
             line += " (set --train-steps for the job's hours and total)"
         else:
-            line += f": ${w.usd_per_1000_samples:,.3f} per 1,000 {'images' if 'diffusion' in w.kind else 'samples'}"
+            unit = "images" if "diffusion" in w.kind else ("windows" if s.get("audio_seconds") else "samples")
+            line += f": ${w.usd_per_1000_samples:,.3f} per 1,000 {unit}"
         bullet(line, prefix="")
     bullet("simulated: " + "; ".join(w.simulated), prefix="  ", style="dim")
     bullet("modelled: " + "; ".join(w.modelled), prefix="  ", style="dim")

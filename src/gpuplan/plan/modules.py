@@ -38,10 +38,11 @@ from .resolve import ResolvedModule, resolve_module_scenario
 
 # what the published Whisper runs spent beyond the model's work (bench/results/modules.md: whisper-small on a V100,
 # transformers' speech-recognition README; whisper-large-v3 on an A100, insanely-fast-whisper)
-WHISPER_WALL_TIME = ("the time is the model's work on the card and eager PyTorch's dispatch: Hugging Face's Whisper "
-                     "recipes also build each batch's log-mel features on the CPU, evaluate with generate, and run "
-                     "generate's logits processors at every step, and their published wall times were 2 to 5 times "
-                     "this (bench/results/modules.md)")
+WHISPER_WALL_TIME = ("the time is the model's work on the card, eager PyTorch's dispatch and, transcribing, the "
+                     "log-mel features on one CPU core between passes; not counted: decoding the audio file, "
+                     "features built on a slower or busier host, and in training the evaluations with generate "
+                     "that Hugging Face's recipes run (their published wall times were 2 to 4 times the estimate: "
+                     "bench/results/modules.md)")
 KIND_WORDS = {"diffusion-train": "diffusion training", "diffusion-generate": "diffusion generation",
               "train": "training", "infer": "inference"}
 
@@ -381,6 +382,9 @@ def describe(s: Scenario, job: ModuleJob) -> str:
         checkpointing = "no checkpointing" if s.grad_checkpointing == "none" else "gradient checkpointing"
         return (f"{spec.name}: train {method}, micro-batch {s.micro_batch_size} x {s.grad_accum_steps} accumulation"
                 f"{', ' + sizes if sizes else ''}, {checkpointing}, {s.precision}, {s.optimizer}; {where}")
+    if job.windows:
+        return (f"{spec.name}: transcribe {s.audio_seconds:g} s of audio, {job.windows:,} windows of 30 s, "
+                f"{job.batch} per pass, {sizes}, {s.precision.split('-')[0]}; {where}")
     return (f"{spec.name}: run {s.batch_size} sample(s){', ' + sizes if sizes else ''}, "
             f"{s.precision.split('-')[0]}; {where}")
 

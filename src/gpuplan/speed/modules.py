@@ -399,22 +399,43 @@ def model_step(s, job, main: Profile, gpu: GpuSpec) -> ModuleSpeed:
     if job.task == "train":
         return train_step(s, job, main, {}, gpu)
     if sizes and "decoder_tokens" in main.variables:
-        index = main.variables.index("decoder_tokens")
-        first = tuple(1 if i == index else x for i, x in enumerate(sizes))
-        prefill = forward(main, gpu, job.batch, first, run)
-        step = decode_step(main, gpu, job.batch, sizes, index, run)
-        # transformers' generate between steps: inputs, cache and mask updates, logits processors, stopping criteria
-        step = step + PassTime(host_s=oh.GENERATE_STEP_OVERHEAD_S)
-        call = prefill.total_s + (sizes[index] - 1) * step.total_s
-        parts_s = {"encoder and first token": prefill.total_s, "decoder steps": call - prefill.total_s}
-        flops = prefill.flops + (sizes[index] - 1) * step.flops
-        out = _speed(step.total_s, job.samples_per_step / call, parts_s, flops, dense, "infer")
+        parts_s, flops, step_s = _transcribe(job, main, gpu, sizes, run)
+        call = sum(parts_s.values())
+        out = _speed(step_s, job.samples_per_step / call, parts_s, flops, dense, "infer")
         out = replace(out, mfu=flops / (call * dense) if dense else 0.0)  # over the whole call
     else:
         fwd = forward(main, gpu, job.batch, sizes, run)
         call = fwd.total_s
         out = _speed(call, job.samples_per_step / call, {"forward": call}, fwd.flops, dense, "infer")
     return ModuleSpeed(**{**out.__dict__, "image_s": call, "images_per_hour": 3600 * job.samples_per_step / call})
+
+
+def _transcribe(job, main: Profile, gpu: GpuSpec, sizes: tuple[float, ...],
+                run: Run) -> tuple[dict[str, float], float, float]:
+    """An encoder-decoder's generate on ``job.batch`` samples, or a recording's ``job.windows`` Whisper windows
+    ``job.batch`` at a time (the last pass on the rest): per pass the encoder and the first token, then one decoder
+    step per further token; Whisper's log-mel features built on the CPU between passes. The parts of the call, its
+    FLOPs and one decoder step's seconds."""
+    index = main.variables.index("decoder_tokens")
+    first = tuple(1 if i == index else x for i, x in enumerate(sizes))
+    passes = [(job.batch, 1)]
+    if job.windows:
+        passes = [(job.batch, job.windows // job.batch), (job.windows % job.batch, 1)]
+    parts_s = {"encoder and first token": 0.0, "decoder steps": 0.0}
+    flops = step_s = 0.0
+    for batch, times in passes:
+        if not batch or not times:
+            continue
+        prefill = forward(main, gpu, batch, first, run)
+        # transformers' generate between steps: inputs, cache and mask updates, logits processors, stopping criteria
+        step = decode_step(main, gpu, batch, sizes, index, run) + PassTime(host_s=oh.GENERATE_STEP_OVERHEAD_S)
+        step_s = step_s or step.total_s
+        parts_s["encoder and first token"] += times * prefill.total_s
+        parts_s["decoder steps"] += times * (sizes[index] - 1) * step.total_s
+        flops += times * (prefill.flops + (sizes[index] - 1) * step.flops)
+    if job.spec.family == "whisper":
+        parts_s["log-mel features (CPU)"] = (job.windows or job.batch) * oh.WHISPER_LOG_MEL_S_PER_WINDOW
+    return parts_s, flops, step_s
 
 
 def _speed(step: float, samples: float, parts_s: dict[str, float], flops: float, dense: float,
