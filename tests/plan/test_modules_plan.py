@@ -224,12 +224,55 @@ def test_module_fields_on_a_decoder_llm_are_refused():
         gpuplan.estimate({"model": "llama-3.1-8b", "task": "train", "resolution": "1024", "gpu": "h100-sxm"})
 
 
-@pytest.mark.parametrize("args", [["recommend", "--model", "sdxl", "--task", "train"],
-                                  ["recommend", "--model", "whisper-large-v3", "--task", "infer"]])
-def test_llm_only_commands_refuse_in_one_sentence(args, capsys):
-    assert run(args) == 2
+def test_llm_only_commands_refuse_in_one_sentence_that_says_what_to_run(capsys):
+    assert run(["capacity", "--model", "sdxl", "--rate", "2", "--prompt-tokens", "100", "--output-tokens", "100"]) == 2
     err = capsys.readouterr().err.strip()
-    assert "\n" not in err and "this command plans decoder LLMs" in err
+    assert "\n" not in err and ("capacity plans an LLM engine's requests per second; `gpuplan estimate --model "
+                                "stabilityai/stable-diffusion-xl-base-1.0 --task infer --gpu NAME`") in err
+    with pytest.raises(gpuplan.api.NotADecoder, match="`gpuplan estimate`, `recommend`, `cost`, `simulate` and "
+                       "`model` plan it; this command plans decoder LLMs"):
+        gpuplan.api.load_model("whisper-large-v3")
+
+
+def test_fit_of_a_module_model_says_what_answers_it():
+    with pytest.raises(GpuplanError, match=r"fit lists decoder LLMs on your cards; `gpuplan estimate --model "
+                       r"stabilityai/stable-diffusion-xl-base-1.0 --task train --gpu nvidia-geforce-rtx-3090`"):
+        gpuplan.fit("2x3090", {"task": "train", "method": "lora"}, models=["sdxl"])
+
+
+def test_recommend_ranks_the_cards_a_module_job_fits_each_built_by_the_one_builder():
+    """recommend for an SDXL LoRA: one row per card, its cheapest offer; each row's numbers are the plan that
+    estimate builds on that card (same memory, step and price), ranked by the job's total; a card the job does
+    not fit is left out."""
+    asked = dict(model="sdxl", task="train", method="lora", resolution="1024", train_steps=2000)
+    r = gpuplan.recommend(asked, gpus=["rtx-4090", "rtx-3060", "t4", "h100"], top=10)
+    assert isinstance(r, gpuplan.api.ModuleChoices) and r.task == "train" and r.evaluated >= 3
+    assert r.setups and len({x.gpu_id for x in r.setups}) == len(r.setups)
+    totals = [x.usd_total for x in r.setups]
+    assert totals == sorted(totals)
+    for x in r.setups:
+        p = plan(**asked, gpu=x.gpu_id)
+        assert p.memory.device_peak_gib == pytest.approx(x.device_peak_gib, rel=1e-9)
+        assert p.work.step_s == pytest.approx(x.step_s, rel=1e-9) and p.cost.usd_total == pytest.approx(x.usd_total)
+    assert all(x.gpu_id in {"nvidia-geforce-rtx-4090", "nvidia-geforce-rtx-3060-12gb", "nvidia-t4",
+                            "nvidia-h100-sxm5-80gb"} for x in r.setups)
+    timed = gpuplan.recommend(asked, gpus=["rtx-4090", "h100"], objective="time", max_gpus=4)
+    assert [x.step_s for x in timed.setups] == sorted(x.step_s for x in timed.setups)
+    assert any("--max-gpus does not apply here" in n for n in timed.notes)
+
+
+def test_cost_lists_every_offer_of_a_card_a_module_job_fits(capsys):
+    table = gpuplan.cost({"model": "flux-dev", "task": "infer", "quant": "nf4", "gpu": "rtx-4090"})
+    assert isinstance(table, gpuplan.api.ModuleChoices) and len(table.setups) >= 2
+    assert {x.gpu_id for x in table.setups} == {"nvidia-geforce-rtx-4090"}
+    per = [x.usd_per_1000 for x in table.setups]
+    assert per == sorted(per) and per[0] == pytest.approx(plan(
+        model="flux-dev", task="infer", quant="nf4", gpu="rtx-4090").work.usd_per_1000_samples)
+    assert gpuplan.cost({"model": "flux-dev", "task": "infer", "gpu": "rtx-4090"}).setups == []  # bf16: 24 GB short
+    assert run(["cost", "--model", "whisper-large-v3", "--task", "infer", "--audio-seconds", "600", "--gpu",
+                "rtx-4090", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["setups"] and data["setups"][0]["unit"] == "windows" and data["setups"][0]["call_s"] > 0
 
 
 def test_the_review_sdxl_command_is_answered(capsys):

@@ -174,11 +174,15 @@ def build_module(r: ResolvedModule, candidates: tuple = (), *, advise: bool = Tr
     judged = verdict(s, gpu, mem)
     warnings, work, cost, suggestions = list(e.warnings), None, None, ()
     if not memory_only and gpu is not None and (gpu.peak_tflops("bf16") or gpu.peak_tflops("fp16")):
-        speed = _speed(s, job, main, parts, gpu)
-        work, cost, more = _work(s, job, main, speed, gpu, candidates, price_it=mem.fits is not False)
-        warnings += more
-        if spec.family == "whisper":
-            warnings.append(WHISPER_WALL_TIME)
+        try:
+            speed = _speed(s, job, main, parts, gpu)
+        except GpuplanError as err:  # a rate the catalog lacks for this card
+            warnings.append(f"no speed or cost: {err}")
+        else:
+            work, cost, more = _work(s, job, main, speed, gpu, candidates, price_it=mem.fits is not False)
+            warnings += more
+            if spec.family == "whisper":
+                warnings.append(WHISPER_WALL_TIME)
     elif not memory_only and gpu is not None:
         warnings.append(f"no speed or cost: {gpu.name} has no dense 16-bit matrix rate in the GPU catalog")
     if not memory_only and gpu is not None and advise:
@@ -301,14 +305,7 @@ def _work(s: Scenario, job: ModuleJob, main: Profile, speed: ModuleSpeed, gpu: G
     cost = None
     per_1000 = None
     if price_it and offers:
-        o = offers[0]
-        gpus = s.world_size
-        per_hour = o.usd_per_gpu_hour * gpus
-        per_1000 = 1000 / (speed.samples_per_s * gpus) / 3600 * per_hour
-        cost = Cost(offer=offer_label(o, 1), provider=o.provider, gpu_id=o.gpu_id, pricing=o.pricing,
-                    num_gpus=gpus, instances=gpus, usd_per_hour=per_hour, hours=hours or 0.0,
-                    usd_total=(hours or 0.0) * per_hour, usd_per_gpu_hour=o.usd_per_gpu_hour,
-                    price_origin=o.origin, observed_at=o.observed_at.isoformat(), price_confidence=o.confidence)
+        cost, per_1000 = priced(s, hours, speed.samples_per_s, offers[0])
     elif price_it:
         warnings.append(f"no price for {gpu.name}: no {s.pricing.replace('_', '-')} offer of it in force")
     spec = job.spec
@@ -326,6 +323,18 @@ def _work(s: Scenario, job: ModuleJob, main: Profile, speed: ModuleSpeed, gpu: G
         mfu=speed.mfu, bound=speed.bound, job_hours=hours, usd_per_1000_samples=per_1000,
         simulated=_simulated(main, job), modelled=MODELLED)
     return work, cost, warnings
+
+
+def priced(s: Scenario, hours: float | None, samples_per_s: float, o) -> tuple[Cost, float]:
+    """The job on offer ``o``: its cost (the job's ``hours`` where training names its steps) and the dollars per
+    thousand samples (images, windows) at ``samples_per_s`` per GPU."""
+    gpus = s.world_size
+    per_hour = o.usd_per_gpu_hour * gpus
+    per_1000 = 1000 / (samples_per_s * gpus) / 3600 * per_hour
+    return Cost(offer=offer_label(o, 1), provider=o.provider, gpu_id=o.gpu_id, pricing=o.pricing, num_gpus=gpus,
+                instances=gpus, usd_per_hour=per_hour, hours=hours or 0.0, usd_total=(hours or 0.0) * per_hour,
+                usd_per_gpu_hour=o.usd_per_gpu_hour, price_origin=o.origin, observed_at=o.observed_at.isoformat(),
+                price_confidence=o.confidence), per_1000
 
 
 MODELLED = ["the time of each op on the card (GEMM and convolution shapes at the card's measured matmul rates, "

@@ -168,6 +168,7 @@ def resolve_model(s: Scenario, spec: ModuleSpec) -> ModuleJob:
     ``decoder_tokens`` (Whisper: the transcript's tokens; its encoder always runs 1,500 frames)."""
     d = spec.defaults
     notes = []
+    windows = 0
     variables = _variables(spec)
     if variables == ("decoder_tokens",):  # Whisper
         if s.decoder_tokens is None and "seq_len" in s.model_fields_set:

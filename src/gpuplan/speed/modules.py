@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from .. import overheads as oh
+from ..errors import GpuplanError
 from ..hardware import GpuSpec
 from ..model.layers import Linear
 from ..model.profile import Op, Profile, storage_format
@@ -141,6 +142,9 @@ def _attention_s(gpu: GpuSpec, run: Run, work: float, d: tuple[float, ...], coun
 
 def forward(p: Profile, gpu: GpuSpec, batch: int, sizes: tuple[float, ...], run: Run) -> PassTime:
     """One forward pass (see the module docstring)."""
+    if run.dtype == "fp32" and not peak_flops(gpu, "fp32"):
+        raise GpuplanError(f"{gpu.name} has no fp32 rate in gpuplan's GPU catalog, and this job runs fp32 work "
+                           "(a VAE kept in fp32, or fp32 precision)")
     gemm = attention = dequant = flops = 0.0
     kernels = p.other_kernels
     for op in p.ops:
