@@ -300,6 +300,24 @@ def test_every_plan_here_read_bundled_profiles():
         assert lookup(spec.main.config, "denoiser" if spec.kind == "diffusion" else "model")[1]
 
 
+def test_every_bundled_denoiser_ships_its_training_profiles():
+    """Each bundled pipeline's denoiser is recorded in every way a plan runs it (SD3.5-large's training ways were
+    missing: its plans recorded them on first use, minutes of CPU), counted as its class counts it."""
+    from gpuplan.model import diffusers, kinds
+
+    names = list(diffusers.bundled_pipelines())
+    assert "stabilityai/stable-diffusion-3.5-large" in names and len(names) >= 7
+    for name in names:
+        spec = kinds.named(name)
+        found = lookup(spec.main.config, "denoiser")
+        assert found and found[1], name  # bundled, not a user-cache copy
+        assert set(found[0].memory) == set(diffusers.DENOISER_WAYS), name
+        assert found[0].params == spec.main.params, name
+    large = plan(model="sd3.5-large", task="train", method="lora", resolution="1024", grad_checkpointing="full",
+                 gpu="rtx-4090")
+    assert large.model.params_total > 8e9 and large.work.steps_per_s > 0 and large.memory.fits
+
+
 def test_eager_attention_keeps_the_scores_and_is_slower():
     """Without SDPA or xformers (``attention eager``), every attention call's softmax is kept for the backward."""
     base = dict(model="flux-dev", task="train", method="qlora", resolution="512", gpu="a100-80gb")
