@@ -168,6 +168,22 @@ def test_a_recording_is_cut_into_the_pipelines_windows_and_timed_pass_by_pass():
     assert plan(**base, audio_seconds=51).work.samples_per_step == 3  # 30 s, then 20 s and 1 s more
 
 
+def test_whisper_training_reads_its_log_mel_batches_on_the_cpu_between_steps():
+    """Hugging Face's recipes store the features and the Trainer (no dataloader workers) pads each batch in the
+    training process: micro-batch x accumulation x num_mel_bins x 3,000 values per optimizer step, its own part."""
+    from gpuplan import overheads as oh
+
+    p = plan(model="whisper-large-v3", task="train", method="full", gpu="a100-80gb", micro_batch_size=8,
+             grad_accum_steps=2, decoder_tokens=64)
+    part = p.work.parts_s["log-mel batches from the dataset (CPU)"]
+    assert part == pytest.approx(8 * 2 * 128 * 3000 * oh.SPEECH_BATCH_S_PER_VALUE)
+    assert p.work.step_s == pytest.approx(sum(p.work.parts_s.values()))  # serial with the GPU: added
+    small = plan(model="whisper-small", task="train", method="full", gpu="a100-80gb", micro_batch_size=8,
+                 grad_accum_steps=2, decoder_tokens=64)
+    assert small.work.parts_s["log-mel batches from the dataset (CPU)"] == pytest.approx(part * 80 / 128)
+    assert "log-mel batches" not in str(plan(model="t0-3b", task="train", method="lora", gpu="a100-80gb").work)
+
+
 def test_audio_seconds_is_refused_where_it_cannot_apply():
     with pytest.raises(GpuplanError, match="at most 30 s"):
         plan(model="whisper-small", task="train", gpu="a100-80gb", audio_seconds=45)

@@ -38,11 +38,12 @@ from .resolve import ResolvedModule, resolve_module_scenario
 
 # what the published Whisper runs spent beyond the model's work (bench/results/modules.md: whisper-small on a V100,
 # transformers' speech-recognition README; whisper-large-v3 on an A100, insanely-fast-whisper)
-WHISPER_WALL_TIME = ("the time is the model's work on the card, eager PyTorch's dispatch and, transcribing, the "
-                     "log-mel features on one CPU core between passes; not counted: decoding the audio file, "
-                     "features built on a slower or busier host, and in training the evaluations with generate "
-                     "that Hugging Face's recipes run (their published wall times were 2 to 4 times the estimate: "
-                     "bench/results/modules.md)")
+WHISPER_WALL_TIME = ("the time is the model's work on the card, eager PyTorch's dispatch and the CPU work Hugging "
+                     "Face's Whisper recipes do between steps on one core (transcribing: the log-mel features; "
+                     "training: reading the stored features back and padding each batch, with the Trainer's "
+                     "default of no dataloader workers); not counted: decoding audio files, a slower or busier "
+                     "host, and the evaluations with generate that the training recipes run (their published wall "
+                     "times were 1.8 to 2.9 times the estimate: bench/results/modules.md)")
 KIND_WORDS = {"diffusion-train": "diffusion training", "diffusion-generate": "diffusion generation",
               "train": "training", "infer": "inference"}
 

@@ -352,9 +352,21 @@ def train_step(s, job, main: Profile, parts: dict[str, Profile], gpu: GpuSpec) -
         parts_s["optimizer"] = opt
     step += oh.DATALOADER_S_PER_MICRO_STEP * accum
     parts_s["trainer loop"] = oh.DATALOADER_S_PER_MICRO_STEP * accum
+    if job.spec.family == "whisper":  # the log-mel batches read from the dataset on the CPU, between steps
+        parts_s["log-mel batches from the dataset (CPU)"] = cpu = speech_batches_s(job) * accum
+        step += cpu
     samples = job.samples_per_step * accum / step
     dense = peak_flops(gpu, _rate_dtype(job.dtype))
     return _speed(step, samples, parts_s, flops * accum, dense, "train")
+
+
+def speech_batches_s(job) -> float:
+    """Seconds to read one micro-batch of Whisper's stored log-mel features back from the dataset and pad them
+    into a tensor in the training process (:data:`~gpuplan.overheads.SPEECH_BATCH_S_PER_VALUE`): ``num_mel_bins``
+    x 3,000 frames per sample, every clip padded to 30 s."""
+    config = job.spec.main.config
+    frames = 2 * int(config.get("max_source_positions", 1500))
+    return job.batch * int(config.get("num_mel_bins", 80)) * frames * oh.SPEECH_BATCH_S_PER_VALUE
 
 
 def generation(s, job, main: Profile, parts: dict[str, Profile], gpu: GpuSpec) -> ModuleSpeed:
