@@ -277,6 +277,20 @@ def test_recommend_ranks_the_cards_a_module_job_fits_each_built_by_the_one_build
     assert any("--max-gpus does not apply here" in n for n in timed.notes)
 
 
+def test_recommend_prints_the_cards_for_people_and_refuses_launch(capsys):
+    args = ["recommend", "--model", "sdxl", "--task", "train", "--method", "lora", "--train-steps", "100", "--gpus",
+            "rtx-4090,h100", "--max-gpus", "2", "--format", "plain"]
+    assert run(args) == 0
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    header = next(line for line in lines if line.startswith("#"))
+    assert all(word in header for word in ("GPU", "offer", "s/step", "images/s", "hours", "job $", "$/1k images"))
+    assert any(line.split()[:2] == ["1", "rtx-4090"] for line in lines)  # the cheaper job first
+    assert "--max-gpus does not apply here" in " ".join(captured.err.split())
+    assert run([*args, "--launch", "1"]) == 2
+    assert "run `gpuplan launch`" in capsys.readouterr().err
+
+
 def test_cost_lists_every_offer_of_a_card_a_module_job_fits(capsys):
     table = gpuplan.cost({"model": "flux-dev", "task": "infer", "quant": "nf4", "gpu": "rtx-4090"})
     assert isinstance(table, gpuplan.api.ModuleChoices) and len(table.setups) >= 2
