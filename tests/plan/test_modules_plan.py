@@ -275,6 +275,9 @@ def test_recommend_ranks_the_cards_a_module_job_fits_each_built_by_the_one_build
     timed = gpuplan.recommend(asked, gpus=["rtx-4090", "h100"], objective="time", max_gpus=4)
     assert [x.step_s for x in timed.setups] == sorted(x.step_s for x in timed.setups)
     assert any("--max-gpus does not apply here" in n for n in timed.notes)
+    roomy = gpuplan.recommend(asked, top=50, min_headroom=0.5)
+    assert roomy.setups and all(x.headroom_gib >= 0.5 * x.capacity_gib for x in roomy.setups)
+    assert len(roomy.setups) < len(gpuplan.recommend(asked, top=50).setups)
 
 
 def test_recommend_prints_the_cards_for_people_and_refuses_launch(capsys):

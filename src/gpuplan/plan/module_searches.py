@@ -121,9 +121,9 @@ def _key(x: CardSetup, objective: str) -> tuple[float, ...]:
 
 
 def recommend_module(s: Scenario, spec: ModuleSpec, c: Constraints, defaults: list[str] = ()) -> ModuleChoices:
-    """The cards a module job fits, each on its cheapest offer, ranked by ``c.objective``, within the budget and
-    the deadline (which need the job's hours: ``train_steps``); the constraints that do not apply to a one-card
-    module plan said in a note each."""
+    """The cards a module job fits with ``c.min_headroom`` of their usable memory free, each on its cheapest offer,
+    ranked by ``c.objective``, within the budget and the deadline (which need the job's hours: ``train_steps``);
+    the constraints that do not apply to a one-card module plan said in a note each."""
     from ..market.store import load_offers
 
     rows, evaluated, fitting = card_setups(s, spec, load_offers(c.catalogs), every_offer=False,
@@ -134,12 +134,12 @@ def recommend_module(s: Scenario, spec: ModuleSpec, c: Constraints, defaults: li
     else:
         rows = [x for x in rows if (c.budget_usd is None or (x.usd_total or 0) <= c.budget_usd)
                 and (c.deadline_hours is None or (x.hours or 0) <= c.deadline_hours)]
+    rows = [x for x in rows if x.headroom_gib >= c.min_headroom * x.capacity_gib]
     notes += [f"{name} does not apply here: {why}" for name, why, asked in (
         ("--max-gpus", "these plans run on one card", c.max_gpus != 8),
         ("--have", "plan your own card with `gpuplan estimate --gpu NAME`", bool(c.have)),
         ("--any-method, --any-quant, --any-stack", "set --method, --quant or --stack and compare the answers",
          c.any_method or c.any_quant or c.any_stack),
-        ("--min-headroom", "every card listed fits", c.min_headroom > 0),
         ("--per-gpu", "every setup is already one card type", c.per_gpu)) if asked]
     rows.sort(key=lambda x: _key(x, c.objective))
     return ModuleChoices(resolved=f"{describe_searched(s, spec)}; one card per setup, {c.objective} first",
