@@ -250,6 +250,16 @@ def test_llm_only_commands_refuse_in_one_sentence_that_says_what_to_run(capsys):
         gpuplan.api.load_model("whisper-large-v3")
 
 
+@pytest.mark.parametrize("command", [["recommend"], ["cost"], ["fit", "--gpu", "rtx-4090"], ["estimate"]])
+def test_a_module_of_ones_own_is_sent_to_simulate_in_one_sentence(command, capsys):
+    """recommend, cost, fit and estimate plan models gpuplan builds from a config; --module (simulate's) is refused
+    with the simulate command that answers it, the user's target and task in it."""
+    assert run([*command, "--module", "examples.my_model:build", "--task", "infer"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "`gpuplan simulate --module examples.my_model:build --task infer --gpu NAME`" in err
+    assert err.count("error:") == 1
+
+
 def test_fit_of_a_module_model_says_what_answers_it():
     with pytest.raises(GpuplanError, match=r"fit lists decoder LLMs on your cards; `gpuplan estimate --model "
                        r"stabilityai/stable-diffusion-xl-base-1.0 --task train --gpu nvidia-geforce-rtx-3090`"):
