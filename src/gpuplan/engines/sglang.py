@@ -281,12 +281,14 @@ class Sglang(Engine):
     def timing(self, s: Scenario, m: ModelSpec, gpu: GpuSpec) -> Timing:
         """The GPU's work as vLLM's current engine's (CUDA graphs, the same attention kernels); the host loop
         SGLang's own (constants fitted on SGLang's published runs, see
-        :data:`gpuplan.overheads.SGLANG_STEP_OVERHEAD_S`)."""
+        :data:`gpuplan.overheads.SGLANG_STEP_OVERHEAD_S`). Decode batches past ``cuda_graph_max_bs`` run without
+        CUDA graphs (``CudaGraphRunner.can_run``: ``forward_batch.batch_size <= self.max_bs``)."""
         d = defaults(gpu.usable_gib * 1024, s.tp, s.pp, s.engine_version)
         loop = HostLoop(step_s=oh.SGLANG_STEP_OVERHEAD_S, seq_s=oh.SGLANG_HOST_S_PER_SEQ,
                         request_s=oh.SGLANG_REQUEST_S, overlapped=overlap_schedule(s),
                         chunk_tokens=d.chunked_prefill_size, all_reduce_s=oh.SGLANG_ALL_REDUCE_S)
-        return current_timing(s, m, gpu, loop=loop, note=TIMING)
+        return current_timing(s, m, gpu, loop=loop, note=TIMING,
+                              graph_max_batch=d.cuda_graph_max_bs)
 
 
 SGLANG = Sglang()

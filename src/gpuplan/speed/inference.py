@@ -83,9 +83,10 @@ class StepTimer:
             parts["host"] = self.host_s(prefill=True, seqs=seqs, tokens=tokens)
             parts.update(self._offload_parts(tokens))
             return {k: v for k, v in parts.items() if v > 0}
-        gemm = self._linears_s(tokens) + lm_head_s(m, gpu, self.other_dtype, seqs, tp=tp)
+        gemm = self._linears_s(tokens, batch=tokens) + lm_head_s(m, gpu, self.other_dtype, seqs, tp=tp)
         attention = attention_s(m, gpu, self.other_dtype, seqs, math.ceil(tokens / seqs), kernel=self.kernel, tp=tp,
-                                context=context, masked_windows=self.timing.eager)
+                                context=context, masked_windows=self.timing.eager) \
+            / self.timing.context_attention_speedup
         parts = {"gemm": gemm, "attention": attention, "elementwise": self._elementwise_s(tokens),
                  "tensor_parallel": self._tp_s(tokens), "pipeline_across_nodes": self._node_hops_s(tokens)}
         host = self.host_s(prefill=True, seqs=seqs, tokens=tokens)
@@ -118,12 +119,12 @@ class StepTimer:
             parts["host"] = self.host_s(prefill=False, context=context, seqs=batch)
             return {k: v for k, v in parts.items() if v > 0}
         gpu_share = 1 - self.cpu_layer_share
-        weights = (self._linears_s(batch, dense_only=True) + self._experts_decode_s(batch)) * gpu_share
+        weights = (self._linears_s(batch, dense_only=True, batch=batch) + self._experts_decode_s(batch)) * gpu_share
         weights += lm_head_s(m, gpu, self.other_dtype, batch, tp=tp)
         # the cache read in whole 16-token pages, as the kernels the vLLM calibration timed read it
         kv = batch * kv_bytes_per_sequence(s, m, int(context), block=oh.VLLM_BLOCK_TOKENS) * gpu_share
         kv_s = kv / self._stream_bps
-        kernels = self._kernels_per_layer() * m.num_layers * gpu_share * self._kernel_latency_s
+        kernels = self._kernels_per_layer() * m.num_layers * gpu_share * self._kernel_latency(batch)
         elementwise = self._elementwise_s(batch) * gpu_share
         gpu_s = weights + kv_s + kernels + elementwise
         parts = {"weights": weights, "kv_cache": kv_s, "kernel_latency": kernels, "elementwise": elementwise}
@@ -185,9 +186,11 @@ class StepTimer:
         return t + (self.prefill_s(rest, seqs=max(int(rest / per_seq), 1), context=context) if rest else 0.0)
 
     # ---- pieces -------------------------------------------------------------------------------------------
-    def _linears_s(self, tokens: float, *, dense_only: bool = False) -> float:
+    def _linears_s(self, tokens: float, *, dense_only: bool = False, batch: float | None = None) -> float:
         """Every decoder linear for ``tokens`` rows (experts spread over the batch unless ``dense_only``). vLLM
-        runs the projections it packs (q, k, v; gate, up; w1, w3) as one GEMM: one kernel latency per pack."""
+        runs the projections it packs (q, k, v; gate, up; w1, w3) as one GEMM: one kernel latency per pack.
+        ``batch``: a decode step's sequences, for whether its kernels replay a CUDA graph
+        (:meth:`_kernel_latency`)."""
         m, gpu, tp = self.m, self.gpu, self.s.tp
         total = 0.0
         bps = self._stream_bps
@@ -195,7 +198,7 @@ class StepTimer:
             packed = self._packed_followers(layer)
             for lin in layer.linears:
                 w = 2.0 if lin.group in self.skip else self.weight_bytes_per_param
-                latency = 0.0 if lin.name in packed else self._kernel_latency_s
+                latency = 0.0 if lin.name in packed else self._kernel_latency(batch)
                 if lin.group == "experts" and lin.count > 1:
                     if dense_only:
                         continue
@@ -240,7 +243,8 @@ class StepTimer:
                         total += count * gemm_time_s(self.gpu, self.dtype, batch * k / touched, lin.in_features,
                                                      lin.out_features / self.s.tp, count=touched, kernels=1,
                                                      weight_bytes=self.weight_bytes_per_param,
-                                                     latency_s=self._kernel_latency_s, bandwidth_bps=self._stream_bps)
+                                                     latency_s=self._kernel_latency(batch),
+                                                     bandwidth_bps=self._stream_bps)
                         continue
                     nbytes = touched * lin.in_features * lin.out_features / self.s.tp * self.weight_bytes_per_param
                     small = oh.MOE_SMALL_BATCH_BANDWIDTH_FRACTION
@@ -268,11 +272,14 @@ class StepTimer:
         others."""
         return streaming_bandwidth(self.gpu) if self.timing.streaming_bandwidth else bandwidth(self.gpu)
 
-    @property
-    def _kernel_latency_s(self) -> float:
-        """Fixed GPU time per kernel: CUDA-graph replay (vLLM V1: kernels back to back, no launch gap), else the
-        speed layer's calibrated figure."""
-        return oh.GRAPH_KERNEL_LATENCY_S if self.timing.graphs else oh.GEMM_KERNEL_LATENCY_S
+    def _kernel_latency(self, batch: float | None = None) -> float:
+        """Fixed GPU time per kernel: CUDA-graph replay (vLLM V1: kernels back to back, no launch gap) for a step of
+        at most the engine's largest captured batch of ``batch`` tokens (:attr:`~gpuplan.engines.base.Timing.
+        graph_max_batch`; vLLM's piecewise graphs cover prompt tokens up to the same size), else the speed layer's
+        calibrated figure for launched kernels."""
+        t = self.timing
+        replayed = t.graphs and (batch is None or not t.graph_max_batch or batch <= t.graph_max_batch)
+        return oh.GRAPH_KERNEL_LATENCY_S if replayed else oh.GEMM_KERNEL_LATENCY_S
 
     def _elementwise_s(self, tokens: float) -> float:
         """Element-wise traffic: vLLM's fused kernels (residual add + RMSNorm, SiLU-and-mul, rotary with the cache
@@ -359,9 +366,10 @@ def step_timer(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None 
         e = inference_memory(s, m, gpu.usable_gib)
         cpu_share = e.extra.get("offloaded_layers", 0) / m.num_layers
     inter = inter_node_link(gpu, network, s.num_gpus) if s.num_nodes > 1 else None
+    timing = engine.timing(s, m, gpu)
     return StepTimer(s=s, m=m, gpu=gpu, link=intra_node_link(gpu, network), dtype=dtype,
                      weight_bytes_per_param=per_param, skip=skip, kernel=attention_kernel(s, m),
-                     cpu_layer_share=cpu_share, timing=engine.timing(s, m, gpu),
+                     cpu_layer_share=cpu_share, timing=timing, grouped_experts=timing.grouped_experts,
                      cached_prefix=engine.cached_prefix_tokens(s, m), inter=inter)
 
 
@@ -430,6 +438,8 @@ def inference_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | 
                                  f"({engine.uncached_prefix_why(s)})")
     if timer.timing.note:
         speed.assumptions.append(timer.timing.note)
+    if timer.timing.graphs and timer.timing.loop is not None:
+        speed.assumptions.append(decode_words(timer, engine.label, b, parts.get("host", 0.0)))
     if timer.cpu_layer_share:
         speed.assumptions.append(f"llama.cpp: {timer.cpu_layer_share:.0%} of the layers run on the CPU from system "
                                  f"RAM at ~{oh.CPU_MEMORY_GBS * oh.CPU_BANDWIDTH_FRACTION:.0f} GB/s (assumed "
@@ -438,6 +448,32 @@ def inference_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | 
     if gpu.vendor != "NVIDIA":
         widen.append("other vendor")
     return banded(speed, engine.name, m, widen)
+
+
+def decode_words(timer: StepTimer, label: str, batch: int, host_shown: float) -> str:
+    """How a CUDA-graph engine runs a decode step of ``batch`` sequences, in words: whether the batch replays a
+    captured graph (:attr:`~gpuplan.engines.base.Timing.graph_max_batch`), whether its host loop hides behind the
+    GPU's step (vLLM's async scheduling from 0.14, SGLang's overlap scheduler from 0.4, TensorRT-LLM's overlap
+    scheduler) and whose expert kernels it runs; and why two engines that do the same come out at the same speed."""
+    t = timer.timing
+    cap = t.graph_max_batch
+    if not cap or batch <= cap:
+        graph = "replays a CUDA graph" + (f" (its largest captured batch is {cap:,})" if cap else "")
+    else:
+        graph = (f"launches its kernels one by one: {batch:,} is past its largest captured batch ({cap:,}), "
+                 f"{oh.GEMM_KERNEL_LATENCY_S * 1e6:.0f} us a kernel instead of "
+                 f"{oh.GRAPH_KERNEL_LATENCY_S * 1e6:.0f} us")
+    if not t.loop.overlapped:
+        host = f"its host loop adds {host_shown * 1e3:.2f} ms to each step"
+    elif host_shown > 0:
+        host = f"its host loop, beside the GPU's step, is the longer by {host_shown * 1e3:.2f} ms"
+    else:
+        host = "its host loop runs beside the GPU's step and is hidden"
+    experts = "; routed experts as one grouped GEMM (TensorRT-LLM's fused MoE)" if t.grouped_experts and \
+        timer.m.is_moe else ""
+    return (f"{label} at {batch:,} sequences {graph}; {host}{experts}. Engines that replay a graph and hide their "
+            "host loop at a batch read the same weights and KV cache, so their decode steps take the same time; "
+            "they differ in how prompts share the steps (time to first token, the offline line)")
 
 
 def banded(speed: Speed, engine: str, m: ModelSpec, widen: list[str]) -> Speed:
