@@ -37,23 +37,37 @@ DATA = ROOT / "bench" / "data" / "serving_load_runs.csv"
 GOALS = {"TTFT": 0.20, "TPOT": 0.10}
 ABOVE = "TTFT, rows above the floor"
 # What the misses say (read off the rows below; kept with the table when it is regenerated).
-NOTES = """What the misses say:
+NOTES = """What the misses say, row by row:
 
 - **SGLang, dense (Llama-3.3-70B on 4 H200, Poisson 1-4 requests/s):** median TTFT within 13 % (goal met); the
   source gives no TPOT.
-- **vLLM, small dense models (Qwen3-0.6B on an H100, Qwen3-1.7B on an A100): TPOT 34-40 % low.** One sequence of
-  a 1.7B model decodes in 4.6-5.0 ms (tt-inference-server#340), ten of a 0.6B model in 2.4 ms (kvcached, vLLM
-  0.19): the engine's host loop per step, which overheads.VLLM_V1_STEP_OVERHEAD_S (0.77 ms, fitted where an 8B
-  model's 6 ms of GPU work hides it) puts far lower. Not refitted here: these rows are the held-out check.
+- **tt-inference-server#340 (A100, one request at a time): the release.** The report names no vLLM commit; its
+  dates (2025-06-24, 2025-07-18) put it at 0.9.1 and 0.9.2 (PyPI), before async scheduling (0.14): the engine
+  loop adds to every step instead of hiding behind it. Read that way, TPOT went from -34 % to -18 % (Qwen3-1.7B)
+  and from -19 % to -11 % (Qwen3-30B-A3B).
+- **The rest of those TPOTs is the host's engine loop, not the GPU.** The same report's Qwen3-0.6B (not scored
+  here) decodes in 4.2 ms and Qwen3-1.7B in 4.6 ms: the larger model reads 2.2 GB more weights per step, at least
+  1.1 ms at the A100's 2.04 TB/s, yet its steps are 0.4 ms longer. Something the two share (the engine loop on
+  that host) sets the pace; overheads.VLLM_V1_STEP_OVERHEAD_S (0.77 ms) was measured on KubeCon's H100 host.
+- **The prompts of tt340's longer runs were in vLLM's prefix cache.** The report's client (tt-inference-server's
+  `cleaned-random` prompts, one seed) sends the same prompts in every run of a length, and vLLM V1 caches
+  prefixes by default. Three MoE TTFTs are below the least time an A100 could prefill them at datasheet peak
+  (`floor_ms`: 4,096 tokens in 75 ms where the FLOPs alone take 93 ms; 8,192 in 227 of 228; a 128-token prompt in
+  27 ms where reading the experts 1,024 routed tokens reach takes 30), and others are below it relative to their
+  neighbours (Qwen3-1.7B: 1,024 more prompt tokens cost 4.5 ms, whose FLOPs take 10.4 ms at peak; Qwen3-30B-A3B:
+  2,048 -> 3,072 tokens, +9 ms against at least 19). gpuplan prefills what it is sent; the cache state of each
+  run is not published, so these rows stay scored.
+- **The fixed cost of a request depends on the host and the network.** gpuplan adds 14.7 ms to every TTFT
+  (overheads.VLLM_V1_REQUEST_S, from inference-perf runs through Kubernetes: ~23 ms there). A client on the same
+  host paid 6-9 ms on tt340's A100 (Qwen3-0.6B and -1.7B at 128 tokens: TTFT less one step), and kvcached's H100
+  host 28-30 ms at 16 requests/s (TTFT 36 ms for a 0.6B model whose 512-token prefill takes about 2 ms): no one
+  constant is within 20 % of all three.
 - **vLLM, 500 requests at once through the API server (kvcached offline): TTFT -88 %, throughput +135 %.** The run
-  took 5.4 s, 10.8 ms per request: the API server tokenizes and hands requests to the engine one at a time, so a
-  burst queues in front of the engine (median TTFT 2.9 s) and the server, not the GPU, sets the pace. gpuplan's
-  per-request latency (StepModel.request_s) is a delay each request pays, not a queue; an offline run through
-  the LLM class (vllm bench throughput) has no such server.
-- **vLLM, Qwen3-30B-A3B on an A100 (MoE): TPOT 18-21 % low, TTFT up to 3x high on long prompts.** The decode step
-  and the MoE prefill rate are the MoE kernels' (issue 31 item 2); short prompts also pay the 14.7 ms per-request
-  latency fitted on inference-perf's Kubernetes runs where this client, on the same host, paid less (TTFT 11-14 ms
-  in all for 128-token prompts of Qwen3-1.7B).
+  took 5.4 s, 10.8 ms per request: vLLM's API server is one process by default (`--api-server-count`, vLLM PR
+  #17546, added to scale it out) that tokenizes each request and detokenizes and streams each of its tokens, so a
+  burst queues in front of the engine (median TTFT 2.9 s, about 67 requests streaming at a time, each at 5.7 ms
+  a token) and the server, not the GPU, sets the pace. gpuplan's per-request latency is a delay each request
+  pays, not a queue; an offline run through the LLM class (vllm bench throughput) has no such server.
 """
 
 

@@ -37,8 +37,8 @@ on the CPU while the GPU runs batch N. ``schedule_policy`` is simulated as ``fcf
 ``lpm`` orders the queue by cached prefix length, which is arrival order when every prompt shares one prefix.
 Not modelled: the admission reserve for the running requests' remaining output (``new_token_ratio``, 0.7 decaying
 to about 0.1, scaled by ``schedule_conservativeness``; the simulation admits by the prompt's tokens and retracts the
-newest request when the pool runs out, as SGLang does), decode batches past ``cuda_graph_max_bs`` running without
-CUDA graphs, and the page sizes above 1 of 2026 releases.
+newest request when the pool runs out, as SGLang does) and the page sizes above 1 of 2026 releases. Decode batches
+past ``cuda_graph_max_bs`` run without CUDA graphs (:meth:`Sglang.timing`).
 
 Later releases (2026: draft weights counted, disaggregation-aware reserves, the ``KVCacheConfigurator`` budget)
 change these again; this module is the 2025 rule set, checked against the logs in
@@ -282,7 +282,8 @@ class Sglang(Engine):
         """The GPU's work as vLLM's current engine's (CUDA graphs, the same attention kernels); the host loop
         SGLang's own (constants fitted on SGLang's published runs, see
         :data:`gpuplan.overheads.SGLANG_STEP_OVERHEAD_S`). Decode batches past ``cuda_graph_max_bs`` run without
-        CUDA graphs (``CudaGraphRunner.can_run``: ``forward_batch.batch_size <= self.max_bs``)."""
+        CUDA graphs (``python/sglang/srt/model_executor/cuda_graph_runner.py`` ``CudaGraphRunner.can_run``:
+        ``cuda_graph_bs <= self.max_bs``)."""
         d = defaults(gpu.usable_gib * 1024, s.tp, s.pp, s.engine_version)
         loop = HostLoop(step_s=oh.SGLANG_STEP_OVERHEAD_S, seq_s=oh.SGLANG_HOST_S_PER_SEQ,
                         request_s=oh.SGLANG_REQUEST_S, overlapped=overlap_schedule(s),
