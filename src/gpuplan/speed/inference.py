@@ -471,7 +471,8 @@ def decode_words(timer: StepTimer, label: str, batch: int, host_shown: float) ->
         host = "its host loop runs beside the GPU's step and is hidden"
     experts = "; routed experts as one grouped GEMM (TensorRT-LLM's fused MoE)" if t.grouped_experts and \
         timer.m.is_moe else ""
-    return (f"{label} at {batch:,} sequences {graph}; {host}{experts}. Engines that replay a graph and hide their "
+    seqs = f"{batch:,} sequence" + ("s" if batch != 1 else "")
+    return (f"{label} at {seqs} {graph}; {host}{experts}. Engines that replay a graph and hide their "
             "host loop at a batch read the same weights and KV cache, so their decode steps take the same time; "
             "they differ in how prompts share the steps (time to first token, the offline line)")
 
