@@ -608,11 +608,11 @@ SPEED_SPREAD = {"train": (-0.19, 0.12), "decode": (-0.03, 0.16)}
 # 10th-90th percentile of measured / estimated - 1 over the rows bench/serving/bands.py holds out
 # (bench/results/bands.md). A pair missing here is uncalibrated: no bench measures it.
 DECODE_BANDS: dict[tuple[str, str], tuple[float, float, int, str]] = {
-    ("vllm", "dense"): (-0.03, 0.12, 31, "Llama-2 7B/70B, CodeLlama-34B, Llama-3.1-8B and Qwen2.5 0.5B-72B serving "
+    ("vllm", "dense"): (-0.04, 0.12, 31, "Llama-2 7B/70B, CodeLlama-34B, Llama-3.1-8B and Qwen2.5 0.5B-72B serving "
                         "and decode runs (bench/results/bands.md)"),
     ("vllm", "MoE"): (0.00, 0.05, 4, "Mixtral-8x7B serving runs only: no DeepSeek, Qwen3 MoE or gpt-oss run "
                       "(bench/results/bands.md)"),
-    ("sglang", "dense"): (-0.11, 0.02, 4, "Llama-3.1 8B and 70B, SGLang 0.3-0.4 (bench/results/bands.md)"),
+    ("sglang", "dense"): (-0.12, 0.02, 4, "Llama-3.1 8B and 70B, SGLang 0.3-0.4 (bench/results/bands.md)"),
     ("trtllm", "dense"): (-0.12, 0.08, 164, "NVIDIA's trtllm-bench tables, Llama 3.x 8B-405B "
                           "(bench/results/bands.md)"),
     ("trtllm", "MoE"): (-0.17, 0.08, 67, "NVIDIA's trtllm-bench tables on one GPU, Llama 4 Scout, Qwen3-30B-A3B, "

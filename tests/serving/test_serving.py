@@ -39,7 +39,7 @@ def test_step_model_is_the_speed_layers_step_timer_sampled():
     sm = sample(timer)
     for batch, context in ((1, 1024), (16, 704), (256, 2304)):  # whole 16-token blocks
         assert sm.time(0, batch, batch * context) == pytest.approx(timer.decode_s(batch, context), rel=1e-9)
-    floor = timer.decode_parts(4096, 0)["kernel_latency"]  # past the largest captured batch: launched kernels
+    floor = timer.decode_parts(1, 0)["kernel_latency"]
     assert sm.prefill_time(4096) == pytest.approx(timer.prefill_s(4096) + floor, rel=2e-3)
 
 

@@ -83,12 +83,13 @@ class StepTimer:
             parts["host"] = self.host_s(prefill=True, seqs=seqs, tokens=tokens)
             parts.update(self._offload_parts(tokens))
             return {k: v for k, v in parts.items() if v > 0}
-        gemm = self._linears_s(tokens, batch=tokens) + lm_head_s(m, gpu, self.other_dtype, seqs, tp=tp)
+        gemm = self._linears_s(tokens) + lm_head_s(m, gpu, self.other_dtype, seqs, tp=tp)
         attention = attention_s(m, gpu, self.other_dtype, seqs, math.ceil(tokens / seqs), kernel=self.kernel, tp=tp,
                                 context=context, masked_windows=self.timing.eager) \
             / self.timing.context_attention_speedup
         parts = {"gemm": gemm, "attention": attention, "elementwise": self._elementwise_s(tokens),
                  "tensor_parallel": self._tp_s(tokens), "pipeline_across_nodes": self._node_hops_s(tokens)}
+        parts["kernel_launches"] = self._launches_s(tokens, sum(parts.values()))
         host = self.host_s(prefill=True, seqs=seqs, tokens=tokens)
         parts["host"] = max(host - sum(parts.values()), 0.0) if self.async_host else host
         parts.update(self._offload_parts(tokens))
@@ -119,12 +120,12 @@ class StepTimer:
             parts["host"] = self.host_s(prefill=False, context=context, seqs=batch)
             return {k: v for k, v in parts.items() if v > 0}
         gpu_share = 1 - self.cpu_layer_share
-        weights = (self._linears_s(batch, dense_only=True, batch=batch) + self._experts_decode_s(batch)) * gpu_share
+        weights = (self._linears_s(batch, dense_only=True) + self._experts_decode_s(batch)) * gpu_share
         weights += lm_head_s(m, gpu, self.other_dtype, batch, tp=tp)
         # the cache read in whole 16-token pages, as the kernels the vLLM calibration timed read it
         kv = batch * kv_bytes_per_sequence(s, m, int(context), block=oh.VLLM_BLOCK_TOKENS) * gpu_share
         kv_s = kv / self._stream_bps
-        kernels = self._kernels_per_layer() * m.num_layers * gpu_share * self._kernel_latency(batch)
+        kernels = self._kernels_per_layer() * m.num_layers * gpu_share * self._kernel_latency_s
         elementwise = self._elementwise_s(batch) * gpu_share
         gpu_s = weights + kv_s + kernels + elementwise
         parts = {"weights": weights, "kv_cache": kv_s, "kernel_latency": kernels, "elementwise": elementwise}
@@ -135,6 +136,7 @@ class StepTimer:
         host = self.host_s(prefill=False, context=context, seqs=batch)
         parts["tensor_parallel"] = self._tp_s(batch)
         parts["pipeline_across_nodes"] = self._node_hops_s(batch)
+        parts["kernel_launches"] = self._launches_s(batch, gpu_s + parts["tensor_parallel"])
         if self.timing.eager:  # the GPU waits on Python unless its kernels are longer
             parts["host"] = smooth_max(gpu_s, host, oh.HOST_GPU_OVERLAP_SHARPNESS) - gpu_s
         elif self.async_host:  # async scheduling: only the host work the GPU step does not cover shows
@@ -186,11 +188,9 @@ class StepTimer:
         return t + (self.prefill_s(rest, seqs=max(int(rest / per_seq), 1), context=context) if rest else 0.0)
 
     # ---- pieces -------------------------------------------------------------------------------------------
-    def _linears_s(self, tokens: float, *, dense_only: bool = False, batch: float | None = None) -> float:
+    def _linears_s(self, tokens: float, *, dense_only: bool = False) -> float:
         """Every decoder linear for ``tokens`` rows (experts spread over the batch unless ``dense_only``). vLLM
-        runs the projections it packs (q, k, v; gate, up; w1, w3) as one GEMM: one kernel latency per pack.
-        ``batch``: a decode step's sequences, for whether its kernels replay a CUDA graph
-        (:meth:`_kernel_latency`)."""
+        runs the projections it packs (q, k, v; gate, up; w1, w3) as one GEMM: one kernel latency per pack."""
         m, gpu, tp = self.m, self.gpu, self.s.tp
         total = 0.0
         bps = self._stream_bps
@@ -198,7 +198,7 @@ class StepTimer:
             packed = self._packed_followers(layer)
             for lin in layer.linears:
                 w = 2.0 if lin.group in self.skip else self.weight_bytes_per_param
-                latency = 0.0 if lin.name in packed else self._kernel_latency(batch)
+                latency = 0.0 if lin.name in packed else self._kernel_latency_s
                 if lin.group == "experts" and lin.count > 1:
                     if dense_only:
                         continue
@@ -243,8 +243,7 @@ class StepTimer:
                         total += count * gemm_time_s(self.gpu, self.dtype, batch * k / touched, lin.in_features,
                                                      lin.out_features / self.s.tp, count=touched, kernels=1,
                                                      weight_bytes=self.weight_bytes_per_param,
-                                                     latency_s=self._kernel_latency(batch),
-                                                     bandwidth_bps=self._stream_bps)
+                                                     latency_s=self._kernel_latency_s, bandwidth_bps=self._stream_bps)
                         continue
                     nbytes = touched * lin.in_features * lin.out_features / self.s.tp * self.weight_bytes_per_param
                     small = oh.MOE_SMALL_BATCH_BANDWIDTH_FRACTION
@@ -272,14 +271,24 @@ class StepTimer:
         others."""
         return streaming_bandwidth(self.gpu) if self.timing.streaming_bandwidth else bandwidth(self.gpu)
 
-    def _kernel_latency(self, batch: float | None = None) -> float:
-        """Fixed GPU time per kernel: CUDA-graph replay (vLLM V1: kernels back to back, no launch gap) for a step of
-        at most the engine's largest captured batch of ``batch`` tokens (:attr:`~gpuplan.engines.base.Timing.
-        graph_max_batch`; vLLM's piecewise graphs cover prompt tokens up to the same size), else the speed layer's
-        calibrated figure for launched kernels."""
-        t = self.timing
-        replayed = t.graphs and (batch is None or not t.graph_max_batch or batch <= t.graph_max_batch)
-        return oh.GRAPH_KERNEL_LATENCY_S if replayed else oh.GEMM_KERNEL_LATENCY_S
+    @property
+    def _kernel_latency_s(self) -> float:
+        """Fixed GPU time per kernel: CUDA-graph replay (vLLM V1: kernels back to back, no launch gap), else the
+        speed layer's calibrated figure."""
+        return oh.GRAPH_KERNEL_LATENCY_S if self.timing.graphs else oh.GEMM_KERNEL_LATENCY_S
+
+    def _launches_s(self, tokens: float, gpu_s: float) -> float:
+        """A step of ``tokens`` past the engine's largest captured batch (:attr:`~gpuplan.engines.base.Timing.
+        graph_max_batch`) runs without its CUDA graph: the host launches each of the layers' kernels while the GPU
+        runs the ones already launched, so only the launching longer than the GPU's ``gpu_s`` shows. Each launch
+        costs the calibrated launched-kernel figure (:data:`~gpuplan.overheads.GEMM_KERNEL_LATENCY_S`, 5 us): a
+        floor, as the engine's Python around a launch (SGLang's eager modules; vLLM's compiled graph far less)
+        is not counted."""
+        cap = self.timing.graph_max_batch
+        if not (self.timing.graphs and cap and tokens > cap):
+            return 0.0
+        kernels = (self._kernels_per_layer() + 7) * self.m.num_layers * (1 - self.cpu_layer_share)
+        return max(kernels * oh.GEMM_KERNEL_LATENCY_S - gpu_s, 0.0)
 
     def _elementwise_s(self, tokens: float) -> float:
         """Element-wise traffic: vLLM's fused kernels (residual add + RMSNorm, SiLU-and-mul, rotary with the cache
@@ -413,8 +422,9 @@ def inference_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | 
     burst = timer.burst_ttft_s(p, b)
     gpu_side = parts.get("weights", 0) + parts.get("kv_cache", 0) + parts.get("elementwise", 0)
     latency = parts.get("kernel_latency", 0) + parts.get("tensor_parallel", 0)
-    bound = max(("memory", gpu_side), ("host (kernel launches)" if timer.timing.eager else "host (engine loop)",
-                                       parts.get("host", 0)),
+    launched = timer.timing.eager or parts.get("kernel_launches", 0) > parts.get("host", 0)
+    bound = max(("memory", gpu_side), ("host (kernel launches)" if launched else "host (engine loop)",
+                                       parts.get("host", 0) + parts.get("kernel_launches", 0)),
                 ("latency (per-layer kernels and all-reduces)", latency),
                 ("system memory (CPU layers)", parts.get("cpu_layers", 0)), key=lambda kv: kv[1])[0]
     speed = Speed(tokens_per_s=rates.output_tokens_per_s, step_time_s=step, bound=bound, parts_s=parts,
@@ -460,9 +470,10 @@ def decode_words(timer: StepTimer, label: str, batch: int, host_shown: float) ->
     if not cap or batch <= cap:
         graph = "replays a CUDA graph" + (f" (its largest captured batch is {cap:,})" if cap else "")
     else:
-        graph = (f"launches its kernels one by one: {batch:,} is past its largest captured batch ({cap:,}), "
-                 f"{oh.GEMM_KERNEL_LATENCY_S * 1e6:.0f} us a kernel instead of "
-                 f"{oh.GRAPH_KERNEL_LATENCY_S * 1e6:.0f} us")
+        shown = timer.decode_parts(batch, 0).get("kernel_launches", 0.0)
+        graph = (f"launches its kernels one by one ({batch:,} is past its largest captured batch, {cap:,}): "
+                 + (f"the launching outlasts the GPU's work by {shown * 1e3:.2f} ms" if shown else
+                    "the GPU's work outlasts the launching"))
     if not t.loop.overlapped:
         host = f"its host loop adds {host_shown * 1e3:.2f} ms to each step"
     elif host_shown > 0:
