@@ -287,6 +287,13 @@ class Scenario(BaseModel):
                                        "default 128, at most 448; T5/BART: the target, default seq_len / 4); "
                                        "seq_len is the source's tokens (Whisper's encoder always sees 30 s: 1,500 "
                                        "frames)")
+    audio_seconds: float | None = Field(default=None, gt=0, le=360_000, exclude=True, description="Whisper: "
+                                        "seconds of audio per sample. Inference: the recording to transcribe, cut "
+                                        "as transformers' pipeline cuts it (30 s windows overlapping 5 s on each "
+                                        "side, 20 s new per window after the first; batch-size windows per pass); "
+                                        "training: each clip, at most 30 s. Whisper pads every window to 30 s, so "
+                                        "its encoder always runs 1,500 frames (100 log-mel frames a second, halved "
+                                        "by its strided convolution)")
 
     @field_validator("quant")
     @classmethod
