@@ -26,6 +26,7 @@ from ..errors import GpuplanError
 from ..hardware import GpuSpec
 from ..model.spec import ModelSpec
 from ..scenario import INFER_ONLY, TRAIN_ONLY, Scenario, stacks
+from ..scenario.fields import MODULE_FIELDS
 
 QLORA_BASES = ("nf4", "fp4", "gptq-int4", "awq-int4")  # the 4-bit bases QLoRA is estimated on
 
@@ -51,14 +52,11 @@ def check(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> list[str]:
 def not_a_module(s: Scenario, m: ModelSpec) -> None:
     """The fields and trainers of diffusion pipelines and encoder-decoders (:mod:`gpuplan.plan.modules`), given
     with a decoder LLM."""
-    from ..scenario.modules import MODULE_FIELDS
-    from ..scenario.stacks import DIFFUSION_STACKS
-
     stray = [name for name in MODULE_FIELDS if name in s.model_fields_set]
     if stray:
         raise GpuplanError(f"{', '.join(stray)} apply to diffusion pipelines and encoder-decoders, and {m.name} is a "
                            "decoder LLM: drop them")
-    if s.stack in DIFFUSION_STACKS:
+    if s.stack in stacks.DIFFUSION_STACKS:
         raise GpuplanError(f"stack {s.stack} trains diffusion models, and {m.name} is a decoder LLM: use hf, "
                            "torchtune, torchtitan, unsloth, axolotl, pytorch or megatron")
 
