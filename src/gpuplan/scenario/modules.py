@@ -26,7 +26,7 @@ from ..errors import GpuplanError
 from ..model.encoders import FAMILIES
 from ..model.module import ModuleSpec
 from ..model.profile import FP8_ALL
-from .fields import MODULE_FIELDS, Scenario
+from .fields import Scenario
 from .stacks import DIFFUSION_STACKS
 
 # what each trainer's LoRA adapts by default (diffusers train_dreambooth_lora_*.py --lora_layers unset: the attention

@@ -25,7 +25,6 @@ from .breakdown import Speed
 from .flops import compute_dtype, matmul_params, training_flops_per_token
 from .gemm import gemm_efficiency, gemm_time_s
 from .inference import ServingRates, StepTimer, inference_speed, serving_rates, step_timer
-from .offline import OfflineRun, offline_throughput
 from .training import training_speed
 
 
@@ -40,6 +39,8 @@ def speed_of(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None = 
         return training_speed(s, m, gpu, network)
     speed = inference_speed(s, m, gpu, network)
     if engine_for(s).offline_bench and s.pp == 1:
+        from .offline import offline_throughput  # TensorRT-LLM's offline run, loaded for its plans only
+
         run = offline_throughput(s, m, gpu, network)
         if run.kv_requests:
             speed.offline_tokens_per_s = run.output_tokens_per_s * s.dp
@@ -62,6 +63,6 @@ def offline_band(m: ModelSpec) -> str:
     return f"measured {low:+.0%} to {high:+.0%} of it on {where}"
 
 
-__all__ = ["OfflineRun", "ServingRates", "Speed", "StepTimer", "compute_dtype", "gemm_efficiency", "gemm_time_s",
-           "inference_speed", "matmul_params", "offline_throughput", "serving_rates", "speed_of", "step_timer",
+__all__ = ["ServingRates", "Speed", "StepTimer", "compute_dtype", "gemm_efficiency", "gemm_time_s",
+           "inference_speed", "matmul_params", "serving_rates", "speed_of", "step_timer",
            "training_flops_per_token", "training_speed"]
