@@ -55,8 +55,8 @@ def test_one_command_imports_its_own_module_only():
 def test_a_training_estimate_loads_only_what_it_uses():
     """The first estimate of QLoRA on the Hugging Face stack loads that stack's profile and not the six others, not
     the serving simulation's step model and workloads, not the module plans (diffusion, encoders: their jobs,
-    profiles, memory and timing), Megatron's layout, TensorRT-LLM's offline run or the training recipe, and not
-    OpenSSL (hashlib, secrets): each was a few milliseconds of every fresh process (bench/startup.py)."""
+    profiles, memory and timing), Megatron's layout, the serving engines' profiles and step times, TensorRT-LLM's
+    offline run or the training recipe, and not OpenSSL (hashlib, secrets): each was a few milliseconds of every fresh process (bench/startup.py)."""
     code = ("import json, sys, gpuplan\n"
             "gpuplan.estimate({'model': 'llama-3.1-8b', 'task': 'train', 'method': 'qlora', 'gpu': 'rtx-4090'})\n"
             "print(json.dumps(sorted(sys.modules)))")
@@ -67,7 +67,8 @@ def test_a_training_estimate_loads_only_what_it_uses():
                                               "torchao_nf4", "megatron")} | {
         "gpuplan.serving.steptime", "gpuplan.serving.workload", "hashlib", "secrets", "gpuplan.plan.modules",
         "gpuplan.scenario.modules", "gpuplan.model.profile", "gpuplan.model.record", "gpuplan.speed.modules",
-        "gpuplan.memory.modules", "gpuplan.memory.megatron", "gpuplan.speed.offline", "gpuplan.plan.recipe"}
+        "gpuplan.memory.modules", "gpuplan.memory.megatron", "gpuplan.speed.offline", "gpuplan.plan.recipe",
+        "gpuplan.speed.inference", *(f"gpuplan.engines.{m}" for m in ("vllm", "sglang", "trtllm", "llama_cpp", "mlx"))}
     assert not loaded & unused, loaded & unused
 
 
