@@ -56,7 +56,8 @@ def test_a_training_estimate_loads_only_what_it_uses():
     """The first estimate of QLoRA on the Hugging Face stack loads that stack's profile and not the six others, not
     the serving simulation's step model and workloads, not the module plans (diffusion, encoders: their jobs,
     profiles, memory and timing), Megatron's layout, the serving engines' profiles and step times, TensorRT-LLM's
-    offline run or the training recipe, and not OpenSSL (hashlib, secrets): each was a few milliseconds of every fresh process (bench/startup.py)."""
+    offline run or the training recipe, and not OpenSSL (hashlib, secrets): each was a few milliseconds of every
+    fresh process (bench/startup.py)."""
     code = ("import json, sys, gpuplan\n"
             "gpuplan.estimate({'model': 'llama-3.1-8b', 'task': 'train', 'method': 'qlora', 'gpu': 'rtx-4090'})\n"
             "print(json.dumps(sorted(sys.modules)))")
