@@ -7,8 +7,8 @@
   (QLoRA on a tiny Qwen2), Megatron-LM (``megatron-pretrain.sh`` from a Megatron-LM checkout given with
   ``--megatron``, on mock data; the engine NeMo 2.0's recipes drive, which need the recipe model's own tokenizer
   from the hub and so cannot be put on a tiny model: ``nemo-recipe.py`` stays checked by its captured API), and the
-  CPU targets again on the GPU (TRL, DeepSpeed ZeRO-3 offloading optimizer and weights); each passes when it exits 0, logs
-  finite losses, the last lower than the first, and leaves its checkpoint;
+  CPU targets again on the GPU (TRL, DeepSpeed ZeRO-3 offloading optimizer and weights); each passes when it exits
+  0, logs finite losses, the last lower than the first, and leaves its checkpoint;
 - serving: vLLM, SGLang and TensorRT-LLM start the tiny model (heads of 64, a size their attention kernels take)
   with the written script, answer /v1/models and one completion of 8 tokens on loopback, and are stopped.
 
