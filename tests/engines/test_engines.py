@@ -26,9 +26,9 @@ def test_every_engine_a_scenario_names_has_a_profile():
     assert engine_for(s) is ENGINES["sglang"]
 
 
-def test_the_pool_engines_are_launched_by_their_own_target():
+def test_the_serving_engines_are_launched_by_their_own_target():
     targets = {e.name: e.launch_target for e in ENGINES.values()}
-    assert targets == {"transformers": None, "vllm": "vllm", "sglang": "sglang", "llama.cpp": None,
+    assert targets == {"transformers": None, "vllm": "vllm", "sglang": "sglang", "llama.cpp": "llama.cpp",
                        "trtllm": "trtllm", "mlx": None}
     assert {t for t in targets.values() if t} <= set(TARGETS)
     # the engines that preallocate are those whose plan the verdict judges by the pool
