@@ -35,7 +35,9 @@ CMAKE_FLAGS = ["-DCMAKE_BUILD_TYPE=Release", "-DBUILD_SHARED_LIBS=OFF", "-DGGML_
 
 def source(work: Path) -> Path:
     """llama.cpp's source from llama-cpp-python's sdist (pip's ordinary download), checked to be the commit."""
-    subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:",
+    # the sdist alone (--no-binary for it only: its build backend, scikit-build-core, comes as a wheel for pip to
+    # read the sdist's metadata; ":all:" would build that backend and its own backends from source too)
+    subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", "llama-cpp-python",
                     f"llama-cpp-python=={LLAMA_CPP_PYTHON}", "-d", str(work)], check=True)
     sdist = next(work.glob("llama_cpp_python-*.tar.gz"))
     with tarfile.open(sdist) as tar:
