@@ -15,7 +15,8 @@ Each target runs the command its files name (:data:`COMMANDS`; SkyPilot's is the
 SkyPilot runs it on one node, its setup's installs taken as done), with ``max_steps`` optimizer steps logged one by
 one; a run passes when it exits 0, its losses are finite, the last is lower than the first, and its checkpoint is
 where the plan says (``output_dir``). The smoke data repeats one chat, so every step sees the same tokens and the
-loss falls from the first steps at the recipe's own learning rate.
+loss falls from the first steps at the recipe's own learning rate. A serving plan's smoke run (llama.cpp's
+llama-server on the same tiny model as a GGUF file) is :mod:`.smoke_serve`'s.
 """
 
 from __future__ import annotations
