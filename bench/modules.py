@@ -11,7 +11,9 @@ Face's PEFT Whisper blog), Whisper-small training on a V100 (transformers' speec
 Whisper-large-v3 transcription on an A100 (insanely-fast-whisper's benchmark). Error = (estimate - measured) /
 measured; a bound row passes when the estimate is below it. Numbers marked ``fit`` set the profiled modules' host,
 dequantization and bitsandbytes-loading constants (overheads.py); the summary gives the held-out numbers apart, by
-the issue's groups, against its goals (15 % on memory, 25 % on speed).
+the issue's groups, against its goals (15 % on memory, 25 % on speed). Each row's note (under Sources) gives the
+setup as read from its source and, where the estimate misses, the cause found or that the source does not show one;
+no row was moved between the splits.
 
 ``python bench/modules.py`` prints the table; ``--write`` also writes bench/results/modules.md. ``--simulate`` adds
 the fake-tensor checks: the main component run once at sizes its profile was not fitted on (1024 px images at batch

@@ -232,6 +232,11 @@ MATMUL_PEAK_FRACTION = {
     # TFLOPS), RTX 3090 76.3, 76.7, 76.6 (of 71.0), RTX 5090 236.0, 242.2 (of 209.5); RTX A6000 123.3 (of 154.8).
     "nvidia-geforce-rtx-4090": 1.008, "nvidia-geforce-rtx-3090": 1.079, "nvidia-geforce-rtx-5090": 1.141,
     "nvidia-rtx-a6000": 0.797,
+    # Data-center cards before Ampere, the same measure and database (@9d82827, fp16 column, the card's fp32-
+    # accumulate tensor rate): Tesla T4 16GB 41.91 (Colab), 42.71 and 41.93 (Kaggle) of 65: the 70 W cap holds its
+    # clock near 1 GHz under tensor work, far below the 1,590 MHz boost the datasheet rates; Tesla V100-SXM2-16GB
+    # 94.84 of 125. (Issue 34: they had the NVIDIA default, 0.80, and T4 0.93 of it for its power cap.)
+    "nvidia-t4": 0.645, "nvidia-v100-sxm2-16gb": 0.759,
 }
 # A training run is planned at no more than the datasheet rate: the best-shape rates measured above it on GeForce
 # cards (RTX 3090 1.079, RTX 5090 1.141) come from short matmul loops at the clock GPU Boost reaches on a card
@@ -333,6 +338,17 @@ ATTENTION_PEAK_FRACTION_DEFAULT = 0.30
 # 0.30 x (1 + 0.375) / (1 + 0.61) = 0.256, with the matmuls at the full wgmma rate that mma.sync does not reach.
 # PyTorch 2.5's release blog puts cuDNN's kernel "up to 75 %" above FlashAttention-2 on H100: 0.35 / 1.75 = 0.20.
 ATTENTION_KERNEL_PEAK_FRACTION = {("flash2", "Hopper"): 0.19}
+# The fractions above hold for 128-wide heads. The softmax between a fused kernel's two matmuls costs the same per
+# score whatever the head width, while the matmul FLOPs per score are 4d: per score, one exponential on the SFUs
+# (16 per SM and clock on Volta to Blackwell: the CUDA C++ Programming Guide's throughput table, "32-bit floating-
+# point reciprocal, ... base-2 logarithm, base 2 exponential") and ~4 FP32 ops (FlashAttention-2, Dao 2023, section
+# 3.1), r(d) = (peak / exp rate + 4 x peak / FP32 rate) / 4d tensor-FLOP equivalents (the Ada comment above), and a
+# kernel reaches fraction(128) x (1 + r(128)) / (1 + r(d)). Diffusion UNets run narrow heads: SD 1.5's first level
+# has eight 40-wide heads over 4,096 latent pixels, where an A100 spends 1.2 tensor-FLOP equivalents of softmax per
+# matmul FLOP (speed/modules.py attention_share). Not fitted: derived from the datasheets.
+SFU_OPS_PER_SM_CLOCK = 16
+SOFTMAX_FP32_OPS_PER_SCORE = 4
+ATTENTION_REFERENCE_HEAD_DIM = 128
 ATTENTION_BACKWARD_FLOP_RATIO = 2.5
 # transformers' SDPA with an explicit mask (models with sliding windows) runs PyTorch's memory-efficient kernel, which
 # reads an additive mask per score, instead of FlashAttention: this share of the flash rate. Fitted on the two
@@ -510,6 +526,20 @@ MOE_SMALL_BATCH_BANDWIDTH_FRACTION = 0.5
 MOE_FULL_BANDWIDTH_BYTES = 256e6
 LLAMA_CPP_STEP_OVERHEAD_S = 1e-3  # llama.cpp's C++ loop: sampling, graph build and launch per token
 GENERATE_STEP_OVERHEAD_S = 2e-3  # transformers generate: inputs, mask update, logits processors, sampling
+# Whisper's log-mel features on the CPU, per 30-second window: transformers' WhisperFeatureExtractor (numpy STFT,
+# every window padded to 30 s) measured on one core of this project's build machine (AMD EPYC VM, transformers
+# 5.24.0, mean of 10 calls): 14.6 ms with 80 mel bins, 15.4 ms with 128. The speech-recognition pipeline builds them
+# in its DataLoader, num_workers 0 by default (pipelines/base.py Pipeline.__call__), so they run between the GPU's
+# batches, not beside them. A slower or busier host takes longer; decoding the audio file (ffmpeg) is not counted.
+WHISPER_LOG_MEL_S_PER_WINDOW = 0.015
+# Whisper training as Hugging Face's recipes feed it (transformers' run_speech_recognition_seq2seq.py, the "Fine-Tune
+# Whisper" blog): the log-mel features are computed once before training (datasets map) and stored as Arrow lists;
+# each step the Trainer's DataLoader (dataloader_num_workers 0 by default: in the training process, between steps)
+# reads the rows back as Python lists and DataCollatorSpeechSeq2SeqWithPadding pads them into a tensor
+# (feature_extractor.pad). Seconds per log-mel value, measured on the build machine (datasets 5.2.0, transformers
+# 5.24.0, one core of a shared AMD EPYC VM, the fastest of 25 batches of 16): 19.8 ms per 80 x 3,000 sample, 23.2 ms
+# per 128 x 3,000 one, 0.08 and 0.06 us per value; their mean.
+SPEECH_BATCH_S_PER_VALUE = 0.07e-6
 # vLLM's V0 engine loop (scheduler, sampler, detokenizer in Python) between GPU steps: ~3 ms per decode step at
 # low concurrency (a 0.5B model decodes at ~300 tokens/s on an A100 in the Qwen2.5 vLLM 0.6.3 benchmark, where
 # its weights alone would allow ~1,500).

@@ -146,6 +146,53 @@ def test_whisper_transcription_time_per_window():
     assert p.work.kind == "inference" and p.work.samples_per_s > 0
 
 
+def test_a_recording_is_cut_into_the_pipelines_windows_and_timed_pass_by_pass():
+    """150 minutes of audio are 450 windows (30 s, 20 s new after the first: transformers' pipeline), 24 per pass:
+    18 passes of 24 and one of 18, each its encoder, first token and decoder steps, and 450 windows' log-mel
+    features on the CPU; a recording of 20 s is one window, padded: the encoder's work does not shrink."""
+    from gpuplan import overheads as oh
+
+    base = dict(model="whisper-large-v3", task="infer", gpu="a100-80gb", output_tokens=110, batch_size=24)
+    long = plan(**base, audio_seconds=9000)
+    assert long.work.samples_per_step == 450 and long.work.batch == 24
+    assert "450 windows of 30 s, 24 per pass" in long.resolved
+    assert long.work.parts_s["log-mel features (CPU)"] == pytest.approx(450 * oh.WHISPER_LOG_MEL_S_PER_WINDOW)
+    one_pass = plan(**base)  # 24 windows, one pass
+    gpu_one = one_pass.work.image_s - one_pass.work.parts_s["log-mel features (CPU)"]
+    gpu_long = long.work.image_s - long.work.parts_s["log-mel features (CPU)"]
+    assert 18 * gpu_one < gpu_long < 19 * gpu_one  # the last pass, on 18 windows, costs less than a full one
+    assert long.work.samples_per_s == pytest.approx(450 / long.work.image_s)
+    short = plan(**{**base, "batch_size": 1}, audio_seconds=20)
+    full = plan(**{**base, "batch_size": 1}, audio_seconds=30)
+    assert short.work.samples_per_step == 1 and short.work.image_s == pytest.approx(full.work.image_s)
+    assert plan(**base, audio_seconds=51).work.samples_per_step == 3  # 30 s, then 20 s and 1 s more
+
+
+def test_whisper_training_reads_its_log_mel_batches_on_the_cpu_between_steps():
+    """Hugging Face's recipes store the features and the Trainer (no dataloader workers) pads each batch in the
+    training process: micro-batch x accumulation x num_mel_bins x 3,000 values per optimizer step, its own part."""
+    from gpuplan import overheads as oh
+
+    p = plan(model="whisper-large-v3", task="train", method="full", gpu="a100-80gb", micro_batch_size=8,
+             grad_accum_steps=2, decoder_tokens=64)
+    part = p.work.parts_s["log-mel batches from the dataset (CPU)"]
+    assert part == pytest.approx(8 * 2 * 128 * 3000 * oh.SPEECH_BATCH_S_PER_VALUE)
+    assert p.work.step_s == pytest.approx(sum(p.work.parts_s.values()))  # serial with the GPU: added
+    small = plan(model="whisper-small", task="train", method="full", gpu="a100-80gb", micro_batch_size=8,
+                 grad_accum_steps=2, decoder_tokens=64)
+    assert small.work.parts_s["log-mel batches from the dataset (CPU)"] == pytest.approx(part * 80 / 128)
+    assert "log-mel batches" not in str(plan(model="t0-3b", task="train", method="lora", gpu="a100-80gb").work)
+
+
+def test_audio_seconds_is_refused_where_it_cannot_apply():
+    with pytest.raises(GpuplanError, match="at most 30 s"):
+        plan(model="whisper-small", task="train", gpu="a100-80gb", audio_seconds=45)
+    with pytest.raises(GpuplanError, match="audio_seconds sizes Whisper's audio"):
+        plan(model="sdxl", task="infer", gpu="a100-80gb", audio_seconds=10)
+    clip = plan(model="whisper-small", task="train", gpu="a100-80gb", audio_seconds=12)
+    assert any("12 s clips, padded to 30 s: 1,500 encoder frames" in d for d in clip.defaults)
+
+
 @pytest.mark.parametrize("model, task", [("t0-3b", "train"), ("flan-t5-base", "infer"), ("bart-large", "train"),
                                          ("vit-base", "infer"), ("clip-vit-large", "infer"),
                                          ("siglip-so400m", "infer")])
@@ -193,12 +240,82 @@ def test_module_fields_on_a_decoder_llm_are_refused():
         gpuplan.estimate({"model": "llama-3.1-8b", "task": "train", "resolution": "1024", "gpu": "h100-sxm"})
 
 
-@pytest.mark.parametrize("args", [["recommend", "--model", "sdxl", "--task", "train"],
-                                  ["recommend", "--model", "whisper-large-v3", "--task", "infer"]])
-def test_llm_only_commands_refuse_in_one_sentence(args, capsys):
-    assert run(args) == 2
+def test_llm_only_commands_refuse_in_one_sentence_that_says_what_to_run(capsys):
+    assert run(["capacity", "--model", "sdxl", "--rate", "2", "--prompt-tokens", "100", "--output-tokens", "100"]) == 2
     err = capsys.readouterr().err.strip()
-    assert "\n" not in err and "this command plans decoder LLMs" in err
+    assert "\n" not in err and ("capacity plans an LLM engine's requests per second; `gpuplan estimate --model "
+                                "stabilityai/stable-diffusion-xl-base-1.0 --task infer --gpu NAME`") in err
+    with pytest.raises(gpuplan.api.NotADecoder, match="`gpuplan estimate`, `recommend`, `cost`, `simulate` and "
+                       "`model` plan it; this command plans decoder LLMs"):
+        gpuplan.api.load_model("whisper-large-v3")
+
+
+@pytest.mark.parametrize("command", [["recommend"], ["cost"], ["fit", "--gpu", "rtx-4090"], ["estimate"]])
+def test_a_module_of_ones_own_is_sent_to_simulate_in_one_sentence(command, capsys):
+    """recommend, cost, fit and estimate plan models gpuplan builds from a config; --module (simulate's) is refused
+    with the simulate command that answers it, the user's target and task in it."""
+    assert run([*command, "--module", "examples.my_model:build", "--task", "infer"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "`gpuplan simulate --module examples.my_model:build --task infer --gpu NAME`" in err
+    assert err.count("error:") == 1
+
+
+def test_fit_of_a_module_model_says_what_answers_it():
+    with pytest.raises(GpuplanError, match=r"fit lists decoder LLMs on your cards; `gpuplan estimate --model "
+                       r"stabilityai/stable-diffusion-xl-base-1.0 --task train --gpu nvidia-geforce-rtx-3090`"):
+        gpuplan.fit("2x3090", {"task": "train", "method": "lora"}, models=["sdxl"])
+
+
+def test_recommend_ranks_the_cards_a_module_job_fits_each_built_by_the_one_builder():
+    """recommend for an SDXL LoRA: one row per card, its cheapest offer; each row's numbers are the plan that
+    estimate builds on that card (same memory, step and price), ranked by the job's total; a card the job does
+    not fit is left out."""
+    asked = dict(model="sdxl", task="train", method="lora", resolution="1024", train_steps=2000)
+    r = gpuplan.recommend(asked, gpus=["rtx-4090", "rtx-3060", "t4", "h100"], top=10)
+    assert isinstance(r, gpuplan.api.ModuleChoices) and r.task == "train" and r.evaluated >= 3
+    assert r.setups and len({x.gpu_id for x in r.setups}) == len(r.setups)
+    totals = [x.usd_total for x in r.setups]
+    assert totals == sorted(totals)
+    for x in r.setups:
+        p = plan(**asked, gpu=x.gpu_id)
+        assert p.memory.device_peak_gib == pytest.approx(x.device_peak_gib, rel=1e-9)
+        assert p.work.step_s == pytest.approx(x.step_s, rel=1e-9) and p.cost.usd_total == pytest.approx(x.usd_total)
+    assert all(x.gpu_id in {"nvidia-geforce-rtx-4090", "nvidia-geforce-rtx-3060-12gb", "nvidia-t4",
+                            "nvidia-h100-sxm5-80gb"} for x in r.setups)
+    timed = gpuplan.recommend(asked, gpus=["rtx-4090", "h100"], objective="time", max_gpus=4)
+    assert [x.step_s for x in timed.setups] == sorted(x.step_s for x in timed.setups)
+    assert any("--max-gpus does not apply here" in n for n in timed.notes)
+    roomy = gpuplan.recommend(asked, top=50, min_headroom=0.5)
+    assert roomy.setups and all(x.headroom_gib >= 0.5 * x.capacity_gib for x in roomy.setups)
+    assert len(roomy.setups) < len(gpuplan.recommend(asked, top=50).setups)
+
+
+def test_recommend_prints_the_cards_for_people_and_refuses_launch(capsys):
+    args = ["recommend", "--model", "sdxl", "--task", "train", "--method", "lora", "--train-steps", "100", "--gpus",
+            "rtx-4090,h100", "--max-gpus", "2", "--format", "plain"]
+    assert run(args) == 0
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    header = next(line for line in lines if line.startswith("#"))
+    assert all(word in header for word in ("GPU", "offer", "s/step", "images/s", "hours", "job $", "$/1k images"))
+    assert any(line.split()[:2] == ["1", "rtx-4090"] for line in lines)  # the cheaper job first
+    assert "--max-gpus does not apply here" in " ".join(captured.err.split())
+    assert run([*args, "--launch", "1"]) == 2
+    assert "run `gpuplan launch`" in capsys.readouterr().err
+
+
+def test_cost_lists_every_offer_of_a_card_a_module_job_fits(capsys):
+    table = gpuplan.cost({"model": "flux-dev", "task": "infer", "quant": "nf4", "gpu": "rtx-4090"})
+    assert isinstance(table, gpuplan.api.ModuleChoices) and len(table.setups) >= 2
+    assert {x.gpu_id for x in table.setups} == {"nvidia-geforce-rtx-4090"}
+    per = [x.usd_per_1000 for x in table.setups]
+    assert per == sorted(per) and per[0] == pytest.approx(plan(
+        model="flux-dev", task="infer", quant="nf4", gpu="rtx-4090").work.usd_per_1000_samples)
+    assert gpuplan.cost({"model": "flux-dev", "task": "infer", "gpu": "rtx-4090"}).setups == []  # bf16: 24 GB short
+    assert run(["cost", "--model", "whisper-large-v3", "--task", "infer", "--audio-seconds", "600", "--gpu",
+                "rtx-4090", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["setups"] and data["setups"][0]["unit"] == "windows" and data["setups"][0]["call_s"] > 0
 
 
 def test_the_review_sdxl_command_is_answered(capsys):
@@ -224,6 +341,24 @@ def test_every_plan_here_read_bundled_profiles():
     for name in ("sdxl", "flux-dev", "whisper-large-v3"):
         spec = kinds.named(name)
         assert lookup(spec.main.config, "denoiser" if spec.kind == "diffusion" else "model")[1]
+
+
+def test_every_bundled_denoiser_ships_its_training_profiles():
+    """Each bundled pipeline's denoiser is recorded in every way a plan runs it (SD3.5-large's training ways were
+    missing: its plans recorded them on first use, minutes of CPU), counted as its class counts it."""
+    from gpuplan.model import diffusers, kinds
+
+    names = list(diffusers.bundled_pipelines())
+    assert "stabilityai/stable-diffusion-3.5-large" in names and len(names) >= 7
+    for name in names:
+        spec = kinds.named(name)
+        found = lookup(spec.main.config, "denoiser")
+        assert found and found[1], name  # bundled, not a user-cache copy
+        assert set(found[0].memory) == set(diffusers.DENOISER_WAYS), name
+        assert found[0].params == spec.main.params, name
+    large = plan(model="sd3.5-large", task="train", method="lora", resolution="1024", grad_checkpointing="full",
+                 gpu="rtx-4090")
+    assert large.model.params_total > 8e9 and large.work.steps_per_s > 0 and large.memory.fits
 
 
 def test_eager_attention_keeps_the_scores_and_is_slower():

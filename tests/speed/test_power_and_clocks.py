@@ -104,3 +104,29 @@ def test_torchtitan_mfu_on_the_sxm_peak():
     mfu = speed_of(s, load_model(s.model), TITAN_CARD, RDMA).mfu
     assert TITAN_CARD.peak_tflops("bf16") == H100_SXM.peak_tflops("bf16")  # the SXM datasheet, as torchtitan divides
     assert 0.33 <= mfu <= 0.39 * 1.05
+
+
+@pytest.mark.parametrize(("gpu_id", "measured", "datasheet"), [
+    ("nvidia-t4", 41.93, 65.0),  # median of 41.91 (Colab), 42.71 and 41.93 (Kaggle)
+    ("nvidia-v100-sxm2-16gb", 94.84, 125.0),
+])
+def test_pre_ampere_data_center_cards_at_their_measured_matmul_rate(gpu_id, measured, datasheet):
+    """zzc0721/torch-performance-test-data database.md (fp16 column, best square torch.matmul): the T4's 70 W cap
+    holds it to 0.645 of its datasheet, not the 0.80 x 0.93 the generic rule gave it (issue 34's SD 1.5 rows)."""
+    gpu = load_gpu(gpu_id)
+    assert gpu.peak_tflops("fp16") == datasheet
+    assert matmul_fraction(gpu) * datasheet == pytest.approx(measured, rel=0.01)
+
+
+def test_narrow_heads_reach_less_of_the_peak_where_the_softmax_weighs_more():
+    """Per score the softmax costs the same whatever the head width and the matmuls 4d FLOPs: on an A100 (r(128)
+    = 0.375 from 108 SMs x 16 SFU lanes x 1.41 GHz and 19.5 FP32 TFLOPS) a 40-wide head reaches 1.375 / 2.2 of the
+    128-wide fraction; an RTX 4090, with four times the FP32 and SFU rate per tensor FLOP, loses far less."""
+    from gpuplan.speed.modules import attention_share
+    from gpuplan.speed.work import attention_fraction
+
+    a100, rtx = load_gpu("nvidia-a100-sxm4-80gb"), load_gpu("nvidia-geforce-rtx-4090")
+    assert attention_share(a100, 128) == pytest.approx(attention_fraction(a100), rel=1e-12)
+    assert attention_share(a100, 40) == pytest.approx(attention_fraction(a100) * 1.375 / 2.2, rel=0.02)
+    assert attention_share(a100, 256) > attention_fraction(a100)
+    assert attention_share(rtx, 40) / attention_fraction(rtx) > 0.85 > attention_share(a100, 40) / 0.30

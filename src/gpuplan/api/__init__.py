@@ -46,6 +46,7 @@ _HOMES = {
     **dict.fromkeys(("scenario_of", "ScenarioLike"), ".arguments"),
     # the types the answers are made of, for the faces to name
     "Plan": "..plan.plan", "Recommendation": "..plan.recommend", "Setup": "..plan.recommend",
+    "ModuleChoices": "..plan.module_searches",
     "Scenario": "..scenario", "load_scenario": "..scenario", "scenario_from": "..scenario",
     "describe": "..scenario.describe", "load_model": "..model.catalog",
     "NotADecoder": "..model.module", "Workload": "..serving.workload",

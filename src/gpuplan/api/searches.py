@@ -13,8 +13,10 @@ from ..errors import GpuplanError, UnknownNameError, renamed
 from ..hardware import resolve_gpu
 from ..market.cost import Cost
 from ..model.catalog import load_model
+from ..model.module import NotADecoder
 from ..model.report import inexact_warning
 from ..plan.capability import FitRow
+from ..plan.module_searches import ModuleChoices
 from ..plan.recommend import Recommendation
 from ..result import Answer
 from ..scenario import Scenario, load_scenario
@@ -54,11 +56,13 @@ def recommend(scenario: ScenarioLike, *, budget_usd: float | None = None, deadli
               have: Iterable[str | tuple[str, int]] = (), min_headroom: float = 0.0, objective: str = "cost",
               top: int = 10, any_method: bool = False, any_quant: bool = False, any_stack: bool = False,
               catalogs: Iterable[str] = (), per_gpu: bool = False, any_framework: bool | None = None
-              ) -> Recommendation:
+              ) -> Recommendation | ModuleChoices:
     """Which GPUs, how many, where: every setup that fits, ranked by ``objective`` (cost, time or balanced), your
     own cards (``have``: ``"2x3090"`` or ``("nvidia-geforce-rtx-3090", 2)``) in their own list: ``gpuplan
     recommend``. ``min_headroom`` is a fraction of the card's usable memory (0.1 for 10 %). ``any_framework``:
-    the old name of ``any_stack`` (said once, still read)."""
+    the old name of ``any_stack`` (said once, still read). A diffusion pipeline, an encoder-decoder or an encoder
+    gets a :class:`~gpuplan.plan.module_searches.ModuleChoices`: one card per setup, each built by the one
+    builder."""
     from ..plan.recommend import Constraints, parse_have
 
     if any_framework is not None:
@@ -77,7 +81,6 @@ def recommend(scenario: ScenarioLike, *, budget_usd: float | None = None, deadli
         ("per_gpu", per_gpu)))
     catalogs = tuple(names_of(catalogs, "catalogs"))
     s = scenario_of(scenario)
-    m = load_model(s.model)
     notes: list[str] = []
     owned = tuple(parse_have(h) if isinstance(h, str) else (resolve_gpu(h[0])[0].id, int(h[1]))
                   for h in names_of(have, "have", pairs=True) if not isinstance(h, str) or h.strip())
@@ -85,6 +88,12 @@ def recommend(scenario: ScenarioLike, *, budget_usd: float | None = None, deadli
                     gpus=gpu_ids(gpus, notes), providers=provider_names(providers), pricing=s.pricing, have=owned,
                     min_headroom=min_headroom, objective=objective, top=top, any_method=any_method,
                     any_quant=any_quant, any_stack=any_stack, catalogs=catalogs, per_gpu=per_gpu)
+    try:
+        m = load_model(s.model)
+    except NotADecoder as other:  # a diffusion pipeline, an encoder-decoder, an encoder: one card per setup
+        from ..plan.module_searches import recommend_module
+
+        return recommend_module(s, other.spec, c, notes)
     result = search(s, m, c)
     result.defaults = [*notes, *result.defaults]
     return result
@@ -137,7 +146,14 @@ def fit(gpu: str, scenario: ScenarioLike | None = None, *, models: Iterable[str]
     template.pop("model", None)
     template.setdefault("task", "infer")
     example = load_scenario(None, {**template, "model": "each bundled model", "gpu": gpu_id, "num_gpus": count})
-    rows = what_fits(template, card, count, models)
+    try:
+        rows = what_fits(template, card, count, models)
+    except NotADecoder as other:
+        name = other.spec.name
+        raise GpuplanError(f"{other.spec.describe()}: fit lists decoder LLMs on your cards; `gpuplan estimate "
+                           f"--model {name} --task {example.task} --gpu {card.id}` gives its memory on one of them, "
+                           f"the largest batch and the changes that fit, and `gpuplan recommend --model {name} "
+                           f"--task {example.task}` the cards it fits") from None
     return FitReport(resolved=describe(example), task=example.task, gpu_id=card.id, num_gpus=count,
                      notes=[note] if note else [], rows=rows)
 
@@ -155,9 +171,10 @@ class CostTable(Answer):
 
 
 def cost(scenario: ScenarioLike, *, catalogs: Iterable[str] = (), discounts: Mapping[str, float] | None = None,
-         top: int | None = None) -> CostTable:
+         top: int | None = None) -> CostTable | ModuleChoices:
     """What the job costs on every offer that fits it (the scenario's GPU only, when it names one), each row
-    with its whole bill and the device peak per GPU: ``gpuplan cost``."""
+    with its whole bill and the device peak per GPU: ``gpuplan cost``. A diffusion pipeline, an encoder-decoder
+    or an encoder gets a :class:`~gpuplan.plan.module_searches.ModuleChoices`, one row per offer."""
     from ..market.offers import spot_rows_missing
     from ..market.store import load_offers
     from ..plan.pricing import compare, left_out
@@ -171,7 +188,14 @@ def cost(scenario: ScenarioLike, *, catalogs: Iterable[str] = (), discounts: Map
     if s.pricing == "owned":
         raise GpuplanError("--pricing owned has no offers to compare: `gpuplan estimate --pricing owned` prices "
                            "your own cards by their power, `gpuplan buy` weighs buying against renting")
-    m = load_model(s.model)
+    try:
+        m = load_model(s.model)
+    except NotADecoder as other:  # a diffusion pipeline, an encoder-decoder, an encoder: every offer of a card
+        from ..plan.module_searches import cost_module
+
+        if s.gpu:
+            s = s.model_copy(update={"gpu": resolve_gpu(s.gpu)[0].id})
+        return cost_module(s, other.spec, load_offers(catalogs, discounts), top=top)
     if s.gpu:  # one GPU: its name resolved (an ambiguous one takes its common variant)
         s = s.model_copy(update={"gpu": resolve_gpu(s.gpu)[0].id})
     s, said = card_free(s, m)  # the card is each offer's

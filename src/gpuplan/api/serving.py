@@ -10,6 +10,7 @@ from pydantic import Field
 
 from ..errors import GpuplanError
 from ..model.catalog import load_model
+from ..model.module import NotADecoder
 from ..plan.capacity import Deployment, shown
 from ..result import Answer
 from ..scenario import scenario_from
@@ -24,6 +25,18 @@ class CapacityReport(Answer):
     workload: Workload
     plans: list[dict[str, Any]]  # the rows ``gpuplan capacity`` shows
     deployments: list[Deployment] = Field(default_factory=list, exclude=True)  # each with its latency curve
+
+
+def _decoder(model: str):
+    """The decoder LLM ``model`` names; another kind of model refused with what plans it."""
+    try:
+        return load_model(model)
+    except NotADecoder as other:
+        name = other.spec.name
+        raise GpuplanError(f"{other.spec.describe()}: capacity plans an LLM engine's requests per second; `gpuplan "
+                           f"estimate --model {name} --task infer --gpu NAME` gives its time per call and output per "
+                           f"hour, and `gpuplan recommend --model {name} --task infer` the cards ranked by price per "
+                           "thousand") from None
 
 
 def capacity(model: str, workload: str | Path | Mapping[str, Any] | None = None, *, engine: str = "vllm",
@@ -47,6 +60,7 @@ def capacity(model: str, workload: str | Path | Mapping[str, Any] | None = None,
     from ..serving.workload import load_workload
 
     model = arg.text(model, "model")
+    m = _decoder(model)
     max_gpus = arg.count(max_gpus, "max_gpus", most=64)
     top = arg.count(top, "top", most=100)
     any_quant = arg.flag(any_quant, "any_quant")
@@ -67,7 +81,7 @@ def capacity(model: str, workload: str | Path | Mapping[str, Any] | None = None,
                            f"{type(workload).__name__}")
     s = scenario_from({k: v for k, v in dict(model=model, task="infer", engine=engine, engine_version=engine_version,
                                              kv_cache_dtype=kv_cache_dtype).items() if v is not None})
-    plans = search(s, load_model(model), w, gpu_ids=ids, max_gpus=max_gpus, any_quant=any_quant,
+    plans = search(s, m, w, gpu_ids=ids, max_gpus=max_gpus, any_quant=any_quant,
                    simulate_top=top, calibration=load_calibration(calibration) if calibration else None)
     return CapacityReport(workload=w, plans=shown(plans), deployments=plans)
 

@@ -177,8 +177,19 @@ def old_flags(skip: tuple[str, ...] = ()) -> list[inspect.Parameter]:
         for old, new in OLD_FLAGS.items() if new not in skip]
 
 
+# `--module` is simulate's; the other scenario commands read it hidden, to say what plans a module of one's own
+MODULE_FLAG = inspect.Parameter("module", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[
+    str | None, typer.Option("--module", hidden=True, help="simulate's option (refused here, saying so)")])
+
+
 def overrides(fields: dict[str, Any]) -> dict[str, Any]:
     fields = dict(fields)
+    target = fields.pop("module", None)
+    if target is not None:
+        raise GpuplanError(f"--module runs your own nn.Module, which `gpuplan simulate --module {target[:100]} --task "
+                           f"{fields.get('task') or 'train'} --gpu NAME` plans (its memory on fake tensors, its time "
+                           "on the card named: run it once per card you consider); this command plans models "
+                           "gpuplan builds from a config")
     for old, new in OLD_FLAGS.items():
         if fields.get(old) is None:
             fields.pop(old, None)
@@ -219,5 +230,6 @@ def scenario_command(name: str, fn, *extra: inspect.Parameter, skip: tuple[str, 
         *extra,
         *[p for p in scenario_options() if p.name not in skip],
         *old_flags(skip),
+        *([] if any(p.name == "module" for p in extra) else [MODULE_FLAG]),
     ])
     app.command(name)(fn)

@@ -118,6 +118,11 @@ def cost_cmd(scenario: str | None = None, as_json: bool = False, catalog: list[s
             raise GpuplanError(f"--discount takes provider=multiplier (runpod=0.85), got {item!r}") from None
     table = api.cost(s, catalogs=tuple(catalog or ()), discounts=discounts,
                      top=top or (20 if fmt != "json" else None))
+    if isinstance(table, api.ModuleChoices):  # a diffusion pipeline, an encoder-decoder, an encoder
+        from .modules import render_choices
+
+        render_choices(table, fmt, ranked=False)
+        return
     if fmt == "json":
         print_json(table)
         return

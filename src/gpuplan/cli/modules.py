@@ -6,8 +6,8 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
-from .app import short
-from .render import bullet, out
+from .app import print_json, short
+from .render import Column, bullet, err, num, out, show, usd
 
 
 def render_work(result) -> None:
@@ -25,6 +25,10 @@ def render_work(result) -> None:
         bullet(f"{head}: {w.steps_per_s:,.2f} it/s ({w.step_s:,.2f} s per optimizer step), {_sig(w.samples_per_s)} "
                f"{unit}/s (likely {_sig(w.samples_per_s_low)}-{_sig(w.samples_per_s_high)}), MFU {w.mfu:.2f}, "
                f"{w.bound}-bound", prefix="")
+    elif s.get("audio_seconds") and s["task"] == "infer":
+        bullet(f"{head}: {w.image_s:,.1f} s per recording of {s['audio_seconds']:g} s ({w.samples_per_step:,} "
+               f"windows, {w.batch} per pass), {_sig(w.samples_per_s)} windows/s (likely "
+               f"{_sig(w.samples_per_s_low)}-{_sig(w.samples_per_s_high)}; {w.bound}-bound)", prefix="")
     else:
         bullet(f"{head}: {w.image_s:,.3f} s per batch of {w.samples_per_step}, {_sig(w.samples_per_s)} samples/s "
                f"(likely {_sig(w.samples_per_s_low)}-{_sig(w.samples_per_s_high)}; {w.bound}-bound)", prefix="")
@@ -42,7 +46,8 @@ def render_work(result) -> None:
             line += f"; ${w.usd_per_1000_samples:,.3f} per 1,000 {'images' if 'diffusion' in w.kind else 'samples'}"
             line += " (set --train-steps for the job's hours and total)"
         else:
-            line += f": ${w.usd_per_1000_samples:,.3f} per 1,000 {'images' if 'diffusion' in w.kind else 'samples'}"
+            unit = "images" if "diffusion" in w.kind else ("windows" if s.get("audio_seconds") else "samples")
+            line += f": ${w.usd_per_1000_samples:,.3f} per 1,000 {unit}"
         bullet(line, prefix="")
     bullet("simulated: " + "; ".join(w.simulated), prefix="  ", style="dim")
     bullet("modelled: " + "; ".join(w.modelled), prefix="  ", style="dim")
@@ -110,3 +115,39 @@ def render_pipeline_simulation(r) -> None:
     out.print(table)
     for note in r.notes:
         bullet(note, style="dim")
+
+
+def render_choices(choices, fmt: str, *, ranked: bool) -> None:
+    """``recommend`` (``ranked``: one card per row, best first) or ``cost`` (every offer) for a diffusion pipeline,
+    an encoder-decoder or an encoder: the cards the job fits, their speed and price."""
+    if fmt == "json":
+        print_json(choices)
+        return
+    if fmt == "table":
+        bullet(choices.resolved, prefix="", style="bold")
+    for note in [*choices.defaults, *choices.notes]:
+        bullet(note, prefix="note: ", style="yellow", stream=err)
+    rows = choices.setups
+    if not rows:
+        out.print(f"no card among the offers in force fits this job ({choices.evaluated} planned): `gpuplan estimate "
+                  "--gpu NAME` lists the changes that would make it fit (QLoRA, checkpointing, NF4 or fp8 weights, "
+                  "CPU offload)")
+        return
+    unit = rows[0].unit
+    job = any(r.usd_total is not None for r in rows)
+    train = choices.task == "train"
+    data = [{**r.model_dump(), "rank": i, "gpu": short(r.gpu_id), "cell": r.offer.replace("_", "-"),
+             "time": r.step_s if train else r.call_s, "memory": f"{r.device_peak_gib:,.1f} / {r.capacity_gib:,.1f}"}
+            for i, r in enumerate(rows, 1)]
+    columns = [*([Column("rank", "#", align="right", priority=0)] if ranked else []),
+               Column("gpu", "GPU", priority=0), Column("cell", "offer", priority=1),
+               Column("usd_per_hour", "$/h", fmt=num("{:,.2f}"), align="right"),
+               Column("time", "s/step" if train else "s/call", fmt=num("{:,.3g}"), align="right"),
+               Column("samples_per_s", f"{unit}/s", fmt=num("{:,.3g}"), align="right"),
+               *([Column("hours", "hours", fmt=num("{:,.2f}"), align="right"),
+                  Column("usd_total", "job $", fmt=usd, align="right")] if job else []),
+               Column("usd_per_1000", f"$/1k {unit}", fmt=usd, align="right"),
+               Column("memory", "GiB used / usable", align="right", priority=3)]
+    what = "cards, each on its cheapest offer" if ranked else "offers"
+    show(data, columns, fmt, title=f"{len(rows)} {what} the job fits ({choices.fitting} of {choices.evaluated} cards "
+         f"planned fit), {choices.objective if ranked else 'cost'} first", json_data=choices.to_dict())

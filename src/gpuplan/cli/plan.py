@@ -59,6 +59,14 @@ def recommend_cmd(scenario: str | None = None, as_json: bool = False, budget_usd
                            min_headroom=headroom, objective=objective, top=top, any_method=any_method,
                            any_quant=any_quant, any_stack=any_stack or any_framework, catalogs=tuple(catalog or ()),
                            per_gpu=per_gpu)
+    if isinstance(result, api.ModuleChoices):  # a diffusion pipeline, an encoder-decoder, an encoder
+        from .modules import render_choices
+
+        if launch is not None:
+            raise GpuplanError("--launch writes decoder LLMs' setups; for this model run `gpuplan launch` with the "
+                               "card you pick (--gpu NAME) and the same fields")
+        render_choices(result, fmt, ranked=True)
+        return
     listed = result.owned + result.setups  # numbered as shown: your cards first
     if launch is not None and not 1 <= launch <= len(listed):
         raise GpuplanError(f"--launch {launch}: the recommendation lists {len(listed)} setup(s); pick one of 1 to "

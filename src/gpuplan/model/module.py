@@ -71,5 +71,5 @@ class NotADecoder(GpuplanError):
 
     def __init__(self, spec: ModuleSpec):
         self.spec = spec
-        super().__init__(f"{spec.describe()}: `gpuplan estimate`, `simulate` and `model` plan it; this command "
-                         "plans decoder LLMs")
+        super().__init__(f"{spec.describe()}: `gpuplan estimate`, `recommend`, `cost`, `simulate` and `model` plan "
+                         "it; this command plans decoder LLMs")

@@ -31,17 +31,20 @@ from ..model.profile import Profile, storage_format
 from ..model.record import obtain
 from ..result import MemoryReport, ModelFacts, Suggestion
 from ..scenario import Scenario
-from ..scenario.modules import MODULE_FIELDS, ModuleJob
+from ..scenario.fields import MODULE_FIELDS
+from ..scenario.modules import ModuleJob
 from ..speed.modules import ModuleSpeed, generation, model_step, train_step
 from .plan import Plan, gpu_facts, verdict
 from .resolve import ResolvedModule, resolve_module_scenario
 
 # what the published Whisper runs spent beyond the model's work (bench/results/modules.md: whisper-small on a V100,
 # transformers' speech-recognition README; whisper-large-v3 on an A100, insanely-fast-whisper)
-WHISPER_WALL_TIME = ("the time is the model's work on the card and eager PyTorch's dispatch: Hugging Face's Whisper "
-                     "recipes also build each batch's log-mel features on the CPU, evaluate with generate, and run "
-                     "generate's logits processors at every step, and their published wall times were 2 to 5 times "
-                     "this (bench/results/modules.md)")
+WHISPER_WALL_TIME = ("the time is the model's work on the card, eager PyTorch's dispatch and the CPU work Hugging "
+                     "Face's Whisper recipes do between steps on one core (transcribing: the log-mel features; "
+                     "training: reading the stored features back and padding each batch, with the Trainer's "
+                     "default of no dataloader workers); not counted: decoding audio files, a slower or busier "
+                     "host, and the evaluations with generate that the training recipes run (their published wall "
+                     "times were 1.8 to 2.9 times the estimate: bench/results/modules.md)")
 KIND_WORDS = {"diffusion-train": "diffusion training", "diffusion-generate": "diffusion generation",
               "train": "training", "infer": "inference"}
 
@@ -173,11 +176,15 @@ def build_module(r: ResolvedModule, candidates: tuple = (), *, advise: bool = Tr
     judged = verdict(s, gpu, mem)
     warnings, work, cost, suggestions = list(e.warnings), None, None, ()
     if not memory_only and gpu is not None and (gpu.peak_tflops("bf16") or gpu.peak_tflops("fp16")):
-        speed = _speed(s, job, main, parts, gpu)
-        work, cost, more = _work(s, job, main, speed, gpu, candidates, price_it=mem.fits is not False)
-        warnings += more
-        if spec.family == "whisper":
-            warnings.append(WHISPER_WALL_TIME)
+        try:
+            speed = _speed(s, job, main, parts, gpu)
+        except GpuplanError as err:  # a rate the catalog lacks for this card
+            warnings.append(f"no speed or cost: {err}")
+        else:
+            work, cost, more = _work(s, job, main, speed, gpu, candidates, price_it=mem.fits is not False)
+            warnings += more
+            if spec.family == "whisper":
+                warnings.append(WHISPER_WALL_TIME)
     elif not memory_only and gpu is not None:
         warnings.append(f"no speed or cost: {gpu.name} has no dense 16-bit matrix rate in the GPU catalog")
     if not memory_only and gpu is not None and advise:
@@ -300,14 +307,7 @@ def _work(s: Scenario, job: ModuleJob, main: Profile, speed: ModuleSpeed, gpu: G
     cost = None
     per_1000 = None
     if price_it and offers:
-        o = offers[0]
-        gpus = s.world_size
-        per_hour = o.usd_per_gpu_hour * gpus
-        per_1000 = 1000 / (speed.samples_per_s * gpus) / 3600 * per_hour
-        cost = Cost(offer=offer_label(o, 1), provider=o.provider, gpu_id=o.gpu_id, pricing=o.pricing,
-                    num_gpus=gpus, instances=gpus, usd_per_hour=per_hour, hours=hours or 0.0,
-                    usd_total=(hours or 0.0) * per_hour, usd_per_gpu_hour=o.usd_per_gpu_hour,
-                    price_origin=o.origin, observed_at=o.observed_at.isoformat(), price_confidence=o.confidence)
+        cost, per_1000 = priced(s, hours, speed.samples_per_s, offers[0])
     elif price_it:
         warnings.append(f"no price for {gpu.name}: no {s.pricing.replace('_', '-')} offer of it in force")
     spec = job.spec
@@ -325,6 +325,18 @@ def _work(s: Scenario, job: ModuleJob, main: Profile, speed: ModuleSpeed, gpu: G
         mfu=speed.mfu, bound=speed.bound, job_hours=hours, usd_per_1000_samples=per_1000,
         simulated=_simulated(main, job), modelled=MODELLED)
     return work, cost, warnings
+
+
+def priced(s: Scenario, hours: float | None, samples_per_s: float, o) -> tuple[Cost, float]:
+    """The job on offer ``o``: its cost (the job's ``hours`` where training names its steps) and the dollars per
+    thousand samples (images, windows) at ``samples_per_s`` per GPU."""
+    gpus = s.world_size
+    per_hour = o.usd_per_gpu_hour * gpus
+    per_1000 = 1000 / (samples_per_s * gpus) / 3600 * per_hour
+    return Cost(offer=offer_label(o, 1), provider=o.provider, gpu_id=o.gpu_id, pricing=o.pricing, num_gpus=gpus,
+                instances=gpus, usd_per_hour=per_hour, hours=hours or 0.0, usd_total=(hours or 0.0) * per_hour,
+                usd_per_gpu_hour=o.usd_per_gpu_hour, price_origin=o.origin, observed_at=o.observed_at.isoformat(),
+                price_confidence=o.confidence), per_1000
 
 
 MODELLED = ["the time of each op on the card (GEMM and convolution shapes at the card's measured matmul rates, "
@@ -381,6 +393,9 @@ def describe(s: Scenario, job: ModuleJob) -> str:
         checkpointing = "no checkpointing" if s.grad_checkpointing == "none" else "gradient checkpointing"
         return (f"{spec.name}: train {method}, micro-batch {s.micro_batch_size} x {s.grad_accum_steps} accumulation"
                 f"{', ' + sizes if sizes else ''}, {checkpointing}, {s.precision}, {s.optimizer}; {where}")
+    if job.windows:
+        return (f"{spec.name}: transcribe {s.audio_seconds:g} s of audio, {job.windows:,} windows of 30 s, "
+                f"{job.batch} per pass, {sizes}, {s.precision.split('-')[0]}; {where}")
     return (f"{spec.name}: run {s.batch_size} sample(s){', ' + sizes if sizes else ''}, "
             f"{s.precision.split('-')[0]}; {where}")
 

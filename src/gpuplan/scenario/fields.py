@@ -287,6 +287,13 @@ class Scenario(BaseModel):
                                        "default 128, at most 448; T5/BART: the target, default seq_len / 4); "
                                        "seq_len is the source's tokens (Whisper's encoder always sees 30 s: 1,500 "
                                        "frames)")
+    audio_seconds: float | None = Field(default=None, gt=0, le=360_000, exclude=True, description="Whisper: "
+                                        "seconds of audio per sample. Inference: the recording to transcribe, cut "
+                                        "as transformers' pipeline cuts it (30 s windows overlapping 5 s on each "
+                                        "side, 20 s new per window after the first; batch-size windows per pass); "
+                                        "training: each clip, at most 30 s. Whisper pads every window to 30 s, so "
+                                        "its encoder always runs 1,500 frames (100 log-mel frames a second, halved "
+                                        "by its strided convolution)")
 
     @field_validator("quant")
     @classmethod
@@ -571,6 +578,10 @@ def _data_defaults(s: Scenario, read_back: bool = False) -> dict[str, Any]:
 
 
 FIELDS = tuple(Scenario.model_fields)
+# the fields only a model that is not a decoder LLM reads (gpuplan.scenario.modules; refused on a decoder's plan:
+# gpuplan.plan.refusals)
+MODULE_FIELDS = ("resolution", "inference_steps", "cfg", "cpu_offload", "cache_latents", "text_encoders",
+                 "prior_preservation", "train_steps", "decoder_tokens", "audio_seconds")
 # Fields that mean something for one task only: the normalized result drops the other task's.
 TRAIN_ONLY = frozenset({"method", "tf32", "optimizer", "optimizer_impl", "lora_rank", "lora_targets", "lora_dropout",
                         "micro_batch_size", "seq_len", "grad_accum_steps", "grad_checkpointing", "train_tokens",

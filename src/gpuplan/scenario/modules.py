@@ -18,6 +18,7 @@ taken, in words.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,9 +30,6 @@ from ..model.profile import FP8_ALL
 from .fields import Scenario
 from .stacks import DIFFUSION_STACKS
 
-# the fields only a model that is not a decoder LLM reads (refused on a decoder's plan: gpuplan.plan.refusals)
-MODULE_FIELDS = ("resolution", "inference_steps", "cfg", "cpu_offload", "cache_latents", "text_encoders",
-                 "prior_preservation", "train_steps", "decoder_tokens")
 # what each trainer's LoRA adapts by default (diffusers train_dreambooth_lora_*.py --lora_layers unset: the attention
 # projections; kohya networks.lora / lora_flux, SimpleTuner's "all" target, ai-toolkit: every linear of the blocks)
 LORA_DEFAULT = {"diffusers": "attention", "kohya": "all", "simpletuner": "all", "ai-toolkit": "all"}
@@ -65,6 +63,7 @@ class ModuleJob:
     attention: str = "sdpa"  # sdpa (and flash, xformers: fused, no score matrix kept) | eager (scores kept)
     text_tokens: int = 77
     t5_tokens: int = 0
+    windows: int = 0  # Whisper inference on a recording (audio_seconds): its 30 s windows, batch at a time
     notes: tuple[str, ...] = ()
     fields: dict[str, Any] = field(default_factory=dict)
 
@@ -166,6 +165,7 @@ def resolve_model(s: Scenario, spec: ModuleSpec) -> ModuleJob:
     ``decoder_tokens`` (Whisper: the transcript's tokens; its encoder always runs 1,500 frames)."""
     d = spec.defaults
     notes = []
+    windows = 0
     variables = _variables(spec)
     if variables == ("decoder_tokens",):  # Whisper
         if s.decoder_tokens is None and "seq_len" in s.model_fields_set:
@@ -178,6 +178,8 @@ def resolve_model(s: Scenario, spec: ModuleSpec) -> ModuleJob:
             raise GpuplanError(f"{spec.name}'s decoder takes at most {d['decoder_tokens_max']} tokens "
                                f"(max_target_positions), not {tokens:,}")
         shapes: tuple[tuple[int, ...], ...] = ((tokens,),)
+        windows, words = audio_windows(s, spec)
+        notes += words
     elif variables:
         source = s.seq_len if s.task == "train" else s.prompt_tokens
         limit = d.get("encoder_tokens_max")
@@ -196,8 +198,9 @@ def resolve_model(s: Scenario, spec: ModuleSpec) -> ModuleJob:
     dtype = _dtype(s)
     batch = s.micro_batch_size if s.task == "train" else s.batch_size
     if s.task == "infer":
-        return ModuleJob(kind="infer", spec=spec, task="infer", way="inference", trained="none", batch=batch,
-                         samples_per_step=batch, shapes=shapes, dtype=dtype, attention=s.attention,
+        return ModuleJob(kind="infer", spec=spec, task="infer", way="inference", trained="none",
+                         batch=min(batch, windows) if windows else batch, samples_per_step=windows or batch,
+                         shapes=shapes, dtype=dtype, attention=s.attention, windows=windows,
                          weights=STORED.get(s.quant, s.quant), notes=tuple(notes))
     if s.method == "full":
         way, roles, trained = "train-full", (), "all"
@@ -217,6 +220,33 @@ def resolve_model(s: Scenario, spec: ModuleSpec) -> ModuleJob:
                      notes=tuple(notes))
 
 
+# transformers' automatic-speech-recognition pipeline with chunk_length_s 30: windows of 30 s that overlap by
+# stride_length_s on each side, chunk_length_s / 6 by default (pipelines/automatic_speech_recognition.py,
+# ``_preprocess``: ``stride_length_s = chunk_length_s / 6``), so each window after the first brings 20 s of new audio
+WHISPER_WINDOW_S = 30.0
+WHISPER_STRIDE_S = WHISPER_WINDOW_S / 6
+
+
+def audio_windows(s: Scenario, spec: ModuleSpec) -> tuple[int, list[str]]:
+    """The 30-second windows of a Whisper inference on ``audio_seconds`` of audio (0 when no length is given: one
+    window per sample), and the words that say how they were counted; a training clip longer than a window is
+    refused."""
+    seconds = s.audio_seconds
+    if seconds is None:
+        return 0, []
+    frames = f"padded to {WHISPER_WINDOW_S:.0f} s: {spec.defaults['encoder_frames']:,} encoder frames"
+    if s.task == "train":
+        if seconds > WHISPER_WINDOW_S:
+            raise GpuplanError(f"Whisper trains on clips of at most {WHISPER_WINDOW_S:.0f} s (its 3,000 log-mel "
+                               f"frames), not {seconds:g} s: cut longer audio into clips")
+        return 0, [f"{seconds:g} s clips, {frames} whatever their length"]
+    step = WHISPER_WINDOW_S - 2 * WHISPER_STRIDE_S
+    windows = 1 if seconds <= WHISPER_WINDOW_S else 1 + math.ceil((seconds - WHISPER_WINDOW_S) / step)
+    return windows, [f"{seconds:g} s of audio: {windows:,} windows of {WHISPER_WINDOW_S:.0f} s ({frames} each; "
+                     f"transformers' pipeline: {WHISPER_STRIDE_S:.0f} s overlap on each side, {step:.0f} s new "
+                     f"per window after the first), {min(s.batch_size, windows)} per pass"]
+
+
 def _variables(spec: ModuleSpec) -> tuple[str, ...]:
     return FAMILIES[spec.family][2]
 
@@ -224,6 +254,8 @@ def _variables(spec: ModuleSpec) -> tuple[str, ...]:
 def resolve_module(s: Scenario, spec: ModuleSpec) -> tuple[Scenario, ModuleJob]:
     """Scenario ``s`` with the module's defaults taken (a diffusion model trains with diffusers' scripts unless a
     trainer is named), and its job; refuses what the module cannot run, in one sentence."""
+    if "audio_seconds" in s.model_fields_set and spec.family != "whisper":
+        raise GpuplanError(f"audio_seconds sizes Whisper's audio, and {spec.describe()}: drop it")
     if spec.kind == "diffusion":
         if s.task == "train" and "stack" not in s.model_fields_set:
             s = s.model_copy(update={"stack": "diffusers"})

@@ -4,7 +4,8 @@ at the batch and sizes asked, timed as the LLM passes are (:mod:`.work`, :mod:`.
 - **forward**: each linear and convolution as the GEMM it is, at its shape's efficiency on the card
   (:func:`~.gemm.gemm_time_s`: a convolution as cuDNN's implicit GEMM, ``M`` = batch x output pixels, ``K`` =
   input channels x kernel area); each attention call at the card's fused-attention rate
-  (:func:`~.work.attention_fraction`, FlashAttention-style: ``2·q·k·(d + d_v)`` FLOPs per head); every other
+  (:func:`attention_share`: the softmax weighs more beside narrow heads; FlashAttention-style:
+  ``2·q·k·(d + d_v)`` FLOPs per head); every other
   matrix product as a batched GEMM; the element-wise, normalization and copy kernels as the bytes they move at the
   achievable bandwidth, each kernel at least its launch latency;
 - **backward**: each linear's and convolution's input gradient (same shape), the weight gradient of the weights
@@ -26,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from .. import overheads as oh
+from ..errors import GpuplanError
 from ..hardware import GpuSpec
 from ..model.layers import Linear
 from ..model.profile import Op, Profile, storage_format
@@ -115,8 +117,34 @@ def _dequant_s(gpu: GpuSpec, run: Run, op: Op, k: float, n: float) -> float:
     return op.count * (k * n * moved / bandwidth(gpu) + oh.GEMM_KERNEL_LATENCY_S)
 
 
+def attention_share(gpu: GpuSpec, head_dim: float) -> float:
+    """Share of the dense 16-bit peak a fused attention kernel reaches on heads ``head_dim`` wide: the card's
+    fraction for 128-wide heads (:func:`~.work.attention_fraction`) times ``(1 + r(128)) / (1 + r(d))``, ``r(d)``
+    the softmax's exponential and FP32 work per score in tensor-FLOP equivalents over the ``4d`` matmul FLOPs
+    per score (:data:`~gpuplan.overheads.ATTENTION_REFERENCE_HEAD_DIM`; the card's fraction alone where its SM
+    count, clock or FP32 rate are not in the catalog)."""
+    peak = peak_flops(gpu, "bf16")
+    fp32 = peak_flops(gpu, "fp32")
+    if not (gpu.sm_count and gpu.boost_clock_mhz and fp32 and peak) or head_dim <= 0:
+        return attention_fraction(gpu)
+    per_score = (peak / (gpu.sm_count * oh.SFU_OPS_PER_SM_CLOCK * gpu.boost_clock_mhz * 1e6)
+                 + oh.SOFTMAX_FP32_OPS_PER_SCORE * peak / fp32)
+    ratio = (1 + per_score / (4 * oh.ATTENTION_REFERENCE_HEAD_DIM)) / (1 + per_score / (4 * head_dim))
+    return attention_fraction(gpu) * ratio
+
+
+def _attention_s(gpu: GpuSpec, run: Run, work: float, d: tuple[float, ...], count: float) -> float:
+    """A fused attention kernel's FLOPs ``work`` on heads of ``d``'s widths, and each call's latency."""
+    share = attention_share(gpu, (d[3] + d[4]) / 2)
+    return work / (peak_flops(gpu, _rate_dtype(run.dtype)) * share * power_limit_factor(gpu)) \
+        + count * oh.GEMM_KERNEL_LATENCY_S
+
+
 def forward(p: Profile, gpu: GpuSpec, batch: int, sizes: tuple[float, ...], run: Run) -> PassTime:
     """One forward pass (see the module docstring)."""
+    if run.dtype == "fp32" and not peak_flops(gpu, "fp32"):
+        raise GpuplanError(f"{gpu.name} has no fp32 rate in gpuplan's GPU catalog, and this job runs fp32 work "
+                           "(a VAE kept in fp32, or fp32 precision)")
     gemm = attention = dequant = flops = 0.0
     kernels = p.other_kernels
     for op in p.ops:
@@ -139,8 +167,7 @@ def forward(p: Profile, gpu: GpuSpec, batch: int, sizes: tuple[float, ...], run:
             heads, q, kv, dk, dv = d
             work = op.count * 2 * heads * q * kv * (dk + dv)
             attention += _eager(gpu, run, op, d, 1) if run.attention == "eager" else \
-                work / (peak_flops(gpu, _rate_dtype(run.dtype)) * attention_fraction(gpu)
-                        * power_limit_factor(gpu)) + op.count * oh.GEMM_KERNEL_LATENCY_S
+                _attention_s(gpu, run, work, d, op.count)
             flops += work
     scale = _act_bytes(run.dtype) / 2  # the profile moved bf16 activations
     elementwise = p.other_bytes.at(batch, sizes) * scale / bandwidth(gpu) + p.other_kernels * oh.GEMM_KERNEL_LATENCY_S
@@ -198,8 +225,7 @@ def backward(p: Profile, gpu: GpuSpec, batch: int, sizes: tuple[float, ...], run
                 attention += _eager(gpu, run, op, d, 2)
             else:
                 work = op.count * 2 * heads * q * kv * (dk + dv) * oh.ATTENTION_BACKWARD_FLOP_RATIO
-                attention += work / (peak_flops(gpu, _rate_dtype(run.dtype)) * attention_fraction(gpu)
-                                     * power_limit_factor(gpu)) + op.count * oh.GEMM_KERNEL_LATENCY_S
+                attention += _attention_s(gpu, run, work, d, op.count)
             flops += work
     scale = _act_bytes(run.dtype) / 2
     elementwise = (p.other_bytes.at(batch, sizes) * scale * oh.ELEMENTWISE_BACKWARD_RATIO / bandwidth(gpu)
@@ -326,9 +352,21 @@ def train_step(s, job, main: Profile, parts: dict[str, Profile], gpu: GpuSpec) -
         parts_s["optimizer"] = opt
     step += oh.DATALOADER_S_PER_MICRO_STEP * accum
     parts_s["trainer loop"] = oh.DATALOADER_S_PER_MICRO_STEP * accum
+    if job.spec.family == "whisper":  # the log-mel batches read from the dataset on the CPU, between steps
+        parts_s["log-mel batches from the dataset (CPU)"] = cpu = speech_batches_s(job) * accum
+        step += cpu
     samples = job.samples_per_step * accum / step
     dense = peak_flops(gpu, _rate_dtype(job.dtype))
     return _speed(step, samples, parts_s, flops * accum, dense, "train")
+
+
+def speech_batches_s(job) -> float:
+    """Seconds to read one micro-batch of Whisper's stored log-mel features back from the dataset and pad them
+    into a tensor in the training process (:data:`~gpuplan.overheads.SPEECH_BATCH_S_PER_VALUE`): ``num_mel_bins``
+    x 3,000 frames per sample, every clip padded to 30 s."""
+    config = job.spec.main.config
+    frames = 2 * int(config.get("max_source_positions", 1500))
+    return job.batch * int(config.get("num_mel_bins", 80)) * frames * oh.SPEECH_BATCH_S_PER_VALUE
 
 
 def generation(s, job, main: Profile, parts: dict[str, Profile], gpu: GpuSpec) -> ModuleSpeed:
@@ -377,22 +415,43 @@ def model_step(s, job, main: Profile, gpu: GpuSpec) -> ModuleSpeed:
     if job.task == "train":
         return train_step(s, job, main, {}, gpu)
     if sizes and "decoder_tokens" in main.variables:
-        index = main.variables.index("decoder_tokens")
-        first = tuple(1 if i == index else x for i, x in enumerate(sizes))
-        prefill = forward(main, gpu, job.batch, first, run)
-        step = decode_step(main, gpu, job.batch, sizes, index, run)
-        # transformers' generate between steps: inputs, cache and mask updates, logits processors, stopping criteria
-        step = step + PassTime(host_s=oh.GENERATE_STEP_OVERHEAD_S)
-        call = prefill.total_s + (sizes[index] - 1) * step.total_s
-        parts_s = {"encoder and first token": prefill.total_s, "decoder steps": call - prefill.total_s}
-        flops = prefill.flops + (sizes[index] - 1) * step.flops
-        out = _speed(step.total_s, job.samples_per_step / call, parts_s, flops, dense, "infer")
+        parts_s, flops, step_s = _transcribe(job, main, gpu, sizes, run)
+        call = sum(parts_s.values())
+        out = _speed(step_s, job.samples_per_step / call, parts_s, flops, dense, "infer")
         out = replace(out, mfu=flops / (call * dense) if dense else 0.0)  # over the whole call
     else:
         fwd = forward(main, gpu, job.batch, sizes, run)
         call = fwd.total_s
         out = _speed(call, job.samples_per_step / call, {"forward": call}, fwd.flops, dense, "infer")
     return ModuleSpeed(**{**out.__dict__, "image_s": call, "images_per_hour": 3600 * job.samples_per_step / call})
+
+
+def _transcribe(job, main: Profile, gpu: GpuSpec, sizes: tuple[float, ...],
+                run: Run) -> tuple[dict[str, float], float, float]:
+    """An encoder-decoder's generate on ``job.batch`` samples, or a recording's ``job.windows`` Whisper windows
+    ``job.batch`` at a time (the last pass on the rest): per pass the encoder and the first token, then one decoder
+    step per further token; Whisper's log-mel features built on the CPU between passes. The parts of the call, its
+    FLOPs and one decoder step's seconds."""
+    index = main.variables.index("decoder_tokens")
+    first = tuple(1 if i == index else x for i, x in enumerate(sizes))
+    passes = [(job.batch, 1)]
+    if job.windows:
+        passes = [(job.batch, job.windows // job.batch), (job.windows % job.batch, 1)]
+    parts_s = {"encoder and first token": 0.0, "decoder steps": 0.0}
+    flops = step_s = 0.0
+    for batch, times in passes:
+        if not batch or not times:
+            continue
+        prefill = forward(main, gpu, batch, first, run)
+        # transformers' generate between steps: inputs, cache and mask updates, logits processors, stopping criteria
+        step = decode_step(main, gpu, batch, sizes, index, run) + PassTime(host_s=oh.GENERATE_STEP_OVERHEAD_S)
+        step_s = step_s or step.total_s
+        parts_s["encoder and first token"] += times * prefill.total_s
+        parts_s["decoder steps"] += times * (sizes[index] - 1) * step.total_s
+        flops += times * (prefill.flops + (sizes[index] - 1) * step.flops)
+    if job.spec.family == "whisper":
+        parts_s["log-mel features (CPU)"] = (job.windows or job.batch) * oh.WHISPER_LOG_MEL_S_PER_WINDOW
+    return parts_s, flops, step_s
 
 
 def _speed(step: float, samples: float, parts_s: dict[str, float], flops: float, dense: float,
