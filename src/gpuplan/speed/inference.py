@@ -114,7 +114,7 @@ class StepTimer:
         s, m, gpu, tp = self.s, self.m, self.gpu, self.s.tp
         if self.timing.kernels in ("ggml-metal", "mlx"):  # Apple silicon: the unified memory's bandwidth, per layer
             parts = mlx.decode_parts(self, batch, context) if self.timing.kernels == "mlx" else \
-                ggml.metal_decode_parts(s, m, gpu, batch, context, weight_bytes=ggml.streamed_bytes(s, m),
+                ggml.metal_decode_parts(s, m, gpu, batch, context, weight_bytes=ggml.streamed_bytes(s, m, batch),
                                         bandwidth_fraction=oh.LLAMA_CPP_METAL_DECODE_BANDWIDTH_FRACTION,
                                         layer_s=oh.LLAMA_CPP_METAL_LAYER_S)
             parts["host"] = self.host_s(prefill=False, context=context, seqs=batch)
