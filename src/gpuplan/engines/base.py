@@ -69,10 +69,19 @@ class Timing:
     engine's kernels, ``ggml-cuda`` or ``ggml-metal`` (llama.cpp, :mod:`gpuplan.speed.ggml`: prompts by
     micro-batch and kernel, generation on Metal from the unified memory's bandwidth) or ``mlx``
     (:mod:`gpuplan.speed.mlx`); ``note``: what the timing borrows, said in the plan's assumptions; ``gpu_scale``:
-    the decode step's GPU work over the CUDA-calibrated time (the ROCm builds on AMD: :mod:`.rocm`)."""
+    the decode step's GPU work over the CUDA-calibrated time (the ROCm builds on AMD: :mod:`.rocm`).
+
+    ``graph_max_batch``: the largest decode batch the engine replays as a CUDA graph by default (vLLM's largest
+    capture size, SGLang's ``cuda_graph_max_bs``; 0: no cap known); a larger batch runs its kernels launched one by
+    one from the host. ``grouped_experts``: routed experts as one grouped GEMM at the GEMM model's achievable rate
+    (TensorRT-LLM's fused MoE). ``context_attention_speedup``: the engine's prompt attention against gpuplan's
+    FlashAttention figure (TensorRT-LLM's context FMHA)."""
 
     eager: bool = False
     graphs: bool = False
+    graph_max_batch: int = 0
+    grouped_experts: bool = False
+    context_attention_speedup: float = 1.0
     packed_linears: bool = False
     streaming_bandwidth: bool = False
     loop: HostLoop | None = None
@@ -95,10 +104,6 @@ class Engine:
     # words for a split by layers
     tensor_parallel_flag: str | None = None
     layer_split_words = ""
-    # scenario fields only this engine reads; given to a plan of another engine they are refused (``True``) or
-    # said in a warning, since one file may hold several engines' settings
-    own_settings: tuple[str, ...] = ()
-    refuses_foreign_settings = False
     # it rejects a request longer than its max_model_len
     checks_request_length = False
     # the KV-cache dtypes it holds

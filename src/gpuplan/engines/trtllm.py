@@ -202,8 +202,6 @@ class Trtllm(Engine):
     preallocates = True
     tensor_parallel_flag = "trtllm-serve --tp_size"
     layer_split_words = "trtllm-serve --pp_size"
-    own_settings = ("free_gpu_memory_fraction", "tokens_per_block", "capacity_scheduler_policy")
-    refuses_foreign_settings = True
     checks_request_length = True
     kv_dtypes = ("auto", "fp16", "bf16", "fp8")
     offline_bench = True
@@ -268,8 +266,15 @@ class Trtllm(Engine):
         return "TensorRT-LLM's KV block reuse is not modelled"
 
     def timing(self, s: Scenario, m: ModelSpec, gpu: GpuSpec) -> Timing:
-        """In-flight batching with CUDA graphs, timed as vLLM's current engine."""
-        return current_timing(s, m, gpu)
+        """In-flight batching with CUDA graphs, its host work hidden by its overlap scheduler (timed as vLLM's
+        current engine's loop), and its own kernels where the trtllm-bench tables measure them apart from vLLM's
+        (``bench/trtllm.py``, :mod:`gpuplan.speed.offline`): routed experts as one grouped GEMM (the fused MoE),
+        prompt attention of FP8 and NVFP4 checkpoints (FP8 context FMHA) at
+        :data:`~gpuplan.overheads.TRTLLM_CONTEXT_ATTENTION_SPEEDUP` times gpuplan's FlashAttention figure. Every
+        decode batch is taken to replay a CUDA graph (``cuda_graph_config``'s sizes are not modelled)."""
+        fp8_fmha = s.quant in ("fp8", "nvfp4")
+        return current_timing(s, m, gpu, graph_max_batch=0, grouped_experts=True,
+                              context_attention_speedup=oh.TRTLLM_CONTEXT_ATTENTION_SPEEDUP if fp8_fmha else 1.0)
 
 
 TRTLLM = Trtllm()
