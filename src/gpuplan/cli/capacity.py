@@ -70,8 +70,7 @@ def capacity_cmd(
     tensor-parallel group whole, $ per million input and output tokens at that load, what the target costs in
     whole instances, and the Pareto front of cost vs time to first token. Rates carry the band of the serving
     accuracy table. With --batch, an offline job: how long each setup takes to run the batch (the engine's
-    max_num_seqs and KV pool decide how many run at once; the rest wait, and a full pool preempts) and what it
-    costs.
+    max_num_seqs and KV pool decide how many run at once; the rest wait, a full pool preempts) and its cost.
 
     Examples:
 
@@ -93,10 +92,9 @@ def capacity_cmd(
                           calibration=calibration, top=top, expert_parallel=expert_parallel,
                           attention_dp=attention_dp, **dict(
                               rate_rps=rate, users=users, batch=batch, think_s=think_time, preset=preset,
-                              prompt_tokens=prompt_tokens, output_tokens=output_tokens,
-                              length_spread=length_spread, trace=trace, ttft_s=ttft,
-                              tpot_s=tpot, e2e_s=e2e, percentile=percentile, burstiness=burstiness,
-                              shared_prefix_tokens=shared_prefix))
+                              prompt_tokens=prompt_tokens, output_tokens=output_tokens, length_spread=length_spread,
+                              trace=trace, ttft_s=ttft, tpot_s=tpot, e2e_s=e2e, percentile=percentile,
+                              burstiness=burstiness, shared_prefix_tokens=shared_prefix))
     plans, w = report.deployments, report.workload
     if plot:
         from .plots import plot_curves
