@@ -78,6 +78,11 @@ LLAMA_CPP_UBATCH = 512
 LLAMA_CPP_OUTPUT_STAGE_ACTIVATIONS = 5
 LLAMA_CPP_KQ_STAGE_ACTIVATIONS = 4
 LLAMA_CPP_KQ_MASK_PAD = 64
+# llama_context pads the context to 256 cells, and each slot's share (n_ctx / n_parallel, without --kv-unified) to
+# 256 again (src/llama-context.cpp, llama_context::llama_context: ``GGML_PAD(cparams.n_ctx_seq, 256)``, since
+# ggml-org/llama.cpp PR 17046; llama.cpp at 0c1e5709, vendored by llama-cpp-python 0.3.36). The smoke run's server
+# logged n_ctx_slot = 256 for a plan of 80 tokens per slot.
+LLAMA_CPP_CTX_PAD = 256
 # llama.cpp's prompt processing from its kernels (speed/ggml.py). Counted from the graph (fp32 activations between
 # kernels, src/llama-model.cpp llm_build_llama): bytes per token and layer per hidden element (norm 8, the query's
 # output and its rotary 12, the attention output 4, the output projection's 4, two residual adds 24, the second norm
