@@ -22,9 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -48,6 +46,7 @@ from gpuplan.launchers.smoke import (  # noqa: E402
     run_target,
     write_inputs,
 )
+from gpuplan.launchers.smoke_serve import stop  # noqa: E402
 from gpuplan.scenario import scenario_from  # noqa: E402
 
 GPU = "h100-sxm"
@@ -158,16 +157,7 @@ def serve(root: Path, engine: str) -> tuple[str, str, str]:
         except (OSError, KeyError, ValueError) as err:
             return engine, "FAILED", f"{type(err).__name__}: {err}\n{log.read_text(errors='replace')[-1500:]}"
         finally:
-            _stop(proc)
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+            stop(proc, grace_s=60)
 
 
 def dry_run(root: Path, names: list[str], steps: int, checkout: Path | None) -> list[tuple[str, str, list[str]]]:

@@ -157,16 +157,21 @@ def serve(folder: Path, port: int, gguf_file: Path, binary: Path, *, timeout_s: 
         except (OSError, ValueError) as err:  # refused, timed out, an HTTP error or a body that is not JSON
             error = f"\nthe completion failed: {type(err).__name__}: {err}"
         finally:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+            stop(proc, grace_s=30)
     choice = (answer.get("choices") or [{}])[0]
     return ServeRun(target="llama.cpp", command="bash llama-server.sh", ready=ready,
                     tokens=int((answer.get("usage") or {}).get("completion_tokens", 0)), text=choice.get("text", ""),
                     seconds=time.monotonic() - start, tail=log.read_text(errors="replace")[-2000:] + error)
+
+
+def stop(proc: subprocess.Popen, grace_s: float) -> None:
+    """Stop a server started in its own session: SIGTERM to its process group, SIGKILL after ``grace_s``."""
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
 
 
 def _wait_ready(proc: subprocess.Popen, port: int, deadline: float) -> bool:

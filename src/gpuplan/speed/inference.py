@@ -42,7 +42,7 @@ from .breakdown import Speed
 from .comms import DataParallel, Link, all_reduce_s, inter_node_link, intra_node_link
 from .experts import experts_s, layout_comms_s, mla_absorbed_s, rank_share
 from .gemm import bandwidth, gemm_time_s, peak_flops, streaming_bandwidth
-from .work import attention_s, eager_ops_per_layer, elementwise_s, expert_loop_s, lm_head_s, smooth_max
+from .work import attention_s, eager_ops_per_layer, elementwise_s, expert_loop_s, experts_hit, lm_head_s, smooth_max
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -437,6 +437,17 @@ def serving_rates(timer: StepTimer, *, concurrency: int, prompt_tokens: int, out
                         tokens_per_s_per_user=output_tokens / cycle, request_latency_s=cycle, decode_step_s=decode)
 
 
+def _weights_read(m: ModelSpec, batch: int) -> str:
+    """What a decode step of ``batch`` sequences reads of the weights: all of a dense model's; of an MoE's, the
+    shared weights and the routed experts its tokens reach (:func:`gpuplan.speed.work.experts_hit`)."""
+    moe = next((layer for layer in m.layers if layer.moe and layer.experts_per_token), None)
+    if moe is None:
+        return "every weight"
+    hit = experts_hit(moe, batch)
+    return (f"the shared weights, the routed experts {batch} token(s) reach (about {hit:,.0f} of "
+            f"{m.num_experts} per layer)")
+
+
 def inference_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None = None) -> Speed:
     """Decode step, aggregate and per-user output tokens/s, and time to first token (alone and in a burst)
     of ``batch_size`` concurrent requests of ``prompt_tokens`` + ``output_tokens``."""
@@ -464,7 +475,7 @@ def inference_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | 
     shares = ", ".join(f"{k.replace('_', ' ')} {1e3 * v:.2f} ms" for k, v in
                        sorted(parts.items(), key=lambda kv: -kv[1])[:4])
     speed.assumptions.append(f"decode step of {b} sequence(s) at {context:,.0f} tokens of context: {shares}; "
-                             f"every weight and the whole KV cache read once per step")
+                             f"{_weights_read(m, b)} and the whole KV cache read once per step")
     speed.assumptions.append(f"time to first token {single:.2f} s for one {p:,}-token prompt alone, "
                              f"{burst:.2f} s for the last of {b} arriving together")
     engine = engine_for(s)
