@@ -70,14 +70,20 @@ NOTES = """What the misses say, row by row:
   pays, not a queue; an offline run through the LLM class (vllm bench throughput) has no such server.
 - **Two sources added, both vLLM's own publications, each with its setup stated.** The vLLM blog's FP8 KV-cache
   post (2026-04-22: one H100, v0.19.1, 150 requests at concurrency 8, ~20k prompt and ~2k output tokens): Llama-3.1-8B
-  TTFT +6 % and +7 % (BF16 and FP8 KV), ITL -7 % and -21 %, requests/s +4 % and +16 %. gpt-oss-20b: TTFT +331 % and
-  +347 %, while one request's prefill floor is 163 ms: gpuplan timed vLLM's prefill of gpt-oss with transformers'
-  eager attention (gpt-oss has no SDPA path in transformers; vLLM runs its own FlashAttention-3 with sinks).
+  TTFT +6 % and +7 % (BF16 and FP8 KV), ITL -7 % and -21 %, requests/s +4 % and +16 %; gpt-oss-20b TTFT -22 % and
+  -20 %, ITL -19 % and -27 %, requests/s +21 % and +31 %. Before the fix named in its commit the gpt-oss TTFTs were
+  +331 % and +347 %: gpuplan timed vLLM's prefill of gpt-oss with transformers' eager attention (gpt-oss has no SDPA
+  path in transformers; vLLM runs its own FlashAttention-3 with sinks, speed.inference.engine_attention).
   vLLM's recipe for Nemotron-3-Nano (FP8 on one H200, v0.12.0, 1,024 users, 2,048 prompts of 1,024 + 1,024
   tokens): TPOT +1 %, requests/s -9 %, mean TTFT -3 % (4,361 against 4,491 ms) but median TTFT +166 % (4,089
   against 1,535 ms): the measured TTFTs are skewed (median 1.5 s, mean 4.5 s, p99 15.5 s: the first 1,024 requests
   arrive at once and queue for their prefills, the second 1,024 arrive one by one as the first finish and start
-  at once); gpuplan's are spread evenly (p90 8.6 s, 323 preemptions in its pool).
+  at once); gpuplan's are spread evenly (p90 8.6 s, 323 preemptions in its pool), a cause not yet found.
+- **What shows across sources, and what does not.** On the rows whose client sends fresh prompts and whose host
+  is the engine's own (the vLLM blog's), vLLM TTFT lands within 22 % (median 14 %) at concurrency 8 with prompts of
+  20k tokens: the chunked-prefill budget shared with running decodes and the closed loop's queueing are in the
+  simulation already (serving/simulate.py, vLLM V1's Scheduler.schedule). The large misses stay each source's own:
+  tt340's cached prompts and host, kvcached's API-server burst and host, the Nemotron run's wave shape.
 - **Looked at and left out** (setup not stated in full, or a feature gpuplan does not model): vLLM recipes whose
   card is ambiguous ("8xH200 (or H20)", "80G*1 GPU") or on H20 (not in the catalog); tt-inference-server's other GPU
   reports (concurrency 1 only, same client); InferenceX's gpt-oss H100 sweep (TPOT only in the thread);
