@@ -10,9 +10,11 @@ from urllib.parse import urlencode
 import yaml
 from pydantic import BaseModel
 
+from ..plan.modules import ModulePlan
 from ..plan.plan import Plan
 from ..scenario import Scenario
 from .forms import given
+from .work import speed_line
 
 
 class Export(BaseModel):
@@ -76,11 +78,13 @@ def markdown(s: Scenario, r: Plan, link: str = "") -> str:
         lines += ["Changes that would make it fit:", ""]
         lines += [f"- {x.change} ({'fits' if x.fits else 'still too big'}; {x.cost})" for x in r.suggestions[:8]]
         lines.append("")
-    if r.speed:
+    if isinstance(r, ModulePlan):  # a diffusion pipeline, an encoder-decoder, an encoder: its work
+        lines.append(speed_line(r))
+    elif r.speed:
         sp = r.speed
         unit = "output tokens/s" if s.task == "infer" else "tokens/s"
         lines.append(f"Speed: {sp.tokens_per_s:,.0f} {unit} ({sp.bound}-bound)")
-    if r.cost:
+    if r.cost and not isinstance(r, ModulePlan):
         c = r.cost
         line = f"Cost: {c.offer} at ${c.usd_per_hour:.2f}/h"
         if s.task == "train" and c.hours:
