@@ -39,7 +39,8 @@ sys.path.insert(0, str(ROOT / "src"))
 from gpuplan.hardware import load_gpu  # noqa: E402
 from gpuplan.model.catalog import load_model  # noqa: E402
 from gpuplan.scenario import scenario_from  # noqa: E402
-from gpuplan.speed import inference_speed, offline_throughput, speed_of  # noqa: E402
+from gpuplan.speed import inference_speed, speed_of  # noqa: E402
+from gpuplan.speed.offline import offline_throughput  # noqa: E402
 
 DATA = ROOT / "bench" / "data" / "mlperf-inference.csv"
 # Mean prompt tokens per benchmark (module docstring): CNN/DailyMail's 781-token articles + the instruction; the others

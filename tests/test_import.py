@@ -47,14 +47,17 @@ def test_one_command_imports_its_own_module_only():
                                        check=True).stdout)
     commands = {name for name in loaded if name.startswith("gpuplan.cli.")}
     assert "gpuplan.cli.estimate" in commands
+    assert "rich.table" in loaded and "rich._emoji_codes" not in loaded  # 4,000 emoji: the consoles read none
     assert not commands & {f"gpuplan.cli.{m}" for m in ("capacity", "check", "launch", "market", "models", "plan",
                                                           "prices", "serve")}, commands
 
 
 def test_a_training_estimate_loads_only_what_it_uses():
     """The first estimate of QLoRA on the Hugging Face stack loads that stack's profile and not the six others, not
-    the serving simulation's step model and workloads, and not OpenSSL (hashlib, secrets): each was a few
-    milliseconds of every fresh process (bench/startup.py)."""
+    the serving simulation's step model and workloads, not the module plans (diffusion, encoders: their jobs,
+    profiles, memory and timing), Megatron's layout, the serving engines' profiles and step times, TensorRT-LLM's
+    offline run or the training recipe, and not OpenSSL (hashlib, secrets): each was a few milliseconds of every
+    fresh process (bench/startup.py)."""
     code = ("import json, sys, gpuplan\n"
             "gpuplan.estimate({'model': 'llama-3.1-8b', 'task': 'train', 'method': 'qlora', 'gpu': 'rtx-4090'})\n"
             "print(json.dumps(sorted(sys.modules)))")
@@ -62,8 +65,11 @@ def test_a_training_estimate_loads_only_what_it_uses():
                                            check=True).stdout))
     assert {"gpuplan.stacks.hf", "gpuplan.serving.load"} <= loaded  # the trace is real
     unused = {f"gpuplan.stacks.{m}" for m in ("torchtune", "torchtune_step", "torchtitan", "axolotl", "pytorch",
-                                              "torchao_nf4")} | {"gpuplan.serving.steptime", "gpuplan.serving.workload",
-                                                                 "hashlib", "secrets"}
+                                              "torchao_nf4", "megatron")} | {
+        "gpuplan.serving.steptime", "gpuplan.serving.workload", "hashlib", "secrets", "gpuplan.plan.modules",
+        "gpuplan.scenario.modules", "gpuplan.model.profile", "gpuplan.model.record", "gpuplan.speed.modules",
+        "gpuplan.memory.modules", "gpuplan.memory.megatron", "gpuplan.speed.offline", "gpuplan.plan.recipe",
+        "gpuplan.speed.inference", *(f"gpuplan.engines.{m}" for m in ("vllm", "sglang", "trtllm", "llama_cpp", "mlx"))}
     assert not loaded & unused, loaded & unused
 
 

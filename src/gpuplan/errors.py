@@ -5,7 +5,6 @@ The CLI prints any :class:`GpuplanError` as one red line and exits with code 2.
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterable
 
@@ -144,6 +143,8 @@ def normalize_name(name: str) -> str:
 
 def did_you_mean(name: str, known: Iterable[str], n: int = 3) -> list[str]:
     """The closest known names to ``name`` (difflib ratio >= 0.6, or a substring match)."""
+    import difflib  # a name not found is rare: every process that reads errors.py would pay for it
+
     known = list(dict.fromkeys(known))
     key = normalize_name(name)
     folded = {normalize_name(k): k for k in known}

@@ -10,11 +10,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 
 class Answer(BaseModel):
-    """An answer of the Python API: typed fields, and :meth:`to_dict`, exactly what the command's ``--json`` prints."""
+    """An answer of the Python API: typed fields, and :meth:`to_dict`, exactly what the command's ``--json`` prints.
+    Each kind of answer builds its validator when first validated, not on import: a process asks one question."""
+
+    model_config = ConfigDict(defer_build=True)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON data (non-finite numbers as null), equal to the command's ``--json`` output."""
@@ -89,6 +92,8 @@ class GpuFacts(BaseModel):
 
 
 class Suggestion(BaseModel):
+    model_config = ConfigDict(defer_build=True)  # built when a plan first suggests a change (a job that fits: never)
+
     change: str
     fields: dict[str, Any]
     device_peak_gib: float

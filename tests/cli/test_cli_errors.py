@@ -79,7 +79,8 @@ def test_an_echoed_value_is_cut_at_60_characters(capsys, args):
 
 
 def test_square_brackets_print_as_written(capsys, tmp_path):
-    """A name with [live] in it (rich would take it for a style tag) prints whole, on stdout as on stderr."""
+    """A name with [live] in it (rich would take it for a style tag) prints whole, on stdout as on stderr, and so
+    does one with an emoji code in it (rich's consoles replace ``:fire:`` by default)."""
     folder = tmp_path / "m[live]"
     folder.mkdir()
     shutil.copy(bundled()[bundled_repo("llama-3.2-1b")], folder / "config.json")
@@ -90,5 +91,5 @@ def test_square_brackets_print_as_written(capsys, tmp_path):
 
     for console in (stdout, err):
         with console.capture() as captured:
-            console.print("pip install 'gpuplan[sim]' [bold]x[/]")
-        assert captured.get() == "pip install 'gpuplan[sim]' [bold]x[/]\n"
+            console.print("pip install 'gpuplan[sim]' [bold]x[/] run:fire:")
+        assert captured.get() == "pip install 'gpuplan[sim]' [bold]x[/] run:fire:\n"

@@ -8,7 +8,7 @@ import typing
 import pytest
 
 from gpuplan import GpuplanError, estimate
-from gpuplan.engines import ENGINES, engine_for
+from gpuplan.engines import ENGINES, HOMES, OWN_SETTINGS, REFUSES_FOREIGN, engine_for
 from gpuplan.engines import sglang as sglang_engine
 from gpuplan.engines import vllm as vllm_engine
 from gpuplan.launchers import TARGETS
@@ -24,6 +24,16 @@ def test_every_engine_a_scenario_names_has_a_profile():
                                                    "MLX (mlx-lm)"}
     s = scenario_from({"model": "llama-3.1-8b", "task": "infer", "engine": "sglang"})
     assert engine_for(s) is ENGINES["sglang"]
+    assert all(ENGINES[name].name == name for name in HOMES)  # each profile sits under its own name
+
+
+def test_each_engines_own_settings_are_scenario_fields_that_default_to_unset():
+    """The settings one engine alone reads (kept beside the engines' modules, so that refusals need not load every
+    profile) are scenario fields; a refused one defaults to None (given at all is given to the wrong engine)."""
+    assert set(HOMES) >= set(OWN_SETTINGS) >= REFUSES_FOREIGN
+    fields = [field for names in OWN_SETTINGS.values() for field in names]
+    assert len(fields) == len(set(fields)) == 6 and set(fields) <= set(Scenario.model_fields)
+    assert all(Scenario.model_fields[f].default is None for name in REFUSES_FOREIGN for f in OWN_SETTINGS[name])
 
 
 def test_the_pool_engines_are_launched_by_their_own_target():

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 import os
-import shlex
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
@@ -108,6 +107,8 @@ def script_of(value: Any) -> tuple[str, ...] | None:
     if value is None:
         return None
     if isinstance(value, str):
+        import shlex  # a launch's entry point only: an estimate never splits one
+
         try:
             words = shlex.split(value)
         except ValueError as err:

@@ -96,9 +96,11 @@ def resolve_format(fmt: str | None, as_json: bool = False, markdown: bool = Fals
 
 
 # the CLI's two consoles: answers on stdout, errors and progress on stderr; markup off, so that text in square
-# brackets (`pip install 'gpuplan[live]'`, a user's path) prints as it is: styles are Text's
-out = Console(highlight=False, markup=False)
-err = Console(stderr=True, highlight=False, markup=False)
+# brackets (`pip install 'gpuplan[live]'`, a user's path) prints as it is: styles are Text's; emoji codes off, so
+# that a name like `run:fire:` prints as written (and rich's table of 4,000 emoji, a tenth of a second on a loaded
+# machine, is never imported: bench/startup.py)
+out = Console(highlight=False, markup=False, emoji=False)
+err = Console(stderr=True, highlight=False, markup=False, emoji=False)
 
 
 def follow_columns() -> None:

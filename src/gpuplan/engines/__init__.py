@@ -3,7 +3,7 @@ how it sizes its KV cache, from its own code per release, checked against public
 
 An :class:`Engine` (:mod:`.base`) answers for one engine: its name and label, the weights and KV dtypes it refuses,
 its memory at start-up and its KV pool, the prompt prefix it shares across requests, how its steps are timed, and
-the launch target that writes its command. Adding an engine is adding a module here and its entry below.
+the launch target that writes its command. Adding an engine is adding a module here and its entries below.
 
 - :mod:`.transformers`: transformers' own ``generate`` (a cache grown per step, eager Python);
 - :mod:`.vllm`: vLLM's memory profiling, ``gpu_memory_utilization`` budget, paged KV blocks and scheduler limits;
@@ -17,16 +17,49 @@ The KV and recurrent-state arithmetic every engine uses is :mod:`gpuplan.tensors
 
 from __future__ import annotations
 
-from ..scenario import Scenario
-from .base import Engine, HostLoop, KvPool, Timing
-from .llama_cpp import LLAMA_CPP
-from .mlx import MLX
-from .sglang import SGLANG
-from .transformers import TRANSFORMERS
-from .trtllm import TRTLLM
-from .vllm import VLLM
+import importlib
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING
 
-ENGINES: dict[str, Engine] = {e.name: e for e in (TRANSFORMERS, VLLM, SGLANG, LLAMA_CPP, TRTLLM, MLX)}
+from .base import Engine, HostLoop, KvPool, Timing
+
+if TYPE_CHECKING:
+    from ..scenario import Scenario
+
+# each engine's name -> its module here and its profile's name there
+HOMES = {"transformers": ("transformers", "TRANSFORMERS"), "vllm": ("vllm", "VLLM"), "sglang": ("sglang", "SGLANG"),
+         "llama.cpp": ("llama_cpp", "LLAMA_CPP"), "trtllm": ("trtllm", "TRTLLM"), "mlx": ("mlx", "MLX")}
+# the scenario fields only one engine reads: given to a plan that another engine serves, they are said in a
+# warning (one file may hold several engines' settings), or refused where that engine refuses them itself
+# (REFUSES_FOREIGN: TensorRT-LLM's); gpuplan.plan.refusals reads them here, without loading every profile
+OWN_SETTINGS = {"vllm": ("gpu_memory_utilization",), "sglang": ("mem_fraction_static",),
+                "llama.cpp": ("ubatch_tokens",),
+                "trtllm": ("free_gpu_memory_fraction", "tokens_per_block", "capacity_scheduler_policy")}
+REFUSES_FOREIGN = frozenset({"trtllm"})
+
+
+class _Profiles(Mapping[str, Engine]):
+    """Engine name -> its profile, each module imported when its engine is first asked for: a plan is served by one
+    engine, and importing the six (vLLM's tables and start-up rules among them) cost every first estimate about
+    4 ms (bench/startup.py)."""
+
+    def __init__(self) -> None:
+        self._made: dict[str, Engine] = {}
+
+    def __getitem__(self, name: str) -> Engine:
+        if name not in self._made:
+            module, profile = HOMES[name]
+            self._made[name] = getattr(importlib.import_module(f"{__name__}.{module}"), profile)
+        return self._made[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(HOMES)
+
+    def __len__(self) -> int:
+        return len(HOMES)
+
+
+ENGINES: Mapping[str, Engine] = _Profiles()
 
 
 def engine_for(s: Scenario) -> Engine:
@@ -34,4 +67,4 @@ def engine_for(s: Scenario) -> Engine:
     return ENGINES[s.engine]
 
 
-__all__ = ["ENGINES", "Engine", "HostLoop", "KvPool", "Timing", "engine_for"]
+__all__ = ["ENGINES", "OWN_SETTINGS", "REFUSES_FOREIGN", "Engine", "HostLoop", "KvPool", "Timing", "engine_for"]

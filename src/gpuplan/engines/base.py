@@ -93,10 +93,6 @@ class Engine:
     # words for a split by layers
     tensor_parallel_flag: str | None = None
     layer_split_words = ""
-    # scenario fields only this engine reads; given to a plan of another engine they are refused (``True``) or
-    # said in a warning, since one file may hold several engines' settings
-    own_settings: tuple[str, ...] = ()
-    refuses_foreign_settings = False
     # it rejects a request longer than its max_model_len
     checks_request_length = False
     # the KV-cache dtypes it holds

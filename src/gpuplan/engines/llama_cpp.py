@@ -136,7 +136,6 @@ class LlamaCpp(Engine):
 
     name = label = "llama.cpp"
     layer_split_words = "llama.cpp --split-mode layer"
-    own_settings = ("ubatch_tokens",)
     kv_dtypes = ("auto", "fp16", "bf16", "int8")
     loads_quants = False
     tensor_parallel = False

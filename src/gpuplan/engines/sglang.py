@@ -222,7 +222,6 @@ class Sglang(Engine):
     advised_by_pool = True
     tensor_parallel_flag = "SGLang --tp"
     layer_split_words = "SGLang --pp-size"
-    own_settings = ("mem_fraction_static",)
     checks_request_length = True
     kv_dtypes = ("auto", "fp16", "bf16", "fp8")
     fp8_weight_only = True

@@ -200,8 +200,6 @@ class Trtllm(Engine):
     preallocates = True
     tensor_parallel_flag = "trtllm-serve --tp_size"
     layer_split_words = "trtllm-serve --pp_size"
-    own_settings = ("free_gpu_memory_fraction", "tokens_per_block", "capacity_scheduler_policy")
-    refuses_foreign_settings = True
     checks_request_length = True
     kv_dtypes = ("auto", "fp16", "bf16", "fp8")
     offline_bench = True

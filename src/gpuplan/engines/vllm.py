@@ -578,7 +578,6 @@ class Vllm(Engine):
     advised_by_pool = True
     tensor_parallel_flag = "vLLM --tensor-parallel-size"
     layer_split_words = "vLLM --pipeline-parallel-size"
-    own_settings = ("gpu_memory_utilization",)
     checks_request_length = True
     fp8_weight_only = True
     budget_fix = ("gpu_memory_utilization", 0.95, "--gpu-memory-utilization 0.95 (a larger vLLM budget)",

@@ -20,7 +20,6 @@ from ..stacks.base import head_inputs
 from ..tensors import activations as act
 from ..tensors.breakdown import GIB, Estimate
 from ..tensors.state import attention_kernel, lora_targets, optimizer_step_temporaries
-from .megatron import megatron_memory
 
 
 def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None,
@@ -29,6 +28,8 @@ def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None
     ``outside_gib`` (what lives outside PyTorch's allocator: the CUDA context) only matter to stacks that size
     buffers from the memory the driver reports free (Unsloth's fused loss: :func:`_free_at_loss`)."""
     if s.stack == "megatron":
+        from .megatron import megatron_memory  # Megatron's layout rules load for its plans only
+
         return megatron_memory(s, m)
     e = _checked(s, m)
     rt, engine = stack_for(s), sharding_for(s)

@@ -31,7 +31,6 @@ from ..market.store import price_filter
 from ..scenario import Scenario
 from ..speed import Speed, speed_of
 from .advice import advice
-from .modules import build_module
 from .plan import Plan, memory_plan
 from .resolve import Resolved, ResolvedModule, resolve
 
@@ -69,6 +68,8 @@ def build(r: Resolved | ResolvedModule, offers: Offers | None = None, *, advise:
     question, not a search's). A model that is not a decoder LLM (``r`` a :class:`ResolvedModule`) runs the same
     stages on its recorded profiles (:func:`gpuplan.plan.modules.build_module`)."""
     if isinstance(r, ResolvedModule):
+        from .modules import build_module  # the module plans' readers and timings load for a module's plan only
+
         return build_module(r, (offers or Offers()).candidates, advise=advise, memory_only=memory_only)
     plan = base if base is not None else memory_plan(r)
     if memory_only:

@@ -31,7 +31,8 @@ from ..model.profile import Profile, storage_format
 from ..model.record import obtain
 from ..result import MemoryReport, ModelFacts, Suggestion
 from ..scenario import Scenario
-from ..scenario.modules import MODULE_FIELDS, ModuleJob
+from ..scenario.fields import MODULE_FIELDS
+from ..scenario.modules import ModuleJob
 from ..speed.modules import ModuleSpeed, generation, model_step, train_step
 from .plan import Plan, gpu_facts, verdict
 from .resolve import ResolvedModule, resolve_module_scenario

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr, computed_field, model_serializer
 
@@ -32,8 +32,10 @@ from ..speed.breakdown import Speed
 from ..stacks import stack_for
 from ..stacks.unsloth import FREE_SIZED_LOSS
 from ..tensors.breakdown import Estimate
-from .recipe import Recipe
 from .resolve import Resolved, resolve
+
+if TYPE_CHECKING:
+    from .recipe import Recipe  # made for a plan with data or a launch (gpuplan.plan.dataset_report)
 
 BY_DESIGN = "small by design: Unsloth's fused loss sizes its chunks to half of the memory left free"
 

@@ -21,11 +21,12 @@ The rules, in the order they are asked:
 
 from __future__ import annotations
 
-from ..engines import ENGINES, engine_for
+from ..engines import ENGINES, OWN_SETTINGS, REFUSES_FOREIGN, engine_for
 from ..errors import GpuplanError
 from ..hardware import GpuSpec
 from ..model.spec import ModelSpec
 from ..scenario import INFER_ONLY, TRAIN_ONLY, Scenario, stacks
+from ..scenario.fields import MODULE_FIELDS
 
 QLORA_BASES = ("nf4", "fp4", "gptq-int4", "awq-int4")  # the 4-bit bases QLoRA is estimated on
 
@@ -51,14 +52,11 @@ def check(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> list[str]:
 def not_a_module(s: Scenario, m: ModelSpec) -> None:
     """The fields and trainers of diffusion pipelines and encoder-decoders (:mod:`gpuplan.plan.modules`), given
     with a decoder LLM."""
-    from ..scenario.modules import MODULE_FIELDS
-    from ..scenario.stacks import DIFFUSION_STACKS
-
     stray = [name for name in MODULE_FIELDS if name in s.model_fields_set]
     if stray:
         raise GpuplanError(f"{', '.join(stray)} apply to diffusion pipelines and encoder-decoders, and {m.name} is a "
                            "decoder LLM: drop them")
-    if s.stack in DIFFUSION_STACKS:
+    if s.stack in stacks.DIFFUSION_STACKS:
         raise GpuplanError(f"stack {s.stack} trains diffusion models, and {m.name} is a decoder LLM: use hf, "
                            "torchtune, torchtitan, unsloth, axolotl, pytorch or megatron")
 
@@ -234,12 +232,11 @@ def _engine(s: Scenario, m: ModelSpec) -> list[str]:
 def _foreign_settings(s: Scenario) -> str | None:
     """The sentence that refuses another engine's settings where that engine refuses them given elsewhere
     (TensorRT-LLM's)."""
-    for engine in ENGINES.values():
-        if engine.refuses_foreign_settings and s.engine != engine.name and any(
-                getattr(s, name) is not None for name in engine.own_settings):
-            names = engine.own_settings
-            return (f"{', '.join(names[:-1])} and {names[-1]} are {engine.label}'s settings: set engine "
-                    f"{engine.name}, or drop them")
+    for name in REFUSES_FOREIGN:
+        names = OWN_SETTINGS[name]
+        if s.engine != name and any(getattr(s, field) is not None for field in names):
+            return (f"{', '.join(names[:-1])} and {names[-1]} are {ENGINES[name].label}'s settings: set engine "
+                    f"{name}, or drop them")
     return None
 
 
@@ -247,10 +244,10 @@ def _other_engines_settings(s: Scenario) -> list[str]:
     """A warning for each engine setting given to a scenario that serves with another engine (it changes nothing)."""
     if s.task != "infer":
         return []
-    return [f"{name} is {engine.name}'s setting and changes nothing when serving with {s.engine}: drop it, or set "
-            f"engine {engine.name}" for engine in ENGINES.values() if engine.name != s.engine
-            and not engine.refuses_foreign_settings for name in engine.own_settings
-            if getattr(s, name) != Scenario.model_fields[name].default]
+    return [f"{field} is {engine}'s setting and changes nothing when serving with {s.engine}: drop it, or set "
+            f"engine {engine}" for engine, fields in OWN_SETTINGS.items() if engine != s.engine
+            and engine not in REFUSES_FOREIGN for field in fields
+            if getattr(s, field) != Scenario.model_fields[field].default]
 
 
 def _card(s: Scenario, gpu: GpuSpec) -> None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..engines import Engine, engine_for
 from ..errors import GpuplanError
@@ -32,9 +32,11 @@ from ..model.module import ModuleSpec, NotADecoder
 from ..model.report import inexact_warning
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
-from ..scenario.modules import ModuleJob, resolve_module
 from ..scenario.stacks import defaults_in_force
 from .refusals import check
+
+if TYPE_CHECKING:
+    from ..scenario.modules import ModuleJob
 
 # the technique fields a module's plan reads, said when the stack chose them (scenario.stacks.defaults_in_force)
 MODULE_STACK_FIELDS = {"diffusion": ("precision", "grad_checkpointing", "cache_latents", "text_encoders"),
@@ -145,6 +147,8 @@ def resolve_module_scenario(s: Scenario, spec: ModuleSpec, gpu: GpuSpec | None =
         gpu, note = resolve_gpu(s.gpu) if s.gpu else (None, None)
     if gpu is not None and s.gpu != gpu.id:
         s = s.with_resolved({"gpu": gpu.id})
+    from ..scenario.modules import resolve_module  # a decoder's plan never loads the modules' jobs
+
     s, job = resolve_module(s, spec)
     return ResolvedModule(scenario=s, spec=spec, job=job, gpu=wired(s, gpu), gpu_note=note)
 

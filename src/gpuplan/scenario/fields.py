@@ -578,6 +578,10 @@ def _data_defaults(s: Scenario, read_back: bool = False) -> dict[str, Any]:
 
 
 FIELDS = tuple(Scenario.model_fields)
+# the fields only a model that is not a decoder LLM reads (gpuplan.scenario.modules; refused on a decoder's plan:
+# gpuplan.plan.refusals)
+MODULE_FIELDS = ("resolution", "inference_steps", "cfg", "cpu_offload", "cache_latents", "text_encoders",
+                 "prior_preservation", "train_steps", "decoder_tokens", "audio_seconds")
 # Fields that mean something for one task only: the normalized result drops the other task's.
 TRAIN_ONLY = frozenset({"method", "tf32", "optimizer", "optimizer_impl", "lora_rank", "lora_targets", "lora_dropout",
                         "micro_batch_size", "seq_len", "grad_accum_steps", "grad_checkpointing", "train_tokens",

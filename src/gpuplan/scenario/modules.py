@@ -30,9 +30,6 @@ from ..model.profile import FP8_ALL
 from .fields import Scenario
 from .stacks import DIFFUSION_STACKS
 
-# the fields only a model that is not a decoder LLM reads (refused on a decoder's plan: gpuplan.plan.refusals)
-MODULE_FIELDS = ("resolution", "inference_steps", "cfg", "cpu_offload", "cache_latents", "text_encoders",
-                 "prior_preservation", "train_steps", "decoder_tokens", "audio_seconds")
 # what each trainer's LoRA adapts by default (diffusers train_dreambooth_lora_*.py --lora_layers unset: the attention
 # projections; kohya networks.lora / lora_flux, SimpleTuner's "all" target, ai-toolkit: every linear of the blocks)
 LORA_DEFAULT = {"diffusers": "attention", "kohya": "all", "simpletuner": "all", "ai-toolkit": "all"}

@@ -12,9 +12,15 @@ decode and time to first token, communication.
 - :mod:`.offline`: TensorRT-LLM's offline max-load throughput (``trtllm-bench throughput``), calibrated on NVIDIA's
   published tables; ``Speed.offline_tokens_per_s`` of an ``engine: trtllm`` scenario, beside its serving estimate;
 - :mod:`.breakdown`: the ``Speed`` result (parts that add up, a range).
+
+The serving primitives (:mod:`.inference`) load when a serving plan or a caller first names them, not with the
+package: a training plan never runs them (PEP 562 module ``__getattr__``).
 """
 
 from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
 from ..engines import engine_for
 from ..hardware import GpuSpec, Network
@@ -24,9 +30,22 @@ from .bands import decode_band, model_class
 from .breakdown import Speed
 from .flops import compute_dtype, matmul_params, training_flops_per_token
 from .gemm import gemm_efficiency, gemm_time_s
-from .inference import ServingRates, StepTimer, inference_speed, serving_rates, step_timer
-from .offline import OfflineRun, offline_throughput
 from .training import training_speed
+
+if TYPE_CHECKING:
+    from .inference import ServingRates, StepTimer, inference_speed, serving_rates, step_timer
+
+# the names this package gives from a module it loads on first use
+_LATER = {name: ".inference" for name in ("ServingRates", "StepTimer", "inference_speed", "serving_rates",
+                                          "step_timer")}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LATER:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(_LATER[name], __name__), name)
+    globals()[name] = value
+    return value
 
 
 def speed_of(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None = None) -> Speed:
@@ -38,8 +57,12 @@ def speed_of(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None = 
         return speed_at_mix(s, m, gpu, network, training_speed)
     if s.task == "train":
         return training_speed(s, m, gpu, network)
+    from .inference import inference_speed
+
     speed = inference_speed(s, m, gpu, network)
     if engine_for(s).offline_bench and s.pp == 1:
+        from .offline import offline_throughput  # TensorRT-LLM's offline run, loaded for its plans only
+
         run = offline_throughput(s, m, gpu, network)
         if run.kv_requests:
             speed.offline_tokens_per_s = run.output_tokens_per_s * s.dp
@@ -62,6 +85,6 @@ def offline_band(m: ModelSpec) -> str:
     return f"measured {low:+.0%} to {high:+.0%} of it on {where}"
 
 
-__all__ = ["OfflineRun", "ServingRates", "Speed", "StepTimer", "compute_dtype", "gemm_efficiency", "gemm_time_s",
-           "inference_speed", "matmul_params", "offline_throughput", "serving_rates", "speed_of", "step_timer",
+__all__ = ["ServingRates", "Speed", "StepTimer", "compute_dtype", "gemm_efficiency", "gemm_time_s",
+           "inference_speed", "matmul_params", "serving_rates", "speed_of", "step_timer",
            "training_flops_per_token", "training_speed"]
