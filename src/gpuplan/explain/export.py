@@ -10,11 +10,9 @@ from urllib.parse import urlencode
 import yaml
 from pydantic import BaseModel
 
-from ..plan.modules import ModulePlan
 from ..plan.plan import Plan
 from ..scenario import Scenario
 from .forms import given
-from .work import speed_line
 
 
 class Export(BaseModel):
@@ -78,13 +76,16 @@ def markdown(s: Scenario, r: Plan, link: str = "") -> str:
         lines += ["Changes that would make it fit:", ""]
         lines += [f"- {x.change} ({'fits' if x.fits else 'still too big'}; {x.cost})" for x in r.suggestions[:8]]
         lines.append("")
-    if isinstance(r, ModulePlan):  # a diffusion pipeline, an encoder-decoder, an encoder: its work
-        lines.append(speed_line(r))
+    module = "work" in type(r).model_fields  # a diffusion pipeline's, an encoder-decoder's, an encoder's plan
+    if module:
+        from .work import speed_line
+
+        lines.append(speed_line(r))  # type: ignore[arg-type]
     elif r.speed:
         sp = r.speed
         unit = "output tokens/s" if s.task == "infer" else "tokens/s"
         lines.append(f"Speed: {sp.tokens_per_s:,.0f} {unit} ({sp.bound}-bound)")
-    if r.cost and not isinstance(r, ModulePlan):
+    if r.cost and not module:
         c = r.cost
         line = f"Cost: {c.offer} at ${c.usd_per_hour:.2f}/h"
         if s.task == "train" and c.hours:

@@ -18,7 +18,6 @@ from pydantic_core import PydanticUndefined
 
 from ..scenario import Scenario
 from ..scenario import fields as scenario
-from ..scenario.modules import MODULE_FIELDS
 
 # Shown first, in this order (names the model lacks are skipped: `stack` appears once it exists).
 PRIMARY = ("model", "task", "method", "stack", "precision", "quant", "resolution", "seq_len", "micro_batch_size",
@@ -50,7 +49,7 @@ MODULE_READS = {
     "encoder-decoder": (*MODULE_COMMON, "seq_len", "prompt_tokens", "output_tokens", "decoder_tokens"),
     "encoder": MODULE_COMMON,
 }
-MODULE_ONLY = frozenset(MODULE_FIELDS)
+MODULE_ONLY = frozenset(scenario.MODULE_FIELDS)
 # fields of a module plan that mean something for one task only (gpuplan.scenario.modules)
 MODULE_TASK = {"inference_steps": "infer", "cfg": "infer", "cpu_offload": "infer", "cache_latents": "train",
                "text_encoders": "train", "prior_preservation": "train", "train_steps": "train"}
