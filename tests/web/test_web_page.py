@@ -349,6 +349,24 @@ def test_sdxl_lora_on_a_3060(server, page):
     assert "resolution=1024" in page.url and "unet UNet2DConditionModel" in page.text_content("#model-facts")
 
 
+def test_whisper_transcription_in_windows(server, page):
+    """Whisper on the page: the audio field shows and the diffusion ones hide; a 10-minute recording is the plan's
+    seconds per recording and windows per second."""
+    fields = {"model": "whisper-small", "task": "infer", "gpu": "rtx-3060", "audio_seconds": "600"}
+    page.goto(server + "/")
+    settle(page)
+    fill(page, fields)
+    r = gpuplan.estimate({**fields, "audio_seconds": 600})
+    assert page.text_content("#verdict")[len(r.verdict.word):].startswith(r.verdict.sentence[len(r.verdict.word):])
+    assert page.is_visible("#f-audio_seconds") and page.is_visible("#f-decoder_tokens")
+    assert not page.is_visible("#f-resolution") and not page.is_visible("#f-engine")
+    call = 'details[data-key="work.image_s"]'
+    assert value(page, call + " .value") == pytest.approx(r.work.image_s, rel=1e-12)
+    assert f"recording of 600 s ({r.work.samples_per_step} windows" in page.text_content(call + " summary")
+    assert value(page, 'details[data-key="work.samples_per_s"] .value') == pytest.approx(r.work.samples_per_s)
+    assert "windows/s" in page.text_content("#speed-rows") and "per 1,000 windows" in page.text_content("#speed-rows")
+
+
 def test_a_dataset_file_gives_the_cli_numbers(server, page, tmp_path):
     """Issue 23 ("the web page takes a dataset"): a JSONL file and its tokenizer.json chosen on the page are
     uploaded and read as ``gpuplan estimate --dataset F --tokenizer T --json`` reads them: the same records, tokens,
