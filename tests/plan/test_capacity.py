@@ -41,3 +41,40 @@ def test_capacity_rows_read_their_plans(engine):
         again = gpuplan.estimate(sc.model_dump(exclude_unset=True), advise=False)
         assert again.speed.ttft_s == pytest.approx(row.ttft_alone_s, rel=1e-12)
         assert again.memory.max_concurrency == row.max_concurrency
+
+
+def _job(model: str, gpu: str, batch: int, prompt: int, output: int, **scenario):
+    m = load_model(model)
+    s = scenario_from({"model": model, "task": "infer", "engine": "vllm", **scenario})
+    w = load_workload(None, {"batch": batch, "prompt_tokens": prompt, "output_tokens": output})
+    return capacity(s, m, w, gpu_ids=(gpu,), max_gpus=1, simulate_top=1)
+
+
+def test_an_offline_job_is_the_plans_offline_run_priced():
+    """capacity --batch (issue 31 item 4): each row is estimate --batch-size's offline run of the batch through
+    vLLM's scheduler, on the setup's own pool: 2,000 requests of 1,000 + 200 tokens of Llama-3.1-8B on one RTX 4090,
+    whose pool holds 32 such requests, run a few dozen at a time with preemptions; the job costs the instance's
+    price for its time (one group per instance here)."""
+    (row,) = _job("llama-3.1-8b", "nvidia-geforce-rtx-4090", 2000, 1000, 200)
+    run = row.plan.offline
+    assert run is not None and run.completed == 2000 and run.num_prompts == 2000
+    assert (row.job_s, row.job_peak_running, row.job_preemptions) == (run.duration, run.peak_running,
+                                                                       run.preemptions)
+    assert row.max_concurrency == 32 and 32 <= row.job_peak_running < 64 and row.job_preemptions > 0
+    assert row.replicas_per_instance == 1
+    assert row.usd_per_job == pytest.approx(row.usd_per_hour * row.job_s / 3600, rel=1e-12)
+    assert row.output_tokens_per_s == pytest.approx(2000 * 200 / row.job_s, rel=1e-12)
+    again = gpuplan.estimate(row.plan.setup.scenario.model_dump(exclude_unset=True), advise=False)
+    assert again.offline.duration == pytest.approx(row.job_s, rel=1e-12)
+
+
+@pytest.mark.parametrize(("version", "cap"), [(None, 1024), ("0.8.5", 256)])
+def test_an_offline_job_runs_at_most_the_releases_max_num_seqs(version, cap):
+    """vLLM's default cap on running requests by release (vllm/engine/arg_utils.py _set_default_args_v1: 1,024 for
+    `vllm serve` on an H100 from 0.9, 256 before): 3,000 short requests of Qwen2.5-0.5B, which the pool could hold
+    all of, run at most ``cap`` at a time, in waves, without preemption."""
+    extra = {"engine_version": version} if version else {}
+    (row,) = _job("qwen2.5-0.5b", "nvidia-h100-sxm5-80gb", 3000, 100, 50, **extra)
+    assert row.max_concurrency > 3000
+    assert row.job_peak_running == cap and row.job_preemptions == 0
+    assert row.plan.offline.running_cap == cap

@@ -310,7 +310,8 @@ def test_capacity_cli_json(tmp_path):
     assert plan["max_users"] == 8 and plan["replicas_for_target"] == 1 and plan["usd_per_hour_for_target"]
     r = CliRunner().invoke(app, ["capacity", str(wl), "--model", "llama-3.1-8b", "--users", "8", "--rate", "2"])
     assert isinstance(r.exception, GpuplanError) and str(r.exception) == (
-        "workload: give an arrival rate (open loop) or a number of users (closed loop), not both")
+        "workload: give one load: an arrival rate (open loop), a number of users (closed loop) or a batch queued at "
+        "once (an offline job)")
 
 
 def _single_server(d: float):
@@ -467,3 +468,26 @@ def test_capacity_refuses_a_prefix_longer_than_the_prompt_and_sglang_int8_kv():
     with pytest.raises(GpuplanError, match="SGLang's KV cache is 16-bit or fp8"):
         gpuplan.capacity("qwen3-8b", rate_rps=1, prompt_tokens=100, output_tokens=10, engine="sglang",
                          kv_cache_dtype="int8", gpus=["l4"])
+
+
+def test_capacity_cli_offline_job(tmp_path):
+    """capacity --batch: one sentence for a second load or a plot; the job's time and cost in the JSON rows."""
+    from typer.testing import CliRunner
+
+    from gpuplan.cli import app
+
+    base = ["capacity", "--model", "qwen2.5-0.5b", "--batch", "500", "--prompt-tokens", "200", "--output-tokens", "50",
+            "--gpus", "l40s", "--max-gpus", "1"]
+    r = CliRunner().invoke(app, [*base, "--rate", "2"])
+    assert isinstance(r.exception, GpuplanError) and "give one load" in str(r.exception)
+    r = CliRunner().invoke(app, [*base, "--plot", str(tmp_path / "c.png")])
+    assert isinstance(r.exception, GpuplanError) and "no rate to draw" in str(r.exception)
+    assert not (tmp_path / "c.png").exists()
+    r = CliRunner().invoke(app, [*base, "--json"])
+    assert r.exit_code == 0, r.output
+    (plan,) = json.loads(r.output)["plans"]
+    assert plan["job_peak_running"] <= 500 and plan["job_s"] > 0
+    assert plan["usd_per_job"] == pytest.approx(plan["usd_per_hour"] / plan["replicas_per_instance"]
+                                                * plan["job_s"] / 3600)
+    r = CliRunner().invoke(app, [*base, "--format", "plain"])
+    assert r.exit_code == 0 and "an offline job of 500 requests queued at once" in r.output and "$ job" in r.output

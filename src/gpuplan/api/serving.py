@@ -49,7 +49,9 @@ def capacity(model: str, workload: str | Path | Mapping[str, Any] | None = None,
     ``workload`` is a YAML file or a dict of :class:`~gpuplan.serving.workload.Workload` fields; flat fields
     (``rate_rps``, ``prompt_tokens``, ``ttft_s``...) override it. Lengths given as ``prompt_tokens`` and
     ``output_tokens`` are means, each request's drawn within ``length_spread`` (default 0.5: +-50 %; 0 keeps them
-    fixed, which puts a closed loop in lockstep). Needs numpy (the ``serving`` extra)."""
+    fixed, which puts a closed loop in lockstep). ``batch`` instead of a rate or users: an offline job of that many
+    requests queued at once, each setup's time and cost to run it (``estimate --batch-size``'s offline run). Needs
+    numpy (the ``serving`` extra)."""
     try:
         import numpy  # noqa: F401
     except ImportError:

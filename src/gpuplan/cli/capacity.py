@@ -22,6 +22,8 @@ def capacity_cmd(
                     ] = None,
     users: Annotated[int | None, typer.Option("--users", help="Concurrent users instead of a rate (closed loop: "
                                               "each sends its next request after the last one finished).")] = None,
+    batch: Annotated[int | None, typer.Option("--batch", help="An offline job instead: this many requests queued "
+                                              "at once; each setup's time and cost to run them all.")] = None,
     think_time: Annotated[float | None, typer.Option("--think-time", help="Closed loop: mean seconds a user waits "
                                                      "between a reply and the next request [default 0].")] = None,
     preset: Annotated[str | None, typer.Option(help="Lengths: chat, summarize, generate, balanced, rag, code.")] = None,
@@ -58,7 +60,9 @@ def capacity_cmd(
     (bisection on a simulation of vLLM's scheduler, judged after warm-up), the cheapest instance that holds a
     tensor-parallel group whole, $ per million input and output tokens at that load, what the target costs in
     whole instances, and the Pareto front of cost vs time to first token. Rates carry the band of the serving
-    accuracy table.
+    accuracy table. With --batch, an offline job: how long each setup takes to run the batch (the engine's
+    max_num_seqs and KV pool decide how many run at once; the rest wait, and a full pool preempts) and what it
+    costs.
 
     Examples:
 
@@ -66,6 +70,7 @@ def capacity_cmd(
       gpuplan capacity --model llama-3.1-8b --rate 5 --prompt-tokens 2000 --output-tokens 300 --ttft 1 --tpot 0.05
       gpuplan capacity workload.yaml --model qwen2.5-72b --any-quant --json
       gpuplan capacity --model gpt-oss-120b --users 20 --prompt-tokens 8192 --output-tokens 512 --gpus h100
+      gpuplan capacity --model llama-3.1-8b --batch 5000 --prompt-tokens 1000 --output-tokens 200
     """
     from .. import api
 
@@ -73,13 +78,11 @@ def capacity_cmd(
     if model is None:
         raise GpuplanError("name the model: --model llama-3.1-8b (or a HF repo id / config.json path)")
     if plot:
-        from .plots import plot_target
-
-        plot_target(plot)  # before the simulation, not after it
+        _plot_first(plot, batch)
     report = api.capacity(model, workload, engine=engine, gpus=(gpus or "").split(","), max_gpus=max_gpus,
                           any_quant=any_quant, engine_version=engine_version, kv_cache_dtype=kv_cache_dtype,
                           calibration=calibration, top=top, **dict(
-                              rate_rps=rate, users=users, think_s=think_time, preset=preset,
+                              rate_rps=rate, users=users, batch=batch, think_s=think_time, preset=preset,
                               prompt_tokens=prompt_tokens, output_tokens=output_tokens,
                               length_spread=length_spread, trace=trace, ttft_s=ttft,
                               tpot_s=tpot, e2e_s=e2e, percentile=percentile, burstiness=burstiness,
@@ -90,6 +93,16 @@ def capacity_cmd(
 
         plot_curves(plans, w, plot)
     render(plans, w, fmt)
+
+
+def _plot_first(plot: str, batch: int | None) -> None:
+    """Check the plot's target before the simulation, not after it; an offline job has no rate to draw."""
+    if batch:
+        raise GpuplanError("--plot draws latency against the request rate; an offline job (--batch) has no rate "
+                           "to draw: leave one of them out")
+    from .plots import plot_target
+
+    plot_target(plot)
 
 
 def render(plans, w, fmt: str = "table") -> None:
@@ -103,6 +116,9 @@ def render(plans, w, fmt: str = "table") -> None:
             + (f", target {w.rate_rps:g} req/s" if w.rate_rps else ""))
     lengths = "lengths from the trace" if w.trace else api.lengths_words(w.prompt_lengths(), w.output_lengths())
     head = f"workload: {lengths}, {load}; SLO p{slo.percentile}: {targets}"
+    if w.batch:  # estimate --batch-size's offline run: every request at the mean lengths, as vllm bench throughput
+        head = (f"workload: an offline job of {w.batch:,} requests queued at once, each {w.mean_prompt_tokens:,.0f} "
+                f"prompt + {w.mean_output_tokens:,.0f} output tokens (the means, fixed)")
     rows = api.shown(plans)
     if fmt == "json":  # each plan's warnings ride in its row
         show(rows, [], "json", json_data={"workload": w.model_dump(mode="json"), "plans": rows})
@@ -114,6 +130,9 @@ def render(plans, w, fmt: str = "table") -> None:
         bullet(head, prefix="")
         out.print(Text("no setup meets the SLOs", style="red")
                   + Text(": relax them, allow more GPUs (--max-gpus) or quantization (--any-quant)"))
+        return
+    if w.batch:
+        _render_job(rows, head, fmt, plans[0].engine)
         return
     target = bool(w.users or w.rate_rps)
     load_col = Column("max_users", "users", num(), "right", 0) if w.users else \
@@ -151,6 +170,31 @@ def render(plans, w, fmt: str = "table") -> None:
     if fmt == "table":
         bullet(head, prefix="")
         show(rows, cols, fmt, title="setups, cheapest first", notes=[note])
+    else:
+        show(rows, cols, fmt, title=head, notes=[note])
+
+
+def _render_job(rows: list[dict], head: str, fmt: str, engine: str) -> None:
+    """An offline job's setups, cheapest run first."""
+    cols = [Column("setup", "setup", priority=0, style=lambda r: "green" if r.get("pareto") else None),
+            Column("job_s", "time", _s, "right", 0),
+            Column("usd_per_job", "$ job", usd, "right", 0),
+            Column("job_peak_running", "ran at once", num(), "right", 1),
+            Column("job_preemptions", "preempted", num(), "right", 1),
+            Column("output_tokens_per_s", "out tok/s", num(), "right", 1),
+            Column("usd_per_hour", "$/h", usd, "right", 2),
+            Column("offer", "offer", priority=2),
+            Column("usd_per_million_output", "$/M out", usd, "right", 3),
+            Column("max_concurrency", "KV reqs", num(), "right", 3),
+            Column("kv_tokens", "KV tokens", num(), "right", 4)]
+    label = "SGLang" if engine == "sglang" else "vLLM"
+    note = (f"Green: the Pareto front of cost vs time. From {label}'s scheduler simulated on the batch (estimate "
+            "--batch-size's offline run): at most max_num_seqs requests run at once, and no more than the KV pool "
+            "holds; the others wait for them to finish, and a pool that runs out preempts requests, which recompute "
+            "when they resume. $ job: one tensor-parallel group's share of the instance for that time.")
+    if fmt == "table":
+        bullet(head, prefix="")
+        show(rows, cols, fmt, title="setups, cheapest run first", notes=[note])
     else:
         show(rows, cols, fmt, title=head, notes=[note])
 

@@ -68,10 +68,19 @@ class Timing:
     per-operation profiles time); ``loop``: the host loop (None: the eager Python host); ``kernels``: a local
     engine's kernels, ``ggml-cuda`` or ``ggml-metal`` (llama.cpp, :mod:`gpuplan.speed.ggml`: prompts by
     micro-batch and kernel, generation on Metal from the unified memory's bandwidth) or ``mlx``
-    (:mod:`gpuplan.speed.mlx`); ``note``: what the timing borrows, said in the plan's assumptions."""
+    (:mod:`gpuplan.speed.mlx`); ``note``: what the timing borrows, said in the plan's assumptions.
+
+    ``graph_max_batch``: the largest decode batch the engine replays as a CUDA graph by default (vLLM's largest
+    capture size, SGLang's ``cuda_graph_max_bs``; 0: no cap known); a larger batch runs its kernels launched one by
+    one from the host. ``grouped_experts``: routed experts as one grouped GEMM at the GEMM model's achievable rate
+    (TensorRT-LLM's fused MoE). ``context_attention_speedup``: the engine's prompt attention against gpuplan's
+    FlashAttention figure (TensorRT-LLM's context FMHA)."""
 
     eager: bool = False
     graphs: bool = False
+    graph_max_batch: int = 0
+    grouped_experts: bool = False
+    context_attention_speedup: float = 1.0
     packed_linears: bool = False
     streaming_bandwidth: bool = False
     loop: HostLoop | None = None

@@ -37,8 +37,8 @@ on the CPU while the GPU runs batch N. ``schedule_policy`` is simulated as ``fcf
 ``lpm`` orders the queue by cached prefix length, which is arrival order when every prompt shares one prefix.
 Not modelled: the admission reserve for the running requests' remaining output (``new_token_ratio``, 0.7 decaying
 to about 0.1, scaled by ``schedule_conservativeness``; the simulation admits by the prompt's tokens and retracts the
-newest request when the pool runs out, as SGLang does), decode batches past ``cuda_graph_max_bs`` running without
-CUDA graphs, and the page sizes above 1 of 2026 releases.
+newest request when the pool runs out, as SGLang does) and the page sizes above 1 of 2026 releases. Decode batches
+past ``cuda_graph_max_bs`` run without CUDA graphs (:meth:`Sglang.timing`).
 
 Later releases (2026: draft weights counted, disaggregation-aware reserves, the ``KVCacheConfigurator`` budget)
 change these again; this module is the 2025 rule set, checked against the logs in
@@ -280,12 +280,15 @@ class Sglang(Engine):
     def timing(self, s: Scenario, m: ModelSpec, gpu: GpuSpec) -> Timing:
         """The GPU's work as vLLM's current engine's (CUDA graphs, the same attention kernels); the host loop
         SGLang's own (constants fitted on SGLang's published runs, see
-        :data:`gpuplan.overheads.SGLANG_STEP_OVERHEAD_S`)."""
+        :data:`gpuplan.overheads.SGLANG_STEP_OVERHEAD_S`). Decode batches past ``cuda_graph_max_bs`` run without
+        CUDA graphs (``python/sglang/srt/model_executor/cuda_graph_runner.py`` ``CudaGraphRunner.can_run``:
+        ``cuda_graph_bs <= self.max_bs``)."""
         d = defaults(gpu.usable_gib * 1024, s.tp, s.pp, s.engine_version)
         loop = HostLoop(step_s=oh.SGLANG_STEP_OVERHEAD_S, seq_s=oh.SGLANG_HOST_S_PER_SEQ,
                         request_s=oh.SGLANG_REQUEST_S, overlapped=overlap_schedule(s),
                         chunk_tokens=d.chunked_prefill_size, all_reduce_s=oh.SGLANG_ALL_REDUCE_S)
-        return current_timing(s, m, gpu, loop=loop, note=TIMING)
+        return current_timing(s, m, gpu, loop=loop, note=TIMING,
+                              graph_max_batch=d.cuda_graph_max_bs)
 
 
 SGLANG = Sglang()

@@ -264,8 +264,15 @@ class Trtllm(Engine):
         return "TensorRT-LLM's KV block reuse is not modelled"
 
     def timing(self, s: Scenario, m: ModelSpec, gpu: GpuSpec) -> Timing:
-        """In-flight batching with CUDA graphs, timed as vLLM's current engine."""
-        return current_timing(s, m, gpu)
+        """In-flight batching with CUDA graphs, its host work hidden by its overlap scheduler (timed as vLLM's
+        current engine's loop), and its own kernels where the trtllm-bench tables measure them apart from vLLM's
+        (``bench/trtllm.py``, :mod:`gpuplan.speed.offline`): routed experts as one grouped GEMM (the fused MoE),
+        prompt attention of FP8 and NVFP4 checkpoints (FP8 context FMHA) at
+        :data:`~gpuplan.overheads.TRTLLM_CONTEXT_ATTENTION_SPEEDUP` times gpuplan's FlashAttention figure. Every
+        decode batch is taken to replay a CUDA graph (``cuda_graph_config``'s sizes are not modelled)."""
+        fp8_fmha = s.quant in ("fp8", "nvfp4")
+        return current_timing(s, m, gpu, graph_max_batch=0, grouped_experts=True,
+                              context_attention_speedup=oh.TRTLLM_CONTEXT_ATTENTION_SPEEDUP if fp8_fmha else 1.0)
 
 
 TRTLLM = Trtllm()

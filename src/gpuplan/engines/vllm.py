@@ -645,19 +645,29 @@ class Vllm(Engine):
 
 
 def current_timing(s: Scenario, m: ModelSpec, gpu: GpuSpec, *, current: bool = True,
-                   loop: HostLoop | None = None, note: str = "") -> Timing:
+                   loop: HostLoop | None = None, note: str = "", graph_max_batch: int | None = None,
+                   **kernels) -> Timing:
     """vLLM's timing of ``s`` (its release; the current one with ``current``, for an engine timed as vLLM's):
     CUDA graphs and fused element-wise kernels in the V1 engine (0.8+), packed projections, the measured kernel
     bandwidth, and its engine loop (``loop``: another engine's own), whose host work per step overlaps the GPU's
-    under async scheduling (0.14+) and whose prompts are prefilled in chunks of ``max_num_batched_tokens``."""
+    under async scheduling (0.14+) and whose prompts are prefilled in chunks of ``max_num_batched_tokens``. A step
+    of up to the largest default capture size in tokens (:func:`capture_sizes`) replays a CUDA graph, a larger one
+    runs eagerly (``vllm/v1/worker/gpu_model_runner.py``: ``num_scheduled_tokens <= self.cudagraph_batch_sizes[-1]``
+    "Use piecewise CUDA graphs", else "Eager mode"; the batch padded to the next captured size adds rows to GEMMs
+    that read their weights once anyway, and is not timed); ``graph_max_batch``: another engine's own cap.
+    ``kernels``: another engine's
+    :class:`~gpuplan.engines.base.Timing` fields (TensorRT-LLM's grouped experts and context attention)."""
     v1 = current or version_tuple(s.engine_version) >= (0, 8, 0)
+    limits = scheduler_limits(s, m, gpu, current=current)
     if loop is None:
-        chunk = scheduler_limits(s, m, gpu, current=current).max_num_batched_tokens
         overlapped = s.pp == 1 if current else async_scheduling(s)
         loop = HostLoop(step_s=oh.VLLM_V1_STEP_OVERHEAD_S if v1 else oh.VLLM_STEP_OVERHEAD_S,
                         seq_s=oh.VLLM_V1_HOST_S_PER_SEQ if v1 else 0.0, request_s=oh.VLLM_V1_REQUEST_S,
-                        overlapped=overlapped, chunk_tokens=chunk)
-    return Timing(graphs=v1, packed_linears=True, streaming_bandwidth=True, loop=loop, note=note)
+                        overlapped=overlapped, chunk_tokens=limits.max_num_batched_tokens)
+    if graph_max_batch is None:
+        graph_max_batch = capture_sizes(limits.max_num_seqs, gpu)[-1] if v1 else 0
+    return Timing(graphs=v1, packed_linears=True, streaming_bandwidth=True, loop=loop, note=note,
+                  graph_max_batch=graph_max_batch, **kernels)
 
 
 VLLM = Vllm()

@@ -89,6 +89,12 @@ class Deployment:
     ttft_alone_s: float | None = None  # one request on an idle engine (estimate's figure)
     streaming_tokens_per_s_per_user: float | None = None  # 1 / decode step at this load (estimate's figure)
     pareto: bool = False
+    # an offline job (the workload's batch queued at once): how long one replica takes, its share of the instance's
+    # price for that time, the most requests it ran at once and the requests preempted (recomputed)
+    job_s: float | None = None
+    usd_per_job: float | None = None
+    job_peak_running: int | None = None
+    job_preemptions: int | None = None
     curve: list[RatePoint] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)  # what the user must know: a simulation that stopped early
@@ -194,7 +200,8 @@ def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...]
              any_quant: bool = False, simulate_top: int = 6, calibration: Calibration | None = None,
              catalogs: tuple[str, ...] = (), time_limit_s: float = SEARCH_TIME_S) -> list[Deployment]:
     """Plans ranked by what the target costs (the workload's rate or users: whole instances), else by cost per
-    request at their highest SLO-meeting load (unpriced setups last). The simulations share ``time_limit_s``
+    request at their highest SLO-meeting load (unpriced setups last); for an offline job (the workload's
+    ``batch``), by what one replica costs to run it (:func:`_job_row`). The simulations share ``time_limit_s``
     wall seconds (see the module docstring)."""
     why = engine_for(s).refusal(s, m)
     if why:
@@ -210,7 +217,7 @@ def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...]
     candidates = []
     prompt = round(w.mean_prompt_tokens)
     lengths = {"max_model_len": s.max_model_len or longest, "prompt_tokens": prompt,
-               "output_tokens": round(w.mean_output_tokens), "batch_size": w.users or s.batch_size,
+               "output_tokens": round(w.mean_output_tokens), "batch_size": w.batch or w.users or s.batch_size,
                "shared_prefix_tokens": max(min(w.shared_prefix_tokens, prompt - 1), 0)}
     for st in setups(s, m, gpu_ids, max_gpus, any_quant, fields=lengths):
         try:
@@ -223,8 +230,9 @@ def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...]
         model = step_model(sc, m, st.gpu, calibration=calibration)
         ttft0, tpot0 = idle_latencies(model, w)
         slo = w.slo
-        if (slo.ttft_s and ttft0 > slo.ttft_s) or (slo.tpot_s and tpot0 > slo.tpot_s) or \
-                (slo.e2e_s and ttft0 + tpot0 * w.mean_output_tokens > slo.e2e_s):
+        late = (slo.ttft_s and ttft0 > slo.ttft_s) or (slo.tpot_s and tpot0 > slo.tpot_s) or \
+            (slo.e2e_s and ttft0 + tpot0 * w.mean_output_tokens > slo.e2e_s)
+        if late and w.batch is None:  # an offline job has no latency targets
             continue
         bound = saturation_rate(model, w, mem.pool.kv_tokens, mem.engine.max_num_seqs,
                                 mem.engine.max_num_batched_tokens, mem.engine.mixed_prefill)  # (rate, batch)
@@ -236,7 +244,8 @@ def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...]
     for i, (st, sc, mem, model, bound, price) in enumerate(chosen):  # each the time left over the setups to go
         now = time.monotonic()
         deadline = now + max(time_limit_s - (now - start), 0.0) / (len(chosen) - i)
-        plans.append(_row(st, sc, mem, model, bound, price, w, m, deadline))
+        plans.append(_job_row(st, sc, mem, bound, price, w, m) if w.batch else
+                     _row(st, sc, mem, model, bound, price, w, m, deadline))
     plans.sort(key=_rank)
     _mark_pareto(plans)
     return plans
@@ -303,19 +312,56 @@ def _row(st: Setup, sc: Scenario, mem: ServingMemory, model: StepModel, bound: t
     return row
 
 
+def _job_row(st: Setup, sc: Scenario, mem: ServingMemory, bound: tuple[float, float], price, w: Workload,
+             m: ModelSpec) -> Deployment:
+    """One setup running the workload's ``batch`` requests queued at once: the plan of that batch (``estimate
+    --batch-size``'s offline run through the engine's scheduler: its ``max_num_seqs`` by release, waves as the KV
+    pool frees, preemption and recompute), its time, and one replica's share of the instance's price for it."""
+    pool = mem.pool
+    row = Deployment(setup=st.label, engine=sc.engine, gpu_id=st.gpu.id, num_gpus=st.num_gpus, tp=sc.tp,
+                     quant=st.quant, kv_tokens=pool.kv_tokens, max_concurrency=pool.max_concurrency,
+                     max_rate_rps=0.0, rate_band_rps=(0.0, 0.0), bound_rate_rps=bound[0])
+    row.plan = build(resolve(sc, m, st.gpu), advise=False, simulate=True)
+    row.ttft_alone_s = row.plan.speed.ttft_s
+    row.streaming_tokens_per_s_per_user = row.plan.speed.streaming_tokens_per_s_per_user
+    run = row.plan.offline
+    if run is None or not run.completed:
+        row.warnings.append(f"{st.label}: no offline run of the batch (its KV pool holds no request of the longest "
+                            "length)")
+        return row
+    row.warnings += [f"{st.label}: {x}" for x in run.warnings]
+    row.job_s, row.job_peak_running, row.job_preemptions = run.duration, run.peak_running, run.preemptions
+    row.max_rate_rps, row.output_tokens_per_s = run.request_throughput, run.output_throughput
+    low, high = oh.SERVING_RATE_BAND
+    row.rate_band_rps = (row.max_rate_rps * low, row.max_rate_rps * high)
+    if price and row.max_rate_rps > 0:
+        per_hour, row.offer, row.replicas_per_instance = price
+        row.usd_per_hour = per_hour
+        per_s = per_hour / row.replicas_per_instance / 3600  # one replica's share of the instance
+        row.usd_per_job = per_s * run.duration
+        row.usd_per_1k_requests = per_s / row.max_rate_rps * 1000
+        row.usd_per_million_input = per_s * run.duration / max(run.total_input_tokens, 1) * 1e6
+        row.usd_per_million_output = per_s * run.duration / max(run.total_output_tokens, 1) * 1e6
+    return row
+
+
 def _rank(p: Deployment) -> tuple:
+    if p.job_s is not None:  # an offline job: the cheapest run of it, then the quickest
+        return (0 if p.usd_per_job is not None else 1, p.usd_per_job or 0, p.job_s)
     if p.usd_per_hour_for_target is not None:
         return (0, p.usd_per_hour_for_target, p.usd_per_1k_requests or 0, -p.max_rate_rps)
     return (1 if p.usd_per_1k_requests is not None else 2, p.usd_per_1k_requests or 0, -p.max_rate_rps)
 
 
 def _mark_pareto(plans: list[Deployment]) -> None:
-    """Pareto front of cost per request vs the SLO-percentile TTFT at the plan's rate (lower is better)."""
-    priced = [p for p in plans if p.usd_per_1k_requests is not None and p.ttft_s is not None]
-    for p in priced:
-        p.pareto = not any(q is not p and q.usd_per_1k_requests <= p.usd_per_1k_requests and q.ttft_s <= p.ttft_s
-                           and (q.usd_per_1k_requests < p.usd_per_1k_requests or q.ttft_s < p.ttft_s)
-                           for q in priced)
+    """Pareto front of cost per request vs the SLO-percentile TTFT at the plan's rate (an offline job: its cost vs
+    its time; lower is better)."""
+    def point(p: Deployment) -> tuple[float | None, float | None]:
+        return (p.usd_per_job, p.job_s) if p.job_s is not None else (p.usd_per_1k_requests, p.ttft_s)
+
+    priced = [(p, *point(p)) for p in plans if None not in point(p)]
+    for p, cost, wait in priced:
+        p.pareto = not any(q is not p and c <= cost and t <= wait and (c < cost or t < wait) for q, c, t in priced)
 
 
 def shown(plans: list[Deployment]) -> list[dict]:
@@ -331,5 +377,6 @@ def shown(plans: list[Deployment]) -> list[dict]:
              "usd_per_million_input": p.usd_per_million_input, "usd_per_million_output": p.usd_per_million_output,
              "usd_per_1k_requests": p.usd_per_1k_requests, "replicas_for_target": p.replicas_for_target,
              "instances_for_target": p.instances_for_target, "usd_per_hour_for_target": p.usd_per_hour_for_target,
-             "warnings": list(p.warnings)}
+             "job_s": p.job_s, "usd_per_job": p.usd_per_job, "job_peak_running": p.job_peak_running,
+             "job_preemptions": p.job_preemptions, "warnings": list(p.warnings)}
             for p in plans]

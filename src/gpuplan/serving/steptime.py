@@ -128,7 +128,7 @@ def sample(timer: StepTimer, calibration: Calibration | None = None) -> StepMode
         dec_linears = dec.get("weights", 0.0) - head
         pre_linears = pre.get("gemm", 0.0) - lm_head_s(m, gpu, timer.dtype, 1, tp=tp)
         dense.append(max(dec_linears, pre_linears) + dec.get("kernel_latency", 0.0) + dec.get("elementwise", 0.0)
-                     + dec.get("tensor_parallel", 0.0) + dec.get("cpu_layers", 0.0))
+                     + dec.get("tensor_parallel", 0.0) + dec.get("cpu_layers", 0.0) + dec.get("kernel_launches", 0.0))
         heads.append(head)
     a, b = _PAIRS_AT
     attn = (timer.prefill_parts(b).get("attention", 0.0) - timer.prefill_parts(a).get("attention", 0.0)) \

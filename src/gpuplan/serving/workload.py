@@ -105,6 +105,9 @@ class Workload(BaseModel):
                                    description="the expected arrival rate, requests/s")
     users: int | None = Field(default=None, ge=1, le=100_000, description="closed loop: concurrent users, each "
                               "sending its next request think_s after its last one finished (instead of rate_rps)")
+    batch: int | None = Field(default=None, ge=2, le=65_536, description="an offline job: this many requests queued "
+                              "at once, the engine running as many as its cap and KV pool allow (instead of "
+                              "rate_rps or users)")
     think_s: float = Field(default=0.0, ge=0, le=3600, allow_inf_nan=False,
                            description="closed loop: mean think time between a user's requests, seconds")
     burstiness: float = Field(default=1.0, gt=0, le=100, allow_inf_nan=False,
@@ -128,8 +131,9 @@ class Workload(BaseModel):
             close = did_you_mean(self.preset, PRESETS)
             raise ValueError(f"unknown preset {self.preset!r}" + (f"; did you mean {close[0]!r}?" if close else
                              f"; choose one of {', '.join(PRESETS)}"))
-        if self.users is not None and self.rate_rps is not None:
-            raise ValueError("give an arrival rate (open loop) or a number of users (closed loop), not both")
+        if sum(x is not None for x in (self.users, self.rate_rps, self.batch)) > 1:
+            raise ValueError("give one load: an arrival rate (open loop), a number of users (closed loop) or a batch "
+                             "queued at once (an offline job)")
         if self.prompt is None and self.preset is None and self.trace is None:
             raise ValueError("say how long requests are: prompt and output lengths, a preset "
                              f"({', '.join(PRESETS)}) or a trace file")

@@ -85,9 +85,11 @@ class StepTimer:
             return {k: v for k, v in parts.items() if v > 0}
         gemm = self._linears_s(tokens) + lm_head_s(m, gpu, self.other_dtype, seqs, tp=tp)
         attention = attention_s(m, gpu, self.other_dtype, seqs, math.ceil(tokens / seqs), kernel=self.kernel, tp=tp,
-                                context=context, masked_windows=self.timing.eager)
+                                context=context, masked_windows=self.timing.eager) \
+            / self.timing.context_attention_speedup
         parts = {"gemm": gemm, "attention": attention, "elementwise": self._elementwise_s(tokens),
                  "tensor_parallel": self._tp_s(tokens), "pipeline_across_nodes": self._node_hops_s(tokens)}
+        parts["kernel_launches"] = self._launches_s(tokens, sum(parts.values()))
         host = self.host_s(prefill=True, seqs=seqs, tokens=tokens)
         parts["host"] = max(host - sum(parts.values()), 0.0) if self.async_host else host
         parts.update(self._offload_parts(tokens))
@@ -112,7 +114,7 @@ class StepTimer:
         s, m, gpu, tp = self.s, self.m, self.gpu, self.s.tp
         if self.timing.kernels in ("ggml-metal", "mlx"):  # Apple silicon: the unified memory's bandwidth, per layer
             parts = mlx.decode_parts(self, batch, context) if self.timing.kernels == "mlx" else \
-                ggml.metal_decode_parts(s, m, gpu, batch, context, weight_bytes=ggml.streamed_bytes(s, m),
+                ggml.metal_decode_parts(s, m, gpu, batch, context, weight_bytes=ggml.streamed_bytes(s, m, batch),
                                         bandwidth_fraction=oh.LLAMA_CPP_METAL_DECODE_BANDWIDTH_FRACTION,
                                         layer_s=oh.LLAMA_CPP_METAL_LAYER_S)
             parts["host"] = self.host_s(prefill=False, context=context, seqs=batch)
@@ -134,6 +136,7 @@ class StepTimer:
         host = self.host_s(prefill=False, context=context, seqs=batch)
         parts["tensor_parallel"] = self._tp_s(batch)
         parts["pipeline_across_nodes"] = self._node_hops_s(batch)
+        parts["kernel_launches"] = self._launches_s(batch, gpu_s + parts["tensor_parallel"])
         if self.timing.eager:  # the GPU waits on Python unless its kernels are longer
             parts["host"] = smooth_max(gpu_s, host, oh.HOST_GPU_OVERLAP_SHARPNESS) - gpu_s
         elif self.async_host:  # async scheduling: only the host work the GPU step does not cover shows
@@ -274,6 +277,19 @@ class StepTimer:
         speed layer's calibrated figure."""
         return oh.GRAPH_KERNEL_LATENCY_S if self.timing.graphs else oh.GEMM_KERNEL_LATENCY_S
 
+    def _launches_s(self, tokens: float, gpu_s: float) -> float:
+        """A step of ``tokens`` past the engine's largest captured batch (:attr:`~gpuplan.engines.base.Timing.
+        graph_max_batch`) runs without its CUDA graph: the host launches each of the layers' kernels while the GPU
+        runs the ones already launched, so only the launching longer than the GPU's ``gpu_s`` shows. Each launch
+        costs the calibrated launched-kernel figure (:data:`~gpuplan.overheads.GEMM_KERNEL_LATENCY_S`, 5 us): a
+        floor, as the engine's Python around a launch (SGLang's eager modules; vLLM's compiled graph far less)
+        is not counted."""
+        cap = self.timing.graph_max_batch
+        if not (self.timing.graphs and cap and tokens > cap):
+            return 0.0
+        kernels = (self._kernels_per_layer() + 7) * self.m.num_layers * (1 - self.cpu_layer_share)
+        return max(kernels * oh.GEMM_KERNEL_LATENCY_S - gpu_s, 0.0)
+
     def _elementwise_s(self, tokens: float) -> float:
         """Element-wise traffic: vLLM's fused kernels (residual add + RMSNorm, SiLU-and-mul, rotary with the cache
         write) move a fraction of what unfused modules do; transformers' Python RMSNorm more
@@ -359,9 +375,10 @@ def step_timer(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None 
         e = inference_memory(s, m, gpu.usable_gib)
         cpu_share = e.extra.get("offloaded_layers", 0) / m.num_layers
     inter = inter_node_link(gpu, network, s.num_gpus) if s.num_nodes > 1 else None
+    timing = engine.timing(s, m, gpu)
     return StepTimer(s=s, m=m, gpu=gpu, link=intra_node_link(gpu, network), dtype=dtype,
                      weight_bytes_per_param=per_param, skip=skip, kernel=attention_kernel(s, m),
-                     cpu_layer_share=cpu_share, timing=engine.timing(s, m, gpu),
+                     cpu_layer_share=cpu_share, timing=timing, grouped_experts=timing.grouped_experts,
                      cached_prefix=engine.cached_prefix_tokens(s, m), inter=inter)
 
 
@@ -405,8 +422,9 @@ def inference_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | 
     burst = timer.burst_ttft_s(p, b)
     gpu_side = parts.get("weights", 0) + parts.get("kv_cache", 0) + parts.get("elementwise", 0)
     latency = parts.get("kernel_latency", 0) + parts.get("tensor_parallel", 0)
-    bound = max(("memory", gpu_side), ("host (kernel launches)" if timer.timing.eager else "host (engine loop)",
-                                       parts.get("host", 0)),
+    launched = timer.timing.eager or parts.get("kernel_launches", 0) > parts.get("host", 0)
+    bound = max(("memory", gpu_side), ("host (kernel launches)" if launched else "host (engine loop)",
+                                       parts.get("host", 0) + parts.get("kernel_launches", 0)),
                 ("latency (per-layer kernels and all-reduces)", latency),
                 ("system memory (CPU layers)", parts.get("cpu_layers", 0)), key=lambda kv: kv[1])[0]
     speed = Speed(tokens_per_s=rates.output_tokens_per_s, step_time_s=step, bound=bound, parts_s=parts,
@@ -430,6 +448,8 @@ def inference_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | 
                                  f"({engine.uncached_prefix_why(s)})")
     if timer.timing.note:
         speed.assumptions.append(timer.timing.note)
+    if timer.timing.graphs and timer.timing.loop is not None:
+        speed.assumptions.append(decode_words(timer, engine.label, b, parts.get("host", 0.0)))
     if timer.cpu_layer_share:
         speed.assumptions.append(f"llama.cpp: {timer.cpu_layer_share:.0%} of the layers run on the CPU from system "
                                  f"RAM at ~{oh.CPU_MEMORY_GBS * oh.CPU_BANDWIDTH_FRACTION:.0f} GB/s (assumed "
@@ -438,6 +458,34 @@ def inference_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | 
     if gpu.vendor != "NVIDIA":
         widen.append("other vendor")
     return banded(speed, engine.name, m, widen)
+
+
+def decode_words(timer: StepTimer, label: str, batch: int, host_shown: float) -> str:
+    """How a CUDA-graph engine runs a decode step of ``batch`` sequences, in words: whether the batch replays a
+    captured graph (:attr:`~gpuplan.engines.base.Timing.graph_max_batch`), whether its host loop hides behind the
+    GPU's step (vLLM's async scheduling from 0.14, SGLang's overlap scheduler from 0.4, TensorRT-LLM's overlap
+    scheduler) and whose expert kernels it runs; and why two engines that do the same come out at the same speed."""
+    t = timer.timing
+    cap = t.graph_max_batch
+    if not cap or batch <= cap:
+        graph = "replays a CUDA graph" + (f" (its largest captured batch is {cap:,})" if cap else "")
+    else:
+        shown = timer.decode_parts(batch, 0).get("kernel_launches", 0.0)
+        graph = (f"launches its kernels one by one ({batch:,} is past its largest captured batch, {cap:,}): "
+                 + (f"the launching outlasts the GPU's work by {shown * 1e3:.2f} ms" if shown else
+                    "the GPU's work outlasts the launching"))
+    if not t.loop.overlapped:
+        host = f"its host loop adds {host_shown * 1e3:.2f} ms to each step"
+    elif host_shown > 0:
+        host = f"its host loop, beside the GPU's step, is the longer by {host_shown * 1e3:.2f} ms"
+    else:
+        host = "its host loop runs beside the GPU's step and is hidden"
+    experts = "; routed experts as one grouped GEMM (TensorRT-LLM's fused MoE)" if t.grouped_experts and \
+        timer.m.is_moe else ""
+    seqs = f"{batch:,} sequence" + ("s" if batch != 1 else "")
+    return (f"{label} at {seqs} {graph}; {host}{experts}. Engines that replay a graph and hide their "
+            "host loop at a batch read the same weights and KV cache, so their decode steps take the same time; "
+            "they differ in how prompts share the steps (time to first token, the offline line)")
 
 
 def banded(speed: Speed, engine: str, m: ModelSpec, widen: list[str]) -> Speed:

@@ -127,12 +127,10 @@ def decode_step_s(timer: StepTimer, batch: int, context: float) -> float:
 
 
 def prefill_s(timer: StepTimer, tokens: int, seqs: int) -> float:
-    """The context phase of ``seqs`` whole prompts of ``tokens`` in all, its attention at TensorRT-LLM's context
-    FMHA speed against gpuplan's FlashAttention figure (:data:`~gpuplan.overheads.TRTLLM_CONTEXT_ATTENTION_SPEEDUP`),
-    with the fused MoE's dispatch (:func:`moe_dispatch_s`)."""
-    parts = timer.prefill_parts(tokens, seqs=seqs)
-    parts["attention"] = parts.get("attention", 0.0) / oh.TRTLLM_CONTEXT_ATTENTION_SPEEDUP
-    return sum(parts.values()) + moe_dispatch_s(timer.m, tokens, decode=False, dtype=timer.dtype)
+    """The context phase of ``seqs`` whole prompts of ``tokens`` in all (its attention at TensorRT-LLM's context
+    FMHA speed: :meth:`gpuplan.engines.trtllm.Trtllm.timing`), with the fused MoE's dispatch
+    (:func:`moe_dispatch_s`)."""
+    return timer.prefill_s(tokens, seqs=seqs) + moe_dispatch_s(timer.m, tokens, decode=False, dtype=timer.dtype)
 
 
 def offline_throughput(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None = None, *,
@@ -149,7 +147,7 @@ def offline_throughput(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network
     per_iteration = max(tokens // isl, 1)  # whole prompts per context iteration
 
     def timer(rows: float) -> StepTimer:
-        return dataclasses.replace(step_timer(s, m, trtllm_gpu(gpu, rows), network), grouped_experts=True)
+        return step_timer(s, m, trtllm_gpu(gpu, rows), network)  # grouped experts: Trtllm.timing
 
     def cycle(n: int) -> tuple[float, float, float]:
         """(decode step, prefill, cycle) seconds of a wave of ``n`` requests."""
