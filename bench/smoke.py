@@ -5,7 +5,9 @@
 The CPU targets (the TRL trainer, accelerate and torchrun with 2 DDP processes, SkyPilot's run section on one
 node, DeepSpeed ZeRO-2 on its CPU accelerator, torchtune where it imports) are what tests/launchers/test_smoke.py
 runs in CI; this script prints each run's seconds, so the suite's budget can be checked (2 cores: the five runs
-take about 2 minutes). The GPU-only targets are bench/smoke_gpu.py's.
+take about 2 minutes). Then llama.cpp's llama-server started by its written script on a tiny GGUF and asked for one
+completion (tests/launchers/test_launch_llama_cpp.py; the binary from bench/llama_server.py or PATH). The GPU-only
+targets are bench/smoke_gpu.py's.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "src"))
 
 from gpuplan.launchers.smoke import STEPS, smoke  # noqa: E402
+from gpuplan.launchers.smoke_serve import llama_server, smoke_llama_cpp  # noqa: E402
 from gpuplan.scenario import scenario_from  # noqa: E402
 
 BASE = dict(model="qwen2.5-0.5b", task="train", gpu="l40s")
@@ -27,6 +30,7 @@ PLANS = (({**BASE, "method": "full", "num_gpus": 2, "sharding": "ddp"}, ["traine
                                                                           "skypilot"]),
          ({**BASE, "method": "full", "num_gpus": 2, "sharding": "zero2"}, ["deepspeed"]),
          ({**BASE, "method": "lora", "stack": "torchtune"}, ["torchtune"]))
+SERVE = dict(model="qwen2.5-0.5b", task="infer", engine="llama.cpp", gpu="l40s", batch_size=2)
 
 
 def main() -> int:
@@ -49,6 +53,14 @@ def main() -> int:
             failed += not r.passed
             print(f"{r.target:<11} {'passed' if r.passed else 'FAILED':<7} {r.seconds:6.1f}  "
                   f"{' '.join(f'{x:.4f}' for x in r.losses)}")
+    binary = llama_server()
+    if binary is None:
+        print("llama.cpp   skipped  no llama-server (python bench/llama_server.py builds it)")
+    else:
+        _, run = smoke_llama_cpp(scenario_from(SERVE), root / "serve", binary)
+        failed += not run.passed
+        print(f"{run.target:<11} {'passed' if run.passed else 'FAILED':<7} {run.seconds:6.1f}  {run.tokens} tokens "
+              f"{run.text!r}")
     print(f"files in {root}")
     return 1 if failed else 0
 

@@ -350,6 +350,12 @@ STACKS = [("hf", ("full", "lora", "qlora"), ("ddp", "zero2", "zero3", "fsdp"), S
 
 @st.composite
 def launch_cases(draw) -> list[str]:
+    if draw(st.integers(0, 4)) == 0 and draw(st.booleans()):  # a serving plan of llama.cpp: llama-server.sh
+        return ["--model", draw(st.sampled_from([*SMALL, "llama-3.1-8b", "qwen2.5-7b"])), "--task", "infer",
+                "--engine", "llama.cpp", "--quant", draw(st.sampled_from(["gguf-q4_k_m", "gguf-q8_0"])),
+                "--gpu", draw(st.sampled_from([*BIG_CARDS[:3], "rtx-4090"])),
+                "--batch-size", draw(st.sampled_from(["1", "4"])), "--prompt-tokens", draw(st.sampled_from(["512",
+                                                                                                           "2048"]))]
     if draw(st.integers(0, 4)) == 0:  # a serving plan: vLLM, tensor parallel over the cards
         tp = draw(st.sampled_from([1, 2]))
         return ["--model", draw(st.sampled_from([*SMALL, "llama-3.1-8b", "qwen2.5-7b"])), "--task", "infer",

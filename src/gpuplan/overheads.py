@@ -78,6 +78,11 @@ LLAMA_CPP_UBATCH = 512
 LLAMA_CPP_OUTPUT_STAGE_ACTIVATIONS = 5
 LLAMA_CPP_KQ_STAGE_ACTIVATIONS = 4
 LLAMA_CPP_KQ_MASK_PAD = 64
+# llama_context pads the context to 256 cells, and each slot's share (n_ctx / n_parallel, without --kv-unified) to
+# 256 again (src/llama-context.cpp, llama_context::llama_context: ``GGML_PAD(cparams.n_ctx_seq, 256)``, since
+# ggml-org/llama.cpp PR 17046; llama.cpp at 0c1e5709, vendored by llama-cpp-python 0.3.36). The smoke run's server
+# logged n_ctx_slot = 256 for a plan of 80 tokens per slot.
+LLAMA_CPP_CTX_PAD = 256
 # llama.cpp's prompt processing from its kernels (speed/ggml.py). Counted from the graph (fp32 activations between
 # kernels, src/llama-model.cpp llm_build_llama): bytes per token and layer per hidden element (norm 8, the query's
 # output and its rotary 12, the attention output 4, the output projection's 4, two residual adds 24, the second norm
@@ -343,9 +348,18 @@ ATTENTION_KERNEL_PEAK_FRACTION = {("flash2", "Hopper"): 0.19}
 # (16 per SM and clock on Volta to Blackwell: the CUDA C++ Programming Guide's throughput table, "32-bit floating-
 # point reciprocal, ... base-2 logarithm, base 2 exponential") and ~4 FP32 ops (FlashAttention-2, Dao 2023, section
 # 3.1), r(d) = (peak / exp rate + 4 x peak / FP32 rate) / 4d tensor-FLOP equivalents (the Ada comment above), and a
-# kernel reaches fraction(128) x (1 + r(128)) / (1 + r(d)). Diffusion UNets run narrow heads: SD 1.5's first level
+# kernel reaches fraction(128) x (1 + r(128)) / (t/d + r(d)), t the head width padded to the kernel's tile (below).
+# Diffusion UNets run narrow heads: SD 1.5's first level
 # has eight 40-wide heads over 4,096 latent pixels, where an A100 spends 1.2 tensor-FLOP equivalents of softmax per
 # matmul FLOP (speed/modules.py attention_share). Not fitted: derived from the datasheets.
+# A fused attention kernel runs its two matmuls over a head width padded to its tile: FlashAttention-2 rounds the
+# head size up to a multiple of 32 and runs the kernel built for that width (Dao-AILab/flash-attention
+# csrc/flash_attn/flash_api.cpp mha_fwd: head_size_rounded = round_multiple(head_size, 32); kernels for 32, 64,
+# 96, 128... wide heads), the Q and K tiles loaded with zeros past the real width; PyTorch 2.0's FlashAttention
+# (aten/src/ATen/native/transformers/cuda/flash_attn/fmha_api.cpp run_fmha_fwd: kernels for 32, 64 and 128) and
+# its memory-efficient kernel (mem_eff_attention/kernel_forward.h: kMaxK 64, 128 variants) pad as far or further
+# (80 to 128). SD 1.5's 40-wide heads run the 64-wide kernel: 1.6x the matmul work per score. Not fitted.
+ATTENTION_HEAD_DIM_TILE = 32
 SFU_OPS_PER_SM_CLOCK = 16
 SOFTMAX_FP32_OPS_PER_SCORE = 4
 ATTENTION_REFERENCE_HEAD_DIM = 128

@@ -75,13 +75,15 @@ def test_llama_cpp_on_a_mac_copies_nothing_over_pcie():
 
 def test_apple_generation_within_the_issue_target():
     """Every held-out Apple silicon generation row of bench/data/llama-bench.csv (llama.cpp Metal and MLX): median
-    |error| under 15% (4.6% when written: Metal 3.8%, MLX 6.6%)."""
+    |error| under 15% (4.6% when written: Metal 3.8%, MLX 6.6%; 7.2% with the six Llama 3 rows of XiongjieDai's
+    table, whose M3 Max 70B Q4_K_M is within 2% and whose two M1 Max rows miss by +49% and +73%: slow against the
+    chip itself, see their notes)."""
     spec = importlib.util.spec_from_file_location("bench_llama", ROOT / "bench" / "llama_bench.py")
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     rows = [r for r in bench.load_rows() if bench.backend(r) in ("metal", "mlx") and r["test"].startswith("tg")
             and r["role"] == "check"]
-    assert len(rows) == 12
+    assert len(rows) == 18
     assert statistics.median(abs(bench.err(r)) for r in rows) < 0.15
 
 
@@ -94,3 +96,31 @@ def test_every_apple_chip_has_cores_clock_and_rate():
     for g in apple:
         assert g.peak_tflops("fp32") == pytest.approx(g.sm_count * 256 * g.boost_clock_mhz / 1e6, rel=0.03)
         assert g.bandwidth_gbs > 0 and "unified" in g.memory_type
+
+
+def test_moe_generation_on_metal_reads_only_the_picked_experts():
+    """Qwen3-30B-A3B Q8_0, one sequence (review 3, Q4): ggml's ``mul_mat_id`` (and MLX's ``gather_qmm``) multiplies
+    the 8 experts the router picks of each layer's 128, so a step reads attention, norms, the output head and the
+    f32 routers whole and 8/128 of the expert bytes, by hand from the file's tensor types: 3.27 GB, not the 32.1 GB
+    of the whole file (the estimate read every expert: 13 tok/s on an M4 Max, where M-series llama.cpp runs reach
+    ~57% of peak bandwidth (46.2 t/s for an 8B Q4_K_M on an M1 Max, brand-o/normiebench#40), i.e. 60-85 tok/s
+    here). A batch big enough to reach every expert reads them all."""
+    from gpuplan.model import gguf
+    from gpuplan.model.catalog import load_model
+    from gpuplan.scenario import scenario_from
+    from gpuplan.speed import ggml
+
+    m = load_model("qwen3-30b-a3b")
+    s = scenario_from({**SERVE, "model": "qwen3-30b-a3b", "engine": "llama.cpp", "quant": "gguf-q8_0",
+                       "gpu": "apple-m4-max"})
+    parts, router = gguf.weight_bytes(m, "q8_0"), 48 * 2048 * 128 * 4.0
+    hand = parts["attention"] + parts["norms"] + parts["lm_head"] + router + (parts["experts"] - router) * 8 / 128
+    assert ggml.streamed_bytes(s, m, 1) == pytest.approx(hand, rel=1e-9) and round(hand / 1e9, 2) == 3.27
+    whole = sum(v for k, v in parts.items() if k not in ("embeddings", "vision"))
+    assert ggml.streamed_bytes(s, m, 100_000) == pytest.approx(whole, rel=1e-6)
+    per_user = estimate(s, advise=False).speed.streaming_tokens_per_s_per_user
+    assert 55 <= per_user <= 85, per_user
+    from gpuplan.speed import mlx
+
+    s4 = scenario_from({**SERVE, "model": "qwen3-30b-a3b", "engine": "mlx", "quant": "mlx-4bit", "gpu": "apple-m4-max"})
+    assert mlx.weight_bytes(s4, m, 1) / mlx.weight_bytes(s4, m, 100_000) == pytest.approx(0.1016, abs=1e-4)

@@ -36,9 +36,9 @@ def test_each_engines_own_settings_are_scenario_fields_that_default_to_unset():
     assert all(Scenario.model_fields[f].default is None for name in REFUSES_FOREIGN for f in OWN_SETTINGS[name])
 
 
-def test_the_pool_engines_are_launched_by_their_own_target():
+def test_the_serving_engines_are_launched_by_their_own_target():
     targets = {e.name: e.launch_target for e in ENGINES.values()}
-    assert targets == {"transformers": None, "vllm": "vllm", "sglang": "sglang", "llama.cpp": None,
+    assert targets == {"transformers": None, "vllm": "vllm", "sglang": "sglang", "llama.cpp": "llama.cpp",
                        "trtllm": "trtllm", "mlx": None}
     assert {t for t in targets.values() if t} <= set(TARGETS)
     # the engines that preallocate are those whose plan the verdict judges by the pool

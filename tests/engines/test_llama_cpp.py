@@ -113,6 +113,19 @@ def test_kv_buffer_is_f16_k_and_v_for_every_cell():
     assert e["kv_buffer_gib"] * GIB == 8192 * 32 * 2048 * 2 == 1024 * MIB
 
 
+def test_each_slot_holds_its_tokens_padded_to_256_cells():
+    """llama_context pads each slot's n_ctx_seq to 256 (src/llama-context.cpp; the smoke server logged n_ctx_slot
+    256 for 80 tokens): 2 slots of 100 tokens hold 2 x 256 cells x 32 layers x 2,048 x 2 bytes = 64 MiB, and a
+    300-token request 512 cells (4 slots: 256 MiB)."""
+    def kv(batch, tokens):
+        return estimate(dict(model="llama-3.1-8b", task="infer", engine="llama.cpp", quant="gguf-q4_k_m",
+                             batch_size=batch, prompt_tokens=tokens - 10, output_tokens=10),
+                        advise=False).memory.engine["kv_buffer_gib"] * GIB
+    assert kv(2, 100) == 2 * 256 * 32 * 2048 * 2 == 64 * MIB
+    assert kv(4, 300) == 4 * 512 * 32 * 2048 * 2 == 256 * MIB
+    assert kv(1, 256) == 256 * 32 * 2048 * 2
+
+
 def test_compute_buffer_without_flash_attention_is_the_scores_stage():
     """n_ubatch 512 over 8,192 cells, 32 heads: fp32 scores 8192 x 512 x 32 x 4 = 512 MiB, four 512 x 4096 fp32
     activations (32 MiB), the f32 mask 8192 x 512 x 4 (16 MiB): 560 MiB, as the log prints; the output stage

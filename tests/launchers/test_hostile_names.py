@@ -38,13 +38,13 @@ PLAIN = "plainname"
 # the header of every file holds the command; through the API it is free text, so it may break lines: escaped
 COMMAND = "gpuplan launch\ntouch PWNED\r\u2028touch PWNED\x85touch PWNED\x0b\u202e`touch PWNED` #"
 CONTROL = ["\n", "\r", "\x00", "\x1b[2J", "\x85", "\u2028", "\udcff"]
-STUBS = ("accelerate", "torchrun", "tune", "hf", "axolotl", "vllm", "python", "trtllm-serve", "pip")
+STUBS = ("accelerate", "torchrun", "tune", "hf", "axolotl", "vllm", "python", "trtllm-serve", "pip", "llama-server")
 CONFIG = {"model_type": "llama", "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2,
           "num_attention_heads": 4, "num_key_value_heads": 4, "vocab_size": 1000, "max_position_embeddings": 2048,
           "torch_dtype": "bfloat16"}
 LOCAL, DATA = "{local}", "{data}"  # replaced by the model folder and the dataset file named after the case's name
 TRAIN_DATA = {"dataset": DATA}
-# one plan per group of targets: together they write all 14 targets (a test below checks it), each carrying the
+# one plan per group of targets: together they write all 15 targets (a test below checks it), each carrying the
 # hostile name in the files that hold a name (the command line's copy is in every file's header)
 CASES = {
     "hf-spot": (dict(model=LOCAL, task="train", method="lora", gpu="rtx-4090", pricing="spot", **TRAIN_DATA),
@@ -71,6 +71,8 @@ CASES = {
                {"sglang-serve.sh", "plan.json"}),
     "trtllm": (dict(model=LOCAL, task="infer", engine="trtllm", gpu="l40s"), ["trtllm"],
                {"trtllm-serve.sh", "plan.json"}),
+    "llama.cpp": (dict(model=LOCAL, task="infer", engine="llama.cpp", quant="gguf-q4_k_m", gpu="l40s"),
+                  ["llama.cpp"], {"llama-server.sh", "plan.json"}),  # the GGUF file is named after the model
 }
 
 
@@ -250,7 +252,7 @@ def test_hostile_names_stay_data(case, via, kit, tmp_path, monkeypatch):
 
 def test_the_cases_write_every_target():
     assert {t for _, targets, _ in CASES.values() for t in targets} == set(TARGETS)
-    assert len(TARGETS) >= 14
+    assert len(TARGETS) >= 15
 
 
 # ---- names with control characters are refused ---------------------------------------------------------------

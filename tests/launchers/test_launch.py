@@ -403,7 +403,7 @@ def test_default_targets():
     assert targets_for(launch_plan(QLORA_SPOT)) == ["trainer", "accelerate", "torchrun", "skypilot"]
     assert targets_for(launch_plan(SERVE)) == ["vllm", "skypilot"]
     assert set(TARGETS) == {"trainer", "deepspeed", "accelerate", "torchrun", "torchtune", "torchtitan", "axolotl",
-                            "unsloth", "megatron", "nemo", "vllm", "sglang", "trtllm", "skypilot"}
+                            "unsloth", "megatron", "nemo", "vllm", "sglang", "trtllm", "llama.cpp", "skypilot"}
 
 
 @pytest.mark.parametrize("scenario, text", [

@@ -34,10 +34,11 @@ def _held_out(bench, kind: str, test: str) -> list[float]:
 
 
 @pytest.mark.parametrize(("kind", "test", "count", "limit"), [("cuda", "pp", 17, 0.15), ("metal", "pp", 14, 0.15),
-                                                              ("metal", "tg", 9, 0.15)])
+                                                              ("metal", "tg", 15, 0.15)])
 def test_held_out_rows_within_the_issue_target(kind, test, count, limit):
     """Held-out llama-bench rows, median |error| under the issue's 15% (when written: CUDA prompts 9.6%, Metal
-    prompts 6.7%, Metal generation 3.8%; CUDA prompts were 36% before, the A100 +203%)."""
+    prompts 6.7%, Metal generation 3.8%, 7.9% with XiongjieDai's Llama 3 rows; CUDA prompts were 36% before, the
+    A100 +203%)."""
     errors = _held_out(_bench(), kind, test)
     assert len(errors) == count
     assert statistics.median(abs(e) for e in errors) < limit

@@ -119,14 +119,19 @@ def test_pre_ampere_data_center_cards_at_their_measured_matmul_rate(gpu_id, meas
 
 
 def test_narrow_heads_reach_less_of_the_peak_where_the_softmax_weighs_more():
-    """Per score the softmax costs the same whatever the head width and the matmuls 4d FLOPs: on an A100 (r(128)
-    = 0.375 from 108 SMs x 16 SFU lanes x 1.41 GHz and 19.5 FP32 TFLOPS) a 40-wide head reaches 1.375 / 2.2 of the
-    128-wide fraction; an RTX 4090, with four times the FP32 and SFU rate per tensor FLOP, loses far less."""
+    """Per score the softmax costs the same whatever the head width and the matmuls 4d FLOPs, run at the width
+    padded to the kernel's 32-wide tile (FlashAttention-2's head_size_rounded): on an A100 (r(128) = 0.375 from
+    108 SMs x 16 SFU lanes x 1.41 GHz and 19.5 FP32 TFLOPS; r(40) = 1.2) a 40-wide head runs the 64-wide kernel
+    and reaches 1.375 / (64/40 + 1.2) = 1.375 / 2.8 of the 128-wide fraction; a 64-wide one, unpadded,
+    1.375 / 1.75; an RTX 4090 (r(128) = 0.078, r(40) = 0.25), with four times the FP32 and SFU rate per tensor
+    FLOP, 1.078 / 1.85 of its own."""
     from gpuplan.speed.modules import attention_share
     from gpuplan.speed.work import attention_fraction
 
     a100, rtx = load_gpu("nvidia-a100-sxm4-80gb"), load_gpu("nvidia-geforce-rtx-4090")
     assert attention_share(a100, 128) == pytest.approx(attention_fraction(a100), rel=1e-12)
-    assert attention_share(a100, 40) == pytest.approx(attention_fraction(a100) * 1.375 / 2.2, rel=0.02)
+    assert attention_share(a100, 40) == pytest.approx(attention_fraction(a100) * 1.375 / 2.8, rel=0.02)
+    assert attention_share(a100, 64) == pytest.approx(attention_fraction(a100) * 1.375 / 1.75, rel=0.02)
     assert attention_share(a100, 256) > attention_fraction(a100)
-    assert attention_share(rtx, 40) / attention_fraction(rtx) > 0.85 > attention_share(a100, 40) / 0.30
+    assert attention_share(rtx, 40) == pytest.approx(attention_fraction(rtx) * 1.078 / 1.85, rel=0.02)
+    assert attention_share(rtx, 40) / attention_fraction(rtx) > 0.55 > attention_share(a100, 40) / 0.30

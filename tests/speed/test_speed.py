@@ -264,3 +264,15 @@ def test_owned_geforce_cards_get_no_peer_to_peer_in_recommend_either():
     alone = estimate(four.scenario.model_copy(update={"gpu": four.gpu_id}), advise=False)
     assert "without peer-to-peer" in " ".join(alone.assumptions)
     assert four.tokens_per_s == pytest.approx(alone.speed.tokens_per_s, rel=0.01)
+
+
+def test_the_decode_assumption_says_which_weights_an_moe_step_reads():
+    """Qwen3-30B-A3B routes each token to 8 of 128 experts per layer: one sequence reads 8 of them; 16 sequences
+    reach 128 x (1 - (120/128)^16) = 82.4 of them (uniform routing); a dense model reads every weight."""
+    def line(model, batch):
+        plan = estimate(dict(model=model, task="infer", engine="vllm", gpu="h100", batch_size=batch),
+                                advise=False)
+        return next(a for a in plan.assumptions if a.startswith("decode step"))
+    assert "the routed experts 1 token(s) reach (about 8 of 128 per layer)" in line("qwen3-30b-a3b", 1)
+    assert "(about 82 of 128 per layer)" in line("qwen3-30b-a3b", 16)
+    assert "every weight and the whole KV cache" in line("llama-3.1-8b", 16)

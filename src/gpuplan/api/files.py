@@ -94,14 +94,20 @@ def _write_diffusion(s, spec, targets: list[str], folder: str | Path, force: boo
 def smoke(scenario: ScenarioLike, *, folder: str | Path, targets: Iterable[str] = ()):
     """``gpuplan launch --smoke``: the plan rewritten onto a tiny model of its architecture, its files written into
     ``folder`` and each target that runs here run a few steps (:mod:`gpuplan.launchers.smoke`); the smoke plan and
-    one :class:`~gpuplan.launchers.smoke.SmokeRun` per target."""
+    one :class:`~gpuplan.launchers.smoke.SmokeRun` per target; for a serving plan, llama-server started on a tiny GGUF
+    and asked for one completion (:mod:`gpuplan.launchers.smoke_serve`, one
+    :class:`~gpuplan.launchers.smoke_serve.ServeRun`)."""
     from ..launchers import check_target_names
     from ..launchers.files import output_folder
     from ..launchers.smoke import smoke as run
+    from ..launchers.smoke_serve import smoke_serving
 
     names = [n for text in targets for n in str(text).split(",") if n.strip()]
     check_target_names(names)
-    return run(scenario_of(scenario), output_folder(folder), names or None)
+    s = scenario_of(scenario)
+    if s.task != "train":
+        return smoke_serving(s, output_folder(folder))
+    return run(s, output_folder(folder), names or None)
 
 
 def check_launch(targets: Iterable[str] = (), folder: str | Path = "gpuplan-launch", *, flag: str = "folder"

@@ -167,11 +167,7 @@ def render(plans, w, fmt: str = "table") -> None:
                else "From a simulation of vLLM's scheduler")
             + " on the roofline step model, judged after warm-up; a tensor-parallel group is priced on one "
             "instance that holds it whole.")
-    if fmt == "table":
-        bullet(head, prefix="")
-        show(rows, cols, fmt, title="setups, cheapest first", notes=[note])
-    else:
-        show(rows, cols, fmt, title=head, notes=[note])
+    _show_setups(rows, cols, fmt, head, "setups, cheapest first", note)
 
 
 def _render_job(rows: list[dict], head: str, fmt: str, engine: str) -> None:
@@ -192,9 +188,14 @@ def _render_job(rows: list[dict], head: str, fmt: str, engine: str) -> None:
             "--batch-size's offline run): at most max_num_seqs requests run at once, and no more than the KV pool "
             "holds; the others wait for them to finish, and a pool that runs out preempts requests, which recompute "
             "when they resume. $ job: one tensor-parallel group's share of the instance for that time.")
+    _show_setups(rows, cols, fmt, head, "setups, cheapest run first", note)
+
+
+def _show_setups(rows: list[dict], cols: list[Column], fmt: str, head: str, title: str, note: str) -> None:
+    """The headline as a bullet above a table titled ``title``; in the other formats, the headline is the title."""
     if fmt == "table":
         bullet(head, prefix="")
-        show(rows, cols, fmt, title="setups, cheapest run first", notes=[note])
+        show(rows, cols, fmt, title=title, notes=[note])
     else:
         show(rows, cols, fmt, title=head, notes=[note])
 

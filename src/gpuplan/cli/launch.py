@@ -29,10 +29,10 @@ def launch_cmd(scenario: str | None = None, as_json: bool = False, target: list[
     trainer's arguments (Hugging Face Trainer / TRL SFTConfig, read by `trl sft --config`), a torchtune recipe
     config (stack torchtune), a torchtitan job config (stack torchtitan), an Axolotl config (stack
     axolotl), an Unsloth script (stack unsloth), or the serving command of a serving plan (`vllm serve`,
-    SGLang's launch_server, `trtllm-serve`); for a diffusion pipeline, diffusers' DreamBooth command, kohya
-    sd-scripts' TOML, SimpleTuner's config.json or ai-toolkit's job YAML. Every file opens with the command that
-    wrote it and what gpuplan predicted (peak memory per GPU, tokens/s, hours, dollars); plan.json holds the same
-    numbers for scripts.
+    SGLang's launch_server, `trtllm-serve`, llama.cpp's `llama-server`); for a diffusion pipeline, diffusers'
+    DreamBooth command, kohya sd-scripts' TOML, SimpleTuner's config.json or ai-toolkit's job YAML. Every file
+    opens with the command that wrote it and what gpuplan predicted (peak memory per GPU, tokens/s, hours,
+    dollars); plan.json holds the same numbers for scripts.
 
     The scenario must name the GPU and the layout (--gpu, --num-gpus, --sharding; --engine vllm --tp for
     serving); `gpuplan recommend ... --launch N` writes the files of its N-th setup instead.
@@ -67,9 +67,10 @@ def smoke_run(s, names, output: str, as_json: bool) -> None:
     steps (:mod:`gpuplan.launchers.smoke`); one row per target, exit 1 when one fails."""
     if output == "-":
         raise GpuplanError("--smoke writes and runs files: name a folder with -o, not -")
-    if s.task != "train":
-        raise GpuplanError("--smoke runs training plans; a serving plan's engine starts with its own checks")
     plan, runs = api.smoke(s, folder=output, targets=names or ())
+    if s.task != "train":
+        serve_table(plan, runs, output, as_json)
+        return
     if as_json:
         print_json({"setup": plan.setup_label, "folder": output, "runs": [
             {"target": r.target, "passed": r.passed, "command": r.command, "returncode": r.returncode,
@@ -88,6 +89,29 @@ def smoke_run(s, names, output: str, as_json: bool) -> None:
             if not r.passed:
                 out.print(Text(f"{r.target}: {r.command}\n{r.tail[-1500:]}", style="dim"), highlight=False)
     if not runs or not all(r.passed for r in runs):
+        raise typer.Exit(1)
+
+
+def serve_table(plan, runs, output: str, as_json: bool) -> None:
+    """``--smoke`` of a serving plan: whether the server came up and answered (:mod:`gpuplan.launchers.smoke_serve`);
+    exit 1 when it did not."""
+    if as_json:
+        print_json({"setup": plan.setup_label, "folder": output, "runs": [
+            {"target": r.target, "passed": r.passed, "command": r.command, "ready": r.ready, "tokens": r.tokens,
+             "text": r.text, "seconds": round(r.seconds, 1)} for r in runs]})
+    else:
+        table = Table(title=f"smoke run of {plan.setup_label} (tiny {plan.model.family}): files in {output}",
+                      title_justify="left", padding=(0, 1))
+        for col in ("target", "result", "ready", "tokens", "answer", "seconds"):
+            table.add_column(col)
+        for r in runs:
+            table.add_row(r.target, "passed" if r.passed else "FAILED", "yes" if r.ready else "no", str(r.tokens),
+                          repr(r.text[:40]), f"{r.seconds:.0f}")
+        out.print(table)
+        for r in runs:
+            if not r.passed:
+                out.print(Text(f"{r.target}: {r.command}\n{r.tail[-1500:]}", style="dim"), highlight=False)
+    if not all(r.passed for r in runs):
         raise typer.Exit(1)
 
 
@@ -159,9 +183,9 @@ def launch_params() -> list[inspect.Parameter]:
     return [
         opt("target", list[str] | None, None, "--target", "-t",
             text="skypilot, accelerate, deepspeed, torchrun, trainer, torchtune, torchtitan, axolotl, unsloth, "
-                 "megatron, nemo, vllm, trtllm; for a diffusion model diffusers, kohya, simpletuner, ai-toolkit; or "
-                 "all (repeatable or comma-separated; default: every target that applies, the scenario's stack for "
-                 "a diffusion model)", metavar="TARGET"),
+                 "megatron, nemo, vllm, sglang, trtllm, llama.cpp; for a diffusion model diffusers, kohya, "
+                 "simpletuner, ai-toolkit; or all (repeatable or comma-separated; default: every target that "
+                 "applies, the scenario's stack for a diffusion model)", metavar="TARGET"),
         opt("output", str, DEFAULT_DIR, "--output", "-o", text="Folder to write into; - prints the files.",
             metavar="DIR"),
         opt("force", bool, False, "--force", text="Overwrite files already in the folder."),
@@ -175,7 +199,8 @@ def launch_params() -> list[inspect.Parameter]:
             text="Your own cards to use, as CUDA_VISIBLE_DEVICES: 0,2.", metavar="INDICES"),
         opt("smoke", bool, False, "--smoke",
             text="Rewrite the plan onto a tiny model of the same architecture, write its files into -o and run "
-                 "each target that runs here a few steps (on the CPU without a GPU): loss, checkpoint, exit code."),
+                 "each target that runs here a few steps (on the CPU without a GPU): loss, checkpoint, exit code; "
+                 "a llama.cpp serving plan starts llama-server on a tiny GGUF and asks for one completion."),
     ]
 
 

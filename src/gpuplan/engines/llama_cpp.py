@@ -5,7 +5,8 @@
   CPU, because ``get_rows`` runs there); a tied output is created as a duplicate of it on the GPU
   (``TENSOR_DUPLICATED``), so the tensor is both in host memory and in the GPU buffer (Llama-3.2-3B Q4_K_M:
   1,918.35 MiB on the GPU, the whole file, and 308.23 MiB mapped on the host).
-- **KV buffer**: f16 K and V for ``n_ctx`` cells (``--cache-type-k/v``; q8_0 is 8.5 bits), sliding-window layers
+- **KV buffer**: f16 K and V for ``n_ctx`` cells, each slot's share padded to 256 cells
+  (:data:`gpuplan.overheads.LLAMA_CPP_CTX_PAD`) (``--cache-type-k/v``; q8_0 is 8.5 bits), sliding-window layers
   capped at their window only for architectures whose ``llama_model`` builds an SWA cache (``LLAMA_SWA_TYPE``:
   Gemma 2/3, Mistral-style sliding windows, gpt-oss).
 - **Compute buffer**: the graph allocator (``ggml-alloc.c``) reuses memory across the graph's stages, so the
@@ -62,8 +63,15 @@ def compute_buffer(s: Scenario, m: ModelSpec, n_ctx: int, seqs: int) -> float:
     return max(output, scores) + mask
 
 
+def slot_cells(s: Scenario) -> int:
+    """The KV cells llama-server gives each of the ``batch_size`` slots: the request's tokens padded up to
+    :data:`~gpuplan.overheads.LLAMA_CPP_CTX_PAD` (a 100-token request holds 256 cells)."""
+    pad = oh.LLAMA_CPP_CTX_PAD
+    return math.ceil((s.prompt_tokens + s.output_tokens) / pad) * pad
+
+
 def llama_cpp_memory(s: Scenario, m: ModelSpec, e: Estimate, fmt: Format, capacity_gib: float | None) -> Estimate:
-    tokens = s.prompt_tokens + s.output_tokens
+    tokens = slot_cells(s)
     parts = m.weight_bytes(fmt)
     host_embedding = parts["embeddings"]  # token_embd is mapped in host memory whether or not the output is tied
     n = s.tp * s.pp  # GPUs the layers are split over; ``e.weights`` arrives as the whole model's share of one
@@ -136,6 +144,7 @@ class LlamaCpp(Engine):
 
     name = label = "llama.cpp"
     layer_split_words = "llama.cpp --split-mode layer"
+    launch_target = "llama.cpp"
     kv_dtypes = ("auto", "fp16", "bf16", "int8")
     loads_quants = False
     tensor_parallel = False

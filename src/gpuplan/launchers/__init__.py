@@ -5,10 +5,11 @@ gpuplan does not run jobs; it hands the plan, settings intact, to what does: Sky
 :mod:`.torchrun`), DeepSpeed shards (:mod:`.deepspeed`), the Hugging Face Trainer / TRL trains (:mod:`.trainer`),
 torchtune's recipes, torchtitan, Axolotl, Unsloth and Megatron-LM train from their own configs (:mod:`.torchtune`,
 :mod:`.torchtitan`, :mod:`.axolotl`, :mod:`.unsloth`, :mod:`.megatron`), NeMo 2.0 from its own recipes
-(:mod:`.nemo`), vLLM, SGLang and TensorRT-LLM serve (:mod:`.vllm`, :mod:`.sglang`, :mod:`.trtllm`). One module per
-target, each with ``NAME``, ``applies(plan)`` (why it does not apply, or None) and ``files(plan, options)``; adding a
-target is one module and one line in :data:`TARGETS`. Every file opens with the command that wrote it and what
-gpuplan predicted, and ``plan.json`` holds the same numbers for scripts, so a run can be compared with its plan.
+(:mod:`.nemo`), vLLM, SGLang, TensorRT-LLM and llama.cpp's llama-server serve (:mod:`.vllm`, :mod:`.sglang`,
+:mod:`.trtllm`, :mod:`.llama_cpp`). One module per target, each with ``NAME``, ``applies(plan)`` (why it does not
+apply, or None) and ``files(plan, options)``; adding a target is one module and one line in :data:`TARGETS`.
+Every file opens with the command that wrote it and what gpuplan predicted, and ``plan.json`` holds the same
+numbers for scripts, so a run can be compared with its plan.
 
 This is the interfaces layer: it imports the API and planning, and nothing below imports it.
 """
@@ -24,6 +25,7 @@ from . import (
     accelerate,
     axolotl,
     deepspeed,
+    llama_cpp,
     megatron,
     nemo,
     sglang,
@@ -42,7 +44,7 @@ from .settings import LaunchOptions
 
 TARGETS: dict[str, ModuleType] = {m.NAME: m for m in (trainer, deepspeed, accelerate, torchrun, torchtune, torchtitan,
                                                        axolotl, unsloth, megatron, nemo, vllm, sglang, trtllm,
-                                                       skypilot)}
+                                                       llama_cpp, skypilot)}
 PLAN_FILE = "plan.json"
 
 

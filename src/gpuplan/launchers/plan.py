@@ -123,8 +123,8 @@ class LaunchPlan:
         for name, value in self.scenario.model_dump().items():
             if value is None or name not in self.scenario.model_fields_set:
                 continue
-            text = ",".join(value) if isinstance(value, list) else f"{value:g}" if isinstance(value, float) else \
-                str(value)
+            text = ",".join(f"{v:g}" if isinstance(v, float) else str(v) for v in value) if isinstance(value, list) \
+                else f"{value:g}" if isinstance(value, float) else str(value)
             argv += [f"--{name.replace('_', '-')}", text]
         return shlex.join(argv)
 

@@ -15,7 +15,8 @@ Each target runs the command its files name (:data:`COMMANDS`; SkyPilot's is the
 SkyPilot runs it on one node, its setup's installs taken as done), with ``max_steps`` optimizer steps logged one by
 one; a run passes when it exits 0, its losses are finite, the last is lower than the first, and its checkpoint is
 where the plan says (``output_dir``). The smoke data repeats one chat, so every step sees the same tokens and the
-loss falls from the first steps at the recipe's own learning rate.
+loss falls from the first steps at the recipe's own learning rate. A serving plan's smoke run (llama.cpp's
+llama-server on the same tiny model as a GGUF file) is :mod:`.smoke_serve`'s.
 """
 
 from __future__ import annotations
@@ -77,18 +78,21 @@ class SmokeRun:
                 and last < first and self.checkpoint)
 
 
-def tiny_config(config: dict, vocab_size: int) -> dict:
-    """``config`` (a model's config.json) at 2 layers, 64 wide, 4 heads (2 KV heads where it groups them), its
-    MLP 128 wide (MoE: 4 experts of 32, 2 per token), 256 positions: the same ``model_type`` and so the same
-    transformers class, small enough to train on a CPU in seconds."""
+def tiny_config(config: dict, vocab_size: int, head_dim: int = 16) -> dict:
+    """``config`` (a model's config.json) at 2 layers, 4 heads of ``head_dim`` (2 KV heads where it groups them;
+    64 wide by default), its MLP twice as wide (MoE: 4 experts of half the width, 2 per token), 256 positions: the
+    same ``model_type`` and so the same transformers class, small enough to train on a CPU in seconds. The serving
+    engines' attention kernels take head sizes of 64, 128 or 256 (vLLM's ``FlashInferBackend``
+    ``get_supported_head_sizes``): their smoke runs ask for 64."""
     out = {k: v for k, v in config.items() if k not in ("quantization_config", "auto_map", "torch_dtype", "dtype")}
     grouped = config.get("num_key_value_heads", config.get("num_attention_heads")) != config.get("num_attention_heads")
-    out.update({"num_hidden_layers": 2, "hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4,
-                "num_key_value_heads": 2 if grouped else 4, "head_dim": 16, "vocab_size": vocab_size,
-                "max_position_embeddings": 256, "bos_token_id": 0, "eos_token_id": 2, "pad_token_id": 0,
-                "use_sliding_window": False, "max_window_layers": 2})
+    width = 4 * head_dim
+    out.update({"num_hidden_layers": 2, "hidden_size": width, "intermediate_size": 2 * width,
+                "num_attention_heads": 4, "num_key_value_heads": 2 if grouped else 4, "head_dim": head_dim,
+                "vocab_size": vocab_size, "max_position_embeddings": 256, "bos_token_id": 0, "eos_token_id": 2,
+                "pad_token_id": 0, "use_sliding_window": False, "max_window_layers": 2})
     for key, value in (("num_experts", 4), ("num_local_experts", 4), ("num_experts_per_tok", 2),
-                       ("moe_intermediate_size", 32)):
+                       ("moe_intermediate_size", width // 2)):
         if key in out:
             out[key] = value
     for key in ("layer_types", "rope_scaling", "rope_parameters"):  # sized for the full depth and context
@@ -105,9 +109,9 @@ def chats(n: int = EXAMPLES) -> list[dict]:
     return [{"messages": turn} for _ in range(n)]
 
 
-def write_inputs(folder: Path, config: dict) -> dict[str, Path]:
-    """The tiny model (random weights, safetensors), its tokenizer (tokenizer.json, and vocab.json + merges.txt for
-    torchtune's Qwen2 tokenizer) and the chats, under ``folder``; their paths by role."""
+def write_inputs(folder: Path, config: dict, head_dim: int = 16) -> dict[str, Path]:
+    """The tiny model (random weights, safetensors; :func:`tiny_config`), its tokenizer (tokenizer.json, and
+    vocab.json + merges.txt for torchtune's Qwen2 tokenizer) and the chats, under ``folder``; their paths by role."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import AutoConfig, AutoModelForCausalLM, PreTrainedTokenizerFast
 
@@ -126,7 +130,7 @@ def write_inputs(folder: Path, config: dict) -> dict[str, Path]:
                                   bos_token=SPECIAL[0], chat_template=CHAT)
     tok.save_pretrained(model)
     bpe.model.save(str(model))  # vocab.json and merges.txt
-    cfg = AutoConfig.for_model(**tiny_config(config, len(tok)))
+    cfg = AutoConfig.for_model(**tiny_config(config, len(tok), head_dim))
     AutoModelForCausalLM.from_config(cfg).save_pretrained(model)
     return {"model": model, "tokenizer": model / "tokenizer.json", "dataset": data}
 
@@ -213,20 +217,14 @@ def model_config(s: Scenario) -> dict:
     return dict(load_model(s.model).config)
 
 
-def smoke(s: Scenario, folder: Path, targets: list[str] | None = None, *, steps: int = STEPS,
-          cuda: bool | None = None, timeout_s: float = 600.0) -> tuple[object, list[SmokeRun]]:
-    """The smoke run of ``s`` in ``folder`` (module docstring): its tiny inputs, the launch files of the rewritten
-    plan, and one run per target that runs here (``targets``, default every one of :data:`COMMANDS` that applies);
-    the plan and the runs."""
-    import shutil
-
+def prepare(s: Scenario, folder: Path, targets: list[str] | None = None, *, steps: int = STEPS,
+            cuda: bool = False) -> tuple[object, object, list[str]]:
+    """The smoke run's files in ``folder`` (module docstring): its tiny inputs and the launch files of the rewritten
+    plan; the plan, its options and the targets that run here (``targets``, default every one of :data:`COMMANDS`
+    that applies)."""
     from . import launch_files, launch_plan, targets_for, write
     from .settings import LaunchOptions
 
-    if cuda is None:
-        import torch
-
-        cuda = torch.cuda.is_available()
     inputs = write_inputs(Path(folder) / INPUTS, model_config(s))
     plan = launch_plan(smoke_scenario(s, inputs, cuda), command="gpuplan launch --smoke")
     opts = LaunchOptions(dataset=str(inputs["dataset"]), device="cuda" if cuda else "cpu", max_steps=steps)
@@ -237,6 +235,19 @@ def smoke(s: Scenario, folder: Path, targets: list[str] | None = None, *, steps:
     able = set(targets_for(plan, None))
     written = sorted({n for t in chosen for n in needs.get(t, [t]) if n in able})
     write(launch_files(plan, written, opts), folder, force=True)
+    return plan, opts, chosen
+
+
+def smoke(s: Scenario, folder: Path, targets: list[str] | None = None, *, steps: int = STEPS,
+          cuda: bool | None = None, timeout_s: float = 600.0) -> tuple[object, list[SmokeRun]]:
+    """The smoke run of ``s`` in ``folder`` (:func:`prepare`), one run per target; the plan and the runs."""
+    import shutil
+
+    if cuda is None:
+        import torch
+
+        cuda = torch.cuda.is_available()
+    plan, opts, chosen = prepare(s, folder, targets, steps=steps, cuda=cuda)
     runs = []
     for target in chosen:
         shutil.rmtree(Path(folder) / opts.output_dir, ignore_errors=True)  # each run starts, not resumes

@@ -31,7 +31,8 @@ runs the whole graph once. Per micro-batch of ``u`` tokens (:func:`prefill_parts
   and on CUDA each matmul's input converted for its kernel (:func:`matmul_s`);
 - **kernel launches**: a graph of ~``DECODE_KERNELS_PER_LAYER`` kernels per layer, each at least the launch latency.
 
-Token generation on Metal (:func:`metal_decode_parts`): every weight streamed once per token at a share of the
+Token generation on Metal (:func:`metal_decode_parts`): every weight the step reaches (the routed experts the
+batch picks, :func:`streamed_bytes`) streamed once per token at a share of the
 unified memory's bandwidth, plus a fixed time per layer (Metal's command encoding and the ~15 kernels of a layer):
 the public M-series tables fit ``bytes / (BW x 0.89) + n_layers x t`` across F16, Q8_0 and Q4_0 (the Q4_0 runs are
 not 'less efficient': they spend the same time per layer on a third of the bytes). On CUDA, generation stays the
@@ -52,7 +53,7 @@ from ..scenario import Scenario
 from ..tensors.kv import kv_bytes_per_sequence
 from ..tensors.state import weight_format
 from .gemm import bandwidth, gemm_time_s
-from .work import attention_s
+from .work import attention_s, unread_expert_bytes
 
 PLAIN = ("f32", "f16", "bf16")
 
@@ -175,12 +176,15 @@ def prefill_parts(timer, tokens: int, *, context: int = 0, seqs: int = 1) -> dic
     return parts
 
 
-def streamed_bytes(s: Scenario, m: ModelSpec) -> float:
-    """Bytes a GGUF's generation step reads: every layer's weights and the output matrix (the token embedding is
-    one row per token: ``get_rows``)."""
+def streamed_bytes(s: Scenario, m: ModelSpec, tokens: float = 1) -> float:
+    """Bytes a GGUF's generation step of ``tokens`` sequences reads: every layer's weights but only the routed
+    experts the tokens reach (``ggml_mul_mat_id`` multiplies the rows of the experts the router picked; the others
+    are not read), and the output matrix (the token embedding is one row per token: ``get_rows``)."""
     parts = gguf.weight_bytes(m, ftype(s, m))
     head = parts["lm_head"] or parts["embeddings"]  # tied: the output reads the token embedding's matrix
-    return sum(v for k, v in parts.items() if k not in ("embeddings", "lm_head", "vision")) + head
+    unread = unread_expert_bytes(((m.layers[i], lin, gguf.type_bytes(kind, lin.weight_params))
+                                  for _, i, lin, kind in gguf.tensor_types(m, ftype(s, m))), tokens)
+    return sum(v for k, v in parts.items() if k not in ("embeddings", "lm_head", "vision")) + head - unread
 
 
 def metal_decode_parts(s: Scenario, m: ModelSpec, gpu: GpuSpec, batch: int, context: float, *, weight_bytes: float,

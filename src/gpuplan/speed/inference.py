@@ -41,7 +41,7 @@ from .bands import decode_band, model_class
 from .breakdown import Speed
 from .comms import DataParallel, Link, all_reduce_s, inter_node_link, intra_node_link
 from .gemm import bandwidth, gemm_time_s, peak_flops, streaming_bandwidth
-from .work import attention_s, eager_ops_per_layer, elementwise_s, expert_loop_s, lm_head_s, smooth_max
+from .work import attention_s, eager_ops_per_layer, elementwise_s, expert_loop_s, experts_hit, lm_head_s, smooth_max
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -114,7 +114,7 @@ class StepTimer:
         s, m, gpu, tp = self.s, self.m, self.gpu, self.s.tp
         if self.timing.kernels in ("ggml-metal", "mlx"):  # Apple silicon: the unified memory's bandwidth, per layer
             parts = mlx.decode_parts(self, batch, context) if self.timing.kernels == "mlx" else \
-                ggml.metal_decode_parts(s, m, gpu, batch, context, weight_bytes=ggml.streamed_bytes(s, m),
+                ggml.metal_decode_parts(s, m, gpu, batch, context, weight_bytes=ggml.streamed_bytes(s, m, batch),
                                         bandwidth_fraction=oh.LLAMA_CPP_METAL_DECODE_BANDWIDTH_FRACTION,
                                         layer_s=oh.LLAMA_CPP_METAL_LAYER_S)
             parts["host"] = self.host_s(prefill=False, context=context, seqs=batch)
@@ -419,6 +419,17 @@ def serving_rates(timer: StepTimer, *, concurrency: int, prompt_tokens: int, out
                         tokens_per_s_per_user=output_tokens / cycle, request_latency_s=cycle, decode_step_s=decode)
 
 
+def _weights_read(m: ModelSpec, batch: int) -> str:
+    """What a decode step of ``batch`` sequences reads of the weights: all of a dense model's; of an MoE's, the
+    shared weights and the routed experts its tokens reach (:func:`gpuplan.speed.work.experts_hit`)."""
+    moe = next((layer for layer in m.layers if layer.moe and layer.experts_per_token), None)
+    if moe is None:
+        return "every weight"
+    hit = experts_hit(moe, batch)
+    return (f"the shared weights, the routed experts {batch} token(s) reach (about {hit:,.0f} of "
+            f"{m.num_experts} per layer)")
+
+
 def inference_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None = None) -> Speed:
     """Decode step, aggregate and per-user output tokens/s, and time to first token (alone and in a burst)
     of ``batch_size`` concurrent requests of ``prompt_tokens`` + ``output_tokens``."""
@@ -445,7 +456,7 @@ def inference_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | 
     shares = ", ".join(f"{k.replace('_', ' ')} {1e3 * v:.2f} ms" for k, v in
                        sorted(parts.items(), key=lambda kv: -kv[1])[:4])
     speed.assumptions.append(f"decode step of {b} sequence(s) at {context:,.0f} tokens of context: {shares}; "
-                             f"every weight and the whole KV cache read once per step")
+                             f"{_weights_read(m, b)} and the whole KV cache read once per step")
     speed.assumptions.append(f"time to first token {single:.2f} s for one {p:,}-token prompt alone, "
                              f"{burst:.2f} s for the last of {b} arriving together")
     engine = engine_for(s)

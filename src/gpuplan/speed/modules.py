@@ -4,7 +4,8 @@ at the batch and sizes asked, timed as the LLM passes are (:mod:`.work`, :mod:`.
 - **forward**: each linear and convolution as the GEMM it is, at its shape's efficiency on the card
   (:func:`~.gemm.gemm_time_s`: a convolution as cuDNN's implicit GEMM, ``M`` = batch x output pixels, ``K`` =
   input channels x kernel area); each attention call at the card's fused-attention rate
-  (:func:`attention_share`: the softmax weighs more beside narrow heads; FlashAttention-style:
+  (:func:`attention_share`: the softmax weighs more beside narrow heads, whose matmuls run padded to the
+  kernel's tile; FlashAttention-style:
   ``2·q·k·(d + d_v)`` FLOPs per head); every other
   matrix product as a batched GEMM; the element-wise, normalization and copy kernels as the bytes they move at the
   achievable bandwidth, each kernel at least its launch latency;
@@ -24,6 +25,7 @@ at the batch and sizes asked, timed as the LLM passes are (:mod:`.work`, :mod:`.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 from .. import overheads as oh
@@ -118,18 +120,22 @@ def _dequant_s(gpu: GpuSpec, run: Run, op: Op, k: float, n: float) -> float:
 
 
 def attention_share(gpu: GpuSpec, head_dim: float) -> float:
-    """Share of the dense 16-bit peak a fused attention kernel reaches on heads ``head_dim`` wide: the card's
-    fraction for 128-wide heads (:func:`~.work.attention_fraction`) times ``(1 + r(128)) / (1 + r(d))``, ``r(d)``
-    the softmax's exponential and FP32 work per score in tensor-FLOP equivalents over the ``4d`` matmul FLOPs
-    per score (:data:`~gpuplan.overheads.ATTENTION_REFERENCE_HEAD_DIM`; the card's fraction alone where its SM
-    count, clock or FP32 rate are not in the catalog)."""
+    """Share of the dense 16-bit peak a fused attention kernel reaches on heads ``head_dim`` wide (``d``): the
+    card's fraction for 128-wide heads (:func:`~.work.attention_fraction`) times ``(1 + r(128)) / (t/d + r(d))``,
+    ``r(d)`` the softmax's exponential and FP32 work per score in tensor-FLOP equivalents over the ``4d`` matmul
+    FLOPs per score (:data:`~gpuplan.overheads.ATTENTION_REFERENCE_HEAD_DIM`), ``t`` the head width the kernel's
+    matmuls run at, ``d`` rounded up to its tile (:data:`~gpuplan.overheads.ATTENTION_HEAD_DIM_TILE`); the
+    card's fraction times ``d/t`` alone where its SM count, clock or FP32 rate are not in the catalog."""
+    if head_dim <= 0:
+        return attention_fraction(gpu)
+    padded = math.ceil(head_dim / oh.ATTENTION_HEAD_DIM_TILE) * oh.ATTENTION_HEAD_DIM_TILE / head_dim
     peak = peak_flops(gpu, "bf16")
     fp32 = peak_flops(gpu, "fp32")
-    if not (gpu.sm_count and gpu.boost_clock_mhz and fp32 and peak) or head_dim <= 0:
-        return attention_fraction(gpu)
+    if not (gpu.sm_count and gpu.boost_clock_mhz and fp32 and peak):
+        return attention_fraction(gpu) / padded
     per_score = (peak / (gpu.sm_count * oh.SFU_OPS_PER_SM_CLOCK * gpu.boost_clock_mhz * 1e6)
                  + oh.SOFTMAX_FP32_OPS_PER_SCORE * peak / fp32)
-    ratio = (1 + per_score / (4 * oh.ATTENTION_REFERENCE_HEAD_DIM)) / (1 + per_score / (4 * head_dim))
+    ratio = (1 + per_score / (4 * oh.ATTENTION_REFERENCE_HEAD_DIM)) / (padded + per_score / (4 * head_dim))
     return attention_fraction(gpu) * ratio
 
 

@@ -175,6 +175,14 @@ def experts_hit(layer: Layer, tokens: float) -> float:
     return routed * (1 - (1 - min(layer.experts_per_token / routed, 1.0)) ** tokens)
 
 
+def unread_expert_bytes(rows, tokens: float) -> float:
+    """Bytes of routed experts a pass of ``tokens`` tokens does not read: of each ``(layer, linear, bytes)`` row (a
+    linear's stored bytes, all its copies), the share ``1 - experts_hit / E`` for routed experts, nothing for the rest.
+    One token of Qwen3-30B-A3B reaches 8 of each layer's 128 experts: 15/16 of their bytes stay unread."""
+    return sum(b * (1 - experts_hit(layer, tokens) / lin.count) for layer, lin, b in rows
+               if lin.group == "experts" and lin.count > 1)
+
+
 def expert_loop_s(m: ModelSpec, tokens: float, *, layers: float = 1.0) -> float:
     """Host time of transformers' Python loop over the experts a pass of ``tokens`` tokens hits
     (:data:`~gpuplan.overheads.TRANSFORMERS_EXPERT_LOOP_S` per expert and layer)."""
