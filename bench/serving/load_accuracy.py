@@ -78,7 +78,9 @@ NOTES = """What the misses say, row by row:
   tokens): TPOT +1 %, requests/s -9 %, mean TTFT -3 % (4,361 against 4,491 ms) but median TTFT +166 % (4,089
   against 1,535 ms): the measured TTFTs are skewed (median 1.5 s, mean 4.5 s, p99 15.5 s: the first 1,024 requests
   arrive at once and queue for their prefills, the second 1,024 arrive one by one as the first finish and start
-  at once); gpuplan's are spread evenly (p90 8.6 s, 323 preemptions in its pool), a cause not yet found.
+  at once); gpuplan's are spread evenly (p90 8.6 s). gpuplan's pool holds 841 of the 1,024 sequences of 2,048
+  tokens (about 110 MB each, most of it the Mamba layers' state), so its run preempts 323 times; the recipe
+  publishes no startup log to say how many vLLM held, so the cause is not settled.
 - **What shows across sources, and what does not.** On the rows whose client sends fresh prompts and whose host
   is the engine's own (the vLLM blog's), vLLM TTFT lands within 22 % (median 14 %) at concurrency 8 with prompts of
   20k tokens: the chunked-prefill budget shared with running decodes and the closed loop's queueing are in the
