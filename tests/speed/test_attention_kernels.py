@@ -92,3 +92,25 @@ def test_mosaicml_h100_long_sequence_rows_within_ten_percent():
     errors = {c["id"]: round(c["error_pct"], 1) for c in scored}
     assert all(abs(e) <= 10 for e in errors.values()), errors
     assert all(c["scenario"]["seq_len"] >= 8192 and c["scenario"]["gpu"] == "nvidia-h100-sxm5-80gb" for c in scored)
+
+
+def test_serving_engines_run_their_own_attention_for_eager_only_models():
+    """gpt-oss falls back to eager attention in transformers, but vLLM runs it through its own fused backends
+    (FlashAttention-3 with sinks on Hopper), which never materialize the scores. One 20,000-token gpt-oss-20b prompt
+    on an H100 SXM under vLLM, by hand: 12 full layers x 4 x 64 heads x 64 x 20,000 x 20,001 / 2 = 3.9324e13 FLOPs,
+    12 sliding layers (window 128: each query sees 128 keys) x 4 x 64 x 64 x 20,000 x 128 = 5.033e11; 3.9827e13 at
+    989.4 TFLOPS x 0.35 (Hopper's attention share) = 115.0 ms. Transformers keeps its eager path (over 10x longer).
+    Found by the vLLM blog's gpt-oss-20b runs (bench/data/serving_load_runs.csv vllmblog-*): TTFT +331% before."""
+    from gpuplan.speed.inference import step_timer
+
+    m, gpu = load_model("openai/gpt-oss-20b"), load_gpu("nvidia-h100-sxm5-80gb")
+    flops = 12 * 4 * 64 * 64 * 20000 * 20001 / 2 + 12 * 4 * 64 * 64 * 20000 * 128
+    assert flops == pytest.approx(3.9827e13, rel=1e-4)
+    seconds = {}
+    for engine in ("vllm", "transformers"):
+        s = scenario_from({"model": "openai/gpt-oss-20b", "task": "infer", "engine": engine,
+                           "gpu": "nvidia-h100-sxm5-80gb", "prompt_tokens": 20000, "output_tokens": 16})
+        seconds[engine] = step_timer(s, m, gpu).prefill_parts(20000)["attention"]
+    assert seconds["vllm"] == pytest.approx(flops / (989.4e12 * 0.35), rel=1e-3)
+    assert seconds["vllm"] == pytest.approx(0.1150, rel=1e-3)
+    assert seconds["transformers"] > 10 * seconds["vllm"]

@@ -309,6 +309,64 @@ def test_task_switch_shows_the_task_fields(server, page):
     assert float(page.get_attribute("#verdict", "data-peak")) == pytest.approx(r.memory.device_peak_gib)
 
 
+def test_sdxl_lora_on_a_3060(server, page):
+    """A diffusion LoRA on the page (issue 34): the form shows the diffusion fields and hides the LLM's, and the page
+    shows the plan's verdict sentence, its memory, it/s, images/s and the job's price, as gpuplan.estimate gives
+    them; the setups are cards; the grid says in one sentence why it is not drawn."""
+    fields = {"model": "sdxl", "task": "train", "method": "lora", "gpu": "rtx-3060", "resolution": "1024",
+              "train_steps": "1500"}
+    page.goto(server + "/")
+    settle(page)
+    fill(page, fields)
+    r = gpuplan.estimate({**fields, "train_steps": 1500})
+    w = r.work
+    assert page.get_attribute("#verdict", "data-fits") == "true" and page.text_content("#verdict-word") == "Fits"
+    rest = r.verdict.sentence[len(r.verdict.word):]
+    assert page.text_content("#verdict")[len(r.verdict.word):].startswith(rest + ".")
+    assert "on GeForce RTX 3060 12GB" in rest and "longest" not in page.text_content("#verdict")
+    assert page.is_visible("#f-resolution") and page.is_visible("#f-train_steps")
+    assert not page.is_visible("#f-train_tokens") and not page.is_visible("#f-loss")
+    assert not page.is_visible("#f-audio_seconds")
+    assert value(page, 'details[data-key="memory.activations_gib"] .value') == pytest.approx(
+        r.memory.activations_gib, rel=1e-12)
+    assert value(page, 'details[data-key="memory.device_peak_gib"] .value') == pytest.approx(
+        r.memory.device_peak_gib, rel=1e-12)
+    it_s = 'details[data-key="work.steps_per_s"] .value'
+    assert value(page, it_s) == pytest.approx(w.steps_per_s, rel=1e-12)
+    assert page.text_content(it_s) == f"{w.steps_per_s:,.2f} it/s"
+    assert value(page, 'details[data-key="work.samples_per_s"] .value') == pytest.approx(w.samples_per_s)
+    assert value(page, 'details[data-key="cost.usd_total"] .value') == pytest.approx(r.cost.usd_total)
+    page.click('details[data-key="work.steps_per_s"] summary')
+    assert f"1 / {w.step_s:,.4f} s" in page.text_content('details[data-key="work.steps_per_s"] .formula')
+    shown = re.findall(r"(\d+)%", page.text_content("#step-shares"))
+    assert shown and sum(int(pct) for pct in shown) == 100
+    page.wait_for_function("document.querySelector('#setups-table').rows.length >= 3", timeout=60_000)
+    assert "cards planned" in page.text_content("#setups-summary")
+    assert "plans decoder LLMs" in page.text_content("#grid-note") and page.locator("#grid tr").count() == 0
+    from gpuplan.explain.export import command
+
+    assert page.text_content("#export-command") == command(Scenario(**{**fields, "train_steps": 1500}))
+    assert "resolution=1024" in page.url and "unet UNet2DConditionModel" in page.text_content("#model-facts")
+
+
+def test_whisper_transcription_in_windows(server, page):
+    """Whisper on the page: the audio field shows and the diffusion ones hide; a 10-minute recording is the plan's
+    seconds per recording and windows per second."""
+    fields = {"model": "whisper-small", "task": "infer", "gpu": "rtx-3060", "audio_seconds": "600"}
+    page.goto(server + "/")
+    settle(page)
+    fill(page, fields)
+    r = gpuplan.estimate({**fields, "audio_seconds": 600})
+    assert page.text_content("#verdict")[len(r.verdict.word):].startswith(r.verdict.sentence[len(r.verdict.word):])
+    assert page.is_visible("#f-audio_seconds") and page.is_visible("#f-decoder_tokens")
+    assert not page.is_visible("#f-resolution") and not page.is_visible("#f-engine")
+    call = 'details[data-key="work.image_s"]'
+    assert value(page, call + " .value") == pytest.approx(r.work.image_s, rel=1e-12)
+    assert f"recording of 600 s ({r.work.samples_per_step} windows" in page.text_content(call + " summary")
+    assert value(page, 'details[data-key="work.samples_per_s"] .value') == pytest.approx(r.work.samples_per_s)
+    assert "windows/s" in page.text_content("#speed-rows") and "per 1,000 windows" in page.text_content("#speed-rows")
+
+
 def test_a_dataset_file_gives_the_cli_numbers(server, page, tmp_path):
     """Issue 23 ("the web page takes a dataset"): a JSONL file and its tokenizer.json chosen on the page are
     uploaded and read as ``gpuplan estimate --dataset F --tokenizer T --json`` reads them: the same records, tokens,

@@ -297,19 +297,16 @@ def table(*, catalogs: tuple[str, ...] = (), cheapest: bool = True) -> GuideTabl
 
 def check_model_name(name: str, *, hub: bool, where: str = "the web page") -> None:
     """Accept a model name that resolves offline (bundled names, their chat and instruction-tuned variants,
-    synthetic models) always, and Hugging Face repo ids with ``hub``; refuse paths on this machine's disk and
-    unknown names, in one sentence (``where`` reads no files of its host: the web page). Asked before a scenario
-    is read: the model's tokenizer is looked up by its name."""
+    synthetic models, the bundled diffusion pipelines, encoder-decoders and encoders) always, and Hugging Face repo
+    ids with ``hub``; refuse paths on this machine's disk and unknown names, in one sentence (``where`` reads no
+    files of its host: the web page). Asked before a scenario is read: the model's tokenizer is looked up by its
+    name."""
     from ..model import kinds
     from ..model.catalog import REPO_ID, aliases, base_repo, bundled, bundled_repo
     from ..userfiles import user_path
 
-    if bundled_repo(name) or name.lower().startswith("synthetic-"):
-        return
-    other = kinds.named(name)
-    if other is not None:  # a bundled diffusion pipeline, encoder-decoder or encoder
-        raise GpuplanError(f"{other.describe()}: {where} plans decoder LLMs; `gpuplan estimate --model "
-                           f"{other.name}` on the command line, or gpuplan.estimate in Python, plans it")
+    if bundled_repo(name) or name.lower().startswith("synthetic-") or kinds.named(name) is not None:
+        return  # a bundled decoder LLM, a synthetic one, or a bundled diffusion pipeline, encoder-decoder or encoder
     try:
         on_disk = user_path(name).exists()
     except (OSError, ValueError):  # too long or otherwise impossible as a path

@@ -26,13 +26,22 @@ def explain(scenario: ScenarioLike) -> Explanation:
 
 def fit_grid(scenario: ScenarioLike, axis: str = "auto") -> FitGrid:
     """The fit with its headroom on every card of the catalog, against quantization (serving), method (training)
-    or context length (``axis``), and device memory against the context length: memory-only plans."""
+    or context length (``axis``), and device memory against the context length: memory-only plans. A diffusion
+    pipeline, an encoder-decoder or an encoder is refused in one sentence: :func:`~gpuplan.api.recommend` ranks
+    the cards such a job fits."""
+    from ..errors import GpuplanError
     from ..explain.grid import fit_grid as grid
     from ..model.catalog import load_model
+    from ..model.module import NotADecoder
 
     axis = arg.text(axis, "axis", choices=("auto", "quant", "method", "context"))
     s = scenario_of(scenario)
-    return grid(s, load_model(s.model), axis)  # type: ignore[arg-type]
+    try:
+        m = load_model(s.model)
+    except NotADecoder as other:
+        raise GpuplanError(f"{other.spec.describe()}: the grid of every card against quantization, method or "
+                           "context plans decoder LLMs; recommend ranks the cards this job fits") from None
+    return grid(s, m, axis)  # type: ignore[arg-type]
 
 
 def export(scenario: ScenarioLike, base_url: str = "") -> Export:
@@ -50,6 +59,26 @@ def form_fields() -> list:
     from ..explain.forms import field_specs
 
     return field_specs()
+
+
+def module_models() -> list[dict]:
+    """The bundled models that are not decoder LLMs (diffusion pipelines, Whisper, T5/BART, ViT/CLIP/SigLIP), one
+    row each: the repo id, the names that find it, the page's kind for it (which fields the form shows), the
+    family (the pipeline's class or the transformers model_type) and the exact parameter count."""
+    from ..explain.forms import page_kind
+    from ..model import diffusers, encoders
+
+    rows = []
+    for repos, aliases, load in ((diffusers.bundled_pipelines(), diffusers.pipeline_aliases(),
+                                  diffusers.bundled_pipeline),
+                                 (encoders.bundled_models(), encoders.model_aliases(), encoders.bundled_model)):
+        for repo in repos:
+            spec = load(repo)
+            names = sorted({alias for alias, to in aliases.items() if to == repo and alias != repo.lower()},
+                           key=lambda n: (len(n), n))
+            rows.append({"name": repo, "names": names, "kind": page_kind(spec), "family": spec.family,
+                         "params_total": spec.params_total})
+    return sorted(rows, key=lambda r: (r["kind"], r["params_total"]))
 
 
 def quant_formats() -> list[str]:

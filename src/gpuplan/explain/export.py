@@ -76,11 +76,16 @@ def markdown(s: Scenario, r: Plan, link: str = "") -> str:
         lines += ["Changes that would make it fit:", ""]
         lines += [f"- {x.change} ({'fits' if x.fits else 'still too big'}; {x.cost})" for x in r.suggestions[:8]]
         lines.append("")
-    if r.speed:
+    module = "work" in type(r).model_fields  # a diffusion pipeline's, an encoder-decoder's, an encoder's plan
+    if module:
+        from .work import speed_line
+
+        lines.append(speed_line(r))  # type: ignore[arg-type]
+    elif r.speed:
         sp = r.speed
         unit = "output tokens/s" if s.task == "infer" else "tokens/s"
         lines.append(f"Speed: {sp.tokens_per_s:,.0f} {unit} ({sp.bound}-bound)")
-    if r.cost:
+    if r.cost and not module:
         c = r.cost
         line = f"Cost: {c.offer} at ${c.usd_per_hour:.2f}/h"
         if s.task == "train" and c.hours:

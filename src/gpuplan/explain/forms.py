@@ -20,8 +20,9 @@ from ..scenario import Scenario
 from ..scenario import fields as scenario
 
 # Shown first, in this order (names the model lacks are skipped: `stack` appears once it exists).
-PRIMARY = ("model", "task", "method", "stack", "precision", "quant", "seq_len", "micro_batch_size",
-           "grad_checkpointing", "batch_size", "prompt_tokens", "output_tokens", "engine", "gpu", "num_gpus")
+PRIMARY = ("model", "task", "method", "stack", "precision", "quant", "resolution", "seq_len", "micro_batch_size",
+           "grad_checkpointing", "batch_size", "inference_steps", "audio_seconds", "prompt_tokens", "output_tokens",
+           "decoder_tokens", "train_steps", "engine", "gpu", "num_gpus")
 GROUPS = {
     "training": ("dataset", "tokenizer", "optimizer", "optimizer_impl", "lora_rank", "lora_targets", "lora_dropout",
                  "qlora_fp32_upcast", "adapter_dtype", "grad_accum_steps", "attention", "train_tokens", "dataset_gb",
@@ -33,7 +34,26 @@ GROUPS = {
     "parallelism": ("num_nodes", "sharding", "tp", "pp", "ep", "attention_dp", "moe_dispatch", "offload",
                     "host_ram_gib", "extra_gpus", "tensor_split"),
     "pricing": ("provider", "pricing", "mtbi_hours", "disk_gbs", "max_price_age_days", "include_low_confidence"),
+    "diffusion": ("cfg", "cpu_offload", "cache_latents", "text_encoders", "prior_preservation"),
 }
+# The kinds of model the page plans (:func:`page_kind`), and the fields each reads beside the decoder LLM's: a
+# diffusion pipeline, Whisper (speech), another encoder-decoder (T5, BART) and an encoder (ViT, CLIP, SigLIP) are
+# planned by gpuplan.plan.modules, which reads these (gpuplan.scenario.modules); every other field is a decoder's.
+KINDS = ("decoder", "diffusion", "speech", "encoder-decoder", "encoder")
+MODULE_COMMON = ("model", "task", "method", "stack", "precision", "quant", "micro_batch_size", "batch_size",
+                 "grad_checkpointing", "grad_accum_steps", "optimizer", "lora_rank", "lora_targets", "attention",
+                 "train_steps", "gpu", "provider", "pricing", "max_price_age_days", "include_low_confidence")
+MODULE_READS = {
+    "diffusion": (*MODULE_COMMON, "resolution", "seq_len", "inference_steps", "cfg", "cpu_offload", "cache_latents",
+                  "text_encoders", "prior_preservation"),
+    "speech": (*MODULE_COMMON, "output_tokens", "decoder_tokens", "audio_seconds"),
+    "encoder-decoder": (*MODULE_COMMON, "seq_len", "prompt_tokens", "output_tokens", "decoder_tokens"),
+    "encoder": MODULE_COMMON,
+}
+MODULE_ONLY = frozenset(scenario.MODULE_FIELDS)
+# fields of a module plan that mean something for one task only (gpuplan.scenario.modules)
+MODULE_TASK = {"inference_steps": "infer", "cfg": "infer", "cpu_offload": "infer", "cache_latents": "train",
+               "text_encoders": "train", "prior_preservation": "train", "train_steps": "train"}
 # Fields that only mean something for one task (scenario.py; the normalized result drops them too), and those the
 # form also hides for inference (they change nothing there).
 TRAIN_ONLY = scenario.TRAIN_ONLY | scenario.TRAINING_LAYOUT
@@ -67,6 +87,7 @@ class FieldSpec(BaseModel):
     task: Literal["train", "infer", "both"] = "both"
     suggest: str | None = None
     accept: str | None = None  # a file field's types
+    kinds: list[str] = list(KINDS)  # the kinds of model whose plans read it (:data:`KINDS`)
 
 
 def _literals(annotation: Any) -> tuple[list[str], bool, set[type]]:
@@ -124,15 +145,27 @@ def field_specs() -> list[FieldSpec]:
             name=name, label=name.replace("_", " "), kind=kind, choices=choices, optional=optional,
             required=info.is_required(), default=default, description=FILE_HINTS.get(name, info.description or ""),
             group="main" if name in PRIMARY else grouped.get(name, "more"),
-            task="train" if name in TRAIN_ONLY else "infer" if name in INFER_ONLY else "both",
-            suggest=SUGGEST.get(name), accept=FILES.get(name), **bounds))
+            task="train" if name in TRAIN_ONLY else "infer" if name in INFER_ONLY else MODULE_TASK.get(name, "both"),
+            suggest=SUGGEST.get(name), accept=FILES.get(name), kinds=_kinds(name), **bounds))
     order = {name: i for i, name in enumerate(PRIMARY)}
     return sorted(specs, key=lambda f: (f.group != "main", order.get(f.name, len(order))))
+
+
+def _kinds(name: str) -> list[str]:
+    """The kinds of model whose plans read field ``name``."""
+    modules = [kind for kind, names in MODULE_READS.items() if name in names]
+    return modules if name in MODULE_ONLY else ["decoder", *modules]
+
+
+def page_kind(spec: Any) -> str:
+    """The page's word for a model that is not a decoder LLM (a :class:`~gpuplan.model.module.ModuleSpec`):
+    Whisper is speech, the others their kind (diffusion, encoder-decoder, encoder)."""
+    return "speech" if spec.family == "whisper" else spec.kind
 
 
 def given(s: Scenario) -> dict[str, Any]:
     """The fields of a scenario given explicitly (model and task always), in the model's order; the fields left out
     take the stack's defaults again when the scenario is read back."""
     data = s.model_dump()
-    return {name: data[name] for name, info in Scenario.model_fields.items()
-            if name in s.model_fields_set or info.is_required()}
+    return {name: data[name] if name in data else getattr(s, name) for name, info in Scenario.model_fields.items()
+            if name in s.model_fields_set or info.is_required()}  # (the module fields are left out of dumps)

@@ -21,7 +21,12 @@ from .formula import Context, Explanation, Formula
 
 def explain(result: Plan) -> Explanation:
     """Formulas for every number the plan ``result`` holds, keyed ``memory.weights_gib``, ``speed.tokens_per_s``...,
-    on the scenario, model and card it was built from (as resolved: the serving split, the card's precision)."""
+    on the scenario, model and card it was built from (as resolved: the serving split, the card's precision). A
+    diffusion pipeline's, an encoder-decoder's or an encoder's plan: its speed and price (:mod:`.work`)."""
+    if "work" in type(result).model_fields:  # a ModulePlan (its module is loaded only for such plans)
+        from .work import explain_module
+
+        return explain_module(result)  # type: ignore[arg-type]
     s, m, gpu = result.setup.scenario, result.setup.model, result.setup.gpu
     x = Context(s, m, gpu, result)
     method = s.method if s.task == "train" else None

@@ -22,7 +22,7 @@ from ..tensors.state import attention_kernel, weight_format
 def inference_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None, gpu: GpuSpec | None = None) -> Estimate:
     """The weights in their storage format over ``tp x pp`` GPUs, completed by the engine's profile."""
     e = Estimate(slack=oh.ALLOCATOR_SLACK_INFER)
-    if attention_kernel(s, m) != s.attention:
+    if attention_kernel(s, m) != s.attention and s.engine == "transformers":
         e.assumptions.append(f"{m.family} runs eager attention in transformers (no SDPA support): the s x s "
                              "scores are materialized; attention flash (FlashAttention-2) avoids them")
     fmt, skip = weight_format(s, m)

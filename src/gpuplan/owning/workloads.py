@@ -106,6 +106,7 @@ def _check_job(job: Job) -> None:
         raise GpuplanError(f"workload {job.label!r}: leave {', '.join(hardware)} out of its scenario: the build and "
                            "the rentals set the hardware")
     s = job.parsed()
+    _check_decoder(job, s)
     if s.task == "train" and job.serving:
         raise GpuplanError(f"workload {job.label!r} trains: give runs (per_week, per_month, per_year), not serving "
                            "hours")
@@ -115,6 +116,22 @@ def _check_job(job: Job) -> None:
     if s.task == "train" and not s.train_tokens:
         raise GpuplanError(f"workload {job.label!r}: say how much it trains (train_tokens, or a dataset, or "
                            "samples with mean_tokens) so a run has a length")
+
+
+def _check_decoder(job: Job, s: Scenario) -> None:
+    """Refuse a job whose model is not a decoder LLM (a diffusion pipeline, an encoder-decoder, an encoder): a
+    build's hours are priced from token rates, which such a job has none of. Any other problem of the model's name is
+    said where the plan is built, as before."""
+    from ..model.catalog import load_model
+    from ..model.module import NotADecoder
+
+    try:
+        load_model(s.model)
+    except NotADecoder as other:
+        raise GpuplanError(f"workload {job.label!r}: {other.spec.describe()}: buy prices decoder LLM jobs; "
+                           "`gpuplan cost` prices this job on every offer in force") from None
+    except GpuplanError:
+        return
 
 
 def load_workloads(source: str | Path | Mapping[str, Any] | list, years: float | None = None) -> Workloads:

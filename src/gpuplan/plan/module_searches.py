@@ -16,7 +16,7 @@ import math
 from pydantic import BaseModel, Field
 
 from ..errors import GpuplanError
-from ..hardware import gpus
+from ..hardware import gpus, resolve_gpu
 from ..market.choice import cheapest_in_force
 from ..market.offers import Offer
 from ..market.store import price_filter
@@ -90,7 +90,7 @@ def card_setups(s: Scenario, spec: ModuleSpec, catalog: list[Offer], *, every_of
     in_force = [o for o in cheapest_in_force(catalog, price_filter(s))
                 if (s.pricing == "any" or (o.interruptible if s.pricing == "spot" else o.pricing == "on_demand"))
                 and (not providers or o.provider in providers)]
-    wanted = (s.gpu,) if s.gpu else cards_asked
+    wanted = (resolve_gpu(s.gpu)[0].id,) if s.gpu else cards_asked  # the scenario's card by any of its names
     by_card: dict[str, list[Offer]] = {}
     for o in in_force:
         if not wanted or o.gpu_id in wanted:

@@ -67,17 +67,22 @@ class Speed:
         return 50 * (self.tokens_per_s_high - self.tokens_per_s_low) / self.tokens_per_s if self.tokens_per_s else 0
 
     def step_shares(self, top: int = 5) -> list[tuple[str, int]]:
-        """Each part's share of ``step_time_s`` in whole percent, largest first: the ``top - 1`` largest parts and
-        the rest as ``other`` (all of them when there are ``top`` or fewer), rounded by largest remainder
-        (Hamilton's method) so that the shares sum to exactly 100; parts that round to 0% are left out."""
-        total = sum(self.parts_s.values())
-        if total <= 0:
-            return []
-        ranked = sorted(self.parts_s.items(), key=lambda kv: -kv[1])
-        if len(ranked) > top:
-            ranked = [*ranked[:top - 1], ("other", sum(v for _, v in ranked[top - 1:]))]
-        exact = [(k, 100 * v / total) for k, v in ranked]
-        whole = {k: math.floor(x) for k, x in exact}
-        for k, _ in sorted(exact, key=lambda kx: -(kx[1] - whole[kx[0]]))[:100 - sum(whole.values())]:
-            whole[k] += 1
-        return [(k, whole[k]) for k, _ in ranked if whole[k] > 0]
+        """Each part's share of ``step_time_s`` in whole percent (:func:`shares`)."""
+        return shares(self.parts_s, top)
+
+
+def shares(parts_s: dict[str, float], top: int = 5) -> list[tuple[str, int]]:
+    """Each part's share of the sum of ``parts_s`` in whole percent, largest first: the ``top - 1`` largest parts and
+    the rest as ``other`` (all of them when there are ``top`` or fewer), rounded by largest remainder (Hamilton's
+    method) so that the shares sum to exactly 100; parts that round to 0% are left out."""
+    total = sum(parts_s.values())
+    if total <= 0:
+        return []
+    ranked = sorted(parts_s.items(), key=lambda kv: -kv[1])
+    if len(ranked) > top:
+        ranked = [*ranked[:top - 1], ("other", sum(v for _, v in ranked[top - 1:]))]
+    exact = [(k, 100 * v / total) for k, v in ranked]
+    whole = {k: math.floor(x) for k, x in exact}
+    for k, _ in sorted(exact, key=lambda kx: -(kx[1] - whole[kx[0]]))[:100 - sum(whole.values())]:
+        whole[k] += 1
+    return [(k, whole[k]) for k, _ in ranked if whole[k] > 0]

@@ -405,9 +405,19 @@ def step_timer(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None 
     inter = inter_node_link(gpu, network, s.num_gpus) if s.num_nodes > 1 else None
     timing = engine.timing(s, m, gpu)
     return StepTimer(s=s, m=m, gpu=gpu, link=intra_node_link(gpu, network), dtype=dtype,
-                     weight_bytes_per_param=per_param, skip=skip, kernel=attention_kernel(s, m),
+                     weight_bytes_per_param=per_param, skip=skip, kernel=engine_attention(s, m, timing),
                      cpu_layer_share=cpu_share, timing=timing, grouped_experts=timing.grouped_experts,
                      cached_prefix=engine.cached_prefix_tokens(s, m), inter=inter)
+
+
+def engine_attention(s: Scenario, m: ModelSpec, timing: Timing) -> str:
+    """The attention kernel the engine runs: transformers' (eager PyTorch) and llama.cpp's ggml follow the model's
+    modeling code and ``s.attention`` (:func:`gpuplan.tensors.state.attention_kernel`: gpt-oss, Gemma-2 and BLOOM
+    fall back to eager attention in transformers); vLLM, SGLang and TensorRT-LLM run every model through their own
+    fused attention backends (vLLM: ``vllm/v1/attention/backends/`` FlashAttention, FlashInfer, Triton; gpt-oss's
+    sinks and sliding windows in FlashAttention-3 and FlashInfer, ``vllm/model_executor/models/gpt_oss.py``
+    ``OAIAttention`` builds ``Attention(..., sinks=...)``), which never materialize the scores."""
+    return attention_kernel(s, m) if timing.eager or timing.kernels else "flash"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -147,8 +147,19 @@ class GridRequest(BaseModel):
     axis: api.Axis = "auto"
 
 
+class ModuleModel(BaseModel):
+    """A bundled model that is not a decoder LLM: the form shows the fields its kind reads (FieldSpec.kinds)."""
+
+    name: str
+    names: list[str]
+    kind: str  # diffusion | speech | encoder-decoder | encoder
+    family: str
+    params_total: int
+
+
 class Form(BaseModel):
     fields: list[api.FieldSpec]
+    module_models: list[ModuleModel] = []  # diffusion pipelines, Whisper, T5/BART, ViT/CLIP/SigLIP
     quants: list[str]
     providers: list[str]
     hub: bool
@@ -234,10 +245,11 @@ async def estimate_route(scenario: Annotated[RawScenario, Body()], request: Requ
     return await answer(request, estimate_json, scenario)
 
 
-@router.post("/recommend", response_model=api.Recommendation, summary="The setups that fit, ranked")
+@router.post("/recommend", response_model=api.Recommendation | api.ModuleChoices, summary="The setups that fit, ranked")
 async def recommend_route(body: RecommendRequest, request: Request) -> Response:
     """`gpuplan recommend`: GPU type x count x strategy x techniques x offers, pruned by memory, ranked by cost,
-    time or both, with the Pareto front of cost vs speed marked (what `gpuplan recommend --json` prints)."""
+    time or both, with the Pareto front of cost vs speed marked (what `gpuplan recommend --json` prints). A
+    diffusion pipeline, an encoder-decoder or an encoder: one card per setup, each on its cheapest offer."""
     return await answer(request, recommend_json, body.scenario, body.constraints.model_dump())
 
 
@@ -261,12 +273,14 @@ async def gpus_route(request: Request) -> list[dict[str, Any]]:
 
 
 def _form(hub: bool) -> Form:
-    return Form(fields=api.form_fields(), quants=api.quant_formats(), hub=hub, providers=api.providers())
+    return Form(fields=api.form_fields(), module_models=api.module_models(), quants=api.quant_formats(), hub=hub,
+                providers=api.providers())
 
 
 @router.get("/form", response_model=Form, summary="The scenario form")
 async def form_route(request: Request) -> Form:
-    """One input per scenario field (choices, bounds, defaults, hints), read from the Scenario model."""
+    """One input per scenario field (choices, bounds, defaults, hints, the kinds of model that read it), read from
+    the Scenario model; and the bundled models that are not decoder LLMs, with their kinds."""
     return await in_thread(request, _form, request.app.state.hub)
 
 

@@ -6,10 +6,10 @@ const {stackedBar, scatter, curve, fmtGiB} = window.gpuplanCharts;
 const COLORS = {weights: "#4c78a8", gradients: "#f58518", optimizer: "#e45756", activations: "#72b7b2",
   kv: "#54a24b", other: "#b279a2"};
 const GROUP_TITLES = {training: "Training options", techniques: "Training techniques", inference: "Inference options",
-  parallelism: "Parallelism and offload", pricing: "Pricing", more: "More"};
+  parallelism: "Parallelism and offload", pricing: "Pricing", diffusion: "Diffusion options", more: "More"};
 const DEFAULT_SCENARIO = {model: "llama-3.1-8b", task: "train", method: "qlora", gpu: "rtx-4090"};
 const state = {fields: [], seq: 0, timer: null, result: null, explanation: null, scenario: null, uploads: {},
-  maxUpload: 0};
+  maxUpload: 0, kinds: {}};
 
 const $ = (sel) => document.querySelector(sel);
 
@@ -46,6 +46,19 @@ async function api(path, body, tries = 12) {
 
 const num = (x, digits = 2) => x.toLocaleString("en-US", {minimumFractionDigits: digits, maximumFractionDigits: digits});
 const usd = (x) => "$" + (x >= 100 ? num(x, 0) : x >= 1 ? num(x, 2) : num(x, 3));
+
+// ---- the kind of model: which fields its plan reads (FieldSpec.kinds) -----------------------------------------
+// the bundled models that are not decoder LLMs come with the form; another model's kind is learnt from its plan
+function kindOf(model) {
+  return state.kinds[(model || "").trim().toLowerCase()] || "decoder";
+}
+
+function learnKind(r) {  // a repo id fetched from the hub: its plan's work says what it is
+  const w = r.work;
+  if (!w || kindOf(r.scenario.model) !== "decoder") return;
+  state.kinds[r.scenario.model.trim().toLowerCase()] = w.kind.startsWith("diffusion") ? "diffusion" :
+    r.model.family === "whisper" ? "speech" : "decoder_tokens" in w.sizes ? "encoder-decoder" : "encoder";
+}
 
 // ---- the form ------------------------------------------------------------------------------------------
 function makeInput(f) {
@@ -119,7 +132,8 @@ function buildForm(form) {
         h("summary", {}, GROUP_TITLES[f.group] || f.group));
     }
     groups[f.group].append(h("label", {class: "field", for: "f-" + f.name, "data-field": f.name,
-      "data-task": f.task, title: f.description || null}, h("span", {class: "name"}, f.label), makeInput(f)));
+      "data-task": f.task, "data-kinds": f.kinds.join(" "), title: f.description || null},
+    h("span", {class: "name"}, f.label), makeInput(f)));
   }
   host.append(...Object.values(groups));
   host.append(h("p", {class: "hint"}, "Empty fields take their defaults. A Hugging Face repo id works for the model ",
@@ -148,9 +162,10 @@ function fillForm(values) {
 
 function readForm() {
   const task = document.getElementById("f-task").value;
+  const kind = kindOf(document.getElementById("f-model").value);
   const out = {};
   for (const f of state.fields) {
-    if (f.task !== "both" && f.task !== task) continue;
+    if ((f.task !== "both" && f.task !== task) || !f.kinds.includes(kind)) continue;
     const el = document.getElementById("f-" + f.name);
     let v;
     if (f.kind === "file") {  // a tokenizer counts a dataset: it waits for one
@@ -172,22 +187,38 @@ function readForm() {
   return out;
 }
 
-// "(auto)" choices say what the stack or the GPU count resolved them to
+// "(auto)" choices say what the stack or the GPU count resolved them to; a choice left at its default that the
+// model resolved otherwise (a diffusion model trains with diffusers, not the default hf) says so on its option
 function showResolved(normalized) {
   for (const f of state.fields) {
     const el = document.getElementById("f-" + f.name);
-    if (f.kind !== "choice" || !f.optional || !el.options.length) continue;
+    if (f.kind !== "choice" || !el.options.length) continue;
     const v = normalized[f.name];
-    el.options[0].textContent = v === undefined || v === null ? "(auto)" : `(auto: ${v})`;
+    if (f.optional) {
+      el.options[0].textContent = v === undefined || v === null ? "(auto)" : `(auto: ${v})`;
+      continue;
+    }
+    for (const o of el.options) {
+      o.textContent = o.value === f.default && el.value === f.default && v && v !== f.default ?
+        `(auto: ${v})` : o.value || o.textContent;
+    }
   }
 }
 
-function showTaskFields(task) {
+// the fields the task and the model's kind read; a group with none of them is hidden too
+function showFields(task, kind) {
   document.querySelectorAll("[data-task]").forEach((el) => {
-    el.hidden = el.dataset.task !== "both" && el.dataset.task !== task;
+    el.hidden = (el.dataset.task !== "both" && el.dataset.task !== task) || !el.dataset.kinds.split(" ").includes(kind);
   });
-  document.querySelectorAll(".train-only").forEach((el) => { el.hidden = task !== "train"; });
-  document.querySelectorAll(".infer-only").forEach((el) => { el.hidden = task !== "infer"; });
+  document.querySelectorAll("details.group").forEach((g) => {
+    g.hidden = !g.querySelector(".field:not([hidden])");
+  });
+  document.querySelectorAll(".train-only, .infer-only, .decoder-only").forEach((el) => {
+    const c = el.classList;
+    el.hidden = (c.contains("train-only") && task !== "train") || (c.contains("infer-only") && task !== "infer") ||
+      (c.contains("decoder-only") && kind !== "decoder");
+  });
+  document.body.dataset.kind = kind;
 }
 
 function queryOf(scenario) {
@@ -206,7 +237,7 @@ async function update() {
   state.timer = null;
   const seq = ++state.seq;
   const scenario = readForm();
-  showTaskFields(scenario.task);
+  showFields(scenario.task, kindOf(scenario.model));
   history.replaceState(null, "", "?" + queryOf(scenario));
   document.body.classList.add("busy");
   try {
@@ -214,6 +245,8 @@ async function update() {
       api("/api/estimate", scenario), api("/api/explain", scenario), api("/api/export", scenario)]);
     if (seq !== state.seq) return;
     Object.assign(state, {result, explanation, scenario});
+    learnKind(result);
+    showFields(scenario.task, kindOf(scenario.model));
     clearError();
     showResolved(result.scenario);
     renderVerdict(result);
@@ -237,16 +270,28 @@ async function update() {
 
 async function heavy(seq) {
   const scenario = state.scenario;
-  const constraints = {objective: $("#objective").value, max_gpus: parseInt($("#max-gpus").value, 10) || 8};
-  if (scenario.task === "train") constraints.any_method = $("#any-method").checked;
-  else constraints.any_quant = $("#any-quant").checked;
-  const [rec, grid] = await Promise.allSettled([api("/api/recommend", {scenario, constraints}),
+  const constraints = {objective: $("#objective").value};
+  // a diffusion pipeline, an encoder-decoder or an encoder: one card per setup, ranked over every card
+  const module = kindOf(scenario.model) !== "decoder";
+  let searched = scenario;
+  if (module) {
+    searched = Object.fromEntries(Object.entries(scenario).filter(([k]) => k !== "gpu"));
+  } else {
+    constraints.max_gpus = parseInt($("#max-gpus").value, 10) || 8;
+    if (scenario.task === "train") constraints.any_method = $("#any-method").checked;
+    else constraints.any_quant = $("#any-quant").checked;
+  }
+  const [rec, grid] = await Promise.allSettled([api("/api/recommend", {scenario: searched, constraints}),
     api("/api/fit-grid", {scenario, axis: $("#grid-axis").value})]);
   if (seq !== state.seq) return;
-  if (rec.status === "fulfilled") renderSetups(rec.value, scenario);
+  if (rec.status === "fulfilled") (module ? renderCards : renderSetups)(rec.value, scenario);
   else $("#setups-summary").textContent = rec.reason.message;
   if (grid.status === "fulfilled") renderGrid(grid.value, state.result, scenario);
-  else $("#grid-note").textContent = grid.reason.message;
+  else {  // the API's sentence (a model that is not a decoder LLM has no grid)
+    $("#grid-note").textContent = grid.reason.message;
+    $("#grid").replaceChildren();
+    $("#curve").replaceChildren();
+  }
   document.body.dataset.ready = String(seq);
 }
 
@@ -312,8 +357,10 @@ function renderVerdict(r) {
   const lines = verdict.details.map((line) => line + ".");
   if (m.fits !== null) {
     const t = r.scenario.task === "train";
-    lines.push(`Largest ${t ? "micro-batch" : "batch"} that fits: ${m.max_batch_size ?? "none"}; longest ` +
-      `${t ? "sequence" : "prompt"}: ${m.max_seq_len ? m.max_seq_len.toLocaleString() + " tokens" : "none"}.`);
+    // images and audio windows have no longest sequence (a diffusion pipeline's, an encoder's plan: its work)
+    const longest = r.work ? "" : `; longest ${t ? "sequence" : "prompt"}: ` +
+      (m.max_seq_len ? m.max_seq_len.toLocaleString() + " tokens" : "none");
+    lines.push(`Largest ${t ? "micro-batch" : "batch"} that fits: ${m.max_batch_size ?? "none"}${longest}.`);
   }
   if (lines.length) v.append(h("div", {class: "sub"}, lines.join(" ")));
   const warnings = [...r.warnings];
@@ -386,6 +433,10 @@ function renderFixes(r) {
 
 function renderSpeedCost(r, explanation) {
   const sp = r.speed, c = r.cost, rows = [];
+  if (r.work) {
+    $("#speed-rows").replaceChildren(...workRows(r, explanation));
+    return;
+  }
   if (!sp) {
     $("#speed-rows").replaceChildren(h("p", {class: "hint"}, "Name a GPU for speed and cost."));
     return;
@@ -437,6 +488,61 @@ function renderSpeedCost(r, explanation) {
     }
   }
   $("#speed-rows").replaceChildren(...rows);
+}
+
+// what one sample of a module plan is (gpuplan.explain.work.unit)
+function unitOf(r) {
+  if (r.work.kind.startsWith("diffusion")) return "images";
+  return r.scenario.audio_seconds && r.scenario.task === "infer" ? "windows" : "samples";
+}
+
+// a diffusion pipeline's, an encoder-decoder's or an encoder's plan: its work (it/s, seconds per image or per
+// recording, the parts of a step) and its price, as `gpuplan estimate` prints them (cli/modules.py render_work)
+function workRows(r, explanation) {
+  const w = r.work, s = r.scenario, c = r.cost, unit = unitOf(r), rows = [];
+  const train = s.task === "train";
+  const range = ` (likely ${num(w.samples_per_s_low, 3)} to ${num(w.samples_per_s_high, 3)})`;
+  if (w.kind === "diffusion generation") {
+    rows.push(numberRow("work.image_s", `seconds per call of ${w.samples_per_step} image(s), ${w.steps} steps`,
+      num(w.image_s, 1) + " s", w.image_s));
+    rows.push(numberRow("work.steps_per_s", "denoising it/s", num(w.steps_per_s, 2) + " it/s", w.steps_per_s));
+    rows.push(numberRow("work.images_per_hour", "images per hour", num(w.images_per_hour, 0), w.images_per_hour));
+  } else if (train) {
+    rows.push(numberRow("work.steps_per_s", "it/s (optimizer steps)", num(w.steps_per_s, 2) + " it/s",
+      w.steps_per_s));
+    rows.push(numberRow("work.step_s", "optimizer step", num(w.step_s, 2) + " s", w.step_s));
+  } else {
+    const what = unit === "windows" ? `seconds per recording of ${s.audio_seconds} s (${w.samples_per_step} windows, ` +
+      `${w.batch} per pass)` : `seconds per batch of ${w.samples_per_step}`;
+    rows.push(numberRow("work.image_s", what, num(w.image_s, 3) + " s", w.image_s));
+  }
+  rows.push(numberRow("work.samples_per_s", `${unit}/s`, num(w.samples_per_s, 3) + range, w.samples_per_s));
+  rows.push(numberRow("work.mfu", "implied MFU", num(w.mfu, 3), w.mfu));
+  rows.push(h("p", {class: "hint"}, `${w.bound}-bound`));
+  const shares = explanation ? explanation.step_shares : [];
+  if (shares.length) {
+    rows.push(h("p", {class: "hint", id: "step-shares"}, (train ? "step: " : "call: ") +
+      shares.map(([name, pct]) => `${name} ${pct}%`).join(", ")));
+  }
+  if (r.memory.fits === false) {
+    rows.push(h("p", {class: "hint"}, "Not priced: the job does not fit on this GPU (apply a change above)."));
+  } else if (c) {
+    rows.push(h("p", {class: "offer"}, `best offer: ${c.offer} (${c.gpu_id}), price from ${c.price_origin}, ` +
+      `${c.price_age_days} days old`, c.stale ? h("span", {class: "stale"}, " (stale)") : null));
+    rows.push(numberRow("cost.usd_per_hour", "$ per hour", usd(c.usd_per_hour), c.usd_per_hour));
+    rows.push(numberRow("work.usd_per_1000_samples", `$ per 1,000 ${unit}`, usd(w.usd_per_1000_samples),
+      w.usd_per_1000_samples));
+    if (w.job_hours) {
+      rows.push(numberRow("work.job_hours", `hours for ${s.train_steps.toLocaleString("en-US")} steps`,
+        num(w.job_hours, 2) + " h", w.job_hours));
+      rows.push(numberRow("cost.usd_total", "GPU time", usd(c.usd_total), c.usd_total));
+    } else if (train) {
+      rows.push(h("p", {class: "hint"}, "Set train steps for the job's hours and total."));
+    }
+  }
+  rows.push(h("p", {class: "hint"}, "simulated: " + w.simulated.join("; ")));
+  rows.push(h("p", {class: "hint"}, "modelled: " + w.modelled.join("; ")));
+  return rows;
 }
 
 // the plan's simulated runs (gpuplan.serving.load): users or a rate, and the batch queued at once
@@ -532,6 +638,30 @@ function renderSetups(rec, scenario) {
     `${usd(x.usd_per_million_tokens)}/M tokens`);
 }
 
+// recommend for a diffusion pipeline, an encoder-decoder or an encoder: one card per row, on its cheapest offer
+function renderCards(rec, scenario) {
+  const train = scenario.task === "train";
+  $("#setups-summary").textContent = `${rec.evaluated.toLocaleString()} cards planned, ` +
+    `${rec.fitting.toLocaleString()} fit. ` + [...rec.defaults, ...rec.notes].join(" ");
+  scatter($("#scatter"), [], setupLabel);
+  const rows = rec.setups, table = $("#setups-table");
+  if (!rows.length) {
+    table.replaceChildren(h("tr", {}, h("td", {}, "No card among the offers in force fits this job: name a GPU " +
+      "above to see the changes that would make it fit.")));
+    return;
+  }
+  const unit = rows[0].unit, job = rows.some((x) => x.usd_total !== null);
+  const cols = ["#", "GPU", "offer", "GiB", train ? "s/step" : "s/call", `${unit}/s`, ...(job ? ["hours", "$"] : []),
+    `$/1k ${unit}`];
+  table.replaceChildren(h("tr", {}, cols.map((c) => h("th", {}, c))),
+    ...rows.map((x, i) => h("tr", {"data-gpu": x.gpu_id}, h("td", {}, String(i + 1)),
+      h("td", {}, x.gpu_id.replace(/^nvidia-|^amd-instinct-/, "").replace(/^geforce-/, "")),
+      h("td", {}, x.offer), h("td", {class: "n"}, `${x.device_peak_gib.toFixed(1)}/${x.capacity_gib.toFixed(0)}`),
+      h("td", {class: "n"}, num(train ? x.step_s : x.call_s, 3)), h("td", {class: "n"}, num(x.samples_per_s, 3)),
+      ...(job ? [h("td", {class: "n"}, num(x.hours, 2)), h("td", {class: "n"}, usd(x.usd_total))] : []),
+      h("td", {class: "n"}, usd(x.usd_per_1000)))));
+}
+
 function cellText(c, r) {
   if (c.max_concurrency !== null) return `${c.max_concurrency.toLocaleString()} req`;
   if (c.gpu_layers !== null) return `${c.gpu_layers}/${r.model.num_layers} layers`;
@@ -573,6 +703,13 @@ function renderExport(exp) {
 function renderModel(r) {
   const m = r.model;
   const b = (n) => (n / 1e9).toFixed(n >= 1e10 ? 1 : 2) + "B";
+  if (r.work !== undefined && m.num_layers === 0) {  // a pipeline or an encoder-decoder: its components
+    const parts = r.work ? "; " + r.work.components.map((c) => `${c.name} ${c.class} ${b(c.params)}` +
+      (c.on_gpu ? "" : " (off the GPU)")).join(", ") : "";
+    $("#model-facts").textContent = `${m.name} (${m.family}): ${b(m.params_total)} parameters` +
+      (m.params_trainable ? `, ${m.params_trainable.toLocaleString()} trainable` : "") + `${parts}; ${m.counted_by}.`;
+    return;
+  }
   $("#model-facts").textContent = `${m.name} (${m.family}): ${b(m.params_total)} parameters` +
     (m.params_active !== m.params_total ? `, ${b(m.params_active)} active` : "") +
     (m.params_trainable && m.params_trainable !== m.params_total ? `, ${m.params_trainable.toLocaleString()} trainable` : "") +
@@ -652,8 +789,12 @@ function wireExports() {
 async function start() {
   const [form, models, gpus] = await Promise.all([api("/api/form"), api("/api/models"), api("/api/gpus")]);
   buildForm(form);
+  for (const m of form.module_models) {
+    for (const name of [m.name, ...m.names]) state.kinds[name.toLowerCase()] = m.kind;
+  }
   $("#list-models").replaceChildren(...models.map((m) => h("option", {value: m.name},
-    `${m.family}, ${(m.params_total / 1e9).toFixed(1)}B`)));
+    `${m.family}, ${(m.params_total / 1e9).toFixed(1)}B`)), ...form.module_models.map((m) =>
+    h("option", {value: m.names[0] || m.name}, `${m.kind}: ${m.name}, ${(m.params_total / 1e9).toFixed(2)}B`)));
   $("#list-gpus").replaceChildren(...gpus.map((g) => h("option", {value: g.id}, `${g.name}, ${g.usable_gib} GiB`)));
   // a permalink made before a field was renamed (framework -> stack) fills the field by its new name
   const params = Object.fromEntries([...new URLSearchParams(location.search)].map(([k, v]) => [form.renamed[k] || k, v]));

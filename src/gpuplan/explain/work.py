@@ -1,0 +1,99 @@
+"""The formulas of a module plan's speed and price (a diffusion pipeline, an encoder-decoder, an encoder): the step
+or call as the sum of its parts, the rates it implies, the dollars per thousand images, samples or windows and the
+job's hours. The parts themselves come from the recorded profiles of the real classes
+(:mod:`gpuplan.plan.modules`); these are the arithmetic :func:`gpuplan.plan.modules.priced` and the speed model
+do on them, written out, so that the page opens each number into how it was reached."""
+
+from __future__ import annotations
+
+from ..plan.modules import ModulePlan
+from ..speed.breakdown import shares
+from .formula import Constant, Explanation, Formula
+
+
+def unit(plan: ModulePlan) -> str:
+    """What one sample of the plan is: images (diffusion), windows (Whisper on a recording) or samples."""
+    w = plan.work
+    if w is not None and "diffusion" in w.kind:
+        return "images"
+    return "windows" if plan.scenario.get("audio_seconds") and plan.scenario["task"] == "infer" else "samples"
+
+
+def _speed(plan: ModulePlan) -> dict[str, Formula]:
+    w = plan.work
+    assert w is not None
+    per = unit(plan)
+    whole = sum(w.parts_s.values())
+    key, label = ("work.image_s", "one call") if w.image_s is not None else ("work.step_s", "one optimizer step")
+    out = {key: Formula(
+        label=label, value=w.image_s if w.image_s is not None else w.step_s, unit="s", computed=whole,
+        formula=f"{label} = the sum of its parts (each op of the real class's recorded pass timed on the card)",
+        substituted=" + ".join(f"{k} {v:,.3f}" for k, v in w.parts_s.items() if v > 0) + f" = {whole:,.3f} s")}
+    out["work.steps_per_s"] = Formula(
+        label="it/s", value=w.steps_per_s, unit="it/s", computed=1 / w.step_s,
+        formula="it/s = 1 / the time of one step" + (" (one denoising step)" if w.steps else ""),
+        substituted=f"1 / {w.step_s:,.4f} s = {1 / w.step_s:,.3f} it/s")
+    per_call = w.image_s if w.image_s is not None else w.step_s
+    out["work.samples_per_s"] = Formula(
+        label=f"{per}/s", value=w.samples_per_s, unit=f"{per}/s", computed=w.samples_per_step / per_call,
+        formula=f"{per}/s = {per} per {'call' if w.image_s is not None else 'step'} / its time",
+        substituted=f"{w.samples_per_step:,} / {per_call:,.4f} s = {w.samples_per_step / per_call:,.4g} {per}/s")
+    return out
+
+
+def _price(plan: ModulePlan) -> dict[str, Formula]:
+    w, c = plan.work, plan.cost
+    assert w is not None and c is not None
+    per = unit(plan)
+    price = Constant(name=c.offer, value=f"${c.usd_per_gpu_hour:,.3f} per GPU-hour, {c.price_age_days} days old",
+                     source=c.price_origin or "data/offers.csv")
+    out = {"cost.usd_per_hour": Formula(
+        label="$ per hour", value=c.usd_per_hour, unit="$/h", computed=c.num_gpus * c.usd_per_gpu_hour,
+        constants=[price], formula="$/h = GPUs x price per GPU-hour",
+        substituted=f"{c.num_gpus} x ${c.usd_per_gpu_hour:,.3f} = ${c.num_gpus * c.usd_per_gpu_hour:,.2f}/h")}
+    if w.usd_per_1000_samples is not None:
+        per_1000 = 1000 / (w.samples_per_s * c.num_gpus) / 3600 * c.usd_per_hour
+        out["work.usd_per_1000_samples"] = Formula(
+            label=f"$ per 1,000 {per}", value=w.usd_per_1000_samples, unit="$", computed=per_1000, constants=[price],
+            formula=f"$ per 1,000 {per} = 1,000 / ({per}/s x GPUs) / 3600 x $/h",
+            substituted=f"1000 / ({w.samples_per_s:,.4g} x {c.num_gpus}) / 3600 x {c.usd_per_hour:,.2f} = "
+                        f"${per_1000:,.4f}")
+    steps = plan.scenario.get("train_steps")
+    if w.job_hours is not None and steps:
+        out["work.job_hours"] = Formula(
+            label="hours", value=w.job_hours, unit="h", computed=steps * w.step_s / 3600,
+            formula="hours = train_steps x one optimizer step / 3600",
+            substituted=f"{steps:,} x {w.step_s:,.4f} s / 3600 = {steps * w.step_s / 3600:,.3f} h")
+        out["cost.usd_total"] = Formula(
+            label="GPU time $", value=c.usd_total, unit="$", computed=w.job_hours * c.usd_per_hour,
+            formula="GPU time = hours x $/h",
+            substituted=f"{w.job_hours:,.3f} x {c.usd_per_hour:,.2f} = ${w.job_hours * c.usd_per_hour:,.2f}")
+    return out
+
+
+def speed_line(plan: ModulePlan) -> str:
+    """The plan's speed and price in one line (the Markdown export's)."""
+    w, c, per = plan.work, plan.cost, unit(plan)
+    if w is None:
+        return "Speed: none without a card that has a 16-bit matrix rate"
+    line = f"Speed: {w.steps_per_s:,.2f} it/s, {w.samples_per_s:,.4g} {per}/s ({w.bound}-bound)"
+    if w.image_s is not None:
+        line += f", {w.image_s:,.3g} s per call of {w.samples_per_step:,} {per}"
+    if c is not None and w.usd_per_1000_samples is not None:
+        line += f"\nCost: {c.offer} at ${c.usd_per_hour:.2f}/h, ${w.usd_per_1000_samples:,.3f} per 1,000 {per}"
+        if w.job_hours:
+            line += f"; {w.job_hours:,.2f} h, ${c.usd_total:,.2f} for {plan.scenario['train_steps']:,} steps"
+        line += f" (price {c.price_age_days} days old)"
+    return line
+
+
+def explain_module(plan: ModulePlan) -> Explanation:
+    """The formulas of a module plan's speed and price, the defaults it took, and each part's share of its step
+    (or call) in whole percent, as the command line's ``step:`` line prints them."""
+    numbers: dict[str, Formula] = {}
+    if plan.work is not None:
+        numbers.update(_speed(plan))
+        if plan.cost is not None:
+            numbers.update(_price(plan))
+    shared = shares(plan.work.parts_s, top=6) if plan.work is not None else []
+    return Explanation(numbers=numbers, defaults=list(plan.defaults), step_shares=shared)
