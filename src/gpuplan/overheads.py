@@ -599,7 +599,8 @@ SGLANG_ALL_REDUCE_S = 18.7e-6
 # moe_sum_reduce (1), the shared expert fused into the routed ones (num_fused_shared_experts). 16 kernels, and the
 # RMSNorm after each of the 2 all-reduces unless the all-reduce fuses it (FUSED_ALL_REDUCE_S). The generic count
 # (14 - 7 + MOE_KERNELS_PER_LAYER + MLA_KERNELS_PER_LAYER = 33) takes vLLM's unfused grouped top-k and separate
-# shared experts.
+# shared experts. Counted on the stored snapshot sgl-project/sglang@00114aef (2025) on the H200 path (FlashInfer
+# MLA, Triton fused MoE); Blackwell's trtllm_mla and flashinfer_trtllm MoE fuse a few more, not counted.
 SGLANG_MLA_MOE_KERNELS_PER_LAYER = 16
 # FlashInfer's all-reduce fusion (TensorRT-LLM's one-shot Lamport kernel: all-reduce, residual add and RMSNorm in one
 # kernel; SGLang's --enable-flashinfer-allreduce-fusion) on NVLink at decode sizes: 7.0 us at 6 tokens on 2 H100s
