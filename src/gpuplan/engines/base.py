@@ -75,13 +75,19 @@ class Timing:
     capture size, SGLang's ``cuda_graph_max_bs``; 0: no cap known); a larger batch runs its kernels launched one by
     one from the host. ``grouped_experts``: routed experts as one grouped GEMM at the GEMM model's achievable rate
     (TensorRT-LLM's fused MoE). ``context_attention_speedup``: the engine's prompt attention against gpuplan's
-    FlashAttention figure (TensorRT-LLM's context FMHA)."""
+    FlashAttention figure (TensorRT-LLM's context FMHA). ``layer_kernels``: the non-GEMM kernels of one MLA + MoE
+    decoder layer as the engine launches them (0: the generic count, :meth:`gpuplan.speed.inference.StepTimer.
+    _kernels_per_layer`); ``fused_all_reduce``: each tensor-parallel all-reduce runs as one kernel with the residual
+    add and RMSNorm after it (FlashInfer's one-shot all-reduce fusion, :data:`gpuplan.overheads.FUSED_ALL_REDUCE_S`),
+    not a ring call plus the engine's own cost."""
 
     eager: bool = False
     graphs: bool = False
     graph_max_batch: int = 0
     grouped_experts: bool = False
     context_attention_speedup: float = 1.0
+    layer_kernels: int = 0
+    fused_all_reduce: bool = False
     packed_linears: bool = False
     streaming_bandwidth: bool = False
     loop: HostLoop | None = None

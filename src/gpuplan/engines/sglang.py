@@ -65,6 +65,12 @@ HEURISTIC_FROM = (0, 5, 3)  # the first release with PR #10975's reserve (2025-1
 EARLY_MEM_FRACTION_BY_TP = ((16, 0.79), (8, 0.81), (4, 0.85), (2, 0.87))  # before HEURISTIC_FROM; TP 1: 0.88
 OVERLAP_FROM = (0, 4, 0)  # the overlap ("zero-overhead") scheduler, on by default
 SCHEDULE_POLICY = "fcfs"  # as simulated (see the module docstring)
+# the releases whose DeepSeek decode is counted in overheads.SGLANG_MLA_MOE_KERNELS_PER_LAYER, and the architectures
+# whose all-reduces SGLang fuses by default on Hopper and Blackwell (server_args.py
+# ServerArgs._handle_model_specific_adjustments, 2026: one node, no DP attention, no all-to-all MoE backend)
+FUSED_KERNELS_FROM = (0, 5, 0)
+ALL_REDUCE_FUSION_ARCHS = frozenset({"DeepseekV3ForCausalLM", "GptOssForCausalLM", "Glm4MoeForCausalLM",
+                                     "Qwen3MoeForCausalLM"})
 
 
 def overlap_schedule(s: Scenario) -> bool:
@@ -290,7 +296,27 @@ class Sglang(Engine):
                         request_s=oh.SGLANG_REQUEST_S, overlapped=overlap_schedule(s),
                         chunk_tokens=d.chunked_prefill_size, all_reduce_s=oh.SGLANG_ALL_REDUCE_S)
         return current_timing(s, m, gpu, loop=loop, note=TIMING,
-                              graph_max_batch=d.cuda_graph_max_bs)
+                              graph_max_batch=d.cuda_graph_max_bs, **fused_kernels(s, m, gpu))
+
+
+def fused_kernels(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> dict:
+    """What SGLang 0.5 fuses (:class:`~gpuplan.engines.base.Timing` fields): its DeepSeek decode layer's own kernel
+    count (:data:`gpuplan.overheads.SGLANG_MLA_MOE_KERNELS_PER_LAYER`; the same model code on ROCm, whose share of
+    the datasheet is measured against it, :mod:`.rocm`), and on NVIDIA cards FlashInfer's all-reduce + residual
+    add + RMSNorm as one kernel, which ``server_args.py`` turns on by default for the architectures in
+    :data:`ALL_REDUCE_FUSION_ARCHS` on SM 9.x and 10.x at tensor parallelism on one node without attention data
+    parallelism (InferenceX's B200 and B300 DeepSeek-R1 scripts also pass ``--enable-flashinfer-allreduce-fusion``).
+    Each fused all-reduce is timed for any token count (SGLang falls back to the unfused one past ~1,024 tokens,
+    in prefill chunks, where the latency is a small part)."""
+    if version_tuple(s.engine_version) < FUSED_KERNELS_FROM:
+        return {}
+    major = int(float(gpu.compute_capability or 0)) if gpu.vendor == "NVIDIA" else 0
+    fused = (m.architecture in ALL_REDUCE_FUSION_ARCHS and major in (9, 10) and s.tp > 1 and s.num_nodes == 1
+             and not s.attention_dp and s.moe_dispatch != "deepep")
+    deepseek = any(layer.attention == "mla" for layer in m.layers) and any(
+        lin.group == "shared_experts" for layer in m.layers for lin in layer.linears)
+    kernels = oh.SGLANG_MLA_MOE_KERNELS_PER_LAYER + (0 if fused else 2) if deepseek else 0
+    return {"fused_all_reduce": fused, "layer_kernels": kernels}
 
 
 SGLANG = Sglang()

@@ -338,6 +338,8 @@ class StepTimer:
             shared = any(lin.group == "shared_experts" for layer in moe_layers for lin in layer.linears)
             moe = oh.MOE_KERNELS_PER_LAYER if shared else oh.MOE_ROUTED_ONLY_KERNELS_PER_LAYER
         mla = any(layer.attention == "mla" for layer in self.m.layers)
+        if mla and moe_layers and self.timing.layer_kernels:  # the engine's own count (SGLang's DeepSeek layer)
+            return self.timing.layer_kernels
         return per + moe + (oh.MLA_KERNELS_PER_LAYER if mla else 0)
 
     def _tp_s(self, tokens: float) -> float:
@@ -351,6 +353,9 @@ class StepTimer:
             return 0.0
         extra = self.timing.loop.all_reduce_s if self.timing.loop else 0.0
         nbytes = tokens * self.m.hidden_size * 2
+        if self.timing.fused_all_reduce:  # one fused kernel per all-reduce: its own latency, the link's bandwidth
+            return 2 * self.m.num_layers * (all_reduce_s(nbytes, self.s.tp, self.link) - self.link.latency_s
+                                            + oh.FUSED_ALL_REDUCE_S)
         if self.s.tp > self.s.num_gpus and self.inter is not None:
             group = DataParallel(per_node=self.s.num_gpus, nodes=self.s.tp // self.s.num_gpus, intra=self.link,
                                  inter=self.inter)
