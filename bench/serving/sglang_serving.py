@@ -72,6 +72,9 @@ def setup(row: dict, *, engine: str = "sglang", version: str | None = None):
           "num_gpus": int(row["tp"]), "engine_version": version or row["sglang_version"]}
     if engine == "sglang" and row["mem_fraction_static"]:
         sc["mem_fraction_static"] = float(row["mem_fraction_static"])
+    for key, kind in (("ep", int), ("quant", str), ("kv_cache_dtype", str)):  # the MoE layout rows (issue 31)
+        if row.get(key):
+            sc[key] = kind(row[key])
     s = scenario_from(sc)
     return s, load_model(s.model), load_gpu(s.gpu)
 

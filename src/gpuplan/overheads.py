@@ -614,6 +614,19 @@ PCIE_X16_GBS = {3: 16.0, 4: 32.0, 5: 64.0, 6: 128.0}
 PCIE_EFFICIENCY = 0.8
 PCIE_NO_P2P_FACTOR = 0.5
 NVLINK_EFFICIENCY = 0.8  # NCCL bus bandwidth of all-reduce on NVLink reaches ~80 % of the link (nccl-tests)
+# AMD Instinct's xGMI links: ~48 of 64 GB/s per link and direction usable after CRC and protocol overhead (AMD ROCm
+# blog "Understanding RCCL Bandwidth and xGMI Performance on AMD Instinct MI300X", 2025-03-02)
+INFINITY_FABRIC_EFFICIENCY = 0.75
+# The ROCm builds of SGLang (and vLLM, borrowed) on AMD Instinct: decode GPU work (weight and KV streaming, kernel
+# latency, element-wise work; not the host loop or the all-reduces) over the CUDA-calibrated time. Fitted on
+# InferenceX's DeepSeek-R1-0528 FP8 SGLang TP 8 runs, 8k/1k: MI325X (v0.5.19, SemiAnalysisAI/InferenceX PR #3318) at
+# concurrency 4, 16, 64 against H200 (v0.5.12, PR #3173) at the same concurrency, by bisection so that the median
+# error of the predicted AMD / NVIDIA TPOT ratio is zero (bench/serving/rocm_share.py; concurrency 8 and 32 held
+# out). MI325X's 6.0 TB/s against H200's 4.8 decoded 1.7x slower at 4 requests: 2.1x per byte of bandwidth.
+ROCM_DECODE_SLOWDOWN = 1.90
+# ... and about the largest held-out error of the AMD / NVIDIA TPOT ratio it gives, added to each side of an AMD
+# plan's band
+ROCM_BAND = 0.11
 # Between nodes: Gbit/s per node. Defaults when the offer does not say: HGX/SXM nodes sold for multi-node run
 # one 200-400 Gb/s NIC per GPU (DGX A100: 8x 200 Gb/s HDR; DGX H100: 8x 400 Gb/s NDR); other cards get a
 # single 100 Gb/s Ethernet port, the common marketplace/community-cloud machine. NCCL over TCP sockets
@@ -623,8 +636,8 @@ INTER_NODE_EFFICIENCY = {"infiniband": 0.9, "roce": 0.85, "ethernet": 0.6}
 # Collective latency per call (alpha of the alpha-beta model): NCCL small all-reduce on NVLink 8-20 us
 # (vLLM custom all-reduce ~10 us; aiconfigurator 3-10 us per hop), PCIe ~20 us, through host memory ~40 us,
 # across nodes over InfiniBand ~30 us, over TCP Ethernet ~100 us.
-COLLECTIVE_LATENCY_S = {"nvlink": 12e-6, "pcie": 20e-6, "pcie-no-p2p": 40e-6, "infiniband": 30e-6, "roce": 35e-6,
-                        "ethernet": 100e-6}
+COLLECTIVE_LATENCY_S = {"nvlink": 12e-6, "infinity-fabric": 12e-6, "pcie": 20e-6, "pcie-no-p2p": 40e-6,
+                        "infiniband": 30e-6, "roce": 35e-6, "ethernet": 100e-6}  # xGMI: taken as NVLink's
 # Share of the data-parallel collectives hidden behind compute where the engine overlaps them (DDP buckets,
 # ZeRO prefetch, FSDP2 prefetch); TP all-reduces sit in the layer's dependency chain, half hidden on average.
 DP_OVERLAP = 0.8

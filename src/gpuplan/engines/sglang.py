@@ -56,6 +56,7 @@ from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from ..tensors.breakdown import GIB, Estimate, desktop_gib, device_overheads
 from ..tensors.kv import kv_dtype_bytes
+from ..tensors.layout import weights_per_gpu
 from ..tensors.state import weight_format
 from .base import Engine, HostLoop, KvPool, Timing
 from .vllm import cuda_total_gib, current_timing, version_tuple
@@ -73,10 +74,10 @@ def overlap_schedule(s: Scenario) -> bool:
 
 def cell_bytes(s: Scenario, m: ModelSpec) -> float:
     """Bytes one token takes in the pool on one GPU: every layer's K and V (``kv_dims``) over the KV heads this
-    GPU holds (``ModelConfig.get_num_kv_heads``: ``max(1, heads // tp)``); MLA layers cache the latent and the
-    rope dims whole on every GPU."""
+    GPU holds (``ModelConfig.get_num_kv_heads``: ``max(1, heads // tp)``, every head under attention data
+    parallelism); MLA layers cache the latent and the rope dims whole on every GPU."""
     heads = m.num_kv_heads or 1
-    per_gpu = max(1, heads // s.tp) / heads
+    per_gpu = max(1, heads // s.attention_tp) / heads
     return kv_dtype_bytes(s) * sum(layer.kv_dims * (1 if layer.attention == "mla" else per_gpu) for layer in m.layers)
 
 
@@ -166,7 +167,7 @@ def startup_memory(s: Scenario, m: ModelSpec, gpu: GpuSpec, *, mem_fraction_stat
     card = cuda_total_gib(gpu)
     total = total_gib if total_gib is not None else card - oh.SGLANG_START_GIB - desktop_gib(s, gpu.memory_gib)
     fmt, skip = weight_format(s, m)
-    weights = sum(m.weight_bytes(fmt, skip=skip).values()) / (s.tp * s.pp) / GIB + oh.SGLANG_LOAD_EXTRA_GIB
+    weights = weights_per_gpu(s, m.weight_bytes(fmt, skip=skip)) / GIB + oh.SGLANG_LOAD_EXTRA_GIB
     available = total - weights
     cell = cell_bytes(s, m)
     tokens = kv_tokens(available, total, mfs, cell)
@@ -192,7 +193,7 @@ def pool(s: Scenario, sm: StartupMemory) -> KvPool:
 
 
 # the formats SGLang loads a plain checkpoint in (its --quantization; python/sglang/srt/server_args.py)
-QUANTIZES = ("fp8", "awq-int4", "gptq-int4", "gptq-int8", "mxfp4")
+QUANTIZES = ("fp8", "awq-int4", "gptq-int4", "gptq-int8", "mxfp4", "nvfp4")  # nvfp4: modelopt_fp4 checkpoints
 # how SGLang is timed, said in the plan's assumptions
 TIMING = ("SGLang: GPU work timed as vLLM's (CUDA graphs, the same attention kernels), its own host loop "
           "(overlap scheduler from v0.4) and scheduler (prefill batches before decodes, chunked_prefill_size, "
@@ -216,6 +217,7 @@ class Sglang(Engine):
     token by token; its GPU work timed as vLLM's current engine's, its host loop as its own."""
 
     name = "sglang"
+    expert_parallel = True
     label = "SGLang"
     pool_words = "SGLang's token pool"
     preallocates = True

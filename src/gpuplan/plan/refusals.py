@@ -262,7 +262,7 @@ def _engine(s: Scenario, m: ModelSpec) -> list[str]:
         raise GpuplanError(f"full fine-tuning updates every weight, and {s.quant} weights take no gradients (they "
                            "are loaded frozen): train LoRA or QLoRA on them, or drop quant")
     engine = engine_for(s)
-    why = engine.refusal(s, m)
+    why = engine.refusal(s, m) or _moe_layout(s, m)
     if why:
         raise GpuplanError(why)
     tokens = s.prompt_tokens + s.output_tokens
@@ -272,6 +272,38 @@ def _engine(s: Scenario, m: ModelSpec) -> list[str]:
                            f"rejects: set max_model_len to {tokens:,} or more (or leave it unset), or shorten the "
                            "requests")
     return _other_engines_settings(s)
+
+
+def _moe_layout(s: Scenario, m: ModelSpec) -> str | None:
+    """Expert parallelism and attention data parallelism of a served MoE model: an engine that runs them, an MoE
+    model, one pipeline stage, ``ep`` dividing the copy's ``tp`` GPUs and the experts (SGLang's ``moe_tp_size =
+    tp_size / ep_size``, TensorRT-LLM's ``moe_tp_size x moe_ep_size = tp_size``); vLLM's expert-parallel group is
+    every GPU of the copy (``--enable-expert-parallel``: EP = TP x DP)."""
+    if s.task != "infer" or (s.ep == 1 and not s.attention_dp and s.moe_dispatch is None):
+        return None
+    if s.moe_dispatch is not None and not (s.ep > 1 and s.attention_dp):
+        return (f"moe_dispatch {s.moe_dispatch} says how tokens reach experts on other GPUs: set ep and attention_dp "
+                "too, or drop it")
+    asked = " and ".join(x for x in (f"ep={s.ep}" if s.ep > 1 else "", "attention_dp" if s.attention_dp else "") if x)
+    engine = engine_for(s)
+    if not engine.expert_parallel:
+        return f"{asked} lay out an MoE model under vLLM, SGLang or TensorRT-LLM: set engine vllm, sglang or trtllm"
+    if not m.is_moe:
+        return (f"{asked} lay out an MoE model's experts and attention, and {m.name} has no experts: for copies of "
+                "a dense model set sharding ddp")
+    if s.pp > 1:
+        return f"{asked} apply to one pipeline stage: set pp 1 (tp = the GPUs of one copy of the model)"
+    if s.attention_dp and s.tp == 1:
+        return "attention_dp spreads the requests over the tp GPUs of one copy of the model: set tp 2 or more"
+    if s.ep > 1 and s.tp % s.ep:
+        return (f"ep={s.ep} must divide tp={s.tp}, the GPUs of one copy of the model (each expert is split over tp / "
+                "ep of them)")
+    if s.ep > 1 and m.num_experts % s.ep:
+        return f"ep={s.ep} does not divide the {m.num_experts} experts of {m.name}: use a divisor of {m.num_experts}"
+    if s.engine == "vllm" and s.ep not in (1, s.tp):
+        return (f"vLLM's expert-parallel group is every GPU of the copy (--enable-expert-parallel: EP = TP x DP): set "
+                f"ep {s.tp} or 1")
+    return None
 
 
 def _foreign_settings(s: Scenario) -> str | None:
