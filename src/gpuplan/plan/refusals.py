@@ -66,8 +66,8 @@ def not_a_module(s: Scenario, m: ModelSpec) -> None:
 # the decoder LLM's fields a module's plan has no use for, by what they set (module_refusal's sentences)
 SIZES_A_JOB = frozenset({"train_tokens", "dataset", "tokenizer", "samples", "mean_tokens", "max_tokens", "epochs",
                          "packing", "model_size", "dataset_gb", "eval_interval", "eval_tokens", "save_interval"})
-LAYOUT = frozenset({"num_gpus", "num_nodes", "sharding", "tp", "pp", "cp", "ep", "vpp", "offload", "host_ram_gib",
-                    "extra_gpus", "tensor_split"})
+LAYOUT = frozenset({"num_gpus", "num_nodes", "sharding", "tp", "pp", "cp", "ep", "vpp", "attention_dp", "offload",
+                    "host_ram_gib", "extra_gpus", "tensor_split"})
 
 
 def module_refusal(s: Scenario, spec: ModuleSpec) -> None:
