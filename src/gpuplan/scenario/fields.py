@@ -559,8 +559,8 @@ def _load_defaults(s: Scenario) -> dict[str, Any]:
         raise ValueError("think_time_s is the users' pause between requests: give users (a closed loop), not a "
                          "rate")
     if s.engine not in ("vllm", "sglang"):
-        raise ValueError(f"users and rate_rps run the engine's scheduler, simulated for vllm and sglang, not "
-                         f"{s.engine}: set engine vllm or sglang")
+        raise ValueError(f"users and rate_rps run a decoder LLM engine's scheduler, simulated for vllm and sglang, "
+                         f"not {s.engine}: set engine vllm or sglang")
     if s.users is not None and "batch_size" not in s.model_fields_set:
         return {"batch_size": s.users}
     return {}
