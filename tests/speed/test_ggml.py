@@ -11,6 +11,7 @@ import pytest
 
 from gpuplan import overheads as oh
 from gpuplan.hardware import load_gpu
+from gpuplan.model import gguf
 from gpuplan.model.catalog import load_model
 from gpuplan.scenario import scenario_from
 from gpuplan.speed import ggml
@@ -120,6 +121,20 @@ def test_cuda_decode_takes_mmvq_up_to_eight_rows():
     assert list(steps.values()) == sorted(steps.values())
     assert steps[1] < steps[8] < 2 * steps[1]
     assert "host" not in timer.decode_parts(8, 1000) and "host" in timer.decode_parts(9, 1000)
+
+
+def test_cuda_moe_step_reads_the_experts_the_batch_reaches():
+    """Qwen3-30B-A3B Q4_K_M on an RTX 5090, 4 sequences: the step streams the experts the 4 tokens reach (more
+    bytes than one token's), but each routed expert multiplies only the rows sent to it, so the dot products are 4
+    times one token's, not 4 rows through every expert read."""
+    timer = _timer("Qwen/Qwen3-30B-A3B", "rtx-5090", "gguf-q4_k_m", batch_size=4)
+    s, m, gpu = timer.s, timer.m, timer.gpu
+    one, four = ggml.streamed_bytes(s, m, 1), ggml.streamed_bytes(s, m, 4)
+    assert 2 * one < four < 4 * one
+    bpp = gguf.linear_bytes_per_param(m, "q4_k_m")
+    compute = 2 * 4 * one / bpp / ggml.mmvq_flops(gpu)
+    traffic = four / (gpu.bandwidth_gbs * 1e9 * oh.LLAMA_CPP_CUDA_DECODE_BANDWIDTH_FRACTION)
+    assert timer.decode_parts(4, 1000)["weights"] == pytest.approx((compute**3 + traffic**3) ** (1 / 3), rel=1e-9)
 
 
 def test_metal_prompt_is_a_share_of_the_fp32_rate():

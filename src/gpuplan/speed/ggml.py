@@ -219,7 +219,8 @@ def cuda_decode_parts(s: Scenario, m: ModelSpec, gpu: GpuSpec, tokens: int, kv_b
     :data:`~gpuplan.overheads.LLAMA_CPP_CUDA_LAYER_S` per layer (module docstring)."""
     bps = gpu.bandwidth_gbs * 1e9 * oh.LLAMA_CPP_CUDA_DECODE_BANDWIDTH_FRACTION
     weights = streamed_bytes(s, m, tokens, head=head)
-    flops = 2 * tokens * weights / gguf.linear_bytes_per_param(m, ftype(s, m))
+    # each row meets the weights one token reaches (a routed expert multiplies only the rows sent to it)
+    flops = 2 * tokens * streamed_bytes(s, m, 1, head=head) / gguf.linear_bytes_per_param(m, ftype(s, m))
     return {"weights": _roofline(flops / mmvq_flops(gpu), weights / bps), "kv_cache": kv_bytes / bps,
             "kernel_latency": m.num_layers * oh.LLAMA_CPP_CUDA_LAYER_S}
 
