@@ -316,3 +316,22 @@ def test_trainer_yaml_with_a_local_file_through_trl(tmp_path, data, tokenizer, m
     assert (entry.path, entry.data_files, entry.split) == ("json", str(data), "train")
     assert str(args.train_sampling_strategy) == "group_by_length" and args.packing is False
     assert args.num_train_epochs == 3 and args.max_steps == -1 and args.learning_rate == 2e-4
+
+
+@pytest.mark.parametrize("packing", ["none", "bfd"])
+def test_the_step_summary_is_of_the_data_mix(packing):
+    """Review 3 (Q1, top problem 9): with data, the ``assumed: step = ...`` line and its MFU were those of one step
+    at the longest row (gemm 63 %, attention 23 %, MFU 0.46 for Qwen3-8B QLoRA under Unsloth on a 4070 Ti SUPER)
+    while the ``step:`` line and the MFU above it were the mix's (gemm 60 %, MFU 0.42). The line now reads the
+    same shares (the ``step:`` line's first three) and the same MFU as the speed it sits under."""
+    import gpuplan
+
+    plan = gpuplan.estimate(dict(model="qwen3-8b", task="train", method="qlora", gpu="rtx-4070-ti-super",
+                                 samples=2000, mean_tokens=650, stack="unsloth", packing=packing))
+    sp = plan.speed
+    summary = [a for a in plan.to_dict()["assumptions"] if a.startswith("step = work per micro-step")]
+    assert len(summary) == 1
+    shares = [f"{k.replace('_', ' ')} {pct}%" for k, pct in sp.step_shares() if k != "other"][:3]
+    assert len(shares) == 3 and f"per-step costs ({', '.join(shares)})" in summary[0]
+    assert summary[0].endswith(f"implied MFU {sp.mfu:.2f}") and 0.3 < sp.mfu < 0.5
+    assert math.isclose(sum(sp.parts_s.values()), sp.step_time_s, rel_tol=1e-9)
