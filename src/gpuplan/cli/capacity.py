@@ -111,7 +111,9 @@ def render(plans, w, fmt: str = "table") -> None:
     slo = w.slo
     targets = ", ".join(f"{k} <= {v:g} s" for k, v in (("TTFT", slo.ttft_s), ("TPOT", slo.tpot_s), ("E2E", slo.e2e_s))
                         if v) or "none"
-    load = (f"{w.users} users (closed loop, think {w.think_s:g} s)" if w.users else
+    stress = (": each user sends the next request the moment a reply ends, a stress test; people chatting pause "
+              "between turns: try --think-time 10") if w.users and not w.think_s else ""
+    load = (f"{w.users} users (closed loop, think {w.think_s:g} s{stress})" if w.users else
             f"{'Poisson' if w.burstiness == 1 else f'gamma(shape {w.burstiness:g})'} arrivals"
             + (f", target {w.rate_rps:g} req/s" if w.rate_rps else ""))
     lengths = "lengths from the trace" if w.trace else api.lengths_words(w.prompt_lengths(), w.output_lengths())
