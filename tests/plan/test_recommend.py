@@ -206,8 +206,14 @@ def test_plain_wraps_the_deadline_headline_to_the_width():
 def test_allow_lists_pricing_and_headroom():
     only = run(TRAIN_8B, providers=("runpod",), gpus=(H100, A100), top=50).setups
     assert only and {x.provider for x in only} == {"runpod"} and {x.gpu_id for x in only} <= {H100, A100}
-    spot = run(TRAIN_8B, pricing="spot", top=50).setups
+    spot_answer = run(TRAIN_8B, pricing="spot", top=50)
+    spot = spot_answer.setups
     assert spot and all(x.pricing in ("spot", "interruptible") for x in spot)
+    # review 3 (Q3): spot hours leave out waiting for capacity, and say so; on demand has no such note
+    assert spot_answer.notes[-1] == ("spot hours count restarts after interruptions (Daly's overhead) but not waiting "
+                                     "for spot capacity: the cards must be free to start and to come back, which for "
+                                     "many GPUs over days is not assured")
+    assert not any("spot capacity" in n for n in run(TRAIN_8B, top=5).notes)
     roomy = run(TRAIN_8B, min_headroom=0.25, top=50).setups
     assert roomy and all(x.headroom_pct >= 25 for x in roomy)
 
