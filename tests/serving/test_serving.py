@@ -308,6 +308,8 @@ def test_capacity_cli_json(tmp_path):
                                  "--users", "8", "--format", "json"])
     plan = json.loads(r.output)["plans"][0]
     assert plan["max_users"] == 8 and plan["replicas_for_target"] == 1 and plan["usd_per_hour_for_target"]
+    # review 3 (Q2): a month of the service, 8,760 h / 12 = 730 h of the whole instances
+    assert plan["usd_per_month_for_target"] == pytest.approx(730 * plan["usd_per_hour_for_target"], rel=1e-12)
     # review 3 (Q2): think 0 s is a stress test, said beside it; a think time given is said alone
     for think, said in ((None, True), ("10", False)):
         r = CliRunner().invoke(app, ["capacity", str(wl), "--model", "llama-3.1-8b", "--gpus", "l40s", "--max-gpus",

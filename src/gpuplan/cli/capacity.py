@@ -147,6 +147,7 @@ def render(plans, w, fmt: str = "table") -> None:
             Column("usd_per_1k_requests", "$/1k req", usd, "right", 1),
             Column("usd_per_hour_for_target" if target else "usd_per_hour", "$/h all" if target else "$/h", usd,
                    "right", 1),
+            *([Column("usd_per_month_for_target", "$/month", num(), "right", 1)] if target else []),
             Column("instances_for_target", "inst", num(), "right", 2),
             Column("offer", "offer", priority=2),
             Column("max_rate_rps" if w.users else "output_tokens_per_s", "req/s" if w.users else "out tok/s",
@@ -162,7 +163,7 @@ def render(plans, w, fmt: str = "table") -> None:
             + (" (the shared prefix held once; TTFT alone after it, cached). " if w.shared_prefix_tokens else ". ")
             + ("users: most concurrent users one replica serves within the SLOs (up to the target); " if w.users else
                "req/s: highest steady rate one replica serves within the SLOs; ")
-            + ("$/h all, inst: what the target costs in whole instances. " if target else "")
+            + ("$/h all, $/month (730 h), inst: what the target costs in whole instances. " if target else "")
             + ("From a simulation of SGLang's scheduler (prefill batches before decodes, chunked_prefill_size, "
                "max_running_requests, the radix cache on the shared prefix; its host loop fitted on SGLang's own "
                "published runs, few: bench/results/sglang_serving.md)" if plans and plans[0].engine == "sglang"
