@@ -909,3 +909,22 @@ def test_a_misspelt_target_is_said_before_the_plan_is_made(tmp_path):
                         "--gpu", "rtx-4090", "--target", "deepspeed,torchrn", "-o", str(tmp_path / "cli")],
                        capture_output=True, text=True)
     assert r.returncode == 2 and "unknown target 'torchrn'" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_local_config_without_weights_is_said_in_every_file(tmp_path):
+    """Review 3 (Q1): a local folder with only a config.json became ``model_name`` in the Unsloth script, which
+    cannot load it. Every file's header now says the folder holds no weights; with a checkpoint file beside the
+    config, nothing is said."""
+    import shutil
+
+    folder = tmp_path / "qwen3-14b"
+    shutil.copytree(Path(__file__).parents[1] / "data" / "review-3-q1" / "qwen3-14b", folder)
+    s = dict(model=str(folder), task="train", method="qlora", gpu="rtx-4070-ti-super", stack="unsloth")
+    files = files_of(s, ["unsloth"])
+    line = (f"# model: {folder} holds no weights (*.safetensors, *.bin): put the checkpoint there, or plan with its "
+            "Hugging Face id, before running")
+    scripts = {name: text for name, text in files.items() if name != "plan.json"}  # JSON has no comment lines
+    assert len(scripts) == 2 and all(line in text.splitlines() for text in scripts.values()), list(files)
+    assert f"'model_name': '{folder}'" in files["unsloth_train.py"]
+    (folder / "model-00001-of-00008.safetensors").write_bytes(b"")
+    assert not any("holds no weights" in text for text in files_of(s, ["unsloth"]).values())

@@ -36,6 +36,10 @@ from .settings import (
     backend,
 )
 
+# a checkpoint's weight files as transformers' from_pretrained finds them in a folder (model.safetensors, its shards
+# and index; pytorch_model.bin and its shards)
+WEIGHT_FILES = ("*.safetensors", "*.bin")
+
 
 @dataclass(frozen=True, kw_only=True)
 class LaunchPlan:
@@ -94,6 +98,18 @@ class LaunchPlan:
     def model_ref(self) -> str:
         """The model as the stacks load it: its local folder (absolute), else its Hugging Face id."""
         return self.inputs.get("model", self.model.name)
+
+    def weights_missing(self) -> list[str]:
+        """A line when the model is a local folder with no checkpoint in it (a config.json alone, as planning
+        needs): the stacks load the weights from that folder, so the run would stop there (review 3: a hand-written
+        Qwen3-14B config became ``model_name: 'qwen3-14b'``)."""
+        folder = self.inputs.get("model")
+        if folder is None or self.synthetic or not Path(folder).is_dir():
+            return []
+        if any(next(Path(folder).glob(pattern), None) for pattern in WEIGHT_FILES):
+            return []
+        return [f"model: {folder} holds no weights ({', '.join(WEIGHT_FILES)}): put the checkpoint there, or "
+                "plan with its Hugging Face id, before running"]
 
     @property
     def synthetic(self) -> bool:
@@ -165,7 +181,7 @@ class LaunchPlan:
         """The lines every written file starts with: who wrote it, from what, and what it predicted."""
         mem, p = self.result.memory, self.predictions()
         lines = [f"written by gpuplan {__version__} on {self.written_on.isoformat()}: {self.command}",
-                 f"plan: {self.setup_label}"]
+                 f"plan: {self.setup_label}", *self.weights_missing()]
         if self.train:
             s = self.scenario
             lines.append(f"  {self.model.name}, micro-batch {s.micro_batch_size} x {s.seq_len:,} tokens x "
