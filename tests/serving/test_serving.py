@@ -319,7 +319,13 @@ def test_capacity_cli_json(tmp_path):
         assert r.exit_code == 0 and head.endswith(f"8 users (closed loop, think {think or 0} s"
                                                   + (": each user sends the next request the moment a reply ends, a "
                                                      "stress test; people chatting pause between turns: try "
-                                                     "--think-time 10);" if said else ");")), head
+                                                     "--think-time 10; with fixed lengths too the users stay in "
+                                                     "lockstep, every prompt prefilled at once: --length-spread 0.5 "
+                                                     "draws them);" if said else ");")), head
+    drawn = CliRunner().invoke(app, ["capacity", "--model", "llama-3.1-8b", "--gpus", "l40s", "--max-gpus", "1",
+                                     "--users", "8", "--prompt-tokens", "1000", "--output-tokens", "100",
+                                     "--format", "plain"])  # lengths drawn (spread 0.5 by default): no lockstep
+    assert drawn.exit_code == 0 and "a stress test" in drawn.output and "lockstep" not in drawn.output
     r = CliRunner().invoke(app, ["capacity", str(wl), "--model", "llama-3.1-8b", "--users", "8", "--rate", "2"])
     assert isinstance(r.exception, GpuplanError) and str(r.exception) == (
         "workload: give one load: an arrival rate (open loop), a number of users (closed loop) or a batch queued at "

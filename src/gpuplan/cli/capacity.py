@@ -113,6 +113,9 @@ def render(plans, w, fmt: str = "table") -> None:
                         if v) or "none"
     stress = (": each user sends the next request the moment a reply ends, a stress test; people chatting pause "
               "between turns: try --think-time 10") if w.users and not w.think_s else ""
+    if stress and not w.trace and w.prompt_lengths().kind == w.output_lengths().kind == "fixed":
+        stress += ("; with fixed lengths too the users stay in lockstep, every prompt prefilled at once: "
+                   "--length-spread 0.5 draws them")
     load = (f"{w.users} users (closed loop, think {w.think_s:g} s{stress})" if w.users else
             f"{'Poisson' if w.burstiness == 1 else f'gamma(shape {w.burstiness:g})'} arrivals"
             + (f", target {w.rate_rps:g} req/s" if w.rate_rps else ""))
