@@ -326,6 +326,12 @@ def test_capacity_cli_json(tmp_path):
                                      "--users", "8", "--prompt-tokens", "1000", "--output-tokens", "100",
                                      "--format", "plain"])  # lengths drawn (spread 0.5 by default): no lockstep
     assert drawn.exit_code == 0 and "a stress test" in drawn.output and "lockstep" not in drawn.output
+    # a think time with a rate did nothing (only closed-loop users think): refused, as the scenario's think_time_s is
+    r = CliRunner().invoke(app, ["capacity", "--model", "llama-3.1-8b", "--rate", "5", "--think-time", "10",
+                                 "--preset", "chat", "--gpus", "l40s"])
+    assert isinstance(r.exception, GpuplanError) and str(r.exception) == (
+        "workload: think_s is the pause of closed-loop users between a reply and their next request: give users "
+        "(--users), or drop it")
     r = CliRunner().invoke(app, ["capacity", str(wl), "--model", "llama-3.1-8b", "--users", "8", "--rate", "2"])
     assert isinstance(r.exception, GpuplanError) and str(r.exception) == (
         "workload: give one load: an arrival rate (open loop), a number of users (closed loop) or a batch queued at "
