@@ -108,6 +108,9 @@ class GpuSpec:
     # a whole computer's own ports for linking several (DGX Spark: ConnectX-7, RoCE at 200 Gb/s); "": none on file
     network: str = ""
     network_gbps: float | None = None
+    # AMD Instinct OAM modules: the Infinity Fabric (xGMI) links to the other GPUs of the node, GB/s in both
+    # directions over all links (MI300X: 7 x 128 GB/s); None: no such fabric on file
+    infinity_fabric_gbs: float | None = None
 
     @property
     def generation(self) -> str:
@@ -157,7 +160,8 @@ def _spec(entry: dict[str, Any]) -> GpuSpec:
         power_limit_w=entry.get("power_limit_w"),
         msrp_date=str(entry["launch_msrp_date"]) if entry.get("launch_msrp_date") else None,
         slot_width=entry.get("slot_width"), unified_memory=bool(mem.get("unified")) or entry["vendor"] == "Apple",
-        network=str(link.get("network") or ""), network_gbps=link.get("network_gbps"))
+        network=str(link.get("network") or ""), network_gbps=link.get("network_gbps"),
+        infinity_fabric_gbs=link.get("infinity_fabric_gbs"))
 
 
 def _entries() -> list[dict]:

@@ -588,6 +588,27 @@ SGLANG_REQUEST_S = 8.24e-3
 # of vLLM's current engine, whose TP 4 rows of bench/serving/serving_cases.yaml it matches; the H200 rows of
 # another source and release, 0.4.1, show the same gap and check it).
 SGLANG_ALL_REDUCE_S = 18.7e-6
+# SGLang 0.5's DeepSeek-V3/R1 decode layer on CUDA under CUDA graphs, counted from sgl-project/sglang
+# python/sglang/srt/models/deepseek_v2.py (DeepseekV2AttentionMLA.forward_absorb_prepare and forward_absorb_core,
+# DeepseekV2MoE.forward_normal; the fused MoE's fused_experts_impl), GEMMs apart (each linear, the router's and
+# kv_b_proj's absorbed batched matmul among them, pays its latency with its weights): the FP8 quantization of the
+# inputs of fused_qkv_a_proj_with_mqa, q_b_proj and o_proj (3), q_a_layernorm (kv_a_layernorm runs beside it on
+# the alternate stream under capture), per_tensor_quant_mla_fp8 before each absorbed matmul (2) and the second one
+# (1), rotary (1), the latent-cache write (1), the MLA decode kernel (1); the MoE's grouped top-k (moe_fused_gate,
+# 1), moe_align_block_size (1), the FP8 quantization before each grouped GEMM (2), silu_and_mul (1) and
+# moe_sum_reduce (1), the shared expert fused into the routed ones (num_fused_shared_experts). 16 kernels, and the
+# RMSNorm after each of the 2 all-reduces unless the all-reduce fuses it (FUSED_ALL_REDUCE_S). The generic count
+# (14 - 7 + MOE_KERNELS_PER_LAYER + MLA_KERNELS_PER_LAYER = 33) takes vLLM's unfused grouped top-k and separate
+# shared experts. Counted on the stored snapshot sgl-project/sglang@00114aef (2025) on the H200 path (FlashInfer
+# MLA, Triton fused MoE); Blackwell's trtllm_mla and flashinfer_trtllm MoE fuse a few more, not counted.
+SGLANG_MLA_MOE_KERNELS_PER_LAYER = 16
+# FlashInfer's all-reduce fusion (TensorRT-LLM's one-shot Lamport kernel: all-reduce, residual add and RMSNorm in one
+# kernel; SGLang's --enable-flashinfer-allreduce-fusion) on NVLink at decode sizes: 7.0 us at 6 tokens on 2 H100s
+# under CUDA graphs (flagos-ai/FlagGems-vllm pull request #773, table "vLLM CUDA", TRT-LLM one-shot, M=6), ~8 us
+# per call in SGLang's CUDA graphs (sgl-project/sglang pull request #32461), 10.4 us against 21.5 us unfused for
+# Qwen3.5's all-reduce + norm (sgl-project/sglang pull request #19889). Replaces the link's latency and SGLang's
+# own all-reduce cost (SGLANG_ALL_REDUCE_S, fitted on v0.3.0's unfused all-reduce) where SGLang fuses.
+FUSED_ALL_REDUCE_S = 8e-6
 # vLLM V1 replays each decode step as one CUDA graph: kernels run back to back, each costing its ramp and tail
 # but no launch; the speed layer's GEMM_KERNEL_LATENCY_S (calibrated on eager and V0 rows) is for launched ones.
 GRAPH_KERNEL_LATENCY_S = 3e-6
@@ -614,6 +635,19 @@ PCIE_X16_GBS = {3: 16.0, 4: 32.0, 5: 64.0, 6: 128.0}
 PCIE_EFFICIENCY = 0.8
 PCIE_NO_P2P_FACTOR = 0.5
 NVLINK_EFFICIENCY = 0.8  # NCCL bus bandwidth of all-reduce on NVLink reaches ~80 % of the link (nccl-tests)
+# AMD Instinct's xGMI links: ~48 of 64 GB/s per link and direction usable after CRC and protocol overhead (AMD ROCm
+# blog "Understanding RCCL Bandwidth and xGMI Performance on AMD Instinct MI300X", 2025-03-02)
+INFINITY_FABRIC_EFFICIENCY = 0.75
+# The ROCm builds of SGLang (and vLLM, borrowed) on AMD Instinct: decode GPU work (weight and KV streaming, kernel
+# latency, element-wise work; not the host loop or the all-reduces) over the CUDA-calibrated time. Fitted on
+# InferenceX's DeepSeek-R1-0528 FP8 SGLang TP 8 runs, 8k/1k: MI325X (v0.5.19, SemiAnalysisAI/InferenceX PR #3318) at
+# concurrency 4, 16, 64 against H200 (v0.5.12, PR #3173) at the same concurrency, by bisection so that the median
+# error of the predicted AMD / NVIDIA TPOT ratio is zero (bench/serving/rocm_share.py; concurrency 8 and 32 held
+# out). MI325X's 6.0 TB/s against H200's 4.8 decoded 1.7x slower at 4 requests: 2.1x per byte of bandwidth.
+ROCM_DECODE_SLOWDOWN = 1.67  # 1.90 before the SGLang DeepSeek kernel count and fused all-reduce (issue 31)
+# ... and about the largest held-out error of the AMD / NVIDIA TPOT ratio it gives, added to each side of an AMD
+# plan's band
+ROCM_BAND = 0.11
 # Between nodes: Gbit/s per node. Defaults when the offer does not say: HGX/SXM nodes sold for multi-node run
 # one 200-400 Gb/s NIC per GPU (DGX A100: 8x 200 Gb/s HDR; DGX H100: 8x 400 Gb/s NDR); other cards get a
 # single 100 Gb/s Ethernet port, the common marketplace/community-cloud machine. NCCL over TCP sockets
@@ -623,8 +657,8 @@ INTER_NODE_EFFICIENCY = {"infiniband": 0.9, "roce": 0.85, "ethernet": 0.6}
 # Collective latency per call (alpha of the alpha-beta model): NCCL small all-reduce on NVLink 8-20 us
 # (vLLM custom all-reduce ~10 us; aiconfigurator 3-10 us per hop), PCIe ~20 us, through host memory ~40 us,
 # across nodes over InfiniBand ~30 us, over TCP Ethernet ~100 us.
-COLLECTIVE_LATENCY_S = {"nvlink": 12e-6, "pcie": 20e-6, "pcie-no-p2p": 40e-6, "infiniband": 30e-6, "roce": 35e-6,
-                        "ethernet": 100e-6}
+COLLECTIVE_LATENCY_S = {"nvlink": 12e-6, "infinity-fabric": 12e-6, "pcie": 20e-6, "pcie-no-p2p": 40e-6,
+                        "infiniband": 30e-6, "roce": 35e-6, "ethernet": 100e-6}  # xGMI: taken as NVLink's
 # Share of the data-parallel collectives hidden behind compute where the engine overlaps them (DDP buckets,
 # ZeRO prefetch, FSDP2 prefetch); TP all-reduces sit in the layer's dependency chain, half hidden on average.
 DP_OVERLAP = 0.8

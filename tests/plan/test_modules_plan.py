@@ -240,6 +240,77 @@ def test_module_fields_on_a_decoder_llm_are_refused():
         gpuplan.estimate({"model": "llama-3.1-8b", "task": "train", "resolution": "1024", "gpu": "h100-sxm"})
 
 
+SDXL = "stabilityai/stable-diffusion-xl-base-1.0 is a diffusion pipeline (StableDiffusionXLPipeline)"
+WHISPER = "openai/whisper-large-v3 is an encoder-decoder model (whisper)"
+T5 = "google/flan-t5-base is an encoder-decoder model (t5)"
+VIT = "google/vit-base-patch16-224 is an encoder model (vit)"
+SIZED = "its training is sized by train_steps (optimizer steps) x micro_batch_size {} (x grad_accum_steps)"
+ONE_GPU = ("its plan runs on one GPU (data parallelism over several is not modelled for it), and N replicas make N "
+           "times its {} per hour at the same price per thousand")
+DECODER_FIELDS = [  # (scenario, the field, the sentence after "FIELD is a decoder LLM setting, and ")
+    ({"model": "sdxl", "task": "train", "method": "lora", "train_tokens": 1e6}, "train_tokens",
+     f"{SDXL}: {SIZED.format('images')}"),
+    ({"model": "sdxl", "task": "train", "method": "lora", "samples": 200, "mean_tokens": 60}, "samples",
+     f"{SDXL}: {SIZED.format('images')}"),
+    ({"model": "sdxl", "task": "train", "method": "lora", "epochs": 3.0}, "epochs",
+     f"{SDXL}: {SIZED.format('images')}"),
+    ({"model": "whisper-large-v3", "task": "train", "train_tokens": 1e8}, "train_tokens",
+     f"{WHISPER}: {SIZED.format('samples')}"),
+    ({"model": "sdxl", "task": "train", "method": "lora", "loss": "chunked"}, "loss",
+     f"{SDXL}: its step is timed from its recorded profile, with precision, attention, grad_checkpointing, "
+     "cache_latents and text_encoders"),
+    ({"model": "flan-t5-base", "task": "train", "compile": True}, "compile",
+     f"{T5}: its step is timed from its recorded profile, with precision, attention, grad_checkpointing"),
+    ({"model": "sdxl", "task": "infer", "engine": "vllm"}, "engine",
+     f"{SDXL}: it generates with diffusers' pipeline, per batch_size images x inference_steps (and cfg)"),
+    ({"model": "whisper-large-v3", "task": "infer", "kv_cache_dtype": "fp8"}, "kv_cache_dtype",
+     f"{WHISPER}: it runs on transformers, per batch_size windows of audio_seconds and decoder_tokens"),
+    ({"model": "whisper-large-v3", "task": "infer", "prompt_tokens": 100}, "prompt_tokens",
+     f"{WHISPER}: it runs on transformers, per batch_size windows of audio_seconds and decoder_tokens"),
+    ({"model": "vit-base", "task": "infer", "gpu_memory_utilization": 0.8}, "gpu_memory_utilization",
+     f"{VIT}: it runs on transformers, per batch_size samples"),
+    ({"model": "sdxl", "task": "infer", "prompt_tokens": 200}, "prompt_tokens",
+     f"{SDXL}: a prompt is CLIP's 77 tokens"),
+    ({"model": "flux-dev", "task": "infer", "prompt_tokens": 200}, "prompt_tokens",
+     "black-forest-labs/FLUX.1-dev is a diffusion pipeline (FluxPipeline): a prompt is CLIP's 77 tokens, plus the T5 "
+     "tokens seq_len sets"),
+    ({"model": "sdxl", "task": "train", "method": "lora", "num_gpus": 2}, "num_gpus",
+     f"{SDXL}: {ONE_GPU.format('images')}"),
+    ({"model": "sdxl", "task": "infer", "num_gpus": 4}, "num_gpus", f"{SDXL}: {ONE_GPU.format('images')}"),
+    ({"model": "whisper-large-v3", "task": "train", "sharding": "zero2"}, "sharding",
+     f"{WHISPER}: {ONE_GPU.format('samples')}"),
+    ({"model": "flan-t5-base", "task": "infer", "tp": 2}, "tp", f"{T5}: {ONE_GPU.format('samples')}"),
+]
+
+
+@pytest.mark.parametrize(("fields", "name", "why"), DECODER_FIELDS,
+                         ids=[f"{f['model']}-{f['task']}-{name}" for f, name, _ in DECODER_FIELDS])
+def test_a_decoder_llm_field_given_to_a_module_plan_is_refused_saying_what_it_reads(fields, name, why, capsys):
+    """A field only a decoder LLM's plan reads (a job sized in tokens, an engine, a loss, several GPUs), given to
+    a diffusion pipeline, Whisper, T5 or ViT, did nothing and was taken without a word: the one resolver refuses it
+    in one sentence naming the field and what the model's plan reads instead; the CLI exits 2 with that line."""
+    sentence = f"{name} is a decoder LLM setting, and {why}; drop {name}"
+    with pytest.raises(GpuplanError) as refused:
+        gpuplan.estimate({**fields, "gpu": "a100-80gb"})
+    assert str(refused.value) == sentence
+    flags = [x for k, v in fields.items() for x in (f"--{k.replace('_', '-')}", str(v).lower())]
+    assert run(["estimate", *flags, "--gpu", "a100-80gb"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"error: {sentence}"
+
+
+def test_a_decoder_field_at_its_default_or_a_field_the_plan_reads_passes():
+    """A field given at its default changes nothing and is taken (a scenario file may carry num_gpus: 1); the
+    fields the plan reads are its kind's (SD3 and Flux read seq_len as their T5 tokens; Whisper its transcript)."""
+    base = plan(model="sdxl", task="infer", gpu="rtx-4090")
+    same = plan(model="sdxl", task="infer", gpu="rtx-4090", num_gpus=1, engine="transformers")
+    assert same.memory.device_peak_gib == base.memory.device_peak_gib and same.work.image_s == base.work.image_s
+    assert plan(model="flux-dev", task="infer", gpu="h100-sxm", seq_len=256).work.sizes["text_tokens"] == [256]
+    with pytest.raises(GpuplanError, match="seq_len sets the T5 tokens of a prompt, and UNet2DConditionModel reads "
+                       "CLIP's 77: drop it"):
+        gpuplan.estimate({"model": "sdxl", "task": "infer", "seq_len": 256})
+
+
 def test_llm_only_commands_refuse_in_one_sentence_that_says_what_to_run(capsys):
     assert run(["capacity", "--model", "sdxl", "--rate", "2", "--prompt-tokens", "100", "--output-tokens", "100"]) == 2
     err = capsys.readouterr().err.strip()

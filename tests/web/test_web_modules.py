@@ -190,3 +190,43 @@ def test_form_shows_each_kind_its_fields(client):
         "kind"] == "encoder"
     assert kinds["black-forest-labs/FLUX.1-dev"]["params_total"] == gpuplan.estimate(
         {"model": "flux-dev", "task": "infer"}).model.params_total
+
+
+@pytest.mark.parametrize("extra", [{"train_tokens": 1e6}, {"loss": "chunked"}, {"num_gpus": 2}, {"dataset_gb": 5.0}],
+                         ids=lambda e: next(iter(e)))
+def test_a_decoder_llm_field_the_module_plan_does_not_read_is_refused_as_the_api_refuses_it(client, extra):
+    """A decoder LLM's field given with an SDXL LoRA (it did nothing): the page answers 422 with the sentence
+    gpuplan.estimate raises, naming the field and what the plan reads instead."""
+    with pytest.raises(gpuplan.GpuplanError) as refused:
+        gpuplan.estimate({**SDXL_LORA, **extra})
+    name = next(iter(extra))
+    assert str(refused.value).startswith(f"{name} is a decoder LLM setting, and stabilityai/stable-diffusion-xl-")
+    r = client.post("/api/estimate", json={**SDXL_LORA, **extra})
+    assert r.status_code == 422 and r.json()["detail"] == str(refused.value)
+
+
+def test_form_gives_each_bundled_model_the_fields_its_plan_reads(client):
+    """The form's list of each bundled model that is not a decoder LLM, per task, is the resolver's
+    (gpuplan.scenario.modules.reads): SDXL refuses seq_len, so its form has none; SD3 and Flux read it as their
+    prompt's T5 tokens, in training and generation alike; T5 reads it as its source in training only (inference:
+    prompt_tokens). Every field the list names is a field of the form, and no decoder LLM field is in it."""
+    form = client.get("/api/form").json()
+    models = {m["name"]: m["reads"] for m in form["module_models"]}
+    names = {f["name"] for f in form["fields"]}
+    sdxl = models["stabilityai/stable-diffusion-xl-base-1.0"]
+    for task in ("train", "infer"):
+        assert "resolution" in sdxl[task] and "seq_len" not in sdxl[task] and "num_gpus" not in sdxl[task]
+        assert "seq_len" in models["black-forest-labs/FLUX.1-dev"][task]
+        assert "seq_len" in models["stabilityai/stable-diffusion-3-medium-diffusers"][task]
+        assert "audio_seconds" in models["openai/whisper-large-v3"][task]
+        assert "resolution" not in models["google/vit-base-patch16-224"][task]
+    assert "engine" not in sdxl["infer"] and "train_tokens" not in sdxl["train"] and "loss" not in sdxl["train"]
+    assert "inference_steps" in sdxl["infer"] and "inference_steps" not in sdxl["train"]
+    assert "train_steps" in sdxl["train"] and "train_steps" not in sdxl["infer"]
+    t5 = models["google/flan-t5-base"]
+    assert "seq_len" in t5["train"] and "seq_len" not in t5["infer"] and "prompt_tokens" in t5["infer"]
+    assert len(models) >= 10 and all(set(r["train"]) | set(r["infer"]) <= names for r in models.values())
+    with pytest.raises(gpuplan.GpuplanError, match="seq_len sets the T5 tokens"):
+        gpuplan.estimate({"model": "sdxl", "task": "infer", "seq_len": 256})
+    flux = gpuplan.estimate({"model": "flux-dev", "task": "infer", "seq_len": 256, "gpu": "h100-sxm"})
+    assert flux.work.sizes["text_tokens"] == [256]

@@ -349,6 +349,33 @@ def test_sdxl_lora_on_a_3060(server, page):
     assert "resolution=1024" in page.url and "unet UNet2DConditionModel" in page.text_content("#model-facts")
 
 
+def test_the_form_shows_seq_len_to_the_pipelines_that_read_it(server, page):
+    """SDXL's plan refuses seq_len (its prompt is CLIP's 77 tokens), so its form hides the field and sends none;
+    Flux reads it as its T5 tokens, so its form shows it, and a value typed there reaches the plan."""
+    job = {"task": "train", "method": "lora", "gpu": "h100-sxm", "resolution": "512"}
+    page.goto(server + "/")
+    settle(page)
+    fill(page, {"model": "sdxl", **job})
+    assert page.is_visible("#f-resolution") and not page.is_visible("#f-seq_len")
+    assert not page.is_visible("#f-num_gpus") and not page.is_visible("#f-train_tokens")
+    fill(page, {"model": "flux-dev"})
+    assert page.is_visible("#f-seq_len") and page.is_visible("#f-resolution")
+    fill(page, {"seq_len": "256"})
+    r = gpuplan.estimate({"model": "flux-dev", **job, "seq_len": 256})
+    assert "seq_len=256" in page.url and r.work.sizes["text_tokens"] == [256]
+    assert value(page, 'details[data-key="memory.device_peak_gib"] .value') == pytest.approx(
+        r.memory.device_peak_gib, rel=1e-12)
+    fill(page, {"task": "infer"})  # Flux generation reads it too (its prompt's T5 tokens), a training field else
+    assert page.is_visible("#f-seq_len") and "seq_len=256" in page.url
+    r = gpuplan.estimate({"model": "flux-dev", **job, "task": "infer", "seq_len": 256})
+    assert value(page, 'details[data-key="memory.device_peak_gib"] .value') == pytest.approx(
+        r.memory.device_peak_gib, rel=1e-12)
+    fill(page, {"model": "sdxl"})  # the value typed for Flux is not sent to SDXL, which would refuse it
+    assert not page.is_visible("#f-seq_len") and "seq_len" not in page.url
+    assert value(page, 'details[data-key="memory.device_peak_gib"] .value') == pytest.approx(
+        gpuplan.estimate({"model": "sdxl", **job, "task": "infer"}).memory.device_peak_gib, rel=1e-12)
+
+
 def test_whisper_transcription_in_windows(server, page):
     """Whisper on the page: the audio field shows and the diffusion ones hide; a 10-minute recording is the plan's
     seconds per recording and windows per second."""

@@ -63,10 +63,12 @@ def form_fields() -> list:
 
 def module_models() -> list[dict]:
     """The bundled models that are not decoder LLMs (diffusion pipelines, Whisper, T5/BART, ViT/CLIP/SigLIP), one
-    row each: the repo id, the names that find it, the page's kind for it (which fields the form shows), the
+    row each: the repo id, the names that find it, the page's kind for it and the fields its plan reads (which the
+    form shows: :func:`gpuplan.scenario.modules.reads`, as the resolver refuses the others), the
     family (the pipeline's class or the transformers model_type) and the exact parameter count."""
     from ..explain.forms import page_kind
     from ..model import diffusers, encoders
+    from ..scenario.modules import reads
 
     rows = []
     for repos, aliases, load in ((diffusers.bundled_pipelines(), diffusers.pipeline_aliases(),
@@ -77,6 +79,7 @@ def module_models() -> list[dict]:
             names = sorted({alias for alias, to in aliases.items() if to == repo and alias != repo.lower()},
                            key=lambda n: (len(n), n))
             rows.append({"name": repo, "names": names, "kind": page_kind(spec), "family": spec.family,
+                         "reads": {task: list(reads(spec, task)) for task in ("train", "infer")},
                          "params_total": spec.params_total})
     return sorted(rows, key=lambda r: (r["kind"], r["params_total"]))
 

@@ -43,15 +43,16 @@ def capacity(model: str, workload: str | Path | Mapping[str, Any] | None = None,
              gpus: Iterable[str] = (),
              max_gpus: int = 8, any_quant: bool = False, engine_version: str | None = None,
              kv_cache_dtype: str | None = None, calibration: str | Path | None = None, top: int = 8,
-             **workload_fields: Any) -> CapacityReport:
+             expert_parallel: bool = False, attention_dp: bool = False, **workload_fields: Any) -> CapacityReport:
     """For every GPU type x count x tensor parallelism that holds ``model`` in vLLM, the highest request rate that
     meets the workload's SLOs, the cheapest offer and the price per million tokens: ``gpuplan capacity``.
     ``workload`` is a YAML file or a dict of :class:`~gpuplan.serving.workload.Workload` fields; flat fields
     (``rate_rps``, ``prompt_tokens``, ``ttft_s``...) override it. Lengths given as ``prompt_tokens`` and
     ``output_tokens`` are means, each request's drawn within ``length_spread`` (default 0.5: +-50 %; 0 keeps them
     fixed, which puts a closed loop in lockstep). ``batch`` instead of a rate or users: an offline job of that many
-    requests queued at once, each setup's time and cost to run it (``estimate --batch-size``'s offline run). Needs
-    numpy (the ``serving`` extra)."""
+    requests queued at once, each setup's time and cost to run it (``estimate --batch-size``'s offline run). An MoE
+    model may be laid out with ``expert_parallel`` (its experts over each setup's GPUs) and ``attention_dp``
+    (attention data parallel over them). Needs numpy (the ``serving`` extra)."""
     try:
         import numpy  # noqa: F401
     except ImportError:
@@ -66,6 +67,7 @@ def capacity(model: str, workload: str | Path | Mapping[str, Any] | None = None,
     max_gpus = arg.count(max_gpus, "max_gpus", most=64)
     top = arg.count(top, "top", most=100)
     any_quant = arg.flag(any_quant, "any_quant")
+    expert_parallel, attention_dp = arg.flag(expert_parallel, "expert_parallel"), arg.flag(attention_dp, "attention_dp")
     engine = arg.text(engine, "engine", choices=("vllm", "sglang"))
     engine_version = arg.text(engine_version, "engine_version", optional=True)
     kv_cache_dtype = arg.text(kv_cache_dtype, "kv_cache_dtype", optional=True)
@@ -82,9 +84,11 @@ def capacity(model: str, workload: str | Path | Mapping[str, Any] | None = None,
         raise GpuplanError(f"a workload is a dict of its fields or the path of a YAML file, not "
                            f"{type(workload).__name__}")
     s = scenario_from({k: v for k, v in dict(model=model, task="infer", engine=engine, engine_version=engine_version,
-                                             kv_cache_dtype=kv_cache_dtype).items() if v is not None})
+                                             kv_cache_dtype=kv_cache_dtype, attention_dp=attention_dp or None).items()
+                       if v is not None})
     plans = search(s, m, w, gpu_ids=ids, max_gpus=max_gpus, any_quant=any_quant,
-                   simulate_top=top, calibration=load_calibration(calibration) if calibration else None)
+                   simulate_top=top, calibration=load_calibration(calibration) if calibration else None,
+                   expert_parallel=expert_parallel)
     return CapacityReport(workload=w, plans=shown(plans), deployments=plans)
 
 

@@ -12,6 +12,14 @@ from ..errors import GpuplanError
 from .app import JsonFlag, app, out, print_json
 from .render import Column, FormatOption, bullet, err, num, resolve_format, show, usd
 
+# an MoE model's layout on each setup (issue 31): the options' types, kept out of the command's long signature
+ExpertParallel = Annotated[bool, typer.Option(
+    help="MoE models: the experts spread over each setup's GPUs (ep = tp: SGLang --ep-size, vLLM "
+    "--enable-expert-parallel).")]
+AttentionDp = Annotated[bool, typer.Option(
+    help="MoE models: attention data parallel over each setup's GPUs (SGLang --enable-dp-attention, vLLM "
+    "--data-parallel-size).")]
+
 
 @app.command("capacity")
 def capacity_cmd(
@@ -43,6 +51,7 @@ def capacity_cmd(
     gpus: Annotated[str | None, typer.Option(help="Only these GPUs, comma-separated.")] = None,
     max_gpus: Annotated[int, typer.Option(help="Largest tensor-parallel group.")] = 8,
     any_quant: Annotated[bool, typer.Option(help="Also try fp8 weights (where supported) and AWQ int4.")] = False,
+    expert_parallel: ExpertParallel = False, attention_dp: AttentionDp = False,
     engine: Annotated[str, typer.Option(help="vllm or sglang (each engine's pool, scheduler and host loop).")
                       ] = "vllm",
     engine_version: Annotated[str | None, typer.Option(help="Engine release whose rules apply [default: current].")
@@ -61,8 +70,7 @@ def capacity_cmd(
     tensor-parallel group whole, $ per million input and output tokens at that load, what the target costs in
     whole instances, and the Pareto front of cost vs time to first token. Rates carry the band of the serving
     accuracy table. With --batch, an offline job: how long each setup takes to run the batch (the engine's
-    max_num_seqs and KV pool decide how many run at once; the rest wait, and a full pool preempts) and what it
-    costs.
+    max_num_seqs and KV pool decide how many run at once; the rest wait, a full pool preempts) and its cost.
 
     Examples:
 
@@ -81,12 +89,12 @@ def capacity_cmd(
         _plot_first(plot, batch)
     report = api.capacity(model, workload, engine=engine, gpus=(gpus or "").split(","), max_gpus=max_gpus,
                           any_quant=any_quant, engine_version=engine_version, kv_cache_dtype=kv_cache_dtype,
-                          calibration=calibration, top=top, **dict(
+                          calibration=calibration, top=top, expert_parallel=expert_parallel,
+                          attention_dp=attention_dp, **dict(
                               rate_rps=rate, users=users, batch=batch, think_s=think_time, preset=preset,
-                              prompt_tokens=prompt_tokens, output_tokens=output_tokens,
-                              length_spread=length_spread, trace=trace, ttft_s=ttft,
-                              tpot_s=tpot, e2e_s=e2e, percentile=percentile, burstiness=burstiness,
-                              shared_prefix_tokens=shared_prefix))
+                              prompt_tokens=prompt_tokens, output_tokens=output_tokens, length_spread=length_spread,
+                              trace=trace, ttft_s=ttft, tpot_s=tpot, e2e_s=e2e, percentile=percentile,
+                              burstiness=burstiness, shared_prefix_tokens=shared_prefix))
     plans, w = report.deployments, report.workload
     if plot:
         from .plots import plot_curves

@@ -80,7 +80,8 @@ def load_tokenizer(name: str) -> Tokenizer:
         where = "no such file" if name.endswith(".json") or ("/" not in name and Path(name).suffix) else \
             "no tokenizer.json there or in the local Hugging Face cache"
         raise GpuplanError(f"tokenizer {name!r}: {where}; pass --tokenizer path/to/tokenizer.json (or the folder "
-                           "holding it), or describe the data with --samples and --mean-tokens")
+                           "holding it), or describe the data with --samples and --mean-tokens (a decoder LLM's "
+                           "training text; diffusion and speech plans are sized by --train-steps)")
     try:
         from tokenizers import Tokenizer as RustTokenizer
     except ImportError:

@@ -68,24 +68,32 @@ class Timing:
     per-operation profiles time); ``loop``: the host loop (None: the eager Python host); ``kernels``: a local
     engine's kernels, ``ggml-cuda`` or ``ggml-metal`` (llama.cpp, :mod:`gpuplan.speed.ggml`: prompts by
     micro-batch and kernel, generation on Metal from the unified memory's bandwidth) or ``mlx``
-    (:mod:`gpuplan.speed.mlx`); ``note``: what the timing borrows, said in the plan's assumptions.
+    (:mod:`gpuplan.speed.mlx`); ``note``: what the timing borrows, said in the plan's assumptions; ``gpu_scale``:
+    the decode step's GPU work over the CUDA-calibrated time (the ROCm builds on AMD: :mod:`.rocm`).
 
     ``graph_max_batch``: the largest decode batch the engine replays as a CUDA graph by default (vLLM's largest
     capture size, SGLang's ``cuda_graph_max_bs``; 0: no cap known); a larger batch runs its kernels launched one by
     one from the host. ``grouped_experts``: routed experts as one grouped GEMM at the GEMM model's achievable rate
     (TensorRT-LLM's fused MoE). ``context_attention_speedup``: the engine's prompt attention against gpuplan's
-    FlashAttention figure (TensorRT-LLM's context FMHA)."""
+    FlashAttention figure (TensorRT-LLM's context FMHA). ``layer_kernels``: the non-GEMM kernels of one MLA + MoE
+    decoder layer as the engine launches them (0: the generic count, :meth:`gpuplan.speed.inference.StepTimer.
+    _kernels_per_layer`); ``fused_all_reduce``: each tensor-parallel all-reduce runs as one kernel with the residual
+    add and RMSNorm after it (FlashInfer's one-shot all-reduce fusion, :data:`gpuplan.overheads.FUSED_ALL_REDUCE_S`),
+    not a ring call plus the engine's own cost."""
 
     eager: bool = False
     graphs: bool = False
     graph_max_batch: int = 0
     grouped_experts: bool = False
     context_attention_speedup: float = 1.0
+    layer_kernels: int = 0
+    fused_all_reduce: bool = False
     packed_linears: bool = False
     streaming_bandwidth: bool = False
     loop: HostLoop | None = None
     kernels: str = ""
     note: str = ""
+    gpu_scale: float = 1.0  # the decode step's GPU work over the CUDA-calibrated time (ROCm builds: .rocm)
 
 
 class Engine:
@@ -132,6 +140,8 @@ class Engine:
     grows_cache = False
     # the token embedding stays in host memory (llama.cpp's ``get_rows`` runs on the CPU)
     host_embedding = False
+    # it serves an MoE model with expert parallelism and attention data parallelism (ep, attention_dp)
+    expert_parallel = False
     # it runs on Apple silicon's GPU (Metal: llama.cpp, MLX; transformers through PyTorch's MPS backend)
     metal = False
 
@@ -141,8 +151,9 @@ class Engine:
         return kv_dtype_bytes(s)
 
     def kv_heads_share(self, s: Scenario, m: ModelSpec) -> float:
-        """The share of the KV heads one GPU caches: split over tensor parallelism (replicated beyond them)."""
-        return math.ceil(m.num_kv_heads / s.tp) / m.num_kv_heads
+        """The share of the KV heads one GPU caches: split over tensor parallelism (replicated beyond them), all
+        of them under attention data parallelism."""
+        return math.ceil(m.num_kv_heads / s.attention_tp) / m.num_kv_heads
 
     def caps_windows(self, m: ModelSpec) -> bool:
         """Whether sliding-window layers keep only their window."""

@@ -56,6 +56,7 @@ from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from ..tensors.breakdown import GIB, Estimate, desktop_gib, device_overheads
 from ..tensors.kv import kv_dtype_bytes
+from ..tensors.layout import weights_per_gpu
 from ..tensors.state import weight_format
 from .base import Engine, HostLoop, KvPool, Timing
 from .vllm import cuda_total_gib, current_timing, version_tuple
@@ -64,6 +65,12 @@ HEURISTIC_FROM = (0, 5, 3)  # the first release with PR #10975's reserve (2025-1
 EARLY_MEM_FRACTION_BY_TP = ((16, 0.79), (8, 0.81), (4, 0.85), (2, 0.87))  # before HEURISTIC_FROM; TP 1: 0.88
 OVERLAP_FROM = (0, 4, 0)  # the overlap ("zero-overhead") scheduler, on by default
 SCHEDULE_POLICY = "fcfs"  # as simulated (see the module docstring)
+# the releases whose DeepSeek decode is counted in overheads.SGLANG_MLA_MOE_KERNELS_PER_LAYER, and the architectures
+# whose all-reduces SGLang fuses by default on Hopper and Blackwell (server_args.py
+# ServerArgs._handle_model_specific_adjustments, 2026: one node, no DP attention, no all-to-all MoE backend)
+FUSED_KERNELS_FROM = (0, 5, 0)
+ALL_REDUCE_FUSION_ARCHS = frozenset({"DeepseekV3ForCausalLM", "GptOssForCausalLM", "Glm4MoeForCausalLM",
+                                     "Qwen3MoeForCausalLM"})
 
 
 def overlap_schedule(s: Scenario) -> bool:
@@ -73,10 +80,10 @@ def overlap_schedule(s: Scenario) -> bool:
 
 def cell_bytes(s: Scenario, m: ModelSpec) -> float:
     """Bytes one token takes in the pool on one GPU: every layer's K and V (``kv_dims``) over the KV heads this
-    GPU holds (``ModelConfig.get_num_kv_heads``: ``max(1, heads // tp)``); MLA layers cache the latent and the
-    rope dims whole on every GPU."""
+    GPU holds (``ModelConfig.get_num_kv_heads``: ``max(1, heads // tp)``, every head under attention data
+    parallelism); MLA layers cache the latent and the rope dims whole on every GPU."""
     heads = m.num_kv_heads or 1
-    per_gpu = max(1, heads // s.tp) / heads
+    per_gpu = max(1, heads // s.attention_tp) / heads
     return kv_dtype_bytes(s) * sum(layer.kv_dims * (1 if layer.attention == "mla" else per_gpu) for layer in m.layers)
 
 
@@ -166,7 +173,7 @@ def startup_memory(s: Scenario, m: ModelSpec, gpu: GpuSpec, *, mem_fraction_stat
     card = cuda_total_gib(gpu)
     total = total_gib if total_gib is not None else card - oh.SGLANG_START_GIB - desktop_gib(s, gpu.memory_gib)
     fmt, skip = weight_format(s, m)
-    weights = sum(m.weight_bytes(fmt, skip=skip).values()) / (s.tp * s.pp) / GIB + oh.SGLANG_LOAD_EXTRA_GIB
+    weights = weights_per_gpu(s, m.weight_bytes(fmt, skip=skip)) / GIB + oh.SGLANG_LOAD_EXTRA_GIB
     available = total - weights
     cell = cell_bytes(s, m)
     tokens = kv_tokens(available, total, mfs, cell)
@@ -192,7 +199,7 @@ def pool(s: Scenario, sm: StartupMemory) -> KvPool:
 
 
 # the formats SGLang loads a plain checkpoint in (its --quantization; python/sglang/srt/server_args.py)
-QUANTIZES = ("fp8", "awq-int4", "gptq-int4", "gptq-int8", "mxfp4")
+QUANTIZES = ("fp8", "awq-int4", "gptq-int4", "gptq-int8", "mxfp4", "nvfp4")  # nvfp4: modelopt_fp4 checkpoints
 # how SGLang is timed, said in the plan's assumptions
 TIMING = ("SGLang: GPU work timed as vLLM's (CUDA graphs, the same attention kernels), its own host loop "
           "(overlap scheduler from v0.4) and scheduler (prefill batches before decodes, chunked_prefill_size, "
@@ -216,6 +223,7 @@ class Sglang(Engine):
     token by token; its GPU work timed as vLLM's current engine's, its host loop as its own."""
 
     name = "sglang"
+    expert_parallel = True
     label = "SGLang"
     pool_words = "SGLang's token pool"
     preallocates = True
@@ -288,7 +296,27 @@ class Sglang(Engine):
                         request_s=oh.SGLANG_REQUEST_S, overlapped=overlap_schedule(s),
                         chunk_tokens=d.chunked_prefill_size, all_reduce_s=oh.SGLANG_ALL_REDUCE_S)
         return current_timing(s, m, gpu, loop=loop, note=TIMING,
-                              graph_max_batch=d.cuda_graph_max_bs)
+                              graph_max_batch=d.cuda_graph_max_bs, **fused_kernels(s, m, gpu))
+
+
+def fused_kernels(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> dict:
+    """What SGLang 0.5 fuses (:class:`~gpuplan.engines.base.Timing` fields): its DeepSeek decode layer's own kernel
+    count (:data:`gpuplan.overheads.SGLANG_MLA_MOE_KERNELS_PER_LAYER`; the same model code on ROCm, whose share of
+    the datasheet is measured against it, :mod:`.rocm`), and on NVIDIA cards FlashInfer's all-reduce + residual
+    add + RMSNorm as one kernel, which ``server_args.py`` turns on by default for the architectures in
+    :data:`ALL_REDUCE_FUSION_ARCHS` on SM 9.x and 10.x at tensor parallelism on one node without attention data
+    parallelism (InferenceX's B200 and B300 DeepSeek-R1 scripts also pass ``--enable-flashinfer-allreduce-fusion``).
+    Each fused all-reduce is timed for any token count (SGLang falls back to the unfused one past ~1,024 tokens,
+    in prefill chunks, where the latency is a small part)."""
+    if version_tuple(s.engine_version) < FUSED_KERNELS_FROM:
+        return {}
+    major = int(float(gpu.compute_capability or 0)) if gpu.vendor == "NVIDIA" else 0
+    fused = (m.architecture in ALL_REDUCE_FUSION_ARCHS and major in (9, 10) and s.tp > 1 and s.num_nodes == 1
+             and not s.attention_dp and s.moe_dispatch != "deepep")
+    deepseek = any(layer.attention == "mla" for layer in m.layers) and any(
+        lin.group == "shared_experts" for layer in m.layers for lin in layer.linears)
+    kernels = oh.SGLANG_MLA_MOE_KERNELS_PER_LAYER + (0 if fused else 2) if deepseek else 0
+    return {"fused_all_reduce": fused, "layer_kernels": kernels}
 
 
 SGLANG = Sglang()

@@ -38,6 +38,7 @@ from ..scenario import Scenario
 from ..tensors.activations import INPUT_OF
 from ..tensors.breakdown import GIB, Estimate
 from ..tensors.kv import kv_bytes_per_sequence
+from ..tensors.layout import weights_per_gpu
 from ..tensors.state import weight_format
 from .base import Engine, KvPool, Timing
 from .vllm import cuda_total_gib, current_timing
@@ -117,7 +118,7 @@ def startup_memory(s: Scenario, m: ModelSpec, gpu: GpuSpec, activation: float) -
     """The KV pool TensorRT-LLM allocates for ``s`` on ``gpu``, given the profiling forward's ``activation`` peak
     in bytes (module docstring). The CUDA context is outside ``cudaMemGetInfo``'s free memory at start."""
     fmt, skip = weight_format(s, m)
-    weights = sum(m.weight_bytes(fmt, skip=skip).values()) / (s.tp * s.pp)
+    weights = weights_per_gpu(s, m.weight_bytes(fmt, skip=skip))
     total = cuda_total_gib(gpu) - oh.CUDA_CONTEXT_GIB.get(gpu.generation, oh.CUDA_CONTEXT_DEFAULT_GIB)
     free = max(total * GIB - weights - activation, 0.0)
     fraction = s.free_gpu_memory_fraction or FREE_GPU_MEMORY_FRACTION
@@ -195,6 +196,7 @@ class Trtllm(Engine):
     vLLM's current engine."""
 
     name = "trtllm"
+    expert_parallel = True
     label = "TensorRT-LLM"
     pool_words = "TensorRT-LLM's KV pool"
     preallocates = True

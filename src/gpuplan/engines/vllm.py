@@ -60,8 +60,10 @@ from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from ..tensors.breakdown import GIB, Estimate
 from ..tensors.kv import kv_bytes_per_sequence
+from ..tensors.layout import replicated_attention_bytes
 from ..tensors.state import weight_format
 from .base import Engine, HostLoop, KvPool, Timing
+from .rocm import gpu_scale, rocm_note
 
 CURRENT_VERSION = "0.33.0"
 
@@ -264,7 +266,7 @@ def stage_weights(s: Scenario, m: ModelSpec, stage: Stage, gpu: GpuSpec | None) 
         total += parts["embeddings"] + parts["vision"]
     if stage.last:
         total += head + norm_bytes
-    return total / s.tp
+    return total / s.tp + replicated_attention_bytes(s, parts, len(stage.layers) / m.num_layers)
 
 
 def mxfp4_padding(m: ModelSpec, tp: int, gpu: GpuSpec | None, version: str | None = None) -> float:
@@ -564,7 +566,7 @@ def _engine_dict(sm: StartupMemory) -> dict:
 
 # the formats vLLM loads a plain checkpoint in (its --quantization: vllm/model_executor/layers/quantization
 # QuantizationMethods, vLLM 0.32 and 0.33; int8 weight-only online)
-QUANTIZES = ("fp8", "awq-int4", "gptq-int4", "gptq-int8", "mxfp4", "int8")
+QUANTIZES = ("fp8", "awq-int4", "gptq-int4", "gptq-int8", "mxfp4", "int8", "nvfp4")  # nvfp4: ModelOpt checkpoints
 
 
 class Vllm(Engine):
@@ -572,6 +574,7 @@ class Vllm(Engine):
     docstring), paged blocks shared by prefix, CUDA graphs and an engine loop (V1 from 0.8)."""
 
     name = "vllm"
+    expert_parallel = True
     label = "vLLM"
     pool_words = "vLLM's KV pool"
     preallocates = True
@@ -666,8 +669,10 @@ def current_timing(s: Scenario, m: ModelSpec, gpu: GpuSpec, *, current: bool = T
                         overlapped=overlapped, chunk_tokens=limits.max_num_batched_tokens)
     if graph_max_batch is None:
         graph_max_batch = capture_sizes(limits.max_num_seqs, gpu)[-1] if v1 else 0
-    return Timing(graphs=v1, packed_linears=True, streaming_bandwidth=True, loop=loop, note=note,
-                  graph_max_batch=graph_max_batch, **kernels)
+    rocm = rocm_note("SGLang" if s.engine == "sglang" else "vLLM", gpu, measured=s.engine == "sglang")
+    return Timing(graphs=v1, packed_linears=True, streaming_bandwidth=True, loop=loop,
+                  note="; ".join(x for x in (note, rocm) if x), graph_max_batch=graph_max_batch,
+                  gpu_scale=gpu_scale(gpu), **kernels)
 
 
 VLLM = Vllm()

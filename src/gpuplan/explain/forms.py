@@ -16,7 +16,7 @@ import annotated_types as at
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
-from ..scenario import Scenario
+from ..scenario import Scenario, modules
 from ..scenario import fields as scenario
 
 # Shown first, in this order (names the model lacks are skipped: `stack` appears once it exists).
@@ -31,24 +31,19 @@ GROUPS = {
                    "checkpoint_every"),
     "inference": ("shared_prefix_tokens", "kv_cache_dtype", "gpu_memory_utilization", "max_num_batched_tokens"),
     "load": ("users", "think_time_s", "rate_rps", "length_spread", "num_requests"),
-    "parallelism": ("num_nodes", "sharding", "tp", "pp", "offload", "host_ram_gib", "extra_gpus", "tensor_split"),
+    "parallelism": ("num_nodes", "sharding", "tp", "pp", "ep", "attention_dp", "moe_dispatch", "offload",
+                    "host_ram_gib", "extra_gpus", "tensor_split"),
     "pricing": ("provider", "pricing", "mtbi_hours", "disk_gbs", "max_price_age_days", "include_low_confidence"),
     "diffusion": ("cfg", "cpu_offload", "cache_latents", "text_encoders", "prior_preservation"),
 }
 # The kinds of model the page plans (:func:`page_kind`), and the fields each reads beside the decoder LLM's: a
 # diffusion pipeline, Whisper (speech), another encoder-decoder (T5, BART) and an encoder (ViT, CLIP, SigLIP) are
-# planned by gpuplan.plan.modules, which reads these (gpuplan.scenario.modules); every other field is a decoder's.
+# planned by gpuplan.plan.modules, whose resolver reads these and refuses the others (gpuplan.scenario.modules.reads:
+# one model's own list, which the page is given with each bundled model); every other field is a decoder's.
 KINDS = ("decoder", "diffusion", "speech", "encoder-decoder", "encoder")
-MODULE_COMMON = ("model", "task", "method", "stack", "precision", "quant", "micro_batch_size", "batch_size",
-                 "grad_checkpointing", "grad_accum_steps", "optimizer", "lora_rank", "lora_targets", "attention",
-                 "train_steps", "gpu", "provider", "pricing", "max_price_age_days", "include_low_confidence")
-MODULE_READS = {
-    "diffusion": (*MODULE_COMMON, "resolution", "seq_len", "inference_steps", "cfg", "cpu_offload", "cache_latents",
-                  "text_encoders", "prior_preservation"),
-    "speech": (*MODULE_COMMON, "output_tokens", "decoder_tokens", "audio_seconds"),
-    "encoder-decoder": (*MODULE_COMMON, "seq_len", "prompt_tokens", "output_tokens", "decoder_tokens"),
-    "encoder": MODULE_COMMON,
-}
+MODULE_READS = {page: (*modules.COMMON_READS, *modules.KIND_READS[kind]) for page, kind in
+                (("diffusion", "diffusion"), ("speech", "whisper"), ("encoder-decoder", "encoder-decoder"),
+                 ("encoder", "encoder"))}
 MODULE_ONLY = frozenset(scenario.MODULE_FIELDS)
 # fields of a module plan that mean something for one task only (gpuplan.scenario.modules)
 MODULE_TASK = {"inference_steps": "infer", "cfg": "infer", "cpu_offload": "infer", "cache_latents": "train",

@@ -19,6 +19,7 @@ from ..errors import no_control
 from ..hardware import GpuSpec
 from ..market.cost import SpotPlan
 from ..market.offers import Offer
+from ..model.checkpoints import published
 from ..model.spec import ModelSpec
 from ..plan.launch import run_of, runnable
 from ..plan.plan import Plan
@@ -96,8 +97,11 @@ class LaunchPlan:
 
     @property
     def model_ref(self) -> str:
-        """The model as the stacks load it: its local folder (absolute), else its Hugging Face id."""
-        return self.inputs.get("model", self.model.name)
+        """The model as the stacks load it: its local folder (absolute), else its Hugging Face id; a serving plan in
+        a format the model's publishers ship loads their checkpoint (NVIDIA's NVFP4:
+        :mod:`gpuplan.model.checkpoints`)."""
+        ready = published(self.model.name, self.scenario.quant or "") if not self.train else None
+        return self.inputs.get("model", ready or self.model.name)
 
     def weights_missing(self) -> list[str]:
         """A line when the model is a local folder with no checkpoint in it (a config.json alone, as planning

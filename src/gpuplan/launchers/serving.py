@@ -4,9 +4,10 @@ line that states the predicted KV pool, and the note that a re-quantized plan ne
 from __future__ import annotations
 
 from ..engines import engine_for
+from ..model.checkpoints import published
 from .plan import LaunchPlan
 
-CONVERTED = ("awq-int4", "gptq-int4", "gptq-int8")  # formats an engine reads from a converted checkpoint only
+CONVERTED = ("awq-int4", "gptq-int4", "gptq-int8", "nvfp4")  # formats an engine reads from a converted checkpoint only
 
 
 def quant_to_ask(plan: LaunchPlan) -> str | None:
@@ -18,7 +19,9 @@ def pool_line(plan: LaunchPlan, pool: str, detail: str = "") -> str:
     """``KV pool 12.3 GiB per GPU: 98,304 tokens, up to 11 concurrent requests of 8,448 tokens (the plan: 8)``, as
     the estimate predicted it (``pool`` names it as the engine does; ``detail`` follows the token count)."""
     s, mem = plan.scenario, plan.result.memory
-    return (f"{pool} {mem.kv_cache_pool_gib:.1f} GiB per GPU: {mem.max_context_tokens:,} tokens{detail}, up to "
+    where = (f"on each of {s.attention_ranks} attention data-parallel GPUs, {mem.max_context_tokens:,} tokens in all"
+             if s.attention_ranks > 1 else f"per GPU: {mem.max_context_tokens:,} tokens")
+    return (f"{pool} {mem.kv_cache_pool_gib:.1f} GiB {where}{detail}, up to "
             f"{mem.max_concurrency} concurrent requests of {s.prompt_tokens + s.output_tokens:,} tokens (the plan: "
             f"{s.batch_size})")
 
@@ -28,4 +31,7 @@ def converted_note(plan: LaunchPlan, flag: str) -> list[str]:
     q = plan.scenario.quant
     if quant_to_ask(plan) not in CONVERTED:
         return []
+    ready = published(plan.model.name, q)
+    if ready and plan.model_ref == ready:
+        return [f"{flag}: the command loads {ready}, the {q} checkpoint of {plan.model.name} that its publisher ships"]
     return [f"{flag} needs a checkpoint quantized that way: replace {plan.model.name} with its {q} version"]

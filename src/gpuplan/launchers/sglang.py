@@ -16,6 +16,7 @@ serving: ``ServerArgs.nnodes``, ``node_rank``, ``dist_init_addr``).
 from __future__ import annotations
 
 from ..engines import engine_for
+from ..speed.experts import moe_dispatch
 from .files import LaunchFile, Raw, shell_text
 from .plan import LaunchPlan
 from .serving import converted_note, pool_line, quant_to_ask
@@ -26,7 +27,8 @@ PORT = 25000  # the first node's port for the others to join (SGLang's multi-nod
 SCRIPT = "sglang-serve.sh"
 DTYPE = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 KV_CACHE_DTYPE = {"auto": "auto", "fp16": "auto", "bf16": "auto", "fp8": "fp8_e4m3"}
-QUANTIZATION = {"fp8": "fp8", "awq-int4": "awq", "gptq-int4": "gptq", "gptq-int8": "gptq", "mxfp4": "mxfp4"}
+QUANTIZATION = {"fp8": "fp8", "awq-int4": "awq", "gptq-int4": "gptq", "gptq-int8": "gptq", "mxfp4": "mxfp4",
+                "nvfp4": "modelopt_fp4"}
 
 
 def applies(plan: LaunchPlan) -> str | None:
@@ -46,6 +48,7 @@ def command(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
     argv = ["python", "-m", "sglang.launch_server", "--model-path", plan.model_ref, "--tp-size", str(s.tp)]
     if s.pp > 1:
         argv += ["--pp-size", str(s.pp)]
+    argv += moe_layout(s)
     if plan.num_nodes > 1:
         argv += ["--nnodes", str(plan.num_nodes),
                  "--node-rank", Raw('"${NODE_RANK:?set NODE_RANK to the rank of this node, 0 on the main one}"'),
@@ -61,6 +64,18 @@ def command(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
     if quant_to_ask(plan) is not None:
         argv += ["--quantization", QUANTIZATION[quant_to_ask(plan)]]
     return [*argv, "--port", str(opts.port)]
+
+
+def moe_layout(s) -> list[str]:
+    """SGLang's flags for the MoE layout the plan was timed with (``ServerArgs``: ``--dp-size`` with
+    ``--enable-dp-attention``, ``--ep-size``, ``--moe-a2a-backend``: ``deepep`` or ``none``, the gather and
+    reduce-scatter)."""
+    argv = ["--dp-size", str(s.tp), "--enable-dp-attention"] if s.attention_dp else []
+    if s.ep > 1:
+        argv += ["--ep-size", str(s.ep)]
+    if s.ep > 1 and s.attention_dp:
+        argv += ["--moe-a2a-backend", "deepep" if moe_dispatch(s) == "deepep" else "none"]
+    return argv
 
 
 def notes(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:

@@ -42,7 +42,8 @@ def applies(plan: LaunchPlan) -> str | None:
 
 def command(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
     s, engine = plan.scenario, plan.result.memory.engine
-    return ["trtllm-serve", plan.model_ref, "--backend", "pytorch", "--tp_size", str(s.tp), "--pp_size", str(s.pp),
+    ep = ["--ep_size", str(s.ep)] if s.ep > 1 else []
+    return ["trtllm-serve", plan.model_ref, "--backend", "pytorch", "--tp_size", str(s.tp), "--pp_size", str(s.pp), *ep,
             "--max_batch_size", str(engine["max_batch_size"]), "--max_num_tokens", str(engine["max_num_tokens"]),
             "--max_seq_len", str(engine["max_seq_len"]),
             "--kv_cache_free_gpu_memory_fraction", f"{engine['free_gpu_memory_fraction']:g}",
@@ -53,6 +54,8 @@ def config(plan: LaunchPlan) -> dict:
     s, engine = plan.scenario, plan.result.memory.engine
     out = {"kv_cache_config": {"dtype": KV_DTYPE[s.kv_cache_dtype], "tokens_per_block": engine["tokens_per_block"],
                                "free_gpu_memory_fraction": engine["free_gpu_memory_fraction"]}}
+    if s.attention_dp:  # a top-level LlmArgs key: each GPU runs attention for its own requests
+        out["enable_attention_dp"] = True
     if s.capacity_scheduler_policy:
         out["scheduler_config"] = {"capacity_scheduler_policy": s.capacity_scheduler_policy.upper()}
     return out
@@ -62,7 +65,10 @@ def notes(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
     s, mem = plan.scenario, plan.result.memory
     out = [f"run: bash {SCRIPT}; the OpenAI-compatible server listens on port {opts.port}",
            pool_line(plan, "KV cache", f" in blocks of {mem.engine['tokens_per_block']}")]
-    if s.quant in ("fp8", "nvfp4"):
+    if s.quant in ("fp8", "nvfp4") and plan.model_ref != plan.model.name:
+        out.append(f"{s.quant} weights: the command loads {plan.model_ref}, the {s.quant} checkpoint of "
+                   f"{plan.model.name} that its publisher ships")
+    elif s.quant in ("fp8", "nvfp4"):
         out.append(f"{s.quant} weights: replace {plan.model.name} with a checkpoint quantized to {s.quant} by NVIDIA "
                    "ModelOpt (TensorRT-LLM reads its hf_quant_config.json)")
     return out

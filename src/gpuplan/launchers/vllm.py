@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from ..engines import engine_for
 from ..errors import GpuplanError
+from ..speed.experts import moe_dispatch
 from .files import LaunchFile, Raw, shell_text
 from .plan import LaunchPlan
 from .serving import converted_note, pool_line, quant_to_ask
@@ -31,6 +32,7 @@ SCRIPT = "vllm-serve.sh"
 DTYPE = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 KV_CACHE_DTYPE = {"auto": "auto", "fp16": "float16", "bf16": "bfloat16", "fp8": "fp8", "int8": "int8_per_token_head"}
 QUANTIZATION = {"fp8": "fp8", "awq-int4": "awq", "gptq-int4": "gptq", "gptq-int8": "gptq", "mxfp4": "mxfp4",
+                "nvfp4": "modelopt_fp4",
                 "int8": "int8_per_channel_weight_only"}  # online int8 weight-only; AWQ/GPTQ need such a checkpoint
 
 
@@ -73,9 +75,24 @@ def nodes(plan: LaunchPlan, *, multinode_env: bool = False) -> list[str]:
             "--master-addr", Raw(addr), "--master-port", str(PORT), Raw(f'$([ "${var}" = 0 ] || echo --headless)')]
 
 
+def parallel(s) -> list[str]:
+    """How vLLM splits the copy over its ``tp`` GPUs: ``--tensor-parallel-size``, or under attention data
+    parallelism ``--data-parallel-size`` ranks of one GPU each (vLLM's data-parallel deployment of MoE models);
+    ``--enable-expert-parallel`` (EP = TP x DP) and ``--all2all-backend`` (``allgather_reducescatter``, vLLM's
+    default, or ``deepep_low_latency``)."""
+    argv = ["--tensor-parallel-size", "1", "--data-parallel-size", str(s.tp)] if s.attention_dp else \
+        ["--tensor-parallel-size", str(s.tp)]
+    if s.ep > 1:
+        argv.append("--enable-expert-parallel")
+    if s.ep > 1 and s.attention_dp:
+        argv += ["--all2all-backend", "deepep_low_latency" if moe_dispatch(s) == "deepep" else
+                 "allgather_reducescatter"]
+    return argv
+
+
 def command(plan: LaunchPlan, opts: LaunchOptions, *, multinode_env: bool = False) -> list[str]:
     s = plan.scenario
-    argv = ["vllm", "serve", plan.model_ref, "--tensor-parallel-size", str(s.tp)]
+    argv = ["vllm", "serve", plan.model_ref, *parallel(s)]
     if s.pp > 1:
         argv += ["--pipeline-parallel-size", str(s.pp)]
     argv += nodes(plan, multinode_env=multinode_env)

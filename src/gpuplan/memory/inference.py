@@ -6,12 +6,16 @@ layer split, TensorRT-LLM's paged blocks) is its profile's (:mod:`gpuplan.engine
 
 from __future__ import annotations
 
+import dataclasses
+import math
+
 from .. import overheads as oh
 from ..engines import engine_for
 from ..hardware import GpuSpec
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from ..tensors.breakdown import Estimate
+from ..tensors.layout import weights_per_gpu
 from ..tensors.state import attention_kernel, weight_format
 
 
@@ -22,8 +26,45 @@ def inference_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None, gpu:
         e.assumptions.append(f"{m.family} runs eager attention in transformers (no SDPA support): the s x s "
                              "scores are materialized; attention flash (FlashAttention-2) avoids them")
     fmt, skip = weight_format(s, m)
-    e.weights = sum(m.weight_bytes(fmt, skip=skip).values()) / (s.tp * s.pp)
+    e.weights = weights_per_gpu(s, m.weight_bytes(fmt, skip=skip))
     if fmt.name != "none":
         kept = "norms" if fmt.name.startswith("mlx-") else "embeddings, lm_head and norms"
         e.assumptions.append(f"weights stored as {fmt.name}; {kept} at {s.compute_bytes} bytes")
-    return engine_for(s).memory(s, m, e, fmt, gpu, capacity_gib)
+    e = engine_for(s).memory(s, m, e, fmt, gpu, capacity_gib)
+    return attention_ranks(s, e) if s.attention_ranks > 1 else e
+
+
+def ranks_as_one(startup, ranks: int):
+    """An engine's start-up memory (vLLM's or SGLang's ``StartupMemory``, one rank's) as the scheduler simulation of
+    the whole copy reads it: ``ranks`` schedulers side by side, their pools, running-request caps and per-step token
+    budgets added up (requests spread evenly over the ranks)."""
+    if hasattr(startup, "limits"):  # vLLM: each data-parallel rank is an engine core with its own limits
+        limits = dataclasses.replace(startup.limits, max_num_seqs=startup.limits.max_num_seqs * ranks,
+                                     max_num_batched_tokens=startup.limits.max_num_batched_tokens * ranks)
+        return dataclasses.replace(startup, limits=limits, num_blocks=startup.num_blocks * ranks)
+    if hasattr(startup, "max_running_requests"):  # SGLang: each DP worker schedules its own requests
+        return dataclasses.replace(startup, kv_tokens=startup.kv_tokens * ranks,
+                                   max_running_requests=startup.max_running_requests * ranks,
+                                   chunked_prefill_size=startup.chunked_prefill_size * ranks)
+    return startup
+
+
+def attention_ranks(s: Scenario, e: Estimate) -> Estimate:
+    """Under attention data parallelism each of the copy's ``tp`` GPUs is a rank with its own requests and its own
+    KV pool (:mod:`gpuplan.tensors.layout`; SGLang's DP scheduler spreads requests over the ranks): the copy
+    holds ``ranks`` times the requests of one GPU's pool, and a batch puts ``ceil(batch / ranks)`` of its
+    requests' cache on each GPU."""
+    ranks = s.attention_ranks
+    kv = e.extra.get("kv_pool")
+    if kv is None:  # the cache the batch needs, on one GPU
+        e.kv_cache *= math.ceil(s.batch_size / ranks) / s.batch_size
+    else:
+        e.extra["kv_pool"] = dataclasses.replace(kv, max_concurrency=kv.max_concurrency * ranks,
+                                                 kv_tokens=kv.kv_tokens * ranks, sim_blocks=kv.sim_blocks * ranks)
+        e.extra.update(max_concurrency=kv.max_concurrency * ranks, max_context_tokens=kv.kv_tokens * ranks)
+        if e.extra.get("startup") is not None:
+            e.extra["startup"] = ranks_as_one(e.extra["startup"], ranks)
+    e.assumptions.append(f"attention data parallel over {ranks} GPUs: each runs attention whole for its own "
+                         f"requests and holds their KV cache (every KV head), so the copy serves {ranks} x one "
+                         "GPU's pool; attention weights whole on every GPU")
+    return e

@@ -25,6 +25,7 @@ from ..engines import engine_for
 from ..errors import GpuplanError
 from ..hardware import GpuSpec
 from ..memory.host import host_need_gib, host_ram
+from ..model.checkpoints import published
 from ..model.spec import ModelSpec
 from ..result import Suggestion
 from ..scenario import Scenario
@@ -240,6 +241,11 @@ def _speed_change(s: Scenario, changed: Scenario, m: ModelSpec, gpu: GpuSpec, be
 def _serving_fixes(s: Scenario, m: ModelSpec) -> list[Fix]:
     out: list[Fix] = []
     engine = engine_for(s)
+    nvfp4 = published(m.name, "nvfp4")
+    if s.quant != "nvfp4" and nvfp4 and engine.refusal(s.model_copy(update={"quant": "nvfp4"}), m) is None:
+        out.append(Fix(label=f"NVIDIA's NVFP4 checkpoint ({nvfp4})", change={"quant": "nvfp4"},
+                       cost="4.5 bits per weight, published ready to load; fp4 tensor cores on Blackwell; small "
+                       "quality cost", group="weights", slowdown=0.95))
     if (s.quant or "none") == "none" and engine.loads_quants:
         # a checkpoint that ships quantized (MXFP4, FP8, AWQ/GPTQ) is re-quantized only from a converted copy
         shipped = m.shipped_format()[0].name if m.quantization else None

@@ -56,7 +56,9 @@ class Setup:
     def label(self) -> str:
         q = f" {self.quant}" if self.quant else ""
         name = self.gpu.id.removeprefix("nvidia-").removeprefix("geforce-")
-        return f"{self.num_gpus}x {name} tp{self.scenario.tp}{q}"
+        s = self.scenario
+        layout = (f" ep{s.ep}" if s.ep > 1 else "") + (" dp-attention" if s.attention_dp else "")
+        return f"{self.num_gpus}x {name} tp{s.tp}{layout}{q}"
 
 
 @dataclass(kw_only=True)
@@ -104,10 +106,11 @@ class Deployment:
 
 
 def setups(s: Scenario, m: ModelSpec, gpu_ids: tuple[str, ...] = (), max_gpus: int = 8, any_quant: bool = False,
-           *, fields: dict | None = None) -> list[Setup]:
+           *, fields: dict | None = None, expert_parallel: bool = False) -> list[Setup]:
     """GPU type x count (1, 2, 4, 8, all tensor-parallel) x weights (as shipped; fp8 where the card has fp8
     tensor cores or vLLM runs it weight-only; awq-int4 with ``any_quant``); ``fields``: set on every setup's
-    scenario too (the workload's lengths), in its one validation."""
+    scenario too (the workload's lengths), in its one validation. An MoE layout (``expert_parallel``: ep = the
+    group's GPUs; ``s.attention_dp``) takes the counts of 2 GPUs or more whose ep divides the experts."""
     out = []
     quants: list[str | None] = [s.quant]
     if any_quant and s.quant is None and not m.quantization:
@@ -118,13 +121,16 @@ def setups(s: Scenario, m: ModelSpec, gpu_ids: tuple[str, ...] = (), max_gpus: i
         if gpu.vendor != "NVIDIA" or not gpu.peak_tflops("fp16"):
             continue
         for n in (1, 2, 4, 8):
-            if n > max_gpus or m.num_heads % n or (n > m.num_kv_heads and n % m.num_kv_heads):
+            if n > max_gpus or m.num_heads % n or (n > m.num_kv_heads and n % m.num_kv_heads and not m.mla):
+                continue
+            if (expert_parallel or s.attention_dp) and (n == 1 or (expert_parallel and m.num_experts % n)):
                 continue
             for q in quants:
                 if q == "fp8" and not gpu.supports_dtype("fp8"):
                     continue
                 precision = "bf16-true" if gpu.supports_dtype("bf16") else "fp16-true"
                 sc = s.model_copy(update={"gpu": gpu.id, "num_gpus": n, "tp": n, "pp": 1, "quant": q,
+                                          "ep": n if expert_parallel else s.ep,
                                           "engine": s.engine if s.engine == "sglang" else "vllm",
                                           "precision": precision, **(fields or {})})
                 out.append(Setup(gpu=gpu, num_gpus=n, quant=q, scenario=sc))
@@ -200,7 +206,8 @@ def engine_memory(sc: Scenario, m: ModelSpec, gpu: GpuSpec, longest: int) -> Ser
 
 def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...] = (), max_gpus: int = 8,
              any_quant: bool = False, simulate_top: int = 6, calibration: Calibration | None = None,
-             catalogs: tuple[str, ...] = (), time_limit_s: float = SEARCH_TIME_S) -> list[Deployment]:
+             catalogs: tuple[str, ...] = (), time_limit_s: float = SEARCH_TIME_S,
+             expert_parallel: bool = False) -> list[Deployment]:
     """Plans ranked by what the target costs (the workload's rate or users: whole instances), else by cost per
     request at their highest SLO-meeting load (unpriced setups last); for an offline job (the workload's
     ``batch``), by what one replica costs to run it (:func:`_job_row`). The simulations share ``time_limit_s``
@@ -208,6 +215,9 @@ def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...]
     why = engine_for(s).refusal(s, m)
     if why:
         raise GpuplanError(why)
+    if (expert_parallel or s.attention_dp) and not m.is_moe:
+        raise GpuplanError(f"expert parallelism and attention data parallelism lay out an MoE model, and {m.name} has "
+                           "no experts: drop them")
     simulated = [g for g in gpus().values() if g.vendor == "NVIDIA" and g.peak_tflops("fp16")]  # as setups()
     if gpu_ids and not any(g.id in gpu_ids for g in simulated):
         raise GpuplanError(f"capacity simulates vLLM and SGLang on NVIDIA GPUs only (their step model is measured "
@@ -221,7 +231,7 @@ def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...]
     lengths = {"max_model_len": s.max_model_len or longest, "prompt_tokens": prompt,
                "output_tokens": round(w.mean_output_tokens), "batch_size": w.batch or w.users or s.batch_size,
                "shared_prefix_tokens": max(min(w.shared_prefix_tokens, prompt - 1), 0)}
-    for st in setups(s, m, gpu_ids, max_gpus, any_quant, fields=lengths):
+    for st in setups(s, m, gpu_ids, max_gpus, any_quant, fields=lengths, expert_parallel=expert_parallel):
         try:
             mem = engine_memory(st.scenario, m, st.gpu, longest)
         except (ValueError, ZeroDivisionError):

@@ -25,7 +25,7 @@ from ..memory import memory_report, report_of
 from ..memory.host import host_shortfall
 from ..model.spec import ModelSpec
 from ..result import Answer, GpuFacts, MemoryReport, ModelFacts, Suggestion
-from ..scenario import INFER_ONLY, TRAIN_ONLY, Scenario
+from ..scenario import INFER_ONLY, MOE_LAYOUT, TRAIN_ONLY, Scenario
 from ..scenario.describe import describe
 from ..serving.load import LoadRun
 from ..speed.breakdown import Speed
@@ -280,13 +280,15 @@ def _details(r: Resolved, mem: MemoryReport) -> tuple[str, ...]:
     """The lines under the verdict: the engine's KV pool, the max_model_len vLLM starts with, llama.cpp's layers."""
     s, engine, out = r.scenario, r.engine, []
     if mem.max_concurrency is not None:
-        logged = (mem.engine or {}).get("kv_cache_tokens")
+        logged = ((mem.engine or {}).get("kv_cache_tokens") or 0) * s.attention_ranks  # a pool per attention rank
         also = (f"; vLLM's log counts the same pool as {logged:,} tokens at --max-model-len "
-                f"{mem.engine['max_model_len']:,}" if logged and abs(logged - mem.max_context_tokens) > 0.01 * logged
+                f"{mem.engine['max_model_len']:,}" if logged and "max_model_len" in mem.engine
+                and abs(logged - mem.max_context_tokens) > 0.01 * logged
                 else "")
         if s.shared_prefix_tokens:
             also += f"; the {s.shared_prefix_tokens:,}-token shared prefix held once where the engine caches it"
-        out.append(f"{engine.label} KV pool {mem.kv_cache_pool_gib:,.1f} GiB: up to {mem.max_concurrency:,} "
+        pools = f" on each of {s.attention_ranks} GPUs" if s.attention_ranks > 1 else ""
+        out.append(f"{engine.label} KV pool {mem.kv_cache_pool_gib:,.1f} GiB{pools}: up to {mem.max_concurrency:,} "
                    f"concurrent requests of {s.prompt_tokens + s.output_tokens:,} tokens ({mem.max_context_tokens:,} "
                    f"tokens of such requests){also}")
     fit = (mem.engine or {}).get("max_model_len_that_fits")
@@ -310,6 +312,9 @@ def normalized(s: Scenario) -> dict[str, Any]:
         data.pop("tf32", None)  # it means something with fp32 only
     for key in ("host_ram_gib", "extra_gpus", "tensor_split"):  # unset: said where they decide
         if data.get(key) is None:
+            data.pop(key, None)
+    for key in MOE_LAYOUT:  # a serving plan states its MoE layout when one is asked
+        if s.task == "infer" and key in data and data[key] is Scenario.model_fields[key].default:
             data.pop(key, None)
     return data
 

@@ -21,6 +21,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field, SkipValidation, WrapValidator
 
+from .. import overheads as oh
 from ..engines import ENGINES, engine_for
 from ..errors import GpuplanError
 from ..hardware import GpuSpec, gpus, load_gpu, short_id
@@ -538,7 +539,10 @@ def _rationale(x: Setup, gpu: GpuSpec, speed, link: Link) -> str:
     parts = [f"fits with {x.headroom_pct:.0f}% headroom ({x.device_peak_gib:.1f} of {x.capacity_gib:.1f} GiB)"]
     if x.change:
         parts.append(x.change)
-    if gpu.vendor not in ("NVIDIA", "Apple"):  # Apple: the engines without Metal are refused (Engine.metal)
+    if gpu.vendor == "AMD" and speed.ttft_s is not None and x.scenario.engine in ("vllm", "sglang"):
+        parts.append(f"AMD: the engine's ROCm build, its decode timed {oh.ROCM_DECODE_SLOWDOWN:.2f}x the CUDA build's "
+                     "on the same datasheet (measured: bench/results/rocm_share.md)")
+    elif gpu.vendor not in ("NVIDIA", "Apple"):  # Apple: the engines without Metal are refused (Engine.metal)
         parts.append(f"{gpu.vendor}: check your stack supports it (ROCm / Gaudi software)")
     parts.append(links_said(x.num_gpus, link, speed))
     if speed.bound.startswith("host"):
@@ -556,14 +560,14 @@ def links_said(num_gpus: int, link: Link, speed) -> str:
     """What the plan's own breakdown says of its links (``link``: the one its speed was timed on): the share of
     the step its collectives take (``speed.communication_s`` of ``step_time_s``: tensor-parallel all-reduces when
     serving, the exposed collectives when training), and a verdict only where the share decides it: over PCIe,
-    under :data:`LINKS_MINOR_SHARE` "PCIe is enough", above it faster links would shorten the step. Over NVLink the
-    share is said and nothing more: how much slower PCIe would be is not in this plan."""
+    under :data:`LINKS_MINOR_SHARE` "PCIe is enough", above it faster links would shorten the step. Over NVLink (or
+    AMD's Infinity Fabric) the share is said and nothing more: how much slower PCIe would be is not in this plan."""
     if num_gpus == 1:
         return "one GPU: no interconnect needed"
     share = min(speed.communication_s / speed.step_time_s, 1.0) if speed.step_time_s else 0.0
     step = "decode step" if speed.ttft_s is not None else "step"
     said = f"{speed.bound}-bound; collectives take {share:.0%} of the {step} over {link.label}"
-    if link.kind == "nvlink":
+    if link.kind in ("nvlink", "infinity-fabric"):
         return said + (" (communication-bound even there)" if speed.bound == "communication" else "")
     if share < LINKS_MINOR_SHARE:
         return said + ", so PCIe is enough"

@@ -4,7 +4,8 @@ that cannot run on its model and card, and returns the warnings for what runs bu
 The rules, in the order they are asked:
 
 - what only diffusion pipelines and encoder-decoders read (a resolution, denoising steps, a diffusion trainer), asked
-  of a decoder LLM;
+  of a decoder LLM; and what only a decoder LLM's plan reads (an engine, a loss, train_tokens, several GPUs), asked
+  of a diffusion pipeline, Whisper, an encoder-decoder or an encoder (:func:`module_refusal`);
 - what the training stack cannot run (each stack's recipe, :mod:`gpuplan.scenario.stacks`), and sharding asked of a
   serving plan;
 - the method: QLoRA's 4-bit bases and compute dtypes;
@@ -24,6 +25,7 @@ from __future__ import annotations
 from ..engines import ENGINES, OWN_SETTINGS, REFUSES_FOREIGN, engine_for
 from ..errors import GpuplanError
 from ..hardware import GpuSpec
+from ..model.module import ModuleSpec
 from ..model.spec import ModelSpec
 from ..scenario import INFER_ONLY, TRAIN_ONLY, Scenario, stacks
 from ..scenario.fields import MODULE_FIELDS
@@ -59,6 +61,49 @@ def not_a_module(s: Scenario, m: ModelSpec) -> None:
     if s.stack in stacks.DIFFUSION_STACKS:
         raise GpuplanError(f"stack {s.stack} trains diffusion models, and {m.name} is a decoder LLM: use hf, "
                            "torchtune, torchtitan, unsloth, axolotl, pytorch or megatron")
+
+
+# the decoder LLM's fields a module's plan has no use for, by what they set (module_refusal's sentences)
+SIZES_A_JOB = frozenset({"train_tokens", "dataset", "tokenizer", "samples", "mean_tokens", "max_tokens", "epochs",
+                         "packing", "model_size", "dataset_gb", "eval_interval", "eval_tokens", "save_interval"})
+LAYOUT = frozenset({"num_gpus", "num_nodes", "sharding", "tp", "pp", "cp", "ep", "vpp", "attention_dp", "offload",
+                    "host_ram_gib", "extra_gpus", "tensor_split"})
+
+
+def module_refusal(s: Scenario, spec: ModuleSpec) -> None:
+    """A field given to the plan of ``spec`` (a diffusion pipeline, Whisper, an encoder-decoder, an encoder) that
+    the plan does not read (:func:`gpuplan.scenario.modules.reads`): refused in one sentence naming what it reads
+    instead, so no flag is taken and silently left out. A field given at its default changes nothing and passes."""
+    from ..scenario.modules import reads  # a decoder's plan never loads the modules' jobs
+
+    read = set(reads(spec))
+    for name, info in Scenario.model_fields.items():  # the first in the scenario's order
+        if name in s.model_fields_set and name not in read and getattr(s, name) != info.default:
+            what = "is read by another kind of model" if name in MODULE_FIELDS else "is a decoder LLM setting"
+            instead = _reads_instead(name, s, spec, t5="seq_len" in read)
+            raise GpuplanError(f"{name} {what}, and {spec.describe()}: {instead}; drop {name}")
+
+
+def _reads_instead(name: str, s: Scenario, spec: ModuleSpec, *, t5: bool) -> str:
+    """What the plan of ``spec`` reads in place of field ``name`` (``t5``: its prompt has T5 tokens, seq_len)."""
+    kind = "whisper" if spec.family == "whisper" else spec.kind
+    samples = "images" if kind == "diffusion" else "samples"
+    if name in SIZES_A_JOB:
+        return (f"its training is sized by train_steps (optimizer steps) x micro_batch_size {samples} (x "
+                "grad_accum_steps)")
+    if name in LAYOUT:
+        return (f"its plan runs on one GPU (data parallelism over several is not modelled for it), and N replicas make "
+                f"N times its {samples} per hour at the same price per thousand")
+    if kind == "diffusion" and name in ("prompt_tokens", "output_tokens", "shared_prefix_tokens"):
+        return "a prompt is CLIP's 77 tokens" + (", plus the T5 tokens seq_len sets" if t5 else "")
+    runs = {"diffusion": "it generates with diffusers' pipeline, per batch_size images x inference_steps (and cfg)",
+            "whisper": "it runs on transformers, per batch_size windows of audio_seconds and decoder_tokens",
+            "encoder-decoder": "it runs on transformers, per batch_size samples of prompt_tokens and output_tokens",
+            "encoder": "it runs on transformers, per batch_size samples"}[kind]
+    if s.task == "infer" or name in ("engine", "kv_cache_dtype") or name.startswith(("max_", "engine")):
+        return runs
+    timed = ", cache_latents and text_encoders" if kind == "diffusion" else ""
+    return f"its step is timed from its recorded profile, with precision, attention, grad_checkpointing{timed}"
 
 
 def scenario_refusal(s: Scenario) -> None:
@@ -217,7 +262,7 @@ def _engine(s: Scenario, m: ModelSpec) -> list[str]:
         raise GpuplanError(f"full fine-tuning updates every weight, and {s.quant} weights take no gradients (they "
                            "are loaded frozen): train LoRA or QLoRA on them, or drop quant")
     engine = engine_for(s)
-    why = engine.refusal(s, m)
+    why = engine.refusal(s, m) or _moe_layout(s, m)
     if why:
         raise GpuplanError(why)
     tokens = s.prompt_tokens + s.output_tokens
@@ -227,6 +272,38 @@ def _engine(s: Scenario, m: ModelSpec) -> list[str]:
                            f"rejects: set max_model_len to {tokens:,} or more (or leave it unset), or shorten the "
                            "requests")
     return _other_engines_settings(s)
+
+
+def _moe_layout(s: Scenario, m: ModelSpec) -> str | None:
+    """Expert parallelism and attention data parallelism of a served MoE model: an engine that runs them, an MoE
+    model, one pipeline stage, ``ep`` dividing the copy's ``tp`` GPUs and the experts (SGLang's ``moe_tp_size =
+    tp_size / ep_size``, TensorRT-LLM's ``moe_tp_size x moe_ep_size = tp_size``); vLLM's expert-parallel group is
+    every GPU of the copy (``--enable-expert-parallel``: EP = TP x DP)."""
+    if s.task != "infer" or (s.ep == 1 and not s.attention_dp and s.moe_dispatch is None):
+        return None
+    if s.moe_dispatch is not None and not (s.ep > 1 and s.attention_dp):
+        return (f"moe_dispatch {s.moe_dispatch} says how tokens reach experts on other GPUs: set ep and attention_dp "
+                "too, or drop it")
+    asked = " and ".join(x for x in (f"ep={s.ep}" if s.ep > 1 else "", "attention_dp" if s.attention_dp else "") if x)
+    engine = engine_for(s)
+    if not engine.expert_parallel:
+        return f"{asked} lay out an MoE model under vLLM, SGLang or TensorRT-LLM: set engine vllm, sglang or trtllm"
+    if not m.is_moe:
+        return (f"{asked} lay out an MoE model's experts and attention, and {m.name} has no experts: for copies of "
+                "a dense model set sharding ddp")
+    if s.pp > 1:
+        return f"{asked} apply to one pipeline stage: set pp 1 (tp = the GPUs of one copy of the model)"
+    if s.attention_dp and s.tp == 1:
+        return "attention_dp spreads the requests over the tp GPUs of one copy of the model: set tp 2 or more"
+    if s.ep > 1 and s.tp % s.ep:
+        return (f"ep={s.ep} must divide tp={s.tp}, the GPUs of one copy of the model (each expert is split over tp / "
+                "ep of them)")
+    if s.ep > 1 and m.num_experts % s.ep:
+        return f"ep={s.ep} does not divide the {m.num_experts} experts of {m.name}: use a divisor of {m.num_experts}"
+    if s.engine == "vllm" and s.ep not in (1, s.tp):
+        return (f"vLLM's expert-parallel group is every GPU of the copy (--enable-expert-parallel: EP = TP x DP): set "
+                f"ep {s.tp} or 1")
+    return None
 
 
 def _foreign_settings(s: Scenario) -> str | None:

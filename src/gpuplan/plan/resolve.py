@@ -33,7 +33,7 @@ from ..model.report import inexact_warning
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from ..scenario.stacks import defaults_in_force
-from .refusals import check
+from .refusals import check, module_refusal
 
 if TYPE_CHECKING:
     from ..scenario.modules import ModuleJob
@@ -141,7 +141,8 @@ def resolve_any(s: Scenario) -> Resolved | ResolvedModule:
 
 def resolve_module_scenario(s: Scenario, spec: ModuleSpec, gpu: GpuSpec | None = None) -> ResolvedModule:
     """``s`` on module ``spec`` and its card (resolved by name as a decoder's is, or ``gpu`` when a search already
-    did), refused in one sentence where the module cannot run it (:func:`gpuplan.scenario.modules.resolve_module`)."""
+    did), refused in one sentence where the module cannot run it (:func:`gpuplan.scenario.modules.resolve_module`)
+    or is given a field its plan does not read (:func:`gpuplan.plan.refusals.module_refusal`)."""
     note = None
     if gpu is None or gpu.id != s.gpu:
         gpu, note = resolve_gpu(s.gpu) if s.gpu else (None, None)
@@ -150,6 +151,7 @@ def resolve_module_scenario(s: Scenario, spec: ModuleSpec, gpu: GpuSpec | None =
     from ..scenario.modules import resolve_module  # a decoder's plan never loads the modules' jobs
 
     s, job = resolve_module(s, spec)
+    module_refusal(s, spec)
     return ResolvedModule(scenario=s, spec=spec, job=job, gpu=wired(s, gpu), gpu_note=note)
 
 

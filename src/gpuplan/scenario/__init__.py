@@ -6,7 +6,17 @@
   description of the resolved scenario.
 """
 
-from .fields import FIELDS, INFER_ONLY, LOAD_FIELDS, TRAIN_ONLY, Scenario, load_scenario, read_back, scenario_from
+from .fields import (
+                     FIELDS,
+                     INFER_ONLY,
+                     LOAD_FIELDS,
+                     MOE_LAYOUT,
+                     TRAIN_ONLY,
+                     Scenario,
+                     load_scenario,
+                     read_back,
+                     scenario_from,
+)
 
-__all__ = ["FIELDS", "INFER_ONLY", "LOAD_FIELDS", "TRAIN_ONLY", "Scenario", "load_scenario", "read_back",
+__all__ = ["FIELDS", "INFER_ONLY", "LOAD_FIELDS", "MOE_LAYOUT", "TRAIN_ONLY", "Scenario", "load_scenario", "read_back",
            "scenario_from"]

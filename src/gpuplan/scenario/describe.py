@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..hardware import short_id
 from ..model.spec import ModelSpec
-from .fields import INFER_ONLY, TRAIN_ONLY, TRAINING_LAYOUT, Scenario
+from .fields import INFER_ONLY, MOE_LAYOUT, TRAIN_ONLY, TRAINING_LAYOUT, Scenario
 from .stacks import WHY
 
 STRATEGY_WORDS = {"single": "single GPU", "ddp": "DDP", "zero1": "ZeRO-1", "zero2": "ZeRO-2", "zero3": "ZeRO-3"}
@@ -54,6 +54,10 @@ def describe(s: Scenario, m: ModelSpec | None = None, gpu_id: str | None = None,
     layout = [STRATEGY_WORDS.get(strategy, strategy)]
     if s.tp > 1:
         layout.append(f"tensor parallel {s.tp}")
+    if s.task == "infer" and s.ep > 1:
+        layout.append(f"expert parallel {s.ep}")
+    if s.task == "infer" and s.attention_dp:
+        layout.append(f"attention data parallel {s.tp}")
     if s.pp > 1:
         layout.append(f"{s.pp} pipeline stages" if s.task == "train" else f"layers split over {s.pp} GPUs")
     if s.task == "infer" and s.world_size == 1:
@@ -67,7 +71,7 @@ def defaults_said(s: Scenario) -> list[str]:
     stack chose it (:data:`~gpuplan.scenario.stacks.WHY`), the strategy from the GPU count. The card- and
     model-dependent defaults are the resolver's notes (:func:`gpuplan.plan.resolve.resolve`); the recipe's are
     :func:`gpuplan.scenario.stacks.resolve`."""
-    skip = INFER_ONLY if s.task == "train" else TRAIN_ONLY | TRAINING_LAYOUT
+    skip = INFER_ONLY if s.task == "train" else TRAIN_ONLY | TRAINING_LAYOUT | MOE_LAYOUT
     out = []
     for name, info in Scenario.model_fields.items():
         if name in s.model_fields_set or name in skip or info.is_required():

@@ -214,8 +214,19 @@ class Scenario(BaseModel):
     pp: int = Field(default=1, ge=1, le=1024)
     cp: int = Field(default=1, ge=1, le=1024, description="context parallel ranks (stack megatron): each holds "
                     "seq_len / cp tokens of every sequence, ring attention passes keys and values between them")
-    ep: int = Field(default=1, ge=1, le=1024, description="expert parallel ranks (stack megatron, MoE models): "
-                    "each holds num_experts / ep experts of every MoE layer")
+    ep: int = Field(default=1, ge=1, le=1024, description="expert parallel ranks (MoE models): each holds "
+                    "num_experts / ep experts of every MoE layer; training: stack megatron; serving: engine vllm, "
+                    "sglang or trtllm, a divisor of tp (SGLang --ep-size, vLLM --enable-expert-parallel, "
+                    "TensorRT-LLM moe_expert_parallel_size), tokens sent to their experts by all-to-all")
+    attention_dp: bool = Field(
+        default=False, exclude_if=lambda v: not v, description="serving an MoE model over tp GPUs: attention data "
+        "parallel, each GPU runs attention whole for its own requests and holds their KV cache (SGLang "
+        "--enable-dp-attention, vLLM --data-parallel-size, TensorRT-LLM enable_attention_dp)")
+    moe_dispatch: Literal["allgather", "deepep"] | None = Field(
+        default=None, exclude_if=lambda v: v is None, description="with ep and attention_dp: how tokens reach their "
+        "experts: allgather (gather the batch, reduce-scatter the outputs: SGLang's and vLLM's default) or deepep "
+        "(DeepEP all-to-all: SGLang --moe-a2a-backend deepep, vLLM --all2all-backend deepep_low_latency); default: "
+        "the engine's own")
     vpp: int = Field(default=1, ge=1, le=128, description="virtual pipeline stages per rank (stack megatron, "
                      "interleaved 1F1B): smaller bubble, more micro-batches in flight")
     fp8_recipe: Literal["delayed", "current"] | None = Field(
@@ -481,6 +492,16 @@ class Scenario(BaseModel):
         return strategy
 
     @property
+    def attention_tp(self) -> int:
+        """GPUs one request's attention is split over: ``tp``, or 1 under attention data parallelism."""
+        return 1 if self.attention_dp else self.tp
+
+    @property
+    def attention_ranks(self) -> int:
+        """Attention data-parallel ranks of one model copy, each with its own requests and KV cache (1: none)."""
+        return self.tp if self.attention_dp else 1
+
+    @property
     def compute_bytes(self) -> int:
         return 4 if self.precision == "fp32" else 2
 
@@ -538,8 +559,8 @@ def _load_defaults(s: Scenario) -> dict[str, Any]:
         raise ValueError("think_time_s is the users' pause between requests: give users (a closed loop), not a "
                          "rate")
     if s.engine not in ("vllm", "sglang"):
-        raise ValueError(f"users and rate_rps run the engine's scheduler, simulated for vllm and sglang, not "
-                         f"{s.engine}: set engine vllm or sglang")
+        raise ValueError(f"users and rate_rps run a decoder LLM engine's scheduler, simulated for vllm and sglang, "
+                         f"not {s.engine}: set engine vllm or sglang")
     if s.users is not None and "batch_size" not in s.model_fields_set:
         return {"batch_size": s.users}
     return {}
@@ -589,7 +610,7 @@ TRAIN_ONLY = frozenset({"method", "tf32", "optimizer", "optimizer_impl", "lora_r
                         "optimizer_in_backward", "adapter_dtype", "checkpoint_every", "transformers_version",
                         "torchtune_version", "torch_version",
                         "dataset", "tokenizer", "samples", "mean_tokens", "max_tokens", "epochs", "packing",
-                        "cp", "ep", "vpp", "fp8_recipe", "cuda_graphs", "fp8_attention",
+                        "cp", "vpp", "fp8_recipe", "cuda_graphs", "fp8_attention",
                         "fp8_activation_store", "eval_interval", "eval_tokens", "save_interval"})
 # fields that lay out training over GPUs: the web form and the list of defaults leave them out of serving
 READ_BACK = "read_back"  # the validation context of a scenario an answer carries (:func:`read_back`)
@@ -602,13 +623,16 @@ def read_back(data: Any) -> Scenario:
 
 
 OLD_NAMES = {"framework": "stack", "strategy": "sharding"}  # fields renamed (issue 30): the old names still read
+# how serving lays an MoE model over its GPUs: said only when asked (a dense model's plans read as they did)
+MOE_LAYOUT = frozenset({"ep", "attention_dp", "moe_dispatch"})
 TRAINING_LAYOUT = frozenset({"num_nodes", "sharding", "pp", "offload", "stack", "dataset_gb"})
 INFER_ONLY = frozenset({"batch_size", "prompt_tokens", "output_tokens", "shared_prefix_tokens", "kv_cache_dtype",
                         "engine", *LOAD_FIELDS,
                         "mem_fraction_static", "gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs",
                         "max_model_len", "engine_version", "entry_point", "enforce_eager", "ubatch_tokens",
                         "free_gpu_memory_fraction", "tokens_per_block", "capacity_scheduler_policy",
-                        "flash_attention", "cpu_layers", "extra_gpus", "tensor_split"})
+                        "flash_attention", "cpu_layers", "extra_gpus", "tensor_split", "attention_dp",
+                        "moe_dispatch"})
 
 
 def scenario_from(data: dict[str, Any] | Scenario) -> Scenario:

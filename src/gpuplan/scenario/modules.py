@@ -68,6 +68,44 @@ class ModuleJob:
     fields: dict[str, Any] = field(default_factory=dict)
 
 
+# What a module's plan reads (this module, gpuplan.plan.modules, gpuplan.memory.modules and the builder's offers):
+# every kind's fields, then each kind's own. The one list: the resolver refuses a field given outside it
+# (gpuplan.plan.refusals.module_refusal) and the page's form shows these for the model (gpuplan.explain.forms).
+COMMON_READS = ("model", "task", "method", "stack", "precision", "quant", "micro_batch_size", "batch_size",
+                "grad_checkpointing", "grad_accum_steps", "optimizer", "adapter_dtype", "lora_rank", "lora_targets",
+                "attention", "train_steps", "gpu", "wired_limit_mb", "provider", "pricing", "max_price_age_days",
+                "include_low_confidence")
+KIND_READS = {
+    # seq_len: the T5 tokens of a prompt, for the pipelines with a T5 encoder only (resolve_diffusion)
+    "diffusion": ("resolution", "seq_len", "inference_steps", "cfg", "cpu_offload", "cache_latents", "text_encoders",
+                  "prior_preservation"),
+    # seq_len: the transcript's tokens when decoder_tokens is unset (resolve_model)
+    "whisper": ("seq_len", "output_tokens", "decoder_tokens", "audio_seconds"),
+    "encoder-decoder": ("seq_len", "prompt_tokens", "output_tokens", "decoder_tokens"),
+    "encoder": (),
+}
+
+
+# the fields among those that one task's plan reads only (resolve_diffusion, resolve_model: a generation reads no
+# trainer, a training job no denoising steps)
+TRAIN_READS = frozenset({"method", "stack", "micro_batch_size", "grad_checkpointing", "grad_accum_steps", "optimizer",
+                         "adapter_dtype", "lora_rank", "lora_targets", "train_steps", "cache_latents", "text_encoders",
+                         "prior_preservation"})
+INFER_READS = frozenset({"batch_size", "inference_steps", "cfg", "cpu_offload", "output_tokens", "prompt_tokens"})
+
+
+def reads(spec: ModuleSpec, task: str | None = None) -> tuple[str, ...]:
+    """The scenario fields the plan of module ``spec`` reads (:data:`COMMON_READS`, then its kind's own), for
+    ``task`` (train, infer; None: either). A diffusion pipeline without a T5 encoder (SD, SDXL) reads no seq_len,
+    its prompt is CLIP's 77 tokens; an encoder-decoder's inference reads its source as prompt_tokens."""
+    kind = "whisper" if spec.family == "whisper" else spec.kind
+    own = KIND_READS[kind]
+    if (kind == "diffusion" and not spec.defaults.get("t5_tokens")) or (kind == "encoder-decoder" and task == "infer"):
+        own = tuple(name for name in own if name != "seq_len")
+    other = INFER_READS if task == "train" else TRAIN_READS if task == "infer" else frozenset()
+    return tuple(name for name in (*COMMON_READS, *own) if name not in other)
+
+
 def parse_resolution(text: str) -> list[tuple[int, int]]:
     """``1024`` -> [(1024, 1024)]; ``1216x832`` -> [(1216, 832)] (width x height); buckets separated by commas."""
     out = []

@@ -365,7 +365,9 @@ def _has_bf16(gpu: str) -> bool:
 
 def refusal(s) -> str | None:
     """The sentence that refuses scenario ``s`` (resolved), or None. Rules shared by every stack come first."""
-    used = [f"{k}={getattr(s, k)}" for k in MEGATRON_FIELDS if getattr(s, k) not in (None, 1)]
+    # ep also splits a served MoE model's experts (engine vllm, sglang or trtllm: gpuplan.plan.refusals)
+    used = [f"{k}={getattr(s, k)}" for k in MEGATRON_FIELDS if getattr(s, k) not in (None, 1)
+            and not (k == "ep" and s.task == "infer")]
     used += [f"{k}=true" for k in ("cuda_graphs", "fp8_attention", "fp8_activation_store") if getattr(s, k)]
     if s.precision == "fp4-mixed":
         used.append("precision=fp4-mixed")

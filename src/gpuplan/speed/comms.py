@@ -46,10 +46,17 @@ def _is_sxm(gpu: GpuSpec) -> bool:
 
 def intra_node_link(gpu: GpuSpec, network: Network) -> Link:
     """Within a node: NVLink (half the bidirectional catalog figure) where the offer says so, or the card is an
-    SXM/OAM module and the offer does not say otherwise; PCIe x16 of the card's generation with peer-to-peer;
+    SXM/OAM module and the offer does not say otherwise; AMD Instinct's Infinity Fabric likewise (an offer's
+    ``nvlink`` reads as the node's GPU fabric); PCIe x16 of the card's generation with peer-to-peer;
     through host memory without it (GeForce cards: NCCL's SHM transport)."""
-    kind = network.intra_node or ("nvlink" if _is_sxm(gpu) else "pcie-no-p2p" if gpu.segment == "consumer"
-                                  else "pcie")
+    kind = network.intra_node or ("nvlink" if _is_sxm(gpu) else "infinity-fabric" if gpu.infinity_fabric_gbs
+                                  else "pcie-no-p2p" if gpu.segment == "consumer" else "pcie")
+    if kind in ("nvlink", "infinity-fabric") and gpu.infinity_fabric_gbs:
+        # AMD's fully connected xGMI mesh: 64 GB/s per link and direction on MI300X, ~48 usable (AMD ROCm blog,
+        # "Understanding RCCL Bandwidth and xGMI Performance on AMD Instinct MI300X", 2025-03-02: 75 %)
+        bw = gpu.infinity_fabric_gbs / 2 * 1e9 * oh.INFINITY_FABRIC_EFFICIENCY
+        return Link(bytes_per_s=bw, latency_s=oh.COLLECTIVE_LATENCY_S["infinity-fabric"], kind="infinity-fabric",
+                    label=f"Infinity Fabric {gpu.infinity_fabric_gbs / 2:.0f} GB/s")
     if kind == "nvlink" and gpu.nvlink_bandwidth_gbs:
         bw = gpu.nvlink_bandwidth_gbs / 2 * 1e9 * oh.NVLINK_EFFICIENCY
         return Link(bytes_per_s=bw, latency_s=oh.COLLECTIVE_LATENCY_S["nvlink"], kind="nvlink",

@@ -40,6 +40,7 @@ from . import ggml, mlx
 from .bands import decode_band, model_class
 from .breakdown import Speed
 from .comms import DataParallel, Link, all_reduce_s, inter_node_link, intra_node_link
+from .experts import experts_s, layout_comms_s, mla_absorbed_s, rank_share
 from .gemm import bandwidth, gemm_time_s, peak_flops, streaming_bandwidth
 from .work import attention_s, eager_ops_per_layer, elementwise_s, expert_loop_s, experts_hit, lm_head_s, smooth_max
 
@@ -83,12 +84,15 @@ class StepTimer:
             parts["host"] = self.host_s(prefill=True, seqs=seqs, tokens=tokens)
             parts.update(self._offload_parts(tokens))
             return {k: v for k, v in parts.items() if v > 0}
-        gemm = self._linears_s(tokens) + lm_head_s(m, gpu, self.other_dtype, seqs, tp=tp)
-        attention = attention_s(m, gpu, self.other_dtype, seqs, math.ceil(tokens / seqs), kernel=self.kernel, tp=tp,
+        gemm = self._linears_s(tokens, seqs=seqs) + lm_head_s(m, gpu, self.other_dtype, seqs, tp=tp)
+        attention = attention_s(m, gpu, self.other_dtype, rank_share(seqs, self.s.attention_ranks),
+                                math.ceil(tokens / seqs), kernel=self.kernel, tp=self.s.attention_tp,
                                 context=context, masked_windows=self.timing.eager) \
             / self.timing.context_attention_speedup
         parts = {"gemm": gemm, "attention": attention, "elementwise": self._elementwise_s(tokens),
                  "tensor_parallel": self._tp_s(tokens), "pipeline_across_nodes": self._node_hops_s(tokens)}
+        if self.s.attention_dp:  # the MoE layout's gathers and dispatches (speed.experts)
+            parts.update(layout_comms_s(self, tokens, seqs, decode=False))
         parts["kernel_launches"] = self._launches_s(tokens, sum(parts.values()))
         host = self.host_s(prefill=True, seqs=seqs, tokens=tokens)
         parts["host"] = max(host - sum(parts.values()), 0.0) if self.async_host else host
@@ -122,21 +126,31 @@ class StepTimer:
         gpu_share = 1 - self.cpu_layer_share
         weights = (self._linears_s(batch, dense_only=True) + self._experts_decode_s(batch)) * gpu_share
         weights += lm_head_s(m, gpu, self.other_dtype, batch, tp=tp)
-        # the cache read in whole 16-token pages, as the kernels the vLLM calibration timed read it
-        kv = batch * kv_bytes_per_sequence(s, m, int(context), block=oh.VLLM_BLOCK_TOKENS) * gpu_share
-        kv_s = kv / self._stream_bps
+        # the cache read in whole 16-token pages, as the kernels the vLLM calibration timed read it; under
+        # attention data parallelism the busiest rank's sequences; the serving engines' absorbed MLA decode
+        # (FlashMLA and its kin) at its compute floor where all heads of a GPU make it compute-bound
+        rank_batch = rank_share(batch, s.attention_ranks)
+        kv = rank_batch * kv_bytes_per_sequence(s, m, int(context), block=oh.VLLM_BLOCK_TOKENS) * gpu_share
+        mla = mla_absorbed_s(self, rank_batch, context) * gpu_share if self.timing.graphs else 0.0
+        kv_s = max(kv / self._stream_bps, mla)
         kernels = self._kernels_per_layer() * m.num_layers * gpu_share * self._kernel_latency_s
         elementwise = self._elementwise_s(batch) * gpu_share
+        if self.timing.gpu_scale != 1.0:  # an engine's ROCm build on AMD (engines.rocm)
+            weights, kv_s, kernels, elementwise = (x * self.timing.gpu_scale for x in (weights, kv_s, kernels,
+                                                                                       elementwise))
         gpu_s = weights + kv_s + kernels + elementwise
         parts = {"weights": weights, "kv_cache": kv_s, "kernel_latency": kernels, "elementwise": elementwise}
         if self.cpu_layer_share:
             cpu_bw = oh.CPU_MEMORY_GBS * 1e9 * oh.CPU_BANDWIDTH_FRACTION
             cpu_kv = batch * kv_bytes_per_sequence(s, m, int(context)) * self.cpu_layer_share
             parts["cpu_layers"] = (self._layer_weight_bytes() * self.cpu_layer_share + cpu_kv) / cpu_bw
-        host = self.host_s(prefill=False, context=context, seqs=batch)
+        # each attention data-parallel rank runs its own scheduler (SGLang's DP workers, vLLM's engine cores)
+        host = self.host_s(prefill=False, context=context, seqs=rank_batch)
         parts["tensor_parallel"] = self._tp_s(batch)
         parts["pipeline_across_nodes"] = self._node_hops_s(batch)
-        parts["kernel_launches"] = self._launches_s(batch, gpu_s + parts["tensor_parallel"])
+        if s.attention_dp:
+            parts.update(layout_comms_s(self, batch, batch, decode=True))
+        parts["kernel_launches"] = self._launches_s(rank_batch, gpu_s + parts["tensor_parallel"])  # each rank's graph
         if self.timing.eager:  # the GPU waits on Python unless its kernels are longer
             parts["host"] = smooth_max(gpu_s, host, oh.HOST_GPU_OVERLAP_SHARPNESS) - gpu_s
         elif self.async_host:  # async scheduling: only the host work the GPU step does not cover shows
@@ -175,8 +189,10 @@ class StepTimer:
 
     @property
     def _chunk(self) -> int | None:
-        """Prompt tokens one step of the engine prefills (None: a burst at once)."""
-        return self.timing.loop.chunk_tokens if self.timing.loop else None
+        """Prompt tokens one step of the engine prefills (None: a burst at once); each attention data-parallel
+        rank schedules its own chunk."""
+        chunk = self.timing.loop.chunk_tokens if self.timing.loop else None
+        return chunk * self.s.attention_ranks if chunk else chunk
 
     def _chunked_s(self, total: int, per_seq: int, *, context: int = 0) -> float:
         """``total`` prompt tokens in sequences of ``per_seq`` prefilled in chunks of the engine's step budget (a
@@ -188,11 +204,16 @@ class StepTimer:
         return t + (self.prefill_s(rest, seqs=max(int(rest / per_seq), 1), context=context) if rest else 0.0)
 
     # ---- pieces -------------------------------------------------------------------------------------------
-    def _linears_s(self, tokens: float, *, dense_only: bool = False) -> float:
+    def _linears_s(self, tokens: float, *, dense_only: bool = False, seqs: float | None = None) -> float:
         """Every decoder linear for ``tokens`` rows (experts spread over the batch unless ``dense_only``). vLLM
-        runs the projections it packs (q, k, v; gate, up; w1, w3) as one GEMM: one kernel latency per pack."""
+        runs the projections it packs (q, k, v; gate, up; w1, w3) as one GEMM: one kernel latency per pack. Under
+        attention data parallelism the attention projections run whole on the busiest rank's share of the
+        ``seqs`` sequences (default: one per token, decode); under expert parallelism the experts are
+        :func:`~.experts.experts_s`."""
         m, gpu, tp = self.m, self.gpu, self.s.tp
-        total = 0.0
+        seqs = tokens if seqs is None else seqs
+        attention_rows = tokens * rank_share(seqs, self.s.attention_ranks) / seqs if seqs else tokens
+        total = experts_s(self, tokens) if self.s.ep > 1 and not dense_only else 0.0
         bps = self._stream_bps
         for layer, count in m.layer_kinds():
             packed = self._packed_followers(layer)
@@ -200,7 +221,7 @@ class StepTimer:
                 w = 2.0 if lin.group in self.skip else self.weight_bytes_per_param
                 latency = 0.0 if lin.name in packed else self._kernel_latency_s
                 if lin.group == "experts" and lin.count > 1:
-                    if dense_only:
+                    if dense_only or self.s.ep > 1:
                         continue
                     # the grouped GEMM runs the experts the tokens reach, E (1 - (1 - k/E)^T) of them (uniform
                     # routing; vLLM's fused_moe moe_align_block_size gives an expert no block without tokens):
@@ -209,6 +230,10 @@ class StepTimer:
                     touched = e * (1 - (1 - k / e) ** tokens)
                     total += count * gemm_time_s(gpu, self.dtype, tokens * k / touched, lin.in_features,
                                                  lin.out_features / tp, count=touched, weight_bytes=w, kernels=1,
+                                                 latency_s=latency, bandwidth_bps=bps)
+                elif lin.group == "attention":
+                    total += count * gemm_time_s(gpu, self.dtype, attention_rows, lin.in_features,
+                                                 lin.out_features / self.s.attention_tp, weight_bytes=w,
                                                  latency_s=latency, bandwidth_bps=bps)
                 else:
                     n = lin.out_features / tp if lin.group != "router" else lin.out_features
@@ -232,7 +257,10 @@ class StepTimer:
         """Routed experts at decode: the batch touches ``E·(1-(1-k/E)^B)`` experts per layer (uniform routing),
         each read once through one grouped kernel that reaches a fraction of the bandwidth when it streams few
         bytes (a handful of small experts), all of it once it streams enough; with ``grouped_experts``, a grouped
-        GEMM of ``B·k / touched`` rows per expert timed by :func:`~.gemm.gemm_time_s` (achievable rate, shape)."""
+        GEMM of ``B·k / touched`` rows per expert timed by :func:`~.gemm.gemm_time_s` (achievable rate, shape);
+        under expert parallelism the busiest GPU's local experts (:func:`~.experts.experts_s`)."""
+        if self.s.ep > 1:
+            return experts_s(self, batch)
         total = 0.0
         for layer, count in self.m.layer_kinds():
             for lin in layer.linears:
@@ -310,6 +338,8 @@ class StepTimer:
             shared = any(lin.group == "shared_experts" for layer in moe_layers for lin in layer.linears)
             moe = oh.MOE_KERNELS_PER_LAYER if shared else oh.MOE_ROUTED_ONLY_KERNELS_PER_LAYER
         mla = any(layer.attention == "mla" for layer in self.m.layers)
+        if mla and moe_layers and self.timing.layer_kernels:  # the engine's own count (SGLang's DeepSeek layer)
+            return self.timing.layer_kernels
         return per + moe + (oh.MLA_KERNELS_PER_LAYER if mla else 0)
 
     def _tp_s(self, tokens: float) -> float:
@@ -319,10 +349,13 @@ class StepTimer:
         group wider than a node (SGLang's ``--tp 16 --nnodes 2``; two DGX Sparks at ``--tensor-parallel-size 2``)
         all-reduces hierarchically, inside each node and then across the nodes over each GPU's share of the network
         (:class:`~gpuplan.speed.comms.DataParallel`, NCCL's tree/ring over the rails)."""
-        if self.s.tp <= 1:
+        if self.s.tp <= 1 or self.s.attention_dp:  # attention data parallel: :func:`~.experts.layout_comms_s`
             return 0.0
         extra = self.timing.loop.all_reduce_s if self.timing.loop else 0.0
         nbytes = tokens * self.m.hidden_size * 2
+        if self.timing.fused_all_reduce:  # one fused kernel per all-reduce: its own latency, the link's bandwidth
+            return 2 * self.m.num_layers * (all_reduce_s(nbytes, self.s.tp, self.link) - self.link.latency_s
+                                            + oh.FUSED_ALL_REDUCE_S)
         if self.s.tp > self.s.num_gpus and self.inter is not None:
             group = DataParallel(per_node=self.s.num_gpus, nodes=self.s.tp // self.s.num_gpus, intra=self.link,
                                  inter=self.inter)
@@ -442,14 +475,15 @@ def inference_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | 
     single = timer.ttft_s(p)
     burst = timer.burst_ttft_s(p, b)
     gpu_side = parts.get("weights", 0) + parts.get("kv_cache", 0) + parts.get("elementwise", 0)
-    latency = parts.get("kernel_latency", 0) + parts.get("tensor_parallel", 0)
+    comms = parts.get("tensor_parallel", 0) + parts.get("expert_dispatch", 0)
+    latency = parts.get("kernel_latency", 0) + comms
     launched = timer.timing.eager or parts.get("kernel_launches", 0) > parts.get("host", 0)
     bound = max(("memory", gpu_side), ("host (kernel launches)" if launched else "host (engine loop)",
                                        parts.get("host", 0) + parts.get("kernel_launches", 0)),
                 ("latency (per-layer kernels and all-reduces)", latency),
                 ("system memory (CPU layers)", parts.get("cpu_layers", 0)), key=lambda kv: kv[1])[0]
     speed = Speed(tokens_per_s=rates.output_tokens_per_s, step_time_s=step, bound=bound, parts_s=parts,
-                  compute_s=burst, communication_s=parts.get("tensor_parallel", 0.0), ttft_s=single,
+                  compute_s=burst, communication_s=comms, ttft_s=single,
                   ttft_burst_s=burst, tokens_per_s_per_sequence=rates.tokens_per_s_per_user,
                   streaming_tokens_per_s_per_user=1 / step if step > 0 else None,
                   request_latency_s=rates.request_latency_s, requests_per_s=rates.requests_per_s)
@@ -478,7 +512,7 @@ def inference_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | 
     widen = ["cpu layers"] if timer.cpu_layer_share else []
     if gpu.vendor != "NVIDIA":
         widen.append("other vendor")
-    return banded(speed, engine.name, m, widen)
+    return banded(speed, engine.name, m, widen, rocm=timer.timing.gpu_scale != 1.0)
 
 
 def decode_words(timer: StepTimer, label: str, batch: int, host_shown: float) -> str:
@@ -509,9 +543,10 @@ def decode_words(timer: StepTimer, label: str, batch: int, host_shown: float) ->
             "they differ in how prompts share the steps (time to first token, the offline line)")
 
 
-def banded(speed: Speed, engine: str, m: ModelSpec, widen: list[str]) -> Speed:
+def banded(speed: Speed, engine: str, m: ModelSpec, widen: list[str], *, rocm: bool = False) -> Speed:
     """``speed`` with its range: the band the benches measure for ``engine`` on ``m``'s class of model
-    (:func:`.bands.decode_band`), else the decode spread doubled and said "uncalibrated"."""
+    (:func:`.bands.decode_band`), else the decode spread doubled and said "uncalibrated"; an engine's ROCm build
+    adds the held-out error of its measured share (:data:`~gpuplan.overheads.ROCM_BAND`) on each side."""
     found = decode_band(engine, m)
     if found is None:
         cls = model_class(m)
@@ -519,5 +554,8 @@ def banded(speed: Speed, engine: str, m: ModelSpec, widen: list[str]) -> Speed:
                       "spread of the measured pairs, doubled")
         return speed.with_range("decode", *widen, "uncalibrated")
     low, high, where = found
+    if rocm:
+        low, high = low - oh.ROCM_BAND, high + oh.ROCM_BAND
+        where += f", +-{oh.ROCM_BAND:.0%} for the ROCm build's measured share (bench/results/rocm_share.md)"
     speed.band = where + (" (widened: " + ", ".join(widen) + ")" if widen else "")
     return speed.with_range("decode", *widen, band=(low, high))

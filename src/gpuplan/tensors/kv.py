@@ -23,9 +23,9 @@ def layer_cache_bytes(s: Scenario, m: ModelSpec, layer: Layer, tokens: int, *, w
 
     Keys and values: ``kv_dims`` elements per token (``2·kv_heads·head_dim``; MLA's latent and rope key, which
     transformers 5 and vLLM both cache), KV heads split over TP (replicated when TP exceeds them; MLA's latent is
-    replicated), at the KV-cache dtype (int8 adds an fp32 scale per token and head), for at most ``window``
-    tokens on sliding and chunked layers when ``windowed``, in whole blocks of ``block`` tokens (vLLM's pages:
-    ``VLLM_BLOCK_TOKENS``).
+    replicated; all of them on each GPU under attention data parallelism), at the KV-cache dtype (int8 adds an
+    fp32 scale per token and head), for at most ``window`` tokens on sliding and chunked layers when
+    ``windowed``, in whole blocks of ``block`` tokens (vLLM's pages: ``VLLM_BLOCK_TOKENS``).
     Linear-attention and state-space layers add their fixed recurrent state (``state_elements`` 16-bit units:
     convolution window and SSM / delta-rule state, measured off transformers' cache), split over TP by heads,
     whatever the length (transformers ``LinearAttentionLayer``; vLLM's ``MambaSpec`` keeps one state per request).
@@ -38,12 +38,12 @@ def layer_cache_bytes(s: Scenario, m: ModelSpec, layer: Layer, tokens: int, *, w
         dims = layer.kv_dims
         heads = 1
     else:
-        heads = math.ceil(m.num_kv_heads / s.tp)
+        heads = math.ceil(m.num_kv_heads / s.attention_tp)
         dims = layer.kv_dims * heads / m.num_kv_heads
     total = cached * dims * b
     if s.kv_cache_dtype == "int8" and layer.kv_dims:
         total += cached * 2 * heads * 4  # per-token-head fp32 scales
-    return total + layer.state_elements * s.compute_bytes / s.tp
+    return total + layer.state_elements * s.compute_bytes / s.attention_tp
 
 
 def kv_bytes_per_sequence(s: Scenario, m: ModelSpec, tokens: int, layers=None, *, windowed: bool = True,

@@ -9,7 +9,7 @@ const GROUP_TITLES = {training: "Training options", techniques: "Training techni
   parallelism: "Parallelism and offload", pricing: "Pricing", diffusion: "Diffusion options", more: "More"};
 const DEFAULT_SCENARIO = {model: "llama-3.1-8b", task: "train", method: "qlora", gpu: "rtx-4090"};
 const state = {fields: [], seq: 0, timer: null, result: null, explanation: null, scenario: null, uploads: {},
-  maxUpload: 0, kinds: {}};
+  maxUpload: 0, kinds: {}, reads: {}};
 
 const $ = (sel) => document.querySelector(sel);
 
@@ -51,6 +51,15 @@ const usd = (x) => "$" + (x >= 100 ? num(x, 0) : x >= 1 ? num(x, 2) : num(x, 3))
 // the bundled models that are not decoder LLMs come with the form; another model's kind is learnt from its plan
 function kindOf(model) {
   return state.kinds[(model || "").trim().toLowerCase()] || "decoder";
+}
+
+// whether the form shows (and sends) field f for this task and model: for a bundled model that is not a decoder LLM
+// the fields its own plan reads for the task (ModuleModel.reads, the resolver's list: SDXL reads no seq_len, SD3 and
+// Flux read it as their T5 tokens), else the fields the task and the model's kind read (FieldSpec.task, .kinds)
+function readBy(f, task, model) {
+  const own = state.reads[(model || "").trim().toLowerCase()];
+  if (own) return own[task].includes(f.name);
+  return (f.task === "both" || f.task === task) && f.kinds.includes(kindOf(model));
 }
 
 function learnKind(r) {  // a repo id fetched from the hub: its plan's work says what it is
@@ -162,10 +171,10 @@ function fillForm(values) {
 
 function readForm() {
   const task = document.getElementById("f-task").value;
-  const kind = kindOf(document.getElementById("f-model").value);
+  const model = document.getElementById("f-model").value;
   const out = {};
   for (const f of state.fields) {
-    if ((f.task !== "both" && f.task !== task) || !f.kinds.includes(kind)) continue;
+    if (!readBy(f, task, model)) continue;
     const el = document.getElementById("f-" + f.name);
     let v;
     if (f.kind === "file") {  // a tokenizer counts a dataset: it waits for one
@@ -205,10 +214,12 @@ function showResolved(normalized) {
   }
 }
 
-// the fields the task and the model's kind read; a group with none of them is hidden too
-function showFields(task, kind) {
-  document.querySelectorAll("[data-task]").forEach((el) => {
-    el.hidden = (el.dataset.task !== "both" && el.dataset.task !== task) || !el.dataset.kinds.split(" ").includes(kind);
+// the fields the task and the model read (readBy); a group with none of them is hidden too
+function showFields(task, model) {
+  const kind = kindOf(model);
+  const fields = Object.fromEntries(state.fields.map((f) => [f.name, f]));
+  document.querySelectorAll("label[data-field]").forEach((el) => {
+    el.hidden = !readBy(fields[el.dataset.field], task, model);
   });
   document.querySelectorAll("details.group").forEach((g) => {
     g.hidden = !g.querySelector(".field:not([hidden])");
@@ -237,7 +248,7 @@ async function update() {
   state.timer = null;
   const seq = ++state.seq;
   const scenario = readForm();
-  showFields(scenario.task, kindOf(scenario.model));
+  showFields(scenario.task, scenario.model);
   history.replaceState(null, "", "?" + queryOf(scenario));
   document.body.classList.add("busy");
   try {
@@ -246,7 +257,7 @@ async function update() {
     if (seq !== state.seq) return;
     Object.assign(state, {result, explanation, scenario});
     learnKind(result);
-    showFields(scenario.task, kindOf(scenario.model));
+    showFields(scenario.task, scenario.model);
     clearError();
     showResolved(result.scenario);
     renderVerdict(result);
@@ -790,7 +801,10 @@ async function start() {
   const [form, models, gpus] = await Promise.all([api("/api/form"), api("/api/models"), api("/api/gpus")]);
   buildForm(form);
   for (const m of form.module_models) {
-    for (const name of [m.name, ...m.names]) state.kinds[name.toLowerCase()] = m.kind;
+    for (const name of [m.name, ...m.names]) {
+      state.kinds[name.toLowerCase()] = m.kind;
+      state.reads[name.toLowerCase()] = m.reads;
+    }
   }
   $("#list-models").replaceChildren(...models.map((m) => h("option", {value: m.name},
     `${m.family}, ${(m.params_total / 1e9).toFixed(1)}B`)), ...form.module_models.map((m) =>

@@ -1,0 +1,35 @@
+"""The ROCm builds of vLLM and SGLang on AMD Instinct cards: how much longer their GPU work takes than the CUDA
+builds' on the same datasheet.
+
+The step model is calibrated on NVIDIA cards (the CUDA builds: CUDA graphs, FlashInfer / FlashMLA, DeepGEMM, NCCL).
+The ROCm builds run other kernels (AITER's MLA decode and fused MoE, hipBLASLt GEMMs, RCCL), which reach a smaller
+share of the card's datasheet bandwidth and rate. The share is measured, not assumed: on InferenceX's runs of
+DeepSeek-R1-0528 FP8 under SGLang at TP 8 (the same client, workload and model on both vendors), the ratio of
+measured to predicted decode time on MI325X over the same ratio on H200 (bench/serving/rocm_share.py,
+bench/results/rocm_share.md) is :data:`gpuplan.overheads.ROCM_DECODE_SLOWDOWN` on the fitted rows; its held-out
+rows check it. It scales the decode step's GPU work (weight and KV streaming, kernel latency, element-wise work);
+prefill is timed from the card's measured matmul rate (:data:`gpuplan.overheads.MATMUL_PEAK_FRACTION`: MI300X's
+MAMF under ROCm) and is not scaled again. vLLM's ROCm build has no such runs in the bench: it takes SGLang's
+figure, said as borrowed; models other than DeepSeek-R1 (dense ones included) take it unmeasured, said so.
+"""
+
+from __future__ import annotations
+
+from .. import overheads as oh
+from ..hardware import GpuSpec
+
+
+def gpu_scale(gpu: GpuSpec) -> float:
+    """How many times the CUDA-calibrated decode GPU time the engine's ROCm build takes on ``gpu`` (1: not AMD)."""
+    return oh.ROCM_DECODE_SLOWDOWN if gpu.vendor == "AMD" else 1.0
+
+
+def rocm_note(engine_label: str, gpu: GpuSpec, *, measured: bool) -> str:
+    """The sentence that says how the engine's ROCm build is timed on ``gpu`` ("" off AMD)."""
+    if gpu.vendor != "AMD":
+        return ""
+    where = ("measured on InferenceX's SGLang runs of DeepSeek-R1 on MI325X against H200 (bench/results/"
+             "rocm_share.md; other models take the same figure, unmeasured)" if measured else
+             "borrowed from SGLang's ROCm runs of DeepSeek-R1 (no vLLM ROCm run is in the bench)")
+    return (f"{engine_label} on ROCm ({gpu.name}): decode GPU work {oh.ROCM_DECODE_SLOWDOWN:.2f}x the CUDA build's on "
+            f"the same datasheet, {where}")
