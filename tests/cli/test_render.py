@@ -212,9 +212,29 @@ def test_plain_wraps_text_columns_to_the_width():
         "nvidia-geforce-rtx-4090   24        GeForce"]
     assert plain(ROWS, COLS, width=200) == plain(ROWS, COLS, width=66)  # room enough: one line a row
     assert len(plain(ROWS, COLS, width=65).splitlines()) == 4
-    # no narrower than the text's least width (its longest word, or 12): 23 + 3 + 4 + 12 and the gaps
-    assert plain(ROWS, COLS, width=10) == plain(ROWS, COLS, width=23 + 2 + 3 + 2 + 4 + 2 + 12) \
-        != plain(ROWS, COLS, width=23 + 2 + 3 + 2 + 4 + 2 + 13)
+    # one block down to the text's least width (its longest word, or 12): 23 + 3 + 4 + 12 and the gaps
+    least = 23 + 2 + 3 + 2 + 4 + 2 + 12
+    assert "\n\n" not in plain(ROWS, COLS, width=least) != plain(ROWS, COLS, width=least + 1)
+    assert "\n\n" in plain(ROWS, COLS, width=least - 1)
+
+
+def test_plain_goes_on_in_a_second_block_rather_than_past_the_width():
+    """Review 3 (Q2): `capacity --format plain` ran to 155 columns (15 columns of numbers, none can wrap). Columns
+    that do not fit go on below, after the identity column again; no line is wider than the room unless a name
+    alone is."""
+    text = plain(ROWS, COLS, width=45)
+    assert text.splitlines() == [
+        "gpu                      GiB   $/h",
+        "nvidia-h100-sxm5-80gb     80  2.40",
+        "nvidia-geforce-rtx-4090   24",
+        "",
+        "gpu                      note",
+        "nvidia-h100-sxm5-80gb    the SXM board,",
+        "                         NVLink 900 GB/s",
+        "nvidia-geforce-rtx-4090  GeForce"]
+    # narrower than a name and one column: each block that name and one column at its least width (12 for text)
+    assert max(len(x) for x in plain(ROWS, COLS, width=30).splitlines()) <= 23 + 2 + 12
+    assert plain(ROWS, COLS, width=30).count("\ngpu ") == 2  # three blocks: GiB, $/h, note
 
 
 def test_fit_plain_rows_fit_120_columns_unless_a_name_is_longer(monkeypatch):

@@ -142,6 +142,25 @@ def test_shorthand_keeps_its_mean_and_says_its_shape():
     assert any("log-normal" in n for n in p.notes)
 
 
+def test_no_seq_len_pads_and_says_how_to_pack():
+    """Review 3 (Q10): the docs said records averaging under half a sequence are packed by default, yet 2,000 chats
+    of 649 tokens (longest 4,546) came out "packing none ... the stacks' default" with no word why: with no
+    ``seq_len`` the rows are the longest record's, and the note now says so and how to pack; given one, they pack."""
+    base = {"model": "qwen3-8b", "task": "train", "method": "qlora", "samples": 2000, "mean_tokens": 650}
+    s = scenario_from(base)
+    assert s.packing == "none" and s.seq_len > 2 * 650
+    notes = " ".join(n for n in gpuplan_estimate(base).to_dict()["dataset"]["notes"] if n.startswith("packing none"))
+    assert notes == ("packing none: padded per batch, the stacks' default: with no --seq-len, rows are as long as the "
+                     "longest record (set --seq-len to pack records averaging under half of it, or packing bfd)")
+    assert scenario_from({**base, "seq_len": 4096}).packing == "bfd"
+
+
+def gpuplan_estimate(scenario: dict):
+    import gpuplan
+
+    return gpuplan.estimate(scenario)
+
+
 def test_synthetic_configs_count_as_published():
     """TinyLlama 1.1B: 2 x 32,000 x 2,048 embeddings and head + 22 layers of (2 x 2,048^2 q/o + 2 x 2,048 x 256
     k/v + 3 x 2,048 x 5,632 MLP + 2 x 2,048 norms) + 2,048 = 1,100,048,384; LLaMA 7B: 6,738,415,616 (Meta's
@@ -316,3 +335,22 @@ def test_trainer_yaml_with_a_local_file_through_trl(tmp_path, data, tokenizer, m
     assert (entry.path, entry.data_files, entry.split) == ("json", str(data), "train")
     assert str(args.train_sampling_strategy) == "group_by_length" and args.packing is False
     assert args.num_train_epochs == 3 and args.max_steps == -1 and args.learning_rate == 2e-4
+
+
+@pytest.mark.parametrize("packing", ["none", "bfd"])
+def test_the_step_summary_is_of_the_data_mix(packing):
+    """Review 3 (Q1, top problem 9): with data, the ``assumed: step = ...`` line and its MFU were those of one step
+    at the longest row (gemm 63 %, attention 23 %, MFU 0.46 for Qwen3-8B QLoRA under Unsloth on a 4070 Ti SUPER)
+    while the ``step:`` line and the MFU above it were the mix's (gemm 60 %, MFU 0.42). The line now reads the
+    same shares (the ``step:`` line's first three) and the same MFU as the speed it sits under."""
+    import gpuplan
+
+    plan = gpuplan.estimate(dict(model="qwen3-8b", task="train", method="qlora", gpu="rtx-4070-ti-super",
+                                 samples=2000, mean_tokens=650, stack="unsloth", packing=packing))
+    sp = plan.speed
+    summary = [a for a in plan.to_dict()["assumptions"] if a.startswith("step = work per micro-step")]
+    assert len(summary) == 1
+    shares = [f"{k.replace('_', ' ')} {pct}%" for k, pct in sp.step_shares() if k != "other"][:3]
+    assert len(shares) == 3 and f"per-step costs ({', '.join(shares)})" in summary[0]
+    assert summary[0].endswith(f"implied MFU {sp.mfu:.2f}") and 0.3 < sp.mfu < 0.5
+    assert math.isclose(sum(sp.parts_s.values()), sp.step_time_s, rel_tol=1e-9)

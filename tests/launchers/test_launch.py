@@ -474,6 +474,26 @@ def test_recommend_launch_writes_the_setup(tmp_path):
     assert json.loads((tmp_path / "again" / "plan.json").read_text())["predicted"] == plan["predicted"]
 
 
+def test_recommend_launch_fills_the_accumulation_of_a_micro_batch_it_ranked(tmp_path):
+    """Review 3 (top problem 2): a pretraining setup ranked as "zero2+micro-batch 4" on 16 H100s kept accumulation 1
+    (64 x 2,048 = 131k tokens a step, 2,288,819 steps) beside the recipe's 488 sequences (GPT-3's 1M-token batches).
+    The ranked micro-batch stays; the accumulation makes up the recipe: ceil(488 / (4 x 16)) = 8, so 512 sequences,
+    3e11 / (512 x 2,048) = 286,103 steps."""
+    answer = gpuplan.recommend(dict(model_size="3B", task="train", method="full", train_tokens=3e11),
+                               deadline_hours=336, gpus=["h100-sxm"], max_gpus=16)
+    setup = answer.setups[0]
+    assert (setup.num_gpus, setup.scenario.micro_batch_size) == (16, 4)
+    assert "micro_batch_size" in setup.scenario.model_fields_set  # recommend set it, not the user
+    from gpuplan.api.files import ranked_launch
+
+    ranked_launch(setup, folder=tmp_path / "run")
+    plan = json.loads((tmp_path / "run" / "plan.json").read_text())
+    assert (plan["scenario"]["micro_batch_size"], plan["scenario"]["grad_accum_steps"]) == (4, 8)
+    assert plan["predicted"]["max_steps"] == math.ceil(3e11 / (512 * 2048)) == 286103
+    toml = (tmp_path / "run" / "torchtitan.toml").read_text()
+    assert "local_batch_size = 4" in toml and "global_batch_size = 512" in toml and "steps = 286103" in toml
+
+
 def test_help_teaches():
     proc = gpuplan_cli("launch", "--help")
     assert proc.returncode == 0 and "Example" in proc.stdout and "--target" in proc.stdout
@@ -889,3 +909,22 @@ def test_a_misspelt_target_is_said_before_the_plan_is_made(tmp_path):
                         "--gpu", "rtx-4090", "--target", "deepspeed,torchrn", "-o", str(tmp_path / "cli")],
                        capture_output=True, text=True)
     assert r.returncode == 2 and "unknown target 'torchrn'" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_local_config_without_weights_is_said_in_every_file(tmp_path):
+    """Review 3 (Q1): a local folder with only a config.json became ``model_name`` in the Unsloth script, which
+    cannot load it. Every file's header now says the folder holds no weights; with a checkpoint file beside the
+    config, nothing is said."""
+    import shutil
+
+    folder = tmp_path / "qwen3-14b"
+    shutil.copytree(Path(__file__).parents[1] / "data" / "review-3-q1" / "qwen3-14b", folder)
+    s = dict(model=str(folder), task="train", method="qlora", gpu="rtx-4070-ti-super", stack="unsloth")
+    files = files_of(s, ["unsloth"])
+    line = (f"# model: {folder} holds no weights (*.safetensors, *.bin): put the checkpoint there, or plan with its "
+            "Hugging Face id, before running")
+    scripts = {name: text for name, text in files.items() if name != "plan.json"}  # JSON has no comment lines
+    assert len(scripts) == 2 and all(line in text.splitlines() for text in scripts.values()), list(files)
+    assert f"'model_name': '{folder}'" in files["unsloth_train.py"]
+    (folder / "model-00001-of-00008.safetensors").write_bytes(b"")
+    assert not any("holds no weights" in text for text in files_of(s, ["unsloth"]).values())

@@ -153,3 +153,14 @@ def test_a_smaller_batch_is_not_said_to_change_the_pool():
     changes = {x.change.split(":")[0]: x.change for x in plan.suggestions}
     assert changes["batch 4"] == "batch 4: the pool's 7 requests of 8,256 tokens hold it"
     assert changes["fp8 KV cache"].startswith("fp8 KV cache: 7 -> 14 concurrent requests")
+
+
+def test_a_change_with_data_says_its_train_tokens_as_a_count():
+    """Review 3 (Q1): "shorter sequences (2,273 tokens) (and, as the stack's recipe then sets, train tokens
+    1272447.0, ...)": the data's tokens after the cut, a float, printed raw. 2,000 records of 600 tokens cut at half
+    the longest record: the count as the rest of the output writes counts."""
+    plan = estimate(dict(model="qwen3-8b", task="train", method="qlora", gpu="rtx-3060", samples=2000,
+                         mean_tokens=600, epochs=2))
+    shorter = [f.change for f in plan.suggestions if f.change.startswith("shorter sequences")]
+    assert len(shorter) == 1
+    assert "train tokens 2,381,258, packing bfd)" in shorter[0] and "2381258" not in shorter[0]

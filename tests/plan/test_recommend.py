@@ -186,11 +186,34 @@ def test_every_format_prints_the_deadline_headline():
             assert json.loads(done.stdout)["fewest_line"].startswith("fewest GPUs")
 
 
+def test_plain_wraps_the_deadline_headline_to_the_width():
+    """Review 3 (Q3, top problem 8): ``--format plain`` printed the headline of a size-only model as one 378-column
+    line (its synthetic config said in it); through a pipe every plain line keeps to 120 columns, and the words are
+    all there."""
+    args = [sys.executable, "-m", "gpuplan", "recommend", "--model-size", "3B", "--task", "train", "--method", "full",
+            "--train-tokens", "3e11", "--deadline-hours", "336", "--gpus", "h100-sxm,b200", "--max-gpus", "64",
+            "--top", "3", "--format", "plain"]
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    done = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 120
+    head = " ".join(lines[:lines.index(next(x for x in lines if x.lstrip().startswith("#")))])
+    assert head.startswith("fewest GPUs that meet the 336 h deadline: ") and "(3,426,473,600 parameters)" in head
+    assert head.endswith("300.0B tokens")
+
+
 def test_allow_lists_pricing_and_headroom():
     only = run(TRAIN_8B, providers=("runpod",), gpus=(H100, A100), top=50).setups
     assert only and {x.provider for x in only} == {"runpod"} and {x.gpu_id for x in only} <= {H100, A100}
-    spot = run(TRAIN_8B, pricing="spot", top=50).setups
+    spot_answer = run(TRAIN_8B, pricing="spot", top=50)
+    spot = spot_answer.setups
     assert spot and all(x.pricing in ("spot", "interruptible") for x in spot)
+    # review 3 (Q3): spot hours leave out waiting for capacity, and say so; on demand has no such note
+    assert spot_answer.notes[-1] == ("spot hours count restarts after interruptions (Daly's overhead) but not waiting "
+                                     "for spot capacity: the cards must be free to start and to come back, which for "
+                                     "many GPUs over days is not assured")
+    assert not any("spot capacity" in n for n in run(TRAIN_8B, top=5).notes)
     roomy = run(TRAIN_8B, min_headroom=0.25, top=50).setups
     assert roomy and all(x.headroom_pct >= 25 for x in roomy)
 

@@ -308,6 +308,30 @@ def test_capacity_cli_json(tmp_path):
                                  "--users", "8", "--format", "json"])
     plan = json.loads(r.output)["plans"][0]
     assert plan["max_users"] == 8 and plan["replicas_for_target"] == 1 and plan["usd_per_hour_for_target"]
+    # review 3 (Q2): a month of the service, 8,760 h / 12 = 730 h of the whole instances
+    assert plan["usd_per_month_for_target"] == pytest.approx(730 * plan["usd_per_hour_for_target"], rel=1e-12)
+    # review 3 (Q2): think 0 s is a stress test, said beside it; a think time given is said alone
+    for think, said in ((None, True), ("10", False)):
+        r = CliRunner().invoke(app, ["capacity", str(wl), "--model", "llama-3.1-8b", "--gpus", "l40s", "--max-gpus",
+                                     "1", "--users", "8", "--format", "plain",
+                                     *(("--think-time", think) if think else ())])
+        head = " ".join(r.output.split("SLO")[0].split())
+        assert r.exit_code == 0 and head.endswith(f"8 users (closed loop, think {think or 0} s"
+                                                  + (": each user sends the next request the moment a reply ends, a "
+                                                     "stress test; people chatting pause between turns: try "
+                                                     "--think-time 10; with fixed lengths too the users stay in "
+                                                     "lockstep, every prompt prefilled at once: --length-spread 0.5 "
+                                                     "draws them);" if said else ");")), head
+    drawn = CliRunner().invoke(app, ["capacity", "--model", "llama-3.1-8b", "--gpus", "l40s", "--max-gpus", "1",
+                                     "--users", "8", "--prompt-tokens", "1000", "--output-tokens", "100",
+                                     "--format", "plain"])  # lengths drawn (spread 0.5 by default): no lockstep
+    assert drawn.exit_code == 0 and "a stress test" in drawn.output and "lockstep" not in drawn.output
+    # a think time with a rate did nothing (only closed-loop users think): refused, as the scenario's think_time_s is
+    r = CliRunner().invoke(app, ["capacity", "--model", "llama-3.1-8b", "--rate", "5", "--think-time", "10",
+                                 "--preset", "chat", "--gpus", "l40s"])
+    assert isinstance(r.exception, GpuplanError) and str(r.exception) == (
+        "workload: think_s is the pause of closed-loop users between a reply and their next request: give users "
+        "(--users), or drop it")
     r = CliRunner().invoke(app, ["capacity", str(wl), "--model", "llama-3.1-8b", "--users", "8", "--rate", "2"])
     assert isinstance(r.exception, GpuplanError) and str(r.exception) == (
         "workload: give one load: an arrival rate (open loop), a number of users (closed loop) or a batch queued at "

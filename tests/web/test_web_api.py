@@ -189,6 +189,16 @@ def test_bad_bodies_are_422_with_one_sentence(client, body, text):
     assert "\n" not in r.json()["detail"]
 
 
+@pytest.mark.parametrize("path", ["/api/estimate", "/api/explain"])
+def test_fields_nested_under_scenario_are_told_in_http_words(client, path):
+    """Review 3 (Q9): ``{"scenario": {...}}`` on the estimate or explain API was told "the top level of the file",
+    the CLI's words; the sentence now names a key of the JSON body, and no file."""
+    r = client.post(path, json={"scenario": {"model": "llama-3.1-8b", "task": "train", "gpu": "h100"}})
+    assert r.status_code == 422
+    assert r.json()["detail"] == ("scenario fields go at the top level, not under 'scenario': model, task, ... each "
+                                  "its own key (a line of a YAML file, a key of a JSON body)")
+
+
 def test_malformed_and_missing_bodies(client):
     r = client.post("/api/estimate", content=b"{model: 1", headers={"content-type": "application/json"})
     assert r.status_code == 422 and r.json()["detail"].startswith("the request body is not valid JSON")

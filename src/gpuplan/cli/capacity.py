@@ -119,7 +119,12 @@ def render(plans, w, fmt: str = "table") -> None:
     slo = w.slo
     targets = ", ".join(f"{k} <= {v:g} s" for k, v in (("TTFT", slo.ttft_s), ("TPOT", slo.tpot_s), ("E2E", slo.e2e_s))
                         if v) or "none"
-    load = (f"{w.users} users (closed loop, think {w.think_s:g} s)" if w.users else
+    stress = (": each user sends the next request the moment a reply ends, a stress test; people chatting pause "
+              "between turns: try --think-time 10") if w.users and not w.think_s else ""
+    if stress and not w.trace and w.prompt_lengths().kind == w.output_lengths().kind == "fixed":
+        stress += ("; with fixed lengths too the users stay in lockstep, every prompt prefilled at once: "
+                   "--length-spread 0.5 draws them")
+    load = (f"{w.users} users (closed loop, think {w.think_s:g} s{stress})" if w.users else
             f"{'Poisson' if w.burstiness == 1 else f'gamma(shape {w.burstiness:g})'} arrivals"
             + (f", target {w.rate_rps:g} req/s" if w.rate_rps else ""))
     lengths = "lengths from the trace" if w.trace else api.lengths_words(w.prompt_lengths(), w.output_lengths())
@@ -153,6 +158,7 @@ def render(plans, w, fmt: str = "table") -> None:
             Column("usd_per_1k_requests", "$/1k req", usd, "right", 1),
             Column("usd_per_hour_for_target" if target else "usd_per_hour", "$/h all" if target else "$/h", usd,
                    "right", 1),
+            *([Column("usd_per_month_for_target", "$/month", num(), "right", 1)] if target else []),
             Column("instances_for_target", "inst", num(), "right", 2),
             Column("offer", "offer", priority=2),
             Column("max_rate_rps" if w.users else "output_tokens_per_s", "req/s" if w.users else "out tok/s",
@@ -168,7 +174,7 @@ def render(plans, w, fmt: str = "table") -> None:
             + (" (the shared prefix held once; TTFT alone after it, cached). " if w.shared_prefix_tokens else ". ")
             + ("users: most concurrent users one replica serves within the SLOs (up to the target); " if w.users else
                "req/s: highest steady rate one replica serves within the SLOs; ")
-            + ("$/h all, inst: what the target costs in whole instances. " if target else "")
+            + ("$/h all, $/month (730 h), inst: what the target costs in whole instances. " if target else "")
             + ("From a simulation of SGLang's scheduler (prefill batches before decodes, chunked_prefill_size, "
                "max_running_requests, the radix cache on the shared prefix; its host loop fitted on SGLang's own "
                "published runs, few: bench/results/sglang_serving.md)" if plans and plans[0].engine == "sglang"

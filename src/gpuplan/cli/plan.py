@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import textwrap
 from typing import Annotated, Any
 
 import typer
@@ -12,7 +13,20 @@ from .. import api
 from ..errors import GpuplanError, renamed
 from ..result import human_count
 from .app import JsonFlag, app, option, overrides, print_json, scenario_command, short
-from .render import FORMAT_HELP, Column, FormatOption, FormatValue, bullet, err, num, out, resolve_format, show, usd
+from .render import (
+    FORMAT_HELP,
+    Column,
+    FormatOption,
+    FormatValue,
+    bullet,
+    err,
+    num,
+    out,
+    plain_width,
+    resolve_format,
+    show,
+    usd,
+)
 
 
 # ---- recommend --------------------------------------------------------------------------------------
@@ -89,7 +103,9 @@ def recommend_cmd(scenario: str | None = None, as_json: bool = False, budget_usd
     if fmt == "json":
         print_json(result)  # its fewest_line field holds the headline
         return
-    if result.fewest_line and fmt in ("plain", "markdown"):  # the headline in every format
+    if result.fewest_line and fmt == "plain":  # the headline in every format, wrapped as plain's rows wrap
+        out.print(textwrap.fill(result.fewest_line, plain_width()), highlight=False, soft_wrap=True)
+    elif result.fewest_line and fmt == "markdown":  # one paragraph: the Markdown renderer wraps it
         out.print(result.fewest_line, highlight=False, soft_wrap=True)
     elif result.fewest_line and fmt == "csv":  # stdout stays one CSV table
         bullet(result.fewest_line, prefix="note: ", stream=err)

@@ -195,8 +195,37 @@ def _plain_widths(rows: list[dict[str, Any]], columns: Sequence[Column], width: 
 def plain(rows: list[dict[str, Any]], columns: Sequence[Column], width: int | None = None) -> str:
     """Every column, aligned with two spaces, no box: one line per row, and where a text cell is wider than its
     column (the row would pass ``width``, :func:`plain_width` by default), its words wrap onto lines below, in the
-    same column."""
-    widths = _plain_widths(rows, columns, width or plain_width())
+    same column. Columns that cannot fit ``width`` even wrapped go on in a second block below (:func:`_blocks`)."""
+    width = width or plain_width()
+    return "\n\n".join(_plain_block(rows, block, width) for block in _blocks(rows, columns, width))
+
+
+def _blocks(rows: list[dict[str, Any]], columns: Sequence[Column], width: int) -> list[list[Column]]:
+    """``columns`` in blocks that fit ``width`` at their least widths (:func:`_widths`), as a wide table is printed
+    in parts: the first block as many columns as fit, in order; each further block the identity columns (priority
+    0) again, then the next columns that fit. One block where all fit (or where no column would be left for a
+    second)."""
+    least = {c.key: _widths(rows, c)[1] for c in columns}
+    keys = [c for c in columns if c.priority == 0]
+    wide = lambda cols: sum(least[c.key] for c in cols) + 2 * (len(cols) - 1) > width  # noqa: E731
+    blocks: list[list[Column]] = []
+    current: list[Column] = []
+    for c in columns:
+        if c in keys and not blocks:
+            current.append(c)
+            continue
+        if c in keys:
+            continue
+        if wide([*current, c]) and any(x not in keys for x in current):
+            blocks.append(current)
+            current = [*keys, c]
+        else:
+            current.append(c)
+    return [*blocks, current]
+
+
+def _plain_block(rows: list[dict[str, Any]], columns: Sequence[Column], width: int) -> str:
+    widths = _plain_widths(rows, columns, width)
     lines = []
     for line in [[c.header for c in columns], *([c.cell(r) for c in columns] for r in rows)]:
         wrapped = [textwrap.wrap(cell, w, break_long_words=False, break_on_hyphens=False) or [""]

@@ -159,14 +159,17 @@ def _batching(lengths: Lengths, seq_len: int, micro_batch: int, packing: str, pa
 
 def default_packing(stack: str, lengths: Lengths, seq_len: int | None) -> tuple[str, str]:
     """The packing to plan when none is named, and why: the stack's pretraining concatenation (torchtitan),
-    best-fit packing where the stack packs without attention across records and records average under half a
-    sequence, else padding per batch (every stack's default)."""
+    best-fit packing where the stack packs without attention across records and records average under half of
+    ``seq_len`` as given, else padding per batch (every stack's default; said so where ``seq_len`` was not given)."""
     if stack == "torchtitan":
         return "wrapped", "torchtitan concatenates its data into full rows"
     mean = sum(lengths.sequences) / len(lengths.sequences)
     if stack in PACKING_STACKS and seq_len and mean < PACK_BELOW * seq_len:
         return "bfd", (f"records average {mean:,.0f} tokens, under half of {seq_len:,}: packed "
                        f"({PACKING_STACKS[stack]}), set packing none to pad instead")
+    if stack in PACKING_STACKS and not seq_len:  # rows as long as the longest record: packing would be asked for
+        return "none", ("padded per batch, the stacks' default: with no --seq-len, rows are as long as the longest "
+                        "record (set --seq-len to pack records averaging under half of it, or packing bfd)")
     return "none", "padded per batch, the stacks' default (packing bfd packs)"
 
 

@@ -37,6 +37,10 @@ from .settings import (
     backend,
 )
 
+# a checkpoint's weight files as transformers' from_pretrained finds them in a folder (model.safetensors, its shards
+# and index; pytorch_model.bin and its shards)
+WEIGHT_FILES = ("*.safetensors", "*.bin")
+
 
 @dataclass(frozen=True, kw_only=True)
 class LaunchPlan:
@@ -98,6 +102,18 @@ class LaunchPlan:
         :mod:`gpuplan.model.checkpoints`)."""
         ready = published(self.model.name, self.scenario.quant or "") if not self.train else None
         return self.inputs.get("model", ready or self.model.name)
+
+    def weights_missing(self) -> list[str]:
+        """A line when the model is a local folder with no checkpoint in it (a config.json alone, as planning
+        needs): the stacks load the weights from that folder, so the run would stop there (review 3: a hand-written
+        Qwen3-14B config became ``model_name: 'qwen3-14b'``)."""
+        folder = self.inputs.get("model")
+        if folder is None or self.synthetic or not Path(folder).is_dir():
+            return []
+        if any(next(Path(folder).glob(pattern), None) for pattern in WEIGHT_FILES):
+            return []
+        return [f"model: {folder} holds no weights ({', '.join(WEIGHT_FILES)}): put the checkpoint there, or "
+                "plan with its Hugging Face id, before running"]
 
     @property
     def synthetic(self) -> bool:
@@ -169,7 +185,7 @@ class LaunchPlan:
         """The lines every written file starts with: who wrote it, from what, and what it predicted."""
         mem, p = self.result.memory, self.predictions()
         lines = [f"written by gpuplan {__version__} on {self.written_on.isoformat()}: {self.command}",
-                 f"plan: {self.setup_label}"]
+                 f"plan: {self.setup_label}", *self.weights_missing()]
         if self.train:
             s = self.scenario
             lines.append(f"  {self.model.name}, micro-batch {s.micro_batch_size} x {s.seq_len:,} tokens x "

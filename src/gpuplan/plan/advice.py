@@ -332,7 +332,17 @@ def _with_implied(label: str, implied: dict[str, Any]) -> str:
     if not implied:
         return label
     return f"{label} (and, as the stack's recipe then sets, " + ", ".join(
-        f"{k.replace('_', ' ')} {str(v).lower() if isinstance(v, bool) else v}" for k, v in implied.items()) + ")"
+        f"{k.replace('_', ' ')} {_value_words(v)}" for k, v in implied.items()) + ")"
+
+
+def _value_words(v: Any) -> str:
+    """A field's value as the fix's words: booleans lower-case, counts with thousands separators (a float that
+    holds a whole number, such as train tokens, as one: ``1,272,447``, not ``1272447.0``)."""
+    if isinstance(v, bool):
+        return str(v).lower()
+    if (isinstance(v, float) and v.is_integer()) or isinstance(v, int):
+        return f"{v:,.0f}"
+    return f"{v:,g}" if isinstance(v, float) else str(v)
 
 
 def on_card(s: Scenario, m: ModelSpec, gpu: GpuSpec, fixes: list[Fix]) -> list[Fix]:

@@ -86,6 +86,7 @@ class Deployment:
     replicas_per_instance: int = 1  # tensor-parallel groups one rented instance holds
     instances_for_target: int | None = None
     usd_per_hour_for_target: float | None = None
+    usd_per_month_for_target: float | None = None  # at HOURS_PER_MONTH: a month of the service running
     max_users: int | None = None  # closed loop: most concurrent users one replica serves within the SLOs
     output_tokens_per_s: float | None = None  # at max_rate_rps
     ttft_alone_s: float | None = None  # one request on an idle engine (estimate's figure)
@@ -138,6 +139,7 @@ def setups(s: Scenario, m: ModelSpec, gpu_ids: tuple[str, ...] = (), max_gpus: i
 
 # Wall seconds one capacity search may take, all its simulations together.
 SEARCH_TIME_S = 120.0
+HOURS_PER_MONTH = 730.0  # 8,760 hours a year / 12: a service that runs all month
 
 
 def cheapest_offer(s: Scenario, offers: list[Offer], gpu_id: str) -> tuple[float, str, int] | None:
@@ -319,6 +321,7 @@ def _row(st: Setup, sc: Scenario, mem: ServingMemory, model: StepModel, bound: t
         if row.replicas_for_target:
             row.instances_for_target = math.ceil(row.replicas_for_target / groups)
             row.usd_per_hour_for_target = row.instances_for_target * per_hour
+            row.usd_per_month_for_target = row.usd_per_hour_for_target * HOURS_PER_MONTH
     return row
 
 
@@ -387,6 +390,7 @@ def shown(plans: list[Deployment]) -> list[dict]:
              "usd_per_million_input": p.usd_per_million_input, "usd_per_million_output": p.usd_per_million_output,
              "usd_per_1k_requests": p.usd_per_1k_requests, "replicas_for_target": p.replicas_for_target,
              "instances_for_target": p.instances_for_target, "usd_per_hour_for_target": p.usd_per_hour_for_target,
+             "usd_per_month_for_target": p.usd_per_month_for_target,
              "job_s": p.job_s, "usd_per_job": p.usd_per_job, "job_peak_running": p.job_peak_running,
              "job_preemptions": p.job_preemptions, "warnings": list(p.warnings)}
             for p in plans]

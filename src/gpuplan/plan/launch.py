@@ -120,7 +120,9 @@ def _layout(r: Resolved, keep_micro_batch: bool) -> Resolved:
     from .recipe import data_batch, kind_of, published
 
     s, m, gpu = r.scenario, r.model, r.gpu
-    if {"micro_batch_size", "grad_accum_steps"} & s.model_fields_set:
+    # a ranked setup keeps its micro-batch, which recommend may have set itself ("micro-batch 4"): only an
+    # accumulation set keeps the layout as it is
+    if ({"grad_accum_steps"} if keep_micro_batch else {"micro_batch_size", "grad_accum_steps"}) & s.model_fields_set:
         return r
     data = profile(s)
     params = float(m.params_total)

@@ -424,7 +424,13 @@ def _price_notes(s: Scenario, c: Constraints, all_offers: list[Offer], cards: di
     notes += [f"no price for {gpus()[g].name} in the offers in force" for g in c.gpus if g not in cards]
     if c.pricing != "on_demand":
         notes.append(spot_rows_missing())
+        notes.append(SPOT_CAPACITY)
     return notes
+
+
+# what the spot hours leave out (review 3, question 3: 64 H100s on AWS spot ranked first for a 89 h pretraining run)
+SPOT_CAPACITY = ("spot hours count restarts after interruptions (Daly's overhead) but not waiting for spot capacity: "
+                 "the cards must be free to start and to come back, which for many GPUs over days is not assured")
 
 
 def _search(s: Scenario, m: ModelSpec, c: Constraints, offers: list[Offer], cards: dict[str, GpuSpec],

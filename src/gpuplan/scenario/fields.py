@@ -661,8 +661,8 @@ def _one_sentence(err: ValidationError) -> str:
     field = ".".join(str(p) for p in first["loc"])
     if first["type"] == "extra_forbidden":
         if isinstance(first.get("input"), dict):
-            return (f"scenario fields go at the top level of the file, not under {field!r}: (model:, task:, ... "
-                    "each on its own line)")
+            return (f"scenario fields go at the top level, not under {field!r}: model, task, ... each its own key "
+                    "(a line of a YAML file, a key of a JSON body)")
         close = did_you_mean(field, FIELDS)
         hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else \
             "; `gpuplan estimate --help` lists the fields"

@@ -19,6 +19,7 @@ package: a training plan never runs them (PEP 562 module ``__getattr__``).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +31,7 @@ from .bands import decode_band, model_class
 from .breakdown import Speed
 from .flops import compute_dtype, matmul_params, training_flops_per_token
 from .gemm import gemm_efficiency, gemm_time_s
-from .training import training_speed
+from .training import step_summary, training_speed
 
 if TYPE_CHECKING:
     from .inference import ServingRates, StepTimer, inference_speed, serving_rates, step_timer
@@ -54,7 +55,9 @@ def speed_of(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None = 
     if s.task == "train" and (s.dataset or s.samples):  # at the data's mix of lengths (gpuplan.dataset.mix)
         from ..dataset.mix import speed_at_mix
 
-        return speed_at_mix(s, m, gpu, network, training_speed)
+        mixed = speed_at_mix(s, m, gpu, network, training_speed)
+        # training_speed's first assumption sums up its step at full rows: said again of the mix's parts and MFU
+        return replace(mixed, assumptions=[step_summary(s, gpu, mixed), *mixed.assumptions[1:]])
     if s.task == "train":
         return training_speed(s, m, gpu, network)
     from .inference import inference_speed

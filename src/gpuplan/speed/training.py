@@ -192,7 +192,7 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
              "optimizer": optimizer, "trainer_loop": loop, "stragglers": straggle}
     speed = _speed(s, m, gpu, dtype, {k: v for k, v in parts.items() if v > 0}, step, tokens * k * s.dp * s.cp,
                    k * busy, assumptions)
-    speed.assumptions.insert(0, _summary(s, gpu, dtype, tokens, speed))
+    speed.assumptions.insert(0, step_summary(s, gpu, speed))
     if s.world_size > 1:
         speed.assumptions.append(f"collectives over {comm.dp_link.label if s.num_nodes > 1 else comm.intra.label}"
                                  + ("; DeepSpeed ZeRO-3 module hooks on every pass" if deepspeed_zero3 else ""))
@@ -510,13 +510,17 @@ def _speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, dtype: str, parts: dict[str,
                  communication_s=comm, flops_per_token=training_flops_per_token(s, m), assumptions=assumptions)
 
 
-def _summary(s: Scenario, gpu: GpuSpec, dtype: str, tokens: int, speed: Speed) -> str:
+def step_summary(s: Scenario, gpu: GpuSpec, speed: Speed) -> str:
+    """The step in one line: its three largest parts as shares of the step (rounded as the ``step:`` line rounds
+    them), one full micro-step's GEMM efficiency, and the MFU, all read off ``speed`` (the data's mix restates it:
+    :func:`gpuplan.speed.speed_of`)."""
     from .gemm import gemm_efficiency
 
+    dtype = compute_dtype(s)
+    tokens = s.micro_batch_size * s.seq_len // s.cp
     eff = gemm_efficiency(gpu, dtype, tokens, 4096, 4096)
-    top = sorted(speed.parts_s.items(), key=lambda kv: -kv[1])[:3]
-    shares = ", ".join(f"{k.replace('_', ' ')} {100 * v / speed.step_time_s:.0f}%" for k, v in top)
-    return (f"step = work per micro-step x {s.grad_accum_steps} + per-step costs ({shares}); a {tokens:,}-token "
+    top = ", ".join([f"{k.replace('_', ' ')} {pct}%" for k, pct in speed.step_shares() if k != "other"][:3])
+    return (f"step = work per micro-step x {s.grad_accum_steps} + per-step costs ({top}); a {tokens:,}-token "
             f"micro-step's 4096x4096 GEMM reaches {eff:.0%} of the {dtype} peak on {gpu.name}"
             f"{_rate_said(s, gpu, dtype)}; implied MFU {speed.mfu or math.nan:.2f}")
 
