@@ -111,6 +111,19 @@ LLAMA_CPP_MMQ_INT8_FRACTION = 0.34
 LLAMA_CPP_METAL_MATMUL_FRACTION = {"plain": 0.80, "quantized": 0.70}
 LLAMA_CPP_METAL_DECODE_BANDWIDTH_FRACTION = 0.87
 LLAMA_CPP_METAL_LAYER_S = 140e-6
+# CUDA generation (speed/ggml.py cuda_decode_parts): MMVQ (and mul_mat_vec_f for f16) take at most this many rows
+# (ggml/src/ggml-cuda/mmvq.cuh MMVQ_MAX_BATCH_SIZE); the weights' share of the card's bandwidth and the time per layer
+# are fitted by `python bench/llama_bench.py --fit` on the fitted CUDA micro-batch-1 rows of
+# bench/data/llama-bench.csv only (JohannesGaessler's llama-bench tables in ggml-org/llama.cpp PRs #15802 and #17505:
+# RTX 3090 at micro-batch 1, 4 and 8, RTX 4090 at micro-batch 1 after 32,768 tokens); the #15013 scoreboard's tg128
+# rows are held out. The fixed 60 us per layer (1.9 ms a step for 32 layers) is most of a small model's step on a
+# fast card: the data-centre cards (A100, H100) spend more there than it says and run faster than it (+12 %, +24 %).
+LLAMA_CPP_MMVQ_MAX_BATCH = 8
+LLAMA_CPP_CUDA_DECODE_BANDWIDTH_FRACTION = 0.96
+LLAMA_CPP_CUDA_LAYER_S = 60e-6
+# MMVQ's dot-product rate per SM and clock (speed/ggml.py mmvq_flops), fitted with the two above (mean |error| 1.9 %
+# on the four rows); #15802's RTX 3090 micro-batch 4 and 8 rows (MMVQ with 4 and 8 columns) set it.
+LLAMA_CPP_MMVQ_FLOP_PER_SM_CYCLE = 70.0
 # MLX (mlx-lm) on Apple silicon (speed/mlx.py): generation streams at llama.cpp Metal's fitted bandwidth share; the
 # fixed time per layer is fitted by `python bench/llama_bench.py --fit` on the one fitted MLX row of
 # bench/data/llama-bench.csv (Llama-3.1-8B 4-bit on an M2 Pro, llmfit PR #1031); the prompt's share of the FP32 rate
@@ -538,7 +551,7 @@ STREAMING_BANDWIDTH_FRACTION = {"nvidia-h100-sxm5-80gb": 0.86}
 # decode at the dense rate). The count of experts (the earlier rule) mispriced few large experts by 2x.
 MOE_SMALL_BATCH_BANDWIDTH_FRACTION = 0.5
 MOE_FULL_BANDWIDTH_BYTES = 256e6
-LLAMA_CPP_STEP_OVERHEAD_S = 1e-3  # llama.cpp's C++ loop: sampling, graph build and launch per token
+LLAMA_CPP_STEP_OVERHEAD_S = 1e-3  # llama.cpp's loop per token: sampling, graph build, launch (none on CUDA decode)
 GENERATE_STEP_OVERHEAD_S = 2e-3  # transformers generate: inputs, mask update, logits processors, sampling
 # Whisper's log-mel features on the CPU, per 30-second window: transformers' WhisperFeatureExtractor (numpy STFT,
 # every window padded to 30 s) measured on one core of this project's build machine (AMD EPYC VM, transformers

@@ -35,9 +35,20 @@ Token generation on Metal (:func:`metal_decode_parts`): every weight the step re
 batch picks, :func:`streamed_bytes`) streamed once per token at a share of the
 unified memory's bandwidth, plus a fixed time per layer (Metal's command encoding and the ~15 kernels of a layer):
 the public M-series tables fit ``bytes / (BW x 0.89) + n_layers x t`` across F16, Q8_0 and Q4_0 (the Q4_0 runs are
-not 'less efficient': they spend the same time per layer on a third of the bytes). On CUDA, generation stays the
-step timer's (weights, KV cache, kernel latency, llama.cpp's loop) as it was; 2025 builds (CUDA graphs, faster MMVQ)
-generate faster than it says on GeForce cards (bench/results/llama_bench.md).
+not 'less efficient': they spend the same time per layer on a third of the bytes).
+
+Token generation on CUDA (:func:`cuda_decode_parts`), the same two terms with their own constants. Up to
+``MMVQ_MAX_BATCH_SIZE`` (8) rows a quantized weight runs ``mul_mat_vec_q`` (``ggml/src/ggml-cuda/mmvq.cu``, chosen in
+``ggml-cuda.cu`` ``ggml_cuda_mul_mat`` when ``src1->ne[1] <= MMVQ_MAX_BATCH_SIZE``), which streams the quantized
+blocks once for all the rows; an f16 weight runs the vector kernel ``mul_mat_vec_f`` (``mmvf.cu``). The step is the
+weights' bytes at a share of the card's bandwidth (``LLAMA_CPP_CUDA_DECODE_BANDWIDTH_FRACTION``), on a roofline with
+the dot products' rate (:func:`mmvq_flops`, which shows from ~4 rows on), plus a time per layer
+(``LLAMA_CPP_CUDA_LAYER_S``): the layer's small kernels, replayed as one CUDA graph (``ggml-cuda.cu``
+``ggml_backend_cuda_graph_compute`` captures single-token batches), and the host's graph build per step spread over
+the layers. llama-bench samples nothing, so no host loop is added on top. Past 8 rows MMQ runs and decode takes the
+step timer's generic path. A prompt run in micro-batches of at most 8 tokens (``-ub 1..8``) is the same step per
+micro-batch without the output matrix (only the last token's logits): JohannesGaessler's ``-ub 1, 4, 8`` prompt rows
+in llama.cpp PRs set the three constants (bench/data/llama-bench.csv).
 """
 
 from __future__ import annotations
@@ -163,6 +174,8 @@ def prefill_parts(timer, tokens: int, *, context: int = 0, seqs: int = 1) -> dic
     s, m, gpu = timer.s, timer.m, timer.gpu
     backend = timer.timing.kernels.removeprefix("ggml-")
     ub = s.ubatch_tokens or oh.LLAMA_CPP_UBATCH
+    if backend == "cuda" and ub <= oh.LLAMA_CPP_MMVQ_MAX_BATCH:
+        return small_batch_prefill_parts(s, m, gpu, tokens, ub, context)
     parts = {"gemm": 0.0, "attention": 0.0, "elementwise": 0.0, "kernel_latency": 0.0}
     done = 0
     while done < tokens:
@@ -176,12 +189,13 @@ def prefill_parts(timer, tokens: int, *, context: int = 0, seqs: int = 1) -> dic
     return parts
 
 
-def streamed_bytes(s: Scenario, m: ModelSpec, tokens: float = 1) -> float:
+def streamed_bytes(s: Scenario, m: ModelSpec, tokens: float = 1, *, head: bool = True) -> float:
     """Bytes a GGUF's generation step of ``tokens`` sequences reads: every layer's weights but only the routed
     experts the tokens reach (``ggml_mul_mat_id`` multiplies the rows of the experts the router picked; the others
-    are not read), and the output matrix (the token embedding is one row per token: ``get_rows``)."""
+    are not read), and the output matrix unless ``head`` is False (the token embedding is one row per token:
+    ``get_rows``)."""
     parts = gguf.weight_bytes(m, ftype(s, m))
-    head = parts["lm_head"] or parts["embeddings"]  # tied: the output reads the token embedding's matrix
+    head = (parts["lm_head"] or parts["embeddings"]) if head else 0.0  # tied: the output reads the embedding
     unread = unread_expert_bytes(((m.layers[i], lin, gguf.type_bytes(kind, lin.weight_params))
                                   for _, i, lin, kind in gguf.tensor_types(m, ftype(s, m))), tokens)
     return sum(v for k, v in parts.items() if k not in ("embeddings", "lm_head", "vision")) + head - unread
@@ -195,3 +209,39 @@ def metal_decode_parts(s: Scenario, m: ModelSpec, gpu: GpuSpec, batch: int, cont
     bps = gpu.bandwidth_gbs * 1e9 * bandwidth_fraction
     kv = batch * kv_bytes_per_sequence(s, m, int(context))
     return {"weights": weight_bytes / bps, "kv_cache": kv / bps, "kernel_latency": m.num_layers * layer_s}
+
+
+def cuda_decode_parts(s: Scenario, m: ModelSpec, gpu: GpuSpec, tokens: int, kv_bytes: float, *,
+                      head: bool = True) -> dict[str, float]:
+    """One step of ``tokens`` rows (at most ``MMVQ_MAX_BATCH_SIZE``) on CUDA: the weights the step reaches
+    (:func:`streamed_bytes`) and ``kv_bytes`` of cache streamed at
+    :data:`~gpuplan.overheads.LLAMA_CPP_CUDA_DECODE_BANDWIDTH_FRACTION` of the card's bandwidth, and
+    :data:`~gpuplan.overheads.LLAMA_CPP_CUDA_LAYER_S` per layer (module docstring)."""
+    bps = gpu.bandwidth_gbs * 1e9 * oh.LLAMA_CPP_CUDA_DECODE_BANDWIDTH_FRACTION
+    weights = streamed_bytes(s, m, tokens, head=head)
+    # each row meets the weights one token reaches (a routed expert multiplies only the rows sent to it)
+    flops = 2 * tokens * streamed_bytes(s, m, 1, head=head) / gguf.linear_bytes_per_param(m, ftype(s, m))
+    return {"weights": _roofline(flops / mmvq_flops(gpu), weights / bps), "kv_cache": kv_bytes / bps,
+            "kernel_latency": m.num_layers * oh.LLAMA_CPP_CUDA_LAYER_S}
+
+
+def mmvq_flops(gpu: GpuSpec) -> float:
+    """FLOP/s of MMVQ's dot products (``vec_dot_*_q8_1``: dp4a on each block, unpacked in integer instructions):
+    SMs x clock x :data:`~gpuplan.overheads.LLAMA_CPP_MMVQ_FLOP_PER_SM_CYCLE`, or the MMQ fallback's share of the
+    int8 rate scaled alike for a card without an SM count. It only shows past a few rows: #15802's RTX 3090 runs
+    Llama 8B Q4_0 in 6.4 ms a step for 1 row and 13.7 ms for 8."""
+    per_cycle = oh.LLAMA_CPP_MMVQ_FLOP_PER_SM_CYCLE
+    if gpu.sm_count and gpu.boost_clock_mhz:
+        return per_cycle * gpu.sm_count * gpu.boost_clock_mhz * 1e6
+    return mmq_flops(gpu, "q4_0") * per_cycle / oh.LLAMA_CPP_MMQ_FLOP_PER_SM_CYCLE
+
+
+def small_batch_prefill_parts(s: Scenario, m: ModelSpec, gpu: GpuSpec, tokens: int, ub: int,
+                              context: int) -> dict[str, float]:
+    """A prompt of ``tokens`` run in CUDA micro-batches of ``ub`` <= 8 tokens: each one a :func:`cuda_decode_parts`
+    step without the output matrix, reading the cache at the prompt's mean depth."""
+    steps = math.ceil(tokens / ub)
+    kv = kv_bytes_per_sequence(s, m, int(context + tokens / 2))
+    step = cuda_decode_parts(s, m, gpu, ub, kv, head=False)
+    return {"gemm": steps * step["weights"], "attention": steps * step["kv_cache"],
+            "kernel_latency": steps * step["kernel_latency"]}

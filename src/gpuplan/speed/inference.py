@@ -123,6 +123,8 @@ class StepTimer:
                                         layer_s=oh.LLAMA_CPP_METAL_LAYER_S)
             parts["host"] = self.host_s(prefill=False, context=context, seqs=batch)
             return {k: v for k, v in parts.items() if v > 0}
+        if self.timing.kernels == "ggml-cuda" and batch <= oh.LLAMA_CPP_MMVQ_MAX_BATCH:
+            return self._ggml_cuda_decode_parts(batch, context)
         gpu_share = 1 - self.cpu_layer_share
         weights = (self._linears_s(batch, dense_only=True) + self._experts_decode_s(batch)) * gpu_share
         weights += lm_head_s(m, gpu, self.other_dtype, batch, tp=tp)
@@ -141,9 +143,7 @@ class StepTimer:
         gpu_s = weights + kv_s + kernels + elementwise
         parts = {"weights": weights, "kv_cache": kv_s, "kernel_latency": kernels, "elementwise": elementwise}
         if self.cpu_layer_share:
-            cpu_bw = oh.CPU_MEMORY_GBS * 1e9 * oh.CPU_BANDWIDTH_FRACTION
-            cpu_kv = batch * kv_bytes_per_sequence(s, m, int(context)) * self.cpu_layer_share
-            parts["cpu_layers"] = (self._layer_weight_bytes() * self.cpu_layer_share + cpu_kv) / cpu_bw
+            parts["cpu_layers"] = self._cpu_layers_s(batch, context)
         # each attention data-parallel rank runs its own scheduler (SGLang's DP workers, vLLM's engine cores)
         host = self.host_s(prefill=False, context=context, seqs=rank_batch)
         parts["tensor_parallel"] = self._tp_s(batch)
@@ -157,6 +157,23 @@ class StepTimer:
             parts["host"] = max(host - gpu_s - parts["tensor_parallel"], 0.0)
         else:
             parts["host"] = host
+        return {k: v for k, v in parts.items() if v > 0}
+
+    def _cpu_layers_s(self, batch: int, context: float) -> float:
+        """llama.cpp's layers held in system RAM, run by the CPU: their weights and cache at its bandwidth."""
+        cpu_bw = oh.CPU_MEMORY_GBS * 1e9 * oh.CPU_BANDWIDTH_FRACTION
+        cpu_kv = batch * kv_bytes_per_sequence(self.s, self.m, int(context)) * self.cpu_layer_share
+        return (self._layer_weight_bytes() * self.cpu_layer_share + cpu_kv) / cpu_bw
+
+    def _ggml_cuda_decode_parts(self, batch: int, context: float) -> dict[str, float]:
+        """llama.cpp's CUDA decode of at most ``MMVQ_MAX_BATCH_SIZE`` sequences (:func:`.ggml.cuda_decode_parts`:
+        the weights streamed by MMVQ and a time per layer under CUDA graphs, no host loop on top), the GPU's share
+        of the layers, and the CPU's layers after them."""
+        s, m, share = self.s, self.m, 1 - self.cpu_layer_share
+        kv = batch * kv_bytes_per_sequence(s, m, int(context))
+        parts = {k: v * share for k, v in ggml.cuda_decode_parts(s, m, self.gpu, batch, kv).items()}
+        if self.cpu_layer_share:
+            parts["cpu_layers"] = self._cpu_layers_s(batch, context)
         return {k: v for k, v in parts.items() if v > 0}
 
     def decode_s(self, batch: int, context: float) -> float:
