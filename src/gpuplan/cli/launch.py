@@ -76,10 +76,8 @@ def smoke_run(s, names, output: str, as_json: bool) -> None:
             {"target": r.target, "passed": r.passed, "command": r.command, "returncode": r.returncode,
              "seconds": round(r.seconds, 1), "losses": list(r.losses), "checkpoint": r.checkpoint} for r in runs]})
     else:
-        table = Table(title=f"smoke run of {plan.setup_label} (tiny {plan.model.family}): files in {output}",
-                      title_justify="left", padding=(0, 1))
-        for col in ("target", "result", "steps", "loss first -> last", "checkpoint", "seconds"):
-            table.add_column(col)
+        table = _smoke_table(plan, output, ("target", "result", "steps", "loss first -> last", "checkpoint",
+                                            "seconds"))
         for r in runs:
             loss = f"{r.losses[0]:.4f} -> {r.losses[-1]:.4f}" if r.losses else "-"
             table.add_row(r.target, "passed" if r.passed else f"FAILED (exit {r.returncode})", str(len(r.losses)),
@@ -92,6 +90,15 @@ def smoke_run(s, names, output: str, as_json: bool) -> None:
         raise typer.Exit(1)
 
 
+def _smoke_table(plan, output: str, columns: tuple[str, ...]) -> Table:
+    """The smoke run's table, titled with the plan's setup and the folder its files are in."""
+    table = Table(title=f"smoke run of {plan.setup_label} (tiny {plan.model.family}): files in {output}",
+                  title_justify="left", padding=(0, 1))
+    for col in columns:
+        table.add_column(col)
+    return table
+
+
 def serve_table(plan, runs, output: str, as_json: bool) -> None:
     """``--smoke`` of a serving plan: whether the server came up and answered (:mod:`gpuplan.launchers.smoke_serve`);
     exit 1 when it did not."""
@@ -100,10 +107,7 @@ def serve_table(plan, runs, output: str, as_json: bool) -> None:
             {"target": r.target, "passed": r.passed, "command": r.command, "ready": r.ready, "tokens": r.tokens,
              "text": r.text, "seconds": round(r.seconds, 1)} for r in runs]})
     else:
-        table = Table(title=f"smoke run of {plan.setup_label} (tiny {plan.model.family}): files in {output}",
-                      title_justify="left", padding=(0, 1))
-        for col in ("target", "result", "ready", "tokens", "answer", "seconds"):
-            table.add_column(col)
+        table = _smoke_table(plan, output, ("target", "result", "ready", "tokens", "answer", "seconds"))
         for r in runs:
             table.add_row(r.target, "passed" if r.passed else "FAILED", "yes" if r.ready else "no", str(r.tokens),
                           repr(r.text[:40]), f"{r.seconds:.0f}")
