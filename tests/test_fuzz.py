@@ -407,3 +407,12 @@ def test_cli_capacity_answers_a_valid_workload(model, rate, lengths, slo, gpus, 
     allowed = {load_gpu(g).id for g in gpus.split(",")}
     for p in data["plans"]:
         assert p["gpu_id"] in allowed and 1 <= p["num_gpus"] <= int(max_gpus) and p["max_rate_rps"] >= 0
+
+
+def test_the_oracle_reads_infinity_fabric_as_a_name_not_a_value():
+    """Seed 8's run 957 (an MI300X plan's 'collectives over Infinity Fabric 448 GB/s') was flagged as an infinity
+    printed; a value of inf or NaN still is."""
+    assert oracle.NAN_WORD.search("assumed: collectives over Infinity Fabric 448 GB/s") is None
+    assert oracle.NAN_WORD.search("step time inf s").group(1) == "inf"
+    assert oracle.NAN_WORD.search("MFU NaN").group(1) == "NaN"
+    assert oracle.NAN_WORD.search("cost: Infinity").group(1) == "Infinity"

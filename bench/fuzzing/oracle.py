@@ -38,7 +38,8 @@ FAILURES = (TRACEBACK, NONSENSE, HANG)
 AMOUNT = re.compile(r"(_gib|_gb|_usd|^usd.*|_days|hours|_h|_s|_ms|tokens_per_s.*|_rps|_tflops|_tbs)$")
 SIGNED = ("headroom", "difference", "error", "delta", "change", "saving", "slack", "margin", "vs_", "offset")
 PROGRESS = "gpuplan: "  # a slow step says what it does on stderr (model/reading.py)
-NAN_WORD = re.compile(r"(?<![\w.-])[-+]?(nan|inf|infinity)(?![\w-])", re.IGNORECASE)
+# a value printed as NaN or infinity; not the name of AMD's Infinity Fabric (the interconnect of MI300X and its kin)
+NAN_WORD = re.compile(r"(?<![\w.-])[-+]?(nan|inf|infinity)(?![\w-])(?!\s+fabric)", re.IGNORECASE)
 
 
 @dataclass
