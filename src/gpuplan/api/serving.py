@@ -14,6 +14,7 @@ from ..model.module import NotADecoder
 from ..plan.capacity import Deployment, shown
 from ..result import Answer
 from ..scenario import scenario_from
+from ..serving.load import SIMULATED
 from ..serving.workload import DEFAULT_SPREAD, Workload
 from . import arguments as arg
 from .arguments import names_of
@@ -44,7 +45,8 @@ def capacity(model: str, workload: str | Path | Mapping[str, Any] | None = None,
              max_gpus: int = 8, any_quant: bool = False, engine_version: str | None = None,
              kv_cache_dtype: str | None = None, calibration: str | Path | None = None, top: int = 8,
              expert_parallel: bool = False, attention_dp: bool = False, **workload_fields: Any) -> CapacityReport:
-    """For every GPU type x count x tensor parallelism that holds ``model`` in vLLM, the highest request rate that
+    """For every GPU type x count x tensor parallelism that holds ``model`` in ``engine`` (vllm, sglang or
+    trtllm), the highest request rate that
     meets the workload's SLOs, the cheapest offer and the price per million tokens: ``gpuplan capacity``.
     ``workload`` is a YAML file or a dict of :class:`~gpuplan.serving.workload.Workload` fields; flat fields
     (``rate_rps``, ``prompt_tokens``, ``ttft_s``...) override it. Lengths given as ``prompt_tokens`` and
@@ -68,7 +70,7 @@ def capacity(model: str, workload: str | Path | Mapping[str, Any] | None = None,
     top = arg.count(top, "top", most=100)
     any_quant = arg.flag(any_quant, "any_quant")
     expert_parallel, attention_dp = arg.flag(expert_parallel, "expert_parallel"), arg.flag(attention_dp, "attention_dp")
-    engine = arg.text(engine, "engine", choices=("vllm", "sglang"))
+    engine = arg.text(engine, "engine", choices=SIMULATED)
     engine_version = arg.text(engine_version, "engine_version", optional=True)
     kv_cache_dtype = arg.text(kv_cache_dtype, "kv_cache_dtype", optional=True)
     calibration = arg.path(calibration, "calibration", optional=True)

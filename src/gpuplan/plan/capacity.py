@@ -35,6 +35,7 @@ from ..market.store import load_offers
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from ..serving.capacity import RatePoint, idle_latencies, max_rate, max_users, saturation_rate
+from ..serving.load import SIMULATED
 from ..serving.steptime import Calibration, StepModel, step_model
 from ..serving.workload import Workload
 from .build import build
@@ -131,7 +132,7 @@ def setups(s: Scenario, m: ModelSpec, gpu_ids: tuple[str, ...] = (), max_gpus: i
                 precision = "bf16-true" if gpu.supports_dtype("bf16") else "fp16-true"
                 sc = s.model_copy(update={"gpu": gpu.id, "num_gpus": n, "tp": n, "pp": 1, "quant": q,
                                           "ep": n if expert_parallel else s.ep,
-                                          "engine": s.engine if s.engine == "sglang" else "vllm",
+                                          "engine": s.engine if s.engine in SIMULATED else "vllm",
                                           "precision": precision, **(fields or {})})
                 out.append(Setup(gpu=gpu, num_gpus=n, quant=q, scenario=sc))
     return out
@@ -196,7 +197,10 @@ def engine_memory(sc: Scenario, m: ModelSpec, gpu: GpuSpec, longest: int) -> Ser
     scheduler (:func:`gpuplan.serving.simulate.vllm_scheduler`). SGLang: its token pool (``max_total_num_tokens``)
     and scheduler (:func:`gpuplan.serving.simulate.sglang_scheduler`: prefill batches of ``chunked_prefill_size``
     before decodes, ``max_running_requests``, one-token pages); its radix cache serves the workload's shared prefix
-    and repeated prompts (other reuse, such as multi-turn history, is not modelled)."""
+    and repeated prompts (other reuse, such as multi-turn history, is not modelled). TensorRT-LLM:
+    ``free_gpu_memory_fraction`` of the free memory in 32-token blocks and its in-flight batching
+    (:func:`gpuplan.serving.simulate.trtllm_scheduler`: ``max_batch_size``, ``max_num_tokens``, whole contexts,
+    ``GUARANTEED_NO_EVICT``)."""
     from ..serving.simulate import scheduler_for
 
     plan = memory_plan(resolve(sc, m, gpu))
@@ -220,8 +224,9 @@ def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...]
                            "no experts: drop them")
     simulated = [g for g in gpus().values() if g.vendor == "NVIDIA" and g.peak_tflops("fp16")]  # as setups()
     if gpu_ids and not any(g.id in gpu_ids for g in simulated):
-        raise GpuplanError(f"capacity simulates vLLM and SGLang on NVIDIA GPUs only (their step model is measured "
-                           f"there), not on {', '.join(gpu_ids)}: name NVIDIA cards, or leave --gpus out")
+        raise GpuplanError(f"capacity simulates vLLM, SGLang and TensorRT-LLM on NVIDIA GPUs only (their step "
+                           f"model is measured there), not on {', '.join(gpu_ids)}: name NVIDIA cards, or leave "
+                           "--gpus out")
     offers = load_offers(catalogs)
     w = with_scenario_prefix(w, s)
     longest = _longest(w, m)
