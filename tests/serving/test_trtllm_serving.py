@@ -112,3 +112,25 @@ def test_capacity_batch_under_trtllm_within_12_percent_of_nvidias_runs(isl, osl,
     assert row.output_tokens_per_s == pytest.approx(published, rel=0.12)
     assert row.job_preemptions == 0 and 0 < row.job_peak_running <= batch
     assert row.job_s == pytest.approx(requests * osl / row.output_tokens_per_s)
+
+
+def test_capacity_engine_trtllm_reads_the_plans_pool_and_serves_users():
+    """``gpuplan.api.capacity(engine="trtllm")``: each row reads its TensorRT-LLM plan (the pool estimate reports:
+    the same KV tokens), finds a rate within the SLOs, and with ``users`` the most users one replica serves; the
+    users found, run again by ``estimate --users``'s road, meet the SLO on TPOT."""
+    from gpuplan import api
+
+    kw = dict(engine="trtllm", gpus=["h100-sxm"], max_gpus=1, prompt_tokens=2000, output_tokens=300, ttft_s=1,
+              tpot_s=0.05, top=1)
+    rate = api.capacity("llama-3.1-8b", rate_rps=5, **kw)
+    (row,) = rate.deployments
+    assert row.engine == "trtllm" and row.plan.pool.engine == "trtllm"
+    assert row.kv_tokens == row.plan.memory.max_context_tokens > 100_000
+    assert 3 < row.max_rate_rps < 40 and row.tpot_s <= 0.05 and row.ttft_s <= 1
+    users = api.capacity("llama-3.1-8b", users=64, **kw)
+    (u,) = users.deployments
+    assert 1 <= u.max_users <= 64 and u.tpot_s <= 0.05
+    plan = api.estimate({"model": "llama-3.1-8b", "task": "infer", "engine": "trtllm", "gpu": "h100-sxm",
+                         "users": u.max_users, "prompt_tokens": 2000, "output_tokens": 300})
+    assert plan.load.engine == "trtllm" and plan.load.running_cap == 2048 and plan.load.preemptions == 0
+    assert plan.load.completed == plan.load.num_prompts
