@@ -57,9 +57,7 @@ def capacity_cmd(
     max_gpus: Annotated[int, typer.Option(help="Largest tensor-parallel group.")] = 8,
     any_quant: Annotated[bool, typer.Option(help="Also try fp8 weights (where supported) and AWQ int4.")] = False,
     expert_parallel: ExpertParallel = False, attention_dp: AttentionDp = False,
-    engine: Annotated[str, typer.Option(help="vllm, sglang or trtllm (each engine's pool, scheduler and "
-                                                       "host loop).")
-                      ] = "vllm",
+    engine: Annotated[str, typer.Option(help="vllm, sglang or trtllm (its pool, scheduler and host loop).")] = "vllm",
     engine_version: Annotated[str | None, typer.Option(help="Engine release whose rules apply [default: current].")
                               ] = None,
     kv_cache_dtype: Annotated[str | None, typer.Option(help="auto | fp8 | fp16 | bf16 | int8")] = None,
@@ -73,12 +71,10 @@ def capacity_cmd(
     """For every GPU type x count x tensor parallelism (x fp8/AWQ weights with --any-quant) that holds the model
     in the engine (vLLM, SGLang or TensorRT-LLM), the highest steady request rate (or, with --users, the most
     concurrent users) that meets the SLOs (bisection on a simulation of the engine's scheduler, judged after
-    warm-up), the cheapest instance that holds a
-    tensor-parallel group whole, $ per million input and output tokens at that load, what the target costs in
-    whole instances, and the Pareto front of cost vs time to first token. Rates carry the band of the serving
-    accuracy table. With --batch, an offline job: how long each setup takes to run the batch (the engine's
-    max_num_seqs and KV pool decide how many run at once; the rest wait, a full pool preempts; TensorRT-LLM
-    admits only what its pool holds to the end) and its cost.
+    warm-up), the cheapest instance that holds a tensor-parallel group whole, $ per million input and output
+    tokens at that load, what the target costs in whole instances, and the Pareto front of cost vs time to first
+    token. Rates carry the band of the serving accuracy table. With --batch, an offline job: how long each setup
+    takes to run the batch (the engine's cap and KV pool decide how many run at once; the rest wait) and its cost.
 
     Examples:
 
