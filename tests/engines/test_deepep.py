@@ -73,3 +73,13 @@ def test_no_buffers_without_deepep():
     assert deepep.buffer_bytes(scenario_from({**base, "engine": "trtllm", "moe_dispatch": "deepep"}), m) == 0
     assert deepep.buffer_bytes(scenario_from({**base, "engine": "sglang"}), m) == 0
     assert deepep.buffer_bytes(scenario_from({**base, "engine": "sglang", "moe_dispatch": "deepep"}), m) > 0
+
+
+def test_the_page_explains_the_buffers_line():
+    """The page's formula for the line: computed again from DeepEP's hints, equal to the plan's, with its source."""
+    e = api.explain({"model": "deepseek-v3", "task": "infer", "engine": "sglang", "gpu": "h200", "num_gpus": 8,
+                     "tp": 8, "ep": 8, "attention_dp": True, "moe_dispatch": "deepep"})
+    (key,) = [k for k in e.numbers if k.startswith("memory.other.DeepEP buffers")]
+    f = e.numbers[key]
+    assert f.computed == pytest.approx(f.value) == pytest.approx((188_909_184 + 1_908_412_672) / GIB)
+    assert "csrc/config.hpp" in f.constants[0].source
