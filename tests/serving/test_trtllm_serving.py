@@ -134,3 +134,16 @@ def test_capacity_engine_trtllm_reads_the_plans_pool_and_serves_users():
                          "users": u.max_users, "prompt_tokens": 2000, "output_tokens": 300})
     assert plan.load.engine == "trtllm" and plan.load.running_cap == 2048 and plan.load.preemptions == 0
     assert plan.load.completed == plan.load.num_prompts
+
+
+def test_prompts_longer_than_max_num_tokens_are_one_sentence():
+    """trtllm-serve refuses a prompt over max_num_tokens (8,192) with chunked prefill off (llm.py
+    ``_check_arguments``): capacity says so instead of a row of 0 requests/s."""
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-m", "gpuplan", "capacity", "--model", "llama-3.1-8b", "--engine", "trtllm",
+                          "--gpus", "h100-sxm", "--max-gpus", "1", "--prompt-tokens", "12000", "--output-tokens",
+                          "200", "--rate", "1"], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 2 and "Traceback" not in run.stderr
+    assert "max_num_tokens 8,192" in run.stderr and "18,000 tokens" in run.stderr
