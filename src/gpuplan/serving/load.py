@@ -180,8 +180,11 @@ def summary(out, model: StepModel, s: Scenario, engine, offline: bool, prompt_d:
         warnings.append(f"the simulation {out.stopped}: its figures count only the {out.completed:,} requests "
                         "that finished")
     if out.refused:
-        warnings.append(f"{out.refused:,} requests are longer than the engine's KV pool holds and were never "
-                        "admitted")
+        step = engine.max_num_batched_tokens
+        budget = "" if engine.chunked_prefill else \
+            f", or their prompts longer than the {step:,} tokens a step takes whole (no chunked prefill)"
+        warnings.append(f"{out.refused:,} requests are longer than the engine's KV pool holds{budget}, and were "
+                        "never admitted")
     mode = "offline" if offline else "closed loop" if s.users else "open loop"
     return LoadRun(mode=mode, engine=s.engine, max_concurrency=None if offline else s.users,
                    think_time_s=0.0 if offline else s.think_time_s,
