@@ -10,9 +10,9 @@ from rich.text import Text
 
 from ..errors import GpuplanError
 from .app import JsonFlag, app, out, print_json
+from .estimate import ENGINE_LABELS
 from .render import Column, FormatOption, bullet, err, num, resolve_format, show, usd
 
-LABELS = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
 TRTLLM_WORDS = ("From a simulation of TensorRT-LLM's in-flight batching (trtllm-serve's defaults: max_batch_size "
                 "2,048, max_num_tokens 8,192, whole contexts, GUARANTEED_NO_EVICT admission; its host loop timed "
                 "as vLLM's, uncalibrated on serving runs)")
@@ -201,7 +201,7 @@ def _render_job(rows: list[dict], head: str, fmt: str, engine: str) -> None:
             Column("usd_per_million_output", "$/M out", usd, "right", 3),
             Column("max_concurrency", "KV reqs", num(), "right", 3),
             Column("kv_tokens", "KV tokens", num(), "right", 4)]
-    label = LABELS.get(engine, engine)
+    label = ENGINE_LABELS.get(engine, engine)
     cap = "max_batch_size" if engine == "trtllm" else "max_num_seqs"
     pool = ("holds for their whole output (GUARANTEED_NO_EVICT: nothing is preempted); the others wait for them to "
             "finish." if engine == "trtllm" else "holds; the others wait for them to finish, and a pool that runs "
