@@ -74,3 +74,18 @@ def test_bad_bodies_are_one_sentence(client, change, status, words):
     r = client.post("/api/capacity", json={**BODY, **change})
     assert r.status_code == status, r.text
     assert words in r.text and "Traceback" not in r.text
+
+
+def test_security_md_states_the_capacity_limits():
+    """docs/security.md states the bounds of /api/capacity as the request model enforces them."""
+    from pathlib import Path
+
+    from gpuplan.web.api import CapacityRequest
+
+    def most(field: str) -> int:
+        return next(m.le for m in CapacityRequest.model_fields[field].metadata if hasattr(m, "le"))
+
+    doc = " ".join((Path(__file__).resolve().parents[2] / "docs" / "security.md").read_text(encoding="utf-8").split())
+    assert (f"capacity searches over {most('max_gpus')} GPUs a setup, more than {most('top')} setups simulated, over "
+            f"{most('users'):,} users or an offline batch over {most('batch'):,} requests; the simulations of one "
+            f"search share {PAGE_SEARCH_S:g} s") in doc
