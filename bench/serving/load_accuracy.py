@@ -47,10 +47,15 @@ NOTES = """What the misses say, row by row:
   dates (2025-06-24, 2025-07-18) put it at 0.9.1 and 0.9.2 (PyPI), before async scheduling (0.14): the engine
   loop adds to every step instead of hiding behind it. Read that way, TPOT went from -34 % to -18 % (Qwen3-1.7B)
   and from -19 % to -11 % (Qwen3-30B-A3B).
-- **The rest of those TPOTs is the host's engine loop, not the GPU.** The same report's Qwen3-0.6B (not scored
-  here) decodes in 4.2 ms and Qwen3-1.7B in 4.6 ms: the larger model reads 2.2 GB more weights per step, at least
-  1.1 ms at the A100's 2.04 TB/s, yet its steps are 0.4 ms longer. Something the two share (the engine loop on
-  that host) sets the pace; overheads.VLLM_V1_STEP_OVERHEAD_S (0.77 ms) was measured on KubeCon's H100 host.
+- **Piecewise CUDA graphs: most of the rest of those TPOTs.** vLLM V1 before 0.11 ran each layer's attention
+  eagerly between piecewise CUDA graphs (the default `cudagraph_mode` until v0.11.0 turned on FULL_AND_PIECEWISE);
+  gpuplan now adds 14.3 us per layer and step for those releases (overheads.VLLM_PIECEWISE_GRAPH_LAYER_S,
+  measured in vLLM PR #20059 on Qwen2.5-1.5B, not on these rows). TPOT: Qwen3-30B-A3B (48 layers, +0.69 ms a
+  step) -10..-14 % -> -3..-7 %, Qwen3-1.7B (28 layers, +0.40 ms) -17..-21 % -> -8..-12 %. What is left is the
+  host: the same report's Qwen3-0.6B (not scored here) decodes in 4.2 ms and Qwen3-1.7B in 4.6 ms; the larger
+  model reads 2.2 GB more weights per step, at least 1.1 ms at the A100's 2.04 TB/s, yet its steps are 0.4 ms
+  longer. Something the two share (the engine loop on that host) sets the pace;
+  overheads.VLLM_V1_STEP_OVERHEAD_S (0.77 ms) was measured on KubeCon's H100 host.
 - **tt340's prompts were in vLLM's prefix cache, and the bench now replays the client's cache.** The report's
   client draws prompt `i` of every run with seed `42 + i` (tt-inference-server `CleanedPromptGenerator`:
   `torch.manual_seed`, then `torch.randint` of the run's length), so each prompt is the start of the same-index
@@ -59,12 +64,12 @@ NOTES = """What the misses say, row by row:
   `prefix_hit_tokens` (the previous run's prompt, less its last, partial block) and `warm_requests` (1) say so,
   and `cached_ttft_ms` weighs the two cases (concurrency 1: the requests never meet). Read from the client's code,
   not from the TTFTs: no constant moved. Before (every prompt computed whole): Qwen3-30B-A3B TTFT +6..+212 %
-  (median +105 %), Qwen3-1.7B +18..+69 %; after: -11..-1 % on the five MoE rows of 1,024 tokens or more, -2 %
-  and +2 % on Qwen3-1.7B's two. The prompts below the floor (`floor_ms`, the whole prompt at datasheet peak) are
+  (median +105 %), Qwen3-1.7B +18..+69 %; now -10..-1 % on the five MoE rows of 1,024 tokens or more, -1 %
+  and +4 % on Qwen3-1.7B's two. The prompts below the floor (`floor_ms`, the whole prompt at datasheet peak) are
   the ones this explains: 4,096 tokens in 75 ms where the FLOPs alone take 93 ms (3,056 of them cached).
   Not modelled, and it could only add hits: tt-inference-server's trace capture, which sends requests of every
   length before the sweep on Tenstorrent cards.
-- **The fixed cost of a request depends on the host and the network: the 128-token rows' +33..+68 %.** gpuplan
+- **The fixed cost of a request depends on the host and the network: the 128-token rows' +36..+72 %.** gpuplan
   adds 14.7 ms to every TTFT (overheads.VLLM_V1_REQUEST_S: the median, over the 7 calibration configurations of
   bench/serving/serving_cases.yaml, of measured less simulated TTFT at the lowest rate; all are inference-perf
   clients in a Kubernetes cluster: 6-15 ms for inference-sim's 4, which address the pod directly, 21-23 ms for
