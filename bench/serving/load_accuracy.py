@@ -174,10 +174,11 @@ def cached_ttft_ms(row: dict) -> float:
     ``benchmark_serving.py`` with its ``cleaned-random`` dataset): prompt ``i`` of every run is drawn by
     ``CleanedPromptGenerator.generate_stable_tokens`` with seed ``42 + i`` (``torch.manual_seed`` then
     ``torch.randint(0, vocab, (input_len,))``), so it is the start of prompt ``i`` of every longer run; the runs
-    go in the report's order (ascending prompt length) against one server, so each finds the previous run's
-    prompts in the cache (the last, partial block of each excepted); and ``benchmark_serving.py`` sends the
-    first prompt once before the timed run ("Starting initial single prompt test run"), so one request of each
-    run finds its whole prompt."""
+    go in ascending prompt length against one server (``benchmarking/benchmark_config.py``
+    ``BENCHMARK_ISL_OSL_PAIRS``, the report's order), so each finds the previous run's prompts in the cache (the
+    last, partial block of each excepted: re-tokenizing the decoded text may differ at the cut); and
+    ``benchmark_serving.py`` sends the first prompt once before the timed run ("Starting initial single prompt
+    test run"), so one request of each run finds its whole prompt."""
     n, p = int(row["num_requests"]), int(row["prompt_tokens"])
     warm, hit, whole = int(row["warm_requests"] or 0), int(row["prefix_hit_tokens"]), (p - 1) // 16 * 16
 
