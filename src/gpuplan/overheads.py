@@ -587,7 +587,7 @@ VLLM_STEP_OVERHEAD_S = 3e-3
 VLLM_V1_STEP_OVERHEAD_S = 0.765e-3
 VLLM_V1_HOST_S_PER_SEQ = 19.9e-6
 VLLM_V1_REQUEST_S = 14.7e-3
-# vLLM V1 before 0.11 replays each decode step as piecewise CUDA graphs (CompilationConfig's cudagraph_mode
+# vLLM V1 before 0.11 replays each step as piecewise CUDA graphs (CompilationConfig's cudagraph_mode
 # PIECEWISE, the default until v0.11.0 turned on FULL_AND_PIECEWISE: its release notes): torch.compile splits the
 # forward at every attention op (splitting_ops ``vllm.unified_attention*``), which runs eagerly between two graph
 # replays, so each layer pays a graph launch and the attention op's own launches that a full graph does not. Per

@@ -664,7 +664,7 @@ def current_timing(s: Scenario, m: ModelSpec, gpu: GpuSpec, *, current: bool = T
     """vLLM's timing of ``s`` (its release; the current one with ``current``, for an engine timed as vLLM's):
     CUDA graphs and fused element-wise kernels in the V1 engine (0.8+), packed projections, the measured kernel
     bandwidth, and its engine loop (``loop``: another engine's own), whose host work per step overlaps the GPU's
-    under async scheduling (0.14+), which before 0.11 pays its piecewise CUDA graphs per layer
+    under async scheduling (0.14+) and, before 0.11, includes its piecewise CUDA graphs' cost per layer
     (:func:`piecewise_graph_s`), and whose prompts are prefilled in chunks of ``max_num_batched_tokens``. A step
     of up to the largest default capture size in tokens (:func:`capture_sizes`) replays a CUDA graph, a larger one
     runs eagerly (``vllm/v1/worker/gpu_model_runner.py``: ``num_scheduled_tokens <= self.cudagraph_batch_sizes[-1]``
@@ -676,9 +676,8 @@ def current_timing(s: Scenario, m: ModelSpec, gpu: GpuSpec, *, current: bool = T
     limits = scheduler_limits(s, m, gpu, current=current)
     if loop is None:
         overlapped = s.pp == 1 if current else async_scheduling(s)
-        step = oh.VLLM_V1_STEP_OVERHEAD_S + (0.0 if current else piecewise_graph_s(s, m)) if v1 else \
-            oh.VLLM_STEP_OVERHEAD_S
-        loop = HostLoop(step_s=step,
+        piecewise = 0.0 if current else piecewise_graph_s(s, m)
+        loop = HostLoop(step_s=oh.VLLM_V1_STEP_OVERHEAD_S + piecewise if v1 else oh.VLLM_STEP_OVERHEAD_S,
                         seq_s=oh.VLLM_V1_HOST_S_PER_SEQ if v1 else 0.0, request_s=oh.VLLM_V1_REQUEST_S,
                         overlapped=overlapped, chunk_tokens=limits.max_num_batched_tokens)
     if graph_max_batch is None:
