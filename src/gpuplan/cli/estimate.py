@@ -152,7 +152,7 @@ def _speed(result, s: dict) -> None:
             f"{k.replace('_', ' ')} {pct}%" for k, pct in shares), prefix="  ", style="dim")
 
 
-ENGINE_LABELS = {"vllm": "vLLM", "sglang": "SGLang"}
+ENGINE_LABELS = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
 
 
 def render_load(run, s: dict) -> None:

@@ -62,6 +62,7 @@ from ..tensors.breakdown import GIB, Estimate
 from ..tensors.kv import kv_bytes_per_sequence
 from ..tensors.layout import replicated_attention_bytes
 from ..tensors.state import weight_format
+from . import deepep
 from .base import Engine, HostLoop, KvPool, Timing
 from .rocm import gpu_scale, rocm_note
 
@@ -471,7 +472,7 @@ def startup_memory(s: Scenario, m: ModelSpec, gpu: GpuSpec, total_gib: float | N
         fwd, sampler = profile_peak(r, m, lim, st, s.tp)
         act = fwd + sampler if r.v0_logits_only else max(fwd, sampler)
         graphs = cudagraph_estimate(m, lim, s.tp, gpu) if r.cudagraphs_in_budget else 0.0
-        pool = requested - weights - act - r.non_torch_gib * GIB - graphs
+        pool = requested - weights - act - r.non_torch_gib * GIB - graphs - deepep.buffer_bytes(s, m)
         block_bytes, per_request = kv_geometry(s, m, st, lim)
         blocks = max(int(pool // block_bytes), 0) if block_bytes else 0
         per_stage.append((st, weights, fwd, sampler, act, graphs, pool, block_bytes, blocks, per_request))
@@ -608,6 +609,8 @@ class Vllm(Engine):
         sm = startup_memory(s, m, gpu)
         e.weights, e.activations, e.kv_cache = sm.weights, sm.activation, sm.kv_pool
         e.other["non-torch (NCCL, workspaces)"] = sm.non_torch
+        if deepep.buffer_bytes(s, m):  # non-torch memory the profiling sees: taken from the pool
+            e.other[deepep.label(s)] = deepep.buffer_bytes(s, m)
         if sm.rules.cudagraphs_in_budget:
             e.other["CUDA graphs (estimate)"] = sm.cuda_graphs
         elif not s.enforce_eager:

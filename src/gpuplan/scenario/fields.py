@@ -149,7 +149,7 @@ class Scenario(BaseModel):
     users: int | None = Field(default=None, ge=1, le=10_000, description="simulate this many users (closed loop): "
                               "each sends its next request think_time_s after its last reply, as vllm bench serve "
                               "--max-concurrency; the plan gains TTFT, TPOT, ITL and end-to-end percentiles "
-                              "(engine vllm or sglang; batch_size defaults to it)")
+                              "(engine vllm, sglang or trtllm; batch_size defaults to it)")
     think_time_s: float = Field(default=0.0, ge=0, le=3600, description="with users: mean seconds a user waits "
                                 "between a reply and its next request (0: back to back, as benchmarks run)")
     rate_rps: float | None = Field(default=None, gt=0, le=10_000, description="simulate requests arriving at this "
@@ -558,9 +558,9 @@ def _load_defaults(s: Scenario) -> dict[str, Any]:
     if s.think_time_s and s.users is None:
         raise ValueError("think_time_s is the users' pause between requests: give users (a closed loop), not a "
                          "rate")
-    if s.engine not in ("vllm", "sglang"):
-        raise ValueError(f"users and rate_rps run a decoder LLM engine's scheduler, simulated for vllm and sglang, "
-                         f"not {s.engine}: set engine vllm or sglang")
+    if s.engine not in ("vllm", "sglang", "trtllm"):
+        raise ValueError(f"users and rate_rps run a decoder LLM engine's scheduler, simulated for vllm, sglang and "
+                         f"trtllm, not {s.engine}: set engine vllm, sglang or trtllm")
     if s.users is not None and "batch_size" not in s.model_fields_set:
         return {"batch_size": s.users}
     return {}
