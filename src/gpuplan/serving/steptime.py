@@ -12,7 +12,8 @@ closed form of it::
   experts, element-wise, TP all-reduces, kernel floor), sampled from ``StepTimer.decode_parts(T, 0)`` and
   ``prefill_parts(T)`` on a geometric grid of ``T`` and interpolated linearly between grid points (exact at
   them); routed experts take the larger of the decode path (the experts ``T`` tokens touch, read once) and the
-  prefill path (grouped GEMMs of ``T·k/E`` rows each);
+  prefill path (grouped GEMMs of ``T·k/E`` rows each); TensorRT-LLM's FP8 and NVFP4 GEMMs of ``T`` rows at the
+  share of the peak its kernels reach (:func:`step_model`);
 - ``lm_head(R)``: logits only for the ``R`` sequences sampled this step (decodes and prompts that finish);
 - ``attention``: prompt attention per (query, key) pair, the slope of ``prefill_parts``' attention term;
 - ``kv_read``: every cached K and V of the decoding sequences read once (``decode_parts``' KV term per token;
