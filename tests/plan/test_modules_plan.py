@@ -347,13 +347,14 @@ def test_llm_only_commands_refuse_in_one_sentence_that_says_what_to_run(capsys):
         gpuplan.api.load_model("whisper-large-v3")
 
 
-@pytest.mark.parametrize("command", [["recommend"], ["cost"], ["fit", "--gpu", "rtx-4090"], ["estimate"]])
-def test_a_module_of_ones_own_is_sent_to_simulate_in_one_sentence(command, capsys):
-    """recommend, cost, fit and estimate plan models gpuplan builds from a config; --module (simulate's) is refused
-    with the simulate command that answers it, the user's target and task in it."""
+@pytest.mark.parametrize("command", [["launch"], ["probe"]])
+def test_a_module_of_ones_own_is_sent_to_the_commands_that_plan_it_in_one_sentence(command, capsys):
+    """launch and probe run models gpuplan builds from a config; --module is refused naming the commands that plan
+    it (estimate, recommend, cost: tests/sim/test_module_sim.py), the user's target and task in it."""
     assert run([*command, "--module", "examples.my_model:build", "--task", "infer"]) == 2
     err = " ".join(capsys.readouterr().err.split())
-    assert "`gpuplan simulate --module examples.my_model:build --task infer --gpu NAME`" in err
+    assert "`gpuplan estimate --module examples.my_model:build --task infer --gpu NAME` on one card, `recommend " \
+           "--module ...` and `cost --module ...`" in err
     assert err.count("error:") == 1
 
 

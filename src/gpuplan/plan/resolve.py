@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 # the technique fields a module's plan reads, said when the stack chose them (scenario.stacks.defaults_in_force)
 MODULE_STACK_FIELDS = {"diffusion": ("precision", "grad_checkpointing", "cache_latents", "text_encoders"),
                        "encoder-decoder": ("precision", "grad_checkpointing"),
-                       "encoder": ("precision", "grad_checkpointing")}
+                       "encoder": ("precision", "grad_checkpointing"), "module": ("precision",)}
 
 
 @dataclass(frozen=True, kw_only=True)
