@@ -157,6 +157,7 @@ def test_estimate_of_a_module_is_simulates_numbers_on_the_one_road(package, caps
     assert plan["model"]["params_total"] == params and mem["weights_gib"] * 2**30 == params * 4
     assert mem["optimizer_gib"] == 2 * mem["gradients_gib"] == 2 * mem["weights_gib"]
     assert plan["resolved"].startswith("my_pkg.my_model:build: a training step (forward, loss, backward) of Net")
+    assert plan["assumptions"] == []  # the precision was given
 
 
 def test_recommend_cost_and_fit_search_cards_for_a_module(package, capsys):
@@ -169,6 +170,9 @@ def test_recommend_cost_and_fit_search_cards_for_a_module(package, capsys):
                   first["gpu_id"])
     assert first["device_peak_gib"] == alone["memory"]["device_peak_gib"] and first["step_s"] == \
         alone["work"]["step_s"]
+    # a loop of the user's own, not a stack's: the precision it was planned in is said as gpuplan's default
+    assert alone["assumptions"] == ["precision bf16-mixed: gpuplan's default (set --precision for the one your code "
+                                    "runs in)"]
     costs = _json(capsys, "cost", "--module", "my_pkg.my_model:build", "--task", "infer", "--gpu", "l4")
     assert costs["setups"] and {row["gpu_id"] for row in costs["setups"]} == {"nvidia-l4"}
     prices = [row["usd_per_hour"] for row in costs["setups"]]
