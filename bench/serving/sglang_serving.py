@@ -98,7 +98,9 @@ def run(row: dict, max_requests: int, *, before: bool = False, version: str | No
     sm = sglang.startup_memory(s, m, gpu, mem_fraction_static=s.mem_fraction_static)
     if row["max_total_tokens"]:
         sm = dataclasses.replace(sm, kv_tokens=min(sm.kv_tokens, int(row["max_total_tokens"])))
-    engine = sglang_scheduler(sm)
+    if row.get("chunked_prefill_size"):  # the run's --chunked-prefill-size (and --max-prefill-tokens, the same)
+        sm = dataclasses.replace(sm, chunked_prefill_size=int(row["chunked_prefill_size"]))
+    engine = dataclasses.replace(sglang_scheduler(sm), recv_interval=int(row.get("scheduler_recv_interval") or 1))
     timer = step_timer(s, m, gpu)
     if before:  # vLLM's current engine's loop and mixed steps over SGLang's pool
         timer = dataclasses.replace(timer, timing=vllm.current_timing(s, m, gpu))

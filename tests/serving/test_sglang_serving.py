@@ -59,6 +59,24 @@ def test_a_prefill_batch_stalls_the_decodes_in_sglang_not_in_vllm():
     assert mixed.ttft_s[1] == pytest.approx(0.015) and first.ttft_s[1] == pytest.approx(0.015)
 
 
+def test_sglang_takes_requests_in_every_recv_interval_decode_steps():
+    """--scheduler-recv-interval 10 (scheduler_recv_skipper.py: +1 per decode batch, +1,000 per prefill batch, the
+    socket read when the counter reaches 10). Every step 10 ms. A: a 100-token prompt at 0 (an idle engine takes it
+    in at once), prefilled 0-10 ms; the poll after that prefill finds nothing. B arrives at 25 ms, during A's decodes:
+    with the default interval 1 it is prefilled at 30-40 ms (TTFT 15 ms); with 10 it waits for the 10th decode batch
+    after the last poll (10-110 ms) and is prefilled at 110-120 ms: TTFT 95 ms. A's own TTFT is 10 ms either way.
+    Arriving at 125 ms instead, after the poll at 110 ms found nothing, B waits for the one at 210 ms: TTFT 95 ms."""
+    arrive, prompt, output = np.array([0.0, 0.025]), np.array([100, 100]), np.array([30, 5])
+    base = Scheduler(kv_blocks=10_000, block_tokens=1, max_num_seqs=8, max_num_batched_tokens=8192,
+                     mixed_prefill=False)
+    every = simulate(flat_steps(), base, arrive, prompt, output)
+    skipping = simulate(flat_steps(), dataclasses.replace(base, recv_interval=10), arrive, prompt, output)
+    assert every.ttft_s == pytest.approx([0.010, 0.015]) and skipping.ttft_s == pytest.approx([0.010, 0.095])
+    later = simulate(flat_steps(), dataclasses.replace(base, recv_interval=10), np.array([0.0, 0.125]), prompt,
+                     output)
+    assert later.ttft_s == pytest.approx([0.010, 0.095])
+
+
 def test_the_radix_cache_skips_a_shared_prefix_token_by_token():
     """1 ms per prompt token. Two requests of 150 prompt tokens, 10 s apart, sharing a 100-token system prompt:
     the second prefills 50 tokens in SGLang (one-token pages: 50 ms) and 54 in vLLM (whole 16-token blocks: 96
@@ -213,3 +231,4 @@ def test_the_rocm_share_is_the_fitted_rows_median_and_holds_out():
     assert len(errs["rocm-fit"]) == 3 and len(errs["rocm-check"]) == 2
     assert abs(statistics.median(errs["rocm-fit"])) < 0.02
     assert max(abs(e) for e in errs["rocm-check"]) < 0.15
+
