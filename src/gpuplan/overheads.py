@@ -615,6 +615,13 @@ SGLANG_ALL_REDUCE_S = 18.7e-6
 # shared experts. Counted on the stored snapshot sgl-project/sglang@00114aef (2025) on the H200 path (FlashInfer
 # MLA, Triton fused MoE); Blackwell's trtllm_mla and flashinfer_trtllm MoE fuse a few more, not counted.
 SGLANG_MLA_MOE_KERNELS_PER_LAYER = 16
+# SGLang replays CUDA graphs for decode batches only (python/sglang/srt/model_executor/cuda_graph_runner.py
+# CudaGraphRunner.can_run: decode, idle and target-verify batches up to cuda_graph_max_bs); an extend (prefill) batch
+# runs model.forward eagerly (model_runner.py ModelRunner.forward_extend), each kernel launched from SGLang's Python
+# modules at eager PyTorch's host cost per op (EAGER_OP_OVERHEAD_S, the figure transformers' eager steps are timed
+# with), not the 5 us launched-kernel floor. The 2026 releases' piecewise CUDA graphs for prefill (on by default
+# without expert parallelism) are not modelled.
+SGLANG_EAGER_LAUNCH_S = EAGER_OP_OVERHEAD_S
 # FlashInfer's all-reduce fusion (TensorRT-LLM's one-shot Lamport kernel: all-reduce, residual add and RMSNorm in one
 # kernel; SGLang's --enable-flashinfer-allreduce-fusion) on NVLink at decode sizes: 7.0 us at 6 tokens on 2 H100s
 # under CUDA graphs (flagos-ai/FlagGems-vllm pull request #773, table "vLLM CUDA", TRT-LLM one-shot, M=6), ~8 us

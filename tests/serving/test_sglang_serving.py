@@ -232,3 +232,21 @@ def test_the_rocm_share_is_the_fitted_rows_median_and_holds_out():
     assert abs(statistics.median(errs["rocm-fit"])) < 0.02
     assert max(abs(e) for e in errs["rocm-check"]) < 0.15
 
+
+def test_an_sglang_prefill_waits_on_its_python_launches():
+    """SGLang runs a prefill batch eagerly (CUDA graphs replay decode batches only): each of the 16 + 7 kernels of
+    its DeepSeek layer (all-reduces fused on Blackwell) is launched from Python at eager PyTorch's 18 us, 61 layers:
+    25.3 ms, longer than 8 B300s' GPU work for a 920-token NVFP4 prompt, so the prefill takes the launches' time.
+    vLLM's timing keeps the 5 us launched-kernel floor."""
+    from gpuplan.speed.inference import step_timer
+
+    s = scenario_from({"task": "infer", "engine": "sglang", "model": "deepseek-r1", "gpu": "b300", "tp": 8,
+                       "num_gpus": 8, "ep": 8, "quant": "nvfp4", "kv_cache_dtype": "fp8"})
+    timer = step_timer(s, load_model(s.model), load_gpu(s.gpu))
+    launches = (16 + 7) * 61 * oh.EAGER_OP_OVERHEAD_S
+    assert pytest.approx(25.3e-3, abs=0.05e-3) == launches and timer.timing.launch_s == oh.EAGER_OP_OVERHEAD_S
+    parts = timer.prefill_parts(920)
+    assert parts["kernel_launches"] > 0
+    assert sum(v for k, v in parts.items() if k != "host") == pytest.approx(launches)
+    vllm_timer = step_timer(s.model_copy(update={"engine": "vllm"}), load_model(s.model), load_gpu(s.gpu))
+    assert vllm_timer.timing.launch_s == 0.0
