@@ -301,8 +301,8 @@ class _Engine:
         ``Scheduler.recv_requests`` every turn of the event loop: a counter grows by 1 per decode batch and per idle
         turn and by 1,000 per prefill batch, ``SGLANG_SCHEDULER_RECV_SKIPPER_WEIGHT_*``; the socket is read only
         when the counter reaches ``--scheduler-recv-interval``, which zeroes it). An idle engine spins through the
-        threshold in microseconds: it takes a request in on arrival."""
-        if (len(self.ra) or self.waiting) and self.recv_counter < self.engine.recv_interval:
+        threshold in microseconds: with nothing running it takes a request in on arrival."""
+        if len(self.ra) and self.recv_counter < self.engine.recv_interval:
             return
         self.waiting.extend(self.inbox)
         self.inbox.clear()
