@@ -55,21 +55,26 @@ scheduler_recv_interval): (1) --scheduler-recv-interval 10 below 16 requests and
 scheduler reads its socket only every 10 or 30 decode batches, and at once after a prefill batch
 (scheduler_recv_skipper.py: +1 per decode batch, +1,000 per prefill batch); a request sent meanwhile waits, on
 average 5 or 15 decode steps (serving/simulate.py _Engine.receive). This gives the measured steps between
-concurrencies: B300 TP 8 from 1 to 2 requests +28 ms measured, +26 simulated; from 8 to 16 +102 and +99.
+concurrencies: B300 TP 8 from 1 to 2 requests +28 ms measured, +29 simulated; from 8 to 16 +102 and +96.
 (2) --chunked-prefill-size as launched (32,768 on H200 and B200, 16,384 on B300, 131,072 on MI325X; it was the
-card's default, 8,192-16,384): the first wave's prompts go in fewer, larger batches. (3) a prefill batch runs
-without CUDA graphs, each kernel launched from Python at eager PyTorch's 18 us (overheads.SGLANG_EAGER_LAUNCH_S,
-was the 5 us launched-kernel floor): 23 kernels x 61 layers = 25 ms, longer than 8 B300s' GPU work for a 1k prompt.
-Median |TTFT error| over the 32 rows 62.6% -> 42.5%; median signed error by family H200 -45% -> -41%, B200 -80% ->
--56%, B300 TP 8 -72% -> -45%, TP 4 -67% -> -38%, MI325X -53% -> -37%; every row is still low.
-Still low (measured less simulated mean TTFT): a near-constant offset per family, 40-58 ms on B300 (TP 4 and TP 8
-alike, so not GPU work), 80-150 ms on H200 1k and 115-150 ms on B200, that no mechanism counted here explains
-(SGLANG_REQUEST_S, 8.2 ms for HTTP, tokenizing and the hand-offs, was fitted on v0.3.0; no single-request SGLang 0.5
-run outside these rows sources a larger one); and at the highest concurrency of B300 (32: +450 ms), B200 (64:
-+700 ms) and H200 8k (64: +925 ms) a queue the simulation does not build (no pool binds there: SGLang's admission
-reserve for output to come, PrefillAdder's new_token_ratio, was tried and changed none of these rows). MI325X's 8k
-rows are 390-630 ms short at every concurrency (TTFT 1,026 ms at 4 requests against H200's 373), a fixed cost
-rather than a slower prefill (that would grow with the first wave's 8k-token prompts: 1,918 ms at 64 requests)."""
+card's default, 8,192-16,384), and --mem-fraction-static and --kv-cache-dtype as launched on H200 and B200: the first
+wave's prompts go in fewer, larger batches. (3) a prefill batch runs without CUDA graphs, each kernel launched from
+SGLang's Python (overheads.SGLANG_EAGER_LAUNCH_S, 41.5 us, fitted with the other SGLang host constants on the v0.3.0
+70B calibration row's TTFT; it was the 5 us launched-kernel floor): 23 kernels x 61 layers = 58 ms, longer than the
+GPU work of a 1k prompt on 8 B300s (16-29 ms) or 8 B200s (38 ms), so TP 4 and TP 8 come out alike, as measured (B300
+at 1 request: 77 and 76 ms measured, 59 and 56 simulated). The same refit brought SGLang's dense check rows from
+7.6% to 4.4% median error (bench/results/sglang_serving.md). Median |TTFT error| over the 32 rows 62.6% -> 28.5%;
+median signed error by family H200 -45% -> -40%, B200 -80% -> -47%, B300 TP 8 -72% -> -24%, TP 4 -67% -> -22%,
+MI325X -53% -> -37%; every row but H200 8k at 4 requests is still low.
+Still low (measured less simulated mean TTFT): a near-constant offset per family, 15-36 ms on B300, 71-141 ms on
+H200 1k and 95-133 ms on B200, that no mechanism counted here explains (SGLANG_REQUEST_S, 8.1 ms for HTTP,
+tokenizing and the hand-offs, is fitted on v0.3.0; no single-request SGLang 0.5 run outside these rows sources a
+larger one; the 2026 releases' piecewise CUDA graphs for prefill are not modelled either way); and at the highest
+concurrency of B300 (32: +440 ms), B200 (64: +710 ms) and H200 8k (64: +925 ms) a queue the simulation does not build
+(no pool binds there: SGLang's admission reserve for output to come, PrefillAdder's new_token_ratio, was tried and
+changed none of these rows). MI325X's 8k rows are 390-630 ms short at every concurrency (TTFT 1,026 ms at 4 requests
+against H200's 373), a fixed cost rather than a slower prefill (that would grow with the first wave's 8k-token
+prompts: 1,918 ms at 64 requests)."""
 FAMILIES = (("ix3173-", "H200 FP8 TP 8, SGLang 0.5.12"), ("ix3363-", "B200 FP8 TP 8, SGLang 0.5.12"),
             ("ix3183-r1fp4-b300-tp8", "B300 NVFP4 TP 8 EP 8, SGLang 0.5.12"),
             ("ix3183-r1fp4-b300-tp4", "B300 NVFP4 TP 4 EP 4, SGLang 0.5.12"),

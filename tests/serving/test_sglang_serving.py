@@ -95,7 +95,7 @@ def test_the_overlap_scheduler_hides_the_host_loop_from_v0_4():
     """SGLang 0.3 adds its host loop to each step; from 0.4 (the "zero-overhead batch scheduler") the longer of
     the two shows: a one-sequence decode step of 0.4.0 is shorter by the host cost (1.28 ms + 22 us here, it
     being shorter than the GPU's step), and the constants are SGLang's, not vLLM's. At TP 4 each of the 2 x 80
-    all-reduces of a 70B step costs SGLang 18.7 us more than vLLM's engine: 2.99 ms."""
+    all-reduces of a 70B step costs SGLang 16.6 us more than vLLM's engine: 2.66 ms."""
     old = step_model(sglang_scenario(engine_version="0.3.0"), M, H100)
     new = step_model(sglang_scenario(engine_version="0.4.0"), M, H100)
     host = oh.SGLANG_STEP_OVERHEAD_S + oh.SGLANG_HOST_S_PER_SEQ
@@ -107,13 +107,15 @@ def test_the_overlap_scheduler_hides_the_host_loop_from_v0_4():
     sg = step_model(scenario_from(dict(engine="sglang", **tp4)), m70, H100)
     vl = step_model(scenario_from(dict(engine="vllm", **tp4)), m70, H100)
     assert sg.dense_s[0] - vl.dense_s[0] == pytest.approx(2 * 80 * oh.SGLANG_ALL_REDUCE_S)
-    assert pytest.approx(2.99e-3, abs=0.01e-3) == 2 * 80 * oh.SGLANG_ALL_REDUCE_S
+    assert pytest.approx(2.66e-3, abs=0.01e-3) == 2 * 80 * oh.SGLANG_ALL_REDUCE_S
 
 
 def test_a_shared_prefix_raises_sglangs_capacity_and_cuts_its_ttft():
     """`capacity --engine sglang` with a 1,500-token system prompt in 2,000-token prompts: the radix cache skips
-    three quarters of each prefill, so the time to first token (alone, and the engine's part of the median at 5
-    requests/s) falls below half and the rate one H100 sustains within the SLOs rises by more than 30%."""
+    three quarters of each prefill, so the time to first token alone falls below half, the engine's part of the
+    median at 5 requests/s below 60% (the 500 tokens left still wait on the prefill's 32 x 14 kernel launches from
+    Python, 18.6 ms, which a cache hit does not skip), and the rate one H100 sustains within the SLOs rises by more
+    than 30%."""
     from gpuplan.plan.capacity import capacity, engine_memory
     from gpuplan.serving.calibrate import replay
 
@@ -128,7 +130,7 @@ def test_a_shared_prefix_raises_sglangs_capacity_and_cuts_its_ttft():
     model, engine = step_model(sc, M, H100), engine_memory(sc, M, H100, 2100).engine
     ttft = [np.median(replay(model, engine, rate_rps=5, prompt=np.full(200, 2000), output=np.full(200, 100),
                              shared_prefix=prefix).ttft_s) for prefix in (0, 1500)]
-    assert ttft[1] - model.request_s < 0.5 * (ttft[0] - model.request_s)  # the API server's share stays
+    assert ttft[1] - model.request_s < 0.6 * (ttft[0] - model.request_s)  # the API server's share stays
 
 
 def test_sglangs_published_runs_within_the_stated_tolerances():
@@ -235,16 +237,16 @@ def test_the_rocm_share_is_the_fitted_rows_median_and_holds_out():
 
 def test_an_sglang_prefill_waits_on_its_python_launches():
     """SGLang runs a prefill batch eagerly (CUDA graphs replay decode batches only): each of the 16 + 7 kernels of
-    its DeepSeek layer (all-reduces fused on Blackwell) is launched from Python at eager PyTorch's 18 us, 61 layers:
-    25.3 ms, longer than 8 B300s' GPU work for a 920-token NVFP4 prompt, so the prefill takes the launches' time.
-    vLLM's timing keeps the 5 us launched-kernel floor."""
+    its DeepSeek layer (all-reduces fused on Blackwell) is launched from Python at 41.5 us (fitted on SGLang
+    v0.3.0's 70B TTFT), 61 layers: 58.2 ms, longer than 8 B300s' GPU work for a 920-token NVFP4 prompt, so the
+    prefill takes the launches' time. vLLM's timing keeps the 5 us launched-kernel floor."""
     from gpuplan.speed.inference import step_timer
 
     s = scenario_from({"task": "infer", "engine": "sglang", "model": "deepseek-r1", "gpu": "b300", "tp": 8,
                        "num_gpus": 8, "ep": 8, "quant": "nvfp4", "kv_cache_dtype": "fp8"})
     timer = step_timer(s, load_model(s.model), load_gpu(s.gpu))
-    launches = (16 + 7) * 61 * oh.EAGER_OP_OVERHEAD_S
-    assert pytest.approx(25.3e-3, abs=0.05e-3) == launches and timer.timing.launch_s == oh.EAGER_OP_OVERHEAD_S
+    launches = (16 + 7) * 61 * oh.SGLANG_EAGER_LAUNCH_S
+    assert pytest.approx(58.2e-3, abs=0.05e-3) == launches and timer.timing.launch_s == oh.SGLANG_EAGER_LAUNCH_S
     parts = timer.prefill_parts(920)
     assert parts["kernel_launches"] > 0
     assert sum(v for k, v in parts.items() if k != "host") == pytest.approx(launches)
