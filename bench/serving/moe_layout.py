@@ -44,8 +44,8 @@ runs the same layer with its 2 norms apart (18 kernels) and no fusion; its share
 (concurrency 4/16/64; 8 and 32 held out): 1.90 -> 1.67, held-out AMD / NVIDIA ratio error 7.1% -> 3.9%
 (bench/results/rocm_share.md). Median TPOT error before -> now: H200 +49% -> +11%, B200 +43% -> -4%, B300 TP 8
 +78% -> 0%, B300 TP 4 +75% -> +7%, MI325X +46% -> +16%. H200 stays +4..+15% (c4 +6%); not explained yet. With
-the runs' own flags (chunk size, memory fraction, the fp8 cache of B200 and MI325X, the poll interval): H200 +10%,
-B200 -6%, B300 TP 8 -1%, TP 4 +6%, MI325X +10%.
+the runs' own flags (chunk size, memory fraction and B200's fp8 cache, the poll interval) and SGLang's refitted host
+constants (2026-11-29): H200 +10%, B200 -5%, B300 TP 8 +1%, TP 4 +8%, MI325X +14%.
 
 TTFT, like with like: the rows are InferenceX's mean TTFT and mean TPOT under a closed loop of c requests (10c
 prompts after 2c warm-up requests; the first c arrive together at an idle server and queue behind each other's
