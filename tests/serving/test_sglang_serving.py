@@ -136,19 +136,24 @@ def test_a_shared_prefix_raises_sglangs_capacity_and_cuts_its_ttft():
 def test_sglangs_published_runs_within_the_stated_tolerances():
     """bench/data/sglang_serving.csv (SGLang 0.3.0's own benchmark, a third-party 0.3.5 run, DataCrunch's H200
     runs) replayed as the bench does (up to 3,000 requests each): the calibration rows within 10% (the quantities
-    fitted within 1%; the 70B row's TTFT is not fitted), the check rows' median |error| within 12%
-    (bench/results/sglang_serving.md reports 7.6% over 27)."""
+    fitted within 1%), the check rows' median |error| within 8% (bench/results/sglang_serving.md reports 4.4% over
+    27), and InferenceX's DeepSeek-R1 rows, fitted on by nothing, a median |TTFT error| within 35% (28.5% over 32 in
+    bench/results/moe_layout.md; 62.6% before --scheduler-recv-interval and the eager launches were modelled)."""
     import sys
 
     sys.path.insert(0, str(ROOT / "bench/serving"))
     import sglang_serving as bench
 
     errs = {"calibration": [], "check": [], "moe": [], "rocm-fit": [], "rocm-check": []}
+    ttft = []
     for row in bench.load_rows():
         pred = bench.run(row, 3000)
         for _, key in bench.scored(row):
             errs[row["role"]].append(abs(bench.pct(pred[key], float(row[key]))))
-    assert max(errs["calibration"]) < 10 and statistics.median(errs["check"]) < 12
+            if row["id"].startswith("ix3") and key == "median_ttft_ms":
+                ttft.append(errs[row["role"]][-1])
+    assert max(errs["calibration"]) < 10 and statistics.median(errs["check"]) < 8
+    assert len(ttft) == 32 and statistics.median(ttft) < 35
 
 
 def test_a_small_step_reads_only_the_experts_it_reaches():
