@@ -587,6 +587,15 @@ VLLM_STEP_OVERHEAD_S = 3e-3
 VLLM_V1_STEP_OVERHEAD_S = 0.765e-3
 VLLM_V1_HOST_S_PER_SEQ = 19.9e-6
 VLLM_V1_REQUEST_S = 14.7e-3
+# vLLM V1 before 0.11 replays each step as piecewise CUDA graphs (CompilationConfig's cudagraph_mode
+# PIECEWISE, the default until v0.11.0 turned on FULL_AND_PIECEWISE: its release notes): torch.compile splits the
+# forward at every attention op (splitting_ops ``vllm.unified_attention*``), which runs eagerly between two graph
+# replays, so each layer pays a graph launch and the attention op's own launches that a full graph does not. Per
+# layer and step, measured: vLLM PR #20059 (fhl2000, 2025-06-29, Qwen2.5-1.5B-Instruct, 28 layers, ShareGPT, 100
+# prompts at 1 request/s): median TPOT 5.42 ms under piecewise graphs against 5.02 ms with the full graph beside
+# the piecewise FX graph (the mode 0.11 made the default): 0.40 ms / 28 = 14.3 us. The V1 host constants above
+# were fitted on 0.11 and 0.15 runs, which decode under full graphs.
+VLLM_PIECEWISE_GRAPH_LAYER_S = 14.3e-6
 # SGLang's host loop (engines/sglang.py Sglang.timing), fitted by `python bench/serving/sglang_serving.py
 # --calibrate` on the calibration rows of bench/data/sglang_serving.csv (SGLang v0.3.0's own benchmark against
 # vLLM 0.6.0, sgl-project/sglang benchmark/benchmark_vllm_060/README.md: Llama-3.1-8B-Instruct on one A100 80GB,

@@ -647,13 +647,25 @@ class Vllm(Engine):
         return current_timing(s, m, gpu, current=False)
 
 
+def piecewise_graph_s(s: Scenario, m: ModelSpec) -> float:
+    """What piecewise CUDA graphs add to each step of V1 releases before 0.11 (their default ``cudagraph_mode``,
+    PIECEWISE; ``vllm/config/compilation.py``): every layer's attention op runs eagerly between two graph replays
+    (torch.compile's ``splitting_ops``), :data:`~gpuplan.overheads.VLLM_PIECEWISE_GRAPH_LAYER_S` per layer of a
+    pipeline stage. From 0.11 (FULL_AND_PIECEWISE) a decode step replays one full graph, which the V1 host
+    constants, fitted on 0.11 and 0.15 runs, already hold."""
+    if not (0, 8, 0) <= version_tuple(s.engine_version) < (0, 11, 0):
+        return 0.0
+    return oh.VLLM_PIECEWISE_GRAPH_LAYER_S * math.ceil(m.num_layers / max(s.pp, 1))
+
+
 def current_timing(s: Scenario, m: ModelSpec, gpu: GpuSpec, *, current: bool = True,
                    loop: HostLoop | None = None, note: str = "", graph_max_batch: int | None = None,
                    **kernels) -> Timing:
     """vLLM's timing of ``s`` (its release; the current one with ``current``, for an engine timed as vLLM's):
     CUDA graphs and fused element-wise kernels in the V1 engine (0.8+), packed projections, the measured kernel
     bandwidth, and its engine loop (``loop``: another engine's own), whose host work per step overlaps the GPU's
-    under async scheduling (0.14+) and whose prompts are prefilled in chunks of ``max_num_batched_tokens``. A step
+    under async scheduling (0.14+) and, before 0.11, includes its piecewise CUDA graphs' cost per layer
+    (:func:`piecewise_graph_s`), and whose prompts are prefilled in chunks of ``max_num_batched_tokens``. A step
     of up to the largest default capture size in tokens (:func:`capture_sizes`) replays a CUDA graph, a larger one
     runs eagerly (``vllm/v1/worker/gpu_model_runner.py``: ``num_scheduled_tokens <= self.cudagraph_batch_sizes[-1]``
     "Use piecewise CUDA graphs", else "Eager mode"; the batch padded to the next captured size adds rows to GEMMs
@@ -664,7 +676,8 @@ def current_timing(s: Scenario, m: ModelSpec, gpu: GpuSpec, *, current: bool = T
     limits = scheduler_limits(s, m, gpu, current=current)
     if loop is None:
         overlapped = s.pp == 1 if current else async_scheduling(s)
-        loop = HostLoop(step_s=oh.VLLM_V1_STEP_OVERHEAD_S if v1 else oh.VLLM_STEP_OVERHEAD_S,
+        piecewise = 0.0 if current else piecewise_graph_s(s, m)
+        loop = HostLoop(step_s=oh.VLLM_V1_STEP_OVERHEAD_S + piecewise if v1 else oh.VLLM_STEP_OVERHEAD_S,
                         seq_s=oh.VLLM_V1_HOST_S_PER_SEQ if v1 else 0.0, request_s=oh.VLLM_V1_REQUEST_S,
                         overlapped=overlapped, chunk_tokens=limits.max_num_batched_tokens)
     if graph_max_batch is None:
