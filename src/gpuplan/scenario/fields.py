@@ -550,6 +550,8 @@ def _load_defaults(s: Scenario) -> dict[str, Any]:
         return {}
     if s.task == "train":
         raise ValueError(f"{', '.join(given)} describe a serving load: drop them for training")
+    if _a_module(s):  # no engine's scheduler runs it: the plan's resolver refuses the load, naming its kind
+        return {}
     if s.users is not None and s.rate_rps is not None:
         raise ValueError("give users (a closed loop) or rate_rps (an open loop), not both")
     if s.users is None and s.rate_rps is None:
@@ -578,7 +580,7 @@ def _data_defaults(s: Scenario, read_back: bool = False) -> dict[str, Any]:
         from ..model.synthetic import chinchilla_tokens, nearest_size
 
         out["train_tokens"] = chinchilla_tokens(nearest_size(s.model_size))
-    if not given:
+    if not given or _a_module(s):  # a module's data is not text: its resolver refuses these, naming its kind
         return out
     if s.task != "train":
         raise ValueError(f"{', '.join(sorted(given))} describe training data: drop them for serving")
@@ -596,6 +598,16 @@ def _data_defaults(s: Scenario, read_back: bool = False) -> dict[str, Any]:
 
         out.update(fields(s.__dict__, set(s.model_fields_set)))
     return out
+
+
+def _a_module(s: Scenario) -> bool:
+    """Whether the scenario's model is one that is not a decoder LLM, known without the hub
+    (:func:`gpuplan.model.kinds.known_here`): its plan reads no text data and runs on no serving engine, and
+    :func:`gpuplan.plan.refusals.module_refusal` refuses those fields in one sentence naming the model's kind and
+    what its plan reads instead."""
+    from ..model.kinds import known_here
+
+    return known_here(s.model) is not None
 
 
 FIELDS = tuple(Scenario.model_fields)
