@@ -148,8 +148,8 @@ SERVER_NOTE = (
     " the batch grows by tens of percent per percent of step time, so it holds 580 at 158 ms. The H100 pairs stay "
     "fast (v4.1 +23.9 % before; v4.0 +18.9 %, its max_num_tokens assumed): their GEMMs are priced at the H100 SXM "
     "MAMF, 9 % above what the same GH100 silicon reached in the H200 measurement the shape terms were fitted on "
-    "(with the H200's asymptote the v4.1 pair lands at +8 %; the rest is the TP 2 all-reduce of ~1,000-token iterations), left"
-    " for the GEMM model. Prompt lengths are an assumption (300 tokens).")
+    "(with the H200's asymptote the v4.1 pair lands at +8 %; the rest is the TP 2 all-reduce of ~1,000-token "
+    "iterations), left for the GEMM model. Prompt lengths are an assumption (300 tokens).")
 
 
 def main() -> None:
