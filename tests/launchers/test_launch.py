@@ -486,8 +486,18 @@ def test_recommend_launch_fills_the_accumulation_of_a_micro_batch_it_ranked(tmp_
     assert "micro_batch_size" in setup.scenario.model_fields_set  # recommend set it, not the user
     from gpuplan.api.files import ranked_launch
 
-    ranked_launch(setup, folder=tmp_path / "run")
+    report = ranked_launch(setup, folder=tmp_path / "run")
     plan = json.loads((tmp_path / "run" / "plan.json").read_text())
+    # the row was timed on the default stack (HF, ZeRO-2); the files pretrain on torchtitan (FSDP2), and say so with
+    # both predictions (review 3, Q3: the pick's 257 h launched as 287 h without a word)
+    assert (setup.scenario.stack, plan["scenario"]["stack"]) == ("hf", "torchtitan")
+    p = plan["predicted"]
+    assert report.said["unlike_row"] == (
+        "the files run stack torchtitan, not the row's hf (a size-only model pretrains from random weights on a "
+        f"pretraining stack; --stack keeps another): {p['tokens_per_s']:,.0f} tokens/s against the row's "
+        f"{setup.tokens_per_s:,.0f}, {p['hours']:,.1f} h against {setup.hours:,.1f} h, ${p['usd_total']:,.0f} against "
+        f"${setup.usd_total:,.0f}")
+    assert p["tokens_per_s"] != setup.tokens_per_s
     assert (plan["scenario"]["micro_batch_size"], plan["scenario"]["grad_accum_steps"]) == (4, 8)
     assert plan["predicted"]["max_steps"] == math.ceil(3e11 / (512 * 2048)) == 286103
     toml = (tmp_path / "run" / "torchtitan.toml").read_text()
