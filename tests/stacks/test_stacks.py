@@ -87,6 +87,26 @@ def test_torchtitan_shards_over_every_data_parallel_rank_by_default():
     assert optimizer < 0.01 * plan.speed.step_time_s  # the 1/16 shard's update, memory-bound
 
 
+def test_a_size_only_model_pretrains_on_torchtitan_unless_told_otherwise():
+    """A model that exists only as a size trains from random weights: on torchtitan, the pretraining stack the
+    launch files run, unless a stack is given or a field given is one torchtitan does not run (then the HF stack
+    and DeepSpeed, as asked). Review 3, Q3: recommend timed HF ZeRO-2 (257 h) and the files ran torchtitan (287 h)."""
+    from gpuplan.plan.resolve import resolve
+
+    size = {"model_size": "3B", "task": "train", "gpu": "h100-sxm", "num_gpus": 16}
+    s = scenario_from(size)
+    assert (s.stack, s.sharding, s.grad_checkpointing, "stack" in s.model_fields_set) == ("torchtitan", "fsdp2",
+                                                                                          "selective", False)
+    assert any(n.startswith("stack torchtitan: synthetic-3b pretrains from random weights") for n in
+               resolve(s).defaults)
+    for given in ({"stack": "hf"}, {"sharding": "zero2"}, {"optimizer": "adamw-8bit"}, {"loss": "fused-linear"},
+                  {"method": "lora"}, {"precision": "bf16-true"}):
+        assert scenario_from({**size, **given}).stack == "hf", given
+    assert scenario_from({**size, "stack": "megatron"}).stack == "megatron"
+    assert scenario_from({**size, "sharding": "fsdp"}).sharded_by == "fsdp2"  # torchtitan's FSDP
+    assert scenario(num_gpus=16).stack == "hf"  # a real model fine-tunes on the default stack
+
+
 def test_a_change_of_framework_or_method_reapplies_the_defaults():
     s = scenario(method="lora", micro_batch_size=2)
     tt = s.model_copy(update={"stack": "torchtune"})

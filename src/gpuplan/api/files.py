@@ -145,27 +145,7 @@ def ranked_launch(setup, *, have: Iterable[str | tuple[str, int]] = (), folder: 
                            keep_micro_batch=True)
     else:
         plan = launch_plan(x.scenario, command=command, offer_label=x.offer, keep_micro_batch=True)
-    report = write_plan(plan, [], _options(x.scenario.dataset), folder, force)
-    report.said["unlike_row"] = _unlike_row(x, plan)
-    return report
-
-
-def _unlike_row(x, plan) -> str | None:
-    """One sentence when the files run another stack than the ranked row timed: a size-only model pretrains on
-    torchtitan when its row was on the default stack (:func:`gpuplan.plan.launch.pretraining_stack`), so the files
-    predict torchtitan's speed and bill, which the row did not show (review 3, Q3: a 257 h row launched as 287 h)."""
-    if plan.scenario.stack == x.scenario.stack:
-        return None
-    p = plan.predictions()
-    said = f"the files run stack {plan.scenario.stack}, not the row's {x.scenario.stack}"
-    if plan.scenario.model_size:
-        said += " (a size-only model pretrains from random weights on a pretraining stack; --stack keeps another)"
-    said += f": {p['tokens_per_s']:,.0f} tokens/s against the row's {x.tokens_per_s:,.0f}"
-    if p.get("hours") is not None and x.hours is not None:
-        said += f", {p['hours']:,.1f} h against {x.hours:,.1f} h"
-    if p.get("usd_total") is not None and x.usd_total is not None:
-        said += f", ${p['usd_total']:,.0f} against ${x.usd_total:,.0f}"
-    return said
+    return write_plan(plan, [], _options(x.scenario.dataset), folder, force)
 
 
 def _options(dataset: str | None = None, script: str | Iterable[str] | None = None, bucket: str | None = None):

@@ -126,8 +126,6 @@ def launch_setup(setups: list, n: int, have: tuple[str, ...], output: str, as_js
                            f"{len(setups)}" if setups else "--launch: no setup fits, so there is nothing to launch")
     report = api.ranked_launch(setups[n - 1], have=have, folder=output, command=command_line())
     show_launch(report, output, as_json)
-    if report.said.get("unlike_row") and not as_json:
-        out.print(Text(f"note: {report.said['unlike_row']}"), highlight=False, soft_wrap=True)
     if not as_json and not report.said["owned"]:
         out.print(Text(f"other targets or options (--target, --bucket, --dataset): {report.said['again']}",
                        style="dim"), highlight=False, soft_wrap=True)
