@@ -587,6 +587,15 @@ VLLM_STEP_OVERHEAD_S = 3e-3
 VLLM_V1_STEP_OVERHEAD_S = 0.765e-3
 VLLM_V1_HOST_S_PER_SEQ = 19.9e-6
 VLLM_V1_REQUEST_S = 14.7e-3
+# vLLM V1 before 0.11 replays each step as piecewise CUDA graphs (CompilationConfig's cudagraph_mode
+# PIECEWISE, the default until v0.11.0 turned on FULL_AND_PIECEWISE: its release notes): torch.compile splits the
+# forward at every attention op (splitting_ops ``vllm.unified_attention*``), which runs eagerly between two graph
+# replays, so each layer pays a graph launch and the attention op's own launches that a full graph does not. Per
+# layer and step, measured: vLLM PR #20059 (fhl2000, 2025-06-29, Qwen2.5-1.5B-Instruct, 28 layers, ShareGPT, 100
+# prompts at 1 request/s): median TPOT 5.42 ms under piecewise graphs against 5.02 ms with the full graph beside
+# the piecewise FX graph (the mode 0.11 made the default): 0.40 ms / 28 = 14.3 us. The V1 host constants above
+# were fitted on 0.11 and 0.15 runs, which decode under full graphs.
+VLLM_PIECEWISE_GRAPH_LAYER_S = 14.3e-6
 # SGLang's host loop (engines/sglang.py Sglang.timing), fitted by `python bench/serving/sglang_serving.py
 # --calibrate` on the calibration rows of bench/data/sglang_serving.csv (SGLang v0.3.0's own benchmark against
 # vLLM 0.6.0, sgl-project/sglang benchmark/benchmark_vllm_060/README.md: Llama-3.1-8B-Instruct on one A100 80GB,
@@ -797,10 +806,16 @@ TRTLLM_MOE_LAYER_STEP_S = 30e-6
 # Host work of an eager pass read off the module's own profile: every aten op the dispatcher runs (views included:
 # Python, the dispatcher, the autograd bookkeeping) and every nn.Module call (diffusers' attention processors and
 # blocks are Python). Fitted on SD 1.5 at batch 1 on an RTX 4090 (diffusers' PyTorch 2.0 benchmark: 40.5 it/s, a
-# host-bound step of a desktop CPU); the same benchmark's A100 at batch 1 ran at 21.7 it/s, host-bound on its
-# server's slower cores: published rates depend on the host CPU, which one constant cannot follow.
+# host-bound step of a desktop CPU). Published rates depend on the host CPU: a datacenter card's server is
+# SERVER_HOST_FACTOR below.
 DISPATCH_OVERHEAD_S = 7e-6
 MODULE_CALL_OVERHEAD_S = 5e-6
+# The same host work on the server a datacenter card sits in: server cores run one Python thread at 2.5-3.5 GHz
+# where a desktop's run at 5 to 6, and eager PyTorch's dispatch runs on one thread. Fitted on the one eager row of a
+# server with its compiled run beside it, fal-ai's SD 1.5 on an A100 80GB SXM (bench/modules.py sd15-a100-fal:
+# 1.591 s per image eager, 1.352 s compiled); held out: the A100, V100 and T4 rows of diffusers' benchmark,
+# SDXL on the A100 (diffusers' fast_diffusion tutorial, fal-ai), FLUX.1-dev on the H100, Whisper on the V100 and A100.
+SERVER_HOST_FACTOR = 1.75
 # Bytes moved per weight element to unpack a stored weight to 16 bits before each GEMM that uses it: bitsandbytes'
 # NF4 dequantize reads the packed nibbles and absmax and writes a bf16 copy (0.56 + 2), fp8 storage cast up
 # (diffusers enable_layerwise_casting, kohya --fp8_base: 1 + 2). Three are fitted, each on its one row of
@@ -822,7 +837,7 @@ OPTIMIZER_BYTES_PER_PARAM = 32
 # A diffusers scheduler step between denoiser passes (FlowMatchEuler / Euler: a few element-wise ops on the latents
 # and their Python): host time per step.
 SCHEDULER_STEP_S = 0.4e-3
-# The range said around a profiled module's speed (samples/s): issue 34's goal, which 15 of the 27 held-out speeds of
-# bench/results/modules.md meet (median error 20 %; the misses are Stable Diffusion 1.5 on datacenter cards and the
-# Whisper recipes' wall times, said in the README and in every Whisper plan).
+# The range said around a profiled module's speed (samples/s): issue 34's goal, which 21 of the 28 held-out speeds of
+# bench/results/modules.md meet (median error 16 %; the misses are Stable Diffusion 1.5 on the A100 and the T4 and
+# the Whisper-small recipe's wall time, said in bench/results/modules.md and in every Whisper plan).
 MODULE_SPEED_SPREAD = (-0.25, 0.25)

@@ -140,7 +140,7 @@ def test_spread_lengths_are_vllms_random_dataset_bounds():
 
 @pytest.mark.parametrize("fields, text", [
     ({"users": 4, "rate_rps": 1}, "give users (a closed loop) or rate_rps (an open loop), not both"),
-    ({"users": 4, "engine": "llama.cpp"}, "simulated for vllm and sglang, not llama.cpp"),
+    ({"users": 4, "engine": "llama.cpp"}, "simulated for vllm, sglang and trtllm, not llama.cpp"),
     ({"think_time_s": 3}, "give users (closed loop) or rate_rps (open loop) too"),
     ({"rate_rps": 2, "think_time_s": 3}, "think_time_s is the users' pause between requests"),
     ({"users": 4, "task": "train"}, "describe a serving load: drop them for training"),

@@ -175,7 +175,7 @@ def test_capacity_engine_sglang_on_the_command_line():
     assert plain["engine"] == "sglang" and plain["max_rate_rps"] > 1
     assert shared["max_rate_rps"] > 1.3 * plain["max_rate_rps"]
     bad = cli("--engine", "llama.cpp")
-    assert bad.returncode == 2 and "Traceback" not in bad.stderr and "vllm or sglang" in bad.stderr
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr and "vllm, sglang or trtllm" in bad.stderr
 
 
 @pytest.mark.parametrize("memory_mib, tp, expected", [

@@ -58,6 +58,7 @@ from ..tensors.breakdown import GIB, Estimate, desktop_gib, device_overheads
 from ..tensors.kv import kv_dtype_bytes
 from ..tensors.layout import weights_per_gpu
 from ..tensors.state import weight_format
+from . import deepep
 from .base import Engine, HostLoop, KvPool, Timing
 from .vllm import cuda_total_gib, current_timing, version_tuple
 
@@ -261,9 +262,15 @@ class Sglang(Engine):
         e.other["SGLang load overhead (beyond the weights)"] = oh.SGLANG_LOAD_EXTRA_GIB * GIB
         budget = sm.budget_gib(sum(device_overheads(s, gpu.generation, gpu.memory_gib).values()) / GIB)
         # weights beyond the card leave no reserve (the load fails), not a negative one
-        e.other["SGLang reserve (activations, CUDA graphs)"] = max(budget - sm.weights_gib - sm.kv_pool_gib,
-                                                                   0.0) * GIB
-        e.preallocated = budget * GIB
+        reserve = max(budget - sm.weights_gib - sm.kv_pool_gib, 0.0) * GIB
+        buffers = deepep.buffer_bytes(s, m)  # allocated after the pool, out of the reserve (engines/deepep.py)
+        e.other["SGLang reserve (activations, CUDA graphs)"] = max(reserve - buffers, 0.0)
+        e.preallocated = budget * GIB + max(buffers - reserve, 0.0)
+        if buffers:
+            e.other[deepep.label(s)] = buffers
+            if buffers > reserve:
+                e.warnings.append(f"DeepEP's buffers ({buffers / GIB:.2f} GiB) exceed what mem_fraction_static "
+                                  f"leaves beside the pool ({reserve / GIB:.2f} GiB): lower --mem-fraction-static")
         kv = pool(s, sm)
         e.extra.update(max_concurrency=kv.max_concurrency, max_context_tokens=kv.kv_tokens,
                        kv_cache_pool_gib=sm.kv_pool_gib, engine=_engine_dict(s, sm), kv_pool=kv, startup=sm)

@@ -133,6 +133,10 @@ class ResolvedModule:
     @functools.cached_property
     def assumptions(self) -> tuple[str, ...]:
         card = precision_note(self.scenario, self.gpu)
+        if self.spec.kind == "module":  # your own loop, not a stack's: the precision is the scenario's default
+            s = self.scenario
+            return () if "precision" in s.model_fields_set or card else (
+                f"precision {s.precision}: gpuplan's default (set --precision for the one your code runs in)",)
         stack = defaults_in_force(self.scenario, ("precision",) if card else (), MODULE_STACK_FIELDS[self.spec.kind])
         return (stack,) if stack else ()
 

@@ -149,7 +149,7 @@ class Scenario(BaseModel):
     users: int | None = Field(default=None, ge=1, le=10_000, description="simulate this many users (closed loop): "
                               "each sends its next request think_time_s after its last reply, as vllm bench serve "
                               "--max-concurrency; the plan gains TTFT, TPOT, ITL and end-to-end percentiles "
-                              "(engine vllm or sglang; batch_size defaults to it)")
+                              "(engine vllm, sglang or trtllm; batch_size defaults to it)")
     think_time_s: float = Field(default=0.0, ge=0, le=3600, description="with users: mean seconds a user waits "
                                 "between a reply and its next request (0: back to back, as benchmarks run)")
     rate_rps: float | None = Field(default=None, gt=0, le=10_000, description="simulate requests arriving at this "
@@ -570,6 +570,8 @@ def _load_defaults(s: Scenario) -> dict[str, Any]:
         return {}
     if s.task == "train":
         raise ValueError(f"{', '.join(given)} describe a serving load: drop them for training")
+    if _a_module(s):  # no engine's scheduler runs it: the plan's resolver refuses the load, naming its kind
+        return {}
     if s.users is not None and s.rate_rps is not None:
         raise ValueError("give users (a closed loop) or rate_rps (an open loop), not both")
     if s.users is None and s.rate_rps is None:
@@ -578,9 +580,9 @@ def _load_defaults(s: Scenario) -> dict[str, Any]:
     if s.think_time_s and s.users is None:
         raise ValueError("think_time_s is the users' pause between requests: give users (a closed loop), not a "
                          "rate")
-    if s.engine not in ("vllm", "sglang"):
-        raise ValueError(f"users and rate_rps run a decoder LLM engine's scheduler, simulated for vllm and sglang, "
-                         f"not {s.engine}: set engine vllm or sglang")
+    if s.engine not in ("vllm", "sglang", "trtllm"):
+        raise ValueError(f"users and rate_rps run a decoder LLM engine's scheduler, simulated for vllm, sglang and "
+                         f"trtllm, not {s.engine}: set engine vllm, sglang or trtllm")
     if s.users is not None and "batch_size" not in s.model_fields_set:
         return {"batch_size": s.users}
     return {}
@@ -598,7 +600,7 @@ def _data_defaults(s: Scenario, read_back: bool = False) -> dict[str, Any]:
         from ..model.synthetic import chinchilla_tokens, nearest_size
 
         out["train_tokens"] = chinchilla_tokens(nearest_size(s.model_size))
-    if not given:
+    if not given or _a_module(s):  # a module's data is not text: its resolver refuses these, naming its kind
         return out
     if s.task != "train":
         raise ValueError(f"{', '.join(sorted(given))} describe training data: drop them for serving")
@@ -616,6 +618,16 @@ def _data_defaults(s: Scenario, read_back: bool = False) -> dict[str, Any]:
 
         out.update(fields(s.__dict__, set(s.model_fields_set)))
     return out
+
+
+def _a_module(s: Scenario) -> bool:
+    """Whether the scenario's model is one that is not a decoder LLM, known without the hub
+    (:func:`gpuplan.model.kinds.known_here`): its plan reads no text data and runs on no serving engine, and
+    :func:`gpuplan.plan.refusals.module_refusal` refuses those fields in one sentence naming the model's kind and
+    what its plan reads instead."""
+    from ..model.kinds import known_here
+
+    return known_here(s.model) is not None
 
 
 FIELDS = tuple(Scenario.model_fields)

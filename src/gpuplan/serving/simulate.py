@@ -63,6 +63,11 @@ class Scheduler:
     # vLLM mixes prompt chunks and decodes in one step; SGLang (without --enable-mixed-chunk) runs a prefill batch
     # alone whenever it can form one, the decodes waiting that step
     mixed_prefill: bool = True
+    # TensorRT-LLM's GUARANTEED_NO_EVICT capacity policy: a waiting request is admitted only when the free blocks
+    # hold its whole sequence (prompt + output) beside the blocks the running requests still need to finish theirs,
+    # so nothing is ever preempted
+    reserve_to_completion: bool = False
+    prefix_cache: bool = True  # later requests find a shared prefix cached (TensorRT-LLM's block reuse: not modelled)
 
 
 def vllm_scheduler(s, mem, *, chunked_prefill: bool = True, blocks: int | None = None) -> Scheduler:
@@ -91,14 +96,37 @@ def sglang_scheduler(sm) -> Scheduler:
                      mixed_prefill=sm.mixed_chunk)
 
 
+def trtllm_scheduler(s, sm) -> Scheduler:
+    """TensorRT-LLM's in-flight batching (PyTorch backend) for ``s`` over its startup memory ``sm``
+    (:func:`gpuplan.engines.trtllm.startup_memory`): blocks of ``tokens_per_block`` tokens, ``max_batch_size``
+    requests and ``max_num_tokens`` tokens an iteration (``trtllm-serve`` defaults 2048 and 8192, BuildConfig in
+    ``tensorrt_llm/builder.py``). ``tensorrt_llm/_torch/pyexecutor/scheduler.py``: ``SimpleScheduler`` runs the
+    capacity scheduler (``BindCapacityScheduler``, ``CapacitySchedulerPolicy.GUARANTEED_NO_EVICT``, the policy
+    ``trtllm-serve`` sets in ``tensorrt_llm/commands/serve.py`` ``get_llm_args``) and then the micro-batch scheduler
+    (``PyMicroBatchScheduler.schedule``: the generation requests and new contexts in order, one token per
+    generation, a context whole, until ``max_num_tokens`` or ``max_batch_size``): contexts and generations share
+    an iteration. Chunked context is off in ``trtllm-serve`` (``enable_chunked_prefill=False``): a prompt waits
+    until it fits the iteration's budget whole. With ``capacity_scheduler_policy: max_utilization`` a request is
+    admitted while its next blocks fit, and a full pool pauses the latest (vLLM's preemption). Block reuse across
+    requests is not modelled."""
+    from ..engines import trtllm
+
+    return Scheduler(kv_blocks=sm.num_blocks, block_tokens=sm.tokens_per_block, max_num_seqs=sm.max_batch_size,
+                     max_num_batched_tokens=sm.max_num_tokens, chunked_prefill=trtllm.CHUNKED_CONTEXT,
+                     reserve_to_completion=s.capacity_scheduler_policy != "max_utilization", prefix_cache=False)
+
+
 def scheduler_for(s, startup, pool, longest: int) -> Scheduler | None:
     """The scheduler over an engine's start-up memory and KV pool (a plan's ``startup`` and ``pool``): SGLang's
-    (:func:`sglang_scheduler`) or vLLM's (:func:`vllm_scheduler`); None when there is no pool, or one request of
-    ``longest`` tokens does not fit it (vLLM: its ``max_model_len`` does not, and it would not start)."""
+    (:func:`sglang_scheduler`), TensorRT-LLM's (:func:`trtllm_scheduler`) or vLLM's (:func:`vllm_scheduler`); None
+    when there is no pool, or one request of ``longest`` tokens does not fit it (vLLM: its ``max_model_len`` does
+    not, and it would not start)."""
     if startup is None or pool is None:
         return None
     if pool.engine == "sglang":
         return sglang_scheduler(startup) if startup.kv_tokens >= longest else None
+    if pool.engine == "trtllm":
+        return trtllm_scheduler(s, startup) if startup.kv_tokens >= longest else None
     if startup.num_blocks <= 0 or not startup.fits_max_model_len:
         return None
     return vllm_scheduler(s, startup, blocks=pool.sim_blocks)
@@ -192,6 +220,8 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
     arrive = clients.arrive
     prompt = np.asarray(prompt, dtype=np.int64)
     output = np.maximum(np.asarray(output, dtype=np.int64), 1)
+    if not engine.prefix_cache:
+        shared_prefix, prefix_hits = 0, None
     hit, shared_blocks = _cached_tokens(n, prompt, engine.block_tokens, shared_prefix, prefix_hits, cached_blocks)
     st = _Engine(engine, prompt, output, hit, shared_blocks)
     if inter_token_gaps:
@@ -576,10 +606,12 @@ def _prompt_chunks(have, left, pending, ra, held, budget: int, free: int, bt: in
 def _admit_waiting(st: _Engine, budget: int, admitted: list[int], takes: list[int]) -> int:
     """Admit waiting requests in arrival order while the step's token budget, ``max_num_seqs`` and the free
     blocks allow: a prompt takes what the budget leaves (chunked prefill) or waits until it fits whole; from vLLM
-    0.19 its whole known sequence must fit the free blocks. Appends them and their tokens to ``admitted`` and
-    ``takes``; returns the budget left."""
+    0.19 its whole known sequence must fit the free blocks; under TensorRT-LLM's ``GUARANTEED_NO_EVICT`` its whole
+    sequence with its output, beside what the running requests still need to finish (``owed``). Appends them and
+    their tokens to ``admitted`` and ``takes``; returns the budget left."""
     engine, waiting, done, target, held = st.engine, st.waiting, st.done, st.target, st.held
     bt, seats = engine.block_tokens, engine.max_num_seqs - len(st.ra)
+    owed = _blocks_to_finish(st, st.ra) if engine.reserve_to_completion and waiting else 0
     while waiting and budget > 0 and len(admitted) < seats:
         r = waiting[0]
         have, want, has = int(done[r]), int(target[r]), int(held[r])
@@ -588,7 +620,12 @@ def _admit_waiting(st: _Engine, budget: int, admitted: list[int], takes: list[in
             break
         need = -(-(have + take) // bt) - has
         whole = -(-want // bt) - has if engine.reserve_full_sequence else need
-        if max(need, whole) > st.free:
+        if engine.reserve_to_completion:
+            whole = -(-int(st.prompt[r] + st.output[r]) // bt) - has
+            if owed + whole > st.free:
+                break
+            owed += whole - need
+        elif max(need, whole) > st.free:
             break
         waiting.popleft()
         st.free -= need
@@ -597,6 +634,16 @@ def _admit_waiting(st: _Engine, budget: int, admitted: list[int], takes: list[in
         takes.append(take)
         budget -= take
     return budget
+
+
+def _blocks_to_finish(st: _Engine, idx) -> int:
+    """Blocks the requests ``idx`` still need to hold their whole sequences (prompt + output) beyond those they
+    hold: what TensorRT-LLM's ``GUARANTEED_NO_EVICT`` keeps back for the running requests
+    (``GuaranteedNoEvictScheduler``: each request's remaining blocks to completion)."""
+    if not len(idx):
+        return 0
+    whole = -(-(st.prompt[idx] + st.output[idx]) // st.bt)
+    return int(_add(np.maximum(whole - st.held[idx], 0)))
 
 
 def _step_work(have, take, prefilling, n_pre: int, want_all) -> tuple[float, float, float, float]:

@@ -3,7 +3,8 @@
 ``POST /api/estimate`` takes a scenario and returns :class:`~gpuplan.result.Plan`; ``POST /api/recommend`` a
 scenario and constraints, returning what ``gpuplan recommend --json`` prints; ``POST /api/buy`` a build (or a
 budget), workloads and the owner's terms, returning what ``gpuplan buy --json`` prints; ``GET /api/models`` and
-``GET /api/gpus`` the rows of ``gpuplan models --json`` and ``gpuplan gpus --json``. The page also reads the
+``GET /api/gpus`` the rows of ``gpuplan models --json`` and ``gpuplan gpus --json``; ``POST /api/capacity`` a model,
+a load and SLOs, returning what ``gpuplan capacity --json`` prints. The page also reads the
 form (``/api/form``), the formulas (``/api/explain``), the exports (``/api/export``) and the catalog grid
 (``/api/fit-grid``).
 """
@@ -343,4 +344,56 @@ async def buy_route(body: BuyRequest, request: Request) -> Response:
     data = body.model_dump()
     hub = request.app.state.hub
     text = await in_thread(request, buy_json, data, hub)
+    return Response(text, media_type="application/json")
+
+
+# ---- capacity: the requests each serving setup sustains (gpuplan capacity) ------------------------------------
+# The page's search shares this many wall seconds among its simulations, within the request's deadline
+# (:data:`.work.TIMEOUT_S`, 10 s): a search that runs out says so in its rows' warnings, and never holds the page.
+PAGE_SEARCH_S = 6.0
+
+
+class CapacityRequest(BaseModel):
+    """``gpuplan capacity``'s arguments: the model, the load (a rate, users or an offline batch), the lengths and
+    the SLOs; the search kept to what answers within the request's deadline (at most 8 GPUs a setup, 6 setups
+    simulated, :data:`PAGE_SEARCH_S` seconds)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = Field(max_length=200)
+    engine: Literal["vllm", "sglang", "trtllm"] = "vllm"
+    rate_rps: float | None = Field(default=None, gt=0, le=10_000, description="open loop: requests/s")
+    users: int | None = Field(default=None, ge=1, le=2_000, description="closed loop: concurrent users")
+    batch: int | None = Field(default=None, ge=2, le=20_000, description="offline: requests queued at once")
+    think_s: float | None = Field(default=None, ge=0, le=3600)
+    prompt_tokens: int = Field(default=1024, ge=1, le=1_000_000)
+    output_tokens: int = Field(default=256, ge=1, le=100_000)
+    length_spread: float | None = Field(default=None, ge=0, le=0.99)
+    ttft_s: float | None = Field(default=None, gt=0, le=3600)
+    tpot_s: float | None = Field(default=None, gt=0, le=60)
+    e2e_s: float | None = Field(default=None, gt=0, le=36_000)
+    percentile: Literal[50, 90, 95, 99] | None = None
+    gpus: list[str] = Field(default=[], max_length=MAX_ITEMS, description="only these GPUs (ids or aliases)")
+    max_gpus: int = Field(default=8, ge=1, le=8)
+    any_quant: bool = False
+    expert_parallel: bool = False
+    attention_dp: bool = False
+    top: int = Field(default=4, ge=1, le=6, description="setups simulated")
+
+
+def capacity_json(body: dict[str, Any], hub: bool) -> str:
+    """``api.capacity`` on the request's fields within :data:`PAGE_SEARCH_S`; the model checked as the page checks
+    every model (never a file on the server)."""
+    check_model(body["model"], hub)
+    model = body.pop("model")
+    fields = {k: v for k, v in body.items() if v is not None}
+    return api.capacity(model, time_limit_s=PAGE_SEARCH_S, **fields).model_dump_json()
+
+
+@router.post("/capacity", response_model=api.CapacityReport, summary="Requests per second each serving setup sustains")
+async def capacity_route(body: CapacityRequest, request: Request) -> Response:
+    """`gpuplan capacity`: for every GPU type x count that holds the model in the engine, the highest request rate
+    (or most users) that meets the SLOs on a simulation of the engine's scheduler, priced on the cheapest instance;
+    with `batch`, an offline job's time and cost (what `gpuplan capacity --json` prints)."""
+    text = await in_thread(request, capacity_json, body.model_dump(), request.app.state.hub)
     return Response(text, media_type="application/json")
