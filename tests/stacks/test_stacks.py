@@ -105,6 +105,9 @@ def test_a_size_only_model_pretrains_on_torchtitan_unless_told_otherwise():
     assert scenario_from({**size, "stack": "megatron"}).stack == "megatron"
     assert scenario_from({**size, "sharding": "fsdp"}).sharded_by == "fsdp2"  # torchtitan's FSDP
     assert scenario(num_gpus=16).stack == "hf"  # a real model fine-tunes on the default stack
+    t4 = scenario_from({**size, "gpu": "t4", "num_gpus": 1})  # no bf16: torchtitan cannot run it, the Trainer's fp16
+    assert (t4.stack, t4.precision) == ("hf", "fp16-mixed")
+    assert estimate({**size, "gpu": "t4", "num_gpus": 1}, advise=False).speed.tokens_per_s > 0
 
 
 def test_a_change_of_framework_or_method_reapplies_the_defaults():

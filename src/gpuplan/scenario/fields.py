@@ -521,12 +521,15 @@ TORCHTITAN_TAKES = {"optimizer": ("adamw",), "precision": ("bf16-mixed", "fp8-mi
 def _pretraining_stack(s: Scenario) -> dict[str, Any]:
     """A model that exists only as a size (``model_size``) trains from random weights, which a pretraining stack
     does; an SFT trainer (the default, ``hf``) loads pretrained weights and a chat set. So its full training takes
-    torchtitan when no stack is given and nothing given is what torchtitan does not run (ZeRO, 8-bit optimizers,
-    Liger's loss name the HF/DeepSpeed stack): ``estimate``, ``recommend`` and the launch files plan the run that is
-    launched (review 3, Q3: a pick timed on HF ZeRO-2 was launched on torchtitan)."""
+    torchtitan when no stack is given, nothing given is what torchtitan does not run (ZeRO, 8-bit optimizers,
+    Liger's loss name the HF/DeepSpeed stack) and the card has bf16 (torchtitan computes in bf16 or float8, never
+    fp16: V100, T4 and Apple silicon keep the HF stack's fp16): ``estimate``, ``recommend`` and the launch files
+    plan the run that is launched (review 3, Q3: a pick timed on HF ZeRO-2 was launched on torchtitan)."""
     if not s.model_size or s.task != "train" or s.method != "full" or "stack" in s.model_fields_set:
         return {}
     if any(k in s.model_fields_set and getattr(s, k) not in ok for k, ok in TORCHTITAN_TAKES.items()):
+        return {}
+    if stacks.card_precision(s.__dict__, "bf16-mixed") != "bf16-mixed":  # no bf16 on the card: torchtitan cannot
         return {}
     return {"stack": "torchtitan"}
 
