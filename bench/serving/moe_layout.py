@@ -111,7 +111,12 @@ cache write, the K concat, the ragged attention) where the absorbed decode path 
 overheads.SGLANG_MLA_MOE_KERNELS_PER_LAYER has 10 beside 5: the 23 launches per layer stand, and FlashInfer's
 all-reduce fusion covers batches up to 2,048 tokens (layers/communicator.py FUSE_ALLREDUCE_MAX_BATCH_SIZE), a 1k
 prompt's included. (5) the scheduler's work on going idle after the warm-up (self_check_during_idle: check_memory,
-the new_token_ratio reset) is small."""
+the new_token_ratio reset) is small. Open: SGLang's prefill under piecewise CUDA graphs, on by default from 0.5.10
+(ServerArgs.disable_piecewise_cuda_graph; _handle_piecewise_cuda_graph turns it off for expert parallelism, DP
+attention, torch.compile, pipeline parallelism, an all-to-all MoE backend, LoRA, multimodal and listed model
+architectures), so B300's EP 8 and EP 4 runs prefill eagerly as modelled; H200's and B200's EP 1 runs may replay
+graphs up to the captured token counts unless DeepSeek's architecture is on the list (not checked on 0.5.12's
+tree). Modelling it would shorten their simulated prefill (58 ms of launches now), not close the miss above."""
 FAMILIES = (("ix3173-", "H200 FP8 TP 8, SGLang 0.5.12"), ("ix3363-", "B200 FP8 TP 8, SGLang 0.5.12"),
             ("ix3183-r1fp4-b300-tp8", "B300 NVFP4 TP 8 EP 8, SGLang 0.5.12"),
             ("ix3183-r1fp4-b300-tp4", "B300 NVFP4 TP 4 EP 4, SGLang 0.5.12"),
