@@ -110,8 +110,13 @@ def run(row: dict, max_requests: int, *, before: bool = False, version: str | No
     limit = int(row["max_concurrency"]) if row.get("max_concurrency") else None
     out = replay(sample(timer), engine, rate_rps=rate, prompt=prompt, output=output, max_concurrency=limit)
     stat = statistic(row)
-    return {"median_ttft_ms": 1e3 * float(stat(out.ttft_s)), "median_tpot_ms": 1e3 * float(stat(out.tpot_s)),
-            "median_e2e_ms": 1e3 * float(stat(out.e2e_s)), "output_tokens_per_s": out.output_tokens_per_s}
+    got = {"median_ttft_ms": 1e3 * float(stat(out.ttft_s)), "median_tpot_ms": 1e3 * float(stat(out.tpot_s)),
+           "median_e2e_ms": 1e3 * float(stat(out.e2e_s)), "output_tokens_per_s": out.output_tokens_per_s}
+    if limit and len(prompt) > limit:  # a closed loop: its first wave (sent at once) and the rest, as means
+        ttft = np.asarray(out.ttft_s)
+        got |= {"first_wave_ttft_ms": 1e3 * float(ttft[:limit].mean()),
+                "rest_ttft_ms": 1e3 * float(ttft[limit:].mean()), "requests": len(prompt)}
+    return got
 
 
 def statistic(row: dict):

@@ -156,6 +156,26 @@ def test_sglangs_published_runs_within_the_stated_tolerances():
     assert len(ttft) == 32 and statistics.median(ttft) < 35
 
 
+def test_the_wave_table_splits_a_closed_loop_mean_by_hand():
+    """bench/serving/moe_layout.py's wave table: a closed loop of c users over n = 10c requests sends its first c
+    together; the published mean less the n - c later requests at their simulated time leaves the first wave's
+    mean. B300's single-user row (76.4 ms over 10 requests) by hand from the simulated first and rest."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "bench/serving"))
+    import moe_layout
+    import sglang_serving as bench
+
+    row = next(r for r in bench.load_rows() if r["id"] == "ix3183-r1fp4-b300-tp8ep8-1k-c1")
+    got = bench.run(row, 640)
+    assert got["requests"] == 10 and float(row["median_ttft_ms"]) == 76.4
+    assert got["median_ttft_ms"] == pytest.approx((got["first_wave_ttft_ms"] + 9 * got["rest_ttft_ms"]) / 10)
+    implied = 76.4 * 10 - 9 * got["rest_ttft_ms"]
+    cells = moe_layout.wave_line(row, got).split(" | ")
+    assert cells[4] == f"{implied:,.0f}" and cells[5] == f"{implied - got['first_wave_ttft_ms']:+,.0f} |"
+    assert 150 < implied - got["first_wave_ttft_ms"] < 300  # bench/results/moe_layout.md: +201 ms
+
+
 def test_a_small_step_reads_only_the_experts_it_reaches():
     """A chunk of T tokens reaches E(1 - (1 - k/E)^T) of DeepSeek-R1's 256 experts (k = 8): 4 tokens about 31, so
     its grouped GEMMs read about an eighth of the expert weights, as a decode step of 4 sequences does, not all of
