@@ -200,7 +200,7 @@ def test_capacity_sizes_its_run_from_the_request_lifetime_not_a_fixed_count(monk
     """Hand-worked: a request of the MLPerf H200 row lives 36 s (the run's mean latency) and 68 s in a full batch
     of 896 (the saturated run), so at 12.4 req/s 600 requests (48 s) end while the batch is still filling; the
     queue still climbs over the judged window and the search settled at 10.49 req/s (-16 %). Sized by
-    run_requests (6 x 12.4 req/s x 68 s = 5,100 requests, 410 s), the default workload finds within 3 % of the
+    run_requests (10 x 12.4 req/s x 68 s = 8,500 requests, 680 s), the default workload finds within 3 % of the
     published 12.54 and of the 12.12 found with the run's own 30,000 requests (bench/results/trtllm_capacity.md)."""
     published = MLPERF_SERVER[0][4]
     assert _mlperf_h200_rate() == pytest.approx(published, rel=0.03)
@@ -209,10 +209,10 @@ def test_capacity_sizes_its_run_from_the_request_lifetime_not_a_fixed_count(monk
 
 
 def test_run_requests_covers_lifetimes_at_the_rate_within_its_bound():
-    """6 lifetimes of requests in flight (Little's law), never fewer than the workload asks, at most 20,000."""
+    """10 lifetimes of requests in flight (Little's law), never fewer than the workload asks, at most 20,000."""
     w = load_workload(None, {"prompt_tokens": 300, "output_tokens": 291, "rate_rps": 1})
-    assert cap.run_requests(w, 12.5, 36.0) == 2700  # 6 x 12.5 req/s x 36 s
-    assert cap.run_requests(w, 10.0, 2.0) == 600  # 120 requests of 2 s: the workload's 600
+    assert cap.run_requests(w, 12.5, 36.0) == 4500  # 10 x 12.5 req/s x 36 s
+    assert cap.run_requests(w, 10.0, 2.0) == 600  # 200 requests of 2 s: the workload's 600
     assert cap.run_requests(w, 100.0, 600.0) == 20_000  # 360,000 asked: the bound
     assert cap.run_requests(w.model_copy(update={"num_requests": 30_000}), 12.5, 36.0) == 30_000
     assert cap.run_requests(w, 12.5, 0.0) == 600  # no lifetime known (a saturated run that completed none)
