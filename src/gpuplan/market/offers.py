@@ -21,12 +21,12 @@ import re
 import tempfile
 from dataclasses import dataclass, fields
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from .. import clock
 from .. import overheads as oh
+from ..datafiles import read_yaml
 from ..errors import GpuplanError, UnknownNameError, echo, no_control
 from ..hardware import Network, gpus
 from ..userfiles import is_file
@@ -245,10 +245,7 @@ def check_spot_below_on_demand(offers: list[Offer]) -> None:
 # ---- provider facts ---------------------------------------------------------------------------------------
 @cache
 def _providers_yaml() -> dict[str, Any]:
-    path = resources.files("gpuplan") / "data" / "providers.yaml"
-    import yaml
-
-    return yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    return read_yaml("providers.yaml")
 
 
 @cache
