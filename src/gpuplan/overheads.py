@@ -587,20 +587,30 @@ VLLM_STEP_OVERHEAD_S = 3e-3
 VLLM_V1_STEP_OVERHEAD_S = 0.765e-3
 VLLM_V1_HOST_S_PER_SEQ = 19.9e-6
 VLLM_V1_REQUEST_S = 14.7e-3
+# vLLM V1 before 0.11 replays each step as piecewise CUDA graphs (CompilationConfig's cudagraph_mode
+# PIECEWISE, the default until v0.11.0 turned on FULL_AND_PIECEWISE: its release notes): torch.compile splits the
+# forward at every attention op (splitting_ops ``vllm.unified_attention*``), which runs eagerly between two graph
+# replays, so each layer pays a graph launch and the attention op's own launches that a full graph does not. Per
+# layer and step, measured: vLLM PR #20059 (fhl2000, 2025-06-29, Qwen2.5-1.5B-Instruct, 28 layers, ShareGPT, 100
+# prompts at 1 request/s): median TPOT 5.42 ms under piecewise graphs against 5.02 ms with the full graph beside
+# the piecewise FX graph (the mode 0.11 made the default): 0.40 ms / 28 = 14.3 us. The V1 host constants above
+# were fitted on 0.11 and 0.15 runs, which decode under full graphs.
+VLLM_PIECEWISE_GRAPH_LAYER_S = 14.3e-6
 # SGLang's host loop (engines/sglang.py Sglang.timing), fitted by `python bench/serving/sglang_serving.py
 # --calibrate` on the calibration rows of bench/data/sglang_serving.csv (SGLang v0.3.0's own benchmark against
 # vLLM 0.6.0, sgl-project/sglang benchmark/benchmark_vllm_060/README.md: Llama-3.1-8B-Instruct on one A100 80GB,
 # ShareGPT), in turn: per step from the median TPOT at 4 requests/s less the simulated GPU work, per scheduled
 # sequence from the offline (all requests at once) output throughput, per request from the median TTFT at 4
 # requests/s. The other rows check them. v0.3.0 had no overlap scheduler, so these are the loop's full costs.
+# Refitted with SGLANG_EAGER_LAUNCH_S (2026-11-29: request 8.24 -> 8.13 ms, all-reduce 18.7 -> 16.6 us).
 SGLANG_STEP_OVERHEAD_S = 1.28e-3
 SGLANG_HOST_S_PER_SEQ = 22.0e-6
-SGLANG_REQUEST_S = 8.24e-3
+SGLANG_REQUEST_S = 8.13e-3
 # What each tensor-parallel all-reduce costs SGLang beyond the link's latency: fitted, last, on the median TPOT of
 # the same README's Llama-3.1-70B on 4 H100s at 4 requests/s (its decode steps ran ~15% longer than the step model
 # of vLLM's current engine, whose TP 4 rows of bench/serving/serving_cases.yaml it matches; the H200 rows of
 # another source and release, 0.4.1, show the same gap and check it).
-SGLANG_ALL_REDUCE_S = 18.7e-6
+SGLANG_ALL_REDUCE_S = 16.6e-6
 # SGLang 0.5's DeepSeek-V3/R1 decode layer on CUDA under CUDA graphs, counted from sgl-project/sglang
 # python/sglang/srt/models/deepseek_v2.py (DeepseekV2AttentionMLA.forward_absorb_prepare and forward_absorb_core,
 # DeepseekV2MoE.forward_normal; the fused MoE's fused_experts_impl), GEMMs apart (each linear, the router's and
@@ -615,6 +625,15 @@ SGLANG_ALL_REDUCE_S = 18.7e-6
 # shared experts. Counted on the stored snapshot sgl-project/sglang@00114aef (2025) on the H200 path (FlashInfer
 # MLA, Triton fused MoE); Blackwell's trtllm_mla and flashinfer_trtllm MoE fuse a few more, not counted.
 SGLANG_MLA_MOE_KERNELS_PER_LAYER = 16
+# SGLang replays CUDA graphs for decode batches only (python/sglang/srt/model_executor/cuda_graph_runner.py
+# CudaGraphRunner.can_run: decode, idle and target-verify batches up to cuda_graph_max_bs); an extend (prefill) batch
+# runs model.forward eagerly (model_runner.py ModelRunner.forward_extend), each kernel launched from SGLang's Python
+# modules (the module, its quantization method and the op around each kernel), not at the 5 us launched-kernel
+# floor. Host seconds per launched kernel, fitted last (`sglang_serving.py --calibrate`) on the median TTFT of
+# SGLang v0.3.0's Llama-3.1-70B on 4 H100s at 4 requests/s (the calibration row whose 80-layer prefill waits on its
+# launches; eager PyTorch's 18 us, EAGER_OP_OVERHEAD_S, left it 8% short). The 2026 releases' piecewise CUDA graphs for
+# prefill (on by default without expert parallelism) are not modelled.
+SGLANG_EAGER_LAUNCH_S = 41.5e-6
 # FlashInfer's all-reduce fusion (TensorRT-LLM's one-shot Lamport kernel: all-reduce, residual add and RMSNorm in one
 # kernel; SGLang's --enable-flashinfer-allreduce-fusion) on NVLink at decode sizes: 7.0 us at 6 tokens on 2 H100s
 # under CUDA graphs (flagos-ai/FlagGems-vllm pull request #773, table "vLLM CUDA", TRT-LLM one-shot, M=6), ~8 us
@@ -703,7 +722,7 @@ DECODE_BANDS: dict[tuple[str, str], tuple[float, float, int, str]] = {
                         "and decode runs (bench/results/bands.md)"),
     ("vllm", "MoE"): (0.00, 0.05, 4, "Mixtral-8x7B serving runs only: no DeepSeek, Qwen3 MoE or gpt-oss run "
                       "(bench/results/bands.md)"),
-    ("sglang", "dense"): (-0.12, 0.02, 4, "Llama-3.1 8B and 70B, SGLang 0.3-0.4 (bench/results/bands.md)"),
+    ("sglang", "dense"): (-0.11, 0.02, 4, "Llama-3.1 8B and 70B, SGLang 0.3-0.4 (bench/results/bands.md)"),
     ("trtllm", "dense"): (-0.12, 0.08, 164, "NVIDIA's trtllm-bench tables, Llama 3.x 8B-405B "
                           "(bench/results/bands.md)"),
     ("trtllm", "MoE"): (-0.17, 0.08, 67, "NVIDIA's trtllm-bench tables on one GPU, Llama 4 Scout, Qwen3-30B-A3B, "
@@ -797,10 +816,16 @@ TRTLLM_MOE_LAYER_STEP_S = 30e-6
 # Host work of an eager pass read off the module's own profile: every aten op the dispatcher runs (views included:
 # Python, the dispatcher, the autograd bookkeeping) and every nn.Module call (diffusers' attention processors and
 # blocks are Python). Fitted on SD 1.5 at batch 1 on an RTX 4090 (diffusers' PyTorch 2.0 benchmark: 40.5 it/s, a
-# host-bound step of a desktop CPU); the same benchmark's A100 at batch 1 ran at 21.7 it/s, host-bound on its
-# server's slower cores: published rates depend on the host CPU, which one constant cannot follow.
+# host-bound step of a desktop CPU). Published rates depend on the host CPU: a datacenter card's server is
+# SERVER_HOST_FACTOR below.
 DISPATCH_OVERHEAD_S = 7e-6
 MODULE_CALL_OVERHEAD_S = 5e-6
+# The same host work on the server a datacenter card sits in: server cores run one Python thread at 2.5-3.5 GHz
+# where a desktop's run at 5 to 6, and eager PyTorch's dispatch runs on one thread. Fitted on the one eager row of a
+# server with its compiled run beside it, fal-ai's SD 1.5 on an A100 80GB SXM (bench/modules.py sd15-a100-fal:
+# 1.591 s per image eager, 1.352 s compiled); held out: the A100, V100 and T4 rows of diffusers' benchmark,
+# SDXL on the A100 (diffusers' fast_diffusion tutorial, fal-ai), FLUX.1-dev on the H100, Whisper on the V100 and A100.
+SERVER_HOST_FACTOR = 1.75
 # Bytes moved per weight element to unpack a stored weight to 16 bits before each GEMM that uses it: bitsandbytes'
 # NF4 dequantize reads the packed nibbles and absmax and writes a bf16 copy (0.56 + 2), fp8 storage cast up
 # (diffusers enable_layerwise_casting, kohya --fp8_base: 1 + 2). Three are fitted, each on its one row of
@@ -822,7 +847,7 @@ OPTIMIZER_BYTES_PER_PARAM = 32
 # A diffusers scheduler step between denoiser passes (FlowMatchEuler / Euler: a few element-wise ops on the latents
 # and their Python): host time per step.
 SCHEDULER_STEP_S = 0.4e-3
-# The range said around a profiled module's speed (samples/s): issue 34's goal, which 15 of the 27 held-out speeds of
-# bench/results/modules.md meet (median error 20 %; the misses are Stable Diffusion 1.5 on datacenter cards and the
-# Whisper recipes' wall times, said in the README and in every Whisper plan).
+# The range said around a profiled module's speed (samples/s): issue 34's goal, which 21 of the 28 held-out speeds of
+# bench/results/modules.md meet (median error 16 %; the misses are Stable Diffusion 1.5 on the A100 and the T4 and
+# the Whisper-small recipe's wall time, said in bench/results/modules.md and in every Whisper plan).
 MODULE_SPEED_SPREAD = (-0.25, 0.25)

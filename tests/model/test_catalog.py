@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import gpuplan
 from gpuplan import GpuplanError, load_model
 from gpuplan.errors import UnknownNameError
 from gpuplan.model.catalog import aliases, bundled, bundled_repo
@@ -123,6 +124,24 @@ def test_offline_hub_id_from_cache(tmp_path):
     proc = _hub("from gpuplan import load_model; print(load_model('someorg/tiny').params_total)", tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "494032768"
+
+
+def test_a_cached_hub_module_is_known_before_it_is_resolved(tmp_path):
+    """The scenario's checks word their refusals by the model's kind before the resolver asks the hub: a repo id
+    whose config is in the local cache is known as the module it is (no network), one that is not is not."""
+    pytest.importorskip("huggingface_hub")
+    commit = "0" * 40
+    repo = tmp_path / "hf" / "hub" / "models--someorg--t5"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text(commit)
+    (repo / "snapshots" / commit).mkdir(parents=True)
+    config = json.loads((Path(gpuplan.__file__).parent / "data/modules/models/google__flan-t5-base.json").read_text())
+    (repo / "snapshots" / commit / "config.json").write_text(json.dumps(config["config"]))
+    code = ("from gpuplan.model.kinds import known_here as k; a = k('someorg/t5'); "
+            "print(a.kind, a.family, k('someorg/other'), k('llama-3.1-8b'), k('a b/c d'))")
+    proc = _hub(code, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["encoder-decoder", "t5", "None", "None", "None"]
 
 
 # ---- config.json values checked at the boundary ---------------------------------------------------------

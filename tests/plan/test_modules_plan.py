@@ -299,6 +299,32 @@ def test_a_decoder_llm_field_given_to_a_module_plan_is_refused_saying_what_it_re
     assert err == f"error: {sentence}"
 
 
+def test_text_data_and_a_serving_load_given_to_a_module_are_refused_naming_its_kind(tmp_path, capsys):
+    """A dataset file was read with the model's tokenizer before the model was known, and a serving load checked
+    for a vLLM or SGLang engine, so a diffusion pipeline or Whisper got errors about tokenizer.json or an engine's
+    scheduler: both now reach the resolver's refusal, which names the model's kind and what its plan reads, for a
+    bundled name and a local folder alike."""
+    data = tmp_path / "d.jsonl"
+    data.write_text('{"text": "a photo of a dog"}\n')
+    cases = [({"model": "sdxl", "task": "train", "method": "lora", "dataset": str(data)}, "dataset",
+              f"{SDXL}: {SIZED.format('images')}"),
+             ({"model": str(REVIEW / "whisper-large-v3"), "task": "train", "dataset": str(data)}, "dataset",
+              f"whisper-large-v3 is an encoder-decoder model (whisper): {SIZED.format('samples')}"),
+             ({"model": "sdxl", "task": "infer", "users": 10}, "users",
+              f"{SDXL}: it generates with diffusers' pipeline, per batch_size images x inference_steps (and cfg)"),
+             ({"model": "whisper-large-v3", "task": "infer", "rate_rps": 2.0}, "rate_rps",
+              f"{WHISPER}: it runs on transformers, per batch_size windows of audio_seconds and decoder_tokens")]
+    for fields, name, why in cases:
+        sentence = f"{name} is a decoder LLM setting, and {why}; drop {name}"
+        with pytest.raises(GpuplanError) as refused:
+            gpuplan.estimate({**fields, "gpu": "a100-80gb"})
+        assert str(refused.value) == sentence
+    assert run(["estimate", "--model", "sdxl", "--task", "infer", "--users", "10", "--gpu", "a100-80gb"]) == 2
+    assert capsys.readouterr().err.strip().startswith("error: users is a decoder LLM setting, and " + SDXL)
+    with pytest.raises(GpuplanError, match="tokenizer"):  # a decoder still reads its data with its tokenizer
+        gpuplan.estimate({"model": "llama-3.1-8b", "task": "train", "dataset": str(data), "gpu": "a100-80gb"})
+
+
 def test_a_decoder_field_at_its_default_or_a_field_the_plan_reads_passes():
     """A field given at its default changes nothing and is taken (a scenario file may carry num_gpus: 1); the
     fields the plan reads are its kind's (SD3 and Flux read seq_len as their T5 tokens; Whisper its transcript)."""
@@ -321,13 +347,14 @@ def test_llm_only_commands_refuse_in_one_sentence_that_says_what_to_run(capsys):
         gpuplan.api.load_model("whisper-large-v3")
 
 
-@pytest.mark.parametrize("command", [["recommend"], ["cost"], ["fit", "--gpu", "rtx-4090"], ["estimate"]])
-def test_a_module_of_ones_own_is_sent_to_simulate_in_one_sentence(command, capsys):
-    """recommend, cost, fit and estimate plan models gpuplan builds from a config; --module (simulate's) is refused
-    with the simulate command that answers it, the user's target and task in it."""
+@pytest.mark.parametrize("command", [["launch"], ["probe"]])
+def test_a_module_of_ones_own_is_sent_to_the_commands_that_plan_it_in_one_sentence(command, capsys):
+    """launch and probe run models gpuplan builds from a config; --module is refused naming the commands that plan
+    it (estimate, recommend, cost: tests/sim/test_module_sim.py), the user's target and task in it."""
     assert run([*command, "--module", "examples.my_model:build", "--task", "infer"]) == 2
     err = " ".join(capsys.readouterr().err.split())
-    assert "`gpuplan simulate --module examples.my_model:build --task infer --gpu NAME`" in err
+    assert "`gpuplan estimate --module examples.my_model:build --task infer --gpu NAME` on one card, `recommend " \
+           "--module ...` and `cost --module ...`" in err
     assert err.count("error:") == 1
 
 

@@ -118,6 +118,26 @@ def test_one_request_alone_gets_prefill_then_decode_steps():
     assert out.tpot_s[0] == pytest.approx(sm.time(0, 1, 104.5), rel=1e-3)
 
 
+def test_v1_before_0_11_pays_its_piecewise_graphs_per_layer_pr20059():
+    """V1 before 0.11 ran every layer's attention eagerly between piecewise CUDA graphs (the default until
+    v0.11.0's FULL_AND_PIECEWISE): 14.3 us per layer and step (vLLM PR #20059: Qwen2.5-1.5B's 28 layers, median
+    TPOT 5.42 ms piecewise against 5.02 ms full). Llama-3.1-8B's 32 layers: 0.458 ms more per step in 0.10.1
+    than in 0.11.0 (both synchronous loops); nothing before V1 or from 0.11, nothing for SGLang's loop."""
+    from gpuplan import overheads as oh
+
+    per_layer = (5.42e-3 - 5.02e-3) / 28
+    assert per_layer == pytest.approx(oh.VLLM_PIECEWISE_GRAPH_LAYER_S, rel=0.01)
+    old, new = (step_model(S.model_copy(update={"engine_version": v}), M, H100) for v in ("0.10.1", "0.11.0"))
+    assert old.step_host_s - new.step_host_s == pytest.approx(32 * 14.3e-6, rel=1e-9)
+    assert old.time(0, 1, 1000) - new.time(0, 1, 1000) == pytest.approx(32 * 14.3e-6, rel=1e-9)
+    for v in ("0.7.3", "0.11.0", None):
+        assert vllm.piecewise_graph_s(S.model_copy(update={"engine_version": v}), M) == 0.0
+    assert vllm.piecewise_graph_s(S.model_copy(update={"engine_version": "0.8.5", "pp": 2, "num_gpus": 2}), M) \
+        == pytest.approx(16 * 14.3e-6)
+    sg = S.model_copy(update={"engine": "sglang", "engine_version": "0.4.1"})
+    assert step_model(sg, M, H100).step_host_s == pytest.approx(oh.SGLANG_STEP_OVERHEAD_S, rel=1e-9)
+
+
 def test_async_scheduling_admits_a_request_one_step_later_on_a_busy_engine():
     """A request arriving while step N runs joins step N+1 in the synchronous loop, N+2 with async scheduling
     (step N+1 was scheduled when N began): its first token comes one (decode-sized) step later. On an idle

@@ -136,6 +136,68 @@ def test_a_bad_target_is_one_sentence(package, target, words, capsys):
     assert words in err and "\n" not in err and "Traceback" not in err
 
 
+def _json(capsys, *args: str) -> dict:
+    assert run([*args, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_estimate_of_a_module_is_simulates_numbers_on_the_one_road(package, capsys):
+    """simulate --module and estimate --module are one plan (the one resolver and builder on the profile of the
+    module's pass): in the precision the module was built in (fp32 here) every memory level and the step's time
+    are equal, and the parts are the hand count's (weights, gradients and AdamW's two moments at 4 B)."""
+    sim = _json(capsys, "simulate", "--module", "my_pkg.my_model:build", "--task", "train", "--gpu", "rtx-4090")
+    plan = _json(capsys, "estimate", "--module", "my_pkg.my_model:build", "--task", "train", "--gpu", "rtx-4090",
+                 "--precision", "fp32")
+    mem = plan["memory"]
+    for key in ("weights_gib", "gradients_gib", "optimizer_gib", "activations_gib", "allocated_peak_gib",
+                "device_peak_gib"):
+        assert mem[key] == sim[key], key
+    assert plan["work"]["step_s"] == sim["step_s"] > 0
+    params, _ = torch_count()
+    assert plan["model"]["params_total"] == params and mem["weights_gib"] * 2**30 == params * 4
+    assert mem["optimizer_gib"] == 2 * mem["gradients_gib"] == 2 * mem["weights_gib"]
+    assert plan["resolved"].startswith("my_pkg.my_model:build: a training step (forward, loss, backward) of Net")
+    assert plan["assumptions"] == []  # the precision was given
+
+
+def test_recommend_cost_and_fit_search_cards_for_a_module(package, capsys):
+    """A module of one's own was refused by the card searches: recommend ranks the cards it fits, cost lists the
+    offers, fit answers for the user's cards, each row the one builder's plan on that card (as estimate gives)."""
+    ranked = _json(capsys, "recommend", "--module", "my_pkg.my_model:build", "--task", "train", "--top", "3")
+    assert ranked["fitting"] > 0 and len(ranked["setups"]) == 3
+    first = ranked["setups"][0]
+    alone = _json(capsys, "estimate", "--module", "my_pkg.my_model:build", "--task", "train", "--gpu",
+                  first["gpu_id"])
+    assert first["device_peak_gib"] == alone["memory"]["device_peak_gib"] and first["step_s"] == \
+        alone["work"]["step_s"]
+    # a loop of the user's own, not a stack's: the precision it was planned in is said as gpuplan's default
+    assert alone["assumptions"] == ["precision bf16-mixed: gpuplan's default (set --precision for the one your code "
+                                    "runs in)"]
+    costs = _json(capsys, "cost", "--module", "my_pkg.my_model:build", "--task", "infer", "--gpu", "l4")
+    assert costs["setups"] and {row["gpu_id"] for row in costs["setups"]} == {"nvidia-l4"}
+    prices = [row["usd_per_hour"] for row in costs["setups"]]
+    assert prices == sorted(prices)
+    fit = _json(capsys, "fit", "--module", "my_pkg.my_model:build", "--task", "train", "--gpu", "2xrtx-4090")
+    (row,) = fit["rows"]
+    assert row["model"] == "my_pkg.my_model:build" and row["fits"] and row["change"] == ""
+    on_one = _json(capsys, "estimate", "--module", "my_pkg.my_model:build", "--task", "train", "--gpu", "rtx-4090")
+    assert row["device_peak_gib"] == on_one["memory"]["device_peak_gib"]
+    assert any("one of the 2 cards" in n for n in fit["notes"])
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--model", "sdxl"], "give --model (a model gpuplan builds from a config) or --module (your own nn.Module)"),
+    (["--batch-size", "8", "--task", "infer"], "batch_size is not read by this plan, and my_pkg.my_model:build is "
+     "your own PyTorch module (module): its plan is one pass of the example input its build() returns: set the "
+     "batch and sizes there; drop batch_size"),
+    (["--grad-checkpointing", "full", "--task", "train"], "grad_checkpointing is not read by this plan"),
+])
+def test_what_a_modules_plan_does_not_read_is_refused(package, args, words, capsys):
+    assert run(["estimate", "--module", "my_pkg.my_model:build", *args]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert words in err and err.count("error:") == 1
+
+
 @pytest.mark.slow
 def test_a_pipeline_simulated_at_its_sizes_matches_its_profile(capsys):
     """SD 1.5's UNet at 512 x 512 (a 64 x 64 latent: a fitted size) gives the profile's activation peak."""

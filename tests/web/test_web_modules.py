@@ -90,6 +90,7 @@ def test_formulas_give_the_plan_numbers(client, fields):
     assert r.status_code == 200, r.text
     numbers = r.json()["numbers"]
     assert {"work.steps_per_s", "work.samples_per_s"} <= set(numbers)
+    assert _memory_rows(plan) <= set(numbers)  # each memory line of the page opens into its formula
     assert ("work.image_s" in numbers) is (plan.work.image_s is not None)
     for key, f in numbers.items():
         assert f["computed"] == pytest.approx(f["value"], rel=1e-9), key
@@ -98,6 +99,49 @@ def test_formulas_give_the_plan_numbers(client, fields):
         assert numbers["work.usd_per_1000_samples"]["value"] == plan.work.usd_per_1000_samples
     shares = r.json()["step_shares"]
     assert shares and sum(pct for _, pct in shares) == 100
+
+
+def _memory_rows(plan) -> set[str]:
+    """The keys of the memory lines the page shows for ``plan`` (app.js: the parts above 0.0005 GiB, each other
+    entry, the three levels, and the card's usable memory and headroom)."""
+    m = plan.memory
+    parts = {f"memory.{k}_gib" for k in ("weights", "gradients", "optimizer", "activations")
+             if getattr(m, f"{k}_gib") > 0.0005}
+    levels = {"memory.allocated_peak_gib", "memory.reserved_peak_gib", "memory.device_peak_gib"}
+    card = {"memory.capacity_gib", "memory.headroom_gib"} if m.capacity_gib is not None else set()
+    return parts | {f"memory.other.{k}" for k in m.other} | levels | card
+
+
+MEMORY_CASES = [  # the ways a module plan's memory is reached beyond MODULES': offloading, quantized bases,
+    # a full fine-tune under autocast with frozen text encoders and the VAE on the card, Adafactor, eager attention
+    {"model": "sdxl", "task": "infer", "gpu": "rtx-3060", "cpu_offload": "model"},
+    {"model": "flux-dev", "task": "infer", "gpu": "rtx-3060", "cpu_offload": "sequential"},
+    {"model": "flux-dev", "task": "infer", "gpu": "h100-sxm", "quant": "nf4"},
+    {"model": "flux-dev", "task": "train", "method": "qlora", "quant": "nf4", "resolution": "512", "gpu": "rtx-4090",
+     "optimizer": "adamw-8bit"},
+    {"model": "sdxl", "task": "train", "method": "full", "resolution": "512", "gpu": "a100-80gb",
+     "precision": "bf16-mixed", "text_encoders": "frozen", "cache_latents": False},
+    {"model": "sdxl", "task": "train", "method": "full", "resolution": "512", "gpu": "a100-80gb",
+     "optimizer": "adafactor"},
+    {"model": "sd-1.5", "task": "infer", "gpu": "t4", "attention": "eager", "precision": "fp16-true"},
+    {"model": "whisper-large-v3", "task": "train", "method": "lora", "gpu": "t4", "quant": "int8"},
+    {"model": "flan-t5-base", "task": "train", "method": "full", "gpu": "t4", "precision": "fp32"},
+]
+
+
+@pytest.mark.parametrize("fields", MEMORY_CASES, ids=lambda f: "-".join(str(v) for v in f.values())[:60])
+def test_every_memory_line_opens_into_arithmetic_that_gives_it(fields):
+    """A module plan's memory lines had no formula on the page (a decoder LLM's each have one): each now shows
+    the rule of gpuplan.memory.modules with the scenario's values, whose own arithmetic gives the plan's number."""
+    plan = gpuplan.estimate(fields)
+    numbers = api.explain(fields).numbers
+    assert _memory_rows(plan) <= set(numbers)
+    memory = {k: f for k, f in numbers.items() if k.startswith("memory.")}
+    for key, f in memory.items():
+        assert f.computed == pytest.approx(f.value, rel=1e-9, abs=1e-12), (key, f.substituted)
+        assert f.formula and f.substituted
+    assert numbers["memory.weights_gib"].value == plan.memory.weights_gib
+    assert plan.memory.peak_phase in numbers["memory.activations_gib"].substituted
 
 
 def test_exports_plan_the_same_job(client, tmp_path):

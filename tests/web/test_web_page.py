@@ -338,6 +338,9 @@ def test_sdxl_lora_on_a_3060(server, page):
     assert value(page, 'details[data-key="cost.usd_total"] .value') == pytest.approx(r.cost.usd_total)
     page.click('details[data-key="work.steps_per_s"] summary')
     assert f"1 / {w.step_s:,.4f} s" in page.text_content('details[data-key="work.steps_per_s"] .formula')
+    page.click('details[data-key="memory.weights_gib"] summary')  # a memory line opens into its formula too
+    weights = page.text_content('details[data-key="memory.weights_gib"] .formula')
+    assert "LoRA adapters" in weights and f"= {r.memory.weights_gib:,.2f} GiB" in weights
     shown = re.findall(r"(\d+)%", page.text_content("#step-shares"))
     assert shown and sum(int(pct) for pct in shown) == 100
     page.wait_for_function("document.querySelector('#setups-table').rows.length >= 3", timeout=60_000)

@@ -21,7 +21,8 @@ from ..plan.recommend import Recommendation
 from ..result import Answer
 from ..scenario import Scenario, load_scenario
 from . import arguments as arg
-from .arguments import ScenarioLike, names_of, scenario_of
+from .arguments import ScenarioLike, names_of
+from .planning import own_module
 
 
 def gpu_ids(names: Iterable[str], notes: list[str]) -> tuple[str, ...]:
@@ -55,7 +56,8 @@ def recommend(scenario: ScenarioLike, *, budget_usd: float | None = None, deadli
               max_gpus: int = 8, gpus: Iterable[str] = (), providers: Iterable[str] = (),
               have: Iterable[str | tuple[str, int]] = (), min_headroom: float = 0.0, objective: str = "cost",
               top: int = 10, any_method: bool = False, any_quant: bool = False, any_stack: bool = False,
-              catalogs: Iterable[str] = (), per_gpu: bool = False, any_framework: bool | None = None
+              catalogs: Iterable[str] = (), per_gpu: bool = False, any_framework: bool | None = None,
+              module: str | None = None
               ) -> Recommendation | ModuleChoices:
     """Which GPUs, how many, where: every setup that fits, ranked by ``objective`` (cost, time or balanced), your
     own cards (``have``: ``"2x3090"`` or ``("nvidia-geforce-rtx-3090", 2)``) in their own list: ``gpuplan
@@ -80,7 +82,7 @@ def recommend(scenario: ScenarioLike, *, budget_usd: float | None = None, deadli
         ("any_method", any_method), ("any_quant", any_quant), ("any_stack", any_stack),
         ("per_gpu", per_gpu)))
     catalogs = tuple(names_of(catalogs, "catalogs"))
-    s = scenario_of(scenario)
+    s, own = own_module(scenario, module)
     notes: list[str] = []
     owned = tuple(parse_have(h) if isinstance(h, str) else (resolve_gpu(h[0])[0].id, int(h[1]))
                   for h in names_of(have, "have", pairs=True) if not isinstance(h, str) or h.strip())
@@ -88,11 +90,13 @@ def recommend(scenario: ScenarioLike, *, budget_usd: float | None = None, deadli
                     gpus=gpu_ids(gpus, notes), providers=provider_names(providers), pricing=s.pricing, have=owned,
                     min_headroom=min_headroom, objective=objective, top=top, any_method=any_method,
                     any_quant=any_quant, any_stack=any_stack, catalogs=catalogs, per_gpu=per_gpu)
+    from ..plan.module_searches import recommend_module
+
+    if own is not None:  # your own module: one card per setup
+        return recommend_module(s, own, c, notes)
     try:
         m = load_model(s.model)
     except NotADecoder as other:  # a diffusion pipeline, an encoder-decoder, an encoder: one card per setup
-        from ..plan.module_searches import recommend_module
-
         return recommend_module(s, other.spec, c, notes)
     result = search(s, m, c)
     result.defaults = [*notes, *result.defaults]
@@ -115,10 +119,11 @@ class FitReport(Answer):
 
 
 def fit(gpu: str, scenario: ScenarioLike | None = None, *, models: Iterable[str] | None = None,
-        **fields: Any) -> FitReport:
+        module: str | None = None, **fields: Any) -> FitReport:
     """What can my cards do? Each bundled model (or ``models``) with the job of ``scenario`` (serving unless
     ``task`` says train) on ``gpu`` (``"2x3090"``, ``"rtx-4090"``): fits as asked, fits with a change, or not,
-    with the largest batch and longest context: ``gpuplan fit``."""
+    with the largest batch and longest context: ``gpuplan fit``. ``module``: your own PyTorch module instead
+    (``package.module:function``), its one row the builder's plan of it on one of the cards."""
     from ..plan.capability import what_fits
     from ..plan.recommend import parse_have
     from ..scenario.describe import describe
@@ -145,6 +150,8 @@ def fit(gpu: str, scenario: ScenarioLike | None = None, *, models: Iterable[str]
     template = {**template, **fields}
     template.pop("model", None)
     template.setdefault("task", "infer")
+    if module is not None:
+        return _fit_module(module, template, card, count, [note] if note else [])
     example = load_scenario(None, {**template, "model": "each bundled model", "gpu": gpu_id, "num_gpus": count})
     try:
         rows = what_fits(template, card, count, models)
@@ -156,6 +163,26 @@ def fit(gpu: str, scenario: ScenarioLike | None = None, *, models: Iterable[str]
                            f"--task {example.task}` the cards it fits") from None
     return FitReport(resolved=describe(example), task=example.task, gpu_id=card.id, num_gpus=count,
                      notes=[note] if note else [], rows=rows)
+
+
+def _fit_module(module: str, template: dict[str, Any], card, count: int, notes: list[str]) -> FitReport:
+    """``fit`` of your own module: its plan on one of the cards (the one builder's), as asked or with the first
+    change that fits."""
+    from ..plan.estimate import estimate
+
+    s, spec = own_module({**template, "gpu": card.id}, module)
+    assert spec is not None
+    plan = estimate(s, spec=spec)
+    fix = None if plan.memory.fits else next((x for x in plan.suggestions if x.fits), None)
+    row = FitRow(model=spec.name, params_total=spec.params_total, fits=bool(plan.memory.fits) or fix is not None,
+                 change=fix.change if fix else "", fields=dict(fix.fields) if fix else {},
+                 device_peak_gib=fix.device_peak_gib if fix else plan.memory.device_peak_gib,
+                 reason="" if plan.memory.fits or fix else f"{plan.memory.device_peak_gib:,.1f} GiB on a card of "
+                 f"{plan.memory.capacity_gib:,.1f} GiB usable, and no change planned fits")
+    if count > 1:
+        notes.append(f"your module's plan runs on one of the {count} cards (data parallelism over several is not "
+                     "modelled for it)")
+    return FitReport(resolved=plan.resolved, task=s.task, gpu_id=card.id, num_gpus=count, notes=notes, rows=[row])
 
 
 class CostTable(Answer):
@@ -171,7 +198,7 @@ class CostTable(Answer):
 
 
 def cost(scenario: ScenarioLike, *, catalogs: Iterable[str] = (), discounts: Mapping[str, float] | None = None,
-         top: int | None = None) -> CostTable | ModuleChoices:
+         top: int | None = None, module: str | None = None) -> CostTable | ModuleChoices:
     """What the job costs on every offer that fits it (the scenario's GPU only, when it names one), each row
     with its whole bill and the device peak per GPU: ``gpuplan cost``. A diffusion pipeline, an encoder-decoder
     or an encoder gets a :class:`~gpuplan.plan.module_searches.ModuleChoices`, one row per offer."""
@@ -184,18 +211,21 @@ def cost(scenario: ScenarioLike, *, catalogs: Iterable[str] = (), discounts: Map
     top = arg.count(top, "top", most=100_000, optional=True)
     catalogs = tuple(names_of(catalogs, "catalogs"))
     discounts = arg.discounts_of(discounts)
-    s = scenario_of(scenario)
+    s, own = own_module(scenario, module)
     if s.pricing == "owned":
         raise GpuplanError("--pricing owned has no offers to compare: `gpuplan estimate --pricing owned` prices "
                            "your own cards by their power, `gpuplan buy` weighs buying against renting")
     try:
-        m = load_model(s.model)
+        m = load_model(s.model) if own is None else None
     except NotADecoder as other:  # a diffusion pipeline, an encoder-decoder, an encoder: every offer of a card
+        own = other.spec
+    if own is not None:  # a module, bundled or your own
         from ..plan.module_searches import cost_module
 
         if s.gpu:
             s = s.model_copy(update={"gpu": resolve_gpu(s.gpu)[0].id})
-        return cost_module(s, other.spec, load_offers(catalogs, discounts), top=top)
+        return cost_module(s, own, load_offers(catalogs, discounts), top=top)
+    assert m is not None
     if s.gpu:  # one GPU: its name resolved (an ambiguous one takes its common variant)
         s = s.model_copy(update={"gpu": resolve_gpu(s.gpu)[0].id})
     s, said = card_free(s, m)  # the card is each offer's

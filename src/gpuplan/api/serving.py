@@ -14,6 +14,7 @@ from ..model.module import NotADecoder
 from ..plan.capacity import Deployment, shown
 from ..result import Answer
 from ..scenario import scenario_from
+from ..serving.load import SIMULATED
 from ..serving.workload import DEFAULT_SPREAD, Workload
 from . import arguments as arg
 from .arguments import names_of
@@ -43,8 +44,10 @@ def capacity(model: str, workload: str | Path | Mapping[str, Any] | None = None,
              gpus: Iterable[str] = (),
              max_gpus: int = 8, any_quant: bool = False, engine_version: str | None = None,
              kv_cache_dtype: str | None = None, calibration: str | Path | None = None, top: int = 8,
-             expert_parallel: bool = False, attention_dp: bool = False, **workload_fields: Any) -> CapacityReport:
-    """For every GPU type x count x tensor parallelism that holds ``model`` in vLLM, the highest request rate that
+             expert_parallel: bool = False, attention_dp: bool = False, time_limit_s: float | None = None,
+             **workload_fields: Any) -> CapacityReport:
+    """For every GPU type x count x tensor parallelism that holds ``model`` in ``engine`` (vllm, sglang or
+    trtllm), the highest request rate that
     meets the workload's SLOs, the cheapest offer and the price per million tokens: ``gpuplan capacity``.
     ``workload`` is a YAML file or a dict of :class:`~gpuplan.serving.workload.Workload` fields; flat fields
     (``rate_rps``, ``prompt_tokens``, ``ttft_s``...) override it. Lengths given as ``prompt_tokens`` and
@@ -52,7 +55,8 @@ def capacity(model: str, workload: str | Path | Mapping[str, Any] | None = None,
     fixed, which puts a closed loop in lockstep). ``batch`` instead of a rate or users: an offline job of that many
     requests queued at once, each setup's time and cost to run it (``estimate --batch-size``'s offline run). An MoE
     model may be laid out with ``expert_parallel`` (its experts over each setup's GPUs) and ``attention_dp``
-    (attention data parallel over them). Needs numpy (the ``serving`` extra)."""
+    (attention data parallel over them). ``time_limit_s``: the wall seconds all the simulations share (default
+    120; a simulation cut short says so in its row's warnings). Needs numpy (the ``serving`` extra)."""
     try:
         import numpy  # noqa: F401
     except ImportError:
@@ -66,9 +70,10 @@ def capacity(model: str, workload: str | Path | Mapping[str, Any] | None = None,
     m = _decoder(model)
     max_gpus = arg.count(max_gpus, "max_gpus", most=64)
     top = arg.count(top, "top", most=100)
+    limit = arg.amount(time_limit_s, "time_limit_s", least=0.1, most=3600) if time_limit_s is not None else None
     any_quant = arg.flag(any_quant, "any_quant")
     expert_parallel, attention_dp = arg.flag(expert_parallel, "expert_parallel"), arg.flag(attention_dp, "attention_dp")
-    engine = arg.text(engine, "engine", choices=("vllm", "sglang"))
+    engine = arg.text(engine, "engine", choices=SIMULATED)
     engine_version = arg.text(engine_version, "engine_version", optional=True)
     kv_cache_dtype = arg.text(kv_cache_dtype, "kv_cache_dtype", optional=True)
     calibration = arg.path(calibration, "calibration", optional=True)
@@ -88,7 +93,7 @@ def capacity(model: str, workload: str | Path | Mapping[str, Any] | None = None,
                        if v is not None})
     plans = search(s, m, w, gpu_ids=ids, max_gpus=max_gpus, any_quant=any_quant,
                    simulate_top=top, calibration=load_calibration(calibration) if calibration else None,
-                   expert_parallel=expert_parallel)
+                   expert_parallel=expert_parallel, **({"time_limit_s": limit} if limit is not None else {}))
     return CapacityReport(workload=w, plans=shown(plans), deployments=plans)
 
 

@@ -177,18 +177,37 @@ def old_flags(skip: tuple[str, ...] = ()) -> list[inspect.Parameter]:
         for old, new in OLD_FLAGS.items() if new not in skip]
 
 
-# `--module` is simulate's; the other scenario commands read it hidden, to say what plans a module of one's own
+# `--module` is read by simulate, estimate, recommend and cost (OWN_MODULE); the other scenario commands read it
+# hidden, to say which commands plan a module of one's own
 MODULE_FLAG = inspect.Parameter("module", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[
-    str | None, typer.Option("--module", hidden=True, help="simulate's option (refused here, saying so)")])
+    str | None, typer.Option("--module", hidden=True, help="estimate's option (refused here, saying so)")])
+OWN_MODULE = inspect.Parameter("module", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[
+    str | None, typer.Option("--module", help="Your own PyTorch module instead of --model: package.module:function, "
+                             "a callable returning (module, example_input), run once on fake tensors (needs torch)",
+                             rich_help_panel="Model", show_default=False)])
+
+
+def module_of(fields: dict[str, Any]) -> str | None:
+    """``--module``'s target, taken out of ``fields`` with the scenario's model set to it (estimate, recommend and
+    cost plan your own module on the one road: :func:`gpuplan.api.estimate`'s ``module``)."""
+    target = fields.pop("module", None)
+    if target is None:
+        return None
+    if fields.get("model") is not None:
+        raise GpuplanError("give --model (a model gpuplan builds from a config) or --module (your own nn.Module), not "
+                           "both")
+    fields["model"] = target
+    return target
 
 
 def overrides(fields: dict[str, Any]) -> dict[str, Any]:
     fields = dict(fields)
     target = fields.pop("module", None)
     if target is not None:
-        raise GpuplanError(f"--module runs your own nn.Module, which `gpuplan simulate --module {target[:100]} --task "
-                           f"{fields.get('task') or 'train'} --gpu NAME` plans (its memory on fake tensors, its time "
-                           "on the card named: run it once per card you consider); this command plans models "
+        task = fields.get("task") or "train"
+        raise GpuplanError(f"--module (your own nn.Module) is planned by `gpuplan estimate --module {target[:100]} "
+                           f"--task {task} --gpu NAME` on one card, `recommend --module ...` and `cost --module ...` "
+                           f"on the cards and offers it fits, and `simulate --module ...`; this command plans models "
                            "gpuplan builds from a config")
     for old, new in OLD_FLAGS.items():
         if fields.get(old) is None:

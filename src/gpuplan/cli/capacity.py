@@ -10,7 +10,12 @@ from rich.text import Text
 
 from ..errors import GpuplanError
 from .app import JsonFlag, app, out, print_json
+from .estimate import ENGINE_LABELS
 from .render import Column, FormatOption, bullet, err, num, resolve_format, show, usd
+
+TRTLLM_WORDS = ("From a simulation of TensorRT-LLM's in-flight batching (trtllm-serve's defaults: max_batch_size "
+                "2,048, max_num_tokens 8,192, whole contexts, GUARANTEED_NO_EVICT admission; its host loop timed "
+                "as vLLM's, uncalibrated on serving runs)")
 
 # an MoE model's layout on each setup (issue 31): the options' types, kept out of the command's long signature
 ExpertParallel = Annotated[bool, typer.Option(
@@ -52,8 +57,7 @@ def capacity_cmd(
     max_gpus: Annotated[int, typer.Option(help="Largest tensor-parallel group.")] = 8,
     any_quant: Annotated[bool, typer.Option(help="Also try fp8 weights (where supported) and AWQ int4.")] = False,
     expert_parallel: ExpertParallel = False, attention_dp: AttentionDp = False,
-    engine: Annotated[str, typer.Option(help="vllm or sglang (each engine's pool, scheduler and host loop).")
-                      ] = "vllm",
+    engine: Annotated[str, typer.Option(help="vllm, sglang or trtllm (its pool, scheduler and host loop).")] = "vllm",
     engine_version: Annotated[str | None, typer.Option(help="Engine release whose rules apply [default: current].")
                               ] = None,
     kv_cache_dtype: Annotated[str | None, typer.Option(help="auto | fp8 | fp16 | bf16 | int8")] = None,
@@ -65,12 +69,12 @@ def capacity_cmd(
     as_json: JsonFlag = False,
 ) -> None:
     """For every GPU type x count x tensor parallelism (x fp8/AWQ weights with --any-quant) that holds the model
-    in vLLM, the highest steady request rate (or, with --users, the most concurrent users) that meets the SLOs
-    (bisection on a simulation of vLLM's scheduler, judged after warm-up), the cheapest instance that holds a
-    tensor-parallel group whole, $ per million input and output tokens at that load, what the target costs in
-    whole instances, and the Pareto front of cost vs time to first token. Rates carry the band of the serving
-    accuracy table. With --batch, an offline job: how long each setup takes to run the batch (the engine's
-    max_num_seqs and KV pool decide how many run at once; the rest wait, a full pool preempts) and its cost.
+    in the engine (vLLM, SGLang or TensorRT-LLM), the highest steady request rate (or, with --users, the most
+    concurrent users) that meets the SLOs (bisection on a simulation of the engine's scheduler, judged after
+    warm-up), the cheapest instance that holds a tensor-parallel group whole, $ per million input and output
+    tokens at that load, what the target costs in whole instances, and the Pareto front of cost vs time to first
+    token. Rates carry the band of the serving accuracy table. With --batch, an offline job: how long each setup
+    takes to run the batch (the engine's cap and KV pool decide how many run at once; the rest wait) and its cost.
 
     Examples:
 
@@ -178,7 +182,7 @@ def render(plans, w, fmt: str = "table") -> None:
             + ("From a simulation of SGLang's scheduler (prefill batches before decodes, chunked_prefill_size, "
                "max_running_requests, the radix cache on the shared prefix; its host loop fitted on SGLang's own "
                "published runs, few: bench/results/sglang_serving.md)" if plans and plans[0].engine == "sglang"
-               else "From a simulation of vLLM's scheduler")
+               else TRTLLM_WORDS if plans and plans[0].engine == "trtllm" else "From a simulation of vLLM's scheduler")
             + " on the roofline step model, judged after warm-up; a tensor-parallel group is priced on one "
             "instance that holds it whole.")
     _show_setups(rows, cols, fmt, head, "setups, cheapest first", note)
@@ -197,11 +201,14 @@ def _render_job(rows: list[dict], head: str, fmt: str, engine: str) -> None:
             Column("usd_per_million_output", "$/M out", usd, "right", 3),
             Column("max_concurrency", "KV reqs", num(), "right", 3),
             Column("kv_tokens", "KV tokens", num(), "right", 4)]
-    label = "SGLang" if engine == "sglang" else "vLLM"
+    label = ENGINE_LABELS.get(engine, engine)
+    cap = "max_batch_size" if engine == "trtllm" else "max_num_seqs"
+    pool = ("holds for their whole output (GUARANTEED_NO_EVICT: nothing is preempted); the others wait for them to "
+            "finish." if engine == "trtllm" else "holds; the others wait for them to finish, and a pool that runs "
+            "out preempts requests, which recompute when they resume.")
     note = (f"Green: the Pareto front of cost vs time. From {label}'s scheduler simulated on the batch (estimate "
-            "--batch-size's offline run): at most max_num_seqs requests run at once, and no more than the KV pool "
-            "holds; the others wait for them to finish, and a pool that runs out preempts requests, which recompute "
-            "when they resume. $ job: one tensor-parallel group's share of the instance for that time.")
+            f"--batch-size's offline run): at most {cap} requests run at once, and no more than the KV pool {pool} "
+            "$ job: one tensor-parallel group's share of the instance for that time.")
     _show_setups(rows, cols, fmt, head, "setups, cheapest run first", note)
 
 

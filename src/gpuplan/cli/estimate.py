@@ -9,7 +9,7 @@ from rich.text import Text
 
 from .. import api
 from ..errors import GpuplanError
-from .app import option, overrides, print_json, scenario_command, short
+from .app import OWN_MODULE, module_of, option, overrides, print_json, scenario_command, short
 from .render import bullet, err, out
 
 EXIT_DOES_NOT_FIT = 3
@@ -33,7 +33,8 @@ def estimate_cmd(scenario: str | None = None, as_json: bool = False, check: bool
       gpuplan estimate examples/lora-llama-8b.yaml --micro-batch-size 8 --json
       gpuplan estimate --model qwen2.5-7b --task infer --gpu l40s --check && echo fits
     """
-    result = api.estimate(api.load_scenario(scenario, overrides(fields)))
+    target = module_of(fields)
+    result = api.estimate(api.load_scenario(scenario, overrides(fields)), module=target)
     if check and result.memory.fits is None:
         raise GpuplanError("--check needs a GPU to check against: add --gpu (e.g. --gpu rtx-4090)")
     if as_json:
@@ -77,7 +78,7 @@ def render_estimate(result) -> None:
     out.print(Text(v.word, style=style) + Text(v.sentence[len(v.word):]), soft_wrap=True)
     for line in v.details:
         bullet(line, prefix="  ")
-    if mem.fits is not None:
+    if mem.fits is not None and result.model.family != "module":  # your module's batch is its example input's
         batch = "micro-batch" if s["task"] == "train" else "batch"
         length = "sequence" if s["task"] == "train" else "prompt"
         longest = f"; longest {length}: {f'{mem.max_seq_len:,} tokens' if mem.max_seq_len else 'none'}"
@@ -152,7 +153,7 @@ def _speed(result, s: dict) -> None:
             f"{k.replace('_', ' ')} {pct}%" for k, pct in shares), prefix="  ", style="dim")
 
 
-ENGINE_LABELS = {"vllm": "vLLM", "sglang": "SGLang"}
+ENGINE_LABELS = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
 
 
 def render_load(run, s: dict) -> None:
@@ -242,4 +243,4 @@ def _cost(result, s: dict) -> None:
 
 scenario_command("estimate", estimate_cmd,
                  option("check", bool, False, "Exit with code 3 when the job does not fit on the GPU (0 when it "
-                        "fits, 2 for bad input): for scripts."))
+                        "fits, 2 for bad input): for scripts."), OWN_MODULE)

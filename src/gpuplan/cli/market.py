@@ -9,7 +9,7 @@ import typer
 
 from .. import api
 from ..errors import GpuplanError
-from .app import JsonFlag, app, option, overrides, print_json, scenario_command, short
+from .app import OWN_MODULE, JsonFlag, app, module_of, option, overrides, print_json, scenario_command, short
 from .render import FORMAT_HELP, Column, FormatOption, FormatValue, bullet, err, num, out, resolve_format, show, usd
 
 # ---- GPUs -------------------------------------------------------------------------------------------
@@ -108,6 +108,7 @@ def cost_cmd(scenario: str | None = None, as_json: bool = False, catalog: list[s
       gpuplan cost --model qwen2.5-7b --task infer --engine vllm --discount runpod=0.85
     """
     fmt = resolve_format(fmt, as_json)
+    target = module_of(fields)
     s = api.load_scenario(scenario, overrides(fields))
     discounts = {}
     for item in discount or []:
@@ -116,7 +117,7 @@ def cost_cmd(scenario: str | None = None, as_json: bool = False, catalog: list[s
             discounts[provider.strip()] = float(factor)
         except ValueError:
             raise GpuplanError(f"--discount takes provider=multiplier (runpod=0.85), got {item!r}") from None
-    table = api.cost(s, catalogs=tuple(catalog or ()), discounts=discounts,
+    table = api.cost(s, module=target, catalogs=tuple(catalog or ()), discounts=discounts,
                      top=top or (20 if fmt != "json" else None))
     if isinstance(table, api.ModuleChoices):  # a diffusion pipeline, an encoder-decoder, an encoder
         from .modules import render_choices
@@ -195,4 +196,4 @@ scenario_command(
            "the bundled rows; repeatable."),
     option("discount", list[str] | None, None, "Negotiated price multiplier: provider=0.85; repeatable."),
     option("top", int | None, None, "Show this many offers [default: 20 in tables, all in JSON]."),
-    option("fmt", FormatValue, None, FORMAT_HELP, param_decls=("--format",)))
+    option("fmt", FormatValue, None, FORMAT_HELP, param_decls=("--format",)), OWN_MODULE)

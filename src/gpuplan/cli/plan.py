@@ -12,7 +12,7 @@ from rich.text import Text
 from .. import api
 from ..errors import GpuplanError, renamed
 from ..result import human_count
-from .app import JsonFlag, app, option, overrides, print_json, scenario_command, short
+from .app import OWN_MODULE, JsonFlag, app, module_of, option, overrides, print_json, scenario_command, short
 from .render import (
     FORMAT_HELP,
     Column,
@@ -67,8 +67,8 @@ def recommend_cmd(scenario: str | None = None, as_json: bool = False, budget_usd
         raise GpuplanError(f"--min-headroom takes a percentage like 10%, got {min_headroom!r}") from None
     if not (math.isfinite(headroom) and 0 <= headroom < 1):
         raise GpuplanError(f"--min-headroom must be between 0% and 100%, got {min_headroom!r}")
-    s = api.load_scenario(scenario, overrides(fields))
-    result = api.recommend(s, budget_usd=budget_usd, deadline_hours=deadline_hours, max_gpus=max_gpus,
+    target, s = module_of(fields), api.load_scenario(scenario, overrides(fields))  # --module first: it sets model
+    result = api.recommend(s, module=target, budget_usd=budget_usd, deadline_hours=deadline_hours, max_gpus=max_gpus,
                            gpus=(gpus or "").split(","), providers=(providers or "").split(","), have=have or (),
                            min_headroom=headroom, objective=objective, top=top, any_method=any_method,
                            any_quant=any_quant, any_stack=any_stack or any_framework, catalogs=tuple(catalog or ()),
@@ -215,7 +215,7 @@ scenario_command(
     option("launch", int | None, None, "Write the files that run the N-th setup (as gpuplan launch does).", "Launch"),
     option("launch_dir", str, "gpuplan-launch", "Folder --launch writes into.", "Launch"),
     option("fmt", FormatValue, None, FORMAT_HELP, param_decls=("--format",)),
-    option("any_framework", bool, False, "old name of --any-stack", hidden=True),
+    option("any_framework", bool, False, "old name of --any-stack", hidden=True), OWN_MODULE,
     skip=("gpu", "num_gpus", "num_nodes", "tp", "pp", "sharding"))
 
 
@@ -302,7 +302,8 @@ def fit_cmd(scenario: str | None = None, as_json: bool = False, gpu: str = "", s
       gpuplan fit --gpu 8xh100-sxm --task train --method full --seq-len 4096 --format csv
     """
     fmt = resolve_format(fmt, as_json)
-    report = api.fit(gpu, scenario, **overrides(fields))
+    target = fields.pop("module", None)
+    report = api.fit(gpu, scenario, module=target, **overrides(fields))
     rows, count = report.rows, report.num_gpus
     if fmt == "json":
         print_json(report)
@@ -331,7 +332,9 @@ def fit_cmd(scenario: str | None = None, as_json: bool = False, gpu: str = "", s
             object.__setattr__(c, "priority", 0)
     hidden = len(rows) - len(shown)
     show(data, [c for c in columns if c], fmt,
-         title=f"{report.fitting} of {len(rows)} bundled models fit {count} x {api.gpu_name(report.gpu_id)}",
+         title=(f"{report.fitting} of {len(rows)} bundled models fit" if target is None else
+                f"your module {'fits' if report.fitting else 'does not fit'}")
+         + f" {count} x {api.gpu_name(report.gpu_id)}",
          notes=[f"{hidden} more do not fit even with changes on these cards; --all lists them"] if hidden else [])
 
 
@@ -339,5 +342,5 @@ scenario_command(
     "fit", fit_cmd,
     option("gpu", str, "", "Your cards: 2x3090, rtx-4090, 8xh100-sxm.", param_decls=("--gpu",)),
     option("show_all", bool, False, "Also list the models that do not fit.", param_decls=("--all",)),
-    option("fmt", FormatValue, None, FORMAT_HELP, param_decls=("--format",)),
+    option("fmt", FormatValue, None, FORMAT_HELP, param_decls=("--format",)), OWN_MODULE,
     skip=("model", "gpu", "num_gpus", "num_nodes"))

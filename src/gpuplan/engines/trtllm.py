@@ -47,6 +47,9 @@ FREE_GPU_MEMORY_FRACTION = 0.9  # KvCacheConfig.free_gpu_memory_fraction
 TOKENS_PER_BLOCK = 32  # KvCacheConfig.tokens_per_block
 MAX_BATCH_SIZE = 2048  # trtllm-serve --max_batch_size
 MAX_NUM_TOKENS = 8192  # trtllm-serve --max_num_tokens
+# trtllm-serve --enable_chunked_prefill, off by default (tensorrt_llm/commands/serve.py get_llm_args): a context is
+# scheduled whole, within max_num_tokens
+CHUNKED_CONTEXT = False
 BENCH_KV_FRACTION = 0.95  # perf-overview.md: "--kv_cache_free_gpu_mem_fraction 0.95" in NVIDIA's runs
 BENCH_MAX_REQUESTS = 4096  # tuning.py finetune_setting: "Cap total batch size to avoid decoder buffer ..."
 BENCH_MAX_TOKENS = 32768  # tuning.py finetune_setting: "Cap num tokens to avoid TRT activation buffer ..."
@@ -248,7 +251,7 @@ class Trtllm(Engine):
                            "tokens_per_block": sm.tokens_per_block, "max_batch_size": sm.max_batch_size,
                            "max_num_tokens": sm.max_num_tokens, "max_seq_len": sm.max_seq_len,
                            "num_blocks": sm.num_blocks, "kv_cache_tokens": sm.kv_tokens,
-                           "available_kv_cache_gib": sm.kv_pool / GIB})
+                           "available_kv_cache_gib": sm.kv_pool / GIB}, kv_pool=kv, startup=sm)
         e.assumptions.append(
             f"TensorRT-LLM: {sm.fraction} of the {sm.free / GIB:.1f} GiB free after the weights and a "
             f"{sm.max_num_tokens:,}-token profiling forward: {sm.num_blocks:,} KV blocks of {sm.tokens_per_block} "

@@ -62,6 +62,7 @@ from ..tensors.breakdown import GIB, Estimate
 from ..tensors.kv import kv_bytes_per_sequence
 from ..tensors.layout import replicated_attention_bytes
 from ..tensors.state import weight_format
+from . import deepep
 from .base import Engine, HostLoop, KvPool, Timing
 from .rocm import gpu_scale, rocm_note
 
@@ -471,7 +472,7 @@ def startup_memory(s: Scenario, m: ModelSpec, gpu: GpuSpec, total_gib: float | N
         fwd, sampler = profile_peak(r, m, lim, st, s.tp)
         act = fwd + sampler if r.v0_logits_only else max(fwd, sampler)
         graphs = cudagraph_estimate(m, lim, s.tp, gpu) if r.cudagraphs_in_budget else 0.0
-        pool = requested - weights - act - r.non_torch_gib * GIB - graphs
+        pool = requested - weights - act - r.non_torch_gib * GIB - graphs - deepep.buffer_bytes(s, m)
         block_bytes, per_request = kv_geometry(s, m, st, lim)
         blocks = max(int(pool // block_bytes), 0) if block_bytes else 0
         per_stage.append((st, weights, fwd, sampler, act, graphs, pool, block_bytes, blocks, per_request))
@@ -608,6 +609,8 @@ class Vllm(Engine):
         sm = startup_memory(s, m, gpu)
         e.weights, e.activations, e.kv_cache = sm.weights, sm.activation, sm.kv_pool
         e.other["non-torch (NCCL, workspaces)"] = sm.non_torch
+        if deepep.buffer_bytes(s, m):  # non-torch memory the profiling sees: taken from the pool
+            e.other[deepep.label(s)] = deepep.buffer_bytes(s, m)
         if sm.rules.cudagraphs_in_budget:
             e.other["CUDA graphs (estimate)"] = sm.cuda_graphs
         elif not s.enforce_eager:
@@ -647,13 +650,25 @@ class Vllm(Engine):
         return current_timing(s, m, gpu, current=False)
 
 
+def piecewise_graph_s(s: Scenario, m: ModelSpec) -> float:
+    """What piecewise CUDA graphs add to each step of V1 releases before 0.11 (their default ``cudagraph_mode``,
+    PIECEWISE; ``vllm/config/compilation.py``): every layer's attention op runs eagerly between two graph replays
+    (torch.compile's ``splitting_ops``), :data:`~gpuplan.overheads.VLLM_PIECEWISE_GRAPH_LAYER_S` per layer of a
+    pipeline stage. From 0.11 (FULL_AND_PIECEWISE) a decode step replays one full graph, which the V1 host
+    constants, fitted on 0.11 and 0.15 runs, already hold."""
+    if not (0, 8, 0) <= version_tuple(s.engine_version) < (0, 11, 0):
+        return 0.0
+    return oh.VLLM_PIECEWISE_GRAPH_LAYER_S * math.ceil(m.num_layers / max(s.pp, 1))
+
+
 def current_timing(s: Scenario, m: ModelSpec, gpu: GpuSpec, *, current: bool = True,
                    loop: HostLoop | None = None, note: str = "", graph_max_batch: int | None = None,
                    **kernels) -> Timing:
     """vLLM's timing of ``s`` (its release; the current one with ``current``, for an engine timed as vLLM's):
     CUDA graphs and fused element-wise kernels in the V1 engine (0.8+), packed projections, the measured kernel
     bandwidth, and its engine loop (``loop``: another engine's own), whose host work per step overlaps the GPU's
-    under async scheduling (0.14+) and whose prompts are prefilled in chunks of ``max_num_batched_tokens``. A step
+    under async scheduling (0.14+) and, before 0.11, includes its piecewise CUDA graphs' cost per layer
+    (:func:`piecewise_graph_s`), and whose prompts are prefilled in chunks of ``max_num_batched_tokens``. A step
     of up to the largest default capture size in tokens (:func:`capture_sizes`) replays a CUDA graph, a larger one
     runs eagerly (``vllm/v1/worker/gpu_model_runner.py``: ``num_scheduled_tokens <= self.cudagraph_batch_sizes[-1]``
     "Use piecewise CUDA graphs", else "Eager mode"; the batch padded to the next captured size adds rows to GEMMs
@@ -664,7 +679,8 @@ def current_timing(s: Scenario, m: ModelSpec, gpu: GpuSpec, *, current: bool = T
     limits = scheduler_limits(s, m, gpu, current=current)
     if loop is None:
         overlapped = s.pp == 1 if current else async_scheduling(s)
-        loop = HostLoop(step_s=oh.VLLM_V1_STEP_OVERHEAD_S if v1 else oh.VLLM_STEP_OVERHEAD_S,
+        piecewise = 0.0 if current else piecewise_graph_s(s, m)
+        loop = HostLoop(step_s=oh.VLLM_V1_STEP_OVERHEAD_S + piecewise if v1 else oh.VLLM_STEP_OVERHEAD_S,
                         seq_s=oh.VLLM_V1_HOST_S_PER_SEQ if v1 else 0.0, request_s=oh.VLLM_V1_REQUEST_S,
                         overlapped=overlapped, chunk_tokens=limits.max_num_batched_tokens)
     if graph_max_batch is None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 from .. import overheads as oh
-from ..engines import engine_for
+from ..engines import deepep, engine_for
 from ..hardware import DRIVER_RESERVE, ECC_INBAND_RESERVE, REPORTED_USABLE_GIB
 from ..model.quant import make_format
 from ..tensors.state import weight_format
@@ -254,6 +254,10 @@ OTHER_SOURCES = {
 }
 
 
+DEEPEP_SOURCE = ("deepseek-ai/DeepEP csrc/config.hpp get_nvl_buffer_size_hint, get_low_latency_rdma_size_hint; "
+                 "SGLang token_dispatcher/deepep.py, vLLM all2all.py (gpuplan/engines/deepep.py)")
+
+
 def other(x: Context, name: str, value: float) -> Formula:
     computed, formula, sub = None, name, f"{value:,.3f} GiB"
     if name == "cuBLAS workspace":
@@ -270,7 +274,11 @@ def other(x: Context, name: str, value: float) -> Formula:
         computed = x.c * largest / x.shard / GIB
         formula, sub = "compute bytes x the largest linear weight", f"{x.c} x {count(largest)} / {x.shard} = " \
                                                                     f"{computed:,.3f} GiB"
-    source = OTHER_SOURCES.get(name, "gpuplan/memory/training.py")
+    elif name.startswith("DeepEP buffers"):
+        computed = deepep.buffer_bytes(x.s, x.m) / GIB
+        formula = "num_nvl_bytes + num_rdma_bytes (DeepEP's size hints for the engine's settings)"
+        sub = f"{computed:,.3f} GiB"
+    source = DEEPEP_SOURCE if name.startswith("DeepEP") else OTHER_SOURCES.get(name, "gpuplan/memory/training.py")
     return Formula(label=name, value=value, unit="GiB", formula=formula, substituted=sub, computed=computed,
                    note="" if computed is not None else source,
                    constants=[Constant(name=name, value=f"{value:,.3f} GiB",

@@ -9,6 +9,7 @@ from __future__ import annotations
 from ..plan.modules import ModulePlan
 from ..speed.breakdown import shares
 from .formula import Constant, Explanation, Formula
+from .module_memory import module_memory
 
 
 def unit(plan: ModulePlan) -> str:
@@ -88,9 +89,9 @@ def speed_line(plan: ModulePlan) -> str:
 
 
 def explain_module(plan: ModulePlan) -> Explanation:
-    """The formulas of a module plan's speed and price, the defaults it took, and each part's share of its step
-    (or call) in whole percent, as the command line's ``step:`` line prints them."""
-    numbers: dict[str, Formula] = {}
+    """The formulas of a module plan's memory (:mod:`.module_memory`), speed and price, the defaults it took, and
+    each part's share of its step (or call) in whole percent, as the command line's ``step:`` line prints them."""
+    numbers: dict[str, Formula] = module_memory(plan)
     if plan.work is not None:
         numbers.update(_speed(plan))
         if plan.cost is not None:

@@ -35,9 +35,9 @@ def inference_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None, gpu:
 
 
 def ranks_as_one(startup, ranks: int):
-    """An engine's start-up memory (vLLM's or SGLang's ``StartupMemory``, one rank's) as the scheduler simulation of
-    the whole copy reads it: ``ranks`` schedulers side by side, their pools, running-request caps and per-step token
-    budgets added up (requests spread evenly over the ranks)."""
+    """An engine's start-up memory (vLLM's, SGLang's or TensorRT-LLM's ``StartupMemory``, one rank's) as the
+    scheduler simulation of the whole copy reads it: ``ranks`` schedulers side by side, their pools,
+    running-request caps and per-step token budgets added up (requests spread evenly over the ranks)."""
     if hasattr(startup, "limits"):  # vLLM: each data-parallel rank is an engine core with its own limits
         limits = dataclasses.replace(startup.limits, max_num_seqs=startup.limits.max_num_seqs * ranks,
                                      max_num_batched_tokens=startup.limits.max_num_batched_tokens * ranks)
@@ -46,6 +46,10 @@ def ranks_as_one(startup, ranks: int):
         return dataclasses.replace(startup, kv_tokens=startup.kv_tokens * ranks,
                                    max_running_requests=startup.max_running_requests * ranks,
                                    chunked_prefill_size=startup.chunked_prefill_size * ranks)
+    if hasattr(startup, "max_batch_size"):  # TensorRT-LLM (enable_attention_dp): each rank schedules its own batch
+        return dataclasses.replace(startup, num_blocks=startup.num_blocks * ranks,
+                                   max_batch_size=startup.max_batch_size * ranks,
+                                   max_num_tokens=startup.max_num_tokens * ranks)
     return startup
 
 

@@ -62,6 +62,14 @@ def stored_weight_bytes(p: Profile, params: int, weights: str, dtype: str) -> fl
     return stored + max(params - counted, 0) * (1 if weights == FP8_ALL else high)
 
 
+def factored_elements(p: Profile, params: int) -> int:
+    """Adafactor's second-moment elements of a whole component: a row and a column per linear or convolution
+    weight, the other parameters in full (Shazeer & Stern 2018)."""
+    sizes = _any(p)
+    return sum(op.count * (op.at(1, sizes)[1] + op.at(1, sizes)[2]) for op in p.ops
+               if op.kind in ("linear", "conv")) + (params - linear_weights(p))
+
+
 def lora_params(p: Profile, roles: tuple[str, ...], rank: int) -> int:
     """Adapter parameters: ``r·(in + out)`` per adapted linear or 1x1 convolution."""
     sizes = _any(p)
@@ -101,8 +109,7 @@ def training_memory(s: Scenario, job: ModuleJob, main: Profile, parts: dict[str,
         trainable = c.params
         e.weights = c.params * (4 if mixed else BYTES[job.dtype])
         e.gradients = trainable * state
-        factored = sum(op.count * (op.at(1, _any(main))[1] + op.at(1, _any(main))[2]) for op in main.ops
-                       if op.kind in ("linear", "conv")) + (c.params - linear_weights(main))
+        factored = factored_elements(main, c.params)
         if mixed:
             e.other["autocast 16-bit weight copies"] = linear_weights(main) * 2
     else:
@@ -193,7 +200,7 @@ def generation_memory(s: Scenario, job: ModuleJob, main: Profile, parts: dict[st
         totals = {}
         for phase, act in phases.items():
             who = owner.get(phase) or phase.removesuffix(" encode")
-            held = resident[who] if job.offload == "model" else _largest_linear(main, parts, who, job)
+            held = resident[who] if job.offload == "model" else largest_linear(main, parts, who, job)
             totals[phase] = held + act
         e.peak_phase = max(totals, key=totals.get)
         who = owner.get(e.peak_phase) or e.peak_phase.removesuffix(" encode")
@@ -208,7 +215,7 @@ def generation_memory(s: Scenario, job: ModuleJob, main: Profile, parts: dict[st
     return e
 
 
-def _largest_linear(main: Profile, parts: dict[str, Profile], who: str, job: ModuleJob) -> float:
+def largest_linear(main: Profile, parts: dict[str, Profile], who: str, job: ModuleJob) -> float:
     """Sequential offload holds one leaf module's weights at a time: the largest linear of the component."""
     prof = main if who == "denoiser" else parts.get("vae-decode" if who == "vae" else f"text-encoder:{who}")
     if prof is None:

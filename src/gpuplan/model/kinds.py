@@ -38,6 +38,46 @@ def named(name: str) -> ModuleSpec | None:
     return None
 
 
+def known_here(name: Any) -> ModuleSpec | None:
+    """The module ``name`` names without the hub: a bundled one, a local pipeline folder or a local config of a
+    module; None for anything else (a decoder, a repo id, a config that does not read). For the scenario's checks,
+    which word their refusals by the model's kind before the model is resolved (the resolver asks the hub)."""
+    if not isinstance(name, str) or not name.strip():
+        return None
+    found = named(name)
+    if found:
+        return found
+    from ..userfiles import user_path
+
+    path = user_path(name)
+    try:
+        if path.is_dir() and (path / "model_index.json").is_file():
+            return pipeline_folder(path)
+        config = path / "config.json" if path.is_dir() else path
+        if config.is_file():
+            return of_config(diffusers.read_json(config), name)
+        return _cached(name)
+    except (GpuplanError, OSError, ValueError):  # the resolver says what is wrong with it, in its own words
+        return None
+
+
+def _cached(repo_id: str) -> ModuleSpec | None:
+    """The module a repo id names when its files are in the local Hugging Face cache (no network), else None."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return None
+
+    def cached(repo: str, filename: str) -> str | None:
+        found = try_to_load_from_cache(repo, filename)
+        return found if isinstance(found, str) else None
+
+    if cached(repo_id, "model_index.json"):
+        return from_hub(repo_id, cached)
+    config = cached(repo_id, "config.json")
+    return of_config(diffusers.read_json(Path(config)), repo_id) if config else None
+
+
 def pipeline_folder(path: Path) -> ModuleSpec:
     """The pipeline a local folder holds: its ``model_index.json`` and each component's ``<name>/config.json``."""
     return diffusers.read_pipeline_folder(path, path.name)

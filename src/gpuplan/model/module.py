@@ -5,7 +5,8 @@ A :class:`ModuleSpec` is what gpuplan knows of such a model: its components (den
 diffusion pipeline; the one model of a Whisper checkpoint), each with its class, config and exact parameter count
 (the real class built on the meta device: :mod:`.diffusers`, :mod:`.encoders`), and the defaults its pipeline runs
 with (resolution, steps, guidance, text tokens; audio frames). The work and activation memory of each component
-come from its profile (:mod:`.profile`).
+come from its profile (:mod:`.profile`). Your own ``nn.Module`` is kind ``module``: one component, which carries
+the profile its ``build()`` gave on fake tensors (:func:`gpuplan.sim.module.module_spec`).
 
 :class:`NotADecoder` is raised where a command that plans decoder LLMs meets one of these: it carries the spec, so
 the commands that plan them (``estimate``, ``simulate``, ``model``) take it, and the others say so in one sentence.
@@ -19,7 +20,7 @@ from typing import Any
 from ..errors import GpuplanError
 
 KINDS = {"diffusion": "a diffusion pipeline", "encoder-decoder": "an encoder-decoder model",
-         "encoder": "an encoder model"}
+         "encoder": "an encoder model", "module": "your own PyTorch module"}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -35,6 +36,9 @@ class Component:
     config: dict[str, Any] = field(hash=False, compare=False, repr=False)
     params: int
     dtype: str = "bfloat16"  # the dtype its weights ship in
+    # the component's profile when it was recorded just now rather than read by its config (your own module,
+    # gpuplan.sim.module.module_spec): the plan reads it as it reads a bundled one
+    profile: Any = field(default=None, hash=False, compare=False, repr=False)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .. import overheads as oh
-from ..engines import KvPool, engine_for
+from ..engines import KvPool, engine_for, trtllm
 from ..errors import GpuplanError
 from ..hardware import GpuSpec, gpus
 from ..market.choice import matching
@@ -35,6 +35,7 @@ from ..market.store import load_offers
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from ..serving.capacity import RatePoint, idle_latencies, max_rate, max_users, saturation_rate
+from ..serving.load import SIMULATED
 from ..serving.steptime import Calibration, StepModel, step_model
 from ..serving.workload import Workload
 from .build import build
@@ -131,7 +132,7 @@ def setups(s: Scenario, m: ModelSpec, gpu_ids: tuple[str, ...] = (), max_gpus: i
                 precision = "bf16-true" if gpu.supports_dtype("bf16") else "fp16-true"
                 sc = s.model_copy(update={"gpu": gpu.id, "num_gpus": n, "tp": n, "pp": 1, "quant": q,
                                           "ep": n if expert_parallel else s.ep,
-                                          "engine": s.engine if s.engine == "sglang" else "vllm",
+                                          "engine": s.engine if s.engine in SIMULATED else "vllm",
                                           "precision": precision, **(fields or {})})
                 out.append(Setup(gpu=gpu, num_gpus=n, quant=q, scenario=sc))
     return out
@@ -166,6 +167,23 @@ def _within_context(w: Workload, m: ModelSpec) -> None:
                            f"{m.max_context:,} tokens: shorten them")
 
 
+def _whole_prompts_fit(s: Scenario, w: Workload) -> None:
+    """TensorRT-LLM without chunked context (``trtllm-serve``'s default) schedules a prompt whole within
+    ``max_num_tokens`` and refuses a longer one (``tensorrt_llm/llmapi/llm.py`` ``_check_arguments``: "The sum of
+    prompt length (...) ... should not exceed max_num_tokens" when ``enable_chunked_prefill`` is off): say so rather
+    than simulate requests never served."""
+    if s.engine != "trtllm" or trtllm.CHUNKED_CONTEXT:
+        return
+    prompts = w.prompt_lengths()
+    longest = int(prompts.max if prompts.kind != "fixed" else prompts.mean)
+    budget = s.max_num_batched_tokens or trtllm.MAX_NUM_TOKENS
+    if longest > budget:
+        raise GpuplanError(f"TensorRT-LLM schedules a prompt whole (chunked prefill is off in trtllm-serve) within "
+                           f"max_num_tokens {budget:,}, and the workload's prompts run to {longest:,} tokens: it would "
+                           f"refuse them; keep prompts under {budget:,} tokens, or use engine vllm or sglang, which "
+                           "chunk long prompts")
+
+
 def _longest(w: Workload, m: ModelSpec) -> int:
     """The longest request of the workload (prompt + output), within the model's context: vLLM's max_model_len."""
     def top(d):
@@ -196,7 +214,10 @@ def engine_memory(sc: Scenario, m: ModelSpec, gpu: GpuSpec, longest: int) -> Ser
     scheduler (:func:`gpuplan.serving.simulate.vllm_scheduler`). SGLang: its token pool (``max_total_num_tokens``)
     and scheduler (:func:`gpuplan.serving.simulate.sglang_scheduler`: prefill batches of ``chunked_prefill_size``
     before decodes, ``max_running_requests``, one-token pages); its radix cache serves the workload's shared prefix
-    and repeated prompts (other reuse, such as multi-turn history, is not modelled)."""
+    and repeated prompts (other reuse, such as multi-turn history, is not modelled). TensorRT-LLM:
+    ``free_gpu_memory_fraction`` of the free memory in 32-token blocks and its in-flight batching
+    (:func:`gpuplan.serving.simulate.trtllm_scheduler`: ``max_batch_size``, ``max_num_tokens``, whole contexts,
+    ``GUARANTEED_NO_EVICT``)."""
     from ..serving.simulate import scheduler_for
 
     plan = memory_plan(resolve(sc, m, gpu))
@@ -220,12 +241,14 @@ def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...]
                            "no experts: drop them")
     simulated = [g for g in gpus().values() if g.vendor == "NVIDIA" and g.peak_tflops("fp16")]  # as setups()
     if gpu_ids and not any(g.id in gpu_ids for g in simulated):
-        raise GpuplanError(f"capacity simulates vLLM and SGLang on NVIDIA GPUs only (their step model is measured "
-                           f"there), not on {', '.join(gpu_ids)}: name NVIDIA cards, or leave --gpus out")
+        raise GpuplanError(f"capacity simulates vLLM, SGLang and TensorRT-LLM on NVIDIA GPUs only (their step "
+                           f"model is measured there), not on {', '.join(gpu_ids)}: name NVIDIA cards, or leave "
+                           "--gpus out")
     offers = load_offers(catalogs)
     w = with_scenario_prefix(w, s)
     longest = _longest(w, m)
     _within_context(w, m)
+    _whole_prompts_fit(s, w)
     candidates = []
     prompt = round(w.mean_prompt_tokens)
     lengths = {"max_model_len": s.max_model_len or longest, "prompt_tokens": prompt,

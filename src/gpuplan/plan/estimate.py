@@ -8,25 +8,30 @@ from __future__ import annotations
 from typing import Any
 
 from ..market.store import load_offers
+from ..model.module import ModuleSpec
 from ..scenario import Scenario, scenario_from
 from .build import build, offers_for
 from .nodes import on_nodes
 from .plan import Plan
-from .resolve import Resolved, resolve_any
+from .resolve import Resolved, ResolvedModule, resolve_any, resolve_module_scenario
 from .split import split_estimate
 
 
-def estimate(scenario: Scenario | dict[str, Any], *, advise: bool = True) -> Plan:
+def estimate(scenario: Scenario | dict[str, Any], *, advise: bool = True, spec: ModuleSpec | None = None) -> Plan:
     """The plan of a scenario. ``advise`` adds the largest batch and context that fit and, when the job does not
     fit, the changes that would (each a memory-only plan of the changed scenario). A serving plan runs its load
     and its batch through the engine's scheduler (:func:`gpuplan.plan.build.serving_runs`). A llama.cpp split over
     mixed cards (``extra_gpus``, ``tensor_split``) is each device's plan, composed (:mod:`.split`). A model that is
     not a decoder LLM (a diffusion pipeline, an encoder-decoder, an encoder) is resolved and built on the same road,
-    from its recorded profiles (:func:`gpuplan.plan.modules.build_module`), into the same :class:`Plan`."""
+    from its recorded profiles (:func:`gpuplan.plan.modules.build_module`), into the same :class:`Plan`; so is your
+    own module, given as ``spec`` (:func:`gpuplan.sim.module.module_spec`: the model its build() made)."""
     s = scenario_from(scenario)
-    if s.extra_gpus or s.tensor_split:
+    if spec is not None:
+        r: Resolved | ResolvedModule = resolve_module_scenario(s, spec)
+    elif s.extra_gpus or s.tensor_split:
         return split_estimate(s)
-    r = resolve_any(s)
+    else:
+        r = resolve_any(s)
     if r.gpu is None:
         return build(r, None, advise=advise, simulate=True)
     catalog = load_offers()

@@ -43,8 +43,9 @@ WHISPER_WALL_TIME = ("the time is the model's work on the card, eager PyTorch's 
                      "Face's Whisper recipes do between steps on one core (transcribing: the log-mel features; "
                      "training: reading the stored features back and padding each batch, with the Trainer's "
                      "default of no dataloader workers); not counted: decoding audio files, a slower or busier "
-                     "host, and the evaluations with generate that the training recipes run (their published wall "
-                     "times were 1.8 to 2.9 times the estimate: bench/results/modules.md)")
+                     "host, and the evaluations with generate that the training recipes run (the published "
+                     "Whisper-small recipe took 2.6 times the estimate with its evaluations counted, a transcription "
+                     "on an A100 1.2 times: bench/results/modules.md)")
 KIND_WORDS = {"diffusion-train": "diffusion training", "diffusion-generate": "diffusion generation",
               "train": "training", "infer": "inference"}
 
@@ -82,6 +83,8 @@ def profiles(job: ModuleJob) -> tuple[Profile, dict[str, Profile]]:
     """The main component's profile (with the job's way) and the others' the job runs."""
     spec = job.spec
     main_c = spec.main
+    if main_c.profile is not None:  # your own module: recorded just now (gpuplan.sim.module.module_spec)
+        return main_c.profile, {}
     if spec.kind == "diffusion":
         main = obtain(main_c.config, "denoiser", lambda ways: diff.denoiser_part(main_c, ways), (job.way,))
     else:
@@ -188,7 +191,8 @@ def build_module(r: ResolvedModule, candidates: tuple = (), *, advise: bool = Tr
     elif not memory_only and gpu is not None:
         warnings.append(f"no speed or cost: {gpu.name} has no dense 16-bit matrix rate in the GPU catalog")
     if not memory_only and gpu is not None and advise:
-        mem.max_batch_size = largest_batch(s, spec, gpu)
+        # your own module's batch is its example input's: no other batch was recorded
+        mem.max_batch_size = largest_batch(s, spec, gpu) if spec.kind != "module" else None
         suggestions = tuple(fixes(s, spec, gpu, mem)) if not mem.fits else ()
     plan = ModulePlan(model=facts(spec, int(e.extra.get("params_trainable", 0))), gpu=gpu_facts(gpu), memory=mem,
                       verdict=judged, suggestions=suggestions, cost=cost, work=work)
@@ -242,6 +246,8 @@ def largest_batch(s: Scenario, spec: ModuleSpec, gpu: GpuSpec, limit: int = 1024
 def _changes(s: Scenario, spec: ModuleSpec) -> list[tuple[str, dict[str, Any]]]:
     """The changes people make to fit a diffusion or encoder-decoder job (each tried alone, then together)."""
     out: list[tuple[str, dict[str, Any]]] = []
+    if spec.kind == "module":  # its batch, sizes, checkpointing and weights are its build()'s own
+        return [("8-bit AdamW", {"optimizer": "adamw-8bit"})] if s.task == "train" and s.optimizer == "adamw" else []
     if s.attention == "eager":
         out.append(("SDPA attention (or xformers)", {"attention": "sdpa"}))
     if s.task == "train":
@@ -347,6 +353,9 @@ MODELLED = ["the time of each op on the card (GEMM and convolution shapes at the
 
 def _simulated(main: Profile, job: ModuleJob) -> list[str]:
     versions = ", ".join(f"{k} {v}" for k, v in main.recorded_with.items())
+    if job.spec.kind == "module":
+        return [f"the {main.module}'s parameters, ops and activation peak ({job.way}): your build() run once on fake "
+                f"tensors at its example input ({versions})"]
     return [f"the {main.module}'s ops and its activation peaks ({job.way}) at any batch and size: the real class "
             f"on fake tensors ({versions}), fitted and checked exactly on its recorded passes"
             + (f"; {main.notes[0]}" if main.notes else "")]
@@ -386,6 +395,10 @@ def describe(s: Scenario, job: ModuleJob) -> str:
                 f"{'no checkpointing' if s.grad_checkpointing == 'none' else 'gradient checkpointing'}, "
                 f"{s.precision}, {s.optimizer}, latents {'cached' if job.cache_latents else 'encoded each step'}, "
                 f"text encoders {job.text_encoders}{_eager_words(job)}; {where}")
+    if spec.kind == "module":
+        run = "a training step (forward, loss, backward)" if s.task == "train" else "a forward"
+        return (f"{spec.name}: {run} of {spec.main.cls} on its example input, {s.precision}"
+                f"{', ' + s.optimizer if s.task == 'train' else ''}; {where}")
     sizes = ", ".join(f"{name} {v:,}" for name, v in zip(_variables(spec), job.shapes[0], strict=False))
     if s.task == "train":
         method = {"full": "full fine-tuning", "lora": f"LoRA r{s.lora_rank}", "qlora": f"QLoRA r{s.lora_rank}"}[

@@ -80,6 +80,8 @@ def module_refusal(s: Scenario, spec: ModuleSpec) -> None:
     for name, info in Scenario.model_fields.items():  # the first in the scenario's order
         if name in s.model_fields_set and name not in read and getattr(s, name) != info.default:
             what = "is read by another kind of model" if name in MODULE_FIELDS else "is a decoder LLM setting"
+            if spec.kind == "module":
+                what = "is not read by this plan"
             instead = _reads_instead(name, s, spec, t5="seq_len" in read)
             raise GpuplanError(f"{name} {what}, and {spec.describe()}: {instead}; drop {name}")
 
@@ -87,6 +89,9 @@ def module_refusal(s: Scenario, spec: ModuleSpec) -> None:
 def _reads_instead(name: str, s: Scenario, spec: ModuleSpec, *, t5: bool) -> str:
     """What the plan of ``spec`` reads in place of field ``name`` (``t5``: its prompt has T5 tokens, seq_len)."""
     kind = "whisper" if spec.family == "whisper" else spec.kind
+    if kind == "module":
+        whole = ", trained whole" if s.task == "train" else ""
+        return f"its plan is one pass of the example input its build() returns{whole}: set the batch and sizes there"
     samples = "images" if kind == "diffusion" else "samples"
     if name in SIZES_A_JOB:
         return (f"its training is sized by train_steps (optimizer steps) x micro_batch_size {samples} (x "

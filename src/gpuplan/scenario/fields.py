@@ -150,7 +150,7 @@ class Scenario(BaseModel):
     users: int | None = Field(default=None, ge=1, le=10_000, description="simulate this many users (closed loop): "
                               "each sends its next request think_time_s after its last reply, as vllm bench serve "
                               "--max-concurrency; the plan gains TTFT, TPOT, ITL and end-to-end percentiles "
-                              "(engine vllm or sglang; batch_size defaults to it)")
+                              "(engine vllm, sglang or trtllm; batch_size defaults to it)")
     think_time_s: float = Field(default=0.0, ge=0, le=3600, description="with users: mean seconds a user waits "
                                 "between a reply and its next request (0: back to back, as benchmarks run)")
     rate_rps: float | None = Field(default=None, gt=0, le=10_000, description="simulate requests arriving at this "
@@ -393,6 +393,7 @@ class Scenario(BaseModel):
         ``adapter_dtype`` to fp8, outside the field's choices), and validating twice would cost half as much again
         per scenario, on the search's hot path. What the result cannot run is refused when it is resolved
         (:mod:`gpuplan.plan.refusals`), not here: these rules are about the input alone."""
+        _fill(self, _pretraining_stack(self))
         _fill(self, stacks.resolve(self.__dict__))
         _fill(self, _data_defaults(self, read_back=bool(info.context and info.context.get(READ_BACK))))
         _fill(self, _load_defaults(self))
@@ -512,6 +513,28 @@ class Scenario(BaseModel):
         return {"bf16": 2, "fp16": 2, "fp32": 4}.get(self.adapter_dtype, self.compute_bytes)
 
 
+# What torchtitan runs of the fields a size-only model's training may set (gpuplan.scenario.stacks._refuse_torchtitan)
+TORCHTITAN_TAKES = {"optimizer": ("adamw",), "precision": ("bf16-mixed", "fp8-mixed", "fp32"),
+                    "loss": ("full", "chunked"), "sharding": ("single", "ddp", "fsdp", "fsdp2"),
+                    "activation_offload": (False,), "offload": ("none", "optimizer+params")}
+
+
+def _pretraining_stack(s: Scenario) -> dict[str, Any]:
+    """A model that exists only as a size (``model_size``) trains from random weights, which a pretraining stack
+    does; an SFT trainer (the default, ``hf``) loads pretrained weights and a chat set. So its full training takes
+    torchtitan when no stack is given, nothing given is what torchtitan does not run (ZeRO, 8-bit optimizers,
+    Liger's loss name the HF/DeepSpeed stack) and the card has bf16 (torchtitan computes in bf16 or float8, never
+    fp16: V100, T4 and Apple silicon keep the HF stack's fp16): ``estimate``, ``recommend`` and the launch files
+    plan the run that is launched (review 3, Q3: a pick timed on HF ZeRO-2 was launched on torchtitan)."""
+    if not s.model_size or s.task != "train" or s.method != "full" or "stack" in s.model_fields_set:
+        return {}
+    if any(k in s.model_fields_set and getattr(s, k) not in ok for k, ok in TORCHTITAN_TAKES.items()):
+        return {}
+    if stacks.card_precision(s.__dict__, "bf16-mixed") != "bf16-mixed":  # no bf16 on the card: torchtitan cannot
+        return {}
+    return {"stack": "torchtitan"}
+
+
 def _fill(s: Scenario, values: dict[str, Any]) -> None:
     """Set fields of ``s``, a frozen scenario being validated, to their defaults ``values`` (trusted, not validated).
     Pydantic keeps a model's field values in its instance ``__dict__`` and fills it that way itself for trusted data
@@ -551,6 +574,8 @@ def _load_defaults(s: Scenario) -> dict[str, Any]:
         return {}
     if s.task == "train":
         raise ValueError(f"{', '.join(given)} describe a serving load: drop them for training")
+    if _a_module(s):  # no engine's scheduler runs it: the plan's resolver refuses the load, naming its kind
+        return {}
     if s.users is not None and s.rate_rps is not None:
         raise ValueError("give users (a closed loop) or rate_rps (an open loop), not both")
     if s.users is None and s.rate_rps is None:
@@ -559,9 +584,9 @@ def _load_defaults(s: Scenario) -> dict[str, Any]:
     if s.think_time_s and s.users is None:
         raise ValueError("think_time_s is the users' pause between requests: give users (a closed loop), not a "
                          "rate")
-    if s.engine not in ("vllm", "sglang"):
-        raise ValueError(f"users and rate_rps run a decoder LLM engine's scheduler, simulated for vllm and sglang, "
-                         f"not {s.engine}: set engine vllm or sglang")
+    if s.engine not in ("vllm", "sglang", "trtllm"):
+        raise ValueError(f"users and rate_rps run a decoder LLM engine's scheduler, simulated for vllm, sglang and "
+                         f"trtllm, not {s.engine}: set engine vllm, sglang or trtllm")
     if s.users is not None and "batch_size" not in s.model_fields_set:
         return {"batch_size": s.users}
     return {}
@@ -579,7 +604,7 @@ def _data_defaults(s: Scenario, read_back: bool = False) -> dict[str, Any]:
         from ..model.synthetic import chinchilla_tokens, nearest_size
 
         out["train_tokens"] = chinchilla_tokens(nearest_size(s.model_size))
-    if not given:
+    if not given or _a_module(s):  # a module's data is not text: its resolver refuses these, naming its kind
         return out
     if s.task != "train":
         raise ValueError(f"{', '.join(sorted(given))} describe training data: drop them for serving")
@@ -597,6 +622,16 @@ def _data_defaults(s: Scenario, read_back: bool = False) -> dict[str, Any]:
 
         out.update(fields(s.__dict__, set(s.model_fields_set)))
     return out
+
+
+def _a_module(s: Scenario) -> bool:
+    """Whether the scenario's model is one that is not a decoder LLM, known without the hub
+    (:func:`gpuplan.model.kinds.known_here`): its plan reads no text data and runs on no serving engine, and
+    :func:`gpuplan.plan.refusals.module_refusal` refuses those fields in one sentence naming the model's kind and
+    what its plan reads instead."""
+    from ..model.kinds import known_here
+
+    return known_here(s.model) is not None
 
 
 FIELDS = tuple(Scenario.model_fields)

@@ -84,6 +84,10 @@ KIND_READS = {
     "encoder-decoder": ("seq_len", "prompt_tokens", "output_tokens", "decoder_tokens"),
     "encoder": (),
 }
+# your own module (gpuplan.sim.module.module_spec): its build() fixes the batch and the sizes, and it is trained
+# whole, so its plan reads what runs the example input and what prices it
+MODULE_READS = ("model", "task", "precision", "optimizer", "train_steps", "gpu", "wired_limit_mb", "provider",
+                "pricing", "max_price_age_days", "include_low_confidence")
 
 
 # the fields among those that one task's plan reads only (resolve_diffusion, resolve_model: a generation reads no
@@ -98,6 +102,8 @@ def reads(spec: ModuleSpec, task: str | None = None) -> tuple[str, ...]:
     """The scenario fields the plan of module ``spec`` reads (:data:`COMMON_READS`, then its kind's own), for
     ``task`` (train, infer; None: either). A diffusion pipeline without a T5 encoder (SD, SDXL) reads no seq_len,
     its prompt is CLIP's 77 tokens; an encoder-decoder's inference reads its source as prompt_tokens."""
+    if spec.kind == "module":
+        return tuple(name for name in MODULE_READS if task != "infer" or name not in TRAIN_READS)
     kind = "whisper" if spec.family == "whisper" else spec.kind
     own = KIND_READS[kind]
     if (kind == "diffusion" and not spec.defaults.get("t5_tokens")) or (kind == "encoder-decoder" and task == "infer"):
@@ -286,7 +292,17 @@ def audio_windows(s: Scenario, spec: ModuleSpec) -> tuple[int, list[str]]:
 
 
 def _variables(spec: ModuleSpec) -> tuple[str, ...]:
-    return FAMILIES[spec.family][2]
+    return FAMILIES[spec.family][2] if spec.kind != "module" else ()
+
+
+def resolve_own(s: Scenario, spec: ModuleSpec) -> ModuleJob:
+    """The job of your own module: one pass of the example input its build() returns (a forward, or a training
+    step with every parameter trained), in the scenario's precision."""
+    train = s.task == "train"
+    return ModuleJob(kind=s.task, spec=spec, task=s.task, way="train-full" if train else "inference",
+                     trained="all" if train else "none", shapes=((),), dtype=_dtype(s),
+                     notes=(f"one {'training step' if train else 'forward'} of {spec.main.cls} on the example input "
+                            f"of {spec.name} (its batch and sizes): a sample here is one example input",))
 
 
 def resolve_module(s: Scenario, spec: ModuleSpec) -> tuple[Scenario, ModuleJob]:
@@ -294,6 +310,8 @@ def resolve_module(s: Scenario, spec: ModuleSpec) -> tuple[Scenario, ModuleJob]:
     trainer is named), and its job; refuses what the module cannot run, in one sentence."""
     if "audio_seconds" in s.model_fields_set and spec.family != "whisper":
         raise GpuplanError(f"audio_seconds sizes Whisper's audio, and {spec.describe()}: drop it")
+    if spec.kind == "module":
+        return s, resolve_own(s, spec)
     if spec.kind == "diffusion":
         if s.task == "train" and "stack" not in s.model_fields_set:
             s = s.model_copy(update={"stack": "diffusers"})

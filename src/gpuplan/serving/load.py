@@ -54,7 +54,7 @@ if TYPE_CHECKING:  # (the step model and the workload load with a run: a plan's 
     from .workload import Lengths
 
 # Engines whose schedulers the simulation runs (:mod:`.simulate`).
-SIMULATED = ("vllm", "sglang")
+SIMULATED = ("vllm", "sglang", "trtllm")
 # Requests a run sends when the scenario does not say: vllm bench serve's --num-prompts default; a closed loop sends
 # ten per user (InferenceMAX's convention, 10 x CONC prompts per run), within bounds that keep a run to seconds.
 DEFAULT_REQUESTS, REQUESTS_PER_USER, MAX_REQUESTS = 1000, 10, 20_000
@@ -180,8 +180,11 @@ def summary(out, model: StepModel, s: Scenario, engine, offline: bool, prompt_d:
         warnings.append(f"the simulation {out.stopped}: its figures count only the {out.completed:,} requests "
                         "that finished")
     if out.refused:
-        warnings.append(f"{out.refused:,} requests are longer than the engine's KV pool holds and were never "
-                        "admitted")
+        step = engine.max_num_batched_tokens
+        budget = "" if engine.chunked_prefill else \
+            f", or their prompts longer than the {step:,} tokens a step takes whole (no chunked prefill)"
+        warnings.append(f"{out.refused:,} requests are longer than the engine's KV pool holds{budget}, and were "
+                        "never admitted")
     mode = "offline" if offline else "closed loop" if s.users else "open loop"
     return LoadRun(mode=mode, engine=s.engine, max_concurrency=None if offline else s.users,
                    think_time_s=0.0 if offline else s.think_time_s,

@@ -24,15 +24,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .. import overheads as oh
 from ..errors import GpuplanError
 from ..hardware import resolve_gpu
+from ..model.module import Component, ModuleSpec
 from ..model.profile import DIMS, Op, Poly, Profile
 from ..model.record import Part, RecordError, run_pass
 from ..result import Answer
 from ..speed.modules import Run, backward, forward
 
 GIB = 2**30
+WIDTH = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2}  # bytes per element by parameter dtype
 PASSES = {"train": "training step (forward, loss, backward)", "infer": "forward"}
 
 
@@ -94,15 +95,14 @@ def _inputs(example: Any) -> tuple[tuple, dict]:
                        f"{type(example).__name__}")
 
 
-def simulate_module(target: str, *, task: str = "train", gpu: str | None = None) -> ModuleSimulation:
-    """Run the module ``target`` builds once on fake tensors (see the module docstring)."""
+def _built(target: str):
+    """The module and example input ``target``'s callable returns, made under ``FakeTensorMode``, and the mode."""
     try:
         import torch
         from torch._subclasses.fake_tensor import FakeTensorMode
     except ImportError:
-        raise GpuplanError("simulate --module needs torch: pip install torch==2.13.0") from None
+        raise GpuplanError("--module needs torch: pip install torch==2.13.0") from None
     build = load_target(target)
-    start = time.time()
     fake = FakeTensorMode(allow_non_fake_inputs=True)
     try:
         with fake:
@@ -111,25 +111,64 @@ def simulate_module(target: str, *, task: str = "train", gpu: str | None = None)
         raise GpuplanError(f"{target} failed on fake tensors ({err.__class__.__name__}: {str(err)[:200]})") from None
     if not (isinstance(made, tuple) and len(made) == 2 and isinstance(made[0], torch.nn.Module)):
         raise GpuplanError(f"{target} must return (module, example_input), not {type(made).__name__}")
-    module, example = made
+    return made[0], made[1], fake
+
+
+def module_spec(target: str, task: str = "train") -> ModuleSpec:
+    """Your module as a :class:`~gpuplan.model.module.ModuleSpec` of kind ``module``, which the one resolver and
+    builder plan as they plan a bundled model (:func:`gpuplan.plan.modules.build_module`): ``target``'s module run
+    once on fake tensors at its example input (a forward with its ops recorded, and for ``task`` train a training
+    step), its one component carrying the profile of that pass: every op, and the activation peak of each way
+    (scaled to 16-bit activations, as bundled profiles are, from the dtype of its parameters)."""
+    import torch
+
+    module, example, fake = _built(target)
     args, kwargs = _inputs(example)
     params = sum(p.numel() for p in module.parameters())
     first = next(module.parameters(), None)
     dtype = str(first.dtype).removeprefix("torch.") if first is not None else "float32"
-    part = Part(name=type(module).__name__, variables=(), base=(), second=(), check=(), build=lambda way: module,
+    name = type(module).__name__
+    part = Part(name=name, variables=(), base=(), second=(), check=(), build=lambda way: module,
                 inputs=lambda batch, sizes: (args, kwargs), materialized=fake)
-    way = "train-full" if task == "train" else "inference"
     try:
         ops_pass = run_pass(part, "inference", 1, (), record_ops=True)
-        step_pass = run_pass(part, way, 1, ()) if way != "inference" else ops_pass
+        peaks = {"inference": max(ops_pass.peaks.values(), default=0)}
+        if task == "train":
+            peaks["train-full"] = max(run_pass(part, "train-full", 1, ()).peaks.values(), default=0)
     except RecordError as err:
-        raise GpuplanError(str(err).replace(part.name, target, 1)) from None
-    profile = _profile(part.name, ops_pass, params)
-    return _result(target, task, gpu, profile, params, dtype, max(step_pass.peaks.values(), default=0),
-                   time.time() - start)
+        raise GpuplanError(str(err).replace(name, target, 1)) from None
+    scale = WIDTH.get(dtype, 2) / 2
+    profile = _profile(name, ops_pass, params, {way: peak / scale for way, peak in peaks.items()},
+                       {"torch": torch.__version__.split("+")[0]})
+    c = Component(name=name, role="model", library="torch", cls=name, config={"module": target}, params=params,
+                  dtype=dtype, profile=profile)
+    return ModuleSpec(name=target, kind="module", family="module", components=(c,),
+                      counted_by="your build() on fake tensors (its parameters counted)")
 
 
-def _profile(name: str, p, params: int) -> Profile:
+def own_precision(spec: ModuleSpec) -> str:
+    """The precision your module runs in as built: the dtype of its parameters."""
+    dtype = spec.main.dtype
+    if dtype in ("float32", "float64"):
+        return "fp32"
+    return "fp16-true" if dtype == "float16" else "bf16-true"
+
+
+def simulate_module(target: str, *, task: str = "train", gpu: str | None = None) -> ModuleSimulation:
+    """Run the module ``target`` builds once on fake tensors (see the module docstring); its memory, verdict and
+    time are the one builder's plan of it (:func:`module_spec`) in the precision it was built in."""
+    from ..plan.build import build
+    from ..plan.resolve import resolve_module_scenario
+    from ..scenario import Scenario
+
+    start = time.time()
+    spec = module_spec(target, task)
+    fields = {"model": target, "task": task, "precision": own_precision(spec)}
+    plan = build(resolve_module_scenario(Scenario(**fields, **({"gpu": gpu} if gpu else {})), spec), advise=False)
+    return _result(target, task, plan, spec, time.time() - start)
+
+
+def _profile(name: str, p, params: int, peaks: dict[str, float], recorded_with: dict[str, str]) -> Profile:
     """A profile of one pass (every size a constant)."""
     const = lambda v: Poly((((), float(v), 0.0),))  # noqa: E731
     groups: dict[tuple, int] = {}
@@ -139,37 +178,23 @@ def _profile(name: str, p, params: int) -> Profile:
     ops = tuple(Op(kind=k, leaf=leaf, role=role, bias=bias, dims=tuple(const(d) for d in dims), count=n)
                 for (k, leaf, role, bias, dims), n in groups.items() if len(dims) == len(DIMS[k]))
     return Profile(module=name, variables=(), ops=ops, other_bytes=const(p.other_bytes),
-                   other_kernels=p.other_kernels, dispatches=p.dispatches, calls=p.calls, memory={},
-                   params=params)
+                   other_kernels=p.other_kernels, dispatches=p.dispatches, calls=p.calls,
+                   memory={way: {"peak": const(v)} for way, v in peaks.items()}, params=params,
+                   recorded_with=recorded_with)
 
 
-def _result(target: str, task: str, gpu_name: str | None, profile: Profile, params: int, dtype: str,
-            activations: float, elapsed: float) -> ModuleSimulation:
-    width = {"float32": 4, "float64": 8}.get(dtype, 2)
-    weights = params * width
-    grads = weights if task == "train" else 0
-    optimizer = 2 * weights if task == "train" else 0
-    allocated = weights + grads + optimizer + activations
-    slack = oh.ALLOCATOR_SLACK_TRAIN if task == "train" else oh.ALLOCATOR_SLACK_INFER
-    run = Run(dtype="fp32" if width == 4 else "bf16", trained="all" if task == "train" else "none")
-    fwd = forward(profile, _gpu_or_none(gpu_name) or _reference(), 1, (), run)
-    step_flops = fwd.flops
-    if task == "train":
-        step_flops += backward(profile, _gpu_or_none(gpu_name) or _reference(), 1, (), run).flops
-    gpu = _gpu_or_none(gpu_name)
-    context = oh.CUDA_CONTEXT_GIB.get(gpu.generation, oh.CUDA_CONTEXT_DEFAULT_GIB) * GIB if gpu else \
-        oh.CUDA_CONTEXT_DEFAULT_GIB * GIB
-    device = allocated * (1 + slack) + context
-    step_s = None
-    if gpu is not None:
-        step = fwd + backward(profile, gpu, 1, (), run) if task == "train" else fwd
-        step_s = step.total_s
+def _result(target: str, task: str, plan, spec: ModuleSpec, elapsed: float) -> ModuleSimulation:
+    mem, profile = plan.memory, spec.main.profile
+    run = Run(dtype="fp32" if spec.main.dtype == "float32" else "bf16", trained="all" if task == "train" else "none")
+    fwd = forward(profile, _reference(), 1, (), run).flops
+    step_flops = fwd + (backward(profile, _reference(), 1, (), run).flops if task == "train" else 0.0)
+    gpu = plan.module.gpu
     return ModuleSimulation(
-        target=target, module=profile.module, task=task, params=params, dtype=dtype, weights_gib=weights / GIB,
-        gradients_gib=grads / GIB,
-        optimizer_gib=optimizer / GIB, activations_gib=activations / GIB, allocated_peak_gib=allocated / GIB,
-        device_peak_gib=device / GIB, flops_forward=fwd.flops, flops_step=step_flops,
-        gpu=gpu.name if gpu else None, fits=device / GIB <= gpu.usable_gib if gpu else None, step_s=step_s,
+        target=target, module=profile.module, task=task, params=spec.main.params, dtype=spec.main.dtype,
+        weights_gib=mem.weights_gib, gradients_gib=mem.gradients_gib, optimizer_gib=mem.optimizer_gib,
+        activations_gib=mem.activations_gib, allocated_peak_gib=mem.allocated_peak_gib,
+        device_peak_gib=mem.device_peak_gib, flops_forward=fwd, flops_step=step_flops,
+        gpu=gpu.name if gpu else None, fits=mem.fits, step_s=plan.work.step_s if plan.work else None,
         elapsed_s=elapsed,
         simulated=["the parameters and their bytes", "every op's shape and FLOPs, and the other kernels' bytes",
                    f"the activation peak of one {PASSES[task]} as the CUDA caching allocator counts it"],
@@ -177,12 +202,6 @@ def _result(target: str, task: str, gpu_name: str | None, profile: Profile, para
                   if task == "train" else []) + ["the CUDA context and the allocator's slack"]
         + ([f"the step's time on {gpu.name} from its ops (GEMM shapes at the card's rates, attention, "
             "element-wise bytes, host work per op)"] if gpu else []))
-
-
-def _gpu_or_none(name: str | None):
-    if not name:
-        return None
-    return resolve_gpu(name)[0]
 
 
 def _reference():

@@ -177,10 +177,17 @@ def forward(p: Profile, gpu: GpuSpec, batch: int, sizes: tuple[float, ...], run:
             flops += work
     scale = _act_bytes(run.dtype) / 2  # the profile moved bf16 activations
     elementwise = p.other_bytes.at(batch, sizes) * scale / bandwidth(gpu) + p.other_kernels * oh.GEMM_KERNEL_LATENCY_S
-    host = (p.dispatches * oh.DISPATCH_OVERHEAD_S + p.calls * oh.MODULE_CALL_OVERHEAD_S
+    host = (host_scale(gpu) * (p.dispatches * oh.DISPATCH_OVERHEAD_S + p.calls * oh.MODULE_CALL_OVERHEAD_S)
             + (kernels - p.other_kernels - sum(o.count for o in p.ops)) * oh.EAGER_OP_OVERHEAD_S) * run.host_factor
     return PassTime(gemm_s=gemm, attention_s=attention, elementwise_s=elementwise, dequant_s=dequant, host_s=host,
                     flops=flops)
+
+
+def host_scale(gpu: GpuSpec) -> float:
+    """How much longer eager PyTorch's per-op host work takes on the host the card sits in than on the desktop CPU
+    :data:`~gpuplan.overheads.DISPATCH_OVERHEAD_S` was fitted on: a datacenter card's server
+    (:data:`~gpuplan.overheads.SERVER_HOST_FACTOR`)."""
+    return oh.SERVER_HOST_FACTOR if gpu.segment == "datacenter" else 1.0
 
 
 def _eager(gpu: GpuSpec, run: Run, op: Op, d: tuple[float, ...], factor: int) -> float:
@@ -267,7 +274,8 @@ def decode_step(p: Profile, gpu: GpuSpec, batch: int, sizes: tuple[float, ...], 
         flops += op.count * 2 * batch * k * n
         share += op.count
     linears = sum(o.count for o in p.ops if o.kind in ("linear", "conv")) or 1
-    host = (p.dispatches * oh.DISPATCH_OVERHEAD_S + p.calls * oh.MODULE_CALL_OVERHEAD_S) * share / linears
+    host = host_scale(gpu) * (p.dispatches * oh.DISPATCH_OVERHEAD_S + p.calls * oh.MODULE_CALL_OVERHEAD_S) * share \
+        / linears
     return PassTime(gemm_s=gemm, attention_s=attention, host_s=host * run.host_factor, flops=flops)
 
 

@@ -3,7 +3,8 @@
 ``POST /api/estimate`` takes a scenario and returns :class:`~gpuplan.result.Plan`; ``POST /api/recommend`` a
 scenario and constraints, returning what ``gpuplan recommend --json`` prints; ``POST /api/buy`` a build (or a
 budget), workloads and the owner's terms, returning what ``gpuplan buy --json`` prints; ``GET /api/models`` and
-``GET /api/gpus`` the rows of ``gpuplan models --json`` and ``gpuplan gpus --json``. The page also reads the
+``GET /api/gpus`` the rows of ``gpuplan models --json`` and ``gpuplan gpus --json``; ``POST /api/capacity`` a model,
+a load and SLOs, returning what ``gpuplan capacity --json`` prints. The page also reads the
 form (``/api/form``), the formulas (``/api/explain``), the exports (``/api/export``) and the catalog grid
 (``/api/fit-grid``).
 """
@@ -18,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, SkipValidation
 
 from .. import api
 from ..errors import RENAMED
-from .guard import MAX_ITEMS, check_model, check_no_server_files, held, with_uploads
+from .guard import MAX_ITEMS, UPLOADED, check_model, check_no_server_files, held, with_uploads
 from .uploads import MAX_UPLOAD_BYTES
 
 router = APIRouter(prefix="/api")
@@ -28,7 +29,7 @@ RawScenario = SkipValidation[api.Scenario]
 
 
 class Uploaded(BaseModel):
-    ref: str  # what the scenario's dataset or tokenizer field takes
+    ref: str  # what the scenario's dataset, tokenizer (or, for a config.json, model) field takes
     name: str
     bytes: int
 
@@ -171,11 +172,16 @@ class Form(BaseModel):
 
 def _scenario(data: Any, hub: bool) -> api.Scenario:
     """The scenario of a request: its model checked first (the model's name also finds its tokenizer), then
-    validated, which reads and tokenizes a dataset it names."""
-    if isinstance(data, dict) and isinstance(data.get("model"), str):
+    validated, which reads and tokenizes a dataset it names. A model that is a config.json the page uploaded
+    (:func:`~.guard.with_uploads` named it) is read as ``--model config.json`` reads a local one."""
+    uploaded = data.get(UPLOADED, ()) if isinstance(data, dict) else ()
+    if uploaded:
+        data = {k: v for k, v in data.items() if k != UPLOADED}
+    if isinstance(data, dict) and isinstance(data.get("model"), str) and "model" not in uploaded:
         check_model(data["model"], hub)
     s = api.scenario_from(data)
-    check_model(s.model, hub)  # model_size's synthetic model
+    if "model" not in uploaded:
+        check_model(s.model, hub)  # model_size's synthetic model
     return s
 
 
@@ -304,14 +310,16 @@ UPLOAD_BODY = {"requestBody": {"required": True, "description": "the file's byte
                                                                                    "format": "binary"}}}}}
 
 
-@router.post("/upload", response_model=Uploaded, summary="A dataset or tokenizer.json for the scenario",
-             openapi_extra=UPLOAD_BODY)
-async def upload_route(request: Request, kind: Literal["dataset", "tokenizer"] = Query(),
+@router.post("/upload", response_model=Uploaded, summary="A dataset, tokenizer.json or model config.json for the "
+             "scenario", openapi_extra=UPLOAD_BODY)
+async def upload_route(request: Request, kind: Literal["dataset", "tokenizer", "config"] = Query(),
                        name: str = Query(min_length=1, max_length=200)) -> Uploaded:
     """Keep a file the page read, its bytes as the body (at most 16 MiB a file; the server keeps the last 16
     files, 64 MiB in all, and takes 30 files a minute from one address) and answer its reference: a scenario's
     `dataset` (or `tokenizer`) set to it is read and tokenized as `gpuplan estimate --dataset FILE` does, with the
-    model's own tokenizer from the server's Hugging Face cache unless a tokenizer.json is uploaded too."""
+    model's own tokenizer from the server's Hugging Face cache unless a tokenizer.json is uploaded too. A model's
+    config.json (`kind=config`) goes in the scenario's `model`: it is read as `gpuplan estimate --model config.json`
+    reads a local file, as data (no code from it runs)."""
     state = request.app.state
     declared = request.headers.get("content-length", "")
     client = request.client.host if request.client else "unknown"
@@ -336,4 +344,56 @@ async def buy_route(body: BuyRequest, request: Request) -> Response:
     data = body.model_dump()
     hub = request.app.state.hub
     text = await in_thread(request, buy_json, data, hub)
+    return Response(text, media_type="application/json")
+
+
+# ---- capacity: the requests each serving setup sustains (gpuplan capacity) ------------------------------------
+# The page's search shares this many wall seconds among its simulations, within the request's deadline
+# (:data:`.work.TIMEOUT_S`, 10 s): a search that runs out says so in its rows' warnings, and never holds the page.
+PAGE_SEARCH_S = 6.0
+
+
+class CapacityRequest(BaseModel):
+    """``gpuplan capacity``'s arguments: the model, the load (a rate, users or an offline batch), the lengths and
+    the SLOs; the search kept to what answers within the request's deadline (at most 8 GPUs a setup, 6 setups
+    simulated, :data:`PAGE_SEARCH_S` seconds)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = Field(max_length=200)
+    engine: Literal["vllm", "sglang", "trtllm"] = "vllm"
+    rate_rps: float | None = Field(default=None, gt=0, le=10_000, description="open loop: requests/s")
+    users: int | None = Field(default=None, ge=1, le=2_000, description="closed loop: concurrent users")
+    batch: int | None = Field(default=None, ge=2, le=20_000, description="offline: requests queued at once")
+    think_s: float | None = Field(default=None, ge=0, le=3600)
+    prompt_tokens: int = Field(default=1024, ge=1, le=1_000_000)
+    output_tokens: int = Field(default=256, ge=1, le=100_000)
+    length_spread: float | None = Field(default=None, ge=0, le=0.99)
+    ttft_s: float | None = Field(default=None, gt=0, le=3600)
+    tpot_s: float | None = Field(default=None, gt=0, le=60)
+    e2e_s: float | None = Field(default=None, gt=0, le=36_000)
+    percentile: Literal[50, 90, 95, 99] | None = None
+    gpus: list[str] = Field(default=[], max_length=MAX_ITEMS, description="only these GPUs (ids or aliases)")
+    max_gpus: int = Field(default=8, ge=1, le=8)
+    any_quant: bool = False
+    expert_parallel: bool = False
+    attention_dp: bool = False
+    top: int = Field(default=4, ge=1, le=6, description="setups simulated")
+
+
+def capacity_json(body: dict[str, Any], hub: bool) -> str:
+    """``api.capacity`` on the request's fields within :data:`PAGE_SEARCH_S`; the model checked as the page checks
+    every model (never a file on the server)."""
+    check_model(body["model"], hub)
+    model = body.pop("model")
+    fields = {k: v for k, v in body.items() if v is not None}
+    return api.capacity(model, time_limit_s=PAGE_SEARCH_S, **fields).model_dump_json()
+
+
+@router.post("/capacity", response_model=api.CapacityReport, summary="Requests per second each serving setup sustains")
+async def capacity_route(body: CapacityRequest, request: Request) -> Response:
+    """`gpuplan capacity`: for every GPU type x count that holds the model in the engine, the highest request rate
+    (or most users) that meets the SLOs on a simulation of the engine's scheduler, priced on the cheapest instance;
+    with `batch`, an offline job's time and cost (what `gpuplan capacity --json` prints)."""
+    text = await in_thread(request, capacity_json, body.model_dump(), request.app.state.hub)
     return Response(text, media_type="application/json")

@@ -779,6 +779,75 @@ async function compareBuy() {
   }
 }
 
+// ---- serving capacity (POST /api/capacity: the form's model and lengths, the load and SLOs of this section) ------
+function capacityRequest() {
+  const s = state.scenario;
+  const body = {model: s.model, engine: $("#capacity-engine").value, prompt_tokens: s.prompt_tokens || 1024,
+    output_tokens: s.output_tokens || 256, max_gpus: parseInt($("#capacity-max-gpus").value, 10) || 8};
+  const kind = $("#capacity-kind").value;
+  const load = parseFloat($("#capacity-load").value);
+  body[kind] = kind === "rate_rps" ? load : Math.round(load);
+  for (const [id, key] of [["#capacity-ttft", "ttft_s"], ["#capacity-tpot", "tpot_s"]]) {
+    const v = $(id).value;
+    if (v !== "" && kind !== "batch") body[key] = parseFloat(v);
+  }
+  const gpus = $("#capacity-gpus").value.trim();
+  if (gpus) body.gpus = gpus.split(",").map((x) => x.trim()).filter(Boolean);
+  if (s.ep > 1) body.expert_parallel = true;
+  if (s.attention_dp) body.attention_dp = true;
+  return body;
+}
+
+const ms = (x) => (x === null || x === undefined ? "" : num(x * 1000, 0) + " ms");
+const cell = (x, text) => h("td", {class: "n", "data-value": x === null || x === undefined ? "" : x}, text ?? "");
+
+function capacityColumns(kind, pct) {
+  const offline = [["job_s", "time", (p) => (p.job_s === null ? "" : num(p.job_s, 1) + " s")],
+    ["usd_per_job", "$ job", (p) => (p.usd_per_job === null ? "" : usd(p.usd_per_job))],
+    ["job_peak_running", "ran at once", (p) => p.job_peak_running ?? ""],
+    ["output_tokens_per_s", "out tok/s", (p) => (p.output_tokens_per_s ? num(p.output_tokens_per_s, 0) : "")]];
+  const online = [kind === "users" ? ["max_users", "users", (p) => p.max_users ?? ""] :
+    ["max_rate_rps", "req/s", (p) => num(p.max_rate_rps, 2)],
+    ["ttft_s", `p${pct} TTFT`, (p) => ms(p.ttft_s)], ["tpot_s", `p${pct} TPOT`, (p) => ms(p.tpot_s)],
+    ["streaming_tokens_per_s_per_user", "tok/s/user",
+      (p) => (p.streaming_tokens_per_s_per_user ? num(p.streaming_tokens_per_s_per_user, 0) : "")],
+    ["usd_per_1k_requests", "$/1k req", (p) => (p.usd_per_1k_requests === null ? "" : usd(p.usd_per_1k_requests))],
+    ["usd_per_hour_for_target", "$/h all", (p) => (p.usd_per_hour_for_target === null ? "" :
+      usd(p.usd_per_hour_for_target))]];
+  return [...(kind === "batch" ? offline : online), ["offer", "offer", (p) => p.offer ?? ""],
+    ["max_concurrency", "KV reqs", (p) => num(p.max_concurrency, 0)]];
+}
+
+function renderCapacity(report, kind) {
+  const cols = capacityColumns(kind, report.workload.slo.percentile);
+  const head = h("tr", {}, h("th", {}, "setup"), ...cols.map(([, label]) => h("th", {}, label)));
+  const rows = report.plans.map((p) => h("tr", {class: p.pareto ? "pareto" : null},
+    h("td", {}, (p.pareto ? "* " : "") + p.setup), ...cols.map(([key, , text]) => cell(p[key], text(p)))));
+  $("#capacity-table").replaceChildren(head, ...rows);
+  $("#capacity-summary").textContent = report.plans.length ?
+    `${report.plans.length} setups on ${report.plans[0].engine}, cheapest first` :
+    "no setup holds the model and meets the SLOs";
+  $("#capacity-warnings").replaceChildren(...report.plans.flatMap((p) => p.warnings).map((w) => h("li", {}, w)));
+}
+
+async function searchCapacity() {
+  if (!state.scenario) return;
+  const kind = $("#capacity-kind").value;
+  $("#capacity-go").disabled = true;
+  $("#capacity-summary").textContent = "simulating...";
+  try {
+    renderCapacity(await api("/api/capacity", capacityRequest()), kind);
+  } catch (e) {
+    $("#capacity-summary").textContent = e.message;
+    $("#capacity-table").replaceChildren();
+    $("#capacity-warnings").replaceChildren();
+  } finally {
+    $("#capacity-go").disabled = false;
+  }
+}
+
+$("#capacity-go").addEventListener("click", searchCapacity);
+
 // ---- start ---------------------------------------------------------------------------------------------
 function wireExports() {
   document.querySelectorAll("[data-copy]").forEach((b) => b.addEventListener("click", () => {
@@ -797,9 +866,46 @@ function wireExports() {
   }
 }
 
+// ---- a model's own config.json: uploaded (/api/upload?kind=config), the model field then carries its reference --
+// The server reads it as `gpuplan estimate --model config.json` reads a local file: data only, no code from it runs.
+function addConfigUpload() {
+  const label = document.querySelector('.field[data-field="model"]');
+  const model = document.getElementById("f-model");
+  const input = h("input", {id: "f-model-config", type: "file", accept: ".json,application/json",
+    "aria-label": "upload a model's config.json"});
+  const status = h("span", {class: "hint", id: "f-model-config-status"});
+  for (const ev of ["input", "change"]) input.addEventListener(ev, (e) => e.stopPropagation());
+  input.addEventListener("change", async () => {
+    const file = input.files[0];
+    status.textContent = "";
+    if (!file) return;
+    if (file.size > state.maxUpload) {
+      showError(`${file.name} is ${file.size.toLocaleString("en-US")} bytes; the page takes files up to ` +
+        `${state.maxUpload.toLocaleString("en-US")} bytes`);
+      return;
+    }
+    status.textContent = "uploading...";
+    try {
+      const up = await api("/api/upload?" + new URLSearchParams({kind: "config", name: file.name}), file);
+      model.value = up.ref;
+      status.textContent = `${up.name}: ${up.bytes.toLocaleString("en-US")} bytes`;
+    } catch (e) {
+      status.textContent = "";
+      showError(e.message);
+      return;
+    }
+    input.value = "";
+    schedule();
+  });
+  label.after(h("label", {class: "field config-upload", for: input.id,
+    title: "a model gpuplan does not bundle: its config.json, read as data (the weights are not needed)"},
+  h("span", {class: "name"}, "or its config.json"), h("span", {class: "file"}, input, status)));
+}
+
 async function start() {
   const [form, models, gpus] = await Promise.all([api("/api/form"), api("/api/models"), api("/api/gpus")]);
   buildForm(form);
+  addConfigUpload();
   for (const m of form.module_models) {
     for (const name of [m.name, ...m.names]) {
       state.kinds[name.toLowerCase()] = m.kind;

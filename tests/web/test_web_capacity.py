@@ -1,0 +1,91 @@
+"""``POST /api/capacity``: the page's serving-capacity search is ``gpuplan.capacity`` (and ``gpuplan capacity
+--json``) on the same inputs, kept within the request's deadline; bad bodies are one sentence and a 4xx."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import require
+
+require("fastapi")
+require("httpx")
+from fastapi.testclient import TestClient  # noqa: E402
+from typer.testing import CliRunner  # noqa: E402
+
+import gpuplan  # noqa: E402
+from gpuplan.cli import app as cli_app  # noqa: E402
+from gpuplan.web import work  # noqa: E402
+from gpuplan.web.api import PAGE_SEARCH_S  # noqa: E402
+from gpuplan.web.app import create_app  # noqa: E402
+
+BODY = {"model": "llama-3.1-8b", "engine": "trtllm", "rate_rps": 5, "prompt_tokens": 2000, "output_tokens": 300,
+        "ttft_s": 1, "tpot_s": 0.05, "gpus": ["h100-sxm"], "max_gpus": 2, "top": 2}
+
+
+@pytest.fixture(scope="module")
+def client():
+    return TestClient(create_app(), base_url="http://127.0.0.1")
+
+
+def test_the_page_search_is_the_python_api_and_the_cli_json(client):
+    """TensorRT-LLM on one and two H100s at 5 requests/s: the page's answer is gpuplan.capacity's (the same
+    search, within the page's 6 s) and the command line's --json rows."""
+    r = client.post("/api/capacity", json=BODY)
+    assert r.status_code == 200, r.text
+    page = r.json()
+    fields = {k: v for k, v in BODY.items() if k != "model"}
+    report = gpuplan.capacity("llama-3.1-8b", time_limit_s=PAGE_SEARCH_S, **fields)
+    assert page == json.loads(report.model_dump_json())
+    assert [p["setup"] for p in page["plans"]] == ["1x h100-sxm5-80gb tp1", "2x h100-sxm5-80gb tp2"]
+    assert all(p["engine"] == "trtllm" and p["max_rate_rps"] > 1 and not p["warnings"] for p in page["plans"])
+    out = CliRunner().invoke(cli_app, ["capacity", "--model", "llama-3.1-8b", "--engine", "trtllm", "--rate", "5",
+                                       "--prompt-tokens", "2000", "--output-tokens", "300", "--ttft", "1", "--tpot",
+                                       "0.05", "--gpus", "h100-sxm", "--max-gpus", "2", "--top", "2", "--json"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.output)["plans"] == page["plans"]
+    assert PAGE_SEARCH_S < work.TIMEOUT_S  # the search ends before the request's deadline
+
+
+def test_an_offline_batch_and_users_on_the_page_api(client):
+    """``batch``: each setup's time for the job (the offline run of the engine's scheduler); ``users``: the most
+    users a replica serves."""
+    batch = client.post("/api/capacity", json={**BODY, "rate_rps": None, "batch": 500, "ttft_s": None,
+                                               "tpot_s": None})
+    assert batch.status_code == 200, batch.text
+    rows = batch.json()["plans"]
+    assert rows and all(p["job_s"] > 0 and p["job_preemptions"] == 0 for p in rows)
+    users = client.post("/api/capacity", json={**BODY, "rate_rps": None, "users": 32})
+    assert users.status_code == 200, users.text
+    assert all(1 <= p["max_users"] <= 32 for p in users.json()["plans"])
+
+
+@pytest.mark.parametrize("change, status, words", [
+    ({"engine": "llama.cpp"}, 422, "engine"),
+    ({"max_gpus": 64}, 422, "max_gpus"),
+    ({"top": 50}, 422, "top"),
+    ({"colour": "red"}, 422, "colour"),
+    ({"model": "/etc/passwd"}, 422, "does not read files on the server"),
+    ({"prompt_tokens": 0}, 422, "prompt_tokens"),
+    ({"users": 4}, 422, "one load"),
+])
+def test_bad_bodies_are_one_sentence(client, change, status, words):
+    r = client.post("/api/capacity", json={**BODY, **change})
+    assert r.status_code == status, r.text
+    assert words in r.text and "Traceback" not in r.text
+
+
+def test_security_md_states_the_capacity_limits():
+    """docs/security.md states the bounds of /api/capacity as the request model enforces them."""
+    from pathlib import Path
+
+    from gpuplan.web.api import CapacityRequest
+
+    def most(field: str) -> int:
+        return next(m.le for m in CapacityRequest.model_fields[field].metadata if hasattr(m, "le"))
+
+    doc = " ".join((Path(__file__).resolve().parents[2] / "docs" / "security.md").read_text(encoding="utf-8").split())
+    assert (f"capacity searches over {most('max_gpus')} GPUs a setup, more than {most('top')} setups simulated, over "
+            f"{most('users'):,} users or an offline batch over {most('batch'):,} requests; the simulations of one "
+            f"search share {PAGE_SEARCH_S:g} s") in doc
