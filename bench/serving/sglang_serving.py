@@ -1,7 +1,7 @@
 """Replay SGLang's published serving runs with gpuplan's SGLang scheduler and host loop (bench/data/sglang_serving.csv).
 
     python bench/serving/sglang_serving.py [--out bench/results/sglang_serving.md] [--max-requests 3000]
-    python bench/serving/sglang_serving.py --calibrate     # refit the four SGLang constants
+    python bench/serving/sglang_serving.py --calibrate     # refit the five SGLang constants
 
 For each run: SGLang's token pool for the setup (engines/sglang.py), its scheduler (serving/simulate.py
 ``sglang_scheduler``: prefill batches before decodes, chunked_prefill_size, max_running_requests) and the step
@@ -98,7 +98,9 @@ def run(row: dict, max_requests: int, *, before: bool = False, version: str | No
     sm = sglang.startup_memory(s, m, gpu, mem_fraction_static=s.mem_fraction_static)
     if row["max_total_tokens"]:
         sm = dataclasses.replace(sm, kv_tokens=min(sm.kv_tokens, int(row["max_total_tokens"])))
-    engine = sglang_scheduler(sm)
+    if row.get("chunked_prefill_size"):  # the run's --chunked-prefill-size (and --max-prefill-tokens, the same)
+        sm = dataclasses.replace(sm, chunked_prefill_size=int(row["chunked_prefill_size"]))
+    engine = dataclasses.replace(sglang_scheduler(sm), recv_interval=int(row.get("scheduler_recv_interval") or 1))
     timer = step_timer(s, m, gpu)
     if before:  # vLLM's current engine's loop and mixed steps over SGLang's pool
         timer = dataclasses.replace(timer, timing=vllm.current_timing(s, m, gpu))
@@ -108,8 +110,13 @@ def run(row: dict, max_requests: int, *, before: bool = False, version: str | No
     limit = int(row["max_concurrency"]) if row.get("max_concurrency") else None
     out = replay(sample(timer), engine, rate_rps=rate, prompt=prompt, output=output, max_concurrency=limit)
     stat = statistic(row)
-    return {"median_ttft_ms": 1e3 * float(stat(out.ttft_s)), "median_tpot_ms": 1e3 * float(stat(out.tpot_s)),
-            "median_e2e_ms": 1e3 * float(stat(out.e2e_s)), "output_tokens_per_s": out.output_tokens_per_s}
+    got = {"median_ttft_ms": 1e3 * float(stat(out.ttft_s)), "median_tpot_ms": 1e3 * float(stat(out.tpot_s)),
+           "median_e2e_ms": 1e3 * float(stat(out.e2e_s)), "output_tokens_per_s": out.output_tokens_per_s}
+    if limit and len(prompt) > limit:  # a closed loop: its first wave (sent at once) and the rest, as means
+        ttft = np.asarray(out.ttft_s)
+        got |= {"first_wave_ttft_ms": 1e3 * float(ttft[:limit].mean()),
+                "rest_ttft_ms": 1e3 * float(ttft[limit:].mean()), "requests": len(prompt)}
+    return got
 
 
 def statistic(row: dict):
@@ -135,28 +142,34 @@ def pct(pred: float, real: float) -> float:
 
 
 def calibrate(rows: list[dict], max_requests: int) -> dict[str, float]:
-    """The three SGLang host constants from the calibration rows, in turn (overheads.py says which)."""
+    """The five SGLang host constants from the calibration rows, in turn, twice over (each moves the others a
+    little; overheads.py says which row sets which)."""
     online = next(r for r in rows if r["role"] == "calibration" and r["regime"] == "online")
     offline = next(r for r in rows if r["role"] == "calibration" and r["regime"] == "offline")
-    oh.SGLANG_REQUEST_S = 0.0
-    for _ in range(3):  # the TPOT gap per step; the per-sequence term moves with it
-        gap = float(online["median_tpot_ms"]) / 1e3 - run(online, max_requests)["median_tpot_ms"] / 1e3
-        oh.SGLANG_STEP_OVERHEAD_S = max(oh.SGLANG_STEP_OVERHEAD_S + gap, 0.0)
-        lo, hi = 0.0, 400e-6
-        for _ in range(12):
-            oh.SGLANG_HOST_S_PER_SEQ = (lo + hi) / 2
-            err = pct(run(offline, max_requests)["output_tokens_per_s"], float(offline["output_tokens_per_s"]))
-            lo, hi = (oh.SGLANG_HOST_S_PER_SEQ, hi) if err > 0 else (lo, oh.SGLANG_HOST_S_PER_SEQ)
-    oh.SGLANG_REQUEST_S = max(float(online["median_ttft_ms"]) / 1e3 - run(online, max_requests)["median_ttft_ms"]
-                              / 1e3, 0.0)
     tp = next(r for r in rows if r["role"] == "calibration" and int(r["tp"]) > 1)
-    lo, hi = 0.0, 100e-6
-    for _ in range(12):  # the all-reduce cost from the TP row's TPOT (TP 1 rows do not see it)
-        oh.SGLANG_ALL_REDUCE_S = (lo + hi) / 2
-        err = pct(run(tp, max_requests)["median_tpot_ms"], float(tp["median_tpot_ms"]))
-        lo, hi = (lo, oh.SGLANG_ALL_REDUCE_S) if err > 0 else (oh.SGLANG_ALL_REDUCE_S, hi)
+    for _ in range(2):
+        oh.SGLANG_REQUEST_S = 0.0
+        for _ in range(3):  # the TPOT gap per step; the per-sequence term moves with it
+            gap = float(online["median_tpot_ms"]) / 1e3 - run(online, max_requests)["median_tpot_ms"] / 1e3
+            oh.SGLANG_STEP_OVERHEAD_S = max(oh.SGLANG_STEP_OVERHEAD_S + gap, 0.0)
+            _bisect("SGLANG_HOST_S_PER_SEQ", 0.0, 400e-6, offline, "output_tokens_per_s", max_requests, rising=False)
+        oh.SGLANG_REQUEST_S = max(float(online["median_ttft_ms"]) / 1e3 - run(online, max_requests)["median_ttft_ms"]
+                                  / 1e3, 0.0)
+        # the all-reduce cost from the TP row's TPOT (TP 1 rows do not see it), the eager launch from its TTFT
+        # (its 80 layers' prefill waits on Python; the 8B's 32 do not)
+        _bisect("SGLANG_ALL_REDUCE_S", 0.0, 100e-6, tp, "median_tpot_ms", max_requests)
+        _bisect("SGLANG_EAGER_LAUNCH_S", 5e-6, 100e-6, tp, "median_ttft_ms", max_requests)
     return {k: getattr(oh, k) for k in ("SGLANG_STEP_OVERHEAD_S", "SGLANG_HOST_S_PER_SEQ", "SGLANG_REQUEST_S",
-                                        "SGLANG_ALL_REDUCE_S")}
+                                        "SGLANG_ALL_REDUCE_S", "SGLANG_EAGER_LAUNCH_S")}
+
+
+def _bisect(name: str, lo: float, hi: float, row: dict, key: str, max_requests: int, rising: bool = True) -> None:
+    """Set the overheads constant ``name`` so that the row's ``key`` matches (12 halvings of ``[lo, hi]``; the
+    prediction rises with the constant, or falls with it when not ``rising``)."""
+    for _ in range(12):
+        setattr(oh, name, (lo + hi) / 2)
+        high = pct(run(row, max_requests)[key], float(row[key])) > 0
+        lo, hi = (lo, getattr(oh, name)) if high == rising else (getattr(oh, name), hi)
 
 
 def main() -> None:
@@ -210,8 +223,8 @@ def main() -> None:
         f"{len(rows)} runs (bench/data/sglang_serving.csv) replayed in {time.perf_counter() - t0:.0f} s, up to "
         f"{args.max_requests:,} requests each. before: `--engine sglang` timed as vLLM (vLLM's host loop, mixed "
         "steps); now: SGLang's scheduler and host loop. Calibration rows set SGLANG_STEP_OVERHEAD_S, "
-        "SGLANG_HOST_S_PER_SEQ, SGLANG_REQUEST_S and SGLANG_ALL_REDUCE_S (overheads.py); check rows are "
-        "independent.", "",
+        "SGLANG_HOST_S_PER_SEQ, SGLANG_REQUEST_S, SGLANG_ALL_REDUCE_S and SGLANG_EAGER_LAUNCH_S (overheads.py); check "
+        "rows are independent.", "",
         "The data are thin: the SGLang team's 0.3.0 runs (Llama-3.1 8B on an A100, 70B on 4 H100s), one third "
         "party's 0.3.5 saturated run (A100 40GB), and DataCrunch's H200 runs of what is taken to be 0.4.1 (the "
         "overlap scheduler on: Llama-3.1/3.3 70B on 4 and 8 H200s, 405B on 8), medians only, radix cache off or "
@@ -220,7 +233,7 @@ def main() -> None:
         "studies print figures, not tables) gives numbers this bench can replay. Some runs used "
         "--enable-torch-compile (the 8B A100 rows, the Llama-3.3 H200 rows), which gpuplan does not model: the "
         "Llama-3.3 rows at 1-2 requests/s decode faster than predicted (E2E +20%). Offline throughput with many "
-        "short requests (ShareGPT, 256/512) or long ones (4096/2048) on the H200s comes out 15-35% high.", "",
+        "short requests (ShareGPT, 256/512) or long ones (4096/1024-2048) on the H200s comes out 14-30% high.", "",
         "Rows marked moe (issue 31; shown, not fitted, outside the dense check median): DeepSeek-R1 FP8 at TP 8 "
         "under SGLang, closed-loop at 4-128 concurrent requests. dstack's March 2025 runs (8x H200 and 8x MI300X, "
         "3,200 in / 800 out, the SGLang images of the time, taken as 0.4.3) decoded about twice as slowly as gpuplan "

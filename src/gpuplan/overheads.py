@@ -602,14 +602,15 @@ VLLM_PIECEWISE_GRAPH_LAYER_S = 14.3e-6
 # ShareGPT), in turn: per step from the median TPOT at 4 requests/s less the simulated GPU work, per scheduled
 # sequence from the offline (all requests at once) output throughput, per request from the median TTFT at 4
 # requests/s. The other rows check them. v0.3.0 had no overlap scheduler, so these are the loop's full costs.
+# Refitted with SGLANG_EAGER_LAUNCH_S (2026-11-29: request 8.24 -> 8.13 ms, all-reduce 18.7 -> 16.6 us).
 SGLANG_STEP_OVERHEAD_S = 1.28e-3
 SGLANG_HOST_S_PER_SEQ = 22.0e-6
-SGLANG_REQUEST_S = 8.24e-3
+SGLANG_REQUEST_S = 8.13e-3
 # What each tensor-parallel all-reduce costs SGLang beyond the link's latency: fitted, last, on the median TPOT of
 # the same README's Llama-3.1-70B on 4 H100s at 4 requests/s (its decode steps ran ~15% longer than the step model
 # of vLLM's current engine, whose TP 4 rows of bench/serving/serving_cases.yaml it matches; the H200 rows of
 # another source and release, 0.4.1, show the same gap and check it).
-SGLANG_ALL_REDUCE_S = 18.7e-6
+SGLANG_ALL_REDUCE_S = 16.6e-6
 # SGLang 0.5's DeepSeek-V3/R1 decode layer on CUDA under CUDA graphs, counted from sgl-project/sglang
 # python/sglang/srt/models/deepseek_v2.py (DeepseekV2AttentionMLA.forward_absorb_prepare and forward_absorb_core,
 # DeepseekV2MoE.forward_normal; the fused MoE's fused_experts_impl), GEMMs apart (each linear, the router's and
@@ -624,6 +625,15 @@ SGLANG_ALL_REDUCE_S = 18.7e-6
 # shared experts. Counted on the stored snapshot sgl-project/sglang@00114aef (2025) on the H200 path (FlashInfer
 # MLA, Triton fused MoE); Blackwell's trtllm_mla and flashinfer_trtllm MoE fuse a few more, not counted.
 SGLANG_MLA_MOE_KERNELS_PER_LAYER = 16
+# SGLang replays CUDA graphs for decode batches only (python/sglang/srt/model_executor/cuda_graph_runner.py
+# CudaGraphRunner.can_run: decode, idle and target-verify batches up to cuda_graph_max_bs); an extend (prefill) batch
+# runs model.forward eagerly (model_runner.py ModelRunner.forward_extend), each kernel launched from SGLang's Python
+# modules (the module, its quantization method and the op around each kernel), not at the 5 us launched-kernel
+# floor. Host seconds per launched kernel, fitted last (`sglang_serving.py --calibrate`) on the median TTFT of
+# SGLang v0.3.0's Llama-3.1-70B on 4 H100s at 4 requests/s (the calibration row whose 80-layer prefill waits on its
+# launches; eager PyTorch's 18 us, EAGER_OP_OVERHEAD_S, left it 8% short). The 2026 releases' piecewise CUDA graphs for
+# prefill (on by default without expert parallelism) are not modelled.
+SGLANG_EAGER_LAUNCH_S = 41.5e-6
 # FlashInfer's all-reduce fusion (TensorRT-LLM's one-shot Lamport kernel: all-reduce, residual add and RMSNorm in one
 # kernel; SGLang's --enable-flashinfer-allreduce-fusion) on NVLink at decode sizes: 7.0 us at 6 tokens on 2 H100s
 # under CUDA graphs (flagos-ai/FlagGems-vllm pull request #773, table "vLLM CUDA", TRT-LLM one-shot, M=6), ~8 us
@@ -712,7 +722,7 @@ DECODE_BANDS: dict[tuple[str, str], tuple[float, float, int, str]] = {
                         "and decode runs (bench/results/bands.md)"),
     ("vllm", "MoE"): (0.00, 0.05, 4, "Mixtral-8x7B serving runs only: no DeepSeek, Qwen3 MoE or gpt-oss run "
                       "(bench/results/bands.md)"),
-    ("sglang", "dense"): (-0.12, 0.02, 4, "Llama-3.1 8B and 70B, SGLang 0.3-0.4 (bench/results/bands.md)"),
+    ("sglang", "dense"): (-0.11, 0.02, 4, "Llama-3.1 8B and 70B, SGLang 0.3-0.4 (bench/results/bands.md)"),
     ("trtllm", "dense"): (-0.12, 0.08, 164, "NVIDIA's trtllm-bench tables, Llama 3.x 8B-405B "
                           "(bench/results/bands.md)"),
     ("trtllm", "MoE"): (-0.17, 0.08, 67, "NVIDIA's trtllm-bench tables on one GPU, Llama 4 Scout, Qwen3-30B-A3B, "

@@ -94,6 +94,9 @@ class Timing:
     kernels: str = ""
     note: str = ""
     gpu_scale: float = 1.0  # the decode step's GPU work over the CUDA-calibrated time (ROCm builds: .rocm)
+    # host seconds per kernel a step launches outside a CUDA graph (0: the launched-kernel floor,
+    # overheads.GEMM_KERNEL_LATENCY_S); SGLang launches them from its eager Python modules
+    launch_s: float = 0.0
 
 
 class Engine:

@@ -38,7 +38,10 @@ on the CPU while the GPU runs batch N. ``schedule_policy`` is simulated as ``fcf
 Not modelled: the admission reserve for the running requests' remaining output (``new_token_ratio``, 0.7 decaying
 to about 0.1, scaled by ``schedule_conservativeness``; the simulation admits by the prompt's tokens and retracts the
 newest request when the pool runs out, as SGLang does) and the page sizes above 1 of 2026 releases. Decode batches
-past ``cuda_graph_max_bs`` run without CUDA graphs (:meth:`Sglang.timing`).
+past ``cuda_graph_max_bs``, and prefill batches, run without CUDA graphs, each kernel launched from Python
+(:meth:`Sglang.timing`, :data:`~gpuplan.overheads.SGLANG_EAGER_LAUNCH_S`). ``--scheduler-recv-interval`` (new
+requests read every N decode steps) is simulated when a run sets it (``Scheduler.recv_interval``); the default, 1,
+is what gpuplan's launch files leave.
 
 Later releases (2026: draft weights counted, disaggregation-aware reserves, the ``KVCacheConfigurator`` budget)
 change these again; this module is the 2025 rule set, checked against the logs in
@@ -302,8 +305,8 @@ class Sglang(Engine):
         loop = HostLoop(step_s=oh.SGLANG_STEP_OVERHEAD_S, seq_s=oh.SGLANG_HOST_S_PER_SEQ,
                         request_s=oh.SGLANG_REQUEST_S, overlapped=overlap_schedule(s),
                         chunk_tokens=d.chunked_prefill_size, all_reduce_s=oh.SGLANG_ALL_REDUCE_S)
-        return current_timing(s, m, gpu, loop=loop, note=TIMING,
-                              graph_max_batch=d.cuda_graph_max_bs, **fused_kernels(s, m, gpu))
+        return current_timing(s, m, gpu, loop=loop, note=TIMING, graph_max_batch=d.cuda_graph_max_bs,
+                              launch_s=oh.SGLANG_EAGER_LAUNCH_S, **fused_kernels(s, m, gpu))
 
 
 def fused_kernels(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> dict:

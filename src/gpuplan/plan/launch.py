@@ -8,12 +8,7 @@ The defaults of a run:
   unless set) does not fit its KV pool: the run takes the longest that does, when the scenario's requests fit it;
 - **the recipe's micro-batch x accumulation** (:func:`gpuplan.plan.recipe.layout`): the fastest micro-batch that
   fits and reaches the recipe's global batch, when the scenario set neither (a ranked setup keeps its micro-batch
-  and takes the accumulation).
-
-- **a pretraining stack for pretraining**: a model that exists only as a size (``model_size``) trains from random
-  weights on a pretraining stack, never an SFT trainer (which loads pretrained weights and a chat set): a plan left
-  on the default stack (``hf``) takes torchtitan with FSDP2 (:func:`pretraining_stack`), whose speed the plan then
-  times;
+  and takes the accumulation);
 - **nodes x GPUs per node**: a training job of more GPUs than the card's largest instance holds runs on several
   instances (:func:`gpuplan.plan.nodes.on_nodes`, as ``estimate`` places it);
 
@@ -48,10 +43,7 @@ def runnable(s: Scenario, *, offer_label: str | None = None, owned_usd_per_hour:
         raise GpuplanError("launch needs a GPU: set --gpu (and --num-gpus), or pick a setup with "
                            "`gpuplan recommend ... --launch N`")
     catalog = load_offers()
-    s, why = pretraining_stack(s)
     r = resolve(s)
-    if why:
-        r = Resolved(**{**r.__dict__, "chosen": (*r.chosen, why)})
     if owned_usd_per_hour is None and offer_label is None:
         r = on_nodes(r, catalog)
     memory = memory_plan(r)
@@ -70,31 +62,6 @@ def runnable(s: Scenario, *, offer_label: str | None = None, owned_usd_per_hour:
     if offer_label is not None and (plan.cost is None or plan.cost.offer != offer_label):
         raise GpuplanError(f"no offer {offer_label!r} for {r.gpu.id} in the price catalog")
     return plan
-
-
-PRETRAINING_STACK = "torchtitan"
-# fields of the default stack's that torchtitan refuses (gpuplan.scenario.stacks._refuse_torchtitan): dropped so
-# its own defaults fill them
-NOT_TORCHTITAN = {"optimizer": ("adamw",), "precision": ("bf16-mixed", "fp8-mixed", "fp32"), "loss": ("full",
-                                                                                                     "chunked")}
-
-
-def pretraining_stack(s: Scenario) -> tuple[Scenario, str | None]:
-    """``s`` on torchtitan when it pretrains a size-only model on the default stack, and why (module docstring);
-    the sharding becomes FSDP2 (torchtitan's) where it was ZeRO or FSDP."""
-    if s.task != "train" or not s.model_size or s.method != "full" or "stack" in s.model_fields_set:
-        return s, None
-    given = {k: getattr(s, k) for k in s.model_fields_set if k not in ("model", "sharding")}
-    for key, allowed in NOT_TORCHTITAN.items():
-        if key in given and given[key] not in allowed:
-            del given[key]
-    if "sharding" in s.model_fields_set and s.sharding in ("single", "ddp"):
-        given["sharding"] = s.sharding
-    elif s.world_size > 1:  # torchtitan's recipes shard with FSDP2
-        given["sharding"] = "fsdp"
-    again = Scenario.model_validate({**given, "stack": PRETRAINING_STACK})
-    return again, (f"stack {PRETRAINING_STACK}: {s.model} pretrains from random weights, which a pretraining "
-                   "stack does (an SFT trainer loads pretrained weights); set --stack megatron for Megatron-LM")
 
 
 def _model_len(r: Resolved, plan: Plan) -> Resolved:

@@ -250,6 +250,7 @@ def _variants(s: Scenario, c: Constraints, shipped: str | None = None) -> list[t
         if s.optimizer == "adamw":
             out.append(([*label, "gradient checkpointing", "8-bit AdamW"],
                         {**base, "grad_checkpointing": "full", "optimizer": "paged-adamw-8bit"}))
+        out += _torchtitan_variants(s, label, base)
         if method == "qlora":
             out.append(([*label, "gradient checkpointing", "bf16 embeddings"],
                         {**base, "grad_checkpointing": "full", "optimizer": "paged-adamw-8bit",
@@ -263,6 +264,23 @@ def _variants(s: Scenario, c: Constraints, shipped: str | None = None) -> list[t
                     out.append(([*label, name, "activation offload"], {**base, "stack": name,
                                                                        "grad_checkpointing": "full",
                                                                        "activation_offload": True}))
+    return out
+
+
+def _torchtitan_variants(s: Scenario, label: list[str], base: dict) -> list[tuple[list[str], dict]]:
+    """torchtitan's own switches (the stack a size-only model pretrains on): activation checkpointing off (its
+    default is per-op selective) and ``training.compile`` of each block and the loss, alone and together, at each
+    micro-batch a recipe leaves free; the HF variants (8-bit AdamW, full checkpointing) are not its fastest."""
+    if s.stack != "torchtitan" or base.get("method", s.method) != "full":
+        return []
+    free = (s.dataset or s.samples or s.model_size) and "micro_batch_size" not in s.model_fields_set
+    out = []
+    for words, change in ((["no checkpointing"], {"grad_checkpointing": "none"}),
+                          (["torch.compile"], {"compile": True}),
+                          (["torch.compile", "no checkpointing"], {"compile": True, "grad_checkpointing": "none"})):
+        out.append(([*label, *words], {**base, **change}))
+        out += [([*label, *words, f"micro-batch {mb}"], {**base, **change, "micro_batch_size": mb})
+                for mb in ((2, 4, 8) if free else ())]
     return out
 
 

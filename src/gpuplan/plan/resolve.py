@@ -69,7 +69,7 @@ class Resolved:
         """The defaults taken for this card and model, in words: the GPU name's variant, the model's notes, the
         card's precision, the serving split."""
         said = (self.gpu_note, *self.model.notes, precision_note(self.scenario, self.gpu), self.split_note,
-                self.length_note, *self.chosen)
+                self.length_note, pretraining_note(self.scenario), *self.chosen)
         return tuple(n for n in said if n)
 
     @functools.cached_property
@@ -84,6 +84,15 @@ class Resolved:
         """What runs but is doubtful: a model not counted exactly first, then the refusals' warnings."""
         inexact = inexact_warning(self.model)
         return (inexact, *self.checked) if inexact else self.checked
+
+
+def pretraining_note(s: Scenario) -> str | None:
+    """Why a size-only model trains on torchtitan though no stack was given (``_pretraining_stack`` of
+    :mod:`gpuplan.scenario.fields`), in words."""
+    if not (s.model_size and s.task == "train" and s.stack == "torchtitan" and "stack" not in s.model_fields_set):
+        return None
+    return (f"stack torchtitan: {s.model} pretrains from random weights, which a pretraining stack does (an SFT "
+            "trainer loads pretrained weights); set --stack hf (DeepSpeed ZeRO) or megatron for another")
 
 
 def resolve(s: Scenario, m: ModelSpec | None = None, gpu: GpuSpec | None = None) -> Resolved:

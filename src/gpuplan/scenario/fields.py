@@ -392,6 +392,7 @@ class Scenario(BaseModel):
         ``adapter_dtype`` to fp8, outside the field's choices), and validating twice would cost half as much again
         per scenario, on the search's hot path. What the result cannot run is refused when it is resolved
         (:mod:`gpuplan.plan.refusals`), not here: these rules are about the input alone."""
+        _fill(self, _pretraining_stack(self))
         _fill(self, stacks.resolve(self.__dict__))
         _fill(self, _data_defaults(self, read_back=bool(info.context and info.context.get(READ_BACK))))
         _fill(self, _load_defaults(self))
@@ -509,6 +510,28 @@ class Scenario(BaseModel):
     def adapter_bytes(self) -> int:
         """Bytes per LoRA adapter parameter (and its gradient and optimizer-state element)."""
         return {"bf16": 2, "fp16": 2, "fp32": 4}.get(self.adapter_dtype, self.compute_bytes)
+
+
+# What torchtitan runs of the fields a size-only model's training may set (gpuplan.scenario.stacks._refuse_torchtitan)
+TORCHTITAN_TAKES = {"optimizer": ("adamw",), "precision": ("bf16-mixed", "fp8-mixed", "fp32"),
+                    "loss": ("full", "chunked"), "sharding": ("single", "ddp", "fsdp", "fsdp2"),
+                    "activation_offload": (False,), "offload": ("none", "optimizer+params")}
+
+
+def _pretraining_stack(s: Scenario) -> dict[str, Any]:
+    """A model that exists only as a size (``model_size``) trains from random weights, which a pretraining stack
+    does; an SFT trainer (the default, ``hf``) loads pretrained weights and a chat set. So its full training takes
+    torchtitan when no stack is given, nothing given is what torchtitan does not run (ZeRO, 8-bit optimizers,
+    Liger's loss name the HF/DeepSpeed stack) and the card has bf16 (torchtitan computes in bf16 or float8, never
+    fp16: V100, T4 and Apple silicon keep the HF stack's fp16): ``estimate``, ``recommend`` and the launch files
+    plan the run that is launched (review 3, Q3: a pick timed on HF ZeRO-2 was launched on torchtitan)."""
+    if not s.model_size or s.task != "train" or s.method != "full" or "stack" in s.model_fields_set:
+        return {}
+    if any(k in s.model_fields_set and getattr(s, k) not in ok for k, ok in TORCHTITAN_TAKES.items()):
+        return {}
+    if stacks.card_precision(s.__dict__, "bf16-mixed") != "bf16-mixed":  # no bf16 on the card: torchtitan cannot
+        return {}
+    return {"stack": "torchtitan"}
 
 
 def _fill(s: Scenario, values: dict[str, Any]) -> None:

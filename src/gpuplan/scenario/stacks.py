@@ -330,8 +330,12 @@ def resolve(data: Mapping[str, Any]) -> dict[str, Any]:
         out["adapter_dtype"] = "fp32" if stack.peft_adapters else compute
     if data.get("sharding") == "fsdp" and stack.fsdp:
         out["sharding"] = stack.fsdp
+    dp = data["num_gpus"] * data["num_nodes"] // (data["tp"] * data["pp"] * data["cp"])
+    if stack.name == "torchtitan" and data["task"] == "train" and data.get("sharding") is None and dp > 1:
+        # torchtitan's Parallelism defaults: data_parallel_replicate_degree = 1, data_parallel_shard_degree = -1
+        # (the ranks left after TP/PP/CP): FSDP2 over every data-parallel rank, not DDP (config_manager.py)
+        out["sharding"] = "fsdp2"
     if stack.name == "megatron" and data["task"] == "train":
-        dp = data["num_gpus"] * data["num_nodes"] // (data["tp"] * data["pp"] * data["cp"])
         if data.get("sharding") is None and dp * data["cp"] > 1:
             out["sharding"] = "zero1"  # NeMo: use_distributed_optimizer=True (shards over DP x CP)
         if data.get("fp8_recipe") is None and get("precision") == "fp8-mixed":

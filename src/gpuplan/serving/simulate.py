@@ -27,7 +27,9 @@ SGLang's scheduler (:func:`sglang_scheduler`) runs in the same loop with ``mixed
 (``python/sglang/srt/managers/scheduler.py`` ``get_next_batch_to_run``): whenever a prefill batch forms (a chunked
 prompt continues, or the first waiting request fits a seat and the free pool) the step holds prompt tokens alone and
 the decodes wait; otherwise every running request decodes. Its radix cache matches token by token (one-token
-pages), where vLLM's prefix cache matches whole blocks.
+pages), where vLLM's prefix cache matches whole blocks. With ``--scheduler-recv-interval N`` (``recv_interval``) a
+busy scheduler reads new requests only every N decode steps and right after a prefill batch
+(:meth:`_Engine.receive`): a request sent meanwhile waits in ``inbox``, its latency counting from the send.
 """
 
 from __future__ import annotations
@@ -68,6 +70,9 @@ class Scheduler:
     # so nothing is ever preempted
     reserve_to_completion: bool = False
     prefix_cache: bool = True  # later requests find a shared prefix cached (TensorRT-LLM's block reuse: not modelled)
+    # SGLang's --scheduler-recv-interval (1: every loop turn, its default): new requests are taken in only once
+    # this many decode steps have run since the last take, or right after a prefill batch (_Engine.receive)
+    recv_interval: int = 1
 
 
 def vllm_scheduler(s, mem, *, chunked_prefill: bool = True, blocks: int | None = None) -> Scheduler:
@@ -224,6 +229,7 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
         shared_prefix, prefix_hits = 0, None
     hit, shared_blocks = _cached_tokens(n, prompt, engine.block_tokens, shared_prefix, prefix_hits, cached_blocks)
     st = _Engine(engine, prompt, output, hit, shared_blocks)
+    inbox = st.inbox if engine.recv_interval > 1 else st.waiting  # where sent requests wait to be taken in
     if inter_token_gaps:
         st.gaps = TokenGaps(n)
     deadline = time.monotonic() + TIME_LIMIT_S if deadline is None else deadline
@@ -241,7 +247,9 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
         events += 1
         cutoff = scheduled_at if lag and busy else t
         if next_at <= cutoff:
-            next_at = clients.send(cutoff, st.too_big, st.waiting)
+            next_at = clients.send(cutoff, st.too_big, inbox)
+        if st.inbox:
+            st.receive()
         step = st.schedule() if len(st.ra) or st.waiting else None
         if step is None:  # idle, or nothing fits (cannot happen with requests running): wait for the next arrival
             if clients.nxt >= n or (not len(st.ra) and st.waiting and math.isinf(next_at)):
@@ -250,10 +258,11 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
                 break
             t, busy = max(t, float(arrive[clients.nxt])), False
             continue
-        k, dt, last = _timed(model, st, step, next_at, t)
+        k, dt, last = _timed(model, st, step, next_at, t, st.steps_to_receive())
         scheduled_at, busy = t + dt - last, True  # the last step's start
         t += dt
         steps += k
+        st.count_steps(step.n_pre, k)
         over = st.land(step, k, t, t - (k - 1) * last)
         if len(over):  # finished: their seats go back to the clients
             next_at = clients.replied(t, len(over))
@@ -305,6 +314,8 @@ class _Engine:
         self.free = engine.kv_blocks - shared_blocks
         self.ra = np.zeros(0, dtype=np.int64)
         self.waiting: deque[int] = deque()
+        self.inbox: deque[int] = deque()  # sent, not yet taken in (SGLang's --scheduler-recv-interval)
+        self.recv_counter = 0  # decode steps since the scheduler last polled (recv_interval: a poll is due)
         self.prompting = 0  # running requests with prompt tokens left (chunked prompts mid-way, or just admitted)
         self.preempt = 0
         self.gaps: TokenGaps | None = None  # the inter-token gaps, when kept
@@ -313,6 +324,31 @@ class _Engine:
         if not engine.chunked_prefill:  # vLLM refuses a prompt longer than the step budget without chunking
             self.too_big |= prompt - hit > engine.max_num_batched_tokens
         self.finished = int(self.too_big.sum())
+
+    def receive(self) -> None:
+        """Take the sent requests in (``inbox``) if SGLang's scheduler polls for them now
+        (``python/sglang/srt/managers/scheduler_recv_skipper.py`` ``SchedulerRecvSkipper.handle``, called by
+        ``Scheduler.recv_requests`` every turn of the event loop: a counter grows by 1 per decode batch and per idle
+        turn and by 1,000 per prefill batch, ``SGLANG_SCHEDULER_RECV_SKIPPER_WEIGHT_*``; the socket is read only
+        when the counter reaches ``--scheduler-recv-interval``, which zeroes it). An idle engine spins through the
+        threshold in microseconds: with nothing running it takes a request in on arrival."""
+        if len(self.ra) and self.recv_counter < self.engine.recv_interval:
+            return
+        self.waiting.extend(self.inbox)
+        self.inbox.clear()
+        self.recv_counter = 0
+
+    def steps_to_receive(self) -> int | None:
+        """Decode steps until the scheduler next polls, when sent requests wait for it (None: no bound)."""
+        return max(self.engine.recv_interval - self.recv_counter, 1) if self.inbox else None
+
+    def count_steps(self, prefill: int, k: int) -> None:
+        """Advance the poll counter (:meth:`receive`) by a step with ``prefill`` prompts (a poll is due next) or
+        ``k`` decode steps; each poll passed on the way, with nothing sent, zeroed it."""
+        interval = self.engine.recv_interval
+        if interval > 1:
+            counter = interval if prefill else self.recv_counter + k
+            self.recv_counter = counter - (counter - 1) // interval * interval if counter > interval else counter
 
     def schedule(self) -> _Step | None:
         """This step's requests: the running ones in order, each taking its next prompt chunk or one decode token
@@ -471,10 +507,12 @@ class TokenGaps:
         return self.LOW_S * 10 ** (i / self.BINS_PER_DECADE)
 
 
-def _timed(model: StepModel, st: _Engine, step: _Step, next_at: float, t: float) -> tuple[int, float, float]:
+def _timed(model: StepModel, st: _Engine, step: _Step, next_at: float, t: float,
+           cap: int | None = None) -> tuple[int, float, float]:
     """How long ``step`` takes, and how many steps run back to back: a pure decode of every running request, with
     nothing the queue can admit, repeats until a request finishes or the next one arrives (that could be admitted),
-    :func:`_decode_run`; those steps' blocks are taken here. Returns the steps, their seconds and the last one's."""
+    :func:`_decode_run`, and at most ``cap`` steps (the scheduler's next poll, :meth:`_Engine.steps_to_receive`);
+    those steps' blocks are taken here. Returns the steps, their seconds and the last one's."""
     idx, have = step.idx, step.have
     pre_tok, pairs, finishing, ctx = _step_work(have, step.take, step.prefilling, step.n_pre, step.want)
     pre_seqs, n_dec = float(step.n_pre), float(len(idx) - step.n_pre)
@@ -482,6 +520,8 @@ def _timed(model: StepModel, st: _Engine, step: _Step, next_at: float, t: float)
     k = 1
     if not step.n_pre and (not st.waiting or step.blocked) and len(idx) == len(st.ra):
         k = _decode_run(step.rem, have, st.held[idx], st.free, st.bt)
+        if cap is not None:
+            k = min(k, cap)
     if k == 1:
         return 1, dt1, dt1
     dt_mid = model.time(0.0, float(len(idx)), ctx + len(idx) * (k - 1) / 2)

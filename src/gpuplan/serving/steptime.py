@@ -12,7 +12,8 @@ closed form of it::
   experts, element-wise, TP all-reduces, kernel floor), sampled from ``StepTimer.decode_parts(T, 0)`` and
   ``prefill_parts(T)`` on a geometric grid of ``T`` and interpolated linearly between grid points (exact at
   them); routed experts take the larger of the decode path (the experts ``T`` tokens touch, read once) and the
-  prefill path (grouped GEMMs of ``T·k/E`` rows each);
+  prefill path (grouped GEMMs of ``T·k/E`` rows each); TensorRT-LLM's FP8 and NVFP4 GEMMs of ``T`` rows at the
+  share of the peak its kernels reach (:func:`step_model`);
 - ``lm_head(R)``: logits only for the ``R`` sequences sampled this step (decodes and prompts that finish);
 - ``attention``: prompt attention per (query, key) pair, the slope of ``prefill_parts``' attention term;
 - ``kv_read``: every cached K and V of the decoding sequences read once (``decode_parts``' KV term per token;
@@ -35,6 +36,7 @@ shares), ``overhead`` the host terms.
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..hardware import GpuSpec, Network
@@ -117,16 +119,19 @@ def _interp(xs: tuple[float, ...], ys: tuple[float, ...], x: float) -> float:
     return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
 
 
-def sample(timer: StepTimer, calibration: Calibration | None = None) -> StepModel:
-    """The closed form of ``timer`` (see the module docstring)."""
-    m, gpu, tp = timer.m, timer.gpu, timer.s.tp
+def sample(timer: StepTimer, calibration: Calibration | None = None,
+           timer_at: Callable[[int], StepTimer] | None = None) -> StepModel:
+    """The closed form of ``timer`` (see the module docstring); ``timer_at(T)``, when given, times the dense work of
+    ``T`` tokens (an engine whose GEMMs reach a share of the peak that depends on their rows)."""
+    m, tp = timer.m, timer.s.tp
     dense, heads = [], []
     for t in GRID_TOKENS:
-        head = lm_head_s(m, gpu, timer.dtype, t, tp=tp)
-        dec = timer.decode_parts(t, 0)
-        pre = timer.prefill_parts(t)
+        at = timer_at(t) if timer_at else timer
+        head = lm_head_s(m, at.gpu, at.dtype, t, tp=tp)
+        dec = at.decode_parts(t, 0)
+        pre = at.prefill_parts(t)
         dec_linears = dec.get("weights", 0.0) - head
-        pre_linears = pre.get("gemm", 0.0) - lm_head_s(m, gpu, timer.dtype, 1, tp=tp)
+        pre_linears = pre.get("gemm", 0.0) - lm_head_s(m, at.gpu, at.dtype, 1, tp=tp)
         dense.append(max(dec_linears, pre_linears) + dec.get("kernel_latency", 0.0) + dec.get("elementwise", 0.0)
                      + dec.get("tensor_parallel", 0.0) + dec.get("cpu_layers", 0.0) + dec.get("kernel_launches", 0.0))
         heads.append(head)
@@ -144,5 +149,14 @@ def sample(timer: StepTimer, calibration: Calibration | None = None) -> StepMode
 
 def step_model(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None = None,
                calibration: Calibration | None = None) -> StepModel:
-    """The step model of ``s`` (its engine, tp, quantization and KV dtype) on ``gpu`` over ``network``."""
-    return sample(step_timer(s, m, gpu, network), calibration)
+    """The step model of ``s`` (its engine, tp, quantization and KV dtype) on ``gpu`` over ``network``.
+
+    TensorRT-LLM: its FP8 (W8A8) and NVFP4 (W4A4) GEMMs of ``T`` rows at the share of the peak they reach
+    (:func:`gpuplan.speed.offline.trtllm_gpu`, :data:`~gpuplan.overheads.TRTLLM_GEMM_PEAK_SHARE`: fitted on the H100
+    and B200 rows of NVIDIA's performance overview), as the offline model times them: one GEMM, one price."""
+    timer = step_timer(s, m, gpu, network)
+    if s.engine != "trtllm" or timer.dtype not in ("fp8", "fp4"):
+        return sample(timer, calibration)
+    from ..speed.offline import trtllm_gpu
+
+    return sample(timer, calibration, timer_at=lambda t: step_timer(s, m, trtllm_gpu(gpu, t), network))

@@ -326,14 +326,14 @@ class StepTimer:
         """A step of ``tokens`` past the engine's largest captured batch (:attr:`~gpuplan.engines.base.Timing.
         graph_max_batch`) runs without its CUDA graph: the host launches each of the layers' kernels while the GPU
         runs the ones already launched, so only the launching longer than the GPU's ``gpu_s`` shows. Each launch
-        costs the calibrated launched-kernel figure (:data:`~gpuplan.overheads.GEMM_KERNEL_LATENCY_S`, 5 us): a
-        floor, as the engine's Python around a launch (SGLang's eager modules; vLLM's compiled graph far less)
-        is not counted."""
+        costs the engine's host time per launch (:attr:`~gpuplan.engines.base.Timing.launch_s`: SGLang's eager
+        Python modules) or else the calibrated launched-kernel figure (:data:`~gpuplan.overheads.
+        GEMM_KERNEL_LATENCY_S`, 5 us), a floor (vLLM's compiled graph costs little more)."""
         cap = self.timing.graph_max_batch
         if not (self.timing.graphs and cap and tokens > cap):
             return 0.0
         kernels = (self._kernels_per_layer() + 7) * self.m.num_layers * (1 - self.cpu_layer_share)
-        return max(kernels * oh.GEMM_KERNEL_LATENCY_S - gpu_s, 0.0)
+        return max(kernels * (self.timing.launch_s or oh.GEMM_KERNEL_LATENCY_S) - gpu_s, 0.0)
 
     def _elementwise_s(self, tokens: float) -> float:
         """Element-wise traffic: vLLM's fused kernels (residual add + RMSNorm, SiLU-and-mul, rotary with the cache

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, SkipValidation
 
 from .. import api
 from ..errors import RENAMED
-from .guard import MAX_ITEMS, check_model, check_no_server_files, held, with_uploads
+from .guard import MAX_ITEMS, UPLOADED, check_model, check_no_server_files, held, with_uploads
 from .uploads import MAX_UPLOAD_BYTES
 
 router = APIRouter(prefix="/api")
@@ -29,7 +29,7 @@ RawScenario = SkipValidation[api.Scenario]
 
 
 class Uploaded(BaseModel):
-    ref: str  # what the scenario's dataset or tokenizer field takes
+    ref: str  # what the scenario's dataset, tokenizer (or, for a config.json, model) field takes
     name: str
     bytes: int
 
@@ -172,11 +172,16 @@ class Form(BaseModel):
 
 def _scenario(data: Any, hub: bool) -> api.Scenario:
     """The scenario of a request: its model checked first (the model's name also finds its tokenizer), then
-    validated, which reads and tokenizes a dataset it names."""
-    if isinstance(data, dict) and isinstance(data.get("model"), str):
+    validated, which reads and tokenizes a dataset it names. A model that is a config.json the page uploaded
+    (:func:`~.guard.with_uploads` named it) is read as ``--model config.json`` reads a local one."""
+    uploaded = data.get(UPLOADED, ()) if isinstance(data, dict) else ()
+    if uploaded:
+        data = {k: v for k, v in data.items() if k != UPLOADED}
+    if isinstance(data, dict) and isinstance(data.get("model"), str) and "model" not in uploaded:
         check_model(data["model"], hub)
     s = api.scenario_from(data)
-    check_model(s.model, hub)  # model_size's synthetic model
+    if "model" not in uploaded:
+        check_model(s.model, hub)  # model_size's synthetic model
     return s
 
 
@@ -305,14 +310,16 @@ UPLOAD_BODY = {"requestBody": {"required": True, "description": "the file's byte
                                                                                    "format": "binary"}}}}}
 
 
-@router.post("/upload", response_model=Uploaded, summary="A dataset or tokenizer.json for the scenario",
-             openapi_extra=UPLOAD_BODY)
-async def upload_route(request: Request, kind: Literal["dataset", "tokenizer"] = Query(),
+@router.post("/upload", response_model=Uploaded, summary="A dataset, tokenizer.json or model config.json for the "
+             "scenario", openapi_extra=UPLOAD_BODY)
+async def upload_route(request: Request, kind: Literal["dataset", "tokenizer", "config"] = Query(),
                        name: str = Query(min_length=1, max_length=200)) -> Uploaded:
     """Keep a file the page read, its bytes as the body (at most 16 MiB a file; the server keeps the last 16
     files, 64 MiB in all, and takes 30 files a minute from one address) and answer its reference: a scenario's
     `dataset` (or `tokenizer`) set to it is read and tokenized as `gpuplan estimate --dataset FILE` does, with the
-    model's own tokenizer from the server's Hugging Face cache unless a tokenizer.json is uploaded too."""
+    model's own tokenizer from the server's Hugging Face cache unless a tokenizer.json is uploaded too. A model's
+    config.json (`kind=config`) goes in the scenario's `model`: it is read as `gpuplan estimate --model config.json`
+    reads a local file, as data (no code from it runs)."""
     state = request.app.state
     declared = request.headers.get("content-length", "")
     client = request.client.host if request.client else "unknown"

@@ -51,6 +51,9 @@ def check_bounds(value: Any, where: str = "body", depth: int = 0) -> None:
 
 
 SERVER_FILES = ("dataset", "tokenizer")  # scenario fields that name files: the server never reads them
+# The scenario fields that carried an upload reference, set by :func:`with_uploads` alone (a key a request sends
+# under this name is dropped): the model among them is an uploaded config.json, read as a local config is
+UPLOADED = "__uploaded__"
 
 
 def check_model(name: str, hub: bool) -> None:
@@ -71,26 +74,28 @@ def check_no_server_files(data: Any) -> None:
 
 
 def with_uploads(data: Any, store: Store) -> Any:
-    """``data`` checked (:func:`check_no_server_files`), its upload references turned into the stored files, which
-    the store keeps until each is given back (:func:`held`, :meth:`~.uploads.Store.give_back`)."""
+    """``data`` checked (:func:`check_no_server_files`), its upload references (a dataset, a tokenizer, a model's
+    config.json) turned into the stored files, which the store keeps until each is given back (:func:`held`,
+    :meth:`~.uploads.Store.give_back`); the fields that were uploads listed under :data:`UPLOADED`."""
     check_no_server_files(data)
-    if not (isinstance(data, dict) and any(is_ref(data.get(k)) for k in SERVER_FILES)):
+    if not isinstance(data, dict):
         return data
+    data = {k: v for k, v in data.items() if k != UPLOADED}
     taken: dict[str, str] = {}
     try:
-        for k in SERVER_FILES:
+        for k in (*SERVER_FILES, "model"):
             if is_ref(data.get(k)):
                 taken[k] = store.take(data[k])
     except GpuplanError:
         for path in taken.values():
             store.give_back(path)
         raise
-    return {**data, **taken}
+    return {**data, **taken, UPLOADED: list(taken)} if taken else data
 
 
 def held(data: Any) -> list[str]:
     """The uploaded files a scenario (after :func:`with_uploads`) reads: [] for none."""
-    return [data[k] for k in SERVER_FILES if data.get(k)] if isinstance(data, dict) else []
+    return [data[k] for k in data.get(UPLOADED, ())] if isinstance(data, dict) else []
 
 
 class BoundedBody:

@@ -1,12 +1,14 @@
-"""Files the page sends: a dataset (and its tokenizer.json) chosen in the browser, read by the CLI's own reader.
+"""Files the page sends: a dataset (and its tokenizer.json), or a model's config.json, chosen in the browser and read
+by the CLI's own readers.
 
 The server never opens a path a request names (:func:`~gpuplan.web.guard.check_no_server_files`). The page posts
 the chosen file's bytes to ``/api/upload?kind=dataset&name=train.jsonl``; the server streams them into one private
 folder (mode 700, removed when the server stops: :meth:`Store.close` runs at shutdown, SIGTERM and SIGINT
 included, and at exit) and answers a reference, ``upload:<hash>/<name>`` (the hash of the name and the bytes),
-that a scenario's ``dataset`` or ``tokenizer`` may carry. Before the scenario is read, each reference becomes the
-stored file's path, so ``gpuplan.dataset`` reads and tokenizes it exactly as ``gpuplan estimate --dataset FILE``
-does; what goes back names the file as the user did (:meth:`Store.hide`).
+that a scenario's ``dataset``, ``tokenizer`` or ``model`` may carry. Before the scenario is read, each reference
+becomes the stored file's path, so ``gpuplan.dataset`` reads and tokenizes it exactly as ``gpuplan estimate --dataset
+FILE`` does, and a config.json is read as ``gpuplan estimate --model config.json`` reads it (data only: the same
+bounded JSON reader, no code from it runs); what goes back names the file as the user did (:meth:`Store.hide`).
 
 Bounds, each one sentence when reached:
 
@@ -55,7 +57,8 @@ RATE_BYTES = 128 * 1024 * 1024
 UPLOAD_TIMEOUT_S = 60.0
 MAX_CLIENTS = 1024  # client addresses whose recent uploads are remembered (the oldest forgotten first)
 PREFIX = "upload:"
-SUFFIXES = {"dataset": api.dataset_formats(), "tokenizer": (".json",)}
+SUFFIXES = {"dataset": api.dataset_formats(), "tokenizer": (".json",), "config": (".json",)}
+Kind = Literal["dataset", "tokenizer", "config"]
 WRITE_BYTES = 1024 * 1024  # received bytes are written (and hashed) in a worker thread this many at a time
 _NAME = re.compile(r"[^A-Za-z0-9._-]+")
 _REF = re.compile(r"([0-9a-f]{16})/([A-Za-z0-9_-][A-Za-z0-9._-]*)")
@@ -169,7 +172,7 @@ class Store:
                                     "uploads in progress and files being read; try again in a moment", 5)
             self._reserved += nbytes
 
-    async def receive(self, kind: Literal["dataset", "tokenizer"], name: str, chunks: AsyncIterator[bytes],
+    async def receive(self, kind: Kind, name: str, chunks: AsyncIterator[bytes],
                       client: str, declared: int | None = None) -> dict[str, Any]:
         """Stream one upload to disk within every bound; its reference, name and size."""
         safe = safe_name(name, kind)
@@ -260,7 +263,21 @@ class Store:
         text = re.sub(re.escape(quote_plus(str(root))) + r"%2F([0-9a-f]{16})%2F", r"upload%3A\1%2F", text)
         for form in (str(root), json.dumps(str(root))[1:-1]):
             text = re.sub(re.escape(form) + r"[/\\]+[0-9a-f]{16}[/\\]+", "", text)
-        return text
+        with self._lock:
+            keys = list(self._files)
+        return _name_configs(text, keys)
+
+
+def _name_configs(text: str, keys: list[str]) -> str:
+    """An uploaded ``config.json`` without ``_name_or_path`` is named after its folder, as ``gpuplan estimate --model
+    FOLDER/config.json`` names it (``gpuplan.model.catalog``): here the folder is the upload's hash, so the reply
+    names the model after the file instead; the hash inside a reference (``upload:<hash>/``, URL-quoted in a
+    permalink) stays."""
+    for key in keys:
+        digest, name = key.split("/", 1)
+        if name == "config.json" and digest in text:
+            text = re.sub(rf"(?<![:A]){digest}(?![/%])", name, text)
+    return text
 
 
 def _write(f, digest, data: bytes) -> None:

@@ -866,9 +866,46 @@ function wireExports() {
   }
 }
 
+// ---- a model's own config.json: uploaded (/api/upload?kind=config), the model field then carries its reference --
+// The server reads it as `gpuplan estimate --model config.json` reads a local file: data only, no code from it runs.
+function addConfigUpload() {
+  const label = document.querySelector('.field[data-field="model"]');
+  const model = document.getElementById("f-model");
+  const input = h("input", {id: "f-model-config", type: "file", accept: ".json,application/json",
+    "aria-label": "upload a model's config.json"});
+  const status = h("span", {class: "hint", id: "f-model-config-status"});
+  for (const ev of ["input", "change"]) input.addEventListener(ev, (e) => e.stopPropagation());
+  input.addEventListener("change", async () => {
+    const file = input.files[0];
+    status.textContent = "";
+    if (!file) return;
+    if (file.size > state.maxUpload) {
+      showError(`${file.name} is ${file.size.toLocaleString("en-US")} bytes; the page takes files up to ` +
+        `${state.maxUpload.toLocaleString("en-US")} bytes`);
+      return;
+    }
+    status.textContent = "uploading...";
+    try {
+      const up = await api("/api/upload?" + new URLSearchParams({kind: "config", name: file.name}), file);
+      model.value = up.ref;
+      status.textContent = `${up.name}: ${up.bytes.toLocaleString("en-US")} bytes`;
+    } catch (e) {
+      status.textContent = "";
+      showError(e.message);
+      return;
+    }
+    input.value = "";
+    schedule();
+  });
+  label.after(h("label", {class: "field config-upload", for: input.id,
+    title: "a model gpuplan does not bundle: its config.json, read as data (the weights are not needed)"},
+  h("span", {class: "name"}, "or its config.json"), h("span", {class: "file"}, input, status)));
+}
+
 async function start() {
   const [form, models, gpus] = await Promise.all([api("/api/form"), api("/api/models"), api("/api/gpus")]);
   buildForm(form);
+  addConfigUpload();
   for (const m of form.module_models) {
     for (const name of [m.name, ...m.names]) {
       state.kinds[name.toLowerCase()] = m.kind;
