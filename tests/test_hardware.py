@@ -78,6 +78,10 @@ def test_usable_memory():
     assert load_gpu("l40s").usable_gib == pytest.approx(46068 / 1024)  # reported (GPUS.md section 5)
     assert load_gpu("h100-sxm").usable_gib == pytest.approx(80 * 0.995)
     assert load_gpu("h100-sxm").nvlink_bandwidth_gbs == 900
+    # AWS's A10G runs with ECC on, as the A10: nvidia-smi shows 23028 MiB of 24 GiB (NVIDIA/DCGM issue 232); the
+    # rewalk found it planned at 23.9 GiB, 1.4 GiB more than a g5 instance has
+    for name in ("a10g", "a10"):
+        assert load_gpu(name).usable_gib == pytest.approx(23028 / 1024, rel=0.001)
 
 
 def test_a_count_and_a_card_in_one_gpu_name_says_how_to_split_them():

@@ -123,16 +123,18 @@ def _decode(data: bytes, p: Path, what: str, line: int | None = None) -> str:
 
 
 # ---- JSON ------------------------------------------------------------------------------------------------------
-class _Duplicate(Exception):
+class DuplicateKey(Exception):
+    """A key that appears twice in one JSON object (:func:`unique_pairs`)."""
+
     def __init__(self, key: Any):
         self.key = key
 
 
-def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out = dict(pairs)
     if len(out) != len(pairs):
         seen: set[str] = set()
-        raise _Duplicate(next(k for k, _ in pairs if k in seen or seen.add(k)))
+        raise DuplicateKey(next(k for k, _ in pairs if k in seen or seen.add(k)))
     return out
 
 
@@ -140,11 +142,11 @@ def parse_json(text: str, where: str, *, hint: str = "") -> Any:
     """The value of a JSON text (one file, or one line of a JSON lines file named by ``where``): duplicate keys
     and nesting deeper than :data:`MAX_DEPTH` refused. ``hint`` follows the message of a syntax error."""
     try:
-        value = json.loads(text, object_pairs_hook=_unique)
+        value = json.loads(text, object_pairs_hook=unique_pairs)
     except json.JSONDecodeError as err:
         raise GpuplanError(f"{where} is not valid JSON (line {err.lineno}, column {err.colno}: {err.msg})"
                            + (f"; {hint}" if hint else "")) from None
-    except _Duplicate as dup:
+    except DuplicateKey as dup:
         raise GpuplanError(f"{where}: key {echo(dup.key)} appears twice in one object; keep one") from None
     except RecursionError:  # Python's parser gives up near 1,000 levels
         raise GpuplanError(f"{where}: {DEEP}") from None

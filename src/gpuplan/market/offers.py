@@ -48,6 +48,10 @@ PROVIDER_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 # 256 GPUs leaves room for the next rack and refuses counts that are typos or identifiers.
 USD_PER_GPU_HOUR = (0.01, 1000.0)
 MAX_GPUS_PER_INSTANCE = 256
+# A node's network: the fastest sold today is eight 800 Gbit/s ConnectX-8 NICs, one per GPU of an HGX B300
+# (6,400 Gbit/s); 12,800 leaves room for the next. Above it a value is a unit slip (Mbit/s, bytes), and it would
+# make every multi-node collective free.
+MAX_NODE_GBPS = 12_800.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -142,8 +146,9 @@ def implausible(price_usd_per_gpu_hour: float, gpu_count: int) -> str | None:
 
 def check_offer(o: Offer, where: str) -> Offer:
     """``o``, or one sentence naming ``where`` when its provider is not an id (:func:`check_provider`), a text
-    field holds a control character (it is printed and written into launch files) or its price or GPU count is
-    implausible (:func:`implausible`): every offer from a file or a source passes here."""
+    field holds a control character (it is printed and written into launch files), its price or GPU count is
+    implausible (:func:`implausible`) or its network above :data:`MAX_NODE_GBPS`: every offer from a file or a
+    source passes here."""
     check_provider(o.provider, f"{where}: provider")
     for name, value in o.row().items():
         if isinstance(value, str):
@@ -151,6 +156,9 @@ def check_offer(o: Offer, where: str) -> Offer:
     why = implausible(o.price_usd_per_gpu_hour, o.gpu_count)
     if why:
         raise GpuplanError(f"{where}: {why}; check the units (US dollars per GPU per hour)")
+    if o.inter_node_gbps is not None and o.inter_node_gbps > MAX_NODE_GBPS:
+        raise GpuplanError(f"{where}: inter_node_gbps {o.inter_node_gbps:,.3g} is above the plausible "
+                           f"{MAX_NODE_GBPS:,.0f} Gbit/s per node; check the units (Gbit/s, all the node's NICs)")
     return o
 
 

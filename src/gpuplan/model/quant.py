@@ -161,6 +161,9 @@ def checkpoint_format(quantization: dict | None, high_bytes: int) -> tuple[Forma
         bits = int(quantization.get("bits", 4))
         if method == "awq" and bits != 4:
             raise GpuplanError(f"AWQ checkpoints with {bits} bits are not supported; AWQ ships 4-bit weights")
+        if bits not in (4, 8):  # GPTQ also writes 2 and 3 bits; their packing is not sized here
+            raise GpuplanError(f"GPTQ checkpoints with {bits} bits are not supported; gpuplan sizes 4- and 8-bit "
+                               "GPTQ weights")
         return Format(name=f"{method}-int{bits}", high_bytes=high_bytes,
                       group_size=int(quantization.get("group_size", 128))), skip
     raise GpuplanError(f"quantization_config quant_method {method!r} is not supported; "
