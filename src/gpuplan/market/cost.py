@@ -61,6 +61,10 @@ def checkpoint_bytes(s: Scenario, m: ModelSpec, trainable: int) -> float:
 
 @dataclass(kw_only=True)
 class SpotPlan:
+    """A job on interruptible GPUs (hours): mean time between interruptions, one checkpoint's write, one restart,
+    the checkpoint interval (Daly's, and Young's beside it), the wall time with re-done work and restarts, and
+    its ratio to the work."""
+
     mtbi_h: float
     write_h: float
     restart_h: float
@@ -84,6 +88,9 @@ def spot_plan(work_h: float, ckpt_bytes: float, num_gpus: int, *, mtbi_h: float 
 
 @dataclass(kw_only=True)
 class Cost:
+    """What one job costs on one offer: the instances rented, the hours, the total and its bill, the price's
+    origin and age, and the spot plan when the offer can be interrupted."""
+
     offer: str
     provider: str
     gpu_id: str
