@@ -56,8 +56,9 @@ def test_a_training_estimate_loads_only_what_it_uses():
     """The first estimate of QLoRA on the Hugging Face stack loads that stack's profile and not the six others, not
     the serving simulation's step model and workloads, not the module plans (diffusion, encoders: their jobs,
     profiles, memory and timing), Megatron's layout, the serving engines' profiles and step times, TensorRT-LLM's
-    offline run or the training recipe, and not OpenSSL (hashlib, secrets): each was a few milliseconds of every
-    fresh process (bench/startup.py)."""
+    offline run or the training recipe, the GGUF rules, not OpenSSL (hashlib, secrets) and not PyYAML (the bundled
+    YAML is read through its JSON twins, gpuplan.datafiles): each was a few milliseconds of every fresh process
+    (bench/startup.py)."""
     code = ("import json, sys, gpuplan\n"
             "gpuplan.estimate({'model': 'llama-3.1-8b', 'task': 'train', 'method': 'qlora', 'gpu': 'rtx-4090'})\n"
             "print(json.dumps(sorted(sys.modules)))")
@@ -69,7 +70,8 @@ def test_a_training_estimate_loads_only_what_it_uses():
         "gpuplan.serving.steptime", "gpuplan.serving.workload", "hashlib", "secrets", "gpuplan.plan.modules",
         "gpuplan.scenario.modules", "gpuplan.model.profile", "gpuplan.model.record", "gpuplan.speed.modules",
         "gpuplan.memory.modules", "gpuplan.memory.megatron", "gpuplan.speed.offline", "gpuplan.plan.recipe",
-        "gpuplan.speed.inference", *(f"gpuplan.engines.{m}" for m in ("vllm", "sglang", "trtllm", "llama_cpp", "mlx"))}
+        "gpuplan.speed.inference", "yaml", "gpuplan.useryaml", "gpuplan.model.gguf",
+        *(f"gpuplan.engines.{m}" for m in ("vllm", "sglang", "trtllm", "llama_cpp", "mlx"))}
     assert not loaded & unused, loaded & unused
 
 
@@ -118,4 +120,5 @@ def test_the_wheel_ships_py_typed_and_the_data(tmp_path):
     names = set(zipfile.ZipFile(wheel).namelist())
     assert "gpuplan/py.typed" in names
     assert {"gpuplan/data/gpus.yaml", "gpuplan/web/static/app.js", "gpuplan/data/models/Qwen__Qwen3-14B.json",
-            "gpuplan/data/accuracy.md"} <= names  # the accuracy tables the page quotes
+            "gpuplan/data/accuracy.md", "gpuplan/data/gpus.json", "gpuplan/data/providers.json",
+            "gpuplan/data/models/aliases.json"} <= names  # the accuracy tables the page quotes

@@ -9,15 +9,12 @@ lets the GPU wire.
 
 from __future__ import annotations
 
-import json
 import re
-import zlib
 from dataclasses import dataclass, field
 from functools import cache
-from importlib import resources
-from pathlib import Path
 from typing import Any
 
+from .datafiles import read_yaml
 from .errors import GpuplanError, UnknownNameError, normalize_name
 
 # Driver/ECC reserve as a fraction of the marketed size, where no reported total is known (GPUS.md section 5).
@@ -165,39 +162,9 @@ def _spec(entry: dict[str, Any]) -> GpuSpec:
 
 
 def _entries() -> list[dict]:
-    """The entries of ``gpus.yaml``, read from its JSON twin ``gpus.json`` when the twin was made from this very
-    text (its ``yaml_crc32``): PyYAML builds its objects in Python even over libyaml, a tenth to a third of a
-    second for this file, the JSON twin a millisecond. A stale or missing twin only costs that time: the YAML, the
-    file people edit, is what is read then (``python -m gpuplan.hardware`` writes the twin again). The check is a
-    CRC-32 (zlib, built in), not a SHA-256: it catches an edit as surely, and hashlib loads OpenSSL (~10 ms)."""
-    data = resources.files("gpuplan") / "data"
-    text = (data / "gpus.yaml").read_text(encoding="utf-8")
-    try:
-        twin = json.loads((data / "gpus.json").read_text(encoding="utf-8"))
-        if twin.get("yaml_crc32") == yaml_crc32(text):
-            return twin["gpus"]
-    except (OSError, ValueError, AttributeError):
-        pass
-    import yaml
-
-    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # libyaml when present
-
-
-def yaml_crc32(text: str) -> str:
-    """The CRC-32 of the catalog's YAML text (its UTF-8 bytes) in hex: what ties ``gpus.json`` to it."""
-    return f"{zlib.crc32(text.encode('utf-8')):08x}"
-
-
-def write_twin() -> Path:
-    """Write ``gpus.json``, the JSON twin of ``gpus.yaml`` (:func:`_entries`), beside it; its path."""
-    import yaml
-
-    folder = Path(str(resources.files("gpuplan") / "data"))
-    text = (folder / "gpus.yaml").read_text(encoding="utf-8")
-    entries = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    twin = {"yaml_crc32": yaml_crc32(text), "gpus": entries}
-    (folder / "gpus.json").write_text(json.dumps(twin, separators=(",", ":")) + "\n", encoding="utf-8")
-    return folder / "gpus.json"
+    """The entries of ``gpus.yaml``, read from its JSON twin ``gpus.json`` when the twin is fresh
+    (:func:`gpuplan.datafiles.read_yaml`: PyYAML takes a tenth to a third of a second for this file)."""
+    return read_yaml("gpus.yaml")
 
 
 @cache
@@ -276,6 +243,3 @@ class Network:
     inter_node: str = ""
     inter_node_gbps: float | None = None
 
-
-if __name__ == "__main__":  # python -m gpuplan.hardware: the JSON twin of gpus.yaml, after editing it
-    print(f"wrote {write_twin()}")

@@ -5,8 +5,8 @@ Plain pydantic models with units in their field names; the CLI, the web page and
 plan itself (:class:`gpuplan.plan.plan.Plan`) adds speed and cost, which live above this floor.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: pydantic would compile the annotations from their text when it builds
+# the models (see gpuplan.scenario.fields).
 import math
 from typing import Any
 

@@ -36,13 +36,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import yaml
-from yaml.composer import Composer
-from yaml.constructor import SafeConstructor
-from yaml.events import AliasEvent, MappingStartEvent, SequenceStartEvent
-from yaml.nodes import MappingNode, SequenceNode
-from yaml.resolver import Resolver
-
 from .errors import GpuplanError, echo, echo_value, no_control, shown_number
 
 MAX_BYTES = 64 * 1024 * 1024  # a file read whole (the largest tokenizer.json released is ~35 MB)
@@ -130,16 +123,18 @@ def _decode(data: bytes, p: Path, what: str, line: int | None = None) -> str:
 
 
 # ---- JSON ------------------------------------------------------------------------------------------------------
-class _Duplicate(Exception):
+class DuplicateKey(Exception):
+    """A key that appears twice in one JSON object (:func:`unique_pairs`)."""
+
     def __init__(self, key: Any):
         self.key = key
 
 
-def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out = dict(pairs)
     if len(out) != len(pairs):
         seen: set[str] = set()
-        raise _Duplicate(next(k for k, _ in pairs if k in seen or seen.add(k)))
+        raise DuplicateKey(next(k for k, _ in pairs if k in seen or seen.add(k)))
     return out
 
 
@@ -147,11 +142,11 @@ def parse_json(text: str, where: str, *, hint: str = "") -> Any:
     """The value of a JSON text (one file, or one line of a JSON lines file named by ``where``): duplicate keys
     and nesting deeper than :data:`MAX_DEPTH` refused. ``hint`` follows the message of a syntax error."""
     try:
-        value = json.loads(text, object_pairs_hook=_unique)
+        value = json.loads(text, object_pairs_hook=unique_pairs)
     except json.JSONDecodeError as err:
         raise GpuplanError(f"{where} is not valid JSON (line {err.lineno}, column {err.colno}: {err.msg})"
                            + (f"; {hint}" if hint else "")) from None
-    except _Duplicate as dup:
+    except DuplicateKey as dup:
         raise GpuplanError(f"{where}: key {echo(dup.key)} appears twice in one object; keep one") from None
     except RecursionError:  # Python's parser gives up near 1,000 levels
         raise GpuplanError(f"{where}: {DEEP}") from None
@@ -184,127 +179,12 @@ def check_depth(value: Any, where: str) -> None:
 
 
 # ---- YAML ------------------------------------------------------------------------------------------------------
-class _Refused(Exception):
-    """A bound a YAML file broke, with the line where it did."""
-
-    def __init__(self, sentence: str, mark: Any = None):
-        super().__init__(sentence)
-        self.sentence, self.mark = sentence, mark
-
-
-if hasattr(yaml, "CSafeLoader"):  # libyaml's parser: ~10x faster on large files
-    from yaml._yaml import CParser as _Parser
-
-    _parse_init = _Parser.__init__
-else:  # pragma: no cover - PyYAML without libyaml
-    from yaml.parser import Parser as _PyParser
-    from yaml.reader import Reader
-    from yaml.scanner import Scanner
-
-    class _Parser(Reader, Scanner, _PyParser):  # type: ignore[no-redef]
-        pass
-
-    def _parse_init(self, stream):
-        Reader.__init__(self, stream)
-        Scanner.__init__(self)
-        _PyParser.__init__(self)
-
-
-class _Loader(Composer, _Parser, SafeConstructor, Resolver):
-    """libyaml's parser, PyYAML's composer with the bounds above (depth, alias values, self-reference), the safe
-    constructor with duplicate keys refused. Each node's size once expanded and its depth are kept as it is
-    composed, so an alias costs what it would expand to without being expanded."""
-
-    def __init__(self, stream):
-        _parse_init(self, stream)
-        Composer.__init__(self)
-        SafeConstructor.__init__(self)
-        Resolver.__init__(self)
-        self.depth, self.alias_values, self.open = 0, 0, set()
-        self.sizes: dict[int, tuple[int, int]] = {}  # id(node) -> (values once expanded, nesting depth)
-
-    def compose_node(self, parent, index):
-        event = self.peek_event()
-        if isinstance(event, AliasEvent):
-            self._count_alias(event)
-            return super().compose_node(parent, index)
-        if self.depth >= MAX_DEPTH:
-            raise _Refused(DEEP, event.start_mark)
-        opens = event.anchor is not None and isinstance(event, (SequenceStartEvent, MappingStartEvent))
-        if opens:
-            self.open.add(event.anchor)
-        self.depth += 1
-        try:
-            node = super().compose_node(parent, index)
-        finally:
-            self.depth -= 1
-            if opens:
-                self.open.discard(event.anchor)
-        self.sizes[id(node)] = self._size(node)
-        return node
-
-    def _count_alias(self, event) -> None:
-        node = self.anchors.get(event.anchor)
-        if node is None:  # an undefined alias: the composer says so
-            return
-        if event.anchor in self.open:
-            raise _Refused(f"alias *{event.anchor} refers to the value it is inside", event.start_mark)
-        values, depth = self.sizes[id(node)]
-        self.alias_values += values
-        if self.alias_values > MAX_ALIAS_VALUES:
-            raise _Refused(f"its aliases (*name) repeat more than {MAX_ALIAS_VALUES:,} values; write the values out "
-                           "or use fewer aliases", event.start_mark)
-        if self.depth + depth > MAX_DEPTH:
-            raise _Refused(DEEP, event.start_mark)
-
-    def _size(self, node) -> tuple[int, int]:
-        if isinstance(node, SequenceNode):
-            children = node.value
-        elif isinstance(node, MappingNode):
-            children = [n for pair in node.value for n in pair]
-        else:
-            return 1, 1
-        sizes = [self.sizes[id(c)] for c in children]
-        return 1 + sum(s for s, _ in sizes), 1 + max((d for _, d in sizes), default=0)
-
-    def construct_mapping(self, node, deep=False):
-        if isinstance(node, MappingNode):
-            seen = set()
-            for key_node, _ in node.value:
-                if key_node.tag == "tag:yaml.org,2002:merge":
-                    continue
-                key = self.construct_object(key_node, deep=deep)
-                try:
-                    if key in seen:
-                        raise _Refused(f"key {echo(key)} appears twice in one mapping; keep one", key_node.start_mark)
-                    seen.add(key)
-                except TypeError:  # an unhashable key: the constructor says so
-                    pass
-        return super().construct_mapping(node, deep)
-
-
 def load_yaml(path: str | Path, what: str) -> Any:
-    """The value of a YAML (or JSON) file, within the bounds above; one sentence with the line otherwise."""
-    loader = _Loader(read_text(path, what))
-    try:
-        node = loader.get_single_node()
-        return None if node is None else loader.construct_document(node)
-    except _Refused as err:
-        raise GpuplanError(f"{path}{_at(err.mark)}: {err.sentence}") from None
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
-        raise GpuplanError(f"{path} is not valid YAML{_at(mark)}: {problem}") from None
-    except RecursionError:
-        raise GpuplanError(f"{path}: {DEEP}") from None
-    except ValueError as err:  # an integer of more than 4,300 digits
-        raise GpuplanError(f"{path} is not YAML gpuplan can read ({str(err).split(';')[0]})") from None
-    finally:
-        loader.dispose()
+    """The value of a YAML (or JSON) file, within the bounds above (:mod:`gpuplan.useryaml`: PyYAML is imported on
+    the first file read); one sentence with the line otherwise."""
+    from .useryaml import load
 
-
-def _at(mark: Any) -> str:
-    return f" at line {mark.line + 1}" if mark is not None else ""
+    return load(read_text(path, what), path, max_depth=MAX_DEPTH, max_alias_values=MAX_ALIAS_VALUES, deep=DEEP)
 
 
 def read_mapping(path: str | Path, what: str) -> dict[str, Any]:

@@ -69,6 +69,11 @@ def test_a_csv_field_over_128k_characters_is_read(tmp_path, tokenizer):
     ("binary.csv", "\x89PNG\r\n\x1a\n\x00", "binary.csv, line 1, is not UTF-8 text (byte 0x89 at position 0)"),
     ("nul.jsonl", '{"text": "a\x00"}\n', "nul.jsonl, line 1, is not dataset text: it holds a NUL byte"),
     ("dup.jsonl", '{"text": "a", "text": "b"}\n', "dup.jsonl, line 1: key 'text' appears twice"),
+    # the rewalk (bench/results/review_rewalk_s5.md): TRL's tokenizer refuses a text that is not a string, so
+    # counting str(None) planned a run that fails; and which record is none of the forms was not said
+    ("null.jsonl", '{"text": "a"}\n{"text": null}\n', "null.jsonl, record 2: its text is null, not text"),
+    ("num.jsonl", '{"prompt": 3, "completion": "a"}\n', "num.jsonl, record 1: its prompt is 3, not text"),
+    ("other.csv", "a,b\n1,2\n", "other.csv, record 1: its fields ['a', 'b'] are none of the forms"),
 ])
 def test_bad_dataset_files_are_one_sentence_naming_the_file(tmp_path, tokenizer, name, content, said):
     path = tmp_path / name

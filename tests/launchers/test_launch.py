@@ -449,6 +449,19 @@ def test_cli_prints_with_dash_and_errors_exit_2():
         assert bad.returncode == 2 and text in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
 
 
+def test_dash_with_json_prints_the_files_in_json(tmp_path):
+    """``-o - --json`` printed the files as text, so a script that asked for JSON got none (the rewalk of
+    fuzz-report-3 N5, on launch): now the JSON of ``-o DIR --json`` with each file's text."""
+    proc = gpuplan_cli("launch", *flags(SERVE), "--target", "vllm", "-o", "-", "--json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    files = {f["path"]: f["text"] for f in data["files"]}
+    assert sorted(files) == ["plan.json", "vllm-serve.sh"] and data["folder"] == "-"
+    assert "vllm serve meta-llama/Llama-3.1-8B" in files["vllm-serve.sh"]
+    assert json.loads(files["plan.json"])["predicted"] == data["predicted"]
+    assert not list(tmp_path.iterdir())  # nothing written
+
+
 def test_recommend_launch_writes_the_setup(tmp_path):
     """``recommend --launch 1`` writes the plan of the first setup: same memory, speed and price."""
     args = ("recommend", "--model", "qwen2.5-7b", "--task", "train", "--method", "qlora", "--train-tokens", "2e7",

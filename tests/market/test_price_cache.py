@@ -17,7 +17,7 @@ import pytest
 from gpuplan import clock
 from gpuplan.cli import run
 from gpuplan.errors import GpuplanError
-from gpuplan.market.offers import MAX_GPUS_PER_INSTANCE, USD_PER_GPU_HOUR, read_offers
+from gpuplan.market.offers import COLUMNS, MAX_GPUS_PER_INSTANCE, USD_PER_GPU_HOUR, read_offers
 from gpuplan.market.sources.gpuhunt_source import offers_from_items
 from gpuplan.market.store import bundled_offers, load_offers, refreshes
 
@@ -156,6 +156,20 @@ def test_implausible_rows_are_refused_everywhere_a_file_is_read(row, text, cache
     assert not (cache / "offers").exists()
     code = run(["cost", "--model", "llama-3.2-1b", "--task", "infer", "--gpu", "l40s", "--catalog", str(path)])
     assert code == 2 and text in capsys.readouterr().err
+
+
+def test_a_node_network_past_any_sold_is_refused(cache, tmp_path, capsys):
+    """The rewalk of N2 on another column: inter_node_gbps 1e12 was saved and made multi-node collectives free."""
+    path = tmp_path / "net.csv"
+    path.write_text(",".join(COLUMNS) + "\n" + ",".join(
+        {"provider": "mycloud", "gpu_id": "nvidia-h100-sxm5-80gb", "gpu_count": "8", "pricing": "on_demand",
+         "price_usd_per_gpu_hour": "2", "inter_node": "infiniband", "inter_node_gbps": "1e12",
+         "observed_at": TODAY, "source": "me"}.get(c, "") for c in COLUMNS) + "\n")
+    code, _, err = update(capsys, "--source", "file", "--file", str(path))
+    assert code == 2 and "inter_node_gbps 1e+12 is above the plausible 12,800 Gbit/s" in err, err
+    assert not (cache / "offers").exists()
+    path.write_text(path.read_text().replace("1e12", "3200"))
+    assert update(capsys, "--source", "file", "--file", str(path))[0] == 0  # 8 x 400 Gbit/s, an H100 node
 
 
 def test_vendor_catalogs_leave_implausible_rows_out_and_say_so(cache, tmp_path, capsys):

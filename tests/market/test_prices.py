@@ -212,6 +212,20 @@ def test_spot_is_compared_with_the_best_on_demand_price_anywhere():
     assert anyp.pricing == "on_demand" and anyp.usd_per_gpu_hour == 1.29
 
 
+def test_spot_on_a_whole_instance_counts_its_idle_gpus_in_the_comparison():
+    """The rewalk of review-1 F14 with two GPUs: AWS sells A100 80GB spot only as 8-GPU p4de instances ($1.08 per
+    GPU-hour), so a 2-GPU LoRA pays for 8 ($15.00 in all) while RunPod rents 2 on demand at $1.39 ($4.02); the line
+    said spot cost "0.93x the cheapest on-demand". The multiplier is what the job pays per GPU-hour it uses."""
+    job = dict(model="qwen2.5-7b", task="train", method="lora", gpu="a100-sxm4-80gb", num_gpus=2, train_tokens=5e7)
+    r = estimate({**job, "pricing": "spot"})
+    c = r.cost
+    assert c.num_gpus == 8 and c.best_on_demand_usd_per_gpu_hour == 1.39
+    assert c.spot_multiplier == pytest.approx(c.spot.overhead * c.usd_per_hour / (2 * 1.39))
+    assert c.spot_multiplier > 3 and any("--pricing any" in w for w in r.warnings)
+    on_demand = estimate(job).cost
+    assert c.usd_total > 3 * on_demand.usd_total  # the multiplier's verdict is the totals' verdict
+
+
 def test_t4_has_a_price_and_a_gpu_without_one_says_no_price():
     s = scenario_from(dict(model="llama-3.2-1b", task="infer", precision="fp16-mixed"))
     m = load_model(s.model)

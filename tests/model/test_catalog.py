@@ -172,6 +172,10 @@ TINY = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_si
     # fuzz-report-3: a 501-character line ending in a 300-digit number
     ({"hidden_size": 1e308}, "hidden_size must be between 1 and 2,147,483,648, got 1e+308"),
     ({"hidden_size": 10**100}, "hidden_size must be between 1 and 2,147,483,648, got about 10^100"),
+    # the rewalk: a 3-bit GPTQ config passed here and failed in the plan as "unknown quant format 'gptq-int3'", a
+    # name the user never wrote and without the file's
+    ({"quantization_config": {"quant_method": "gptq", "bits": 3}},
+     ": GPTQ checkpoints with 3 bits are not supported; gpuplan sizes 4- and 8-bit"),
 ])
 def test_broken_configs_are_refused_in_one_sentence(tmp_path, change, message):
     """The fuzz report's configs (a tiny Llama with one field broken): one sentence naming the key, not a

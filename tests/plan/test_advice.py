@@ -63,6 +63,18 @@ def test_fixes_keep_the_gpus_named_before_adding_more():
     assert r.suggestions.index(gpu_fixes[0]) < min(r.suggestions.index(x) for x in gpu_fixes[1:])
 
 
+def test_a_fix_that_saves_less_than_its_line_shows_is_not_listed():
+    """The rewalk of review-2's "KV pool 6.4 -> 6.4 GiB" on the other engines: Mixtral with transformers on two
+    A100 40GB at a 512-token prompt listed "fp8 KV cache: 46.1 -> 46.1 GiB (still too big)" (the KV cache is
+    0.03 GiB there). A fix that does not fit must lower the peak by the 0.1 GiB its line shows."""
+    r = estimate(dict(model="mixtral-8x7b", task="infer", engine="transformers", gpu="a100-sxm4-40gb",
+                      num_gpus=2, tp=2, batch_size=1, prompt_tokens=512))
+    assert not r.memory.fits and r.suggestions
+    peak = r.memory.device_peak_gib
+    assert all(x.fits or x.device_peak_gib <= peak - 0.1 for x in r.suggestions), [x.change for x in r.suggestions]
+    assert not any(x.fields.get("kv_cache_dtype") == "fp8" for x in r.suggestions)
+
+
 def test_fixes_come_from_one_list():
     s = Scenario.model_validate(OOM)
     labels = [f.label for f in candidate_fixes(s, load_model(s.model))]

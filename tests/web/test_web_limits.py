@@ -215,6 +215,17 @@ def test_a_deeply_nested_body_is_422(client):
     assert r.status_code == 422 and r.json()["detail"] == "body nests deeper than 4 levels"
 
 
+def test_a_key_twice_in_the_body_is_422_as_in_a_file(client):
+    """The CLI refuses a scenario file with a key twice (userfiles.parse_json); the page's body did not, and
+    planned with the last one (a second look at the fuzz report's duplicate keys, with a JSON body)."""
+    body = b'{"model": "llama-3.2-1b", "task": "train", "task": "infer", "gpu": "rtx-4090"}'
+    r = client.post("/api/estimate", content=body, headers={"content-type": "application/json"})
+    assert r.status_code == 422 and r.json()["detail"] == "key 'task' appears twice in one object of the body; keep one"
+    nested = b'{"scenario": {"model": "gpt2", "task": "infer", "model": "llama-3.2-1b"}}'
+    r = client.post("/api/recommend", content=nested, headers={"content-type": "application/json"})
+    assert r.status_code == 422 and "key 'model' appears twice" in r.json()["detail"]
+
+
 @pytest.mark.parametrize("path, headers, status, text", [
     ("/api/estimate", {"content-type": "text/plain"}, 415, "application/json (content-type: application/json; not "
                                                           "text/plain)"),

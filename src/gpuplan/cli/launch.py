@@ -149,9 +149,16 @@ def parse_devices(text: str | None, num_gpus: int) -> tuple[int, ...] | None:
 
 
 def show_launch(report, output: str, as_json: bool) -> None:
-    """The files written (or, with ``-o -``, printed), then what every file opens with and the next step."""
+    """The files written (or, with ``-o -``, printed; with ``--json`` too, each file's text in the JSON), then
+    what every file opens with and the next step."""
     from pathlib import Path
 
+    if output == "-" and as_json:  # the files' text in the JSON, for scripts that asked for JSON
+        texts = {name: text for name, _, text in report.printed}
+        data = report.to_dict()
+        data["files"] = [{**f, "text": texts[Path(f["path"]).name]} for f in data["files"]]
+        print_json(data)
+        return
     if output == "-":
         for name, target, text in report.printed:
             sys.stdout.write(f"# ===== {name} ({target}) =====\n{text}\n")

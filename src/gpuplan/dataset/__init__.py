@@ -107,7 +107,10 @@ def _tokenized(source: str, tokenizer: str) -> Lengths:
             break
         if i % stride:
             continue
-        kinds.add(record_kind(record))
+        try:
+            kinds.add(record_kind(record))
+        except GpuplanError as err:  # which record: the readers number lines, this names records
+            raise GpuplanError(f"{source}, record {i + 1:,}: {err}") from None
         batch.append(record)
         if len(batch) >= 512:
             flush()

@@ -28,7 +28,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from ..errors import GpuplanError
+from ..errors import GpuplanError, echo_value
 from ..userfiles import is_file, is_folder, load_json, parse_json, read_text, user_path
 
 EOS_NAMES = ("<|im_end|>", "<|eot_id|>", "<|end_of_text|>", "<|endoftext|>", "</s>", "<eos>", "<|end|>", "[SEP]")
@@ -213,11 +213,24 @@ def record_kind(record: dict[str, Any]) -> str:
     if isinstance(record.get("messages"), list) or isinstance(record.get("conversations"), list):
         return "messages"
     if "prompt" in record and "completion" in record:
+        _check_text(record, "prompt", "completion", turns=True)
         return "prompt-completion"
     if "text" in record:
+        _check_text(record, "text")
         return "text"
-    raise GpuplanError(f"a record with fields {sorted(record)[:6]} is none of the forms SFT trainers read: "
+    raise GpuplanError(f"its fields {sorted(record)[:6]} are none of the forms SFT trainers read: "
                        "messages (chat), prompt and completion, or text")
+
+
+def _check_text(record: dict[str, Any], *fields: str, turns: bool = False) -> None:
+    """One sentence when a field TRL's SFTTrainer tokenizes is not text (``null``, a number): the trainer's
+    tokenizer refuses it, so counting ``str(value)`` would plan a run that fails (``turns``: a list of chat turns
+    is also taken, TRL's conversational prompt-completion)."""
+    for name in fields:
+        value = record[name]
+        if not (isinstance(value, str) or (turns and isinstance(value, list))):
+            shown = "null" if value is None else echo_value(value)
+            raise GpuplanError(f"its {name} is {shown}, not text: SFT trainers tokenize strings")
 
 
 def count_records(tok: Tokenizer, batch: list[dict[str, Any]]) -> list[tuple[int, int, int]]:

@@ -20,6 +20,9 @@ from .. import overheads as oh
 
 @dataclass(frozen=True, kw_only=True)
 class BillLine:
+    """One line of the bill: ``quantity`` ``unit`` at ``usd_per_unit`` makes ``usd``; ``note`` says where the rate
+    came from when it is assumed."""
+
     item: str
     quantity: float
     unit: str

@@ -61,6 +61,10 @@ def checkpoint_bytes(s: Scenario, m: ModelSpec, trainable: int) -> float:
 
 @dataclass(kw_only=True)
 class SpotPlan:
+    """A job on interruptible GPUs (hours): mean time between interruptions, one checkpoint's write, one restart,
+    the checkpoint interval (Daly's, and Young's beside it), the wall time with re-done work and restarts, and
+    its ratio to the work."""
+
     mtbi_h: float
     write_h: float
     restart_h: float
@@ -84,6 +88,9 @@ def spot_plan(work_h: float, ckpt_bytes: float, num_gpus: int, *, mtbi_h: float 
 
 @dataclass(kw_only=True)
 class Cost:
+    """What one job costs on one offer: the instances rented, the hours, the total and its bill, the price's
+    origin and age, and the spot plan when the offer can be interrupted."""
+
     offer: str
     provider: str
     gpu_id: str
@@ -179,7 +186,9 @@ def price_job(s: Scenario, m: ModelSpec, speed: Speed, offer: Offer, trainable: 
             cost.hours, cost.usd_total, cost.usd_per_million_tokens = 0.0, 0.0, math.inf
             return cost
         if cost.best_on_demand_usd_per_gpu_hour:
-            cost.spot_multiplier = overhead * offer.usd_per_gpu_hour / cost.best_on_demand_usd_per_gpu_hour
+            # what the job pays per GPU-hour it uses (idle GPUs of a whole spot instance included) against the
+            # cheapest on-demand GPU-hour: a 2-GPU job on an 8-GPU spot instance at $1.08 was "0.93x" a $1.39 one
+            cost.spot_multiplier = overhead * per_hour / (gpus_needed * cost.best_on_demand_usd_per_gpu_hour)
     cost.usd_total = cost.hours * per_hour
     cost.usd_per_million_tokens = per_hour * overhead / (speed.tokens_per_s * 3600) * 1e6
     if job.eval_h or job.checkpoint_h:  # the job's own parts, priced at the same rate

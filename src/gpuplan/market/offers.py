@@ -19,14 +19,14 @@ import math
 import os
 import re
 import tempfile
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, replace
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from .. import clock
 from .. import overheads as oh
+from ..datafiles import read_yaml
 from ..errors import GpuplanError, UnknownNameError, echo, no_control
 from ..hardware import Network, gpus
 from ..userfiles import is_file
@@ -48,6 +48,10 @@ PROVIDER_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 # 256 GPUs leaves room for the next rack and refuses counts that are typos or identifiers.
 USD_PER_GPU_HOUR = (0.01, 1000.0)
 MAX_GPUS_PER_INSTANCE = 256
+# A node's network: the fastest sold today is eight 800 Gbit/s ConnectX-8 NICs, one per GPU of an HGX B300
+# (6,400 Gbit/s); 12,800 leaves room for the next. Above it a value is a unit slip (Mbit/s, bytes), and it would
+# make every multi-node collective free.
+MAX_NODE_GBPS = 12_800.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -142,8 +146,9 @@ def implausible(price_usd_per_gpu_hour: float, gpu_count: int) -> str | None:
 
 def check_offer(o: Offer, where: str) -> Offer:
     """``o``, or one sentence naming ``where`` when its provider is not an id (:func:`check_provider`), a text
-    field holds a control character (it is printed and written into launch files) or its price or GPU count is
-    implausible (:func:`implausible`): every offer from a file or a source passes here."""
+    field holds a control character (it is printed and written into launch files), its price or GPU count is
+    implausible (:func:`implausible`) or its network above :data:`MAX_NODE_GBPS`: every offer from a file or a
+    source passes here."""
     check_provider(o.provider, f"{where}: provider")
     for name, value in o.row().items():
         if isinstance(value, str):
@@ -151,6 +156,9 @@ def check_offer(o: Offer, where: str) -> Offer:
     why = implausible(o.price_usd_per_gpu_hour, o.gpu_count)
     if why:
         raise GpuplanError(f"{where}: {why}; check the units (US dollars per GPU per hour)")
+    if o.inter_node_gbps is not None and o.inter_node_gbps > MAX_NODE_GBPS:
+        raise GpuplanError(f"{where}: inter_node_gbps {o.inter_node_gbps:,.3g} is above the plausible "
+                           f"{MAX_NODE_GBPS:,.0f} Gbit/s per node; check the units (Gbit/s, all the node's NICs)")
     return o
 
 
@@ -171,7 +179,8 @@ def _number(value: str, where: str, name: str, kind=float):
 
 
 def parse_row(row: dict[str, str], origin: str, line: int, today: dt.date | None = None) -> Offer:
-    """One CSV row as an :class:`Offer`; every problem is one sentence naming ``origin`` and ``line``."""
+    """One CSV row as an :class:`Offer`, its links filled from providers.yaml where the row leaves them empty (as
+    :func:`with_network` does); every problem is one sentence naming ``origin`` and ``line``."""
     where = f"{origin} line {line}"
     row = {k.strip(): (v or "").strip() for k, v in row.items() if k}
     missing = [c for c in REQUIRED if not row.get(c)]
@@ -195,11 +204,12 @@ def parse_row(row: dict[str, str], origin: str, line: int, today: dt.date | None
     count = _number(row.get("gpu_count") or "1", where, "gpu_count", int)
     optional = {name: _number(row[name], where, name) for name in ("vcpus", "memory_gib", "inter_node_gbps")
                 if row.get(name)}
-    offer = Offer(provider=row["provider"], tier=row.get("tier", ""), gpu_id=row["gpu_id"], gpu_count=count,
-                  pricing=row["pricing"], price_usd_per_gpu_hour=price, region=row.get("region", ""),
-                  intra_node=row.get("intra_node", ""), observed_at=observed, source=row.get("source", ""),
+    given = {"provider": row["provider"], "tier": row.get("tier", ""), "gpu_id": row["gpu_id"],
+             "intra_node": row.get("intra_node", ""), "inter_node": row.get("inter_node", ""), **optional}
+    offer = Offer(**{**given, **_links(given)}, gpu_count=count, pricing=row["pricing"], price_usd_per_gpu_hour=price,
+                  region=row.get("region", ""), observed_at=observed, source=row.get("source", ""),
                   notes=row.get("notes", ""), origin=origin, confidence=row.get("confidence") or "medium",
-                  instance=row.get("instance", ""), inter_node=row.get("inter_node", ""), **optional)
+                  instance=row.get("instance", ""))
     return check_offer(offer, where)
 
 
@@ -214,7 +224,7 @@ def read_offers(path: Path | str, origin: str | None = None) -> list[Offer]:
             rows = list(csv.DictReader(f))
     except (UnicodeDecodeError, csv.Error) as err:
         raise GpuplanError(f"{path} is not a readable CSV file ({err})") from None
-    return [with_network(parse_row(row, origin or str(path), n)) for n, row in enumerate(rows, start=2)]
+    return [parse_row(row, origin or str(path), n) for n, row in enumerate(rows, start=2)]
 
 
 def write_offers(path: Path, offers: list[Offer]) -> None:
@@ -245,10 +255,7 @@ def check_spot_below_on_demand(offers: list[Offer]) -> None:
 # ---- provider facts ---------------------------------------------------------------------------------------
 @cache
 def _providers_yaml() -> dict[str, Any]:
-    path = resources.files("gpuplan") / "data" / "providers.yaml"
-    import yaml
-
-    return yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    return read_yaml("providers.yaml")
 
 
 @cache
@@ -276,18 +283,26 @@ def provider_network(provider: str, tier: str) -> dict[str, Any]:
 
 def with_network(o: Offer) -> Offer:
     """The offer with its links filled from providers.yaml where the row leaves them empty."""
-    net = provider_network(o.provider, o.tier)
+    updates = _links({"provider": o.provider, "tier": o.tier, "gpu_id": o.gpu_id, "intra_node": o.intra_node,
+                      "inter_node": o.inter_node, "inter_node_gbps": o.inter_node_gbps})
+    return o if not updates else replace(o, **updates)
+
+
+def _links(given: dict[str, Any]) -> dict[str, Any]:
+    """The links (``intra_node``, ``inter_node``, ``inter_node_gbps``) an offer's fields ``given`` leave empty, from
+    the provider's facts (:func:`provider_network`): what :func:`with_network` and :func:`parse_row` fill in."""
+    net = provider_network(given["provider"], given["tier"])
     updates: dict[str, Any] = {}
-    if not o.inter_node and net.get("inter_node"):
+    if not given["inter_node"] and net.get("inter_node"):
         updates["inter_node"] = net["inter_node"]
-        if o.inter_node_gbps is None and net.get("inter_node_gbps"):
+        if given.get("inter_node_gbps") is None and net.get("inter_node_gbps"):
             updates["inter_node_gbps"] = float(net["inter_node_gbps"])
-    if not o.intra_node:
-        consumer = gpus()[o.gpu_id].segment == "consumer"
+    if not given["intra_node"]:
+        consumer = gpus()[given["gpu_id"]].segment == "consumer"
         intra = net.get("intra_node_consumer" if consumer else "intra_node")
         if intra:
             updates["intra_node"] = intra
-    return o if not updates else Offer(**{**{f.name: getattr(o, f.name) for f in fields(o)}, **updates})
+    return updates
 
 
 def max_per_node(offer: Offer) -> int:

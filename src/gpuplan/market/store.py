@@ -223,7 +223,8 @@ def load_offers(catalogs: tuple[str, ...] = (), discounts: dict[str, float] | No
     for provider, factor in discounts.items():
         if not 0 < factor <= 1.5:
             raise GpuplanError(f"discount for {provider} must be a price multiplier in (0, 1.5], got {factor}")
-    return [replace(o, discount=discounts.get(o.provider, 1.0)) for o in offers]
+    # a copy only where the discount changes (most offers keep 1.0: ~10 us a copy, a millisecond a catalog)
+    return [o if (d := discounts.get(o.provider, 1.0)) == o.discount else replace(o, discount=d) for o in offers]
 
 
 def load_discounts() -> dict[str, float]:

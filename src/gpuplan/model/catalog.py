@@ -20,8 +20,7 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 
-import yaml
-
+from ..datafiles import read_yaml
 from ..errors import GpuplanError, UnknownNameError, did_you_mean, echo, normalize_name
 from ..userfiles import load_json, user_path
 from . import kinds
@@ -46,8 +45,7 @@ def bundled() -> dict[str, Path]:
 def aliases() -> dict[str, str]:
     """Every accepted name, normalized, -> repo id."""
     table: dict[str, str] = {}
-    extra = yaml.load((_data_dir() / "aliases.yaml").read_text(encoding="utf-8"),
-                      Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    extra = read_yaml("models/aliases.yaml")
     for repo in bundled():
         for name in (repo, repo.split("/", 1)[1], *extra.get(repo, [])):
             table[normalize_name(name)] = repo
@@ -60,8 +58,7 @@ def aliases() -> dict[str, str]:
 @cache
 def short_names() -> dict[str, list[str]]:
     """Repo id -> the short names people type for it (aliases.yaml), for listings."""
-    extra = yaml.load((_data_dir() / "aliases.yaml").read_text(encoding="utf-8"),
-                      Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    extra = read_yaml("models/aliases.yaml")
     return {repo: [str(a) for a in extra.get(repo, []) if "/" not in str(a)] for repo in bundled()}
 
 

@@ -18,7 +18,8 @@
   Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, Q2_K/Q3_K -> Q4_0, IQ* -> IQ4_NL, and F16 if even that does not fit.
 
 Files are quantized without an importance matrix (``llama-quantize`` without ``--imatrix``, which changes a few
-rules for IQ types and Q4_0/Q5_0). Block sizes: ``ggml/src/ggml-common.h`` block structs.
+rules for IQ types and Q4_0/Q5_0). Block sizes (``ggml/src/ggml-common.h`` block structs) and the file types' default
+types are in :mod:`gpuplan.model.quant` (``BLOCKS``, ``FTYPES``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from .layers import Layer, Linear
+from .quant import BLOCKS, FTYPES
 
 
 class Checkpoint(Protocol):
@@ -50,26 +52,6 @@ class Checkpoint(Protocol):
 
     def params_breakdown(self) -> dict[str, int]: ...
 
-# ggml type: (elements per block, bytes per block)
-BLOCKS = {
-    "f32": (1, 4), "f16": (1, 2), "bf16": (1, 2), "q8_0": (32, 34), "q4_0": (32, 18), "q4_1": (32, 20),
-    "q5_0": (32, 22), "q5_1": (32, 24), "q2_k": (256, 84), "q3_k": (256, 110), "q4_k": (256, 144),
-    "q5_k": (256, 176), "q6_k": (256, 210), "iq1_s": (256, 50), "iq1_m": (256, 56), "iq2_xxs": (256, 66),
-    "iq2_xs": (256, 74), "iq2_s": (256, 82), "iq3_xxs": (256, 98), "iq3_s": (256, 110), "iq4_nl": (32, 18),
-    "iq4_xs": (256, 136), "mxfp4": (32, 17),
-}
-
-# file type -> its default tensor type (llama_ftype_get_default_type)
-FTYPES = {
-    "f32": "f32", "f16": "f16", "bf16": "bf16", "q8_0": "q8_0", "q4_0": "q4_0", "q4_1": "q4_1", "q5_0": "q5_0",
-    "q5_1": "q5_1", "q2_k": "q2_k", "q2_k_s": "q2_k", "q3_k_s": "q3_k", "q3_k_m": "q3_k", "q3_k_l": "q3_k",
-    "q4_k_s": "q4_k", "q4_k_m": "q4_k", "q5_k_s": "q5_k", "q5_k_m": "q5_k", "q6_k": "q6_k", "iq1_s": "iq1_s",
-    "iq1_m": "iq1_m", "iq2_xxs": "iq2_xxs", "iq2_xs": "iq2_xs", "iq2_s": "iq2_xs", "iq2_m": "iq2_s",
-    "iq3_xxs": "iq3_xxs", "iq3_xs": "iq3_s", "iq3_s": "iq3_s", "iq3_m": "iq3_s", "iq4_nl": "iq4_nl",
-    "iq4_xs": "iq4_xs", "mxfp4_moe": "mxfp4",
-    # block types named directly: not llama.cpp file types; read as ``llama-quantize --pure`` (every tensor)
-    "q3_k": "q3_k", "q4_k": "q4_k", "q5_k": "q5_k",
-}
 PURE = frozenset({"q3_k", "q4_k", "q5_k"})
 _LOW_IQ = {"iq2_xxs", "iq2_xs", "iq1_s", "iq2_s", "iq2_m", "iq1_m"}
 _FALLBACK = {"iq1_s": "iq4_nl", "iq1_m": "iq4_nl", "iq2_xxs": "iq4_nl", "iq2_xs": "iq4_nl", "iq2_s": "iq4_nl",

@@ -30,11 +30,32 @@ import math
 from dataclasses import dataclass
 
 from ..errors import GpuplanError, UnknownNameError
-from .gguf import BLOCKS, FTYPES
 from .layers import Linear
 
 DTYPE_BYTES = {"float32": 4, "fp32": 4, "bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2, "float8": 1,
                "fp8": 1, "int8": 1}
+
+# llama.cpp's formats (kept here, not in gpuplan.model.gguf, so that a plan of no GGUF file loads none of the GGUF
+# rules): ggml type -> (elements per block, bytes per block), from ggml/src/ggml-common.h's block structs
+BLOCKS = {
+    "f32": (1, 4), "f16": (1, 2), "bf16": (1, 2), "q8_0": (32, 34), "q4_0": (32, 18), "q4_1": (32, 20),
+    "q5_0": (32, 22), "q5_1": (32, 24), "q2_k": (256, 84), "q3_k": (256, 110), "q4_k": (256, 144),
+    "q5_k": (256, 176), "q6_k": (256, 210), "iq1_s": (256, 50), "iq1_m": (256, 56), "iq2_xxs": (256, 66),
+    "iq2_xs": (256, 74), "iq2_s": (256, 82), "iq3_xxs": (256, 98), "iq3_s": (256, 110), "iq4_nl": (32, 18),
+    "iq4_xs": (256, 136), "mxfp4": (32, 17),
+}
+
+# file type -> its default tensor type (llama_ftype_get_default_type)
+FTYPES = {
+    "f32": "f32", "f16": "f16", "bf16": "bf16", "q8_0": "q8_0", "q4_0": "q4_0", "q4_1": "q4_1", "q5_0": "q5_0",
+    "q5_1": "q5_1", "q2_k": "q2_k", "q2_k_s": "q2_k", "q3_k_s": "q3_k", "q3_k_m": "q3_k", "q3_k_l": "q3_k",
+    "q4_k_s": "q4_k", "q4_k_m": "q4_k", "q5_k_s": "q5_k", "q5_k_m": "q5_k", "q6_k": "q6_k", "iq1_s": "iq1_s",
+    "iq1_m": "iq1_m", "iq2_xxs": "iq2_xxs", "iq2_xs": "iq2_xs", "iq2_s": "iq2_xs", "iq2_m": "iq2_s",
+    "iq3_xxs": "iq3_xxs", "iq3_xs": "iq3_s", "iq3_s": "iq3_s", "iq3_m": "iq3_s", "iq4_nl": "iq4_nl",
+    "iq4_xs": "iq4_xs", "mxfp4_moe": "mxfp4",
+    # block types named directly: not llama.cpp file types; read as ``llama-quantize --pure`` (every tensor)
+    "q3_k": "q3_k", "q4_k": "q4_k", "q5_k": "q5_k",
+}
 
 # llama.cpp block formats: bits per weight = block bytes * 8 / block size (ggml-common.h); whole GGUF files
 # (a type per tensor, by the file type's rules) are priced by :mod:`gpuplan.model.gguf`.
@@ -140,6 +161,9 @@ def checkpoint_format(quantization: dict | None, high_bytes: int) -> tuple[Forma
         bits = int(quantization.get("bits", 4))
         if method == "awq" and bits != 4:
             raise GpuplanError(f"AWQ checkpoints with {bits} bits are not supported; AWQ ships 4-bit weights")
+        if bits not in (4, 8):  # GPTQ also writes 2 and 3 bits; their packing is not sized here
+            raise GpuplanError(f"GPTQ checkpoints with {bits} bits are not supported; gpuplan sizes 4- and 8-bit "
+                               "GPTQ weights")
         return Format(name=f"{method}-int{bits}", high_bytes=high_bytes,
                       group_size=int(quantization.get("group_size", 128))), skip
     raise GpuplanError(f"quantization_config quant_method {method!r} is not supported; "

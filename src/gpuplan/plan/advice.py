@@ -379,10 +379,15 @@ def _more_host_ram(s: Scenario, gpu: GpuSpec, report) -> list[Suggestion]:
                        device_peak_gib=report.device_peak_gib, fits=True, cost="the same speed; more host RAM")]
 
 
+# A single fix that does not fit is listed when it lowers the peak by at least the 0.1 GiB its line shows (so its
+# two rounded numbers differ): "fp8 KV cache: 46.1 -> 46.1 GiB" for a 512-token prompt told the user nothing.
+SHOWN_SAVING_GIB = 0.1
+
+
 def suggestions(s: Scenario, m: ModelSpec, gpu: GpuSpec, report) -> list[Suggestion]:
     """When ``s`` does not fit: a machine with enough RAM when only the host's RAM is short, the smallest
-    combination that fits (when no single fix does), then every single fix that lowers the device peak, fitting
-    ones first, on the GPUs named before more GPUs."""
+    combination that fits (when no single fix does), then every single fix that lowers the device peak by what
+    its line shows (:data:`SHOWN_SAVING_GIB`), fitting ones first, on the GPUs named before more GPUs."""
     fixes = on_card(s, m, gpu, candidate_fixes(s, m))
     if engine_for(s).advised_by_pool:
         return _vllm_suggestions(s, m, gpu, report, fixes)
@@ -390,7 +395,7 @@ def suggestions(s: Scenario, m: ModelSpec, gpu: GpuSpec, report) -> list[Suggest
     for fix in fixes:
         changed = _apply(s, (fix,))
         ok, peak = _fits(changed, m, gpu)
-        if changed is not None and (ok or peak < report.device_peak_gib):
+        if changed is not None and (ok or peak <= report.device_peak_gib - SHOWN_SAVING_GIB):
             singles.append((fix, ok, peak, _implied(s, changed, fix.change)))
     # fitting fixes: in the user's stack, on the GPUs named, keeping the job, gentlest first (another stack after
     # those); the others: the biggest saving first

@@ -6,8 +6,9 @@ model; checks that need the model or the GPU (TP vs heads, bf16 on a V100) are i
 Every error names the field and the fix, as one sentence.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations` here: pydantic would evaluate each of the ~100 field annotations from
+# its text when it builds the model, compiling each; evaluated on import, they come compiled in the bytecode
+# (about 3 ms of the first estimate, bench/startup_parts.py).
 import functools
 import os
 import re
@@ -382,7 +383,7 @@ class Scenario(BaseModel):
         return data
 
     @model_validator(mode="after")
-    def _defaults(self, info: ValidationInfo) -> Scenario:
+    def _defaults(self, info: ValidationInfo) -> "Scenario":
         """Fill the fields left unset with the defaults the given ones imply, then check the rules across fields.
 
         The defaults come from pure functions of the validated input: the stack's recipe and the card's
@@ -409,7 +410,7 @@ class Scenario(BaseModel):
         return self
 
     @model_validator(mode="after")
-    def _evaluation(self) -> Scenario:
+    def _evaluation(self) -> "Scenario":
         """An evaluation pass needs its size: given, or NeMo's recipe default under stack megatron."""
         if self.eval_tokens is not None and self.eval_interval is None:
             raise ValueError("eval_tokens is the size of one evaluation pass: give eval_interval (steps between "
@@ -432,7 +433,7 @@ class Scenario(BaseModel):
             data.pop("wired_limit_mb", None)
         return data
 
-    def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> Scenario:
+    def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> "Scenario":
         """A copy with ``update`` applied to the fields given explicitly, validated again, so that the stack's
         defaults follow the change (changing ``method`` to qlora turns the HF QLoRA recipe's checkpointing on).
         One change of one scenario is validated once (:func:`_copy`): a search and the advice ask for the same
@@ -446,7 +447,7 @@ class Scenario(BaseModel):
             return _copy.__wrapped__(*key)
         return _copy(*key)
 
-    def on_card(self, gpu: str) -> Scenario:
+    def on_card(self, gpu: str) -> "Scenario":
         """This scenario, given no card, on card ``gpu`` (a search's placement): validated again only where the card
         changes a default (a card without bf16 takes fp16, :func:`gpuplan.scenario.stacks.card_precision`), else a
         copy with the card set."""
@@ -456,7 +457,7 @@ class Scenario(BaseModel):
             return self.with_resolved({"gpu": gpu})
         return self.model_copy(update={"gpu": gpu})
 
-    def with_resolved(self, update: dict[str, Any]) -> Scenario:
+    def with_resolved(self, update: dict[str, Any]) -> "Scenario":
         """A copy with the fields the resolver sets (:mod:`gpuplan.plan.resolve`: the card's catalog id, the
         serving split), as given fields, without validating again: they change no default (pydantic's own copy)."""
         return super().model_copy(update=update)

@@ -17,7 +17,8 @@ from typing import Any
 import anyio
 
 from .. import api
-from ..errors import GpuplanError
+from ..errors import GpuplanError, echo
+from ..userfiles import DuplicateKey, unique_pairs
 from .uploads import Store, is_ref
 
 MAX_BODY_BYTES = 32 * 1024
@@ -163,12 +164,14 @@ class BoundedBody:
 
 
 def _unbounded(body: bytes) -> str | None:
-    """The sentence refusing a JSON body beyond :func:`check_bounds`; None for one within them, and for one that
-    is not JSON at all (FastAPI's validation says so)."""
+    """The sentence refusing a JSON body beyond :func:`check_bounds` or with a key twice in one object; None for
+    one within them, and for one that is not JSON at all (FastAPI's validation says so)."""
     if not body.strip():
         return None
     try:
-        check_bounds(json.loads(body))
+        check_bounds(json.loads(body, object_pairs_hook=unique_pairs))
+    except DuplicateKey as dup:  # json.loads keeps the last silently; the CLI refuses it in a file (userfiles)
+        return f"key {echo(dup.key)} appears twice in one object of the body; keep one"
     except GpuplanError as err:
         return str(err)
     except RecursionError:  # Python's parser gives up near 1,000 levels

@@ -1,0 +1,38 @@
+"""The bundled YAML files are read through their JSON twins (gpuplan.datafiles): each twin must hold its YAML's data
+as the YAML is now, and a stale twin must be passed over for the YAML itself."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import zlib
+
+import pytest
+import yaml
+
+from gpuplan import datafiles
+from gpuplan.datafiles import TWINS, read_yaml, twin_of, yaml_crc32
+
+
+@pytest.mark.parametrize("name", TWINS)
+def test_each_twin_is_its_yaml(name):
+    """Made from the YAML as it is (after an edit: ``python -m gpuplan.datafiles``), holding the same data."""
+    text = (datafiles._folder() / name).read_text(encoding="utf-8")
+    twin = json.loads(twin_of(name).read_text(encoding="utf-8"))
+    assert twin["yaml_crc32"] == yaml_crc32(text) == f"{zlib.crc32(text.encode('utf-8')):08x}", \
+        f"{twin_of(name).name} is stale: run `python -m gpuplan.datafiles` after editing {name}"
+    data = yaml.safe_load(text)
+    assert data and twin[twin_of(name).stem] == data == read_yaml(name)
+
+
+def test_a_stale_twin_is_passed_over(tmp_path, monkeypatch):
+    """An edited YAML whose twin was not made again is read from the YAML: the edit is what counts."""
+    shutil.copy(datafiles._folder() / "providers.yaml", tmp_path / "providers.yaml")
+    shutil.copy(twin_of("providers.yaml"), tmp_path / "providers.json")
+    monkeypatch.setattr(datafiles, "_folder", lambda: tmp_path)
+    assert read_yaml("providers.yaml") == yaml.safe_load((tmp_path / "providers.yaml").read_text(encoding="utf-8"))
+    edited = (tmp_path / "providers.yaml").read_text(encoding="utf-8") + "\nadded_by_the_test: 1\n"
+    (tmp_path / "providers.yaml").write_text(edited, encoding="utf-8")
+    assert read_yaml("providers.yaml")["added_by_the_test"] == 1
+    (tmp_path / "providers.json").unlink()
+    assert read_yaml("providers.yaml")["added_by_the_test"] == 1
