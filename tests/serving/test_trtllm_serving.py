@@ -209,11 +209,11 @@ def test_capacity_sizes_its_run_from_the_request_lifetime_not_a_fixed_count(monk
 
 
 def test_run_requests_covers_lifetimes_at_the_rate_within_its_bound():
-    """10 lifetimes of requests in flight (Little's law), never fewer than the workload asks, at most 20,000."""
+    """10 lifetimes of requests in flight (Little's law), never fewer than the workload asks, at most 10,000."""
     w = load_workload(None, {"prompt_tokens": 300, "output_tokens": 291, "rate_rps": 1})
     assert cap.run_requests(w, 12.5, 36.0) == 4500  # 10 x 12.5 req/s x 36 s
     assert cap.run_requests(w, 10.0, 2.0) == 600  # 200 requests of 2 s: the workload's 600
-    assert cap.run_requests(w, 100.0, 600.0) == 20_000  # 360,000 asked: the bound
+    assert cap.run_requests(w, 100.0, 600.0) == 10_000  # 600,000 asked: the bound
     assert cap.run_requests(w.model_copy(update={"num_requests": 30_000}), 12.5, 36.0) == 30_000
     assert cap.run_requests(w, 12.5, 0.0) == 600  # no lifetime known (a saturated run that completed none)
 
