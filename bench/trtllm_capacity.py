@@ -18,10 +18,11 @@ MAX_UTILIZATION as MLPerf's harness schedules), prompts of 300 tokens (assumed, 
 OpenOrca's mean is not published) and the run's own output tokens, both drawn within +-50 % (the capacity default);
 error on requests/s per instance. Each simulated rate serves as many requests as the MLPerf run sent one instance:
 its minimum duration (2,400 s in v4.1, 600 s in v4.0: ``min_duration`` in the run's Test Parameters) at its rate. A
-request of that run lived 36 s on average, so the capacity default (600 requests, 48 s at 12.5 req/s) judges a queue
-still filling its batch. Beside it, the simulation at the published rate: p99 TTFT and TPOT, mean TPOT and requests
-in flight (Little's law: rate x mean end-to-end latency; published: the per-instance rate x the run's ``Mean
-latency``, bench/data/mlperf-server.csv).
+request of that run lived 36 s on average; capacity's default sizes each rate point to 10 request lifetimes
+(serving/capacity.py run_requests; a fixed 600 requests, 48 s at 12.5 req/s, judged a queue still filling its batch
+and found 10.49 req/s on the H200). Beside it, the simulation at the published rate: p99 TTFT and TPOT, mean TPOT
+and requests in flight (Little's law: rate x mean end-to-end latency; published: the per-instance rate x the run's
+``Mean latency``, bench/data/mlperf-server.csv).
 """
 
 from __future__ import annotations
@@ -138,9 +139,11 @@ def server_lines() -> list[str]:
 
 
 SERVER_NOTE = (
-    "Each simulated rate serves the run's length (its min_duration at its rate); the capacity default of 600 "
-    "requests (48 s at 12.5 req/s) judges a queue still filling a batch whose requests live 36 s, and finds 10.5 "
-    "req/s on the H200. The step model prices TensorRT-LLM's FP8 GEMMs at the share of the FP8 peak the offline "
+    "Each simulated rate serves the run's length (its min_duration at its rate). With capacity's defaults, which "
+    "send 10 request lifetimes a rate point (8,500 requests on the H200, whose requests live 68 s in a full batch),"
+    " the rows find 12.43, 21.36 and 21.28 req/s; a fixed 600 requests (48 s at 12.5 req/s) judged a queue still "
+    "filling a batch whose requests live 36 s, and found 10.49 req/s on the H200. The step model prices "
+    "TensorRT-LLM's FP8 GEMMs at the share of the FP8 peak the offline "
     "model uses (TRTLLM_GEMM_PEAK_SHARE, fitted on the H100 rows of NVIDIA's performance overview; nothing fitted "
     "on MLPerf). Before that, at the bf16 GEMMs' share of the FP8 peak, the H200 found 13.68 req/s (+9.1 %) and at "
     "the published rate held 275 requests at a 75 ms mean TPOT (p99 95 ms): the run held 450 at 123 ms. Now the "

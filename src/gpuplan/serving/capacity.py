@@ -29,6 +29,7 @@ class RatePoint:
     stable: bool = True
     users: int | None = None  # closed loop
     stopped: str = ""  # why its simulation stopped early ("": it ran to the end)
+    lifetime_s: float = 0.0  # saturated run: mean first-to-last-token time of the requests it completed
 
 
 
@@ -75,6 +76,29 @@ WARMUP_SHARE, COOLDOWN_SHARE = 0.2, 0.1
 # sent, while a stable one still drifts up by some as its batch grows to its steady size (a few percent of a
 # 600-request run at high load: public runs of bench/serving/capacity_accuracy.py).
 STABLE_LOAD, QUEUE_GROWTH_SHARE = 0.97, 0.10
+# An open-loop run fills its batch over about one request lifetime W (the in-flight count of an M/G/infinity
+# queue reaches its steady lambda x W once the oldest request still running was sent after the start), longer
+# when each added request slows the step and so lengthens W. A run of n requests at rate lambda judges only what
+# it sends after WARMUP_SHARE x n / lambda seconds, so a rate point sends at least RUN_LIFETIMES x lambda x W
+# requests (Little's law: that many times the requests in flight): a warm-up of 2 lifetimes and a judged window
+# of 7. W is the saturated run's (first token to last, in a full batch), the longest below saturation. A fixed
+# count cannot do: 600 requests at 12.5 req/s last 48 s, and MLPerf's Llama-2-70B requests live 36 s on an H200.
+# With 6 lifetimes the queue-growth test at 97 % load was a coin flip on bench/serving/capacity_accuracy.py's
+# ~1 s requests (saturated runs: median 11.6 %, against 1.6 % with 10 and 3.1 % with the fixed 600). MLPerf's
+# loadgen also sizes a Server run by time as well as count (mlcommons/inference mlperf.conf,
+# ``*.Server.min_duration`` beside ``min_query_count``; the Llama-2-70B runs of bench/data/mlperf-server.csv last
+# 600-2,400 s, 17-67 lifetimes). MAX_RUN_REQUESTS bounds a run, beside the simulation's own bounds: SGLang's
+# batch of thousands of 2,048-token requests (Qwen2.5-0.5B, preset generate: 2,400 in flight) gets 4 lifetimes,
+# and its rates found did not move from 20,000 requests down to 6,000 (bench/serving/capacity_speed.py).
+RUN_LIFETIMES, MAX_RUN_REQUESTS = 10, 10_000
+
+
+def run_requests(w: Workload, rate: float, lifetime_s: float) -> int:
+    """Requests one open-loop rate point simulates: ``w.num_requests``, or more, to cover :data:`RUN_LIFETIMES`
+    request lifetimes of ``lifetime_s`` at ``rate``, up to :data:`MAX_RUN_REQUESTS`."""
+    need = RUN_LIFETIMES * rate * lifetime_s if math.isfinite(rate * lifetime_s) else 0.0
+    return max(w.num_requests, min(math.ceil(need), MAX_RUN_REQUESTS))
+
 
 def _requests(w: Workload, n: int, rng):
     import numpy as np
@@ -122,12 +146,15 @@ def saturated_rps(model: StepModel, engine, w: Workload, batch: float, deadline:
                until_sent=last)
     if out.stopped or out.refused or out.completed == n:  # not ended with the window: judged as a whole run
         point = _point(out, w, 0.0, n)
+        done = _judged(out)[0]
     else:
         start, end = float(out.sent_all[first]), float(out.sent_all[last])
-        done = int(np.count_nonzero((out.finished_at >= start) & (out.finished_at <= end)))
-        rps = done / (end - start) if end > start else 0.0
+        done = (out.finished_at >= start) & (out.finished_at <= end)
+        rps = int(np.count_nonzero(done)) / (end - start) if end > start else 0.0
         point = RatePoint(rate_rps=rps, ttft_s=math.inf, tpot_s=math.inf, e2e_s=math.inf, requests_per_s=rps,
                           output_tokens_per_s=0.0, meets_slo=False)
+    decode = (out.e2e_s - out.ttft_s)[done]
+    point.lifetime_s = float(decode.mean()) if len(decode) else 0.0
     point.rate_rps, point.users, point.stopped = point.requests_per_s, users, out.stopped
     return point
 
@@ -179,8 +206,9 @@ def _point(out, w: Workload, rate: float, n: int) -> RatePoint:
 
 
 def evaluate(model: StepModel, engine, w: Workload, rate: float, saturated: float | None = None,
-             deadline: float | None = None) -> RatePoint:
-    """Simulate ``w.num_requests`` requests arriving at ``rate``; the SLO percentiles of the steady window, and
+             deadline: float | None = None, lifetime_s: float = 0.0) -> RatePoint:
+    """Simulate requests arriving at ``rate`` (as many as :func:`run_requests` asks for requests that live
+    ``lifetime_s``); the SLO percentiles of the steady window, and
     whether the rate is a steady state at all (below :data:`STABLE_LOAD` of ``saturated``, the engine's
     :func:`saturated_rps`, and a queue that does not grow). A run stopped early (``deadline``, the simulation's
     bounds) does not meet the SLOs and says why in ``stopped``."""
@@ -189,7 +217,7 @@ def evaluate(model: StepModel, engine, w: Workload, rate: float, saturated: floa
     from .simulate import arrivals
 
     rng = np.random.default_rng(w.seed)
-    n = w.num_requests
+    n = run_requests(w, rate, lifetime_s)
     prompt, output = _requests(w, n, rng)
     out = _run(model, engine, w, arrivals(rate, n, w.burstiness, rng), prompt, output, deadline=deadline)
     point = _point(out, w, rate, n)
@@ -230,14 +258,15 @@ def max_rate(model: StepModel, engine, w: Workload, upper: float, batch: float =
     early, if any did (``deadline``: when all of them must end)."""
     sat = saturated_rps(model, engine, w, batch, deadline)
     saturated = sat.requests_per_s or upper
+    lifetime = sat.lifetime_s  # a request's life in a full batch (for run_requests)
     curve = []
     lo, hi = 0.0, STABLE_LOAD * saturated
-    point = evaluate(model, engine, w, hi, saturated, deadline)
+    point = evaluate(model, engine, w, hi, saturated, deadline, lifetime)
     curve.append(point)
     if not point.meets_slo:
         for _ in range(iterations):
             mid = (lo + hi) / 2
-            point = evaluate(model, engine, w, mid, saturated, deadline)
+            point = evaluate(model, engine, w, mid, saturated, deadline, lifetime)
             curve.append(point)
             lo, hi = (mid, hi) if point.meets_slo else (lo, mid)
         hi = lo

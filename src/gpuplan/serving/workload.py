@@ -122,7 +122,8 @@ class Workload(BaseModel):
                                          "hit the prefix cache)")
     trace: str | None = Field(default=None, description="a trace file (vLLM bench formats)")
     slo: Slo = Slo()
-    num_requests: int = Field(default=600, ge=20, le=200_000, description="requests per simulated rate point")
+    num_requests: int = Field(default=600, ge=20, le=200_000, description="fewest requests per simulated rate "
+                              "point (more where requests live long: serving.capacity.run_requests)")
     seed: int = 0
 
     @model_validator(mode="after")
