@@ -218,6 +218,16 @@ class SimRow:
     lora_params: tuple[int, int] | None = None  # (simulated = peft's count, estimated)
     crash: str | None = None  # anything that is not a GpuplanError: a bug
     seconds: float = 0.0
+    not_decoder: bool = False  # refused by design: an encoder or encoder-decoder family (model/kinds.of_config)
+
+
+def not_a_decoder(config: dict) -> bool:
+    """Whether gpuplan reads ``config`` as an encoder or encoder-decoder (transformers also registers a causal-LM
+    head for BERT- and BART-style families): the families :mod:`gpuplan.model.encoders` models or refuses by name."""
+    from gpuplan.model import encoders
+
+    return (encoders.is_encoder_family(config) or config.get("model_type") in encoders.NOT_DECODERS
+            or config.get("is_encoder_decoder") is True)
 
 
 def simulate_row(model_type: str, folder: Path | None = None, *, one_period: bool = False) -> SimRow:
@@ -241,6 +251,7 @@ def simulate_row(model_type: str, folder: Path | None = None, *, one_period: boo
         layers = plan(list(load_model(str(path)).layers))[0][0] if one_period else None
     except GpuplanError as err:
         row.outcome = dict.fromkeys(SIM_TASKS, str(err))
+        row.not_decoder = not_a_decoder(default_config(model_type))
         return row
     for task, fields in SIM_TASKS.items():
         scenario = {"model": str(path), **fields}
