@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpuplan.plan.launch import layout_words, run_of, runnable
+from gpuplan.plan.launch import run_of, runnable
 from gpuplan.scenario import scenario_from
 
 
@@ -19,9 +19,9 @@ from gpuplan.scenario import scenario_from
     ({"stack": "hf", "num_gpus": 1}, "single"),
     ({"stack": "hf", "num_gpus": 4}, "ddp"),
 ])
-def test_layout_words_name_what_runs(fields, words):
+def test_the_layout_names_what_runs(fields, words):
     s = scenario_from({"model": "llama-3.1-70b", "task": "train", "gpu": "h100-sxm", **fields})
-    assert layout_words(s) == words
+    assert s.layout == words
 
 
 def test_the_run_is_read_off_the_plan():

@@ -89,7 +89,7 @@ def check_fit(s, plan) -> None:
     template = {k: v for k, v in s.model_dump(exclude_unset=True).items()
                 if k not in ("model", "gpu", "num_gpus", "num_nodes", "provider", "pricing")}
     row, = what_fits(template, load_gpu(s.gpu), s.num_gpus, [s.model])
-    if row.fits and not row.change and row.sharding == s.resolved_sharding:
+    if row.fits and not row.change and row.sharding == s.layout:
         assert row.device_peak_gib == pytest.approx(plan.memory.device_peak_gib, **SAME), "fit's memory"
 
 

@@ -75,7 +75,7 @@ def _row(template: dict[str, Any], repo: str, gpu: GpuSpec, count: int) -> FitRo
         if plan.verdict.fits:
             s = plan.setup.scenario
             return row.model_copy(update={"fits": True, "device_peak_gib": plan.memory.device_peak_gib,
-                                          "sharding": s.resolved_sharding,
+                                          "sharding": s.layout,
                                           **dict(zip(("max_batch_size", "max_seq_len"), largest_fitting(s, m, gpu),
                                                      strict=True))})
     return _with_change(row, tried[-1]) if tried else row  # the most sharded layout: the changes start there
@@ -104,7 +104,7 @@ def _with_change(row: FitRow, plan: Plan) -> FitRow:
     row.cpu_gib = fixed.memory.cpu_gib
     if row.cpu_gib:
         row.change += f" ({row.cpu_gib:,.0f} GiB of RAM)"
-    row.device_peak_gib, row.sharding = best.device_peak_gib, after.resolved_sharding
+    row.device_peak_gib, row.sharding = best.device_peak_gib, after.layout
     row.max_batch_size, row.max_seq_len = (best.max_batch_size, best.max_seq_len) if best.combination else \
         largest_fitting(after, m, gpu)
     return row

@@ -208,19 +208,11 @@ def disk_gb(s: Scenario, weights_gb: float, checkpoint_gb: float) -> int:
     return int(math.ceil(need / 10) * 10)
 
 
-def layout_words(s: Scenario) -> str:
-    """The parallel layout in words, as the plan states it: the sharding (FSDP by its version, ``single`` only
-    when nothing else splits the work) and the tensor, pipeline, context and expert parallel degrees."""
-    sharding = s.sharded_by if s.sharded_by.startswith("fsdp") else s.resolved_sharding
-    split = [f"{name}{n}" for name, n in (("tp", s.tp), ("pp", s.pp), ("cp", s.cp), ("ep", s.ep)) if n > 1]
-    return " ".join(([sharding] if sharding != "single" or not split else []) + split)
-
-
 def setup_label(plan: Plan, offer: Offer | None, offer_label: str | None, owned: bool) -> str:
     """The setup in one line: the cards, the layout (training) or the engine and its split (serving), the offer."""
     s, gpu = plan.setup.scenario, plan.setup.gpu
     if s.task == "train":
-        what = f"{s.world_size}x {gpu.name}, {layout_words(s)}, {s.method}"
+        what = f"{s.world_size}x {gpu.name}, {s.layout}, {s.method}"
     else:
         what = f"{s.tp * s.pp}x {gpu.name}, {s.engine} tp{s.tp}" + (f" pp{s.pp}" if s.pp > 1 else "")
     if offer is not None:

@@ -305,7 +305,7 @@ def normalized(s: Scenario) -> dict[str, Any]:
     """The scenario as the plan states it: every field as resolved, the sharding by its engine's name, the other
     task's fields left out."""
     data = s.model_dump()
-    data["sharding"] = s.sharded_by if s.sharded_by.startswith("fsdp") else s.resolved_sharding
+    data["sharding"] = s.sharding_name
     for key in TRAIN_ONLY if s.task == "infer" else INFER_ONLY:
         data.pop(key, None)
     if s.precision != "fp32":

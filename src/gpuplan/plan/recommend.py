@@ -156,7 +156,7 @@ class Setup(BaseModel):
         hours = cost.hours if s.task == "train" and s.train_tokens else None
         label = f"your {offer.gpu_count}x {short_id(offer.gpu_id)} (power only)" if offer.pricing == "owned" else \
             cost.offer
-        row = cls(scenario=s, gpu_id=gpu.id, num_gpus=s.world_size, sharding=s.resolved_sharding if
+        row = cls(scenario=s, gpu_id=gpu.id, num_gpus=s.world_size, sharding=s.layout if
                   s.task == "train" else f"pp{s.pp}" if s.pp > 1 else f"tp{s.tp}", techniques=labels, offer=label,
                   provider=offer.provider, pricing=offer.pricing, owned=offer.pricing == "owned",
                   device_peak_gib=mem.device_peak_gib, capacity_gib=gpu.usable_gib,

@@ -11,7 +11,8 @@ from ..model.spec import ModelSpec
 from .fields import INFER_ONLY, MOE_LAYOUT, TRAIN_ONLY, TRAINING_LAYOUT, Scenario
 from .stacks import WHY
 
-STRATEGY_WORDS = {"single": "single GPU", "ddp": "DDP", "zero1": "ZeRO-1", "zero2": "ZeRO-2", "zero3": "ZeRO-3"}
+STRATEGY_WORDS = {"single": "single GPU", "ddp": "DDP", "zero1": "ZeRO-1", "zero2": "ZeRO-2", "zero3": "ZeRO-3",
+                  "fsdp1": "FSDP1", "fsdp2": "FSDP2"}
 
 
 def describe(s: Scenario, m: ModelSpec | None = None, gpu_id: str | None = None, *, engine: str | None = None,
@@ -50,7 +51,7 @@ def describe(s: Scenario, m: ModelSpec | None = None, gpu_id: str | None = None,
     where = " + ".join(short_id(g) for g in (gpu, *s.extra_gpus)) if gpu and s.extra_gpus else \
         f"{s.world_size} x {short_id(gpu)}" if gpu else (f"{s.world_size} GPUs" if s.world_size > 1 else
                                                          "no GPU named")
-    strategy = s.resolved_sharding if s.task == "train" or s.sharding else ""
+    strategy = (s.sharding_name if s.task == "train" or s.sharding else None) or ""
     layout = [STRATEGY_WORDS.get(strategy, strategy)]
     if s.tp > 1:
         layout.append(f"tensor parallel {s.tp}")
@@ -79,7 +80,8 @@ def defaults_said(s: Scenario) -> list[str]:
         value = getattr(s, name)
         label = name.replace("_", " ")
         if name == "sharding":
-            out.append(f"{label} {s.resolved_sharding} (from the GPU count)")
+            out.append(f"{label} {s.sharding_name} (from the GPU count)" if s.sharding_name else
+                       f"{label} none ({s.layout} takes every GPU: one data-parallel rank)")
         elif value is None:
             said = {"quant": "the checkpoint's own format", "gpu": "none named (no fit, speed or cost)",
                     "provider": "any", "train_tokens": "not set (no job hours or total)",

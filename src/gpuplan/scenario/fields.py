@@ -494,6 +494,22 @@ class Scenario(BaseModel):
         return strategy
 
     @property
+    def sharding_name(self) -> str | None:
+        """The sharding the plan runs, by its engine's name: FSDP by its version (``fsdp1``, ``fsdp2``), DeepSpeed's
+        stage (``zero1``-``zero3``), ``ddp``, ``single`` on one GPU; None when tensor, pipeline or context
+        parallelism take every GPU (one data-parallel rank: nothing is replicated or sharded)."""
+        name = self.sharded_by if self.sharded_by.startswith("fsdp") else self.resolved_sharding
+        return None if name == "single" and self.world_size > 1 else name
+
+    @property
+    def layout(self) -> str:
+        """The parallel layout in words, as every answer labels it: :attr:`sharding_name` and the tensor, pipeline,
+        context and expert parallel degrees (``fsdp2``, ``zero3``, ``tp8 pp2``, ``zero1 tp4 pp2``, ``single``)."""
+        split = [f"{name}{n}" for name, n in (("tp", self.tp), ("pp", self.pp), ("cp", self.cp), ("ep", self.ep))
+                 if n > 1]
+        return " ".join(([self.sharding_name] if self.sharding_name else []) + split) or "single"
+
+    @property
     def attention_tp(self) -> int:
         """GPUs one request's attention is split over: ``tp``, or 1 under attention data parallelism."""
         return 1 if self.attention_dp else self.tp
