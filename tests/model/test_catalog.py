@@ -111,16 +111,21 @@ def test_offline_hub_id_not_cached_is_a_clear_error(tmp_path):
     assert "not in the local cache" in proc.stderr and "pass its path" in proc.stderr
 
 
-def test_offline_hub_id_from_cache(tmp_path):
-    """A config already in the huggingface_hub cache is used without network (HF_HUB_OFFLINE=1)."""
-    pytest.importorskip("huggingface_hub")
+def cache_config(tmp_path, repo_id: str, config: dict) -> None:
+    """Put ``config`` in a huggingface_hub cache under ``tmp_path/hf/hub`` as ``repo_id``'s main revision."""
     commit = "0" * 40
-    repo = tmp_path / "hf" / "hub" / "models--someorg--tiny"
+    repo = tmp_path / "hf" / "hub" / ("models--" + repo_id.replace("/", "--"))
     (repo / "refs").mkdir(parents=True)
     (repo / "refs" / "main").write_text(commit)
     (repo / "snapshots" / commit).mkdir(parents=True)
-    config = json.loads(bundled()["Qwen/Qwen2.5-0.5B"].read_text())
     (repo / "snapshots" / commit / "config.json").write_text(json.dumps(config))
+
+
+def test_offline_hub_id_from_cache(tmp_path):
+    """A config already in the huggingface_hub cache is used without network (HF_HUB_OFFLINE=1)."""
+    pytest.importorskip("huggingface_hub")
+    config = json.loads(bundled()["Qwen/Qwen2.5-0.5B"].read_text())
+    cache_config(tmp_path, "someorg/tiny", config)
     proc = _hub("from gpuplan import load_model; print(load_model('someorg/tiny').params_total)", tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "494032768"
@@ -130,13 +135,8 @@ def test_a_cached_hub_module_is_known_before_it_is_resolved(tmp_path):
     """The scenario's checks word their refusals by the model's kind before the resolver asks the hub: a repo id
     whose config is in the local cache is known as the module it is (no network), one that is not is not."""
     pytest.importorskip("huggingface_hub")
-    commit = "0" * 40
-    repo = tmp_path / "hf" / "hub" / "models--someorg--t5"
-    (repo / "refs").mkdir(parents=True)
-    (repo / "refs" / "main").write_text(commit)
-    (repo / "snapshots" / commit).mkdir(parents=True)
     config = json.loads((Path(gpuplan.__file__).parent / "data/modules/models/google__flan-t5-base.json").read_text())
-    (repo / "snapshots" / commit / "config.json").write_text(json.dumps(config["config"]))
+    cache_config(tmp_path, "someorg/t5", config["config"])
     code = ("from gpuplan.model.kinds import known_here as k; a = k('someorg/t5'); "
             "print(a.kind, a.family, k('someorg/other'), k('llama-3.1-8b'), k('a b/c d'))")
     proc = _hub(code, tmp_path)
