@@ -82,26 +82,29 @@ def test_edited_files_are_tokenized_again(folder, tok, tmp_path):
     assert len(list(folder.glob("*.json"))) == 3
 
 
+F = cache.FORMAT  # the entries below are wrong in one field each, not in their layout
+
+
 @pytest.mark.parametrize("entry", [
-    b"not json", b"\xff\xfe binary", b"[1, 2, 3]", b'{"format": 1}',
-    json.dumps({"format": 1, "content": [1, -2], "special": [0, 0], "loss": [1, 1], "scale": 1.0, "samples": 2,
+    b"not json", b"\xff\xfe binary", b"[1, 2, 3]", b'{"format": %d}' % cache.FORMAT,
+    json.dumps({"format": F, "content": [1, -2], "special": [0, 0], "loss": [1, 1], "scale": 1.0, "samples": 2,
                 "kind": "text", "notes": []}).encode(),  # a negative count
-    json.dumps({"format": 1, "content": [1, 2], "special": [0], "loss": [1, 2], "scale": 1.0, "samples": 2,
+    json.dumps({"format": F, "content": [1, 2], "special": [0], "loss": [1, 2], "scale": 1.0, "samples": 2,
                 "kind": "text", "notes": []}).encode(),  # lists of different lengths
-    json.dumps({"format": 1, "content": [1.5], "special": [0], "loss": [1], "scale": 1.0, "samples": 1,
+    json.dumps({"format": F, "content": [1.5], "special": [0], "loss": [1], "scale": 1.0, "samples": 1,
                 "kind": "text", "notes": []}).encode(),  # not whole
-    json.dumps({"format": 1, "content": [True], "special": [0], "loss": [1], "scale": 1.0, "samples": 1,
+    json.dumps({"format": F, "content": [True], "special": [0], "loss": [1], "scale": 1.0, "samples": 1,
                 "kind": "text", "notes": []}).encode(),  # a boolean for a count
-    json.dumps({"format": 1, "content": [1], "special": [0], "loss": [1], "scale": float("inf"), "samples": 1,
+    json.dumps({"format": F, "content": [1], "special": [0], "loss": [1], "scale": float("inf"), "samples": 1,
                 "kind": "text", "notes": []}, allow_nan=True).encode(),  # Infinity
-    json.dumps({"format": 1, "content": [1], "special": [0], "loss": [1], "scale": 1.0, "samples": 1,
+    json.dumps({"format": F, "content": [1], "special": [0], "loss": [1], "scale": 1.0, "samples": 1,
                 "kind": "text; rm -rf /", "notes": []}).encode(),  # an unknown kind
-    json.dumps({"format": 1, "content": [1], "special": [0], "loss": [1], "scale": 1.0, "samples": 1,
+    json.dumps({"format": F, "content": [1], "special": [0], "loss": [1], "scale": 1.0, "samples": 1,
                 "kind": "text", "notes": ["\x1b[2J"]}).encode(),  # a control character in a note
-    json.dumps({"format": 0, "content": [1], "special": [0], "loss": [1], "scale": 1.0, "samples": 1,
+    json.dumps({"format": cache.FORMAT - 1, "content": [1], "special": [0], "loss": [1], "scale": 1.0, "samples": 1,
                 "kind": "text", "notes": []}).encode(),  # an older layout
     b"[" * 100_000 + b"]" * 100_000,  # nested past the reader's bound
-    b'{"format": 1, "content": [' + b"1," * (9 * 2**20) + b'1]}',  # over the size an entry may take
+    b'{"format": %d, "content": [' % cache.FORMAT + b"1," * (9 * 2**20) + b'1]}',  # over the size an entry may take
 ])
 def test_a_hostile_entry_is_dropped_and_replaced(folder, tok, tmp_path, entry):
     data = write(tmp_path / "train.jsonl", ["the cat sat", "hello world"])
