@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from . import values as V
-from .draw import OUT, Fixtures, file_value, model_value
+from .fixtures import OUT, Fixtures, file_value, model_value
 from .oracle import NONSENSE, OK, Verdict
 
 WRONG = [None, math.nan, math.inf, -1, 0, 10**30, "x", "", b"x", [1], {}, {"a": None}, object(), True, 1j, set(),

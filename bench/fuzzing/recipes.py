@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 
 from . import values as V
-from .draw import Fixtures, file_value, model_value
+from .fixtures import Fixtures, file_value, model_value
 from .tree import Command
 
 # training stacks and the methods each runs (a stack missing here gets every method of the scenario)

@@ -26,7 +26,8 @@ from typing import Any
 
 from . import oracle
 from .api import draw_api, functions, judge_meta, meta_case
-from .draw import CliCase, Fixtures, draw_cli
+from .draw import CliCase, draw_cli
+from .fixtures import Fixtures
 from .tree import Command, commands
 from .web import Endpoint, Schemas, draw_web, endpoints
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from . import values as V
-from .draw import Fixtures
+from .fixtures import Fixtures
 
 BASE = "http://127.0.0.1"
 DEEP = 3000
