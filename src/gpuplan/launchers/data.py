@@ -27,6 +27,14 @@ def local_file(opts: LaunchOptions) -> tuple[str, str] | None:
     return (builder, str(path) if path else opts.dataset) if builder else None
 
 
+def record_kind(plan: LaunchPlan) -> str:
+    """The form of the plan's records as the estimate read them (:func:`gpuplan.dataset.tokenize.record_kind`):
+    ``messages``, ``prompt-completion`` or ``text``; ``messages`` when no file was read (TRL's Capybara example,
+    or a shorthand)."""
+    data = plan.result.dataset or {}
+    return data.get("kind") if data.get("kind") in ("prompt-completion", "text") else "messages"
+
+
 def trl_dataset(opts: LaunchOptions) -> dict[str, Any]:
     """TRL's script arguments for the data: ``dataset_name``, or a ``datasets`` mixture entry for a local file
     (``trl/scripts/utils.py`` ``DatasetConfig``: path, data_files, split)."""
