@@ -422,3 +422,19 @@ def test_every_stack_is_searched_over_its_own_shardings():
     assert multi and {x.scenario.sharding for x in multi} <= {"ddp", "zero1"}
     x = multi[0]
     assert estimate(x.scenario, advise=False).memory.device_peak_gib == pytest.approx(x.device_peak_gib)
+
+
+def test_a_small_job_is_priced_in_cents_not_zero_dollars():
+    """Review 3's second rewalk: a 2.2M-token LoRA's cheapest change read ``$0 ($0.05/M tokens)`` and a small job's
+    deadline pick ``$0 (at most ... $0 ...)``: whole dollars hid the price. Amounts under $100 keep their cents,
+    under $1 three decimals (the tables' rule, gpuplan.result.usd_amount)."""
+    import gpuplan
+    from gpuplan.result import usd_amount
+
+    assert [usd_amount(v) for v in (0.0883, 0.102, 12.345, 16_423.4)] == ["0.088", "0.102", "12.35", "16,423"]
+    report = gpuplan.recommend({"model": "qwen3-0.6b", "task": "train", "method": "lora", "samples": 1200,
+                                "mean_tokens": 900}, deadline_hours=2, gpus=["l4"])
+    x = report.setups[0]
+    assert 0 < x.usd_total < 1 and report.fewest_line
+    assert f"h, ${usd_amount(x.usd_total)} (at most" in report.fewest_line
+    assert f"and ${usd_amount(x.usd_total_high)} at the slow end" in report.fewest_line
