@@ -186,6 +186,28 @@ def test_every_format_prints_the_deadline_headline():
             assert json.loads(done.stdout)["fewest_line"].startswith("fewest GPUs")
 
 
+def test_every_format_says_what_would_fit_when_nothing_does():
+    """Review 3's second rewalk: when no setup fits, ``--format plain`` (and csv, markdown) printed an empty header
+    and nothing else, where the table lists the smallest changes that would fit and why the own cards have no row.
+    Every format now carries them (csv on stderr: stdout stays one table); json has them as changes."""
+    args = [sys.executable, "-m", "gpuplan", "recommend", "--model", "gemma-2-9b", "--task", "train", "--method",
+            "qlora", "--samples", "1200", "--mean-tokens", "900", "--have", "1xrtx-4060-ti-16gb", "--gpus",
+            "rtx-4090,l4"]
+    env = {**os.environ, "COLUMNS": "200"}
+    said = json.loads(subprocess.run([*args, "--json"], capture_output=True, text=True, env=env,
+                                     timeout=300).stdout)
+    assert said["setups"] == [] and said["changes"] and said["owned_changes"]
+    for fmt in ("plain", "markdown", "csv"):
+        done = subprocess.run([*args, "--format", fmt], capture_output=True, text=True, env=env, timeout=300)
+        assert done.returncode == 0, done.stderr
+        where = " ".join((done.stderr if fmt == "csv" else done.stdout).split())  # unwrapped
+        for change in said["changes"]:
+            assert f"no rented setup fits; a change that would: {change}" in where, fmt
+        assert f"your cards: {said['owned_changes'][0]}" in where, fmt
+        if fmt == "csv":
+            assert done.stdout.splitlines() == ["#,setup,offer,price age,GiB,tok/s,hours,$,$/M tok"]
+
+
 def test_plain_wraps_the_deadline_headline_to_the_width():
     """Review 3 (Q3, top problem 8): ``--format plain`` printed the headline of a size-only model as one 378-column
     line (its synthetic config said in it); through a pipe every plain line keeps to 120 columns, and the words are
