@@ -105,3 +105,22 @@ def test_every_gpu_named_has_a_row_or_says_why():
     tight = w.model_copy(update={"slo": w.slo.model_copy(update={"ttft_s": 0.001})})
     assert capacity(s, m, tight, gpu_ids=named[:1], max_gpus=1, notes=late) == []
     assert late == ["L40S: misses the SLOs even with one request at a time on up to 1 GPUs"]
+
+
+def test_thinking_users_stream_at_the_load_in_flight():
+    """Review 3's second rewalk: 100 users thinking 10 s between ~5 s replies (gpt-oss-20b, one H100) keep about 35
+    requests in flight (Little's law: the simulated rate x end-to-end latency), yet the row's tok/s/user was the
+    decode step of all 100 at once (133.7 tok/s: 7.48 ms, slower than the simulation's own p95 TPOT of 7.06 ms).
+    The row's plan is now at the load in flight; users who never pause keep every slot busy."""
+    m = load_model("gpt-oss-20b")
+    s = scenario_from({"model": "gpt-oss-20b", "task": "infer", "engine": "vllm"})
+    fields = {"users": 100, "prompt_tokens": 1200, "output_tokens": 500, "ttft_s": 1.5, "tpot_s": 0.04}
+    (row,) = capacity(s, m, load_workload(None, {**fields, "think_s": 10}), gpu_ids=("nvidia-h100-sxm5-80gb",),
+                      max_gpus=1, simulate_top=1)
+    in_flight = round(row.max_rate_rps * row.e2e_s)
+    assert row.max_users == 100 and 20 < in_flight < 60
+    assert row.plan.setup.scenario.batch_size == in_flight
+    assert 1 / row.streaming_tokens_per_s_per_user <= row.tpot_s  # the step at the load, under the p95 TPOT
+    (busy,) = capacity(s, m, load_workload(None, {**fields, "users": 40}), gpu_ids=("nvidia-h100-sxm5-80gb",),
+                       max_gpus=1, simulate_top=1)
+    assert busy.plan.setup.scenario.batch_size == busy.max_users == 40  # think 0: every user's request in flight

@@ -351,9 +351,15 @@ def _row(st: Setup, sc: Scenario, mem: ServingMemory, model: StepModel, bound: t
         row.output_tokens_per_s = row.max_rate_rps * w.mean_output_tokens
     row.rate_band_rps = (row.max_rate_rps * low, row.max_rate_rps * high)
     rate = row.max_rate_rps
-    # estimate's figures for this load: TTFT alone, streaming speed with as many requests decoding (users, or
-    # Little's law: rate x end-to-end latency)
-    busy = (row.max_users or w.users) if w.users else max(1, round(rate * (row.e2e_s or 0.0)))
+    # estimate's figures for this load: TTFT alone, streaming speed with as many requests in flight (users who
+    # never pause; else Little's law, rate x end-to-end latency: users who think between turns leave their slot
+    # empty meanwhile, so 100 users thinking 10 s over 5 s replies keep about 35 in flight, not 100)
+    users = row.max_users or w.users
+    if w.users and (not w.think_s or not row.e2e_s):
+        busy = users
+    else:
+        busy = max(1, round(rate * (row.e2e_s or 0.0)))
+        busy = min(busy, users) if w.users else busy
     loaded = sc if sc.batch_size == busy else sc.model_copy(update={"batch_size": busy})
     row.plan = at_load = build(resolve(loaded, m, st.gpu), advise=False)
     speed = at_load.speed  # on the card's own links: no offer is priced by the builder here
