@@ -150,6 +150,20 @@ def table(rows: list[dict], totals: dict) -> str:
     return "\n".join(lines)
 
 
+def shipped_table(totals: dict) -> str:
+    """The held-out summary per group as src/gpuplan/data/accuracy.md ships it (the page's "measured accuracy" of a
+    module plan's memory and speed lines reads it; tests/test_accuracy.py holds the two equal)."""
+    lines = ["| source | group | quantity | n | median abs % | worst abs % | within the goal |",
+             "|---|---|---|---:|---:|---:|---|"]
+    for key, s in totals.items():
+        kind, _, name = key.partition(" held-out: ")
+        if name and name != "all":
+            lines.append(f"| bench/results/modules.md | {name} | {kind} | {s['rows']} | "
+                         f"{100 * s['median_abs_error']:.1f} | {100 * s['max_abs_error']:.1f} | "
+                         f"{s['within_goal']} of {s['rows']} (goal {100 * s['goal']:.0f} %) |")
+    return "\n".join(lines)
+
+
 # (model, way, batch, sizes): the main component of the plans the issue names, at sizes no profile was fitted on
 SIMULATED = [
     ("flux-dev", "train-lora-all-gc", 1, (128 * 128, 512)), ("flux-dev", "inference", 1, (128 * 128, 512)),

@@ -16,9 +16,20 @@ from ..model.profile import Profile, storage_format
 from ..plan.modules import ModulePlan, profiles
 from ..scenario.modules import ModuleJob
 from . import memory as mf
+from .accuracy import module_accuracy
 from .formula import GIB, Constant, Formula, count
 
 SOURCE = "gpuplan/memory/modules.py"
+# which group of bench/modules.py's published rows a plan's numbers are measured against (the accuracy tables')
+GROUPS = {"diffusion-generate": "diffusion generation", "diffusion-train": "diffusion training"}
+
+
+def accuracy_group(job: ModuleJob) -> str | None:
+    """The group of published rows that measure ``job``'s kind of plan; None for an encoder or a user's module,
+    which no published row measures."""
+    if job.kind in GROUPS:
+        return GROUPS[job.kind]
+    return "encoder-decoders" if job.spec.kind == "encoder-decoder" else None
 
 
 def module_memory(plan: ModulePlan) -> dict[str, Formula]:
@@ -46,6 +57,10 @@ def module_memory(plan: ModulePlan) -> dict[str, Formula]:
     if gpu is not None and mem.capacity_gib is not None:
         numbers["memory.capacity_gib"] = mf.capacity(x)
         numbers["memory.headroom_gib"] = mf.headroom(x)
+    measured = module_accuracy("memory", accuracy_group(job))
+    for key, f in numbers.items():
+        if key != "memory.capacity_gib":  # the card's own number, not an estimate
+            f.accuracy = measured
     return numbers
 
 
