@@ -176,17 +176,24 @@ def _activations(job: ModuleJob, main: Profile, plan: ModulePlan) -> Formula:
     main_phase = {"diffusion-generate": "denoise", "infer": "forward"}.get(job.kind, "forward and backward")
     computed = (own + eager) / GIB if mem.peak_phase == main_phase else mem.phases_gib.get(mem.peak_phase)
     shown = ", ".join(f"{k} {v:,.2f}" for k, v in mem.phases_gib.items())
+    constants = [Constant(name=f"{main.module} profile", value=", ".join(
+        f"{k} {v}" for k, v in main.recorded_with.items()), source="gpuplan/model/profile.py "
+        "(the real class recorded on fake tensors)")]
+    decode = ""
+    if "VAE decode" in mem.phases_gib:
+        decode = (f"; VAE decode: the VAE's recorded activation peak x {oh.VAE_DECODE_WORKING_FACTOR:g}, what a "
+                  "decode holds on CUDA beyond its tensors (cuDNN workspaces, allocator blocks)")
+        constants.append(Constant(name="VAE decode working factor", value=f"{oh.VAE_DECODE_WORKING_FACTOR:g}",
+                                  source="overheads.VAE_DECODE_WORKING_FACTOR (InvokeAI's measured decodes)"))
     return Formula(label="activations", value=mem.activations_gib, unit="GiB", computed=computed,
                    formula=f"A = the transient of the peak phase (the largest{_offload_words(job)}); "
                            f"{main_phase}: the {main.module}'s activation peak "
                            f"recorded on fake tensors ({way}) at batch {job.batch} and sizes "
                            f"{', '.join(f'{v:,}' for v in sizes)}" + (" x 2 (fp32)" if scale == 2 else "")
-                           + (" + eager attention's score matrices" if eager else ""),
+                           + (" + eager attention's score matrices" if eager else "") + decode,
                    substituted=f"{main_phase}: {own / GIB:,.3f}" + (f" + {eager / GIB:,.3f}" if eager else "")
                                + f" GiB; phases (GiB): {shown}; the peak is {mem.peak_phase}",
-                   constants=[Constant(name=f"{main.module} profile", value=", ".join(
-                       f"{k} {v}" for k, v in main.recorded_with.items()), source="gpuplan/model/profile.py "
-                       "(the real class recorded on fake tensors)")])
+                   constants=constants)
 
 
 def _offload_words(job: ModuleJob) -> str:
