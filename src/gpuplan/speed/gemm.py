@@ -37,11 +37,14 @@ def power_limit_factor(gpu: GpuSpec) -> float:
     return (gpu.power_limit_w / gpu.tdp_w) ** oh.POWER_CAP_EXPONENT
 
 
-def matmul_fraction(gpu: GpuSpec) -> float:
-    """Achievable share of the datasheet matmul peak: the measured MAMF where published (at most the datasheet
-    itself in a sustained run: :data:`~gpuplan.overheads.MATMUL_PEAK_FRACTION_SUSTAINED`), else the vendor's
-    default, lowered for cards whose datasheet TFLOPS per watt exceed what their power cap sustains, and for a
-    card run below its TDP (:func:`power_limit_factor`)."""
+def matmul_fraction(gpu: GpuSpec, dtype: str = "bf16") -> float:
+    """Achievable share of the datasheet matmul peak for ``dtype``: a power-capped card's continuous 16-bit rate
+    where one is measured (:data:`~gpuplan.overheads.SUSTAINED_TENSOR_FRACTION`), the measured MAMF where published
+    (at most the datasheet itself in a sustained run: :data:`~gpuplan.overheads.MATMUL_PEAK_FRACTION_SUSTAINED`),
+    else the vendor's default, lowered for cards whose datasheet TFLOPS per watt exceed what their power cap
+    sustains, and for a card run below its TDP (:func:`power_limit_factor`)."""
+    if dtype not in ("fp32", "tf32") and gpu.id in oh.SUSTAINED_TENSOR_FRACTION:
+        return oh.SUSTAINED_TENSOR_FRACTION[gpu.id] * power_limit_factor(gpu)
     if gpu.id in oh.MATMUL_PEAK_FRACTION:
         return min(oh.MATMUL_PEAK_FRACTION[gpu.id], oh.MATMUL_PEAK_FRACTION_SUSTAINED) * power_limit_factor(gpu)
     base = oh.MATMUL_PEAK_FRACTION_DEFAULT if gpu.vendor == "NVIDIA" else oh.MATMUL_PEAK_FRACTION_OTHER_VENDOR
@@ -106,7 +109,7 @@ def _card_rates(gpu: GpuSpec, dtype: str) -> tuple[float, float, float]:
     held = _RATES.get((id(gpu), dtype))
     if held is None or held[0] is not gpu:  # the id of a card that is gone may be reused
         _require_rate(gpu)
-        rate = peak_flops(gpu, dtype) * matmul_fraction(gpu) * oh.GEMM_SHAPE_ASYMPTOTE.get(gpu.id, 1.0)
+        rate = peak_flops(gpu, dtype) * matmul_fraction(gpu, dtype) * oh.GEMM_SHAPE_ASYMPTOTE.get(gpu.id, 1.0)
         held = _RATES[(id(gpu), dtype)] = (gpu, (rate, shape_scale(gpu), bandwidth(gpu)))
     return held[1]
 
