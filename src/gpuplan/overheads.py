@@ -256,15 +256,17 @@ MATMUL_PEAK_FRACTION = {
     # 94.84 of 125. (Issue 34: they had the NVIDIA default, 0.80, and T4 0.93 of it for its power cap.)
     "nvidia-t4": 0.645, "nvidia-v100-sxm2-16gb": 0.759,
 }
-# What a card held by a low power cap sustains of its 16-bit tensor peak in continuous matrix work, where the short
-# loops above reach more before the power management lowers the clock: it replaces MATMUL_PEAK_FRACTION for 16-bit
-# products (fp32 keeps it: no continuous fp32 measurement). Tesla T4 (70 W): a cuBLAS fp16 4096 x 4096 x 4096 product
-# timed over 100 back-to-back calls ran at about 24 TFLOPS of 65, which the reply on NVIDIA's forum puts down to the
-# power cap, "expected behavior for approximately continuous matrix multiply operations on a T4", a single short op
-# doing better but not reaching 65 (forums.developer.nvidia.com/t/about-gpu-peak-performance/264462). A training
-# step, a denoising loop or a long prefill multiply for longer than that loop. Not fitted on a bench row: every T4
-# row (bench/modules.py) is held out, and no other bench has one.
-SUSTAINED_TENSOR_FRACTION = {"nvidia-t4": 24.0 / 65.0}
+# The clock a card held by a low power cap keeps in continuous tensor work, as a share of what it holds in the short
+# loops above (speed/gemm.py continuous_clock_factor): the power management lowers the clock once the card has run
+# at its cap for a while, which slows every tensor-core kernel alike, GEMMs and fused attention, as a power limit
+# below the TDP does (power_limit_factor). 16-bit work only (fp32 keeps MATMUL_PEAK_FRACTION: no continuous fp32
+# measurement). Tesla T4 (70 W): a cuBLAS fp16 4096 x 4096 x 4096 product timed over 100 back-to-back calls ran at
+# about 24 TFLOPS of 65, which the reply on NVIDIA's forum puts down to the power cap, "a clock reduction strategy",
+# "expected behavior for approximately continuous matrix multiply operations on a T4", a single short op doing
+# better (forums.developer.nvidia.com/t/about-gpu-peak-performance/264462), against the short loop's 41.93 above.
+# A training step, a denoising loop or a long prefill multiply for longer than that loop. Not fitted on a bench
+# row: every T4 row (bench/modules.py) is held out, and no other bench has one.
+CONTINUOUS_CLOCK_FACTOR = {"nvidia-t4": 24.0 / 41.93}
 # A training run is planned at no more than the datasheet rate: the best-shape rates measured above it on GeForce
 # cards (RTX 3090 1.079, RTX 5090 1.141) come from short matmul loops at the clock GPU Boost reaches on a card
 # inside its power and temperature limits, which an hours-long step at the power limit does not hold; the rated boost
