@@ -426,8 +426,10 @@ def _kv_groups(s: Scenario, m: ModelSpec, stage: Stage) -> tuple[float, Callable
     (the binary search of :func:`max_model_len_that_fits` asks the second for many lengths)."""
     block = attention_block_tokens(s, m, stage.layers)
     kinds: dict[tuple, list[Layer]] = {}
-    for layer in stage.layers:
-        kinds.setdefault((layer.attention, layer.window), []).append(layer)
+    for layer in stage.layers:  # a layer with neither attention nor a recurrent state (Nemotron-H's MoE and MLP
+        # layers) has no KV-cache spec: the model runner's ``get_kv_cache_spec`` walks attention and Mamba modules
+        if layer.kv_dims or layer.state_elements:
+            kinds.setdefault((layer.attention, layer.window), []).append(layer)
     group = min(len(v) for v in kinds.values())
     page = max(layer_page_bytes(s, m, layer, block) for layer in dict.fromkeys(stage.layers))  # distinct layers
     shares = [(math.ceil(len(layers) / group), layers[0]) for layers in kinds.values()]
