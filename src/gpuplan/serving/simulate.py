@@ -9,7 +9,9 @@ resumes); then, unless this step preempted, waiting requests are admitted in arr
 ``--no-enable-chunked-prefill``, a prompt waits until it fits the step's budget whole). From 0.19 a waiting request
 is admitted only if its whole known sequence fits the free blocks, not just its first chunk
 (``scheduler_reserve_full_isl``, vLLM PR #37307: it stops chunked prompts from being admitted, preempted and
-re-admitted in a loop). The step lasts :meth:`StepModel.time` of what it holds; a request's first token comes at the
+re-admitted in a loop); the V0 engine (before 0.8) did the same from the start, with 1 % of the pool kept free,
+and without chunked prefill ran its prompts in steps of their own (:func:`vllm_scheduler`).
+The step lasts :meth:`StepModel.time` of what it holds; a request's first token comes at the
 end of the step that finishes its prompt, plus the model's per-request latency outside the engine (``request_s``).
 Shared-prefix tokens hit the prefix cache after the first request (no compute, blocks shared). A client with
 ``max_concurrency`` (``vllm bench serve --max-concurrency``, inference-perf's workers) sends a request only while
