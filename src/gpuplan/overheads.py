@@ -845,6 +845,18 @@ DEQUANT_BYTES_PER_WEIGHT = {"nf4": 2.6, "fp4": 2.6, "fp8": 3.0, "int8": 60.0, "g
 # GiB after loading against 8.58 GiB of weights and scales: 4.0 GiB of 31.0 GiB); its LLM.int8 and RTX 4090 rows are
 # held out (bench/modules.py).
 BNB_LOAD_CACHE_FRACTION = 0.129
+# A VAE's decode on the card holds more than its tensors: what it reserved on CUDA, measured, over the activation peak
+# the fake-tensor recording of the same decoder allocates. InvokeAI measured the decode of SDXL's VAE (the decoder of
+# SD 1.5's and FLUX.1's too: widths 128-512, three ResNet blocks a level; only the latent channels differ) at 1024 x
+# 1024 in fp16: 3,232 MiB reserved (invoke-ai/InvokeAI pull 7674, "Increase VAE decode memory estimates", QA
+# results, under PyTorch's cudaMallocAsync allocator backend), where the recording allocates 1.50 GiB: 2.10. Checks
+# from the same measurements: SD 1.5's at 512 x 512 in fp32, 1,696 MiB against 0.75 GiB recorded (2.21); SDXL's at
+# 1024 x 1024 in fp32, 5,568 MiB against 3.0 GiB (1.81: InvokeAI runs some of its layers in fp16 even then). What
+# fake tensors do not allocate: cuDNN's workspaces for the full-resolution convolutions (xdit-project/xDiT issue 59;
+# mit-han-lab/patch_conv README) and the allocator's blocks between differently sized activations. Not fitted on a
+# bench/modules.py row; the FLUX.1 rows on an H100 (peak 4.5-5.2 GiB above what loading reserved, in every storage
+# format) check it.
+VAE_DECODE_WORKING_FACTOR = 2.10
 # An AdamW step over fp32 master weights, gradients and two moments, each read and written (16 B read + 16 B
 # written per parameter: torch's fused AdamW), for diffusion and encoder-decoder full fine-tuning.
 OPTIMIZER_BYTES_PER_PARAM = 32
