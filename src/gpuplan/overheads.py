@@ -137,6 +137,10 @@ MLX_STEP_OVERHEAD_S = 1e-3
 # vLLM: default block size of the paged KV cache in tokens (vllm/config/cache.py CacheConfig.DEFAULT_BLOCK_SIZE).
 # The rules that change by release are in engines/vllm.py; these are their measured constants.
 VLLM_BLOCK_TOKENS = 16
+# vLLM's V0 engine (before 0.8) admits a waiting prompt only if its blocks leave this share of the pool free
+# (vllm/core/block_manager.py SelfAttnBlockSpaceManager: ``watermark: float = 0.01``, "to avoid frequent cache
+# eviction"; ``watermark_blocks = int(watermark * num_gpu_blocks)``, checked in ``can_allocate``).
+VLLM_V0_WATERMARK = 0.01
 # SGLang (engines/sglang.py), calibrated on the 2025-01-23 log of SGLang's docs (Llama-3.1-8B, one 80 GB
 # GPU; bench/serving/sglang_startup_cases.yaml): free at start 78.81 GiB against cudaMemGetInfo's 79.19 (the CUDA
 # context and torch's start-up), the weights' 14.96 GiB loaded as 15.09 (loader buffers left allocated). Before
