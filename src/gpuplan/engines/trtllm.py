@@ -290,8 +290,9 @@ def host_loop(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> HostLoop:
     tokenizes the prompt in the server process), over ZMQ to the executor worker (``executor/proxy.py``
     ``GenerationExecutorProxy``), into ``PyExecutor``'s loop (``_torch/pyexecutor/py_executor.py``, new requests
     fetched at the start of an iteration; a step that holds a context request runs without a CUDA graph,
-    ``ScheduledRequests.can_run_cuda_graph``), and its tokens come back the same way to be detokenized and streamed
-    in the server process (``serve/postprocess_handlers.py``). What a request waits beyond the GPU's steps is
+    ``ScheduledRequests.can_run_cuda_graph``), and its tokens come back the same way to be detokenized
+    (``executor/result.py`` ``DetokenizedGenerationResultBase._handle_response``) and streamed as OpenAI chunks
+    (``serve/postprocess_handlers.py``) in the server process. What a request waits beyond the GPU's steps is
     :data:`~gpuplan.overheads.TRTLLM_REQUEST_S`, fitted on single-request trtllm-serve runs. The overlap scheduler
     (on unless ``disable_overlap_scheduler``) prepares the next step while the GPU runs this one, so the loop's cost
     per step and per sequence (vLLM's V1 figures: no TensorRT-LLM run measures them) shows only past the GPU's
