@@ -137,6 +137,10 @@ MLX_STEP_OVERHEAD_S = 1e-3
 # vLLM: default block size of the paged KV cache in tokens (vllm/config/cache.py CacheConfig.DEFAULT_BLOCK_SIZE).
 # The rules that change by release are in engines/vllm.py; these are their measured constants.
 VLLM_BLOCK_TOKENS = 16
+# vLLM's V0 engine (before 0.8) admits a waiting prompt only if its blocks leave this share of the pool free
+# (vllm/core/block_manager.py SelfAttnBlockSpaceManager: ``watermark: float = 0.01``, "to avoid frequent cache
+# eviction"; ``watermark_blocks = int(watermark * num_gpu_blocks)``, checked in ``can_allocate``).
+VLLM_V0_WATERMARK = 0.01
 # SGLang (engines/sglang.py), calibrated on the 2025-01-23 log of SGLang's docs (Llama-3.1-8B, one 80 GB
 # GPU; bench/serving/sglang_startup_cases.yaml): free at start 78.81 GiB against cudaMemGetInfo's 79.19 (the CUDA
 # context and torch's start-up), the weights' 14.96 GiB loaded as 15.09 (loader buffers left allocated). Before
@@ -808,6 +812,19 @@ TRTLLM_GEMM_PEAK_SHARE = {"Hopper": {"fp8": 0.9}, "Blackwell": {"fp8": 0.9, "fp4
 # NVFP4 GEMMs of a few hundred decode rows fall short of the FP4 peak (activation quantization and block scales cost
 # the same time however fast the math); the fit gives FP8 none beyond the bf16 model's own shape term.
 TRTLLM_GEMM_HALF_ROWS = {"fp8": 0.0, "fp4": 64.0}
+# trtllm-serve's latency per request beyond the engine's steps (engines/trtllm.py host_loop: the OpenAI server,
+# tokenizing, the ZMQ hand-off to the executor worker, detokenizing and streaming back), fitted by `python
+# bench/serving/trtllm_serving.py --calibrate` on the calibration rows of bench/data/trtllm_serving.csv: NVIDIA/
+# TensorRT-LLM issue #5929's single requests of DeepSeek-R1 FP8 on 8 H200s (v0.21.0rc2, TP 8), 164.6 ms TTFT at 1,600
+# prompt tokens and 515.8 ms at 8,192. The fixed part of a lone request's TTFT is the intercept of TTFT against prompt
+# length, 79.4 ms, and the simulation's own (the weights' read, the steps' costs) is 21.9 ms without this constant:
+# 57.5 ms, against the 14.7 ms borrowed from vLLM before. Held out, the same H200s at expert parallelism 4 and 8
+# measure 77 and 69 ms of fixed part (gpuplan now 79), the B200s of the same issue (FP4) 104-106 ms (gpuplan 71).
+# Those runs cannot tell what waits outside the engine from what each context step costs the host (it runs without a
+# CUDA graph); all of it is taken as the former, so it adds to TTFT and not to the engine's throughput. It was measured
+# on a 61-layer MoE model: a smaller model's context step costs the host less. No dense single-request trtllm-serve
+# run was found.
+TRTLLM_REQUEST_S = 57.5e-3
 # TensorRT-LLM's context attention against gpuplan's FlashAttention figure (ATTENTION_PEAK_FRACTION of the bf16 peak):
 # fitted at 1.5x. trtllm-bench builds FP8 and NVFP4 engines with FP8 context FMHA (tensorrt_llm/bench/build/build.py:
 # use_fp8_context_fmha = True "if NVFP4 or FP8 quantization is enabled"), whose peak is twice the bf16 one.
