@@ -26,6 +26,8 @@ RECORDS = {
                           {"prompt": "a dog", "completion": "ran"}],
     "text": [{"text": "the cat sat on the mat"}, {"text": "a dog ran"}],
     "messages": [{"messages": [{"role": "user", "content": "the cat"}, {"role": "assistant", "content": "sat"}]}],
+    # ShareGPT: counted as chat (TRL converts it), its turns under conversations, keyed from/value
+    "sharegpt": [{"conversations": [{"from": "human", "value": "the cat"}, {"from": "gpt", "value": "sat"}]}],
 }
 
 
@@ -48,7 +50,7 @@ def written(kind: str, stack: str, model: str, tmp: Path, tokenizer: Path) -> Pa
     data.write_text("".join(json.dumps(r) + "\n" for r in RECORDS[kind]))
     plan = launch_plan(dict(model=model, task="train", method="lora", gpu="l40s", stack=stack, dataset=str(data),
                             tokenizer=str(tokenizer)))
-    assert plan.result.dataset["kind"] == kind
+    assert plan.result.dataset["kind"] == {"sharegpt": "messages"}.get(kind, kind)
     folder = tmp / f"{stack}-{kind}"
     write(launch_files(plan, [stack], LaunchOptions(dataset=str(data))), folder)
     return folder
@@ -74,6 +76,9 @@ def test_torchtune_builds_the_dataset_of_each_kind(kind, tmp_path, tokenizer):
     said = [(m.role, m.masked, m.text_content) for m in messages]
     if kind == "prompt-completion":
         assert said == [("user", True, "the cat sat on"), ("assistant", False, "the mat")]
+    elif kind == "sharegpt":
+        assert (cfg.dataset.conversation_column, cfg.dataset.conversation_style) == ("conversations", "sharegpt")
+        assert [(r, t) for r, _, t in said] == [("user", "the cat"), ("assistant", "sat")]
     else:
         assert [(r, t) for r, _, t in said] == [("user", "the cat"), ("assistant", "sat")]
 
@@ -87,11 +92,13 @@ def test_axolotl_takes_the_dataset_of_each_kind(tmp_path, tokenizer):
     assert entries["prompt-completion"]["type"]["field_output"] == "completion"
     assert entries["text"]["type"] == "completion"  # reads the field text
     assert entries["messages"]["type"] == "chat_template" and entries["messages"]["field_messages"] == "messages"
+    assert entries["sharegpt"]["field_messages"] == "conversations"
+    assert entries["sharegpt"]["message_property_mappings"] == {"role": "from", "content": "value"}
     path = cached_packages(f"axolotl-{AXOLOTL_VERSION}", [f"axolotl=={AXOLOTL_VERSION}", "addict"])
     jobs = [[str(f), {"bf16": True, "fp8": True, "tf32": True, "n_gpu": 1, "n_node": 1, "compute_capability": "sm_89"}]
             for f in folders.values()]
     read = child(AXOLOTL_READ, [json.dumps(jobs)], tmp_path, path)
-    assert len(read) == 3
+    assert len(read) == len(RECORDS)
     for kind, folder in folders.items():
         valid = read[str(folder)]["config"]["datasets"][0]
         assert read[str(folder)]["unknown"] == []

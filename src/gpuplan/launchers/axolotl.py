@@ -26,7 +26,7 @@ from typing import Any
 
 from .. import overheads as oh
 from . import deepspeed
-from .data import local_file, record_kind
+from .data import chat_turns, local_file, record_kind
 from .files import LaunchFile, shell_text, yaml_text
 from .plan import LaunchPlan
 from .settings import AXOLOTL_VERSION as VERSION
@@ -193,11 +193,15 @@ PROMPT_COMPLETION = {"field_instruction": "prompt", "field_output": "completion"
 
 
 def axolotl_dataset(opts: LaunchOptions, kind: str = "messages") -> dict[str, Any]:
-    """One ``datasets`` entry for records of ``kind`` (:func:`~gpuplan.launchers.data.record_kind`): chat
-    ``messages`` through the tokenizer's template, ``prompt``/``completion`` as a user-defined instruct format,
+    """One ``datasets`` entry for records of ``kind`` (:func:`~gpuplan.launchers.data.record_kind`): chat turns
+    (``messages``, or ShareGPT's ``conversations`` of from/value: :func:`~gpuplan.launchers.data.chat_turns`)
+    through the tokenizer's template, ``prompt``/``completion`` as a user-defined instruct format,
     ``text`` as axolotl's ``completion`` type (its field defaults to ``text``; docs/dataset-formats/index.qmd,
     "Pre-training without streaming"); a local file by its type."""
-    entry: dict[str, Any] = {"path": opts.dataset, "type": "chat_template", "field_messages": "messages"}
+    column, sharegpt = chat_turns(opts)
+    entry: dict[str, Any] = {"path": opts.dataset, "type": "chat_template", "field_messages": column}
+    if sharegpt:  # docs/dataset-formats/index.qmd: message_property_mappings from the dataset's keys
+        entry["message_property_mappings"] = {"role": "from", "content": "value"}
     if kind == "prompt-completion":
         entry = {"path": opts.dataset, "type": dict(PROMPT_COMPLETION)}
     elif kind == "text":

@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from .data import local_file, record_kind
+from .data import chat_turns, local_file, record_kind
 from .files import LaunchFile, Raw, shell_text, yaml_text
 from .plan import LaunchPlan
 from .settings import LaunchOptions
@@ -96,9 +96,9 @@ def recipe(plan: LaunchPlan) -> str:
 
 def _dataset(plan: LaunchPlan, opts: LaunchOptions, local: tuple[str, str] | None) -> dict[str, Any]:
     """The ``dataset`` entry for the records' form (:func:`~gpuplan.launchers.data.record_kind`), torchtune 0.6
-    builders: chat ``messages`` by ``chat_dataset`` (OpenAI style); ``prompt``/``completion`` by
-    ``instruct_dataset`` with its ``column_map`` (``input``, ``output``), the prompt masked as the estimate counts it;
-    ``text`` by ``text_completion_dataset`` (every token trained)."""
+    builders: chat turns by ``chat_dataset`` (OpenAI style, or ShareGPT's from/value turns in its sharegpt
+    style); ``prompt``/``completion`` by ``instruct_dataset`` with its ``column_map`` (``input``, ``output``), the
+    prompt masked as the estimate counts it; ``text`` by ``text_completion_dataset`` (every token trained)."""
     s, r = plan.scenario, plan.recipe
     kind = record_kind(plan)
     where = {"source": local[0] if local else opts.dataset, **({"data_files": local[1]} if local else {})}
@@ -110,8 +110,9 @@ def _dataset(plan: LaunchPlan, opts: LaunchOptions, local: tuple[str, str] | Non
     if kind == "text":
         return {"_component_": "torchtune.datasets.text_completion_dataset", **where, "column": "text",
                 "split": "train", **packed}
-    return {"_component_": "torchtune.datasets.chat_dataset", **where, "conversation_column": "messages",
-            "conversation_style": "openai", "split": "train",
+    column, sharegpt = chat_turns(opts)  # ShareGPT's from/value turns: torchtune's sharegpt style
+    return {"_component_": "torchtune.datasets.chat_dataset", **where, "conversation_column": column,
+            "conversation_style": "sharegpt" if sharegpt else "openai", "split": "train",
             "train_on_input": not (r is not None and r.assistant_only), **packed}
 
 
