@@ -802,18 +802,21 @@ TRTLLM_GEMM_PEAK_SHARE = {"Hopper": {"fp8": 0.9}, "Blackwell": {"fp8": 0.9, "fp4
 # the same time however fast the math); the fit gives FP8 none beyond the bf16 model's own shape term.
 TRTLLM_GEMM_HALF_ROWS = {"fp8": 0.0, "fp4": 64.0}
 # trtllm-serve's latency per request beyond the engine's steps (engines/trtllm.py host_loop: the OpenAI server,
-# tokenizing, the ZMQ hand-off to the executor worker, detokenizing and streaming back), fitted by `python
-# bench/serving/trtllm_serving.py --calibrate` on the calibration rows of bench/data/trtllm_serving.csv: NVIDIA/
-# TensorRT-LLM issue #5929's single requests of DeepSeek-R1 FP8 on 8 H200s (v0.21.0rc2, TP 8), 164.6 ms TTFT at 1,600
-# prompt tokens and 515.8 ms at 8,192. The fixed part of a lone request's TTFT is the intercept of TTFT against prompt
-# length, 79.4 ms, and the simulation's own (the weights' read, the steps' costs) is 21.9 ms without this constant:
-# 57.5 ms, against the 14.7 ms borrowed from vLLM before. Held out, the same H200s at expert parallelism 4 and 8
-# measure 77 and 69 ms of fixed part (gpuplan now 79), the B200s of the same issue (FP4) 104-106 ms (gpuplan 71).
-# Those runs cannot tell what waits outside the engine from what each context step costs the host (it runs without a
-# CUDA graph); all of it is taken as the former, so it adds to TTFT and not to the engine's throughput. It was measured
-# on a 61-layer MoE model: a smaller model's context step costs the host less. No dense single-request trtllm-serve
-# run was found.
-TRTLLM_REQUEST_S = 57.5e-3
+# tokenizing, the ZMQ hand-off to the executor worker, detokenizing and streaming back): borrowed from vLLM
+# (VLLM_V1_REQUEST_S, fitted on vLLM's own runs), both being Python OpenAI servers doing the same work. No trtllm-serve
+# run separates it from the context step's host work (TRTLLM_EAGER_LAUNCH_S).
+TRTLLM_REQUEST_S = VLLM_V1_REQUEST_S
+# TensorRT-LLM's host seconds per kernel launched in a step that holds a context request: its PyTorch backend runs
+# such a step without a CUDA graph (tensorrt_llm/_torch/pyexecutor/scheduler.py ScheduledRequests.can_run_cuda_graph
+# is False while context_requests is non-empty; only decode batches replay the graphs of cuda_graph_config), each
+# kernel launched from its Python modules; the step takes the longer of the launching and the GPU's work
+# (StepTimer.launch_host_s). Fitted by `python bench/serving/trtllm_serving.py --calibrate` on the calibration rows of
+# bench/data/trtllm_serving.csv alone: NVIDIA/TensorRT-LLM issue #5929's single requests of DeepSeek-R1 FP8 on 8
+# H200s (v0.21.0rc2, TP 8), 164.6 ms TTFT at 1,600 prompt tokens and 515.8 ms at 8,192, whose intercept of TTFT
+# against prompt length is 79.4 ms; the launch time that brings the simulated intercept there (TRTLLM_REQUEST_S
+# borrowed, bisection). It replaces a flat 57.5 ms per request fitted on the same pair (a 61-layer MoE step's host
+# time charged to every model's requests).
+TRTLLM_EAGER_LAUNCH_S = 41.8e-6
 # TensorRT-LLM's context attention against gpuplan's FlashAttention figure (ATTENTION_PEAK_FRACTION of the bf16 peak):
 # fitted at 1.5x. trtllm-bench builds FP8 and NVFP4 engines with FP8 context FMHA (tensorrt_llm/bench/build/build.py:
 # use_fp8_context_fmha = True "if NVFP4 or FP8 quantization is enabled"), whose peak is twice the bf16 one.
