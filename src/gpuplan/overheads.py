@@ -825,12 +825,14 @@ TRTLLM_CONTEXT_ATTENTION_SPEEDUP = 1.5
 # expansion of each token into its top-k rows with the activations' FP4 quantization, the finalize kernel that
 # scatters and weights them back, the per-expert padding of the grouped GEMM's tiles. Seconds per token and MoE layer
 # at prefill and at decode, and per MoE layer and iteration. Fitted by `python bench/trtllm.py --fit-moe` (a grid,
-# median |error|) on the 20 B200 MoE rows of the overview (Llama 4 Scout and Qwen3-30B-A3B, NVFP4: 3.0 %); held out:
+# median |error|) on the 20 B200 MoE rows of the overview (Llama 4 Scout and Qwen3-30B-A3B, NVFP4: 2.5 %); held out:
 # the GB200 rows of the same tables. FP8 MoE on Hopper does not pay it (release 0.17's one-GPU Mixtral 8x7B rows on
 # H100, H200 and GH200 and MLPerf's Mixtral on 8 H200s land within 2-8 % without it, 5-15 % slow with it).
-TRTLLM_MOE_PREFILL_TOKEN_S = 80e-9
-TRTLLM_MOE_DECODE_TOKEN_S = 250e-9
-TRTLLM_MOE_LAYER_STEP_S = 30e-6
+# Refitted with TRTLLM_EAGER_LAUNCH_S (2026-11-29: prefill 80 -> 100 ns, decode 250 -> 200 ns, per layer and
+# iteration 30 -> 0 us, the context steps' launches now holding that fixed part; fitted rows 7.3 -> 2.5 %).
+TRTLLM_MOE_PREFILL_TOKEN_S = 100e-9
+TRTLLM_MOE_DECODE_TOKEN_S = 200e-9
+TRTLLM_MOE_LAYER_STEP_S = 0.0
 
 # ---- profiled modules (speed/modules.py): diffusion denoisers, VAEs, text encoders, Whisper, T5 ----------------------
 # Host work of an eager pass read off the module's own profile: every aten op the dispatcher runs (views included:
