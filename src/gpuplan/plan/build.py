@@ -63,19 +63,21 @@ def offers_for(r: Resolved | ResolvedModule, catalog: list[Offer]) -> Offers:
 
 def build(r: Resolved | ResolvedModule, offers: Offers | None = None, *, advise: bool = True, memory_only: bool = False,
           offer_label: str | None = None, base: Plan | None = None, speeds: dict | None = None,
-          recipe: bool | None = None, simulate: bool = False, keep_micro_batch: bool = False) -> Plan:
+          recipe: bool | None = None, simulate: bool = False, keep_micro_batch: bool = False,
+          layout: bool = True) -> Plan:
     """The plan of ``r`` priced on ``offers`` (the stages of the module docstring). A search passes the memory plan
     it already made (``base``) and the speeds it timed on this card (``speeds``, by class of links); ``recipe``: the
     training recipe even without data (True: a plan to launch), with data only (None), or never (False: a
     search's row, whose recipe is made for the setup launched); ``simulate``: the serving runs (one plan's
-    question, not a search's); ``keep_micro_batch``: a ranked setup's layout keeps its micro-batch. A model that is
+    question, not a search's); ``keep_micro_batch``: a ranked setup's layout keeps its micro-batch; ``layout``
+    False: a search's row, at the layout the search ranks (recommend lays out the rows it shows). A model that is
     not a decoder LLM (``r`` a :class:`ResolvedModule`) runs the same stages on its recorded profiles
     (:func:`gpuplan.plan.modules.build_module`)."""
     if isinstance(r, ResolvedModule):
         from .modules import build_module  # the module plans' readers and timings load for a module's plan only
 
         return build_module(r, (offers or Offers()).candidates, advise=advise, memory_only=memory_only)
-    if not memory_only:
+    if layout and not memory_only:
         laid = with_layout(r, keep_micro_batch)
         if laid.scenario is not r.scenario:  # another layout: its own memory and speeds
             base, speeds = None, None

@@ -17,13 +17,14 @@ from .resolve import Resolved, changed, resolve
 OVERSHOOT = 1.1  # a layout may exceed the recipe's global batch by 10 % at most (a micro-batch that does not divide it)
 
 
-def layout(s, m, gpu, global_batch: int) -> tuple[int, int, str]:
+def layout(s, m, gpu, global_batch: int, plans: dict | None = None) -> tuple[int, int, str]:
     """(micro-batch, accumulation, why): the micro-batch that fits ``gpu`` and reaches ``global_batch`` sequences
     (with accumulation over the data-parallel GPUs, at most :data:`OVERSHOOT` past it: the steps would count other
     batches than the recipe's) at the least time per sequence (each one tried a memory plan,
     timed on the card's own links when it fits); the scenario's own when it
     set either (the layout it runs, which `gpuplan launch` writes: an accumulation the scenario does not run would
-    make the steps count other batches than the trainer's), or when there is no GPU to time on."""
+    make the steps count other batches than the trainer's), or when there is no GPU to time on. ``plans``: filled
+    with the memory plan of each (micro-batch, accumulation) tried, for the caller to keep the one chosen."""
     dp = s.dp
     if "micro_batch_size" in s.model_fields_set or "grad_accum_steps" in s.model_fields_set or gpu is None:
         mb, accum = s.micro_batch_size, s.grad_accum_steps
@@ -47,6 +48,8 @@ def layout(s, m, gpu, global_batch: int) -> tuple[int, int, str]:
             break
         if not plan.verdict.fits:
             break
+        if plans is not None:
+            plans[mb, accum] = plan
         per_sequence = speed_of(plan.setup.scenario, m, gpu).step_time_s / (mb * accum * dp)
         tried.append(f"{mb}: {per_sequence:.3g} s")
         if best is None or per_sequence < best[2] * 0.98 or stepwise:  # a bigger one must be clearly faster
@@ -93,13 +96,17 @@ def with_layout(r: Resolved, keep_micro_batch: bool = False) -> Resolved:
     given = {"grad_accum_steps"} if keep_micro_batch else {"micro_batch_size", "grad_accum_steps"}
     if r.layout_why is not None or s.task != "train" or gpu is None or given & s.model_fields_set:
         return r
-    global_batch = recipe_batch(s, m)
+    global_batch, plans = recipe_batch(s, m), {}
     if keep_micro_batch:
         mb, (accum, why) = s.micro_batch_size, accumulation(s, global_batch)
     else:
-        mb, accum, why = layout(s, m, gpu, global_batch)
+        mb, accum, why = layout(s, m, gpu, global_batch, plans)
     if (mb, accum) == (s.micro_batch_size, s.grad_accum_steps):
         return Resolved(**{**r.__dict__, "layout_why": why})
+    if (mb, accum) in plans:  # planned (and validated) once already, where the search tried it
+        a = plans[mb, accum].setup
+        return Resolved(scenario=a.scenario, model=a.model, gpu=a.gpu, gpu_note=r.gpu_note, split_note=r.split_note,
+                        length_note=r.length_note, checked=a.checked, chosen=r.chosen, layout_why=why)
     again = changed(r, {"micro_batch_size": mb, "grad_accum_steps": accum}, None, layout_why=why)
     if memory_plan(again).verdict.fits:
         return again

@@ -343,7 +343,8 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
     owned = _filter_rank([x for x in setups if x.owned], c)
     setups = _filter_rank([x for x in setups if not x.owned], c)
     # the rows shown at the recipe's layout (better rows only: the same rows, perhaps reordered)
-    if _laid_out(owned, c.top, pending, m, references) | _laid_out(setups, c.top, pending, m, references):
+    if _laid_out(owned, c.top, pending, m, references, c.min_headroom) | \
+            _laid_out(setups, c.top, pending, m, references, c.min_headroom):
         owned, setups = _filter_rank(owned, c), _filter_rank(setups, c)
     for x in setups[: c.top]:  # the scenario as priced: validated for the setups shown only (thousands are ranked)
         x.scenario = x.scenario.model_copy(update={
@@ -356,7 +357,7 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
                             elapsed_s=time.perf_counter() - started, owned=owned[: c.top])
     if c.deadline_hours is not None and s.task == "train" and s.train_tokens:
         fewest = [min(setups, key=lambda x: (x.num_gpus, _key(x, c.objective)), default=None)]
-        _laid_out(fewest, 1, pending, m, references)
+        _laid_out(fewest, 1, pending, m, references, c.min_headroom)
         result.fewest = fewest[0]
         if result.fewest is not None:
             result.fewest_line = fewest_line(s, m, result.fewest, c.deadline_hours)
@@ -520,10 +521,12 @@ def _accumulated(scenario: Scenario, m: ModelSpec):
     return laid, estimate_memory(laid, m, None)
 
 
-def _laid_out(rows: list[Setup], top: int, pending: dict, m: ModelSpec, references: dict) -> bool:
+def _laid_out(rows: list[Setup], top: int, pending: dict, m: ModelSpec, references: dict,
+              headroom: float = 0.0) -> bool:
     """The rows shown whose micro-batch is free (:func:`_free`) planned again at the recipe's layout on their card
     and offer (:func:`gpuplan.plan.layout.layout`, as ``estimate`` and ``gpuplan launch`` plan them: the builder
-    takes it), in place; a layout tried per micro-batch, so for the ``top`` rows shown only. Whether any moved."""
+    takes it), in place, where it leaves the ``headroom`` asked; a layout tried per micro-batch, so for the ``top``
+    rows shown only. Whether any moved."""
     moved = False
     for i, x in enumerate(rows[:top]):
         scenario = pending.pop(("free", id(x)), None)
@@ -532,7 +535,8 @@ def _laid_out(rows: list[Setup], top: int, pending: dict, m: ModelSpec, referenc
         gpu, offer = x.plan.setup.gpu, x.plan._offer
         r = resolve(scenario.on_card(gpu.id), m, gpu)
         row = build(r, Offers(candidates=(offer,), reference=references[gpu.id]), advise=False, recipe=False)
-        if row.cost is None or not row.memory.fits or row.setup.scenario == x.scenario:
+        if row.cost is None or not row.memory.fits or row.setup.scenario == x.scenario or \
+                row.memory.device_peak_gib > gpu.usable_gib * (1 - headroom):
             continue
         rows[i] = Setup.of(row, x.techniques, offer, x.change)
         if id(x) in pending:
@@ -585,7 +589,7 @@ def _priced(plan: Plan, labels: list[str], offers: list[Offer], reference: tuple
         if s.num_nodes > 1 and not multi_node(offer):
             continue  # the provider sells no fabric between machines
         row = build(plan.setup, Offers(candidates=(offer,), reference=reference), advise=False, base=plan,
-                    speeds=speeds, recipe=False)
+                    speeds=speeds, recipe=False, layout=False)
         if row.cost is not None:  # a card without a matrix rate (Apple silicon) fits but cannot be timed or priced
             out.append(Setup.of(row, labels, offer))
     return out
