@@ -111,6 +111,38 @@ def test_offline_hub_id_not_cached_is_a_clear_error(tmp_path):
     assert "not in the local cache" in proc.stderr and "pass its path" in proc.stderr
 
 
+@pytest.mark.parametrize("repo_id, hint", [
+    ("Qwen/Qwen2.5-7B-Instruct-1M", "(did you mean the bundled 'Qwen/Qwen2.5-7B'?)"),  # new-user review 3
+    ("Qwen/Qwen2.5-3B-Instruct", None),  # no bundled Qwen2.5 of 3B: nothing, not a Qwen3-VL of another size
+])
+def test_offline_suggestion_keeps_the_numbers_typed(repo_id, hint, tmp_path):
+    """The bundled name offered for a repo not in the cache has the version and size that were typed; before,
+    difflib's letters offered 'Qwen/Qwen3-VL-8B-Instruct' for the 1M-context Qwen2.5-7B."""
+    pytest.importorskip("huggingface_hub")
+    proc = _hub(f"from gpuplan import load_model; load_model({repo_id!r})", tmp_path)
+    assert "not in the local cache" in proc.stderr
+    if hint:
+        assert hint in proc.stderr
+    else:
+        assert "did you mean" not in proc.stderr
+
+
+@pytest.mark.parametrize("name, offered, not_offered", [
+    ("llama-3.1-8b-instrct", "llama-3.1-8b", "llama-3.3-70b-instruct"),
+    ("qwen25-7b", "qwen2.5-7b", "qwen3.5-35b"),
+])
+def test_a_typo_is_offered_names_of_its_version_and_size(name, offered, not_offered):
+    with pytest.raises(UnknownNameError) as err:
+        load_model(name)
+    assert offered in err.value.suggestions and not_offered not in err.value.suggestions
+
+
+def test_no_suggestion_of_another_size():
+    with pytest.raises(UnknownNameError) as err:
+        load_model("qwen2.5-3b")
+    assert err.value.suggestions == [] and "did you mean" not in str(err.value)
+
+
 def cache_config(tmp_path, repo_id: str, config: dict) -> None:
     """Put ``config`` in a huggingface_hub cache under ``tmp_path/hf/hub`` as ``repo_id``'s main revision."""
     commit = "0" * 40

@@ -302,7 +302,7 @@ def check_model_name(name: str, *, hub: bool, where: str = "the web page") -> No
     files of its host: the web page). Asked before a scenario is read: the model's tokenizer is looked up by its
     name."""
     from ..model import kinds
-    from ..model.catalog import REPO_ID, aliases, base_repo, bundled, bundled_repo
+    from ..model.catalog import REPO_ID, aliases, base_repo, bundled, bundled_repo, suggestable
     from ..userfiles import user_path
 
     if bundled_repo(name) or name.lower().startswith("synthetic-") or kinds.named(name) is not None:
@@ -324,6 +324,6 @@ def check_model_name(name: str, *, hub: bool, where: str = "the web page") -> No
     if "/" in name:
         raise GpuplanError(f"{where} does not read files on the server ({name[:100]!r}): name a bundled model "
                            "or a Hugging Face repo id, or use `gpuplan estimate --model PATH` on the command line")
-    raise UnknownNameError("model", name, [*bundled(), *aliases()],
+    raise UnknownNameError("model", name, suggestable(name, [*bundled(), *aliases()]),
                            hint="GET /api/models lists the bundled models; a Hugging Face repo id (org/name) "
                                 "works when the server runs with --hub.")
