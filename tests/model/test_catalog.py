@@ -208,6 +208,13 @@ TINY = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_si
     # name the user never wrote and without the file's
     ({"quantization_config": {"quant_method": "gptq", "bits": 3}},
      ": GPTQ checkpoints with 3 bits are not supported; gpuplan sizes 4- and 8-bit"),
+    # review leftover: a window of 0 with sliding attention on was read silently as full attention
+    ({"sliding_window": 0, "use_sliding_window": True},
+     ": sliding_window is 0 while use_sliding_window true turns sliding attention on"),
+    ({"sliding_window": 0, "layer_types": ["sliding_attention", "full_attention"] * 2},
+     "sliding_window is 0 while layer_types 'sliding_attention' turns sliding attention on"),
+    ({"sliding_window": 0, "sliding_window_pattern": 2}, "sliding_window is 0 while sliding_window_pattern 2 turns"),
+    ({"text_config": {"sliding_window": 0, "use_sliding_window": True}}, "(text_config): sliding_window is 0"),
 ])
 def test_broken_configs_are_refused_in_one_sentence(tmp_path, change, message):
     """The fuzz report's configs (a tiny Llama with one field broken): one sentence naming the key, not a
@@ -216,6 +223,14 @@ def test_broken_configs_are_refused_in_one_sentence(tmp_path, change, message):
     path.write_text(json.dumps({**TINY, **change}, allow_nan=True))
     with pytest.raises(GpuplanError, match=re.escape(message)):
         load_model(str(path))
+
+
+def test_sliding_window_0_without_sliding_layers_stands(tmp_path):
+    """Released configs write 0 or null for "no window" where nothing turns sliding attention on."""
+    plain = load_model(str(_write(tmp_path / "a", TINY))).params_total
+    assert load_model(str(_write(tmp_path / "b", {**TINY, "sliding_window": 0}))).params_total == plain
+    assert load_model(str(_write(tmp_path / "c", {**TINY, "sliding_window": 0, "use_sliding_window": False}))
+                      ).params_total == plain
 
 
 def test_head_dim_0_stands_in_mla_configs(tmp_path):
