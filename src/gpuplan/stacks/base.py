@@ -79,6 +79,8 @@ class Stack:
     holds_output = False
     # whether a buffer is sized from the memory the card has free (so the peak depends on the card's capacity)
     sizes_from_free_memory = False
+    # the model-parallel splits the stack runs itself and its launch files set ("tp", "pp"): the Trainer has none
+    model_parallel: tuple[str, ...] = ()
 
     # -- what it stores ----------------------------------------------------------------------------------
     def base_format(self, s: Scenario, m: ModelSpec) -> tuple[Format, tuple[str, ...]]:

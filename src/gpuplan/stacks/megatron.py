@@ -250,6 +250,7 @@ class Megatron(Stack):
     """Megatron-Core's layers (Transformer Engine) and schedules; the memory is :mod:`gpuplan.memory.megatron`."""
 
     name = "megatron"
+    model_parallel = ("tp", "pp")  # --tensor-model-parallel-size, --pipeline-model-parallel-size
 
     def recompute(self, s: Scenario, m: ModelSpec) -> Recompute:
         """``full`` re-runs every layer's forward; ``selective`` re-runs core attention only (the speed model
