@@ -10,13 +10,16 @@ import math
 import os
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
 from ..errors import GpuplanError, SourceError, UnknownNameError, echo
 from ..result import Answer, finite
 from . import arguments as arg
+
+if TYPE_CHECKING:
+    from ..engines import Engine
 
 MODEL_SORT = ("name", "params", "active", "layers", "hidden", "context", "family")
 GPU_SORT = ("memory", "bandwidth", "bf16", "fp8", "tdp", "msrp", "usd_per_gb", "rent", "usd_per_tflop", "name")
@@ -139,6 +142,14 @@ def short_gpu(gpu_id: str) -> str:
     from ..hardware import short_id
 
     return short_id(gpu_id) if isinstance(gpu_id, str) else str(gpu_id)
+
+
+def engine_profile(name: str) -> Engine:
+    """A serving engine's profile (:mod:`gpuplan.engines`), for the words an answer prints of it: its label
+    (``vLLM``), where its simulated runs come from, the setting that caps its running requests."""
+    from ..engines import ENGINES
+
+    return ENGINES[name]
 
 
 def gpu_name(gpu: str) -> str:

@@ -147,6 +147,13 @@ class Engine:
     expert_parallel = False
     # it runs on Apple silicon's GPU (Metal: llama.cpp, MLX; transformers through PyTorch's MPS backend)
     metal = False
+    # where a simulated run's numbers come from, as the capacity table's note says it ("From a simulation of ...")
+    scheduler_words = ""
+    # the setting that caps the requests running at once, and what its pool does with those admitted (an offline
+    # job's note: "at most max_num_seqs requests run at once, and no more than the KV pool ...")
+    running_cap = "max_num_seqs"
+    pool_admits = ("holds; the others wait for them to finish, and a pool that runs out preempts requests, which "
+                   "recompute when they resume.")
 
     # ---- its KV cache's layout (the arithmetic of gpuplan.tensors.kv, and the page's formulas) ----------------
     def kv_element_bytes(self, s: Scenario) -> float:

@@ -227,6 +227,9 @@ class Sglang(Engine):
     token by token; its GPU work timed as vLLM's current engine's, its host loop as its own."""
 
     name = "sglang"
+    scheduler_words = ("From a simulation of SGLang's scheduler (prefill batches before decodes, chunked_prefill_size, "
+                       "max_running_requests, the radix cache on the shared prefix; its host loop fitted on SGLang's "
+                       "own published runs, few: bench/results/sglang_serving.md)")
     expert_parallel = True
     label = "SGLang"
     pool_words = "SGLang's token pool"

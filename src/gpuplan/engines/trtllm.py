@@ -199,6 +199,12 @@ class Trtllm(Engine):
     vLLM's current engine."""
 
     name = "trtllm"
+    scheduler_words = ("From a simulation of TensorRT-LLM's in-flight batching (trtllm-serve's defaults: "
+                       "max_batch_size 2,048, max_num_tokens 8,192, whole contexts, GUARANTEED_NO_EVICT admission; "
+                       "its host loop timed as vLLM's, uncalibrated on serving runs)")
+    running_cap = "max_batch_size"
+    pool_admits = ("holds for their whole output (GUARANTEED_NO_EVICT: nothing is preempted); the others wait for "
+                   "them to finish.")
     expert_parallel = True
     label = "TensorRT-LLM"
     pool_words = "TensorRT-LLM's KV pool"

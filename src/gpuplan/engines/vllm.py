@@ -575,6 +575,7 @@ class Vllm(Engine):
     docstring), paged blocks shared by prefix, CUDA graphs and an engine loop (V1 from 0.8)."""
 
     name = "vllm"
+    scheduler_words = "From a simulation of vLLM's scheduler"
     expert_parallel = True
     label = "vLLM"
     pool_words = "vLLM's KV pool"
