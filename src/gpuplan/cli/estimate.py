@@ -183,12 +183,13 @@ def render_load(run, s: dict) -> None:
 
 def render_offline(run, s: dict) -> None:
     """The batch queued at once through the engine's scheduler: its throughput, and how many ran together."""
-    engine = api.engine_profile(run.engine).label
+    profile = api.engine_profile(run.engine)
+    engine = profile.label
     n, peak = run.num_prompts, run.peak_running
     if peak >= n:
         together = f"all {n:,} ran together"
     else:
-        limit = (f"{engine} runs at most {run.running_cap:,} (max_num_seqs)" if peak >= run.running_cap else
+        limit = (f"{engine} runs at most {run.running_cap:,} ({profile.running_cap})" if peak >= run.running_cap else
                  "the KV pool holds no more")
         together = f"at most {peak:,} of the {n:,} ran together ({limit}): the others waited for them to finish"
     preempted = f", {run.preemptions:,} preempted and recomputed" if run.preemptions else ""

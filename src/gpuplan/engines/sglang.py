@@ -230,6 +230,7 @@ class Sglang(Engine):
     scheduler_words = ("From a simulation of SGLang's scheduler (prefill batches before decodes, chunked_prefill_size, "
                        "max_running_requests, the radix cache on the shared prefix; its host loop fitted on SGLang's "
                        "own published runs, few: bench/results/sglang_serving.md)")
+    running_cap = "max_running_requests"
     expert_parallel = True
     label = "SGLang"
     pool_words = "SGLang's token pool"
