@@ -9,7 +9,6 @@ import pytest
 
 from gpuplan.engines import trtllm
 from gpuplan.hardware import load_gpu
-from gpuplan.memory.inference import ranks_as_one
 from gpuplan.model.catalog import load_model
 from gpuplan.plan.capacity import capacity
 from gpuplan.scenario import scenario_from
@@ -83,7 +82,7 @@ def test_attention_dp_ranks_add_up_for_trtllm():
     ranks x the blocks, max_batch_size and max_num_tokens of one."""
     s = trt_scenario(gpu="h100-sxm")
     sm = trtllm.startup_memory(s, M, H100, trtllm.activation(s, M))
-    four = ranks_as_one(sm, 4)
+    four = sm.ranks(4)
     assert (four.num_blocks, four.max_batch_size, four.max_num_tokens) == \
         (4 * sm.num_blocks, 4 * 2048, 4 * 8192)
 

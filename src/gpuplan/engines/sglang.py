@@ -50,7 +50,7 @@ change these again; this module is the 2025 rule set, checked against the logs i
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .. import overheads as oh
 from ..hardware import GpuSpec
@@ -157,6 +157,12 @@ class StartupMemory:
     def reserve_gib(self) -> float:
         """What ``mem_fraction_static`` keeps back for activations, CUDA graphs and the ``req_to_token`` pool."""
         return self.total_gib * (1 - self.mem_fraction_static)
+
+    def ranks(self, n: int) -> StartupMemory:
+        """``n`` attention data-parallel ranks as one scheduler sees them: each DP worker schedules its own
+        requests, so the pools, running-request caps and chunk sizes add up."""
+        return replace(self, kv_tokens=self.kv_tokens * n, max_running_requests=self.max_running_requests * n,
+                       chunked_prefill_size=self.chunked_prefill_size * n)
 
     def budget_gib(self, outside_gib: float) -> float:
         """The memory SGLang's allocator holds (weights, pool, reserve) beside ``outside_gib`` held outside it

@@ -28,7 +28,7 @@ NVIDIA's runs, and runs without chunked prefill, so ``max_num_tokens`` is at lea
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .. import overheads as oh
 from ..hardware import GpuSpec
@@ -82,6 +82,12 @@ class StartupMemory:
         """Whole requests of ``request_tokens`` the pool holds, capped by ``max_batch_size``."""
         per = math.ceil(request_tokens / self.tokens_per_block) if request_tokens else 0
         return min(self.max_batch_size, self.num_blocks // per) if per else 0
+
+    def ranks(self, n: int) -> StartupMemory:
+        """``n`` attention data-parallel ranks as one scheduler sees them (``enable_attention_dp``: each rank
+        schedules its own batch), so the blocks, batch sizes and per-step tokens add up."""
+        return replace(self, num_blocks=self.num_blocks * n, max_batch_size=self.max_batch_size * n,
+                       max_num_tokens=self.max_num_tokens * n)
 
 
 def limits(s: Scenario, m: ModelSpec) -> tuple[int, int, int]:

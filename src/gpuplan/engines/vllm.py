@@ -50,7 +50,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .. import overheads as oh
 from ..hardware import GpuSpec
@@ -458,6 +458,13 @@ class StartupMemory:
     @property
     def fits_max_model_len(self) -> bool:
         return self.max_model_len_fit >= self.limits.max_model_len
+
+    def ranks(self, n: int) -> StartupMemory:
+        """``n`` attention data-parallel ranks as one scheduler sees them: each rank is an engine core with its
+        own limits and pool, so the blocks, running sequences and per-step tokens add up."""
+        limits = replace(self.limits, max_num_seqs=self.limits.max_num_seqs * n,
+                         max_num_batched_tokens=self.limits.max_num_batched_tokens * n)
+        return replace(self, limits=limits, num_blocks=self.num_blocks * n)
 
 
 def startup_memory(s: Scenario, m: ModelSpec, gpu: GpuSpec, total_gib: float | None = None) -> StartupMemory:
