@@ -316,7 +316,8 @@ class Sglang(Engine):
                         request_s=oh.SGLANG_REQUEST_S, overlapped=overlap_schedule(s),
                         chunk_tokens=d.chunked_prefill_size, all_reduce_s=oh.SGLANG_ALL_REDUCE_S)
         return current_timing(s, m, gpu, loop=loop, note=TIMING, graph_max_batch=d.cuda_graph_max_bs,
-                              launch_s=oh.SGLANG_EAGER_LAUNCH_S, **fused_kernels(s, m, gpu))
+                              launch_s=oh.SGLANG_EAGER_LAUNCH_S, label=self.label, rocm_measured=True,
+                              **fused_kernels(s, m, gpu))
 
 
 def fused_kernels(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> dict:

@@ -671,7 +671,7 @@ def piecewise_graph_s(s: Scenario, m: ModelSpec) -> float:
 
 def current_timing(s: Scenario, m: ModelSpec, gpu: GpuSpec, *, current: bool = True,
                    loop: HostLoop | None = None, note: str = "", graph_max_batch: int | None = None,
-                   **kernels) -> Timing:
+                   label: str = "vLLM", rocm_measured: bool = False, **kernels) -> Timing:
     """vLLM's timing of ``s`` (its release; the current one with ``current``, for an engine timed as vLLM's):
     CUDA graphs and fused element-wise kernels in the V1 engine (0.8+), packed projections, the measured kernel
     bandwidth, and its engine loop (``loop``: another engine's own), whose host work per step overlaps the GPU's
@@ -680,8 +680,9 @@ def current_timing(s: Scenario, m: ModelSpec, gpu: GpuSpec, *, current: bool = T
     of up to the largest default capture size in tokens (:func:`capture_sizes`) replays a CUDA graph, a larger one
     runs eagerly (``vllm/v1/worker/gpu_model_runner.py``: ``num_scheduled_tokens <= self.cudagraph_batch_sizes[-1]``
     "Use piecewise CUDA graphs", else "Eager mode"; the batch padded to the next captured size adds rows to GEMMs
-    that read their weights once anyway, and is not timed); ``graph_max_batch``: another engine's own cap.
-    ``kernels``: another engine's
+    that read their weights once anyway, and is not timed); ``graph_max_batch``: another engine's own cap;
+    ``label``, ``rocm_measured``: the engine its ROCm note names, and whether its ROCm build was measured (SGLang's
+    was, :mod:`.rocm`). ``kernels``: another engine's
     :class:`~gpuplan.engines.base.Timing` fields (TensorRT-LLM's grouped experts and context attention)."""
     v1 = current or version_tuple(s.engine_version) >= (0, 8, 0)
     limits = scheduler_limits(s, m, gpu, current=current)
@@ -693,7 +694,7 @@ def current_timing(s: Scenario, m: ModelSpec, gpu: GpuSpec, *, current: bool = T
                         overlapped=overlapped, chunk_tokens=limits.max_num_batched_tokens)
     if graph_max_batch is None:
         graph_max_batch = capture_sizes(limits.max_num_seqs, gpu)[-1] if v1 else 0
-    rocm = rocm_note("SGLang" if s.engine == "sglang" else "vLLM", gpu, measured=s.engine == "sglang")
+    rocm = rocm_note(label, gpu, measured=rocm_measured)
     return Timing(graphs=v1, packed_linears=True, streaming_bandwidth=True, loop=loop,
                   note="; ".join(x for x in (note, rocm) if x), graph_max_batch=graph_max_batch,
                   gpu_scale=gpu_scale(gpu), **kernels)
