@@ -104,10 +104,10 @@ def fsdp_settings(s: Scenario, *, accelerate_names: bool = False) -> dict[str, A
 
 
 def zero_stage(s: Scenario) -> int:
-    """ZeRO stage: the strategy's, or 1 for a single GPU with its optimizer offloaded (ZeRO-Offload; DeepSpeed
+    """ZeRO stage: the sharding's, or 1 for a single GPU with its optimizer offloaded (ZeRO-Offload; DeepSpeed
     accepts ``offload_optimizer`` for stages 1-3, and stage 1 on one GPU shards nothing)."""
-    strategy = s.resolved_sharding
-    return int(strategy[-1]) if strategy.startswith("zero") else 1
+    sharding = s.resolved_sharding
+    return int(sharding[-1]) if sharding.startswith("zero") else 1
 
 
 def model_dtype(s: Scenario) -> str:

@@ -6,9 +6,9 @@ they cannot, the smallest combination of changes that makes the job fit on them 
 
 The guides' decision framework, in order: memory first (prune every setup that does not fit with the
 headroom asked for), then communication (NVLink or PCIe, from the speed model's bound), then budget (time
-and cost on every offer), then headroom. The search space is GPU type x count x strategy x techniques x
+and cost on every offer), then headroom. The search space is GPU type x count x sharding x techniques x
 offers; memory does not depend on the GPU type beyond its capacity and CUDA context, so each
-(count, strategy, techniques) is estimated once and compared with every card. The numbers are those of
+(count, sharding, techniques) is estimated once and compared with every card. The numbers are those of
 ``gpuplan estimate``: the same functions, on the same scenario.
 """
 
@@ -292,7 +292,7 @@ OFFLOADS = ("torchtune", "axolotl", "pytorch")  # Unsloth offloads by default; t
 
 
 def _layouts(s: Scenario, m: ModelSpec, c: Constraints, stack: str = "hf", split: bool = False) -> list[dict]:
-    """GPU counts and parallel strategies: data parallel / ZeRO for training, tensor parallel for serving; with
+    """GPU counts and parallel layouts: data parallel / ZeRO for training, tensor parallel for serving; with
     ``split``, training's tensor x pipeline-parallel layouts instead (:func:`_split_layouts`)."""
     out = []
     for n in COUNTS:
@@ -312,8 +312,8 @@ def _layouts(s: Scenario, m: ModelSpec, c: Constraints, stack: str = "hf", split
         if split:
             out += _split_layouts(n, per_node, nodes, stack)
             continue
-        strategies = ["single"] if n == 1 else list(SHARDING[stack])
-        out += [{"num_gpus": per_node, "num_nodes": nodes, "tp": 1, "pp": 1, "sharding": st} for st in strategies]
+        shardings = ["single"] if n == 1 else list(SHARDING[stack])
+        out += [{"num_gpus": per_node, "num_nodes": nodes, "tp": 1, "pp": 1, "sharding": st} for st in shardings]
     return out
 
 
@@ -631,7 +631,7 @@ def _filter_rank(setups: list[Setup], c: Constraints) -> list[Setup]:
     kept = [x for x in setups  # met at the slow end of the likely range, not only at the central estimate
             if (c.budget_usd is None or x.usd_total is None or x.usd_total_high <= c.budget_usd)
             and (c.deadline_hours is None or x.hours is None or x.hours_high <= c.deadline_hours)]
-    best: dict[tuple, Setup] = {}  # one per (GPU, count, provider, pricing): its best offer, techniques, strategy
+    best: dict[tuple, Setup] = {}  # one per (GPU, count, provider, pricing): its best offer, techniques, sharding
     for x in kept:
         k = (x.gpu_id,) if c.per_gpu else (x.gpu_id, x.num_gpus, x.provider, x.pricing)
         if k not in best or _key(x, c.objective) < _key(best[k], c.objective):
