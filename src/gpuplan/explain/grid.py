@@ -61,6 +61,7 @@ class FitGrid(BaseModel):
     changes: list[dict[str, Any]]
     rows: list[GridRow]
     curve_field: str
+    curve_tokens: int  # the scenario's own length on the curve (its resolved seq_len or prompt_tokens)
     curve: list[CurvePoint]
     capacities: list[Capacity]
     note: str = ""
@@ -129,7 +130,7 @@ def fit_grid(s: Scenario, m: ModelSpec, axis: Axis = "auto") -> FitGrid:
     if s.num_gpus > 1:
         note += (" " if note else "") + f"per GPU, {s.num_gpus} GPUs of each kind"
     return FitGrid(axis=axis, field=field, columns=columns, changes=changes, rows=rows, curve_field=curve_field,
-                   curve=_curve(s, m, curve_field),
+                   curve_tokens=getattr(s, curve_field), curve=_curve(s, m, curve_field),
                    capacities=[Capacity(capacity_gib=c, gpus=sorted(names))
                                for c, names in sorted(by_capacity.items())],
                    note=note)
