@@ -264,9 +264,6 @@ class Megatron(Stack):
     def extras(self, s: Scenario, m: ModelSpec, shard: float) -> dict[str, float]:
         return {"cuBLAS workspace": oh.CUBLAS_WORKSPACE_GIB * oh.GIB}
 
-    def step_time_factor(self, s: Scenario) -> tuple[float, str]:
-        return 1.0, ""
-
     def notes(self, s: Scenario) -> list[str]:
         out = ["Megatron-Core: sequence parallelism with TP, the distributed optimizer over DP x CP, fp32 gradient "
                "buffers, routed experts split by EP (expert_tensor_parallel_size 1)"]
