@@ -13,7 +13,10 @@ measured; a bound row passes when the estimate is below it. Numbers marked ``fit
 (a desktop's, and a datacenter card's server's: fal-ai's SD 1.5 and SDXL on an A100 80GB, the SDXL row held out),
 dequantization and bitsandbytes-loading constants (overheads.py); a row whose source timed a whole run counts the
 other work the run did (``also``: Whisper-small's evaluations, as gpuplan plans them); the summary gives the
-held-out numbers apart, by the issue's groups, against its goals (15 % on memory, 25 % on speed). Each row's note
+held-out numbers apart, by the issue's groups, against its goals (15 % on memory, 25 % on speed). A figure its
+source states as an expectation rather than timing it ("approximately 8 hours": whisper-small-v100) is marked
+"stated, not measured": it stays in the table and in its group's numbers, and the "measured figures only" line
+leaves it out. Each row's note
 (under Sources) gives the setup as read from its source and, where the estimate misses, the cause found or that the
 source does not show one; no row was moved between the splits.
 
@@ -96,7 +99,7 @@ def run() -> tuple[list[dict], dict]:
             bound = key == "memory_below_gib"
             error = None if bound else (est - measured) / measured
             rows.append({"id": case["id"], "group": group(case), "fit": fitted(case, key), "quantity": quantity,
-                         "estimate": est,
+                         "stated": case.get("stated", False), "estimate": est,
                          "measured": measured, "error": error, "ok": est < measured if bound else None,
                          "source": case["source"]})
     return rows, summary(rows)
@@ -129,6 +132,13 @@ def summary(rows: list[dict]) -> dict:
                     out[f"{kind} {split}: {name}"] = {
                         "rows": len(errors), "median_abs_error": statistics.median(errors),
                         "max_abs_error": max(errors), "within_goal": sum(e <= limit for e in errors), "goal": limit}
+    for kind, limit in GOALS.items():  # a stated expectation is not a measurement: the goal read without them
+        held = [r for r in rows if r["error"] is not None and not r["fit"] and _kind(r["quantity"]) == kind]
+        errors = [abs(r["error"]) for r in held if not r["stated"]]
+        if len(errors) < len(held):
+            out[f"{kind} held-out: all, measured figures only"] = {
+                "rows": len(errors), "median_abs_error": statistics.median(errors), "max_abs_error": max(errors),
+                "within_goal": sum(e <= limit for e in errors), "goal": limit}
     bounds = [r for r in rows if r["ok"] is not None]
     out["bounds"] = {"rows": len(bounds), "met": sum(r["ok"] for r in bounds)}
     return out
@@ -138,7 +148,8 @@ def table(rows: list[dict], totals: dict) -> str:
     lines = ["| case | group | split | quantity | estimate | measured | error |", "|---|---|---|---|---:|---:|---:|"]
     for r in rows:
         err = (f"{100 * r['error']:+.0f}%" if r["error"] is not None else ("below: yes" if r["ok"] else "below: NO"))
-        lines.append(f"| {r['id']} | {r['group']} | {'fit' if r['fit'] else 'held out'} | {r['quantity']} | "
+        quantity = r["quantity"] + (" (stated, not measured)" if r["stated"] else "")
+        lines.append(f"| {r['id']} | {r['group']} | {'fit' if r['fit'] else 'held out'} | {quantity} | "
                      f"{r['estimate']:.3g} | {r['measured']:.3g} | {err} |")
     lines += ["", "| rows | n | median abs error | max abs error | within the goal |", "|---|---:|---:|---:|---:|"]
     for key, s in totals.items():
@@ -147,6 +158,20 @@ def table(rows: list[dict], totals: dict) -> str:
                          f"{100 * s['max_abs_error']:.0f}% | {s['within_goal']} of {s['rows']} (goal "
                          f"{100 * s['goal']:.0f}%) |")
     lines.append(f"\nBounds (\"less than\"): {totals['bounds']['met']} of {totals['bounds']['rows']} met.")
+    return "\n".join(lines)
+
+
+def shipped_table(totals: dict) -> str:
+    """The held-out summary per group as src/gpuplan/data/accuracy.md ships it (the page's "measured accuracy" of a
+    module plan's memory and speed lines reads it; tests/test_accuracy.py holds the two equal)."""
+    lines = ["| source | group | quantity | n | median abs % | worst abs % | within the goal |",
+             "|---|---|---|---:|---:|---:|---|"]
+    for key, s in totals.items():
+        kind, _, name = key.partition(" held-out: ")
+        if name and not name.startswith("all"):
+            lines.append(f"| bench/results/modules.md | {name} | {kind} | {s['rows']} | "
+                         f"{100 * s['median_abs_error']:.1f} | {100 * s['max_abs_error']:.1f} | "
+                         f"{s['within_goal']} of {s['rows']} (goal {100 * s['goal']:.0f} %) |")
     return "\n".join(lines)
 
 
@@ -185,8 +210,13 @@ def simulated() -> str:
 def main() -> None:
     rows, totals = run()
     text = table(rows, totals)
+    heading = "\n\n## Profiles against fake-tensor passes at sizes they were not fitted on\n\n"
     if "--simulate" in sys.argv:
-        text += "\n\n## Profiles against fake-tensor passes at sizes they were not fitted on\n\n" + simulated()
+        text += heading + simulated()
+    elif "--write" in sys.argv and heading in (kept := RESULTS.read_text(encoding="utf-8")):
+        # tens of minutes of CPU: a --write without --simulate keeps the last simulated table (the profiles it
+        # checks do not move with the constants)
+        text += heading + kept.split(heading, 1)[1].split("\n\n## Sources", 1)[0].strip()
     print(text)
     if "--write" in sys.argv:
         notes = {c["id"]: c.get("note") for c in yaml.safe_load(CASES.read_text(encoding="utf-8"))["cases"]}

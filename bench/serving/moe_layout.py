@@ -115,8 +115,41 @@ the new_token_ratio reset) is small. Open: SGLang's prefill under piecewise CUDA
 (ServerArgs.disable_piecewise_cuda_graph; _handle_piecewise_cuda_graph turns it off for expert parallelism, DP
 attention, torch.compile, pipeline parallelism, an all-to-all MoE backend, LoRA, multimodal and listed model
 architectures), so B300's EP 8 and EP 4 runs prefill eagerly as modelled; H200's and B200's EP 1 runs may replay
-graphs up to the captured token counts unless DeepSeek's architecture is on the list (not checked on 0.5.12's
-tree). Modelling it would shorten their simulated prefill (58 ms of launches now), not close the miss above."""
+graphs up to the captured token counts: the 2026 trees' list (configs/model_config.py
+piecewise_cuda_graph_disabled_model_archs: DeepseekV32, Qwen3Next, GlmMoeDsa, BailingMoeV2_5, LLaDA) does not name
+DeepseekV3ForCausalLM (0.5.12's own tree not read). Modelling it would shorten their simulated prefill (58 ms of
+launches now) and widen the miss above, which is largest on those two families.
+
+Looked at next (2026-11-29, later): (6) costs paid on first use of a shape (a JIT compile, an autotune, a config
+chosen by token count: Triton fused_moe's tuned configs keyed by M, DeepGEMM's JIT, which only the first rank on a
+node precompiles for every M up to twice the chunk at startup, layers/deep_gemm_wrapper/compile_utils.py at 0189f1e
+update_deep_gemm_config, _DO_COMPILE_ALL, H200 only since B200's script sets SGL_ENABLE_JIT_DEEPGEMM=false;
+FlashInfer's autotuner, run at startup; decode CUDA graphs, captured at startup). The warm-up goes out c at a time
+(benchmark_serving.py: warmup_semaphore = Semaphore(max_concurrency)), so before the timed run the server has
+prefilled a batch of c copies of the first prompt (c x 819-1,024 tokens, the first wave's range) and decoded a batch
+of c: a per-shape cost is paid there, not in the timed first wave. A cost paid once in the timed run (from 2
+requests, the first lone prompt's token count, which the warm-up never shows) adds D / 10c to the mean and shrinks
+as c grows; the offsets per family stay flat or grow with c (H200 1k 76 -> 141 ms, B200 82 -> 133 ms), so they are
+not one-time costs either. Neither kind is a count: a compile's time is a measurement. PR #3363's table has the same
+B200 sweep at 1 and 2 requests (configs/deprecated/nvidia-1k1k-master.yaml dsr1-fp8-b200-sglang: TP 8, EP 1,
+concurrency 1 to 64), left out of the bench until now and added as held-out rows (held-out median |TTFT error| 28.2%
+over 29 rows -> 28.8% over 31; TPOT 6.3% -> 6.5%): 160.4 and 177.9 ms mean TTFT against gpuplan's 66 and 96 ms. The
+B200 offset (+94 and +82 ms) is there with one request and an idle server, where the first timed request is the
+warm-up's own prompt. (7) the top-concurrency queue: the scripts' --max-running-requests and --cuda-graph-max-bs
+(H200 512 at 1k and 256 at 8k, B200 128, B300 256, MI325X graphs to 128) are above every row's concurrency. Pools:
+H200 8k at 64 requests holds 531,621 tokens when its first 64 sequences are whole (prompts of 6,553-8,192 and
+outputs of 819-1,024 tokens) against gpuplan's 548,530; with admission reserving every running request's whole
+output (stricter than SGLang's PrefillAdder, whose reserve is new_token_ratio x the output to come, 0.7 decaying to
+0.098) the simulated mean is unchanged (1,320 ms): a queue needs a pool 3% smaller, which no log of these runs
+gives. The B200, B300 and MI325X pools (2.1-5.2M tokens) are at most 26% used. The recv skipper is as simulated
+(managers/scheduler_recv_skipper.py: weights SGLANG_SCHEDULER_RECV_SKIPPER_WEIGHT_DECODE 1, NONE 1, DEFAULT 1,000),
+and B300 polls every 30 decode batches at both 16 and 32 requests (dsr1_fp4_b300.sh: CONC >= 16), yet 16 requests
+measure 224 ms (simulated 188) and 32 measure 664 ms; its TPOT at 32 matches (11.6 against 11.7 ms), so the extra
+wait happens without stalling decodes: requests held before admission, not slower prefills. No mechanism found;
+nothing is built. (8) medians: PRs #3173, #3363, #3183 and #3318 label their tables "Mean latency" (InferenceX's API
+means); the client computes medians too (benchmarks/benchmark_lib.sh run_benchmark_serving: --percentile-metrics
+ttft,tpot,itl,e2el) but no source found prints them for these runs, and issue #870 prints means and P99s only. The
+rows stay means, scored by the mean."""
 FAMILIES = (("ix3173-", "H200 FP8 TP 8, SGLang 0.5.12"), ("ix3363-", "B200 FP8 TP 8, SGLang 0.5.12"),
             ("ix3183-r1fp4-b300-tp8", "B300 NVFP4 TP 8 EP 8, SGLang 0.5.12"),
             ("ix3183-r1fp4-b300-tp4", "B300 NVFP4 TP 4 EP 4, SGLang 0.5.12"),

@@ -135,6 +135,10 @@ MLX_STEP_OVERHEAD_S = 1e-3
 # vLLM: default block size of the paged KV cache in tokens (vllm/config/cache.py CacheConfig.DEFAULT_BLOCK_SIZE).
 # The rules that change by release are in engines/vllm.py; these are their measured constants.
 VLLM_BLOCK_TOKENS = 16
+# vLLM's V0 engine (before 0.8) admits a waiting prompt only if its blocks leave this share of the pool free
+# (vllm/core/block_manager.py SelfAttnBlockSpaceManager: ``watermark: float = 0.01``, "to avoid frequent cache
+# eviction"; ``watermark_blocks = int(watermark * num_gpu_blocks)``, checked in ``can_allocate``).
+VLLM_V0_WATERMARK = 0.01
 # SGLang (engines/sglang.py), calibrated on the 2025-01-23 log of SGLang's docs (Llama-3.1-8B, one 80 GB
 # GPU; bench/serving/sglang_startup_cases.yaml): free at start 78.81 GiB against cudaMemGetInfo's 79.19 (the CUDA
 # context and torch's start-up), the weights' 14.96 GiB loaded as 15.09 (loader buffers left allocated). Before
@@ -835,6 +839,18 @@ DEQUANT_BYTES_PER_WEIGHT = {"nf4": 2.6, "fp4": 2.6, "fp8": 3.0, "int8": 60.0, "g
 # GiB after loading against 8.58 GiB of weights and scales: 4.0 GiB of 31.0 GiB); its LLM.int8 and RTX 4090 rows are
 # held out (bench/modules.py).
 BNB_LOAD_CACHE_FRACTION = 0.129
+# A VAE's decode on the card holds more than its tensors: what it reserved on CUDA, measured, over the activation peak
+# the fake-tensor recording of the same decoder allocates. InvokeAI measured the decode of SDXL's VAE (the decoder of
+# SD 1.5's and FLUX.1's too: widths 128-512, three ResNet blocks a level; only the latent channels differ) at 1024 x
+# 1024 in fp16: 3,232 MiB reserved (invoke-ai/InvokeAI pull 7674, "Increase VAE decode memory estimates", QA
+# results, under PyTorch's cudaMallocAsync allocator backend), where the recording allocates 1.50 GiB: 2.10. Checks
+# from the same measurements: SD 1.5's at 512 x 512 in fp32, 1,696 MiB against 0.75 GiB recorded (2.21); SDXL's at
+# 1024 x 1024 in fp32, 5,568 MiB against 3.0 GiB (1.81: InvokeAI runs some of its layers in fp16 even then). What
+# fake tensors do not allocate: cuDNN's workspaces for the full-resolution convolutions (xdit-project/xDiT issue 59;
+# mit-han-lab/patch_conv README) and the allocator's blocks between differently sized activations. Not fitted on a
+# bench/modules.py row; the FLUX.1 rows on an H100 (peak 4.5-5.2 GiB above what loading reserved, in every storage
+# format) check it.
+VAE_DECODE_WORKING_FACTOR = 2.10
 # An AdamW step over fp32 master weights, gradients and two moments, each read and written (16 B read + 16 B
 # written per parameter: torch's fused AdamW), for diffusion and encoder-decoder full fine-tuning.
 OPTIMIZER_BYTES_PER_PARAM = 32

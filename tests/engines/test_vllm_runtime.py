@@ -310,6 +310,22 @@ def test_hybrid_models_raise_the_attention_block_to_the_state_page_and_take_one_
     assert page == groups * 800 * 4_096 > groups * 2 * 1_613_824
 
 
+def test_layers_without_attention_or_state_hold_no_kv_block():
+    """Nemotron-3-Nano-30B-A3B: 23 Mamba-2 layers, 6 attention layers and 23 MoE layers with neither. vLLM's model
+    runner builds KV-cache specs for attention and Mamba modules only (``GPUModelRunner.get_kv_cache_spec``), so
+    a request takes ceil(23 / 6) = 4 Mamba blocks (one state each, in groups of 6 layers) and its tokens in
+    attention blocks, and the MoE layers none: before, they took 4 more, 9 blocks instead of 5."""
+    m = load_model("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16")
+    kinds = [layer.attention for layer in m.layers]
+    assert (kinds.count("mamba"), kinds.count("full"), kinds.count("none")) == (23, 6, 23)
+    s = scenario_from(dict(model="nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", task="infer", engine="vllm",
+                           engine_version="0.12.0", kv_cache_dtype="fp8"))
+    block = vllm.attention_block_tokens(s, m, m.layers)
+    lim = vllm.scheduler_limits(s, m, load_gpu("h200"))
+    _, per_request = vllm.kv_geometry(s, m, vllm.stages(m, 1)[0], lim, max_len=2_048)
+    assert block >= 2_048 and per_request == 4 + math.ceil(2_048 / block) == 5
+
+
 def test_cuda_total_of_geforce_cards():
     """cudaMemGetInfo's total, which the budget multiplies: an Ampere/Ada GeForce card shows its whole 24,576 MiB
     (24 GiB) and vLLM logged 23.58 GiB on an RTX 3090 (vllm#10517): 24 - 0.42. A GeForce RTX 5090 shows

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from conftest import require
 from gpuplan import load_model
 from gpuplan.model.spec import ModelSpec
+
+ROOT = Path(__file__).resolve().parents[2]
 
 # Published exact counts (INDEX.md of the shared model configs: model cards and HF safetensors totals).
 OFFICIAL = {
@@ -140,6 +144,29 @@ def test_deepseek_fp8_block_scales():
     o_proj = next(lin for lin in m.layers[0].linears if lin.name == "o_proj")
     assert fmt.linear_weight_bytes(o_proj) == 16384 * 7168 + 4 * 128 * 56 == 117_469_184
     assert wb["lm_head"] == 129280 * 7168 * 2  # lm_head is not quantized
+
+
+def test_llama_405b_fbgemm_fp8_keeps_its_attention_in_bf16():
+    """Meta's Llama-3.1-405B-FP8 (quant_method fbgemm_fp8, bench/serving/models/llama-3.1-405b-fp8.json): every
+    layer's q/k/v/o projections listed one by one in modules_to_not_convert stay bf16; the first and last layers'
+    MLPs, listed too, are one layer each and are not counted, so every MLP is FP8 (one byte a weight, one fp32
+    scale a matrix)."""
+    m = load_model(str(ROOT / "bench" / "serving" / "models" / "llama-3.1-405b-fp8.json"))
+    fmt, skip = m.shipped_format()
+    assert fmt.name == "fp8" and skip == ("attention",)
+    wb, params = m.weight_bytes(), m.params_breakdown()
+    assert wb["attention"] == params["attention"] * 2 == 126 * (2 * 16384 * 16384 + 2 * 16384 * 1024) * 2
+    assert wb["mlp"] == 126 * (3 * 16384 * 53248 + 3 * 4) == params["mlp"] + 126 * 12
+
+
+def test_modules_named_one_layer_at_a_time_count_when_they_cover_every_layer():
+    from gpuplan.model.quant import _groups_named
+
+    gates = [f"model.layers.{i}.mlp.gate" for i in range(4)]
+    assert _groups_named(gates, 4) == ("router",)
+    assert _groups_named([*gates[:2], "model.layers.*.self_attn", "lm_head"], 4) == ("attention",)
+    assert _groups_named(["model.layers.0.self_attn.q_proj", "model.layers.1.self_attn.o_proj"], 2) == \
+        ("attention",)
 
 
 def test_families_and_keys():

@@ -247,6 +247,58 @@ def test_from_vllm_0_19_a_waiting_prompt_is_admitted_only_when_it_fits_whole():
     assert vllm_scheduler(s19, mem).reserve_full_sequence and not vllm_scheduler(s18, mem).reserve_full_sequence
 
 
+def test_vllm_v0_schedules_as_its_scheduler_and_block_manager_do():
+    """vLLM before 0.8 (V0, ``vllm/core/scheduler.py`` and ``block_manager.py``): below 32,768 tokens of context no
+    chunked prefill, and a step that admits prompts runs no decode (``_schedule_default``); a prompt is admitted
+    only when its whole sequence fits with 1 % of the pool left free. V1 0.9 mixes chunks and decodes and admits a
+    prompt by its first chunk."""
+    s6 = S.model_copy(update={"engine_version": "0.6.3", "max_model_len": 8192})
+    v0 = vllm_scheduler(s6, vllm.startup_memory(s6, M, H100))
+    assert (v0.chunked_prefill, v0.mixed_prefill, v0.reserve_full_sequence) == (False, False, True)
+    assert v0.admit_watermark_blocks == int(0.01 * v0.kv_blocks) > 0
+    assert v0.max_num_batched_tokens == 8192  # max(max_model_len, 2048)
+    s9 = S.model_copy(update={"engine_version": "0.9.2"})
+    v1 = vllm_scheduler(s9, vllm.startup_memory(s9, M, H100))
+    assert (v1.chunked_prefill, v1.mixed_prefill, v1.reserve_full_sequence, v1.admit_watermark_blocks) == \
+        (True, True, False, 0)
+    long = S.model_copy(update={"engine_version": "0.6.3", "max_model_len": 65_536})
+    assert vllm_scheduler(long, vllm.startup_memory(long, M, H100)).chunked_prefill  # V0's long-context default
+
+
+def test_v0_prefill_first_stalls_the_running_decode_for_a_step():
+    """A 512-token request decoding when a second 2,048-token prompt arrives: under V0's prefill-first step the
+    first request's next token waits for the whole prompt's step; V1's mixed step carries the decode beside it.
+    The first request's largest inter-token gap is the prompt's step in both, but only V0 delays its finish by a
+    prefill step that produced none of its tokens."""
+    sm = step_model(S.model_copy(update={"engine_version": "0.6.3"}), M, H100)
+    args = np.array([0.0, 0.05]), np.array([512, 2048]), np.array([200, 4])
+    mixed = simulate(sm, Scheduler(kv_blocks=10_000, max_num_batched_tokens=8192), *args)
+    first = simulate(sm, Scheduler(kv_blocks=10_000, max_num_batched_tokens=8192, mixed_prefill=False,
+                                   chunked_prefill=False), *args)
+    prefill = sm.prefill_time(2048)
+    assert first.e2e_s[0] - mixed.e2e_s[0] == pytest.approx(sm.time(0, 1, 600), rel=0.5)
+    assert first.e2e_s[0] > mixed.e2e_s[0] and first.ttft_s[1] < mixed.ttft_s[1] + prefill
+
+
+def test_v0_admits_a_prompt_only_when_its_whole_sequence_and_the_watermark_fit():
+    """Requests of 64 + 60 and 96 + 4 tokens, 64 tokens a step, in an 11-block pool: after the first prompt's
+    step 6 blocks are free, exactly the second prompt's. Without a watermark it is admitted, and preempted when the
+    first request grows; with V0's watermark (1 block here) it waits for the first to finish, and nothing is
+    preempted. In a pool of 100 blocks both run at once."""
+    sm = step_model(S, M, H100)
+    args = np.zeros(2), np.array([64, 96]), np.array([60, 4])
+
+    def run(blocks: int, mark: int):
+        eng = Scheduler(kv_blocks=blocks, max_num_batched_tokens=64, reserve_full_sequence=True,
+                        admit_watermark_blocks=mark)
+        return simulate(sm, eng, *args)
+
+    bare, marked, roomy = run(11, 0), run(11, 1), run(100, 1)
+    assert bare.preemptions == 1 and bare.ttft_s[1] < bare.e2e_s[0] / 5
+    assert marked.preemptions == roomy.preemptions == 0
+    assert marked.ttft_s[1] > marked.e2e_s[0] - 0.01 and roomy.ttft_s[1] < roomy.e2e_s[0] / 5
+
+
 def test_latency_grows_with_rate():
     sm = step_model(S, M, H100)
     rng = np.random.default_rng(0)

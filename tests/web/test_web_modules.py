@@ -274,3 +274,25 @@ def test_form_gives_each_bundled_model_the_fields_its_plan_reads(client):
         gpuplan.estimate({"model": "sdxl", "task": "infer", "seq_len": 256})
     flux = gpuplan.estimate({"model": "flux-dev", "task": "infer", "seq_len": 256, "gpu": "h100-sxm"})
     assert flux.work.sizes["text_tokens"] == [256]
+
+
+@pytest.mark.parametrize(("fields", "group"), [
+    (SDXL_LORA, "diffusion training"), (MODULES[3], "diffusion generation"), (MODULES[4], "encoder-decoders"),
+    (MODULES[6], None)], ids=["sdxl-lora", "flux-infer", "whisper-train", "vit-infer"])
+def test_memory_and_speed_lines_quote_the_measured_accuracy_of_their_group(fields, group):
+    """Issue 34 left module plans' formulas with no "measured accuracy" line, as no shipped table had their rows:
+    the held-out rows of bench/modules.py now ship per group (gpuplan/data/accuracy.md), and every memory and speed
+    line of a plan quotes its group's; an encoder, which no published row measures, quotes none."""
+    numbers = api.explain(fields).numbers
+    lines = {k: f for k, f in numbers.items() if k.startswith(("memory.", "work.")) and k != "memory.capacity_gib"}
+    assert {"memory.device_peak_gib", "memory.weights_gib", "work.steps_per_s"} <= set(lines)
+    if group is None:
+        assert all(f.accuracy is None for f in lines.values())
+        return
+    memory = {f.accuracy.summary for k, f in lines.items() if k.startswith("memory.")}
+    speed = {f.accuracy.summary for k, f in lines.items() if k.startswith("work.") and f.accuracy}
+    assert len(memory) == 1 and len(speed) == 1 and memory != speed
+    (said,) = memory
+    assert said.startswith(f"{group}, held-out published rows: median |error| ")
+    anchor = "diffusion-pipelines-and-encoder-decoders-against-published-runs"
+    assert lines["work.steps_per_s"].accuracy.link == f"/accuracy#{anchor}"

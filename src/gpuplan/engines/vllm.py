@@ -128,10 +128,14 @@ def prefix_caching(s: Scenario, m: ModelSpec | None = None) -> bool:
 
 
 def reserve_full_sequence(s: Scenario) -> bool:
-    """Whether the scheduler admits a waiting request only when its whole known sequence fits the free KV blocks
-    (``SchedulerConfig.scheduler_reserve_full_isl``, vLLM PR #37307 of March 2026; on in 0.19.0's resolved
-    configuration as casys-kaist/LLMServingSim's bench records it), rather than its first chunk."""
-    return version_tuple(s.engine_version) >= (0, 19, 0)
+    """Whether the scheduler admits a waiting request only when its whole known sequence fits the free KV blocks,
+    rather than its first chunk: from 0.19 (``SchedulerConfig.scheduler_reserve_full_isl``, vLLM PR #37307 of March
+    2026; on in 0.19.0's resolved configuration as casys-kaist/LLMServingSim's bench records it), and in the V0
+    engine before 0.8, whose block manager allocates a sequence's every block when it is admitted
+    (``vllm/core/block_manager.py`` ``SelfAttnBlockSpaceManager.can_allocate`` and ``allocate``). V1 from 0.8 to
+    0.18 allocates a chunk's blocks at a time (``KVCacheManager.allocate_slots``)."""
+    v = version_tuple(s.engine_version)
+    return v >= (0, 19, 0) or v < (0, 8, 0)
 
 
 # V1 from 0.8.0 to 0.9.0 counted everything on the device that torch had not allocated as non-torch memory
@@ -422,8 +426,10 @@ def _kv_groups(s: Scenario, m: ModelSpec, stage: Stage) -> tuple[float, Callable
     (the binary search of :func:`max_model_len_that_fits` asks the second for many lengths)."""
     block = attention_block_tokens(s, m, stage.layers)
     kinds: dict[tuple, list[Layer]] = {}
-    for layer in stage.layers:
-        kinds.setdefault((layer.attention, layer.window), []).append(layer)
+    for layer in stage.layers:  # a layer with neither attention nor a recurrent state (Nemotron-H's MoE and MLP
+        # layers) has no KV-cache spec: the model runner's ``get_kv_cache_spec`` walks attention and Mamba modules
+        if layer.kv_dims or layer.state_elements:
+            kinds.setdefault((layer.attention, layer.window), []).append(layer)
     group = min(len(v) for v in kinds.values())
     page = max(layer_page_bytes(s, m, layer, block) for layer in dict.fromkeys(stage.layers))  # distinct layers
     shares = [(math.ceil(len(layers) / group), layers[0]) for layers in kinds.values()]

@@ -102,10 +102,14 @@ def _rows(table: list[dict[str, str]], what_key: str, keep) -> list[AccuracyRow]
 def _facts() -> dict:
     text = accuracy_text()
     facts: dict = {"memory": [], "speed": [], "headline": None, "oracle": None, "memory_anchor": "",
-                   "speed_anchor": "", "oracle_anchor": ""}
+                   "speed_anchor": "", "oracle_anchor": "", "modules": {}, "modules_anchor": ""}
     for anchor, table in _tables(text):
         header = set(table[0]) if table else set()
-        if {"workload", "median abs %"} <= header:
+        if {"group", "quantity", "median abs %"} <= header:
+            for kind in ("memory", "speed"):
+                facts["modules"][kind] = _rows(table, "group", lambda r, k=kind: r.get("quantity") == k)
+            facts["modules_anchor"] = anchor
+        elif {"workload", "median abs %"} <= header:
             facts["memory"], facts["memory_anchor"] = _rows(table, "workload", lambda r: True), anchor
         elif {"metric", "median abs %"} <= header:
             facts["speed"], facts["speed_anchor"] = _rows(table, "metric", lambda r: True), anchor
@@ -156,6 +160,20 @@ def speed_accuracy(task: str) -> Accuracy:
     if not rows:
         return Accuracy(summary="see the throughput table", link=f"/accuracy#{facts['speed_anchor']}")
     return Accuracy(summary=_span(rows), rows=rows, link=f"/accuracy#{facts['speed_anchor']}")
+
+
+def module_accuracy(kind: str, group: str | None) -> Accuracy | None:
+    """Error of a diffusion pipeline's, an encoder-decoder's plan (``group``: ``diffusion generation``,
+    ``diffusion training``, ``encoder-decoders``) against the held-out published rows of ``bench/modules.py``, for
+    its ``memory`` or ``speed``; None where the tables hold no row of that group (an encoder, a user's module)."""
+    facts = _facts()
+    rows = [r for r in facts["modules"].get(kind, []) if r.what == group]
+    if not rows:
+        return None
+    r = rows[0]
+    return Accuracy(summary=f"{group}, held-out published rows: median |error| {r.median_abs_pct:.1f} %, worst "
+                    f"{r.worst_abs_pct:.1f} % over {r.n} ({r.source})", rows=rows,
+                    link=f"/accuracy#{facts['modules_anchor']}")
 
 
 def price_accuracy() -> Accuracy:

@@ -16,9 +16,20 @@ from ..model.profile import Profile, storage_format
 from ..plan.modules import ModulePlan, profiles
 from ..scenario.modules import ModuleJob
 from . import memory as mf
+from .accuracy import module_accuracy
 from .formula import GIB, Constant, Formula, count
 
 SOURCE = "gpuplan/memory/modules.py"
+# which group of bench/modules.py's published rows a plan's numbers are measured against (the accuracy tables')
+GROUPS = {"diffusion-generate": "diffusion generation", "diffusion-train": "diffusion training"}
+
+
+def accuracy_group(job: ModuleJob) -> str | None:
+    """The group of published rows that measure ``job``'s kind of plan; None for an encoder or a user's module,
+    which no published row measures."""
+    if job.kind in GROUPS:
+        return GROUPS[job.kind]
+    return "encoder-decoders" if job.spec.kind == "encoder-decoder" else None
 
 
 def module_memory(plan: ModulePlan) -> dict[str, Formula]:
@@ -46,6 +57,10 @@ def module_memory(plan: ModulePlan) -> dict[str, Formula]:
     if gpu is not None and mem.capacity_gib is not None:
         numbers["memory.capacity_gib"] = mf.capacity(x)
         numbers["memory.headroom_gib"] = mf.headroom(x)
+    measured = module_accuracy("memory", accuracy_group(job))
+    for key, f in numbers.items():
+        if key != "memory.capacity_gib":  # the card's own number, not an estimate
+            f.accuracy = measured
     return numbers
 
 
@@ -161,17 +176,24 @@ def _activations(job: ModuleJob, main: Profile, plan: ModulePlan) -> Formula:
     main_phase = {"diffusion-generate": "denoise", "infer": "forward"}.get(job.kind, "forward and backward")
     computed = (own + eager) / GIB if mem.peak_phase == main_phase else mem.phases_gib.get(mem.peak_phase)
     shown = ", ".join(f"{k} {v:,.2f}" for k, v in mem.phases_gib.items())
+    constants = [Constant(name=f"{main.module} profile", value=", ".join(
+        f"{k} {v}" for k, v in main.recorded_with.items()), source="gpuplan/model/profile.py "
+        "(the real class recorded on fake tensors)")]
+    decode = ""
+    if "VAE decode" in mem.phases_gib:
+        decode = (f"; VAE decode: the VAE's recorded activation peak x {oh.VAE_DECODE_WORKING_FACTOR:g}, what a "
+                  "decode holds on CUDA beyond its tensors (cuDNN workspaces, allocator blocks)")
+        constants.append(Constant(name="VAE decode working factor", value=f"{oh.VAE_DECODE_WORKING_FACTOR:g}",
+                                  source="overheads.VAE_DECODE_WORKING_FACTOR (InvokeAI's measured decodes)"))
     return Formula(label="activations", value=mem.activations_gib, unit="GiB", computed=computed,
                    formula=f"A = the transient of the peak phase (the largest{_offload_words(job)}); "
                            f"{main_phase}: the {main.module}'s activation peak "
                            f"recorded on fake tensors ({way}) at batch {job.batch} and sizes "
                            f"{', '.join(f'{v:,}' for v in sizes)}" + (" x 2 (fp32)" if scale == 2 else "")
-                           + (" + eager attention's score matrices" if eager else ""),
+                           + (" + eager attention's score matrices" if eager else "") + decode,
                    substituted=f"{main_phase}: {own / GIB:,.3f}" + (f" + {eager / GIB:,.3f}" if eager else "")
                                + f" GiB; phases (GiB): {shown}; the peak is {mem.peak_phase}",
-                   constants=[Constant(name=f"{main.module} profile", value=", ".join(
-                       f"{k} {v}" for k, v in main.recorded_with.items()), source="gpuplan/model/profile.py "
-                       "(the real class recorded on fake tensors)")])
+                   constants=constants)
 
 
 def _offload_words(job: ModuleJob) -> str:

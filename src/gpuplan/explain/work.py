@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from ..plan.modules import ModulePlan
 from ..speed.breakdown import shares
+from .accuracy import module_accuracy
 from .formula import Constant, Explanation, Formula
-from .module_memory import module_memory
+from .module_memory import accuracy_group, module_memory
 
 
 def unit(plan: ModulePlan) -> str:
@@ -39,6 +40,9 @@ def _speed(plan: ModulePlan) -> dict[str, Formula]:
         label=f"{per}/s", value=w.samples_per_s, unit=f"{per}/s", computed=w.samples_per_step / per_call,
         formula=f"{per}/s = {per} per {'call' if w.image_s is not None else 'step'} / its time",
         substituted=f"{w.samples_per_step:,} / {per_call:,.4f} s = {w.samples_per_step / per_call:,.4g} {per}/s")
+    measured = module_accuracy("speed", accuracy_group(plan.module.job))
+    for f in out.values():
+        f.accuracy = measured
     return out
 
 

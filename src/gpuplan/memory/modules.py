@@ -10,7 +10,8 @@ the trained parameters' gradients and optimizer states, and the largest transien
   its fp32 linear weights that autocast makes for the forward and autograd keeps for the backward;
 - **the other components' transients**: a VAE encoding each batch (training without cached latents) or decoding
   the latents (generation), text encoders encoding the prompts, each in its own phase, after or before the
-  denoiser's: the step's peak is the largest phase;
+  denoiser's: the step's peak is the largest phase; a VAE's decode holds about twice its recorded tensors on CUDA
+  (:data:`~gpuplan.overheads.VAE_DECODE_WORKING_FACTOR`, measured by InvokeAI);
 - **offloading** (generation): diffusers' ``enable_model_cpu_offload`` keeps one model on the card at a time (the
   peak is the largest component with its transient); ``enable_sequential_cpu_offload`` one layer at a time.
 
@@ -154,6 +155,13 @@ def eager_scores(p: Profile, batch: int, sizes: tuple[int, ...], dtype: str, sav
     return 2 * largest + (sum(each) if saved else 0.0)
 
 
+def vae_decode_bytes(job: ModuleJob, vae: Profile, sizes: tuple[float, ...]) -> float:
+    """The VAE decode's working memory: the recorded activation peak in the VAE's dtype, times what a decode holds
+    on CUDA beyond its tensors (:data:`~gpuplan.overheads.VAE_DECODE_WORKING_FACTOR`)."""
+    traced = vae.activation_bytes("inference", job.samples_per_step, (sizes[0], _edge(job))) * BYTES[job.vae_dtype] / 2
+    return traced * oh.VAE_DECODE_WORKING_FACTOR
+
+
 def _edge(job: ModuleJob) -> int:
     w, h = job.pixels[0]
     return w // 8 + h // 8
@@ -182,8 +190,7 @@ def generation_memory(s: Scenario, job: ModuleJob, main: Profile, parts: dict[st
     vae = job.spec.role("vae")
     if vae:
         resident["vae"] = component_bytes(vae[0], job.dtype)
-        phases["VAE decode"] = parts["vae-decode"].activation_bytes(
-            "inference", job.samples_per_step, (sizes[0], _edge(job))) * BYTES[job.vae_dtype] / 2
+        phases["VAE decode"] = vae_decode_bytes(job, parts["vae-decode"], sizes)
         if job.vae_dtype != job.dtype:  # upcast for the decode: an fp32 copy of its weights
             phases["VAE decode"] += component_bytes(vae[0], job.vae_dtype)
     cache = 0.0

@@ -136,17 +136,26 @@ def make_format(name: str, *, high_bytes: int = 2, double_quant: bool = True, gr
                   fp8_block=fp8_block)
 
 
-def checkpoint_format(quantization: dict | None, high_bytes: int) -> tuple[Format, tuple[str, ...]]:
+def checkpoint_format(quantization: dict | None, high_bytes: int,
+                      num_layers: int | None = None) -> tuple[Format, tuple[str, ...]]:
     """The format a checkpoint ships in, from its ``quantization_config``, and the groups it leaves alone.
 
     Returns the format and the layer groups (``attention``, ``router``, ``experts``...) that stay at the
-    high-precision dtype according to ``modules_to_not_convert``.
+    high-precision dtype according to ``modules_to_not_convert`` (:func:`_groups_named`; ``num_layers``: the
+    model's decoder layers, which module paths naming one layer each must all be listed to cover).
+
+    ``fbgemm_fp8`` (transformers' ``FbgemmFp8Config``, Meta's Llama 3.1 FP8 checkpoints): FP8 weights with one
+    scale per output row, as vLLM loads them (``FBGEMMFp8LinearMethod``); the modules it lists stay in the
+    checkpoint's dtype. Meta's Llama-3.1-405B-FP8 lists every layer's self-attention projections, the first and
+    last layers' MLPs and ``lm_head`` (the Llama 3 paper, arXiv 2407.21783, section 6.2: FP8 in the feed-forward
+    layers only, "we do not perform quantization in the first and last Transformer layers"); the two MLPs are
+    one layer each and are not counted (0.2 % of the model's weights at FP8).
     """
     if not quantization:
         return Format(name="none", high_bytes=high_bytes), ()
     method = str(quantization.get("quant_method", "")).lower()
-    skip = _groups_named(quantization.get("modules_to_not_convert") or [])
-    if method == "fp8":
+    skip = _groups_named(quantization.get("modules_to_not_convert") or [], num_layers)
+    if method in ("fp8", "fbgemm_fp8"):
         block = quantization.get("weight_block_size")
         return Format(name="fp8", high_bytes=high_bytes, fp8_block=tuple(block) if block else None), skip
     if method == "mxfp4":
@@ -167,13 +176,30 @@ def checkpoint_format(quantization: dict | None, high_bytes: int) -> tuple[Forma
         return Format(name=f"{method}-int{bits}", high_bytes=high_bytes,
                       group_size=int(quantization.get("group_size", 128))), skip
     raise GpuplanError(f"quantization_config quant_method {method!r} is not supported; "
-                       "supported: fp8, mxfp4, bitsandbytes, gptq, awq")
+                       "supported: fp8, fbgemm_fp8, mxfp4, bitsandbytes, gptq, awq")
 
 
-def _groups_named(patterns: list[str]) -> tuple[str, ...]:
-    """Layer groups that ``modules_to_not_convert`` patterns name, by their last dotted part
-    (``model.layers.*.self_attn`` -> attention, ``model.layers.*.mlp.router`` -> router)."""
-    groups = {"self_attn": "attention", "attention": "attention", "router": "router", "gate": "router",
-              "shared_expert": "shared_experts", "shared_experts": "shared_experts", "experts": "experts",
-              "mlp": "mlp"}
-    return tuple(sorted({groups[p.rsplit(".", 1)[-1]] for p in patterns if p.rsplit(".", 1)[-1] in groups}))
+_GROUPS = {"self_attn": "attention", "attention": "attention", "router": "router", "gate": "router",
+           "shared_expert": "shared_experts", "shared_experts": "shared_experts", "experts": "experts", "mlp": "mlp"}
+
+
+def _groups_named(patterns: list[str], num_layers: int | None = None) -> tuple[str, ...]:
+    """Layer groups that ``modules_to_not_convert`` patterns name, by their innermost dotted part that names one
+    (``model.layers.*.self_attn`` -> attention, ``model.layers.*.mlp.router`` -> router,
+    ``model.layers.3.self_attn.q_proj`` -> attention). A group named by paths of single layers
+    (``model.layers.<i>.``) counts only when they cover all ``num_layers`` layers (a checkpoint that lists every
+    layer's modules one by one); a few layers' modules cannot be told apart from the rest and are not counted."""
+    whole, by_layer = set(), {}
+    for pattern in patterns:
+        parts = pattern.split(".")
+        group = next((_GROUPS[p] for p in reversed(parts) if p in _GROUPS), None)
+        if group is None:
+            continue
+        layer = next((int(parts[i + 1]) for i, p in enumerate(parts[:-1]) if p == "layers" and parts[i + 1].isdigit()),
+                     None)
+        if layer is None:
+            whole.add(group)
+        else:
+            by_layer.setdefault(group, set()).add(layer)
+    whole |= {g for g, layers in by_layer.items() if num_layers is None or len(layers) >= num_layers}
+    return tuple(sorted(whole))

@@ -274,4 +274,4 @@ class ModelSpec:
     def shipped_format(self) -> tuple[Format, tuple[str, ...]]:
         """The checkpoint's weight format and the groups its quantization leaves at high precision."""
         high = 2 if self.quantization and self.dtype_bytes == 4 else self.dtype_bytes
-        return checkpoint_format(self.quantization, high)
+        return checkpoint_format(self.quantization, high, self.num_layers)

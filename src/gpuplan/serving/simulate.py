@@ -9,7 +9,9 @@ resumes); then, unless this step preempted, waiting requests are admitted in arr
 ``--no-enable-chunked-prefill``, a prompt waits until it fits the step's budget whole). From 0.19 a waiting request
 is admitted only if its whole known sequence fits the free blocks, not just its first chunk
 (``scheduler_reserve_full_isl``, vLLM PR #37307: it stops chunked prompts from being admitted, preempted and
-re-admitted in a loop). The step lasts :meth:`StepModel.time` of what it holds; a request's first token comes at the
+re-admitted in a loop); the V0 engine (before 0.8) did the same from the start, with 1 % of the pool kept free,
+and without chunked prefill ran its prompts in steps of their own (:func:`vllm_scheduler`).
+The step lasts :meth:`StepModel.time` of what it holds; a request's first token comes at the
 end of the step that finishes its prompt, plus the model's per-request latency outside the engine (``request_s``).
 Shared-prefix tokens hit the prefix cache after the first request (no compute, blocks shared). A client with
 ``max_concurrency`` (``vllm bench serve --max-concurrency``, inference-perf's workers) sends a request only while
@@ -61,7 +63,9 @@ class Scheduler:
     max_num_seqs: int = 256
     max_num_batched_tokens: int = 8192
     chunked_prefill: bool = True
-    reserve_full_sequence: bool = False  # vLLM 0.19+: admit a waiting request only if its whole sequence fits
+    reserve_full_sequence: bool = False  # vLLM V0 and 0.19+: admit a waiting request only if its whole sequence fits
+    # vLLM V0: free blocks an admission must leave (BlockSpaceManager's watermark, 1 % of the pool)
+    admit_watermark_blocks: int = 0
     # vLLM mixes prompt chunks and decodes in one step; SGLang (without --enable-mixed-chunk) runs a prefill batch
     # alone whenever it can form one, the decodes waiting that step
     mixed_prefill: bool = True
@@ -75,18 +79,32 @@ class Scheduler:
     recv_interval: int = 1
 
 
-def vllm_scheduler(s, mem, *, chunked_prefill: bool = True, blocks: int | None = None) -> Scheduler:
+def vllm_scheduler(s, mem, *, chunked_prefill: bool | None = None, blocks: int | None = None) -> Scheduler:
     """The scheduler of ``s``'s vLLM release over the KV pool and limits its startup ``mem`` gives
     (:func:`gpuplan.engines.vllm.startup_memory`); ``blocks``: the pool in 16-token blocks of requests
     (:attr:`gpuplan.engines.KvPool.sim_blocks`: hybrid models' sliding-window pages counted), by default
-    its block ids."""
+    its block ids; ``chunked_prefill``: by default the release's (:func:`gpuplan.engines.vllm.scheduler_limits`:
+    V1 always, V0 only past 32,768 tokens of context).
+
+    The V0 engine (before 0.8) schedules differently from V1 (``vllm/core/scheduler.py`` ``Scheduler._schedule``):
+    without chunked prefill, ``_schedule_default`` batches waiting prompts first and runs no decode in a step that
+    admitted any ("Don't schedule decodes if prefills are scheduled"): prefill first, as SGLang; with it,
+    ``_schedule_chunked_prefill`` runs decodes, then running chunks, then new prompts in one step, as V1. Either
+    way a prompt is admitted only when ``SelfAttnBlockSpaceManager.can_allocate`` (``vllm/core/block_manager.py``)
+    finds blocks for its whole known sequence (``seq.get_token_ids()``: the prompt, and the tokens generated
+    before a preemption) with ``watermark`` (0.01) of the pool left free, and ``allocate`` takes them all at once;
+    preemption recomputes (``Scheduler._preempt``: RECOMPUTE for a single sequence) the last running request
+    (``_schedule_running``: ``running_queue.pop()``)."""
     from .. import overheads as oh
     from ..engines import vllm
 
-    return Scheduler(kv_blocks=mem.num_blocks if blocks is None else blocks, block_tokens=oh.VLLM_BLOCK_TOKENS,
-                  max_num_seqs=mem.limits.max_num_seqs,
-                  max_num_batched_tokens=mem.limits.max_num_batched_tokens, chunked_prefill=chunked_prefill,
-                  reserve_full_sequence=vllm.reserve_full_sequence(s))
+    kv = mem.num_blocks if blocks is None else blocks
+    v0 = vllm.version_tuple(s.engine_version) < (0, 8, 0)
+    chunked = mem.limits.chunked_prefill if chunked_prefill is None else chunked_prefill
+    return Scheduler(kv_blocks=kv, block_tokens=oh.VLLM_BLOCK_TOKENS, max_num_seqs=mem.limits.max_num_seqs,
+                     max_num_batched_tokens=mem.limits.max_num_batched_tokens, chunked_prefill=chunked,
+                     mixed_prefill=chunked or not v0, reserve_full_sequence=vllm.reserve_full_sequence(s),
+                     admit_watermark_blocks=int(oh.VLLM_V0_WATERMARK * kv) if v0 else 0)
 
 
 def sglang_scheduler(sm) -> Scheduler:
@@ -665,7 +683,7 @@ def _admit_waiting(st: _Engine, budget: int, admitted: list[int], takes: list[in
             if owed + whole > st.free:
                 break
             owed += whole - need
-        elif max(need, whole) > st.free:
+        elif max(need, whole) + engine.admit_watermark_blocks > st.free:
             break
         waiting.popleft()
         st.free -= need
@@ -752,7 +770,7 @@ def _prefill_ready(st: _Engine) -> bool:
     bt = engine.block_tokens
     need = -(-(have + take) // bt) - has
     whole = -(-want // bt) - has if engine.reserve_full_sequence else need
-    return max(need, whole) <= st.free
+    return max(need, whole) + engine.admit_watermark_blocks <= st.free
 
 
 def _next_user(arrive: np.ndarray, ready: list[float], nxt: int) -> None:
