@@ -145,6 +145,9 @@ class Engine:
     host_embedding = False
     # it serves an MoE model with expert parallelism and attention data parallelism (ep, attention_dp)
     expert_parallel = False
+    # how its MoE layers send tokens to their experts unless moe_dispatch is set: SGLang and vLLM gather and
+    # reduce-scatter ("allgather")
+    moe_dispatch = "allgather"
     # it runs on Apple silicon's GPU (Metal: llama.cpp, MLX; transformers through PyTorch's MPS backend)
     metal = False
     # where a simulated run's numbers come from, as the capacity table's note says it ("From a simulation of ...")

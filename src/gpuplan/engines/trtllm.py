@@ -209,6 +209,7 @@ class Trtllm(Engine):
                        "max_batch_size 2,048, max_num_tokens 8,192, whole contexts, GUARANTEED_NO_EVICT admission; "
                        "its host loop timed as vLLM's, uncalibrated on serving runs)")
     running_cap = "max_batch_size"
+    moe_dispatch = "deepep"  # its attention-DP MoE runs its own all-to-all, timed as DeepEP's
     pool_admits = ("holds for their whole output (GUARANTEED_NO_EVICT: nothing is preempted); the others wait for "
                    "them to finish.")
     expert_parallel = True
