@@ -238,3 +238,20 @@ def test_the_serving_step_model_prices_trtllm_fp8_gemms_as_the_offline_model(mod
     assert sm.prefill_time(8192) == pytest.approx(prompt, rel=0.01)
     bf16_share = sample(step_timer(s, m, H200))  # the GEMM model's own share of the FP8 peak
     assert sm.prefill_time(8192) > 1.05 * bf16_share.prefill_time(8192)
+
+
+def test_capacity_refuses_prompts_trtllm_would_not_schedule_whole():
+    """Without chunked context TensorRT-LLM takes a prompt whole within max_num_tokens (8,192 by default): capacity
+    says so in one sentence (the rule is the engine profile's, Trtllm.prompt_refusal), and an engine that chunks
+    long prompts is not refused."""
+    from gpuplan import GpuplanError, api
+    from gpuplan.engines import ENGINES
+
+    kw = dict(gpus=["h100-sxm"], max_gpus=1, output_tokens=100, ttft_s=5, tpot_s=0.1, top=1, rate_rps=1)
+    # the default spread draws prompts up to 1.5 x the mean
+    with pytest.raises(GpuplanError, match=r"schedules a prompt whole .* max_num_tokens 8,192, and the workload's "
+                                           r"prompts run to 18,000 tokens"):
+        api.capacity("llama-3.1-8b", engine="trtllm", prompt_tokens=12_000, **kw)
+    s = scenario_from({"model": "llama-3.1-8b", "task": "infer", "engine": "trtllm"})
+    assert ENGINES["trtllm"].prompt_refusal(s, 8192) is None
+    assert ENGINES["vllm"].prompt_refusal(s, 12_000) is None

@@ -186,6 +186,10 @@ class Engine:
         can."""
         return None
 
+    def prompt_refusal(self, s: Scenario, longest: int) -> str | None:
+        """Why the engine would refuse a workload whose prompts run to ``longest`` tokens. None: it takes them."""
+        return None
+
     def quantizes_to(self, s: Scenario, m: ModelSpec) -> str | None:
         """The weight format the engine must quantize the checkpoint to on load (its ``--quantization``): the
         scenario's, unless the checkpoint already ships in it (the engines read a shipped format from its

@@ -232,6 +232,17 @@ class Trtllm(Engine):
                     "auto")
         return None
 
+    def prompt_refusal(self, s: Scenario, longest: int) -> str | None:
+        """Without chunked context (``trtllm-serve``'s default) a prompt is scheduled whole within
+        ``max_num_tokens``, and a longer one refused (``tensorrt_llm/llmapi/llm.py`` ``_check_arguments``: "The sum
+        of prompt length (...) ... should not exceed max_num_tokens" when ``enable_chunked_prefill`` is off)."""
+        budget = s.max_num_batched_tokens or MAX_NUM_TOKENS
+        if CHUNKED_CONTEXT or longest <= budget:
+            return None
+        return (f"TensorRT-LLM schedules a prompt whole (chunked prefill is off in trtllm-serve) within "
+                f"max_num_tokens {budget:,}, and the workload's prompts run to {longest:,} tokens: it would refuse "
+                f"them; keep prompts under {budget:,} tokens, or use engine vllm or sglang, which chunk long prompts")
+
     def card_refusal(self, s: Scenario, gpu: GpuSpec) -> str | None:
         if s.task == "infer" and gpu.vendor != "NVIDIA":  # TensorRT builds CUDA engines only
             other = "llama.cpp or mlx" if gpu.vendor == "Apple" else "vllm or sglang" + (

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .. import overheads as oh
-from ..engines import KvPool, engine_for, trtllm
+from ..engines import KvPool, engine_for
 from ..errors import GpuplanError
 from ..hardware import GpuSpec, gpus
 from ..market.choice import matching
@@ -168,20 +168,12 @@ def _within_context(w: Workload, m: ModelSpec) -> None:
 
 
 def _whole_prompts_fit(s: Scenario, w: Workload) -> None:
-    """TensorRT-LLM without chunked context (``trtllm-serve``'s default) schedules a prompt whole within
-    ``max_num_tokens`` and refuses a longer one (``tensorrt_llm/llmapi/llm.py`` ``_check_arguments``: "The sum of
-    prompt length (...) ... should not exceed max_num_tokens" when ``enable_chunked_prefill`` is off): say so rather
-    than simulate requests never served."""
-    if s.engine != "trtllm" or trtllm.CHUNKED_CONTEXT:
-        return
+    """The workload's longest prompt against the engine (:meth:`gpuplan.engines.base.Engine.prompt_refusal`:
+    TensorRT-LLM refuses one past ``max_num_tokens``): said rather than simulate requests never served."""
     prompts = w.prompt_lengths()
-    longest = int(prompts.max if prompts.kind != "fixed" else prompts.mean)
-    budget = s.max_num_batched_tokens or trtllm.MAX_NUM_TOKENS
-    if longest > budget:
-        raise GpuplanError(f"TensorRT-LLM schedules a prompt whole (chunked prefill is off in trtllm-serve) within "
-                           f"max_num_tokens {budget:,}, and the workload's prompts run to {longest:,} tokens: it would "
-                           f"refuse them; keep prompts under {budget:,} tokens, or use engine vllm or sglang, which "
-                           "chunk long prompts")
+    why = engine_for(s).prompt_refusal(s, int(prompts.max if prompts.kind != "fixed" else prompts.mean))
+    if why:
+        raise GpuplanError(why)
 
 
 def _longest(w: Workload, m: ModelSpec) -> int:
