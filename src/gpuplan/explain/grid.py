@@ -71,7 +71,7 @@ def _columns(s: Scenario, axis: str) -> tuple[str, str, list[str], list[dict[str
     if axis == "auto":
         axis = "quant" if s.task == "infer" else "method"
     if axis == "context":
-        field = "seq_len" if s.task == "train" else "prompt_tokens"
+        field = s.length_field
         return axis, field, [f"{n // 1024}k" for n in CONTEXTS], [{field: n} for n in CONTEXTS]
     if axis == "method":
         if s.task != "train":
@@ -119,7 +119,7 @@ def fit_grid(s: Scenario, m: ModelSpec, axis: Axis = "auto") -> FitGrid:
             scenario = s.model_copy(update={**change, "gpu": gpu.id})
             cells.append(_cell(scenario, m, gpu.id))
         rows.append(GridRow(gpu_id=gpu.id, name=gpu.name, capacity_gib=gpu.usable_gib, cells=cells))
-    curve_field = "seq_len" if s.task == "train" else "prompt_tokens"
+    curve_field = s.length_field
     by_capacity: dict[float, list[str]] = {}
     for gpu in gpus().values():
         by_capacity.setdefault(round(gpu.usable_gib, 1), []).append(gpu.name)

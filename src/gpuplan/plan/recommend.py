@@ -673,7 +673,7 @@ def _what_would_fit(s: Scenario, m: ModelSpec, c: Constraints, biggest: GpuSpec 
         if n > c.max_gpus and (s.task == "train" or n <= 64):
             tries.append(("gpus", f"allow up to {n} GPUs (--max-gpus {n})", s,
                           Constraints(**{**base, "max_gpus": n})))
-    name = "seq_len" if s.task == "train" else "prompt_tokens"
+    name = s.length_field
     for divisor in (2, 4, 8):
         shorter = max(getattr(s, name) // divisor, 1)
         tries.append(("length", f"shorter sequences (--{name.replace('_', '-')} {shorter:,})",

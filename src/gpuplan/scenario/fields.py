@@ -467,6 +467,11 @@ class Scenario(BaseModel):
         return stacks.RECIPES[self.stack]
 
     @property
+    def length_field(self) -> str:
+        """The field that sets one sequence's length: ``seq_len`` when training, ``prompt_tokens`` when serving."""
+        return "seq_len" if self.task == "train" else "prompt_tokens"
+
+    @property
     def world_size(self) -> int:
         return self.num_gpus * self.num_nodes
 
