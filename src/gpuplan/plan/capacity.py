@@ -47,7 +47,10 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Setup:
+class Candidate:
+    """One layout capacity tries (card, count, weight format, its scenario); a priced row is a
+    :class:`Deployment`, and recommend's priced row is :class:`gpuplan.plan.recommend.Setup`."""
+
     gpu: GpuSpec
     num_gpus: int
     quant: str | None
@@ -107,7 +110,7 @@ class Deployment:
 
 
 def setups(s: Scenario, m: ModelSpec, gpu_ids: tuple[str, ...] = (), max_gpus: int = 8, any_quant: bool = False,
-           *, fields: dict | None = None, expert_parallel: bool = False) -> list[Setup]:
+           *, fields: dict | None = None, expert_parallel: bool = False) -> list[Candidate]:
     """GPU type x count (1, 2, 4, 8, all tensor-parallel) x weights (as shipped; fp8 where the card has fp8
     tensor cores or vLLM runs it weight-only; awq-int4 with ``any_quant``); ``fields``: set on every setup's
     scenario too (the workload's lengths), in its one validation. An MoE layout (``expert_parallel``: ep = the
@@ -134,7 +137,7 @@ def setups(s: Scenario, m: ModelSpec, gpu_ids: tuple[str, ...] = (), max_gpus: i
                                           "ep": n if expert_parallel else s.ep,
                                           "engine": s.engine if s.engine in SIMULATED else "vllm",
                                           "precision": precision, **(fields or {})})
-                out.append(Setup(gpu=gpu, num_gpus=n, quant=q, scenario=sc))
+                out.append(Candidate(gpu=gpu, num_gpus=n, quant=q, scenario=sc))
     return out
 
 
@@ -286,7 +289,7 @@ def with_scenario_prefix(w: Workload, s: Scenario) -> Workload:
     return w.model_copy(update={"shared_prefix_tokens": s.shared_prefix_tokens})
 
 
-def _row(st: Setup, sc: Scenario, mem: ServingMemory, model: StepModel, bound: tuple[float, float], price,
+def _row(st: Candidate, sc: Scenario, mem: ServingMemory, model: StepModel, bound: tuple[float, float], price,
          w: Workload, m: ModelSpec, deadline: float | None = None) -> Deployment:
     """One setup simulated (by ``deadline``): its highest steady load meeting the SLOs, priced on whole
     instances; the KV pool from its memory plan, and the idle-engine speeds from its plan at that load (one
@@ -340,7 +343,7 @@ def _row(st: Setup, sc: Scenario, mem: ServingMemory, model: StepModel, bound: t
     return row
 
 
-def _job_row(st: Setup, sc: Scenario, mem: ServingMemory, bound: tuple[float, float], price, w: Workload,
+def _job_row(st: Candidate, sc: Scenario, mem: ServingMemory, bound: tuple[float, float], price, w: Workload,
              m: ModelSpec) -> Deployment:
     """One setup running the workload's ``batch`` requests queued at once: the plan of that batch (``estimate
     --batch-size``'s offline run through the engine's scheduler: its ``max_num_seqs`` by release, waves as the KV
