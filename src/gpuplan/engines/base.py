@@ -186,6 +186,11 @@ class Engine:
         can."""
         return None
 
+    def expert_parallel_refusal(self, s: Scenario) -> str | None:
+        """Why the engine cannot split the experts over ``ep`` of the copy's ``tp`` GPUs (asked after the rules
+        every engine shares). None: it can."""
+        return None
+
     def prompt_refusal(self, s: Scenario, longest: int) -> str | None:
         """Why the engine would refuse a workload whose prompts run to ``longest`` tokens. None: it takes them."""
         return None

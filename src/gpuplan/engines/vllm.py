@@ -612,6 +612,13 @@ class Vllm(Engine):
                     "quantization methods): choose awq-int4, gptq-int4, fp8 or int8")
         return None
 
+    def expert_parallel_refusal(self, s: Scenario) -> str | None:
+        """vLLM's expert-parallel group is every GPU of the copy (``--enable-expert-parallel``: EP = TP x DP)."""
+        if s.ep in (1, s.tp):
+            return None
+        return (f"vLLM's expert-parallel group is every GPU of the copy (--enable-expert-parallel: EP = TP x DP): set "
+                f"ep {s.tp} or 1")
+
     def memory(self, s: Scenario, m: ModelSpec, e: Estimate, fmt: Format, gpu: GpuSpec | None,
                capacity_gib: float | None) -> Estimate:
         """vLLM preallocates its budget and gives what the profiling run leaves to the KV cache, by the rules of

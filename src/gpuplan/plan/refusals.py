@@ -282,8 +282,8 @@ def _engine(s: Scenario, m: ModelSpec) -> list[str]:
 def _moe_layout(s: Scenario, m: ModelSpec) -> str | None:
     """Expert parallelism and attention data parallelism of a served MoE model: an engine that runs them, an MoE
     model, one pipeline stage, ``ep`` dividing the copy's ``tp`` GPUs and the experts (SGLang's ``moe_tp_size =
-    tp_size / ep_size``, TensorRT-LLM's ``moe_tp_size x moe_ep_size = tp_size``); vLLM's expert-parallel group is
-    every GPU of the copy (``--enable-expert-parallel``: EP = TP x DP)."""
+    tp_size / ep_size``, TensorRT-LLM's ``moe_tp_size x moe_ep_size = tp_size``); then the engine's own rule
+    (:meth:`gpuplan.engines.base.Engine.expert_parallel_refusal`: vLLM's group is every GPU of the copy)."""
     if s.task != "infer" or (s.ep == 1 and not s.attention_dp and s.moe_dispatch is None):
         return None
     if s.moe_dispatch is not None and not (s.ep > 1 and s.attention_dp):
@@ -305,10 +305,7 @@ def _moe_layout(s: Scenario, m: ModelSpec) -> str | None:
                 "ep of them)")
     if s.ep > 1 and m.num_experts % s.ep:
         return f"ep={s.ep} does not divide the {m.num_experts} experts of {m.name}: use a divisor of {m.num_experts}"
-    if s.engine == "vllm" and s.ep not in (1, s.tp):
-        return (f"vLLM's expert-parallel group is every GPU of the copy (--enable-expert-parallel: EP = TP x DP): set "
-                f"ep {s.tp} or 1")
-    return None
+    return engine.expert_parallel_refusal(s)
 
 
 def _foreign_settings(s: Scenario) -> str | None:
