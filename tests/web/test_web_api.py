@@ -439,3 +439,12 @@ def test_form_lists_every_scenario_field(client):
     assert fields["stack"]["group"] == "main" and "torchtune" in fields["stack"]["choices"]
     assert fields["batch_size"]["task"] == "infer" and fields["seq_len"]["task"] == "train"
     assert "nf4" in form["quants"] and "runpod" in form["providers"]
+
+
+def test_fit_grid_note_is_the_engines_own():
+    """The grid's note on how a cell is judged is the engine profile's (vLLM's preallocated budget); an engine
+    without one adds none."""
+    vllm = gpuplan.api.fit_grid({"model": "qwen2.5-0.5b", "task": "infer", "engine": "vllm", "gpu": "l40s"})
+    assert vllm.note.startswith("vLLM preallocates gpu_memory_utilization of each card")
+    plain = gpuplan.api.fit_grid({"model": "qwen2.5-0.5b", "task": "infer", "engine": "transformers", "gpu": "l40s"})
+    assert plain.note == ""

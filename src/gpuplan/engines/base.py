@@ -145,6 +145,10 @@ class Engine:
     host_embedding = False
     # it serves an MoE model with expert parallelism and attention data parallelism (ep, attention_dp)
     expert_parallel = False
+    # it has a ROCm build timed on AMD cards (:mod:`.rocm`: its decode's GPU work scaled by the measured share)
+    rocm_build = False
+    # the fit grid's note on how a card's cell is judged for it ("": none)
+    grid_note = ""
     # how its MoE layers send tokens to their experts unless moe_dispatch is set: SGLang and vLLM gather and
     # reduce-scatter ("allgather")
     moe_dispatch = "allgather"

@@ -237,6 +237,7 @@ class Sglang(Engine):
                        "max_running_requests, the radix cache on the shared prefix; its host loop fitted on SGLang's "
                        "own published runs, few: bench/results/sglang_serving.md)")
     running_cap = "max_running_requests"
+    rocm_build = True
     expert_parallel = True
     label = "SGLang"
     pool_words = "SGLang's token pool"

@@ -589,6 +589,9 @@ class Vllm(Engine):
 
     name = "vllm"
     scheduler_words = "From a simulation of vLLM's scheduler"
+    rocm_build = True
+    grid_note = ("vLLM preallocates gpu_memory_utilization of each card: a cell fits when its KV pool holds the "
+                 "batch; the curve shows what the batch needs")
     expert_parallel = True
     label = "vLLM"
     pool_words = "vLLM's KV pool"

@@ -123,10 +123,7 @@ def fit_grid(s: Scenario, m: ModelSpec, axis: Axis = "auto") -> FitGrid:
     by_capacity: dict[float, list[str]] = {}
     for gpu in gpus().values():
         by_capacity.setdefault(round(gpu.usable_gib, 1), []).append(gpu.name)
-    note = ""
-    if s.task == "infer" and s.engine == "vllm":
-        note = ("vLLM preallocates gpu_memory_utilization of each card: a cell fits when its KV pool holds the batch; "
-                "the curve shows what the batch needs")
+    note = engine_for(s).grid_note if s.task == "infer" else ""
     if s.num_gpus > 1:
         note += (" " if note else "") + f"per GPU, {s.num_gpus} GPUs of each kind"
     return FitGrid(axis=axis, field=field, columns=columns, changes=changes, rows=rows, curve_field=curve_field,

@@ -587,7 +587,7 @@ def _rationale(x: Setup, gpu: GpuSpec, speed, link: Link) -> str:
     parts = [f"fits with {x.headroom_pct:.0f}% headroom ({x.device_peak_gib:.1f} of {x.capacity_gib:.1f} GiB)"]
     if x.change:
         parts.append(x.change)
-    if gpu.vendor == "AMD" and speed.ttft_s is not None and x.scenario.engine in ("vllm", "sglang"):
+    if gpu.vendor == "AMD" and speed.ttft_s is not None and ENGINES[x.scenario.engine].rocm_build:
         parts.append(f"AMD: the engine's ROCm build, its decode timed {oh.ROCM_DECODE_SLOWDOWN:.2f}x the CUDA build's "
                      "on the same datasheet (measured: bench/results/rocm_share.md)")
     elif gpu.vendor not in ("NVIDIA", "Apple"):  # Apple: the engines without Metal are refused (Engine.metal)
