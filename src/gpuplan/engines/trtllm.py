@@ -207,8 +207,8 @@ class Trtllm(Engine):
     name = "trtllm"
     scheduler_words = ("From a simulation of TensorRT-LLM's in-flight batching (trtllm-serve's defaults: "
                        "max_batch_size 2,048, max_num_tokens 8,192, whole contexts, GUARANTEED_NO_EVICT admission; "
-                       "its per-request latency fitted on single-request trtllm-serve runs, its host loop per "
-                       "step taken as vLLM's)")
+                       "a step holding a prompt launched without a CUDA graph, its launch cost fitted on "
+                       "trtllm-serve runs; its host loop per step and per request taken as vLLM's)")
     running_cap = "max_batch_size"
     moe_dispatch = "deepep"  # its attention-DP MoE runs its own all-to-all, timed as DeepEP's
     pool_admits = ("holds for their whole output (GUARANTEED_NO_EVICT: nothing is preempted); the others wait for "
