@@ -210,24 +210,30 @@ def _v0_chunked_tokens(v: tuple[int, int, int]) -> int:
 
 def scheduler_limits(s: Scenario, m: ModelSpec, gpu: GpuSpec | None, *, current: bool = False) -> Limits:
     """``max_num_batched_tokens`` and ``max_num_seqs`` as the release sets them when the user does not (the current
-    release's with ``current``: an engine timed as vLLM's current one)."""
+    release's with ``current``: an engine timed as vLLM's current one). Chunked prefill is the user's
+    (``s.chunked_prefill``) or the release's default: V0 turns it on only past 32,768 tokens of context
+    (``vllm/engine/arg_utils.py`` ``EngineArgs.create_engine_config``, ``use_long_context``, when
+    ``--enable-chunked-prefill`` is left unset), V1 always. Turned off, a step must take a whole prompt, so the
+    token budget (and the profiling run) becomes ``max(max_model_len, 2048)`` in either engine (V0's
+    ``SchedulerConfig.__post_init__``; V1's ``SchedulerConfig``: "If max_model_len is too short, use 2048 as the
+    default value for higher throughput")."""
     v = version_tuple(None if current else s.engine_version)
     max_len = s.max_model_len or m.max_context or (s.prompt_tokens + s.output_tokens)
     serve = s.entry_point == "serve"
     total = cuda_total_gib(gpu) if gpu else 0.0
     big = gpu is not None and total >= 70 and "a100" not in gpu.id
     if v < (0, 8, 0):  # V0: SchedulerConfig.__post_init__ (vllm/config.py)
-        chunked = max_len > 32_768
+        chunked = max_len > 32_768 if s.chunked_prefill is None else s.chunked_prefill
         tokens, seqs = (_v0_chunked_tokens(v) if chunked else max(max_len, 2048)), 256
     else:
-        chunked = True
+        chunked = s.chunked_prefill is not False
         if v >= (0, 21, 0) and total >= 160:
             tokens, seqs = 16_384, 1024
         elif v >= (0, 9, 0) and big:
             tokens, seqs = (8192 if serve else 16_384), 1024
         else:
             tokens, seqs = (2048 if serve else 8192), 256
-        tokens = min(seqs * max_len, tokens)
+        tokens = min(seqs * max_len, tokens) if chunked else max(max_len, 2048)
     tokens = s.max_num_batched_tokens or tokens
     seqs = s.max_num_seqs or min(seqs, tokens)
     return Limits(max_num_batched_tokens=tokens, max_num_seqs=seqs, max_model_len=max_len, chunked_prefill=chunked,
@@ -594,6 +600,7 @@ class Vllm(Engine):
                   "same speed; less room for anything else on the GPU")
     kv_block_tokens = oh.VLLM_BLOCK_TOKENS
     launch_target = "vllm"
+    no_chunked_prefill = None
 
     def refusal(self, s: Scenario, m: ModelSpec) -> str | None:
         if s.task == "infer" and s.precision == "fp8-mixed":
@@ -602,6 +609,12 @@ class Vllm(Engine):
         if asked is not None and asked not in QUANTIZES:
             return (f"vLLM (0.32, 0.33) cannot load {s.quant} weights (no bitsandbytes or GGUF loading in its "
                     "quantization methods): choose awq-int4, gptq-int4, fp8 or int8")
+        max_len = s.max_model_len or m.max_context or (s.prompt_tokens + s.output_tokens)
+        if s.chunked_prefill is False and s.max_num_batched_tokens and s.max_num_batched_tokens < max_len:
+            # SchedulerConfig._verify_args (V0 and V1): a step must hold a whole prompt without chunking
+            return (f"vLLM refuses to start without chunked prefill when max_num_batched_tokens "
+                    f"({s.max_num_batched_tokens:,}) is below max_model_len ({max_len:,}): raise one or lower the "
+                    "other")
         return None
 
     def memory(self, s: Scenario, m: ModelSpec, e: Estimate, fmt: Format, gpu: GpuSpec | None,

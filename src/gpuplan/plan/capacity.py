@@ -233,7 +233,7 @@ def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...]
     request at their highest SLO-meeting load (unpriced setups last); for an offline job (the workload's
     ``batch``), by what one replica costs to run it (:func:`_job_row`). The simulations share ``time_limit_s``
     wall seconds (see the module docstring)."""
-    why = engine_for(s).refusal(s, m)
+    why = engine_for(s).refusal(s, m) or engine_for(s).chunked_prefill_refusal(s)
     if why:
         raise GpuplanError(why)
     if (expert_parallel or s.attention_dp) and not m.is_moe:
