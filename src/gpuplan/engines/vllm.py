@@ -162,7 +162,7 @@ def _non_torch_gib(v: tuple[int, int, int], s: Scenario, gpu: GpuSpec | None = N
     -4.3 %, vllm#17469's Qwen3-30B-A3B on 4x A10 (0.8.5) at -7.6 % instead of -18.6 % (with the A10's measured
     total); vllm#13061's 2x RTX 4090 on V0 0.7 logged 0.25 GiB at TP 2 (V0's 0.16 single-GPU figure + NCCL)."""
     if v < (0, 6, 5):
-        return oh.VLLM_V0_EARLY_NON_TORCH_GIB
+        return oh.VLLM_V0_EARLY_NON_TORCH_GIB + nvls_gib(s, gpu)
     if v < (0, 7, 0):
         return oh.VLLM_V0_NON_TORCH_GIB * (2 if s.tp > 1 else 1)
     if v < (0, 8, 0):
@@ -174,6 +174,18 @@ def _non_torch_gib(v: tuple[int, int, int], s: Scenario, gpu: GpuSpec | None = N
     if nvlink_tp:
         return oh.VLLM_NON_TORCH_TP_GIB + oh.VLLM_NON_TORCH_PER_TP_RANK_GIB * s.tp
     return oh.VLLM_NON_TORCH_PP_GIB if s.pp > 1 and s.tp == 1 else oh.VLLM_NON_TORCH_GIB
+
+
+def nvls_gib(s: Scenario, gpu: GpuSpec | None) -> float:
+    """NCCL's NVLink SHARP buffers that V0 before 0.6.5 counts as non-torch memory
+    (:data:`~gpuplan.overheads.VLLM_V0_NVLS_TP8_GIB`, vllm#9699): only for tensor parallelism over more than 2 GPUs
+    (the issue's measurement: "NVLS is only enabled for n > 2 GPUs, in H100 and above platforms") on SXM cards of
+    compute capability 9.0 and later, whose NVSwitches have SHARP (PCIe cards and A100's NVSwitches have none);
+    ranks past 8 are on other nodes. Applied where it was measured: the accounting before 0.6.5 counts everything
+    on the device that torch did not allocate; later ones start from a baseline and have no such log."""
+    if gpu is None or s.tp <= 2 or not gpu.form_factor.startswith("SXM") or float(gpu.compute_capability or 0) < 9:
+        return 0.0
+    return oh.VLLM_V0_NVLS_TP8_GIB * min(s.tp, 8) / 8
 
 
 # ---- scheduler limits ------------------------------------------------------------------------------
