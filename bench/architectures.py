@@ -223,10 +223,10 @@ class SimRow:
 
 def not_a_decoder(config: dict) -> bool:
     """Whether gpuplan reads ``config`` as an encoder or encoder-decoder (transformers also registers a causal-LM
-    head for BERT- and BART-style families): the families :mod:`gpuplan.model.encoders` models or refuses by name."""
-    from gpuplan.model import encoders
+    head for BERT- and BART-style families): the families :mod:`gpuplan.model.families` models or refuses by name."""
+    from gpuplan.model import families
 
-    return (encoders.is_encoder_family(config) or config.get("model_type") in encoders.NOT_DECODERS
+    return (families.is_encoder_family(config) or config.get("model_type") in families.NOT_DECODERS
             or config.get("is_encoder_decoder") is True)
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import statistics
 import sys
 import textwrap
@@ -63,8 +64,12 @@ NOTES = ("Notes. What changed: the offline figure is now the whole setup's (one 
          "on B200 29% too fast (on H200 11%): both are outside what NVIDIA's trtllm-bench tables, on which the "
          "constants were fitted, constrain (MLPerf's v5.1 TensorRT engines with fused MLP and norm-quant kernels, "
          "8B at 2,000-6,000 sequences per instance, where per-request host work the tables did not show may "
-         "bound it); (3) the v4.1 four-GPU H100 systems (TensorRT 9.3, Dell XE8640/XE9640, Fujitsu) run 12-17% "
-         "below the eight-GPU ones per GPU, which gpuplan cannot tell apart; (4) the v4.1 -> v5.1 software gain on "
+         "bound it); (3) the v4.1 four-GPU H100 boards (Dell XE8640/XE9640, Fujitsu GX2560M7) run their TP 2 "
+         "Llama-2-70B 12% below the eight-GPU boards per GPU while their TP 1 Mixtral matches them (table above): "
+         "it is the pair's all-reduce, which on a board without NVSwitch crosses 6 of each GPU's 18 NVLink links; "
+         "priced so, the three rows land at +0.3% instead of +19%, but gpuplan has no way yet to say a setup is a "
+         "four-GPU board, so the answer stays; the two- and four-node DGX runs lose 14% per GPU with each TP pair "
+         "inside a node's NVSwitch, which the GPU work does not explain; (4) the v4.1 -> v5.1 software gain on "
          "H200 (31.6k -> 35.0k tokens/s, same GPUs) is not in the model. Llama-3.1-405B (every submission tp 2 x pp "
          "2) is not scored: gpuplan's TensorRT-LLM offline model has no pipeline parallelism. Server rows are not "
          "compared: MLPerf Server is a Poisson arrival rate under TTFT/TPOT limits, and gpuplan's capacity answer "
@@ -121,6 +126,55 @@ def serving(row: dict) -> float:
     one = s.model_copy(update={"batch_size": run.concurrency, "num_gpus": s.tp * s.pp, "num_nodes": 1,
                                "sharding": None})
     return inference_speed(one, m, gpu).tokens_per_s * s.dp
+
+
+# A four-GPU HGX H100 board has no NVSwitch: each GPU's 18 NVLink links are split among its three peers, 6 per pair
+# (assumed; the eight-GPU boards reach any peer over all 18 through the NVSwitches), so a TP 2 pair all-reduces over a
+# third of the NVLink bandwidth the catalog gives the card.
+PAIR_LINKS = 6 / 18
+
+
+def gpus(row: dict) -> int:
+    return int(row["gpus_per_node"]) * int(row["nodes"])
+
+
+def four_gpu_board(row: dict) -> bool:
+    """An H100 SXM system of one node of four GPUs (Dell XE8640 / XE9640, Fujitsu GX2560M7 in v4.1)."""
+    return row["gpu"].startswith("nvidia-h100") and row["gpus_per_node"] == "4" and row["nodes"] == "1"
+
+
+def pair_links(row: dict) -> float:
+    """``offline_tokens_per_s`` of the row with its TP group's NVLink at :data:`PAIR_LINKS` of the card's."""
+    s = scenario(row)
+    gpu = load_gpu(s.gpu)
+    board = dataclasses.replace(gpu, nvlink_bandwidth_gbs=gpu.nvlink_bandwidth_gbs * PAIR_LINKS)
+    return speed_of(s, load_model(s.model), board).offline_tokens_per_s or float("nan")
+
+
+def board_lines(rows: list[dict]) -> list[str]:
+    """Per GPU, the H100 systems by board: the four-GPU boards' TP 2 rows fall behind the eight-GPU ones and their
+    TP 1 rows do not; priced with a pair's links, the TP 2 rows come back (a what-if, not gpuplan's answer)."""
+    head = ("H100 per GPU by board (v4.1; published and gpuplan tokens/s per GPU, medians). The four-GPU boards' "
+            "TP 2 rows priced with a pair's NVLink links (6 of 18, no NVSwitch) is a what-if, not the answer above:")
+    lines = [*textwrap.wrap(head, 118), "", "| benchmark | tp | board | n | published per GPU | gpuplan per GPU | "
+             "error | with a pair's links |",
+             "|---|---:|---|---:|---:|---:|---:|---:|"]
+    kinds = (("eight-GPU boards", lambda r: r["gpus_per_node"] == "8" and r["nodes"] == "1"),
+             ("four-GPU boards", four_gpu_board), ("two and four DGX nodes", lambda r: int(r["nodes"]) > 1))
+    for bench, tp in (("llama2-70b-99", "2"), ("mixtral-8x7b", "1")):
+        for name, pick in kinds:
+            sel = [r for r in rows if r["benchmark"] == bench and r["tp"] == tp and r["round"] == "v4.1"
+                   and r["gpu"].startswith("nvidia-h100") and pick(r)]
+            if not sel:
+                continue
+            pub = statistics.median(float(r["output_tokens_per_s"]) / gpus(r) for r in sel)
+            est = statistics.median(predict(r) / gpus(r) for r in sel)
+            what_if = "-"
+            if name == "four-GPU boards" and tp == "2":
+                what_if = f"{statistics.median(err(pair_links(r), r) for r in sel):+.1%}"
+            lines.append(f"| {bench} | {tp} | {name} | {len(sel)} | {pub:,.0f} | {est:,.0f} | "
+                         f"{statistics.median(err(predict(r), r) for r in sel):+.1%} | {what_if} |")
+    return lines
 
 
 def err(pred: float, row: dict) -> float:
@@ -181,6 +235,7 @@ def report(rows: list[dict]) -> str:
         gpus = int(r["gpus_per_node"]) * int(r["nodes"])
         lines.append(f"| {r['round']} | {r['submitter']} | {r['system']} | {r['benchmark']} | {gpus} | {pub:,.0f} | "
                      f"{pub * (1 + e):,.0f} | {e:+.1%} |")
+    lines += ["", *board_lines(rows)]
     if skipped:
         lines += ["", f"Not scored ({len(skipped)} rows): " + "; ".join(sorted({why_not(r) for r in skipped}))]
     lines += ["", *textwrap.wrap(NOTES, 118), ""]

@@ -55,7 +55,8 @@ def test_one_command_imports_its_own_module_only():
 def test_a_training_estimate_loads_only_what_it_uses():
     """The first estimate of QLoRA on the Hugging Face stack loads that stack's profile and not the six others, not
     the serving simulation's step model and workloads, not the module plans (diffusion, encoders: their jobs,
-    profiles, memory and timing), Megatron's layout, the serving engines' profiles and step times, TensorRT-LLM's
+    profiles, memory and timing; the readers of diffusers and encoder configs: a decoder's config is told apart
+    by gpuplan.model.families), Megatron's layout, the serving engines' profiles and step times, TensorRT-LLM's
     offline run or the training recipe, the GGUF rules, not OpenSSL (hashlib, secrets) and not PyYAML (the bundled
     YAML is read through its JSON twins, gpuplan.datafiles): each was a few milliseconds of every fresh process
     (bench/startup.py)."""
@@ -70,8 +71,8 @@ def test_a_training_estimate_loads_only_what_it_uses():
         "gpuplan.serving.steptime", "gpuplan.serving.workload", "hashlib", "secrets", "gpuplan.plan.modules",
         "gpuplan.scenario.modules", "gpuplan.model.profile", "gpuplan.model.record", "gpuplan.speed.modules",
         "gpuplan.memory.modules", "gpuplan.memory.megatron", "gpuplan.speed.offline", "gpuplan.plan.recipe",
-        "gpuplan.speed.inference", "yaml", "gpuplan.useryaml", "gpuplan.model.gguf",
-        *(f"gpuplan.engines.{m}" for m in ("vllm", "sglang", "trtllm", "llama_cpp", "mlx"))}
+        "gpuplan.speed.inference", "yaml", "gpuplan.useryaml", "gpuplan.model.gguf", "gpuplan.model.diffusers",
+        "gpuplan.model.encoders", *(f"gpuplan.engines.{m}" for m in ("vllm", "sglang", "trtllm", "llama_cpp", "mlx"))}
     assert not loaded & unused, loaded & unused
 
 

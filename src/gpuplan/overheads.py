@@ -267,6 +267,17 @@ MATMUL_PEAK_FRACTION = {
     # 94.84 of 125. (Issue 34: they had the NVIDIA default, 0.80, and T4 0.93 of it for its power cap.)
     "nvidia-t4": 0.645, "nvidia-v100-sxm2-16gb": 0.759,
 }
+# The clock a card held by a low power cap keeps in continuous tensor work, as a share of what it holds in the short
+# loops above (speed/gemm.py continuous_clock_factor): the power management lowers the clock once the card has run
+# at its cap for a while, which slows every tensor-core kernel alike, GEMMs and fused attention, as a power limit
+# below the TDP does (power_limit_factor). 16-bit work only (fp32 keeps MATMUL_PEAK_FRACTION: no continuous fp32
+# measurement). Tesla T4 (70 W): a cuBLAS fp16 4096 x 4096 x 4096 product timed over 100 back-to-back calls ran at
+# about 24 TFLOPS of 65, which the reply on NVIDIA's forum puts down to the power cap, "a clock reduction strategy",
+# "expected behavior for approximately continuous matrix multiply operations on a T4", a single short op doing
+# better (forums.developer.nvidia.com/t/about-gpu-peak-performance/264462), against the short loop's 41.93 above.
+# A training step, a denoising loop or a long prefill multiply for longer than that loop. Not fitted on a bench
+# row: every T4 row (bench/modules.py) is held out, and no other bench has one.
+CONTINUOUS_CLOCK_FACTOR = {"nvidia-t4": 24.0 / 41.93}
 # A training run is planned at no more than the datasheet rate: the best-shape rates measured above it on GeForce
 # cards (RTX 3090 1.079, RTX 5090 1.141) come from short matmul loops at the clock GPU Boost reaches on a card
 # inside its power and temperature limits, which an hours-long step at the power limit does not hold; the rated boost
@@ -808,6 +819,19 @@ TRTLLM_GEMM_PEAK_SHARE = {"Hopper": {"fp8": 0.9}, "Blackwell": {"fp8": 0.9, "fp4
 # NVFP4 GEMMs of a few hundred decode rows fall short of the FP4 peak (activation quantization and block scales cost
 # the same time however fast the math); the fit gives FP8 none beyond the bf16 model's own shape term.
 TRTLLM_GEMM_HALF_ROWS = {"fp8": 0.0, "fp4": 64.0}
+# trtllm-serve's latency per request beyond the engine's steps (engines/trtllm.py host_loop: the OpenAI server,
+# tokenizing, the ZMQ hand-off to the executor worker, detokenizing and streaming back), fitted by `python
+# bench/serving/trtllm_serving.py --calibrate` on the calibration rows of bench/data/trtllm_serving.csv: NVIDIA/
+# TensorRT-LLM issue #5929's single requests of DeepSeek-R1 FP8 on 8 H200s (v0.21.0rc2, TP 8), 164.6 ms TTFT at 1,600
+# prompt tokens and 515.8 ms at 8,192. The fixed part of a lone request's TTFT is the intercept of TTFT against prompt
+# length, 79.4 ms, and the simulation's own (the weights' read, the steps' costs) is 21.9 ms without this constant:
+# 57.5 ms, against the 14.7 ms borrowed from vLLM before. Held out, the same H200s at expert parallelism 4 and 8
+# measure 77 and 69 ms of fixed part (gpuplan now 79), the B200s of the same issue (FP4) 104-106 ms (gpuplan 71).
+# Those runs cannot tell what waits outside the engine from what each context step costs the host (it runs without a
+# CUDA graph); all of it is taken as the former, so it adds to TTFT and not to the engine's throughput. It was measured
+# on a 61-layer MoE model: a smaller model's context step costs the host less. No dense single-request trtllm-serve
+# run was found.
+TRTLLM_REQUEST_S = 57.5e-3
 # TensorRT-LLM's context attention against gpuplan's FlashAttention figure (ATTENTION_PEAK_FRACTION of the bf16 peak):
 # fitted at 1.5x. trtllm-bench builds FP8 and NVFP4 engines with FP8 context FMHA (tensorrt_llm/bench/build/build.py:
 # use_fp8_context_fmha = True "if NVFP4 or FP8 quantization is enabled"), whose peak is twice the bf16 one.
@@ -836,6 +860,12 @@ MODULE_CALL_OVERHEAD_S = 5e-6
 # server with its compiled run beside it, fal-ai's SD 1.5 on an A100 80GB SXM (bench/modules.py sd15-a100-fal:
 # 1.591 s per image eager, 1.352 s compiled); held out: the A100, V100 and T4 rows of diffusers' benchmark,
 # SDXL on the A100 (diffusers' fast_diffusion tutorial, fal-ai), FLUX.1-dev on the H100, Whisper on the V100 and A100.
+# The held-out rows show the host is the machine's, not the card's (checked for issue 34, nothing refitted): where a
+# source ran the same SD 1.5 step eager and compiled with CUDA graphs (no host dispatch), the eager step bounds its
+# host work, and on A100s and an H100 with the same PyTorch that bound runs from a desktop's to 2.6 times it
+# (stable-fast's H100, 18.3 ms a step eager, 15.2 compiled; its A100 28.1 and 23.9 ms; fal-ai's A100 this 1.75;
+# diffusers' torch 2.0 benchmark's A100, 46.2 and 22.7 ms). None of these sources names its CPU, so no per-machine
+# rule can be read from them; the one fitted value stays, and held-out rows fall on both sides of it.
 SERVER_HOST_FACTOR = 1.75
 # Bytes moved per weight element to unpack a stored weight to 16 bits before each GEMM that uses it: bitsandbytes'
 # NF4 dequantize reads the packed nibbles and absmax and writes a bf16 copy (0.56 + 2), fp8 storage cast up

@@ -33,7 +33,7 @@ def test_one_validation_and_one_memory_report_per_plan(argv):
     with counting(VALIDATIONS, MEMORY, PLANS, SPEED) as seen, contextlib.redirect_stdout(io.StringIO()), \
             contextlib.redirect_stderr(io.StringIO()):
         assert run(argv) == 0
-    assert seen[PLANS] > 20  # the estimate and its largest-batch and -context probes
+    assert seen[PLANS] >= 8  # the estimate and its largest-batch and -context probes (the walk's search: 9 probes)
     assert seen[VALIDATIONS] == seen[MEMORY] == seen[PLANS]
     assert seen[SPEED] == 1
 

@@ -40,8 +40,8 @@ from ..tensors.breakdown import GIB, Estimate
 from ..tensors.kv import kv_bytes_per_sequence
 from ..tensors.layout import weights_per_gpu
 from ..tensors.state import weight_format
-from .base import Engine, KvPool, Timing
-from .vllm import cuda_total_gib, current_timing
+from .base import Engine, HostLoop, KvPool, Timing
+from .vllm import cuda_total_gib, current_timing, scheduler_limits
 
 FREE_GPU_MEMORY_FRACTION = 0.9  # KvCacheConfig.free_gpu_memory_fraction
 TOKENS_PER_BLOCK = 32  # KvCacheConfig.tokens_per_block
@@ -195,8 +195,8 @@ def pool(s: Scenario, sm: StartupMemory) -> KvPool:
 
 class Trtllm(Engine):
     """TensorRT-LLM (``trtllm-serve``, PyTorch backend): ``free_gpu_memory_fraction`` of what the weights and its
-    profiling forward leave, in paged KV blocks (module docstring); in-flight batching with CUDA graphs, timed as
-    vLLM's current engine."""
+    profiling forward leave, in paged KV blocks (module docstring); in-flight batching with CUDA graphs for decode
+    batches, the GPU's work timed as vLLM's current engine's, its own host loop (:func:`host_loop`)."""
 
     name = "trtllm"
     expert_parallel = True
@@ -271,15 +271,37 @@ class Trtllm(Engine):
         return "TensorRT-LLM's KV block reuse is not modelled"
 
     def timing(self, s: Scenario, m: ModelSpec, gpu: GpuSpec) -> Timing:
-        """In-flight batching with CUDA graphs, its host work hidden by its overlap scheduler (timed as vLLM's
-        current engine's loop), and its own kernels where the trtllm-bench tables measure them apart from vLLM's
-        (``bench/trtllm.py``, :mod:`gpuplan.speed.offline`): routed experts as one grouped GEMM (the fused MoE),
-        prompt attention of FP8 and NVFP4 checkpoints (FP8 context FMHA) at
-        :data:`~gpuplan.overheads.TRTLLM_CONTEXT_ATTENTION_SPEEDUP` times gpuplan's FlashAttention figure. Every
-        decode batch is taken to replay a CUDA graph (``cuda_graph_config``'s sizes are not modelled)."""
+        """In-flight batching with CUDA graphs for generation-only batches (every decode batch is taken to replay
+        one: ``cuda_graph_config``'s sizes are not modelled), its own kernels where the trtllm-bench tables measure
+        them apart from vLLM's (``bench/trtllm.py``, :mod:`gpuplan.speed.offline`: routed experts as one grouped
+        GEMM, the fused MoE; prompt attention of FP8 and NVFP4 checkpoints, FP8 context FMHA, at
+        :data:`~gpuplan.overheads.TRTLLM_CONTEXT_ATTENTION_SPEEDUP` times gpuplan's FlashAttention figure), and its
+        own host loop (:func:`host_loop`)."""
         fp8_fmha = s.quant in ("fp8", "nvfp4")
-        return current_timing(s, m, gpu, graph_max_batch=0, grouped_experts=True,
-                              context_attention_speedup=oh.TRTLLM_CONTEXT_ATTENTION_SPEEDUP if fp8_fmha else 1.0)
+        return current_timing(s, m, gpu, loop=host_loop(s, m, gpu), graph_max_batch=0, grouped_experts=True,
+                              context_attention_speedup=oh.TRTLLM_CONTEXT_ATTENTION_SPEEDUP if fp8_fmha else 1.0,
+                              note=TIMING)
+
+
+TIMING = "TensorRT-LLM: its host loop's cost per step and per sequence taken as vLLM's"
+
+
+def host_loop(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> HostLoop:
+    """``trtllm-serve``'s loop (TensorRT-LLM 1.x, PyTorch backend). A request goes through the OpenAI server
+    (``tensorrt_llm/serve/openai_server.py`` ``OpenAIServer.openai_completion``: FastAPI, then ``LLM.generate_async``
+    tokenizes the prompt in the server process), over ZMQ to the executor worker (``executor/proxy.py``
+    ``GenerationExecutorProxy``), into ``PyExecutor``'s loop (``_torch/pyexecutor/py_executor.py``, new requests
+    fetched at the start of an iteration; a step that holds a context request runs without a CUDA graph,
+    ``ScheduledRequests.can_run_cuda_graph``), and its tokens come back the same way to be detokenized
+    (``executor/result.py`` ``DetokenizedGenerationResultBase._handle_response``) and streamed as OpenAI chunks
+    (``serve/postprocess_handlers.py``) in the server process. What a request waits beyond the GPU's steps is
+    :data:`~gpuplan.overheads.TRTLLM_REQUEST_S`, fitted on single-request trtllm-serve runs. The overlap scheduler
+    (on unless ``disable_overlap_scheduler``) prepares the next step while the GPU runs this one, so the loop's cost
+    per step and per sequence (vLLM's V1 figures: no TensorRT-LLM run measures them) shows only past the GPU's
+    step. The speed layer's prompt chunks stay vLLM's (``max_num_batched_tokens``); the serving simulation
+    schedules whole prompts up to ``max_num_tokens`` (``CHUNKED_CONTEXT``)."""
+    return HostLoop(step_s=oh.VLLM_V1_STEP_OVERHEAD_S, seq_s=oh.VLLM_V1_HOST_S_PER_SEQ, request_s=oh.TRTLLM_REQUEST_S,
+                    overlapped=s.pp == 1, chunk_tokens=scheduler_limits(s, m, gpu, current=True).max_num_batched_tokens)
 
 
 TRTLLM = Trtllm()

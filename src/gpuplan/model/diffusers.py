@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import GpuplanError, normalize_name
+from .families import diffusers_class
 from .module import Component, ModuleSpec
 
 DENOISERS = ("UNet2DConditionModel", "SD3Transformer2DModel", "FluxTransformer2DModel")
@@ -75,10 +76,6 @@ def bundled_pipeline(repo: str) -> ModuleSpec:
 
 
 # ---- reading ----------------------------------------------------------------------------------------------------
-def class_of(config: dict[str, Any]) -> str | None:
-    return config.get("_class_name") if isinstance(config.get("_class_name"), str) else None
-
-
 def refuse_class(cls: str, where: str) -> GpuplanError:
     """The one sentence for a diffusers class gpuplan does not model."""
     return GpuplanError(
@@ -135,7 +132,7 @@ def pipeline_spec(name: str, model_index: dict[str, Any], configs: dict[str, dic
 def component_spec(name: str, config: dict[str, Any]) -> ModuleSpec:
     """One diffusers model config (a UNet's, a transformer's): a pipeline of that denoiser alone; its VAE and text
     encoders are not counted (their latents and embeddings count as cached), and the plan says so."""
-    cls = class_of(config) or "?"
+    cls = diffusers_class(config) or "?"
     role = role_of("diffusers", cls, name)
     if role != "denoiser":
         raise GpuplanError(f"{name} is a {cls} ({role}): plan the pipeline it belongs to (a folder with "

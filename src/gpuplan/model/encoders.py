@@ -28,35 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import GpuplanError, normalize_name
+from .families import FAMILIES
 from .module import Component, ModuleSpec
 
-# model_type -> (kind, the class built when the config names none transformers has, its variables)
-FAMILIES: dict[str, tuple[str, str, tuple[str, ...]]] = {
-    "whisper": ("encoder-decoder", "WhisperForConditionalGeneration", ("decoder_tokens",)),
-    "t5": ("encoder-decoder", "T5ForConditionalGeneration", ("encoder_tokens", "decoder_tokens")),
-    "mt5": ("encoder-decoder", "MT5ForConditionalGeneration", ("encoder_tokens", "decoder_tokens")),
-    "umt5": ("encoder-decoder", "UMT5ForConditionalGeneration", ("encoder_tokens", "decoder_tokens")),
-    "bart": ("encoder-decoder", "BartForConditionalGeneration", ("encoder_tokens", "decoder_tokens")),
-    "mbart": ("encoder-decoder", "MBartForConditionalGeneration", ("encoder_tokens", "decoder_tokens")),
-    "vit": ("encoder", "ViTForImageClassification", ()),
-    "clip": ("encoder", "CLIPModel", ()),
-    "siglip": ("encoder", "SiglipModel", ()),
-    "clip_vision_model": ("encoder", "CLIPVisionModel", ()),
-    "siglip_vision_model": ("encoder", "SiglipVisionModel", ()),
-}
-# transformers families that are no decoder LLM and that gpuplan does not model: encoders of text, speech and images,
-# and encoder-decoders other than the FAMILIES above. A config of one is refused (kinds.of_config) where it would
-# otherwise be read off transformers as a decoder (BERT's BertModel: a KV cache and causal decoding it has not).
-NOT_DECODERS = frozenset((
-    "bert", "roberta", "xlm-roberta", "xlm-roberta-xl", "distilbert", "albert", "electra", "deberta", "deberta-v2",
-    "camembert", "mpnet", "modernbert", "longformer", "xlm", "flaubert", "funnel", "mobilebert", "squeezebert",
-    "ernie", "canine", "esm", "layoutlm", "layoutlmv2", "layoutlmv3", "data2vec-text", "wav2vec2", "wav2vec2-bert",
-    "wav2vec2-conformer", "hubert", "wavlm", "data2vec-audio", "unispeech", "unispeech-sat", "sew", "sew-d",
-    "beit", "deit", "dinov2", "swin", "swinv2", "convnext", "convnextv2", "resnet", "segformer", "mobilevit",
-    "data2vec-vision", "sam", "detr", "yolos", "owlvit", "owlv2", "clap", "marian", "pegasus", "pegasus_x", "led",
-    "m2m_100", "nllb-moe", "seamless_m4t", "seamless_m4t_v2", "speech_to_text", "bigbird_pegasus", "prophetnet",
-    "fsmt", "plbart", "blenderbot", "blenderbot-small", "longt5", "switch_transformers", "pix2struct", "mvp",
-    "vision-encoder-decoder", "speech-encoder-decoder", "encoder-decoder"))
 # tensors of one value per pair of tokens, so profiles of degree 2 in the tokens: T5's relative position bias (heads x
 # query x key, added to every score), BART's 4-D attention masks (batch x 1 x query x key, built by transformers'
 # masking_utils for its decoder's causal and cross attention)
@@ -103,11 +77,6 @@ def bundled_count(config: dict[str, Any]) -> int | None:
         if clean(data["config"]) == clean(config) and "model" in (data.get("params") or {}):
             return data["params"]["model"]
     return None
-
-
-def is_encoder_family(config: dict[str, Any]) -> bool:
-    family = config.get("model_type")
-    return isinstance(family, str) and family in FAMILIES
 
 
 def class_of(config: dict[str, Any]) -> str:

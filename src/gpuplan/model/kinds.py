@@ -22,12 +22,14 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import GpuplanError, normalize_name
-from . import diffusers, encoders
+from .families import NOT_DECODERS, diffusers_class, is_encoder_family
 from .module import ModuleSpec
 
 
 def named(name: str) -> ModuleSpec | None:
     """A bundled pipeline or model answering to ``name``, or None."""
+    from . import diffusers, encoders
+
     key = normalize_name(name)
     repo = diffusers.pipeline_aliases().get(key)
     if repo:
@@ -48,6 +50,7 @@ def known_here(name: Any) -> ModuleSpec | None:
     if found:
         return found
     from ..userfiles import user_path
+    from .diffusers import read_json
 
     path = user_path(name)
     try:
@@ -55,7 +58,7 @@ def known_here(name: Any) -> ModuleSpec | None:
             return pipeline_folder(path)
         config = path / "config.json" if path.is_dir() else path
         if config.is_file():
-            return of_config(diffusers.read_json(config), name)
+            return of_config(read_json(config), name)
         return _cached(name)
     except (GpuplanError, OSError, ValueError):  # the resolver says what is wrong with it, in its own words
         return None
@@ -67,6 +70,7 @@ def _cached(repo_id: str) -> ModuleSpec | None:
         from huggingface_hub import try_to_load_from_cache
     except ImportError:
         return None
+    from .diffusers import read_json
 
     def cached(repo: str, filename: str) -> str | None:
         found = try_to_load_from_cache(repo, filename)
@@ -75,12 +79,14 @@ def _cached(repo_id: str) -> ModuleSpec | None:
     if cached(repo_id, "model_index.json"):
         return from_hub(repo_id, cached)
     config = cached(repo_id, "config.json")
-    return of_config(diffusers.read_json(Path(config)), repo_id) if config else None
+    return of_config(read_json(Path(config)), repo_id) if config else None
 
 
 def pipeline_folder(path: Path) -> ModuleSpec:
     """The pipeline a local folder holds: its ``model_index.json`` and each component's ``<name>/config.json``."""
-    return diffusers.read_pipeline_folder(path, path.name)
+    from .diffusers import read_pipeline_folder
+
+    return read_pipeline_folder(path, path.name)
 
 
 # transformers heads that no decoder LLM has: a config naming one is an encoder's (BERT, wav2vec 2.0, ViT...)
@@ -91,22 +97,26 @@ NOT_DECODER_HEAD = re.compile(r"For(MaskedLM|SequenceClassification|TokenClassif
 
 def of_config(config: Any, name: str) -> ModuleSpec | None:
     """The module a config dict describes, None for a decoder's; a diffusers class or a transformers head that
-    gpuplan does not model is refused in one sentence."""
+    gpuplan does not model is refused in one sentence. A decoder's config loads neither :mod:`.diffusers` nor
+    :mod:`.encoders` (:mod:`.families` tells them apart)."""
     if not isinstance(config, dict):
         return None
-    if diffusers.class_of(config):
-        return diffusers.component_spec(name, config)
-    if encoders.is_encoder_family(config):
-        return encoders.model_spec(name, config)
+    if diffusers_class(config):
+        from .diffusers import component_spec
+
+        return component_spec(name, config)
     named = config.get("architectures")  # its shape is checked where the decoder is read (model/validate.py)
     head = next((a for a in named if isinstance(a, str) and NOT_DECODER_HEAD.search(a)), None) \
         if isinstance(named, list) else None
-    if head:
-        raise encoders.refuse_unknown(config, f"{name} ({head})")
     family = config.get("model_type")
-    if (isinstance(family, str) and family in encoders.NOT_DECODERS) or config.get("is_encoder_decoder") is True:
-        raise encoders.refuse_unknown(config, name)
-    return None
+    refused = head or (isinstance(family, str) and family in NOT_DECODERS) or config.get("is_encoder_decoder") is True
+    if not (is_encoder_family(config) or refused):
+        return None
+    from . import encoders
+
+    if is_encoder_family(config):
+        return encoders.model_spec(name, config)
+    raise encoders.refuse_unknown(config, f"{name} ({head})" if head else name)
 
 
 def from_hub(repo_id: str, fetch) -> ModuleSpec | None:
@@ -115,6 +125,8 @@ def from_hub(repo_id: str, fetch) -> ModuleSpec | None:
     index_path = fetch(repo_id, "model_index.json")
     if index_path is None:
         return None
+    from . import diffusers
+
     index = diffusers.read_json(Path(index_path))
     configs: dict[str, dict[str, Any]] = {}
     for key, entry in index.items():
@@ -130,5 +142,7 @@ def from_hub(repo_id: str, fetch) -> ModuleSpec | None:
 
 def names() -> list[str]:
     """Every bundled module's repo id and aliases (for "did you mean")."""
+    from . import diffusers, encoders
+
     return [*diffusers.pipeline_aliases(), *encoders.model_aliases(), *diffusers.bundled_pipelines(),
             *encoders.bundled_models()]

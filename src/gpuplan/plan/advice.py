@@ -60,18 +60,43 @@ class Fix:
     more_gpus: bool = False
 
 
-def _largest(ok: Callable[[int], bool], hi: int) -> int | None:
-    """Largest n in [1, hi] with ok(n), assuming ok is monotone (True then False); None if ok(1) fails."""
-    if not ok(1):
+def _largest(at: Callable[[int], tuple[bool, float]], hi: int, capacity: float) -> int | None:
+    """Largest n in [1, hi] that fits, assuming fitting is monotone (True then False); None if 1 does not fit.
+    ``at(n)``: (fits, device peak in GiB) of the scenario at n. The answer is bisection's, in fewer probes: the next
+    n is where the line through the last two peaks seen meets ``capacity`` (the card's usable GiB; the peak grows
+    about linearly in the batch and the context, so an aim lands on the edge or next to it, and the probe beside
+    it closes the interval), kept inside the interval still open. After three aims in a row that did not halve the
+    interval comes a halving, so the search takes at most about four times bisection's probes (where the peak does
+    not move with n, as an engine's preallocated pool, every step is a halving: bisection itself)."""
+    ok, peak = at(1)
+    if not ok:
         return None
-    lo = 1
+    lo, seen, misses = 1, [(1, peak)], 0
     while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if ok(mid):
-            lo = mid
-        else:
-            hi = mid - 1
+        aim = _aim(seen, capacity, lo, hi) if misses < 3 else None
+        n, width = aim or (lo + hi + 1) // 2, hi - lo
+        ok, peak = at(n)
+        if math.isfinite(peak):
+            seen.append((n, peak))
+        lo, hi = (n, hi) if ok else (lo, n - 1)
+        misses = misses + 1 if aim and 2 * (hi - lo) > width else 0
     return lo
+
+
+def _aim(seen: list[tuple[int, float]], capacity: float, lo: int, hi: int) -> int | None:
+    """The n in (lo, hi] where the line through the last two peaks of ``seen`` reaches ``capacity`` (the largest
+    n on the line's near side of it), or None when the peaks seen do not all rise with n: then the peak is no guide
+    (llama.cpp moves layers to the CPU as the context grows, and whether it fits can turn more than once), and the
+    search is bisection, which gives the answer it always gave."""
+    ordered = sorted(seen)
+    if len(seen) < 2 or any(b <= a for (_, a), (_, b) in itertools.pairwise(ordered)):
+        return None
+    (n1, p1), (n2, p2) = seen[-2:]
+    slope = (p2 - p1) / (n2 - n1)
+    if not slope > 0 or not math.isfinite(capacity):
+        return None
+    n = n1 + (capacity - p1) / slope
+    return min(max(math.floor(n), lo + 1), hi) if math.isfinite(n) else None
 
 
 def advice(r: Resolved, plan: Plan) -> dict[str, Any]:
@@ -90,18 +115,18 @@ def largest_fitting(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> tuple[int | None
     ``micro_batch_size`` and ``seq_len``; inference ``batch_size`` and ``prompt_tokens``. The context searched
     stops at the model's own (with the rope scaling its config declares; 131,072 when the config gives none):
     longer ones fit in memory but are past what it was trained for, which ``check`` warns about."""
-    def fits(**change) -> bool:
+    def fits(**change) -> tuple[bool, float]:
         return _fits_with(s, m, gpu, change)
 
-    limit = m.scaled_context or 131_072
+    limit, usable = m.scaled_context or 131_072, gpu.usable_gib
     if s.task == "train":
         # Megatron cuts sequences into 2·cp chunks and each rank's share over tp (refusals.check_megatron)
         q = 2 * s.cp * s.tp if s.stack == "megatron" and s.tp * s.cp > 1 else 1
-        longest = _largest(lambda n: fits(seq_len=n * q), limit // q)
-        return (_largest(lambda n: fits(micro_batch_size=n), 4096), longest * q if longest else None)
+        longest = _largest(lambda n: fits(seq_len=n * q), limit // q, usable)
+        return (_largest(lambda n: fits(micro_batch_size=n), 4096, usable), longest * q if longest else None)
     prefix = s.shared_prefix_tokens  # a prompt is at least the shared prefix and one token of its own
-    longest = _largest(lambda n: fits(prompt_tokens=prefix + n), max(limit - s.output_tokens - prefix, 1))
-    return (_largest(lambda n: fits(batch_size=n), 4096), prefix + longest if longest else None)
+    longest = _largest(lambda n: fits(prompt_tokens=prefix + n), max(limit - s.output_tokens - prefix, 1), usable)
+    return (_largest(lambda n: fits(batch_size=n), 4096, usable), prefix + longest if longest else None)
 
 
 def candidate_fixes(s: Scenario, m: ModelSpec) -> list[Fix]:
@@ -310,12 +335,12 @@ def _apply(s: Scenario, fixes: tuple[Fix, ...]) -> Scenario | None:
     return None if refused(changed) else changed
 
 
-def _fits_with(s: Scenario, m: ModelSpec, gpu: GpuSpec, change: dict[str, Any]) -> bool:
-    """Whether ``s`` with ``change`` fits (False when the change is refused)."""
+def _fits_with(s: Scenario, m: ModelSpec, gpu: GpuSpec, change: dict[str, Any]) -> tuple[bool, float]:
+    """Whether ``s`` with ``change`` fits, and its device peak in GiB ((False, inf) when the change is refused)."""
     try:
-        return probe(s.model_copy(update=change), m)[0]
+        return probe(s.model_copy(update=change), m)
     except GpuplanError:
-        return False
+        return False, math.inf
 
 
 def _fits(s: Scenario | None, m: ModelSpec, gpu: GpuSpec) -> tuple[bool, float]:
@@ -555,16 +580,17 @@ def _room(s: Scenario, fitted: Scenario, m: ModelSpec, gpu: GpuSpec, combo: tupl
         -> tuple[int | None, int | None]:
     """The largest micro-batch (up to the one asked for when the combination shrank it) and the longest context
     that still fit with the combination."""
-    def fits(**change) -> bool:
+    def fits(**change) -> tuple[bool, float]:
         return _fits_with(fitted, m, gpu, change)
 
+    usable = gpu.usable_gib
     if s.task == "train":
         shrunk = any(f.group == "micro-batch" for f in combo)
-        batch = _largest(lambda n: fits(**_accumulated(s, n)), s.micro_batch_size) if shrunk else \
-            _largest(lambda n: fits(micro_batch_size=n), 4096)
+        batch = _largest(lambda n: fits(**_accumulated(s, n)), s.micro_batch_size, usable) if shrunk else \
+            _largest(lambda n: fits(micro_batch_size=n), 4096, usable)
         best = fitted.model_copy(update=_accumulated(s, batch)) if shrunk and batch else fitted
         limit = max(m.max_context or 0, 131_072)
-        length = _largest(lambda n: _fits_with(best, m, gpu, {"seq_len": n}), limit)
+        length = _largest(lambda n: _fits_with(best, m, gpu, {"seq_len": n}), limit, usable)
         return batch, length
-    return (_largest(lambda n: fits(batch_size=n), 4096),
-            _largest(lambda n: fits(prompt_tokens=n), max(m.max_context or 0, 131_072)))
+    return (_largest(lambda n: fits(batch_size=n), 4096, usable),
+            _largest(lambda n: fits(prompt_tokens=n), max(m.max_context or 0, 131_072), usable))

@@ -26,6 +26,7 @@ from ..market.cost import Cost, offer_label
 from ..memory.modules import generation_memory, model_memory, report, training_memory
 from ..model import diffusers as diff
 from ..model import encoders as enc
+from ..model.families import FAMILIES
 from ..model.module import ModuleSpec
 from ..model.profile import Profile, storage_format
 from ..model.record import obtain
@@ -418,7 +419,7 @@ def _eager_words(job: ModuleJob) -> str:
 
 
 def _variables(spec: ModuleSpec) -> tuple[str, ...]:
-    return enc.FAMILIES[spec.family][2] if spec.kind != "diffusion" else ("latent_pixels", "text_tokens")
+    return FAMILIES[spec.family][2] if spec.kind != "diffusion" else ("latent_pixels", "text_tokens")
 
 
 def normalized(s: Scenario) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import GpuplanError
-from ..model.encoders import FAMILIES
+from ..model.families import FAMILIES
 from ..model.module import ModuleSpec
 from ..model.profile import FP8_ALL
 from .fields import Scenario
