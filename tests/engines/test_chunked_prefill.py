@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from gpuplan import estimate
 from gpuplan import overheads as oh
 from gpuplan.cli import app as cli_app
-from gpuplan.engines import sglang, vllm
+from gpuplan.engines import engine_for, sglang, vllm
 from gpuplan.errors import GpuplanError
 from gpuplan.hardware import load_gpu
 from gpuplan.launchers import launch_files, launch_plan
@@ -163,3 +163,11 @@ def test_the_cli_flag_reaches_the_estimate():
     assert data["memory"]["engine"]["max_num_batched_tokens"] == 65_536
     bad = CliRunner().invoke(cli_app, [*args[:-3], "--chunked-prefill", "maybe"])
     assert bad.exit_code == 2 and "is not true or false" in bad.output
+
+
+def test_mlx_says_it_always_steps_its_prefill():
+    s = scenario_from({"model": "llama-3.1-8b", "task": "infer", "engine": "mlx", "gpu": "apple-m4-max",
+                       "chunked_prefill": False})
+    assert engine_for(s).chunked_prefill_refusal(s) == (
+        "MLX (mlx-lm) takes no chunked_prefill false: it always prefills in steps of prefill_step_size (2,048 "
+        "tokens); drop chunked_prefill, or serve with engine vllm or sglang")
