@@ -820,18 +820,21 @@ TRTLLM_GEMM_PEAK_SHARE = {"Hopper": {"fp8": 0.9}, "Blackwell": {"fp8": 0.9, "fp4
 # the same time however fast the math); the fit gives FP8 none beyond the bf16 model's own shape term.
 TRTLLM_GEMM_HALF_ROWS = {"fp8": 0.0, "fp4": 64.0}
 # trtllm-serve's latency per request beyond the engine's steps (engines/trtllm.py host_loop: the OpenAI server,
-# tokenizing, the ZMQ hand-off to the executor worker, detokenizing and streaming back), fitted by `python
-# bench/serving/trtllm_serving.py --calibrate` on the calibration rows of bench/data/trtllm_serving.csv: NVIDIA/
-# TensorRT-LLM issue #5929's single requests of DeepSeek-R1 FP8 on 8 H200s (v0.21.0rc2, TP 8), 164.6 ms TTFT at 1,600
-# prompt tokens and 515.8 ms at 8,192. The fixed part of a lone request's TTFT is the intercept of TTFT against prompt
-# length, 79.4 ms, and the simulation's own (the weights' read, the steps' costs) is 21.9 ms without this constant:
-# 57.5 ms, against the 14.7 ms borrowed from vLLM before. Held out, the same H200s at expert parallelism 4 and 8
-# measure 77 and 69 ms of fixed part (gpuplan now 79), the B200s of the same issue (FP4) 104-106 ms (gpuplan 71).
-# Those runs cannot tell what waits outside the engine from what each context step costs the host (it runs without a
-# CUDA graph); all of it is taken as the former, so it adds to TTFT and not to the engine's throughput. It was measured
-# on a 61-layer MoE model: a smaller model's context step costs the host less. No dense single-request trtllm-serve
-# run was found.
-TRTLLM_REQUEST_S = 57.5e-3
+# tokenizing, the ZMQ hand-off to the executor worker, detokenizing and streaming back): borrowed from vLLM
+# (VLLM_V1_REQUEST_S, fitted on vLLM's own runs), both being Python OpenAI servers doing the same work. No trtllm-serve
+# run separates it from the context step's host work (TRTLLM_EAGER_LAUNCH_S).
+TRTLLM_REQUEST_S = VLLM_V1_REQUEST_S
+# TensorRT-LLM's host seconds per kernel launched in a step that holds a context request: its PyTorch backend runs
+# such a step without a CUDA graph (tensorrt_llm/_torch/pyexecutor/scheduler.py ScheduledRequests.can_run_cuda_graph
+# is False while context_requests is non-empty; only decode batches replay the graphs of cuda_graph_config), each
+# kernel launched from its Python modules; the step takes the longer of the launching and the GPU's work
+# (StepTimer.launch_host_s). Fitted by `python bench/serving/trtllm_serving.py --calibrate` on the calibration rows of
+# bench/data/trtllm_serving.csv alone: NVIDIA/TensorRT-LLM issue #5929's single requests of DeepSeek-R1 FP8 on 8
+# H200s (v0.21.0rc2, TP 8), 164.6 ms TTFT at 1,600 prompt tokens and 515.8 ms at 8,192, whose intercept of TTFT
+# against prompt length is 79.4 ms; the launch time that brings the simulated intercept there (TRTLLM_REQUEST_S
+# borrowed, bisection). It replaces a flat 57.5 ms per request fitted on the same pair (a 61-layer MoE step's host
+# time charged to every model's requests).
+TRTLLM_EAGER_LAUNCH_S = 41.8e-6
 # TensorRT-LLM's context attention against gpuplan's FlashAttention figure (ATTENTION_PEAK_FRACTION of the bf16 peak):
 # fitted at 1.5x. trtllm-bench builds FP8 and NVFP4 engines with FP8 context FMHA (tensorrt_llm/bench/build/build.py:
 # use_fp8_context_fmha = True "if NVFP4 or FP8 quantization is enabled"), whose peak is twice the bf16 one.
@@ -840,12 +843,14 @@ TRTLLM_CONTEXT_ATTENTION_SPEEDUP = 1.5
 # expansion of each token into its top-k rows with the activations' FP4 quantization, the finalize kernel that
 # scatters and weights them back, the per-expert padding of the grouped GEMM's tiles. Seconds per token and MoE layer
 # at prefill and at decode, and per MoE layer and iteration. Fitted by `python bench/trtllm.py --fit-moe` (a grid,
-# median |error|) on the 20 B200 MoE rows of the overview (Llama 4 Scout and Qwen3-30B-A3B, NVFP4: 3.0 %); held out:
+# median |error|) on the 20 B200 MoE rows of the overview (Llama 4 Scout and Qwen3-30B-A3B, NVFP4: 2.5 %); held out:
 # the GB200 rows of the same tables. FP8 MoE on Hopper does not pay it (release 0.17's one-GPU Mixtral 8x7B rows on
 # H100, H200 and GH200 and MLPerf's Mixtral on 8 H200s land within 2-8 % without it, 5-15 % slow with it).
-TRTLLM_MOE_PREFILL_TOKEN_S = 80e-9
-TRTLLM_MOE_DECODE_TOKEN_S = 250e-9
-TRTLLM_MOE_LAYER_STEP_S = 30e-6
+# Refitted with TRTLLM_EAGER_LAUNCH_S (2026-11-29: prefill 80 -> 100 ns, decode 250 -> 200 ns, per layer and
+# iteration 30 -> 0 us, the context steps' launches now holding that fixed part; fitted rows 7.3 -> 2.5 %).
+TRTLLM_MOE_PREFILL_TOKEN_S = 100e-9
+TRTLLM_MOE_DECODE_TOKEN_S = 200e-9
+TRTLLM_MOE_LAYER_STEP_S = 0.0
 
 # ---- profiled modules (speed/modules.py): diffusion denoisers, VAEs, text encoders, Whisper, T5 ----------------------
 # Host work of an eager pass read off the module's own profile: every aten op the dispatcher runs (views included:

@@ -230,7 +230,8 @@ def scheduler_limits(s: Scenario, m: ModelSpec, gpu: GpuSpec | None, *, current:
     ``SchedulerConfig.__post_init__``; V1's ``SchedulerConfig``: "If max_model_len is too short, use 2048 as the
     default value for higher throughput")."""
     v = version_tuple(None if current else s.engine_version)
-    max_len = s.max_model_len or m.max_context or (s.prompt_tokens + s.output_tokens)
+    # the model's context as vLLM derives it: a YaRN rope_scaling reaches original x factor (ModelSpec.scaled_context)
+    max_len = s.max_model_len or m.scaled_context or (s.prompt_tokens + s.output_tokens)
     serve = s.entry_point == "serve"
     total = cuda_total_gib(gpu) if gpu else 0.0
     big = gpu is not None and total >= 70 and "a100" not in gpu.id
@@ -621,7 +622,7 @@ class Vllm(Engine):
         if asked is not None and asked not in QUANTIZES:
             return (f"vLLM (0.32, 0.33) cannot load {s.quant} weights (no bitsandbytes or GGUF loading in its "
                     "quantization methods): choose awq-int4, gptq-int4, fp8 or int8")
-        max_len = s.max_model_len or m.max_context or (s.prompt_tokens + s.output_tokens)
+        max_len = s.max_model_len or m.scaled_context or (s.prompt_tokens + s.output_tokens)
         if s.chunked_prefill is False and s.max_num_batched_tokens and s.max_num_batched_tokens < max_len:
             # SchedulerConfig._verify_args (V0 and V1): a step must hold a whole prompt without chunking
             return (f"vLLM refuses to start without chunked prefill when max_num_batched_tokens "
