@@ -1,19 +1,20 @@
-"""trtllm-serve at low concurrency, replayed through ``gpuplan.estimate`` (issue 31: TensorRT-LLM's per-request fixed
-costs from its own single-request runs): TTFT and TPOT of ``--users N`` against what the client measured.
+"""trtllm-serve at low concurrency, replayed through ``gpuplan.estimate`` (issue 31: TensorRT-LLM's fixed costs from
+its own single-request runs): TTFT and TPOT of ``--users N`` against what the client measured.
 
     python bench/serving/trtllm_serving.py [--out bench/results/trtllm_serving.md]
-    python bench/serving/trtllm_serving.py --calibrate     # refit overheads.TRTLLM_REQUEST_S
+    python bench/serving/trtllm_serving.py --calibrate     # refit overheads.TRTLLM_EAGER_LAUNCH_S
 
 Each row of bench/data/trtllm_serving.csv (its header and source column name the sources: NVIDIA/TensorRT-LLM issue
 #5929's LLMPerf runs, InferenceX's TensorRT-LLM runs) becomes the scenario a user would write: engine trtllm, the
 model and its quantization, the cards, TP and EP, ``users`` closed-loop clients with the run's lengths and requests,
-scored on the statistic the source prints. ``overheads.TRTLLM_REQUEST_S`` (the latency a request waits outside the
-engine's steps: the OpenAI server, tokenizing, the hand-off to the executor, streaming back) is fitted on the
-calibration rows only, one request at a time at two prompt lengths: the fixed part of a single request's TTFT is the
-intercept of TTFT against prompt length (:func:`intercept`), so the constant is the measured intercept less the
-simulated one (which holds the weights' read and every per-step cost); the prefill's cost per token, the slope, is
-the GPU model's and is reported beside it, not fitted. Before: the figure TensorRT-LLM borrowed from vLLM
-(``VLLM_V1_REQUEST_S``). error = (gpuplan - measured) / measured.
+scored on the statistic the source prints. ``overheads.TRTLLM_EAGER_LAUNCH_S`` (the host's time per kernel it
+launches in a step that holds a context request, which TensorRT-LLM's PyTorch backend runs without a CUDA graph) is
+fitted on the calibration rows only, one request at a time at two prompt lengths: the fixed part of a single
+request's TTFT is the intercept of TTFT against prompt length (:func:`intercept`), and the constant is the launch
+time at which the simulated intercept meets the measured one (:func:`calibrate`), the per-request server path
+(``overheads.TRTLLM_REQUEST_S``, vLLM's figure borrowed) held. The prefill's cost per token, the slope, is the GPU
+model's and is reported beside it, not fitted. Before: a flat per-request latency fitted on the same pair
+(:data:`FLAT_REQUEST_S`) and no eager context step. error = (gpuplan - measured) / measured.
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ from gpuplan import estimate  # noqa: E402
 from gpuplan import overheads as oh  # noqa: E402
 
 DATA = ROOT / "bench" / "data" / "trtllm_serving.csv"
+# Before: the calibration pair's whole intercept gap charged to every request outside the steps (overheads.
+# TRTLLM_REQUEST_S until 2026-11-29), with no eager context step.
+FLAT_REQUEST_S = 57.5e-3
 
 
 # What the rows say (read off the tables; kept with the report when it is regenerated).
@@ -40,29 +44,32 @@ NOTES = """What the rows say:
 
 - **The fixed part.** One request's TTFT grows linearly with its prompt on every configuration, and the line's
   intercept is what a request pays whatever its length. On the calibration pair (H200, FP8, no expert parallelism)
-  it is 79 ms, of which the simulation's own steps hold 22 ms (the weights' read, the per-step costs): the other
-  57.5 ms is trtllm-serve's per-request latency, `overheads.TRTLLM_REQUEST_S`, where TensorRT-LLM borrowed vLLM's
-  14.7 ms before. Held out, the H200 at expert parallelism 4 and 8 measure 77 and 69 ms of fixed part against
-  gpuplan's 79 ms now (36 ms before). The B200 box of the same issue measures 104-106 ms (gpuplan 71): another host
-  and FP4 kernels, not fitted.
-- **What it is.** trtllm-serve's request path (tensorrt_llm/serve/openai_server.py, the executor proxy over ZMQ,
-  PyExecutor's loop, detokenizing in the server process) has the parts of vLLM's, whose fitted figure is 14.7 ms;
-  the rest is most likely the context step itself, which TensorRT-LLM's PyTorch backend runs without a CUDA graph
-  (`ScheduledRequests.can_run_cuda_graph`), 61 MLA + MoE layers of kernels launched from Python. These runs cannot
-  tell the two apart. The constant is charged outside the engine's steps, so it moves TTFT and end-to-end latency,
-  not the engine's throughput; for a smaller or dense model the context step's host part is smaller, and no dense
-  single-request trtllm-serve run was found to measure it.
-- **What stays wrong is the slope**, the prefill's GPU work per token: 1.4-1.9x too fast on the H200s and 2.6-3.6x
+  it is 79 ms. Before, the simulation's own steps held 22 ms of it and a flat 57.5 ms per request took the rest.
+  Now the server path is vLLM's 14.7 ms (borrowed: both are Python OpenAI servers that tokenize, hand off,
+  detokenize and stream), and the step that holds the prompt runs without a CUDA graph, as TensorRT-LLM's PyTorch
+  backend runs it (`ScheduledRequests.can_run_cuda_graph`): 40 kernels a layer x 61 layers launched at 41.8 us
+  (`overheads.TRTLLM_EAGER_LAUNCH_S`, the value that brings the pair's intercept to 79 ms) take 102 ms, longer
+  than the GPU's work for 1,600 tokens (so that point sits at 117 ms) and shorter than for 8,192. The per-launch
+  figure lands beside SGLang's 41.5 us, fitted on other runs.
+- **Held out.** The H200 at expert parallelism 4 and 8 measure 77 and 69 ms of fixed part: gpuplan 85 and 86 now,
+  79 with the flat constant, 36 with vLLM's figure alone. The B200 box measures 104-106 ms: 112-115 now, 71 before,
+  because its faster GPU leaves the launches showing at both lengths (its slope collapses to 1-3 ms per 1k tokens
+  against 35-42 measured, so the intercept is right for the wrong share). Held-out TTFT median error 41.1 % -> 31.8
+  %: the 1,600-token rows and InferenceX's B200 rows gain, the 8,192-token rows lose the 43 ms the flat constant
+  gave every request.
+- **What it changes elsewhere.** A small dense model's prompt no longer pays 57.5 ms: Llama-3.1-8B on one H100
+  (1,024-token prompts, one user) 84 -> 41 ms TTFT, its 448 launches (18.7 ms) hidden behind the GPU's prefill.
+  The launches are part of the step, so every request sharing a step with a prompt waits on them: TPOT of the
+  InferenceX rows (4-16 users) rises by up to 3 %.
+- **What stays wrong is the slope**, the prefill's GPU work per token: 1.8-2.3x too fast on the H200s and far more
   on the B200s (DeepSeek-R1's MLA prefill and MoE at TP 8 in TensorRT-LLM 0.21). That is the MoE prefill model's
-  miss (issue 31 item 2), not a per-request cost, and no constant here was fitted to it.
+  miss (issue 31 item 2), not a fixed cost, and no constant here was fitted to it.
 - **TPOT** (LLMPerf's p50 inter-token latency; InferenceX's mean TPOT): within 2-9 % on the H200 with expert
   parallelism, 23-26 % short without it; too slow on every B200 row, +44..+61 % for FP4 (TensorRT-LLM 0.21) and
-  +19..+31 % for FP8 (1.3.0rc14, InferenceX): DeepSeek's decode on Blackwell as TensorRT-LLM runs it, an MoE item
-  of issue 31 (the per-request constant does not enter TPOT).
-- **Eight users** (H200, 1,600 tokens): measured TTFT 480-700 ms, gpuplan 250-280 ms; LLMPerf sends the eight at
+  +23..+33 % for FP8 (1.3.0rc14, InferenceX): DeepSeek's decode on Blackwell as TensorRT-LLM runs it, an MoE item
+  of issue 31.
+- **Eight users** (H200, 1,600 tokens): measured TTFT 480-700 ms, gpuplan 216-242 ms; LLMPerf sends the eight at
   once, so the queue behind one another's prompts is set by the same prefill slope.
-- **InferenceX** (DeepSeek-R1-0528 FP8 on 8 and 4 B200s, TensorRT-LLM 1.3.0rc14, 4-16 users, mean TTFT): -50..-65 %
-  before, -23..-40 % now; the B200 prefill slope leaves them short, as on issue #5929's B200 rows.
 """
 
 def load_rows(path: Path = DATA) -> list[dict]:
@@ -84,14 +91,15 @@ def scenario(row: dict) -> dict:
     return s
 
 
-def predict(row: dict, request_s: float) -> tuple[float, float]:
-    """TTFT and TPOT (ms, the row's statistic: median or mean) of the row's plan with ``request_s`` per request
-    outside the steps."""
-    held, oh.TRTLLM_REQUEST_S = oh.TRTLLM_REQUEST_S, request_s
+def predict(row: dict, launch_s: float, request_s: float | None = None) -> tuple[float, float]:
+    """TTFT and TPOT (ms, the row's statistic: median or mean) of the row's plan with ``launch_s`` host seconds per
+    kernel of a context step and ``request_s`` per request outside the steps (default: the package's)."""
+    held = oh.TRTLLM_EAGER_LAUNCH_S, oh.TRTLLM_REQUEST_S
+    oh.TRTLLM_EAGER_LAUNCH_S, oh.TRTLLM_REQUEST_S = launch_s, held[1] if request_s is None else request_s
     try:
         run = estimate(scenario(row), advise=False).load
     finally:
-        oh.TRTLLM_REQUEST_S = held
+        oh.TRTLLM_EAGER_LAUNCH_S, oh.TRTLLM_REQUEST_S = held
     stat = row["statistic"]
     return getattr(run, f"{stat}_ttft_ms"), getattr(run, f"{stat}_tpot_ms")
 
@@ -112,12 +120,23 @@ def pairs(rows: list[dict]) -> dict[str, list[dict]]:
     return {k: v for k, v in out.items() if len(v) == 2}
 
 
-def calibrate(rows: list[dict]) -> float:
-    """TRTLLM_REQUEST_S: the measured intercept of the calibration pair less the simulated one without it."""
+def calibrate(rows: list[dict], hi: float = 1e-3) -> float:
+    """TRTLLM_EAGER_LAUNCH_S: the host seconds per launch at which the calibration pair's simulated intercept meets
+    the measured one, by bisection (the intercept does not fall as the launches grow: they add to the shorter
+    prompt's step first)."""
     cal = [r for r in rows if r["role"] == "calibration"]
     measured, _ = intercept([(int(r["prompt_tokens"]), float(r["p50_ttft_ms"])) for r in cal])
-    simulated, _ = intercept([(int(r["prompt_tokens"]), predict(r, 0.0)[0]) for r in cal])
-    return max(measured - simulated, 0.0) / 1e3
+
+    def gap(launch_s: float) -> float:
+        return intercept([(int(r["prompt_tokens"]), predict(r, launch_s)[0]) for r in cal])[0] - measured
+
+    lo = 0.0
+    if gap(lo) >= 0:
+        return lo
+    for _ in range(40):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if gap(mid) < 0 else (lo, mid)
+    return (lo + hi) / 2
 
 
 def err(pred: float, meas: float) -> float:
@@ -129,22 +148,23 @@ def median_abs(xs: list[float]) -> float:
 
 
 def report(rows: list[dict], seconds: float) -> str:
-    before, now = oh.VLLM_V1_REQUEST_S, oh.TRTLLM_REQUEST_S
-    res = {r["id"]: (predict(r, before), predict(r, now)) for r in rows}
+    launch, request = oh.TRTLLM_EAGER_LAUNCH_S, oh.TRTLLM_REQUEST_S
+    res = {r["id"]: (predict(r, 0.0, FLAT_REQUEST_S), predict(r, launch)) for r in rows}
     lines = ["# trtllm-serve at low concurrency against published runs (TensorRT-LLM issue #5929, InferenceX)", "",
              f"Generated by `python bench/serving/trtllm_serving.py` in {seconds:.0f} s from "
-             "bench/data/trtllm_serving.csv (the source and its conditions are in the file's header). Before: "
-             f"TensorRT-LLM's per-request latency borrowed from vLLM ({before * 1e3:.1f} ms); now: its own, "
-             f"overheads.TRTLLM_REQUEST_S = {now * 1e3:.1f} ms, fitted on the calibration rows (H200 FP8 without "
-             "expert parallelism, one request at 1,600 and 8,192 prompt tokens). error = (gpuplan - measured) / "
-             "measured.", "",
-             "| rows | n | TTFT median abs error, before | now | TPOT median abs error |", "|---|---:|---:|---:|---:|"]
+             "bench/data/trtllm_serving.csv (the source and its conditions are in the file's header). Before: a flat "
+             f"{FLAT_REQUEST_S * 1e3:.1f} ms per request outside the steps, fitted on the calibration pair; now: "
+             "steps that hold a prompt run without a CUDA graph, each kernel launched at overheads."
+             f"TRTLLM_EAGER_LAUNCH_S = {launch * 1e6:.1f} us of host time, fitted on the same calibration rows (H200 "
+             "FP8 without expert parallelism, one request at 1,600 and 8,192 prompt tokens), and the server path "
+             f"per request is vLLM's {request * 1e3:.1f} ms, borrowed. error = (gpuplan - measured) / measured.", "",
+             "| rows | n | TTFT median abs error, before | now | TPOT median abs error, before | now |",
+             "|---|---:|---:|---:|---:|---:|"]
     for role in ("calibration", "held-out"):
         sel = [r for r in rows if r["role"] == role]
-        tb = [err(res[r["id"]][0][0], float(r["p50_ttft_ms"])) for r in sel]
-        tn = [err(res[r["id"]][1][0], float(r["p50_ttft_ms"])) for r in sel]
-        tp = [err(res[r["id"]][1][1], float(r["p50_itl_ms"])) for r in sel]
-        lines.append(f"| {role} | {len(sel)} | {median_abs(tb):.1%} | {median_abs(tn):.1%} | {median_abs(tp):.1%} |")
+        cols = [[err(res[r["id"]][k][j], float(r["p50_ttft_ms" if j == 0 else "p50_itl_ms"])) for r in sel]
+                for j in (0, 1) for k in (0, 1)]
+        lines.append(f"| {role} | {len(sel)} | " + " | ".join(f"{median_abs(c):.1%}" for c in cols) + " |")
     lines += ["", "| run | role | users | TTFT ms measured / before / now | TTFT error now | ITL ms measured / TPOT "
               "gpuplan | TPOT error |", "|---|---|---:|---|---:|---|---:|"]
     for r in rows:
@@ -154,24 +174,25 @@ def report(rows: list[dict], seconds: float) -> str:
                      f"{err(tn, ttft):+.0%} | {itl:.2f} / {tpot:.2f} | {err(tpot, itl):+.0%} |")
     lines += ["", "Single requests, TTFT against prompt length (two points per configuration): the intercept is the "
               "fixed part, the slope the prefill's cost per token.", "",
-              "| configuration | intercept ms measured / gpuplan | slope ms per 1k tokens measured / gpuplan |",
+              "| configuration | intercept ms measured / before / now | slope ms per 1k tokens measured / now |",
               "|---|---|---|"]
     for name, pair in pairs(rows).items():
         mi, ms = intercept([(int(r["prompt_tokens"]), float(r["p50_ttft_ms"])) for r in pair])
+        bi, _ = intercept([(int(r["prompt_tokens"]), res[r["id"]][0][0]) for r in pair])
         gi, gs = intercept([(int(r["prompt_tokens"]), res[r["id"]][1][0]) for r in pair])
-        lines.append(f"| {name} | {mi:.0f} / {gi:.0f} | {1e3 * ms:.1f} / {1e3 * gs:.1f} |")
+        lines.append(f"| {name} | {mi:.0f} / {bi:.0f} / {gi:.0f} | {1e3 * ms:.1f} / {1e3 * gs:.1f} |")
     return "\n".join(lines) + "\n\n" + NOTES
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "trtllm_serving.md")
-    ap.add_argument("--calibrate", action="store_true", help="refit overheads.TRTLLM_REQUEST_S on the calibration "
+    ap.add_argument("--calibrate", action="store_true", help="refit overheads.TRTLLM_EAGER_LAUNCH_S on the calibration "
                     "rows and print it (copy it into src/gpuplan/overheads.py)")
     args = ap.parse_args()
     rows = load_rows()
     if args.calibrate:
-        print(f"TRTLLM_REQUEST_S = {calibrate(rows):.3g}")
+        print(f"TRTLLM_EAGER_LAUNCH_S = {calibrate(rows):.3g}")
         return
     t0 = time.perf_counter()
     text = report(rows, 0.0)

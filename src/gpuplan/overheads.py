@@ -260,6 +260,17 @@ MATMUL_PEAK_FRACTION = {
     # 94.84 of 125. (Issue 34: they had the NVIDIA default, 0.80, and T4 0.93 of it for its power cap.)
     "nvidia-t4": 0.645, "nvidia-v100-sxm2-16gb": 0.759,
 }
+# The clock a card held by a low power cap keeps in continuous tensor work, as a share of what it holds in the short
+# loops above (speed/gemm.py continuous_clock_factor): the power management lowers the clock once the card has run
+# at its cap for a while, which slows every tensor-core kernel alike, GEMMs and fused attention, as a power limit
+# below the TDP does (power_limit_factor). 16-bit work only (fp32 keeps MATMUL_PEAK_FRACTION: no continuous fp32
+# measurement). Tesla T4 (70 W): a cuBLAS fp16 4096 x 4096 x 4096 product timed over 100 back-to-back calls ran at
+# about 24 TFLOPS of 65, which the reply on NVIDIA's forum puts down to the power cap, "a clock reduction strategy",
+# "expected behavior for approximately continuous matrix multiply operations on a T4", a single short op doing
+# better (forums.developer.nvidia.com/t/about-gpu-peak-performance/264462), against the short loop's 41.93 above.
+# A training step, a denoising loop or a long prefill multiply for longer than that loop. Not fitted on a bench
+# row: every T4 row (bench/modules.py) is held out, and no other bench has one.
+CONTINUOUS_CLOCK_FACTOR = {"nvidia-t4": 24.0 / 41.93}
 # A training run is planned at no more than the datasheet rate: the best-shape rates measured above it on GeForce
 # cards (RTX 3090 1.079, RTX 5090 1.141) come from short matmul loops at the clock GPU Boost reaches on a card
 # inside its power and temperature limits, which an hours-long step at the power limit does not hold; the rated boost
@@ -815,18 +826,21 @@ TRTLLM_GEMM_PEAK_SHARE = {"Hopper": {"fp8": 0.9}, "Blackwell": {"fp8": 0.9, "fp4
 # the same time however fast the math); the fit gives FP8 none beyond the bf16 model's own shape term.
 TRTLLM_GEMM_HALF_ROWS = {"fp8": 0.0, "fp4": 64.0}
 # trtllm-serve's latency per request beyond the engine's steps (engines/trtllm.py host_loop: the OpenAI server,
-# tokenizing, the ZMQ hand-off to the executor worker, detokenizing and streaming back), fitted by `python
-# bench/serving/trtllm_serving.py --calibrate` on the calibration rows of bench/data/trtllm_serving.csv: NVIDIA/
-# TensorRT-LLM issue #5929's single requests of DeepSeek-R1 FP8 on 8 H200s (v0.21.0rc2, TP 8), 164.6 ms TTFT at 1,600
-# prompt tokens and 515.8 ms at 8,192. The fixed part of a lone request's TTFT is the intercept of TTFT against prompt
-# length, 79.4 ms, and the simulation's own (the weights' read, the steps' costs) is 21.9 ms without this constant:
-# 57.5 ms, against the 14.7 ms borrowed from vLLM before. Held out, the same H200s at expert parallelism 4 and 8
-# measure 77 and 69 ms of fixed part (gpuplan now 79), the B200s of the same issue (FP4) 104-106 ms (gpuplan 71).
-# Those runs cannot tell what waits outside the engine from what each context step costs the host (it runs without a
-# CUDA graph); all of it is taken as the former, so it adds to TTFT and not to the engine's throughput. It was measured
-# on a 61-layer MoE model: a smaller model's context step costs the host less. No dense single-request trtllm-serve
-# run was found.
-TRTLLM_REQUEST_S = 57.5e-3
+# tokenizing, the ZMQ hand-off to the executor worker, detokenizing and streaming back): borrowed from vLLM
+# (VLLM_V1_REQUEST_S, fitted on vLLM's own runs), both being Python OpenAI servers doing the same work. No trtllm-serve
+# run separates it from the context step's host work (TRTLLM_EAGER_LAUNCH_S).
+TRTLLM_REQUEST_S = VLLM_V1_REQUEST_S
+# TensorRT-LLM's host seconds per kernel launched in a step that holds a context request: its PyTorch backend runs
+# such a step without a CUDA graph (tensorrt_llm/_torch/pyexecutor/scheduler.py ScheduledRequests.can_run_cuda_graph
+# is False while context_requests is non-empty; only decode batches replay the graphs of cuda_graph_config), each
+# kernel launched from its Python modules; the step takes the longer of the launching and the GPU's work
+# (StepTimer.launch_host_s). Fitted by `python bench/serving/trtllm_serving.py --calibrate` on the calibration rows of
+# bench/data/trtllm_serving.csv alone: NVIDIA/TensorRT-LLM issue #5929's single requests of DeepSeek-R1 FP8 on 8
+# H200s (v0.21.0rc2, TP 8), 164.6 ms TTFT at 1,600 prompt tokens and 515.8 ms at 8,192, whose intercept of TTFT
+# against prompt length is 79.4 ms; the launch time that brings the simulated intercept there (TRTLLM_REQUEST_S
+# borrowed, bisection). It replaces a flat 57.5 ms per request fitted on the same pair (a 61-layer MoE step's host
+# time charged to every model's requests).
+TRTLLM_EAGER_LAUNCH_S = 41.8e-6
 # TensorRT-LLM's context attention against gpuplan's FlashAttention figure (ATTENTION_PEAK_FRACTION of the bf16 peak):
 # fitted at 1.5x. trtllm-bench builds FP8 and NVFP4 engines with FP8 context FMHA (tensorrt_llm/bench/build/build.py:
 # use_fp8_context_fmha = True "if NVFP4 or FP8 quantization is enabled"), whose peak is twice the bf16 one.
@@ -835,12 +849,14 @@ TRTLLM_CONTEXT_ATTENTION_SPEEDUP = 1.5
 # expansion of each token into its top-k rows with the activations' FP4 quantization, the finalize kernel that
 # scatters and weights them back, the per-expert padding of the grouped GEMM's tiles. Seconds per token and MoE layer
 # at prefill and at decode, and per MoE layer and iteration. Fitted by `python bench/trtllm.py --fit-moe` (a grid,
-# median |error|) on the 20 B200 MoE rows of the overview (Llama 4 Scout and Qwen3-30B-A3B, NVFP4: 3.0 %); held out:
+# median |error|) on the 20 B200 MoE rows of the overview (Llama 4 Scout and Qwen3-30B-A3B, NVFP4: 2.5 %); held out:
 # the GB200 rows of the same tables. FP8 MoE on Hopper does not pay it (release 0.17's one-GPU Mixtral 8x7B rows on
 # H100, H200 and GH200 and MLPerf's Mixtral on 8 H200s land within 2-8 % without it, 5-15 % slow with it).
-TRTLLM_MOE_PREFILL_TOKEN_S = 80e-9
-TRTLLM_MOE_DECODE_TOKEN_S = 250e-9
-TRTLLM_MOE_LAYER_STEP_S = 30e-6
+# Refitted with TRTLLM_EAGER_LAUNCH_S (2026-11-29: prefill 80 -> 100 ns, decode 250 -> 200 ns, per layer and
+# iteration 30 -> 0 us, the context steps' launches now holding that fixed part; fitted rows 7.3 -> 2.5 %).
+TRTLLM_MOE_PREFILL_TOKEN_S = 100e-9
+TRTLLM_MOE_DECODE_TOKEN_S = 200e-9
+TRTLLM_MOE_LAYER_STEP_S = 0.0
 
 # ---- profiled modules (speed/modules.py): diffusion denoisers, VAEs, text encoders, Whisper, T5 ----------------------
 # Host work of an eager pass read off the module's own profile: every aten op the dispatcher runs (views included:
@@ -855,6 +871,12 @@ MODULE_CALL_OVERHEAD_S = 5e-6
 # server with its compiled run beside it, fal-ai's SD 1.5 on an A100 80GB SXM (bench/modules.py sd15-a100-fal:
 # 1.591 s per image eager, 1.352 s compiled); held out: the A100, V100 and T4 rows of diffusers' benchmark,
 # SDXL on the A100 (diffusers' fast_diffusion tutorial, fal-ai), FLUX.1-dev on the H100, Whisper on the V100 and A100.
+# The held-out rows show the host is the machine's, not the card's (checked for issue 34, nothing refitted): where a
+# source ran the same SD 1.5 step eager and compiled with CUDA graphs (no host dispatch), the eager step bounds its
+# host work, and on A100s and an H100 with the same PyTorch that bound runs from a desktop's to 2.6 times it
+# (stable-fast's H100, 18.3 ms a step eager, 15.2 compiled; its A100 28.1 and 23.9 ms; fal-ai's A100 this 1.75;
+# diffusers' torch 2.0 benchmark's A100, 46.2 and 22.7 ms). None of these sources names its CPU, so no per-machine
+# rule can be read from them; the one fitted value stays, and held-out rows fall on both sides of it.
 SERVER_HOST_FACTOR = 1.75
 # Bytes moved per weight element to unpack a stored weight to 16 bits before each GEMM that uses it: bitsandbytes'
 # NF4 dequantize reads the packed nibbles and absmax and writes a bf16 copy (0.56 + 2), fp8 storage cast up

@@ -79,7 +79,8 @@ class Timing:
     decoder layer as the engine launches them (0: the generic count, :meth:`gpuplan.speed.inference.StepTimer.
     _kernels_per_layer`); ``fused_all_reduce``: each tensor-parallel all-reduce runs as one kernel with the residual
     add and RMSNorm after it (FlashInfer's one-shot all-reduce fusion, :data:`gpuplan.overheads.FUSED_ALL_REDUCE_S`),
-    not a ring call plus the engine's own cost."""
+    not a ring call plus the engine's own cost. ``launch_s`` and ``eager_prompts``: how a step without its CUDA
+    graph pays its launches (:meth:`gpuplan.speed.inference.StepTimer.launch_host_s`)."""
 
     eager: bool = False
     graphs: bool = False
@@ -95,8 +96,11 @@ class Timing:
     note: str = ""
     gpu_scale: float = 1.0  # the decode step's GPU work over the CUDA-calibrated time (ROCm builds: .rocm)
     # host seconds per kernel a step launches outside a CUDA graph (0: the launched-kernel floor,
-    # overheads.GEMM_KERNEL_LATENCY_S); SGLang launches them from its eager Python modules
+    # overheads.GEMM_KERNEL_LATENCY_S); SGLang and TensorRT-LLM launch them from their eager Python modules
     launch_s: float = 0.0
+    # a step that holds a prompt runs without a CUDA graph whatever its size, decode-only steps replay one
+    # (TensorRT-LLM's PyTorch backend: ScheduledRequests.can_run_cuda_graph)
+    eager_prompts: bool = False
 
 
 class Engine:

@@ -270,18 +270,22 @@ class Trtllm(Engine):
 
     def timing(self, s: Scenario, m: ModelSpec, gpu: GpuSpec) -> Timing:
         """In-flight batching with CUDA graphs for generation-only batches (every decode batch is taken to replay
-        one: ``cuda_graph_config``'s sizes are not modelled), its own kernels where the trtllm-bench tables measure
-        them apart from vLLM's (``bench/trtllm.py``, :mod:`gpuplan.speed.offline`: routed experts as one grouped
-        GEMM, the fused MoE; prompt attention of FP8 and NVFP4 checkpoints, FP8 context FMHA, at
-        :data:`~gpuplan.overheads.TRTLLM_CONTEXT_ATTENTION_SPEEDUP` times gpuplan's FlashAttention figure), and its
-        own host loop (:func:`host_loop`)."""
+        one: ``cuda_graph_config``'s sizes are not modelled); a step that holds a context request runs eagerly
+        (``tensorrt_llm/_torch/pyexecutor/scheduler.py`` ``ScheduledRequests.can_run_cuda_graph``), its kernels
+        launched from Python at :data:`~gpuplan.overheads.TRTLLM_EAGER_LAUNCH_S` each (the step takes the longer
+        of the launching and the GPU's work: :meth:`gpuplan.speed.inference.StepTimer.launch_host_s`); its own
+        kernels where the trtllm-bench tables measure them apart from vLLM's (``bench/trtllm.py``,
+        :mod:`gpuplan.speed.offline`: routed experts as one grouped GEMM, the fused MoE; prompt attention of FP8 and
+        NVFP4 checkpoints, FP8 context FMHA, at :data:`~gpuplan.overheads.TRTLLM_CONTEXT_ATTENTION_SPEEDUP` times
+        gpuplan's FlashAttention figure), and its own host loop (:func:`host_loop`)."""
         fp8_fmha = s.quant in ("fp8", "nvfp4")
         return current_timing(s, m, gpu, loop=host_loop(s, m, gpu), graph_max_batch=0, grouped_experts=True,
                               context_attention_speedup=oh.TRTLLM_CONTEXT_ATTENTION_SPEEDUP if fp8_fmha else 1.0,
-                              note=TIMING)
+                              eager_prompts=True, launch_s=oh.TRTLLM_EAGER_LAUNCH_S, note=TIMING)
 
 
-TIMING = "TensorRT-LLM: its host loop's cost per step and per sequence taken as vLLM's"
+TIMING = ("TensorRT-LLM: its host loop's cost per step, per sequence and per request taken as vLLM's; a step holding "
+          "a prompt runs without a CUDA graph")
 
 
 def host_loop(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> HostLoop:
@@ -289,15 +293,16 @@ def host_loop(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> HostLoop:
     (``tensorrt_llm/serve/openai_server.py`` ``OpenAIServer.openai_completion``: FastAPI, then ``LLM.generate_async``
     tokenizes the prompt in the server process), over ZMQ to the executor worker (``executor/proxy.py``
     ``GenerationExecutorProxy``), into ``PyExecutor``'s loop (``_torch/pyexecutor/py_executor.py``, new requests
-    fetched at the start of an iteration; a step that holds a context request runs without a CUDA graph,
-    ``ScheduledRequests.can_run_cuda_graph``), and its tokens come back the same way to be detokenized
+    fetched at the start of an iteration; a step that holds a context request runs without a CUDA graph, priced in
+    the step: :meth:`Trtllm.timing`), and its tokens come back the same way to be detokenized
     (``executor/result.py`` ``DetokenizedGenerationResultBase._handle_response``) and streamed as OpenAI chunks
     (``serve/postprocess_handlers.py``) in the server process. What a request waits beyond the GPU's steps is
-    :data:`~gpuplan.overheads.TRTLLM_REQUEST_S`, fitted on single-request trtllm-serve runs. The overlap scheduler
-    (on unless ``disable_overlap_scheduler``) prepares the next step while the GPU runs this one, so the loop's cost
-    per step and per sequence (vLLM's V1 figures: no TensorRT-LLM run measures them) shows only past the GPU's
-    step. The speed layer's prompt chunks stay vLLM's (``max_num_batched_tokens``); the serving simulation
-    schedules whole prompts up to ``max_num_tokens`` (``CHUNKED_CONTEXT``)."""
+    :data:`~gpuplan.overheads.TRTLLM_REQUEST_S`, vLLM's figure borrowed (the same work in a Python OpenAI server;
+    no trtllm-serve run measures it apart from the context step). The overlap scheduler (on unless
+    ``disable_overlap_scheduler``) prepares the next step while the GPU runs this one, so the loop's cost per step
+    and per sequence (vLLM's V1 figures: no TensorRT-LLM run measures them) shows only past the GPU's step. The
+    speed layer's prompt chunks stay vLLM's (``max_num_batched_tokens``); the serving simulation schedules whole
+    prompts up to ``max_num_tokens`` (``CHUNKED_CONTEXT``)."""
     return HostLoop(step_s=oh.VLLM_V1_STEP_OVERHEAD_S, seq_s=oh.VLLM_V1_HOST_S_PER_SEQ, request_s=oh.TRTLLM_REQUEST_S,
                     overlapped=s.pp == 1, chunk_tokens=scheduler_limits(s, m, gpu, current=True).max_num_batched_tokens)
 

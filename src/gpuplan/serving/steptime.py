@@ -23,6 +23,11 @@ closed form of it::
   step takes the longer of the two (``max(gpu, host)``). SGLang: its own loop (its engine profile's
   host loop, fitted on its published runs), beside the GPU's step from v0.4 (its overlap scheduler).
 
+A step that holds a prompt, in an engine that runs such steps without a CUDA graph (TensorRT-LLM:
+:attr:`~gpuplan.engines.base.Timing.eager_prompts`), takes at least the host's time to launch its kernels
+(``StepTimer.launch_host_s``, the ``prompt_launch_s`` field); decode-only steps replay graphs. Steps past the
+engine's largest captured batch pay their launches inside ``dense(T)`` (``decode_parts``' ``kernel_launches``).
+
 Outside the steps, each request pays ``request_s`` once before its first token (the API server: HTTP, tokenizing,
 handing the request to the engine core and streaming the token back): it adds to TTFT and end-to-end latency,
 not to the time per output token.
@@ -72,6 +77,9 @@ class StepModel:
     step_host_s: float
     seq_host_s: float
     request_s: float = 0.0  # per request outside the engine loop (HTTP, tokenizing, streaming): TTFT and E2E
+    # host seconds to launch a step that holds a prompt, where the engine runs such steps without a CUDA graph
+    # (Timing.eager_prompts: TensorRT-LLM); the step takes the longer of it and the GPU's work
+    prompt_launch_s: float = 0.0
     async_host: bool = False  # vLLM async scheduling: the host work overlaps the GPU's, the longer one shows
     calibration: Calibration = Calibration()
 
@@ -91,6 +99,8 @@ class StepModel:
         c = self.calibration
         share = prefill_tokens / tokens
         gpu *= c.memory + (c.compute - c.memory) * share
+        if prefill_tokens > 0:  # an eager step: the GPU waits on the launches unless its work is longer
+            gpu = max(gpu, self.prompt_launch_s * c.overhead)
         host = (self.step_host_s + self.seq_host_s * (decode_seqs + pseqs)) * c.overhead
         return max(gpu, host) if self.async_host else gpu + host
 
@@ -142,9 +152,11 @@ def sample(timer: StepTimer, calibration: Calibration | None = None,
     kv = timer.decode_parts(1, context).get("kv_cache", 0.0) / context
     one, two = timer.host_s(prefill=False, seqs=1), timer.host_s(prefill=False, seqs=2)
     request = timer.timing.loop.request_s if timer.timing.loop else 0.0
+    launch = timer.launch_host_s() if timer.timing.eager_prompts and timer.timing.graphs else 0.0
     return StepModel(grid_tokens=tuple(float(t) for t in GRID_TOKENS), dense_s=tuple(dense), lm_head_s=tuple(heads),
                      attention_s_per_pair=attn, kv_s_per_token=kv, step_host_s=2 * one - two, seq_host_s=two - one,
-                     request_s=request, async_host=timer.async_host, calibration=calibration or Calibration())
+                     request_s=request, prompt_launch_s=launch, async_host=timer.async_host,
+                     calibration=calibration or Calibration())
 
 
 def step_model(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None = None,

@@ -37,13 +37,24 @@ def power_limit_factor(gpu: GpuSpec) -> float:
     return (gpu.power_limit_w / gpu.tdp_w) ** oh.POWER_CAP_EXPONENT
 
 
-def matmul_fraction(gpu: GpuSpec) -> float:
-    """Achievable share of the datasheet matmul peak: the measured MAMF where published (at most the datasheet
-    itself in a sustained run: :data:`~gpuplan.overheads.MATMUL_PEAK_FRACTION_SUSTAINED`), else the vendor's
-    default, lowered for cards whose datasheet TFLOPS per watt exceed what their power cap sustains, and for a
-    card run below its TDP (:func:`power_limit_factor`)."""
+def continuous_clock_factor(gpu: GpuSpec, dtype: str = "bf16") -> float:
+    """Share of its short-loop clock a power-capped card keeps in continuous 16-bit tensor work
+    (:data:`~gpuplan.overheads.CONTINUOUS_CLOCK_FACTOR`: the T4's 70 W cap), for GEMMs and fused attention alike; 1
+    for fp32 and for cards without a continuous measurement."""
+    if dtype in ("fp32", "tf32"):
+        return 1.0
+    return oh.CONTINUOUS_CLOCK_FACTOR.get(gpu.id, 1.0)
+
+
+def matmul_fraction(gpu: GpuSpec, dtype: str = "bf16") -> float:
+    """Achievable share of the datasheet matmul peak for ``dtype``: the measured MAMF where published (at most the
+    datasheet itself in a sustained run: :data:`~gpuplan.overheads.MATMUL_PEAK_FRACTION_SUSTAINED`) at the clock a
+    power-capped card keeps in continuous work (:func:`continuous_clock_factor`), else the vendor's default,
+    lowered for cards whose datasheet TFLOPS per watt exceed what their power cap sustains, and for a card run below
+    its TDP (:func:`power_limit_factor`)."""
     if gpu.id in oh.MATMUL_PEAK_FRACTION:
-        return min(oh.MATMUL_PEAK_FRACTION[gpu.id], oh.MATMUL_PEAK_FRACTION_SUSTAINED) * power_limit_factor(gpu)
+        return (min(oh.MATMUL_PEAK_FRACTION[gpu.id], oh.MATMUL_PEAK_FRACTION_SUSTAINED) * power_limit_factor(gpu)
+                * continuous_clock_factor(gpu, dtype))
     base = oh.MATMUL_PEAK_FRACTION_DEFAULT if gpu.vendor == "NVIDIA" else oh.MATMUL_PEAK_FRACTION_OTHER_VENDOR
     peak = gpu.peak_tflops("bf16") or gpu.peak_tflops("fp16") or 0.0
     per_watt = peak / gpu.tdp_w if gpu.tdp_w else 0.0
@@ -106,7 +117,7 @@ def _card_rates(gpu: GpuSpec, dtype: str) -> tuple[float, float, float]:
     held = _RATES.get((id(gpu), dtype))
     if held is None or held[0] is not gpu:  # the id of a card that is gone may be reused
         _require_rate(gpu)
-        rate = peak_flops(gpu, dtype) * matmul_fraction(gpu) * oh.GEMM_SHAPE_ASYMPTOTE.get(gpu.id, 1.0)
+        rate = peak_flops(gpu, dtype) * matmul_fraction(gpu, dtype) * oh.GEMM_SHAPE_ASYMPTOTE.get(gpu.id, 1.0)
         held = _RATES[(id(gpu), dtype)] = (gpu, (rate, shape_scale(gpu), bandwidth(gpu)))
     return held[1]
 

@@ -93,7 +93,7 @@ class StepTimer:
                  "tensor_parallel": self._tp_s(tokens), "pipeline_across_nodes": self._node_hops_s(tokens)}
         if self.s.attention_dp:  # the MoE layout's gathers and dispatches (speed.experts)
             parts.update(layout_comms_s(self, tokens, seqs, decode=False))
-        parts["kernel_launches"] = self._launches_s(tokens, sum(parts.values()))
+        parts["kernel_launches"] = self._launches_s(tokens, sum(parts.values()), prompt=True)
         host = self.host_s(prefill=True, seqs=seqs, tokens=tokens)
         parts["host"] = max(host - sum(parts.values()), 0.0) if self.async_host else host
         parts.update(self._offload_parts(tokens))
@@ -322,18 +322,25 @@ class StepTimer:
         speed layer's calibrated figure."""
         return oh.GRAPH_KERNEL_LATENCY_S if self.timing.graphs else oh.GEMM_KERNEL_LATENCY_S
 
-    def _launches_s(self, tokens: float, gpu_s: float) -> float:
-        """A step of ``tokens`` past the engine's largest captured batch (:attr:`~gpuplan.engines.base.Timing.
-        graph_max_batch`) runs without its CUDA graph: the host launches each of the layers' kernels while the GPU
-        runs the ones already launched, so only the launching longer than the GPU's ``gpu_s`` shows. Each launch
-        costs the engine's host time per launch (:attr:`~gpuplan.engines.base.Timing.launch_s`: SGLang's eager
-        Python modules) or else the calibrated launched-kernel figure (:data:`~gpuplan.overheads.
-        GEMM_KERNEL_LATENCY_S`, 5 us), a floor (vLLM's compiled graph costs little more)."""
-        cap = self.timing.graph_max_batch
-        if not (self.timing.graphs and cap and tokens > cap):
+    def _launches_s(self, tokens: float, gpu_s: float, *, prompt: bool = False) -> float:
+        """A step that runs without its CUDA graph: one of ``tokens`` past the engine's largest captured batch
+        (:attr:`~gpuplan.engines.base.Timing.graph_max_batch`), or one holding a ``prompt`` where the engine
+        captures decode-only steps (:attr:`~gpuplan.engines.base.Timing.eager_prompts`). The host launches each of
+        the layers' kernels while the GPU runs the ones already launched, so only the launching longer than the
+        GPU's ``gpu_s`` shows (:meth:`launch_host_s`)."""
+        cap, t = self.timing.graph_max_batch, self.timing
+        if not (t.graphs and ((prompt and t.eager_prompts) or (cap and tokens > cap))):
             return 0.0
+        return max(self.launch_host_s() - gpu_s, 0.0)
+
+    def launch_host_s(self) -> float:
+        """Host seconds to launch one eager step's kernels: ``(kernels per layer + 7) x layers`` (the layer's
+        non-GEMM kernels, :meth:`_kernels_per_layer`, and its 7 linears), each at the engine's host time per launch
+        (:attr:`~gpuplan.engines.base.Timing.launch_s`: SGLang's and TensorRT-LLM's eager Python modules) or else
+        the calibrated launched-kernel figure (:data:`~gpuplan.overheads.GEMM_KERNEL_LATENCY_S`, 5 us), a floor
+        (vLLM's compiled graph costs little more)."""
         kernels = (self._kernels_per_layer() + 7) * self.m.num_layers * (1 - self.cpu_layer_share)
-        return max(kernels * (self.timing.launch_s or oh.GEMM_KERNEL_LATENCY_S) - gpu_s, 0.0)
+        return kernels * (self.timing.launch_s or oh.GEMM_KERNEL_LATENCY_S)
 
     def _elementwise_s(self, tokens: float) -> float:
         """Element-wise traffic: vLLM's fused kernels (residual add + RMSNorm, SiLU-and-mul, rotary with the cache

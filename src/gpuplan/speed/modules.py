@@ -34,7 +34,7 @@ from ..hardware import GpuSpec
 from ..model.layers import Linear
 from ..model.profile import Op, Profile, storage_format
 from ..model.quant import make_format
-from .gemm import bandwidth, gemm_time_s, peak_flops, power_limit_factor
+from .gemm import bandwidth, continuous_clock_factor, gemm_time_s, peak_flops, power_limit_factor
 from .work import attention_fraction, smooth_max
 
 
@@ -142,7 +142,8 @@ def attention_share(gpu: GpuSpec, head_dim: float) -> float:
 def _attention_s(gpu: GpuSpec, run: Run, work: float, d: tuple[float, ...], count: float) -> float:
     """A fused attention kernel's FLOPs ``work`` on heads of ``d``'s widths, and each call's latency."""
     share = attention_share(gpu, (d[3] + d[4]) / 2)
-    return work / (peak_flops(gpu, _rate_dtype(run.dtype)) * share * power_limit_factor(gpu)) \
+    dtype = _rate_dtype(run.dtype)
+    return work / (peak_flops(gpu, dtype) * share * power_limit_factor(gpu) * continuous_clock_factor(gpu, dtype)) \
         + count * oh.GEMM_KERNEL_LATENCY_S
 
 

@@ -21,7 +21,7 @@ from .. import overheads as oh
 from ..hardware import GpuSpec
 from ..model.layers import Layer, Linear
 from ..model.spec import ModelSpec
-from .gemm import bandwidth, gemm_time_s, peak_flops, power_limit_factor
+from .gemm import bandwidth, continuous_clock_factor, gemm_time_s, peak_flops, power_limit_factor
 
 
 def _tokens_per_matrix(layer: Layer, lin: Linear, tokens: float) -> float:
@@ -107,8 +107,9 @@ def attention_s(m: ModelSpec, gpu: GpuSpec, dtype: str, seqs: float, seq: int, *
         fraction = attention_fraction(gpu) * oh.MASKED_ATTENTION_FACTOR
     else:
         fraction = attention_fraction(gpu, backend)
-    total += flops / (peak_flops(gpu, "bf16" if dtype == "fp8" and not fp8_kernel else dtype) * fraction
-                      * power_limit_factor(gpu))
+    rate_dtype = "bf16" if dtype == "fp8" and not fp8_kernel else dtype
+    total += flops / (peak_flops(gpu, rate_dtype) * fraction * power_limit_factor(gpu)
+                      * continuous_clock_factor(gpu, rate_dtype))
     return layers * total
 
 
