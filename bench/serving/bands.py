@@ -18,7 +18,8 @@ CUDA kernels; Apple: Metal; AMD: ROCm builds), each row scored once:
   ``rocm-check`` (MI325X at 8 and 32 requests; the ``rocm-fit`` rows set overheads.ROCM_DECODE_SLOWDOWN and are
   left out);
 - TensorRT-LLM: bench/trtllm.py's held-out rows (H200 and GB200; release 0.17's table), offline output tokens/s;
-  its one-GPU MoE rows were never fitted either (the constants came from dense rows), so they are held out too;
+  of its one-GPU MoE rows the GB200 ones and release 0.17's Mixtral ones (the B200 rows fit the fused MoE's
+  dispatch, ``trtllm.role`` "MoE fitted", and are left out);
 - llama.cpp and MLX: bench/llama_bench.py's check rows of generation (tg, and CUDA prompt rows in micro-batches of
   at most 8 tokens, the same MMVQ steps), tokens/s on public llama-bench tables; Metal and CUDA apart, since their
   spreads differ (CUDA: gpuplan low more often; Metal: the M1 Max rows of one source decode 30-40 % slower);
@@ -111,10 +112,11 @@ def sglang_rows(max_requests: int) -> list[Row]:
 
 
 def trtllm_rows() -> list[Row]:
-    """TensorRT-LLM's held-out rows (output tokens/s offline), MoE included (never fitted)."""
+    """TensorRT-LLM's held-out rows (output tokens/s offline): dense and MoE, the B200 MoE rows (which fit the fused
+    MoE's dispatch) left out."""
     out = []
     for r in trtllm.load_rows() + trtllm.load_rows(trtllm.OLDER):
-        if trtllm.why_not(r) or trtllm.role(r) == "fitted":
+        if trtllm.why_not(r) or trtllm.role(r) in ("fitted", "MoE fitted"):
             continue
         m = _model(r["model"])
         out.append(("trtllm", model_class(m), _maker(r["gpu"]), f"{r['table']} {r['gpu_label']} {r['isl']}/{r['osl']}",
