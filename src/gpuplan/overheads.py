@@ -172,6 +172,13 @@ VLLM_V0_NON_TORCH_GIB = 1.79
 # "non_torch_memory takes 0.16GiB"; vllm#13061 (0.7.2, 2x RTX 4090, TP 2) logged 0.25 and PR #14447's 3090
 # log 0.20 (checks).
 VLLM_V0_EARLY_NON_TORCH_GIB = 0.35
+# NCCL's NVLink SHARP (NVLS) buffers, set up for a communicator of more than 2 GPUs joined by NVSwitches that have
+# SHARP (HGX H100/H200 and later) and counted against the KV cache by V0 before 0.6.5: vllm#9699 (2024-10-25, vLLM
+# main between 0.6.3.post1 and 0.6.4), Llama-3.1-405B at TP 8 on 8 H200: "GPU blocks 17595" with NVLS on (the
+# default) against 22,7xx with NCCL_NVLS_ENABLE=0, i.e. 5,105-5,204 blocks of 16 tokens x 64,512 B (126 layers x
+# 1 KV head x 128 x 2 x 2 B) = 4.91-5.00 GiB per GPU. NCCL's log line there reads nvlsTotalSize = nvlsPerRankSize
+# x nHeads (301,989,888 x 8), so the share is taken to scale with the ranks.
+VLLM_V0_NVLS_TP8_GIB = 4.95
 VLLM_V0_LATE_NON_TORCH_GIB = 0.16
 VLLM_V1_EARLY_NON_TORCH_GIB = 0.13
 VLLM_V1_EARLY_NON_TORCH_TP_GIB = 0.55

@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..errors import GpuplanError
-from .app import JsonFlag, app, out, print_json
+from .app import BoolText, JsonFlag, app, boolean, out, print_json
 from .estimate import ENGINE_LABELS
 from .render import Column, FormatOption, bullet, err, num, resolve_format, show, usd
 
@@ -24,6 +24,12 @@ ExpertParallel = Annotated[bool, typer.Option(
 AttentionDp = Annotated[bool, typer.Option(
     help="MoE models: attention data parallel over each setup's GPUs (SGLang --enable-dp-attention, vLLM "
     "--data-parallel-size).")]
+# the engine's chunked-prefill switch (the scenario field chunked_prefill), true or false
+ChunkedPrefill = Annotated[BoolText | None, typer.Option(  # type: ignore[valid-type]
+    "--chunked-prefill", parser=boolean, metavar="BOOL", show_default=False,
+    help="Split long prompts over steps (vLLM --enable-chunked-prefill; false: whole prompts a step and a "
+    "profiling run of max_model_len tokens; SGLang --chunked-prefill-size -1) [default: the engine's own by "
+    "release].")]
 
 
 @app.command("capacity")
@@ -61,6 +67,7 @@ def capacity_cmd(
     engine_version: Annotated[str | None, typer.Option(help="Engine release whose rules apply [default: current].")
                               ] = None,
     kv_cache_dtype: Annotated[str | None, typer.Option(help="auto | fp8 | fp16 | bf16 | int8")] = None,
+    chunked_prefill: ChunkedPrefill = None,
     calibration: Annotated[str | None, typer.Option(help="Corrections from `gpuplan calibrate-serving`.")] = None,
     top: Annotated[int, typer.Option(help="Setups simulated (the cheapest by the closed-form bound).")] = 6,
     plot: Annotated[str | None, typer.Option(help="Write the latency-vs-rate curves to this PNG (matplotlib).")
@@ -93,8 +100,8 @@ def capacity_cmd(
         _plot_first(plot, batch)
     report = api.capacity(model, workload, engine=engine, gpus=(gpus or "").split(","), max_gpus=max_gpus,
                           any_quant=any_quant, engine_version=engine_version, kv_cache_dtype=kv_cache_dtype,
-                          calibration=calibration, top=top, expert_parallel=expert_parallel,
-                          attention_dp=attention_dp, **dict(
+                          chunked_prefill=chunked_prefill, calibration=calibration, top=top,
+                          expert_parallel=expert_parallel, attention_dp=attention_dp, **dict(
                               rate_rps=rate, users=users, batch=batch, think_s=think_time, preset=preset,
                               prompt_tokens=prompt_tokens, output_tokens=output_tokens, length_spread=length_spread,
                               trace=trace, ttft_s=ttft, tpot_s=tpot, e2e_s=e2e, percentile=percentile,

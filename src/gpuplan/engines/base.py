@@ -142,6 +142,10 @@ class Engine:
     launch_target: str | None = None
     # what its shared-prefix cache is called ("prefix cache", "radix cache")
     cache_words = "prefix cache"
+    # why it takes no chunked_prefill setting (None: it has the switch, vLLM and SGLang) and the one state gpuplan
+    # models it in (None: neither is asked of it)
+    no_chunked_prefill: str | None = "it has no switch to split a prompt over steps"
+    chunked_prefill_fixed: bool | None = None
     # its cache grows with each step (transformers' ``generate``): the peak may be the prefill's, and the freed
     # smaller blocks stay reserved
     grows_cache = False
@@ -179,6 +183,14 @@ class Engine:
         """Why the engine cannot serve ``s`` on model ``m``: weights or a KV-cache dtype it does not load. None: it
         can."""
         return None
+
+    def chunked_prefill_refusal(self, s: Scenario) -> str | None:
+        """Why the engine cannot take the scenario's ``chunked_prefill``: it has no such switch, or gpuplan models it
+        in one state only. None: it can (or nothing is asked)."""
+        if s.chunked_prefill is None or not self.no_chunked_prefill or s.chunked_prefill == self.chunked_prefill_fixed:
+            return None
+        return (f"{self.label} takes no chunked_prefill {str(s.chunked_prefill).lower()}: {self.no_chunked_prefill}; "
+                "drop chunked_prefill, or serve with engine vllm or sglang")
 
     def quantizes_to(self, s: Scenario, m: ModelSpec) -> str | None:
         """The weight format the engine must quantize the checkpoint to on load (its ``--quantization``): the

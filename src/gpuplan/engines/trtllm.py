@@ -209,6 +209,8 @@ class Trtllm(Engine):
     kv_dtypes = ("auto", "fp16", "bf16", "fp8")
     offline_bench = True
     launch_target = "trtllm"
+    no_chunked_prefill = "gpuplan times it with chunked context off, trtllm-serve's default (enable_chunked_prefill)"
+    chunked_prefill_fixed = CHUNKED_CONTEXT
 
     def refusal(self, s: Scenario, m: ModelSpec) -> str | None:
         if s.quant and s.quant not in LOADS:

@@ -162,7 +162,7 @@ def _non_torch_gib(v: tuple[int, int, int], s: Scenario, gpu: GpuSpec | None = N
     -4.3 %, vllm#17469's Qwen3-30B-A3B on 4x A10 (0.8.5) at -7.6 % instead of -18.6 % (with the A10's measured
     total); vllm#13061's 2x RTX 4090 on V0 0.7 logged 0.25 GiB at TP 2 (V0's 0.16 single-GPU figure + NCCL)."""
     if v < (0, 6, 5):
-        return oh.VLLM_V0_EARLY_NON_TORCH_GIB
+        return oh.VLLM_V0_EARLY_NON_TORCH_GIB + nvls_gib(s, gpu)
     if v < (0, 7, 0):
         return oh.VLLM_V0_NON_TORCH_GIB * (2 if s.tp > 1 else 1)
     if v < (0, 8, 0):
@@ -174,6 +174,18 @@ def _non_torch_gib(v: tuple[int, int, int], s: Scenario, gpu: GpuSpec | None = N
     if nvlink_tp:
         return oh.VLLM_NON_TORCH_TP_GIB + oh.VLLM_NON_TORCH_PER_TP_RANK_GIB * s.tp
     return oh.VLLM_NON_TORCH_PP_GIB if s.pp > 1 and s.tp == 1 else oh.VLLM_NON_TORCH_GIB
+
+
+def nvls_gib(s: Scenario, gpu: GpuSpec | None) -> float:
+    """NCCL's NVLink SHARP buffers that V0 before 0.6.5 counts as non-torch memory
+    (:data:`~gpuplan.overheads.VLLM_V0_NVLS_TP8_GIB`, vllm#9699): only for tensor parallelism over more than 2 GPUs
+    (the issue's measurement: "NVLS is only enabled for n > 2 GPUs, in H100 and above platforms") on SXM cards of
+    compute capability 9.0 and later, whose NVSwitches have SHARP (PCIe cards and A100's NVSwitches have none);
+    ranks past 8 are on other nodes. Applied where it was measured: the accounting before 0.6.5 counts everything
+    on the device that torch did not allocate; later ones start from a baseline and have no such log."""
+    if gpu is None or s.tp <= 2 or not gpu.form_factor.startswith("SXM") or float(gpu.compute_capability or 0) < 9:
+        return 0.0
+    return oh.VLLM_V0_NVLS_TP8_GIB * min(s.tp, 8) / 8
 
 
 # ---- scheduler limits ------------------------------------------------------------------------------
@@ -210,7 +222,13 @@ def _v0_chunked_tokens(v: tuple[int, int, int]) -> int:
 
 def scheduler_limits(s: Scenario, m: ModelSpec, gpu: GpuSpec | None, *, current: bool = False) -> Limits:
     """``max_num_batched_tokens`` and ``max_num_seqs`` as the release sets them when the user does not (the current
-    release's with ``current``: an engine timed as vLLM's current one)."""
+    release's with ``current``: an engine timed as vLLM's current one). Chunked prefill is the user's
+    (``s.chunked_prefill``) or the release's default: V0 turns it on only past 32,768 tokens of context
+    (``vllm/engine/arg_utils.py`` ``EngineArgs.create_engine_config``, ``use_long_context``, when
+    ``--enable-chunked-prefill`` is left unset), V1 always. Turned off, a step must take a whole prompt, so the
+    token budget (and the profiling run) becomes ``max(max_model_len, 2048)`` in either engine (V0's
+    ``SchedulerConfig.__post_init__``; V1's ``SchedulerConfig``: "If max_model_len is too short, use 2048 as the
+    default value for higher throughput")."""
     v = version_tuple(None if current else s.engine_version)
     # the model's context as vLLM derives it: a YaRN rope_scaling reaches original x factor (ModelSpec.scaled_context)
     max_len = s.max_model_len or m.scaled_context or (s.prompt_tokens + s.output_tokens)
@@ -218,17 +236,17 @@ def scheduler_limits(s: Scenario, m: ModelSpec, gpu: GpuSpec | None, *, current:
     total = cuda_total_gib(gpu) if gpu else 0.0
     big = gpu is not None and total >= 70 and "a100" not in gpu.id
     if v < (0, 8, 0):  # V0: SchedulerConfig.__post_init__ (vllm/config.py)
-        chunked = max_len > 32_768
+        chunked = max_len > 32_768 if s.chunked_prefill is None else s.chunked_prefill
         tokens, seqs = (_v0_chunked_tokens(v) if chunked else max(max_len, 2048)), 256
     else:
-        chunked = True
+        chunked = s.chunked_prefill is not False
         if v >= (0, 21, 0) and total >= 160:
             tokens, seqs = 16_384, 1024
         elif v >= (0, 9, 0) and big:
             tokens, seqs = (8192 if serve else 16_384), 1024
         else:
             tokens, seqs = (2048 if serve else 8192), 256
-        tokens = min(seqs * max_len, tokens)
+        tokens = min(seqs * max_len, tokens) if chunked else max(max_len, 2048)
     tokens = s.max_num_batched_tokens or tokens
     seqs = s.max_num_seqs or min(seqs, tokens)
     return Limits(max_num_batched_tokens=tokens, max_num_seqs=seqs, max_model_len=max_len, chunked_prefill=chunked,
@@ -595,6 +613,7 @@ class Vllm(Engine):
                   "same speed; less room for anything else on the GPU")
     kv_block_tokens = oh.VLLM_BLOCK_TOKENS
     launch_target = "vllm"
+    no_chunked_prefill = None
 
     def refusal(self, s: Scenario, m: ModelSpec) -> str | None:
         if s.task == "infer" and s.precision == "fp8-mixed":
@@ -603,6 +622,12 @@ class Vllm(Engine):
         if asked is not None and asked not in QUANTIZES:
             return (f"vLLM (0.32, 0.33) cannot load {s.quant} weights (no bitsandbytes or GGUF loading in its "
                     "quantization methods): choose awq-int4, gptq-int4, fp8 or int8")
+        max_len = s.max_model_len or m.scaled_context or (s.prompt_tokens + s.output_tokens)
+        if s.chunked_prefill is False and s.max_num_batched_tokens and s.max_num_batched_tokens < max_len:
+            # SchedulerConfig._verify_args (V0 and V1): a step must hold a whole prompt without chunking
+            return (f"vLLM refuses to start without chunked prefill when max_num_batched_tokens "
+                    f"({s.max_num_batched_tokens:,}) is below max_model_len ({max_len:,}): raise one or lower the "
+                    "other")
         return None
 
     def memory(self, s: Scenario, m: ModelSpec, e: Estimate, fmt: Format, gpu: GpuSpec | None,

@@ -270,6 +270,9 @@ def _engine(s: Scenario, m: ModelSpec) -> list[str]:
     why = engine.refusal(s, m) or _moe_layout(s, m)
     if why:
         raise GpuplanError(why)
+    why = engine.chunked_prefill_refusal(s) if s.task == "infer" else None
+    if why:
+        raise GpuplanError(why)
     tokens = s.prompt_tokens + s.output_tokens
     if s.task == "infer" and engine.checks_request_length and s.max_model_len and s.max_model_len < tokens:
         raise GpuplanError(f"max_model_len {s.max_model_len:,} is shorter than one request ({s.prompt_tokens:,} "

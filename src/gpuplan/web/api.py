@@ -378,6 +378,8 @@ class CapacityRequest(BaseModel):
     any_quant: bool = False
     expert_parallel: bool = False
     attention_dp: bool = False
+    chunked_prefill: bool | None = Field(default=None, description="the engine's chunked-prefill switch (the "
+                                         "scenario field); null: its own default by release")
     top: int = Field(default=4, ge=1, le=6, description="setups simulated")
 
 
