@@ -730,20 +730,34 @@ MULTINODE_STRAGGLER = 0.97  # cross-node jitter: the slowest rank sets the step
 # decode 3 % below to 16 % above (13 rows); widened where the estimate rests on a default (another vendor's
 # software, a fabric the offer does not state, CPU-held layers).
 SPEED_SPREAD = {"train": (-0.19, 0.12), "decode": (-0.03, 0.16)}
-# Decode speed per serving engine x class of model (gpuplan.speed.bands): (low, high, held-out rows, where), the
-# 10th-90th percentile of measured / estimated - 1 over the rows bench/serving/bands.py holds out
-# (bench/results/bands.md). A pair missing here is uncalibrated: no bench measures it.
-DECODE_BANDS: dict[tuple[str, str], tuple[float, float, int, str]] = {
-    ("vllm", "dense"): (-0.04, 0.12, 31, "Llama-2 7B/70B, CodeLlama-34B, Llama-3.1-8B and Qwen2.5 0.5B-72B serving "
-                        "and decode runs (bench/results/bands.md)"),
-    ("vllm", "MoE"): (0.00, 0.05, 4, "Mixtral-8x7B serving runs only: no DeepSeek, Qwen3 MoE or gpt-oss run "
-                      "(bench/results/bands.md)"),
-    ("sglang", "dense"): (-0.11, 0.02, 4, "Llama-3.1 8B and 70B, SGLang 0.3-0.4 (bench/results/bands.md)"),
-    ("trtllm", "dense"): (-0.12, 0.08, 164, "NVIDIA's trtllm-bench tables, Llama 3.x 8B-405B "
-                          "(bench/results/bands.md)"),
-    ("trtllm", "MoE"): (-0.17, 0.08, 67, "NVIDIA's trtllm-bench tables on one GPU, Llama 4 Scout, Qwen3-30B-A3B, "
-                        "Mixtral-8x7B: gpuplan up to 1.7x too fast (bench/results/bands.md)"),
-    ("transformers", "dense"): (-0.20, 0.05, 4, "Qwen-1 1.8B-72B decode runs (bench/results/bands.md)"),
+# Decode speed per serving engine x class of model x card maker (gpuplan.speed.bands): (low, high, held-out rows,
+# where), the 10th-90th percentile of measured / estimated - 1 over the rows bench/serving/bands.py holds out
+# (bench/results/bands.md). A plan on a maker missing here takes its engine's NVIDIA band, widened; an engine and
+# class missing here is uncalibrated: no bench measures it.
+DECODE_BANDS: dict[tuple[str, str, str], tuple[float, float, int, str]] = {
+    ("vllm", "dense", "NVIDIA"): (-0.10, 0.13, 37, "Llama-2 7B/70B, CodeLlama-34B, Llama-3.1-8B, Qwen2.5 1.5B-72B and "
+                                 "Qwen3 0.6B/1.7B serving and decode runs (bench/results/bands.md)"),
+    ("vllm", "MoE", "NVIDIA"): (-0.07, 0.04, 12, "Mixtral-8x7B, Qwen3-30B-A3B and Nemotron-3-Nano serving runs; no "
+                               "DeepSeek or gpt-oss TPOT (bench/results/bands.md)"),
+    ("sglang", "dense", "NVIDIA"): (-0.11, 0.02, 4, "Llama-3.1 8B and 70B, SGLang 0.3-0.4 (bench/results/bands.md)"),
+    ("sglang", "MoE", "NVIDIA"): (-0.51, 0.13, 39, "DeepSeek-R1 on 8 H200, B200 or B300: InferenceX's SGLang 0.5 runs "
+                                  "-11% to +14%, dstack's 0.4.3 runs about half as fast as gpuplan says "
+                                  "(bench/results/bands.md)"),
+    ("sglang", "MoE", "AMD"): (-0.37, 0.15, 8, "DeepSeek-R1 on 8 MI300X (dstack, SGLang 0.4.3: -26% to -46%) and 8 "
+                               "MI325X (InferenceX, 0.5.19: +14% and +17%) (bench/results/bands.md)"),
+    ("trtllm", "dense", "NVIDIA"): (-0.12, 0.08, 164, "NVIDIA's trtllm-bench tables, Llama 3.x 8B-405B "
+                                    "(bench/results/bands.md)"),
+    ("trtllm", "MoE", "NVIDIA"): (-0.20, 0.08, 47, "NVIDIA's trtllm-bench tables on one GPU (GB200, H100, H200, "
+                                  "GH200; the B200 rows fit the fused MoE), Llama 4 Scout, Qwen3-30B-A3B, "
+                                  "Mixtral-8x7B: gpuplan up to 1.7x too fast (bench/results/bands.md)"),
+    ("transformers", "dense", "NVIDIA"): (-0.20, 0.05, 4, "Qwen-1 1.8B-72B decode runs (bench/results/bands.md)"),
+    ("llama.cpp", "dense", "NVIDIA"): (-0.10, 0.15, 14, "llama-bench generation of Llama-2-7B (Q4_0, Q8_0, F16) on 12 "
+                                       "CUDA cards (bench/results/llama_bench.md)"),
+    ("llama.cpp", "dense", "Apple"): (-0.25, 0.07, 15, "llama-bench generation of Llama 2 7B and Llama 3 3B-70B on "
+                                      "M1-M4 Macs; one source's M1 Max runs 30-40% slower than gpuplan says "
+                                      "(bench/results/llama_bench.md)"),
+    ("mlx", "dense", "Apple"): (0.00, 0.10, 3, "mlx-lm generation of Llama-3.1-8B, Phi-4-mini and Qwen3-4B on M3 Pro "
+                                "and Ultra (bench/results/llama_bench.md)"),
 }
 SPEED_SPREAD_WIDENING = {"other vendor": 1.5, "no fabric data": 1.5, "cpu layers": 1.5, "uncalibrated": 2.0}
 

@@ -187,8 +187,15 @@ def render(plans, w, fmt: str = "table", notes: list[str] | None = None) -> None
             + ("$/h all, $/month (730 h), inst: what the target costs in whole instances. " if target else "")
             + api.engine_profile(plans[0].engine).scheduler_words
             + " on the roofline step model, judged after warm-up; a tensor-parallel group is priced on one "
-            "instance that holds it whole.")
+            "instance that holds it whole." + _bands_said(plans))
     _show_setups(rows, cols, fmt, head, "setups, cheapest first", note)
+
+
+def _bands_said(plans: list) -> str:
+    """Where the step model's decode band comes from, once per distinct band of the setups' plans (the band
+    estimate prints: overheads.DECODE_BANDS through speed/bands.py)."""
+    bands = dict.fromkeys(p.plan.speed.band for p in plans if p.plan is not None and p.plan.speed.band)
+    return "".join(f" Decode steps' band: {b}." for b in bands)
 
 
 def _render_job(rows: list[dict], head: str, fmt: str, engine: str) -> None:

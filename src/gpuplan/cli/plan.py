@@ -124,7 +124,8 @@ def _rows(s, setups, start: int = 1) -> list[dict[str, Any]]:
         techniques = [TECHNIQUE_CELLS.get(t, t) for t in x.techniques]
         tags = techniques if s.task == "infer" else [x.sharding, *techniques]  # serving: tensor parallel over all
         spread = 50 * (x.tokens_per_s_high - x.tokens_per_s_low) / x.tokens_per_s if x.tokens_per_s else 0.0
-        rows.append({**x.__dict__, "rank": f"{i}{'*' if x.pareto else ''}",
+        fields = {k: v for k, v in x.__dict__.items() if k != "band" or v is not None}  # band: serving only
+        rows.append({**fields, "rank": f"{i}{'*' if x.pareto else ''}",
                      "setup": f"{x.num_gpus}x {short(x.gpu_id)}" + (f" {'+'.join(tags)}" if tags else ""),
                      "where": _where(x), "memory": f"{x.device_peak_gib:.0f}/{x.capacity_gib:.0f}",
                      "speed": f"{x.tokens_per_s:,.0f} ±{spread:.0f}%",
@@ -201,6 +202,8 @@ def render_recommendation(s, result, fmt: str = "table") -> None:
          "old or low confidence)")
     for i, x in enumerate(result.setups[:3], len(result.owned) + 1):
         bullet(f"{x.num_gpus}x {short(x.gpu_id)} on {_where(x)}: {x.rationale}", prefix=f"{i}. ")
+    for band in dict.fromkeys(x.band for x in result.setups if x.band):  # serving: each range's source, once
+        bullet(f"tok/s range: {band}", prefix="", style="dim")
     if s.task == "train" and not s.train_tokens:
         bullet("set --train-tokens for hours and totals; ranked by $ per million training tokens", prefix="",
                style="yellow")

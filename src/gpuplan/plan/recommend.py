@@ -17,9 +17,9 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, Any
 
-from pydantic import BaseModel, Field, SkipValidation, WrapValidator
+from pydantic import BaseModel, Field, SkipValidation, WrapValidator, model_serializer
 
 from .. import overheads as oh
 from ..engines import ENGINES, engine_for
@@ -114,6 +114,7 @@ class Setup(BaseModel):
     max_concurrency: int | None = None
     tokens_per_s_low: float
     tokens_per_s_high: float
+    band: str | None = None  # serving: where the range comes from (speed.band: overheads.DECODE_BANDS)
     bound: str
     usd_per_hour: float
     hours: float | None
@@ -148,6 +149,14 @@ class Setup(BaseModel):
     def usd_total_high(self) -> float | None:
         return None if self.usd_total is None else self.usd_total * self.slow_end
 
+    @model_serializer(mode="wrap")
+    def _band_where_served(self, handler) -> dict[str, Any]:
+        """A serving setup's band words; a training one has none and says nothing."""
+        data = handler(self)
+        if data.get("band", "") is None:
+            data.pop("band")
+        return data
+
     @classmethod
     def of(cls, plan: Plan, labels: list[str], offer: Offer, note: str = "") -> Setup:
         """The row of ``plan``, priced on ``offer`` (its techniques ``labels``; ``note``: what they change)."""
@@ -164,7 +173,7 @@ class Setup(BaseModel):
                   tokens_per_s_per_user=speed.streaming_tokens_per_s_per_user, ttft_s=speed.ttft_s,
                   kv_tokens=mem.max_context_tokens, max_concurrency=mem.max_concurrency,
                   tokens_per_s_low=speed.tokens_per_s_low, tokens_per_s_high=speed.tokens_per_s_high,
-                  bound=speed.bound, usd_per_hour=cost.usd_per_hour, hours=hours,
+                  band=speed.band, bound=speed.bound, usd_per_hour=cost.usd_per_hour, hours=hours,
                   usd_total=cost.usd_total if hours is not None else None,
                   usd_per_million_tokens=cost.usd_per_million_tokens, price_age_days=cost.price_age_days,
                   stale=cost.stale, price_confidence=cost.price_confidence, observed_at=cost.observed_at,

@@ -638,7 +638,8 @@ function renderSetups(rec, scenario) {
   }
   const cols = ["#", "setup", "offer", "GiB", "tok/s", ...(train ? ["hours", "$"] : []), "$/M tok"];
   table.replaceChildren(h("tr", {}, cols.map((c) => h("th", {}, c))),
-    ...rec.setups.map((x, i) => h("tr", {class: x.pareto ? "pareto" : "", title: x.rationale},
+    ...rec.setups.map((x, i) => h("tr", {class: x.pareto ? "pareto" : "",
+                                        title: x.band ? `${x.rationale}; tok/s range: ${x.band}` : x.rationale},
       h("td", {}, `${i + 1}${x.pareto ? "*" : ""}`), h("td", {}, setupLabel(x)),
       h("td", {}, x.offer + (x.stale ? " (old price)" : "")),
       h("td", {class: "n"}, `${x.device_peak_gib.toFixed(0)}/${x.capacity_gib.toFixed(0)}`),
