@@ -40,7 +40,6 @@ NCCL_GIB = 0.36
 # their gradients), inference mostly reuses the same shapes.
 ALLOCATOR_SLACK_TRAIN = 0.08
 ALLOCATOR_SLACK_INFER = 0.04
-ALLOCATOR_ROUND_BYTES = 512
 # transformers' DynamicCache appends each token with torch.cat: every step frees a layer's cache and asks
 # for one a token larger, which no freed block can serve; the caching allocator keeps the old segments.
 # Half the final cache held in such segments is the middle of what Qwen's KV-cache profile shows at 1-32
@@ -63,9 +62,8 @@ def deepspeed_bucket_elements(hidden: int) -> int:
 
 # 8-bit optimizers (bitsandbytes): block-wise quantized states, blocksize 256, one fp32 absmax per block
 # and state (Dettmers et al. 2022, "8-bit Optimizers via Block-wise Quantization"). Tensors smaller than
-# min_8bit_size = 4096 elements keep 32-bit states.
+# min_8bit_size = 4096 elements keep 32-bit states (not counted: they are a small share).
 BNB_STATE_BLOCK = 256
-BNB_MIN_8BIT_SIZE = 4096
 
 # llama.cpp: compute buffer for the micro-batch (n_ubatch = 512 by default, llama.cpp common/arg.cpp).
 LLAMA_CPP_UBATCH = 512
@@ -678,10 +676,6 @@ EAGER_DECODE_S_PER_CONTEXT_TOKEN = 0.0
 # 51.2 GB/s, of which CPU streaming reaches ~60 %; servers with 8-12 channels reach several times more.
 CPU_MEMORY_GBS = 80.0
 CPU_BANDWIDTH_FRACTION = 0.6
-CPU_PREFILL_TFLOPS = 1.0  # AVX2/AVX512 matmul of a desktop CPU, when prompt batches stay on the CPU
-# ggml-backend's op offload (ggml/src/ggml-backend.cpp, GGML_OP_OFFLOAD_MIN_BATCH = 32): a batch of 32 tokens
-# or more copies CPU-held weights to the GPU over PCIe and multiplies there (prompt processing).
-LLAMA_CPP_OFFLOAD_MIN_BATCH = 32
 
 # Links. PCIe x16 per direction by generation (GB/s), reached at ~80 %. GeForce cards have no peer-to-peer:
 # NCCL routes through host memory (SHM transport), at about half the PCIe rate and higher latency.

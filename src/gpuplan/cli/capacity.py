@@ -10,12 +10,7 @@ from rich.text import Text
 
 from ..errors import GpuplanError
 from .app import BoolText, JsonFlag, app, boolean, out, print_json
-from .estimate import ENGINE_LABELS
 from .render import Column, FormatOption, bullet, err, num, resolve_format, show, usd
-
-TRTLLM_WORDS = ("From a simulation of TensorRT-LLM's in-flight batching (trtllm-serve's defaults: max_batch_size "
-                "2,048, max_num_tokens 8,192, whole contexts, GUARANTEED_NO_EVICT admission; its host loop timed "
-                "as vLLM's, uncalibrated on serving runs)")
 
 # an MoE model's layout on each setup (issue 31): the options' types, kept out of the command's long signature
 ExpertParallel = Annotated[bool, typer.Option(
@@ -190,10 +185,7 @@ def render(plans, w, fmt: str = "table", notes: list[str] | None = None) -> None
             + ("users: most concurrent users one replica serves within the SLOs (up to the target); " if w.users else
                "req/s: highest steady rate one replica serves within the SLOs; ")
             + ("$/h all, $/month (730 h), inst: what the target costs in whole instances. " if target else "")
-            + ("From a simulation of SGLang's scheduler (prefill batches before decodes, chunked_prefill_size, "
-               "max_running_requests, the radix cache on the shared prefix; its host loop fitted on SGLang's own "
-               "published runs, few: bench/results/sglang_serving.md)" if plans and plans[0].engine == "sglang"
-               else TRTLLM_WORDS if plans and plans[0].engine == "trtllm" else "From a simulation of vLLM's scheduler")
+            + api.engine_profile(plans[0].engine).scheduler_words
             + " on the roofline step model, judged after warm-up; a tensor-parallel group is priced on one "
             "instance that holds it whole." + _bands_said(plans))
     _show_setups(rows, cols, fmt, head, "setups, cheapest first", note)
@@ -219,13 +211,12 @@ def _render_job(rows: list[dict], head: str, fmt: str, engine: str) -> None:
             Column("usd_per_million_output", "$/M out", usd, "right", 3),
             Column("max_concurrency", "KV reqs", num(), "right", 3),
             Column("kv_tokens", "KV tokens", num(), "right", 4)]
-    label = ENGINE_LABELS.get(engine, engine)
-    cap = "max_batch_size" if engine == "trtllm" else "max_num_seqs"
-    pool = ("holds for their whole output (GUARANTEED_NO_EVICT: nothing is preempted); the others wait for them to "
-            "finish." if engine == "trtllm" else "holds; the others wait for them to finish, and a pool that runs "
-            "out preempts requests, which recompute when they resume.")
-    note = (f"Green: the Pareto front of cost vs time. From {label}'s scheduler simulated on the batch (estimate "
-            f"--batch-size's offline run): at most {cap} requests run at once, and no more than the KV pool {pool} "
+    from .. import api
+
+    profile = api.engine_profile(engine)
+    note = (f"Green: the Pareto front of cost vs time. From {profile.label}'s scheduler simulated on the batch "
+            f"(estimate --batch-size's offline run): at most {profile.running_cap} requests run at once, and no more "
+            f"than the KV pool {profile.pool_admits} "
             "$ job: one tensor-parallel group's share of the instance for that time.")
     _show_setups(rows, cols, fmt, head, "setups, cheapest run first", note)
 

@@ -40,13 +40,13 @@ def recommend_cmd(scenario: str | None = None, as_json: bool = False, budget_usd
     """Which GPUs, how many, where: the setups that fit, ranked.
 
     Memory first, then communication, then cost, then headroom. Searches GPU type x count (1-8, multi-node for
-    training) x strategy (single, DDP, ZeRO-2, ZeRO-3; tensor parallel for serving, with vLLM and transformers
-    unless --engine is given) x techniques (checkpointing, micro-batch 1 with accumulation, 8-bit AdamW;
-    LoRA/QLoRA with --any-method; int8, fp8, AWQ weights and an fp8 KV cache with --any-quant; the other training
-    stacks, torchtune, torchtitan, Unsloth, axolotl, a plain PyTorch loop, with their defaults and activation
-    offloading, with --any-stack, or one with --stack) x every offer. Your own cards (--have) come first,
-    in their own list, with what would make the job fit on them when nothing does. Marks the Pareto front of cost
-    vs speed; at equal cost the faster setup ranks first; when nothing fits, lists the smallest changes that would.
+    training) x sharding (single, DDP, ZeRO-2, ZeRO-3, and when none fits Megatron's and torchtitan's tensor x
+    pipeline parallel; tensor parallel for serving, on vLLM and transformers unless --engine is given) x techniques
+    (checkpointing, micro-batch 1 with accumulation, 8-bit AdamW; LoRA/QLoRA with --any-method; int8, fp8, AWQ
+    weights and an fp8 KV cache with --any-quant; every other training stack with its defaults and activation
+    offloading with --any-stack, or one with --stack) x every offer. Your own cards (--have) come first, with what
+    would make the job fit on them when nothing does. Marks the Pareto front of cost vs speed; at equal cost the
+    faster setup ranks first; when nothing fits, lists the smallest changes that would.
 
     Examples:
 

@@ -50,7 +50,7 @@ change these again; this module is the 2025 rule set, checked against the logs i
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .. import overheads as oh
 from ..hardware import GpuSpec
@@ -164,6 +164,12 @@ class StartupMemory:
         """What ``mem_fraction_static`` keeps back for activations, CUDA graphs and the ``req_to_token`` pool."""
         return self.total_gib * (1 - self.mem_fraction_static)
 
+    def ranks(self, n: int) -> StartupMemory:
+        """``n`` attention data-parallel ranks as one scheduler sees them: each DP worker schedules its own
+        requests, so the pools, running-request caps and chunk sizes add up."""
+        return replace(self, kv_tokens=self.kv_tokens * n, max_running_requests=self.max_running_requests * n,
+                       chunked_prefill_size=self.chunked_prefill_size * n)
+
     def budget_gib(self, outside_gib: float) -> float:
         """The memory SGLang's allocator holds (weights, pool, reserve) beside ``outside_gib`` held outside it
         (CUDA context, NCCL): SGLang sizes its pool from what it finds free (``profile_max_num_token``), so the
@@ -233,6 +239,11 @@ class Sglang(Engine):
     token by token; its GPU work timed as vLLM's current engine's, its host loop as its own."""
 
     name = "sglang"
+    scheduler_words = ("From a simulation of SGLang's scheduler (prefill batches before decodes, chunked_prefill_size, "
+                       "max_running_requests, the radix cache on the shared prefix; its host loop fitted on SGLang's "
+                       "own published runs, few: bench/results/sglang_serving.md)")
+    running_cap = "max_running_requests"
+    rocm_build = True
     expert_parallel = True
     label = "SGLang"
     pool_words = "SGLang's token pool"
@@ -314,7 +325,8 @@ class Sglang(Engine):
                         chunk_tokens=chunk_size(s, d) if s.chunked_prefill is not False else None,
                         all_reduce_s=oh.SGLANG_ALL_REDUCE_S)
         return current_timing(s, m, gpu, loop=loop, note=TIMING, graph_max_batch=d.cuda_graph_max_bs,
-                              launch_s=oh.SGLANG_EAGER_LAUNCH_S, **fused_kernels(s, m, gpu))
+                              launch_s=oh.SGLANG_EAGER_LAUNCH_S, label=self.label, rocm_measured=True,
+                              **fused_kernels(s, m, gpu))
 
 
 def fused_kernels(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> dict:

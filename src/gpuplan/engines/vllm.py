@@ -50,7 +50,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .. import overheads as oh
 from ..hardware import GpuSpec
@@ -484,6 +484,13 @@ class StartupMemory:
     def fits_max_model_len(self) -> bool:
         return self.max_model_len_fit >= self.limits.max_model_len
 
+    def ranks(self, n: int) -> StartupMemory:
+        """``n`` attention data-parallel ranks as one scheduler sees them: each rank is an engine core with its
+        own limits and pool, so the blocks, running sequences and per-step tokens add up."""
+        limits = replace(self.limits, max_num_seqs=self.limits.max_num_seqs * n,
+                         max_num_batched_tokens=self.limits.max_num_batched_tokens * n)
+        return replace(self, limits=limits, num_blocks=self.num_blocks * n)
+
 
 def startup_memory(s: Scenario, m: ModelSpec, gpu: GpuSpec, total_gib: float | None = None) -> StartupMemory:
     """The budget, the profiled non-KV memory and the KV pool vLLM computes at startup on ``gpu``."""
@@ -600,6 +607,10 @@ class Vllm(Engine):
     docstring), paged blocks shared by prefix, CUDA graphs and an engine loop (V1 from 0.8)."""
 
     name = "vllm"
+    scheduler_words = "From a simulation of vLLM's scheduler"
+    rocm_build = True
+    grid_note = ("vLLM preallocates gpu_memory_utilization of each card: a cell fits when its KV pool holds the "
+                 "batch; the curve shows what the batch needs")
     expert_parallel = True
     label = "vLLM"
     pool_words = "vLLM's KV pool"
@@ -629,6 +640,13 @@ class Vllm(Engine):
                     f"({s.max_num_batched_tokens:,}) is below max_model_len ({max_len:,}): raise one or lower the "
                     "other")
         return None
+
+    def expert_parallel_refusal(self, s: Scenario) -> str | None:
+        """vLLM's expert-parallel group is every GPU of the copy (``--enable-expert-parallel``: EP = TP x DP)."""
+        if s.ep in (1, s.tp):
+            return None
+        return (f"vLLM's expert-parallel group is every GPU of the copy (--enable-expert-parallel: EP = TP x DP): set "
+                f"ep {s.tp} or 1")
 
     def memory(self, s: Scenario, m: ModelSpec, e: Estimate, fmt: Format, gpu: GpuSpec | None,
                capacity_gib: float | None) -> Estimate:
@@ -695,7 +713,7 @@ def piecewise_graph_s(s: Scenario, m: ModelSpec) -> float:
 
 def current_timing(s: Scenario, m: ModelSpec, gpu: GpuSpec, *, current: bool = True,
                    loop: HostLoop | None = None, note: str = "", graph_max_batch: int | None = None,
-                   **kernels) -> Timing:
+                   label: str = "vLLM", rocm_measured: bool = False, **kernels) -> Timing:
     """vLLM's timing of ``s`` (its release; the current one with ``current``, for an engine timed as vLLM's):
     CUDA graphs and fused element-wise kernels in the V1 engine (0.8+), packed projections, the measured kernel
     bandwidth, and its engine loop (``loop``: another engine's own), whose host work per step overlaps the GPU's
@@ -704,8 +722,9 @@ def current_timing(s: Scenario, m: ModelSpec, gpu: GpuSpec, *, current: bool = T
     of up to the largest default capture size in tokens (:func:`capture_sizes`) replays a CUDA graph, a larger one
     runs eagerly (``vllm/v1/worker/gpu_model_runner.py``: ``num_scheduled_tokens <= self.cudagraph_batch_sizes[-1]``
     "Use piecewise CUDA graphs", else "Eager mode"; the batch padded to the next captured size adds rows to GEMMs
-    that read their weights once anyway, and is not timed); ``graph_max_batch``: another engine's own cap.
-    ``kernels``: another engine's
+    that read their weights once anyway, and is not timed); ``graph_max_batch``: another engine's own cap;
+    ``label``, ``rocm_measured``: the engine its ROCm note names, and whether its ROCm build was measured (SGLang's
+    was, :mod:`.rocm`). ``kernels``: another engine's
     :class:`~gpuplan.engines.base.Timing` fields (TensorRT-LLM's grouped experts and context attention)."""
     v1 = current or version_tuple(s.engine_version) >= (0, 8, 0)
     limits = scheduler_limits(s, m, gpu, current=current)
@@ -717,7 +736,7 @@ def current_timing(s: Scenario, m: ModelSpec, gpu: GpuSpec, *, current: bool = T
                         overlapped=overlapped, chunk_tokens=limits.max_num_batched_tokens)
     if graph_max_batch is None:
         graph_max_batch = capture_sizes(limits.max_num_seqs, gpu)[-1] if v1 else 0
-    rocm = rocm_note("SGLang" if s.engine == "sglang" else "vLLM", gpu, measured=s.engine == "sglang")
+    rocm = rocm_note(label, gpu, measured=rocm_measured)
     return Timing(graphs=v1, packed_linears=True, streaming_bandwidth=True, loop=loop,
                   note="; ".join(x for x in (note, rocm) if x), graph_max_batch=graph_max_batch,
                   gpu_scale=gpu_scale(gpu), **kernels)

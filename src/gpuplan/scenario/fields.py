@@ -472,6 +472,11 @@ class Scenario(BaseModel):
         return stacks.RECIPES[self.stack]
 
     @property
+    def length_field(self) -> str:
+        """The field that sets one sequence's length: ``seq_len`` when training, ``prompt_tokens`` when serving."""
+        return "seq_len" if self.task == "train" else "prompt_tokens"
+
+    @property
     def world_size(self) -> int:
         return self.num_gpus * self.num_nodes
 
@@ -491,12 +496,12 @@ class Scenario(BaseModel):
     @property
     def sharded_by(self) -> str:
         """Who shards or replicates: ``single``, ``ddp``, ``deepspeed`` (zero1-3), ``fsdp1`` or ``fsdp2``."""
-        strategy = self.resolved_sharding
-        if strategy.startswith("zero") and not (self.sharding or "").startswith("fsdp"):
+        resolved = self.resolved_sharding
+        if resolved.startswith("zero") and not (self.sharding or "").startswith("fsdp"):
             return "deepspeed"
         if (self.sharding or "").startswith("fsdp"):
             return self.sharding if self.sharding != "fsdp" else (self.recipe.fsdp or "fsdp1")
-        return strategy
+        return resolved
 
     @property
     def sharding_name(self) -> str | None:
