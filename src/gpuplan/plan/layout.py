@@ -91,7 +91,8 @@ def with_layout(r: Resolved, keep_micro_batch: bool = False) -> Resolved:
     """``r`` at the recipe's micro-batch x accumulation (:func:`layout`) when its training scenario set neither,
     with why (``layout_why``, said in the plan's recipe); ``keep_micro_batch``: a ranked setup keeps its micro-batch
     (recommend may have set it: "micro-batch 4") and takes the accumulation (:func:`accumulation`). A layout that
-    would not fit the card (a full gradient buffer beside ZeRO-3's shards) leaves the scenario's, said."""
+    would not fit the card (a full gradient buffer beside ZeRO-3's shards) where the scenario's does leaves the
+    scenario's, said."""
     s, m, gpu = r.scenario, r.model, r.gpu
     given = {"grad_accum_steps"} if keep_micro_batch else {"micro_batch_size", "grad_accum_steps"}
     if r.layout_why is not None or s.task != "train" or gpu is None or given & s.model_fields_set:
@@ -108,6 +109,6 @@ def with_layout(r: Resolved, keep_micro_batch: bool = False) -> Resolved:
         return Resolved(scenario=a.scenario, model=a.model, gpu=a.gpu, gpu_note=r.gpu_note, split_note=r.split_note,
                         length_note=r.length_note, checked=a.checked, chosen=r.chosen, layout_why=why)
     again = changed(r, {"micro_batch_size": mb, "grad_accum_steps": accum}, None, layout_why=why)
-    if memory_plan(again).verdict.fits:
+    if memory_plan(again).verdict.fits or not memory_plan(r).verdict.fits:  # neither fits: the recipe's, as it runs
         return again
     return Resolved(**{**r.__dict__, "layout_why": f"as set: the recipe's {mb} x {accum} would not fit {gpu.name}"})
