@@ -104,6 +104,12 @@ class Suggestion(BaseModel):
     max_seq_len: int | None = None  # ... and the longest context
 
 
+def usd_amount(value: float) -> str:
+    """Dollars with the precision that matters, without the sign: 1,234 / 12.35 / 0.123 (a $0.11 job is not
+    written $0)."""
+    return f"{value:,.0f}" if value >= 100 else f"{value:,.2f}" if value >= 1 else f"{value:.3f}"
+
+
 def human_count(n: float) -> str:
     """8030261248 -> '8.03B', 124439808 -> '124.4M'."""
     for unit, size in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):

@@ -98,6 +98,27 @@ def test_launch_to_dict_is_the_json(tmp_path):
     assert report.to_dict() == cli
 
 
+def test_launch_trains_on_the_scenario_dataset(tmp_path):
+    """The files train on the data the plan counted: the scenario's own dataset, as ``gpuplan launch --dataset``
+    writes it (review 3's second rewalk: the API wrote TRL's example, ``dataset_name: trl-lib/Capybara``, under a
+    header that counted the user's file)."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    tok = Tokenizer(models.WordLevel({"[UNK]": 0, "word": 1}, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tok.save(str(tmp_path / "tokenizer.json"))
+    data = tmp_path / "train.jsonl"
+    data.write_text("".join(json.dumps({"text": " ".join(["word"] * n)}) + "\n" for n in (5, 9, 30)))
+    scenario = {"model": "qwen2.5-0.5b", "task": "train", "method": "lora", "gpu": "l40s", "dataset": str(data),
+                "tokenizer": str(tmp_path / "tokenizer.json")}
+    report = gpuplan.launch(scenario, targets=["trainer"], folder="-")
+    text = {name: body for name, _, body in report.printed}["trainer.yaml"]
+    assert "trl-lib/Capybara" not in text
+    assert f"data_files: {data}" in text
+    other = gpuplan.launch(scenario, targets=["trainer"], folder="-", dataset="org/other-set")
+    assert "dataset_name: org/other-set" in {name: body for name, _, body in other.printed}["trainer.yaml"]
+
+
 def test_bad_input_is_one_sentence():
     with pytest.raises(GpuplanError, match="did you mean"):
         gpuplan.estimate({"model": "lama-3.1-8b", "task": "train"})

@@ -65,6 +65,27 @@ def test_estimate_json_counts_exactly(data, tokenizer):
     assert packed["dataset"]["packed_sequences"] == 2 and packed["dataset"]["packing_fill_pct"] == 100.0
 
 
+def test_sharegpt_turns_are_counted_as_trl_reads_them(tmp_path, tokenizer):
+    """Review 3's second rewalk: ShareGPT records (``conversations`` of ``{"from", "value"}`` turns) came out as
+    ``0 tokens of their own``: the counter read each turn's ``content``. TRL's SFTTrainer converts them first
+    (``maybe_convert_to_chatml``: from -> role, value -> content), so they count as the same chat in messages form:
+    3 + 4 words, joined by a newline plus EOS (no chat template here), 7 tokens and 1 added."""
+    share = tmp_path / "share.jsonl"
+    share.write_text(json.dumps({"conversations": [{"from": "human", "value": "hello the cat"},
+                                                   {"from": "gpt", "value": "the cat sat on"}]}) + "\n")
+    chat = tmp_path / "chat.jsonl"
+    chat.write_text(json.dumps({"messages": [{"role": "human", "content": "hello the cat"},
+                                             {"role": "gpt", "content": "the cat sat on"}]}) + "\n")
+    counted = []
+    for path in (share, chat):
+        proc = cli("estimate", "--model", "llama-3.2-1b", "--task", "train", "--dataset", str(path), "--tokenizer",
+                   str(tokenizer), "--json")
+        assert proc.returncode == 0, proc.stderr
+        d = json.loads(proc.stdout)["dataset"]
+        counted.append((d["kind"], d["tokens_total"], d["special_tokens"]))
+    assert counted == [("messages", 7, 1)] * 2
+
+
 def test_truncation_cuts_at_seq_len(data, tokenizer):
     """At seq_len 5 the records of 6, 4, 3 and 7 tokens (EOS included) train 5 + 4 + 3 + 5 = 17 tokens; 2 cut."""
     from gpuplan.dataset import profile

@@ -347,3 +347,28 @@ def test_max_model_len_shorter_than_a_request_is_refused(engine):
         estimate({**job, "max_model_len": 100}, advise=False)
     plan = estimate({**job, "max_model_len": 1280})
     assert plan.memory.fits and plan.memory.max_seq_len == 1024
+
+
+def test_a_yarn_config_starts_at_its_scaled_context(tmp_path):
+    """vLLM derives max_model_len from max_position_embeddings with a YaRN rope_scaling's factor
+    (``_get_and_verify_max_len``: original_max_position_embeddings x factor), as Qwen's long-context recipe adds
+    to Qwen3's config: 40,960 x 4 = 163,840. The startup and the launch file took max_position_embeddings (review
+    3's second rewalk: ``--max-model-len 40960`` for a YaRN config planned at 101,000-token requests)."""
+    import json
+    from pathlib import Path
+
+    import gpuplan
+
+    config = json.loads((Path(gpuplan.__file__).parent / "data" / "models" / "Qwen__Qwen3-8B.json").read_text())
+    config["rope_scaling"] = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 40960}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    m = load_model(str(tmp_path))
+    assert (m.max_context, m.scaled_context) == (40_960, 163_840)
+    s = scenario_from({"model": str(tmp_path), "task": "infer", "engine": "vllm", "gpu": "h200"})
+    assert vllm.scheduler_limits(s, m, load_gpu("h200")).max_model_len == 163_840
+    plan = gpuplan.estimate({"model": str(tmp_path), "task": "infer", "engine": "vllm", "gpu": "h200",
+                             "prompt_tokens": 100_000, "output_tokens": 1_000})
+    assert plan.memory.engine["max_model_len"] == 163_840
+    plain = load_model("qwen3-8b")  # no rope_scaling: the model's own context
+    assert vllm.scheduler_limits(scenario_from({"model": "qwen3-8b", "task": "infer", "engine": "vllm"}), plain,
+                                 load_gpu("h200")).max_model_len == 40_960

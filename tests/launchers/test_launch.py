@@ -948,3 +948,21 @@ def test_a_local_config_without_weights_is_said_in_every_file(tmp_path):
     assert f"'model_name': '{folder}'" in files["unsloth_train.py"]
     (folder / "model-00001-of-00008.safetensors").write_bytes(b"")
     assert not any("holds no weights" in text for text in files_of(s, ["unsloth"]).values())
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
+def test_requests_past_the_context_are_refused_before_any_file(engine, tmp_path):
+    """Review 3's second rewalk: Qwen3-8B (max_position_embeddings 40,960) planned for 100,000-token prompts was
+    written with ``--max-model-len 40960`` (``--context-length``, ``--max_seq_len``) under a header predicting 51
+    tokens/s for those prompts: a server that refuses every request planned. launch now refuses in one sentence;
+    a plan that sets its own max_model_len is written with it."""
+    s = {"model": "qwen3-8b", "task": "infer", "engine": engine, "gpu": "h200", "prompt_tokens": 100_000,
+         "output_tokens": 1_000}
+    flag = {"vllm": "--max-model-len", "sglang": "--context-length", "trtllm": "--max_seq_len"}[engine]
+    with pytest.raises(GpuplanError, match=f"^{engine} starts Qwen/Qwen3-8B with a 40,960-token context "
+                                           f"\\({flag}, the model's\\) and refuses longer requests, and the "
+                                           "plan's are 101,000 tokens"):
+        gpuplan.launch(s, folder=tmp_path / "no")
+    assert not (tmp_path / "no").exists()
+    fits = gpuplan.launch({**s, "prompt_tokens": 39_000}, folder="-")
+    assert f"{flag} 40960" in "\n".join(body for _, _, body in fits.printed)

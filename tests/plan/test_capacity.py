@@ -78,3 +78,49 @@ def test_an_offline_job_runs_at_most_the_releases_max_num_seqs(version, cap):
     assert row.max_concurrency > 3000
     assert row.job_peak_running == cap and row.job_preemptions == 0
     assert row.plan.offline.running_cap == cap
+
+
+def test_every_gpu_named_has_a_row_or_says_why():
+    """Review 3's second rewalk: ``--gpus l40s,rtx-4090,rtx-pro-6000-blackwell,mi300x`` showed L40S and RTX 4090
+    rows only, with no word of the other two (MI300X is another vendor's card, the RTX PRO 6000 has no offer so it
+    ranked below the setups simulated). Each GPU asked for now has a row or a note: here one row (one setup
+    simulated), and a note each for the card ranked below it, the AMD card, and the T4 (15 GiB usable: an 8B model's
+    16 GB of bf16 weights do not fit one)."""
+    m = load_model("llama-3.1-8b")
+    s = scenario_from({"model": "llama-3.1-8b", "task": "infer", "engine": "vllm"})
+    w = load_workload(None, {"rate_rps": 1, "prompt_tokens": 500, "output_tokens": 50, "ttft_s": 2, "tpot_s": 0.1,
+                             "num_requests": 40})
+    named = ("nvidia-l40s", "nvidia-h100-sxm5-80gb", "amd-instinct-mi300x", "nvidia-t4")
+    notes: list[str] = []
+    rows = capacity(s, m, w, gpu_ids=named, max_gpus=1, simulate_top=1, notes=notes)
+    assert len(rows) == 1 and rows[0].gpu_id in named[:2]
+    other = next(g for g in named[:2] if g != rows[0].gpu_id)
+    assert len(notes) == 3, notes
+    assert notes[0].endswith(f"ranked below the 1 setups simulated (the cheapest per request first): raise --top, "
+                             f"or give --gpus {other} alone")
+    assert notes[1] == ("Instinct MI300X: not simulated (capacity simulates NVIDIA GPUs only; `gpuplan estimate "
+                        "--task infer --gpu amd-instinct-mi300x` gives its speed)")
+    assert notes[2].startswith("Tesla T4: no setup of up to 1 GPUs holds the model")
+    late: list[str] = []
+    tight = w.model_copy(update={"slo": w.slo.model_copy(update={"ttft_s": 0.001})})
+    assert capacity(s, m, tight, gpu_ids=named[:1], max_gpus=1, notes=late) == []
+    assert late == ["L40S: misses the SLOs even with one request at a time on up to 1 GPUs"]
+
+
+def test_thinking_users_stream_at_the_load_in_flight():
+    """Review 3's second rewalk: 100 users thinking 10 s between ~5 s replies (gpt-oss-20b, one H100) keep about 35
+    requests in flight (Little's law: the simulated rate x end-to-end latency), yet the row's tok/s/user was the
+    decode step of all 100 at once (133.7 tok/s: 7.48 ms, slower than the simulation's own p95 TPOT of 7.06 ms).
+    The row's plan is now at the load in flight; users who never pause keep every slot busy."""
+    m = load_model("gpt-oss-20b")
+    s = scenario_from({"model": "gpt-oss-20b", "task": "infer", "engine": "vllm"})
+    fields = {"users": 100, "prompt_tokens": 1200, "output_tokens": 500, "ttft_s": 1.5, "tpot_s": 0.04}
+    (row,) = capacity(s, m, load_workload(None, {**fields, "think_s": 10}), gpu_ids=("nvidia-h100-sxm5-80gb",),
+                      max_gpus=1, simulate_top=1)
+    in_flight = round(row.max_rate_rps * row.e2e_s)
+    assert row.max_users == 100 and 20 < in_flight < 60
+    assert row.plan.setup.scenario.batch_size == in_flight
+    assert 1 / row.streaming_tokens_per_s_per_user <= row.tpot_s  # the step at the load, under the p95 TPOT
+    (busy,) = capacity(s, m, load_workload(None, {**fields, "users": 40}), gpu_ids=("nvidia-h100-sxm5-80gb",),
+                       max_gpus=1, simulate_top=1)
+    assert busy.plan.setup.scenario.batch_size == busy.max_users == 40  # think 0: every user's request in flight

@@ -186,6 +186,28 @@ def test_every_format_prints_the_deadline_headline():
             assert json.loads(done.stdout)["fewest_line"].startswith("fewest GPUs")
 
 
+def test_every_format_says_what_would_fit_when_nothing_does():
+    """Review 3's second rewalk: when no setup fits, ``--format plain`` (and csv, markdown) printed an empty header
+    and nothing else, where the table lists the smallest changes that would fit and why the own cards have no row.
+    Every format now carries them (csv on stderr: stdout stays one table); json has them as changes."""
+    args = [sys.executable, "-m", "gpuplan", "recommend", "--model", "gemma-2-9b", "--task", "train", "--method",
+            "qlora", "--samples", "1200", "--mean-tokens", "900", "--have", "1xrtx-4060-ti-16gb", "--gpus",
+            "rtx-4090,l4"]
+    env = {**os.environ, "COLUMNS": "200"}
+    said = json.loads(subprocess.run([*args, "--json"], capture_output=True, text=True, env=env,
+                                     timeout=300).stdout)
+    assert said["setups"] == [] and said["changes"] and said["owned_changes"]
+    for fmt in ("plain", "markdown", "csv"):
+        done = subprocess.run([*args, "--format", fmt], capture_output=True, text=True, env=env, timeout=300)
+        assert done.returncode == 0, done.stderr
+        where = " ".join((done.stderr if fmt == "csv" else done.stdout).split())  # unwrapped
+        for change in said["changes"]:
+            assert f"no rented setup fits; a change that would: {change}" in where, fmt
+        assert f"your cards: {said['owned_changes'][0]}" in where, fmt
+        if fmt == "csv":
+            assert done.stdout.splitlines() == ["#,setup,offer,price age,GiB,tok/s,hours,$,$/M tok"]
+
+
 def test_plain_wraps_the_deadline_headline_to_the_width():
     """Review 3 (Q3, top problem 8): ``--format plain`` printed the headline of a size-only model as one 378-column
     line (its synthetic config said in it); through a pipe every plain line keeps to 120 columns, and the words are
@@ -422,3 +444,19 @@ def test_every_stack_is_searched_over_its_own_shardings():
     assert multi and {x.scenario.sharding for x in multi} <= {"ddp", "zero1"}
     x = multi[0]
     assert estimate(x.scenario, advise=False).memory.device_peak_gib == pytest.approx(x.device_peak_gib)
+
+
+def test_a_small_job_is_priced_in_cents_not_zero_dollars():
+    """Review 3's second rewalk: a 2.2M-token LoRA's cheapest change read ``$0 ($0.05/M tokens)`` and a small job's
+    deadline pick ``$0 (at most ... $0 ...)``: whole dollars hid the price. Amounts under $100 keep their cents,
+    under $1 three decimals (the tables' rule, gpuplan.result.usd_amount)."""
+    import gpuplan
+    from gpuplan.result import usd_amount
+
+    assert [usd_amount(v) for v in (0.0883, 0.102, 12.345, 16_423.4)] == ["0.088", "0.102", "12.35", "16,423"]
+    report = gpuplan.recommend({"model": "qwen3-0.6b", "task": "train", "method": "lora", "samples": 1200,
+                                "mean_tokens": 900}, deadline_hours=2, gpus=["l4"])
+    x = report.setups[0]
+    assert 0 < x.usd_total < 1 and report.fewest_line
+    assert f"h, ${usd_amount(x.usd_total)} (at most" in report.fewest_line
+    assert f"and ${usd_amount(x.usd_total_high)} at the slow end" in report.fewest_line

@@ -19,16 +19,19 @@ def test_capacity_section_shows_the_api_rows(server, page):  # noqa: F811
     assert page.is_visible("#capacity-go")
     page.select_option("#capacity-engine", "trtllm")
     page.fill("#capacity-load", "5")
-    page.fill("#capacity-gpus", "h100-sxm")
+    page.fill("#capacity-gpus", "h100-sxm,mi300x")  # an AMD card: no row, a note saying why
     page.fill("#capacity-max-gpus", "2")
     page.click("#capacity-go")
     page.wait_for_function("document.querySelector('#capacity-table').rows.length >= 3", timeout=60_000)
     report = json.loads(gpuplan.capacity("llama-3.1-8b", engine="trtllm", rate_rps=5, prompt_tokens=2000,
-                                         output_tokens=300, ttft_s=1, tpot_s=0.05, gpus=["h100-sxm"], max_gpus=2,
-                                         top=4, time_limit_s=PAGE_SEARCH_S).model_dump_json())
+                                         output_tokens=300, ttft_s=1, tpot_s=0.05, gpus=["h100-sxm", "mi300x"],
+                                         max_gpus=2, top=4, time_limit_s=PAGE_SEARCH_S).model_dump_json())
     shown = page.eval_on_selector_all("#capacity-table tr", "rows => rows.slice(1).map((r) => [r.cells[0].textContent,"
                                       " parseFloat(r.cells[1].dataset.value)])")
     assert shown == [[("* " if p["pareto"] else "") + p["setup"], p["max_rate_rps"]] for p in report["plans"]]
     assert page.text_content("#capacity-summary") == f"{len(report['plans'])} setups on trtllm, cheapest first"
+    assert report["notes"] == [n for n in report["notes"] if n.startswith("Instinct MI300X: not simulated")] != []
+    said = page.eval_on_selector_all("#capacity-warnings li", "items => items.map((i) => i.textContent)")
+    assert said[-1] == "note: " + report["notes"][0]
     # the section is the search's: the rest of the page answered and stays answered
     assert page.text_content("#verdict") != "estimating..."

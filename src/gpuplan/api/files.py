@@ -41,15 +41,15 @@ def launch(scenario: ScenarioLike, *, targets: Iterable[str] = (), folder: str |
     """Write the files that run the scenario's plan (SkyPilot, accelerate, DeepSpeed, torchrun, the trainer's
     arguments, torchtune, torchtitan, Axolotl, Unsloth, vllm serve: every target that applies, or ``targets``)
     into ``folder`` (``-``: make them, write nothing; their text is the answer's ``printed``): ``gpuplan
-    launch``."""
+    launch``. ``dataset``: the data the files train on (default: the scenario's own, else TRL's example)."""
     from ..launchers import check_target_names, launch_plan
 
     targets, folder = check_launch(targets, folder)
     force = arg.flag(force, "force")
-    options = _options(dataset, script, bucket)
     visible_devices = arg.devices_of(visible_devices)
     command = arg.text(command, "command")
     s = scenario_of(scenario)
+    options = _options(s.dataset if dataset is None else dataset, script, bucket)  # the data the plan counted
     spec = _module_spec(s.model)
     if spec is not None:  # a diffusion pipeline: its trainers' files (launchers/diffusion.py)
         return _write_diffusion(s, spec, targets, folder, force, command, dataset)

@@ -25,6 +25,7 @@ class CapacityReport(Answer):
 
     workload: Workload
     plans: list[dict[str, Any]]  # the rows ``gpuplan capacity`` shows
+    notes: list[str] = Field(default_factory=list)  # each GPU named in ``gpus`` that has no row, and why
     deployments: list[Deployment] = Field(default_factory=list, exclude=True)  # each with its latency curve
 
 
@@ -91,10 +92,12 @@ def capacity(model: str, workload: str | Path | Mapping[str, Any] | None = None,
     s = scenario_from({k: v for k, v in dict(model=model, task="infer", engine=engine, engine_version=engine_version,
                                              kv_cache_dtype=kv_cache_dtype, attention_dp=attention_dp or None).items()
                        if v is not None})
+    notes: list[str] = []
     plans = search(s, m, w, gpu_ids=ids, max_gpus=max_gpus, any_quant=any_quant,
                    simulate_top=top, calibration=load_calibration(calibration) if calibration else None,
-                   expert_parallel=expert_parallel, **({"time_limit_s": limit} if limit is not None else {}))
-    return CapacityReport(workload=w, plans=shown(plans), deployments=plans)
+                   expert_parallel=expert_parallel, notes=notes,
+                   **({"time_limit_s": limit} if limit is not None else {}))
+    return CapacityReport(workload=w, plans=shown(plans), notes=notes, deployments=plans)
 
 
 __all__ = ["CapacityReport", "capacity", "shown"]

@@ -104,7 +104,7 @@ def capacity_cmd(
         from .plots import plot_curves
 
         plot_curves(plans, w, plot)
-    render(plans, w, fmt)
+    render(plans, w, fmt, report.notes)
 
 
 def _plot_first(plot: str, batch: int | None) -> None:
@@ -117,7 +117,8 @@ def _plot_first(plot: str, batch: int | None) -> None:
     plot_target(plot)
 
 
-def render(plans, w, fmt: str = "table") -> None:
+def render(plans, w, fmt: str = "table", notes: list[str] | None = None) -> None:
+    """The rows of a capacity search, with ``notes`` (each GPU asked for that has no row, and why)."""
     from .. import api
 
     slo = w.slo
@@ -138,11 +139,14 @@ def render(plans, w, fmt: str = "table") -> None:
                 f"prompt + {w.mean_output_tokens:,.0f} output tokens (the means, fixed)")
     rows = api.shown(plans)
     if fmt == "json":  # each plan's warnings ride in its row
-        show(rows, [], "json", json_data={"workload": w.model_dump(mode="json"), "plans": rows})
+        show(rows, [], "json", json_data={"workload": w.model_dump(mode="json"), "plans": rows,
+                                          "notes": list(notes or [])})
         return
     for p in plans:  # first, on stderr, before the numbers they put in doubt (as estimate's)
         for warning in p.warnings:
             bullet(warning, prefix="warning: ", style="bold yellow", stream=err)
+    for note in notes or []:
+        bullet(note, prefix="note: ", style="yellow", stream=err)
     if not plans:
         bullet(head, prefix="")
         out.print(Text("no setup meets the SLOs", style="red")

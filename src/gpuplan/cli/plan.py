@@ -157,11 +157,26 @@ def _columns(s, train: bool) -> list[Column]:
     return cols
 
 
+def _said_below(result) -> list[str]:
+    """What the table format says beside the rows, as lines for the other formats: why the own cards have no row,
+    the smallest changes that would make a setup fit when none does, and the notes on prices left out."""
+    lines = []
+    if result.owned_changes and not result.owned:
+        lines += [f"your cards: {change}" for change in result.owned_changes]
+    if not result.setups:
+        lines += [f"no rented setup fits; a change that would: {change}" for change in result.changes]
+    return [*lines, *result.notes]
+
+
 def render_recommendation(s, result, fmt: str = "table") -> None:
     train = bool(s.task == "train" and s.train_tokens)
     columns = _columns(s, train)
-    if fmt != "table":  # one listing for scripts: owned setups first, then rentals
-        show(_rows(s, result.owned) + _rows(s, result.setups, len(result.owned) + 1), columns, fmt)
+    if fmt != "table":  # one listing for scripts: owned setups first, then rentals, then what the table says
+        said = _said_below(result)  # below its rows (csv: on stderr, stdout stays one CSV table)
+        show(_rows(s, result.owned) + _rows(s, result.setups, len(result.owned) + 1), columns, fmt,
+             notes=said if fmt != "csv" else ())
+        for line in said if fmt == "csv" else ():
+            bullet(line, prefix="note: ", stream=err)
         return
     out.print(Text(f"{result.evaluated:,} setups evaluated in {result.elapsed_s:.2f} s, {result.fitting:,} fit",
                    style="dim"))

@@ -32,7 +32,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..errors import GpuplanError
-from ..result import Answer, finite
+from ..result import Answer, finite, usd_amount
 
 FORMATS = ("table", "plain", "csv", "markdown", "json")
 Format = Literal["table", "plain", "csv", "markdown", "json"]
@@ -80,7 +80,7 @@ def usd(value: float | None) -> str:
     """Dollars with the precision that matters: $1,234 / $12.35 / $0.123."""
     if value is None or not math.isfinite(value):
         return ""
-    return f"{value:,.0f}" if value >= 100 else f"{value:,.2f}" if value >= 1 else f"{value:.3f}"
+    return usd_amount(value)
 
 
 def resolve_format(fmt: str | None, as_json: bool = False, markdown: bool = False) -> str:

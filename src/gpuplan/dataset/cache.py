@@ -36,8 +36,8 @@ from .lengths import Lengths
 from .tokenize import tokenizer_files
 
 # the layout of an entry and the counting rules behind it: raise when either changes (2: a record whose text is
-# not a string is refused, no longer counted as one token)
-FORMAT = 2
+# not a string is refused, no longer counted as one token; 3: ShareGPT turns, from/value, are counted, not empty)
+FORMAT = 3
 MAX_ENTRIES = 64
 MAX_ENTRY_BYTES = 16 * 2**20  # 200,000 records (read.SAMPLE_RECORDS) of three counts each take about 4 MB
 MAX_TOTAL_BYTES = 256 * 2**20

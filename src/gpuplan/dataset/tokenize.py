@@ -199,6 +199,19 @@ def render_chat(tok: Tokenizer, messages: list[dict[str, Any]]) -> str:
                            f"{str(err)[:120]})") from None
 
 
+def chatml(messages: list[Any]) -> list[Any]:
+    """ShareGPT turns (``{"from": ..., "value": ...}``) as ``{"role": ..., "content": ...}``, the role kept as
+    written, as TRL's SFTTrainer converts them before the template (``trl.data_utils.maybe_convert_to_chatml``);
+    other turns unchanged."""
+    out = []
+    for m in messages:
+        if isinstance(m, dict) and ("from" in m or "value" in m):
+            m = {**{k: v for k, v in m.items() if k not in ("from", "value")},
+                 **({"role": m["from"]} if "from" in m else {}), **({"content": m["value"]} if "value" in m else {})}
+        out.append(m)
+    return out
+
+
 def _content(message: Any) -> str:
     if not isinstance(message, dict):
         raise GpuplanError("a chat record's messages must be objects with role and content")
@@ -249,9 +262,9 @@ def count_records(tok: Tokenizer, batch: list[dict[str, Any]]) -> list[tuple[int
             out.append((prompt + completion, eos, completion + eos))
         else:
             if kind == "messages":
-                messages = record.get("messages") or record.get("conversations")
+                messages = chatml(record.get("messages") or record.get("conversations"))
             else:  # conversational prompt-completion: the turns of both
-                messages = [*record["prompt"], *record["completion"]]
+                messages = chatml([*record["prompt"], *record["completion"]])
             contents = [_content(m) for m in messages]
             content = sum(tok.count(contents)) if contents else 0
             if tok.chat_template:

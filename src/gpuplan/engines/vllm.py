@@ -212,7 +212,8 @@ def scheduler_limits(s: Scenario, m: ModelSpec, gpu: GpuSpec | None, *, current:
     """``max_num_batched_tokens`` and ``max_num_seqs`` as the release sets them when the user does not (the current
     release's with ``current``: an engine timed as vLLM's current one)."""
     v = version_tuple(None if current else s.engine_version)
-    max_len = s.max_model_len or m.max_context or (s.prompt_tokens + s.output_tokens)
+    # the model's context as vLLM derives it: a YaRN rope_scaling reaches original x factor (ModelSpec.scaled_context)
+    max_len = s.max_model_len or m.scaled_context or (s.prompt_tokens + s.output_tokens)
     serve = s.entry_point == "serve"
     total = cuda_total_gib(gpu) if gpu else 0.0
     big = gpu is not None and total >= 70 and "a100" not in gpu.id

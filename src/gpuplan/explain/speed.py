@@ -8,17 +8,19 @@ from __future__ import annotations
 from .. import overheads as oh
 from ..speed import compute_dtype, matmul_params
 from ..speed.breakdown import Speed
-from ..speed.flops import active_params_of
+from ..speed.flops import active_params_of, attended_length
 from ..speed.gemm import peak_flops
 from ..stacks import Recompute, stack_for
 from .accuracy import Accuracy, price_accuracy, speed_accuracy
 from .formula import Constant, Context, Formula, count
 
 
-def _flops_per_token(x: Context, recompute: bool = True) -> tuple[float, str]:
+def _flops_per_token(x: Context, recompute: bool = True, keys: int | None = None) -> tuple[float, str]:
+    """FLOPs per token with their formula in words; ``keys``: the length attention runs over (default seq_len)."""
     s, m = x.s, x.m
     n = matmul_params(m)
-    attention = sum(12 * m.num_heads * m.head_dim * (min(s.seq_len, layer.window) if layer.window else s.seq_len)
+    keys = keys or s.seq_len
+    attention = sum(12 * m.num_heads * m.head_dim * (min(keys, layer.window) if layer.window else keys)
                     for layer in m.layers)
     k = 6 if s.method == "full" else 4
     dense, again = k * n, ""
@@ -85,12 +87,14 @@ def training_speed(x: Context) -> dict[str, Formula]:
             constants=[_range(sp, "train")]),
     }
     if sp.mfu and peak:
-        model_fpt = fpt if s.grad_checkpointing in (None, "none") else _flops_per_token(x, recompute=False)[0]
+        keys = attended_length(s) if s.dataset or s.samples else s.seq_len  # the data's tokens attend to their own
+        model_fpt = _flops_per_token(x, recompute=False, keys=keys)[0]
         mfu = model_fpt * sp.tokens_per_s / (s.world_size * peak)
         out["speed.mfu"] = Formula(
             label="implied MFU", value=sp.mfu, unit="", computed=mfu, accuracy=acc,
-            formula="MFU = FLOPs per token without recomputation x tokens/s / (GPUs x dense peak)",
-            substituted=f"{model_fpt / 1e9:,.2f} GFLOP x {sp.tokens_per_s:,.0f} / ({s.world_size} x "
+            formula="MFU = FLOPs per token without recomputation (attention over the keys a token attends to: "
+                    "sum(len^2) / sum(len) over the data's records) x tokens/s / (GPUs x dense peak)",
+            substituted=f"{model_fpt / 1e9:,.2f} GFLOP ({keys:,} keys) x {sp.tokens_per_s:,.0f} / ({s.world_size} x "
                         f"{peak / 1e12:,.1f} TFLOPS) = {mfu:.3f}")
     return out
 

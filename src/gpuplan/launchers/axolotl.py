@@ -26,7 +26,7 @@ from typing import Any
 
 from .. import overheads as oh
 from . import deepspeed
-from .data import local_file
+from .data import chat_turns, local_file, record_kind
 from .files import LaunchFile, shell_text, yaml_text
 from .plan import LaunchPlan
 from .settings import AXOLOTL_VERSION as VERSION
@@ -96,7 +96,7 @@ def config(plan: LaunchPlan, opts: LaunchOptions) -> dict[str, Any]:
         data["peft_autocast_adapter_dtype"] = s.adapter_dtype == "fp32"
         data.update({k: False for k in KERNELS})
     data.update({
-        "datasets": [axolotl_dataset(opts)],
+        "datasets": [axolotl_dataset(opts, record_kind(plan))],
         "chat_template": "tokenizer_default_fallback_chatml", "dataset_prepared_path": "last_run_prepared",
         "val_set_size": 0.0, "output_dir": opts.output_dir,
         "sequence_len": s.seq_len, "sample_packing": (s.packing or "bfd") in ("bfd", "wrapped"),
@@ -185,9 +185,27 @@ def files(plan: LaunchPlan, opts: LaunchOptions) -> list[LaunchFile]:
     return out
 
 
-def axolotl_dataset(opts: LaunchOptions) -> dict[str, Any]:
-    """One ``datasets`` entry: chat ``messages`` through the tokenizer's template; a local file by its type."""
-    entry: dict[str, Any] = {"path": opts.dataset, "type": "chat_template", "field_messages": "messages"}
+# prompt and completion records as axolotl's user-defined instruct format: the prompt alone as the instruction, the
+# completion as the output, trained on the output only (train_on_inputs defaults to false); axolotl
+# docs/dataset-formats/index.qmd, "Custom Instruct Prompt Format"
+PROMPT_COMPLETION = {"field_instruction": "prompt", "field_output": "completion", "format": "{instruction}",
+                     "no_input_format": "{instruction}"}
+
+
+def axolotl_dataset(opts: LaunchOptions, kind: str = "messages") -> dict[str, Any]:
+    """One ``datasets`` entry for records of ``kind`` (:func:`~gpuplan.launchers.data.record_kind`): chat turns
+    (``messages``, or ShareGPT's ``conversations`` of from/value: :func:`~gpuplan.launchers.data.chat_turns`)
+    through the tokenizer's template, ``prompt``/``completion`` as a user-defined instruct format,
+    ``text`` as axolotl's ``completion`` type (its field defaults to ``text``; docs/dataset-formats/index.qmd,
+    "Pre-training without streaming"); a local file by its type."""
+    column, sharegpt = chat_turns(opts)
+    entry: dict[str, Any] = {"path": opts.dataset, "type": "chat_template", "field_messages": column}
+    if sharegpt:  # docs/dataset-formats/index.qmd: message_property_mappings from the dataset's keys
+        entry["message_property_mappings"] = {"role": "from", "content": "value"}
+    if kind == "prompt-completion":
+        entry = {"path": opts.dataset, "type": dict(PROMPT_COMPLETION)}
+    elif kind == "text":
+        entry = {"path": opts.dataset, "type": "completion"}
     local = local_file(opts)
     if local is not None:
         entry.update({"path": local[0], "data_files": local[1]})

@@ -27,6 +27,30 @@ def local_file(opts: LaunchOptions) -> tuple[str, str] | None:
     return (builder, str(path) if path else opts.dataset) if builder else None
 
 
+def record_kind(plan: LaunchPlan) -> str:
+    """The form of the plan's records as the estimate read them (:func:`gpuplan.dataset.tokenize.record_kind`):
+    ``messages``, ``prompt-completion`` or ``text``; ``messages`` when no file was read (TRL's Capybara example,
+    or a shorthand)."""
+    data = plan.result.dataset or {}
+    return data.get("kind") if data.get("kind") in ("prompt-completion", "text") else "messages"
+
+
+def chat_turns(opts: LaunchOptions) -> tuple[str, bool]:
+    """Where a chat file keeps its turns: (the column, whether the turns are ShareGPT's ``from``/``value``), read off
+    the first record of a local file (``messages`` of role/content otherwise, and for a Hugging Face id, which is
+    not fetched here). The estimate counts both forms, as TRL converts ShareGPT's (``dataset.tokenize.chatml``)."""
+    from ..dataset.read import dataset_format, records
+
+    path = local_path(opts.dataset)
+    if path is None or not path.is_file():
+        return "messages", False
+    first = next(records(str(path), dataset_format(str(path))), {})
+    column = "messages" if isinstance(first.get("messages"), list) else \
+        "conversations" if isinstance(first.get("conversations"), list) else "messages"
+    turns = first.get(column) or [{}]
+    return column, isinstance(turns[0], dict) and "from" in turns[0] and "value" in turns[0]
+
+
 def trl_dataset(opts: LaunchOptions) -> dict[str, Any]:
     """TRL's script arguments for the data: ``dataset_name``, or a ``datasets`` mixture entry for a local file
     (``trl/scripts/utils.py`` ``DatasetConfig``: path, data_files, split)."""

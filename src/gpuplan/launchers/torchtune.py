@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from .data import local_file
+from .data import chat_turns, local_file, record_kind
 from .files import LaunchFile, Raw, shell_text, yaml_text
 from .plan import LaunchPlan
 from .settings import LaunchOptions
@@ -94,6 +94,28 @@ def recipe(plan: LaunchPlan) -> str:
     return f"{kind}_{'single_device' if plan.scenario.world_size == 1 else 'distributed'}"
 
 
+def _dataset(plan: LaunchPlan, opts: LaunchOptions, local: tuple[str, str] | None) -> dict[str, Any]:
+    """The ``dataset`` entry for the records' form (:func:`~gpuplan.launchers.data.record_kind`), torchtune 0.6
+    builders: chat turns by ``chat_dataset`` (OpenAI style, or ShareGPT's from/value turns in its sharegpt
+    style); ``prompt``/``completion`` by ``instruct_dataset`` with its ``column_map`` (``input``, ``output``), the
+    prompt masked as the estimate counts it; ``text`` by ``text_completion_dataset`` (every token trained)."""
+    s, r = plan.scenario, plan.recipe
+    kind = record_kind(plan)
+    where = {"source": local[0] if local else opts.dataset, **({"data_files": local[1]} if local else {})}
+    packed = {"packed": (s.packing or "bfd") in ("bfd", "wrapped")}
+    if kind == "prompt-completion":
+        return {"_component_": "torchtune.datasets.instruct_dataset", **where,
+                "column_map": {"input": "prompt", "output": "completion"}, "split": "train", "train_on_input": False,
+                **packed}
+    if kind == "text":
+        return {"_component_": "torchtune.datasets.text_completion_dataset", **where, "column": "text",
+                "split": "train", **packed}
+    column, sharegpt = chat_turns(opts)  # ShareGPT's from/value turns: torchtune's sharegpt style
+    return {"_component_": "torchtune.datasets.chat_dataset", **where, "conversation_column": column,
+            "conversation_style": "sharegpt" if sharegpt else "openai", "split": "train",
+            "train_on_input": not (r is not None and r.assistant_only), **packed}
+
+
 def _lora_modules(s) -> tuple[list[str], bool, bool]:
     """peft-style targets as torchtune's ``lora_attn_modules``, ``apply_lora_to_mlp``, ``apply_lora_to_output``
     (``all-linear`` = every linear of the decoder layers, not the output head, as peft reads it)."""
@@ -128,11 +150,7 @@ def config(plan: LaunchPlan, opts: LaunchOptions) -> dict[str, Any]:
                          "checkpoint_files": entry["checkpoint_files"], "recipe_checkpoint": None,
                          "output_dir": "${output_dir}", "model_type": entry["model_type"]},
         "resume_from_checkpoint": False,  # set true to resume from output_dir after an interruption (0.6: per epoch)
-        "dataset": {"_component_": "torchtune.datasets.chat_dataset", "source": local[0] if local else opts.dataset,
-                    **({"data_files": local[1]} if local else {}),
-                    "conversation_column": "messages", "conversation_style": "openai", "split": "train",
-                    "train_on_input": not (r is not None and r.assistant_only),
-                    "packed": (s.packing or "bfd") in ("bfd", "wrapped")},
+        "dataset": _dataset(plan, opts, local),
         "seed": None, "shuffle": True, "batch_size": s.micro_batch_size,
         "optimizer": {**OPTIMIZERS[s.optimizer], "lr": r.learning_rate if r else 2e-5 if s.method == "full" else
                       3e-4},

@@ -228,11 +228,12 @@ def engine_memory(sc: Scenario, m: ModelSpec, gpu: GpuSpec, longest: int) -> Ser
 def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...] = (), max_gpus: int = 8,
              any_quant: bool = False, simulate_top: int = 6, calibration: Calibration | None = None,
              catalogs: tuple[str, ...] = (), time_limit_s: float = SEARCH_TIME_S,
-             expert_parallel: bool = False) -> list[Deployment]:
+             expert_parallel: bool = False, notes: list[str] | None = None) -> list[Deployment]:
     """Plans ranked by what the target costs (the workload's rate or users: whole instances), else by cost per
     request at their highest SLO-meeting load (unpriced setups last); for an offline job (the workload's
     ``batch``), by what one replica costs to run it (:func:`_job_row`). The simulations share ``time_limit_s``
-    wall seconds (see the module docstring)."""
+    wall seconds (see the module docstring). ``notes`` gets one sentence for each GPU of ``gpu_ids`` that has no
+    row, saying why (:func:`_left_out`)."""
     why = engine_for(s).refusal(s, m)
     if why:
         raise GpuplanError(why)
@@ -249,7 +250,7 @@ def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...]
     longest = _longest(w, m)
     _within_context(w, m)
     _whole_prompts_fit(s, w)
-    candidates = []
+    candidates, late_alone = [], set()
     prompt = round(w.mean_prompt_tokens)
     lengths = {"max_model_len": s.max_model_len or longest, "prompt_tokens": prompt,
                "output_tokens": round(w.mean_output_tokens), "batch_size": w.batch or w.users or s.batch_size,
@@ -268,6 +269,7 @@ def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...]
         late = (slo.ttft_s and ttft0 > slo.ttft_s) or (slo.tpot_s and tpot0 > slo.tpot_s) or \
             (slo.e2e_s and ttft0 + tpot0 * w.mean_output_tokens > slo.e2e_s)
         if late and w.batch is None:  # an offline job has no latency targets
+            late_alone.add(st.gpu.id)
             continue
         bound = saturation_rate(model, w, mem.pool.kv_tokens, mem.engine.max_num_seqs,
                                 mem.engine.max_num_batched_tokens, mem.engine.mixed_prefill)  # (rate, batch)
@@ -283,7 +285,34 @@ def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...]
                      _row(st, sc, mem, model, bound, price, w, m, deadline))
     plans.sort(key=_rank)
     _mark_pareto(plans)
+    if notes is not None:
+        notes += _left_out(gpu_ids, simulated, candidates, chosen, late_alone, max_gpus)
     return plans
+
+
+def _left_out(gpu_ids: tuple[str, ...], simulated: list[GpuSpec], candidates: list, chosen: list,
+              late_alone: set[str], max_gpus: int) -> list[str]:
+    """Why a GPU the user named has no row: not simulated (another vendor's), no setup that holds the model, its
+    requests too slow even alone, or ranked below the setups simulated (``simulate_top``, unpriced setups last)."""
+    out, simulable = [], {g.id for g in simulated}
+    for gpu_id in gpu_ids:
+        name = gpus()[gpu_id].name
+        if gpu_id not in simulable:
+            out.append(f"{name}: not simulated (capacity simulates NVIDIA GPUs only; `gpuplan estimate --task infer "
+                       f"--gpu {gpu_id}` gives its speed)")
+        elif any(c[0].gpu.id == gpu_id for c in chosen):
+            continue
+        elif any(c[0].gpu.id == gpu_id for c in candidates):
+            priced = any(c[0].gpu.id == gpu_id and c[5] for c in candidates)
+            unpriced = "" if priced else "; no offer rents its GPUs together, so it ranks last"
+            out.append(f"{name}: ranked below the {len(chosen)} setups simulated (the cheapest per request first"
+                       f"{unpriced}): raise --top, or give --gpus {gpu_id} alone")
+        elif gpu_id in late_alone:
+            out.append(f"{name}: misses the SLOs even with one request at a time on up to {max_gpus} GPUs")
+        else:
+            out.append(f"{name}: no setup of up to {max_gpus} GPUs holds the model and one request of the "
+                       "workload's longest")
+    return out
 
 
 def with_scenario_prefix(w: Workload, s: Scenario) -> Workload:
@@ -322,9 +351,15 @@ def _row(st: Setup, sc: Scenario, mem: ServingMemory, model: StepModel, bound: t
         row.output_tokens_per_s = row.max_rate_rps * w.mean_output_tokens
     row.rate_band_rps = (row.max_rate_rps * low, row.max_rate_rps * high)
     rate = row.max_rate_rps
-    # estimate's figures for this load: TTFT alone, streaming speed with as many requests decoding (users, or
-    # Little's law: rate x end-to-end latency)
-    busy = (row.max_users or w.users) if w.users else max(1, round(rate * (row.e2e_s or 0.0)))
+    # estimate's figures for this load: TTFT alone, streaming speed with as many requests in flight (users who
+    # never pause; else Little's law, rate x end-to-end latency: users who think between turns leave their slot
+    # empty meanwhile, so 100 users thinking 10 s over 5 s replies keep about 35 in flight, not 100)
+    users = row.max_users or w.users
+    if w.users and (not w.think_s or not row.e2e_s):
+        busy = users
+    else:
+        busy = max(1, round(rate * (row.e2e_s or 0.0)))
+        busy = min(busy, users) if w.users else busy
     loaded = sc if sc.batch_size == busy else sc.model_copy(update={"batch_size": busy})
     row.plan = at_load = build(resolve(loaded, m, st.gpu), advise=False)
     speed = at_load.speed  # on the card's own links: no offer is priced by the builder here

@@ -31,7 +31,7 @@ from ..market.store import load_offers, price_filter
 from ..memory import device_gib, estimate_memory
 from ..model.report import inexact_warning
 from ..model.spec import ModelSpec
-from ..result import Answer
+from ..result import Answer, usd_amount
 from ..scenario import Scenario, read_back
 from ..scenario.stacks import STACK_NAMES
 from ..speed.comms import Link, intra_node_link
@@ -375,8 +375,9 @@ def fewest_line(s: Scenario, m: ModelSpec, x: Setup, deadline_hours: float) -> s
     one (``model_size``)."""
     where = x.provider if x.pricing == "on_demand" else f"{x.provider} {x.pricing.replace('_', '-')}"
     line = (f"fewest GPUs that meet the {deadline_hours:g} h deadline: {x.num_gpus}x {short_id(x.gpu_id)} "
-            f"{x.sharding} on {where}, {x.hours:,.1f} h, ${x.usd_total:,.0f} (at most {x.hours_high:,.1f} h and "
-            f"${x.usd_total_high:,.0f} at the slow end of its likely speed, {x.tokens_per_s_low:,.0f} tokens/s)")
+            f"{x.sharding} on {where}, {x.hours:,.1f} h, ${usd_amount(x.usd_total)} (at most {x.hours_high:,.1f} h "
+            f"and ${usd_amount(x.usd_total_high)} at the slow end of its likely speed, {x.tokens_per_s_low:,.0f} "
+            "tokens/s)")
     if s.model_size:
         from ..model.synthetic import CHINCHILLA_TOKENS_PER_PARAM, nearest_size, param_count
 
@@ -667,7 +668,7 @@ def _what_would_fit(s: Scenario, m: ModelSpec, c: Constraints, biggest: GpuSpec 
                 continue
             label = (f"raise the budget to ${math.ceil(x.usd_total_high or 0):,} and the deadline to "
                      f"{math.ceil((x.hours_high or 0) * 10) / 10:,} hours")
-        total = f", ${x.usd_total:,.0f}" if x.usd_total is not None else ""
+        total = f", ${usd_amount(x.usd_total)}" if x.usd_total is not None else ""
         found.append((_key(x, c.objective), f"{label}: {x.num_gpus}x {x.gpu_id} "
                       f"{'+'.join([x.sharding, *x.techniques])} on {x.offer}{total} "
                       f"(${x.usd_per_million_tokens:,.2f}/M tokens)"))

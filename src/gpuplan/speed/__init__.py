@@ -29,8 +29,8 @@ from ..model import ModelSpec
 from ..scenario import Scenario
 from .bands import decode_band, model_class
 from .breakdown import Speed
-from .flops import compute_dtype, matmul_params, training_flops_per_token
-from .gemm import gemm_efficiency, gemm_time_s
+from .flops import compute_dtype, matmul_params, model_flops_per_token, training_flops_per_token
+from .gemm import gemm_efficiency, gemm_time_s, peak_flops
 from .training import step_summary, training_speed
 
 if TYPE_CHECKING:
@@ -56,6 +56,9 @@ def speed_of(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None = 
         from ..dataset.mix import speed_at_mix
 
         mixed = speed_at_mix(s, m, gpu, network, training_speed)
+        peak = peak_flops(gpu, compute_dtype(s))  # MFU of the data's own tokens, their attention at their lengths
+        mixed = replace(mixed, mfu=model_flops_per_token(s, m) * mixed.tokens_per_s / (s.world_size * peak)
+                        if peak and mixed.mfu is not None else mixed.mfu)
         # training_speed's first assumption sums up its step at full rows: said again of the mix's parts and MFU
         return replace(mixed, assumptions=[step_summary(s, gpu, mixed), *mixed.assumptions[1:]])
     if s.task == "train":

@@ -62,6 +62,30 @@ def training_flops_per_token(s: Scenario, m: ModelSpec, *, recompute: bool = Tru
     return dense + attention
 
 
+def attended_length(s: Scenario) -> int:
+    """The keys a trained token of ``s``'s data attends to on average: ``sum(len^2) / sum(len)`` over its records,
+    each cut at ``seq_len`` (in PaLM's attention term every token of a record counts the record's length, so the
+    data's attention FLOPs per token are those at this length), whether the records are padded into batches or
+    packed into rows with attention masked per record (bfd); ``seq_len`` without data, or where rows are wrapped
+    and attention runs across records."""
+    from ..dataset import profile
+
+    p = profile(s)
+    if p is None or p.batching.packing == "wrapped":
+        return s.seq_len
+    rows = [min(x, s.seq_len) for x in p.lengths.sequences]
+    tokens = sum(rows)
+    return max(1, round(sum(x * x for x in rows) / tokens)) if tokens else s.seq_len
+
+
+def model_flops_per_token(s: Scenario, m: ModelSpec) -> float:
+    """MFU's numerator per token: the model's own FLOPs (no recomputation) per token of the data, attention at
+    :func:`attended_length` (a step timed at the data's mix of lengths would otherwise be credited with the
+    attention of full ``seq_len`` rows: review 3's rewalk found MFU 0.77 for a step at 0.51)."""
+    at = s.model_copy(update={"seq_len": attended_length(s)}) if s.dataset or s.samples else s
+    return training_flops_per_token(at, m, recompute=False)
+
+
 def compute_dtype(s: Scenario) -> str:
     if s.precision.startswith("fp8"):
         return "fp8"

@@ -827,7 +827,9 @@ function renderCapacity(report, kind) {
   $("#capacity-summary").textContent = report.plans.length ?
     `${report.plans.length} setups on ${report.plans[0].engine}, cheapest first` :
     "no setup holds the model and meets the SLOs";
-  $("#capacity-warnings").replaceChildren(...report.plans.flatMap((p) => p.warnings).map((w) => h("li", {}, w)));
+  // each row's warnings, then each GPU asked for that has no row, and why (the CLI's notes)
+  $("#capacity-warnings").replaceChildren(...report.plans.flatMap((p) => p.warnings).map((w) => h("li", {}, w)),
+    ...report.notes.map((n) => h("li", {}, "note: " + n)));
 }
 
 async function searchCapacity() {
