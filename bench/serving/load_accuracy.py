@@ -129,19 +129,33 @@ NOTES = """What the misses say, row by row:
   last running request preempted and recomputed when a decode needs a block (`Scheduler._schedule_running`,
   RECOMPUTE for a single sequence); the model is the FP8 checkpoint as Meta ships it, self-attention in bf16
   (`fbgemm_fp8`, bench/serving/models/llama-3.1-405b-fp8.json; with every linear in FP8 the pool was 383k
-  tokens, with the checkpoint's bf16 attention 244k). Up to 16 prompts of 128 or 2,048 tokens, and 32 of 128,
-  land within 5 % (-5..+5 %). Past that gpuplan runs more sequences at once than vLLM did: 2,048 + 2,048 at 32 to
-  256 prompts +40..+80 %, 128 + 2,048 at 64 +28 %, 32,784 + 2,048 at 4 to 16 +99..+128 %. The measured rows say
-  why: 32,784-token prompts take the same time per request at 4, 8 and 16 prompts (0.0169-0.0185 requests/s), so
-  vLLM ran about 2 at a time, a pool under about 100k tokens; 2,048 + 2,048 stops gaining past about 20
-  (0.19 requests/s at 16, 0.29 at 256), about 90k tokens. The source states that its setup supports at most
-  `--max-model-len 91680`. With chunked prefill that limit would be the pool, 244k; without it (the profiling
-  run then takes the whole `max_model_len`, V0's `max_num_batched_tokens = max(max_model_len, 2048)`) gpuplan's
-  V0 memory model puts the largest length whose pool holds it at 87.7k tokens, 4.3 % under the stated 91,680.
-  So these runs most likely had chunked prefill off (the flag is not published; `benchmark_throughput.py` took
-  its own `--enable-chunked-prefill` in some releases) and a pool of about 90k tokens; gpuplan has no switch to
-  turn V0's chunked prefill off at long context, and at 91,680 tokens without it its pool (80.7k) is 12 % short,
-  so vLLM would not have started in its account. Not fitted: the rows stay held out with the stated setup.
+  tokens, with the checkpoint's bf16 attention 244k, with NCCL's NVLink SHARP buffers at TP 8 161k: below). Up to
+  16 prompts of 128 or 2,048 tokens, and 32 of 128, land within 5 % (-5..+5 %). Past that gpuplan runs more
+  sequences at once than vLLM did: 2,048 + 2,048 at 32 to 256 prompts +27..+40 %, 128 + 2,048 at 64 +28 %, 32,784
+  + 2,048 at 4 to 16 +90..+99 %. The measured rows say why: 32,784-token prompts take the same time per request at
+  4, 8 and 16 prompts (0.0169-0.0185 requests/s), so vLLM ran about 2 at a time, a pool under about 100k tokens;
+  2,048 + 2,048 stops gaining past about 20 (0.19 requests/s at 16, 0.29 at 256), about 90k tokens. The source
+  states that its setup supports at most `--max-model-len 91680`, and ran 90,000 + 1,680 tokens against it.
+  91,680 is 5,730 blocks of 16: the number V0 prints when it refuses a `max_model_len` its pool cannot hold
+  ("larger than the maximum number of tokens that can be stored in KV cache"), which reads as a pool of 91,680
+  tokens whatever the length asked, i.e. a profiling run that does not grow with `max_model_len`: chunked
+  prefill on, V0's default past 32,768 tokens. Without it the profiling run takes 91,680 tokens, 9.8 GiB per GPU
+  in gpuplan's V0 forward (3.5 hidden-sized bf16 tensors per token, calibrated on vllm#10517's 8B), and no pool
+  of 91,680 tokens is left; vLLM's code does not show an over-count there (the V0 profiling run takes logits of
+  the 256 sampled rows only, `SamplingMetadata.selected_token_indices`; the MLP's gate/up output stays alive
+  through `down_proj`; V0 captures CUDA graphs after the KV cache is allocated, outside the budget), so the 12 %
+  the off reading lacked is not found and nothing was changed to find it. Which way the script ran is not settled
+  by the code at hand: `benchmark_throughput.py` before vLLM PR #9529 (opened 2024-10-19) passed its own
+  `--enable-chunked-prefill` (store_true, so False) to `LLM(...)`, which keeps chunking off; after it, the
+  script takes `EngineArgs`' flags, whose default (None) lets V0 turn chunking on above 32,768; dstack's build,
+  0.6.3.post2.dev308+gb489fc3c, is 308 commits past 0.6.3.post1, and where #9529 falls among them is not in the
+  stored sources. The rows stay as stated (chunking by the release's default); `chunked_prefill` (scenario
+  field, `--chunked-prefill`) now replays either reading. With chunking on, vLLM's pool of 91,680 tokens is 5.5
+  GiB per GPU where gpuplan's was 14.6: vllm#9699's own measurement (Llama-3.1-405B TP 8 on H200s in a build of
+  the same weeks) puts 4.95 GiB of it in NCCL's NVLink SHARP buffers, which V0 before 0.6.5 counts as non-torch
+  memory, now in gpuplan (engines/vllm.py `nvls_gib`); that took the pool to 161k tokens and the rows above from
+  +40..+80 % / +99..+128 % to +27..+40 % / +90..+99 % (median 28.1 % -> 27.1 %). The other ~4.2 GiB per GPU is
+  unexplained; #9699's run shows a gap of the same kind (8.6 GiB, bench/results/vllm_startup.md), not fitted.
   Before this session's V0 scheduler (V1's first-chunk admission for every release) the large-batch rows were
   +3..+68 % and 32,784 at 8 and 16 +17 % and +22 %: closer, but only because a pool too large preempted 37 to
   1,260 times, which vLLM 0.6's admission rule does not do.
@@ -151,8 +165,8 @@ NOTES = """What the misses say, row by row:
   Scheduler.schedule: 2,048 tokens a step on an A100 in 0.9, 8,192 on an H100), the closed loop's queueing and the
   prefix cache are in the simulation. The large misses left are each source's own: the per-request cost of
   tt340's and kvcached's hosts; bursts of hundreds of requests sent at once through one API-server process
-  (kvcached's 500, the Nemotron recipe's first 1,024), which gpuplan admits at once; dstack's KV pool, about a
-  third of the one its stated flags give unless chunked prefill was off.
+  (kvcached's 500, the Nemotron recipe's first 1,024), which gpuplan admits at once; dstack's KV pool, about 57 %
+  of the one its stated flags give (NVLink SHARP buffers counted), with about 4.2 GiB per GPU unexplained.
 - **Looked at and left out** (setup not stated in full, or a feature gpuplan does not model): vLLM recipes whose
   card is ambiguous ("8xH200 (or H20)", "80G*1 GPU") or on H20 (not in the catalog); tt-inference-server's other GPU
   reports (concurrency 1 only, same client); InferenceX's gpt-oss H100 sweep (TPOT only in the thread);

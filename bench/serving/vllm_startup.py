@@ -47,7 +47,15 @@ counted the CUDA context as non-torch memory (PR #19312 replaced the device-wide
 0.11.2 run that started with an 85K context is a verdict row. Open: one RTX 4090 on 0.19 (+7.7%: ~0.35 GiB that
 no rule here explains), Llama-4-Scout TP 4 on H100s (+17% pool: vLLM 0.19 loads 53.12 GiB per rank where the
 checkpoint's share is 50.6), TP over bridged NVLink pairs (RTX 3090, A6000) takes the NVSwitch H100s' non-torch
-figure for want of a log."""
+figure for want of a log.
+
+V0 before 0.6.5 at TP 8 on NVSwitch Hopper (session 6): NCCL's NVLink SHARP buffers, 4.95 GiB per GPU at 8 ranks
+(vllm#9699's own on/off pair on 8 H200s, a calibration row), now count as V0's non-torch memory; no other row has
+V0 with more than 2 GPUs, so none moved. Its NVLS-on row stays +50.8% (26,528 blocks against the 17,595 logged):
+without NVLS gpuplan holds 31,677 blocks where the issue logged 22,7xx, so about 8.6 GiB per GPU of Llama-3.1-405B
+at TP 8 in that build is in none of gpuplan's parts (weights 94.5 GiB, profiling peak 0.6 GiB at 1,024 tokens and
+sequences, non-torch 0.35 GiB). Not fitted: one source, and dstack's 8 H100 405B rows (load_accuracy.md) show a
+gap of the same kind but not the same size."""
 
 
 def card_class(gpu: str) -> str:

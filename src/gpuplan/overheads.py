@@ -40,7 +40,6 @@ NCCL_GIB = 0.36
 # their gradients), inference mostly reuses the same shapes.
 ALLOCATOR_SLACK_TRAIN = 0.08
 ALLOCATOR_SLACK_INFER = 0.04
-ALLOCATOR_ROUND_BYTES = 512
 # transformers' DynamicCache appends each token with torch.cat: every step frees a layer's cache and asks
 # for one a token larger, which no freed block can serve; the caching allocator keeps the old segments.
 # Half the final cache held in such segments is the middle of what Qwen's KV-cache profile shows at 1-32
@@ -63,9 +62,8 @@ def deepspeed_bucket_elements(hidden: int) -> int:
 
 # 8-bit optimizers (bitsandbytes): block-wise quantized states, blocksize 256, one fp32 absmax per block
 # and state (Dettmers et al. 2022, "8-bit Optimizers via Block-wise Quantization"). Tensors smaller than
-# min_8bit_size = 4096 elements keep 32-bit states.
+# min_8bit_size = 4096 elements keep 32-bit states (not counted: they are a small share).
 BNB_STATE_BLOCK = 256
-BNB_MIN_8BIT_SIZE = 4096
 
 # llama.cpp: compute buffer for the micro-batch (n_ubatch = 512 by default, llama.cpp common/arg.cpp).
 LLAMA_CPP_UBATCH = 512
@@ -172,6 +170,13 @@ VLLM_V0_NON_TORCH_GIB = 1.79
 # "non_torch_memory takes 0.16GiB"; vllm#13061 (0.7.2, 2x RTX 4090, TP 2) logged 0.25 and PR #14447's 3090
 # log 0.20 (checks).
 VLLM_V0_EARLY_NON_TORCH_GIB = 0.35
+# NCCL's NVLink SHARP (NVLS) buffers, set up for a communicator of more than 2 GPUs joined by NVSwitches that have
+# SHARP (HGX H100/H200 and later) and counted against the KV cache by V0 before 0.6.5: vllm#9699 (2024-10-25, vLLM
+# main between 0.6.3.post1 and 0.6.4), Llama-3.1-405B at TP 8 on 8 H200: "GPU blocks 17595" with NVLS on (the
+# default) against 22,7xx with NCCL_NVLS_ENABLE=0, i.e. 5,105-5,204 blocks of 16 tokens x 64,512 B (126 layers x
+# 1 KV head x 128 x 2 x 2 B) = 4.91-5.00 GiB per GPU. NCCL's log line there reads nvlsTotalSize = nvlsPerRankSize
+# x nHeads (301,989,888 x 8), so the share is taken to scale with the ranks.
+VLLM_V0_NVLS_TP8_GIB = 4.95
 VLLM_V0_LATE_NON_TORCH_GIB = 0.16
 VLLM_V1_EARLY_NON_TORCH_GIB = 0.13
 VLLM_V1_EARLY_NON_TORCH_TP_GIB = 0.55
@@ -671,10 +676,6 @@ EAGER_DECODE_S_PER_CONTEXT_TOKEN = 0.0
 # 51.2 GB/s, of which CPU streaming reaches ~60 %; servers with 8-12 channels reach several times more.
 CPU_MEMORY_GBS = 80.0
 CPU_BANDWIDTH_FRACTION = 0.6
-CPU_PREFILL_TFLOPS = 1.0  # AVX2/AVX512 matmul of a desktop CPU, when prompt batches stay on the CPU
-# ggml-backend's op offload (ggml/src/ggml-backend.cpp, GGML_OP_OFFLOAD_MIN_BATCH = 32): a batch of 32 tokens
-# or more copies CPU-held weights to the GPU over PCIe and multiplies there (prompt processing).
-LLAMA_CPP_OFFLOAD_MIN_BATCH = 32
 
 # Links. PCIe x16 per direction by generation (GB/s), reached at ~80 %. GeForce cards have no peer-to-peer:
 # NCCL routes through host memory (SHM transport), at about half the PCIe rate and higher latency.
@@ -729,20 +730,34 @@ MULTINODE_STRAGGLER = 0.97  # cross-node jitter: the slowest rank sets the step
 # decode 3 % below to 16 % above (13 rows); widened where the estimate rests on a default (another vendor's
 # software, a fabric the offer does not state, CPU-held layers).
 SPEED_SPREAD = {"train": (-0.19, 0.12), "decode": (-0.03, 0.16)}
-# Decode speed per serving engine x class of model (gpuplan.speed.bands): (low, high, held-out rows, where), the
-# 10th-90th percentile of measured / estimated - 1 over the rows bench/serving/bands.py holds out
-# (bench/results/bands.md). A pair missing here is uncalibrated: no bench measures it.
-DECODE_BANDS: dict[tuple[str, str], tuple[float, float, int, str]] = {
-    ("vllm", "dense"): (-0.04, 0.12, 31, "Llama-2 7B/70B, CodeLlama-34B, Llama-3.1-8B and Qwen2.5 0.5B-72B serving "
-                        "and decode runs (bench/results/bands.md)"),
-    ("vllm", "MoE"): (0.00, 0.05, 4, "Mixtral-8x7B serving runs only: no DeepSeek, Qwen3 MoE or gpt-oss run "
-                      "(bench/results/bands.md)"),
-    ("sglang", "dense"): (-0.11, 0.02, 4, "Llama-3.1 8B and 70B, SGLang 0.3-0.4 (bench/results/bands.md)"),
-    ("trtllm", "dense"): (-0.12, 0.08, 164, "NVIDIA's trtllm-bench tables, Llama 3.x 8B-405B "
-                          "(bench/results/bands.md)"),
-    ("trtllm", "MoE"): (-0.17, 0.08, 67, "NVIDIA's trtllm-bench tables on one GPU, Llama 4 Scout, Qwen3-30B-A3B, "
-                        "Mixtral-8x7B: gpuplan up to 1.7x too fast (bench/results/bands.md)"),
-    ("transformers", "dense"): (-0.20, 0.05, 4, "Qwen-1 1.8B-72B decode runs (bench/results/bands.md)"),
+# Decode speed per serving engine x class of model x card maker (gpuplan.speed.bands): (low, high, held-out rows,
+# where), the 10th-90th percentile of measured / estimated - 1 over the rows bench/serving/bands.py holds out
+# (bench/results/bands.md). A plan on a maker missing here takes its engine's NVIDIA band, widened; an engine and
+# class missing here is uncalibrated: no bench measures it.
+DECODE_BANDS: dict[tuple[str, str, str], tuple[float, float, int, str]] = {
+    ("vllm", "dense", "NVIDIA"): (-0.10, 0.13, 37, "Llama-2 7B/70B, CodeLlama-34B, Llama-3.1-8B, Qwen2.5 1.5B-72B and "
+                                 "Qwen3 0.6B/1.7B serving and decode runs (bench/results/bands.md)"),
+    ("vllm", "MoE", "NVIDIA"): (-0.07, 0.04, 12, "Mixtral-8x7B, Qwen3-30B-A3B and Nemotron-3-Nano serving runs; no "
+                               "DeepSeek or gpt-oss TPOT (bench/results/bands.md)"),
+    ("sglang", "dense", "NVIDIA"): (-0.11, 0.02, 4, "Llama-3.1 8B and 70B, SGLang 0.3-0.4 (bench/results/bands.md)"),
+    ("sglang", "MoE", "NVIDIA"): (-0.51, 0.13, 39, "DeepSeek-R1 on 8 H200, B200 or B300: InferenceX's SGLang 0.5 runs "
+                                  "-11% to +14%, dstack's 0.4.3 runs about half as fast as gpuplan says "
+                                  "(bench/results/bands.md)"),
+    ("sglang", "MoE", "AMD"): (-0.37, 0.15, 8, "DeepSeek-R1 on 8 MI300X (dstack, SGLang 0.4.3: -26% to -46%) and 8 "
+                               "MI325X (InferenceX, 0.5.19: +14% and +17%) (bench/results/bands.md)"),
+    ("trtllm", "dense", "NVIDIA"): (-0.12, 0.08, 164, "NVIDIA's trtllm-bench tables, Llama 3.x 8B-405B "
+                                    "(bench/results/bands.md)"),
+    ("trtllm", "MoE", "NVIDIA"): (-0.20, 0.08, 47, "NVIDIA's trtllm-bench tables on one GPU (GB200, H100, H200, "
+                                  "GH200; the B200 rows fit the fused MoE), Llama 4 Scout, Qwen3-30B-A3B, "
+                                  "Mixtral-8x7B: gpuplan up to 1.7x too fast (bench/results/bands.md)"),
+    ("transformers", "dense", "NVIDIA"): (-0.20, 0.05, 4, "Qwen-1 1.8B-72B decode runs (bench/results/bands.md)"),
+    ("llama.cpp", "dense", "NVIDIA"): (-0.10, 0.15, 14, "llama-bench generation of Llama-2-7B (Q4_0, Q8_0, F16) on 12 "
+                                       "CUDA cards (bench/results/llama_bench.md)"),
+    ("llama.cpp", "dense", "Apple"): (-0.25, 0.07, 15, "llama-bench generation of Llama 2 7B and Llama 3 3B-70B on "
+                                      "M1-M4 Macs; one source's M1 Max runs 30-40% slower than gpuplan says "
+                                      "(bench/results/llama_bench.md)"),
+    ("mlx", "dense", "Apple"): (0.00, 0.10, 3, "mlx-lm generation of Llama-3.1-8B, Phi-4-mini and Qwen3-4B on M3 Pro "
+                                "and Ultra (bench/results/llama_bench.md)"),
 }
 SPEED_SPREAD_WIDENING = {"other vendor": 1.5, "no fabric data": 1.5, "cpu layers": 1.5, "uncalibrated": 2.0}
 

@@ -254,3 +254,22 @@ def test_fit_plain_rows_fit_120_columns_unless_a_name_is_longer(monkeypatch):
     verdicts = [row["fits"] for row in csv.DictReader(io.StringIO(csv_rows))]
     assert len(verdicts) > 60
     assert set(" ".join(verdicts).split()) <= set(done.stdout.split())
+
+
+@pytest.mark.parametrize("engine, extra, said", [
+    ("trtllm", ["--batch-size", "32", "--max-num-seqs", "8"], "(TensorRT-LLM runs at most 8 (max_batch_size))"),
+    ("vllm", ["--batch-size", "32", "--max-num-seqs", "8"], "(vLLM runs at most 8 (max_num_seqs))"),
+    ("sglang", ["--batch-size", "5000"], "(SGLang runs at most 4,096 (max_running_requests))"),
+])
+def test_the_offline_line_names_the_engines_own_cap(engine, extra, said):
+    """An offline batch held back by the engine's cap on running requests names that engine's setting (its
+    profile's running_cap); it said max_num_seqs for every engine."""
+    from typer.testing import CliRunner
+
+    from gpuplan.cli import app
+
+    r = CliRunner().invoke(app, ["estimate", "--model", "qwen2.5-0.5b", "--task", "infer", "--engine", engine, "--gpu",
+                                 "h100", "--prompt-tokens", "128", "--output-tokens", "16", *extra],
+                           env={"COLUMNS": "400"})
+    assert r.exit_code == 0, r.output
+    assert said in r.output

@@ -349,6 +349,25 @@ def test_max_model_len_shorter_than_a_request_is_refused(engine):
     assert plan.memory.fits and plan.memory.max_seq_len == 1024
 
 
+def test_v0_before_0_6_5_counts_nvlink_sharp_buffers_at_tp8_vllm9699():
+    """vllm#9699 (Llama-3.1-405B, TP 8, 8 H200, vLLM of 2024-10-25): 17,595 GPU blocks with NCCL's NVLink SHARP on,
+    22,7xx with NCCL_NVLS_ENABLE=0: 5,105-5,204 blocks of 16 x 64,512 B = 4.91-5.00 GiB per GPU more non-torch
+    memory. Only over more than 2 GPUs, on SXM Hopper (NVSwitches with SHARP), in V0 before 0.6.5; at TP 4 half."""
+    m = load_model("llama-3.1-405b")
+    base = {"model": "llama-3.1-405b", "gpu": "h200", "engine_version": "0.6.3", "num_gpus": 8, "tp": 8,
+            "max_num_seqs": 1024, "max_num_batched_tokens": 1024}
+    on = vllm.startup_memory(sc(**base), m, load_gpu("h200"))
+    assert on.non_torch / GIB == pytest.approx(oh.VLLM_V0_EARLY_NON_TORCH_GIB + 4.95)
+    assert 5105 * 16 * 64_512 / GIB <= 4.95 <= 5204 * 16 * 64_512 / GIB
+    half = vllm.startup_memory(sc(**{**base, "tp": 4, "num_gpus": 4}), m, load_gpu("h200"))
+    assert half.non_torch / GIB == pytest.approx(oh.VLLM_V0_EARLY_NON_TORCH_GIB + 4.95 / 2)
+    later = vllm.startup_memory(sc(**{**base, "engine_version": "0.6.5"}), m, load_gpu("h200"))
+    assert later.non_torch / GIB == pytest.approx(oh.VLLM_V0_NON_TORCH_GIB * 2)  # measured only before 0.6.5
+    for other in ({"tp": 2, "num_gpus": 2}, {"gpu": "h100-pcie"}, {"gpu": "nvidia-a100-sxm4-80gb"}):
+        s = sc(**{**base, **other})
+        assert vllm.nvls_gib(s, load_gpu(s.gpu)) == 0.0
+
+
 def test_a_yarn_config_starts_at_its_scaled_context(tmp_path):
     """vLLM derives max_model_len from max_position_embeddings with a YaRN rope_scaling's factor
     (``_get_and_verify_max_len``: original_max_position_embeddings x factor), as Qwen's long-context recipe adds

@@ -111,6 +111,38 @@ def test_offline_hub_id_not_cached_is_a_clear_error(tmp_path):
     assert "not in the local cache" in proc.stderr and "pass its path" in proc.stderr
 
 
+@pytest.mark.parametrize("repo_id, hint", [
+    ("Qwen/Qwen2.5-7B-Instruct-1M", "(did you mean the bundled 'Qwen/Qwen2.5-7B'?)"),  # new-user review 3
+    ("Qwen/Qwen2.5-3B-Instruct", None),  # no bundled Qwen2.5 of 3B: nothing, not a Qwen3-VL of another size
+])
+def test_offline_suggestion_keeps_the_numbers_typed(repo_id, hint, tmp_path):
+    """The bundled name offered for a repo not in the cache has the version and size that were typed; before,
+    difflib's letters offered 'Qwen/Qwen3-VL-8B-Instruct' for the 1M-context Qwen2.5-7B."""
+    pytest.importorskip("huggingface_hub")
+    proc = _hub(f"from gpuplan import load_model; load_model({repo_id!r})", tmp_path)
+    assert "not in the local cache" in proc.stderr
+    if hint:
+        assert hint in proc.stderr
+    else:
+        assert "did you mean" not in proc.stderr
+
+
+@pytest.mark.parametrize("name, offered, not_offered", [
+    ("llama-3.1-8b-instrct", "llama-3.1-8b", "llama-3.3-70b-instruct"),
+    ("qwen25-7b", "qwen2.5-7b", "qwen3.5-35b"),
+])
+def test_a_typo_is_offered_names_of_its_version_and_size(name, offered, not_offered):
+    with pytest.raises(UnknownNameError) as err:
+        load_model(name)
+    assert offered in err.value.suggestions and not_offered not in err.value.suggestions
+
+
+def test_no_suggestion_of_another_size():
+    with pytest.raises(UnknownNameError) as err:
+        load_model("qwen2.5-3b")
+    assert err.value.suggestions == [] and "did you mean" not in str(err.value)
+
+
 def cache_config(tmp_path, repo_id: str, config: dict) -> None:
     """Put ``config`` in a huggingface_hub cache under ``tmp_path/hf/hub`` as ``repo_id``'s main revision."""
     commit = "0" * 40
@@ -176,6 +208,13 @@ TINY = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_si
     # name the user never wrote and without the file's
     ({"quantization_config": {"quant_method": "gptq", "bits": 3}},
      ": GPTQ checkpoints with 3 bits are not supported; gpuplan sizes 4- and 8-bit"),
+    # review leftover: a window of 0 with sliding attention on was read silently as full attention
+    ({"sliding_window": 0, "use_sliding_window": True},
+     ": sliding_window is 0 while use_sliding_window true turns sliding attention on"),
+    ({"sliding_window": 0, "layer_types": ["sliding_attention", "full_attention"] * 2},
+     "sliding_window is 0 while layer_types 'sliding_attention' turns sliding attention on"),
+    ({"sliding_window": 0, "sliding_window_pattern": 2}, "sliding_window is 0 while sliding_window_pattern 2 turns"),
+    ({"text_config": {"sliding_window": 0, "use_sliding_window": True}}, "(text_config): sliding_window is 0"),
 ])
 def test_broken_configs_are_refused_in_one_sentence(tmp_path, change, message):
     """The fuzz report's configs (a tiny Llama with one field broken): one sentence naming the key, not a
@@ -184,6 +223,14 @@ def test_broken_configs_are_refused_in_one_sentence(tmp_path, change, message):
     path.write_text(json.dumps({**TINY, **change}, allow_nan=True))
     with pytest.raises(GpuplanError, match=re.escape(message)):
         load_model(str(path))
+
+
+def test_sliding_window_0_without_sliding_layers_stands(tmp_path):
+    """Released configs write 0 or null for "no window" where nothing turns sliding attention on."""
+    plain = load_model(str(_write(tmp_path / "a", TINY))).params_total
+    assert load_model(str(_write(tmp_path / "b", {**TINY, "sliding_window": 0}))).params_total == plain
+    assert load_model(str(_write(tmp_path / "c", {**TINY, "sliding_window": 0, "use_sliding_window": False}))
+                      ).params_total == plain
 
 
 def test_head_dim_0_stands_in_mla_configs(tmp_path):

@@ -80,6 +80,29 @@ def test_an_offline_job_runs_at_most_the_releases_max_num_seqs(version, cap):
     assert row.plan.offline.running_cap == cap
 
 
+def test_an_offline_job_takes_the_chunked_prefill_switch():
+    """capacity carries the scenario's chunked_prefill into every setup's plan: vLLM 0.6.3 at 65,536 tokens of
+    context chunks by default (512 tokens a step); turned off, the profiling run takes 65,536 tokens, so the pool
+    is smaller and the job's whole 8,000-token prompts run in steps of their own."""
+    on = _job("llama-3.1-8b", "nvidia-h100-sxm5-80gb", 64, 8000, 200, engine_version="0.6.3", max_model_len=65_536)
+    off = _job("llama-3.1-8b", "nvidia-h100-sxm5-80gb", 64, 8000, 200, engine_version="0.6.3", max_model_len=65_536,
+               chunked_prefill=False)
+    assert off[0].plan.setup.scenario.chunked_prefill is False
+    assert off[0].plan.memory.engine["max_num_batched_tokens"] == 65_536 > on[0].plan.memory.engine[
+        "max_num_batched_tokens"] == 512
+    assert off[0].kv_tokens < on[0].kv_tokens and off[0].job_s != on[0].job_s
+    assert off[0].job_s == pytest.approx(gpuplan.estimate(off[0].plan.setup.scenario.model_dump(exclude_unset=True),
+                                                          advise=False).offline.duration, rel=1e-12)
+
+
+def test_the_api_and_cli_take_the_switch_and_refuse_it_for_an_engine_without_it():
+    with pytest.raises(gpuplan.GpuplanError, match="chunked_prefill takes True or False"):
+        gpuplan.api.capacity("llama-3.1-8b", batch=10, prompt_tokens=100, output_tokens=10, chunked_prefill="no")
+    with pytest.raises(gpuplan.GpuplanError, match="TensorRT-LLM takes no chunked_prefill true"):
+        gpuplan.api.capacity("llama-3.1-8b", engine="trtllm", batch=10, prompt_tokens=100, output_tokens=10,
+                             gpus=["h100-sxm"], chunked_prefill=True)
+
+
 def test_every_gpu_named_has_a_row_or_says_why():
     """Review 3's second rewalk: ``--gpus l40s,rtx-4090,rtx-pro-6000-blackwell,mi300x`` showed L40S and RTX 4090
     rows only, with no word of the other two (MI300X is another vendor's card, the RTX PRO 6000 has no offer so it

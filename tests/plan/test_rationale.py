@@ -4,6 +4,8 @@ Infinity Fabric, not PCIe)."""
 
 import re
 
+import pytest
+
 from gpuplan import recommend
 from gpuplan.plan.recommend import LINKS_MINOR_SHARE
 
@@ -30,3 +32,16 @@ def test_the_links_sentence_is_the_breakdowns_share():
 def test_one_gpu_needs_no_links():
     rec = recommend({"model": "llama-3.1-8b", "task": "infer"}, gpus=["h100-sxm"], max_gpus=1)
     assert all("one GPU: no interconnect needed" in x.rationale for x in rec.setups)
+
+
+@pytest.mark.parametrize("engine, said", [
+    ("sglang", "AMD: the engine's ROCm build, its decode timed"),
+    ("vllm", "AMD: the engine's ROCm build, its decode timed"),
+    ("transformers", "AMD: check your stack supports it"),
+])
+def test_an_amd_row_says_how_its_engine_is_timed_there(engine, said):
+    """The engines with a ROCm build (their profile's rocm_build: vLLM, SGLang) are timed by the measured share on
+    AMD cards and say so; another engine's row asks the reader to check its stack."""
+    rec = recommend({"model": "qwen2.5-0.5b", "task": "infer", "engine": engine}, gpus=["mi300x"],
+                            max_gpus=1, top=1)
+    assert rec.setups and said in rec.setups[0].rationale

@@ -446,6 +446,30 @@ def test_every_stack_is_searched_over_its_own_shardings():
     assert estimate(x.scenario, advise=False).memory.device_peak_gib == pytest.approx(x.device_peak_gib)
 
 
+def test_stacks_that_split_the_model_are_offered_tp_and_pp_when_sharding_alone_does_not_fit():
+    """Review 3: recommend tried data-parallel layouts only, so Megatron-Core full fine-tuning of a 70B model (ZeRO-1
+    over 16 GPUs still holds 140 GB of bf16 weights on each) found nothing, though estimate plans it with tp and
+    pp. When no data-parallel layout fits, the stacks whose profile splits the model (Megatron-Core, torchtitan)
+    are searched over tp (inside a node) x pp, each row the plan estimate makes of its scenario."""
+    import gpuplan
+
+    job = {"model": "llama-3.1-70b", "task": "train", "method": "full", "stack": "megatron", "seq_len": 4096,
+           "train_tokens": 1e8}
+    rec = gpuplan.recommend(job, gpus=["h200-sxm"], max_gpus=16, top=20)
+    assert "(data parallel or ZeRO, then tensor x pipeline parallel)" in rec.resolved
+    assert rec.setups and all(x.scenario.tp * x.scenario.pp > 1 and x.scenario.tp <= 8 for x in rec.setups)
+    assert {x.scenario.sharding for x in rec.setups} <= {None, "ddp", "zero1"}
+    assert any(x.scenario.pp > 1 for x in rec.setups)
+    for x in rec.setups[:3]:
+        again = estimate(x.scenario, advise=False)
+        assert again.memory.device_peak_gib == pytest.approx(x.device_peak_gib, rel=1e-9)
+        assert again.speed.tokens_per_s == pytest.approx(x.tokens_per_s, rel=1e-9)
+        assert again.cost.usd_per_million_tokens == pytest.approx(x.usd_per_million_tokens, rel=1e-9)
+    # the HF Trainer splits no model: nothing fits two cards, and no tp or pp layout is tried for it
+    hf = gpuplan.recommend({**job, "stack": "hf"}, gpus=["h200-sxm"], max_gpus=2)
+    assert hf.setups == [] and "tensor x pipeline" not in hf.resolved
+
+
 def test_a_small_job_is_priced_in_cents_not_zero_dollars():
     """Review 3's second rewalk: a 2.2M-token LoRA's cheapest change read ``$0 ($0.05/M tokens)`` and a small job's
     deadline pick ``$0 (at most ... $0 ...)``: whole dollars hid the price. Amounts under $100 keep their cents,

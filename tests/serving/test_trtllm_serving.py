@@ -9,7 +9,6 @@ import pytest
 
 from gpuplan.engines import trtllm
 from gpuplan.hardware import load_gpu
-from gpuplan.memory.inference import ranks_as_one
 from gpuplan.model.catalog import load_model
 from gpuplan.plan.capacity import capacity
 from gpuplan.scenario import scenario_from
@@ -83,7 +82,7 @@ def test_attention_dp_ranks_add_up_for_trtllm():
     ranks x the blocks, max_batch_size and max_num_tokens of one."""
     s = trt_scenario(gpu="h100-sxm")
     sm = trtllm.startup_memory(s, M, H100, trtllm.activation(s, M))
-    four = ranks_as_one(sm, 4)
+    four = sm.ranks(4)
     assert (four.num_blocks, four.max_batch_size, four.max_num_tokens) == \
         (4 * sm.num_blocks, 4 * 2048, 4 * 8192)
 
@@ -239,6 +238,23 @@ def test_the_serving_step_model_prices_trtllm_fp8_gemms_as_the_offline_model(mod
     assert sm.prefill_time(8192) == pytest.approx(prompt, rel=0.01)
     bf16_share = sample(step_timer(s, m, H200))  # the GEMM model's own share of the FP8 peak
     assert sm.prefill_time(8192) > 1.05 * bf16_share.prefill_time(8192)
+
+
+def test_capacity_refuses_prompts_trtllm_would_not_schedule_whole():
+    """Without chunked context TensorRT-LLM takes a prompt whole within max_num_tokens (8,192 by default): capacity
+    says so in one sentence (the rule is the engine profile's, Trtllm.prompt_refusal), and an engine that chunks
+    long prompts is not refused."""
+    from gpuplan import GpuplanError, api
+    from gpuplan.engines import ENGINES
+
+    kw = dict(gpus=["h100-sxm"], max_gpus=1, output_tokens=100, ttft_s=5, tpot_s=0.1, top=1, rate_rps=1)
+    # the default spread draws prompts up to 1.5 x the mean
+    with pytest.raises(GpuplanError, match=r"schedules a prompt whole .* max_num_tokens 8,192, and the workload's "
+                                           r"prompts run to 18,000 tokens"):
+        api.capacity("llama-3.1-8b", engine="trtllm", prompt_tokens=12_000, **kw)
+    s = scenario_from({"model": "llama-3.1-8b", "task": "infer", "engine": "trtllm"})
+    assert ENGINES["trtllm"].prompt_refusal(s, 8192) is None
+    assert ENGINES["vllm"].prompt_refusal(s, 12_000) is None
 
 
 # trtllm-serve's own per-request latency (issue 31): fitted on single-request runs of NVIDIA/TensorRT-LLM issue #5929

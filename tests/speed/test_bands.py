@@ -4,6 +4,7 @@ held-out rows measure (bench/serving/bands.py writes bench/results/bands.md), or
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,14 +14,29 @@ from gpuplan import overheads as oh
 from gpuplan.model.catalog import load_model
 from gpuplan.speed.bands import decode_band, model_class
 
-RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results" / "bands.md"
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+RESULTS = BENCH / "results" / "bands.md"
 
 
 def test_the_bands_are_the_benchs_held_out_rows():
-    rows = re.findall(r"^\| (\w+) \| (\w+) \| (\d+) \| ([+-][\d.]+) \| ([+-][\d.]+) \|", RESULTS.read_text(), re.M)
-    measured = {(e, c): (float(lo), float(hi), int(n)) for e, c, n, lo, hi in rows}
-    assert len(measured) >= 5
+    rows = re.findall(r"^\| ([\w.]+) \| (\w+) \| (\w+) \| (\d+) \| ([+-][\d.]+) \| ([+-][\d.]+) \|",
+                      RESULTS.read_text(), re.M)
+    measured = {(e, c, v): (float(lo), float(hi), int(n)) for e, c, v, n, lo, hi in rows}
+    assert len(measured) >= 11
     assert {k: v[:3] for k, v in oh.DECODE_BANDS.items()} == measured
+
+
+def test_llama_cpp_and_mlx_bands_are_llama_benchs_check_rows():
+    """The llama.cpp and MLX bands recomputed from bench/llama_bench.py's held-out generation rows (fast: no
+    serving simulation), Metal and CUDA apart: the CUDA rows err both ways, the Metal rows mostly slow."""
+    sys.path[:0] = [str(BENCH), str(BENCH / "serving")]
+    import bands as bench_bands
+
+    rows = bench_bands.llama_bench_rows()
+    assert {r[3] for r in rows} & {"d15013-rtx4090-tg", "xd-m1max-70b-tg"} and not any("-pp" in r[3] for r in rows)
+    got = {k: v[:3] for k, v in bench_bands.bands(rows).items()}
+    assert got == {k: v[:3] for k, v in oh.DECODE_BANDS.items() if k[0] in ("llama.cpp", "mlx")}
+    assert got["llama.cpp", "dense", "Apple"][0] < -0.2 and got["llama.cpp", "dense", "NVIDIA"][1] > 0.1
 
 
 def test_model_classes():
@@ -29,8 +45,9 @@ def test_model_classes():
 
 
 @pytest.mark.parametrize("engine, model, calibrated", [
-    ("vllm", "llama-3.1-8b", True), ("sglang", "llama-3.1-8b", True), ("sglang", "qwen3-30b-a3b", False),
-    ("llama.cpp", "llama-3.1-8b", False), ("vllm", "qwen3-30b-a3b", True)])
+    ("vllm", "llama-3.1-8b", True), ("sglang", "llama-3.1-8b", True), ("sglang", "qwen3-30b-a3b", True),
+    ("llama.cpp", "llama-3.1-8b", True), ("llama.cpp", "qwen3-30b-a3b", False), ("vllm", "qwen3-30b-a3b", True),
+    ("vllm", "Qwen/Qwen3.5-27B", False)])
 def test_a_plans_range_is_its_pairs_band_or_says_uncalibrated(engine, model, calibrated):
     plan = estimate({"model": model, "task": "infer", "engine": engine, "gpu": "h100-sxm", "batch_size": 8},
                     advise=False)
@@ -38,13 +55,15 @@ def test_a_plans_range_is_its_pairs_band_or_says_uncalibrated(engine, model, cal
     band = decode_band(engine, load_model(model))
     assert (band is not None) == calibrated
     if calibrated:
-        low, high, _ = band
+        low, high = band.low, band.high
         assert sp.tokens_per_s_low == pytest.approx(sp.tokens_per_s * (1 + low))
         assert sp.tokens_per_s_high == pytest.approx(sp.tokens_per_s * (1 + high))
-        assert sp.band.startswith(f"{engine} x {model_class(load_model(model))}: ")
-    else:
+        assert sp.band.startswith(f"{engine} x {model_class(load_model(model))} on NVIDIA cards (CUDA): ")
+    else:  # the sentence is true: no band of any maker for the engine on the class
         lo, hi = oh.SPEED_SPREAD["decode"]
-        assert sp.band.startswith("uncalibrated: no bench measures")
+        cls = model_class(load_model(model))
+        assert sp.band.startswith(f"uncalibrated: no bench measures {engine} on {cls} models")
+        assert not [k for k in oh.DECODE_BANDS if k[:2] == (engine, cls)]
         assert sp.tokens_per_s_high == pytest.approx(sp.tokens_per_s * (1 + 2 * hi))
         assert sp.tokens_per_s_low == pytest.approx(sp.tokens_per_s * (1 + 2 * lo))
 
@@ -58,3 +77,34 @@ def test_trtllm_offline_sentence_names_its_class():
     assert said and "164 held-out rows" in said[0]
     said = [a for a in moe.assumptions if a.startswith("TensorRT-LLM at maximum load")]
     assert said and "up to 1.7x too fast" in said[0] and "median error 5%" not in said[0]
+
+
+def test_a_maker_with_its_own_band_takes_it_unwidened():
+    """llama.cpp on a Mac: the Metal rows' band, not the CUDA one widened for another vendor (the lead's case:
+    Llama-3.3-70B Q4_K_M on an M4 Max said "uncalibrated" though llama-bench measures it); SGLang's DeepSeek-R1 on
+    MI300X: the AMD rows' band, without the ROCm share's +-11 % on top."""
+    mac = estimate({"model": "llama-3.3-70b", "task": "infer", "engine": "llama.cpp", "quant": "q4_k_m",
+                    "gpu": "apple-m4-max"}, advise=False).speed
+    low, high, _, _ = oh.DECODE_BANDS["llama.cpp", "dense", "Apple"]
+    assert mac.band.startswith("llama.cpp x dense on Apple silicon (Metal): 15 held-out rows") and "widened" not in \
+        mac.band
+    assert (mac.tokens_per_s_low, mac.tokens_per_s_high) == pytest.approx((mac.tokens_per_s * (1 + low),
+                                                                          mac.tokens_per_s * (1 + high)))
+    amd = estimate({"model": "deepseek-r1", "task": "infer", "engine": "sglang", "gpu": "mi300x", "num_gpus": 8,
+                    "tp": 8}, advise=False).speed
+    low, high, _, _ = oh.DECODE_BANDS["sglang", "MoE", "AMD"]
+    assert amd.band.startswith("sglang x MoE on AMD cards (ROCm)") and "ROCm build's measured share" not in amd.band
+    assert amd.tokens_per_s_low == pytest.approx(amd.tokens_per_s * (1 + low))
+
+
+def test_a_maker_without_a_band_takes_nvidias_widened():
+    """vLLM on an MI300X: no AMD row scores it, so the NVIDIA band, plus the ROCm share's error on each side, then
+    widened 1.5x for the other vendor, and the words say all three."""
+    sp = estimate({"model": "llama-3.1-8b", "task": "infer", "engine": "vllm", "gpu": "mi300x", "batch_size": 8},
+                  advise=False).speed
+    low, high, _, _ = oh.DECODE_BANDS["vllm", "dense", "NVIDIA"]
+    widen = oh.SPEED_SPREAD_WIDENING["other vendor"]
+    assert sp.band.startswith("vllm x dense on NVIDIA cards (CUDA)") and "ROCm build" in sp.band
+    assert sp.band.endswith("(widened: other vendor)")
+    assert sp.tokens_per_s_high == pytest.approx(sp.tokens_per_s * (1 + (high + oh.ROCM_BAND) * widen))
+    assert sp.tokens_per_s_low == pytest.approx(sp.tokens_per_s * (1 + (low - oh.ROCM_BAND) * widen))

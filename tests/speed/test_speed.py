@@ -209,7 +209,8 @@ def test_speed_parts_add_up_and_carry_a_range():
         sp = _speed(**fields)
         assert sum(sp.parts_s.values()) == pytest.approx(sp.step_time_s, rel=1e-12)
         # serving: the band of vLLM x MoE's held-out rows (speed/bands.py); training: the training spread
-        low, high = oh.SPEED_SPREAD["train"] if fields["task"] == "train" else oh.DECODE_BANDS["vllm", "MoE"][:2]
+        low, high = oh.SPEED_SPREAD["train"] if fields["task"] == "train" else \
+            oh.DECODE_BANDS["vllm", "MoE", "NVIDIA"][:2]
         assert sp.tokens_per_s_low == pytest.approx(sp.tokens_per_s * (1 + low))
         assert sp.tokens_per_s_high == pytest.approx(sp.tokens_per_s * (1 + high))
 

@@ -373,6 +373,18 @@ def test_fit_grid_is_fits_only_on_every_card(client):
     assert peaks == sorted(peaks)  # memory grows with the context
 
 
+@pytest.mark.parametrize("fields, length", [
+    ({"model": "qwen2.5-0.5b", "task": "train", "gpu": "l40s"}, 2048),
+    ({"model": "qwen2.5-0.5b", "task": "train", "gpu": "l40s", "seq_len": 4096}, 4096),
+    ({"model": "qwen2.5-0.5b", "task": "infer", "gpu": "l40s"}, 1024),
+])
+def test_fit_grid_marks_the_scenarios_own_length_on_its_curve(client, fields, length):
+    """The page marked the scenario on the memory curve at its form's length, or at 2048 / 1024 when the form left
+    it out: the Scenario's defaults written again in JavaScript. The grid now says the resolved length."""
+    grid = client.post("/api/fit-grid", json={"scenario": fields}).json()
+    assert grid["curve_tokens"] == length == getattr(Scenario(**fields), grid["curve_field"])
+
+
 def test_fit_grid_takes_each_cards_defaults_as_estimate_does(client):
     """A card without bf16 (T4, V100, Apple silicon) runs fp16, as `gpuplan estimate` resolves it: the grid's cell
     is the estimate's verdict and peak, not a refusal to set precision (the grid skipped that default). vLLM has no
@@ -427,3 +439,12 @@ def test_form_lists_every_scenario_field(client):
     assert fields["stack"]["group"] == "main" and "torchtune" in fields["stack"]["choices"]
     assert fields["batch_size"]["task"] == "infer" and fields["seq_len"]["task"] == "train"
     assert "nf4" in form["quants"] and "runpod" in form["providers"]
+
+
+def test_fit_grid_note_is_the_engines_own():
+    """The grid's note on how a cell is judged is the engine profile's (vLLM's preallocated budget); an engine
+    without one adds none."""
+    vllm = gpuplan.api.fit_grid({"model": "qwen2.5-0.5b", "task": "infer", "engine": "vllm", "gpu": "l40s"})
+    assert vllm.note.startswith("vLLM preallocates gpu_memory_utilization of each card")
+    plain = gpuplan.api.fit_grid({"model": "qwen2.5-0.5b", "task": "infer", "engine": "transformers", "gpu": "l40s"})
+    assert plain.note == ""

@@ -69,6 +69,8 @@ def test_an_offline_batch_and_users_on_the_page_api(client):
     ({"model": "/etc/passwd"}, 422, "does not read files on the server"),
     ({"prompt_tokens": 0}, 422, "prompt_tokens"),
     ({"users": 4}, 422, "one load"),
+    ({"engine": "trtllm", "chunked_prefill": True}, 422, "TensorRT-LLM takes no chunked_prefill true"),
+    ({"chunked_prefill": "sometimes"}, 422, "chunked_prefill"),
 ])
 def test_bad_bodies_are_one_sentence(client, change, status, words):
     r = client.post("/api/capacity", json={**BODY, **change})

@@ -10,13 +10,16 @@ import math
 import os
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
 from ..errors import GpuplanError, SourceError, UnknownNameError, echo
 from ..result import Answer, finite
 from . import arguments as arg
+
+if TYPE_CHECKING:
+    from ..engines import Engine
 
 MODEL_SORT = ("name", "params", "active", "layers", "hidden", "context", "family")
 GPU_SORT = ("memory", "bandwidth", "bf16", "fp8", "tdp", "msrp", "usd_per_gb", "rent", "usd_per_tflop", "name")
@@ -139,6 +142,14 @@ def short_gpu(gpu_id: str) -> str:
     from ..hardware import short_id
 
     return short_id(gpu_id) if isinstance(gpu_id, str) else str(gpu_id)
+
+
+def engine_profile(name: str) -> Engine:
+    """A serving engine's profile (:mod:`gpuplan.engines`), for the words an answer prints of it: its label
+    (``vLLM``), where its simulated runs come from, the setting that caps its running requests."""
+    from ..engines import ENGINES
+
+    return ENGINES[name]
 
 
 def gpu_name(gpu: str) -> str:
@@ -302,7 +313,7 @@ def check_model_name(name: str, *, hub: bool, where: str = "the web page") -> No
     files of its host: the web page). Asked before a scenario is read: the model's tokenizer is looked up by its
     name."""
     from ..model import kinds
-    from ..model.catalog import REPO_ID, aliases, base_repo, bundled, bundled_repo
+    from ..model.catalog import REPO_ID, aliases, base_repo, bundled, bundled_repo, suggestable
     from ..userfiles import user_path
 
     if bundled_repo(name) or name.lower().startswith("synthetic-") or kinds.named(name) is not None:
@@ -324,6 +335,6 @@ def check_model_name(name: str, *, hub: bool, where: str = "the web page") -> No
     if "/" in name:
         raise GpuplanError(f"{where} does not read files on the server ({name[:100]!r}): name a bundled model "
                            "or a Hugging Face repo id, or use `gpuplan estimate --model PATH` on the command line")
-    raise UnknownNameError("model", name, [*bundled(), *aliases()],
+    raise UnknownNameError("model", name, suggestable(name, [*bundled(), *aliases()]),
                            hint="GET /api/models lists the bundled models; a Hugging Face repo id (org/name) "
                                 "works when the server runs with --hub.")

@@ -9,13 +9,8 @@ from rich.table import Table
 from rich.text import Text
 
 from ..errors import GpuplanError
-from .app import JsonFlag, app, out, print_json
-from .estimate import ENGINE_LABELS
+from .app import BoolText, JsonFlag, app, boolean, out, print_json
 from .render import Column, FormatOption, bullet, err, num, resolve_format, show, usd
-
-TRTLLM_WORDS = ("From a simulation of TensorRT-LLM's in-flight batching (trtllm-serve's defaults: max_batch_size "
-                "2,048, max_num_tokens 8,192, whole contexts, GUARANTEED_NO_EVICT admission; its host loop timed "
-                "as vLLM's, uncalibrated on serving runs)")
 
 # an MoE model's layout on each setup (issue 31): the options' types, kept out of the command's long signature
 ExpertParallel = Annotated[bool, typer.Option(
@@ -24,6 +19,12 @@ ExpertParallel = Annotated[bool, typer.Option(
 AttentionDp = Annotated[bool, typer.Option(
     help="MoE models: attention data parallel over each setup's GPUs (SGLang --enable-dp-attention, vLLM "
     "--data-parallel-size).")]
+# the engine's chunked-prefill switch (the scenario field chunked_prefill), true or false
+ChunkedPrefill = Annotated[BoolText | None, typer.Option(  # type: ignore[valid-type]
+    "--chunked-prefill", parser=boolean, metavar="BOOL", show_default=False,
+    help="Split long prompts over steps (vLLM --enable-chunked-prefill; false: whole prompts a step and a "
+    "profiling run of max_model_len tokens; SGLang --chunked-prefill-size -1) [default: the engine's own by "
+    "release].")]
 
 
 @app.command("capacity")
@@ -61,6 +62,7 @@ def capacity_cmd(
     engine_version: Annotated[str | None, typer.Option(help="Engine release whose rules apply [default: current].")
                               ] = None,
     kv_cache_dtype: Annotated[str | None, typer.Option(help="auto | fp8 | fp16 | bf16 | int8")] = None,
+    chunked_prefill: ChunkedPrefill = None,
     calibration: Annotated[str | None, typer.Option(help="Corrections from `gpuplan calibrate-serving`.")] = None,
     top: Annotated[int, typer.Option(help="Setups simulated (the cheapest by the closed-form bound).")] = 6,
     plot: Annotated[str | None, typer.Option(help="Write the latency-vs-rate curves to this PNG (matplotlib).")
@@ -93,8 +95,8 @@ def capacity_cmd(
         _plot_first(plot, batch)
     report = api.capacity(model, workload, engine=engine, gpus=(gpus or "").split(","), max_gpus=max_gpus,
                           any_quant=any_quant, engine_version=engine_version, kv_cache_dtype=kv_cache_dtype,
-                          calibration=calibration, top=top, expert_parallel=expert_parallel,
-                          attention_dp=attention_dp, **dict(
+                          chunked_prefill=chunked_prefill, calibration=calibration, top=top,
+                          expert_parallel=expert_parallel, attention_dp=attention_dp, **dict(
                               rate_rps=rate, users=users, batch=batch, think_s=think_time, preset=preset,
                               prompt_tokens=prompt_tokens, output_tokens=output_tokens, length_spread=length_spread,
                               trace=trace, ttft_s=ttft, tpot_s=tpot, e2e_s=e2e, percentile=percentile,
@@ -183,13 +185,17 @@ def render(plans, w, fmt: str = "table", notes: list[str] | None = None) -> None
             + ("users: most concurrent users one replica serves within the SLOs (up to the target); " if w.users else
                "req/s: highest steady rate one replica serves within the SLOs; ")
             + ("$/h all, $/month (730 h), inst: what the target costs in whole instances. " if target else "")
-            + ("From a simulation of SGLang's scheduler (prefill batches before decodes, chunked_prefill_size, "
-               "max_running_requests, the radix cache on the shared prefix; its host loop fitted on SGLang's own "
-               "published runs, few: bench/results/sglang_serving.md)" if plans and plans[0].engine == "sglang"
-               else TRTLLM_WORDS if plans and plans[0].engine == "trtllm" else "From a simulation of vLLM's scheduler")
+            + api.engine_profile(plans[0].engine).scheduler_words
             + " on the roofline step model, judged after warm-up; a tensor-parallel group is priced on one "
-            "instance that holds it whole.")
+            "instance that holds it whole." + _bands_said(plans))
     _show_setups(rows, cols, fmt, head, "setups, cheapest first", note)
+
+
+def _bands_said(plans: list) -> str:
+    """Where the step model's decode band comes from, once per distinct band of the setups' plans (the band
+    estimate prints: overheads.DECODE_BANDS through speed/bands.py)."""
+    bands = dict.fromkeys(p.plan.speed.band for p in plans if p.plan is not None and p.plan.speed.band)
+    return "".join(f" Decode steps' band: {b}." for b in bands)
 
 
 def _render_job(rows: list[dict], head: str, fmt: str, engine: str) -> None:
@@ -205,13 +211,12 @@ def _render_job(rows: list[dict], head: str, fmt: str, engine: str) -> None:
             Column("usd_per_million_output", "$/M out", usd, "right", 3),
             Column("max_concurrency", "KV reqs", num(), "right", 3),
             Column("kv_tokens", "KV tokens", num(), "right", 4)]
-    label = ENGINE_LABELS.get(engine, engine)
-    cap = "max_batch_size" if engine == "trtllm" else "max_num_seqs"
-    pool = ("holds for their whole output (GUARANTEED_NO_EVICT: nothing is preempted); the others wait for them to "
-            "finish." if engine == "trtllm" else "holds; the others wait for them to finish, and a pool that runs "
-            "out preempts requests, which recompute when they resume.")
-    note = (f"Green: the Pareto front of cost vs time. From {label}'s scheduler simulated on the batch (estimate "
-            f"--batch-size's offline run): at most {cap} requests run at once, and no more than the KV pool {pool} "
+    from .. import api
+
+    profile = api.engine_profile(engine)
+    note = (f"Green: the Pareto front of cost vs time. From {profile.label}'s scheduler simulated on the batch "
+            f"(estimate --batch-size's offline run): at most {profile.running_cap} requests run at once, and no more "
+            f"than the KV pool {profile.pool_admits} "
             "$ job: one tensor-parallel group's share of the instance for that time.")
     _show_setups(rows, cols, fmt, head, "setups, cheapest run first", note)
 

@@ -156,13 +156,10 @@ def _speed(result, s: dict) -> None:
             f"{k.replace('_', ' ')} {pct}%" for k, pct in shares), prefix="  ", style="dim")
 
 
-ENGINE_LABELS = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
-
-
 def render_load(run, s: dict) -> None:
     """The simulated benchmark run at the scenario's users or rate, as ``vllm bench serve`` prints its result:
     throughput, then mean, median, p90 and p99 of TTFT, TPOT, ITL and E2EL in ms."""
-    engine = ENGINE_LABELS.get(run.engine, run.engine)
+    engine = api.engine_profile(run.engine).label
     load = (f"{run.max_concurrency:,} users (closed loop, think {run.think_time_s:g} s)" if run.mode == "closed loop"
             else f"{run.request_rate:g} requests/s (open loop, Poisson)")
     bullet(f"serving {load}: {engine}'s scheduler simulated over {run.num_prompts:,} requests, {run.lengths}",
@@ -189,12 +186,13 @@ def render_load(run, s: dict) -> None:
 
 def render_offline(run, s: dict) -> None:
     """The batch queued at once through the engine's scheduler: its throughput, and how many ran together."""
-    engine = ENGINE_LABELS.get(run.engine, run.engine)
+    profile = api.engine_profile(run.engine)
+    engine = profile.label
     n, peak = run.num_prompts, run.peak_running
     if peak >= n:
         together = f"all {n:,} ran together"
     else:
-        limit = (f"{engine} runs at most {run.running_cap:,} (max_num_seqs)" if peak >= run.running_cap else
+        limit = (f"{engine} runs at most {run.running_cap:,} ({profile.running_cap})" if peak >= run.running_cap else
                  "the KV pool holds no more")
         together = f"at most {peak:,} of the {n:,} ran together ({limit}): the others waited for them to finish"
     preempted = f", {run.preemptions:,} preempted and recomputed" if run.preemptions else ""

@@ -40,13 +40,13 @@ def recommend_cmd(scenario: str | None = None, as_json: bool = False, budget_usd
     """Which GPUs, how many, where: the setups that fit, ranked.
 
     Memory first, then communication, then cost, then headroom. Searches GPU type x count (1-8, multi-node for
-    training) x strategy (single, DDP, ZeRO-2, ZeRO-3; tensor parallel for serving, with vLLM and transformers
-    unless --engine is given) x techniques (checkpointing, micro-batch 1 with accumulation, 8-bit AdamW;
-    LoRA/QLoRA with --any-method; int8, fp8, AWQ weights and an fp8 KV cache with --any-quant; the other training
-    stacks, torchtune, torchtitan, Unsloth, axolotl, a plain PyTorch loop, with their defaults and activation
-    offloading, with --any-stack, or one with --stack) x every offer. Your own cards (--have) come first,
-    in their own list, with what would make the job fit on them when nothing does. Marks the Pareto front of cost
-    vs speed; at equal cost the faster setup ranks first; when nothing fits, lists the smallest changes that would.
+    training) x sharding (single, DDP, ZeRO-2, ZeRO-3, and when none fits Megatron's and torchtitan's tensor x
+    pipeline parallel; tensor parallel for serving, on vLLM and transformers unless --engine is given) x techniques
+    (checkpointing, micro-batch 1 with accumulation, 8-bit AdamW; LoRA/QLoRA with --any-method; int8, fp8, AWQ
+    weights and an fp8 KV cache with --any-quant; every other training stack with its defaults and activation
+    offloading with --any-stack, or one with --stack) x every offer. Your own cards (--have) come first, with what
+    would make the job fit on them when nothing does. Marks the Pareto front of cost vs speed; at equal cost the
+    faster setup ranks first; when nothing fits, lists the smallest changes that would.
 
     Examples:
 
@@ -124,7 +124,8 @@ def _rows(s, setups, start: int = 1) -> list[dict[str, Any]]:
         techniques = [TECHNIQUE_CELLS.get(t, t) for t in x.techniques]
         tags = techniques if s.task == "infer" else [x.sharding, *techniques]  # serving: tensor parallel over all
         spread = 50 * (x.tokens_per_s_high - x.tokens_per_s_low) / x.tokens_per_s if x.tokens_per_s else 0.0
-        rows.append({**x.__dict__, "rank": f"{i}{'*' if x.pareto else ''}",
+        fields = {k: v for k, v in x.__dict__.items() if k != "band" or v is not None}  # band: serving only
+        rows.append({**fields, "rank": f"{i}{'*' if x.pareto else ''}",
                      "setup": f"{x.num_gpus}x {short(x.gpu_id)}" + (f" {'+'.join(tags)}" if tags else ""),
                      "where": _where(x), "memory": f"{x.device_peak_gib:.0f}/{x.capacity_gib:.0f}",
                      "speed": f"{x.tokens_per_s:,.0f} ±{spread:.0f}%",
@@ -201,6 +202,8 @@ def render_recommendation(s, result, fmt: str = "table") -> None:
          "old or low confidence)")
     for i, x in enumerate(result.setups[:3], len(result.owned) + 1):
         bullet(f"{x.num_gpus}x {short(x.gpu_id)} on {_where(x)}: {x.rationale}", prefix=f"{i}. ")
+    for band in dict.fromkeys(x.band for x in result.setups if x.band):  # serving: each range's source, once
+        bullet(f"tok/s range: {band}", prefix="", style="dim")
     if s.task == "train" and not s.train_tokens:
         bullet("set --train-tokens for hours and totals; ranked by $ per million training tokens", prefix="",
                style="yellow")

@@ -142,6 +142,10 @@ class Engine:
     launch_target: str | None = None
     # what its shared-prefix cache is called ("prefix cache", "radix cache")
     cache_words = "prefix cache"
+    # why it takes no chunked_prefill setting (None: it has the switch, vLLM and SGLang) and the one state gpuplan
+    # models it in (None: neither is asked of it)
+    no_chunked_prefill: str | None = "it has no switch to split a prompt over steps"
+    chunked_prefill_fixed: bool | None = None
     # its cache grows with each step (transformers' ``generate``): the peak may be the prefill's, and the freed
     # smaller blocks stay reserved
     grows_cache = False
@@ -149,8 +153,22 @@ class Engine:
     host_embedding = False
     # it serves an MoE model with expert parallelism and attention data parallelism (ep, attention_dp)
     expert_parallel = False
+    # it has a ROCm build timed on AMD cards (:mod:`.rocm`: its decode's GPU work scaled by the measured share)
+    rocm_build = False
+    # the fit grid's note on how a card's cell is judged for it ("": none)
+    grid_note = ""
+    # how its MoE layers send tokens to their experts unless moe_dispatch is set: SGLang and vLLM gather and
+    # reduce-scatter ("allgather")
+    moe_dispatch = "allgather"
     # it runs on Apple silicon's GPU (Metal: llama.cpp, MLX; transformers through PyTorch's MPS backend)
     metal = False
+    # where a simulated run's numbers come from, as the capacity table's note says it ("From a simulation of ...")
+    scheduler_words = ""
+    # the setting that caps the requests running at once, and what its pool does with those admitted (an offline
+    # job's note: "at most max_num_seqs requests run at once, and no more than the KV pool ...")
+    running_cap = "max_num_seqs"
+    pool_admits = ("holds; the others wait for them to finish, and a pool that runs out preempts requests, which "
+                   "recompute when they resume.")
 
     # ---- its KV cache's layout (the arithmetic of gpuplan.tensors.kv, and the page's formulas) ----------------
     def kv_element_bytes(self, s: Scenario) -> float:
@@ -179,6 +197,23 @@ class Engine:
         """Why the engine cannot serve ``s`` on model ``m``: weights or a KV-cache dtype it does not load. None: it
         can."""
         return None
+
+    def expert_parallel_refusal(self, s: Scenario) -> str | None:
+        """Why the engine cannot split the experts over ``ep`` of the copy's ``tp`` GPUs (asked after the rules
+        every engine shares). None: it can."""
+        return None
+
+    def prompt_refusal(self, s: Scenario, longest: int) -> str | None:
+        """Why the engine would refuse a workload whose prompts run to ``longest`` tokens. None: it takes them."""
+        return None
+
+    def chunked_prefill_refusal(self, s: Scenario) -> str | None:
+        """Why the engine cannot take the scenario's ``chunked_prefill``: it has no such switch, or gpuplan models it
+        in one state only. None: it can (or nothing is asked)."""
+        if s.chunked_prefill is None or not self.no_chunked_prefill or s.chunked_prefill == self.chunked_prefill_fixed:
+            return None
+        return (f"{self.label} takes no chunked_prefill {str(s.chunked_prefill).lower()}: {self.no_chunked_prefill}; "
+                "drop chunked_prefill, or serve with engine vllm or sglang")
 
     def quantizes_to(self, s: Scenario, m: ModelSpec) -> str | None:
         """The weight format the engine must quantize the checkpoint to on load (its ``--quantization``): the

@@ -143,6 +143,7 @@ class LlamaCpp(Engine):
     the CPU (module docstring); a C++ loop per token."""
 
     name = label = "llama.cpp"
+    no_chunked_prefill = "it always splits a prompt into --ubatch-size micro-batches"
     layer_split_words = "llama.cpp --split-mode layer"
     launch_target = "llama.cpp"
     kv_dtypes = ("auto", "fp16", "bf16", "int8")

@@ -47,6 +47,7 @@ class Mlx(Engine):
     grows_cache = True
     metal = True
     launch_target = None
+    no_chunked_prefill = f"it always prefills in steps of prefill_step_size ({PREFILL_STEP:,} tokens)"
 
     def refusal(self, s: Scenario, m: ModelSpec) -> str | None:
         if s.quant not in (None, "none", "mlx-4bit", "mlx-8bit"):

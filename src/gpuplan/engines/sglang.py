@@ -50,7 +50,7 @@ change these again; this module is the 2025 rule set, checked against the logs i
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .. import overheads as oh
 from ..hardware import GpuSpec
@@ -136,6 +136,12 @@ def defaults(memory_mib: float, tp: int = 1, pp: int = 1, version: str | None = 
                     mem_fraction_static=round((memory_mib - reserve) / memory_mib, 3))
 
 
+def chunk_size(s: Scenario, d: Defaults) -> int:
+    """``--chunked-prefill-size``: the card's default, or -1 (``ServerArgs``: "Setting this to -1 means disabling
+    chunked prefill") when the scenario turns chunked prefill off."""
+    return -1 if s.chunked_prefill is False else d.chunked_prefill_size
+
+
 @dataclass(frozen=True, kw_only=True)
 class StartupMemory:
     """What one GPU's log prints at startup (GiB as SGLang prints "GB")."""
@@ -157,6 +163,12 @@ class StartupMemory:
     def reserve_gib(self) -> float:
         """What ``mem_fraction_static`` keeps back for activations, CUDA graphs and the ``req_to_token`` pool."""
         return self.total_gib * (1 - self.mem_fraction_static)
+
+    def ranks(self, n: int) -> StartupMemory:
+        """``n`` attention data-parallel ranks as one scheduler sees them: each DP worker schedules its own
+        requests, so the pools, running-request caps and chunk sizes add up."""
+        return replace(self, kv_tokens=self.kv_tokens * n, max_running_requests=self.max_running_requests * n,
+                       chunked_prefill_size=self.chunked_prefill_size * n)
 
     def budget_gib(self, outside_gib: float) -> float:
         """The memory SGLang's allocator holds (weights, pool, reserve) beside ``outside_gib`` held outside it
@@ -183,7 +195,7 @@ def startup_memory(s: Scenario, m: ModelSpec, gpu: GpuSpec, *, mem_fraction_stat
     tokens = kv_tokens(available, total, mfs, cell)
     context = s.max_model_len or m.max_context or (s.prompt_tokens + s.output_tokens)
     return StartupMemory(total_gib=total, weights_gib=weights, available_gib=available, mem_fraction_static=mfs,
-                         kv_tokens=tokens, kv_pool_gib=tokens * cell / GIB, chunked_prefill_size=d.chunked_prefill_size,
+                         kv_tokens=tokens, kv_pool_gib=tokens * cell / GIB, chunked_prefill_size=chunk_size(s, d),
                          max_running_requests=max_running_requests(tokens, context), context_len=context,
                          cuda_graph_max_bs=d.cuda_graph_max_bs, card_gib=max(card, total))
 
@@ -227,6 +239,11 @@ class Sglang(Engine):
     token by token; its GPU work timed as vLLM's current engine's, its host loop as its own."""
 
     name = "sglang"
+    scheduler_words = ("From a simulation of SGLang's scheduler (prefill batches before decodes, chunked_prefill_size, "
+                       "max_running_requests, the radix cache on the shared prefix; its host loop fitted on SGLang's "
+                       "own published runs, few: bench/results/sglang_serving.md)")
+    running_cap = "max_running_requests"
+    rocm_build = True
     expert_parallel = True
     label = "SGLang"
     pool_words = "SGLang's token pool"
@@ -241,6 +258,7 @@ class Sglang(Engine):
                   "same speed; less room for activations and CUDA graphs")
     launch_target = "sglang"
     cache_words = "radix cache"
+    no_chunked_prefill = None
 
     def refusal(self, s: Scenario, m: ModelSpec) -> str | None:
         if s.task == "infer" and s.kv_cache_dtype not in self.kv_dtypes:
@@ -304,9 +322,11 @@ class Sglang(Engine):
         d = defaults(gpu.usable_gib * 1024, s.tp, s.pp, s.engine_version)
         loop = HostLoop(step_s=oh.SGLANG_STEP_OVERHEAD_S, seq_s=oh.SGLANG_HOST_S_PER_SEQ,
                         request_s=oh.SGLANG_REQUEST_S, overlapped=overlap_schedule(s),
-                        chunk_tokens=d.chunked_prefill_size, all_reduce_s=oh.SGLANG_ALL_REDUCE_S)
+                        chunk_tokens=chunk_size(s, d) if s.chunked_prefill is not False else None,
+                        all_reduce_s=oh.SGLANG_ALL_REDUCE_S)
         return current_timing(s, m, gpu, loop=loop, note=TIMING, graph_max_batch=d.cuda_graph_max_bs,
-                              launch_s=oh.SGLANG_EAGER_LAUNCH_S, **fused_kernels(s, m, gpu))
+                              launch_s=oh.SGLANG_EAGER_LAUNCH_S, label=self.label, rocm_measured=True,
+                              **fused_kernels(s, m, gpu))
 
 
 def fused_kernels(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> dict:

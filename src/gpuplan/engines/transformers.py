@@ -83,6 +83,7 @@ class Transformers(Engine):
     """transformers' ``generate`` (see the module docstring)."""
 
     name = label = "transformers"
+    no_chunked_prefill = "generate() prefills each prompt whole in one forward"
     layer_split_words = 'transformers device_map="auto"'
     grows_cache = True
     metal = True

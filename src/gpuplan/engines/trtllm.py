@@ -28,7 +28,7 @@ NVIDIA's runs, and runs without chunked prefill, so ``max_num_tokens`` is at lea
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .. import overheads as oh
 from ..hardware import GpuSpec
@@ -82,6 +82,12 @@ class StartupMemory:
         """Whole requests of ``request_tokens`` the pool holds, capped by ``max_batch_size``."""
         per = math.ceil(request_tokens / self.tokens_per_block) if request_tokens else 0
         return min(self.max_batch_size, self.num_blocks // per) if per else 0
+
+    def ranks(self, n: int) -> StartupMemory:
+        """``n`` attention data-parallel ranks as one scheduler sees them (``enable_attention_dp``: each rank
+        schedules its own batch), so the blocks, batch sizes and per-step tokens add up."""
+        return replace(self, num_blocks=self.num_blocks * n, max_batch_size=self.max_batch_size * n,
+                       max_num_tokens=self.max_num_tokens * n)
 
 
 def limits(s: Scenario, m: ModelSpec) -> tuple[int, int, int]:
@@ -199,6 +205,14 @@ class Trtllm(Engine):
     batches, the GPU's work timed as vLLM's current engine's, its own host loop (:func:`host_loop`)."""
 
     name = "trtllm"
+    scheduler_words = ("From a simulation of TensorRT-LLM's in-flight batching (trtllm-serve's defaults: "
+                       "max_batch_size 2,048, max_num_tokens 8,192, whole contexts, GUARANTEED_NO_EVICT admission; "
+                       "a step holding a prompt launched without a CUDA graph, its launch cost fitted on "
+                       "trtllm-serve runs; its host loop per step and per request taken as vLLM's)")
+    running_cap = "max_batch_size"
+    moe_dispatch = "deepep"  # its attention-DP MoE runs its own all-to-all, timed as DeepEP's
+    pool_admits = ("holds for their whole output (GUARANTEED_NO_EVICT: nothing is preempted); the others wait for "
+                   "them to finish.")
     expert_parallel = True
     label = "TensorRT-LLM"
     pool_words = "TensorRT-LLM's KV pool"
@@ -209,6 +223,8 @@ class Trtllm(Engine):
     kv_dtypes = ("auto", "fp16", "bf16", "fp8")
     offline_bench = True
     launch_target = "trtllm"
+    no_chunked_prefill = "gpuplan times it with chunked context off, trtllm-serve's default (enable_chunked_prefill)"
+    chunked_prefill_fixed = CHUNKED_CONTEXT
 
     def refusal(self, s: Scenario, m: ModelSpec) -> str | None:
         if s.quant and s.quant not in LOADS:
@@ -218,6 +234,17 @@ class Trtllm(Engine):
             return (f"TensorRT-LLM's KV cache is 16-bit or fp8, not {s.kv_cache_dtype}: set kv_cache_dtype fp8 or "
                     "auto")
         return None
+
+    def prompt_refusal(self, s: Scenario, longest: int) -> str | None:
+        """Without chunked context (``trtllm-serve``'s default) a prompt is scheduled whole within
+        ``max_num_tokens``, and a longer one refused (``tensorrt_llm/llmapi/llm.py`` ``_check_arguments``: "The sum
+        of prompt length (...) ... should not exceed max_num_tokens" when ``enable_chunked_prefill`` is off)."""
+        budget = s.max_num_batched_tokens or MAX_NUM_TOKENS
+        if CHUNKED_CONTEXT or longest <= budget:
+            return None
+        return (f"TensorRT-LLM schedules a prompt whole (chunked prefill is off in trtllm-serve) within "
+                f"max_num_tokens {budget:,}, and the workload's prompts run to {longest:,} tokens: it would refuse "
+                f"them; keep prompts under {budget:,} tokens, or use engine vllm or sglang, which chunk long prompts")
 
     def card_refusal(self, s: Scenario, gpu: GpuSpec) -> str | None:
         if s.task == "infer" and gpu.vendor != "NVIDIA":  # TensorRT builds CUDA engines only

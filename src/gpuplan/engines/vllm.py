@@ -50,7 +50,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .. import overheads as oh
 from ..hardware import GpuSpec
@@ -162,7 +162,7 @@ def _non_torch_gib(v: tuple[int, int, int], s: Scenario, gpu: GpuSpec | None = N
     -4.3 %, vllm#17469's Qwen3-30B-A3B on 4x A10 (0.8.5) at -7.6 % instead of -18.6 % (with the A10's measured
     total); vllm#13061's 2x RTX 4090 on V0 0.7 logged 0.25 GiB at TP 2 (V0's 0.16 single-GPU figure + NCCL)."""
     if v < (0, 6, 5):
-        return oh.VLLM_V0_EARLY_NON_TORCH_GIB
+        return oh.VLLM_V0_EARLY_NON_TORCH_GIB + nvls_gib(s, gpu)
     if v < (0, 7, 0):
         return oh.VLLM_V0_NON_TORCH_GIB * (2 if s.tp > 1 else 1)
     if v < (0, 8, 0):
@@ -174,6 +174,18 @@ def _non_torch_gib(v: tuple[int, int, int], s: Scenario, gpu: GpuSpec | None = N
     if nvlink_tp:
         return oh.VLLM_NON_TORCH_TP_GIB + oh.VLLM_NON_TORCH_PER_TP_RANK_GIB * s.tp
     return oh.VLLM_NON_TORCH_PP_GIB if s.pp > 1 and s.tp == 1 else oh.VLLM_NON_TORCH_GIB
+
+
+def nvls_gib(s: Scenario, gpu: GpuSpec | None) -> float:
+    """NCCL's NVLink SHARP buffers that V0 before 0.6.5 counts as non-torch memory
+    (:data:`~gpuplan.overheads.VLLM_V0_NVLS_TP8_GIB`, vllm#9699): only for tensor parallelism over more than 2 GPUs
+    (the issue's measurement: "NVLS is only enabled for n > 2 GPUs, in H100 and above platforms") on SXM cards of
+    compute capability 9.0 and later, whose NVSwitches have SHARP (PCIe cards and A100's NVSwitches have none);
+    ranks past 8 are on other nodes. Applied where it was measured: the accounting before 0.6.5 counts everything
+    on the device that torch did not allocate; later ones start from a baseline and have no such log."""
+    if gpu is None or s.tp <= 2 or not gpu.form_factor.startswith("SXM") or float(gpu.compute_capability or 0) < 9:
+        return 0.0
+    return oh.VLLM_V0_NVLS_TP8_GIB * min(s.tp, 8) / 8
 
 
 # ---- scheduler limits ------------------------------------------------------------------------------
@@ -210,7 +222,13 @@ def _v0_chunked_tokens(v: tuple[int, int, int]) -> int:
 
 def scheduler_limits(s: Scenario, m: ModelSpec, gpu: GpuSpec | None, *, current: bool = False) -> Limits:
     """``max_num_batched_tokens`` and ``max_num_seqs`` as the release sets them when the user does not (the current
-    release's with ``current``: an engine timed as vLLM's current one)."""
+    release's with ``current``: an engine timed as vLLM's current one). Chunked prefill is the user's
+    (``s.chunked_prefill``) or the release's default: V0 turns it on only past 32,768 tokens of context
+    (``vllm/engine/arg_utils.py`` ``EngineArgs.create_engine_config``, ``use_long_context``, when
+    ``--enable-chunked-prefill`` is left unset), V1 always. Turned off, a step must take a whole prompt, so the
+    token budget (and the profiling run) becomes ``max(max_model_len, 2048)`` in either engine (V0's
+    ``SchedulerConfig.__post_init__``; V1's ``SchedulerConfig``: "If max_model_len is too short, use 2048 as the
+    default value for higher throughput")."""
     v = version_tuple(None if current else s.engine_version)
     # the model's context as vLLM derives it: a YaRN rope_scaling reaches original x factor (ModelSpec.scaled_context)
     max_len = s.max_model_len or m.scaled_context or (s.prompt_tokens + s.output_tokens)
@@ -218,17 +236,17 @@ def scheduler_limits(s: Scenario, m: ModelSpec, gpu: GpuSpec | None, *, current:
     total = cuda_total_gib(gpu) if gpu else 0.0
     big = gpu is not None and total >= 70 and "a100" not in gpu.id
     if v < (0, 8, 0):  # V0: SchedulerConfig.__post_init__ (vllm/config.py)
-        chunked = max_len > 32_768
+        chunked = max_len > 32_768 if s.chunked_prefill is None else s.chunked_prefill
         tokens, seqs = (_v0_chunked_tokens(v) if chunked else max(max_len, 2048)), 256
     else:
-        chunked = True
+        chunked = s.chunked_prefill is not False
         if v >= (0, 21, 0) and total >= 160:
             tokens, seqs = 16_384, 1024
         elif v >= (0, 9, 0) and big:
             tokens, seqs = (8192 if serve else 16_384), 1024
         else:
             tokens, seqs = (2048 if serve else 8192), 256
-        tokens = min(seqs * max_len, tokens)
+        tokens = min(seqs * max_len, tokens) if chunked else max(max_len, 2048)
     tokens = s.max_num_batched_tokens or tokens
     seqs = s.max_num_seqs or min(seqs, tokens)
     return Limits(max_num_batched_tokens=tokens, max_num_seqs=seqs, max_model_len=max_len, chunked_prefill=chunked,
@@ -466,6 +484,13 @@ class StartupMemory:
     def fits_max_model_len(self) -> bool:
         return self.max_model_len_fit >= self.limits.max_model_len
 
+    def ranks(self, n: int) -> StartupMemory:
+        """``n`` attention data-parallel ranks as one scheduler sees them: each rank is an engine core with its
+        own limits and pool, so the blocks, running sequences and per-step tokens add up."""
+        limits = replace(self.limits, max_num_seqs=self.limits.max_num_seqs * n,
+                         max_num_batched_tokens=self.limits.max_num_batched_tokens * n)
+        return replace(self, limits=limits, num_blocks=self.num_blocks * n)
+
 
 def startup_memory(s: Scenario, m: ModelSpec, gpu: GpuSpec, total_gib: float | None = None) -> StartupMemory:
     """The budget, the profiled non-KV memory and the KV pool vLLM computes at startup on ``gpu``."""
@@ -582,6 +607,10 @@ class Vllm(Engine):
     docstring), paged blocks shared by prefix, CUDA graphs and an engine loop (V1 from 0.8)."""
 
     name = "vllm"
+    scheduler_words = "From a simulation of vLLM's scheduler"
+    rocm_build = True
+    grid_note = ("vLLM preallocates gpu_memory_utilization of each card: a cell fits when its KV pool holds the "
+                 "batch; the curve shows what the batch needs")
     expert_parallel = True
     label = "vLLM"
     pool_words = "vLLM's KV pool"
@@ -595,6 +624,7 @@ class Vllm(Engine):
                   "same speed; less room for anything else on the GPU")
     kv_block_tokens = oh.VLLM_BLOCK_TOKENS
     launch_target = "vllm"
+    no_chunked_prefill = None
 
     def refusal(self, s: Scenario, m: ModelSpec) -> str | None:
         if s.task == "infer" and s.precision == "fp8-mixed":
@@ -603,7 +633,20 @@ class Vllm(Engine):
         if asked is not None and asked not in QUANTIZES:
             return (f"vLLM (0.32, 0.33) cannot load {s.quant} weights (no bitsandbytes or GGUF loading in its "
                     "quantization methods): choose awq-int4, gptq-int4, fp8 or int8")
+        max_len = s.max_model_len or m.scaled_context or (s.prompt_tokens + s.output_tokens)
+        if s.chunked_prefill is False and s.max_num_batched_tokens and s.max_num_batched_tokens < max_len:
+            # SchedulerConfig._verify_args (V0 and V1): a step must hold a whole prompt without chunking
+            return (f"vLLM refuses to start without chunked prefill when max_num_batched_tokens "
+                    f"({s.max_num_batched_tokens:,}) is below max_model_len ({max_len:,}): raise one or lower the "
+                    "other")
         return None
+
+    def expert_parallel_refusal(self, s: Scenario) -> str | None:
+        """vLLM's expert-parallel group is every GPU of the copy (``--enable-expert-parallel``: EP = TP x DP)."""
+        if s.ep in (1, s.tp):
+            return None
+        return (f"vLLM's expert-parallel group is every GPU of the copy (--enable-expert-parallel: EP = TP x DP): set "
+                f"ep {s.tp} or 1")
 
     def memory(self, s: Scenario, m: ModelSpec, e: Estimate, fmt: Format, gpu: GpuSpec | None,
                capacity_gib: float | None) -> Estimate:
@@ -670,7 +713,7 @@ def piecewise_graph_s(s: Scenario, m: ModelSpec) -> float:
 
 def current_timing(s: Scenario, m: ModelSpec, gpu: GpuSpec, *, current: bool = True,
                    loop: HostLoop | None = None, note: str = "", graph_max_batch: int | None = None,
-                   **kernels) -> Timing:
+                   label: str = "vLLM", rocm_measured: bool = False, **kernels) -> Timing:
     """vLLM's timing of ``s`` (its release; the current one with ``current``, for an engine timed as vLLM's):
     CUDA graphs and fused element-wise kernels in the V1 engine (0.8+), packed projections, the measured kernel
     bandwidth, and its engine loop (``loop``: another engine's own), whose host work per step overlaps the GPU's
@@ -679,8 +722,9 @@ def current_timing(s: Scenario, m: ModelSpec, gpu: GpuSpec, *, current: bool = T
     of up to the largest default capture size in tokens (:func:`capture_sizes`) replays a CUDA graph, a larger one
     runs eagerly (``vllm/v1/worker/gpu_model_runner.py``: ``num_scheduled_tokens <= self.cudagraph_batch_sizes[-1]``
     "Use piecewise CUDA graphs", else "Eager mode"; the batch padded to the next captured size adds rows to GEMMs
-    that read their weights once anyway, and is not timed); ``graph_max_batch``: another engine's own cap.
-    ``kernels``: another engine's
+    that read their weights once anyway, and is not timed); ``graph_max_batch``: another engine's own cap;
+    ``label``, ``rocm_measured``: the engine its ROCm note names, and whether its ROCm build was measured (SGLang's
+    was, :mod:`.rocm`). ``kernels``: another engine's
     :class:`~gpuplan.engines.base.Timing` fields (TensorRT-LLM's grouped experts and context attention)."""
     v1 = current or version_tuple(s.engine_version) >= (0, 8, 0)
     limits = scheduler_limits(s, m, gpu, current=current)
@@ -692,7 +736,7 @@ def current_timing(s: Scenario, m: ModelSpec, gpu: GpuSpec, *, current: bool = T
                         overlapped=overlapped, chunk_tokens=limits.max_num_batched_tokens)
     if graph_max_batch is None:
         graph_max_batch = capture_sizes(limits.max_num_seqs, gpu)[-1] if v1 else 0
-    rocm = rocm_note("SGLang" if s.engine == "sglang" else "vLLM", gpu, measured=s.engine == "sglang")
+    rocm = rocm_note(label, gpu, measured=rocm_measured)
     return Timing(graphs=v1, packed_linears=True, streaming_bandwidth=True, loop=loop,
                   note="; ".join(x for x in (note, rocm) if x), graph_max_batch=graph_max_batch,
                   gpu_scale=gpu_scale(gpu), **kernels)

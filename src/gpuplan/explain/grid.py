@@ -61,6 +61,7 @@ class FitGrid(BaseModel):
     changes: list[dict[str, Any]]
     rows: list[GridRow]
     curve_field: str
+    curve_tokens: int  # the scenario's own length on the curve (its resolved seq_len or prompt_tokens)
     curve: list[CurvePoint]
     capacities: list[Capacity]
     note: str = ""
@@ -70,7 +71,7 @@ def _columns(s: Scenario, axis: str) -> tuple[str, str, list[str], list[dict[str
     if axis == "auto":
         axis = "quant" if s.task == "infer" else "method"
     if axis == "context":
-        field = "seq_len" if s.task == "train" else "prompt_tokens"
+        field = s.length_field
         return axis, field, [f"{n // 1024}k" for n in CONTEXTS], [{field: n} for n in CONTEXTS]
     if axis == "method":
         if s.task != "train":
@@ -118,18 +119,15 @@ def fit_grid(s: Scenario, m: ModelSpec, axis: Axis = "auto") -> FitGrid:
             scenario = s.model_copy(update={**change, "gpu": gpu.id})
             cells.append(_cell(scenario, m, gpu.id))
         rows.append(GridRow(gpu_id=gpu.id, name=gpu.name, capacity_gib=gpu.usable_gib, cells=cells))
-    curve_field = "seq_len" if s.task == "train" else "prompt_tokens"
+    curve_field = s.length_field
     by_capacity: dict[float, list[str]] = {}
     for gpu in gpus().values():
         by_capacity.setdefault(round(gpu.usable_gib, 1), []).append(gpu.name)
-    note = ""
-    if s.task == "infer" and s.engine == "vllm":
-        note = ("vLLM preallocates gpu_memory_utilization of each card: a cell fits when its KV pool holds the batch; "
-                "the curve shows what the batch needs")
+    note = engine_for(s).grid_note if s.task == "infer" else ""
     if s.num_gpus > 1:
         note += (" " if note else "") + f"per GPU, {s.num_gpus} GPUs of each kind"
     return FitGrid(axis=axis, field=field, columns=columns, changes=changes, rows=rows, curve_field=curve_field,
-                   curve=_curve(s, m, curve_field),
+                   curve_tokens=getattr(s, curve_field), curve=_curve(s, m, curve_field),
                    capacities=[Capacity(capacity_gib=c, gpus=sorted(names))
                                for c, names in sorted(by_capacity.items())],
                    note=note)

@@ -65,19 +65,19 @@ class LaunchOptions:
 
 def backend(s: Scenario) -> str:
     """``none`` (one process), ``ddp``, ``deepspeed`` (ZeRO stages, or CPU offload on one GPU), ``fsdp1`` or
-    ``fsdp2`` (the scenario's sharding engine: ``sharding fsdp`` is FSDP1 in the HF stack)."""
-    engine = s.sharded_by
-    if engine in ("fsdp1", "fsdp2"):
+    ``fsdp2`` (the code that shards the scenario: ``sharding fsdp`` is FSDP1 in the HF stack)."""
+    sharded_by = s.sharded_by
+    if sharded_by in ("fsdp1", "fsdp2"):
         if s.offload == "optimizer":
             raise GpuplanError("FSDP offloads parameters, gradients and optimizer states together: set offload "
                                "optimizer+params, or sharding zero3 to offload the optimizer alone")
-        return engine
-    if engine == "deepspeed" or (engine == "single" and s.offload != "none"):
+        return sharded_by
+    if sharded_by == "deepspeed" or (sharded_by == "single" and s.offload != "none"):
         return "deepspeed"
     if s.offload != "none":
         raise GpuplanError("offloading with DDP needs DeepSpeed ZeRO: set sharding zero1 or zero2 (same memory per "
                            "GPU, optimizer on the CPU)")
-    return "ddp" if engine == "ddp" else "none"
+    return "ddp" if sharded_by == "ddp" else "none"
 
 
 def fsdp_settings(s: Scenario, *, accelerate_names: bool = False) -> dict[str, Any]:
@@ -104,10 +104,10 @@ def fsdp_settings(s: Scenario, *, accelerate_names: bool = False) -> dict[str, A
 
 
 def zero_stage(s: Scenario) -> int:
-    """ZeRO stage: the strategy's, or 1 for a single GPU with its optimizer offloaded (ZeRO-Offload; DeepSpeed
+    """ZeRO stage: the sharding's, or 1 for a single GPU with its optimizer offloaded (ZeRO-Offload; DeepSpeed
     accepts ``offload_optimizer`` for stages 1-3, and stage 1 on one GPU shards nothing)."""
-    strategy = s.resolved_sharding
-    return int(strategy[-1]) if strategy.startswith("zero") else 1
+    sharding = s.resolved_sharding
+    return int(sharding[-1]) if sharding.startswith("zero") else 1
 
 
 def model_dtype(s: Scenario) -> str:

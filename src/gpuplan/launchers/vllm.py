@@ -19,6 +19,7 @@ captured in tests/data/vllm).
 from __future__ import annotations
 
 from ..engines import engine_for
+from ..engines.vllm import version_tuple
 from ..errors import GpuplanError
 from ..speed.experts import moe_dispatch
 from .files import LaunchFile, Raw, shell_text
@@ -105,7 +106,22 @@ def command(plan: LaunchPlan, opts: LaunchOptions, *, multinode_env: bool = Fals
         argv += ["--quantization", QUANTIZATION[quant_to_ask(plan)]]
     if s.enforce_eager:
         argv.append("--enforce-eager")
-    return [*argv, "--port", str(opts.port)]
+    return [*argv, *chunked_prefill_flag(s), "--port", str(opts.port)]
+
+
+def chunked_prefill_flag(s) -> list[str]:
+    """The chunked-prefill switch when the scenario sets it: ``--enable-chunked-prefill``, and to turn it off
+    ``--disable-chunked-prefill`` in 0.33 (its parser's ``EnableDisableAction`` pair, tests/data/vllm),
+    ``--no-enable-chunked-prefill`` from 0.9 to 0.32 (``argparse.BooleanOptionalAction``; 0.32's parser), or
+    ``--enable-chunked-prefill False`` in earlier releases, whose flag took an optional value (``StoreBoolean``,
+    ``nargs="?"``, in ``vllm/engine/arg_utils.py`` of 0.6-0.8)."""
+    if s.chunked_prefill is None:
+        return []
+    v = version_tuple(s.engine_version)
+    if v < (0, 9, 0):
+        return ["--enable-chunked-prefill", str(s.chunked_prefill)]
+    off = "--disable-chunked-prefill" if v >= (0, 33, 0) else "--no-enable-chunked-prefill"
+    return ["--enable-chunked-prefill" if s.chunked_prefill else off]
 
 
 def notes(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:

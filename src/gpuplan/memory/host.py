@@ -33,10 +33,6 @@ def host_need_gib(s: Scenario, cpu_gib: float) -> float:
     return cpu_gib * (s.num_gpus if s.task == "train" else 1)
 
 
-def host_holds(s: Scenario, cpu_gib: float, gpu: GpuSpec | None) -> bool:
-    return host_need_gib(s, cpu_gib) <= host_ram(s, gpu)[0]
-
-
 def host_shortfall(s: Scenario, report: MemoryReport, gpu: GpuSpec | None) -> str:
     """A sentence when the host's RAM cannot hold what the plan keeps there ("" when it can, or nothing is kept)."""
     need = host_need_gib(s, report.cpu_gib)

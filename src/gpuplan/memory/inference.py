@@ -34,25 +34,6 @@ def inference_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None, gpu:
     return attention_ranks(s, e) if s.attention_ranks > 1 else e
 
 
-def ranks_as_one(startup, ranks: int):
-    """An engine's start-up memory (vLLM's, SGLang's or TensorRT-LLM's ``StartupMemory``, one rank's) as the
-    scheduler simulation of the whole copy reads it: ``ranks`` schedulers side by side, their pools,
-    running-request caps and per-step token budgets added up (requests spread evenly over the ranks)."""
-    if hasattr(startup, "limits"):  # vLLM: each data-parallel rank is an engine core with its own limits
-        limits = dataclasses.replace(startup.limits, max_num_seqs=startup.limits.max_num_seqs * ranks,
-                                     max_num_batched_tokens=startup.limits.max_num_batched_tokens * ranks)
-        return dataclasses.replace(startup, limits=limits, num_blocks=startup.num_blocks * ranks)
-    if hasattr(startup, "max_running_requests"):  # SGLang: each DP worker schedules its own requests
-        return dataclasses.replace(startup, kv_tokens=startup.kv_tokens * ranks,
-                                   max_running_requests=startup.max_running_requests * ranks,
-                                   chunked_prefill_size=startup.chunked_prefill_size * ranks)
-    if hasattr(startup, "max_batch_size"):  # TensorRT-LLM (enable_attention_dp): each rank schedules its own batch
-        return dataclasses.replace(startup, num_blocks=startup.num_blocks * ranks,
-                                   max_batch_size=startup.max_batch_size * ranks,
-                                   max_num_tokens=startup.max_num_tokens * ranks)
-    return startup
-
-
 def attention_ranks(s: Scenario, e: Estimate) -> Estimate:
     """Under attention data parallelism each of the copy's ``tp`` GPUs is a rank with its own requests and its own
     KV pool (:mod:`gpuplan.tensors.layout`; SGLang's DP scheduler spreads requests over the ranks): the copy
@@ -67,7 +48,7 @@ def attention_ranks(s: Scenario, e: Estimate) -> Estimate:
                                                  kv_tokens=kv.kv_tokens * ranks, sim_blocks=kv.sim_blocks * ranks)
         e.extra.update(max_concurrency=kv.max_concurrency * ranks, max_context_tokens=kv.kv_tokens * ranks)
         if e.extra.get("startup") is not None:
-            e.extra["startup"] = ranks_as_one(e.extra["startup"], ranks)
+            e.extra["startup"] = e.extra["startup"].ranks(ranks)  # each engine's ranks as one scheduler
     e.assumptions.append(f"attention data parallel over {ranks} GPUs: each runs attention whole for its own "
                          f"requests and holds their KV cache (every KV head), so the copy serves {ranks} x one "
                          "GPU's pool; attention weights whole on every GPU")

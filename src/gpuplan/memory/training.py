@@ -1,10 +1,10 @@
 """Peak GPU memory of one training step: persistent state + the maximum over phases, per GPU.
 
-Training peak = persistent (weights, optimizer states, engine buffers) + max over forward, backward and optimizer
+Training peak = persistent (weights, optimizer states, sharding buffers) + max over forward, backward and optimizer
 step of what lives then (saved activations, gradients, temporaries), not their sum (formulas.md section 9). The
-stack's profile (:mod:`gpuplan.stacks`) says what its code saves and what its loss materializes; the
-engine's profile says what the model state costs per GPU and which buffers it gathers. The layer rules are in
-:mod:`gpuplan.tensors.activations`.
+stack's profile (:mod:`gpuplan.stacks`) says what its code saves and what its loss materializes; the sharding's
+profile (:mod:`gpuplan.sharding`) says what the model state costs per GPU and which buffers it gathers. The layer
+rules are in :mod:`gpuplan.tensors.activations`.
 """
 
 from __future__ import annotations
@@ -32,36 +32,36 @@ def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None
 
         return megatron_memory(s, m)
     e = _checked(s, m)
-    rt, engine = stack_for(s), sharding_for(s)
+    stack, sharding = stack_for(s), sharding_for(s)
     pp = s.pp
     stage_layers = m.layers[:math.ceil(m.num_layers / pp)]  # the first stage holds the most micro-batches
     shard = 1 / (s.tp * pp)
 
-    st = _model_state(e, s, m, rt, engine)
+    st = _model_state(e, s, m, stack, sharding)
     grads_total = st.gradients
     # -- activations: what each layer keeps under the checkpointing policy, on the GPU
     mixed = s.precision.endswith("-mixed")
-    autocast_fp32 = mixed and s.method == "full" and engine.autocasts_fp32_weights
-    setup, kinds, kept, kept_casts, recomputed = _kept(s, m, rt, autocast_fp32, stage_layers)
-    resident = _offloaded(s, rt, e, kept, kept_casts)
+    autocast_fp32 = mixed and s.method == "full" and sharding.autocasts_fp32_weights
+    setup, kinds, kept, kept_casts, recomputed = _kept(s, m, stack, autocast_fp32, stage_layers)
+    resident = _offloaded(s, stack, e, kept, kept_casts)
     in_flight = min(pp, s.grad_accum_steps) if pp > 1 else 1  # 1F1B: first stage holds pp micro-batches
     A_all = in_flight * sum(resident)
-    lm_head_cast = mixed and (autocast_fp32 or rt.head_upcast(s))
-    buffers, extras = engine.buffers(s, m, rt, st), rt.extras(s, m, shard)
+    lm_head_cast = mixed and (autocast_fp32 or stack.head_upcast(s))
+    buffers, extras = sharding.buffers(s, m, stack, st), stack.extras(s, m, shard)
     other = {**buffers, **extras}
     # gathered layers and a dequantized 4-bit weight exist while a decoder layer runs, not at the loss
-    layer_only = {**engine.layer_buffers(s, buffers), **rt.layer_buffers(extras)}
+    layer_only = {**sharding.layer_buffers(s, buffers), **stack.layer_buffers(extras)}
     persistent_other = sum(other.values()) - sum(layer_only.values())
     L = sum(layer_only.values())
     free = _free_at_loss(s, m, setup, e.weights + persistent_other + L + A_all, capacity_gib, outside_gib,
-                         engine.slack)
-    loss = rt.loss(s, m, setup, lm_head_cast, free) if pp == 1 else None
+                         sharding.slack)
+    loss = stack.loss(s, m, setup, lm_head_cast, free) if pp == 1 else None
     if loss and loss.note:
         e.assumptions.append(loss.note)
     lsaved, lfwd, lbwd, held = (loss.saved + head_inputs(s, m, setup), loss.forward, loss.backward,
                                 loss.held) if loss else (0.0, 0.0, 0.0, 0.0)
     fwd_kinds = {layer: act.forward_transient(layer, m, setup) for layer in kinds}
-    bwd_kinds = {layer: rt.backward_transient(layer, m, setup) for layer in kinds}
+    bwd_kinds = {layer: stack.backward_transient(layer, m, setup) for layer in kinds}
     fwd_tmp = max(fwd_kinds[layer] for layer in stage_layers)
     grads_prev = grads_total if s.grad_accum_steps > 1 else 0.0
 
@@ -77,7 +77,7 @@ def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None
         # arrives, and the two are summed out of place (what the fake-tensor simulation runs)
         tied = m.vocab_size * m.embedding_dim * shard * grads_total / max(st.trainable * shard, 1)
         loss_point = max(loss_point, (tied if s.optimizer_in_backward else grads_total) + 2 * tied + held)
-    step = _step_peak(s, m, engine, st, shard) + held
+    step = _step_peak(s, m, sharding, st, shard) + held
     phases = {"forward": max(fwd_layer, fwd_loss), "backward": max(loss_point, layer_peak + L)}
     at_layer = {"forward": fwd_layer >= fwd_loss, "backward": layer_peak + L >= loss_point, "optimizer_step": False}
     if not s.optimizer_in_backward:
@@ -93,11 +93,11 @@ def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None
     held_blocks = max(before, cached) + L - peak
     _parts_at_peak(e, peak, other, layer_only, at_layer=at_layer[e.peak_phase], grads_total=grads_total,
                    grads_prev=grads_prev, held=held, activations=A_all)
-    e.slack = engine.slack
-    e.fragmentation = engine.fragmentation(s, m, rt, e) + max(0.0, held_blocks) * (1 + e.slack)
-    _init_blocks(e, s, m, rt)
+    e.slack = sharding.slack
+    e.fragmentation = sharding.fragmentation(s, m, stack, e) + max(0.0, held_blocks) * (1 + e.slack)
+    _init_blocks(e, s, m, stack)
     e.extra["params_trainable"] = st.trainable
-    e.assumptions += rt.notes(s)
+    e.assumptions += stack.notes(s)
     return e
 
 
@@ -134,15 +134,15 @@ def _parts_at_peak(e: Estimate, peak: float, other: dict[str, float], layer_only
     e.other = {k: v for k, v in other.items() if v > 0}
 
 
-def _init_blocks(e: Estimate, s: Scenario, m: ModelSpec, rt) -> None:
+def _init_blocks(e: Estimate, s: Scenario, m: ModelSpec, stack) -> None:
     """The blocks model init leaves reserved where the stack's allocations are replayed on the caching allocator
     (:meth:`gpuplan.stacks.base.Stack.replayed_reserved`): the peak counters are reset after init, the blocks it
     cached are not given back."""
-    replayed, at_init = rt.replayed_reserved(s, m)
+    replayed, at_init = stack.replayed_reserved(s, m)
     if replayed:
         e.fragmentation += max(0.0, replayed - e.reserved)
         e.assumptions.append(f"model init leaves {at_init / GIB:.2f} GiB reserved and the step takes it to "
-                             f"{replayed / GIB:.2f} GiB ({rt.name}'s allocations replayed on the caching "
+                             f"{replayed / GIB:.2f} GiB ({stack.name}'s allocations replayed on the caching "
                              "allocator); training's reserved keeps init's blocks")
 
 
@@ -159,10 +159,10 @@ def _free_at_loss(s: Scenario, m: ModelSpec, setup, before: float, capacity_gib:
     return (capacity_gib - outside_gib) * GIB - allocated * (1 + slack)
 
 
-def _model_state(e: Estimate, s: Scenario, m: ModelSpec, rt, engine) -> State:
+def _model_state(e: Estimate, s: Scenario, m: ModelSpec, stack, sharding) -> State:
     """Weights, gradients and optimizer states per GPU as the sharding holds them (offloaded parts on the CPU)."""
-    st = engine.state(s, m, rt)
-    engine.offload(s, st)
+    st = sharding.state(s, m, stack)
+    sharding.offload(s, st)
     e.weights, e.gradients, e.optimizer, e.cpu = st.weights, st.gradients, st.optimizer, st.cpu
     if s.optimizer == "paged-adamw-8bit" and e.optimizer:
         # bitsandbytes' paged optimizers allocate their states with cudaMallocManaged (functional.get_paged):
@@ -204,29 +204,29 @@ def _backward_peak(s: Scenario, stage_layers: list, resident: list[float], recom
     return at_loss, backward, cached
 
 
-def _step_peak(s: Scenario, m: ModelSpec, engine, st: State, shard: float) -> float:
+def _step_peak(s: Scenario, m: ModelSpec, sharding, st: State, shard: float) -> float:
     """The optimizer step: the gradients, and the step's temporaries over this rank's share (its TP/PP shard and
     its ZeRO / FSDP partition); with offload, the step runs on the CPU."""
     if s.offload != "none":
         return st.gradients
     largest_param = max(lin.weight_params / lin.count for layer, _ in m.layer_kinds() for lin in layer.linears)
-    local_trainable = st.trainable * shard / engine.shards(s)[2]
+    local_trainable = st.trainable * shard / sharding.shards(s)[2]
     return (st.gradients + optimizer_step_temporaries(s, local_trainable, st.state_bytes, int(largest_param * shard))
             + st.step_extra)
 
 
-def _kept(s: Scenario, m: ModelSpec, rt, autocast_fp32: bool, stage_layers):
+def _kept(s: Scenario, m: ModelSpec, stack, autocast_fp32: bool, stage_layers):
     """The layers' setup, what each layer kind saves, and per layer of the stage what the checkpointing policy
     keeps (:func:`_checkpointed`): saved tensors, autocast's 16-bit weight copies (kept when a layer is not
     checkpointed) and what a checkpointed layer recomputes."""
-    setup = rt.setup(s, m, autocast_fp32)
-    kinds = {layer: rt.saved(layer, m, setup) for layer, _ in m.layer_kinds()}  # layers repeat
+    setup = stack.setup(s, m, autocast_fp32)
+    kinds = {layer: stack.saved(layer, m, setup) for layer, _ in m.layer_kinds()}  # layers repeat
     saved = [kinds[layer] for layer in stage_layers]
     if autocast_fp32:  # bf16 copies of the weights, cached by autocast and saved for the backward
         casts = [2 * sum(lin.weight_params for lin in layer.linears) / s.tp for layer in stage_layers]
     else:
         casts = [0.0] * len(stage_layers)
-    return (setup, kinds, *_checkpointed(s, m, rt, setup, stage_layers, saved, casts))
+    return (setup, kinds, *_checkpointed(s, m, stack, setup, stage_layers, saved, casts))
 
 
 def offloaded_activation_bytes(s: Scenario, m: ModelSpec) -> float:
@@ -235,12 +235,12 @@ def offloaded_activation_bytes(s: Scenario, m: ModelSpec) -> float:
     :func:`_offloaded`); 0 without it. The speed model prices their PCIe round trip."""
     if not s.activation_offload:
         return 0.0
-    rt, engine = stack_for(s), sharding_for(s)
-    autocast_fp32 = s.precision.endswith("-mixed") and s.method == "full" and engine.autocasts_fp32_weights
+    stack, sharding = stack_for(s), sharding_for(s)
+    autocast_fp32 = s.precision.endswith("-mixed") and s.method == "full" and sharding.autocasts_fp32_weights
     stage_layers = m.layers[:math.ceil(m.num_layers / s.pp)]
-    _, _, kept, kept_casts, _ = _kept(s, m, rt, autocast_fp32, stage_layers)
+    _, _, kept, kept_casts, _ = _kept(s, m, stack, autocast_fp32, stage_layers)
     resident = [k + c for k, c in zip(kept, kept_casts, strict=True)]
-    stay = rt.offload_resident_layers
+    stay = stack.offload_resident_layers
     return sum(resident[:-stay]) if len(resident) > stay else 0.0
 
 
@@ -253,7 +253,7 @@ def _check_targets(s: Scenario, m: ModelSpec) -> None:
                            f"its linear layers are: {', '.join(names)}")
 
 
-def _checkpointed(s: Scenario, m: ModelSpec, rt, setup, layers, saved, casts):
+def _checkpointed(s: Scenario, m: ModelSpec, stack, setup, layers, saved, casts):
     """Per layer: bytes kept to the backward, autocast copies kept, and bytes a checkpointed layer recomputes
     (its saved set less what it kept). ``full`` keeps each layer's input; ``checkpoint_every`` N keeps the input
     of one layer in N and everything of the others; ``selective`` is the stack's own policy."""
@@ -262,7 +262,7 @@ def _checkpointed(s: Scenario, m: ModelSpec, rt, setup, layers, saved, casts):
         if s.grad_checkpointing == "full" and (i + 1) % s.checkpoint_every == 0:
             keep, keep_cast = act.boundary_bytes(m, setup), 0.0
         elif s.grad_checkpointing == "selective":
-            keep, keep_cast = rt.selective(layer, m, setup), 0.0
+            keep, keep_cast = stack.selective(layer, m, setup), 0.0
         else:
             keep, keep_cast = saved[i], casts[i]
         kept.append(keep)
@@ -271,15 +271,15 @@ def _checkpointed(s: Scenario, m: ModelSpec, rt, setup, layers, saved, casts):
     return kept, kept_casts, recomputed
 
 
-def _offloaded(s: Scenario, rt, e: Estimate, kept: list[float], kept_casts: list[float]) -> list[float]:
+def _offloaded(s: Scenario, stack, e: Estimate, kept: list[float], kept_casts: list[float]) -> list[float]:
     """What each layer keeps on the GPU. With activation offloading the stack's resident layers (the last ones
     of the forward, which its backward needs first) stay, the rest is in pinned CPU memory."""
     resident = [k + c for k, c in zip(kept, kept_casts, strict=True)]
     if not s.activation_offload:
         return resident
-    stay = rt.offload_resident_layers
+    stay = stack.offload_resident_layers
     moved = sum(resident[:-stay]) if len(resident) > stay else 0.0
     e.cpu += moved * s.pp
     e.assumptions.append(f"activation offloading: {moved / GIB:.2f} GiB of saved activations in pinned CPU memory, "
-                         f"the last {min(stay, len(resident))} layers' on the GPU ({rt.name})")
+                         f"the last {min(stay, len(resident))} layers' on the GPU ({stack.name})")
     return [0.0] * max(len(resident) - stay, 0) + resident[-stay:]

@@ -8,7 +8,7 @@ Resolution order for a model argument:
    the shapes, so the base model's bundled config is used, offline, and the model's notes say so;
 4. a Hugging Face repo id (``org/name``): only ``config.json`` is fetched, with ``huggingface_hub``, which
    honours its cache and ``HF_HUB_OFFLINE``;
-otherwise an error with the closest bundled names.
+otherwise an error with the closest bundled names that keep the numbers typed (version, size).
 """
 
 from __future__ import annotations
@@ -92,6 +92,23 @@ def base_repo(name: str) -> str | None:
     return _base_names().get(_untuned(name))
 
 
+_NUMBER = re.compile(r"\d+(?:\.\d+)*")
+
+
+def _numbers(name: str) -> list[str]:
+    """The numbers in a model name, dots dropped (``Qwen2.5-7B-Instruct-1M`` -> ``['25', '7', '1']``)."""
+    return [n.replace(".", "") for n in _NUMBER.findall(name)]
+
+
+def suggestable(name: str, known: list[str]) -> list[str]:
+    """The known model names that may be suggested for ``name``: those whose numbers begin the typed name's
+    numbers, so that a variant (``Qwen/Qwen2.5-7B-Instruct-1M``) points at its bundled base (``Qwen/Qwen2.5-7B``)
+    and a typo at the model it meant, never at a model of another version or size (``Qwen/Qwen3-VL-8B-Instruct``
+    is close to the 1M model in letters, not in what it is). :func:`did_you_mean` then picks by spelling."""
+    typed = _numbers(name)
+    return [k for k in known if (nums := _numbers(k)) == typed[:len(nums)] and (nums or not typed)]
+
+
 def load_model(name: str) -> ModelSpec:
     """Resolve a model argument (alias, path or Hugging Face repo id) to a :class:`ModelSpec`."""
     if isinstance(name, Path):
@@ -132,7 +149,7 @@ def load_model(name: str) -> ModelSpec:
         return _spec_from_file(_fetch_config(name), name)
     if name.endswith(".json") or "/" in name or "\\" in name:
         raise GpuplanError(f"no such file: {name}")
-    raise UnknownNameError("model", name, [*bundled(), *aliases(), *kinds.names()],
+    raise UnknownNameError("model", name, suggestable(name, [*bundled(), *aliases(), *kinds.names()]),
                            hint="Run `gpuplan models` for the bundled list, or pass a Hugging Face repo id "
                                 "(org/name) or a path to a config.json.")
 
@@ -170,7 +187,7 @@ def _fetch_config(repo_id: str) -> Path:
         raise GpuplanError(
             f"{repo_id!r} is not bundled and huggingface_hub is not installed: `pip install 'gpuplan[hub]'`, "
             "or pass the path of its config.json") from None
-    close = did_you_mean(repo_id, bundled(), n=1)
+    close = did_you_mean(repo_id, suggestable(repo_id, list(bundled())), n=1)
     hint = f" (did you mean the bundled {close[0]!r}?)" if close else ""
     offline = (f"cannot fetch config.json of {repo_id!r}: the Hugging Face hub is unreachable or HF_HUB_OFFLINE is "
                f"set, and it is not in the local cache{hint}. Download it where you have network "

@@ -33,7 +33,6 @@ from typing import Literal
 Group = Literal["attention", "mlp", "shared_experts", "experts", "router"]
 AttentionKind = Literal["full", "sliding", "chunked", "mla", "linear", "mamba", "conv", "hybrid", "cross", "none"]
 WINDOWED = ("sliding", "chunked")  # kinds whose cache stops growing at ``window`` tokens
-STATEFUL = ("linear", "mamba", "conv", "hybrid")  # kinds with a fixed-size recurrent state per sequence
 
 
 @dataclass(frozen=True, kw_only=True)

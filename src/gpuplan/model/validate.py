@@ -72,6 +72,7 @@ def checked_config(config: dict[str, Any], where: str = "config.json", *, vision
         raise GpuplanError(f"{where}: hidden_size {hidden} is smaller than num_attention_heads {heads}, so each head "
                            "would have no dimensions (head_dim = hidden_size / heads); give head_dim or fix the sizes")
     _check_heads(out, where, heads)
+    _check_window(out, where)
     experts = next((out[k] for k in ("num_local_experts", "num_experts", "n_routed_experts") if out.get(k)), None)
     per_token = out.get("num_experts_per_tok") or out.get("experts_per_token")
     experts = experts if isinstance(experts, int) else None
@@ -119,6 +120,24 @@ def _check_heads(config: dict[str, Any], where: str, heads: Any) -> None:
         derived = f" = {hidden // heads}" if isinstance(hidden, int) and isinstance(heads, int) and heads else ""
         raise GpuplanError(f"{where}: head_dim 0 gives heads of no size; remove it (transformers then takes "
                            f"hidden_size / num_attention_heads{derived}) or give the real value")
+
+
+def _check_window(config: dict[str, Any], where: str) -> None:
+    """A ``sliding_window`` of 0 where the config turns sliding attention on (``use_sliding_window: true``, a
+    ``sliding_window_pattern``, or a sliding kind in ``layer_types``) would make each such layer attend to no
+    token: refused, as transformers' own masks take the window as a length in tokens. Where nothing turns it on,
+    0 stays what released configs mean by it (no window)."""
+    if config.get("sliding_window") != 0:
+        return
+    types = config.get("layer_types") or []
+    sliding = next((t for t in types if isinstance(t, str) and ("sliding" in t or t.startswith("local"))), None)
+    switch = ("use_sliding_window true" if config.get("use_sliding_window") is True else
+              f"sliding_window_pattern {config['sliding_window_pattern']}" if config.get("sliding_window_pattern")
+              else f"layer_types {sliding!r}" if sliding else None)
+    if switch:
+        raise GpuplanError(f"{where}: sliding_window is 0 while {switch} turns sliding attention on, and a window of "
+                           "0 tokens sees nothing; give the window's length in tokens, or sliding_window null for "
+                           "full attention")
 
 
 def _whole(value: Any, key: str, where: str, least: int, most: int) -> int:

@@ -3,7 +3,7 @@ large a batch and how long a context then fit.
 
 The same functions as ``gpuplan estimate``: each model's scenario is the user's (task, method, lengths, engine...)
 on the cards named, with the card- and count-dependent defaults of :mod:`gpuplan.plan.resolve`. Several training
-GPUs try DDP, then ZeRO-2, then ZeRO-3 (the first that fits, unless a strategy was given). When the job does not fit
+GPUs try DDP, then ZeRO-2, then ZeRO-3 (the first that fits, unless a sharding was given). When the job does not fit
 as asked, the change that makes it fit on the same cards with the most room (a combination when no single one is
 enough, from :mod:`gpuplan.plan.advice`; CPU offload and another stack only when nothing else fits) is given, and
 the batch and context are those with the change.

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .. import overheads as oh
-from ..engines import KvPool, engine_for, trtllm
+from ..engines import KvPool, engine_for
 from ..errors import GpuplanError
 from ..hardware import GpuSpec, gpus
 from ..market.choice import matching
@@ -47,7 +47,10 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Setup:
+class Candidate:
+    """One layout capacity tries (card, count, weight format, its scenario); a priced row is a
+    :class:`Deployment`, and recommend's priced row is :class:`gpuplan.plan.recommend.Setup`."""
+
     gpu: GpuSpec
     num_gpus: int
     quant: str | None
@@ -107,7 +110,7 @@ class Deployment:
 
 
 def setups(s: Scenario, m: ModelSpec, gpu_ids: tuple[str, ...] = (), max_gpus: int = 8, any_quant: bool = False,
-           *, fields: dict | None = None, expert_parallel: bool = False) -> list[Setup]:
+           *, fields: dict | None = None, expert_parallel: bool = False) -> list[Candidate]:
     """GPU type x count (1, 2, 4, 8, all tensor-parallel) x weights (as shipped; fp8 where the card has fp8
     tensor cores or vLLM runs it weight-only; awq-int4 with ``any_quant``); ``fields``: set on every setup's
     scenario too (the workload's lengths), in its one validation. An MoE layout (``expert_parallel``: ep = the
@@ -134,7 +137,7 @@ def setups(s: Scenario, m: ModelSpec, gpu_ids: tuple[str, ...] = (), max_gpus: i
                                           "ep": n if expert_parallel else s.ep,
                                           "engine": s.engine if s.engine in SIMULATED else "vllm",
                                           "precision": precision, **(fields or {})})
-                out.append(Setup(gpu=gpu, num_gpus=n, quant=q, scenario=sc))
+                out.append(Candidate(gpu=gpu, num_gpus=n, quant=q, scenario=sc))
     return out
 
 
@@ -168,20 +171,12 @@ def _within_context(w: Workload, m: ModelSpec) -> None:
 
 
 def _whole_prompts_fit(s: Scenario, w: Workload) -> None:
-    """TensorRT-LLM without chunked context (``trtllm-serve``'s default) schedules a prompt whole within
-    ``max_num_tokens`` and refuses a longer one (``tensorrt_llm/llmapi/llm.py`` ``_check_arguments``: "The sum of
-    prompt length (...) ... should not exceed max_num_tokens" when ``enable_chunked_prefill`` is off): say so rather
-    than simulate requests never served."""
-    if s.engine != "trtllm" or trtllm.CHUNKED_CONTEXT:
-        return
+    """The workload's longest prompt against the engine (:meth:`gpuplan.engines.base.Engine.prompt_refusal`:
+    TensorRT-LLM refuses one past ``max_num_tokens``): said rather than simulate requests never served."""
     prompts = w.prompt_lengths()
-    longest = int(prompts.max if prompts.kind != "fixed" else prompts.mean)
-    budget = s.max_num_batched_tokens or trtllm.MAX_NUM_TOKENS
-    if longest > budget:
-        raise GpuplanError(f"TensorRT-LLM schedules a prompt whole (chunked prefill is off in trtllm-serve) within "
-                           f"max_num_tokens {budget:,}, and the workload's prompts run to {longest:,} tokens: it would "
-                           f"refuse them; keep prompts under {budget:,} tokens, or use engine vllm or sglang, which "
-                           "chunk long prompts")
+    why = engine_for(s).prompt_refusal(s, int(prompts.max if prompts.kind != "fixed" else prompts.mean))
+    if why:
+        raise GpuplanError(why)
 
 
 def _longest(w: Workload, m: ModelSpec) -> int:
@@ -234,7 +229,7 @@ def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...]
     ``batch``), by what one replica costs to run it (:func:`_job_row`). The simulations share ``time_limit_s``
     wall seconds (see the module docstring). ``notes`` gets one sentence for each GPU of ``gpu_ids`` that has no
     row, saying why (:func:`_left_out`)."""
-    why = engine_for(s).refusal(s, m)
+    why = engine_for(s).refusal(s, m) or engine_for(s).chunked_prefill_refusal(s)
     if why:
         raise GpuplanError(why)
     if (expert_parallel or s.attention_dp) and not m.is_moe:
@@ -323,7 +318,7 @@ def with_scenario_prefix(w: Workload, s: Scenario) -> Workload:
     return w.model_copy(update={"shared_prefix_tokens": s.shared_prefix_tokens})
 
 
-def _row(st: Setup, sc: Scenario, mem: ServingMemory, model: StepModel, bound: tuple[float, float], price,
+def _row(st: Candidate, sc: Scenario, mem: ServingMemory, model: StepModel, bound: tuple[float, float], price,
          w: Workload, m: ModelSpec, deadline: float | None = None) -> Deployment:
     """One setup simulated (by ``deadline``): its highest steady load meeting the SLOs, priced on whole
     instances; the KV pool from its memory plan, and the idle-engine speeds from its plan at that load (one
@@ -383,7 +378,7 @@ def _row(st: Setup, sc: Scenario, mem: ServingMemory, model: StepModel, bound: t
     return row
 
 
-def _job_row(st: Setup, sc: Scenario, mem: ServingMemory, bound: tuple[float, float], price, w: Workload,
+def _job_row(st: Candidate, sc: Scenario, mem: ServingMemory, bound: tuple[float, float], price, w: Workload,
              m: ModelSpec) -> Deployment:
     """One setup running the workload's ``batch`` requests queued at once: the plan of that batch (``estimate
     --batch-size``'s offline run through the engine's scheduler: its ``max_num_seqs`` by release, waves as the KV

@@ -6,9 +6,9 @@ they cannot, the smallest combination of changes that makes the job fit on them 
 
 The guides' decision framework, in order: memory first (prune every setup that does not fit with the
 headroom asked for), then communication (NVLink or PCIe, from the speed model's bound), then budget (time
-and cost on every offer), then headroom. The search space is GPU type x count x strategy x techniques x
+and cost on every offer), then headroom. The search space is GPU type x count x sharding x techniques x
 offers; memory does not depend on the GPU type beyond its capacity and CUDA context, so each
-(count, strategy, techniques) is estimated once and compared with every card. The numbers are those of
+(count, sharding, techniques) is estimated once and compared with every card. The numbers are those of
 ``gpuplan estimate``: the same functions, on the same scenario.
 """
 
@@ -17,9 +17,9 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, Any
 
-from pydantic import BaseModel, Field, SkipValidation, WrapValidator
+from pydantic import BaseModel, Field, SkipValidation, WrapValidator, model_serializer
 
 from .. import overheads as oh
 from ..engines import ENGINES, engine_for
@@ -36,7 +36,7 @@ from ..scenario import Scenario, read_back
 from ..scenario.stacks import STACK_NAMES
 from ..speed.comms import Link, intra_node_link
 from ..speed.gemm import can_time
-from ..stacks import stack_for
+from ..stacks import STACKS, stack_for
 from .build import Offers, build
 from .plan import Plan, card_memory, memory_plan
 from .pricing import left_out
@@ -114,6 +114,7 @@ class Setup(BaseModel):
     max_concurrency: int | None = None
     tokens_per_s_low: float
     tokens_per_s_high: float
+    band: str | None = None  # serving: where the range comes from (speed.band: overheads.DECODE_BANDS)
     bound: str
     usd_per_hour: float
     hours: float | None
@@ -148,6 +149,14 @@ class Setup(BaseModel):
     def usd_total_high(self) -> float | None:
         return None if self.usd_total is None else self.usd_total * self.slow_end
 
+    @model_serializer(mode="wrap")
+    def _band_where_served(self, handler) -> dict[str, Any]:
+        """A serving setup's band words; a training one has none and says nothing."""
+        data = handler(self)
+        if data.get("band", "") is None:
+            data.pop("band")
+        return data
+
     @classmethod
     def of(cls, plan: Plan, labels: list[str], offer: Offer, note: str = "") -> Setup:
         """The row of ``plan``, priced on ``offer`` (its techniques ``labels``; ``note``: what they change)."""
@@ -164,7 +173,7 @@ class Setup(BaseModel):
                   tokens_per_s_per_user=speed.streaming_tokens_per_s_per_user, ttft_s=speed.ttft_s,
                   kv_tokens=mem.max_context_tokens, max_concurrency=mem.max_concurrency,
                   tokens_per_s_low=speed.tokens_per_s_low, tokens_per_s_high=speed.tokens_per_s_high,
-                  bound=speed.bound, usd_per_hour=cost.usd_per_hour, hours=hours,
+                  band=speed.band, bound=speed.bound, usd_per_hour=cost.usd_per_hour, hours=hours,
                   usd_total=cost.usd_total if hours is not None else None,
                   usd_per_million_tokens=cost.usd_per_million_tokens, price_age_days=cost.price_age_days,
                   stale=cost.stale, price_confidence=cost.price_confidence, observed_at=cost.observed_at,
@@ -291,8 +300,9 @@ SHARDING = {"hf": ("ddp", "zero2", "zero3"), "axolotl": ("ddp", "zero2", "zero3"
 OFFLOADS = ("torchtune", "axolotl", "pytorch")  # Unsloth offloads by default; torchtitan and the Trainer cannot
 
 
-def _layouts(s: Scenario, m: ModelSpec, c: Constraints, stack: str = "hf") -> list[dict]:
-    """GPU counts and parallel strategies: data parallel / ZeRO for training, tensor parallel for serving."""
+def _layouts(s: Scenario, m: ModelSpec, c: Constraints, stack: str = "hf", split: bool = False) -> list[dict]:
+    """GPU counts and parallel layouts: data parallel / ZeRO for training, tensor parallel for serving; with
+    ``split``, training's tensor x pipeline-parallel layouts instead (:func:`_split_layouts`)."""
     out = []
     for n in COUNTS:
         if n > c.max_gpus:
@@ -308,8 +318,29 @@ def _layouts(s: Scenario, m: ModelSpec, c: Constraints, stack: str = "hf") -> li
             elif n > 8 and tensor_parallel_ok(m, 8) and nodes <= m.num_layers:  # TP 8 per node, PP across nodes
                 out.append({"num_gpus": 8, "num_nodes": nodes, "tp": 8, "pp": nodes, "sharding": None})
             continue
-        strategies = ["single"] if n == 1 else list(SHARDING[stack])
-        out += [{"num_gpus": per_node, "num_nodes": nodes, "tp": 1, "pp": 1, "sharding": st} for st in strategies]
+        if split:
+            out += _split_layouts(n, per_node, nodes, stack)
+            continue
+        shardings = ["single"] if n == 1 else list(SHARDING[stack])
+        out += [{"num_gpus": per_node, "num_nodes": nodes, "tp": 1, "pp": 1, "sharding": st} for st in shardings]
+    return out
+
+
+def _split_layouts(n: int, per_node: int, nodes: int, stack: str) -> list[dict]:
+    """The layouts of ``n`` GPUs that split the model with the stack's own tensor and pipeline parallelism (its
+    profile's ``model_parallel``: Megatron-Core, torchtitan), tp inside a node, the GPUs left over data parallel
+    with the stack's sharding (unset where tp x pp takes them all, as estimate leaves it). What a model cannot
+    split so (tp against its heads, pp against its layers, seq_len against tp) the refusals turn away, as they do
+    for ``estimate``."""
+    splits = STACKS[stack].model_parallel
+    out = []
+    for tp in (t for t in (1, 2, 4, 8) if t <= per_node and (t == 1 or "tp" in splits)):
+        for pp in (p for p in COUNTS if p <= n // tp and (p == 1 or "pp" in splits)):
+            if tp * pp == 1 or n % (tp * pp):
+                continue
+            dp = n // (tp * pp)
+            out += [{"num_gpus": per_node, "num_nodes": nodes, "tp": tp, "pp": pp, "sharding": st}
+                    for st in ([None] if dp == 1 else SHARDING[stack])]
     return out
 
 
@@ -339,6 +370,11 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
     biggest = max(cards.values(), key=lambda g: g.usable_gib, default=None)
     shipped = m.shipped_format()[0].name if m.quantization else None
     evaluated, fitting, setups, pending = _search(s, m, c, offers, cards, references, shipped)
+    # sharding alone fits no card: the tensor x pipeline-parallel layouts of the stacks that split models
+    split = s.task == "train" and not fitting and bool(STACKS[s.stack].model_parallel or c.any_stack)
+    if split:
+        more, fitting, setups, pending = _search(s, m, c, offers, cards, references, shipped, split=True)
+        evaluated += more
     owned = _filter_rank([x for x in setups if x.owned], c)
     setups = _filter_rank([x for x in setups if not x.owned], c)
     for x in setups[: c.top]:  # the scenario as priced: validated for the setups shown only (thousands are ranked)
@@ -362,7 +398,7 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
     result.model_exact, result.model_exact_reason = m.exact, m.inexact_reason
     result.defaults = [*m.notes, *([context_note] if context_note else [])]
     result.warnings = [w for w in (inexact_warning(m),) if w]
-    result.resolved = searched(s, m, c)
+    result.resolved = searched(s, m, c, split)
     if explain and c.have and not owned:
         result.owned_changes = _what_fits_owned(s, m, c)
     if not setups and explain:
@@ -389,16 +425,18 @@ def fewest_line(s: Scenario, m: ModelSpec, x: Setup, deadline_hours: float) -> s
     return line
 
 
-def searched(s: Scenario, m: ModelSpec, c: Constraints) -> str:
-    """The resolved line of a search: the scenario, and the engines and GPU counts it tries."""
+def searched(s: Scenario, m: ModelSpec, c: Constraints, split: bool = False) -> str:
+    """The resolved line of a search: the scenario, and the engines, GPU counts and layouts it tries (``split``:
+    training's tensor x pipeline-parallel layouts too, tried when no data-parallel one fits)."""
     from ..scenario.describe import describe
 
     engine = None if s.task == "train" or "engine" in s.model_fields_set else "vLLM or transformers"
     counts = f"1-{c.max_gpus}" if c.max_gpus > 1 else "1"
     cards = "the GPUs of --gpus" if c.gpus else "every GPU type with a price"
     profile = engine_for(s)
-    layout = "data parallel or ZeRO" if s.task == "train" else \
-        f"layers split, {profile.layer_split_words}" if not profile.tensor_parallel else "tensor parallel"
+    layout = "tensor parallel" if profile.tensor_parallel else f"layers split, {profile.layer_split_words}"
+    if s.task == "train":
+        layout = "data parallel or ZeRO" + (", then tensor x pipeline parallel" if split else "")
     return describe(s, m, engine=engine, hardware=f"{counts} x {cards} ({layout})")
 
 
@@ -453,10 +491,11 @@ SPOT_CAPACITY = ("spot hours count restarts after interruptions (Daly's overhead
 
 
 def _search(s: Scenario, m: ModelSpec, c: Constraints, offers: list[Offer], cards: dict[str, GpuSpec],
-            references: dict, shipped: str | None) -> tuple[int, int, list[Setup], dict]:
-    """Every setup that fits: each variant x layout validated and refused once without a card, its memory
-    estimated once (where the card does not change it) and reported on every card, and where it fits, a plan on
-    each of the card's offers. Returns (setups evaluated, fitting, the rows, what their change notes need)."""
+            references: dict, shipped: str | None, split: bool = False) -> tuple[int, int, list[Setup], dict]:
+    """Every setup that fits: each variant x layout (``split``: the tensor x pipeline-parallel ones) validated and
+    refused once without a card, its memory estimated once (where the card does not change it) and reported on
+    every card, and where it fits, a plan on each of the card's offers. Returns (setups evaluated, fitting, the
+    rows, what their change notes need)."""
     evaluated, fitting, setups = 0, 0, []
     as_given: dict[tuple, tuple] = {}  # layout -> (scenario as given on it, its allocator-level bytes)
     pending: dict[int, tuple] = {}  # setup -> what its change note needs (written for the setups shown only)
@@ -466,7 +505,7 @@ def _search(s: Scenario, m: ModelSpec, c: Constraints, offers: list[Offer], card
         if effect in tried:  # e.g. "gradient checkpointing" when the scenario has it on already
             continue
         tried.add(effect)
-        for layout in _layouts(s, m, c, change.get("stack", s.stack)):
+        for layout in _layouts(s, m, c, change.get("stack", s.stack), split):
             try:  # a stack refuses what it cannot run (torchtune with ZeRO, Unsloth over FSDP...)
                 scenario = s.model_copy(update={**change, **layout, "gpu": None})
                 check(scenario, m, None)
@@ -558,7 +597,7 @@ def _rationale(x: Setup, gpu: GpuSpec, speed, link: Link) -> str:
     parts = [f"fits with {x.headroom_pct:.0f}% headroom ({x.device_peak_gib:.1f} of {x.capacity_gib:.1f} GiB)"]
     if x.change:
         parts.append(x.change)
-    if gpu.vendor == "AMD" and speed.ttft_s is not None and x.scenario.engine in ("vllm", "sglang"):
+    if gpu.vendor == "AMD" and speed.ttft_s is not None and ENGINES[x.scenario.engine].rocm_build:
         parts.append(f"AMD: the engine's ROCm build, its decode timed {oh.ROCM_DECODE_SLOWDOWN:.2f}x the CUDA build's "
                      "on the same datasheet (measured: bench/results/rocm_share.md)")
     elif gpu.vendor not in ("NVIDIA", "Apple"):  # Apple: the engines without Metal are refused (Engine.metal)
@@ -602,7 +641,7 @@ def _filter_rank(setups: list[Setup], c: Constraints) -> list[Setup]:
     kept = [x for x in setups  # met at the slow end of the likely range, not only at the central estimate
             if (c.budget_usd is None or x.usd_total is None or x.usd_total_high <= c.budget_usd)
             and (c.deadline_hours is None or x.hours is None or x.hours_high <= c.deadline_hours)]
-    best: dict[tuple, Setup] = {}  # one per (GPU, count, provider, pricing): its best offer, techniques, strategy
+    best: dict[tuple, Setup] = {}  # one per (GPU, count, provider, pricing): its best offer, techniques, sharding
     for x in kept:
         k = (x.gpu_id,) if c.per_gpu else (x.gpu_id, x.num_gpus, x.provider, x.pricing)
         if k not in best or _key(x, c.objective) < _key(best[k], c.objective):
@@ -644,7 +683,7 @@ def _what_would_fit(s: Scenario, m: ModelSpec, c: Constraints, biggest: GpuSpec 
         if n > c.max_gpus and (s.task == "train" or n <= 64):
             tries.append(("gpus", f"allow up to {n} GPUs (--max-gpus {n})", s,
                           Constraints(**{**base, "max_gpus": n})))
-    name = "seq_len" if s.task == "train" else "prompt_tokens"
+    name = s.length_field
     for divisor in (2, 4, 8):
         shorter = max(getattr(s, name) // divisor, 1)
         tries.append(("length", f"shorter sequences (--{name.replace('_', '-')} {shorter:,})",

@@ -9,7 +9,7 @@ The rules, in the order they are asked:
 - what the training stack cannot run (each stack's recipe, :mod:`gpuplan.scenario.stacks`), and sharding asked of a
   serving plan;
 - the method: QLoRA's 4-bit bases and compute dtypes;
-- the layout: tp x pp x cp against the GPUs, data-parallel strategies against their ranks, DeepSpeed's pipeline
+- the layout: tp x pp x cp against the GPUs, data-parallel shardings against their ranks, DeepSpeed's pipeline
   limit, Megatron-Core's own sizes, tensor parallelism against the attention and KV heads, pipeline stages against
   the layers;
 - offloading, and a full fine-tune of frozen quantized weights;
@@ -157,7 +157,7 @@ def _qlora(s: Scenario) -> None:
 
 
 def _layout(s: Scenario, m: ModelSpec) -> list[str]:
-    """The GPUs against the parallel sizes, the strategy against its ranks, the heads and layers against tp, pp."""
+    """The GPUs against the parallel sizes, the sharding against its ranks, the heads and layers against tp, pp."""
     warnings: list[str] = []
     if s.world_size % (s.tp * s.pp * s.cp):
         what = "tp x pp x cp" if s.cp > 1 else "tp x pp"
@@ -198,23 +198,23 @@ def _across_nodes(s: Scenario) -> None:
 
 
 def _data_parallel(s: Scenario) -> None:
-    """A training strategy against the data-parallel ranks it shards or replicates over."""
-    strategy = s.resolved_sharding
+    """A training sharding against the data-parallel ranks it shards or replicates over."""
+    sharding = s.resolved_sharding
     # on one GPU ZeRO-3 still streams the weights from CPU memory layer by layer (DeepSpeed's ZeRO-Offload /
     # ZeRO-Infinity and FSDP's CPUOffload run with one rank): what fits a model the card cannot hold
-    alone = strategy == "zero3" and s.offload == "optimizer+params"
-    if s.task == "train" and strategy != "single" and s.dp * s.cp == 1 and not alone:
+    alone = sharding == "zero3" and s.offload == "optimizer+params"
+    if s.task == "train" and sharding != "single" and s.dp * s.cp == 1 and not alone:
         taken = (f"tp x pp = {s.tp * s.pp} takes all {s.world_size} GPUs, leaving one data-parallel rank: add GPUs "
                  "(num_gpus a multiple of tp x pp)" if s.world_size > 1 else "there is one: set num_gpus >= 2")
         raise GpuplanError(f"sharding {s.sharding!r} shards or replicates over data-parallel GPUs, but {taken}, "
                            "or use sharding single (offload optimizer to save memory), or zero3 with offload "
                            "optimizer+params to stream the weights from CPU memory")
-    if s.task == "train" and strategy == "single" and s.dp > 1:
+    if s.task == "train" and sharding == "single" and s.dp > 1:
         raise GpuplanError(f"sharding 'single' uses one GPU but the scenario has {s.dp} data-parallel GPUs: "
                            "choose ddp, zero1, zero2, zero3 or fsdp")
-    if s.task == "train" and s.pp > 1 and s.sharded_by == "deepspeed" and strategy in ("zero2", "zero3"):
+    if s.task == "train" and s.pp > 1 and s.sharded_by == "deepspeed" and sharding in ("zero2", "zero3"):
         # DeepSpeed's PipelineEngine asserts zero_optimization_stage < 2 (runtime/pipe/engine.py)
-        raise GpuplanError(f"DeepSpeed runs pipeline parallelism with ZeRO-1 at most, not {strategy}: use sharding "
+        raise GpuplanError(f"DeepSpeed runs pipeline parallelism with ZeRO-1 at most, not {sharding}: use sharding "
                            "zero1 with pp, or pp 1 with ZeRO-2/3")
 
 
@@ -270,6 +270,9 @@ def _engine(s: Scenario, m: ModelSpec) -> list[str]:
     why = engine.refusal(s, m) or _moe_layout(s, m)
     if why:
         raise GpuplanError(why)
+    why = engine.chunked_prefill_refusal(s) if s.task == "infer" else None
+    if why:
+        raise GpuplanError(why)
     tokens = s.prompt_tokens + s.output_tokens
     if s.task == "infer" and engine.checks_request_length and s.max_model_len and s.max_model_len < tokens:
         raise GpuplanError(f"max_model_len {s.max_model_len:,} is shorter than one request ({s.prompt_tokens:,} "
@@ -282,8 +285,8 @@ def _engine(s: Scenario, m: ModelSpec) -> list[str]:
 def _moe_layout(s: Scenario, m: ModelSpec) -> str | None:
     """Expert parallelism and attention data parallelism of a served MoE model: an engine that runs them, an MoE
     model, one pipeline stage, ``ep`` dividing the copy's ``tp`` GPUs and the experts (SGLang's ``moe_tp_size =
-    tp_size / ep_size``, TensorRT-LLM's ``moe_tp_size x moe_ep_size = tp_size``); vLLM's expert-parallel group is
-    every GPU of the copy (``--enable-expert-parallel``: EP = TP x DP)."""
+    tp_size / ep_size``, TensorRT-LLM's ``moe_tp_size x moe_ep_size = tp_size``); then the engine's own rule
+    (:meth:`gpuplan.engines.base.Engine.expert_parallel_refusal`: vLLM's group is every GPU of the copy)."""
     if s.task != "infer" or (s.ep == 1 and not s.attention_dp and s.moe_dispatch is None):
         return None
     if s.moe_dispatch is not None and not (s.ep > 1 and s.attention_dp):
@@ -305,10 +308,7 @@ def _moe_layout(s: Scenario, m: ModelSpec) -> str | None:
                 "ep of them)")
     if s.ep > 1 and m.num_experts % s.ep:
         return f"ep={s.ep} does not divide the {m.num_experts} experts of {m.name}: use a divisor of {m.num_experts}"
-    if s.engine == "vllm" and s.ep not in (1, s.tp):
-        return (f"vLLM's expert-parallel group is every GPU of the copy (--enable-expert-parallel: EP = TP x DP): set "
-                f"ep {s.tp} or 1")
-    return None
+    return engine.expert_parallel_refusal(s)
 
 
 def _foreign_settings(s: Scenario) -> str | None:

@@ -11,14 +11,14 @@ from ..model.spec import ModelSpec
 from .fields import INFER_ONLY, MOE_LAYOUT, TRAIN_ONLY, TRAINING_LAYOUT, Scenario
 from .stacks import WHY
 
-STRATEGY_WORDS = {"single": "single GPU", "ddp": "DDP", "zero1": "ZeRO-1", "zero2": "ZeRO-2", "zero3": "ZeRO-3",
+SHARDING_WORDS = {"single": "single GPU", "ddp": "DDP", "zero1": "ZeRO-1", "zero2": "ZeRO-2", "zero3": "ZeRO-3",
                   "fsdp1": "FSDP1", "fsdp2": "FSDP2"}
 
 
 def describe(s: Scenario, m: ModelSpec | None = None, gpu_id: str | None = None, *, engine: str | None = None,
              hardware: str | None = None) -> str:
     """The scenario as resolved, in one line: model, task, method and rank, lengths and batch, checkpointing,
-    precision, engine, stack, GPUs and strategy. ``engine`` and ``hardware`` replace those parts where a
+    precision, engine, stack, GPUs and sharding. ``engine`` and ``hardware`` replace those parts where a
     search tries several (``recommend``, ``cost``)."""
     model = m.name if m is not None else s.model
     stack = getattr(s, "stack", None)
@@ -51,8 +51,8 @@ def describe(s: Scenario, m: ModelSpec | None = None, gpu_id: str | None = None,
     where = " + ".join(short_id(g) for g in (gpu, *s.extra_gpus)) if gpu and s.extra_gpus else \
         f"{s.world_size} x {short_id(gpu)}" if gpu else (f"{s.world_size} GPUs" if s.world_size > 1 else
                                                          "no GPU named")
-    strategy = (s.sharding_name if s.task == "train" or s.sharding else None) or ""
-    layout = [STRATEGY_WORDS.get(strategy, strategy)]
+    sharding = (s.sharding_name if s.task == "train" or s.sharding else None) or ""
+    layout = [SHARDING_WORDS.get(sharding, sharding)]
     if s.tp > 1:
         layout.append(f"tensor parallel {s.tp}")
     if s.task == "infer" and s.ep > 1:
@@ -69,7 +69,7 @@ def describe(s: Scenario, m: ModelSpec | None = None, gpu_id: str | None = None,
 def defaults_said(s: Scenario) -> list[str]:
     """Every field the user left out, in words, with why its value was chosen: "optimizer adamw (default)",
     "grad checkpointing full (the hf recipe's default: peft's prepare_model_for_kbit_training ...)" where the
-    stack chose it (:data:`~gpuplan.scenario.stacks.WHY`), the strategy from the GPU count. The card- and
+    stack chose it (:data:`~gpuplan.scenario.stacks.WHY`), the sharding from the GPU count. The card- and
     model-dependent defaults are the resolver's notes (:func:`gpuplan.plan.resolve.resolve`); the recipe's are
     :func:`gpuplan.scenario.stacks.resolve`."""
     skip = INFER_ONLY if s.task == "train" else TRAIN_ONLY | TRAINING_LAYOUT | MOE_LAYOUT

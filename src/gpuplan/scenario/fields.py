@@ -190,6 +190,11 @@ class Scenario(BaseModel):
         default="serve", description="vLLM entry point: `vllm serve` or the offline LLM class (their defaults "
         "differ)")
     enforce_eager: bool = Field(default=False, description="vLLM --enforce-eager: no CUDA graphs")
+    chunked_prefill: bool | None = Field(
+        default=None, description="split long prompts over several steps: vLLM --enable-chunked-prefill / "
+        "--no-enable-chunked-prefill, SGLang --chunked-prefill-size -1 to turn it off; off, a step takes whole "
+        "prompts and vLLM's profiling run (so its KV pool) is sized for max_model_len tokens; default: the engine's "
+        "own by release (vLLM V1 on, V0 on only past 32,768 tokens of context; SGLang on)")
     ubatch_tokens: int | None = Field(default=None, ge=1, le=1_000_000,
                                       description="llama.cpp --ubatch-size (default 512)")
     flash_attention: Literal["auto", "on", "off"] = Field(
@@ -467,6 +472,11 @@ class Scenario(BaseModel):
         return stacks.RECIPES[self.stack]
 
     @property
+    def length_field(self) -> str:
+        """The field that sets one sequence's length: ``seq_len`` when training, ``prompt_tokens`` when serving."""
+        return "seq_len" if self.task == "train" else "prompt_tokens"
+
+    @property
     def world_size(self) -> int:
         return self.num_gpus * self.num_nodes
 
@@ -486,12 +496,12 @@ class Scenario(BaseModel):
     @property
     def sharded_by(self) -> str:
         """Who shards or replicates: ``single``, ``ddp``, ``deepspeed`` (zero1-3), ``fsdp1`` or ``fsdp2``."""
-        strategy = self.resolved_sharding
-        if strategy.startswith("zero") and not (self.sharding or "").startswith("fsdp"):
+        resolved = self.resolved_sharding
+        if resolved.startswith("zero") and not (self.sharding or "").startswith("fsdp"):
             return "deepspeed"
         if (self.sharding or "").startswith("fsdp"):
             return self.sharding if self.sharding != "fsdp" else (self.recipe.fsdp or "fsdp1")
-        return strategy
+        return resolved
 
     @property
     def sharding_name(self) -> str | None:
@@ -681,7 +691,8 @@ TRAINING_LAYOUT = frozenset({"num_nodes", "sharding", "pp", "offload", "stack", 
 INFER_ONLY = frozenset({"batch_size", "prompt_tokens", "output_tokens", "shared_prefix_tokens", "kv_cache_dtype",
                         "engine", *LOAD_FIELDS,
                         "mem_fraction_static", "gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs",
-                        "max_model_len", "engine_version", "entry_point", "enforce_eager", "ubatch_tokens",
+                        "max_model_len", "engine_version", "entry_point", "enforce_eager", "chunked_prefill",
+                        "ubatch_tokens",
                         "free_gpu_memory_fraction", "tokens_per_block", "capacity_scheduler_policy",
                         "flash_attention", "cpu_layers", "extra_gpus", "tensor_split", "attention_dp",
                         "moe_dispatch"})

@@ -225,9 +225,8 @@ def resolve_model(s: Scenario, spec: ModuleSpec) -> ModuleJob:
         windows, words = audio_windows(s, spec)
         notes += words
     elif variables:
-        source = s.seq_len if s.task == "train" else s.prompt_tokens
-        limit = d.get("encoder_tokens_max")
-        given = "seq_len" if s.task == "train" else "prompt_tokens"
+        given = s.length_field
+        source, limit = getattr(s, given), d.get("encoder_tokens_max")
         if limit and source > limit and given not in s.model_fields_set:  # a default, not the user's: within reach
             notes.append(f"{given} {limit:,}: the default {source:,} would run past {spec.name}'s {limit:,} "
                          f"positions (set {given} to choose)")

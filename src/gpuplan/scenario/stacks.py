@@ -318,7 +318,7 @@ def resolve(data: Mapping[str, Any]) -> dict[str, Any]:
             out["qlora_fp32_upcast"] = True
     if data.get("activation_offload") is None and stack.name == "unsloth":
         # unsloth _utils.apply_unsloth_gradient_checkpointing: plain checkpointing below 512 tokens
-        out["activation_offload"] = get("grad_checkpointing") == "full" and data.get("seq_len", 2048) >= 512
+        out["activation_offload"] = get("grad_checkpointing") == "full" and data["seq_len"] >= 512
     card = card_precision(data, get("precision"))
     if card != get("precision"):
         out["precision"] = card

@@ -113,10 +113,18 @@ def sglang_scheduler(sm) -> Scheduler:
     batch's token budget (``PrefillAdder``: each admitted prompt takes its tokens out of ``rem_chunk_tokens``, a
     longer one is chunked and closes the batch), ``max_running_requests`` as the batch cap, and prefill first:
     ``Scheduler.get_next_batch_to_run`` runs a new prefill batch whenever one forms, else the decode batch, so a
-    prompt's chunks stall the running decodes (mixing them needs ``--enable-mixed-chunk``, off by default)."""
+    prompt's chunks stall the running decodes (mixing them needs ``--enable-mixed-chunk``, off by default). With
+    ``--chunked-prefill-size -1`` a prefill batch takes whole prompts up to ``max_prefill_tokens`` (16,384), the
+    first prompt of a batch whatever its length (``PrefillAdder.budget_state`` checks the budget before adding
+    it): the budget here is the larger of 16,384 and the context length, so a long prompt runs whole."""
+    chunked = sm.chunked_prefill_size > 0
+    budget = sm.chunked_prefill_size if chunked else max(SGLANG_MAX_PREFILL_TOKENS, sm.context_len)
     return Scheduler(kv_blocks=sm.kv_tokens, block_tokens=1, max_num_seqs=sm.max_running_requests,
-                     max_num_batched_tokens=sm.chunked_prefill_size, chunked_prefill=sm.chunked_prefill_size > 0,
-                     mixed_prefill=sm.mixed_chunk)
+                     max_num_batched_tokens=budget, chunked_prefill=chunked, mixed_prefill=sm.mixed_chunk)
+
+
+# SGLang's ServerArgs.max_prefill_tokens default: the tokens of one prefill batch when prompts are not chunked
+SGLANG_MAX_PREFILL_TOKENS = 16_384
 
 
 def trtllm_scheduler(s, sm) -> Scheduler:

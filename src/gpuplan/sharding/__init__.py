@@ -8,7 +8,7 @@ buffers it gathers, and the reserved memory it leaves beyond the allocated peak:
 - :mod:`.deepspeed`: DeepSpeed ZeRO-1/2/3;
 - :mod:`.fsdp`: what FSDP1 (:mod:`.fsdp1`) and FSDP2 (:mod:`.fsdp2`) share, and how they differ.
 
-Which one a scenario uses is ``Scenario.sharded_by`` (its ``strategy`` and, for FSDP, the stack's version).
+Which one a scenario uses is ``Scenario.sharded_by`` (its ``sharding`` and, for FSDP, the stack's version).
 """
 
 from __future__ import annotations

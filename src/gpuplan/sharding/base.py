@@ -21,7 +21,7 @@ class Sharding:
     """One GPU, or DDP: every rank holds the whole state; DDP adds flat bucket copies of the gradients."""
 
     name = "single"
-    # torch autocast over fp32 weights in -mixed full fine-tuning (sharding engines cast the gathered weights)
+    # torch autocast over fp32 weights in -mixed full fine-tuning (the shardings cast the gathered weights)
     autocasts_fp32_weights = True
     slack = oh.ALLOCATOR_SLACK_TRAIN
 
@@ -29,7 +29,7 @@ class Sharding:
         """How many ways weights, gradients and optimizer states are split across data-parallel ranks."""
         return 1, 1, 1
 
-    def state(self, s: Scenario, m: ModelSpec, rt: Stack) -> State:
+    def state(self, s: Scenario, m: ModelSpec, stack: Stack) -> State:
         tp_pp = 1 / (s.tp * s.pp)  # model state split by TP and PP (vocab-parallel embeddings included)
         w_n, g_n, o_n = self.shards(s)
         mixed = s.precision.endswith("-mixed")
@@ -44,17 +44,17 @@ class Sharding:
                                       + (" with torch autocast" if self.autocasts_fp32_weights else "")
                                       + f" (16 bytes/parameter with AdamW){self.sharded_text(s)}")
             return st
-        return self.lora_state(s, m, rt, tp_pp, w_n, g_n, o_n)
+        return self.lora_state(s, m, stack, tp_pp, w_n, g_n, o_n)
 
-    def lora_state(self, s: Scenario, m: ModelSpec, rt: Stack, tp_pp: float, w_n: int, g_n: int,
+    def lora_state(self, s: Scenario, m: ModelSpec, stack: Stack, tp_pp: float, w_n: int, g_n: int,
                    o_n: int) -> State:
         targets = lora_targets(s, m)
         trainable = lora_params(m, targets, s.lora_rank, experts=adapts_experts(s, m))
         a = s.adapter_bytes
-        fmt, skip = rt.base_format(s, m)
+        fmt, skip = stack.base_format(s, m)
         base = sum(m.weight_bytes(fmt, skip=skip).values())
         st = State(trainable=trainable, state_bytes=a)
-        if rt.fp32_upcast(s):
+        if stack.fp32_upcast(s):
             high = m.params_total - sum(count * sum(lin.weight_params for lin in layer.linears
                                                     if lin.group not in skip) for layer, count in m.layer_kinds())
             base += high * (4 - s.compute_bytes)
@@ -84,8 +84,8 @@ class Sharding:
             st.weights = 0.0
         st.assumptions.append(f"offload {s.offload}: those states live in CPU memory and the step runs there")
 
-    def buffers(self, s: Scenario, m: ModelSpec, rt: Stack, st: State) -> dict[str, float]:
-        """Buffers of the engine alive at the peak: DDP's gradient buckets (PyTorch DDP keeps flat bucket copies of
+    def buffers(self, s: Scenario, m: ModelSpec, stack: Stack, st: State) -> dict[str, float]:
+        """Buffers of the sharding alive at the peak: DDP's gradient buckets (PyTorch DDP keeps flat bucket copies of
         the gradients)."""
         return {"DDP gradient buckets": st.gradients} if s.resolved_sharding == "ddp" else {}
 
@@ -93,6 +93,6 @@ class Sharding:
         """Those of ``buffers`` that exist only while a decoder layer runs (none here)."""
         return {}
 
-    def fragmentation(self, s: Scenario, m: ModelSpec, rt: Stack, e: Estimate) -> float:
-        """Reserved bytes beyond the allocator's slack that the engine leaves cached (none here)."""
+    def fragmentation(self, s: Scenario, m: ModelSpec, stack: Stack, e: Estimate) -> float:
+        """Reserved bytes beyond the allocator's slack that the sharding leaves cached (none here)."""
         return 0.0

@@ -26,9 +26,9 @@ class DeepSpeed(Sharding):
         n, stage = s.dp, s.resolved_sharding
         return (n if stage == "zero3" else 1, n if stage in ("zero2", "zero3") else 1, n)
 
-    def state(self, s: Scenario, m: ModelSpec, rt: Stack) -> State:
+    def state(self, s: Scenario, m: ModelSpec, stack: Stack) -> State:
         if s.method != "full" or not s.precision.endswith("-mixed"):
-            st = super().state(s, m, rt)
+            st = super().state(s, m, stack)
             if s.method == "full":
                 st.assumptions.append(f"{s.resolved_sharding.upper()} in {s.precision}: weights, gradients and "
                                       f"optimizer states in one dtype, sharded over {s.dp} ranks")
@@ -61,7 +61,7 @@ class DeepSpeed(Sharding):
             st.gradients = 0.0
         super().offload(s, st)
 
-    def buffers(self, s: Scenario, m: ModelSpec, rt: Stack, st: State) -> dict[str, float]:
+    def buffers(self, s: Scenario, m: ModelSpec, stack: Stack, st: State) -> dict[str, float]:
         out = {"ZeRO communication buckets": 2 * 2 * oh.deepspeed_bucket_elements(m.hidden_size)}
         if s.resolved_sharding != "zero3":
             return out
@@ -70,7 +70,7 @@ class DeepSpeed(Sharding):
             largest = max(layer.params for layer, _ in m.layer_kinds()) * tp_pp
             out["ZeRO-3 gathered layers"] = 2 * 2 * largest + 2 * largest  # current + prefetched, one layer's grads
         else:  # a frozen base is gathered in its own format; adapter gradients are small
-            fmt, skip = rt.base_format(s, m)
+            fmt, skip = stack.base_format(s, m)
             largest = max(sum(lin.weight_params * fmt.high_bytes if lin.group in skip else fmt.linear_weight_bytes(lin)
                               for lin in layer.linears) for layer, _ in m.layer_kinds()) * tp_pp
             out["ZeRO-3 gathered layers"] = 2 * largest  # current + prefetched

@@ -36,13 +36,13 @@ class Fsdp(Sharding):
             st.gradients = 0.0
         super().offload(s, st)
 
-    def unit_bytes(self, s: Scenario, m: ModelSpec, rt: Stack) -> tuple[float, float]:
+    def unit_bytes(self, s: Scenario, m: ModelSpec, stack: Stack) -> tuple[float, float]:
         """(parameter bytes, trainable parameters) of the largest decoder-layer unit, unsharded."""
         tp_pp = 1 / (s.tp * s.pp)
         if s.method == "full":
             largest = max(layer.params for layer, _ in m.layer_kinds())
             return s.compute_bytes * largest * tp_pp, largest * tp_pp
-        fmt, skip = rt.base_format(s, m)
+        fmt, skip = stack.base_format(s, m)
         largest = max(sum(lin.weight_params * fmt.high_bytes if lin.group in skip else fmt.linear_weight_bytes(lin)
                           for lin in layer.linears) for layer, _ in m.layer_kinds())
         return largest * tp_pp, 0.0
@@ -50,10 +50,10 @@ class Fsdp(Sharding):
     def root_params(self, m: ModelSpec) -> int:
         return m.vocab_size * m.embedding_dim * (1 if m.tie_word_embeddings else 2) + m.final_norm_params
 
-    def buffers(self, s: Scenario, m: ModelSpec, rt: Stack, st: State) -> dict[str, float]:
+    def buffers(self, s: Scenario, m: ModelSpec, stack: Stack, st: State) -> dict[str, float]:
         tp_pp = 1 / (s.tp * s.pp)
-        root_bytes = 4 if rt.fp32_upcast(s) or s.precision == "fp32" else s.compute_bytes
-        unit, unit_trainable = self.unit_bytes(s, m, rt)
+        root_bytes = 4 if stack.fp32_upcast(s) or s.precision == "fp32" else s.compute_bytes
+        unit, unit_trainable = self.unit_bytes(s, m, stack)
         out = {f"{self.name.upper()} root unit unsharded (embeddings, norm, head)": root_bytes * self.root_params(m)
                * tp_pp, f"{self.name.upper()} units in flight (current + prefetched)": 2 * unit}
         if s.method == "full":

@@ -28,10 +28,10 @@ from .fsdp import Fsdp
 class Fsdp1(Fsdp):
     name = "fsdp1"
 
-    def buffers(self, s: Scenario, m: ModelSpec, rt: Stack, st: State) -> dict[str, float]:
-        out = super().buffers(s, m, rt, st)
+    def buffers(self, s: Scenario, m: ModelSpec, stack: Stack, st: State) -> dict[str, float]:
+        out = super().buffers(s, m, stack, st)
         if s.method == "qlora" and (s.quant or "nf4") in ("nf4", "fp4"):
-            fmt, skip = rt.base_format(s, m)
+            fmt, skip = stack.base_format(s, m)
             state = sum(count * sum(fmt.linear_weight_bytes(lin) - lin.weight_params / 2 for lin in layer.linears
                                     if lin.group not in skip) for layer, count in m.layer_kinds()) / (s.tp * s.pp)
             # the state's 1/dp share is counted with the sharded weights, unless CPU offload moved those away
@@ -40,15 +40,15 @@ class Fsdp1(Fsdp):
                 out["bitsandbytes quant_state (FSDP1 does not shard or offload it)"] = kept
         return out
 
-    def fragmentation(self, s: Scenario, m: ModelSpec, rt: Stack, e: Estimate) -> float:
+    def fragmentation(self, s: Scenario, m: ModelSpec, stack: Stack, e: Estimate) -> float:
         """The side streams' cached blocks: one unit's parameters (all-gather stream, beyond those in flight) and
         one unit's gradient (reduce-scatter stream); with CPU offload, the pre-unshard stream's copies of the
         shards brought to the GPU for the all-gathers (``FlatParamHandle.pre_unshard`` ``flat_param_to(device)``,
         "created on the pre-unshard stream" and handed to the all-gather stream by ``record_stream``): the root's
         shard, still waiting for its all-gather when the first decoder unit's shard is copied in, and that one."""
-        unit, trainable = self.unit_bytes(s, m, rt)
+        unit, trainable = self.unit_bytes(s, m, stack)
         pools = unit + s.compute_bytes * trainable
         if s.offload == "optimizer+params" and s.dp > 1:
-            root_bytes = 4 if rt.fp32_upcast(s) or s.precision == "fp32" else s.compute_bytes
+            root_bytes = 4 if stack.fp32_upcast(s) or s.precision == "fp32" else s.compute_bytes
             pools += (root_bytes * self.root_params(m) / (s.tp * s.pp) + unit) / s.dp
         return pools

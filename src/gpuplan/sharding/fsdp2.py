@@ -20,9 +20,9 @@ from .fsdp import Fsdp
 class Fsdp2(Fsdp):
     name = "fsdp2"
 
-    def buffers(self, s: Scenario, m: ModelSpec, rt: Stack, st: State) -> dict[str, float]:
+    def buffers(self, s: Scenario, m: ModelSpec, stack: Stack, st: State) -> dict[str, float]:
         self.reduce_bytes = 4 if s.precision.endswith("-mixed") else 0
-        out = super().buffers(s, m, rt, st)
+        out = super().buffers(s, m, stack, st)
         if s.pp > 1:
             # with pipeline parallelism torchtitan keeps every block of the stage unsharded after the forward
             # (apply_fsdp: "do not reshard after forward to avoid per-microbatch all-gathers"), and the pipeline

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
-import statistics
 import tempfile
 import time
 from collections.abc import Callable
@@ -197,7 +196,3 @@ def trainer_step_times(s: Scenario, model, vocab: int, steps: int, *, liger: boo
         args = TrainingArguments(**kwargs)
         Trainer(model=model, args=args, train_dataset=rows, data_collator=collate, callbacks=[timer]).train()
     return timer.times[1:]
-
-
-def median_or_none(values: list[float]) -> float | None:
-    return statistics.median(values) if values else None

@@ -87,8 +87,7 @@ def offline_band(m: ModelSpec) -> str:
     band = decode_band("trtllm", m)
     if band is None:
         return f"uncalibrated for {model_class(m)} models: no published trtllm-bench run of one is scored"
-    low, high, where = band
-    return f"measured {low:+.0%} to {high:+.0%} of it on {where}"
+    return f"measured {band.low:+.0%} to {band.high:+.0%} of it on {band.where}"
 
 
 __all__ = ["ServingRates", "Speed", "StepTimer", "compute_dtype", "gemm_efficiency", "gemm_time_s",

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import math
 
+from ..engines import engine_for
 from ..scenario import Scenario
 from .comms import DataParallel, Link, all_reduce_s
 from .gemm import gemm_time_s, peak_flops
@@ -159,9 +160,9 @@ def layout_comms_s(timer, tokens: float, seqs: float, *, decode: bool) -> dict[s
 
 
 def moe_dispatch(s: Scenario) -> str:
-    """How tokens reach their experts: the scenario's ``moe_dispatch``, else the engine's default (SGLang and vLLM
-    gather and reduce-scatter; TensorRT-LLM's attention-DP MoE runs its own all-to-all, timed as DeepEP's)."""
-    return s.moe_dispatch or ("deepep" if s.engine == "trtllm" else "allgather")
+    """How tokens reach their experts: the scenario's ``moe_dispatch``, else the engine's default
+    (:attr:`gpuplan.engines.base.Engine.moe_dispatch`)."""
+    return s.moe_dispatch or engine_for(s).moe_dispatch
 
 
 __all__ = ["dispatch_combine_s", "experts_s", "imbalance", "layout_comms_s", "mla_absorbed_s", "moe_dispatch",

@@ -38,7 +38,7 @@ from ..scenario import Scenario
 from ..tensors.kv import kv_bytes_per_sequence
 from ..tensors.state import attention_kernel, weight_format
 from . import ggml, mlx
-from .bands import decode_band, model_class
+from .bands import decode_band, uncalibrated_words
 from .breakdown import Speed
 from .comms import DataParallel, Link, all_reduce_s, inter_node_link, intra_node_link
 from .experts import experts_s, layout_comms_s, mla_absorbed_s, rank_share
@@ -547,7 +547,7 @@ def inference_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | 
     widen = ["cpu layers"] if timer.cpu_layer_share else []
     if gpu.vendor != "NVIDIA":
         widen.append("other vendor")
-    return banded(speed, engine.name, m, widen, rocm=timer.timing.gpu_scale != 1.0)
+    return banded(speed, engine.name, m, widen, maker=gpu.vendor, rocm=timer.timing.gpu_scale != 1.0)
 
 
 def decode_words(timer: StepTimer, label: str, batch: int, host_shown: float) -> str:
@@ -578,18 +578,21 @@ def decode_words(timer: StepTimer, label: str, batch: int, host_shown: float) ->
             "they differ in how prompts share the steps (time to first token, the offline line)")
 
 
-def banded(speed: Speed, engine: str, m: ModelSpec, widen: list[str], *, rocm: bool = False) -> Speed:
-    """``speed`` with its range: the band the benches measure for ``engine`` on ``m``'s class of model
-    (:func:`.bands.decode_band`), else the decode spread doubled and said "uncalibrated"; an engine's ROCm build
-    adds the held-out error of its measured share (:data:`~gpuplan.overheads.ROCM_BAND`) on each side."""
-    found = decode_band(engine, m)
+def banded(speed: Speed, engine: str, m: ModelSpec, widen: list[str], *, maker: str = "NVIDIA",
+           rocm: bool = False) -> Speed:
+    """``speed`` with its range: the band the benches measure for ``engine`` on ``m``'s class of model on
+    ``maker``'s cards (:func:`.bands.decode_band`); on a maker with no band of its own the NVIDIA band, widened
+    for the other vendor, and for an engine's ROCm build the held-out error of its measured share
+    (:data:`~gpuplan.overheads.ROCM_BAND`) on each side; else the decode spread doubled and said "uncalibrated"."""
+    found = decode_band(engine, m, maker)
     if found is None:
-        cls = model_class(m)
-        speed.band = (f"uncalibrated: no bench measures {engine} on {cls} models, so the range is the decode "
-                      "spread of the measured pairs, doubled")
+        speed.band = (f"{uncalibrated_words(engine, m)}, so the range is the decode spread of the measured pairs, "
+                      "doubled")
         return speed.with_range("decode", *widen, "uncalibrated")
-    low, high, where = found
-    if rocm:
+    low, high, where = found.low, found.high, found.where
+    if found.own_maker:
+        widen = [w for w in widen if w != "other vendor"]
+    elif rocm:
         low, high = low - oh.ROCM_BAND, high + oh.ROCM_BAND
         where += f", +-{oh.ROCM_BAND:.0%} for the ROCm build's measured share (bench/results/rocm_share.md)"
     speed.band = where + (" (widened: " + ", ".join(widen) + ")" if widen else "")

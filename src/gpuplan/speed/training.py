@@ -416,12 +416,12 @@ class _Comms:
         """(ZeRO-3's gathers and ZeRO-2/3's reduce-scatters per micro-step, the step's gradient sync), each the
         part its pass does not hide."""
         s, m = self.s, self.m
-        strategy, dp = s.resolved_sharding, s.dp
+        sharding, dp = s.resolved_sharding, s.dp
         trainable = _trainable(s, m)
         grad_bytes = 2.0 if s.sharded_by == "deepspeed" else (4.0 if s.precision.endswith("mixed") else 2.0)
         grads = trainable * grad_bytes / (s.tp * s.pp)
         gather = reduce = sync = 0.0
-        if strategy == "zero3" and dp > 1 and s.pp > 1 and s.sharded_by == "fsdp2":
+        if sharding == "zero3" and dp > 1 and s.pp > 1 and s.sharded_by == "fsdp2":
             # FSDP2 under torch.distributed.pipelining: torchtitan keeps a stage's weights gathered after the
             # forward when PP is on (apply_fsdp, reshard_after_forward = not pp_enabled) and the pipeline stage
             # turns off resharding after backward and gradient sync for every micro-batch, reducing once after the
@@ -431,17 +431,17 @@ class _Comms:
             self.assumptions.append("FSDP2 with pipeline stages: weights gathered once and gradients "
                                     "reduce-scattered once per step, not per micro-batch")
             return gather, reduce, sync
-        if strategy == "zero3" and dp > 1:
+        if sharding == "zero3" and dp > 1:
             g = self.all_gather_s(_sharded_weight_bytes(s, m))
             hide = oh.ZERO3_GATHER_OVERLAP if s.sharded_by == "deepspeed" else oh.DP_OVERLAP
             gather = max(0.0, g - hide * forward_time) + max(0.0, g - hide * backward_time)
-        if strategy in ("zero2", "zero3") and dp > 1:
+        if sharding in ("zero2", "zero3") and dp > 1:
             reduce = max(0.0, self.all_gather_s(grads) - oh.DP_OVERLAP * backward_time)
-        if self.ranks > 1 and strategy in ("ddp", "single"):
+        if self.ranks > 1 and sharding in ("ddp", "single"):
             sync = max(0.0, self.all_reduce_s(grads) - oh.DP_OVERLAP * backward_time)
-        elif self.ranks > 1 and strategy == "zero1":
+        elif self.ranks > 1 and sharding == "zero1":
             sync = max(0.0, self.all_gather_s(grads) - oh.DP_OVERLAP * backward_time)
-        if self.ranks > 1 and strategy in ("zero1", "zero2"):  # updated 16-bit weights gathered after the step
+        if self.ranks > 1 and sharding in ("zero1", "zero2"):  # updated 16-bit weights gathered after the step
             sync += max(0.0, self.all_gather_s(2.0 * trainable / (s.tp * s.pp)) - oh.DP_OVERLAP * forward_time)
         return gather, reduce, sync
 

@@ -2,9 +2,10 @@
 
 A :class:`Stack` is one stack's code (transformers + peft, torchtune's modules, torchtitan's model, Unsloth's and
 Liger's kernels): what each decoder layer saves for backward, what its selective checkpointing keeps, what the loss
-materializes, what stays on the GPU when activations are offloaded, and which buffers it adds. An :class:`Engine`
-is who holds the model state (one GPU, DDP, DeepSpeed ZeRO, FSDP1, FSDP2): what it stores and shards, the buffers
-it gathers, and how far the caching allocator's reserved memory runs above the allocated peak.
+materializes, what stays on the GPU when activations are offloaded, and which buffers it adds. A sharding
+(:class:`gpuplan.sharding.base.Sharding`) is who holds the model state (one GPU, DDP, DeepSpeed ZeRO, FSDP1,
+FSDP2): what it stores and shards, the buffers it gathers, and how far the caching allocator's reserved memory runs
+above the allocated peak.
 """
 
 from __future__ import annotations
@@ -79,6 +80,8 @@ class Stack:
     holds_output = False
     # whether a buffer is sized from the memory the card has free (so the peak depends on the card's capacity)
     sizes_from_free_memory = False
+    # the model-parallel splits the stack runs itself and its launch files set ("tp", "pp"): the Trainer has none
+    model_parallel: tuple[str, ...] = ()
 
     # -- what it stores ----------------------------------------------------------------------------------
     def base_format(self, s: Scenario, m: ModelSpec) -> tuple[Format, tuple[str, ...]]:

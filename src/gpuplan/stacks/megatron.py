@@ -250,6 +250,7 @@ class Megatron(Stack):
     """Megatron-Core's layers (Transformer Engine) and schedules; the memory is :mod:`gpuplan.memory.megatron`."""
 
     name = "megatron"
+    model_parallel = ("tp", "pp")  # --tensor-model-parallel-size, --pipeline-model-parallel-size
 
     def recompute(self, s: Scenario, m: ModelSpec) -> Recompute:
         """``full`` re-runs every layer's forward; ``selective`` re-runs core attention only (the speed model
@@ -262,9 +263,6 @@ class Megatron(Stack):
 
     def extras(self, s: Scenario, m: ModelSpec, shard: float) -> dict[str, float]:
         return {"cuBLAS workspace": oh.CUBLAS_WORKSPACE_GIB * oh.GIB}
-
-    def step_time_factor(self, s: Scenario) -> tuple[float, str]:
-        return 1.0, ""
 
     def notes(self, s: Scenario) -> list[str]:
         out = ["Megatron-Core: sequence parallelism with TP, the distributed optimizer over DP x CP, fp32 gradient "

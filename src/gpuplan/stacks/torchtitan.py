@@ -24,6 +24,7 @@ from .native import OpSelective, chunked_loss
 
 class Torchtitan(OpSelective):
     name = "torchtitan"
+    model_parallel = ("tp", "pp")  # [parallelism] tensor_parallel_degree, pipeline_parallel_degree
 
     def fused(self, s: Scenario) -> bool:
         return bool(s.compile)

@@ -254,7 +254,7 @@ async def estimate_route(scenario: Annotated[RawScenario, Body()], request: Requ
 
 @router.post("/recommend", response_model=api.Recommendation | api.ModuleChoices, summary="The setups that fit, ranked")
 async def recommend_route(body: RecommendRequest, request: Request) -> Response:
-    """`gpuplan recommend`: GPU type x count x strategy x techniques x offers, pruned by memory, ranked by cost,
+    """`gpuplan recommend`: GPU type x count x sharding x techniques x offers, pruned by memory, ranked by cost,
     time or both, with the Pareto front of cost vs speed marked (what `gpuplan recommend --json` prints). A
     diffusion pipeline, an encoder-decoder or an encoder: one card per setup, each on its cheapest offer."""
     return await answer(request, recommend_json, body.scenario, body.constraints.model_dump())
@@ -378,6 +378,8 @@ class CapacityRequest(BaseModel):
     any_quant: bool = False
     expert_parallel: bool = False
     attention_dp: bool = False
+    chunked_prefill: bool | None = Field(default=None, description="the engine's chunked-prefill switch (the "
+                                         "scenario field); null: its own default by release")
     top: int = Field(default=4, ge=1, le=6, description="setups simulated")
 
 

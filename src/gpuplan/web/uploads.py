@@ -141,10 +141,6 @@ class Store:
         if root is not None:
             shutil.rmtree(root, ignore_errors=True)
 
-    def stored_bytes(self) -> int:
-        with self._lock:
-            return sum(self._files.values())
-
     def _spare(self, for_bytes: bool = False) -> str | None:
         """The least recently used file no request is using; the caller holds the lock. To make room in bytes, the
         least recently used of those at least a fair share of the space (:data:`MAX_STORED_BYTES` over

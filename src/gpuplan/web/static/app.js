@@ -297,7 +297,7 @@ async function heavy(seq) {
   if (seq !== state.seq) return;
   if (rec.status === "fulfilled") (module ? renderCards : renderSetups)(rec.value, scenario);
   else $("#setups-summary").textContent = rec.reason.message;
-  if (grid.status === "fulfilled") renderGrid(grid.value, state.result, scenario);
+  if (grid.status === "fulfilled") renderGrid(grid.value, state.result);
   else {  // the API's sentence (a model that is not a decoder LLM has no grid)
     $("#grid-note").textContent = grid.reason.message;
     $("#grid").replaceChildren();
@@ -638,7 +638,8 @@ function renderSetups(rec, scenario) {
   }
   const cols = ["#", "setup", "offer", "GiB", "tok/s", ...(train ? ["hours", "$"] : []), "$/M tok"];
   table.replaceChildren(h("tr", {}, cols.map((c) => h("th", {}, c))),
-    ...rec.setups.map((x, i) => h("tr", {class: x.pareto ? "pareto" : "", title: x.rationale},
+    ...rec.setups.map((x, i) => h("tr", {class: x.pareto ? "pareto" : "",
+                                        title: x.band ? `${x.rationale}; tok/s range: ${x.band}` : x.rationale},
       h("td", {}, `${i + 1}${x.pareto ? "*" : ""}`), h("td", {}, setupLabel(x)),
       h("td", {}, x.offer + (x.stale ? " (old price)" : "")),
       h("td", {class: "n"}, `${x.device_peak_gib.toFixed(0)}/${x.capacity_gib.toFixed(0)}`),
@@ -679,7 +680,7 @@ function cellText(c, r) {
   return (c.headroom_gib >= 0 ? "+" : "") + num(c.headroom_gib, 1);
 }
 
-function renderGrid(grid, r, scenario) {
+function renderGrid(grid, r) {
   const mine = r.gpu ? r.gpu.id : null;
   $("#grid-note").textContent = grid.note;
   $("#grid").replaceChildren(
@@ -690,9 +691,8 @@ function renderGrid(grid, r, scenario) {
         ? h("td", {class: "na", title: c.reason}, "n/a")
         : h("td", {class: c.fits ? "fit" : "nofit", "data-headroom": c.headroom_gib,
           title: `device ${num(c.device_peak_gib, 1)} GiB, headroom ${num(c.headroom_gib, 1)} GiB`}, cellText(c, r))))));
-  const tokens = scenario[grid.curve_field] ?? (grid.curve_field === "seq_len" ? 2048 : 1024);
   curve($("#curve"), grid.curve, grid.capacities,
-    {tokens, capacity: r.memory.capacity_gib, gpus: r.gpu ? [r.gpu.name] : []}, grid.curve_field);
+    {tokens: grid.curve_tokens, capacity: r.memory.capacity_gib, gpus: r.gpu ? [r.gpu.name] : []}, grid.curve_field);
 }
 
 function renderAssumptions(r, explanation) {
