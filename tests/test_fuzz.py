@@ -116,7 +116,7 @@ def failures_text(outcomes: list[runner.Outcome]) -> str:
 
 
 # ---- the generator is the CLI's ------------------------------------------------------------------------------
-def drawn_options(commands: list[tree.Command], fixtures: Fixtures, n: int = 400) -> dict[str, set[str]]:
+def drawn_options(commands: list[tree.Command], fixtures: Fixtures, n: int = 1200) -> dict[str, set[str]]:
     import random
 
     seen: dict[str, set[str]] = {c.name: set() for c in commands}

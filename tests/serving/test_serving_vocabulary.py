@@ -34,7 +34,9 @@ def test_one_scenario_gives_the_same_serving_numbers_in_every_command(engine, pr
     assert want["streaming"] == pytest.approx(1 / r.speed.step_time_s)
     if prefix:  # the cached prefix counts: a quarter of the prompt left to prefill, its blocks held once
         plain = estimate({**FIELDS, "engine": engine}, advise=False)
-        assert r.speed.ttft_s < 0.4 * plain.speed.ttft_s
+        server = r.speed.request_overhead_s  # the server path is the same with or without a cached prefix
+        assert server == plain.speed.request_overhead_s > 0
+        assert r.speed.ttft_s - server < 0.4 * (plain.speed.ttft_s - server)
         # 2,300-token requests: 144 blocks alone, 144 - 93 = 51 beside the shared prefix (SGLang 2300 vs 800): x2.8
         assert r.memory.max_concurrency > 2.5 * plain.memory.max_concurrency
 
@@ -62,3 +64,53 @@ def test_one_scenario_gives_the_same_serving_numbers_in_every_command(engine, pr
     assert plan.max_users == 16
     assert {"kv_tokens": plan.kv_tokens, "concurrency": plan.max_concurrency, "ttft": plan.ttft_alone_s,
             "streaming": plan.streaming_tokens_per_s_per_user} == pytest.approx(want)
+
+
+# (engine, its per-request latency outside the steps): vLLM's fitted on its own runs, SGLang's on its own, TensorRT-
+# LLM's borrowed from vLLM's (gpuplan/overheads.py)
+REQUEST_S = [("vllm", 14.7e-3), ("sglang", 8.13e-3), ("trtllm", 14.7e-3)]
+
+
+@pytest.mark.parametrize("engine,request_s", REQUEST_S)
+@pytest.mark.parametrize("model,gpu", [("llama-3.1-8b", "h100-sxm"), ("qwen3-30b-a3b", "a100-80gb")])
+def test_ttft_alone_is_what_one_user_sees(engine, request_s, model, gpu):
+    """The speed section's TTFT alone is a user's: the engine's prefill plus its latency per request outside its
+    steps, as ``--users 1`` reports it for one fixed-length request at a time (both measure it at the client, as
+    vLLM's benchmark_serving does). The prefill alone missed by the whole server path (8-15 ms, 8-25%)."""
+    from gpuplan.plan.resolve import resolve
+    from gpuplan.speed.inference import step_timer
+
+    fields = {"model": model, "task": "infer", "engine": engine, "gpu": gpu, "users": 1, "prompt_tokens": 2048,
+              "output_tokens": 64, "length_spread": 0}
+    r = estimate(fields, advise=False)
+    alone, one_user = r.speed.ttft_s, r.load.median_ttft_ms / 1e3
+    assert r.speed.request_overhead_s == pytest.approx(request_s) == pytest.approx(r.load.per_request_s)
+    x = resolve(scenario_from(fields))
+    prefill = step_timer(x.scenario, x.model, x.gpu).ttft_s(2048)
+    assert alone == pytest.approx(prefill + request_s, rel=1e-12)
+    assert r.speed.ttft_burst_s == pytest.approx(alone, rel=1e-12)  # a burst of one is the request alone
+    assert alone == pytest.approx(one_user, rel=0.04)  # the step model interpolates the prefill: 1-3.5% apart
+    assert abs(prefill - one_user) > 0.06 * one_user  # without the server path the two disagreed
+
+
+def test_explain_takes_the_server_path_out_of_the_cycle():
+    """The tokens/s formula's cycle is the decode steps plus the engine's prefill of the next prompts: the burst TTFT
+    less the per-request latency outside the steps (which overlaps other requests' steps); the TTFT formula shows
+    the prefill and that latency adding to the plan's TTFTs."""
+    from gpuplan import api
+
+    fields = {"model": "llama-3.1-8b", "task": "infer", "engine": "vllm", "gpu": "h100-sxm", "batch_size": 8,
+              "prompt_tokens": 2000, "output_tokens": 16}
+    r = estimate(fields, advise=False)
+    e = api.explain(fields)
+    sp, server = r.speed, r.speed.request_overhead_s
+    assert server == pytest.approx(14.7e-3)
+    f = e.numbers["speed.tokens_per_s"]
+    cycle = 16 * sp.step_time_s + sp.ttft_burst_s - server
+    assert f.computed == pytest.approx(f.value, rel=1e-9) == pytest.approx(8 * 16 / cycle, rel=1e-9)
+    assert 8 * 16 / (cycle + server) < 0.99 * f.value  # the server path in the cycle would cost over 1%
+    t = e.numbers["speed.ttft_s"]
+    assert t.value == sp.ttft_s and "outside its steps" in t.formula
+    assert t.substituted == (f"{sp.ttft_s - server:,.3f} s + 14.7 ms = {sp.ttft_s:,.3f} s alone; "
+                             f"{sp.ttft_burst_s - server:,.3f} s + 14.7 ms = {sp.ttft_burst_s:,.3f} s for the last of "
+                             "8 arriving together")

@@ -144,9 +144,12 @@ def _speed(result, s: dict) -> None:
         if sp.ttft_s is not None:
             burst = sp.ttft_burst_s
             warm = " (the shared prefix cached, if the engine caches it)" if s.get("shared_prefix_tokens") else ""
+            server = sp.request_overhead_s or 0.0
             bullet(f"time to first token: {sp.ttft_s:.2f} s for one request alone{warm}"
                    + (f", {burst:.2f} s for the last of {s['batch_size']} arriving together"
-                      if burst is not None and s["batch_size"] > 1 else ""), prefix="  ")
+                      if burst is not None and s["batch_size"] > 1 else "")
+                   + (f" (each with {1e3 * server:.1f} ms outside the engine's steps)" if server else ""),
+                   prefix="  ")
     shares = sp.step_shares()
     if shares:
         bullet(("step" if s["task"] == "train" else "decode step") + ": " + ", ".join(

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from .. import overheads as oh
 from ..speed import compute_dtype, matmul_params
+from ..speed.breakdown import Speed
 from ..speed.flops import active_params_of, attended_length
 from ..speed.gemm import peak_flops
 from ..stacks import Recompute, stack_for
-from .accuracy import price_accuracy, speed_accuracy
+from .accuracy import Accuracy, price_accuracy, speed_accuracy
 from .formula import Constant, Context, Formula, count
 
 
@@ -115,7 +116,8 @@ def inference_speed(x: Context) -> dict[str, Formula]:
     }
     b, o = s.batch_size, max(s.output_tokens, 1)
     latency = sp.request_latency_s or 0.0
-    prefill = sp.ttft_burst_s if b > 1 and sp.ttft_burst_s is not None else latency - o * step
+    server = sp.request_overhead_s or 0.0  # in the TTFTs, not in the cycle: it overlaps other requests' steps
+    prefill = sp.ttft_burst_s - server if b > 1 and sp.ttft_burst_s is not None else latency - o * step
     cycle = o * step + prefill
     out["speed.tokens_per_s"] = Formula(
         label="output tokens/s", value=(sp.tokens_per_s or 0.0), unit="tokens/s", accuracy=acc,
@@ -132,15 +134,24 @@ def inference_speed(x: Context) -> dict[str, Formula]:
                     "decodes (vLLM's inter-token latency); other users' prompts prefilled in between add stalls",
             substituted=f"1 / {step * 1000:,.1f} ms = {1 / step if step > 0 else 0:,.1f} tokens/s")
     if sp.ttft_s is not None:
-        out["speed.ttft_s"] = Formula(
-            label="time to first token", value=sp.ttft_s, unit="s", accuracy=acc, note=ttft,
-            formula="TTFT = the prefill of one prompt alone: its GEMMs at the efficiency their shapes reach, "
-                    "attention over the prompt, kernel launches (gpuplan/speed/inference.py StepTimer)"
-                    + ("; with a shared prefix the engine caches, only the tokens after it (vLLM: whole 16-token "
-                       "blocks; SGLang: token by token)" if s.shared_prefix_tokens else ""),
-            substituted=f"{sp.ttft_s:,.3f} s alone; {sp.ttft_burst_s or 0:,.3f} s for the last of "
-                        f"{s.batch_size} arriving together")
+        out["speed.ttft_s"] = _ttft(sp, s.batch_size, bool(s.shared_prefix_tokens), acc, ttft)
     return out
+
+
+def _ttft(sp: Speed, batch: int, shared: bool, acc: Accuracy, note: str) -> Formula:
+    """A user's time to first token alone: the engine's prefill of the prompt plus its latency per request outside
+    its steps (the API server's path, which a client-measured TTFT includes, as ``--users 1`` does)."""
+    server = sp.request_overhead_s or 0.0
+    alone, burst = sp.ttft_s - server, (sp.ttft_burst_s or server) - server
+    return Formula(
+        label="time to first token", value=sp.ttft_s, unit="s", accuracy=acc, note=note,
+        formula="TTFT = the prefill of one prompt alone (its GEMMs at the efficiency their shapes reach, attention "
+                "over the prompt, kernel launches: gpuplan/speed/inference.py StepTimer) + the engine's latency per "
+                "request outside its steps (HTTP, tokenizing, streaming)"
+                + ("; with a shared prefix the engine caches, only the tokens after it (vLLM: whole 16-token "
+                   "blocks; SGLang: token by token)" if shared else ""),
+        substituted=f"{alone:,.3f} s + {1e3 * server:,.1f} ms = {sp.ttft_s:,.3f} s alone; {burst:,.3f} s + "
+                    f"{1e3 * server:,.1f} ms = {sp.ttft_burst_s or 0:,.3f} s for the last of {batch} arriving together")
 
 
 def cost(x: Context) -> dict[str, Formula]:

@@ -56,6 +56,7 @@ def _speed(plans: list[Plan], shares: list[float]) -> Speed | None:
     return replace(speeds[0], tokens_per_s=rate("tokens_per_s"), tokens_per_s_low=rate("tokens_per_s_low"),
                    tokens_per_s_high=rate("tokens_per_s_high"), step_time_s=step, parts_s=parts,
                    ttft_s=weighted("ttft_s"), ttft_burst_s=weighted("ttft_burst_s"),
+                   request_overhead_s=weighted("request_overhead_s"),
                    streaming_tokens_per_s_per_user=1 / step if step else None,
                    tokens_per_s_per_sequence=rate("tokens_per_s_per_sequence")
                    if speeds[0].tokens_per_s_per_sequence else None,

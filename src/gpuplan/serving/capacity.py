@@ -34,9 +34,10 @@ class RatePoint:
 
 
 def idle_latencies(model: StepModel, w: Workload) -> tuple[float, float]:
-    """(TTFT, TPOT) of one request on an idle engine: the lower bounds of any load."""
+    """(TTFT, TPOT) of one request on an idle engine: the lower bounds of any load. The TTFT is a user's, as the
+    simulation's: the prefill plus the engine's latency per request outside its steps (``request_s``)."""
     p, o = w.mean_prompt_tokens, w.mean_output_tokens
-    return model.prefill_time(max(p - w.shared_prefix_tokens, 1)), model.time(0, 1, p + o / 2)
+    return model.prefill_time(max(p - w.shared_prefix_tokens, 1)) + model.request_s, model.time(0, 1, p + o / 2)
 
 
 def saturation_rate(model: StepModel, w: Workload, kv_tokens: int, max_num_seqs: int,

@@ -151,11 +151,10 @@ def sample(timer: StepTimer, calibration: Calibration | None = None,
     context = 1024
     kv = timer.decode_parts(1, context).get("kv_cache", 0.0) / context
     one, two = timer.host_s(prefill=False, seqs=1), timer.host_s(prefill=False, seqs=2)
-    request = timer.timing.loop.request_s if timer.timing.loop else 0.0
     launch = timer.launch_host_s() if timer.timing.eager_prompts and timer.timing.graphs else 0.0
     return StepModel(grid_tokens=tuple(float(t) for t in GRID_TOKENS), dense_s=tuple(dense), lm_head_s=tuple(heads),
                      attention_s_per_pair=attn, kv_s_per_token=kv, step_host_s=2 * one - two, seq_host_s=two - one,
-                     request_s=request, prompt_launch_s=launch, async_host=timer.async_host,
+                     request_s=timer.request_s, prompt_launch_s=launch, async_host=timer.async_host,
                      calibration=calibration or Calibration())
 
 

@@ -11,15 +11,17 @@ from .. import overheads as oh
 
 @dataclass(kw_only=True)
 class Speed:
-    """Training: ``step_time_s`` is one optimizer step, ``tokens_per_s`` over all GPUs. Inference:
-    ``step_time_s`` is one decode step of the whole batch, ``tokens_per_s`` the output tokens/s of all
-    sequences together; ``ttft_s`` one request's prefill alone, ``ttft_burst_s`` the last of ``batch_size``
-    prompts arriving at once; ``streaming_tokens_per_s_per_user`` is ``1 / step_time_s`` (vLLM's inter-token
-    latency while the batch decodes, the speed people quote per user), ``tokens_per_s_per_sequence`` a request's
-    output over its whole cycle, other users' prompts prefilled in between included. ``offline_tokens_per_s``
-    (``engine: trtllm`` only) is the whole setup's output tokens/s at maximum load, every request queued at once
-    (``trtllm-bench throughput``, MLPerf Offline): one instance's :func:`gpuplan.speed.offline.offline_throughput`
-    times the data-parallel replicas.
+    """Training: ``step_time_s`` is one optimizer step, ``tokens_per_s`` over all GPUs. Inference: ``step_time_s`` is
+    one decode step of the whole batch, ``tokens_per_s`` the output tokens/s of all sequences together; ``ttft_s`` a
+    user's time to first token of one request alone, ``ttft_burst_s`` of the last of ``batch_size`` prompts arriving
+    at once: the engine's prefill plus ``request_overhead_s``, the engine's latency per request outside its steps
+    (its API server: HTTP, tokenizing, streaming the token back; vLLM's ``benchmark_serving`` measures TTFT at the
+    client, so it includes it, as ``--users`` does); ``streaming_tokens_per_s_per_user`` is ``1 / step_time_s``
+    (vLLM's inter-token latency while the batch decodes, the speed people quote per user),
+    ``tokens_per_s_per_sequence`` a request's output over its whole cycle, other users' prompts prefilled in between
+    included. ``offline_tokens_per_s`` (``engine: trtllm`` only) is the whole setup's output tokens/s at maximum
+    load, every request queued at once (``trtllm-bench throughput``, MLPerf Offline): one instance's
+    :func:`gpuplan.speed.offline.offline_throughput` times the data-parallel replicas.
 
     ``parts_s`` adds up to ``step_time_s`` (seconds per step by kind of work). ``tokens_per_s_low`` and
     ``_high`` bracket the estimate with the calibration spread of this kind of estimate.
@@ -37,6 +39,7 @@ class Speed:
     flops_per_token: float | None = None
     ttft_s: float | None = None
     ttft_burst_s: float | None = None
+    request_overhead_s: float | None = None  # in ttft_s and ttft_burst_s: per request, outside the engine's steps
     tokens_per_s_per_sequence: float | None = None  # a request's output over its whole cycle (others' prompts too)
     streaming_tokens_per_s_per_user: float | None = None  # 1 / decode step: what a user sees while it streams
     request_latency_s: float | None = None

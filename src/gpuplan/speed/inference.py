@@ -11,8 +11,9 @@ microseconds and are what a serving scheduler calls per iteration:
   compute), routed experts only those the batch touches, the whole KV cache is read (the step grows with the
   context), per-layer latency floors (kernel latency, TP all-reduces, MoE dispatch) and the host: eager
   transformers launches every op from Python, vLLM and llama.cpp replay CUDA graphs but run an engine loop;
-- ``timer.ttft_s(prompt_tokens)``: one request alone; ``timer.burst_ttft_s(prompt_tokens, n)``: the last of
-  ``n`` prompts arriving at once (vLLM prefills them in chunks of ``max_num_batched_tokens``);
+- ``timer.ttft_s(prompt_tokens)``: the engine's prefill of one request alone; ``timer.burst_ttft_s(prompt_tokens,
+  n)``: of the last of ``n`` prompts arriving at once (vLLM prefills them in chunks of ``max_num_batched_tokens``);
+  ``timer.request_s``: the engine's latency per request outside its steps, which a user's TTFT adds to them;
 - :func:`serving_rates`: continuous batching in steady state (vLLM/TGI-like): requests/s, output tokens/s and
   each user's tokens/s at a concurrency.
 
@@ -70,6 +71,13 @@ class StepTimer:
         """The dtype of attention and the output head: fp8 under nvfp4 linears (TensorRT-LLM keeps both out of
         fp4), else the linears' own."""
         return "fp8" if self.dtype == "fp4" else self.dtype
+
+    @property
+    def request_s(self) -> float:
+        """The engine's latency per request outside its steps (:attr:`~gpuplan.engines.base.HostLoop.request_s`:
+        its API server's HTTP, tokenizing and streaming; 0 for engines timed without one): a user's TTFT and
+        end-to-end latency add it once, but it overlaps other requests' steps, so no step or cycle holds it."""
+        return self.timing.loop.request_s if self.timing.loop else 0.0
 
     # ---- prefill ----------------------------------------------------------------------------------------
     def prefill_parts(self, tokens: int, *, context: int = 0, seqs: int = 1) -> dict[str, float]:
@@ -496,8 +504,9 @@ def inference_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | 
     parts = timer.decode_parts(b, context)
     step = sum(parts.values())
     rates = serving_rates(timer, concurrency=b, prompt_tokens=p, output_tokens=max(o, 1))
-    single = timer.ttft_s(p)
-    burst = timer.burst_ttft_s(p, b)
+    prefill = timer.burst_ttft_s(p, b)
+    overhead = timer.request_s  # a user's TTFT: the engine's prefill, then its API server's path (not in the cycle)
+    single, burst = timer.ttft_s(p) + overhead, prefill + overhead
     gpu_side = parts.get("weights", 0) + parts.get("kv_cache", 0) + parts.get("elementwise", 0)
     comms = parts.get("tensor_parallel", 0) + parts.get("expert_dispatch", 0)
     latency = parts.get("kernel_latency", 0) + comms
@@ -507,8 +516,8 @@ def inference_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | 
                 ("latency (per-layer kernels and all-reduces)", latency),
                 ("system memory (CPU layers)", parts.get("cpu_layers", 0)), key=lambda kv: kv[1])[0]
     speed = Speed(tokens_per_s=rates.output_tokens_per_s, step_time_s=step, bound=bound, parts_s=parts,
-                  compute_s=burst, communication_s=comms, ttft_s=single,
-                  ttft_burst_s=burst, tokens_per_s_per_sequence=rates.tokens_per_s_per_user,
+                  compute_s=prefill, communication_s=comms, ttft_s=single, ttft_burst_s=burst,
+                  request_overhead_s=overhead, tokens_per_s_per_sequence=rates.tokens_per_s_per_user,
                   streaming_tokens_per_s_per_user=1 / step if step > 0 else None,
                   request_latency_s=rates.request_latency_s, requests_per_s=rates.requests_per_s)
     shares = ", ".join(f"{k.replace('_', ' ')} {1e3 * v:.2f} ms" for k, v in
@@ -516,7 +525,9 @@ def inference_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | 
     speed.assumptions.append(f"decode step of {b} sequence(s) at {context:,.0f} tokens of context: {shares}; "
                              f"{_weights_read(m, b)} and the whole KV cache read once per step")
     speed.assumptions.append(f"time to first token {single:.2f} s for one {p:,}-token prompt alone, "
-                             f"{burst:.2f} s for the last of {b} arriving together")
+                             f"{burst:.2f} s for the last of {b} arriving together"
+                             + (f", each with {1e3 * overhead:.1f} ms per request outside the engine's steps "
+                                "(HTTP, tokenizing, streaming)" if overhead else ""))
     engine = engine_for(s)
     if timer.cached_prefix:
         speed.assumptions.append(f"{timer.cached_prefix:,} of the {s.shared_prefix_tokens:,} shared prefix tokens "
