@@ -232,6 +232,8 @@ def test_the_walk_finds_its_largest_batch_and_context_in_few_probes(monkeypatch)
     def counted(at, hi, capacity):
         return search(lambda n: calls.append(n) or at(n), hi, capacity)
     monkeypatch.setattr(advice, "_largest", counted)
-    memory = estimate(dict(model="llama-3.1-8b", task="train", method="qlora", gpu="rtx-4090")).memory
+    # micro-batch 1 as set: the walk at the recipe's layout (2 x 8 here) starts from another micro-batch
+    memory = estimate(dict(model="llama-3.1-8b", task="train", method="qlora", gpu="rtx-4090",
+                           micro_batch_size=1)).memory
     assert (memory.max_batch_size, memory.max_seq_len) == (3, 6636)
     assert len(calls) == 9, calls

@@ -20,7 +20,8 @@ from gpuplan.scenario import scenario_from
 PLANS = "plan/plan.py:memory_plan"  # every plan, whole or memory-only, is made here first
 SPEED = "speed/__init__.py:speed_of"
 QLORA_4090 = ["estimate", "--model", "llama-3.1-8b", "--task", "train", "--method", "qlora", "--seq-len", "2048",
-              "--gpu", "rtx-4090", "--train-tokens", "1e8"]  # the architecture review's walk 1
+              "--gpu", "rtx-4090", "--train-tokens", "1e8", "--micro-batch-size", "1"]  # the review's walk 1
+# (the micro-batch set: a layout left to the recipe plans and times each micro-batch it tries, gpuplan.plan.layout)
 VLLM_L40S = ["estimate", "--model", "qwen2.5-7b", "--task", "infer", "--engine", "vllm", "--gpu", "l40s",
              "--batch-size", "16", "--prompt-tokens", "2048"]  # its walk 2
 
@@ -41,7 +42,8 @@ def test_one_validation_and_one_memory_report_per_plan(argv):
 def test_a_plan_without_advice_is_one_of_each():
     with counting(VALIDATIONS, MEMORY, PLANS, SPEED) as seen:
         plan = gpuplan.estimate({"model": "llama-3.1-8b", "task": "train", "method": "lora", "gpu": "h100-sxm",
-                                 "num_gpus": 2, "sharding": "zero2", "train_tokens": 1e8}, advise=False)
+                                 "num_gpus": 2, "sharding": "zero2", "train_tokens": 1e8, "grad_accum_steps": 8},
+                                advise=False)
     assert plan.cost is not None
     assert (seen[VALIDATIONS], seen[MEMORY], seen[PLANS]) == (1, 1, 1)
     offers = offers_for(plan.setup, load_offers()).candidates

@@ -32,8 +32,3 @@ def render_data(result) -> None:
         bullet(f"recipe ({r['kind']}): why each value", prefix="", style="bold")
         for c in r["choices"]:
             bullet(f"{c['name']}: {c['value']}: {c['why']}", prefix="  - ")
-        s = result.scenario
-        if (r["micro_batch_size"], r["grad_accum_steps"]) != (s["micro_batch_size"], s["grad_accum_steps"]):
-            bullet(f"the memory and speed above are at micro-batch {s['micro_batch_size']} x {s['grad_accum_steps']} "
-                   f"as given; `gpuplan launch` plans and writes the recipe's {r['micro_batch_size']} x "
-                   f"{r['grad_accum_steps']}", prefix="  ", style="dim")

@@ -104,18 +104,22 @@ def advice(r: Resolved, plan: Plan) -> dict[str, Any]:
     its memory report) and, when it does not fit, the changes that would (its suggestions). Every probe is a
     memory-only plan of the changed scenario."""
     s, m, gpu = r.scenario, r.model, r.gpu
-    batch, length = largest_fitting(s, m, gpu)
+    batch, length = largest_fitting(s, m, gpu, plan)
     memory = plan.memory.model_copy(update={"max_batch_size": batch, "max_seq_len": length})
     fixes = tuple(suggestions(s, m, gpu, plan.memory)) if not plan.verdict.fits else ()
     return {"memory": memory, "suggestions": fixes}
 
 
-def largest_fitting(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> tuple[int | None, int | None]:
+def largest_fitting(s: Scenario, m: ModelSpec, gpu: GpuSpec, plan: Plan | None = None
+                    ) -> tuple[int | None, int | None]:
     """(largest batch, longest context) that fit on ``gpu``, all else equal. Training varies
     ``micro_batch_size`` and ``seq_len``; inference ``batch_size`` and ``prompt_tokens``. The context searched
     stops at the model's own (with the rope scaling its config declares; 131,072 when the config gives none):
-    longer ones fit in memory but are past what it was trained for, which ``check`` warns about."""
+    longer ones fit in memory but are past what it was trained for, which ``check`` warns about. ``plan``: the
+    memory plan of ``s`` itself, read for a probe that changes nothing (the micro-batch a layout chose)."""
     def fits(**change) -> tuple[bool, float]:
+        if plan is not None and all(getattr(s, k) == v for k, v in change.items()):
+            return bool(plan.verdict.fits), plan.memory.device_peak_gib
         return _fits_with(s, m, gpu, change)
 
     limit, usable = m.scaled_context or 131_072, gpu.usable_gib

@@ -2,6 +2,8 @@
 
 Read top to bottom, each stage once:
 
+0. **layout**: a training plan on a card whose scenario set neither micro-batch nor accumulation takes the
+   recipe's (:func:`.layout.with_layout`), so every command plans the run ``gpuplan launch`` writes;
 1. **memory** per GPU at three levels, then the **verdict** on the card (:func:`.plan.memory_plan`; a memory-only
    build stops here: the advice's probes are plans of this kind);
 2. **speed**, once per class of links among the offers (the links that can change it: none on one GPU, the
@@ -31,6 +33,7 @@ from ..market.store import price_filter
 from ..scenario import Scenario
 from ..speed import Speed, speed_of
 from .advice import advice
+from .layout import with_layout
 from .plan import Plan, memory_plan
 from .resolve import Resolved, ResolvedModule, resolve
 
@@ -60,17 +63,25 @@ def offers_for(r: Resolved | ResolvedModule, catalog: list[Offer]) -> Offers:
 
 def build(r: Resolved | ResolvedModule, offers: Offers | None = None, *, advise: bool = True, memory_only: bool = False,
           offer_label: str | None = None, base: Plan | None = None, speeds: dict | None = None,
-          recipe: bool | None = None, simulate: bool = False) -> Plan:
+          recipe: bool | None = None, simulate: bool = False, keep_micro_batch: bool = False,
+          layout: bool = True) -> Plan:
     """The plan of ``r`` priced on ``offers`` (the stages of the module docstring). A search passes the memory plan
     it already made (``base``) and the speeds it timed on this card (``speeds``, by class of links); ``recipe``: the
     training recipe even without data (True: a plan to launch), with data only (None), or never (False: a
     search's row, whose recipe is made for the setup launched); ``simulate``: the serving runs (one plan's
-    question, not a search's). A model that is not a decoder LLM (``r`` a :class:`ResolvedModule`) runs the same
-    stages on its recorded profiles (:func:`gpuplan.plan.modules.build_module`)."""
+    question, not a search's); ``keep_micro_batch``: a ranked setup's layout keeps its micro-batch; ``layout``
+    False: a search's row, at the layout the search ranks (recommend lays out the rows it shows). A model that is
+    not a decoder LLM (``r`` a :class:`ResolvedModule`) runs the same stages on its recorded profiles
+    (:func:`gpuplan.plan.modules.build_module`)."""
     if isinstance(r, ResolvedModule):
         from .modules import build_module  # the module plans' readers and timings load for a module's plan only
 
         return build_module(r, (offers or Offers()).candidates, advise=advise, memory_only=memory_only)
+    if layout and not memory_only:
+        laid = with_layout(r, keep_micro_batch)
+        if laid.scenario is not r.scenario:  # another layout: its own memory and speeds
+            base, speeds = None, None
+        r = laid
     plan = base if base is not None else memory_plan(r)
     if memory_only:
         return plan

@@ -20,6 +20,7 @@ from ..hardware import GpuSpec
 from ..model.catalog import bundled, load_model
 from ..scenario import Scenario, scenario_from
 from .advice import largest_fitting, suggestions
+from .layout import with_layout
 from .plan import Plan, memory_plan
 from .resolve import resolve
 
@@ -73,11 +74,12 @@ def _row(template: dict[str, Any], repo: str, gpu: GpuSpec, count: int) -> FitRo
             continue
         tried.append(plan)
         if plan.verdict.fits:
+            plan = laid_out(plan)
             s = plan.setup.scenario
+            largest = largest_fitting(s, m, gpu, plan)
             return row.model_copy(update={"fits": True, "device_peak_gib": plan.memory.device_peak_gib,
                                           "sharding": s.layout,
-                                          **dict(zip(("max_batch_size", "max_seq_len"), largest_fitting(s, m, gpu),
-                                                     strict=True))})
+                                          **dict(zip(("max_batch_size", "max_seq_len"), largest, strict=True))})
     return _with_change(row, tried[-1]) if tried else row  # the most sharded layout: the changes start there
 
 
@@ -97,9 +99,11 @@ def _with_change(row: FitRow, plan: Plan) -> FitRow:
     fixes.sort(key=lambda x: ("offload" in x.fields or "activation_offload" in x.fields, "stack" in x.fields,
                               "method" in x.fields or "quant" in x.fields, x.device_peak_gib))
     best = fixes[0]
-    fixed = memory_plan(resolve(s.model_copy(update=best.fields), m, gpu))
+    unlaid = memory_plan(resolve(s.model_copy(update=best.fields), m, gpu))
+    fixed = laid_out(unlaid)
     after = fixed.setup.scenario
-    moved = {k: getattr(after, k) for k in type(s).model_fields if getattr(after, k) != getattr(s, k)}
+    changed = unlaid.setup.scenario  # the change, said without the layout the recipe then takes
+    moved = {k: getattr(changed, k) for k in type(s).model_fields if getattr(changed, k) != getattr(s, k)}
     row.fits, row.change, row.fields = True, change_words(moved, s), best.fields  # what moves, said; what to set
     row.cpu_gib = fixed.memory.cpu_gib
     if row.cpu_gib:
@@ -107,7 +111,17 @@ def _with_change(row: FitRow, plan: Plan) -> FitRow:
     row.device_peak_gib, row.sharding = best.device_peak_gib, after.layout
     row.max_batch_size, row.max_seq_len = (best.max_batch_size, best.max_seq_len) if best.combination else \
         largest_fitting(after, m, gpu)
+    if fixed is not unlaid:  # at the recipe's layout, as estimate plans the change
+        row.device_peak_gib = fixed.memory.device_peak_gib
+        row.max_batch_size, row.max_seq_len = largest_fitting(after, m, gpu, fixed)
     return row
+
+
+def laid_out(plan: Plan) -> Plan:
+    """A training plan that fits at the recipe's micro-batch x accumulation, as ``estimate`` plans it (the builder
+    takes it: :func:`gpuplan.plan.layout.with_layout`)."""
+    r = with_layout(plan.setup)
+    return plan if r.scenario is plan.setup.scenario else memory_plan(r)
 
 
 def _changes_job(fields: dict[str, Any], s: Scenario) -> bool:

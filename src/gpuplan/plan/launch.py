@@ -1,14 +1,13 @@
 """A plan to launch: the scenario's plan with the defaults a run needs beyond an estimate's, chosen before the plan
-is built (each with why), and the recipe made by the builder. The launch files (``gpuplan launch``) are
+is built (each with why), and the recipe made by the builder (with the recipe's micro-batch x accumulation, which
+the builder takes for every training plan: :func:`gpuplan.plan.layout.with_layout`; a ranked setup keeps its
+micro-batch and takes the accumulation). The launch files (``gpuplan launch``) are
 written from this plan alone.
 
 The defaults of a run:
 
 - **vLLM's --max-model-len**: vLLM refuses to start when one request of ``max_model_len`` (the model's context,
   unless set) does not fit its KV pool: the run takes the longest that does, when the scenario's requests fit it;
-- **the recipe's micro-batch x accumulation** (:func:`gpuplan.plan.recipe.layout`): the fastest micro-batch that
-  fits and reaches the recipe's global batch, when the scenario set neither (a ranked setup keeps its micro-batch
-  and takes the accumulation);
 - **nodes x GPUs per node**: a training job of more GPUs than the card's largest instance holds runs on several
   instances (:func:`gpuplan.plan.nodes.on_nodes`, as ``estimate`` places it);
 
@@ -52,14 +51,12 @@ def runnable(s: Scenario, *, offer_label: str | None = None, owned_usd_per_hour:
         r, memory = again, memory_plan(again)
     _fits(memory)
     _within_engine_context(r, memory)
-    if r.scenario.task == "train":
-        r = _layout(r, keep_micro_batch)
     if owned_usd_per_hour is not None:
         offers = Offers(candidates=(owned_offer(r.gpu.id, r.scenario.world_size,
                                                 owned_usd_per_hour / r.scenario.world_size),))
     else:
         offers = offers_for(r, catalog)
-    plan = build(r, offers, advise=False, offer_label=offer_label, recipe=True)
+    plan = build(r, offers, advise=False, offer_label=offer_label, recipe=True, keep_micro_batch=keep_micro_batch)
     if offer_label is not None and (plan.cost is None or plan.cost.offer != offer_label):
         raise GpuplanError(f"no offer {offer_label!r} for {r.gpu.id} in the price catalog")
     return plan
@@ -102,41 +99,6 @@ def _model_len(r: Resolved, plan: Plan) -> Resolved:
     why = (f"max_model_len {fit:,}: the longest request the predicted KV pool holds (vLLM would refuse to start at "
            f"{engine['max_model_len']:,})")
     return changed(r, {"max_model_len": fit}, why)
-
-
-def _layout(r: Resolved, keep_micro_batch: bool) -> Resolved:
-    """``r`` with the recipe's micro-batch x accumulation when the scenario set neither, and why."""
-    from ..dataset import profile
-    from .layout import layout
-    from .recipe import data_batch, kind_of, published
-
-    s, m, gpu = r.scenario, r.model, r.gpu
-    # a ranked setup keeps its micro-batch, which recommend may have set itself ("micro-batch 4"): only an
-    # accumulation set keeps the layout as it is
-    if ({"grad_accum_steps"} if keep_micro_batch else {"micro_batch_size", "grad_accum_steps"}) & s.model_fields_set:
-        return r
-    data = profile(s)
-    params = float(m.params_total)
-    global_batch = published(s, params)[0]
-    if data is not None and data.stats.samples and kind_of(s) != "pretraining":  # examples before packing
-        global_batch = data_batch(s, params, data.stats.samples, data.batching.rows)[1]
-    elif data is not None:
-        global_batch = min(global_batch, data.batching.rows)
-    if keep_micro_batch:
-        mb = s.micro_batch_size
-        accum = 1 if s.optimizer_in_backward else max(1, -(-global_batch // (mb * s.dp)))
-        why = f"micro-batch {mb} as ranked" + ("" if s.optimizer_in_backward else
-                                               "; accumulation makes up the global batch")
-    else:
-        mb, accum, why = layout(s, m, gpu, global_batch)
-    if (mb, accum) == (s.micro_batch_size, s.grad_accum_steps):
-        return Resolved(**{**r.__dict__, "layout_why": why})
-    again = changed(r, {"micro_batch_size": mb, "grad_accum_steps": accum}, None, layout_why=why)
-    if memory_plan(again).verdict.fits:
-        return again
-    # the recipe's accumulation keeps more than the card holds (a full gradient buffer beside ZeRO-3's shards):
-    # the run keeps the layout that fits, and says so
-    return Resolved(**{**r.__dict__, "layout_why": f"as set: the recipe's {mb} x {accum} would not fit {gpu.name}"})
 
 
 def _fits(plan: Plan) -> None:

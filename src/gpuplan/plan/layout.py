@@ -1,24 +1,30 @@
 """The training recipe's micro-batch x accumulation (:mod:`.recipe` says why the global batch is what it is): the
 fastest per sequence among the micro-batches that fit the card, each tried as a memory plan of its own (one
-validation and one memory report each), timed on the card's own links."""
+validation and one memory report each), timed on the card's own links.
+
+The builder takes it (:func:`with_layout`) for every training plan on a card whose scenario set neither
+``micro_batch_size`` nor ``grad_accum_steps``, so ``estimate``, ``cost``, ``capacity``, the page and ``gpuplan
+launch`` plan the run that is launched; ``recommend`` ranks its rows at the recipe's accumulation
+(:func:`accumulation`: one scenario for every card) and lays out the rows it shows as the builder does."""
 
 from __future__ import annotations
 
 from ..errors import GpuplanError
 from ..speed import speed_of
 from .plan import memory_plan
-from .resolve import resolve
+from .resolve import Resolved, changed, resolve
 
 OVERSHOOT = 1.1  # a layout may exceed the recipe's global batch by 10 % at most (a micro-batch that does not divide it)
 
 
-def layout(s, m, gpu, global_batch: int) -> tuple[int, int, str]:
+def layout(s, m, gpu, global_batch: int, plans: dict | None = None) -> tuple[int, int, str]:
     """(micro-batch, accumulation, why): the micro-batch that fits ``gpu`` and reaches ``global_batch`` sequences
     (with accumulation over the data-parallel GPUs, at most :data:`OVERSHOOT` past it: the steps would count other
     batches than the recipe's) at the least time per sequence (each one tried a memory plan,
     timed on the card's own links when it fits); the scenario's own when it
     set either (the layout it runs, which `gpuplan launch` writes: an accumulation the scenario does not run would
-    make the steps count other batches than the trainer's), or when there is no GPU to time on."""
+    make the steps count other batches than the trainer's), or when there is no GPU to time on. ``plans``: filled
+    with the memory plan of each (micro-batch, accumulation) tried, for the caller to keep the one chosen."""
     dp = s.dp
     if "micro_batch_size" in s.model_fields_set or "grad_accum_steps" in s.model_fields_set or gpu is None:
         mb, accum = s.micro_batch_size, s.grad_accum_steps
@@ -42,6 +48,8 @@ def layout(s, m, gpu, global_batch: int) -> tuple[int, int, str]:
             break
         if not plan.verdict.fits:
             break
+        if plans is not None:
+            plans[mb, accum] = plan
         per_sequence = speed_of(plan.setup.scenario, m, gpu).step_time_s / (mb * accum * dp)
         tried.append(f"{mb}: {per_sequence:.3g} s")
         if best is None or per_sequence < best[2] * 0.98 or stepwise:  # a bigger one must be clearly faster
@@ -54,3 +62,53 @@ def layout(s, m, gpu, global_batch: int) -> tuple[int, int, str]:
                             "optimizer_in_backward cannot accumulate")
     return best[0], best[1], (f"the fastest per sequence that fits {gpu.name} (seconds per sequence by micro-batch: "
                               f"{', '.join(tried)})")
+
+
+def recipe_batch(s, m) -> int:
+    """The recipe's global batch in sequences (:func:`gpuplan.plan.recipe.published`), from the data's examples
+    where the scenario names data (:func:`gpuplan.plan.recipe.data_batch`), at most one epoch of its sequences."""
+    from ..dataset import profile
+    from .recipe import data_batch, kind_of, published
+
+    data = profile(s)
+    params = float(m.params_total)
+    global_batch = published(s, params)[0]
+    if data is not None and data.stats.samples and kind_of(s) != "pretraining":  # examples before packing
+        return data_batch(s, params, data.stats.samples, data.batching.rows)[1]
+    return min(global_batch, data.batching.rows) if data is not None else global_batch
+
+
+def accumulation(s, global_batch: int) -> tuple[int, str]:
+    """The accumulation that makes ``s``'s own micro-batch reach ``global_batch`` over its data-parallel GPUs (none
+    with the optimizer in backward), and why: a ranked setup's micro-batch kept, the same on every card."""
+    if s.optimizer_in_backward:
+        return 1, f"micro-batch {s.micro_batch_size} as ranked"
+    return max(1, -(-global_batch // (s.micro_batch_size * s.dp))), \
+        f"micro-batch {s.micro_batch_size} as ranked; accumulation makes up the global batch"
+
+
+def with_layout(r: Resolved, keep_micro_batch: bool = False) -> Resolved:
+    """``r`` at the recipe's micro-batch x accumulation (:func:`layout`) when its training scenario set neither,
+    with why (``layout_why``, said in the plan's recipe); ``keep_micro_batch``: a ranked setup keeps its micro-batch
+    (recommend may have set it: "micro-batch 4") and takes the accumulation (:func:`accumulation`). A layout that
+    would not fit the card (a full gradient buffer beside ZeRO-3's shards) where the scenario's does leaves the
+    scenario's, said."""
+    s, m, gpu = r.scenario, r.model, r.gpu
+    given = {"grad_accum_steps"} if keep_micro_batch else {"micro_batch_size", "grad_accum_steps"}
+    if r.layout_why is not None or s.task != "train" or gpu is None or given & s.model_fields_set:
+        return r
+    global_batch, plans = recipe_batch(s, m), {}
+    if keep_micro_batch:
+        mb, (accum, why) = s.micro_batch_size, accumulation(s, global_batch)
+    else:
+        mb, accum, why = layout(s, m, gpu, global_batch, plans)
+    if (mb, accum) == (s.micro_batch_size, s.grad_accum_steps):
+        return Resolved(**{**r.__dict__, "layout_why": why})
+    if (mb, accum) in plans:  # planned (and validated) once already, where the search tried it
+        a = plans[mb, accum].setup
+        return Resolved(scenario=a.scenario, model=a.model, gpu=a.gpu, gpu_note=r.gpu_note, split_note=r.split_note,
+                        length_note=r.length_note, checked=a.checked, chosen=r.chosen, layout_why=why)
+    again = changed(r, {"micro_batch_size": mb, "grad_accum_steps": accum}, None, layout_why=why)
+    if memory_plan(again).verdict.fits or not memory_plan(r).verdict.fits:  # neither fits: the recipe's, as it runs
+        return again
+    return Resolved(**{**r.__dict__, "layout_why": f"as set: the recipe's {mb} x {accum} would not fit {gpu.name}"})

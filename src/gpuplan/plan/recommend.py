@@ -38,6 +38,7 @@ from ..speed.comms import Link, intra_node_link
 from ..speed.gemm import can_time
 from ..stacks import STACKS, stack_for
 from .build import Offers, build
+from .layout import accumulation, recipe_batch
 from .plan import Plan, card_memory, memory_plan
 from .pricing import left_out
 from .refusals import check, not_a_module
@@ -377,6 +378,10 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
         evaluated += more
     owned = _filter_rank([x for x in setups if x.owned], c)
     setups = _filter_rank([x for x in setups if not x.owned], c)
+    # the rows shown at the recipe's layout (better rows only: the same rows, perhaps reordered)
+    if _laid_out(owned, c.top, pending, m, references, c.min_headroom) | \
+            _laid_out(setups, c.top, pending, m, references, c.min_headroom):
+        owned, setups = _filter_rank(owned, c), _filter_rank(setups, c)
     for x in setups[: c.top]:  # the scenario as priced: validated for the setups shown only (thousands are ranked)
         x.scenario = x.scenario.model_copy(update={
             "provider": x.provider, "pricing": "spot" if x.pricing in ("spot", "interruptible") else "on_demand"})
@@ -387,7 +392,9 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
     result = Recommendation(setups=setups[: c.top], evaluated=evaluated, fitting=fitting,
                             elapsed_s=time.perf_counter() - started, owned=owned[: c.top])
     if c.deadline_hours is not None and s.task == "train" and s.train_tokens:
-        result.fewest = min(setups, key=lambda x: (x.num_gpus, _key(x, c.objective)), default=None)
+        fewest = [min(setups, key=lambda x: (x.num_gpus, _key(x, c.objective)), default=None)]
+        _laid_out(fewest, 1, pending, m, references, c.min_headroom)
+        result.fewest = fewest[0]
         if result.fewest is not None:
             result.fewest_line = fewest_line(s, m, result.fewest, c.deadline_hours)
     result.notes = _price_notes(s, c, all_offers, cards)
@@ -516,17 +523,65 @@ def _search(s: Scenario, m: ModelSpec, c: Constraints, offers: list[Offer], card
             key = tuple(sorted(layout.items()))
             if not change:
                 as_given[key] = (scenario, shared)
+            accumulated = _accumulated(scenario, m)
             for gpu in cards.values():
                 evaluated += 1
-                plan = _fitting(scenario, m, gpu, shared, c)
+                plan = _fitting(accumulated[0], m, gpu, accumulated[1], c) if accumulated else None
+                plan = plan or _fitting(scenario, m, gpu, shared, c)
                 if plan is None:
                     continue
                 fitting += 1
                 priced = _priced(plan, labels, offers, references[gpu.id])
                 if change and shared:
                     pending.update({id(x): (labels, as_given.get(key), scenario, shared, gpu) for x in priced})
+                if _free(s, scenario):
+                    pending.update({("free", id(x)): scenario for x in priced})
                 setups += priced
     return evaluated, fitting, setups, pending
+
+
+def _free(s: Scenario, scenario: Scenario) -> bool:
+    """Whether the micro-batch of a training row is the recipe's to choose: neither the user nor the variant
+    (recommend's own "micro-batch 4") set it, nor the user the accumulation."""
+    return scenario.task == "train" and "micro_batch_size" not in scenario.model_fields_set and \
+        "grad_accum_steps" not in s.model_fields_set
+
+
+def _accumulated(scenario: Scenario, m: ModelSpec):
+    """(``scenario`` at the recipe's accumulation, its memory without a card) for a training row whose accumulation
+    is not set (:func:`gpuplan.plan.layout.accumulation`: the same on every card, as a ranked setup launches),
+    else None."""
+    if scenario.task != "train" or "grad_accum_steps" in scenario.model_fields_set:
+        return None
+    accum = accumulation(scenario, recipe_batch(scenario, m))[0]
+    if accum == scenario.grad_accum_steps:
+        return None
+    laid = scenario.model_copy(update={"grad_accum_steps": accum})
+    return laid, estimate_memory(laid, m, None)
+
+
+def _laid_out(rows: list[Setup], top: int, pending: dict, m: ModelSpec, references: dict,
+              headroom: float = 0.0) -> bool:
+    """The rows shown whose micro-batch is free (:func:`_free`) planned again at the recipe's layout on their card
+    and offer (:func:`gpuplan.plan.layout.layout`, as ``estimate`` and ``gpuplan launch`` plan them: the builder
+    takes it), in place, where it leaves the ``headroom`` asked; a layout tried per micro-batch, so for the ``top``
+    rows shown only. Whether any moved."""
+    moved = False
+    for i, x in enumerate(rows[:top]):
+        scenario = pending.pop(("free", id(x)), None)
+        if scenario is None or x.plan is None or x.plan._offer is None:
+            continue
+        gpu, offer = x.plan.setup.gpu, x.plan._offer
+        r = resolve(scenario.on_card(gpu.id), m, gpu)
+        row = build(r, Offers(candidates=(offer,), reference=references[gpu.id]), advise=False, recipe=False)
+        if row.cost is None or not row.memory.fits or row.setup.scenario == x.scenario or \
+                row.memory.device_peak_gib > gpu.usable_gib * (1 - headroom):
+            continue
+        rows[i] = Setup.of(row, x.techniques, offer, x.change)
+        if id(x) in pending:
+            pending[id(rows[i])] = pending.pop(id(x))
+        moved = True
+    return moved
 
 
 def _fitting(scenario: Scenario, m: ModelSpec, gpu: GpuSpec, shared, c: Constraints) -> Plan | None:
@@ -573,7 +628,7 @@ def _priced(plan: Plan, labels: list[str], offers: list[Offer], reference: tuple
         if s.num_nodes > 1 and not multi_node(offer):
             continue  # the provider sells no fabric between machines
         row = build(plan.setup, Offers(candidates=(offer,), reference=reference), advise=False, base=plan,
-                    speeds=speeds, recipe=False)
+                    speeds=speeds, recipe=False, layout=False)
         if row.cost is not None:  # a card without a matrix rate (Apple silicon) fits but cannot be timed or priced
             out.append(Setup.of(row, labels, offer))
     return out

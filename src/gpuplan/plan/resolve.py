@@ -58,7 +58,7 @@ class Resolved:
     length_note: str | None = None  # a default length shortened to the model's context
     checked: tuple[str, ...] = ()  # the refusals' warnings
     chosen: tuple[str, ...] = ()  # defaults a run takes beyond an estimate's, with why (gpuplan.plan.launch)
-    layout_why: str | None = None  # why the micro-batch x accumulation are the recipe's (gpuplan.plan.launch)
+    layout_why: str | None = None  # why the micro-batch x accumulation are the recipe's (gpuplan.plan.layout)
 
     @property
     def engine(self) -> Engine:
@@ -69,8 +69,16 @@ class Resolved:
         """The defaults taken for this card and model, in words: the GPU name's variant, the model's notes, the
         card's precision, the serving split."""
         said = (self.gpu_note, *self.model.notes, precision_note(self.scenario, self.gpu), self.split_note,
-                self.length_note, pretraining_note(self.scenario), *self.chosen)
+                self.length_note, pretraining_note(self.scenario), *self.chosen, self.layout_note)
         return tuple(n for n in said if n)
+
+    @property
+    def layout_note(self) -> str | None:
+        """The recipe's micro-batch x accumulation the builder took (:func:`gpuplan.plan.layout.with_layout`), and
+        why."""
+        s = self.scenario
+        return f"micro-batch {s.micro_batch_size} x accumulation {s.grad_accum_steps}: {self.layout_why} (set " \
+            "micro_batch_size or grad_accum_steps to choose)" if self.layout_why else None
 
     @functools.cached_property
     def assumptions(self) -> tuple[str, ...]:

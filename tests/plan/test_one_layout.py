@@ -1,0 +1,54 @@
+"""One layout on every road (issue 30): a training scenario that sets neither micro_batch_size nor grad_accum_steps
+is planned at the recipe's micro-batch x accumulation by the builder, so ``estimate``, ``recommend``'s row for the
+same setup and the files ``gpuplan launch`` writes read the same time and cost; a scenario that sets the
+micro-batch keeps it."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpuplan.launchers import launch_plan
+from gpuplan.model.catalog import load_model
+from gpuplan.plan.estimate import estimate
+from gpuplan.plan.recommend import Constraints, recommend
+from gpuplan.scenario import Scenario
+
+LORA = dict(model="qwen2.5-7b", task="train", method="lora", train_tokens=1e8, gpu="h100-sxm")
+FULL = dict(model="llama-3.2-1b", task="train", train_tokens=2e9, gpu="b200", num_gpus=2, sharding="zero2")
+
+
+@pytest.mark.parametrize("given", [LORA, FULL], ids=["1-gpu-lora", "2-gpu-full"])
+def test_estimate_launch_and_recommend_read_one_layout(given):
+    plan = estimate(given, advise=False)
+    s = plan.setup.scenario
+    # the recipe's global batch (QLoRA's 16 sequences, Alpaca's 128) reached with accumulation, not 1 x 1 as given
+    assert s.grad_accum_steps > 1
+    assert s.micro_batch_size * s.grad_accum_steps * s.dp >= 16
+    assert "fastest per sequence" in plan.setup.layout_why
+    launched = launch_plan(given)  # the numbers the launch header writes (run_of)
+    assert (launched.scenario.micro_batch_size, launched.scenario.grad_accum_steps) == \
+        (s.micro_batch_size, s.grad_accum_steps)
+    assert launched.hours == pytest.approx(plan.cost.hours, rel=1e-9)
+    assert launched.usd_total == pytest.approx(plan.cost.usd_total, rel=1e-9)
+    assert launched.speed.step_time_s == pytest.approx(plan.speed.step_time_s, rel=1e-9)
+    # recommend's row for the same card, count and offer
+    searched = Scenario(**{k: v for k, v in given.items() if k not in ("gpu", "num_gpus", "sharding")})
+    answer = recommend(searched, load_model(given["model"]),
+                       Constraints(gpus=(plan.setup.gpu.id,), max_gpus=s.world_size, top=50), explain=False)
+    rows = [x for x in answer.setups if x.num_gpus == s.world_size and x.offer == plan.cost.offer and
+            x.sharding == s.layout and not x.techniques]
+    assert len(rows) == 1
+    row = rows[0]
+    assert (row.scenario.micro_batch_size, row.scenario.grad_accum_steps) == (s.micro_batch_size,
+                                                                              s.grad_accum_steps)
+    assert row.hours == pytest.approx(plan.cost.hours, rel=1e-9)
+    assert row.usd_total == pytest.approx(plan.cost.usd_total, rel=1e-9)
+
+
+def test_a_micro_batch_set_is_kept():
+    plan = estimate({**LORA, "micro_batch_size": 2}, advise=False)
+    s = plan.setup.scenario
+    assert (s.micro_batch_size, s.grad_accum_steps) == (2, 1)
+    launched = launch_plan({**LORA, "micro_batch_size": 2})
+    assert (launched.scenario.micro_batch_size, launched.scenario.grad_accum_steps) == (2, 1)
+    assert launched.hours == pytest.approx(plan.cost.hours, rel=1e-9)
