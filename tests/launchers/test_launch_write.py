@@ -176,6 +176,13 @@ gpuplan.launch({"model": "qwen2.5-0.5b", "task": "train", "method": "lora", "gpu
 """
 
 
+def _signals_at_default() -> None:
+    import signal
+
+    for kind in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(kind, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("into", ["new", "existing"])
 @pytest.mark.parametrize("signum", ["SIGTERM", "SIGHUP", "SIGINT"])
 def test_a_stop_signal_mid_write_leaves_no_hidden_folder(tmp_path, into, signum):
@@ -192,8 +199,10 @@ def test_a_stop_signal_mid_write_leaves_no_hidden_folder(tmp_path, into, signum)
         (folder / "trainer.yaml").write_text("mine\n")
     before = {p: p.read_bytes() if p.is_file() else None for p in tmp_path.rglob("*")}
     env = {**os.environ, "PYTHONPATH": str(Path(gpuplan.__file__).parents[1])}
+    # the child starts with the three signals at their defaults, as from a terminal or `timeout`: a parent that
+    # ignores them (nohup, a background job of a script) passes that on, and gpuplan leaves an ignored signal alone
     child = subprocess.Popen([sys.executable, "-c", STOPPED_CHILD, str(folder), into], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, env=env)
+                             stderr=subprocess.PIPE, text=True, env=env, preexec_fn=_signals_at_default)
     try:
         assert child.stdout.readline().strip() == "staged", child.stderr.read()[-2000:]
         assert any(p.name.startswith(".gpuplan-launch.") for p in tmp_path.rglob("*"))  # mid-write, for real
