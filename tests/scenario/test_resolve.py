@@ -15,7 +15,7 @@ GIB = 2**30
 
 def test_the_resolved_line_names_every_default():
     r = estimate({"model": "llama-3.1-8b", "task": "train", "method": "qlora", "gpu": "rtx-4090"}, advise=False)
-    assert r.resolved == ("meta-llama/Llama-3.1-8B: train QLoRA r16 (nf4 base), seq 2,048 x micro-batch 1 x 1 "
+    assert r.resolved == ("meta-llama/Llama-3.1-8B: train QLoRA r16 (nf4 base), seq 2,048 x micro-batch 2 x 8 "
                           "accumulation, full checkpointing, bf16-mixed, adamw, sdpa, hf; 1 x rtx-4090, single GPU")
     r = estimate({"model": "llama-3.1-70b", "task": "infer", "engine": "vllm", "batch_size": 32,
                   "prompt_tokens": 3584, "output_tokens": 512, "gpu": "h100-sxm", "num_gpus": 2}, advise=False)

@@ -155,7 +155,8 @@ def test_context_parallel_speed_counts_the_ring():
     the step takes a little more than half as long for half the data-parallel ranks: half the rows make thinner
     GEMMs, which run below the full shape's efficiency (speed/gemm.py's shape model), and the ring's K/V exchange
     (2·8,192 tokens·2 B·1 KV head·128 = 4 MiB per layer) is priced; tokens/s then falls, by less than a quarter."""
-    run = {**BASE, "num_gpus": 8, "num_nodes": 2, "tp": 8, "gpu": "h100-sxm", "seq_len": 16384}
+    run = {**BASE, "num_gpus": 8, "num_nodes": 2, "tp": 8, "gpu": "h100-sxm", "seq_len": 16384,
+           "micro_batch_size": 1}  # one sequence per micro-step in both runs (the hand count above)
     plan = estimate({**run, "cp": 2}, advise=False)
     assert any("context parallel 2: ring attention passes 1 K/V chunks of 4.0 MiB" in a for a in plan.assumptions)
     assert plan.speed.parts_s["context_parallel"] >= 0
