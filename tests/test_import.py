@@ -57,9 +57,9 @@ def test_a_training_estimate_loads_only_what_it_uses():
     the serving simulation's step model and workloads, not the module plans (diffusion, encoders: their jobs,
     profiles, memory and timing; the readers of diffusers and encoder configs: a decoder's config is told apart
     by gpuplan.model.families), Megatron's layout, the serving engines' profiles and step times, TensorRT-LLM's
-    offline run or the training recipe, the GGUF rules, not OpenSSL (hashlib, secrets) and not PyYAML (the bundled
+    offline run, the GGUF rules, not OpenSSL (hashlib, secrets) and not PyYAML (the bundled
     YAML is read through its JSON twins, gpuplan.datafiles): each was a few milliseconds of every fresh process
-    (bench/startup.py)."""
+    (bench/startup.py). The training recipe loads: it decides the plan's micro-batch x accumulation."""
     code = ("import json, sys, gpuplan\n"
             "gpuplan.estimate({'model': 'llama-3.1-8b', 'task': 'train', 'method': 'qlora', 'gpu': 'rtx-4090'})\n"
             "print(json.dumps(sorted(sys.modules)))")
@@ -70,7 +70,7 @@ def test_a_training_estimate_loads_only_what_it_uses():
                                               "torchao_nf4", "megatron")} | {
         "gpuplan.serving.steptime", "gpuplan.serving.workload", "hashlib", "secrets", "gpuplan.plan.modules",
         "gpuplan.scenario.modules", "gpuplan.model.profile", "gpuplan.model.record", "gpuplan.speed.modules",
-        "gpuplan.memory.modules", "gpuplan.memory.megatron", "gpuplan.speed.offline", "gpuplan.plan.recipe",
+        "gpuplan.memory.modules", "gpuplan.memory.megatron", "gpuplan.speed.offline",
         "gpuplan.speed.inference", "yaml", "gpuplan.useryaml", "gpuplan.model.gguf", "gpuplan.model.diffusers",
         "gpuplan.model.encoders", *(f"gpuplan.engines.{m}" for m in ("vllm", "sglang", "trtllm", "llama_cpp", "mlx"))}
     assert not loaded & unused, loaded & unused

@@ -65,7 +65,7 @@ def test_one_node_tp1_lora_layout_fits_b200():
 def test_cuda_graphs_remove_the_host_launches():
     """A step replayed from a CUDA graph launches no kernel from Python: the host part of the step and the
     trainer loop's per-step Python (captured with the iteration) are gone, the GPU's work is the same."""
-    run = {**BASE, "gpu": "h100-sxm", "num_gpus": 8, "tp": 8, "seq_len": 4096}
+    run = {**BASE, "gpu": "h100-sxm", "num_gpus": 8, "tp": 8, "seq_len": 4096, "micro_batch_size": 1}  # one layout
     eager = estimate(run, advise=False).speed
     graphs = estimate({**run, "cuda_graphs": True}, advise=False).speed
     assert eager.parts_s["host_overhead"] > 0 and "host_overhead" not in graphs.parts_s

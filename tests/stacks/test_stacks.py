@@ -374,7 +374,7 @@ def test_op_sac_recomputes_every_second_matmul_and_no_attention():
     from gpuplan.speed.work import elementwise_s, linears_s
 
     m, gpu = load_model("llama-3.1-8b"), load_gpu("h100-sxm")
-    common = {**BASE, "stack": "torchtitan", "gpu": "h100-sxm", "seq_len": 4096}
+    common = {**BASE, "stack": "torchtitan", "gpu": "h100-sxm", "seq_len": 4096, "micro_batch_size": 1}  # one sequence
     none, sac = (estimate({**common, "grad_checkpointing": g}, advise=False).speed for g in ("none", "selective"))
     again = linears_s(m, gpu, "bf16", 4096, targets=frozenset({"k_proj", "o_proj", "up_proj"}))
     assert sac.parts_s["gemm"] - none.parts_s["gemm"] == pytest.approx(again, rel=1e-9)
@@ -396,7 +396,7 @@ def test_checkpoint_every_recomputes_one_layer_in_n():
     from gpuplan.speed.work import linears_s
 
     m, gpu = load_model("llama-3.1-8b"), load_gpu("h100-sxm")
-    common = {**BASE, "stack": "torchtitan", "gpu": "h100-sxm", "seq_len": 4096}
+    common = {**BASE, "stack": "torchtitan", "gpu": "h100-sxm", "seq_len": 4096, "micro_batch_size": 1}  # one sequence
     none = estimate({**common, "grad_checkpointing": "none"}, advise=False).speed
     every4 = estimate({**common, "grad_checkpointing": "full", "checkpoint_every": 4}, advise=False).speed
     assert every4.parts_s["gemm"] - none.parts_s["gemm"] == pytest.approx(
@@ -419,7 +419,7 @@ def test_activation_offload_pcie_round_trip_by_hand():
     m, gpu = load_model("llama-3.2-1b"), load_gpu("rtx-4090")
     pcie = intra_node_link(gpu, Network(intra_node="pcie")).bytes_per_s
     common = {"model": "llama-3.2-1b", "task": "train", "stack": "torchtune", "gpu": "rtx-4090",
-              "seq_len": 2048, "activation_offload": True}
+              "seq_len": 2048, "activation_offload": True, "micro_batch_size": 1}  # one sequence, as counted
     ckpt = scenario_from({**common, "grad_checkpointing": "full"})
     assert offloaded_activation_bytes(ckpt, m) == (16 - 5) * 2048 * 2048 * 2
     sp = estimate({**common, "grad_checkpointing": "full"}, advise=False).speed
