@@ -40,17 +40,25 @@ FLAT_REQUEST_S = 57.5e-3
 
 
 # What the rows say (read off the tables; kept with the report when it is regenerated).
-NOTES = """What the rows say:
+NOTES = """Session 7 (s7-trtllm), held-out medians against main at 68637fd (TTFT 31.8 %, TPOT 28.5 %):
+
+| change | TTFT | TPOT | what moved |
+|---|---:|---:|---|
+| main (68637fd) | 31.8% | 28.5% | |
+| DeepSeek's all-reduces fused with the residual add and RMSNorm (`engines/trtllm.fused_kernels`); the launch time refitted on the calibration pair, 41.8 -> 43.9 us | 31.9% | 20.8% | every decode step 0.9 ms shorter at TP 8 (2 x 61 all-reduces at the fused kernel's 8 us, 61 x 2 norms fewer): B200 FP4 +44..+61 % -> +32..+48 %, B200 FP8 +23..+33 % -> +16..+25 %, H200 with EP -2..-9 % -> -10..-16 % |
+
+What the rows say:
 
 - **The fixed part.** One request's TTFT grows linearly with its prompt on every configuration, and the line's
   intercept is what a request pays whatever its length. On the calibration pair (H200, FP8, no expert parallelism)
   it is 79 ms. Before, the simulation's own steps held 22 ms of it and a flat 57.5 ms per request took the rest.
   Now the server path is vLLM's 14.7 ms (borrowed: both are Python OpenAI servers that tokenize, hand off,
   detokenize and stream), and the step that holds the prompt runs without a CUDA graph, as TensorRT-LLM's PyTorch
-  backend runs it (`ScheduledRequests.can_run_cuda_graph`): 40 kernels a layer x 61 layers launched at 41.8 us
+  backend runs it (`ScheduledRequests.can_run_cuda_graph`): 38 kernels a layer x 61 layers launched at 43.9 us
   (`overheads.TRTLLM_EAGER_LAUNCH_S`, the value that brings the pair's intercept to 79 ms) take 102 ms, longer
   than the GPU's work for 1,600 tokens (so that point sits at 117 ms) and shorter than for 8,192. The per-launch
-  figure lands beside SGLang's 41.5 us, fitted on other runs.
+  figure lands beside SGLang's 41.5 us, fitted on other runs (41.8 us before DeepSeek's layer took TensorRT-LLM's
+  fused all-reduce, two kernels fewer to launch: 40 -> 38).
 - **Held out.** The H200 at expert parallelism 4 and 8 measure 77 and 69 ms of fixed part: gpuplan 85 and 86 now,
   79 with the flat constant, 36 with vLLM's figure alone. The B200 box measures 104-106 ms: 112-115 now, 71 before,
   because its faster GPU leaves the launches showing at both lengths (its slope collapses to 1-3 ms per 1k tokens

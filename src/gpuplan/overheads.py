@@ -841,8 +841,9 @@ TRTLLM_REQUEST_S = VLLM_V1_REQUEST_S
 # H200s (v0.21.0rc2, TP 8), 164.6 ms TTFT at 1,600 prompt tokens and 515.8 ms at 8,192, whose intercept of TTFT
 # against prompt length is 79.4 ms; the launch time that brings the simulated intercept there (TRTLLM_REQUEST_S
 # borrowed, bisection). It replaces a flat 57.5 ms per request fitted on the same pair (a 61-layer MoE step's host
-# time charged to every model's requests).
-TRTLLM_EAGER_LAUNCH_S = 41.8e-6
+# time charged to every model's requests). Refitted (2026-11-29, s7) when DeepSeek's layer took TensorRT-LLM's fused
+# all-reduce + RMSNorm (engines/trtllm.fused_kernels: two kernels fewer per layer to launch): 41.8 -> 43.9 us.
+TRTLLM_EAGER_LAUNCH_S = 43.9e-6
 # TensorRT-LLM's context attention against gpuplan's FlashAttention figure (ATTENTION_PEAK_FRACTION of the bf16 peak):
 # fitted at 1.5x. trtllm-bench builds FP8 and NVFP4 engines with FP8 context FMHA (tensorrt_llm/bench/build/build.py:
 # use_fp8_context_fmha = True "if NVFP4 or FP8 quantization is enabled"), whose peak is twice the bf16 one.
