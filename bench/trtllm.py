@@ -69,7 +69,8 @@ def scenario(row: dict):
     tp = int(row["tp"])
     return scenario_from({"task": "infer", "engine": "trtllm", "model": row["model"], "gpu": row["gpu"], "tp": tp,
                           "num_gpus": tp, "quant": row["precision"], "kv_cache_dtype": "fp8",
-                          "prompt_tokens": int(row["isl"]), "output_tokens": int(row["osl"]), "batch_size": 1})
+                          "prompt_tokens": int(row["isl"]), "output_tokens": int(row["osl"]), "batch_size": 1,
+                          "trtllm_backend": row.get("backend") or None})
 
 
 def why_not(row: dict) -> str | None:

@@ -82,7 +82,8 @@ def server_setup(row: dict):
                        "max_num_seqs": int(row["max_batch_size"]), "tp": int(row["tp"]), "num_gpus": int(row["tp"]),
                        "gpu": row["gpu"],
                        "max_num_batched_tokens": int(row["max_num_tokens"]), "prompt_tokens": SERVER_PROMPT_TOKENS,
-                       "output_tokens": out, "capacity_scheduler_policy": "max_utilization"})
+                       "output_tokens": out, "capacity_scheduler_policy": "max_utilization",
+                       "trtllm_backend": row["backend"]})
     w = load_workload(None, {"prompt_tokens": SERVER_PROMPT_TOKENS, "output_tokens": out, "length_spread": 0.5,
                              "ttft_s": 2, "tpot_s": 0.2, "percentile": 99,
                              "num_requests": round(per_instance(row) * float(row["min_duration_s"]))})

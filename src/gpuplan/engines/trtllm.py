@@ -304,12 +304,15 @@ class Trtllm(Engine):
         kernels where the trtllm-bench tables measure them apart from vLLM's (``bench/trtllm.py``,
         :mod:`gpuplan.speed.offline`: routed experts as one grouped GEMM, the fused MoE; prompt attention of FP8 and
         NVFP4 checkpoints, FP8 context FMHA, at :data:`~gpuplan.overheads.TRTLLM_CONTEXT_ATTENTION_SPEEDUP` times
-        gpuplan's FlashAttention figure), and its own host loop (:func:`host_loop`)."""
+        gpuplan's FlashAttention figure), and its own host loop (:func:`host_loop`). With ``trtllm_backend:
+        tensorrt`` (:func:`backend`) a built TensorRT engine runs every step from the C++ runtime: no Python
+        launches in the context step."""
         fp8_fmha = s.quant in ("fp8", "nvfp4")
+        eager = backend(s) == "pytorch"
         return current_timing(s, m, gpu, loop=host_loop(s, m, gpu), graph_max_batch=0, grouped_experts=True,
                               context_attention_speedup=oh.TRTLLM_CONTEXT_ATTENTION_SPEEDUP if fp8_fmha else 1.0,
-                              eager_prompts=True, launch_s=oh.TRTLLM_EAGER_LAUNCH_S, note=TIMING,
-                              **fused_kernels(s, m, gpu))
+                              eager_prompts=eager, launch_s=oh.TRTLLM_EAGER_LAUNCH_S if eager else 0.0,
+                              note=TIMING if eager else TIMING_ENGINE, **fused_kernels(s, m, gpu))
 
 
 # The two RMSNorms of a DeepSeek decoder layer that TensorRT-LLM runs inside its all-reduces (fused_kernels)
@@ -339,6 +342,20 @@ def fused_kernels(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> dict:
 
 TIMING = ("TensorRT-LLM: its host loop's cost per step, per sequence and per request taken as vLLM's; a step holding "
           "a prompt runs without a CUDA graph")
+TIMING_ENGINE = ("TensorRT-LLM (TensorRT engine, C++ runtime): its host loop's cost per step, per sequence and per "
+                 "request taken as vLLM's")
+# trtllm-serve --backend when the plan does not set trtllm_backend: the PyTorch flow, trtllm-serve's default since
+# TensorRT-LLM 1.0 (tensorrt_llm/commands/serve.py: --backend, default "pytorch"; tests/data/trtllm/serve-options.json)
+BACKEND = "pytorch"
+
+
+def backend(s: Scenario) -> str:
+    """The runtime a plan's trtllm-serve runs (``--backend``): the scenario's ``trtllm_backend``, else
+    :data:`BACKEND`. ``pytorch`` runs the model from Python modules (a context step without a CUDA graph, each
+    kernel launched from Python: :data:`~gpuplan.overheads.TRTLLM_EAGER_LAUNCH_S`); ``tensorrt`` runs a TensorRT
+    engine built ahead from the C++ runtime (``tensorrt_llm/runtime``, the executor's ``enqueue``), which launches a
+    step's kernels without Python: what MLPerf's submissions and releases before 1.0 ran."""
+    return s.trtllm_backend or BACKEND
 
 
 def host_loop(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> HostLoop:
