@@ -167,7 +167,11 @@ def report(rows: list[dict]) -> str:
              "gpuplan said before); *trtllm-bench*: `speed/offline.py` (trtllm-bench's settings, W8A8 FP8 on Hopper,",
              "W4A4 NVFP4 on Blackwell, FP8 KV, constants fitted on the H100 and B200 rows only). Also held out: the",
              "dense FP8 rows of release 0.17's table (bench/data/trtllm-perf-overview-v0.17.csv,",
-             "NVIDIA/TensorRT-LLM@258c7540c035, TensorRT engines rather than the PyTorch backend, TP 1 to 8).", "",
+             "NVIDIA/TensorRT-LLM@258c7540c035, TensorRT engines rather than the PyTorch backend, TP 1 to 8: its",
+             "rows name `trtllm_backend: tensorrt` in their case file, which changes none of them: trtllm-bench's",
+             "prompt steps are longer than their launches). Session 7: the launch time per kernel of the PyTorch",
+             "backend's prompt steps was refitted on trtllm-serve's calibration pair (41.8 -> 43.9 us,",
+             "bench/results/trtllm_serving.md): MoE on one GPU held out 7.3 -> 7.4 %.", "",
              "| rows | n | generic median abs error | trtllm-bench median abs error |", "|---|---:|---:|---:|"]
     for name, pick in (("fitted (H100, B200)", lambda r: role(r) == "fitted"),
                        ("held-out (H200, GB200)", lambda r: role(r) == "held-out"),

@@ -52,6 +52,36 @@ NOTES = """Session 7 (s7-trtllm), held-out medians:
    Every decode step at TP 8 is 0.9 ms shorter (2 x 61 all-reduces at the fused kernel's 8 us, 2 x 61 norms fewer):
    B200 FP4 +44..+61 % -> +32..+48 %, B200 FP8 +23..+33 % -> +16..+25 %, H200 with EP -2..-9 % -> -10..-16 %. The
    launch time is refitted on the calibration pair (41.8 -> 43.9 us): 38 launches a layer, not 40.
+2. `trtllm_backend` (trtllm-serve `--backend`, default pytorch): every row here ran the PyTorch backend (DeepSeek-R1
+   runs on no other), so none moves; MLPerf's rows now name the TensorRT engine (bench/results/mlperf_inference.md).
+
+Looked at, with sources, and not built (the prefill slope, 1.8-2.3x on the H200s, and B200 decode):
+
+- **Which MoE backend.** DeepSeek-R1 runs TensorRT-LLM's CUTLASS fused MoE on both GPUs in both releases:
+  `MoeConfig.backend` defaults to CUTLASS (`llmapi/llm_args.py`; later AUTO, which `ModelConfig.
+  resolve_moe_backend` resolves to CUTLASS for every architecture but gpt-oss and DeepSeek-V4), and
+  `fused_moe/create_moe.py get_moe_cls` picks TRTLLM-Gen, DeepGEMM or WIDEEP only when asked. gpuplan's grouped
+  GEMM stands for it.
+- **The GEMM rate is not the slope's cause.** DeepGEMM's published FP8 block-scale rates on an H800 (its README,
+  28 DeepSeek shapes, dense and grouped) are a median 0.87 of what gpuplan's FP8 model gives the same shapes on
+  an H100 SXM (0.80 for its shapes of 256 rows and more), and TensorRT-LLM's GEMMs are already priced at 0.9 of it
+  (`TRTLLM_GEMM_PEAK_SHARE`): at most 10-20 % of the GEMM time, against a slope 1.8x too fast. What the slopes
+  imply: about 37 B active parameters, 9.25 TFLOP per GPU per 1k tokens at TP 8, is 174 TFLOPS per H200 at EP 1
+  (9 % of its FP8 peak) and 221 TFLOPS per B200 at EP 8 (2.5 % of its FP4 peak); the B200 gains nothing over the
+  H200 at EP 4 and loses at EP 8, which is the issue's own complaint (TensorRT-LLM 0.21). A slowdown that grows
+  with expert parallelism on the faster GPU points at the 0.21 MoE path on Blackwell, not at any rate gpuplan can
+  take from a datasheet or a kernel table; no source gives its cost per token.
+- **Expert slices at EP 1.** At TP 8 without EP each GPU runs every routed pick through 1/8 of each expert
+  (`intermediate_size_per_partition`: the down projection's K is 256); the expanded rows' traffic and the
+  down GEMM's short K explain about a fifth of the EP 1 - EP 8 gap (18.6 ms per 1k tokens measured).
+- **FP8 quantize kernels.** On Hopper each FP8 block-scale linear is two kernels (`fp8_quantize_1x128`, then
+  `fp8_block_scaling_gemm`); on Blackwell one (`fp8_swap_ab_gemm`, DeepGEMM) (`_torch/modules/linear.py`
+  `FP8BlockScalesLinearMethod.apply`). Counting them (5 more kernels a layer on the H200, and NVFP4's
+  `fp4_quantize` on the B200) moved TPOT 20.8 -> 20.4 % and TTFT 32.0 -> 33-35 % (the refitted launch time falls
+  to 38.9 us and the B200 prompts launch fewer kernels): not landed.
+- **B200 decode** stays 16-48 % slow: at one user the step is 61 layers of fixed per-kernel cost, and what makes
+  TensorRT-LLM's Blackwell layer cheaper than its Hopper one (kernel fusions of the TRTLLM-Gen path, PDL) needs a
+  kernel count of the Blackwell path or a profile, which no source here gives.
 
 What the rows say:
 
@@ -78,10 +108,10 @@ What the rows say:
 - **What stays wrong is the slope**, the prefill's GPU work per token: 1.8-2.3x too fast on the H200s and far more
   on the B200s (DeepSeek-R1's MLA prefill and MoE at TP 8 in TensorRT-LLM 0.21). That is the MoE prefill model's
   miss (issue 31 item 2), not a fixed cost, and no constant here was fitted to it.
-- **TPOT** (LLMPerf's p50 inter-token latency; InferenceX's mean TPOT): within 2-9 % on the H200 with expert
-  parallelism, 23-26 % short without it; too slow on every B200 row, +44..+61 % for FP4 (TensorRT-LLM 0.21) and
-  +23..+33 % for FP8 (1.3.0rc14, InferenceX): DeepSeek's decode on Blackwell as TensorRT-LLM runs it, an MoE item
-  of issue 31.
+- **TPOT** (LLMPerf's p50 inter-token latency; InferenceX's mean TPOT), with the fused all-reduce: 8-16 % short on
+  the H200 with expert parallelism, 20-32 % short without it; too slow on every B200 row, +32..+48 % for FP4
+  (TensorRT-LLM 0.21) and +16..+25 % for FP8 (1.3.0rc14, InferenceX): DeepSeek's decode on Blackwell as
+  TensorRT-LLM runs it, an MoE item of issue 31.
 - **Eight users** (H200, 1,600 tokens): measured TTFT 480-700 ms, gpuplan 216-242 ms; LLMPerf sends the eight at
   once, so the queue behind one another's prompts is set by the same prefill slope.
 """
