@@ -46,6 +46,7 @@ NOTES = """Session 7 (s7-trtllm), held-out medians:
 |---|---:|---:|
 | main at 68637fd | 31.8% | 28.5% |
 | 1. DeepSeek's all-reduces fused with the residual add and RMSNorm; launch time refitted | 31.9% | 20.8% |
+| 3. The fused MoE's expanded rows priced as memory traffic; launch time refitted | 28.6% | 21.4% |
 
 1. `engines/trtllm.fused_kernels`: TensorRT-LLM's DeepSeek layer runs both all-reduces as one kernel with the
    residual add and the next RMSNorm (`modeling_deepseekv3.py`, PRE/POST_MOE_FUSION at TP without attention DP).
@@ -54,6 +55,15 @@ NOTES = """Session 7 (s7-trtllm), held-out medians:
    launch time is refitted on the calibration pair (41.8 -> 43.9 us): 38 launches a layer, not 40.
 2. `trtllm_backend` (trtllm-serve `--backend`, default pytorch): every row here ran the PyTorch backend (DeepSeek-R1
    runs on no other), so none moves; MLPerf's rows now name the TensorRT engine (bench/results/mlperf_inference.md).
+3. `speed/experts.expanded_rows_s`: TensorRT-LLM's CUTLASS fused MoE copies each token to one row per pick
+   (`expandInputRowsKernel`, in the first GEMM's input type) and reads every pick's 16-bit output row back to sum
+   them (`finalizeMoeRoutingKernel`), `hidden x (4 tokens + (a + 4) picks)` bytes a layer on the busiest GPU. At
+   EP 1 each GPU carries every pick (8 per token), at EP 8 an eighth: the H200 slopes rise 23.1 -> 27.9 (EP 1),
+   19.6 -> 20.3 (EP 4) and 19.1 (EP 8) ms per 1k tokens against 53.3, 35.8 and 34.7 measured. The launch time
+   refitted on the calibration pair rises with it (43.9 -> 47.2 us), so the held-out intercepts rise too (H200 EP 4
+   and 8: 85-86 -> 92-93 ms against 77 and 69). Held out: TTFT 31.9 -> 28.6 %, TPOT 20.8 -> 21.4 % (mixed steps
+   of the InferenceX rows wait longer on the launches). Elsewhere: trtllm.py's MoE on one GPU held out 7.4 ->
+   6.6 % (NVFP4 dispatch refitted, prefill 100 -> 80 ns a token and layer), MLPerf's Mixtral rows 2.9 -> 0.9 %.
 
 Looked at, with sources, and not built (the prefill slope, 1.8-2.3x on the H200s, and B200 decode):
 
@@ -90,22 +100,22 @@ What the rows say:
   it is 79 ms. Before, the simulation's own steps held 22 ms of it and a flat 57.5 ms per request took the rest.
   Now the server path is vLLM's 14.7 ms (borrowed: both are Python OpenAI servers that tokenize, hand off,
   detokenize and stream), and the step that holds the prompt runs without a CUDA graph, as TensorRT-LLM's PyTorch
-  backend runs it (`ScheduledRequests.can_run_cuda_graph`): 38 kernels a layer x 61 layers launched at 43.9 us
-  (`overheads.TRTLLM_EAGER_LAUNCH_S`, the value that brings the pair's intercept to 79 ms) take 102 ms, longer
-  than the GPU's work for 1,600 tokens (so that point sits at 117 ms) and shorter than for 8,192. The per-launch
-  figure lands beside SGLang's 41.5 us, fitted on other runs (41.8 us before DeepSeek's layer took TensorRT-LLM's
-  fused all-reduce, two kernels fewer to launch: 40 -> 38).
-- **Held out.** The H200 at expert parallelism 4 and 8 measure 77 and 69 ms of fixed part: gpuplan 85 and 86 now,
-  79 with the flat constant, 36 with vLLM's figure alone. The B200 box measures 104-106 ms: 112-115 now, 71 before,
-  because its faster GPU leaves the launches showing at both lengths (its slope collapses to 1-3 ms per 1k tokens
-  against 35-42 measured, so the intercept is right for the wrong share). Held-out TTFT median error 41.1 % -> 31.8
-  %: the 1,600-token rows and InferenceX's B200 rows gain, the 8,192-token rows lose the 43 ms the flat constant
-  gave every request.
+  backend runs it (`ScheduledRequests.can_run_cuda_graph`): 38 kernels a layer x 61 layers launched at 47.2 us
+  (`overheads.TRTLLM_EAGER_LAUNCH_S`, the value that brings the pair's intercept to 79 ms) take 109 ms, longer
+  than the GPU's work for 1,600 tokens (so that point sits at 124 ms) and shorter than for 8,192. The per-launch
+  figure lands near SGLang's 41.5 us, fitted on other runs (41.8 us in session 6, before items 1 and 3).
+- **Held out.** The H200 at expert parallelism 4 and 8 measure 77 and 69 ms of fixed part: gpuplan 92 and 93 now,
+  78 with the flat constant, 36 with vLLM's figure alone. The B200 box measures 104-106 ms: 116-124 now, 70 with the
+  flat constant, because its faster GPU leaves the launches showing at both lengths (its slope collapses to 0-5 ms
+  per 1k tokens against 35-42 measured, so the intercept is right for the wrong share). Held-out TTFT median error
+  (session 6) 41.1 % -> 31.8 %: the 1,600-token rows and InferenceX's B200 rows gain, the 8,192-token rows lose
+  the 43 ms the flat constant gave every request; 28.6 % after session 7.
 - **What it changes elsewhere.** A small dense model's prompt no longer pays 57.5 ms: Llama-3.1-8B on one H100
-  (1,024-token prompts, one user) 84 -> 41 ms TTFT, its 448 launches (18.7 ms) hidden behind the GPU's prefill.
+  (1,024-token prompts, one user) 84 -> 41 ms TTFT, its 448 launches (21.1 ms at 47.2 us) hidden behind the GPU's
+  prefill.
   The launches are part of the step, so every request sharing a step with a prompt waits on them: TPOT of the
   InferenceX rows (4-16 users) rises by up to 3 %.
-- **What stays wrong is the slope**, the prefill's GPU work per token: 1.8-2.3x too fast on the H200s and far more
+- **What stays wrong is the slope**, the prefill's GPU work per token: 1.7-1.9x too fast on the H200s and far more
   on the B200s (DeepSeek-R1's MLA prefill and MoE at TP 8 in TensorRT-LLM 0.21). That is the MoE prefill model's
   miss (issue 31 item 2), not a fixed cost, and no constant here was fitted to it.
 - **TPOT** (LLMPerf's p50 inter-token latency; InferenceX's mean TPOT), with the fused all-reduce: 8-16 % short on

@@ -50,3 +50,28 @@ def test_the_eager_context_step_launches_the_fused_layer():
 def test_one_gpu_attention_dp_and_other_models_stay_unfused(fields):
     t = timer(**fields)
     assert not t.timing.fused_all_reduce and t.timing.layer_kernels == 0
+
+
+def test_the_fused_moes_expanded_rows_cross_memory_once_each_way():
+    """speed/experts.expanded_rows_s, by hand for DeepSeek-R1 FP8 on 8 H200s at TP 8 without EP: 1,000 tokens, top-8,
+    58 MoE layers, hidden 7,168: per layer 7,168 x (4 x 1,000 + (1 + 4) x 8,000) = 315.4 MB (the expansion's 16-bit
+    read and FP8 write of 8,000 rows, the finalize's read of 8,000 16-bit rows after the second GEMM wrote them,
+    and its 16-bit write of 1,000), 18.29 GB for the step at the weights' streaming bandwidth; at EP 8 the busiest
+    GPU's picks are 1,000 x the uniform-routing imbalance (speed/experts.imbalance); vLLM has no such term."""
+    from gpuplan.speed.experts import expanded_rows_s, imbalance
+
+    t = timer()
+    per_layer = 7168 * (4 * 1000 + 5 * 8000)
+    assert per_layer == 315_392_000
+    assert expanded_rows_s(t, 1000) == pytest.approx(58 * per_layer / t._stream_bps, rel=1e-12)
+    assert 3e-3 < expanded_rows_s(t, 1000) < 6e-3  # ~18.3 GB at a few TB/s
+    ep8 = timer(ep=8)
+    picks = 1000 * imbalance(1000, 8, 8)
+    assert expanded_rows_s(ep8, 1000) == pytest.approx(58 * 7168 * (4 * 1000 + 5 * picks) / ep8._stream_bps,
+                                                       rel=1e-12)
+    nvfp4 = timer(gpu="b200", quant="nvfp4")  # FP4 rows: 0.5 byte a value and an FP8 scale per 16
+    assert expanded_rows_s(nvfp4, 1000) == pytest.approx(58 * 7168 * (4000 + 4.5625 * 8000) / nvfp4._stream_bps,
+                                                         rel=1e-12)
+    assert expanded_rows_s(timer(engine="vllm"), 1000) == 0.0
+    # it is in the step: a prefill's GEMM part and a decode's weights part each carry it
+    assert t.prefill_parts(1000)["gemm"] > expanded_rows_s(t, 1000)
