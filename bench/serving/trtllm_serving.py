@@ -82,8 +82,10 @@ Looked at, with sources, and not built (the prefill slope, 1.8-2.3x on the H200s
   with expert parallelism on the faster GPU points at the 0.21 MoE path on Blackwell, not at any rate gpuplan can
   take from a datasheet or a kernel table; no source gives its cost per token.
 - **Expert slices at EP 1.** At TP 8 without EP each GPU runs every routed pick through 1/8 of each expert
-  (`intermediate_size_per_partition`: the down projection's K is 256); the expanded rows' traffic and the
-  down GEMM's short K explain about a fifth of the EP 1 - EP 8 gap (18.6 ms per 1k tokens measured).
+  (`intermediate_size_per_partition`: the down projection's K is 256). The expanded rows' traffic (item 3) now
+  gives EP 1 8.8 ms per 1k tokens more than EP 8 (4.0 before it), of 18.6 measured; the down GEMM's short K (its
+  rows priced as 2,048 deep by 896 wide, where TensorRT-LLM splits K) adds about 1 ms per 1k tokens more if
+  corrected, in the GEMM model all engines share, and is left.
 - **FP8 quantize kernels.** On Hopper each FP8 block-scale linear is two kernels (`fp8_quantize_1x128`, then
   `fp8_block_scaling_gemm`); on Blackwell one (`fp8_swap_ab_gemm`, DeepGEMM) (`_torch/modules/linear.py`
   `FP8BlockScalesLinearMethod.apply`). Counting them (5 more kernels a layer on the H200, and NVFP4's
