@@ -91,6 +91,12 @@ Looked at, with sources, and not built (the prefill slope, 1.8-2.3x on the H200s
   `FP8BlockScalesLinearMethod.apply`). Counting them (5 more kernels a layer on the H200, and NVFP4's
   `fp4_quantize` on the B200) moved TPOT 20.8 -> 20.4 % and TTFT 32.0 -> 33-35 % (the refitted launch time falls
   to 38.9 us and the B200 prompts launch fewer kernels): not landed.
+- **The NVFP4 fused MoE's dispatch on this road.** `speed/offline.moe_dispatch_s` (fitted on trtllm-bench's B200
+  rows: 80 ns a prompt token and 200 ns a decoding one, per MoE layer) is added by the offline model only. With its
+  prompt part in the serving step, the B200 FP4 8,192-token rows move -60/-67/-72 % -> -50/-57/-64 % (median
+  unchanged); with its decode part too, the step model's closed form (the larger of a decode step's and a prefill
+  step's linear work for T tokens, serving/steptime.sample) would price prompt tokens at the decode rate. Left for
+  a step model that keeps the two apart.
 - **B200 decode** stays 16-48 % slow: at one user the step is 61 layers of fixed per-kernel cost, and what makes
   TensorRT-LLM's Blackwell layer cheaper than its Hopper one (kernel fusions of the TRTLLM-Gen path, PDL) needs a
   kernel count of the Blackwell path or a profile, which no source here gives.
