@@ -84,6 +84,7 @@ class Run:
     recompute: bool = False
     host_factor: float = 1.0  # compiled graphs and fused stacks launch fewer ops
     attention: str = "sdpa"  # eager: the scores as two batched GEMMs and a softmax through memory
+    autocast: bool = False  # mixed precision (torch.autocast): an eager softmax runs in fp32 (_eager)
 
 
 def _rate_dtype(dtype: str) -> str:
@@ -193,15 +194,33 @@ def host_scale(gpu: GpuSpec) -> float:
 
 def _eager(gpu: GpuSpec, run: Run, op: Op, d: tuple[float, ...], factor: int) -> float:
     """Eager attention (``factor`` 1 forward, 2 backward): ``Q·Kᵀ`` and ``P·V`` as batched GEMMs, and the score
-    matrix written, read and written by the softmax and read again (four passes through memory)."""
+    matrix moved through memory (:func:`score_bytes` per score), and the cast's kernel under autocast."""
     heads, q, kv, dk, dv = d
     dtype = _rate_dtype(run.dtype)
     gemms = (gemm_time_s(gpu, dtype, q, dk, kv, count=op.count * heads, kernels=op.count,
                          act_bytes=_act_bytes(run.dtype), weight_bytes=_act_bytes(run.dtype))
              + gemm_time_s(gpu, dtype, q, kv, dv, count=op.count * heads, kernels=op.count,
                            act_bytes=_act_bytes(run.dtype), weight_bytes=_act_bytes(run.dtype)))
-    scores = op.count * heads * q * kv * _act_bytes(run.dtype) * 4 / bandwidth(gpu)
-    return factor * (gemms + scores)
+    scores = op.count * heads * q * kv * score_bytes(run) / bandwidth(gpu)
+    cast = op.count * oh.GEMM_KERNEL_LATENCY_S if _upcast(run) else 0.0
+    return factor * (gemms + scores + cast)
+
+
+def _upcast(run: Run) -> bool:
+    return run.autocast and run.dtype != "fp32"
+
+
+def score_bytes(run: Run) -> float:
+    """Bytes an eager attention's forward moves per score: the scores written by ``Q·Kᵀ``, read and written by the
+    softmax, read by ``P·V`` (four passes at the activations' width). Under mixed precision (``torch.autocast``) the
+    softmax is on autocast's float32 list (PyTorch's Automatic Mixed Precision reference, "CUDA Ops that can autocast
+    to float32": softmax), so it writes fp32 probabilities, and ``P·V``, on the 16-bit list, casts them back first
+    (a kernel reading 4 bytes and writing 2): 2 + 2 + 4 + (4 + 2) + 2 = 16 bytes where a 16-bit pass moves 8
+    (transformers' Whisper and BART attention call ``softmax`` on 16-bit scores; diffusers' eager processor too)."""
+    width = _act_bytes(run.dtype)
+    if not _upcast(run):
+        return 4 * width
+    return width + width + 4 + (4 + width) + width
 
 
 def _lora_forward(gpu: GpuSpec, run: Run, op: Op, m: float, k: float, n: float) -> float:
@@ -323,6 +342,7 @@ def _run(job, s) -> Run:
     compiled = bool(getattr(s, "compile", False))
     return Run(dtype=job.dtype, weights=job.weights, trained=job.trained, lora_roles=job.lora_roles,
                lora_rank=job.lora_rank, recompute=job.way.endswith("-gc"), attention=job.attention,
+               autocast=str(getattr(s, "precision", "")).endswith("-mixed"),
                host_factor=oh.HOST_OPS_FACTOR["compile"] if compiled else 1.0)
 
 
