@@ -45,8 +45,9 @@ WHISPER_WALL_TIME = ("the time is the model's work on the card, eager PyTorch's 
                      "training: reading the stored features back and padding each batch, with the Trainer's "
                      "default of no dataloader workers); not counted: decoding audio files, a slower or busier "
                      "host, and the evaluations with generate that the training recipes run (the published "
-                     "Whisper-small recipe took 2.6 times the estimate with its evaluations counted, a transcription "
-                     "on an A100 1.2 times: bench/results/modules.md)")
+                     "Whisper-small recipe, of December 2022, took twice the estimate with its evaluations "
+                     "counted, most of it its libraries' slower reading of the stored features, measured; a "
+                     "transcription on an A100 1.2 times: bench/results/modules.md)")
 KIND_WORDS = {"diffusion-train": "diffusion training", "diffusion-generate": "diffusion generation",
               "train": "training", "infer": "inference"}
 
