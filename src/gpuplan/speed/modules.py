@@ -385,6 +385,9 @@ def train_step(s, job, main: Profile, parts: dict[str, Profile], gpu: GpuSpec) -
         opt = optimizer_s(gpu, trainable, oh.OPTIMIZER_BYTES_PER_PARAM)
         step += opt
         parts_s["optimizer"] = opt
+    if host := optimizer_host_s(s, job, main, gpu):
+        step += host
+        parts_s["optimizer (host)"] = host
     step += oh.DATALOADER_S_PER_MICRO_STEP * accum
     parts_s["trainer loop"] = oh.DATALOADER_S_PER_MICRO_STEP * accum
     if job.spec.family == "whisper":  # the log-mel batches read from the dataset on the CPU, between steps
@@ -393,6 +396,25 @@ def train_step(s, job, main: Profile, parts: dict[str, Profile], gpu: GpuSpec) -
     samples = job.samples_per_step * accum / step
     dense = peak_flops(gpu, _rate_dtype(job.dtype))
     return _speed(step, samples, parts_s, flops * accum, dense, "train")
+
+
+def optimizer_host_s(s, job, main: Profile, gpu: GpuSpec) -> float:
+    """The host seconds of an optimizer that loops over its tensors in Python: its aten ops per trained tensor
+    (:data:`~gpuplan.overheads.OPTIMIZER_OPS_PER_TENSOR`, more for 16-bit tensors: precision ``*-true``) at eager
+    PyTorch's per-op cost on the card's host, once per optimizer step; its kernels are too small to keep the GPU
+    busy, so the step waits for them. The tensors: a LoRA adapter's two per adapted linear or convolution, or in a
+    full fine-tune each linear's and convolution's weight and bias (the norms' few tensors left out)."""
+    ops = oh.OPTIMIZER_OPS_PER_TENSOR.get(str(getattr(s, "optimizer", "")), 0)
+    if not ops:
+        return 0.0
+    if str(getattr(s, "precision", "")).endswith("-true"):
+        ops += oh.OPTIMIZER_OPS_16BIT_EXTRA
+    linears = [op for op in main.ops if op.kind in ("linear", "conv")]
+    if job.trained == "all":
+        tensors = sum(op.count * (2 if op.bias else 1) for op in linears)
+    else:
+        tensors = 2 * sum(op.count for op in linears if job.lora_roles and op.role in job.lora_roles)
+    return tensors * ops * oh.DISPATCH_OVERHEAD_S * host_scale(gpu)
 
 
 def speech_batches_s(job) -> float:
