@@ -15,7 +15,7 @@ and which numbers were simulated on fake tensors and which were modelled.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pydantic import BaseModel, PrivateAttr, computed_field
@@ -34,7 +34,7 @@ from ..result import MemoryReport, ModelFacts, Suggestion
 from ..scenario import Scenario
 from ..scenario.fields import MODULE_FIELDS
 from ..scenario.modules import ModuleJob
-from ..speed.modules import ModuleSpeed, generation, model_step, train_step
+from ..speed.modules import ModuleSpeed, generation, host_range, model_step, train_step
 from .plan import Plan, gpu_facts, verdict
 from .resolve import ResolvedModule, resolve_module_scenario
 
@@ -212,11 +212,23 @@ def _estimate(s: Scenario, job: ModuleJob, main: Profile, parts: dict[str, Profi
 
 
 def _speed(s: Scenario, job: ModuleJob, main: Profile, parts: dict[str, Profile], gpu: GpuSpec) -> ModuleSpeed:
+    """The job's speed; a generation or inference call on a datacenter card says in its likely range what the
+    fastest and slowest server hosts measured would make of it (speed.modules.host_range)."""
     if job.kind == "diffusion-train":
         return train_step(s, job, main, parts, gpu)
-    if job.kind == "diffusion-generate":
-        return generation(s, job, main, parts, gpu)
-    return model_step(s, job, main, gpu)
+    if job.task == "train":  # an encoder-decoder's or encoder's training step
+        return model_step(s, job, main, gpu)
+
+    def at(host: float) -> ModuleSpeed:
+        if job.kind == "diffusion-generate":
+            return generation(s, job, main, parts, gpu, host)
+        return model_step(s, job, main, gpu, host)
+
+    speed = at(1.0)
+    if (factors := host_range(gpu)) is None:
+        return speed
+    fast, slow = (at(f).samples_per_s for f in factors)
+    return replace(speed, low=min(speed.low, slow), high=max(speed.high, fast))
 
 
 def memory_only(s: Scenario, spec: ModuleSpec, gpu: GpuSpec) -> MemoryReport:

@@ -426,11 +426,23 @@ def speech_batches_s(job) -> float:
     return job.batch * int(config.get("num_mel_bins", 80)) * frames * oh.SPEECH_BATCH_S_PER_VALUE
 
 
-def generation(s, job, main: Profile, parts: dict[str, Profile], gpu: GpuSpec) -> ModuleSpeed:
+def host_range(gpu: GpuSpec) -> tuple[float, float] | None:
+    """The factors on a datacenter card's modelled host work that give the fastest and slowest server hosts measured
+    (:data:`~gpuplan.overheads.SERVER_HOST_RANGE` over :data:`~gpuplan.overheads.SERVER_HOST_FACTOR`); ``None`` on a
+    desktop card, whose host the per-op costs were fitted on."""
+    if gpu.segment != "datacenter":
+        return None
+    fast, slow = oh.SERVER_HOST_RANGE
+    return fast / host_scale(gpu), slow / host_scale(gpu)
+
+
+def generation(s, job, main: Profile, parts: dict[str, Profile], gpu: GpuSpec, host: float = 1.0) -> ModuleSpeed:
     """One pipeline call: the prompt through each text encoder, ``steps`` denoiser passes (the batch doubled by
     classifier-free guidance), the latents through the VAE decoder, and what offloading moves over PCIe: each model
-    once per call (model offload) or the denoiser's weights every step (sequential offload)."""
+    once per call (model offload) or the denoiser's weights every step (sequential offload). ``host`` scales the
+    denoiser's host work (:func:`host_range`)."""
     run = _run(job, s)
+    run = replace(run, host_factor=run.host_factor * host)
     sizes = job.shapes[0]
     w, h = job.pixels[0]
     den = forward(main, gpu, job.batch, sizes, run)
@@ -463,10 +475,12 @@ def _offload_bytes(job, main: Profile) -> float:
     return weights + job.spec.main.params * (4 if job.dtype == "fp32" else 2) * job.steps
 
 
-def model_step(s, job, main: Profile, gpu: GpuSpec) -> ModuleSpeed:
+def model_step(s, job, main: Profile, gpu: GpuSpec, host: float = 1.0) -> ModuleSpeed:
     """An encoder-decoder's or encoder's training step, or one inference call (encoder-decoders: the encoder and
-    the first decoder token, then one decoder step per further output token)."""
+    the first decoder token, then one decoder step per further output token; ``host`` scales an inference call's
+    modelled host work: :func:`host_range`)."""
     run = _run(job, s)
+    run = replace(run, host_factor=run.host_factor * host)
     sizes = job.shapes[0]
     dense = peak_flops(gpu, _rate_dtype(job.dtype))
     if job.task == "train":
