@@ -16,7 +16,9 @@ at the batch and sizes asked, timed as the LLM passes are (:mod:`.work`, :mod:`.
   gradient checkpointing runs the forward once more;
 - **host**: eager PyTorch's dispatcher and Python per aten op (views too) and per module call the pass makes (both
   counted in the profile), the backward's autograd ops at their own cost; host and GPU overlap, the pass takes
-  their smooth maximum (:func:`~.work.smooth_max`);
+  their smooth maximum (:func:`~.work.smooth_max`); an optimizer that loops over its tensors in Python (Adafactor)
+  adds its ops per trained tensor once a step (:func:`optimizer_host_s`);
+- **eager attention under mixed precision**: autocast's fp32 softmax, 16 bytes per score (:func:`score_bytes`);
 - **weights stored in fewer bits**: a bitsandbytes NF4 weight is dequantized to 16 bits before each GEMM that
   uses it (forward, and the input gradient), fp8 storage (diffusers' layerwise casting, kohya's ``--fp8_base``)
   cast up the same way, and GGUF blocks unpacked by diffusers' PyTorch code: the bytes those kernels move per
