@@ -163,8 +163,9 @@ and not of B300's at EP 4-8 (15-36 ms). No mechanism in the code read explains i
 SGLang turns off under expert parallelism, would shorten the EP 1 prefills, not lengthen them); nothing is built.
 (10) The step model's prompt step (the closing note's "TTFT alone 50.0 vs --users 1 58.7 ms"): on main the
 Llama-3.1-8B case on one H100 at 2,048 tokens gives 56.0 ms alone and 56.7 ms at --users 1 --length-spread 0 (the
-0.67 ms is the decode graph's per-kernel floor, which serving/steptime.py adds to every step by design); the 58.7
-was the default +-50 % lengths' sample. Past the decode graph's cap, where a DeepSeek prompt waits on its launches,
+0.67 ms is the decode graph's per-kernel floor, which serving/steptime.py adds to every step by design) and
+59.7 ms at the default +-50 % lengths (the sampled prompts' median is not 2,048), so the 50.0 / 58.7 of the closing
+note do not reproduce on main. Past the decode graph's cap, where a DeepSeek prompt waits on its launches,
 the closed form adds the decode step's launches and floor to the prompt's GPU work: 67.4 ms against StepTimer's
 58.2 ms for 1,024 tokens on 8 B200s. Pricing such a step as StepTimer does (the larger of its GPU work and its
 launches) and refitting SGLang's host constants on the calibration rows (launch 41.5 -> 36.3 us) moved the held-out
