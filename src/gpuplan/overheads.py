@@ -844,8 +844,9 @@ TRTLLM_REQUEST_S = VLLM_V1_REQUEST_S
 # time charged to every model's requests). Refitted (2026-11-29, s7) when DeepSeek's layer took TensorRT-LLM's fused
 # all-reduce + RMSNorm (engines/trtllm.fused_kernels: two kernels fewer per layer to launch): 41.8 -> 43.9 us; and
 # when the fused MoE's expanded rows were priced (speed/experts.expanded_rows_s: the 8,192-token prompt's GPU work
-# grew more than the 1,600-token one's, so the intercept left to the launches grew): 43.9 -> 47.2 us.
-TRTLLM_EAGER_LAUNCH_S = 47.2e-6
+# grew more than the 1,600-token one's, so the intercept left to the launches grew): 43.9 -> 47.2 us; and when MLA's
+# prompt attention left the FP8-FMHA speed-up (engines/trtllm.Trtllm.timing: a BF16 MHA): 47.2 -> 48.9 us.
+TRTLLM_EAGER_LAUNCH_S = 48.9e-6
 # TensorRT-LLM's context attention against gpuplan's FlashAttention figure (ATTENTION_PEAK_FRACTION of the bf16 peak):
 # fitted at 1.5x. trtllm-bench builds FP8 and NVFP4 engines with FP8 context FMHA (tensorrt_llm/bench/build/build.py:
 # use_fp8_context_fmha = True "if NVFP4 or FP8 quantization is enabled"), whose peak is twice the bf16 one.
@@ -860,8 +861,8 @@ TRTLLM_CONTEXT_ATTENTION_SPEEDUP = 1.5
 # Refitted with TRTLLM_EAGER_LAUNCH_S (2026-11-29: prefill 80 -> 100 ns, decode 250 -> 200 ns, per layer and
 # iteration 30 -> 0 us, the context steps' launches now holding that fixed part; fitted rows 7.3 -> 2.5 %). Refitted
 # again (s7) once the expanded rows' memory traffic is priced on its own (speed/experts.expanded_rows_s, every
-# dtype): prefill 100 -> 80 ns, decode 200 ns and 0 us unchanged (grid widened down to 0); fitted rows 2.5 -> 3.6 %,
-# held out 7.4 -> 6.6 %.
+# dtype): prefill 100 -> 80 ns, decode 200 ns and 0 us unchanged (grid widened down to 0); fitted rows 2.5 -> 3.8 %
+# (launch 48.9 us), held out 7.4 -> 6.6 %.
 TRTLLM_MOE_PREFILL_TOKEN_S = 80e-9
 TRTLLM_MOE_DECODE_TOKEN_S = 200e-9
 TRTLLM_MOE_LAYER_STEP_S = 0.0

@@ -75,3 +75,16 @@ def test_the_fused_moes_expanded_rows_cross_memory_once_each_way():
     assert expanded_rows_s(timer(engine="vllm"), 1000) == 0.0
     # it is in the step: a prefill's GEMM part and a decode's weights part each carry it
     assert t.prefill_parts(1000)["gemm"] > expanded_rows_s(t, 1000)
+
+
+def test_mla_prompt_attention_runs_a_bf16_mha():
+    """TensorRT-LLM's MLA context path (MLA.forward_context_default: kv_b_proj, then "BF16 MHA for context phase")
+    takes no FP8-FMHA speed-up, where a dense FP8 model's prompt attention does (1.5x, fitted): DeepSeek-R1's prompt
+    attention on 8 H200s at 8,192 tokens is 1.5 times what it would be with it."""
+    r1 = timer()
+    assert r1.timing.context_attention_speedup == 1.0
+    llama = timer(model="llama-3.1-70b", num_gpus=4, tp=4)
+    assert llama.timing.context_attention_speedup == oh.TRTLLM_CONTEXT_ATTENTION_SPEEDUP == 1.5
+    import dataclasses
+    fp8_fmha = dataclasses.replace(r1, timing=dataclasses.replace(r1.timing, context_attention_speedup=1.5))
+    assert r1.prefill_parts(8192)["attention"] == pytest.approx(1.5 * fp8_fmha.prefill_parts(8192)["attention"])

@@ -304,10 +304,13 @@ class Trtllm(Engine):
         kernels where the trtllm-bench tables measure them apart from vLLM's (``bench/trtllm.py``,
         :mod:`gpuplan.speed.offline`: routed experts as one grouped GEMM, the fused MoE; prompt attention of FP8 and
         NVFP4 checkpoints, FP8 context FMHA, at :data:`~gpuplan.overheads.TRTLLM_CONTEXT_ATTENTION_SPEEDUP` times
-        gpuplan's FlashAttention figure), and its own host loop (:func:`host_loop`). With ``trtllm_backend:
+        gpuplan's FlashAttention figure; not MLA's: its context path expands the latent with ``kv_b_proj`` and runs
+        a BF16 MHA, ``tensorrt_llm/_torch/modules/attention.py`` ``MLA.forward_context_default``: "Currently we use
+        BF16 MHA for context phase", in the 2025 releases; later ones add an FP8 output scale, not measured here),
+        and its own host loop (:func:`host_loop`). With ``trtllm_backend:
         tensorrt`` (:func:`backend`) a built TensorRT engine runs every step from the C++ runtime: no Python
         launches in the context step."""
-        fp8_fmha = s.quant in ("fp8", "nvfp4")
+        fp8_fmha = s.quant in ("fp8", "nvfp4") and not any(layer.attention == "mla" for layer in m.layers)
         eager = backend(s) == "pytorch"
         return current_timing(s, m, gpu, loop=host_loop(s, m, gpu), graph_max_batch=0, grouped_experts=True,
                               context_attention_speedup=oh.TRTLLM_CONTEXT_ATTENTION_SPEEDUP if fp8_fmha else 1.0,
