@@ -96,8 +96,8 @@ Looked at, with sources, and not built (the prefill slope, 1.8-2.3x on the H200s
 - **FP8 quantize kernels.** On Hopper each FP8 block-scale linear is two kernels (`fp8_quantize_1x128`, then
   `fp8_block_scaling_gemm`); on Blackwell one (`fp8_swap_ab_gemm`, DeepGEMM) (`_torch/modules/linear.py`
   `FP8BlockScalesLinearMethod.apply`). Counting them (5 more kernels a layer on the H200, and NVFP4's
-  `fp4_quantize` on the B200) moved TPOT 20.8 -> 20.4 % and TTFT 32.0 -> 33-35 % (the refitted launch time falls
-  to 38.9 us and the B200 prompts launch fewer kernels): not landed.
+  `fp4_quantize` on the B200), tried after item 1, moved TPOT 20.8 -> 20.4 % and TTFT 32.0 -> 33-35 % (the
+  refitted launch time falls to 38.9 us and the B200 prompts launch fewer kernels): not landed.
 - **The NVFP4 fused MoE's dispatch on this road.** `speed/offline.moe_dispatch_s` (fitted on trtllm-bench's B200
   rows: 80 ns a prompt token and 200 ns a decoding one, per MoE layer) is added by the offline model only. With its
   prompt part in the serving step, the B200 FP4 8,192-token rows move -60/-67/-72 % -> -50/-57/-64 % (median
