@@ -82,7 +82,7 @@ def capacity_cmd(
 
     \b
       gpuplan capacity --model llama-3.1-8b --rate 5 --prompt-tokens 2000 --output-tokens 300 --ttft 1 --tpot 0.05
-      gpuplan capacity workload.yaml --model qwen2.5-72b --any-quant --json
+      gpuplan capacity examples/chat-workload.yaml --model qwen2.5-72b --any-quant --json
       gpuplan capacity --model gpt-oss-120b --users 20 --prompt-tokens 8192 --output-tokens 512 --gpus h100
       gpuplan capacity --model llama-3.1-8b --batch 5000 --prompt-tokens 1000 --output-tokens 200
     """
