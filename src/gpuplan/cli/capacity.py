@@ -250,6 +250,8 @@ def calibrate_serving_cmd(
     they make no run's error on the other half worse (the errors shown are on that held-out half).
 
     Example:
+
+    \b
       gpuplan calibrate-serving run-2rps.json run-8rps.json --model llama-3.1-8b --gpu h100-sxm --out cal.yaml
     """
     from .. import api
