@@ -120,7 +120,7 @@ FIELD_HELP = {
     "optimizer": "optimizer (train)", "lora_rank": "LoRA rank r", "lora_dropout": "LoRA dropout (saves a mask)",
     "micro_batch_size": "sequences per GPU per forward (train); unset: the recipe's, the fastest per sequence that "
                         "fits the named GPU (1 without a GPU; the note says which)",
-    "seq_len": "tokens per training sequence",
+    "seq_len": "tokens per training sequence (at most the model's context)",
     "grad_accum_steps": "micro-batches per optimizer step; unset: what reaches the recipe's global batch (1 without a "
                         "GPU)", "grad_checkpointing": "activation recomputation",
     "attention": "attention kernel", "train_tokens": "tokens the whole job processes (for hours and cost)",
