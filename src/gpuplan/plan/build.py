@@ -108,7 +108,8 @@ def build(r: Resolved | ResolvedModule, offers: Offers | None = None, *, advise:
         plan = serving_runs(r, plan)
     if gpu is not None and advise:
         plan = plan.said(**advice(r, plan))
-    if s.task == "train" and recipe is not False and (recipe or s.dataset or s.samples or s.model_size or s.epochs):
+    if s.task == "train" and recipe is not False and layout and \
+            (recipe or s.dataset or s.samples or s.model_size or s.epochs):  # a recipe reads the builder's layout
         from .dataset_report import dataset_section, plan_recipe
 
         typed = plan_recipe(plan)
