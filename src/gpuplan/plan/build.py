@@ -124,7 +124,8 @@ def serving_runs(r: Resolved, plan: Plan) -> Plan:
     (asked: numpy needed) and, for more than one request, its ``batch_size`` requests queued at once (skipped, and
     said, without numpy). Engines whose scheduler is not simulated get none; a vLLM that would not start at the
     model's context runs at ``--max-model-len`` of the longest request (as the verdict tells the user to)."""
-    from ..serving.load import SIMULATED, longest_request, run_load
+    from ..engines import SIMULATED
+    from ..serving.load import longest_request, run_load
 
     s, offer = r.scenario, plan.offer
     asked, batch = bool(s.users or s.rate_rps), s.batch_size > 1 and not s.users
