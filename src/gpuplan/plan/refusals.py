@@ -29,6 +29,7 @@ from ..model.module import ModuleSpec
 from ..model.spec import ModelSpec
 from ..scenario import INFER_ONLY, LOAD_FIELDS, TRAIN_ONLY, Scenario, stacks
 from ..scenario.fields import MODULE_FIELDS
+from ..stacks import STACKS
 
 QLORA_BASES = ("nf4", "fp4", "gptq-int4", "awq-int4")  # the 4-bit bases QLoRA is estimated on
 
@@ -207,6 +208,8 @@ def _qlora(s: Scenario) -> None:
 def _layout(s: Scenario, m: ModelSpec) -> list[str]:
     """The GPUs against the parallel sizes, the sharding against its ranks, the heads and layers against tp, pp."""
     warnings: list[str] = []
+    if s.task == "train":
+        _model_parallel(s)
     if s.world_size % (s.tp * s.pp * s.cp):
         what = "tp x pp x cp" if s.cp > 1 else "tp x pp"
         raise GpuplanError(f"{what} = {s.tp * s.pp * s.cp} must divide the {s.world_size} GPUs (num_gpus x "
@@ -228,6 +231,22 @@ def _layout(s: Scenario, m: ModelSpec) -> list[str]:
     if s.pp > m.num_layers:
         raise GpuplanError(f"pp={s.pp} is more pipeline stages than {m.name}'s {m.num_layers} layers")
     return warnings
+
+
+def _model_parallel(s: Scenario) -> None:
+    """tp or pp asked of the HF stack (the transformers Trainer with accelerate), whose profile runs neither
+    (:attr:`gpuplan.stacks.base.Stack.model_parallel`: its launch files set no tensor or pipeline parallelism), in
+    one sentence naming the stacks whose profiles do (Megatron-Core, torchtitan). The other stacks' own refusals
+    say theirs (:mod:`gpuplan.scenario.stacks`: Unsloth, torchtune's pipeline, the diffusion trainers)."""
+    asked = [f"{name} {size}" for name, size in (("tp", s.tp), ("pp", s.pp)) if size > 1]
+    runs = STACKS[s.stack].model_parallel
+    if s.stack != "hf" or not asked or all(a.split()[0] in runs for a in asked):
+        return
+    kinds = " or ".join(k for k, a in (("tensor", "tp"), ("pipeline", "pp")) if any(x.startswith(a) for x in asked))
+    splitting = [name for name in STACKS if all(a.split()[0] in STACKS[name].model_parallel for a in asked)]
+    raise GpuplanError(f"stack hf (the transformers Trainer with accelerate) runs no {kinds} parallelism "
+                       f"({', '.join(asked)} asked): stacks {' and '.join(splitting)} split a model so; or spread it "
+                       "over the GPUs with sharding zero3 or fsdp")
 
 
 def _across_nodes(s: Scenario) -> None:
