@@ -172,9 +172,8 @@ def test_estimate_capacity_and_the_page_say_one_sentence(fields, flags, sentence
     pytest.importorskip("fastapi")
     from fastapi.testclient import TestClient
 
-    from gpuplan.web.app import create_app
-
     from gpuplan.cli import run
+    from gpuplan.web.app import create_app
 
     said = []
     assert run(["estimate", "--model", "llama-3.1-8b", "--task", "infer", "--gpu", "h100-sxm",

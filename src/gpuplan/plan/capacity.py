@@ -197,12 +197,12 @@ class ServingMemory:
 def engine_memory(sc: Scenario, m: ModelSpec, gpu: GpuSpec, longest: int) -> ServingMemory | None:
     """The memory plan of ``sc`` on ``gpu`` (resolved and refused as every plan), its KV pool and the scheduler
     over it; None when one request of ``longest`` tokens does not fit the pool. vLLM: its startup rules and V1
-    scheduler (:func:`gpuplan.serving.simulate.vllm_scheduler`). SGLang: its token pool (``max_total_num_tokens``)
-    and scheduler (:func:`gpuplan.serving.simulate.sglang_scheduler`: prefill batches of ``chunked_prefill_size``
+    scheduler (:func:`gpuplan.engines.vllm.scheduler_of`). SGLang: its token pool (``max_total_num_tokens``)
+    and scheduler (:func:`gpuplan.engines.sglang.scheduler_of`: prefill batches of ``chunked_prefill_size``
     before decodes, ``max_running_requests``, one-token pages); its radix cache serves the workload's shared prefix
     and repeated prompts (other reuse, such as multi-turn history, is not modelled). TensorRT-LLM:
     ``free_gpu_memory_fraction`` of the free memory in 32-token blocks and its in-flight batching
-    (:func:`gpuplan.serving.simulate.trtllm_scheduler`: ``max_batch_size``, ``max_num_tokens``, whole contexts,
+    (:func:`gpuplan.engines.trtllm.scheduler_of`: ``max_batch_size``, ``max_num_tokens``, whole contexts,
     ``GUARANTEED_NO_EVICT``)."""
     from ..serving.simulate import scheduler_for
 
