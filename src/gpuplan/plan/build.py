@@ -70,9 +70,9 @@ def build(r: Resolved | ResolvedModule, offers: Offers | None = None, *, advise:
     training recipe even without data (True: a plan to launch), with data only (None), or never (False: a
     search's row, whose recipe is made for the setup launched); ``simulate``: the serving runs (one plan's
     question, not a search's); ``keep_micro_batch``: a ranked setup's layout keeps its micro-batch; ``layout``
-    False: a search's row, at the layout the search ranks (recommend lays out the rows it shows). A model that is
-    not a decoder LLM (``r`` a :class:`ResolvedModule`) runs the same stages on its recorded profiles
-    (:func:`gpuplan.plan.modules.build_module`)."""
+    False: a search's row, at the layout the search ranked (recommend's, decided by :func:`.layout.layout`), and
+    without a recipe. A model that is not a decoder LLM (``r`` a :class:`ResolvedModule`) runs the same stages on
+    its recorded profiles (:func:`gpuplan.plan.modules.build_module`)."""
     if isinstance(r, ResolvedModule):
         from .modules import build_module  # the module plans' readers and timings load for a module's plan only
 

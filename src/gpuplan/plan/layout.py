@@ -4,8 +4,10 @@ validation and one memory report each), timed on the card's own links.
 
 The builder takes it (:func:`with_layout`) for every training plan on a card whose scenario set neither
 ``micro_batch_size`` nor ``grad_accum_steps``, so ``estimate``, ``cost``, ``capacity``, the page and ``gpuplan
-launch`` plan the run that is launched; ``recommend`` ranks its rows at the recipe's accumulation
-(:func:`accumulation`: one scenario for every card) and lays out the rows it shows as the builder does."""
+launch`` plan the run that is launched; ``recommend`` ranks every row whose micro-batch is free at the same
+layout (:func:`layout`, each micro-batch estimated once and reported on every card), and a row whose micro-batch a
+variant set at the recipe's accumulation (:func:`accumulation`). This module is the one place a layout is decided:
+the recipe reads the plan's."""
 
 from __future__ import annotations
 
