@@ -237,3 +237,15 @@ def test_http_api_returns_the_plans_run():
     assert body["load"]["mode"] == "closed loop" and body["load"]["max_concurrency"] == 6
     refused = client.post("/api/estimate", json={**fields, "rate_rps": 1})
     assert refused.status_code == 422 and "not both" in refused.text
+
+
+@pytest.mark.parametrize("command", [["recommend", "--model", "llama-3.1-8b"], ["cost", "--model", "llama-3.1-8b"],
+                                     ["fit", "--gpu", "2x3090"]], ids=["recommend", "cost", "fit"])
+def test_the_searches_refuse_a_load_in_estimates_sentence(command, capsys):
+    """recommend, cost and fit search many candidates and skip those that cannot run: a load that cannot be
+    simulated as given is refused first, in estimate's sentence, not answered "nothing fits" (each candidate was
+    refused, silently)."""
+    from gpuplan.cli import run
+
+    assert run([*command, "--task", "infer", "--users", "4", "--rate-rps", "2"]) == 2
+    assert capsys.readouterr().err.strip() == "error: give users (a closed loop) or rate_rps (an open loop), not both"
