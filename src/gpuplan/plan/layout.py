@@ -67,10 +67,13 @@ def layout(s, m, gpu, global_batch: int, plans: dict | None = None) -> tuple[int
 def recipe_batch(s, m) -> int:
     """The recipe's global batch in sequences (:func:`gpuplan.plan.recipe.published`), from the data's examples
     where the scenario names data (:func:`gpuplan.plan.recipe.data_batch`), at most one epoch of its sequences."""
-    from ..dataset import profile
     from .recipe import data_batch, kind_of, published
 
-    data = profile(s)
+    data = None
+    if s.dataset or s.samples:  # the scenario names data (gpuplan.dataset is read, and imported, only then)
+        from ..dataset import profile
+
+        data = profile(s)
     params = float(m.params_total)
     global_batch = published(s, params)[0]
     if data is not None and data.stats.samples and kind_of(s) != "pretraining":  # examples before packing
