@@ -143,30 +143,43 @@ def training_memory(s: Scenario, job: ModuleJob, main: Profile, parts: dict[str,
     return e
 
 
+def text_lora_params(job: ModuleJob, parts: dict[str, Profile], te) -> int:
+    """The LoRA adapter parameters of text encoder ``te`` when the job trains it (else 0): ``r·(in + out)`` per
+    linear its trainer's preset adapts (:data:`~gpuplan.scenario.modules.TEXT_LORA_ROLES`)."""
+    if not trains_encoder(job, te):
+        return 0
+    return lora_params(parts[f"text-encoder:{te.name}"], TEXT_LORA_ROLES[job.text_lora], job.lora_rank)
+
+
+def text_kept_bytes(job: ModuleJob, parts: dict[str, Profile]) -> float:
+    """What the trained text encoders' forward keeps for their backward, held while the denoiser runs: each one's
+    recorded LoRA training pass's peak (rank 16, the recording's; the adapters' ``r``-wide activations are a few
+    kB), in the job's dtype."""
+    return sum(parts[f"text-encoder:{te.name}"].activation_bytes(f"train-lora-{job.text_lora}", job.batch, ())
+               for te in job.spec.role("text_encoder") if trains_encoder(job, te)) * BYTES[job.dtype] / 2
+
+
 def text_encoders(e: Estimate, job: ModuleJob, parts: dict[str, Profile], phases: dict[str, float],
                   adapter: int) -> int:
     """The text encoders on the card during a training step (``frozen`` or ``trained``), added to ``e`` and
     ``phases``; returns the trained adapters' parameters. A frozen encoder: its weights, and its no-grad forward
     as a phase of its own. A trained one (:func:`~gpuplan.scenario.modules.trains_encoder`): its weights and LoRA
-    adapters (``adapter`` bytes each; ``r·(in + out)`` per adapted linear), and what its forward keeps for its
-    backward, held while the denoiser runs forward and backward: its recorded training pass's peak (rank 16, the
-    recording's; the adapters' ``r``-wide activations are a few kB)."""
+    adapters (``adapter`` bytes each: :func:`text_lora_params`), and what its forward keeps for its backward, held
+    while the denoiser runs forward and backward (:func:`text_kept_bytes`)."""
     if job.text_encoders not in ("frozen", "trained"):
         return 0
-    scale = BYTES[job.dtype] / 2
     trained = 0
     for te in job.spec.role("text_encoder"):
-        prof = parts[f"text-encoder:{te.name}"]
         if trains_encoder(job, te):
-            own = lora_params(prof, TEXT_LORA_ROLES[job.text_lora], job.lora_rank)
+            own = text_lora_params(job, parts, te)
             trained += own
             e.other[f"{te.name} ({te.cls}, LoRA trained)"] = component_bytes(te, job.dtype) + own * adapter
-            phases["forward and backward"] += prof.activation_bytes(
-                f"train-lora-{job.text_lora}", job.batch, ()) * scale
             continue
         e.other[f"{te.name} ({te.cls}, frozen)"] = component_bytes(te, job.dtype)
         tokens = (job.t5_tokens,) if te.cls == "T5EncoderModel" else ()
-        phases[f"{te.name} encode"] = prof.activation_bytes("inference", job.batch, tokens) * scale
+        phases[f"{te.name} encode"] = parts[f"text-encoder:{te.name}"].activation_bytes(
+            "inference", job.batch, tokens) * BYTES[job.dtype] / 2
+    phases["forward and backward"] += text_kept_bytes(job, parts)
     return trained
 
 

@@ -373,9 +373,13 @@ def _simulated(main: Profile, job: ModuleJob) -> list[str]:
     if job.spec.kind == "module":
         return [f"the {main.module}'s parameters, ops and activation peak ({job.way}): your build() run once on fake "
                 f"tensors at its example input ({versions})"]
-    return [f"the {main.module}'s ops and its activation peaks ({job.way}) at any batch and size: the real class "
-            f"on fake tensors ({versions}), fitted and checked exactly on its recorded passes"
-            + (f"; {main.notes[0]}" if main.notes else "")]
+    out = [f"the {main.module}'s ops and its activation peaks ({job.way}) at any batch and size: the real class "
+           f"on fake tensors ({versions}), fitted and checked exactly on its recorded passes"
+           + (f"; {main.notes[0]}" if main.notes else "")]
+    if job.text_lora:
+        out.append(f"the trained text encoders' ops and what their forward keeps for the backward "
+                   f"(train-lora-{job.text_lora}): the real transformers classes with peft adapters on fake tensors")
+    return out
 
 
 def _on_card(job: ModuleJob) -> set[str]:

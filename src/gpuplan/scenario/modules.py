@@ -213,7 +213,7 @@ def trains_encoder(job: ModuleJob, component) -> bool:
     """Whether the job trains this text encoder's LoRA: a CLIP encoder when the text encoders are trained (no
     trainer here adapts T5: diffusers' --train_text_encoder trains CLIP only, kohya's train_t5xxl is off by
     default)."""
-    return bool(job.text_lora) and component.cls != "T5EncoderModel"
+    return bool(job.text_lora) and component.role == "text_encoder" and component.cls != "T5EncoderModel"
 
 
 def _text_lora(s: Scenario, spec: ModuleSpec, notes: list[str]) -> str:
