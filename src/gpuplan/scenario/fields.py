@@ -296,10 +296,11 @@ class Scenario(BaseModel):
     cache_latents: bool | None = Field(default=None, exclude=True, description="diffusion training: the VAE "
                                        "encodes the images once before training and leaves the GPU (default: the "
                                        "trainer's)")
-    text_encoders: Literal["cached", "frozen"] | None = Field(
+    text_encoders: Literal["cached", "frozen", "trained"] | None = Field(
         default=None, exclude=True, description="diffusion training: cached: prompt embeddings computed once "
-        "before training, the text encoders off the GPU; frozen: on the GPU, run every step without gradients "
-        "(default: the trainer's)")
+        "before training, the text encoders off the GPU; frozen: on the GPU, run every step without gradients; "
+        "trained: LoRA adapters on the CLIP encoders trained with the denoiser (kohya's default for LoRA, "
+        "diffusers' --train_text_encoder; T5 stays frozen) (default: the trainer's)")
     prior_preservation: bool = Field(default=False, exclude=True, description="DreamBooth's prior-preservation "
                                      "loss: a class image beside each instance image (twice the batch)")
     train_steps: int | None = Field(default=None, ge=1, le=10**9, exclude=True, description="diffusion and "
