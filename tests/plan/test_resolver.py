@@ -75,3 +75,21 @@ def test_the_hf_stack_splits_no_model(split, asked, capsys):
     assert said == (f"error: stack hf (the transformers Trainer with accelerate) runs no {asked}: stacks torchtitan "
                     "and megatron split a model so; or spread it over the GPUs with sharding zero3 or fsdp")
     assert resolve(scenario_from({**fields, **split, "stack": "megatron"})).scenario.tp == split.get("tp", 1)
+
+
+@pytest.mark.parametrize("stack", ["axolotl", "torchtune", "pytorch"])
+def test_stacks_whose_files_split_no_model_refuse_tp(stack, capsys):
+    """Axolotl, torchtune and a plain PyTorch loop list no tensor or pipeline split in their profiles, and their
+    launch files set none (no ``tensor_parallel_size`` in the Axolotl YAML, no ``tensor_parallel_dim`` in the
+    torchtune config): a plan at tp 2 would be run by those files as 2-way data parallel. Refused at the plan in one
+    sentence, as for the HF stack (before, torchtune's files were written for a tp 2 plan, and Axolotl's launch
+    refused only after estimate had planned it)."""
+    from gpuplan.cli import run
+
+    argv = ["estimate", "--model", "llama-3.1-8b", "--task", "train", "--stack", stack, "--tp", "2", "--num-gpus",
+            "2", "--gpu", "h100-sxm"]
+    assert run(argv) == 2
+    said = " ".join(capsys.readouterr().err.split())
+    assert said == (f"error: gpuplan's plans and launch files for stack {stack} set no tensor parallelism (tp 2 "
+                    "asked): stacks torchtitan and megatron split a model so; or spread it over the GPUs with sharding "
+                    "zero3 or fsdp")

@@ -234,19 +234,20 @@ def _layout(s: Scenario, m: ModelSpec) -> list[str]:
 
 
 def _model_parallel(s: Scenario) -> None:
-    """tp or pp asked of the HF stack (the transformers Trainer with accelerate), whose profile runs neither
-    (:attr:`gpuplan.stacks.base.Stack.model_parallel`: its launch files set no tensor or pipeline parallelism), in
-    one sentence naming the stacks whose profiles do (Megatron-Core, torchtitan). The other stacks' own refusals
-    say theirs (:mod:`gpuplan.scenario.stacks`: Unsloth, torchtune's pipeline, the diffusion trainers)."""
+    """tp or pp asked of a training stack whose profile runs neither (:attr:`gpuplan.stacks.base.Stack.model_parallel`:
+    the splits its launch files set), in one sentence naming the stacks whose profiles do (Megatron-Core,
+    torchtitan): the HF Trainer has none; Axolotl's experimental ``tensor_parallel_size`` and torchtune's
+    ``tensor_parallel_dim`` are not in their plans, whose files would run the GPUs as data parallel instead."""
     asked = [f"{name} {size}" for name, size in (("tp", s.tp), ("pp", s.pp)) if size > 1]
     runs = STACKS[s.stack].model_parallel
-    if s.stack != "hf" or not asked or all(a.split()[0] in runs for a in asked):
+    if not asked or all(a.split()[0] in runs for a in asked):
         return
     kinds = " or ".join(k for k, a in (("tensor", "tp"), ("pipeline", "pp")) if any(x.startswith(a) for x in asked))
     splitting = [name for name in STACKS if all(a.split()[0] in STACKS[name].model_parallel for a in asked)]
-    raise GpuplanError(f"stack hf (the transformers Trainer with accelerate) runs no {kinds} parallelism "
-                       f"({', '.join(asked)} asked): stacks {' and '.join(splitting)} split a model so; or spread it "
-                       "over the GPUs with sharding zero3 or fsdp")
+    who = ("stack hf (the transformers Trainer with accelerate) runs" if s.stack == "hf" else
+           f"gpuplan's plans and launch files for stack {s.stack} set")
+    raise GpuplanError(f"{who} no {kinds} parallelism ({', '.join(asked)} asked): stacks {' and '.join(splitting)} "
+                       "split a model so; or spread it over the GPUs with sharding zero3 or fsdp")
 
 
 def _across_nodes(s: Scenario) -> None:
