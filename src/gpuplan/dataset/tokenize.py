@@ -212,6 +212,20 @@ def chatml(messages: list[Any]) -> list[Any]:
     return out
 
 
+# the roles a chat record's reply is written with: Axolotl's default role mapping (``assistant: ["gpt", "model",
+# "assistant"]``, src/axolotl/prompt_strategies/chat_template.py), which torchtune's sharegpt style shares for "gpt"
+REPLY_ROLES = frozenset({"assistant", "gpt", "model"})
+
+
+def has_reply(record: dict[str, Any]) -> bool:
+    """Whether a chat record (``messages`` or ShareGPT ``conversations``) holds a reply turn (:data:`REPLY_ROLES`):
+    the only tokens a loss on the assistant turns trains on. Without one, TRL's SFTTrainer with
+    ``assistant_only_loss`` stops ("at least one example has no assistant tokens", trl 1.x
+    ``trainer/sft_trainer.py`` ``tokenize_fn``), and the other stacks mask the whole record."""
+    turns = chatml(record.get("messages") or record.get("conversations") or [])
+    return any(isinstance(m, dict) and str(m.get("role", "")).lower() in REPLY_ROLES for m in turns)
+
+
 def _content(message: Any) -> str:
     if not isinstance(message, dict):
         raise GpuplanError("a chat record's messages must be objects with role and content")
