@@ -74,6 +74,10 @@ def test_a_csv_field_over_128k_characters_is_read(tmp_path, tokenizer):
     ("null.jsonl", '{"text": "a"}\n{"text": null}\n', "null.jsonl, record 2: its text is null, not text"),
     ("num.jsonl", '{"prompt": 3, "completion": "a"}\n', "num.jsonl, record 1: its prompt is 3, not text"),
     ("other.csv", "a,b\n1,2\n", "other.csv, record 1: its fields ['a', 'b'] are none of the forms"),
+    # session 7's walk: an empty turn list read "bad scenario: 'NoneType' object is not iterable"
+    ("nochat.jsonl", '{"messages": [{"role": "user", "content": "a"}]}\n{"messages": []}\n',
+     "nochat.jsonl, record 2: its messages list is empty: a chat record needs its turns; drop the record"),
+    ("noshare.jsonl", '{"conversations": []}\n', "noshare.jsonl, record 1: its conversations list is empty"),
 ])
 def test_bad_dataset_files_are_one_sentence_naming_the_file(tmp_path, tokenizer, name, content, said):
     path = tmp_path / name

@@ -222,7 +222,7 @@ def has_reply(record: dict[str, Any]) -> bool:
     the only tokens a loss on the assistant turns trains on. Without one, TRL's SFTTrainer with
     ``assistant_only_loss`` stops ("at least one example has no assistant tokens", trl 1.x
     ``trainer/sft_trainer.py`` ``tokenize_fn``), and the other stacks mask the whole record."""
-    turns = chatml(record.get("messages") or record.get("conversations") or [])
+    turns = chatml(record["messages"] if isinstance(record.get("messages"), list) else record["conversations"])
     return any(isinstance(m, dict) and str(m.get("role", "")).lower() in REPLY_ROLES for m in turns)
 
 
@@ -237,8 +237,11 @@ def _content(message: Any) -> str:
 
 def record_kind(record: dict[str, Any]) -> str:
     """``messages``, ``prompt-completion`` or ``text``: the dataset types TRL's SFTTrainer takes."""
-    if isinstance(record.get("messages"), list) or isinstance(record.get("conversations"), list):
-        return "messages"
+    for key in ("messages", "conversations"):
+        if isinstance(record.get(key), list):
+            if not record[key]:  # TRL would render it as no tokens at all, a row with nothing to train on
+                raise GpuplanError(f"its {key} list is empty: a chat record needs its turns; drop the record")
+            return "messages"
     if "prompt" in record and "completion" in record:
         _check_text(record, "prompt", "completion", turns=True)
         return "prompt-completion"
@@ -276,7 +279,8 @@ def count_records(tok: Tokenizer, batch: list[dict[str, Any]]) -> list[tuple[int
             out.append((prompt + completion, eos, completion + eos))
         else:
             if kind == "messages":
-                messages = chatml(record.get("messages") or record.get("conversations"))
+                messages = chatml(record["messages"] if isinstance(record.get("messages"), list)
+                                  else record["conversations"])
             else:  # conversational prompt-completion: the turns of both
                 messages = chatml([*record["prompt"], *record["completion"]])
             contents = [_content(m) for m in messages]
