@@ -28,7 +28,7 @@ from pydantic import (
 )
 
 from .. import overheads as oh
-from ..errors import GpuplanError, did_you_mean, echo_value, renamed
+from ..errors import GpuplanError, did_you_mean, echo_value, renamed, yes_for_a_number
 from ..model.quant import QUANT_FORMATS
 from ..userfiles import read_mapping
 from . import stacks
@@ -380,11 +380,9 @@ class Scenario(BaseModel):
     def _no_yes_for_a_number(cls, data: Any) -> Any:
         """A yes/no (``true``, YAML's ``yes``) given for a count or an amount: pydantic's lax mode reads it as 1 or
         0, so ``batch_size: true`` planned one request and ``num_gpus: yes`` one GPU without a word."""
-        if not isinstance(data, Mapping):
-            return data
-        for name, value in data.items():
-            if isinstance(value, bool) and name in _number_fields():
-                raise ValueError(f"scenario field {name!r} takes a number, not {str(value).lower()}")
+        said = yes_for_a_number(cls, data)
+        if said:
+            raise ValueError(f"scenario field {said}")
         return data
 
     @model_validator(mode="before")
@@ -555,20 +553,6 @@ class Scenario(BaseModel):
 TORCHTITAN_TAKES = {"optimizer": ("adamw",), "precision": ("bf16-mixed", "fp8-mixed", "fp32"),
                     "loss": ("full", "chunked"), "sharding": ("single", "ddp", "fsdp", "fsdp2"),
                     "activation_offload": (False,), "offload": ("none", "optimizer+params")}
-
-
-@functools.cache
-def _number_fields() -> frozenset[str]:
-    """The scenario fields that take an int or a float (alone or beside None, a string or a list), none of which
-    takes a yes/no: a bool given there is refused (:meth:`Scenario._no_yes_for_a_number`)."""
-    import typing
-
-    out = set()
-    for name, info in Scenario.model_fields.items():
-        kinds = set(typing.get_args(info.annotation)) or {info.annotation}
-        if kinds & {int, float} and bool not in kinds:
-            out.add(name)
-    return frozenset(out)
 
 
 def _pretraining_stack(s: Scenario) -> dict[str, Any]:
