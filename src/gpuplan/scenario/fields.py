@@ -721,8 +721,6 @@ def scenario_from(data: dict[str, Any] | Scenario) -> Scenario:
         return Scenario(**data)
     except ValidationError as err:
         raise GpuplanError(_one_sentence(err)) from None
-    except TypeError as err:  # e.g. non-string keys
-        raise GpuplanError(f"bad scenario: {err}") from None
 
 
 def _one_sentence(err: ValidationError) -> str:
