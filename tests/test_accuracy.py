@@ -86,14 +86,19 @@ def test_shipped_module_accuracy_is_what_the_bench_measures_now():
     assert table.count("\n") >= 5 and table in shipped
 
 
-def test_a_stated_expectation_is_shown_marked_and_left_out_of_the_measured_line():
-    """Whisper-small's 'approximately 8 hours' is the README's expectation, not a timed run (issue 34): the bench
-    keeps its row, marks it in the table, and reads the goal once more without it."""
+def test_a_stated_expectation_is_shown_marked_and_a_not_comparable_row_is_in_no_goal_line():
+    """Whisper-small's 'approximately 8 hours' is the README's expectation, not a timed run, and was set by December
+    2022's libraries, whose feature reading took about ten times today's (issue 34): the bench keeps its row, marks it
+    both ways in the table, leaves it out of every goal line and gives its error and reason on a line of its own."""
     import modules
 
     rows, totals = modules.run()
-    stated = [r for r in rows if r["stated"]]
-    assert [r["id"] for r in stated] == ["whisper-small-v100"]
-    assert "it/s (stated, not measured)" in modules.table(rows, totals)
-    every, measured = totals["speed held-out: all"], totals["speed held-out: all, measured figures only"]
-    assert measured["rows"] == every["rows"] - 1 and measured["max_abs_error"] < every["max_abs_error"]
+    apart = [r for r in rows if r["apart"]]
+    assert [r["id"] for r in apart] == ["whisper-small-v100"] and apart[0]["stated"]
+    text = modules.table(rows, totals)
+    assert "it/s (stated, not measured) (not comparable)" in text
+    assert "Not comparable (shown above, in no goal line): whisper-small-v100 (" in text
+    held = [r for r in rows if r["error"] is not None and not r["fit"] and "GiB" not in r["quantity"]]
+    assert totals["speed held-out: all"]["rows"] == len(held) - 1
+    assert totals["speed held-out: encoder-decoders"]["rows"] == 1
+    assert "speed held-out: all, measured figures only" not in totals  # no other stated row is left

@@ -154,8 +154,18 @@ NOTES = """What the misses say, row by row:
   GiB per GPU where gpuplan's was 14.6: vllm#9699's own measurement (Llama-3.1-405B TP 8 on H200s in a build of
   the same weeks) puts 4.95 GiB of it in NCCL's NVLink SHARP buffers, which V0 before 0.6.5 counts as non-torch
   memory, now in gpuplan (engines/vllm.py `nvls_gib`); that took the pool to 161k tokens and the rows above from
-  +40..+80 % / +99..+128 % to +27..+40 % / +90..+99 % (median 28.1 % -> 27.1 %). The other ~4.2 GiB per GPU is
-  unexplained; #9699's run shows a gap of the same kind (8.6 GiB, bench/results/vllm_startup.md), not fitted.
+  +40..+80 % / +99..+128 % to +27..+40 % / +90..+99 % (median 28.1 % -> 27.1 %). The checkpoint's
+  `modules_to_not_convert` also names the first and last layers' MLPs (`model.layers.0.mlp.*`,
+  `model.layers.125.mlp.*`), which vLLM loads in bf16 (`FBGEMMFp8Config.get_quant_method`: an ignored prefix gets
+  `UnquantizedLinearMethod`); gpuplan read only groups listed for every layer until 2026-11-29, and now counts those
+  two: 2 x 2.62 G weights at 2 bytes instead of 1, 0.61 GiB per GPU at TP 8, pool 161k -> 151k tokens, dstack
+  median 27.1 % -> 20.6 % (2,048 + 2,048 at 64 and 256 prompts +27 % / +30 % -> +23 % / +21 %). The other ~3.6
+  GiB per GPU is unexplained; #9699's run shows a gap of the same kind (8.6 GiB, bench/results/vllm_startup.md),
+  not fitted. Looked at and ruled out: the profiling run's sampler. V0's `profile_run` samples its dummy batch
+  with top-k = vocab - 1 and top-p 0.99 on the driver rank (whose pool V0 takes), and at V1 0.9-0.16's 38.9 B per
+  row x vocab entry 256 rows of Llama's 128,256 would take 1.19 GiB; but vllm#10517's run of the same months at
+  512 batched tokens (max-model-len 35,000, bench/serving/vllm_startup_cases.yaml) logged peak_torch_memory 15.05
+  GiB over 14.99 of weights: 0.06 GiB, the bf16 logits of 256 rows and no sampler peak above them.
   Before this session's V0 scheduler (V1's first-chunk admission for every release) the large-batch rows were
   +3..+68 % and 32,784 at 8 and 16 +17 % and +22 %: closer, but only because a pool too large preempted 37 to
   1,260 times, which vLLM 0.6's admission rule does not do.
@@ -165,8 +175,9 @@ NOTES = """What the misses say, row by row:
   Scheduler.schedule: 2,048 tokens a step on an A100 in 0.9, 8,192 on an H100), the closed loop's queueing and the
   prefix cache are in the simulation. The large misses left are each source's own: the per-request cost of
   tt340's and kvcached's hosts; bursts of hundreds of requests sent at once through one API-server process
-  (kvcached's 500, the Nemotron recipe's first 1,024), which gpuplan admits at once; dstack's KV pool, about 57 %
-  of the one its stated flags give (NVLink SHARP buffers counted), with about 4.2 GiB per GPU unexplained.
+  (kvcached's 500, the Nemotron recipe's first 1,024), which gpuplan admits at once; dstack's KV pool, about 61 %
+  of the one its stated flags give (NVLink SHARP buffers and the bf16 first and last MLPs counted), with about 3.6
+  GiB per GPU unexplained.
 - **Looked at and left out** (setup not stated in full, or a feature gpuplan does not model): vLLM recipes whose
   card is ambiguous ("8xH200 (or H20)", "80G*1 GPU") or on H20 (not in the catalog); tt-inference-server's other GPU
   reports (concurrency 1 only, same client); InferenceX's gpt-oss H100 sweep (TPOT only in the thread);

@@ -149,7 +149,30 @@ wait happens without stalling decodes: requests held before admission, not slowe
 nothing is built. (8) medians: PRs #3173, #3363, #3183 and #3318 label their tables "Mean latency" (InferenceX's API
 means); the client computes medians too (benchmarks/benchmark_lib.sh run_benchmark_serving: --percentile-metrics
 ttft,tpot,itl,e2el) but no source found prints them for these runs, and issue #870 prints means and P99s only. The
-rows stay means, scored by the mean."""
+rows stay means, scored by the mean.
+
+Looked at next (2026-11-29, s7): (9) a cost on every prefill, not only the first wave's. tenstorrent/tt-inference-
+server issue #356 (2025-07-09, not one of these rows: DeepSeek-R1-0528 under SGLang on 16 H100s over InfiniBand,
+one request at a time, vLLM's benchmark_serving client) measured 179.7 ms TTFT for a 128-token prompt, 184 at 128
+in / 1,024 out, 190-200 ms at 2,048-4,096 (prompts that share prefixes with the earlier runs' under SGLang's radix
+cache, so only the 128-token rows are clean); gpuplan's TTFT alone there is 31 ms (GPU work 23 ms, no launches
+below the decode graph's cap). SGLang's ModelRunner runs every extend batch eagerly, whatever its size, so a
+128-token prompt pays its ~1,400 launches too (58 ms at SGLANG_EAGER_LAUNCH_S); that still leaves ~90 ms on one
+request at an idle server on H100 FP8 at EP 1, the size of this table's H200 and B200 offsets (80-140 ms at EP 1)
+and not of B300's at EP 4-8 (15-36 ms). No mechanism in the code read explains it (piecewise CUDA graphs, which
+SGLang turns off under expert parallelism, would shorten the EP 1 prefills, not lengthen them); nothing is built.
+(10) The step model's prompt step (the closing note's "TTFT alone 50.0 vs --users 1 58.7 ms"): on main the
+Llama-3.1-8B case on one H100 at 2,048 tokens gives 56.0 ms alone and 56.7 ms at --users 1 --length-spread 0 (the
+0.67 ms is the decode graph's per-kernel floor, which serving/steptime.py adds to every step by design) and
+59.7 ms at the default +-50 % lengths (the sampled prompts' median is not 2,048), so the 50.0 / 58.7 of the closing
+note do not reproduce on main. Past the decode graph's cap, where a DeepSeek prompt waits on its launches,
+the closed form adds the decode step's launches and floor to the prompt's GPU work: 67.4 ms against StepTimer's
+58.2 ms for 1,024 tokens on 8 B200s. Pricing such a step as StepTimer does (the larger of its GPU work and its
+launches) and refitting SGLang's host constants on the calibration rows (launch 41.5 -> 36.3 us) moved the held-out
+medians the wrong way: this table's TTFT 28.8% -> 30.3% and TPOT 6.5% -> 7.0%, sglang_serving's MoE TPOT 9.6% ->
+10.2%, its dense check rows 4.4% -> 4.7%; every prompt step eager, as ModelRunner.forward runs them (launch refit
+to 29.3 us on the 8B and 70B calibration rows), 28.8% -> 39.5% and 4.4% -> 6.0%. Neither was kept: the decode
+terms the closed form adds stand in for a prefill cost the model does not yet have."""
 FAMILIES = (("ix3173-", "H200 FP8 TP 8, SGLang 0.5.12"), ("ix3363-", "B200 FP8 TP 8, SGLang 0.5.12"),
             ("ix3183-r1fp4-b300-tp8", "B300 NVFP4 TP 8 EP 8, SGLang 0.5.12"),
             ("ix3183-r1fp4-b300-tp4", "B300 NVFP4 TP 4 EP 4, SGLang 0.5.12"),

@@ -880,6 +880,20 @@ MODULE_CALL_OVERHEAD_S = 5e-6
 # diffusers' torch 2.0 benchmark's A100, 46.2 and 22.7 ms). None of these sources names its CPU, so no per-machine
 # rule can be read from them; the one fitted value stays, and held-out rows fall on both sides of it.
 SERVER_HOST_FACTOR = 1.75
+# The hosts those sources bound, as multiples of the desktop's per-op host work: from a desktop's (stable-fast's H100)
+# to 2.6 times it (diffusers' torch 2.0 benchmark's A100). A generation or inference plan on a datacenter card gives
+# its likely range at both ends (plan/modules.py), where its steps are host-bound, beside MODULE_SPEED_SPREAD.
+SERVER_HOST_RANGE = (1.0, 2.6)
+# An optimizer that loops over its tensors in Python dispatches its aten ops for each trained tensor on the host, every
+# step, at DISPATCH_OVERHEAD_S each (speed/modules.py optimizer_host_s). Counted, not fitted: transformers'
+# Adafactor.step (transformers 5.24.0, scale_parameter, relative_step and warmup_init off as kohya's and SimpleTuner's
+# recipes set them) run once under a TorchDispatchMode counter after two warm steps: 28 aten ops for a 2-D fp32 tensor
+# (the factored second moment: row and column means, rsqrt, the update's RMS clip, the learning-rate scale), 3 more
+# for a 16-bit one (the gradient and the weight cast to fp32, the result copied back). torch.optim's AdamW runs
+# foreach kernels over whole groups (a few ops per group, none per tensor); bitsandbytes' 8-bit optimizers call one
+# kernel per tensor from Python, not counted (no CUDA here to count its host side).
+OPTIMIZER_OPS_PER_TENSOR = {"adafactor": 28}
+OPTIMIZER_OPS_16BIT_EXTRA = 3
 # Bytes moved per weight element to unpack a stored weight to 16 bits before each GEMM that uses it: bitsandbytes'
 # NF4 dequantize reads the packed nibbles and absmax and writes a bf16 copy (0.56 + 2), fp8 storage cast up
 # (diffusers enable_layerwise_casting, kohya --fp8_base: 1 + 2). Three are fitted, each on its one row of
@@ -913,7 +927,7 @@ OPTIMIZER_BYTES_PER_PARAM = 32
 # A diffusers scheduler step between denoiser passes (FlowMatchEuler / Euler: a few element-wise ops on the latents
 # and their Python): host time per step.
 SCHEDULER_STEP_S = 0.4e-3
-# The range said around a profiled module's speed (samples/s): issue 34's goal, which 21 of the 28 held-out speeds of
-# bench/results/modules.md meet (median error 16 %; the misses are Stable Diffusion 1.5 on the A100 and the T4 and
-# the Whisper-small recipe's wall time, said in bench/results/modules.md and in every Whisper plan).
+# The range said around a profiled module's speed (samples/s): issue 34's goal, which 31 of the 38 held-out speeds of
+# bench/results/modules.md meet (median error 16 %; the misses, each with its cause where found, are said there); a
+# generation or inference plan on a datacenter card widens it to the server hosts measured (SERVER_HOST_RANGE).
 MODULE_SPEED_SPREAD = (-0.25, 0.25)

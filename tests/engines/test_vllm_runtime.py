@@ -391,3 +391,21 @@ def test_a_yarn_config_starts_at_its_scaled_context(tmp_path):
     plain = load_model("qwen3-8b")  # no rope_scaling: the model's own context
     assert vllm.scheduler_limits(scenario_from({"model": "qwen3-8b", "task": "infer", "engine": "vllm"}), plain,
                                  load_gpu("h200")).max_model_len == 40_960
+
+
+def test_llama_405b_fp8_at_tp8_loads_its_bf16_first_and_last_mlps():
+    """Meta's Llama-3.1-405B-FP8 as vLLM loads it on 8 GPUs (FBGEMMFp8Config: every listed module, by path, gets
+    UnquantizedLinearMethod): attention bf16, 124 MLPs FP8 (one fp32 scale a matrix here), the first and last MLPs
+    bf16, embedding and head bf16, all split 8 ways. Counted by hand (bytes):
+    attention 126 x (2 x 16384^2 + 2 x 16384 x 1024) x 2 = 143,747,186,688; MLPs 124 x (3 x 16384 x 53248 + 12)
+    + 2 x 3 x 16384 x 53248 x 2 = 335,007,450,576; embedding and head 2 x 128256 x 16384 x 2 = 8,405,385,216;
+    norms 253 x 16384 x 2 = 8,290,304; in all 487,168,312,784, 60.90 GB = 56.71 GiB per GPU."""
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "bench" / "serving" / "models" / "llama-3.1-405b-fp8.json"
+    m = load_model(str(path))
+    s = scenario_from({"model": str(path), "task": "infer", "engine": "vllm", "engine_version": "0.6.3",
+                       "gpu": "h100-sxm", "num_gpus": 8, "tp": 8, "max_model_len": 91_680})
+    mem = vllm.startup_memory(s, m, H100)
+    assert mem.weights == pytest.approx(487_168_312_784 / 8, rel=1e-6)
+    assert mem.weights / 2**30 == pytest.approx(56.71, abs=0.005)

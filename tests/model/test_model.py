@@ -148,15 +148,18 @@ def test_deepseek_fp8_block_scales():
 
 def test_llama_405b_fbgemm_fp8_keeps_its_attention_in_bf16():
     """Meta's Llama-3.1-405B-FP8 (quant_method fbgemm_fp8, bench/serving/models/llama-3.1-405b-fp8.json): every
-    layer's q/k/v/o projections listed one by one in modules_to_not_convert stay bf16; the first and last layers'
-    MLPs, listed too, are one layer each and are not counted, so every MLP is FP8 (one byte a weight, one fp32
+    layer's q/k/v/o projections listed one by one in modules_to_not_convert stay bf16; so do the first and last
+    layers' MLPs, listed by their paths (layers 0 and 125); the other 124 MLPs are FP8 (one byte a weight, one fp32
     scale a matrix)."""
     m = load_model(str(ROOT / "bench" / "serving" / "models" / "llama-3.1-405b-fp8.json"))
     fmt, skip = m.shipped_format()
-    assert fmt.name == "fp8" and skip == ("attention",)
+    assert fmt.name == "fp8" and skip == ("attention", "mlp@0", "mlp@125")
     wb, params = m.weight_bytes(), m.params_breakdown()
     assert wb["attention"] == params["attention"] * 2 == 126 * (2 * 16384 * 16384 + 2 * 16384 * 1024) * 2
-    assert wb["mlp"] == 126 * (3 * 16384 * 53248 + 3 * 4) == params["mlp"] + 126 * 12
+    mlp = 3 * 16384 * 53248  # 2,617,245,696 weights a layer
+    assert wb["mlp"] == 124 * (mlp + 3 * 4) + 2 * mlp * 2 == 335_007_450_576
+    # 5.23 GB more than with every MLP in FP8: 0.61 GiB per GPU at TP 8
+    assert (wb["mlp"] - 126 * (mlp + 3 * 4)) / 8 / 2**30 == pytest.approx(0.6094, abs=1e-4)
 
 
 def test_modules_named_one_layer_at_a_time_count_when_they_cover_every_layer():
@@ -164,9 +167,13 @@ def test_modules_named_one_layer_at_a_time_count_when_they_cover_every_layer():
 
     gates = [f"model.layers.{i}.mlp.gate" for i in range(4)]
     assert _groups_named(gates, 4) == ("router",)
-    assert _groups_named([*gates[:2], "model.layers.*.self_attn", "lm_head"], 4) == ("attention",)
+    assert _groups_named([*gates[:2], "model.layers.*.self_attn", "lm_head"], 4) == \
+        ("attention", "router@0", "router@1")
     assert _groups_named(["model.layers.0.self_attn.q_proj", "model.layers.1.self_attn.o_proj"], 2) == \
         ("attention",)
+    # a few layers' modules: those layers' group alone (mlp@i), in layer order
+    assert _groups_named(["model.layers.10.mlp.up_proj", "model.layers.2.mlp.down_proj", "lm_head"], 12) == \
+        ("mlp@2", "mlp@10")
 
 
 def test_families_and_keys():

@@ -12,7 +12,7 @@ import pytest
 from gpuplan import overheads as oh
 from gpuplan.hardware import load_gpu
 from gpuplan.model.profile import Poly, Profile
-from gpuplan.speed.modules import Run, forward, host_scale
+from gpuplan.speed.modules import Run, forward, host_range, host_scale
 
 NOTHING = Poly((((), 0.0, 0.0),))
 
@@ -36,3 +36,25 @@ def test_a_pass_host_work_is_its_ops_and_calls_at_their_costs_and_a_servers_is_s
     assert host_scale(server) == oh.SERVER_HOST_FACTOR == 1.75 and host_scale(desktop) == 1.0
     # the card decides nothing else: the A100 taken for a desktop card runs the pass's host work as the 4090's host
     assert forward(p, dataclasses.replace(server, segment="consumer"), 1, (), Run(dtype="fp16")).host_s == on_desktop
+
+
+def test_a_datacenter_cards_range_spans_the_server_hosts_measured():
+    """The server hosts the sources bound run eager PyTorch's host work from a desktop's to 2.6 times it
+    (``SERVER_HOST_RANGE``): on a datacenter card the modelled host work (1.75 times a desktop's) is scaled by 1/1.75
+    and 2.6/1.75 for the ends of a generation plan's likely range; a desktop card keeps its host and the +-25 % band."""
+    assert host_range(load_gpu("a100-sxm4-80gb")) == pytest.approx((1 / 1.75, 2.6 / 1.75))
+    assert host_range(load_gpu("rtx-4090")) is None
+    from gpuplan import estimate
+
+    def work(gpu: str):
+        return estimate({"model": "sd-1.5", "task": "infer", "gpu": gpu, "batch_size": 1, "precision": "fp16-true"},
+                        advise=False).work
+
+    desktop = work("rtx-4090")
+    assert (desktop.samples_per_s_low, desktop.samples_per_s_high) == pytest.approx(
+        (0.75 * desktop.samples_per_s, 1.25 * desktop.samples_per_s))
+    # SD 1.5 at batch 1 on an H100 is host-bound in the plan (9 ms of GPU work a step, 26 ms of host work): a
+    # desktop's host makes it more than 25 % faster, the slowest server's more than 25 % slower
+    h100 = work("h100-sxm")
+    assert h100.samples_per_s_high > 1.3 * h100.samples_per_s
+    assert h100.samples_per_s_low < 0.75 * h100.samples_per_s

@@ -243,7 +243,9 @@ class ModelSpec:
     def weight_bytes(self, fmt: Format | None = None, skip: tuple[str, ...] = ("router",)) -> dict[str, float]:
         """Bytes of the weights by part when linear weights are stored in ``fmt`` (default: as shipped).
 
-        Embeddings, lm_head, norms, biases and the linears in ``skip`` groups stay at ``fmt.high_bytes``.
+        Embeddings, lm_head, norms, biases and the linears in ``skip`` groups stay at ``fmt.high_bytes``; a
+        ``group@i`` entry keeps that group of layer ``i`` alone there (a checkpoint's ``modules_to_not_convert``
+        naming a few layers: :func:`gpuplan.model.quant._groups_named`).
         """
         if fmt is None:
             fmt, shipped_skip = self.shipped_format()
@@ -269,6 +271,13 @@ class ModelSpec:
                 out[part] += count * (stored + lin.bias_params * high)
             out["attention"] += count * layer.attention_extra * high
             out["mlp"] += count * layer.mlp_extra * high
+        for group, index in (entry.split("@") for entry in skip if "@" in entry):
+            if group in skip or int(index) >= len(self.layers):
+                continue
+            for lin in self.layers[int(index)].linears:
+                if lin.group == group:
+                    part = {"attention": "attention", "mlp": "mlp", "shared_experts": "mlp"}.get(group, "experts")
+                    out[part] += lin.weight_params * high - fmt.linear_weight_bytes(lin)
         return out
 
     def shipped_format(self) -> tuple[Format, tuple[str, ...]]:

@@ -15,7 +15,7 @@ and which numbers were simulated on fake tensors and which were modelled.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pydantic import BaseModel, PrivateAttr, computed_field
@@ -34,7 +34,7 @@ from ..result import MemoryReport, ModelFacts, Suggestion
 from ..scenario import Scenario
 from ..scenario.fields import MODULE_FIELDS
 from ..scenario.modules import ModuleJob
-from ..speed.modules import ModuleSpeed, generation, model_step, train_step
+from ..speed.modules import ModuleSpeed, generation, host_range, model_step, train_step
 from .plan import Plan, gpu_facts, verdict
 from .resolve import ResolvedModule, resolve_module_scenario
 
@@ -45,8 +45,9 @@ WHISPER_WALL_TIME = ("the time is the model's work on the card, eager PyTorch's 
                      "training: reading the stored features back and padding each batch, with the Trainer's "
                      "default of no dataloader workers); not counted: decoding audio files, a slower or busier "
                      "host, and the evaluations with generate that the training recipes run (the published "
-                     "Whisper-small recipe took 2.6 times the estimate with its evaluations counted, a transcription "
-                     "on an A100 1.2 times: bench/results/modules.md)")
+                     "Whisper-small recipe, of December 2022, took twice the estimate with its evaluations "
+                     "counted, most of it its libraries' slower reading of the stored features, measured; a "
+                     "transcription on an A100 1.2 times: bench/results/modules.md)")
 KIND_WORDS = {"diffusion-train": "diffusion training", "diffusion-generate": "diffusion generation",
               "train": "training", "infer": "inference"}
 
@@ -211,11 +212,23 @@ def _estimate(s: Scenario, job: ModuleJob, main: Profile, parts: dict[str, Profi
 
 
 def _speed(s: Scenario, job: ModuleJob, main: Profile, parts: dict[str, Profile], gpu: GpuSpec) -> ModuleSpeed:
+    """The job's speed; a generation or inference call on a datacenter card says in its likely range what the
+    fastest and slowest server hosts measured would make of it (speed.modules.host_range)."""
     if job.kind == "diffusion-train":
         return train_step(s, job, main, parts, gpu)
-    if job.kind == "diffusion-generate":
-        return generation(s, job, main, parts, gpu)
-    return model_step(s, job, main, gpu)
+    if job.task == "train":  # an encoder-decoder's or encoder's training step
+        return model_step(s, job, main, gpu)
+
+    def at(host: float) -> ModuleSpeed:
+        if job.kind == "diffusion-generate":
+            return generation(s, job, main, parts, gpu, host)
+        return model_step(s, job, main, gpu, host)
+
+    speed = at(1.0)
+    if (factors := host_range(gpu)) is None:
+        return speed
+    fast, slow = (at(f).samples_per_s for f in factors)
+    return replace(speed, low=min(speed.low, slow), high=max(speed.high, fast))
 
 
 def memory_only(s: Scenario, spec: ModuleSpec, gpu: GpuSpec) -> MemoryReport:

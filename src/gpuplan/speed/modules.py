@@ -16,7 +16,9 @@ at the batch and sizes asked, timed as the LLM passes are (:mod:`.work`, :mod:`.
   gradient checkpointing runs the forward once more;
 - **host**: eager PyTorch's dispatcher and Python per aten op (views too) and per module call the pass makes (both
   counted in the profile), the backward's autograd ops at their own cost; host and GPU overlap, the pass takes
-  their smooth maximum (:func:`~.work.smooth_max`);
+  their smooth maximum (:func:`~.work.smooth_max`); an optimizer that loops over its tensors in Python (Adafactor)
+  adds its ops per trained tensor once a step (:func:`optimizer_host_s`);
+- **eager attention under mixed precision**: autocast's fp32 softmax, 16 bytes per score (:func:`score_bytes`);
 - **weights stored in fewer bits**: a bitsandbytes NF4 weight is dequantized to 16 bits before each GEMM that
   uses it (forward, and the input gradient), fp8 storage (diffusers' layerwise casting, kohya's ``--fp8_base``)
   cast up the same way, and GGUF blocks unpacked by diffusers' PyTorch code: the bytes those kernels move per
@@ -84,6 +86,7 @@ class Run:
     recompute: bool = False
     host_factor: float = 1.0  # compiled graphs and fused stacks launch fewer ops
     attention: str = "sdpa"  # eager: the scores as two batched GEMMs and a softmax through memory
+    autocast: bool = False  # mixed precision (torch.autocast): an eager softmax runs in fp32 (_eager)
 
 
 def _rate_dtype(dtype: str) -> str:
@@ -193,15 +196,33 @@ def host_scale(gpu: GpuSpec) -> float:
 
 def _eager(gpu: GpuSpec, run: Run, op: Op, d: tuple[float, ...], factor: int) -> float:
     """Eager attention (``factor`` 1 forward, 2 backward): ``Q·Kᵀ`` and ``P·V`` as batched GEMMs, and the score
-    matrix written, read and written by the softmax and read again (four passes through memory)."""
+    matrix moved through memory (:func:`score_bytes` per score), and the cast's kernel under autocast."""
     heads, q, kv, dk, dv = d
     dtype = _rate_dtype(run.dtype)
     gemms = (gemm_time_s(gpu, dtype, q, dk, kv, count=op.count * heads, kernels=op.count,
                          act_bytes=_act_bytes(run.dtype), weight_bytes=_act_bytes(run.dtype))
              + gemm_time_s(gpu, dtype, q, kv, dv, count=op.count * heads, kernels=op.count,
                            act_bytes=_act_bytes(run.dtype), weight_bytes=_act_bytes(run.dtype)))
-    scores = op.count * heads * q * kv * _act_bytes(run.dtype) * 4 / bandwidth(gpu)
-    return factor * (gemms + scores)
+    scores = op.count * heads * q * kv * score_bytes(run) / bandwidth(gpu)
+    cast = op.count * oh.GEMM_KERNEL_LATENCY_S if _upcast(run) else 0.0
+    return factor * (gemms + scores + cast)
+
+
+def _upcast(run: Run) -> bool:
+    return run.autocast and run.dtype != "fp32"
+
+
+def score_bytes(run: Run) -> float:
+    """Bytes an eager attention's forward moves per score: the scores written by ``Q·Kᵀ``, read and written by the
+    softmax, read by ``P·V`` (four passes at the activations' width). Under mixed precision (``torch.autocast``) the
+    softmax is on autocast's float32 list (PyTorch's Automatic Mixed Precision reference, "CUDA Ops that can autocast
+    to float32": softmax), so it writes fp32 probabilities, and ``P·V``, on the 16-bit list, casts them back first
+    (a kernel reading 4 bytes and writing 2): 2 + 2 + 4 + (4 + 2) + 2 = 16 bytes where a 16-bit pass moves 8
+    (transformers' Whisper and BART attention call ``softmax`` on 16-bit scores; diffusers' eager processor too)."""
+    width = _act_bytes(run.dtype)
+    if not _upcast(run):
+        return 4 * width
+    return width + width + 4 + (4 + width) + width
 
 
 def _lora_forward(gpu: GpuSpec, run: Run, op: Op, m: float, k: float, n: float) -> float:
@@ -323,6 +344,7 @@ def _run(job, s) -> Run:
     compiled = bool(getattr(s, "compile", False))
     return Run(dtype=job.dtype, weights=job.weights, trained=job.trained, lora_roles=job.lora_roles,
                lora_rank=job.lora_rank, recompute=job.way.endswith("-gc"), attention=job.attention,
+               autocast=str(getattr(s, "precision", "")).endswith("-mixed"),
                host_factor=oh.HOST_OPS_FACTOR["compile"] if compiled else 1.0)
 
 
@@ -365,6 +387,9 @@ def train_step(s, job, main: Profile, parts: dict[str, Profile], gpu: GpuSpec) -
         opt = optimizer_s(gpu, trainable, oh.OPTIMIZER_BYTES_PER_PARAM)
         step += opt
         parts_s["optimizer"] = opt
+    if host := optimizer_host_s(s, job, main, gpu):
+        step += host
+        parts_s["optimizer (host)"] = host
     step += oh.DATALOADER_S_PER_MICRO_STEP * accum
     parts_s["trainer loop"] = oh.DATALOADER_S_PER_MICRO_STEP * accum
     if job.spec.family == "whisper":  # the log-mel batches read from the dataset on the CPU, between steps
@@ -373,6 +398,25 @@ def train_step(s, job, main: Profile, parts: dict[str, Profile], gpu: GpuSpec) -
     samples = job.samples_per_step * accum / step
     dense = peak_flops(gpu, _rate_dtype(job.dtype))
     return _speed(step, samples, parts_s, flops * accum, dense, "train")
+
+
+def optimizer_host_s(s, job, main: Profile, gpu: GpuSpec) -> float:
+    """The host seconds of an optimizer that loops over its tensors in Python: its aten ops per trained tensor
+    (:data:`~gpuplan.overheads.OPTIMIZER_OPS_PER_TENSOR`, more for 16-bit tensors: precision ``*-true``) at eager
+    PyTorch's per-op cost on the card's host, once per optimizer step; its kernels are too small to keep the GPU
+    busy, so the step waits for them. The tensors: a LoRA adapter's two per adapted linear or convolution, or in a
+    full fine-tune each linear's and convolution's weight and bias (the norms' few tensors left out)."""
+    ops = oh.OPTIMIZER_OPS_PER_TENSOR.get(str(getattr(s, "optimizer", "")), 0)
+    if not ops:
+        return 0.0
+    if str(getattr(s, "precision", "")).endswith("-true"):
+        ops += oh.OPTIMIZER_OPS_16BIT_EXTRA
+    linears = [op for op in main.ops if op.kind in ("linear", "conv")]
+    if job.trained == "all":
+        tensors = sum(op.count * (2 if op.bias else 1) for op in linears)
+    else:
+        tensors = 2 * sum(op.count for op in linears if job.lora_roles and op.role in job.lora_roles)
+    return tensors * ops * oh.DISPATCH_OVERHEAD_S * host_scale(gpu)
 
 
 def speech_batches_s(job) -> float:
@@ -384,11 +428,23 @@ def speech_batches_s(job) -> float:
     return job.batch * int(config.get("num_mel_bins", 80)) * frames * oh.SPEECH_BATCH_S_PER_VALUE
 
 
-def generation(s, job, main: Profile, parts: dict[str, Profile], gpu: GpuSpec) -> ModuleSpeed:
+def host_range(gpu: GpuSpec) -> tuple[float, float] | None:
+    """The factors on a datacenter card's modelled host work that give the fastest and slowest server hosts measured
+    (:data:`~gpuplan.overheads.SERVER_HOST_RANGE` over :data:`~gpuplan.overheads.SERVER_HOST_FACTOR`); ``None`` on a
+    desktop card, whose host the per-op costs were fitted on."""
+    if gpu.segment != "datacenter":
+        return None
+    fast, slow = oh.SERVER_HOST_RANGE
+    return fast / host_scale(gpu), slow / host_scale(gpu)
+
+
+def generation(s, job, main: Profile, parts: dict[str, Profile], gpu: GpuSpec, host: float = 1.0) -> ModuleSpeed:
     """One pipeline call: the prompt through each text encoder, ``steps`` denoiser passes (the batch doubled by
     classifier-free guidance), the latents through the VAE decoder, and what offloading moves over PCIe: each model
-    once per call (model offload) or the denoiser's weights every step (sequential offload)."""
+    once per call (model offload) or the denoiser's weights every step (sequential offload). ``host`` scales the
+    denoiser's host work (:func:`host_range`)."""
     run = _run(job, s)
+    run = replace(run, host_factor=run.host_factor * host)
     sizes = job.shapes[0]
     w, h = job.pixels[0]
     den = forward(main, gpu, job.batch, sizes, run)
@@ -421,10 +477,12 @@ def _offload_bytes(job, main: Profile) -> float:
     return weights + job.spec.main.params * (4 if job.dtype == "fp32" else 2) * job.steps
 
 
-def model_step(s, job, main: Profile, gpu: GpuSpec) -> ModuleSpeed:
+def model_step(s, job, main: Profile, gpu: GpuSpec, host: float = 1.0) -> ModuleSpeed:
     """An encoder-decoder's or encoder's training step, or one inference call (encoder-decoders: the encoder and
-    the first decoder token, then one decoder step per further output token)."""
+    the first decoder token, then one decoder step per further output token; ``host`` scales an inference call's
+    modelled host work: :func:`host_range`)."""
     run = _run(job, s)
+    run = replace(run, host_factor=run.host_factor * host)
     sizes = job.shapes[0]
     dense = peak_flops(gpu, _rate_dtype(job.dtype))
     if job.task == "train":
