@@ -189,6 +189,10 @@ TINY = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_si
     ({"hidden_size": "256"}, "hidden_size must be a number, got '256'"),
     ({"model_type": "mixtral", "num_local_experts": 0, "num_experts_per_tok": 4}, "num_local_experts must be"),
     ({"model_type": "mixtral", "num_local_experts": 2, "num_experts_per_tok": 4}, "experts per token but only 2"),
+    # session 7's walk: Gemma 4's key, top_k_experts 999 of 128, ended in an OverflowError traceback in the speed
+    ({"text_config": {"num_experts": 128, "top_k_experts": 999}},
+     "999 experts per token but only 128 experts; top_k_experts must not exceed the expert count"),
+    ({"text_config": {"num_experts": 128, "top_k_experts": 0}}, "top_k_experts must be between 1 and"),
     ({"quantization_config": [1, 2]}, "quantization_config must be a JSON object, got list"),
     ({"num_key_value_heads": 0}, "num_key_value_heads must be between 1 and"),
     ({"model_type": ["llama"]}, "model_type must be text"),

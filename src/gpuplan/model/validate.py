@@ -19,7 +19,7 @@ POSITIVE = (
     "hidden_size", "n_embd", "n_embed", "d_model", "num_hidden_layers", "n_layer", "num_layers", "vocab_size",
     "num_attention_heads", "n_head", "num_key_value_heads", "num_kv_heads", "n_head_kv", "intermediate_size",
     "n_inner", "ffn_dim", "ffn_hidden_size", "max_position_embeddings", "n_positions", "seq_length",
-    "num_local_experts", "num_experts", "n_routed_experts", "num_experts_per_tok", "experts_per_token",
+    "num_local_experts", "num_experts", "n_routed_experts", "num_experts_per_tok", "experts_per_token", "top_k_experts",
     "moe_layer_freq", "decoder_sparse_step", "kv_lora_rank", "qk_nope_head_dim", "v_head_dim", "word_embed_proj_dim",
     "patch_size", "image_size", "num_channels", "sliding_window_pattern", "block_size",
 )
@@ -74,11 +74,11 @@ def checked_config(config: dict[str, Any], where: str = "config.json", *, vision
     _check_heads(out, where, heads)
     _check_window(out, where)
     experts = next((out[k] for k in ("num_local_experts", "num_experts", "n_routed_experts") if out.get(k)), None)
-    per_token = out.get("num_experts_per_tok") or out.get("experts_per_token")
-    experts = experts if isinstance(experts, int) else None
-    if experts and per_token and per_token > experts:
+    key = next((k for k in ("num_experts_per_tok", "experts_per_token", "top_k_experts") if out.get(k)), None)
+    per_token, experts = out.get(key) if key else None, experts if isinstance(experts, int) else None
+    if experts and per_token and per_token > experts:  # Gemma 4 names it top_k_experts
         raise GpuplanError(f"{where}: {per_token} experts per token but only {experts} experts; "
-                           "num_experts_per_tok must not exceed the expert count")
+                           f"{key} must not exceed the expert count")
     for key in ("text_config", "vision_config"):
         if isinstance(out.get(key), dict):
             out[key] = checked_config(out[key], f"{where} ({key})", vision=key == "vision_config")
