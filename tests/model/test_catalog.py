@@ -193,6 +193,9 @@ TINY = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_si
     ({"text_config": {"num_experts": 128, "top_k_experts": 999}},
      "999 experts per token but only 128 experts; top_k_experts must not exceed the expert count"),
     ({"text_config": {"num_experts": 128, "top_k_experts": 0}}, "top_k_experts must be between 1 and"),
+    # the sizes the common-keys reader takes for Mamba and sparse-attention layers: a list (Nemotron-H's n_groups)
+    # or an object (GLM-5's index_n_heads) ended in a TypeError inside the reader
+    ({"n_groups": []}, "n_groups must be"), ({"index_n_heads": {}}, "index_n_heads must be"),
     ({"quantization_config": [1, 2]}, "quantization_config must be a JSON object, got list"),
     ({"num_key_value_heads": 0}, "num_key_value_heads must be between 1 and"),
     ({"model_type": ["llama"]}, "model_type must be text"),

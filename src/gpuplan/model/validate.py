@@ -22,6 +22,13 @@ POSITIVE = (
     "num_local_experts", "num_experts", "n_routed_experts", "num_experts_per_tok", "experts_per_token", "top_k_experts",
     "moe_layer_freq", "decoder_sparse_step", "kv_lora_rank", "qk_nope_head_dim", "v_head_dim", "word_embed_proj_dim",
     "patch_size", "image_size", "num_channels", "sliding_window_pattern", "block_size",
+    # the sizes the common-keys reader (conventions.py) takes for hybrid, linear-attention, Mamba and sparse-attention
+    # layers: a list or an object there ended in a TypeError deep in the reader (session 7's walk: n_groups [])
+    "n_groups", "mamba_n_groups", "mamba_n_heads", "mamba_num_heads", "ssm_num_heads", "mamba_d_state",
+    "ssm_state_size", "state_size", "mamba_d_head", "mamba_head_dim", "ssm_head_dim", "mamba_d_ssm", "mamba_d_conv",
+    "conv_kernel", "linear_conv_kernel_dim", "linear_key_head_dim", "linear_num_key_heads", "linear_num_value_heads",
+    "linear_value_head_dim", "index_n_heads", "index_head_dim", "kv_channels", "multi_query_group_num",
+    "moe_num_experts", "padded_vocab_size",
 )
 # Sizes and counts that may be 0 in released configs: 0 means "none" or "derive it" (Qwen3-Coder's
 # shared_expert_intermediate_size 0: no shared expert; head_dim 0: hidden_size / heads; q_lora_rank 0: no
