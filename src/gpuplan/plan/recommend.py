@@ -41,7 +41,7 @@ from .build import Offers, build
 from .layout import accumulation, recipe_batch
 from .plan import Plan, card_memory, memory_plan
 from .pricing import left_out
-from .refusals import check, not_a_module
+from .refusals import check, engine_refusal, not_a_module
 from .resolve import resolve, tensor_parallel_ok, within_context
 
 COUNTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
@@ -362,6 +362,9 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
     when none does. Every row is read from a plan (:meth:`Setup.of`)."""
     started = time.perf_counter()
     not_a_module(s, m)  # a diffusion trainer or a module's field asked of a decoder LLM: one sentence, no search
+    why = engine_refusal(s, m) if s.task == "infer" and not c.any_quant else None  # no card or count changes it
+    if why:
+        raise GpuplanError(why)
     fitted, context_note = within_context(s, m)  # default lengths past the model's context, shortened (said)
     s = s.model_copy(update=fitted) if fitted else s
     all_offers = load_offers(c.catalogs)
