@@ -84,3 +84,21 @@ def test_a_model_with_no_attention_layer_is_refused_by_the_pooled_engines(tmp_pa
         assert str(err.value) == said
     for other in ("transformers", "llama.cpp"):
         assert gpuplan.estimate({**scenario, "engine": other, "gpu": "h100-sxm"}).memory.fits
+
+
+def test_recommend_says_a_model_wide_engine_refusal_instead_of_searching_past_it():
+    """vLLM does not load GGUF weights on any card: recommend answered "nothing in the catalog fits, even on 1 x
+    Instinct MI300X: a smaller model or more GPUs" (no setup evaluated, with --any-quant too: a quant given is
+    kept); it now says the engine's sentence, as estimate does."""
+    import gpuplan
+
+    scenario = {"model": "qwen3-0.6b", "task": "infer", "engine": "vllm", "quant": "q4_k_m"}
+    with pytest.raises(GpuplanError) as err:
+        gpuplan.recommend(scenario, max_gpus=1)
+    with pytest.raises(GpuplanError) as said:
+        gpuplan.estimate({**scenario, "gpu": "h100-sxm"})
+    assert str(err.value) == str(said.value) and "cannot load gguf-q4_k_m weights" in str(err.value)
+    with pytest.raises(GpuplanError) as anyway:
+        gpuplan.recommend(scenario, max_gpus=1, any_quant=True)
+    assert str(anyway.value) == str(said.value)
+    assert gpuplan.recommend({**scenario, "quant": "awq-int4"}, max_gpus=1).setups

@@ -362,7 +362,7 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
     when none does. Every row is read from a plan (:meth:`Setup.of`)."""
     started = time.perf_counter()
     not_a_module(s, m)  # a diffusion trainer or a module's field asked of a decoder LLM: one sentence, no search
-    why = engine_refusal(s, m) if s.task == "infer" and not c.any_quant else None  # no card or count changes it
+    why = engine_refusal(s, m) if s.task == "infer" else None  # no card, count or variant changes it
     if why:
         raise GpuplanError(why)
     fitted, context_note = within_context(s, m)  # default lengths past the model's context, shortened (said)
