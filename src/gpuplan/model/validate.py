@@ -28,14 +28,16 @@ POSITIVE = (
     "ssm_state_size", "state_size", "mamba_d_head", "mamba_head_dim", "ssm_head_dim", "mamba_d_ssm", "mamba_d_conv",
     "conv_kernel", "linear_conv_kernel_dim", "linear_key_head_dim", "linear_num_key_heads", "linear_num_value_heads",
     "linear_value_head_dim", "index_n_heads", "index_head_dim", "kv_channels", "multi_query_group_num",
-    "moe_num_experts", "padded_vocab_size",
+    "moe_num_experts", "padded_vocab_size", "moe_k", "moe_topk", "num_experts_per_token", "interleave_moe_layer_step",
+    "moe_layer_interval", "attn_layer_period", "full_attention_interval", "no_rope_layer_interval",
 )
 # Sizes and counts that may be 0 in released configs: 0 means "none" or "derive it" (Qwen3-Coder's
 # shared_expert_intermediate_size 0: no shared expert; head_dim 0: hidden_size / heads; q_lora_rank 0: no
 # query compression).
 NON_NEGATIVE = ("n_shared_experts", "first_k_dense_replace", "max_window_layers", "num_ln_in_parallel_attn",
                 "sliding_window", "head_dim", "moe_intermediate_size", "shared_expert_intermediate_size",
-                "q_lora_rank", "qk_rope_head_dim")
+                "q_lora_rank", "qk_rope_head_dim", "attn_layer_offset", "moe_layer_start_index",
+                "moe_num_shared_experts", "num_shared_experts")
 # Sizes that released configs also give per layer or per axis (Gemma 3n's intermediate_size per layer, ERNIE 4.5
 # VL's moe_intermediate_size per modality, a vision tower's [height, width] patch and image sizes and its heads
 # per stage): a list of whole numbers, each checked.
