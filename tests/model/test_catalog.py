@@ -196,7 +196,8 @@ TINY = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_si
     # the sizes the common-keys reader takes for Mamba and sparse-attention layers: a list (Nemotron-H's n_groups)
     # or an object (GLM-5's index_n_heads) ended in a TypeError inside the reader
     ({"n_groups": []}, "n_groups must be"), ({"index_n_heads": {}}, "index_n_heads must be"),
-    ({"moe_k": {}}, "moe_k must be"), ({"interleave_moe_layer_step": "8"}, "interleave_moe_layer_step must be a number"),
+    ({"moe_k": {}}, "moe_k must be"),
+    ({"interleave_moe_layer_step": "8"}, "interleave_moe_layer_step must be a number"),
     # a per-layer width list (Gemma 3n's form) given to a family whose reader takes one number: a TypeError before
     ({"intermediate_size": [1, 2]}, "intermediate_size is a list (one per layer or part), and llama configs give"),
     ({"quantization_config": [1, 2]}, "quantization_config must be a JSON object, got list"),
