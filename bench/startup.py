@@ -1,7 +1,7 @@
 """Start-up: ``import gpuplan``, the first ``gpuplan.estimate(...)`` and a whole ``gpuplan estimate`` against a bare
 ``import pydantic, yaml``, and the first ``gpuplan models``.
 
-    python bench/startup.py [--runs 21] [--models-runs 3]
+    python bench/startup.py [--runs 21] [--models-runs 3] [--against ../main/src]
 
 Each line is a whole new Python process (interpreter start included), timed wall-clock from launch to exit; the
 commands are run in turn, round after round, so that a load change on the machine touches all of them alike,
@@ -80,15 +80,22 @@ def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float, str]:
     return seconds, cpu, proc.stderr
 
 
-def imports(runs: int) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
-    """Wall-clock and CPU seconds of each command, ``runs`` rounds."""
-    times: dict[str, list[float]] = {name: [] for name in IMPORTS}
-    cpu: dict[str, list[float]] = {name: [] for name in IMPORTS}
-    env = _env()
-    for argv in IMPORTS.values():  # one untimed round: the bytecode written, as on an installed package
+AGAINST = ("first gpuplan.estimate(...)", "gpuplan estimate ... (whole process)")
+
+
+def imports(runs: int, against: str | None = None) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Wall-clock and CPU seconds of each command, ``runs`` rounds; ``against``: another checkout's ``src`` (main's,
+    for a before and after), whose :data:`AGAINST` commands run in the same rounds, each beside this tree's."""
+    commands = [(name, argv, _env()) for name, argv in IMPORTS.items()]
+    if against:
+        other = {**_env(), "PYTHONPATH": str(Path(against).resolve())}
+        commands += [(f"{name} [against]", IMPORTS[name], other) for name in AGAINST]
+    times: dict[str, list[float]] = {name: [] for name, _, _ in commands}
+    cpu: dict[str, list[float]] = {name: [] for name, _, _ in commands}
+    for _, argv, env in commands:  # one untimed round: the bytecode written, as on an installed package
         timed([sys.executable, *argv], env)
     for _ in range(runs):
-        for name, argv in IMPORTS.items():
+        for name, argv, env in commands:
             seconds, used, _ = timed([sys.executable, *argv], env)
             times[name].append(seconds)
             cpu[name].append(used)
@@ -110,8 +117,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=21, help="rounds of the import timings (median reported)")
     parser.add_argument("--models-runs", type=int, default=3, help="first `gpuplan models` runs (0: skip)")
+    parser.add_argument("--against", metavar="SRC", help="another checkout's src folder (e.g. main's): its first "
+                        "estimate and whole `gpuplan estimate` run in the same rounds, for a before and after")
     args = parser.parse_args()
-    times, cpu = imports(args.runs)
+    times, cpu = imports(args.runs, args.against)
     median = {name: statistics.median(t) for name, t in times.items()}
     used = {name: statistics.median(t) for name, t in cpu.items()}
     for name, t in times.items():
@@ -127,6 +136,11 @@ def main() -> None:
     print(f"gpuplan estimate, whole process: {median[cli]:.2f} s (goal <= 0.6 s; typer, rich and one BaseModel used: "
           f"{median[cli_floor]:.2f} s; python -c pass: {median['python -c pass']:.2f} s; in CPU time {used[cli]:.2f} s "
           f"and {used[cli_floor]:.2f} s)")
+    if args.against:
+        other, other_cli = used[f"{first} [against]"], used[f"{cli} [against]"]
+        print(f"against {args.against}: first gpuplan.estimate(...) {other / cpu_base:.2f}x in CPU time "
+              f"({other * 1e3:.1f} ms; this tree {used[first] * 1e3:.1f} ms, {used[first] / cpu_base:.2f}x), whole "
+              f"gpuplan estimate {other_cli * 1e3:.0f} ms of CPU (this tree {used[cli] * 1e3:.0f} ms)")
     print(f"load average (1, 5, 15 min) at the end: {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
     if args.models_runs:
         seconds, noise = first_models(args.models_runs)

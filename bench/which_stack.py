@@ -1,10 +1,11 @@
-"""The README's "Which stack?" table: the same job on every training stack, with each stack's own defaults.
+"""docs/fine-tune.md's "Which stack?" table: the same job on every training stack, with each stack's own defaults.
 
     python bench/which_stack.py [--gpu rtx-4090] [--model llama-3.1-8b]
 
-Llama-3.1-8B, LoRA (rank 16, all linear layers) and QLoRA, one sequence of 2,048 and 8,192 tokens per step on one
-24 GB card: the device peak (what nvidia-smi would show), whether it fits, tokens/s from the speed model with the
-stack's published speed factors, and the technique that makes the difference, named by the stack's profile.
+Llama-3.1-8B, LoRA (rank 16, all linear layers) and QLoRA, one sequence of 2,048 and 8,192 tokens per micro-step
+(micro-batch 1: left unset, each stack's recipe would pick the micro-batch that fills the card) on one 24 GB card:
+the device peak (what nvidia-smi would show), whether it fits, tokens/s from the speed model with the kernels each
+stack runs (stacks/speedups.py), and the technique that makes the difference, named by the stack's profile.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ def rows(model: str, gpu: str) -> list[str]:
     for stack in STACK_NAMES:
         for method in ("lora", "qlora"):
             for seq in (2048, 8192):
-                scenario = dict(model=model, task="train", stack=stack, method=method, seq_len=seq, gpu=gpu)
+                scenario = dict(model=model, task="train", stack=stack, method=method, seq_len=seq, gpu=gpu,
+                                micro_batch_size=1)  # one sequence per step: the recipes would fill the card
                 try:
                     r = estimate(scenario, advise=False)
                 except GpuplanError as err:

@@ -59,7 +59,9 @@ def test_a_training_estimate_loads_only_what_it_uses():
     by gpuplan.model.families), Megatron's layout, the serving engines' profiles and step times, TensorRT-LLM's
     offline run, the GGUF rules, not OpenSSL (hashlib, secrets) and not PyYAML (the bundled
     YAML is read through its JSON twins, gpuplan.datafiles): each was a few milliseconds of every fresh process
-    (bench/startup.py). The training recipe loads: it decides the plan's micro-batch x accumulation."""
+    (bench/startup.py). The training recipe loads: it decides the plan's micro-batch x accumulation; the dataset
+    code does not, with no data named (nor statistics), nor the serving decode bands, nor the structures read off
+    transformers (Llama has a reader of its own)."""
     code = ("import json, sys, gpuplan\n"
             "gpuplan.estimate({'model': 'llama-3.1-8b', 'task': 'train', 'method': 'qlora', 'gpu': 'rtx-4090'})\n"
             "print(json.dumps(sorted(sys.modules)))")
@@ -72,7 +74,8 @@ def test_a_training_estimate_loads_only_what_it_uses():
         "gpuplan.scenario.modules", "gpuplan.model.profile", "gpuplan.model.record", "gpuplan.speed.modules",
         "gpuplan.memory.modules", "gpuplan.memory.megatron", "gpuplan.speed.offline",
         "gpuplan.speed.inference", "yaml", "gpuplan.useryaml", "gpuplan.model.gguf", "gpuplan.model.diffusers",
-        "gpuplan.model.encoders", *(f"gpuplan.engines.{m}" for m in ("vllm", "sglang", "trtllm", "llama_cpp", "mlx"))}
+        "gpuplan.model.encoders", "gpuplan.dataset", "statistics", "gpuplan.speed.bands", "gpuplan.model.structure",
+        *(f"gpuplan.engines.{m}" for m in ("vllm", "sglang", "trtllm", "llama_cpp", "mlx"))}
     assert not loaded & unused, loaded & unused
 
 

@@ -19,7 +19,7 @@ from gpuplan.hardware import load_gpu
 from gpuplan.launchers import launch_files, launch_plan
 from gpuplan.model.catalog import load_model
 from gpuplan.scenario import scenario_from
-from gpuplan.serving.simulate import SGLANG_MAX_PREFILL_TOKENS, sglang_scheduler, vllm_scheduler
+from gpuplan.serving.simulate import sglang_scheduler, vllm_scheduler
 
 H100 = load_gpu("h100-sxm")
 _DATA = Path(__file__).resolve().parents[1] / "data" / "vllm"
@@ -122,7 +122,7 @@ def test_sglang_off_writes_minus_one_and_prefills_whole_prompts():
     sm = sglang.startup_memory(scenario_from({**s, "chunked_prefill": False}), M, H100)
     sched = sglang_scheduler(sm)
     assert sm.chunked_prefill_size == -1 and sched.chunked_prefill is False
-    assert sched.max_num_batched_tokens == max(SGLANG_MAX_PREFILL_TOKENS, 32_768) == 32_768
+    assert sched.max_num_batched_tokens == max(sglang.MAX_PREFILL_TOKENS, 32_768) == 32_768
     default = sglang.startup_memory(scenario_from(s), M, H100)
     assert default.chunked_prefill_size == 8192 and sglang_scheduler(default).chunked_prefill is True
 

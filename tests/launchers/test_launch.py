@@ -371,7 +371,7 @@ def test_vllm_max_model_len_fits_the_pool():
     ({**SERVE, "engine": "transformers", "quant": None, "kv_cache_dtype": "auto"}, "vllm", "engine transformers"),
     ({**SERVE, "quant": "nf4"}, "vllm", "cannot load nf4"),
     ({**SERVE, "entry_point": "offline"}, "vllm", "offline entry point"),
-    ({**ZERO3, "tp": 2}, "torchrun", "tensor/pipeline parallel"),
+    ({**ZERO3, "tp": 2}, "torchrun", r"stack hf \(the transformers Trainer with accelerate\) runs no tensor"),
     ({**SMALL, "stack": "axolotl", "precision": "bf16-true"}, "accelerate", "use --target axolotl"),
     (ZERO3, "torchrum", "did you mean torchrun"),
     (dict(model="deepseek-r1", task="infer", engine="trtllm", gpu="h100-sxm", num_gpus=8, num_nodes=2), "trtllm",

@@ -52,3 +52,40 @@ def test_a_micro_batch_set_is_kept():
     launched = launch_plan({**LORA, "micro_batch_size": 2})
     assert (launched.scenario.micro_batch_size, launched.scenario.grad_accum_steps) == (2, 1)
     assert launched.hours == pytest.approx(plan.cost.hours, rel=1e-9)
+
+
+def _row(x):
+    return (x.gpu_id, x.num_gpus, x.offer, tuple(x.techniques), x.sharding, x.scenario.micro_batch_size,
+            x.scenario.grad_accum_steps, round(x.tokens_per_s, 3))
+
+
+def test_rows_below_top_are_ranked_at_their_layout():
+    """Every row recommend ranks is at the layout the builder gives it (:func:`gpuplan.plan.layout.layout`), shown
+    or not: the first rows of ``--top 3`` are the first three of ``--top 30``. Before, only the rows shown were laid
+    out, so a row below the third, faster at its own layout, ranked first only when it was shown (4 cards: the top 3
+    differed)."""
+    s = Scenario(model="llama-3.1-8b", task="train", method="lora", train_tokens=1e8)
+    cards = ("nvidia-h100-sxm5-80gb", "nvidia-a100-sxm4-80gb", "nvidia-geforce-rtx-4090", "nvidia-l40s")
+    m = load_model(s.model)
+    wide = recommend(s, m, Constraints(top=30, gpus=cards), explain=False).setups
+    assert len(wide) > 10
+    for top in (1, 3, 5):
+        shown = recommend(s, m, Constraints(top=top, gpus=cards), explain=False).setups
+        assert [_row(x) for x in shown] == [_row(x) for x in wide[:top]]
+    laid = [x for x in wide if x.scenario.micro_batch_size > 1]
+    assert laid  # the recipe's larger micro-batch is taken below the top rows too
+    assert all(x.plan.setup.layout_why.startswith("the fastest per sequence") for x in laid)
+
+
+def test_the_recipe_reads_the_builders_layout_only():
+    """The recipe decides no layout of its own: a plan built without the layout stage (a search's row) has no
+    recipe, and a plan's recipe states the plan's own micro-batch x accumulation."""
+    from gpuplan.plan.build import build
+    from gpuplan.plan.resolve import resolve
+
+    r = resolve(Scenario(**LORA))
+    assert build(r, advise=False, recipe=True, layout=False).typed_recipe is None
+    plan = build(r, advise=False, recipe=True)
+    s, recipe = plan.setup.scenario, plan.typed_recipe
+    assert (recipe.micro_batch_size, recipe.grad_accum_steps) == (s.micro_batch_size, s.grad_accum_steps)
+    assert s.micro_batch_size * s.grad_accum_steps >= 16

@@ -102,3 +102,25 @@ def test_recommend_says_a_model_wide_engine_refusal_instead_of_searching_past_it
         gpuplan.recommend(scenario, max_gpus=1, any_quant=True)
     assert str(anyway.value) == str(said.value)
     assert gpuplan.recommend({**scenario, "quant": "awq-int4"}, max_gpus=1).setups
+
+
+@pytest.mark.parametrize("split, asked", [({"tp": 2}, "tensor parallelism (tp 2 asked)"),
+                                          ({"pp": 2}, "pipeline parallelism (pp 2 asked)"),
+                                          ({"tp": 2, "pp": 2}, "tensor or pipeline parallelism (tp 2, pp 2 asked)")])
+def test_the_hf_stack_splits_no_model(split, asked, capsys):
+    """The HF stack (the transformers Trainer with accelerate) runs neither tensor nor pipeline parallelism (its
+    profile's ``model_parallel`` is empty, and its launch files set none): estimate refuses tp or pp there in one
+    sentence, exit 2, naming the stacks whose profiles split a model. Before, it planned a split the Trainer does not
+    run. Megatron-Core keeps its tp."""
+    from gpuplan.cli import run
+    from gpuplan.stacks import STACKS
+
+    fields = {"model": "llama-3.1-8b", "task": "train", "gpu": "h100-sxm", "num_gpus": 4}
+    argv = ["estimate", *[x for k, v in {**fields, **split}.items() for x in (f"--{k.replace('_', '-')}", str(v))]]
+    assert run(argv) == 2
+    said = " ".join(capsys.readouterr().err.split())
+    splitting = [n for n in STACKS if all(k in STACKS[n].model_parallel for k in split)]
+    assert splitting == ["torchtitan", "megatron"]
+    assert said == (f"error: stack hf (the transformers Trainer with accelerate) runs no {asked}: stacks torchtitan "
+                    "and megatron split a model so; or spread it over the GPUs with sharding zero3 or fsdp")
+    assert resolve(scenario_from({**fields, **split, "stack": "megatron"})).scenario.tp == split.get("tp", 1)

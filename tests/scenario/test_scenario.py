@@ -41,7 +41,7 @@ def test_bad_files(tmp_path, text, message):
     ({"model": "llama-3.1-8b", "task": "train", "sharding": "zero3"}, "num_gpus >= 2"),
     ({"model": "llama-3.1-8b", "task": "infer", "num_gpus": 3, "tp": 3}, "does not divide the 32 attention heads"),
     ({"model": "qwen2.5-7b", "task": "infer", "num_gpus": 14, "tp": 14}, "exceeds the 4 KV heads"),
-    ({"model": "llama-3.1-8b", "task": "train", "num_gpus": 2, "tp": 4}, "must divide"),
+    ({"model": "llama-3.1-8b", "task": "train", "num_gpus": 2, "tp": 4, "stack": "megatron"}, "must divide"),
     ({"model": "llama-3.1-8b", "task": "train", "offload": "optimizer+params"}, "needs ZeRO-3"),
     ({"model": "llama-3.1-8b", "task": "train", "method": "lora", "lora_targets": ["c_attn"]}, "q_proj"),
 ])

@@ -143,13 +143,51 @@ def test_spread_lengths_are_vllms_random_dataset_bounds():
     ({"users": 4, "rate_rps": 1}, "give users (a closed loop) or rate_rps (an open loop), not both"),
     ({"users": 4, "engine": "llama.cpp"}, "simulated for vllm, sglang and trtllm, not llama.cpp"),
     ({"think_time_s": 3}, "give users (closed loop) or rate_rps (open loop) too"),
-    ({"rate_rps": 2, "think_time_s": 3}, "think_time_s is the users' pause between requests"),
+    ({"rate_rps": 2, "think_time_s": 3}, "a think time is the pause of closed-loop users between a reply and"),
     ({"users": 4, "task": "train"}, "describe a serving load: drop them for training"),
     ({"users": 4, "length_spread": 1.0}, "length_spread"),
 ])
 def test_load_fields_refused_in_one_sentence(fields, text):
     with pytest.raises(GpuplanError, match=re.escape(text)):
-        scenario_from({**BASE, **fields})
+        resolve(scenario_from({**BASE, **fields}))
+
+
+LOAD_RULES = [  # (estimate's fields, capacity's flags, the one sentence both say)
+    ({"users": 4, "rate_rps": 1}, ["--users", "4", "--rate", "1"],
+     "give users (a closed loop) or rate_rps (an open loop), not both"),
+    ({"rate_rps": 2, "think_time_s": 3}, ["--rate", "2", "--think-time", "3"],
+     "a think time is the pause of closed-loop users between a reply and their next request: give users too, or "
+     "drop it"),
+    ({"users": 4, "engine": "trtllm", "prompt_tokens": 10_000}, ["--users", "4", "--engine", "trtllm"],
+     "TensorRT-LLM schedules a prompt whole (chunked prefill is off in trtllm-serve) within max_num_tokens 8,192, and "
+     "the workload's prompts run to 10,000 tokens: it would refuse them"),
+]
+
+
+@pytest.mark.parametrize("fields, flags, sentence", LOAD_RULES, ids=["two-loads", "think-rate", "trtllm-prompt"])
+def test_estimate_capacity_and_the_page_say_one_sentence(fields, flags, sentence, capsys):
+    """The load's rules live in one module (gpuplan.plan.refusals): estimate, capacity and the HTTP API refuse in
+    the same sentence, exit 2 / 422. Before, capacity said its own words for the first two, and TensorRT-LLM's
+    estimate --users only warned (after simulating requests never admitted) where capacity refused."""
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from gpuplan.cli import run
+    from gpuplan.web.app import create_app
+
+    said = []
+    assert run(["estimate", "--model", "llama-3.1-8b", "--task", "infer", "--gpu", "h100-sxm",
+                *[x for k, v in fields.items() for x in (f"--{k.replace('_', '-')}", str(v))]]) == 2
+    said.append(capsys.readouterr().err)
+    prompt = str(fields.get("prompt_tokens", 100))
+    assert run(["capacity", "--model", "llama-3.1-8b", "--gpus", "h100-sxm", "--prompt-tokens", prompt,
+                "--output-tokens", "10", "--length-spread", "0", *flags]) == 2
+    said.append(capsys.readouterr().err)
+    page = TestClient(create_app(), base_url="http://127.0.0.1").post("/api/estimate", json={**BASE, **fields})
+    assert page.status_code == 422
+    said.append(page.json()["detail"])
+    for text in said:
+        assert sentence in " ".join(text.split())
 
 
 def test_users_set_the_batch_the_pool_is_judged_on():
@@ -199,3 +237,15 @@ def test_http_api_returns_the_plans_run():
     assert body["load"]["mode"] == "closed loop" and body["load"]["max_concurrency"] == 6
     refused = client.post("/api/estimate", json={**fields, "rate_rps": 1})
     assert refused.status_code == 422 and "not both" in refused.text
+
+
+@pytest.mark.parametrize("command", [["recommend", "--model", "llama-3.1-8b"], ["cost", "--model", "llama-3.1-8b"],
+                                     ["fit", "--gpu", "2x3090"]], ids=["recommend", "cost", "fit"])
+def test_the_searches_refuse_a_load_in_estimates_sentence(command, capsys):
+    """recommend, cost and fit search many candidates and skip those that cannot run: a load that cannot be
+    simulated as given is refused first, in estimate's sentence, not answered "nothing fits" (each candidate was
+    refused, silently)."""
+    from gpuplan.cli import run
+
+    assert run([*command, "--task", "infer", "--users", "4", "--rate-rps", "2"]) == 2
+    assert capsys.readouterr().err.strip() == "error: give users (a closed loop) or rate_rps (an open loop), not both"

@@ -402,12 +402,11 @@ def test_capacity_cli_json(tmp_path):
     r = CliRunner().invoke(app, ["capacity", "--model", "llama-3.1-8b", "--rate", "5", "--think-time", "10",
                                  "--preset", "chat", "--gpus", "l40s"])
     assert isinstance(r.exception, GpuplanError) and str(r.exception) == (
-        "workload: think_s is the pause of closed-loop users between a reply and their next request: give users "
-        "(--users), or drop it")
+        "a think time is the pause of closed-loop users between a reply and their next request: give users too, or "
+        "drop it")
     r = CliRunner().invoke(app, ["capacity", str(wl), "--model", "llama-3.1-8b", "--users", "8", "--rate", "2"])
     assert isinstance(r.exception, GpuplanError) and str(r.exception) == (
-        "workload: give one load: an arrival rate (open loop), a number of users (closed loop) or a batch queued at "
-        "once (an offline job)")
+        "give users (a closed loop) or rate_rps (an open loop), not both")
 
 
 def _single_server(d: float):
@@ -575,7 +574,8 @@ def test_capacity_cli_offline_job(tmp_path):
     base = ["capacity", "--model", "qwen2.5-0.5b", "--batch", "500", "--prompt-tokens", "200", "--output-tokens", "50",
             "--gpus", "l40s", "--max-gpus", "1"]
     r = CliRunner().invoke(app, [*base, "--rate", "2"])
-    assert isinstance(r.exception, GpuplanError) and "give one load" in str(r.exception)
+    assert isinstance(r.exception, GpuplanError) and str(r.exception) == (
+        "batch is an offline job, a load of its own: give it without users or rate_rps")
     r = CliRunner().invoke(app, [*base, "--plot", str(tmp_path / "c.png")])
     assert isinstance(r.exception, GpuplanError) and "no rate to draw" in str(r.exception)
     assert not (tmp_path / "c.png").exists()

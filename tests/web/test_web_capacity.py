@@ -68,7 +68,7 @@ def test_an_offline_batch_and_users_on_the_page_api(client):
     ({"colour": "red"}, 422, "colour"),
     ({"model": "/etc/passwd"}, 422, "does not read files on the server"),
     ({"prompt_tokens": 0}, 422, "prompt_tokens"),
-    ({"users": 4}, 422, "one load"),
+    ({"users": 4}, 422, "give users (a closed loop) or rate_rps (an open loop), not both"),  # estimate's sentence
     ({"engine": "trtllm", "chunked_prefill": True}, 422, "TensorRT-LLM takes no chunked_prefill true"),
     ({"chunked_prefill": "sometimes"}, 422, "chunked_prefill"),
 ])

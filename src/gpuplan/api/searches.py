@@ -18,6 +18,7 @@ from ..model.report import inexact_warning
 from ..plan.capability import FitRow
 from ..plan.module_searches import ModuleChoices
 from ..plan.recommend import Recommendation
+from ..plan.refusals import scenario_load
 from ..result import Answer
 from ..scenario import Scenario, load_scenario
 from . import arguments as arg
@@ -153,6 +154,7 @@ def fit(gpu: str, scenario: ScenarioLike | None = None, *, models: Iterable[str]
     if module is not None:
         return _fit_module(module, template, card, count, [note] if note else [])
     example = load_scenario(None, {**template, "model": "each bundled model", "gpu": gpu_id, "num_gpus": count})
+    scenario_load(example)  # a load that cannot be simulated as given: estimate's sentence, before any model
     try:
         rows = what_fits(template, card, count, models)
     except NotADecoder as other:

@@ -8,13 +8,13 @@ from typing import Any
 
 from pydantic import Field
 
+from ..engines import SIMULATED
 from ..errors import GpuplanError
 from ..model.catalog import load_model
 from ..model.module import NotADecoder
 from ..plan.capacity import Deployment, shown
 from ..result import Answer
 from ..scenario import scenario_from
-from ..serving.load import SIMULATED
 from ..serving.workload import DEFAULT_SPREAD, Workload
 from . import arguments as arg
 from .arguments import names_of

@@ -111,13 +111,18 @@ def _kind(annotation: Any) -> tuple[Any, str | None, dict[str, Any]]:
     return str, "TEXT", {}
 
 
+# Fields whose value, left unset, the training recipe chooses (plan/layout.py): their help says so, not the field's 1.
+RECIPE_CHOSEN = {"micro_batch_size", "grad_accum_steps"}
 # What each scenario field means, for --help where the field carries no description of its own.
 FIELD_HELP = {
-    "task": "train or serve (infer)", "method": "full fine-tuning, LoRA or QLoRA (train)",
+    "task": "train, or infer to serve", "method": "full fine-tuning, LoRA or QLoRA (train)",
     "precision": "compute precision (-mixed keeps fp32 master weights; -true holds everything in that dtype)",
     "optimizer": "optimizer (train)", "lora_rank": "LoRA rank r", "lora_dropout": "LoRA dropout (saves a mask)",
-    "micro_batch_size": "sequences per GPU per forward (train)", "seq_len": "tokens per training sequence",
-    "grad_accum_steps": "micro-batches per optimizer step", "grad_checkpointing": "activation recomputation",
+    "micro_batch_size": "sequences per GPU per forward (train); unset: the recipe's, the fastest per sequence that "
+                        "fits the named GPU (1 without a GPU; the note says which)",
+    "seq_len": "tokens per training sequence (at most the model's context)",
+    "grad_accum_steps": "micro-batches per optimizer step; unset: what reaches the recipe's global batch (1 without a "
+                        "GPU)", "grad_checkpointing": "activation recomputation",
     "attention": "attention kernel", "train_tokens": "tokens the whole job processes (for hours and cost)",
     "batch_size": "concurrent requests (serve)", "prompt_tokens": "prompt length per request (serve)",
     "output_tokens": "generated tokens per request (serve)", "kv_cache_dtype": "KV cache storage (serve)",
@@ -154,7 +159,7 @@ def scenario_options() -> list[inspect.Parameter]:
         default = None if info.is_required() else info.default
         if info.is_required():
             helptext += " [required]"
-        elif default is not None:
+        elif default is not None and name not in RECIPE_CHOSEN:
             shown = str(default).lower() if isinstance(default, bool) else default
             helptext += f" [default: {shown}" + ("; fp16 on cards without bf16" if name == "precision" else "") + "]"
         params.append(inspect.Parameter(

@@ -82,7 +82,7 @@ def capacity_cmd(
 
     \b
       gpuplan capacity --model llama-3.1-8b --rate 5 --prompt-tokens 2000 --output-tokens 300 --ttft 1 --tpot 0.05
-      gpuplan capacity workload.yaml --model qwen2.5-72b --any-quant --json
+      gpuplan capacity examples/chat-workload.yaml --model qwen2.5-72b --any-quant --json
       gpuplan capacity --model gpt-oss-120b --users 20 --prompt-tokens 8192 --output-tokens 512 --gpus h100
       gpuplan capacity --model llama-3.1-8b --batch 5000 --prompt-tokens 1000 --output-tokens 200
     """
@@ -250,6 +250,8 @@ def calibrate_serving_cmd(
     they make no run's error on the other half worse (the errors shown are on that held-out half).
 
     Example:
+
+    \b
       gpuplan calibrate-serving run-2rps.json run-8rps.json --model llama-3.1-8b --gpu h100-sxm --out cal.yaml
     """
     from .. import api

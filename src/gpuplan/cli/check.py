@@ -38,7 +38,7 @@ def simulate_cmd(scenario: str | None = None, as_json: bool = False, compare: bo
       gpuplan simulate --model llama-3.1-8b --task train --method qlora --seq-len 2048 --compare
       gpuplan simulate examples/lora-llama-8b.yaml --plot memory.png
       gpuplan simulate --model sdxl --task train --method lora --resolution 1024
-      gpuplan simulate --module my_pkg.my_model:build --task train --gpu rtx-4090
+      gpuplan simulate --module examples.my_model:build --task train --gpu rtx-4090
     """
     from .plots import plot_target
 

@@ -13,7 +13,12 @@ from .app import OWN_MODULE, JsonFlag, app, module_of, option, overrides, print_
 from .render import FORMAT_HELP, Column, FormatOption, FormatValue, bullet, err, num, out, resolve_format, show, usd
 
 # ---- GPUs -------------------------------------------------------------------------------------------
-gpus_app = typer.Typer(help="The GPU catalog: dense TFLOPS, memory, bandwidth, NVLink, power, rental price.",
+gpus_app = typer.Typer(help="The GPU catalog: dense TFLOPS, memory, bandwidth, NVLink, power, rental price.\n\n"
+                       "TFLOPS are dense (no 2:4 sparsity), 16-bit at the FP32-accumulate rate frameworks use."
+                       "\n\nExamples:\n\n\b\n"
+                       "  gpuplan gpus --vendor nvidia --min-memory 40 --sort usd_per_gb\n"
+                       "  gpuplan gpus --segment consumer --sort rent --json\n"
+                       "  gpuplan gpus compare 4090 a6000 'rtx 6000 ada'",
                        rich_markup_mode=None, no_args_is_help=False, pretty_exceptions_enable=False)
 app.add_typer(gpus_app, name="gpus")
 GPU_SORT = api.GPU_SORT

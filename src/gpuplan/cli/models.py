@@ -78,8 +78,12 @@ def model_cmd(
     Parameter breakdown, layer kinds, KV-cache bytes per token, and weight sizes as
     shipped and at bf16 / int8 / int4.
 
-    Example: gpuplan model llama-3.1-8b --json (also: gpuplan model meta-llama/Llama-3.1-8B-Instruct, or the
-    path of a config.json)
+    Examples:
+
+    \b
+      gpuplan model llama-3.1-8b --json
+      gpuplan model meta-llama/Llama-3.1-8B-Instruct
+      gpuplan model deepseek-r1
     """
     facts = api.model(name)
     if as_json:

@@ -257,6 +257,12 @@ def table_cmd(
     Settings: one 4,096-token sequence in transformers (8-bit = LLM.int8, 4-bit = AWQ); fine-tuning at rank 16 on
     all linear layers, micro-batch 1 x 4,096 tokens, full checkpointing. Device peak in GB (10^9 bytes, as the
     guide writes). Re-run any cell with gpuplan estimate.
+
+    Examples:
+
+    \b
+      gpuplan table --markdown
+      gpuplan table --no-cheapest --format csv
     """
     fmt = resolve_format(fmt, as_json, markdown)
     table = api.table(catalogs=tuple(catalog or ()), cheapest=cheapest)

@@ -36,6 +36,9 @@ OWN_SETTINGS = {"vllm": ("gpu_memory_utilization",), "sglang": ("mem_fraction_st
                 "llama.cpp": ("ubatch_tokens",),
                 "trtllm": ("free_gpu_memory_fraction", "tokens_per_block", "capacity_scheduler_policy")}
 REFUSES_FOREIGN = frozenset({"trtllm"})
+# the engines whose scheduler gpuplan.serving.simulate runs: a load (users, rate_rps, capacity's searches) is
+# simulated on these only (gpuplan.plan.refusals says so for the others)
+SIMULATED = ("vllm", "sglang", "trtllm")
 
 
 class _Profiles(Mapping[str, Engine]):
@@ -67,4 +70,5 @@ def engine_for(s: Scenario) -> Engine:
     return ENGINES[s.engine]
 
 
-__all__ = ["ENGINES", "OWN_SETTINGS", "REFUSES_FOREIGN", "Engine", "HostLoop", "KvPool", "Timing", "engine_for"]
+__all__ = ["ENGINES", "OWN_SETTINGS", "REFUSES_FOREIGN", "SIMULATED", "Engine", "HostLoop", "KvPool", "Timing",
+           "engine_for"]

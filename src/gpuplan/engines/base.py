@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from ..hardware import GpuSpec
 from ..model.quant import Format
@@ -153,6 +154,9 @@ class Engine:
     host_embedding = False
     # it serves an MoE model with expert parallelism and attention data parallelism (ep, attention_dp)
     expert_parallel = False
+    # its FP8 and FP4 GEMMs are timed at the share of the peak that its own published runs show for their rows
+    # (TensorRT-LLM: gpuplan.speed.offline.trtllm_gpu), not at the rates of vLLM's kernels
+    gemm_share_by_rows = False
     # it has a ROCm build timed on AMD cards (:mod:`.rocm`: its decode's GPU work scaled by the measured share)
     rocm_build = False
     # the fit grid's note on how a card's cell is judged for it ("": none)
@@ -239,6 +243,13 @@ class Engine:
 
     def kv_pool(self, s: Scenario, m: ModelSpec, gpu: GpuSpec) -> KvPool | None:
         """The KV pool the engine allocates on ``gpu`` (None: it grows its cache per request)."""
+        return None
+
+    def scheduler_settings(self, s: Scenario, startup: Any, pool: KvPool, longest: int) -> dict[str, Any] | None:
+        """The settings its scheduler runs with over its start-up memory and KV pool (the fields of
+        :class:`gpuplan.serving.simulate.Scheduler`, which simulates it); None when its scheduler is not simulated
+        (:data:`gpuplan.engines.SIMULATED` names those that are), or one request of ``longest`` tokens does not fit
+        the pool."""
         return None
 
     def fits(self, s: Scenario, report: MemoryReport, capacity_gib: float) -> bool:

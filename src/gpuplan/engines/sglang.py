@@ -28,7 +28,7 @@ The default ``mem_fraction_static`` is what changed most across releases:
   max(chunked_prefill_size, 2048) x 1.5 + cuda_graph_max_bs x 2 + tp x pp / 8 x 1024``, at least 10 GiB on cards
   over 60 GiB, and ``mem_fraction_static = round((memory - reserve) / memory, 3)``.
 
-The scheduler the serving simulation runs (:func:`gpuplan.serving.simulate.sglang_scheduler`) takes SGLang's
+The scheduler the serving simulation runs (:func:`gpuplan.engines.sglang.scheduler_of`) takes SGLang's
 defaults (``server_args.py``): ``chunked_prefill_size`` and ``max_running_requests`` above, prefill first with
 ``enable_mixed_chunk`` off, the radix cache on (``disable_radix_cache`` False: prompts that share a prefix with a
 cached one skip its prefill; ``page_size`` 1), and from v0.4.0 (the "zero-overhead batch scheduler", SGLang's
@@ -233,6 +233,26 @@ def _engine_dict(s: Scenario, sm: StartupMemory) -> dict:
             "mixed_chunk": sm.mixed_chunk, "radix_cache": True, "overlap_schedule": overlap_schedule(s)}
 
 
+# SGLang's ServerArgs.max_prefill_tokens default: the tokens of one prefill batch when prompts are not chunked
+MAX_PREFILL_TOKENS = 16_384
+
+
+def scheduler_of(sm: StartupMemory) -> dict:
+    """The settings of SGLang's scheduler (:class:`gpuplan.serving.simulate.Scheduler`) over its startup memory ``sm``
+    (:func:`startup_memory`): the token pool in one-token pages (``page_size`` 1, the default until 2026),
+    ``chunked_prefill_size`` as a prefill batch's token budget (``PrefillAdder``: each admitted prompt takes its tokens
+    out of ``rem_chunk_tokens``, a longer one is chunked and closes the batch), ``max_running_requests`` as the batch
+    cap, and prefill first: ``Scheduler.get_next_batch_to_run`` runs a new prefill batch whenever one forms, else the
+    decode batch, so a prompt's chunks stall the running decodes (mixing them needs ``--enable-mixed-chunk``, off by
+    default). With ``--chunked-prefill-size -1`` a prefill batch takes whole prompts up to ``max_prefill_tokens``
+    (16,384), the first prompt of a batch whatever its length (``PrefillAdder.budget_state`` checks the budget before
+    adding it): the budget here is the larger of 16,384 and the context length, so a long prompt runs whole."""
+    chunked = sm.chunked_prefill_size > 0
+    budget = sm.chunked_prefill_size if chunked else max(MAX_PREFILL_TOKENS, sm.context_len)
+    return dict(kv_blocks=sm.kv_tokens, block_tokens=1, max_num_seqs=sm.max_running_requests,
+                max_num_batched_tokens=budget, chunked_prefill=chunked, mixed_prefill=sm.mixed_chunk)
+
+
 class Sglang(Engine):
     """SGLang: a token pool from what the weights leave, keeping ``total x (1 - mem_fraction_static)`` for
     activations and CUDA graphs (module docstring, checked against public startup logs); a radix cache shared
@@ -259,6 +279,11 @@ class Sglang(Engine):
     launch_target = "sglang"
     cache_words = "radix cache"
     no_chunked_prefill = None
+
+    def scheduler_settings(self, s: Scenario, startup: StartupMemory, pool: KvPool, longest: int) -> dict | None:
+        """Its scheduler's (:func:`scheduler_of`); none when one request of ``longest`` tokens does not fit its
+        token pool."""
+        return scheduler_of(startup) if startup.kv_tokens >= longest else None
 
     def refusal(self, s: Scenario, m: ModelSpec) -> str | None:
         if s.task == "infer" and s.kv_cache_dtype not in self.kv_dtypes:

@@ -199,6 +199,24 @@ def pool(s: Scenario, sm: StartupMemory) -> KvPool:
                   max_model_len=sm.max_seq_len, sim_blocks=sm.kv_tokens // oh.VLLM_BLOCK_TOKENS)
 
 
+def scheduler_of(s: Scenario, sm: StartupMemory) -> dict:
+    """The settings of TensorRT-LLM's in-flight batching (PyTorch backend; simulated by
+    :class:`gpuplan.serving.simulate.Scheduler`) for ``s`` over its startup memory ``sm`` (:func:`startup_memory`):
+    blocks of ``tokens_per_block`` tokens, ``max_batch_size`` requests and ``max_num_tokens`` tokens an iteration
+    (``trtllm-serve`` defaults 2048 and 8192, BuildConfig in ``tensorrt_llm/builder.py``).
+    ``tensorrt_llm/_torch/pyexecutor/scheduler.py``: ``SimpleScheduler`` runs the capacity scheduler
+    (``BindCapacityScheduler``, ``CapacitySchedulerPolicy.GUARANTEED_NO_EVICT``, the policy ``trtllm-serve`` sets in
+    ``tensorrt_llm/commands/serve.py`` ``get_llm_args``) and then the micro-batch scheduler
+    (``PyMicroBatchScheduler.schedule``: the generation requests and new contexts in order, one token per generation, a
+    context whole, until ``max_num_tokens`` or ``max_batch_size``): contexts and generations share an iteration. Chunked
+    context is off in ``trtllm-serve`` (``enable_chunked_prefill=False``): a prompt waits until it fits the iteration's
+    budget whole. With ``capacity_scheduler_policy: max_utilization`` a request is admitted while its next blocks fit,
+    and a full pool pauses the latest (vLLM's preemption). Block reuse across requests is not modelled."""
+    return dict(kv_blocks=sm.num_blocks, block_tokens=sm.tokens_per_block, max_num_seqs=sm.max_batch_size,
+                max_num_batched_tokens=sm.max_num_tokens, chunked_prefill=CHUNKED_CONTEXT,
+                reserve_to_completion=s.capacity_scheduler_policy != "max_utilization", prefix_cache=False)
+
+
 class Trtllm(Engine):
     """TensorRT-LLM (``trtllm-serve``, PyTorch backend): ``free_gpu_memory_fraction`` of what the weights and its
     profiling forward leave, in paged KV blocks (module docstring); in-flight batching with CUDA graphs for decode
@@ -222,9 +240,15 @@ class Trtllm(Engine):
     checks_request_length = True
     kv_dtypes = ("auto", "fp16", "bf16", "fp8")
     offline_bench = True
+    gemm_share_by_rows = True  # NVIDIA's performance overview (overheads.TRTLLM_GEMM_PEAK_SHARE)
     launch_target = "trtllm"
     no_chunked_prefill = "gpuplan times it with chunked context off, trtllm-serve's default (enable_chunked_prefill)"
     chunked_prefill_fixed = CHUNKED_CONTEXT
+
+    def scheduler_settings(self, s: Scenario, startup: StartupMemory, pool: KvPool, longest: int) -> dict | None:
+        """Its in-flight batching (:func:`scheduler_of`); none when one request of ``longest`` tokens does not fit
+        its KV pool."""
+        return scheduler_of(s, startup) if startup.kv_tokens >= longest else None
 
     def refusal(self, s: Scenario, m: ModelSpec) -> str | None:
         if s.quant and s.quant not in LOADS:

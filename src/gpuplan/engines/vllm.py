@@ -602,6 +602,32 @@ def _engine_dict(sm: StartupMemory) -> dict:
 QUANTIZES = ("fp8", "awq-int4", "gptq-int4", "gptq-int8", "mxfp4", "int8", "nvfp4")  # nvfp4: ModelOpt checkpoints
 
 
+def scheduler_of(s: Scenario, mem: StartupMemory, *, chunked_prefill: bool | None = None,
+                 blocks: int | None = None) -> dict:
+    """The scheduler settings (the fields of :class:`gpuplan.serving.simulate.Scheduler`, which simulates it) of
+    ``s``'s vLLM release over the KV pool and limits its startup ``mem`` gives (:func:`startup_memory`);
+    ``blocks``: the pool in 16-token blocks of requests (:attr:`gpuplan.engines.KvPool.sim_blocks`: hybrid models'
+    sliding-window pages counted), by default its block ids; ``chunked_prefill``: by default the release's
+    (:func:`scheduler_limits`: V1 always, V0 only past 32,768 tokens of context).
+
+    The V0 engine (before 0.8) schedules differently from V1 (``vllm/core/scheduler.py`` ``Scheduler._schedule``):
+    without chunked prefill, ``_schedule_default`` batches waiting prompts first and runs no decode in a step that
+    admitted any ("Don't schedule decodes if prefills are scheduled"): prefill first, as SGLang; with it,
+    ``_schedule_chunked_prefill`` runs decodes, then running chunks, then new prompts in one step, as V1. Either
+    way a prompt is admitted only when ``SelfAttnBlockSpaceManager.can_allocate`` (``vllm/core/block_manager.py``)
+    finds blocks for its whole known sequence (``seq.get_token_ids()``: the prompt, and the tokens generated
+    before a preemption) with ``watermark`` (0.01) of the pool left free, and ``allocate`` takes them all at once;
+    preemption recomputes (``Scheduler._preempt``: RECOMPUTE for a single sequence) the last running request
+    (``_schedule_running``: ``running_queue.pop()``)."""
+    kv = mem.num_blocks if blocks is None else blocks
+    v0 = version_tuple(s.engine_version) < (0, 8, 0)
+    chunked = mem.limits.chunked_prefill if chunked_prefill is None else chunked_prefill
+    return dict(kv_blocks=kv, block_tokens=oh.VLLM_BLOCK_TOKENS, max_num_seqs=mem.limits.max_num_seqs,
+                max_num_batched_tokens=mem.limits.max_num_batched_tokens, chunked_prefill=chunked,
+                mixed_prefill=chunked or not v0, reserve_full_sequence=reserve_full_sequence(s),
+                admit_watermark_blocks=int(oh.VLLM_V0_WATERMARK * kv) if v0 else 0)
+
+
 class Vllm(Engine):
     """vLLM: a budget of ``gpu_memory_utilization`` of the card, the KV pool what its profiling run leaves (module
     docstring), paged blocks shared by prefix, CUDA graphs and an engine loop (V1 from 0.8)."""
@@ -625,6 +651,13 @@ class Vllm(Engine):
     kv_block_tokens = oh.VLLM_BLOCK_TOKENS
     launch_target = "vllm"
     no_chunked_prefill = None
+
+    def scheduler_settings(self, s: Scenario, startup: StartupMemory, pool: KvPool, longest: int) -> dict | None:
+        """Its scheduler's (:func:`scheduler_of`) over the pool's blocks of requests; none when the pool holds no
+        block, or one request of its ``max_model_len`` does not fit it (vLLM would not start)."""
+        if startup.num_blocks <= 0 or not startup.fits_max_model_len:
+            return None
+        return scheduler_of(s, startup, blocks=pool.sim_blocks)
 
     def refusal(self, s: Scenario, m: ModelSpec) -> str | None:
         if s.task == "infer" and s.precision == "fp8-mixed":

@@ -1,7 +1,7 @@
 """``sglang-serve.sh``: the ``python -m sglang.launch_server`` command of a serving plan (engine sglang).
 
 The flags are the settings the estimate and the serving simulation assumed (:mod:`gpuplan.engines.sglang`,
-:func:`gpuplan.serving.simulate.sglang_scheduler`), written out rather than left to SGLang's defaults, which
+:func:`gpuplan.engines.sglang.scheduler_of`), written out rather than left to SGLang's defaults, which
 change across releases: ``--tp-size`` / ``--pp-size``, ``--mem-fraction-static`` (the pool), ``--context-length``,
 ``--chunked-prefill-size`` (a prefill batch's tokens), ``--max-running-requests``, ``--cuda-graph-max-bs``,
 ``--schedule-policy`` (``fcfs``, as simulated), ``--kv-cache-dtype`` and ``--quantization`` when the plan quantizes a

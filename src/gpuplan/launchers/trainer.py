@@ -40,9 +40,6 @@ def applies(plan: LaunchPlan) -> str | None:
     if s.stack != "hf":
         return (f"stack {s.stack}: gpuplan launch writes the Hugging Face Trainer stack (stack hf); a "
                 f"{s.stack} writer is not built yet")
-    if s.tp > 1 or s.pp > 1:
-        return (f"tensor/pipeline parallel training (tp={s.tp}, pp={s.pp}) is not a Trainer setting: "
-                "gpuplan launch writes data-parallel, ZeRO and FSDP plans (set tp and pp to 1)")
     if s.precision == "fp16-true" and s.method == "full":
         return "the Trainer cannot train fp16 weights without fp32 master weights: use fp16-mixed or bf16-true"
     if s.quant not in (None, "none") and s.method == "full":

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import GpuplanError
-from . import conventions, structure
+from . import conventions
 from .architectures import READERS
 from .conventions import Keys as Config
 
@@ -76,6 +76,8 @@ def read_architecture(config: dict[str, Any], *, use_transformers: bool = True) 
     tower = next((key for key in TOWER_KEYS if config.get(key)), None)
     if reader is not None and (tower is None or model_type in TOWER_READERS):
         return Reading(arch=reader(Config(config)), counted_by=f"gpuplan's {model_type} reader")
+    from . import structure  # the structures read off transformers: only past the family readers
+
     stored = structure.lookup(config)
     installed = structure.installed_transformers()
     if stored and (stored.bundled or installed is None or stored.version == installed or not use_transformers):

@@ -70,9 +70,9 @@ def build(r: Resolved | ResolvedModule, offers: Offers | None = None, *, advise:
     training recipe even without data (True: a plan to launch), with data only (None), or never (False: a
     search's row, whose recipe is made for the setup launched); ``simulate``: the serving runs (one plan's
     question, not a search's); ``keep_micro_batch``: a ranked setup's layout keeps its micro-batch; ``layout``
-    False: a search's row, at the layout the search ranks (recommend lays out the rows it shows). A model that is
-    not a decoder LLM (``r`` a :class:`ResolvedModule`) runs the same stages on its recorded profiles
-    (:func:`gpuplan.plan.modules.build_module`)."""
+    False: a search's row, at the layout the search ranked (recommend's, decided by :func:`.layout.layout`), and
+    without a recipe. A model that is not a decoder LLM (``r`` a :class:`ResolvedModule`) runs the same stages on
+    its recorded profiles (:func:`gpuplan.plan.modules.build_module`)."""
     if isinstance(r, ResolvedModule):
         from .modules import build_module  # the module plans' readers and timings load for a module's plan only
 
@@ -108,7 +108,8 @@ def build(r: Resolved | ResolvedModule, offers: Offers | None = None, *, advise:
         plan = serving_runs(r, plan)
     if gpu is not None and advise:
         plan = plan.said(**advice(r, plan))
-    if s.task == "train" and recipe is not False and (recipe or s.dataset or s.samples or s.model_size or s.epochs):
+    if s.task == "train" and recipe is not False and layout and \
+            (recipe or s.dataset or s.samples or s.model_size or s.epochs):  # a recipe reads the builder's layout
         from .dataset_report import data_warnings, dataset_section, plan_recipe
 
         typed = plan_recipe(plan)
@@ -124,7 +125,8 @@ def serving_runs(r: Resolved, plan: Plan) -> Plan:
     (asked: numpy needed) and, for more than one request, its ``batch_size`` requests queued at once (skipped, and
     said, without numpy). Engines whose scheduler is not simulated get none; a vLLM that would not start at the
     model's context runs at ``--max-model-len`` of the longest request (as the verdict tells the user to)."""
-    from ..serving.load import SIMULATED, longest_request, run_load
+    from ..engines import SIMULATED
+    from ..serving.load import longest_request, run_load
 
     s, offer = r.scenario, plan.offer
     asked, batch = bool(s.users or s.rate_rps), s.batch_size > 1 and not s.users

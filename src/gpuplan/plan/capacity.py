@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .. import overheads as oh
-from ..engines import KvPool, engine_for
+from ..engines import SIMULATED, KvPool, engine_for
 from ..errors import GpuplanError
 from ..hardware import GpuSpec, gpus
 from ..market.choice import matching
@@ -35,12 +35,11 @@ from ..market.store import load_offers
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from ..serving.capacity import RatePoint, idle_latencies, max_rate, max_users, saturation_rate
-from ..serving.load import SIMULATED
 from ..serving.steptime import Calibration, StepModel, step_model
 from ..serving.workload import Workload
 from .build import build
 from .plan import Plan, memory_plan
-from .refusals import engine_refusal
+from .refusals import engine_refusal, load_refusal, whole_prompts
 from .resolve import resolve
 
 if TYPE_CHECKING:
@@ -171,15 +170,6 @@ def _within_context(w: Workload, m: ModelSpec) -> None:
                            f"{m.max_context:,} tokens: shorten them")
 
 
-def _whole_prompts_fit(s: Scenario, w: Workload) -> None:
-    """The workload's longest prompt against the engine (:meth:`gpuplan.engines.base.Engine.prompt_refusal`:
-    TensorRT-LLM refuses one past ``max_num_tokens``): said rather than simulate requests never served."""
-    prompts = w.prompt_lengths()
-    why = engine_for(s).prompt_refusal(s, int(prompts.max if prompts.kind != "fixed" else prompts.mean))
-    if why:
-        raise GpuplanError(why)
-
-
 def _longest(w: Workload, m: ModelSpec) -> int:
     """The longest request of the workload (prompt + output), within the model's context: vLLM's max_model_len."""
     def top(d):
@@ -207,12 +197,12 @@ class ServingMemory:
 def engine_memory(sc: Scenario, m: ModelSpec, gpu: GpuSpec, longest: int) -> ServingMemory | None:
     """The memory plan of ``sc`` on ``gpu`` (resolved and refused as every plan), its KV pool and the scheduler
     over it; None when one request of ``longest`` tokens does not fit the pool. vLLM: its startup rules and V1
-    scheduler (:func:`gpuplan.serving.simulate.vllm_scheduler`). SGLang: its token pool (``max_total_num_tokens``)
-    and scheduler (:func:`gpuplan.serving.simulate.sglang_scheduler`: prefill batches of ``chunked_prefill_size``
+    scheduler (:func:`gpuplan.engines.vllm.scheduler_of`). SGLang: its token pool (``max_total_num_tokens``)
+    and scheduler (:func:`gpuplan.engines.sglang.scheduler_of`: prefill batches of ``chunked_prefill_size``
     before decodes, ``max_running_requests``, one-token pages); its radix cache serves the workload's shared prefix
     and repeated prompts (other reuse, such as multi-turn history, is not modelled). TensorRT-LLM:
     ``free_gpu_memory_fraction`` of the free memory in 32-token blocks and its in-flight batching
-    (:func:`gpuplan.serving.simulate.trtllm_scheduler`: ``max_batch_size``, ``max_num_tokens``, whole contexts,
+    (:func:`gpuplan.engines.trtllm.scheduler_of`: ``max_batch_size``, ``max_num_tokens``, whole contexts,
     ``GUARANTEED_NO_EVICT``)."""
     from ..serving.simulate import scheduler_for
 
@@ -230,7 +220,8 @@ def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...]
     ``batch``), by what one replica costs to run it (:func:`_job_row`). The simulations share ``time_limit_s``
     wall seconds (see the module docstring). ``notes`` gets one sentence for each GPU of ``gpu_ids`` that has no
     row, saying why (:func:`_left_out`)."""
-    why = engine_refusal(s, m) or engine_for(s).chunked_prefill_refusal(s)
+    why = load_refusal(w.users, w.rate_rps, batch=w.batch, think_s=w.think_s) or engine_refusal(s, m) or \
+        engine_for(s).chunked_prefill_refusal(s)
     if why:
         raise GpuplanError(why)
     if (expert_parallel or s.attention_dp) and not m.is_moe:
@@ -245,7 +236,8 @@ def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...]
     w = with_scenario_prefix(w, s)
     longest = _longest(w, m)
     _within_context(w, m)
-    _whole_prompts_fit(s, w)
+    prompts = w.prompt_lengths()  # the longest against the engine: refused rather than simulate requests never served
+    whole_prompts(s, int(prompts.max if prompts.kind != "fixed" else prompts.mean))
     candidates, late_alone = [], set()
     prompt = round(w.mean_prompt_tokens)
     lengths = {"max_model_len": s.max_model_len or longest, "prompt_tokens": prompt,

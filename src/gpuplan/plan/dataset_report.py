@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from ..dataset import profile
-from .layout import layout
 from .recipe import recipe
 
 
@@ -39,18 +38,17 @@ def data_warnings(s, typed) -> tuple[str, ...]:
 
 
 def plan_recipe(plan):
-    """The recipe of a plan: on its card, over the links of the offer it is priced on, checkpointing for its spot
-    interruptions (if spot), its micro-batch x accumulation the one the run takes (why, where a launch chose it)."""
+    """The recipe of a plan: checkpointing by its step time (on the links of the offer it is priced on) for its spot
+    interruptions (if spot), its micro-batch x accumulation the plan's own (why, where the builder laid it out)."""
     from ..market.cost import checkpoint_bytes
 
     r = plan.setup
-    s, m, gpu = r.scenario, r.model, r.gpu
+    s, m = r.scenario, r.model
     p = profile(s)
     spot = plan.spot
-    return recipe(s, m, gpu, network=plan.offer.network if plan.offer else None,
-                  spot_mtbi_h=spot.mtbi_h if spot else None,
+    return recipe(s, m, spot_mtbi_h=spot.mtbi_h if spot else None,
                   checkpoint_bytes=checkpoint_bytes(s, m, plan.model.params_trainable),
                   rows_per_epoch=p.batching.rows if p else None,
                   examples_per_epoch=p.stats.samples if p else None,
                   roles=bool(p) and "messages" in p.lengths.kind, layout_why=r.layout_why,
-                  step_s=plan.speed.step_time_s if plan.speed else None, layout_of=layout)
+                  step_s=plan.speed.step_time_s if plan.speed else None)

@@ -4,59 +4,67 @@ validation and one memory report each), timed on the card's own links.
 
 The builder takes it (:func:`with_layout`) for every training plan on a card whose scenario set neither
 ``micro_batch_size`` nor ``grad_accum_steps``, so ``estimate``, ``cost``, ``capacity``, the page and ``gpuplan
-launch`` plan the run that is launched; ``recommend`` ranks its rows at the recipe's accumulation
-(:func:`accumulation`: one scenario for every card) and lays out the rows it shows as the builder does."""
+launch`` plan the run that is launched; ``recommend`` ranks every row whose micro-batch is free at the same
+layout (:func:`layout`, each micro-batch estimated once and reported on every card), and a row whose micro-batch a
+variant set at the recipe's accumulation (:func:`accumulation`). This module is the one place a layout is decided:
+the recipe reads the plan's."""
 
 from __future__ import annotations
 
 from ..errors import GpuplanError
 from ..speed import speed_of
-from .plan import memory_plan
+from .plan import Plan, memory_plan
 from .resolve import Resolved, changed, resolve
 
 OVERSHOOT = 1.1  # a layout may exceed the recipe's global batch by 10 % at most (a micro-batch that does not divide it)
 
 
-def layout(s, m, gpu, global_batch: int, plans: dict | None = None) -> tuple[int, int, str]:
-    """(micro-batch, accumulation, why): the micro-batch that fits ``gpu`` and reaches ``global_batch`` sequences
-    (with accumulation over the data-parallel GPUs, at most :data:`OVERSHOOT` past it: the steps would count other
-    batches than the recipe's) at the least time per sequence (each one tried a memory plan,
-    timed on the card's own links when it fits); the scenario's own when it
-    set either (the layout it runs, which `gpuplan launch` writes: an accumulation the scenario does not run would
-    make the steps count other batches than the trainer's), or when there is no GPU to time on. ``plans``: filled
-    with the memory plan of each (micro-batch, accumulation) tried, for the caller to keep the one chosen."""
-    dp = s.dp
-    if "micro_batch_size" in s.model_fields_set or "grad_accum_steps" in s.model_fields_set or gpu is None:
-        mb, accum = s.micro_batch_size, s.grad_accum_steps
-        reach = max(1, -(-global_batch // (mb * dp)))
-        short = f"; grad_accum_steps {reach} would reach the recipe's {global_batch:,}" \
-            if mb * accum * dp < global_batch and not s.optimizer_in_backward else ""
-        return mb, accum, f"as set{short}"
-    best = None
-    mb = 1
-    tried = []
-    stepwise = bool(s.optimizer_in_backward)  # steps as gradients arrive: no accumulation
+def ladder(s, global_batch: int) -> list[tuple[int, int]]:
+    """The (micro-batch, accumulation) pairs the recipe's layout tries on a card, smallest first: micro-batches 1,
+    2, 4, ... up to the global batch over the data-parallel GPUs, each with the accumulation that reaches
+    ``global_batch`` (none with the optimizer in backward), a micro-batch past 1 left out where it would exceed the
+    global batch by more than :data:`OVERSHOOT` (the steps would count other batches than the recipe's)."""
+    dp, stepwise, out, mb = s.dp, bool(s.optimizer_in_backward), [], 1
     while mb <= max(1, global_batch // dp):
         accum = 1 if stepwise else max(1, -(-global_batch // (mb * dp)))
-        if mb > 1 and not stepwise and mb * accum * dp > OVERSHOOT * global_batch:
-            mb *= 2
-            continue
-        try:
-            plan = memory_plan(resolve(s.model_copy(update={"micro_batch_size": mb, "grad_accum_steps": accum}), m,
-                                       gpu))
-        except GpuplanError:  # refused at this micro-batch: none larger runs either
+        if mb == 1 or stepwise or mb * accum * dp <= OVERSHOOT * global_batch:
+            out.append((mb, accum))
+        mb *= 2
+    return out
+
+
+def planned(s, m, gpu, mb: int, accum: int) -> Plan | None:
+    """The memory plan of ``s`` at ``mb`` x ``accum`` on ``gpu`` when it runs and fits there, else None."""
+    try:
+        plan = memory_plan(resolve(s.model_copy(update={"micro_batch_size": mb, "grad_accum_steps": accum}), m, gpu))
+    except GpuplanError:
+        return None
+    return plan if plan.verdict.fits else None
+
+
+def layout(s, m, gpu, global_batch: int, plans: dict | None = None, plan_at=planned) -> tuple[int, int, str]:
+    """(micro-batch, accumulation, why) of ``s`` on ``gpu``: of the :func:`ladder`'s layouts, the one with the least
+    time per sequence (each a memory plan of its own, timed on the card's own links when it fits; a larger
+    micro-batch must be clearly faster; none larger is tried past the first that does not fit or is refused).
+    ``plans``: filled with the (memory plan, speed) of each layout that fits, for the caller to keep the one chosen;
+    ``plan_at(s, m, gpu, mb, accum)``: the memory plan of a layout that fits, else None (:func:`planned`; a search
+    reports one estimate per layout on every card). The one place a training plan's layout is decided: the builder
+    takes it (:func:`with_layout`), and so does ``recommend`` for every row it ranks."""
+    stepwise = bool(s.optimizer_in_backward)  # steps as gradients arrive: no accumulation
+    best, tried = None, []
+    for mb, accum in ladder(s, global_batch):
+        plan = plan_at(s, m, gpu, mb, accum)
+        if plan is None:  # does not fit, or refused, at this micro-batch: none larger runs either
             break
-        if not plan.verdict.fits:
-            break
+        speed = speed_of(plan.setup.scenario, m, gpu)
         if plans is not None:
-            plans[mb, accum] = plan
-        per_sequence = speed_of(plan.setup.scenario, m, gpu).step_time_s / (mb * accum * dp)
+            plans[mb, accum] = (plan, speed)
+        per_sequence = speed.step_time_s / (mb * accum * s.dp)
         tried.append(f"{mb}: {per_sequence:.3g} s")
         if best is None or per_sequence < best[2] * 0.98 or stepwise:  # a bigger one must be clearly faster
             best = (mb, accum, per_sequence)
-        mb *= 2
     if best is None:
-        return 1, 1 if stepwise else max(1, -(-global_batch // dp)), "micro-batch 1 (none larger fits)"
+        return 1, 1 if stepwise else max(1, -(-global_batch // s.dp)), f"micro-batch 1: not even one sequence fits {gpu.name}"
     if stepwise:
         return best[0], 1, (f"the largest micro-batch that fits {gpu.name} up to the global batch: "
                             "optimizer_in_backward cannot accumulate")
@@ -67,10 +75,13 @@ def layout(s, m, gpu, global_batch: int, plans: dict | None = None) -> tuple[int
 def recipe_batch(s, m) -> int:
     """The recipe's global batch in sequences (:func:`gpuplan.plan.recipe.published`), from the data's examples
     where the scenario names data (:func:`gpuplan.plan.recipe.data_batch`), at most one epoch of its sequences."""
-    from ..dataset import profile
     from .recipe import data_batch, kind_of, published
 
-    data = profile(s)
+    data = None
+    if s.dataset or s.samples:  # the scenario names data (gpuplan.dataset is read, and imported, only then)
+        from ..dataset import profile
+
+        data = profile(s)
     params = float(m.params_total)
     global_batch = published(s, params)[0]
     if data is not None and data.stats.samples and kind_of(s) != "pretraining":  # examples before packing
@@ -105,7 +116,7 @@ def with_layout(r: Resolved, keep_micro_batch: bool = False) -> Resolved:
     if (mb, accum) == (s.micro_batch_size, s.grad_accum_steps):
         return Resolved(**{**r.__dict__, "layout_why": why})
     if (mb, accum) in plans:  # planned (and validated) once already, where the search tried it
-        a = plans[mb, accum].setup
+        a = plans[mb, accum][0].setup
         return Resolved(scenario=a.scenario, model=a.model, gpu=a.gpu, gpu_note=r.gpu_note, split_note=r.split_note,
                         length_note=r.length_note, checked=a.checked, chosen=r.chosen, layout_why=why)
     again = changed(r, {"micro_batch_size": mb, "grad_accum_steps": accum}, None, layout_why=why)

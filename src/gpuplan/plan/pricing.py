@@ -23,12 +23,14 @@ from ..scenario import Scenario
 from .build import build, offers_for
 from .nodes import on_nodes
 from .plan import memory_plan
+from .refusals import scenario_load
 from .resolve import resolve
 
 
 def compare(s: Scenario, m: ModelSpec, catalog: list[Offer]) -> list[Cost]:
     """Every offer of ``catalog`` the scenario may use, on a card it fits, with its cost and the device peak per GPU,
     cheapest first (by $ per million tokens, spot with its interruption overhead; then more GPUs first)."""
+    scenario_load(s)  # a load that cannot be simulated as given: estimate's sentence, not "no offer fits"
     rows = []
     in_force = cheapest_in_force(catalog, price_filter(s))
     cards = dict.fromkeys(o.gpu_id for o in in_force if not s.gpu or o.gpu_id == s.gpu)  # in the catalog's order

@@ -20,8 +20,9 @@ least :data:`MIN_STEPS` optimizer steps (the batch shrinks for a small set), and
 set's size (:func:`suggested_epochs`). Data with roles (chat ``messages``) trains on the assistant turns only
 (``assistant_only``).
 
-The micro-batch is searched on the card (1, 2, 4, ... while it fits): accumulation and data-parallel GPUs make up
-the global batch, and the fastest time per sequence wins. The checkpoint interval is Daly's optimum
+The micro-batch x accumulation is the plan's: the builder searches it on the card (1, 2, 4, ... while it fits;
+accumulation and data-parallel GPUs make up the global batch, and the fastest time per sequence wins), in one place,
+:mod:`gpuplan.plan.layout`. The checkpoint interval is Daly's optimum
 (:func:`gpuplan.market.cost.daly_interval_h`) for the offer's spot interruption rate, or on demand for the
 hardware failure rate of Llama 3's training (:data:`gpuplan.overheads.GPU_HOURS_BETWEEN_FAILURES`).
 """
@@ -165,15 +166,14 @@ def checkpoint_steps(s, step_time_s: float, checkpoint_bytes: float, spot_mtbi_h
     return every, why
 
 
-def recipe(s, m, gpu, *, network=None, spot_mtbi_h: float | None = None, checkpoint_bytes: float = 0.0,
+def recipe(s, m, *, spot_mtbi_h: float | None = None, checkpoint_bytes: float = 0.0,
            rows_per_epoch: int | None = None, examples_per_epoch: int | None = None, roles: bool = False,
-           layout_why: str | None = None, step_s: float | None = None, layout_of=None) -> Recipe:
-    """The recipe of ``s`` (module docstring) on ``gpu`` over ``network``; ``rows_per_epoch``: sequences per epoch
+           layout_why: str | None = None, step_s: float | None = None) -> Recipe:
+    """The recipe of ``s`` (module docstring); ``rows_per_epoch``: sequences per epoch
     after packing, ``examples_per_epoch`` the records they hold, ``roles``: whether the data has roles (chat turns);
-    the checkpoint interval needs a GPU to time the step (``step_s``: the plan's, when the recipe's layout is the
-    scenario's). The micro-batch x accumulation: the scenario's, as chosen before it was planned (``layout_why``, a
-    launch's), else ``layout_of(s, m, gpu, global_batch)`` (:func:`gpuplan.plan.layout.layout`, which plans each
-    micro-batch it tries)."""
+    the checkpoint interval from the plan's step time (``step_s``). The micro-batch x accumulation is the
+    scenario's, as the builder laid it out (``layout_why``: :func:`gpuplan.plan.layout.with_layout`, the one place
+    it is decided) or as the user set it (:func:`as_set`); the recipe searches none of its own."""
     params = float(m.params_total)
     global_batch, lr, schedule, clip, why = published(s, params)
     kind = kind_of(s)
@@ -188,11 +188,8 @@ def recipe(s, m, gpu, *, network=None, spot_mtbi_h: float | None = None, checkpo
             global_batch = rows_per_epoch
             choices[0] = Choice(name="global batch", value=f"{global_batch:,} sequences",
                                 why=f"{why}; capped at the {rows_per_epoch:,} sequences of one epoch")
-    if layout_why:  # the run's layout, chosen before the scenario took it (gpuplan launch)
-        mb, accum, why_layout = s.micro_batch_size, s.grad_accum_steps, layout_why
-    else:
-        mb, accum, why_layout = layout_of(s, m, gpu, global_batch)
-    dp = s.dp
+    mb, accum, dp = s.micro_batch_size, s.grad_accum_steps, s.dp
+    why_layout = layout_why or as_set(s, global_batch)
     effective = mb * accum * dp
     choices.append(Choice(name="micro-batch x accumulation x GPUs",
                           value=f"{mb} x {accum} x {dp} = {effective:,} sequences", why=why_layout))
@@ -208,12 +205,7 @@ def recipe(s, m, gpu, *, network=None, spot_mtbi_h: float | None = None, checkpo
             "the data has roles: the user and system turns are context, not targets (TRL assistant_only_loss, "
             "torchtune train_on_input false, Axolotl train_on_inputs false, Unsloth train_on_responses_only)")))
     save = None
-    if gpu is not None and gpu.peak_tflops("fp16"):
-        from ..speed import speed_of
-
-        if step_s is None or (mb, accum) != (s.micro_batch_size, s.grad_accum_steps):
-            step_s = speed_of(s.model_copy(update={"micro_batch_size": mb, "grad_accum_steps": accum}), m, gpu,
-                              network).step_time_s
+    if step_s is not None:
         save, why_save = checkpoint_steps(s, step_s, checkpoint_bytes, spot_mtbi_h, steps)
         choices.append(Choice(name="checkpoint every", value=f"{save:,} steps" if save else "end of run",
                               why=why_save))
@@ -224,6 +216,15 @@ def recipe(s, m, gpu, *, network=None, spot_mtbi_h: float | None = None, checkpo
                   max_grad_norm=clip, choices=tuple(choices), examples_per_step=examples,
                   suggested_epochs=suggested, assistant_only=assistant_only,
                   min_lr_ratio=GPT3_MIN_LR if kind == "pretraining" else 0.0)
+
+
+def as_set(s, global_batch: int) -> str:
+    """Why the layout is the scenario's own (set by the user, or no card to time on), and the accumulation that
+    would reach the recipe's ``global_batch`` where it falls short."""
+    reach = max(1, -(-global_batch // (s.micro_batch_size * s.dp)))
+    short = f"; grad_accum_steps {reach} would reach the recipe's {global_batch:,}" \
+        if s.micro_batch_size * s.grad_accum_steps * s.dp < global_batch and not s.optimizer_in_backward else ""
+    return f"as set{short}"
 
 
 def run_length(s, epochs: float | None, rows: int | None, examples: int | None, effective: int

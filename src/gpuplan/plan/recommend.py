@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, SkipValidation, WrapValidator, model_serializer
@@ -39,9 +39,10 @@ from ..speed.gemm import can_time
 from ..stacks import STACKS, stack_for
 from .build import Offers, build
 from .layout import accumulation, recipe_batch
+from .layout import layout as recipe_layout
 from .plan import Plan, card_memory, memory_plan
 from .pricing import left_out
-from .refusals import check, engine_refusal, not_a_module
+from .refusals import check, engine_refusal, not_a_module, scenario_load
 from .resolve import resolve, tensor_parallel_ok, within_context
 
 COUNTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
@@ -362,6 +363,7 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
     when none does. Every row is read from a plan (:meth:`Setup.of`)."""
     started = time.perf_counter()
     not_a_module(s, m)  # a diffusion trainer or a module's field asked of a decoder LLM: one sentence, no search
+    scenario_load(s)  # a load that cannot be simulated as given: the same sentence as estimate's
     why = engine_refusal(s, m) if s.task == "infer" else None  # no card, count or variant changes it
     if why:
         raise GpuplanError(why)
@@ -381,10 +383,6 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
         evaluated += more
     owned = _filter_rank([x for x in setups if x.owned], c)
     setups = _filter_rank([x for x in setups if not x.owned], c)
-    # the rows shown at the recipe's layout (better rows only: the same rows, perhaps reordered)
-    if _laid_out(owned, c.top, pending, m, references, c.min_headroom) | \
-            _laid_out(setups, c.top, pending, m, references, c.min_headroom):
-        owned, setups = _filter_rank(owned, c), _filter_rank(setups, c)
     for x in setups[: c.top]:  # the scenario as priced: validated for the setups shown only (thousands are ranked)
         x.scenario = x.scenario.model_copy(update={
             "provider": x.provider, "pricing": "spot" if x.pricing in ("spot", "interruptible") else "on_demand"})
@@ -395,9 +393,7 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
     result = Recommendation(setups=setups[: c.top], evaluated=evaluated, fitting=fitting,
                             elapsed_s=time.perf_counter() - started, owned=owned[: c.top])
     if c.deadline_hours is not None and s.task == "train" and s.train_tokens:
-        fewest = [min(setups, key=lambda x: (x.num_gpus, _key(x, c.objective)), default=None)]
-        _laid_out(fewest, 1, pending, m, references, c.min_headroom)
-        result.fewest = fewest[0]
+        result.fewest = min(setups, key=lambda x: (x.num_gpus, _key(x, c.objective)), default=None)
         if result.fewest is not None:
             result.fewest_line = fewest_line(s, m, result.fewest, c.deadline_hours)
     result.notes = _price_notes(s, c, all_offers, cards)
@@ -527,18 +523,19 @@ def _search(s: Scenario, m: ModelSpec, c: Constraints, offers: list[Offer], card
             if not change:
                 as_given[key] = (scenario, shared)
             accumulated = _accumulated(scenario, m)
+            laid = _Ladder(scenario, m) if _free(s, scenario) else None
             for gpu in cards.values():
                 evaluated += 1
-                plan = _fitting(accumulated[0], m, gpu, accumulated[1], c) if accumulated else None
-                plan = plan or _fitting(scenario, m, gpu, shared, c)
+                plan = laid.plan(gpu, c.min_headroom) if laid else None
+                if plan is None and accumulated:
+                    plan = _fitting(accumulated[0], m, gpu, accumulated[1], c.min_headroom)
+                plan = plan or _fitting(scenario, m, gpu, shared, c.min_headroom)
                 if plan is None:
                     continue
                 fitting += 1
                 priced = _priced(plan, labels, offers, references[gpu.id])
                 if change and shared:
                     pending.update({id(x): (labels, as_given.get(key), scenario, shared, gpu) for x in priced})
-                if _free(s, scenario):
-                    pending.update({("free", id(x)): scenario for x in priced})
                 setups += priced
     return evaluated, fitting, setups, pending
 
@@ -563,39 +560,54 @@ def _accumulated(scenario: Scenario, m: ModelSpec):
     return laid, estimate_memory(laid, m, None)
 
 
-def _laid_out(rows: list[Setup], top: int, pending: dict, m: ModelSpec, references: dict,
-              headroom: float = 0.0) -> bool:
-    """The rows shown whose micro-batch is free (:func:`_free`) planned again at the recipe's layout on their card
-    and offer (:func:`gpuplan.plan.layout.layout`, as ``estimate`` and ``gpuplan launch`` plan them: the builder
-    takes it), in place, where it leaves the ``headroom`` asked; a layout tried per micro-batch, so for the ``top``
-    rows shown only. Whether any moved."""
-    moved = False
-    for i, x in enumerate(rows[:top]):
-        scenario = pending.pop(("free", id(x)), None)
-        if scenario is None or x.plan is None or x.plan._offer is None:
-            continue
-        gpu, offer = x.plan.setup.gpu, x.plan._offer
-        r = resolve(scenario.on_card(gpu.id), m, gpu)
-        row = build(r, Offers(candidates=(offer,), reference=references[gpu.id]), advise=False, recipe=False)
-        if row.cost is None or not row.memory.fits or row.setup.scenario == x.scenario or \
-                row.memory.device_peak_gib > gpu.usable_gib * (1 - headroom):
-            continue
-        rows[i] = Setup.of(row, x.techniques, offer, x.change)
-        if id(x) in pending:
-            pending[id(rows[i])] = pending.pop(id(x))
-        moved = True
-    return moved
+class _Ladder:
+    """The recipe's layout of one training row whose micro-batch is free (:func:`_free`) on each card, decided as
+    the builder decides it (:func:`gpuplan.plan.layout.layout`, the one place), so that every row is ranked at the
+    layout ``estimate`` and ``gpuplan launch`` plan for it, shown or not. The fast path of the search: each
+    micro-batch x accumulation is validated and its memory estimated once, without a card, and reported on every
+    card (:func:`_fitting`)."""
+
+    def __init__(self, scenario: Scenario, m: ModelSpec):
+        self.scenario, self.m = scenario, m
+        self.global_batch = recipe_batch(scenario, m)
+        self.tried: dict[tuple[int, int], tuple[Scenario, Any] | None] = {}
+
+    def _at(self, s, m, gpu: GpuSpec, mb: int, accum: int) -> Plan | None:
+        """The memory plan of the layout on ``gpu`` where it fits (``layout``'s ``plan_at``)."""
+        if (mb, accum) not in self.tried:
+            try:
+                laid = self.scenario.model_copy(update={"micro_batch_size": mb, "grad_accum_steps": accum})
+                check(laid, m, None)
+                self.tried[mb, accum] = laid, estimate_memory(laid, m, None)
+            except GpuplanError:  # refused at this micro-batch
+                self.tried[mb, accum] = None
+        tried = self.tried[mb, accum]
+        return None if tried is None else _fitting(tried[0], m, gpu, tried[1], 0.0)
+
+    def plan(self, gpu: GpuSpec, headroom: float) -> Plan | None:
+        """The memory plan at the builder's layout on ``gpu``, with why, where it leaves the ``headroom`` asked;
+        else None (the row is ranked at the scenario's micro-batch, as before the layout)."""
+        plans: dict = {}
+        mb, accum, why = recipe_layout(self.scenario, self.m, gpu, self.global_batch, plans, self._at)
+        if (mb, accum) not in plans:  # none fits: the scenario's own layout, as the builder keeps it
+            return None
+        plan = plans[mb, accum][0]
+        if plan.memory.device_peak_gib > gpu.usable_gib * (1 - headroom):
+            return None
+        plan._setup = replace(plan.setup, layout_why=why)
+        return plan
 
 
-def _fitting(scenario: Scenario, m: ModelSpec, gpu: GpuSpec, shared, c: Constraints) -> Plan | None:
-    """The memory plan of ``scenario`` on ``gpu`` when it runs there and fits with the headroom asked, else None.
+def _fitting(scenario: Scenario, m: ModelSpec, gpu: GpuSpec, shared, headroom: float) -> Plan | None:
+    """The memory plan of ``scenario`` on ``gpu`` when it runs there and fits with the ``headroom`` asked (a share
+    of the card's usable memory left free), else None.
     ``shared``: the layout's memory estimated without a card, reported on this one unless the stack sizes a
     buffer from the memory the card has free (Unsloth's fused loss)."""
     try:
         r = resolve(scenario.on_card(gpu.id), m, gpu)
     except GpuplanError:  # the stack may refuse the card's precision (fp16 where it has no bf16)
         return None
-    room = gpu.usable_gib * (1 - c.min_headroom)
+    room = gpu.usable_gib * (1 - headroom)
     if shared is not None and not stack_for(r.scenario).sizes_from_free_memory and \
             device_gib(r.scenario, shared, gpu) > room:  # the layout's memory against the card, before a report
         return None

@@ -22,13 +22,14 @@ The rules, in the order they are asked:
 
 from __future__ import annotations
 
-from ..engines import ENGINES, OWN_SETTINGS, REFUSES_FOREIGN, engine_for
+from ..engines import ENGINES, OWN_SETTINGS, REFUSES_FOREIGN, SIMULATED, engine_for
 from ..errors import GpuplanError
 from ..hardware import GpuSpec
 from ..model.module import ModuleSpec
 from ..model.spec import ModelSpec
-from ..scenario import INFER_ONLY, TRAIN_ONLY, Scenario, stacks
+from ..scenario import INFER_ONLY, LOAD_FIELDS, TRAIN_ONLY, Scenario, stacks
 from ..scenario.fields import MODULE_FIELDS
+from ..stacks import STACKS
 
 QLORA_BASES = ("nf4", "fp4", "gptq-int4", "awq-int4")  # the 4-bit bases QLoRA is estimated on
 
@@ -38,6 +39,7 @@ def check(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> list[str]:
     warnings for what is doubtful."""
     not_a_module(s, m)
     scenario_refusal(s)
+    scenario_load(s)
     warnings = _other_task(s)
     _qlora(s)
     warnings += _layout(s, m)
@@ -124,6 +126,53 @@ def scenario_refusal(s: Scenario) -> None:
                            "a model over GPUs set tp (vLLM) or pp, or leave sharding unset")
 
 
+def load_refusal(users: int | None, rate_rps: float | None, *, batch: int | None = None,
+                 think_s: float = 0.0) -> str | None:
+    """A serving load that cannot be simulated as given, in one sentence (None: it can): one load at a time
+    (``users``, a closed loop; ``rate_rps``, an open loop; capacity's ``batch``, an offline job), and a think time
+    only with users (only closed-loop users think). ``estimate`` asks it of the scenario's ``users``, ``rate_rps``
+    and ``think_time_s`` (:func:`scenario_load`), ``capacity`` of its workload's, so the command line, the page and
+    the API say the same sentence."""
+    if users is not None and rate_rps is not None:
+        return "give users (a closed loop) or rate_rps (an open loop), not both"
+    if batch is not None and (users is not None or rate_rps is not None):
+        return "batch is an offline job, a load of its own: give it without users or rate_rps"
+    if think_s and users is None:
+        return ("a think time is the pause of closed-loop users between a reply and their next request: give users "
+                "too, or drop it")
+    return None
+
+
+def whole_prompts(s: Scenario, longest: int) -> None:
+    """A simulated load's longest prompt against the engine (:meth:`gpuplan.engines.base.Engine.prompt_refusal`:
+    TensorRT-LLM refuses one past ``max_num_tokens``), refused rather than simulate requests never served:
+    ``estimate --users`` or ``--rate-rps`` (its prompts) and ``capacity`` (its workload's longest)."""
+    why = engine_for(s).prompt_refusal(s, longest)
+    if why:
+        raise GpuplanError(why)
+
+
+def scenario_load(s: Scenario) -> None:
+    """The scenario's serving load (``users`` or ``rate_rps``, :mod:`gpuplan.serving.load`): its rules
+    (:func:`load_refusal`), its other fields only with one of them, an engine whose scheduler is simulated
+    (:data:`gpuplan.engines.SIMULATED`), prompts the engine takes (:func:`whole_prompts`). (A load asked of training
+    is refused where the scenario is read.)"""
+    given = [k for k in LOAD_FIELDS if getattr(s, k) != Scenario.model_fields[k].default]  # (a dump has them all)
+    if not given or s.task != "infer":
+        return
+    if s.users is None and s.rate_rps is None:
+        raise GpuplanError(f"{', '.join(given)} {'shape' if len(given) > 1 else 'shapes'} a simulated load: give "
+                           "users (closed loop) or rate_rps (open loop) too")
+    why = load_refusal(s.users, s.rate_rps, think_s=s.think_time_s)
+    if why:
+        raise GpuplanError(why)
+    if s.engine not in SIMULATED:
+        raise GpuplanError(f"users and rate_rps run a decoder LLM engine's scheduler, simulated for "
+                           f"{', '.join(SIMULATED[:-1])} and {SIMULATED[-1]}, not {s.engine}: set engine "
+                           f"{' or '.join([', '.join(SIMULATED[:-1]), SIMULATED[-1]])}")
+    whole_prompts(s, s.prompt_tokens)
+
+
 def refused(s: Scenario) -> bool:
     """Whether the scenario's own fields cannot run together (:func:`scenario_refusal`), for searches that skip
     such variants without a word."""
@@ -159,6 +208,8 @@ def _qlora(s: Scenario) -> None:
 def _layout(s: Scenario, m: ModelSpec) -> list[str]:
     """The GPUs against the parallel sizes, the sharding against its ranks, the heads and layers against tp, pp."""
     warnings: list[str] = []
+    if s.task == "train":
+        _model_parallel(s)
     if s.world_size % (s.tp * s.pp * s.cp):
         what = "tp x pp x cp" if s.cp > 1 else "tp x pp"
         raise GpuplanError(f"{what} = {s.tp * s.pp * s.cp} must divide the {s.world_size} GPUs (num_gpus x "
@@ -180,6 +231,22 @@ def _layout(s: Scenario, m: ModelSpec) -> list[str]:
     if s.pp > m.num_layers:
         raise GpuplanError(f"pp={s.pp} is more pipeline stages than {m.name}'s {m.num_layers} layers")
     return warnings
+
+
+def _model_parallel(s: Scenario) -> None:
+    """tp or pp asked of the HF stack (the transformers Trainer with accelerate), whose profile runs neither
+    (:attr:`gpuplan.stacks.base.Stack.model_parallel`: its launch files set no tensor or pipeline parallelism), in
+    one sentence naming the stacks whose profiles do (Megatron-Core, torchtitan). The other stacks' own refusals
+    say theirs (:mod:`gpuplan.scenario.stacks`: Unsloth, torchtune's pipeline, the diffusion trainers)."""
+    asked = [f"{name} {size}" for name, size in (("tp", s.tp), ("pp", s.pp)) if size > 1]
+    runs = STACKS[s.stack].model_parallel
+    if s.stack != "hf" or not asked or all(a.split()[0] in runs for a in asked):
+        return
+    kinds = " or ".join(k for k, a in (("tensor", "tp"), ("pipeline", "pp")) if any(x.startswith(a) for x in asked))
+    splitting = [name for name in STACKS if all(a.split()[0] in STACKS[name].model_parallel for a in asked)]
+    raise GpuplanError(f"stack hf (the transformers Trainer with accelerate) runs no {kinds} parallelism "
+                       f"({', '.join(asked)} asked): stacks {' and '.join(splitting)} split a model so; or spread it "
+                       "over the GPUs with sharding zero3 or fsdp")
 
 
 def _across_nodes(s: Scenario) -> None:

@@ -603,27 +603,15 @@ LOAD_FIELDS = ("users", "think_time_s", "rate_rps", "length_spread", "num_reques
 
 
 def _load_defaults(s: Scenario) -> dict[str, Any]:
-    """A serving load's rules (:mod:`gpuplan.serving.load`): users or a rate, not both, on an engine whose scheduler
-    is simulated; its other fields only with one of them. ``batch_size`` left unset takes ``users``."""
+    """A serving load's default: ``batch_size`` left unset takes ``users``. A load asked of training is refused
+    here; the load's own rules (one load, its engine, its prompts) are the resolver's, in the one module of
+    refusals (:func:`gpuplan.plan.refusals.scenario_load`), which ``capacity`` asks of its workload too."""
     given = [k for k in LOAD_FIELDS if getattr(s, k) != Scenario.model_fields[k].default]  # (a dump has them all)
     if not given:
         return {}
     if s.task == "train":
         raise ValueError(f"{', '.join(given)} describe a serving load: drop them for training")
-    if _a_module(s):  # no engine's scheduler runs it: the plan's resolver refuses the load, naming its kind
-        return {}
-    if s.users is not None and s.rate_rps is not None:
-        raise ValueError("give users (a closed loop) or rate_rps (an open loop), not both")
-    if s.users is None and s.rate_rps is None:
-        raise ValueError(f"{', '.join(given)} {'shape' if len(given) > 1 else 'shapes'} a simulated load: give "
-                         "users (closed loop) or rate_rps (open loop) too")
-    if s.think_time_s and s.users is None:
-        raise ValueError("think_time_s is the users' pause between requests: give users (a closed loop), not a "
-                         "rate")
-    if s.engine not in ("vllm", "sglang", "trtllm"):
-        raise ValueError(f"users and rate_rps run a decoder LLM engine's scheduler, simulated for vllm, sglang and "
-                         f"trtllm, not {s.engine}: set engine vllm, sglang or trtllm")
-    if s.users is not None and "batch_size" not in s.model_fields_set:
+    if s.users is not None and "batch_size" not in s.model_fields_set and not _a_module(s):
         return {"batch_size": s.users}
     return {}
 

@@ -54,7 +54,6 @@ if TYPE_CHECKING:  # (the step model and the workload load with a run: a plan's 
     from .workload import Lengths
 
 # Engines whose schedulers the simulation runs (:mod:`.simulate`).
-SIMULATED = ("vllm", "sglang", "trtllm")
 # Requests a run sends when the scenario does not say: vllm bench serve's --num-prompts default; a closed loop sends
 # ten per user (InferenceMAX's convention, 10 x CONC prompts per run), within bounds that keep a run to seconds.
 DEFAULT_REQUESTS, REQUESTS_PER_USER, MAX_REQUESTS = 1000, 10, 20_000

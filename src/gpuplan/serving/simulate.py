@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..engines import ENGINES
 from .steptime import StepModel
 
 _add = np.add.reduce  # ndarray.sum without its Python wrapper (the step loop sums small arrays ~6 times a step)
@@ -80,87 +81,37 @@ class Scheduler:
 
 
 def vllm_scheduler(s, mem, *, chunked_prefill: bool | None = None, blocks: int | None = None) -> Scheduler:
-    """The scheduler of ``s``'s vLLM release over the KV pool and limits its startup ``mem`` gives
-    (:func:`gpuplan.engines.vllm.startup_memory`); ``blocks``: the pool in 16-token blocks of requests
-    (:attr:`gpuplan.engines.KvPool.sim_blocks`: hybrid models' sliding-window pages counted), by default
-    its block ids; ``chunked_prefill``: by default the release's (:func:`gpuplan.engines.vllm.scheduler_limits`:
-    V1 always, V0 only past 32,768 tokens of context).
-
-    The V0 engine (before 0.8) schedules differently from V1 (``vllm/core/scheduler.py`` ``Scheduler._schedule``):
-    without chunked prefill, ``_schedule_default`` batches waiting prompts first and runs no decode in a step that
-    admitted any ("Don't schedule decodes if prefills are scheduled"): prefill first, as SGLang; with it,
-    ``_schedule_chunked_prefill`` runs decodes, then running chunks, then new prompts in one step, as V1. Either
-    way a prompt is admitted only when ``SelfAttnBlockSpaceManager.can_allocate`` (``vllm/core/block_manager.py``)
-    finds blocks for its whole known sequence (``seq.get_token_ids()``: the prompt, and the tokens generated
-    before a preemption) with ``watermark`` (0.01) of the pool left free, and ``allocate`` takes them all at once;
-    preemption recomputes (``Scheduler._preempt``: RECOMPUTE for a single sequence) the last running request
-    (``_schedule_running``: ``running_queue.pop()``)."""
-    from .. import overheads as oh
+    """vLLM's scheduler of ``s``'s release over its startup ``mem`` (:func:`gpuplan.engines.vllm.scheduler_of`, the
+    engine's own facts); ``blocks``: the pool in blocks of requests, ``chunked_prefill``: the release's by default."""
     from ..engines import vllm
 
-    kv = mem.num_blocks if blocks is None else blocks
-    v0 = vllm.version_tuple(s.engine_version) < (0, 8, 0)
-    chunked = mem.limits.chunked_prefill if chunked_prefill is None else chunked_prefill
-    return Scheduler(kv_blocks=kv, block_tokens=oh.VLLM_BLOCK_TOKENS, max_num_seqs=mem.limits.max_num_seqs,
-                     max_num_batched_tokens=mem.limits.max_num_batched_tokens, chunked_prefill=chunked,
-                     mixed_prefill=chunked or not v0, reserve_full_sequence=vllm.reserve_full_sequence(s),
-                     admit_watermark_blocks=int(oh.VLLM_V0_WATERMARK * kv) if v0 else 0)
+    return Scheduler(**vllm.scheduler_of(s, mem, chunked_prefill=chunked_prefill, blocks=blocks))
 
 
 def sglang_scheduler(sm) -> Scheduler:
-    """SGLang's scheduler over its startup memory ``sm`` (:func:`gpuplan.engines.sglang.startup_memory`): the token
-    pool in one-token pages (``page_size`` 1, the default until 2026), ``chunked_prefill_size`` as a prefill
-    batch's token budget (``PrefillAdder``: each admitted prompt takes its tokens out of ``rem_chunk_tokens``, a
-    longer one is chunked and closes the batch), ``max_running_requests`` as the batch cap, and prefill first:
-    ``Scheduler.get_next_batch_to_run`` runs a new prefill batch whenever one forms, else the decode batch, so a
-    prompt's chunks stall the running decodes (mixing them needs ``--enable-mixed-chunk``, off by default). With
-    ``--chunked-prefill-size -1`` a prefill batch takes whole prompts up to ``max_prefill_tokens`` (16,384), the
-    first prompt of a batch whatever its length (``PrefillAdder.budget_state`` checks the budget before adding
-    it): the budget here is the larger of 16,384 and the context length, so a long prompt runs whole."""
-    chunked = sm.chunked_prefill_size > 0
-    budget = sm.chunked_prefill_size if chunked else max(SGLANG_MAX_PREFILL_TOKENS, sm.context_len)
-    return Scheduler(kv_blocks=sm.kv_tokens, block_tokens=1, max_num_seqs=sm.max_running_requests,
-                     max_num_batched_tokens=budget, chunked_prefill=chunked, mixed_prefill=sm.mixed_chunk)
+    """SGLang's scheduler over its startup memory ``sm`` (:func:`gpuplan.engines.sglang.scheduler_of`)."""
+    from ..engines import sglang
 
-
-# SGLang's ServerArgs.max_prefill_tokens default: the tokens of one prefill batch when prompts are not chunked
-SGLANG_MAX_PREFILL_TOKENS = 16_384
+    return Scheduler(**sglang.scheduler_of(sm))
 
 
 def trtllm_scheduler(s, sm) -> Scheduler:
-    """TensorRT-LLM's in-flight batching (PyTorch backend) for ``s`` over its startup memory ``sm``
-    (:func:`gpuplan.engines.trtllm.startup_memory`): blocks of ``tokens_per_block`` tokens, ``max_batch_size``
-    requests and ``max_num_tokens`` tokens an iteration (``trtllm-serve`` defaults 2048 and 8192, BuildConfig in
-    ``tensorrt_llm/builder.py``). ``tensorrt_llm/_torch/pyexecutor/scheduler.py``: ``SimpleScheduler`` runs the
-    capacity scheduler (``BindCapacityScheduler``, ``CapacitySchedulerPolicy.GUARANTEED_NO_EVICT``, the policy
-    ``trtllm-serve`` sets in ``tensorrt_llm/commands/serve.py`` ``get_llm_args``) and then the micro-batch scheduler
-    (``PyMicroBatchScheduler.schedule``: the generation requests and new contexts in order, one token per
-    generation, a context whole, until ``max_num_tokens`` or ``max_batch_size``): contexts and generations share
-    an iteration. Chunked context is off in ``trtllm-serve`` (``enable_chunked_prefill=False``): a prompt waits
-    until it fits the iteration's budget whole. With ``capacity_scheduler_policy: max_utilization`` a request is
-    admitted while its next blocks fit, and a full pool pauses the latest (vLLM's preemption). Block reuse across
-    requests is not modelled."""
+    """TensorRT-LLM's in-flight batching for ``s`` over its startup memory ``sm``
+    (:func:`gpuplan.engines.trtllm.scheduler_of`)."""
     from ..engines import trtllm
 
-    return Scheduler(kv_blocks=sm.num_blocks, block_tokens=sm.tokens_per_block, max_num_seqs=sm.max_batch_size,
-                     max_num_batched_tokens=sm.max_num_tokens, chunked_prefill=trtllm.CHUNKED_CONTEXT,
-                     reserve_to_completion=s.capacity_scheduler_policy != "max_utilization", prefix_cache=False)
+    return Scheduler(**trtllm.scheduler_of(s, sm))
 
 
 def scheduler_for(s, startup, pool, longest: int) -> Scheduler | None:
-    """The scheduler over an engine's start-up memory and KV pool (a plan's ``startup`` and ``pool``): SGLang's
-    (:func:`sglang_scheduler`), TensorRT-LLM's (:func:`trtllm_scheduler`) or vLLM's (:func:`vllm_scheduler`); None
-    when there is no pool, or one request of ``longest`` tokens does not fit it (vLLM: its ``max_model_len`` does
-    not, and it would not start)."""
+    """The scheduler over an engine's start-up memory and KV pool (a plan's ``startup`` and ``pool``), with the
+    settings the engine's profile gives (:meth:`gpuplan.engines.base.Engine.scheduler_settings`: vLLM's, SGLang's,
+    TensorRT-LLM's); None when there is no pool, or one request of ``longest`` tokens does not fit it (vLLM: its
+    ``max_model_len`` does not, and it would not start)."""
     if startup is None or pool is None:
         return None
-    if pool.engine == "sglang":
-        return sglang_scheduler(startup) if startup.kv_tokens >= longest else None
-    if pool.engine == "trtllm":
-        return trtllm_scheduler(s, startup) if startup.kv_tokens >= longest else None
-    if startup.num_blocks <= 0 or not startup.fits_max_model_len:
-        return None
-    return vllm_scheduler(s, startup, blocks=pool.sim_blocks)
+    settings = ENGINES[pool.engine].scheduler_settings(s, startup, pool, longest)
+    return None if settings is None else Scheduler(**settings)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -44,6 +44,7 @@ import bisect
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..engines import engine_for
 from ..hardware import GpuSpec, Network
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
@@ -162,11 +163,12 @@ def step_model(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None 
                calibration: Calibration | None = None) -> StepModel:
     """The step model of ``s`` (its engine, tp, quantization and KV dtype) on ``gpu`` over ``network``.
 
-    TensorRT-LLM: its FP8 (W8A8) and NVFP4 (W4A4) GEMMs of ``T`` rows at the share of the peak they reach
-    (:func:`gpuplan.speed.offline.trtllm_gpu`, :data:`~gpuplan.overheads.TRTLLM_GEMM_PEAK_SHARE`: fitted on the H100
-    and B200 rows of NVIDIA's performance overview), as the offline model times them: one GEMM, one price."""
+    An engine whose profile says so (``Engine.gemm_share_by_rows``: TensorRT-LLM) has its FP8 (W8A8) and NVFP4
+    (W4A4) GEMMs of ``T`` rows timed at the share of the peak they reach (:func:`gpuplan.speed.offline.trtllm_gpu`,
+    :data:`~gpuplan.overheads.TRTLLM_GEMM_PEAK_SHARE`: fitted on the H100 and B200 rows of NVIDIA's performance
+    overview), as the offline model times them: one GEMM, one price."""
     timer = step_timer(s, m, gpu, network)
-    if s.engine != "trtllm" or timer.dtype not in ("fp8", "fp4"):
+    if not engine_for(s).gemm_share_by_rows or timer.dtype not in ("fp8", "fp4"):
         return sample(timer, calibration)
     from ..speed.offline import trtllm_gpu
 

@@ -132,12 +132,7 @@ class Workload(BaseModel):
             close = did_you_mean(self.preset, PRESETS)
             raise ValueError(f"unknown preset {self.preset!r}" + (f"; did you mean {close[0]!r}?" if close else
                              f"; choose one of {', '.join(PRESETS)}"))
-        if sum(x is not None for x in (self.users, self.rate_rps, self.batch)) > 1:
-            raise ValueError("give one load: an arrival rate (open loop), a number of users (closed loop) or a batch "
-                             "queued at once (an offline job)")
-        if self.think_s and self.users is None:  # only closed-loop users think; a rate or a batch would ignore it
-            raise ValueError("think_s is the pause of closed-loop users between a reply and their next request: "
-                             "give users (--users), or drop it")
+        # one load at a time, a think time only with users: gpuplan.plan.refusals.load_refusal, which capacity asks
         if self.prompt is None and self.preset is None and self.trace is None:
             raise ValueError("say how long requests are: prompt and output lengths, a preset "
                              f"({', '.join(PRESETS)}) or a trace file")

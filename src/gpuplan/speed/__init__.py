@@ -27,7 +27,6 @@ from ..engines import engine_for
 from ..hardware import GpuSpec, Network
 from ..model import ModelSpec
 from ..scenario import Scenario
-from .bands import decode_band, model_class
 from .breakdown import Speed
 from .flops import compute_dtype, matmul_params, model_flops_per_token, training_flops_per_token
 from .gemm import gemm_efficiency, gemm_time_s, peak_flops
@@ -84,6 +83,8 @@ def speed_of(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None = 
 def offline_band(m: ModelSpec) -> str:
     """How far the TensorRT-LLM offline figure is from NVIDIA's published runs of this class of model, in words: the
     band of its held-out rows (:data:`gpuplan.overheads.DECODE_BANDS`), or uncalibrated."""
+    from .bands import decode_band, model_class  # serving's bands: a training plan never loads them
+
     band = decode_band("trtllm", m)
     if band is None:
         return f"uncalibrated for {model_class(m)} models: no published trtllm-bench run of one is scored"
