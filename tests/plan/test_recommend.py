@@ -504,3 +504,18 @@ def test_a_small_job_is_priced_in_cents_not_zero_dollars():
     assert 0 < x.usd_total < 1 and report.fewest_line
     assert f"h, ${usd_amount(x.usd_total)} (at most" in report.fewest_line
     assert f"and ${usd_amount(x.usd_total_high)} at the slow end" in report.fewest_line
+
+
+def test_any_stack_change_note_reads_the_rows_card_as_estimate_does():
+    """An ``--any-stack`` row's change note names the peak ``estimate`` gives on the same card: before, the scenario
+    as given at the row's layout; after, the row's own device peak. Unsloth sizes its loss chunks from the card's
+    free memory, so the card-free layout the search shares across cards (86.9 -> 23.4 GiB) is not what the row or
+    ``estimate`` says (87.4 -> 23.1 GiB on an RTX 4090, 8B LoRA at 8,192 tokens)."""
+    fields = {"model": "llama-3.1-8b", "task": "train", "method": "lora", "seq_len": 8192}
+    result = run(fields, gpus=[RTX4090], any_stack=True, top=3)
+    row = next(x for x in result.setups if x.scenario.stack == "unsloth" and x.num_gpus == 1)
+    as_given = estimate({**fields, "gpu": RTX4090, "micro_batch_size": row.scenario.micro_batch_size,
+                         "grad_accum_steps": row.scenario.grad_accum_steps})
+    assert not as_given.verdict.fits
+    assert row.change.startswith(f"unsloth: {as_given.memory.device_peak_gib:.1f} -> {row.device_peak_gib:.1f} GiB, ")
+    assert row.change in row.rationale and row.rationale.startswith("fits with ")

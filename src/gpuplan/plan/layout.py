@@ -64,7 +64,8 @@ def layout(s, m, gpu, global_batch: int, plans: dict | None = None, plan_at=plan
         if best is None or per_sequence < best[2] * 0.98 or stepwise:  # a bigger one must be clearly faster
             best = (mb, accum, per_sequence)
     if best is None:
-        return 1, 1 if stepwise else max(1, -(-global_batch // s.dp)), f"micro-batch 1: not even one sequence fits {gpu.name}"
+        accum = 1 if stepwise else max(1, -(-global_batch // s.dp))
+        return 1, accum, f"micro-batch 1: not even one sequence fits {gpu.name}"
     if stepwise:
         return best[0], 1, (f"the largest micro-batch that fits {gpu.name} up to the global batch: "
                             "optimizer_in_backward cannot accumulate")

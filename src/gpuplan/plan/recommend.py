@@ -40,7 +40,7 @@ from ..stacks import STACKS, stack_for
 from .build import Offers, build
 from .layout import accumulation, recipe_batch
 from .layout import layout as recipe_layout
-from .plan import Plan, card_memory, memory_plan
+from .plan import Plan, card_memory, memory_plan, probe
 from .pricing import left_out
 from .refusals import check, engine_refusal, not_a_module, scenario_load
 from .resolve import resolve, tensor_parallel_ok, within_context
@@ -388,8 +388,11 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
             "provider": x.provider, "pricing": "spot" if x.pricing in ("spot", "interruptible") else "on_demand"})
     for x in setups[: c.top] + owned[: c.top]:  # the speed model's cost of the change, on the setup's card
         if id(x) in pending:
-            labels, given, scenario, shared, gpu = pending[id(x)]
-            x.change = _change_note(labels, given, scenario, shared, m, gpu)
+            labels, given, scenario, gpu = pending[id(x)]
+            x.change = _change_note(labels, given, scenario, x, m, gpu)
+            if x.change:  # said after the fit, as the row's memory line
+                fit, _, rest = x.rationale.partition("; ")
+                x.rationale = "; ".join(p for p in (fit, x.change, rest) if p)
     result = Recommendation(setups=setups[: c.top], evaluated=evaluated, fitting=fitting,
                             elapsed_s=time.perf_counter() - started, owned=owned[: c.top])
     if c.deadline_hours is not None and s.task == "train" and s.train_tokens:
@@ -535,7 +538,7 @@ def _search(s: Scenario, m: ModelSpec, c: Constraints, offers: list[Offer], card
                 fitting += 1
                 priced = _priced(plan, labels, offers, references[gpu.id])
                 if change and shared:
-                    pending.update({id(x): (labels, as_given.get(key), scenario, shared, gpu) for x in priced})
+                    pending.update({id(x): (labels, as_given.get(key), scenario, gpu) for x in priced})
                 setups += priced
     return evaluated, fitting, setups, pending
 
@@ -615,16 +618,18 @@ def _fitting(scenario: Scenario, m: ModelSpec, gpu: GpuSpec, shared, headroom: f
     return plan if plan.memory.fits and plan.memory.device_peak_gib <= room else None
 
 
-def _change_note(labels: list[str], given, scenario: Scenario, shared, m: ModelSpec, gpu: GpuSpec) -> str:
-    """``unsloth: 87.3 -> 23.8 GiB, 33% faster steps (...)``: the saving and the speed cost (the speed model's, on
-    ``gpu``) of the variant's techniques or stack against the scenario as given on the same layout."""
+def _change_note(labels: list[str], given, scenario: Scenario, x: Setup, m: ModelSpec, gpu: GpuSpec) -> str:
+    """``unsloth: 87.4 -> 23.1 GiB, 33% faster steps (...)``: the row's device peak on its card against the scenario
+    as given at the row's layout on the same card (the numbers ``estimate``'s suggestion prints), and the speed cost
+    (the speed model's, on ``gpu``) of the variant's techniques or stack."""
     from .advice import speed_change
 
     if given is None or given[1] is None:
         return ""
-    before = (given[1].reserved + sum(given[1].managed.values())) / GIB
-    after = (shared.reserved + sum(shared.managed.values())) / GIB
-    return f"{' + '.join(labels)}: {before:.1f} -> {after:.1f} GiB, {speed_change(given[0], scenario, m, gpu)}"
+    as_given = {k: v for k, v in given[0] if k != "gpu" and getattr(scenario, k) != v}
+    before = probe(x.scenario.model_copy(update=as_given), m)[1]
+    return (f"{' + '.join(labels)}: {before:.1f} -> {x.device_peak_gib:.1f} GiB, "
+            f"{speed_change(given[0], scenario, m, gpu)}")
 
 
 def _priced(plan: Plan, labels: list[str], offers: list[Offer], reference: tuple[float, str] | None) -> list[Setup]:
@@ -665,8 +670,6 @@ def _no_price(s: Scenario, c: Constraints, all_offers: list[Offer]) -> str:
 def _rationale(x: Setup, gpu: GpuSpec, speed, link: Link) -> str:
     """Memory, then communication, then budget, as the guides order the decision."""
     parts = [f"fits with {x.headroom_pct:.0f}% headroom ({x.device_peak_gib:.1f} of {x.capacity_gib:.1f} GiB)"]
-    if x.change:
-        parts.append(x.change)
     if gpu.vendor == "AMD" and speed.ttft_s is not None and ENGINES[x.scenario.engine].rocm_build:
         parts.append(f"AMD: the engine's ROCm build, its decode timed {oh.ROCM_DECODE_SLOWDOWN:.2f}x the CUDA build's "
                      "on the same datasheet (measured: bench/results/rocm_share.md)")
