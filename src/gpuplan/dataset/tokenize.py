@@ -95,7 +95,7 @@ def load_tokenizer(name: str) -> Tokenizer:
                            f"({str(err).splitlines()[0][:120]})") from None
     config = _settings(path, name)
     template, refused = _template(path, config)
-    special = {k: text for k, v in config.items() if k.endswith("_token") and (text := _token_text(v))}
+    special = {k: token for k, v in config.items() if k.endswith("_token") and (token := _token_text(v))}
     eos = special.get("eos_token")
     if eos is None:  # a bare tokenizer.json: its special token that ends a sequence
         data = parse_json(text, str(path))
