@@ -364,3 +364,18 @@ def test_new_models_match_their_cards():
     assert round(load_model("qwen3-4b").params_total / 1e9, 1) == 4.0
     assert round(load_model("qwen3-14b").params_total / 1e9, 1) == 14.8
     assert round(load_model("gemma-4-e2b").params_total / 1e9, 1) == 5.1
+
+
+@pytest.mark.parametrize("name, said", [
+    ("openai/gpt-oss-20b:latest", "give the bundled 'openai/gpt-oss-20b'"),
+    ("qwen3:8b", "give the bundled 'Qwen/Qwen3-8B'"),
+    ("llama3.1:8b-instruct-q4_K_M", "give a bundled name (`gpuplan models`), a Hugging Face repo id or a path"),
+])
+def test_an_ollama_tag_names_the_model_it_means(name, said):
+    """Ollama names models with a tag after a colon; `openai/gpt-oss-20b:latest` read "no such file" (session 7's
+    walk). The sentence now says the tag is no part of the name and names the bundled model meant, where one is."""
+    with pytest.raises(GpuplanError) as err:
+        load_model(name)
+    tag = name.rpartition(":")[2]
+    assert str(err.value) == (f"model {name!r}: ':{tag}' is a tag, as Ollama names models, not part of a model "
+                              f"name; {said}")
