@@ -55,6 +55,55 @@ def test_what_cannot_run_is_refused_when_resolved_not_when_parsed(fields, messag
         resolve(s)
 
 
+MAMBA = {"architectures": ["MambaForCausalLM"], "model_type": "mamba", "hidden_size": 768, "state_size": 16,
+         "num_hidden_layers": 4, "vocab_size": 50280, "expand": 2, "conv_kernel": 4, "tie_word_embeddings": True}
+
+
+@pytest.mark.parametrize("engine, label", [("vllm", "vLLM"), ("sglang", "SGLang"), ("trtllm", "TensorRT-LLM")])
+def test_a_model_with_no_attention_layer_is_refused_by_the_pooled_engines(tmp_path, engine, label):
+    """A pure state-space model (review 2's Mamba config) served by vLLM, SGLang or TensorRT-LLM ended in a
+    traceback (ZeroDivisionError, an empty min()): their pools are sized in KV-cache tokens, and it has none. One
+    sentence now, in estimate, recommend and capacity alike (recommend said "nothing in the catalog fits, even on
+    1 x Instinct MI300X" and capacity "no setup meets the SLOs"); transformers and llama.cpp still plan it."""
+    import json
+
+    import gpuplan
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(MAMBA))
+    said = (f"{load_model(str(path)).name} has no attention layer, so no KV cache: {label} sizes its pool in KV-cache "
+            "tokens, and gpuplan does not model its per-request state cache; plan it with engine transformers or "
+            "llama.cpp")
+    scenario = {"model": str(path), "task": "infer", "engine": engine}
+    for ask in (lambda: gpuplan.estimate({**scenario, "gpu": "h100-sxm"}),
+                lambda: gpuplan.recommend(scenario, max_gpus=1),
+                lambda: gpuplan.capacity(str(path), engine=engine, users=2, prompt_tokens=128, output_tokens=32,
+                                         gpus=["l4"], top=1)):
+        with pytest.raises(GpuplanError) as err:
+            ask()
+        assert str(err.value) == said
+    for other in ("transformers", "llama.cpp"):
+        assert gpuplan.estimate({**scenario, "engine": other, "gpu": "h100-sxm"}).memory.fits
+
+
+def test_recommend_says_a_model_wide_engine_refusal_instead_of_searching_past_it():
+    """vLLM does not load GGUF weights on any card: recommend answered "nothing in the catalog fits, even on 1 x
+    Instinct MI300X: a smaller model or more GPUs" (no setup evaluated, with --any-quant too: a quant given is
+    kept); it now says the engine's sentence, as estimate does."""
+    import gpuplan
+
+    scenario = {"model": "qwen3-0.6b", "task": "infer", "engine": "vllm", "quant": "q4_k_m"}
+    with pytest.raises(GpuplanError) as err:
+        gpuplan.recommend(scenario, max_gpus=1)
+    with pytest.raises(GpuplanError) as said:
+        gpuplan.estimate({**scenario, "gpu": "h100-sxm"})
+    assert str(err.value) == str(said.value) and "cannot load gguf-q4_k_m weights" in str(err.value)
+    with pytest.raises(GpuplanError) as anyway:
+        gpuplan.recommend(scenario, max_gpus=1, any_quant=True)
+    assert str(anyway.value) == str(said.value)
+    assert gpuplan.recommend({**scenario, "quant": "awq-int4"}, max_gpus=1).setups
+
+
 @pytest.mark.parametrize("split, asked", [({"tp": 2}, "tensor parallelism (tp 2 asked)"),
                                           ({"pp": 2}, "pipeline parallelism (pp 2 asked)"),
                                           ({"tp": 2, "pp": 2}, "tensor or pipeline parallelism (tp 2, pp 2 asked)")])

@@ -335,7 +335,7 @@ def _engine(s: Scenario, m: ModelSpec) -> list[str]:
         raise GpuplanError(f"full fine-tuning updates every weight, and {s.quant} weights take no gradients (they "
                            "are loaded frozen): train LoRA or QLoRA on them, or drop quant")
     engine = engine_for(s)
-    why = engine.refusal(s, m) or _moe_layout(s, m)
+    why = engine_refusal(s, m) or _moe_layout(s, m)
     if why:
         raise GpuplanError(why)
     why = engine.chunked_prefill_refusal(s) if s.task == "infer" else None
@@ -348,6 +348,24 @@ def _engine(s: Scenario, m: ModelSpec) -> list[str]:
                            f"rejects: set max_model_len to {tokens:,} or more (or leave it unset), or shorten the "
                            "requests")
     return _other_engines_settings(s)
+
+
+def engine_refusal(s: Scenario, m: ModelSpec) -> str | None:
+    """Why the serving engine cannot serve model ``m`` whatever the card and the GPU count: what it does not load
+    (its profile's :meth:`~gpuplan.engines.Engine.refusal`), or no KV cache to size its pool in
+    (:func:`_no_kv_cache`); asked once before a search (recommend, capacity) as well as of each plan."""
+    engine = engine_for(s)
+    return engine.refusal(s, m) or _no_kv_cache(s, m, engine)
+
+
+def _no_kv_cache(s: Scenario, m: ModelSpec, engine) -> str | None:
+    """A model with no attention layer (a pure state-space model: Mamba) served by an engine that sizes a KV pool
+    in tokens: its per-request state is no KV cache, and the pool's arithmetic divided by zero (session 7's walk:
+    review 2's Mamba config on vLLM, SGLang and TensorRT-LLM ended in tracebacks)."""
+    if s.task != "infer" or not engine.preallocates or any(layer.kv_dims for layer in m.layers):
+        return None
+    return (f"{m.name} has no attention layer, so no KV cache: {engine.label} sizes its pool in KV-cache tokens, and "
+            "gpuplan does not model its per-request state cache; plan it with engine transformers or llama.cpp")
 
 
 def _moe_layout(s: Scenario, m: ModelSpec) -> str | None:

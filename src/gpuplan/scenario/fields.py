@@ -28,7 +28,7 @@ from pydantic import (
 )
 
 from .. import overheads as oh
-from ..errors import GpuplanError, did_you_mean, echo_value, renamed
+from ..errors import GpuplanError, did_you_mean, echo_value, renamed, yes_for_a_number
 from ..model.quant import QUANT_FORMATS
 from ..userfiles import read_mapping
 from . import stacks
@@ -383,6 +383,16 @@ class Scenario(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
+    def _no_yes_for_a_number(cls, data: Any) -> Any:
+        """A yes/no (``true``, YAML's ``yes``) given for a count or an amount: pydantic's lax mode reads it as 1 or
+        0, so ``batch_size: true`` planned one request and ``num_gpus: yes`` one GPU without a word."""
+        said = yes_for_a_number(cls, data)
+        if said:
+            raise ValueError(f"scenario field {said}")
+        return data
+
+    @model_validator(mode="before")
+    @classmethod
     def _synthetic_model(cls, data: Any) -> Any:
         """``model_size`` names a synthetic model (:mod:`gpuplan.model.synthetic`) in place of ``model``."""
         if isinstance(data, dict) and data.get("model_size"):
@@ -705,8 +715,6 @@ def scenario_from(data: dict[str, Any] | Scenario) -> Scenario:
         return Scenario(**data)
     except ValidationError as err:
         raise GpuplanError(_one_sentence(err)) from None
-    except TypeError as err:  # e.g. non-string keys
-        raise GpuplanError(f"bad scenario: {err}") from None
 
 
 def _one_sentence(err: ValidationError) -> str:

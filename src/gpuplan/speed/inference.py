@@ -525,6 +525,11 @@ def inference_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | 
                   request_latency_s=rates.request_latency_s, requests_per_s=rates.requests_per_s)
     shares = ", ".join(f"{k.replace('_', ' ')} {1e3 * v:.2f} ms" for k, v in
                        sorted(parts.items(), key=lambda kv: -kv[1])[:4])
+    if o == 0:  # "41 output tokens/s" were printed for requests that produce none, unsaid (session 7's walk); vLLM
+        # refuses max_tokens below 1 (vllm/sampling_params.py SamplingParams._verify_args)
+        speed.assumptions.append("output_tokens 0 timed as 1: a request generates at least one token, the one its "
+                                 "prefill samples (vLLM's SamplingParams takes max_tokens of at least 1), so the "
+                                 "output tokens/s are the requests/s")
     speed.assumptions.append(f"decode step of {b} sequence(s) at {context:,.0f} tokens of context: {shares}; "
                              f"{_weights_read(m, b)} and the whole KV cache read once per step")
     speed.assumptions.append(f"time to first token {single:.2f} s for one {p:,}-token prompt alone, "
