@@ -120,6 +120,20 @@ def test_a_million_output_tokens_run_two_forwards(tmp_path, monkeypatch):
     assert sim.phases_gib["decode"] > sim.cache_gib  # the last step holds the whole cache
 
 
+def test_a_cache_gpuplan_cannot_fill_bounds_the_output_in_one_sentence():
+    """DeepSeek-V4's compressed-attention caches (their own layer classes, with buffers that close a window every
+    few tokens) are not filled: every decode step would run, so a long output is one sentence, not a hang."""
+    require("transformers")
+    from gpuplan.errors import GpuplanError
+    from gpuplan.sim.simulate import EVERY_STEP_MAX, simulate
+
+    with pytest.raises(GpuplanError) as err:
+        simulate({"model": "deepseek-v4-flash", "task": "infer", "quant": "none", "batch_size": 1,
+                  "prompt_tokens": 16, "output_tokens": 1_000_000})
+    assert str(err.value).startswith("simulate would run every decode step, as the cache holds DeepseekV4CSACache")
+    assert f"at most {EVERY_STEP_MAX + 1} output tokens, got 1,000,000" in str(err.value)
+
+
 # ---- extrapolation -------------------------------------------------------------------------------------
 @pytest.mark.parametrize("model, fields", [
     ("llama-3.1-8b", dict(task="train", method="full", seq_len=512)),

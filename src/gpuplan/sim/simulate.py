@@ -50,6 +50,7 @@ GIB = 2**30
 SAFE_IDS = 1000  # input ids below every model's special tokens (a multimodal model's image token expects pixels)
 ATTENTION_DROPOUT = ("attn_pdrop", "attention_dropout")
 NF4_BLOCK, NF4_DQ_BLOCK, BNB_OPT_BLOCK = 64, 256, 256
+EVERY_STEP_MAX = 64  # decode steps run one by one for a cache gpuplan cannot fill (about 0.3 s each on a CPU)
 
 
 @dataclass(kw_only=True)
@@ -640,8 +641,13 @@ def generate_steps(s: Scenario, m: ModelSpec, model, tracker, device: str = "cpu
         notes.append(f"decode steps for output tokens 2..{last:,} not run: the cache filled to "
                      f"{s.prompt_tokens + last - 1:,} tokens by its own update; the prefill and the last step "
                      f"(token {last + 1:,}, the decode peak) run")
-    elif skipped != "every step" and notes is not None:
-        notes.append(f"every decode step run: {skipped}")
+    elif skipped != "every step":
+        if last > EVERY_STEP_MAX:
+            raise GpuplanError(f"simulate would run every decode step, as {skipped}: at most "
+                               f"{EVERY_STEP_MAX + 1} output tokens, got {s.output_tokens:,}; gpuplan estimate "
+                               "still answers")
+        if notes is not None:
+            notes.append(f"every decode step run: {skipped}")
     for step in (0, last) if skipped is None else range(s.output_tokens):
         if step:
             tracker.phase = "decode"
