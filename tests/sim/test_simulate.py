@@ -122,7 +122,8 @@ def test_a_million_output_tokens_run_two_forwards(tmp_path, monkeypatch):
 
 def test_a_cache_gpuplan_cannot_fill_bounds_the_output_in_one_sentence():
     """DeepSeek-V4's compressed-attention caches (their own layer classes, with buffers that close a window every
-    few tokens) are not filled: every decode step would run, so a long output is one sentence, not a hang."""
+    few tokens) are not filled: every decode step would run, so a long output is one sentence, not a hang; the
+training simulated after it in the same process still has its gradients."""
     require("transformers")
     from gpuplan.errors import GpuplanError
     from gpuplan.sim.simulate import EVERY_STEP_MAX, simulate
@@ -132,6 +133,7 @@ def test_a_cache_gpuplan_cannot_fill_bounds_the_output_in_one_sentence():
                   "prompt_tokens": 16, "output_tokens": 1_000_000})
     assert str(err.value).startswith("simulate would run every decode step, as the cache holds DeepseekV4CSACache")
     assert f"at most {EVERY_STEP_MAX + 1} output tokens, got 1,000,000" in str(err.value)
+    assert require("torch").is_grad_enabled()  # the refusal inside generate's loop leaves gradients on
 
 
 # ---- extrapolation -------------------------------------------------------------------------------------

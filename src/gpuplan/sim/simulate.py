@@ -92,10 +92,14 @@ def simulate(scenario: Scenario | dict[str, Any], *, timeline: bool = False, lay
     depths, steps = ([layers], 0) if layers is not None else depth.plan(list(m.layers))
     trackers = []
     notes: list[str] = []
-    for i, n in enumerate(depths):
-        tracker, run_notes = _run(s, m, n, timeline=timeline and i == len(depths) - 1)
-        trackers.append(tracker)
-        notes += [note for note in run_notes if note not in notes]
+    grad = torch.is_grad_enabled()
+    try:
+        for i, n in enumerate(depths):
+            tracker, run_notes = _run(s, m, n, timeline=timeline and i == len(depths) - 1)
+            trackers.append(tracker)
+            notes += [note for note in run_notes if note not in notes]
+    finally:  # generate_steps turns gradients off: a refusal inside it must not leave them off for the caller
+        torch.set_grad_enabled(grad)
     phases, parts, ops = depth.extrapolate(trackers, steps)
     phase = max(phases, key=phases.get)
     trainable, cache = (_extrapolated([getattr(t, name) for t in trackers], steps) for name in ("trainable", "cache"))
