@@ -37,7 +37,7 @@ from ..scenario.stacks import STACK_NAMES
 from ..speed.comms import Link, intra_node_link
 from ..speed.gemm import can_time
 from ..stacks import STACKS, stack_for
-from .build import Offers, build
+from .build import Offers, build, own_links
 from .layout import accumulation, recipe_batch
 from .layout import layout as recipe_layout
 from .plan import Plan, card_memory, memory_plan, probe
@@ -526,14 +526,15 @@ def _search(s: Scenario, m: ModelSpec, c: Constraints, offers: list[Offer], card
             laid = _Ladder(scenario, m) if _free(s, scenario) else None
             for gpu in cards.values():
                 evaluated += 1
-                plan = laid.plan(gpu, c.min_headroom) if laid else None
+                speeds: dict = {}  # by class of links: the layout's speed, where the ladder timed it
+                plan = laid.plan(gpu, c.min_headroom, speeds) if laid else None
                 if plan is None and accumulated:
                     plan = _fitting(accumulated[0], m, gpu, accumulated[1], c.min_headroom)
                 plan = plan or _fitting(scenario, m, gpu, shared, c.min_headroom)
                 if plan is None:
                     continue
                 fitting += 1
-                priced = _priced(plan, labels, offers, references[gpu.id])
+                priced = _priced(plan, labels, offers, references[gpu.id], speeds)
                 if change and shared:
                     pending.update({id(x): (labels, as_given.get(key), scenario, gpu) for x in priced})
                 setups += priced
@@ -584,17 +585,19 @@ class _Ladder:
         tried = self.tried[mb, accum]
         return None if tried is None else _fitting(tried[0], m, gpu, tried[1], 0.0)
 
-    def plan(self, gpu: GpuSpec, headroom: float) -> Plan | None:
+    def plan(self, gpu: GpuSpec, headroom: float, speeds: dict) -> Plan | None:
         """The memory plan at the builder's layout on ``gpu``, with why, where it leaves the ``headroom`` asked;
-        else None (the row is ranked at the scenario's micro-batch, as before the layout)."""
+        else None (the row is ranked at the scenario's micro-batch, as before the layout). ``speeds``: given the
+        layout's speed on the card's own links, as the ladder timed it (:func:`gpuplan.plan.build.own_links`)."""
         plans: dict = {}
         mb, accum, why = recipe_layout(self.scenario, self.m, gpu, self.global_batch, plans, self._at)
         if (mb, accum) not in plans:  # none fits: the scenario's own layout, as the builder keeps it
             return None
-        plan = plans[mb, accum][0]
+        plan, speed = plans[mb, accum]
         if plan.memory.device_peak_gib > gpu.usable_gib * (1 - headroom):
             return None
         plan._setup = replace(plan.setup, layout_why=why)
+        speeds.update(own_links(plan.setup.scenario, gpu, speed))
         return plan
 
 
@@ -629,13 +632,13 @@ def _change_note(labels: list[str], given, scenario: Scenario, x: Setup, m: Mode
             f"{speed_change(given[0], scenario, m, gpu)}")
 
 
-def _priced(plan: Plan, labels: list[str], offers: list[Offer], reference: tuple[float, str] | None) -> list[Setup]:
+def _priced(plan: Plan, labels: list[str], offers: list[Offer], reference: tuple[float, str] | None,
+            speeds: dict) -> list[Setup]:
     """A row for each of the card's offers that holds the setup, each read from the plan built on that offer (the
-    memory plan made once, the speed once per class of links); spot compared with ``reference``, the cheapest
-    on-demand price of the card anywhere."""
+    memory plan made once, the speed once per class of links, kept in ``speeds``); spot compared with
+    ``reference``, the cheapest on-demand price of the card anywhere."""
     s, gpu = plan.setup.scenario, plan.setup.gpu
     per_node = (s.world_size if s.task == "train" else s.tp * s.pp) // s.num_nodes
-    speeds: dict = {}
     out = []
     for offer in offers:
         if offer.gpu_id != gpu.id or per_node > max_per_node(offer):
