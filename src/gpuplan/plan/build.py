@@ -32,7 +32,7 @@ from ..market.offers import Offer, owned_offer
 from ..market.store import price_filter
 from ..scenario import Scenario
 from ..speed import Speed, speed_of
-from ..speed.comms import intra_node_link
+from ..speed.comms import inter_node_link, intra_node_link
 from .advice import advice
 from .layout import with_layout
 from .plan import Plan, memory_plan
@@ -170,12 +170,13 @@ def unpriced_spot(plan: Plan):
 
 
 def links_that_matter(s: Scenario, gpu, network: Network) -> object:
-    """The part of an offer's links that can change the speed of ``s`` on ``gpu``: none on one GPU, on one node the
-    link inside the node they give the card (:func:`gpuplan.speed.comms.intra_node_link`, all that the speed model
-    reads of them there: an offer saying "nvlink" of an SXM card and one that says nothing time alike), all of them
-    across nodes (offers that differ only elsewhere share one speed)."""
+    """The part of an offer's links that can change the speed of ``s`` on ``gpu`` (offers that differ only
+    elsewhere share one speed): none on one GPU; on one node, the link inside the node they give the card
+    (:func:`gpuplan.speed.comms.intra_node_link`, all the speed model reads of them there: an offer saying "nvlink"
+    of an SXM card and one that says nothing time alike); across nodes, that link, the fabric's share per GPU
+    (:func:`~gpuplan.speed.comms.inter_node_link`, at the node's GPUs) and whether the offer named its fabric."""
     if s.num_nodes > 1:
-        return network
+        return intra_node_link(gpu, network), inter_node_link(gpu, network, s.num_gpus), not network.inter_node
     return intra_node_link(gpu, network) if s.world_size > 1 or s.tp * s.pp > 1 else None
 
 

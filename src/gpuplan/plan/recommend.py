@@ -606,13 +606,13 @@ def _fitting(scenario: Scenario, m: ModelSpec, gpu: GpuSpec, shared, headroom: f
     of the card's usable memory left free), else None.
     ``shared``: the layout's memory estimated without a card, reported on this one unless the stack sizes a
     buffer from the memory the card has free (Unsloth's fused loss)."""
+    room = gpu.usable_gib * (1 - headroom)
+    if shared is not None and not stack_for(scenario).sizes_from_free_memory and \
+            device_gib(scenario, shared, gpu) > room:  # the layout's memory against the card, before it is placed
+        return None  # there (placing it changes none of what the device level reads: the GPUs, the display)
     try:
         r = resolve(scenario.on_card(gpu.id), m, gpu)
     except GpuplanError:  # the stack may refuse the card's precision (fp16 where it has no bf16)
-        return None
-    room = gpu.usable_gib * (1 - headroom)
-    if shared is not None and not stack_for(r.scenario).sizes_from_free_memory and \
-            device_gib(r.scenario, shared, gpu) > room:  # the layout's memory against the card, before a report
         return None
     plan = memory_plan(r, card_memory(r, shared))  # each report a plan's: what fits is the plan's verdict
     return plan if plan.memory.fits and plan.memory.device_peak_gib <= room else None
