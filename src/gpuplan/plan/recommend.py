@@ -36,6 +36,7 @@ from ..scenario import Scenario, read_back
 from ..scenario.stacks import STACK_NAMES
 from ..speed.comms import Link, intra_node_link
 from ..speed.gemm import can_time
+from ..speed.work import shared_work
 from ..stacks import STACKS, stack_for
 from .build import Offers, build, own_links
 from .layout import accumulation, recipe_batch
@@ -372,12 +373,13 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
     references = {g: best_on_demand(all_offers, g, price_filter(s)) for g in cards}
     biggest = max(cards.values(), key=lambda g: g.usable_gib, default=None)
     shipped = m.shipped_format()[0].name if m.quantization else None
-    evaluated, fitting, setups, pending = _search(s, m, c, offers, cards, references, shipped)
-    # sharding alone fits no card: the tensor x pipeline-parallel layouts of the stacks that split models
-    split = s.task == "train" and not fitting and bool(STACKS[s.stack].model_parallel or c.any_stack)
-    if split:
-        more, fitting, setups, pending = _search(s, m, c, offers, cards, references, shipped, split=True)
-        evaluated += more
+    with shared_work():  # each pass of the model timed once per card and shape, for every setup that repeats it
+        evaluated, fitting, setups, pending = _search(s, m, c, offers, cards, references, shipped)
+        # sharding alone fits no card: the tensor x pipeline-parallel layouts of the stacks that split models
+        split = s.task == "train" and not fitting and bool(STACKS[s.stack].model_parallel or c.any_stack)
+        if split:
+            more, fitting, setups, pending = _search(s, m, c, offers, cards, references, shipped, split=True)
+            evaluated += more
     owned = _filter_rank([x for x in setups if x.owned], c)
     setups = _filter_rank([x for x in setups if not x.owned], c)
     for x in setups[: c.top]:  # the scenario as priced: validated for the setups shown only (thousands are ranked)
