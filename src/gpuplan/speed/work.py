@@ -52,9 +52,13 @@ def _shared(fn):
         memo = _SHARED.get()
         if memo is None:
             return fn(m, gpu, *args, **kwargs)
-        key = (fn, id(m), id(gpu), args, tuple((k, tuple((id(layer), v) for layer, v in v.items())
-                                               if isinstance(v, Mapping) else v) for k, v in kwargs.items()))
-        held = memo.get(key)
+        key = (fn, id(m), id(gpu), args, *kwargs.items())
+        try:
+            held = memo.get(key)
+        except TypeError:  # a mapping among them (the linears each layer recomputes): its layers by identity
+            key = (fn, id(m), id(gpu), args, *((k, tuple((id(layer), v) for layer, v in v.items())
+                                                if isinstance(v, Mapping) else v) for k, v in kwargs.items()))
+            held = memo.get(key)
         if held is None:
             held = memo[key] = (m, gpu, kwargs, fn(m, gpu, *args, **kwargs))
         return held[-1]
