@@ -14,8 +14,9 @@ published) / published, on total output tokens/s.
 Under load: MLPerf Inference v4.0 and v4.1 Server runs of Llama-2-70B (bench/data/mlperf-server.csv), each the
 highest Poisson rate whose p99 TTFT <= 2 s and p99 TPOT <= 200 ms, against ``capacity --engine trtllm --rate`` with
 the same SLOs on one instance of the submission (its tp, gpu_batch_size, max_num_tokens 4,096, kv fraction,
-MAX_UTILIZATION as MLPerf's harness schedules), prompts of 300 tokens (assumed, as bench/mlperf_inference.py:
-OpenOrca's mean is not published) and the run's own output tokens, both drawn within +-50 % (the capacity default);
+MAX_UTILIZATION as MLPerf's harness schedules, the TensorRT engine its case file names: ``trtllm_backend``), prompts
+of 300 tokens (assumed, as bench/mlperf_inference.py: OpenOrca's mean is not published) and the run's own output
+tokens, both drawn within +-50 % (the capacity default);
 error on requests/s per instance. Each simulated rate serves as many requests as the MLPerf run sent one instance:
 its minimum duration (2,400 s in v4.1, 600 s in v4.0: ``min_duration`` in the run's Test Parameters) at its rate. A
 request of that run lived 36 s on average; capacity's default sizes each rate point to 10 request lifetimes
@@ -82,7 +83,8 @@ def server_setup(row: dict):
                        "max_num_seqs": int(row["max_batch_size"]), "tp": int(row["tp"]), "num_gpus": int(row["tp"]),
                        "gpu": row["gpu"],
                        "max_num_batched_tokens": int(row["max_num_tokens"]), "prompt_tokens": SERVER_PROMPT_TOKENS,
-                       "output_tokens": out, "capacity_scheduler_policy": "max_utilization"})
+                       "output_tokens": out, "capacity_scheduler_policy": "max_utilization",
+                       "trtllm_backend": row["backend"]})
     w = load_workload(None, {"prompt_tokens": SERVER_PROMPT_TOKENS, "output_tokens": out, "length_spread": 0.5,
                              "ttft_s": 2, "tpot_s": 0.2, "percentile": 99,
                              "num_requests": round(per_instance(row) * float(row["min_duration_s"]))})

@@ -40,34 +40,103 @@ FLAT_REQUEST_S = 57.5e-3
 
 
 # What the rows say (read off the tables; kept with the report when it is regenerated).
-NOTES = """What the rows say:
+NOTES = """Session 7 (s7-trtllm), held-out medians:
+
+| change | TTFT | TPOT |
+|---|---:|---:|
+| main at 68637fd | 31.8% | 28.5% |
+| 1. DeepSeek's all-reduces fused with the residual add and RMSNorm; launch time refitted | 31.9% | 20.8% |
+| 3. The fused MoE's expanded rows priced as memory traffic; launch time refitted | 28.6% | 21.4% |
+| 4. MLA's prompt attention at the BF16 rate (no FP8-FMHA speed-up); launch time refitted | 24.1% | 21.6% |
+
+1. `engines/trtllm.fused_kernels`: TensorRT-LLM's DeepSeek layer runs both all-reduces as one kernel with the
+   residual add and the next RMSNorm (`modeling_deepseekv3.py`, PRE/POST_MOE_FUSION at TP without attention DP).
+   Every decode step at TP 8 is 0.9 ms shorter (2 x 61 all-reduces at the fused kernel's 8 us, 2 x 61 norms fewer):
+   B200 FP4 +44..+61 % -> +32..+48 %, B200 FP8 +23..+33 % -> +16..+25 %, H200 with EP -2..-9 % -> -10..-16 %. The
+   launch time is refitted on the calibration pair (41.8 -> 43.9 us): 38 launches a layer, not 40.
+2. `trtllm_backend` (trtllm-serve `--backend`, default pytorch): every row here ran the PyTorch backend (DeepSeek-R1
+   runs on no other), so none moves; MLPerf's rows now name the TensorRT engine (bench/results/mlperf_inference.md).
+3. `speed/experts.expanded_rows_s`: TensorRT-LLM's CUTLASS fused MoE copies each token to one row per pick
+   (`expandInputRowsKernel`, in the first GEMM's input type) and reads every pick's 16-bit output row back to sum
+   them (`finalizeMoeRoutingKernel`), `hidden x (4 tokens + (a + 4) picks)` bytes a layer on the busiest GPU. At
+   EP 1 each GPU carries every pick (8 per token), at EP 8 an eighth: the H200 slopes rise 23.1 -> 27.9 (EP 1),
+   19.6 -> 20.3 (EP 4) and 19.1 (EP 8) ms per 1k tokens against 53.3, 35.8 and 34.7 measured. The launch time
+   refitted on the calibration pair rises with it (43.9 -> 47.2 us), so the held-out intercepts rise too (H200 EP 4
+   and 8: 85-86 -> 92-93 ms against 77 and 69). Held out: TTFT 31.9 -> 28.6 %, TPOT 20.8 -> 21.4 % (mixed steps
+   of the InferenceX rows wait longer on the launches). Elsewhere: trtllm.py's MoE on one GPU held out 7.4 ->
+   6.6 % (NVFP4 dispatch refitted, prefill 100 -> 80 ns a token and layer), MLPerf's Mixtral rows 2.9 -> 0.9 %.
+4. `engines/trtllm.Trtllm.timing`: TensorRT-LLM's MLA context path expands the latent with `kv_b_proj` and runs a
+   BF16 MHA (`_torch/modules/attention.py` `MLA.forward_context_default`: "Currently we use BF16 MHA for context
+   phase", 2025 releases), so DeepSeek's prompt attention no longer takes `TRTLLM_CONTEXT_ATTENTION_SPEEDUP` (the
+   FP8 context FMHA, 1.5x, fitted on dense models). At 8,192 tokens on the H200 it is 20 ms longer; the launch time
+   refitted on the calibration pair rises 47.2 -> 48.9 us. Held out: TTFT 28.6 -> 24.1 %, TPOT 21.4 -> 21.6 %;
+   no non-MLA row changes beyond the launch time (trtllm.py MoE on one GPU held out 6.6 %, fitted 3.6 -> 3.8 %).
+
+Looked at, with sources, and not built (the prefill slope, 1.8-2.3x on the H200s, and B200 decode):
+
+- **Which MoE backend.** DeepSeek-R1 runs TensorRT-LLM's CUTLASS fused MoE on both GPUs in both releases:
+  `MoeConfig.backend` defaults to CUTLASS (`llmapi/llm_args.py`; later AUTO, which `ModelConfig.
+  resolve_moe_backend` resolves to CUTLASS for every architecture but gpt-oss and DeepSeek-V4), and
+  `fused_moe/create_moe.py get_moe_cls` picks TRTLLM-Gen, DeepGEMM or WIDEEP only when asked. gpuplan's grouped
+  GEMM stands for it.
+- **The GEMM rate is not the slope's cause.** DeepGEMM's published FP8 block-scale rates on an H800 (its README,
+  28 DeepSeek shapes, dense and grouped) are a median 0.87 of what gpuplan's FP8 model gives the same shapes on
+  an H100 SXM (0.80 for its shapes of 256 rows and more), and TensorRT-LLM's GEMMs are already priced at 0.9 of it
+  (`TRTLLM_GEMM_PEAK_SHARE`): at most 10-20 % of the GEMM time, against a slope 1.8x too fast. What the slopes
+  imply: about 37 B active parameters, 9.25 TFLOP per GPU per 1k tokens at TP 8, is 174 TFLOPS per H200 at EP 1
+  (9 % of its FP8 peak) and 221 TFLOPS per B200 at EP 8 (2.5 % of its FP4 peak); the B200 gains nothing over the
+  H200 at EP 4 and loses at EP 8, which is the issue's own complaint (TensorRT-LLM 0.21). A slowdown that grows
+  with expert parallelism on the faster GPU points at the 0.21 MoE path on Blackwell, not at any rate gpuplan can
+  take from a datasheet or a kernel table; no source gives its cost per token.
+- **Expert slices at EP 1.** At TP 8 without EP each GPU runs every routed pick through 1/8 of each expert
+  (`intermediate_size_per_partition`: the down projection's K is 256). The expanded rows' traffic (item 3) now
+  gives EP 1 8.8 ms per 1k tokens more than EP 8 (4.0 before it), of 18.6 measured; the down GEMM's short K (its
+  rows priced as 2,048 deep by 896 wide, where TensorRT-LLM splits K) adds about 1 ms per 1k tokens more if
+  corrected, in the GEMM model all engines share, and is left.
+- **FP8 quantize kernels.** On Hopper each FP8 block-scale linear is two kernels (`fp8_quantize_1x128`, then
+  `fp8_block_scaling_gemm`); on Blackwell one (`fp8_swap_ab_gemm`, DeepGEMM) (`_torch/modules/linear.py`
+  `FP8BlockScalesLinearMethod.apply`). Counting them (5 more kernels a layer on the H200, and NVFP4's
+  `fp4_quantize` on the B200), tried after item 1, moved TPOT 20.8 -> 20.4 % and TTFT 32.0 -> 33-35 % (the
+  refitted launch time falls to 38.9 us and the B200 prompts launch fewer kernels): not landed.
+- **The NVFP4 fused MoE's dispatch on this road.** `speed/offline.moe_dispatch_s` (fitted on trtllm-bench's B200
+  rows: 80 ns a prompt token and 200 ns a decoding one, per MoE layer) is added by the offline model only. With its
+  prompt part in the serving step, the B200 FP4 8,192-token rows move -60/-67/-72 % -> -50/-57/-64 % (median
+  unchanged); with its decode part too, the step model's closed form (the larger of a decode step's and a prefill
+  step's linear work for T tokens, serving/steptime.sample) would price prompt tokens at the decode rate. Left for
+  a step model that keeps the two apart.
+- **B200 decode** stays 16-48 % slow: at one user the step is 61 layers of fixed per-kernel cost, and what makes
+  TensorRT-LLM's Blackwell layer cheaper than its Hopper one (kernel fusions of the TRTLLM-Gen path, PDL) needs a
+  kernel count of the Blackwell path or a profile, which no source here gives.
+
+What the rows say:
 
 - **The fixed part.** One request's TTFT grows linearly with its prompt on every configuration, and the line's
   intercept is what a request pays whatever its length. On the calibration pair (H200, FP8, no expert parallelism)
   it is 79 ms. Before, the simulation's own steps held 22 ms of it and a flat 57.5 ms per request took the rest.
   Now the server path is vLLM's 14.7 ms (borrowed: both are Python OpenAI servers that tokenize, hand off,
   detokenize and stream), and the step that holds the prompt runs without a CUDA graph, as TensorRT-LLM's PyTorch
-  backend runs it (`ScheduledRequests.can_run_cuda_graph`): 40 kernels a layer x 61 layers launched at 41.8 us
-  (`overheads.TRTLLM_EAGER_LAUNCH_S`, the value that brings the pair's intercept to 79 ms) take 102 ms, longer
-  than the GPU's work for 1,600 tokens (so that point sits at 117 ms) and shorter than for 8,192. The per-launch
-  figure lands beside SGLang's 41.5 us, fitted on other runs.
-- **Held out.** The H200 at expert parallelism 4 and 8 measure 77 and 69 ms of fixed part: gpuplan 85 and 86 now,
-  79 with the flat constant, 36 with vLLM's figure alone. The B200 box measures 104-106 ms: 112-115 now, 71 before,
-  because its faster GPU leaves the launches showing at both lengths (its slope collapses to 1-3 ms per 1k tokens
-  against 35-42 measured, so the intercept is right for the wrong share). Held-out TTFT median error 41.1 % -> 31.8
-  %: the 1,600-token rows and InferenceX's B200 rows gain, the 8,192-token rows lose the 43 ms the flat constant
-  gave every request.
+  backend runs it (`ScheduledRequests.can_run_cuda_graph`): 38 kernels a layer x 61 layers launched at 48.9 us
+  (`overheads.TRTLLM_EAGER_LAUNCH_S`, the value that brings the pair's intercept to 79 ms) take 113 ms, longer
+  than the GPU's work for 1,600 tokens (so that point sits at 128 ms) and shorter than for 8,192. The per-launch
+  figure lands near SGLang's 41.5 us, fitted on other runs (41.8 us in session 6, before items 1, 3 and 4).
+- **Held out.** The H200 at expert parallelism 4 and 8 measure 77 and 69 ms of fixed part: gpuplan 92 and 93 now,
+  74 with the flat constant, 36 with vLLM's figure alone. The B200 box measures 104-106 ms: 118-126 now, 68 with the
+  flat constant, because its faster GPU leaves the launches showing at both lengths (its slope collapses to 1-6 ms
+  per 1k tokens against 35-42 measured, so the intercept is right for the wrong share). Held-out TTFT median error
+  (session 6) 41.1 % -> 31.8 %: the 1,600-token rows and InferenceX's B200 rows gain, the 8,192-token rows lose
+  the 43 ms the flat constant gave every request; 24.1 % after session 7.
 - **What it changes elsewhere.** A small dense model's prompt no longer pays 57.5 ms: Llama-3.1-8B on one H100
-  (1,024-token prompts, one user) 84 -> 41 ms TTFT, its 448 launches (18.7 ms) hidden behind the GPU's prefill.
+  (1,024-token prompts, one user) 84 -> 41 ms TTFT, its 448 launches (21.9 ms at 48.9 us) hidden behind the GPU's
+  prefill.
   The launches are part of the step, so every request sharing a step with a prompt waits on them: TPOT of the
   InferenceX rows (4-16 users) rises by up to 3 %.
-- **What stays wrong is the slope**, the prefill's GPU work per token: 1.8-2.3x too fast on the H200s and far more
+- **What stays wrong is the slope**, the prefill's GPU work per token: 1.6-1.8x too fast on the H200s and far more
   on the B200s (DeepSeek-R1's MLA prefill and MoE at TP 8 in TensorRT-LLM 0.21). That is the MoE prefill model's
   miss (issue 31 item 2), not a fixed cost, and no constant here was fitted to it.
-- **TPOT** (LLMPerf's p50 inter-token latency; InferenceX's mean TPOT): within 2-9 % on the H200 with expert
-  parallelism, 23-26 % short without it; too slow on every B200 row, +44..+61 % for FP4 (TensorRT-LLM 0.21) and
-  +23..+33 % for FP8 (1.3.0rc14, InferenceX): DeepSeek's decode on Blackwell as TensorRT-LLM runs it, an MoE item
-  of issue 31.
+- **TPOT** (LLMPerf's p50 inter-token latency; InferenceX's mean TPOT), with the fused all-reduce: 8-16 % short on
+  the H200 with expert parallelism, 20-32 % short without it; too slow on every B200 row, +32..+48 % for FP4
+  (TensorRT-LLM 0.21) and +16..+25 % for FP8 (1.3.0rc14, InferenceX): DeepSeek's decode on Blackwell as
+  TensorRT-LLM runs it, an MoE item of issue 31.
 - **Eight users** (H200, 1,600 tokens): measured TTFT 480-700 ms, gpuplan 216-242 ms; LLMPerf sends the eight at
   once, so the queue behind one another's prompts is set by the same prefill slope.
 """

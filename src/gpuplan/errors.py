@@ -5,8 +5,10 @@ The CLI prints any :class:`GpuplanError` as one red line and exits with code 2.
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 ECHO_LIMIT = 60  # characters of a user's value an error line quotes back
 MESSAGE_LIMIT = 1000  # characters of a whole message: a sentence, a few names and values quoted back
@@ -170,3 +172,28 @@ def no_control(value: str, what: str) -> str:
         kind = "a byte that is not UTF-8" if "\ud800" <= char <= "\udfff" else "a control character"
         raise GpuplanError(f"{what} {echo(value)} holds {kind} ({ascii(char)[1:-1]}): use a name without one")
     return value
+
+
+@functools.cache
+def number_fields(model: Any) -> frozenset[str]:
+    """The fields of ``model`` (a pydantic model class) that take an int or a float (alone or beside None or a
+    string), none of which takes a yes/no."""
+    import typing
+
+    out = set()
+    for name, info in model.model_fields.items():
+        kinds = set(typing.get_args(info.annotation)) or {info.annotation}
+        if kinds & {int, float} and bool not in kinds:
+            out.add(name)
+    return frozenset(out)
+
+
+def yes_for_a_number(model: Any, data: Any) -> str | None:
+    """``'NAME' takes a number, not true`` for the first bool ``data`` gives a number field of ``model``: pydantic's
+    lax mode would read it as 1 or 0 (a ``mode="before"`` validator's check); None when there is none."""
+    if not isinstance(data, Mapping):
+        return None
+    for name, value in data.items():
+        if isinstance(value, bool) and name in number_fields(model):
+            return f"{name!r} takes a number, not {str(value).lower()}"
+    return None

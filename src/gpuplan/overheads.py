@@ -747,9 +747,9 @@ DECODE_BANDS: dict[tuple[str, str, str], tuple[float, float, int, str]] = {
                                "MI325X (InferenceX, 0.5.19: +14% and +17%) (bench/results/bands.md)"),
     ("trtllm", "dense", "NVIDIA"): (-0.12, 0.08, 164, "NVIDIA's trtllm-bench tables, Llama 3.x 8B-405B "
                                     "(bench/results/bands.md)"),
-    ("trtllm", "MoE", "NVIDIA"): (-0.20, 0.08, 47, "NVIDIA's trtllm-bench tables on one GPU (GB200, H100, H200, "
+    ("trtllm", "MoE", "NVIDIA"): (-0.16, 0.09, 47, "NVIDIA's trtllm-bench tables on one GPU (GB200, H100, H200, "
                                   "GH200; the B200 rows fit the fused MoE), Llama 4 Scout, Qwen3-30B-A3B, "
-                                  "Mixtral-8x7B: gpuplan up to 1.7x too fast (bench/results/bands.md)"),
+                                  "Mixtral-8x7B: gpuplan up to 1.6x too fast (bench/results/bands.md)"),
     ("transformers", "dense", "NVIDIA"): (-0.20, 0.05, 4, "Qwen-1 1.8B-72B decode runs (bench/results/bands.md)"),
     ("llama.cpp", "dense", "NVIDIA"): (-0.10, 0.15, 14, "llama-bench generation of Llama-2-7B (Q4_0, Q8_0, F16) on 12 "
                                        "CUDA cards (bench/results/llama_bench.md)"),
@@ -841,22 +841,29 @@ TRTLLM_REQUEST_S = VLLM_V1_REQUEST_S
 # H200s (v0.21.0rc2, TP 8), 164.6 ms TTFT at 1,600 prompt tokens and 515.8 ms at 8,192, whose intercept of TTFT
 # against prompt length is 79.4 ms; the launch time that brings the simulated intercept there (TRTLLM_REQUEST_S
 # borrowed, bisection). It replaces a flat 57.5 ms per request fitted on the same pair (a 61-layer MoE step's host
-# time charged to every model's requests).
-TRTLLM_EAGER_LAUNCH_S = 41.8e-6
+# time charged to every model's requests). Refitted (2026-11-29, s7) when DeepSeek's layer took TensorRT-LLM's fused
+# all-reduce + RMSNorm (engines/trtllm.fused_kernels: two kernels fewer per layer to launch): 41.8 -> 43.9 us; and
+# when the fused MoE's expanded rows were priced (speed/experts.expanded_rows_s: the 8,192-token prompt's GPU work
+# grew more than the 1,600-token one's, so the intercept left to the launches grew): 43.9 -> 47.2 us; and when MLA's
+# prompt attention left the FP8-FMHA speed-up (engines/trtllm.Trtllm.timing: a BF16 MHA): 47.2 -> 48.9 us.
+TRTLLM_EAGER_LAUNCH_S = 48.9e-6
 # TensorRT-LLM's context attention against gpuplan's FlashAttention figure (ATTENTION_PEAK_FRACTION of the bf16 peak):
 # fitted at 1.5x. trtllm-bench builds FP8 and NVFP4 engines with FP8 context FMHA (tensorrt_llm/bench/build/build.py:
 # use_fp8_context_fmha = True "if NVFP4 or FP8 quantization is enabled"), whose peak is twice the bf16 one.
 TRTLLM_CONTEXT_ATTENTION_SPEEDUP = 1.5
-# TensorRT-LLM's fused NVFP4 MoE beyond its grouped GEMMs (speed/offline.moe_dispatch_s): routing (top-k softmax), the
-# expansion of each token into its top-k rows with the activations' FP4 quantization, the finalize kernel that
-# scatters and weights them back, the per-expert padding of the grouped GEMM's tiles. Seconds per token and MoE layer
+# TensorRT-LLM's fused NVFP4 MoE beyond its grouped GEMMs and its expanded rows' memory traffic (speed/offline.
+# moe_dispatch_s; the traffic is speed/experts.expanded_rows_s): routing (top-k softmax), the activations' FP4
+# quantization, the per-expert padding of the grouped GEMM's tiles. Seconds per token and MoE layer
 # at prefill and at decode, and per MoE layer and iteration. Fitted by `python bench/trtllm.py --fit-moe` (a grid,
 # median |error|) on the 20 B200 MoE rows of the overview (Llama 4 Scout and Qwen3-30B-A3B, NVFP4: 2.5 %); held out:
 # the GB200 rows of the same tables. FP8 MoE on Hopper does not pay it (release 0.17's one-GPU Mixtral 8x7B rows on
 # H100, H200 and GH200 and MLPerf's Mixtral on 8 H200s land within 2-8 % without it, 5-15 % slow with it).
 # Refitted with TRTLLM_EAGER_LAUNCH_S (2026-11-29: prefill 80 -> 100 ns, decode 250 -> 200 ns, per layer and
-# iteration 30 -> 0 us, the context steps' launches now holding that fixed part; fitted rows 7.3 -> 2.5 %).
-TRTLLM_MOE_PREFILL_TOKEN_S = 100e-9
+# iteration 30 -> 0 us, the context steps' launches now holding that fixed part; fitted rows 7.3 -> 2.5 %). Refitted
+# again (s7) once the expanded rows' memory traffic is priced on its own (speed/experts.expanded_rows_s, every
+# dtype): prefill 100 -> 80 ns, decode 200 ns and 0 us unchanged (grid widened down to 0); fitted rows 2.5 -> 3.8 %
+# (launch 48.9 us), held out 7.4 -> 6.6 %.
+TRTLLM_MOE_PREFILL_TOKEN_S = 80e-9
 TRTLLM_MOE_DECODE_TOKEN_S = 200e-9
 TRTLLM_MOE_LAYER_STEP_S = 0.0
 

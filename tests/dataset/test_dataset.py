@@ -86,6 +86,34 @@ def test_sharegpt_turns_are_counted_as_trl_reads_them(tmp_path, tokenizer):
     assert counted == [("messages", 7, 1)] * 2
 
 
+def test_chats_without_an_assistant_turn_are_warned_of(tmp_path, tokenizer):
+    """Chat records with no reply turn were planned as "loss on: the assistant turns only" without a word, though
+    they train nothing and TRL's SFTTrainer (assistant_only_loss) stops on them. The reader counts them (a
+    ShareGPT ``gpt`` turn is a reply, as Axolotl maps it); the plan warns in one sentence, counting them; a file
+    where every chat has a reply gets no warning."""
+    user = {"role": "user", "content": "hello the cat"}
+    reply = {"role": "assistant", "content": "the cat sat"}
+    files = {"none": [[user]] * 4, "some": [[user], [user, reply], [user], [user, reply], [user, reply]],
+             "share": [[{"from": "human", "value": "hello"}, {"from": "gpt", "value": "the cat"}]] * 3,
+             "all": [[user, reply]] * 3}
+    warned = {}
+    for name, chats in files.items():
+        path = tmp_path / f"{name}.jsonl"
+        key = "conversations" if name == "share" else "messages"
+        path.write_text("".join(json.dumps({key: c}) + "\n" for c in chats))
+        plan = gpuplan_estimate({"model": "llama-3.2-1b", "task": "train", "method": "lora", "gpu": "rtx-4090",
+                                 "dataset": str(path), "tokenizer": str(tokenizer)})
+        assert any(c["name"] == "loss on" for c in plan.recipe["choices"])
+        warned[name] = [w for w in plan.warnings if "assistant turn" in w]
+    assert warned["none"] == ["none of the 4 chat records has an assistant turn: the loss is on the assistant turns "
+                              "only, so they train nothing and TRL's SFTTrainer (assistant_only_loss) stops on them; "
+                              "add the replies, drop those records, or give them as text ({\"text\": ...}) to train "
+                              "on all of it"]
+    assert len(warned["some"]) == 1 and warned["some"][0].startswith(
+        "2 of the 5 records are chats without an assistant turn: ")
+    assert warned["share"] == [] and warned["all"] == []
+
+
 def test_truncation_cuts_at_seq_len(data, tokenizer):
     """At seq_len 5 the records of 6, 4, 3 and 7 tokens (EOS included) train 5 + 4 + 3 + 5 = 17 tokens; 2 cut."""
     from gpuplan.dataset import profile

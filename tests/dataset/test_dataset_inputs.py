@@ -74,6 +74,10 @@ def test_a_csv_field_over_128k_characters_is_read(tmp_path, tokenizer):
     ("null.jsonl", '{"text": "a"}\n{"text": null}\n', "null.jsonl, record 2: its text is null, not text"),
     ("num.jsonl", '{"prompt": 3, "completion": "a"}\n', "num.jsonl, record 1: its prompt is 3, not text"),
     ("other.csv", "a,b\n1,2\n", "other.csv, record 1: its fields ['a', 'b'] are none of the forms"),
+    # session 7's walk: an empty turn list read "bad scenario: 'NoneType' object is not iterable"
+    ("nochat.jsonl", '{"messages": [{"role": "user", "content": "a"}]}\n{"messages": []}\n',
+     "nochat.jsonl, record 2: its messages list is empty: a chat record needs its turns; drop the record"),
+    ("noshare.jsonl", '{"conversations": []}\n', "noshare.jsonl, record 1: its conversations list is empty"),
 ])
 def test_bad_dataset_files_are_one_sentence_naming_the_file(tmp_path, tokenizer, name, content, said):
     path = tmp_path / name
@@ -81,6 +85,20 @@ def test_bad_dataset_files_are_one_sentence_naming_the_file(tmp_path, tokenizer,
     with pytest.raises(GpuplanError) as err:
         plan(path, tokenizer)
     assert said in str(err.value), str(err.value)
+
+
+@pytest.mark.parametrize("config", ['{"pad_token": "</s>"}', '{"eos_token": 5}', '{"bos_token": ["<s>"]}'])
+def test_a_config_without_a_text_eos_takes_the_tokenizer_s_own(tmp_path, tokenizer, config):
+    """A tokenizer_config.json naming no EOS as text (a pad token only; an EOS that is a number; a BOS that is a
+    list) read "tokenizer.json is not valid JSON" or a TypeError traceback: the special-token comprehension's walrus
+    rebound the tokenizer's text (session 7's walk). The EOS now comes from tokenizer.json's special tokens."""
+    folder = folder_with(tmp_path, tokenizer, config)
+    assert tokenize.load_tokenizer(str(folder)).eos_token == "</s>"
+    from gpuplan.dataset import profile
+
+    data = tmp_path / "t.jsonl"
+    data.write_text(json.dumps({"text": "hello world"}) + "\n")
+    assert profile(plan(data, folder)).stats.tokens_total == 2
 
 
 def test_a_byte_order_mark_at_the_start_of_a_jsonl_is_read(tmp_path, tokenizer):

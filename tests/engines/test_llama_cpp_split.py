@@ -33,6 +33,31 @@ def test_a_4090_beside_a_3090_splits_70b_q4_k_m_by_memory():
     assert s3090.tokens_per_s < p.speed.tokens_per_s < s4090.tokens_per_s
 
 
+def test_a_split_that_fits_says_its_largest_batch_and_prompt():
+    """A split that fits printed "largest batch that fits: none; longest prompt: none" (each device was planned
+    without the limits search; session 7's walk). The whole holds what its tightest device holds: the least over the
+    devices of each one's search, and a split of two equal cards holds within one request of what the even layout
+    of two of them holds."""
+    from gpuplan.plan.advice import largest_fitting
+    from gpuplan.plan.resolve import resolve
+    from gpuplan.plan.split import _device_scenario, split_cards
+    from gpuplan.scenario import scenario_from
+
+    p = gpuplan.estimate(PAIR)
+    s = scenario_from(PAIR)
+    cards = split_cards(s)
+    found = []
+    for i in range(2):
+        r = resolve(_device_scenario(s, cards, [c.usable_gib for c in cards], i))
+        found.append(largest_fitting(r.scenario, r.model, r.gpu))
+    assert p.memory.max_batch_size == min(b for b, _ in found) and p.memory.max_batch_size >= 1
+    assert p.memory.max_seq_len == min(n for _, n in found) and p.memory.max_seq_len >= PAIR.get("prompt_tokens", 1024)
+    even = gpuplan.estimate({**{k: v for k, v in PAIR.items() if k != "extra_gpus"}, "gpu": "rtx-3090",
+                             "num_gpus": 2})
+    pair = gpuplan.estimate({**PAIR, "gpu": "rtx-3090"})
+    assert abs(pair.memory.max_batch_size - even.memory.max_batch_size) <= 1  # 10 and 11 requests
+
+
 def test_a_split_that_overfills_one_card_does_not_fit():
     p = gpuplan.estimate({**PAIR, "tensor_split": [3, 1]})
     first, second = p.memory.engine["devices"]

@@ -151,3 +151,43 @@ def test_trtllm_runs_on_nvidia_only(gpu):
     with pytest.raises(GpuplanError, match="NVIDIA GPUs only"):
         estimate({"model": "qwen3-8b", "task": "infer", "engine": "trtllm", "gpu": gpu}, advise=False)
     assert estimate({"model": "qwen3-8b", "task": "infer", "engine": "vllm", "gpu": "mi300x"}, advise=False).memory.fits
+
+
+def test_trtllm_backend_picks_the_runtime_and_the_launch_file_writes_it():
+    """``trtllm_backend`` is trtllm-serve's ``--backend``: pytorch (the default) launches a context step's kernels
+    from Python, tensorrt runs a built engine from the C++ runtime. Llama-3.1-8B on an H100 with a 128-token prompt:
+    (14 - 7 + 7) x 32 = 448 launches at overheads.TRTLLM_EAGER_LAUNCH_S hold the PyTorch step; the TensorRT engine's
+    step is the GPU's work alone. Decode steps (CUDA graphs) are the same in both."""
+    from gpuplan import overheads as oh
+    from gpuplan.launchers import launch_files, launch_plan
+    from gpuplan.plan.resolve import resolve
+    from gpuplan.speed.inference import step_timer
+
+    def timer(**fields):
+        r = resolve(scenario_from({**SERVE, **fields}))
+        return step_timer(r.scenario, r.model, r.gpu)
+
+    torch_flow, engine = timer(), timer(trtllm_backend="tensorrt")
+    assert trtllm.backend(scenario_from(SERVE)) == "pytorch" and torch_flow.timing.eager_prompts
+    assert not engine.timing.eager_prompts and engine.timing.launch_s == 0.0
+    launched = torch_flow.prefill_parts(128)
+    assert launched["kernel_launches"] > 0
+    assert sum(v for k, v in launched.items() if k != "host") == pytest.approx(448 * oh.TRTLLM_EAGER_LAUNCH_S)
+    assert "kernel_launches" not in engine.prefill_parts(128)
+    assert engine.prefill_s(128) < 0.5 * torch_flow.prefill_s(128)
+    assert engine.decode_s(64, 1000) == torch_flow.decode_s(64, 1000)
+    for value, flag in ((None, "pytorch"), ("tensorrt", "tensorrt"), ("pytorch", "pytorch")):
+        fields = {"trtllm_backend": value} if value else {}
+        text = {f.name: f for f in launch_files(launch_plan({**SERVE, **fields}), ["trtllm"])}["trtllm-serve.sh"].text
+        assert f"--backend {flag} " in text
+
+
+def test_trtllm_backend_is_said_only_when_set_and_refused_as_another_engines_setting():
+    """Unset, the field stays out of a scenario's dump (answers recorded before it read as they did); a value
+    outside trtllm-serve's choices is one clear error, and given to vLLM it is refused as TensorRT-LLM's setting."""
+    assert "trtllm_backend" not in scenario_from(SERVE).model_dump()
+    assert scenario_from({**SERVE, "trtllm_backend": "tensorrt"}).model_dump()["trtllm_backend"] == "tensorrt"
+    with pytest.raises(GpuplanError, match="trtllm_backend"):
+        scenario_from({**SERVE, "trtllm_backend": "onnx"})
+    with pytest.raises(GpuplanError, match="trtllm_backend are TensorRT-LLM's settings: set engine trtllm"):
+        estimate({**SERVE, "engine": "vllm", "trtllm_backend": "tensorrt"})

@@ -54,6 +54,7 @@ def write(tmp_path: Path, *args: str) -> Path:
     ("sd1.5", "train_dreambooth_lora.py", ["--resolution", "512", "--micro-batch-size", "4"]),
     ("sd1.5", "train_dreambooth.py", ["--method", "full", "--resolution", "512"]),
     ("sd3-medium", "train_dreambooth_lora_sd3.py", ["--resolution", "1024", "--lora-rank", "8"]),
+    ("sdxl", "train_dreambooth_lora_sdxl.py", ["--resolution", "1024", "--text-encoders", "trained"]),
 ])
 def test_diffusers_command_reads_back_through_the_scripts_parse_args(model, script, extra, tmp_path):
     args = ["--model", model, "--task", "train", "--method", "lora", "--gpu", "a100-80gb", "--target", "diffusers",
@@ -69,6 +70,7 @@ def test_diffusers_command_reads_back_through_the_scripts_parse_args(model, scri
     assert parsed.use_8bit_adam == (given.get("--optimizer") == "adamw-8bit")
     assert parsed.train_batch_size == int(given.get("--micro-batch-size", 1))
     assert parsed.with_prior_preservation == ("--prior-preservation" in given)
+    assert parsed.train_text_encoder == (given.get("--text-encoders") == "trained")
     if "lora" in script:
         assert parsed.rank == int(given.get("--lora-rank", 16))
     plan = json.loads((out / "plan.json").read_text())
@@ -85,6 +87,7 @@ def kohya_options() -> set[str]:
                   "--optimizer", "adamw-8bit", "--text-encoders", "cached"]),
     ("sdxl", ["--resolution", "1024", "--cache-latents", "true", "--text-encoders", "frozen"]),
     ("sd1.5", ["--method", "full", "--resolution", "512"]),
+    ("sd1.5", ["--resolution", "512"]),  # sd-scripts' default for LoRA: the text encoders' LoRA trained too
 ])
 def test_kohya_toml_holds_sd_scripts_options(model, extra, tmp_path):
     out = write(tmp_path, "--model", model, "--task", "train", "--method", "lora", "--gpu", "rtx-4090",
@@ -97,12 +100,14 @@ def test_kohya_toml_holds_sd_scripts_options(model, extra, tmp_path):
     assert training["cache_text_encoder_outputs"] == ("cached" in extra)
     if "," in extra[extra.index("--resolution") + 1]:
         assert training["enable_bucket"] and training["max_bucket_reso"] == 1216
+    if "full" not in extra:
+        assert tables["network"]["network_train_unet_only"] == ("--text-encoders" in extra)
     if "fp8" in extra:
         assert tables["network"]["fp8_base"] and tables["network"]["network_module"] == "networks.lora_flux"
     argv = command_of((out / "kohya-train.sh").read_text())
     assert argv[-2:] == ["--config_file", "kohya.toml"]
     assert argv[4] == {"flux-dev": "flux_train_network.py", "sdxl": "sdxl_train_network.py",
-                       "sd1.5": "train_db.py"}[model]
+                       "sd1.5": "train_db.py" if "full" in extra else "train_network.py"}[model]
 
 
 def test_simpletuner_config_keys_are_its_options(tmp_path):
@@ -146,6 +151,10 @@ def test_ai_toolkit_yaml_has_the_example_configs_layout(tmp_path):
     (["--model", "sdxl", "--resolution", "1024,1216x832", "--target", "diffusers"], "aspect buckets"),
     (["--model", "sdxl", "--target", "vllm"], "does not apply to a diffusion model"),
     (["--model", "sdxl", "--target", "kohyaa"], "did you mean kohya"),
+    (["--model", "sdxl", "--stack", "kohya", "--target", "simpletuner"], "use --target kohya or diffusers"),
+    (["--model", "sdxl", "--stack", "kohya", "--target", "ai-toolkit"], "this plan trains them"),
+    (["--model", "sdxl", "--stack", "simpletuner", "--text-encoders", "trained"], "stack kohya or diffusers"),
+    (["--model", "sdxl", "--method", "full", "--stack", "kohya", "--text-encoders", "trained"], "not full"),
 ])
 def test_what_a_trainer_cannot_run_is_one_sentence(args, words, tmp_path, capsys):
     base = ["launch", "--task", "train", "--method", "lora", "--gpu", "a100-80gb", "-o", str(tmp_path / "o")]

@@ -18,6 +18,7 @@ import yaml
 from test_launch_stacks import AXOLOTL_READ, cached_packages, child
 
 from conftest import require
+from gpuplan import GpuplanError
 from gpuplan.launchers import launch_files, launch_plan, write
 from gpuplan.launchers.settings import AXOLOTL_VERSION, LaunchOptions
 
@@ -103,3 +104,24 @@ def test_axolotl_takes_the_dataset_of_each_kind(tmp_path, tokenizer):
         valid = read[str(folder)]["config"]["datasets"][0]
         assert read[str(folder)]["unknown"] == []
         assert valid["path"] == "json" and valid["data_files"] == str(tmp_path / f"{kind}.jsonl")
+
+
+def test_chats_without_a_reply_are_refused_by_trl_stacks_and_said_by_others(tmp_path, tokenizer):
+    """Chat records with no assistant turn under a loss on the assistant turns only: TRL's SFTTrainer stops on the
+    first one ("at least one example has no assistant tokens"), so the hf and Unsloth files would fail before their
+    first step: refused in one sentence, nothing written. torchtune masks them and runs: its files say it in a
+    warning line of their header."""
+    data = tmp_path / "asks.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in [
+        {"messages": [{"role": "user", "content": "the cat"}]},
+        {"messages": [{"role": "user", "content": "the cat"}, {"role": "assistant", "content": "sat"}]}]))
+    scenario = dict(model="qwen2.5-1.5b", task="train", method="lora", gpu="l40s", dataset=str(data),
+                    tokenizer=str(tokenizer))
+    for stack in ("hf", "unsloth"):
+        with pytest.raises(GpuplanError) as err:
+            launch_plan({**scenario, "stack": stack})
+        assert str(err.value).startswith(f"the {stack} files would stop before the first step: 1 of the 2 records "
+                                         "are chats without an assistant turn: ")
+    plan = launch_plan({**scenario, "stack": "torchtune"})
+    header = [line for line in plan.header() if line.startswith("warning: ")]
+    assert header == [f"warning: {plan.result.warnings[-1]}"] and "1 of the 2 records" in header[0]

@@ -189,6 +189,17 @@ TINY = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_si
     ({"hidden_size": "256"}, "hidden_size must be a number, got '256'"),
     ({"model_type": "mixtral", "num_local_experts": 0, "num_experts_per_tok": 4}, "num_local_experts must be"),
     ({"model_type": "mixtral", "num_local_experts": 2, "num_experts_per_tok": 4}, "experts per token but only 2"),
+    # session 7's walk: Gemma 4's key, top_k_experts 999 of 128, ended in an OverflowError traceback in the speed
+    ({"text_config": {"num_experts": 128, "top_k_experts": 999}},
+     "999 experts per token but only 128 experts; top_k_experts must not exceed the expert count"),
+    ({"text_config": {"num_experts": 128, "top_k_experts": 0}}, "top_k_experts must be between 1 and"),
+    # the sizes the common-keys reader takes for Mamba and sparse-attention layers: a list (Nemotron-H's n_groups)
+    # or an object (GLM-5's index_n_heads) ended in a TypeError inside the reader
+    ({"n_groups": []}, "n_groups must be"), ({"index_n_heads": {}}, "index_n_heads must be"),
+    ({"moe_k": {}}, "moe_k must be"),
+    ({"interleave_moe_layer_step": "8"}, "interleave_moe_layer_step must be a number"),
+    # a per-layer width list (Gemma 3n's form) given to a family whose reader takes one number: a TypeError before
+    ({"intermediate_size": [1, 2]}, "intermediate_size is a list (one per layer or part), and llama configs give"),
     ({"quantization_config": [1, 2]}, "quantization_config must be a JSON object, got list"),
     ({"num_key_value_heads": 0}, "num_key_value_heads must be between 1 and"),
     ({"model_type": ["llama"]}, "model_type must be text"),
@@ -353,3 +364,18 @@ def test_new_models_match_their_cards():
     assert round(load_model("qwen3-4b").params_total / 1e9, 1) == 4.0
     assert round(load_model("qwen3-14b").params_total / 1e9, 1) == 14.8
     assert round(load_model("gemma-4-e2b").params_total / 1e9, 1) == 5.1
+
+
+@pytest.mark.parametrize("name, said", [
+    ("openai/gpt-oss-20b:latest", "give the bundled 'openai/gpt-oss-20b'"),
+    ("qwen3:8b", "give the bundled 'Qwen/Qwen3-8B'"),
+    ("llama3.1:8b-instruct-q4_K_M", "give a bundled name (`gpuplan models`), a Hugging Face repo id or a path"),
+])
+def test_an_ollama_tag_names_the_model_it_means(name, said):
+    """Ollama names models with a tag after a colon; `openai/gpt-oss-20b:latest` read "no such file" (session 7's
+    walk). The sentence now says the tag is no part of the name and names the bundled model meant, where one is."""
+    with pytest.raises(GpuplanError) as err:
+        load_model(name)
+    tag = name.rpartition(":")[2]
+    assert str(err.value) == (f"model {name!r}: ':{tag}' is a tag, as Ollama names models, not part of a model "
+                              f"name; {said}")

@@ -339,3 +339,31 @@ def test_architectures_of_the_wrong_type_are_one_sentence(tmp_path, architecture
                     '"intermediate_size": 1376, "num_attention_heads": 8, "num_hidden_layers": 2, "vocab_size": 1000}')
     with pytest.raises(GpuplanError, match="architectures must be a JSON list"):
         load_model(str(path))
+
+
+def test_every_bundled_moe_layer_routes_each_token_to_experts():
+    """A layer holding experts with no experts per token: gemma-4-26b's structure was traced with its router's
+    key (Gemma 4's ``top_k_experts``) unread, so each token reached 0 experts and every serving estimate of it
+    ended in a ZeroDivisionError (a session's walk). Every bundled MoE layer now routes to between 1 and all of its
+    experts, and Gemma 4 26B-A4B to the 8 of 128 its config names: active = total - 120/128 of the experts'
+    parameters (the router's and the shared MLP's run for every token) = 4,395,322,672."""
+    import json
+
+    from gpuplan.model.catalog import bundled
+
+    moe = 0
+    for repo in bundled():
+        m = load_model(repo)
+        for layer, _ in m.layer_kinds():
+            experts = [lin for lin in layer.linears if lin.group == "experts" and lin.count > 1]
+            if experts:
+                moe += 1
+                assert 1 <= layer.experts_per_token <= experts[0].count, repo
+    assert moe >= 20
+    gemma = load_model("gemma-4-26b")
+    config = json.loads(bundled()[gemma.name].read_text())["text_config"]
+    experts = sum(lin.params * c for layer, c in gemma.layer_kinds() for lin in layer.linears
+                  if lin.group == "experts")
+    k, e = config["top_k_experts"], config["num_experts"]
+    assert (k, e) == (8, 128)
+    assert gemma.params_active == gemma.params_total - experts * (e - k) // e == 4_395_322_672

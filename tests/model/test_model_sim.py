@@ -64,3 +64,20 @@ def test_bundled_structures_equal_a_fresh_trace(tmp_path):
                           for note in fresh["notes"]]
         assert fresh == stored, (f"{repo}: transformers {installed} builds another structure than the one shipped "
                                  f"(read with {stored['transformers']}): python -m gpuplan.model.structure rewrites it")
+
+
+def test_experts_without_a_routing_key_are_refused_in_one_sentence():
+    """A MoE config whose experts-per-token key the trace does not find was read as 0 experts per token (Gemma 4's
+    ``top_k_experts`` before it was read): timing divided by 0. Gemma 4's key is read (8); without any key the
+    reading is one sentence naming the keys it looks for."""
+    require("transformers")
+    from gpuplan.model.trace import TraceError, trace
+
+    config = json.loads(bundled()["google/gemma-4-26B-A4B"].read_text())
+    assert trace(config)[0]["experts_per_token"] == 8
+    text = {k: v for k, v in config["text_config"].items() if k != "top_k_experts"}
+    with pytest.raises(TraceError) as err:
+        trace({**config, "text_config": text})
+    assert str(err.value) == ("the gemma4 model has experts but its config names no experts per token (one of "
+                              "num_experts_per_tok, num_experts_per_token, experts_per_token...), so its active "
+                              "parameters cannot be counted")

@@ -153,18 +153,20 @@ def test_a_polynomial_term_evaluates_with_the_batch():
 @pytest.mark.sim
 @pytest.mark.slow
 def test_a_bundled_profile_equals_a_fresh_recording():
-    """SD 1.5's CLIP text encoder recorded again on fake tensors gives the bundled profile exactly."""
+    """SD 1.5's CLIP text encoder recorded again on fake tensors gives the bundled profile exactly: its forward and
+    its LoRA training passes (text_encoders trained: the diffusers and kohya presets)."""
     require("diffusers")
     require("transformers")
     from gpuplan.model.record import record
 
     spec = diffusers.bundled_pipeline("stable-diffusion-v1-5/stable-diffusion-v1-5")
     te = spec.role("text_encoder")[0]
-    fresh = record(diffusers.text_encoder_part(te))
+    fresh = record(diffusers.text_encoder_part(te, diffusers.TEXT_ENCODER_WAYS))
     bundled, is_bundled = lookup(te.config, "text-encoder")
     assert is_bundled
     assert fresh.ops == bundled.ops and fresh.other_bytes == bundled.other_bytes
     assert fresh.dispatches == bundled.dispatches and fresh.memory == bundled.memory
+    assert set(bundled.memory) == {"inference", "train-lora-attention", "train-lora-all"}
 
 
 @pytest.mark.sim

@@ -272,6 +272,19 @@ def test_workloads_file_refuses_what_it_cannot_price(tmp_path):
     assert [j.runs_per_year for j in w.workloads] == [pytest.approx(365.25 / 7)] * 2
 
 
+def test_a_workloads_file_without_its_list_says_what_it_holds(tmp_path):
+    """A file whose jobs sit under another key (``jobs:``) read "workloads: workloads: Field required" (session 7's
+    walk): now one sentence naming the list and the key found."""
+    path = tmp_path / "w.yaml"
+    path.write_text("jobs:\n  - per_week: 1\n    scenario: {model: llama-3.1-8b, task: train, train_tokens: 1e8}\n")
+    with pytest.raises(GpuplanError) as err:
+        load_workloads(path)
+    assert str(err.value) == ("workloads: no 'workloads' list of jobs (each a scenario and how often it runs: "
+                              "per_week, per_month, per_year, hours_per_day or output_tokens_per_day); found 'jobs'")
+    with pytest.raises(GpuplanError, match=r"no 'workloads' list of jobs \(each"):
+        load_workloads({"years": 2})
+
+
 def _buy_cli(*args: str) -> dict:
     proc = subprocess.run([sys.executable, "-m", "gpuplan", "buy", *args, "--json"], capture_output=True, text=True,
                           env={"GPUPLAN_TODAY": "2026-11-28", "PYTHONPATH": str(ROOT / "src"), "PATH": ""})

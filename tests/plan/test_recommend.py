@@ -186,6 +186,24 @@ def test_every_format_prints_the_deadline_headline():
             assert json.loads(done.stdout)["fewest_line"].startswith("fewest GPUs")
 
 
+def test_csv_writes_the_numbers_the_json_holds():
+    """CSV is for scripts and writes raw values, but recommend's tok/s, GiB and price-age cells went out as the
+    table's text (`"1,981 ±6%"`, `72/80`, `6 d`, session 7's walk): each is now the number the JSON holds."""
+    import csv
+
+    args = [sys.executable, "-m", "gpuplan", "recommend", "--model", "llama-3.2-1b", "--task", "infer", "--gpus",
+            "l4,a10g,l40s", "--max-gpus", "1", "--top", "3"]
+    rows = list(csv.DictReader(subprocess.run([*args, "--format", "csv"], capture_output=True, text=True,
+                                              timeout=300, check=True).stdout.splitlines()))
+    setups = json.loads(subprocess.run([*args, "--json"], capture_output=True, text=True, timeout=300,
+                                       check=True).stdout)["setups"]
+    assert len(rows) == len(setups) == 3
+    for row, x in zip(rows, setups, strict=True):
+        assert float(row["tok/s"]) == pytest.approx(x["tokens_per_s"], rel=1e-9)
+        assert float(row["GiB"]) == pytest.approx(x["device_peak_gib"], rel=1e-9)
+        assert int(row["price age"]) == x["price_age_days"]
+
+
 def test_every_format_says_what_would_fit_when_nothing_does():
     """Review 3's second rewalk: when no setup fits, ``--format plain`` (and csv, markdown) printed an empty header
     and nothing else, where the table lists the smallest changes that would fit and why the own cards have no row.

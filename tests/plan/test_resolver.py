@@ -55,6 +55,55 @@ def test_what_cannot_run_is_refused_when_resolved_not_when_parsed(fields, messag
         resolve(s)
 
 
+MAMBA = {"architectures": ["MambaForCausalLM"], "model_type": "mamba", "hidden_size": 768, "state_size": 16,
+         "num_hidden_layers": 4, "vocab_size": 50280, "expand": 2, "conv_kernel": 4, "tie_word_embeddings": True}
+
+
+@pytest.mark.parametrize("engine, label", [("vllm", "vLLM"), ("sglang", "SGLang"), ("trtllm", "TensorRT-LLM")])
+def test_a_model_with_no_attention_layer_is_refused_by_the_pooled_engines(tmp_path, engine, label):
+    """A pure state-space model (review 2's Mamba config) served by vLLM, SGLang or TensorRT-LLM ended in a
+    traceback (ZeroDivisionError, an empty min()): their pools are sized in KV-cache tokens, and it has none. One
+    sentence now, in estimate, recommend and capacity alike (recommend said "nothing in the catalog fits, even on
+    1 x Instinct MI300X" and capacity "no setup meets the SLOs"); transformers and llama.cpp still plan it."""
+    import json
+
+    import gpuplan
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(MAMBA))
+    said = (f"{load_model(str(path)).name} has no attention layer, so no KV cache: {label} sizes its pool in KV-cache "
+            "tokens, and gpuplan does not model its per-request state cache; plan it with engine transformers or "
+            "llama.cpp")
+    scenario = {"model": str(path), "task": "infer", "engine": engine}
+    for ask in (lambda: gpuplan.estimate({**scenario, "gpu": "h100-sxm"}),
+                lambda: gpuplan.recommend(scenario, max_gpus=1),
+                lambda: gpuplan.capacity(str(path), engine=engine, users=2, prompt_tokens=128, output_tokens=32,
+                                         gpus=["l4"], top=1)):
+        with pytest.raises(GpuplanError) as err:
+            ask()
+        assert str(err.value) == said
+    for other in ("transformers", "llama.cpp"):
+        assert gpuplan.estimate({**scenario, "engine": other, "gpu": "h100-sxm"}).memory.fits
+
+
+def test_recommend_says_a_model_wide_engine_refusal_instead_of_searching_past_it():
+    """vLLM does not load GGUF weights on any card: recommend answered "nothing in the catalog fits, even on 1 x
+    Instinct MI300X: a smaller model or more GPUs" (no setup evaluated, with --any-quant too: a quant given is
+    kept); it now says the engine's sentence, as estimate does."""
+    import gpuplan
+
+    scenario = {"model": "qwen3-0.6b", "task": "infer", "engine": "vllm", "quant": "q4_k_m"}
+    with pytest.raises(GpuplanError) as err:
+        gpuplan.recommend(scenario, max_gpus=1)
+    with pytest.raises(GpuplanError) as said:
+        gpuplan.estimate({**scenario, "gpu": "h100-sxm"})
+    assert str(err.value) == str(said.value) and "cannot load gguf-q4_k_m weights" in str(err.value)
+    with pytest.raises(GpuplanError) as anyway:
+        gpuplan.recommend(scenario, max_gpus=1, any_quant=True)
+    assert str(anyway.value) == str(said.value)
+    assert gpuplan.recommend({**scenario, "quant": "awq-int4"}, max_gpus=1).setups
+
+
 @pytest.mark.parametrize("split, asked", [({"tp": 2}, "tensor parallelism (tp 2 asked)"),
                                           ({"pp": 2}, "pipeline parallelism (pp 2 asked)"),
                                           ({"tp": 2, "pp": 2}, "tensor or pipeline parallelism (tp 2, pp 2 asked)")])
@@ -75,3 +124,21 @@ def test_the_hf_stack_splits_no_model(split, asked, capsys):
     assert said == (f"error: stack hf (the transformers Trainer with accelerate) runs no {asked}: stacks torchtitan "
                     "and megatron split a model so; or spread it over the GPUs with sharding zero3 or fsdp")
     assert resolve(scenario_from({**fields, **split, "stack": "megatron"})).scenario.tp == split.get("tp", 1)
+
+
+@pytest.mark.parametrize("stack", ["axolotl", "torchtune", "pytorch"])
+def test_stacks_whose_files_split_no_model_refuse_tp(stack, capsys):
+    """Axolotl, torchtune and a plain PyTorch loop list no tensor or pipeline split in their profiles, and their
+    launch files set none (no ``tensor_parallel_size`` in the Axolotl YAML, no ``tensor_parallel_dim`` in the
+    torchtune config): a plan at tp 2 would be run by those files as 2-way data parallel. Refused at the plan in one
+    sentence, as for the HF stack (before, torchtune's files were written for a tp 2 plan, and Axolotl's launch
+    refused only after estimate had planned it)."""
+    from gpuplan.cli import run
+
+    argv = ["estimate", "--model", "llama-3.1-8b", "--task", "train", "--stack", stack, "--tp", "2", "--num-gpus",
+            "2", "--gpu", "h100-sxm"]
+    assert run(argv) == 2
+    said = " ".join(capsys.readouterr().err.split())
+    assert said == (f"error: gpuplan's plans and launch files for stack {stack} set no tensor parallelism (tp 2 "
+                    "asked): stacks torchtitan and megatron split a model so; or spread it over the GPUs with sharding "
+                    "zero3 or fsdp")

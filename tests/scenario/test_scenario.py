@@ -140,3 +140,25 @@ def test_a_scenario_an_answer_carries_reads_back_without_its_data(tmp_path):
         scenario_from(dump)  # as input, the file must be there
     back = read_back(dump)
     assert back.model_dump(mode="json") == dump and back.train_tokens == 18
+
+
+@pytest.mark.parametrize(("field", "value"), [("batch_size", True), ("num_gpus", False), ("train_tokens", True),
+                                              ("gpu_memory_utilization", True), ("users", True)])
+def test_a_yes_or_no_for_a_number_is_refused(field, value):
+    """pydantic's lax mode read a bool given for a number as 1 or 0: ``batch_size: yes`` in a YAML file (or
+    ``"batch_size": true`` in the page's body) planned one request without a word. Now one sentence."""
+    with pytest.raises(GpuplanError) as err:
+        scenario_from({"model": "llama-3.2-1b", "task": "infer", field: value})
+    assert str(err.value) == f"scenario field {field!r} takes a number, not {str(value).lower()}"
+
+
+def test_a_yes_in_a_scenario_file_is_one_sentence(tmp_path):
+    import subprocess
+    import sys
+
+    path = tmp_path / "s.yaml"
+    path.write_text("model: llama-3.2-1b\ntask: infer\nbatch_size: yes\n")
+    proc = subprocess.run([sys.executable, "-m", "gpuplan", "estimate", str(path)], capture_output=True, text=True)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (
+        2, "", "error: scenario field 'batch_size' takes a number, not true\n")
+    assert scenario_from({"model": "llama-3.2-1b", "task": "infer", "batch_size": 2}).batch_size == 2

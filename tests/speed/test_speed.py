@@ -279,3 +279,18 @@ def test_the_decode_assumption_says_which_weights_an_moe_step_reads():
     assert "the routed experts 1 token(s) reach (about 8 of 128 per layer)" in line("qwen3-30b-a3b", 1)
     assert "(about 82 of 128 per layer)" in line("qwen3-30b-a3b", 16)
     assert "every weight and the whole KV cache" in line("llama-3.1-8b", 16)
+
+
+def test_no_output_tokens_is_timed_as_one_and_said():
+    """A serving plan with output_tokens 0 printed "41 output tokens/s" for requests that produce none: every engine
+    generates at least one token (vLLM's SamplingParams refuses max_tokens below 1), and the plan times one. It now
+    says so, and its output tokens/s are its requests/s; a plan with output tokens says nothing of it."""
+    plan = estimate({"model": "qwen3-0.6b", "task": "infer", "engine": "vllm", "gpu": "l4", "output_tokens": 0,
+                     "batch_size": 8})
+    said = [a for a in plan.assumptions if a.startswith("output_tokens 0 timed as 1")]
+    assert len(said) == 1
+    assert plan.speed.tokens_per_s == pytest.approx(plan.speed.requests_per_s, rel=1e-9)
+    one = estimate({"model": "qwen3-0.6b", "task": "infer", "engine": "vllm", "gpu": "l4", "output_tokens": 1,
+                    "batch_size": 8})
+    assert plan.speed.tokens_per_s == pytest.approx(one.speed.tokens_per_s, rel=0.02)
+    assert not [a for a in one.assumptions if a.startswith("output_tokens 0")]

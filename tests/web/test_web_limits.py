@@ -226,6 +226,24 @@ def test_a_key_twice_in_the_body_is_422_as_in_a_file(client):
     assert r.status_code == 422 and "key 'model' appears twice" in r.json()["detail"]
 
 
+@pytest.mark.parametrize("path, body, said", [
+    ("/api/estimate", {"model": "llama-3.2-1b", "task": "infer", "gpu": "rtx-4090", "batch_size": True},
+     "scenario field 'batch_size' takes a number, not true"),
+    ("/api/capacity", {"model": "llama-3.2-1b", "gpus": ["l4"], "users": True},
+     "field 'users': takes a number, not true (got True)"),
+    ("/api/recommend", {"scenario": {"model": "llama-3.2-1b", "task": "infer"}, "constraints": {"top": True}},
+     "field 'constraints.top': takes a number, not true (got True)"),
+    ("/api/buy", {"build": "2x5090", "workloads": [{"scenario": {"model": "llama-3.2-1b", "task": "infer"},
+                                                    "per_week": False}]},
+     "field 'workloads.0.per_week': takes a number, not false (got False)"),
+])
+def test_a_yes_or_no_for_a_number_is_422(client, path, body, said):
+    """pydantic's lax mode read ``true`` as 1 (session 7's walk: ``"users": true`` simulated one user, ``"top":
+    true`` ranked one setup, with HTTP 200); a yes/no given for a number is one sentence, as the CLI says it."""
+    r = client.post(path, json=body)
+    assert (r.status_code, r.json()["detail"]) == (422, said)
+
+
 @pytest.mark.parametrize("path, headers, status, text", [
     ("/api/estimate", {"content-type": "text/plain"}, 415, "application/json (content-type: application/json; not "
                                                           "text/plain)"),

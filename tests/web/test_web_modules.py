@@ -124,6 +124,8 @@ MEMORY_CASES = [  # the ways a module plan's memory is reached beyond MODULES': 
     {"model": "sdxl", "task": "train", "method": "full", "resolution": "512", "gpu": "a100-80gb",
      "optimizer": "adafactor"},
     {"model": "sd-1.5", "task": "infer", "gpu": "t4", "attention": "eager", "precision": "fp16-true"},
+    {"model": "sdxl", "task": "train", "stack": "kohya", "method": "lora", "lora_rank": 32, "resolution": "1024",
+     "gpu": "rtx-3090-ti", "optimizer": "adafactor", "text_encoders": "trained"},
     {"model": "whisper-large-v3", "task": "train", "method": "lora", "gpu": "t4", "quant": "int8"},
     {"model": "flan-t5-base", "task": "train", "method": "full", "gpu": "t4", "precision": "fp32"},
 ]

@@ -130,7 +130,8 @@ def _rows(s, setups, start: int = 1) -> list[dict[str, Any]]:
                      "where": _where(x), "memory": f"{x.device_peak_gib:.0f}/{x.capacity_gib:.0f}",
                      "speed": f"{x.tokens_per_s:,.0f} ±{spread:.0f}%",
                      "age": None if x.owned else f"{x.price_age_days} d" + (" low" if x.price_confidence == "low"
-                                                                           else "")})
+                                                                           else ""),
+                     "price_age_days": None if x.owned else x.price_age_days})
     return rows
 
 
@@ -145,9 +146,9 @@ def _columns(s, train: bool) -> list[Column]:
     old = lambda r: "yellow" if r["stale"] or r["price_confidence"] == "low" else None  # noqa: E731
     cols = [Column("rank", "#", align="right", priority=0), Column("setup", "setup", priority=0),
             Column("where", "offer", priority=1, style=old),
-            Column("age", "price age", align="right", priority=3, style=old),
-            Column("memory", "GiB", align="right", priority=5),
-            Column("speed", "tok/s", align="right", priority=2)]
+            Column("age", "price age", align="right", priority=3, style=old, raw="price_age_days"),
+            Column("memory", "GiB", align="right", priority=5, raw="device_peak_gib"),
+            Column("speed", "tok/s", align="right", priority=2, raw="tokens_per_s")]
     if s.task == "infer":
         cols += [Column("tokens_per_s_per_user", "tok/s/user", fmt=num("{:,.1f}"), align="right", priority=1),
                  Column("ttft_s", "TTFT s", fmt=num("{:,.2f}"), align="right", priority=3)]

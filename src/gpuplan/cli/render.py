@@ -57,6 +57,11 @@ class Column:
     align: Literal["left", "right"] = "left"
     priority: int = 1
     style: Callable[[dict[str, Any]], str | None] | None = None
+    raw: str | None = None  # the row's key csv writes, where the cell is text made of it (``1,981 ±6%``): a number
+
+    @property
+    def raw_key(self) -> str:
+        return self.raw or self.key
 
     def cell(self, row: dict[str, Any]) -> str:
         value = row.get(self.key)
@@ -254,7 +259,7 @@ def to_csv(rows: list[dict[str, Any]], columns: Sequence[Column]) -> str:
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow([c.header for c in columns])
     for r in rows:
-        writer.writerow(["" if r.get(c.key) is None else _raw(r.get(c.key)) for c in columns])
+        writer.writerow(["" if r.get(c.raw_key) is None else _raw(r.get(c.raw_key)) for c in columns])
     return buf.getvalue().rstrip("\n")
 
 

@@ -36,6 +36,12 @@ class Profile:
     seq_len: int
     notes: tuple[str, ...]
 
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """What the data would do wrong in the run: chat records that train nothing (:func:`reply_warning`)."""
+        said = reply_warning(self.lengths)
+        return (said,) if said else ()
+
 
 def describes_data(data: dict[str, Any]) -> bool:
     return bool(data.get("dataset") or data.get("samples"))
@@ -80,7 +86,7 @@ def _tokenized(source: str, tokenizer: str) -> Lengths:
     """Tokenize the records of ``source`` (a regular sample of a huge file)."""
     from .read import SAMPLE_RECORDS, Progress, count_records, dataset_format, records
     from .tokenize import count_records as count_tokens
-    from .tokenize import load_tokenizer, record_kind
+    from .tokenize import has_reply, load_tokenizer, record_kind
 
     fmt = dataset_format(source)
     tok = load_tokenizer(tokenizer)
@@ -90,7 +96,7 @@ def _tokenized(source: str, tokenizer: str) -> Lengths:
     special: list[int] = []
     loss: list[int] = []
     kinds: set[str] = set()
-    seen = 0
+    seen = silent = 0
     progress = Progress(source, total)
     batch: list[dict] = []
 
@@ -108,9 +114,11 @@ def _tokenized(source: str, tokenizer: str) -> Lengths:
         if i % stride:
             continue
         try:
-            kinds.add(record_kind(record))
+            kind = record_kind(record)
         except GpuplanError as err:  # which record: the readers number lines, this names records
             raise GpuplanError(f"{source}, record {i + 1:,}: {err}") from None
+        kinds.add(kind)
+        silent += kind == "messages" and not has_reply(record)
         batch.append(record)
         if len(batch) >= 512:
             flush()
@@ -135,8 +143,23 @@ def _tokenized(source: str, tokenizer: str) -> Lengths:
         notes.append(f"{tok.source} {why}: turns joined by newlines + EOS (as a plain text)")
     if tok.eos_token is None:
         notes.append(f"{tok.source} names no EOS token: none added")
-    return Lengths(content=tuple(content), special=tuple(special), loss=tuple(loss), scale=samples / len(content),
-                   samples=samples, kind="/".join(sorted(kinds)), notes=tuple(notes))
+    scale = samples / len(content)
+    return Lengths(content=tuple(content), special=tuple(special), loss=tuple(loss), scale=scale, samples=samples,
+                   kind="/".join(sorted(kinds)), notes=tuple(notes), no_reply=round(silent * scale))
+
+
+def reply_warning(lengths: Lengths) -> str | None:
+    """One sentence when chat records hold no reply turn (:func:`gpuplan.dataset.tokenize.has_reply`): the recipe
+    puts the loss on the assistant turns only, so such a record trains nothing, and TRL's SFTTrainer
+    (``assistant_only_loss``) stops on the first one."""
+    n, k = lengths.samples, lengths.no_reply
+    if not k:
+        return None
+    head = f"none of the {n:,} chat records has an assistant turn" if k >= n else \
+        f"{k:,} of the {n:,} records are chats without an assistant turn"
+    return (f"{head}: the loss is on the assistant turns only, so they train nothing and TRL's SFTTrainer "
+            "(assistant_only_loss) stops on them; add the replies, drop those records, or give them as text "
+            "({\"text\": ...}) to train on all of it")
 
 
 def lengths_of(data: dict[str, Any]) -> Lengths:
@@ -242,4 +265,4 @@ def profile(s) -> Profile | None:
                    batching=b, epochs=float(s.epochs or 1.0), seq_len=s.seq_len, notes=tuple(notes))
 
 
-__all__ = ["PACKING", "Profile", "describes_data", "fields", "profile"]
+__all__ = ["PACKING", "Profile", "describes_data", "fields", "profile", "reply_warning"]

@@ -36,8 +36,9 @@ from .lengths import Lengths
 from .tokenize import tokenizer_files
 
 # the layout of an entry and the counting rules behind it: raise when either changes (2: a record whose text is
-# not a string is refused, no longer counted as one token; 3: ShareGPT turns, from/value, are counted, not empty)
-FORMAT = 3
+# not a string is refused, no longer counted as one token; 3: ShareGPT turns, from/value, are counted, not empty;
+# 4: the chat records with no assistant turn are counted, no_reply)
+FORMAT = 4
 MAX_ENTRIES = 64
 MAX_ENTRY_BYTES = 16 * 2**20  # 200,000 records (read.SAMPLE_RECORDS) of three counts each take about 4 MB
 MAX_TOTAL_BYTES = 256 * 2**20
@@ -104,11 +105,14 @@ def _lengths(data: Any) -> Lengths | None:
         return None
     content, special, loss = (_counts(data.get(k)) for k in ("content", "special", "loss"))
     scale, samples, kind, notes = data.get("scale"), data.get("samples"), data.get("kind"), data.get("notes")
+    no_reply = data.get("no_reply")
     if content is None or special is None or loss is None or not len(content) == len(special) == len(loss):
         return None
     if not (isinstance(scale, float | int) and math.isfinite(scale) and 1 <= scale <= 1e9):
         return None
     if not (type(samples) is int and len(content) <= samples <= 1e12):
+        return None
+    if not (type(no_reply) is int and 0 <= no_reply <= samples):
         return None
     if not (isinstance(kind, str) and kind and set(kind.split("/")) <= KINDS):
         return None
@@ -116,14 +120,14 @@ def _lengths(data: Any) -> Lengths | None:
             and all(isinstance(n, str) and len(n) <= MAX_TEXT and n.isprintable() for n in notes)):
         return None
     return Lengths(content=content, special=special, loss=loss, scale=float(scale), samples=samples, kind=kind,
-                   notes=tuple(notes))
+                   notes=tuple(notes), no_reply=no_reply)
 
 
 def store(name: str, lengths: Lengths) -> None:
     """Keep ``lengths`` under ``name``, then trim the folder; a cache that cannot be written is skipped."""
     data = {"format": FORMAT, "content": list(lengths.content), "special": list(lengths.special),
             "loss": list(lengths.loss), "scale": lengths.scale, "samples": lengths.samples, "kind": lengths.kind,
-            "notes": list(lengths.notes)}
+            "notes": list(lengths.notes), "no_reply": lengths.no_reply}
     try:
         where = folder()
         where.mkdir(parents=True, exist_ok=True)

@@ -29,6 +29,7 @@ class Lengths:
     scale: float = 1.0  # records of the dataset each counted record stands for (sampling, shorthand)
     samples: int = 0  # records in the dataset
     kind: str = ""  # messages | prompt-completion | text | shorthand
+    no_reply: int = 0  # chat records of the dataset with no reply turn (scaled as the counts are)
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     @property

@@ -95,7 +95,7 @@ def load_tokenizer(name: str) -> Tokenizer:
                            f"({str(err).splitlines()[0][:120]})") from None
     config = _settings(path, name)
     template, refused = _template(path, config)
-    special = {k: text for k, v in config.items() if k.endswith("_token") and (text := _token_text(v))}
+    special = {k: token for k, v in config.items() if k.endswith("_token") and (token := _token_text(v))}
     eos = special.get("eos_token")
     if eos is None:  # a bare tokenizer.json: its special token that ends a sequence
         data = parse_json(text, str(path))
@@ -212,6 +212,20 @@ def chatml(messages: list[Any]) -> list[Any]:
     return out
 
 
+# the roles a chat record's reply is written with: Axolotl's default role mapping (``assistant: ["gpt", "model",
+# "assistant"]``, src/axolotl/prompt_strategies/chat_template.py), which torchtune's sharegpt style shares for "gpt"
+REPLY_ROLES = frozenset({"assistant", "gpt", "model"})
+
+
+def has_reply(record: dict[str, Any]) -> bool:
+    """Whether a chat record (``messages`` or ShareGPT ``conversations``) holds a reply turn (:data:`REPLY_ROLES`):
+    the only tokens a loss on the assistant turns trains on. Without one, TRL's SFTTrainer with
+    ``assistant_only_loss`` stops ("at least one example has no assistant tokens", trl 1.x
+    ``trainer/sft_trainer.py`` ``tokenize_fn``), and the other stacks mask the whole record."""
+    turns = chatml(record["messages"] if isinstance(record.get("messages"), list) else record["conversations"])
+    return any(isinstance(m, dict) and str(m.get("role", "")).lower() in REPLY_ROLES for m in turns)
+
+
 def _content(message: Any) -> str:
     if not isinstance(message, dict):
         raise GpuplanError("a chat record's messages must be objects with role and content")
@@ -223,8 +237,11 @@ def _content(message: Any) -> str:
 
 def record_kind(record: dict[str, Any]) -> str:
     """``messages``, ``prompt-completion`` or ``text``: the dataset types TRL's SFTTrainer takes."""
-    if isinstance(record.get("messages"), list) or isinstance(record.get("conversations"), list):
-        return "messages"
+    for key in ("messages", "conversations"):
+        if isinstance(record.get(key), list):
+            if not record[key]:  # TRL would render it as no tokens at all, a row with nothing to train on
+                raise GpuplanError(f"its {key} list is empty: a chat record needs its turns; drop the record")
+            return "messages"
     if "prompt" in record and "completion" in record:
         _check_text(record, "prompt", "completion", turns=True)
         return "prompt-completion"
@@ -262,7 +279,8 @@ def count_records(tok: Tokenizer, batch: list[dict[str, Any]]) -> list[tuple[int
             out.append((prompt + completion, eos, completion + eos))
         else:
             if kind == "messages":
-                messages = chatml(record.get("messages") or record.get("conversations"))
+                messages = chatml(record["messages"] if isinstance(record.get("messages"), list)
+                                  else record["conversations"])
             else:  # conversational prompt-completion: the turns of both
                 messages = chatml([*record["prompt"], *record["completion"]])
             contents = [_content(m) for m in messages]

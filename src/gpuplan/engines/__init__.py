@@ -34,7 +34,8 @@ HOMES = {"transformers": ("transformers", "TRANSFORMERS"), "vllm": ("vllm", "VLL
 # (REFUSES_FOREIGN: TensorRT-LLM's); gpuplan.plan.refusals reads them here, without loading every profile
 OWN_SETTINGS = {"vllm": ("gpu_memory_utilization",), "sglang": ("mem_fraction_static",),
                 "llama.cpp": ("ubatch_tokens",),
-                "trtllm": ("free_gpu_memory_fraction", "tokens_per_block", "capacity_scheduler_policy")}
+                "trtllm": ("free_gpu_memory_fraction", "tokens_per_block", "capacity_scheduler_policy",
+                           "trtllm_backend")}
 REFUSES_FOREIGN = frozenset({"trtllm"})
 # the engines whose scheduler gpuplan.serving.simulate runs: a load (users, rate_rps, capacity's searches) is
 # simulated on these only (gpuplan.plan.refusals says so for the others)

@@ -328,15 +328,61 @@ class Trtllm(Engine):
         kernels where the trtllm-bench tables measure them apart from vLLM's (``bench/trtllm.py``,
         :mod:`gpuplan.speed.offline`: routed experts as one grouped GEMM, the fused MoE; prompt attention of FP8 and
         NVFP4 checkpoints, FP8 context FMHA, at :data:`~gpuplan.overheads.TRTLLM_CONTEXT_ATTENTION_SPEEDUP` times
-        gpuplan's FlashAttention figure), and its own host loop (:func:`host_loop`)."""
-        fp8_fmha = s.quant in ("fp8", "nvfp4")
+        gpuplan's FlashAttention figure; not MLA's: its context path expands the latent with ``kv_b_proj`` and runs
+        a BF16 MHA, ``tensorrt_llm/_torch/modules/attention.py`` ``MLA.forward_context_default``: "Currently we use
+        BF16 MHA for context phase", in the 2025 releases; later ones add an FP8 output scale, not measured here),
+        and its own host loop (:func:`host_loop`). With ``trtllm_backend:
+        tensorrt`` (:func:`backend`) a built TensorRT engine runs every step from the C++ runtime: no Python
+        launches in the context step."""
+        fp8_fmha = s.quant in ("fp8", "nvfp4") and not any(layer.attention == "mla" for layer in m.layers)
+        eager = backend(s) == "pytorch"
         return current_timing(s, m, gpu, loop=host_loop(s, m, gpu), graph_max_batch=0, grouped_experts=True,
                               context_attention_speedup=oh.TRTLLM_CONTEXT_ATTENTION_SPEEDUP if fp8_fmha else 1.0,
-                              eager_prompts=True, launch_s=oh.TRTLLM_EAGER_LAUNCH_S, note=TIMING)
+                              eager_prompts=eager, launch_s=oh.TRTLLM_EAGER_LAUNCH_S if eager else 0.0,
+                              note=TIMING if eager else TIMING_ENGINE, **fused_kernels(s, m, gpu))
+
+
+# The two RMSNorms of a DeepSeek decoder layer that TensorRT-LLM runs inside its all-reduces (fused_kernels)
+FUSED_NORMS_PER_LAYER = 2
+
+
+def fused_kernels(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> dict:
+    """What TensorRT-LLM fuses in a DeepSeek-V3/R1 (and Kimi K2) decoder layer, as :class:`~gpuplan.engines.base.
+    Timing` fields: with tensor parallelism and no attention data parallelism, ``DeepseekV3DecoderLayer`` sets
+    ``fusion_config.PRE_MOE_FUSION`` and ``POST_MOE_FUSION`` (``PRE_MLP_FUSION``/``POST_MLP_FUSION`` in its dense
+    layers) unless ``TRTLLM_DEEPSEEK_EAGER_FUSION_DISABLED`` is set, so both all-reduces of the layer run as
+    ``AllReduce(fusion_op=AllReduceFusionOp.RESIDUAL_RMS_NORM)``: one kernel that all-reduces, adds the residual and
+    applies the next RMSNorm (``tensorrt_llm/_torch/models/modeling_deepseekv3.py``; the same pattern in
+    ``modeling_glm.py`` ``Glm4DecoderLayer.forward_MoE``). Its custom one-shot kernel needs peer access within one
+    node on Hopper or Blackwell (``AllReduceStrategy.AUTO``: NCCL across nodes). Timed as
+    :data:`~gpuplan.overheads.FUSED_ALL_REDUCE_S` per all-reduce, and the layer's non-GEMM kernels as the generic
+    count (:meth:`gpuplan.speed.inference.StepTimer._kernels_per_layer`) less the :data:`FUSED_NORMS_PER_LAYER`
+    norms the all-reduces take in. Other models keep the unfused all-reduce."""
+    major = int(float(gpu.compute_capability or 0)) if gpu.vendor == "NVIDIA" else 0
+    deepseek = any(layer.attention == "mla" for layer in m.layers) and any(
+        lin.group == "shared_experts" for layer in m.layers for lin in layer.linears)
+    if not (deepseek and major in (9, 10) and s.tp > 1 and s.num_nodes == 1 and not s.attention_dp):
+        return {}
+    generic = oh.DECODE_KERNELS_PER_LAYER - 7 + oh.MOE_KERNELS_PER_LAYER + oh.MLA_KERNELS_PER_LAYER
+    return {"fused_all_reduce": True, "layer_kernels": generic - FUSED_NORMS_PER_LAYER}
 
 
 TIMING = ("TensorRT-LLM: its host loop's cost per step, per sequence and per request taken as vLLM's; a step holding "
           "a prompt runs without a CUDA graph")
+TIMING_ENGINE = ("TensorRT-LLM (TensorRT engine, C++ runtime): its host loop's cost per step, per sequence and per "
+                 "request taken as vLLM's")
+# trtllm-serve --backend when the plan does not set trtllm_backend: the PyTorch flow, trtllm-serve's default since
+# TensorRT-LLM 1.0 (tensorrt_llm/commands/serve.py: --backend, default "pytorch"; tests/data/trtllm/serve-options.json)
+BACKEND = "pytorch"
+
+
+def backend(s: Scenario) -> str:
+    """The runtime a plan's trtllm-serve runs (``--backend``): the scenario's ``trtllm_backend``, else
+    :data:`BACKEND`. ``pytorch`` runs the model from Python modules (a context step without a CUDA graph, each
+    kernel launched from Python: :data:`~gpuplan.overheads.TRTLLM_EAGER_LAUNCH_S`); ``tensorrt`` runs a TensorRT
+    engine built ahead from the C++ runtime (``tensorrt_llm/runtime``, the executor's ``enqueue``), which launches a
+    step's kernels without Python: what MLPerf's submissions and releases before 1.0 ran."""
+    return s.trtllm_backend or BACKEND
 
 
 def host_loop(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> HostLoop:

@@ -40,10 +40,10 @@ def module_memory(plan: ModulePlan) -> dict[str, Formula]:
     train = job.task == "train"
     numbers = {"memory.weights_gib": _weights(s, job, main, parts, plan)}
     if train:
-        numbers["memory.gradients_gib"], numbers["memory.optimizer_gib"] = _states(s, job, main, plan)
-    numbers["memory.activations_gib"] = _activations(job, main, plan)
+        numbers["memory.gradients_gib"], numbers["memory.optimizer_gib"] = _states(s, job, main, parts, plan)
+    numbers["memory.activations_gib"] = _activations(job, main, parts, plan)
     for name, value in mem.other.items():
-        numbers[f"memory.other.{name}"] = _other(job, main, parts, name, value)
+        numbers[f"memory.other.{name}"] = _other(s, job, main, parts, name, value)
     x = SimpleNamespace(s=s, r=plan, gpu=gpu)  # what the decoder's level formulas read of a plan
     numbers["memory.allocated_peak_gib"] = mf.allocated(x)
     slack = oh.ALLOCATOR_SLACK_TRAIN if train else oh.ALLOCATOR_SLACK_INFER
@@ -128,7 +128,7 @@ def _resident(job: ModuleJob, main: Profile, parts: dict[str, Profile], name: st
     return mm.component_bytes(c, job.dtype)
 
 
-def _states(s, job: ModuleJob, main: Profile, plan: ModulePlan) -> tuple[Formula, Formula]:
+def _states(s, job: ModuleJob, main: Profile, parts: dict[str, Profile], plan: ModulePlan) -> tuple[Formula, Formula]:
     """The gradients and optimizer states of what is trained (memory/modules.training_memory)."""
     c, mem = job.spec.main, plan.memory
     mixed = s.precision.endswith("-mixed")
@@ -143,6 +143,10 @@ def _states(s, job: ModuleJob, main: Profile, plan: ModulePlan) -> tuple[Formula
         grad = mm.BYTES["fp32" if s.adapter_dtype == "fp32" else job.dtype]
         state = 4 if grad == 4 or mixed else 2
         factored = trainable // max(job.lora_rank, 1) * 2
+        if text := sum(mm.text_lora_params(job, parts, te) for te in job.spec.role("text_encoder")):
+            trainable += text  # the trained text encoders' adapters (memory.modules.text_encoders)
+            factored += text // max(job.lora_rank, 1) * 2
+            what += f" (the text encoders' {text:,} with them)"
     gradients = Formula(label="gradients", value=mem.gradients_gib, unit="GiB", computed=trainable * grad / GIB,
                         formula="G = bytes per gradient x trainable parameters",
                         substituted=f"{grad} B x {what} = {trainable * grad / GIB:,.2f} GiB")
@@ -163,8 +167,9 @@ def _states(s, job: ModuleJob, main: Profile, plan: ModulePlan) -> tuple[Formula
     return gradients, optimizer
 
 
-def _activations(job: ModuleJob, main: Profile, plan: ModulePlan) -> Formula:
-    """The largest phase's transient: the main component's recorded peak, or another component's pass."""
+def _activations(job: ModuleJob, main: Profile, parts: dict[str, Profile], plan: ModulePlan) -> Formula:
+    """The largest phase's transient: the main component's recorded peak (and what trained text encoders keep for
+    their backward), or another component's pass."""
     mem = plan.memory
     way = job.way if job.task == "train" else "inference"
     sizes = job.shapes[0]
@@ -173,8 +178,9 @@ def _activations(job: ModuleJob, main: Profile, plan: ModulePlan) -> Formula:
     eager = 0.0
     if job.attention == "eager":
         eager = mm.eager_scores(main, job.batch, sizes, job.dtype, job.task == "train" and not way.endswith("-gc"))
+    kept = mm.text_kept_bytes(job, parts) if job.kind == "diffusion-train" else 0.0
     main_phase = {"diffusion-generate": "denoise", "infer": "forward"}.get(job.kind, "forward and backward")
-    computed = (own + eager) / GIB if mem.peak_phase == main_phase else mem.phases_gib.get(mem.peak_phase)
+    computed = (own + eager + kept) / GIB if mem.peak_phase == main_phase else mem.phases_gib.get(mem.peak_phase)
     shown = ", ".join(f"{k} {v:,.2f}" for k, v in mem.phases_gib.items())
     constants = [Constant(name=f"{main.module} profile", value=", ".join(
         f"{k} {v}" for k, v in main.recorded_with.items()), source="gpuplan/model/profile.py "
@@ -190,8 +196,11 @@ def _activations(job: ModuleJob, main: Profile, plan: ModulePlan) -> Formula:
                            f"{main_phase}: the {main.module}'s activation peak "
                            f"recorded on fake tensors ({way}) at batch {job.batch} and sizes "
                            f"{', '.join(f'{v:,}' for v in sizes)}" + (" x 2 (fp32)" if scale == 2 else "")
-                           + (" + eager attention's score matrices" if eager else "") + decode,
+                           + (" + eager attention's score matrices" if eager else "")
+                           + (" + what the trained text encoders' forward keeps for their backward (their recorded "
+                              "LoRA passes)" if kept else "") + decode,
                    substituted=f"{main_phase}: {own / GIB:,.3f}" + (f" + {eager / GIB:,.3f}" if eager else "")
+                               + (f" + {kept / GIB:,.3f}" if kept else "")
                                + f" GiB; phases (GiB): {shown}; the peak is {mem.peak_phase}",
                    constants=constants)
 
@@ -201,7 +210,7 @@ def _offload_words(job: ModuleJob) -> str:
         and job.offload != "none" else ""
 
 
-def _other(job: ModuleJob, main: Profile, parts: dict[str, Profile], name: str, value: float) -> Formula:
+def _other(s, job: ModuleJob, main: Profile, parts: dict[str, Profile], name: str, value: float) -> Formula:
     """A component's weights held beside the main one, autocast's copies, bitsandbytes' load cache."""
     by_name = {c.name: c for c in job.spec.components}
     computed, formula, text = None, name, f"{value:,.3f} GiB"
@@ -227,6 +236,11 @@ def _other(job: ModuleJob, main: Profile, parts: dict[str, Profile], name: str, 
         computed = mm.component_bytes(c, dtype) / GIB
         formula = f"the {c.cls}'s parameters x bytes in {dtype}"
         text = f"{count(c.params)} x {mm.BYTES[dtype]} B"
+        if adapters := mm.text_lora_params(job, parts, c):
+            adapter = mm.BYTES["fp32" if s.adapter_dtype == "fp32" else job.dtype]
+            computed += adapters * adapter / GIB
+            formula += f", and its LoRA adapters: r x (in + out) per adapted linear, r {job.lora_rank}"
+            text += f" + {adapters:,} x {adapter} B"
     sub = f"{text} = {computed:,.3f} GiB" if computed is not None else text
     return Formula(label=name, value=value, unit="GiB", formula=formula, substituted=sub, computed=computed,
                    note="" if computed is not None else SOURCE)

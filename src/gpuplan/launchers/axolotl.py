@@ -48,9 +48,6 @@ def applies(plan: LaunchPlan) -> str | None:
         return "the plan is not for stack axolotl (set --stack axolotl to plan an Axolotl run)"
     if plan.synthetic:
         return pretraining_refusal(plan)
-    if s.tp > 1 or s.pp > 1:
-        return (f"tensor/pipeline parallel training (tp={s.tp}, pp={s.pp}) is not in gpuplan's axolotl plans: set tp "
-                "and pp to 1 and shard with sharding zero3 or fsdp")
     kind = backend(s)
     mixed = s.precision.endswith("-mixed")
     if s.precision in ("fp8-mixed", "fp16-true"):

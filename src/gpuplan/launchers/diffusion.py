@@ -176,6 +176,8 @@ def diffusers_argv(plan: DiffusionLaunch, images: str) -> list[str]:
         argv.append("--use_8bit_adam")
     if s.cache_latents and family in ("sd3", "flux"):
         argv.append("--cache_latents")
+    if s.text_encoders == "trained":  # LoRA on the CLIP encoders' q, k, v and out projections, with the denoiser
+        argv.append("--train_text_encoder")
     if s.prior_preservation:
         argv += ["--with_prior_preservation", "--class_data_dir", "class-images", "--class_prompt",
                  "a photo of subject"]
@@ -232,7 +234,8 @@ def kohya_tables(plan: DiffusionLaunch, images: str) -> dict[str, dict[str, Any]
     tables = {"model": model, "training": training}
     if s.method != "full":
         tables["network"] = {"network_module": KOHYA_NETWORKS[family], "network_dim": s.lora_rank,
-                             "network_alpha": s.lora_rank, "network_train_unet_only": True}
+                             "network_alpha": s.lora_rank,
+                             "network_train_unet_only": s.text_encoders != "trained"}
         if (s.quant or "") == "fp8":
             tables["network"]["fp8_base"] = True
         elif s.quant or s.method == "qlora":
@@ -276,8 +279,16 @@ ST_OPTIMIZERS = {"adamw": "adamw_bf16", "adamw-8bit": "bnb-adamw8bit", "paged-ad
 ST_PRECISION = {None: "no_change", "none": "no_change", "fp8": "fp8-torchao", "nf4": "nf4-bnb", "int8": "int8-quanto"}
 
 
+def _encoders_frozen(plan: DiffusionLaunch, trainer: str) -> None:
+    """Refuses to write a trainer's files that would not train the text encoders the plan trains."""
+    if plan.scenario.text_encoders == "trained":
+        raise GpuplanError(f"gpuplan writes {trainer}'s files with the text encoders cached, and this plan trains "
+                           "them: use --target kohya or diffusers, or set text_encoders cached")
+
+
 def simpletuner_config(plan: DiffusionLaunch) -> dict[str, Any]:
     s, family = plan.scenario, plan.family
+    _encoders_frozen(plan, "SimpleTuner")
     quant = s.quant or ("nf4" if s.method == "qlora" else None)
     if quant not in ST_PRECISION:
         raise GpuplanError(f"SimpleTuner has no {quant} base: use quant fp8, nf4 or int8")
@@ -320,6 +331,7 @@ AT_OPTIMIZERS = {"adamw": "adamw", "adamw-8bit": "adamw8bit", "paged-adamw-8bit"
 
 def ai_toolkit_config(plan: DiffusionLaunch, images: str) -> dict[str, Any]:
     s, family = plan.scenario, plan.family
+    _encoders_frozen(plan, "ai-toolkit")
     if s.method == "full":
         raise GpuplanError("gpuplan writes ai-toolkit's LoRA jobs (its sd_trainer with a lora network): use "
                            "stack kohya or simpletuner for full fine-tuning")

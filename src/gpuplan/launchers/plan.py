@@ -21,6 +21,7 @@ from ..market.cost import SpotPlan
 from ..market.offers import Offer
 from ..model.checkpoints import published
 from ..model.spec import ModelSpec
+from ..plan.dataset_report import data_warnings
 from ..plan.launch import run_of, runnable
 from ..plan.plan import Plan
 from ..plan.recipe import Recipe
@@ -225,6 +226,8 @@ class LaunchPlan:
             out.append(f"data: {d['source']}: {d['samples']:,} records, {d['tokens_total']:,} tokens + "
                        f"{d['special_tokens']:,} EOS/template; {d['tokens_trained']:,} trained per epoch; packing "
                        f"{d['packing']}: {d['packed_sequences']:,} sequences, {d['padding_pct']:.1f}% padding")
+            typed = self.result.typed_recipe
+            out += [f"warning: {w}" for w in (data_warnings(self.scenario, typed) if typed is not None else ())]
         if self.recipe is not None:
             out.append(f"recipe ({self.recipe.kind}):")
             out += [f"  {c.name}: {c.value} ({c.why})" for c in self.recipe.choices]

@@ -25,6 +25,7 @@ from .settings import LaunchOptions
 NAME = "sglang"
 PORT = 25000  # the first node's port for the others to join (SGLang's multi-node examples)
 SCRIPT = "sglang-serve.sh"
+POOL = "KV pool (SGLang's token pool)"  # the header's pool line names it as vLLM's does, then as SGLang does
 DTYPE = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 KV_CACHE_DTYPE = {"auto": "auto", "fp16": "auto", "bf16": "auto", "fp8": "fp8_e4m3"}
 QUANTIZATION = {"fp8": "fp8", "awq-int4": "awq", "gptq-int4": "gptq", "gptq-int8": "gptq", "mxfp4": "mxfp4",
@@ -85,7 +86,7 @@ def notes(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
                                     "and MASTER_ADDR set" if plan.num_nodes > 1 else "")
            + f"; the OpenAI-compatible server listens on port {opts.port}" + (" of the main one" if plan.num_nodes > 1
                                                                               else ""),
-           f"{pool_line(plan, 'token pool')}; memory rules of SGLang {eng['version']}",
+           f"{pool_line(plan, POOL)}; memory rules of SGLang {eng['version']}",
            "scheduler as gpuplan timed it: prefill batches of up to "
            f"{eng['chunked_prefill_size']:,} tokens before decodes (no --enable-mixed-chunk), radix cache on"
            + (", overlap scheduler on" if eng["overlap_schedule"] else "")]

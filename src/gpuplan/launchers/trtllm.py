@@ -1,8 +1,9 @@
 """``trtllm-serve.sh`` and ``trtllm-config.yaml``: the ``trtllm-serve`` command of a serving plan (engine trtllm).
 
 The flags are the settings the memory estimate assumed (:mod:`gpuplan.engines.trtllm`), written out rather than
-left to TensorRT-LLM's defaults: ``--backend pytorch``, ``--tp_size`` / ``--pp_size``, ``--max_batch_size`` and
-``--max_num_tokens`` (the profiling forward's size), ``--max_seq_len``, ``--kv_cache_free_gpu_memory_fraction``;
+left to TensorRT-LLM's defaults: ``--backend`` (``pytorch`` unless the plan sets ``trtllm_backend``), ``--tp_size``
+/ ``--pp_size``, ``--max_batch_size`` and ``--max_num_tokens`` (the profiling forward's size), ``--max_seq_len``,
+``--kv_cache_free_gpu_memory_fraction``;
 the KV cache's dtype and block size go in the ``--config`` YAML (``kv_cache_config``: ``dtype``,
 ``tokens_per_block``), and a ``capacity_scheduler_policy`` the plan was given as ``scheduler_config`` (top-level
 ``LlmArgs`` key, the enum's name: ``MAX_UTILIZATION``, as TensorRT-LLM's own example configs write it). Option
@@ -14,6 +15,7 @@ quantized that way (NVIDIA ModelOpt): TensorRT-LLM reads the format from the che
 from __future__ import annotations
 
 from ..engines import engine_for
+from ..engines import trtllm as trtllm_engine
 from .files import LaunchFile, shell_text, yaml_text
 from .plan import LaunchPlan
 from .serving import pool_line
@@ -43,7 +45,8 @@ def applies(plan: LaunchPlan) -> str | None:
 def command(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
     s, engine = plan.scenario, plan.result.memory.engine
     ep = ["--ep_size", str(s.ep)] if s.ep > 1 else []
-    return ["trtllm-serve", plan.model_ref, "--backend", "pytorch", "--tp_size", str(s.tp), "--pp_size", str(s.pp), *ep,
+    return ["trtllm-serve", plan.model_ref, "--backend", trtllm_engine.backend(s), "--tp_size", str(s.tp),
+            "--pp_size", str(s.pp), *ep,
             "--max_batch_size", str(engine["max_batch_size"]), "--max_num_tokens", str(engine["max_num_tokens"]),
             "--max_seq_len", str(engine["max_seq_len"]),
             "--kv_cache_free_gpu_memory_fraction", f"{engine['free_gpu_memory_fraction']:g}",

@@ -29,7 +29,7 @@ from ..model.profile import FP8_ALL, Profile, storage_format
 from ..model.quant import make_format
 from ..result import MemoryReport
 from ..scenario import Scenario
-from ..scenario.modules import ModuleJob
+from ..scenario.modules import TEXT_LORA_ROLES, ModuleJob, trains_encoder
 from ..tensors.breakdown import GIB, Estimate, device_overheads
 
 BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
@@ -106,6 +106,7 @@ def training_memory(s: Scenario, job: ModuleJob, main: Profile, parts: dict[str,
     state = 4 if mixed or job.dtype == "fp32" else 2
     sizes = job.shapes[0]
     scale = BYTES[job.dtype] / 2
+    adapter = BYTES["fp32" if s.adapter_dtype == "fp32" else job.dtype]
     if job.trained == "all":
         trainable = c.params
         e.weights = c.params * (4 if mixed else BYTES[job.dtype])
@@ -115,13 +116,10 @@ def training_memory(s: Scenario, job: ModuleJob, main: Profile, parts: dict[str,
             e.other["autocast 16-bit weight copies"] = linear_weights(main) * 2
     else:
         trainable = lora_params(main, job.lora_roles, job.lora_rank)
-        adapter = BYTES["fp32" if s.adapter_dtype == "fp32" else job.dtype]
         e.weights = stored_weight_bytes(main, c.params, job.weights, job.dtype) + trainable * adapter
         e.gradients = trainable * adapter
         state = 4 if adapter == 4 or mixed else 2
         factored = trainable // max(job.lora_rank, 1) * 2  # thin factors: about r + d per r x d matrix
-    e.optimizer = optimizer_bytes(s.optimizer, trainable, state, factored)
-    e.extra["params_trainable"] = trainable
     batch = job.batch
     phases = {"forward and backward": main.activation_bytes(job.way, batch, sizes) * scale}
     if job.attention == "eager":
@@ -132,16 +130,57 @@ def training_memory(s: Scenario, job: ModuleJob, main: Profile, parts: dict[str,
         edge = _edge(job)
         phases["VAE encode"] = parts["vae-encode"].activation_bytes(
             "inference", batch, (sizes[0], edge)) * BYTES[job.vae_dtype] / 2
-    if job.text_encoders == "frozen":
-        for te in job.spec.role("text_encoder"):
-            e.other[f"{te.name} ({te.cls}, frozen)"] = component_bytes(te, job.dtype)
-            tokens = (job.t5_tokens,) if te.cls == "T5EncoderModel" else ()
-            phases[f"{te.name} encode"] = parts[f"text-encoder:{te.name}"].activation_bytes(
-                "inference", batch, tokens) * scale
+    adapters = text_encoders(e, job, parts, phases, adapter)  # LoRA only (scenario.stacks refuses full)
+    if adapters:  # their gradients and optimizer states beside the denoiser's (Adafactor: thin factors too)
+        e.gradients += adapters * adapter
+        factored += adapters // max(job.lora_rank, 1) * 2
+        trainable += adapters
+    e.optimizer = optimizer_bytes(s.optimizer, trainable, state, factored)
+    e.extra["params_trainable"] = trainable
     e.peak_phase = max(phases, key=phases.get)
     e.activations = phases[e.peak_phase]
     e.phases = {k: v / GIB for k, v in phases.items()}
     return e
+
+
+def text_lora_params(job: ModuleJob, parts: dict[str, Profile], te) -> int:
+    """The LoRA adapter parameters of text encoder ``te`` when the job trains it (else 0): ``r·(in + out)`` per
+    linear its trainer's preset adapts (:data:`~gpuplan.scenario.modules.TEXT_LORA_ROLES`)."""
+    if not trains_encoder(job, te):
+        return 0
+    return lora_params(parts[f"text-encoder:{te.name}"], TEXT_LORA_ROLES[job.text_lora], job.lora_rank)
+
+
+def text_kept_bytes(job: ModuleJob, parts: dict[str, Profile]) -> float:
+    """What the trained text encoders' forward keeps for their backward, held while the denoiser runs: each one's
+    recorded LoRA training pass's peak (rank 16, the recording's; the adapters' ``r``-wide activations are a few
+    kB), in the job's dtype."""
+    return sum(parts[f"text-encoder:{te.name}"].activation_bytes(f"train-lora-{job.text_lora}", job.batch, ())
+               for te in job.spec.role("text_encoder") if trains_encoder(job, te)) * BYTES[job.dtype] / 2
+
+
+def text_encoders(e: Estimate, job: ModuleJob, parts: dict[str, Profile], phases: dict[str, float],
+                  adapter: int) -> int:
+    """The text encoders on the card during a training step (``frozen`` or ``trained``), added to ``e`` and
+    ``phases``; returns the trained adapters' parameters. A frozen encoder: its weights, and its no-grad forward
+    as a phase of its own. A trained one (:func:`~gpuplan.scenario.modules.trains_encoder`): its weights and LoRA
+    adapters (``adapter`` bytes each: :func:`text_lora_params`), and what its forward keeps for its backward, held
+    while the denoiser runs forward and backward (:func:`text_kept_bytes`)."""
+    if job.text_encoders not in ("frozen", "trained"):
+        return 0
+    trained = 0
+    for te in job.spec.role("text_encoder"):
+        if trains_encoder(job, te):
+            own = text_lora_params(job, parts, te)
+            trained += own
+            e.other[f"{te.name} ({te.cls}, LoRA trained)"] = component_bytes(te, job.dtype) + own * adapter
+            continue
+        e.other[f"{te.name} ({te.cls}, frozen)"] = component_bytes(te, job.dtype)
+        tokens = (job.t5_tokens,) if te.cls == "T5EncoderModel" else ()
+        phases[f"{te.name} encode"] = parts[f"text-encoder:{te.name}"].activation_bytes(
+            "inference", job.batch, tokens) * BYTES[job.dtype] / 2
+    phases["forward and backward"] += text_kept_bytes(job, parts)
+    return trained
 
 
 def eager_scores(p: Profile, batch: int, sizes: tuple[int, ...], dtype: str, saved: bool) -> float:

@@ -147,11 +147,26 @@ def load_model(name: str) -> ModelSpec:
         if other:
             raise NotADecoder(other)
         return _spec_from_file(_fetch_config(name), name)
+    tagged = _tag_refusal(name)
+    if tagged:
+        raise GpuplanError(tagged)
     if name.endswith(".json") or "/" in name or "\\" in name:
         raise GpuplanError(f"no such file: {name}")
     raise UnknownNameError("model", name, suggestable(name, [*bundled(), *aliases(), *kinds.names()]),
                            hint="Run `gpuplan models` for the bundled list, or pass a Hugging Face repo id "
                                 "(org/name) or a path to a config.json.")
+
+
+def _tag_refusal(name: str) -> str | None:
+    """A name with a tag after a colon, as Ollama names models (``qwen3:8b``, ``openai/gpt-oss-20b:latest``):
+    one sentence naming the bundled model it means where there is one (the name before the colon, or it joined to
+    the tag), else how to name a model; None for a name without such a tag (a path, a URL)."""
+    head, colon, tag = name.rpartition(":")
+    if not colon or not head or not tag or "/" in tag or "\\" in tag:
+        return None
+    meant = next((repo for n in (head, f"{head}-{tag}") if (repo := bundled_repo(n))), None)
+    where = f"the bundled {meant!r}" if meant else "a bundled name (`gpuplan models`), a Hugging Face repo id or a path"
+    return f"model {name!r}: ':{tag}' is a tag, as Ollama names models, not part of a model name; give {where}"
 
 
 @cache

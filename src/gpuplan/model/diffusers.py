@@ -374,8 +374,39 @@ def latent_shape(pixels: int, edge: int) -> tuple[int, int]:
     return h, w
 
 
-def text_encoder_part(c: Component):
-    """A text encoder over its prompt's tokens: CLIP's 77 always, T5's as many as the pipeline keeps."""
+# the text encoders' linears a trainer's LoRA adapts when it trains them (CLIP only; no trainer here adapts T5):
+# diffusers' train_dreambooth_lora*.py ``--train_text_encoder``: LoraConfig(target_modules=["q_proj", "k_proj",
+# "v_proj", "out_proj"]); kohya's networks/lora.py: every Linear under TEXT_ENCODER_TARGET_REPLACE_MODULE
+# ("CLIPAttention", "CLIPSdpaAttention", "CLIPMLP"), so the MLP's fc1 and fc2 too
+TEXT_LORA_LEAVES = {"attention": ("q_proj", "k_proj", "v_proj", "out_proj"),
+                    "all": ("q_proj", "k_proj", "v_proj", "out_proj", "fc1", "fc2")}
+TEXT_ENCODER_WAYS = ("inference", "train-lora-attention", "train-lora-all")
+
+
+def text_lora_role(name: str) -> str:
+    """A CLIP text encoder's linear by what the trainers' LoRA presets adapt: ``attention`` (q, k, v, out), ``block``
+    (the MLP's fc1 and fc2), ``other`` (the projection of CLIPTextModelWithProjection)."""
+    leaf = name.rsplit(".", 1)[-1]
+    if ".layers." not in f".{name}":
+        return "other"
+    return "attention" if leaf in TEXT_LORA_LEAVES["attention"] else \
+        "block" if leaf in TEXT_LORA_LEAVES["all"] else "other"
+
+
+def _text_with_way(module, way: str):
+    """peft adapters (rank 16) on the linears ``way`` names (:data:`TEXT_LORA_LEAVES`), for a trained encoder."""
+    if "-lora-" in way:  # peft's own injection: transformers' add_adapter asks for a newer peft
+        from peft import LoraConfig, inject_adapter_in_model
+
+        roles = ("attention",) if way.endswith("-attention") else ("attention", "block")
+        targets = [n for n, sub in module.named_modules() if hasattr(sub, "in_features") and text_lora_role(n) in roles]
+        module = inject_adapter_in_model(LoraConfig(r=16, lora_alpha=16, target_modules=targets), module)
+    return module
+
+
+def text_encoder_part(c: Component, ways: tuple[str, ...] = ("inference",)):
+    """A text encoder over its prompt's tokens: CLIP's 77 always, T5's as many as the pipeline keeps; a CLIP encoder
+    trained with LoRA adapters in ``ways`` (:data:`TEXT_ENCODER_WAYS`)."""
     from .record import Part
 
     t5 = c.cls == "T5EncoderModel"
@@ -389,8 +420,8 @@ def text_encoder_part(c: Component):
     variables = ("text_tokens",) if t5 else ()
     return Part(name=c.cls, variables=variables, base=(256,) if t5 else (), second=(512,) if t5 else (),
                 third=(384,) if t5 else (), check=(640,) if t5 else (), degree=2 if t5 else 1,
-                build=lambda way: build(c.library, c.cls, c.config), inputs=inputs,
-                versions=_versions("torch", "transformers"))
+                build=lambda way: _text_with_way(build(c.library, c.cls, c.config), way), inputs=inputs,
+                ways=ways, role=text_lora_role, versions=_versions("torch", "transformers", "peft"))
 
 
 def _versions(*names: str) -> dict[str, str]:

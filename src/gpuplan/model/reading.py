@@ -45,6 +45,18 @@ def _can_trace() -> bool:
     return all(importlib.util.find_spec(m) is not None for m in ("torch", "transformers"))
 
 
+def _one_size_each(config: dict[str, Any], model_type: str) -> None:
+    """The exact family readers take one width for every layer: a list there (the per-layer form Gemma 3n writes,
+    which the validator lets through) ended in a TypeError inside the reader (session 7's walk: a Llama config with
+    ``intermediate_size: [1, 2]``)."""
+    for part in (config, config.get("text_config") or {}):
+        for key in ("intermediate_size", "moe_intermediate_size"):
+            if isinstance(part.get(key), list):
+                raise GpuplanError(f"config.json of model_type {model_type!r}: {key} is a list (one per layer or "
+                                   f"part), and {model_type} configs give one number; fix the file or pass the "
+                                   "model's original config.json")
+
+
 def read_architecture(config: dict[str, Any], *, use_transformers: bool = True) -> Reading:
     """Read a config, exactly when possible, in this order:
 
@@ -59,6 +71,8 @@ def read_architecture(config: dict[str, Any], *, use_transformers: bool = True) 
     """
     model_type = config.get("model_type")
     reader = EXACT_READERS.get(model_type)
+    if reader is not None:
+        _one_size_each(config, model_type)
     tower = next((key for key in TOWER_KEYS if config.get(key)), None)
     if reader is not None and (tower is None or model_type in TOWER_READERS):
         return Reading(arch=reader(Config(config)), counted_by=f"gpuplan's {model_type} reader")

@@ -23,7 +23,7 @@ from typing import Any
 
 from .layers import Layer, Linear
 
-FORMAT = 1
+FORMAT = 2  # 2: Gemma 4's top_k_experts read (traces of 1 left its experts per token at 0)
 
 
 def config_key(config: dict[str, Any]) -> str:

@@ -32,8 +32,10 @@ from ..errors import GpuplanError
 from .layers import Layer
 from .modules import _embedding_dim, _get, _int, _layer_structure, _top_level, decoder_layers
 
+# the config keys of the experts each token is routed to (Gemma 4: ``top_k_experts``, transformers
+# ``Gemma4TextConfig``, read by its router as ``k=self.config.top_k_experts`` in ``modeling_gemma4.py``)
 TOP_K_KEYS = ("num_experts_per_tok", "num_experts_per_token", "experts_per_token", "moe_topk", "moe_top_k",
-              "top_k", "moe_k", "num_selected_experts", "router_top_k", "n_activated_experts")
+              "top_k", "moe_k", "num_selected_experts", "router_top_k", "n_activated_experts", "top_k_experts")
 MAMBA_WORDS = ("mamba", "ssm", "mixer")
 
 
@@ -126,6 +128,9 @@ def trace(config: dict[str, Any], progress: str | None = None) -> tuple[dict[str
     top_k = _top_k(text, blocks)
     seen: set[int] = set()
     structures = [_layer_structure(block, hidden, top_k, seen) for block in blocks]
+    if top_k == 0 and any(s["moe"] for s in structures):  # each token would reach no expert: time and memory at 0
+        raise TraceError(f"the {cfg.model_type} model has experts but its config names no experts per token (one "
+                         f"of {', '.join(TOP_K_KEYS[:3])}...), so its active parameters cannot be counted")
     caches, problem = _caches(model, cfg, text, blocks)
     layers = [_layer(s, c, block) for s, c, block in zip(structures, caches, blocks, strict=True)]
     arch = _top_level(model, text, layers, layers_name, hidden, top_k)

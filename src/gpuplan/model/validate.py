@@ -19,16 +19,25 @@ POSITIVE = (
     "hidden_size", "n_embd", "n_embed", "d_model", "num_hidden_layers", "n_layer", "num_layers", "vocab_size",
     "num_attention_heads", "n_head", "num_key_value_heads", "num_kv_heads", "n_head_kv", "intermediate_size",
     "n_inner", "ffn_dim", "ffn_hidden_size", "max_position_embeddings", "n_positions", "seq_length",
-    "num_local_experts", "num_experts", "n_routed_experts", "num_experts_per_tok", "experts_per_token",
+    "num_local_experts", "num_experts", "n_routed_experts", "num_experts_per_tok", "experts_per_token", "top_k_experts",
     "moe_layer_freq", "decoder_sparse_step", "kv_lora_rank", "qk_nope_head_dim", "v_head_dim", "word_embed_proj_dim",
     "patch_size", "image_size", "num_channels", "sliding_window_pattern", "block_size",
+    # the sizes the common-keys reader (conventions.py) takes for hybrid, linear-attention, Mamba and sparse-attention
+    # layers: a list or an object there ended in a TypeError deep in the reader (session 7's walk: n_groups [])
+    "n_groups", "mamba_n_groups", "mamba_n_heads", "mamba_num_heads", "ssm_num_heads", "mamba_d_state",
+    "ssm_state_size", "state_size", "mamba_d_head", "mamba_head_dim", "ssm_head_dim", "mamba_d_ssm", "mamba_d_conv",
+    "conv_kernel", "linear_conv_kernel_dim", "linear_key_head_dim", "linear_num_key_heads", "linear_num_value_heads",
+    "linear_value_head_dim", "index_n_heads", "index_head_dim", "kv_channels", "multi_query_group_num",
+    "moe_num_experts", "padded_vocab_size", "moe_k", "moe_topk", "num_experts_per_token", "interleave_moe_layer_step",
+    "moe_layer_interval", "attn_layer_period", "full_attention_interval", "no_rope_layer_interval",
 )
 # Sizes and counts that may be 0 in released configs: 0 means "none" or "derive it" (Qwen3-Coder's
 # shared_expert_intermediate_size 0: no shared expert; head_dim 0: hidden_size / heads; q_lora_rank 0: no
 # query compression).
 NON_NEGATIVE = ("n_shared_experts", "first_k_dense_replace", "max_window_layers", "num_ln_in_parallel_attn",
                 "sliding_window", "head_dim", "moe_intermediate_size", "shared_expert_intermediate_size",
-                "q_lora_rank", "qk_rope_head_dim")
+                "q_lora_rank", "qk_rope_head_dim", "attn_layer_offset", "moe_layer_start_index",
+                "moe_num_shared_experts", "num_shared_experts")
 # Sizes that released configs also give per layer or per axis (Gemma 3n's intermediate_size per layer, ERNIE 4.5
 # VL's moe_intermediate_size per modality, a vision tower's [height, width] patch and image sizes and its heads
 # per stage): a list of whole numbers, each checked.
@@ -74,11 +83,11 @@ def checked_config(config: dict[str, Any], where: str = "config.json", *, vision
     _check_heads(out, where, heads)
     _check_window(out, where)
     experts = next((out[k] for k in ("num_local_experts", "num_experts", "n_routed_experts") if out.get(k)), None)
-    per_token = out.get("num_experts_per_tok") or out.get("experts_per_token")
-    experts = experts if isinstance(experts, int) else None
-    if experts and per_token and per_token > experts:
+    key = next((k for k in ("num_experts_per_tok", "experts_per_token", "top_k_experts") if out.get(k)), None)
+    per_token, experts = out.get(key) if key else None, experts if isinstance(experts, int) else None
+    if experts and per_token and per_token > experts:  # Gemma 4 names it top_k_experts
         raise GpuplanError(f"{where}: {per_token} experts per token but only {experts} experts; "
-                           "num_experts_per_tok must not exceed the expert count")
+                           f"{key} must not exceed the expert count")
     for key in ("text_config", "vision_config"):
         if isinstance(out.get(key), dict):
             out[key] = checked_config(out[key], f"{where} ({key})", vision=key == "vision_config")

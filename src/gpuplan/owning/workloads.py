@@ -147,6 +147,11 @@ def load_workloads(source: str | Path | Mapping[str, Any] | list, years: float |
         data = dict(source)
     else:
         raise GpuplanError(f"workloads are a file, a dict or a list of jobs, not {type(source).__name__}")
+    if "workloads" not in data:  # the first of pydantic's errors would read "workloads: workloads: Field required"
+        other = ", ".join(repr(str(k)) for k in list(data)[:4] if k != "years")
+        raise GpuplanError("workloads: no 'workloads' list of jobs (each a scenario and how often it runs: per_week, "
+                           "per_month, per_year, hours_per_day or output_tokens_per_day)"
+                           + (f"; found {other}" if other else ""))
     jobs = data.get("workloads")
     if isinstance(jobs, list):
         data["workloads"] = [{**j, "scenario": _scenario_data(j.get("scenario"), folder)} if isinstance(j, Mapping)

@@ -39,7 +39,7 @@ from ..serving.steptime import Calibration, StepModel, step_model
 from ..serving.workload import Workload
 from .build import build
 from .plan import Plan, memory_plan
-from .refusals import load_refusal, whole_prompts
+from .refusals import engine_refusal, load_refusal, whole_prompts
 from .resolve import resolve
 
 if TYPE_CHECKING:
@@ -220,7 +220,7 @@ def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...]
     ``batch``), by what one replica costs to run it (:func:`_job_row`). The simulations share ``time_limit_s``
     wall seconds (see the module docstring). ``notes`` gets one sentence for each GPU of ``gpu_ids`` that has no
     row, saying why (:func:`_left_out`)."""
-    why = load_refusal(w.users, w.rate_rps, batch=w.batch, think_s=w.think_s) or engine_for(s).refusal(s, m) or \
+    why = load_refusal(w.users, w.rate_rps, batch=w.batch, think_s=w.think_s) or engine_refusal(s, m) or \
         engine_for(s).chunked_prefill_refusal(s)
     if why:
         raise GpuplanError(why)

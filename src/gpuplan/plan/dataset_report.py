@@ -30,6 +30,13 @@ def dataset_section(s, cost) -> dict[str, Any] | None:
     return out
 
 
+def data_warnings(s, typed) -> tuple[str, ...]:
+    """What the data would do wrong under the recipe ``typed``: chat records with no assistant turn, where the loss
+    is on the assistant turns only (:func:`gpuplan.dataset.reply_warning`)."""
+    p = profile(s)
+    return p.warnings if p is not None and typed.assistant_only else ()
+
+
 def plan_recipe(plan):
     """The recipe of a plan: checkpointing by its step time (on the links of the offer it is priced on) for its spot
     interruptions (if spot), its micro-batch x accumulation the plan's own (why, where the builder laid it out)."""

@@ -59,7 +59,24 @@ def runnable(s: Scenario, *, offer_label: str | None = None, owned_usd_per_hour:
     plan = build(r, offers, advise=False, offer_label=offer_label, recipe=True, keep_micro_batch=keep_micro_batch)
     if offer_label is not None and (plan.cost is None or plan.cost.offer != offer_label):
         raise GpuplanError(f"no offer {offer_label!r} for {r.gpu.id} in the price catalog")
+    _trl_takes_the_data(plan)
     return plan
+
+
+TRL_STACKS = ("hf", "unsloth")  # their files train with TRL's SFTTrainer (launchers/trainer.py, unsloth.py)
+
+
+def _trl_takes_the_data(plan: Plan) -> None:
+    """Refuse the files of a TRL stack whose chat records hold no assistant turn while the loss is on the assistant
+    turns only (``assistant_only_loss``): TRL's SFTTrainer stops on the first such record ("at least one example has
+    no assistant tokens", trl 1.x ``trainer/sft_trainer.py``), so the run would fail before its first step. The
+    estimate only warns (:func:`gpuplan.dataset.reply_warning`); the other stacks mask such records and run."""
+    from .dataset_report import data_warnings
+
+    typed, s = plan.typed_recipe, plan.setup.scenario
+    said = data_warnings(s, typed) if typed is not None and s.stack in TRL_STACKS else ()
+    if said:
+        raise GpuplanError(f"the {s.stack} files would stop before the first step: {said[0]}")
 
 
 # the context each engine's files start it with, as its startup in the plan says (launchers/vllm.py, sglang.py,

@@ -43,7 +43,7 @@ from .layout import accumulation, recipe_batch
 from .layout import layout as recipe_layout
 from .plan import Plan, card_memory, memory_plan, probe
 from .pricing import left_out
-from .refusals import check, not_a_module, scenario_load
+from .refusals import check, engine_refusal, not_a_module, scenario_load
 from .resolve import resolve, tensor_parallel_ok, within_context
 
 COUNTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
@@ -365,6 +365,9 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
     started = time.perf_counter()
     not_a_module(s, m)  # a diffusion trainer or a module's field asked of a decoder LLM: one sentence, no search
     scenario_load(s)  # a load that cannot be simulated as given: the same sentence as estimate's
+    why = engine_refusal(s, m) if s.task == "infer" else None  # no card, count or variant changes it
+    if why:
+        raise GpuplanError(why)
     fitted, context_note = within_context(s, m)  # default lengths past the model's context, shortened (said)
     s = s.model_copy(update=fitted) if fitted else s
     all_offers = load_offers(c.catalogs)

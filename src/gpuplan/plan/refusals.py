@@ -234,19 +234,20 @@ def _layout(s: Scenario, m: ModelSpec) -> list[str]:
 
 
 def _model_parallel(s: Scenario) -> None:
-    """tp or pp asked of the HF stack (the transformers Trainer with accelerate), whose profile runs neither
-    (:attr:`gpuplan.stacks.base.Stack.model_parallel`: its launch files set no tensor or pipeline parallelism), in
-    one sentence naming the stacks whose profiles do (Megatron-Core, torchtitan). The other stacks' own refusals
-    say theirs (:mod:`gpuplan.scenario.stacks`: Unsloth, torchtune's pipeline, the diffusion trainers)."""
+    """tp or pp asked of a training stack whose profile runs neither (:attr:`gpuplan.stacks.base.Stack.model_parallel`:
+    the splits its launch files set), in one sentence naming the stacks whose profiles do (Megatron-Core,
+    torchtitan): the HF Trainer has none; Axolotl's experimental ``tensor_parallel_size`` and torchtune's
+    ``tensor_parallel_dim`` are not in their plans, whose files would run the GPUs as data parallel instead."""
     asked = [f"{name} {size}" for name, size in (("tp", s.tp), ("pp", s.pp)) if size > 1]
     runs = STACKS[s.stack].model_parallel
-    if s.stack != "hf" or not asked or all(a.split()[0] in runs for a in asked):
+    if not asked or all(a.split()[0] in runs for a in asked):
         return
     kinds = " or ".join(k for k, a in (("tensor", "tp"), ("pipeline", "pp")) if any(x.startswith(a) for x in asked))
     splitting = [name for name in STACKS if all(a.split()[0] in STACKS[name].model_parallel for a in asked)]
-    raise GpuplanError(f"stack hf (the transformers Trainer with accelerate) runs no {kinds} parallelism "
-                       f"({', '.join(asked)} asked): stacks {' and '.join(splitting)} split a model so; or spread it "
-                       "over the GPUs with sharding zero3 or fsdp")
+    who = ("stack hf (the transformers Trainer with accelerate) runs" if s.stack == "hf" else
+           f"gpuplan's plans and launch files for stack {s.stack} set")
+    raise GpuplanError(f"{who} no {kinds} parallelism ({', '.join(asked)} asked): stacks {' and '.join(splitting)} "
+                       "split a model so; or spread it over the GPUs with sharding zero3 or fsdp")
 
 
 def _across_nodes(s: Scenario) -> None:
@@ -334,7 +335,7 @@ def _engine(s: Scenario, m: ModelSpec) -> list[str]:
         raise GpuplanError(f"full fine-tuning updates every weight, and {s.quant} weights take no gradients (they "
                            "are loaded frozen): train LoRA or QLoRA on them, or drop quant")
     engine = engine_for(s)
-    why = engine.refusal(s, m) or _moe_layout(s, m)
+    why = engine_refusal(s, m) or _moe_layout(s, m)
     if why:
         raise GpuplanError(why)
     why = engine.chunked_prefill_refusal(s) if s.task == "infer" else None
@@ -347,6 +348,24 @@ def _engine(s: Scenario, m: ModelSpec) -> list[str]:
                            f"rejects: set max_model_len to {tokens:,} or more (or leave it unset), or shorten the "
                            "requests")
     return _other_engines_settings(s)
+
+
+def engine_refusal(s: Scenario, m: ModelSpec) -> str | None:
+    """Why the serving engine cannot serve model ``m`` whatever the card and the GPU count: what it does not load
+    (its profile's :meth:`~gpuplan.engines.Engine.refusal`), or no KV cache to size its pool in
+    (:func:`_no_kv_cache`); asked once before a search (recommend, capacity) as well as of each plan."""
+    engine = engine_for(s)
+    return engine.refusal(s, m) or _no_kv_cache(s, m, engine)
+
+
+def _no_kv_cache(s: Scenario, m: ModelSpec, engine) -> str | None:
+    """A model with no attention layer (a pure state-space model: Mamba) served by an engine that sizes a KV pool
+    in tokens: its per-request state is no KV cache, and the pool's arithmetic divided by zero (session 7's walk:
+    review 2's Mamba config on vLLM, SGLang and TensorRT-LLM ended in tracebacks)."""
+    if s.task != "infer" or not engine.preallocates or any(layer.kv_dims for layer in m.layers):
+        return None
+    return (f"{m.name} has no attention layer, so no KV cache: {engine.label} sizes its pool in KV-cache tokens, and "
+            "gpuplan does not model its per-request state cache; plan it with engine transformers or llama.cpp")
 
 
 def _moe_layout(s: Scenario, m: ModelSpec) -> str | None:

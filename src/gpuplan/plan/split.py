@@ -19,6 +19,7 @@ from ..hardware import GpuSpec, resolve_gpu, short_id
 from ..result import GpuFacts
 from ..scenario import Scenario
 from ..speed.breakdown import Speed
+from .advice import largest_fitting
 from .build import build
 from .plan import Plan, Verdict
 from .resolve import resolve
@@ -81,6 +82,14 @@ def _verdict(cards: list[GpuSpec], fullest: Plan, card: GpuSpec, fits: bool) -> 
                    capacity_gib=mem.capacity_gib, headroom_gib=mem.headroom_gib, details=fullest.verdict.details)
 
 
+def _limits(plans: list[Plan]) -> tuple[int | None, int | None]:
+    """The largest batch and longest prompt the whole split holds: the least over its devices, each searched on
+    its own plan (:func:`gpuplan.plan.advice.largest_fitting`); None where a device holds none."""
+    found = [largest_fitting(p.setup.scenario, p.setup.model, p.setup.gpu, p) for p in plans]
+    batches, lengths = [b for b, _ in found], [n for _, n in found]
+    return (min(batches) if all(batches) else None), (min(lengths) if all(lengths) else None)
+
+
 def split_estimate(s: Scenario) -> Plan:
     """The plan of a llama.cpp split over the devices of ``s`` (module docstring): each device a plan of its own
     (unpriced, unadvised), composed."""
@@ -91,8 +100,10 @@ def split_estimate(s: Scenario) -> Plan:
     fullest = min(range(len(cards)), key=lambda i: plans[i].memory.headroom_gib)
     rows = [_device_row(c, sh, p) for c, sh, p in zip(cards, shares, plans, strict=True)]
     fits = all(r["fits"] for r in rows)
-    memory = plans[fullest].memory.model_copy(update={"fits": fits, "engine": {
-        **(plans[fullest].memory.engine or {}), "devices": rows}})
+    batch, length = _limits(plans)
+    memory = plans[fullest].memory.model_copy(update={"fits": fits, "max_batch_size": batch, "max_seq_len": length,
+                                                      "engine": {**(plans[fullest].memory.engine or {}),
+                                                                 "devices": rows}})
     said = ", ".join(f"{short_id(r['gpu'])} {r['share']:.0%} ({r['layers']} layers, {r['device_peak_gib']:,.1f} of "
                      f"{r['usable_gib']:,.1f} GiB)" for r in rows)
     how = "as given" if s.tensor_split else "by each card's memory, llama.cpp's default"

@@ -28,7 +28,7 @@ from pydantic import (
 )
 
 from .. import overheads as oh
-from ..errors import GpuplanError, did_you_mean, echo_value, renamed
+from ..errors import GpuplanError, did_you_mean, echo_value, renamed, yes_for_a_number
 from ..model.quant import QUANT_FORMATS
 from ..userfiles import read_mapping
 from . import stacks
@@ -182,6 +182,11 @@ class Scenario(BaseModel):
         default=None, description="TensorRT-LLM's scheduler_config.capacity_scheduler_policy: guaranteed_no_evict "
         "(the default) admits a request when blocks for its whole prompt + output are free; max_utilization (MLPerf's "
         "harness) admits while the tokens held now fit, pausing requests when the pool fills")
+    trtllm_backend: Literal["pytorch", "tensorrt"] | None = Field(
+        default=None, exclude_if=lambda v: v is None,  # said when set: other scenarios read as they did
+        description="TensorRT-LLM's runtime, trtllm-serve --backend: pytorch (the default since 1.0) runs a step "
+        "that holds a prompt from its Python modules without a CUDA graph; tensorrt runs a built TensorRT engine "
+        "from the C++ runtime, as MLPerf's submissions do")
     max_model_len: int | None = Field(default=None, ge=16, le=10_000_000,
                                       description="vLLM --max-model-len; default: the model's context")
     engine_version: str | None = Field(default=None, description="the engine release whose memory rules apply "
@@ -291,10 +296,11 @@ class Scenario(BaseModel):
     cache_latents: bool | None = Field(default=None, exclude=True, description="diffusion training: the VAE "
                                        "encodes the images once before training and leaves the GPU (default: the "
                                        "trainer's)")
-    text_encoders: Literal["cached", "frozen"] | None = Field(
+    text_encoders: Literal["cached", "frozen", "trained"] | None = Field(
         default=None, exclude=True, description="diffusion training: cached: prompt embeddings computed once "
-        "before training, the text encoders off the GPU; frozen: on the GPU, run every step without gradients "
-        "(default: the trainer's)")
+        "before training, the text encoders off the GPU; frozen: on the GPU, run every step without gradients; "
+        "trained: LoRA adapters on the CLIP encoders trained with the denoiser (kohya's default for LoRA, "
+        "diffusers' --train_text_encoder; T5 stays frozen) (default: the trainer's)")
     prior_preservation: bool = Field(default=False, exclude=True, description="DreamBooth's prior-preservation "
                                      "loss: a class image beside each instance image (twice the batch)")
     train_steps: int | None = Field(default=None, ge=1, le=10**9, exclude=True, description="diffusion and "
@@ -373,6 +379,16 @@ class Scenario(BaseModel):
             if new in data and data[new] != data[old]:
                 raise ValueError(f"give {new} or its old name {old}, not both")
             data[renamed(old, "scenario field")] = data.pop(old)
+        return data
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_yes_for_a_number(cls, data: Any) -> Any:
+        """A yes/no (``true``, YAML's ``yes``) given for a count or an amount: pydantic's lax mode reads it as 1 or
+        0, so ``batch_size: true`` planned one request and ``num_gpus: yes`` one GPU without a word."""
+        said = yes_for_a_number(cls, data)
+        if said:
+            raise ValueError(f"scenario field {said}")
         return data
 
     @model_validator(mode="before")
@@ -682,7 +698,7 @@ INFER_ONLY = frozenset({"batch_size", "prompt_tokens", "output_tokens", "shared_
                         "max_model_len", "engine_version", "entry_point", "enforce_eager", "chunked_prefill",
                         "ubatch_tokens",
                         "free_gpu_memory_fraction", "tokens_per_block", "capacity_scheduler_policy",
-                        "flash_attention", "cpu_layers", "extra_gpus", "tensor_split", "attention_dp",
+                        "trtllm_backend", "flash_attention", "cpu_layers", "extra_gpus", "tensor_split", "attention_dp",
                         "moe_dispatch"})
 
 
@@ -699,8 +715,6 @@ def scenario_from(data: dict[str, Any] | Scenario) -> Scenario:
         return Scenario(**data)
     except ValidationError as err:
         raise GpuplanError(_one_sentence(err)) from None
-    except TypeError as err:  # e.g. non-string keys
-        raise GpuplanError(f"bad scenario: {err}") from None
 
 
 def _one_sentence(err: ValidationError) -> str:

@@ -34,6 +34,9 @@ from .stacks import DIFFUSION_STACKS
 # projections; kohya networks.lora / lora_flux, SimpleTuner's "all" target, ai-toolkit: every linear of the blocks)
 LORA_DEFAULT = {"diffusers": "attention", "kohya": "all", "simpletuner": "all", "ai-toolkit": "all"}
 STORED = {None: "16bit", "none": "16bit"}
+# the roles of a CLIP text encoder's linears each trainer's LoRA preset adapts when it trains the text encoders
+# (gpuplan.model.diffusers.text_lora_role: attention = q, k, v and out projections; block = the MLP's fc1, fc2)
+TEXT_LORA_ROLES = {"attention": ("attention",), "all": ("attention", "block")}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,6 +58,7 @@ class ModuleJob:
     dtype: str = "bf16"
     weights: str = "16bit"
     text_encoders: str = "cached"
+    text_lora: str = ""  # trained text encoders: the trainer's LoRA preset on CLIP (attention | all), else ""
     cache_latents: bool = True
     vae_dtype: str = "bf16"
     steps: int = 1
@@ -198,10 +202,37 @@ def resolve_diffusion(s: Scenario, spec: ModuleSpec) -> ModuleJob:
         notes.append("fp8 base: kohya's --fp8_base casts every weight to fp8, the norms and modulation too")
     batch = s.micro_batch_size * (2 if s.prior_preservation else 1)
     vae_dtype = "fp32" if upcast else dtype  # diffusers' SDXL scripts and kohya keep an fp32 VAE (no_half_vae)
+    text_lora = _text_lora(s, spec, notes)
     return ModuleJob(**{**common, "kind": "diffusion-train", "weights": weights}, way=way, trained=trained,
                      lora_roles=roles, lora_rank=s.lora_rank, batch=batch, samples_per_step=batch,
-                     text_encoders=s.text_encoders or "cached", cache_latents=bool(s.cache_latents) or not vae,
-                     vae_dtype=vae_dtype, notes=tuple(notes))
+                     text_encoders=s.text_encoders or "cached", text_lora=text_lora,
+                     cache_latents=bool(s.cache_latents) or not vae, vae_dtype=vae_dtype, notes=tuple(notes))
+
+
+def trains_encoder(job: ModuleJob, component) -> bool:
+    """Whether the job trains this text encoder's LoRA: a CLIP encoder when the text encoders are trained (no
+    trainer here adapts T5: diffusers' --train_text_encoder trains CLIP only, kohya's train_t5xxl is off by
+    default)."""
+    return bool(job.text_lora) and component.role == "text_encoder" and component.cls != "T5EncoderModel"
+
+
+def _text_lora(s: Scenario, spec: ModuleSpec, notes: list[str]) -> str:
+    """The LoRA preset on the text encoders the job trains ("" when it trains none): the trainer's (diffusers'
+    scripts: q, k, v and out projections; kohya: every linear of the CLIP layers, MLPs too)."""
+    if s.text_encoders != "trained":
+        return ""
+    if s.method == "full" or s.stack not in ("kohya", "diffusers"):
+        raise GpuplanError(f"text_encoders trained is planned for LoRA with stack kohya or diffusers (their text "
+                           f"encoders' adapters), not {s.method} with {s.stack}: set text_encoders frozen or cached")
+    encoders = spec.role("text_encoder")
+    if not any(te.cls != "T5EncoderModel" for te in encoders):
+        raise GpuplanError(f"{spec.name} has no CLIP text encoder to train: set text_encoders frozen or cached")
+    preset = LORA_DEFAULT.get(s.stack, "attention")
+    notes.append(f"text encoders trained: LoRA r{s.lora_rank} on the CLIP encoders' "
+                 f"{'attention projections' if preset == 'attention' else 'attention and MLP linears'} ("
+                 f"{s.stack}'s preset)" + ("; T5 frozen, run every step" if len(encoders) > sum(
+                     te.cls != "T5EncoderModel" for te in encoders) else ""))
+    return preset
 
 
 def resolve_model(s: Scenario, spec: ModuleSpec) -> ModuleJob:

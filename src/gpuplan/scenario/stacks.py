@@ -316,6 +316,11 @@ def resolve(data: Mapping[str, Any]) -> dict[str, Any]:
             out["precision"] = "bf16-true"
         if data.get("qlora_fp32_upcast") is None and str(data.get("sharding") or "").startswith("fsdp"):
             out["qlora_fp32_upcast"] = True
+    if data.get("text_encoders") is None and stack.name == "kohya" and data["task"] == "train" and \
+            get("method") != "full":
+        # sd-scripts train_network.py: train_text_encoder = not args.network_train_unet_only (flux_train_network.py:
+        # train_clip likewise, train_t5xxl False); its full fine-tunes (sdxl_train.py) need --train_text_encoder
+        out["text_encoders"] = "trained"
     if data.get("activation_offload") is None and stack.name == "unsloth":
         # unsloth _utils.apply_unsloth_gradient_checkpointing: plain checkpointing below 512 tokens
         out["activation_offload"] = get("grad_checkpointing") == "full" and data["seq_len"] >= 512
@@ -412,6 +417,8 @@ WHY = {  # the reason behind a default worth saying, by (stack, field, value)
                                                    "situation'",
     ("ai-toolkit", "grad_checkpointing", "full"): "its example configs set gradient_checkpointing: true",
     ("diffusers", "text_encoders", "cached"): "the instance prompt's embeddings computed once, encoders freed",
+    ("kohya", "text_encoders", "trained"): "sd-scripts trains the text encoders' LoRA unless "
+                                           "--network_train_unet_only",
 }
 
 

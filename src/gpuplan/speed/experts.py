@@ -55,6 +55,9 @@ DEEPEP_LOW_LATENCY_RDMA_GBS = ((16, 63.0, 74.0), (32, 48.0, 53.0), (64, 43.0, 46
                                (256, 39.0, 40.0))
 FLASHMLA_COMPUTE_FRACTION = 660 / 990  # FlashMLA on an H800: 660 TFLOPS of the dense bf16 peak
 FP8_DISPATCH_BYTES = 1 + 4 / 128  # fp8 values and an fp32 scale per 128
+# bytes per value of an expanded row as TensorRT-LLM's fused MoE writes it for its first GEMM (expanded_rows_s): FP8,
+# NVFP4 (4 bits and one FP8 scale per 16 values: 0.5 + 1/16)
+EXPANDED_ROW_BYTES = {"fp8": 1.0, "fp4": 0.5625}
 
 
 def rank_share(n: float, ranks: int) -> float:
@@ -92,6 +95,31 @@ def experts_s(timer, tokens: float) -> float:
                                          lin.out_features / moe_tp, count=touched, kernels=1, weight_bytes=w,
                                          latency_s=timer._kernel_latency_s, bandwidth_bps=timer._stream_bps)
     return total
+
+
+def expanded_rows_s(timer, tokens: float) -> float:
+    """The memory traffic of TensorRT-LLM's fused MoE beside its grouped GEMMs, for ``tokens`` tokens on the
+    busiest expert-parallel GPU (0 for engines without it, :attr:`gpuplan.engines.base.Timing.grouped_experts`). Its
+    CUTLASS path (``cpp/tensorrt_llm/kernels/cutlass_kernels/moe_gemm/moe_kernels.cu``) copies each token's hidden
+    state to one row per pick, in the first GEMM's input type (``expandInputRowsKernel``: a 16-bit read per token, a
+    write of 1 byte per value for FP8, 0.5625 for NVFP4 with its block scales), and after the second GEMM reads
+    every pick's 16-bit output row back to weight and sum them into the token's row (``finalizeMoeRoutingKernel``:
+    a 16-bit write per pick, its read, and a 16-bit write per token)::
+
+        bytes per MoE layer = hidden x (4 x tokens + (a + 4) x picks),   picks = tokens x k / ep x imbalance
+
+    at the weights' streaming bandwidth. The GEMMs' own reads and writes are :func:`~.gemm.gemm_time_s`'s."""
+    if not timer.grouped_experts or tokens <= 0:
+        return 0.0
+    s, h = timer.s, timer.m.hidden_size
+    a = EXPANDED_ROW_BYTES.get(timer.dtype, 2.0)
+    total = 0.0
+    for layer, count in timer.m.layer_kinds():
+        if layer.moe:
+            k = layer.experts_per_token
+            picks = tokens * k / s.ep * imbalance(tokens, k, s.ep)
+            total += count * h * (4 * tokens + (a + 4) * picks)
+    return total / timer._stream_bps
 
 
 def mla_absorbed_s(timer, batch: float, context: float) -> float:
@@ -165,5 +193,5 @@ def moe_dispatch(s: Scenario) -> str:
     return s.moe_dispatch or engine_for(s).moe_dispatch
 
 
-__all__ = ["dispatch_combine_s", "experts_s", "imbalance", "layout_comms_s", "mla_absorbed_s", "moe_dispatch",
-           "rank_share"]
+__all__ = ["dispatch_combine_s", "expanded_rows_s", "experts_s", "imbalance", "layout_comms_s", "mla_absorbed_s",
+           "moe_dispatch", "rank_share"]

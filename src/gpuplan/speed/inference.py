@@ -41,7 +41,7 @@ from . import ggml, mlx
 from .bands import decode_band, uncalibrated_words
 from .breakdown import Speed
 from .comms import DataParallel, Link, all_reduce_s, inter_node_link, intra_node_link
-from .experts import experts_s, layout_comms_s, mla_absorbed_s, rank_share
+from .experts import expanded_rows_s, experts_s, layout_comms_s, mla_absorbed_s, rank_share
 from .gemm import bandwidth, gemm_time_s, peak_flops, streaming_bandwidth
 from .work import attention_s, eager_ops_per_layer, elementwise_s, expert_loop_s, experts_hit, lm_head_s, smooth_max
 
@@ -239,6 +239,8 @@ class StepTimer:
         seqs = tokens if seqs is None else seqs
         attention_rows = tokens * rank_share(seqs, self.s.attention_ranks) / seqs if seqs else tokens
         total = experts_s(self, tokens) if self.s.ep > 1 and not dense_only else 0.0
+        if not dense_only:  # TensorRT-LLM's fused MoE: the expanded rows around its grouped GEMMs
+            total += expanded_rows_s(self, tokens)
         bps = self._stream_bps
         for layer, count in m.layer_kinds():
             packed = self._packed_followers(layer)
@@ -283,10 +285,11 @@ class StepTimer:
         each read once through one grouped kernel that reaches a fraction of the bandwidth when it streams few
         bytes (a handful of small experts), all of it once it streams enough; with ``grouped_experts``, a grouped
         GEMM of ``B·k / touched`` rows per expert timed by :func:`~.gemm.gemm_time_s` (achievable rate, shape);
-        under expert parallelism the busiest GPU's local experts (:func:`~.experts.experts_s`)."""
+        under expert parallelism the busiest GPU's local experts (:func:`~.experts.experts_s`); TensorRT-LLM's fused
+        MoE adds its expanded rows' traffic (:func:`~.experts.expanded_rows_s`)."""
         if self.s.ep > 1:
-            return experts_s(self, batch)
-        total = 0.0
+            return experts_s(self, batch) + expanded_rows_s(self, batch)
+        total = expanded_rows_s(self, batch)
         for layer, count in self.m.layer_kinds():
             for lin in layer.linears:
                 if lin.group == "experts" and lin.count > 1:
@@ -522,6 +525,11 @@ def inference_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | 
                   request_latency_s=rates.request_latency_s, requests_per_s=rates.requests_per_s)
     shares = ", ".join(f"{k.replace('_', ' ')} {1e3 * v:.2f} ms" for k, v in
                        sorted(parts.items(), key=lambda kv: -kv[1])[:4])
+    if o == 0:  # "41 output tokens/s" were printed for requests that produce none, unsaid (session 7's walk); vLLM
+        # refuses max_tokens below 1 (vllm/sampling_params.py SamplingParams._verify_args)
+        speed.assumptions.append("output_tokens 0 timed as 1: a request generates at least one token, the one its "
+                                 "prefill samples (vLLM's SamplingParams takes max_tokens of at least 1), so the "
+                                 "output tokens/s are the requests/s")
     speed.assumptions.append(f"decode step of {b} sequence(s) at {context:,.0f} tokens of context: {shares}; "
                              f"{_weights_read(m, b)} and the whole KV cache read once per step")
     speed.assumptions.append(f"time to first token {single:.2f} s for one {p:,}-token prompt alone, "

@@ -36,6 +36,7 @@ from ..hardware import GpuSpec
 from ..model.layers import Linear
 from ..model.profile import Op, Profile, storage_format
 from ..model.quant import make_format
+from ..scenario.modules import TEXT_LORA_ROLES, trains_encoder
 from .gemm import bandwidth, continuous_clock_factor, gemm_time_s, peak_flops, power_limit_factor
 from .work import attention_fraction, smooth_max
 
@@ -373,12 +374,10 @@ def train_step(s, job, main: Profile, parts: dict[str, Profile], gpu: GpuSpec) -
                           Run(dtype="fp32" if job.vae_dtype == "fp32" else job.dtype))
             micro += vae.total_s / len(job.shapes)
             parts_s["VAE encode"] = parts_s.get("VAE encode", 0.0) + vae.total_s / len(job.shapes)
-    if job.kind == "diffusion-train" and job.text_encoders == "frozen":
-        for te in job.spec.role("text_encoder"):
-            tokens = (job.t5_tokens,) if te.cls == "T5EncoderModel" else ()
-            t = forward(parts[f"text-encoder:{te.name}"], gpu, job.batch, tokens, Run(dtype=job.dtype)).total_s
+    if job.kind == "diffusion-train" and job.text_encoders in ("frozen", "trained"):
+        for name, t in text_encoders_s(job, parts, gpu, run).items():
             micro += t
-            parts_s["text encoders"] = parts_s.get("text encoders", 0.0) + t
+            parts_s[name] = parts_s.get(name, 0.0) + t
     trainable = job.spec.main.params if job.trained == "all" else 0
     accum = s.grad_accum_steps
     step = micro * accum
@@ -387,7 +386,7 @@ def train_step(s, job, main: Profile, parts: dict[str, Profile], gpu: GpuSpec) -
         opt = optimizer_s(gpu, trainable, oh.OPTIMIZER_BYTES_PER_PARAM)
         step += opt
         parts_s["optimizer"] = opt
-    if host := optimizer_host_s(s, job, main, gpu):
+    if host := optimizer_host_s(s, job, main, gpu, parts):
         step += host
         parts_s["optimizer (host)"] = host
     step += oh.DATALOADER_S_PER_MICRO_STEP * accum
@@ -400,7 +399,26 @@ def train_step(s, job, main: Profile, parts: dict[str, Profile], gpu: GpuSpec) -
     return _speed(step, samples, parts_s, flops * accum, dense, "train")
 
 
-def optimizer_host_s(s, job, main: Profile, gpu: GpuSpec) -> float:
+def text_encoders_s(job, parts: dict[str, Profile], gpu: GpuSpec, run: Run) -> dict[str, float]:
+    """Seconds per micro-step of the text encoders on the card: a frozen one's forward without gradients; a trained
+    one's (its CLIP LoRA: :func:`~gpuplan.scenario.modules.trains_encoder`) forward with its adapters and its
+    backward, input gradients through the frozen linears and the adapters' own (as the denoiser's LoRA)."""
+    out: dict[str, float] = {}
+    for te in job.spec.role("text_encoder"):
+        prof = parts[f"text-encoder:{te.name}"]
+        if trains_encoder(job, te):
+            lora = Run(dtype=job.dtype, lora_roles=TEXT_LORA_ROLES[job.text_lora], lora_rank=job.lora_rank,
+                       autocast=run.autocast, host_factor=run.host_factor)
+            t = (forward(prof, gpu, job.batch, (), lora) + backward(prof, gpu, job.batch, (), lora)).total_s
+            out["text encoders (LoRA trained)"] = out.get("text encoders (LoRA trained)", 0.0) + t
+            continue
+        tokens = (job.t5_tokens,) if te.cls == "T5EncoderModel" else ()
+        t = forward(prof, gpu, job.batch, tokens, Run(dtype=job.dtype)).total_s
+        out["text encoders"] = out.get("text encoders", 0.0) + t
+    return out
+
+
+def optimizer_host_s(s, job, main: Profile, gpu: GpuSpec, parts: dict[str, Profile] | None = None) -> float:
     """The host seconds of an optimizer that loops over its tensors in Python: its aten ops per trained tensor
     (:data:`~gpuplan.overheads.OPTIMIZER_OPS_PER_TENSOR`, more for 16-bit tensors: precision ``*-true``) at eager
     PyTorch's per-op cost on the card's host, once per optimizer step; its kernels are too small to keep the GPU
@@ -416,7 +434,17 @@ def optimizer_host_s(s, job, main: Profile, gpu: GpuSpec) -> float:
         tensors = sum(op.count * (2 if op.bias else 1) for op in linears)
     else:
         tensors = 2 * sum(op.count for op in linears if job.lora_roles and op.role in job.lora_roles)
+    tensors += 2 * text_adapted(job, parts or {})
     return tensors * ops * oh.DISPATCH_OVERHEAD_S * host_scale(gpu)
+
+
+def text_adapted(job, parts: dict[str, Profile]) -> int:
+    """The linears the job's trained text encoders adapt with LoRA (0 when it trains none)."""
+    if not getattr(job, "text_lora", ""):
+        return 0
+    roles = TEXT_LORA_ROLES[job.text_lora]
+    return sum(op.count for te in job.spec.role("text_encoder") if trains_encoder(job, te)
+               for op in parts[f"text-encoder:{te.name}"].ops if op.kind == "linear" and op.role in roles)
 
 
 def speech_batches_s(job) -> float:

@@ -102,9 +102,10 @@ def held_tokens(s: Scenario) -> int:
 
 def moe_dispatch_s(m: ModelSpec, tokens: float, *, decode: bool, dtype: str = "fp4") -> float:
     """What TensorRT-LLM's fused MoE does beside its grouped GEMMs in one iteration of ``tokens`` tokens of an NVFP4
-    (W4A4) model: per MoE layer a fixed cost (its routing, expansion and finalize kernels) and a cost per token (top-k
-    routing, the expansion of each token into its top-k rows with the activations' FP4 quantization and block scales,
-    the finalize that weights and sums them back, the tiles the grouped GEMM pads per expert), higher at decode, where
+    (W4A4) model beyond the expanded rows' memory traffic (:func:`gpuplan.speed.experts.expanded_rows_s`, priced for
+    every dtype in the step): per MoE layer a fixed cost (its routing, expansion and finalize kernels) and a cost per
+    token (top-k routing, the activations' FP4 quantization and block scales, the tiles the grouped GEMM pads per
+    expert), higher at decode, where
     each expert gets few rows (:data:`~gpuplan.overheads.TRTLLM_MOE_PREFILL_TOKEN_S`, ``..._DECODE_TOKEN_S``,
     ``..._LAYER_STEP_S``: fitted on NVIDIA's B200 MoE rows). Zero for a dense model, and for FP8 (W8A8) MoE on
     Hopper, which the grouped-GEMM path alone already times within 2-8% (release 0.17's Mixtral rows; MLPerf's

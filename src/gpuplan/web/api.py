@@ -15,10 +15,10 @@ from typing import Annotated, Any, Literal
 
 import anyio.to_thread
 from fastapi import APIRouter, Body, Query, Request, Response
-from pydantic import BaseModel, ConfigDict, Field, SkipValidation
+from pydantic import BaseModel, ConfigDict, Field, SkipValidation, ValidationInfo, field_validator
 
 from .. import api
-from ..errors import RENAMED
+from ..errors import RENAMED, number_fields
 from .guard import MAX_ITEMS, UPLOADED, check_model, check_no_server_files, held, with_uploads
 from .uploads import MAX_UPLOAD_BYTES
 
@@ -75,10 +75,22 @@ class GpuRow(BaseModel):
     usd_per_tflop_hour: float | None
 
 
-class RecommendOptions(BaseModel):
-    """The constraints of ``gpuplan recommend`` (its ``--catalog`` files are a command-line matter)."""
+class RequestBody(BaseModel):
+    """A request body's fields: unknown ones refused, and a yes/no never read as a number (pydantic's lax mode
+    reads ``true`` as 1: ``"users": true`` simulated one user)."""
 
     model_config = ConfigDict(extra="forbid")
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_yes_for_a_number(cls, value: Any, info: ValidationInfo) -> Any:
+        if isinstance(value, bool) and info.field_name in number_fields(cls):
+            raise ValueError(f"takes a number, not {str(value).lower()}")
+        return value
+
+
+class RecommendOptions(RequestBody):
+    """The constraints of ``gpuplan recommend`` (its ``--catalog`` files are a command-line matter)."""
 
     budget_usd: float | None = Field(default=None, gt=0, le=1e9, description="most the job may cost, USD")
     deadline_hours: float | None = Field(default=None, gt=0, le=1e6, description="longest the job may take")
@@ -93,17 +105,13 @@ class RecommendOptions(BaseModel):
     any_quant: bool = Field(default=False, description="allow quantized weights and an fp8 KV cache for serving")
 
 
-class RecommendRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class RecommendRequest(RequestBody):
     scenario: RawScenario
     constraints: RecommendOptions = RecommendOptions()
 
 
-class BuyJob(BaseModel):
+class BuyJob(RequestBody):
     """One job of the work: a scenario without hardware and how often it runs (gpuplan.owning.workloads.Job)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     name: str = Field(default="", max_length=80)
     scenario: dict[str, Any]
@@ -114,10 +122,8 @@ class BuyJob(BaseModel):
     output_tokens_per_day: float | None = Field(default=None, gt=0, le=1e13)
 
 
-class BuyRequest(BaseModel):
+class BuyRequest(RequestBody):
     """``gpuplan buy``'s arguments (the workloads inline: the page reads no files on the server)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     build: str | None = Field(default=None, max_length=80, description="COUNTxCARD to price: 8x5090")
     workloads: list[BuyJob] = Field(default=[], max_length=20, description="the jobs and how often they run")
@@ -141,9 +147,7 @@ class BuyRequest(BaseModel):
     top: int = Field(default=10, ge=1, le=50)
 
 
-class GridRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class GridRequest(RequestBody):
     scenario: RawScenario
     axis: api.Axis = "auto"
 
@@ -353,12 +357,10 @@ async def buy_route(body: BuyRequest, request: Request) -> Response:
 PAGE_SEARCH_S = 6.0
 
 
-class CapacityRequest(BaseModel):
+class CapacityRequest(RequestBody):
     """``gpuplan capacity``'s arguments: the model, the load (a rate, users or an offline batch), the lengths and
     the SLOs; the search kept to what answers within the request's deadline (at most 8 GPUs a setup, 6 setups
     simulated, :data:`PAGE_SEARCH_S` seconds)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     model: str = Field(max_length=200)
     engine: Literal["vllm", "sglang", "trtllm"] = "vllm"
