@@ -31,6 +31,8 @@ def test_a_search_works_each_pass_out_once_and_keeps_nothing_after():
     assert first == again == nested == alone  # the same numbers, to the last bit
     assert alone[0] != work.linears_s(M, H100, "bf16", 4096)  # (the arguments tell the passes apart)
     assert seen[LINEARS] == 2  # the two calls of the first round; the others answered from the search's memo
+    with work.shared_work():  # an argument that cannot be a key (a list): worked out each time, not kept
+        assert work.lora_s(M, H100, 4096, 16, ["q_proj", "v_proj"]) == alone[3]
     with counting(LINEARS) as seen:
         assert _passes() == alone
     assert seen[LINEARS] == 2 and work._SHARED.get() is None  # past the search, worked out again

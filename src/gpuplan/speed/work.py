@@ -43,27 +43,38 @@ def shared_work() -> Iterator[None]:
 
 
 def _shared(fn):
-    """``fn(m, gpu, ...)``, a pure function of its arguments, its answers kept within :func:`shared_work`: the
-    model, the card and a mapping's keys (layers) by identity, held beside the answer so that no identity is
-    reused while it is kept."""
+    """``fn(m, gpu, ...)``, a pure function of its arguments, its answers kept within :func:`shared_work` by
+    :func:`_key`, the arguments held beside the answer so that no identity in a key is reused while it is kept."""
 
     @functools.wraps(fn)
     def kept(m, gpu, *args, **kwargs):
         memo = _SHARED.get()
-        if memo is None:
+        key = None if memo is None else _key(fn, m, gpu, args, kwargs)
+        if key is None:
             return fn(m, gpu, *args, **kwargs)
-        key = (fn, id(m), id(gpu), args, *kwargs.items())
-        try:
-            held = memo.get(key)
-        except TypeError:  # a mapping among them (the linears each layer recomputes): its layers by identity
-            key = (fn, id(m), id(gpu), args, *((k, tuple((id(layer), v) for layer, v in v.items())
-                                                if isinstance(v, Mapping) else v) for k, v in kwargs.items()))
-            held = memo.get(key)
+        held = memo.get(key)
         if held is None:
             held = memo[key] = (m, gpu, kwargs, fn(m, gpu, *args, **kwargs))
         return held[-1]
 
     return kept
+
+
+def _key(fn, m, gpu, args: tuple, kwargs: dict) -> tuple | None:
+    """A call's key: the model and the card by identity, the other arguments as given, a mapping's layers by
+    identity (the linears each layer recomputes); None where an argument cannot be part of one (not kept)."""
+    key = (fn, id(m), id(gpu), args, *kwargs.items())
+    try:
+        hash(key)
+        return key
+    except TypeError:
+        key = (fn, id(m), id(gpu), args, *((k, tuple((id(layer), v) for layer, v in v.items())
+                                            if isinstance(v, Mapping) else v) for k, v in kwargs.items()))
+    try:
+        hash(key)
+        return key
+    except TypeError:
+        return None
 
 
 def _tokens_per_matrix(layer: Layer, lin: Linear, tokens: float) -> float:
