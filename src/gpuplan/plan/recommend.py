@@ -413,7 +413,8 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
     if explain and c.have and not owned:
         result.owned_changes = _what_fits_owned(s, m, c)
     if not setups and explain:
-        result.changes = _what_would_fit(s, m, c, biggest, fitting, all_offers)
+        with shared_work():  # the relaxations' searches share their passes of the model
+            result.changes = _what_would_fit(s, m, c, biggest, fitting, all_offers)
     return result
 
 
