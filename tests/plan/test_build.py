@@ -47,7 +47,7 @@ def test_a_plan_without_advice_is_one_of_each():
     assert plan.cost is not None
     assert (seen[VALIDATIONS], seen[MEMORY], seen[PLANS]) == (1, 1, 1)
     offers = offers_for(plan.setup, load_offers()).candidates
-    classes = {links_that_matter(plan.setup.scenario, o.network) for o in offers}
+    classes = {links_that_matter(plan.setup.scenario, plan.setup.gpu, o.network) for o in offers}
     assert len(offers) > len(classes) >= 1 and seen[SPEED] == len(classes)  # two GPUs: timed per class of links
 
 

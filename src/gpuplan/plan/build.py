@@ -32,6 +32,7 @@ from ..market.offers import Offer, owned_offer
 from ..market.store import price_filter
 from ..scenario import Scenario
 from ..speed import Speed, speed_of
+from ..speed.comms import inter_node_link, intra_node_link
 from .advice import advice
 from .layout import with_layout
 from .plan import Plan, memory_plan
@@ -169,12 +170,15 @@ def unpriced_spot(plan: Plan):
                      mtbi_h=s.mtbi_hours, disk_gbs=s.disk_gbs)
 
 
-def links_that_matter(s: Scenario, network: Network) -> object:
-    """The part of an offer's links that can change the speed of ``s``: none on one GPU, the links inside the
-    node on one node, all of them across nodes (offers that differ only elsewhere share one speed)."""
+def links_that_matter(s: Scenario, gpu, network: Network) -> object:
+    """The part of an offer's links that can change the speed of ``s`` on ``gpu`` (offers that differ only
+    elsewhere share one speed): none on one GPU; on one node, the link inside the node they give the card
+    (:func:`gpuplan.speed.comms.intra_node_link`, all the speed model reads of them there: an offer saying "nvlink"
+    of an SXM card and one that says nothing time alike); across nodes, that link, the fabric's share per GPU
+    (:func:`~gpuplan.speed.comms.inter_node_link`, at the node's GPUs) and whether the offer named its fabric."""
     if s.num_nodes > 1:
-        return network
-    return network.intra_node if s.world_size > 1 or s.tp * s.pp > 1 else None
+        return intra_node_link(gpu, network), inter_node_link(gpu, network, s.num_gpus), not network.inter_node
+    return intra_node_link(gpu, network) if s.world_size > 1 or s.tp * s.pp > 1 else None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -190,8 +194,19 @@ class Priced:
 def timed(s: Scenario, m, gpu, network: Network | None) -> tuple[Speed, tuple[str, ...]]:
     """The speed of ``s`` on ``gpu`` over ``network`` (None: the card's own links), its assumptions apart (the plan
     says them once)."""
-    speed = speed_of(s, m, gpu, network)
+    return apart(speed_of(s, m, gpu, network))
+
+
+def apart(speed: Speed) -> tuple[Speed, tuple[str, ...]]:
+    """``speed`` without its assumptions, and the assumptions (the plan says them once)."""
     return replace(speed, assumptions=[]), tuple(speed.assumptions)
+
+
+def own_links(s: Scenario, gpu, speed: Speed) -> dict:
+    """The ``speeds`` of :func:`price_offers` holding ``speed``, the speed of ``s`` timed on the card's own links
+    (``speed_of`` without a network): a search that timed the setup to choose its layout does not time it again
+    for the offers of that class of links."""
+    return {links_that_matter(s, gpu, Network()): apart(speed)}
 
 
 def price_offers(s: Scenario, m, gpu, trainable: int, offers: Offers, *, speeds: dict) -> list[Priced]:
@@ -200,7 +215,7 @@ def price_offers(s: Scenario, m, gpu, trainable: int, offers: Offers, *, speeds:
     here: one speed per class."""
     out, today = [], clock.today()
     for offer in offers.candidates:
-        links = links_that_matter(s, offer.network)
+        links = links_that_matter(s, gpu, offer.network)
         if links not in speeds:
             speeds[links] = timed(s, m, gpu, offer.network)
         speed, said = speeds[links]

@@ -36,8 +36,9 @@ from ..scenario import Scenario, read_back
 from ..scenario.stacks import STACK_NAMES
 from ..speed.comms import Link, intra_node_link
 from ..speed.gemm import can_time
+from ..speed.work import shared_work
 from ..stacks import STACKS, stack_for
-from .build import Offers, build
+from .build import Offers, build, own_links
 from .layout import accumulation, recipe_batch
 from .layout import layout as recipe_layout
 from .plan import Plan, card_memory, memory_plan, probe
@@ -375,12 +376,13 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
     references = {g: best_on_demand(all_offers, g, price_filter(s)) for g in cards}
     biggest = max(cards.values(), key=lambda g: g.usable_gib, default=None)
     shipped = m.shipped_format()[0].name if m.quantization else None
-    evaluated, fitting, setups, pending = _search(s, m, c, offers, cards, references, shipped)
-    # sharding alone fits no card: the tensor x pipeline-parallel layouts of the stacks that split models
-    split = s.task == "train" and not fitting and bool(STACKS[s.stack].model_parallel or c.any_stack)
-    if split:
-        more, fitting, setups, pending = _search(s, m, c, offers, cards, references, shipped, split=True)
-        evaluated += more
+    with shared_work():  # each pass of the model timed once per card and shape, for every setup that repeats it
+        evaluated, fitting, setups, pending = _search(s, m, c, offers, cards, references, shipped)
+        # sharding alone fits no card: the tensor x pipeline-parallel layouts of the stacks that split models
+        split = s.task == "train" and not fitting and bool(STACKS[s.stack].model_parallel or c.any_stack)
+        if split:
+            more, fitting, setups, pending = _search(s, m, c, offers, cards, references, shipped, split=True)
+            evaluated += more
     owned = _filter_rank([x for x in setups if x.owned], c)
     setups = _filter_rank([x for x in setups if not x.owned], c)
     for x in setups[: c.top]:  # the scenario as priced: validated for the setups shown only (thousands are ranked)
@@ -411,7 +413,8 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
     if explain and c.have and not owned:
         result.owned_changes = _what_fits_owned(s, m, c)
     if not setups and explain:
-        result.changes = _what_would_fit(s, m, c, biggest, fitting, all_offers)
+        with shared_work():  # the relaxations' searches share their passes of the model
+            result.changes = _what_would_fit(s, m, c, biggest, fitting, all_offers)
     return result
 
 
@@ -529,14 +532,15 @@ def _search(s: Scenario, m: ModelSpec, c: Constraints, offers: list[Offer], card
             laid = _Ladder(scenario, m) if _free(s, scenario) else None
             for gpu in cards.values():
                 evaluated += 1
-                plan = laid.plan(gpu, c.min_headroom) if laid else None
+                speeds: dict = {}  # by class of links: the layout's speed, where the ladder timed it
+                plan = laid.plan(gpu, c.min_headroom, speeds) if laid else None
                 if plan is None and accumulated:
                     plan = _fitting(accumulated[0], m, gpu, accumulated[1], c.min_headroom)
                 plan = plan or _fitting(scenario, m, gpu, shared, c.min_headroom)
                 if plan is None:
                     continue
                 fitting += 1
-                priced = _priced(plan, labels, offers, references[gpu.id])
+                priced = _priced(plan, labels, offers, references[gpu.id], speeds)
                 if change and shared:
                     pending.update({id(x): (labels, as_given.get(key), scenario, gpu) for x in priced})
                 setups += priced
@@ -587,17 +591,19 @@ class _Ladder:
         tried = self.tried[mb, accum]
         return None if tried is None else _fitting(tried[0], m, gpu, tried[1], 0.0)
 
-    def plan(self, gpu: GpuSpec, headroom: float) -> Plan | None:
+    def plan(self, gpu: GpuSpec, headroom: float, speeds: dict) -> Plan | None:
         """The memory plan at the builder's layout on ``gpu``, with why, where it leaves the ``headroom`` asked;
-        else None (the row is ranked at the scenario's micro-batch, as before the layout)."""
+        else None (the row is ranked at the scenario's micro-batch, as before the layout). ``speeds``: given the
+        layout's speed on the card's own links, as the ladder timed it (:func:`gpuplan.plan.build.own_links`)."""
         plans: dict = {}
         mb, accum, why = recipe_layout(self.scenario, self.m, gpu, self.global_batch, plans, self._at)
         if (mb, accum) not in plans:  # none fits: the scenario's own layout, as the builder keeps it
             return None
-        plan = plans[mb, accum][0]
+        plan, speed = plans[mb, accum]
         if plan.memory.device_peak_gib > gpu.usable_gib * (1 - headroom):
             return None
         plan._setup = replace(plan.setup, layout_why=why)
+        speeds.update(own_links(plan.setup.scenario, gpu, speed))
         return plan
 
 
@@ -606,13 +612,13 @@ def _fitting(scenario: Scenario, m: ModelSpec, gpu: GpuSpec, shared, headroom: f
     of the card's usable memory left free), else None.
     ``shared``: the layout's memory estimated without a card, reported on this one unless the stack sizes a
     buffer from the memory the card has free (Unsloth's fused loss)."""
+    room = gpu.usable_gib * (1 - headroom)
+    if shared is not None and not stack_for(scenario).sizes_from_free_memory and \
+            device_gib(scenario, shared, gpu) > room:  # the layout's memory against the card, before it is placed
+        return None  # there (placing it changes none of what the device level reads: the GPUs, the display)
     try:
         r = resolve(scenario.on_card(gpu.id), m, gpu)
     except GpuplanError:  # the stack may refuse the card's precision (fp16 where it has no bf16)
-        return None
-    room = gpu.usable_gib * (1 - headroom)
-    if shared is not None and not stack_for(r.scenario).sizes_from_free_memory and \
-            device_gib(r.scenario, shared, gpu) > room:  # the layout's memory against the card, before a report
         return None
     plan = memory_plan(r, card_memory(r, shared))  # each report a plan's: what fits is the plan's verdict
     return plan if plan.memory.fits and plan.memory.device_peak_gib <= room else None
@@ -632,13 +638,13 @@ def _change_note(labels: list[str], given, scenario: Scenario, x: Setup, m: Mode
             f"{speed_change(given[0], scenario, m, gpu)}")
 
 
-def _priced(plan: Plan, labels: list[str], offers: list[Offer], reference: tuple[float, str] | None) -> list[Setup]:
+def _priced(plan: Plan, labels: list[str], offers: list[Offer], reference: tuple[float, str] | None,
+            speeds: dict) -> list[Setup]:
     """A row for each of the card's offers that holds the setup, each read from the plan built on that offer (the
-    memory plan made once, the speed once per class of links); spot compared with ``reference``, the cheapest
-    on-demand price of the card anywhere."""
+    memory plan made once, the speed once per class of links, kept in ``speeds``); spot compared with
+    ``reference``, the cheapest on-demand price of the card anywhere."""
     s, gpu = plan.setup.scenario, plan.setup.gpu
     per_node = (s.world_size if s.task == "train" else s.tp * s.pp) // s.num_nodes
-    speeds: dict = {}
     out = []
     for offer in offers:
         if offer.gpu_id != gpu.id or per_node > max_per_node(offer):

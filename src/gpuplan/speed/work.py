@@ -15,13 +15,66 @@ Forward GEMMs use the shapes of the model's linears (``[tokens x in] @ [in x out
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from .. import overheads as oh
 from ..hardware import GpuSpec
 from ..model.layers import Layer, Linear
 from ..model.spec import ModelSpec
 from .gemm import bandwidth, continuous_clock_factor, gemm_time_s, peak_flops, power_limit_factor
+
+_SHARED: ContextVar[dict | None] = ContextVar("gpuplan_shared_work", default=None)
+
+
+@contextmanager
+def shared_work() -> Iterator[None]:
+    """Within it, each pass below (:func:`_shared`) is worked out once per model, card and arguments: a search times
+    thousands of setups whose passes repeat (the same micro-batch on the same card under every sharding and GPU
+    count: ``recommend`` 8B ``--any-method`` times 4,861 forward passes, 97 of them different). Kept for one search
+    in this thread's context (a search nested in it shares it), so the next search works them out again."""
+    token = _SHARED.set(_SHARED.get() if _SHARED.get() is not None else {})
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)
+
+
+def _shared(fn):
+    """``fn(m, gpu, ...)``, a pure function of its arguments, its answers kept within :func:`shared_work` by
+    :func:`_key`, the arguments held beside the answer so that no identity in a key is reused while it is kept."""
+
+    @functools.wraps(fn)
+    def kept(m, gpu, *args, **kwargs):
+        memo = _SHARED.get()
+        key = None if memo is None else _key(fn, m, gpu, args, kwargs)
+        if key is None:
+            return fn(m, gpu, *args, **kwargs)
+        held = memo.get(key)
+        if held is None:
+            held = memo[key] = (m, gpu, kwargs, fn(m, gpu, *args, **kwargs))
+        return held[-1]
+
+    return kept
+
+
+def _key(fn, m, gpu, args: tuple, kwargs: dict) -> tuple | None:
+    """A call's key: the model and the card by identity, the other arguments as given, a mapping's layers by
+    identity (the linears each layer recomputes); None where an argument cannot be part of one (not kept)."""
+    key = (fn, id(m), id(gpu), args, *kwargs.items())
+    try:
+        hash(key)
+        return key
+    except TypeError:
+        key = (fn, id(m), id(gpu), args, *((k, tuple((id(layer), v) for layer, v in v.items())
+                                            if isinstance(v, Mapping) else v) for k, v in kwargs.items()))
+    try:
+        hash(key)
+        return key
+    except TypeError:
+        return None
 
 
 def _tokens_per_matrix(layer: Layer, lin: Linear, tokens: float) -> float:
@@ -39,6 +92,7 @@ def _linear_s(gpu: GpuSpec, dtype: str, layer: Layer, lin: Linear, tokens: float
                        weight_bytes=weight_bytes, kernels=1)
 
 
+@_shared
 def linears_s(m: ModelSpec, gpu: GpuSpec, dtype: str, tokens: float, *, tp: int = 1, layers: float = 1.0,
               targets: frozenset[str] | None = None, act_bytes: float = 2.0, weight_bytes: float = 2.0,
               per_layer: Mapping[Layer, frozenset[str]] | None = None) -> float:
@@ -53,11 +107,13 @@ def linears_s(m: ModelSpec, gpu: GpuSpec, dtype: str, tokens: float, *, tp: int 
     return total * layers
 
 
+@_shared
 def lm_head_s(m: ModelSpec, gpu: GpuSpec, dtype: str, tokens: float, *, tp: int = 1) -> float:
     """The output projection ``[tokens x d] @ [d x V/tp]`` (tied or not, it is a matmul)."""
     return gemm_time_s(gpu, dtype, tokens, m.embedding_dim, m.vocab_size / tp)
 
 
+@_shared
 def lora_s(m: ModelSpec, gpu: GpuSpec, tokens: float, rank: int, targets: frozenset[str], *, tp: int = 1,
            layers: float = 1.0, dropout: bool = False, bytes_per_output: float = oh.LORA_BYTES_PER_OUTPUT) -> float:
     """peft's adapter path forward, per adapted linear: ``x @ A`` then ``(xA) @ B``, scaled and added to the
@@ -76,6 +132,7 @@ def lora_s(m: ModelSpec, gpu: GpuSpec, tokens: float, rank: int, targets: frozen
     return total * layers
 
 
+@_shared
 def attention_s(m: ModelSpec, gpu: GpuSpec, dtype: str, seqs: float, seq: int, *, kernel: str, tp: int = 1,
                 layers: float = 1.0, context: int = 0, masked_windows: bool = False,
                 fp8_kernel: bool = False, backend: str | None = None) -> float:
@@ -139,6 +196,7 @@ def mlp_width(m: ModelSpec, layer: Layer, tp: int) -> float:
     return (width or m.intermediate_size) / tp
 
 
+@_shared
 def elementwise_s(m: ModelSpec, gpu: GpuSpec, tokens: float, *, tp: int = 1, layers: float = 1.0,
                   per_element: tuple[float, float] | None = None) -> float:
     """Memory-bound element-wise traffic of one forward pass (norms, residuals, rotary, activations):
@@ -160,6 +218,7 @@ def eager_elementwise_bytes(m: ModelSpec) -> tuple[float, float]:
     return oh.ELEMENTWISE_BYTES_PER_HIDDEN + oh.RMSNORM_EAGER_BYTES_PER_HIDDEN * norms / 2, oh.ELEMENTWISE_BYTES_PER_MLP
 
 
+@_shared
 def loss_s(m: ModelSpec, gpu: GpuSpec, tokens: float, *, tp: int = 1,
            bytes_per_logit: float = oh.LOSS_BYTES_PER_LOGIT) -> float:
     """Cross-entropy forward and backward (memory-bound): over fp32 logits by default, or what the stack's loss
