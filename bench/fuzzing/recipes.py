@@ -88,7 +88,7 @@ def _simulate(r: random.Random, cmd: Command) -> dict[str, str]:
     base = job(r, cmd)
     base.update(model=r.choice(["gpt2", "qwen2.5-0.5b", "llama-3.2-1b"]), layers=r.choice(["1", "2"]),
                 seq_len=r.choice(["64", "128", "256"]), micro_batch_size="1", num_gpus="1", batch_size="1",
-                prompt_tokens="64", output_tokens="8")
+                prompt_tokens="64", output_tokens=r.choice(["8", "256", "1000000"]))  # bounded: prefill + last step
     base.pop("tp", None)
     return base
 

@@ -71,6 +71,71 @@ def test_parameters_of_a_tiny_llama_are_counted_exactly(tmp_path):
     assert sim.parts_gib["parameters"] * GIB == m.params_total * 2 + rotary
 
 
+# ---- generation: the prefill and the last decode step -------------------------------------------------
+@pytest.mark.parametrize("model, overrides, layers", [
+    ("llama-3.2-1b", {}, 2),  # full attention
+    ("gemma-3-1b", {"sliding_window": 8, "num_hidden_layers": 6}, 6),  # 5 sliding layers (window 8) and 1 full
+    ("qwen3-next", {}, 4),  # linear attention beside full attention: states that do not grow
+    ("deepseek-v3.2", {}, 2),  # MLA with the sparse-attention indexer's own key cache
+])
+def test_the_bounded_generation_equals_every_decode_step(tmp_path, monkeypatch, model, overrides, layers):
+    """Simulate runs the prefill and the last decode step and fills the cache for the steps between; running
+    every decode step (the loop the probe times) gives the same bytes: each phase's peak, the categories at it,
+    the op that reached it and the cache at the end. 16-token prompts and 12 output tokens pass the window of 8."""
+    require("transformers")
+    import functools
+
+    from gpuplan.sim import simulate as module
+
+    scenario = {"model": oracle.narrowed(model, tmp_path, **overrides), "task": "infer", "quant": "none",
+                "batch_size": 2, "prompt_tokens": 16, "output_tokens": 12}
+    bounded = module.simulate(scenario, layers=layers)
+    monkeypatch.setattr(module, "generate_steps", functools.partial(module.generate_steps, every_step=True))
+    full = module.simulate(scenario, layers=layers)
+    assert "decode steps for output tokens 2..11 not run: the cache filled to 26 tokens" in " ".join(bounded.notes)
+    assert not any("not run" in note for note in full.notes)
+    assert set(bounded.phases_gib) == {"prefill", "decode"}
+    assert bounded.phases_gib == full.phases_gib
+    assert bounded.phase_parts_gib == full.phase_parts_gib
+    assert (bounded.peak_op, bounded.cache_gib) == (full.peak_op, full.cache_gib) and bounded.cache_gib > 0
+
+
+def test_a_million_output_tokens_run_two_forwards(tmp_path, monkeypatch):
+    """output_tokens 1,000,000 runs the prefill and one decode forward, not a million (the fuzzer's seed 33
+    hang); the cache at the end holds every token, by hand: 2 layers x keys and values x 2 KV heads x 64 x
+    (16 + 999,999) tokens x 2 bytes (bf16), each tensor rounded up to 512-byte blocks."""
+    require("transformers")
+    from gpuplan.sim import simulate as module
+
+    calls = []
+    real = module.forward
+    monkeypatch.setattr(module, "forward", lambda model, **inputs: calls.append(inputs["input_ids"].shape)
+                        or real(model, **inputs))
+    scenario = {"model": oracle.narrowed("llama-3.2-1b", tmp_path), "task": "infer", "batch_size": 1,
+                "prompt_tokens": 16, "output_tokens": 1_000_000}
+    sim = module.simulate(scenario, layers=2)
+    assert [tuple(shape) for shape in calls] == [(1, 16), (1, 1)]
+    tensor = 2 * 64 * (16 + 999_999) * 2
+    assert sim.cache_gib * GIB == 2 * 2 * (-(-tensor // 512) * 512)
+    assert sim.phases_gib["decode"] > sim.cache_gib  # the last step holds the whole cache
+
+
+def test_a_cache_gpuplan_cannot_fill_bounds_the_output_in_one_sentence():
+    """DeepSeek-V4's compressed-attention caches (their own layer classes, with buffers that close a window every
+    few tokens) are not filled: every decode step would run, so a long output is one sentence, not a hang; the
+training simulated after it in the same process still has its gradients."""
+    require("transformers")
+    from gpuplan.errors import GpuplanError
+    from gpuplan.sim.simulate import EVERY_STEP_MAX, simulate
+
+    with pytest.raises(GpuplanError) as err:
+        simulate({"model": "deepseek-v4-flash", "task": "infer", "quant": "none", "batch_size": 1,
+                  "prompt_tokens": 16, "output_tokens": 1_000_000})
+    assert str(err.value).startswith("simulate would run every decode step, as the cache holds DeepseekV4CSACache")
+    assert f"at most {EVERY_STEP_MAX + 1} output tokens, got 1,000,000" in str(err.value)
+    assert require("torch").is_grad_enabled()  # the refusal inside generate's loop leaves gradients on
+
+
 # ---- extrapolation -------------------------------------------------------------------------------------
 @pytest.mark.parametrize("model, fields", [
     ("llama-3.1-8b", dict(task="train", method="full", seq_len=512)),

@@ -149,7 +149,7 @@ def _measure(s: Scenario, m, model, forward_loss, chosen, steps: int, notes: lis
             if s.task == "train":
                 return train_steps(s, m, model, Phases(), notes, "cuda", forward_loss=forward_loss,
                                    make_optimizer=make_optimizer)
-            return generate_steps(s, m, model, Phases(), "cuda")
+            return generate_steps(s, m, model, Phases(), "cuda", every_step=True)
 
         run()
         torch.cuda.synchronize()

@@ -7,7 +7,8 @@ targets, ``gradient_checkpointing_enable``, the attention implementation, the op
 Hugging Face Trainer steps: forward with labels, loss, backward, ``optimizer.step()``, ``zero_grad(set_to_none)``;
 two optimizer steps, so that the second runs with the optimizer states the first created (and, with gradient
 accumulation, with gradients from an earlier micro-batch alive). Inference runs ``generate``'s loop: a prefill
-that keeps the last position's logits, then one decode step per output token with a ``DynamicCache``.
+that keeps the last position's logits, then the last decode step with a ``DynamicCache`` filled to its length
+(the middle steps only grow the cache: see :func:`generate_steps`).
 :mod:`gpuplan.sim.tracker` counts storages as the CUDA caching allocator does (512-byte blocks).
 
 Depth: identical decoder layers make memory affine in their number, so a model is simulated with a base of few
@@ -49,6 +50,7 @@ GIB = 2**30
 SAFE_IDS = 1000  # input ids below every model's special tokens (a multimodal model's image token expects pixels)
 ATTENTION_DROPOUT = ("attn_pdrop", "attention_dropout")
 NF4_BLOCK, NF4_DQ_BLOCK, BNB_OPT_BLOCK = 64, 256, 256
+EVERY_STEP_MAX = 64  # decode steps run one by one for a cache gpuplan cannot fill (about 0.3 s each on a CPU)
 
 
 @dataclass(kw_only=True)
@@ -90,10 +92,14 @@ def simulate(scenario: Scenario | dict[str, Any], *, timeline: bool = False, lay
     depths, steps = ([layers], 0) if layers is not None else depth.plan(list(m.layers))
     trackers = []
     notes: list[str] = []
-    for i, n in enumerate(depths):
-        tracker, run_notes = _run(s, m, n, timeline=timeline and i == len(depths) - 1)
-        trackers.append(tracker)
-        notes += [note for note in run_notes if note not in notes]
+    grad = torch.is_grad_enabled()
+    try:
+        for i, n in enumerate(depths):
+            tracker, run_notes = _run(s, m, n, timeline=timeline and i == len(depths) - 1)
+            trackers.append(tracker)
+            notes += [note for note in run_notes if note not in notes]
+    finally:  # generate_steps turns gradients off: a refusal inside it must not leave them off for the caller
+        torch.set_grad_enabled(grad)
     phases, parts, ops = depth.extrapolate(trackers, steps)
     phase = max(phases, key=phases.get)
     trainable, cache = (_extrapolated([getattr(t, name) for t in trackers], steps) for name in ("trainable", "cache"))
@@ -254,7 +260,7 @@ def _run(s: Scenario, m: ModelSpec, n: int, *, timeline: bool):
             if s.task == "train":
                 train_steps(s, m, model, tracker, notes, forward_loss=stacks.fused_loss(s, m, model))
             else:
-                generate_steps(s, m, model, tracker)
+                generate_steps(s, m, model, tracker, notes=notes)
         del model
     torch.set_grad_enabled(True)
     return tracker, notes
@@ -613,9 +619,15 @@ def forward(model, **inputs):
     return getattr(base, text)(**inputs) if text else model(**inputs)
 
 
-def generate_steps(s: Scenario, m: ModelSpec, model, tracker, device: str = "cpu") -> int:
+def generate_steps(s: Scenario, m: ModelSpec, model, tracker, device: str = "cpu", *, every_step: bool = False,
+                   notes: list[str] | None = None) -> int:
     """``generate``'s loop: prefill keeping the last position's logits (``logits_to_keep=1``), the fp32 copy of
-    the next-token logits, one decode step per further output token."""
+    the next-token logits, one decode step per further output token.
+
+    Unless ``every_step`` (the probe times the whole loop on a GPU), only the prefill and the last decode step
+    run: a decode step's memory grows with the cache and the generated ids and nothing else, so the last one
+    holds the decode peak. The steps between are not run; the cache is brought to their end by its own
+    ``update`` (:func:`_fill`), so a million output tokens cost what two do."""
     import inspect
 
     import torch
@@ -627,9 +639,24 @@ def generate_steps(s: Scenario, m: ModelSpec, model, tracker, device: str = "cpu
     out = forward(model, input_ids=ids, past_key_values=cache, use_cache=True, **keep)
     cache.tokens = s.prompt_tokens
     next_ids = ids[:, -1:]  # a view: no allocation
-    for step in range(s.output_tokens):
+    last = s.output_tokens - 1
+    skipped = _unfillable(cache) if not every_step and last > 1 else "every step"
+    if skipped is None and notes is not None:
+        notes.append(f"decode steps for output tokens 2..{last:,} not run: the cache filled to "
+                     f"{s.prompt_tokens + last - 1:,} tokens by its own update; the prefill and the last step "
+                     f"(token {last + 1:,}, the decode peak) run")
+    elif skipped != "every step":
+        if last > EVERY_STEP_MAX:
+            raise GpuplanError(f"simulate would run every decode step, as {skipped}: at most "
+                               f"{EVERY_STEP_MAX + 1} output tokens, got {s.output_tokens:,}; gpuplan estimate "
+                               "still answers")
+        if notes is not None:
+            notes.append(f"every decode step run: {skipped}")
+    for step in (0, last) if skipped is None else range(s.output_tokens):
         if step:
             tracker.phase = "decode"
+            if skipped is None:
+                ids = _fill(cache, tracker, ids, last - 1)
             out = forward(model, input_ids=next_ids, past_key_values=cache, use_cache=True, **keep)
             cache.tokens += 1
         logits = out.logits[:, -1, :].to(dtype=torch.float32, copy=True)
@@ -641,6 +668,46 @@ def generate_steps(s: Scenario, m: ModelSpec, model, tracker, device: str = "cpu
     if hasattr(tracker, "parts"):
         tracker.cache = tracker.parts["kv_cache"]
     return s.batch_size * s.output_tokens
+
+
+def _unfillable(cache) -> str | None:
+    """Why :func:`_fill` cannot stand for the middle decode steps of ``cache``, or None: it knows transformers'
+    standard cache layers only (a state kept elsewhere may grow in ways it cannot see)."""
+    from ..model.trace import KNOWN_CACHES
+
+    odd = sorted({type(layer).__name__ for layer in getattr(cache, "layers", [None])} - set(KNOWN_CACHES))
+    return f"the cache holds {', '.join(odd)}, which gpuplan cannot fill without the model" if odd else None
+
+
+def _fill(cache, tracker, ids, tokens: int):
+    """The cache and the generated ids as ``tokens`` decode steps leave them, without running the model: each
+    attention layer's ``update`` (and a sparse-attention indexer's ``update_indexer``) takes ``tokens - 1``
+    fake keys and values, then 1, as a decode step hands it one, so the storages are those the steps leave
+    (a sliding-window layer keeps the last window - 1 tokens, a view of the window its last concatenation
+    made; transformers ``cache_utils.DynamicSlidingWindowLayer.update``). Linear-attention and Mamba states
+    keep their size. The transients of the fill are no step's and make no peak (``tracker.unmeasured``)."""
+    import torch
+
+    def chunk(tensor, dim: int, n: int):
+        shape = list(tensor.shape)
+        shape[dim] = n
+        return torch.zeros(shape, dtype=tensor.dtype, device=tensor.device)
+
+    with getattr(tracker, "unmeasured", contextlib.nullcontext)():
+        for n in (tokens - 1, 1):
+            if n < 1:
+                continue
+            for layer in cache.layers:
+                keys = getattr(layer, "keys", None)
+                if isinstance(keys, torch.Tensor) and keys.numel():
+                    layer.update(chunk(keys, -2, n), chunk(layer.values, -2, n))
+                indexer = getattr(layer, "indexer_keys", None)
+                if isinstance(indexer, torch.Tensor) and indexer.numel():
+                    layer.update_indexer(chunk(indexer, 1, n))
+        ids = torch.cat([ids, chunk(ids, -1, tokens)], dim=-1)
+    cache.tokens += tokens
+    _relabel_cache(cache, tracker)
+    return ids
 
 
 class Phases:

@@ -17,6 +17,7 @@ Imports torch: only the simulator loads this module.
 
 from __future__ import annotations
 
+import contextlib
 import weakref
 from dataclasses import dataclass, field
 
@@ -56,6 +57,7 @@ class MemoryTracker(TorchDispatchMode):
         self.keep_timeline = timeline
         self.timeline: list[tuple[int, int, str]] = []
         self._events = 0
+        self._measuring = True
 
     # -- bookkeeping ------------------------------------------------------------------------------------
     def track(self, tensor: torch.Tensor, category: str | None = None, op: str = "") -> None:
@@ -103,7 +105,19 @@ class MemoryTracker(TorchDispatchMode):
             self.current -= size
             self._record("")
 
+    @contextlib.contextmanager
+    def unmeasured(self):
+        """A stretch whose storages are counted live (they stay after it) but whose totals make no peak and no
+        timeline event: the simulator's own bookkeeping, such as a KV cache filled without running the model."""
+        self._measuring = False
+        try:
+            yield
+        finally:
+            self._measuring = True
+
     def _record(self, op: str) -> None:
+        if not self._measuring:
+            return
         peak = self.peaks.setdefault(self.phase, PhasePeak())
         if self.current > peak.bytes:
             peak.bytes, peak.op, peak.parts = self.current, op, dict(self.parts)
