@@ -280,10 +280,6 @@ def _data_parallel(s: Scenario) -> None:
     if s.task == "train" and sharding == "single" and s.dp > 1:
         raise GpuplanError(f"sharding 'single' uses one GPU but the scenario has {s.dp} data-parallel GPUs: "
                            "choose ddp, zero1, zero2, zero3 or fsdp")
-    if s.task == "train" and s.pp > 1 and s.sharded_by == "deepspeed" and sharding in ("zero2", "zero3"):
-        # DeepSpeed's PipelineEngine asserts zero_optimization_stage < 2 (runtime/pipe/engine.py)
-        raise GpuplanError(f"DeepSpeed runs pipeline parallelism with ZeRO-1 at most, not {sharding}: use sharding "
-                           "zero1 with pp, or pp 1 with ZeRO-2/3")
 
 
 def check_megatron(s: Scenario, m: ModelSpec) -> list[str]:
