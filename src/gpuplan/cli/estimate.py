@@ -70,7 +70,7 @@ def render_estimate(result) -> None:
     table.add_row(Text(f"device peak (+ {overheads})"), f"{mem.device_peak_gib:.2f}", "")
     out.print(table)
     if mem.logged_statistic:
-        out.print(Text(f"its own log: {mem.logged_statistic}; compare with {mem.logged_gib:.2f} GiB", style="dim"))
+        bullet(f"its own log: {mem.logged_statistic}; compare with {mem.logged_gib:.2f} GiB", prefix="", style="dim")
     if mem.cpu_gib:
         out.print(f"CPU memory for offloaded states: {mem.cpu_gib:.1f} GiB")
     v = result.verdict  # the plan's own sentence, as the page and the API state it
