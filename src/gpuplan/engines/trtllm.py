@@ -339,7 +339,27 @@ class Trtllm(Engine):
         return current_timing(s, m, gpu, loop=host_loop(s, m, gpu), graph_max_batch=0, grouped_experts=True,
                               context_attention_speedup=oh.TRTLLM_CONTEXT_ATTENTION_SPEEDUP if fp8_fmha else 1.0,
                               eager_prompts=eager, launch_s=oh.TRTLLM_EAGER_LAUNCH_S if eager else 0.0,
-                              note=TIMING if eager else TIMING_ENGINE, **fused_kernels(s, m, gpu))
+                              note=TIMING if eager else TIMING_ENGINE, replicated_linears=replicated_linears(m),
+                              **fused_kernels(s, m, gpu))
+
+
+# MLA's down-projections as TensorRT-LLM builds them: one replicated linear (replicated_linears)
+MLA_FUSED_A = ("q_a_proj", "kv_a_proj_with_mqa")
+
+
+def replicated_linears(m: ModelSpec) -> tuple[str, ...]:
+    """The attention projections TensorRT-LLM runs whole on every tensor-parallel rank: MLA's query and latent-KV
+    down-projections, fused into one linear (``fused_a``: ``kv_a_proj_with_mqa`` of width ``kv_lora_rank +
+    qk_rope_head_dim + q_lora_rank``) built without a tensor-parallel mode, so every rank holds and multiplies it
+    all (``tensorrt_llm/_torch/models/modeling_deepseekv3.py`` ``DeepseekV3Attention``: ``DeepseekV3Linear(...)``
+    with no ``mapping`` nor ``tensor_parallel_mode``; NVIDIA's B200 latency blog, ``docs/source/blogs/tech_blog/
+    blog1_Pushing_Latency_Boundaries_Optimizing_DeepSeek-R1_Performance_on_NVIDIA_B200_GPUs.md``, "Parallelism
+    Strategy": "Fuse_A GEMM: Data Parallelism 8 (DP8)" beside "Attention Modules: Tensor Parallelism 8"). Its
+    GEMM reads all of its weights and does all of its FLOPs on each GPU: for DeepSeek-R1 at TP 8, 15.1 M parameters
+    a layer per GPU instead of 1.9 M. The memory layout still splits them (0.75 GiB a GPU of FP8 at TP 8, not
+    counted). vLLM and SGLang replicate them too (``ReplicatedLinear``), not changed here. None for models
+    without MLA."""
+    return MLA_FUSED_A if any(layer.attention == "mla" for layer in m.layers) else ()
 
 
 # The two RMSNorms of a DeepSeek decoder layer that TensorRT-LLM runs inside its all-reduces (fused_kernels)
