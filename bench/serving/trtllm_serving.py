@@ -91,7 +91,13 @@ Looked at in session 8, with sources, and not built:
   both) cannot show that difference. Either the MoE at EP 1 (256 local expert slices of 256 columns, the down
   GEMM's K 256) costs far more per token than gpuplan's grouped GEMM gives, or the launches and the GPU's work add
   rather than overlap. No source separates the two; the B200s agree with either (EP 8 - EP 1: 6.4 ms per 1k
-  tokens, 12 ms at 1,600 tokens).
+  tokens, 12 ms at 1,600 tokens). One Hopper-only cost that grows with the local experts, read from the code and
+  not priced: the FP8 block-scale MoE's GEMMs are DeepGEMM's `GroupedWithOffset` kernels (`fp8_blockscale_gemm.cu`
+  `grouped_gemm_dispatch`), whose persistent CTAs find their tiles by walking `problem_m_offsets` group by group from
+  the first (`GroupedWithOffsetScheduler::get_next_block`, two dependent loads a group): 256 groups a call at EP 1,
+  32 at EP 8, in each of the two GEMMs of every MoE layer, decode steps included (the H200's one-user ITL is 2.8 ms
+  longer at EP 1 than at EP 8, 45 us a layer; the B200's CUTLASS NVFP4 MoE shows no such step: 6.78 / 6.61 / 6.81
+  ms). Its time a group needs a profile.
 
 Session 7 (s7-trtllm), held-out medians:
 
