@@ -215,7 +215,15 @@ would separate them (configs/deprecated/nvidia-1k1k-master.yaml): dsr1-fp8-b300-
 v0.5.12) and dsr1-fp4-b200-sglang (NVFP4, TP 4, EP 1 on B200, v0.5.12.post1); no source read prints their TTFT.
 One server log would place the cost: SGLang reports each request's queue time, prefill launch delay and prefill
 launch latency (scheduler_output_processor_mixin.py stream_output_generation; --enable-request-time-stats-logging).
-MI325X reads the same way, larger: its later requests imply 757-1,012 ms against 307-368 ms simulated."""
+MI325X reads the same way, larger: its later requests imply 757-1,012 ms against 307-368 ms simulated.
+(5) The eager floor, the one part with a measurement outside these rows. SGLang pull request #12160 (2025-10-26)
+logged a "forward cost" of 82.6 ms for a DeepSeek-V3 prefill of 1 new token run eagerly, and 23.1 ms with a CUDA
+graph. gpuplan counts 58 ms of launches (23 kernels x 61 layers x 41.5 us), and it prices a prompt step of up to
+cuda_graph_max_bs tokens as a graph replay, which SGLang never does for an extend batch (its decode graphs replay
+decode batches only: cuda_graph_runner.py CudaGraphRunner.can_run). With every prompt step at least 82.6 ms (the
+placement table's last line): held-out TTFT 27.0% and TPOT 8.3%; the B300 rows come to -6..+19% at 1-16 requests,
+while H200 1k and B200 stay at -27..-46%. Not adopted: making every SGLang prompt step eager moved the dense check
+rows from 4.4% to 6.0% (note 10 above), and the pull request names neither its GPUs nor its release."""
 FAMILIES = (("ix3173-", "H200 FP8 TP 8, SGLang 0.5.12"), ("ix3363-", "B200 FP8 TP 8, SGLang 0.5.12"),
             ("ix3183-r1fp4-b300-tp8", "B300 NVFP4 TP 8 EP 8, SGLang 0.5.12"),
             ("ix3183-r1fp4-b300-tp4", "B300 NVFP4 TP 4 EP 4, SGLang 0.5.12"),
@@ -313,17 +321,23 @@ class Stalled(StepModel):
 
 
 PLACED_S = 0.080  # the H200 1k rows' offset at 4-16 requests (76-80 ms): a diagnostic's size, fitted on nothing
+# SGLang pull request #12160 (2025-10-26, DeepSeek-V3): the scheduler's log gives "forward cost" 82.64 ms for a
+# prefill of 1 new token without a CUDA graph and 23.10 ms with one: the eager prefill's host-bound floor then
+EAGER_FLOOR_S = 0.08264
 
 
 def placement_lines(rows: list[dict], max_requests: int) -> list[str]:
     """The same extra time put in two places, to read where the TPOT lets it sit: on each request's own path
     (``request_s``: the API server, outside the steps) or inside each step that holds a prompt (which stalls every
-    running request's decode)."""
+    running request's decode); and a floor under each step that holds a prompt (``prompt_launch_s``: the step takes
+    the longer of its work and the floor), at the eager prefill's measured floor."""
     ways = (("as modelled", None),
             (f"+{PLACED_S * 1e3:.0f} ms on each request's path", lambda m: dataclasses.replace(
                 m, request_s=m.request_s + PLACED_S)),
             (f"+{PLACED_S * 1e3:.0f} ms in each step holding a prompt", lambda m: Stalled(
-                **{f.name: getattr(m, f.name) for f in dataclasses.fields(m)}, stall_s=PLACED_S)))
+                **{f.name: getattr(m, f.name) for f in dataclasses.fields(m)}, stall_s=PLACED_S)),
+            (f"each step holding a prompt at least {EAGER_FLOOR_S * 1e3:.1f} ms (PR #12160's eager floor)",
+             lambda m: dataclasses.replace(m, prompt_launch_s=EAGER_FLOOR_S)))
     lines = ["", "| placement (diagnostic, not adopted) | held-out TTFT | held-out TPOT | H200 TPOT signed "
              "(median, range) |", "|---|---|---|---|"]
     for label, reshape in ways:
