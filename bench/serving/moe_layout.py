@@ -184,21 +184,21 @@ requests (B200 FP8 EP 1 +82..+132 ms, H200 FP8 EP 1 at 1k +71..+80 ms at 4-16 re
 in concurrency below those, not the release (every NVIDIA row is 0.5.12), not TP (B300 at TP 4 and TP 8 within
 10 ms of each other; PR #3363's B200 8k points below, TP 4 +135 ms and TP 8 +129 ms), and the recv interval does
 not order it (at 10, B300 +15..+30 ms and B200 +82..+132 ms).
-(2) A cost on every request, not only on the first wave (this revises the wave reading above). B200 at 1 request
-sends each of its 10 requests to an idle server and is +94 ms. PR #3363's B200 8k/1k points, outside the bench,
-are +129..+152 ms at 1-2 requests. Read with its first wave as simulated, the H200 1k mean leaves 155-164 ms for
-each later request at 4-16 requests (the wave table's last column), against 75 ms simulated. Issue #870's v0.5.7
-runs of the same setup bound their later requests' mean from below at 148-204 ms from their means and P99s
-(rest_floor), close to 0.5.12's. tenstorrent/tt-inference-server issue #356 (2025-07-17) measured SGLang at 179.7
-ms and vLLM at 55.6 ms for a 128-token prompt of DeepSeek-R1-0528, one request at a time on the same 16 H100s.
-#870's P99s (0.8-2.7 s) also show a first wave much slower than simulated in that release: a one-time cost in the
-timed run. The client warms up with 2c copies of one prompt (benchmark_serving.py benchmark(): test_input =
-input_requests[0]), so shapes the timed run meets first can compile there. ai-dynamo/aisimulate issue #287
-(SGLang 0.5.14, DeepSeek-V4-Pro on 8 B200 at TP 8 EP 1, 1k/1k, the same warm-up) traced 26 of its 27 first-sweep
-requests over 1 s to DeepGEMM JIT compiles inside measured prefills (mean TTFT at 1 request: 581.8 ms in the first
-sweep, 202.4 and 196.5 ms in the next two). InferenceX issue #2819 counts 357 strong TTFT-tail candidates in
-its 2026-08-31 dump of published rows (one confirmed by its logs). 0.5.12's means need no first-wave excess once
-every request carries the offset.
+(2) Part of it is on every request, not only on the first wave (this revises the wave reading above). Issue #870's
+v0.5.7 runs of the same setup show both at once: their means and P99s bound the later requests' mean from below at
+148-204 ms (rest_floor), against 75 ms simulated, and their P99s (0.8-2.7 s) show a first wave far slower than
+simulated, a one-time cost in the timed run. For 0.5.12 the means alone cannot split the two. Read with its first
+wave as simulated, the H200 1k mean leaves 155-164 ms for each later request at 4-16 requests (the wave table's
+last column), about #870's floor. B200 at 1 request, each of its 10 requests sent to an idle server, is +94 ms;
+PR #3363's B200 8k/1k points, outside the bench, are +129..+152 ms at 1-2 requests. tenstorrent/tt-inference-server
+issue #356 (2025-07-17) measured SGLang at 179.7 ms and vLLM at 55.6 ms for a 128-token prompt of DeepSeek-R1-0528,
+one request at a time on the same 16 H100s (8 requests each). The one-time kind has a known cause in this client:
+it warms up with 2c copies of one prompt (benchmark_serving.py benchmark(): test_input = input_requests[0]), so
+shapes the timed run meets first can compile there.
+ai-dynamo/aisimulate issue #287 (SGLang 0.5.14, DeepSeek-V4-Pro on 8 B200 at TP 8 EP 1, 1k/1k, the same warm-up)
+traced 26 of its 27 first-sweep requests over 1 s to DeepGEMM JIT compiles inside measured prefills (mean TTFT at 1
+request: 581.8 ms in the first sweep, 202.4 and 196.5 ms in the next two). InferenceX issue #2819 counts 357 strong
+TTFT-tail candidates in its 2026-08-31 dump of published rows (one confirmed by its logs).
 (3) Where it sits, read from the TPOT. The placement table puts the same 80 ms either on each request's own path
 (request_s, outside the engine's steps) or inside each step that holds a prompt (which stalls every running
 decode). Both bring the held-out TTFT to 20.9% (the B300 rows, which do not have it, overshoot). Inside the step,
