@@ -240,7 +240,82 @@ def report(rows: list[Scored], seconds: float) -> str:
         if not r.fitted:
             pooled.setdefault((r.engine, r.cls), []).append(abs(r.error))
     lines += [f"| {e} | {c} | {len(v)} | {statistics.median(v):.1%} |" for (e, c), v in sorted(pooled.items())]
-    return "\n".join(lines) + "\n"
+    return "\n".join([*lines, "", *goal_lines(rows, table), "", *cause_lines(table)]) + "\n"
+
+
+def goal_lines(rows: list[Scored], table: dict[Key, dict]) -> list[str]:
+    """Our held-out rows read the way the issue's hidden check reads its own: every number, the MoE serving rows
+    (runs through a serving engine's scheduler: not the offline tables), vLLM's KV tokens, and the sources above
+    the limit."""
+    held = [r for r in rows if not r.fitted]
+    serving = ("serving_accuracy", "load_accuracy", "sglang_serving", "trtllm_serving")
+    moe = [abs(r.error) for r in held if r.cls == "MoE" and r.bench in serving]
+    kv = [abs(r.error) for r in held if r.bench == "vllm_startup"]
+    above = [k for k, s in table.items() if s["median"] is not None and s["median"] > LIMIT]
+    return ["Beside the issue's goals for its hidden sets (ours are not those rows; the same reading of our own):",
+            "", "| set (held-out numbers only) | n | median abs error | goal |", "|---|---:|---:|---|",
+            f"| every number above | {len(held)} | {statistics.median(abs(r.error) for r in held):.1%} | <= 15% |",
+            f"| MoE serving runs (serving engines' schedulers) | {len(moe)} | {statistics.median(moe):.1%} | <= 20% |",
+            f"| vLLM KV tokens (startup logs) | {len(kv)} | {statistics.median(kv):.1%} | <= 8% |",
+            f"| lines above with a held-out median above {LIMIT:.0%} | {len(above)} | | none |"]
+
+
+# Why each source above the limit misses, read from the rows and the engines' code (the benches' own notes hold the
+# long form and every locator); keyed by (bench, source).
+CAUSES = {
+    ("load_accuracy", "kvcached"): (
+        "vLLM 0.19's one API-server process admits a burst serially (bench/results/load_accuracy.md: HTTP, "
+        "tokenizing and the hand-off to the engine core on one asyncio loop, `vllm/v1/engine/async_llm.py` "
+        "`AsyncLLM.add_request`, which also detokenizes and streams every running request). The burst row's 500 "
+        "first tokens come out evenly over about 1 to 5 s: about 125 requests a second, some 8 ms of that core per "
+        "request, where gpuplan admits all 500 at once (TTFT -88 %), then decodes 500 sequences a step (14.9 ms "
+        "against 5.7: vLLM ran about 125/s x 0.73 s = 90 at a time; TPOT +160 %, requests/s +135 %). No fitted row "
+        "sets that cost: the only calibration rows fast enough to meet it, KubeCon's saturated stages (vLLM 0.11 "
+        "on GKE, 101 requests/s completed with 64-token streams), are held by max_num_seqs 128 x their 19.5 ms "
+        "step, not by admission, so they bound it (at most ~10 ms a request on that host) without setting it; "
+        "and it is the host CPU's (tt340's host paid 6-9 ms of latency a request, KubeCon's 21-23 ms through a "
+        "Service). At 16 requests/s, TPOT -40 %: the engine loop on that host."),
+    ("load_accuracy", "recipes"): (
+        "The Nemotron-3-Nano recipe's first wave, 1,024 requests sent at once through the same one API-server "
+        "process (above); its p99 TTFT (15.5 s, gpuplan 11.1) is the prefill queue of 1,024 x 1,024 tokens, so "
+        "an admission of about 8 ms a request (8.2 s for the wave, as kvcached's host) would not contradict it. "
+        "TPOT +2 %, requests/s -1 %."),
+    ("load_accuracy", "vllmblog"): (
+        "gpt-oss-20b decodes faster in gpuplan (ITL -19 % and -27 %), which lifts requests/s (+21 %, +31 %). At "
+        "8 sequences of ~21k tokens gpuplan's step is 4.0 ms of weights, 1.4 ms of KV cache and 0.9 ms of "
+        "launches (6.4 ms) against 8.1 ms measured. The FP8 KV rows show part of it: halving the KV bytes saves "
+        "0.19 ms a step measured and 0.72 ms in gpuplan (Llama-3.1-8B: 2.25 against 3.82 ms), so vLLM 0.19.1's "
+        "FP8 attention on an H100 does not run at its bytes' rate; the blog's own speed-up is a check, not a "
+        "factor, and these rows are held out. The bf16 rows' 1.7 ms is the MXFP4 MoE at 8 rows on Hopper, for "
+        "which no public kernel profile was found."),
+    ("llama_bench", "pr6017"): (
+        "One row: 8 A100 PCIe cards in llama.cpp's layer split, timed as one card (the row's note: one "
+        "micro-batch crosses the 8 cards one after another). The measured 61 ms against gpuplan's 41 ms for the "
+        "card's compute leaves ~2.9 ms per card boundary, far above the 8 MiB activation hand-off over PCIe "
+        "(~0.3 ms): ggml's cross-device copies and synchronisation. llama.cpp PR #19922's own sweep shows the "
+        "same kind of loss per added GPU (gpt-oss-120B pp16384 on ROCm: 890 t/s on 2 GPUs, 550 on 8). Not "
+        "modelled; a single held-out row sets nothing."),
+    ("sglang_serving", "dstack"): (
+        "DeepSeek-R1 on SGLang images of March 2025 (taken as 0.4.3), H200 and MI300X: both decode about twice as "
+        "slowly as gpuplan's SGLang model, which the later releases' InferenceX rows fit (bench/results/"
+        "sglang_serving.md); shown, never fitted. SGLang's MoE rows are helper s8-ttft's this session."),
+    ("sglang_serving", "ix3173"): "InferenceX DeepSeek-R1 TTFT under SGLang: helper s8-ttft's this session.",
+    ("sglang_serving", "ix3318"): "InferenceX DeepSeek-R1 TTFT under SGLang (MI325X): helper s8-ttft's this session.",
+    ("sglang_serving", "ix3363"): "InferenceX DeepSeek-R1 TTFT under SGLang: helper s8-ttft's this session.",
+    ("trtllm_serving", "i5929"): "trtllm-serve's B200 prompt steps: helper s8-trtllm's this session.",
+}
+
+
+def cause_lines(table: dict[Key, dict]) -> list[str]:
+    """The sources above the limit, each with its cause (CAUSES), largest held-out median first."""
+    worst: dict[tuple[str, str], float] = {}
+    for (bench, src, *_), s in table.items():
+        if s["median"] is not None and s["median"] > LIMIT:
+            worst[(bench, src)] = max(worst.get((bench, src), 0.0), s["median"])
+    lines = [f"Sources above {LIMIT:.0%}, largest first, by cause:", ""]
+    for (bench, src), med in sorted(worst.items(), key=lambda kv: -kv[1]):
+        lines.append(f"- **{bench} / {src}** (up to {med:.1%}): {CAUSES.get((bench, src), 'not yet explained.')}")
+    return lines
 
 
 def main() -> None:
