@@ -168,7 +168,11 @@ NOTES = """What the misses say, row by row:
   floor for them too (engines/vllm.py `_hopper`). Read from those logs and vLLM's worker code, not from these rows:
   pool 151k -> 97k tokens against the 91,680 the source states (+6 %), dstack median 20.6 % -> 3.9 % (2,048 + 2,048
   at 32-256 prompts -7..+0 %, 32,784 + 2,048 +18..+27 %); #9699's H200 calibration row +50.8 % -> +31.7 % KV tokens
-  (bench/results/vllm_startup.md; its max_num_seqs 1,024 leaves a gap gpuplan does not explain). Looked at and
+  (bench/results/vllm_startup.md; its max_num_seqs 1,024 leaves a gap gpuplan does not explain). What is left on
+  the 32,784-token rows is time, not the pool: both vLLM and gpuplan run two such sequences at a time (three need
+  104k tokens), and a wave of two takes 118 s measured at 4 prompts against gpuplan's 93 s (2,048 decode steps of
+  39.5 ms and ~12 s of 512-token prompt chunks), as if a decode step at 34k tokens of context took ~52 ms; V0's
+  paged decode attention at batch 2 (one KV head per GPU at TP 8) is the likely place, not measured. Looked at and
   ruled out before that: the profiling run's sampler. V0's `profile_run` samples its dummy batch
   with top-k = vocab - 1 and top-p 0.99 on the driver rank (whose pool V0 takes), and at V1 0.9-0.16's 38.9 B per
   row x vocab entry 256 rows of Llama's 128,256 would take 1.19 GiB; but vllm#10517's run of the same months at
