@@ -276,10 +276,12 @@ CAUSES = {
         "and it is the host CPU's (tt340's host paid 6-9 ms of latency a request, KubeCon's 21-23 ms through a "
         "Service). At 16 requests/s, TPOT -40 %: the engine loop on that host."),
     ("load_accuracy", "recipes"): (
-        "The Nemotron-3-Nano recipe's first wave, 1,024 requests sent at once through the same one API-server "
-        "process (above); its p99 TTFT (15.5 s, gpuplan 11.1) is the prefill queue of 1,024 x 1,024 tokens, so "
-        "an admission of about 8 ms a request (8.2 s for the wave, as kvcached's host) would not contradict it. "
-        "TPOT +2 %, requests/s -1 %."),
+        "The Nemotron-3-Nano recipe's first wave, 1,024 requests of 1,024 tokens sent at once: its last first "
+        "token (p99 TTFT 15.5 s) bounds the prefill queue at ~68k prompt tokens a second, where gpuplan clears "
+        "it in 11.1 s (~94k a second), so the hybrid Mamba-MoE's prompt steps are ~1.4x too fast in gpuplan (the "
+        "median and mean TTFT, -33 %, follow); an API-server admission like kvcached's (~8 ms a request, 8.2 s "
+        "for the wave) would hide under it. No single-request run of this model on an H200 was found to place "
+        "the prompt step's cost (Mamba-2's chunked scan, the FP8 experts). TPOT +2 %, requests/s -1 %."),
     ("load_accuracy", "vllmblog"): (
         "gpt-oss-20b decodes faster in gpuplan (ITL -19 % and -27 %), which lifts requests/s (+21 %, +31 %). At "
         "8 sequences of ~21k tokens gpuplan's step is 4.0 ms of weights, 1.4 ms of KV cache and 0.9 ms of "
