@@ -120,8 +120,10 @@ NOTES = """What the misses say, row by row:
   1,514 (the Mamba state in float32, vLLM's default for NemotronH: `NemotronHForCausalLMConfig`
   `DEFAULT_MAMBA_SSM_CACHE_DTYPE`, "Only float32 is known to have no accuracy issues by default"), nothing is
   preempted, and the second 1,024 requests start as the first finish, as the measured median says. What is left
-  is the first wave: 1,024 requests sent at once, whose TTFTs gpuplan puts a third lower, the same burst through
-  one API-server process as kvcached's (above).
+  is the first wave: 1,024 requests sent at once, whose TTFTs gpuplan puts a third lower. Its p99 (15.5 s
+  against gpuplan's 11.1) says more than one API-server process (above) would: the last of 1,024 x 1,024 prompt
+  tokens was computed at ~68k tokens a second where gpuplan computes ~94k, so this hybrid's prompt steps are ~1.4x
+  too fast in gpuplan (read 2026-11-29, s8; no single-request run of it on an H200 places the cost).
 - **Offline at a large batch: Llama-3.1-405B FP8 on 8 H100s under vLLM 0.6.3 (dstack's `benchmark_throughput.py`
   runs, 15 rows, requests/s only).** Built as vLLM 0.6.3 runs them: the LLM class's V0 engine, `max_num_seqs`
   256, chunked prefill on past 32,768 tokens of context (512 tokens a step before 0.6.5), a prompt admitted only
