@@ -55,8 +55,9 @@ NOTES = """Session 8 (s8-trtllm), held-out medians:
    1.1-1.2 ms more per 1k tokens. H200 slopes 30.4 / 22.8 / 21.6 -> 31.5 / 24.0 / 22.8 ms per 1k tokens (EP 1 / 4 /
    8; measured 53.3 / 35.8 / 34.7); H200 TPOT -10..-16 % -> -8..-14 %; B200 TPOT +32..+48 % -> +34..+50 % (the
    Blackwell decode gap below). vLLM and SGLang replicate these linears too (`ReplicatedLinear`), not changed here;
-   each rank holds them whole (0.75 GiB a GPU of FP8 at TP 8, `engines/trtllm.replicated_bytes`). Elsewhere: trtllm.py's MoE on one GPU held
-   out 6.6 % (fitted 3.8 -> 3.9 %), MLPerf 9.6 %, trtllm_capacity 4.5 / 5.2 %: unchanged.
+   each rank holds them whole (0.75 GiB a GPU of FP8 at TP 8, `engines/trtllm.replicated_bytes`). Elsewhere:
+   trtllm.py's MoE on one GPU held out 6.6 % (fitted 3.8 -> 3.9 %), MLPerf 9.6 %, trtllm_capacity 4.5 / 5.2 %:
+   unchanged.
 
 Looked at in session 8, with sources, and not built:
 
