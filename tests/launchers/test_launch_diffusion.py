@@ -152,9 +152,10 @@ def test_ai_toolkit_yaml_has_the_example_configs_layout(tmp_path):
     (["--model", "sdxl", "--target", "vllm"], "does not apply to a diffusion model"),
     (["--model", "sdxl", "--target", "kohyaa"], "did you mean kohya"),
     (["--model", "sdxl", "--stack", "kohya", "--target", "simpletuner"], "use --target kohya or diffusers"),
-    (["--model", "sdxl", "--stack", "kohya", "--target", "ai-toolkit"], "this plan trains them"),
-    (["--model", "sdxl", "--stack", "simpletuner", "--text-encoders", "trained"], "stack kohya or diffusers"),
-    (["--model", "sdxl", "--method", "full", "--stack", "kohya", "--text-encoders", "trained"], "not full"),
+    (["--model", "flux-dev", "--stack", "kohya", "--target", "ai-toolkit"], "not FLUX"),
+    (["--model", "sdxl", "--stack", "simpletuner", "--text-encoders", "trained"], "leaves them frozen"),
+    (["--model", "flux-dev", "--method", "full", "--stack", "kohya", "--text-encoders", "trained"],
+     "flux_train.py trains neither"),
 ])
 def test_what_a_trainer_cannot_run_is_one_sentence(args, words, tmp_path, capsys):
     base = ["launch", "--task", "train", "--method", "lora", "--gpu", "a100-80gb", "-o", str(tmp_path / "o")]
