@@ -281,7 +281,7 @@ def _text_training(s: Scenario, spec: ModuleSpec, notes: list[str]) -> tuple[str
         f"LoRA r{s.lora_rank} on the " + ("attention projections" if preset == "attention" else
                                           "attention and MLP linears"))
     trained = ", ".join(f"{te.name} ({te.cls})" for te in encoders if te.name in names)
-    notes.append(f"text encoders trained ({s.stack}'s switch): {what} of {trained}"
+    notes.append(f"text encoders trained as {s.stack} trains them: {what} of {trained}"
                  + ("; T5 frozen, run every step" if t5 and which != "all" else ""))
     return preset, names
 
