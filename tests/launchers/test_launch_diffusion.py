@@ -119,6 +119,8 @@ def test_kohya_toml_holds_sd_scripts_options(model, extra, tmp_path):
     ("sdxl", "trained", "train_text_encoder", True),  # sdxl_train.py trains them only when asked
     ("sdxl", "frozen", "train_text_encoder", None),
     ("sd3-medium", "trained", "train_text_encoder", True),  # sd3_train.py: CLIP-L and CLIP-G
+    ("sd3-medium", "trained", "train_t5xxl", None),
+    ("sd3-medium", "trained-all", "train_t5xxl", True),  # sd3_train.py --train_t5xxl (with --train_text_encoder)
 ])
 def test_kohya_full_finetune_writes_each_scripts_encoder_switch(model, encoders, key, value, tmp_path):
     out = write(tmp_path, "--model", model, "--task", "train", "--method", "full", "--gpu", "h200", "--stack",
@@ -128,6 +130,8 @@ def test_kohya_full_finetune_writes_each_scripts_encoder_switch(model, encoders,
     assert keys <= kohya_options(), keys - kohya_options()
     assert tables["training"].get(key) == value
     assert tables["training"]["cache_text_encoder_outputs"] is False
+    if encoders == "trained-all":  # sd3_train.py asserts --train_text_encoder with --train_t5xxl
+        assert tables["training"]["train_text_encoder"] is True
 
 
 def test_ai_toolkit_trains_the_clip_encoders_lora_for_sdxl(tmp_path):

@@ -11,6 +11,7 @@ import pytest
 import gpuplan
 from conftest import require
 from gpuplan import overheads as oh
+from gpuplan.errors import GpuplanError
 from gpuplan.hardware import load_gpu
 from gpuplan.memory.modules import kept_activations, linear_weights
 from gpuplan.model import diffusers, kinds
@@ -145,3 +146,34 @@ def test_t5_tokens_size_its_kept_activations():
     long = gpuplan.estimate({**SD15, "model": "sd3-medium", "text_encoders": "trained", "gpu": "h200",
                              "seq_len": 256})
     assert long.memory.phases_gib["forward and backward"] > short.memory.phases_gib["forward and backward"]
+
+
+def test_trained_all_adds_t5_where_kohya_trains_it():
+    """text_encoders trained-all: kohya's sd3_train.py --train_t5xxl trains T5-XXL beside CLIP-L and CLIP-G; T5's
+    4,762,310,656 parameters become trained (fp32 weights, gradients and AdamW moments under autocast, 16-bit copies
+    of its linears, 4,762,297,856 weights in 168 nn.Linear of the real class on the meta device)."""
+    require("transformers")
+    import torch
+
+    te, prof = _profile("sd3-medium", "text_encoder_3")
+    module = diffusers.build(te.library, te.cls, te.config)
+    linears = [m for m in module.modules() if isinstance(m, torch.nn.Linear)]
+    assert len(linears) == 24 * 7 and linear_weights(prof) == sum(m.weight.numel() for m in linears)
+    base = {**SD15, "model": "sd3-medium", "stack": "kohya", "gpu": "h200"}
+    clip = gpuplan.estimate({**base, "text_encoders": "trained"})
+    both = gpuplan.estimate({**base, "text_encoders": "trained-all"})
+    assert both.model.params_trainable - clip.model.params_trainable == te.params == 4_762_310_656
+    assert both.memory.other["text_encoder_3 autocast 16-bit weight copies"] * GIB == pytest.approx(
+        2 * linear_weights(prof))
+    assert "text_encoder_3 (T5EncoderModel, frozen)" in clip.memory.other
+    assert (both.memory.optimizer_gib - clip.memory.optimizer_gib) * GIB == pytest.approx(8 * te.params)
+
+
+@pytest.mark.parametrize("update", [{"stack": "kohya", "method": "lora", "model": "sd3-medium"},
+                                    {"model": "flux-dev", "stack": "diffusers"}, {"model": "sd1.5"}])
+def test_trained_all_is_refused_where_no_trainer_trains_t5(update):
+    """Only SD3's full fine-tunes train T5 (kohya's LoRA train_t5xxl is not modelled; FLUX's scripts freeze it;
+    SD 1.5 has none): one sentence, which names who does."""
+    with pytest.raises(GpuplanError, match="only SD3's full fine-tunes do") as err:
+        gpuplan.estimate({**SD15, "stack": "kohya", "text_encoders": "trained-all", "gpu": "h200", **update})
+    assert "\n" not in str(err.value)

@@ -26,7 +26,7 @@ from .. import clock
 from .._version import __version__
 from ..errors import GpuplanError
 from ..scenario import Scenario
-from ..scenario.modules import TEXT_REFUSALS, parse_resolution, pipeline_family
+from ..scenario.modules import TEXT_REFUSALS, encoders_trained, parse_resolution, pipeline_family
 from .files import LaunchFile, command_text, comment, toml_text, yaml_text
 
 NAMES = ("diffusers", "kohya", "simpletuner", "ai-toolkit")
@@ -167,7 +167,7 @@ def diffusers_argv(plan: DiffusionLaunch, images: str) -> list[str]:
         argv.append("--use_8bit_adam")
     if s.cache_latents and family in ("sd3", "flux"):
         argv.append("--cache_latents")
-    if s.text_encoders == "trained":  # LoRA scripts: LoRA on CLIP's q, k, v and out; full scripts: the encoders whole
+    if encoders_trained(s):  # LoRA scripts: LoRA on CLIP's q, k, v and out; full scripts: the encoders whole
         argv.append("--train_text_encoder")
     if s.prior_preservation:
         argv += ["--with_prior_preservation", "--class_data_dir", "class-images", "--class_prompt",
@@ -228,7 +228,7 @@ def kohya_tables(plan: DiffusionLaunch, images: str) -> dict[str, dict[str, Any]
     else:
         tables["network"] = {"network_module": KOHYA_NETWORKS[family], "network_dim": s.lora_rank,
                              "network_alpha": s.lora_rank,
-                             "network_train_unet_only": s.text_encoders != "trained"}
+                             "network_train_unet_only": not encoders_trained(s)}
         if (s.quant or "") == "fp8":
             tables["network"]["fp8_base"] = True
         elif s.quant or s.method == "qlora":
@@ -240,12 +240,15 @@ def kohya_tables(plan: DiffusionLaunch, images: str) -> dict[str, dict[str, Any]
 def _kohya_full_encoders(s: Scenario, family: str, training: dict[str, Any]) -> None:
     """A full fine-tune's text-encoder switch as each script reads it: train_db.py trains the CLIP encoder unless
     ``--stop_text_encoder_training -1`` (``train_text_encoder = args.stop_text_encoder_training is None or >= 0``);
-    sdxl_train.py and sd3_train.py train theirs only with ``--train_text_encoder``."""
-    trained = s.text_encoders == "trained"
+    sdxl_train.py and sd3_train.py train theirs only with ``--train_text_encoder`` (sd3_train.py T5-XXL too with
+    ``--train_t5xxl``)."""
+    trained = encoders_trained(s)
     if family == "sd" and not trained:
         training["stop_text_encoder_training"] = -1
     elif family in ("sdxl", "sd3") and trained:
         training["train_text_encoder"] = True
+        if s.text_encoders == "trained-all":  # sd3_train.py: T5-XXL too
+            training["train_t5xxl"] = True
 
 
 def kohya_files(plan: DiffusionLaunch, images: str) -> list[LaunchFile]:
@@ -286,7 +289,7 @@ ST_PRECISION = {None: "no_change", "none": "no_change", "fp8": "fp8-torchao", "n
 def _encoders_frozen(plan: DiffusionLaunch, trainer: str) -> None:
     """Refuses to write a trainer's files that would not train the text encoders the plan trains, in the sentence
     that says what the trainer trains (:data:`~gpuplan.scenario.modules.TEXT_REFUSALS`)."""
-    if plan.scenario.text_encoders == "trained":
+    if encoders_trained(plan.scenario):
         raise GpuplanError(f"this plan trains the text encoders, and {TEXT_REFUSALS[trainer]}: use --target "
                            "kohya or diffusers, or set text_encoders cached")
 
@@ -336,7 +339,7 @@ AT_OPTIMIZERS = {"adamw": "adamw", "adamw-8bit": "adamw8bit", "paged-adamw-8bit"
 
 def ai_toolkit_config(plan: DiffusionLaunch, images: str) -> dict[str, Any]:
     s, family = plan.scenario, plan.family
-    train_te = s.text_encoders == "trained"
+    train_te = encoders_trained(s)
     if train_te and (family not in ("sd", "sdxl") or s.method == "full"):
         _encoders_frozen(plan, "ai-toolkit")
     if s.method == "full":

@@ -33,7 +33,7 @@ from ..model.record import obtain
 from ..result import MemoryReport, ModelFacts, Suggestion
 from ..scenario import Scenario
 from ..scenario.fields import MODULE_FIELDS
-from ..scenario.modules import ModuleJob, text_way, trains_encoder
+from ..scenario.modules import ModuleJob, encoders_trained, text_way, trains_encoder
 from ..speed.modules import ModuleSpeed, generation, host_range, model_step, train_step
 from .plan import Plan, gpu_facts, verdict
 from .resolve import ResolvedModule, resolve_module_scenario
@@ -273,9 +273,11 @@ def _changes(s: Scenario, spec: ModuleSpec) -> list[tuple[str, dict[str, Any]]]:
         if spec.kind == "diffusion":
             if not s.cache_latents and spec.role("vae"):
                 out.append(("cached latents", {"cache_latents": True}))
-            if s.text_encoders == "trained":
+            if s.text_encoders == "trained-all":
+                out.append(("T5 not trained (CLIP trained)", {"text_encoders": "trained"}))
+            if encoders_trained(s):
                 out.append(("text encoders not trained (frozen)", {"text_encoders": "frozen"}))
-            if s.text_encoders in ("frozen", "trained"):
+            if s.text_encoders in ("frozen", "trained", "trained-all"):
                 out.append(("cached text embeddings", {"text_encoders": "cached"}))
             if s.method == "lora" and not s.quant:
                 out.append(("fp8 base weights", {"quant": "fp8"}))

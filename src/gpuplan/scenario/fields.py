@@ -296,13 +296,15 @@ class Scenario(BaseModel):
     cache_latents: bool | None = Field(default=None, exclude=True, description="diffusion training: the VAE "
                                        "encodes the images once before training and leaves the GPU (default: the "
                                        "trainer's)")
-    text_encoders: Literal["cached", "frozen", "trained"] | None = Field(
+    text_encoders: Literal["cached", "frozen", "trained", "trained-all"] | None = Field(
         default=None, exclude=True, description="diffusion training: cached: prompt embeddings computed once "
         "before training, the text encoders off the GPU; frozen: on the GPU, run every step without gradients; "
         "trained: trained with the denoiser as the trainer's switch does it: with LoRA, adapters on the CLIP "
         "encoders (kohya's default for LoRA, diffusers' --train_text_encoder, ai-toolkit's train_text_encoder); "
         "with full fine-tuning, the encoders whole (diffusers' train_dreambooth*.py --train_text_encoder: T5 too "
-        "for SD3; kohya's train_db.py, sdxl_train.py, sd3_train.py) (default: the trainer's)")
+        "for SD3; kohya's train_db.py, sdxl_train.py, sd3_train.py); trained-all: T5-XXL too, where the trainer does "
+        "(SD3 full fine-tunes: diffusers' train_dreambooth_sd3.py, kohya's sd3_train.py --train_t5xxl) (default: the "
+        "trainer's)")
     prior_preservation: bool = Field(default=False, exclude=True, description="DreamBooth's prior-preservation "
                                      "loss: a class image beside each instance image (twice the batch)")
     train_steps: int | None = Field(default=None, ge=1, le=10**9, exclude=True, description="diffusion and "

@@ -206,7 +206,7 @@ def resolve_diffusion(s: Scenario, spec: ModuleSpec) -> ModuleJob:
     text_lora, text_trained = _text_training(s, spec, notes)
     return ModuleJob(**{**common, "kind": "diffusion-train", "weights": weights}, way=way, trained=trained,
                      lora_roles=roles, lora_rank=s.lora_rank, batch=batch, samples_per_step=batch,
-                     text_encoders=s.text_encoders or "cached", text_lora=text_lora,
+                     text_encoders="trained" if text_trained else s.text_encoders or "cached", text_lora=text_lora,
                      text_trained=text_trained,
                      cache_latents=bool(s.cache_latents) or not vae, vae_dtype=vae_dtype, notes=tuple(notes))
 
@@ -261,18 +261,39 @@ TEXT_REFUSALS = {
 }
 
 
+# who trains T5-XXL as well with text_encoders trained-all: diffusers' train_dreambooth_sd3.py (always, with
+# --train_text_encoder) and kohya's sd3_train.py --train_t5xxl (``t5xxl.requires_grad_(train_t5xxl)``, which asserts
+# --train_text_encoder with it); kohya's LoRA network_args train_t5xxl=True (networks/lora_sd3.py, lora_flux.py) is not
+# modelled: T5's LoRA ways are not recorded
+TEXT_T5 = {("diffusers", "full", "sd3"), ("kohya", "full", "sd3")}
+
+
+def encoders_trained(s: Scenario) -> bool:
+    """Whether the scenario trains text encoders (``trained``, or ``trained-all``: T5 too)."""
+    return s.text_encoders in ("trained", "trained-all")
+
+
 def _text_training(s: Scenario, spec: ModuleSpec, notes: list[str]) -> tuple[str, tuple[str, ...]]:
     """The LoRA preset on the text encoders ("" for a full fine-tune, which trains them whole) and the names of the
     encoders the job trains (none unless ``text_encoders`` is trained): what the trainer's switch trains for this
-    pipeline (:data:`TEXT_TRAINED`), refused in one sentence where it trains none."""
-    if s.text_encoders != "trained":
+    pipeline (:data:`TEXT_TRAINED`; ``trained-all``: T5 too, :data:`TEXT_T5`), refused in one sentence where it
+    trains none."""
+    if not encoders_trained(s):
         return "", ()
     method = "full" if s.method == "full" else "lora"
-    which = TEXT_TRAINED.get((s.stack, method, pipeline_family(spec)))
+    key = (s.stack, method, pipeline_family(spec))
+    which = TEXT_TRAINED.get(key)
     if which is None:
-        raise GpuplanError(f"text_encoders trained with {method} {s.stack} on {spec.name}: "
+        raise GpuplanError(f"text_encoders {s.text_encoders} with {method} {s.stack} on {spec.name}: "
                            f"{TEXT_REFUSALS.get(s.stack, 'this trainer trains no text encoder')}; set "
                            "text_encoders frozen or cached")
+    if s.text_encoders == "trained-all":
+        if key not in TEXT_T5:
+            raise GpuplanError("text_encoders trained-all trains T5-XXL too, which only SD3's full fine-tunes do "
+                               "(diffusers' train_dreambooth_sd3.py, kohya's sd3_train.py --train_t5xxl; kohya's "
+                               f"LoRA train_t5xxl is not modelled), not {method} {s.stack} on {spec.name}: set "
+                               "text_encoders trained")
+        which = "all"
     encoders = spec.role("text_encoder")
     names = tuple(te.name for te in encoders if which == "all" or te.cls != "T5EncoderModel")
     t5 = [te for te in encoders if te.cls == "T5EncoderModel"]
