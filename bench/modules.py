@@ -47,11 +47,15 @@ rows at batch 4 and 16 but breaks sdxl-a100-fal and an RTX 4080 row).
 
 Session 8 (text encoders trained whole, issue 34): five rows added held out, SD 1.x DreamBooth with the text encoder
 trained (diffusers pull request 2039's RTX 3060 runs at 512, 768 and 1024 px and batch 5; kohya's train_db.py
-README, 'about 12GB', stated). Memory: +17 to +23 % on the four measured rows, missed for one cause, the PR's
-``zero_grad(set_to_none=True)``: gradients freed between steps, so the VAE encode and the forward (with autocast's
-cached 16-bit weight copies) run without them; gpuplan holds both through the step, as today's script does by
-default. Not modelled yet: no scenario field names the trainer's zero_grad. Speed: +31 % on 'about 4s/it' at 1024 px,
-where the U-Net's attention over 16,384 tokens is 63 % of the estimate and the trained encoder 0.5 %.
+README, 'about 12GB', stated). Memory: +17 to +23 % on the four measured rows when added, for one cause, the PR's
+own ``zero_grad(set_to_none=True)``: gradients freed after each step, so the step's start and forward (with
+autocast's cached 16-bit weight copies) hold none. Built from the trainers' code, for every trainer (kohya,
+SimpleTuner, ai-toolkit and diffusers' scripts free them; train_dreambooth.py only with --set_grads_to_none, the
+scenario's ``set_grads_to_none``): -4, -6, -7 and -8 % (each at the end of its backward: the activations that
+grow with the resolution and batch, 0.56 GiB measured from 512 px to batch 5, are freed there), the stated kohya
+row +4 to -14 %. Speed: +31 % on 'about
+4s/it' at 1024 px, where the U-Net's attention over 16,384 tokens is 63 % of the estimate and the trained encoder
+0.5 %.
 """
 
 from __future__ import annotations

@@ -55,7 +55,8 @@ def write(tmp_path: Path, *args: str) -> Path:
     ("sd1.5", "train_dreambooth.py", ["--method", "full", "--resolution", "512"]),
     ("sd3-medium", "train_dreambooth_lora_sd3.py", ["--resolution", "1024", "--lora-rank", "8"]),
     ("sdxl", "train_dreambooth_lora_sdxl.py", ["--resolution", "1024", "--text-encoders", "trained"]),
-    ("sd1.5", "train_dreambooth.py", ["--method", "full", "--resolution", "512", "--text-encoders", "trained"]),
+    ("sd1.5", "train_dreambooth.py", ["--method", "full", "--resolution", "512", "--text-encoders", "trained",
+                                      "--set-grads-to-none", "true"]),
     ("sd3-medium", "train_dreambooth_sd3.py", ["--method", "full", "--resolution", "512", "--optimizer",
                                                "adamw-8bit", "--text-encoders", "trained", "--gpu", "h200"]),
 ])
@@ -74,6 +75,7 @@ def test_diffusers_command_reads_back_through_the_scripts_parse_args(model, scri
     assert parsed.train_batch_size == int(given.get("--micro-batch-size", 1))
     assert parsed.with_prior_preservation == ("--prior-preservation" in given)
     assert parsed.train_text_encoder == (given.get("--text-encoders") == "trained")
+    assert getattr(parsed, "set_grads_to_none", False) == ("--set-grads-to-none" in given)
     if "lora" in script:
         assert parsed.rank == int(given.get("--lora-rank", 16))
     plan = json.loads((out / "plan.json").read_text())

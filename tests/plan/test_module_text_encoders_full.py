@@ -159,7 +159,7 @@ def test_trained_all_adds_t5_where_kohya_trains_it():
     module = diffusers.build(te.library, te.cls, te.config)
     linears = [m for m in module.modules() if isinstance(m, torch.nn.Linear)]
     assert len(linears) == 24 * 7 and linear_weights(prof) == sum(m.weight.numel() for m in linears)
-    base = {**SD15, "model": "sd3-medium", "stack": "kohya", "gpu": "h200"}
+    base = {**SD15, "model": "sd3-medium", "stack": "kohya", "gpu": "h200", "set_grads_to_none": False}
     clip = gpuplan.estimate({**base, "text_encoders": "trained"})
     both = gpuplan.estimate({**base, "text_encoders": "trained-all"})
     assert both.model.params_trainable - clip.model.params_trainable == te.params == 4_762_310_656
@@ -177,3 +177,34 @@ def test_trained_all_is_refused_where_no_trainer_trains_t5(update):
     with pytest.raises(GpuplanError, match="only SD3's full fine-tunes do") as err:
         gpuplan.estimate({**SD15, "stack": "kohya", "text_encoders": "trained-all", "gpu": "h200", **update})
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("stack, model, method, freed", [
+    ("diffusers", "sd1.5", "full", False),  # train_dreambooth.py: zero_grad(set_to_none=args.set_grads_to_none)
+    ("diffusers", "sd3-medium", "full", True),  # train_dreambooth_sd3.py: optimizer.zero_grad(), accelerate: True
+    ("kohya", "sd1.5", "full", True),  # train_db.py: zero_grad(set_to_none=True)
+    ("kohya", "sdxl", "lora", False),  # LoRA's gradients are a few MB: not modelled apart
+])
+def test_each_trainer_frees_gradients_or_keeps_them(stack, model, method, freed):
+    p = gpuplan.estimate({**SD15, "stack": stack, "model": model, "method": method, "gpu": "h200"})
+    assert p.module.job.grads_freed is freed
+
+
+@pytest.mark.parametrize("update", [{}, {"grad_checkpointing": "none", "micro_batch_size": 8, "resolution": "768"}])
+def test_freed_gradients_peak_at_the_larger_moment(update):
+    """With gradients freed after each step (kohya's zero_grad(set_to_none=True)), the peak is the larger of the
+    step before its backward (every phase's transient, autocast's copies, no gradients) and the end of its backward
+    (every gradient, no activations, no copies): the same plan with gradients kept, less one or the other."""
+    scenario = {**SD15, "stack": "kohya", "text_encoders": "trained", **update}
+    kept = gpuplan.estimate({**scenario, "set_grads_to_none": False}).memory
+    freed = gpuplan.estimate(scenario).memory
+    gradients, transient = kept.gradients_gib, kept.activations_gib
+    copies = sum(v for k, v in kept.other.items() if k.endswith("autocast 16-bit weight copies"))
+    assert copies > 0 and gradients > 0
+    if gradients - copies > transient:
+        assert freed.peak_phase == "end of backward" and freed.activations_gib == 0
+        assert freed.allocated_peak_gib == pytest.approx(kept.allocated_peak_gib - copies - transient)
+    else:
+        assert freed.gradients_gib == 0
+        assert freed.allocated_peak_gib == pytest.approx(kept.allocated_peak_gib - gradients)
+    assert freed.allocated_peak_gib < kept.allocated_peak_gib

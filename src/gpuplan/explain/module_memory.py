@@ -155,6 +155,12 @@ def _states(s, job: ModuleJob, main: Profile, parts: dict[str, Profile], plan: M
     gradients = Formula(label="gradients", value=mem.gradients_gib, unit="GiB", computed=trainable * grad / GIB,
                         formula="G = bytes per gradient x trainable parameters",
                         substituted=f"{grad} B x {what} = {trainable * grad / GIB:,.2f} GiB")
+    if job.grads_freed and job.trained == "all" and mem.peak_phase != mm.END_OF_BACKWARD:
+        gradients = Formula(label="gradients", value=mem.gradients_gib, unit="GiB", computed=0.0,
+                            formula="G = 0 at a peak before the backward: the trainer frees the gradients after each "
+                                    "optimizer step (zero_grad(set_to_none=True))",
+                            substituted=f"{grad} B x {what} = {trainable * grad / GIB:,.2f} GiB, held from the "
+                                        f"backward on; the peak ({mem.peak_phase}) comes before it: 0 GiB")
     total = mm.optimizer_bytes(s.optimizer, trainable, state, factored)
     rules = {"adamw": (f"2 moments x {state} B x {trainable:,}", "AdamW keeps two moments per parameter"),
              "adamw-8bit": (f"{trainable:,} x (2 x 1 B + 2 x 4 B / {oh.BNB_STATE_BLOCK})",

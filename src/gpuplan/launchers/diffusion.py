@@ -169,6 +169,8 @@ def diffusers_argv(plan: DiffusionLaunch, images: str) -> list[str]:
         argv.append("--cache_latents")
     if encoders_trained(s):  # LoRA scripts: LoRA on CLIP's q, k, v and out; full scripts: the encoders whole
         argv.append("--train_text_encoder")
+    if s.set_grads_to_none and script == "train_dreambooth.py":  # the others free them always (zero_grad())
+        argv.append("--set_grads_to_none")
     if s.prior_preservation:
         argv += ["--with_prior_preservation", "--class_data_dir", "class-images", "--class_prompt",
                  "a photo of subject"]

@@ -138,10 +138,38 @@ def training_memory(s: Scenario, job: ModuleJob, main: Profile, parts: dict[str,
     trainable += text.params
     e.optimizer = optimizer_bytes(s.optimizer, trainable, state, factored)
     e.extra["params_trainable"] = trainable
-    e.peak_phase = max(phases, key=phases.get)
+    freed = free_gradients(e, phases) if job.grads_freed and job.trained == "all" else None
+    e.peak_phase = freed or max(phases, key=phases.get)
     e.activations = phases[e.peak_phase]
     e.phases = {k: v / GIB for k, v in phases.items()}
     return e
+
+
+END_OF_BACKWARD = "end of backward"
+
+
+def free_gradients(e: Estimate, phases: dict[str, float]) -> str | None:
+    """A full fine-tune whose trainer frees the gradients after each optimizer step (``zero_grad(set_to_none=
+    True)``: :func:`~gpuplan.scenario.modules._grads_freed`) holds them only from its backward on. Its peak is the
+    larger of two moments: before the backward (each phase's transient, the forward's with autocast's 16-bit
+    weight copies, and no gradients), or the end of the backward (every gradient written, the activations and the
+    copies freed: saved for the backward, or under checkpointing cast again one block at a time). ``e`` and
+    ``phases`` are set to the larger: the gradients left out before the backward (None returned: the peak is the
+    largest phase), or the copies, with an ``end of backward`` phase of no transient (its name returned: the peak,
+    the other phases' transients standing on the gradients-free total below it)."""
+    copies = {k: v for k, v in e.other.items() if k.endswith("autocast 16-bit weight copies")}
+    if e.gradients - sum(copies.values()) > max(phases.values()):
+        for key in copies:
+            del e.other[key]
+        phases[END_OF_BACKWARD] = 0.0
+        e.assumptions.append("gradients freed after each optimizer step (zero_grad(set_to_none=True)): the peak is "
+                             "the end of the backward, every gradient written, activations and autocast copies freed")
+        return END_OF_BACKWARD
+    else:
+        e.gradients = 0.0
+        e.assumptions.append("gradients freed after each optimizer step (zero_grad(set_to_none=True)): none held at "
+                             "the peak, which comes before the backward")
+    return None
 
 
 @dataclass(frozen=True)

@@ -305,6 +305,11 @@ class Scenario(BaseModel):
         "for SD3; kohya's train_db.py, sdxl_train.py, sd3_train.py); trained-all: T5-XXL too, where the trainer does "
         "(SD3 full fine-tunes: diffusers' train_dreambooth_sd3.py, kohya's sd3_train.py --train_t5xxl) (default: the "
         "trainer's)")
+    set_grads_to_none: bool | None = Field(
+        default=None, exclude=True, description="diffusion full fine-tuning: the trainer frees the gradients after "
+        "each optimizer step (optimizer.zero_grad(set_to_none=True)), so the step holds them only from its backward "
+        "on (default: true, as kohya, SimpleTuner, ai-toolkit and diffusers' scripts run; false for diffusers' "
+        "train_dreambooth.py, which frees them only with --set_grads_to_none)")
     prior_preservation: bool = Field(default=False, exclude=True, description="DreamBooth's prior-preservation "
                                      "loss: a class image beside each instance image (twice the batch)")
     train_steps: int | None = Field(default=None, ge=1, le=10**9, exclude=True, description="diffusion and "
@@ -672,7 +677,7 @@ FIELDS = tuple(Scenario.model_fields)
 # the fields only a model that is not a decoder LLM reads (gpuplan.scenario.modules; refused on a decoder's plan:
 # gpuplan.plan.refusals)
 MODULE_FIELDS = ("resolution", "inference_steps", "cfg", "cpu_offload", "cache_latents", "text_encoders",
-                 "prior_preservation", "train_steps", "decoder_tokens", "audio_seconds")
+                 "set_grads_to_none", "prior_preservation", "train_steps", "decoder_tokens", "audio_seconds")
 # Fields that mean something for one task only: the normalized result drops the other task's.
 TRAIN_ONLY = frozenset({"method", "tf32", "optimizer", "optimizer_impl", "lora_rank", "lora_targets", "lora_dropout",
                         "micro_batch_size", "seq_len", "grad_accum_steps", "grad_checkpointing", "train_tokens",

@@ -60,6 +60,7 @@ class ModuleJob:
     text_encoders: str = "cached"
     text_lora: str = ""  # trained text encoders' LoRA: the trainer's preset on CLIP (attention | all), else ""
     text_trained: tuple[str, ...] = ()  # the text encoders trained (component names): LoRA, or whole in a full job
+    grads_freed: bool = False  # zero_grad(set_to_none=True): no gradients before the step's backward
     cache_latents: bool = True
     vae_dtype: str = "bf16"
     steps: int = 1
@@ -83,7 +84,7 @@ COMMON_READS = ("model", "task", "method", "stack", "precision", "quant", "micro
 KIND_READS = {
     # seq_len: the T5 tokens of a prompt, for the pipelines with a T5 encoder only (resolve_diffusion)
     "diffusion": ("resolution", "seq_len", "inference_steps", "cfg", "cpu_offload", "cache_latents", "text_encoders",
-                  "prior_preservation"),
+                  "set_grads_to_none", "prior_preservation"),
     # seq_len: the transcript's tokens when decoder_tokens is unset (resolve_model)
     "whisper": ("seq_len", "output_tokens", "decoder_tokens", "audio_seconds"),
     "encoder-decoder": ("seq_len", "prompt_tokens", "output_tokens", "decoder_tokens"),
@@ -99,7 +100,7 @@ MODULE_READS = ("model", "task", "precision", "optimizer", "train_steps", "gpu",
 # trainer, a training job no denoising steps)
 TRAIN_READS = frozenset({"method", "stack", "micro_batch_size", "grad_checkpointing", "grad_accum_steps", "optimizer",
                          "adapter_dtype", "lora_rank", "lora_targets", "train_steps", "cache_latents", "text_encoders",
-                         "prior_preservation"})
+                         "set_grads_to_none", "prior_preservation"})
 INFER_READS = frozenset({"batch_size", "inference_steps", "cfg", "cpu_offload", "output_tokens", "prompt_tokens"})
 
 
@@ -204,10 +205,11 @@ def resolve_diffusion(s: Scenario, spec: ModuleSpec) -> ModuleJob:
     batch = s.micro_batch_size * (2 if s.prior_preservation else 1)
     vae_dtype = "fp32" if upcast else dtype  # diffusers' SDXL scripts and kohya keep an fp32 VAE (no_half_vae)
     text_lora, text_trained = _text_training(s, spec, notes)
+    freed = _grads_freed(s, spec, notes)
     return ModuleJob(**{**common, "kind": "diffusion-train", "weights": weights}, way=way, trained=trained,
                      lora_roles=roles, lora_rank=s.lora_rank, batch=batch, samples_per_step=batch,
                      text_encoders="trained" if text_trained else s.text_encoders or "cached", text_lora=text_lora,
-                     text_trained=text_trained,
+                     text_trained=text_trained, grads_freed=freed,
                      cache_latents=bool(s.cache_latents) or not vae, vae_dtype=vae_dtype, notes=tuple(notes))
 
 
@@ -305,6 +307,22 @@ def _text_training(s: Scenario, spec: ModuleSpec, notes: list[str]) -> tuple[str
     notes.append(f"text encoders trained as {s.stack} trains them: {what} of {trained}"
                  + ("; T5 frozen, run every step" if t5 and which != "all" else ""))
     return preset, names
+
+
+def _grads_freed(s: Scenario, spec: ModuleSpec, notes: list[str]) -> bool:
+    """Whether the trainer frees the gradients after each optimizer step (a full fine-tune's; LoRA's are a few MB):
+    ``set_grads_to_none``, else the trainer's. kohya (train_db.py, sdxl_train.py, sd3_train.py, train_network.py),
+    SimpleTuner and ai-toolkit call ``optimizer.zero_grad(set_to_none=True)``, diffusers' scripts
+    ``optimizer.zero_grad()`` through accelerate's AcceleratedOptimizer, which passes ``set_to_none=True``; diffusers'
+    train_dreambooth.py (SD 1.x/2.x) ``zero_grad(set_to_none=args.set_grads_to_none)``, off by default."""
+    if s.set_grads_to_none is not None:
+        return s.set_grads_to_none
+    if s.method != "full":
+        return False
+    keeps = s.stack == "diffusers" and pipeline_family(spec) == "sd"
+    if keeps:
+        notes.append("gradients kept between steps (diffusers' train_dreambooth.py without --set_grads_to_none)")
+    return not keeps
 
 
 def resolve_model(s: Scenario, spec: ModuleSpec) -> ModuleJob:
