@@ -12,6 +12,9 @@ the trained parameters' gradients and optimizer states, and the largest transien
   the latents (generation), text encoders encoding the prompts, each in its own phase, after or before the
   denoiser's: the step's peak is the largest phase; a VAE's decode holds about twice its recorded tensors on CUDA
   (:data:`~gpuplan.overheads.VAE_DECODE_WORKING_FACTOR`, measured by InvokeAI);
+- **gradients freed** (a full fine-tune whose trainer calls ``zero_grad(set_to_none=True)``, as all but diffusers'
+  train_dreambooth.py do): the peak is the larger of the moment before the backward and the end of the backward
+  (:func:`free_gradients`);
 - **offloading** (generation): diffusers' ``enable_model_cpu_offload`` keeps one model on the card at a time (the
   peak is the largest component with its transient); ``enable_sequential_cpu_offload`` one layer at a time.
 

@@ -246,6 +246,8 @@ def pipeline_family(spec: ModuleSpec) -> str:
 #   --network_train_unet_only (T5's LoRA only with network_args train_t5xxl=True, not modelled); train_db.py trains
 #   the CLIP encoder unless --stop_text_encoder_training -1; sdxl_train.py and sd3_train.py with
 #   --train_text_encoder (sd3_train.py: T5 too with --train_t5xxl); flux_train.py freezes clip_l and t5xxl.
+#   sdxl_train.py also freezes CLIP-L's last layer and final norm (SDXL reads its penultimate layer): counted as
+#   trained here, 7.1M of its 123M parameters (their gradients and states, about 85 MB with AdamW, over-counted).
 # - ai-toolkit (ostris/ai-toolkit toolkit/lora_special.py LoRANetwork): train.train_text_encoder adds LoRA to every
 #   linear of CLIPAttention and CLIPMLP; its FLUX example says "probably doesn't work for flux", and T5 gets none.
 TEXT_TRAINED = {("diffusers", "lora", f): "clip" for f in ("sd", "sdxl", "sd3", "flux")} | {
