@@ -70,6 +70,8 @@ class ModuleWork(BaseModel):
     samples_per_s_high: float
     image_s: float | None = None
     images_per_hour: float | None = None
+    first_call_s: float | None = None  # generation: the first call of a pipeline just loaded
+    first_call_range_s: list[float] | None = None
     parts_s: dict[str, float]
     flops_per_step: float
     mfu: float
@@ -346,7 +348,9 @@ def _work(s: Scenario, job: ModuleJob, main: Profile, speed: ModuleSpeed, gpu: G
         buckets=[f"{w}x{h}" for w, h in job.pixels], steps=job.steps if job.kind == "diffusion-generate" else None,
         step_s=speed.step_s, steps_per_s=speed.steps_per_s, samples_per_s=speed.samples_per_s,
         samples_per_s_low=speed.low, samples_per_s_high=speed.high, image_s=speed.image_s,
-        images_per_hour=speed.images_per_hour, parts_s=speed.parts_s, flops_per_step=speed.flops_per_step,
+        images_per_hour=speed.images_per_hour, first_call_s=speed.first_call_s,
+        first_call_range_s=list(speed.first_call_range_s) if speed.first_call_range_s else None,
+        parts_s=speed.parts_s, flops_per_step=speed.flops_per_step,
         mfu=speed.mfu, bound=speed.bound, job_hours=hours, usd_per_1000_samples=per_1000,
         simulated=_simulated(main, job), modelled=MODELLED)
     return work, cost, warnings

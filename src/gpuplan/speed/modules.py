@@ -325,7 +325,9 @@ class ModuleSpeed:
     """The speed of a module job on one card. Training: ``step_s`` one optimizer step, ``steps_per_s`` (the it/s
     the trainers' progress bars print), ``samples_per_s``. Generation: ``step_s`` one denoising step (the
     pipelines' it/s is its inverse), ``image_s`` one call of ``batch`` images (prompt, steps, decode, transfers),
-    ``images_per_hour``. Encoder-decoders serving: ``image_s`` one batch of samples. ``parts_s`` add up to the
+    ``images_per_hour``, ``first_call_s`` the first call of a pipeline just loaded (a warm call and the one-time
+    setup: :data:`~gpuplan.overheads.FIRST_CALL_SETUP_S`, ``first_call_range_s`` at the ends of its measured range).
+    Encoder-decoders serving: ``image_s`` one batch of samples. ``parts_s`` add up to the
     step (training) or the call (generation); ``mfu``: the main component's FLOPs over the card's dense peak."""
 
     step_s: float
@@ -333,6 +335,8 @@ class ModuleSpeed:
     samples_per_s: float
     image_s: float | None = None
     images_per_hour: float | None = None
+    first_call_s: float | None = None
+    first_call_range_s: tuple[float, float] | None = None
     parts_s: dict[str, float]
     flops_per_step: float
     mfu: float
@@ -505,7 +509,9 @@ def generation(s, job, main: Profile, parts: dict[str, Profile], gpu: GpuSpec, h
     call = sum(parts_s.values())
     dense = peak_flops(gpu, _rate_dtype(job.dtype))
     out = _speed(step, job.samples_per_step / call, parts_s, den.flops, dense, "infer")
-    return ModuleSpeed(**{**out.__dict__, "image_s": call, "images_per_hour": 3600 * job.samples_per_step / call})
+    return ModuleSpeed(**{**out.__dict__, "image_s": call, "images_per_hour": 3600 * job.samples_per_step / call,
+                          "first_call_s": call + oh.FIRST_CALL_SETUP_S,
+                          "first_call_range_s": tuple(call + x for x in oh.FIRST_CALL_SETUP_RANGE)})
 
 
 def _offload_bytes(job, main: Profile) -> float:
