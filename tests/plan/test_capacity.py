@@ -4,6 +4,8 @@ load found, the same plan ``estimate`` makes of that scenario."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 import gpuplan
@@ -147,3 +149,42 @@ def test_thinking_users_stream_at_the_load_in_flight():
     (busy,) = capacity(s, m, load_workload(None, {**fields, "users": 40}), gpu_ids=("nvidia-h100-sxm5-80gb",),
                        max_gpus=1, simulate_top=1)
     assert busy.plan.setup.scenario.batch_size == busy.max_users == 40  # think 0: every user's request in flight
+
+
+def test_a_prompt_only_trace_has_no_tpot_and_says_why(tmp_path):
+    """Session 7's walk: a trace of ``output_length: 0`` read ``p95 TPOT 0 ms`` and a streaming speed for requests
+    that stream nothing. vllm bench serve counts a request's TPOT only when it streams a second token
+    (``calculate_metrics``: ``output_len > 1``), so the row's TPOT is None (n/a) and a note says why; an SLO on it
+    holds (no gap between tokens to miss it)."""
+    trace = tmp_path / "prefill.jsonl"
+    trace.write_text("".join(f'{{"input_length": {300 + 7 * i}, "output_length": {i % 2}}}\n' for i in range(60)))
+    m = load_model("llama-3.1-8b")
+    s = scenario_from({"model": "llama-3.1-8b", "task": "infer", "engine": "vllm"})
+    w = load_workload(None, {"rate_rps": 1, "trace": str(trace), "ttft_s": 2, "tpot_s": 0.05, "num_requests": 40})
+    notes: list[str] = []
+    (row,) = capacity(s, m, w, gpu_ids=("nvidia-l40s",), max_gpus=1, simulate_top=1, notes=notes)
+    assert row.ttft_s > 0 and row.max_rate_rps > 1
+    assert row.tpot_s is None and row.streaming_tokens_per_s_per_user is None
+    assert len(notes) == 1 and notes[0].startswith("TPOT n/a: no request of the workload streams a second token")
+
+
+def test_the_tpot_percentile_is_over_the_requests_that_stream():
+    """A mixed trace: the p95 TPOT is the 95th percentile of the requests with more than one output token, as
+    vllm bench serve reports it and ``estimate --users`` reads its runs (serving/load.py). Before, the requests of
+    0 or 1 output tokens entered it at 0 ms and pulled it down: here 39.8 ms against 44.0 ms; qwen3-8b on an L40S
+    with a trace of three in four prompt-only requests, 143 ms against the streaming requests' own 153 ms."""
+    import numpy as np
+
+    from gpuplan.serving.capacity import COOLDOWN_SHARE, WARMUP_SHARE, _point
+
+    n = 200
+    tpot = np.where(np.arange(n) % 4 == 0, np.linspace(0.010, 0.050, n), 0.0)  # one request in four streams
+    out = SimpleNamespace(ttft_s=np.full(n, 0.2), tpot_s=tpot, e2e_s=np.full(n, 1.0), sent_at=np.arange(n, dtype=float),
+                          finished_at=np.arange(n) + 1.0, completed=n, output_tokens=10 * n)
+    w = load_workload(None, {"rate_rps": 1, "prompt_tokens": 100, "output_tokens": 10, "tpot_s": 0.042})
+    point = _point(out, w, 1.0, n)
+    keep = np.arange(n)[int(WARMUP_SHARE * n):int((1 - COOLDOWN_SHARE) * n)]  # the steady window
+    streamed = tpot[keep][tpot[keep] > 0]
+    assert point.tpot_s == pytest.approx(np.percentile(streamed, 95)) and point.tpot_s > 0.04
+    everyone = np.percentile(tpot[keep], 95)
+    assert everyone < 0.042 < point.tpot_s and not point.meets_slo  # over all requests the p95 met the target

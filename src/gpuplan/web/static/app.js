@@ -808,7 +808,8 @@ function capacityColumns(kind, pct) {
     ["output_tokens_per_s", "out tok/s", (p) => (p.output_tokens_per_s ? num(p.output_tokens_per_s, 0) : "")]];
   const online = [kind === "users" ? ["max_users", "users", (p) => p.max_users ?? ""] :
     ["max_rate_rps", "req/s", (p) => num(p.max_rate_rps, 2)],
-    ["ttft_s", `p${pct} TTFT`, (p) => ms(p.ttft_s)], ["tpot_s", `p${pct} TPOT`, (p) => ms(p.tpot_s)],
+    ["ttft_s", `p${pct} TTFT`, (p) => ms(p.ttft_s)],
+    ["tpot_s", `p${pct} TPOT`, (p) => (p.tpot_s === null && p.ttft_s !== null ? "n/a" : ms(p.tpot_s))],
     ["streaming_tokens_per_s_per_user", "tok/s/user",
       (p) => (p.streaming_tokens_per_s_per_user ? num(p.streaming_tokens_per_s_per_user, 0) : "")],
     ["usd_per_1k_requests", "$/1k req", (p) => (p.usd_per_1k_requests === null ? "" : usd(p.usd_per_1k_requests))],
