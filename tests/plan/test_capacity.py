@@ -188,3 +188,27 @@ def test_the_tpot_percentile_is_over_the_requests_that_stream():
     assert point.tpot_s == pytest.approx(np.percentile(streamed, 95)) and point.tpot_s > 0.04
     everyone = np.percentile(tpot[keep], 95)
     assert everyone < 0.042 < point.tpot_s and not point.meets_slo  # over all requests the p95 met the target
+
+
+def test_a_trace_s_lengths_are_the_plans_and_prices_lengths(tmp_path):
+    """A trace-only workload was the chat preset (230-token prompts, 203-token outputs, 2,048 tokens at most)
+    everywhere but the simulation, which draws the trace's requests: 6,000-12,000-token prompts on an H100 read
+    "TTFT alone 23 ms", "KV reqs 855" and $0.827 per million input tokens (40 times the $0.022 of the prompts
+    served), and vLLM's max_model_len stayed 2,048, below every prompt. The workload's lengths are now the trace's
+    own, so the row's plan, prices and limits take its means and its longest request."""
+    trace = tmp_path / "long.jsonl"
+    ins, outs = [6000 + 97 * i for i in range(60)], [100 + 9 * i for i in range(60)]
+    trace.write_text("".join(f'{{"input_len": {a}, "output_len": {b}}}\n' for a, b in zip(ins, outs, strict=True)))
+    w = load_workload(None, {"trace": str(trace), "ttft_s": 5, "num_requests": 40})
+    assert w.mean_prompt_tokens == sum(ins) / 60 and w.mean_output_tokens == sum(outs) / 60
+    assert (w.prompt_lengths().max, w.output_lengths().min) == (max(ins), min(outs))
+    m = load_model("llama-3.1-8b")
+    s = scenario_from({"model": "llama-3.1-8b", "task": "infer", "engine": "vllm"})
+    (row,) = capacity(s, m, w, gpu_ids=("nvidia-h100-sxm5-80gb",), max_gpus=1, simulate_top=1)
+    sc = row.plan.setup.scenario
+    assert (sc.prompt_tokens, sc.output_tokens) == (round(w.mean_prompt_tokens), round(w.mean_output_tokens))
+    assert sc.max_model_len == max(ins) + max(outs)  # the longest request, as vLLM must admit it
+    assert row.max_concurrency * (sc.prompt_tokens + sc.output_tokens) <= row.kv_tokens
+    per_s = row.usd_per_hour / row.replicas_per_instance / 3600
+    assert row.usd_per_million_input == pytest.approx(per_s / (row.max_rate_rps * sum(ins) / 60) * 1e6)
+    assert row.output_tokens_per_s == pytest.approx(row.max_rate_rps * sum(outs) / 60)

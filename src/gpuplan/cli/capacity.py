@@ -134,7 +134,8 @@ def render(plans, w, fmt: str = "table", notes: list[str] | None = None) -> None
     load = (f"{w.users} users (closed loop, think {w.think_s:g} s{stress})" if w.users else
             f"{'Poisson' if w.burstiness == 1 else f'gamma(shape {w.burstiness:g})'} arrivals"
             + (f", target {w.rate_rps:g} req/s" if w.rate_rps else ""))
-    lengths = "lengths from the trace" if w.trace else api.lengths_words(w.prompt_lengths(), w.output_lengths())
+    lengths = ("lengths from the trace: " if w.trace else "") + api.lengths_words(w.prompt_lengths(),
+                                                                                 w.output_lengths())
     head = f"workload: {lengths}, {load}; SLO p{slo.percentile}: {targets}"
     if w.batch:  # estimate --batch-size's offline run: every request at the mean lengths, as vllm bench throughput
         head = (f"workload: an offline job of {w.batch:,} requests queued at once, each {w.mean_prompt_tokens:,.0f} "

@@ -374,7 +374,8 @@ def _row(st: Candidate, sc: Scenario, mem: ServingMemory, model: StepModel, boun
         row.usd_per_hour, row.offer, row.replicas_per_instance = per_hour, label, groups
         per_s = per_hour / groups / 3600  # one replica's share of the instance
         row.usd_per_million_input = per_s / (rate * w.mean_prompt_tokens) * 1e6
-        row.usd_per_million_output = per_s / (rate * w.mean_output_tokens) * 1e6
+        if w.mean_output_tokens:  # a prompt-only trace outputs nothing to price per token
+            row.usd_per_million_output = per_s / (rate * w.mean_output_tokens) * 1e6
         row.usd_per_1k_requests = per_s / rate * 1000
         if row.replicas_for_target:
             row.instances_for_target = math.ceil(row.replicas_for_target / groups)
