@@ -120,6 +120,24 @@ def test_a_million_output_tokens_run_two_forwards(tmp_path, monkeypatch):
     assert sim.phases_gib["decode"] > sim.cache_gib  # the last step holds the whole cache
 
 
+def test_the_kv_cache_is_the_cache_at_the_decode_peak(tmp_path):
+    """The decode peak is reached inside the forward, as a layer's ``update`` concatenates its cache with the new
+    token. That concatenation was counted as activations until the forward ended, so the breakdown at the peak
+    said "activations 0.273 GiB, kv_cache 0.005 GiB" for Qwen3-0.6B's 0.27 GiB cache. Now a cache layer's own
+    writes are the cache from their making: at the peak the cache part holds at least the cache at the end (2
+    layers x keys and values x 2 KV heads x 64 x (64 + 15) tokens x 2 bytes, bf16, x batch 2)."""
+    require("transformers")
+    from gpuplan.sim.simulate import simulate
+
+    sim = simulate({"model": oracle.narrowed("llama-3.2-1b", tmp_path), "task": "infer", "quant": "none",
+                    "batch_size": 2, "prompt_tokens": 64, "output_tokens": 16}, layers=2)
+    cache = 2 * 2 * 2 * 64 * (64 + 15) * 2 * 2
+    assert sim.cache_gib * GIB == cache
+    at_peak = sim.phase_parts_gib["decode"]
+    assert cache <= at_peak["kv_cache"] * GIB <= cache * 1.1  # and the one layer's concatenation in the making
+    assert sum(at_peak.values()) == pytest.approx(sim.phases_gib["decode"])
+
+
 def test_a_cache_gpuplan_cannot_fill_bounds_the_output_in_one_sentence():
     """DeepSeek-V4's compressed-attention caches (their own layer classes, with buffers that close a window every
     few tokens) are not filled: every decode step would run, so a long output is one sentence, not a hang; the
