@@ -212,3 +212,16 @@ def test_a_trace_s_lengths_are_the_plans_and_prices_lengths(tmp_path):
     per_s = row.usd_per_hour / row.replicas_per_instance / 3600
     assert row.usd_per_million_input == pytest.approx(per_s / (row.max_rate_rps * sum(ins) / 60) * 1e6)
     assert row.output_tokens_per_s == pytest.approx(row.max_rate_rps * sum(outs) / 60)
+
+
+def test_a_trace_takes_a_path_and_no_other_lengths(tmp_path):
+    """The Python API took a workload file or calibration as a Path but a trace only as text ("Input should be a
+    valid string"); and a trace with prompt_tokens beside it planned the trace's requests and silently dropped the
+    lengths given. A Path is read; lengths beside a trace are one sentence."""
+    trace = tmp_path / "t.jsonl"
+    trace.write_text("".join(f'{{"input_len": {100 + i}, "output_len": 20}}\n' for i in range(30)))
+    report = gpuplan.capacity("llama-3.2-1b", trace=trace, ttft_s=2, gpus=["l4"], max_gpus=1, top=1)
+    assert report.workload.trace == str(trace) and report.workload.mean_prompt_tokens == 114.5
+    for lengths in ({"prompt_tokens": 100}, {"output_tokens": 5}, {"preset": "chat"}):
+        with pytest.raises(gpuplan.GpuplanError, match=r"^workload: a trace says its requests' lengths: drop the "):
+            gpuplan.capacity("llama-3.2-1b", trace=str(trace), ttft_s=2, **lengths)

@@ -135,6 +135,9 @@ class Workload(BaseModel):
             raise ValueError(f"unknown preset {self.preset!r}" + (f"; did you mean {close[0]!r}?" if close else
                              f"; choose one of {', '.join(PRESETS)}"))
         # one load at a time, a think time only with users: gpuplan.plan.refusals.load_refusal, which capacity asks
+        if self.trace is not None and (self.prompt or self.output or self.preset):  # the trace's lengths are drawn
+            raise ValueError("a trace says its requests' lengths: drop the prompt and output lengths (or the preset) "
+                             "given beside it")
         if self.prompt is None and self.preset is None and self.trace is None:
             raise ValueError("say how long requests are: prompt and output lengths, a preset "
                              f"({', '.join(PRESETS)}) or a trace file")
