@@ -144,6 +144,8 @@ def test_a_change_to_cpu_layers_reads_as_words():
 
     s = scenario_from({"model": "qwen3-8b", "task": "infer", "engine": "llama.cpp"})
     assert change_words({"cpu_layers": True}, s) == "llama.cpp layers on the CPU"
+    # session 8's walk: fit's row read "with host ram gib 1472.0 (1,466 GiB of RAM)"
+    assert change_words({"host_ram_gib": 1472}, s) == "host RAM of 1,472 GiB"
 
 
 def test_the_longest_context_found_stays_within_the_models():
