@@ -324,6 +324,9 @@ def load_workload(path: str | Path | None = None, overrides: dict[str, Any] | No
     for key, field in (("prompt_tokens", "prompt"), ("output_tokens", "output")):
         if key in flat:
             mean = flat.pop(key)
+            if key == "output_tokens" and type(mean) in (int, float) and mean == 0:  # as estimate: timed as the one
+                data[field] = {"mean": 1}  # token a prefill samples (capacity's TPOT n/a note says so)
+                continue
             data[field] = {"mean": mean} if not spread else spread_lengths(
                 number(mean, key, least=1, most=MAX_TOKENS), spread).model_dump(exclude_defaults=True)
     data.update(flat)
