@@ -120,8 +120,10 @@ NOTES = """What the misses say, row by row:
   1,514 (the Mamba state in float32, vLLM's default for NemotronH: `NemotronHForCausalLMConfig`
   `DEFAULT_MAMBA_SSM_CACHE_DTYPE`, "Only float32 is known to have no accuracy issues by default"), nothing is
   preempted, and the second 1,024 requests start as the first finish, as the measured median says. What is left
-  is the first wave: 1,024 requests sent at once, whose TTFTs gpuplan puts a third lower, the same burst through
-  one API-server process as kvcached's (above).
+  is the first wave: 1,024 requests sent at once, whose TTFTs gpuplan puts a third lower. Its p99 (15.5 s
+  against gpuplan's 11.1) says more than one API-server process (above) would: the last of 1,024 x 1,024 prompt
+  tokens was computed at ~68k tokens a second where gpuplan computes ~94k, so this hybrid's prompt steps are ~1.4x
+  too fast in gpuplan (read 2026-11-29, s8; no single-request run of it on an H200 places the cost).
 - **Offline at a large batch: Llama-3.1-405B FP8 on 8 H100s under vLLM 0.6.3 (dstack's `benchmark_throughput.py`
   runs, 15 rows, requests/s only).** Built as vLLM 0.6.3 runs them: the LLM class's V0 engine, `max_num_seqs`
   256, chunked prefill on past 32,768 tokens of context (512 tokens a step before 0.6.5), a prompt admitted only
@@ -160,8 +162,20 @@ NOTES = """What the misses say, row by row:
   `UnquantizedLinearMethod`); gpuplan read only groups listed for every layer until 2026-11-29, and now counts those
   two: 2 x 2.62 G weights at 2 bytes instead of 1, 0.61 GiB per GPU at TP 8, pool 161k -> 151k tokens, dstack
   median 27.1 % -> 20.6 % (2,048 + 2,048 at 64 and 256 prompts +27 % / +30 % -> +23 % / +21 %). The other ~3.6
-  GiB per GPU is unexplained; #9699's run shows a gap of the same kind (8.6 GiB, bench/results/vllm_startup.md),
-  not fitted. Looked at and ruled out: the profiling run's sampler. V0's `profile_run` samples its dummy batch
+  GiB per GPU was V0's non-torch memory on a Hopper card (2026-11-29, s8): gpuplan took 0.35 GiB for releases
+  before 0.6.5, an RTX 3090's (vllm#10517), where vLLM PR #10511's H100 logs of 0.6.5 give 1.79 GiB at TP 1 and
+  3.58 at TP 2 (NCCL's NVLink SHARP, which needs more than 2 GPUs, not among them); 0.6.3's accounting (the free
+  memory lost since `init_device`, torch's cached blocks included) and 0.6.4's (the device's whole use less torch's
+  allocated bytes) count at least what 0.6.5's (the growth less torch's) does, so on Hopper the 0.6.5 figure is a
+  floor for them too (engines/vllm.py `_hopper`). Read from those logs and vLLM's worker code, not from these rows:
+  pool 151k -> 97k tokens against the 91,680 the source states (+6 %), dstack median 20.6 % -> 3.9 % (2,048 + 2,048
+  at 32-256 prompts -7..+0 %, 32,784 + 2,048 +18..+27 %); #9699's H200 calibration row +50.8 % -> +31.7 % KV tokens
+  (bench/results/vllm_startup.md; its max_num_seqs 1,024 leaves a gap gpuplan does not explain). What is left on
+  the 32,784-token rows is time, not the pool: both vLLM and gpuplan run two such sequences at a time (three need
+  104k tokens), and a wave of two takes 118 s measured at 4 prompts against gpuplan's 93 s (2,048 decode steps of
+  39.5 ms and ~12 s of 512-token prompt chunks), as if a decode step at 34k tokens of context took ~52 ms; V0's
+  paged decode attention at batch 2 (one KV head per GPU at TP 8) is the likely place, not measured. Looked at and
+  ruled out before that: the profiling run's sampler. V0's `profile_run` samples its dummy batch
   with top-k = vocab - 1 and top-p 0.99 on the driver rank (whose pool V0 takes), and at V1 0.9-0.16's 38.9 B per
   row x vocab entry 256 rows of Llama's 128,256 would take 1.19 GiB; but vllm#10517's run of the same months at
   512 batched tokens (max-model-len 35,000, bench/serving/vllm_startup_cases.yaml) logged peak_torch_memory 15.05
@@ -175,9 +189,8 @@ NOTES = """What the misses say, row by row:
   Scheduler.schedule: 2,048 tokens a step on an A100 in 0.9, 8,192 on an H100), the closed loop's queueing and the
   prefix cache are in the simulation. The large misses left are each source's own: the per-request cost of
   tt340's and kvcached's hosts; bursts of hundreds of requests sent at once through one API-server process
-  (kvcached's 500, the Nemotron recipe's first 1,024), which gpuplan admits at once; dstack's KV pool, about 61 %
-  of the one its stated flags give (NVLink SHARP buffers and the bf16 first and last MLPs counted), with about 3.6
-  GiB per GPU unexplained.
+  (kvcached's 500, the Nemotron recipe's first 1,024), which gpuplan admits at once; dstack's 32,784-token prompts
+  (+18..+27 %), whose pool gpuplan puts 6 % above the 91,680 tokens the source states.
 - **Looked at and left out** (setup not stated in full, or a feature gpuplan does not model): vLLM recipes whose
   card is ambiguous ("8xH200 (or H20)", "80G*1 GPU") or on H20 (not in the catalog); tt-inference-server's other GPU
   reports (concurrency 1 only, same client); InferenceX's gpt-oss H100 sweep (TPOT only in the thread);

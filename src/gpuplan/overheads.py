@@ -845,8 +845,9 @@ TRTLLM_REQUEST_S = VLLM_V1_REQUEST_S
 # all-reduce + RMSNorm (engines/trtllm.fused_kernels: two kernels fewer per layer to launch): 41.8 -> 43.9 us; and
 # when the fused MoE's expanded rows were priced (speed/experts.expanded_rows_s: the 8,192-token prompt's GPU work
 # grew more than the 1,600-token one's, so the intercept left to the launches grew): 43.9 -> 47.2 us; and when MLA's
-# prompt attention left the FP8-FMHA speed-up (engines/trtllm.Trtllm.timing: a BF16 MHA): 47.2 -> 48.9 us.
-TRTLLM_EAGER_LAUNCH_S = 48.9e-6
+# prompt attention left the FP8-FMHA speed-up (engines/trtllm.Trtllm.timing: a BF16 MHA): 47.2 -> 48.9 us; and when
+# MLA's fused down-projection ran whole on every rank (engines/trtllm.replicated_linears, s8): 48.9 -> 49.7 us.
+TRTLLM_EAGER_LAUNCH_S = 49.7e-6
 # TensorRT-LLM's context attention against gpuplan's FlashAttention figure (ATTENTION_PEAK_FRACTION of the bf16 peak):
 # fitted at 1.5x. trtllm-bench builds FP8 and NVFP4 engines with FP8 context FMHA (tensorrt_llm/bench/build/build.py:
 # use_fp8_context_fmha = True "if NVFP4 or FP8 quantization is enabled"), whose peak is twice the bf16 one.
@@ -934,7 +935,20 @@ OPTIMIZER_BYTES_PER_PARAM = 32
 # A diffusers scheduler step between denoiser passes (FlowMatchEuler / Euler: a few element-wise ops on the latents
 # and their Python): host time per step.
 SCHEDULER_STEP_S = 0.4e-3
-# The range said around a profiled module's speed (samples/s): issue 34's goal, which 31 of the 38 held-out speeds of
-# bench/results/modules.md meet (median error 16 %; the misses, each with its cause where found, are said there); a
+# The first call of a diffusers pipeline just loaded and moved to the card takes longer than the calls after it: the
+# CUDA kernels each op needs are loaded on first use (lazy module loading), cuBLAS and cuDNN set up handles and
+# choose an algorithm for each new shape, and the caching allocator takes its blocks from the driver. Seconds a first
+# call spends beyond a warm one, measured by siliconflow/onediff's baselines (plain diffusers, no compiler: a
+# pipeline from from_pretrained(...).to("cuda"), one warm-up call timed, then a timed call; "PyTorch Warmup with Run
+# time" less "PyTorch E2E time"): PixArt-alpha at 1024 x 1024, 20 steps (benchmarks/text_to_image.py, WARMUPS 1;
+# onediff_diffusers_extensions/examples/pixart/README.md): RTX 4090 3.314 - 2.881 = 0.43 s, A100-PCIE-40GB 4.100 -
+# 2.568 = 1.53 s, H800 1.741 - 1.102 = 0.64 s; SD3-medium at 1024 x 1024, 28 steps (examples/sd3/
+# text_to_image_sd3.py, warmup_iterations 1; examples/sd3/README.md): H800 2.86 - 2.03 = 0.83 s, RTX 4090 4.99 -
+# 4.90 = 0.09 s. The median, and the range as measured. Not fitted on a bench row: the Colab T4 calls of diffusers'
+# January 2023 tutorial, each the first of its pipeline, are held out (bench/modules.py sd15-t4-colab-fp32, -fp16).
+FIRST_CALL_SETUP_S = 0.64
+FIRST_CALL_SETUP_RANGE = (0.09, 1.53)
+# The range said around a profiled module's speed (samples/s): issue 34's goal, which 40 of the 48 held-out speeds of
+# bench/results/modules.md meet (median error 15 %; the misses, each with its cause where found, are said there); a
 # generation or inference plan on a datacenter card widens it to the server hosts measured (SERVER_HOST_RANGE).
 MODULE_SPEED_SPREAD = (-0.25, 0.25)

@@ -20,6 +20,11 @@ def render_work(result) -> None:
                f"{w.steps_per_s:,.2f} it/s, {1e3 * w.step_s:,.0f} ms per step, {w.bound}-bound); "
                f"{w.images_per_hour:,.0f} images/h (likely {_sig(3600 * w.samples_per_s_low)}-"
                f"{_sig(3600 * w.samples_per_s_high)})", prefix="")
+        if w.first_call_s is not None:
+            low, high = w.first_call_range_s
+            bullet(f"first call after loading the pipeline: about {w.first_call_s:,.1f} s (likely {low:,.1f}-"
+                   f"{high:,.1f} s), with its one-time setup: kernels loaded on first use, cuBLAS and cuDNN choosing "
+                   "algorithms for each new shape", prefix="  ", style="dim")
     elif s["task"] == "train":
         unit = "images" if w.kind == "diffusion training" else "samples"
         bullet(f"{head}: {w.steps_per_s:,.2f} it/s ({w.step_s:,.2f} s per optimizer step), {_sig(w.samples_per_s)} "

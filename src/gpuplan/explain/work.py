@@ -40,6 +40,15 @@ def _speed(plan: ModulePlan) -> dict[str, Formula]:
         label=f"{per}/s", value=w.samples_per_s, unit=f"{per}/s", computed=w.samples_per_step / per_call,
         formula=f"{per}/s = {per} per {'call' if w.image_s is not None else 'step'} / its time",
         substituted=f"{w.samples_per_step:,} / {per_call:,.4f} s = {w.samples_per_step / per_call:,.4g} {per}/s")
+    if w.first_call_s is not None and w.image_s is not None:
+        setup = w.first_call_s - w.image_s
+        out["work.first_call_s"] = Formula(
+            label="first call after loading", value=w.first_call_s, unit="s", computed=w.image_s + setup,
+            constants=[Constant(name="one-time setup of a first call", value=f"{setup:,.2f} s",
+                                source="overheads.FIRST_CALL_SETUP_S (siliconflow/onediff baselines)")],
+            formula="first call = one call + the setup a first call pays (kernels loaded on first use, cuBLAS and "
+                    "cuDNN choosing algorithms per shape)",
+            substituted=f"{w.image_s:,.3f} s + {setup:,.2f} s = {w.first_call_s:,.3f} s")
     measured = module_accuracy("speed", accuracy_group(plan.module.job))
     for f in out.values():
         f.accuracy = measured

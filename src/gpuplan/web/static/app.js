@@ -518,6 +518,11 @@ function workRows(r, explanation) {
       num(w.image_s, 1) + " s", w.image_s));
     rows.push(numberRow("work.steps_per_s", "denoising it/s", num(w.steps_per_s, 2) + " it/s", w.steps_per_s));
     rows.push(numberRow("work.images_per_hour", "images per hour", num(w.images_per_hour, 0), w.images_per_hour));
+    if (w.first_call_s != null) {
+      rows.push(numberRow("work.first_call_s", "first call after loading the pipeline",
+        `${num(w.first_call_s, 1)} s (likely ${num(w.first_call_range_s[0], 1)} to ${num(w.first_call_range_s[1], 1)})`,
+        w.first_call_s));
+    }
   } else if (train) {
     rows.push(numberRow("work.steps_per_s", "it/s (optimizer steps)", num(w.steps_per_s, 2) + " it/s",
       w.steps_per_s));
