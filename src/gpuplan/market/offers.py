@@ -224,7 +224,8 @@ def read_offers(path: Path | str, origin: str | None = None) -> list[Offer]:
             rows = list(csv.DictReader(f))
     except (UnicodeDecodeError, csv.Error) as err:
         raise GpuplanError(f"{path} is not a readable CSV file ({err})") from None
-    return [parse_row(row, origin or str(path), n) for n, row in enumerate(rows, start=2)]
+    today = clock.today()  # read once for the file, not once a row
+    return [parse_row(row, origin or str(path), n, today) for n, row in enumerate(rows, start=2)]
 
 
 def write_offers(path: Path, offers: list[Offer]) -> None:
