@@ -246,7 +246,7 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
             t, busy = max(t, next_at), False
             continue
         k, dt, last = _timed(model, st, step, next_at, t, st.steps_to_receive())
-        next_at = clients.streaming(t, k * len(step.idx) / dt)  # a token a step each (at most, with prompts)
+        next_at = clients.streaming(t, k * len(step.idx) / dt if dt > 0 else 0.0)  # a token a step each, at most
         scheduled_at, busy = t + dt - last, True  # the last step's start
         t += dt
         steps += k
