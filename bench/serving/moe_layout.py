@@ -78,7 +78,11 @@ concurrency of B300 (32: +440 ms), B200 (64: +710 ms) and H200 8k (64: +925 ms) 
 (no pool binds there: SGLang's admission reserve for output to come, PrefillAdder's new_token_ratio, was tried and
 changed none of these rows). MI325X's 8k rows are 390-630 ms short at every concurrency (TTFT 1,026 ms at 4 requests
 against H200's 373), a fixed cost rather than a slower prefill (that would grow with the first wave's 8k-token
-prompts: 1,918 ms at 64 requests)."""
+prompts: 1,918 ms at 64 requests).
+Session 8 (s8-mla): SGLang builds MLA's q_a_proj and kv_a_proj_with_mqa as one ReplicatedLinear
+(fused_qkv_a_proj_with_mqa in deepseek_v2.py), so each of the 8 GPUs reads and multiplies all 15.1 M of its parameters
+a layer (tensors/layout.replicated): +0.81 GB a decode token on each GPU, and 0.75 GiB less KV pool. Held-out median
+|error| TTFT 28.8% -> 26.3%, TPOT 6.5% -> 7.3% (H200 +10% -> +13%, MI325X +14% -> +16%: those already ran slow)."""
 WAVE_NOTES = """\
 Where the TTFT miss sits (2026-11-29). The table above splits each published mean over its n = 10c requests: if
 the n - c requests after the first wave took their simulated time, the first wave of c (sent together to a server

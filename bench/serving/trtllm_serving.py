@@ -47,15 +47,16 @@ NOTES = """Session 8 (s8-trtllm), held-out medians:
 | main at f6de562 | 24.1% | 21.6% |
 | 1. MLA's fused down-projection run whole on every rank; launch time refitted (48.9 -> 49.7 us) | 21.9% | 22.9% |
 
-1. `engines/trtllm.replicated_linears`: TensorRT-LLM builds DeepSeek's `q_a_proj` and `kv_a_proj_with_mqa` as one
+1. `tensors/layout.replicated` (first `engines/trtllm.replicated_linears`): TensorRT-LLM builds DeepSeek's
+   `q_a_proj` and `kv_a_proj_with_mqa` as one
    linear without a tensor-parallel mode (`modeling_deepseekv3.py` `DeepseekV3Attention`: `DeepseekV3Linear(...)`
    with no mapping; NVIDIA's B200 latency blog, `docs/source/blogs/tech_blog/blog1_...B200_GPUs.md`, "Parallelism
    Strategy": "Fuse_A GEMM: Data Parallelism 8 (DP8)"). At TP 8 each GPU reads and multiplies 15.1 M parameters a
    layer, not 1.9 M: a DeepSeek-R1 decode token reads 0.81 GB more a GPU (+0.2 ms on an H200), a prompt costs
    1.1-1.2 ms more per 1k tokens. H200 slopes 30.4 / 22.8 / 21.6 -> 31.5 / 24.0 / 22.8 ms per 1k tokens (EP 1 / 4 /
    8; measured 53.3 / 35.8 / 34.7); H200 TPOT -10..-16 % -> -8..-14 %; B200 TPOT +32..+48 % -> +34..+50 % (the
-   Blackwell decode gap below). vLLM and SGLang replicate these linears too (`ReplicatedLinear`), not changed here;
-   each rank holds them whole (0.75 GiB a GPU of FP8 at TP 8, `engines/trtllm.replicated_bytes`). Elsewhere:
+   Blackwell decode gap below). vLLM and SGLang replicate these linears too, so the fact moved to the layout of
+   every engine (s8-mla); each rank holds them whole (0.75 GiB a GPU of FP8 at TP 8). Elsewhere:
    trtllm.py's MoE on one GPU held out 6.6 % (fitted 3.8 -> 3.9 %), MLPerf 9.6 %, trtllm_capacity 4.5 / 5.2 %:
    unchanged.
 

@@ -877,7 +877,7 @@ TRTLLM_REQUEST_S = VLLM_V1_REQUEST_S
 # when the fused MoE's expanded rows were priced (speed/experts.expanded_rows_s: the 8,192-token prompt's GPU work
 # grew more than the 1,600-token one's, so the intercept left to the launches grew): 43.9 -> 47.2 us; and when MLA's
 # prompt attention left the FP8-FMHA speed-up (engines/trtllm.Trtllm.timing: a BF16 MHA): 47.2 -> 48.9 us; and when
-# MLA's fused down-projection ran whole on every rank (engines/trtllm.replicated_linears, s8): 48.9 -> 49.7 us.
+# MLA's fused down-projection ran whole on every rank (tensors/layout.replicated, s8): 48.9 -> 49.7 us.
 TRTLLM_EAGER_LAUNCH_S = 49.7e-6
 # TensorRT-LLM's context attention against gpuplan's FlashAttention figure (ATTENTION_PEAK_FRACTION of the bf16 peak):
 # fitted at 1.5x. trtllm-bench builds FP8 and NVFP4 engines with FP8 context FMHA (tensorrt_llm/bench/build/build.py:

@@ -193,48 +193,19 @@ def test_trtllm_backend_is_said_only_when_set_and_refused_as_another_engines_set
         estimate({**SERVE, "engine": "vllm", "trtllm_backend": "tensorrt"})
 
 
-def test_deepseeks_fused_down_projection_runs_whole_on_every_rank():
-    """TensorRT-LLM builds MLA's q_a_proj and kv_a_proj_with_mqa as one replicated linear (modeling_deepseekv3.py:
-    ``DeepseekV3Linear`` without a tensor-parallel mode; the B200 latency blog: "Fuse_A GEMM: DP8"). DeepSeek-R1 FP8
-    at TP 8 on H200s, one decode token: each GPU reads all of 7,168 x (1,536 + 576) = 15,138,816 FP8 weights a layer,
-    not an eighth of them, so 61 layers read 61 x 15,138,816 x 7/8 = 808,034,304 bytes more a token, at the weights'
-    streaming bandwidth (a one-row GEMM is memory-bound); Llama has no MLA and nothing replicated."""
-    from dataclasses import replace
-
-    from gpuplan.plan.resolve import resolve
-    from gpuplan.speed.inference import step_timer
-
-    r = resolve(scenario_from({"model": "deepseek-r1", "task": "infer", "engine": "trtllm", "gpu": "h200",
-                               "num_gpus": 8, "tp": 8, "quant": "fp8", "prompt_tokens": 1024, "output_tokens": 256}))
-    timer = step_timer(r.scenario, r.model, r.gpu)
-    assert timer.timing.replicated_linears == ("q_a_proj", "kv_a_proj_with_mqa")
-    split = replace(timer, timing=replace(timer.timing, replicated_linears=()))
-    extra = 61 * 7168 * (1536 + 576) * (1 - 1 / 8)
-    assert extra == pytest.approx(808_034_304, abs=1)
-    more = timer._linears_s(1, dense_only=True) - split._linears_s(1, dense_only=True)
-    assert more == pytest.approx(extra / timer._stream_bps, rel=0.02)
-    llama = resolve(scenario_from(SERVE))
-    assert step_timer(llama.scenario, llama.model, llama.gpu).timing.replicated_linears == ()
-
-
 def test_the_replicated_down_projection_is_held_whole_by_every_rank():
-    """Each rank holds all of TensorRT-LLM's fused_a: DeepSeek-R1 FP8 at TP 8, 61 layers x (7,168 x 1,536 + 7,168 x
-    576 weights + a 4-byte FP8 scale each) = 61 x 15,138,824 B, of which the layout's split left 1/8 on a GPU: 7/8
-    of it, 808,034,731 B, more a GPU; none at TP 1, none for Llama."""
+    """Each rank holds all of TensorRT-LLM's fused_a (``DeepseekV3Linear`` without a tensor-parallel mode, the
+    layout of every engine: gpuplan.tensors.layout.replicated): DeepSeek-R1 FP8 at TP 8, 61 layers x (7,168 x
+    1,536 + 7,168 x 576 weights + a 4-byte FP8 scale each) = 61 x 15,138,824 B, of which an even split leaves 1/8 on
+    a GPU: 7/8 of it, 808,034,731 B, more a GPU in the weights TensorRT-LLM loads before sizing its KV pool."""
     m = load_model("deepseek-r1")
     s = scenario_from({"model": "deepseek-r1", "task": "infer", "engine": "trtllm", "gpu": "h200", "num_gpus": 8,
                        "tp": 8, "quant": "fp8", "prompt_tokens": 1024, "output_tokens": 256})
     from gpuplan.tensors.state import weight_format
 
     fmt, skip = weight_format(s, m)
-    extra = trtllm.replicated_bytes(s, m, fmt, skip)
-    assert extra == pytest.approx(61 * 15_138_824 * 7 / 8) and extra == pytest.approx(808_034_731, abs=1)
     gpu = resolve_gpu("h200")[0]
     held = trtllm.startup_memory(s, m, gpu, 0.0)
-    from gpuplan.tensors.layout import weights_per_gpu
-
-    assert held.weights == pytest.approx(weights_per_gpu(s, m.weight_bytes(fmt, skip=skip)) + extra)
-    one = s.model_copy(update={"tp": 1, "num_gpus": 1})
-    assert trtllm.replicated_bytes(one, m, fmt, skip) == 0.0
-    llama = load_model("llama-3.1-8b")
-    assert trtllm.replicated_bytes(s, llama, *weight_format(s, llama)) == 0.0
+    even = sum(m.weight_bytes(fmt, skip=skip).values()) / 8
+    assert held.weights == pytest.approx(even + 61 * 15_138_824 * 7 / 8)
+    assert held.weights - even == pytest.approx(808_034_731, abs=1)

@@ -85,9 +85,7 @@ class Timing:
     _kernels_per_layer`); ``fused_all_reduce``: each tensor-parallel all-reduce runs as one kernel with the residual
     add and RMSNorm after it (FlashInfer's one-shot all-reduce fusion, :data:`gpuplan.overheads.FUSED_ALL_REDUCE_S`),
     not a ring call plus the engine's own cost. ``launch_s`` and ``eager_prompts``: how a step without its CUDA
-    graph pays its launches (:meth:`gpuplan.speed.inference.StepTimer.launch_host_s`). ``replicated_linears``: the
-    attention projections every tensor-parallel rank runs whole on all of the step's tokens (TensorRT-LLM's
-    DeepSeek ``fused_a``, :func:`gpuplan.engines.trtllm.replicated_linears`); the others split over ``attention_tp``."""
+    graph pays its launches (:meth:`gpuplan.speed.inference.StepTimer.launch_host_s`)."""
 
     eager: bool = False
     graphs: bool = False
@@ -97,7 +95,6 @@ class Timing:
     layer_kernels: int = 0
     fused_all_reduce: bool = False
     packed_linears: bool = False
-    replicated_linears: tuple[str, ...] = ()
     streaming_bandwidth: bool = False
     loop: HostLoop | None = None
     kernels: str = ""

@@ -189,7 +189,7 @@ def startup_memory(s: Scenario, m: ModelSpec, gpu: GpuSpec, *, mem_fraction_stat
     card = cuda_total_gib(gpu)
     total = total_gib if total_gib is not None else card - oh.SGLANG_START_GIB - desktop_gib(s, gpu.memory_gib)
     fmt, skip = weight_format(s, m)
-    weights = weights_per_gpu(s, m.weight_bytes(fmt, skip=skip)) / GIB + oh.SGLANG_LOAD_EXTRA_GIB
+    weights = weights_per_gpu(s, m, fmt, skip) / GIB + oh.SGLANG_LOAD_EXTRA_GIB
     available = total - weights
     cell = cell_bytes(s, m)
     tokens = kv_tokens(available, total, mfs, cell)

@@ -127,7 +127,7 @@ def startup_memory(s: Scenario, m: ModelSpec, gpu: GpuSpec, activation: float) -
     """The KV pool TensorRT-LLM allocates for ``s`` on ``gpu``, given the profiling forward's ``activation`` peak
     in bytes (module docstring). The CUDA context is outside ``cudaMemGetInfo``'s free memory at start."""
     fmt, skip = weight_format(s, m)
-    weights = weights_per_gpu(s, m.weight_bytes(fmt, skip=skip)) + replicated_bytes(s, m, fmt, skip)
+    weights = weights_per_gpu(s, m, fmt, skip)
     total = cuda_total_gib(gpu) - oh.CUDA_CONTEXT_GIB.get(gpu.generation, oh.CUDA_CONTEXT_DEFAULT_GIB)
     free = max(total * GIB - weights - activation, 0.0)
     fraction = s.free_gpu_memory_fraction or FREE_GPU_MEMORY_FRACTION
@@ -339,39 +339,7 @@ class Trtllm(Engine):
         return current_timing(s, m, gpu, loop=host_loop(s, m, gpu), graph_max_batch=0, grouped_experts=True,
                               context_attention_speedup=oh.TRTLLM_CONTEXT_ATTENTION_SPEEDUP if fp8_fmha else 1.0,
                               eager_prompts=eager, launch_s=oh.TRTLLM_EAGER_LAUNCH_S if eager else 0.0,
-                              note=TIMING if eager else TIMING_ENGINE, replicated_linears=replicated_linears(m),
-                              **fused_kernels(s, m, gpu))
-
-
-# MLA's down-projections as TensorRT-LLM builds them: one replicated linear (replicated_linears)
-MLA_FUSED_A = ("q_a_proj", "kv_a_proj_with_mqa")
-
-
-def replicated_linears(m: ModelSpec) -> tuple[str, ...]:
-    """The attention projections TensorRT-LLM runs whole on every tensor-parallel rank: MLA's query and latent-KV
-    down-projections, fused into one linear (``fused_a``: ``kv_a_proj_with_mqa`` of width ``kv_lora_rank +
-    qk_rope_head_dim + q_lora_rank``) built without a tensor-parallel mode, so every rank holds and multiplies it
-    all (``tensorrt_llm/_torch/models/modeling_deepseekv3.py`` ``DeepseekV3Attention``: ``DeepseekV3Linear(...)``
-    with no ``mapping`` nor ``tensor_parallel_mode``; NVIDIA's B200 latency blog, ``docs/source/blogs/tech_blog/
-    blog1_Pushing_Latency_Boundaries_Optimizing_DeepSeek-R1_Performance_on_NVIDIA_B200_GPUs.md``, "Parallelism
-    Strategy": "Fuse_A GEMM: Data Parallelism 8 (DP8)" beside "Attention Modules: Tensor Parallelism 8"). Its
-    GEMM reads all of its weights and does all of its FLOPs on each GPU: for DeepSeek-R1 at TP 8, 15.1 M parameters
-    a layer per GPU instead of 1.9 M, and holds them whole (:func:`replicated_bytes`: 0.75 GiB a GPU of FP8 at TP
-    8). vLLM and SGLang replicate them too (``ReplicatedLinear``), not changed here. None for models without
-    MLA."""
-    return MLA_FUSED_A if any(layer.attention == "mla" for layer in m.layers) else ()
-
-
-def replicated_bytes(s: Scenario, m: ModelSpec, fmt: Format, skip: tuple[str, ...]) -> float:
-    """Bytes one GPU holds of the :func:`replicated_linears` beyond its ``1/attention_tp`` share (the layout's
-    split, :func:`gpuplan.tensors.layout.weights_per_gpu`): each rank keeps them whole, its pipeline stage's layers.
-    DeepSeek-R1 FP8 at TP 8: 61 x 7,168 x (1,536 + 576) x 1 B x 7/8 = 808,034,304 B."""
-    names, split = replicated_linears(m), s.attention_tp
-    if not names or split <= 1:
-        return 0.0
-    total = sum(count * (lin.weight_params * fmt.high_bytes if lin.group in skip else fmt.linear_weight_bytes(lin))
-                for layer, count in m.layer_kinds() for lin in layer.linears if lin.name in names)
-    return total / s.pp * (1 - 1 / split)
+                              note=TIMING if eager else TIMING_ENGINE, **fused_kernels(s, m, gpu))
 
 
 # The two RMSNorms of a DeepSeek decoder layer that TensorRT-LLM runs inside its all-reduces (fused_kernels)

@@ -60,7 +60,7 @@ from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from ..tensors.breakdown import GIB, Estimate
 from ..tensors.kv import kv_bytes_per_sequence
-from ..tensors.layout import replicated_attention_bytes
+from ..tensors.layout import replicated_attention_bytes, replicated_bytes
 from ..tensors.state import weight_format
 from . import deepep
 from .base import Engine, HostLoop, KvPool, Timing
@@ -291,7 +291,8 @@ def stages(m: ModelSpec, pp: int) -> list[Stage]:
 
 def stage_weights(s: Scenario, m: ModelSpec, stage: Stage, gpu: GpuSpec | None) -> float:
     """Weight bytes one GPU of ``stage`` loads: its layers, the embedding on the first stage, the output head
-    (and final norm) on the last, all split over TP (vocab-parallel embedding and head)."""
+    (and final norm) on the last, all split over TP (vocab-parallel embedding and head) but MLA's down-projections
+    and indexer, whole on every rank (:func:`gpuplan.tensors.layout.replicated`)."""
     fmt, skip = weight_format(s, m)
     parts = m.weight_bytes(fmt, skip=skip)
     head = parts["lm_head"] if parts["lm_head"] else (parts["embeddings"] if s.pp > 1 else 0.0)
@@ -305,7 +306,8 @@ def stage_weights(s: Scenario, m: ModelSpec, stage: Stage, gpu: GpuSpec | None) 
         total += parts["embeddings"] + parts["vision"]
     if stage.last:
         total += head + norm_bytes
-    return total / s.tp + replicated_attention_bytes(s, parts, len(stage.layers) / m.num_layers)
+    return (total / s.tp + replicated_attention_bytes(s, parts, len(stage.layers) / m.num_layers)
+            + replicated_bytes(s, stage.layers, fmt, skip))
 
 
 def mxfp4_padding(m: ModelSpec, tp: int, gpu: GpuSpec | None, version: str | None = None) -> float:

@@ -36,6 +36,7 @@ from ..model import gguf
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from ..tensors.kv import kv_bytes_per_sequence
+from ..tensors.layout import replicated
 from ..tensors.state import attention_kernel, weight_format
 from . import ggml, mlx
 from .bands import decode_band, uncalibrated_words
@@ -241,8 +242,9 @@ class StepTimer:
         runs the projections it packs (q, k, v; gate, up; w1, w3) as one GEMM: one kernel latency per pack. Under
         attention data parallelism the attention projections run whole on the busiest rank's share of the
         ``seqs`` sequences (default: one per token, decode); under expert parallelism the experts are
-        :func:`~.experts.experts_s`. Attention projections the engine replicates
-        (:attr:`~gpuplan.engines.base.Timing.replicated_linears`) run whole on every tensor-parallel rank."""
+        :func:`~.experts.experts_s`. The attention projections every engine replicates
+        (:func:`gpuplan.tensors.layout.replicated`: MLA's down-projections) run whole on every tensor-parallel
+        rank."""
         m, gpu, tp = self.m, self.gpu, self.s.tp
         seqs = tokens if seqs is None else seqs
         attention_rows = tokens * rank_share(seqs, self.s.attention_ranks) / seqs if seqs else tokens
@@ -267,7 +269,7 @@ class StepTimer:
                                                  lin.out_features / tp, count=touched, weight_bytes=w, kernels=1,
                                                  latency_s=latency, bandwidth_bps=bps)
                 elif lin.group == "attention":
-                    split = 1 if lin.name in self.timing.replicated_linears else self.s.attention_tp
+                    split = 1 if replicated(layer, lin) else self.s.attention_tp
                     total += count * gemm_time_s(gpu, self.dtype, attention_rows, lin.in_features,
                                                  lin.out_features / split, weight_bytes=w,
                                                  latency_s=latency, bandwidth_bps=bps)
