@@ -188,9 +188,11 @@ at 1-16), so the queue itself adds little; what moved is where a closed loop's n
 reached the scheduler at the very end of the step that finished the last one (no real client can: its request is
 sent after the last token is streamed, then parsed and tokenized), and was taken into the next batch at once; now it
 lands 1 ms into the next step and waits for the scheduler's next poll and prefill batch. Held-out TTFT 28.8% ->
-22.5% (H200 -40% -> -23%, B200 -47% -> -39%, B300 -24% / -22% -> -8% / -5%, MI325X -37% -> -33%); TPOT 6.5% -> 6.7%.
-The +20 ms at 1-2 requests is mostly this wait; the +137 ms at 16-32 and +582 ms at 64 are not the frontend's (a
-process at most a quarter busy queues a few ms) and stay open."""
+22.5% (H200 -40% -> -23%, B200 -47% -> -39%, B300 -24% / -22% -> -8% / -5%, MI325X -37% -> -33%), TPOT 6.5% -> 6.7%;
+after s8-mla's merge (MLA's down-projections), 26.3% -> 20.5% (H200 -37% -> -20%, B200 -46% -> -39%, B300 -23% /
+-21% -> -8% / -5%, MI325X -33% -> -28%), TPOT 7.3% -> 7.2%. The +20 ms at 1-2 requests is mostly this wait; the +137
+ms at 16-32 and +582 ms at 64 are not the frontend's (a process at most a quarter busy queues a few ms) and stay
+open."""
 FACTOR_NOTES = """\
 By factor, and where the offset sits (2026-11-29, s8; the tables below are generated from the runs).
 (1) By factor: the offset (published less simulated mean TTFT) is one near-constant per family from 1 to 16
