@@ -266,22 +266,20 @@ CAUSES = {
     ("load_accuracy", "kvcached"): (
         "vLLM 0.19's one API-server process admits a burst serially (bench/results/load_accuracy.md: HTTP, "
         "tokenizing and the hand-off to the engine core on one asyncio loop, `vllm/v1/engine/async_llm.py` "
-        "`AsyncLLM.add_request`, which also detokenizes and streams every running request). The burst row's 500 "
-        "first tokens come out evenly over about 1 to 5 s: about 125 requests a second, some 8 ms of that core per "
-        "request, where gpuplan admits all 500 at once (TTFT -88 %), then decodes 500 sequences a step (14.9 ms "
-        "against 5.7: vLLM ran about 125/s x 0.73 s = 90 at a time; TPOT +160 %, requests/s +135 %). No fitted row "
-        "sets that cost: the only calibration rows fast enough to meet it, KubeCon's saturated stages (vLLM 0.11 "
-        "on GKE, 101 requests/s completed with 64-token streams), are held by max_num_seqs 128 x their 19.5 ms "
-        "step, not by admission, so they bound it (at most ~10 ms a request on that host) without setting it; "
-        "and it is the host CPU's (tt340's host paid 6-9 ms of latency a request, KubeCon's 21-23 ms through a "
-        "Service). At 16 requests/s, TPOT -40 %: the engine loop on that host."),
+        "`AsyncLLM.add_request`, which also detokenizes and streams every running request). gpuplan now queues "
+        "requests through that process (serving/simulate.py `_Frontend`: 1 ms serial each, 72.8 us a streamed "
+        "token, from vLLM's code and PR #12287's API-server-bound run): the burst row's TTFT -88 % -> -34 %, "
+        "requests/s +135 % -> +25 %; TPOT +160 % -> -57 %, because vLLM's engine ran ~90 requests whose tokens "
+        "reached the clients at the frontend's pace (5.7 ms a token), a lag not modelled (the engine core does "
+        "not wait for it). The host's frontend is slower than the constants (fitted elsewhere, on vLLM 0.7); "
+        "at 16 requests/s, TPOT -40 %: the engine loop on that host."),
     ("load_accuracy", "recipes"): (
         "The Nemotron-3-Nano recipe's first wave, 1,024 requests of 1,024 tokens sent at once: its last first "
         "token (p99 TTFT 15.5 s) bounds the prefill queue at ~68k prompt tokens a second, where gpuplan clears "
         "it in 11.1 s (~94k a second), so the hybrid Mamba-MoE's prompt steps are ~1.4x too fast in gpuplan (the "
-        "median and mean TTFT, -33 %, follow); an API-server admission like kvcached's (~8 ms a request, 8.2 s "
-        "for the wave) would hide under it. No single-request run of this model on an H200 was found to place "
-        "the prompt step's cost (Mamba-2's chunked scan, the FP8 experts). TPOT +2 %, requests/s -1 %."),
+        "median and mean TTFT, -33 % before the frontend queue, -30 % with it, follow). No single-request run of "
+        "this model on an H200 was found to place the prompt step's cost (Mamba-2's chunked scan, the FP8 "
+        "experts). TPOT +2 %, requests/s -1 %."),
     ("load_accuracy", "vllmblog"): (
         "gpt-oss-20b decodes faster in gpuplan (ITL -19 % and -27 %), which lifts requests/s (+21 %, +31 %). At "
         "8 sequences of ~21k tokens gpuplan's step is 4.0 ms of weights, 1.4 ms of KV cache and 0.9 ms of "

@@ -179,7 +179,20 @@ launches) and refitting SGLang's host constants on the calibration rows (launch 
 medians the wrong way: this table's TTFT 28.8% -> 30.3% and TPOT 6.5% -> 7.0%, sglang_serving's MoE TPOT 9.6% ->
 10.2%, its dense check rows 4.4% -> 4.7%; every prompt step eager, as ModelRunner.forward runs them (launch refit
 to 29.3 us on the 8B and 70B calibration rows), 28.8% -> 39.5% and 4.4% -> 6.0%. Neither was kept: the decode
-terms the closed form adds stand in for a prefill cost the model does not yet have."""
+terms the closed form adds stand in for a prefill cost the model does not yet have.
+(11) The frontend process (2026-11-29, s8-admit; serving/simulate.py _Frontend): a request now reaches SGLang's
+scheduler after the TokenizerManager's serial work (overheads.SGLANG_FRONTEND_S, 1 ms, borrowed from vLLM's API
+server), one request at a time, with the share of that process that streaming the running requests' tokens leaves.
+At these loads the process is mostly idle (at most 64 streams of a token per 20-50 ms: 9-23 % of it at 64, under 6 %
+at 1-16), so the queue itself adds little; what moved is where a closed loop's next request lands: before, it
+reached the scheduler at the very end of the step that finished the last one (no real client can: its request is
+sent after the last token is streamed, then parsed and tokenized), and was taken into the next batch at once; now it
+lands 1 ms into the next step and waits for the scheduler's next poll and prefill batch. Held-out TTFT 28.8% ->
+22.5% (H200 -40% -> -23%, B200 -47% -> -39%, B300 -24% / -22% -> -8% / -5%, MI325X -37% -> -33%), TPOT 6.5% -> 6.7%;
+after s8-mla's merge (MLA's down-projections), 26.3% -> 20.5% (H200 -37% -> -20%, B200 -46% -> -39%, B300 -23% /
+-21% -> -8% / -5%, MI325X -33% -> -28%), TPOT 7.3% -> 7.2%. The +20 ms at 1-2 requests is mostly this wait; the +137
+ms at 16-32 and +582 ms at 64 are not the frontend's (a process at most a quarter busy queues a few ms) and stay
+open."""
 FACTOR_NOTES = """\
 By factor, and where the offset sits (2026-11-29, s8; the tables below are generated from the runs).
 (1) By factor: the offset (published less simulated mean TTFT) is one near-constant per family from 1 to 16

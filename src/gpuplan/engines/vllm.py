@@ -783,6 +783,8 @@ def current_timing(s: Scenario, m: ModelSpec, gpu: GpuSpec, *, current: bool = T
         piecewise = 0.0 if current else piecewise_graph_s(s, m)
         loop = HostLoop(step_s=oh.VLLM_V1_STEP_OVERHEAD_S + piecewise if v1 else oh.VLLM_STEP_OVERHEAD_S,
                         seq_s=oh.VLLM_V1_HOST_S_PER_SEQ if v1 else 0.0, request_s=oh.VLLM_V1_REQUEST_S,
+                        frontend_s=oh.VLLM_V1_FRONTEND_S if v1 else 0.0,
+                        frontend_token_s=oh.VLLM_V1_FRONTEND_TOKEN_S if v1 else 0.0,
                         overlapped=overlapped, chunk_tokens=limits.max_num_batched_tokens)
     if graph_max_batch is None:
         graph_max_batch = capture_sizes(limits.max_num_seqs, gpu)[-1] if v1 else 0

@@ -80,6 +80,13 @@ class StepTimer:
         end-to-end latency add it once, but it overlaps other requests' steps, so no step or cycle holds it."""
         return self.timing.loop.request_s if self.timing.loop else 0.0
 
+    @property
+    def frontend(self) -> tuple[float, float]:
+        """The part of :attr:`request_s` one process serves for one request at a time, and what that process spends
+        per output token streamed (:attr:`~gpuplan.engines.base.HostLoop.frontend_s`, ``frontend_token_s``)."""
+        loop = self.timing.loop
+        return (loop.frontend_s, loop.frontend_token_s) if loop else (0.0, 0.0)
+
     # ---- prefill ----------------------------------------------------------------------------------------
     def prefill_parts(self, tokens: int, *, context: int = 0, seqs: int = 1) -> dict[str, float]:
         """Seconds by kind of work to prefill ``tokens`` new tokens (in ``seqs`` equal sequences)."""
