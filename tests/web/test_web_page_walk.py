@@ -1,0 +1,40 @@
+"""The page walked as a new user walks it (session 8's page walk, bench/results/page_walk_s8.md), in a real
+headless Chromium: every formula opened at a phone's width, numbers typed that the browser cannot read, bad input
+in the buy and capacity sections, errors beside their fields. The server and browser are test_web_page.py's
+(Debian's chromium; these tests skip without it)."""
+
+from __future__ import annotations
+
+from test_web_page import browser, page, server, settle  # noqa: F401 (fixtures)
+
+# elements wider than the page that no scrolling box of theirs clips (what makes a phone scroll sideways)
+OVERFLOW = """() => { const W = document.documentElement.clientWidth, out = [];
+  for (const el of document.querySelectorAll('#results *')) {
+    if (!el.offsetParent) continue;
+    const r = el.getBoundingClientRect();
+    let p = el.parentElement, clipped = false;
+    for (; p && !clipped; p = p.parentElement) clipped = /(auto|scroll|hidden)/.test(getComputedStyle(p).overflowX);
+    if (!clipped && r.width > 0 && (r.right > W + 1 || r.left < -1)) out.push(el.tagName + '.' + el.className);
+  }
+  return [document.documentElement.scrollWidth, out]; }"""
+
+
+def test_open_formulas_stay_inside_a_phone_screen(server, browser):  # noqa: F811
+    """Every number's formula opened at 375 px (an iPhone SE) and at 640 px (about 80 columns): nothing is wider than
+    the screen. A formula's constants table named ``overheads.VAE_DECODE_WORKING_FACTOR`` as its source, one word
+    too long to wrap, and the rows' grid grew to its width: the page scrolled sideways to 589 px."""
+    for width in (375, 640):
+        context = browser.new_context(viewport={"width": width, "height": 800}, bypass_csp=True)
+        tab = context.new_page()
+        try:
+            for query in ("model=sdxl&task=infer&gpu=rtx-3060", "model=llama-3.1-8b&task=train&method=qlora&"
+                          "gpu=rtx-4090&train_tokens=100000000"):
+                tab.goto(f"{server}/?{query}")
+                settle(tab)
+                opened = tab.evaluate("() => { const all = document.querySelectorAll('details');"
+                                       " all.forEach((d) => { d.open = true; }); return all.length; }")
+                assert opened > 15 and tab.locator("table.constants").count() > 0
+                scroll_width, wide = tab.evaluate(OVERFLOW)
+                assert scroll_width <= width and not wide, (width, query, scroll_width, wide[:5])
+        finally:
+            context.close()
