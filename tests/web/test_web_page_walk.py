@@ -38,3 +38,47 @@ def test_open_formulas_stay_inside_a_phone_screen(server, browser):  # noqa: F81
                 assert scroll_width <= width and not wide, (width, query, scroll_width, wide[:5])
         finally:
             context.close()
+
+
+def _done(page, button: str, busy: str) -> None:  # noqa: F811 (a tab, not the fixture)
+    page.click(button)
+    page.wait_for_function(f"() => !document.querySelector('{button}').disabled && "
+                           f"!document.querySelector('{busy}').textContent.endsWith('...')", timeout=60_000)
+
+
+def test_numbers_the_browser_cannot_read_are_refused_not_dropped(server, page):  # noqa: F811
+    """A number box holding what the browser cannot read as a number ("1e999", typed as a person types) has the
+    value "": the page planned the default instead, without a word. Boxes of the buy and capacity sections took
+    ``parseFloat(x) || default`` (0 years priced 1 year) and rounded users (0.4 users: "got 0"). Now each is sent
+    as typed and the API's sentence names the field."""
+    page.goto(server + "/?model=qwen2.5-7b&task=infer&gpu=l40s")
+    settle(page)
+    page.click("#f-prompt_tokens")
+    page.keyboard.type("1e999")
+    settle(page)
+    assert page.get_attribute("#verdict", "data-fits") == "error"
+    assert page.text_content("#verdict").startswith("scenario field 'prompt_tokens': Input should be a valid integer")
+    assert page.locator('.field.invalid[data-field="prompt_tokens"]').count() == 1
+    page.fill("#f-prompt_tokens", "")
+    settle(page)
+    assert page.get_attribute("#verdict", "data-fits") == "true"
+
+    page.select_option("#capacity-kind", "users")
+    page.fill("#capacity-load", "0.4")
+    _done(page, "#capacity-go", "#capacity-summary")
+    assert page.text_content("#capacity-summary") == ("field 'users': Input should be a valid integer, got a number "
+                                                      "with a fractional part (got 0.4)")
+    page.fill("#capacity-load", "4")
+    page.click("#capacity-ttft")
+    page.keyboard.press("Control+A")
+    page.keyboard.type("1e999")
+    _done(page, "#capacity-go", "#capacity-summary")
+    assert page.text_content("#capacity-summary").startswith("field 'ttft_s': Input should be a valid number")
+
+    page.fill("#buy-build", "2x3090")
+    page.fill("#buy-years", "0")
+    _done(page, "#buy-go", "#buy-verdict")
+    assert page.text_content("#buy-verdict") == "field 'years': Input should be greater than 0 (got 0)"
+    page.fill("#buy-years", "2")
+    _done(page, "#buy-go", "#buy-verdict")
+    assert "over 2 y" in page.text_content("#buy-verdict")

@@ -44,6 +44,17 @@ async function api(path, body, tries = 12) {
   return data;
 }
 
+// A number box the browser could not read ("1e400", "1-2": its value is then "") is sent as this text, so that the
+// API's 422 names the field, rather than dropped for the default.
+const UNREADABLE = "(not a number)";
+
+// a number box's value as the API takes it: undefined when empty (the default), else the number typed
+function boxValue(el) {
+  if (el.validity.badInput) return UNREADABLE;
+  const raw = el.value.trim();
+  return raw === "" ? undefined : Number(raw);
+}
+
 const num = (x, digits = 2) => x.toLocaleString("en-US", {minimumFractionDigits: digits, maximumFractionDigits: digits});
 const usd = (x) => "$" + (x >= 100 ? num(x, 0) : x >= 1 ? num(x, 2) : num(x, 3));
 
@@ -182,6 +193,8 @@ function readForm() {
       continue;
     } else if (f.kind === "bool") {
       v = el.checked;
+    } else if (el.validity.badInput) {
+      v = UNREADABLE;
     } else {
       const raw = el.value.trim();
       if (raw === "" && !f.required) continue;
@@ -288,7 +301,8 @@ async function heavy(seq) {
   if (module) {
     searched = Object.fromEntries(Object.entries(scenario).filter(([k]) => k !== "gpu"));
   } else {
-    constraints.max_gpus = parseInt($("#max-gpus").value, 10) || 8;
+    const most = boxValue($("#max-gpus"));
+    if (most !== undefined) constraints.max_gpus = most;
     if (scenario.task === "train") constraints.any_method = $("#any-method").checked;
     else constraints.any_quant = $("#any-quant").checked;
   }
@@ -739,14 +753,13 @@ const HARDWARE = ["gpu", "num_gpus", "num_nodes", "provider", "pricing"];
 function buyRequest() {
   const scenario = Object.fromEntries(Object.entries(state.scenario).filter(([k]) => !HARDWARE.includes(k)));
   const job = {name: "this job", scenario};
-  if (scenario.task === "train") job.per_week = parseFloat($("#buy-runs").value) || 0;
-  else job.hours_per_day = parseFloat($("#buy-hours").value) || 8;
+  if (scenario.task === "train") job.per_week = boxValue($("#buy-runs"));
+  else job.hours_per_day = boxValue($("#buy-hours"));
   const build = $("#buy-build").value.trim() || `${state.scenario.num_gpus || 1}x${state.scenario.gpu || "rtx-4090"}`;
-  const body = {build, workloads: [job], years: parseFloat($("#buy-years").value) || 1};
+  const body = {build, workloads: [job], years: boxValue($("#buy-years"))};
   const rent = $("#buy-rent").value.trim();
   if (rent) body.rent = rent.split(",").map((x) => x.trim()).filter(Boolean);
-  const hostUsd = $("#buy-host-usd").value;
-  if (hostUsd !== "") body.host_usd = parseFloat(hostUsd);
+  body.host_usd = boxValue($("#buy-host-usd"));
   return body;
 }
 
@@ -786,15 +799,14 @@ async function compareBuy() {
 
 // ---- serving capacity (POST /api/capacity: the form's model and lengths, the load and SLOs of this section) ------
 function capacityRequest() {
-  const s = state.scenario;
-  const body = {model: s.model, engine: $("#capacity-engine").value, prompt_tokens: s.prompt_tokens || 1024,
-    output_tokens: s.output_tokens || 256, max_gpus: parseInt($("#capacity-max-gpus").value, 10) || 8};
+  const s = state.scenario, planned = state.result.scenario;  // the lengths the plan resolved, defaults included
+  const body = {model: s.model, engine: $("#capacity-engine").value, prompt_tokens: planned.prompt_tokens,
+    output_tokens: planned.output_tokens, max_gpus: boxValue($("#capacity-max-gpus"))};
   const kind = $("#capacity-kind").value;
-  const load = parseFloat($("#capacity-load").value);
-  body[kind] = kind === "rate_rps" ? load : Math.round(load);
-  for (const [id, key] of [["#capacity-ttft", "ttft_s"], ["#capacity-tpot", "tpot_s"]]) {
-    const v = $(id).value;
-    if (v !== "" && kind !== "batch") body[key] = parseFloat(v);
+  body[kind] = boxValue($("#capacity-load"));  // as typed: 0.4 users is the API's sentence, not 0 users
+  if (kind !== "batch") {
+    body.ttft_s = boxValue($("#capacity-ttft"));
+    body.tpot_s = boxValue($("#capacity-tpot"));
   }
   const gpus = $("#capacity-gpus").value.trim();
   if (gpus) body.gpus = gpus.split(",").map((x) => x.trim()).filter(Boolean);
