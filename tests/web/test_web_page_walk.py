@@ -5,6 +5,7 @@ in the buy and capacity sections, errors beside their fields. The server and bro
 
 from __future__ import annotations
 
+from chats import TOKENIZER
 from test_web_page import browser, page, server, settle  # noqa: F401 (fixtures)
 
 # elements wider than the page that no scrolling box of theirs clips (what makes a phone scroll sideways)
@@ -82,3 +83,47 @@ def test_numbers_the_browser_cannot_read_are_refused_not_dropped(server, page): 
     page.fill("#buy-years", "2")
     _done(page, "#buy-go", "#buy-verdict")
     assert "over 2 y" in page.text_content("#buy-verdict")
+
+
+def test_bad_input_is_said_beside_its_field(server, page, tmp_path):  # noqa: F811
+    """An error said only at the top of the page, its field marked only for a few sentences: lora_targets and
+    provider errors, and a dataset the reader refused, left no field marked; the field could sit in a closed group;
+    and the last plan's warnings ("the price ... is 65 days old") stayed under the error. Now the API's sentence is
+    also beside the field it names, its group opened, and the sections still holding the last plan say so."""
+    page.goto(server + "/?model=qwen2.5-7b&task=infer&gpu=l40s")
+    settle(page)
+    assert "days old" in page.text_content("#warnings")  # the plan's own warning (a stale price)
+    page.fill("#f-gpu", "rtx-9090")
+    settle(page)
+    beside = page.locator('.field[data-field="gpu"] + p.field-error')
+    assert beside.text_content() == page.text_content("#verdict")
+    assert beside.text_content().startswith("unknown GPU 'rtx-9090'; did you mean")
+    assert page.get_attribute("#f-gpu", "aria-invalid") == "true"
+    assert "days old" not in page.text_content("#warnings")
+    assert "last scenario that could be planned" in page.text_content("#warnings")
+    assert page.evaluate("document.body.classList.contains('failed')")
+    page.fill("#f-gpu", "l40s")
+    settle(page)
+    assert page.locator("p.field-error").count() == 0
+    assert not page.evaluate("document.body.classList.contains('failed')")
+
+    page.goto(server + "/?model=llama-3.2-1b&task=train&method=lora&gpu=h100-sxm")
+    settle(page)
+    assert not page.is_visible("#f-lora_targets")  # in the closed "Training options" group
+    page.evaluate("() => { const el = document.getElementById('f-lora_targets'); el.value = 'q_proj,zzz';"
+                  " el.dispatchEvent(new Event('input', {bubbles: true})); }")
+    settle(page)
+    assert page.is_visible('.field[data-field="lora_targets"] + p.field-error')
+    assert page.text_content('.field[data-field="lora_targets"] + p.field-error').startswith("lora_targets ['zzz']")
+    page.fill("#f-lora_targets", "")
+    settle(page)
+
+    page.set_input_files("#f-tokenizer", str(TOKENIZER))
+    page.wait_for_function("() => document.getElementById('f-tokenizer-status').textContent.endsWith('bytes')")
+    bad = tmp_path / "latin1.jsonl"
+    bad.write_bytes('{"text": "caf\xe9"}\n'.encode("latin-1"))
+    page.set_input_files("#f-dataset", str(bad))
+    settle(page)
+    assert page.get_attribute("#verdict", "data-fits") == "error", page.text_content("#verdict")
+    sentence = page.text_content('.field[data-field="dataset"] + p.field-error')
+    assert sentence == page.text_content("#verdict") and sentence.startswith("latin1.jsonl, line 1, is not UTF-8")

@@ -121,7 +121,7 @@ async function chooseFile(name, input) {
   clear.hidden = !file;
   if (file && file.size > state.maxUpload) {
     showError(`${file.name} is ${file.size.toLocaleString("en-US")} bytes; the page takes files up to ` +
-      `${state.maxUpload.toLocaleString("en-US")} bytes (use gpuplan estimate --dataset FILE for larger ones)`);
+      `${state.maxUpload.toLocaleString("en-US")} bytes (use gpuplan estimate --dataset FILE for larger ones)`, name);
     return;
   }
   if (file) {
@@ -133,7 +133,7 @@ async function chooseFile(name, input) {
       status.textContent = `${up.bytes.toLocaleString("en-US")} bytes`;
     } catch (e) {
       status.textContent = "";
-      showError(e.message);
+      showError(e.message, name);
       return;
     }
   }
@@ -320,20 +320,56 @@ async function heavy(seq) {
   document.body.dataset.ready = String(seq);
 }
 
-function showError(message) {
+// The field a sentence is about: an uploaded file's (the reader names the file first), a quoted scenario field, the
+// model or the GPU by the resolver's words, else the first form field the sentence names (lora_targets, provider).
+function fieldNamed(message) {
+  for (const [name, ref] of Object.entries(state.uploads)) {
+    if (message.startsWith(ref.split("/").pop())) return name;
+  }
+  const quoted = /field '([a-z_]+)'/.exec(message);
+  if (quoted) return quoted[1];
+  if (/^unknown model|model '|bundled model|does not read files on the server/.test(message)) return "model";
+  if (/^unknown GPU|could be nvidia/.test(message)) return "gpu";
+  let first = null, at = Infinity;
+  for (const f of state.fields) {
+    const i = message.search(new RegExp(`(^|[^a-z_])${f.name}([^a-z_]|$)`));
+    if (i >= 0 && i < at) [first, at] = [f.name, i];
+  }
+  return first;
+}
+
+// Bad input: the API's sentence in the verdict and beside the field it names (its group opened); the sections below
+// still hold the last plan that worked, so they are dimmed and say so, and that plan's warnings go.
+function showError(message, field = fieldNamed(message)) {
   const v = $("#verdict");
   v.className = "error";
   v.dataset.fits = "error";
-  v.textContent = message;
-  document.querySelectorAll(".field.invalid").forEach((el) => el.classList.remove("invalid"));
-  const named = /field '([a-z_]+)'/.exec(message) || (/^unknown model|model '|bundled model/.test(message) && [0, "model"])
-    || (/GPU|could be nvidia/.test(message) && [0, "gpu"]);
-  if (named) document.querySelector(`.field[data-field="${named[1]}"]`)?.classList.add("invalid");
+  v.replaceChildren(message);
+  clearError();
+  const label = field && document.querySelector(`.field[data-field="${field}"]`);
+  if (label) {
+    label.classList.add("invalid");
+    const group = label.closest("details");
+    if (group) group.open = true;
+    label.after(h("p", {class: "field-error", id: "error-" + field, role: "alert"}, message));
+    const input = document.getElementById("f-" + field);
+    input?.setAttribute("aria-invalid", "true");
+    input?.setAttribute("aria-describedby", "error-" + field);
+  }
+  $("#warnings").replaceChildren(...(state.result ? [h("li", {class: "stale-note"},
+    "the sections below still show the last scenario that could be planned")] : []));
+  document.body.classList.toggle("failed", !!state.result);
   document.body.dataset.ready = "error-" + state.seq;
 }
 
 function clearError() {
   document.querySelectorAll(".field.invalid").forEach((el) => el.classList.remove("invalid"));
+  document.querySelectorAll(".field-error").forEach((el) => el.remove());
+  document.querySelectorAll("[aria-invalid]").forEach((el) => {
+    el.removeAttribute("aria-invalid");
+    el.removeAttribute("aria-describedby");
+  });
+  document.body.classList.remove("failed");
 }
 
 // ---- numbers that open into their formulas ---------------------------------------------------------------
@@ -900,7 +936,7 @@ function addConfigUpload() {
     if (!file) return;
     if (file.size > state.maxUpload) {
       showError(`${file.name} is ${file.size.toLocaleString("en-US")} bytes; the page takes files up to ` +
-        `${state.maxUpload.toLocaleString("en-US")} bytes`);
+        `${state.maxUpload.toLocaleString("en-US")} bytes`, "model");
       return;
     }
     status.textContent = "uploading...";
@@ -910,7 +946,7 @@ function addConfigUpload() {
       status.textContent = `${up.name}: ${up.bytes.toLocaleString("en-US")} bytes`;
     } catch (e) {
       status.textContent = "";
-      showError(e.message);
+      showError(e.message, "model");
       return;
     }
     input.value = "";
