@@ -484,3 +484,17 @@ def test_eager_attention_keeps_the_scores_and_is_slower():
     assert "eager attention" in eager.resolved
     small = plan(**{**base, "gpu": "rtx-3060"}, attention="eager")
     assert any(x.change.startswith("SDPA attention") for x in small.suggestions)
+
+
+def test_a_module_plans_price_says_its_origin_and_age_as_a_decoder_llms_does(monkeypatch):
+    """A diffusion or speech plan's price had the file's name for its origin and 0 days for its age (the fields
+    were left at their defaults), so a 65-day-old L40S price was never flagged and the page said "0 days old"."""
+    monkeypatch.setenv("GPUPLAN_TODAY", "2026-11-29")
+    llm = gpuplan.estimate({"model": "qwen2.5-7b", "task": "infer", "gpu": "l40s"})
+    sdxl = gpuplan.estimate({"model": "sdxl", "task": "infer", "gpu": "l40s"})
+    assert sdxl.cost.offer == llm.cost.offer == "runpod community 1x on_demand"
+    assert sdxl.cost.observed_at == "2026-09-25" and sdxl.cost.price_age_days == 65 and sdxl.cost.stale
+    assert sdxl.cost.price_origin == llm.cost.price_origin
+    assert sdxl.cost.price_origin.endswith("observed 2026-09-25 (65 days old, medium confidence)")
+    assert "the price of runpod community 1x on_demand is 65 days old" in sdxl.warnings
+    assert "the price of runpod community 1x on_demand is 65 days old" in llm.warnings

@@ -8,6 +8,8 @@ from __future__ import annotations
 from chats import TOKENIZER
 from test_web_page import browser, page, server, settle  # noqa: F401 (fixtures)
 
+import gpuplan
+
 # elements wider than the page that no scrolling box of theirs clips (what makes a phone scroll sideways)
 OVERFLOW = """() => { const W = document.documentElement.clientWidth, out = [];
   for (const el of document.querySelectorAll('#results *')) {
@@ -127,3 +129,17 @@ def test_bad_input_is_said_beside_its_field(server, page, tmp_path):  # noqa: F8
     assert page.get_attribute("#verdict", "data-fits") == "error", page.text_content("#verdict")
     sentence = page.text_content('.field[data-field="dataset"] + p.field-error')
     assert sentence == page.text_content("#verdict") and sentence.startswith("latin1.jsonl, line 1, is not UTF-8")
+
+
+def test_the_offer_line_is_the_plans_price_origin(server, page):  # noqa: F811
+    """The page wrote "price from ORIGIN, N days old" where the origin already ends "(N days old, medium confidence)":
+    the age twice for a decoder LLM, and "0 days old" for a diffusion plan (whose origin lacked its age)."""
+    for query, fields in (("model=sdxl&task=infer&gpu=l40s", {"model": "sdxl", "task": "infer", "gpu": "l40s"}),
+                          ("model=qwen2.5-7b&task=infer&gpu=l40s", {"model": "qwen2.5-7b", "task": "infer",
+                                                                     "gpu": "l40s"})):
+        page.goto(f"{server}/?{query}")
+        settle(page)
+        c = gpuplan.estimate(fields).cost
+        line = page.text_content("#speed-rows .offer")
+        assert line == f"best offer: {c.offer} ({c.gpu_id}), price from {c.price_origin}" + " (stale)" * c.stale
+        assert line.count("days old") == 1 and f"({c.price_age_days} days old" in line and c.price_age_days > 0

@@ -528,8 +528,8 @@ function renderSpeedCost(r, explanation) {
   }
   if (c) {
     rows.push(c.pricing === "owned" ? h("p", {class: "offer"}, `${c.offer}: no rental price, the power it draws`)
-      : h("p", {class: "offer"}, `best offer: ${c.offer} (${c.gpu_id}), price from ${c.price_origin}, ` +
-        `${c.price_age_days} days old`, c.stale ? h("span", {class: "stale"}, " (stale)") : null));
+      : h("p", {class: "offer"}, `best offer: ${c.offer} (${c.gpu_id}), price from ${c.price_origin}`,
+        c.stale ? h("span", {class: "stale"}, " (stale)") : null));
     rows.push(numberRow("cost.usd_per_hour", "$ per hour", usd(c.usd_per_hour), c.usd_per_hour));
     if (c.usd_per_million_tokens !== null) {
       rows.push(numberRow("cost.usd_per_million_tokens", train ? "$ per million tokens trained" :
@@ -593,8 +593,8 @@ function workRows(r, explanation) {
   if (r.memory.fits === false) {
     rows.push(h("p", {class: "hint"}, "Not priced: the job does not fit on this GPU (apply a change above)."));
   } else if (c) {
-    rows.push(h("p", {class: "offer"}, `best offer: ${c.offer} (${c.gpu_id}), price from ${c.price_origin}, ` +
-      `${c.price_age_days} days old`, c.stale ? h("span", {class: "stale"}, " (stale)") : null));
+    rows.push(h("p", {class: "offer"}, `best offer: ${c.offer} (${c.gpu_id}), price from ${c.price_origin}`,
+      c.stale ? h("span", {class: "stale"}, " (stale)") : null));
     rows.push(numberRow("cost.usd_per_hour", "$ per hour", usd(c.usd_per_hour), c.usd_per_hour));
     rows.push(numberRow("work.usd_per_1000_samples", `$ per 1,000 ${unit}`, usd(w.usd_per_1000_samples),
       w.usd_per_1000_samples));
