@@ -143,3 +143,29 @@ def test_the_offer_line_is_the_plans_price_origin(server, page):  # noqa: F811
         line = page.text_content("#speed-rows .offer")
         assert line == f"best offer: {c.offer} ({c.gpu_id}), price from {c.price_origin}" + " (stale)" * c.stale
         assert line.count("days old") == 1 and f"({c.price_age_days} days old" in line and c.price_age_days > 0
+
+
+def test_buy_takes_the_price_a_card_has_none_of(server, page):  # noqa: F811
+    """Buy or rent on a card gpuplan has no street price for (an L40S) answered "give what you would pay with --price
+    USD", and the page had no box for it; its break-even cell read "owning pays after not within 10 years; at none".
+    Now the page has the price box and the break-even words are the CLI's."""
+    page.goto(server + "/?model=qwen2.5-7b&task=infer&gpu=l40s")
+    settle(page)
+    _done(page, "#buy-go", "#buy-verdict")
+    assert page.text_content("#buy-verdict").startswith("no price for L40S in gpuplan's data: give what you would pay")
+    page.fill("#buy-price", "7000")
+    _done(page, "#buy-go", "#buy-verdict")
+    report = gpuplan.buy(build="1xl40s", workloads=[{"name": "this job", "hours_per_day": 8, "scenario": {
+        "model": "qwen2.5-7b", "task": "infer"}}], years=1, price=7000)
+    assert page.text_content("#buy-verdict") == report.verdict
+    v = report.builds[0].versus[0]
+    assert v.break_even_months and v.break_even_utilization
+    assert page.text_content("#buy-table tr:nth-child(3) td:nth-child(4)") == (
+        f"owning pays after {v.break_even_months:,.0f} months; break-even utilization "
+        f"{v.break_even_utilization:.1%} of hours")
+    page.fill("#buy-price", "")
+    page.fill("#buy-build", "1x4090")
+    page.fill("#buy-hours", "1")
+    _done(page, "#buy-go", "#buy-verdict")
+    assert page.text_content("#buy-table tr:nth-child(3) td:nth-child(4)") == (
+        "owning does not pay within 10 years; break-even utilization none")

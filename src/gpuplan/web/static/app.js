@@ -795,6 +795,7 @@ function buyRequest() {
   const body = {build, workloads: [job], years: boxValue($("#buy-years"))};
   const rent = $("#buy-rent").value.trim();
   if (rent) body.rent = rent.split(",").map((x) => x.trim()).filter(Boolean);
+  body.price = boxValue($("#buy-price"));  // what you pay per card (gpuplan buy --price): a card with no street price
   body.host_usd = boxValue($("#buy-host-usd"));
   return body;
 }
@@ -810,11 +811,13 @@ function renderBuy(report) {
   report.rentals.forEach((r, i) => {
     const v = b.versus[i];
     if (!v) return;
-    const months = v.break_even_months ? `${v.break_even_months} months` : "not within 10 years";
+    // the words of `gpuplan buy` (cli/buy.py render_build)
+    const months = v.break_even_months ? `owning pays after ${num(v.break_even_months, 0)} months` :
+      "owning does not pay within 10 years";
     const share = v.break_even_utilization ? `${num(v.break_even_utilization * 100, 1)}% of hours` : "none";
     rows.push(h("tr", {}, h("td", {}, `rent ${r.setup} ${r.pricing.replace("_", "-")} (${r.offers.join(", ")})`),
       h("td", {class: "n"}, usd(v.rent_usd)), h("td", {class: "n"}, usd(v.rent_usd_central)),
-      h("td", {}, `owning pays after ${months}; at ${share}`)));
+      h("td", {}, `${months}; break-even utilization ${share}`)));
   });
   $("#buy-table").replaceChildren(...rows);
   $("#buy-checks").replaceChildren(...b.checks.map((c) => h("li", {class: c.status}, `${c.status}: ${c.line}`)),
