@@ -169,3 +169,32 @@ def test_buy_takes_the_price_a_card_has_none_of(server, page):  # noqa: F811
     _done(page, "#buy-go", "#buy-verdict")
     assert page.text_content("#buy-table tr:nth-child(3) td:nth-child(4)") == (
         "owning does not pay within 10 years; break-even utilization none")
+
+
+def test_long_work_says_what_it_waits_for(server, page):  # noqa: F811
+    """While the server answers 503 with Retry-After (a dataset still being read, a busy server), the page asked
+    again and showed the last plan without a word. Now it says the server's sentence until the plan comes; and while
+    the setups are ranked, the last scenario's ranking and grid are marked busy (review 2: "HF rows under an
+    Unsloth verdict")."""
+    page.goto(server + "/?model=llama-3.2-1b&task=train&gpu=h100-sxm")
+    settle(page)
+    busy = "the uploaded files take longer than 10 s to read; the page asks again in 1 s"
+    refused: list[str] = []
+
+    def once_busy(route):
+        if refused:
+            route.continue_()
+        else:
+            refused.append(route.request.url)
+            route.fulfill(status=503, headers={"Retry-After": "1"}, json={"detail": busy})
+
+    page.route("**/api/estimate", once_busy)
+    page.route("**/api/recommend", lambda route: (page.wait_for_timeout(1500), route.continue_()))
+    page.fill("#f-seq_len", "1024")
+    page.wait_for_function("() => !document.getElementById('progress').hidden")
+    assert page.text_content("#progress") == busy and refused
+    page.wait_for_function("() => document.getElementById('progress').hidden && "
+                           "document.getElementById('setups').getAttribute('aria-busy') === 'true'")
+    settle(page)
+    assert page.get_attribute("#setups", "aria-busy") == page.get_attribute("#catalog", "aria-busy") == "false"
+    assert page.get_attribute("#verdict", "data-fits") == "true"

@@ -28,18 +28,19 @@ function h(tag, attrs, ...children) {
 }
 
 // A File is sent as its bytes (/api/upload), anything else as JSON. A 503 with Retry-After (a dataset still being
-// read, a busy server) is asked again after that wait, a bounded number of times.
-async function api(path, body, tries = 12) {
+// read, a busy server) is asked again after that wait, a bounded number of times; ``waiting`` hears its sentence.
+async function api(path, body, tries = 12, waiting = null) {
   const init = body === undefined ? {} : body instanceof File ?
     {method: "POST", headers: {"content-type": "application/octet-stream"}, body} :
     {method: "POST", headers: {"content-type": "application/json"}, body: JSON.stringify(body)};
   const res = await fetch(path, init);
   const wait = res.status === 503 ? parseFloat(res.headers.get("Retry-After")) : NaN;
-  if (wait > 0 && tries > 0) {
-    await new Promise((done) => setTimeout(done, wait * 1000));
-    return api(path, body, tries - 1);
-  }
   const data = await res.json().catch(() => ({detail: res.statusText}));
+  if (wait > 0 && tries > 0) {
+    if (waiting) waiting(data.detail || res.statusText);
+    await new Promise((done) => setTimeout(done, wait * 1000));
+    return api(path, body, tries - 1, waiting);
+  }
   if (!res.ok) throw Object.assign(new Error(data.detail || res.statusText), {status: res.status});
   return data;
 }
@@ -264,9 +265,18 @@ async function update() {
   showFields(scenario.task, scenario.model);
   history.replaceState(null, "", "?" + queryOf(scenario));
   document.body.classList.add("busy");
+  // long work (a dataset read, a busy server) says so: "estimating..." after a moment, then the server's sentence
+  const progress = $("#progress");
+  const say = (text) => {
+    if (seq === state.seq) [progress.hidden, progress.textContent] = [false, text];
+  };
+  const slow = setTimeout(() => say("estimating..."), 500);
   try {
-    const [result, explanation, exported] = await Promise.all([
-      api("/api/estimate", scenario), api("/api/explain", scenario), api("/api/export", scenario)]);
+    const [result, explanation, exported] = await Promise.all([api("/api/estimate", scenario, 12, say),
+      api("/api/explain", scenario, 12, say), api("/api/export", scenario, 12, say)]).finally(() => {
+      clearTimeout(slow);
+      if (seq === state.seq) progress.hidden = true;
+    });
     if (seq !== state.seq) return;
     Object.assign(state, {result, explanation, scenario});
     learnKind(result);
@@ -292,6 +302,10 @@ async function update() {
   }
 }
 
+function searching(on) {
+  for (const id of ["#setups", "#catalog"]) $(id).setAttribute("aria-busy", String(on));
+}
+
 async function heavy(seq) {
   const scenario = state.scenario;
   const constraints = {objective: $("#objective").value};
@@ -306,9 +320,11 @@ async function heavy(seq) {
     if (scenario.task === "train") constraints.any_method = $("#any-method").checked;
     else constraints.any_quant = $("#any-quant").checked;
   }
+  searching(true);  // the last scenario's ranking and grid stay, dimmed, until this one's arrive
   const [rec, grid] = await Promise.allSettled([api("/api/recommend", {scenario: searched, constraints}),
     api("/api/fit-grid", {scenario, axis: $("#grid-axis").value})]);
   if (seq !== state.seq) return;
+  searching(false);
   if (rec.status === "fulfilled") (module ? renderCards : renderSetups)(rec.value, scenario);
   else $("#setups-summary").textContent = rec.reason.message;
   if (grid.status === "fulfilled") renderGrid(grid.value, state.result);
@@ -359,6 +375,7 @@ function showError(message, field = fieldNamed(message)) {
   $("#warnings").replaceChildren(...(state.result ? [h("li", {class: "stale-note"},
     "the sections below still show the last scenario that could be planned")] : []));
   document.body.classList.toggle("failed", !!state.result);
+  searching(false);
   document.body.dataset.ready = "error-" + state.seq;
 }
 
