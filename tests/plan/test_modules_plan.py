@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import gpuplan
+from gpuplan.api.page import explain
 from gpuplan.cli import run
 from gpuplan.errors import GpuplanError
 from gpuplan.model.profile import lookup
@@ -498,3 +499,21 @@ def test_a_module_plans_price_says_its_origin_and_age_as_a_decoder_llms_does(mon
     assert sdxl.cost.price_origin.endswith("observed 2026-09-25 (65 days old, medium confidence)")
     assert "the price of runpod community 1x on_demand is 65 days old" in sdxl.warnings
     assert "the price of runpod community 1x on_demand is 65 days old" in llm.warnings
+
+
+@pytest.mark.parametrize("flags", [
+    ["--model", "whisper-large-v3", "--task", "infer", "--gpu", "t4"],
+    ["--model", "sdxl", "--task", "train", "--method", "lora", "--gpu", "rtx-3060"],
+    ["--model", "flux.1-dev", "--task", "infer", "--gpu", "h100"],
+], ids=["whisper", "sdxl-lora", "flux"])
+def test_the_cli_step_line_is_the_explanations_shares(flags, capsys):
+    """The CLI rounded each part of a module plan's step on its own (Whisper on a T4: "log-mel features (CPU) 0%",
+    which the page's explanation leaves out); now both print :func:`gpuplan.speed.breakdown.shares`."""
+    assert run(["estimate", *flags]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    s = {k.lstrip("-").replace("-", "_"): v for k, v in zip(flags[::2], flags[1::2], strict=True)}
+    shown = explain(s).step_shares
+    assert shown and sum(pct for _, pct in shown) == 100 and all(pct > 0 for _, pct in shown)
+    word = "step" if s["task"] == "train" else "call"
+    line = f"{word}: " + ", ".join(f"{k} {pct}%" for k, pct in shown)
+    assert line in out and line + "," not in out  # the whole line: no part after the explanation's
