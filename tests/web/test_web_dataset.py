@@ -141,3 +141,21 @@ def test_a_name_in_any_script_is_kept_and_read(client, files, name, kept):
     plan = client.post("/api/estimate", json={**SCENARIO, "dataset": r.json()["ref"], "tokenizer": tok})
     assert plan.status_code == 200, plan.text
     assert plan.json()["dataset"]["source"] == kept and plan.json()["dataset"]["samples"] == 4
+
+
+def test_launch_files_name_the_users_dataset_not_the_servers_copy(client, files):
+    """``POST /api/launch`` makes the files `gpuplan launch -o -` makes; a dataset uploaded from the page is named in
+    them as the user named it (the server's upload folder never shows), and nothing is written on the server."""
+    refs = {kind: upload(client, kind, path.name, path.read_bytes()).json()["ref"]
+            for kind, path in (("dataset", files[0]), ("tokenizer", files[1]))}
+    scenario = {**SCENARIO, **refs, "method": "lora"}
+    r = client.post("/api/launch", json=scenario)
+    assert r.status_code == 200, r.text
+    made = {f["path"]: f["text"] for f in r.json()["files"]}
+    assert {"trainer.yaml", "accelerate-launch.sh", "plan.json"} <= set(made)
+    assert "gpuplan-uploads" not in r.text and "upload:" not in r.text
+    assert "train.jsonl" in made["trainer.yaml"]
+    assert r.json()["again"].startswith("gpuplan launch --model llama-3.2-1b --task train")
+    assert not any(p.name.startswith("gpuplan-launch") for p in files[0].parent.iterdir())
+    r = client.post("/api/launch", json={"model": "llama-3.2-1b", "task": "train"})
+    assert r.status_code == 422 and r.json()["detail"].startswith("launch needs a GPU")

@@ -198,3 +198,36 @@ def test_long_work_says_what_it_waits_for(server, page):  # noqa: F811
     settle(page)
     assert page.get_attribute("#setups", "aria-busy") == page.get_attribute("#catalog", "aria-busy") == "false"
     assert page.get_attribute("#verdict", "data-fits") == "true"
+
+
+def test_the_launch_files_download_from_the_page(server, page, tmp_path):  # noqa: F811
+    """The page sized a job but gave no files to run it (`gpuplan launch` was the command line's alone). Now it makes
+    them (``POST /api/launch``, nothing written on the server): the files `gpuplan launch -o -` makes, each one a
+    download; a scenario no launcher takes gets the API's sentence."""
+    fields = {"model": "llama-3.1-8b", "task": "train", "method": "qlora", "gpu": "rtx-4090"}
+    page.goto(server + "/?" + "&".join(f"{k}={v}" for k, v in fields.items()))
+    settle(page)
+    page.click("#launch-go")
+    page.wait_for_function("() => !document.getElementById('launch-go').disabled")
+    report = gpuplan.launch(fields, folder="-", command="the gpuplan web page")
+    names = [name for name, _, _ in report.printed]
+    assert names[:2] == ["trainer.yaml", "accelerate.yaml"] and "plan.json" in names
+    assert page.eval_on_selector_all("#launch-files li", "els => els.map((e) => e.dataset.path)") == names
+    assert page.text_content("#launch-summary") == (f"{len(names)} files for {report.setup}; on the command line: "
+                                                    f"{report.said['again']} -o DIR")
+    with page.expect_download() as got:
+        page.click('#launch-files li[data-path="trainer.yaml"] button')
+    saved = tmp_path / "trainer.yaml"
+    got.value.save_as(saved)
+    assert got.value.suggested_filename == "trainer.yaml"
+    assert saved.read_text(encoding="utf-8") == dict((n, t) for n, _, t in report.printed)["trainer.yaml"]
+    page.fill("#f-seq_len", "1024")  # another scenario: the files made for the last one go
+    settle(page)
+    assert page.locator("#launch-files li").count() == 0
+
+    page.goto(server + "/?model=qwen2.5-7b&task=infer&gpu=l40s")
+    settle(page)
+    page.click("#launch-go")
+    page.wait_for_function("() => !document.getElementById('launch-go').disabled")
+    assert page.text_content("#launch-summary").startswith("no launch target applies to this plan: the plan is for "
+                                                           "engine transformers")

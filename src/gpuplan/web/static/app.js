@@ -291,6 +291,10 @@ async function update() {
     renderData(result);
     renderAssumptions(result, explanation);
     renderExport(exported);
+    if (state.launched !== queryOf(scenario)) {  // the files of another scenario go
+      $("#launch-files").replaceChildren();
+      $("#launch-summary").textContent = "";
+    }
     renderModel(result);
     fillFormulas();
     document.body.classList.remove("busy");
@@ -853,6 +857,39 @@ async function compareBuy() {
   }
 }
 
+// ---- launch files (POST /api/launch: gpuplan launch -o -, each file offered as a download; nothing is written) ----
+function download(name, text) {
+  const a = h("a", {href: URL.createObjectURL(new Blob([text], {type: "text/plain"})), download: name});
+  a.click();
+  URL.revokeObjectURL(a.href);
+}
+
+function renderLaunch(report) {
+  $("#launch-summary").textContent = `${report.files.length} files for ${report.setup}` +
+    (report.again ? `; on the command line: ${report.again} -o DIR` : "");
+  $("#launch-files").replaceChildren(...report.files.map((f) => h("li", {"data-path": f.path},
+    h("details", {}, h("summary", {}, h("code", {}, f.path), ` read by ${f.read_by} `,
+      h("button", {type: "button", onclick: (e) => {
+        e.preventDefault();
+        download(f.path, f.text);
+      }}, "download")), h("pre", {}, f.text)))));
+}
+
+async function makeLaunch() {
+  if (!state.scenario) return;
+  $("#launch-go").disabled = true;
+  $("#launch-summary").textContent = "making the files...";
+  $("#launch-files").replaceChildren();
+  try {
+    renderLaunch(await api("/api/launch", state.scenario));
+    state.launched = queryOf(state.scenario);
+  } catch (e) {
+    $("#launch-summary").textContent = e.message;
+  } finally {
+    $("#launch-go").disabled = false;
+  }
+}
+
 // ---- serving capacity (POST /api/capacity: the form's model and lengths, the load and SLOs of this section) ------
 function capacityRequest() {
   const s = state.scenario, planned = state.result.scenario;  // the lengths the plan resolved, defaults included
@@ -929,11 +966,9 @@ function wireExports() {
     navigator.clipboard?.writeText(document.getElementById(b.dataset.copy).textContent);
   }));
   document.querySelectorAll("[data-download]").forEach((b) => b.addEventListener("click", () => {
-    const blob = new Blob([document.getElementById(b.dataset.download).textContent], {type: "text/plain"});
-    const a = h("a", {href: URL.createObjectURL(blob), download: b.dataset.filename});
-    a.click();
-    URL.revokeObjectURL(a.href);
+    download(b.dataset.filename, document.getElementById(b.dataset.download).textContent);
   }));
+  $("#launch-go").addEventListener("click", makeLaunch);
   $("#permalink").addEventListener("focus", (e) => e.target.select());
   $("#buy-go").addEventListener("click", compareBuy);
   for (const id of ["#objective", "#max-gpus", "#any-method", "#any-quant", "#grid-axis"]) {
