@@ -231,3 +231,27 @@ def test_the_launch_files_download_from_the_page(server, page, tmp_path):  # noq
     page.wait_for_function("() => !document.getElementById('launch-go').disabled")
     assert page.text_content("#launch-summary").startswith("no launch target applies to this plan: the plan is for "
                                                            "engine transformers")
+
+
+def test_a_fix_is_applied_from_the_keyboard_by_its_name(server, page):  # noqa: F811
+    """Keyboard only: Tab reaches each fix's button, which a screen reader named only "apply" (16 alike on this
+    plan); each is now named for its change, and Enter applies it."""
+    base = {"model": "llama-3.1-8b", "task": "train", "method": "lora", "gpu": "rtx-4090"}
+    page.goto(server + "/?" + "&".join(f"{k}={v}" for k, v in base.items()))
+    settle(page)
+    plan = gpuplan.estimate(base)
+    names = page.eval_on_selector_all("#fixes-table button", "els => els.map((e) => e.getAttribute('aria-label'))")
+    assert len(names) == len(plan.suggestions) > 3 and len(set(names)) == len(names)
+    want = "apply: enable gradient checkpointing"
+    assert want in names
+    for _ in range(200):  # Tab through the page to the button, as a keyboard user does
+        page.keyboard.press("Tab")
+        if page.evaluate("document.activeElement.getAttribute('aria-label')") == want:
+            break
+    else:
+        raise AssertionError(f"Tab never reached {want!r}")
+    page.keyboard.press("Enter")
+    settle(page)
+    fixed = gpuplan.estimate({**base, "grad_checkpointing": "full"})
+    assert page.input_value("#f-grad_checkpointing") == "full"
+    assert float(page.get_attribute("#verdict", "data-peak")) == fixed.memory.device_peak_gib

@@ -505,11 +505,12 @@ function renderFixes(r) {
   } else {
     body.replaceChildren(h("table", {id: "fixes-table"},
       h("tr", {}, ["change", "new device peak", "fits", "speed cost", ""].map((c) => h("th", {}, c))),
-      r.suggestions.map((s) => h("tr", {class: s.fits ? "fit" : "nofit"},
-        h("td", {}, s.change.replace(/: [\d.]+ -> [\d.]+ GiB$/, "")),
+      r.suggestions.map((s) => [s, s.change.replace(/: [\d.]+ -> [\d.]+ GiB$/, "")]).map(([s, change]) =>
+        h("tr", {class: s.fits ? "fit" : "nofit"}, h("td", {}, change),
         h("td", {class: "n", "data-value": s.device_peak_gib}, num(s.device_peak_gib) + " GiB"),
         h("td", {}, s.fits ? "fits" : "still too big"), h("td", {}, s.cost),
-        h("td", {}, h("button", {type: "button", onclick: () => applyFields(s.fields)}, "apply"))))));
+        h("td", {}, h("button", {type: "button", "aria-label": "apply: " + change, onclick: () => applyFields(s.fields)},
+          "apply"))))));
   }
 }
 
