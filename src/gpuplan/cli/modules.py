@@ -6,7 +6,6 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
-from ..speed.breakdown import shares
 from .app import print_json, short
 from .render import Column, bullet, err, num, out, show, usd
 
@@ -40,7 +39,7 @@ def render_work(result) -> None:
                f"(likely {_sig(w.samples_per_s_low)}-{_sig(w.samples_per_s_high)}; {w.bound}-bound)", prefix="")
     # the explanation's shares (the page shows the same): whole percents summing to 100, the rest as other
     bullet(("step: " if s["task"] == "train" else "call: ") + ", ".join(
-        f"{k} {pct}%" for k, pct in shares(w.parts_s, top=6)), prefix="  ", style="dim")
+        f"{k} {pct}%" for k, pct in w.step_shares()), prefix="  ", style="dim")
     if result.memory.fits is False:
         bullet("not priced: the job does not fit on this GPU (apply a change above)", prefix="", style="yellow")
     elif c is not None:

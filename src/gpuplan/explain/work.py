@@ -7,7 +7,6 @@ do on them, written out, so that the page opens each number into how it was reac
 from __future__ import annotations
 
 from ..plan.modules import ModulePlan
-from ..speed.breakdown import shares
 from ..speed.gemm import peak_flops
 from .accuracy import module_accuracy
 from .formula import Constant, Explanation, Formula
@@ -139,5 +138,5 @@ def explain_module(plan: ModulePlan) -> Explanation:
         numbers.update(_speed(plan))
         if plan.cost is not None:
             numbers.update(_price(plan))
-    shared = shares(plan.work.parts_s, top=6) if plan.work is not None else []
+    shared = plan.work.step_shares() if plan.work is not None else []
     return Explanation(numbers=numbers, defaults=list(plan.defaults), step_shares=shared)

@@ -35,6 +35,7 @@ from ..result import MemoryReport, ModelFacts, Suggestion
 from ..scenario import Scenario
 from ..scenario.fields import MODULE_FIELDS
 from ..scenario.modules import ModuleJob, trains_encoder
+from ..speed.breakdown import shares
 from ..speed.modules import ModuleSpeed, generation, host_range, model_step, train_step
 from .plan import Plan, gpu_facts, verdict
 from .resolve import ResolvedModule, resolve_module_scenario
@@ -81,6 +82,11 @@ class ModuleWork(BaseModel):
     usd_per_1000_samples: float | None = None
     simulated: list[str]
     modelled: list[str]
+
+    def step_shares(self, top: int = 6) -> list[tuple[str, int]]:
+        """Each part's share of the step (or call) in whole percent, summing to 100 (:func:`shares`): what the
+        command line's ``step:`` line and the page print."""
+        return shares(self.parts_s, top)
 
 
 # ---- profiles ------------------------------------------------------------------------------------------------------
