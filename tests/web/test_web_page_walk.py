@@ -130,6 +130,12 @@ def test_bad_input_is_said_beside_its_field(server, page, tmp_path):  # noqa: F8
     sentence = page.text_content('.field[data-field="dataset"] + p.field-error')
     assert sentence == page.text_content("#verdict") and sentence.startswith("latin1.jsonl, line 1, is not UTF-8")
 
+    # a permalink whose upload the server no longer keeps (it restarted): the sentence beside the dataset field
+    page.goto(server + "/?model=llama-3.2-1b&task=train&gpu=h100-sxm&dataset=upload%3A0123456789abcdef%2Fgone.jsonl")
+    settle(page)
+    sentence = page.text_content('.field[data-field="dataset"] + p.field-error')
+    assert sentence.startswith("the uploaded file 'gone.jsonl' is no longer on this server")
+
 
 def test_the_offer_line_is_the_plans_price_origin(server, page):  # noqa: F811
     """The page wrote "price from ORIGIN, N days old" where the origin already ends "(N days old, medium confidence)":

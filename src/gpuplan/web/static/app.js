@@ -344,7 +344,8 @@ async function heavy(seq) {
 // model or the GPU by the resolver's words, else the first form field the sentence names (lora_targets, provider).
 function fieldNamed(message) {
   for (const [name, ref] of Object.entries(state.uploads)) {
-    if (message.startsWith(ref.split("/").pop())) return name;
+    const file = ref.split("/").pop();
+    if (message.startsWith(file) || message.includes(`'${file}'`)) return name;
   }
   const quoted = /field '([a-z_]+)'/.exec(message);
   if (quoted) return quoted[1];
