@@ -261,3 +261,19 @@ def test_a_fix_is_applied_from_the_keyboard_by_its_name(server, page):  # noqa: 
     fixed = gpuplan.estimate({**base, "grad_checkpointing": "full"})
     assert page.input_value("#f-grad_checkpointing") == "full"
     assert float(page.get_attribute("#verdict", "data-peak")) == fixed.memory.device_peak_gib
+
+
+def test_capacity_searches_on_the_scenarios_engine(server, page):  # noqa: F811
+    """A SGLang serving plan's "Serving capacity" search ran on vLLM (the select's first option) unless the user
+    changed it; it now starts on the scenario's engine."""
+    page.goto(server + "/?model=qwen2.5-7b&task=infer&engine=sglang&gpu=h100")
+    settle(page)
+    assert page.input_value("#capacity-engine") == "sglang"
+    page.select_option("#capacity-kind", "users")
+    page.fill("#capacity-load", "4")
+    page.fill("#capacity-gpus", "h100")
+    _done(page, "#capacity-go", "#capacity-summary")
+    assert page.text_content("#capacity-summary").endswith("on sglang, cheapest first")
+    page.goto(server + "/?model=qwen2.5-7b&task=infer&engine=llama.cpp&gpu=rtx-3060")
+    settle(page)
+    assert page.input_value("#capacity-engine") == "vllm"  # llama.cpp is not one capacity simulates

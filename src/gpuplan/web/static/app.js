@@ -291,6 +291,7 @@ async function update() {
     renderData(result);
     renderAssumptions(result, explanation);
     renderExport(exported);
+    syncCapacityEngine(result.scenario.engine);
     if (state.launched !== queryOf(scenario)) {  // the files of another scenario go
       $("#launch-files").replaceChildren();
       $("#launch-summary").textContent = "";
@@ -893,6 +894,13 @@ async function makeLaunch() {
 }
 
 // ---- serving capacity (POST /api/capacity: the form's model and lengths, the load and SLOs of this section) ------
+// the capacity search runs on the scenario's engine where it is one capacity simulates (a SGLang plan's search on
+// SGLang, not on the select's first option)
+function syncCapacityEngine(engine) {
+  const select = $("#capacity-engine");
+  if ([...select.options].some((o) => o.value === engine)) select.value = engine;
+}
+
 function capacityRequest() {
   const s = state.scenario, planned = state.result.scenario;  // the lengths the plan resolved, defaults included
   const body = {model: s.model, engine: $("#capacity-engine").value, prompt_tokens: planned.prompt_tokens,
