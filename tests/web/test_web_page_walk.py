@@ -277,3 +277,16 @@ def test_capacity_searches_on_the_scenarios_engine(server, page):  # noqa: F811
     page.goto(server + "/?model=qwen2.5-7b&task=infer&engine=llama.cpp&gpu=rtx-3060")
     settle(page)
     assert page.input_value("#capacity-engine") == "vllm"  # llama.cpp is not one capacity simulates
+
+
+def test_each_group_of_the_form_is_titled_and_holds_its_tasks_fields(server, page):  # noqa: F811
+    """A serving scenario showed a "Training options" group holding only `attention` (read by both tasks), and the
+    serving load's fields (users, rate) under a bare "load"."""
+    page.goto(server + "/?model=qwen2.5-7b&task=infer&engine=vllm&gpu=l40s")
+    settle(page)
+    shown = page.evaluate("() => [...document.querySelectorAll('details.group:not([hidden])')].map((g) => "
+                          "[g.dataset.group, g.querySelector('summary').textContent])")
+    groups = dict(shown)
+    assert "training" not in groups and groups["load"].startswith("Serving load")
+    assert all(title[0].isupper() for _, title in shown), shown
+    assert page.locator('details[data-group="more"] .field[data-field="attention"]').count() == 1

@@ -6,7 +6,8 @@ const {stackedBar, scatter, curve, fmtGiB} = window.gpuplanCharts;
 const COLORS = {weights: "#4c78a8", gradients: "#f58518", optimizer: "#e45756", activations: "#72b7b2",
   kv: "#54a24b", other: "#b279a2"};
 const GROUP_TITLES = {training: "Training options", techniques: "Training techniques", inference: "Inference options",
-  parallelism: "Parallelism and offload", pricing: "Pricing", diffusion: "Diffusion options", more: "More"};
+  load: "Serving load (users or a request rate, simulated)", parallelism: "Parallelism and offload", pricing: "Pricing",
+  diffusion: "Diffusion options", more: "More"};
 const DEFAULT_SCENARIO = {model: "llama-3.1-8b", task: "train", method: "qlora", gpu: "rtx-4090"};
 const state = {fields: [], seq: 0, timer: null, result: null, explanation: null, scenario: null, uploads: {},
   maxUpload: 0, kinds: {}, reads: {}};
