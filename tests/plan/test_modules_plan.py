@@ -517,3 +517,20 @@ def test_the_cli_step_line_is_the_explanations_shares(flags, capsys):
     word = "step" if s["task"] == "train" else "call"
     line = f"{word}: " + ", ".join(f"{k} {pct}%" for k, pct in shown)
     assert line in out and line + "," not in out  # the whole line: no part after the explanation's
+
+
+@pytest.mark.parametrize("flags", [
+    ["--model", "whisper-large-v3", "--task", "train", "--method", "full", "--gpu", "a100-80gb"],
+    ["--model", "flan-t5-base", "--task", "train", "--gpu", "t4"],
+    ["--model", "vit-base", "--task", "infer", "--gpu", "t4"],
+], ids=["whisper", "t5", "vit"])
+def test_launch_of_a_model_no_launcher_takes_is_one_sentence(flags, capsys):
+    """`gpuplan launch --model whisper-large-v3 --task train` (and the page's launch files) went down the diffusion
+    pipelines' road and ended in KeyError 'WhisperForConditionalGeneration' (a traceback; HTTP 500 on the page)."""
+    assert run(["launch", *flags, "-o", "-"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert err.startswith("error: ") and "gpuplan launch writes files for decoder LLMs and diffusion pipelines" in err
+    assert "Traceback" not in err
+    with pytest.raises(GpuplanError, match="writes files for decoder LLMs and diffusion pipelines"):
+        gpuplan.launch({k.lstrip("-").replace("-", "_"): v for k, v in zip(flags[::2], flags[1::2], strict=True)},
+                       folder="-")
