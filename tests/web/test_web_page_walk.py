@@ -290,3 +290,16 @@ def test_each_group_of_the_form_is_titled_and_holds_its_tasks_fields(server, pag
     assert "training" not in groups and groups["load"].startswith("Serving load")
     assert all(title[0].isupper() for _, title in shown), shown
     assert page.locator('details[data-group="more"] .field[data-field="attention"]').count() == 1
+
+
+def test_the_price_per_token_is_named_as_the_cli_names_it(server, page, capsys):  # noqa: F811
+    """The page said "$ per million tokens trained" where the command line says "per million training tokens"."""
+    from gpuplan.cli import run
+
+    flags = ["--model", "llama-3.1-8b", "--task", "train", "--method", "qlora", "--gpu", "rtx-4090"]
+    assert run(["estimate", *flags]) == 0
+    assert "per million training tokens" in " ".join(capsys.readouterr().out.split())
+    page.goto(server + "/?model=llama-3.1-8b&task=train&method=qlora&gpu=rtx-4090")
+    settle(page)
+    label = page.text_content('details[data-key="cost.usd_per_million_tokens"] .label')
+    assert label == "$ per million training tokens"

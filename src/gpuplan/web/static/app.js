@@ -557,7 +557,7 @@ function renderSpeedCost(r, explanation) {
         c.stale ? h("span", {class: "stale"}, " (stale)") : null));
     rows.push(numberRow("cost.usd_per_hour", "$ per hour", usd(c.usd_per_hour), c.usd_per_hour));
     if (c.usd_per_million_tokens !== null) {
-      rows.push(numberRow("cost.usd_per_million_tokens", train ? "$ per million tokens trained" :
+      rows.push(numberRow("cost.usd_per_million_tokens", train ? "$ per million training tokens" :
         "$ per million output tokens", usd(c.usd_per_million_tokens), c.usd_per_million_tokens));
     }
     if (train && r.scenario.train_tokens) {
