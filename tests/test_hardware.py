@@ -47,6 +47,18 @@ def test_aliases(name, gpu_id):
     assert load_gpu(name).id == gpu_id
 
 
+@pytest.mark.parametrize("name, gpu_id", [
+    ("4080", "nvidia-geforce-rtx-4080"), ("3090 Ti", "nvidia-geforce-rtx-3090-ti"),
+    ("3090ti", "nvidia-geforce-rtx-3090-ti"), ("4070-ti-super", "nvidia-geforce-rtx-4070-ti-super"),
+    ("3060", "nvidia-geforce-rtx-3060-12gb"), ("4060ti", "nvidia-geforce-rtx-4060-ti-16gb"),
+    ("3090", "nvidia-geforce-rtx-3090"),
+])
+def test_a_geforce_model_number_names_its_card(name, gpu_id):
+    """Session 8's walk: `--gpu 4090` named the card, `--gpu 4080` and `--have 2x3090-ti` were unknown GPUs, as
+    only some numbers were aliases by hand. Every GeForce card's number is a name now, its memory left off."""
+    assert resolve_gpu(name) == (gpus()[gpu_id], None)
+
+
 def test_typo_suggests():
     with pytest.raises(UnknownNameError, match="did you mean"):
         load_gpu("rtx-4909")

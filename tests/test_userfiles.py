@@ -437,3 +437,23 @@ def test_sweep_removes_only_dead_processes_old_temporaries(tmp_path):
     uf.write_text(tmp_path / "plot.png", "new", "--plot")
     kept = {p.name for p in (new_dead, old_live, other, mine)}
     assert {p.name for p in tmp_path.iterdir()} == {*kept, "plot.png"}
+
+
+def test_no_control_refuses_exactly_the_control_pattern():
+    """no_control's printable-ASCII shortcut refuses what the pattern alone refuses: every ASCII character, alone and
+    inside a name, and beyond ASCII (where the pattern decides) C1 controls, separators and surrogates."""
+    import re
+
+    from gpuplan.errors import _CONTROL, GpuplanError, no_control
+
+    refused = 0
+    for char in [chr(code) for code in range(128)] + ["\x85", "\x9f", "\xa0", "\u2028", "\u2029", "\ud800",
+                                                       "\udfff", "é", "\u4e2d", "\U0001f600"]:
+        for value in (char, f"name{char}x"):
+            try:
+                assert no_control(value, "name") is value
+                assert re.search(_CONTROL, value) is None, ascii(value)
+            except GpuplanError:
+                assert re.search(_CONTROL, value) is not None, ascii(value)
+                refused += 1
+    assert refused == 2 * (33 + 6)  # C0 and DEL; NEL, APC, the two separators, the two surrogates

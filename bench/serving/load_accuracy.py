@@ -79,31 +79,40 @@ NOTES = """What the misses say, row by row:
   vLLM's code does not set it (HTTP parsing, tokenizing, the ZMQ hand-off to the engine core and the first
   streamed chunk are Python on the host's CPU). A same-host value would need a public single-request run outside
   the held-out rows; none with its host stated was found.
-- **vLLM, 500 requests at once through the API server (kvcached offline): TTFT -88 %, throughput +135 %; and
-  kvcached at 16 requests/s: TPOT -40 %.** What the source states (ovg-project/kvcached@751b1813acaf, "perf test
-  on H100"): `run_sweep.sh` starts `vllm serve Qwen/Qwen3-0.6B --gpu-memory-utilization 0.5 --max-model-len 2048`
-  on one GPU of a multi-GPU host (`CUDA_VISIBLE_DEVICES=1`), sends 100 warm-up prompts at the run's rate, then
-  three seeds of `vllm bench serve --backend vllm` (random 512/128, 500 prompts); the three seeds agree (median
-  TTFT 2.83-2.97 s, 92.6-97.0 requests/s at an infinite rate; TPOT 2.38-2.40 ms at 16/s). What it does not state:
-  the vLLM release (0.19.0 is the one its README says it was tested with), the host's CPU and what else ran on it,
-  and the server's log (`sweep_logs/` is not committed; the README's setup line still names the earlier GB10
-  host). The burst's TTFTs are spread evenly (median 2.87 s, mean 3.00 s, standard deviation 1.16 s, p99 4.9 s):
-  first tokens come out over about 1 to 5 s, about 125 requests a second, which is the rate at which the API
-  server hands requests to the engine, not the GPU's (gpuplan: all 500 prefilled within 0.3 s, median 0.33 s). In
-  vLLM 0.19 one API-server process (`--api-server-count`, PR #17546, scales it out) runs every request's HTTP
-  parsing, validation and tokenizing (`OpenAIServing`'s tokenizer runs on a one-thread executor, vllm#25301) and
-  the hand-off to the engine core (`AsyncLLM.add_request`) on one asyncio loop, which also detokenizes every
-  step's outputs (`AsyncLLM`'s output handler, `OutputProcessor.process_outputs` in slices of
-  `VLLM_V1_OUTPUT_PROC_CHUNK_SIZE`, 128, yielding between them) and writes every stream's chunks; the engine core,
-  in its own process, is not held back by it (its output queue is unbounded). So a burst is admitted at the
-  serial rate of one CPU core shared with streaming the requests already running, and gpuplan's per-request cost
-  (a latency each request pays, overheads.VLLM_V1_REQUEST_S) cannot build that queue. Building it needs the API
-  server's CPU time per request and per streamed chunk; vLLM's code sets neither (they are Python on the host's
-  CPU), and the public runs that show the effect (PR #17546's DP=2 ShareGPT runs, PR #27869's stream-interval
-  runs) give only totals on other hosts. Fitting them on these two rows would fit on held-out rows: left as is.
-  At 16 requests/s the server streams about 2,000 tokens a second, a small share of a core, so the TPOT miss is
-  the step itself: 2.0 ms median ITL against gpuplan's 1.4 ms, the same host effect as tt340's (the engine loop
-  constant was measured on KubeCon's H100 host).
+- **vLLM, 500 requests at once through the API server (kvcached offline): TTFT -34 %, throughput +25 %, TPOT -57 %
+  (before the frontend queue, scored as an offline batch: -88 %, +135 %, +160 %); and kvcached at 16 requests/s: TPOT
+  -40 %.** What the source states (ovg-project/kvcached@751b1813acaf, "perf test on H100"): `run_sweep.sh` starts
+  `vllm serve Qwen/Qwen3-0.6B --gpu-memory-utilization 0.5 --max-model-len 2048` on one GPU of a multi-GPU host
+  (`CUDA_VISIBLE_DEVICES=1`), sends 100 warm-up prompts at the run's rate, then three seeds of `vllm bench serve
+  --backend vllm` (random 512/128, 500 prompts); the three seeds agree (median TTFT 2.83-2.97 s, 92.6-97.0 requests/s
+  at an infinite rate; TPOT 2.38-2.40 ms at 16/s). What it does not state: the vLLM release (0.19.0 is the one its
+  README says it was tested with), the host's CPU and what else ran on it, and the server's log (`sweep_logs/` is not
+  committed; the README's setup line still names the earlier GB10 host). The burst's TTFTs are spread evenly (median
+  2.87 s, mean 3.00 s, standard deviation 1.16 s, p99 4.9 s): first tokens come out over about 1 to 5 s, about 125
+  requests a second, which is the rate at which the API server hands requests to the engine, not the GPU's (gpuplan
+  before the frontend queue: all 500 prefilled within 0.3 s, median 0.33 s). In vLLM 0.19 one API-server process
+  (`--api-server-count`, PR #17546, scales it out) runs every request's HTTP parsing, validation and tokenizing
+  (`OpenAIServing`'s tokenizer runs on a one-thread executor, vllm#25301) and the hand-off to the engine core
+  (`AsyncLLM.add_request`) on one asyncio loop, which also detokenizes every step's outputs (`AsyncLLM`'s output
+  handler, `OutputProcessor.process_outputs` in slices of `VLLM_V1_OUTPUT_PROC_CHUNK_SIZE`, 128, yielding between
+  them) and writes every stream's chunks; the engine core, in its own process, is not held back by it (its output
+  queue is unbounded). So a burst is admitted at the serial rate of one CPU core shared with streaming the requests
+  already running. gpuplan now builds that queue (serving/simulate.py `_Frontend`: each request takes the process for
+  its serial part, overheads.VLLM_V1_FRONTEND_S, 1 ms, with the share of the process that streaming the running
+  requests' tokens leaves, VLLM_V1_FRONTEND_TOKEN_S, 72.8 us a token), from vLLM's code and PR #12287's
+  API-server-bound run (63.62 requests/s of 202 tokens on vLLM 0.7), not from these rows; the row is now what its
+  command is, `--request-rate inf` through `vllm serve`: an open loop at the scenario's highest rate (10,000
+  requests/s, all 500 within ~0.05 s), where gpuplan's offline run is a batch handed to the engine in-process
+  (`LLM.generate`, `vllm bench throughput`), with no API server to queue through. The burst now reaches the engine
+  over 4.05 s (median TTFT 1.90 s against 2.87, p99 4.01 s against 4.9) at 115 requests/s (92.6 measured): 0.19's
+  frontend on this host is slower than the constants say, or more of it is serial (3 ms of serial work, the first
+  value tried, gave TTFT -7 %, requests/s -4 %, but KubeCon's held-out 0.11 stage at 170 requests/s of 64 tokens shows
+  that host's frontend kept up with more: its TTFT went +286 % -> +1,318 %; 1 ms keeps it at +290 %). TPOT -57 %:
+  vLLM's engine ran about 90 requests at a time, each token reaching the client after the frontend streamed the other
+  requests' (5.7 ms a token), where gpuplan's engine runs as many (83 at most) at its own pace, 2.5 ms a step; that
+  streaming lag is not modelled (the engine core does not wait for it). At 16 requests/s the server streams about
+  2,000 tokens a second, a small share of a core, so the TPOT miss is the step itself: 2.0 ms median ITL against
+  gpuplan's 1.4 ms, the same host effect as tt340's (the engine loop constant was measured on KubeCon's H100 host).
 - **Two sources added, both vLLM's own publications, each with its setup stated.** The vLLM blog's FP8 KV-cache
   post (2026-04-22: one H100, v0.19.1, 150 requests at concurrency 8, ~20k prompt and ~2k output tokens): Llama-3.1-8B
   TTFT +6 % and +7 % (BF16 and FP8 KV), ITL -7 % and -21 %, requests/s +4 % and +16 %; gpt-oss-20b TTFT -22 % and
@@ -120,8 +129,10 @@ NOTES = """What the misses say, row by row:
   1,514 (the Mamba state in float32, vLLM's default for NemotronH: `NemotronHForCausalLMConfig`
   `DEFAULT_MAMBA_SSM_CACHE_DTYPE`, "Only float32 is known to have no accuracy issues by default"), nothing is
   preempted, and the second 1,024 requests start as the first finish, as the measured median says. What is left
-  is the first wave: 1,024 requests sent at once, whose TTFTs gpuplan puts a third lower, the same burst through
-  one API-server process as kvcached's (above).
+  is the first wave: 1,024 requests sent at once, whose TTFTs gpuplan puts a third lower. Its p99 (15.5 s
+  against gpuplan's 11.1) says more than one API-server process (above) would: the last of 1,024 x 1,024 prompt
+  tokens was computed at ~68k tokens a second where gpuplan computes ~94k, so this hybrid's prompt steps are ~1.4x
+  too fast in gpuplan (read 2026-11-29, s8; no single-request run of it on an H200 places the cost).
 - **Offline at a large batch: Llama-3.1-405B FP8 on 8 H100s under vLLM 0.6.3 (dstack's `benchmark_throughput.py`
   runs, 15 rows, requests/s only).** Built as vLLM 0.6.3 runs them: the LLM class's V0 engine, `max_num_seqs`
   256, chunked prefill on past 32,768 tokens of context (512 tokens a step before 0.6.5), a prompt admitted only
@@ -160,8 +171,20 @@ NOTES = """What the misses say, row by row:
   `UnquantizedLinearMethod`); gpuplan read only groups listed for every layer until 2026-11-29, and now counts those
   two: 2 x 2.62 G weights at 2 bytes instead of 1, 0.61 GiB per GPU at TP 8, pool 161k -> 151k tokens, dstack
   median 27.1 % -> 20.6 % (2,048 + 2,048 at 64 and 256 prompts +27 % / +30 % -> +23 % / +21 %). The other ~3.6
-  GiB per GPU is unexplained; #9699's run shows a gap of the same kind (8.6 GiB, bench/results/vllm_startup.md),
-  not fitted. Looked at and ruled out: the profiling run's sampler. V0's `profile_run` samples its dummy batch
+  GiB per GPU was V0's non-torch memory on a Hopper card (2026-11-29, s8): gpuplan took 0.35 GiB for releases
+  before 0.6.5, an RTX 3090's (vllm#10517), where vLLM PR #10511's H100 logs of 0.6.5 give 1.79 GiB at TP 1 and
+  3.58 at TP 2 (NCCL's NVLink SHARP, which needs more than 2 GPUs, not among them); 0.6.3's accounting (the free
+  memory lost since `init_device`, torch's cached blocks included) and 0.6.4's (the device's whole use less torch's
+  allocated bytes) count at least what 0.6.5's (the growth less torch's) does, so on Hopper the 0.6.5 figure is a
+  floor for them too (engines/vllm.py `_hopper`). Read from those logs and vLLM's worker code, not from these rows:
+  pool 151k -> 97k tokens against the 91,680 the source states (+6 %), dstack median 20.6 % -> 3.9 % (2,048 + 2,048
+  at 32-256 prompts -7..+0 %, 32,784 + 2,048 +18..+27 %); #9699's H200 calibration row +50.8 % -> +31.7 % KV tokens
+  (bench/results/vllm_startup.md; its max_num_seqs 1,024 leaves a gap gpuplan does not explain). What is left on
+  the 32,784-token rows is time, not the pool: both vLLM and gpuplan run two such sequences at a time (three need
+  104k tokens), and a wave of two takes 118 s measured at 4 prompts against gpuplan's 93 s (2,048 decode steps of
+  39.5 ms and ~12 s of 512-token prompt chunks), as if a decode step at 34k tokens of context took ~52 ms; V0's
+  paged decode attention at batch 2 (one KV head per GPU at TP 8) is the likely place, not measured. Looked at and
+  ruled out before that: the profiling run's sampler. V0's `profile_run` samples its dummy batch
   with top-k = vocab - 1 and top-p 0.99 on the driver rank (whose pool V0 takes), and at V1 0.9-0.16's 38.9 B per
   row x vocab entry 256 rows of Llama's 128,256 would take 1.19 GiB; but vllm#10517's run of the same months at
   512 batched tokens (max-model-len 35,000, bench/serving/vllm_startup_cases.yaml) logged peak_torch_memory 15.05
@@ -175,9 +198,9 @@ NOTES = """What the misses say, row by row:
   Scheduler.schedule: 2,048 tokens a step on an A100 in 0.9, 8,192 on an H100), the closed loop's queueing and the
   prefix cache are in the simulation. The large misses left are each source's own: the per-request cost of
   tt340's and kvcached's hosts; bursts of hundreds of requests sent at once through one API-server process
-  (kvcached's 500, the Nemotron recipe's first 1,024), which gpuplan admits at once; dstack's KV pool, about 61 %
-  of the one its stated flags give (NVLink SHARP buffers and the bf16 first and last MLPs counted), with about 3.6
-  GiB per GPU unexplained.
+  (kvcached's 500, the Nemotron recipe's first 1,024), which gpuplan now admits one at a time but faster than
+  kvcached's host did; dstack's 32,784-token prompts
+  (+18..+27 %), whose pool gpuplan puts 6 % above the 91,680 tokens the source states.
 - **Looked at and left out** (setup not stated in full, or a feature gpuplan does not model): vLLM recipes whose
   card is ambiguous ("8xH200 (or H20)", "80G*1 GPU") or on H20 (not in the catalog); tt-inference-server's other GPU
   reports (concurrency 1 only, same client); InferenceX's gpt-oss H100 sweep (TPOT only in the thread);

@@ -13,6 +13,7 @@ the simulated requests at the run's concurrency (sglang_serving.py ``statistic``
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import statistics
 import sys
 from pathlib import Path
@@ -21,6 +22,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import sglang_serving as bench  # noqa: E402
+
+from gpuplan.serving.steptime import StepModel  # noqa: E402
 
 # what the rows say, in words (kept beside the table this script writes)
 NOTES = """\
@@ -75,7 +78,11 @@ concurrency of B300 (32: +440 ms), B200 (64: +710 ms) and H200 8k (64: +925 ms) 
 (no pool binds there: SGLang's admission reserve for output to come, PrefillAdder's new_token_ratio, was tried and
 changed none of these rows). MI325X's 8k rows are 390-630 ms short at every concurrency (TTFT 1,026 ms at 4 requests
 against H200's 373), a fixed cost rather than a slower prefill (that would grow with the first wave's 8k-token
-prompts: 1,918 ms at 64 requests)."""
+prompts: 1,918 ms at 64 requests).
+Session 8 (s8-mla): SGLang builds MLA's q_a_proj and kv_a_proj_with_mqa as one ReplicatedLinear
+(fused_qkv_a_proj_with_mqa in deepseek_v2.py), so each of the 8 GPUs reads and multiplies all 15.1 M of its parameters
+a layer (tensors/layout.replicated): +0.81 GB a decode token on each GPU, and 0.75 GiB less KV pool. Held-out median
+|error| TTFT 28.8% -> 26.3%, TPOT 6.5% -> 7.3% (H200 +10% -> +13%, MI325X +14% -> +16%: those already ran slow)."""
 WAVE_NOTES = """\
 Where the TTFT miss sits (2026-11-29). The table above splits each published mean over its n = 10c requests: if
 the n - c requests after the first wave took their simulated time, the first wave of c (sent together to a server
@@ -172,7 +179,68 @@ launches) and refitting SGLang's host constants on the calibration rows (launch 
 medians the wrong way: this table's TTFT 28.8% -> 30.3% and TPOT 6.5% -> 7.0%, sglang_serving's MoE TPOT 9.6% ->
 10.2%, its dense check rows 4.4% -> 4.7%; every prompt step eager, as ModelRunner.forward runs them (launch refit
 to 29.3 us on the 8B and 70B calibration rows), 28.8% -> 39.5% and 4.4% -> 6.0%. Neither was kept: the decode
-terms the closed form adds stand in for a prefill cost the model does not yet have."""
+terms the closed form adds stand in for a prefill cost the model does not yet have.
+(11) The frontend process (2026-11-29, s8-admit; serving/simulate.py _Frontend): a request now reaches SGLang's
+scheduler after the TokenizerManager's serial work (overheads.SGLANG_FRONTEND_S, 1 ms, borrowed from vLLM's API
+server), one request at a time, with the share of that process that streaming the running requests' tokens leaves.
+At these loads the process is mostly idle (at most 64 streams of a token per 20-50 ms: 9-23 % of it at 64, under 6 %
+at 1-16), so the queue itself adds little; what moved is where a closed loop's next request lands: before, it
+reached the scheduler at the very end of the step that finished the last one (no real client can: its request is
+sent after the last token is streamed, then parsed and tokenized), and was taken into the next batch at once; now it
+lands 1 ms into the next step and waits for the scheduler's next poll and prefill batch. Held-out TTFT 28.8% ->
+22.5% (H200 -40% -> -23%, B200 -47% -> -39%, B300 -24% / -22% -> -8% / -5%, MI325X -37% -> -33%), TPOT 6.5% -> 6.7%;
+after s8-mla's merge (MLA's down-projections), 26.3% -> 20.5% (H200 -37% -> -20%, B200 -46% -> -39%, B300 -23% /
+-21% -> -8% / -5%, MI325X -33% -> -28%), TPOT 7.3% -> 7.2%. The +20 ms at 1-2 requests is mostly this wait; the +137
+ms at 16-32 and +582 ms at 64 are not the frontend's (a process at most a quarter busy queues a few ms) and stay
+open."""
+FACTOR_NOTES = """\
+By factor, and where the offset sits (2026-11-29, s8; the tables below are generated from the runs).
+(1) By factor: the offset (published less simulated mean TTFT) is one near-constant per family from 1 to 16
+requests (B200 FP8 EP 1 +82..+132 ms, H200 FP8 EP 1 at 1k +71..+80 ms at 4-16 requests, B300 NVFP4 EP 4 and 8
++15..+36 ms), then a queue at B300's 32 and B200's and H200 8k's 64 requests (+437..+925 ms). It is not a slope
+in concurrency below those, not the release (every NVIDIA row is 0.5.12), not TP (B300 at TP 4 and TP 8 within
+10 ms of each other; PR #3363's B200 8k points below, TP 4 +135 ms and TP 8 +129 ms), and the recv interval does
+not order it (at 10, B300 +15..+30 ms and B200 +82..+132 ms).
+(2) Part of it is on every request, not only on the first wave (this revises the wave reading above). Issue #870's
+v0.5.7 runs of the same setup show both at once: their means and P99s bound the later requests' mean from below at
+148-204 ms (rest_floor), against 75 ms simulated, and their P99s (0.8-2.7 s) show a first wave far slower than
+simulated, a one-time cost in the timed run. For 0.5.12 the means alone cannot split the two. Read with its first
+wave as simulated, the H200 1k mean leaves 155-164 ms for each later request at 4-16 requests (the wave table's
+last column), about #870's floor. B200 at 1 request, each of its 10 requests sent to an idle server, is +94 ms;
+PR #3363's B200 8k/1k points, outside the bench, are +129..+152 ms at 1-2 requests. tenstorrent/tt-inference-server
+issue #356 (2025-07-17) measured SGLang at 179.7 ms and vLLM at 55.6 ms for a 128-token prompt of DeepSeek-R1-0528,
+one request at a time on the same 16 H100s (8 requests each). The one-time kind has a known cause in this client:
+it warms up with 2c copies of one prompt (benchmark_serving.py benchmark(): test_input = input_requests[0]), so
+shapes the timed run meets first can compile there.
+ai-dynamo/aisimulate issue #287 (SGLang 0.5.14, DeepSeek-V4-Pro on 8 B200 at TP 8 EP 1, 1k/1k, the same warm-up)
+traced 26 of its 27 first-sweep requests over 1 s to DeepGEMM JIT compiles inside measured prefills (mean TTFT at 1
+request: 581.8 ms in the first sweep, 202.4 and 196.5 ms in the next two). InferenceX issue #2819 counts 357 strong
+TTFT-tail candidates in its 2026-08-31 dump of published rows (one confirmed by its logs).
+(3) Where it sits, read from the TPOT. The placement table puts the same 80 ms either on each request's own path
+(request_s, outside the engine's steps) or inside each step that holds a prompt (which stalls every running
+decode). Both bring the held-out TTFT to 20.9% (the B300 rows, which do not have it, overshoot). Inside the step,
+H200's median TPOT goes from +10% to +18% (+17..+20% at 16-64 requests); on the request's path it stays. So either the
+cost does not stall the decodes (the API server, the tokenizer and detokenizer processes, the client), or the H200
+decode step is over-modelled by as much (its +10% is unexplained). It grows a little with the prompt on B200 (+90
+ms at 1k, +130 ms at 8k) but not on H200 (8k at 4 requests: -23 ms).
+(4) Not adopted. No single constant fits the families. Fitted on the B200 8k points (outside the held-out rows),
++130 ms would move H200 8k at 4 requests from +6% to about +40% and H200 1k to about +35%. Limiting it to the FP8
+checkpoints would let the held-out B300 rows choose the split. These runs cannot separate what the families with
+the offset share (FP8 block-quantized weights at EP 1: H200, B200 and tenstorrent's H100s) from what B300 has
+(NVFP4 experts, BF16 attention, EP 4-8): every FP8 run is EP 1 and every EP run is NVFP4. Two InferenceX entries
+would separate them (configs/deprecated/nvidia-1k1k-master.yaml): dsr1-fp8-b300-sglang (FP8, TP 8, EP 1 on B300,
+v0.5.12) and dsr1-fp4-b200-sglang (NVFP4, TP 4, EP 1 on B200, v0.5.12.post1); no source read prints their TTFT.
+One server log would place the cost: SGLang reports each request's queue time, prefill launch delay and prefill
+launch latency (scheduler_output_processor_mixin.py stream_output_generation; --enable-request-time-stats-logging).
+MI325X reads the same way, larger: its later requests imply 757-1,012 ms against 307-368 ms simulated.
+(5) The eager floor, the one part with a measurement outside these rows. SGLang pull request #12160 (2025-10-26)
+logged a "forward cost" of 82.6 ms for a DeepSeek-V3 prefill of 1 new token run eagerly, and 23.1 ms with a CUDA
+graph. gpuplan counts 58 ms of launches (23 kernels x 61 layers x 41.5 us), and it prices a prompt step of up to
+cuda_graph_max_bs tokens as a graph replay, which SGLang never does for an extend batch (its decode graphs replay
+decode batches only: cuda_graph_runner.py CudaGraphRunner.can_run). With every prompt step at least 82.6 ms (the
+placement table's last line): held-out TTFT 27.0% and TPOT 8.3%; the B300 rows come to -6..+19% at 1-16 requests,
+while H200 1k and B200 stay at -27..-46%. Not adopted: making every SGLang prompt step eager moved the dense check
+rows from 4.4% to 6.0% (note 10 above), and the pull request names neither its GPUs nor its release."""
 FAMILIES = (("ix3173-", "H200 FP8 TP 8, SGLang 0.5.12"), ("ix3363-", "B200 FP8 TP 8, SGLang 0.5.12"),
             ("ix3183-r1fp4-b300-tp8", "B300 NVFP4 TP 8 EP 8, SGLang 0.5.12"),
             ("ix3183-r1fp4-b300-tp4", "B300 NVFP4 TP 4 EP 4, SGLang 0.5.12"),
@@ -182,12 +250,125 @@ FAMILIES = (("ix3173-", "H200 FP8 TP 8, SGLang 0.5.12"), ("ix3363-", "B200 FP8 T
 def wave_line(row: dict, got: dict) -> str:
     """One row of the wave table: the published mean TTFT over n requests split as if the n - c requests after
     the first wave of c took the simulated time; what is left is the first wave's mean, ``(mean x n - rest x
-    (n - c)) / c``."""
+    (n - c)) / c``; and the other way round, the rest's mean if the first wave took its simulated time,
+    ``(mean x n - first x c) / (n - c)``."""
     c, n = int(row["max_concurrency"]), got["requests"]
     mean, first, rest = float(row["median_ttft_ms"]), got["first_wave_ttft_ms"], got["rest_ttft_ms"]
     implied = (mean * n - rest * (n - c)) / c
     return (f"| {row['id']} | {mean:,.1f} ms | {first:,.1f} | {rest:,.1f} | {implied:,.0f} | "
-            f"{implied - first:+,.0f} |")
+            f"{implied - first:+,.0f} | {(mean * n - first * c) / (n - c):,.0f} |")
+
+
+def rest_floor(mean: float, p99: float, c: int, n: int) -> float:
+    """The mean TTFT of the n - c requests after a closed loop's first wave of c, from below: with n = 10c at most
+    a tenth of the first wave lies above the P99, so the first wave's mean is about the P99 at most and the rest's
+    mean at least ``(n x mean - c x P99) / (n - c)``."""
+    return (n * mean - c * p99) / (n - c)
+
+
+def band(c: int) -> str:
+    return next(label for top, label in ((2, "1-2"), (8, "4-8"), (32, "16-32")) if c <= top) if c <= 32 else "64"
+
+
+# the factors the signed TTFT error is tabulated by: (name, the row's value)
+FACTORS = (("card, weights, EP", lambda r: f"{r['gpu'].upper()} {r.get('quant') or 'fp8'} EP {r.get('ep') or 1}"),
+           ("prompt tokens", lambda r: f"{int(r['random_input']) // 1024}k"),
+           ("concurrency", lambda r: band(int(r["max_concurrency"]))),
+           ("--scheduler-recv-interval", lambda r: r.get("scheduler_recv_interval") or "1 (unset)"),
+           ("SGLang", lambda r: r["sglang_version"]))
+
+
+def factor_lines(results: list[tuple[dict, dict]]) -> list[str]:
+    """The signed TTFT error and the offset (published less simulated mean, ms) of every row, by factor."""
+    lines = ["", "| factor | value | rows | median signed TTFT error | offset, median (min..max) |",
+             "|---|---|---|---|---|"]
+    for name, key in FACTORS:
+        groups: dict[str, list[tuple[float, float]]] = {}
+        for row, got in results:
+            real, pred = float(row["median_ttft_ms"]), got["median_ttft_ms"]
+            groups.setdefault(key(row), []).append((bench.pct(pred, real), real - pred))
+        for value, cells in sorted(groups.items()):
+            off = [o for _, o in cells]
+            lines.append(f"| {name} | {value} | {len(cells)} | {statistics.median(e for e, _ in cells):+.0f}% | "
+                         f"{statistics.median(off):+,.0f} ms ({min(off):+,.0f}..{max(off):+,.0f}) |")
+    return lines
+
+
+# InferenceX issue #870 (2026-03-05): SGLang v0.5.7, DeepSeek-R1-0528 FP8 on 8 H200, TP 8, EP 1, 1k/1k, the same
+# client (10c requests after 2c warm-ups); concurrency -> (mean TTFT, P99 TTFT) in ms: 4 from its three-job table
+# (the 1k/1k column), 8-64 from its concurrency sweep. Not rows of the bench (its TTFT is not scored).
+IX870_TTFT = {4: (267.3, 835.0), 8: (330.6, 1975.4), 16: (356.0, 2149.4), 32: (426.5, 2644.1), 64: (423.1, 2741.1)}
+# InferenceX pull request #3363's baseline table (dsr1-fp8-b200-sglang published 2026-05-22, SGLang v0.5.12): its
+# 8k/1k points, not rows of the bench: (TP, concurrency, mean TTFT ms, mean TPOT ms). TP 4 as dsr1_fp8_b200.sh
+# launches it: --chunked-prefill-size 8192, --mem-fraction-static 0.95, --scheduler-recv-interval 10.
+B200_8K = ((8, 1, 314.28, 7.39), (4, 1, 410.18, 7.96), (4, 2, 483.64, 9.13))
+
+
+def outside_lines(rows: list[dict], max_requests: int) -> list[str]:
+    """Two outside readings of the offset (not scored): issue #870's rest floor beside the simulated rest of the
+    0.5.12 H200 1k row at the same concurrency, and PR #3363's B200 8k points replayed from the 1k row's setup."""
+    by_id = {r["id"]: r for r in rows}
+    lines = ["", "| issue #870 (v0.5.7, H200 1k), c | mean TTFT | P99 TTFT | rest, at least | 0.5.12 row's rest "
+             "simulated |", "|---|---|---|---|---|"]
+    for c, (mean, p99) in IX870_TTFT.items():
+        got = bench.run(by_id[f"ix3173-r1-h200-1k-c{c}"], max_requests)
+        lines.append(f"| {c} | {mean:,.1f} ms | {p99:,.1f} ms | {rest_floor(mean, p99, c, 10 * c):,.0f} ms | "
+                     f"{got['rest_ttft_ms']:,.0f} ms |")
+    lines += ["", "| PR #3363 B200 FP8 8k/1k (v0.5.12) | TTFT published | gpuplan | offset | TPOT published | "
+              "gpuplan |", "|---|---|---|---|---|---|"]
+    base = by_id["ix3363-r1-b200-1k-c1"]
+    for tp, c, ttft, tpot in B200_8K:
+        row = dict(base, tp=str(tp), random_input="8192", num_prompts=str(10 * c), max_concurrency=str(c),
+                   median_ttft_ms=str(ttft), median_tpot_ms=str(tpot), scheduler_recv_interval="10",
+                   **({"chunked_prefill_size": "8192", "mem_fraction_static": "0.95"} if tp == 4 else {}))
+        got = bench.run(row, max_requests)
+        lines.append(f"| TP {tp}, {c} request{'s' if c > 1 else ''} | {ttft:,.1f} ms | {got['median_ttft_ms']:,.1f} | "
+                     f"{ttft - got['median_ttft_ms']:+,.0f} ms | {tpot:.2f} ms | {got['median_tpot_ms']:.2f} |")
+    return lines
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Stalled(StepModel):
+    """A step model whose every step holding a prompt takes ``stall_s`` longer (the placement diagnostic)."""
+
+    stall_s: float = 0.0
+
+    def time(self, prefill_tokens: float, *args, **kwargs) -> float:
+        return super().time(prefill_tokens, *args, **kwargs) + (self.stall_s if prefill_tokens > 0 else 0.0)
+
+
+PLACED_S = 0.080  # the H200 1k rows' offset at 4-16 requests (76-80 ms): a diagnostic's size, fitted on nothing
+# SGLang pull request #12160 (2025-10-26, DeepSeek-V3): the scheduler's log gives "forward cost" 82.64 ms for a
+# prefill of 1 new token without a CUDA graph and 23.10 ms with one: the eager prefill's host-bound floor then
+EAGER_FLOOR_S = 0.08264
+
+
+def placement_lines(rows: list[dict], max_requests: int) -> list[str]:
+    """The same extra time put in two places, to read where the TPOT lets it sit: on each request's own path
+    (``request_s``: the API server, outside the steps) or inside each step that holds a prompt (which stalls every
+    running request's decode); and a floor under each step that holds a prompt (``prompt_launch_s``: the step takes
+    the longer of its work and the floor), at the eager prefill's measured floor."""
+    ways = (("as modelled", None),
+            (f"+{PLACED_S * 1e3:.0f} ms on each request's path", lambda m: dataclasses.replace(
+                m, request_s=m.request_s + PLACED_S)),
+            (f"+{PLACED_S * 1e3:.0f} ms in each step holding a prompt", lambda m: Stalled(
+                **{f.name: getattr(m, f.name) for f in dataclasses.fields(m)}, stall_s=PLACED_S)),
+            (f"each step holding a prompt at least {EAGER_FLOOR_S * 1e3:.1f} ms (PR #12160's eager floor)",
+             lambda m: dataclasses.replace(m, prompt_launch_s=EAGER_FLOOR_S)))
+    lines = ["", "| placement (diagnostic, not adopted) | held-out TTFT | held-out TPOT | H200 TPOT signed "
+             "(median, range) |", "|---|---|---|---|"]
+    for label, reshape in ways:
+        ttft, tpot, h200 = [], [], []
+        for r in (r for r in rows if r["id"].startswith(tuple(f for f, _ in FAMILIES)) and r["role"] != "rocm-fit"):
+            got = bench.run(r, max_requests, reshape=reshape)
+            ttft.append(abs(bench.pct(got["median_ttft_ms"], float(r["median_ttft_ms"]))))
+            tpot.append(bench.pct(got["median_tpot_ms"], float(r["median_tpot_ms"])))
+            if r["gpu"] == "h200":
+                h200.append(tpot[-1])
+        assert h200, "no H200 rows"
+        lines.append(f"| {label} | {statistics.median(ttft):.1f}% | {statistics.median(map(abs, tpot)):.1f}% | "
+                     f"{statistics.median(h200):+.0f}% ({min(h200):+.0f}..{max(h200):+.0f}) |")
+    return lines
 
 
 def main() -> None:
@@ -203,12 +384,14 @@ def main() -> None:
     every: dict[str, list[float]] = {"ttft": [], "tpot": []}
     held: dict[str, list[float]] = {"ttft": [], "tpot": []}  # rows no constant is fitted on (not rocm-fit)
     waves = ["", "| row | TTFT published (mean) | simulated first wave | simulated rest | first wave the mean "
-             "implies | its excess |", "|---|---|---|---|---|---|"]
+             "implies | its excess | rest the mean implies |", "|---|---|---|---|---|---|---|"]
+    results: list[tuple[dict, dict]] = []
     for prefix, label in FAMILIES:
         errs: dict[str, list[float]] = {"ttft": [], "tpot": []}
         for r in (r for r in rows if r["id"].startswith(prefix)):
             p = bench.run(r, args.max_requests)
             waves.append(wave_line(r, p))
+            results.append((r, p))
             cells = []
             for key, name in (("median_ttft_ms", "ttft"), ("median_tpot_ms", "tpot")):
                 real, pred = float(r[key]), p[key]
@@ -229,6 +412,8 @@ def main() -> None:
                    f"{len(held['tpot'])} | {statistics.median(held['ttft']):.1f}% | "
                    f"{statistics.median(held['tpot']):.1f}% |")
     text = "\n".join(lines + summary) + "\n\n" + NOTES + "\n" + "\n".join(waves) + "\n\n" + WAVE_NOTES + "\n"
+    extra = factor_lines(results) + outside_lines(rows, args.max_requests) + placement_lines(rows, args.max_requests)
+    text += "\n" + FACTOR_NOTES + "\n" + "\n".join(extra) + "\n"
     Path(args.out).write_text(text)
     print(text)
 

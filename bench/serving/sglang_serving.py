@@ -92,8 +92,9 @@ def requests(row: dict, max_requests: int) -> tuple[np.ndarray, np.ndarray]:
                                                                          int(row["random_output"])))
 
 
-def run(row: dict, max_requests: int, *, before: bool = False, version: str | None = None) -> dict:
-    """Median TTFT and TPOT (ms) and output tokens/s of one row, as gpuplan predicts them now (or ``before``)."""
+def run(row: dict, max_requests: int, *, before: bool = False, version: str | None = None, reshape=None) -> dict:
+    """Median TTFT and TPOT (ms) and output tokens/s of one row, as gpuplan predicts them now (or ``before``).
+    ``reshape``: a diagnostic's change to the sampled step model (``StepModel -> StepModel``; moe_layout.py)."""
     s, m, gpu = setup(row, version=version)
     sm = sglang.startup_memory(s, m, gpu, mem_fraction_static=s.mem_fraction_static)
     if row["max_total_tokens"]:
@@ -108,7 +109,9 @@ def run(row: dict, max_requests: int, *, before: bool = False, version: str | No
     prompt, output = requests(row, max_requests)
     rate = float(row["rate_rps"]) if row["rate_rps"] else None
     limit = int(row["max_concurrency"]) if row.get("max_concurrency") else None
-    out = replay(sample(timer), engine, rate_rps=rate, prompt=prompt, output=output, max_concurrency=limit)
+    model = sample(timer)
+    out = replay(reshape(model) if reshape else model, engine, rate_rps=rate, prompt=prompt, output=output,
+                 max_concurrency=limit)
     stat = statistic(row)
     got = {"median_ttft_ms": 1e3 * float(stat(out.ttft_s)), "median_tpot_ms": 1e3 * float(stat(out.tpot_s)),
            "median_e2e_ms": 1e3 * float(stat(out.e2e_s)), "output_tokens_per_s": out.output_tokens_per_s}

@@ -40,7 +40,68 @@ FLAT_REQUEST_S = 57.5e-3
 
 
 # What the rows say (read off the tables; kept with the report when it is regenerated).
-NOTES = """Session 7 (s7-trtllm), held-out medians:
+NOTES = """Session 8 (s8-trtllm), held-out medians:
+
+| change | TTFT | TPOT |
+|---|---:|---:|
+| main at f6de562 | 24.1% | 21.6% |
+| 1. MLA's fused down-projection run whole on every rank; launch time refitted (48.9 -> 49.7 us) | 21.9% | 22.9% |
+
+1. `tensors/layout.replicated` (first `engines/trtllm.replicated_linears`): TensorRT-LLM builds DeepSeek's
+   `q_a_proj` and `kv_a_proj_with_mqa` as one
+   linear without a tensor-parallel mode (`modeling_deepseekv3.py` `DeepseekV3Attention`: `DeepseekV3Linear(...)`
+   with no mapping; NVIDIA's B200 latency blog, `docs/source/blogs/tech_blog/blog1_...B200_GPUs.md`, "Parallelism
+   Strategy": "Fuse_A GEMM: Data Parallelism 8 (DP8)"). At TP 8 each GPU reads and multiplies 15.1 M parameters a
+   layer, not 1.9 M: a DeepSeek-R1 decode token reads 0.81 GB more a GPU (+0.2 ms on an H200), a prompt costs
+   1.1-1.2 ms more per 1k tokens. H200 slopes 30.4 / 22.8 / 21.6 -> 31.5 / 24.0 / 22.8 ms per 1k tokens (EP 1 / 4 /
+   8; measured 53.3 / 35.8 / 34.7); H200 TPOT -10..-16 % -> -8..-14 %; B200 TPOT +32..+48 % -> +34..+50 % (the
+   Blackwell decode gap below). vLLM and SGLang replicate these linears too, so the fact moved to the layout of
+   every engine (s8-mla); each rank holds them whole (0.75 GiB a GPU of FP8 at TP 8). Elsewhere:
+   trtllm.py's MoE on one GPU held out 6.6 % (fitted 3.8 -> 3.9 %), MLPerf 9.6 %, trtllm_capacity 4.5 / 5.2 %:
+   unchanged.
+
+Looked at in session 8, with sources, and not built:
+
+- **The B200 FP4 checkpoint's attention is BF16.** nvidia/DeepSeek-R1-FP4 quantizes the MoE and MLP linears and
+  leaves attention unquantized: the model card of nvidia/DeepSeek-R1-0528-FP4-v2 says it "additionally quantizes the
+  wo module in attention layers" against the earlier checkpoints, and TensorRT-LLM runs the unquantized fused_a with
+  `dsv3_fused_a_gemm_op` at 1-16 tokens (`DeepseekV3Linear.apply_linear`: `not self.has_any_quant`). gpuplan prices
+  `quant: nvfp4` attention as NVFP4. Tried on top of item 1 (attention at 2 bytes and the BF16 rate on the B200):
+  B200 8,192-token TTFT -57/-64/-69 % -> -49/-56/-63 %, TPOT +34..+50 % -> +39..+49 %, held-out medians 21.9 / 22.9
+  % unchanged. It is a property of the checkpoint (vLLM and SGLang load the same one), so it belongs to
+  `model/quant` and the scenario's checkpoint, not to TensorRT-LLM's profile: left for the lead.
+- **InferenceX's TensorRT-LLM flags** (`benchmarks/single_node/fixed_seq_len/dsr1_fp8_b200_trt.sh@8eec0d4e`):
+  `moe_config.backend: TRTLLM` (the TRTLLM-Gen MoE, not the CUTLASS one gpuplan prices), CUDA graphs padded up to
+  the run's concurrency, an FP8 KV cache at 0.8 (0.75 at TP 4 and 8k), `stream_interval: 10`. The stream interval
+  does not delay the first token (`py_executor.py` `_handle_responses`: a response when `py_decoding_iter == 1`).
+- **Decode on Blackwell (and the calibration pair's TPOT).** What a one-user token costs beyond its weights' bytes
+  and the fused all-reduces (0.98 ms): about 145 us a layer on the H200s with EP, 190 at EP 1, 73-84 on the B200s
+  (measured ITL less gpuplan's byte and all-reduce parts); gpuplan gives both 129 (43 kernel latencies of 3 us: the
+  generic 31 non-GEMM kernels, vLLM's unfused count, and 12 GEMMs). Read from TensorRT-LLM's DeepSeek layer: one
+  fused routing kernel (`noaux_tc_op`), fused GEMMs (`fused_a`, gate+up), the shared expert on its own stream
+  (`Deepseekv3MoE.forward`: `maybe_execute_in_parallel`), and on Hopper a quantize kernel before each FP8 block-scale
+  GEMM (`fp8_quantize_1x128`; the MoE's `fp8_grouped_gemm_run` quantizes its rows itself, `cpp/tensorrt_llm/kernels/
+  cutlass_kernels/fp8_blockscale_gemm/fp8_blockscale_gemm.cu`) that NVFP4 with BF16 attention does not run: about 30
+  kernels on the critical path on the H200, 24 on the B200. At 3 us each the B200 lands at 72 us (its 73-84
+  measured) and the H200 55 us a layer short. Trials (decode count only, prompt launches held; held-out TTFT / TPOT):
+  Hopper 18 / Blackwell 12 non-GEMM kernels 22.7 / 14.3 % (B200 TPOT -5..-14 %, H200 -33..-47 %); 28 / 16 25.4 /
+  8.4 %, 24 / 14 24.4 / 11.7 % (before item 1). Counting the prompt launches the same way takes the B200 TTFT to
+  40-48 %. What the H200 pays beyond its count (55 us a layer with EP, 100 at EP 1) needs a kernel profile of one decode
+  step: the fewer kernels are not landed alone, because they would leave the H200 rows 33-47 % fast.
+- **At EP 1 on the H200 the GPU is busy before the launches end.** At 1,600 tokens EP 1 measures 41 ms more TTFT than
+  EP 8, and its slope is 18.5 ms per 1k tokens steeper; a step bound by its Python launches (gpuplan: 130 ms for
+  both) cannot show that difference. Either the MoE at EP 1 (256 local expert slices of 256 columns, the down
+  GEMM's K 256) costs far more per token than gpuplan's grouped GEMM gives, or the launches and the GPU's work add
+  rather than overlap. No source separates the two; the B200s agree with either (EP 8 - EP 1: 6.4 ms per 1k
+  tokens, 12 ms at 1,600 tokens). One Hopper-only cost that grows with the local experts, read from the code and
+  not priced: the FP8 block-scale MoE's GEMMs are DeepGEMM's `GroupedWithOffset` kernels (`fp8_blockscale_gemm.cu`
+  `grouped_gemm_dispatch`), whose persistent CTAs find their tiles by walking `problem_m_offsets` group by group from
+  the first (`GroupedWithOffsetScheduler::get_next_block`, two dependent loads a group): 256 groups a call at EP 1,
+  32 at EP 8, in each of the two GEMMs of every MoE layer, decode steps included (the H200's one-user ITL is 2.8 ms
+  longer at EP 1 than at EP 8, 45 us a layer; the B200's CUTLASS NVFP4 MoE shows no such step: 6.78 / 6.61 / 6.81
+  ms). Its time a group needs a profile.
+
+Session 7 (s7-trtllm), held-out medians:
 
 | change | TTFT | TPOT |
 |---|---:|---:|

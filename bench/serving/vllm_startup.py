@@ -55,7 +55,13 @@ V0 with more than 2 GPUs, so none moved. Its NVLS-on row stays +50.8% (26,528 bl
 without NVLS gpuplan holds 31,677 blocks where the issue logged 22,7xx, so about 8.6 GiB per GPU of Llama-3.1-405B
 at TP 8 in that build is in none of gpuplan's parts (weights 94.5 GiB, profiling peak 0.6 GiB at 1,024 tokens and
 sequences, non-torch 0.35 GiB). Not fitted: one source, and dstack's 8 H100 405B rows (load_accuracy.md) show a
-gap of the same kind but not the same size."""
+gap of the same kind but not the same size.
+
+Session 8: before 0.6.5 on Hopper, V0's non-torch memory is at least the H100 figure 0.6.5 logged (PR #10511: 1.79
+GiB at TP 1, 3.58 at TP 2), since 0.6.3's and 0.6.4's accounting count at least what 0.6.5's does
+(engines/vllm.py `_hopper`); the RTX 3090's 0.35 stays on other cards. The row above goes +50.8% -> +31.7%
+(23,168 blocks); about 5.4 GiB per GPU of that build at 1,024 sequences is still in none of gpuplan's parts.
+dstack's pool falls to 97k tokens, 6% above the 91,680 its source states."""
 
 
 def card_class(gpu: str) -> str:

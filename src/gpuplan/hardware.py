@@ -55,6 +55,10 @@ PREFERRED_VARIANT = {"gh200": "nvidia-gh200-96gb"}
 
 GENERATIONS = ("Volta", "Turing", "Ampere", "Ada", "Hopper", "Blackwell", "CDNA", "RDNA", "Gaudi", "Apple")
 
+# A GeForce card's model number names it alone, as its 4090, 3090 and 5090 did by hand and the 4080 and 3090 Ti did
+# not (session 8's walk: `--gpu 4080` was an unknown GPU): "GeForce RTX 4070 Ti SUPER" -> "4070 Ti SUPER", its
+# memory left off ("GeForce RTX 3060 12GB" -> "3060"; a number two cards share is ambiguous, as any name).
+GEFORCE_NUMBER = re.compile(r"GeForce RTX (\d{4}(?: Ti)?(?: SUPER)?)(?: \d+GB)?")
 # Common names that the yaml's own aliases do not carry; an alias naming several ids is ambiguous.
 EXTRA_ALIASES: dict[str, tuple[str, ...]] = {
     "h100-sxm": ("nvidia-h100-sxm5-80gb",), "h100-pcie": ("nvidia-h100-pcie-80gb",),
@@ -183,7 +187,9 @@ def _names() -> dict[str, tuple[str, ...]]:
     table: dict[str, set[str]] = {}
     for spec in gpus().values():
         short = spec.id.removeprefix("nvidia-").removeprefix("geforce-")
-        for name in (spec.id, short, spec.name, *spec.aliases):
+        number = GEFORCE_NUMBER.fullmatch(spec.name)  # "4080", "3090 Ti": as people name them
+        numbers = (number[1], number[1].replace(" ", "")) if number else ()
+        for name in (spec.id, short, spec.name, *spec.aliases, *numbers):
             table.setdefault(normalize_name(name), set()).add(spec.id)
     for alias, ids in EXTRA_ALIASES.items():
         table.setdefault(normalize_name(alias), set()).update(ids)

@@ -607,6 +607,27 @@ VLLM_STEP_OVERHEAD_S = 3e-3
 VLLM_V1_STEP_OVERHEAD_S = 0.765e-3
 VLLM_V1_HOST_S_PER_SEQ = 19.9e-6
 VLLM_V1_REQUEST_S = 14.7e-3
+# Of that, the V1 API server's own work, which one process does for every request in turn
+# (serving/simulate.py _Frontend): the OpenAI server is one asyncio process; each request's HTTP parsing and
+# validation, prompt tokenizing (vllm/entrypoints/openai/serving_engine.py: a ThreadPoolExecutor(max_workers=1),
+# or the AsyncMicrobatchTokenizer: one thread either way), input processing (vllm/v1/engine/async_llm.py
+# AsyncLLM.add_request: input_processor.process_inputs, synchronous in the event loop) and the ZMQ hand-off to the
+# engine core run there one at a time. The same process streams every token: the output_handler task
+# (async_llm.py) detokenizes each step's outputs (output_processor.py OutputProcessor.process_outputs, in chunks
+# of VLLM_V1_OUTPUT_PROC_CHUNK_SIZE with asyncio.sleep(0) between) and each request's generator formats and sends
+# its SSE chunk. The network and the client's own work stay parallel (the rest of VLLM_V1_REQUEST_S).
+# What the process serves, serial + tokens x per token: vLLM PR #12287 (njhill, 2025-01-21, its "Before" run:
+# Llama-3.2-1B-Instruct on one A100, ShareGPT with --ignore-eos, 6,000 requests at concurrency 400, 1,211,959
+# output tokens in 94.31 s: 63.62 requests/s, a 1B model the API server held back, which the PR set out to
+# fix), 15.7 ms per request of 202 tokens. The split: the serial request path above is a few Python calls and
+# one tokenizer call, about 1 ms; the rest is per token (72.8 us: detokenizing, a RequestOutput, a pydantic
+# chunk and its JSON, the SSE write). The calibration rows of bench/serving/serving_cases.yaml (KubeCon's
+# saturated stages, ~101 requests/s of 64 tokens, served at the engine's pace) stay within 3 % for any serial
+# part from 0 to 6 ms (9 ms: throughput -13 %), so they bound it without setting it. PR #12287's frontend is
+# vLLM 0.7's; later releases' is faster (vLLM 0.12 streamed 15.8k tokens/s in the Nemotron recipe of
+# bench/data/serving_load_runs.csv), which the per-token figure leaves as an upper bound.
+VLLM_V1_FRONTEND_S = 1.0e-3
+VLLM_V1_FRONTEND_TOKEN_S = (15.7e-3 - VLLM_V1_FRONTEND_S) / 202
 # vLLM V1 before 0.11 replays each step as piecewise CUDA graphs (CompilationConfig's cudagraph_mode
 # PIECEWISE, the default until v0.11.0 turned on FULL_AND_PIECEWISE: its release notes): torch.compile splits the
 # forward at every attention op (splitting_ops ``vllm.unified_attention*``), which runs eagerly between two graph
@@ -626,6 +647,16 @@ VLLM_PIECEWISE_GRAPH_LAYER_S = 14.3e-6
 SGLANG_STEP_OVERHEAD_S = 1.28e-3
 SGLANG_HOST_S_PER_SEQ = 22.0e-6
 SGLANG_REQUEST_S = 8.13e-3
+# Of that, the serial part and what the TokenizerManager spends per streamed token (serving/simulate.py
+# _Frontend): SGLang's HTTP server and its TokenizerManager are one asyncio process
+# (python/sglang/srt/managers/tokenizer_manager.py: generate_request -> _tokenize_one_request, the tokenizer
+# called in the event loop, then _send_one_request over ZMQ to the one scheduler; handle_loop takes each step's
+# BatchStrOutput from the DetokenizerManager and _handle_batch_output wakes every request's generator, whose
+# chunk the HTTP layer serializes and sends). Borrowed from vLLM's (VLLM_V1_FRONTEND_S, VLLM_V1_FRONTEND_TOKEN_S):
+# the same work in one Python process, less the detokenizing, which SGLang runs in its own process
+# (detokenizer_manager.py), so the per-token figure is at most SGLang's; no SGLang run found separates them.
+SGLANG_FRONTEND_S = VLLM_V1_FRONTEND_S
+SGLANG_FRONTEND_TOKEN_S = VLLM_V1_FRONTEND_TOKEN_S
 # What each tensor-parallel all-reduce costs SGLang beyond the link's latency: fitted, last, on the median TPOT of
 # the same README's Llama-3.1-70B on 4 H100s at 4 requests/s (its decode steps ran ~15% longer than the step model
 # of vLLM's current engine, whose TP 4 rows of bench/serving/serving_cases.yaml it matches; the H200 rows of
@@ -845,8 +876,9 @@ TRTLLM_REQUEST_S = VLLM_V1_REQUEST_S
 # all-reduce + RMSNorm (engines/trtllm.fused_kernels: two kernels fewer per layer to launch): 41.8 -> 43.9 us; and
 # when the fused MoE's expanded rows were priced (speed/experts.expanded_rows_s: the 8,192-token prompt's GPU work
 # grew more than the 1,600-token one's, so the intercept left to the launches grew): 43.9 -> 47.2 us; and when MLA's
-# prompt attention left the FP8-FMHA speed-up (engines/trtllm.Trtllm.timing: a BF16 MHA): 47.2 -> 48.9 us.
-TRTLLM_EAGER_LAUNCH_S = 48.9e-6
+# prompt attention left the FP8-FMHA speed-up (engines/trtllm.Trtllm.timing: a BF16 MHA): 47.2 -> 48.9 us; and when
+# MLA's fused down-projection ran whole on every rank (tensors/layout.replicated, s8): 48.9 -> 49.7 us.
+TRTLLM_EAGER_LAUNCH_S = 49.7e-6
 # TensorRT-LLM's context attention against gpuplan's FlashAttention figure (ATTENTION_PEAK_FRACTION of the bf16 peak):
 # fitted at 1.5x. trtllm-bench builds FP8 and NVFP4 engines with FP8 context FMHA (tensorrt_llm/bench/build/build.py:
 # use_fp8_context_fmha = True "if NVFP4 or FP8 quantization is enabled"), whose peak is twice the bf16 one.

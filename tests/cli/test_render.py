@@ -273,3 +273,17 @@ def test_the_offline_line_names_the_engines_own_cap(engine, extra, said):
                            env={"COLUMNS": "400"})
     assert r.exit_code == 0, r.output
     assert said in r.output
+
+
+def test_a_speed_below_ten_tokens_per_second_keeps_two_digits(capsys):
+    """Session 8's walk: Llama-3.1-405B from system RAM on an RTX 4080 (llama.cpp, 125 of 126 layers on the CPU)
+    read "0 output tokens/s in all (likely 0-0) ... each user streams 0 tokens/s" beside a 16.6 s decode step. Speeds
+    below 10 tokens/s keep two significant digits: 1 / 16.6 s = 0.06 tokens/s."""
+    from gpuplan.cli import run
+
+    code = run(["estimate", "--model", "llama-3.1-405b", "--task", "infer", "--engine", "llama.cpp", "--gpu", "4080",
+                "--cpu-layers", "true", "--host-ram-gib", "768"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert code == 0
+    assert "speed: 0.059 output tokens/s in all (likely 0.05-0.073)" in text
+    assert "each user streams 0.06 tokens/s (decode step, TPOT 16624.1 ms" in text

@@ -211,3 +211,23 @@ def test_generation_markers_render_as_their_body():
     plain = marked.replace("{% generation %}", "").replace("{% endgeneration %}", "")
     messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
     assert render(marked, 7, messages=messages) == render(plain, 7, messages=messages) == "<|user|>hi<|assistant|>hello"
+
+
+def test_a_model_given_as_its_config_file_counts_with_the_tokenizer_beside_it(tmp_path, tokenizer):
+    """Session 8's walk: a model given as ``folder/config.json`` with a dataset and no --tokenizer read
+    "config.json is not a tokenizer.json the tokenizers library reads": the model's path was taken for the
+    tokenizer. Its folder is now, as for a model given as the folder: here the word tokenizer beside it counts the
+    chat's 4 words; without one the sentence names the folder."""
+    from gpuplan.dataset import profile
+    from gpuplan.model.catalog import bundled
+
+    folder = tmp_path / "ckpt"
+    folder.mkdir()
+    (folder / "config.json").write_bytes(bundled()["meta-llama/Llama-3.2-1B"].read_bytes())
+    fields = {"model": str(folder / "config.json"), "task": "train", "method": "lora",
+              "dataset": str(chat_file(tmp_path))}
+    with pytest.raises(GpuplanError, match=f"tokenizer '{folder}': no tokenizer.json there"):
+        scenario_from(fields)
+    (folder / "tokenizer.json").write_bytes(tokenizer.read_bytes())
+    tokenize.load_tokenizer.cache_clear()
+    assert profile(scenario_from(fields)).stats.tokens_total == 4  # hello world, the cat

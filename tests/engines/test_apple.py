@@ -30,8 +30,9 @@ def test_mlx_quantized_bytes_by_hand():
 def test_mlx_serves_on_apple_only_and_loads_its_own_quants():
     ok = estimate({**SERVE, "engine": "mlx", "gpu": "apple-m4-max", "quant": "mlx-4bit"}, advise=False)
     assert ok.speed.tokens_per_s > 0
-    with pytest.raises(GpuplanError, match="MLX runs on Apple silicon"):
-        estimate({**SERVE, "engine": "mlx", "gpu": "h100-sxm"}, advise=False)
+    for gpu, maker in (("h100-sxm", "NVIDIA's"), ("mi300x", "AMD's"), ("gaudi3", "Intel's")):  # not "a AMD card"
+        with pytest.raises(GpuplanError, match=f"MLX runs on Apple silicon \\(Metal\\), and .* is {maker}: serve"):
+            estimate({**SERVE, "engine": "mlx", "gpu": gpu}, advise=False)
     with pytest.raises(GpuplanError, match="set quant mlx-4bit or mlx-8bit"):
         estimate({**SERVE, "engine": "mlx", "gpu": "apple-m4-max", "quant": "gguf-q4_k_m"}, advise=False)
 

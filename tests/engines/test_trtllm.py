@@ -191,3 +191,21 @@ def test_trtllm_backend_is_said_only_when_set_and_refused_as_another_engines_set
         scenario_from({**SERVE, "trtllm_backend": "onnx"})
     with pytest.raises(GpuplanError, match="trtllm_backend are TensorRT-LLM's settings: set engine trtllm"):
         estimate({**SERVE, "engine": "vllm", "trtllm_backend": "tensorrt"})
+
+
+def test_the_replicated_down_projection_is_held_whole_by_every_rank():
+    """Each rank holds all of TensorRT-LLM's fused_a (``DeepseekV3Linear`` without a tensor-parallel mode, the
+    layout of every engine: gpuplan.tensors.layout.replicated): DeepSeek-R1 FP8 at TP 8, 61 layers x (7,168 x
+    1,536 + 7,168 x 576 weights + a 4-byte FP8 scale each) = 61 x 15,138,824 B, of which an even split leaves 1/8 on
+    a GPU: 7/8 of it, 808,034,731 B, more a GPU in the weights TensorRT-LLM loads before sizing its KV pool."""
+    m = load_model("deepseek-r1")
+    s = scenario_from({"model": "deepseek-r1", "task": "infer", "engine": "trtllm", "gpu": "h200", "num_gpus": 8,
+                       "tp": 8, "quant": "fp8", "prompt_tokens": 1024, "output_tokens": 256})
+    from gpuplan.tensors.state import weight_format
+
+    fmt, skip = weight_format(s, m)
+    gpu = resolve_gpu("h200")[0]
+    held = trtllm.startup_memory(s, m, gpu, 0.0)
+    even = sum(m.weight_bytes(fmt, skip=skip).values()) / 8
+    assert held.weights == pytest.approx(even + 61 * 15_138_824 * 7 / 8)
+    assert held.weights - even == pytest.approx(808_034_731, abs=1)

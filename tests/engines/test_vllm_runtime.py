@@ -356,16 +356,38 @@ def test_v0_before_0_6_5_counts_nvlink_sharp_buffers_at_tp8_vllm9699():
     m = load_model("llama-3.1-405b")
     base = {"model": "llama-3.1-405b", "gpu": "h200", "engine_version": "0.6.3", "num_gpus": 8, "tp": 8,
             "max_num_seqs": 1024, "max_num_batched_tokens": 1024}
+    hopper_tp = oh.VLLM_V0_NON_TORCH_GIB * 2  # PR #10511's H100 TP 2 figure, the floor on Hopper (next test)
     on = vllm.startup_memory(sc(**base), m, load_gpu("h200"))
-    assert on.non_torch / GIB == pytest.approx(oh.VLLM_V0_EARLY_NON_TORCH_GIB + 4.95)
+    assert on.non_torch / GIB == pytest.approx(hopper_tp + 4.95)
     assert 5105 * 16 * 64_512 / GIB <= 4.95 <= 5204 * 16 * 64_512 / GIB
     half = vllm.startup_memory(sc(**{**base, "tp": 4, "num_gpus": 4}), m, load_gpu("h200"))
-    assert half.non_torch / GIB == pytest.approx(oh.VLLM_V0_EARLY_NON_TORCH_GIB + 4.95 / 2)
+    assert half.non_torch / GIB == pytest.approx(hopper_tp + 4.95 / 2)
     later = vllm.startup_memory(sc(**{**base, "engine_version": "0.6.5"}), m, load_gpu("h200"))
     assert later.non_torch / GIB == pytest.approx(oh.VLLM_V0_NON_TORCH_GIB * 2)  # measured only before 0.6.5
     for other in ({"tp": 2, "num_gpus": 2}, {"gpu": "h100-pcie"}, {"gpu": "nvidia-a100-sxm4-80gb"}):
         s = sc(**{**base, **other})
         assert vllm.nvls_gib(s, load_gpu(s.gpu)) == 0.0
+
+
+def test_v0_before_0_6_5_counts_at_least_0_6_5s_non_torch_memory_on_hopper():
+    """0.6.3 counts the free memory lost since init_device and 0.6.4 the device's whole use less torch's allocated
+    bytes; 0.6.5 (PR #10511) counts only the growth less torch's, and logged 1.79 GiB on one H100 and 3.58 at TP 2.
+    On Hopper that is the floor for the earlier releases too; elsewhere the RTX 3090's 0.35 (vllm#10517, 0.6.4)
+    stays. dstack's Llama-3.1-405B FP8 on 8 H100s (vLLM 0.6.3, chunked prefill at 512 tokens, 256 sequences):
+    3.58 + 4.95 GiB of NVLink SHARP counted, gpuplan's pool is within 7 % of the 91,680 tokens (5,730 blocks of
+    16) the source states its setup supports (it was 151k with the 3090's figure)."""
+    nt = {g: vllm.rules(sc(engine_version="0.6.3", gpu=g, tp=tp, num_gpus=tp), load_gpu(g)).non_torch_gib
+          for g, tp in (("h100-sxm", 1), ("h200", 2), ("rtx-3090", 1), ("nvidia-a100-sxm4-80gb", 4))}
+    assert nt == {"h100-sxm": 1.79, "h200": 3.58, "rtx-3090": 0.35, "nvidia-a100-sxm4-80gb": 0.35}
+    assert vllm.rules(sc(engine_version="0.6.4", tp=8, num_gpus=8), H100).non_torch_gib == pytest.approx(3.58 + 4.95)
+    from pathlib import Path
+
+    model = str(Path(__file__).resolve().parents[2] / "bench" / "serving" / "models" / "llama-3.1-405b-fp8.json")
+    s = scenario_from({"model": model, "task": "infer", "engine": "vllm", "gpu": "h100-sxm", "tp": 8, "num_gpus": 8,
+                       "engine_version": "0.6.3"})
+    mem = vllm.startup_memory(s, load_model(s.model), H100)
+    assert (mem.limits.max_num_batched_tokens, mem.limits.max_num_seqs) == (512, 256)
+    assert mem.kv_tokens == pytest.approx(91_680, rel=0.07)
 
 
 def test_a_yarn_config_starts_at_its_scaled_context(tmp_path):

@@ -55,6 +55,10 @@ def write(tmp_path: Path, *args: str) -> Path:
     ("sd1.5", "train_dreambooth.py", ["--method", "full", "--resolution", "512"]),
     ("sd3-medium", "train_dreambooth_lora_sd3.py", ["--resolution", "1024", "--lora-rank", "8"]),
     ("sdxl", "train_dreambooth_lora_sdxl.py", ["--resolution", "1024", "--text-encoders", "trained"]),
+    ("sd1.5", "train_dreambooth.py", ["--method", "full", "--resolution", "512", "--text-encoders", "trained",
+                                      "--set-grads-to-none", "true"]),
+    ("sd3-medium", "train_dreambooth_sd3.py", ["--method", "full", "--resolution", "512", "--optimizer",
+                                               "adamw-8bit", "--text-encoders", "trained", "--gpu", "h200"]),
 ])
 def test_diffusers_command_reads_back_through_the_scripts_parse_args(model, script, extra, tmp_path):
     args = ["--model", model, "--task", "train", "--method", "lora", "--gpu", "a100-80gb", "--target", "diffusers",
@@ -71,6 +75,7 @@ def test_diffusers_command_reads_back_through_the_scripts_parse_args(model, scri
     assert parsed.train_batch_size == int(given.get("--micro-batch-size", 1))
     assert parsed.with_prior_preservation == ("--prior-preservation" in given)
     assert parsed.train_text_encoder == (given.get("--text-encoders") == "trained")
+    assert getattr(parsed, "set_grads_to_none", False) == ("--set-grads-to-none" in given)
     if "lora" in script:
         assert parsed.rank == int(given.get("--lora-rank", 16))
     plan = json.loads((out / "plan.json").read_text())
@@ -108,6 +113,39 @@ def test_kohya_toml_holds_sd_scripts_options(model, extra, tmp_path):
     assert argv[-2:] == ["--config_file", "kohya.toml"]
     assert argv[4] == {"flux-dev": "flux_train_network.py", "sdxl": "sdxl_train_network.py",
                        "sd1.5": "train_db.py" if "full" in extra else "train_network.py"}[model]
+
+
+@pytest.mark.parametrize("model, encoders, key, value", [
+    ("sd1.5", "frozen", "stop_text_encoder_training", -1),  # train_db.py trains the CLIP encoder unless told
+    ("sd1.5", "trained", "stop_text_encoder_training", None),
+    ("sdxl", "trained", "train_text_encoder", True),  # sdxl_train.py trains them only when asked
+    ("sdxl", "frozen", "train_text_encoder", None),
+    ("sd3-medium", "trained", "train_text_encoder", True),  # sd3_train.py: CLIP-L and CLIP-G
+    ("sd3-medium", "trained", "train_t5xxl", None),
+    ("sd3-medium", "trained-all", "train_t5xxl", True),  # sd3_train.py --train_t5xxl (with --train_text_encoder)
+])
+def test_kohya_full_finetune_writes_each_scripts_encoder_switch(model, encoders, key, value, tmp_path):
+    out = write(tmp_path, "--model", model, "--task", "train", "--method", "full", "--gpu", "h200", "--stack",
+                "kohya", "--resolution", "512", "--text-encoders", encoders, "--optimizer", "adamw-8bit")
+    tables = tomllib.loads((out / "kohya.toml").read_text())
+    keys = {k for table in tables.values() for k in table}
+    assert keys <= kohya_options(), keys - kohya_options()
+    assert tables["training"].get(key) == value
+    assert tables["training"]["cache_text_encoder_outputs"] is False
+    if encoders == "trained-all":  # sd3_train.py asserts --train_text_encoder with --train_t5xxl
+        assert tables["training"]["train_text_encoder"] is True
+
+
+def test_ai_toolkit_trains_the_clip_encoders_lora_for_sdxl(tmp_path):
+    """ai-toolkit's train.train_text_encoder (toolkit/config_modules.py TrainConfig), written true for an SDXL
+    LoRA whose plan trains the encoders, in the example config's layout."""
+    out = write(tmp_path, "--model", "sdxl", "--task", "train", "--method", "lora", "--gpu", "rtx-4090",
+                "--stack", "ai-toolkit", "--resolution", "1024", "--text-encoders", "trained")
+    ours = yaml.safe_load((out / "ai-toolkit.yaml").read_text())
+    process = ours["config"]["process"][0]
+    assert process["train"]["train_text_encoder"] is True and process["model"]["is_xl"] is True
+    example = yaml.safe_load((DATA / "ai-toolkit" / "train_lora_flux_24gb.yaml").read_text())
+    assert set(process["train"]) <= set(example["config"]["process"][0]["train"]) | {"gradient_accumulation_steps"}
 
 
 def test_simpletuner_config_keys_are_its_options(tmp_path):
@@ -152,9 +190,10 @@ def test_ai_toolkit_yaml_has_the_example_configs_layout(tmp_path):
     (["--model", "sdxl", "--target", "vllm"], "does not apply to a diffusion model"),
     (["--model", "sdxl", "--target", "kohyaa"], "did you mean kohya"),
     (["--model", "sdxl", "--stack", "kohya", "--target", "simpletuner"], "use --target kohya or diffusers"),
-    (["--model", "sdxl", "--stack", "kohya", "--target", "ai-toolkit"], "this plan trains them"),
-    (["--model", "sdxl", "--stack", "simpletuner", "--text-encoders", "trained"], "stack kohya or diffusers"),
-    (["--model", "sdxl", "--method", "full", "--stack", "kohya", "--text-encoders", "trained"], "not full"),
+    (["--model", "flux-dev", "--stack", "kohya", "--target", "ai-toolkit"], "not FLUX"),
+    (["--model", "sdxl", "--stack", "simpletuner", "--text-encoders", "trained"], "leaves them frozen"),
+    (["--model", "flux-dev", "--method", "full", "--stack", "kohya", "--text-encoders", "trained"],
+     "flux_train.py trains neither"),
 ])
 def test_what_a_trainer_cannot_run_is_one_sentence(args, words, tmp_path, capsys):
     base = ["launch", "--task", "train", "--method", "lora", "--gpu", "a100-80gb", "-o", str(tmp_path / "o")]

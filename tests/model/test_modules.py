@@ -154,7 +154,8 @@ def test_a_polynomial_term_evaluates_with_the_batch():
 @pytest.mark.slow
 def test_a_bundled_profile_equals_a_fresh_recording():
     """SD 1.5's CLIP text encoder recorded again on fake tensors gives the bundled profile exactly: its forward and
-    its LoRA training passes (text_encoders trained: the diffusers and kohya presets)."""
+    its LoRA training passes (text_encoders trained: the diffusers and kohya presets) and its passes trained whole,
+    with and without checkpointing (a full fine-tune's text_encoders trained)."""
     require("diffusers")
     require("transformers")
     from gpuplan.model.record import record
@@ -166,7 +167,8 @@ def test_a_bundled_profile_equals_a_fresh_recording():
     assert is_bundled
     assert fresh.ops == bundled.ops and fresh.other_bytes == bundled.other_bytes
     assert fresh.dispatches == bundled.dispatches and fresh.memory == bundled.memory
-    assert set(bundled.memory) == {"inference", "train-lora-attention", "train-lora-all"}
+    assert set(bundled.memory) == {"inference", "train-lora-attention", "train-lora-all", "train-full",
+                                   "train-full-gc"}
 
 
 @pytest.mark.sim

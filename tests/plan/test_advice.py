@@ -144,6 +144,8 @@ def test_a_change_to_cpu_layers_reads_as_words():
 
     s = scenario_from({"model": "qwen3-8b", "task": "infer", "engine": "llama.cpp"})
     assert change_words({"cpu_layers": True}, s) == "llama.cpp layers on the CPU"
+    # session 8's walk: fit's row read "with host ram gib 1472.0 (1,466 GiB of RAM)"
+    assert change_words({"host_ram_gib": 1472}, s) == "host RAM of 1,472 GiB"
 
 
 def test_the_longest_context_found_stays_within_the_models():
@@ -237,3 +239,17 @@ def test_the_walk_finds_its_largest_batch_and_context_in_few_probes(monkeypatch)
                            micro_batch_size=1)).memory
     assert (memory.max_batch_size, memory.max_seq_len) == (3, 6636)
     assert len(calls) == 9, calls
+
+
+def test_more_host_ram_for_llama_cpp_layers_fits_when_applied():
+    """Session 8's walk: Llama-3.1-405B with llama.cpp on an RTX 4080 suggested "a machine with 768 GiB of RAM
+    (host_ram_gib 768) ... (fits)", but that change alone read "does not fit: llama.cpp would run 125 of 126 layers
+    from system RAM on the CPU (--cpu-layers counts that as fitting)", and fit's row had no largest batch. The
+    change now takes --cpu-layers with it, and applying it fits, with the batch and prompt fit says."""
+    import gpuplan
+
+    s = {"model": "llama-3.1-405b", "task": "infer", "engine": "llama.cpp", "gpu": "rtx-4080"}
+    (ram,) = [x for x in gpuplan.estimate(s).suggestions if "host_ram_gib" in x.fields]
+    assert ram.fits and ram.fields == {"host_ram_gib": 768, "cpu_layers": True}
+    applied = gpuplan.estimate({**s, **ram.fields})
+    assert applied.verdict.fits and (applied.memory.max_batch_size, applied.memory.max_seq_len) == (35, 45_568)

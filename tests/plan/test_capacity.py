@@ -4,6 +4,8 @@ load found, the same plan ``estimate`` makes of that scenario."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 import gpuplan
@@ -147,3 +149,79 @@ def test_thinking_users_stream_at_the_load_in_flight():
     (busy,) = capacity(s, m, load_workload(None, {**fields, "users": 40}), gpu_ids=("nvidia-h100-sxm5-80gb",),
                        max_gpus=1, simulate_top=1)
     assert busy.plan.setup.scenario.batch_size == busy.max_users == 40  # think 0: every user's request in flight
+
+
+def test_a_prompt_only_trace_has_no_tpot_and_says_why(tmp_path):
+    """Session 7's walk: a trace of ``output_length: 0`` read ``p95 TPOT 0 ms`` and a streaming speed for requests
+    that stream nothing. vllm bench serve counts a request's TPOT only when it streams a second token
+    (``calculate_metrics``: ``output_len > 1``), so the row's TPOT is None (n/a) and a note says why; an SLO on it
+    holds (no gap between tokens to miss it)."""
+    trace = tmp_path / "prefill.jsonl"
+    trace.write_text("".join(f'{{"input_length": {300 + 7 * i}, "output_length": {i % 2}}}\n' for i in range(60)))
+    m = load_model("llama-3.1-8b")
+    s = scenario_from({"model": "llama-3.1-8b", "task": "infer", "engine": "vllm"})
+    w = load_workload(None, {"rate_rps": 1, "trace": str(trace), "ttft_s": 2, "tpot_s": 0.05, "num_requests": 40})
+    notes: list[str] = []
+    (row,) = capacity(s, m, w, gpu_ids=("nvidia-l40s",), max_gpus=1, simulate_top=1, notes=notes)
+    assert row.ttft_s > 0 and row.max_rate_rps > 1
+    assert row.tpot_s is None and row.streaming_tokens_per_s_per_user is None
+    assert len(notes) == 1 and notes[0].startswith("TPOT n/a: no request of the workload streams a second token")
+
+
+def test_the_tpot_percentile_is_over_the_requests_that_stream():
+    """A mixed trace: the p95 TPOT is the 95th percentile of the requests with more than one output token, as
+    vllm bench serve reports it and ``estimate --users`` reads its runs (serving/load.py). Before, the requests of
+    0 or 1 output tokens entered it at 0 ms and pulled it down: here 39.8 ms against 44.0 ms; qwen3-8b on an L40S
+    with a trace of three in four prompt-only requests, 143 ms against the streaming requests' own 153 ms."""
+    import numpy as np
+
+    from gpuplan.serving.capacity import COOLDOWN_SHARE, WARMUP_SHARE, _point
+
+    n = 200
+    tpot = np.where(np.arange(n) % 4 == 0, np.linspace(0.010, 0.050, n), 0.0)  # one request in four streams
+    out = SimpleNamespace(ttft_s=np.full(n, 0.2), tpot_s=tpot, e2e_s=np.full(n, 1.0), sent_at=np.arange(n, dtype=float),
+                          finished_at=np.arange(n) + 1.0, completed=n, output_tokens=10 * n)
+    w = load_workload(None, {"rate_rps": 1, "prompt_tokens": 100, "output_tokens": 10, "tpot_s": 0.042})
+    point = _point(out, w, 1.0, n)
+    keep = np.arange(n)[int(WARMUP_SHARE * n):int((1 - COOLDOWN_SHARE) * n)]  # the steady window
+    streamed = tpot[keep][tpot[keep] > 0]
+    assert point.tpot_s == pytest.approx(np.percentile(streamed, 95)) and point.tpot_s > 0.04
+    everyone = np.percentile(tpot[keep], 95)
+    assert everyone < 0.042 < point.tpot_s and not point.meets_slo  # over all requests the p95 met the target
+
+
+def test_a_trace_s_lengths_are_the_plans_and_prices_lengths(tmp_path):
+    """A trace-only workload was the chat preset (230-token prompts, 203-token outputs, 2,048 tokens at most)
+    everywhere but the simulation, which draws the trace's requests: 6,000-12,000-token prompts on an H100 read
+    "TTFT alone 23 ms", "KV reqs 855" and $0.827 per million input tokens (40 times the $0.022 of the prompts
+    served), and vLLM's max_model_len stayed 2,048, below every prompt. The workload's lengths are now the trace's
+    own, so the row's plan, prices and limits take its means and its longest request."""
+    trace = tmp_path / "long.jsonl"
+    ins, outs = [6000 + 97 * i for i in range(60)], [100 + 9 * i for i in range(60)]
+    trace.write_text("".join(f'{{"input_len": {a}, "output_len": {b}}}\n' for a, b in zip(ins, outs, strict=True)))
+    w = load_workload(None, {"trace": str(trace), "ttft_s": 5, "num_requests": 40})
+    assert w.mean_prompt_tokens == sum(ins) / 60 and w.mean_output_tokens == sum(outs) / 60
+    assert (w.prompt_lengths().max, w.output_lengths().min) == (max(ins), min(outs))
+    m = load_model("llama-3.1-8b")
+    s = scenario_from({"model": "llama-3.1-8b", "task": "infer", "engine": "vllm"})
+    (row,) = capacity(s, m, w, gpu_ids=("nvidia-h100-sxm5-80gb",), max_gpus=1, simulate_top=1)
+    sc = row.plan.setup.scenario
+    assert (sc.prompt_tokens, sc.output_tokens) == (round(w.mean_prompt_tokens), round(w.mean_output_tokens))
+    assert sc.max_model_len == max(ins) + max(outs)  # the longest request, as vLLM must admit it
+    assert row.max_concurrency * (sc.prompt_tokens + sc.output_tokens) <= row.kv_tokens
+    per_s = row.usd_per_hour / row.replicas_per_instance / 3600
+    assert row.usd_per_million_input == pytest.approx(per_s / (row.max_rate_rps * sum(ins) / 60) * 1e6)
+    assert row.output_tokens_per_s == pytest.approx(row.max_rate_rps * sum(outs) / 60)
+
+
+def test_a_trace_takes_a_path_and_no_other_lengths(tmp_path):
+    """The Python API took a workload file or calibration as a Path but a trace only as text ("Input should be a
+    valid string"); and a trace with prompt_tokens beside it planned the trace's requests and silently dropped the
+    lengths given. A Path is read; lengths beside a trace are one sentence."""
+    trace = tmp_path / "t.jsonl"
+    trace.write_text("".join(f'{{"input_len": {100 + i}, "output_len": 20}}\n' for i in range(30)))
+    report = gpuplan.capacity("llama-3.2-1b", trace=trace, ttft_s=2, gpus=["l4"], max_gpus=1, top=1)
+    assert report.workload.trace == str(trace) and report.workload.mean_prompt_tokens == 114.5
+    for lengths in ({"prompt_tokens": 100}, {"output_tokens": 5}, {"preset": "chat"}):
+        with pytest.raises(gpuplan.GpuplanError, match=r"^workload: a trace says its requests' lengths: drop the "):
+            gpuplan.capacity("llama-3.2-1b", trace=str(trace), ttft_s=2, **lengths)

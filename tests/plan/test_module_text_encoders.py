@@ -125,13 +125,16 @@ def test_defaults_follow_each_trainer():
 
 
 @pytest.mark.parametrize("update, words", [
-    ({"stack": "simpletuner"}, "stack kohya or diffusers"),
-    ({"method": "full"}, "not full with kohya"),
-    ({"model": "sd3-medium", "stack": "ai-toolkit"}, "stack kohya or diffusers"),
+    ({"stack": "simpletuner"}, "SimpleTuner's --train_text_encoder leaves them frozen"),
+    ({"method": "full", "model": "flux-dev"}, "flux_train.py trains neither CLIP-L nor T5"),
+    ({"model": "sd3-medium", "stack": "ai-toolkit"}, "for SD 1.x/2.x and SDXL only"),
+    ({"method": "full", "stack": "diffusers"}, "no full fine-tuning script for SDXL"),
 ])
 def test_what_cannot_train_the_encoders_is_refused(update, words):
-    with pytest.raises(GpuplanError, match=words):
+    """Each trainer's refusal names what it trains (scenario.modules.TEXT_REFUSALS)."""
+    with pytest.raises(GpuplanError, match=words) as err:
         gpuplan.estimate({**KOHYA, "text_encoders": "trained", **update})
+    assert "\n" not in str(err.value) and str(err.value).endswith("set text_encoders frozen or cached")
 
 
 def test_flux_trains_clip_and_keeps_t5_frozen():

@@ -1,5 +1,6 @@
 """Serving: workload validation, the step model's arithmetic, the scheduler simulation, capacity and calibration."""
 
+import dataclasses
 import json
 
 import numpy as np
@@ -176,13 +177,17 @@ def test_a_client_with_max_concurrency_one_serializes_requests_and_times_from_th
     n = 5
     out = simulate(sm, Scheduler(kv_blocks=10_000), np.zeros(n), np.full(n, 500), np.full(n, 50), max_concurrency=1)
     alone = simulate(sm, Scheduler(kv_blocks=10_000), np.zeros(1), np.full(1, 500), np.full(1, 50))
-    # each request is sent when the previous one finishes, so each sees an idle engine
+    # each request is sent when the previous one finishes, so each sees an idle engine; each waits the API
+    # server's serial part (frontend_s) before the engine has it, the rest of request_s after its last token
+    assert sm.frontend_s > 0
     assert np.allclose(out.ttft_s, alone.ttft_s[0]) and np.allclose(out.e2e_s, alone.e2e_s[0])
-    assert out.duration_s == pytest.approx(n * (alone.e2e_s[0] - sm.request_s) + sm.request_s, rel=1e-6)
+    parallel = sm.request_s - sm.frontend_s
+    assert out.duration_s == pytest.approx(n * (alone.e2e_s[0] - parallel) + parallel, rel=1e-6)
 
 
 def test_without_chunked_prefill_a_prompt_waits_until_it_fits_the_budget_whole():
-    sm = step_model(S, M, H100)
+    # both prompts reach the engine at once (no frontend queue between them: this is the scheduler's rule)
+    sm = dataclasses.replace(step_model(S, M, H100), frontend_s=0.0)
     arrive, prompt, output = np.zeros(2), np.array([600, 600]), np.array([2, 2])
     chunked = simulate(sm, Scheduler(kv_blocks=10_000, max_num_batched_tokens=1000), arrive, prompt, output)
     whole = simulate(sm, Scheduler(kv_blocks=10_000, max_num_batched_tokens=1000, chunked_prefill=False), arrive,

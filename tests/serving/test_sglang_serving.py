@@ -172,8 +172,34 @@ def test_the_wave_table_splits_a_closed_loop_mean_by_hand():
     assert got["median_ttft_ms"] == pytest.approx((got["first_wave_ttft_ms"] + 9 * got["rest_ttft_ms"]) / 10)
     implied = 76.4 * 10 - 9 * got["rest_ttft_ms"]
     cells = moe_layout.wave_line(row, got).split(" | ")
-    assert cells[4] == f"{implied:,.0f}" and cells[5] == f"{implied - got['first_wave_ttft_ms']:+,.0f} |"
+    assert cells[4] == f"{implied:,.0f}" and cells[5] == f"{implied - got['first_wave_ttft_ms']:+,.0f}"
     assert 150 < implied - got["first_wave_ttft_ms"] < 300  # bench/results/moe_layout.md: +201 ms
+    # the other way round: the first wave as simulated leaves (764 - first) / 9 for each later request
+    assert cells[6] == f"{(764.0 - got['first_wave_ttft_ms']) / 9:,.0f} |"
+
+
+def test_the_rest_floor_and_the_factor_table_by_hand():
+    """moe_layout.rest_floor: InferenceX issue #870's 8-request run (mean TTFT 330.6 ms, P99 1,975.4 ms over 80
+    requests) leaves its 72 later requests at least (80 x 330.6 - 8 x 1,975.4) / 72 = 147.8 ms each. The factor
+    table groups rows by card, prompt length, concurrency band, recv interval and release, with the offset as
+    published less simulated: two made-up rows by hand."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "bench/serving"))
+    import moe_layout
+
+    assert moe_layout.rest_floor(330.6, 1975.4, 8, 80) == pytest.approx((26448 - 15803.2) / 72)
+    assert moe_layout.rest_floor(330.6, 1975.4, 8, 80) == pytest.approx(147.84, abs=0.01)
+    assert [moe_layout.band(c) for c in (1, 2, 4, 8, 16, 32, 64)] == ["1-2", "1-2", "4-8", "4-8", "16-32", "16-32",
+                                                                       "64"]
+    row = {"gpu": "b200", "quant": "", "ep": "", "random_input": "1024", "max_concurrency": "4",
+           "scheduler_recv_interval": "10", "sglang_version": "0.5.12", "median_ttft_ms": "200"}
+    results = [(row, {"median_ttft_ms": 100.0}), (dict(row, median_ttft_ms="150"), {"median_ttft_ms": 120.0})]
+    lines = moe_layout.factor_lines(results)
+    card = next(line for line in lines if line.startswith("| card, weights, EP | B200 fp8 EP 1 |"))
+    # errors -50% and -20% (median -35%), offsets +100 and +30 ms (median +65)
+    assert card == "| card, weights, EP | B200 fp8 EP 1 | 2 | -35% | +65 ms (+30..+100) |"
+    assert len(lines) == 3 + len(moe_layout.FACTORS)  # one value per factor here
 
 
 def test_a_small_step_reads_only_the_experts_it_reaches():

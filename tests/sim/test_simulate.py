@@ -120,19 +120,61 @@ def test_a_million_output_tokens_run_two_forwards(tmp_path, monkeypatch):
     assert sim.phases_gib["decode"] > sim.cache_gib  # the last step holds the whole cache
 
 
-def test_a_cache_gpuplan_cannot_fill_bounds_the_output_in_one_sentence():
-    """DeepSeek-V4's compressed-attention caches (their own layer classes, with buffers that close a window every
-    few tokens) are not filled: every decode step would run, so a long output is one sentence, not a hang; the
-training simulated after it in the same process still has its gradients."""
+def test_the_kv_cache_is_the_cache_at_the_decode_peak(tmp_path):
+    """The decode peak is reached inside the forward, as a layer's ``update`` concatenates its cache with the new
+    token. That concatenation was counted as activations until the forward ended, so the breakdown at the peak
+    said "activations 0.273 GiB, kv_cache 0.005 GiB" for Qwen3-0.6B's 0.27 GiB cache. Now a cache layer's own
+    writes are the cache from their making: at the peak the cache part holds at least the cache at the end (2
+    layers x keys and values x 2 KV heads x 64 x (64 + 15) tokens x 2 bytes, bf16, x batch 2)."""
+    require("transformers")
+    from gpuplan.sim.simulate import simulate
+
+    sim = simulate({"model": oracle.narrowed("llama-3.2-1b", tmp_path), "task": "infer", "quant": "none",
+                    "batch_size": 2, "prompt_tokens": 64, "output_tokens": 16}, layers=2)
+    cache = 2 * 2 * 2 * 64 * (64 + 15) * 2 * 2
+    assert sim.cache_gib * GIB == cache
+    at_peak = sim.phase_parts_gib["decode"]
+    assert cache <= at_peak["kv_cache"] * GIB <= cache * 1.1  # and the one layer's concatenation in the making
+    assert sum(at_peak.values()) == pytest.approx(sim.phases_gib["decode"])
+
+
+def test_deepseek_v4_s_compressed_caches_are_filled_as_every_step_leaves_them(tmp_path, monkeypatch):
+    """DeepSeek-V4's compressed attention (its own cache layers: a buffer per compressor that closes a window every
+    4 (CSA) or 128 (HCA) tokens into one compressed entry, and CSA's overlap slices) ran every decode step, up to
+    65 output tokens (s7-simbound's leftover). Its caches are now filled by their own methods, and the steps that
+    close the last window of each size run beside the last step (a closing step holds the window's temporaries):
+    a 120-token prompt and 12 outputs cross the HCA window at token 128, and the bytes equal the every-step loop's
+    (each phase's peak, the categories at it, the op that reached it, the cache at the end)."""
+    require("transformers")
+    import functools
+
+    from gpuplan.sim import simulate as module
+
+    scenario = {"model": oracle.narrowed("deepseek-v4-flash", tmp_path), "task": "infer", "quant": "none",
+                "batch_size": 2, "prompt_tokens": 120, "output_tokens": 12}
+    bounded = module.simulate(scenario, layers=4)  # layers 2 and 3: one CSA, one HCA
+    assert ("the prefill, the last step (token 12) and the step of token 9, the last to close a compressed-attention "
+            "window (with its own temporaries), run") in " ".join(bounded.notes)
+    monkeypatch.setattr(module, "generate_steps", functools.partial(module.generate_steps, every_step=True))
+    full = module.simulate(scenario, layers=4)
+    assert bounded.phases_gib == full.phases_gib and bounded.phase_parts_gib == full.phase_parts_gib
+    assert (bounded.peak_op, bounded.cache_gib) == (full.peak_op, full.cache_gib) and bounded.cache_gib > 0
+
+
+def test_a_cache_gpuplan_cannot_fill_bounds_the_output_in_one_sentence(monkeypatch):
+    """A cache layer gpuplan does not know (here DeepSeek-V4's, with its filling switched off) is not filled: every
+    decode step would run, so a long output is one sentence, not a hang; the training simulated after it in the
+    same process still has its gradients."""
     require("transformers")
     from gpuplan.errors import GpuplanError
-    from gpuplan.sim.simulate import EVERY_STEP_MAX, simulate
+    from gpuplan.sim import simulate as module
 
+    monkeypatch.setattr(module, "COMPRESSED_CACHES", ())
     with pytest.raises(GpuplanError) as err:
-        simulate({"model": "deepseek-v4-flash", "task": "infer", "quant": "none", "batch_size": 1,
-                  "prompt_tokens": 16, "output_tokens": 1_000_000})
+        module.simulate({"model": "deepseek-v4-flash", "task": "infer", "quant": "none", "batch_size": 1,
+                         "prompt_tokens": 16, "output_tokens": 1_000_000})
     assert str(err.value).startswith("simulate would run every decode step, as the cache holds DeepseekV4CSACache")
-    assert f"at most {EVERY_STEP_MAX + 1} output tokens, got 1,000,000" in str(err.value)
+    assert f"at most {module.EVERY_STEP_MAX + 1} output tokens, got 1,000,000" in str(err.value)
     assert require("torch").is_grad_enabled()  # the refusal inside generate's loop leaves gradients on
 
 

@@ -91,3 +91,21 @@ def test_security_md_states_the_capacity_limits():
     assert (f"capacity searches over {most('max_gpus')} GPUs a setup, more than {most('top')} setups simulated, over "
             f"{most('users'):,} users or an offline batch over {most('batch'):,} requests; the simulations of one "
             f"search share {PAGE_SEARCH_S:g} s") in doc
+
+
+def test_no_output_tokens_is_planned_as_estimate_plans_it(client):
+    """Session 8's walk: ``estimate --output-tokens 0`` plans a prefill-only load (timed as the one token a
+    prefill samples, and said), while capacity refused it ("must be a number from 1", on the page HTTP 422). Both
+    plan it now, the same in the page, the API and the CLI: one fixed output token, TPOT n/a with its note."""
+    body = {**BODY, "output_tokens": 0, "tpot_s": None, "length_spread": 0.5}
+    r = client.post("/api/capacity", json=body)
+    assert r.status_code == 200, r.text
+    page = r.json()
+    assert page["workload"]["output"] == {"kind": "fixed", "mean": 1.0, "std": 0.0, "min": 1, "max": 10_000_000}
+    assert page["plans"] and all(p["tpot_s"] is None and p["max_rate_rps"] > 1 for p in page["plans"])
+    assert page["notes"][-1].startswith("TPOT n/a: no request of the workload streams a second token")
+    out = CliRunner().invoke(cli_app, ["capacity", "--model", "llama-3.1-8b", "--engine", "trtllm", "--rate", "5",
+                                       "--prompt-tokens", "2000", "--output-tokens", "0", "--ttft", "1",
+                                       "--gpus", "h100-sxm", "--max-gpus", "2", "--top", "2", "--json"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.output)["plans"] == page["plans"]

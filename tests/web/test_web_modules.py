@@ -131,6 +131,16 @@ MEMORY_CASES = [  # the ways a module plan's memory is reached beyond MODULES': 
      "gpu": "rtx-3090-ti", "optimizer": "adafactor", "text_encoders": "trained"},
     {"model": "whisper-large-v3", "task": "train", "method": "lora", "gpu": "t4", "quant": "int8"},
     {"model": "flan-t5-base", "task": "train", "method": "full", "gpu": "t4", "precision": "fp32"},
+    # text encoders trained whole with the denoiser: CLIP under autocast with Adafactor; SD3's three, T5 too
+    {"model": "sd1.5", "task": "train", "method": "full", "resolution": "512", "gpu": "rtx-4090",
+     "precision": "fp16-mixed", "optimizer": "adafactor", "text_encoders": "trained", "grad_checkpointing": "full"},
+    {"model": "sd3-medium", "task": "train", "method": "full", "resolution": "512", "gpu": "h200",
+     "text_encoders": "trained"},
+    # gradients freed after each step (kohya): the peak before the backward, or at its end
+    {"model": "sd1.5", "task": "train", "stack": "kohya", "method": "full", "resolution": "512", "gpu": "rtx-4090",
+     "precision": "fp16-mixed", "grad_checkpointing": "full", "text_encoders": "trained"},
+    {"model": "sd1.5", "task": "train", "stack": "kohya", "method": "full", "resolution": "768", "gpu": "h200",
+     "precision": "fp16-mixed", "micro_batch_size": 8, "text_encoders": "trained"},
 ]
 
 

@@ -82,6 +82,8 @@ def capacity(model: str, workload: str | Path | Mapping[str, Any] | None = None,
     chunked_prefill = arg.flag(chunked_prefill, "chunked_prefill") if chunked_prefill is not None else None
     calibration = arg.path(calibration, "calibration", optional=True)
     ids = tuple(load_gpu(g).id for g in names_of(gpus, "gpus") if g.strip())
+    if workload_fields.get("trace") is not None:  # a Path as calibration and the workload take one
+        workload_fields["trace"] = arg.path(workload_fields["trace"], "trace")
     if workload_fields.get("length_spread") is None and (workload_fields.get("prompt_tokens") is not None
                                                         or workload_fields.get("output_tokens") is not None):
         workload_fields["length_spread"] = DEFAULT_SPREAD  # lengths given as means are spread (lockstep)

@@ -134,7 +134,8 @@ def render(plans, w, fmt: str = "table", notes: list[str] | None = None) -> None
     load = (f"{w.users} users (closed loop, think {w.think_s:g} s{stress})" if w.users else
             f"{'Poisson' if w.burstiness == 1 else f'gamma(shape {w.burstiness:g})'} arrivals"
             + (f", target {w.rate_rps:g} req/s" if w.rate_rps else ""))
-    lengths = "lengths from the trace" if w.trace else api.lengths_words(w.prompt_lengths(), w.output_lengths())
+    lengths = ("lengths from the trace: " if w.trace else "") + api.lengths_words(w.prompt_lengths(),
+                                                                                 w.output_lengths())
     head = f"workload: {lengths}, {load}; SLO p{slo.percentile}: {targets}"
     if w.batch:  # estimate --batch-size's offline run: every request at the mean lengths, as vllm bench throughput
         head = (f"workload: an offline job of {w.batch:,} requests queued at once, each {w.mean_prompt_tokens:,.0f} "
@@ -163,7 +164,7 @@ def render(plans, w, fmt: str = "table", notes: list[str] | None = None) -> None
     cols = [Column("setup", "setup", priority=0, style=lambda r: "green" if r.get("pareto") else None),
             load_col,
             Column("ttft_s", f"p{slo.percentile} TTFT", _s, "right", 1),
-            Column("tpot_s", f"p{slo.percentile} TPOT", _s, "right", 2),
+            Column("tpot_s", f"p{slo.percentile} TPOT", _tpot, "right", 2),
             Column("streaming_tokens_per_s_per_user", "tok/s/user", num(), "right", 1),
             Column("usd_per_1k_requests", "$/1k req", usd, "right", 1),
             Column("usd_per_hour_for_target" if target else "usd_per_hour", "$/h all" if target else "$/h", usd,
@@ -232,6 +233,11 @@ def _show_setups(rows: list[dict], cols: list[Column], fmt: str, head: str, titl
 
 def _s(x: float | None) -> str:
     return "" if x is None else (f"{x * 1000:.0f} ms" if x < 10 else f"{x:.1f} s")
+
+
+def _tpot(x: float | None) -> str:
+    """A row's TPOT; n/a where no request streamed a second token (the notes say why)."""
+    return "n/a" if x is None else _s(x)
 
 
 @app.command("calibrate-serving")

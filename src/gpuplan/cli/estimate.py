@@ -110,24 +110,30 @@ def render_estimate(result) -> None:
         bullet(line, prefix="warning: ", style="yellow", stream=err)
 
 
+def _rate(x: float) -> str:
+    """Tokens/s as people read them: whole from 10 up, two significant digits below ("0.06", "2.4"). Before, a
+    model run from system RAM read "0 output tokens/s in all (likely 0-0)" (session 8's walk)."""
+    return f"{x:,.0f}" if x >= 10 else f"{x:.2g}"
+
+
 def _speed(result, s: dict) -> None:
     sp = result.speed
     if not sp:
         return
     head = "speed" if result.memory.fits is not False else "speed, were it to fit"
     low, high = sp.tokens_per_s_low, sp.tokens_per_s_high
-    likely = f" (likely {low:,.0f}-{high:,.0f})" if low is not None and high is not None else ""
+    likely = f" (likely {_rate(low)}-{_rate(high)})" if low is not None and high is not None else ""
     if s["task"] == "train":
         mfu = sp.mfu
-        line = (f"{head}: {sp.tokens_per_s:,.0f} tokens/s{likely}, {sp.step_time_s:.2f} s per optimizer step "
+        line = (f"{head}: {_rate(sp.tokens_per_s)} tokens/s{likely}, {sp.step_time_s:.2f} s per optimizer step "
                 f"({sp.bound}-bound" + (f", MFU {mfu:.2f}" if mfu else "") + ")")
         bullet(line, prefix="")
     else:
         per_user, rate = sp.tokens_per_s_per_sequence, sp.requests_per_s
         streaming = sp.streaming_tokens_per_s_per_user
-        line = (f"{head}: {sp.tokens_per_s:,.0f} output tokens/s in all{likely}"
+        line = (f"{head}: {_rate(sp.tokens_per_s)} output tokens/s in all{likely}"
                 + (f", {rate:,.3g} requests/s" if rate else "")
-                + (f"; each user streams {streaming:,.0f} tokens/s (decode step, TPOT {1e3 * sp.step_time_s:.1f}"
+                + (f"; each user streams {_rate(streaming)} tokens/s (decode step, TPOT {1e3 * sp.step_time_s:.1f}"
                    f" ms, {sp.bound}-bound)" if streaming else
                    f"; decode step {1e3 * sp.step_time_s:.1f} ms ({sp.bound}-bound)")
                 + (f", {per_user:,.1f} tokens/s averaged over a whole request with the other users' prompts "

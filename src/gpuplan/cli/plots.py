@@ -36,7 +36,8 @@ def plot_curves(plans, workload, path: str) -> None:
     for p in plans:
         pts = sorted(p.curve, key=lambda x: x.rate_rps)
         a.plot([x.rate_rps for x in pts], [x.ttft_s for x in pts], marker="o", label=p.setup)
-        b.plot([x.rate_rps for x in pts], [x.tpot_s * 1000 for x in pts], marker="o", label=p.setup)
+        streamed = [x for x in pts if x.tpot_s is not None]  # a prompt-only load streams no second token
+        b.plot([x.rate_rps for x in streamed], [x.tpot_s * 1000 for x in streamed], marker="o", label=p.setup)
     if workload.slo.ttft_s:
         a.axhline(workload.slo.ttft_s, ls="--", c="k")
     if workload.slo.tpot_s:

@@ -48,12 +48,18 @@ def describes_data(data: dict[str, Any]) -> bool:
 
 
 def tokenizer_name(data: dict[str, Any]) -> str:
-    """``tokenizer`` if given, else the model's repo id (a bundled alias resolved), else the model argument."""
+    """``tokenizer`` if given, else the model's repo id (a bundled alias resolved), else the model argument: a
+    folder, or the folder of a config.json file (its tokenizer.json sits beside it, as in a checkpoint). Before,
+    a model given as ``path/config.json`` was read as the tokenizer itself: "config.json is not a tokenizer.json
+    the tokenizers library reads"."""
     if data.get("tokenizer"):
         return str(data["tokenizer"])
     from ..model.catalog import bundled_repo
+    from ..userfiles import is_file, user_path
 
     model = str(data.get("model") or "")
+    if model and is_file(user_path(model)):
+        return os.path.dirname(model) or "."
     return bundled_repo(model) or model
 
 

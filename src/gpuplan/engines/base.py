@@ -48,11 +48,15 @@ class HostLoop:
     beside the GPU's step (vLLM's async scheduling, SGLang's overlap scheduler), the prompt tokens one step
     prefills (chunked prefill; None: a burst of prompts is prefilled at once), each request's latency outside the
     steps (HTTP, tokenizing, detokenizing), and what each tensor-parallel all-reduce costs it beyond the link's
-    latency."""
+    latency. Of ``request_s``, ``frontend_s`` is work one process does for one request at a time (the API server's
+    event loop: requests wait for it in turn, :mod:`gpuplan.serving.simulate`), and that process also spends
+    ``frontend_token_s`` on each output token it streams."""
 
     step_s: float
     seq_s: float = 0.0
     request_s: float = 0.0
+    frontend_s: float = 0.0
+    frontend_token_s: float = 0.0
     overlapped: bool = False
     chunk_tokens: int | None = None
     all_reduce_s: float = 0.0

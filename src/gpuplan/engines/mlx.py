@@ -59,7 +59,7 @@ class Mlx(Engine):
 
     def card_refusal(self, s: Scenario, gpu: GpuSpec) -> str | None:
         if gpu.vendor != "Apple":
-            return (f"MLX runs on Apple silicon (Metal), and {gpu.name} is a {gpu.vendor} card: serve it with vllm, "
+            return (f"MLX runs on Apple silicon (Metal), and {gpu.name} is {gpu.vendor}'s: serve it with vllm, "
                     "sglang or llama.cpp")
         return None
 

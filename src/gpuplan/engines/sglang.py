@@ -189,7 +189,7 @@ def startup_memory(s: Scenario, m: ModelSpec, gpu: GpuSpec, *, mem_fraction_stat
     card = cuda_total_gib(gpu)
     total = total_gib if total_gib is not None else card - oh.SGLANG_START_GIB - desktop_gib(s, gpu.memory_gib)
     fmt, skip = weight_format(s, m)
-    weights = weights_per_gpu(s, m.weight_bytes(fmt, skip=skip)) / GIB + oh.SGLANG_LOAD_EXTRA_GIB
+    weights = weights_per_gpu(s, m, fmt, skip) / GIB + oh.SGLANG_LOAD_EXTRA_GIB
     available = total - weights
     cell = cell_bytes(s, m)
     tokens = kv_tokens(available, total, mfs, cell)
@@ -346,7 +346,8 @@ class Sglang(Engine):
         ``cuda_graph_bs <= self.max_bs``)."""
         d = defaults(gpu.usable_gib * 1024, s.tp, s.pp, s.engine_version)
         loop = HostLoop(step_s=oh.SGLANG_STEP_OVERHEAD_S, seq_s=oh.SGLANG_HOST_S_PER_SEQ,
-                        request_s=oh.SGLANG_REQUEST_S, overlapped=overlap_schedule(s),
+                        request_s=oh.SGLANG_REQUEST_S, frontend_s=oh.SGLANG_FRONTEND_S,
+                        frontend_token_s=oh.SGLANG_FRONTEND_TOKEN_S, overlapped=overlap_schedule(s),
                         chunk_tokens=chunk_size(s, d) if s.chunked_prefill is not False else None,
                         all_reduce_s=oh.SGLANG_ALL_REDUCE_S)
         return current_timing(s, m, gpu, loop=loop, note=TIMING, graph_max_batch=d.cuda_graph_max_bs,

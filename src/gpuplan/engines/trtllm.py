@@ -127,7 +127,7 @@ def startup_memory(s: Scenario, m: ModelSpec, gpu: GpuSpec, activation: float) -
     """The KV pool TensorRT-LLM allocates for ``s`` on ``gpu``, given the profiling forward's ``activation`` peak
     in bytes (module docstring). The CUDA context is outside ``cudaMemGetInfo``'s free memory at start."""
     fmt, skip = weight_format(s, m)
-    weights = weights_per_gpu(s, m.weight_bytes(fmt, skip=skip))
+    weights = weights_per_gpu(s, m, fmt, skip)
     total = cuda_total_gib(gpu) - oh.CUDA_CONTEXT_GIB.get(gpu.generation, oh.CUDA_CONTEXT_DEFAULT_GIB)
     free = max(total * GIB - weights - activation, 0.0)
     fraction = s.free_gpu_memory_fraction or FREE_GPU_MEMORY_FRACTION

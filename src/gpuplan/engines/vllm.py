@@ -60,7 +60,7 @@ from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from ..tensors.breakdown import GIB, Estimate
 from ..tensors.kv import kv_bytes_per_sequence
-from ..tensors.layout import replicated_attention_bytes
+from ..tensors.layout import replicated_attention_bytes, replicated_bytes
 from ..tensors.state import weight_format
 from . import deepep
 from .base import Engine, HostLoop, KvPool, Timing
@@ -161,10 +161,11 @@ def _non_torch_gib(v: tuple[int, int, int], s: Scenario, gpu: GpuSpec | None = N
     tokens instead of -4.5 %, vLLM PR #20665's DeepSeek-V2-Lite on L4s (0.9.2, TP 2 x PP 2) at -0.8 % instead of
     -4.3 %, vllm#17469's Qwen3-30B-A3B on 4x A10 (0.8.5) at -7.6 % instead of -18.6 % (with the A10's measured
     total); vllm#13061's 2x RTX 4090 on V0 0.7 logged 0.25 GiB at TP 2 (V0's 0.16 single-GPU figure + NCCL)."""
+    late_v0 = oh.VLLM_V0_NON_TORCH_GIB * (2 if s.tp > 1 else 1)
     if v < (0, 6, 5):
-        return oh.VLLM_V0_EARLY_NON_TORCH_GIB + nvls_gib(s, gpu)
+        return max(oh.VLLM_V0_EARLY_NON_TORCH_GIB, late_v0 if _hopper(gpu) else 0.0) + nvls_gib(s, gpu)
     if v < (0, 7, 0):
-        return oh.VLLM_V0_NON_TORCH_GIB * (2 if s.tp > 1 else 1)
+        return late_v0
     if v < (0, 8, 0):
         return oh.VLLM_V0_LATE_NON_TORCH_GIB
     nvlink_tp = s.tp > 1 and (gpu is None or bool(gpu.nvlink_bandwidth_gbs))
@@ -174,6 +175,20 @@ def _non_torch_gib(v: tuple[int, int, int], s: Scenario, gpu: GpuSpec | None = N
     if nvlink_tp:
         return oh.VLLM_NON_TORCH_TP_GIB + oh.VLLM_NON_TORCH_PER_TP_RANK_GIB * s.tp
     return oh.VLLM_NON_TORCH_PP_GIB if s.pp > 1 and s.tp == 1 else oh.VLLM_NON_TORCH_GIB
+
+
+def _hopper(gpu: GpuSpec | None) -> bool:
+    """A Hopper card (compute capability 9.x), where V0's non-torch memory was measured (vLLM PR #10511, H100).
+
+    V0 before 0.6.5 counts at least what 0.6.5 counts: 0.6.3 takes the free memory lost since ``init_device``
+    (``worker.py`` ``determine_num_available_blocks``: ``peak_memory = self.init_gpu_memory - free_gpu_memory``
+    after the profiling run, torch's cached blocks included), 0.6.4 (PR #9352) the device's whole use less torch's
+    allocated bytes after ``empty_cache``, the CUDA context included; 0.6.5 (PR #10511, ``memory_profiling``)
+    only the growth since ``init_device`` less torch's allocated growth, after ``empty_cache``. So on the card
+    0.6.5's figure was measured on (H100: 1.79 GiB at TP 1, 3.58 at TP 2) it is a floor for the earlier releases
+    too, above the RTX 3090's 0.35 (vllm#10517, 0.6.4) the early rule was fitted on. NVLink SHARP comes on top:
+    #10511's TP 2 has none (NCCL sets it up for more than 2 GPUs)."""
+    return gpu is not None and str(gpu.compute_capability or "").startswith("9")
 
 
 def nvls_gib(s: Scenario, gpu: GpuSpec | None) -> float:
@@ -276,7 +291,8 @@ def stages(m: ModelSpec, pp: int) -> list[Stage]:
 
 def stage_weights(s: Scenario, m: ModelSpec, stage: Stage, gpu: GpuSpec | None) -> float:
     """Weight bytes one GPU of ``stage`` loads: its layers, the embedding on the first stage, the output head
-    (and final norm) on the last, all split over TP (vocab-parallel embedding and head)."""
+    (and final norm) on the last, all split over TP (vocab-parallel embedding and head) but MLA's down-projections
+    and indexer, whole on every rank (:func:`gpuplan.tensors.layout.replicated`)."""
     fmt, skip = weight_format(s, m)
     parts = m.weight_bytes(fmt, skip=skip)
     head = parts["lm_head"] if parts["lm_head"] else (parts["embeddings"] if s.pp > 1 else 0.0)
@@ -290,7 +306,8 @@ def stage_weights(s: Scenario, m: ModelSpec, stage: Stage, gpu: GpuSpec | None) 
         total += parts["embeddings"] + parts["vision"]
     if stage.last:
         total += head + norm_bytes
-    return total / s.tp + replicated_attention_bytes(s, parts, len(stage.layers) / m.num_layers)
+    return (total / s.tp + replicated_attention_bytes(s, parts, len(stage.layers) / m.num_layers)
+            + replicated_bytes(s, stage.layers, fmt, skip))
 
 
 def mxfp4_padding(m: ModelSpec, tp: int, gpu: GpuSpec | None, version: str | None = None) -> float:
@@ -766,6 +783,8 @@ def current_timing(s: Scenario, m: ModelSpec, gpu: GpuSpec, *, current: bool = T
         piecewise = 0.0 if current else piecewise_graph_s(s, m)
         loop = HostLoop(step_s=oh.VLLM_V1_STEP_OVERHEAD_S + piecewise if v1 else oh.VLLM_STEP_OVERHEAD_S,
                         seq_s=oh.VLLM_V1_HOST_S_PER_SEQ if v1 else 0.0, request_s=oh.VLLM_V1_REQUEST_S,
+                        frontend_s=oh.VLLM_V1_FRONTEND_S if v1 else 0.0,
+                        frontend_token_s=oh.VLLM_V1_FRONTEND_TOKEN_S if v1 else 0.0,
                         overlapped=overlapped, chunk_tokens=limits.max_num_batched_tokens)
     if graph_max_batch is None:
         graph_max_batch = capture_sizes(limits.max_num_seqs, gpu)[-1] if v1 else 0

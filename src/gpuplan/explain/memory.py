@@ -11,6 +11,7 @@ from .. import overheads as oh
 from ..engines import deepep, engine_for
 from ..hardware import DRIVER_RESERVE, ECC_INBAND_RESERVE, REPORTED_USABLE_GIB
 from ..model.quant import make_format
+from ..tensors.layout import replicated_bytes
 from ..tensors.state import weight_format
 from .formula import GIB, Constant, Context, Formula, count, gib
 
@@ -48,9 +49,15 @@ def weights(x: Context) -> Formula:
         total = base + upcast + (x.state_bytes * x.trainable if s.task == "train" else 0)
         over_dp = s.task == "train" and x.sharding == "zero3"
         div = x.shard * (x.N if over_dp else 1)
-        computed = total / div / GIB
-        return Formula(label="weights", value=value, unit="GiB", formula=formula + f", / ({x.shards_text(over_dp)})",
-                       substituted=f"({terms}{extra}) / {div} = {computed:,.2f} GiB",
+        whole = replicated_bytes(s, m.layers, fmt, skip) / s.pp if s.task == "infer" else 0.0
+        computed = (total / div + whole) / GIB
+        formula += f", / ({x.shards_text(over_dp)})"
+        substituted = f"({terms}{extra}) / {div}"
+        if whole:  # held whole on every tensor-parallel GPU (tensors/layout.replicated)
+            formula += " + the 1 - 1/TP of MLA's down-projections each GPU holds beyond its share"
+            substituted += f" + {whole / GIB:.2f} GiB"
+        return Formula(label="weights", value=value, unit="GiB", formula=formula,
+                       substituted=f"{substituted} = {computed:,.2f} GiB",
                        computed=computed, constants=[Constant(name="storage format", value=fmt.name,
                                                               source="gpuplan/model/quant.py (bytes per format)")])
     # full fine-tuning

@@ -14,7 +14,7 @@ from .. import overheads as oh
 from ..memory import modules as mm
 from ..model.profile import Profile, storage_format
 from ..plan.modules import ModulePlan, profiles
-from ..scenario.modules import ModuleJob
+from ..scenario.modules import ModuleJob, text_way, trains_encoder
 from . import memory as mf
 from .accuracy import module_accuracy
 from .formula import GIB, Constant, Formula, count
@@ -147,9 +147,20 @@ def _states(s, job: ModuleJob, main: Profile, parts: dict[str, Profile], plan: M
             trainable += text  # the trained text encoders' adapters (memory.modules.text_encoders)
             factored += text // max(job.lora_rank, 1) * 2
             what += f" (the text encoders' {text:,} with them)"
+    if job.trained == "all" and (whole := [te for te in job.spec.role("text_encoder") if trains_encoder(job, te)]):
+        text = sum(te.params for te in whole)  # trained whole with the denoiser (memory.modules.text_encoders)
+        trainable += text
+        factored += sum(mm.factored_elements(parts[f"text-encoder:{te.name}"], te.params) for te in whole)
+        what += f" and the text encoders' {count(text)}"
     gradients = Formula(label="gradients", value=mem.gradients_gib, unit="GiB", computed=trainable * grad / GIB,
                         formula="G = bytes per gradient x trainable parameters",
                         substituted=f"{grad} B x {what} = {trainable * grad / GIB:,.2f} GiB")
+    if job.grads_freed and job.trained == "all" and mem.peak_phase != mm.END_OF_BACKWARD:
+        gradients = Formula(label="gradients", value=mem.gradients_gib, unit="GiB", computed=0.0,
+                            formula="G = 0 at a peak before the backward: the trainer frees the gradients after each "
+                                    "optimizer step (zero_grad(set_to_none=True))",
+                            substituted=f"{grad} B x {what} = {trainable * grad / GIB:,.2f} GiB, held from the "
+                                        f"backward on; the peak ({mem.peak_phase}) comes before it: 0 GiB")
     total = mm.optimizer_bytes(s.optimizer, trainable, state, factored)
     rules = {"adamw": (f"2 moments x {state} B x {trainable:,}", "AdamW keeps two moments per parameter"),
              "adamw-8bit": (f"{trainable:,} x (2 x 1 B + 2 x 4 B / {oh.BNB_STATE_BLOCK})",
@@ -198,7 +209,7 @@ def _activations(job: ModuleJob, main: Profile, parts: dict[str, Profile], plan:
                            f"{', '.join(f'{v:,}' for v in sizes)}" + (" x 2 (fp32)" if scale == 2 else "")
                            + (" + eager attention's score matrices" if eager else "")
                            + (" + what the trained text encoders' forward keeps for their backward (their recorded "
-                              "LoRA passes)" if kept else "") + decode,
+                              f"{text_way(job)} passes)" if kept else "") + decode,
                    substituted=f"{main_phase}: {own / GIB:,.3f}" + (f" + {eager / GIB:,.3f}" if eager else "")
                                + (f" + {kept / GIB:,.3f}" if kept else "")
                                + f" GiB; phases (GiB): {shown}; the peak is {mem.peak_phase}",
@@ -215,8 +226,9 @@ def _other(s, job: ModuleJob, main: Profile, parts: dict[str, Profile], name: st
     by_name = {c.name: c for c in job.spec.components}
     computed, formula, text = None, name, f"{value:,.3f} GiB"
     held = name.removesuffix(" weights")
-    if name == "autocast 16-bit weight copies":
-        w = mm.linear_weights(main)
+    if name.endswith("autocast 16-bit weight copies"):  # the denoiser's, or a trained text encoder's
+        own = name.split(" ", 1)[0]
+        w = mm.linear_weights(parts[f"text-encoder:{own}"] if own in by_name else main)
         computed, formula, text = 2 * w / GIB, "2 B x the linears' and convolutions' weights", f"2 x {count(w)}"
     elif name.startswith("bitsandbytes' load cache"):
         quantized = job.spec.main.params + sum(te.params for te in job.spec.role("text_encoder")
@@ -233,6 +245,8 @@ def _other(s, job: ModuleJob, main: Profile, parts: dict[str, Profile], name: st
     elif name.split(" ", 1)[0] in by_name or name.startswith("VAE ("):  # training: frozen models on the card
         c = job.spec.role("vae")[0] if name.startswith("VAE (") else by_name[name.split(" ", 1)[0]]
         dtype = job.vae_dtype if c.role == "vae" else job.dtype
+        if job.trained == "all" and trains_encoder(job, c) and s.precision.endswith("-mixed"):
+            dtype = "fp32"  # trained whole under autocast: fp32 weights (memory.modules.text_encoders)
         computed = mm.component_bytes(c, dtype) / GIB
         formula = f"the {c.cls}'s parameters x bytes in {dtype}"
         text = f"{count(c.params)} x {mm.BYTES[dtype]} B"

@@ -26,11 +26,10 @@ from .. import clock
 from .._version import __version__
 from ..errors import GpuplanError
 from ..scenario import Scenario
-from ..scenario.modules import parse_resolution
+from ..scenario.modules import TEXT_REFUSALS, encoders_trained, parse_resolution, pipeline_family
 from .files import LaunchFile, command_text, comment, toml_text, yaml_text
 
 NAMES = ("diffusers", "kohya", "simpletuner", "ai-toolkit")
-FAMILY = {"UNet2DConditionModel": "sd", "SD3Transformer2DModel": "sd3", "FluxTransformer2DModel": "flux"}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,14 +66,6 @@ class DiffusionLaunch:
                 "edit before running: the image folder (and its captions or instance prompt)"]
 
 
-def family_of(spec) -> str:
-    """sd, sdxl, sd3 or flux: which scripts and options of the trainers apply to the pipeline's denoiser."""
-    den = spec.main
-    if den.cls == "UNet2DConditionModel":
-        return "sdxl" if den.config.get("addition_embed_type") == "text_time" else "sd"
-    return FAMILY[den.cls]
-
-
 def diffusion_launch(s: Scenario, spec, result, command: str) -> DiffusionLaunch:
     """The launch plan of a diffusion training scenario's plan ``result`` (it must fit its card)."""
     if s.task != "train":
@@ -87,7 +78,7 @@ def diffusion_launch(s: Scenario, spec, result, command: str) -> DiffusionLaunch
                            f"{result.gpu.name} ({result.memory.capacity_gib:.1f} usable); run `gpuplan estimate` for "
                            "the changes that would make it fit")
     return DiffusionLaunch(scenario=result_scenario(result, s), result=result, command=command,
-                           family=family_of(spec))
+                           family=pipeline_family(spec))
 
 
 def result_scenario(result, s: Scenario) -> Scenario:
@@ -176,8 +167,10 @@ def diffusers_argv(plan: DiffusionLaunch, images: str) -> list[str]:
         argv.append("--use_8bit_adam")
     if s.cache_latents and family in ("sd3", "flux"):
         argv.append("--cache_latents")
-    if s.text_encoders == "trained":  # LoRA on the CLIP encoders' q, k, v and out projections, with the denoiser
+    if encoders_trained(s):  # LoRA scripts: LoRA on CLIP's q, k, v and out; full scripts: the encoders whole
         argv.append("--train_text_encoder")
+    if s.set_grads_to_none and script == "train_dreambooth.py":  # the others free them always (zero_grad())
+        argv.append("--set_grads_to_none")
     if s.prior_preservation:
         argv += ["--with_prior_preservation", "--class_data_dir", "class-images", "--class_prompt",
                  "a photo of subject"]
@@ -232,16 +225,32 @@ def kohya_tables(plan: DiffusionLaunch, images: str) -> dict[str, dict[str, Any]
     if family == "flux":
         training.update(guidance_scale=1.0, timestep_sampling="flux_shift", model_prediction_type="raw")
     tables = {"model": model, "training": training}
-    if s.method != "full":
+    if s.method == "full":
+        _kohya_full_encoders(s, family, training)
+    else:
         tables["network"] = {"network_module": KOHYA_NETWORKS[family], "network_dim": s.lora_rank,
                              "network_alpha": s.lora_rank,
-                             "network_train_unet_only": s.text_encoders != "trained"}
+                             "network_train_unet_only": not encoders_trained(s)}
         if (s.quant or "") == "fp8":
             tables["network"]["fp8_base"] = True
         elif s.quant or s.method == "qlora":
             raise GpuplanError("kohya's sd-scripts run a 16-bit or fp8 base (--fp8_base), not NF4: set quant fp8, "
                                "or stack simpletuner or ai-toolkit")
     return tables
+
+
+def _kohya_full_encoders(s: Scenario, family: str, training: dict[str, Any]) -> None:
+    """A full fine-tune's text-encoder switch as each script reads it: train_db.py trains the CLIP encoder unless
+    ``--stop_text_encoder_training -1`` (``train_text_encoder = args.stop_text_encoder_training is None or >= 0``);
+    sdxl_train.py and sd3_train.py train theirs only with ``--train_text_encoder`` (sd3_train.py T5-XXL too with
+    ``--train_t5xxl``)."""
+    trained = encoders_trained(s)
+    if family == "sd" and not trained:
+        training["stop_text_encoder_training"] = -1
+    elif family in ("sdxl", "sd3") and trained:
+        training["train_text_encoder"] = True
+        if s.text_encoders == "trained-all":  # sd3_train.py: T5-XXL too
+            training["train_t5xxl"] = True
 
 
 def kohya_files(plan: DiffusionLaunch, images: str) -> list[LaunchFile]:
@@ -280,15 +289,16 @@ ST_PRECISION = {None: "no_change", "none": "no_change", "fp8": "fp8-torchao", "n
 
 
 def _encoders_frozen(plan: DiffusionLaunch, trainer: str) -> None:
-    """Refuses to write a trainer's files that would not train the text encoders the plan trains."""
-    if plan.scenario.text_encoders == "trained":
-        raise GpuplanError(f"gpuplan writes {trainer}'s files with the text encoders cached, and this plan trains "
-                           "them: use --target kohya or diffusers, or set text_encoders cached")
+    """Refuses to write a trainer's files that would not train the text encoders the plan trains, in the sentence
+    that says what the trainer trains (:data:`~gpuplan.scenario.modules.TEXT_REFUSALS`)."""
+    if encoders_trained(plan.scenario):
+        raise GpuplanError(f"this plan trains the text encoders, and {TEXT_REFUSALS[trainer]}: use --target "
+                           "kohya or diffusers, or set text_encoders cached")
 
 
 def simpletuner_config(plan: DiffusionLaunch) -> dict[str, Any]:
     s, family = plan.scenario, plan.family
-    _encoders_frozen(plan, "SimpleTuner")
+    _encoders_frozen(plan, "simpletuner")
     quant = s.quant or ("nf4" if s.method == "qlora" else None)
     if quant not in ST_PRECISION:
         raise GpuplanError(f"SimpleTuner has no {quant} base: use quant fp8, nf4 or int8")
@@ -331,7 +341,9 @@ AT_OPTIMIZERS = {"adamw": "adamw", "adamw-8bit": "adamw8bit", "paged-adamw-8bit"
 
 def ai_toolkit_config(plan: DiffusionLaunch, images: str) -> dict[str, Any]:
     s, family = plan.scenario, plan.family
-    _encoders_frozen(plan, "ai-toolkit")
+    train_te = encoders_trained(s)
+    if train_te and (family not in ("sd", "sdxl") or s.method == "full"):
+        _encoders_frozen(plan, "ai-toolkit")
     if s.method == "full":
         raise GpuplanError("gpuplan writes ai-toolkit's LoRA jobs (its sd_trainer with a lora network): use "
                            "stack kohya or simpletuner for full fine-tuning")
@@ -342,7 +354,8 @@ def ai_toolkit_config(plan: DiffusionLaunch, images: str) -> dict[str, Any]:
     model: dict[str, Any] = {"name_or_path": _repo(plan), "quantize": quant == "fp8"}
     model.update({"sd": {}, "sdxl": {"is_xl": True}, "sd3": {"is_v3": True}, "flux": {"is_flux": True}}[family])
     train = {"batch_size": s.micro_batch_size, "steps": _steps(plan), "gradient_accumulation_steps": s.grad_accum_steps,
-             "train_unet": True, "train_text_encoder": False, "gradient_checkpointing": s.grad_checkpointing != "none",
+             "train_unet": True, "train_text_encoder": train_te,
+             "gradient_checkpointing": s.grad_checkpointing != "none",
              "noise_scheduler": "flowmatch" if family in ("flux", "sd3") else "ddpm",
              "optimizer": AT_OPTIMIZERS.get(s.optimizer, "adamw8bit"), "lr": 1e-4,
              "dtype": s.precision.split("-")[0] if s.precision != "fp32" else "fp32"}

@@ -224,7 +224,8 @@ def read_offers(path: Path | str, origin: str | None = None) -> list[Offer]:
             rows = list(csv.DictReader(f))
     except (UnicodeDecodeError, csv.Error) as err:
         raise GpuplanError(f"{path} is not a readable CSV file ({err})") from None
-    return [parse_row(row, origin or str(path), n) for n, row in enumerate(rows, start=2)]
+    today = clock.today()  # read once for the file, not once a row
+    return [parse_row(row, origin or str(path), n, today) for n, row in enumerate(rows, start=2)]
 
 
 def write_offers(path: Path, offers: list[Offer]) -> None:
@@ -305,11 +306,19 @@ def _links(given: dict[str, Any]) -> dict[str, Any]:
     return updates
 
 
+NODE_GPUS = 8  # GPUs of one HGX/DGX board: the node size where no offer lists the card
+
+
 def max_per_node(offer: Offer) -> int:
-    """GPUs one node of this offer can hold: the instance's size, or up to 8 where the provider rents pods of
-    any size at the per-GPU price (``gpus_per_instance: any`` in data/providers.yaml)."""
+    """GPUs one node of this offer can hold: the instance's size, or up to a board's :data:`NODE_GPUS` where the
+    provider rents pods of any size at the per-GPU price (``gpus_per_instance: any`` in data/providers.yaml)."""
     scalable = providers().get(offer.provider, {}).get("gpus_per_instance") == "any"
-    return max(offer.gpu_count, 8) if scalable else offer.gpu_count
+    return max(offer.gpu_count, NODE_GPUS) if scalable else offer.gpu_count
+
+
+def largest_node(gpu_id: str, catalog: list[Offer]) -> int:
+    """The most GPUs of ``gpu_id`` one machine holds: its largest instance in the catalog, at least a board's."""
+    return max([NODE_GPUS, *(max_per_node(o) for o in catalog if o.gpu_id == gpu_id)])
 
 
 def multi_node(offer: Offer) -> bool:

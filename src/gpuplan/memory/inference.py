@@ -26,7 +26,7 @@ def inference_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None, gpu:
         e.assumptions.append(f"{m.family} runs eager attention in transformers (no SDPA support): the s x s "
                              "scores are materialized; attention flash (FlashAttention-2) avoids them")
     fmt, skip = weight_format(s, m)
-    e.weights = weights_per_gpu(s, m.weight_bytes(fmt, skip=skip))
+    e.weights = weights_per_gpu(s, m, fmt, skip)
     if fmt.name != "none":
         kept = "norms" if fmt.name.startswith("mlx-") else "embeddings, lm_head and norms"
         e.assumptions.append(f"weights stored as {fmt.name}; {kept} at {s.compute_bytes} bytes")

@@ -12,6 +12,9 @@ the trained parameters' gradients and optimizer states, and the largest transien
   the latents (generation), text encoders encoding the prompts, each in its own phase, after or before the
   denoiser's: the step's peak is the largest phase; a VAE's decode holds about twice its recorded tensors on CUDA
   (:data:`~gpuplan.overheads.VAE_DECODE_WORKING_FACTOR`, measured by InvokeAI);
+- **gradients freed** (a full fine-tune whose trainer calls ``zero_grad(set_to_none=True)``, as all but diffusers'
+  train_dreambooth.py do): the peak is the larger of the moment before the backward and the end of the backward
+  (:func:`free_gradients`);
 - **offloading** (generation): diffusers' ``enable_model_cpu_offload`` keeps one model on the card at a time (the
   peak is the largest component with its transient); ``enable_sequential_cpu_offload`` one layer at a time.
 
@@ -21,6 +24,8 @@ Then, as for LLMs (:mod:`gpuplan.memory.fit`): the caching allocator's slack ove
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .. import overheads as oh
 from ..hardware import GpuSpec
 from ..model.layers import Linear
@@ -29,7 +34,7 @@ from ..model.profile import FP8_ALL, Profile, storage_format
 from ..model.quant import make_format
 from ..result import MemoryReport
 from ..scenario import Scenario
-from ..scenario.modules import TEXT_LORA_ROLES, ModuleJob, trains_encoder
+from ..scenario.modules import TEXT_LORA_ROLES, ModuleJob, text_way, trains_encoder
 from ..tensors.breakdown import GIB, Estimate, device_overheads
 
 BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
@@ -130,57 +135,131 @@ def training_memory(s: Scenario, job: ModuleJob, main: Profile, parts: dict[str,
         edge = _edge(job)
         phases["VAE encode"] = parts["vae-encode"].activation_bytes(
             "inference", batch, (sizes[0], edge)) * BYTES[job.vae_dtype] / 2
-    adapters = text_encoders(e, job, parts, phases, adapter)  # LoRA only (scenario.stacks refuses full)
-    if adapters:  # their gradients and optimizer states beside the denoiser's (Adafactor: thin factors too)
-        e.gradients += adapters * adapter
-        factored += adapters // max(job.lora_rank, 1) * 2
-        trainable += adapters
+    text = text_encoders(e, job, parts, phases, TrainedBytes(adapter=adapter, mixed=mixed, state=state))
+    e.gradients += text.gradients  # the trained encoders' beside the denoiser's (Adafactor: their factors too)
+    factored += text.factored
+    trainable += text.params
     e.optimizer = optimizer_bytes(s.optimizer, trainable, state, factored)
     e.extra["params_trainable"] = trainable
-    e.peak_phase = max(phases, key=phases.get)
+    freed = free_gradients(e, phases) if job.grads_freed and job.trained == "all" else None
+    e.peak_phase = freed or max(phases, key=phases.get)
     e.activations = phases[e.peak_phase]
     e.phases = {k: v / GIB for k, v in phases.items()}
     return e
 
 
+END_OF_BACKWARD = "end of backward"
+
+
+def free_gradients(e: Estimate, phases: dict[str, float]) -> str | None:
+    """A full fine-tune whose trainer frees the gradients after each optimizer step (``zero_grad(set_to_none=
+    True)``: :func:`~gpuplan.scenario.modules._grads_freed`) holds them only from its backward on. Its peak is the
+    larger of two moments: before the backward (each phase's transient, the forward's with autocast's 16-bit
+    weight copies, and no gradients), or the end of the backward (every gradient written, the activations and the
+    copies freed: saved for the backward, or under checkpointing cast again one block at a time). ``e`` and
+    ``phases`` are set to the larger: the gradients left out before the backward (None returned: the peak is the
+    largest phase), or the copies, with an ``end of backward`` phase of no transient (its name returned: the peak,
+    the other phases' transients standing on the gradients-free total below it)."""
+    copies = {k: v for k, v in e.other.items() if k.endswith("autocast 16-bit weight copies")}
+    if e.gradients - sum(copies.values()) > max(phases.values()):
+        for key in copies:
+            del e.other[key]
+        phases[END_OF_BACKWARD] = 0.0
+        e.assumptions.append("gradients freed after each optimizer step (zero_grad(set_to_none=True)): the peak is "
+                             "the end of the backward, every gradient written, activations and autocast copies freed")
+        return END_OF_BACKWARD
+    else:
+        e.gradients = 0.0
+        e.assumptions.append("gradients freed after each optimizer step (zero_grad(set_to_none=True)): none held at "
+                             "the peak, which comes before the backward")
+    return None
+
+
+@dataclass(frozen=True)
+class TrainedBytes:
+    """How a training step stores what it trains: ``adapter`` bytes per LoRA parameter (weights and gradients),
+    ``mixed`` (fp32 master weights under autocast) and ``state`` bytes per gradient of a fully trained weight."""
+
+    adapter: int
+    mixed: bool
+    state: int
+
+
+@dataclass(frozen=True)
+class TrainedText:
+    """What the trained text encoders add to a step: their trained parameters, their gradients' bytes and the
+    elements of Adafactor's factored second moments."""
+
+    params: int = 0
+    gradients: float = 0.0
+    factored: int = 0
+
+
 def text_lora_params(job: ModuleJob, parts: dict[str, Profile], te) -> int:
-    """The LoRA adapter parameters of text encoder ``te`` when the job trains it (else 0): ``r·(in + out)`` per
-    linear its trainer's preset adapts (:data:`~gpuplan.scenario.modules.TEXT_LORA_ROLES`)."""
-    if not trains_encoder(job, te):
+    """The LoRA adapter parameters of text encoder ``te`` when the job trains it with LoRA (else 0): ``r·(in +
+    out)`` per linear its trainer's preset adapts (:data:`~gpuplan.scenario.modules.TEXT_LORA_ROLES`)."""
+    if not trains_encoder(job, te) or not job.text_lora:
         return 0
     return lora_params(parts[f"text-encoder:{te.name}"], TEXT_LORA_ROLES[job.text_lora], job.lora_rank)
 
 
 def text_kept_bytes(job: ModuleJob, parts: dict[str, Profile]) -> float:
-    """What the trained text encoders' forward keeps for their backward, held while the denoiser runs: each one's
-    recorded LoRA training pass's peak (rank 16, the recording's; the adapters' ``r``-wide activations are a few
-    kB), in the job's dtype."""
-    return sum(parts[f"text-encoder:{te.name}"].activation_bytes(f"train-lora-{job.text_lora}", job.batch, ())
-               for te in job.spec.role("text_encoder") if trains_encoder(job, te)) * BYTES[job.dtype] / 2
+    """What the trained text encoders' forward keeps for their backward, held while the denoiser runs forward and
+    backward, in the job's dtype: with LoRA, each one's recorded LoRA pass's peak (rank 16, the recording's; the
+    adapters' ``r``-wide activations are a few kB); trained whole, the part of its recorded pass's peak that grows
+    with the batch (:func:`kept_activations`)."""
+    way = text_way(job)
+    total = 0.0
+    for te in job.spec.role("text_encoder"):
+        if trains_encoder(job, te):
+            prof = parts[f"text-encoder:{te.name}"]
+            sizes = (job.t5_tokens,) if te.cls == "T5EncoderModel" else ()
+            total += kept_activations(prof, way, job.batch, sizes) if job.trained == "all" else \
+                prof.activation_bytes(way, job.batch, sizes)
+    return total * BYTES[job.dtype] / 2
+
+
+def kept_activations(p: Profile, way: str, batch: int, sizes: tuple[float, ...]) -> float:
+    """A fully trained encoder's activations at ``batch``: each recorded segment's peak less its value at batch 0,
+    the largest. The constant part is a weight's gradient being written when the pass peaks in its backward (CLIP-L's
+    token embedding, 49,408 x 768 x 2 bytes = 72.4 MiB, at ``backward encoder.layers.0``): counted with the
+    gradients, and written after the denoiser's backward, so not held while it runs."""
+    return max(0.0, *(poly.at(batch, sizes) - poly.at(0, sizes) for poly in p.memory[way].values()))
 
 
 def text_encoders(e: Estimate, job: ModuleJob, parts: dict[str, Profile], phases: dict[str, float],
-                  adapter: int) -> int:
+                  stored: TrainedBytes) -> TrainedText:
     """The text encoders on the card during a training step (``frozen`` or ``trained``), added to ``e`` and
-    ``phases``; returns the trained adapters' parameters. A frozen encoder: its weights, and its no-grad forward
-    as a phase of its own. A trained one (:func:`~gpuplan.scenario.modules.trains_encoder`): its weights and LoRA
-    adapters (``adapter`` bytes each: :func:`text_lora_params`), and what its forward keeps for its backward, held
-    while the denoiser runs forward and backward (:func:`text_kept_bytes`)."""
+    ``phases``; returns what the trained ones add (:class:`TrainedText`). A frozen encoder: its weights, and its
+    no-grad forward as a phase of its own. A trained one (:func:`~gpuplan.scenario.modules.trains_encoder`): with
+    LoRA its weights and adapters (:func:`text_lora_params`); trained whole its weights as the trainer keeps them
+    (fp32 under autocast: diffusers' train_dreambooth.py refuses a trained encoder that is not, and kohya's
+    load_target_model loads fp32 unless --full_bf16), the 16-bit copies autocast makes of its linears, and its
+    gradients; and what its forward keeps for its backward, held while the denoiser runs forward and backward
+    (:func:`text_kept_bytes`)."""
     if job.text_encoders not in ("frozen", "trained"):
-        return 0
-    trained = 0
+        return TrainedText()
+    params, gradients, factored = 0, 0.0, 0
     for te in job.spec.role("text_encoder"):
-        if trains_encoder(job, te):
+        prof = parts[f"text-encoder:{te.name}"]
+        if trains_encoder(job, te) and job.text_lora:
             own = text_lora_params(job, parts, te)
-            trained += own
-            e.other[f"{te.name} ({te.cls}, LoRA trained)"] = component_bytes(te, job.dtype) + own * adapter
+            params, gradients = params + own, gradients + own * stored.adapter
+            factored += own // max(job.lora_rank, 1) * 2  # thin factors: about r + d per r x d matrix
+            e.other[f"{te.name} ({te.cls}, LoRA trained)"] = component_bytes(te, job.dtype) + own * stored.adapter
+            continue
+        if trains_encoder(job, te):
+            params, gradients = params + te.params, gradients + te.params * stored.state
+            factored += factored_elements(prof, te.params)
+            e.other[f"{te.name} ({te.cls}, trained)"] = te.params * (4 if stored.mixed else BYTES[job.dtype])
+            if stored.mixed:
+                e.other[f"{te.name} autocast 16-bit weight copies"] = linear_weights(prof) * 2
             continue
         e.other[f"{te.name} ({te.cls}, frozen)"] = component_bytes(te, job.dtype)
         tokens = (job.t5_tokens,) if te.cls == "T5EncoderModel" else ()
-        phases[f"{te.name} encode"] = parts[f"text-encoder:{te.name}"].activation_bytes(
-            "inference", job.batch, tokens) * BYTES[job.dtype] / 2
+        phases[f"{te.name} encode"] = prof.activation_bytes("inference", job.batch, tokens) * BYTES[job.dtype] / 2
     phases["forward and backward"] += text_kept_bytes(job, parts)
-    return trained
+    return TrainedText(params=params, gradients=gradients, factored=factored)
 
 
 def eager_scores(p: Profile, batch: int, sizes: tuple[int, ...], dtype: str, saved: bool) -> float:

@@ -31,7 +31,7 @@ def parts_of(spec: ModuleSpec) -> list[tuple[dict, str, object]]:
             out += [(c.config, "vae-encode", diffusers.vae_part(c, "encode")),
                     (c.config, "vae-decode", diffusers.vae_part(c, "decode"))]
         elif c.role == "text_encoder":
-            ways = ("inference",) if c.cls == "T5EncoderModel" else diffusers.TEXT_ENCODER_WAYS
+            ways = diffusers.T5_WAYS if c.cls == "T5EncoderModel" else diffusers.TEXT_ENCODER_WAYS
             out.append((c.config, "text-encoder", diffusers.text_encoder_part(c, ways)))
         else:
             out.append((c.config, "model", encoders.model_part(spec, c)))

@@ -380,7 +380,13 @@ def latent_shape(pixels: int, edge: int) -> tuple[int, int]:
 # ("CLIPAttention", "CLIPSdpaAttention", "CLIPMLP"), so the MLP's fc1 and fc2 too
 TEXT_LORA_LEAVES = {"attention": ("q_proj", "k_proj", "v_proj", "out_proj"),
                     "all": ("q_proj", "k_proj", "v_proj", "out_proj", "fc1", "fc2")}
-TEXT_ENCODER_WAYS = ("inference", "train-lora-attention", "train-lora-all")
+# CLIP: inference, LoRA (both presets), and the whole encoder trained with and without checkpointing (diffusers'
+# train_dreambooth.py and kohya's train_db.py / sdxl_train.py ``--train_text_encoder``, which also call
+# ``text_encoder.gradient_checkpointing_enable()`` under ``--gradient_checkpointing``)
+TEXT_ENCODER_WAYS = ("inference", "train-lora-attention", "train-lora-all", "train-full", "train-full-gc")
+# T5: inference, and the whole encoder trained (diffusers' train_dreambooth_sd3.py ``--train_text_encoder`` trains
+# text_encoder_three too; kohya's sd3_train.py ``--train_t5xxl``)
+T5_WAYS = ("inference", "train-full", "train-full-gc")
 
 
 def text_lora_role(name: str) -> str:
@@ -394,7 +400,10 @@ def text_lora_role(name: str) -> str:
 
 
 def _text_with_way(module, way: str):
-    """peft adapters (rank 16) on the linears ``way`` names (:data:`TEXT_LORA_LEAVES`), for a trained encoder."""
+    """peft adapters (rank 16) on the linears ``way`` names (:data:`TEXT_LORA_LEAVES`), for a trained encoder;
+    transformers' non-reentrant checkpointing of each encoder layer for a ``-gc`` way."""
+    if way.endswith("-gc"):
+        module.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     if "-lora-" in way:  # peft's own injection: transformers' add_adapter asks for a newer peft
         from peft import LoraConfig, inject_adapter_in_model
 

@@ -403,8 +403,13 @@ def _more_host_ram(s: Scenario, gpu: GpuSpec, report) -> list[Suggestion]:
     if need <= ram or gpu.unified_memory or report.device_peak_gib > (report.capacity_gib or 0):
         return []
     size = math.ceil(need / 64) * 64
-    return [Suggestion(change=f"a machine with {size:,} GiB of RAM (host_ram_gib {size}): it keeps {need:,.1f} GiB "
-                       f"there, the host has {ram:,.0f}", fields={"host_ram_gib": size},
+    fields: dict[str, Any] = {"host_ram_gib": size}
+    also = ""
+    if report.offloaded_layers and not s.cpu_layers:  # llama.cpp's CPU layers fit only when asked for: without
+        fields["cpu_layers"] = True  # it, the RAM alone left "does not fit ... (--cpu-layers counts that as fitting)"
+        also = f" and llama.cpp's {report.offloaded_layers} layers there on the CPU (--cpu-layers)"
+    return [Suggestion(change=f"a machine with {size:,} GiB of RAM (host_ram_gib {size}){also}: it keeps "
+                       f"{need:,.1f} GiB there, the host has {ram:,.0f}", fields=fields,
                        device_peak_gib=report.device_peak_gib, fits=True, cost="the same speed; more host RAM")]
 
 

@@ -107,7 +107,7 @@ def _with_change(row: FitRow, plan: Plan) -> FitRow:
     row.fits, row.change, row.fields = True, change_words(moved, s), best.fields  # what moves, said; what to set
     row.cpu_gib = fixed.memory.cpu_gib
     if row.cpu_gib:
-        row.change += f" ({row.cpu_gib:,.0f} GiB of RAM)"
+        row.change += f" ({row.cpu_gib:,.0f} GiB {'of it used' if 'host_ram_gib' in moved else 'of RAM'})"
     row.device_peak_gib, row.sharding = best.device_peak_gib, after.layout
     row.max_batch_size, row.max_seq_len = (best.max_batch_size, best.max_seq_len) if best.combination else \
         largest_fitting(after, m, gpu)
@@ -170,8 +170,10 @@ def change_words(fields: dict[str, Any], s: Scenario) -> str:
         words.insert(0, f"the {fields['stack']} stack")
     if fields.get("cpu_layers") and not s.cpu_layers:
         words.append("llama.cpp layers on the CPU")
+    if fields.get("host_ram_gib"):  # was "host ram gib 1472.0" (session 8's walk)
+        words.append(f"host RAM of {fields['host_ram_gib']:,.0f} GiB")
     said = {"grad_checkpointing", "micro_batch_size", "grad_accum_steps", "method", "optimizer", "qlora_fp32_upcast",
-            "quant", "kv_cache_dtype", "sharding", "tp", "offload", "attention", "loss", "compile",
+            "host_ram_gib", "quant", "kv_cache_dtype", "sharding", "tp", "offload", "attention", "loss", "compile",
             "activation_offload", "optimizer_in_backward", "stack", "precision", "pp", "num_gpus", "cpu_layers"}
     words += [f"{k.replace('_', ' ')} {v}" for k, v in fields.items() if k not in said and v != getattr(s, k, v)]
     return " + ".join(words) or "a change"

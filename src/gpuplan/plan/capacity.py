@@ -274,8 +274,18 @@ def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...]
     plans.sort(key=_rank)
     _mark_pareto(plans)
     if notes is not None:
-        notes += _left_out(gpu_ids, simulated, candidates, chosen, late_alone, max_gpus)
+        notes += _left_out(gpu_ids, simulated, candidates, chosen, late_alone, max_gpus) + _unstreamed(plans)
     return plans
+
+
+def _unstreamed(plans: list[Deployment]) -> list[str]:
+    """Why a row's TPOT and streaming speed are blank: no request of its load streamed a second token (a
+    trace of ``output_length`` 0 or 1; each is timed as one token, the one its prefill samples)."""
+    if not any(p.ttft_s is not None and p.tpot_s is None for p in plans):
+        return []
+    return ["TPOT n/a: no request of the workload streams a second token (output lengths of 0 or 1, each timed as "
+            "the one token its prefill samples), so there is no time between tokens to report or to hold to an "
+            "SLO; vllm bench serve counts a request's TPOT only when its output is longer than 1 token"]
 
 
 def _left_out(gpu_ids: tuple[str, ...], simulated: list[GpuSpec], candidates: list, chosen: list,
@@ -352,7 +362,9 @@ def _row(st: Candidate, sc: Scenario, mem: ServingMemory, model: StepModel, boun
     row.plan = at_load = build(resolve(loaded, m, st.gpu), advise=False)
     speed = at_load.speed  # on the card's own links: no offer is priced by the builder here
     # the shared prefix rides in sc: TTFT alone starts after the cached part, as estimate's does
-    row.ttft_alone_s, row.streaming_tokens_per_s_per_user = speed.ttft_s, speed.streaming_tokens_per_s_per_user
+    row.ttft_alone_s = speed.ttft_s
+    if row.ttft_s is None or row.tpot_s is not None:  # no streaming speed where no request streams (_unstreamed)
+        row.streaming_tokens_per_s_per_user = speed.streaming_tokens_per_s_per_user
     if w.users and row.max_users:
         row.replicas_for_target = math.ceil(w.users / row.max_users)
     elif w.rate_rps and rate > 0:
@@ -362,7 +374,8 @@ def _row(st: Candidate, sc: Scenario, mem: ServingMemory, model: StepModel, boun
         row.usd_per_hour, row.offer, row.replicas_per_instance = per_hour, label, groups
         per_s = per_hour / groups / 3600  # one replica's share of the instance
         row.usd_per_million_input = per_s / (rate * w.mean_prompt_tokens) * 1e6
-        row.usd_per_million_output = per_s / (rate * w.mean_output_tokens) * 1e6
+        if w.mean_output_tokens:  # a prompt-only trace outputs nothing to price per token
+            row.usd_per_million_output = per_s / (rate * w.mean_output_tokens) * 1e6
         row.usd_per_1k_requests = per_s / rate * 1000
         if row.replicas_for_target:
             row.instances_for_target = math.ceil(row.replicas_for_target / groups)

@@ -34,7 +34,7 @@ from ..model.record import obtain
 from ..result import MemoryReport, ModelFacts, Suggestion
 from ..scenario import Scenario
 from ..scenario.fields import MODULE_FIELDS
-from ..scenario.modules import ModuleJob, trains_encoder
+from ..scenario.modules import ModuleJob, encoders_trained, text_way, trains_encoder
 from ..speed.breakdown import shares
 from ..speed.modules import ModuleSpeed, generation, host_range, model_step, train_step
 from .plan import Plan, gpu_facts, verdict
@@ -108,7 +108,7 @@ def profiles(job: ModuleJob) -> tuple[Profile, dict[str, Profile]]:
         parts["vae-decode"] = obtain(vae[0].config, "vae-decode", lambda ways: diff.vae_part(vae[0], "decode"))
     if job.kind == "diffusion-generate" or job.text_encoders in ("frozen", "trained"):
         for te in spec.role("text_encoder"):
-            ways = (f"train-lora-{job.text_lora}",) if trains_encoder(job, te) else ("inference",)
+            ways = (text_way(job),) if trains_encoder(job, te) else ("inference",)
             parts[f"text-encoder:{te.name}"] = obtain(te.config, "text-encoder",
                                                       lambda ways, te=te: diff.text_encoder_part(te, ways), ways)
     return main, parts
@@ -282,9 +282,11 @@ def _changes(s: Scenario, spec: ModuleSpec) -> list[tuple[str, dict[str, Any]]]:
         if spec.kind == "diffusion":
             if not s.cache_latents and spec.role("vae"):
                 out.append(("cached latents", {"cache_latents": True}))
-            if s.text_encoders == "trained":
+            if s.text_encoders == "trained-all":
+                out.append(("T5 not trained (CLIP trained)", {"text_encoders": "trained"}))
+            if encoders_trained(s):
                 out.append(("text encoders not trained (frozen)", {"text_encoders": "frozen"}))
-            if s.text_encoders in ("frozen", "trained"):
+            if s.text_encoders in ("frozen", "trained", "trained-all"):
                 out.append(("cached text embeddings", {"text_encoders": "cached"}))
             if s.method == "lora" and not s.quant:
                 out.append(("fp8 base weights", {"quant": "fp8"}))
@@ -390,9 +392,10 @@ def _simulated(main: Profile, job: ModuleJob) -> list[str]:
     out = [f"the {main.module}'s ops and its activation peaks ({job.way}) at any batch and size: the real class "
            f"on fake tensors ({versions}), fitted and checked exactly on its recorded passes"
            + (f"; {main.notes[0]}" if main.notes else "")]
-    if job.text_lora:
+    if job.text_trained:
         out.append(f"the trained text encoders' ops and what their forward keeps for the backward "
-                   f"(train-lora-{job.text_lora}): the real transformers classes with peft adapters on fake tensors")
+                   f"({text_way(job)}): the real transformers classes"
+                   + (" with peft adapters" if job.text_lora else "") + " on fake tensors")
     return out
 
 

@@ -9,12 +9,10 @@ from __future__ import annotations
 
 from ..errors import GpuplanError
 from ..market.choice import cheapest_in_force
-from ..market.offers import Offer, max_per_node, multi_node
+from ..market.offers import NODE_GPUS, Offer, largest_node, max_per_node, multi_node
 from ..market.store import price_filter
 from ..scenario import Scenario
 from .resolve import Resolved, changed
-
-NODE_GPUS = 8  # GPUs of one HGX/DGX board: the node size where no offer lists the card
 
 
 def node_shape(s: Scenario, gpu_id: str, catalog: list[Offer]) -> tuple[int, int, str] | None:
@@ -25,7 +23,7 @@ def node_shape(s: Scenario, gpu_id: str, catalog: list[Offer]) -> tuple[int, int
     if s.task != "train" or s.num_nodes > 1 or "num_nodes" in s.model_fields_set:
         return None
     card = [o for o in cheapest_in_force(catalog, price_filter(s)) if o.gpu_id == gpu_id]
-    if s.num_gpus <= max([NODE_GPUS, *(max_per_node(o) for o in card)]):  # one machine holds them
+    if s.num_gpus <= largest_node(gpu_id, card):  # one machine holds them
         return None
     offers = [o for o in card if multi_node(o)]
     sizes = sorted({max_per_node(o) for o in offers}, reverse=True) or [NODE_GPUS]

@@ -25,6 +25,7 @@ from __future__ import annotations
 from ..engines import ENGINES, OWN_SETTINGS, REFUSES_FOREIGN, SIMULATED, engine_for
 from ..errors import GpuplanError
 from ..hardware import GpuSpec
+from ..market.offers import NODE_GPUS, largest_node
 from ..model.module import ModuleSpec
 from ..model.spec import ModelSpec
 from ..scenario import INFER_ONLY, LOAD_FIELDS, TRAIN_ONLY, Scenario, stacks
@@ -50,6 +51,7 @@ def check(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> list[str]:
     warnings += _engine(s, m)
     if gpu is not None:
         _card(s, gpu)
+        warnings += _node(s, gpu)
     return warnings + _context(s, m)
 
 
@@ -412,6 +414,22 @@ def _other_engines_settings(s: Scenario) -> list[str]:
             f"engine {engine}" for engine, fields in OWN_SETTINGS.items() if engine != s.engine
             and engine not in REFUSES_FOREIGN for field in fields
             if getattr(s, field) != Scenario.model_fields[field].default]
+
+
+def _node(s: Scenario, gpu: GpuSpec) -> list[str]:
+    """A warning where the scenario puts more GPUs in one node than any machine of the price catalog holds, and
+    more than a board's 8: its links are timed as if one machine held them all (a review's walk: 16 H100 SXM per
+    node over 3 nodes, planned without a word)."""
+    if s.num_gpus <= NODE_GPUS:
+        return []
+    from ..market.store import load_offers  # the catalog, read only for a node of more than a board's GPUs
+
+    largest = largest_node(gpu.id, load_offers())
+    if s.num_gpus <= largest:
+        return []
+    return [f"{s.num_gpus} GPUs in one node: no {gpu.name} machine in the price catalog holds more than {largest} "
+            f"(an HGX board holds {NODE_GPUS}), and the plan times all {s.num_gpus} on one node's links; set num_gpus "
+            "to the GPUs of one machine and num_nodes to the machines"]
 
 
 def _card(s: Scenario, gpu: GpuSpec) -> None:

@@ -296,11 +296,20 @@ class Scenario(BaseModel):
     cache_latents: bool | None = Field(default=None, exclude=True, description="diffusion training: the VAE "
                                        "encodes the images once before training and leaves the GPU (default: the "
                                        "trainer's)")
-    text_encoders: Literal["cached", "frozen", "trained"] | None = Field(
+    text_encoders: Literal["cached", "frozen", "trained", "trained-all"] | None = Field(
         default=None, exclude=True, description="diffusion training: cached: prompt embeddings computed once "
         "before training, the text encoders off the GPU; frozen: on the GPU, run every step without gradients; "
-        "trained: LoRA adapters on the CLIP encoders trained with the denoiser (kohya's default for LoRA, "
-        "diffusers' --train_text_encoder; T5 stays frozen) (default: the trainer's)")
+        "trained: trained with the denoiser as the trainer's switch does it: with LoRA, adapters on the CLIP "
+        "encoders (kohya's default for LoRA, diffusers' --train_text_encoder, ai-toolkit's train_text_encoder); "
+        "with full fine-tuning, the encoders whole (diffusers' train_dreambooth*.py --train_text_encoder: T5 too "
+        "for SD3; kohya's train_db.py, sdxl_train.py, sd3_train.py); trained-all: T5-XXL too, where the trainer does "
+        "(SD3 full fine-tunes: diffusers' train_dreambooth_sd3.py, kohya's sd3_train.py --train_t5xxl) (default: the "
+        "trainer's)")
+    set_grads_to_none: bool | None = Field(
+        default=None, exclude=True, description="diffusion full fine-tuning: the trainer frees the gradients after "
+        "each optimizer step (optimizer.zero_grad(set_to_none=True)), so the step holds them only from its backward "
+        "on (default: true, as kohya, SimpleTuner, ai-toolkit and diffusers' scripts run; false for diffusers' "
+        "train_dreambooth.py, which frees them only with --set_grads_to_none)")
     prior_preservation: bool = Field(default=False, exclude=True, description="DreamBooth's prior-preservation "
                                      "loss: a class image beside each instance image (twice the batch)")
     train_steps: int | None = Field(default=None, ge=1, le=10**9, exclude=True, description="diffusion and "
@@ -668,7 +677,7 @@ FIELDS = tuple(Scenario.model_fields)
 # the fields only a model that is not a decoder LLM reads (gpuplan.scenario.modules; refused on a decoder's plan:
 # gpuplan.plan.refusals)
 MODULE_FIELDS = ("resolution", "inference_steps", "cfg", "cpu_offload", "cache_latents", "text_encoders",
-                 "prior_preservation", "train_steps", "decoder_tokens", "audio_seconds")
+                 "set_grads_to_none", "prior_preservation", "train_steps", "decoder_tokens", "audio_seconds")
 # Fields that mean something for one task only: the normalized result drops the other task's.
 TRAIN_ONLY = frozenset({"method", "tf32", "optimizer", "optimizer_impl", "lora_rank", "lora_targets", "lora_dropout",
                         "micro_batch_size", "seq_len", "grad_accum_steps", "grad_checkpointing", "train_tokens",

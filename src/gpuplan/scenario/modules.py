@@ -58,7 +58,9 @@ class ModuleJob:
     dtype: str = "bf16"
     weights: str = "16bit"
     text_encoders: str = "cached"
-    text_lora: str = ""  # trained text encoders: the trainer's LoRA preset on CLIP (attention | all), else ""
+    text_lora: str = ""  # trained text encoders' LoRA: the trainer's preset on CLIP (attention | all), else ""
+    text_trained: tuple[str, ...] = ()  # the text encoders trained (component names): LoRA, or whole in a full job
+    grads_freed: bool = False  # zero_grad(set_to_none=True): no gradients before the step's backward
     cache_latents: bool = True
     vae_dtype: str = "bf16"
     steps: int = 1
@@ -82,7 +84,7 @@ COMMON_READS = ("model", "task", "method", "stack", "precision", "quant", "micro
 KIND_READS = {
     # seq_len: the T5 tokens of a prompt, for the pipelines with a T5 encoder only (resolve_diffusion)
     "diffusion": ("resolution", "seq_len", "inference_steps", "cfg", "cpu_offload", "cache_latents", "text_encoders",
-                  "prior_preservation"),
+                  "set_grads_to_none", "prior_preservation"),
     # seq_len: the transcript's tokens when decoder_tokens is unset (resolve_model)
     "whisper": ("seq_len", "output_tokens", "decoder_tokens", "audio_seconds"),
     "encoder-decoder": ("seq_len", "prompt_tokens", "output_tokens", "decoder_tokens"),
@@ -98,7 +100,7 @@ MODULE_READS = ("model", "task", "precision", "optimizer", "train_steps", "gpu",
 # trainer, a training job no denoising steps)
 TRAIN_READS = frozenset({"method", "stack", "micro_batch_size", "grad_checkpointing", "grad_accum_steps", "optimizer",
                          "adapter_dtype", "lora_rank", "lora_targets", "train_steps", "cache_latents", "text_encoders",
-                         "prior_preservation"})
+                         "set_grads_to_none", "prior_preservation"})
 INFER_READS = frozenset({"batch_size", "inference_steps", "cfg", "cpu_offload", "output_tokens", "prompt_tokens"})
 
 
@@ -202,37 +204,127 @@ def resolve_diffusion(s: Scenario, spec: ModuleSpec) -> ModuleJob:
         notes.append("fp8 base: kohya's --fp8_base casts every weight to fp8, the norms and modulation too")
     batch = s.micro_batch_size * (2 if s.prior_preservation else 1)
     vae_dtype = "fp32" if upcast else dtype  # diffusers' SDXL scripts and kohya keep an fp32 VAE (no_half_vae)
-    text_lora = _text_lora(s, spec, notes)
+    text_lora, text_trained = _text_training(s, spec, notes)
+    freed = _grads_freed(s, spec, notes)
     return ModuleJob(**{**common, "kind": "diffusion-train", "weights": weights}, way=way, trained=trained,
                      lora_roles=roles, lora_rank=s.lora_rank, batch=batch, samples_per_step=batch,
-                     text_encoders=s.text_encoders or "cached", text_lora=text_lora,
+                     text_encoders="trained" if text_trained else s.text_encoders or "cached", text_lora=text_lora,
+                     text_trained=text_trained, grads_freed=freed,
                      cache_latents=bool(s.cache_latents) or not vae, vae_dtype=vae_dtype, notes=tuple(notes))
 
 
 def trains_encoder(job: ModuleJob, component) -> bool:
-    """Whether the job trains this text encoder's LoRA: a CLIP encoder when the text encoders are trained (no
-    trainer here adapts T5: diffusers' --train_text_encoder trains CLIP only, kohya's train_t5xxl is off by
-    default)."""
-    return bool(job.text_lora) and component.role == "text_encoder" and component.cls != "T5EncoderModel"
+    """Whether the job trains this text encoder (:func:`_text_training` chose which, by trainer and pipeline)."""
+    return component.role == "text_encoder" and component.name in job.text_trained
 
 
-def _text_lora(s: Scenario, spec: ModuleSpec, notes: list[str]) -> str:
-    """The LoRA preset on the text encoders the job trains ("" when it trains none): the trainer's (diffusers'
-    scripts: q, k, v and out projections; kohya: every linear of the CLIP layers, MLPs too)."""
-    if s.text_encoders != "trained":
-        return ""
-    if s.method == "full" or s.stack not in ("kohya", "diffusers"):
-        raise GpuplanError(f"text_encoders trained is planned for LoRA with stack kohya or diffusers (their text "
-                           f"encoders' adapters), not {s.method} with {s.stack}: set text_encoders frozen or cached")
+def text_way(job: ModuleJob) -> str:
+    """The recorded way a trained text encoder runs: the whole encoder with the denoiser's full fine-tune
+    (``train-full``, ``-gc`` under checkpointing: the trainers checkpoint the encoders with the denoiser), else
+    the trainer's LoRA preset (``train-lora-attention`` or ``-all``)."""
+    if job.trained == "all":
+        return "train-full-gc" if job.way.endswith("-gc") else "train-full"
+    return f"train-lora-{job.text_lora}"
+
+
+def pipeline_family(spec: ModuleSpec) -> str:
+    """sd, sdxl, sd3 or flux: which scripts and options of the trainers apply to the pipeline's denoiser."""
+    den = spec.main
+    if den.cls == "UNet2DConditionModel":
+        return "sdxl" if den.config.get("addition_embed_type") == "text_time" else "sd"
+    return {"SD3Transformer2DModel": "sd3", "FluxTransformer2DModel": "flux"}.get(den.cls, "")
+
+
+# Which text encoders each trainer trains with its switch, by (stack, method, family): "clip" the CLIP encoders,
+# "all" T5 too; absent: the trainer cannot (the sentence in TEXT_REFUSALS). Read off the trainers' code:
+# - diffusers (examples/dreambooth): the LoRA scripts' --train_text_encoder adds LoRA to the CLIP encoders only
+#   (train_dreambooth_lora_sd3.py, _flux.py: text_encoder_one/two, never T5); train_dreambooth.py trains the whole
+#   CLIP (``params_to_optimize = itertools.chain(unet.parameters(), text_encoder.parameters())``);
+#   train_dreambooth_sd3.py trains all three, T5 too (``text_encoder_three.requires_grad_(True)``);
+#   train_dreambooth_flux.py CLIP-L only (``text_encoder_two.requires_grad_(False)``); no SDXL full script.
+# - kohya sd-scripts: train_network.py / sdxl_ / sd3_ / flux_train_network.py LoRA on CLIP unless
+#   --network_train_unet_only (T5's LoRA only with network_args train_t5xxl=True, not modelled); train_db.py trains
+#   the CLIP encoder unless --stop_text_encoder_training -1; sdxl_train.py and sd3_train.py with
+#   --train_text_encoder (sd3_train.py: T5 too with --train_t5xxl); flux_train.py freezes clip_l and t5xxl.
+#   sdxl_train.py also freezes CLIP-L's last layer and final norm (SDXL reads its penultimate layer): counted as
+#   trained here, 7.1M of its 123M parameters (their gradients and states, about 85 MB with AdamW, over-counted).
+# - ai-toolkit (ostris/ai-toolkit toolkit/lora_special.py LoRANetwork): train.train_text_encoder adds LoRA to every
+#   linear of CLIPAttention and CLIPMLP; its FLUX example says "probably doesn't work for flux", and T5 gets none.
+TEXT_TRAINED = {("diffusers", "lora", f): "clip" for f in ("sd", "sdxl", "sd3", "flux")} | {
+    ("kohya", "lora", f): "clip" for f in ("sd", "sdxl", "sd3", "flux")} | {
+    ("ai-toolkit", "lora", "sd"): "clip", ("ai-toolkit", "lora", "sdxl"): "clip",
+    ("diffusers", "full", "sd"): "clip", ("diffusers", "full", "sd3"): "all", ("diffusers", "full", "flux"): "clip",
+    ("kohya", "full", "sd"): "clip", ("kohya", "full", "sdxl"): "clip", ("kohya", "full", "sd3"): "clip"}
+TEXT_REFUSALS = {
+    "simpletuner": "SimpleTuner's --train_text_encoder leaves them frozen (freeze_components sets "
+                   "requires_grad_(False) on each, and the step reads cached embeddings)",
+    "ai-toolkit": "ai-toolkit trains the CLIP encoders' LoRA (train_text_encoder) for SD 1.x/2.x and SDXL only, "
+                  "not FLUX ('probably doesn't work for flux'), SD3, T5 or a full fine-tune",
+    "diffusers": "diffusers has no full fine-tuning script for SDXL (examples/dreambooth)",
+    "kohya": "kohya's flux_train.py trains neither CLIP-L nor T5",
+}
+
+
+# who trains T5-XXL as well with text_encoders trained-all: diffusers' train_dreambooth_sd3.py (always, with
+# --train_text_encoder) and kohya's sd3_train.py --train_t5xxl (``t5xxl.requires_grad_(train_t5xxl)``, which asserts
+# --train_text_encoder with it); kohya's LoRA network_args train_t5xxl=True (networks/lora_sd3.py, lora_flux.py) is not
+# modelled: T5's LoRA ways are not recorded
+TEXT_T5 = {("diffusers", "full", "sd3"), ("kohya", "full", "sd3")}
+
+
+def encoders_trained(s: Scenario) -> bool:
+    """Whether the scenario trains text encoders (``trained``, or ``trained-all``: T5 too)."""
+    return s.text_encoders in ("trained", "trained-all")
+
+
+def _text_training(s: Scenario, spec: ModuleSpec, notes: list[str]) -> tuple[str, tuple[str, ...]]:
+    """The LoRA preset on the text encoders ("" for a full fine-tune, which trains them whole) and the names of the
+    encoders the job trains (none unless ``text_encoders`` is trained): what the trainer's switch trains for this
+    pipeline (:data:`TEXT_TRAINED`; ``trained-all``: T5 too, :data:`TEXT_T5`), refused in one sentence where it
+    trains none."""
+    if not encoders_trained(s):
+        return "", ()
+    method = "full" if s.method == "full" else "lora"
+    key = (s.stack, method, pipeline_family(spec))
+    which = TEXT_TRAINED.get(key)
+    if which is None:
+        raise GpuplanError(f"text_encoders {s.text_encoders} with {method} {s.stack} on {spec.name}: "
+                           f"{TEXT_REFUSALS.get(s.stack, 'this trainer trains no text encoder')}; set "
+                           "text_encoders frozen or cached")
+    if s.text_encoders == "trained-all":
+        if key not in TEXT_T5:
+            raise GpuplanError("text_encoders trained-all trains T5-XXL too, which only SD3's full fine-tunes do "
+                               "(diffusers' train_dreambooth_sd3.py, kohya's sd3_train.py --train_t5xxl; kohya's "
+                               f"LoRA train_t5xxl is not modelled), not {method} {s.stack} on {spec.name}: set "
+                               "text_encoders trained")
+        which = "all"
     encoders = spec.role("text_encoder")
-    if not any(te.cls != "T5EncoderModel" for te in encoders):
-        raise GpuplanError(f"{spec.name} has no CLIP text encoder to train: set text_encoders frozen or cached")
-    preset = LORA_DEFAULT.get(s.stack, "attention")
-    notes.append(f"text encoders trained: LoRA r{s.lora_rank} on the CLIP encoders' "
-                 f"{'attention projections' if preset == 'attention' else 'attention and MLP linears'} ("
-                 f"{s.stack}'s preset)" + ("; T5 frozen, run every step" if len(encoders) > sum(
-                     te.cls != "T5EncoderModel" for te in encoders) else ""))
-    return preset
+    names = tuple(te.name for te in encoders if which == "all" or te.cls != "T5EncoderModel")
+    t5 = [te for te in encoders if te.cls == "T5EncoderModel"]
+    preset = "" if method == "full" else LORA_DEFAULT.get(s.stack, "attention")
+    what = "the whole encoders" if method == "full" else (
+        f"LoRA r{s.lora_rank} on the " + ("attention projections" if preset == "attention" else
+                                          "attention and MLP linears"))
+    trained = ", ".join(f"{te.name} ({te.cls})" for te in encoders if te.name in names)
+    notes.append(f"text encoders trained as {s.stack} trains them: {what} of {trained}"
+                 + ("; T5 frozen, run every step" if t5 and which != "all" else ""))
+    return preset, names
+
+
+def _grads_freed(s: Scenario, spec: ModuleSpec, notes: list[str]) -> bool:
+    """Whether the trainer frees the gradients after each optimizer step (a full fine-tune's; LoRA's are a few MB):
+    ``set_grads_to_none``, else the trainer's. kohya (train_db.py, sdxl_train.py, sd3_train.py, train_network.py),
+    SimpleTuner and ai-toolkit call ``optimizer.zero_grad(set_to_none=True)``, diffusers' scripts
+    ``optimizer.zero_grad()`` through accelerate's AcceleratedOptimizer, which passes ``set_to_none=True``; diffusers'
+    train_dreambooth.py (SD 1.x/2.x) ``zero_grad(set_to_none=args.set_grads_to_none)``, off by default."""
+    if s.set_grads_to_none is not None:
+        return s.set_grads_to_none
+    if s.method != "full":
+        return False
+    keeps = s.stack == "diffusers" and pipeline_family(spec) == "sd"
+    if keeps:
+        notes.append("gradients kept between steps (diffusers' train_dreambooth.py without --set_grads_to_none)")
+    return not keeps
 
 
 def resolve_model(s: Scenario, spec: ModuleSpec) -> ModuleJob:

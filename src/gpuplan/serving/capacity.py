@@ -20,7 +20,7 @@ from .workload import Workload
 class RatePoint:
     rate_rps: float
     ttft_s: float
-    tpot_s: float
+    tpot_s: float | None  # None: no request of the window streamed a second token (vllm bench serve's output_len > 1)
     e2e_s: float
     output_tokens_per_s: float
     meets_slo: bool
@@ -188,6 +188,18 @@ def queue_growth(out) -> float:
     return float(slope * (at[-1] - at[0]))
 
 
+def _streamed_tpot(tpot, q: int) -> float | None:
+    """The ``q``-th percentile TPOT of the requests that streamed more than one token, as ``vllm bench serve``
+    reports it (vllm/benchmarks/serve.py ``calculate_metrics``: a request's TPOT joins ``tpots`` only when its
+    ``output_len > 1``; ``estimate --users`` reads its runs so, serving/load.py ``summary``); None when none did (a
+    prompt-only trace, ``output_length: 0``): no time between tokens to report, and none to miss an SLO by. Before,
+    the percentile took such requests at 0 ms, so a prompt-only trace read "p95 TPOT 0 ms"."""
+    import numpy as np
+
+    streamed = tpot[tpot > 0]
+    return float(np.percentile(streamed, q)) if len(streamed) else None
+
+
 def _point(out, w: Workload, rate: float, n: int) -> RatePoint:
     """The SLO percentiles and throughput of the steady window of ``out``."""
     import numpy as np
@@ -195,13 +207,14 @@ def _point(out, w: Workload, rate: float, n: int) -> RatePoint:
     keep, start, end = _judged(out)
     q = w.slo.percentile
     pick = lambda x: float(np.percentile(x[keep], q)) if len(keep) else math.inf  # noqa: E731
-    ttft, tpot, e2e = pick(out.ttft_s), pick(out.tpot_s), pick(out.e2e_s)
+    ttft, e2e = pick(out.ttft_s), pick(out.e2e_s)
+    tpot = _streamed_tpot(out.tpot_s[keep], q) if len(keep) else math.inf
     done = (out.finished_at >= start) & (out.finished_at <= end)
     span = end - start
     rps = float(done.sum() / span) if span > 0 else rate
     slo = w.slo
     meets = out.completed == n and (slo.ttft_s is None or ttft <= slo.ttft_s) and \
-        (slo.tpot_s is None or tpot <= slo.tpot_s) and (slo.e2e_s is None or e2e <= slo.e2e_s)
+        (slo.tpot_s is None or tpot is None or tpot <= slo.tpot_s) and (slo.e2e_s is None or e2e <= slo.e2e_s)
     return RatePoint(rate_rps=rate, ttft_s=ttft, tpot_s=tpot, e2e_s=e2e, requests_per_s=rps,
                      output_tokens_per_s=rps * out.output_tokens / max(out.completed, 1), meets_slo=bool(meets))
 

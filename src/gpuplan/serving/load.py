@@ -5,8 +5,10 @@
   after its last reply; think 0 is ``vllm bench serve --max-concurrency N --request-rate inf``, SGLang's
   ``bench_serving --max-concurrency`` and genai-perf's ``--concurrency``;
 - **open loop** (``rate_rps``): Poisson arrivals at R requests/s (``vllm bench serve --request-rate R``);
-- **offline**: every request sent at once (``vllm bench throughput``, ``LLM.generate`` of a list, ``vllm bench
-  serve`` at an infinite rate without a concurrency cap): the engine's own cap on running requests
+- **offline**: every request queued in the engine at once (``vllm bench throughput``, ``LLM.generate`` of a list,
+  no API server between: a burst through ``vllm serve``, ``vllm bench serve --request-rate inf``, is an open loop
+  at a rate that sends it at once, and passes the API server one request at a time, :class:`.simulate._Frontend`):
+  the engine's own cap on running requests
   (``max_num_seqs``, SGLang's ``max_running_requests``) and its KV pool decide how many run together; the rest wait
   and are admitted as others finish (waves), and a pool that runs out preempts and recomputes.
 
@@ -38,6 +40,7 @@ detokenizer process) and adds to no token's latency.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import TYPE_CHECKING, Literal
 
@@ -124,6 +127,8 @@ def run_load(s: Scenario, m: ModelSpec, gpu: GpuSpec, engine: Scheduler, network
     rng = np.random.default_rng(0)
     prompt, output = sample_lengths(prompt_d, n, rng), sample_lengths(output_d, n, rng)
     model = step_model(s, m, gpu, network)
+    if offline:  # the batch is handed to the engine in-process (LLM.generate): no API server to queue through
+        model = dataclasses.replace(model, frontend_s=0.0, frontend_token_s=0.0)
     closed = s.users if not offline else None
     send = arrivals(s.rate_rps, n, 1.0, rng) if not offline and not s.users else np.zeros(n)
     out = simulate(model, engine, send, prompt, output, s.shared_prefix_tokens, users=closed,

@@ -25,6 +25,13 @@ its TTFT counts it. With vLLM's async scheduling
 one step later than the synchronous loop, unless the engine was idle. Runs of pure-decode steps with no arrival in
 between are advanced together (their step times summed at the mid-point context), which keeps light loads fast.
 
+In front of the engine (:class:`_Frontend`, when the model has a serial ``frontend_s``): the engine's one
+frontend process (vLLM's API server, SGLang's TokenizerManager) takes the sent requests in the order sent, each
+for its serial cost, with the share of its time that streaming the engine's tokens leaves; a request reaches the
+engine's queue when the process is done with it, and its latencies add the rest of ``request_s`` (the parallel
+part: the network, the client). A burst therefore reaches the engine spread out, as ``vllm bench serve
+--request-rate inf`` sees it.
+
 SGLang's scheduler (:func:`sglang_scheduler`) runs in the same loop with ``mixed_prefill`` off
 (``python/sglang/srt/managers/scheduler.py`` ``get_next_batch_to_run``): whenever a prefill batch forms (a chunked
 prompt continues, or the first waiting request fits a seat and the free pool) the step holds prompt tokens alone and
@@ -192,16 +199,18 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
     out ends the run once the clock has passed that send (not an early stop: :attr:`Outcome.sent_all` has every
     send time); ignored when a request can never fit the pool (the run's completed requests would differ).
 
-    ``users_wait``: a closed loop's users are people (or benchmark clients): each next request reaches the engine
-    the model's ``request_s`` after the user sends it (a saturation run's users only keep the queue full).
+    ``users_wait``: a closed loop's users are people (or benchmark clients): each next request is sent the
+    parallel part of the model's ``request_s`` (less ``frontend_s``) after the user's think time, then queues for
+    the frontend (a saturation run's users only keep the queue full).
 
     ``inter_token_gaps``: also keep every output token's gap since the request's previous token
     (:class:`TokenGaps`, :attr:`Outcome.gaps`): the inter-token latency benchmark clients pool over all requests."""
     n = len(arrive)
-    clients = _Clients(arrive, max_concurrency or n, users, think_s, rng, model.request_s if users_wait else 0.0)
-    arrive = clients.arrive
     prompt = np.asarray(prompt, dtype=np.int64)
     output = np.maximum(np.asarray(output, dtype=np.int64), 1)
+    delay = model.request_s - model.frontend_s if users_wait else 0.0  # the frontend's part is its queue's
+    clients = _Clients(arrive, max_concurrency or n, users, think_s, rng, delay, _Frontend.of(model))
+    arrive = clients.arrive
     if not engine.prefix_cache:
         shared_prefix, prefix_hits = 0, None
     hit, shared_blocks = _cached_tokens(n, prompt, engine.block_tokens, shared_prefix, prefix_hits, cached_blocks)
@@ -229,13 +238,15 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
             st.receive()
         step = st.schedule() if len(st.ra) or st.waiting else None
         if step is None:  # idle, or nothing fits (cannot happen with requests running): wait for the next arrival
-            if clients.nxt >= n or (not len(st.ra) and st.waiting and math.isinf(next_at)):
+            next_at = clients.streaming(t, 0.0)  # nothing streams while the engine idles
+            if math.isinf(next_at):  # none left to send or hand over, or every seat held by the stuck queue
                 if st.waiting:
                     stopped = f"stalled: {len(st.waiting):,} queued requests can never be admitted"
                 break
-            t, busy = max(t, float(arrive[clients.nxt])), False
+            t, busy = max(t, next_at), False
             continue
         k, dt, last = _timed(model, st, step, next_at, t, st.steps_to_receive())
+        next_at = clients.streaming(t, k * len(step.idx) / dt if dt > 0 else 0.0)  # a token a step each, at most
         scheduled_at, busy = t + dt - last, True  # the last step's start
         t += dt
         steps += k
@@ -517,9 +528,10 @@ class _Clients:
     loop), received by the engine ``delay_s`` later; no more than ``cap`` in flight (``max_concurrency``: a
     request waits for a free seat, and its latency counts from the send, ``sent``)."""
 
-    def __init__(self, arrive, cap: int, users: int | None, think_s: float, rng, delay_s: float = 0.0) -> None:
+    def __init__(self, arrive, cap: int, users: int | None, think_s: float, rng, delay_s: float = 0.0,
+                 frontend: _Frontend | None = None) -> None:
         n = len(arrive)
-        self.users, self.ready = users, []
+        self.users, self.ready, self.frontend = users, [], frontend
         # a user's next request reaches the engine its think time, plus the API server's own latency per request
         # (``delay_s``, StepModel.request_s: HTTP, tokenizing), after the last one's final token
         self.think = (lambda: rng.exponential(think_s) + delay_s) if think_s > 0 and rng is not None else \
@@ -533,18 +545,23 @@ class _Clients:
         self.nxt, self.in_flight, self.full_until = 0, 0, -math.inf
 
     def next_at(self) -> float:
-        """When the next request goes out: its arrival time; inf when all were sent or every seat is taken."""
-        return float(self.arrive[self.nxt]) if self.nxt < self.n and self.in_flight < self.cap else math.inf
+        """When the next request goes out (its arrival time) or the frontend hands one to the engine, whichever
+        comes first; inf when all were sent or every seat is taken, and the frontend holds none."""
+        at = float(self.arrive[self.nxt]) if self.nxt < self.n and self.in_flight < self.cap else math.inf
+        return at if self.frontend is None else min(at, self.frontend.next_at())
 
     def send(self, cutoff: float, too_big, waiting: deque[int]) -> float:
         """Send the requests due by ``cutoff`` to the queue ``waiting`` (one too big for the pool is refused at
         once: its user thinks and sends another); returns :meth:`next_at`."""
-        arrive, n, users = self.arrive, self.n, self.users
+        arrive, n, users, front = self.arrive, self.n, self.users, self.frontend
         nxt = self.nxt
         while nxt < n and arrive[nxt] <= cutoff and self.in_flight < self.cap:
             if not too_big[nxt]:
                 self.sent[nxt] = max(arrive[nxt], self.full_until)
-                waiting.append(nxt)
+                if front is None:
+                    waiting.append(nxt)
+                else:
+                    front.take(nxt, self.sent[nxt])
                 self.in_flight += 1
             elif users:
                 heapq.heappush(self.ready, arrive[nxt] + self.think())
@@ -552,6 +569,15 @@ class _Clients:
             if users and nxt < n:
                 _next_user(arrive, self.ready, nxt)
         self.nxt = nxt
+        if front is not None:
+            front.hand_over(cutoff, waiting)
+        return self.next_at()
+
+    def streaming(self, t: float, tokens_per_s: float) -> float:
+        """From ``t`` the engine emits ``tokens_per_s`` tokens a second, which the frontend streams
+        (:meth:`_Frontend.set_load`); returns :meth:`next_at`."""
+        if self.frontend is not None:
+            self.frontend.set_load(t, tokens_per_s)
         return self.next_at()
 
     def replied(self, t: float, count: int) -> float:
@@ -566,6 +592,78 @@ class _Clients:
             self.full_until = t
         self.in_flight -= count
         return self.next_at()
+
+
+class _Frontend:
+    """The engine's frontend process (vLLM's API server, SGLang's TokenizerManager: one Python process for every
+    request) in front of the engine's queue. A request sent waits for the requests sent before it, then takes
+    ``serial_s`` of the process's time (:attr:`StepModel.frontend_s`: parsing, tokenizing, the hand-off), then
+    reaches the engine's queue. The same process streams every output token the engine emits (``token_s`` each,
+    :attr:`StepModel.frontend_token_s`): that takes the share ``load`` of its time (:meth:`set_load`, at most
+    :attr:`MOST_LOAD`), and new requests get the rest. A burst on an idle engine is handed over ``serial_s``
+    apart, the later ones farther apart as the first ones stream. The engine does not wait for the stream (vLLM's
+    engine core and SGLang's scheduler push their outputs and go on), so the steps keep their own pace; tokens
+    that reach the clients later than the engine makes them (a process streaming more than it can) are not
+    modelled."""
+
+    # the most of the process streaming takes from new requests: asyncio runs a waiting request's handler between
+    # the chunks the output handler yields after (vLLM: VLLM_V1_OUTPUT_PROC_CHUNK_SIZE), so admissions never stop
+    MOST_LOAD = 0.9
+
+    def __init__(self, serial_s: float, token_s: float) -> None:
+        self.serial_s, self.token_s = serial_s, token_s
+        self.clock = -math.inf  # the time up to which the process's work is counted
+        self.idle_since = -math.inf  # when it finished its last request
+        self.load = 0.0  # the share of the process streaming takes now
+        self.left = 0.0  # seconds of the first queued request's work left (at the whole process's speed)
+        self.queue: deque[tuple[float, int]] = deque()  # (sent, request), in the order sent
+        self.done: deque[tuple[float, int]] = deque()  # (handed over at, request), in that order
+
+    @classmethod
+    def of(cls, model: StepModel) -> _Frontend | None:
+        """The frontend of ``model`` (None: its requests reach the engine as sent, no serial part)."""
+        return cls(model.frontend_s, model.frontend_token_s) if model.frontend_s > 0 else None
+
+    def take(self, r: int, sent: float) -> None:
+        """Request ``r``, sent at ``sent``, joins the queue."""
+        if not self.queue:  # an idle process starts on it as sent (the loop may have counted past that)
+            self.clock, self.left = max(self.idle_since, sent), self.serial_s
+        self.queue.append((sent, r))
+
+    def advance(self, t: float) -> None:
+        """Count the process's work up to ``t``."""
+        if t <= self.clock:
+            return
+        rate, queue = 1.0 - self.load, self.queue
+        while queue:
+            end = self.clock + self.left / rate
+            if end > t:
+                self.left -= (t - self.clock) * rate
+                break
+            self.done.append((end, queue.popleft()[1]))
+            self.idle_since = end
+            self.clock, self.left = (max(end, queue[0][0]), self.serial_s) if queue else (end, 0.0)
+            if self.clock > t:
+                return
+        self.clock = t
+
+    def set_load(self, t: float, tokens_per_s: float) -> None:
+        """From ``t`` the engine emits ``tokens_per_s`` output tokens a second, each streamed by the process."""
+        self.advance(t)
+        self.load = min(tokens_per_s * self.token_s, self.MOST_LOAD)
+
+    def hand_over(self, t: float, waiting: deque[int]) -> None:
+        """Hand the requests the process is done with by ``t`` to the engine's queue ``waiting``."""
+        self.advance(t)
+        done = self.done
+        while done and done[0][0] <= t:
+            waiting.append(done.popleft()[1])
+
+    def next_at(self) -> float:
+        """When the process hands over its next request at the present load (inf: it holds none)."""
+        if self.done:
+            return self.done[0][0]
+        return self.clock + self.left / (1.0 - self.load) if self.queue else math.inf
 
 
 def _cached_tokens(n: int, prompt: np.ndarray, bt: int, shared_prefix: int, prefix_hits: np.ndarray | None,
@@ -700,12 +798,13 @@ def _outcome(model: StepModel, st: _Engine, sent, stopped: str, events: int, ste
     per-request latency outside the engine, from its send), the tokens served and the time it took."""
     finish, first, output = st.finish, st.first, st.output
     ok = ~np.isnan(finish)
-    ttft = first[ok] - sent[ok] + model.request_s
-    e2e = finish[ok] - sent[ok] + model.request_s
+    after = model.request_s - model.frontend_s  # the frontend's serial part is in first and finish already
+    ttft = first[ok] - sent[ok] + after
+    e2e = finish[ok] - sent[ok] + after
     out = output[ok]
     tpot = np.where(out > 1, (finish[ok] - first[ok]) / np.maximum(out - 1, 1), 0.0)
     return Outcome(ttft_s=ttft, tpot_s=tpot, e2e_s=e2e,
-                   duration_s=float(finish[ok].max() + model.request_s - sent[0]) if ok.any() else 0.0,
+                   duration_s=float(finish[ok].max() + after - sent[0]) if ok.any() else 0.0,
                    input_tokens=int(st.prompt[ok].sum()), output_tokens=int(out.sum()), preemptions=st.preempt,
                    completed=int(ok.sum()), sent_at=sent[ok], finished_at=finish[ok], stopped=stopped,
                    events=events, steps=steps, sent_all=sent, refused=int(st.too_big.sum()), gaps=st.gaps,

@@ -78,6 +78,10 @@ class StepModel:
     step_host_s: float
     seq_host_s: float
     request_s: float = 0.0  # per request outside the engine loop (HTTP, tokenizing, streaming): TTFT and E2E
+    # of request_s, the serial part (one frontend process, one request at a time), and that process's seconds
+    # per output token streamed (HostLoop.frontend_s, frontend_token_s: simulate's frontend queue)
+    frontend_s: float = 0.0
+    frontend_token_s: float = 0.0
     # host seconds to launch a step that holds a prompt, where the engine runs such steps without a CUDA graph
     # (Timing.eager_prompts: TensorRT-LLM); the step takes the longer of it and the GPU's work
     prompt_launch_s: float = 0.0
@@ -155,7 +159,8 @@ def sample(timer: StepTimer, calibration: Calibration | None = None,
     launch = timer.launch_host_s() if timer.timing.eager_prompts and timer.timing.graphs else 0.0
     return StepModel(grid_tokens=tuple(float(t) for t in GRID_TOKENS), dense_s=tuple(dense), lm_head_s=tuple(heads),
                      attention_s_per_pair=attn, kv_s_per_token=kv, step_host_s=2 * one - two, seq_host_s=two - one,
-                     request_s=timer.request_s, prompt_launch_s=launch, async_host=timer.async_host,
+                     request_s=timer.request_s, frontend_s=timer.frontend[0], frontend_token_s=timer.frontend[1],
+                     prompt_launch_s=launch, async_host=timer.async_host,
                      calibration=calibration or Calibration())
 
 

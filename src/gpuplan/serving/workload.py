@@ -20,7 +20,7 @@ import math
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from .. import overheads as oh
 from ..errors import GpuplanError, did_you_mean, echo_value
@@ -29,10 +29,11 @@ from ..userfiles import number, parse_json, read_mapping, read_text
 
 class Lengths(BaseModel):
     """A length distribution in tokens: ``fixed``, ``uniform`` (min..max), ``normal`` (mean, std) or
-    ``lognormal`` (mean, std of the tokens), clipped to ``[min, max]``."""
+    ``lognormal`` (mean, std of the tokens), clipped to ``[min, max]``; ``trace``: a trace's own lengths summed up
+    (:func:`trace_lengths`; the simulation draws the trace's requests themselves)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    kind: Literal["fixed", "uniform", "normal", "lognormal"] = "fixed"
+    kind: Literal["fixed", "uniform", "normal", "lognormal", "trace"] = "fixed"
     mean: float = Field(gt=0, le=10_000_000, allow_inf_nan=False)
     std: float = Field(default=0.0, ge=0, le=10_000_000, allow_inf_nan=False)
     min: int = Field(default=1, ge=1)
@@ -78,11 +79,12 @@ def lengths_words(prompt: Lengths, output: Lengths) -> str:
     """How a workload's lengths are drawn, in words: "prompts 1,000-3,000 (uniform, mean 2,000) and outputs 400
     tokens"."""
     def one(d: Lengths, what: str) -> str:
-        if d.kind == "fixed":
-            return f"{what} {d.mean:,.0f}"
+        if d.kind == "fixed" or d.min == d.max:
+            return f"{what} {_clipped_mean(d):,.0f}"
         low, high = f"{d.min:,}", f"{d.max:,}" if d.max < 10_000_000 else "any"
         spread = f", std {d.std:,.0f}" if d.kind in ("normal", "lognormal") else ""
-        return f"{what} {low}-{high} ({d.kind}, mean {_clipped_mean(d):,.0f}{spread})"
+        kind = "" if d.kind == "trace" else f"{d.kind}, "
+        return f"{what} {low}-{high} ({kind}mean {_clipped_mean(d):,.0f}{spread})"
 
     return f"{one(prompt, 'prompts')} and {one(output, 'outputs')} tokens"
 
@@ -133,6 +135,9 @@ class Workload(BaseModel):
             raise ValueError(f"unknown preset {self.preset!r}" + (f"; did you mean {close[0]!r}?" if close else
                              f"; choose one of {', '.join(PRESETS)}"))
         # one load at a time, a think time only with users: gpuplan.plan.refusals.load_refusal, which capacity asks
+        if self.trace is not None and (self.prompt or self.output or self.preset):  # the trace's lengths are drawn
+            raise ValueError("a trace says its requests' lengths: drop the prompt and output lengths (or the preset) "
+                             "given beside it")
         if self.prompt is None and self.preset is None and self.trace is None:
             raise ValueError("say how long requests are: prompt and output lengths, a preset "
                              f"({', '.join(PRESETS)}) or a trace file")
@@ -141,10 +146,26 @@ class Workload(BaseModel):
                              f"({self.mean_prompt_tokens:,.0f} tokens): the shared start is part of each prompt")
         return self
 
+    _traced: tuple[str, Lengths, Lengths] | None = PrivateAttr(default=None)  # (trace, prompts, outputs)
+
+    def _trace_lengths(self) -> tuple[Lengths, Lengths]:
+        """The trace's prompt and output lengths, read once: the lengths the simulation draws its requests from
+        (serving.capacity ``_requests``), so the plans, prices and limits beside it take the same means and
+        longest request. Before, a trace-only workload was the chat preset's everywhere but the simulation: 9,000-
+        token prompts planned, priced and checked as 230-token ones."""
+        if self._traced is None or self._traced[0] != self.trace:  # a copy with another trace reads its own
+            ins, outs, _, _ = read_trace(self.trace)
+            self._traced = (self.trace, trace_lengths(ins), trace_lengths(outs))
+        return self._traced[1:]
+
     def prompt_lengths(self) -> Lengths:
+        if self.trace:
+            return self._trace_lengths()[0]
         return self.prompt or PRESETS[self.preset or "chat"][0]
 
     def output_lengths(self) -> Lengths:
+        if self.trace:
+            return self._trace_lengths()[1]
         return self.output or PRESETS[self.preset or "chat"][1]
 
     @property
@@ -166,6 +187,15 @@ def _clipped_mean(d: Lengths) -> float:
         inside = math.exp(mu + sigma**2 / 2) * (phi((hi - mu - sigma**2) / sigma) - phi((lo - mu - sigma**2) / sigma))
         return inside + d.min * phi((lo - mu) / sigma) + d.max * (1 - phi((hi - mu) / sigma))
     return min(max(d.mean, d.min), d.max)
+
+
+def trace_lengths(xs: list[int]) -> Lengths:
+    """A trace's lengths summed up: their mean, spread and range (an output length may be 0: a prompt-only
+    request, which the field limits of a drawn distribution do not allow, hence built unchecked from read
+    values)."""
+    mean = sum(xs) / len(xs)
+    std = math.sqrt(sum((x - mean) ** 2 for x in xs) / len(xs))
+    return Lengths.model_construct(kind="trace", mean=mean, std=std, min=min(xs), max=max(xs))
 
 
 def sample_lengths(d: Lengths, n: int, rng) -> Any:
@@ -294,6 +324,9 @@ def load_workload(path: str | Path | None = None, overrides: dict[str, Any] | No
     for key, field in (("prompt_tokens", "prompt"), ("output_tokens", "output")):
         if key in flat:
             mean = flat.pop(key)
+            if key == "output_tokens" and type(mean) in (int, float) and mean == 0:  # as estimate: timed as the one
+                data[field] = {"mean": 1}  # token a prefill samples (capacity's TPOT n/a note says so)
+                continue
             data[field] = {"mean": mean} if not spread else spread_lengths(
                 number(mean, key, least=1, most=MAX_TOKENS), spread).model_dump(exclude_defaults=True)
     data.update(flat)

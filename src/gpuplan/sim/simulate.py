@@ -29,6 +29,7 @@ Needs the ``sim`` extra (transformers, peft; torch installed with ``pip install 
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import re
 import time
@@ -627,7 +628,8 @@ def generate_steps(s: Scenario, m: ModelSpec, model, tracker, device: str = "cpu
     Unless ``every_step`` (the probe times the whole loop on a GPU), only the prefill and the last decode step
     run: a decode step's memory grows with the cache and the generated ids and nothing else, so the last one
     holds the decode peak. The steps between are not run; the cache is brought to their end by its own
-    ``update`` (:func:`_fill`), so a million output tokens cost what two do."""
+    ``update`` (:func:`_fill`), so a million output tokens cost what two do. A compressed-attention cache also
+    runs the last step that closes each window size (:func:`_window_closings`)."""
     import inspect
 
     import torch
@@ -635,16 +637,21 @@ def generate_steps(s: Scenario, m: ModelSpec, model, tracker, device: str = "cpu
     torch.set_grad_enabled(False)
     tracker.phase = "prefill"
     cache = new_cache(model.config)  # DynamicCache, which also knows its length with linear-attention layers only
+    _label_cache_writes(cache, tracker)
     ids = torch.randint(0, min(m.vocab_size, SAFE_IDS), (s.batch_size, s.prompt_tokens), device=device)
     out = forward(model, input_ids=ids, past_key_values=cache, use_cache=True, **keep)
     cache.tokens = s.prompt_tokens
     next_ids = ids[:, -1:]  # a view: no allocation
     last = s.output_tokens - 1
     skipped = _unfillable(cache) if not every_step and last > 1 else "every step"
+    closing = _window_closings(cache, s.prompt_tokens, last) if skipped is None else []
     if skipped is None and notes is not None:
+        tokens = ("s of tokens " if len(closing) > 1 else " of token ") + " and ".join(f"{k + 1:,}" for k in closing)
+        also = f", the last step (token {last + 1:,}) and the step{tokens}, the last to close a compressed-" \
+               "attention window (with its own temporaries)," if closing else \
+               f" and the last step (token {last + 1:,}, the decode peak)"
         notes.append(f"decode steps for output tokens 2..{last:,} not run: the cache filled to "
-                     f"{s.prompt_tokens + last - 1:,} tokens by its own update; the prefill and the last step "
-                     f"(token {last + 1:,}, the decode peak) run")
+                     f"{s.prompt_tokens + last - 1:,} tokens by its own update; the prefill{also} run")
     elif skipped != "every step":
         if last > EVERY_STEP_MAX:
             raise GpuplanError(f"simulate would run every decode step, as {skipped}: at most "
@@ -652,13 +659,15 @@ def generate_steps(s: Scenario, m: ModelSpec, model, tracker, device: str = "cpu
                                "still answers")
         if notes is not None:
             notes.append(f"every decode step run: {skipped}")
-    for step in (0, last) if skipped is None else range(s.output_tokens):
+    done = 0  # the steps in the cache
+    for step in (0, *closing, last) if skipped is None else range(s.output_tokens):
         if step:
             tracker.phase = "decode"
-            if skipped is None:
-                ids = _fill(cache, tracker, ids, last - 1)
+            if step - done > 1:
+                ids = _fill(cache, tracker, ids, step - done - 1)
             out = forward(model, input_ids=next_ids, past_key_values=cache, use_cache=True, **keep)
             cache.tokens += 1
+            done = step
         logits = out.logits[:, -1, :].to(dtype=torch.float32, copy=True)
         del out
         _relabel_cache(cache, tracker)
@@ -670,13 +679,29 @@ def generate_steps(s: Scenario, m: ModelSpec, model, tracker, device: str = "cpu
     return s.batch_size * s.output_tokens
 
 
+def _window_closings(cache, prompt: int, last: int) -> list[int]:
+    """The decode steps before ``last`` that run beside it: for each compressed-attention window size of the
+    cache (DeepSeek-V4's ``compress_rate``: 4 and 128), the last step whose token closes such a window (the
+    compressor's windows start at position 0, so token ``prompt + step`` closes one when it is a multiple of the
+    size). Such a step holds the window's temporaries beside the cache, so it, not the last step, may be the
+    decode peak; the steps between two such windows differ only by a smaller cache."""
+    rates = {r for layer in getattr(cache, "layers", []) if isinstance(r := getattr(layer, "compress_rate", None),
+                                                                       int) and r > 0}
+    steps = {last - (prompt + last) % r for r in rates}
+    return sorted(k for k in steps if 0 < k < last)
+
+
 def _unfillable(cache) -> str | None:
     """Why :func:`_fill` cannot stand for the middle decode steps of ``cache``, or None: it knows transformers'
     standard cache layers only (a state kept elsewhere may grow in ways it cannot see)."""
     from ..model.trace import KNOWN_CACHES
 
-    odd = sorted({type(layer).__name__ for layer in getattr(cache, "layers", [None])} - set(KNOWN_CACHES))
+    fillable = {*KNOWN_CACHES, *COMPRESSED_CACHES}
+    odd = sorted({type(layer).__name__ for layer in getattr(cache, "layers", [None])} - fillable)
     return f"the cache holds {', '.join(odd)}, which gpuplan cannot fill without the model" if odd else None
+
+
+COMPRESSED_CACHES = ("DeepseekV4HCACache", "DeepseekV4CSACache")  # filled by _fill_compressed
 
 
 def _fill(cache, tracker, ids, tokens: int):
@@ -685,7 +710,9 @@ def _fill(cache, tracker, ids, tokens: int):
     fake keys and values, then 1, as a decode step hands it one, so the storages are those the steps leave
     (a sliding-window layer keeps the last window - 1 tokens, a view of the window its last concatenation
     made; transformers ``cache_utils.DynamicSlidingWindowLayer.update``). Linear-attention and Mamba states
-    keep their size. The transients of the fill are no step's and make no peak (``tracker.unmeasured``)."""
+    keep their size; DeepSeek-V4's compressors take the tokens as their forwards hand them over
+    (:func:`_fill_compressed`). The transients of the fill are no step's and make no peak
+    (``tracker.unmeasured``)."""
     import torch
 
     def chunk(tensor, dim: int, n: int):
@@ -704,10 +731,33 @@ def _fill(cache, tracker, ids, tokens: int):
                 indexer = getattr(layer, "indexer_keys", None)
                 if isinstance(indexer, torch.Tensor) and indexer.numel():
                     layer.update_indexer(chunk(indexer, 1, n))
+                if type(layer).__name__ in COMPRESSED_CACHES:
+                    _fill_compressed(layer, n, chunk)
         ids = torch.cat([ids, chunk(ids, -1, tokens)], dim=-1)
     cache.tokens += tokens
     _relabel_cache(cache, tracker)
     return ids
+
+
+def _fill_compressed(layer, n: int, chunk) -> None:
+    """DeepSeek-V4's compressed-attention states as ``n`` more tokens leave them, through the layer's own methods
+    as its compressors call them (transformers ``models/deepseek_v4/modeling_deepseek_v4.py``,
+    ``DeepseekV4HCACompressor``, ``DeepseekV4CSACompressor`` and ``DeepseekV4Indexer`` ``forward``): each named
+    buffer takes the tokens (``store_compression_weights``); each ``compress_rate`` of them closes a window that
+    emits one compressed entry (``update_compressor_states``) and, in a CSA layer, leaves that window's overlap
+    slice (``update_overlap_state``, whose gate the position bias made fp32)."""
+    import torch
+
+    for name, buffered in layer.buffer_kv.items():
+        if buffered is None:
+            continue
+        kv, gate, _ = layer.store_compression_weights(name, chunk(buffered, 1, n), chunk(layer.buffer_gate[name], 1, n))
+        windows = kv.shape[1] // layer.compress_rate
+        entries = layer.update_compressor_states(name, chunk(layer.compressed_kv[name], 1, windows))
+        if windows and hasattr(layer, "update_overlap_state"):
+            shape = (kv.shape[0], windows, layer.compress_rate, -1)
+            layer.update_overlap_state(name, kv.view(shape), gate.view(shape).to(torch.promote_types(
+                gate.dtype, torch.float32)), entries.shape[-1])
 
 
 class Phases:
@@ -717,6 +767,32 @@ class Phases:
 
     def relabel(self, tensor, category: str) -> None:
         pass
+
+
+CACHE_WRITES = ("update", "lazy_initialization", "store_")  # a cache layer's methods that make its storages
+
+
+def _label_cache_writes(cache, tracker) -> None:
+    """Each storage a cache layer's own methods make (``update``, ``lazy_initialization``, an indexer's or a
+    compressor's ``update_*`` and ``store_*``) counts as the KV cache from its making. Before, a step's new keys
+    and values (the concatenation each layer's ``update`` makes, transformers ``cache_utils.DynamicLayer.update``)
+    counted as activations until the forward ended, so the decode peak, reached inside the forward, read
+    "activations 0.273 GiB, kv_cache 0.005 GiB" for a 0.27 GiB cache (Qwen3-0.6B, 4 x 640 tokens)."""
+    labelled = getattr(tracker, "labelled", None)
+    if labelled is None:
+        return
+
+    def in_cache(method):
+        @functools.wraps(method)
+        def write(*args, **kwargs):
+            with labelled("kv_cache"):
+                return method(*args, **kwargs)
+        return write
+
+    for layer in getattr(cache, "layers", []):
+        for name in dir(type(layer)):
+            if name.startswith(CACHE_WRITES) and callable(getattr(layer, name, None)):
+                setattr(layer, name, in_cache(getattr(layer, name)))
 
 
 def _relabel_cache(cache, tracker) -> None:

@@ -58,6 +58,7 @@ class MemoryTracker(TorchDispatchMode):
         self.timeline: list[tuple[int, int, str]] = []
         self._events = 0
         self._measuring = True
+        self._category: str | None = None  # set by :meth:`labelled`
 
     # -- bookkeeping ------------------------------------------------------------------------------------
     def track(self, tensor: torch.Tensor, category: str | None = None, op: str = "") -> None:
@@ -67,7 +68,7 @@ class MemoryTracker(TorchDispatchMode):
         if key in self.live:
             return
         size = rounded(storage.nbytes())
-        category = category or PHASE_CATEGORY.get(self.phase, "temporaries")
+        category = category or self._category or PHASE_CATEGORY.get(self.phase, "temporaries")
         self.live[key] = (size, category)
         self.parts[category] += size
         self.current += size
@@ -104,6 +105,16 @@ class MemoryTracker(TorchDispatchMode):
             self.parts[category] -= size
             self.current -= size
             self._record("")
+
+    @contextlib.contextmanager
+    def labelled(self, category: str):
+        """A stretch whose new storages count as ``category`` from their making, whatever the phase: a KV cache
+        layer's update, whose concatenated keys and values are the cache the moment they exist."""
+        before, self._category = self._category, category
+        try:
+            yield
+        finally:
+            self._category = before
 
     @contextlib.contextmanager
     def unmeasured(self):

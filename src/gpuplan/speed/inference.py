@@ -36,6 +36,7 @@ from ..model import gguf
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from ..tensors.kv import kv_bytes_per_sequence
+from ..tensors.layout import replicated
 from ..tensors.state import attention_kernel, weight_format
 from . import ggml, mlx
 from .bands import decode_band, uncalibrated_words
@@ -78,6 +79,13 @@ class StepTimer:
         its API server's HTTP, tokenizing and streaming; 0 for engines timed without one): a user's TTFT and
         end-to-end latency add it once, but it overlaps other requests' steps, so no step or cycle holds it."""
         return self.timing.loop.request_s if self.timing.loop else 0.0
+
+    @property
+    def frontend(self) -> tuple[float, float]:
+        """The part of :attr:`request_s` one process serves for one request at a time, and what that process spends
+        per output token streamed (:attr:`~gpuplan.engines.base.HostLoop.frontend_s`, ``frontend_token_s``)."""
+        loop = self.timing.loop
+        return (loop.frontend_s, loop.frontend_token_s) if loop else (0.0, 0.0)
 
     # ---- prefill ----------------------------------------------------------------------------------------
     def prefill_parts(self, tokens: int, *, context: int = 0, seqs: int = 1) -> dict[str, float]:
@@ -234,7 +242,9 @@ class StepTimer:
         runs the projections it packs (q, k, v; gate, up; w1, w3) as one GEMM: one kernel latency per pack. Under
         attention data parallelism the attention projections run whole on the busiest rank's share of the
         ``seqs`` sequences (default: one per token, decode); under expert parallelism the experts are
-        :func:`~.experts.experts_s`."""
+        :func:`~.experts.experts_s`. The attention projections every engine replicates
+        (:func:`gpuplan.tensors.layout.replicated`: MLA's down-projections) run whole on every tensor-parallel
+        rank."""
         m, gpu, tp = self.m, self.gpu, self.s.tp
         seqs = tokens if seqs is None else seqs
         attention_rows = tokens * rank_share(seqs, self.s.attention_ranks) / seqs if seqs else tokens
@@ -259,8 +269,9 @@ class StepTimer:
                                                  lin.out_features / tp, count=touched, weight_bytes=w, kernels=1,
                                                  latency_s=latency, bandwidth_bps=bps)
                 elif lin.group == "attention":
+                    split = 1 if replicated(layer, lin) else self.s.attention_tp
                     total += count * gemm_time_s(gpu, self.dtype, attention_rows, lin.in_features,
-                                                 lin.out_features / self.s.attention_tp, weight_bytes=w,
+                                                 lin.out_features / split, weight_bytes=w,
                                                  latency_s=latency, bandwidth_bps=bps)
                 else:
                     n = lin.out_features / tp if lin.group != "router" else lin.out_features

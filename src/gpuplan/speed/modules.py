@@ -382,7 +382,7 @@ def train_step(s, job, main: Profile, parts: dict[str, Profile], gpu: GpuSpec) -
         for name, t in text_encoders_s(job, parts, gpu, run).items():
             micro += t
             parts_s[name] = parts_s.get(name, 0.0) + t
-    trainable = job.spec.main.params if job.trained == "all" else 0
+    trainable = job.spec.main.params + text_whole(job) if job.trained == "all" else 0
     accum = s.grad_accum_steps
     step = micro * accum
     parts_s = {k: v * accum for k, v in parts_s.items()}
@@ -405,21 +405,32 @@ def train_step(s, job, main: Profile, parts: dict[str, Profile], gpu: GpuSpec) -
 
 def text_encoders_s(job, parts: dict[str, Profile], gpu: GpuSpec, run: Run) -> dict[str, float]:
     """Seconds per micro-step of the text encoders on the card: a frozen one's forward without gradients; a trained
-    one's (its CLIP LoRA: :func:`~gpuplan.scenario.modules.trains_encoder`) forward with its adapters and its
-    backward, input gradients through the frozen linears and the adapters' own (as the denoiser's LoRA)."""
+    one's (:func:`~gpuplan.scenario.modules.trains_encoder`) forward and backward, with its LoRA adapters (input
+    gradients through the frozen linears and the adapters' own, as the denoiser's LoRA) or trained whole (weight
+    gradients too, and the forward again under checkpointing, as the denoiser's full fine-tune)."""
     out: dict[str, float] = {}
     for te in job.spec.role("text_encoder"):
         prof = parts[f"text-encoder:{te.name}"]
-        if trains_encoder(job, te):
-            lora = Run(dtype=job.dtype, lora_roles=TEXT_LORA_ROLES[job.text_lora], lora_rank=job.lora_rank,
-                       autocast=run.autocast, host_factor=run.host_factor)
-            t = (forward(prof, gpu, job.batch, (), lora) + backward(prof, gpu, job.batch, (), lora)).total_s
-            out["text encoders (LoRA trained)"] = out.get("text encoders (LoRA trained)", 0.0) + t
-            continue
         tokens = (job.t5_tokens,) if te.cls == "T5EncoderModel" else ()
+        if trains_encoder(job, te):
+            how = Run(dtype=job.dtype, lora_roles=TEXT_LORA_ROLES[job.text_lora], lora_rank=job.lora_rank,
+                      autocast=run.autocast, host_factor=run.host_factor) if job.text_lora else \
+                Run(dtype=job.dtype, trained="all", recompute=run.recompute, autocast=run.autocast,
+                    host_factor=run.host_factor)
+            name = "text encoders (LoRA trained)" if job.text_lora else "text encoders (trained)"
+            t = (forward(prof, gpu, job.batch, tokens, how) + backward(prof, gpu, job.batch, tokens, how)).total_s
+            out[name] = out.get(name, 0.0) + t
+            continue
         t = forward(prof, gpu, job.batch, tokens, Run(dtype=job.dtype)).total_s
         out["text encoders"] = out.get("text encoders", 0.0) + t
     return out
+
+
+def text_whole(job) -> int:
+    """The parameters of the text encoders a full fine-tune trains whole with the denoiser (0 with LoRA)."""
+    if job.trained != "all":
+        return 0
+    return sum(te.params for te in job.spec.role("text_encoder") if trains_encoder(job, te))
 
 
 def optimizer_host_s(s, job, main: Profile, gpu: GpuSpec, parts: dict[str, Profile] | None = None) -> float:
@@ -436,6 +447,9 @@ def optimizer_host_s(s, job, main: Profile, gpu: GpuSpec, parts: dict[str, Profi
     linears = [op for op in main.ops if op.kind in ("linear", "conv")]
     if job.trained == "all":
         tensors = sum(op.count * (2 if op.bias else 1) for op in linears)
+        tensors += sum(op.count * (2 if op.bias else 1) for te in job.spec.role("text_encoder")
+                       if trains_encoder(job, te) for op in parts[f"text-encoder:{te.name}"].ops
+                       if op.kind == "linear") if parts else 0
     else:
         tensors = 2 * sum(op.count for op in linears if job.lora_roles and op.role in job.lora_roles)
     tensors += 2 * text_adapted(job, parts or {})
@@ -444,7 +458,7 @@ def optimizer_host_s(s, job, main: Profile, gpu: GpuSpec, parts: dict[str, Profi
 
 def text_adapted(job, parts: dict[str, Profile]) -> int:
     """The linears the job's trained text encoders adapt with LoRA (0 when it trains none)."""
-    if not getattr(job, "text_lora", ""):
+    if not getattr(job, "text_lora", "") or job.trained == "all":
         return 0
     roles = TEXT_LORA_ROLES[job.text_lora]
     return sum(op.count for te in job.spec.role("text_encoder") if trains_encoder(job, te)

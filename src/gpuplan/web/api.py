@@ -401,7 +401,7 @@ class CapacityRequest(RequestBody):
     batch: int | None = Field(default=None, ge=2, le=20_000, description="offline: requests queued at once")
     think_s: float | None = Field(default=None, ge=0, le=3600)
     prompt_tokens: int = Field(default=1024, ge=1, le=1_000_000)
-    output_tokens: int = Field(default=256, ge=1, le=100_000)
+    output_tokens: int = Field(default=256, ge=0, le=100_000)  # 0: timed as one token, as estimate does
     length_spread: float | None = Field(default=None, ge=0, le=0.99)
     ttft_s: float | None = Field(default=None, gt=0, le=3600)
     tpot_s: float | None = Field(default=None, gt=0, le=60)

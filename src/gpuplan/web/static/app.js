@@ -59,6 +59,8 @@ function boxValue(el) {
 
 const num = (x, digits = 2) => x.toLocaleString("en-US", {minimumFractionDigits: digits, maximumFractionDigits: digits});
 const usd = (x) => "$" + (x >= 100 ? num(x, 0) : x >= 1 ? num(x, 2) : num(x, 3));
+// tokens/s: whole from 10 up, two significant digits below (not "0" for a model run from system RAM; cli/estimate.py)
+const rate = (x) => (x >= 10 ? num(x, 0) : x.toLocaleString("en-US", {maximumSignificantDigits: 2}));
 
 // ---- the kind of model: which fields its plan reads (FieldSpec.kinds) -----------------------------------------
 // the bundled models that are not decoder LLMs come with the form; another model's kind is learnt from its plan
@@ -528,9 +530,9 @@ function renderSpeedCost(r, explanation) {
     return;
   }
   const train = r.scenario.task === "train";
-  const range = sp.tokens_per_s_high ? ` (${num(sp.tokens_per_s_low, 0)} to ${num(sp.tokens_per_s_high, 0)})` : "";
+  const range = sp.tokens_per_s_high ? ` (${rate(sp.tokens_per_s_low)} to ${rate(sp.tokens_per_s_high)})` : "";
   rows.push(numberRow("speed.tokens_per_s", train ? "training tokens/s" : "output tokens/s (all sequences)",
-    num(sp.tokens_per_s, 0) + range, sp.tokens_per_s));
+    rate(sp.tokens_per_s) + range, sp.tokens_per_s));
   rows.push(numberRow("speed.step_time_s", train ? "optimizer step" : "decode step",
     train ? num(sp.step_time_s, 2) + " s" : num(sp.step_time_s * 1000, 1) + " ms", sp.step_time_s));
   if (train) {
@@ -540,7 +542,7 @@ function renderSpeedCost(r, explanation) {
     rows.push(numberRow("speed.ttft_s", "time to first token", num(sp.ttft_s, 2) + " s", sp.ttft_s));
     if (sp.streaming_tokens_per_s_per_user) {
       rows.push(numberRow("speed.streaming_tokens_per_s_per_user", "streaming tokens/s per user (1 / decode step)",
-        num(sp.streaming_tokens_per_s_per_user, 0), sp.streaming_tokens_per_s_per_user));
+        rate(sp.streaming_tokens_per_s_per_user), sp.streaming_tokens_per_s_per_user));
     }
   }
   if (sp.mfu) rows.push(numberRow("speed.mfu", "implied MFU", num(sp.mfu, 3), sp.mfu));
@@ -929,7 +931,8 @@ function capacityColumns(kind, pct) {
     ["output_tokens_per_s", "out tok/s", (p) => (p.output_tokens_per_s ? num(p.output_tokens_per_s, 0) : "")]];
   const online = [kind === "users" ? ["max_users", "users", (p) => p.max_users ?? ""] :
     ["max_rate_rps", "req/s", (p) => num(p.max_rate_rps, 2)],
-    ["ttft_s", `p${pct} TTFT`, (p) => ms(p.ttft_s)], ["tpot_s", `p${pct} TPOT`, (p) => ms(p.tpot_s)],
+    ["ttft_s", `p${pct} TTFT`, (p) => ms(p.ttft_s)],
+    ["tpot_s", `p${pct} TPOT`, (p) => (p.tpot_s === null && p.ttft_s !== null ? "n/a" : ms(p.tpot_s))],
     ["streaming_tokens_per_s_per_user", "tok/s/user",
       (p) => (p.streaming_tokens_per_s_per_user ? num(p.streaming_tokens_per_s_per_user, 0) : "")],
     ["usd_per_1k_requests", "$/1k req", (p) => (p.usd_per_1k_requests === null ? "" : usd(p.usd_per_1k_requests))],

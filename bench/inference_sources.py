@@ -1,0 +1,335 @@
+"""Every public inference source the benches score, one line per source, engine, class and quantity (issue 31).
+
+    python bench/inference_sources.py [--out bench/results/inference_sources.md] [--max-requests 1500]
+
+The issue's hidden check asks of its own rows a median within 15 % with no source above 25 %, the MoE serving rows
+within 20 % and vLLM's KV tokens within 8 %. Its rows are not ours to see, but every source we score is, and a source
+above 25 % here is the first place to look. Nothing is scored here: each bench's own row scorer runs as a library
+call, with that bench's split (fitted rows set a constant; held-out rows are independent):
+
+- bench/serving/serving_accuracy.py ``run_case`` (vLLM runs: ``calibration`` fitted, ``check`` held out;
+  ``excluded`` left out), by its quantities (TTFT and TPOT below the knee, throughput when saturated);
+- bench/serving/load_accuracy.py ``predict`` (vLLM and SGLang at a load or offline; every row held out): TTFT,
+  TPOT, ITL and requests/s where the source gives them;
+- bench/serving/sglang_serving.py ``run`` (``calibration`` and ``rocm-fit`` fitted; ``check``, ``moe`` and
+  ``rocm-check`` held out): its ``scored`` quantities;
+- bench/serving/trtllm_serving.py ``predict`` (trtllm-serve; ``calibration`` fitted): TTFT and TPOT;
+- bench/trtllm.py ``offline`` (NVIDIA's performance overview; ``role`` names the fitted ones) and
+  bench/mlperf_inference.py ``predict`` (MLPerf Offline; nothing fitted): output tokens/s;
+- bench/llama_bench.py ``err`` (llama.cpp and MLX on llama-bench tables; ``fitted`` rows set constants): prompt
+  processing and generation tokens/s;
+- bench/throughput.py ``run`` (one request's decode tokens/s; ``held_out`` is its fixed split);
+- bench/serving/vllm_startup.py ``score`` (vLLM's startup logs; ``calibration`` fitted): KV tokens.
+
+A row's source is the part of its id before the first dash (a source's rows share a client, a host and prompts),
+the MLPerf round, NVIDIA's table, or the throughput case's publication. error = (gpuplan - published) / published.
+Not here: bench/llama_server.py (it builds llama-server, it scores nothing), the SGLang startup logs (3 rows within
+0.6 %, bench/results/sglang_startup.md), trtllm_capacity.py (NVIDIA's table again, through the scheduler) and
+capacity_accuracy.py (serving_accuracy's runs again, as a highest rate).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE / "serving"))
+
+import load_accuracy  # noqa: E402
+import serving_accuracy  # noqa: E402
+import sglang_serving  # noqa: E402
+import trtllm_serving  # noqa: E402
+import vllm_startup  # noqa: E402
+
+import llama_bench  # noqa: E402
+import mlperf_inference  # noqa: E402
+import throughput  # noqa: E402
+import trtllm  # noqa: E402
+from gpuplan import overheads as oh  # noqa: E402
+from gpuplan.model.catalog import load_model  # noqa: E402
+from gpuplan.speed.bands import model_class  # noqa: E402
+
+LIMIT = 0.25  # the issue's "no source above 25 %"
+
+
+@dataclass(frozen=True)
+class Scored:
+    """One published number against gpuplan's: where it comes from, what it is, and the split it is in."""
+    bench: str
+    source: str
+    engine: str
+    cls: str  # dense / MoE / hybrid (speed.bands.model_class)
+    quantity: str
+    fitted: bool
+    error: float  # (gpuplan - published) / published
+    row: str
+
+
+def _cls(model: str) -> str:
+    return model_class(load_model(str(ROOT / model) if str(model).startswith("bench/") else model))
+
+
+def _id_source(row_id: str) -> str:
+    return row_id.split("-", 1)[0]
+
+
+def serving_rows(max_requests: int) -> list[Scored]:
+    """vLLM's serving runs (serving_cases.yaml), as serving_accuracy.py scores them."""
+    out = []
+    for c in yaml.safe_load((HERE / "serving" / "serving_cases.yaml").read_text()):
+        if c["role"] == "excluded":
+            continue
+        pred, cls = serving_accuracy.run_case(c, max_requests), _cls(c["scenario"]["model"])
+        for name, key, regime in serving_accuracy.QUANTITIES:
+            if c["regime"] == regime:
+                out.append(Scored("serving_accuracy", serving_accuracy.source_of(c), "vllm", cls, name,
+                                  c["role"] == "calibration", pred[key] / c["measured"][key] - 1, c["id"]))
+    return out
+
+
+def load_rows() -> list[Scored]:
+    """Runs at a load or offline (serving_load_runs.csv), every one held out, as load_accuracy.py scores them."""
+    out = []
+    for r in _csv(load_accuracy.DATA):
+        pred, cls = load_accuracy.predict(r), _cls(r["model"])
+        for q, col in (("TTFT", "median_ttft_ms"), ("TPOT", "median_tpot_ms"), ("ITL", "median_itl_ms"),
+                       ("req/s", "request_throughput")):
+            if r[col]:
+                out.append(Scored("load_accuracy", load_accuracy.source_of(r), r["engine"], cls, q, False,
+                                  pred[q] / float(r[col]) - 1, r["id"]))
+    return out
+
+
+def _csv(path: Path) -> list[dict]:
+    with path.open(newline="") as f:
+        return list(csv.DictReader(line for line in f if not line.startswith("#")))
+
+
+def sglang_rows(max_requests: int) -> list[Scored]:
+    """SGLang's published runs (sglang_serving.csv), as sglang_serving.py scores them."""
+    out = []
+    for r in sglang_serving.load_rows():
+        pred, cls = sglang_serving.run(r, max_requests), _cls(r["model"])
+        for name, key in sglang_serving.scored(r):
+            out.append(Scored("sglang_serving", _id_source(r["id"]), "sglang", cls, name,
+                              r["role"] in ("calibration", "rocm-fit"), pred[key] / float(r[key]) - 1, r["id"]))
+    return out
+
+
+def trtllm_serving_rows() -> list[Scored]:
+    """trtllm-serve's runs (trtllm_serving.csv) with the package's constants."""
+    out = []
+    for r in trtllm_serving.load_rows():
+        ttft, tpot = trtllm_serving.predict(r, oh.TRTLLM_EAGER_LAUNCH_S)
+        cls, fitted = _cls(r["model"]), r["role"] == "calibration"
+        out += [Scored("trtllm_serving", _id_source(r["id"]), "trtllm", cls, "TTFT", fitted,
+                       ttft / float(r["p50_ttft_ms"]) - 1, r["id"]),
+                Scored("trtllm_serving", _id_source(r["id"]), "trtllm", cls, "TPOT", fitted,
+                       tpot / float(r["p50_itl_ms"]) - 1, r["id"])]
+    return out
+
+
+def trtllm_rows() -> list[Scored]:
+    """NVIDIA's performance overview tables (trtllm-bench offline output tokens/s), as trtllm.py scores them."""
+    out = []
+    for path, source in ((trtllm.DATA, "nvidia-perf-overview-1.0"), (trtllm.OLDER, "nvidia-perf-overview-0.17")):
+        for r in trtllm.load_rows(path):
+            if trtllm.why_not(r):
+                continue
+            out.append(Scored("trtllm", source, "trtllm", _cls(r["model"]), "offline tok/s",
+                              trtllm.role(r) in ("fitted", "MoE fitted"), trtllm.err(trtllm.offline(r), r),
+                              f"{r['gpu_label']} {r['model']} {r['isl']}/{r['osl']} tp{r['tp']}"))
+    return out
+
+
+def mlperf_rows() -> list[Scored]:
+    """MLPerf Inference Offline rows (nothing fitted), as mlperf_inference.py scores them."""
+    out = []
+    for r in mlperf_inference.load_rows():
+        if mlperf_inference.why_not(r):
+            continue
+        out.append(Scored("mlperf_inference", f"mlperf-{r['round']}", "trtllm", _cls(r["model"]), "offline tok/s",
+                          False, mlperf_inference.err(mlperf_inference.predict(r), r),
+                          f"{r['submitter']} {r['system']} {r['benchmark']}"))
+    return out
+
+
+def llama_bench_rows() -> list[Scored]:
+    """llama-bench tables (llama.cpp and MLX), as llama_bench.py scores them; excluded rows left out."""
+    return [Scored("llama_bench", _id_source(r["id"]), r["engine"], _cls(r["model"]),
+                   f"{llama_bench.backend(r)} {llama_bench.work(r)}", r["role"] == "fitted", llama_bench.err(r),
+                   r["id"])
+            for r in llama_bench.load_rows() if r["role"] != "excluded"]
+
+
+def decode_rows() -> list[Scored]:
+    """One request's decode tokens/s (throughput_cases.yaml's inference cases), as throughput.py scores them."""
+    cases = [c for c in yaml.safe_load((HERE / "throughput_cases.yaml").read_text())["cases"]
+             if c["metric"] == "decode_tokens_per_s"]
+    scored, _ = throughput.run(cases)
+    return [Scored("throughput", c["source"], c["scenario"].get("engine", "transformers"),
+                   _cls(c["scenario"]["model"]), "decode tok/s", not throughput.held_out(c), c["error_pct"] / 100,
+                   c["id"]) for c in scored]
+
+
+def startup_rows() -> list[Scored]:
+    """vLLM's startup logs: KV tokens where a log printed them, as vllm_startup.py scores them."""
+    cases = yaml.safe_load((HERE / "serving" / "vllm_startup_cases.yaml").read_text())
+    return [Scored("vllm_startup", _id_source(r["case"]["id"]), "vllm", _cls(r["case"]["scenario"]["model"]),
+                   "KV tokens", r["role"] == "calibration", r["errors"]["KV tokens"] / 100, r["case"]["id"])
+            for r in vllm_startup.score(cases) if r["role"] != "excluded" and r["errors"]["KV tokens"] is not None]
+
+
+def every_row(max_requests: int) -> list[Scored]:
+    return (serving_rows(max_requests) + load_rows() + sglang_rows(max_requests) + trtllm_serving_rows()
+            + trtllm_rows() + mlperf_rows() + llama_bench_rows() + decode_rows() + startup_rows())
+
+
+Key = tuple[str, str, str, str, str]  # bench, source, engine, class, quantity
+
+
+def summarize(rows: list[Scored]) -> dict[Key, dict]:
+    """Per bench, source, engine, class and quantity: rows fitted and held out, the held-out rows' median |error|
+    and their worst (signed; None where every row is fitted)."""
+    groups: dict[Key, list[Scored]] = {}
+    for r in rows:
+        groups.setdefault((r.bench, r.source, r.engine, r.cls, r.quantity), []).append(r)
+    out = {}
+    for key, rs in sorted(groups.items()):
+        held = [r.error for r in rs if not r.fitted]
+        out[key] = {"fitted": len(rs) - len(held), "held_out": len(held),
+                    "median": statistics.median(map(abs, held)) if held else None,
+                    "worst": max(held, key=abs) if held else None}
+    return out
+
+
+def _pct(x: float | None, sign: str = "") -> str:
+    return "-" if x is None else f"{x:{sign}.1%}"
+
+
+def report(rows: list[Scored], seconds: float) -> str:
+    table = summarize(rows)
+    lines = ["# Every inference source: held-out median |error| per source", "",
+             f"Generated by `python bench/inference_sources.py` in {seconds:.0f} s from the benches' own row scorers "
+             f"(the module docstring names them): {len(rows)} scored numbers. error = (gpuplan - published) / "
+             "published; the median and the worst are over the held-out rows only. **bold**: a held-out median "
+             f"above {LIMIT:.0%} (the issue's limit for one source).", "",
+             "| bench | source | engine | class | quantity | rows fitted / held out | held-out median abs error | "
+             "worst |", "|---|---|---|---|---|---:|---:|---:|"]
+    for (bench, src, engine, cls, q), s in table.items():
+        med = _pct(s["median"])
+        if s["median"] is not None and s["median"] > LIMIT:
+            med = f"**{med}**"
+        lines.append(f"| {bench} | {src} | {engine} | {cls} | {q} | {s['fitted']} / {s['held_out']} | {med} | "
+                     f"{_pct(s['worst'], '+')} |")
+    lines += ["", "Pooled over the held-out rows, by engine and class:", "",
+              "| engine | class | held-out numbers | median abs error |", "|---|---|---:|---:|"]
+    pooled: dict[tuple[str, str], list[float]] = {}
+    for r in rows:
+        if not r.fitted:
+            pooled.setdefault((r.engine, r.cls), []).append(abs(r.error))
+    lines += [f"| {e} | {c} | {len(v)} | {statistics.median(v):.1%} |" for (e, c), v in sorted(pooled.items())]
+    return "\n".join([*lines, "", *goal_lines(rows, table), "", *cause_lines(table)]) + "\n"
+
+
+def goal_lines(rows: list[Scored], table: dict[Key, dict]) -> list[str]:
+    """Our held-out rows read the way the issue's hidden check reads its own: every number, the MoE serving rows
+    (runs through a serving engine's scheduler: not the offline tables), vLLM's KV tokens, and the sources above
+    the limit."""
+    held = [r for r in rows if not r.fitted]
+    serving = ("serving_accuracy", "load_accuracy", "sglang_serving", "trtllm_serving")
+    moe = [abs(r.error) for r in held if r.cls == "MoE" and r.bench in serving]
+    kv = [abs(r.error) for r in held if r.bench == "vllm_startup"]
+    above = [k for k, s in table.items() if s["median"] is not None and s["median"] > LIMIT]
+    return ["Beside the issue's goals for its hidden sets (ours are not those rows; the same reading of our own):",
+            "", "| set (held-out numbers only) | n | median abs error | goal |", "|---|---:|---:|---|",
+            f"| every number above | {len(held)} | {statistics.median(abs(r.error) for r in held):.1%} | <= 15% |",
+            f"| MoE serving runs (serving engines' schedulers) | {len(moe)} | {statistics.median(moe):.1%} | <= 20% |",
+            f"| vLLM KV tokens (startup logs) | {len(kv)} | {statistics.median(kv):.1%} | <= 8% |",
+            f"| lines above with a held-out median above {LIMIT:.0%} | {len(above)} | | none |"]
+
+
+# Why each source above the limit misses, read from the rows and the engines' code (the benches' own notes hold the
+# long form and every locator); keyed by (bench, source).
+CAUSES = {
+    ("load_accuracy", "kvcached"): (
+        "vLLM 0.19's one API-server process admits a burst serially (bench/results/load_accuracy.md: HTTP, "
+        "tokenizing and the hand-off to the engine core on one asyncio loop, `vllm/v1/engine/async_llm.py` "
+        "`AsyncLLM.add_request`, which also detokenizes and streams every running request). gpuplan now queues "
+        "requests through that process (serving/simulate.py `_Frontend`: 1 ms serial each, 72.8 us a streamed "
+        "token, from vLLM's code and PR #12287's API-server-bound run): the burst row's TTFT -88 % -> -34 %, "
+        "requests/s +135 % -> +25 %; TPOT +160 % -> -57 %, because vLLM's engine ran ~90 requests whose tokens "
+        "reached the clients at the frontend's pace (5.7 ms a token), a lag not modelled (the engine core does "
+        "not wait for it). The host's frontend is slower than the constants (fitted elsewhere, on vLLM 0.7); "
+        "at 16 requests/s, TPOT -40 %: the engine loop on that host."),
+    ("load_accuracy", "recipes"): (
+        "The Nemotron-3-Nano recipe's first wave, 1,024 requests of 1,024 tokens sent at once: its last first "
+        "token (p99 TTFT 15.5 s) bounds the prefill queue at ~68k prompt tokens a second, where gpuplan clears "
+        "it in 11.1 s (~94k a second), so the hybrid Mamba-MoE's prompt steps are ~1.4x too fast in gpuplan (the "
+        "median and mean TTFT, -33 % before the frontend queue, -30 % with it, follow). No single-request run of "
+        "this model on an H200 was found to place the prompt step's cost (Mamba-2's chunked scan, the FP8 "
+        "experts). TPOT +2 %, requests/s -1 %."),
+    ("load_accuracy", "vllmblog"): (
+        "gpt-oss-20b decodes faster in gpuplan (ITL -19 % and -27 %), which lifts requests/s (+21 %, +31 %). At "
+        "8 sequences of ~21k tokens gpuplan's step is 4.0 ms of weights, 1.4 ms of KV cache and 0.9 ms of "
+        "launches (6.4 ms) against 8.1 ms measured. The FP8 KV rows show part of it: halving the KV bytes saves "
+        "0.19 ms a step measured and 0.72 ms in gpuplan (Llama-3.1-8B: 2.25 against 3.82 ms), so vLLM 0.19.1's "
+        "FP8 attention on an H100 does not run at its bytes' rate; the blog's own speed-up is a check, not a "
+        "factor, and these rows are held out. The bf16 rows' 1.7 ms is the MXFP4 MoE at 8 rows on Hopper, for "
+        "which no public kernel profile was found."),
+    ("llama_bench", "pr6017"): (
+        "One row: 8 A100 PCIe cards in llama.cpp's layer split, timed as one card (the row's note: one "
+        "micro-batch crosses the 8 cards one after another). The measured 61 ms against gpuplan's 41 ms for the "
+        "card's compute leaves ~2.9 ms per card boundary, far above the 8 MiB activation hand-off over PCIe "
+        "(~0.3 ms): ggml's cross-device copies and synchronisation. llama.cpp PR #19922's own sweep shows the "
+        "same kind of loss per added GPU (gpt-oss-120B pp16384 on ROCm: 890 t/s on 2 GPUs, 550 on 8). Not "
+        "modelled; a single held-out row sets nothing."),
+    ("sglang_serving", "dstack"): (
+        "DeepSeek-R1 on SGLang images of March 2025 (taken as 0.4.3), H200 and MI300X: both decode about twice as "
+        "slowly as gpuplan's SGLang model, which the later releases' InferenceX rows fit (bench/results/"
+        "sglang_serving.md); shown, never fitted. SGLang's MoE rows are helper s8-ttft's this session."),
+    ("sglang_serving", "ix3173"): "InferenceX DeepSeek-R1 TTFT under SGLang: helper s8-ttft's this session.",
+    ("sglang_serving", "ix3318"): "InferenceX DeepSeek-R1 TTFT under SGLang (MI325X): helper s8-ttft's this session.",
+    ("sglang_serving", "ix3363"): "InferenceX DeepSeek-R1 TTFT under SGLang: helper s8-ttft's this session.",
+    ("trtllm_serving", "i5929"): "trtllm-serve's B200 prompt steps: helper s8-trtllm's this session.",
+}
+
+
+def cause_lines(table: dict[Key, dict]) -> list[str]:
+    """The sources above the limit, each with its cause (CAUSES), largest held-out median first."""
+    worst: dict[tuple[str, str], float] = {}
+    for (bench, src, *_), s in table.items():
+        if s["median"] is not None and s["median"] > LIMIT:
+            worst[(bench, src)] = max(worst.get((bench, src), 0.0), s["median"])
+    lines = [f"Sources above {LIMIT:.0%}, largest first, by cause:", ""]
+    for (bench, src), med in sorted(worst.items(), key=lambda kv: -kv[1]):
+        lines.append(f"- **{bench} / {src}** (up to {med:.1%}): {CAUSES.get((bench, src), 'not yet explained.')}")
+    return lines
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "inference_sources.md")
+    ap.add_argument("--max-requests", type=int, default=3000, help="requests simulated per serving run "
+                    "(serving_accuracy.py's and sglang_serving.py's default)")
+    args = ap.parse_args()
+    t0 = time.perf_counter()
+    rows = every_row(args.max_requests)
+    text = report(rows, time.perf_counter() - t0)
+    args.out.write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,34 @@
+"""A node of more GPUs than any machine holds is warned (s8-walk's finding: 16 H100 SXM per node over 3 nodes was
+planned without a word, timed as if one machine's NVLink joined all 16)."""
+
+import gpuplan
+from gpuplan.market.offers import NODE_GPUS, largest_node
+from gpuplan.market.store import load_offers
+
+TRAIN = dict(model="qwen3-8b", task="train", gpu="h100-sxm", stack="torchtitan", train_tokens=1e8)
+
+
+def _crowded(plan: gpuplan.Plan) -> list[str]:
+    return [w for w in plan.warnings if "in one node" in w]
+
+
+def test_the_catalog_holds_eight_h100_sxm_a_machine() -> None:
+    assert largest_node("nvidia-h100-sxm5-80gb", load_offers()) == NODE_GPUS == 8
+
+
+def test_sixteen_a_node_over_three_nodes_is_warned() -> None:
+    (said,) = _crowded(gpuplan.estimate(dict(TRAIN, num_gpus=16, num_nodes=3)))
+    assert said.startswith("16 GPUs in one node: no H100 SXM5 80GB machine in the price catalog holds more than 8")
+
+
+def test_eight_a_node_and_a_count_placed_on_nodes_are_not() -> None:
+    assert _crowded(gpuplan.estimate(dict(TRAIN, num_gpus=8, num_nodes=3))) == []
+    placed = gpuplan.estimate(dict(TRAIN, num_gpus=16))  # placed as 2 nodes x 8 before the check
+    assert (placed.scenario["num_gpus"], placed.scenario["num_nodes"]) == (8, 2)
+    assert _crowded(placed) == []
+
+
+def test_serving_on_sixteen_in_one_node_is_warned() -> None:
+    plan = gpuplan.estimate(dict(model="llama-3.1-70b", task="infer", engine="vllm", gpu="h100-sxm", num_gpus=16,
+                                 tp=16))
+    assert len(_crowded(plan)) == 1
