@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import gpuplan
+from gpuplan.api.page import explain
 from gpuplan.cli import run
 from gpuplan.errors import GpuplanError
 from gpuplan.model.profile import lookup
@@ -484,3 +485,52 @@ def test_eager_attention_keeps_the_scores_and_is_slower():
     assert "eager attention" in eager.resolved
     small = plan(**{**base, "gpu": "rtx-3060"}, attention="eager")
     assert any(x.change.startswith("SDPA attention") for x in small.suggestions)
+
+
+def test_a_module_plans_price_says_its_origin_and_age_as_a_decoder_llms_does(monkeypatch):
+    """A diffusion or speech plan's price had the file's name for its origin and 0 days for its age (the fields
+    were left at their defaults), so a 65-day-old L40S price was never flagged and the page said "0 days old"."""
+    monkeypatch.setenv("GPUPLAN_TODAY", "2026-11-29")
+    llm = gpuplan.estimate({"model": "qwen2.5-7b", "task": "infer", "gpu": "l40s"})
+    sdxl = gpuplan.estimate({"model": "sdxl", "task": "infer", "gpu": "l40s"})
+    assert sdxl.cost.offer == llm.cost.offer == "runpod community 1x on_demand"
+    assert sdxl.cost.observed_at == "2026-09-25" and sdxl.cost.price_age_days == 65 and sdxl.cost.stale
+    assert sdxl.cost.price_origin == llm.cost.price_origin
+    assert sdxl.cost.price_origin.endswith("observed 2026-09-25 (65 days old, medium confidence)")
+    assert "the price of runpod community 1x on_demand is 65 days old" in sdxl.warnings
+    assert "the price of runpod community 1x on_demand is 65 days old" in llm.warnings
+
+
+@pytest.mark.parametrize("flags", [
+    ["--model", "whisper-large-v3", "--task", "infer", "--gpu", "t4"],
+    ["--model", "sdxl", "--task", "train", "--method", "lora", "--gpu", "rtx-3060"],
+    ["--model", "flux.1-dev", "--task", "infer", "--gpu", "h100"],
+], ids=["whisper", "sdxl-lora", "flux"])
+def test_the_cli_step_line_is_the_explanations_shares(flags, capsys):
+    """The CLI rounded each part of a module plan's step on its own (Whisper on a T4: "log-mel features (CPU) 0%",
+    which the page's explanation leaves out); now both print :func:`gpuplan.speed.breakdown.shares`."""
+    assert run(["estimate", *flags]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    s = {k.lstrip("-").replace("-", "_"): v for k, v in zip(flags[::2], flags[1::2], strict=True)}
+    shown = explain(s).step_shares
+    assert shown and sum(pct for _, pct in shown) == 100 and all(pct > 0 for _, pct in shown)
+    word = "step" if s["task"] == "train" else "call"
+    line = f"{word}: " + ", ".join(f"{k} {pct}%" for k, pct in shown)
+    assert line in out and line + "," not in out  # the whole line: no part after the explanation's
+
+
+@pytest.mark.parametrize("flags", [
+    ["--model", "whisper-large-v3", "--task", "train", "--method", "full", "--gpu", "a100-80gb"],
+    ["--model", "flan-t5-base", "--task", "train", "--gpu", "t4"],
+    ["--model", "vit-base", "--task", "infer", "--gpu", "t4"],
+], ids=["whisper", "t5", "vit"])
+def test_launch_of_a_model_no_launcher_takes_is_one_sentence(flags, capsys):
+    """`gpuplan launch --model whisper-large-v3 --task train` (and the page's launch files) went down the diffusion
+    pipelines' road and ended in KeyError 'WhisperForConditionalGeneration' (a traceback; HTTP 500 on the page)."""
+    assert run(["launch", *flags, "-o", "-"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert err.startswith("error: ") and "gpuplan launch writes files for decoder LLMs and diffusion pipelines" in err
+    assert "Traceback" not in err
+    with pytest.raises(GpuplanError, match="writes files for decoder LLMs and diffusion pipelines"):
+        gpuplan.launch({k.lstrip("-").replace("-", "_"): v for k, v in zip(flags[::2], flags[1::2], strict=True)},
+                       folder="-")

@@ -123,3 +123,39 @@ def test_a_reader_error_names_the_users_file(client, files):
     r = client.post("/api/estimate", json={**SCENARIO, "dataset": ref, "tokenizer": tok})
     assert r.status_code == 422 and "broken.jsonl" in r.json()["detail"], r.text
     assert "gpuplan-uploads" not in r.json()["detail"]
+
+
+@pytest.mark.parametrize("name, kept", [
+    ("données été.jsonl", "données_été.jsonl"), ("日本語データ.jsonl", "日本語データ.jsonl"),
+    ("🚀.jsonl", "upload.jsonl"),
+    ("cafe\u0301.csv", "café.csv"), ("a\u202eb.jsonl", "a_b.jsonl"), ("日" * 150 + ".jsonl", "日" * 64 + ".jsonl"),
+], ids=["accents", "japanese", "emoji-only", "combining-accent", "bidi-override", "long-cjk"])
+def test_a_name_in_any_script_is_kept_and_read(client, files, name, kept):
+    """The page kept only ASCII letters of a file's name: 'é🚀.jsonl' became 'jsonl' and was refused as "not a file
+    gpuplan reads as a dataset", and 'données.jsonl' became 'donn_es.jsonl'. Letters and digits of any script are
+    kept now (NFC), anything else is one '_', and a name fits a file system's 255 bytes."""
+    r = upload(client, "dataset", name, files[0].read_bytes())
+    assert r.status_code == 200, r.text
+    assert r.json()["name"] == kept and r.json()["ref"].endswith("/" + kept) and len(kept.encode()) <= 200
+    tok = upload(client, "tokenizer", "tokenizer.json", files[1].read_bytes()).json()["ref"]
+    plan = client.post("/api/estimate", json={**SCENARIO, "dataset": r.json()["ref"], "tokenizer": tok})
+    assert plan.status_code == 200, plan.text
+    assert plan.json()["dataset"]["source"] == kept and plan.json()["dataset"]["samples"] == 4
+
+
+def test_launch_files_name_the_users_dataset_not_the_servers_copy(client, files):
+    """``POST /api/launch`` makes the files `gpuplan launch -o -` makes; a dataset uploaded from the page is named in
+    them as the user named it (the server's upload folder never shows), and nothing is written on the server."""
+    refs = {kind: upload(client, kind, path.name, path.read_bytes()).json()["ref"]
+            for kind, path in (("dataset", files[0]), ("tokenizer", files[1]))}
+    scenario = {**SCENARIO, **refs, "method": "lora"}
+    r = client.post("/api/launch", json=scenario)
+    assert r.status_code == 200, r.text
+    made = {f["path"]: f["text"] for f in r.json()["files"]}
+    assert {"trainer.yaml", "accelerate-launch.sh", "plan.json"} <= set(made)
+    assert "gpuplan-uploads" not in r.text and "upload:" not in r.text
+    assert "train.jsonl" in made["trainer.yaml"]
+    assert r.json()["again"].startswith("gpuplan launch --model llama-3.2-1b --task train")
+    assert not any(p.name.startswith("gpuplan-launch") for p in files[0].parent.iterdir())
+    r = client.post("/api/launch", json={"model": "llama-3.2-1b", "task": "train"})
+    assert r.status_code == 422 and r.json()["detail"].startswith("launch needs a GPU")

@@ -92,6 +92,9 @@ def test_formulas_give_the_plan_numbers(client, fields):
     assert {"work.steps_per_s", "work.samples_per_s"} <= set(numbers)
     assert _memory_rows(plan) <= set(numbers)  # each memory line of the page opens into its formula
     assert ("work.image_s" in numbers) is (plan.work.image_s is not None)
+    # the page showed "no formula for this number" for these two (session 8's page walk)
+    assert "work.mfu" in numbers and numbers["work.mfu"]["value"] == plan.work.mfu > 0
+    assert ("work.images_per_hour" in numbers) is (plan.work.images_per_hour is not None)
     for key, f in numbers.items():
         assert f["computed"] == pytest.approx(f["value"], rel=1e-9), key
     assert numbers["work.steps_per_s"]["value"] == plan.work.steps_per_s

@@ -51,6 +51,10 @@ def launch(scenario: ScenarioLike, *, targets: Iterable[str] = (), folder: str |
     s = scenario_of(scenario)
     options = _options(s.dataset if dataset is None else dataset, script, bucket)  # the data the plan counted
     spec = _module_spec(s.model)
+    if spec is not None and spec.kind != "diffusion":  # Whisper, T5/BART, ViT/CLIP: no launcher writes their files
+        raise GpuplanError(f"{spec.describe()}: gpuplan launch writes files for decoder LLMs and diffusion "
+                           "pipelines; `gpuplan estimate` plans this job (memory, speed, price), run it with your "
+                           "own script")
     if spec is not None:  # a diffusion pipeline: its trainers' files (launchers/diffusion.py)
         return _write_diffusion(s, spec, targets, folder, force, command, dataset)
     check_target_names(targets)  # a diffusion trainer named for a decoder LLM

@@ -37,10 +37,9 @@ def render_work(result) -> None:
     else:
         bullet(f"{head}: {w.image_s:,.3f} s per batch of {w.samples_per_step}, {_sig(w.samples_per_s)} samples/s "
                f"(likely {_sig(w.samples_per_s_low)}-{_sig(w.samples_per_s_high)}; {w.bound}-bound)", prefix="")
-    total = sum(w.parts_s.values()) or 1.0
-    top = sorted(w.parts_s.items(), key=lambda kv: -kv[1])[:6]
+    # the explanation's shares (the page shows the same): whole percents summing to 100, the rest as other
     bullet(("step: " if s["task"] == "train" else "call: ") + ", ".join(
-        f"{k} {100 * v / total:.0f}%" for k, v in top if v > 0), prefix="  ", style="dim")
+        f"{k} {pct}%" for k, pct in w.step_shares()), prefix="  ", style="dim")
     if result.memory.fits is False:
         bullet("not priced: the job does not fit on this GPU (apply a change above)", prefix="", style="yellow")
     elif c is not None:

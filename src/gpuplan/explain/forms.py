@@ -25,7 +25,7 @@ PRIMARY = ("model", "task", "method", "stack", "precision", "quant", "resolution
            "decoder_tokens", "train_steps", "engine", "gpu", "num_gpus")
 GROUPS = {
     "training": ("dataset", "tokenizer", "optimizer", "optimizer_impl", "lora_rank", "lora_targets", "lora_dropout",
-                 "qlora_fp32_upcast", "adapter_dtype", "grad_accum_steps", "attention", "train_tokens", "dataset_gb",
+                 "qlora_fp32_upcast", "adapter_dtype", "grad_accum_steps", "train_tokens", "dataset_gb",
                  "samples", "mean_tokens", "max_tokens", "epochs", "packing", "tf32"),
     "techniques": ("loss", "loss_chunks", "activation_offload", "compile", "optimizer_in_backward",
                    "checkpoint_every"),

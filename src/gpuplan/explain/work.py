@@ -7,7 +7,7 @@ do on them, written out, so that the page opens each number into how it was reac
 from __future__ import annotations
 
 from ..plan.modules import ModulePlan
-from ..speed.breakdown import shares
+from ..speed.gemm import peak_flops
 from .accuracy import module_accuracy
 from .formula import Constant, Explanation, Formula
 from .module_memory import accuracy_group, module_memory
@@ -49,9 +49,38 @@ def _speed(plan: ModulePlan) -> dict[str, Formula]:
             formula="first call = one call + the setup a first call pays (kernels loaded on first use, cuBLAS and "
                     "cuDNN choosing algorithms per shape)",
             substituted=f"{w.image_s:,.3f} s + {setup:,.2f} s = {w.first_call_s:,.3f} s")
+    out.update(_rates(plan))
     measured = module_accuracy("speed", accuracy_group(plan.module.job))
     for f in out.values():
         f.accuracy = measured
+    return out
+
+
+def _rates(plan: ModulePlan) -> dict[str, Formula]:
+    """Images per hour (a call's images over its seconds) and the implied MFU: the FLOPs of one step over its
+    seconds and the card's dense peak at the job's dtype (fp32 at TF32 where the card has it), as
+    :func:`gpuplan.speed.modules.generation` and ``model_step`` compute them; a generate's FLOPs (an encoder-decoder
+    transcribing) are the whole call's, over the call's seconds."""
+    w, job, gpu = plan.work, plan.module.job, plan.module.gpu
+    assert w is not None
+    per, out = unit(plan), {}
+    if w.images_per_hour is not None and w.image_s is not None:
+        hourly = 3600 * w.samples_per_step / w.image_s
+        out["work.images_per_hour"] = Formula(
+            label=f"{per} per hour", value=w.images_per_hour, unit=f"{per}/h", computed=hourly,
+            formula=f"{per} per hour = 3,600 s x {per} per call / one call",
+            substituted=f"3600 x {w.samples_per_step:,} / {w.image_s:,.3f} s = {hourly:,.0f}")
+    dense = peak_flops(gpu, "tf32" if job.dtype == "fp32" else job.dtype) if gpu is not None else 0.0
+    if dense and w.mfu:
+        whole = job.task == "infer" and "decoder_tokens" in w.sizes and w.image_s is not None
+        seconds = w.image_s if whole else w.step_s
+        mfu = w.flops_per_step / (seconds * dense)
+        what = "one call (every decoder step)" if whole else "one step"
+        out["work.mfu"] = Formula(
+            label="implied MFU", value=w.mfu, unit="", computed=mfu,
+            formula=f"MFU = FLOPs of {what} / (its seconds x the card's dense peak at {job.dtype})",
+            substituted=f"{w.flops_per_step / 1e12:,.4g} TFLOP / ({seconds:,.4f} s x {dense / 1e12:,.1f} TFLOPS) = "
+                        f"{mfu:.3f}")
     return out
 
 
@@ -109,5 +138,5 @@ def explain_module(plan: ModulePlan) -> Explanation:
         numbers.update(_speed(plan))
         if plan.cost is not None:
             numbers.update(_price(plan))
-    shared = shares(plan.work.parts_s, top=6) if plan.work is not None else []
+    shared = plan.work.step_shares() if plan.work is not None else []
     return Explanation(numbers=numbers, defaults=list(plan.defaults), step_shares=shared)

@@ -86,6 +86,8 @@ def spot_plan(work_h: float, ckpt_bytes: float, num_gpus: int, *, mtbi_h: float 
                     overhead=wall / work_h if work_h else 1.0)
 
 
+STALE_DAYS = 30  # a price older than this is flagged stale (clock.py)
+
 @dataclass(kw_only=True)
 class Cost:
     """What one job costs on one offer: the instances rented, the hours, the total and its bill, the price's
@@ -156,7 +158,7 @@ def price_job(s: Scenario, m: ModelSpec, speed: Speed, offer: Offer, trainable: 
     cost = Cost(offer=label, provider=offer.provider, gpu_id=offer.gpu_id, pricing=offer.pricing,
                 num_gpus=rented, instances=instances, usd_per_hour=per_hour, hours=0.0, usd_total=0.0,
                 price_origin=price_origin(offer, today), price_age_days=offer.age_days(today),
-                stale=offer.age_days(today) > 30,
+                stale=offer.age_days(today) > STALE_DAYS,
                 price_confidence=offer.confidence, observed_at=offer.observed_at.isoformat(),
                 usd_per_gpu_hour=offer.usd_per_gpu_hour, gpus_per_instance=shape, instance=offer.instance,
                 region=offer.region)

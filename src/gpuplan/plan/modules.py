@@ -22,7 +22,8 @@ from pydantic import BaseModel, PrivateAttr, computed_field
 
 from ..errors import GpuplanError
 from ..hardware import GpuSpec
-from ..market.cost import Cost, offer_label
+from ..market.cost import STALE_DAYS, Cost, offer_label
+from ..market.offers import price_origin
 from ..memory.modules import generation_memory, model_memory, report, training_memory
 from ..model import diffusers as diff
 from ..model import encoders as enc
@@ -34,6 +35,7 @@ from ..result import MemoryReport, ModelFacts, Suggestion
 from ..scenario import Scenario
 from ..scenario.fields import MODULE_FIELDS
 from ..scenario.modules import ModuleJob, encoders_trained, text_way, trains_encoder
+from ..speed.breakdown import shares
 from ..speed.modules import ModuleSpeed, generation, host_range, model_step, train_step
 from .plan import Plan, gpu_facts, verdict
 from .resolve import ResolvedModule, resolve_module_scenario
@@ -80,6 +82,11 @@ class ModuleWork(BaseModel):
     usd_per_1000_samples: float | None = None
     simulated: list[str]
     modelled: list[str]
+
+    def step_shares(self, top: int = 6) -> list[tuple[str, int]]:
+        """Each part's share of the step (or call) in whole percent, summing to 100 (:func:`shares`): what the
+        command line's ``step:`` line and the page print."""
+        return shares(self.parts_s, top)
 
 
 # ---- profiles ------------------------------------------------------------------------------------------------------
@@ -335,6 +342,8 @@ def _work(s: Scenario, job: ModuleJob, main: Profile, speed: ModuleSpeed, gpu: G
     per_1000 = None
     if price_it and offers:
         cost, per_1000 = priced(s, hours, speed.samples_per_s, offers[0])
+        if cost.stale:  # as a decoder LLM's plan says it (plan/build.py)
+            warnings.append(f"the price of {cost.offer} is {cost.price_age_days} days old")
     elif price_it:
         warnings.append(f"no price for {gpu.name}: no {s.pricing.replace('_', '-')} offer of it in force")
     spec = job.spec
@@ -364,7 +373,8 @@ def priced(s: Scenario, hours: float | None, samples_per_s: float, o) -> tuple[C
     per_1000 = 1000 / (samples_per_s * gpus) / 3600 * per_hour
     return Cost(offer=offer_label(o, 1), provider=o.provider, gpu_id=o.gpu_id, pricing=o.pricing, num_gpus=gpus,
                 instances=gpus, usd_per_hour=per_hour, hours=hours or 0.0, usd_total=(hours or 0.0) * per_hour,
-                usd_per_gpu_hour=o.usd_per_gpu_hour, price_origin=o.origin, observed_at=o.observed_at.isoformat(),
+                usd_per_gpu_hour=o.usd_per_gpu_hour, price_origin=price_origin(o), price_age_days=o.age_days(),
+                stale=o.age_days() > STALE_DAYS, observed_at=o.observed_at.isoformat(),
                 price_confidence=o.confidence), per_1000
 
 

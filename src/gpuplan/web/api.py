@@ -5,8 +5,8 @@ scenario and constraints, returning what ``gpuplan recommend --json`` prints; ``
 budget), workloads and the owner's terms, returning what ``gpuplan buy --json`` prints; ``GET /api/models`` and
 ``GET /api/gpus`` the rows of ``gpuplan models --json`` and ``gpuplan gpus --json``; ``POST /api/capacity`` a model,
 a load and SLOs, returning what ``gpuplan capacity --json`` prints. The page also reads the
-form (``/api/form``), the formulas (``/api/explain``), the exports (``/api/export``) and the catalog grid
-(``/api/fit-grid``).
+form (``/api/form``), the formulas (``/api/explain``), the exports (``/api/export``), the launch files
+(``/api/launch``) and the catalog grid (``/api/fit-grid``).
 """
 
 from __future__ import annotations
@@ -219,6 +219,30 @@ def export_json(data: Any, hub: bool, base_url: str) -> str:
     return api.export(_scenario(data, hub), base_url).model_dump_json()
 
 
+class LaunchFile(api.LaunchFileInfo):
+    text: str  # the file as `gpuplan launch -o DIR` writes it
+
+
+class LaunchFiles(BaseModel):
+    """``gpuplan launch -o -``: the files that run the plan, made and not written (the page offers each as a
+    download); ``again`` is the command that writes them."""
+
+    setup: str
+    predicted: dict[str, Any]
+    files: list[LaunchFile]
+    again: str
+
+
+def launch_json(data: Any, hub: bool) -> str:
+    report = api.launch(_scenario(data, hub), folder="-", command="the gpuplan web page")
+    read_by = {f.path: f.read_by for f in report.files}
+    files = [LaunchFile(path=name, target=target, read_by=read_by.get(name, ""), text=text)
+             for name, target, text in report.printed]
+    again = report.said.get("again", "")  # a diffusion pipeline's files have no command line of their own
+    return LaunchFiles(setup=report.setup, predicted=report.predicted, files=files,
+                       again=again if again.startswith("gpuplan launch") else "").model_dump_json()
+
+
 def grid_json(data: Any, hub: bool, axis: str) -> str:
     return api.fit_grid(_scenario(data, hub), axis).model_dump_json()
 
@@ -307,6 +331,14 @@ async def export_route(scenario: Annotated[RawScenario, Body()], request: Reques
     """The scenario as a file `gpuplan estimate` reads, the equivalent command, a Markdown report and the
     permalink's query string."""
     return await answer(request, export_json, scenario, str(request.base_url))
+
+
+@router.post("/launch", response_model=LaunchFiles, summary="The files that run the plan")
+async def launch_route(scenario: Annotated[RawScenario, Body()], request: Request) -> Response:
+    """`gpuplan launch -o -`: the files that run the scenario's plan (SkyPilot, accelerate, DeepSpeed, torchrun, the
+    trainer's arguments, the serving command...), each with its text; nothing is written on the server. The
+    scenario names the GPU and the layout, as `gpuplan launch` asks."""
+    return await answer(request, launch_json, scenario)
 
 
 UPLOAD_BODY = {"requestBody": {"required": True, "description": "the file's bytes, as they are on disk",

@@ -35,6 +35,7 @@ import shutil
 import tempfile
 import threading
 import time
+import unicodedata
 from collections import Counter, OrderedDict, deque
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -60,18 +61,25 @@ PREFIX = "upload:"
 SUFFIXES = {"dataset": api.dataset_formats(), "tokenizer": (".json",), "config": (".json",)}
 Kind = Literal["dataset", "tokenizer", "config"]
 WRITE_BYTES = 1024 * 1024  # received bytes are written (and hashed) in a worker thread this many at a time
-_NAME = re.compile(r"[^A-Za-z0-9._-]+")
-_REF = re.compile(r"([0-9a-f]{16})/([A-Za-z0-9_-][A-Za-z0-9._-]*)")
+NAME_BYTES = 200  # of a kept file's name in UTF-8 (file systems take 255)
+_NAME = re.compile(r"[^\w.-]+")  # \w: letters and digits of any script, and _
+_REF = re.compile(r"([0-9a-f]{16})/(\w[\w.-]*)")
 
 
 def safe_name(name: str, kind: str) -> str:
-    """The file's own name (no folders), in safe characters, with a suffix the reader knows."""
-    base = _NAME.sub("_", name.replace("\\", "/").rsplit("/", 1)[-1]).strip("._") or "upload"
-    suffix = Path(base).suffix.lower()
-    if suffix not in SUFFIXES[kind]:
+    """The file's own name (no folders), its letters and digits of any script kept (NFC: données.jsonl stays so)
+    and any other run of characters one ``_``, with a suffix the reader knows; a name with nothing else before its
+    suffix (🚀.jsonl) is ``upload`` with that suffix."""
+    base = unicodedata.normalize("NFC", name.replace("\\", "/").rsplit("/", 1)[-1])
+    stem, dot, ext = base.rpartition(".")
+    suffix = dot + _NAME.sub("_", ext)
+    if not dot or suffix.lower() not in SUFFIXES[kind]:
         raise GpuplanError(f"{name[:100]!r} is not a file gpuplan reads as a {kind}: choose a "
                            f"{', '.join(SUFFIXES[kind])} file")
-    return base[-100:]
+    stem = _NAME.sub("_", stem).strip("._")[-(100 - len(suffix)):] or "upload"
+    while len(stem.encode()) > NAME_BYTES - len(suffix):  # 100 characters of CJK are 300 bytes; a file name 255
+        stem = stem[1:]
+    return stem + suffix
 
 
 def is_ref(value: Any) -> bool:

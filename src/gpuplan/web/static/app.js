@@ -6,7 +6,8 @@ const {stackedBar, scatter, curve, fmtGiB} = window.gpuplanCharts;
 const COLORS = {weights: "#4c78a8", gradients: "#f58518", optimizer: "#e45756", activations: "#72b7b2",
   kv: "#54a24b", other: "#b279a2"};
 const GROUP_TITLES = {training: "Training options", techniques: "Training techniques", inference: "Inference options",
-  parallelism: "Parallelism and offload", pricing: "Pricing", diffusion: "Diffusion options", more: "More"};
+  load: "Serving load (users or a request rate, simulated)", parallelism: "Parallelism and offload", pricing: "Pricing",
+  diffusion: "Diffusion options", more: "More"};
 const DEFAULT_SCENARIO = {model: "llama-3.1-8b", task: "train", method: "qlora", gpu: "rtx-4090"};
 const state = {fields: [], seq: 0, timer: null, result: null, explanation: null, scenario: null, uploads: {},
   maxUpload: 0, kinds: {}, reads: {}};
@@ -28,20 +29,32 @@ function h(tag, attrs, ...children) {
 }
 
 // A File is sent as its bytes (/api/upload), anything else as JSON. A 503 with Retry-After (a dataset still being
-// read, a busy server) is asked again after that wait, a bounded number of times.
-async function api(path, body, tries = 12) {
+// read, a busy server) is asked again after that wait, a bounded number of times; ``waiting`` hears its sentence.
+async function api(path, body, tries = 12, waiting = null) {
   const init = body === undefined ? {} : body instanceof File ?
     {method: "POST", headers: {"content-type": "application/octet-stream"}, body} :
     {method: "POST", headers: {"content-type": "application/json"}, body: JSON.stringify(body)};
   const res = await fetch(path, init);
   const wait = res.status === 503 ? parseFloat(res.headers.get("Retry-After")) : NaN;
-  if (wait > 0 && tries > 0) {
-    await new Promise((done) => setTimeout(done, wait * 1000));
-    return api(path, body, tries - 1);
-  }
   const data = await res.json().catch(() => ({detail: res.statusText}));
+  if (wait > 0 && tries > 0) {
+    if (waiting) waiting(data.detail || res.statusText);
+    await new Promise((done) => setTimeout(done, wait * 1000));
+    return api(path, body, tries - 1, waiting);
+  }
   if (!res.ok) throw Object.assign(new Error(data.detail || res.statusText), {status: res.status});
   return data;
+}
+
+// A number box the browser could not read ("1e400", "1-2": its value is then "") is sent as this text, so that the
+// API's 422 names the field, rather than dropped for the default.
+const UNREADABLE = "(not a number)";
+
+// a number box's value as the API takes it: undefined when empty (the default), else the number typed
+function boxValue(el) {
+  if (el.validity.badInput) return UNREADABLE;
+  const raw = el.value.trim();
+  return raw === "" ? undefined : Number(raw);
 }
 
 const num = (x, digits = 2) => x.toLocaleString("en-US", {minimumFractionDigits: digits, maximumFractionDigits: digits});
@@ -112,7 +125,7 @@ async function chooseFile(name, input) {
   clear.hidden = !file;
   if (file && file.size > state.maxUpload) {
     showError(`${file.name} is ${file.size.toLocaleString("en-US")} bytes; the page takes files up to ` +
-      `${state.maxUpload.toLocaleString("en-US")} bytes (use gpuplan estimate --dataset FILE for larger ones)`);
+      `${state.maxUpload.toLocaleString("en-US")} bytes (use gpuplan estimate --dataset FILE for larger ones)`, name);
     return;
   }
   if (file) {
@@ -124,7 +137,7 @@ async function chooseFile(name, input) {
       status.textContent = `${up.bytes.toLocaleString("en-US")} bytes`;
     } catch (e) {
       status.textContent = "";
-      showError(e.message);
+      showError(e.message, name);
       return;
     }
   }
@@ -184,6 +197,8 @@ function readForm() {
       continue;
     } else if (f.kind === "bool") {
       v = el.checked;
+    } else if (el.validity.badInput) {
+      v = UNREADABLE;
     } else {
       const raw = el.value.trim();
       if (raw === "" && !f.required) continue;
@@ -253,9 +268,18 @@ async function update() {
   showFields(scenario.task, scenario.model);
   history.replaceState(null, "", "?" + queryOf(scenario));
   document.body.classList.add("busy");
+  // long work (a dataset read, a busy server) says so: "estimating..." after a moment, then the server's sentence
+  const progress = $("#progress");
+  const say = (text) => {
+    if (seq === state.seq) [progress.hidden, progress.textContent] = [false, text];
+  };
+  const slow = setTimeout(() => say("estimating..."), 500);
   try {
-    const [result, explanation, exported] = await Promise.all([
-      api("/api/estimate", scenario), api("/api/explain", scenario), api("/api/export", scenario)]);
+    const [result, explanation, exported] = await Promise.all([api("/api/estimate", scenario, 12, say),
+      api("/api/explain", scenario, 12, say), api("/api/export", scenario, 12, say)]).finally(() => {
+      clearTimeout(slow);
+      if (seq === state.seq) progress.hidden = true;
+    });
     if (seq !== state.seq) return;
     Object.assign(state, {result, explanation, scenario});
     learnKind(result);
@@ -270,6 +294,11 @@ async function update() {
     renderData(result);
     renderAssumptions(result, explanation);
     renderExport(exported);
+    syncCapacityEngine(result.scenario.engine);
+    if (state.launched !== queryOf(scenario)) {  // the files of another scenario go
+      $("#launch-files").replaceChildren();
+      $("#launch-summary").textContent = "";
+    }
     renderModel(result);
     fillFormulas();
     document.body.classList.remove("busy");
@@ -281,6 +310,10 @@ async function update() {
   }
 }
 
+function searching(on) {
+  for (const id of ["#setups", "#catalog"]) $(id).setAttribute("aria-busy", String(on));
+}
+
 async function heavy(seq) {
   const scenario = state.scenario;
   const constraints = {objective: $("#objective").value};
@@ -290,13 +323,16 @@ async function heavy(seq) {
   if (module) {
     searched = Object.fromEntries(Object.entries(scenario).filter(([k]) => k !== "gpu"));
   } else {
-    constraints.max_gpus = parseInt($("#max-gpus").value, 10) || 8;
+    const most = boxValue($("#max-gpus"));
+    if (most !== undefined) constraints.max_gpus = most;
     if (scenario.task === "train") constraints.any_method = $("#any-method").checked;
     else constraints.any_quant = $("#any-quant").checked;
   }
+  searching(true);  // the last scenario's ranking and grid stay, dimmed, until this one's arrive
   const [rec, grid] = await Promise.allSettled([api("/api/recommend", {scenario: searched, constraints}),
     api("/api/fit-grid", {scenario, axis: $("#grid-axis").value})]);
   if (seq !== state.seq) return;
+  searching(false);
   if (rec.status === "fulfilled") (module ? renderCards : renderSetups)(rec.value, scenario);
   else $("#setups-summary").textContent = rec.reason.message;
   if (grid.status === "fulfilled") renderGrid(grid.value, state.result);
@@ -308,20 +344,58 @@ async function heavy(seq) {
   document.body.dataset.ready = String(seq);
 }
 
-function showError(message) {
+// The field a sentence is about: an uploaded file's (the reader names the file first), a quoted scenario field, the
+// model or the GPU by the resolver's words, else the first form field the sentence names (lora_targets, provider).
+function fieldNamed(message) {
+  for (const [name, ref] of Object.entries(state.uploads)) {
+    const file = ref.split("/").pop();
+    if (message.startsWith(file) || message.includes(`'${file}'`)) return name;
+  }
+  const quoted = /field '([a-z_]+)'/.exec(message);
+  if (quoted) return quoted[1];
+  if (/^unknown model|model '|bundled model|does not read files on the server/.test(message)) return "model";
+  if (/^unknown GPU|could be nvidia/.test(message)) return "gpu";
+  let first = null, at = Infinity;
+  for (const f of state.fields) {
+    const i = message.search(new RegExp(`(^|[^a-z_])${f.name}([^a-z_]|$)`));
+    if (i >= 0 && i < at) [first, at] = [f.name, i];
+  }
+  return first;
+}
+
+// Bad input: the API's sentence in the verdict and beside the field it names (its group opened); the sections below
+// still hold the last plan that worked, so they are dimmed and say so, and that plan's warnings go.
+function showError(message, field = fieldNamed(message)) {
   const v = $("#verdict");
   v.className = "error";
   v.dataset.fits = "error";
-  v.textContent = message;
-  document.querySelectorAll(".field.invalid").forEach((el) => el.classList.remove("invalid"));
-  const named = /field '([a-z_]+)'/.exec(message) || (/^unknown model|model '|bundled model/.test(message) && [0, "model"])
-    || (/GPU|could be nvidia/.test(message) && [0, "gpu"]);
-  if (named) document.querySelector(`.field[data-field="${named[1]}"]`)?.classList.add("invalid");
+  v.replaceChildren(message);
+  clearError();
+  const label = field && document.querySelector(`.field[data-field="${field}"]`);
+  if (label) {
+    label.classList.add("invalid");
+    const group = label.closest("details");
+    if (group) group.open = true;
+    label.after(h("p", {class: "field-error", id: "error-" + field, role: "alert"}, message));
+    const input = document.getElementById("f-" + field);
+    input?.setAttribute("aria-invalid", "true");
+    input?.setAttribute("aria-describedby", "error-" + field);
+  }
+  $("#warnings").replaceChildren(...(state.result ? [h("li", {class: "stale-note"},
+    "the sections below still show the last scenario that could be planned")] : []));
+  document.body.classList.toggle("failed", !!state.result);
+  searching(false);
   document.body.dataset.ready = "error-" + state.seq;
 }
 
 function clearError() {
   document.querySelectorAll(".field.invalid").forEach((el) => el.classList.remove("invalid"));
+  document.querySelectorAll(".field-error").forEach((el) => el.remove());
+  document.querySelectorAll("[aria-invalid]").forEach((el) => {
+    el.removeAttribute("aria-invalid");
+    el.removeAttribute("aria-describedby");
+  });
+  document.body.classList.remove("failed");
 }
 
 // ---- numbers that open into their formulas ---------------------------------------------------------------
@@ -436,11 +510,12 @@ function renderFixes(r) {
   } else {
     body.replaceChildren(h("table", {id: "fixes-table"},
       h("tr", {}, ["change", "new device peak", "fits", "speed cost", ""].map((c) => h("th", {}, c))),
-      r.suggestions.map((s) => h("tr", {class: s.fits ? "fit" : "nofit"},
-        h("td", {}, s.change.replace(/: [\d.]+ -> [\d.]+ GiB$/, "")),
+      r.suggestions.map((s) => [s, s.change.replace(/: [\d.]+ -> [\d.]+ GiB$/, "")]).map(([s, change]) =>
+        h("tr", {class: s.fits ? "fit" : "nofit"}, h("td", {}, change),
         h("td", {class: "n", "data-value": s.device_peak_gib}, num(s.device_peak_gib) + " GiB"),
         h("td", {}, s.fits ? "fits" : "still too big"), h("td", {}, s.cost),
-        h("td", {}, h("button", {type: "button", onclick: () => applyFields(s.fields)}, "apply"))))));
+        h("td", {}, h("button", {type: "button", "aria-label": "apply: " + change, onclick: () => applyFields(s.fields)},
+          "apply"))))));
   }
 }
 
@@ -480,11 +555,11 @@ function renderSpeedCost(r, explanation) {
   }
   if (c) {
     rows.push(c.pricing === "owned" ? h("p", {class: "offer"}, `${c.offer}: no rental price, the power it draws`)
-      : h("p", {class: "offer"}, `best offer: ${c.offer} (${c.gpu_id}), price from ${c.price_origin}, ` +
-        `${c.price_age_days} days old`, c.stale ? h("span", {class: "stale"}, " (stale)") : null));
+      : h("p", {class: "offer"}, `best offer: ${c.offer} (${c.gpu_id}), price from ${c.price_origin}`,
+        c.stale ? h("span", {class: "stale"}, " (stale)") : null));
     rows.push(numberRow("cost.usd_per_hour", "$ per hour", usd(c.usd_per_hour), c.usd_per_hour));
     if (c.usd_per_million_tokens !== null) {
-      rows.push(numberRow("cost.usd_per_million_tokens", train ? "$ per million tokens trained" :
+      rows.push(numberRow("cost.usd_per_million_tokens", train ? "$ per million training tokens" :
         "$ per million output tokens", usd(c.usd_per_million_tokens), c.usd_per_million_tokens));
     }
     if (train && r.scenario.train_tokens) {
@@ -545,8 +620,8 @@ function workRows(r, explanation) {
   if (r.memory.fits === false) {
     rows.push(h("p", {class: "hint"}, "Not priced: the job does not fit on this GPU (apply a change above)."));
   } else if (c) {
-    rows.push(h("p", {class: "offer"}, `best offer: ${c.offer} (${c.gpu_id}), price from ${c.price_origin}, ` +
-      `${c.price_age_days} days old`, c.stale ? h("span", {class: "stale"}, " (stale)") : null));
+    rows.push(h("p", {class: "offer"}, `best offer: ${c.offer} (${c.gpu_id}), price from ${c.price_origin}`,
+      c.stale ? h("span", {class: "stale"}, " (stale)") : null));
     rows.push(numberRow("cost.usd_per_hour", "$ per hour", usd(c.usd_per_hour), c.usd_per_hour));
     rows.push(numberRow("work.usd_per_1000_samples", `$ per 1,000 ${unit}`, usd(w.usd_per_1000_samples),
       w.usd_per_1000_samples));
@@ -741,14 +816,14 @@ const HARDWARE = ["gpu", "num_gpus", "num_nodes", "provider", "pricing"];
 function buyRequest() {
   const scenario = Object.fromEntries(Object.entries(state.scenario).filter(([k]) => !HARDWARE.includes(k)));
   const job = {name: "this job", scenario};
-  if (scenario.task === "train") job.per_week = parseFloat($("#buy-runs").value) || 0;
-  else job.hours_per_day = parseFloat($("#buy-hours").value) || 8;
+  if (scenario.task === "train") job.per_week = boxValue($("#buy-runs"));
+  else job.hours_per_day = boxValue($("#buy-hours"));
   const build = $("#buy-build").value.trim() || `${state.scenario.num_gpus || 1}x${state.scenario.gpu || "rtx-4090"}`;
-  const body = {build, workloads: [job], years: parseFloat($("#buy-years").value) || 1};
+  const body = {build, workloads: [job], years: boxValue($("#buy-years"))};
   const rent = $("#buy-rent").value.trim();
   if (rent) body.rent = rent.split(",").map((x) => x.trim()).filter(Boolean);
-  const hostUsd = $("#buy-host-usd").value;
-  if (hostUsd !== "") body.host_usd = parseFloat(hostUsd);
+  body.price = boxValue($("#buy-price"));  // what you pay per card (gpuplan buy --price): a card with no street price
+  body.host_usd = boxValue($("#buy-host-usd"));
   return body;
 }
 
@@ -763,11 +838,13 @@ function renderBuy(report) {
   report.rentals.forEach((r, i) => {
     const v = b.versus[i];
     if (!v) return;
-    const months = v.break_even_months ? `${v.break_even_months} months` : "not within 10 years";
+    // the words of `gpuplan buy` (cli/buy.py render_build)
+    const months = v.break_even_months ? `owning pays after ${num(v.break_even_months, 0)} months` :
+      "owning does not pay within 10 years";
     const share = v.break_even_utilization ? `${num(v.break_even_utilization * 100, 1)}% of hours` : "none";
     rows.push(h("tr", {}, h("td", {}, `rent ${r.setup} ${r.pricing.replace("_", "-")} (${r.offers.join(", ")})`),
       h("td", {class: "n"}, usd(v.rent_usd)), h("td", {class: "n"}, usd(v.rent_usd_central)),
-      h("td", {}, `owning pays after ${months}; at ${share}`)));
+      h("td", {}, `${months}; break-even utilization ${share}`)));
   });
   $("#buy-table").replaceChildren(...rows);
   $("#buy-checks").replaceChildren(...b.checks.map((c) => h("li", {class: c.status}, `${c.status}: ${c.line}`)),
@@ -786,17 +863,56 @@ async function compareBuy() {
   }
 }
 
+// ---- launch files (POST /api/launch: gpuplan launch -o -, each file offered as a download; nothing is written) ----
+function download(name, text) {
+  const a = h("a", {href: URL.createObjectURL(new Blob([text], {type: "text/plain"})), download: name});
+  a.click();
+  URL.revokeObjectURL(a.href);
+}
+
+function renderLaunch(report) {
+  $("#launch-summary").textContent = `${report.files.length} files for ${report.setup}` +
+    (report.again ? `; on the command line: ${report.again} -o DIR` : "");
+  $("#launch-files").replaceChildren(...report.files.map((f) => h("li", {"data-path": f.path},
+    h("details", {}, h("summary", {}, h("code", {}, f.path), ` read by ${f.read_by} `,
+      h("button", {type: "button", onclick: (e) => {
+        e.preventDefault();
+        download(f.path, f.text);
+      }}, "download")), h("pre", {}, f.text)))));
+}
+
+async function makeLaunch() {
+  if (!state.scenario) return;
+  $("#launch-go").disabled = true;
+  $("#launch-summary").textContent = "making the files...";
+  $("#launch-files").replaceChildren();
+  try {
+    renderLaunch(await api("/api/launch", state.scenario));
+    state.launched = queryOf(state.scenario);
+  } catch (e) {
+    $("#launch-summary").textContent = e.message;
+  } finally {
+    $("#launch-go").disabled = false;
+  }
+}
+
 // ---- serving capacity (POST /api/capacity: the form's model and lengths, the load and SLOs of this section) ------
+// the capacity search runs on the scenario's engine where it is one capacity simulates (a SGLang plan's search on
+// SGLang, not on the select's first option)
+function syncCapacityEngine(engine) {
+  const select = $("#capacity-engine");
+  if ([...select.options].some((o) => o.value === engine)) select.value = engine;
+}
+
 function capacityRequest() {
-  const s = state.scenario;
-  const body = {model: s.model, engine: $("#capacity-engine").value, prompt_tokens: s.prompt_tokens || 1024,
-    output_tokens: s.output_tokens || 256, max_gpus: parseInt($("#capacity-max-gpus").value, 10) || 8};
+  const s = state.scenario, planned = state.result.scenario;  // the lengths the plan resolved, defaults included
+  const body = {model: s.model, engine: $("#capacity-engine").value, prompt_tokens: planned.prompt_tokens,
+    output_tokens: planned.output_tokens, max_gpus: boxValue($("#capacity-max-gpus"))};
   const kind = $("#capacity-kind").value;
-  const load = parseFloat($("#capacity-load").value);
-  body[kind] = kind === "rate_rps" ? load : Math.round(load);
-  for (const [id, key] of [["#capacity-ttft", "ttft_s"], ["#capacity-tpot", "tpot_s"]]) {
-    const v = $(id).value;
-    if (v !== "" && kind !== "batch") body[key] = parseFloat(v);
+  body[kind] = boxValue($("#capacity-load"));  // as typed: 0.4 users is the API's sentence, not 0 users
+  if (kind !== "batch") {
+    body.ttft_s = boxValue($("#capacity-ttft"));
+    body.tpot_s = boxValue($("#capacity-tpot"));
   }
   const gpus = $("#capacity-gpus").value.trim();
   if (gpus) body.gpus = gpus.split(",").map((x) => x.trim()).filter(Boolean);
@@ -864,11 +980,9 @@ function wireExports() {
     navigator.clipboard?.writeText(document.getElementById(b.dataset.copy).textContent);
   }));
   document.querySelectorAll("[data-download]").forEach((b) => b.addEventListener("click", () => {
-    const blob = new Blob([document.getElementById(b.dataset.download).textContent], {type: "text/plain"});
-    const a = h("a", {href: URL.createObjectURL(blob), download: b.dataset.filename});
-    a.click();
-    URL.revokeObjectURL(a.href);
+    download(b.dataset.filename, document.getElementById(b.dataset.download).textContent);
   }));
+  $("#launch-go").addEventListener("click", makeLaunch);
   $("#permalink").addEventListener("focus", (e) => e.target.select());
   $("#buy-go").addEventListener("click", compareBuy);
   for (const id of ["#objective", "#max-gpus", "#any-method", "#any-quant", "#grid-axis"]) {
@@ -891,7 +1005,7 @@ function addConfigUpload() {
     if (!file) return;
     if (file.size > state.maxUpload) {
       showError(`${file.name} is ${file.size.toLocaleString("en-US")} bytes; the page takes files up to ` +
-        `${state.maxUpload.toLocaleString("en-US")} bytes`);
+        `${state.maxUpload.toLocaleString("en-US")} bytes`, "model");
       return;
     }
     status.textContent = "uploading...";
@@ -901,7 +1015,7 @@ function addConfigUpload() {
       status.textContent = `${up.name}: ${up.bytes.toLocaleString("en-US")} bytes`;
     } catch (e) {
       status.textContent = "";
-      showError(e.message);
+      showError(e.message, "model");
       return;
     }
     input.value = "";
