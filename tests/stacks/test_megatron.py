@@ -202,6 +202,68 @@ def test_parameters_per_rank_equal_megatron_cores_own_model(tp, pp, ep, tmp_path
         assert st.experts == r["experts"], r
 
 
+TINY_MLA = {"model_type": "deepseek_v3", "architectures": ["DeepseekV3ForCausalLM"], "hidden_size": 256,
+            "num_attention_heads": 8, "num_key_value_heads": 8, "q_lora_rank": 64, "kv_lora_rank": 32,
+            "qk_nope_head_dim": 16, "qk_rope_head_dim": 8, "v_head_dim": 16, "intermediate_size": 512,
+            "moe_intermediate_size": 512, "num_hidden_layers": 4, "first_k_dense_replace": 4, "n_routed_experts": 8,
+            "num_experts_per_tok": 2, "vocab_size": 1024, "tie_word_embeddings": False, "rms_norm_eps": 1e-6,
+            "max_position_embeddings": 128, "torch_dtype": "bfloat16"}
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("tp, pp", [(2, 1), (2, 2)])
+def test_mla_down_projections_whole_on_every_megatron_rank(tp, pp):
+    """Megatron-Core's own MLASelfAttention (tests/data/megatron_build.py ``mla``: the local spec with Transformer
+    Engine's duplicated TELinear stood in by a whole linear) holds q_a (256 x 64) and kv_a (256 x (32 + 8)) whole on
+    each of the TP ranks and splits the up-projections and the output projection: the parameters per rank equal
+    gpuplan's count, which keeps those two whole (tensors/layout.training_extra_params)."""
+    pytest.importorskip("megatron.core")
+    import json
+    import re
+    from pathlib import Path
+
+    from gpuplan.model.spec import ModelSpec
+    from gpuplan.tensors.layout import replicated_params
+
+    script = Path(__file__).parents[1] / "data" / "megatron_build.py"
+    out = subprocess.run([sys.executable, str(script), str(tp), str(pp), "1", str(29700 + 10 * tp + pp), "mla"],
+                         capture_output=True, text=True, timeout=600)
+    ranks = [json.loads(text) for text in re.findall(r"\{[^{}]*\}", out.stdout)]
+    assert len(ranks) == tp * pp, out.stderr[-2000:]
+    m = ModelSpec.from_config(TINY_MLA, name="tiny-mla")
+    s = scenario_from({**BASE, "model": "llama-3.2-1b", "num_gpus": tp * pp, "tp": tp, "pp": pp, "seq_len": 128})
+    for r in ranks:
+        first, last = r["pp_rank"] == 0, r["pp_rank"] == pp - 1
+        st = mg.rank_state(s, m, first=first, last=last)
+        layers = m.layers[:mg.stage_layers(s, m, first=first, last=last)]
+        # 256 x (64 + 40) = 26,624 parameters a layer, whole on every rank
+        assert r["down_proj"] == replicated_params(layers) == len(layers) * 26_624, r
+        assert st.dense + st.embedding == r["params"], r
+
+
+def test_mla_rank_state_by_hand(monkeypatch):
+    """DeepSeek-V3 under Megatron at TP 8 x PP 8 x EP 8 on 256 GPUs (first stage, 8 layers; DP 4): each rank holds
+    q_a_proj (7,168 x 1,536) and kv_a_proj_with_mqa (7,168 x 576) whole, 8 x 15,138,816 x 7/8 = 105,971,712
+    parameters beyond its 1/8 share of them: +211,943,424 B of bf16 weights, +423,886,848 B of fp32 gradients and
+    12 B x that over the 4 DP ranks of the distributed optimizer, +317,915,136 B; the model's trainable parameters
+    (a checkpoint's) do not change."""
+    fields = {**BASE, "model": "deepseek-v3", "gpu": "h100-sxm", "num_gpus": 8, "num_nodes": 32, "tp": 8, "pp": 8,
+              "ep": 8, "seq_len": 2048, "micro_batch_size": 1, "grad_accum_steps": 8}
+    s, m = scenario_from(fields), load_model("deepseek-v3")
+    assert (s.dp, mg.stage_layers(s, m, first=True, last=False)) == (4, 8)
+    whole = mg.rank_state(s, m, first=True, last=False)
+    plan = estimate(fields, advise=False)
+    monkeypatch.setattr(mg, "training_extra_params", lambda s, layers: 0.0)  # every linear split 8 ways
+    split = mg.rank_state(s, m, first=True, last=False)
+    assert whole.dense - split.dense == 8 * 7168 * (1536 + 576) * 7 / 8 == 105_971_712
+    assert whole.weights - split.weights == 211_943_424
+    assert whole.gradients - split.gradients == 423_886_848
+    assert whole.optimizer - split.optimizer == pytest.approx(317_915_136)
+    assert plan.model.params_trainable == estimate(fields, advise=False).model.params_trainable
+    assert plan.memory.weights_gib * GIB - 211_943_424 == pytest.approx(
+        estimate(fields, advise=False).memory.weights_gib * GIB)
+
+
 def _megatron_argv(fields):
     import shlex
 

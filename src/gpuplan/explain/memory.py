@@ -11,7 +11,7 @@ from .. import overheads as oh
 from ..engines import deepep, engine_for
 from ..hardware import DRIVER_RESERVE, ECC_INBAND_RESERVE, REPORTED_USABLE_GIB
 from ..model.quant import make_format
-from ..tensors.layout import replicated_bytes
+from ..tensors.layout import replicated_bytes, training_extra_params
 from ..tensors.state import weight_format
 from .formula import GIB, Constant, Context, Formula, count, gib
 
@@ -122,9 +122,15 @@ def optimizer(x: Context) -> Formula:
                        formula="Adafactor: row and column factors of the second moment per matrix (Shazeer & Stern "
                        "2018), full moments for vectors", substituted=f"{value:,.2f} GiB")
     total, text, why = rules[s.optimizer]
-    return Formula(label="optimizer states", value=value, unit="GiB",
-                   formula=f"O = state bytes x trainable parameters / shards ({why})",
-                   substituted=f"{text} / {div} = {gib(total / div)}", computed=total / div / GIB,
+    formula, substituted = f"O = state bytes x trainable parameters / shards ({why})", f"{text} / {div}"
+    # MLA's down-projections whole on every tensor-parallel rank, their states over the data-parallel shards
+    copies = training_extra_params(s, x.m.layers) / s.pp if s.method == "full" else 0.0
+    whole = total / max(t, 1) * copies / (div / x.shard)
+    if whole:
+        formula += " + the 1 - 1/TP of MLA's down-projections each rank holds beyond its share"
+        substituted += f" + {gib(whole)}"
+    return Formula(label="optimizer states", value=value, unit="GiB", formula=formula,
+                   substituted=f"{substituted} = {gib(total / div + whole)}", computed=(total / div + whole) / GIB,
                    constants=[Constant(name="8-bit block", value=str(oh.BNB_STATE_BLOCK),
                                        source="overheads.BNB_STATE_BLOCK (bitsandbytes blocksize)")]
                    if "8bit" in s.optimizer else [])

@@ -79,7 +79,9 @@ def _stage(s: Scenario, m: ModelSpec, rank: int) -> Estimate:
     # slack grows with the blocks that churn every micro-batch, the activations
     e.slack = oh.ALLOCATOR_SLACK_TRAIN * e.activations / (base + e.activations)
     e.phases = {k: (v + base) / GIB for k, v in phases.items()}
-    e.extra["params_trainable"] = int(st.trainable * s.tp * s.pp)
+    # the model's trainable parameters (a checkpoint's), not counting the TP ranks' whole copies of MLA's
+    # down-projections twice
+    e.extra["params_trainable"] = int((st.trainable - (st.copies if s.method == "full" else 0.0)) * s.tp * s.pp)
     stage = "" if s.pp == 1 else f" ({_NAMES[min(rank, 1) if not last else 2]}, {len(layers)} layers" + \
         (", embedding and loss counted as layers in the split)" if mg.embedding_in_split(s, m) else ")")
     e.assumptions += [

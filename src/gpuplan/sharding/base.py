@@ -14,6 +14,7 @@ from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from ..stacks.base import Stack, State
 from ..tensors.breakdown import Estimate
+from ..tensors.layout import training_extra_params
 from ..tensors.state import adapts_experts, lora_params, lora_targets, optimizer_state_bytes
 
 
@@ -35,10 +36,12 @@ class Sharding:
         mixed = s.precision.endswith("-mixed")
         if s.method == "full":
             P = m.params_total
+            # this rank's share, and MLA's down-projections whole on every tensor-parallel rank
+            held = P * tp_pp + training_extra_params(s, m.layers) / s.pp
             wbytes = 4 if (mixed or s.precision == "fp32") else 2
-            st = State(weights=wbytes * P * tp_pp / w_n, gradients=wbytes * P * tp_pp / g_n, trainable=P,
+            st = State(weights=wbytes * held / w_n, gradients=wbytes * held / g_n, trainable=P,
                        state_bytes=wbytes)
-            st.optimizer = optimizer_state_bytes(s, m, P, wbytes) * tp_pp / o_n
+            st.optimizer = optimizer_state_bytes(s, m, P, wbytes) * held / P / o_n
             if mixed:
                 st.assumptions.append(f"{s.precision}: fp32 weights, gradients and optimizer states"
                                       + (" with torch autocast" if self.autocasts_fp32_weights else "")

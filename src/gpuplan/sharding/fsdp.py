@@ -15,6 +15,7 @@ from __future__ import annotations
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from ..stacks.base import Stack, State
+from ..tensors.layout import training_extra_params
 from .base import Sharding
 
 
@@ -39,9 +40,10 @@ class Fsdp(Sharding):
     def unit_bytes(self, s: Scenario, m: ModelSpec, stack: Stack) -> tuple[float, float]:
         """(parameter bytes, trainable parameters) of the largest decoder-layer unit, unsharded."""
         tp_pp = 1 / (s.tp * s.pp)
-        if s.method == "full":
-            largest = max(layer.params for layer, _ in m.layer_kinds())
-            return s.compute_bytes * largest * tp_pp, largest * tp_pp
+        if s.method == "full":  # with MLA's down-projections whole on every tensor-parallel rank
+            largest = max(layer.params * tp_pp + training_extra_params(s, [layer]) / s.pp
+                          for layer, _ in m.layer_kinds())
+            return s.compute_bytes * largest, largest
         fmt, skip = stack.base_format(s, m)
         largest = max(sum(lin.weight_params * fmt.high_bytes if lin.group in skip else fmt.linear_weight_bytes(lin)
                           for lin in layer.linears) for layer, _ in m.layer_kinds())

@@ -14,6 +14,7 @@ from __future__ import annotations
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from ..stacks.base import Stack, State
+from ..tensors.layout import training_extra_params
 from .fsdp import Fsdp
 
 
@@ -29,7 +30,8 @@ class Fsdp2(Fsdp):
             # schedule turns gradient sync and resharding off but for the last micro-batch
             # (torch.distributed.pipelining.stage ``backward_maybe_with_nosync``): the stage's parameters and
             # gradients stay unsharded in the compute dtype
-            stage = sum(layer.params for layer in m.layers[:-(-m.num_layers // s.pp)]) / s.tp
+            layers = m.layers[:-(-m.num_layers // s.pp)]
+            stage = sum(layer.params for layer in layers) / s.tp + training_extra_params(s, layers)
             out.pop(next(k for k in out if "units in flight" in k))
             out["FSDP2 stage parameters kept unsharded (PP)"] = s.compute_bytes * stage
             if s.method == "full":

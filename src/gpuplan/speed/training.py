@@ -55,6 +55,7 @@ from ..memory.training import offloaded_activation_bytes
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from ..stacks import stack_for
+from ..tensors.layout import replicated_params, training_extra_params
 from ..tensors.state import attention_kernel, lora_targets, weight_format
 from .breakdown import Speed
 from .comms import (
@@ -91,6 +92,13 @@ def _trainable(s: Scenario, m: ModelSpec) -> float:
     return float(lora_params(m, lora_targets(s, m), s.lora_rank, adapts_experts(s, m)))
 
 
+def _rank_trainable(s: Scenario, m: ModelSpec) -> float:
+    """Trained parameters one tensor- and pipeline-parallel rank holds: its ``1/(tp x pp)`` share, and in a full
+    fine-tune the :func:`~gpuplan.tensors.layout.replicated` linears whole on every tensor-parallel rank."""
+    extra = training_extra_params(s, m.layers) / s.pp if s.method == "full" else 0.0
+    return _trainable(s, m) / (s.tp * s.pp) + extra
+
+
 def _optimizer_bytes_per_param(s: Scenario) -> float:
     """Bytes the optimizer step reads and writes per trained parameter (memory-bound update): one pass for the
     fused kernels, one per op for torch's foreach AdamW."""
@@ -114,12 +122,12 @@ def _fp8_gather(s: Scenario) -> bool:
 
 def _sharded_weight_bytes(s: Scenario, m: ModelSpec) -> float:
     """Bytes of one pipeline stage's weights as ZeRO-3 gathers them: 16-bit (the decoder's linears in 1 B under
-    torchtitan's float8 all-gather), or the frozen base's storage format under LoRA/QLoRA (the gather moves what is
-    stored)."""
+    torchtitan's float8 all-gather; MLA's down-projections whole on every tensor-parallel rank), or the frozen
+    base's storage format under LoRA/QLoRA (the gather moves what is stored)."""
     if s.method == "full":
         fp8 = sum(c * lin.weight_params for layer, c in m.layer_kinds() for lin in layer.linears) \
             if _fp8_gather(s) else 0
-        return (2.0 * m.params_total - fp8) / (s.tp * s.pp)
+        return (2.0 * m.params_total - fp8) / (s.tp * s.pp) + 2.0 * training_extra_params(s, m.layers) / s.pp
     fmt, skip = weight_format(s, m)
     return sum(m.weight_bytes(fmt, skip=skip).values()) / (s.tp * s.pp)
 
@@ -180,13 +188,14 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
     # 1F1B: p-1 micro-steps of fill and drain per step; interleaved over v virtual stages, (p-1)/v of them
     # (Narayanan et al. 2021, section 2.2.2: bubble fraction (p-1)/(m·v))
     bubble = (s.pp - 1) / s.vpp * micro
-    step = s.grad_accum_steps * micro + bubble + sync + optimizer + loop
+    tp_grads = comm.replicated_grads_s()
+    step = s.grad_accum_steps * micro + bubble + sync + tp_grads + optimizer + loop
     straggle = step * (1 / oh.MULTINODE_STRAGGLER - 1) if s.num_nodes > 1 else 0.0
     step += straggle
     k = s.grad_accum_steps
     parts = {"gemm": k * work.gemm, "attention": k * work.attention, "elementwise": k * work.elementwise,
              "lora_adapters": k * work.lora, "dequant_and_casts": k * work.extra,
-             "host_overhead": k * busy - k * work.gpu_busy, "tensor_parallel": k * tp_comm,
+             "host_overhead": k * busy - k * work.gpu_busy, "tensor_parallel": k * tp_comm + tp_grads,
              "context_parallel": k * cp_comm, "zero3_gathers": k * gather, "gradient_sync": k * reduce + sync,
              "offload": k * offload, "activation_offload": k * activations_offload, "pipeline_bubble": bubble,
              "optimizer": optimizer, "trainer_loop": loop, "stragglers": straggle}
@@ -213,14 +222,16 @@ def _micro_work(s: Scenario, m: ModelSpec, gpu: GpuSpec, dtype: str, tokens: int
     kernel = attention_kernel(s, m)
     act_bytes = oh.NVFP4_BYTES if dtype == "fp4" else 1.0 if dtype == "fp8" else \
         (4.0 if dtype in ("tf32", "fp32") else 2.0)
-    forward = linears_s(m, gpu, dtype, tokens, tp=tp, layers=share, act_bytes=act_bytes, weight_bytes=act_bytes)
+    whole = s.stack == "torchtitan"  # its NoParallel down-projections run on every token (layout.replicated)
+    forward = linears_s(m, gpu, dtype, tokens, tp=tp, layers=share, act_bytes=act_bytes, weight_bytes=act_bytes,
+                        whole=whole)
     # recomputation (the stack's checkpointing, its Recompute): the re-run linears' GEMMs; a selective policy
     # keeps attention's output and re-runs the element-wise ops and adapters, full checkpointing all of a layer
     if s.stack == "megatron" and s.grad_checkpointing == "selective":  # core_attn: attention's forward again
         again, attention_again, rest_again = 0.0, 1.0, 0.0
     elif rc.selective:
         again = linears_s(m, gpu, dtype, tokens, tp=tp, layers=share, act_bytes=act_bytes, weight_bytes=act_bytes,
-                          per_layer=rc.linears)
+                          per_layer=rc.linears, whole=whole)
         attention_again, rest_again = 0.0, 1.0
     else:
         again = forward * rc.layers
@@ -412,14 +423,25 @@ class _Comms:
         return layers_here * (4 + tp_again) * all_reduce_s(tokens * m.hidden_size * 2, s.tp, self.intra) \
             * (1 - oh.TP_OVERLAP)
 
+    def replicated_grads_s(self) -> float:
+        """Megatron-Core sums the fp32 gradients of the weights every rank holds whole under sequence parallelism
+        (MLA's down-projections, :func:`~gpuplan.tensors.layout.training_extra_params`) over the TP group once a
+        step, after the backward (``finalize_model_grads`` ``_allreduce_non_tensor_model_parallel_grads``, one
+        coalesced all-reduce; the norms' gradients, a few MB, are not counted). torchtitan's ranks compute those
+        gradients whole from the gathered input: nothing to sum."""
+        s, m = self.s, self.m
+        if s.tp <= 1 or s.stack != "megatron" or s.method != "full":
+            return 0.0
+        stage = m.layers[:math.ceil(m.num_layers / s.pp)]
+        return all_reduce_s(4.0 * replicated_params(stage), s.tp, self.intra) if replicated_params(stage) else 0.0
+
     def data_parallel_s(self, forward_time: float, backward_time: float) -> tuple[float, float, float]:
         """(ZeRO-3's gathers and ZeRO-2/3's reduce-scatters per micro-step, the step's gradient sync), each the
         part its pass does not hide."""
         s, m = self.s, self.m
         sharding, dp = s.resolved_sharding, s.dp
-        trainable = _trainable(s, m)
         grad_bytes = 2.0 if s.sharded_by == "deepspeed" else (4.0 if s.precision.endswith("mixed") else 2.0)
-        grads = trainable * grad_bytes / (s.tp * s.pp)
+        grads = _rank_trainable(s, m) * grad_bytes
         gather = reduce = sync = 0.0
         if sharding == "zero3" and dp > 1 and s.pp > 1 and s.sharded_by == "fsdp2":
             # FSDP2 under torch.distributed.pipelining: torchtitan keeps a stage's weights gathered after the
@@ -442,7 +464,7 @@ class _Comms:
         elif self.ranks > 1 and sharding == "zero1":
             sync = max(0.0, self.all_gather_s(grads) - oh.DP_OVERLAP * backward_time)
         if self.ranks > 1 and sharding in ("zero1", "zero2"):  # updated 16-bit weights gathered after the step
-            sync += max(0.0, self.all_gather_s(2.0 * trainable / (s.tp * s.pp)) - oh.DP_OVERLAP * forward_time)
+            sync += max(0.0, self.all_gather_s(2.0 * _rank_trainable(s, m)) - oh.DP_OVERLAP * forward_time)
         return gather, reduce, sync
 
 
@@ -483,8 +505,7 @@ def _offload_s(s: Scenario, m: ModelSpec, forward_time: float, backward_time: fl
 def _optimizer_s(s: Scenario, m: ModelSpec, gpu: GpuSpec, pcie: float, assumptions: list[str]) -> float:
     """Gradient clipping and the optimizer step over this rank's shard: memory-bound on the GPU, or DeepSpeed's CPU
     Adam when offloaded."""
-    shard = _trainable(s, m) / (s.tp * s.pp) / (s.dp * s.cp if s.resolved_sharding in ("zero1", "zero2", "zero3")
-                                                else 1)
+    shard = _rank_trainable(s, m) / (s.dp * s.cp if s.resolved_sharding in ("zero1", "zero2", "zero3") else 1)
     if s.offload == "none":  # and clip_grad_norm_ over the gradients first (overheads.GRAD_CLIP_GRAD_PASSES)
         grad = 4 if s.precision.endswith("mixed") or s.method != "full" else 2
         return shard * (_optimizer_bytes_per_param(s) + oh.GRAD_CLIP_GRAD_PASSES * grad) / bandwidth(gpu)

@@ -24,6 +24,7 @@ from .. import overheads as oh
 from ..hardware import GpuSpec
 from ..model.layers import Layer, Linear
 from ..model.spec import ModelSpec
+from ..tensors.layout import replicated
 from .gemm import bandwidth, continuous_clock_factor, gemm_time_s, peak_flops, power_limit_factor
 
 _SHARED: ContextVar[dict | None] = ContextVar("gpuplan_shared_work", default=None)
@@ -95,15 +96,19 @@ def _linear_s(gpu: GpuSpec, dtype: str, layer: Layer, lin: Linear, tokens: float
 @_shared
 def linears_s(m: ModelSpec, gpu: GpuSpec, dtype: str, tokens: float, *, tp: int = 1, layers: float = 1.0,
               targets: frozenset[str] | None = None, act_bytes: float = 2.0, weight_bytes: float = 2.0,
-              per_layer: Mapping[Layer, frozenset[str]] | None = None) -> float:
+              per_layer: Mapping[Layer, frozenset[str]] | None = None, whole: bool = False) -> float:
     """One forward pass of every decoder linear (or only those named in ``targets``, or in ``per_layer`` for each
-    layer kind), for ``tokens`` tokens, over the share ``layers`` of the model this GPU holds (``1/pp``)."""
+    layer kind), for ``tokens`` tokens, over the share ``layers`` of the model this GPU holds (``1/pp``). ``whole``:
+    the :func:`~gpuplan.tensors.layout.replicated` linears run unsplit on all ``tokens`` (torchtitan's
+    ``NoParallel`` down-projections); otherwise every linear's work is split ``tp`` ways (Megatron-Core's
+    sequence-parallel ranks multiply ``tokens / tp`` rows by the whole down-projection: the same FLOPs)."""
     total = 0.0
     for layer, count in m.layer_kinds():
         chosen = per_layer.get(layer, frozenset()) if per_layer is not None else targets
         for lin in layer.linears:
             if chosen is None or lin.name in chosen:
-                total += count * _linear_s(gpu, dtype, layer, lin, tokens, tp, act_bytes, weight_bytes)
+                split = 1 if whole and replicated(layer, lin) else tp
+                total += count * _linear_s(gpu, dtype, layer, lin, tokens, split, act_bytes, weight_bytes)
     return total * layers
 
 

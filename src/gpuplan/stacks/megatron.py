@@ -7,8 +7,9 @@ Per rank, with ``t`` = TP, ``p`` = PP, ``v`` = virtual stages, ``c`` = CP, ``e``
 - **state** (Megatron ``theoretical_memory_usage.compute_weight_and_optimizer_memory``: 18 bytes/parameter, or
   ``6 + 12/N`` with the distributed optimizer): 16-bit weights (2 B), fp32 gradient buffers (4 B,
   ``grad_reduce_in_fp32``), fp32 master weights and Adam moments (12 B) sharded over ``N`` ranks (``N·t/e`` for
-  routed experts, whose data-parallel group is the expert-data-parallel one). Dense layers split by ``t``, routed
-  experts by ``e`` (``expert_tensor_parallel_size`` 1), the input embedding on the first stage and the output
+  routed experts, whose data-parallel group is the expert-data-parallel one). Dense layers split by ``t`` but MLA's
+  down-projections and DSA's indexer, whole on every rank (:func:`gpuplan.tensors.layout.training_extra_params`),
+  routed experts by ``e`` (``expert_tensor_parallel_size`` 1), the input embedding on the first stage and the output
   layer on the last, each split by ``t``. fp8 keeps the linear weights in fp8 themselves, as NeMo's fp8 recipes
   set it (``bf16_with_fp8_mixed`` and ``bf16_with_fp8_current_scaling_mixed``: ``fp8_param_gather=True``; Megatron
   builds the model under Transformer Engine's ``fp8_model_init`` and the distributed optimizer all-gathers the
@@ -64,6 +65,7 @@ from ..model.layers import Layer
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from ..tensors.activations import INPUT_OF
+from ..tensors.layout import training_extra_params
 from ..tensors.state import lora_params, lora_targets
 from .base import Recompute, Stack
 
@@ -196,6 +198,7 @@ class RankState:
     gradients: float
     optimizer: float
     fp8_copies: float
+    copies: float = 0.0  # parameters held whole beyond the rank's 1/tp share (MLA's down-projections)
 
 
 def rank_state(s: Scenario, m: ModelSpec, *, first: bool, last: bool) -> RankState:
@@ -204,13 +207,14 @@ def rank_state(s: Scenario, m: ModelSpec, *, first: bool, last: bool) -> RankSta
     layers = m.layers[:stage_layers(s, m, first=first, last=last)]
     # norms and MoE routers are replicated on every TP rank; the final norm sits on the last stage
     whole = sum(lyr.norm_params + lyr.params_in("router") for lyr in layers) + (m.final_norm_params if last else 0)
+    extra = training_extra_params(s, layers)  # MLA's down-projections (and DSA's indexer) whole on every rank
     dense = sum(lyr.params - lyr.params_in("experts") for lyr in layers) / t + whole - \
-        sum(lyr.norm_params + lyr.params_in("router") for lyr in layers) / t
+        sum(lyr.norm_params + lyr.params_in("router") for lyr in layers) / t + extra
     experts = sum(lyr.params_in("experts") for lyr in layers) / e
     emb = m.vocab_size * m.embedding_dim / t
     embedding = (emb if first else 0.0) + (emb if last and (not m.tie_word_embeddings or p > 1) else 0.0)
     linear = sum(lin.weight_params for lyr in layers for lin in lyr.linears if lin.group != "experts") / t + \
-        sum(lin.weight_params for lyr in layers for lin in lyr.linears if lin.group == "experts") / e
+        sum(lin.weight_params for lyr in layers for lin in lyr.linears if lin.group == "experts") / e + extra
     fp8 = linear if s.precision == "fp8-mixed" else 0.0  # fp8 primary weights: 1 B each
     transposes = fp8 if keeps_fp8_transpose(s) else 0.0  # and on Hopper and Ada their transposes, 1 B each
     n = s.dp * s.cp if s.resolved_sharding == "zero1" else 1  # distributed optimizer: over DP x CP
@@ -220,7 +224,8 @@ def rank_state(s: Scenario, m: ModelSpec, *, first: bool, last: bool) -> RankSta
         params = dense + embedding + experts
         return RankState(dense=dense, experts=experts, embedding=embedding, trainable=params,
                          weights=2 * params - fp8, gradients=4 * params,
-                         optimizer=opt * ((dense + embedding) / n + experts / n_experts), fp8_copies=transposes)
+                         optimizer=opt * ((dense + embedding) / n + experts / n_experts), fp8_copies=transposes,
+                         copies=extra)
     # LoRA (NeMo's PEFT): adapters trained like full parameters (bf16 + fp32 grads + states); the frozen base in
     # bf16, or under fp8 held as fp8 itself (Transformer Engine fp8_model_init, as NVIDIA's MLPerf LoRA submissions
     # run it): 1 byte per linear weight plus its cached transpose, no 16-bit copy

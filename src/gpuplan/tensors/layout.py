@@ -58,6 +58,28 @@ def replicated_bytes(s: Scenario, layers: Iterable[Layer], fmt: Format, skip: tu
     return total * (1 - 1 / split)
 
 
+def replicated_params(layers: Iterable[Layer]) -> float:
+    """Parameters of the :func:`replicated` linears of ``layers``."""
+    return float(sum(lin.weight_params for layer in layers for lin in layer.linears if replicated(layer, lin)))
+
+
+def training_extra_params(s: Scenario, layers: Iterable[Layer]) -> float:
+    """Parameters one tensor-parallel training rank holds of ``layers`` beyond its ``1/tp`` share: the
+    :func:`replicated` linears whole on every rank, as the training stacks build them too. Megatron-Core builds
+    ``linear_q_down_proj`` and ``linear_kv_down_proj`` as Transformer Engine linears with
+    ``parallel_mode='duplicated'`` (``megatron/core/transformer/multi_latent_attention.py`` ``MLASelfAttention``,
+    read in megatron-core 0.16.1), and DeepSeek sparse attention's ``linear_wq_b``, ``linear_wk`` and
+    ``linear_weights_proj`` likewise (``transformer/experimental_attention_variant/dsa.py``); under sequence
+    parallelism each rank multiplies its ``1/tp`` of the tokens by the whole weight and the gradients are summed over
+    the TP group once a step (``extensions/transformer_engine.py`` ``TELinear`` marks them ``sequence_parallel``;
+    ``distributed/finalize_model_grads.py`` ``_allreduce_non_tensor_model_parallel_grads``). torchtitan leaves
+    ``attention.wq_a`` and ``attention.wkv_a`` out of the split (``NoParallel``, ``models/deepseek_v3/infra/
+    parallelize.py`` ``apply_non_moe_tp``, read at 018740b): each rank multiplies all of the tokens, the attention's
+    input gathered whole. Megatron's own local (non-Transformer-Engine) layer spec splits them column-wise; gpuplan
+    models its Transformer Engine layers. R1 at TP 8: 61 x 15,138,816 x 7/8 = 808,034,304 parameters."""
+    return replicated_params(layers) * (1 - 1 / s.tp) if s.tp > 1 else 0.0
+
+
 def replicated_attention_bytes(s: Scenario, parts: dict[str, float], layer_share: float = 1.0) -> float:
     """Bytes one GPU holds beyond its ``1/tp`` share of the weights ``parts`` (by part, as
     :meth:`~gpuplan.model.spec.ModelSpec.weight_bytes`): the attention weights of ``layer_share`` of the layers
