@@ -11,14 +11,17 @@ from .. import overheads as oh
 from ..engines import deepep, engine_for
 from ..hardware import DRIVER_RESERVE, ECC_INBAND_RESERVE, REPORTED_USABLE_GIB
 from ..model.quant import make_format
-from ..tensors.layout import replicated_bytes, training_extra_params
+from ..tensors.layout import replicated_bytes
 from ..tensors.state import weight_format
+from . import megatron
 from .formula import GIB, Constant, Context, Formula, count, gib
 
 
 def weights(x: Context) -> Formula:
     s, m = x.s, x.m
     value = x.r.memory.weights_gib
+    if x.megatron:
+        return megatron.weights(x)
     if s.task == "train" and s.offload == "optimizer+params":
         return Formula(label="weights", value=value, unit="GiB", formula="offloaded to CPU memory (ZeRO-3 offload)",
                        substituted="0 GiB on the GPU", computed=0.0)
@@ -47,11 +50,10 @@ def weights(x: Context) -> Formula:
             extra += f" + adapters {x.trainable:,} x {x.state_bytes} B"
             formula += " (+ peft's fp32 upcast of non-4-bit parameters, + the LoRA adapters)"
         total = base + upcast + (x.state_bytes * x.trainable if s.task == "train" else 0)
-        over_dp = s.task == "train" and x.sharding == "zero3"
-        div = x.shard * (x.N if over_dp else 1)
+        div = x.shard * x.w_n
         whole = replicated_bytes(s, m.layers, fmt, skip) / s.pp if s.task == "infer" else 0.0
         computed = (total / div + whole) / GIB
-        formula += f", / ({x.shards_text(over_dp)})"
+        formula += f", / ({x.shards_text(x.w_n)})"
         substituted = f"({terms}{extra}) / {div}"
         if whole:  # held whole on every tensor-parallel GPU (tensors/layout.replicated)
             formula += " + the 1 - 1/TP of MLA's down-projections each GPU holds beyond its share"
@@ -60,38 +62,64 @@ def weights(x: Context) -> Formula:
                        substituted=f"{substituted} = {computed:,.2f} GiB",
                        computed=computed, constants=[Constant(name="storage format", value=fmt.name,
                                                               source="gpuplan/model/quant.py (bytes per format)")])
-    # full fine-tuning
+    # full fine-tuning: the parameters this rank holds (sharding/base.py ``held_params``), over the data-parallel
+    # ranks that split them
+    held, text = _held(x)
     if x.deepspeed and x.mixed:
-        w16_div = x.shard * (x.N if x.sharding == "zero3" else 1)
-        computed = (2 * x.P / w16_div + 4 * x.P / (x.shard * x.N)) / GIB
-        return Formula(label="weights", value=value, unit="GiB",
-                       formula="W = 2 B x P (bf16 working copy, / ranks under ZeRO-3) + 4 B x P fp32 master / ranks",
-                       substituted=f"2 x {count(x.P)} / {w16_div} + 4 x {count(x.P)} / {x.shard * x.N} = "
-                                   f"{computed:,.2f} GiB",
+        offloaded = s.offload != "none"  # ZeRO-Offload: the fp32 master partition goes with the optimizer
+        master = 0.0 if offloaded else 4 * held / x.N
+        computed = (2 * held / x.w_n + master) / GIB
+        formula = "W = 2 B x H (bf16 working copy, / ranks under ZeRO-3) + 4 B x H fp32 master / ranks"
+        substituted = f"2 x {text} / {x.w_n} + " + ("0 (master offloaded)" if offloaded else f"4 x {text} / {x.N}")
+        return Formula(label="weights", value=value, unit="GiB", formula=formula + f", H = {_HELD}",
+                       substituted=f"{substituted} = {computed:,.2f} GiB",
                        computed=computed, constants=[Constant(name="ZeRO model states", value="2 + 4 B per parameter",
                                                               source="ZeRO paper section 3; DeepSpeed stage3.py")])
     wbytes = 4 if (x.mixed or s.precision == "fp32") else 2
-    div = x.shard * (x.N if x.deepspeed and x.sharding == "zero3" else 1)
-    computed = wbytes * x.P / div / GIB
+    computed = wbytes * held / x.w_n / GIB
     why = "fp32 master weights under torch autocast" if x.mixed else f"weights in {s.precision}"
-    return Formula(label="weights", value=value, unit="GiB", formula=f"W = {wbytes} B x P / shards ({why})",
-                   substituted=f"{wbytes} x {count(x.P)} / {div} = {computed:,.2f} GiB", computed=computed)
+    return Formula(label="weights", value=value, unit="GiB",
+                   formula=f"W = {wbytes} B x H / data-parallel shards ({why}), H = {_HELD}",
+                   substituted=f"{wbytes} x {text} / {x.w_n} = {computed:,.2f} GiB", computed=computed)
+
+
+_HELD = "the parameters on this rank: P / (TP x PP), + MLA's down-projections whole on every TP rank / PP"
+
+
+def _held(x: Context) -> tuple[float, str]:
+    """The parameters one rank holds in full training before data-parallel sharding, as the plan's sharding
+    counts them, and that count written out."""
+    held = x.holder.held_params(x.s, x.m)
+    whole = held - x.P / x.shard
+    text = f"{count(x.P)} / {x.shard}" if x.shard > 1 else count(x.P)
+    return held, f"({text} + {count(whole)})" if whole else text
 
 
 def _gradient_total(x: Context) -> tuple[float, str]:
     s = x.s
     if s.method == "full":
-        if x.deepspeed and x.mixed:
-            gbytes, div = 2, x.shard * (x.N if x.sharding in ("zero2", "zero3") else 1)
-        else:
-            gbytes = 4 if (x.mixed or s.precision == "fp32") else 2
-            div = x.shard * (x.N if x.deepspeed and x.sharding in ("zero2", "zero3") else 1)
-        return gbytes * x.P / div, f"{gbytes} x {count(x.P)} / {div}"
-    div = x.shard * (x.N if x.sharding in ("zero2", "zero3") else 1)
+        gbytes = 2 if x.deepspeed and x.mixed else 4 if (x.mixed or s.precision == "fp32") else 2
+        held, text = _held(x)
+        return gbytes * held / x.g_n, f"{gbytes} x {text} / {x.g_n}"
+    div = x.shard * x.g_n
     return x.state_bytes * x.trainable / div, f"{x.state_bytes} x {x.trainable:,} adapter parameters / {div}"
 
 
+def _gradients_offloaded(x: Context) -> bool:
+    """ZeRO-Offload of a mixed-precision full training keeps no gradient partition on the GPU, FSDP's CPU offload
+    none either (sharding/deepspeed.py and sharding/fsdp.py ``offload``)."""
+    s = x.s
+    if x.deepspeed:
+        return s.offload != "none" and s.method == "full" and x.mixed
+    return x.s.sharded_by.startswith("fsdp") and s.offload == "optimizer+params"
+
+
 def gradients(x: Context) -> Formula:
+    if x.megatron:
+        return megatron.gradients(x)
+    if _gradients_offloaded(x):
+        return Formula(label="gradients", value=x.r.memory.gradients_gib, unit="GiB",
+                       formula="offloaded to CPU memory", substituted="0 GiB on the GPU", computed=0.0)
     total, text = _gradient_total(x)
     phase = x.r.memory.peak_phase
     return Formula(label="gradients", value=x.r.memory.gradients_gib, unit="GiB",
@@ -104,10 +132,11 @@ def gradients(x: Context) -> Formula:
 def optimizer(x: Context) -> Formula:
     s = x.s
     value = x.r.memory.optimizer_gib
+    if x.megatron:
+        return megatron.optimizer(x)
     if s.offload != "none":
         return Formula(label="optimizer states", value=value, unit="GiB", formula="offloaded to CPU memory",
                        substituted="0 GiB on the GPU", computed=0.0)
-    div = x.shard * (x.N if x.deepspeed else 1)
     b, t = x.state_bytes, x.trainable
     rules = {"adamw": (2 * b * t, f"2 moments x {b} B x {t:,}", "AdamW keeps two moments per parameter"),
              "lion": (b * t, f"1 moment x {b} B x {t:,}", "Lion keeps one moment"),
@@ -122,10 +151,11 @@ def optimizer(x: Context) -> Formula:
                        formula="Adafactor: row and column factors of the second moment per matrix (Shazeer & Stern "
                        "2018), full moments for vectors", substituted=f"{value:,.2f} GiB")
     total, text, why = rules[s.optimizer]
+    div = x.shard * x.o_n
     formula, substituted = f"O = state bytes x trainable parameters / shards ({why})", f"{text} / {div}"
     # MLA's down-projections whole on every tensor-parallel rank, their states over the data-parallel shards
-    copies = training_extra_params(s, x.m.layers) / s.pp if s.method == "full" else 0.0
-    whole = total / max(t, 1) * copies / (div / x.shard)
+    copies = x.holder.held_params(s, x.m) - x.P / x.shard if s.method == "full" else 0.0
+    whole = total / max(t, 1) * copies / x.o_n
     if whole:
         formula += " + the 1 - 1/TP of MLA's down-projections each rank holds beyond its share"
         substituted += f" + {gib(whole)}"
@@ -366,6 +396,10 @@ def reserved(x: Context) -> Formula:
     computed = mem.allocated_peak_gib * (1 + slack)
     formula = "reserved = allocated x (1 + allocator slack)"
     sub = f"{mem.allocated_peak_gib:,.2f} x {1 + slack:g}"
+    if x.megatron:  # Megatron allocates its model state once, in whole buffers: the slack is the activations'
+        computed = mem.allocated_peak_gib + slack * mem.activations_gib
+        formula = "reserved = allocated + allocator slack x activations (the model state is whole buffers)"
+        sub = f"{mem.allocated_peak_gib:,.2f} + {slack:g} x {mem.activations_gib:,.2f}"
     constants = [Constant(name="allocator slack", value=f"{slack:.0%}",
                           source="overheads.ALLOCATOR_SLACK_*: max_memory_reserved is typically 3-15 % above "
                                  "allocated (measured.md)")]
