@@ -294,6 +294,12 @@ LAYOUTS = {
     "zero3-mixtral": {**H100, "model": "mixtral-8x7b", "num_nodes": 2, "sharding": "zero3"},
     "zero3-8b-offload": {**H100, "model": "llama-3.1-8b", "sharding": "zero3", "offload": "optimizer"},
     "zero3-70b-lora": {**H100, "model": "llama-3.1-70b", "method": "lora", "sharding": "zero3"},
+    # golden cases estimate-train-002 and -116: fp32 adapters under bf16-true were counted at 2 B, and paged 8-bit
+    # AdamW's states (CUDA managed memory, outside the allocator) in the optimizer's part
+    "pytorch-7b-lora-fp32-adapters": {"model": "qwen2.5-7b", "task": "train", "stack": "pytorch", "method": "lora",
+                                      "gpu": "a100-sxm4-80gb", "seq_len": 4096, "micro_batch_size": 8},
+    "torchtune-8b-lora-paged": {"model": "llama-3.1-8b", "task": "train", "stack": "torchtune", "method": "lora",
+                                "gpu": "h100-sxm", "optimizer": "paged-adamw-8bit"},
 }
 
 

@@ -67,8 +67,11 @@ class Context:
         self.megatron = s.task == "train" and s.stack == "megatron"
         self.holder = sharding_for(s) if s.task == "train" else None
         self.w_n, self.g_n, self.o_n = self.holder.shards(s) if self.holder else (1, 1, 1)
-        # optimizer states, fp32 master copies and LoRA adapters: fp32 under mixed precision (training.py)
+        # optimizer states and fp32 master copies: fp32 under mixed precision (training.py); LoRA adapters, their
+        # gradients and states in the adapters' dtype (sharding/base.py ``lora_state``)
         self.state_bytes = 4 if (self.mixed or s.precision == "fp32") else 2
+        if s.task == "train" and s.method != "full":
+            self.state_bytes = s.adapter_bytes
 
     def shards_text(self, ranks: int) -> str:
         parts = [f"TP {self.s.tp} x PP {self.s.pp}"] + ([f"{ranks} data-parallel ranks"] if ranks > 1 else [])

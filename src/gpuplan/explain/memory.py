@@ -137,6 +137,11 @@ def optimizer(x: Context) -> Formula:
     if s.offload != "none":
         return Formula(label="optimizer states", value=value, unit="GiB", formula="offloaded to CPU memory",
                        substituted="0 GiB on the GPU", computed=0.0)
+    if s.optimizer == "paged-adamw-8bit":  # memory/training.py ``_model_state``
+        return Formula(label="optimizer states", value=value, unit="GiB",
+                       formula="bitsandbytes' paged states live in CUDA managed memory (cudaMallocManaged), outside "
+                               "PyTorch's allocator: counted in the device level, not here",
+                       substituted="0 GiB in the allocator", computed=0.0)
     b, t = x.state_bytes, x.trainable
     rules = {"adamw": (2 * b * t, f"2 moments x {b} B x {t:,}", "AdamW keeps two moments per parameter"),
              "lion": (b * t, f"1 moment x {b} B x {t:,}", "Lion keeps one moment"),
