@@ -12,7 +12,7 @@ from ..engines import deepep, engine_for
 from ..hardware import DRIVER_RESERVE, ECC_INBAND_RESERVE, REPORTED_USABLE_GIB
 from ..model.quant import make_format
 from ..tensors.layout import replicated_bytes
-from ..tensors.state import weight_format
+from ..tensors.state import optimizer_state_bytes, weight_format
 from . import megatron
 from .formula import GIB, Constant, Context, Formula, count, gib
 
@@ -151,10 +151,10 @@ def optimizer(x: Context) -> Formula:
     rules["adamw-8bit"] = rules["paged-adamw-8bit"] = (
         eight, f"{t:,} x (2 x 1 B + 2 x 4 B / {oh.BNB_STATE_BLOCK})",
         "bitsandbytes 8-bit AdamW: one byte per moment + an fp32 absmax per block (Dettmers et al. 2022)")
-    if s.optimizer not in rules:
-        return Formula(label="optimizer states", value=value, unit="GiB",
-                       formula="Adafactor: row and column factors of the second moment per matrix (Shazeer & Stern "
-                       "2018), full moments for vectors", substituted=f"{value:,.2f} GiB")
+    factored = optimizer_state_bytes(s, x.m, t, b)  # tensors/state.py: what the plan counts for Adafactor
+    rules["adafactor"] = (factored, f"{gib(factored)} of factors",
+                          "Adafactor: row and column factors of the second moment per matrix (Shazeer & Stern "
+                          "2018), full moments for vectors")
     total, text, why = rules[s.optimizer]
     div = x.shard * x.o_n
     formula, substituted = f"O = state bytes x trainable parameters / shards ({why})", f"{text} / {div}"

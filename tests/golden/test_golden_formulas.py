@@ -1,0 +1,54 @@
+"""One road (issue 30): every golden training case's plan, explained on the page, has formulas whose arithmetic
+gives the plan's own numbers. The golden cases span every stack, sharding, method and optimizer, so a formula that
+computes its own copy of a number (a second derivation that drifts from the plan's) shows here.
+
+Serving plans are held to their formulas on a matrix of their own (tests/web/test_web_api.py)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from cases import cases  # noqa: E402
+from record import ANSWERS  # noqa: E402
+
+CASES = {name: args for name, args in cases().items() if name.startswith("estimate-train-")
+         and json.loads((ANSWERS / f"{name}.json").read_text(encoding="utf-8"))["code"] == 0}
+
+
+def fields_of(args: list[str]) -> dict[str, str]:
+    """The scenario fields of ``gpuplan estimate --json --flag value ...``."""
+    flags = [a for a in args[1:] if a != "--json"]
+    assert args[0] == "estimate" and len(flags) % 2 == 0, args
+    return {flags[i][2:].replace("-", "_"): flags[i + 1] for i in range(0, len(flags), 2)}
+
+
+def test_the_training_cases_are_many():
+    assert len(CASES) >= 100
+
+
+@pytest.mark.sampled(4)
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_formulas_give_the_plans_numbers(name):
+    import gpuplan
+    from gpuplan.explain.words import explain
+
+    plan = gpuplan.estimate(fields_of(CASES[name]), advise=False)
+    numbers = explain(plan).numbers
+    checked = 0
+    for key, f in numbers.items():
+        if f.computed is None:
+            assert f.note, key  # it says what the number counts instead
+            continue
+        if key == "memory.gradients_gib" and f.computed != pytest.approx(f.value, rel=1e-3, abs=1e-6):
+            # the gradients live at a forward or backward peak: a share of all of them, as the note says
+            assert plan.memory.peak_phase != "optimizer_step" and f.computed > f.value and "backward" in f.note
+            continue
+        assert f.computed == pytest.approx(f.value, rel=1e-3, abs=1e-6), (key, f.substituted)
+        checked += 1
+    assert checked >= 6
