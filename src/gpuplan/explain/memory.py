@@ -244,6 +244,26 @@ def _vllm_pool(x: Context) -> Formula:
                                        source="vLLM's default (0.9) unless set")])
 
 
+def _trtllm_pool(x: Context) -> Formula:
+    """TensorRT-LLM gives the KV cache its fraction of the memory free after the weights and the profiling forward
+    (engines/trtllm.py ``startup_memory``)."""
+    from ..engines.trtllm import total_at_start_gib
+
+    mem, eng = x.r.memory, x.r.memory.engine
+    assert x.gpu is not None
+    total, fraction = total_at_start_gib(x.gpu), eng["free_gpu_memory_fraction"]
+    free = max(total - mem.weights_gib - mem.activations_gib, 0.0)
+    return Formula(label="KV cache pool", value=mem.kv_cache_gib, unit="GiB",
+                   formula="KV pool = free_gpu_memory_fraction x (total at start - weights - profiling forward of "
+                           "max_num_tokens tokens), total being cudaMemGetInfo's less the CUDA context",
+                   substituted=f"{fraction} x ({total:,.2f} - {mem.weights_gib:,.2f} - {mem.activations_gib:,.2f}) = "
+                               f"{fraction * free:,.2f} GiB", computed=fraction * free,
+                   note=f"TensorRT-LLM: {eng['num_blocks']:,} blocks of {eng['tokens_per_block']} tokens "
+                        f"({eng['kv_cache_tokens']:,} tokens)",
+                   constants=[Constant(name="free_gpu_memory_fraction", value=f"{fraction}",
+                                       source="TensorRT-LLM KvCacheConfig default (0.9) unless set")])
+
+
 def _sglang_pool(x: Context) -> Formula:
     """SGLang's token pool: what the weights leave once the reserve is set aside, in whole tokens
     (engines/sglang.py ``profile_max_num_token``)."""
@@ -388,7 +408,7 @@ def _vllm_reserved(x: Context) -> Formula:
 
 
 # the formulas of the engines whose pool and reserved memory are their own budget (by engine name)
-POOL_FORMULAS = {"vllm": _vllm_pool, "sglang": _sglang_pool}
+POOL_FORMULAS = {"vllm": _vllm_pool, "sglang": _sglang_pool, "trtllm": _trtllm_pool}
 RESERVED_FORMULAS = {"trtllm": _trtllm_reserved, "sglang": _sglang_reserved, "vllm": _vllm_reserved}
 
 
