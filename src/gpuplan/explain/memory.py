@@ -25,6 +25,8 @@ def weights(x: Context) -> Formula:
     if s.task == "train" and s.offload == "optimizer+params":
         return Formula(label="weights", value=value, unit="GiB", formula="offloaded to CPU memory (ZeRO-3 offload)",
                        substituted="0 GiB on the GPU", computed=0.0)
+    if s.task == "infer" and s.engine == "vllm" and x.gpu is not None and x.r.memory.engine:
+        return _vllm_weights(x)
     if s.task == "infer" or s.method != "full":
         if s.task == "train" and s.method == "lora" and s.quant in (None, "none"):  # else the quant named holds it
             fmt, skip = make_format("none", high_bytes=x.c), ("router",)
@@ -81,6 +83,30 @@ def weights(x: Context) -> Formula:
     return Formula(label="weights", value=value, unit="GiB",
                    formula=f"W = {wbytes} B x H / data-parallel shards ({why}), H = {_HELD}",
                    substituted=f"{wbytes} x {text} / {x.w_n} = {computed:,.2f} GiB", computed=computed)
+
+
+def _vllm_weights(x: Context) -> Formula:
+    """vLLM's first pipeline stage, whose budget the plan shows: its layers, the embedding, the head where it is
+    also the last, over TP, MXFP4 experts padded for the kernel (engines/vllm.py ``stage_weights``)."""
+    from ..engines.vllm import mxfp4_padding, stage_weights, stages
+
+    s, m = x.s, x.m
+    first = stages(m, s.pp)[0]
+    fmt, _ = weight_format(s, m)
+    computed = stage_weights(s, m, first, x.gpu) / GIB
+    held = [f"{len(first.layers)} of {m.num_layers} layers", "the embedding"] + (["the output head"] if first.last
+                                                                                 else [])
+    pad = mxfp4_padding(m, s.tp, x.gpu, s.engine_version) if fmt.name == "mxfp4" else 1.0
+    if pad != 1.0:
+        held.append(f"MXFP4 experts padded x {pad:.4f} for the kernel")
+    return Formula(label="weights", value=x.r.memory.weights_gib, unit="GiB",
+                   formula="W = the first pipeline stage's weights in the storage format (its layers, the "
+                           "embedding; the output head on the last stage) / TP, + MLA's down-projections (and, "
+                           "under attention data parallelism, the attention) whole on every GPU",
+                   substituted=f"{', '.join(held)}, in {fmt.name}, / TP {s.tp} = {computed:,.2f} GiB",
+                   computed=computed, constants=[Constant(name="layers per stage", value="L // PP, the remainder "
+                                                          "to the stages before the last",
+                                                          source="vllm/distributed/utils.py get_pp_indices")])
 
 
 _HELD = "the parameters on this rank: P / (TP x PP), + MLA's down-projections whole on every TP rank / PP"
