@@ -57,6 +57,13 @@ def weights(x: Context) -> Formula:
         computed = (total / div + whole) / GIB
         formula += f", / ({x.shards_text(x.w_n)})"
         substituted = f"({terms}{extra}) / {div}"
+        off = _llama_cpp_offloaded(x)
+        if off:  # llama.cpp's layers left in system RAM (engines/llama_cpp.py): their share of all but the head
+            head = sum(v for k, v in m.weight_bytes(fmt).items() if k in ("lm_head", "norms"))
+            cpu = off * (total - head) / m.num_layers / div
+            computed -= cpu / GIB
+            formula += f" - the {off} layers llama.cpp keeps in system RAM"
+            substituted += f" - {off} x ({gib(total)} - head {gib(head)}) / {m.num_layers} / {div}"
         if whole:  # held whole on every tensor-parallel GPU (tensors/layout.replicated)
             formula += " + the 1 - 1/TP of MLA's down-projections each GPU holds beyond its share"
             substituted += f" + {whole / GIB:.2f} GiB"
@@ -234,10 +241,39 @@ def _kv_bytes(x: Context, tokens: int, windowed: bool = True) -> tuple[float, li
     return s.batch_size * (total + state) / split, [*text, f"x {s.batch_size} sequences"]
 
 
+def _llama_cpp_offloaded(x: Context) -> int:
+    """The layers llama.cpp keeps in system RAM in this plan (0 for other engines and for a ``--tensor-split``)."""
+    s = x.s
+    if s.task != "infer" or s.engine != "llama.cpp" or s.tensor_split or s.extra_gpus:
+        return 0
+    return x.r.memory.offloaded_layers or 0
+
+
+def _llama_cpp_kv(x: Context) -> Formula:
+    """llama-server's cache: every slot's cells padded up (engines/llama_cpp.py ``slot_cells``, ``kv_bytes``), the
+    layers on the GPUs' share."""
+    from ..engines.llama_cpp import kv_bytes, slot_cells
+
+    s, m = x.s, x.m
+    cells, n = slot_cells(s), s.tp * s.pp
+    whole = kv_bytes(s, m, cells, s.batch_size)
+    on_gpu = m.num_layers - _llama_cpp_offloaded(x)
+    computed = whole * on_gpu / m.num_layers / n
+    return Formula(label="KV cache", value=x.r.memory.kv_cache_gib, unit="GiB",
+                   formula="KV = slots x cells per slot (the request's tokens padded up) x K and V of every layer "
+                           "(windows capped in SWA families, recurrent states in f32), x the layers on the GPUs / GPUs",
+                   substituted=f"{s.batch_size} x {cells:,} cells: {gib(whole)} x {on_gpu} / {m.num_layers} layers "
+                               f"/ {n} = {gib(computed)}", computed=computed / GIB,
+                   constants=[Constant(name="cell padding", value=f"{oh.LLAMA_CPP_CTX_PAD}",
+                                       source="overheads.LLAMA_CPP_CTX_PAD (llama.cpp pads n_ctx per slot)")])
+
+
 def kv_cache(x: Context) -> Formula:
     pool = POOL_FORMULAS.get(x.s.engine)
     if pool and x.r.memory.engine:
         return pool(x)
+    if x.s.task == "infer" and x.s.engine == "llama.cpp" and not (x.s.tensor_split or x.s.extra_gpus):
+        return _llama_cpp_kv(x)
     tokens = _kv_tokens(x)
     # at transformers' prefill peak the sliding layers still hold the whole prompt (DynamicSlidingWindowLayer)
     prefill = engine_for(x.s).grows_cache and x.r.memory.peak_phase == "prefill"
