@@ -266,6 +266,34 @@ def test_fsdp2_buffers_by_hand():
     assert r["FSDP2 root gradient, unsharded until the end of backward"] * GIB == pytest.approx(2 * 128_256 * 4096)
 
 
+def test_fsdp_unit_is_one_layer_split_by_tp_alone():
+    """torchtitan, Llama-3.1-8B, TP 2 x PP 2 over 8 GPUs (DP 2): FSDP2's unit is one wrapped decoder layer
+    (``apply_fsdp``: ``fully_shard`` per transformer block), gathered whole on its rank: the TP-local shards of its
+    linears (q, o 4,096 x 4,096; k, v 4,096 x 1,024; MLP 3 x 4,096 x 14,336: 218,103,808 / 2 = 109,051,904) and its
+    two norms whole (``SequenceParallel`` replicates them: 8,192), 109,060,096 parameters, 218,120,192 B in bf16.
+    Pipeline parallelism gives each stage half of the layers, not half of a layer (the unit was 54,528,000
+    parameters, its reduce-scattered gradient 327,168,000 B for 654,360,576 B)."""
+    from gpuplan.model.catalog import load_model
+    from gpuplan.sharding import sharding_for
+    from gpuplan.stacks import stack_for
+
+    s = scenario(stack="torchtitan", num_gpus=8, tp=2, pp=2)
+    m, fsdp = load_model("llama-3.1-8b"), sharding_for(scenario(stack="torchtitan", num_gpus=8, tp=2, pp=2))
+    assert (s.dp, fsdp.name) == (2, "fsdp2")
+    linears = 2 * 4096 * 4096 + 2 * 4096 * 1024 + 3 * 4096 * 14336
+    assert linears // 2 + 2 * 4096 == 109_060_096
+    assert fsdp.unit_bytes(s, m, stack_for(s)) == (2 * 109_060_096, 109_060_096)
+    buffers = fsdp.buffers(s, m, stack_for(s), fsdp.state(s, m, stack_for(s)))
+    # under PP the stage's blocks stay unsharded (fsdp2.py), and each unit's gradient is reduce-scattered in fp32
+    assert "FSDP2 stage parameters kept unsharded (PP)" in buffers
+    assert buffers["FSDP2 unsharded gradient of one unit (reduce-scatter)"] == (2 + 4) * 109_060_096
+    flat = scenario(stack="torchtitan", num_gpus=8, tp=2)  # without PP, two units in flight
+    assert fsdp.buffers(flat, m, stack_for(flat), fsdp.state(flat, m, stack_for(flat)))[
+        "FSDP2 units in flight (current + prefetched)"] == 2 * 218_120_192
+    lora = scenario(stack="torchtitan", num_gpus=8, tp=2, pp=2, method="lora")  # the frozen bf16 linears alone
+    assert fsdp.unit_bytes(lora, m, stack_for(lora)) == (2 * linears / 2, 0.0)
+
+
 def test_fsdp1_keeps_bitsandbytes_quant_state_whole():
     """QLoRA over FSDP1 on 2 GPUs: bitsandbytes' quant_state (a uint8 absmax per 64 values and an fp32 scale per
     256 absmax) is not a parameter, so each rank keeps all of it: half of it beyond the sharded share. Llama-2-7B:

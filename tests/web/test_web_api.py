@@ -264,6 +264,59 @@ def test_foreign_host_headers_are_refused():
 def test_formulas_reproduce_the_estimate(client, fields):
     """Each formula's arithmetic, with this scenario's values, gives the estimate's number (to 0.1 %), except
     where it says why not: the gradients live at a backward peak are a share of all of them."""
+    _formulas_reproduce(client, fields)
+
+
+H100 = {"task": "train", "gpu": "h100-sxm", "num_gpus": 8}
+DSV3 = {**H100, "model": "deepseek-v3", "num_nodes": 32, "tp": 8, "seq_len": 2048, "micro_batch_size": 1}
+LAYOUTS = {
+    # issue 30: the formulas gave 29.29 GiB of weights for the plan's 14.23 (the pipeline stage, EP and Megatron's
+    # bf16 weights + fp32 gradients unread), and 14.65 for 9.86 under torchtitan (FSDP2 read as ZeRO-3's 2 + 4 B)
+    "megatron-dsv3-tp8-pp8-ep8": {**DSV3, "stack": "megatron", "pp": 8, "ep": 8, "grad_accum_steps": 8},
+    "megatron-mixtral-tp2-pp2-ep4": {**H100, "model": "mixtral-8x7b", "stack": "megatron", "num_nodes": 2, "tp": 2,
+                                     "pp": 2, "ep": 4},
+    "megatron-8b-dp8": {**H100, "model": "llama-3.1-8b", "stack": "megatron"},
+    "megatron-8b-tp2-pp2-fp8": {**H100, "model": "llama-3.1-8b", "stack": "megatron", "tp": 2, "pp": 2,
+                                "precision": "fp8-mixed"},
+    "megatron-70b-tp4-pp4-vpp5": {**H100, "model": "llama-3.1-70b", "stack": "megatron", "num_nodes": 2, "tp": 4,
+                                  "pp": 4, "vpp": 5},
+    "megatron-70b-lora-fp8": {**H100, "model": "llama-3.1-70b", "stack": "megatron", "method": "lora", "tp": 4,
+                              "precision": "fp8-mixed"},
+    "torchtitan-dsv3-tp8-fsdp32": {**DSV3, "stack": "torchtitan"},
+    "torchtitan-8b-tp2": {**H100, "model": "llama-3.1-8b", "stack": "torchtitan", "tp": 2},
+    "torchtitan-8b-pp2": {**H100, "model": "llama-3.1-8b", "stack": "torchtitan", "pp": 2},
+    "fsdp2-8b": {**H100, "model": "llama-3.1-8b", "sharding": "fsdp2"},
+    "fsdp2-8b-offload": {**H100, "model": "llama-3.1-8b", "sharding": "fsdp2", "offload": "optimizer+params"},
+    "fsdp1-8b-lora": {**H100, "model": "llama-3.1-8b", "method": "lora", "num_gpus": 4, "sharding": "fsdp1"},
+    "fsdp2-70b-qlora": {**H100, "model": "llama-3.1-70b", "method": "qlora", "gpu": "rtx-4090", "num_gpus": 4,
+                        "sharding": "fsdp2"},
+    "zero2-8b-true": {**H100, "model": "llama-3.1-8b", "sharding": "zero2", "precision": "bf16-true"},
+    "zero3-mixtral": {**H100, "model": "mixtral-8x7b", "num_nodes": 2, "sharding": "zero3"},
+    "zero3-8b-offload": {**H100, "model": "llama-3.1-8b", "sharding": "zero3", "offload": "optimizer"},
+    "zero3-70b-lora": {**H100, "model": "llama-3.1-70b", "method": "lora", "sharding": "zero3"},
+    # golden cases estimate-train-002 and -116: fp32 adapters under bf16-true were counted at 2 B, and paged 8-bit
+    # AdamW's states (CUDA managed memory, outside the allocator) in the optimizer's part
+    "pytorch-7b-lora-fp32-adapters": {"model": "qwen2.5-7b", "task": "train", "stack": "pytorch", "method": "lora",
+                                      "gpu": "a100-sxm4-80gb", "seq_len": 4096, "micro_batch_size": 8},
+    "torchtune-8b-lora-paged": {"model": "llama-3.1-8b", "task": "train", "stack": "torchtune", "method": "lora",
+                                "gpu": "h100-sxm", "optimizer": "paged-adamw-8bit"},
+}
+
+
+@pytest.mark.parametrize("fields", LAYOUTS.values(), ids=LAYOUTS.keys())
+def test_formulas_reproduce_the_training_layouts(client, fields):
+    """Issue 30 (one road): under Megatron's TP x PP x EP, torchtitan's TP x FSDP2 and PP, FSDP1/2 and DeepSpeed
+    ZeRO, each model-state formula reads the plan's own terms (the parameters a rank holds, the data-parallel shards,
+    the pipeline stage shown) and gives the plan's number."""
+    numbers = _formulas_reproduce(client, fields)
+    for key in ("memory.weights_gib", "memory.optimizer_gib"):
+        assert numbers[key]["computed"] == pytest.approx(numbers[key]["value"], rel=1e-3, abs=1e-6), key
+    if fields.get("stack") == "megatron":  # Megatron allocates its fp32 gradient buffer once: all of it lives
+        f = numbers["memory.gradients_gib"]
+        assert f["computed"] == pytest.approx(f["value"], rel=1e-3) and f["value"] > 0
+
+
+def _formulas_reproduce(client, fields: dict) -> dict:
     r = gpuplan.estimate(fields)
     numbers = client.post("/api/explain", json=fields).json()["numbers"]
     expected = {"memory.weights_gib", "memory.activations_gib", "memory.allocated_peak_gib",
@@ -281,12 +334,14 @@ def test_formulas_reproduce_the_estimate(client, fields):
         if f["computed"] is None:
             assert f["note"], key  # structure only: it must say what the number counts
             continue
-        if key == "memory.gradients_gib" and r.memory.peak_phase != "optimizer_step":
-            assert f["computed"] >= f["value"] - 1e-9 and "backward" in f["note"]
+        if key == "memory.gradients_gib" and f["computed"] != pytest.approx(f["value"], rel=1e-3, abs=1e-6):
+            # those live at a forward or backward peak: a share of all of them, and the note says so
+            assert r.memory.peak_phase != "optimizer_step" and f["computed"] > f["value"] and "backward" in f["note"]
             continue
         assert f["computed"] == pytest.approx(f["value"], rel=1e-3, abs=1e-6), (key, f["substituted"])
         checked += 1
     assert checked >= (8 if r.speed else 4)
+    return numbers
 
 
 @pytest.mark.parametrize("fields", [
@@ -297,18 +352,26 @@ def test_formulas_reproduce_the_estimate(client, fields):
     {"model": "qwen3-8b", "task": "train", "method": "lora", "gpu": "h100-sxm", "quant": "int8"},
     # a card without bf16: the plan runs fp16
     {"model": "qwen2.5-1.5b", "task": "train", "method": "lora", "gpu": "t4"},
-    # TensorRT-LLM holds what it preallocates: the formula applied the allocator slack (81.84 for 78.69)
+    # TensorRT-LLM holds what it preallocates: the formula applied the allocator slack (81.84 for 78.69); its KV
+    # pool is its fraction of the memory left, not the requests' cache (61.60 GiB for 1.09 in golden infer-001)
     {"model": "qwen3-8b", "task": "infer", "engine": "trtllm", "gpu": "h100-sxm"},
+    {"model": "qwen2.5-7b", "task": "infer", "engine": "trtllm", "gpu": "h100-sxm", "quant": "int8",
+     "batch_size": 16},
     # llama.cpp's layers over two cards: each holds half of the model buffer and of the KV cache
     {"model": "qwen3-8b", "task": "infer", "engine": "llama.cpp", "quant": "gguf-q4_k_m", "gpu": "h100-sxm",
      "num_gpus": 2},
-], ids=["vllm-split", "sglang-split", "lora-int8", "t4", "trtllm", "llama.cpp-split"])
+    # vLLM shows its first pipeline stage (the embedding, 5 of 40 layers): the formula averaged the model over
+    # the stages (3.41 GiB for 4.13, golden estimate-infer-026); MXFP4 experts padded for the kernel (15.19 for 17.15)
+    {"model": "phi-4", "task": "infer", "engine": "vllm", "gpu": "l4", "num_gpus": 8},
+    {"model": "gpt-oss-120b", "task": "infer", "engine": "vllm", "gpu": "a100-sxm4-80gb", "num_gpus": 4},
+], ids=["vllm-split", "sglang-split", "lora-int8", "t4", "trtllm", "trtllm-int8", "llama.cpp-split", "vllm-pp",
+        "vllm-mxfp4"])
 def test_formulas_explain_the_plan_as_resolved(client, fields):
     """The explanation is of the scenario the plan computed, the card's and the GPU count's defaults taken: every
     memory formula's arithmetic gives the plan's number."""
     numbers = client.post("/api/explain", json=fields).json()["numbers"]
     for key in ("memory.weights_gib", "memory.reserved_peak_gib", "memory.device_peak_gib",
-                *(["memory.kv_cache_gib"] if fields.get("engine") == "llama.cpp" else [])):
+                *(["memory.kv_cache_gib"] if fields.get("engine") in ("llama.cpp", "trtllm") else [])):
         f = numbers[key]
         assert f["computed"] == pytest.approx(f["value"], rel=1e-3, abs=1e-6), (key, f["substituted"])
 

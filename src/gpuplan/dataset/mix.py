@@ -38,6 +38,17 @@ def _bins(dist: tuple[tuple[int, float], ...], n: int) -> list[tuple[int, float]
     return out
 
 
+def real_tokens_per_step(s, b) -> float | None:
+    """The data's own tokens one optimizer step of ``s`` trains under the data's batching ``b`` (padding left
+    out): padded batches carry their records' tokens, packed rows ``seq_len x fill``; None for full rows."""
+    rows_per_step = s.micro_batch_size * s.grad_accum_steps * s.dp
+    if b.packing in ("none", "bucket"):
+        return rows_per_step * b.real_tokens / max(b.rows, 1)
+    if b.packing == "bfd":
+        return rows_per_step * s.seq_len * b.fill
+    return None
+
+
 def speed_at_mix(s, m, gpu, network, timer):
     """``timer(s, m, gpu, network)``'s speed of ``s`` at its data's mix (module docstring)."""
     from . import profile
@@ -47,7 +58,6 @@ def speed_at_mix(s, m, gpu, network, timer):
     if p is None:
         return base
     b = p.batching
-    rows_per_step = s.micro_batch_size * s.grad_accum_steps * s.dp
     if b.packing in ("none", "bucket"):
         parts: dict[str, float] = {}
         compute = comm = 0.0
@@ -58,7 +68,6 @@ def speed_at_mix(s, m, gpu, network, timer):
             compute += weight * at.compute_s
             comm += weight * at.communication_s
         step = sum(parts.values())
-        real_per_step = rows_per_step * b.real_tokens / max(b.rows, 1)
         how = (f"padded batches ({b.packing}): step timed at the batch lengths of the data (mean padded "
                f"{b.padded_tokens / max(b.rows, 1):,.0f} tokens per record, {100 * b.waste:.0f}% padding)")
     elif b.packing == "bfd":
@@ -69,12 +78,11 @@ def speed_at_mix(s, m, gpu, network, timer):
         step = sum(parts.values())
         compute = sum(v for k, v in parts.items() if k in BUSY)
         comm = base.communication_s
-        real_per_step = rows_per_step * s.seq_len * b.fill
         how = (f"packed rows {100 * b.fill:.0f}% full, attention masked per record "
                f"({100 * b.attention_ratio:.0f}% of full rows' attention work)")
     else:
         return base
-    tps = real_per_step / step
+    tps = real_tokens_per_step(s, b) / step
     k = tps / base.tokens_per_s
     scaled = replace(base, tokens_per_s=tps, step_time_s=step, tokens_per_s_low=base.tokens_per_s_low * k,
                      tokens_per_s_high=base.tokens_per_s_high * k, mfu=base.mfu * k if base.mfu else base.mfu,

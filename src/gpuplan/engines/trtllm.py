@@ -123,12 +123,18 @@ def block_bytes(s: Scenario, m: ModelSpec, tokens_per_block: int) -> float:
     return kv_bytes_per_sequence(s, m, tokens_per_block, stage, windowed=False)
 
 
+def total_at_start_gib(gpu: GpuSpec) -> float:
+    """What ``cudaMemGetInfo`` reports as total, less the CUDA context already made when the engine reads the free
+    memory."""
+    return cuda_total_gib(gpu) - oh.CUDA_CONTEXT_GIB.get(gpu.generation, oh.CUDA_CONTEXT_DEFAULT_GIB)
+
+
 def startup_memory(s: Scenario, m: ModelSpec, gpu: GpuSpec, activation: float) -> StartupMemory:
     """The KV pool TensorRT-LLM allocates for ``s`` on ``gpu``, given the profiling forward's ``activation`` peak
     in bytes (module docstring). The CUDA context is outside ``cudaMemGetInfo``'s free memory at start."""
     fmt, skip = weight_format(s, m)
     weights = weights_per_gpu(s, m, fmt, skip)
-    total = cuda_total_gib(gpu) - oh.CUDA_CONTEXT_GIB.get(gpu.generation, oh.CUDA_CONTEXT_DEFAULT_GIB)
+    total = total_at_start_gib(gpu)
     free = max(total * GIB - weights - activation, 0.0)
     fraction = s.free_gpu_memory_fraction or FREE_GPU_MEMORY_FRACTION
     tpb = s.tokens_per_block or TOKENS_PER_BLOCK

@@ -9,6 +9,7 @@ from ..hardware import GpuSpec
 from ..model.spec import ModelSpec
 from ..plan.plan import Plan
 from ..scenario import Scenario
+from ..sharding import sharding_for
 from .accuracy import Accuracy
 
 GIB = 2**30
@@ -55,15 +56,23 @@ class Context:
         self.s, self.m, self.gpu, self.r = s, m, gpu, result
         self.sharding = s.resolved_sharding
         self.mixed = s.precision.endswith("-mixed")
-        self.deepspeed = self.sharding.startswith("zero")
+        self.deepspeed = s.task == "train" and s.sharded_by == "deepspeed"
         self.c = s.compute_bytes
         self.P = m.params_total
         self.trainable = result.model.params_trainable
         self.shard = s.tp * s.pp
         self.N = s.dp
-        # optimizer states, fp32 master copies and LoRA adapters: fp32 under mixed precision (training.py)
+        # who holds the training state, and over how many data-parallel ranks it splits weights, gradients and
+        # optimizer states: the plan's own (:mod:`gpuplan.sharding`); Megatron's ranks read its stack's state
+        self.megatron = s.task == "train" and s.stack == "megatron"
+        self.holder = sharding_for(s) if s.task == "train" else None
+        self.w_n, self.g_n, self.o_n = self.holder.shards(s) if self.holder else (1, 1, 1)
+        # optimizer states and fp32 master copies: fp32 under mixed precision (training.py); LoRA adapters, their
+        # gradients and states in the adapters' dtype (sharding/base.py ``lora_state``)
         self.state_bytes = 4 if (self.mixed or s.precision == "fp32") else 2
+        if s.task == "train" and s.method != "full":
+            self.state_bytes = s.adapter_bytes
 
-    def shards_text(self, over_dp: bool) -> str:
-        parts = [f"TP {self.s.tp} x PP {self.s.pp}"] + ([f"{self.N} ZeRO ranks"] if over_dp else [])
+    def shards_text(self, ranks: int) -> str:
+        parts = [f"TP {self.s.tp} x PP {self.s.pp}"] + ([f"{ranks} data-parallel ranks"] if ranks > 1 else [])
         return " x ".join(parts)

@@ -11,17 +11,22 @@ from .. import overheads as oh
 from ..engines import deepep, engine_for
 from ..hardware import DRIVER_RESERVE, ECC_INBAND_RESERVE, REPORTED_USABLE_GIB
 from ..model.quant import make_format
-from ..tensors.layout import replicated_bytes, training_extra_params
-from ..tensors.state import weight_format
+from ..tensors.layout import replicated_bytes
+from ..tensors.state import optimizer_state_bytes, weight_format
+from . import megatron
 from .formula import GIB, Constant, Context, Formula, count, gib
 
 
 def weights(x: Context) -> Formula:
     s, m = x.s, x.m
     value = x.r.memory.weights_gib
+    if x.megatron:
+        return megatron.weights(x)
     if s.task == "train" and s.offload == "optimizer+params":
         return Formula(label="weights", value=value, unit="GiB", formula="offloaded to CPU memory (ZeRO-3 offload)",
                        substituted="0 GiB on the GPU", computed=0.0)
+    if s.task == "infer" and s.engine == "vllm" and x.gpu is not None and x.r.memory.engine:
+        return _vllm_weights(x)
     if s.task == "infer" or s.method != "full":
         if s.task == "train" and s.method == "lora" and s.quant in (None, "none"):  # else the quant named holds it
             fmt, skip = make_format("none", high_bytes=x.c), ("router",)
@@ -47,12 +52,18 @@ def weights(x: Context) -> Formula:
             extra += f" + adapters {x.trainable:,} x {x.state_bytes} B"
             formula += " (+ peft's fp32 upcast of non-4-bit parameters, + the LoRA adapters)"
         total = base + upcast + (x.state_bytes * x.trainable if s.task == "train" else 0)
-        over_dp = s.task == "train" and x.sharding == "zero3"
-        div = x.shard * (x.N if over_dp else 1)
+        div = x.shard * x.w_n
         whole = replicated_bytes(s, m.layers, fmt, skip) / s.pp if s.task == "infer" else 0.0
         computed = (total / div + whole) / GIB
-        formula += f", / ({x.shards_text(over_dp)})"
+        formula += f", / ({x.shards_text(x.w_n)})"
         substituted = f"({terms}{extra}) / {div}"
+        off = _llama_cpp_offloaded(x)
+        if off:  # llama.cpp's layers left in system RAM (engines/llama_cpp.py): their share of all but the head
+            head = sum(v for k, v in m.weight_bytes(fmt).items() if k in ("lm_head", "norms"))
+            cpu = off * (total - head) / m.num_layers / div
+            computed -= cpu / GIB
+            formula += f" - the {off} layers llama.cpp keeps in system RAM"
+            substituted += f" - {off} x ({gib(total)} - head {gib(head)}) / {m.num_layers} / {div}"
         if whole:  # held whole on every tensor-parallel GPU (tensors/layout.replicated)
             formula += " + the 1 - 1/TP of MLA's down-projections each GPU holds beyond its share"
             substituted += f" + {whole / GIB:.2f} GiB"
@@ -60,38 +71,88 @@ def weights(x: Context) -> Formula:
                        substituted=f"{substituted} = {computed:,.2f} GiB",
                        computed=computed, constants=[Constant(name="storage format", value=fmt.name,
                                                               source="gpuplan/model/quant.py (bytes per format)")])
-    # full fine-tuning
+    # full fine-tuning: the parameters this rank holds (sharding/base.py ``held_params``), over the data-parallel
+    # ranks that split them
+    held, text = _held(x)
     if x.deepspeed and x.mixed:
-        w16_div = x.shard * (x.N if x.sharding == "zero3" else 1)
-        computed = (2 * x.P / w16_div + 4 * x.P / (x.shard * x.N)) / GIB
-        return Formula(label="weights", value=value, unit="GiB",
-                       formula="W = 2 B x P (bf16 working copy, / ranks under ZeRO-3) + 4 B x P fp32 master / ranks",
-                       substituted=f"2 x {count(x.P)} / {w16_div} + 4 x {count(x.P)} / {x.shard * x.N} = "
-                                   f"{computed:,.2f} GiB",
+        offloaded = s.offload != "none"  # ZeRO-Offload: the fp32 master partition goes with the optimizer
+        master = 0.0 if offloaded else 4 * held / x.N
+        computed = (2 * held / x.w_n + master) / GIB
+        formula = "W = 2 B x H (bf16 working copy, / ranks under ZeRO-3) + 4 B x H fp32 master / ranks"
+        substituted = f"2 x {text} / {x.w_n} + " + ("0 (master offloaded)" if offloaded else f"4 x {text} / {x.N}")
+        return Formula(label="weights", value=value, unit="GiB", formula=formula + f", H = {_HELD}",
+                       substituted=f"{substituted} = {computed:,.2f} GiB",
                        computed=computed, constants=[Constant(name="ZeRO model states", value="2 + 4 B per parameter",
                                                               source="ZeRO paper section 3; DeepSpeed stage3.py")])
     wbytes = 4 if (x.mixed or s.precision == "fp32") else 2
-    div = x.shard * (x.N if x.deepspeed and x.sharding == "zero3" else 1)
-    computed = wbytes * x.P / div / GIB
+    computed = wbytes * held / x.w_n / GIB
     why = "fp32 master weights under torch autocast" if x.mixed else f"weights in {s.precision}"
-    return Formula(label="weights", value=value, unit="GiB", formula=f"W = {wbytes} B x P / shards ({why})",
-                   substituted=f"{wbytes} x {count(x.P)} / {div} = {computed:,.2f} GiB", computed=computed)
+    return Formula(label="weights", value=value, unit="GiB",
+                   formula=f"W = {wbytes} B x H / data-parallel shards ({why}), H = {_HELD}",
+                   substituted=f"{wbytes} x {text} / {x.w_n} = {computed:,.2f} GiB", computed=computed)
+
+
+def _vllm_weights(x: Context) -> Formula:
+    """vLLM's first pipeline stage, whose budget the plan shows: its layers, the embedding, the head where it is
+    also the last, over TP, MXFP4 experts padded for the kernel (engines/vllm.py ``stage_weights``)."""
+    from ..engines.vllm import mxfp4_padding, stage_weights, stages
+
+    s, m = x.s, x.m
+    first = stages(m, s.pp)[0]
+    fmt, _ = weight_format(s, m)
+    computed = stage_weights(s, m, first, x.gpu) / GIB
+    held = [f"{len(first.layers)} of {m.num_layers} layers", "the embedding"] + (["the output head"] if first.last
+                                                                                 else [])
+    pad = mxfp4_padding(m, s.tp, x.gpu, s.engine_version) if fmt.name == "mxfp4" else 1.0
+    if pad != 1.0:
+        held.append(f"MXFP4 experts padded x {pad:.4f} for the kernel")
+    return Formula(label="weights", value=x.r.memory.weights_gib, unit="GiB",
+                   formula="W = the first pipeline stage's weights in the storage format (its layers, the "
+                           "embedding; the output head on the last stage) / TP, + MLA's down-projections (and, "
+                           "under attention data parallelism, the attention) whole on every GPU",
+                   substituted=f"{', '.join(held)}, in {fmt.name}, / TP {s.tp} = {computed:,.2f} GiB",
+                   computed=computed, constants=[Constant(name="layers per stage", value="L // PP, the remainder "
+                                                          "to the stages before the last",
+                                                          source="vllm/distributed/utils.py get_pp_indices")])
+
+
+_HELD = "the parameters on this rank: P / (TP x PP), + MLA's down-projections whole on every TP rank / PP"
+
+
+def _held(x: Context) -> tuple[float, str]:
+    """The parameters one rank holds in full training before data-parallel sharding, as the plan's sharding
+    counts them, and that count written out."""
+    held = x.holder.held_params(x.s, x.m)
+    whole = held - x.P / x.shard
+    text = f"{count(x.P)} / {x.shard}" if x.shard > 1 else count(x.P)
+    return held, f"({text} + {count(whole)})" if whole else text
 
 
 def _gradient_total(x: Context) -> tuple[float, str]:
     s = x.s
     if s.method == "full":
-        if x.deepspeed and x.mixed:
-            gbytes, div = 2, x.shard * (x.N if x.sharding in ("zero2", "zero3") else 1)
-        else:
-            gbytes = 4 if (x.mixed or s.precision == "fp32") else 2
-            div = x.shard * (x.N if x.deepspeed and x.sharding in ("zero2", "zero3") else 1)
-        return gbytes * x.P / div, f"{gbytes} x {count(x.P)} / {div}"
-    div = x.shard * (x.N if x.sharding in ("zero2", "zero3") else 1)
+        gbytes = 2 if x.deepspeed and x.mixed else 4 if (x.mixed or s.precision == "fp32") else 2
+        held, text = _held(x)
+        return gbytes * held / x.g_n, f"{gbytes} x {text} / {x.g_n}"
+    div = x.shard * x.g_n
     return x.state_bytes * x.trainable / div, f"{x.state_bytes} x {x.trainable:,} adapter parameters / {div}"
 
 
+def _gradients_offloaded(x: Context) -> bool:
+    """ZeRO-Offload of a mixed-precision full training keeps no gradient partition on the GPU, FSDP's CPU offload
+    none either (sharding/deepspeed.py and sharding/fsdp.py ``offload``)."""
+    s = x.s
+    if x.deepspeed:
+        return s.offload != "none" and s.method == "full" and x.mixed
+    return x.s.sharded_by.startswith("fsdp") and s.offload == "optimizer+params"
+
+
 def gradients(x: Context) -> Formula:
+    if x.megatron:
+        return megatron.gradients(x)
+    if _gradients_offloaded(x):
+        return Formula(label="gradients", value=x.r.memory.gradients_gib, unit="GiB",
+                       formula="offloaded to CPU memory", substituted="0 GiB on the GPU", computed=0.0)
     total, text = _gradient_total(x)
     phase = x.r.memory.peak_phase
     return Formula(label="gradients", value=x.r.memory.gradients_gib, unit="GiB",
@@ -104,10 +165,16 @@ def gradients(x: Context) -> Formula:
 def optimizer(x: Context) -> Formula:
     s = x.s
     value = x.r.memory.optimizer_gib
+    if x.megatron:
+        return megatron.optimizer(x)
     if s.offload != "none":
         return Formula(label="optimizer states", value=value, unit="GiB", formula="offloaded to CPU memory",
                        substituted="0 GiB on the GPU", computed=0.0)
-    div = x.shard * (x.N if x.deepspeed else 1)
+    if s.optimizer == "paged-adamw-8bit":  # memory/training.py ``_model_state``
+        return Formula(label="optimizer states", value=value, unit="GiB",
+                       formula="bitsandbytes' paged states live in CUDA managed memory (cudaMallocManaged), outside "
+                               "PyTorch's allocator: counted in the device level, not here",
+                       substituted="0 GiB in the allocator", computed=0.0)
     b, t = x.state_bytes, x.trainable
     rules = {"adamw": (2 * b * t, f"2 moments x {b} B x {t:,}", "AdamW keeps two moments per parameter"),
              "lion": (b * t, f"1 moment x {b} B x {t:,}", "Lion keeps one moment"),
@@ -117,15 +184,16 @@ def optimizer(x: Context) -> Formula:
     rules["adamw-8bit"] = rules["paged-adamw-8bit"] = (
         eight, f"{t:,} x (2 x 1 B + 2 x 4 B / {oh.BNB_STATE_BLOCK})",
         "bitsandbytes 8-bit AdamW: one byte per moment + an fp32 absmax per block (Dettmers et al. 2022)")
-    if s.optimizer not in rules:
-        return Formula(label="optimizer states", value=value, unit="GiB",
-                       formula="Adafactor: row and column factors of the second moment per matrix (Shazeer & Stern "
-                       "2018), full moments for vectors", substituted=f"{value:,.2f} GiB")
+    factored = optimizer_state_bytes(s, x.m, t, b)  # tensors/state.py: what the plan counts for Adafactor
+    rules["adafactor"] = (factored, f"{gib(factored)} of factors",
+                          "Adafactor: row and column factors of the second moment per matrix (Shazeer & Stern "
+                          "2018), full moments for vectors")
     total, text, why = rules[s.optimizer]
+    div = x.shard * x.o_n
     formula, substituted = f"O = state bytes x trainable parameters / shards ({why})", f"{text} / {div}"
     # MLA's down-projections whole on every tensor-parallel rank, their states over the data-parallel shards
-    copies = training_extra_params(s, x.m.layers) / s.pp if s.method == "full" else 0.0
-    whole = total / max(t, 1) * copies / (div / x.shard)
+    copies = x.holder.held_params(s, x.m) - x.P / x.shard if s.method == "full" else 0.0
+    whole = total / max(t, 1) * copies / x.o_n
     if whole:
         formula += " + the 1 - 1/TP of MLA's down-projections each rank holds beyond its share"
         substituted += f" + {gib(whole)}"
@@ -173,10 +241,39 @@ def _kv_bytes(x: Context, tokens: int, windowed: bool = True) -> tuple[float, li
     return s.batch_size * (total + state) / split, [*text, f"x {s.batch_size} sequences"]
 
 
+def _llama_cpp_offloaded(x: Context) -> int:
+    """The layers llama.cpp keeps in system RAM in this plan (0 for other engines and for a ``--tensor-split``)."""
+    s = x.s
+    if s.task != "infer" or s.engine != "llama.cpp" or s.tensor_split or s.extra_gpus:
+        return 0
+    return x.r.memory.offloaded_layers or 0
+
+
+def _llama_cpp_kv(x: Context) -> Formula:
+    """llama-server's cache: every slot's cells padded up (engines/llama_cpp.py ``slot_cells``, ``kv_bytes``), the
+    layers on the GPUs' share."""
+    from ..engines.llama_cpp import kv_bytes, slot_cells
+
+    s, m = x.s, x.m
+    cells, n = slot_cells(s), s.tp * s.pp
+    whole = kv_bytes(s, m, cells, s.batch_size)
+    on_gpu = m.num_layers - _llama_cpp_offloaded(x)
+    computed = whole * on_gpu / m.num_layers / n
+    return Formula(label="KV cache", value=x.r.memory.kv_cache_gib, unit="GiB",
+                   formula="KV = slots x cells per slot (the request's tokens padded up) x K and V of every layer "
+                           "(windows capped in SWA families, recurrent states in f32), x the layers on the GPUs / GPUs",
+                   substituted=f"{s.batch_size} x {cells:,} cells: {gib(whole)} x {on_gpu} / {m.num_layers} layers "
+                               f"/ {n} = {gib(computed)}", computed=computed / GIB,
+                   constants=[Constant(name="cell padding", value=f"{oh.LLAMA_CPP_CTX_PAD}",
+                                       source="overheads.LLAMA_CPP_CTX_PAD (llama.cpp pads n_ctx per slot)")])
+
+
 def kv_cache(x: Context) -> Formula:
     pool = POOL_FORMULAS.get(x.s.engine)
     if pool and x.r.memory.engine:
         return pool(x)
+    if x.s.task == "infer" and x.s.engine == "llama.cpp" and not (x.s.tensor_split or x.s.extra_gpus):
+        return _llama_cpp_kv(x)
     tokens = _kv_tokens(x)
     # at transformers' prefill peak the sliding layers still hold the whole prompt (DynamicSlidingWindowLayer)
     prefill = engine_for(x.s).grows_cache and x.r.memory.peak_phase == "prefill"
@@ -207,6 +304,26 @@ def _vllm_pool(x: Context) -> Formula:
                         f"{eng.get('kv_cache_tokens', 0):,} tokens",
                    constants=[Constant(name="gpu_memory_utilization", value=f"{x.s.gpu_memory_utilization}",
                                        source="vLLM's default (0.9) unless set")])
+
+
+def _trtllm_pool(x: Context) -> Formula:
+    """TensorRT-LLM gives the KV cache its fraction of the memory free after the weights and the profiling forward
+    (engines/trtllm.py ``startup_memory``)."""
+    from ..engines.trtllm import total_at_start_gib
+
+    mem, eng = x.r.memory, x.r.memory.engine
+    assert x.gpu is not None
+    total, fraction = total_at_start_gib(x.gpu), eng["free_gpu_memory_fraction"]
+    free = max(total - mem.weights_gib - mem.activations_gib, 0.0)
+    return Formula(label="KV cache pool", value=mem.kv_cache_gib, unit="GiB",
+                   formula="KV pool = free_gpu_memory_fraction x (total at start - weights - profiling forward of "
+                           "max_num_tokens tokens), total being cudaMemGetInfo's less the CUDA context",
+                   substituted=f"{fraction} x ({total:,.2f} - {mem.weights_gib:,.2f} - {mem.activations_gib:,.2f}) = "
+                               f"{fraction * free:,.2f} GiB", computed=fraction * free,
+                   note=f"TensorRT-LLM: {eng['num_blocks']:,} blocks of {eng['tokens_per_block']} tokens "
+                        f"({eng['kv_cache_tokens']:,} tokens)",
+                   constants=[Constant(name="free_gpu_memory_fraction", value=f"{fraction}",
+                                       source="TensorRT-LLM KvCacheConfig default (0.9) unless set")])
 
 
 def _sglang_pool(x: Context) -> Formula:
@@ -353,7 +470,7 @@ def _vllm_reserved(x: Context) -> Formula:
 
 
 # the formulas of the engines whose pool and reserved memory are their own budget (by engine name)
-POOL_FORMULAS = {"vllm": _vllm_pool, "sglang": _sglang_pool}
+POOL_FORMULAS = {"vllm": _vllm_pool, "sglang": _sglang_pool, "trtllm": _trtllm_pool}
 RESERVED_FORMULAS = {"trtllm": _trtllm_reserved, "sglang": _sglang_reserved, "vllm": _vllm_reserved}
 
 
@@ -366,6 +483,10 @@ def reserved(x: Context) -> Formula:
     computed = mem.allocated_peak_gib * (1 + slack)
     formula = "reserved = allocated x (1 + allocator slack)"
     sub = f"{mem.allocated_peak_gib:,.2f} x {1 + slack:g}"
+    if x.megatron:  # Megatron allocates its model state once, in whole buffers: the slack is the activations'
+        computed = mem.allocated_peak_gib + slack * mem.activations_gib
+        formula = "reserved = allocated + allocator slack x activations (the model state is whole buffers)"
+        sub = f"{mem.allocated_peak_gib:,.2f} + {slack:g} x {mem.activations_gib:,.2f}"
     constants = [Constant(name="allocator slack", value=f"{slack:.0%}",
                           source="overheads.ALLOCATOR_SLACK_*: max_memory_reserved is typically 3-15 % above "
                                  "allocated (measured.md)")]

@@ -57,6 +57,17 @@ def _parts(sp: dict) -> tuple[float, str]:
     return total, f"{text} = {total * 1000:,.1f} ms"
 
 
+def _data_tokens_per_step(s) -> float | None:
+    """The tokens of the scenario's data one step trains, as the plan's speed counts them (None without data)."""
+    if not (s.dataset or s.samples):
+        return None
+    from ..dataset import profile
+    from ..dataset.mix import real_tokens_per_step
+
+    p = profile(s)
+    return real_tokens_per_step(s, p.batching) if p else None
+
+
 def training_speed(x: Context) -> dict[str, Formula]:
     s, sp, gpu = x.s, x.r.speed, x.gpu
     assert gpu is not None
@@ -64,6 +75,11 @@ def training_speed(x: Context) -> dict[str, Formula]:
     peak = peak_flops(gpu, dtype)
     fpt, fpt_text = _flops_per_token(x)
     tokens_step = s.micro_batch_size * s.seq_len * s.grad_accum_steps * s.dp
+    rate_formula = "tokens/s = micro_batch x seq_len x accumulation x data-parallel ranks / step time"
+    real = _data_tokens_per_step(s)
+    if real is not None:  # the data's own tokens (dataset/mix.py), padding left out
+        tokens_step = real
+        rate_formula = "tokens/s = the data's own tokens per step (padding left out) / step time"
     step, parts_text = _parts(sp)
     acc = speed_accuracy("train")
     summary = next((a for a in x.r.assumptions if a.startswith("step = ")), "")
@@ -82,8 +98,8 @@ def training_speed(x: Context) -> dict[str, Formula]:
                                 source="data/gpus.yaml (dense, no sparsity)")]),
         "speed.tokens_per_s": Formula(
             label="tokens/s", value=(sp.tokens_per_s or 0.0), unit="tokens/s", computed=tokens_step / step,
-            formula="tokens/s = micro_batch x seq_len x accumulation x data-parallel ranks / step time",
-            substituted=f"{tokens_step:,} / {step:,.4f} s = {tokens_step / step:,.0f} tokens/s", accuracy=acc,
+            formula=rate_formula,
+            substituted=f"{tokens_step:,.0f} / {step:,.4f} s = {tokens_step / step:,.0f} tokens/s", accuracy=acc,
             constants=[_range(sp, "train")]),
     }
     if sp.mfu and peak:

@@ -23,11 +23,7 @@ from ..tensors.breakdown import GIB, Estimate
 def megatron_memory(s: Scenario, m: ModelSpec) -> Estimate:
     """The largest of the first, (with the embedding and loss in the split) the second and the last pipeline
     stage's peaks (one estimate when pp is 1)."""
-    ranks = [0]
-    if mg.embedding_in_split(s, m) and s.pp > 2:  # a middle stage holds a whole share of layers
-        ranks.append(1)
-    if s.pp > 1:
-        ranks.append(s.pp - 1)
+    ranks = _ranks(s, m)
     stages = [_stage(s, m, rank) for rank in ranks]
     e = max(stages, key=lambda x: x.allocated)
     if s.pp > 1:
@@ -38,6 +34,24 @@ def megatron_memory(s: Scenario, m: ModelSpec) -> Estimate:
 
 
 _NAMES = ("first stage", "second stage", "last stage")
+
+
+def _ranks(s: Scenario, m: ModelSpec) -> list[int]:
+    """The pipeline ranks whose peaks are estimated: the first, the second where the embedding and the loss count
+    as layers of the split (a middle stage holds a whole share of layers), the last."""
+    ranks = [0]
+    if mg.embedding_in_split(s, m) and s.pp > 2:
+        ranks.append(1)
+    if s.pp > 1:
+        ranks.append(s.pp - 1)
+    return ranks
+
+
+def largest_stage(s: Scenario, m: ModelSpec) -> tuple[int, mg.RankState]:
+    """The pipeline rank :func:`megatron_memory` shows (the largest allocated peak) and its model state: what the
+    formulas of the page read."""
+    rank = max(_ranks(s, m), key=lambda r: _stage(s, m, r).allocated)
+    return rank, mg.rank_state(s, m, first=rank == 0, last=rank == s.pp - 1)
 
 
 def _validation_pool(s: Scenario, m: ModelSpec, layers, last: bool) -> float:

@@ -35,9 +35,7 @@ class Sharding:
         w_n, g_n, o_n = self.shards(s)
         mixed = s.precision.endswith("-mixed")
         if s.method == "full":
-            P = m.params_total
-            # this rank's share, and MLA's down-projections whole on every tensor-parallel rank
-            held = P * tp_pp + training_extra_params(s, m.layers) / s.pp
+            P, held = m.params_total, self.held_params(s, m)
             wbytes = 4 if (mixed or s.precision == "fp32") else 2
             st = State(weights=wbytes * held / w_n, gradients=wbytes * held / g_n, trainable=P,
                        state_bytes=wbytes)
@@ -48,6 +46,11 @@ class Sharding:
                                       + f" (16 bytes/parameter with AdamW){self.sharded_text(s)}")
             return st
         return self.lora_state(s, m, stack, tp_pp, w_n, g_n, o_n)
+
+    def held_params(self, s: Scenario, m: ModelSpec) -> float:
+        """Parameters one rank holds before data-parallel sharding, in full training: its ``1/(tp x pp)`` share, and
+        MLA's down-projections whole on every tensor-parallel rank (its stage's share of them)."""
+        return m.params_total / (s.tp * s.pp) + training_extra_params(s, m.layers) / s.pp
 
     def lora_state(self, s: Scenario, m: ModelSpec, stack: Stack, tp_pp: float, w_n: int, g_n: int,
                    o_n: int) -> State:

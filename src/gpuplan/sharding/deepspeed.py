@@ -33,18 +33,25 @@ class DeepSpeed(Sharding):
                 st.assumptions.append(f"{s.resolved_sharding.upper()} in {s.precision}: weights, gradients and "
                                       f"optimizer states in one dtype, sharded over {s.dp} ranks")
             return st
-        P, tp_pp, n = m.params_total, 1 / (s.tp * s.pp), s.dp
+        P, held, n = m.params_total, self.held_params(s, m), s.dp
         w_n, g_n, o_n = self.shards(s)
         st = State(trainable=P, state_bytes=4)
-        st.weights = 2 * P * tp_pp / w_n + 4 * P * tp_pp / n  # 16-bit working copy + fp32 master partition
-        st.gradients = 2 * P * tp_pp / g_n
-        st.optimizer = optimizer_state_bytes(s, m, P, 4) * tp_pp / o_n
-        st.step_extra = 4 * min(P * tp_pp / n, 1e9 if s.resolved_sharding == "zero3" else P)
+        st.weights = 2 * held / w_n + 4 * held / n  # 16-bit working copy + fp32 master partition
+        st.gradients = 2 * held / g_n
+        st.optimizer = optimizer_state_bytes(s, m, P, 4) * held / P / o_n
+        st.step_extra = 4 * min(held / n, 1e9 if s.resolved_sharding == "zero3" else P)
         st.assumptions.append(f"{s.resolved_sharding.upper()} as DeepSpeed runs it: bf16 working weights and "
                               "gradients, fp32 master weights and optimizer states sharded; the fp32 gradient "
                               "partition exists during the step (ZeRO paper section 5; DeepSpeed stage_1_and_2.py, "
                               "stage3.py)")
         return st
+
+    def held_params(self, s: Scenario, m: ModelSpec) -> float:
+        """Mixed precision under ZeRO: the rank's ``1/(tp x pp)`` share alone, as :meth:`state` counts it (MLA's
+        whole down-projections under TP are not added here, unlike the one-dtype road of the base class)."""
+        if s.method == "full" and s.precision.endswith("-mixed"):
+            return m.params_total / (s.tp * s.pp)
+        return super().held_params(s, m)
 
     def offload(self, s: Scenario, st: State) -> None:
         """ZeRO-Offload: each reduced gradient bucket is copied into the fp32 gradient partition on the CPU, so no

@@ -38,16 +38,24 @@ class Fsdp(Sharding):
         super().offload(s, st)
 
     def unit_bytes(self, s: Scenario, m: ModelSpec, stack: Stack) -> tuple[float, float]:
-        """(parameter bytes, trainable parameters) of the largest decoder-layer unit, unsharded."""
-        tp_pp = 1 / (s.tp * s.pp)
-        if s.method == "full":  # with MLA's down-projections whole on every tensor-parallel rank
-            largest = max(layer.params * tp_pp + training_extra_params(s, [layer]) / s.pp
-                          for layer, _ in m.layer_kinds())
+        """(parameter bytes, trainable parameters) of the largest decoder-layer unit, unsharded on one rank.
+
+        A unit is one wrapped decoder layer (torchtitan ``apply_fsdp`` calls ``fully_shard`` per transformer block;
+        torchtune's ``shard_model`` and FSDP1's auto-wrap policy likewise): the all-gather rebuilds that rank's
+        local tensors of the whole layer. Tensor parallelism splits its linears (the local DTensor shards,
+        ``ColwiseParallel``/``RowwiseParallel``), leaves its norms whole (``SequenceParallel`` keeps their
+        parameters replicated) and MLA's down-projections whole (``training_extra_params``); pipeline parallelism
+        splits the layers between stages, never a layer, so it does not divide the unit."""
+        def held(layer) -> float:
+            return (layer.params - layer.norm_params) / s.tp + layer.norm_params + training_extra_params(s, [layer])
+
+        if s.method == "full":
+            largest = max(held(layer) for layer, _ in m.layer_kinds())
             return s.compute_bytes * largest, largest
         fmt, skip = stack.base_format(s, m)
         largest = max(sum(lin.weight_params * fmt.high_bytes if lin.group in skip else fmt.linear_weight_bytes(lin)
                           for lin in layer.linears) for layer, _ in m.layer_kinds())
-        return largest * tp_pp, 0.0
+        return largest / s.tp, 0.0
 
     def root_params(self, m: ModelSpec) -> int:
         return m.vocab_size * m.embedding_dim * (1 if m.tie_word_embeddings else 2) + m.final_norm_params

@@ -199,6 +199,18 @@ class RankState:
     optimizer: float
     fp8_copies: float
     copies: float = 0.0  # parameters held whole beyond the rank's 1/tp share (MLA's down-projections)
+    fp8: float = 0.0  # fp8 primary linear weights (1 B each instead of 2)
+    base: float = 0.0  # bytes of the frozen base under LoRA (0 in full training)
+    shards: tuple[int, int] = (1, 1)  # the distributed optimizer's shards of dense and of expert parameters
+
+
+def optimizer_shards(s: Scenario) -> tuple[int, int]:
+    """The ranks the distributed optimizer splits a dense and an expert parameter's states over: DP x CP, and the
+    expert-data-parallel ranks (DP x CP x TP / EP) for the routed experts; 1 without it."""
+    if s.resolved_sharding != "zero1":
+        return 1, 1
+    n = s.dp * s.cp
+    return n, max(n * s.tp // s.ep, 1)
 
 
 def rank_state(s: Scenario, m: ModelSpec, *, first: bool, last: bool) -> RankState:
@@ -217,15 +229,14 @@ def rank_state(s: Scenario, m: ModelSpec, *, first: bool, last: bool) -> RankSta
         sum(lin.weight_params for lyr in layers for lin in lyr.linears if lin.group == "experts") / e + extra
     fp8 = linear if s.precision == "fp8-mixed" else 0.0  # fp8 primary weights: 1 B each
     transposes = fp8 if keeps_fp8_transpose(s) else 0.0  # and on Hopper and Ada their transposes, 1 B each
-    n = s.dp * s.cp if s.resolved_sharding == "zero1" else 1  # distributed optimizer: over DP x CP
-    n_experts = max(n * t // e, 1) if s.resolved_sharding == "zero1" else 1
+    n, n_experts = optimizer_shards(s)  # distributed optimizer: over DP x CP
     opt = OPTIMIZER_BYTES[s.optimizer]
     if s.method == "full":
         params = dense + embedding + experts
         return RankState(dense=dense, experts=experts, embedding=embedding, trainable=params,
                          weights=2 * params - fp8, gradients=4 * params,
                          optimizer=opt * ((dense + embedding) / n + experts / n_experts), fp8_copies=transposes,
-                         copies=extra)
+                         copies=extra, fp8=fp8, shards=(n, n_experts))
     # LoRA (NeMo's PEFT): adapters trained like full parameters (bf16 + fp32 grads + states); the frozen base in
     # bf16, or under fp8 held as fp8 itself (Transformer Engine fp8_model_init, as NVIDIA's MLPerf LoRA submissions
     # run it): 1 byte per linear weight plus its cached transpose, no 16-bit copy
@@ -235,7 +246,7 @@ def rank_state(s: Scenario, m: ModelSpec, *, first: bool, last: bool) -> RankSta
         base -= (2 - 2 * oh.NVFP4_BYTES) * linear
     return RankState(dense=dense, experts=experts, embedding=embedding, trainable=adapters,
                      weights=base + 2 * adapters, gradients=4 * adapters, optimizer=opt * adapters / n,
-                     fp8_copies=transposes)
+                     fp8_copies=transposes, fp8=fp8, base=base, shards=(n, n_experts))
 
 
 # fp32 optimizer bytes per parameter: master weights and the optimizer's moments (Megatron's 12 for Adam)
