@@ -302,11 +302,11 @@ def _text_training(s: Scenario, spec: ModuleSpec, notes: list[str]) -> tuple[str
     names = tuple(te.name for te in encoders if which == "all" or te.cls != "T5EncoderModel")
     t5 = [te for te in encoders if te.cls == "T5EncoderModel"]
     preset = "" if method == "full" else LORA_DEFAULT.get(s.stack, "attention")
-    what = "the whole encoders" if method == "full" else (
+    what = "whole: " if method == "full" else (
         f"LoRA r{s.lora_rank} on the " + ("attention projections" if preset == "attention" else
-                                          "attention and MLP linears"))
+                                          "attention and MLP linears") + " of ")
     trained = ", ".join(f"{te.name} ({te.cls})" for te in encoders if te.name in names)
-    notes.append(f"text encoders trained as {s.stack} trains them: {what} of {trained}"
+    notes.append(f"text encoders trained as {s.stack} trains them, {what}{trained}"
                  + ("; T5 frozen, run every step" if t5 and which != "all" else ""))
     return preset, names
 
