@@ -73,7 +73,7 @@ def setup(row: dict, *, engine: str = "sglang", version: str | None = None):
           "num_gpus": int(row["tp"]), "engine_version": version or row["sglang_version"]}
     if engine == "sglang" and row["mem_fraction_static"]:
         sc["mem_fraction_static"] = float(row["mem_fraction_static"])
-    for key, kind in (("ep", int), ("quant", str), ("kv_cache_dtype", str)):  # the MoE layout rows (issue 31)
+    for key, kind in (("ep", int), ("quant", str), ("kv_cache_dtype", str), ("attention_dp", bool)):  # issue 31
         if row.get(key):
             sc[key] = kind(row[key])
     s = scenario_from(sc)
@@ -238,14 +238,22 @@ def main() -> None:
         "Llama-3.3 rows at 1-2 requests/s decode faster than predicted (E2E +20%). Offline throughput with many "
         "short requests (ShareGPT, 256/512) or long ones (4096/1024-2048) on the H200s comes out 14-30% high.", "",
         "Rows marked moe (issue 31; shown, not fitted, outside the dense check median): DeepSeek-R1 FP8 at TP 8 "
-        "under SGLang, closed-loop at 4-128 concurrent requests. dstack's March 2025 runs (8x H200 and 8x MI300X, "
-        "3,200 in / 800 out, the SGLang images of the time, taken as 0.4.3) decoded about twice as slowly as gpuplan "
-        "says (TPOT -42% to -62%), on both vendors; InferenceX's run of SGLang 0.5.7 on 8x H200 (issue #870, "
-        "1,024/1,024) decodes faster than gpuplan at 8-16 requests (TPOT +35-50%) and within 9-14% at 32-64. "
-        "The same setup's TPOT fell 2-3x between the two releases; gpuplan has one SGLang MoE model and does not "
-        "time DeepSeek by SGLang release. Before a small step read only the experts its tokens reach "
-        "(StepTimer._linears_s), a serving step of a few sequences read all 256 experts: TPOT at 8 requests on the "
-        "0.5.7 run was +166%.", "",
+        "under SGLang, closed-loop at 4-128 concurrent requests. dstack's March 2025 runs (3,200 in / 800 out): "
+        "their README (dstackai/benchmarks Deepseek-R1/README.md) names the versions and flags, not an "
+        "assumption: 8x H200 on SGLang 0.4.3.post2 launched with --enable-dp-attention (DP 8), 8x MI300X on "
+        "0.4.2.post4 (rocm/sglang-staging:20250212) at plain TP 8; the rows carry both. Both releases prefill "
+        "DeepSeek's MLA absorbed once the radix cache holds any prefix, which DeepSeek's BOS token gives every "
+        "prompt after the first (engines/sglang.py absorbed_prefill: 1,088 / 320 of the multi-head FLOPs, timed at "
+        "gpuplan's fused-attention rate; with DP attention all 128 heads of a prompt run on one GPU). Together "
+        "(held-out medians, inference_sources.md): TTFT 74.6% -> 60%, TPOT 46.1% -> 32%, E2E 53.0% -> 35%. "
+        "Left: prompts still 1.6-3x too fast (the triton extend kernel's rate on 576-wide heads, 32 x 64 tiles and "
+        "one stage on SM 9.x, is unpublished) and, since a closed loop of fixed lengths runs in lockstep (no "
+        "prompt inside a request's decode), decode steps themselves 1.3-2.8x too fast at 4-16 requests: 43 ms a "
+        "step for 4 sequences on the H200s. No cause for the decode gap was found in 0.4.3.post2's code that gpuplan "
+        "can price from a public number (bench/results/sglang_serving.md lists what was checked). "
+        "InferenceX's run of SGLang 0.5.7 on 8x H200 (issue #870, 1,024/1,024) decodes within 1-9%. "
+        "Before a small step read only the experts its tokens reach (StepTimer._linears_s), a serving step of a "
+        "few sequences read all 256 experts: TPOT at 8 requests on the 0.5.7 run was +166%.", "",
         *summary, "", *lines, "", *checks]) + "\n"
     Path(args.out).write_text(text)
     print(text)
