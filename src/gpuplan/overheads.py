@@ -766,7 +766,7 @@ SPEED_SPREAD = {"train": (-0.19, 0.12), "decode": (-0.03, 0.16)}
 # (bench/results/bands.md). A plan on a maker missing here takes its engine's NVIDIA band, widened; an engine and
 # class missing here is uncalibrated: no bench measures it.
 DECODE_BANDS: dict[tuple[str, str, str], tuple[float, float, int, str]] = {
-    ("vllm", "dense", "NVIDIA"): (-0.10, 0.12, 37, "Llama-2 7B/70B, CodeLlama-34B, Llama-3.1-8B, Qwen2.5 1.5B-72B and "
+    ("vllm", "dense", "NVIDIA"): (-0.10, 0.13, 37, "Llama-2 7B/70B, CodeLlama-34B, Llama-3.1-8B, Qwen2.5 1.5B-72B and "
                                  "Qwen3 0.6B/1.7B serving and decode runs (bench/results/bands.md)"),
     ("vllm", "MoE", "NVIDIA"): (-0.07, 0.04, 12, "Mixtral-8x7B, Qwen3-30B-A3B and Nemotron-3-Nano serving runs; no "
                                "DeepSeek or gpt-oss TPOT (bench/results/bands.md)"),
