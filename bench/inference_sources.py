@@ -297,7 +297,7 @@ CAUSES = {
         "modelled; a single held-out row sets nothing."),
     ("sglang_serving", "dstack"): (
         "DeepSeek-R1 on SGLang 0.4.3.post2 with DP attention (8x H200) and 0.4.2.post4 (8x MI300X), as dstack's "
-        "README states: prompts still 1.6-3x too fast after the absorbed MLA prefill of those releases, and decode "
+        "README states: prompts still 1.2-3x too fast after the absorbed MLA prefill of those releases, and decode "
         "steps 1.3-2.8x too fast at 4-16 requests (closed loop in lockstep: the steps themselves); no public "
         "number prices either (bench/results/sglang_serving.md). Shown, never fitted."),
     ("sglang_serving", "ix3173"): "InferenceX DeepSeek-R1 TTFT under SGLang: helper s8-ttft's this session.",

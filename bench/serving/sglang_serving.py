@@ -245,8 +245,8 @@ def main() -> None:
         "DeepSeek's MLA absorbed once the radix cache holds any prefix, which DeepSeek's BOS token gives every "
         "prompt after the first (engines/sglang.py absorbed_prefill: 1,088 / 320 of the multi-head FLOPs, timed at "
         "gpuplan's fused-attention rate; with DP attention all 128 heads of a prompt run on one GPU). Together "
-        "(held-out medians, inference_sources.md): TTFT 74.6% -> 60%, TPOT 46.1% -> 32%, E2E 53.0% -> 35%. "
-        "Left: prompts still 1.6-3x too fast (the triton extend kernel's rate on 576-wide heads, 32 x 64 tiles and "
+        "(held-out medians, inference_sources.md): TTFT 74.6% -> 60.0%, TPOT 46.1% -> 31.4%, E2E 53.0% -> 35.3%. "
+        "Left: prompts still 1.2-3x too fast (the triton extend kernel's rate on 576-wide heads, 32 x 64 tiles and "
         "one stage on SM 9.x, is unpublished) and, since a closed loop of fixed lengths runs in lockstep (no "
         "prompt inside a request's decode), decode steps themselves 1.3-2.8x too fast at 4-16 requests: 43 ms a "
         "step for 4 sequences on the H200s. No cause for the decode gap was found in 0.4.3.post2's code that gpuplan "
@@ -265,7 +265,10 @@ def main() -> None:
         "shape); the two gloo CPU collectives per step (Scheduler.prepare_dp_attn_batch) run on the CPU beside "
         "the GPU; the lm_head replicated in bf16 under DP attention (1.85 GB a step, ~0.4 ms); an all-gather "
         "beside each MoE layer's all-reduce (~1 ms a step); the triton MLA decode kernel's small grid (1 x 8 x 8 "
-        "blocks, ~2 ms). None comes near 24 ms.", "",
+        "blocks, ~2 ms). None comes near 24 ms. Public single-request reports of that era agree the engine was that "
+        "slow but state too little to set a constant: SGLang issue #3196 (2025-01-28: one sequence \"order 13 "
+        "tokens/sec\", TTFT \"order 2 seconds\", on 8x H200 or 8x MI300X) and vLLM issue #11539 (2025-01-10: "
+        "SGLang at one request about 26 tokens/s), 38-77 ms a token against gpuplan's 14-16 ms.", "",
         *summary, "", *lines, "", *checks]) + "\n"
     Path(args.out).write_text(text)
     print(text)
