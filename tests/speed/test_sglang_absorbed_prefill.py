@@ -25,6 +25,7 @@ def test_sglang_043_prompt_attention_costs_the_absorbed_flops():
     old, new = timer(engine_version="0.4.3.post2"), timer(engine_version="0.5.12")
     assert old.timing.context_attention_speedup == pytest.approx(320 / 1088)
     assert new.timing.context_attention_speedup == 1.0
+    assert "prefills MLA prompts absorbed" in old.timing.note and "absorbed" not in new.timing.note
     ratio = old.prefill_parts(3200)["attention"] / new.prefill_parts(3200)["attention"]
     assert ratio == pytest.approx(1088 / 320, rel=1e-9)
     assert old.prefill_parts(3200)["gemm"] == pytest.approx(new.prefill_parts(3200)["gemm"], rel=1e-9)
