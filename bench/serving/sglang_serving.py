@@ -268,7 +268,11 @@ def main() -> None:
         "blocks, ~2 ms). None comes near 24 ms. Public single-request reports of that era agree the engine was that "
         "slow but state too little to set a constant: SGLang issue #3196 (2025-01-28: one sequence \"order 13 "
         "tokens/sec\", TTFT \"order 2 seconds\", on 8x H200 or 8x MI300X) and vLLM issue #11539 (2025-01-10: "
-        "SGLang at one request about 26 tokens/s), 38-77 ms a token against gpuplan's 14-16 ms.", "",
+        "SGLang at one request about 26 tokens/s), 38-77 ms a token against gpuplan's 14-16 ms. Nor is it the "
+        "box or the client: the same harness on the same H200s measured vLLM 0.7.4 (FlashMLA, TP 8; "
+        "raw_data/online_results.csv, not a bench row) at 25.7 ms a token at 4 requests, where gpuplan's vLLM 0.7 "
+        "says 22.0 ms (-14%), while SGLang there took 43.1 ms against gpuplan's 16.6 (steps of 4 sequences at "
+        "3,600 tokens).", "",
         *summary, "", *lines, "", *checks]) + "\n"
     Path(args.out).write_text(text)
     print(text)
