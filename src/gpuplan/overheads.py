@@ -441,7 +441,7 @@ LORA_BYTES_PER_OUTPUT_FUSED = 2
 # Share of eager PyTorch's per-op host cost left: Unsloth's hand-written autograd for the LoRA MLP and attention
 # projections (fast_lora.py: one Function per block instead of peft's per-module ops) and compiled graphs (Inductor
 # runs fused Triton kernels from one generated wrapper). Assumed from the kernel counts; checked by the stacks'
-# published speed-ups (tests/test_stack_speed.py).
+# published speed-ups (tests/stacks/test_stack_speed.py).
 HOST_OPS_FACTOR = {"unsloth": 0.5, "compile": 0.35}
 
 # Host side of an eager PyTorch step: each op costs ~10-20 us of Python + dispatcher + launch (PyTorch
@@ -757,7 +757,7 @@ MULTINODE_STRAGGLER = 0.97  # cross-node jitter: the slowest rank sets the step
 
 # Uncertainty: the range of the true rate around the estimate, the 10th-90th percentile of measured / estimated - 1
 # over the held-out fixed-shape rows of bench/throughput.py (ids whose number is a multiple of 3; the bench prints
-# the figures, tests/test_throughput_split.py holds this to them): training 19 % below to 12 % above (45 rows),
+# the figures, tests/speed/test_throughput_split.py holds this to them): training 19 % below to 12 % above (45 rows),
 # decode 3 % below to 16 % above (13 rows); widened where the estimate rests on a default (another vendor's
 # software, a fabric the offer does not state, CPU-held layers).
 SPEED_SPREAD = {"train": (-0.19, 0.12), "decode": (-0.03, 0.16)}
