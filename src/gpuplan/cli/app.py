@@ -116,21 +116,19 @@ RECIPE_CHOSEN = {"micro_batch_size", "grad_accum_steps"}
 # What each scenario field means, for --help where the field carries no description of its own.
 FIELD_HELP = {
     "task": "train, or infer to serve", "method": "full fine-tuning, LoRA or QLoRA (train)",
-    "precision": "compute precision (-mixed keeps fp32 master weights; -true holds everything in that dtype)",
     "optimizer": "optimizer (train)", "lora_rank": "LoRA rank r", "lora_dropout": "LoRA dropout (saves a mask)",
     "micro_batch_size": "sequences per GPU per forward (train); unset: the recipe's, the fastest per sequence that "
                         "fits the named GPU (1 without a GPU; the note says which)",
     "seq_len": "tokens per training sequence (at most the model's context)",
     "grad_accum_steps": "micro-batches per optimizer step; unset: what reaches the recipe's global batch (1 without a "
-                        "GPU)", "grad_checkpointing": "activation recomputation",
+                        "GPU)",
     "attention": "attention kernel", "train_tokens": "tokens the whole job processes (for hours and cost)",
     "batch_size": "concurrent requests (serve)", "prompt_tokens": "prompt length per request (serve)",
     "output_tokens": "generated tokens per request (serve)", "kv_cache_dtype": "KV cache storage (serve)",
-    "engine": "serving engine: memory policies differ", "gpu_memory_utilization": "share of the card vLLM takes",
-    "max_num_batched_tokens": "vLLM's prefill chunk", "gpu": "GPU name or id (`gpuplan gpus`)",
-    "num_gpus": "GPUs per node", "num_nodes": "nodes", "sharding": "data parallel strategy (train); fsdp = zero3",
+    "engine": "serving engine: its memory policy, scheduler and step times", "gpu": "GPU name or id (`gpuplan gpus`)",
+    "num_gpus": "GPUs per node", "num_nodes": "nodes",
     "tp": "tensor parallel degree", "pp": "pipeline stages (serve: layers split over GPUs)",
-    "offload": "training states kept in CPU memory", "pricing": "offers to price on",
+    "offload": "training states kept in CPU memory",
 }
 
 

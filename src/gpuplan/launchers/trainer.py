@@ -25,7 +25,7 @@ from .settings import LaunchOptions, autocast, backend, fsdp_settings, hf_optim,
 NAME = "trainer"
 FILE = "trainer.yaml"
 ATTENTION = {"eager": "eager", "sdpa": "sdpa", "flash": "flash_attention_2"}
-OWN_CONFIG = ("torchtune", "torchtitan", "axolotl", "unsloth", "megatron")  # frameworks with a target of that name
+OWN_CONFIG = ("torchtune", "torchtitan", "axolotl", "unsloth", "megatron")  # stacks with a target of that name
 
 
 def applies(plan: LaunchPlan) -> str | None:
