@@ -15,11 +15,13 @@ from .._version import __version__
 from ..errors import GpuplanError, renamed
 from .render import follow_columns, out, write_json
 
-# each command -> the module of this package that registers it, in the order `gpuplan --help` lists them
-COMMANDS = {"capacity": "capacity", "calibrate-serving": "capacity", "simulate": "check", "probe": "check",
-            "calibrate": "check", "estimate": "estimate", "launch": "launch", "cost": "market", "buy": "buy",
-            "models": "models", "model": "models", "recommend": "plan", "table": "plan", "fit": "plan",
-            "serve": "serve", "gpus": "market", "prices": "prices"}
+# each command -> the module of this package that registers it, in the order `gpuplan --help` lists them: the
+# questions first (does it fit, what fits, where, for how much, for how many users), then the files, the catalogs,
+# the page, and the checks against real runs
+COMMANDS = {"estimate": "estimate", "fit": "plan", "recommend": "plan", "cost": "market", "capacity": "capacity",
+            "buy": "buy", "launch": "launch", "models": "models", "model": "models", "gpus": "market",
+            "prices": "prices", "table": "plan", "serve": "serve", "simulate": "check", "probe": "check",
+            "calibrate": "check", "calibrate-serving": "capacity"}
 
 
 class LazyGroup(typer.core.TyperGroup):

@@ -70,7 +70,10 @@ def capacity_cmd(
     fmt: FormatOption = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """For every GPU type x count x tensor parallelism (x fp8/AWQ weights with --any-quant) that holds the model
+    """How many GPUs for my traffic, and at what cost? The setups that serve a request rate, N users or an offline
+    batch within your latency targets, cheapest first.
+
+    For every GPU type x count x tensor parallelism (x fp8/AWQ weights with --any-quant) that holds the model
     in the engine (vLLM, SGLang or TensorRT-LLM), the highest steady request rate (or, with --users, the most
     concurrent users) that meets the SLOs (bisection on a simulation of the engine's scheduler, judged after
     warm-up), the cheapest instance that holds a tensor-parallel group whole, $ per million input and output

@@ -14,8 +14,7 @@ from ..errors import SourceError
 from .app import JsonFlag, app, print_json, short
 from .render import Column, FormatOption, err, out, resolve_format, show
 
-prices_app = typer.Typer(help="The prices in force (bundled snapshot, refreshed caches, your files); "
-                         "`prices update` refreshes them.", pretty_exceptions_enable=False)
+prices_app = typer.Typer(pretty_exceptions_enable=False)  # its help: prices_cmd's docstring
 app.add_typer(prices_app, name="prices")
 SOURCES = api.PRICE_SOURCES
 
@@ -33,8 +32,10 @@ def prices_cmd(
     as_json: JsonFlag = False,
     fmt: FormatOption = None,
 ) -> None:
-    """List the offers in force, cheapest first per GPU, each with its date, age, source and confidence.
-    Rankings (cost, recommend, estimate) leave out rows older than 90 days and low-confidence rows unless asked
+    """The prices in force (bundled snapshot, refreshed caches, your files); `prices update` refreshes them.
+
+    The offers, cheapest first per GPU, each with its date, age, source and confidence. Rankings (cost,
+    recommend, estimate) leave out rows older than 90 days and low-confidence rows unless asked
     (--max-price-age-days, --include-low-confidence).
 
     Examples:
