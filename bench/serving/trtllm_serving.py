@@ -48,12 +48,22 @@ NOTES = """Session 9 (s9-trtserve), held-out medians:
 |---|---:|---:|
 | main at 358f5cbe | 21.9% | 22.9% |
 | 1. InferenceX's rows run their recorded FP8 KV cache (`kv_cache_config: dtype: fp8`) | 21.8% | 21.7% |
+| 2. Issue #5929's ITL scored as LLMPerf computes it (the request's latency per output token) | 21.8% | 21.7% |
 
 1. `bench/data/trtllm_serving.csv` column `kv_cache_dtype`: InferenceX's script writes `kv_cache_config: dtype: fp8`
    into the server's options (`benchmarks/single_node/fixed_seq_len/dsr1_fp8_b200_trt.sh@8eec0d4e`); the rows ran
    gpuplan's default (the model's 16-bit cache). A decode step reads half the cache: ix3317 TPOT +18..+27 % ->
    +17..+27 %. Issue #5929's rows state no KV dtype and keep the default. Nothing else moves (no estimate code
    changed: trtllm.py, trtllm_capacity, MLPerf and the SGLang and vLLM benches are untouched).
+2. `predict`, CSV column `client`: LLMPerf's "ITL" is not a TPOT. Its client appends the TTFT as the first
+   `time_to_next_token` and sums them (`ray_clients/openai_chat_completions_client.py`: `INTER_TOKEN_LAT =
+   sum(time_to_next_token)`, "should be same as ... E2E_LAT"), and `token_benchmark_ray.py` divides by the output
+   tokens: the request's whole latency per token. The rows agree: from 1,600 to 8,192 prompt tokens the B200s' ITL
+   grows 0.36 ms, and their TTFT 230-275 ms, 0.38-0.46 ms over 600 tokens. gpuplan's figure for these rows is now
+   its median end-to-end latency over the output tokens: H200 ITL -6..-30 % -> -4..-27 %, B200 +34..+50 % ->
+   +38..+53 % (its TTFT, too short at 8,192 tokens, is spread over them as measured). Medians unchanged (the
+   median row is InferenceX's). Not modelled: LLMPerf counts the output tokens with its own Llama tokenizer
+   (`get_token_length`), not DeepSeek's; no ratio between the two on DeepSeek-R1's output was measured here.
 
 What the sources record, read this session (nothing here is fitted):
 
@@ -320,8 +330,14 @@ def scenario(row: dict) -> dict:
 
 
 def predict(row: dict, launch_s: float, request_s: float | None = None) -> tuple[float, float]:
-    """TTFT and TPOT (ms, the row's statistic: median or mean) of the row's plan with ``launch_s`` host seconds per
-    kernel of a context step and ``request_s`` per request outside the steps (default: the package's)."""
+    """TTFT and ITL (ms, the row's statistic: median or mean) of the row's plan with ``launch_s`` host seconds per
+    kernel of a context step and ``request_s`` per request outside the steps (default: the package's). The ITL is
+    what the row's client prints: InferenceX's benchmark_serving its TPOT (first token excluded); LLMPerf
+    (``client`` llmperf) its inter_token_latency, the sum of the gaps between content chunks with the TTFT as the
+    first over the output tokens, i.e. the request's whole latency per output token (ray-project/llmperf
+    ``ray_clients/openai_chat_completions_client.py``: ``INTER_TOKEN_LAT = sum(time_to_next_token)``, "should be
+    same as ... E2E_LAT"; ``token_benchmark_ray.py`` divides it by the output tokens), taken at gpuplan's median
+    end-to-end latency over the row's output tokens."""
     held = oh.TRTLLM_EAGER_LAUNCH_S, oh.TRTLLM_REQUEST_S
     oh.TRTLLM_EAGER_LAUNCH_S, oh.TRTLLM_REQUEST_S = launch_s, held[1] if request_s is None else request_s
     try:
@@ -329,6 +345,8 @@ def predict(row: dict, launch_s: float, request_s: float | None = None) -> tuple
     finally:
         oh.TRTLLM_EAGER_LAUNCH_S, oh.TRTLLM_REQUEST_S = held
     stat = row["statistic"]
+    if row["client"] == "llmperf":
+        return getattr(run, f"{stat}_ttft_ms"), getattr(run, f"{stat}_e2el_ms") / int(row["output_tokens"])
     return getattr(run, f"{stat}_ttft_ms"), getattr(run, f"{stat}_tpot_ms")
 
 
@@ -385,7 +403,9 @@ def report(rows: list[dict], seconds: float) -> str:
              "steps that hold a prompt run without a CUDA graph, each kernel launched at overheads."
              f"TRTLLM_EAGER_LAUNCH_S = {launch * 1e6:.1f} us of host time, fitted on the same calibration rows (H200 "
              "FP8 without expert parallelism, one request at 1,600 and 8,192 prompt tokens), and the server path "
-             f"per request is vLLM's {request * 1e3:.1f} ms, borrowed. error = (gpuplan - measured) / measured.", "",
+             f"per request is vLLM's {request * 1e3:.1f} ms, borrowed. ITL as the row's client prints it (`client` "
+             "column: LLMPerf's is the request's latency per output token, TTFT included). error = (gpuplan - "
+             "measured) / measured.", "",
              "| rows | n | TTFT median abs error, before | now | TPOT median abs error, before | now |",
              "|---|---:|---:|---:|---:|---:|"]
     for role in ("calibration", "held-out"):
@@ -393,7 +413,7 @@ def report(rows: list[dict], seconds: float) -> str:
         cols = [[err(res[r["id"]][k][j], float(r["p50_ttft_ms" if j == 0 else "p50_itl_ms"])) for r in sel]
                 for j in (0, 1) for k in (0, 1)]
         lines.append(f"| {role} | {len(sel)} | " + " | ".join(f"{median_abs(c):.1%}" for c in cols) + " |")
-    lines += ["", "| run | role | users | TTFT ms measured / before / now | TTFT error now | ITL ms measured / TPOT "
+    lines += ["", "| run | role | users | TTFT ms measured / before / now | TTFT error now | ITL ms measured / "
               "gpuplan | TPOT error |", "|---|---|---:|---|---:|---|---:|"]
     for r in rows:
         (tb, _), (tn, tpot) = res[r["id"]]

@@ -367,3 +367,29 @@ def test_batch1_decode_lands_between_nvidias_published_figures_without_mtp():
     assert ours4 == pytest.approx(ms4, rel=0.15) and ours8 == pytest.approx(ms8, rel=0.15)
     b200 = [float(r["p50_itl_ms"]) for r in bench.load_rows() if r["id"].startswith("i5929-b200")]
     assert len(b200) == 6 and max(b200) < 0.8 * ms4
+
+
+def test_llmperf_itl_is_the_requests_latency_per_output_token():
+    """LLMPerf's inter_token_latency sums the gaps between content chunks with the TTFT as the first, over the output
+    tokens (ray-project/llmperf openai_chat_completions_client.py, token_benchmark_ray.py): issue #5929's B200 rows
+    bear it out, their ITL growing 0.36 ms from 1,600 to 8,192 prompt tokens while their TTFT grows 230-275 ms
+    (0.38-0.46 ms over 600 tokens). So the bench scores those rows on gpuplan's end-to-end latency over the output
+    tokens, and InferenceX's (benchmark_serving's TPOT) on the TPOT."""
+    from gpuplan import overheads as oh
+
+    bench = _trtllm_serving_bench()
+    rows = {r["id"]: r for r in bench.load_rows()}
+    assert {r["client"] for r in rows.values() if r["id"].startswith("i5929")} == {"llmperf"}
+    assert {r["client"] for r in rows.values() if r["id"].startswith("ix3317")} == {"bench_serving"}
+    grew = []
+    for ep in (1, 4, 8):
+        short, long = rows[f"i5929-b200-fp4-ep{ep}-c1-1600"], rows[f"i5929-b200-fp4-ep{ep}-c1-8192"]
+        d_itl = float(long["p50_itl_ms"]) - float(short["p50_itl_ms"])
+        d_ttft = (float(long["p50_ttft_ms"]) - float(short["p50_ttft_ms"])) / 600
+        grew.append((round(d_itl, 2), d_ttft))
+    assert [g for g, _ in grew] == [0.36, 0.36, 0.36] and all(0.38 <= d <= 0.46 for _, d in grew)
+    row = rows["i5929-b200-fp4-ep1-c1-1600"]
+    ttft, itl = bench.predict(row, oh.TRTLLM_EAGER_LAUNCH_S)
+    run = bench.estimate(bench.scenario(row), advise=False).load
+    assert itl == pytest.approx(run.median_e2el_ms / 600) and itl > run.median_tpot_ms
+    assert ttft == pytest.approx(run.median_ttft_ms)
