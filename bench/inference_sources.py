@@ -300,9 +300,10 @@ CAUSES = {
         "same kind of loss per added GPU (gpt-oss-120B pp16384 on ROCm: 890 t/s on 2 GPUs, 550 on 8). Not "
         "modelled; a single held-out row sets nothing."),
     ("sglang_serving", "dstack"): (
-        "DeepSeek-R1 on SGLang images of March 2025 (taken as 0.4.3), H200 and MI300X: both decode about twice as "
-        "slowly as gpuplan's SGLang model, which the later releases' InferenceX rows fit (bench/results/"
-        "sglang_serving.md); shown, never fitted. SGLang's MoE rows are helper s8-ttft's this session."),
+        "DeepSeek-R1 on SGLang 0.4.3.post2 with DP attention (8x H200) and 0.4.2.post4 (8x MI300X), as dstack's "
+        "README states: prompts still 1.2-3x too fast after the absorbed MLA prefill of those releases, and decode "
+        "steps 1.3-2.8x too fast at 4-16 requests (closed loop in lockstep: the steps themselves); no public "
+        "number prices either (bench/results/sglang_serving.md). Shown, never fitted."),
     ("sglang_serving", "ix3173"): "InferenceX DeepSeek-R1 TTFT under SGLang: helper s8-ttft's this session.",
     ("sglang_serving", "ix3318"): "InferenceX DeepSeek-R1 TTFT under SGLang (MI325X): helper s8-ttft's this session.",
     ("sglang_serving", "ix3363"): "InferenceX DeepSeek-R1 TTFT under SGLang: helper s8-ttft's this session.",
