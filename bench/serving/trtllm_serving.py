@@ -74,7 +74,10 @@ What the sources record, read this session (nothing here is fitted):
   speculative decoding, and, in the mid-2025 copy read here (the one with `disable_overlap_scheduler` and
   `moe_backend` fields), `use_cuda_graph: bool = Field(default=False)`: decode CUDA graphs only when asked. Later
   releases replaced it by `cuda_graph_config` with `default_factory=CudaGraphConfig` (on). Which of the two
-  v0.21.0rc2 carries was not read here (no copy of the tag was reachable).
+  v0.21.0rc2 carries was not read here (no copy of the tag was reachable). The KV dtype is `auto`, which
+  TensorRT-LLM takes from the checkpoint's `hf_quant_config.json`; NVIDIA's best-practice page says the FP8 KV
+  default came with the later nvidia/DeepSeek-R1-0528-FP4 checkpoint ("had enabled FP8 KV cache by-default",
+  `Best_perf_practice_on_DeepSeek-R1_in_TensorRT-LLM.md`), so these rows keep the 16-bit cache.
 - **NVIDIA's own batch-1 runs bracket gpuplan, not the issue's B200 rows** (table above, never fitted). Blog 1
   (B200 min-latency, nvidia/DeepSeek-R1-FP4, CUDA graphs) publishes 67, 89 and 111 TPS per user without MTP at
   successive stages of its kernel work (14.9, 11.2 and 9.0 ms a token); gpuplan gives 10.3 ms at EP 8 and 9.9 at
