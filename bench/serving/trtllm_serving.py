@@ -106,6 +106,17 @@ What the sources record, read this session (nothing here is fitted):
   and 1.0 ms of all-reduces, against 8.7 ms measured. How many kernels TensorRT-LLM 1.3's Blackwell layer (the
   TRTLLM-Gen MoE) launches, and how long each waits, needs a kernel count or a profile of that release, which no
   source here gives.
+- **Tried, not landed: the busiest GPU's experts at a few tokens** (`speed/experts.experts_s`, every engine's
+  expert parallelism). It reads the average GPU's distinct experts, `E (1 - (1 - k/E)^T) / ep`, and puts the
+  busiest GPU's extra picks on them as extra rows: at one token and EP 8 that is one expert of 2.9 rows. A token
+  picks an expert once, so the busiest GPU's ~2.9 picks are ~2.9 experts of one row, read whole. Counting the
+  busiest GPU's distinct experts (`local (1 - (1 - 1/local)^picks)`) puts the H200 single-user rows at EP 4 and 8
+  within 7 % (-4..-10 % -> -3..+7 %, EP 8 now above EP 4 as measured; held-out TPOT median unchanged at 21.7 %)
+  and leaves the B200s as they are (the NVFP4 GEMMs' row-share at one token, `TRTLLM_GEMM_HALF_ROWS`, already
+  priced those rows as math). But it takes InferenceX's SGLang DeepSeek-R1 rows (ix3183, 4-64 users at EP) from a
+  5.8 % to a 15.2 % TPOT median (worst +13.5 -> +19.6 %) and the MoE serving runs 18.9 -> 19.2 %: SGLang's decode
+  at those loads fits without the extra expert reads, and what else in its step would absorb them is SGLang's
+  profile, another helper's this session. Left for a change that re-checks SGLang's MoE rows with it.
 - **H200 at 8 users** (TTFT -51..-58 %): LLMPerf sends the eight at once; without chunked prefill up to five
   1,600-token prompts share a step of at most `max_num_tokens` 8,192, so the first tokens wait on steps of
   thousands of prompt tokens, priced by the prefill slope (53.3 / 35.8 / 34.7 ms per 1k tokens measured, 31.5 / 24.0
