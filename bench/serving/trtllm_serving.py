@@ -69,10 +69,10 @@ What the sources record, read this session (nothing here is fitted):
 
 - **Issue #5929 states no server options.** Its text gives the release (v0.21.0rc2 built from source), TP 8 with
   `ep_size` None / 4 / 8, LLMPerf and the two checkpoints; no `extra_llm_api_options`, no `speculative_config`, no
-  MoE backend, no attention DP. The defaults of that period (`tensorrt_llm/llmapi/llm_args.py` `TorchLlmArgs` in
-  the 2025 releases with `disable_overlap_scheduler`): `moe_backend='CUTLASS'`, `enable_attention_dp` off, no
-  speculative decoding, and, in the mid-2025 copy read here (the one with `disable_overlap_scheduler` and
-  `moe_backend` fields), `use_cuda_graph: bool = Field(default=False)`: decode CUDA graphs only when asked. Later
+  MoE backend, no attention DP. The defaults of that period (`tensorrt_llm/llmapi/llm_args.py` `TorchLlmArgs`,
+  the mid-2025 copy read here, with `disable_overlap_scheduler` and `moe_backend` fields): `moe_backend='CUTLASS'`,
+  `enable_attention_dp` off, no speculative decoding, and `use_cuda_graph: bool = Field(default=False)`: decode
+  CUDA graphs only when asked. Later
   releases replaced it by `cuda_graph_config` with `default_factory=CudaGraphConfig` (on). Which of the two
   v0.21.0rc2 carries was not read here (no copy of the tag was reachable). The KV dtype is `auto`, which
   TensorRT-LLM takes from the checkpoint's `hf_quant_config.json`; NVIDIA's best-practice page says the FP8 KV
