@@ -49,6 +49,9 @@ def predict(row: dict) -> float:
     """gpuplan's tokens/s for the row's test."""
     fields = {"task": "infer", "engine": row["engine"], "model": row["model"], "gpu": row["gpu"], "batch_size": 1,
               "prompt_tokens": 512, "output_tokens": 128, "quant": None if row["quant"] == "none" else row["quant"]}
+    gpus = int(row.get("gpus") or 1)
+    if gpus > 1:  # llama.cpp's default --split-mode layer: the layers split over the cards, one stage each
+        fields.update(num_gpus=gpus, pp=gpus)
     if row["engine"] == "llama.cpp":
         fields.update(flash_attention=row["fa"] or "auto", ubatch_tokens=int(row["ubatch"] or 512))
     s = scenario_from(fields)
