@@ -637,6 +637,23 @@ VLLM_V1_FRONTEND_TOKEN_S = (15.7e-3 - VLLM_V1_FRONTEND_S) / 202
 # the piecewise FX graph (the mode 0.11 made the default): 0.40 ms / 28 = 14.3 us. The V1 host constants above
 # were fitted on 0.11 and 0.15 runs, which decode under full graphs.
 VLLM_PIECEWISE_GRAPH_LAYER_S = 14.3e-6
+# vLLM on Hopper, two kernels that do not run at their bytes' rate, each from the single-request H100 sweeps of the
+# vLLM blog "The State of FP8 KV-Cache and Attention Quantization in vLLM" (vllm-project/vllm-project.github.io
+# _posts/2026-04-22-fp8-kvcache.md, "Single Request Benchmarking": concurrency 1, 128 output tokens, inputs of 256
+# to 125k tokens, ITL = slope x input_len + intercept fitted per model and KV dtype). Its load runs (Tables 4 and 5,
+# concurrency 8) are bench/data/serving_load_runs.csv's held-out vllmblog rows, not fitted.
+# - FlashAttention-3's FP8 decode reads the fp8 cache at this share of the 16-bit cache's rate, by head size: the
+#   fitted FP8 slope over the BF16 slope is 54% for Llama-3.1-8B (head_dim 128) and 80% for gpt-oss-20b (64, every
+#   layer in FP8) on v0.19.1, 63% and 96% on v0.10.2 (its Table 3), for half the bytes: rate = 0.5 / ratio. The
+#   blog's causes: the two-level FP32 accumulation (vllm-project/flash-attention#104) and per-tile FP8 work that a
+#   64-wide head cannot amortize; tuned decode tiles (flash-attention#91, #96) came between the two releases.
+VLLM_FA3_FP8_KV_RATE = {(0, 19, 0): {64: 0.5 / 0.80, 128: 0.5 / 0.54}, (0, 0, 0): {64: 0.5 / 0.96, 128: 0.5 / 0.63}}
+# - The MXFP4 experts on Hopper (the Triton backend from 0.11.1: vllm/model_executor/layers/fused_moe/
+#   gpt_oss_triton_kernels_moe.py, routing then triton_kernels' matmul_ogs twice, the MXFP4 weights upcast to bf16
+#   for Hopper's bf16 MMA: there is no FP4 MMA before Blackwell) cost a fixed time per MoE layer and decode step
+#   beyond their bytes: gpt-oss-20b's fitted intercept is 4.03 to 4.07 ms where gpuplan's one-sequence step reads
+#   its bytes in 2.83 ms (bench/results/load_accuracy.md): (4.05 - 2.83) / 24 layers.
+VLLM_MXFP4_HOPPER_MOE_LAYER_S = 51e-6
 # SGLang's host loop (engines/sglang.py Sglang.timing), fitted by `python bench/serving/sglang_serving.py
 # --calibrate` on the calibration rows of bench/data/sglang_serving.csv (SGLang v0.3.0's own benchmark against
 # vLLM 0.6.0, sgl-project/sglang benchmark/benchmark_vllm_060/README.md: Llama-3.1-8B-Instruct on one A100 80GB,

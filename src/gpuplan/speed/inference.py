@@ -143,7 +143,8 @@ class StepTimer:
         if self.timing.kernels == "ggml-cuda" and batch <= oh.LLAMA_CPP_MMVQ_MAX_BATCH:
             return self._ggml_cuda_decode_parts(batch, context)
         gpu_share = 1 - self.cpu_layer_share
-        weights = (self._linears_s(batch, dense_only=True) + self._experts_decode_s(batch)) * gpu_share
+        weights = (self._linears_s(batch, dense_only=True) + self._experts_decode_s(batch)
+                   + self.timing.expert_layer_s * sum(n for layer, n in m.layer_kinds() if layer.moe)) * gpu_share
         weights += lm_head_s(m, gpu, self.other_dtype, batch, tp=tp)
         # the cache read in whole 16-token pages, as the kernels the vLLM calibration timed read it; under
         # attention data parallelism the busiest rank's sequences; the serving engines' absorbed MLA decode
@@ -151,7 +152,7 @@ class StepTimer:
         rank_batch = rank_share(batch, s.attention_ranks)
         kv = rank_batch * kv_bytes_per_sequence(s, m, int(context), block=oh.VLLM_BLOCK_TOKENS) * gpu_share
         mla = mla_absorbed_s(self, rank_batch, context) * gpu_share if self.timing.graphs else 0.0
-        kv_s = max(kv / self._stream_bps, mla)
+        kv_s = max(kv / (self._stream_bps * self.timing.fp8_kv_rate), mla)
         kernels = self._kernels_per_layer() * m.num_layers * gpu_share * self._kernel_latency_s
         elementwise = self._elementwise_s(batch) * gpu_share
         if self.timing.gpu_scale != 1.0:  # an engine's ROCm build on AMD (engines.rocm)
