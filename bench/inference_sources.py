@@ -282,9 +282,9 @@ CAUSES = {
         "experts). TPOT +2 %, requests/s -1 %."),
     ("load_accuracy", "vllmblog"): (
         "gpt-oss-20b's TTFT under load (-21 % and -18 %): the prompt steps of the MXFP4 model on Hopper; its ITL "
-        "(-19 % and -27 % before, now -4 % and -5 %) takes two kernels from the same post's single-request H100 "
-        "sweeps (engines/vllm.py `hopper_kernels`: 51 us a MoE layer for the Triton MXFP4 experts, "
-        "FlashAttention-3's fp8 cache at 0.63 of the 16-bit rate for head_dim 64). Llama-3.1-8B's FP8 ITL -19 %: "
+        "(-19 % and -27 % before, now -4 % and -5 %) takes two decode costs from the same post's single-request "
+        "sweeps (engines/vllm.py `measured_kernels`: 51 us a MoE layer, fitted on the H100 and found again on the "
+        "B200; FlashAttention-3's fp8 cache at 0.63 of the 16-bit rate for head_dim 64). Llama-3.1-8B's FP8 ITL -19 %: "
         "FP8 saves 2.25 ms a step at concurrency 8 where the single-request slopes give 3.4 ms."),
     ("llama_bench", "pr6017"): (
         "Two rows of one table: Llama 7B F16, pp512 (one micro-batch), on one A100 80GB PCIe (8,668 tokens/s) "
