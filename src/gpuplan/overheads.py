@@ -806,8 +806,9 @@ DECODE_BANDS: dict[tuple[str, str, str], tuple[float, float, int, str]] = {
                                   "GH200; the B200 rows fit the fused MoE), Llama 4 Scout, Qwen3-30B-A3B, "
                                   "Mixtral-8x7B: gpuplan up to 1.6x too fast (bench/results/bands.md)"),
     ("transformers", "dense", "NVIDIA"): (-0.20, 0.05, 4, "Qwen-1 1.8B-72B decode runs (bench/results/bands.md)"),
-    ("llama.cpp", "dense", "NVIDIA"): (-0.10, 0.15, 14, "llama-bench generation of Llama-2-7B (Q4_0, Q8_0, F16) on 12 "
-                                       "CUDA cards (bench/results/llama_bench.md)"),
+    ("llama.cpp", "dense", "NVIDIA"): (-0.10, 0.14, 15, "llama-bench generation of Llama-2-7B (Q4_0, Q8_0, F16) on 12 "
+                                       "CUDA cards and of Llama-3.1-70B Q4_K_M split over 4 RTX 4090s "
+                                       "(bench/results/llama_bench.md)"),
     ("llama.cpp", "dense", "Apple"): (-0.25, 0.07, 15, "llama-bench generation of Llama 2 7B and Llama 3 3B-70B on "
                                       "M1-M4 Macs; one source's M1 Max runs 30-40% slower than gpuplan says "
                                       "(bench/results/llama_bench.md)"),

@@ -33,13 +33,13 @@ def _held_out(bench, kind: str, test: str) -> list[float]:
     return [bench.err(r) for r in rows]
 
 
-@pytest.mark.parametrize(("kind", "test", "count", "limit"), [("cuda", "pp", 18, 0.15), ("cuda", "tg", 14, 0.15),
+@pytest.mark.parametrize(("kind", "test", "count", "limit"), [("cuda", "pp", 20, 0.15), ("cuda", "tg", 15, 0.15),
                                                               ("metal", "pp", 14, 0.15), ("metal", "tg", 15, 0.15)])
 def test_held_out_rows_within_the_issue_target(kind, test, count, limit):
     """Held-out llama-bench rows, median |error| under the issue's 15% (when written: CUDA prompts 9.6%, 10.2% with
-    PR #6017's one-card A100 row, CUDA
-    generation 9.8% (26.0% through the generic step model before its own path), Metal prompts 6.7%, Metal generation
-    3.8%, 7.9% with XiongjieDai's Llama 3 rows; CUDA prompts were 36% before, the A100 +203%)."""
+    PR #6017's one-card A100 row and PR #19378's 4x RTX 4090 split, CUDA generation 9.8%, 9.3% with the 70B split
+    row (26.0% through the generic step model before its own path), Metal prompts 6.7%, Metal generation 3.8%,
+    7.9% with XiongjieDai's Llama 3 rows; CUDA prompts were 36% before, the A100 +203%)."""
     errors = _held_out(_bench(), kind, test)
     assert len(errors) == count
     assert statistics.median(abs(e) for e in errors) < limit
