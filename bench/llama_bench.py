@@ -170,7 +170,8 @@ SPLIT_NOTE = (
     "512 rows ran at ~45 % of the card's 312 TFLOP/s, where the GEMM model gives ~72 % (the RTX 4090's F16 row of "
     "January 2024 is within 9 %); no other A100 F16 prompt row is in the table to place it, so nothing is refitted. "
     "The closing note's '~2.9 ms a boundary' divided gpuplan's one-card time, not a measured one, by the "
-    "boundaries.", "",
+    "boundaries. A recent build's split, PR #19378's 4x RTX 4090 (-sm layer, 3 boundaries), is held out too: "
+    "Llama-3.1-70B Q4_K_M pp512 -19 % and tg128 -3 %, Qwen3-30B-A3B Q8_0 pp512 +7 %.", "",
     "Not modelled: the overlap of micro-batches across cards when `n_batch > n_ubatch` (the scheduler keeps "
     "`GGML_SCHED_MAX_COPIES` copies of each split's inputs with an event per copy, so card k can run micro-batch "
     "j+1 while card k+1 runs j). PR #6017's eight cards reach 1.61x one card's rate at pp1024 and 1.94x at pp2048, "
