@@ -63,6 +63,7 @@ def test_a_plans_range_is_its_pairs_band_or_says_uncalibrated(engine, model, cal
         lo, hi = oh.SPEED_SPREAD["decode"]
         cls = model_class(load_model(model))
         assert sp.band.startswith(f"uncalibrated: no bench measures {engine} on {cls} models")
+        assert sp.band.endswith("twice the spread of the held-out decode rows of bench/throughput.py")  # SPEED_SPREAD
         assert not [k for k in oh.DECODE_BANDS if k[:2] == (engine, cls)]
         assert sp.tokens_per_s_high == pytest.approx(sp.tokens_per_s * (1 + 2 * hi))
         assert sp.tokens_per_s_low == pytest.approx(sp.tokens_per_s * (1 + 2 * lo))

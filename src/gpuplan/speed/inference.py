@@ -625,11 +625,12 @@ def banded(speed: Speed, engine: str, m: ModelSpec, widen: list[str], *, maker: 
     """``speed`` with its range: the band the benches measure for ``engine`` on ``m``'s class of model on
     ``maker``'s cards (:func:`.bands.decode_band`); on a maker with no band of its own the NVIDIA band, widened
     for the other vendor, and for an engine's ROCm build the held-out error of its measured share
-    (:data:`~gpuplan.overheads.ROCM_BAND`) on each side; else the decode spread doubled and said "uncalibrated"."""
+    (:data:`~gpuplan.overheads.ROCM_BAND`) on each side; else twice the held-out decode rows' spread
+    (:data:`~gpuplan.overheads.SPEED_SPREAD`), said "uncalibrated"."""
     found = decode_band(engine, m, maker)
     if found is None:
-        speed.band = (f"{uncalibrated_words(engine, m)}, so the range is the decode spread of the measured pairs, "
-                      "doubled")
+        speed.band = (f"{uncalibrated_words(engine, m)}, so the range is twice the spread of the held-out decode "
+                      "rows of bench/throughput.py")
         return speed.with_range("decode", *widen, "uncalibrated")
     low, high, where = found.low, found.high, found.where
     if found.own_maker:
