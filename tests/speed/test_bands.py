@@ -109,3 +109,25 @@ def test_a_maker_without_a_band_takes_nvidias_widened():
     assert sp.band.endswith("(widened: other vendor)")
     assert sp.tokens_per_s_high == pytest.approx(sp.tokens_per_s * (1 + (high + oh.ROCM_BAND) * widen))
     assert sp.tokens_per_s_low == pytest.approx(sp.tokens_per_s * (1 + (low - oh.ROCM_BAND) * widen))
+
+
+@pytest.mark.parametrize("scenario, rows_kept", [
+    ({"model": "deepseek-r1", "task": "infer", "engine": "sglang", "gpu": "h200", "num_gpus": 8, "batch_size": 32},
+     False),
+    ({"model": "qwen3-30b-a3b", "task": "infer", "engine": "llama.cpp", "quant": "q4_k_m", "gpu": "rtx-4090"}, False),
+    ({"model": "qwen2.5-7b", "task": "infer", "gpu": "a100-80gb"}, True)])
+def test_the_pages_speed_accuracy_is_the_plans_own_band(scenario, rows_kept):
+    """The page's "measured accuracy" beside a serving plan's speed is the plan's band and range (issue 31 item 7),
+    not the throughput table's decode rows, which are transformers' generate on dense Qwen models: a DeepSeek-R1
+    plan under SGLang had said "median |error| 8.5 % ... to 11.1 %" beside a -32 % / +14 % range."""
+    from gpuplan import api
+
+    plan = estimate(scenario, advise=False)
+    sp = plan.speed
+    numbers = api.explain(scenario).numbers
+    low, high = sp.tokens_per_s_low / sp.tokens_per_s - 1, sp.tokens_per_s_high / sp.tokens_per_s - 1
+    said = {key: f.accuracy for key, f in numbers.items() if key.startswith("speed.")}
+    assert "speed.tokens_per_s" in said
+    for accuracy in said.values():
+        assert accuracy.summary == f"{sp.band}; this plan's range: {low:+.0%} to {high:+.0%} of the estimate"
+        assert bool(accuracy.rows) == rows_kept and "Qwen2.5 docs" not in accuracy.summary
