@@ -225,7 +225,8 @@ VLLM_CUDAGRAPH_PER_GRAPH_LAYER_MIB = 0.25
 # ---- speed: the work each step does, at what each kind of work achieves ---------------------------------
 # Step time is the sum of the work a step does (GEMMs, attention, element-wise traffic, optimizer, collectives,
 # host-side launches), each at the rate that kind of work reaches on the card. The constants below are those
-# rates; bench/throughput.py scores the result against published measurements (README, "Speed").
+# rates; bench/throughput.py scores the result against published measurements (data/accuracy.md, "Throughput
+# against published runs").
 # Calibration you can audit (issue 20): each constant says its source and what it was set on. bench/throughput.py
 # holds out the rows whose id number is a multiple of 3; the constants added or refitted in issue 20 (GEMM shape,
 # RMSNorm bytes, the shape scaling per SM, the expert loop) were set on the H200 measurements in
@@ -602,7 +603,7 @@ VLLM_STEP_OVERHEAD_S = 3e-3
 # - per request, outside the engine's steps (HTTP, tokenizing, the hand-off to the engine core, the first
 #   streamed chunk): the median, over the lowest-rate stage of each of the 7 configurations scored, of
 #   measured less simulated TTFT.
-# Every other serving row checks them (README, "Serving": accuracy). Refitted with issue 20's GEMM shape costs (the
+# Every other serving row checks them (docs/serve.md, "Accuracy"). Refitted with issue 20's GEMM shape costs (the
 # batched decode GEMMs took part of what the per-sequence figure held: 31.5 -> 19.9 us).
 VLLM_V1_STEP_OVERHEAD_S = 0.765e-3
 VLLM_V1_HOST_S_PER_SEQ = 19.9e-6
@@ -853,7 +854,7 @@ SHORTHAND_LENGTH_SIGMA = 0.7
 
 # ---- serving ------------------------------------------------------------------------------------------
 # The range of a setup's true highest rate around gpuplan's: measured / simulated output throughput over the
-# saturated serving runs scored (README "Serving", accuracy; bench/serving/serving_accuracy.py): 12 runs, vLLM
+# saturated serving runs scored (docs/serve.md, "Accuracy"; bench/serving/serving_accuracy.py): 12 runs, vLLM
 # 0.11-0.19, H100, RTX 4090 and RTX PRO 6000: 0.72 (Qwen3-32B over two PCIe RTX PRO 6000, simulated 39 % fast) to
 # 1.18 (the simulation errs low on the H100 runs). Multiplies the rate; updated with that table.
 SERVING_RATE_BAND = (0.72, 1.18)
