@@ -131,3 +131,16 @@ def test_the_pages_speed_accuracy_is_the_plans_own_band(scenario, rows_kept):
     for accuracy in said.values():
         assert accuracy.summary == f"{sp.band}; this plan's range: {low:+.0%} to {high:+.0%} of the estimate"
         assert bool(accuracy.rows) == rows_kept and "Qwen2.5 docs" not in accuracy.summary
+
+
+def test_the_rate_band_is_the_saturated_serving_runs_spread():
+    """capacity's rate band (overheads.SERVING_RATE_BAND) spans measured / simulated output throughput over the
+    saturated runs bench/serving/serving_accuracy.py scores (calibration and check, not the excluded), to 0.01: the
+    table moves, the band follows."""
+    text = (BENCH / "results" / "serving_accuracy.md").read_text()
+    rows = re.findall(r"^\| ([\w.-]+) \| (?:calibration|check) \| saturated \| [^|]* \| [^|]* \| ([\d,.]+) / "
+                      r"([\d,.]+) \|", text, re.M)
+    ratios = [float(measured.replace(",", "")) / float(simulated.replace(",", "")) for _, measured, simulated in rows]
+    assert len(ratios) >= 10
+    low, high = oh.SERVING_RATE_BAND
+    assert low == pytest.approx(min(ratios), abs=0.01) and high == pytest.approx(max(ratios), abs=0.01)
