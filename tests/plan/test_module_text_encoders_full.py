@@ -45,7 +45,8 @@ def test_each_trainers_switch_trains_its_encoders(stack, model, trained):
     assert list(job.text_trained) == trained
     spec = kinds.named(model)
     whole = sum(c.params for c in spec.components if c.name in trained)
-    assert p.model.params_trainable == spec.main.params + whole
+    last = 7_089_408 if (stack, model) == ("kohya", "sdxl") else 0  # CLIP-L's last layer and norm (test below)
+    assert p.model.params_trainable == spec.main.params + whole - last
     frozen = [c.name for c in spec.role("text_encoder") if c.name not in trained]
     assert all(f"{name} (T5EncoderModel, frozen)" in p.memory.other for name in frozen)
 
@@ -208,3 +209,35 @@ def test_freed_gradients_peak_at_the_larger_moment(update):
         assert freed.gradients_gib == 0
         assert freed.allocated_peak_gib == pytest.approx(kept.allocated_peak_gib - gradients)
     assert freed.allocated_peak_gib < kept.allocated_peak_gib
+
+
+def test_kohya_sdxl_train_leaves_clip_l_last_layer_frozen():
+    """kohya's sdxl_train.py reads CLIP-L's penultimate layer and freezes the rest of it ("freeze last layer and
+    final_layer_norm in te1": ``text_encoder1.text_model.encoder.layers[-1].requires_grad_(False)`` and
+    ``final_layer_norm``): those parameters, counted on the real class on the meta device (7,089,408, 7,077,888 of
+    them in six nn.Linear weights), take no gradients, AdamW states or autocast copies; CLIP-G trains whole, and
+    diffusers' SD 1.5 (train_dreambooth.py) freezes nothing."""
+    require("transformers")
+    import torch
+
+    te, _ = _profile("sdxl", "text_encoder")
+    module = diffusers.build(te.library, te.cls, te.config)
+    text_model = getattr(module, "text_model", module)  # transformers 5 flattens CLIPTextModel
+    last = [text_model.encoder.layers[-1], text_model.final_layer_norm]
+    frozen = sum(p.numel() for m in last for p in m.parameters())
+    weights = sum(m.weight.numel() for m in last[0].modules() if isinstance(m, torch.nn.Linear))
+    assert (frozen, weights) == (7_089_408, 7_077_888)
+    base = dict(model="sdxl", task="train", stack="kohya", method="full", resolution="1024", optimizer="adamw",
+                grad_checkpointing="full", precision="fp16-mixed", gpu="h100-sxm",
+                set_grads_to_none=False)  # gradients and autocast's copies held at the peak
+    now = gpuplan.estimate({**base, "text_encoders": "trained"})
+    plain = gpuplan.estimate({**base, "text_encoders": "frozen"})
+    te2 = next(c for c in kinds.named("sdxl").role("text_encoder") if c.name == "text_encoder_2")
+    assert now.model.params_trainable - plain.model.params_trainable == te.params - frozen + te2.params
+    assert (now.memory.gradients_gib - plain.memory.gradients_gib) * GIB == pytest.approx(
+        4 * (te.params - frozen + te2.params))
+    copies = now.memory.other["text_encoder autocast 16-bit weight copies"] * GIB
+    assert copies == pytest.approx(2 * (linear_weights(_profile("sdxl", "text_encoder")[1]) - weights))
+    assert any("last layer and final norm frozen" in n for n in now.module.job.notes)
+    sd15 = gpuplan.estimate({**SD15, "text_encoders": "trained"})
+    assert not sd15.module.job.text_last_frozen and sd15.module.job.text_trained == ("text_encoder",)

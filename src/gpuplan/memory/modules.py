@@ -34,7 +34,14 @@ from ..model.profile import FP8_ALL, Profile, storage_format
 from ..model.quant import make_format
 from ..result import MemoryReport
 from ..scenario import Scenario
-from ..scenario.modules import TEXT_LORA_ROLES, ModuleJob, text_way, trains_encoder
+from ..scenario.modules import (
+    TEXT_LORA_ROLES,
+    ModuleJob,
+    frozen_text_params,
+    text_way,
+    trained_text_params,
+    trains_encoder,
+)
 from ..tensors.breakdown import GIB, Estimate, device_overheads
 
 BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
@@ -249,11 +256,12 @@ def text_encoders(e: Estimate, job: ModuleJob, parts: dict[str, Profile], phases
             e.other[f"{te.name} ({te.cls}, LoRA trained)"] = component_bytes(te, job.dtype) + own * stored.adapter
             continue
         if trains_encoder(job, te):
-            params, gradients = params + te.params, gradients + te.params * stored.state
-            factored += factored_elements(prof, te.params)
+            own, frozen = trained_text_params(job, te), frozen_text_params(job, te)
+            params, gradients = params + own, gradients + own * stored.state
+            factored += factored_elements(prof, te.params) - frozen.factored
             e.other[f"{te.name} ({te.cls}, trained)"] = te.params * (4 if stored.mixed else BYTES[job.dtype])
-            if stored.mixed:
-                e.other[f"{te.name} autocast 16-bit weight copies"] = linear_weights(prof) * 2
+            if stored.mixed:  # autocast caches the copies of the weights that take gradients only
+                e.other[f"{te.name} autocast 16-bit weight copies"] = (linear_weights(prof) - frozen.weights) * 2
             continue
         e.other[f"{te.name} ({te.cls}, frozen)"] = component_bytes(te, job.dtype)
         tokens = (job.t5_tokens,) if te.cls == "T5EncoderModel" else ()

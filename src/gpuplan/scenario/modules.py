@@ -60,6 +60,7 @@ class ModuleJob:
     text_encoders: str = "cached"
     text_lora: str = ""  # trained text encoders' LoRA: the trainer's preset on CLIP (attention | all), else ""
     text_trained: tuple[str, ...] = ()  # the text encoders trained (component names): LoRA, or whole in a full job
+    text_last_frozen: tuple[str, ...] = ()  # trained whole but for their last layer and final norm (kohya's SDXL)
     grads_freed: bool = False  # zero_grad(set_to_none=True): no gradients before the step's backward
     cache_latents: bool = True
     vae_dtype: str = "bf16"
@@ -205,12 +206,58 @@ def resolve_diffusion(s: Scenario, spec: ModuleSpec) -> ModuleJob:
     batch = s.micro_batch_size * (2 if s.prior_preservation else 1)
     vae_dtype = "fp32" if upcast else dtype  # diffusers' SDXL scripts and kohya keep an fp32 VAE (no_half_vae)
     text_lora, text_trained = _text_training(s, spec, notes)
+    last_frozen = _last_layer_frozen(s, spec, text_trained, notes)
     freed = _grads_freed(s, spec, notes)
     return ModuleJob(**{**common, "kind": "diffusion-train", "weights": weights}, way=way, trained=trained,
                      lora_roles=roles, lora_rank=s.lora_rank, batch=batch, samples_per_step=batch,
                      text_encoders="trained" if text_trained else s.text_encoders or "cached", text_lora=text_lora,
-                     text_trained=text_trained, grads_freed=freed,
+                     text_trained=text_trained, text_last_frozen=last_frozen, grads_freed=freed,
                      cache_latents=bool(s.cache_latents) or not vae, vae_dtype=vae_dtype, notes=tuple(notes))
+
+
+def _last_layer_frozen(s: Scenario, spec: ModuleSpec, trained: tuple[str, ...], notes: list[str]) -> tuple[str, ...]:
+    """The encoders a full fine-tune trains whole but for their last layer and final norm: kohya's sdxl_train.py
+    with --train_text_encoder, which reads CLIP-L's penultimate layer and so freezes the rest ("freeze last layer
+    and final_layer_norm in te1 since we use the output of the penultimate layer":
+    ``text_encoder1.text_model.encoder.layers[-1].requires_grad_(False)``, ``final_layer_norm`` too; its optimizer
+    gets the parameters, but AdamW keeps no state for one without a gradient)."""
+    if not (s.stack == "kohya" and s.method == "full" and pipeline_family(spec) == "sdxl"):
+        return ()
+    frozen = tuple(te.name for te in spec.role("text_encoder") if te.name in trained and te.cls == "CLIPTextModel")
+    if frozen:
+        notes.append(f"{', '.join(frozen)}: last layer and final norm frozen (sdxl_train.py reads the penultimate "
+                     "layer)")
+    return frozen
+
+
+@dataclass(frozen=True)
+class FrozenPart:
+    """What a trained encoder's trainer leaves frozen: parameters, linear weights, Adafactor's factored elements
+    (a row and a column per linear weight, the rest in full) and linears."""
+
+    params: int = 0
+    weights: int = 0
+    factored: int = 0
+    linears: int = 0
+
+
+def frozen_text_params(job: ModuleJob, component) -> FrozenPart:
+    """What of a trained encoder its trainer leaves frozen (:func:`_last_layer_frozen`): a CLIP encoder layer's four
+    attention projections (``h x h`` and a bias each), two layer norms, ``fc1`` and ``fc2`` (``h x i`` and a bias
+    each), and the final norm; CLIP-L (h 768, i 3,072): 7,087,872 + 1,536 = 7,089,408 parameters, 7,077,888 of them
+    linear weights. Nothing for any other encoder."""
+    if component.name not in job.text_last_frozen:
+        return FrozenPart()
+    h, i = component.config["hidden_size"], component.config["intermediate_size"]
+    weights = 4 * h * h + 2 * h * i
+    params = weights + 4 * h + 2 * 2 * h + i + h + 2 * h
+    return FrozenPart(params=params, weights=weights, factored=4 * 2 * h + 2 * (h + i) + params - weights, linears=6)
+
+
+def trained_text_params(job: ModuleJob, component) -> int:
+    """The parameters of a text encoder the job trains whole that take gradients (all but
+    :func:`frozen_text_params`)."""
+    return component.params - frozen_text_params(job, component).params
 
 
 def trains_encoder(job: ModuleJob, component) -> bool:
@@ -246,8 +293,8 @@ def pipeline_family(spec: ModuleSpec) -> str:
 #   --network_train_unet_only (T5's LoRA only with network_args train_t5xxl=True, not modelled); train_db.py trains
 #   the CLIP encoder unless --stop_text_encoder_training -1; sdxl_train.py and sd3_train.py with
 #   --train_text_encoder (sd3_train.py: T5 too with --train_t5xxl); flux_train.py freezes clip_l and t5xxl.
-#   sdxl_train.py also freezes CLIP-L's last layer and final norm (SDXL reads its penultimate layer): counted as
-#   trained here, 7.1M of its 123M parameters (their gradients and states, about 85 MB with AdamW, over-counted).
+#   sdxl_train.py also freezes CLIP-L's last layer and final norm (SDXL reads its penultimate layer): 7,089,408 of
+#   its 123M parameters take no gradients or optimizer states (frozen_text_params).
 # - ai-toolkit (ostris/ai-toolkit toolkit/lora_special.py LoRANetwork): train.train_text_encoder adds LoRA to every
 #   linear of CLIPAttention and CLIPMLP; its FLUX example says "probably doesn't work for flux", and T5 gets none.
 TEXT_TRAINED = {("diffusers", "lora", f): "clip" for f in ("sd", "sdxl", "sd3", "flux")} | {
