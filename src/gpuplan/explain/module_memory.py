@@ -12,9 +12,9 @@ from types import SimpleNamespace
 
 from .. import overheads as oh
 from ..memory import modules as mm
-from ..model.profile import Profile, storage_format
+from ..model.profile import FP8_ALL, Profile, storage_format
 from ..plan.modules import ModulePlan, profiles
-from ..scenario.modules import ModuleJob, frozen_text_params, text_way, trained_text_params, trains_encoder
+from ..scenario.modules import ModuleJob, frozen_text_params, text_ways, trained_text_params, trains_encoder
 from . import memory as mf
 from .accuracy import module_accuracy
 from .formula import GIB, Constant, Formula, count
@@ -210,7 +210,7 @@ def _activations(job: ModuleJob, main: Profile, parts: dict[str, Profile], plan:
                            f"{', '.join(f'{v:,}' for v in sizes)}" + (" x 2 (fp32)" if scale == 2 else "")
                            + (" + eager attention's score matrices" if eager else "")
                            + (" + what the trained text encoders' forward keeps for their backward (their recorded "
-                              f"{text_way(job)} passes)" if kept else "") + decode,
+                              f"{text_ways(job)} passes)" if kept else "") + decode,
                    substituted=f"{main_phase}: {own / GIB:,.3f}" + (f" + {eager / GIB:,.3f}" if eager else "")
                                + (f" + {kept / GIB:,.3f}" if kept else "")
                                + f" GiB; phases (GiB): {shown}; the peak is {mem.peak_phase}",
@@ -252,6 +252,10 @@ def _other(s, job: ModuleJob, main: Profile, parts: dict[str, Profile], name: st
         computed = mm.component_bytes(c, dtype) / GIB
         formula = f"the {c.cls}'s parameters x bytes in {dtype}"
         text = f"{count(c.params)} x {mm.BYTES[dtype]} B"
+        if c.role == "text_encoder" and job.weights == FP8_ALL:  # kohya's --fp8_base casts the encoders too
+            computed = mm.text_weight_bytes(job, c, parts[f"text-encoder:{c.name}"]) / GIB
+            formula = f"the {c.cls}'s linear weights x 1 B (kohya's --fp8_base), the rest x bytes in {dtype}"
+            text = f"{count(c.params)} parameters"
         if adapters := mm.text_lora_params(job, parts, c):
             adapter = mm.BYTES["fp32" if s.adapter_dtype == "fp32" else job.dtype]
             computed += adapters * adapter / GIB

@@ -260,18 +260,27 @@ def trained_text_params(job: ModuleJob, component) -> int:
     return component.params - frozen_text_params(job, component).params
 
 
+def text_ways(job: ModuleJob) -> str:
+    """The recorded ways the trained text encoders run (:func:`text_way`), for the plan's words."""
+    return ", ".join(dict.fromkeys(text_way(job, te) for te in job.spec.role("text_encoder")
+                                   if trains_encoder(job, te)))
+
+
 def trains_encoder(job: ModuleJob, component) -> bool:
     """Whether the job trains this text encoder (:func:`_text_training` chose which, by trainer and pipeline)."""
     return component.role == "text_encoder" and component.name in job.text_trained
 
 
-def text_way(job: ModuleJob) -> str:
+def text_way(job: ModuleJob, component=None) -> str:
     """The recorded way a trained text encoder runs: the whole encoder with the denoiser's full fine-tune
     (``train-full``, ``-gc`` under checkpointing: the trainers checkpoint the encoders with the denoiser), else
-    the trainer's LoRA preset (``train-lora-attention`` or ``-all``)."""
+    the trainer's LoRA preset (``train-lora-attention`` or ``-all``), T5's checkpointed under checkpointing too
+    (kohya's train_network.py: ``t_enc.gradient_checkpointing_enable()`` for each trained encoder). CLIP's LoRA
+    ways are recorded without checkpointing: over 77 tokens they keep little."""
     if job.trained == "all":
         return "train-full-gc" if job.way.endswith("-gc") else "train-full"
-    return f"train-lora-{job.text_lora}"
+    t5 = component is not None and component.cls == "T5EncoderModel"
+    return f"train-lora-{job.text_lora}" + ("-gc" if t5 and job.way.endswith("-gc") else "")
 
 
 def pipeline_family(spec: ModuleSpec) -> str:
@@ -290,7 +299,7 @@ def pipeline_family(spec: ModuleSpec) -> str:
 #   train_dreambooth_sd3.py trains all three, T5 too (``text_encoder_three.requires_grad_(True)``);
 #   train_dreambooth_flux.py CLIP-L only (``text_encoder_two.requires_grad_(False)``); no SDXL full script.
 # - kohya sd-scripts: train_network.py / sdxl_ / sd3_ / flux_train_network.py LoRA on CLIP unless
-#   --network_train_unet_only (T5's LoRA only with network_args train_t5xxl=True, not modelled); train_db.py trains
+#   --network_train_unet_only (T5's LoRA too with network_args train_t5xxl=True: trained-all); train_db.py trains
 #   the CLIP encoder unless --stop_text_encoder_training -1; sdxl_train.py and sd3_train.py with
 #   --train_text_encoder (sd3_train.py: T5 too with --train_t5xxl); flux_train.py freezes clip_l and t5xxl.
 #   sdxl_train.py also freezes CLIP-L's last layer and final norm (SDXL reads its penultimate layer): 7,089,408 of
@@ -313,10 +322,11 @@ TEXT_REFUSALS = {
 
 
 # who trains T5-XXL as well with text_encoders trained-all: diffusers' train_dreambooth_sd3.py (always, with
-# --train_text_encoder) and kohya's sd3_train.py --train_t5xxl (``t5xxl.requires_grad_(train_t5xxl)``, which asserts
-# --train_text_encoder with it); kohya's LoRA network_args train_t5xxl=True (networks/lora_sd3.py, lora_flux.py) is not
-# modelled: T5's LoRA ways are not recorded
-TEXT_T5 = {("diffusers", "full", "sd3"), ("kohya", "full", "sd3")}
+# --train_text_encoder), kohya's sd3_train.py --train_t5xxl (``t5xxl.requires_grad_(train_t5xxl)``, which asserts
+# --train_text_encoder with it), and kohya's LoRA with network_args train_t5xxl=True (networks/lora_sd3.py and
+# lora_flux.py create_network: LoRA on T5's T5Attention and T5DenseGatedActDense linears beside CLIP's; the
+# scripts then refuse cached text-encoder outputs)
+TEXT_T5 = {("diffusers", "full", "sd3"), ("kohya", "full", "sd3"), ("kohya", "lora", "sd3"), ("kohya", "lora", "flux")}
 
 
 def encoders_trained(s: Scenario) -> bool:
@@ -340,10 +350,10 @@ def _text_training(s: Scenario, spec: ModuleSpec, notes: list[str]) -> tuple[str
                            "text_encoders frozen or cached")
     if s.text_encoders == "trained-all":
         if key not in TEXT_T5:
-            raise GpuplanError("text_encoders trained-all trains T5-XXL too, which only SD3's full fine-tunes do "
-                               "(diffusers' train_dreambooth_sd3.py, kohya's sd3_train.py --train_t5xxl; kohya's "
-                               f"LoRA train_t5xxl is not modelled), not {method} {s.stack} on {spec.name}: set "
-                               "text_encoders trained")
+            raise GpuplanError("text_encoders trained-all trains T5-XXL too, which SD3's full fine-tunes do "
+                               "(diffusers' train_dreambooth_sd3.py, kohya's sd3_train.py --train_t5xxl) and kohya's "
+                               "SD3 and FLUX LoRA (network_args train_t5xxl=True), not "
+                               f"{method} {s.stack} on {spec.name}: set text_encoders trained")
         which = "all"
     encoders = spec.role("text_encoder")
     names = tuple(te.name for te in encoders if which == "all" or te.cls != "T5EncoderModel")

@@ -34,9 +34,9 @@ from .. import overheads as oh
 from ..errors import GpuplanError
 from ..hardware import GpuSpec, load_gpu
 from ..model.layers import Linear
-from ..model.profile import Op, Profile, storage_format
+from ..model.profile import FP8_ALL, Op, Profile, storage_format
 from ..model.quant import make_format
-from ..scenario.modules import TEXT_LORA_ROLES, frozen_text_params, trained_text_params, trains_encoder
+from ..scenario.modules import TEXT_LORA_ROLES, frozen_text_params, text_way, trained_text_params, trains_encoder
 from .gemm import bandwidth, continuous_clock_factor, gemm_time_s, peak_flops, power_limit_factor
 from .work import attention_fraction, smooth_max
 
@@ -421,22 +421,25 @@ def train_step(s, job, main: Profile, parts: dict[str, Profile], gpu: GpuSpec) -
 def text_encoders_s(job, parts: dict[str, Profile], gpu: GpuSpec, run: Run) -> dict[str, float]:
     """Seconds per micro-step of the text encoders on the card: a frozen one's forward without gradients; a trained
     one's (:func:`~gpuplan.scenario.modules.trains_encoder`) forward and backward, with its LoRA adapters (input
-    gradients through the frozen linears and the adapters' own, as the denoiser's LoRA) or trained whole (weight
+    gradients through the frozen linears and the adapters' own, as the denoiser's LoRA; the forward again where its
+    way is checkpointed: :func:`~gpuplan.scenario.modules.text_way`) or trained whole (weight
     gradients too, and the forward again under checkpointing, as the denoiser's full fine-tune)."""
     out: dict[str, float] = {}
+    stored = "fp8" if job.weights == FP8_ALL else "16bit"  # kohya's --fp8_base: the encoders' linears too
     for te in job.spec.role("text_encoder"):
         prof = parts[f"text-encoder:{te.name}"]
         tokens = (job.t5_tokens,) if te.cls == "T5EncoderModel" else ()
         if trains_encoder(job, te):
-            how = Run(dtype=job.dtype, lora_roles=TEXT_LORA_ROLES[job.text_lora], lora_rank=job.lora_rank,
-                      autocast=run.autocast, host_factor=run.host_factor) if job.text_lora else \
+            how = Run(dtype=job.dtype, weights=stored, lora_roles=TEXT_LORA_ROLES[job.text_lora],
+                      lora_rank=job.lora_rank, recompute=text_way(job, te).endswith("-gc"), autocast=run.autocast,
+                      host_factor=run.host_factor) if job.text_lora else \
                 Run(dtype=job.dtype, trained="all", recompute=run.recompute, autocast=run.autocast,
                     host_factor=run.host_factor)
             name = "text encoders (LoRA trained)" if job.text_lora else "text encoders (trained)"
             t = (forward(prof, gpu, job.batch, tokens, how) + backward(prof, gpu, job.batch, tokens, how)).total_s
             out[name] = out.get(name, 0.0) + t
             continue
-        t = forward(prof, gpu, job.batch, tokens, Run(dtype=job.dtype)).total_s
+        t = forward(prof, gpu, job.batch, tokens, Run(dtype=job.dtype, weights=stored)).total_s
         out["text encoders"] = out.get("text encoders", 0.0) + t
     return out
 
@@ -463,10 +466,11 @@ def optimizer_host_s(s, job, main: Profile, gpu: GpuSpec, parts: dict[str, Profi
     linears = [op for op in main.ops if op.kind in ("linear", "conv")]
     if job.trained == "all":
         tensors = sum(op.count * (2 if op.bias else 1) for op in linears)
-        tensors += sum(op.count * (2 if op.bias else 1) for te in job.spec.role("text_encoder")
-                       if trains_encoder(job, te) for op in parts[f"text-encoder:{te.name}"].ops
-                       if op.kind == "linear") if parts else 0
-        tensors -= 2 * sum(frozen_text_params(job, te).linears for te in job.spec.role("text_encoder"))
+        if parts:  # the trained encoders' linears, less those the trainer leaves frozen
+            tensors += sum(op.count * (2 if op.bias else 1) for te in job.spec.role("text_encoder")
+                           if trains_encoder(job, te) for op in parts[f"text-encoder:{te.name}"].ops
+                           if op.kind == "linear")
+            tensors -= 2 * sum(frozen_text_params(job, te).linears for te in job.spec.role("text_encoder"))
     else:
         tensors = 2 * sum(op.count for op in linears if job.lora_roles and op.role in job.lora_roles)
     tensors += 2 * text_adapted(job, parts or {})
