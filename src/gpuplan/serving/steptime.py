@@ -6,7 +6,7 @@ the engine's host loop); it takes tens of microseconds per call. The scheduler s
 thousands of steps per capacity search, so :func:`step_model` samples the timer once per setup and keeps a
 closed form of it::
 
-    step = dense(T) + lm_head(R) + attention(pairs) + kv_read(context) + host_step + host_seq x S
+    step = dense(T) + lm_head(R) + attention(pairs) + scan(T_prompt) + kv_read(context) + host_step + host_seq x S
 
 - ``dense(T)``: the token-proportional work of ``T`` = prefill tokens + decoding sequences (linears, routed
   experts, element-wise, TP all-reduces, kernel floor), sampled from ``StepTimer.decode_parts(T, 0)`` and
@@ -16,6 +16,8 @@ closed form of it::
   share of the peak its kernels reach (:func:`step_model`);
 - ``lm_head(R)``: logits only for the ``R`` sequences sampled this step (decodes and prompts that finish);
 - ``attention``: prompt attention per (query, key) pair, the slope of ``prefill_parts``' attention term;
+- ``scan(T_prompt)``: Mamba-2's chunked scan per prompt token (``prefill_parts``' ``ssm_scan`` of a 4,096-token
+  prompt over its tokens: the scan's work is per chunk, linear in the prompt);
 - ``kv_read``: every cached K and V of the decoding sequences read once (``decode_parts``' KV term per token;
   exact for full attention, an upper bound for sliding-window layers);
 - the host: vLLM's engine loop per step and per scheduled sequence ``S`` (``StepTimer``'s host term), added to the
@@ -75,6 +77,7 @@ class StepModel:
     lm_head_s: tuple[float, ...]  # logits for grid_tokens sampled rows
     attention_s_per_pair: float
     kv_s_per_token: float
+    scan_s_per_token: float = 0.0  # Mamba-2's chunked scan per prompt token (prefill_parts' ssm_scan)
     step_host_s: float
     seq_host_s: float
     request_s: float = 0.0  # per request outside the engine loop (HTTP, tokenizing, streaming): TTFT and E2E
@@ -100,7 +103,8 @@ class StepModel:
         pseqs = (1.0 if prefill_tokens > 0 else 0.0) if prefill_seqs is None else prefill_seqs
         rows = decode_seqs + pseqs if sampled is None else sampled
         gpu = _interp(self.grid_tokens, self.dense_s, tokens) + _interp(self.grid_tokens, self.lm_head_s, rows) \
-            + prefill_pairs * self.attention_s_per_pair + decode_context * self.kv_s_per_token
+            + prefill_pairs * self.attention_s_per_pair + decode_context * self.kv_s_per_token \
+            + prefill_tokens * self.scan_s_per_token
         c = self.calibration
         share = prefill_tokens / tokens
         gpu *= c.memory + (c.compute - c.memory) * share
@@ -153,12 +157,14 @@ def sample(timer: StepTimer, calibration: Calibration | None = None,
     a, b = _PAIRS_AT
     attn = (timer.prefill_parts(b).get("attention", 0.0) - timer.prefill_parts(a).get("attention", 0.0)) \
         / ((b * b - a * a) / 2)
+    scan = timer.prefill_parts(b).get("ssm_scan", 0.0) / b
     context = 1024
     kv = timer.decode_parts(1, context).get("kv_cache", 0.0) / context
     one, two = timer.host_s(prefill=False, seqs=1), timer.host_s(prefill=False, seqs=2)
     launch = timer.launch_host_s() if timer.timing.eager_prompts and timer.timing.graphs else 0.0
     return StepModel(grid_tokens=tuple(float(t) for t in GRID_TOKENS), dense_s=tuple(dense), lm_head_s=tuple(heads),
-                     attention_s_per_pair=attn, kv_s_per_token=kv, step_host_s=2 * one - two, seq_host_s=two - one,
+                     attention_s_per_pair=attn, kv_s_per_token=kv, scan_s_per_token=scan,
+                     step_host_s=2 * one - two, seq_host_s=two - one,
                      request_s=timer.request_s, frontend_s=timer.frontend[0], frontend_token_s=timer.frontend[1],
                      prompt_launch_s=launch, async_host=timer.async_host,
                      calibration=calibration or Calibration())

@@ -44,7 +44,16 @@ from .breakdown import Speed
 from .comms import DataParallel, Link, all_reduce_s, inter_node_link, intra_node_link
 from .experts import expanded_rows_s, experts_s, layout_comms_s, mla_absorbed_s, rank_share
 from .gemm import bandwidth, gemm_time_s, peak_flops, streaming_bandwidth
-from .work import attention_s, eager_ops_per_layer, elementwise_s, expert_loop_s, experts_hit, lm_head_s, smooth_max
+from .work import (
+    attention_s,
+    eager_ops_per_layer,
+    elementwise_s,
+    expert_loop_s,
+    experts_hit,
+    lm_head_s,
+    mamba_scans_s,
+    smooth_max,
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -105,7 +114,9 @@ class StepTimer:
                                 math.ceil(tokens / seqs), kernel=self.kernel, tp=self.s.attention_tp,
                                 context=context, masked_windows=self.timing.eager) \
             / self.timing.context_attention_speedup
-        parts = {"gemm": gemm, "attention": attention, "elementwise": self._elementwise_s(tokens),
+        scan = mamba_scans_s(m, gpu, rank_share(seqs, self.s.attention_ranks), math.ceil(tokens / seqs),
+                             tp=self.s.attention_tp)
+        parts = {"gemm": gemm, "attention": attention, "ssm_scan": scan, "elementwise": self._elementwise_s(tokens),
                  "tensor_parallel": self._tp_s(tokens), "pipeline_across_nodes": self._node_hops_s(tokens)}
         if self.s.attention_dp:  # the MoE layout's gathers and dispatches (speed.experts)
             parts.update(layout_comms_s(self, tokens, seqs, decode=False))
