@@ -62,3 +62,27 @@ def test_serving_step_prices_the_scan_per_prompt_token():
     without = type(sm)(**{**sm.__dict__, "scan_s_per_token": 0.0})
     assert sm.time(4096, 8, 8 * 1024) - without.time(4096, 8, 8 * 1024) == pytest.approx(
         4096 * sm.scan_s_per_token, rel=1e-9)
+
+
+def test_decode_moves_the_recurrent_state_twice_per_sequence():
+    """A decode step reads each Mamba layer's state and writes it back (selective_state_update stores it in place):
+    23 layers x (fp32 SSM state 4,096 x 128 x 4 B + conv state 6,144 x 4 x 2 B) = 49,364,992 bytes, twice, per
+    sequence whatever its length. The step model keeps it per sequence and only the 6 attention layers' fp8 keys and
+    values per token (6 x 2 x 2 heads x 128 x 1 B = 3,072 bytes); it took the state per token at 1,024 tokens,
+    which made a 32k-token sequence's decode read 32 times its state."""
+    from gpuplan.scenario import scenario_from
+    from gpuplan.serving.steptime import step_model
+    from gpuplan.speed.inference import step_timer
+
+    s = scenario_from({"model": NANO, "task": "infer", "engine": "vllm", "gpu": "h200", "quant": "fp8",
+                       "kv_cache_dtype": "fp8"})
+    m, gpu = load_model(NANO), load_gpu("h200")
+    timer = step_timer(s, m, gpu)
+    bps = timer._stream_bps
+    assert timer.decode_parts(1, 0)["kv_cache"] == pytest.approx(2 * 49_364_992 / bps, rel=1e-9)
+    sm = step_model(s, m, gpu)
+    assert sm.state_s_per_seq == pytest.approx(2 * 49_364_992 / bps, rel=1e-9)
+    assert sm.kv_s_per_token == pytest.approx(3072 / bps, rel=1e-9)
+    dense = load_model("llama-3.1-8b")
+    assert step_model(scenario_from({"model": "llama-3.1-8b", "task": "infer", "engine": "vllm", "gpu": "h200"}),
+                      dense, gpu).state_s_per_seq == 0.0

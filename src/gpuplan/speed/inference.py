@@ -159,7 +159,8 @@ class StepTimer:
         # attention data parallelism the busiest rank's sequences; the serving engines' absorbed MLA decode
         # (FlashMLA and its kin) at its compute floor where all heads of a GPU make it compute-bound
         rank_batch = rank_share(batch, s.attention_ranks)
-        kv = rank_batch * kv_bytes_per_sequence(s, m, int(context), block=oh.VLLM_BLOCK_TOKENS) * gpu_share
+        kv = rank_batch * (kv_bytes_per_sequence(s, m, int(context), block=oh.VLLM_BLOCK_TOKENS)
+                           + self._state_write_bytes) * gpu_share
         mla = mla_absorbed_s(self, rank_batch, context) * gpu_share if self.timing.graphs else 0.0
         kv_s = max(kv / self._stream_bps, mla)
         kernels = self._kernels_per_layer() * m.num_layers * gpu_share * self._kernel_latency_s
@@ -202,6 +203,16 @@ class StepTimer:
         if self.cpu_layer_share:
             parts["cpu_layers"] = self._cpu_layers_s(batch, context)
         return {k: v for k, v in parts.items() if v > 0}
+
+    @property
+    def _state_write_bytes(self) -> float:
+        """Bytes of one sequence's recurrent states (Mamba-2, linear attention) a decode step writes back after
+        reading them: the update is in place (mamba_ssm ops/triton/selective_state_update.py
+        ``_selective_scan_update_kernel`` loads the state and stores the new one; so do vLLM's copy in
+        layers/mamba/ops/mamba_ssm.py, its ``causal_conv1d_update`` and the gated delta rule's recurrent kernel,
+        fla's ``fused_recurrent_gated_delta_rule_fwd_kernel``, which stores its final state ``ht``), so the state
+        moves twice a step where keys and values are only read; 0 for attention-only models."""
+        return kv_bytes_per_sequence(self.s, self.m, 0)
 
     def decode_s(self, batch: int, context: float) -> float:
         """Seconds of one decode step of ``batch`` sequences holding ``context`` tokens each."""
