@@ -205,11 +205,14 @@ def ssd_scan_s(m: ModelSpec, gpu: GpuSpec, seqs: float, seq: int, *, tp: int = 1
     - ``_bmm_chunk_fwd``: ``C B^T`` per chunk and group, ``2 G N L^2`` FLOPs, written in fp32;
     - ``_chunk_scan_fwd``: the output, ``(C B^T masked by the decay) x`` over the causal half of each chunk
       (``2 inner L (L + 1) / 2``) plus ``C`` times the incoming state (``2 inner N`` a token); reads the states,
-      ``C B^T``, x, C and the gate z, writes y;
+      ``C B^T``, x, C and the gate z (vLLM reads z in its gated RMSNorm instead), writes y;
     - ``causal_conv1d_fn`` before them reads and writes the ``inner + 2 G N`` convolved channels.
 
-    Heads and groups split over ``tp`` (vLLM's MambaMixer2; one group is replicated). The states' fp32 passes
-    dominate the bytes: Nemotron-3-Nano (64 x 64 heads, N 128, chunks of 128) moves 64 KiB of them a token."""
+    Heads and groups split over ``tp`` (vLLM's MambaMixer2; one group is replicated). The states are taken in fp32
+    throughout: ``_chunk_state_fwd`` writes them so (``states_in_fp32=True``) and vLLM passes its state cache's dtype
+    to ``_state_passing_fwd`` (``state_dtype``: fp32 for Nemotron-H, ``mamba_ssm_cache_dtype``; mamba_ssm's own
+    passes C's 16-bit dtype, a quarter fewer bytes). They dominate the bytes: Nemotron-3-Nano (64 x 64 heads, N 128,
+    chunks of 128) moves 64 KiB of them a token."""
     shape = mamba2_shape(m.config, m.hidden_size) if m.config else None
     if not shape or seqs <= 0 or seq <= 0:
         return 0.0
