@@ -278,12 +278,12 @@ CAUSES = {
         "step flips the burst to all 500 admitted at once); "
         "at 16 requests/s, TPOT -40 %: the engine loop on that host."),
     ("load_accuracy", "recipes"): (
-        "The Nemotron-3-Nano recipe's first wave, 1,024 requests of 1,024 tokens sent at once: its last first "
-        "token (p99 TTFT 15.5 s) bounds the prefill queue at ~68k prompt tokens a second, where gpuplan clears "
-        "it in 11.1 s (~94k a second), so the hybrid Mamba-MoE's prompt steps are ~1.4x too fast in gpuplan (the "
-        "median and mean TTFT, -33 % before the frontend queue, -30 % with it, follow). No single-request run of "
-        "this model on an H200 was found to place the prompt step's cost (Mamba-2's chunked scan, the FP8 "
-        "experts). TPOT +2 %, requests/s -1 %."),
+        "The Nemotron-3-Nano recipe (FP8, one H200, 1,024 users): Mamba-2 layers are no longer timed as attention "
+        "and add their chunked scan from mamba_ssm's kernels; decode reads and writes each sequence's recurrent "
+        "state once, not per context token (TTFT -29.5 % -> -23.3 %, TPOT +2.4 % -> +12.7 %). What is left: the "
+        "FP8 path gains 1.90x over BF16 in gpuplan against 1.40x on Model-Optimizer's H100 throughput runs of this "
+        "model (BF16 within 4 %), and the recipe's --async-scheduling (opt-in on 0.12) is not modelled "
+        "(bench/results/load_accuracy.md)."),
     ("load_accuracy", "vllmblog"): (
         "gpt-oss-20b's TTFT under load (-21 % and -18 %): the prompt steps of the MXFP4 model on Hopper; its ITL "
         "(-19 % and -27 % before, now -4 % and -5 %) takes two decode costs from the same post's single-request "
@@ -307,8 +307,17 @@ CAUSES = {
         "steps 1.3-2.8x too fast at 4-16 requests (closed loop in lockstep: the steps themselves); no public "
         "number prices either (bench/results/sglang_serving.md). Shown, never fitted."),
     ("sglang_serving", "ix3173"): "InferenceX DeepSeek-R1 TTFT under SGLang: helper s8-ttft's this session.",
-    ("sglang_serving", "ix3318"): "InferenceX DeepSeek-R1 TTFT under SGLang (MI325X): helper s8-ttft's this session.",
-    ("sglang_serving", "ix3363"): "InferenceX DeepSeek-R1 TTFT under SGLang: helper s8-ttft's this session.",
+    ("sglang_serving", "ix3318"): (
+        "InferenceX DeepSeek-R1 TTFT under SGLang on MI325X: 0.44-0.71 s more on every request at 8k prompts, a "
+        "cost off the engine's path: its prompt work at the decode's ROCm share (1.67) queues the later requests "
+        "(64 requests -10 % -> +48 %), which the published means do not show; at the FP8 rate it falls further. No "
+        "source read prices it (bench/results/moe_layout.md, notes 6-8)."),
+    ("sglang_serving", "ix3363"): (
+        "InferenceX DeepSeek-R1 TTFT under SGLang on B200 (FP8, TP 8, EP 1): +82..+132 ms on the mean at 1-16 "
+        "requests, present with one request at an idle server, and a queue at 64; B300 at EP 4-8 (NVFP4) has "
+        "+15..+36 ms. Not the prompt's matmul rate (at the FP8 rate: -39 % -> -42 %); what the EP 1 families share "
+        "(256 expert groups of [32 x 7,168] x [7,168 x 512] per GPU for a 1k prompt) has no kernel profile "
+        "(bench/results/moe_layout.md, notes 1-8)."),
     ("trtllm_serving", "i5929"): "trtllm-serve's B200 prompt steps: helper s8-trtllm's this session.",
 }
 

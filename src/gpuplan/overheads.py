@@ -394,6 +394,16 @@ ATTENTION_KERNEL_PEAK_FRACTION = {("flash2", "Hopper"): 0.19}
 # its memory-efficient kernel (mem_eff_attention/kernel_forward.h: kMaxK 64, 128 variants) pad as far or further
 # (80 to 128). SD 1.5's 40-wide heads run the 64-wide kernel: 1.6x the matmul work per score. Not fitted.
 ATTENTION_HEAD_DIM_TILE = 32
+# The card each generation's fraction above was set on, whose r(128) the per-card ratio starts from: a card of the
+# same generation with other SFU and FP32 rates per tensor FLOP reaches fraction x (1 + r_ref(128)) / (t/d +
+# r(d)). Ampere's 0.30 was set on A100 rows (r = 0.375); GeForce Ampere (GA10x: RTX 3060 to 3090) has Ada's SM
+# balance, 128 FP32 lanes and 16 SFU lanes per SM beside tensor cores at a quarter of GA100's per-SM rate with
+# fp32 accumulation (NVIDIA Ampere GA102 GPU Architecture whitepaper, the GA10x SM and its appendix table: RTX 3090
+# 71 dense FP16 tensor TFLOPS with FP32 accumulate, 35.6 FP32), so r(128) = 0.078 as on the RTX 4090 and its
+# softmax costs what Ada's does: 0.30 x 1.375 / 1.078 = 0.38 at 128-wide heads, the Ada value, derived the same way
+# (issue 34, session 9; not fitted). Ada's 0.38 is the RTX 4090's by that derivation. Generations not listed: each
+# card is its own reference.
+ATTENTION_REFERENCE_CARD = {"Ampere": "nvidia-a100-sxm4-80gb", "Ada": "nvidia-geforce-rtx-4090"}
 SFU_OPS_PER_SM_CLOCK = 16
 SOFTMAX_FP32_OPS_PER_SCORE = 4
 ATTENTION_REFERENCE_HEAD_DIM = 128

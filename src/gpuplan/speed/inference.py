@@ -44,7 +44,16 @@ from .breakdown import Speed
 from .comms import DataParallel, Link, all_reduce_s, inter_node_link, intra_node_link
 from .experts import expanded_rows_s, experts_s, layout_comms_s, mla_absorbed_s, rank_share
 from .gemm import bandwidth, gemm_time_s, peak_flops, streaming_bandwidth
-from .work import attention_s, eager_ops_per_layer, elementwise_s, expert_loop_s, experts_hit, lm_head_s, smooth_max
+from .work import (
+    attention_s,
+    eager_ops_per_layer,
+    elementwise_s,
+    expert_loop_s,
+    experts_hit,
+    lm_head_s,
+    mamba_scans_s,
+    smooth_max,
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -106,7 +115,9 @@ class StepTimer:
                                 math.ceil(tokens / seqs), kernel=self.kernel, tp=self.s.attention_tp,
                                 context=context, masked_windows=self.timing.eager) \
             / self.timing.context_attention_speedup
-        parts = {"gemm": gemm, "attention": attention, "elementwise": self._elementwise_s(tokens),
+        scan = mamba_scans_s(m, gpu, rank_share(seqs, self.s.attention_ranks), math.ceil(tokens / seqs),
+                             tp=self.s.attention_tp)
+        parts = {"gemm": gemm, "attention": attention, "ssm_scan": scan, "elementwise": self._elementwise_s(tokens),
                  "tensor_parallel": self._tp_s(tokens), "pipeline_across_nodes": self._node_hops_s(tokens)}
         if self.s.attention_dp:  # the MoE layout's gathers and dispatches (speed.experts)
             parts.update(layout_comms_s(self, tokens, seqs, decode=False))
@@ -150,7 +161,8 @@ class StepTimer:
         # attention data parallelism the busiest rank's sequences; the serving engines' absorbed MLA decode
         # (FlashMLA and its kin) at its compute floor where all heads of a GPU make it compute-bound
         rank_batch = rank_share(batch, s.attention_ranks)
-        kv = rank_batch * kv_bytes_per_sequence(s, m, int(context), block=oh.VLLM_BLOCK_TOKENS) * gpu_share
+        kv = rank_batch * (kv_bytes_per_sequence(s, m, int(context), block=oh.VLLM_BLOCK_TOKENS)
+                           + self._state_write_bytes) * gpu_share
         mla = mla_absorbed_s(self, rank_batch, context) * gpu_share if self.timing.graphs else 0.0
         kv_s = max(kv / (self._stream_bps * self.timing.fp8_kv_rate), mla)
         kernels = self._kernels_per_layer() * m.num_layers * gpu_share * self._kernel_latency_s
@@ -195,6 +207,16 @@ class StepTimer:
         if self.cpu_layer_share:
             parts["cpu_layers"] = self._cpu_layers_s(batch, context)
         return {k: v for k, v in parts.items() if v > 0}
+
+    @property
+    def _state_write_bytes(self) -> float:
+        """Bytes of one sequence's recurrent states (Mamba-2, linear attention) a decode step writes back after
+        reading them: the update is in place (mamba_ssm ops/triton/selective_state_update.py
+        ``_selective_scan_update_kernel`` loads the state and stores the new one; so do vLLM's copy in
+        layers/mamba/ops/mamba_ssm.py, its ``causal_conv1d_update`` and the gated delta rule's recurrent kernel,
+        fla's ``fused_recurrent_gated_delta_rule_fwd_kernel``, which stores its final state ``ht``), so the state
+        moves twice a step where keys and values are only read; 0 for attention-only models."""
+        return kv_bytes_per_sequence(self.s, self.m, 0)
 
     def decode_s(self, batch: int, context: float) -> float:
         """Seconds of one decode step of ``batch`` sequences holding ``context`` tokens each."""
