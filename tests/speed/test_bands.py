@@ -144,3 +144,14 @@ def test_the_rate_band_is_the_saturated_serving_runs_spread():
     assert len(ratios) >= 10
     low, high = oh.SERVING_RATE_BAND
     assert low == pytest.approx(min(ratios), abs=0.01) and high == pytest.approx(max(ratios), abs=0.01)
+
+
+def test_a_latency_bound_plan_names_all_reduces_only_where_it_has_them():
+    """The decode step's bound word reads the plan's breakdown: one GPU runs no all-reduce, so its latency-bound step
+    is "per-layer kernels" alone (a llama.cpp MoE plan on one RTX 4090 had said "kernels and all-reduces")."""
+    one = estimate({"model": "qwen3-30b-a3b", "task": "infer", "engine": "llama.cpp", "quant": "q4_k_m",
+                    "gpu": "rtx-4090"}, advise=False).speed
+    assert one.communication_s == 0 and one.bound == "latency (per-layer kernels)"
+    tp = estimate({"model": "qwen3-next-80b", "task": "infer", "engine": "vllm", "gpu": "h100", "num_gpus": 2},
+                  advise=False).speed
+    assert tp.communication_s > 0 and tp.bound == "latency (per-layer kernels and all-reduces)"

@@ -572,7 +572,7 @@ def inference_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | 
     launched = timer.timing.eager or parts.get("kernel_launches", 0) > parts.get("host", 0)
     bound = max(("memory", gpu_side), ("host (kernel launches)" if launched else "host (engine loop)",
                                        parts.get("host", 0) + parts.get("kernel_launches", 0)),
-                ("latency (per-layer kernels and all-reduces)", latency),
+                ("latency (per-layer kernels and all-reduces)" if comms else "latency (per-layer kernels)", latency),
                 ("system memory (CPU layers)", parts.get("cpu_layers", 0)), key=lambda kv: kv[1])[0]
     speed = Speed(tokens_per_s=rates.output_tokens_per_s, step_time_s=step, bound=bound, parts_s=parts,
                   compute_s=prefill, communication_s=comms, ttft_s=single, ttft_burst_s=burst,
