@@ -59,7 +59,8 @@ def _any(p: Profile) -> tuple[int, ...]:
 
 def stored_weight_bytes(p: Profile, params: int, weights: str, dtype: str) -> float:
     """Bytes of a component's weights with its linears and convolutions stored as ``weights`` (16bit, nf4, fp8,
-    gguf-...), the rest in ``dtype`` (in fp8 too where the whole module is cast: :data:`~.profile.FP8_ALL`)."""
+    gguf-...), the rest in ``dtype`` (in fp8 too where the whole module is cast:
+    :data:`~gpuplan.model.profile.FP8_ALL`)."""
     high = BYTES[dtype]
     if weights == "16bit":
         return params * high

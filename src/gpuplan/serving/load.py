@@ -13,8 +13,8 @@
   and are admitted as others finish (waves), and a pool that runs out preempts and recomputes.
 
 The run is the scheduler simulation ``capacity`` uses (:mod:`.simulate`: the engine's pool and limits from
-:func:`.capacity.engine_memory`, as the plan's memory states them; the step model of :mod:`.steptime`, the plan's
-speed layer sampled), over a finite set of requests sent from an idle engine, and it is summarised as the clients
+:func:`gpuplan.plan.capacity.engine_memory`, as the plan's memory states them; the step model of
+:mod:`.steptime`, the plan's speed layer sampled), over a finite set of requests sent from an idle engine, and it is summarised as the clients
 summarise theirs (all completed requests, start-up included): ``vllm bench serve`` (``vllm/benchmarks/serve.py``
 ``BenchmarkMetrics`` and its saved result's keys: mean, median and percentiles of TTFT, TPOT, ITL and E2EL in ms;
 request, output and total token throughput over the benchmark's duration), which SGLang's ``bench_serving`` prints
