@@ -7,6 +7,7 @@ import csv
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -286,4 +287,17 @@ def test_a_speed_below_ten_tokens_per_second_keeps_two_digits(capsys):
     text = " ".join(capsys.readouterr().out.split())
     assert code == 0
     assert "speed: 0.059 output tokens/s in all (likely 0.05-0.073)" in text
-    assert "each user streams 0.06 tokens/s (decode step, TPOT 16624.1 ms" in text
+    assert "each user streams 0.06 tokens/s (decode step, TPOT 16,624.1 ms" in text
+
+
+def test_counts_and_times_past_a_thousand_are_written_with_commas(capsys):
+    """Qwen3-VL-235B on 8 MI300X read 'largest batch that fits: 1949' under 'up to 1,949 concurrent requests', and a
+    16.6 s decode step 'TPOT 16624.1 ms' (above): every count and time of the estimate's text takes its commas."""
+    from gpuplan.cli import run
+
+    code = run(["estimate", "--model", "qwen3-0.6b", "--task", "infer", "--engine", "vllm", "--gpu", "h100-sxm",
+                "--prompt-tokens", "128", "--output-tokens", "64"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert code == 0
+    most = text.split("largest batch that fits: ")[1].split(";")[0]
+    assert re.fullmatch(r"\d{1,3}(,\d{3})+", most), most  # 1,000 or more, with its commas
