@@ -176,3 +176,15 @@ def test_gpus_command_lists_the_new_cards():
     for _, gpu_id, gib, gbs, _, _, msrp in NEW_CARDS:
         assert (listed[gpu_id]["memory_gib"], listed[gpu_id]["bandwidth_gbs"], listed[gpu_id]["msrp_usd"]) == \
             (gib, gbs, msrp)
+
+
+def test_an_mi250x_is_planned_per_gcd_as_rocm_shows_it():
+    """An MI250X package is two GCDs, each a GPU to ROCm and PyTorch: 64 GB at 1.6 TB/s and 191.5 dense bf16
+    TFLOPS (AMD's 128 GB, 3.2 TB/s and 383 for the package; stas00's MAMF 147 TFLOPS is of one GCD). Before, a
+    job 'fit on 127.36 GiB usable per GPU' that no single device holds."""
+    g = load_gpu("mi250x")
+    assert g.memory_gib == 64 and g.bandwidth_gbs == pytest.approx(3277 / 2)
+    assert g.peak_tflops("bf16") == pytest.approx(383.0 / 2) and g.tdp_w == 280
+    assert g.usable_gib < 64 and g.name == "Instinct MI250X (one GCD of 2)"
+    other = load_gpu("mi300x")  # one device per package: as written
+    assert other.memory_gib == 192 and other.name == "Instinct MI300X"

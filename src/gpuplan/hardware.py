@@ -142,7 +142,24 @@ def _usable_gib(entry: dict[str, Any], size: float) -> float:
     return size * (1 - (ECC_INBAND_RESERVE if inband else DRIVER_RESERVE))
 
 
+def _per_device(entry: dict[str, Any]) -> dict[str, Any]:
+    """The entry as software sees one of its devices. An MI250X package holds two GCDs that ROCm shows as two GPUs
+    of 64 GB and 1.6 TB/s each (its gpus.yaml note; stas00's MAMF of 147 TFLOPS is of one GCD's 191.5), so a
+    ``devices_per_package`` of 2 halves the package's datasheet memory, bandwidth, peaks, power and price, and the
+    name says so; a count of GPUs is then of devices, as ``rocm-smi`` and ``torch.cuda.device_count()`` count."""
+    n = int(entry.get("devices_per_package") or 1)
+    if n == 1:
+        return entry
+    mem = entry["memory"]
+    return {**entry, "name": f"{entry['name']} (one GCD of {n})",
+            "memory": {**mem, "size_gb": mem["size_gb"] / n, "bandwidth_gbs": (mem.get("bandwidth_gbs") or 0) / n},
+            "dense_tflops": {k: (v / n if v else v) for k, v in (entry.get("dense_tflops") or {}).items()},
+            "tdp_w": entry["tdp_w"] / n if entry.get("tdp_w") else entry.get("tdp_w"),
+            "launch_msrp_usd": entry["launch_msrp_usd"] / n if entry.get("launch_msrp_usd") else None}
+
+
 def _spec(entry: dict[str, Any]) -> GpuSpec:
+    entry = _per_device(entry)
     mem = entry["memory"]
     size = float(mem["size_gb"])
     if size <= 0:
