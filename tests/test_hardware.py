@@ -188,3 +188,19 @@ def test_an_mi250x_is_planned_per_gcd_as_rocm_shows_it():
     assert g.usable_gib < 64 and g.name == "Instinct MI250X (one GCD of 2)"
     other = load_gpu("mi300x")  # one device per package: as written
     assert other.memory_gib == 192 and other.name == "Instinct MI300X"
+
+
+def test_only_cards_with_2_4_sparsity_get_the_sparse_marketing_figure():
+    """`gpuplan gpus compare mi250x gaudi2 7900xtx` said 'datasheets with 2:4 sparsity say 383 bf16 TFLOPS' for the
+    MI250X, 864 for Gaudi 2 and 246 for the RX 7900 XTX, whose matrix units have no structured sparsity (their
+    entries' notes); Ampere and later, CDNA 3/4 and RDNA 4 do."""
+    from gpuplan.api.catalog import gpus_compare
+
+    rows = {r["id"]: r["marketing_note"] for r in gpus_compare(["mi250x", "gaudi2", "7900xtx", "mi300x", "r9700",
+                                                                "rtx-3090", "t4", "apple-m4-max"])}
+    assert len(rows) == 8
+    for card in ("amd-instinct-mi250x", "intel-gaudi2", "amd-radeon-rx-7900-xtx", "nvidia-t4", "apple-m4-max"):
+        assert "sparsity" not in rows[card], (card, rows[card])
+    assert rows["amd-instinct-mi300x"] == "datasheets with 2:4 sparsity say 2,615 bf16 TFLOPS"
+    assert rows["amd-radeon-ai-pro-r9700"].startswith("datasheets with 2:4 sparsity say 383 bf16")
+    assert rows["nvidia-geforce-rtx-3090"].startswith("datasheets with 2:4 sparsity say 142 bf16")

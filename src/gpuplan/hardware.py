@@ -118,6 +118,16 @@ class GpuSpec:
         """Volta, Turing, Ampere, Ada, Hopper, Blackwell... (the first word GPUS.md uses that matches)."""
         return next((g for g in GENERATIONS if g.lower() in self.architecture.lower()), self.architecture)
 
+    @property
+    def sparse_tensor_cores(self) -> bool:
+        """Whether the matrix units run 2:4 structured sparsity, which datasheets quote at twice the dense rate:
+        NVIDIA from Ampere (compute capability 8.0: the A100 whitepaper's Sparse Tensor Cores), AMD CDNA 3 and 4 and
+        RDNA 4 (their gpus.yaml entries quote sparse figures apart); not Volta, Turing, CDNA 2, RDNA 3, Gaudi or
+        Apple silicon (the entries' notes: 'no sparsity on Turing', 'No sparsity on CDNA2', Gaudi's MME dense)."""
+        if self.vendor == "NVIDIA":
+            return float(self.compute_capability or 0) >= 8.0
+        return self.vendor == "AMD" and any(a in self.architecture for a in ("CDNA 3", "CDNA 4", "RDNA 4"))
+
     def supports_dtype(self, dtype: str) -> bool:
         """Native tensor-core support: bf16 from Ampere, fp8 from Ada/Hopper, fp4 from Blackwell."""
         if dtype in ("fp32", "fp16"):
