@@ -129,6 +129,18 @@ def test_gemma_per_layer_token_tables_are_q6_k_in_host_memory_and_only_looked_up
         sum(v for k, v in parts.items() if k not in ("embeddings", "lm_head", "vision")) + q("q6_k", token))
 
 
+@pytest.mark.parametrize("model", ["gemma-4-e2b", "llama-3.2-3b", "llama-3.1-8b", "gpt2"])
+def test_the_weights_formula_holds_what_the_gpu_holds(model):
+    """The page's formula for the weights gave 4.03 GiB for Gemma-4-E2B Q4_K_M where the plan holds 2.23 on the GPU:
+    it kept every embedding of a tied model on the GPU. It now takes the tied output's token_embd alone, as
+    engines/llama_cpp.py does (gpu_embedding_bytes); tied (Llama-3.2-3B, GPT-2) and untied (Llama-3.1-8B) alike."""
+    from gpuplan.api.page import explain
+
+    s = dict(model=model, task="infer", engine="llama.cpp", quant="gguf-q4_k_m", gpu="rtx-4090")
+    w = explain(s).numbers["memory.weights_gib"]
+    assert w.computed == pytest.approx(w.value, rel=1e-9)
+
+
 def test_kv_buffer_is_f16_k_and_v_for_every_cell():
     """n_ctx 8192 over 4 sequences: 8,192 cells x 32 layers x (1024 + 1024) x 2 bytes = 1024 MiB."""
     e = estimate(dict(model="llama-3.1-8b", task="infer", engine="llama.cpp", quant="gguf-q4_k_m", batch_size=4,

@@ -71,8 +71,11 @@ def slot_cells(s: Scenario) -> int:
     return math.ceil((s.prompt_tokens + s.output_tokens) / pad) * pad
 
 
-def _token_embedding_bytes(m: ModelSpec, fmt: Format) -> float:
-    """Bytes of ``token_embd`` alone (``vocab x n_embd``) in a file of ``fmt``."""
+def gpu_embedding_bytes(m: ModelSpec, fmt: Format) -> float:
+    """What the GPU holds of the embeddings (all of which are mapped in host memory): a tied output's duplicate of
+    ``token_embd`` alone (``vocab x n_embd`` in a file of ``fmt``), nothing when the output is a tensor of its own."""
+    if not m.tie_word_embeddings:
+        return 0.0
     if fmt.name.startswith("gguf-"):
         return gguf.token_embedding_bytes(m, fmt.name[5:])
     return fmt.embedding_bytes(m.vocab_size * m.embedding_dim)
@@ -87,8 +90,7 @@ def llama_cpp_memory(s: Scenario, m: ModelSpec, e: Estimate, fmt: Format, capaci
     host_embedding = parts["embeddings"]
     n = s.tp * s.pp  # GPUs the layers are split over; ``e.weights`` arrives as the whole model's share of one
     whole = e.weights * n
-    # tied: the GPU holds the output's duplicate of token_embd alone, not of the per-layer tables
-    whole -= host_embedding - (_token_embedding_bytes(m, fmt) if m.tie_word_embeddings else 0.0)
+    whole -= host_embedding - gpu_embedding_bytes(m, fmt)  # tied: the output's duplicate of token_embd stays
     e.weights = whole / n
     e.cpu += host_embedding
     kv_whole = kv_bytes(s, m, tokens, s.batch_size)
