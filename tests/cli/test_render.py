@@ -301,3 +301,14 @@ def test_counts_and_times_past_a_thousand_are_written_with_commas(capsys):
     assert code == 0
     most = text.split("largest batch that fits: ")[1].split(";")[0]
     assert re.fullmatch(r"\d{1,3}(,\d{3})+", most), most  # 1,000 or more, with its commas
+
+
+def test_a_small_host_memory_is_not_printed_as_zero(capsys):
+    """Falcon-H1-0.5B Q8_0 on an M4 (llama.cpp keeps its 0.03 GiB token embedding in host memory) read 'CPU memory
+    for offloaded states: 0.0 GiB': below 1 GiB the line keeps two decimals (the page alike)."""
+    from gpuplan.cli import run
+
+    code = run(["estimate", "--model", "falcon-h1-0.5b", "--task", "infer", "--engine", "llama.cpp", "--quant",
+                "q8_0", "--gpu", "apple-m4"])
+    out = capsys.readouterr().out
+    assert code == 0 and "CPU memory for offloaded states: 0.03 GiB" in out, out

@@ -72,7 +72,7 @@ def render_estimate(result) -> None:
     if mem.logged_statistic:
         bullet(f"its own log: {mem.logged_statistic}; compare with {mem.logged_gib:.2f} GiB", prefix="", style="dim")
     if mem.cpu_gib:
-        out.print(f"CPU memory for offloaded states: {mem.cpu_gib:.1f} GiB")
+        out.print(f"CPU memory for offloaded states: {mem.cpu_gib:.{2 if mem.cpu_gib < 1 else 1}f} GiB")
     v = result.verdict  # the plan's own sentence, as the page and the API state it
     style = "green" if v.fits else "red bold" if v.fits is False else ""
     out.print(Text(v.word, style=style) + Text(v.sentence[len(v.word):]), soft_wrap=True)

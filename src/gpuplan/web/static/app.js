@@ -485,7 +485,7 @@ function renderMemory(r) {
     rows.push(numberRow("memory.headroom_gib", "headroom", (m.headroom_gib >= 0 ? "+" : "") + num(m.headroom_gib) +
       " GiB", m.headroom_gib));
   }
-  if (m.cpu_gib) rows.push(h("p", {class: "hint"}, `CPU memory for offloaded states: ${num(m.cpu_gib, 1)} GiB`));
+  if (m.cpu_gib) rows.push(h("p", {class: "hint"}, `CPU memory for offloaded states: ${num(m.cpu_gib, m.cpu_gib < 1 ? 2 : 1)} GiB`));
   $("#memrows").replaceChildren(...rows);
 }
 
