@@ -111,3 +111,12 @@ def test_an_argument_given_as_an_option_is_taught(capsys, args, said):
 def test_an_unknown_option_is_not_taken_for_the_argument(capsys):
     code, _, err = cli(capsys, "model", "llama-3.1-8b", "--foo")
     assert code == 2 and "takes it as its argument" not in err and "No such option: --foo" in err
+
+
+def test_capacity_says_a_workload_file_s_model_is_not_read(capsys, tmp_path):
+    """Session 9's walk: 'gpuplan capacity w.yaml' with 'model: qwen3-8b' in the file read 'name the model:
+    --model llama-3.1-8b', as if none had been named."""
+    path = tmp_path / "w.yaml"
+    path.write_text("model: qwen3-8b\nrate_rps: 2\nprompt: 800\noutput: 200\n")
+    code, _, err = cli(capsys, "capacity", str(path))
+    assert code == 2 and "its model: 'qwen3-8b' is not read there" in err and len(err.strip().splitlines()) == 1
