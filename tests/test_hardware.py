@@ -204,3 +204,22 @@ def test_only_cards_with_2_4_sparsity_get_the_sparse_marketing_figure():
     assert rows["amd-instinct-mi300x"] == "datasheets with 2:4 sparsity say 2,615 bf16 TFLOPS"
     assert rows["amd-radeon-ai-pro-r9700"].startswith("datasheets with 2:4 sparsity say 383 bf16")
     assert rows["nvidia-geforce-rtx-3090"].startswith("datasheets with 2:4 sparsity say 142 bf16")
+
+
+@pytest.mark.parametrize("name, gpu_id, note", [
+    ("A100 40GB PCIe", "nvidia-a100-pcie-40gb", "the one card whose name has those words"),
+    ("GeForce 4090", "nvidia-geforce-rtx-4090", "the one card whose name has those words"),
+    ("Tesla V100", "nvidia-v100-sxm2-32gb", "it could also be"),
+])
+def test_a_card_named_by_its_words_in_another_order_is_found_and_said(name, gpu_id, note):
+    """Session 9's walk: 'Tesla V100' and 'A100 40GB PCIe' (the words of 'Tesla V100 SXM2 32GB' and 'A100 PCIe
+    40GB' in another order) were unknown GPUs, while 'V100' resolved. Every word in one card's name (any order)
+    names it, with a note; words in several names take the common variant, as 'V100' does."""
+    gpu, said = resolve_gpu(name)
+    assert gpu.id == gpu_id and note in said
+
+
+@pytest.mark.parametrize("name", ["nvidia rtx", "M3 Max 30-core", "rtx a6000 ada", "Blackwell"])
+def test_words_without_a_model_number_or_in_no_name_stay_unknown(name):
+    with pytest.raises(UnknownNameError):
+        resolve_gpu(name)

@@ -242,19 +242,38 @@ def resolve_gpu(name: str) -> tuple[GpuSpec, str | None]:
         raise GpuplanError("no GPU given: name one from `gpuplan gpus` (h100-sxm, rtx-4090, l40s...)")
     key = normalize_name(name)
     ids = _names().get(key) or _names().get(key.replace("-", ""))
+    worded = False
     if not ids:
         count = re.fullmatch(r"([1-9]\d*)\s*x\s*(.+)", name.strip(), re.IGNORECASE)  # "2xh100": fit's --gpu syntax
         if count and _names().get(normalize_name(count[2])):
             raise GpuplanError(f"{name.strip()!r} is a count and a card: here name the card and the count apart "
                                f"(--gpu {count[2]} --num-gpus {count[1]})")
-        raise UnknownNameError("GPU", name, sorted(_names()), hint="`gpuplan gpus` lists the catalog.")
+        ids, worded = _by_words(name), True
+        if not ids:
+            raise UnknownNameError("GPU", name, sorted(_names()), hint="`gpuplan gpus` lists the catalog.")
     if len(ids) == 1:
-        return gpus()[ids[0]], None
+        spec = gpus()[ids[0]]
+        return spec, (f"{name.strip()} taken as {spec.name} ({spec.id}), the one card whose name has those words"
+                      if worded else None)
     chosen = PREFERRED_VARIANT.get(key) or max(ids, key=lambda i: ("sxm" in i, gpus()[i].memory_gib, i))
     others = [i.removeprefix("nvidia-") for i in ids if i != chosen]
     note = (f"{name} taken as {gpus()[chosen].name} ({chosen}); it could also be {', '.join(others)}: "
             "name the variant to choose")
     return gpus()[chosen], note
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+def _by_words(name: str) -> tuple[str, ...]:
+    """The cards whose name, id or an alias holds every word of ``name``, in any order ("Tesla V100", "A100 40GB
+    PCIe" for "A100 PCIe 40GB"); a name without a model number (a word with a digit: "rtx", "nvidia") means none."""
+    words = _words(name)
+    if not any(re.search(r"\d", w) for w in words):
+        return ()
+    return tuple(sorted(spec.id for spec in gpus().values()
+                        if any(words <= _words(n) for n in (spec.name, spec.id, *spec.aliases))))
 
 
 def load_gpu(name: str) -> GpuSpec:
