@@ -125,6 +125,25 @@ def test_fit_lists_what_your_cards_hold_with_the_numbers_estimate_gives():
     assert all(r.fits for r in order[:40])
 
 
+def test_fit_s_headline_says_each_row_is_laid_out_as_estimate_lays_it_out():
+    """Session 9's walk: `fit --gpu 2xrtx-a6000 --task train --method qlora` read 'micro-batch 1 x 1 accumulation
+    ...; 2 x rtx-a6000, DDP' over rows at each model's recipe layout (gpt-oss-120b at 1 x 8, ZeRO-3: 45.37 GiB,
+    as estimate gives it): the headline described the template, not the rows. It now says what is each model's."""
+    from gpuplan.api.searches import fit
+
+    report = fit(gpu="2xrtx-a6000", task="train", method="qlora", models=["gpt-oss-120b"])
+    assert ("seq 2,048 x each model's micro-batch x its recipe's accumulation (the fastest that fits)"
+            in report.resolved)
+    assert report.resolved.endswith("; 2 x rtx-a6000, DDP, ZeRO-2 or ZeRO-3 (the first that fits)")
+    row = report.rows[0]
+    again = estimate({"model": "gpt-oss-120b", "task": "train", "method": "qlora", "gpu": "rtx-a6000",
+                      "num_gpus": 2, "sharding": row.sharding})
+    assert again.memory.device_peak_gib == pytest.approx(row.device_peak_gib) and row.sharding == "zero3"
+    given = fit(gpu="rtx-a6000", task="train", method="lora", micro_batch_size=2, grad_accum_steps=4,
+                models=["qwen3-0.6b"])
+    assert "micro-batch 2 x 4 accumulation" in given.resolved and given.resolved.endswith("single GPU")
+
+
 def test_estimate_check_exit_codes():
     env = {**os.environ, "COLUMNS": "120"}
 
