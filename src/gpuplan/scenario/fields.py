@@ -701,7 +701,7 @@ OLD_NAMES = {"framework": "stack", "strategy": "sharding"}  # fields renamed (is
 # keys of the trainers' own configs (transformers TrainingArguments, TRL's SFTConfig, Axolotl's YAML, peft's
 # LoraConfig) that a user pastes into a scenario: gpuplan's name for each, or "" for a key that moves no number
 TRAINER_NAMES = {
-    "per_device_train_batch_size": "micro_batch_size", "micro_batch": "micro_batch_size",
+    "per_device_train_batch_size": "micro_batch_size",
     "gradient_accumulation_steps": "grad_accum_steps", "max_seq_length": "seq_len", "max_length": "seq_len",
     "sequence_len": "seq_len", "num_train_epochs": "epochs", "num_epochs": "epochs", "lora_r": "lora_rank",
     "r": "lora_rank", "target_modules": "lora_targets", "lora_target_modules": "lora_targets",
