@@ -179,3 +179,11 @@ def test_a_trainer_s_own_key_is_told_gpuplan_s_name(key, said):
     with pytest.raises(GpuplanError) as err:
         scenario_from({"model": "qwen3-4b", "task": "train", key: 3})
     assert said in str(err.value), str(err.value)
+
+
+def test_a_list_of_cards_is_told_where_cards_are_compared():
+    """Session 9's walk: 'gpu: [l4, a10g]' in a scenario read "scenario field 'gpu': Input should be a valid
+    string"."""
+    with pytest.raises(GpuplanError, match=r"^scenario field 'gpu' names one card, not a list \(got .*\): "
+                                           r"`gpuplan recommend --gpus l4,a10g` compares cards"):
+        scenario_from({"model": "qwen3-4b", "task": "infer", "gpu": ["l4", "a10g"]})

@@ -759,6 +759,9 @@ def _one_sentence(err: ValidationError) -> str:
     if first["type"] == "missing":
         return f"scenario field {field!r} is required (e.g. {field}: {'train' if field == 'task' else '...'})"
     value = first.get("input")
+    if field == "gpu" and isinstance(value, list):  # several cards: the searches compare them
+        return (f"scenario field 'gpu' names one card, not a list (got {echo_value(value)}): `gpuplan recommend "
+                "--gpus l4,a10g` compares cards, and extra_gpus splits llama.cpp's layers over mixed cards")
     if field.endswith("_version") and isinstance(value, (int, float)) and not isinstance(value, bool):
         return (f"scenario field {field!r} is a release number, written in quotes ({field}: \"4.46\"): unquoted, "
                 "YAML reads it as a number and drops its trailing zeros (4.40 becomes 4.4)")
