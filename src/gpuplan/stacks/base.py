@@ -59,6 +59,7 @@ class State:
     gradients: float = 0.0
     optimizer: float = 0.0
     step_extra: float = 0.0  # e.g. DeepSpeed's fp32 gradient partition made at the step
+    master: float = 0.0  # of the weights, DeepSpeed's fp32 master partition (offloaded with the optimizer)
     cpu: float = 0.0
     trainable: int = 0
     state_bytes: int = 4  # bytes per optimizer-state element
