@@ -76,7 +76,7 @@ def weights(x: Context) -> Formula:
     # full fine-tuning: the parameters this rank holds (sharding/base.py ``held_params``), over the data-parallel
     # ranks that split them
     held, text = _held(x)
-    if x.deepspeed and x.mixed:
+    if x.master_partition and x.mixed:
         offloaded = s.offload != "none"  # ZeRO-Offload: the fp32 master partition goes with the optimizer
         master = 0.0 if offloaded else 4 * held / x.N
         computed = (2 * held / x.w_n + master) / GIB
@@ -135,7 +135,7 @@ def _held(x: Context) -> tuple[float, str]:
 def _gradient_total(x: Context) -> tuple[float, str]:
     s = x.s
     if s.method == "full":
-        gbytes = 2 if x.deepspeed and x.mixed else 4 if (x.mixed or s.precision == "fp32") else 2
+        gbytes = 2 if x.master_partition and x.mixed else 4 if (x.mixed or s.precision == "fp32") else 2
         held, text = _held(x)
         return gbytes * held / x.g_n, f"{gbytes} x {text} / {x.g_n}"
     div = x.shard * x.g_n
@@ -146,7 +146,7 @@ def _gradients_offloaded(x: Context) -> bool:
     """ZeRO-Offload of a mixed-precision full training keeps no gradient partition on the GPU, FSDP's CPU offload
     none either (sharding/deepspeed.py and sharding/fsdp.py ``offload``)."""
     s = x.s
-    if x.deepspeed:
+    if x.master_partition:
         return s.offload != "none" and s.method == "full" and x.mixed
     return x.s.sharded_by.startswith("fsdp") and s.offload == "optimizer+params"
 

@@ -24,6 +24,16 @@ from .base import Sharding
 class DeepSpeed(Sharding):
     name = "deepspeed"
     autocasts_fp32_weights = False
+    gather_overlap = oh.ZERO3_GATHER_OVERLAP
+    master_partition = True
+
+    def reduced_grad_bytes(self, s: Scenario) -> float:
+        """DeepSpeed reduces the 16-bit gradients (its fp32 partition is made at the step)."""
+        return 2.0
+
+    def hook_s(self, s: Scenario) -> float:
+        """ZeRO-3's fetch and release hooks on every module, each layer and pass."""
+        return oh.ZERO3_HOOK_S_PER_LAYER_PASS if s.resolved_sharding == "zero3" else 0.0
 
     def shards(self, s: Scenario) -> tuple[int, int, int]:
         n, stage = s.dp, s.resolved_sharding

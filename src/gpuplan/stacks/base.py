@@ -45,6 +45,7 @@ class Recompute:
 
     layers: float = 0.0
     linears: Mapping[Layer, frozenset[str]] | None = None
+    attention: bool = False  # the attention kernel's forward is re-run too (Megatron's selective: core_attn)
 
     @property
     def selective(self) -> bool:
@@ -83,6 +84,20 @@ class Stack:
     sizes_from_free_memory = False
     # the model-parallel splits the stack runs itself and its launch files set ("tp", "pp"): the Trainer has none
     model_parallel: tuple[str, ...] = ()
+    # its memory is its own model of each rank's buffers (gpuplan.memory.megatron), not the sharding's
+    own_memory = False
+    # MoE experts run as transformers' Python loop over the experts a batch hits (the speed model's host time)
+    experts_loop = True
+    # under TP, MLA's whole down-projections (tensors/layout.replicated) multiply every token of the step
+    # (torchtitan's NoParallel on the gathered input), not the rank's 1/tp of them under sequence parallelism
+    replicated_on_all_tokens = False
+    # under TP, the gradients of those whole weights are summed over the TP group once a step (Megatron-Core's
+    # finalize_model_grads)
+    sums_replicated_grads = False
+    # fp8-mixed runs torchao's compiled Float8Linear (its casts priced by gpuplan.speed.float8), and FSDP2 gathers
+    # the decoder's linear weights in float8 (torchtitan's enable_fsdp_float8_all_gather)
+    torchao_float8 = False
+    fp8_all_gather = False
 
     # -- what it stores ----------------------------------------------------------------------------------
     def base_format(self, s: Scenario, m: ModelSpec) -> tuple[Format, tuple[str, ...]]:

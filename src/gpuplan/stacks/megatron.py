@@ -267,6 +267,9 @@ class Megatron(Stack):
 
     name = "megatron"
     model_parallel = ("tp", "pp")  # --tensor-model-parallel-size, --pipeline-model-parallel-size
+    experts_loop = False  # its MoE layer runs grouped GEMMs
+    own_memory = True  # gpuplan.memory.megatron: whole buffers per rank (rank_state)
+    sums_replicated_grads = True  # finalize_model_grads _allreduce_non_tensor_model_parallel_grads
 
     def recompute(self, s: Scenario, m: ModelSpec) -> Recompute:
         """``full`` re-runs every layer's forward; ``selective`` re-runs core attention only (the speed model
@@ -274,7 +277,7 @@ class Megatron(Stack):
         if s.grad_checkpointing == "full":
             return Recompute(layers=1.0)
         if s.grad_checkpointing == "selective":
-            return Recompute(linears={layer: frozenset() for layer, _ in m.layer_kinds()})
+            return Recompute(linears={layer: frozenset() for layer, _ in m.layer_kinds()}, attention=True)
         return Recompute()
 
     def extras(self, s: Scenario, m: ModelSpec, shard: float) -> dict[str, float]:

@@ -25,6 +25,8 @@ from .native import OpSelective, chunked_loss
 class Torchtitan(OpSelective):
     name = "torchtitan"
     model_parallel = ("tp", "pp")  # [parallelism] tensor_parallel_degree, pipeline_parallel_degree
+    replicated_on_all_tokens = True  # models/deepseek_v3/infra/parallelize.py apply_non_moe_tp: NoParallel
+    torchao_float8 = fp8_all_gather = True  # components/quantization/float8.py, [quantize.linear.float8]
 
     def fused(self, s: Scenario) -> bool:
         return bool(s.compile)
