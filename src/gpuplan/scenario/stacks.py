@@ -75,6 +75,7 @@ class Recipe:
     logs_level: str  # the estimate level to compare it with: allocated | reserved
     peft_adapters: bool  # adapters built by peft's get_peft_model (autocast_adapter_dtype=True: fp32)
     refuse: Callable[[Any], str | None]
+    fsdp_only: bool = False  # it shards with FSDP only, never DeepSpeed ZeRO (torchtune, torchtitan)
 
 
 # ---- what each stack cannot run ---------------------------------------------------------------------------
@@ -248,11 +249,11 @@ RECIPES: dict[str, Recipe] = {s.name: s for s in (
           defaults={**BASE, "precision": "bf16-true", "grad_checkpointing": "full", "loss": "chunked"},
           fsdp="fsdp2", logs="peak_memory_active, peak_memory_alloc and peak_memory_reserved per log "
           "(training.get_memory_stats, reset after each log)", logs_level="allocated", peft_adapters=False,
-          refuse=_refuse_torchtune),
+          refuse=_refuse_torchtune, fsdp_only=True),
     Recipe(name="torchtitan", title="torchtitan (pytorch/torchtitan)",
           defaults={**BASE, "grad_checkpointing": "selective"}, fsdp="fsdp2",
           logs="max reserved GiB per log window (DeviceMemoryMonitor, peak reset after each log)",
-          logs_level="reserved", peft_adapters=False, refuse=_refuse_torchtitan),
+          logs_level="reserved", peft_adapters=False, refuse=_refuse_torchtitan, fsdp_only=True),
     Recipe(name="unsloth", title="Unsloth (FastLanguageModel + TRL/HF Trainer)",
           defaults={**BASE, "grad_checkpointing": "full", "activation_offload": True, "loss": "fused-linear"},
           fsdp=None, logs="torch.cuda.max_memory_reserved in its notebooks ('Peak reserved memory')",

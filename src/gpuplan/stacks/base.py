@@ -108,6 +108,10 @@ class Stack:
             return weight_format(s, m)
         return make_format("none", high_bytes=s.compute_bytes), ("router",)
 
+    def seq_len_step(self, s: Scenario) -> int:
+        """The sequence lengths the stack runs are multiples of this (1: any)."""
+        return 1
+
     def fp32_upcast(self, s: Scenario) -> bool:
         """peft's prepare_model_for_kbit_training: the non-4-bit parameters of a bitsandbytes model become fp32."""
         return s.method == "qlora" and (s.quant or "nf4") in ("nf4", "fp4") and bool(s.qlora_fp32_upcast)

@@ -271,6 +271,11 @@ class Megatron(Stack):
     own_memory = True  # gpuplan.memory.megatron: whole buffers per rank (rank_state)
     sums_replicated_grads = True  # finalize_model_grads _allreduce_non_tensor_model_parallel_grads
 
+    def seq_len_step(self, s: Scenario) -> int:
+        """Context parallelism cuts each sequence into 2·cp chunks and sequence parallelism splits a rank's share
+        over tp (:func:`gpuplan.plan.refusals.check_megatron`): multiples of 2 x cp x tp where either is on."""
+        return 2 * s.cp * s.tp if s.tp * s.cp > 1 else 1
+
     def recompute(self, s: Scenario, m: ModelSpec) -> Recompute:
         """``full`` re-runs every layer's forward; ``selective`` re-runs core attention only (the speed model
         prices that attention pass itself): no linears."""
