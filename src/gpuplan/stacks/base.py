@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from .. import overheads as oh
 from ..model.layers import Layer
@@ -84,6 +85,13 @@ class Stack:
     sizes_from_free_memory = False
     # the model-parallel splits the stack runs itself and its launch files set ("tp", "pp"): the Trainer has none
     model_parallel: tuple[str, ...] = ()
+    # what it shards with over several GPUs (gpuplan.scenario.stacks refuses the others; recommend searches these):
+    # the Trainer runs DDP or DeepSpeed ZeRO (fsdp is the same state as zero3)
+    shardings: tuple[str, ...] = ("ddp", "zero2", "zero3")
+    # it can add activation offloading to its defaults (a variant recommend tries)
+    offloads_activations = False
+    # its own switches recommend tries beside the common variants, as (words, change) pairs
+    switches: tuple[tuple[tuple[str, ...], Mapping[str, Any]], ...] = ()
     # its memory is its own model of each rank's buffers (gpuplan.memory.megatron), not the sharding's
     own_memory = False
     # MoE experts run as transformers' Python loop over the experts a batch hits (the speed model's host time)
