@@ -269,9 +269,13 @@ CAUSES = {
         "`AsyncLLM.add_request`, which also detokenizes and streams every running request). gpuplan now queues "
         "requests through that process (serving/simulate.py `_Frontend`: 1 ms serial each, 72.8 us a streamed "
         "token, from vLLM's code and PR #12287's API-server-bound run): the burst row's TTFT -88 % -> -34 %, "
-        "requests/s +135 % -> +25 %; TPOT +160 % -> -57 %, because vLLM's engine ran ~90 requests whose tokens "
-        "reached the clients at the frontend's pace (5.7 ms a token), a lag not modelled (the engine core does "
-        "not wait for it). The host's frontend is slower than the constants (fitted elsewhere, on vLLM 0.7); "
+        "requests/s +135 % -> +25 %; TPOT +160 % -> -57 %. Clients paced by that process (each token seen once "
+        "streamed, in the order emitted: helper s9-lag, kept off main on branch s9-lag-paced) moved the burst's TTFT "
+        "-34 % -> -14 % and requests/s +25 % -> +4 % but not TPOT (-60 %): the same process admits the requests, so "
+        "the engine never emits much more than it streams and the lag stays near constant; it also sent the Nemotron "
+        "recipe's TTFT -30 % -> +178 % (vLLM 0.7's 72.8 us a token is too slow for 0.12). The TPOT miss is the "
+        "engine's step on this host and how many requests the shared process lets into the engine (a 1.3x slower "
+        "step flips the burst to all 500 admitted at once); "
         "at 16 requests/s, TPOT -40 %: the engine loop on that host."),
     ("load_accuracy", "recipes"): (
         "The Nemotron-3-Nano recipe's first wave, 1,024 requests of 1,024 tokens sent at once: its last first "

@@ -107,12 +107,37 @@ NOTES = """What the misses say, row by row:
   over 4.05 s (median TTFT 1.90 s against 2.87, p99 4.01 s against 4.9) at 115 requests/s (92.6 measured): 0.19's
   frontend on this host is slower than the constants say, or more of it is serial (3 ms of serial work, the first
   value tried, gave TTFT -7 %, requests/s -4 %, but KubeCon's held-out 0.11 stage at 170 requests/s of 64 tokens shows
-  that host's frontend kept up with more: its TTFT went +286 % -> +1,318 %; 1 ms keeps it at +290 %). TPOT -57 %:
-  vLLM's engine ran about 90 requests at a time, each token reaching the client after the frontend streamed the other
-  requests' (5.7 ms a token), where gpuplan's engine runs as many (83 at most) at its own pace, 2.5 ms a step; that
-  streaming lag is not modelled (the engine core does not wait for it). At 16 requests/s the server streams about
-  2,000 tokens a second, a small share of a core, so the TPOT miss is the step itself: 2.0 ms median ITL against
-  gpuplan's 1.4 ms, the same host effect as tt340's (the engine loop constant was measured on KubeCon's H100 host).
+  that host's frontend kept up with more: its TTFT went +286 % -> +1,318 %; 1 ms keeps it at +290 %).
+  TPOT -57 % (5.71 ms measured, 2.46 gpuplan): not the clients' lag behind the frontend, tried and measured
+  (2026-11-29, s9; kept off main, branch s9-lag-paced). Built: each token reaches its client once the API-server
+  process has streamed it, in the order the engine emitted it (vLLM 0.19 `vllm/v1/engine/async_llm.py`
+  `AsyncLLM._run_output_handler` takes each step's outputs in order; `output_processor.py`
+  `RequestOutputCollector.put` merges a request's outputs while its stream is behind), 72.8 us a token, 0.9 of the
+  process while requests wait to be admitted, the engine at its own pace. The burst's TTFT went -34 % -> -14 % and
+  requests/s +25 % -> +4 % (the process must stream 500 x 128 tokens besides 500 admissions: 5.2 s at these
+  constants), but TPOT -57 % -> -60 %: the same process admits the requests, so the engine never holds more than
+  it can stream (~30 requests, emitting about what the process streams), the backlog stays about constant (0.1 to
+  0.47 s over the run) and a constant delay does not lengthen the time between a client's tokens. A client's TPOT
+  exceeds the engine's only while the backlog grows through the request's life. And the Nemotron recipe (vLLM
+  0.12, 1,024 users) went TTFT -30 % -> +178 %, TPOT +2 % -> +19 %, requests/s -1 % -> -17 %: 2,048 x (1 ms + 1,024
+  x 72.8 us) is 155 s of the process, where that run took 132 s, so the per-token figure of vLLM 0.7 (PR #12287's
+  run before its own fixes and PR #12298's merging) is too high for 0.12; no public run of a recent release's
+  API server at its limit, outside the held-out rows, was found to set one. What the rows do say: 92.6 requests/s
+  x 127 gaps x 5.71 ms puts about 67 requests mid-stream at once (Little's law), and a delay that does not grow
+  puts as many in the engine. gpuplan's own step with 68 requests and a 512-token prompt chunk is 3.9 ms
+  (3.0 ms decoding alone), against 2.3 ms at the ~30 it runs; but a slower engine alone does not land here either.
+  A what-if with every step 1.66x gpuplan's (the 16 requests/s row's ratio, TPOT 2.40 against 1.45 ms; a diagnosis,
+  not a fit) runs the other way: the engine emits fewer tokens, the process has more of itself for admissions, all
+  500 enter the engine within ~0.5 s and TPOT is 24.6 ms (TTFT 0.55 s); 1.3x gives 12.6 ms. The burst sits between
+  two regimes, and what decides it is how one asyncio process divides itself between admitting and streaming,
+  which vLLM's code leaves to the loop's order of ready tasks (the output handler's `await
+  engine_core.get_output_async()` returns at once while steps are queued, yielding only between slices of 128
+  outputs; each request's handler and each stream's writer run in between) and which no public run outside the
+  held-out rows measures; gpuplan's 0.9 is a floor for admissions, not a measured share. So the TPOT miss is left
+  with its cause named: the engine's step on this host, and how many requests the shared process lets into the
+  engine, not the stream. At 16 requests/s the server streams about 2,000 tokens a second, a small share of a
+  core, and the TPOT miss is the step itself: 2.0 ms median ITL against gpuplan's 1.4 ms, the same host effect as
+  tt340's (the engine loop constant was measured on KubeCon's H100 host).
 - **Two sources added, both vLLM's own publications, each with its setup stated.** The vLLM blog's FP8 KV-cache
   post (2026-04-22: one H100, v0.19.1, 150 requests at concurrency 8, ~20k prompt and ~2k output tokens): Llama-3.1-8B
   TTFT +6 % and +7 % (BF16 and FP8 KV), ITL -7 % and -21 %, requests/s +4 % and +16 %; gpt-oss-20b TTFT -22 % and
