@@ -661,7 +661,7 @@ def _data_defaults(s: Scenario, read_back: bool = False) -> dict[str, Any]:
     if (s.dataset or s.samples) and not read_back:
         from ..dataset import fields
 
-        out.update(fields(s.__dict__, set(s.model_fields_set)))
+        out.update(fields(s.__dict__, set(s.model_fields_set), stacks.RECIPES[s.stack]))
     return out
 
 

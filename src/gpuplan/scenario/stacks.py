@@ -79,6 +79,12 @@ class Recipe:
     own_loss: bool = False  # it computes the loss with its own code, not transformers' (transformers_version moot)
     versioned_by: str | None = None  # the scenario field naming its release (torchtune_version), None: no such field
     trl_files: bool = False  # its launch files train with TRL's SFTTrainer (launchers/trainer.py, unsloth.py)
+    # how it packs records into rows without attention across them (None: it does not; gpuplan.dataset plans bfd
+    # packing where records average under half of seq_len), whether a packed row is padded to seq_len (torchtune's
+    # PackedDataset), and whether it concatenates its data into full rows instead (torchtitan's pretraining loader)
+    packs: str | None = None
+    pads_packs: bool = False
+    wraps_rows: bool = False
 
 
 # ---- what each stack cannot run ---------------------------------------------------------------------------
@@ -247,25 +253,29 @@ RECIPES: dict[str, Recipe] = {s.name: s for s in (
     Recipe(name="hf", title="Hugging Face Trainer + peft + accelerate/DeepSpeed",
           defaults={**BASE, "qlora_fp32_upcast": True}, fsdp="fsdp1",
           logs="none by default (torch.cuda.max_memory_allocated / max_memory_reserved if you log them)",
-          logs_level="reserved", peft_adapters=True, refuse=_refuse_hf, trl_files=True),
+          logs_level="reserved", peft_adapters=True, refuse=_refuse_hf, trl_files=True,
+          packs="TRL SFTTrainer packing (bfd, padding-free)"),
     Recipe(name="torchtune", title="torchtune recipes (pytorch/torchtune)",
           defaults={**BASE, "precision": "bf16-true", "grad_checkpointing": "full", "loss": "chunked"},
           fsdp="fsdp2", logs="peak_memory_active, peak_memory_alloc and peak_memory_reserved per log "
           "(training.get_memory_stats, reset after each log)", logs_level="allocated", peft_adapters=False,
-          refuse=_refuse_torchtune, fsdp_only=True, own_loss=True, versioned_by="torchtune_version"),
+          refuse=_refuse_torchtune, fsdp_only=True, own_loss=True, versioned_by="torchtune_version",
+          packs="torchtune packed datasets (block-causal mask)", pads_packs=True),
     Recipe(name="torchtitan", title="torchtitan (pytorch/torchtitan)",
           defaults={**BASE, "grad_checkpointing": "selective"}, fsdp="fsdp2",
           logs="max reserved GiB per log window (DeviceMemoryMonitor, peak reset after each log)",
           logs_level="reserved", peft_adapters=False, refuse=_refuse_torchtitan, fsdp_only=True,
-          own_loss=True),
+          own_loss=True, wraps_rows=True),
     Recipe(name="unsloth", title="Unsloth (FastLanguageModel + TRL/HF Trainer)",
           defaults={**BASE, "grad_checkpointing": "full", "activation_offload": True, "loss": "fused-linear"},
           fsdp=None, logs="torch.cuda.max_memory_reserved in its notebooks ('Peak reserved memory')",
-          logs_level="reserved", peft_adapters=True, refuse=_refuse_unsloth, own_loss=True, trl_files=True),
+          logs_level="reserved", peft_adapters=True, refuse=_refuse_unsloth, own_loss=True, trl_files=True,
+          packs="TRL SFTTrainer packing (bfd)"),
     Recipe(name="axolotl", title="axolotl (HF Trainer + its Liger plugin)",
           defaults={**BASE, "grad_checkpointing": "full", "loss": "fused-linear"},
           fsdp="fsdp1", logs="memory/max_mem_active, max_mem_allocated and device_mem_reserved per log step",
-          logs_level="allocated", peft_adapters=True, refuse=_refuse_axolotl),
+          logs_level="allocated", peft_adapters=True, refuse=_refuse_axolotl,
+          packs="axolotl sample_packing (multipack, FlashAttention varlen)"),
     Recipe(name="pytorch", title="a plain PyTorch loop over a transformers model (e.g. Answer.AI fsdp_qlora)",
           defaults={**BASE, "precision": "bf16-true"}, fsdp="fsdp1",
           logs="whatever your loop prints (Answer.AI fsdp_qlora: max_memory_reserved over epoch 0)",
