@@ -445,7 +445,7 @@ class Scenario(BaseModel):
         if self.eval_tokens is not None and self.eval_interval is None:
             raise ValueError("eval_tokens is the size of one evaluation pass: give eval_interval (steps between "
                              "passes) too")
-        if self.eval_interval is not None and self.eval_tokens is None and self.stack != "megatron":
+        if self.eval_interval is not None and self.eval_tokens is None and self.recipe.eval_batches is None:
             raise ValueError(f"give eval_tokens (tokens of one evaluation pass) with eval_interval: {self.stack}"
                              " evaluates whatever eval set it is given")
         return self

@@ -85,6 +85,9 @@ class Recipe:
     packs: str | None = None
     pads_packs: bool = False
     wraps_rows: bool = False
+    # global batches of one evaluation pass its recipes run when eval_tokens is not given (None: it evaluates
+    # whatever eval set it is given, so eval_tokens is needed)
+    eval_batches: int | None = None
 
 
 # ---- what each stack cannot run ---------------------------------------------------------------------------
@@ -304,7 +307,8 @@ RECIPES: dict[str, Recipe] = {s.name: s for s in (
           defaults={**BASE, "grad_checkpointing": "selective"}, fsdp=None,
           logs="'memory (MB) | allocated: ... | max allocated: ... | reserved: ... | max reserved: ...' after the "
           "first iterations (megatron/training/training.py report_memory)", logs_level="allocated",
-          peft_adapters=False, refuse=_refuse_megatron),
+          peft_adapters=False, refuse=_refuse_megatron,
+          eval_batches=32),  # NeMo 2.0 recipes' trainer limit_val_batches (nemo/collections/llm/recipes/llama3_8b.py)
 )}
 # the scenario fields naming one stack's release -> that stack (Recipe.versioned_by)
 VERSION_FIELDS = {r.versioned_by: r.name for r in RECIPES.values() if r.versioned_by}
