@@ -9,8 +9,8 @@ replayed with SGLang's scheduler and the step model (bench/serving/sglang_servin
 the predicted AMD / NVIDIA TPOT ratio against the measured one, which cancels what the step model gets wrong on both
 vendors alike. ``ROCM_DECODE_SLOWDOWN`` (gpuplan/overheads.py) scales the decode step's GPU work on AMD; it is set
 by bisection so that the fit rows' median error is zero, as the model applies it (the host loop and the all-reduces
-are not scaled). The check rows are scored with it. dstack's March 2025 runs (MI300X against H200, SGLang 0.4.3)
-are shown as a check of another era.
+are not scaled). The check rows are scored with it. dstack's March 2025 runs (MI300X on SGLang
+0.4.2.post4 at TP 8 against H200 on 0.4.3.post2 with DP attention) are shown as a check of another era and layout.
 """
 
 from __future__ import annotations
@@ -97,9 +97,9 @@ def main() -> None:
               f"{100 * statistics.median(held['ratio']):.1f}%, median |AMD TPOT error| "
               f"{100 * statistics.median(held['abs']):.1f}% (the latter carries the step model's NVIDIA error on the "
               "same runs: bench/results/moe_layout.md).",
-              "", "dstack's rows (March 2025, SGLang 0.4.3) are another era: there the MI300X decoded faster than the "
-              "H200 (34.9 against 43.1 ms at 4 requests), and both ran 2x slower than the step model; they are shown, "
-              "not fitted."]
+              "", "dstack's rows (March 2025: the MI300X on SGLang 0.4.2.post4 at TP 8, the H200 on 0.4.3.post2 with "
+              "DP attention) are another era and layout: there the MI300X decoded faster than the H200 (34.9 against "
+              "43.1 ms at 4 requests), and both ran slower than the step model; they are shown, not fitted."]
     Path(args.out).write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

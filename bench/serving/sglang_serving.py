@@ -73,7 +73,7 @@ def setup(row: dict, *, engine: str = "sglang", version: str | None = None):
           "num_gpus": int(row["tp"]), "engine_version": version or row["sglang_version"]}
     if engine == "sglang" and row["mem_fraction_static"]:
         sc["mem_fraction_static"] = float(row["mem_fraction_static"])
-    for key, kind in (("ep", int), ("quant", str), ("kv_cache_dtype", str)):  # the MoE layout rows (issue 31)
+    for key, kind in (("ep", int), ("quant", str), ("kv_cache_dtype", str), ("attention_dp", bool)):  # issue 31
         if row.get(key):
             sc[key] = kind(row[key])
     s = scenario_from(sc)
@@ -238,14 +238,42 @@ def main() -> None:
         "Llama-3.3 rows at 1-2 requests/s decode faster than predicted (E2E +20%). Offline throughput with many "
         "short requests (ShareGPT, 256/512) or long ones (4096/1024-2048) on the H200s comes out 14-30% high.", "",
         "Rows marked moe (issue 31; shown, not fitted, outside the dense check median): DeepSeek-R1 FP8 at TP 8 "
-        "under SGLang, closed-loop at 4-128 concurrent requests. dstack's March 2025 runs (8x H200 and 8x MI300X, "
-        "3,200 in / 800 out, the SGLang images of the time, taken as 0.4.3) decoded about twice as slowly as gpuplan "
-        "says (TPOT -42% to -62%), on both vendors; InferenceX's run of SGLang 0.5.7 on 8x H200 (issue #870, "
-        "1,024/1,024) decodes faster than gpuplan at 8-16 requests (TPOT +35-50%) and within 9-14% at 32-64. "
-        "The same setup's TPOT fell 2-3x between the two releases; gpuplan has one SGLang MoE model and does not "
-        "time DeepSeek by SGLang release. Before a small step read only the experts its tokens reach "
-        "(StepTimer._linears_s), a serving step of a few sequences read all 256 experts: TPOT at 8 requests on the "
-        "0.5.7 run was +166%.", "",
+        "under SGLang, closed-loop at 4-128 concurrent requests. dstack's March 2025 runs (3,200 in / 800 out): "
+        "their README (dstackai/benchmarks Deepseek-R1/README.md) names the versions and flags, not an "
+        "assumption: 8x H200 on SGLang 0.4.3.post2 launched with --enable-dp-attention (DP 8), 8x MI300X on "
+        "0.4.2.post4 (rocm/sglang-staging:20250212) at plain TP 8; the rows carry both. Both releases prefill "
+        "DeepSeek's MLA absorbed once the radix cache holds any prefix, which DeepSeek's BOS token gives every "
+        "prompt once the server's warm-up request has cached it (engines/sglang.py absorbed_prefill: 1,088 / 320 "
+        "of the multi-head FLOPs, timed at "
+        "gpuplan's fused-attention rate; with DP attention all 128 heads of a prompt run on one GPU). Together "
+        "(held-out medians, inference_sources.md): TTFT 74.6% -> 60.0%, TPOT 46.1% -> 31.4%, E2E 53.0% -> 35.3%. "
+        "Left: prompts still 1.2-3x too fast (the triton extend kernel's rate on 576-wide heads, 32 x 64 tiles and "
+        "one stage on SM 9.x, is unpublished) and, since a closed loop of fixed lengths runs in lockstep (no "
+        "prompt inside a request's decode), decode steps themselves 1.3-2.8x too fast at 4-16 requests: 43 ms a "
+        "step for 4 sequences on the H200s. No cause for the decode gap was found in 0.4.3.post2's code that gpuplan "
+        "can price from a public number (bench/results/sglang_serving.md lists what was checked). "
+        "InferenceX's run of SGLang 0.5.7 on 8x H200 (issue #870, 1,024/1,024) decodes within 1-9%. "
+        "Before a small step read only the experts its tokens reach (StepTimer._linears_s), a serving step of a "
+        "few sequences read all 256 experts: TPOT at 8 requests on the 0.5.7 run was +166%.", "",
+        "dstack's decode gap, what was checked (the 0.4.3.post2 and 0.4.2.post4 wheels from PyPI, read; a "
+        "diagnosis, nothing fitted): on the H200s measured TPOT less gpuplan's is nearly the same at every "
+        "concurrency, 23-28 ms a step from 4 to 128 requests, so a per-step cost, not one per sequence or token; "
+        "on the MI300Xs 10-13 ms at 4-16 requests. Ruled out or too small: CUDA graphs are on "
+        "(cuda_graph_runner.py can_run under DP attention: every rank decoding or idle, the largest rank's batch "
+        "within cuda_graph_max_bs 160; ForwardMode.is_cuda_graph includes IDLE, so idle ranks replay too); the "
+        "overlap scheduler stays on (0.4.3.post2 does not turn it off for DP attention); the tuned triton MoE and"
+        " block-FP8 GEMM configs for H200 and MI300X ship in both wheels (E=256,N=256 and every DP-attention "
+        "shape); the two gloo CPU collectives per step (Scheduler.prepare_dp_attn_batch) run on the CPU beside "
+        "the GPU; the lm_head replicated in bf16 under DP attention (1.85 GB a step, ~0.4 ms); an all-gather "
+        "beside each MoE layer's all-reduce (~1 ms a step); the triton MLA decode kernel's small grid (1 x 8 x 8 "
+        "blocks, ~2 ms). None comes near 24 ms. Public single-request reports of that era agree the engine was that "
+        "slow but state too little to set a constant: SGLang issue #3196 (2025-01-28: one sequence \"order 13 "
+        "tokens/sec\", TTFT \"order 2 seconds\", on 8x H200 or 8x MI300X) and vLLM issue #11539 (2025-01-10: "
+        "SGLang at one request about 26 tokens/s), 38-77 ms a token against gpuplan's 14-16 ms. Nor is it the "
+        "box or the client: the same harness on the same H200s measured vLLM 0.7.4 (FlashMLA, TP 8; "
+        "raw_data/online_results.csv, not a bench row) at 25.7 ms a token at 4 requests, where gpuplan's vLLM 0.7 "
+        "says 22.0 ms (-14%), while SGLang there took 43.1 ms against gpuplan's 16.6 (steps of 4 sequences at "
+        "3,600 tokens).", "",
         *summary, "", *lines, "", *checks]) + "\n"
     Path(args.out).write_text(text)
     print(text)

@@ -34,13 +34,95 @@ from gpuplan import estimate  # noqa: E402
 from gpuplan import overheads as oh  # noqa: E402
 
 DATA = ROOT / "bench" / "data" / "trtllm_serving.csv"
+# NVIDIA's own batch-1 runs (trtllm-bench): published checks, never fitted, not in the medians (published_checks)
+CHECKS = ROOT / "bench" / "data" / "trtllm_latency_checks.csv"
 # Before: the calibration pair's whole intercept gap charged to every request outside the steps (overheads.
 # TRTLLM_REQUEST_S until 2026-11-29), with no eager context step.
 FLAT_REQUEST_S = 57.5e-3
 
 
 # What the rows say (read off the tables; kept with the report when it is regenerated).
-NOTES = """Session 8 (s8-trtllm), held-out medians:
+NOTES = """Session 9 (s9-trtserve), held-out medians:
+
+| change | TTFT | TPOT |
+|---|---:|---:|
+| main at 358f5cbe | 21.9% | 22.9% |
+| 1. InferenceX's rows run their recorded FP8 KV cache (`kv_cache_config: dtype: fp8`) | 21.8% | 21.7% |
+| 2. Issue #5929's ITL scored as LLMPerf computes it (the request's latency per output token) | 21.8% | 21.7% |
+
+1. `bench/data/trtllm_serving.csv` column `kv_cache_dtype`: InferenceX's script writes `kv_cache_config: dtype: fp8`
+   into the server's options (`benchmarks/single_node/fixed_seq_len/dsr1_fp8_b200_trt.sh@8eec0d4e`); the rows ran
+   gpuplan's default (the model's 16-bit cache). A decode step reads half the cache: ix3317 TPOT +18..+27 % ->
+   +17..+27 %. Issue #5929's rows state no KV dtype and keep the default. Nothing else moves (no estimate code
+   changed: trtllm.py, trtllm_capacity, MLPerf and the SGLang and vLLM benches are untouched).
+2. `predict`, CSV column `client`: LLMPerf's "ITL" is not a TPOT. Its client appends the TTFT as the first
+   `time_to_next_token` and sums them (`ray_clients/openai_chat_completions_client.py`: `INTER_TOKEN_LAT =
+   sum(time_to_next_token)`, "should be same as ... E2E_LAT"), and `token_benchmark_ray.py` divides by the output
+   tokens: the request's whole latency per token. The rows agree: from 1,600 to 8,192 prompt tokens the B200s' ITL
+   grows 0.36 ms, and their TTFT 230-275 ms, 0.38-0.46 ms over 600 tokens. gpuplan's figure for these rows is now
+   its median end-to-end latency over the output tokens: H200 ITL -6..-30 % -> -4..-27 %, B200 +34..+50 % ->
+   +38..+53 % (its TTFT, too short at 8,192 tokens, is spread over them as measured). Medians unchanged (the
+   median row is InferenceX's). Not modelled: LLMPerf counts the output tokens with its own Llama tokenizer
+   (`get_token_length`), not DeepSeek's; no ratio between the two on DeepSeek-R1's output was measured here.
+
+What the sources record, read this session (nothing here is fitted):
+
+- **Issue #5929 states no server options.** Its text gives the release (v0.21.0rc2 built from source), TP 8 with
+  `ep_size` None / 4 / 8, LLMPerf and the two checkpoints; no `extra_llm_api_options`, no `speculative_config`, no
+  MoE backend, no attention DP. The defaults of that period (`tensorrt_llm/llmapi/llm_args.py` `TorchLlmArgs`,
+  the mid-2025 copy read here, with `disable_overlap_scheduler` and `moe_backend` fields): `moe_backend='CUTLASS'`,
+  `enable_attention_dp` off, no speculative decoding, and `use_cuda_graph: bool = Field(default=False)`: decode
+  CUDA graphs only when asked. Later
+  releases replaced it by `cuda_graph_config` with `default_factory=CudaGraphConfig` (on). Which of the two
+  v0.21.0rc2 carries was not read here (no copy of the tag was reachable). The KV dtype is `auto`, which
+  TensorRT-LLM takes from the checkpoint's `hf_quant_config.json`; NVIDIA's best-practice page says the FP8 KV
+  default came with the later nvidia/DeepSeek-R1-0528-FP4 checkpoint ("had enabled FP8 KV cache by-default",
+  `Best_perf_practice_on_DeepSeek-R1_in_TensorRT-LLM.md`), so these rows keep the 16-bit cache.
+- **NVIDIA's own batch-1 runs bracket gpuplan, not the issue's B200 rows** (table above, never fitted). Blog 1
+  (B200 min-latency, nvidia/DeepSeek-R1-FP4, CUDA graphs) publishes 67, 89 and 111 TPS per user without MTP at
+  successive stages of its kernel work (14.9, 11.2 and 9.0 ms a token); gpuplan gives 10.3 ms at EP 8 and 9.9 at
+  EP 4: -31 %, -8 % and +10 %. The issue's B200 rows measure 6.6-6.8 ms, 25-27 % under NVIDIA's fastest published
+  figure without MTP, which already had tuned clocks (`--vboost 4`), PDL and CUTLASS grouped GEMMs not yet released.
+  Blog 1 publishes no later figure without MTP. Scaled by what its MTP-3 run gained from the later stages (253 ->
+  340 TPS per user: the TRTLLM-Gen MoE backend, faster fused_A and router GEMMs), its 111 would be 149 TPS per
+  user, 6.7 ms: the issue's rows. MTP itself takes 111 to 253 at 2.82 tokens a step (its "Autoregressive MTP
+  Layers" table). The issue names neither the backend nor MTP. So the B200 TPOT miss (+34..+50 %) is not
+  gpuplan's Blackwell layer alone: a kernel count cut to meet these rows would put gpuplan 25 % under NVIDIA's
+  published figure. The rows stay held out and unmarked: no source says what they ran beyond the defaults.
+- **The H200 rows ran without MTP.** NVIDIA's H200 min-latency run with MTP 3 at TP 8 EP 4 gives 158 TPS per user
+  (6.3 ms a token, `Best_perf_practice_on_DeepSeek-R1_in_TensorRT-LLM.md`); the issue's H200 EP 4 row measures
+  10.8 ms.
+- **The NVFP4 checkpoint's attention is BF16** (blog 1 "Precision Strategy": attention modules and RouterGEMM
+  BF16, dense and MoE FFN NVFP4; the session-8 finding from the model cards). gpuplan prices every linear but the
+  router as NVFP4 (`speed.inference.step_timer`: `skip` is `('router',)`). Still not built, for the reason session 8
+  gave (a property of the checkpoint for every engine, `model/quant`). At BF16 each B200 reads about 3.2 GB more a
+  token at TP 8 (2.2 G attention parameters a GPU at 2 bytes, not 0.56), 0.5 ms at 6.2 TB/s: the check at EP 4
+  would read +16 % against 9.0 ms, and the issue's B200 TPOT rows move further off.
+- **InferenceX's flags**, read whole this session: `moe_config.backend: TRTLLM`, CUDA graphs padded to the
+  concurrency, FP8 KV at 0.8 (0.75 at TP 4 with 8k prompts), block reuse off, `stream_interval: 10`,
+  `TLLM_OVERRIDE_LAYER_NUM=61` (the MTP layer not loaded), no speculative decoding, attention DP from the sweep's
+  config (the rows encode it off). Its TPOT miss (+17..+27 %) is the same fixed per-layer cost: at 4 users
+  gpuplan's B200 FP8 step is 3.9 ms of weights, 5.7 ms of kernel latencies (31 non-GEMM kernels a layer at 3 us)
+  and 1.0 ms of all-reduces, against 8.7 ms measured. How many kernels TensorRT-LLM 1.3's Blackwell layer (the
+  TRTLLM-Gen MoE) launches, and how long each waits, needs a kernel count or a profile of that release, which no
+  source here gives.
+- **Tried, not landed: the busiest GPU's experts at a few tokens** (`speed/experts.experts_s`, every engine's
+  expert parallelism). It reads the average GPU's distinct experts, `E (1 - (1 - k/E)^T) / ep`, and puts the
+  busiest GPU's extra picks on them as extra rows: at one token and EP 8 that is one expert of 2.9 rows. A token
+  picks an expert once, so the busiest GPU's ~2.9 picks are ~2.9 experts of one row, read whole. Counting the
+  busiest GPU's distinct experts (`local (1 - (1 - 1/local)^picks)`) puts the H200 single-user rows at EP 4 and 8
+  within 7 % (-4..-10 % -> -3..+7 %, EP 8 now above EP 4 as measured; held-out TPOT median unchanged at 21.7 %)
+  and leaves the B200s as they are (the NVFP4 GEMMs' row-share at one token, `TRTLLM_GEMM_HALF_ROWS`, already
+  priced those rows as math). But it takes InferenceX's SGLang DeepSeek-R1 rows (ix3183, 4-64 users at EP) from a
+  5.8 % to a 15.2 % TPOT median (worst +13.5 -> +19.6 %) and the MoE serving runs 18.9 -> 19.2 %: SGLang's decode
+  at those loads fits without the extra expert reads, and what else in its step would absorb them is SGLang's
+  profile, another helper's this session. Left for a change that re-checks SGLang's MoE rows with it.
+- **H200 at 8 users** (TTFT -51..-58 %): LLMPerf sends the eight at once; without chunked prefill up to five
+  1,600-token prompts share a step of at most `max_num_tokens` 8,192, so the first tokens wait on steps of
+  thousands of prompt tokens, priced by the prefill slope (53.3 / 35.8 / 34.7 ms per 1k tokens measured, 31.5 / 24.0
+  / 22.8 in gpuplan): mostly the slope miss below, which the calibration row at 8,192 tokens shows too (-35 %).
+
+Session 8 (s8-trtllm), held-out medians:
 
 | change | TTFT | TPOT |
 |---|---:|---:|
@@ -207,9 +289,47 @@ def load_rows(path: Path = DATA) -> list[dict]:
         return list(csv.DictReader(line for line in f if not line.startswith("#")))
 
 
+def check_scenario(row: dict) -> dict:
+    """A published batch-1 run (bench/data/trtllm_latency_checks.csv) as ``estimate --users 1``: its lengths fixed,
+    as trtllm-bench's synthetic or real prompts of one length give them, a handful of requests one at a time."""
+    tp = int(row["tp"])
+    return {"model": row["model"], "task": "infer", "engine": "trtllm", "engine_version": row["engine_version"],
+            "gpu": row["gpu"], "num_gpus": tp, "tp": tp, "ep": int(row["ep"]), "quant": row["quant"],
+            "prompt_tokens": int(row["prompt_tokens"]), "output_tokens": int(row["output_tokens"]), "users": 1,
+            "num_requests": 4, "length_spread": 0.0}
+
+
+def per_user_ms(row: dict) -> float:
+    """gpuplan's milliseconds per output token of a check row as trtllm-bench's TPS/User counts them: the request's
+    latency (TTFT, then the rest of its tokens at TPOT) over its output tokens."""
+    run = estimate(check_scenario(row), advise=False).load
+    out = int(row["output_tokens"])
+    return (run.median_ttft_ms + (out - 1) * run.median_tpot_ms) / out
+
+
+def published_checks(path: Path = CHECKS) -> list[tuple[dict, float, float | None]]:
+    """(row, published ms per output token, gpuplan's) for each check row; gpuplan's is None where the run drafted
+    with MTP, which gpuplan does not model."""
+    rows = load_rows(path)
+    return [(r, 1e3 / float(r["tps_user"]), None if int(r["mtp"]) else per_user_ms(r)) for r in rows]
+
+
+def checks_table(checks: list[tuple[dict, float, float | None]]) -> list[str]:
+    lines = ["", "Published batch-1 decode (NVIDIA's own trtllm-bench runs, ISL 1,024 / OSL 2,048; never fitted, not "
+             "in the medians; bench/data/trtllm_latency_checks.csv names each row's table and row). ms per output "
+             "token = 1,000 / TPS per user, the request's TTFT included.", "",
+             "| check | GPUs, EP, quant | MTP | published TPS/user (ms a token) | gpuplan ms a token | error |",
+             "|---|---|---:|---|---:|---:|"]
+    for r, ms, ours in checks:
+        setup = f"{r['tp']}x {r['gpu']}, EP {r['ep']}, {r['quant']}"
+        tail = f"{ours:.2f} | {err(ours, ms):+.0%}" if ours is not None else "not modelled (MTP) | "
+        lines.append(f"| {r['id']} | {setup} | {r['mtp']} | {float(r['tps_user']):.0f} ({ms:.2f}) | {tail} |")
+    return lines
+
+
 def scenario(row: dict) -> dict:
     """The row as the scenario a user would give ``gpuplan estimate``: its lengths as the client drew them
-    (``length_spread``), its requests, and the server's KV fraction where the run set one."""
+    (``length_spread``), its requests, and the server's KV fraction and KV dtype where the run set them."""
     tp = int(row["tp"])
     s = {"model": row["model"], "task": "infer", "engine": "trtllm", "engine_version": row["engine_version"],
          "gpu": row["gpu"], "num_gpus": tp, "tp": tp, "ep": int(row["ep"]), "quant": row["quant"],
@@ -218,12 +338,20 @@ def scenario(row: dict) -> dict:
          "length_spread": float(row["length_spread"])}
     if row["free_gpu_memory_fraction"]:
         s["free_gpu_memory_fraction"] = float(row["free_gpu_memory_fraction"])
+    if row["kv_cache_dtype"]:
+        s["kv_cache_dtype"] = row["kv_cache_dtype"]
     return s
 
 
 def predict(row: dict, launch_s: float, request_s: float | None = None) -> tuple[float, float]:
-    """TTFT and TPOT (ms, the row's statistic: median or mean) of the row's plan with ``launch_s`` host seconds per
-    kernel of a context step and ``request_s`` per request outside the steps (default: the package's)."""
+    """TTFT and ITL (ms, the row's statistic: median or mean) of the row's plan with ``launch_s`` host seconds per
+    kernel of a context step and ``request_s`` per request outside the steps (default: the package's). The ITL is
+    what the row's client prints: InferenceX's benchmark_serving its TPOT (first token excluded); LLMPerf
+    (``client`` llmperf) its inter_token_latency, the sum of the gaps between content chunks with the TTFT as the
+    first over the output tokens, i.e. the request's whole latency per output token (ray-project/llmperf
+    ``ray_clients/openai_chat_completions_client.py``: ``INTER_TOKEN_LAT = sum(time_to_next_token)``, "should be
+    same as ... E2E_LAT"; ``token_benchmark_ray.py`` divides it by the output tokens), taken at gpuplan's median
+    end-to-end latency over the row's output tokens."""
     held = oh.TRTLLM_EAGER_LAUNCH_S, oh.TRTLLM_REQUEST_S
     oh.TRTLLM_EAGER_LAUNCH_S, oh.TRTLLM_REQUEST_S = launch_s, held[1] if request_s is None else request_s
     try:
@@ -231,6 +359,8 @@ def predict(row: dict, launch_s: float, request_s: float | None = None) -> tuple
     finally:
         oh.TRTLLM_EAGER_LAUNCH_S, oh.TRTLLM_REQUEST_S = held
     stat = row["statistic"]
+    if row["client"] == "llmperf":
+        return getattr(run, f"{stat}_ttft_ms"), getattr(run, f"{stat}_e2el_ms") / int(row["output_tokens"])
     return getattr(run, f"{stat}_ttft_ms"), getattr(run, f"{stat}_tpot_ms")
 
 
@@ -287,7 +417,9 @@ def report(rows: list[dict], seconds: float) -> str:
              "steps that hold a prompt run without a CUDA graph, each kernel launched at overheads."
              f"TRTLLM_EAGER_LAUNCH_S = {launch * 1e6:.1f} us of host time, fitted on the same calibration rows (H200 "
              "FP8 without expert parallelism, one request at 1,600 and 8,192 prompt tokens), and the server path "
-             f"per request is vLLM's {request * 1e3:.1f} ms, borrowed. error = (gpuplan - measured) / measured.", "",
+             f"per request is vLLM's {request * 1e3:.1f} ms, borrowed. ITL as the row's client prints it (`client` "
+             "column: LLMPerf's is the request's latency per output token, TTFT included). error = (gpuplan - "
+             "measured) / measured.", "",
              "| rows | n | TTFT median abs error, before | now | TPOT median abs error, before | now |",
              "|---|---:|---:|---:|---:|---:|"]
     for role in ("calibration", "held-out"):
@@ -295,7 +427,7 @@ def report(rows: list[dict], seconds: float) -> str:
         cols = [[err(res[r["id"]][k][j], float(r["p50_ttft_ms" if j == 0 else "p50_itl_ms"])) for r in sel]
                 for j in (0, 1) for k in (0, 1)]
         lines.append(f"| {role} | {len(sel)} | " + " | ".join(f"{median_abs(c):.1%}" for c in cols) + " |")
-    lines += ["", "| run | role | users | TTFT ms measured / before / now | TTFT error now | ITL ms measured / TPOT "
+    lines += ["", "| run | role | users | TTFT ms measured / before / now | TTFT error now | ITL ms measured / "
               "gpuplan | TPOT error |", "|---|---|---:|---|---:|---|---:|"]
     for r in rows:
         (tb, _), (tn, tpot) = res[r["id"]]
@@ -311,6 +443,7 @@ def report(rows: list[dict], seconds: float) -> str:
         bi, _ = intercept([(int(r["prompt_tokens"]), res[r["id"]][0][0]) for r in pair])
         gi, gs = intercept([(int(r["prompt_tokens"]), res[r["id"]][1][0]) for r in pair])
         lines.append(f"| {name} | {mi:.0f} / {bi:.0f} / {gi:.0f} | {1e3 * ms:.1f} / {1e3 * gs:.1f} |")
+    lines += checks_table(published_checks())
     return "\n".join(lines) + "\n\n" + NOTES
 
 

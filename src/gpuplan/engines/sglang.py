@@ -73,6 +73,9 @@ SCHEDULE_POLICY = "fcfs"  # as simulated (see the module docstring)
 # whose all-reduces SGLang fuses by default on Hopper and Blackwell (server_args.py
 # ServerArgs._handle_model_specific_adjustments, 2026: one node, no DP attention, no all-to-all MoE backend)
 FUSED_KERNELS_FROM = (0, 5, 0)
+# the last release whose default MLA backend (triton, everywhere) prefills absorbed once any prompt of the batch has a
+# cached prefix (absorbed_prefill); 0.4.5.post3 already picks FA3 on Hopper, which version_tuple does not tell apart
+ABSORBED_PREFILL_UNTIL = (0, 4, 5)
 ALL_REDUCE_FUSION_ARCHS = frozenset({"DeepseekV3ForCausalLM", "GptOssForCausalLM", "Glm4MoeForCausalLM",
                                      "Qwen3MoeForCausalLM"})
 
@@ -222,6 +225,9 @@ TIMING = ("SGLang: GPU work timed as vLLM's (CUDA graphs, the same attention ker
           "max_running_requests, radix cache), fitted and checked on SGLang's published runs "
           "(bench/results/sglang_serving.md: few rows, Llama-3.1 8B and 70B)")
 
+ABSORBED_NOTE = ("this release prefills MLA prompts absorbed once its radix cache holds a prefix (the BOS token is "
+                 "one): about 3.4x the attention FLOPs, timed at the fused-attention rate, a lower bound")
+
 
 def _engine_dict(s: Scenario, sm: StartupMemory) -> dict:
     """What SGLang's startup log prints, for the report."""
@@ -350,9 +356,11 @@ class Sglang(Engine):
                         frontend_token_s=oh.SGLANG_FRONTEND_TOKEN_S, overlapped=overlap_schedule(s),
                         chunk_tokens=chunk_size(s, d) if s.chunked_prefill is not False else None,
                         all_reduce_s=oh.SGLANG_ALL_REDUCE_S)
-        return current_timing(s, m, gpu, loop=loop, note=TIMING, graph_max_batch=d.cuda_graph_max_bs,
+        absorbed = absorbed_prefill(s, m)
+        note = f"{TIMING}; {ABSORBED_NOTE}" if absorbed else TIMING
+        return current_timing(s, m, gpu, loop=loop, note=note, graph_max_batch=d.cuda_graph_max_bs,
                               launch_s=oh.SGLANG_EAGER_LAUNCH_S, label=self.label, rocm_measured=True,
-                              **fused_kernels(s, m, gpu))
+                              **fused_kernels(s, m, gpu), **absorbed)
 
 
 def fused_kernels(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> dict:
@@ -373,6 +381,39 @@ def fused_kernels(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> dict:
         lin.group == "shared_experts" for layer in m.layers for lin in layer.linears)
     kernels = oh.SGLANG_MLA_MOE_KERNELS_PER_LAYER + (0 if fused else 2) if deepseek else 0
     return {"fused_all_reduce": fused, "layer_kernels": kernels}
+
+
+def absorbed_prefill(s: Scenario, m: ModelSpec) -> dict:
+    """MLA prompts as SGLang up to 0.4.5 prefills them (a :class:`~gpuplan.engines.base.Timing` field): absorbed,
+    attending to the cached latent (``kv_lora_rank + rope`` wide scores, ``kv_lora_rank`` wide values per head),
+    not as multi-head attention (``qk_nope + rope`` and ``v_head_dim``), for every prompt.
+
+    - The default MLA backend is triton on every card (``model_runner.py`` ``ModelRunner.__init__``, 0.4.2.post4 and
+      0.4.3.post2: "MLA optimization is turned on. Use triton backend"; ``model_specific_adjustment`` in 0.4.5).
+    - Its prefill runs multi-head attention only while no prompt of the batch has a cached prefix
+      (``models/deepseek_v2.py`` ``DeepseekV2AttentionMLA.forward``: ``forward_batch.extend_prefix_lens.sum() ==
+      0``, else ``forward_absorb``; ``dispatch_attn_forward_method`` in 0.4.5; SGLang issue #5731: "It will only be
+      used for prefill batches with no prefix cache").
+    - The radix cache is on by default and matches token by token (``page_size`` 1), up to the prompt's length
+      less one (``Req.adjust_max_prefix_ids``). DeepSeek's tokenizer starts every prompt with its BOS token
+      (``add_bos_token``), and the server's own warm-up request (``entrypoints/http_server.py``
+      ``_wait_and_warmup``: "The capital city of France is", once per DP rank) leaves it cached before any user's
+      prompt arrives: every prompt has a cached prefix of at least one token.
+
+    0.4.5.post3 and later default to FA3 on Hopper, which runs a cached prefix as multi-head attention in chunks
+    (SGLang PR #5113, ``MHA_CHUNKED_KV``); later releases are timed as now. The absorbed kernel is timed at
+    gpuplan's fused-attention rate for its FLOPs, ``(2 kv_lora_rank + rope) / (qk_nope + rope + v_head_dim)``
+    times the multi-head ones (1,088 / 320 for DeepSeek-V3): the triton extend kernel's own rate on 576-wide heads
+    (``triton_ops/extend_attention.py``: 32 x 64 tiles on SM 9.x, 64 x 64 on ROCm, one stage) is not published,
+    so this is the least the absorbed prefill costs."""
+    mla = m.mla
+    if not mla or version_tuple(s.engine_version) > ABSORBED_PREFILL_UNTIL:
+        return {}
+    rope, latent = mla.get("qk_rope_head_dim") or 0, mla.get("kv_lora_rank") or 0
+    multi_head = (mla.get("qk_nope_head_dim") or 0) + rope + (mla.get("v_head_dim") or 0)
+    if not (multi_head and latent):
+        return {}
+    return {"context_attention_speedup": multi_head / (2 * latent + rope)}
 
 
 SGLANG = Sglang()
