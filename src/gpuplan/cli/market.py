@@ -74,7 +74,8 @@ def gpus_compare(
 
     \b
       gpuplan gpus compare 4090 a6000 'rtx 6000 ada'
-      gpuplan gpus compare h100 a100-80gb --json"""
+      gpuplan gpus compare h100-sxm mi300x b200 --json
+    """
     fmt = resolve_format(fmt, as_json)
     said: list[str] = []
     rows = api.gpus_compare(names, said)

@@ -14,7 +14,15 @@ from ..errors import SourceError
 from .app import JsonFlag, app, print_json, short
 from .render import Column, FormatOption, err, out, resolve_format, show
 
-prices_app = typer.Typer(pretty_exceptions_enable=False)  # its help: prices_cmd's docstring
+prices_app = typer.Typer(help="The prices in force (bundled snapshot, refreshed caches, your files); "
+                         "`prices update` refreshes them. Rankings (cost, recommend, estimate) leave out rows "
+                         "older than 90 days and low-confidence rows unless asked (--max-price-age-days, "
+                         "--include-low-confidence)."
+                         "\n\nExamples:\n\n\b\n"
+                         "  gpuplan prices --gpu h100-sxm --max-age 30\n"
+                         "  gpuplan prices --provider runpod --spot --format csv\n"
+                         "  gpuplan prices update --source file --file my-offers.csv",
+                         pretty_exceptions_enable=False)
 app.add_typer(prices_app, name="prices")
 SOURCES = api.PRICE_SOURCES
 
@@ -32,10 +40,8 @@ def prices_cmd(
     as_json: JsonFlag = False,
     fmt: FormatOption = None,
 ) -> None:
-    """The prices in force (bundled snapshot, refreshed caches, your files); `prices update` refreshes them.
-
-    The offers, cheapest first per GPU, each with its date, age, source and confidence. Rankings (cost,
-    recommend, estimate) leave out rows older than 90 days and low-confidence rows unless asked
+    """List the offers in force, cheapest first per GPU, each with its date, age, source and confidence.
+    Rankings (cost, recommend, estimate) leave out rows older than 90 days and low-confidence rows unless asked
     (--max-price-age-days, --include-low-confidence).
 
     Examples:
