@@ -278,35 +278,46 @@ CAUSES = {
         "step flips the burst to all 500 admitted at once); "
         "at 16 requests/s, TPOT -40 %: the engine loop on that host."),
     ("load_accuracy", "recipes"): (
-        "The Nemotron-3-Nano recipe's first wave, 1,024 requests of 1,024 tokens sent at once: its last first "
-        "token (p99 TTFT 15.5 s) bounds the prefill queue at ~68k prompt tokens a second, where gpuplan clears "
-        "it in 11.1 s (~94k a second), so the hybrid Mamba-MoE's prompt steps are ~1.4x too fast in gpuplan (the "
-        "median and mean TTFT, -33 % before the frontend queue, -30 % with it, follow). No single-request run of "
-        "this model on an H200 was found to place the prompt step's cost (Mamba-2's chunked scan, the FP8 "
-        "experts). TPOT +2 %, requests/s -1 %."),
+        "The Nemotron-3-Nano recipe (FP8, one H200, 1,024 users): Mamba-2 layers are no longer timed as attention "
+        "and add their chunked scan from mamba_ssm's kernels; decode reads and writes each sequence's recurrent "
+        "state once, not per context token (TTFT -29.5 % -> -23.3 %, TPOT +2.4 % -> +12.7 %). What is left: the "
+        "FP8 path gains 1.90x over BF16 in gpuplan against 1.40x on Model-Optimizer's H100 throughput runs of this "
+        "model (BF16 within 4 %), and the recipe's --async-scheduling (opt-in on 0.12) is not modelled "
+        "(bench/results/load_accuracy.md)."),
     ("load_accuracy", "vllmblog"): (
-        "gpt-oss-20b decodes faster in gpuplan (ITL -19 % and -27 %), which lifts requests/s (+21 %, +31 %). At "
-        "8 sequences of ~21k tokens gpuplan's step is 4.0 ms of weights, 1.4 ms of KV cache and 0.9 ms of "
-        "launches (6.4 ms) against 8.1 ms measured. The FP8 KV rows show part of it: halving the KV bytes saves "
-        "0.19 ms a step measured and 0.72 ms in gpuplan (Llama-3.1-8B: 2.25 against 3.82 ms), so vLLM 0.19.1's "
-        "FP8 attention on an H100 does not run at its bytes' rate; the blog's own speed-up is a check, not a "
-        "factor, and these rows are held out. The bf16 rows' 1.7 ms is the MXFP4 MoE at 8 rows on Hopper, for "
-        "which no public kernel profile was found."),
+        "gpt-oss-20b's TTFT under load (-21 % and -18 %): the prompt steps of the MXFP4 model on Hopper; its ITL "
+        "(-19 % and -27 % before, now -4 % and -5 %) takes two decode costs from the same post's single-request "
+        "sweeps (engines/vllm.py `measured_kernels`: 51 us a MoE layer, fitted on the H100 and found again on the "
+        "B200; FlashAttention-3's fp8 cache at 0.63 of the 16-bit rate for head_dim 64). Llama-3.1-8B's FP8 ITL -19 %: "
+        "FP8 saves 2.25 ms a step at concurrency 8 where the single-request slopes give 3.4 ms."),
     ("llama_bench", "pr6017"): (
-        "One row: 8 A100 PCIe cards in llama.cpp's layer split, timed as one card (the row's note: one "
-        "micro-batch crosses the 8 cards one after another). The measured 61 ms against gpuplan's 41 ms for the "
-        "card's compute leaves ~2.9 ms per card boundary, far above the 8 MiB activation hand-off over PCIe "
-        "(~0.3 ms): ggml's cross-device copies and synchronisation. llama.cpp PR #19922's own sweep shows the "
-        "same kind of loss per added GPU (gpt-oss-120B pp16384 on ROCm: 890 t/s on 2 GPUs, 550 on 8). Not "
-        "modelled; a single held-out row sets nothing."),
+        "Two rows of one table: Llama 7B F16, pp512 (one micro-batch), on one A100 80GB PCIe (8,668 tokens/s) "
+        "and split by layers over eight (8,381). gpuplan is +44 % and +41 %: the miss is the card's own F16 "
+        "prompt time (41 ms against 59 ms measured: with the rest as gpuplan times it, cuBLAS's F16 GEMMs of "
+        "a March 2024 build at 512 rows ran at ~45 % of the A100's 312 TFLOP/s, gpuplan's GEMM model gives "
+        "~72 %), not the split. The 7 boundaries "
+        "cost 2.0 ms measured and 2.4 ms in gpuplan (speed/inference.py `_split_handoffs_s`: each micro-batch's "
+        "fp32 residual, 8 MiB, over PCIe gen4 plus 20 us; ggml's scheduler copies it with "
+        "`cudaMemcpyPeerAsync` and an event, no host wait). The closing note's '~2.9 ms a boundary' took "
+        "gpuplan's one-card time as the measured one. The A100's GEMM rate at 512 rows is not refitted: no "
+        "other A100 F16 prompt row is in the bench."),
     ("sglang_serving", "dstack"): (
         "DeepSeek-R1 on SGLang 0.4.3.post2 with DP attention (8x H200) and 0.4.2.post4 (8x MI300X), as dstack's "
         "README states: prompts still 1.2-3x too fast after the absorbed MLA prefill of those releases, and decode "
         "steps 1.3-2.8x too fast at 4-16 requests (closed loop in lockstep: the steps themselves); no public "
         "number prices either (bench/results/sglang_serving.md). Shown, never fitted."),
     ("sglang_serving", "ix3173"): "InferenceX DeepSeek-R1 TTFT under SGLang: helper s8-ttft's this session.",
-    ("sglang_serving", "ix3318"): "InferenceX DeepSeek-R1 TTFT under SGLang (MI325X): helper s8-ttft's this session.",
-    ("sglang_serving", "ix3363"): "InferenceX DeepSeek-R1 TTFT under SGLang: helper s8-ttft's this session.",
+    ("sglang_serving", "ix3318"): (
+        "InferenceX DeepSeek-R1 TTFT under SGLang on MI325X: 0.44-0.71 s more on every request at 8k prompts, a "
+        "cost off the engine's path: its prompt work at the decode's ROCm share (1.67) queues the later requests "
+        "(64 requests -10 % -> +48 %), which the published means do not show; at the FP8 rate it falls further. No "
+        "source read prices it (bench/results/moe_layout.md, notes 6-8)."),
+    ("sglang_serving", "ix3363"): (
+        "InferenceX DeepSeek-R1 TTFT under SGLang on B200 (FP8, TP 8, EP 1): +82..+132 ms on the mean at 1-16 "
+        "requests, present with one request at an idle server, and a queue at 64; B300 at EP 4-8 (NVFP4) has "
+        "+15..+36 ms. Not the prompt's matmul rate (at the FP8 rate: -39 % -> -42 %); what the EP 1 families share "
+        "(256 expert groups of [32 x 7,168] x [7,168 x 512] per GPU for a 1k prompt) has no kernel profile "
+        "(bench/results/moe_layout.md, notes 1-8)."),
     ("trtllm_serving", "i5929"): "trtllm-serve's B200 prompt steps: helper s8-trtllm's this session.",
 }
 

@@ -49,6 +49,9 @@ def predict(row: dict) -> float:
     """gpuplan's tokens/s for the row's test."""
     fields = {"task": "infer", "engine": row["engine"], "model": row["model"], "gpu": row["gpu"], "batch_size": 1,
               "prompt_tokens": 512, "output_tokens": 128, "quant": None if row["quant"] == "none" else row["quant"]}
+    gpus = int(row.get("gpus") or 1)
+    if gpus > 1:  # llama.cpp's default --split-mode layer: the layers split over the cards, one stage each
+        fields.update(num_gpus=gpus, pp=gpus)
     if row["engine"] == "llama.cpp":
         fields.update(flash_attention=row["fa"] or "auto", ubatch_tokens=int(row["ubatch"] or 512))
     s = scenario_from(fields)
@@ -151,7 +154,34 @@ def report(rows: list[dict]) -> str:
         lines.append(f"| {r['id']} | {r['gpu']} | {r['model'].split('/')[-1]} | {r['quant']} | {r['test']} | "
                      f"{r['role']} | {pub:,.1f} | {pub * (1 + errors[r['id']]):,.1f} | {errors[r['id']]:+.0%} |")
     why = [f"- {r['id']}: {r['notes']}" for r in rows if r["notes"]]
-    return "\n".join([*lines, "", "Notes:", *why, ""])
+    return "\n".join([*lines, "", "Notes:", *why, "", *SPLIT_NOTE, ""])
+
+
+SPLIT_NOTE = (
+    "## Several cards: llama.cpp's layer split (`-sm layer`)", "",
+    "PR #6017's table has Llama 7B F16 pp512 (one micro-batch) on one A100 80GB PCIe, 8,668 tokens/s, and on eight, "
+    "8,381: the 7 card boundaries cost (61.1 - 59.1) ms = 0.29 ms each. gpuplan times each boundary as ggml runs it "
+    "(speed/inference.py `_split_handoffs_s`): `ggml_backend_sched_compute_splits` copies the next split's input, "
+    "the micro-batch's fp32 residual (512 x 4,096 x 4 B = 8 MiB), with the CUDA backend's `cpy_tensor_async` "
+    "(`cudaMemcpyPeerAsync` on the source stream, an event the destination waits on; the host does not wait), "
+    "so 8 MiB over PCIe gen4 at 25.6 GB/s plus 20 us = 0.35 ms, 2.4 ms for the 7. Both rows stay +41 % and +44 % "
+    "(the eight-card row was +49 % when timed as one card): the miss is the A100's own F16 prompt, 41 ms in "
+    "gpuplan against 59 ms measured. With the rest as gpuplan times it, the March 2024 build's cuBLAS F16 GEMMs at "
+    "512 rows ran at ~45 % of the card's 312 TFLOP/s, where the GEMM model gives ~72 % (the RTX 4090's F16 row of "
+    "January 2024 is within 9 %); no other A100 F16 prompt row is in the table to place it, so nothing is refitted. "
+    "The closing note's '~2.9 ms a boundary' divided gpuplan's one-card time, not a measured one, by the "
+    "boundaries. A recent build's split, PR #19378's 4x RTX 4090 (-sm layer, 3 boundaries), is held out too: "
+    "Llama-3.1-70B Q4_K_M pp512 -19 % and tg128 -3 %, Qwen3-30B-A3B Q8_0 pp512 +7 %.", "",
+    "Not modelled: the overlap of micro-batches across cards when `n_batch > n_ubatch` (the scheduler keeps "
+    "`GGML_SCHED_MAX_COPIES` copies of each split's inputs with an event per copy, so card k can run micro-batch "
+    "j+1 while card k+1 runs j). PR #6017's eight cards reach 1.61x one card's rate at pp1024 and 1.94x at pp2048, "
+    "well under an ideal pipeline's 1.78x and 2.91x; gpuplan times the micro-batches one after another. On ROCm the "
+    "loss per card is of another kind: PR #19922 (10 MI50s) found prompt processing 'spent on the CPU hitting "
+    "blocking sync points between split submissions' (the scheduler's fallback when a backend's async copy is "
+    "refused: `ggml_backend_synchronize` on the source, then a blocking copy), and its gpt-oss-120B pp16384 falls "
+    "from 890 tokens/s on two MI50s to 550 on eight: 11.4 s more for 6 more boundaries, tens of milliseconds per "
+    "boundary and micro-batch of 512 or 1,024 tokens, far above any copy; gpuplan does not time llama.cpp on "
+    "ROCm.")
 
 
 def main() -> None:

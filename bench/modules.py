@@ -73,6 +73,30 @@ grow with the resolution and batch, 0.56 GiB measured from 512 px to batch 5, ar
 row +4 to -14 %. Speed: +31 % on 'about
 4s/it' at 1024 px, where the U-Net's attention over 16,384 tokens is 63 % of the estimate and the trained encoder
 0.5 %.
+
+Session 9 (issue 34's remaining misses and leftovers), held-out numbers against the goals:
+
+| held out | start of session 9 | now | goal |
+|---|---|---|---|
+| memory within 15 % | 25 of 25 | 25 of 25 | all |
+| speed within 25 % | 40 of 49, median 16 % | 41 of 49, median 16 % | all |
+| diffusion generation speed | 34 of 42, median 14 % | 35 of 42, median 13 % | |
+| diffusion training speed | 5 of 6, worst +31 % | 5 of 6, worst +52 % | |
+
+Built: GeForce Ampere's fused-attention softmax weighed at the card's own SFU and FP32 rates (speed/modules.py
+attention_share, overheads.ATTENTION_REFERENCE_CARD: Ampere's 0.30 is the A100's, whose rates per tensor FLOP are a
+quarter of a GA10x SM's; 0.30 x 1.375 / 1.078 = 0.383 at 128-wide heads, Ada's 0.38 by the same derivation; from the
+GA102 whitepaper, not fitted): the torch 2.0 RTX 3090 rows -12/-14/-17 % to -5/-5/-8 %, onnxruntime's RTX 3060
+rows +29/+39/+41 % to +19/+28/+29 %, kohya's 3090 Ti LoRA +15 to +18 %, and diffusers PR 2039's DreamBooth at
+1024 px (xformers of January 2023, not timed apart by any source) +31 to +52 %. Checked and not the cause of the RTX
+3060 rows: fp16 accumulation, which GeForce Ampere runs at twice its fp32-accumulate rate; those rows are PyTorch
+2.0.0's, whose half GEMMs and convolutions accumulate in fp32 (cuBLAS CUDA_R_32F compute; cuDNN CUDNN_DATA_FLOAT
+math), and onnxruntime's own GEMMs default to fp32 compute too (ORT_CUDA_GEMM_OPTIONS, testing only). The card's
+measured matmul rate (0.999 of its datasheet) would take them to +6/+13/+15 %, but still waits on issue 20's
+ceiling (an Unsloth LoRA step at 512 tokens would imply 0.83). Also built, no bench row: kohya's T5-XXL LoRA
+(network_args train_t5xxl=True, text_encoders trained-all) from two new recorded ways of T5; kohya's sdxl_train.py's
+frozen CLIP-L last layer and final norm, 7,089,408 parameters without gradients or states; kohya's --fp8_base
+encoders in fp8.
 """
 
 from __future__ import annotations

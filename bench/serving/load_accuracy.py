@@ -140,15 +140,29 @@ NOTES = """What the misses say, row by row:
   tt340's (the engine loop constant was measured on KubeCon's H100 host).
 - **Two sources added, both vLLM's own publications, each with its setup stated.** The vLLM blog's FP8 KV-cache
   post (2026-04-22: one H100, v0.19.1, 150 requests at concurrency 8, ~20k prompt and ~2k output tokens): Llama-3.1-8B
-  TTFT +6 % and +7 % (BF16 and FP8 KV), ITL -7 % and -21 %, requests/s +4 % and +16 %; gpt-oss-20b TTFT -22 % and
-  -20 %, ITL -19 % and -27 %, requests/s +21 % and +31 %. Before the fix named in its commit the gpt-oss TTFTs were
+  TTFT +6 % and +7 % (BF16 and FP8 KV), ITL -7 % and -19 %, requests/s +4 % and +14 %; gpt-oss-20b TTFT -21 % and
+  -18 %, ITL -4 % and -5 %, requests/s +4 % and +5 %. gpt-oss's ITL was -19 % and -27 % (requests/s +21 %, +31 %)
+  before two decode costs were timed as the same post's single-request sweeps measure them (concurrency 1, its
+  ITL = slope x input + intercept fits; not these rows: overheads.VLLM_FP8_KV_RATE, VLLM_MXFP4_MOE_LAYER_S,
+  engines/vllm.py `measured_kernels`): (1) gpt-oss's MXFP4 MoE layers cost 51 us a layer and step beyond their
+  bytes: the H100 intercept is 4.05 ms where the bytes take 2.83 (fitted); the B200's, 3.15 ms against 1.92,
+  gives the same 51 us (a check) though its MoE kernels differ (FlashInfer's native FP4 against the H100's
+  Triton `matmul_ogs` on upcast weights, `gpt_oss_triton_kernels_moe.py`), so the cost is the layer's chain of
+  small kernels, not the experts' arithmetic; (2) FlashAttention-3 reads an fp8 cache at 0.5 / (FP8 slope /
+  BF16 slope) of the 16-bit cache's rate: 0.63 for head_dim 64 (gpt-oss, 80 %), 0.93 for 128 (Llama, 54 %), so
+  halving the KV bytes saves 0.29 ms of gpt-oss's 8-sequence step (0.19 ms measured), not 0.72. The step at 8
+  sequences of ~21k tokens is now 7.6 ms (8.1 measured): 5.2 ms of weights and MoE layers, 1.4 of KV, 0.9 of
+  launches. Llama's FP8 ITL stays
+  -19 %: at concurrency 8 FP8 saves 2.25 ms a step measured where the single-request slopes give 3.4 ms (gpuplan
+  3.5); unexplained. Before the fix named in its commit the gpt-oss TTFTs were
   +331 % and +347 %: gpuplan timed vLLM's prefill of gpt-oss with transformers' eager attention (gpt-oss has no SDPA
   path in transformers; vLLM runs its own FlashAttention-3 with sinks, speed.inference.engine_attention).
   vLLM's recipe for Nemotron-3-Nano (FP8 on one H200, v0.12.0, 1,024 users, 2,048 prompts of 1,024 + 1,024
-  tokens): TPOT +2 %, requests/s -1 %, median TTFT -33 % (1,027 against 1,535 ms), mean -33 % (3,008 against
-  4,491 ms), p99 -28 % (11.1 against 15.5 s). Before the fix named in its commit the median was +166 % (4,089 ms)
-  and requests/s -9 %: gpuplan gave each of the model's 23 MoE layers, which have neither attention nor a Mamba
-  state, a KV block per request, as if they held a state (engines/vllm.py `_kv_groups`); vLLM builds KV-cache
+  tokens), as session 8 left it: TPOT +2 %, requests/s -1 %, median TTFT -33 % (1,027 against 1,535 ms), mean
+  -33 % (3,008 against 4,491 ms), p99 -28 % (11.1 against 15.5 s). Before the fix named in its commit the median
+  was +166 % (4,089 ms) and requests/s -9 %: gpuplan gave each of the model's 23 MoE layers, which have neither
+  attention nor a Mamba state, a KV block per request, as if they held a state (engines/vllm.py `_kv_groups`); vLLM
+  builds KV-cache
   specs for attention and Mamba modules only (`GPUModelRunner.get_kv_cache_spec`). A request took 9 blocks of
   12.9 MB instead of 5, the pool held 841 of the 1,024 sequences and the run preempted 323 times; now it holds
   1,514 (the Mamba state in float32, vLLM's default for NemotronH: `NemotronHForCausalLMConfig`
@@ -158,6 +172,25 @@ NOTES = """What the misses say, row by row:
   against gpuplan's 11.1) says more than one API-server process (above) would: the last of 1,024 x 1,024 prompt
   tokens was computed at ~68k tokens a second where gpuplan computes ~94k, so this hybrid's prompt steps are ~1.4x
   too fast in gpuplan (read 2026-11-29, s8; no single-request run of it on an H200 places the cost).
+  Looked at next (s9): the hybrid's own work, from its kernels. (1) gpuplan timed all 52 layers as 32-head
+  attention; 23 are expert layers with no mixer and 23 are Mamba-2. Now only the 6 attention layers attend and each
+  Mamba layer adds its chunked scan (mamba_ssm `_mamba_chunk_scan_combined_fwd`'s four kernels and the causal
+  convolution, bytes and FLOPs: speed/work.py `ssd_scan_s`), 0.83 us a token on an H200, less than the phantom
+  attention it replaces: TTFT -29.5 % -> -31.0 %. (2) Decode moved each sequence's recurrent state (49 MB) once,
+  and the step model took it per context token (at 1,024 tokens), so it grew with the context; it is now per
+  sequence, read and written back (selective_state_update stores it in place): TTFT -23.3 % (median 1,176 ms, mean
+  3,117, p99 11.7 s), TPOT +12.7 %, requests/s -10 %. An outside check, not a row: NVIDIA Model-Optimizer's
+  `vllm bench throughput` of this model on one H100 (examples/megatron_bridge Nemotron-3-Nano README, 32,768 in /
+  1,024 out, container nemo:26.04, vLLM release not named) measured 1,006 output tokens/s for BF16 and 1,404 for
+  the official FP8 checkpoint; gpuplan gave 384 and 470 before (the phantom attention at 32k tokens, the state
+  taken 32-fold), now 1,046 (+4 %) and 1,982 (+41 %). BF16 lands; FP8 gains 1.90x in gpuplan against 1.40x
+  measured. The same README says the FP8 checkpoint keeps attention and the Mamba convolution in BF16
+  (ModelOpt `MAMBA_MOE_FP8_CONSERVATIVE_CFG`), which gpuplan's `--quant fp8` does not (its attention matmuls are
+  at the 16-bit rate either way, so this explains little). So the prompt steps still too fast here are the FP8
+  ones: the FP8 MoE and linears of this model on Hopper reach less than twice the BF16 rate; no kernel profile or
+  single-request run was found to price by how much. Not modelled either: the recipe's `--async-scheduling`
+  (opt-in before 0.14; gpuplan has no field for it); with the host loop overlapped the row gives TTFT -32 %, TPOT
+  -21 %, requests/s +28 %, so decode would then lack ~13 ms a step at 1,000 sequences.
 - **Offline at a large batch: Llama-3.1-405B FP8 on 8 H100s under vLLM 0.6.3 (dstack's `benchmark_throughput.py`
   runs, 15 rows, requests/s only).** Built as vLLM 0.6.3 runs them: the LLM class's V0 engine, `max_num_seqs`
   256, chunked prefill on past 32,768 tokens of context (512 tokens a step before 0.6.5), a prompt admitted only

@@ -23,7 +23,8 @@ sys.path.insert(0, str(HERE))
 
 import sglang_serving as bench  # noqa: E402
 
-from gpuplan.serving.steptime import StepModel  # noqa: E402
+from gpuplan import overheads as oh  # noqa: E402
+from gpuplan.serving.steptime import Calibration, StepModel  # noqa: E402
 
 # what the rows say, in words (kept beside the table this script writes)
 NOTES = """\
@@ -240,7 +241,22 @@ cuda_graph_max_bs tokens as a graph replay, which SGLang never does for an exten
 decode batches only: cuda_graph_runner.py CudaGraphRunner.can_run). With every prompt step at least 82.6 ms (the
 placement table's last line): held-out TTFT 27.0% and TPOT 8.3%; the B300 rows come to -6..+19% at 1-16 requests,
 while H200 1k and B200 stay at -27..-46%. Not adopted: making every SGLang prompt step eager moved the dense check
-rows from 4.4% to 6.0% (note 10 above), and the pull request names neither its GPUs nor its release."""
+rows from 4.4% to 6.0% (note 10 above), and the pull request names neither its GPUs nor its release.
+Looked at next (2026-11-29, s9; the last table). (6) The prompt's matmul rate. The FP8 rows are timed at the 16-bit
+rate over 1-byte weights (their quant is the checkpoint's own). SGLang runs DeepSeek's block-FP8 GEMMs on FP8 tensor
+cores: DeepGEMM on H200; on B200 dsr1_fp8_b200.sh sets SGL_ENABLE_JIT_DEEPGEMM=false and
+SGLANG_ENABLE_FLASHINFER_GEMM=true (FlashInfer's groupwise FP8 GEMM) beside --moe-runner-backend flashinfer_trtllm;
+MI325X runs AITER's (SGLANG_USE_AITER=1). Timed at the FP8 rate, every family falls further (H200 8k from -2% to
+-25%): SGLang's DeepSeek prefill reaches about the 16-bit rate end to end, and the rate is not the offset. (7)
+MI325X's prompt work at the ROCm share its decode was fitted on (1.67): 4 requests -58% -> -32%, 64 requests -10% ->
++48%. A slower prefill queues the later requests, which the published means do not show, so MI325X's cost stays off
+the engine's path, as read before (the ROCm runs' chunk of 131,072 tokens and fp8 KV cache are as launched). (8) What
+the families with the offset share beyond FP8 is EP 1: each GPU holds an eighth of every expert (TP 8 cuts the
+2,048-wide expert to 256 columns), so a 1k prompt's MoE runs 256 groups of [32 x 7,168] x [7,168 x 512] GEMMs on every
+GPU, where B300 at EP 8 runs 32 whole experts. gpuplan times the 256 groups as one grouped GEMM at its shape model's
+efficiency; no kernel profile of SGLang's EP 1 MoE at prefill (Triton fused_moe on H200, TensorRT-LLM's block-scale
+MoE on B200) was found to price the small tiles, and tenstorrent #356's H100 run (SGLang 180 ms against vLLM 56 ms
+for a 128-token prompt, same cards and model) points at a cost outside the GPU's matmuls. Nothing is built."""
 FAMILIES = (("ix3173-", "H200 FP8 TP 8, SGLang 0.5.12"), ("ix3363-", "B200 FP8 TP 8, SGLang 0.5.12"),
             ("ix3183-r1fp4-b300-tp8", "B300 NVFP4 TP 8 EP 8, SGLang 0.5.12"),
             ("ix3183-r1fp4-b300-tp4", "B300 NVFP4 TP 4 EP 4, SGLang 0.5.12"),
@@ -371,6 +387,39 @@ def placement_lines(rows: list[dict], max_requests: int) -> list[str]:
     return lines
 
 
+# the families the rate diagnostic reads (row id prefix, label)
+RATE_FAMILIES = (("ix3173-r1-h200-1k", "H200 1k"), ("ix3173-r1-h200-8k", "H200 8k"), ("ix3363-", "B200 1k"),
+                 ("ix3318-", "MI325X 8k"))
+
+
+def rate_lines(rows: list[dict], max_requests: int) -> list[str]:
+    """Two prompt-rate diagnostics (session 9, not adopted): the FP8 rows' GEMMs at the FP8 rate rather than the
+    16-bit rate they are timed at now (their ``quant`` is the checkpoint's, so the matmuls take the 16-bit rate over
+    1-byte weights), and MI325X's prompt work slowed by the ROCm share fitted on its decode
+    (overheads.ROCM_DECODE_SLOWDOWN), which prefill does not take (engines/rocm.py). Median signed TTFT error per
+    family (its range) and the held-out median |TTFT error|."""
+    ways = (("as modelled", None, None),
+            ("FP8 rows' GEMMs at the FP8 rate", lambda r: dict(r, quant=r["quant"] or "fp8"), None),
+            (f"MI325X prompt work x {oh.ROCM_DECODE_SLOWDOWN}", None,
+             lambda m: dataclasses.replace(m, calibration=Calibration(compute=oh.ROCM_DECODE_SLOWDOWN))))
+    lines = ["", "| prompt-rate diagnostic (not adopted) | " + " | ".join(label for _, label in RATE_FAMILIES)
+             + " | held-out median abs TTFT error, these rows |", "|---|" + "---|" * (len(RATE_FAMILIES) + 1)]
+    for label, edit, reshape in ways:
+        cells, held = [], []
+        for prefix, _ in RATE_FAMILIES:
+            errs = []
+            for r in (r for r in rows if r["id"].startswith(prefix)):
+                amd = r["gpu"].startswith("mi")
+                got = bench.run(edit(r) if edit else r, max_requests, reshape=reshape if amd else None)
+                errs.append(bench.pct(got["median_ttft_ms"], float(r["median_ttft_ms"])))
+                if r["role"] != "rocm-fit":
+                    held.append(abs(errs[-1]))
+            assert errs, prefix
+            cells.append(f"{statistics.median(errs):+.0f}% ({min(errs):+.0f}..{max(errs):+.0f})")
+        lines.append(f"| {label} | " + " | ".join(cells) + f" | {statistics.median(held):.1f}% |")
+    return lines
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=str(HERE.parent / "results" / "moe_layout.md"))
@@ -412,7 +461,8 @@ def main() -> None:
                    f"{len(held['tpot'])} | {statistics.median(held['ttft']):.1f}% | "
                    f"{statistics.median(held['tpot']):.1f}% |")
     text = "\n".join(lines + summary) + "\n\n" + NOTES + "\n" + "\n".join(waves) + "\n\n" + WAVE_NOTES + "\n"
-    extra = factor_lines(results) + outside_lines(rows, args.max_requests) + placement_lines(rows, args.max_requests)
+    extra = factor_lines(results) + outside_lines(rows, args.max_requests) + placement_lines(rows, args.max_requests) \
+        + rate_lines(rows, args.max_requests)
     text += "\n" + FACTOR_NOTES + "\n" + "\n".join(extra) + "\n"
     Path(args.out).write_text(text)
     print(text)

@@ -393,6 +393,16 @@ ATTENTION_KERNEL_PEAK_FRACTION = {("flash2", "Hopper"): 0.19}
 # its memory-efficient kernel (mem_eff_attention/kernel_forward.h: kMaxK 64, 128 variants) pad as far or further
 # (80 to 128). SD 1.5's 40-wide heads run the 64-wide kernel: 1.6x the matmul work per score. Not fitted.
 ATTENTION_HEAD_DIM_TILE = 32
+# The card each generation's fraction above was set on, whose r(128) the per-card ratio starts from: a card of the
+# same generation with other SFU and FP32 rates per tensor FLOP reaches fraction x (1 + r_ref(128)) / (t/d +
+# r(d)). Ampere's 0.30 was set on A100 rows (r = 0.375); GeForce Ampere (GA10x: RTX 3060 to 3090) has Ada's SM
+# balance, 128 FP32 lanes and 16 SFU lanes per SM beside tensor cores at a quarter of GA100's per-SM rate with
+# fp32 accumulation (NVIDIA Ampere GA102 GPU Architecture whitepaper, the GA10x SM and its appendix table: RTX 3090
+# 71 dense FP16 tensor TFLOPS with FP32 accumulate, 35.6 FP32), so r(128) = 0.078 as on the RTX 4090 and its
+# softmax costs what Ada's does: 0.30 x 1.375 / 1.078 = 0.38 at 128-wide heads, the Ada value, derived the same way
+# (issue 34, session 9; not fitted). Ada's 0.38 is the RTX 4090's by that derivation. Generations not listed: each
+# card is its own reference.
+ATTENTION_REFERENCE_CARD = {"Ampere": "nvidia-a100-sxm4-80gb", "Ada": "nvidia-geforce-rtx-4090"}
 SFU_OPS_PER_SM_CLOCK = 16
 SOFTMAX_FP32_OPS_PER_SCORE = 4
 ATTENTION_REFERENCE_HEAD_DIM = 128
@@ -637,6 +647,30 @@ VLLM_V1_FRONTEND_TOKEN_S = (15.7e-3 - VLLM_V1_FRONTEND_S) / 202
 # the piecewise FX graph (the mode 0.11 made the default): 0.40 ms / 28 = 14.3 us. The V1 host constants above
 # were fitted on 0.11 and 0.15 runs, which decode under full graphs.
 VLLM_PIECEWISE_GRAPH_LAYER_S = 14.3e-6
+# vLLM's decode on Hopper and datacenter Blackwell (SM 10.x): two costs that are not the bytes' rate, from the
+# single-request sweeps of the vLLM blog "The State of FP8 KV-Cache and Attention Quantization in vLLM"
+# (vllm-project/vllm-project.github.io _posts/2026-04-22-fp8-kvcache.md, "Single Request Benchmarking" and
+# "Performance with FlashInfer on Blackwell (B200) GPUs": concurrency 1, 128 output tokens, inputs of 256 to 125k
+# tokens, ITL = slope x input_len + intercept fitted per model and KV dtype). Its load runs (Tables 4 and 5,
+# concurrency 8) are bench/data/serving_load_runs.csv's held-out vllmblog rows, not fitted.
+# - An fp8 KV cache is read at this share of the 16-bit cache's rate, by head size: rate = 0.5 / (FP8 slope / BF16
+#   slope). H100, FlashAttention-3: 54 % for Llama-3.1-8B (head_dim 128), 80 % for gpt-oss-20b (64, every layer in
+#   FP8), 68 % for gemma-4-E2B (256) on v0.19.1; 63 % and 96 % on v0.10.2 (the post's Table 3). Its causes: the
+#   two-level FP32 accumulation (vllm-project/flash-attention#104) and per-tile FP8 work a 64-wide head cannot
+#   amortize; tuned decode tiles (flash-attention#91, #96) came between the two releases. B200, FlashInfer: 54 %
+#   (Llama, 9.72e-6 over 1.80e-5 ms a token) and 58 % (gpt-oss, 2.06e-6 over 3.56e-6), no earlier release measured.
+VLLM_FP8_KV_RATE = {("Hopper", (0, 19, 0)): {64: 0.5 / 0.80, 128: 0.5 / 0.54, 256: 0.5 / 0.68},
+                    ("Hopper", (0, 0, 0)): {64: 0.5 / 0.96, 128: 0.5 / 0.63},
+                    ("Blackwell", (0, 0, 0)): {64: 0.5 / (2.06 / 3.56), 128: 0.5 / (9.72 / 18.0)}}
+# - gpt-oss's MXFP4 MoE layers cost a fixed time per layer and decode step beyond their bytes and gpuplan's kernel
+#   count: gpt-oss-20b's one-sequence intercept is 4.03 to 4.07 ms on the H100 where gpuplan's step is 2.83 ms,
+#   (4.05 - 2.83) / 24 layers = 51 us. A check, not fitted: on the B200 3.15 ms against 1.92, 51 us again. The
+#   two run different MoE kernels (H100 from 0.11.1: vllm/model_executor/layers/fused_moe/
+#   gpt_oss_triton_kernels_moe.py, routing then triton_kernels' matmul_ogs twice, the FP4 weights upcast for
+#   Hopper's bf16 MMA; B200: FlashInfer's TRT-LLM MXFP4 MoE, native FP4), so the same 51 us points at what they
+#   share, the layer's chain of small kernels (router top-k and routing metadata, attention with sinks), not the
+#   experts' arithmetic.
+VLLM_MXFP4_MOE_LAYER_S = 51e-6
 # SGLang's host loop (engines/sglang.py Sglang.timing), fitted by `python bench/serving/sglang_serving.py
 # --calibrate` on the calibration rows of bench/data/sglang_serving.csv (SGLang v0.3.0's own benchmark against
 # vLLM 0.6.0, sgl-project/sglang benchmark/benchmark_vllm_060/README.md: Llama-3.1-8B-Instruct on one A100 80GB,
@@ -782,8 +816,9 @@ DECODE_BANDS: dict[tuple[str, str, str], tuple[float, float, int, str]] = {
                                   "GH200; the B200 rows fit the fused MoE), Llama 4 Scout, Qwen3-30B-A3B, "
                                   "Mixtral-8x7B: gpuplan up to 1.6x too fast (bench/results/bands.md)"),
     ("transformers", "dense", "NVIDIA"): (-0.20, 0.05, 4, "Qwen-1 1.8B-72B decode runs (bench/results/bands.md)"),
-    ("llama.cpp", "dense", "NVIDIA"): (-0.10, 0.15, 14, "llama-bench generation of Llama-2-7B (Q4_0, Q8_0, F16) on 12 "
-                                       "CUDA cards (bench/results/llama_bench.md)"),
+    ("llama.cpp", "dense", "NVIDIA"): (-0.10, 0.14, 15, "llama-bench generation of Llama-2-7B (Q4_0, Q8_0, F16) on 12 "
+                                       "CUDA cards and of Llama-3.1-70B Q4_K_M split over 4 RTX 4090s "
+                                       "(bench/results/llama_bench.md)"),
     ("llama.cpp", "dense", "Apple"): (-0.25, 0.07, 15, "llama-bench generation of Llama 2 7B and Llama 3 3B-70B on "
                                       "M1-M4 Macs; one source's M1 Max runs 30-40% slower than gpuplan says "
                                       "(bench/results/llama_bench.md)"),

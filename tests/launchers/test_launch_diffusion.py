@@ -260,3 +260,17 @@ def test_a_hostile_pipeline_folder_name_stays_data(via, tmp_path, monkeypatch):
             carried.add(name)
     assert {"ai-toolkit.yaml", "config.json", "diffusers-train.sh"} <= carried
     assert not [p for p in tmp_path.rglob("*") if p.name == "PWNED"]
+
+
+def test_kohya_lora_asks_for_t5s_lora_when_the_plan_trains_it(tmp_path):
+    """A FLUX LoRA whose plan trains T5-XXL too (text_encoders trained-all): kohya's networks/lora_flux.py reads
+    train_t5xxl from network_args as the string "True" (create_network: ``train_t5xxl == "True"``), and the text
+    encoders' LoRA stays on (network_train_unet_only false, their outputs not cached)."""
+    out = write(tmp_path, "--model", "flux-dev", "--task", "train", "--method", "lora", "--gpu", "h100-sxm",
+                "--stack", "kohya", "--quant", "fp8", "--resolution", "512", "--grad-checkpointing", "full",
+                "--text-encoders", "trained-all")
+    tables = tomllib.loads((out / "kohya.toml").read_text())
+    assert tables["network"]["network_args"] == ["train_t5xxl=True"]
+    assert tables["network"]["network_train_unet_only"] is False
+    assert tables["training"]["cache_text_encoder_outputs"] is False
+    assert {k for table in tables.values() for k in table} <= kohya_options()

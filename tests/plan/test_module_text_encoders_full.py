@@ -45,7 +45,8 @@ def test_each_trainers_switch_trains_its_encoders(stack, model, trained):
     assert list(job.text_trained) == trained
     spec = kinds.named(model)
     whole = sum(c.params for c in spec.components if c.name in trained)
-    assert p.model.params_trainable == spec.main.params + whole
+    last = 7_089_408 if (stack, model) == ("kohya", "sdxl") else 0  # CLIP-L's last layer and norm (test below)
+    assert p.model.params_trainable == spec.main.params + whole - last
     frozen = [c.name for c in spec.role("text_encoder") if c.name not in trained]
     assert all(f"{name} (T5EncoderModel, frozen)" in p.memory.other for name in frozen)
 
@@ -169,12 +170,14 @@ def test_trained_all_adds_t5_where_kohya_trains_it():
     assert (both.memory.optimizer_gib - clip.memory.optimizer_gib) * GIB == pytest.approx(8 * te.params)
 
 
-@pytest.mark.parametrize("update", [{"stack": "kohya", "method": "lora", "model": "sd3-medium"},
-                                    {"model": "flux-dev", "stack": "diffusers"}, {"model": "sd1.5"}])
+@pytest.mark.parametrize("update", [{"stack": "diffusers", "method": "lora", "model": "sd3-medium"},
+                                    {"model": "flux-dev", "stack": "diffusers"},
+                                    {"model": "flux-dev", "stack": "diffusers", "method": "lora"},
+                                    {"model": "sd1.5"}])
 def test_trained_all_is_refused_where_no_trainer_trains_t5(update):
-    """Only SD3's full fine-tunes train T5 (kohya's LoRA train_t5xxl is not modelled; FLUX's scripts freeze it;
-    SD 1.5 has none): one sentence, which names who does."""
-    with pytest.raises(GpuplanError, match="only SD3's full fine-tunes do") as err:
+    """T5 trains in SD3's full fine-tunes and kohya's SD3 and FLUX LoRA (train_t5xxl); diffusers' LoRA scripts adapt
+    CLIP only, kohya's flux_train.py freezes T5, SD 1.5 has none: one sentence, which names who does."""
+    with pytest.raises(GpuplanError, match=r"SD3's full fine-tunes do .* kohya's SD3 and FLUX LoRA") as err:
         gpuplan.estimate({**SD15, "stack": "kohya", "text_encoders": "trained-all", "gpu": "h200", **update})
     assert "\n" not in str(err.value)
 
@@ -208,3 +211,73 @@ def test_freed_gradients_peak_at_the_larger_moment(update):
         assert freed.gradients_gib == 0
         assert freed.allocated_peak_gib == pytest.approx(kept.allocated_peak_gib - gradients)
     assert freed.allocated_peak_gib < kept.allocated_peak_gib
+
+
+def test_kohya_sdxl_train_leaves_clip_l_last_layer_frozen():
+    """kohya's sdxl_train.py reads CLIP-L's penultimate layer and freezes the rest of it ("freeze last layer and
+    final_layer_norm in te1": ``text_encoder1.text_model.encoder.layers[-1].requires_grad_(False)`` and
+    ``final_layer_norm``): those parameters, counted on the real class on the meta device (7,089,408, 7,077,888 of
+    them in six nn.Linear weights), take no gradients, AdamW states or autocast copies; CLIP-G trains whole, and
+    diffusers' SD 1.5 (train_dreambooth.py) freezes nothing."""
+    require("transformers")
+    import torch
+
+    te, _ = _profile("sdxl", "text_encoder")
+    module = diffusers.build(te.library, te.cls, te.config)
+    text_model = getattr(module, "text_model", module)  # transformers 5 flattens CLIPTextModel
+    last = [text_model.encoder.layers[-1], text_model.final_layer_norm]
+    frozen = sum(p.numel() for m in last for p in m.parameters())
+    weights = sum(m.weight.numel() for m in last[0].modules() if isinstance(m, torch.nn.Linear))
+    assert (frozen, weights) == (7_089_408, 7_077_888)
+    base = dict(model="sdxl", task="train", stack="kohya", method="full", resolution="1024", optimizer="adamw",
+                grad_checkpointing="full", precision="fp16-mixed", gpu="h100-sxm",
+                set_grads_to_none=False)  # gradients and autocast's copies held at the peak
+    now = gpuplan.estimate({**base, "text_encoders": "trained"})
+    plain = gpuplan.estimate({**base, "text_encoders": "frozen"})
+    te2 = next(c for c in kinds.named("sdxl").role("text_encoder") if c.name == "text_encoder_2")
+    assert now.model.params_trainable - plain.model.params_trainable == te.params - frozen + te2.params
+    assert (now.memory.gradients_gib - plain.memory.gradients_gib) * GIB == pytest.approx(
+        4 * (te.params - frozen + te2.params))
+    copies = now.memory.other["text_encoder autocast 16-bit weight copies"] * GIB
+    assert copies == pytest.approx(2 * (linear_weights(_profile("sdxl", "text_encoder")[1]) - weights))
+    assert any("last layer and final norm frozen" in n for n in now.module.job.notes)
+    # Adafactor's per-tensor host work: CLIP-L's 72 linears' weights and biases less the frozen layer's 6 (132
+    # tensors), CLIP-G's 192 and its bias-free text projection (385), 28 ops each at 7 us on a desktop's host
+    ada = {**base, "optimizer": "adafactor", "gpu": "rtx-4090"}
+    host = gpuplan.estimate({**ada, "text_encoders": "trained"}).work.parts_s["optimizer (host)"] - \
+        gpuplan.estimate({**ada, "text_encoders": "frozen"}).work.parts_s["optimizer (host)"]
+    assert host == pytest.approx((72 * 2 - 12 + 192 * 2 + 1) * 28 * oh.DISPATCH_OVERHEAD_S)
+    sd15 = gpuplan.estimate({**SD15, "text_encoders": "trained"})
+    assert not sd15.module.job.text_last_frozen and sd15.module.job.text_trained == ("text_encoder",)
+
+
+def test_kohya_lora_trains_t5_with_train_t5xxl():
+    """kohya's FLUX LoRA with network_args train_t5xxl=True (networks/lora_flux.py: LoRA on every Linear of
+    T5Attention and T5DenseGatedActDense, beside CLIP-L's): T5-XXL's 24 blocks x (4 x 4,096 x 4,096 attention + 2 x
+    4,096 x 10,240 gated input + 10,240 x 4,096 output) linears carry r x (in + out) adapter parameters each, a hand
+    count the profile's linears give; its forward and backward run every step, checkpointed as kohya checkpoints a
+    trained encoder (its recorded train-lora-all-gc pass); the launch file asks for it."""
+    base = dict(model="flux-dev", task="train", stack="kohya", method="lora", quant="fp8", resolution="512",
+                grad_checkpointing="full", gpu="h100-sxm", lora_rank=16, seq_len=512)
+    clip = gpuplan.estimate({**base, "text_encoders": "trained"})
+    both = gpuplan.estimate({**base, "text_encoders": "trained-all"})
+    job = both.module.job
+    assert job.text_trained == ("text_encoder", "text_encoder_2") and job.text_lora == "all"
+    t5 = 24 * 16 * (4 * (4096 + 4096) + 2 * (4096 + 10240) + (10240 + 4096))
+    assert both.model.params_trainable - clip.model.params_trainable == t5 == 29_097_984
+    # kohya's --fp8_base casts the encoders on the card to fp8 (train_network.py te_weight_dtype), T5's embeddings
+    # and norms back to bf16 (flux_train_network.py prepare_text_encoder_fp8): 24 blocks' linears, 1 byte each
+    linears = 24 * (4 * 4096 * 4096 + 3 * 4096 * 10240)
+    frozen = clip.memory.other["text_encoder_2 (T5EncoderModel, frozen)"] * GIB
+    assert frozen == pytest.approx(linears + 2 * (4_762_310_656 - linears))
+    adapter = (both.memory.gradients_gib - clip.memory.gradients_gib) * GIB / t5
+    assert adapter in (pytest.approx(2), pytest.approx(4))
+    trained = both.memory.other["text_encoder_2 (T5EncoderModel, LoRA trained)"] * GIB
+    assert trained == pytest.approx(frozen + adapter * t5)
+    # frozen: one forward; LoRA-trained and checkpointed: forward, forward again, input gradients
+    added = both.work.parts_s["text encoders (LoRA trained)"] - clip.work.parts_s["text encoders (LoRA trained)"]
+    assert 2.5 < added / clip.work.parts_s["text encoders"] < 4
+    _, prof = _profile("flux-dev", "text_encoder_2")
+    assert {"train-lora-all", "train-lora-all-gc"} <= set(prof.memory)
+    gc = prof.activation_bytes("train-lora-all-gc", 1, (512,))
+    assert gc < prof.activation_bytes("train-lora-all", 1, (512,)) / 4

@@ -154,3 +154,20 @@ def test_narrow_heads_reach_less_of_the_peak_where_the_softmax_weighs_more():
     assert attention_share(a100, 256) > attention_fraction(a100)
     assert attention_share(rtx, 40) == pytest.approx(attention_fraction(rtx) * 1.078 / 1.85, rel=0.02)
     assert attention_share(rtx, 40) / attention_fraction(rtx) > 0.55 > attention_share(a100, 40) / 0.30
+
+
+def test_geforce_ampere_softmax_weighs_what_adas_does():
+    """Ampere's 0.30 was set on A100 rows (r(128) = 0.375); a GA10x SM (RTX 3060 to 3090) has 128 FP32 and 16 SFU
+    lanes beside tensor cores at a quarter of GA100's per-SM rate (GA102 whitepaper: RTX 3090 71 TFLOPS FP16 with
+    FP32 accumulate, 35.6 FP32), r(128) = 0.078 as on the RTX 4090: 0.30 x 1.375 / 1.078 = 0.383 at 128-wide
+    heads, Ada's 0.38 by the same derivation; SD 1.5's 40-wide heads (64-wide kernel, r(40) = 0.25) 0.4125 / 1.85.
+    A datacenter Ada card with full-rate fp32 accumulation (L40S, r(128) = 0.15) reaches less than the RTX 4090."""
+    from gpuplan.speed.modules import attention_share
+
+    for card in ("rtx-3090", "rtx-3060"):
+        gpu = load_gpu(card)
+        assert attention_share(gpu, 128) == pytest.approx(0.30 * 1.375 / 1.078, rel=0.01)
+        assert attention_share(gpu, 40) == pytest.approx(0.30 * 1.375 / 1.85, rel=0.02)
+    rtx, l40s = load_gpu("rtx-4090"), load_gpu("l40s")
+    assert attention_share(rtx, 128) == pytest.approx(0.38, rel=1e-9)
+    assert attention_share(l40s, 128) == pytest.approx(0.38 * 1.078 / 1.154, rel=0.02)

@@ -85,7 +85,9 @@ class Timing:
     _kernels_per_layer`); ``fused_all_reduce``: each tensor-parallel all-reduce runs as one kernel with the residual
     add and RMSNorm after it (FlashInfer's one-shot all-reduce fusion, :data:`gpuplan.overheads.FUSED_ALL_REDUCE_S`),
     not a ring call plus the engine's own cost. ``launch_s`` and ``eager_prompts``: how a step without its CUDA
-    graph pays its launches (:meth:`gpuplan.speed.inference.StepTimer.launch_host_s`)."""
+    graph pays its launches (:meth:`gpuplan.speed.inference.StepTimer.launch_host_s`). ``fp8_kv_rate`` and
+    ``expert_layer_s``: decode costs that are not the bytes' rate (vLLM on Hopper and datacenter Blackwell:
+    :func:`gpuplan.engines.vllm.measured_kernels`)."""
 
     eager: bool = False
     graphs: bool = False
@@ -106,6 +108,10 @@ class Timing:
     # a step that holds a prompt runs without a CUDA graph whatever its size, decode-only steps replay one
     # (TensorRT-LLM's PyTorch backend: ScheduledRequests.can_run_cuda_graph)
     eager_prompts: bool = False
+    # an fp8 KV cache read at this share of the 16-bit cache's rate at decode (vLLM: FlashAttention-3, FlashInfer)
+    fp8_kv_rate: float = 1.0
+    # GPU seconds per routed-expert layer and decode step beyond the experts' bytes (vLLM's MXFP4 MoE layers)
+    expert_layer_s: float = 0.0
 
 
 class Engine:

@@ -747,7 +747,27 @@ class Vllm(Engine):
         return "vLLM before 0.8 caches prefixes only with --enable-prefix-caching"
 
     def timing(self, s: Scenario, m: ModelSpec, gpu: GpuSpec) -> Timing:
-        return current_timing(s, m, gpu, current=False)
+        return current_timing(s, m, gpu, current=False, **measured_kernels(s, m, gpu))
+
+
+def measured_kernels(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> dict[str, float]:
+    """vLLM's decode costs that are not the bytes' rate on Hopper and datacenter Blackwell (SM 10.x), from the vLLM
+    blog's single-request sweeps (overheads.VLLM_FP8_KV_RATE, VLLM_MXFP4_MOE_LAYER_S): an fp8 KV cache read by
+    FlashAttention-3 (Hopper) or FlashInfer (Blackwell), by head size (none measured: the bytes' rate; not for
+    hybrids, whose cache is mostly recurrent state their own kernels read), and gpt-oss's MXFP4 MoE layers (Hopper
+    from 0.11.1, the Triton backend: :func:`mxfp4_padding`; Blackwell's FlashInfer kernels)."""
+    major = int((gpu.compute_capability or "0").split(".")[0])
+    family = {9: "Hopper", 10: "Blackwell"}.get(major)
+    if family is None:
+        return {}
+    version, out = version_tuple(s.engine_version), {}
+    if s.kv_cache_dtype == "fp8" and not any(layer.state_elements for layer, _ in m.layer_kinds()):
+        table = max(((v, rates) for (f, v), rates in oh.VLLM_FP8_KV_RATE.items() if f == family and version >= v),
+                    key=lambda x: x[0])[1]
+        out["fp8_kv_rate"] = table.get(m.head_dim, 1.0)
+    if weight_format(s, m)[0].name == "mxfp4" and (family == "Blackwell" or version >= (0, 11, 1)):
+        out["expert_layer_s"] = oh.VLLM_MXFP4_MOE_LAYER_S
+    return out
 
 
 def piecewise_graph_s(s: Scenario, m: ModelSpec) -> float:

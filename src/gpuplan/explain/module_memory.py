@@ -12,9 +12,9 @@ from types import SimpleNamespace
 
 from .. import overheads as oh
 from ..memory import modules as mm
-from ..model.profile import Profile, storage_format
+from ..model.profile import FP8_ALL, Profile, storage_format
 from ..plan.modules import ModulePlan, profiles
-from ..scenario.modules import ModuleJob, text_way, trains_encoder
+from ..scenario.modules import ModuleJob, frozen_text_params, text_ways, trained_text_params, trains_encoder
 from . import memory as mf
 from .accuracy import module_accuracy
 from .formula import GIB, Constant, Formula, count
@@ -148,9 +148,10 @@ def _states(s, job: ModuleJob, main: Profile, parts: dict[str, Profile], plan: M
             factored += text // max(job.lora_rank, 1) * 2
             what += f" (the text encoders' {text:,} with them)"
     if job.trained == "all" and (whole := [te for te in job.spec.role("text_encoder") if trains_encoder(job, te)]):
-        text = sum(te.params for te in whole)  # trained whole with the denoiser (memory.modules.text_encoders)
+        text = sum(trained_text_params(job, te) for te in whole)  # memory.modules.text_encoders
         trainable += text
-        factored += sum(mm.factored_elements(parts[f"text-encoder:{te.name}"], te.params) for te in whole)
+        factored += sum(mm.factored_elements(parts[f"text-encoder:{te.name}"], te.params)
+                        - frozen_text_params(job, te).factored for te in whole)
         what += f" and the text encoders' {count(text)}"
     gradients = Formula(label="gradients", value=mem.gradients_gib, unit="GiB", computed=trainable * grad / GIB,
                         formula="G = bytes per gradient x trainable parameters",
@@ -209,7 +210,7 @@ def _activations(job: ModuleJob, main: Profile, parts: dict[str, Profile], plan:
                            f"{', '.join(f'{v:,}' for v in sizes)}" + (" x 2 (fp32)" if scale == 2 else "")
                            + (" + eager attention's score matrices" if eager else "")
                            + (" + what the trained text encoders' forward keeps for their backward (their recorded "
-                              f"{text_way(job)} passes)" if kept else "") + decode,
+                              f"{text_ways(job)} passes)" if kept else "") + decode,
                    substituted=f"{main_phase}: {own / GIB:,.3f}" + (f" + {eager / GIB:,.3f}" if eager else "")
                                + (f" + {kept / GIB:,.3f}" if kept else "")
                                + f" GiB; phases (GiB): {shown}; the peak is {mem.peak_phase}",
@@ -229,6 +230,7 @@ def _other(s, job: ModuleJob, main: Profile, parts: dict[str, Profile], name: st
     if name.endswith("autocast 16-bit weight copies"):  # the denoiser's, or a trained text encoder's
         own = name.split(" ", 1)[0]
         w = mm.linear_weights(parts[f"text-encoder:{own}"] if own in by_name else main)
+        w -= frozen_text_params(job, by_name[own]).weights if own in by_name else 0  # no copies of frozen ones
         computed, formula, text = 2 * w / GIB, "2 B x the linears' and convolutions' weights", f"2 x {count(w)}"
     elif name.startswith("bitsandbytes' load cache"):
         quantized = job.spec.main.params + sum(te.params for te in job.spec.role("text_encoder")
@@ -250,6 +252,10 @@ def _other(s, job: ModuleJob, main: Profile, parts: dict[str, Profile], name: st
         computed = mm.component_bytes(c, dtype) / GIB
         formula = f"the {c.cls}'s parameters x bytes in {dtype}"
         text = f"{count(c.params)} x {mm.BYTES[dtype]} B"
+        if c.role == "text_encoder" and job.weights == FP8_ALL:  # kohya's --fp8_base casts the encoders too
+            computed = mm.text_weight_bytes(job, c, parts[f"text-encoder:{c.name}"]) / GIB
+            formula = f"the {c.cls}'s linear weights x 1 B (kohya's --fp8_base), the rest x bytes in {dtype}"
+            text = f"{count(c.params)} parameters"
         if adapters := mm.text_lora_params(job, parts, c):
             adapter = mm.BYTES["fp32" if s.adapter_dtype == "fp32" else job.dtype]
             computed += adapters * adapter / GIB

@@ -231,6 +231,8 @@ def kohya_tables(plan: DiffusionLaunch, images: str) -> dict[str, dict[str, Any]
         tables["network"] = {"network_module": KOHYA_NETWORKS[family], "network_dim": s.lora_rank,
                              "network_alpha": s.lora_rank,
                              "network_train_unet_only": not encoders_trained(s)}
+        if s.text_encoders == "trained-all":  # lora_sd3.py / lora_flux.py create_network: T5-XXL's LoRA too
+            tables["network"]["network_args"] = ["train_t5xxl=True"]
         if (s.quant or "") == "fp8":
             tables["network"]["fp8_base"] = True
         elif s.quant or s.method == "qlora":

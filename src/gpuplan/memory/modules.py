@@ -34,7 +34,14 @@ from ..model.profile import FP8_ALL, Profile, storage_format
 from ..model.quant import make_format
 from ..result import MemoryReport
 from ..scenario import Scenario
-from ..scenario.modules import TEXT_LORA_ROLES, ModuleJob, text_way, trains_encoder
+from ..scenario.modules import (
+    TEXT_LORA_ROLES,
+    ModuleJob,
+    frozen_text_params,
+    text_way,
+    trained_text_params,
+    trains_encoder,
+)
 from ..tensors.breakdown import GIB, Estimate, device_overheads
 
 BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
@@ -100,6 +107,17 @@ def optimizer_bytes(optimizer: str, trainable: int, state_bytes: int, factored: 
 
 def component_bytes(c: Component, dtype: str) -> float:
     return c.params * BYTES[dtype]
+
+
+def text_weight_bytes(job: ModuleJob, te: Component, prof: Profile) -> float:
+    """A text encoder's weights as a LoRA job keeps them on the card beside the denoiser: in the job's dtype, or
+    under kohya's --fp8_base (:data:`~gpuplan.model.profile.FP8_ALL`) with its linears in fp8 and its embeddings
+    and norms in the job's dtype (train_network.py casts each encoder on the card to ``te_weight_dtype``
+    float8_e4m3fn, then prepare_text_encoder_fp8 puts CLIP's embeddings and T5's embeddings and T5LayerNorms
+    back to the weight dtype; CLIP's few layer-norm parameters stay fp8, counted 16-bit here)."""
+    if job.weights == FP8_ALL:
+        return stored_weight_bytes(prof, te.params, "fp8", job.dtype)
+    return component_bytes(te, job.dtype)
 
 
 def training_memory(s: Scenario, job: ModuleJob, main: Profile, parts: dict[str, Profile]) -> Estimate:
@@ -208,11 +226,10 @@ def text_kept_bytes(job: ModuleJob, parts: dict[str, Profile]) -> float:
     backward, in the job's dtype: with LoRA, each one's recorded LoRA pass's peak (rank 16, the recording's; the
     adapters' ``r``-wide activations are a few kB); trained whole, the part of its recorded pass's peak that grows
     with the batch (:func:`kept_activations`)."""
-    way = text_way(job)
     total = 0.0
     for te in job.spec.role("text_encoder"):
         if trains_encoder(job, te):
-            prof = parts[f"text-encoder:{te.name}"]
+            prof, way = parts[f"text-encoder:{te.name}"], text_way(job, te)
             sizes = (job.t5_tokens,) if te.cls == "T5EncoderModel" else ()
             total += kept_activations(prof, way, job.batch, sizes) if job.trained == "all" else \
                 prof.activation_bytes(way, job.batch, sizes)
@@ -246,16 +263,17 @@ def text_encoders(e: Estimate, job: ModuleJob, parts: dict[str, Profile], phases
             own = text_lora_params(job, parts, te)
             params, gradients = params + own, gradients + own * stored.adapter
             factored += own // max(job.lora_rank, 1) * 2  # thin factors: about r + d per r x d matrix
-            e.other[f"{te.name} ({te.cls}, LoRA trained)"] = component_bytes(te, job.dtype) + own * stored.adapter
+            e.other[f"{te.name} ({te.cls}, LoRA trained)"] = text_weight_bytes(job, te, prof) + own * stored.adapter
             continue
         if trains_encoder(job, te):
-            params, gradients = params + te.params, gradients + te.params * stored.state
-            factored += factored_elements(prof, te.params)
+            own, frozen = trained_text_params(job, te), frozen_text_params(job, te)
+            params, gradients = params + own, gradients + own * stored.state
+            factored += factored_elements(prof, te.params) - frozen.factored
             e.other[f"{te.name} ({te.cls}, trained)"] = te.params * (4 if stored.mixed else BYTES[job.dtype])
-            if stored.mixed:
-                e.other[f"{te.name} autocast 16-bit weight copies"] = linear_weights(prof) * 2
+            if stored.mixed:  # autocast caches the copies of the weights that take gradients only
+                e.other[f"{te.name} autocast 16-bit weight copies"] = (linear_weights(prof) - frozen.weights) * 2
             continue
-        e.other[f"{te.name} ({te.cls}, frozen)"] = component_bytes(te, job.dtype)
+        e.other[f"{te.name} ({te.cls}, frozen)"] = text_weight_bytes(job, te, prof)
         tokens = (job.t5_tokens,) if te.cls == "T5EncoderModel" else ()
         phases[f"{te.name} encode"] = prof.activation_bytes("inference", job.batch, tokens) * BYTES[job.dtype] / 2
     phases["forward and backward"] += text_kept_bytes(job, parts)

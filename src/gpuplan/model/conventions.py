@@ -237,6 +237,27 @@ def _mamba2(c: Keys, h: int) -> tuple[tuple[Linear, ...], int, int, int]:
     return linears, norm, conv * kernel + (conv if conv_bias else 0) + 3 * heads, conv * kernel + 2 * inner * state
 
 
+# Mamba-2's chunk length when the config names none: mamba_ssm ``Mamba2(chunk_size=256)`` (modules/mamba2.py).
+MAMBA2_CHUNK = 256
+
+
+def mamba2_shape(config: dict[str, Any], h: int) -> dict[str, int] | None:
+    """The sizes of a Mamba-2 mixer the chunked scan works on, from the keys :func:`_mamba2` reads: ``inner``
+    (heads x head_dim), ``heads``, ``state`` (d_state), ``groups`` (of B and C) and ``chunk`` (the SSD chunk length:
+    ``chunk_size`` in Nemotron-H, ``mamba_chunk_size`` in Bamba, Granite 4 and Falcon-H1); None when the config
+    names no Mamba-2 heads."""
+    c = _text(config)
+    heads = c.get("mamba_n_heads", "mamba_num_heads", "ssm_num_heads")
+    state = c.get("mamba_d_state", "ssm_state_size", "state_size")
+    if not heads or not state:
+        return None
+    head_dim = c.get("mamba_d_head", "mamba_head_dim", "ssm_head_dim")
+    inner = c.get("mamba_d_ssm") or (heads * head_dim if head_dim else c.get("mamba_expand", "expand", default=2) * h)
+    return {"inner": int(inner), "heads": int(heads), "state": int(state),
+            "groups": int(c.get("mamba_n_groups", "n_groups", default=1)),
+            "chunk": int(c.get("mamba_chunk_size", "chunk_size", default=MAMBA2_CHUNK))}
+
+
 def _mlp(h: int, i: int, *, bias: bool, group: str = "mlp", count: int = 1, fused: bool = False) -> tuple[Linear, ...]:
     plain = group != "experts"  # experts are fused 3-D parameters in transformers 5
     if fused:  # Granite: gate and up in one input_linear

@@ -374,25 +374,33 @@ def latent_shape(pixels: int, edge: int) -> tuple[int, int]:
     return h, w
 
 
-# the text encoders' linears a trainer's LoRA adapts when it trains them (CLIP only; no trainer here adapts T5):
-# diffusers' train_dreambooth_lora*.py ``--train_text_encoder``: LoraConfig(target_modules=["q_proj", "k_proj",
-# "v_proj", "out_proj"]); kohya's networks/lora.py: every Linear under TEXT_ENCODER_TARGET_REPLACE_MODULE
-# ("CLIPAttention", "CLIPSdpaAttention", "CLIPMLP"), so the MLP's fc1 and fc2 too
+# the text encoders' linears a trainer's LoRA adapts when it trains them: diffusers' train_dreambooth_lora*.py
+# ``--train_text_encoder``: LoraConfig(target_modules=["q_proj", "k_proj", "v_proj", "out_proj"]) on CLIP; kohya's
+# networks/lora.py, lora_sd3.py and lora_flux.py: every Linear under TEXT_ENCODER_TARGET_REPLACE_MODULE
+# ("CLIPAttention", "CLIPSdpaAttention", "CLIPMLP", and in lora_sd3.py and lora_flux.py "T5Attention",
+# "T5DenseGatedActDense"), so CLIP's fc1 and fc2 and T5's attention (q, k, v, o) and gated MLP (wi_0, wi_1, wo)
 TEXT_LORA_LEAVES = {"attention": ("q_proj", "k_proj", "v_proj", "out_proj"),
                     "all": ("q_proj", "k_proj", "v_proj", "out_proj", "fc1", "fc2")}
+T5_LORA_LEAVES = {"attention": ("q", "k", "v", "o"), "all": ("q", "k", "v", "o", "wi_0", "wi_1", "wo")}
 # CLIP: inference, LoRA (both presets), and the whole encoder trained with and without checkpointing (diffusers'
 # train_dreambooth.py and kohya's train_db.py / sdxl_train.py ``--train_text_encoder``, which also call
 # ``text_encoder.gradient_checkpointing_enable()`` under ``--gradient_checkpointing``)
 TEXT_ENCODER_WAYS = ("inference", "train-lora-attention", "train-lora-all", "train-full", "train-full-gc")
-# T5: inference, and the whole encoder trained (diffusers' train_dreambooth_sd3.py ``--train_text_encoder`` trains
-# text_encoder_three too; kohya's sd3_train.py ``--train_t5xxl``)
-T5_WAYS = ("inference", "train-full", "train-full-gc")
+# T5: inference, the whole encoder trained (diffusers' train_dreambooth_sd3.py ``--train_text_encoder`` trains
+# text_encoder_three too; kohya's sd3_train.py ``--train_t5xxl``), and kohya's LoRA on every linear of its blocks
+# (sd3_train_network.py and flux_train_network.py with network_args train_t5xxl=True), checkpointed as train_network.py
+# checkpoints a trained encoder under --gradient_checkpointing (``t_enc.gradient_checkpointing_enable()``) or not
+T5_WAYS = ("inference", "train-full", "train-full-gc", "train-lora-all", "train-lora-all-gc")
 
 
 def text_lora_role(name: str) -> str:
-    """A CLIP text encoder's linear by what the trainers' LoRA presets adapt: ``attention`` (q, k, v, out), ``block``
-    (the MLP's fc1 and fc2), ``other`` (the projection of CLIPTextModelWithProjection)."""
+    """A text encoder's linear by what the trainers' LoRA presets adapt: ``attention`` (CLIP's q, k, v, out; T5's
+    q, k, v, o), ``block`` (CLIP's MLP fc1 and fc2; T5's wi_0, wi_1, wo), ``other`` (the projection of
+    CLIPTextModelWithProjection)."""
     leaf = name.rsplit(".", 1)[-1]
+    if ".block." in f".{name}":  # T5: encoder.block.N.layer.0.SelfAttention.q, ...layer.1.DenseReluDense.wi_0
+        return "attention" if leaf in T5_LORA_LEAVES["attention"] else \
+            "block" if leaf in T5_LORA_LEAVES["all"] else "other"
     if ".layers." not in f".{name}":
         return "other"
     return "attention" if leaf in TEXT_LORA_LEAVES["attention"] else \

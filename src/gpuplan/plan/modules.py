@@ -34,7 +34,7 @@ from ..model.record import obtain
 from ..result import MemoryReport, ModelFacts, Suggestion
 from ..scenario import Scenario
 from ..scenario.fields import MODULE_FIELDS
-from ..scenario.modules import ModuleJob, encoders_trained, text_way, trains_encoder
+from ..scenario.modules import ModuleJob, encoders_trained, text_way, text_ways, trains_encoder
 from ..speed.breakdown import shares
 from ..speed.modules import ModuleSpeed, generation, host_range, model_step, train_step
 from .plan import Plan, gpu_facts, verdict
@@ -108,7 +108,7 @@ def profiles(job: ModuleJob) -> tuple[Profile, dict[str, Profile]]:
         parts["vae-decode"] = obtain(vae[0].config, "vae-decode", lambda ways: diff.vae_part(vae[0], "decode"))
     if job.kind == "diffusion-generate" or job.text_encoders in ("frozen", "trained"):
         for te in spec.role("text_encoder"):
-            ways = (text_way(job),) if trains_encoder(job, te) else ("inference",)
+            ways = (text_way(job, te),) if trains_encoder(job, te) else ("inference",)
             parts[f"text-encoder:{te.name}"] = obtain(te.config, "text-encoder",
                                                       lambda ways, te=te: diff.text_encoder_part(te, ways), ways)
     return main, parts
@@ -394,7 +394,7 @@ def _simulated(main: Profile, job: ModuleJob) -> list[str]:
            + (f"; {main.notes[0]}" if main.notes else "")]
     if job.text_trained:
         out.append(f"the trained text encoders' ops and what their forward keeps for the backward "
-                   f"({text_way(job)}): the real transformers classes"
+                   f"({text_ways(job)}): the real transformers classes"
                    + (" with peft adapters" if job.text_lora else "") + " on fake tensors")
     return out
 

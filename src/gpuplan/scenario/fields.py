@@ -303,8 +303,8 @@ class Scenario(BaseModel):
         "encoders (kohya's default for LoRA, diffusers' --train_text_encoder, ai-toolkit's train_text_encoder); "
         "with full fine-tuning, the encoders whole (diffusers' train_dreambooth*.py --train_text_encoder: T5 too "
         "for SD3; kohya's train_db.py, sdxl_train.py, sd3_train.py); trained-all: T5-XXL too, where the trainer does "
-        "(SD3 full fine-tunes: diffusers' train_dreambooth_sd3.py, kohya's sd3_train.py --train_t5xxl) (default: the "
-        "trainer's)")
+        "(SD3 full fine-tunes: diffusers' train_dreambooth_sd3.py, kohya's sd3_train.py --train_t5xxl; kohya's SD3 and "
+        "FLUX LoRA with network_args train_t5xxl=True) (default: the trainer's)")
     set_grads_to_none: bool | None = Field(
         default=None, exclude=True, description="diffusion full fine-tuning: the trainer frees the gradients after "
         "each optimizer step (optimizer.zero_grad(set_to_none=True)), so the step holds them only from its backward "

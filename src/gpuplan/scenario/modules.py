@@ -60,6 +60,7 @@ class ModuleJob:
     text_encoders: str = "cached"
     text_lora: str = ""  # trained text encoders' LoRA: the trainer's preset on CLIP (attention | all), else ""
     text_trained: tuple[str, ...] = ()  # the text encoders trained (component names): LoRA, or whole in a full job
+    text_last_frozen: tuple[str, ...] = ()  # trained whole but for their last layer and final norm (kohya's SDXL)
     grads_freed: bool = False  # zero_grad(set_to_none=True): no gradients before the step's backward
     cache_latents: bool = True
     vae_dtype: str = "bf16"
@@ -205,12 +206,64 @@ def resolve_diffusion(s: Scenario, spec: ModuleSpec) -> ModuleJob:
     batch = s.micro_batch_size * (2 if s.prior_preservation else 1)
     vae_dtype = "fp32" if upcast else dtype  # diffusers' SDXL scripts and kohya keep an fp32 VAE (no_half_vae)
     text_lora, text_trained = _text_training(s, spec, notes)
+    last_frozen = _last_layer_frozen(s, spec, text_trained, notes)
     freed = _grads_freed(s, spec, notes)
     return ModuleJob(**{**common, "kind": "diffusion-train", "weights": weights}, way=way, trained=trained,
                      lora_roles=roles, lora_rank=s.lora_rank, batch=batch, samples_per_step=batch,
                      text_encoders="trained" if text_trained else s.text_encoders or "cached", text_lora=text_lora,
-                     text_trained=text_trained, grads_freed=freed,
+                     text_trained=text_trained, text_last_frozen=last_frozen, grads_freed=freed,
                      cache_latents=bool(s.cache_latents) or not vae, vae_dtype=vae_dtype, notes=tuple(notes))
+
+
+def _last_layer_frozen(s: Scenario, spec: ModuleSpec, trained: tuple[str, ...], notes: list[str]) -> tuple[str, ...]:
+    """The encoders a full fine-tune trains whole but for their last layer and final norm: kohya's sdxl_train.py
+    with --train_text_encoder, which reads CLIP-L's penultimate layer and so freezes the rest ("freeze last layer
+    and final_layer_norm in te1 since we use the output of the penultimate layer":
+    ``text_encoder1.text_model.encoder.layers[-1].requires_grad_(False)``, ``final_layer_norm`` too; its optimizer
+    gets the parameters, but AdamW keeps no state for one without a gradient)."""
+    if not (s.stack == "kohya" and s.method == "full" and pipeline_family(spec) == "sdxl"):
+        return ()
+    frozen = tuple(te.name for te in spec.role("text_encoder") if te.name in trained and te.cls == "CLIPTextModel")
+    if frozen:
+        notes.append(f"{', '.join(frozen)}: last layer and final norm frozen (sdxl_train.py reads the penultimate "
+                     "layer)")
+    return frozen
+
+
+@dataclass(frozen=True)
+class FrozenPart:
+    """What a trained encoder's trainer leaves frozen: parameters, linear weights, Adafactor's factored elements
+    (a row and a column per linear weight, the rest in full) and linears."""
+
+    params: int = 0
+    weights: int = 0
+    factored: int = 0
+    linears: int = 0
+
+
+def frozen_text_params(job: ModuleJob, component) -> FrozenPart:
+    """What of a trained encoder its trainer leaves frozen (:func:`_last_layer_frozen`): a CLIP encoder layer's four
+    attention projections (``h x h`` and a bias each), two layer norms, ``fc1`` and ``fc2`` (``h x i`` and a bias
+    each), and the final norm; CLIP-L (h 768, i 3,072): 7,087,872 + 1,536 = 7,089,408 parameters, 7,077,888 of them
+    linear weights. Nothing for any other encoder."""
+    if component.name not in job.text_last_frozen:
+        return FrozenPart()
+    h, i = component.config["hidden_size"], component.config["intermediate_size"]
+    weights = 4 * h * h + 2 * h * i
+    params = weights + 4 * h + 2 * 2 * h + i + h + 2 * h
+    return FrozenPart(params=params, weights=weights, factored=4 * 2 * h + 2 * (h + i) + params - weights, linears=6)
+
+
+def trained_text_params(job: ModuleJob, component) -> int:
+    """The parameters of a text encoder the job trains whole that take gradients (all but
+    :func:`frozen_text_params`)."""
+    return component.params - frozen_text_params(job, component).params
+
+
+def text_ways(job: ModuleJob) -> str:
+    """The recorded ways the trained text encoders run (:func:`text_way`), for the plan's words."""
+    return ", ".join(dict.fromkeys(text_way(job, te) for te in job.spec.role("text_encoder")
+                                   if trains_encoder(job, te)))
 
 
 def trains_encoder(job: ModuleJob, component) -> bool:
@@ -218,13 +271,16 @@ def trains_encoder(job: ModuleJob, component) -> bool:
     return component.role == "text_encoder" and component.name in job.text_trained
 
 
-def text_way(job: ModuleJob) -> str:
+def text_way(job: ModuleJob, component=None) -> str:
     """The recorded way a trained text encoder runs: the whole encoder with the denoiser's full fine-tune
     (``train-full``, ``-gc`` under checkpointing: the trainers checkpoint the encoders with the denoiser), else
-    the trainer's LoRA preset (``train-lora-attention`` or ``-all``)."""
+    the trainer's LoRA preset (``train-lora-attention`` or ``-all``), T5's checkpointed under checkpointing too
+    (kohya's train_network.py: ``t_enc.gradient_checkpointing_enable()`` for each trained encoder). CLIP's LoRA
+    ways are recorded without checkpointing: over 77 tokens they keep little."""
     if job.trained == "all":
         return "train-full-gc" if job.way.endswith("-gc") else "train-full"
-    return f"train-lora-{job.text_lora}"
+    t5 = component is not None and component.cls == "T5EncoderModel"
+    return f"train-lora-{job.text_lora}" + ("-gc" if t5 and job.way.endswith("-gc") else "")
 
 
 def pipeline_family(spec: ModuleSpec) -> str:
@@ -243,11 +299,11 @@ def pipeline_family(spec: ModuleSpec) -> str:
 #   train_dreambooth_sd3.py trains all three, T5 too (``text_encoder_three.requires_grad_(True)``);
 #   train_dreambooth_flux.py CLIP-L only (``text_encoder_two.requires_grad_(False)``); no SDXL full script.
 # - kohya sd-scripts: train_network.py / sdxl_ / sd3_ / flux_train_network.py LoRA on CLIP unless
-#   --network_train_unet_only (T5's LoRA only with network_args train_t5xxl=True, not modelled); train_db.py trains
+#   --network_train_unet_only (T5's LoRA too with network_args train_t5xxl=True: trained-all); train_db.py trains
 #   the CLIP encoder unless --stop_text_encoder_training -1; sdxl_train.py and sd3_train.py with
 #   --train_text_encoder (sd3_train.py: T5 too with --train_t5xxl); flux_train.py freezes clip_l and t5xxl.
-#   sdxl_train.py also freezes CLIP-L's last layer and final norm (SDXL reads its penultimate layer): counted as
-#   trained here, 7.1M of its 123M parameters (their gradients and states, about 85 MB with AdamW, over-counted).
+#   sdxl_train.py also freezes CLIP-L's last layer and final norm (SDXL reads its penultimate layer): 7,089,408 of
+#   its 123M parameters take no gradients or optimizer states (frozen_text_params).
 # - ai-toolkit (ostris/ai-toolkit toolkit/lora_special.py LoRANetwork): train.train_text_encoder adds LoRA to every
 #   linear of CLIPAttention and CLIPMLP; its FLUX example says "probably doesn't work for flux", and T5 gets none.
 TEXT_TRAINED = {("diffusers", "lora", f): "clip" for f in ("sd", "sdxl", "sd3", "flux")} | {
@@ -266,10 +322,11 @@ TEXT_REFUSALS = {
 
 
 # who trains T5-XXL as well with text_encoders trained-all: diffusers' train_dreambooth_sd3.py (always, with
-# --train_text_encoder) and kohya's sd3_train.py --train_t5xxl (``t5xxl.requires_grad_(train_t5xxl)``, which asserts
-# --train_text_encoder with it); kohya's LoRA network_args train_t5xxl=True (networks/lora_sd3.py, lora_flux.py) is not
-# modelled: T5's LoRA ways are not recorded
-TEXT_T5 = {("diffusers", "full", "sd3"), ("kohya", "full", "sd3")}
+# --train_text_encoder), kohya's sd3_train.py --train_t5xxl (``t5xxl.requires_grad_(train_t5xxl)``, which asserts
+# --train_text_encoder with it), and kohya's LoRA with network_args train_t5xxl=True (networks/lora_sd3.py and
+# lora_flux.py create_network: LoRA on T5's T5Attention and T5DenseGatedActDense linears beside CLIP's; the
+# scripts then refuse cached text-encoder outputs)
+TEXT_T5 = {("diffusers", "full", "sd3"), ("kohya", "full", "sd3"), ("kohya", "lora", "sd3"), ("kohya", "lora", "flux")}
 
 
 def encoders_trained(s: Scenario) -> bool:
@@ -293,10 +350,10 @@ def _text_training(s: Scenario, spec: ModuleSpec, notes: list[str]) -> tuple[str
                            "text_encoders frozen or cached")
     if s.text_encoders == "trained-all":
         if key not in TEXT_T5:
-            raise GpuplanError("text_encoders trained-all trains T5-XXL too, which only SD3's full fine-tunes do "
-                               "(diffusers' train_dreambooth_sd3.py, kohya's sd3_train.py --train_t5xxl; kohya's "
-                               f"LoRA train_t5xxl is not modelled), not {method} {s.stack} on {spec.name}: set "
-                               "text_encoders trained")
+            raise GpuplanError("text_encoders trained-all trains T5-XXL too, which SD3's full fine-tunes do "
+                               "(diffusers' train_dreambooth_sd3.py, kohya's sd3_train.py --train_t5xxl) and kohya's "
+                               "SD3 and FLUX LoRA (network_args train_t5xxl=True), not "
+                               f"{method} {s.stack} on {spec.name}: set text_encoders trained")
         which = "all"
     encoders = spec.role("text_encoder")
     names = tuple(te.name for te in encoders if which == "all" or te.cls != "T5EncoderModel")

@@ -6,7 +6,7 @@ the engine's host loop); it takes tens of microseconds per call. The scheduler s
 thousands of steps per capacity search, so :func:`step_model` samples the timer once per setup and keeps a
 closed form of it::
 
-    step = dense(T) + lm_head(R) + attention(pairs) + kv_read(context) + host_step + host_seq x S
+    step = dense(T) + lm_head(R) + attention(pairs) + scan(T_prompt) + kv_read(context) + host_step + host_seq x S
 
 - ``dense(T)``: the token-proportional work of ``T`` = prefill tokens + decoding sequences (linears, routed
   experts, element-wise, TP all-reduces, kernel floor), sampled from ``StepTimer.decode_parts(T, 0)`` and
@@ -16,8 +16,12 @@ closed form of it::
   share of the peak its kernels reach (:func:`step_model`);
 - ``lm_head(R)``: logits only for the ``R`` sequences sampled this step (decodes and prompts that finish);
 - ``attention``: prompt attention per (query, key) pair, the slope of ``prefill_parts``' attention term;
+- ``scan(T_prompt)``: Mamba-2's chunked scan per prompt token (``prefill_parts``' ``ssm_scan`` of a 4,096-token
+  prompt over its tokens: the scan's work is per chunk, linear in the prompt);
 - ``kv_read``: every cached K and V of the decoding sequences read once (``decode_parts``' KV term per token;
-  exact for full attention, an upper bound for sliding-window layers);
+  exact for full attention, an upper bound for sliding-window layers), and each decoding sequence's recurrent
+  states (Mamba, linear attention) read and written back, per sequence: ``decode_parts``' KV term at context 0
+  (taken per token at 1,024 tokens, a Mamba state of 2 MiB a layer grew 32-fold by 32k tokens);
 - the host: vLLM's engine loop per step and per scheduled sequence ``S`` (``StepTimer``'s host term), added to the
   GPU's time in the synchronous loop; with async scheduling (vLLM 0.14+) it runs beside the GPU's step, so the
   step takes the longer of the two (``max(gpu, host)``). SGLang: its own loop (its engine profile's
@@ -75,6 +79,8 @@ class StepModel:
     lm_head_s: tuple[float, ...]  # logits for grid_tokens sampled rows
     attention_s_per_pair: float
     kv_s_per_token: float
+    scan_s_per_token: float = 0.0  # Mamba-2's chunked scan per prompt token (prefill_parts' ssm_scan)
+    state_s_per_seq: float = 0.0  # a decoding sequence's recurrent states, read and written back, whatever its length
     step_host_s: float
     seq_host_s: float
     request_s: float = 0.0  # per request outside the engine loop (HTTP, tokenizing, streaming): TTFT and E2E
@@ -100,7 +106,8 @@ class StepModel:
         pseqs = (1.0 if prefill_tokens > 0 else 0.0) if prefill_seqs is None else prefill_seqs
         rows = decode_seqs + pseqs if sampled is None else sampled
         gpu = _interp(self.grid_tokens, self.dense_s, tokens) + _interp(self.grid_tokens, self.lm_head_s, rows) \
-            + prefill_pairs * self.attention_s_per_pair + decode_context * self.kv_s_per_token
+            + prefill_pairs * self.attention_s_per_pair + decode_context * self.kv_s_per_token \
+            + prefill_tokens * self.scan_s_per_token + decode_seqs * self.state_s_per_seq
         c = self.calibration
         share = prefill_tokens / tokens
         gpu *= c.memory + (c.compute - c.memory) * share
@@ -153,12 +160,15 @@ def sample(timer: StepTimer, calibration: Calibration | None = None,
     a, b = _PAIRS_AT
     attn = (timer.prefill_parts(b).get("attention", 0.0) - timer.prefill_parts(a).get("attention", 0.0)) \
         / ((b * b - a * a) / 2)
+    scan = timer.prefill_parts(b).get("ssm_scan", 0.0) / b
     context = 1024
-    kv = timer.decode_parts(1, context).get("kv_cache", 0.0) / context
+    state = timer.decode_parts(1, 0).get("kv_cache", 0.0)
+    kv = (timer.decode_parts(1, context).get("kv_cache", 0.0) - state) / context
     one, two = timer.host_s(prefill=False, seqs=1), timer.host_s(prefill=False, seqs=2)
     launch = timer.launch_host_s() if timer.timing.eager_prompts and timer.timing.graphs else 0.0
     return StepModel(grid_tokens=tuple(float(t) for t in GRID_TOKENS), dense_s=tuple(dense), lm_head_s=tuple(heads),
-                     attention_s_per_pair=attn, kv_s_per_token=kv, step_host_s=2 * one - two, seq_host_s=two - one,
+                     attention_s_per_pair=attn, kv_s_per_token=kv, scan_s_per_token=scan, state_s_per_seq=state,
+                     step_host_s=2 * one - two, seq_host_s=two - one,
                      request_s=timer.request_s, frontend_s=timer.frontend[0], frontend_token_s=timer.frontend[1],
                      prompt_launch_s=launch, async_host=timer.async_host,
                      calibration=calibration or Calibration())

@@ -44,7 +44,16 @@ from .breakdown import Speed
 from .comms import DataParallel, Link, all_reduce_s, inter_node_link, intra_node_link
 from .experts import expanded_rows_s, experts_s, layout_comms_s, mla_absorbed_s, rank_share
 from .gemm import bandwidth, gemm_time_s, peak_flops, streaming_bandwidth
-from .work import attention_s, eager_ops_per_layer, elementwise_s, expert_loop_s, experts_hit, lm_head_s, smooth_max
+from .work import (
+    attention_s,
+    eager_ops_per_layer,
+    elementwise_s,
+    expert_loop_s,
+    experts_hit,
+    lm_head_s,
+    mamba_scans_s,
+    smooth_max,
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -106,6 +115,7 @@ class StepTimer:
             parts = local.prefill_parts(self, tokens, context=context, seqs=seqs)
             parts["gemm"] += lm_head_s(m, gpu, "fp16", seqs)
             parts["host"] = self.host_s(prefill=True, seqs=seqs, tokens=tokens)
+            parts["layer_split_handoffs"] = self._split_handoffs_s(tokens)
             parts.update(self._offload_parts(tokens))
             return {k: v for k, v in parts.items() if v > 0}
         gemm = self._linears_s(tokens, seqs=seqs) + lm_head_s(m, gpu, self.other_dtype, seqs, tp=tp)
@@ -113,7 +123,9 @@ class StepTimer:
                                 math.ceil(tokens / seqs), kernel=self.kernel, tp=self.s.attention_tp,
                                 context=context, masked_windows=self.timing.eager) \
             / self.timing.context_attention_speedup
-        parts = {"gemm": gemm, "attention": attention, "elementwise": self._elementwise_s(tokens),
+        scan = mamba_scans_s(m, gpu, rank_share(seqs, self.s.attention_ranks), math.ceil(tokens / seqs),
+                             tp=self.s.attention_tp)
+        parts = {"gemm": gemm, "attention": attention, "ssm_scan": scan, "elementwise": self._elementwise_s(tokens),
                  "tensor_parallel": self._tp_s(tokens), "pipeline_across_nodes": self._node_hops_s(tokens)}
         if self.s.attention_dp:  # the MoE layout's gathers and dispatches (speed.experts)
             parts.update(layout_comms_s(self, tokens, seqs, decode=False))
@@ -150,15 +162,17 @@ class StepTimer:
         if self.timing.kernels == "ggml-cuda" and batch <= oh.LLAMA_CPP_MMVQ_MAX_BATCH:
             return self._ggml_cuda_decode_parts(batch, context)
         gpu_share = 1 - self.cpu_layer_share
-        weights = (self._linears_s(batch, dense_only=True) + self._experts_decode_s(batch)) * gpu_share
+        weights = (self._linears_s(batch, dense_only=True) + self._experts_decode_s(batch)
+                   + self.timing.expert_layer_s * sum(n for layer, n in m.layer_kinds() if layer.moe)) * gpu_share
         weights += lm_head_s(m, gpu, self.other_dtype, batch, tp=tp)
         # the cache read in whole 16-token pages, as the kernels the vLLM calibration timed read it; under
         # attention data parallelism the busiest rank's sequences; the serving engines' absorbed MLA decode
         # (FlashMLA and its kin) at its compute floor where all heads of a GPU make it compute-bound
         rank_batch = rank_share(batch, s.attention_ranks)
-        kv = rank_batch * kv_bytes_per_sequence(s, m, int(context), block=oh.VLLM_BLOCK_TOKENS) * gpu_share
+        kv = rank_batch * (kv_bytes_per_sequence(s, m, int(context), block=oh.VLLM_BLOCK_TOKENS)
+                           + self._state_write_bytes) * gpu_share
         mla = mla_absorbed_s(self, rank_batch, context) * gpu_share if self.timing.graphs else 0.0
-        kv_s = max(kv / self._stream_bps, mla)
+        kv_s = max(kv / (self._stream_bps * self.timing.fp8_kv_rate), mla)
         kernels = self._kernels_per_layer() * m.num_layers * gpu_share * self._kernel_latency_s
         elementwise = self._elementwise_s(batch) * gpu_share
         if self.timing.gpu_scale != 1.0:  # an engine's ROCm build on AMD (engines.rocm)
@@ -172,6 +186,7 @@ class StepTimer:
         host = self.host_s(prefill=False, context=context, seqs=rank_batch)
         parts["tensor_parallel"] = self._tp_s(batch)
         parts["pipeline_across_nodes"] = self._node_hops_s(batch)
+        parts["layer_split_handoffs"] = self._split_handoffs_s(batch)
         if s.attention_dp:
             parts.update(layout_comms_s(self, batch, batch, decode=True))
         parts["kernel_launches"] = self._launches_s(rank_batch, gpu_s + parts["tensor_parallel"])  # each rank's graph
@@ -196,9 +211,20 @@ class StepTimer:
         s, m, share = self.s, self.m, 1 - self.cpu_layer_share
         kv = batch * kv_bytes_per_sequence(s, m, int(context))
         parts = {k: v * share for k, v in ggml.cuda_decode_parts(s, m, self.gpu, batch, kv).items()}
+        parts["layer_split_handoffs"] = self._split_handoffs_s(batch)
         if self.cpu_layer_share:
             parts["cpu_layers"] = self._cpu_layers_s(batch, context)
         return {k: v for k, v in parts.items() if v > 0}
+
+    @property
+    def _state_write_bytes(self) -> float:
+        """Bytes of one sequence's recurrent states (Mamba-2, linear attention) a decode step writes back after
+        reading them: the update is in place (mamba_ssm ops/triton/selective_state_update.py
+        ``_selective_scan_update_kernel`` loads the state and stores the new one; so do vLLM's copy in
+        layers/mamba/ops/mamba_ssm.py, its ``causal_conv1d_update`` and the gated delta rule's recurrent kernel,
+        fla's ``fused_recurrent_gated_delta_rule_fwd_kernel``, which stores its final state ``ht``), so the state
+        moves twice a step where keys and values are only read; 0 for attention-only models."""
+        return kv_bytes_per_sequence(self.s, self.m, 0)
 
     def decode_s(self, batch: int, context: float) -> float:
         """Seconds of one decode step of ``batch`` sequences holding ``context`` tokens each."""
@@ -427,6 +453,25 @@ class StepTimer:
             return 0.0
         nbytes = 2 * tokens * self.m.hidden_size * 2
         return hops * (self.inter.latency_s + nbytes / self.inter.bytes_per_s)
+
+    def _split_handoffs_s(self, tokens: float) -> float:
+        """llama.cpp's layer split over the ``pp`` CUDA devices of one machine (``--split-mode layer``): ggml's
+        scheduler runs one graph split per device in turn, and before each of the ``pp - 1`` later ones copies the
+        split's input, the residual stream of the micro-batch's rows in fp32 (ggml keeps activations in f32), from
+        the device before (ggml-backend.cpp ``ggml_backend_sched_compute_splits``; ggml-cuda.cu
+        ``ggml_backend_cuda_cpy_tensor_async``: ``cudaMemcpyPeerAsync`` on the source device's stream, then an event
+        the destination's stream waits on, so the host never blocks). Each copy is the machine's link: its bytes
+        at the link's rate plus its latency, once per micro-batch (``-ub``) of ``tokens``. Micro-batches are timed
+        one after another: the overlap of stages when ``n_batch > n_ubatch`` (``GGML_SCHED_MAX_COPIES`` input
+        copies, events per copy) is not counted. A check, not a fit: llama.cpp PR #6017 (A100 80GB PCIe, Llama 7B
+        F16, pp512, one micro-batch) measured 8,668 tokens/s on one card and 8,381 on eight, 0.29 ms a boundary;
+        here 8 MiB at PCIe gen4's 25.6 GB/s and 20 us, 0.35 ms."""
+        if self.timing.kernels != "ggml-cuda" or self.s.pp <= 1 or self.s.num_nodes > 1:
+            return 0.0
+        ub = self.s.ubatch_tokens or oh.LLAMA_CPP_UBATCH
+        copies = math.ceil(tokens / ub)
+        nbytes = tokens * self.m.hidden_size * 4
+        return (self.s.pp - 1) * (copies * self.link.latency_s + nbytes / self.link.bytes_per_s)
 
     def host_s(self, *, prefill: bool, context: float = 0, seqs: float = 1, tokens: float | None = None) -> float:
         """Host time of one step of ``seqs`` sequences: eager transformers launches every op from Python; vLLM

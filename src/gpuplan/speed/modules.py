@@ -32,11 +32,11 @@ from dataclasses import dataclass, replace
 
 from .. import overheads as oh
 from ..errors import GpuplanError
-from ..hardware import GpuSpec
+from ..hardware import GpuSpec, load_gpu
 from ..model.layers import Linear
-from ..model.profile import Op, Profile, storage_format
+from ..model.profile import FP8_ALL, Op, Profile, storage_format
 from ..model.quant import make_format
-from ..scenario.modules import TEXT_LORA_ROLES, trains_encoder
+from ..scenario.modules import TEXT_LORA_ROLES, frozen_text_params, text_way, trained_text_params, trains_encoder
 from .gemm import bandwidth, continuous_clock_factor, gemm_time_s, peak_flops, power_limit_factor
 from .work import attention_fraction, smooth_max
 
@@ -125,22 +125,37 @@ def _dequant_s(gpu: GpuSpec, run: Run, op: Op, k: float, n: float) -> float:
 
 def attention_share(gpu: GpuSpec, head_dim: float) -> float:
     """Share of the dense 16-bit peak a fused attention kernel reaches on heads ``head_dim`` wide (``d``): the
-    card's fraction for 128-wide heads (:func:`~.work.attention_fraction`) times ``(1 + r(128)) / (t/d + r(d))``,
-    ``r(d)`` the softmax's exponential and FP32 work per score in tensor-FLOP equivalents over the ``4d`` matmul
-    FLOPs per score (:data:`~gpuplan.overheads.ATTENTION_REFERENCE_HEAD_DIM`), ``t`` the head width the kernel's
-    matmuls run at, ``d`` rounded up to its tile (:data:`~gpuplan.overheads.ATTENTION_HEAD_DIM_TILE`); the
-    card's fraction times ``d/t`` alone where its SM count, clock or FP32 rate are not in the catalog."""
+    generation's fraction for 128-wide heads (:func:`~.work.attention_fraction`), set on a reference card
+    (:data:`~gpuplan.overheads.ATTENTION_REFERENCE_CARD`: the A100 for Ampere, so GeForce Ampere's cheaper softmax
+    counts), times ``(1 + r_ref(128)) / (t/d + r(d))``, ``r(d)`` the softmax's exponential and FP32 work per score
+    in tensor-FLOP equivalents over the ``4d`` matmul FLOPs per score on this card
+    (:data:`~gpuplan.overheads.ATTENTION_REFERENCE_HEAD_DIM`), ``t`` the head width the kernel's matmuls run at,
+    ``d`` rounded up to its tile (:data:`~gpuplan.overheads.ATTENTION_HEAD_DIM_TILE`); the card's fraction times
+    ``d/t`` alone where its SM count, clock or FP32 rate are not in the catalog."""
     if head_dim <= 0:
         return attention_fraction(gpu)
     padded = math.ceil(head_dim / oh.ATTENTION_HEAD_DIM_TILE) * oh.ATTENTION_HEAD_DIM_TILE / head_dim
+    per_score = softmax_per_score(gpu)
+    if per_score is None:
+        return attention_fraction(gpu) / padded
+    ref = oh.ATTENTION_REFERENCE_CARD.get(gpu.generation)
+    ref_score = softmax_per_score(load_gpu(ref)) if ref else None
+    base = per_score if ref_score is None else ref_score
+    ratio = (1 + base / (4 * oh.ATTENTION_REFERENCE_HEAD_DIM)) / (padded + per_score / (4 * head_dim))
+    return attention_fraction(gpu) * ratio
+
+
+def softmax_per_score(gpu: GpuSpec) -> float | None:
+    """Tensor-FLOP equivalents of a fused attention's softmax per score on ``gpu``: one exponential on the SFUs
+    (:data:`~gpuplan.overheads.SFU_OPS_PER_SM_CLOCK` per SM and clock) and
+    :data:`~gpuplan.overheads.SOFTMAX_FP32_OPS_PER_SCORE` FP32 ops, each against the dense 16-bit peak (None where
+    the SM count, clock or FP32 rate are not in the catalog)."""
     peak = peak_flops(gpu, "bf16")
     fp32 = peak_flops(gpu, "fp32")
     if not (gpu.sm_count and gpu.boost_clock_mhz and fp32 and peak):
-        return attention_fraction(gpu) / padded
-    per_score = (peak / (gpu.sm_count * oh.SFU_OPS_PER_SM_CLOCK * gpu.boost_clock_mhz * 1e6)
-                 + oh.SOFTMAX_FP32_OPS_PER_SCORE * peak / fp32)
-    ratio = (1 + per_score / (4 * oh.ATTENTION_REFERENCE_HEAD_DIM)) / (padded + per_score / (4 * head_dim))
-    return attention_fraction(gpu) * ratio
+        return None
+    return (peak / (gpu.sm_count * oh.SFU_OPS_PER_SM_CLOCK * gpu.boost_clock_mhz * 1e6)
+            + oh.SOFTMAX_FP32_OPS_PER_SCORE * peak / fp32)
 
 
 def _attention_s(gpu: GpuSpec, run: Run, work: float, d: tuple[float, ...], count: float) -> float:
@@ -406,31 +421,35 @@ def train_step(s, job, main: Profile, parts: dict[str, Profile], gpu: GpuSpec) -
 def text_encoders_s(job, parts: dict[str, Profile], gpu: GpuSpec, run: Run) -> dict[str, float]:
     """Seconds per micro-step of the text encoders on the card: a frozen one's forward without gradients; a trained
     one's (:func:`~gpuplan.scenario.modules.trains_encoder`) forward and backward, with its LoRA adapters (input
-    gradients through the frozen linears and the adapters' own, as the denoiser's LoRA) or trained whole (weight
+    gradients through the frozen linears and the adapters' own, as the denoiser's LoRA; the forward again where its
+    way is checkpointed: :func:`~gpuplan.scenario.modules.text_way`) or trained whole (weight
     gradients too, and the forward again under checkpointing, as the denoiser's full fine-tune)."""
     out: dict[str, float] = {}
+    stored = "fp8" if job.weights == FP8_ALL else "16bit"  # kohya's --fp8_base: the encoders' linears too
     for te in job.spec.role("text_encoder"):
         prof = parts[f"text-encoder:{te.name}"]
         tokens = (job.t5_tokens,) if te.cls == "T5EncoderModel" else ()
         if trains_encoder(job, te):
-            how = Run(dtype=job.dtype, lora_roles=TEXT_LORA_ROLES[job.text_lora], lora_rank=job.lora_rank,
-                      autocast=run.autocast, host_factor=run.host_factor) if job.text_lora else \
+            how = Run(dtype=job.dtype, weights=stored, lora_roles=TEXT_LORA_ROLES[job.text_lora],
+                      lora_rank=job.lora_rank, recompute=text_way(job, te).endswith("-gc"), autocast=run.autocast,
+                      host_factor=run.host_factor) if job.text_lora else \
                 Run(dtype=job.dtype, trained="all", recompute=run.recompute, autocast=run.autocast,
                     host_factor=run.host_factor)
             name = "text encoders (LoRA trained)" if job.text_lora else "text encoders (trained)"
             t = (forward(prof, gpu, job.batch, tokens, how) + backward(prof, gpu, job.batch, tokens, how)).total_s
             out[name] = out.get(name, 0.0) + t
             continue
-        t = forward(prof, gpu, job.batch, tokens, Run(dtype=job.dtype)).total_s
+        t = forward(prof, gpu, job.batch, tokens, Run(dtype=job.dtype, weights=stored)).total_s
         out["text encoders"] = out.get("text encoders", 0.0) + t
     return out
 
 
 def text_whole(job) -> int:
-    """The parameters of the text encoders a full fine-tune trains whole with the denoiser (0 with LoRA)."""
+    """The parameters of the text encoders a full fine-tune trains whole with the denoiser (0 with LoRA), less what
+    the trainer leaves frozen (:func:`~gpuplan.scenario.modules.trained_text_params`)."""
     if job.trained != "all":
         return 0
-    return sum(te.params for te in job.spec.role("text_encoder") if trains_encoder(job, te))
+    return sum(trained_text_params(job, te) for te in job.spec.role("text_encoder") if trains_encoder(job, te))
 
 
 def optimizer_host_s(s, job, main: Profile, gpu: GpuSpec, parts: dict[str, Profile] | None = None) -> float:
@@ -447,9 +466,11 @@ def optimizer_host_s(s, job, main: Profile, gpu: GpuSpec, parts: dict[str, Profi
     linears = [op for op in main.ops if op.kind in ("linear", "conv")]
     if job.trained == "all":
         tensors = sum(op.count * (2 if op.bias else 1) for op in linears)
-        tensors += sum(op.count * (2 if op.bias else 1) for te in job.spec.role("text_encoder")
-                       if trains_encoder(job, te) for op in parts[f"text-encoder:{te.name}"].ops
-                       if op.kind == "linear") if parts else 0
+        if parts:  # the trained encoders' linears, less those the trainer leaves frozen
+            tensors += sum(op.count * (2 if op.bias else 1) for te in job.spec.role("text_encoder")
+                           if trains_encoder(job, te) for op in parts[f"text-encoder:{te.name}"].ops
+                           if op.kind == "linear")
+            tensors -= 2 * sum(frozen_text_params(job, te).linears for te in job.spec.role("text_encoder"))
     else:
         tensors = 2 * sum(op.count for op in linears if job.lora_roles and op.role in job.lora_roles)
     tensors += 2 * text_adapted(job, parts or {})

@@ -22,6 +22,7 @@ from contextvars import ContextVar
 
 from .. import overheads as oh
 from ..hardware import GpuSpec
+from ..model.conventions import mamba2_shape
 from ..model.layers import Layer, Linear
 from ..model.spec import ModelSpec
 from ..tensors.layout import replicated
@@ -150,11 +151,14 @@ def attention_s(m: ModelSpec, gpu: GpuSpec, dtype: str, seqs: float, seq: int, *
     the square, masked or not, in every layer. Under fp8 linears attention stays at the 16-bit rate unless
     ``fp8_kernel`` (Transformer Engine's fp8 fused attention, cuDNN's fp8 flash kernel) runs its matmuls in fp8.
     ``backend``: the fused kernel's class (:mod:`gpuplan.stacks.attention`), timed at :func:`attention_fraction`;
-    None: the generation's own kernel."""
+    None: the generation's own kernel. Layers that do not attend (:func:`attends`) add none (a serving step
+    times Mamba-2's scan apart: :func:`mamba_scans_s`)."""
     heads = max(m.num_heads / tp, 1)
     windowed = any(layer.window for layer in m.layers)
     total = flops = 0.0
     for layer, count in m.layer_kinds():
+        if not attends(layer):
+            continue
         keys = seq + context
         masked = windowed and masked_windows and kernel == "sdpa"
         if layer.window and not masked:
@@ -173,6 +177,69 @@ def attention_s(m: ModelSpec, gpu: GpuSpec, dtype: str, seqs: float, seq: int, *
     total += flops / (peak_flops(gpu, rate_dtype) * fraction * power_limit_factor(gpu)
                       * continuous_clock_factor(gpu, rate_dtype))
     return layers * total
+
+
+def attends(layer: Layer) -> bool:
+    """Whether a layer's token mixer computes attention scores: not a Mamba layer, nor a layer of kind ``none``
+    without a query projection (an MLP-only layer: Nemotron-H's expert layers, ``E`` in ``hybrid_override_pattern``,
+    whose mixer is NemotronHMoE alone in transformers' modeling_nemotron_h.py); a ``none`` layer that reuses
+    another layer's keys and values (Gemma 4's) keeps its ``q_proj`` and attends. Linear-attention and
+    convolution mixers are still timed as attention."""
+    if layer.attention == "mamba":
+        return False
+    return layer.attention != "none" or any(lin.name == "q_proj" for lin in layer.linears)
+
+
+@_shared
+def ssd_scan_s(m: ModelSpec, gpu: GpuSpec, seqs: float, seq: int, *, tp: int = 1) -> float:
+    """One Mamba-2 layer's mixer between its two projections for ``seqs`` sequences of ``seq`` new tokens: the
+    depthwise causal convolution and the chunked scan (SSD), each kernel at the larger of its 16-bit matmul time
+    (at the fused-attention share of the peak, :func:`attention_fraction`: the scan's ``tl.dot`` tiles are Triton's)
+    and its memory time. The scan's kernels (mamba_ssm ops/triton/ssd_combined.py
+    ``_mamba_chunk_scan_combined_fwd``, copied into vLLM's and SGLang's layers/mamba/ops/ssd_combined.py) for
+    ``inner`` = heads x head_dim, ``N`` = d_state, ``G`` groups of B and C, chunks of ``L`` <= ``chunk`` tokens:
+
+    - ``_chunk_state_fwd``: each chunk's state ``B^T (x dt decay)``, ``2 inner N`` FLOPs a token; reads x and B,
+      writes the fp32 states (``inner N`` x 4 bytes a chunk);
+    - ``_state_passing_fwd``: the recurrence across chunks, reads and writes every chunk's state;
+    - ``_bmm_chunk_fwd``: ``C B^T`` per chunk and group, ``2 G N L^2`` FLOPs, written in fp32;
+    - ``_chunk_scan_fwd``: the output, ``(C B^T masked by the decay) x`` over the causal half of each chunk
+      (``2 inner L (L + 1) / 2``) plus ``C`` times the incoming state (``2 inner N`` a token); reads the states,
+      ``C B^T``, x, C and the gate z (vLLM reads z in its gated RMSNorm instead), writes y;
+    - ``causal_conv1d_fn`` before them reads and writes the ``inner + 2 G N`` convolved channels.
+
+    Heads and groups split over ``tp`` (vLLM's MambaMixer2; one group is replicated). The states are taken in fp32
+    throughout: ``_chunk_state_fwd`` writes them so (``states_in_fp32=True``) and vLLM passes its state cache's dtype
+    to ``_state_passing_fwd`` (``state_dtype``: fp32 for Nemotron-H, ``mamba_ssm_cache_dtype``; mamba_ssm's own
+    passes C's 16-bit dtype, a quarter fewer bytes). They dominate the bytes: Nemotron-3-Nano (64 x 64 heads, N 128,
+    chunks of 128) moves 64 KiB of them a token."""
+    shape = mamba2_shape(m.config, m.hidden_size) if m.config else None
+    if not shape or seqs <= 0 or seq <= 0:
+        return 0.0
+    inner, n, cs = shape["inner"] / tp, shape["state"], shape["chunk"]
+    groups = shape["groups"] / tp if shape["groups"] % tp == 0 else shape["groups"]
+    full, rest = divmod(seq, cs)
+    chunks, squares = full + (rest > 0), full * cs * cs + rest * rest
+    pairs = (squares + seq) / 2  # causal (L^2 + L) / 2 per chunk
+    states = chunks * inner * n * 4
+    work = (  # (FLOPs, bytes) of each kernel, per sequence
+        (2 * inner * n * seq, 2 * seq * (inner + groups * n) + states),  # chunk_state
+        (0.0, 2 * states),  # state_passing
+        (2 * groups * n * squares, 2 * seq * 2 * groups * n + 4 * groups * squares),  # bmm_chunk
+        (2 * inner * (pairs + n * seq), states + 4 * groups * squares + 2 * seq * (3 * inner + groups * n)),
+        (0.0, 2 * 2 * seq * (inner + 2 * groups * n)),  # causal_conv1d
+    )
+    dtype = "bf16" if gpu.supports_dtype("bf16") else "fp16"
+    rate = peak_flops(gpu, dtype) * attention_fraction(gpu) * power_limit_factor(gpu) \
+        * continuous_clock_factor(gpu, dtype)
+    return seqs * sum(max(flops / rate, nbytes / bandwidth(gpu)) for flops, nbytes in work)
+
+
+def mamba_scans_s(m: ModelSpec, gpu: GpuSpec, seqs: float, seq: int, *, tp: int = 1) -> float:
+    """Every Mamba-2 mixer's scan in one forward of ``seqs`` sequences of ``seq`` new tokens (kinds ``mamba`` and
+    ``hybrid``: Falcon-H1's runs beside its attention): :func:`ssd_scan_s` per layer."""
+    layers = sum(count for layer, count in m.layer_kinds() if layer.attention in ("mamba", "hybrid"))
+    return layers * ssd_scan_s(m, gpu, seqs, seq, tp=tp) if layers else 0.0
 
 
 def attention_fraction(gpu: GpuSpec, backend: str | None = None) -> float:
