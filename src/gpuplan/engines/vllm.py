@@ -111,10 +111,32 @@ def rules(s: Scenario, gpu: GpuSpec | None = None) -> Rules:
 
 
 def async_scheduling(s: Scenario) -> bool:
-    """Whether the engine core schedules step N+1 while the GPU runs step N (``--async-scheduling``): on by
-    default from 0.14.0 (vLLM PR #27614; the 0.14.0 release notes: "Async scheduling is now enabled by default",
-    except pipeline parallelism), opt-in before. The engine's host work per step then overlaps the GPU's."""
+    """Whether the engine core schedules step N+1 while the GPU runs step N (``--async-scheduling``,
+    ``SchedulerConfig.async_scheduling``; ``vllm/v1/core/sched/async_scheduler.py`` ``AsyncScheduler`` and
+    ``EngineCore.step_with_batch_queue``): the scenario's ``async_scheduling`` where set (:func:`async_refusal`
+    says where it cannot be), else the release's default: on from 0.14.0 (vLLM PR #27614; the 0.14.0 release
+    notes: "Async scheduling is now enabled by default ... Excludes some not-yet-supported configurations:
+    pipeline parallel, CPU backend, non-MTP/Eagle spec decoding"), off before (an experimental opt-in from 0.10.0,
+    vLLM PR #19970 of June 2025). The engine's host work per step then overlaps the GPU's."""
+    if s.async_scheduling is not None:
+        return s.async_scheduling
     return version_tuple(s.engine_version) >= (0, 14, 0) and s.pp == 1
+
+
+def async_refusal(s: Scenario) -> str | None:
+    """Why vLLM cannot run the scenario's ``async_scheduling true``: the release has no such flag (before 0.10.0,
+    vLLM PR #19970), or pipeline parallelism, which the releases up to 0.14 leave out of it (PR #19970: "async
+    scheduling does not support ... Pipeline parallelism"; 0.14.0's release notes) and gpuplan times synchronously
+    (vLLM PR #32359 of January 2026 let later releases combine them, with constraints: not modelled)."""
+    if not s.async_scheduling:
+        return None
+    if version_tuple(s.engine_version) < (0, 10, 0):
+        return (f"vLLM {s.engine_version} has no --async-scheduling (it came in 0.10.0): drop async_scheduling, or "
+                "set engine_version 0.10.0 or later")
+    if s.pp > 1:
+        return ("gpuplan times vLLM's pipeline-parallel engine loop synchronously (0.14's release notes leave "
+                "pipeline parallelism out of async scheduling): drop async_scheduling, or set pp 1")
+    return None
 
 
 def prefix_caching(s: Scenario, m: ModelSpec | None = None) -> bool:
@@ -690,6 +712,9 @@ class Vllm(Engine):
                     f"({s.max_num_batched_tokens:,}) is below max_model_len ({max_len:,}): raise one or lower the "
                     "other")
         return None
+
+    def async_scheduling_refusal(self, s: Scenario) -> str | None:
+        return async_refusal(s)
 
     def expert_parallel_refusal(self, s: Scenario) -> str | None:
         """vLLM's expert-parallel group is every GPU of the copy (``--enable-expert-parallel``: EP = TP x DP)."""
