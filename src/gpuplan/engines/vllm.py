@@ -809,18 +809,18 @@ def piecewise_graph_s(s: Scenario, m: ModelSpec) -> float:
 def current_timing(s: Scenario, m: ModelSpec, gpu: GpuSpec, *, current: bool = True,
                    loop: HostLoop | None = None, note: str = "", graph_max_batch: int | None = None,
                    label: str = "vLLM", rocm_measured: bool = False, **kernels) -> Timing:
-    """vLLM's timing of ``s`` (its release; the current one with ``current``, for an engine timed as vLLM's):
-    CUDA graphs and fused element-wise kernels in the V1 engine (0.8+), packed projections, the measured kernel
-    bandwidth, and its engine loop (``loop``: another engine's own), whose host work per step overlaps the GPU's
-    under async scheduling (0.14+) and, before 0.11, includes its piecewise CUDA graphs' cost per layer
-    (:func:`piecewise_graph_s`), and whose prompts are prefilled in chunks of ``max_num_batched_tokens``. A step
-    of up to the largest default capture size in tokens (:func:`capture_sizes`) replays a CUDA graph, a larger one
-    runs eagerly (``vllm/v1/worker/gpu_model_runner.py``: ``num_scheduled_tokens <= self.cudagraph_batch_sizes[-1]``
-    "Use piecewise CUDA graphs", else "Eager mode"; the batch padded to the next captured size adds rows to GEMMs
-    that read their weights once anyway, and is not timed); ``graph_max_batch``: another engine's own cap;
-    ``label``, ``rocm_measured``: the engine its ROCm note names, and whether its ROCm build was measured (SGLang's
-    was, :mod:`.rocm`). ``kernels``: another engine's
-    :class:`~gpuplan.engines.base.Timing` fields (TensorRT-LLM's grouped experts and context attention)."""
+    """vLLM's timing of ``s`` (its release; the current one with ``current``, for an engine timed as vLLM's): CUDA
+    graphs and fused element-wise kernels in the V1 engine (0.8+), packed projections, the measured kernel bandwidth,
+    and its engine loop (``loop``: another engine's own), whose host work per step overlaps the GPU's under async
+    scheduling (:func:`async_scheduling`) and, before 0.11, includes its piecewise CUDA graphs' cost per layer
+    (:func:`piecewise_graph_s`), and whose prompts are prefilled in chunks of ``max_num_batched_tokens``. A step of up
+    to the largest default capture size in tokens (:func:`capture_sizes`) replays a CUDA graph, a larger one runs
+    eagerly (``vllm/v1/worker/gpu_model_runner.py``: ``num_scheduled_tokens <= self.cudagraph_batch_sizes[-1]`` "Use
+    piecewise CUDA graphs", else "Eager mode"; the batch padded to the next captured size adds rows to GEMMs that read
+    their weights once anyway, and is not timed); ``graph_max_batch``: another engine's own cap; ``label``,
+    ``rocm_measured``: the engine its ROCm note names, and whether its ROCm build was measured (SGLang's was,
+    :mod:`.rocm`). ``kernels``: another engine's :class:`~gpuplan.engines.base.Timing` fields (TensorRT-LLM's grouped
+    experts and context attention)."""
     v1 = current or version_tuple(s.engine_version) >= (0, 8, 0)
     limits = scheduler_limits(s, m, gpu, current=current)
     if loop is None:
