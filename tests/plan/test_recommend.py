@@ -506,6 +506,21 @@ def test_a_small_job_is_priced_in_cents_not_zero_dollars():
     assert f"and ${usd_amount(x.usd_total_high)} at the slow end" in report.fewest_line
 
 
+def test_a_price_below_a_tenth_of_a_cent_keeps_two_digits(capsys):
+    """Session 9's walk: SigLIP on an RTX 4090 costs $0.00045 per 1,000 samples, which recommend's table and
+    estimate's cost line wrote '0.000' and '$0.000 per 1,000 samples': below $0.001, two significant digits."""
+    from gpuplan.cli import run
+    from gpuplan.result import usd_amount
+
+    assert [usd_amount(v) for v in (0.00045, 4.5e-6, 0.0, 0.004)] == ["0.00045", "0.0000045", "0.000", "0.004"]
+    code = run(["estimate", "--model", "google/siglip-so400m-patch14-384", "--task", "infer", "--gpu", "rtx-4090",
+                "--batch-size", "32"])
+    out = capsys.readouterr().out
+    assert code == 0 and "$0.000 per" not in out and "per 1,000 samples" in out
+    cost = out.split("per 1,000 samples")[0].rsplit("$", 1)[1].strip()
+    assert 0 < float(cost) < 0.001 and len(cost.rstrip("0").split(".")[1].lstrip("0")) == 2, cost
+
+
 def test_any_stack_change_note_reads_the_rows_card_as_estimate_does():
     """An ``--any-stack`` row's change note names the peak ``estimate`` gives on the same card: before, the scenario
     as given at the row's layout; after, the row's own device peak. Unsloth sizes its loss chunks from the card's

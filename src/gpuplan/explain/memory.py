@@ -34,14 +34,19 @@ def weights(x: Context) -> Formula:
             fmt, skip = weight_format(s, m)
         parts = {k: v for k, v in m.weight_bytes(fmt, skip=skip).items() if v}
         params = m.params_breakdown()
-        host = s.task == "infer" and engine_for(s).host_embedding and not m.tie_word_embeddings
-        if host:  # llama.cpp keeps the token embedding in host memory (engines/llama_cpp.py)
-            parts.pop("embeddings", None)
+        host = s.task == "infer" and engine_for(s).host_embedding
+        if host:  # llama.cpp keeps the embeddings in host memory, a tied output's token_embd also on the GPU
+            from ..engines.llama_cpp import gpu_embedding_bytes
+
+            parts["embeddings"] = gpu_embedding_bytes(m, fmt)
+            params = {**params, "embeddings": m.vocab_size * m.embedding_dim}
+            parts = {k: v for k, v in parts.items() if v}
         base = sum(parts.values())
         terms = " + ".join(f"{k} {count(params[k])} x {v / params[k]:.3g} B" for k, v in parts.items() if params[k])
         formula = "W = sum over parts of parameters x bytes per parameter in the storage format"
         if host:
-            formula += " (the token embedding stays in host memory)"
+            formula += (" (the embeddings stay in host memory; the tied output's copy of the token embedding is on "
+                        "the GPU)" if m.tie_word_embeddings else " (the token embedding stays in host memory)")
         extra, upcast = "", 0.0
         if s.task == "train":
             if s.method == "qlora" and fmt.name in ("nf4", "fp4") and s.qlora_fp32_upcast:

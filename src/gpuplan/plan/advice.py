@@ -535,9 +535,9 @@ def _combined_cost(s: Scenario, fitted: Scenario, m: ModelSpec, gpu: GpuSpec, co
     besides speed; for serving, each fix's words."""
     if s.task != "train":
         return "; ".join(f.cost for f in combo if f.cost)
-    speed_words = ("slower", "faster", "speed")
+    speed_words = ("slower", "faster", "speed", "step time", "time per token")  # every speed_change wording
     others = [f.cost for f in combo if f.cost and not any(w in f.cost for w in speed_words)]
-    return "; ".join([speed_change(s, fitted, m, gpu), *others])
+    return "; ".join(dict.fromkeys([speed_change(s, fitted, m, gpu), *others]))
 
 
 def _peak(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> float:

@@ -703,6 +703,17 @@ def read_back(data: Any) -> Scenario:
 
 
 OLD_NAMES = {"framework": "stack", "strategy": "sharding"}  # fields renamed (issue 30): the old names still read
+# keys of the trainers' own configs (transformers TrainingArguments, TRL's SFTConfig, Axolotl's YAML, peft's
+# LoraConfig) that a user pastes into a scenario: gpuplan's name for each, or "" for a key that moves no number
+TRAINER_NAMES = {
+    "per_device_train_batch_size": "micro_batch_size",
+    "gradient_accumulation_steps": "grad_accum_steps", "max_seq_length": "seq_len", "max_length": "seq_len",
+    "sequence_len": "seq_len", "num_train_epochs": "epochs", "num_epochs": "epochs", "lora_r": "lora_rank",
+    "r": "lora_rank", "target_modules": "lora_targets", "lora_target_modules": "lora_targets",
+    "gradient_checkpointing": "grad_checkpointing", "optim": "optimizer", "base_model": "model",
+    "model_name_or_path": "model", "learning_rate": "", "lr": "", "warmup_steps": "", "weight_decay": "",
+    "lora_alpha": "", "seed": "", "logging_steps": "", "output_dir": "",
+}
 # how serving lays an MoE model over its GPUs: said only when asked (a dense model's plans read as they did)
 MOE_LAYOUT = frozenset({"ep", "attention_dp", "moe_dispatch"})
 TRAINING_LAYOUT = frozenset({"num_nodes", "sharding", "pp", "offload", "stack", "dataset_gb"})
@@ -742,6 +753,10 @@ def _one_sentence(err: ValidationError) -> str:
         if isinstance(first.get("input"), dict):
             return (f"scenario fields go at the top level, not under {field!r}: model, task, ... each its own key "
                     "(a line of a YAML file, a key of a JSON body)")
+        if field in TRAINER_NAMES:
+            ours = TRAINER_NAMES[field]
+            return (f"unknown scenario field {field!r}: " + (f"gpuplan calls it {ours!r}" if ours else
+                    "it changes neither the memory nor the speed gpuplan plans; leave it out"))
         close = did_you_mean(field, FIELDS)
         hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else \
             "; `gpuplan estimate --help` lists the fields"
@@ -749,6 +764,9 @@ def _one_sentence(err: ValidationError) -> str:
     if first["type"] == "missing":
         return f"scenario field {field!r} is required (e.g. {field}: {'train' if field == 'task' else '...'})"
     value = first.get("input")
+    if field == "gpu" and isinstance(value, list):  # several cards: the searches compare them
+        return (f"scenario field 'gpu' names one card, not a list (got {echo_value(value)}): `gpuplan recommend "
+                "--gpus l4,a10g` compares cards, and extra_gpus splits llama.cpp's layers over mixed cards")
     if field.endswith("_version") and isinstance(value, (int, float)) and not isinstance(value, bool):
         return (f"scenario field {field!r} is a release number, written in quotes ({field}: \"4.46\"): unquoted, "
                 "YAML reads it as a number and drops its trailing zeros (4.40 becomes 4.4)")
