@@ -116,8 +116,9 @@ def async_scheduling(s: Scenario) -> bool:
     ``EngineCore.step_with_batch_queue``): the scenario's ``async_scheduling`` where set (:func:`async_refusal`
     says where it cannot be), else the release's default: on from 0.14.0 (vLLM PR #27614; the 0.14.0 release
     notes: "Async scheduling is now enabled by default ... Excludes some not-yet-supported configurations:
-    pipeline parallel, CPU backend, non-MTP/Eagle spec decoding"), off before (an experimental opt-in from 0.10.0,
-    vLLM PR #19970 of June 2025). The engine's host work per step then overlaps the GPU's."""
+    pipeline parallel, CPU backend, non-MTP/Eagle spec decoding"), off before (an experimental opt-in, vLLM PR
+    #19970, opened 2025-06-23; taken as first released in 0.10.0 of July 2025, an assumption: neither release's
+    parser was read). The engine's host work per step then overlaps the GPU's."""
     if s.async_scheduling is not None:
         return s.async_scheduling
     return version_tuple(s.engine_version) >= (0, 14, 0) and s.pp == 1
@@ -126,8 +127,10 @@ def async_scheduling(s: Scenario) -> bool:
 def async_refusal(s: Scenario) -> str | None:
     """Why vLLM cannot run the scenario's ``async_scheduling true``: the release has no such flag (before 0.10.0,
     vLLM PR #19970), or pipeline parallelism, which the releases up to 0.14 leave out of it (PR #19970: "async
-    scheduling does not support ... Pipeline parallelism"; 0.14.0's release notes) and gpuplan times synchronously
-    (vLLM PR #32359 of January 2026 let later releases combine them, with constraints: not modelled)."""
+    scheduling does not support ... Pipeline parallelism"; 0.14.0's release notes; gpustack#3836: vLLM 0.11.2 with
+    ``--async-scheduling --pipeline-parallel-size 2`` would not start until the flag was dropped) and gpuplan times
+    synchronously (vLLM PR #32359 of January 2026 let later releases combine them, with constraints: not
+    modelled)."""
     if not s.async_scheduling:
         return None
     if version_tuple(s.engine_version) < (0, 10, 0):
