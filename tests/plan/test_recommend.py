@@ -449,11 +449,21 @@ def test_every_stack_is_searched_over_its_own_shardings():
     import typing
 
     import gpuplan
-    from gpuplan.plan.recommend import SHARDING
     from gpuplan.scenario.stacks import DIFFUSION_STACKS
+    from gpuplan.stacks import STACKS
 
     stacks = set(typing.get_args(Scenario.model_fields["stack"].annotation)) - set(DIFFUSION_STACKS)
-    assert len(stacks) >= 7 and stacks <= set(SHARDING)
+    assert len(stacks) >= 7 and stacks <= set(STACKS)
+    from gpuplan.scenario import scenario_from
+    from gpuplan.scenario import stacks as rules
+
+    # each profile names what it shards with, and the stack's own rules take each of them
+    tried = [(name, sh) for name in sorted(stacks) for sh in STACKS[name].shardings]
+    assert len(tried) >= 14
+    for name, sh in tried:
+        method = "full" if name in ("torchtitan", "megatron") else "lora"
+        assert rules.refusal(scenario_from({"model": "qwen3-0.6b", "task": "train", "stack": name, "sharding": sh,
+                                            "num_gpus": 2, "method": method})) is None, (name, sh)
     # the diffusion trainers plan diffusion pipelines, which recommend does not: refused before the search (it
     # raised KeyError 'kohya')
     with pytest.raises(GpuplanError, match="stack kohya trains diffusion models"):

@@ -163,6 +163,7 @@ class LlamaCpp(Engine):
     loads_quants = False
     tensor_parallel = False
     offloads_layers = True
+    splits_by_share = True
     host_embedding = True
     metal = True
 

@@ -450,7 +450,7 @@ class Scenario(BaseModel):
         if self.eval_tokens is not None and self.eval_interval is None:
             raise ValueError("eval_tokens is the size of one evaluation pass: give eval_interval (steps between "
                              "passes) too")
-        if self.eval_interval is not None and self.eval_tokens is None and self.stack != "megatron":
+        if self.eval_interval is not None and self.eval_tokens is None and self.recipe.eval_batches is None:
             raise ValueError(f"give eval_tokens (tokens of one evaluation pass) with eval_interval: {self.stack}"
                              " evaluates whatever eval set it is given")
         return self
@@ -600,13 +600,14 @@ def _fill(s: Scenario, values: dict[str, Any]) -> None:
 
 
 def _split_defaults(s: Scenario) -> dict[str, Any]:
-    """llama.cpp's devices: with ``extra_gpus`` (mixed cards) or ``tensor_split``, one copy of the model split by
-    layers over ``num_gpus`` devices (``pp``); a mismatch is one sentence."""
+    """A served model's devices: with ``extra_gpus`` (mixed cards) or ``tensor_split``, one copy of the model split by
+    layers over ``num_gpus`` devices (``pp``); a mismatch is one sentence. Which engines split so is their profile's
+    word (``Engine.splits_by_share``), asked where the scenario is resolved (:mod:`gpuplan.plan.refusals`)."""
     if not s.extra_gpus and s.tensor_split is None:
         return {}
-    if s.task != "infer" or s.engine != "llama.cpp":
-        raise ValueError("extra_gpus and tensor_split split llama.cpp's layers over devices: use them with task "
-                         "infer and engine llama.cpp (other engines split with tp or pp over cards of one kind)")
+    if s.task != "infer":
+        raise ValueError("extra_gpus and tensor_split split a served model's layers over devices: drop them for "
+                         "training")
     n = 1 + len(s.extra_gpus or [])
     if s.extra_gpus and "num_gpus" in s.model_fields_set and s.num_gpus != n:
         raise ValueError(f"extra_gpus names {n} devices with gpu: drop num_gpus or set it to {n}")
@@ -615,7 +616,8 @@ def _split_defaults(s: Scenario) -> dict[str, Any]:
         raise ValueError(f"tensor_split gives {len(s.tensor_split)} shares for {n} devices: one per device, gpu "
                          "first")
     if s.tp != 1 or s.num_nodes != 1 or ("pp" in s.model_fields_set and s.pp != n):
-        raise ValueError(f"a llama.cpp split over {n} devices is pp {n} on one machine (tp 1)")
+        raise ValueError(f"a split of the layers over {n} devices (extra_gpus, tensor_split) is pp {n} on one machine "
+                         "(tp 1)")
     return {"num_gpus": n, "pp": n}
 
 
@@ -664,7 +666,7 @@ def _data_defaults(s: Scenario, read_back: bool = False) -> dict[str, Any]:
     if (s.dataset or s.samples) and not read_back:
         from ..dataset import fields
 
-        out.update(fields(s.__dict__, set(s.model_fields_set)))
+        out.update(fields(s.__dict__, set(s.model_fields_set), stacks.RECIPES[s.stack]))
     return out
 
 
