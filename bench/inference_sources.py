@@ -282,8 +282,10 @@ CAUSES = {
         "and add their chunked scan from mamba_ssm's kernels; decode reads and writes each sequence's recurrent "
         "state once, not per context token (TTFT -29.5 % -> -23.3 %, TPOT +2.4 % -> +12.7 %). What is left: the "
         "FP8 path gains 1.90x over BF16 in gpuplan against 1.40x on Model-Optimizer's H100 throughput runs of this "
-        "model (BF16 within 4 %), and the recipe's --async-scheduling (opt-in on 0.12) is not modelled "
-        "(bench/results/load_accuracy.md)."),
+        "model (BF16 within 4 %). The recipe's --async-scheduling (opt-in on 0.12) is now run as recorded "
+        "(scenario field async_scheduling): TTFT -23.3 % -> -31.9 %, TPOT +12.7 % -> -21.0 %; overlapped, gpuplan's "
+        "decode step at ~1,000 sequences is its GPU work alone (41 ms), ~13 ms short of what the measured TPOT "
+        "needs (bench/results/load_accuracy.md)."),
     ("load_accuracy", "vllmblog"): (
         "gpt-oss-20b's TTFT under load (-21 % and -18 %): the prompt steps of the MXFP4 model on Hopper; its ITL "
         "(-19 % and -27 % before, now -4 % and -5 %) takes two decode costs from the same post's single-request "

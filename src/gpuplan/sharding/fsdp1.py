@@ -50,5 +50,5 @@ class Fsdp1(Fsdp):
         pools = unit + s.compute_bytes * trainable
         if s.offload == "optimizer+params" and s.dp > 1:
             root_bytes = 4 if stack.fp32_upcast(s) or s.precision == "fp32" else s.compute_bytes
-            pools += (root_bytes * self.root_params(m) / (s.tp * s.pp) + unit) / s.dp
+            pools += (root_bytes * self.stage_root_params(s, m)[0] / s.tp + unit) / s.dp
         return pools

@@ -361,8 +361,8 @@ class StepTimer:
 
     @property
     def async_host(self) -> bool:
-        """vLLM with async scheduling (0.14+), SGLang's overlap scheduler (0.4+): the engine's host work per step
-        overlaps the GPU's."""
+        """vLLM with async scheduling (0.14+, or the scenario's ``async_scheduling``), SGLang's overlap scheduler
+        (0.4+): the engine's host work per step overlaps the GPU's."""
         return self.timing.loop is not None and self.timing.loop.overlapped
 
     @property

@@ -80,6 +80,15 @@ def training_extra_params(s: Scenario, layers: Iterable[Layer]) -> float:
     return replicated_params(layers) * (1 - 1 / s.tp) if s.tp > 1 else 0.0
 
 
+def layer_params_per_rank(s: Scenario, layer: Layer) -> float:
+    """Parameters of one decoder layer that one tensor-parallel training rank holds, as a sharding gathers the
+    layer whole on it (an FSDP unit, a ZeRO-3 gathered layer): its linears split over ``tp``, its norms whole
+    (sequence parallelism replicates them: torchtitan ``SequenceParallel``, Megatron's layer norms) and the
+    :func:`replicated` linears whole (:func:`training_extra_params`). Pipeline parallelism splits the layers between
+    stages, never a layer."""
+    return (layer.params - layer.norm_params) / s.tp + layer.norm_params + training_extra_params(s, [layer])
+
+
 def replicated_attention_bytes(s: Scenario, parts: dict[str, float], layer_share: float = 1.0) -> float:
     """Bytes one GPU holds beyond its ``1/tp`` share of the weights ``parts`` (by part, as
     :meth:`~gpuplan.model.spec.ModelSpec.weight_bytes`): the attention weights of ``layer_share`` of the layers
