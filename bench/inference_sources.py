@@ -250,12 +250,16 @@ def goal_lines(rows: list[Scored], table: dict[Key, dict]) -> list[str]:
     held = [r for r in rows if not r.fitted]
     serving = ("serving_accuracy", "load_accuracy", "sglang_serving", "trtllm_serving")
     moe = [abs(r.error) for r in held if r.cls == "MoE" and r.bench in serving]
+    moe_q = {q: [abs(r.error) for r in held if r.cls == "MoE" and r.bench in serving and r.quantity in names]
+             for q, names in (("TTFT", ("TTFT",)), ("TPOT", ("TPOT", "ITL")))}
     kv = [abs(r.error) for r in held if r.bench == "vllm_startup"]
     above = [k for k, s in table.items() if s["median"] is not None and s["median"] > LIMIT]
     return ["Beside the issue's goals for its hidden sets (ours are not those rows; the same reading of our own):",
             "", "| set (held-out numbers only) | n | median abs error | goal |", "|---|---:|---:|---|",
             f"| every number above | {len(held)} | {statistics.median(abs(r.error) for r in held):.1%} | <= 15% |",
             f"| MoE serving runs (serving engines' schedulers) | {len(moe)} | {statistics.median(moe):.1%} | <= 20% |",
+            f"| - their TTFT | {len(moe_q['TTFT'])} | {statistics.median(moe_q['TTFT']):.1%} | <= 20% |",
+            f"| - their TPOT (and ITL) | {len(moe_q['TPOT'])} | {statistics.median(moe_q['TPOT']):.1%} | <= 10% |",
             f"| vLLM KV tokens (startup logs) | {len(kv)} | {statistics.median(kv):.1%} | <= 8% |",
             f"| lines above with a held-out median above {LIMIT:.0%} | {len(above)} | | none |"]
 
