@@ -163,16 +163,16 @@ def test_llama_405b_fbgemm_fp8_keeps_its_attention_in_bf16():
 
 
 def test_modules_named_one_layer_at_a_time_count_when_they_cover_every_layer():
-    from gpuplan.model.quant import _groups_named
+    from gpuplan.model.quant import excluded_groups
 
     gates = [f"model.layers.{i}.mlp.gate" for i in range(4)]
-    assert _groups_named(gates, 4) == ("router",)
-    assert _groups_named([*gates[:2], "model.layers.*.self_attn", "lm_head"], 4) == \
+    assert excluded_groups(gates, 4) == ("router",)
+    assert excluded_groups([*gates[:2], "model.layers.*.self_attn", "lm_head"], 4) == \
         ("attention", "router@0", "router@1")
-    assert _groups_named(["model.layers.0.self_attn.q_proj", "model.layers.1.self_attn.o_proj"], 2) == \
+    assert excluded_groups(["model.layers.0.self_attn.q_proj", "model.layers.1.self_attn.o_proj"], 2) == \
         ("attention",)
     # a few layers' modules: those layers' group alone (mlp@i), in layer order
-    assert _groups_named(["model.layers.10.mlp.up_proj", "model.layers.2.mlp.down_proj", "lm_head"], 12) == \
+    assert excluded_groups(["model.layers.10.mlp.up_proj", "model.layers.2.mlp.down_proj", "lm_head"], 12) == \
         ("mlp@2", "mlp@10")
 
 

@@ -235,6 +235,14 @@ class Engine:
         return (f"{self.label} takes no chunked_prefill {str(s.chunked_prefill).lower()}: {self.no_chunked_prefill}; "
                 "drop chunked_prefill, or serve with engine vllm or sglang")
 
+    def async_scheduling_refusal(self, s: Scenario) -> str | None:
+        """Why the engine cannot take the scenario's ``async_scheduling``, vLLM's switch: every other engine overlaps
+        its host loop as its own release does (SGLang's overlap scheduler, :class:`HostLoop`'s ``overlapped``)."""
+        if s.async_scheduling is None:
+            return None
+        return (f"{self.label} takes no async_scheduling: it is vLLM's --async-scheduling switch, and gpuplan times "
+                f"{self.label}'s host loop as its release runs it; drop async_scheduling, or serve with engine vllm")
+
     def quantizes_to(self, s: Scenario, m: ModelSpec) -> str | None:
         """The weight format the engine must quantize the checkpoint to on load (its ``--quantization``): the
         scenario's, unless the checkpoint already ships in it (the engines read a shipped format from its

@@ -52,7 +52,7 @@ def weights(x: Context) -> Formula:
         extra, upcast = "", 0.0
         if s.task == "train":
             if s.method == "qlora" and fmt.name in ("nf4", "fp4") and s.qlora_fp32_upcast:
-                high = x.P - sum(count * sum(lin.weight_params for lin in layer.linears if lin.group not in skip)
+                high = x.P - sum(count * sum(lin.weight_params for lin in layer.linears if not lin.kept(skip))
                                  for layer, count in m.layer_kinds())
                 upcast = high * (4 - x.c)
                 extra += f" + fp32 upcast {count(high)} x {4 - x.c} B"

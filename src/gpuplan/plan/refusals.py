@@ -342,7 +342,7 @@ def _engine(s: Scenario, m: ModelSpec) -> list[str]:
     why = engine_refusal(s, m) or _moe_layout(s, m)
     if why:
         raise GpuplanError(why)
-    why = engine.chunked_prefill_refusal(s) if s.task == "infer" else None
+    why = engine.chunked_prefill_refusal(s) or engine.async_scheduling_refusal(s) if s.task == "infer" else None
     if why:
         raise GpuplanError(why)
     tokens = s.prompt_tokens + s.output_tokens

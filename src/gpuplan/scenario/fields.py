@@ -202,6 +202,11 @@ class Scenario(BaseModel):
         "--no-enable-chunked-prefill, SGLang --chunked-prefill-size -1 to turn it off; off, a step takes whole "
         "prompts and vLLM's profiling run (so its KV pool) is sized for max_model_len tokens; default: the engine's "
         "own by release (vLLM V1 on, V0 on only past 32,768 tokens of context; SGLang on)")
+    async_scheduling: bool | None = Field(
+        default=None, description="vLLM --async-scheduling / --no-async-scheduling: the engine core schedules step "
+        "N+1 while the GPU runs step N, so the host's work per step hides behind the GPU's up to its length; "
+        "default: the release's own (on from 0.14 without pipeline parallelism, off before; the flag came in "
+        "0.10)")
     ubatch_tokens: int | None = Field(default=None, ge=1, le=1_000_000,
                                       description="llama.cpp --ubatch-size (default 512)")
     flash_attention: Literal["auto", "on", "off"] = Field(
@@ -720,7 +725,7 @@ INFER_ONLY = frozenset({"batch_size", "prompt_tokens", "output_tokens", "shared_
                         "engine", *LOAD_FIELDS,
                         "mem_fraction_static", "gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs",
                         "max_model_len", "engine_version", "entry_point", "enforce_eager", "chunked_prefill",
-                        "ubatch_tokens",
+                        "async_scheduling", "ubatch_tokens",
                         "free_gpu_memory_fraction", "tokens_per_block", "capacity_scheduler_policy",
                         "trtllm_backend", "flash_attention", "cpu_layers", "extra_gpus", "tensor_split", "attention_dp",
                         "moe_dispatch"})

@@ -79,7 +79,7 @@ class Sharding:
         st = State(trainable=trainable, state_bytes=a)
         if stack.fp32_upcast(s):
             high = m.params_total - sum(count * sum(lin.weight_params for lin in layer.linears
-                                                    if lin.group not in skip) for layer, count in m.layer_kinds())
+                                                    if not lin.kept(skip)) for layer, count in m.layer_kinds())
             base += high * (4 - s.compute_bytes)
             st.assumptions.append(f"QLoRA: {fmt.name} base (blocksize 64, double quantization), other parameters "
                                   "in fp32 (peft prepare_model_for_kbit_training)")

@@ -85,7 +85,7 @@ class DeepSpeed(Sharding):
             out["ZeRO-3 gathered layers"] = 2 * 2 * largest + 2 * largest  # current + prefetched, one layer's grads
         else:  # a frozen base is gathered in its own format; adapter gradients are small
             fmt, skip = stack.base_format(s, m)
-            largest = max(sum(lin.weight_params * fmt.high_bytes if lin.group in skip else fmt.linear_weight_bytes(lin)
+            largest = max(sum(lin.weight_params * fmt.high_bytes if lin.kept(skip) else fmt.linear_weight_bytes(lin)
                               for lin in layer.linears) for layer, _ in m.layer_kinds()) / s.tp
             out["ZeRO-3 gathered layers"] = 2 * largest  # current + prefetched
         return out

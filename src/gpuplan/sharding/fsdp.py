@@ -50,7 +50,7 @@ class Fsdp(Sharding):
             largest = max(layer_params_per_rank(s, layer) for layer, _ in m.layer_kinds())
             return s.compute_bytes * largest, largest
         fmt, skip = stack.base_format(s, m)
-        largest = max(sum(lin.weight_params * fmt.high_bytes if lin.group in skip else fmt.linear_weight_bytes(lin)
+        largest = max(sum(lin.weight_params * fmt.high_bytes if lin.kept(skip) else fmt.linear_weight_bytes(lin)
                           for lin in layer.linears) for layer, _ in m.layer_kinds())
         return largest / s.tp, 0.0
 

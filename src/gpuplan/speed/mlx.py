@@ -29,7 +29,7 @@ def weight_bytes(s: Scenario, m: ModelSpec, tokens: float = 1) -> float:
     parts = m.weight_bytes(fmt, skip=skip)
     head = parts["lm_head"] or fmt.embedding_bytes(m.vocab_size * m.embedding_dim)
     unread = unread_expert_bytes(((layer, lin, fmt.linear_weight_bytes(lin)) for layer in m.layers
-                                  for lin in layer.linears if lin.group not in skip), tokens)
+                                  for lin in layer.linears if not lin.kept(skip)), tokens)
     return sum(v for k, v in parts.items() if k not in ("embeddings", "lm_head", "vision")) + head - unread
 
 

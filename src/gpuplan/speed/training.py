@@ -315,7 +315,7 @@ def _upcast_cast_bytes(s: Scenario, m: ModelSpec, tokens: int) -> float:
 def _quantized_linears(s: Scenario, m: ModelSpec):
     """(linear, count of its layer kind) for the 4-bit linears of the base."""
     _, skip = weight_format(s, m)
-    return [(lin, c) for layer, c in m.layer_kinds() for lin in layer.linears if lin.group not in skip]
+    return [(lin, c) for layer, c in m.layer_kinds() for lin in layer.linears if not lin.kept(skip)]
 
 
 def _dequant_again_share(s: Scenario, m: ModelSpec, rc) -> float:
@@ -325,7 +325,7 @@ def _dequant_again_share(s: Scenario, m: ModelSpec, rc) -> float:
     _, skip = weight_format(s, m)
     params = sum(c * lin.weight_params for lin, c in _quantized_linears(s, m))
     return sum(c * lin.weight_params for layer, c in m.layer_kinds() for lin in layer.linears
-               if lin.group not in skip and lin.name in rc.linears[layer]) / max(params, 1)
+               if not lin.kept(skip) and lin.name in rc.linears[layer]) / max(params, 1)
 
 
 def _dequant_pass_s(s: Scenario, m: ModelSpec, gpu: GpuSpec, kern) -> float:

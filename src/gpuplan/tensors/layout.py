@@ -53,7 +53,7 @@ def replicated_bytes(s: Scenario, layers: Iterable[Layer], fmt: Format, skip: tu
     split = s.attention_tp
     if split <= 1 or fmt.name.startswith("gguf-"):
         return 0.0
-    total = sum(lin.weight_params * fmt.high_bytes if lin.group in skip else fmt.linear_weight_bytes(lin)
+    total = sum(lin.weight_params * fmt.high_bytes if lin.kept(skip) else fmt.linear_weight_bytes(lin)
                 for layer in layers for lin in layer.linears if replicated(layer, lin))
     return total * (1 - 1 / split)
 
