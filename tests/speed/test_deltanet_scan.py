@@ -94,3 +94,16 @@ def test_training_step_pays_for_the_scans():
                            "micro_batch_size": 1, "grad_accum_steps": 2, "grad_checkpointing": checkpointing})
         parts = training_speed(s, nano, gpu).parts_s
         assert parts["ssm_scan"] == pytest.approx(2 * scans_training_s(nano, gpu, 1, 4096, again=again), rel=1e-12)
+
+
+def test_llama_cpp_prompt_carries_the_scans_too():
+    """llama.cpp prefilling Qwen3-Next (Q4_K_M on an L4, one 4,096-token prompt in micro-batches of 512): its
+    ``ssm_scan`` part is the delta rule over each micro-batch (the same work as fla's kernels), not nothing."""
+    from gpuplan.scenario import scenario_from
+    from gpuplan.speed.inference import step_timer
+
+    s = scenario_from({"model": NEXT, "task": "infer", "engine": "llama.cpp", "gpu": "l4", "num_gpus": 8,
+                       "quant": "q4_k_m"})
+    m, gpu = load_model(NEXT), load_gpu("l4")
+    parts = step_timer(s, m, gpu).prefill_parts(4096)
+    assert parts["ssm_scan"] == pytest.approx(8 * linear_scans_s(m, gpu, 1, 512), rel=1e-12)

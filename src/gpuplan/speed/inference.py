@@ -50,9 +50,8 @@ from .work import (
     elementwise_s,
     expert_loop_s,
     experts_hit,
-    linear_scans_s,
     lm_head_s,
-    mamba_scans_s,
+    recurrent_scans_s,
     smooth_max,
 )
 
@@ -117,8 +116,7 @@ class StepTimer:
                                 context=context, masked_windows=self.timing.eager) \
             / self.timing.context_attention_speedup
         ranks_seqs, seq = rank_share(seqs, self.s.attention_ranks), math.ceil(tokens / seqs)
-        scan = mamba_scans_s(m, gpu, ranks_seqs, seq, tp=self.s.attention_tp) \
-            + linear_scans_s(m, gpu, ranks_seqs, seq, tp=self.s.attention_tp)
+        scan = recurrent_scans_s(m, gpu, ranks_seqs, seq, tp=self.s.attention_tp)
         parts = {"gemm": gemm, "attention": attention, "ssm_scan": scan, "elementwise": self._elementwise_s(tokens),
                  "tensor_parallel": self._tp_s(tokens), "pipeline_across_nodes": self._node_hops_s(tokens)}
         if self.s.attention_dp:  # the MoE layout's gathers and dispatches (speed.experts)

@@ -327,6 +327,13 @@ def deltanet_backward_ratio(shape: dict[str, int]) -> float:
     return (16 * k * v + c * (16 * k + 10 * v)) / (6 * k * v + c * (6 * k + 4 * v) + c * c / 3)
 
 
+def recurrent_scans_s(m: ModelSpec, gpu: GpuSpec, seqs: float, seq: int, *, tp: int = 1) -> float:
+    """Every recurrent mixer's forward over ``seqs`` sequences of ``seq`` new tokens: :func:`mamba_scans_s` and
+    :func:`linear_scans_s`. llama.cpp (``ggml_ssm_scan``, its delta-net ops) and MLX run their own kernels for
+    these; they are timed with the same work, not measured apart."""
+    return mamba_scans_s(m, gpu, seqs, seq, tp=tp) + linear_scans_s(m, gpu, seqs, seq, tp=tp)
+
+
 def scans_training_s(m: ModelSpec, gpu: GpuSpec, seqs: float, seq: int, *, tp: int = 1, again: float = 0.0
                      ) -> float:
     """The recurrent mixers' scans in one training micro-step: forward, ``again`` re-runs (checkpointing) and the
