@@ -270,7 +270,7 @@ def deltanet_chunk_s(m: ModelSpec, gpu: GpuSpec, seqs: float, seq: int, *, tp: i
     - ``causal_conv1d_fn`` before them reads and writes the ``2 k_heads K + H V`` convolved channels.
 
     Heads split over ``tp`` (vLLM's Qwen3NextGatedDeltaNet). Qwen3-Next (32 value heads of 128, keys 128): about
-    183 kFLOP a token and head, 5.9 MFLOP a token and layer."""
+    182 kFLOP a token and head, 5.8 MFLOP a token and layer."""
     shape = deltanet_shape(m.config) if m.config else None
     if not shape or seqs <= 0 or seq <= 0:
         return 0.0
