@@ -194,7 +194,9 @@ NOTES = """What the misses say, row by row:
   (3) The trace had read each MoE layer's shared expert and router as attention (Nemotron-H calls every layer's
   module `mixer`); they are now the MLP and the router, so each MoE layer launches the shared expert's kernels
   (`MOE_KERNELS_PER_LAYER`) and the router stays 16-bit under FP8 (vLLM's `GateLinear`): TTFT -23.3 % -> -21.5 %
-  (median 1,205 ms), TPOT +12.7 % -> +15.7 % (70.6 ms), requests/s -10.0 % -> -12.4 % (s9-hybrid).
+  (median 1,205 ms), TPOT +12.7 % -> +15.7 % (70.6 ms), requests/s -10.0 % -> -12.4 %; then the MoE kernels were
+  counted on the 23 expert layers only, not all 52: TTFT -22.5 % (1,189 ms), TPOT +13.4 % (69.2 ms), requests/s
+  -10.5 % (s9-hybrid).
 - **Offline at a large batch: Llama-3.1-405B FP8 on 8 H100s under vLLM 0.6.3 (dstack's `benchmark_throughput.py`
   runs, 15 rows, requests/s only).** Built as vLLM 0.6.3 runs them: the LLM class's V0 engine, `max_num_seqs`
   256, chunked prefill on past 32,768 tokens of context (512 tokens a step before 0.6.5), a prompt admitted only

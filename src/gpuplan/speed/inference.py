@@ -402,13 +402,16 @@ class StepTimer:
                              plain)
 
     def _kernels_per_layer(self) -> float:
-        """Non-GEMM kernels of one decoder layer (norms, rotary, cache write, attention, activation...)."""
+        """Non-GEMM kernels of one decoder layer on average (norms, rotary, cache write, attention, activation...):
+        the MoE kernels only on the layers that hold experts (DeepSeek's first 3 of 61 are dense; Nemotron-H's
+        23 expert layers of 52, Llama 4 Maverick's every other layer)."""
         per = oh.DECODE_KERNELS_PER_LAYER - 7  # the 7 linears pay their own latency in gemm_time_s
         moe_layers = [layer for layer in self.m.layers if layer.moe] if self.m.is_moe else []
-        moe = 0
+        moe = 0.0
         if moe_layers:
             shared = any(lin.group == "shared_experts" for layer in moe_layers for lin in layer.linears)
-            moe = oh.MOE_KERNELS_PER_LAYER if shared else oh.MOE_ROUTED_ONLY_KERNELS_PER_LAYER
+            moe = (oh.MOE_KERNELS_PER_LAYER if shared else oh.MOE_ROUTED_ONLY_KERNELS_PER_LAYER) \
+                * len(moe_layers) / len(self.m.layers)
         mla = any(layer.attention == "mla" for layer in self.m.layers)
         if mla and moe_layers and self.timing.layer_kernels:  # the engine's own count (SGLang's DeepSeek layer)
             return self.timing.layer_kernels
