@@ -196,7 +196,8 @@ NOTES = """What the misses say, row by row:
   (`MOE_KERNELS_PER_LAYER`) and the router stays 16-bit under FP8 (vLLM's `GateLinear`): TTFT -23.3 % -> -21.5 %
   (median 1,205 ms), TPOT +12.7 % -> +15.7 % (70.6 ms), requests/s -10.0 % -> -12.4 %; then the MoE kernels were
   counted on the 23 expert layers only, not all 52: TTFT -22.5 % (1,189 ms), TPOT +13.4 % (69.2 ms), requests/s
-  -10.5 % (s9-hybrid).
+  -10.5 % (s9-hybrid). The Model-Optimizer check above was not re-derived (its batch is not recorded here); at
+  `--batch-size 1000` gpuplan's offline output goes 847 -> 839 tokens/s in BF16 and 1,738 -> 1,717 in FP8.
 - **Offline at a large batch: Llama-3.1-405B FP8 on 8 H100s under vLLM 0.6.3 (dstack's `benchmark_throughput.py`
   runs, 15 rows, requests/s only).** Built as vLLM 0.6.3 runs them: the LLM class's V0 engine, `max_num_seqs`
   256, chunked prefill on past 32,768 tokens of context (512 tokens a step before 0.6.5), a prompt admitted only
